@@ -1,0 +1,115 @@
+# ctsdb - build, test, run. See README.md. Every flavour builds in its own directory:
+#   build/release (default, -O2), build/asan (SAN=1: AddressSanitizer + UBSan).
+# Sources are found by wildcard: a new module or test needs no Makefile change.
+#   library:    storage/*.c storage/engine/*.c schema/*.c query/*.c tsd/*.c  -> libctsdb.a
+#   commands:   tools/*.c (tools/main.c is the entry; each tools/cmd_*.c defines one
+#               `const struct tool_command tool_cmd_<name>`, collected into a generated table)
+#   unit tests: tests/unit/<layer>/test_<module>.c, one cmocka program each
+# Optional parts hook in through their own fragments (storage/bigtable/bigtable.mk, ...).
+
+SAN     ?= 0
+ifeq ($(SAN),1)
+  BUILD ?= build/asan
+  OPT   := -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+  SANLD := -fsanitize=address,undefined
+else
+  BUILD ?= build/release
+  OPT   := -O2
+  SANLD :=
+endif
+
+CC      ?= cc
+VERSION := 0.1.0
+GITREV  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
+           -Wno-format-nonliteral
+CFLAGS  := -std=c11 -D_GNU_SOURCE -I. -I$(BUILD)/gen -g $(OPT) $(WARN) -MMD -MP -pthread \
+           -DCTSDB_VERSION='"$(VERSION)"' -DCTSDB_GIT_REV='"$(GITREV)"' $(EXTRA_CFLAGS)
+LDFLAGS := -pthread $(SANLD) $(EXTRA_LDFLAGS)
+LDLIBS  := -levent -levent_pthreads -lsnappy -lcjson -lz -ledit -lm $(EXTRA_LDLIBS)
+
+LIB_SRCS  := $(wildcard storage/*.c storage/engine/*.c schema/*.c query/*.c tsd/*.c)
+TOOL_SRCS := $(filter-out tools/main.c,$(wildcard tools/*.c))
+TEST_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
+TESTLIB_SRCS := $(wildcard tests/lib/*.c)
+
+-include storage/bigtable/bigtable.mk
+
+LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+TOOL_OBJS  := $(TOOL_SRCS:%.c=$(BUILD)/%.o)
+TESTLIB_OBJS := $(TESTLIB_SRCS:%.c=$(BUILD)/%.o)
+TEST_BINS  := $(TEST_SRCS:%.c=$(BUILD)/%)
+CTSDB_BIN  := $(if $(filter 1,$(SAN)),$(BUILD)/bin/ctsdb,bin/ctsdb)
+
+.PHONY: all deps deps-build test unit unit-asan integration run bench lint fuzz stress clean
+
+all: $(CTSDB_BIN) $(TEST_BINS) $(EXTRA_ALL)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libctsdb.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libctsdb_tools.a: $(TOOL_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# The subcommand table: one X(name) per `const struct tool_command tool_cmd_<name>`.
+$(BUILD)/gen/tool_commands.inc: $(TOOL_SRCS)
+	@mkdir -p $(dir $@)
+	sed -n 's/^const struct tool_command tool_cmd_\([a-z0-9_]*\).*/X(\1)/p' $(TOOL_SRCS) \
+	  | sort > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/tools/main.o: $(BUILD)/gen/tool_commands.inc
+
+$(CTSDB_BIN): $(BUILD)/tools/main.o $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.a \
+	  $(LDFLAGS) $(LDLIBS) -lcmocka
+
+deps:
+	@tools/deps.sh deps/build.txt deps/test.txt
+
+deps-build:
+	@tools/deps.sh deps/build.txt
+
+# The whole suite: deps, build, unit tests plainly and under ASan+UBSan, integration tests.
+test: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory SAN=1 all
+	@tests/run_all.sh
+
+unit: all
+	@tests/run_unit.sh build/release
+
+unit-asan:
+	@$(MAKE) --no-print-directory SAN=1 all
+	@tests/run_unit.sh build/asan
+
+integration: all
+	@tests/integration/run.sh
+
+run: deps-build
+	@$(MAKE) --no-print-directory all
+	@mkdir -p data
+	exec bin/ctsdb tsd --data ./data --port 4242
+
+bench: deps
+	@tools/deps.sh deps/bench.txt
+	@$(MAKE) --no-print-directory all $(EXTRA_BENCH)
+	@tools/bench/run.sh
+
+lint:
+	@tools/lint.sh
+
+clean:
+	rm -rf build bin
+
+-include $(LIB_OBJS:.o=.d) $(TOOL_OBJS:.o=.d) $(BUILD)/tools/main.d $(TESTLIB_OBJS:.o=.d)

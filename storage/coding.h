@@ -1,0 +1,101 @@
+/* coding.h - explicit byte-order encoding helpers for on-disk and on-wire integers, and
+ * LEB128-style varints. Never write a struct to disk: encode each field with these.
+ * All functions are inline and allocation-free. */
+#ifndef CT_CODING_H
+#define CT_CODING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline void coding_put_be16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+static inline void coding_put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+static inline void coding_put_be64(uint8_t *p, uint64_t v)
+{
+    coding_put_be32(p, (uint32_t)(v >> 32));
+    coding_put_be32(p + 4, (uint32_t)v);
+}
+static inline uint16_t coding_get_be16(const uint8_t *p)
+{
+    return (uint16_t)((uint16_t)p[0] << 8 | p[1]);
+}
+static inline uint32_t coding_get_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+static inline uint64_t coding_get_be64(const uint8_t *p)
+{
+    return (uint64_t)coding_get_be32(p) << 32 | coding_get_be32(p + 4);
+}
+static inline void coding_put_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+static inline uint32_t coding_get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline void coding_put_le64(uint8_t *p, uint64_t v)
+{
+    coding_put_le32(p, (uint32_t)v);
+    coding_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint64_t coding_get_le64(const uint8_t *p)
+{
+    return (uint64_t)coding_get_le32(p) | (uint64_t)coding_get_le32(p + 4) << 32;
+}
+
+/* Maximum bytes a varint64 takes. */
+#define CODING_VARINT64_MAX 10
+
+/* Writes v as a varint at p (room for CODING_VARINT64_MAX bytes); returns bytes written. */
+static inline size_t coding_put_varint64(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        p[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    p[n++] = (uint8_t)v;
+    return n;
+}
+
+/* Reads a varint from [p, end); returns bytes consumed, or 0 if truncated or over-long. */
+static inline size_t coding_get_varint64(const uint8_t *p, const uint8_t *end, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < CODING_VARINT64_MAX && p + i < end; i++) {
+        uint64_t b = p[i];
+        v |= (b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *out = v;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+/* Zig-zag mapping of signed to unsigned so small magnitudes make short varints. */
+static inline uint64_t coding_zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+static inline int64_t coding_unzigzag(uint64_t v)
+{
+    return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+#endif

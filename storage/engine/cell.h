@@ -1,0 +1,53 @@
+/* cell.h - the engine's internal cell: the unit the memstore, block files, the log and the
+ * merging iterators exchange. Within the engine a store holds one (region, family), so the family
+ * is implied by where a cell lives and is not part of the key.
+ *
+ * Order (spec §2, plus the sequence number): row asc, qualifier asc, ts desc, type desc,
+ * seq desc (newest write first). Byte strings are borrowed: who owns them is stated by whoever
+ * hands the cell out (an iterator's cell is valid until the iterator moves). */
+#ifndef CT_ENGINE_CELL_H
+#define CT_ENGINE_CELL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+struct cell {
+    const uint8_t *row;
+    const uint8_t *qual;
+    const uint8_t *value;
+    uint32_t row_len;
+    uint32_t qual_len;
+    uint32_t value_len;
+    uint8_t type; /* enum wc_cell_type code */
+    int64_t ts_ms;
+    uint64_t seq; /* order of application; larger = newer */
+};
+
+static inline int cell_bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c)
+        return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+/* Total order of cells (see top of file). */
+static inline int cell_compare(const struct cell *a, const struct cell *b)
+{
+    int c = cell_bytes_cmp(a->row, a->row_len, b->row, b->row_len);
+    if (c)
+        return c;
+    if ((c = cell_bytes_cmp(a->qual, a->qual_len, b->qual, b->qual_len)))
+        return c;
+    if (a->ts_ms != b->ts_ms)
+        return a->ts_ms > b->ts_ms ? -1 : 1;
+    if (a->type != b->type)
+        return a->type > b->type ? -1 : 1;
+    if (a->seq != b->seq)
+        return a->seq > b->seq ? -1 : 1;
+    return 0;
+}
+
+#endif

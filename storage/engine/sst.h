@@ -1,0 +1,136 @@
+/* sst.h - immutable sorted block files ("store files") of one region and family, and the block
+ * cache they share. The format is described in sst_format.h beside the writer.
+ *
+ * A file holds cells (cell.h) in cell_compare() order: data blocks of about BLOCKSIZE bytes
+ * (prefix-compressed keys, optional snappy/zlib compression, CRC32C per block), a block index, a
+ * bloom filter (NONE, ROW or ROWCOL), metadata (cell count, min/max timestamp, max sequence,
+ * first/last row, delete-marker count) and a footer with magic and format version.
+ *
+ * Threading: a writer is used by one thread. An open file (struct sst) is immutable and shared by
+ * any number of threads and iterators; it is reference-counted. The block cache is thread-safe. */
+#ifndef CT_ENGINE_SST_H
+#define CT_ENGINE_SST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "storage/ct_err.h"
+#include "storage/engine/cell.h"
+#include "storage/wc.h"
+
+/* ---- block cache: one LRU shared by all files of a store ----------------------------- */
+
+struct block_cache;
+
+/* Returns a new cache of capacity_bytes (0 = caching disabled), freed with block_cache_free().
+ * Sections as HBase's LRU: single-access 25%, multi-access 50%, in-memory 25%. */
+CT_MUST_CHECK int block_cache_new(size_t capacity_bytes, struct block_cache **out,
+                                  struct ct_err *err);
+void block_cache_free(struct block_cache *c); /* accepts NULL; no file may still use it */
+
+struct block_cache_stats {
+    uint64_t hits;
+    uint64_t misses;
+    uint64_t bytes;
+    uint64_t capacity_bytes;
+    uint64_t evictions;
+};
+void block_cache_get_stats(struct block_cache *c, struct block_cache_stats *out);
+/* Drops every cached block (e.g. `dropcaches`). */
+void block_cache_clear(struct block_cache *c);
+
+/* ---- writing ------------------------------------------------------------------------- */
+
+struct sst_writer_options {
+    uint32_t blocksize;              /* target uncompressed data-block size */
+    enum wc_compression compression; /* NONE, SNAPPY, GZ */
+    enum wc_bloom bloom;             /* NONE, ROW, ROWCOL */
+    enum wc_block_encoding encoding; /* recorded; PREFIX-style key encoding is always used */
+    uint64_t expected_cells;         /* sizes the bloom filter (1% false positives) */
+};
+
+/* File-level metadata, filled by sst_writer_finish() and kept by an open file. */
+struct sst_meta {
+    uint64_t cells;
+    uint64_t delete_markers;
+    int64_t min_ts_ms;
+    int64_t max_ts_ms;
+    uint64_t max_seq;
+    uint64_t file_bytes;
+    uint8_t first_row[WC_MAX_ROW_BYTES]; /* valid when cells > 0 */
+    uint32_t first_row_len;
+    uint8_t last_row[WC_MAX_ROW_BYTES];
+    uint32_t last_row_len;
+};
+
+struct sst_writer;
+
+/* Creates `path` (must not exist) and returns a new writer in *out. The caller writes to a
+ * temporary name and renames after sst_writer_finish(). */
+CT_MUST_CHECK int sst_writer_open(const char *path, const struct sst_writer_options *o,
+                                  struct sst_writer **out, struct ct_err *err);
+/* Appends a cell; cells must come in strictly increasing cell_compare() order. Copies the bytes. */
+CT_MUST_CHECK int sst_writer_add(struct sst_writer *w, const struct cell *c, struct ct_err *err);
+/* Writes index, bloom, metadata and footer, fsyncs and closes the file, fills *meta (may be NULL)
+ * and frees the writer, on success and on error alike. */
+CT_MUST_CHECK int sst_writer_finish(struct sst_writer *w, struct sst_meta *meta,
+                                    struct ct_err *err);
+/* Abandons the writer: closes and unlinks the file, frees the writer. Accepts NULL. */
+void sst_writer_abort(struct sst_writer *w);
+
+/* ---- reading ------------------------------------------------------------------------- */
+
+struct sst;
+
+struct sst_read_options {
+    bool blockcache; /* data blocks enter the cache (index and bloom always stay in memory) */
+    bool in_memory;  /* cached blocks go to the in-memory section */
+};
+
+/* Opens a finished file: checks footer, magic, version and the metadata CRCs (CT_ECORRUPT naming
+ * the path and offset otherwise), loads index and bloom. `file_id` must be unique within the
+ * cache. Returns a new file with one reference, dropped with sst_unref(). Borrows `cache`
+ * (may be NULL) for the life of the file. */
+CT_MUST_CHECK int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
+                           const struct sst_read_options *o, struct sst **out,
+                           struct ct_err *err);
+void sst_ref(struct sst *f);
+/* Drops a reference; the last one closes the file, and unlinks it if sst_mark_obsolete() was
+ * called. Accepts NULL. */
+void sst_unref(struct sst *f);
+/* Asks for the file to be deleted once no reference remains (after a compaction replaced it). */
+void sst_mark_obsolete(struct sst *f);
+const struct sst_meta *sst_get_meta(const struct sst *f);
+const char *sst_path(const struct sst *f);
+/* Bloom checks: false means the file certainly holds no cell of that row (row+qualifier).
+ * With a ROW filter sst_may_contain_rowcol() checks the row only; with NONE both return true. */
+bool sst_may_contain_row(const struct sst *f, const uint8_t *row, size_t len);
+bool sst_may_contain_rowcol(const struct sst *f, const uint8_t *row, size_t row_len,
+                            const uint8_t *qual, size_t qual_len);
+/* The row of the middle data block's first cell (for splits). Copies into buf (WC_MAX_ROW_BYTES)
+ * and returns its length, 0 if the file is empty. */
+size_t sst_middle_row(const struct sst *f, uint8_t *buf);
+
+/* An iterator over one file, in either direction. Holds a reference to the file. */
+struct sst_iter;
+
+/* Returns a new iterator (not positioned) in *out, freed with sst_iter_free(). */
+CT_MUST_CHECK int sst_iter_new(struct sst *f, struct sst_iter **out, struct ct_err *err);
+void sst_iter_free(struct sst_iter *it); /* accepts NULL */
+/* Positioning. Each returns CT_OK (check sst_iter_valid()), or an error (a block failed its CRC
+ * or could not be read: CT_ECORRUPT / CT_EIO naming file and offset). */
+CT_MUST_CHECK int sst_iter_seek_first(struct sst_iter *it, struct ct_err *err);
+CT_MUST_CHECK int sst_iter_seek_last(struct sst_iter *it, struct ct_err *err);
+/* First cell >= target. */
+CT_MUST_CHECK int sst_iter_seek(struct sst_iter *it, const struct cell *target,
+                                struct ct_err *err);
+/* Last cell <= target. */
+CT_MUST_CHECK int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target,
+                                         struct ct_err *err);
+CT_MUST_CHECK int sst_iter_next(struct sst_iter *it, struct ct_err *err);
+CT_MUST_CHECK int sst_iter_prev(struct sst_iter *it, struct ct_err *err);
+bool sst_iter_valid(const struct sst_iter *it);
+/* The current cell; its bytes are valid until the iterator moves or is freed. */
+void sst_iter_cell(const struct sst_iter *it, struct cell *out);
+
+#endif

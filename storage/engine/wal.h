@@ -1,0 +1,69 @@
+/* wal.h - the write-ahead log of one store: every mutation batch is appended here before it
+ * reaches a memstore. The format is described in wal_format.h beside the writer.
+ *
+ * A log is a directory of numbered segments (wal-<20-digit number>.log). Records carry a CRC32C,
+ * a length and the batch's first sequence number; payloads are opaque to the log (the engine
+ * encodes its batches). Segments rotate past a size; a segment is removed once the engine says
+ * every edit in it is flushed (wal_release_upto()).
+ *
+ * Group commit: concurrent wal_append() callers are gathered by a leader that performs one
+ * write(2) (and for FSYNC one fdatasync) for all of them; each caller returns once the write (or
+ * sync) covering its record has finished. ASYNC records are written and synced by a background
+ * thread within about a second.
+ *
+ * Threading: all functions are thread-safe. */
+#ifndef CT_ENGINE_WAL_H
+#define CT_ENGINE_WAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/ct_err.h"
+
+enum wal_sync {
+    WAL_SYNC_ASYNC = 0, /* buffered; written and synced by the background thread */
+    WAL_SYNC_WRITE = 1, /* write(2) returned before wal_append returns (survives kill -9) */
+    WAL_SYNC_FSYNC = 2, /* write(2) and fdatasync returned (survives power loss) */
+};
+
+struct wal;
+
+struct wal_options {
+    size_t segment_bytes; /* rotate past this size */
+};
+
+/* Opens the log in `dir` (created if absent) for appending after replay. Returns a new log,
+ * closed with wal_close(). */
+CT_MUST_CHECK int wal_open(const char *dir, const struct wal_options *o, struct wal **out,
+                           struct ct_err *err);
+/* Flushes and syncs buffered records, stops the background thread, frees; accepts NULL. */
+void wal_close(struct wal *w);
+
+/* Replays every complete record of every segment in order, calling fn(arg, seq, payload, len).
+ * Stops at a torn or corrupt tail of the LAST segment without failing (the tail is truncated
+ * away); corruption in an earlier segment is CT_ECORRUPT naming segment and offset. Must be
+ * called before the first wal_append(). fn returning non-OK stops replay with that code. */
+typedef int (*wal_replay_fn)(void *arg, uint64_t seq, const uint8_t *payload, size_t len,
+                             struct ct_err *err);
+CT_MUST_CHECK int wal_replay(struct wal *w, wal_replay_fn fn, void *arg, struct ct_err *err);
+
+/* Appends one record (copied before return) stamped with `seq`; returns when the sync level is
+ * met. A failed write is sticky: later appends fail with the same error. */
+CT_MUST_CHECK int wal_append(struct wal *w, uint64_t seq, const void *payload, size_t len,
+                             enum wal_sync sync, struct ct_err *err);
+/* Writes and syncs everything buffered so far. */
+CT_MUST_CHECK int wal_sync(struct wal *w, struct ct_err *err);
+/* Tells the log that every record with seq <= seq is durable elsewhere (flushed to files):
+ * segments holding only such records are deleted. */
+CT_MUST_CHECK int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err);
+
+struct wal_stats {
+    uint64_t bytes_written;
+    uint64_t writes;  /* write(2) calls: fewer than appends under group commit */
+    uint64_t syncs;
+    uint64_t appends;
+    uint64_t segments;
+};
+void wal_get_stats(struct wal *w, struct wal_stats *out);
+
+#endif

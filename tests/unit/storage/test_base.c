@@ -1,0 +1,161 @@
+/* test_base.c - the bottom helpers every layer uses: ct_err, coding, crc32c, clock, and the
+ * backend-neutral parts of wc.h (defaults, name and descriptor checks, the cell order). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/clock.h"
+#include "storage/coding.h"
+#include "storage/crc32c.h"
+#include "storage/ct_err.h"
+#include "storage/wc.h"
+#include "tests/lib/ctest.h"
+
+static void test_err_prefix_keeps_code_and_detail(void **state)
+{
+    (void)state;
+    struct ct_err err = {0};
+    assert_int_equal(ct_err_errno(&err, CT_EIO, 2, "cannot open %s", "x/y"), CT_EIO);
+    assert_int_equal(ct_err_prefix(&err, "flush region %d", 7), CT_EIO);
+    assert_string_equal(err.msg, "flush region 7: cannot open x/y: No such file or directory");
+}
+
+static void test_err_truncates_long_messages(void **state)
+{
+    (void)state;
+    struct ct_err err = {0};
+    char big[1000];
+    memset(big, 'a', sizeof(big) - 1);
+    big[sizeof(big) - 1] = 0;
+    ct_err_set(&err, CT_EINVAL, "%s", big);
+    assert_int_equal(strlen(err.msg), sizeof(err.msg) - 1);
+}
+
+static void test_coding_round_trips_and_byte_order(void **state)
+{
+    (void)state;
+    uint8_t b[16];
+    coding_put_be32(b, 0x01020304u);
+    assert_int_equal(b[0], 1);
+    assert_int_equal(b[3], 4);
+    assert_int_equal(coding_get_be32(b), 0x01020304u);
+    coding_put_be64(b, 0x0102030405060708ull);
+    assert_true(coding_get_be64(b) == 0x0102030405060708ull);
+    coding_put_le64(b, 0x0102030405060708ull);
+    assert_int_equal(b[0], 8);
+    assert_true(coding_get_le64(b) == 0x0102030405060708ull);
+    uint64_t vals[] = {0, 1, 127, 128, 300, 1ull << 35, UINT64_MAX};
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+        size_t n = coding_put_varint64(b, vals[i]);
+        uint64_t v = 0;
+        assert_int_equal(coding_get_varint64(b, b + n, &v), n);
+        assert_true(v == vals[i]);
+        assert_int_equal(coding_get_varint64(b, b + n - 1, &v), 0); /* truncated */
+    }
+    assert_true(coding_unzigzag(coding_zigzag(-5)) == -5);
+    assert_true(coding_zigzag(-1) == 1);
+}
+
+static void test_crc32c_matches_rfc3720_vectors(void **state)
+{
+    (void)state;
+    uint8_t buf[32];
+    memset(buf, 0, sizeof(buf));
+    assert_int_equal(crc32c_value(buf, 32), 0x8a9136aau);
+    memset(buf, 0xff, sizeof(buf));
+    assert_int_equal(crc32c_value(buf, 32), 0x62a8ab43u);
+    for (int i = 0; i < 32; i++)
+        buf[i] = (uint8_t)i;
+    assert_int_equal(crc32c_value(buf, 32), 0x46dd794eu);
+    assert_int_equal(crc32c_value("123456789", 9), 0xe3069283u);
+    /* extending in pieces equals one pass */
+    assert_int_equal(crc32c_extend(crc32c_value("12345", 5), "6789", 4), 0xe3069283u);
+    assert_int_equal(crc32c_unmask(crc32c_mask(0xdeadbeefu)), 0xdeadbeefu);
+    assert_int_not_equal(crc32c_mask(0xdeadbeefu), 0xdeadbeefu);
+}
+
+static void test_clock_can_be_pinned(void **state)
+{
+    (void)state;
+    setenv("CTSDB_NOW_MS", "1234567", 1);
+    assert_true(clock_now_ms() == 1234567);
+    unsetenv("CTSDB_NOW_MS");
+    assert_true(clock_now_ms() > 1600000000000LL);
+}
+
+static void test_table_names_parse_with_default_namespace(void **state)
+{
+    (void)state;
+    struct ct_err err = {0};
+    char ns[64], q[64];
+    assert_int_equal(wc_table_name_parse("t1", ns, sizeof ns, q, sizeof q, &err), CT_OK);
+    assert_string_equal(ns, "default");
+    assert_string_equal(q, "t1");
+    assert_int_equal(wc_table_name_parse("my_ns:a.b-c", ns, sizeof ns, q, sizeof q, &err), CT_OK);
+    assert_string_equal(ns, "my_ns");
+    assert_string_equal(q, "a.b-c");
+    assert_int_equal(wc_table_name_parse("-x", ns, sizeof ns, q, sizeof q, &err), CT_EINVAL);
+    assert_int_equal(wc_table_name_parse("a b", ns, sizeof ns, q, sizeof q, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "illegal character ' '"));
+    assert_int_equal(wc_table_name_parse("n-s:t", ns, sizeof ns, q, sizeof q, &err), CT_EINVAL);
+}
+
+static void test_family_defaults_and_checks(void **state)
+{
+    (void)state;
+    struct ct_err err = {0};
+    struct wc_family_desc f;
+    wc_family_desc_init(&f, "cf");
+    assert_int_equal(f.versions, 1);
+    assert_true(f.ttl_s == WC_TTL_FOREVER);
+    assert_int_equal(f.bloom, WC_BLOOM_ROW);
+    assert_int_equal(f.blocksize, 65536);
+    assert_true(f.blockcache);
+    assert_int_equal(wc_family_desc_check(&f, &err), CT_OK);
+    f.min_versions = 2;
+    assert_int_equal(wc_family_desc_check(&f, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "MIN_VERSIONS"));
+    f.min_versions = 0;
+    f.blocksize = 512;
+    assert_int_equal(wc_family_desc_check(&f, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "BLOCKSIZE"));
+    wc_family_desc_init(&f, "a:b");
+    assert_int_equal(wc_family_desc_check(&f, &err), CT_EINVAL);
+}
+
+static void test_cell_order_is_spec_order(void **state)
+{
+    (void)state;
+    struct wc_cell a = {wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("q"),
+                        wc_bytes_str("v"), 5, WC_TYPE_PUT};
+    struct wc_cell b = a;
+    b.ts_ms = 4; /* older sorts later */
+    assert_true(wc_cell_compare(&a, &b) < 0);
+    b = a;
+    b.type = WC_TYPE_DELETE_COLUMN; /* marker first at the same ts */
+    assert_true(wc_cell_compare(&b, &a) < 0);
+    b = a;
+    b.qualifier = wc_bytes_str(""); /* empty qualifier first */
+    assert_true(wc_cell_compare(&b, &a) < 0);
+    b = a;
+    b.row = wc_bytes_str("r\x01"); /* shorter row wins on a common prefix */
+    assert_true(wc_cell_compare(&a, &b) < 0);
+    b = a;
+    b.row = wc_bytes_of("\xff", 1); /* unsigned bytes */
+    assert_true(wc_cell_compare(&a, &b) < 0);
+    assert_int_equal(wc_cell_compare(&a, &a), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_err_prefix_keeps_code_and_detail),
+        cmocka_unit_test(test_err_truncates_long_messages),
+        cmocka_unit_test(test_coding_round_trips_and_byte_order),
+        cmocka_unit_test(test_crc32c_matches_rfc3720_vectors),
+        cmocka_unit_test(test_clock_can_be_pinned),
+        cmocka_unit_test(test_table_names_parse_with_default_namespace),
+        cmocka_unit_test(test_family_defaults_and_checks),
+        cmocka_unit_test(test_cell_order_is_spec_order),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

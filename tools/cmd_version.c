@@ -1,0 +1,30 @@
+/* cmd_version.c - `ctsdb version`: the version and build information. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/tool.h"
+
+static int version_run(int argc, char **argv)
+{
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: ctsdb version\n\nPrints the version, the git revision and how it was "
+               "built.\n");
+        return 0;
+    }
+    if (argc > 1) {
+        fprintf(stderr, "ctsdb version: unexpected argument '%s'\n", argv[1]);
+        return 2;
+    }
+    printf("ctsdb %s built at revision %s\n", CTSDB_VERSION, CTSDB_GIT_REV);
+    printf("Built on %s %s with %s%s\n", __DATE__, __TIME__, "gcc " __VERSION__,
+#ifdef CTSDB_WITH_BIGTABLE
+           ", bigtable backend"
+#else
+           ""
+#endif
+    );
+    return 0;
+}
+
+const struct tool_command tool_cmd_version = {"version", "print the version and build information",
+                                              version_run};
