@@ -9,6 +9,8 @@
 # rebuilt when BIGTABLE changes between two makes of the same $(BUILD): $(BT_FLAG) holds the last
 # value and is rewritten only when it differs.
 BIGTABLE ?= 0
+# This file is read before the Makefile's first rule: keep `all` the default goal.
+.DEFAULT_GOAL := all
 
 BT_FLAG := $(BUILD)/gen/bigtable.flag
 BT_FLAG_SYNC := $(shell mkdir -p $(BUILD)/gen && \
