@@ -496,7 +496,7 @@ static void test_large_batch_and_client_side_limits(void **state)
     OK(wc_table_open(s, "batch1", &t, &err));
     enum { NROWS = 10000, NCELLS = 12 };
     char(*keys)[16] = malloc(NROWS * sizeof(*keys));
-    char quals[NCELLS][4];
+    char quals[NCELLS][16];
     struct wc_mutation *muts = malloc(NROWS * NCELLS * sizeof(*muts));
     struct wc_row_mutation *rows = malloc(NROWS * sizeof(*rows));
     assert_non_null(keys);
