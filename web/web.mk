@@ -7,6 +7,9 @@
 # the npm registry, as every build of ctsdb does; a build without them fails here with a clear
 # message rather than serving a page without its chart.
 
+# This fragment is included before the Makefile's `all` rule: keep `all` the default goal.
+.DEFAULT_GOAL := all
+
 WEB_NPM_DIR   := build/web-npm
 WEB_VENDOR    := web/vendor
 WEB_VENDORED  := $(WEB_VENDOR)/uPlot.iife.min.js $(WEB_VENDOR)/uPlot.min.css $(WEB_VENDOR)/LICENSE.uPlot
