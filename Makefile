@@ -34,6 +34,7 @@ TEST_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 TESTLIB_SRCS := $(wildcard tests/lib/*.c)
 
 -include storage/bigtable/bigtable.mk
+-include web/web.mk
 
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TOOL_OBJS  := $(TOOL_SRCS:%.c=$(BUILD)/%.o)
@@ -101,6 +102,8 @@ run: deps-build
 	@$(MAKE) --no-print-directory all
 	@mkdir -p data
 	exec bin/ctsdb tsd --data ./data --port 4242
+
+-include tools/bench/bench.mk
 
 bench: deps
 	@tools/deps.sh deps/bench.txt
