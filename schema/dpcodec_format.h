@@ -1,0 +1,63 @@
+/* dpcodec_format.h - byte layouts of the datapoint cells in family `t` (shared by the writer and
+ * the reader in dpcodec.c; restated in docs/schema.md).
+ *
+ * OpenTSDB 2.4 layouts (not ours to version; reproduced byte for byte):
+ *   qualifier, seconds (2 bytes, big-endian):      offset_s << 4 | flags         offset 0..3599
+ *   qualifier, milliseconds (4 bytes, big-endian): 0xF0000000 | offset_ms << 6 | flags
+ *   flags: bit 3 = float, bits 0-2 = value length - 1 (0,1,3,7)
+ *   value: int two's complement big-endian on 1/2/4/8 bytes; float IEEE-754 big-endian on 4/8
+ *   compacted: qualifier = q1 q2 ... (time order), value = v1 v2 ... meta (0x00 | 0x01 mixed)
+ *   append:    qualifier 05 00 00, value = (q v)*
+ *   annotation: qualifier 01 + offset_s (2 bytes) or 01 + offset_ms (4 bytes); value JSON
+ *
+ * ctsdb compressed hour cell, qualifier 07 43 54 ("\x07CT"), value:
+ *   off size  field
+ *   0   1     version = DPCODEC_CVERSION (1); readers reject others
+ *   1   1     venc: bits 0-1 = order k of the integer streams (0 values, 1 deltas, 2 deltas of
+ *             deltas), bits 2-3 = value kind (0 INT, 1 DECIMAL, 2 XOR, 3 RAW)
+ *   2   1     flags: bit0 timestamps stored in seconds (else ms); bit1 payload is raw-deflated;
+ *             bit2 per-point descriptor bytes present; bit3 every point has an ms qualifier;
+ *             bits4-5 the uniform type (0 int, 1 float, 2 double) when bit2 is clear
+ *   3   var   n: number of points (varint, 1 ..= 3600000)
+ *   .   var   raw payload length (varint), only if bit1
+ *   .   ...   payload (raw, or a raw DEFLATE stream of it), to the end of the value
+ * payload:
+ *   [n descriptor bytes: type | ms << 2]   only if flags bit2
+ *   [1 byte decimal exponent e, 0..15]     only for DECIMAL: value = m / 10^e
+ *   timestamps: an integer stream of order 2 over o_i = (ts_i - base) / unit
+ *   values: INT: an integer stream of order k over the values; DECIMAL: the same over m_i;
+ *     XOR: Gorilla bit stream (MSB first) of the IEEE double bits: 64 bits of the first value,
+ *          then per value '0' = same as previous; '10' + the bits inside the previous window;
+ *          '11' + 5 bits leading zeros + 6 bits (length - 1) + the bits (a new window);
+ *     RAW: per point by its descriptor: int zigzag varint; float 4 bytes BE; double 8 bytes BE.
+ * integer stream of order k over x_0..x_n-1: the first min(k, n) "heads" as zigzag varints
+ *   (x_0, then x_1 - x_0 for k = 2), then the n - k residuals (k = 0: x_i; k = 1: x_i - x_i-1;
+ *   k = 2: (x_i - x_i-1) - (x_i-1 - x_i-2)), all in 64-bit two's complement wrap-around, packed
+ *   in blocks of up to DPCODEC_BLOCK residuals: 1 byte width w (0..64), zigzag varint of the
+ *   block minimum, then ceil(count * w / 8) bytes holding each (residual - minimum) on w bits,
+ *   MSB first.
+ * The decimal kind is chosen only when (double)m / 10^e (rounded to float for float points)
+ * reproduces every value bit for bit, so the format is lossless by construction. */
+#ifndef CT_SCHEMA_DPCODEC_FORMAT_H
+#define CT_SCHEMA_DPCODEC_FORMAT_H
+
+#define DPCODEC_CVERSION 1
+
+enum dpcodec_vkind {
+    DPCODEC_VK_INT = 0,
+    DPCODEC_VK_DECIMAL = 1,
+    DPCODEC_VK_XOR = 2,
+    DPCODEC_VK_RAW = 3,
+};
+#define DPCODEC_VENC(kind, order) ((uint8_t)((kind) << 2 | (order)))
+#define DPCODEC_BLOCK 128
+
+#define DPCODEC_CF_SECONDS 0x01
+#define DPCODEC_CF_DEFLATED 0x02
+#define DPCODEC_CF_DESCRIPTORS 0x04
+#define DPCODEC_CF_ALL_MS 0x08
+#define DPCODEC_CF_TYPE_SHIFT 4
+
+#define DPCODEC_MAX_EXP10 15
+
+#endif
