@@ -1,5 +1,6 @@
 /* api_basic.c - the small HTTP endpoints (spec §2.10): /api/version, /api/stats (+ sub-paths),
- * /api/config, /api/dropcaches, /api/serializers, /api/aggregators, /api/status, and ctsdb's
+ * /api/config, /api/dropcaches, /api/serializers, /api/aggregators (query/qagg.h's table),
+ * /api/status, and ctsdb's
  * /api/storage (tables, families and regions with their figures; docs/tsd.md).
  * Handlers that read the store run on a worker (http_req_defer). */
 #include <cjson/cJSON.h>
@@ -7,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "query/qagg.h"
 #include "storage/clock.h"
 #include "storage/wc.h"
 #include "tsd/conf.h"
@@ -15,20 +17,11 @@
 #include "tsd/tsd_int.h"
 #include "tsd/workpool.h"
 
-/* OpenTSDB 2.4's aggregator names, kept here until query/ publishes its table. */
-static const char *const api_aggregators[] = {
-    "mult",    "p90",     "zimsum",  "mimmax",  "sum",     "p50",     "none",    "p95",
-    "ep99r7",  "p75",     "p99",     "ep99r3",  "ep95r7",  "min",     "avg",     "ep75r7",
-    "dev",     "ep95r3",  "ep75r3",  "ep50r7",  "p999",    "ep90r7",  "mimmin",  "ep50r3",
-    "ep90r3",  "ep999r7", "ep999r3", "median",  "last",    "first",   "max",     "count",
-    "squareSum", "diff",  "pfsum",
-};
-
 void api_aggregators_handle(struct http_req *r)
 {
     cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a && i < sizeof(api_aggregators) / sizeof(api_aggregators[0]); i++)
-        cJSON_AddItemToArray(a, cJSON_CreateString(api_aggregators[i]));
+    for (size_t i = 0; a && i < qagg_count(); i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(qagg_name(qagg_at(i))));
     http_reply_cjson(r, 200, a);
 }
 

@@ -95,7 +95,7 @@ static const struct conf_key conf_keys[] = {
     {"tsd.storage.hbase.uid_table", CONF_STR, "tsdb-uid", 0, 0, NULL},
     {"tsd.storage.hbase.zk_basedir", CONF_STR, "/hbase", 0, 0, NULL},
     {"tsd.storage.hbase.zk_quorum", CONF_STR, "localhost", 0, 0, NULL},
-    {"tsd.storage.max_tags", CONF_INT, "8", 1, 255, NULL},
+    {"tsd.storage.max_tags", CONF_INT, "8", 1, 64, NULL},
     {"tsd.storage.salt.buckets", CONF_INT, "20", 1, 65536, NULL},
     {"tsd.storage.salt.width", CONF_INT, "0", 0, 8, NULL},
     {"tsd.storage.uid.width.metric", CONF_INT, "3", 1, 8, NULL},

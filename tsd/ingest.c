@@ -24,6 +24,7 @@ struct ingest_rec {
     uint16_t ntags;
     uint8_t kind;
     uint8_t outcome;
+    uint8_t ms;
     int16_t msg; /* index into msgs, -1 = none */
     int64_t ts_ms;
     int64_t i;
@@ -132,6 +133,7 @@ bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_
     r->ntags = (uint16_t)p->ntags;
     r->kind = (uint8_t)p->value.kind;
     r->outcome = INGEST_PENDING;
+    r->ms = p->ms;
     r->msg = -1;
     r->ts_ms = p->ts_ms;
     r->i = p->value.i;
@@ -172,6 +174,7 @@ void ingest_batch_point(const struct ingest_batch *b, size_t i, struct ingest_po
     const struct ingest_rec *r = &b->recs[i];
     p->metric = b->arena + r->key_off;
     p->ts_ms = r->ts_ms;
+    p->ms = r->ms;
     p->value.kind = (enum put_kind)r->kind;
     p->value.i = r->i;
     p->value.d = r->d;

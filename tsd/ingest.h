@@ -79,6 +79,7 @@ size_t ingest_in_use(struct ingest *g);
 struct ingest_point {
     const char *metric;
     int64_t ts_ms;
+    bool ms; /* given in milliseconds */
     struct put_value value;
     size_t ntags;
     const char *const *tagk;

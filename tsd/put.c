@@ -405,7 +405,8 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
             return PUT_EARG;
         }
     }
-    p->ts_ms = ((uint64_t)ts & PUT_SECOND_MASK) ? ts : ts * 1000;
+    p->ms = ((uint64_t)ts & PUT_SECOND_MASK) != 0;
+    p->ts_ms = p->ms ? ts : ts * 1000;
     return PUT_OK;
 }
 

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Hard cap on tags per point whatever tsd.storage.max_tags says (its range is 1..255, but a
- * line of 1024 bytes cannot hold more than 256 tags). */
+/* Hard cap on tags kept while parsing, above tsd.storage.max_tags (1..64) so that the "Too many
+ * tags" error can count them (a 1024-byte line cannot hold more than 256). */
 #define PUT_MAX_TAGS 256
 
 /* A borrowed string: a span of the caller's text. */
@@ -38,6 +38,7 @@ struct put_value {
 struct put_point {
     struct put_str metric;
     int64_t ts_ms; /* always milliseconds */
+    bool ms;       /* given in milliseconds (stored with a millisecond qualifier) */
     struct put_value value;
     size_t ntags;
     struct put_str tagk[PUT_MAX_TAGS];

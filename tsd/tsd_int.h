@@ -63,6 +63,7 @@ struct tsd {
     struct workpool *pool;
     struct wc_store *store;
     struct tsdb *tsdb;
+    void *store_state; /* store.c's writers and caches */
     struct ingest *ingest;
     enum tsd_state state;
     int64_t start_ms;
