@@ -7,7 +7,9 @@
  * memstores waiting for flush, block files oldest first).
  *
  * Locking (outer to inner; never take an outer lock while holding an inner one):
- *   eregion.maint_mu  one flush / compaction / split of the region at a time
+ *   etable.maint_lock rwlock: flushes and compactions shared; split, alter, truncate, drop
+ *                     exclusive (so they never change a region a job is working on)
+ *   eregion.maint_mu  one flush / compaction of the region at a time
  *   estore.cat_mu     the catalog: namespaces, table list, each table's region array and
  *                     descriptor, file ids; held while the catalog file is rewritten
  *   etable.map_lock   rwlock: writers and scanner opens hold it shared; split, alter, truncate
@@ -79,6 +81,8 @@ struct etable {
     atomic_int refs;
     uint64_t id;
     char name[WC_MAX_TABLE_NAME];
+    pthread_rwlock_t maint_lock; /* shared: flush/compaction jobs; exclusive: split, alter,
+                                  * truncate, drop */
     pthread_rwlock_t map_lock;
     /* guarded by cat_mu + map_lock (write); readable under either */
     struct wc_family_desc *fams; /* sorted by name */
@@ -114,6 +118,7 @@ struct ejob {
 struct estore {
     struct wc_store base; /* first */
     char *dir;
+    int lock_fd;
     struct wc_options opt;
     struct wal *wal;
     struct block_cache *cache;
@@ -162,6 +167,12 @@ static inline struct estore *estore_of(struct wc_store *s)
 
 /* ---- shared helpers (store.c) ---------------------------------------------------------- */
 
+/* A new table with one reference, locks initialised, everything else zero. */
+struct etable *etable_new_empty(void);
+/* Whether a region of t other than `except` lists file `id` of family f. REQUIRES cat_mu. */
+bool etable_file_shared(struct etable *t, struct eregion *except, size_t f, uint64_t id);
+/* Tests: arms a failpoint by name (see engine_failpoint); NULL disarms. */
+void engine_set_failpoint(struct wc_store *s, const char *name);
 void etable_ref(struct etable *t);
 void etable_unref(struct etable *t);
 void eregion_ref(struct eregion *r);

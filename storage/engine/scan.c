@@ -11,6 +11,7 @@
  *
  * Cells returned point into memstore arenas (stable while referenced) or, for block-file cells,
  * into the scanner's row arena (reset per row). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

@@ -12,6 +12,7 @@
  * Read-modify-write operations (increment, check-and-mutate) serialise on a striped row lock;
  * plain mutations do not take it (a plain put racing an increment of the same cell may be lost,
  * as with any last-writer-wins update). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
