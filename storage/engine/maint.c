@@ -248,6 +248,7 @@ static int mctx_row(struct mctx *m, struct ct_err *err)
     int64_t last_ts = 0;
     uint8_t last_type = 0;
     m->keep.n = 0;
+    m->have_last_out = false; /* last_out points into the previous row's (reused) memory */
     size_t nputs = 0;
     uint64_t min_seq = UINT64_MAX;
     for (size_t i = 0; i < m->row.n; i++) {

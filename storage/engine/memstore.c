@@ -3,7 +3,8 @@
  * Invariants: (1) level-0 links list every node in cell_compare() order; (2) a node and the
  * bytes it points at never change after the release-store that links it at level 0, so readers
  * that load links with acquire semantics see complete nodes without a lock; (3) the arena only
- * grows; everything is freed with the memstore; (4) bytes == sum of arena chunk bytes used.
+ * grows; everything is freed with the memstore; (4) bytes == sum of the sizes of inserted nodes
+ * (0 when empty).
  *
  * Locking: one writer at a time (caller's mutex); readers lock-free. Statistics are relaxed
  * atomics. */
@@ -60,12 +61,10 @@ static void *ms_alloc(struct memstore *m, size_t n)
             nc->prev = c;
             m->chunk = nc;
         }
-        atomic_fetch_add_explicit(&m->bytes, sizeof(*nc), memory_order_relaxed);
         c = nc;
     }
     void *p = c->data + c->used;
     c->used += n;
-    atomic_fetch_add_explicit(&m->bytes, n, memory_order_relaxed);
     return p;
 }
 
@@ -216,6 +215,7 @@ int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err)
         atomic_store_explicit(&n->next[i], ms_next(prev[i], i), memory_order_relaxed);
         atomic_store_explicit(&prev[i]->next[i], n, memory_order_release);
     }
+    atomic_fetch_add_explicit(&m->bytes, need, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->count, 1, memory_order_relaxed);
     if (c->seq < atomic_load_explicit(&m->min_seq, memory_order_relaxed))
         atomic_store_explicit(&m->min_seq, c->seq, memory_order_relaxed);

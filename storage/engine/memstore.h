@@ -27,7 +27,7 @@ void memstore_unref(struct memstore *m); /* accepts NULL; the last reference fre
  * Readers may run concurrently. */
 CT_MUST_CHECK int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err);
 
-size_t memstore_bytes(const struct memstore *m); /* arena bytes in use (approximate size) */
+size_t memstore_bytes(const struct memstore *m); /* bytes of inserted cells and nodes */
 uint64_t memstore_count(const struct memstore *m);
 uint64_t memstore_min_seq(const struct memstore *m); /* UINT64_MAX when empty */
 uint64_t memstore_max_seq(const struct memstore *m); /* 0 when empty */

@@ -872,8 +872,9 @@ static uint8_t *dup_bytes(const uint8_t *p, size_t n)
     return d;
 }
 
-static int scanner_open_internal(struct estore *s, struct etable *t, const struct wc_scan_options *o,
-                                 struct escanner **out, struct ct_err *err)
+static int scanner_open_internal(struct estore *s, struct etable *t,
+                                 const struct wc_scan_options *o, struct escanner **out,
+                                 struct ct_err *err)
 {
     struct escanner *sc = calloc(1, sizeof(*sc));
     if (!sc)
@@ -914,7 +915,8 @@ static int scanner_open_internal(struct estore *s, struct etable *t, const struc
     size_t lo_len = 0, hi_len = 0, pn_len = 0;
     bool hi_inf = true;
     if (!o->reversed) {
-        memcpy(lo, o->start_row.data, o->start_row.len);
+        if (o->start_row.len)
+            memcpy(lo, o->start_row.data, o->start_row.len);
         lo_len = o->start_row.len;
         if (o->stop_row.len) {
             memcpy(hi, o->stop_row.data, o->stop_row.len);

@@ -901,6 +901,7 @@ static int op_table_drop(struct wc_store *ws, const char *name, struct ct_err *e
     }
     atomic_store(&t->dropped, true);
     drop_regions(t->regions, t->nregions);
+    free(t->regions);
     t->regions = NULL;
     t->nregions = 0;
     etable_unref(t); /* the store's reference */
