@@ -61,10 +61,12 @@ static void on_done(void *arg, struct ingest_batch *b)
             snprintf(d->msg, sizeof(d->msg), "%s", m);
         }
     }
+    pthread_mutex_unlock(&d->mu);
+    ingest_batch_release(d->g, b); /* before counting it done: the test then checks the pool */
+    pthread_mutex_lock(&d->mu);
     d->n++;
     pthread_cond_broadcast(&d->cv);
     pthread_mutex_unlock(&d->mu);
-    ingest_batch_release(d->g, b);
 }
 
 static void wait_done(struct done *d, int n)
