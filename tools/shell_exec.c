@@ -595,8 +595,11 @@ static int shell_splits_build(const struct shell_val *splits, const struct shell
     const char *a;
     if ((rc = val_cstr(algo, "SPLITALGO", &a, err)) != CT_OK)
         return rc;
-    const char *dot = strrchr(a, '.'); /* org.apache.hadoop.hbase.util.RegionSplitter.X */
-    const char *base = dot ? dot + 1 : a;
+    /* also the class names org.apache.hadoop.hbase.util.RegionSplitter(.|$)X */
+    const char *base = a;
+    for (const char *p = a; *p; p++)
+        if (*p == '.' || *p == '$')
+            base = p + 1;
     enum wc_split_algo al;
     if (!strcmp(base, "HexStringSplit"))
         al = WC_SPLIT_HEXSTRING;
