@@ -126,8 +126,7 @@ static int shell_main(int argc, char **argv)
     } else if (!strcmp(backend, "bigtable")) {
         o.backend = WC_BACKEND_BIGTABLE;
     } else {
-        fprintf(stderr, "ctsdb shell: --backend must be embedded or bigtable, not '%s'\n",
-                backend);
+        fprintf(stderr, "ctsdb shell: --backend must be embedded or bigtable, not '%s'\n", backend);
         goto out;
     }
     o.data_dir = data_dir;
