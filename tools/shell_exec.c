@@ -869,7 +869,8 @@ static int cmd_describe(struct shell *sh, const struct shell_cmd *c, struct ct_e
     struct wc_table_desc *d = NULL;
     if ((rc = shell_store(sh, err)) != CT_OK || (rc = shell_describe(sh, name, &d, err)) != CT_OK)
         return rc;
-    qsort(d->families, d->nfamilies, sizeof(d->families[0]), shell_family_cmp);
+    if (d->nfamilies)
+        qsort(d->families, d->nfamilies, sizeof(d->families[0]), shell_family_cmp);
     const char *disp = shell_display_name(d->name);
     FILE *f = sh->o.out;
     fprintf(f, "Table %s is %s\n%s", disp, d->enabled ? "ENABLED" : "DISABLED", disp);
@@ -923,6 +924,13 @@ static void shell_names_free(struct shell_names *ns)
 static int shell_str_cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts names bytewise (strcmp compares as unsigned char); v may be NULL when n is 0. */
+static void shell_names_sort(char **v, size_t n)
+{
+    if (n)
+        qsort(v, n, sizeof(v[0]), shell_str_cmp);
 }
 
 static int shell_list_tables(struct shell *sh, struct shell_names *out, struct ct_err *err)
@@ -990,7 +998,7 @@ static int cmd_list(struct shell *sh, const struct shell_cmd *c, struct ct_err *
         ns.v[shown++] = ns.v[i];
         ns.v[i] = tmp;
     }
-    qsort(ns.v, shown, sizeof(ns.v[0]), shell_str_cmp);
+    shell_names_sort(ns.v, shown);
     fputs("TABLE\n", sh->o.out);
     for (size_t i = 0; i < shown; i++)
         fprintf(sh->o.out, "%s\n", ns.v[i]);
@@ -1175,7 +1183,7 @@ static int cmd_list_namespace(struct shell *sh, const struct shell_cmd *c, struc
             rc = ct_err_set(err, ns.rc, "out of memory listing namespaces");
     }
     if (rc == CT_OK) {
-        qsort(ns.v, ns.n, sizeof(ns.v[0]), shell_str_cmp);
+        shell_names_sort(ns.v, ns.n);
         size_t shown = 0;
         fputs("NAMESPACE\n", sh->o.out);
         for (size_t i = 0; i < ns.n; i++) {
@@ -1212,7 +1220,7 @@ static int cmd_list_namespace_tables(struct shell *sh, const struct shell_cmd *c
     struct shell_names tl;
     if ((rc = shell_list_tables(sh, &tl, err)) != CT_OK)
         return rc;
-    qsort(tl.v, tl.n, sizeof(tl.v[0]), shell_str_cmp);
+    shell_names_sort(tl.v, tl.n);
     size_t nlen = strlen(ns), shown = 0;
     fputs("TABLE\n", sh->o.out);
     for (size_t i = 0; i < tl.n; i++)
@@ -2022,7 +2030,7 @@ static int cmd_status(struct shell *sh, const struct shell_cmd *c, struct ct_err
     struct shell_names tl;
     if ((rc = shell_store(sh, err)) != CT_OK || (rc = shell_list_tables(sh, &tl, err)) != CT_OK)
         return rc;
-    qsort(tl.v, tl.n, sizeof(tl.v[0]), shell_str_cmp);
+    shell_names_sort(tl.v, tl.n);
     struct shell_status_table *st = calloc(tl.n ? tl.n : 1, sizeof(*st));
     if (!st) {
         shell_names_free(&tl);

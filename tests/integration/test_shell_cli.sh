@@ -54,6 +54,13 @@ check_contains "--now wins over the environment" "$out" "timestamp=1700000006000
 err=$("$CTSDB" shell --data "$dir/missing" -e "list" 2>&1 >/dev/null)
 check_eq "a fresh data directory is created" 0 $?
 
+out=$(sh -e "create 'ps', 'f', SPLITS => ['m']" -e "status 'simple'" -e "status 'detailed'" -e "status")
+check_contains "status simple counts regions" "$out" "Aggregate load: 0, regions: 3"
+check_contains "status simple shows the server line" "$out" "numberOfOnlineRegions=3,"
+check_eq "status detailed has one line per region" 3 "$(grep -c '^        "[^"]*" readRequestsCount=[0-9]*, writeRequestsCount=[0-9]*, memstoreSizeBytes=[0-9]*, storefiles=[0-9]*, storefileSizeBytes=[0-9]*$' <<<"$out")"
+check_contains "status detailed names a region by table and start key" "$out" '"ps,m,'
+check_contains "status summary" "$out" "1 active master, 0 backup masters, 1 servers, 0 dead, 3.0000 average load"
+
 if command -v script >/dev/null 2>&1; then
   out=$(printf "list\nput 't', 'x', 'bad:q', 'v'\ncreate 'i', {NAME => 'f',\nVERSIONS => 2}\nexists 'i'\nexit\n" |
     HOME=$dir timeout 30 script -qec "$CTSDB shell --data $data --now 1700000000000" /dev/null 2>&1)

@@ -72,6 +72,8 @@ scan 'e'
 enable 'e'
 get_counter 'e', 'r', 'f:q'
 #@ now 1700000000000
+incr 'e', 'r', 'f:q'
+#@ now 1700000000000
 put 'e', 'r', 'f:q', 'v', 9223372036854775807
 #@ now 1700000000000
 split 'e', 'r'
