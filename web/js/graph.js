@@ -7,7 +7,8 @@
 // number; results of an older run are dropped. Every query is its own /api/query request, so
 // one failing query is reported on its card while the others still plot. The chart element
 // carries `data-state` (idle|loading|ready|error) and `data-plot` (JSON summary of each plotted
-// series) for people reading the DOM and for the end-to-end tests.
+// series) and `data-run` (the generation of the last finished run) for people reading the DOM
+// and for the end-to-end tests.
 
 import { apiGet, apiUrl } from './api.js';
 import { attachAutocomplete } from './autocomplete.js';
@@ -337,6 +338,7 @@ export function createGraphView(root, ctx) {
     if (active.length === 0) {
       drawChart([], startMs, endMs, 0);
       chartEl.dataset.state = 'idle';
+      chartEl.dataset.run = String(gen);
       status.textContent = '';
       return;
     }
@@ -370,6 +372,7 @@ export function createGraphView(root, ctx) {
     const info = drawChart(results.filter((r) => r.data), startMs, endMs, tq);
     const td = performance.now() - t1;
     chartEl.dataset.state = failed === results.length ? 'error' : 'ready';
+    chartEl.dataset.run = String(gen);
     const empty = results.filter((r) => r.data && r.data.length === 0).map((r) => r.i + 1);
     status.textContent = `${info.series} series · ${info.points.toLocaleString('en-US')} points · ` +
       `query ${Math.round(tq)} ms · draw ${Math.round(td)} ms` +

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# test_web_e2e.sh - the dashboard end to end: starts the real TSD (serving web/ from the
+# repository), checks the static file server (content types, caching headers, no way out of
+# web/), loads known data with /api/put, then runs tests/e2e/e2e.mjs in headless Debian Chromium
+# through playwright-core. Screenshots land in test-output/web/ (gitignored).
+# Needs: node + npm (playwright-core is installed from tests/e2e/package-lock.json with `npm ci`
+# when missing), /usr/bin/chromium (deps/test.txt), web/vendor/ (made by `make`).
+source "$(dirname "$0")/lib.sh"
+cd "$IT_ROOT" || exit 1
+E2E=$IT_ROOT/tests/e2e
+OUT=$IT_ROOT/test-output/web
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  not_ok "node and npm are installed"
+  it_done
+fi
+if [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+  not_ok "chromium is installed (tools/deps.sh deps/test.txt)"
+  it_done
+fi
+if [ ! -f web/vendor/uPlot.iife.min.js ]; then
+  make --no-print-directory web-vendor >/dev/null 2>&1
+fi
+check "web/vendor holds uPlot (vendored by make)" test -f web/vendor/uPlot.iife.min.js
+if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
+  (cd "$E2E" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >/dev/null 2>&1
+fi
+if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
+  not_ok "npm ci installs playwright-core in tests/e2e"
+  it_done
+fi
+
+tsd_start
+URL="http://127.0.0.1:$TSD_PORT"
+tmp=$(it_tmpdir)
+
+# ---- static files --------------------------------------------------------------------------
+# ctype PATH: the Content-Type of a GET (empty when the status is not 200).
+ctype() {
+  curl -s -o /dev/null -w '%{http_code} %{content_type}' --max-time 10 "$URL$1"
+}
+header() { # header PATH NAME
+  curl -s -D - -o /dev/null --max-time 10 "$URL$1" | tr -d '\r' | sed -n "s/^$2: //Ip" | head -1
+}
+check_contains "/ is the dashboard as HTML" "$(ctype /)" "200 text/html"
+check_contains "/ serves index.html" "$(curl -s --max-time 10 "$URL/")" '<script type="module" src="js/app.js">'
+check_contains "/index.html is text/html" "$(ctype /index.html)" "200 text/html"
+check_contains "/js/app.js is JavaScript" "$(ctype /js/app.js)" "200 application/javascript"
+check_contains "/js/model.js is JavaScript" "$(ctype /js/model.js)" "200 application/javascript"
+check_contains "/style.css is CSS" "$(ctype /style.css)" "200 text/css"
+check_contains "/vendor/uPlot.iife.min.js is JavaScript" "$(ctype /vendor/uPlot.iife.min.js)" "200 application/javascript"
+check_contains "/vendor/uPlot.min.css is CSS" "$(ctype /vendor/uPlot.min.css)" "200 text/css"
+check_contains "/favicon.svg is SVG" "$(ctype /favicon.svg)" "200 image/svg+xml"
+check_contains "a missing file is 404" "$(ctype /no-such-file.js)" "404"
+check_contains "the page is revalidated (Cache-Control)" "$(header / Cache-Control)" "no-cache"
+check_contains "scripts may be cached (Cache-Control)" "$(header /js/app.js Cache-Control)" "max-age="
+etag=$(header /js/app.js ETag)
+check "scripts carry an ETag" test -n "$etag"
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H "If-None-Match: $etag" "$URL/js/app.js")
+check_eq "a matching If-None-Match gets 304" 304 "$code"
+# Nothing outside web/ can be reached, however the path is spelled.
+makefile_head=$(head -1 Makefile)
+for p in '/../Makefile' '/%2e%2e/Makefile' '/js/../../Makefile' '/js/%2e%2e/%2e%2e/Makefile' \
+  '/..%2fMakefile' '/%2e%2e%2fMakefile' '/js/..%5c..%5cMakefile' '/%2E%2E/%2E%2E/etc/passwd' \
+  '/../../../../etc/passwd' '/./../Makefile' '//etc/passwd' '/index.html%00.js' '/js/./app.js/..'; do
+  body=$(curl -s --path-as-is --max-time 10 -w '\n%{http_code}' "$URL$p")
+  code=${body##*$'\n'}
+  case "$code" in
+    400|404) ok "traversal $p refused ($code)" ;;
+    *) not_ok "traversal $p refused: got $code" ;;
+  esac
+  case "$body" in
+    *"$makefile_head"*|*"root:x:0:0"*) not_ok "traversal $p leaked a file" ;;
+  esac
+done
+
+# ---- known data ----------------------------------------------------------------------------
+BASE=$(( ($(date +%s) / 60 - 95) * 60 ))
+node - "$BASE" "$tmp" <<'JS'
+const fs = require('fs');
+const [base, dir] = [Number(process.argv[2]), process.argv[3]];
+const pts = [];
+for (let i = 0; i < 90; i++) {
+  const ts = base + 60 * i;
+  pts.push({ metric: 'e2e.cpu', timestamp: ts, value: i, tags: { host: 'web01', dc: 'lga' } });
+  pts.push({ metric: 'e2e.cpu', timestamp: ts, value: 100 + i, tags: { host: 'web02', dc: 'lga' } });
+  pts.push({ metric: 'e2e.counter', timestamp: ts, value: 120 * i, tags: { host: 'web01' } });
+  if (i < 30 || i >= 60) pts.push({ metric: 'e2e.gap', timestamp: ts, value: 7, tags: { host: 'web01' } });
+}
+pts.push({ metric: 'e2e.live', timestamp: base, value: 1, tags: { host: 'web01' } });
+fs.writeFileSync(`${dir}/small.json`, JSON.stringify(pts));
+const last = base + 60 * 89;
+for (let b = 0; b < 4; b++) {
+  const big = [];
+  for (let k = b * 5000; k < (b + 1) * 5000; k++) {
+    big.push({ metric: 'e2e.big', timestamp: last - 19999 + k, value: Math.round(1000 * Math.sin(k / 500)) / 10 + 200, tags: { host: 'web01' } });
+  }
+  fs.writeFileSync(`${dir}/big${b}.json`, JSON.stringify(big));
+}
+JS
+put() {
+  curl -s -o /dev/null -w '%{http_code}' --max-time 60 -X POST -H 'Content-Type: application/json' \
+    --data-binary "@$1" "$URL/api/put"
+}
+check_eq "known data is accepted by /api/put" 204 "$(put "$tmp/small.json")"
+for b in 0 1 2 3; do
+  check_eq "20000-point series part $b is accepted" 204 "$(put "$tmp/big$b.json")"
+done
+n=""
+for _ in $(seq 1 50); do
+  n=$(curl -s --max-time 10 "$URL/api/query?start=$((BASE - 60))&m=sum:e2e.cpu" | grep -o '"[0-9]*":' | wc -l)
+  [ "$n" -eq 90 ] && break
+  sleep 0.2
+done
+check_eq "the data reads back through /api/query" 90 "$n"
+
+# ---- the browser -----------------------------------------------------------------------------
+mkdir -p "$OUT"
+TSD_URL=$URL E2E_BASE=$BASE E2E_OUT=$OUT timeout 600 node "$E2E/e2e.mjs" >"$tmp/e2e.log" 2>&1
+rc=$?
+grep -E '^(ok|not ok) - |^# ' "$tmp/e2e.log"
+if [ "$rc" -ne 0 ] && ! grep -q '^not ok - ' "$tmp/e2e.log"; then
+  not_ok "the browser tests ran (exit $rc)"
+  tail -30 "$tmp/e2e.log"
+fi
+[ "$rc" -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
+tsd_stop
+check "the TSD stops cleanly after the browser tests" test "$?" -eq 0
+it_done
