@@ -79,13 +79,12 @@ export function createGraphView(root, ctx) {
   const copyBtn = el('button', { id: 'copy-link', type: 'button', text: 'Copy link' });
   const toolbar = el('div', { class: 'toolbar' },
     presetBar,
-    el('label', {}, 'From ', startIn), startPick,
-    el('label', {}, 'to ', endIn), endPick,
-    tzSel,
-    el('span', { class: 'sep' }),
-    el('label', { title: 'logarithmic y axes' }, logBox, ' log y'),
-    el('label', {}, 'refresh ', refreshSel),
-    zoomOutBtn, copyBtn, runBtn);
+    el('span', { class: 'grp' }, el('label', { for: 'start' }, 'from'), startIn, startPick),
+    el('span', { class: 'grp' }, el('label', { for: 'end' }, 'to'), endIn, endPick, tzSel),
+    el('span', { class: 'grp' },
+      el('label', { title: 'logarithmic y axes' }, logBox, ' log y'),
+      el('label', {}, 'refresh ', refreshSel)),
+    el('span', { class: 'grp push' }, zoomOutBtn, copyBtn, runBtn));
   const queriesBox = el('div', { id: 'queries' });
   const addBtn = el('button', { id: 'add-query', type: 'button', text: '+ Add query' });
   const quick = el('div', { id: 'quick-metrics', class: 'quick' });
@@ -246,7 +245,7 @@ export function createGraphView(root, ctx) {
     const counterOpts = el('span', { class: 'counter-opts', hidden: !(q.rateOptions.counter || q.rateOptions.dropResets) },
       cmax, creset, el('label', { title: 'skip points where the counter went back' }, cdrop, ' drop resets'));
     const card = el('fieldset', { class: 'query', 'data-index': qi },
-      el('legend', {}, el('span', { class: 'swatch', style: `background:${PALETTE[qi % PALETTE.length]}` }), ` Query ${qi + 1}`),
+      el('legend', {}, `Query ${qi + 1}`),
       el('div', { class: 'line' },
         el('span', { class: 'wrap' }, metric),
         el('label', {}, 'aggregate ', agg),
@@ -445,7 +444,11 @@ export function createGraphView(root, ctx) {
       { stroke: '#444', grid: { stroke: '#eee' }, space: 70, values: (u, splits, ai, space, incr) => timeTicks(splits, incr, st.utc) },
       { scale: 'y', stroke: '#444', grid: { stroke: '#eee' }, values: axisValues, size: 70 },
     ];
-    if (hasRight) axes.push({ scale: 'y2', side: 1, stroke: '#444', grid: { show: false }, values: axisValues, size: 70 });
+    if (hasRight) {
+      const names = (side) => [...new Set(st.queries.filter((q) => q.metric && q.axis === side).map((q) => q.metric))].join(', ');
+      axes[1].label = names('left');
+      axes.push({ scale: 'y2', side: 1, stroke: '#444', grid: { show: false }, values: axisValues, size: 70, label: names('right') });
+    }
     return {
       width: Math.max(300, chartEl.clientWidth || 800),
       height: 420,
