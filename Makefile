@@ -102,6 +102,8 @@ run: deps-build
 	@mkdir -p data
 	exec bin/ctsdb tsd --data ./data --port 4242
 
+-include tools/bench/bench.mk
+
 bench: deps
 	@tools/deps.sh deps/bench.txt
 	@$(MAKE) --no-print-directory all $(EXTRA_BENCH)
