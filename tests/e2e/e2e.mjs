@@ -55,7 +55,10 @@ async function plot() {
   return JSON.parse(await page.getAttribute('#chart', 'data-plot'));
 }
 
+// Loads the page afresh (through about:blank: going to the same page with another fragment
+// would only be a fragment change in the same document, with the old chart still there).
 async function open(hash) {
+  await page.goto('about:blank');
   await page.goto(`${TSD}/${hash || ''}`);
   await page.waitForSelector('#graph-view, #storage-view', { state: 'attached', timeout: WAIT });
 }
@@ -172,6 +175,21 @@ test('the URL alone restores the same view (bookmark)', async () => {
   assert.equal(await page.inputValue('.query .tagk-input'), 'host');
   assert.equal(await page.inputValue('.query .filter-type'), 'wildcard');
   assert.equal(await page.inputValue('#start'), String(BASE - 300));
+});
+
+test('a literal list is completed one value at a time', async () => {
+  const g0 = await runGen();
+  await page.selectOption('.query .filter-type', 'literal_or');
+  await nextPlot(g0);
+  const val = page.locator('.query .tagv-input').first();
+  await val.fill('web01|web0');
+  await waitSuggest('web0');
+  const g = await runGen();
+  await page.click('ul.suggest:not([hidden]) li:has-text("web02")');
+  assert.equal(await val.inputValue(), 'web01|web02');
+  const p = await nextPlot(g);
+  assert.deepEqual(p.series.map((s) => s.label).sort(), ['e2e.cpu{dc=lga,host=web01}', 'e2e.cpu{dc=lga,host=web02}']);
+  assert.deepEqual((await hashParams()).m, ['sum:e2e.cpu{host=web01|web02}']);
 });
 
 test('downsampling with a function gives one point per bucket', async () => {
@@ -406,6 +424,8 @@ run({
   async before() {
     assert.ok(TSD, 'TSD_URL is set');
     assert.ok(BASE > 0, 'E2E_BASE is set');
+    const v = await fetch(`${TSD}/api/version`);
+    assert.equal(v.status, 200, 'the TSD answers /api/version');
     fs.mkdirSync(OUT, { recursive: true });
     userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ctsdb-chromium-'));
     context = await chromium.launchPersistentContext(userDir, {

@@ -184,8 +184,9 @@ export function createGraphView(root, ctx) {
       el('span', { class: 'wrap' }, key), type, el('span', { class: 'wrap' }, val),
       el('label', { title: 'one line per value of this tag' }, gb, ' group by'), rm);
     attachAutocomplete(key, 'tagk', { onError: (e) => ctx.error(`suggest-${qi}`, e) });
-    // Suggest values for the part after the last '|' of a literal list.
+    // Values of a literal list (a|b) are suggested one item at a time.
     attachAutocomplete(val, 'tagv', {
+      separator: '|',
       onError: (e) => ctx.error(`suggest-${qi}`, e),
     });
     return row;
