@@ -71,7 +71,7 @@ static void put(struct wc_table *t, const char *row, const char *qual, const cha
 static void put_rows(struct wc_table *t, int from, int to, const char *val)
 {
     for (int i = from; i < to; i++) {
-        char row[16];
+        char row[24];
         snprintf(row, sizeof(row), "r%05d", i);
         put(t, row, "q", val, strlen(val), 1, WC_OP_PUT);
     }
@@ -198,7 +198,7 @@ static void test_minor_compaction_keeps_markers_major_drops_them(void **state)
     put(t, "row", "q", "", 0, 100, WC_OP_DELETE_COLUMN);
     assert_int_equal(wc_table_flush(s, "mc", &err), CT_OK);
     for (int i = 1; i <= 9; i++) {
-        char row[16];
+        char row[24];
         snprintf(row, sizeof(row), "other%d", i);
         put(t, row, "q", "x", 1, 1, WC_OP_PUT);
         assert_int_equal(wc_table_flush(s, "mc", &err), CT_OK);
@@ -359,7 +359,7 @@ static void test_split_at_key_and_at_midpoints(void **state)
     }
     wc_region_info_free(ri, n);
     for (int i = 0; i < 2000; i += 97) {
-        char row[16];
+        char row[24];
         snprintf(row, sizeof(row), "r%05d", i);
         struct wc_scan_options o;
         wc_scan_options_init(&o);
@@ -399,7 +399,7 @@ static void test_automatic_split_under_bounded_write_load(void **state)
     memset(val, 'x', sizeof(val));
     val[sizeof(val) - 1] = 0;
     for (int i = 0; i < 4000; i++) {
-        char row[16];
+        char row[24];
         /* spread over the key space */
         snprintf(row, sizeof(row), "r%05d", (i * 7919) % 4000);
         put(t, row, "q", val, sizeof(val) - 1, 1, WC_OP_PUT);
