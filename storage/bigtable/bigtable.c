@@ -54,6 +54,66 @@ void bt_pool_free(struct bt_pool *p)
     memset(p, 0, sizeof(*p));
 }
 
+static void *bt_arena_alloc(void *data, size_t size)
+{
+    struct bt_arena *a = data;
+    size = (size + 15) & ~(size_t)15;
+    if (a->cap - a->used >= size) {
+        void *p = a->buf + a->used;
+        a->used += size;
+        return p;
+    }
+    void *p = malloc(size ? size : 1);
+    if (!p || bt_grow((void **)&a->extra, &a->extra_cap, a->nextra + 1, sizeof(*a->extra))) {
+        free(p);
+        a->failed = true;
+        return NULL;
+    }
+    a->extra[a->nextra++] = p;
+    a->extra_bytes += size;
+    return p;
+}
+
+static void bt_arena_free_one(void *data, void *p)
+{
+    (void)data;
+    (void)p; /* released together by bt_arena_reset() */
+}
+
+void bt_arena_init(struct bt_arena *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->alloc.alloc = bt_arena_alloc;
+    a->alloc.free = bt_arena_free_one;
+    a->alloc.allocator_data = a;
+}
+
+void bt_arena_reset(struct bt_arena *a)
+{
+    for (size_t i = 0; i < a->nextra; i++)
+        free(a->extra[i]);
+    a->nextra = 0;
+    if (a->extra_bytes) { /* next round fits in one block */
+        size_t cap = a->cap + a->extra_bytes;
+        uint8_t *nb = realloc(a->buf, cap);
+        if (nb) {
+            a->buf = nb;
+            a->cap = cap;
+        }
+        a->extra_bytes = 0;
+    }
+    a->used = 0;
+    a->failed = false;
+}
+
+void bt_arena_destroy(struct bt_arena *a)
+{
+    bt_arena_reset(a);
+    free(a->extra);
+    free(a->buf);
+    memset(a, 0, sizeof(*a));
+}
+
 int bt_pack(const ProtobufCMessage *m, struct bt_buf *b, struct ct_err *err)
 {
     size_t n = protobuf_c_message_get_packed_size(m);

@@ -88,6 +88,21 @@ void *bt_pool_alloc(struct bt_pool *p, size_t size);
 char *bt_pool_strndup(struct bt_pool *p, const void *s, size_t n);
 void bt_pool_free(struct bt_pool *p);
 
+/* A bump allocator for protobuf-c decoding: one answer's sub-messages and fields come from one
+ * reused block, so decoding a stream allocates nothing per cell once the block has grown.
+ * Everything decoded with it dies at bt_arena_reset(). */
+struct bt_arena {
+    ProtobufCAllocator alloc; /* pass &arena->alloc to *_unpack(); never call free_unpacked */
+    uint8_t *buf;
+    size_t used, cap;
+    void **extra; /* overflow blocks of the current round */
+    size_t nextra, extra_cap, extra_bytes;
+    bool failed;
+};
+void bt_arena_init(struct bt_arena *a);
+void bt_arena_reset(struct bt_arena *a);
+void bt_arena_destroy(struct bt_arena *a);
+
 /* Packs a message into b (replacing its contents); CT_ENOMEM. */
 CT_MUST_CHECK int bt_pack(const ProtobufCMessage *m, struct bt_buf *b, struct ct_err *err);
 
