@@ -393,6 +393,9 @@ int bt_mutate_batch(struct wc_table *tbase, const struct wc_row_mutation *rows, 
 {
     (void)d; /* Bigtable acknowledges only durable writes */
     struct bt_table *t = (struct bt_table *)tbase;
+    int rc0 = bt_table_check_enabled(t, err);
+    if (rc0 != CT_OK)
+        return rc0;
     int64_t now_ms = clock_now_ms();
     struct bt_conv_ctx cx;
     size_t total = 0;
@@ -492,7 +495,9 @@ int bt_increment(struct wc_table *tbase, struct wc_bytes row, struct wc_bytes fa
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_family(t, family, &fd, err);
+    int rc = bt_table_check_enabled(t, err);
+    if (rc == CT_OK)
+        rc = bt_table_family(t, family, &fd, err);
     if (rc != CT_OK)
         return rc;
     if (row.len > BT_MAX_ROW_KEY_BYTES)
@@ -521,8 +526,23 @@ int bt_increment(struct wc_table *tbase, struct wc_bytes row, struct wc_bytes fa
     bt_buf_free(&body);
     if (rc != CT_OK) {
         bt_buf_free(&resp);
-        if (rc == CT_EINVAL)
-            return ct_err_prefix(err, "increment %s (the stored value must be 8 bytes)", t->full);
+        if (rc != CT_ETIMEOUT) { /* name the usual cause: a value that is no 8-byte counter */
+            struct wc_scan_options o;
+            wc_scan_options_init(&o);
+            struct wc_column col = {family, qualifier, true};
+            o.columns = &col;
+            o.ncolumns = 1;
+            struct wc_result res;
+            struct ct_err e2 = {0};
+            if (wc_get(&t->base, row, &o, &res, &e2) == CT_OK) {
+                size_t len = res.row.ncells ? res.row.cells[0].value.len : 8;
+                wc_result_release(&res);
+                if (len != 8)
+                    return ct_err_set(err, CT_EINVAL,
+                                      "cannot increment %s: the stored value is %zu bytes, not an "
+                                      "8-byte counter", t->full, len);
+            }
+        }
         return ct_err_prefix(err, "increment %s", t->full);
     }
     Btpb__ReadModifyWriteRowResponse *r =
@@ -556,7 +576,9 @@ int bt_check_and_mutate(struct wc_table *tbase, struct wc_bytes row, struct wc_b
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_family(t, family, &fd, err);
+    int rc = bt_table_check_enabled(t, err);
+    if (rc == CT_OK)
+        rc = bt_table_family(t, family, &fd, err);
     if (rc != CT_OK)
         return rc;
     struct bt_conv_ctx cx;

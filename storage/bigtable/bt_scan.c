@@ -719,6 +719,9 @@ int bt_scanner_open(struct wc_table *tbase, const struct wc_scan_options *o,
                     struct wc_scanner **out, struct ct_err *err)
 {
     struct bt_table *t = (struct bt_table *)tbase;
+    int rc0 = bt_table_check_enabled(t, err);
+    if (rc0 != CT_OK)
+        return rc0;
     struct bt_scanner *sc = calloc(1, sizeof(*sc));
     if (!sc)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
