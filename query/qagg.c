@@ -593,10 +593,13 @@ void qagg_rate_init(struct qagg_rate *r)
 int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rate *r,
                     struct qagg_buf *out, struct ct_err *err)
 {
-    if (n == 0)
-        return CT_OK;
-    const struct qagg_point *prev = &in[0];
-    for (size_t i = 1; i < n; i++) {
+    /* RateSpan computes its first rate against an integer 0 at time zero ("for backward
+     * compatibility"); AggregationIterator then keeps that first rate as the series' current
+     * value without emitting it. */
+    struct qagg_point zero = {.ts_ms = 0, .is_int = true};
+    zero.v.i = 0;
+    const struct qagg_point *prev = &zero;
+    for (size_t i = 0; i < n; i++) {
         const struct qagg_point *dp = &in[i];
         if (dp->ts_ms <= prev->ts_ms)
             continue; /* RateSpan requires strictly increasing times */

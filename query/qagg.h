@@ -122,8 +122,9 @@ struct qagg_rate {
 };
 void qagg_rate_init(struct qagg_rate *r); /* OpenTSDB's defaults */
 
-/* Appends the per-second rate of a series (RateSpan): one point per consecutive pair, stamped at
- * the later point, always a double. */
+/* Appends the per-second rate of a series (RateSpan): one point per input point, stamped at it,
+ * always a double; the first is taken against an integer 0 at time zero, as OpenTSDB does
+ * (qagg_group_run then never emits it, only carries it as the series' current value). */
 CT_MUST_CHECK int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rate *r,
                                   struct qagg_buf *out, struct ct_err *err);
 
