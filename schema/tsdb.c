@@ -898,8 +898,25 @@ int tsdb_annotation_delete(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_le
         return err->code;
     int64_t base = rowkey_base_hour_s(start_ms / 1000);
     size_t ql = dpcodec_annotation_qualifier(base, start_ms, start_ms % 1000 != 0, q);
+    /* delete at the stored cell's timestamp, not "now": a put right after the delete (same
+     * millisecond) must not be masked (HBase semantics) */
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), wc_bytes_of(q, ql), true};
+    o.columns = &col;
+    o.ncolumns = 1;
+    struct wc_result r;
+    int rc = wc_get(t->data, wc_bytes_of(row, rl), &o, &r, err);
+    if (rc != CT_OK)
+        return rc;
+    if (r.row.ncells == 0) {
+        wc_result_release(&r);
+        return ct_err_set(err, CT_NOTFOUND, "Unable to locate annotation in storage");
+    }
+    int64_t ts = r.row.cells[0].ts_ms;
+    wc_result_release(&r);
     struct wc_mutation m = {WC_OP_DELETE_COLUMN, wc_bytes_str(TSDB_DATA_FAMILY),
-                            wc_bytes_of(q, ql), {0}, WC_TS_LATEST};
+                            wc_bytes_of(q, ql), {0}, ts};
     struct wc_row_mutation rm = {wc_bytes_of(row, rl), &m, 1};
     return wc_mutate_row(t->data, &rm, WC_DURABILITY_USE_DEFAULT, err);
 }

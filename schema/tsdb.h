@@ -153,6 +153,9 @@ CT_MUST_CHECK int tsdb_annotation_put(struct tsdb *t, const uint8_t *tsuid, size
 CT_MUST_CHECK int tsdb_annotation_get(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
                                       int64_t start_ms, char **json, size_t *json_len,
                                       struct ct_err *err);
+/* Deletes one annotation; CT_NOTFOUND if absent. The delete is stamped with the stored cell's
+ * time, so only a re-put within that same millisecond stays masked (HBase delete semantics) until
+ * the next major compaction. */
 CT_MUST_CHECK int tsdb_annotation_delete(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
                                          int64_t start_ms, struct ct_err *err);
 /* Calls fn for each annotation of the series (or the global ones) with start in
