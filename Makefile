@@ -82,9 +82,10 @@ deps-build:
 	@tools/deps.sh deps/build.txt
 
 # The whole suite: deps, build, unit tests plainly and under ASan+UBSan, integration tests.
+# Always with the Bigtable backend (BIGTABLE=1), so its tests run against the emulator.
 test: deps
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory SAN=1 all
+	@$(MAKE) --no-print-directory BIGTABLE=1 all
+	@$(MAKE) --no-print-directory BIGTABLE=1 SAN=1 all
 	@tests/run_all.sh
 
 unit: all
