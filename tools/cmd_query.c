@@ -293,23 +293,36 @@ static int run_remote(const char *hostport, const struct qargs *a)
 static int query_run(int argc, char **argv)
 {
     const char *host = NULL, *data = NULL, *config = NULL;
-    int i = 1;
-    for (; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    /* options may come anywhere; the rest are positional */
+    char **pos = calloc((size_t)argc + 1, sizeof(char *));
+    int npos = 0;
+    if (!pos)
+        return 1;
+    for (int k = 1; k < argc; k++) {
+        if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
             usage(stdout);
+            free(pos);
             return 0;
-        } else if (!strcmp(argv[i], "--host") && i + 1 < argc) {
-            host = argv[++i];
-        } else if (!strcmp(argv[i], "--data") && i + 1 < argc) {
-            data = argv[++i];
-        } else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-            config = argv[++i];
+        } else if (!strcmp(argv[k], "--host") && k + 1 < argc) {
+            host = argv[++k];
+        } else if (!strcmp(argv[k], "--data") && k + 1 < argc) {
+            data = argv[++k];
+        } else if (!strcmp(argv[k], "--config") && k + 1 < argc) {
+            config = argv[++k];
+        } else if (!strncmp(argv[k], "--", 2)) {
+            fprintf(stderr, "ctsdb query: unknown option '%s'\n", argv[k]);
+            free(pos);
+            return 2;
         } else {
-            break;
+            pos[npos++] = argv[k];
         }
     }
+    int i = 0;
+    argc = npos;
+    argv = pos;
     if (argc - i < 3) {
         usage(stderr);
+        free(pos);
         return 2;
     }
     struct qargs a = {.start = argv[i++], .end = NULL};
@@ -329,9 +342,9 @@ static int query_run(int argc, char **argv)
         o += (size_t)snprintf(a.m + o, sizeof(a.m) - o, "%s%s", k == i ? "{" : ",", argv[k]);
     if (i < argc && o < sizeof(a.m))
         snprintf(a.m + o, sizeof(a.m) - o, "}");
-    if (data)
-        return run_local(data, config, &a);
-    return run_remote(host, &a);
+    int ret = data ? run_local(data, config, &a) : run_remote(host, &a);
+    free(pos);
+    return ret;
 }
 
 const struct tool_command tool_cmd_query = {"query", "run one query and print its datapoints",
