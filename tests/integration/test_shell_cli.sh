@@ -69,5 +69,10 @@ if command -v script >/dev/null 2>&1; then
   check_contains "interactive: errors do not stop the loop" "$out" "Table i does exist"
   check_contains "interactive: error printed" "$out" "ERROR: Unknown column family!"
   check "interactive: history saved" test -s "$dir/.ctsdb_shell_history"
+  printf "put 't', 'x', 'bad:q', 'v'\nlist\n" |
+    HOME=$dir timeout 30 script -qec "$CTSDB shell -n --data $data --now 1700000000000" /dev/null \
+      >"$dir/n.out" 2>&1
+  check_eq "-n: a terminal's input is a script that stops at the first error" 1 $?
+  check "-n: nothing after the error ran" bash -c "! grep -q '^TABLE' '$dir/n.out'"
 fi
 it_done
