@@ -34,6 +34,7 @@ TEST_SRCS := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 TESTLIB_SRCS := $(wildcard tests/lib/*.c)
 
 -include storage/bigtable/bigtable.mk
+-include web/web.mk
 -include tests/fuzz/fuzz.mk
 
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)

@@ -264,6 +264,24 @@ enum wc_split_algo {
 CT_MUST_CHECK int wc_split_keys(enum wc_split_algo algo, unsigned n, struct wc_bytes **out,
                                 struct ct_err *err);
 void wc_split_keys_free(struct wc_bytes *keys, size_t n);
+/* The general form of spec §9: the n-1 split keys for n regions between `first` and `last`
+ * (inclusive). HexStringSplit takes both bounds as hex text (empty = 00000000 / ffffffff) and
+ * returns lowercase hex keys as wide as the longer bound; UniformSplit takes raw bytes (empty
+ * first = 8 zero bytes, empty last = 8 x 0xFF), pads the shorter bound with zero bytes on the
+ * right, and widens both by one zero byte while the range is smaller than n. CT_EINVAL if
+ * first >= last, n < 2 or (hex) a bound is not hex or the range is smaller than n. Ownership as
+ * wc_split_keys(). */
+CT_MUST_CHECK int wc_split_keys_range(enum wc_split_algo algo, struct wc_bytes first,
+                                      struct wc_bytes last, unsigned n, struct wc_bytes **out,
+                                      struct ct_err *err);
+/* The key that splits the region [start, end) in two by the algorithm's midpoint rule (spec §9):
+ * HexStringSplit (start + end) / 2 over hex text, an empty start read as 00000000 and an empty
+ * end as ffffffff; UniformSplit the midpoint of the byte range, an empty end read as 8 x 0xFF.
+ * Returns a new key in *out, freed with free((void *)out->data); CT_EINVAL if the region is too
+ * small to split (the midpoint would equal start). */
+CT_MUST_CHECK int wc_split_midpoint(enum wc_split_algo algo, struct wc_bytes start,
+                                    struct wc_bytes end, struct wc_bytes *out,
+                                    struct ct_err *err);
 
 /* ---- table handles and writes --------------------------------------------------------- */
 

@@ -1,0 +1,1132 @@
+/* dpcodec.c - datapoint cell codecs: OpenTSDB's single, compacted and append cells, annotation
+ * qualifiers, and ctsdb's compressed hour cell; the row decoder and the compaction merge.
+ *
+ * Invariants: (1) encoding then decoding any point gives back its timestamp, type, ms flag and
+ * value bits; (2) dpcodec_row_decode() output is sorted by timestamp with one point per
+ * timestamp, the one of the newest cell; (3) the compressed encoder only picks a value encoding
+ * after checking that it reproduces every value bit for bit (so it is lossless by construction).
+ * Layouts: schema/dpcodec_format.h. Allocation: none on the single-cell paths; the compressed
+ * encoder uses temporary buffers, the reader of a deflated compressed cell one scratch buffer. */
+#include "schema/dpcodec.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "schema/dpcodec_format.h"
+#include "storage/coding.h"
+
+#define DPCODEC_HOUR_MS 3600000LL
+
+static const double dpcodec_p10[DPCODEC_MAX_EXP10 + 1] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+
+struct dpcodec_point dpcodec_point_int(int64_t ts_ms, bool ms, int64_t v)
+{
+    struct dpcodec_point p = {.ts_ms = ts_ms, .type = DPCODEC_INT, .ms = ms, .i = v};
+    return p;
+}
+
+struct dpcodec_point dpcodec_point_real(int64_t ts_ms, bool ms, double v)
+{
+    struct dpcodec_point p = {.ts_ms = ts_ms, .ms = ms, .f = v};
+    p.type = ((double)(float)v == v) ? DPCODEC_FLOAT : DPCODEC_DOUBLE;
+    return p;
+}
+
+double dpcodec_point_value(const struct dpcodec_point *p)
+{
+    return p->type == DPCODEC_INT ? (double)p->i : p->f;
+}
+
+static uint64_t dpcodec_dbits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+
+static double dpcodec_bitsd(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+bool dpcodec_point_same_value(const struct dpcodec_point *a, const struct dpcodec_point *b)
+{
+    if (a->type != b->type)
+        return false;
+    if (a->type == DPCODEC_INT)
+        return a->i == b->i;
+    return dpcodec_dbits(a->f) == dpcodec_dbits(b->f);
+}
+
+/* ---- single cells ----------------------------------------------------------------------- */
+
+size_t dpcodec_qualifier(bool ms, uint32_t offset, uint8_t flags, uint8_t *q)
+{
+    if (ms) {
+        coding_put_be32(q, 0xF0000000u | offset << 6 | (flags & DPCODEC_FLAGS_MASK));
+        return 4;
+    }
+    coding_put_be16(q, (uint16_t)(offset << 4 | (flags & DPCODEC_FLAGS_MASK)));
+    return 2;
+}
+
+/* Value bytes and flags of a point. */
+static size_t dpcodec_value(const struct dpcodec_point *p, uint8_t *v, uint8_t *flags)
+{
+    switch (p->type) {
+    case DPCODEC_FLOAT: {
+        float f = (float)p->f;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        coding_put_be32(v, u);
+        *flags = DPCODEC_FLAG_FLOAT | 3;
+        return 4;
+    }
+    case DPCODEC_DOUBLE:
+        coding_put_be64(v, dpcodec_dbits(p->f));
+        *flags = DPCODEC_FLAG_FLOAT | 7;
+        return 8;
+    case DPCODEC_INT:
+        break;
+    }
+    int64_t x = p->i;
+    if (x == (int8_t)x) {
+        v[0] = (uint8_t)x;
+        *flags = 0;
+        return 1;
+    }
+    if (x == (int16_t)x) {
+        coding_put_be16(v, (uint16_t)x);
+        *flags = 1;
+        return 2;
+    }
+    if (x == (int32_t)x) {
+        coding_put_be32(v, (uint32_t)x);
+        *flags = 3;
+        return 4;
+    }
+    coding_put_be64(v, (uint64_t)x);
+    *flags = 7;
+    return 8;
+}
+
+int dpcodec_encode(int64_t base_s, const struct dpcodec_point *p, uint8_t *q, size_t *qlen,
+                   uint8_t *v, size_t *vlen, struct ct_err *err)
+{
+    int64_t off_ms = p->ts_ms - base_s * 1000;
+    if (off_ms < 0 || off_ms >= DPCODEC_HOUR_MS)
+        return ct_err_set(err, CT_EINVAL, "timestamp %lld ms is outside the hour starting at %lld",
+                          (long long)p->ts_ms, (long long)base_s);
+    uint8_t flags;
+    *vlen = dpcodec_value(p, v, &flags);
+    /* a timestamp that is not a whole second always gets a ms qualifier (never lose precision) */
+    bool ms = p->ms || off_ms % 1000 != 0;
+    *qlen = dpcodec_qualifier(ms, (uint32_t)(ms ? off_ms : off_ms / 1000), flags, q);
+    return CT_OK;
+}
+
+enum dpcodec_qkind dpcodec_qualifier_kind(const uint8_t *q, size_t qlen)
+{
+    if (qlen == 0)
+        return DPCODEC_Q_OTHER;
+    if (qlen & 1) {
+        if (qlen == DPCODEC_APPEND_Q_LEN && !memcmp(q, DPCODEC_APPEND_Q, qlen))
+            return DPCODEC_Q_APPEND;
+        if (qlen == DPCODEC_CQ_LEN && !memcmp(q, DPCODEC_CQ, qlen))
+            return DPCODEC_Q_COMPRESSED;
+        if (q[0] == DPCODEC_ANNOTATION_PREFIX && (qlen == 3 || qlen == 5))
+            return DPCODEC_Q_ANNOTATION;
+        return DPCODEC_Q_OTHER;
+    }
+    if (qlen == 2 || (qlen == 4 && (q[0] & DPCODEC_MS_PREFIX) == DPCODEC_MS_PREFIX))
+        return DPCODEC_Q_POINT;
+    return DPCODEC_Q_COMPACTED;
+}
+
+/* ---- decoding ----------------------------------------------------------------------------- */
+
+void dpcodec_iter_init(struct dpcodec_iter *it, int64_t base_s, const uint8_t *q, size_t qlen,
+                       const uint8_t *v, size_t vlen)
+{
+    memset(it, 0, sizeof(*it));
+    it->base_ms = base_s * 1000;
+    it->q = q;
+    it->qend = q + qlen;
+    it->v = v;
+    it->vend = v + vlen;
+    it->kind = (int)dpcodec_qualifier_kind(q, qlen);
+}
+
+void dpcodec_iter_end(struct dpcodec_iter *it)
+{
+    free(it->scratch);
+    it->scratch = NULL;
+}
+
+static int dpcodec_corrupt(struct dpcodec_iter *it, struct ct_err *err, const char *what)
+{
+    it->failed = true;
+    return ct_err_set(err, CT_ECORRUPT, "malformed datapoint cell (qualifier of %zu bytes, value "
+                      "of %zu bytes): %s",
+                      (size_t)(it->qend - it->q), (size_t)(it->vend - it->v), what);
+}
+
+/* Reads one qualifier unit at *q: 2 bytes (seconds) or 4 (ms). */
+static int dpcodec_unit(const uint8_t **q, const uint8_t *qend, int64_t base_ms, int64_t *ts,
+                        bool *ms, uint8_t *flags)
+{
+    const uint8_t *p = *q;
+    if (qend - p < 2)
+        return -1;
+    if ((p[0] & DPCODEC_MS_PREFIX) == DPCODEC_MS_PREFIX) {
+        if (qend - p < 4)
+            return -1;
+        uint32_t u = coding_get_be32(p);
+        uint32_t off = (u & 0x0FFFFFC0u) >> 6;
+        if (off >= DPCODEC_HOUR_MS)
+            return -2;
+        *ts = base_ms + off;
+        *ms = true;
+        *flags = (uint8_t)(u & DPCODEC_FLAGS_MASK);
+        *q = p + 4;
+        return 0;
+    }
+    uint16_t u = coding_get_be16(p);
+    uint32_t off = u >> 4;
+    if (off >= 3600)
+        return -2;
+    *ts = base_ms + (int64_t)off * 1000;
+    *ms = false;
+    *flags = (uint8_t)(u & DPCODEC_FLAGS_MASK);
+    *q = p + 2;
+    return 0;
+}
+
+/* Decodes a value of len bytes with flags into p. */
+static int dpcodec_read_value(const uint8_t *v, size_t len, uint8_t flags,
+                              struct dpcodec_point *p)
+{
+    if (flags & DPCODEC_FLAG_FLOAT) {
+        if (len == 4) {
+            uint32_t u = coding_get_be32(v);
+            float f;
+            memcpy(&f, &u, 4);
+            p->type = DPCODEC_FLOAT;
+            p->f = f;
+            return 0;
+        }
+        if (len == 8) {
+            p->type = DPCODEC_DOUBLE;
+            p->f = dpcodec_bitsd(coding_get_be64(v));
+            return 0;
+        }
+        return -1;
+    }
+    p->type = DPCODEC_INT;
+    switch (len) {
+    case 1:
+        p->i = (int8_t)v[0];
+        return 0;
+    case 2:
+        p->i = (int16_t)coding_get_be16(v);
+        return 0;
+    case 4:
+        p->i = (int32_t)coding_get_be32(v);
+        return 0;
+    case 8:
+        p->i = (int64_t)coding_get_be64(v);
+        return 0;
+    }
+    return -1;
+}
+
+static int dpcodec_next_point(struct dpcodec_iter *it, struct dpcodec_point *p,
+                              struct ct_err *err)
+{
+    if (it->started)
+        return CT_NOTFOUND;
+    it->started = true;
+    const uint8_t *q = it->q;
+    uint8_t flags;
+    int rc = dpcodec_unit(&q, it->qend, it->base_ms, &p->ts_ms, &p->ms, &flags);
+    if (rc)
+        return dpcodec_corrupt(it, err, rc == -2 ? "offset beyond the hour" : "short qualifier");
+    size_t flen = dpcodec_flags_value_len(flags);
+    size_t vlen = (size_t)(it->vend - it->v);
+    const uint8_t *v = it->v;
+    if (vlen == flen + 1 && (v[flen] == 0 || v[flen] == DPCODEC_MS_MIXED_COMPACT))
+        vlen = flen; /* a one-point compacted cell */
+    else if ((flags & DPCODEC_FLAG_FLOAT) && flen == 4 && vlen == 8)
+        v += 4, vlen = 4; /* legacy: a float on 8 bytes with a 4-byte flag */
+    else if (!(flags & DPCODEC_FLAG_FLOAT))
+        ; /* integers: the value's own length rules (OpenTSDB reads value.length) */
+    else if (vlen != flen)
+        return dpcodec_corrupt(it, err, "value length does not match the qualifier flags");
+    if (dpcodec_read_value(v, vlen, flags, p))
+        return dpcodec_corrupt(it, err, "bad value length");
+    return CT_OK;
+}
+
+static int dpcodec_next_compacted(struct dpcodec_iter *it, struct dpcodec_point *p,
+                                  struct ct_err *err)
+{
+    if (it->q == it->qend) {
+        size_t rest = (size_t)(it->vend - it->v);
+        if (rest > 1 || (rest == 1 && it->v[0] > DPCODEC_MS_MIXED_COMPACT))
+            return dpcodec_corrupt(it, err, "trailing bytes after the last value");
+        return CT_NOTFOUND;
+    }
+    uint8_t flags;
+    int rc = dpcodec_unit(&it->q, it->qend, it->base_ms, &p->ts_ms, &p->ms, &flags);
+    if (rc)
+        return dpcodec_corrupt(it, err, rc == -2 ? "offset beyond the hour" : "short qualifier");
+    size_t flen = dpcodec_flags_value_len(flags);
+    if ((size_t)(it->vend - it->v) < flen)
+        return dpcodec_corrupt(it, err, "value shorter than its qualifiers announce");
+    if (dpcodec_read_value(it->v, flen, flags, p))
+        return dpcodec_corrupt(it, err, "bad value length in flags");
+    it->v += flen;
+    return CT_OK;
+}
+
+static int dpcodec_next_append(struct dpcodec_iter *it, struct dpcodec_point *p,
+                               struct ct_err *err)
+{
+    if (it->v == it->vend)
+        return CT_NOTFOUND;
+    uint8_t flags;
+    int rc = dpcodec_unit(&it->v, it->vend, it->base_ms, &p->ts_ms, &p->ms, &flags);
+    if (rc)
+        return dpcodec_corrupt(it, err, rc == -2 ? "offset beyond the hour" : "short record");
+    size_t flen = dpcodec_flags_value_len(flags);
+    if ((size_t)(it->vend - it->v) < flen)
+        return dpcodec_corrupt(it, err, "append record value truncated");
+    if (dpcodec_read_value(it->v, flen, flags, p))
+        return dpcodec_corrupt(it, err, "bad value length in flags");
+    it->v += flen;
+    return CT_OK;
+}
+
+/* ---- compressed cells: bit streams -------------------------------------------------------- */
+
+struct dpcodec_bitw {
+    uint8_t *p;
+    size_t bits;
+};
+
+static void dpcodec_bitw_put(struct dpcodec_bitw *w, uint64_t v, unsigned n)
+{
+    for (unsigned i = n; i-- > 0;) {
+        size_t byte = w->bits >> 3;
+        if ((w->bits & 7) == 0)
+            w->p[byte] = 0;
+        if ((v >> i) & 1)
+            w->p[byte] |= (uint8_t)(0x80u >> (w->bits & 7));
+        w->bits++;
+    }
+}
+
+static int dpcodec_bit_get(struct dpcodec_iter *it, unsigned n, uint64_t *out)
+{
+    uint64_t v = 0;
+    size_t avail = (size_t)(it->valend - it->val) * 8;
+    if (it->bitpos + n > avail)
+        return -1;
+    for (unsigned i = 0; i < n; i++, it->bitpos++)
+        v = v << 1 | ((it->val[it->bitpos >> 3] >> (7 - (it->bitpos & 7))) & 1);
+    *out = v;
+    return 0;
+}
+
+static int dpcodec_svarint(const uint8_t **p, const uint8_t *end, int64_t *out)
+{
+    uint64_t u;
+    size_t n = coding_get_varint64(*p, end, &u);
+    if (!n)
+        return -1;
+    *p += n;
+    *out = coding_unzigzag(u);
+    return 0;
+}
+
+static double dpcodec_decimal(int64_t m, unsigned e, enum dpcodec_type t)
+{
+    double d = (double)m / dpcodec_p10[e];
+    return t == DPCODEC_FLOAT ? (double)(float)d : d;
+}
+
+static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
+{
+    const uint8_t *p = it->v, *end = it->vend;
+    if (end - p < 4)
+        return dpcodec_corrupt(it, err, "compressed cell shorter than its header");
+    if (p[0] != DPCODEC_CVERSION) {
+        it->failed = true;
+        return ct_err_set(err, CT_ECORRUPT,
+                          "unsupported compressed cell version %u (this build reads %d)", p[0],
+                          DPCODEC_CVERSION);
+    }
+    it->venc = p[1];
+    it->cflags = p[2];
+    if (it->venc > DPCODEC_VENC_RAW)
+        return dpcodec_corrupt(it, err, "unknown value encoding");
+    p += 3;
+    size_t k = coding_get_varint64(p, end, &it->n);
+    if (!k || it->n == 0 || it->n > DPCODEC_HOUR_MS)
+        return dpcodec_corrupt(it, err, "bad point count");
+    p += k;
+    if (it->cflags & DPCODEC_CF_DEFLATED) {
+        uint64_t raw;
+        k = coding_get_varint64(p, end, &raw);
+        if (!k || raw > it->n * 40 + 64)
+            return dpcodec_corrupt(it, err, "bad raw payload length");
+        p += k;
+        it->scratch = malloc(raw ? raw : 1);
+        if (!it->scratch) {
+            it->failed = true;
+            return ct_err_set(err, CT_ENOMEM, "out of memory inflating a compressed cell");
+        }
+        z_stream zs;
+        memset(&zs, 0, sizeof(zs));
+        if (inflateInit2(&zs, -15) != Z_OK) {
+            it->failed = true;
+            return ct_err_set(err, CT_ENOMEM, "cannot start inflate");
+        }
+        zs.next_in = (Bytef *)(uintptr_t)p;
+        zs.avail_in = (uInt)(end - p);
+        zs.next_out = it->scratch;
+        zs.avail_out = (uInt)raw;
+        int zrc = inflate(&zs, Z_FINISH);
+        size_t got = raw - zs.avail_out;
+        inflateEnd(&zs);
+        if (zrc != Z_STREAM_END || got != raw)
+            return dpcodec_corrupt(it, err, "deflated payload does not inflate");
+        p = it->scratch;
+        end = it->scratch + raw;
+    }
+    if (it->cflags & DPCODEC_CF_DESCRIPTORS) {
+        if ((uint64_t)(end - p) < it->n)
+            return dpcodec_corrupt(it, err, "descriptors truncated");
+        it->desc = p;
+        p += it->n;
+    }
+    if (it->venc == DPCODEC_VENC_DECIMAL_DELTA || it->venc == DPCODEC_VENC_DECIMAL_DOD) {
+        if (p == end || *p > DPCODEC_MAX_EXP10)
+            return dpcodec_corrupt(it, err, "bad decimal exponent");
+        it->exp10 = *p++;
+    }
+    uint64_t tslen;
+    k = coding_get_varint64(p, end, &tslen);
+    if (!k || tslen > (uint64_t)(end - p - (ptrdiff_t)k))
+        return dpcodec_corrupt(it, err, "timestamp stream truncated");
+    p += k;
+    it->ts = p;
+    it->tsend = p + tslen;
+    it->val = it->tsend;
+    it->valend = end;
+    return CT_OK;
+}
+
+static int dpcodec_next_compressed(struct dpcodec_iter *it, struct dpcodec_point *p,
+                                   struct ct_err *err)
+{
+    if (!it->started) {
+        it->started = true;
+        int rc = dpcodec_compressed_start(it, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    if (it->i >= it->n)
+        return CT_NOTFOUND;
+    uint64_t i = it->i;
+    /* timestamp */
+    int64_t o;
+    if (i == 0) {
+        uint64_t u;
+        size_t k = coding_get_varint64(it->ts, it->tsend, &u);
+        if (!k)
+            return dpcodec_corrupt(it, err, "timestamp stream truncated");
+        it->ts += k;
+        o = (int64_t)u;
+    } else {
+        int64_t d;
+        if (dpcodec_svarint(&it->ts, it->tsend, &d))
+            return dpcodec_corrupt(it, err, "timestamp stream truncated");
+        it->o_delta = i == 1 ? d : it->o_delta + d;
+        o = it->o_prev + it->o_delta;
+    }
+    it->o_prev = o;
+    int64_t unit = (it->cflags & DPCODEC_CF_SECONDS) ? 1000 : 1;
+    if (o < 0 || o * unit >= DPCODEC_HOUR_MS)
+        return dpcodec_corrupt(it, err, "timestamp beyond the hour");
+    p->ts_ms = it->base_ms + o * unit;
+    /* type */
+    enum dpcodec_type type;
+    if (it->desc) {
+        type = (enum dpcodec_type)(it->desc[i] & 3);
+        p->ms = (it->desc[i] >> 2) & 1;
+    } else {
+        type = (enum dpcodec_type)((it->cflags >> DPCODEC_CF_TYPE_SHIFT) & 3);
+        p->ms = (it->cflags & DPCODEC_CF_ALL_MS) != 0;
+    }
+    if (type > DPCODEC_DOUBLE)
+        return dpcodec_corrupt(it, err, "bad point type");
+    p->type = type;
+    /* value */
+    switch (it->venc) {
+    case DPCODEC_VENC_INT_DELTA:
+    case DPCODEC_VENC_INT_DOD:
+    case DPCODEC_VENC_DECIMAL_DELTA:
+    case DPCODEC_VENC_DECIMAL_DOD: {
+        int64_t d;
+        if (dpcodec_svarint(&it->val, it->valend, &d))
+            return dpcodec_corrupt(it, err, "value stream truncated");
+        int64_t v;
+        bool dod = it->venc == DPCODEC_VENC_INT_DOD || it->venc == DPCODEC_VENC_DECIMAL_DOD;
+        if (i == 0)
+            v = d;
+        else if (!dod || i == 1)
+            v = (int64_t)((uint64_t)it->v_prev + (uint64_t)d), it->v_delta = d;
+        else {
+            it->v_delta = (int64_t)((uint64_t)it->v_delta + (uint64_t)d);
+            v = (int64_t)((uint64_t)it->v_prev + (uint64_t)it->v_delta);
+        }
+        it->v_prev = v;
+        if (it->venc == DPCODEC_VENC_INT_DELTA || it->venc == DPCODEC_VENC_INT_DOD) {
+            if (type != DPCODEC_INT)
+                return dpcodec_corrupt(it, err, "integer encoding of a float point");
+            p->i = v;
+        } else {
+            if (type == DPCODEC_INT)
+                return dpcodec_corrupt(it, err, "decimal encoding of an integer point");
+            p->f = dpcodec_decimal(v, it->exp10, type);
+        }
+        break;
+    }
+    case DPCODEC_VENC_XOR: {
+        uint64_t bits;
+        if (i == 0) {
+            if (dpcodec_bit_get(it, 64, &bits))
+                return dpcodec_corrupt(it, err, "xor stream truncated");
+        } else {
+            uint64_t c;
+            if (dpcodec_bit_get(it, 1, &c))
+                return dpcodec_corrupt(it, err, "xor stream truncated");
+            if (!c) {
+                bits = it->x_prev;
+            } else {
+                if (dpcodec_bit_get(it, 1, &c))
+                    return dpcodec_corrupt(it, err, "xor stream truncated");
+                if (c) {
+                    uint64_t lead, len;
+                    if (dpcodec_bit_get(it, 5, &lead) || dpcodec_bit_get(it, 6, &len))
+                        return dpcodec_corrupt(it, err, "xor stream truncated");
+                    it->x_lead = (unsigned)lead;
+                    it->x_len = (unsigned)len + 1;
+                    if (it->x_lead + it->x_len > 64)
+                        return dpcodec_corrupt(it, err, "xor window beyond 64 bits");
+                }
+                if (it->x_len == 0)
+                    return dpcodec_corrupt(it, err, "xor reuse before a window");
+                uint64_t x;
+                if (dpcodec_bit_get(it, it->x_len, &x))
+                    return dpcodec_corrupt(it, err, "xor stream truncated");
+                bits = it->x_prev ^ (x << (64 - it->x_lead - it->x_len));
+            }
+        }
+        it->x_prev = bits;
+        if (type == DPCODEC_INT)
+            return dpcodec_corrupt(it, err, "xor encoding of an integer point");
+        p->f = dpcodec_bitsd(bits);
+        break;
+    }
+    case DPCODEC_VENC_RAW:
+        if (type == DPCODEC_INT) {
+            if (dpcodec_svarint(&it->val, it->valend, &p->i))
+                return dpcodec_corrupt(it, err, "value stream truncated");
+        } else {
+            size_t len = type == DPCODEC_FLOAT ? 4 : 8;
+            if ((size_t)(it->valend - it->val) < len)
+                return dpcodec_corrupt(it, err, "value stream truncated");
+            if (dpcodec_read_value(it->val, len, DPCODEC_FLAG_FLOAT, p))
+                return dpcodec_corrupt(it, err, "bad raw value");
+            it->val += len;
+        }
+        break;
+    }
+    it->i++;
+    return CT_OK;
+}
+
+int dpcodec_iter_next(struct dpcodec_iter *it, struct dpcodec_point *p, struct ct_err *err)
+{
+    if (it->failed)
+        return ct_err_set(err, CT_ECORRUPT, "iterating a cell that already failed");
+    p->cell_ts_ms = 0;
+    p->i = 0;
+    p->f = 0;
+    switch ((enum dpcodec_qkind)it->kind) {
+    case DPCODEC_Q_POINT:
+        return dpcodec_next_point(it, p, err);
+    case DPCODEC_Q_COMPACTED:
+        return dpcodec_next_compacted(it, p, err);
+    case DPCODEC_Q_APPEND:
+        return dpcodec_next_append(it, p, err);
+    case DPCODEC_Q_COMPRESSED:
+        return dpcodec_next_compressed(it, p, err);
+    case DPCODEC_Q_ANNOTATION:
+    case DPCODEC_Q_OTHER:
+        break;
+    }
+    return CT_NOTFOUND;
+}
+
+/* ---- row decoding ------------------------------------------------------------------------- */
+
+/* Orders points by (ts, cell ts); equal keys keep arrival order (stable insertion). */
+static bool dpcodec_before(const struct dpcodec_point *a, const struct dpcodec_point *b)
+{
+    return a->ts_ms < b->ts_ms || (a->ts_ms == b->ts_ms && a->cell_ts_ms < b->cell_ts_ms);
+}
+
+/* Collects, sorts and de-duplicates. conflicts/first_conflict may be NULL. */
+static int dpcodec_collect(int64_t base_s, const struct wc_cell *cells, size_t ncells,
+                           struct dpcodec_point *out, size_t cap, size_t *n, size_t *dups,
+                           size_t *conflicts, int64_t *first_conflict, struct ct_err *err)
+{
+    size_t count = 0;
+    for (size_t c = 0; c < ncells; c++) {
+        struct dpcodec_iter it;
+        dpcodec_iter_init(&it, base_s, cells[c].qualifier.data, cells[c].qualifier.len,
+                          cells[c].value.data, cells[c].value.len);
+        struct dpcodec_point p;
+        int rc;
+        while ((rc = dpcodec_iter_next(&it, &p, err)) == CT_OK) {
+            p.cell_ts_ms = cells[c].ts_ms;
+            if (count < cap) {
+                /* binary search for the upper bound, then shift: near-linear on sorted input */
+                size_t lo = 0, hi = count;
+                if (count == 0 || !dpcodec_before(&p, &out[count - 1])) {
+                    lo = count;
+                } else {
+                    while (lo < hi) {
+                        size_t mid = (lo + hi) / 2;
+                        if (dpcodec_before(&p, &out[mid]))
+                            hi = mid;
+                        else
+                            lo = mid + 1;
+                    }
+                    memmove(&out[lo + 1], &out[lo], (count - lo) * sizeof(*out));
+                }
+                out[lo] = p;
+            }
+            count++;
+        }
+        dpcodec_iter_end(&it);
+        if (rc != CT_NOTFOUND)
+            return ct_err_prefix(err, "cell %zu of the row", c);
+    }
+    if (count > cap) {
+        *n = count;
+        return ct_err_set(err, CT_ELIMIT, "row has %zu points, buffer holds %zu", count, cap);
+    }
+    size_t w = 0, ndup = 0, nconf = 0;
+    for (size_t r = 0; r < count; r++) {
+        if (w > 0 && out[w - 1].ts_ms == out[r].ts_ms) {
+            ndup++;
+            if (!dpcodec_point_same_value(&out[w - 1], &out[r])) {
+                if (nconf++ == 0 && first_conflict)
+                    *first_conflict = out[r].ts_ms;
+            }
+            out[w - 1] = out[r]; /* the later one is the newer cell */
+            continue;
+        }
+        out[w++] = out[r];
+    }
+    *n = w;
+    if (dups)
+        *dups = ndup;
+    if (conflicts)
+        *conflicts = nconf;
+    return CT_OK;
+}
+
+int dpcodec_row_decode(int64_t base_s, const struct wc_cell *cells, size_t ncells,
+                       struct dpcodec_point *out, size_t cap, size_t *n, size_t *dups,
+                       struct ct_err *err)
+{
+    return dpcodec_collect(base_s, cells, ncells, out, cap, n, dups, NULL, NULL, err);
+}
+
+/* ---- annotations -------------------------------------------------------------------------- */
+
+size_t dpcodec_annotation_qualifier(int64_t base_s, int64_t start_ms, bool ms, uint8_t *q)
+{
+    q[0] = DPCODEC_ANNOTATION_PREFIX;
+    if (ms) {
+        coding_put_be32(q + 1, (uint32_t)(start_ms - base_s * 1000));
+        return 5;
+    }
+    coding_put_be16(q + 1, (uint16_t)(start_ms / 1000 - base_s));
+    return 3;
+}
+
+int dpcodec_annotation_time(int64_t base_s, const uint8_t *q, size_t qlen, int64_t *start_ms,
+                            struct ct_err *err)
+{
+    if (qlen == 3 && q[0] == DPCODEC_ANNOTATION_PREFIX) {
+        *start_ms = (base_s + coding_get_be16(q + 1)) * 1000;
+        return CT_OK;
+    }
+    if (qlen == 5 && q[0] == DPCODEC_ANNOTATION_PREFIX) {
+        *start_ms = base_s * 1000 + coding_get_be32(q + 1);
+        return CT_OK;
+    }
+    return ct_err_set(err, CT_EINVAL, "qualifier of %zu bytes is not an annotation", qlen);
+}
+
+/* ---- writing hours ------------------------------------------------------------------------ */
+
+static int dpcodec_check_points(int64_t base_s, const struct dpcodec_point *pts, size_t n,
+                                struct ct_err *err)
+{
+    if (n == 0)
+        return ct_err_set(err, CT_EINVAL, "no points to encode");
+    for (size_t i = 0; i < n; i++) {
+        int64_t off = pts[i].ts_ms - base_s * 1000;
+        if (off < 0 || off >= DPCODEC_HOUR_MS)
+            return ct_err_set(err, CT_EINVAL, "timestamp %lld ms is outside the hour %lld",
+                              (long long)pts[i].ts_ms, (long long)base_s);
+        if (i && pts[i].ts_ms <= pts[i - 1].ts_ms)
+            return ct_err_set(err, CT_EINVAL, "points not strictly increasing at %lld ms",
+                              (long long)pts[i].ts_ms);
+        if (pts[i].type > DPCODEC_DOUBLE)
+            return ct_err_set(err, CT_EINVAL, "bad point type %d", (int)pts[i].type);
+    }
+    return CT_OK;
+}
+
+int dpcodec_compacted_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n,
+                             uint8_t *q, size_t *qlen, uint8_t *v, size_t *vlen,
+                             struct ct_err *err)
+{
+    int rc = dpcodec_check_points(base_s, pts, n, err);
+    if (rc != CT_OK)
+        return rc;
+    size_t qo = 0, vo = 0;
+    bool has_s = false, has_ms = false;
+    for (size_t i = 0; i < n; i++) {
+        size_t ql, vl;
+        rc = dpcodec_encode(base_s, &pts[i], q + qo, &ql, v + vo, &vl, err);
+        if (rc != CT_OK)
+            return rc;
+        if (ql == 4)
+            has_ms = true;
+        else
+            has_s = true;
+        qo += ql;
+        vo += vl;
+    }
+    v[vo++] = (has_s && has_ms) ? DPCODEC_MS_MIXED_COMPACT : 0;
+    *qlen = qo;
+    *vlen = vo;
+    return CT_OK;
+}
+
+size_t dpcodec_compressed_bound(size_t n)
+{
+    return 21 * n + 64;
+}
+
+static size_t dpcodec_varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static size_t dpcodec_put_svarint(uint8_t *p, int64_t v)
+{
+    return coding_put_varint64(p, coding_zigzag(v));
+}
+
+/* Bytes the delta (dod false) or delta-of-delta encoding of xs takes. */
+static size_t dpcodec_int_cost(const int64_t *xs, size_t n, bool dod)
+{
+    size_t c = dpcodec_varint_len(coding_zigzag(xs[0]));
+    int64_t pd = 0;
+    for (size_t i = 1; i < n; i++) {
+        int64_t d = (int64_t)((uint64_t)xs[i] - (uint64_t)xs[i - 1]);
+        int64_t e = (dod && i > 1) ? (int64_t)((uint64_t)d - (uint64_t)pd) : d;
+        c += dpcodec_varint_len(coding_zigzag(e));
+        pd = d;
+    }
+    return c;
+}
+
+static size_t dpcodec_int_write(const int64_t *xs, size_t n, bool dod, uint8_t *p)
+{
+    size_t o = dpcodec_put_svarint(p, xs[0]);
+    int64_t pd = 0;
+    for (size_t i = 1; i < n; i++) {
+        int64_t d = (int64_t)((uint64_t)xs[i] - (uint64_t)xs[i - 1]);
+        int64_t e = (dod && i > 1) ? (int64_t)((uint64_t)d - (uint64_t)pd) : d;
+        o += dpcodec_put_svarint(p + o, e);
+        pd = d;
+    }
+    return o;
+}
+
+/* Gorilla XOR of double bits into w; returns bytes used. */
+static size_t dpcodec_xor_write(const struct dpcodec_point *pts, size_t n, uint8_t *p)
+{
+    struct dpcodec_bitw w = {p, 0};
+    uint64_t prev = dpcodec_dbits(pts[0].f);
+    dpcodec_bitw_put(&w, prev, 64);
+    unsigned plead = 0, plen = 0;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t cur = dpcodec_dbits(pts[i].f);
+        uint64_t x = cur ^ prev;
+        prev = cur;
+        if (!x) {
+            dpcodec_bitw_put(&w, 0, 1);
+            continue;
+        }
+        unsigned lead = (unsigned)__builtin_clzll(x), trail = (unsigned)__builtin_ctzll(x);
+        if (lead > 31)
+            lead = 31;
+        unsigned len = 64 - lead - trail;
+        if (plen && lead >= plead && 64 - trail <= plead + plen) {
+            dpcodec_bitw_put(&w, 2, 2); /* '10' */
+            dpcodec_bitw_put(&w, x >> (64 - plead - plen), plen);
+        } else {
+            dpcodec_bitw_put(&w, 3, 2); /* '11' */
+            dpcodec_bitw_put(&w, lead, 5);
+            dpcodec_bitw_put(&w, len - 1, 6);
+            dpcodec_bitw_put(&w, x >> trail, len);
+            plead = lead;
+            plen = len;
+        }
+    }
+    return (w.bits + 7) / 8;
+}
+
+static size_t dpcodec_xor_cost(const struct dpcodec_point *pts, size_t n)
+{
+    size_t bits = 64;
+    uint64_t prev = dpcodec_dbits(pts[0].f);
+    unsigned plead = 0, plen = 0;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t cur = dpcodec_dbits(pts[i].f), x = cur ^ prev;
+        prev = cur;
+        if (!x) {
+            bits += 1;
+            continue;
+        }
+        unsigned lead = (unsigned)__builtin_clzll(x), trail = (unsigned)__builtin_ctzll(x);
+        if (lead > 31)
+            lead = 31;
+        unsigned len = 64 - lead - trail;
+        if (plen && lead >= plead && 64 - trail <= plead + plen) {
+            bits += 2 + plen;
+        } else {
+            bits += 13 + len;
+            plead = lead;
+            plen = len;
+        }
+    }
+    return (bits + 7) / 8;
+}
+
+/* Finds the decimal exponent that represents every float point exactly, filling ms[]. */
+static bool dpcodec_decimal_fit(const struct dpcodec_point *pts, size_t n, int64_t *m,
+                                unsigned *exp_out)
+{
+    unsigned e = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = pts[i].f;
+        if (!isfinite(v) || fabs(v) >= 9e15)
+            return false;
+        unsigned k = e;
+        for (; k <= DPCODEC_MAX_EXP10; k++) {
+            double s = v * dpcodec_p10[k];
+            if (fabs(s) >= 9007199254740992.0)
+                return false;
+            int64_t mm = llround(s);
+            if (dpcodec_dbits(dpcodec_decimal(mm, k, pts[i].type)) == dpcodec_dbits(v))
+                break;
+        }
+        if (k > DPCODEC_MAX_EXP10)
+            return false;
+        e = k;
+    }
+    for (size_t i = 0; i < n; i++) {
+        double s = pts[i].f * dpcodec_p10[e];
+        if (fabs(s) >= 9007199254740992.0)
+            return false;
+        m[i] = llround(s);
+        if (dpcodec_dbits(dpcodec_decimal(m[i], e, pts[i].type)) != dpcodec_dbits(pts[i].f))
+            return false;
+    }
+    *exp_out = e;
+    return true;
+}
+
+int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n,
+                              uint8_t *v, size_t *vlen, struct ct_err *err)
+{
+    int rc = dpcodec_check_points(base_s, pts, n, err);
+    if (rc != CT_OK)
+        return rc;
+    int64_t base_ms = base_s * 1000;
+    bool uniform = true, seconds = true;
+    for (size_t i = 0; i < n; i++) {
+        if (pts[i].type != pts[0].type || pts[i].ms != pts[0].ms)
+            uniform = false;
+        if ((pts[i].ts_ms - base_ms) % 1000 != 0)
+            seconds = false;
+    }
+    size_t rawcap = dpcodec_compressed_bound(n);
+    uint8_t *raw = malloc(rawcap);
+    int64_t *xs = malloc(n * sizeof(int64_t));
+    uint8_t *z = NULL;
+    if (!raw || !xs) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory compressing %zu points", n);
+        goto done;
+    }
+    /* choose the value encoding */
+    enum dpcodec_venc venc = DPCODEC_VENC_RAW;
+    unsigned e10 = 0;
+    if (uniform && pts[0].type == DPCODEC_INT) {
+        for (size_t i = 0; i < n; i++)
+            xs[i] = pts[i].i;
+        venc = dpcodec_int_cost(xs, n, true) < dpcodec_int_cost(xs, n, false)
+                   ? DPCODEC_VENC_INT_DOD
+                   : DPCODEC_VENC_INT_DELTA;
+    } else if (uniform) {
+        size_t xc = dpcodec_xor_cost(pts, n);
+        venc = DPCODEC_VENC_XOR;
+        if (dpcodec_decimal_fit(pts, n, xs, &e10)) {
+            size_t dd = dpcodec_int_cost(xs, n, true), dl = dpcodec_int_cost(xs, n, false);
+            size_t best = dd < dl ? dd : dl;
+            if (best <= xc)
+                venc = dd < dl ? DPCODEC_VENC_DECIMAL_DOD : DPCODEC_VENC_DECIMAL_DELTA;
+        }
+    }
+    /* raw payload */
+    size_t o = 0;
+    uint8_t flags = 0;
+    if (seconds)
+        flags |= DPCODEC_CF_SECONDS;
+    if (!uniform) {
+        flags |= DPCODEC_CF_DESCRIPTORS;
+        for (size_t i = 0; i < n; i++)
+            raw[o++] = (uint8_t)(pts[i].type | (pts[i].ms ? 4 : 0));
+    } else {
+        flags |= (uint8_t)(pts[0].type << DPCODEC_CF_TYPE_SHIFT);
+        if (pts[0].ms)
+            flags |= DPCODEC_CF_ALL_MS;
+    }
+    if (venc == DPCODEC_VENC_DECIMAL_DELTA || venc == DPCODEC_VENC_DECIMAL_DOD)
+        raw[o++] = (uint8_t)e10;
+    /* timestamps: written after a length varint; reserve the maximum and move down after */
+    int64_t unit = seconds ? 1000 : 1;
+    uint8_t *tsbuf = raw + o + CODING_VARINT64_MAX;
+    size_t tl = coding_put_varint64(tsbuf, (uint64_t)((pts[0].ts_ms - base_ms) / unit));
+    int64_t pd = 0;
+    for (size_t i = 1; i < n; i++) {
+        int64_t d = (pts[i].ts_ms - pts[i - 1].ts_ms) / unit;
+        tl += dpcodec_put_svarint(tsbuf + tl, i == 1 ? d : d - pd);
+        pd = d;
+    }
+    size_t ll = coding_put_varint64(raw + o, tl);
+    memmove(raw + o + ll, tsbuf, tl);
+    o += ll + tl;
+    switch (venc) {
+    case DPCODEC_VENC_INT_DELTA:
+    case DPCODEC_VENC_DECIMAL_DELTA:
+        o += dpcodec_int_write(xs, n, false, raw + o);
+        break;
+    case DPCODEC_VENC_INT_DOD:
+    case DPCODEC_VENC_DECIMAL_DOD:
+        o += dpcodec_int_write(xs, n, true, raw + o);
+        break;
+    case DPCODEC_VENC_XOR:
+        o += dpcodec_xor_write(pts, n, raw + o);
+        break;
+    case DPCODEC_VENC_RAW:
+        for (size_t i = 0; i < n; i++) {
+            if (pts[i].type == DPCODEC_INT) {
+                o += dpcodec_put_svarint(raw + o, pts[i].i);
+            } else {
+                uint8_t f;
+                o += dpcodec_value(&pts[i], raw + o, &f);
+            }
+        }
+        break;
+    }
+    /* try raw DEFLATE; keep it only if it saves bytes */
+    size_t zlen = 0;
+    z = malloc(o + 64);
+    if (z) {
+        z_stream zs;
+        memset(&zs, 0, sizeof(zs));
+        if (deflateInit2(&zs, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK) {
+            zs.next_in = raw;
+            zs.avail_in = (uInt)o;
+            zs.next_out = z;
+            zs.avail_out = (uInt)(o + 64);
+            if (deflate(&zs, Z_FINISH) == Z_STREAM_END)
+                zlen = (o + 64) - zs.avail_out;
+            deflateEnd(&zs);
+        }
+    }
+    size_t h = 0;
+    v[h++] = DPCODEC_CVERSION;
+    v[h++] = (uint8_t)venc;
+    size_t flags_at = h++;
+    h += coding_put_varint64(v + h, n);
+    if (zlen && zlen + dpcodec_varint_len(o) < o) {
+        flags |= DPCODEC_CF_DEFLATED;
+        h += coding_put_varint64(v + h, o);
+        memcpy(v + h, z, zlen);
+        h += zlen;
+    } else {
+        memcpy(v + h, raw, o);
+        h += o;
+    }
+    v[flags_at] = flags;
+    *vlen = h;
+    rc = CT_OK;
+done:
+    free(raw);
+    free(xs);
+    free(z);
+    return rc;
+}
+
+/* ---- compaction --------------------------------------------------------------------------- */
+
+void dpcodec_compacted_free(struct dpcodec_compacted *c)
+{
+    if (!c)
+        return;
+    free(c->mem);
+    memset(c, 0, sizeof(*c));
+}
+
+static int dpcodec_qcmp(const void *a, const void *b)
+{
+    const struct wc_cell *x = a, *y = b;
+    size_t n = x->qualifier.len < y->qualifier.len ? x->qualifier.len : y->qualifier.len;
+    int c = n ? memcmp(x->qualifier.data, y->qualifier.data, n) : 0;
+    if (c)
+        return c;
+    if (x->qualifier.len != y->qualifier.len)
+        return x->qualifier.len < y->qualifier.len ? -1 : 1;
+    return x->ts_ms > y->ts_ms ? -1 : x->ts_ms < y->ts_ms;
+}
+
+int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
+                    enum dpcodec_format format, bool fix_duplicates,
+                    struct dpcodec_compacted *out, struct ct_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    size_t ndata = 0, nkeep = 0;
+    int64_t newest = 0;
+    const struct wc_cell *only = NULL;
+    for (size_t i = 0; i < ncells; i++) {
+        enum dpcodec_qkind k =
+            dpcodec_qualifier_kind(cells[i].qualifier.data, cells[i].qualifier.len);
+        if (k == DPCODEC_Q_ANNOTATION || k == DPCODEC_Q_OTHER) {
+            nkeep++;
+            continue;
+        }
+        ndata++;
+        only = &cells[i];
+        if (cells[i].ts_ms > newest)
+            newest = cells[i].ts_ms;
+    }
+    if (ndata == 0)
+        return CT_NOTFOUND;
+    if (ndata == 1) {
+        enum dpcodec_qkind k = dpcodec_qualifier_kind(only->qualifier.data, only->qualifier.len);
+        if ((format == DPCODEC_FORMAT_COMPRESSED && k == DPCODEC_Q_COMPRESSED) ||
+            (format == DPCODEC_FORMAT_OPENTSDB && k == DPCODEC_Q_COMPACTED))
+            return CT_NOTFOUND;
+    }
+    /* count the points, then decode into one buffer */
+    size_t npts = 0;
+    int rc = dpcodec_collect(base_s, cells, ncells, NULL, 0, &npts, NULL, NULL, NULL, err);
+    if (rc != CT_OK && rc != CT_ELIMIT)
+        return rc;
+    ct_err_clear(err);
+    if (npts == 0)
+        return CT_NOTFOUND;
+    size_t vcap = format == DPCODEC_FORMAT_COMPRESSED ? dpcodec_compressed_bound(npts)
+                                                      : 8 * npts + 1;
+    size_t qcap = format == DPCODEC_FORMAT_COMPRESSED ? DPCODEC_CQ_LEN : 4 * npts;
+    size_t total = npts * sizeof(struct dpcodec_point) + (nkeep + 1) * sizeof(struct wc_cell) +
+                   vcap + qcap;
+    char *mem = malloc(total);
+    if (!mem)
+        return ct_err_set(err, CT_ENOMEM, "out of memory compacting %zu points", npts);
+    struct dpcodec_point *pts = (struct dpcodec_point *)mem;
+    struct wc_cell *oc = (struct wc_cell *)(mem + npts * sizeof(*pts));
+    uint8_t *vbuf = (uint8_t *)(oc + nkeep + 1);
+    uint8_t *qbuf = vbuf + vcap;
+    size_t n = 0, dups = 0, conflicts = 0;
+    int64_t first_conflict = 0;
+    rc = dpcodec_collect(base_s, cells, ncells, pts, npts, &n, &dups, &conflicts,
+                         &first_conflict, err);
+    if (rc != CT_OK)
+        goto fail;
+    if (conflicts && !fix_duplicates) {
+        rc = ct_err_set(err, CT_ECONFLICT,
+                        "duplicate timestamp %lld ms with different values (%zu conflicts); set "
+                        "tsd.storage.fix_duplicates=true to keep the latest write",
+                        (long long)first_conflict, conflicts);
+        goto fail;
+    }
+    size_t qlen, vlen;
+    if (format == DPCODEC_FORMAT_COMPRESSED) {
+        memcpy(qbuf, DPCODEC_CQ, DPCODEC_CQ_LEN);
+        qlen = DPCODEC_CQ_LEN;
+        rc = dpcodec_compressed_encode(base_s, pts, n, vbuf, &vlen, err);
+    } else {
+        rc = dpcodec_compacted_encode(base_s, pts, n, qbuf, &qlen, vbuf, &vlen, err);
+    }
+    if (rc != CT_OK)
+        goto fail;
+    size_t k = 0;
+    for (size_t i = 0; i < ncells; i++) {
+        enum dpcodec_qkind kd =
+            dpcodec_qualifier_kind(cells[i].qualifier.data, cells[i].qualifier.len);
+        if (kd == DPCODEC_Q_ANNOTATION || kd == DPCODEC_Q_OTHER)
+            oc[k++] = cells[i];
+    }
+    memset(&oc[k], 0, sizeof(oc[k]));
+    oc[k].qualifier = wc_bytes_of(qbuf, qlen);
+    oc[k].value = wc_bytes_of(vbuf, vlen);
+    oc[k].ts_ms = newest;
+    oc[k].type = WC_TYPE_PUT;
+    k++;
+    qsort(oc, k, sizeof(*oc), dpcodec_qcmp);
+    out->cells = oc;
+    out->ncells = k;
+    out->npoints = n;
+    out->duplicates = dups;
+    out->mem = mem;
+    return CT_OK;
+fail:
+    free(mem);
+    return rc;
+}

@@ -1,0 +1,185 @@
+/* dpcodec.h - datapoint cells of the data table (family `t`): OpenTSDB's qualifier and value
+ * encodings, compacted cells, append cells, annotations, and ctsdb's compressed hour cell.
+ *
+ * Layouts (byte tables in schema/dpcodec_format.h and docs/schema.md):
+ *   single cell    qualifier 2 bytes (seconds) or 4 bytes (milliseconds), value 1..8 bytes;
+ *   compacted cell qualifier = concatenated point qualifiers sorted by time, value =
+ *                  concatenated values + 1 meta byte (0x00, or 0x01 when s and ms are mixed);
+ *   append cell    qualifier 0x05 0x00 0x00, value = repeated (qualifier, value) records;
+ *   annotation     qualifier 0x01 + 2-byte (s) or 4-byte (ms) offset, value = JSON;
+ *   compressed     qualifier DPCODEC_CQ (3 bytes, 0x07 'C' 'T'), value = version byte + a
+ *                  delta-of-delta / decimal-delta / XOR encoded hour (ctsdb only).
+ * Odd-length qualifiers other than appends and ctsdb's compressed cell (annotations 0x01,
+ * histograms 0x06, anything unknown) are not datapoints and readers skip them.
+ *
+ * Nothing here allocates except dpcodec_compact() (one buffer per row, freed by the caller). */
+#ifndef CT_SCHEMA_DPCODEC_H
+#define CT_SCHEMA_DPCODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/ct_err.h"
+#include "storage/wc.h"
+
+/* Qualifier flags nibble (OpenTSDB Const.FLAGS_MASK etc.). */
+#define DPCODEC_FLAG_FLOAT 0x08
+#define DPCODEC_LENGTH_MASK 0x07
+#define DPCODEC_FLAGS_MASK 0x0F
+#define DPCODEC_MS_PREFIX 0xF0
+#define DPCODEC_ANNOTATION_PREFIX 0x01
+#define DPCODEC_APPEND_PREFIX 0x05
+#define DPCODEC_HISTOGRAM_PREFIX 0x06
+#define DPCODEC_MS_MIXED_COMPACT 0x01
+/* ctsdb's compressed hour cell qualifier (odd length, so OpenTSDB readers skip it). */
+#define DPCODEC_CQ "\x07" "CT"
+#define DPCODEC_CQ_LEN 3
+#define DPCODEC_APPEND_Q "\x05\x00\x00"
+#define DPCODEC_APPEND_Q_LEN 3
+/* Most bytes one point takes as a single cell: 4-byte qualifier, 8-byte value. */
+#define DPCODEC_MAX_QUALIFIER 4
+#define DPCODEC_MAX_VALUE 8
+
+/* How a value is stored. The stored width is part of a point's identity in OpenTSDB's format. */
+enum dpcodec_type {
+    DPCODEC_INT = 0,    /* int64, stored in the smallest of 1/2/4/8 bytes */
+    DPCODEC_FLOAT = 1,  /* IEEE single (4 bytes) */
+    DPCODEC_DOUBLE = 2, /* IEEE double (8 bytes) */
+};
+
+/* One datapoint, held by value. */
+struct dpcodec_point {
+    int64_t ts_ms;
+    enum dpcodec_type type;
+    bool ms;   /* written with a millisecond qualifier */
+    int64_t i; /* when type == DPCODEC_INT */
+    double f;  /* when type is FLOAT or DOUBLE (a FLOAT holds a float-exact double) */
+    int64_t cell_ts_ms; /* decoding: write time of the cell it came from; ignored on encode */
+};
+
+/* Builds a point from an integer. */
+struct dpcodec_point dpcodec_point_int(int64_t ts_ms, bool ms, int64_t v);
+/* Builds a point from a double with OpenTSDB's rule: FLOAT if (float)v == v, else DOUBLE. */
+struct dpcodec_point dpcodec_point_real(int64_t ts_ms, bool ms, double v);
+/* The value as a double (ints converted). */
+double dpcodec_point_value(const struct dpcodec_point *p);
+/* True if two points carry the same value (same type and bits). */
+bool dpcodec_point_same_value(const struct dpcodec_point *a, const struct dpcodec_point *b);
+
+/* ---- single cells ----------------------------------------------------------------------- */
+
+/* Encodes p as one OpenTSDB cell of the row whose base hour is base_s: qualifier into q (room
+ * DPCODEC_MAX_QUALIFIER), value into v (room DPCODEC_MAX_VALUE). CT_EINVAL if p is not inside
+ * [base_s, base_s + 3600). */
+CT_MUST_CHECK int dpcodec_encode(int64_t base_s, const struct dpcodec_point *p, uint8_t *q,
+                                 size_t *qlen, uint8_t *v, size_t *vlen, struct ct_err *err);
+/* Qualifier bytes of a point at offset (seconds or ms) with flags. */
+size_t dpcodec_qualifier(bool ms, uint32_t offset, uint8_t flags, uint8_t *q);
+/* Length in bytes of the value a qualifier's flags announce. */
+static inline size_t dpcodec_flags_value_len(uint8_t flags)
+{
+    return (size_t)(flags & DPCODEC_LENGTH_MASK) + 1;
+}
+
+/* What a qualifier is. */
+enum dpcodec_qkind {
+    DPCODEC_Q_POINT = 0,      /* 2 or 4 bytes: one point */
+    DPCODEC_Q_COMPACTED = 1,  /* even length > 4 or several units: compacted cell */
+    DPCODEC_Q_APPEND = 2,     /* 0x05 0x00 0x00 */
+    DPCODEC_Q_COMPRESSED = 3, /* ctsdb's compressed cell */
+    DPCODEC_Q_ANNOTATION = 4, /* 0x01 + 2 or 4 bytes */
+    DPCODEC_Q_OTHER = 5,      /* histogram or unknown odd-length: skipped */
+};
+enum dpcodec_qkind dpcodec_qualifier_kind(const uint8_t *q, size_t qlen);
+
+/* ---- decoding every layout -------------------------------------------------------------- */
+
+/* Iterates the points of one cell of any layout (held by value, fields private). The cell's
+ * bytes are borrowed until the iteration ends. Non-datapoint cells yield nothing. */
+struct dpcodec_iter {
+    int64_t base_ms;
+    const uint8_t *q, *qend, *v, *vend;
+    int kind;
+    bool started, failed;
+    /* compressed-cell state */
+    uint8_t venc, cflags, exp10;
+    uint64_t n, i;
+    const uint8_t *desc;            /* descriptor bytes or NULL */
+    const uint8_t *ts, *tsend;      /* timestamp stream cursor */
+    const uint8_t *val, *valend;    /* value stream cursor */
+    int64_t o_prev, o_delta;        /* timestamps */
+    int64_t v_prev, v_delta;        /* integer values */
+    uint64_t x_prev;                /* XOR: previous bits */
+    unsigned x_lead, x_len;         /* XOR: previous window */
+    size_t bitpos;                  /* XOR: bit offset from val */
+    uint8_t *scratch;               /* inflated payload, owned (dpcodec_iter_end) */
+};
+/* Starts iterating a cell of the row whose base hour is base_s. */
+void dpcodec_iter_init(struct dpcodec_iter *it, int64_t base_s, const uint8_t *q, size_t qlen,
+                       const uint8_t *v, size_t vlen);
+/* The next point: CT_OK, CT_NOTFOUND at the end, CT_ECORRUPT (err says where) on a malformed
+ * cell. */
+CT_MUST_CHECK int dpcodec_iter_next(struct dpcodec_iter *it, struct dpcodec_point *p,
+                                    struct ct_err *err);
+/* Frees what the iterator holds (a compressed cell's inflated payload); accepts a finished or
+ * unstarted iterator. */
+void dpcodec_iter_end(struct dpcodec_iter *it);
+
+/* Decodes every datapoint of a row's cells (all layouts), sorted by time, into out (cap points).
+ * Duplicate timestamps keep the point of the newest cell (highest cell ts, then the later cell);
+ * *dups counts the dropped ones (NULL allowed). *n gets the number of points; if it exceeds cap,
+ * returns CT_ELIMIT with *n = the count needed and out holds garbage. CT_ECORRUPT on a malformed
+ * cell. Allocation-free except for compressed cells stored deflated. */
+CT_MUST_CHECK int dpcodec_row_decode(int64_t base_s, const struct wc_cell *cells, size_t ncells,
+                                     struct dpcodec_point *out, size_t cap, size_t *n,
+                                     size_t *dups, struct ct_err *err);
+
+/* Annotations: the qualifier of an annotation starting at start_ms (ms qualifier iff ms), and
+ * the start time of an annotation qualifier (CT_EINVAL if it is not one). */
+size_t dpcodec_annotation_qualifier(int64_t base_s, int64_t start_ms, bool ms, uint8_t *q);
+CT_MUST_CHECK int dpcodec_annotation_time(int64_t base_s, const uint8_t *q, size_t qlen,
+                                          int64_t *start_ms, struct ct_err *err);
+
+/* ---- writing hours: compacted and compressed cells -------------------------------------- */
+
+enum dpcodec_format {
+    DPCODEC_FORMAT_COMPRESSED = 0, /* ctsdb's compressed cell (default on the embedded store) */
+    DPCODEC_FORMAT_OPENTSDB = 1,   /* OpenTSDB's compacted cell */
+};
+
+/* Encodes n points (sorted by time, unique timestamps, all inside the hour base_s) as one
+ * OpenTSDB compacted cell: qualifier into q (room 4*n), value into v (room 8*n + 1). */
+CT_MUST_CHECK int dpcodec_compacted_encode(int64_t base_s, const struct dpcodec_point *pts,
+                                           size_t n, uint8_t *q, size_t *qlen, uint8_t *v,
+                                           size_t *vlen, struct ct_err *err);
+/* Upper bound of a compressed cell's value for n points. */
+size_t dpcodec_compressed_bound(size_t n);
+/* Encodes n points (sorted, unique timestamps, inside the hour) as ctsdb's compressed cell value
+ * into v (room dpcodec_compressed_bound(n)); the qualifier is DPCODEC_CQ. Lossless: decoding
+ * gives back every timestamp, type, ms flag and value bit for bit. */
+CT_MUST_CHECK int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts,
+                                            size_t n, uint8_t *v, size_t *vlen,
+                                            struct ct_err *err);
+
+/* The result of compacting one row: the cells to write in its place, in wc.h cell order. */
+struct dpcodec_compacted {
+    struct wc_cell *cells; /* row/family unset (caller fills); qualifier/value point into mem */
+    size_t ncells;
+    size_t npoints;     /* datapoints in the merged cell */
+    size_t duplicates;  /* duplicate timestamps resolved (dropped) */
+    void *mem;          /* owned; freed by dpcodec_compacted_free() */
+};
+void dpcodec_compacted_free(struct dpcodec_compacted *c);
+
+/* Merges every datapoint cell of a row (all layouts) into one cell of `format` and keeps the
+ * other cells (annotations, histograms, unknown) as they are. Duplicate timestamps: identical
+ * values are merged silently; different values are CT_ECONFLICT (err names the timestamp)
+ * unless fix_duplicates, which keeps the newest cell's value. Returns CT_NOTFOUND (out empty)
+ * when there is nothing to gain: no datapoint cell, or already exactly one merged cell of this
+ * format. Returns a new result in *out, freed with dpcodec_compacted_free(). */
+CT_MUST_CHECK int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
+                                  enum dpcodec_format format, bool fix_duplicates,
+                                  struct dpcodec_compacted *out, struct ct_err *err);
+
+#endif

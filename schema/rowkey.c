@@ -1,0 +1,368 @@
+/* rowkey.c - row keys of the data table, OpenTSDB's salt, and the tag-uid row filter.
+ *
+ * Invariants: (1) a TSUID is metric uid + ntags (tagk, tagv) pairs, ntags >= 1, pairs sorted by
+ * tagk bytes; (2) a row key is [salt][metric][base hour BE32][pairs]; (3) the salt of a row is a
+ * pure function of its TSUID (rowkey_salt_bucket), so one series lives in one bucket; the global
+ * annotation row (all-zero metric) keeps salt 0, as OpenTSDB's prefixKeyWithSalt() does.
+ * Format: docs/schema.md "Row keys". */
+#include "schema/rowkey.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/coding.h"
+
+void rowkey_layout_init(struct rowkey_layout *l)
+{
+    l->salt_width = 0;
+    l->salt_buckets = 20;
+    l->metric_width = 3;
+    l->tagk_width = 3;
+    l->tagv_width = 3;
+}
+
+int rowkey_layout_check(const struct rowkey_layout *l, struct ct_err *err)
+{
+    if (l->salt_width > ROWKEY_MAX_SALT_WIDTH)
+        return ct_err_set(err, CT_EINVAL, "tsd.storage.salt.width must be 0..%d, not %u",
+                          ROWKEY_MAX_SALT_WIDTH, l->salt_width);
+    if (l->salt_buckets < 1 || l->salt_buckets > (1u << 31) - 1)
+        return ct_err_set(err, CT_EINVAL, "tsd.storage.salt.buckets must be >= 1, not %u",
+                          l->salt_buckets);
+    if (l->salt_width > 0 && l->salt_width < 4 &&
+        l->salt_buckets > (1u << (8 * l->salt_width)))
+        return ct_err_set(err, CT_EINVAL,
+                          "tsd.storage.salt.buckets %u do not fit in a salt of %u byte(s)",
+                          l->salt_buckets, l->salt_width);
+    const unsigned w[3] = {l->metric_width, l->tagk_width, l->tagv_width};
+    const char *names[3] = {"metric", "tagk", "tagv"};
+    for (int i = 0; i < 3; i++)
+        if (w[i] < 1 || w[i] > ROWKEY_MAX_UID_WIDTH)
+            return ct_err_set(err, CT_EINVAL, "tsd.storage.uid.width.%s must be 1..%d, not %u",
+                              names[i], ROWKEY_MAX_UID_WIDTH, w[i]);
+    return CT_OK;
+}
+
+size_t rowkey_tsuid_len(const struct rowkey_layout *l, size_t ntags)
+{
+    return l->metric_width + ntags * (l->tagk_width + l->tagv_width);
+}
+
+size_t rowkey_len(const struct rowkey_layout *l, size_t ntags)
+{
+    return l->salt_width + ROWKEY_TIMESTAMP_BYTES + rowkey_tsuid_len(l, ntags);
+}
+
+void rowkey_put_uid(uint8_t *out, uint64_t id, unsigned width)
+{
+    for (unsigned i = 0; i < width; i++)
+        out[width - 1 - i] = (uint8_t)(id >> (8 * i));
+}
+
+uint64_t rowkey_get_uid(const uint8_t *p, unsigned width)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < width; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static bool rowkey_fits(uint64_t id, unsigned width)
+{
+    return width >= 8 || id < (1ull << (8 * width));
+}
+
+int rowkey_tsuid_build(const struct rowkey_layout *l, uint64_t metric,
+                       const struct rowkey_tag *tags, size_t ntags, uint8_t *out, size_t cap,
+                       size_t *len, struct ct_err *err)
+{
+    if (ntags == 0)
+        return ct_err_set(err, CT_EINVAL, "a series needs at least one tag");
+    if (ntags > ROWKEY_MAX_TAGS)
+        return ct_err_set(err, CT_EINVAL, "too many tags: %zu (at most %d)", ntags,
+                          ROWKEY_MAX_TAGS);
+    size_t need = rowkey_tsuid_len(l, ntags);
+    if (need > cap)
+        return ct_err_set(err, CT_ELIMIT, "tsuid needs %zu bytes, buffer has %zu", need, cap);
+    if (metric == 0 || !rowkey_fits(metric, l->metric_width))
+        return ct_err_set(err, CT_EINVAL, "metric uid %llu does not fit %u byte(s)",
+                          (unsigned long long)metric, l->metric_width);
+    /* insertion sort of indexes by tagk (ntags is small) */
+    uint8_t order[ROWKEY_MAX_TAGS];
+    for (size_t i = 0; i < ntags; i++) {
+        if (tags[i].tagk == 0 || !rowkey_fits(tags[i].tagk, l->tagk_width) ||
+            tags[i].tagv == 0 || !rowkey_fits(tags[i].tagv, l->tagv_width))
+            return ct_err_set(err, CT_EINVAL, "tag uid pair %llu=%llu does not fit the widths",
+                              (unsigned long long)tags[i].tagk,
+                              (unsigned long long)tags[i].tagv);
+        size_t j = i;
+        while (j > 0 && tags[order[j - 1]].tagk > tags[i].tagk) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        if (j > 0 && tags[order[j - 1]].tagk == tags[i].tagk)
+            return ct_err_set(err, CT_EINVAL, "duplicate tag key uid %llu",
+                              (unsigned long long)tags[i].tagk);
+        order[j] = (uint8_t)i;
+    }
+    uint8_t *p = out;
+    rowkey_put_uid(p, metric, l->metric_width);
+    p += l->metric_width;
+    for (size_t i = 0; i < ntags; i++) {
+        rowkey_put_uid(p, tags[order[i]].tagk, l->tagk_width);
+        p += l->tagk_width;
+        rowkey_put_uid(p, tags[order[i]].tagv, l->tagv_width);
+        p += l->tagv_width;
+    }
+    *len = need;
+    return CT_OK;
+}
+
+int32_t rowkey_java_hash(const uint8_t *p, size_t n)
+{
+    uint32_t h = 1; /* unsigned arithmetic: Java's int wraps, C's signed overflow is undefined */
+    for (size_t i = 0; i < n; i++)
+        h = 31u * h + (uint32_t)(int32_t)(int8_t)p[i];
+    return (int32_t)h;
+}
+
+uint32_t rowkey_salt_bucket(const struct rowkey_layout *l, const uint8_t *tsuid, size_t len)
+{
+    if (l->salt_width == 0 || len < l->metric_width)
+        return 0;
+    bool zero = true;
+    for (unsigned i = 0; i < l->metric_width; i++)
+        zero = zero && tsuid[i] == 0;
+    if (zero)
+        return 0;
+    int32_t h = rowkey_java_hash(tsuid, len);
+    int32_t m = h % (int32_t)l->salt_buckets; /* C99 truncates like Java */
+    if (m < 0)
+        m = -m;
+    return (uint32_t)m;
+}
+
+void rowkey_salt_bytes(const struct rowkey_layout *l, uint32_t bucket, uint8_t *out)
+{
+    unsigned shift = 0;
+    for (unsigned i = 1; i <= l->salt_width; i++) {
+        out[l->salt_width - i] = (uint8_t)(bucket >> (shift & 31)); /* Java masks int shifts */
+        shift += 8;
+    }
+}
+
+size_t rowkey_encode(const struct rowkey_layout *l, const uint8_t *tsuid, size_t tsuid_len,
+                     int64_t ts_s, uint8_t *out)
+{
+    assert(tsuid_len >= l->metric_width);
+    uint8_t *p = out;
+    rowkey_salt_bytes(l, rowkey_salt_bucket(l, tsuid, tsuid_len), p);
+    p += l->salt_width;
+    memcpy(p, tsuid, l->metric_width);
+    p += l->metric_width;
+    coding_put_be32(p, (uint32_t)rowkey_base_hour_s(ts_s));
+    p += ROWKEY_TIMESTAMP_BYTES;
+    memcpy(p, tsuid + l->metric_width, tsuid_len - l->metric_width);
+    p += tsuid_len - l->metric_width;
+    return (size_t)(p - out);
+}
+
+int rowkey_decode(const struct rowkey_layout *l, const uint8_t *row, size_t len,
+                  struct rowkey_parts *out, struct ct_err *err)
+{
+    size_t head = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
+    size_t pair = l->tagk_width + l->tagv_width;
+    if (len < head || (len - head) % pair != 0)
+        return ct_err_set(err, CT_ECORRUPT,
+                          "row key of %zu bytes does not fit the layout (salt %u, uid widths "
+                          "%u/%u/%u)",
+                          len, l->salt_width, l->metric_width, l->tagk_width, l->tagv_width);
+    uint32_t salt = 0;
+    for (unsigned i = 0; i < l->salt_width && i < 4; i++)
+        salt = salt << 8 | row[l->salt_width - (l->salt_width < 4 ? l->salt_width : 4) + i];
+    out->salt = salt;
+    out->metric = rowkey_get_uid(row + l->salt_width, l->metric_width);
+    out->base_s = coding_get_be32(row + l->salt_width + l->metric_width);
+    out->ntags = (len - head) / pair;
+    out->tags = row + head;
+    return CT_OK;
+}
+
+struct rowkey_tag rowkey_parts_tag(const struct rowkey_layout *l, const struct rowkey_parts *p,
+                                   size_t i)
+{
+    const uint8_t *t = p->tags + i * (l->tagk_width + l->tagv_width);
+    struct rowkey_tag tag = {rowkey_get_uid(t, l->tagk_width),
+                             rowkey_get_uid(t + l->tagk_width, l->tagv_width)};
+    return tag;
+}
+
+size_t rowkey_tsuid_of(const struct rowkey_layout *l, const uint8_t *row, size_t len,
+                       uint8_t *out, size_t cap)
+{
+    size_t head = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
+    if (len < head)
+        return 0;
+    size_t n = len - l->salt_width - ROWKEY_TIMESTAMP_BYTES;
+    if (n > cap)
+        return 0;
+    memcpy(out, row + l->salt_width, l->metric_width);
+    memcpy(out + l->metric_width, row + head, len - head);
+    return n;
+}
+
+bool rowkey_salt_ok(const struct rowkey_layout *l, const uint8_t *row, size_t len)
+{
+    if (l->salt_width == 0)
+        return true;
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t n = rowkey_tsuid_of(l, row, len, tsuid, sizeof(tsuid));
+    if (n == 0)
+        return false;
+    uint8_t salt[ROWKEY_MAX_SALT_WIDTH];
+    rowkey_salt_bytes(l, rowkey_salt_bucket(l, tsuid, n), salt);
+    return memcmp(salt, row, l->salt_width) == 0;
+}
+
+static size_t rowkey_scan_key(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
+                              int64_t base_s, uint8_t *out)
+{
+    rowkey_salt_bytes(l, bucket, out);
+    rowkey_put_uid(out + l->salt_width, metric, l->metric_width);
+    if (base_s < 0)
+        base_s = 0;
+    if (base_s > UINT32_MAX)
+        base_s = UINT32_MAX;
+    coding_put_be32(out + l->salt_width + l->metric_width, (uint32_t)base_s);
+    return l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
+}
+
+size_t rowkey_scan_start(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
+                         int64_t start_s, uint8_t *out)
+{
+    return rowkey_scan_key(l, bucket, metric, rowkey_base_hour_s(start_s), out);
+}
+
+size_t rowkey_scan_stop(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
+                        int64_t end_s, uint8_t *out)
+{
+    return rowkey_scan_key(l, bucket, metric, rowkey_base_hour_s(end_s) + ROWKEY_HOUR_S, out);
+}
+
+/* ---- row filter ------------------------------------------------------------------------ */
+
+struct rowkey_clause {
+    uint64_t tagk;
+    bool exclude;
+    size_t n;
+    uint64_t *tagvs; /* sorted, for binary search */
+};
+
+struct rowkey_filter {
+    struct rowkey_layout l;
+    bool has_metric;
+    uint64_t metric;
+    struct rowkey_clause *clauses;
+    size_t nclauses;
+};
+
+int rowkey_filter_new(const struct rowkey_layout *l, struct rowkey_filter **out,
+                      struct ct_err *err)
+{
+    struct rowkey_filter *f = calloc(1, sizeof(*f));
+    if (!f)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for a row filter");
+    f->l = *l;
+    *out = f;
+    return CT_OK;
+}
+
+void rowkey_filter_free(struct rowkey_filter *f)
+{
+    if (!f)
+        return;
+    for (size_t i = 0; i < f->nclauses; i++)
+        free(f->clauses[i].tagvs);
+    free(f->clauses);
+    free(f);
+}
+
+void rowkey_filter_set_metric(struct rowkey_filter *f, uint64_t metric)
+{
+    f->has_metric = true;
+    f->metric = metric;
+}
+
+static int rowkey_u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int rowkey_filter_add(struct rowkey_filter *f, uint64_t tagk, const uint64_t *tagvs, size_t n,
+                      bool exclude, struct ct_err *err)
+{
+    struct rowkey_clause *nc = realloc(f->clauses, (f->nclauses + 1) * sizeof(*nc));
+    if (!nc)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for a row filter clause");
+    f->clauses = nc;
+    struct rowkey_clause *c = &nc[f->nclauses];
+    c->tagk = tagk;
+    c->exclude = exclude;
+    c->n = n;
+    c->tagvs = NULL;
+    if (n) {
+        c->tagvs = malloc(n * sizeof(uint64_t));
+        if (!c->tagvs)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for %zu tag values", n);
+        memcpy(c->tagvs, tagvs, n * sizeof(uint64_t));
+        qsort(c->tagvs, n, sizeof(uint64_t), rowkey_u64_cmp);
+    }
+    f->nclauses++;
+    return CT_OK;
+}
+
+bool rowkey_filter_match(const struct rowkey_filter *f, const uint8_t *row, size_t len)
+{
+    const struct rowkey_layout *l = &f->l;
+    size_t head = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
+    size_t pair = l->tagk_width + l->tagv_width;
+    if (len < head || (len - head) % pair != 0)
+        return false;
+    if (f->has_metric && rowkey_get_uid(row + l->salt_width, l->metric_width) != f->metric)
+        return false;
+    size_t ntags = (len - head) / pair;
+    for (size_t c = 0; c < f->nclauses; c++) {
+        const struct rowkey_clause *cl = &f->clauses[c];
+        bool found = false;
+        uint64_t v = 0;
+        for (size_t i = 0; i < ntags; i++) {
+            const uint8_t *t = row + head + i * pair;
+            uint64_t k = rowkey_get_uid(t, l->tagk_width);
+            if (k == cl->tagk) {
+                found = true;
+                v = rowkey_get_uid(t + l->tagk_width, l->tagv_width);
+                break;
+            }
+            if (k > cl->tagk)
+                break; /* pairs are sorted by tagk (invariant 1) */
+        }
+        if (cl->n == 0) {
+            if (found == cl->exclude)
+                return false;
+            continue;
+        }
+        if (!found)
+            return false;
+        bool in = bsearch(&v, cl->tagvs, cl->n, sizeof(uint64_t), rowkey_u64_cmp) != NULL;
+        if (in == cl->exclude)
+            return false;
+    }
+    return true;
+}
+
+enum wc_row_decision rowkey_filter_fn(void *arg, const uint8_t *row, size_t len)
+{
+    return rowkey_filter_match(arg, row, len) ? WC_ROW_INCLUDE : WC_ROW_SKIP;
+}

@@ -1,0 +1,147 @@
+/* tsdb.h - the OpenTSDB data layout as one handle: table creation (tsdb, tsdb-uid, tsdb-meta),
+ * UIDs, series resolution, batched datapoint writes, the hourly compaction hook, annotations.
+ *
+ * Write path: the caller resolves a series to its TSUID once (tsdb_series_resolve(), cached UIDs),
+ * adds points to a caller-owned struct tsdb_batch (no allocation per point once the batch has
+ * grown to its working size) and writes the batch with one wc_mutate_batch(). Every point is one
+ * OpenTSDB single cell (2- or 4-byte qualifier); the compaction hook later merges each complete
+ * hour into one cell (ctsdb's compressed format by default, or OpenTSDB's compacted cell).
+ *
+ * Threading: a tsdb handle may be shared by threads; a batch belongs to one thread at a time. */
+#ifndef CT_SCHEMA_TSDB_H
+#define CT_SCHEMA_TSDB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "schema/dpcodec.h"
+#include "schema/rowkey.h"
+#include "schema/uid.h"
+#include "storage/ct_err.h"
+#include "storage/wc.h"
+
+#define TSDB_DATA_FAMILY "t"
+#define TSDB_META_FAMILY "name"
+
+/* Settings, named after OpenTSDB's config keys. Initialise with tsdb_config_init(). Strings are
+ * borrowed for tsdb_open()/tsdb_create_tables() only (copied as needed). */
+struct tsdb_config {
+    const char *data_table; /* tsd.storage.hbase.data_table, default "tsdb" */
+    const char *uid_table;  /* tsd.storage.hbase.uid_table, default "tsdb-uid" */
+    const char *meta_table; /* tsd.storage.hbase.meta_table, default "tsdb-meta" */
+    struct rowkey_layout layout; /* salt width/buckets, uid widths */
+    unsigned max_tags;           /* tsd.storage.max_tags, default 8 (<= ROWKEY_MAX_TAGS) */
+    bool auto_create_metrics;    /* default true (ctsdb's choice; OpenTSDB false) */
+    bool auto_create_tagks;      /* default true */
+    bool auto_create_tagvs;      /* default true */
+    bool random_metrics;         /* tsd.core.uid.random_metrics */
+    const char *allow_special;   /* tsd.core.tag.allow_specialchars */
+    size_t uid_cache_entries;    /* per kind and direction, default 1<<16 */
+    /* table creation (create-tables, first start) */
+    bool create_tables;          /* create missing tables in tsdb_open(); default true */
+    int64_t ttl_s;               /* data family TTL; default WC_TTL_FOREVER */
+    uint32_t min_versions;       /* data family MIN_VERSIONS; default 0 */
+    enum wc_compression compression; /* every family; default SNAPPY */
+    enum wc_bloom bloom;         /* data family; default ROW */
+    enum wc_block_encoding encoding; /* data family DATA_BLOCK_ENCODING; default PREFIX */
+    unsigned regions_per_bucket; /* pre-split regions per salt bucket; default 1 */
+    /* cells */
+    bool enable_compaction;      /* tsd.storage.enable_compaction, default true */
+    bool fix_duplicates;         /* tsd.storage.fix_duplicates, default false */
+    enum dpcodec_format format;  /* compacted-cell format; default COMPRESSED */
+    int64_t compaction_delay_s;  /* an hour is complete this long after it ends; default 0 */
+    bool read_only;              /* never write (tools): no hook, no table creation */
+};
+void tsdb_config_init(struct tsdb_config *c);
+CT_MUST_CHECK int tsdb_config_check(const struct tsdb_config *c, struct ct_err *err);
+
+/* Creates whichever of the three tables is missing, with OpenTSDB's families and c's settings;
+ * the data table is pre-split at every salt bucket (times regions_per_bucket). *created (NULL
+ * allowed) gets how many were created. */
+CT_MUST_CHECK int tsdb_create_tables(struct wc_store *s, const struct tsdb_config *c,
+                                     int *created, struct ct_err *err);
+
+struct tsdb;
+
+/* Opens the layout on store s (borrowed until tsdb_close()): creates missing tables when
+ * c->create_tables, opens them, starts the UID service and installs the compaction hook
+ * (skipped on backends without compactions). Returns a new handle in *out, freed with
+ * tsdb_close() (before wc_close()). CT_NOTFOUND naming the table if one is missing and
+ * create_tables is off. */
+CT_MUST_CHECK int tsdb_open(struct wc_store *s, const struct tsdb_config *c, struct tsdb **out,
+                            struct ct_err *err);
+/* Removes the hook, closes the tables; accepts NULL. */
+void tsdb_close(struct tsdb *t);
+
+const struct tsdb_config *tsdb_get_config(const struct tsdb *t); /* strings: tsdb's copies */
+const struct rowkey_layout *tsdb_layout(const struct tsdb *t);
+struct uid *tsdb_uid(struct tsdb *t);
+struct wc_table *tsdb_data_table(struct tsdb *t);
+struct wc_table *tsdb_uid_table(struct tsdb *t);
+struct wc_table *tsdb_meta_table(struct tsdb *t);
+struct wc_store *tsdb_store(struct tsdb *t);
+
+/* Resolves a series to its TSUID (metric uid + tag pairs sorted by tagk uid) into tsuid (cap
+ * bytes, ROWKEY_MAX_TSUID always enough); *len its length. Checks every name (uid_name_check, with
+ * OpenTSDB's messages), the tag count (0 -> `Need at least one tag ...`; > max_tags -> `Too many
+ * tags: N maximum allowed: 8, ...`) and assigns ids where auto-create allows. An unknown metric
+ * without auto-create is CT_NOTFOUND: `No such name for 'metrics': 'm'`. Duplicate tag keys are
+ * CT_EINVAL. */
+CT_MUST_CHECK int tsdb_series_resolve(struct tsdb *t, const char *metric,
+                                      const char *const *tagk, const char *const *tagv,
+                                      size_t ntags, uint8_t *tsuid, size_t cap, size_t *len,
+                                      struct ct_err *err);
+
+/* ---- batched writes --------------------------------------------------------------------- */
+
+/* A reusable batch of points; grows by doubling and keeps its memory across resets. */
+struct tsdb_batch;
+/* Returns a new empty batch with room for hint points in *out, freed with tsdb_batch_free(). */
+CT_MUST_CHECK int tsdb_batch_new(size_t hint, struct tsdb_batch **out, struct ct_err *err);
+void tsdb_batch_free(struct tsdb_batch *b);
+void tsdb_batch_reset(struct tsdb_batch *b); /* empties it, keeps the memory */
+size_t tsdb_batch_count(const struct tsdb_batch *b);
+/* Adds one point of the series tsuid (copied) in layout l. CT_EINVAL for a bad tsuid length or a
+ * timestamp outside [0, 9999999999999] ms; CT_ENOMEM only when the batch must grow. */
+CT_MUST_CHECK int tsdb_batch_add(struct tsdb_batch *b, const struct rowkey_layout *l,
+                                 const uint8_t *tsuid, size_t tsuid_len,
+                                 const struct dpcodec_point *p, struct ct_err *err);
+/* Writes every point of the batch with one wc_mutate_batch() at durability d; the batch is left
+ * as it was (reset it to reuse). On error some rows may be written (see wc_mutate_batch). */
+CT_MUST_CHECK int tsdb_batch_write(struct tsdb *t, struct tsdb_batch *b, enum wc_durability d,
+                                   struct ct_err *err);
+
+/* ---- compaction ------------------------------------------------------------------------- */
+
+/* The hook tsdb_open() installs (exposed for tools and tests): with arg = the tsdb handle, merges
+ * the datapoint cells of a complete hour (base + 3600 + compaction_delay_s <= now) into one cell
+ * of the configured format; CT_NOTFOUND keeps the row unchanged (incomplete hour, compaction
+ * disabled, conflicting duplicates with fix_duplicates off, nothing to merge). */
+int tsdb_compact_hook(void *arg, const struct wc_cell *cells, size_t n, bool major,
+                      struct wc_cell_sink *sink, struct ct_err *err);
+
+/* ---- annotations (stored as OpenTSDB does: in the series' hour row, qualifier 0x01+offset) -- */
+
+/* Stores (replaces) the annotation JSON of series tsuid (NULL/0 = global annotation) starting at
+ * start_ms; a start that is a whole second gets a seconds qualifier, else milliseconds. */
+CT_MUST_CHECK int tsdb_annotation_put(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
+                                      int64_t start_ms, const char *json, size_t json_len,
+                                      struct ct_err *err);
+/* Reads one annotation: returns a new NUL-terminated string in *json (free()), CT_NOTFOUND if
+ * absent. */
+CT_MUST_CHECK int tsdb_annotation_get(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
+                                      int64_t start_ms, char **json, size_t *json_len,
+                                      struct ct_err *err);
+CT_MUST_CHECK int tsdb_annotation_delete(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
+                                         int64_t start_ms, struct ct_err *err);
+/* Calls fn for each annotation of the series (or the global ones) with start in
+ * [start_ms, end_ms], in time order; fn returning non-zero stops. The JSON is borrowed for the
+ * call. */
+typedef int (*tsdb_annotation_fn)(void *arg, const uint8_t *tsuid, size_t tsuid_len,
+                                  int64_t start_ms, const char *json, size_t json_len);
+CT_MUST_CHECK int tsdb_annotation_scan(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
+                                       int64_t start_ms, int64_t end_ms, tsdb_annotation_fn fn,
+                                       void *arg, struct ct_err *err);
+
+#endif

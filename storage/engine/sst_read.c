@@ -1,0 +1,820 @@
+/* sst_read.c - the block file reader and iterator (sst.h); the format is in sst_format.h.
+ *
+ * An open file keeps its footer, metadata, index and bloom bits in memory; data blocks are read
+ * on demand, checked (CRC32C), decompressed and DECODED once into an array of entries with
+ * their full keys (struct sst_block), which is what the block cache holds. Iterators therefore
+ * move in either direction in O(1) within a block and binary-search it for seeks; the restart
+ * points of the format are validated but not needed for that.
+ *
+ * Invariants: (1) an sst_block is immutable once built and shared through the cache's refcount
+ * (or owned by one iterator when the family does not cache); (2) every offset and length taken
+ * from the file is bounds-checked before use: damage gives CT_ECORRUPT naming the file and the
+ * offset, never a crash; (3) an iterator holds a file reference, so the file outlives it;
+ * (4) it->valid implies it->blk is loaded, it->bi is its block number and 0 <= it->i < blk->n.
+ * Threading: struct sst is immutable after sst_open() except its atomic refcount and obsolete
+ * flag; pread() on the shared descriptor needs no lock. An iterator belongs to one thread. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <snappy-c.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "storage/coding.h"
+#include "storage/crc32c.h"
+#include "storage/engine/block_cache.h"
+#include "storage/engine/bloom.h"
+#include "storage/engine/eio.h"
+#include "storage/engine/sst.h"
+#include "storage/engine/sst_format.h"
+
+#define SST_MAX_BLOCK_BYTES (1u << 30)
+
+struct sst_dentry {
+    uint32_t key_off; /* into blk->keys: row | qual */
+    uint32_t key_len;
+    uint32_t val_off; /* into blk->raw */
+    uint32_t val_len;
+    uint32_t row_len;
+    uint8_t type;
+    int64_t ts;
+    uint64_t seq;
+};
+
+struct sst_block {
+    uint32_t n;
+    struct sst_dentry *e;
+    uint8_t *keys;
+    uint8_t *raw; /* decompressed contents: the values point into it */
+    size_t charge;
+};
+
+struct sst_index_entry {
+    uint64_t off;
+    uint32_t len;
+    struct cell first;
+    struct cell last;
+};
+
+struct sst {
+    atomic_int refs;
+    atomic_bool obsolete;
+    char path[PATH_MAX];
+    int fd;
+    uint64_t file_id;
+    uint64_t file_size;
+    struct block_cache *cache;
+    struct sst_read_options ro;
+    struct sst_meta meta;
+    uint32_t nblocks;
+    struct sst_index_entry *idx;
+    uint8_t *idx_raw;
+    uint8_t *bloom_raw;
+    const uint8_t *bloom_bits;
+    uint32_t bloom_nbits;
+    uint8_t bloom_probes;
+    uint8_t bloom_kind;
+};
+
+struct sst_iter {
+    struct sst *f;
+    struct sst_block *blk;
+    struct block_cache_handle *h; /* NULL: blk is owned by the iterator */
+    int64_t bi;
+    int64_t i;
+    bool valid;
+};
+
+/* ---- blocks --------------------------------------------------------------------------------- */
+
+static void sst_block_free(void *p)
+{
+    struct sst_block *b = p;
+    if (!b)
+        return;
+    free(b->raw);
+    free(b);
+}
+
+/* Reads and checks the block at [off, off+len) + trailer; returns its (decompressed) contents in
+ * a new buffer *out of *outlen bytes, freed with free(). */
+static int sst_read_raw(const struct sst *f, uint64_t off, uint64_t len, const char *what,
+                        uint8_t **out, size_t *outlen, struct ct_err *err)
+{
+    if (len > SST_MAX_BLOCK_BYTES || off < SST_HEADER_BYTES ||
+        off + len + SST_BLOCK_TRAILER_BYTES > f->file_size - SST_FOOTER_BYTES)
+        return ct_err_set(err, CT_ECORRUPT,
+                          "corrupt %s block at offset %llu in %s: length %llu out of bounds", what,
+                          (unsigned long long)off, f->path, (unsigned long long)len);
+    uint8_t *buf = malloc(len + SST_BLOCK_TRAILER_BYTES);
+    if (!buf)
+        return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
+    int rc = eio_pread_all(f->fd, buf, len + SST_BLOCK_TRAILER_BYTES, off, f->path, err);
+    if (rc != CT_OK) {
+        free(buf);
+        return rc;
+    }
+    uint32_t want = coding_get_be32(buf + len + 1);
+    if (crc32c_mask(crc32c_value(buf, len + 1)) != want) {
+        free(buf);
+        return ct_err_set(err, CT_ECORRUPT,
+                          "corrupt %s block at offset %llu in %s: checksum mismatch", what,
+                          (unsigned long long)off, f->path);
+    }
+    uint8_t type = buf[len];
+    if (type == SST_COMPRESS_NONE) {
+        *out = buf;
+        *outlen = len;
+        return CT_OK;
+    }
+    uint8_t *dst = NULL;
+    size_t dlen = 0;
+    const char *why = NULL;
+    if (type == SST_COMPRESS_SNAPPY) {
+        if (snappy_uncompressed_length((const char *)buf, len, &dlen) != SNAPPY_OK ||
+            dlen > SST_MAX_BLOCK_BYTES)
+            why = "bad snappy header";
+        else if (!(dst = malloc(dlen ? dlen : 1)))
+            why = "out of memory";
+        else if (snappy_uncompress((const char *)buf, len, (char *)dst, &dlen) != SNAPPY_OK)
+            why = "snappy decompression failed";
+    } else if (type == SST_COMPRESS_ZLIB) {
+        uint64_t ulen = 0;
+        size_t h = coding_get_varint64(buf, buf + len, &ulen);
+        uLongf zl = (uLongf)ulen;
+        if (!h || ulen > SST_MAX_BLOCK_BYTES)
+            why = "bad zlib length";
+        else if (!(dst = malloc(ulen ? ulen : 1)))
+            why = "out of memory";
+        else if (uncompress(dst, &zl, buf + h, (uLong)(len - h)) != Z_OK || zl != ulen)
+            why = "zlib decompression failed";
+        dlen = (size_t)ulen;
+    } else {
+        why = "unknown compression type";
+    }
+    free(buf);
+    if (why) {
+        free(dst);
+        if (strcmp(why, "out of memory") == 0)
+            return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
+        return ct_err_set(err, CT_ECORRUPT, "corrupt %s block at offset %llu in %s: %s", what,
+                          (unsigned long long)off, f->path, why);
+    }
+    *out = dst;
+    *outlen = dlen;
+    return CT_OK;
+}
+
+/* Decodes data-block contents (takes raw) into a new block. */
+static int sst_block_decode(const struct sst *f, uint64_t off, uint8_t *raw, size_t rawlen,
+                            struct sst_block **out, struct ct_err *err)
+{
+    const char *why = NULL;
+    if (rawlen < 4) {
+        why = "too short";
+        goto bad;
+    }
+    uint32_t nr = coding_get_be32(raw + rawlen - 4);
+    if (nr == 0 || (uint64_t)nr * 4 + 4 > rawlen) {
+        why = "bad restart count";
+        goto bad;
+    }
+    size_t limit = rawlen - 4 - (size_t)nr * 4;
+    /* pass 1: validate, count entries and key bytes */
+    size_t p = 0, count = 0, keybytes = 0, prevlen = 0;
+    while (p < limit) {
+        uint64_t v[7];
+        for (int k = 0; k < 7; k++) {
+            if (k == 5) {
+                if (p >= limit) {
+                    why = "truncated entry";
+                    goto bad;
+                }
+                p++; /* type byte */
+                v[k] = 0;
+                continue;
+            }
+            size_t n = coding_get_varint64(raw + p, raw + limit, &v[k]);
+            if (!n) {
+                why = "truncated entry";
+                goto bad;
+            }
+            p += n;
+        }
+        uint64_t shared = v[0], unshared = v[1], row_len = v[2], vlen = v[3];
+        if (shared > prevlen || row_len > shared + unshared || row_len > WC_MAX_ROW_BYTES ||
+            unshared > limit - p || vlen > limit - p - unshared) {
+            why = "bad entry lengths";
+            goto bad;
+        }
+        p += unshared + vlen;
+        prevlen = shared + unshared;
+        keybytes += prevlen;
+        count++;
+    }
+    if (count == 0) {
+        why = "no entries";
+        goto bad;
+    }
+    for (uint32_t r = 0; r < nr; r++)
+        if (coding_get_be32(raw + limit + 4 * r) >= limit) {
+            why = "bad restart offset";
+            goto bad;
+        }
+    size_t esz = count * sizeof(struct sst_dentry);
+    struct sst_block *b = malloc(sizeof(*b) + esz + keybytes + 1);
+    if (!b) {
+        free(raw);
+        return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
+    }
+    b->n = (uint32_t)count;
+    b->e = (struct sst_dentry *)(b + 1);
+    b->keys = (uint8_t *)b->e + esz;
+    b->raw = raw;
+    b->charge = sizeof(*b) + esz + keybytes + rawlen;
+    /* pass 2: fill (already validated) */
+    p = 0;
+    size_t ko = 0, prev_off = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint64_t shared = 0, unshared = 0, row_len = 0, vlen = 0, zts = 0, seq = 0;
+        p += coding_get_varint64(raw + p, raw + limit, &shared);
+        p += coding_get_varint64(raw + p, raw + limit, &unshared);
+        p += coding_get_varint64(raw + p, raw + limit, &row_len);
+        p += coding_get_varint64(raw + p, raw + limit, &vlen);
+        p += coding_get_varint64(raw + p, raw + limit, &zts);
+        uint8_t type = raw[p++];
+        p += coding_get_varint64(raw + p, raw + limit, &seq);
+        struct sst_dentry *d = &b->e[i];
+        if (shared)
+            memmove(b->keys + ko, b->keys + prev_off, shared);
+        memcpy(b->keys + ko + shared, raw + p, unshared);
+        p += unshared;
+        d->key_off = (uint32_t)ko;
+        d->key_len = (uint32_t)(shared + unshared);
+        d->row_len = (uint32_t)row_len;
+        d->val_off = (uint32_t)p;
+        d->val_len = (uint32_t)vlen;
+        d->type = type;
+        d->ts = coding_unzigzag(zts);
+        d->seq = seq;
+        p += vlen;
+        prev_off = ko;
+        ko += d->key_len;
+    }
+    *out = b;
+    return CT_OK;
+bad:
+    free(raw);
+    return ct_err_set(err, CT_ECORRUPT, "corrupt data block at offset %llu in %s: %s",
+                      (unsigned long long)off, f->path, why);
+}
+
+/* Gets data block bi: from the cache or the file. *h is the cache reference (NULL: the caller
+ * owns *out and frees it with sst_block_free). */
+static int sst_get_block(struct sst *f, uint32_t bi, struct sst_block **out,
+                         struct block_cache_handle **h, struct ct_err *err)
+{
+    const struct sst_index_entry *ie = &f->idx[bi];
+    bool use_cache = f->cache && f->ro.blockcache;
+    if (use_cache) {
+        struct block_cache_handle *ch = block_cache_lookup(f->cache, f->file_id, ie->off);
+        if (ch) {
+            *out = block_cache_value(ch);
+            *h = ch;
+            return CT_OK;
+        }
+    }
+    uint8_t *raw = NULL;
+    size_t rawlen = 0;
+    int rc = sst_read_raw(f, ie->off, ie->len, "data", &raw, &rawlen, err);
+    if (rc != CT_OK)
+        return rc;
+    struct sst_block *b = NULL;
+    if ((rc = sst_block_decode(f, ie->off, raw, rawlen, &b, err)) != CT_OK)
+        return rc;
+    if (!use_cache) {
+        *out = b;
+        *h = NULL;
+        return CT_OK;
+    }
+    struct block_cache_handle *ch = block_cache_insert(f->cache, f->file_id, ie->off, b,
+                                                       b->charge, f->ro.in_memory, sst_block_free);
+    if (!ch)
+        return ct_err_set(err, CT_ENOMEM, "out of memory caching a block of %s", f->path);
+    *out = b;
+    *h = ch;
+    return CT_OK;
+}
+
+/* ---- open ----------------------------------------------------------------------------------- */
+
+static size_t sst_get_cell_key(const uint8_t *p, const uint8_t *end, struct cell *c)
+{
+    const uint8_t *s = p;
+    uint64_t rl, ql, zts, seq;
+    size_t n;
+    if (!(n = coding_get_varint64(p, end, &rl)))
+        return 0;
+    p += n;
+    if (!(n = coding_get_varint64(p, end, &ql)))
+        return 0;
+    p += n;
+    if (rl > WC_MAX_ROW_BYTES || ql > (uint64_t)(end - p) || rl + ql > (uint64_t)(end - p))
+        return 0;
+    c->row = p;
+    c->row_len = (uint32_t)rl;
+    c->qual = p + rl;
+    c->qual_len = (uint32_t)ql;
+    p += rl + ql;
+    if (!(n = coding_get_varint64(p, end, &zts)))
+        return 0;
+    p += n;
+    if (p >= end)
+        return 0;
+    c->type = *p++;
+    if (!(n = coding_get_varint64(p, end, &seq)))
+        return 0;
+    p += n;
+    c->ts_ms = coding_unzigzag(zts);
+    c->seq = seq;
+    c->value = NULL;
+    c->value_len = 0;
+    return (size_t)(p - s);
+}
+
+static int sst_load_index(struct sst *f, uint64_t off, uint64_t len, struct ct_err *err)
+{
+    size_t rl = 0;
+    int rc = sst_read_raw(f, off, len, "index", &f->idx_raw, &rl, err);
+    if (rc != CT_OK)
+        return rc;
+    const uint8_t *p = f->idx_raw, *end = f->idx_raw + rl;
+    uint64_t count = 0;
+    size_t n = coding_get_varint64(p, end, &count);
+    if (!n || count > rl)
+        goto bad;
+    p += n;
+    f->idx = calloc(count ? count : 1, sizeof(*f->idx));
+    if (!f->idx)
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening %s", f->path);
+    for (uint64_t i = 0; i < count; i++) {
+        struct sst_index_entry *e = &f->idx[i];
+        uint64_t boff, blen;
+        if (!(n = coding_get_varint64(p, end, &boff)))
+            goto bad;
+        p += n;
+        if (!(n = coding_get_varint64(p, end, &blen)))
+            goto bad;
+        p += n;
+        if (blen > UINT32_MAX)
+            goto bad;
+        e->off = boff;
+        e->len = (uint32_t)blen;
+        if (!(n = sst_get_cell_key(p, end, &e->first)))
+            goto bad;
+        p += n;
+        if (!(n = sst_get_cell_key(p, end, &e->last)))
+            goto bad;
+        p += n;
+        if (cell_compare(&e->first, &e->last) > 0 ||
+            (i > 0 && cell_compare(&f->idx[i - 1].last, &e->first) >= 0))
+            goto bad;
+    }
+    if (p != end)
+        goto bad;
+    f->nblocks = (uint32_t)count;
+    return CT_OK;
+bad:
+    return ct_err_set(err, CT_ECORRUPT, "corrupt index block at offset %llu in %s",
+                      (unsigned long long)off, f->path);
+}
+
+static int sst_load_meta(struct sst *f, uint64_t off, uint64_t len, struct ct_err *err)
+{
+    uint8_t *m = NULL;
+    size_t ml = 0;
+    int rc = sst_read_raw(f, off, len, "meta", &m, &ml, err);
+    if (rc != CT_OK)
+        return rc;
+    struct sst_meta *x = &f->meta;
+    if (ml < SST_META_FIXED_BYTES + 4)
+        goto bad;
+    x->cells = coding_get_be64(m);
+    x->delete_markers = coding_get_be64(m + 8);
+    x->min_ts_ms = (int64_t)coding_get_be64(m + 16);
+    x->max_ts_ms = (int64_t)coding_get_be64(m + 24);
+    x->max_seq = coding_get_be64(m + 32);
+    uint32_t nblocks = coding_get_be32(m + 40);
+    if (m[48] > SST_COMPRESS_ZLIB || m[49] > SST_BLOOM_ROWCOL)
+        goto bad;
+    size_t o = SST_META_FIXED_BYTES;
+    uint32_t fl = coding_get_be16(m + o);
+    o += 2;
+    if (fl > WC_MAX_ROW_BYTES || o + fl + 2 > ml)
+        goto bad;
+    memcpy(x->first_row, m + o, fl);
+    x->first_row_len = fl;
+    o += fl;
+    uint32_t ll = coding_get_be16(m + o);
+    o += 2;
+    if (ll > WC_MAX_ROW_BYTES || o + ll != ml)
+        goto bad;
+    memcpy(x->last_row, m + o, ll);
+    x->last_row_len = ll;
+    x->file_bytes = f->file_size;
+    free(m);
+    if (nblocks != f->nblocks)
+        return ct_err_set(err, CT_ECORRUPT, "corrupt meta block at offset %llu in %s: %u data "
+                          "blocks, index lists %u", (unsigned long long)off, f->path, nblocks,
+                          f->nblocks);
+    return CT_OK;
+bad:
+    free(m);
+    return ct_err_set(err, CT_ECORRUPT, "corrupt meta block at offset %llu in %s",
+                      (unsigned long long)off, f->path);
+}
+
+static int sst_load_bloom(struct sst *f, uint64_t off, uint64_t len, struct ct_err *err)
+{
+    if (len == 0)
+        return CT_OK;
+    size_t bl = 0;
+    int rc = sst_read_raw(f, off, len, "bloom", &f->bloom_raw, &bl, err);
+    if (rc != CT_OK)
+        return rc;
+    const uint8_t *b = f->bloom_raw;
+    uint32_t nbits = bl >= 8 ? coding_get_be32(b + 4) : 0;
+    if (bl < 8 || (b[0] != SST_BLOOM_ROW && b[0] != SST_BLOOM_ROWCOL) || b[1] == 0 ||
+        b[1] > 30 || nbits == 0 || nbits % 8 != 0 || (size_t)nbits / 8 != bl - 8)
+        return ct_err_set(err, CT_ECORRUPT, "corrupt bloom block at offset %llu in %s",
+                          (unsigned long long)off, f->path);
+    f->bloom_kind = b[0];
+    f->bloom_probes = b[1];
+    f->bloom_nbits = nbits;
+    f->bloom_bits = b + 8;
+    return CT_OK;
+}
+
+static void sst_free(struct sst *f)
+{
+    if (f->fd >= 0)
+        eio_close(f->fd);
+    free(f->idx);
+    free(f->idx_raw);
+    free(f->bloom_raw);
+    free(f);
+}
+
+int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
+             const struct sst_read_options *o, struct sst **out, struct ct_err *err)
+{
+    struct sst *f = calloc(1, sizeof(*f));
+    if (!f)
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening %s", path);
+    f->fd = -1;
+    if ((size_t)snprintf(f->path, sizeof f->path, "%s", path) >= sizeof f->path) {
+        free(f);
+        return ct_err_set(err, CT_EINVAL, "path too long: %s", path);
+    }
+    atomic_init(&f->refs, 1);
+    atomic_init(&f->obsolete, false);
+    f->file_id = file_id;
+    f->cache = cache;
+    if (o)
+        f->ro = *o;
+    else
+        f->ro.blockcache = true;
+    int rc;
+    f->fd = eio_open(path, O_RDONLY, 0);
+    if (f->fd < 0) {
+        int e = errno;
+        rc = ct_err_errno(err, e == ENOENT ? CT_NOTFOUND : CT_EIO, e, "cannot open block file %s",
+                          path);
+        goto fail;
+    }
+    struct stat st;
+    if (fstat(f->fd, &st) != 0) {
+        rc = ct_err_errno(err, CT_EIO, errno, "cannot stat %s", path);
+        goto fail;
+    }
+    f->file_size = (uint64_t)st.st_size;
+    if (f->file_size < SST_HEADER_BYTES + SST_FOOTER_BYTES) {
+        rc = ct_err_set(err, CT_ECORRUPT, "%s is too short (%llu bytes) to be a block file", path,
+                        (unsigned long long)f->file_size);
+        goto fail;
+    }
+    uint8_t ft[SST_FOOTER_BYTES];
+    uint64_t foff = f->file_size - SST_FOOTER_BYTES;
+    if ((rc = eio_pread_all(f->fd, ft, sizeof ft, foff, path, err)) != CT_OK)
+        goto fail;
+    if (coding_get_be32(ft + 44) != SST_MAGIC) {
+        rc = ct_err_set(err, CT_ECORRUPT, "%s is not a block file (bad magic in the footer at "
+                        "offset %llu)", path, (unsigned long long)foff);
+        goto fail;
+    }
+    if (ft[40] != SST_VERSION) {
+        rc = ct_err_set(err, CT_ECORRUPT,
+                        "unsupported block file version %u in %s (this build reads <= %u)", ft[40],
+                        path, SST_VERSION);
+        goto fail;
+    }
+    if (crc32c_mask(crc32c_extend(crc32c_value(ft, 36), ft + 40, 8)) != coding_get_be32(ft + 36)) {
+        rc = ct_err_set(err, CT_ECORRUPT, "corrupt footer at offset %llu in %s: checksum mismatch",
+                        (unsigned long long)foff, path);
+        goto fail;
+    }
+    uint8_t hd[SST_HEADER_BYTES];
+    if ((rc = eio_pread_all(f->fd, hd, sizeof hd, 0, path, err)) != CT_OK)
+        goto fail;
+    if (coding_get_be32(hd) != SST_MAGIC || hd[4] != SST_VERSION) {
+        rc = ct_err_set(err, CT_ECORRUPT, "corrupt header at offset 0 in %s", path);
+        goto fail;
+    }
+    if ((rc = sst_load_index(f, coding_get_be64(ft), coding_get_be32(ft + 8), err)) != CT_OK ||
+        (rc = sst_load_bloom(f, coding_get_be64(ft + 12), coding_get_be32(ft + 20), err)) !=
+            CT_OK ||
+        (rc = sst_load_meta(f, coding_get_be64(ft + 24), coding_get_be32(ft + 32), err)) != CT_OK)
+        goto fail;
+    *out = f;
+    return CT_OK;
+fail:
+    sst_free(f);
+    return rc;
+}
+
+void sst_ref(struct sst *f)
+{
+    atomic_fetch_add(&f->refs, 1);
+}
+
+void sst_unref(struct sst *f)
+{
+    if (!f || atomic_fetch_sub(&f->refs, 1) != 1)
+        return;
+    if (f->cache)
+        block_cache_erase_file(f->cache, f->file_id);
+    if (atomic_load(&f->obsolete) && eio_unlink(f->path) != 0) {
+        /* best effort: a leftover obsolete file is not referenced by the catalog */
+    }
+    sst_free(f);
+}
+
+void sst_mark_obsolete(struct sst *f)
+{
+    atomic_store(&f->obsolete, true);
+}
+
+const struct sst_meta *sst_get_meta(const struct sst *f)
+{
+    return &f->meta;
+}
+
+const char *sst_path(const struct sst *f)
+{
+    return f->path;
+}
+
+bool sst_may_contain_row(const struct sst *f, const uint8_t *row, size_t len)
+{
+    if (!f->bloom_bits)
+        return true;
+    return bloom_may_contain(f->bloom_bits, f->bloom_nbits, f->bloom_probes,
+                             bloom_hash_row(row, len));
+}
+
+bool sst_may_contain_rowcol(const struct sst *f, const uint8_t *row, size_t row_len,
+                            const uint8_t *qual, size_t qual_len)
+{
+    if (!f->bloom_bits)
+        return true;
+    if (f->bloom_kind != SST_BLOOM_ROWCOL)
+        return sst_may_contain_row(f, row, row_len);
+    return bloom_may_contain(f->bloom_bits, f->bloom_nbits, f->bloom_probes,
+                             bloom_hash_rowcol(row, row_len, qual, qual_len));
+}
+
+size_t sst_middle_row(const struct sst *f, uint8_t *buf)
+{
+    if (f->nblocks == 0)
+        return 0;
+    const struct cell *c = &f->idx[f->nblocks / 2].first;
+    memcpy(buf, c->row, c->row_len);
+    return c->row_len;
+}
+
+/* ---- iterator ------------------------------------------------------------------------------- */
+
+static inline void sst_entry_cell(const struct sst_block *b, uint32_t i, struct cell *c)
+{
+    const struct sst_dentry *d = &b->e[i];
+    c->row = b->keys + d->key_off;
+    c->row_len = d->row_len;
+    c->qual = c->row + d->row_len;
+    c->qual_len = d->key_len - d->row_len;
+    c->value = b->raw + d->val_off;
+    c->value_len = d->val_len;
+    c->type = d->type;
+    c->ts_ms = d->ts;
+    c->seq = d->seq;
+}
+
+int sst_iter_new(struct sst *f, struct sst_iter **out, struct ct_err *err)
+{
+    struct sst_iter *it = calloc(1, sizeof(*it));
+    if (!it)
+        return ct_err_set(err, CT_ENOMEM, "out of memory creating an iterator over %s", f->path);
+    sst_ref(f);
+    it->f = f;
+    it->bi = -1;
+    *out = it;
+    return CT_OK;
+}
+
+static void sst_iter_drop_block(struct sst_iter *it)
+{
+    if (it->h)
+        block_cache_release(it->f->cache, it->h);
+    else
+        sst_block_free(it->blk);
+    it->h = NULL;
+    it->blk = NULL;
+    it->bi = -1;
+}
+
+void sst_iter_free(struct sst_iter *it)
+{
+    if (!it)
+        return;
+    sst_iter_drop_block(it);
+    sst_unref(it->f);
+    free(it);
+}
+
+static int sst_iter_load(struct sst_iter *it, int64_t bi, struct ct_err *err)
+{
+    if (it->blk && it->bi == bi)
+        return CT_OK;
+    sst_iter_drop_block(it);
+    it->valid = false;
+    struct sst_block *b = NULL;
+    struct block_cache_handle *h = NULL;
+    int rc = sst_get_block(it->f, (uint32_t)bi, &b, &h, err);
+    if (rc != CT_OK)
+        return rc;
+    it->blk = b;
+    it->h = h;
+    it->bi = bi;
+    return CT_OK;
+}
+
+int sst_iter_seek_first(struct sst_iter *it, struct ct_err *err)
+{
+    it->valid = false;
+    if (it->f->nblocks == 0)
+        return CT_OK;
+    int rc = sst_iter_load(it, 0, err);
+    if (rc != CT_OK)
+        return rc;
+    it->i = 0;
+    it->valid = true;
+    return CT_OK;
+}
+
+int sst_iter_seek_last(struct sst_iter *it, struct ct_err *err)
+{
+    it->valid = false;
+    if (it->f->nblocks == 0)
+        return CT_OK;
+    int rc = sst_iter_load(it, it->f->nblocks - 1, err);
+    if (rc != CT_OK)
+        return rc;
+    it->i = it->blk->n - 1;
+    it->valid = true;
+    return CT_OK;
+}
+
+int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err *err)
+{
+    const struct sst *f = it->f;
+    it->valid = false;
+    /* first block whose last cell >= target */
+    uint32_t lo = 0, hi = f->nblocks;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cell_compare(&f->idx[mid].last, target) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == f->nblocks)
+        return CT_OK;
+    int rc = sst_iter_load(it, lo, err);
+    if (rc != CT_OK)
+        return rc;
+    const struct sst_block *b = it->blk;
+    uint32_t l = 0, h = b->n;
+    while (l < h) {
+        uint32_t mid = l + (h - l) / 2;
+        struct cell c;
+        sst_entry_cell(b, mid, &c);
+        if (cell_compare(&c, target) < 0)
+            l = mid + 1;
+        else
+            h = mid;
+    }
+    if (l == b->n) { /* index and block disagree: only a damaged file does this */
+        it->valid = true;
+        it->i = b->n - 1;
+        return sst_iter_next(it, err);
+    }
+    it->i = l;
+    it->valid = true;
+    return CT_OK;
+}
+
+int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target, struct ct_err *err)
+{
+    const struct sst *f = it->f;
+    it->valid = false;
+    /* last block whose first cell <= target */
+    uint32_t lo = 0, hi = f->nblocks;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cell_compare(&f->idx[mid].first, target) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return CT_OK;
+    int rc = sst_iter_load(it, lo - 1, err);
+    if (rc != CT_OK)
+        return rc;
+    const struct sst_block *b = it->blk;
+    uint32_t l = 0, h = b->n; /* first entry > target */
+    while (l < h) {
+        uint32_t mid = l + (h - l) / 2;
+        struct cell c;
+        sst_entry_cell(b, mid, &c);
+        if (cell_compare(&c, target) <= 0)
+            l = mid + 1;
+        else
+            h = mid;
+    }
+    if (l == 0) { /* index and block disagree: only a damaged file does this */
+        it->valid = true;
+        it->i = 0;
+        return sst_iter_prev(it, err);
+    }
+    it->i = l - 1;
+    it->valid = true;
+    return CT_OK;
+}
+
+int sst_iter_next(struct sst_iter *it, struct ct_err *err)
+{
+    if (!it->valid)
+        return CT_OK;
+    if (++it->i < it->blk->n)
+        return CT_OK;
+    it->valid = false;
+    if (it->bi + 1 >= (int64_t)it->f->nblocks)
+        return CT_OK;
+    int rc = sst_iter_load(it, it->bi + 1, err);
+    if (rc != CT_OK)
+        return rc;
+    it->i = 0;
+    it->valid = true;
+    return CT_OK;
+}
+
+int sst_iter_prev(struct sst_iter *it, struct ct_err *err)
+{
+    if (!it->valid)
+        return CT_OK;
+    if (--it->i >= 0)
+        return CT_OK;
+    it->valid = false;
+    if (it->bi == 0)
+        return CT_OK;
+    int rc = sst_iter_load(it, it->bi - 1, err);
+    if (rc != CT_OK)
+        return rc;
+    it->i = it->blk->n - 1;
+    it->valid = true;
+    return CT_OK;
+}
+
+bool sst_iter_valid(const struct sst_iter *it)
+{
+    return it->valid;
+}
+
+void sst_iter_cell(const struct sst_iter *it, struct cell *out)
+{
+    sst_entry_cell(it->blk, (uint32_t)it->i, out);
+}

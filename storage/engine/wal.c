@@ -1,0 +1,619 @@
+/* wal.c - the write-ahead log: segments, group commit, background syncer, replay, release.
+ * Format: wal_format.h. Contract: wal.h.
+ *
+ * Invariants:
+ * (1) Bytes are counted in "lsn" units: appended_lsn counts every record byte ever encoded into
+ *     the pending buffer; written_lsn <= appended_lsn counts bytes handed to write(2);
+ *     synced_lsn <= written_lsn counts bytes known to be on stable storage. A record appended at
+ *     lsn L (its end) is written once written_lsn >= L and durable once synced_lsn >= L.
+ * (2) At most one leader at a time (w->leader). The leader takes the whole pending buffer,
+ *     drops the lock, performs one write(2) (and at most one fdatasync) for all of it, retakes
+ *     the lock, advances the lsns and wakes every waiter. Waiters that are still not covered
+ *     elect the next leader among themselves: while one leader writes, everything appended in
+ *     the meantime gathers in the buffer and is written by the next leader in one call.
+ * (3) Records never span segments: rotation happens only between leader writes. Rotation
+ *     fdatasyncs the old segment before closing it, so "synced up to lsn" holds across segments.
+ * (4) The first failed write, sync or rotation is sticky (w->err_code, w->sticky): every later
+ *     append, sync and the waiters of the failed batch return it.
+ * (5) segs[] lists the segment files in number order; when active_fd >= 0 the last entry is the
+ *     segment being appended to, and is never deleted by wal_release_upto().
+ * Locking: mu guards every field except those marked "leader only" (touched only by the thread
+ * that holds the leader role, outside mu). cv is broadcast when a leader finishes; bg_cv wakes
+ * the background syncer. */
+#include "storage/engine/wal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "storage/coding.h"
+#include "storage/crc32c.h"
+#include "storage/engine/eio.h"
+#include "storage/engine/wal_format.h"
+
+#define WAL_ASYNC_INTERVAL_MS 1000
+#define WAL_ASYNC_MAX_BUFFER  (4u << 20) /* an ASYNC appender writes itself past this */
+#define WAL_DEFAULT_SEGMENT   (64u << 20)
+
+struct wal_segment {
+    uint64_t num;
+    uint64_t max_seq;
+    bool max_known; /* max_seq is valid (scanned, replayed or written by us) */
+};
+
+struct wal {
+    char dir[PATH_MAX];
+    size_t segment_bytes;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_cond_t bg_cv;
+    pthread_t bg;
+    bool bg_started;
+    bool closing;
+
+    struct wal_segment *segs;
+    size_t nsegs;
+    size_t segs_cap;
+    uint64_t next_num;
+    int active_fd;         /* leader only once set; -1 = no segment open for appends yet */
+    uint64_t active_bytes; /* leader only */
+    char active_path[PATH_MAX + 64];
+
+    uint8_t *buf; /* pending records */
+    size_t buf_len;
+    size_t buf_cap;
+    uint64_t buf_max_seq;
+    uint8_t *spare; /* the leader's buffer, swapped with buf */
+    size_t spare_cap;
+
+    uint64_t appended_lsn;
+    uint64_t written_lsn;
+    uint64_t synced_lsn;
+    uint64_t sync_req_lsn; /* highest lsn an FSYNC caller or wal_sync() wants durable */
+    bool leader;
+
+    int err_code;
+    struct ct_err sticky;
+    struct wal_stats stats;
+};
+
+static void wal_segment_path(const struct wal *w, uint64_t num, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/" WAL_SEGMENT_PREFIX "%020" PRIu64 WAL_SEGMENT_SUFFIX, w->dir, num);
+}
+
+static int wal_mkdirs(const char *dir, struct ct_err *err)
+{
+    char tmp[PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp)
+        return ct_err_set(err, CT_EINVAL, "path too long: %s", dir);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+            return ct_err_errno(err, CT_EIO, errno, "cannot create directory %s", tmp);
+        *p = '/';
+    }
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
+        return ct_err_errno(err, CT_EIO, errno, "cannot create directory %s", tmp);
+    return CT_OK;
+}
+
+static int wal_seg_cmp(const void *a, const void *b)
+{
+    const struct wal_segment *x = a, *y = b;
+    return x->num < y->num ? -1 : x->num > y->num;
+}
+
+static int wal_segs_push(struct wal *w, uint64_t num, struct ct_err *err)
+{
+    if (w->nsegs == w->segs_cap) {
+        size_t cap = w->segs_cap ? w->segs_cap * 2 : 16;
+        struct wal_segment *n = realloc(w->segs, cap * sizeof(*n));
+        if (!n)
+            return ct_err_set(err, CT_ENOMEM, "out of memory listing wal segments in %s", w->dir);
+        w->segs = n;
+        w->segs_cap = cap;
+    }
+    w->segs[w->nsegs++] = (struct wal_segment){.num = num};
+    return CT_OK;
+}
+
+static int wal_list_segments(struct wal *w, struct ct_err *err)
+{
+    DIR *d = opendir(w->dir);
+    if (!d)
+        return ct_err_errno(err, CT_EIO, errno, "cannot open directory %s", w->dir);
+    struct dirent *de;
+    int rc = CT_OK;
+    size_t plen = strlen(WAL_SEGMENT_PREFIX), slen = strlen(WAL_SEGMENT_SUFFIX);
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n != plen + 20 + slen || strncmp(de->d_name, WAL_SEGMENT_PREFIX, plen) != 0 ||
+            strcmp(de->d_name + plen + 20, WAL_SEGMENT_SUFFIX) != 0)
+            continue;
+        uint64_t num = 0;
+        bool ok = true;
+        for (size_t i = plen; i < plen + 20; i++) {
+            if (de->d_name[i] < '0' || de->d_name[i] > '9') {
+                ok = false;
+                break;
+            }
+            num = num * 10 + (uint64_t)(de->d_name[i] - '0');
+        }
+        if (!ok)
+            continue;
+        if ((rc = wal_segs_push(w, num, err)) != CT_OK)
+            break;
+    }
+    closedir(d);
+    if (rc != CT_OK)
+        return rc;
+    if (w->nsegs > 1)
+        qsort(w->segs, w->nsegs, sizeof(w->segs[0]), wal_seg_cmp);
+    w->next_num = w->nsegs ? w->segs[w->nsegs - 1].num + 1 : 1;
+    return CT_OK;
+}
+
+static void *wal_bg_main(void *arg);
+
+int wal_open(const char *dir, const struct wal_options *o, struct wal **out, struct ct_err *err)
+{
+    struct wal *w = calloc(1, sizeof(*w));
+    if (!w)
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening wal %s", dir);
+    if ((size_t)snprintf(w->dir, sizeof w->dir, "%s", dir) >= sizeof w->dir) {
+        free(w);
+        return ct_err_set(err, CT_EINVAL, "wal directory path too long: %s", dir);
+    }
+    w->segment_bytes = o && o->segment_bytes ? o->segment_bytes : WAL_DEFAULT_SEGMENT;
+    w->active_fd = -1;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->bg_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = wal_mkdirs(dir, err);
+    if (rc == CT_OK)
+        rc = wal_list_segments(w, err);
+    if (rc == CT_OK) {
+        if (pthread_create(&w->bg, NULL, wal_bg_main, w) != 0)
+            rc = ct_err_set(err, CT_ENOMEM, "cannot start the wal syncer thread for %s", dir);
+        else
+            w->bg_started = true;
+    }
+    if (rc != CT_OK) {
+        wal_close(w);
+        return rc;
+    }
+    w->stats.segments = w->nsegs;
+    *out = w;
+    return CT_OK;
+}
+
+/* ---- writing ------------------------------------------------------------------------------ */
+
+/* Opens a new segment for appends (leader only). The old one is synced and closed first. */
+static int wal_rotate(struct wal *w, struct ct_err *err)
+{
+    if (w->active_fd >= 0) {
+        int rc = eio_sync(w->active_fd, true, w->active_path, err);
+        if (rc != CT_OK)
+            return rc;
+        eio_close(w->active_fd);
+        w->active_fd = -1;
+        pthread_mutex_lock(&w->mu);
+        w->stats.syncs++;
+        pthread_mutex_unlock(&w->mu);
+    }
+    pthread_mutex_lock(&w->mu);
+    uint64_t num = w->next_num++;
+    pthread_mutex_unlock(&w->mu);
+    char path[sizeof w->active_path];
+    wal_segment_path(w, num, path, sizeof path);
+    int fd = eio_open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND, 0600);
+    if (fd < 0)
+        return ct_err_errno(err, CT_EIO, errno, "cannot create wal segment %s", path);
+    uint8_t hdr[WAL_SEGMENT_HEADER_BYTES] = {0};
+    coding_put_be32(hdr, WAL_MAGIC);
+    hdr[4] = WAL_VERSION;
+    coding_put_be64(hdr + 8, num);
+    int rc = eio_write_all(fd, hdr, sizeof hdr, path, err);
+    if (rc == CT_OK)
+        rc = eio_fsync_dir(w->dir, err);
+    if (rc != CT_OK) {
+        eio_close(fd);
+        return rc;
+    }
+    pthread_mutex_lock(&w->mu);
+    rc = wal_segs_push(w, num, err);
+    if (rc == CT_OK) {
+        w->segs[w->nsegs - 1].max_known = true;
+        w->stats.segments = w->nsegs;
+        w->stats.bytes_written += sizeof hdr;
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (rc != CT_OK) {
+        eio_close(fd);
+        return rc;
+    }
+    w->active_fd = fd;
+    w->active_bytes = sizeof hdr;
+    memcpy(w->active_path, path, sizeof path);
+    return CT_OK;
+}
+
+/* Takes the leader role: writes the whole pending buffer with one write(2) and, if anyone
+ * asked for it (or `want_sync`), one fdatasync. REQUIRES: w->mu held, !w->leader, no sticky
+ * error. Returns with w->mu held; waiters are woken. */
+static void wal_lead(struct wal *w, bool want_sync)
+{
+    w->leader = true;
+    uint8_t *data = w->buf;
+    size_t len = w->buf_len;
+    size_t cap = w->buf_cap;
+    uint64_t max_seq = w->buf_max_seq;
+    w->buf = w->spare;
+    w->buf_cap = w->spare_cap;
+    w->buf_len = 0;
+    w->buf_max_seq = 0;
+    w->spare = NULL;
+    w->spare_cap = 0;
+    uint64_t end_lsn = w->appended_lsn;
+    bool do_sync = want_sync || w->sync_req_lsn > w->synced_lsn;
+    pthread_mutex_unlock(&w->mu);
+
+    struct ct_err err = {0};
+    int rc = CT_OK;
+    bool wrote = false, synced = false;
+    if (len > 0) {
+        if (w->active_fd < 0 || w->active_bytes >= w->segment_bytes)
+            rc = wal_rotate(w, &err);
+        if (rc == CT_OK) {
+            rc = eio_write_all(w->active_fd, data, len, w->active_path, &err);
+            wrote = true;
+        }
+        if (rc == CT_OK)
+            w->active_bytes += len;
+    }
+    if (rc == CT_OK && do_sync && w->active_fd >= 0) {
+        rc = eio_sync(w->active_fd, true, w->active_path, &err);
+        synced = true;
+    }
+
+    pthread_mutex_lock(&w->mu);
+    if (wrote)
+        w->stats.writes++;
+    if (synced)
+        w->stats.syncs++;
+    if (rc == CT_OK) {
+        if (len > 0) {
+            w->stats.bytes_written += len;
+            struct wal_segment *s = &w->segs[w->nsegs - 1];
+            if (max_seq > s->max_seq)
+                s->max_seq = max_seq;
+        }
+        w->written_lsn = end_lsn;
+        if (do_sync)
+            w->synced_lsn = end_lsn;
+    } else if (w->err_code == CT_OK) {
+        w->err_code = rc;
+        w->sticky = err;
+    }
+    /* give the (now empty) buffer back as the spare */
+    if (w->spare == NULL) {
+        w->spare = data;
+        w->spare_cap = cap;
+    } else {
+        free(data);
+    }
+    w->leader = false;
+    pthread_cond_broadcast(&w->cv);
+}
+
+static int wal_sticky(struct wal *w, struct ct_err *err)
+{
+    *err = w->sticky;
+    err->code = w->err_code;
+    return w->err_code;
+}
+
+/* Waits until lsn is written (and synced if `sync`), leading when nobody else does.
+ * REQUIRES: w->mu held. */
+static int wal_wait_lsn(struct wal *w, uint64_t lsn, bool sync, struct ct_err *err)
+{
+    if (sync && w->sync_req_lsn < lsn)
+        w->sync_req_lsn = lsn;
+    for (;;) {
+        if (w->err_code != CT_OK)
+            return wal_sticky(w, err);
+        if (w->written_lsn >= lsn && (!sync || w->synced_lsn >= lsn))
+            return CT_OK;
+        if (!w->leader)
+            wal_lead(w, sync);
+        else
+            pthread_cond_wait(&w->cv, &w->mu);
+    }
+}
+
+int wal_append(struct wal *w, uint64_t seq, const void *payload, size_t len, enum wal_sync sync,
+               struct ct_err *err)
+{
+    if (len > WAL_MAX_RECORD_BYTES)
+        return ct_err_set(err, CT_ELIMIT, "wal record of %zu bytes exceeds the limit of %u",
+                          len, WAL_MAX_RECORD_BYTES);
+    size_t need = WAL_RECORD_HEADER_BYTES + len;
+    pthread_mutex_lock(&w->mu);
+    if (w->err_code != CT_OK) {
+        int rc = wal_sticky(w, err);
+        pthread_mutex_unlock(&w->mu);
+        return rc;
+    }
+    if (w->buf_len + need > w->buf_cap) {
+        size_t cap = w->buf_cap ? w->buf_cap : 64 * 1024;
+        while (cap < w->buf_len + need)
+            cap *= 2;
+        uint8_t *nb = realloc(w->buf, cap);
+        if (!nb) {
+            pthread_mutex_unlock(&w->mu);
+            return ct_err_set(err, CT_ENOMEM, "out of memory buffering a wal record in %s",
+                              w->dir);
+        }
+        w->buf = nb;
+        w->buf_cap = cap;
+    }
+    uint8_t *p = w->buf + w->buf_len;
+    coding_put_be32(p + 4, (uint32_t)len);
+    coding_put_be64(p + 8, seq);
+    if (len)
+        memcpy(p + WAL_RECORD_HEADER_BYTES, payload, len);
+    coding_put_be32(p, crc32c_mask(crc32c_value(p + 4, need - 4)));
+    w->buf_len += need;
+    if (seq > w->buf_max_seq)
+        w->buf_max_seq = seq;
+    w->appended_lsn += need;
+    w->stats.appends++;
+    uint64_t my_lsn = w->appended_lsn;
+    int rc = CT_OK;
+    if (sync == WAL_SYNC_ASYNC) {
+        if (w->buf_len >= WAL_ASYNC_MAX_BUFFER && !w->leader) {
+            wal_lead(w, false);
+            if (w->err_code != CT_OK)
+                rc = wal_sticky(w, err);
+        }
+    } else {
+        rc = wal_wait_lsn(w, my_lsn, sync == WAL_SYNC_FSYNC, err);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int wal_sync(struct wal *w, struct ct_err *err)
+{
+    pthread_mutex_lock(&w->mu);
+    int rc = wal_wait_lsn(w, w->appended_lsn, true, err);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+static void *wal_bg_main(void *arg)
+{
+    struct wal *w = arg;
+    pthread_mutex_lock(&w->mu);
+    while (!w->closing) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += WAL_ASYNC_INTERVAL_MS / 1000;
+        pthread_cond_timedwait(&w->bg_cv, &w->mu, &ts);
+        if (w->closing)
+            break;
+        if (w->err_code == CT_OK && !w->leader &&
+            (w->buf_len > 0 || w->synced_lsn < w->written_lsn))
+            wal_lead(w, true);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+void wal_close(struct wal *w)
+{
+    if (!w)
+        return;
+    if (w->bg_started) {
+        pthread_mutex_lock(&w->mu);
+        w->closing = true;
+        pthread_cond_signal(&w->bg_cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->bg, NULL);
+        struct ct_err err = {0};
+        pthread_mutex_lock(&w->mu);
+        if (w->err_code == CT_OK &&
+            wal_wait_lsn(w, w->appended_lsn, w->appended_lsn > 0, &err) != CT_OK) {
+            /* sticky error: the buffered tail is lost; the caller saw or will see it */
+        }
+        pthread_mutex_unlock(&w->mu);
+    }
+    if (w->active_fd >= 0)
+        eio_close(w->active_fd);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    pthread_cond_destroy(&w->bg_cv);
+    free(w->buf);
+    free(w->spare);
+    free(w->segs);
+    free(w);
+}
+
+void wal_get_stats(struct wal *w, struct wal_stats *out)
+{
+    pthread_mutex_lock(&w->mu);
+    *out = w->stats;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* ---- reading ------------------------------------------------------------------------------ */
+
+/* Reads segment segs[idx] record by record, calling fn (NULL: only computes max_seq). When
+ * `is_last`, a torn or corrupt tail is truncated away; otherwise it is CT_ECORRUPT. */
+static int wal_scan_segment(struct wal *w, size_t idx, bool is_last, wal_replay_fn fn, void *arg,
+                            struct ct_err *err)
+{
+    char path[PATH_MAX + 64];
+    wal_segment_path(w, w->segs[idx].num, path, sizeof path);
+    int fd = eio_open(path, is_last ? O_RDWR : O_RDONLY, 0);
+    if (fd < 0)
+        return ct_err_errno(err, CT_EIO, errno, "cannot open wal segment %s", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        eio_close(fd);
+        return ct_err_errno(err, CT_EIO, e, "cannot stat wal segment %s", path);
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    int rc = CT_OK;
+    uint64_t off = 0, max_seq = 0;
+    const char *why = NULL;
+    uint8_t hdr[WAL_SEGMENT_HEADER_BYTES];
+    if (size < WAL_SEGMENT_HEADER_BYTES) {
+        why = "truncated segment header";
+        goto bad;
+    }
+    if ((rc = eio_pread_all(fd, hdr, sizeof hdr, 0, path, err)) != CT_OK)
+        goto out;
+    if (coding_get_be32(hdr) != WAL_MAGIC) {
+        rc = ct_err_set(err, CT_ECORRUPT, "%s is not a wal segment (bad magic)", path);
+        goto out;
+    }
+    if (hdr[4] != WAL_VERSION) {
+        rc = ct_err_set(err, CT_ECORRUPT, "unsupported wal version %u in %s (this build reads %u)",
+                        hdr[4], path, WAL_VERSION);
+        goto out;
+    }
+    off = WAL_SEGMENT_HEADER_BYTES;
+    while (off < size) {
+        uint8_t rh[WAL_RECORD_HEADER_BYTES];
+        if (size - off < WAL_RECORD_HEADER_BYTES) {
+            why = "truncated record header";
+            goto bad;
+        }
+        if ((rc = eio_pread_all(fd, rh, sizeof rh, off, path, err)) != CT_OK)
+            goto out;
+        uint32_t len = coding_get_be32(rh + 4);
+        if (len > WAL_MAX_RECORD_BYTES || len > size - off - WAL_RECORD_HEADER_BYTES) {
+            why = "truncated record or bad length";
+            goto bad;
+        }
+        if (len > cap) {
+            size_t ncap = cap ? cap : 65536;
+            while (ncap < len)
+                ncap *= 2;
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory replaying %s", path);
+                goto out;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        if (len && (rc = eio_pread_all(fd, buf, len, off + WAL_RECORD_HEADER_BYTES, path, err)) !=
+                       CT_OK)
+            goto out;
+        uint32_t crc = crc32c_extend(crc32c_value(rh + 4, WAL_RECORD_HEADER_BYTES - 4), buf, len);
+        if (crc32c_mask(crc) != coding_get_be32(rh)) {
+            why = "checksum mismatch";
+            goto bad;
+        }
+        uint64_t seq = coding_get_be64(rh + 8);
+        if (seq > max_seq)
+            max_seq = seq;
+        if (fn && (rc = fn(arg, seq, buf, len, err)) != CT_OK)
+            goto out;
+        off += WAL_RECORD_HEADER_BYTES + len;
+    }
+    goto done;
+bad:
+    if (!is_last) {
+        rc = ct_err_set(err, CT_ECORRUPT, "corrupt wal segment %s at offset %llu: %s", path,
+                        (unsigned long long)off, why);
+        goto out;
+    }
+    /* a torn tail of the last segment: what a crash mid-write leaves; cut it off */
+    if (eio_ftruncate(fd, (off_t)off) != 0) {
+        rc = ct_err_errno(err, CT_EIO, errno, "cannot truncate the torn tail of %s at %llu", path,
+                          (unsigned long long)off);
+        goto out;
+    }
+    if ((rc = eio_sync(fd, true, path, err)) != CT_OK)
+        goto out;
+done:
+    w->segs[idx].max_seq = max_seq;
+    w->segs[idx].max_known = true;
+out:
+    free(buf);
+    eio_close(fd);
+    return rc;
+}
+
+int wal_replay(struct wal *w, wal_replay_fn fn, void *arg, struct ct_err *err)
+{
+    pthread_mutex_lock(&w->mu);
+    size_t n = w->nsegs;
+    bool fresh = w->active_fd < 0 && w->appended_lsn == 0;
+    pthread_mutex_unlock(&w->mu);
+    if (!fresh)
+        return ct_err_set(err, CT_EINVAL, "wal_replay on %s after the first append", w->dir);
+    for (size_t i = 0; i < n; i++) {
+        int rc = wal_scan_segment(w, i, i + 1 == n, fn, arg, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    return CT_OK;
+}
+
+int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err)
+{
+    pthread_mutex_lock(&w->mu);
+    size_t limit = w->active_fd >= 0 ? w->nsegs - 1 : w->nsegs;
+    size_t keep = 0;
+    int rc = CT_OK;
+    size_t i;
+    for (i = 0; i < limit; i++) {
+        struct wal_segment *s = &w->segs[i];
+        if (!s->max_known) {
+            /* never replayed: learn its newest seq (a torn last segment counts as complete) */
+            rc = wal_scan_segment(w, i, i + 1 == limit && w->active_fd < 0, NULL, NULL, err);
+            if (rc != CT_OK)
+                break;
+        }
+        if (s->max_seq > seq)
+            break; /* segments are deleted oldest first, never leaving a gap */
+        char path[PATH_MAX + 64];
+        wal_segment_path(w, s->num, path, sizeof path);
+        if (eio_unlink(path) != 0 && errno != ENOENT) {
+            rc = ct_err_errno(err, CT_EIO, errno, "cannot remove wal segment %s", path);
+            break;
+        }
+    }
+    keep = w->nsegs - i;
+    if (i > 0 && keep > 0)
+        memmove(w->segs, w->segs + i, keep * sizeof(w->segs[0]));
+    w->nsegs = keep;
+    w->stats.segments = keep;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}

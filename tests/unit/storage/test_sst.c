@@ -1,0 +1,572 @@
+/* test_sst.c - block files: round trips with every compression, bloom kind and tiny to huge
+ * block sizes; cells larger than a block; seek / seek_for_prev / next / prev checked
+ * exhaustively against a sorted array; damage (flipped bytes in data and index blocks,
+ * truncation, unknown version) reported as CT_ECORRUPT naming the file; the cache path. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/engine/sst.h"
+#include "storage/engine/sst_format.h"
+#include "tests/lib/ctest.h"
+
+struct tcell {
+    uint8_t row[16];
+    uint8_t qual[8];
+    uint32_t row_len, qual_len, value_len;
+    uint8_t *value;
+    int64_t ts;
+    uint8_t type;
+    uint64_t seq;
+};
+
+static struct cell as_cell(const struct tcell *t)
+{
+    struct cell c = {.row = t->row,
+                     .row_len = t->row_len,
+                     .qual = t->qual,
+                     .qual_len = t->qual_len,
+                     .value = t->value,
+                     .value_len = t->value_len,
+                     .ts_ms = t->ts,
+                     .type = t->type,
+                     .seq = t->seq};
+    return c;
+}
+
+/* rows*quals*versions cells in cell order; every 7th a delete marker; values of varying size */
+static struct tcell *make_cells(size_t rows, size_t quals, size_t versions, size_t *n)
+{
+    size_t total = rows * quals * versions, k = 0;
+    struct tcell *v = calloc(total, sizeof(*v));
+    assert_non_null(v);
+    uint64_t seq = 1;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t q = 0; q < quals; q++)
+            for (size_t ver = 0; ver < versions; ver++) {
+                struct tcell *t = &v[k++];
+                t->row_len = (uint32_t)snprintf((char *)t->row, sizeof t->row, "row%06zu", r * 3);
+                t->qual_len = (uint32_t)snprintf((char *)t->qual, sizeof t->qual, "q%zu", q);
+                t->ts = 1000000 - (int64_t)ver * 10;
+                t->type = k % 7 == 0 ? 8 : 4;
+                t->seq = seq++;
+                t->value_len = (uint32_t)((k * 37) % 150);
+                t->value = malloc(t->value_len + 1);
+                assert_non_null(t->value);
+                for (uint32_t i = 0; i < t->value_len; i++)
+                    t->value[i] = (uint8_t)(k + i);
+            }
+    *n = total;
+    return v;
+}
+
+static void free_cells(struct tcell *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i].value);
+    free(v);
+}
+
+static void write_file(const char *path, const struct tcell *v, size_t n,
+                       const struct sst_writer_options *o, struct sst_meta *meta)
+{
+    struct ct_err err = {0};
+    struct sst_writer *w = NULL;
+    assert_int_equal(sst_writer_open(path, o, &w, &err), CT_OK);
+    for (size_t i = 0; i < n; i++) {
+        struct cell c = as_cell(&v[i]);
+        assert_int_equal(sst_writer_add(w, &c, &err), CT_OK);
+    }
+    assert_int_equal(sst_writer_finish(w, meta, &err), CT_OK);
+}
+
+static void assert_cell_eq(const struct cell *c, const struct tcell *t)
+{
+    struct cell e = as_cell(t);
+    assert_int_equal(cell_compare(c, &e), 0);
+    assert_int_equal(c->value_len, t->value_len);
+    if (t->value_len)
+        assert_memory_equal(c->value, t->value, t->value_len);
+}
+
+static void check_scan_both_ways(struct sst *f, const struct tcell *v, size_t n)
+{
+    struct ct_err err = {0};
+    struct sst_iter *it = NULL;
+    assert_int_equal(sst_iter_new(f, &it, &err), CT_OK);
+    size_t i = 0;
+    assert_int_equal(sst_iter_seek_first(it, &err), CT_OK);
+    for (; sst_iter_valid(it); i++) {
+        struct cell c;
+        sst_iter_cell(it, &c);
+        assert_true(i < n);
+        assert_cell_eq(&c, &v[i]);
+        assert_int_equal(sst_iter_next(it, &err), CT_OK);
+    }
+    assert_int_equal(i, n);
+    assert_int_equal(sst_iter_seek_last(it, &err), CT_OK);
+    for (i = n; sst_iter_valid(it); i--) {
+        struct cell c;
+        sst_iter_cell(it, &c);
+        assert_true(i > 0);
+        assert_cell_eq(&c, &v[i - 1]);
+        assert_int_equal(sst_iter_prev(it, &err), CT_OK);
+    }
+    assert_int_equal(i, 0);
+    sst_iter_free(it);
+}
+
+static void test_sst_round_trips_every_compression_bloom_and_blocksize(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    size_t n = 0;
+    struct tcell *v = make_cells(60, 5, 3, &n);
+    const uint32_t sizes[] = {64, 1024, 4096, 65536, 16777216};
+    const enum wc_compression comps[] = {WC_COMPRESSION_NONE, WC_COMPRESSION_SNAPPY,
+                                         WC_COMPRESSION_GZ};
+    struct block_cache *cache = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(block_cache_new(1 << 20, &cache, &err), CT_OK);
+    int id = 0;
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (size_t c = 0; c < 3; c++) {
+            char path[600];
+            snprintf(path, sizeof path, "%s/f%d.sst", dir, id);
+            struct sst_writer_options o = {.blocksize = sizes[s],
+                                           .compression = comps[c],
+                                           .bloom = (enum wc_bloom)(id % 3),
+                                           .expected_cells = n};
+            struct sst_meta meta;
+            write_file(path, v, n, &o, &meta);
+            assert_int_equal(meta.cells, n);
+            assert_int_equal(meta.max_seq, n);
+            assert_true(meta.min_ts_ms == 1000000 - 20);
+            assert_true(meta.max_ts_ms == 1000000);
+            assert_int_equal(meta.delete_markers, n / 7);
+            struct stat sb;
+            assert_int_equal(stat(path, &sb), 0);
+            assert_int_equal(meta.file_bytes, (uint64_t)sb.st_size);
+            struct sst *f = NULL;
+            struct sst_read_options ro = {.blockcache = id % 2 == 0};
+            assert_int_equal(sst_open(path, (uint64_t)id, cache, &ro, &f, &err), CT_OK);
+            const struct sst_meta *m = sst_get_meta(f);
+            assert_int_equal(m->cells, n);
+            assert_int_equal(m->first_row_len, v[0].row_len);
+            assert_memory_equal(m->first_row, v[0].row, v[0].row_len);
+            assert_memory_equal(m->last_row, v[n - 1].row, v[n - 1].row_len);
+            check_scan_both_ways(f, v, n);
+            for (size_t i = 0; i < n; i += 11)
+                assert_true(sst_may_contain_row(f, v[i].row, v[i].row_len));
+            for (size_t i = 0; i < n; i += 11)
+                assert_true(
+                    sst_may_contain_rowcol(f, v[i].row, v[i].row_len, v[i].qual, v[i].qual_len));
+            uint8_t mid[WC_MAX_ROW_BYTES];
+            size_t ml = sst_middle_row(f, mid);
+            assert_true(ml > 0);
+            sst_unref(f);
+            id++;
+        }
+    struct block_cache_stats st;
+    block_cache_get_stats(cache, &st);
+    assert_true(st.misses > 0);
+    block_cache_free(cache);
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
+static size_t ref_lower_bound(const struct tcell *v, size_t n, const struct cell *t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        struct cell c = as_cell(&v[mid]);
+        if (cell_compare(&c, t) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t ref_upper_bound(const struct tcell *v, size_t n, const struct cell *t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        struct cell c = as_cell(&v[mid]);
+        if (cell_compare(&c, t) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void check_seek(struct sst_iter *it, const struct tcell *v, size_t n,
+                       const struct cell *t)
+{
+    struct ct_err err = {0};
+    size_t lb = ref_lower_bound(v, n, t);
+    assert_int_equal(sst_iter_seek(it, t, &err), CT_OK);
+    if (lb == n) {
+        assert_false(sst_iter_valid(it));
+    } else {
+        assert_true(sst_iter_valid(it));
+        struct cell c;
+        sst_iter_cell(it, &c);
+        assert_cell_eq(&c, &v[lb]);
+        /* a few steps either way from here */
+        for (size_t k = 1; k <= 3; k++) {
+            assert_int_equal(sst_iter_next(it, &err), CT_OK);
+            if (lb + k >= n) {
+                assert_false(sst_iter_valid(it));
+                break;
+            }
+            sst_iter_cell(it, &c);
+            assert_cell_eq(&c, &v[lb + k]);
+        }
+    }
+    size_t ub = ref_upper_bound(v, n, t);
+    assert_int_equal(sst_iter_seek_for_prev(it, t, &err), CT_OK);
+    if (ub == 0) {
+        assert_false(sst_iter_valid(it));
+    } else {
+        assert_true(sst_iter_valid(it));
+        struct cell c;
+        sst_iter_cell(it, &c);
+        assert_cell_eq(&c, &v[ub - 1]);
+        for (size_t k = 1; k <= 3; k++) {
+            assert_int_equal(sst_iter_prev(it, &err), CT_OK);
+            if (ub - 1 < k) {
+                assert_false(sst_iter_valid(it));
+                break;
+            }
+            sst_iter_cell(it, &c);
+            assert_cell_eq(&c, &v[ub - 1 - k]);
+        }
+    }
+}
+
+static void test_sst_seek_and_seek_for_prev_match_sorted_array_exhaustively(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    size_t n = 0;
+    struct tcell *v = make_cells(40, 4, 3, &n);
+    struct ct_err err = {0};
+    const uint32_t sizes[] = {64, 700, 65536};
+    for (size_t s = 0; s < 3; s++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/s%zu.sst", dir, s);
+        struct sst_writer_options o = {.blocksize = sizes[s],
+                                       .compression = (enum wc_compression)(s % 3),
+                                       .bloom = WC_BLOOM_ROW};
+        write_file(path, v, n, &o, NULL);
+        struct sst *f = NULL;
+        assert_int_equal(sst_open(path, 1, NULL, NULL, &f, &err), CT_OK);
+        struct sst_iter *it = NULL;
+        assert_int_equal(sst_iter_new(f, &it, &err), CT_OK);
+        sst_unref(f); /* the iterator keeps it alive */
+        for (size_t i = 0; i < n; i++) {
+            struct cell t = as_cell(&v[i]);
+            check_seek(it, v, n, &t); /* exact */
+            t.ts_ms += 5;             /* between versions: newer than v[i] */
+            check_seek(it, v, n, &t);
+            t.ts_ms -= 10;
+            check_seek(it, v, n, &t);
+            t.ts_ms += 5;
+            t.seq += 1; /* same key, newer seq: sorts just before */
+            check_seek(it, v, n, &t);
+            t.seq -= 2;
+            check_seek(it, v, n, &t);
+        }
+        /* rows between, before and after */
+        for (size_t r = 0; r <= 130; r++) {
+            uint8_t row[16];
+            int rl = snprintf((char *)row, sizeof row, "row%06zu", r);
+            struct cell t = {.row = row, .row_len = (uint32_t)rl, .ts_ms = INT64_MAX, .type = 255,
+                             .seq = UINT64_MAX};
+            check_seek(it, v, n, &t);
+            t.ts_ms = INT64_MIN;
+            t.type = 0;
+            t.seq = 0;
+            t.qual = (const uint8_t *)"\xff";
+            t.qual_len = 1;
+            check_seek(it, v, n, &t);
+        }
+        struct cell lo = {.row = (const uint8_t *)"", .row_len = 0, .ts_ms = INT64_MAX};
+        check_seek(it, v, n, &lo);
+        struct cell hi = {.row = (const uint8_t *)"zzz", .row_len = 3};
+        check_seek(it, v, n, &hi);
+        sst_iter_free(it);
+    }
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
+static void test_sst_cell_larger_than_block_gets_its_own_block(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    char path[600];
+    snprintf(path, sizeof path, "%s/big.sst", dir);
+    size_t n = 0;
+    struct tcell *v = make_cells(5, 1, 1, &n);
+    free(v[2].value);
+    v[2].value_len = 300000;
+    v[2].value = malloc(v[2].value_len);
+    for (uint32_t i = 0; i < v[2].value_len; i++)
+        v[2].value[i] = (uint8_t)(i * 7);
+    for (int c = 0; c < 3; c++) {
+        struct sst_writer_options o = {.blocksize = 1024, .compression = (enum wc_compression)c};
+        unlink(path);
+        write_file(path, v, n, &o, NULL);
+        struct ct_err err = {0};
+        struct sst *f = NULL;
+        assert_int_equal(sst_open(path, 1, NULL, NULL, &f, &err), CT_OK);
+        check_scan_both_ways(f, v, n);
+        sst_unref(f);
+    }
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
+static void test_sst_empty_file_has_no_cells(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    char path[600];
+    snprintf(path, sizeof path, "%s/empty.sst", dir);
+    struct sst_writer_options o = {.blocksize = 4096, .bloom = WC_BLOOM_ROW};
+    struct sst_meta meta;
+    write_file(path, NULL, 0, &o, &meta);
+    assert_int_equal(meta.cells, 0);
+    struct ct_err err = {0};
+    struct sst *f = NULL;
+    assert_int_equal(sst_open(path, 1, NULL, NULL, &f, &err), CT_OK);
+    struct sst_iter *it = NULL;
+    assert_int_equal(sst_iter_new(f, &it, &err), CT_OK);
+    assert_int_equal(sst_iter_seek_first(it, &err), CT_OK);
+    assert_false(sst_iter_valid(it));
+    assert_int_equal(sst_iter_seek_last(it, &err), CT_OK);
+    assert_false(sst_iter_valid(it));
+    uint8_t buf[WC_MAX_ROW_BYTES];
+    assert_int_equal(sst_middle_row(f, buf), 0);
+    assert_false(sst_may_contain_row(f, (const uint8_t *)"x", 1));
+    sst_iter_free(it);
+    sst_unref(f);
+    ctest_rmdir(dir);
+}
+
+static void test_sst_writer_rejects_out_of_order_cells(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    char path[600];
+    snprintf(path, sizeof path, "%s/x.sst", dir);
+    size_t n = 0;
+    struct tcell *v = make_cells(3, 1, 1, &n);
+    struct ct_err err = {0};
+    struct sst_writer *w = NULL;
+    struct sst_writer_options o = {.blocksize = 4096};
+    assert_int_equal(sst_writer_open(path, &o, &w, &err), CT_OK);
+    struct cell c1 = as_cell(&v[1]), c0 = as_cell(&v[0]);
+    assert_int_equal(sst_writer_add(w, &c1, &err), CT_OK);
+    assert_int_equal(sst_writer_add(w, &c0, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "out of order"));
+    assert_int_equal(sst_writer_add(w, &c1, &err), CT_EINVAL); /* duplicates too */
+    sst_writer_abort(w);
+    assert_int_equal(access(path, F_OK), -1);
+    /* an existing file is not overwritten */
+    write_file(path, v, n, &o, NULL);
+    assert_int_equal(sst_writer_open(path, &o, &w, &err), CT_EEXIST);
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
+static void flip_byte(const char *path, off_t off)
+{
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    uint8_t b;
+    assert_int_equal(pread(fd, &b, 1, off), 1);
+    b ^= 0x41;
+    assert_int_equal(pwrite(fd, &b, 1, off), 1);
+    close(fd);
+}
+
+static void test_sst_flipped_data_byte_is_corruption_naming_file_and_offset(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    char path[600];
+    snprintf(path, sizeof path, "%s/d.sst", dir);
+    size_t n = 0;
+    struct tcell *v = make_cells(50, 2, 1, &n);
+    for (int c = 0; c < 3; c++) {
+        unlink(path);
+        struct sst_writer_options o = {.blocksize = 1024, .compression = (enum wc_compression)c};
+        write_file(path, v, n, &o, NULL);
+        flip_byte(path, SST_HEADER_BYTES + 20);
+        struct ct_err err = {0};
+        struct sst *f = NULL;
+        assert_int_equal(sst_open(path, 1, NULL, NULL, &f, &err), CT_OK);
+        struct sst_iter *it = NULL;
+        assert_int_equal(sst_iter_new(f, &it, &err), CT_OK);
+        assert_int_equal(sst_iter_seek_first(it, &err), CT_ECORRUPT);
+        assert_non_null(strstr(err.msg, path));
+        assert_non_null(strstr(err.msg, "offset 8"));
+        assert_non_null(strstr(err.msg, "checksum"));
+        /* the other blocks still read */
+        struct cell t = as_cell(&v[n - 1]);
+        assert_int_equal(sst_iter_seek(it, &t, &err), CT_OK);
+        assert_true(sst_iter_valid(it));
+        sst_iter_free(it);
+        sst_unref(f);
+    }
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
+static void test_sst_damaged_index_footer_or_truncation_fails_open(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    char path[600];
+    snprintf(path, sizeof path, "%s/i.sst", dir);
+    size_t n = 0;
+    struct tcell *v = make_cells(50, 2, 1, &n);
+    struct sst_writer_options o = {.blocksize = 1024, .bloom = WC_BLOOM_ROW};
+    struct ct_err err = {0};
+    struct sst *f = NULL;
+
+    /* index: its offset is in the footer */
+    write_file(path, v, n, &o, NULL);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    int fd = open(path, O_RDONLY);
+    uint8_t ft[SST_FOOTER_BYTES];
+    assert_int_equal(pread(fd, ft, sizeof ft, sb.st_size - SST_FOOTER_BYTES), SST_FOOTER_BYTES);
+    close(fd);
+    uint64_t index_off = 0;
+    for (int i = 0; i < 8; i++)
+        index_off = index_off << 8 | ft[i];
+    flip_byte(path, (off_t)index_off + 3);
+    assert_int_equal(sst_open(path, 1, NULL, NULL, &f, &err), CT_ECORRUPT);
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, "index block"));
+    char offs[64];
+    snprintf(offs, sizeof offs, "offset %llu", (unsigned long long)index_off);
+    assert_non_null(strstr(err.msg, offs));
+
+    /* footer */
+    unlink(path);
+    write_file(path, v, n, &o, NULL);
+    flip_byte(path, sb.st_size - SST_FOOTER_BYTES + 2);
+    assert_int_equal(sst_open(path, 1, NULL, NULL, &f, &err), CT_ECORRUPT);
+    assert_non_null(strstr(err.msg, "footer"));
+    assert_non_null(strstr(err.msg, path));
+
+    /* truncated: the footer is gone */
+    unlink(path);
+    write_file(path, v, n, &o, NULL);
+    assert_int_equal(truncate(path, sb.st_size - 100), 0);
+    assert_int_equal(sst_open(path, 1, NULL, NULL, &f, &err), CT_ECORRUPT);
+    assert_non_null(strstr(err.msg, path));
+    assert_int_equal(truncate(path, 10), 0);
+    assert_int_equal(sst_open(path, 1, NULL, NULL, &f, &err), CT_ECORRUPT);
+    assert_non_null(strstr(err.msg, "too short"));
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
+static void test_sst_unknown_version_is_rejected_by_name(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    char path[600];
+    snprintf(path, sizeof path, "%s/v.sst", dir);
+    size_t n = 0;
+    struct tcell *v = make_cells(5, 1, 1, &n);
+    struct sst_writer_options o = {.blocksize = 1024};
+    write_file(path, v, n, &o, NULL);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    int fd = open(path, O_RDWR);
+    uint8_t ver = 7;
+    assert_int_equal(pwrite(fd, &ver, 1, sb.st_size - SST_FOOTER_BYTES + 40), 1);
+    close(fd);
+    struct ct_err err = {0};
+    struct sst *f = NULL;
+    assert_int_equal(sst_open(path, 1, NULL, NULL, &f, &err), CT_ECORRUPT);
+    assert_non_null(strstr(err.msg, "unsupported block file version 7"));
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, "reads <= 1"));
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
+static void test_sst_cached_blocks_survive_clear_and_obsolete_file_is_deleted(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    char path[600];
+    snprintf(path, sizeof path, "%s/c.sst", dir);
+    size_t n = 0;
+    struct tcell *v = make_cells(100, 2, 1, &n);
+    struct sst_writer_options o = {.blocksize = 1024, .compression = WC_COMPRESSION_SNAPPY};
+    write_file(path, v, n, &o, NULL);
+    struct ct_err err = {0};
+    struct block_cache *cache = NULL;
+    assert_int_equal(block_cache_new(8 << 20, &cache, &err), CT_OK);
+    struct sst *f = NULL;
+    struct sst_read_options ro = {.blockcache = true};
+    assert_int_equal(sst_open(path, 42, cache, &ro, &f, &err), CT_OK);
+    check_scan_both_ways(f, v, n);
+    struct block_cache_stats st;
+    block_cache_get_stats(cache, &st);
+    assert_true(st.bytes > 0);
+    uint64_t misses = st.misses;
+    check_scan_both_ways(f, v, n);
+    block_cache_get_stats(cache, &st);
+    assert_int_equal(st.misses, misses); /* every block came from the cache */
+    assert_true(st.hits > 0);
+
+    struct sst_iter *it = NULL;
+    assert_int_equal(sst_iter_new(f, &it, &err), CT_OK);
+    assert_int_equal(sst_iter_seek_first(it, &err), CT_OK);
+    block_cache_clear(cache);
+    block_cache_get_stats(cache, &st);
+    assert_int_equal(st.bytes, 0);
+    struct cell c;
+    sst_iter_cell(it, &c); /* still valid: the iterator holds the block */
+    assert_cell_eq(&c, &v[0]);
+    sst_mark_obsolete(f);
+    sst_unref(f);
+    assert_int_equal(access(path, F_OK), 0); /* the iterator still holds it */
+    sst_iter_free(it);
+    assert_int_equal(access(path, F_OK), -1);
+    block_cache_free(cache);
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sst_round_trips_every_compression_bloom_and_blocksize),
+        cmocka_unit_test(test_sst_seek_and_seek_for_prev_match_sorted_array_exhaustively),
+        cmocka_unit_test(test_sst_cell_larger_than_block_gets_its_own_block),
+        cmocka_unit_test(test_sst_empty_file_has_no_cells),
+        cmocka_unit_test(test_sst_writer_rejects_out_of_order_cells),
+        cmocka_unit_test(test_sst_flipped_data_byte_is_corruption_naming_file_and_offset),
+        cmocka_unit_test(test_sst_damaged_index_footer_or_truncation_fails_open),
+        cmocka_unit_test(test_sst_unknown_version_is_rejected_by_name),
+        cmocka_unit_test(test_sst_cached_blocks_survive_clear_and_obsolete_file_is_deleted),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

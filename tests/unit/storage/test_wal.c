@@ -1,0 +1,442 @@
+/* test_wal.c - the write-ahead log: round trips across segments, torn tails, corruption,
+ * group commit, sticky I/O errors, ASYNC flushing, release of flushed segments. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/engine/eio.h"
+#include "storage/engine/wal.h"
+#include "storage/engine/wal_format.h"
+#include "tests/lib/ctest.h"
+
+struct collected {
+    uint64_t seqs[4096];
+    size_t lens[4096];
+    uint8_t first[4096];
+    size_t n;
+};
+
+static int collect_fn(void *arg, uint64_t seq, const uint8_t *p, size_t len, struct ct_err *err)
+{
+    (void)err;
+    struct collected *c = arg;
+    if (c->n < 4096) {
+        c->seqs[c->n] = seq;
+        c->lens[c->n] = len;
+        c->first[c->n] = len ? p[0] : 0;
+        for (size_t i = 0; i < len; i++)
+            assert_int_equal(p[i], (uint8_t)(seq + i));
+    }
+    c->n++;
+    return CT_OK;
+}
+
+static void payload_for(uint64_t seq, uint8_t *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (uint8_t)(seq + i);
+}
+
+static void seg_path(const char *dir, uint64_t num, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/wal-%020llu.log", dir, (unsigned long long)num);
+}
+
+static void append_n(struct wal *w, uint64_t first_seq, size_t n, size_t len,
+                     enum wal_sync sync)
+{
+    struct ct_err err = {0};
+    uint8_t buf[2048];
+    for (size_t i = 0; i < n; i++) {
+        uint64_t seq = first_seq + i;
+        payload_for(seq, buf, len);
+        assert_int_equal(wal_append(w, seq, buf, len, sync, &err), CT_OK);
+    }
+}
+
+static void test_wal_round_trips_records_across_segments(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    struct wal_options o = {.segment_bytes = 4096};
+    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    append_n(w, 1, 300, 100, WAL_SYNC_WRITE);
+    append_n(w, 301, 1, 0, WAL_SYNC_WRITE); /* empty payload */
+    struct wal_stats st;
+    wal_get_stats(w, &st);
+    assert_int_equal(st.appends, 301);
+    assert_true(st.segments > 5);
+    wal_close(w);
+
+    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 301);
+    for (size_t i = 0; i < 300; i++) {
+        assert_int_equal(c->seqs[i], i + 1);
+        assert_int_equal(c->lens[i], 100);
+    }
+    assert_int_equal(c->lens[300], 0);
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+static void test_wal_replay_drops_torn_tail(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    append_n(w, 1, 10, 50, WAL_SYNC_WRITE);
+    wal_close(w);
+    char p[600];
+    seg_path(dir, 1, p, sizeof p);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(truncate(p, sb.st_size - 7), 0); /* tear the last record */
+
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 9);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_size, WAL_SEGMENT_HEADER_BYTES + 9 * (WAL_RECORD_HEADER_BYTES + 50));
+    append_n(w, 100, 2, 50, WAL_SYNC_WRITE);
+    wal_close(w);
+
+    /* after the cut, the log is clean: old complete records plus the new ones */
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    memset(c, 0, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 11);
+    assert_int_equal(c->seqs[9], 100);
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+static void test_wal_replay_drops_garbage_tail(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    append_n(w, 1, 5, 20, WAL_SYNC_WRITE);
+    wal_close(w);
+    char p[600];
+    seg_path(dir, 1, p, sizeof p);
+    int fd = open(p, O_WRONLY | O_APPEND);
+    assert_true(fd >= 0);
+    uint8_t zeros[100] = {0};
+    assert_int_equal(write(fd, zeros, sizeof zeros), (ssize_t)sizeof zeros);
+    close(fd);
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 5);
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+static void test_wal_corruption_in_earlier_segment_names_segment_and_offset(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    struct wal_options o = {.segment_bytes = 1024};
+    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    append_n(w, 1, 50, 100, WAL_SYNC_WRITE);
+    wal_close(w);
+    char p[600];
+    seg_path(dir, 1, p, sizeof p);
+    int fd = open(p, O_RDWR);
+    assert_true(fd >= 0);
+    off_t off = WAL_SEGMENT_HEADER_BYTES + (WAL_RECORD_HEADER_BYTES + 100) + 40;
+    uint8_t b;
+    assert_int_equal(pread(fd, &b, 1, off), 1);
+    b ^= 0x55;
+    assert_int_equal(pwrite(fd, &b, 1, off), 1);
+    close(fd);
+    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_ECORRUPT);
+    assert_int_equal(c->n, 1);
+    assert_non_null(strstr(err.msg, p));
+    char offs[64];
+    snprintf(offs, sizeof offs, "offset %d", WAL_SEGMENT_HEADER_BYTES + WAL_RECORD_HEADER_BYTES + 100);
+    assert_non_null(strstr(err.msg, offs));
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+static void test_wal_rejects_unknown_version(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    append_n(w, 1, 3, 10, WAL_SYNC_WRITE);
+    wal_close(w);
+    char p[600];
+    seg_path(dir, 1, p, sizeof p);
+    int fd = open(p, O_RDWR);
+    uint8_t v = 9;
+    assert_int_equal(pwrite(fd, &v, 1, 4), 1);
+    close(fd);
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_ECORRUPT);
+    assert_non_null(strstr(err.msg, "unsupported wal version 9"));
+    assert_non_null(strstr(err.msg, p));
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+struct appender {
+    struct wal *w;
+    uint64_t base;
+    size_t n;
+    enum wal_sync sync;
+};
+
+static void *appender_main(void *arg)
+{
+    struct appender *a = arg;
+    struct ct_err err = {0};
+    uint8_t buf[64];
+    for (size_t i = 0; i < a->n; i++) {
+        uint64_t seq = a->base + i;
+        payload_for(seq, buf, sizeof buf);
+        if (wal_append(a->w, seq, buf, sizeof buf, a->sync, &err) != CT_OK)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void run_appenders(struct wal *w, size_t per_thread, enum wal_sync sync)
+{
+    pthread_t th[4];
+    struct appender a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (struct appender){w, 1 + (uint64_t)i * 100000, per_thread, sync};
+        assert_int_equal(pthread_create(&th[i], NULL, appender_main, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        void *r = NULL;
+        pthread_join(th[i], &r);
+        assert_null(r);
+    }
+}
+
+static void test_wal_group_commit_shares_writes_and_syncs(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    /* a slow disk: each fdatasync takes 2 ms, so appenders pile up behind the leader */
+    struct eio_fault f = {.op = EIO_OP_SYNC, .nth = 0, .delay_us = 2000};
+    eio_fault_set(&f);
+    run_appenders(w, 100, WAL_SYNC_FSYNC);
+    eio_fault_clear();
+    struct wal_stats st;
+    wal_get_stats(w, &st);
+    assert_int_equal(st.appends, 400);
+    assert_true(st.writes < st.appends);
+    assert_true(st.syncs < st.appends);
+    assert_true(st.bytes_written >= 400 * (WAL_RECORD_HEADER_BYTES + 64));
+    wal_close(w);
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 400);
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+static void test_wal_write_error_is_reported_and_sticky(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    append_n(w, 1, 3, 10, WAL_SYNC_WRITE);
+    struct eio_fault f = {.op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .path_substr = "wal-"};
+    eio_fault_set(&f);
+    /* the fault applies to descriptors opened from now on: force a new segment */
+    wal_close(w);
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    uint8_t buf[10] = {0};
+    assert_int_equal(wal_append(w, 10, buf, sizeof buf, WAL_SYNC_WRITE, &err), CT_EIO);
+    assert_non_null(strstr(err.msg, "No space left on device"));
+    assert_non_null(strstr(err.msg, "wal-"));
+    eio_fault_clear();
+    struct ct_err err2 = {0};
+    assert_int_equal(wal_append(w, 11, buf, sizeof buf, WAL_SYNC_WRITE, &err2), CT_EIO);
+    assert_string_equal(err2.msg, err.msg);
+    assert_int_equal(wal_sync(w, &err2), CT_EIO);
+    wal_close(w);
+    ctest_rmdir(dir);
+}
+
+static void test_wal_fsync_error_is_reported_and_sticky(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    append_n(w, 1, 3, 10, WAL_SYNC_FSYNC);
+    struct eio_fault f = {.op = EIO_OP_SYNC, .nth = 1, .errnum = EIO};
+    eio_fault_set(&f);
+    uint8_t buf[10] = {0};
+    assert_int_equal(wal_append(w, 10, buf, sizeof buf, WAL_SYNC_FSYNC, &err), CT_EIO);
+    assert_non_null(strstr(err.msg, "cannot fsync"));
+    eio_fault_clear();
+    assert_int_equal(wal_append(w, 11, buf, sizeof buf, WAL_SYNC_WRITE, &err), CT_EIO);
+    assert_int_equal(wal_append(w, 12, buf, sizeof buf, WAL_SYNC_ASYNC, &err), CT_EIO);
+    wal_close(w);
+    ctest_rmdir(dir);
+}
+
+static void test_wal_async_records_are_written_by_sync_and_close(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    append_n(w, 1, 20, 30, WAL_SYNC_ASYNC);
+    struct wal_stats st;
+    assert_int_equal(wal_sync(w, &err), CT_OK);
+    wal_get_stats(w, &st);
+    assert_true(st.writes >= 1 && st.writes <= 2);
+    assert_true(st.syncs >= 1);
+    append_n(w, 21, 5, 30, WAL_SYNC_ASYNC);
+    wal_close(w); /* flushes the rest */
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 25);
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+static void test_wal_async_records_are_synced_by_background_thread(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    append_n(w, 1, 3, 30, WAL_SYNC_ASYNC);
+    struct wal_stats st;
+    /* bounded wait: the syncer runs about every second */
+    for (int i = 0; i < 100; i++) {
+        wal_get_stats(w, &st);
+        if (st.syncs > 0)
+            break;
+        usleep(50 * 1000);
+    }
+    assert_true(st.syncs > 0);
+    assert_true(st.writes > 0);
+    wal_close(w);
+    ctest_rmdir(dir);
+}
+
+static void test_wal_release_deletes_flushed_segments(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    struct wal_options o = {.segment_bytes = 1024};
+    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    append_n(w, 1, 100, 100, WAL_SYNC_WRITE);
+    struct wal_stats before, after;
+    wal_get_stats(w, &before);
+    assert_int_equal(wal_release_upto(w, 50, &err), CT_OK);
+    wal_get_stats(w, &after);
+    assert_true(after.segments < before.segments);
+    assert_true(after.segments > 1);
+    assert_int_equal(wal_release_upto(w, 1000, &err), CT_OK);
+    wal_get_stats(w, &after);
+    assert_int_equal(after.segments, 1); /* the active segment stays */
+    wal_close(w);
+
+    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_true(c->n < 100);
+    assert_int_equal(c->seqs[c->n - 1], 100);
+    assert_int_equal(wal_release_upto(w, 100, &err), CT_OK); /* replayed segments go too */
+    wal_get_stats(w, &after);
+    assert_int_equal(after.segments, 0);
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+static int stop_fn(void *arg, uint64_t seq, const uint8_t *p, size_t len, struct ct_err *err)
+{
+    (void)p;
+    (void)len;
+    (void)arg;
+    if (seq == 3)
+        return ct_err_set(err, CT_EINVAL, "stop at %llu", (unsigned long long)seq);
+    return CT_OK;
+}
+
+static void test_wal_replay_callback_error_stops_replay(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    append_n(w, 1, 5, 10, WAL_SYNC_WRITE);
+    wal_close(w);
+    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(wal_replay(w, stop_fn, NULL, &err), CT_EINVAL);
+    assert_string_equal(err.msg, "stop at 3");
+    wal_close(w);
+    ctest_rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_wal_round_trips_records_across_segments),
+        cmocka_unit_test(test_wal_replay_drops_torn_tail),
+        cmocka_unit_test(test_wal_replay_drops_garbage_tail),
+        cmocka_unit_test(test_wal_corruption_in_earlier_segment_names_segment_and_offset),
+        cmocka_unit_test(test_wal_rejects_unknown_version),
+        cmocka_unit_test(test_wal_group_commit_shares_writes_and_syncs),
+        cmocka_unit_test(test_wal_write_error_is_reported_and_sticky),
+        cmocka_unit_test(test_wal_fsync_error_is_reported_and_sticky),
+        cmocka_unit_test(test_wal_async_records_are_written_by_sync_and_close),
+        cmocka_unit_test(test_wal_async_records_are_synced_by_background_thread),
+        cmocka_unit_test(test_wal_release_deletes_flushed_segments),
+        cmocka_unit_test(test_wal_replay_callback_error_stops_replay),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
