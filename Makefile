@@ -83,9 +83,10 @@ deps-build:
 	@tools/deps.sh deps/build.txt
 
 # The whole suite: deps, build, unit tests plainly and under ASan+UBSan, integration tests.
+# Always with the Bigtable backend (BIGTABLE=1), so its tests run against the emulator.
 test: deps
-	@$(MAKE) --no-print-directory all
-	@$(MAKE) --no-print-directory SAN=1 all
+	@$(MAKE) --no-print-directory BIGTABLE=1 all
+	@$(MAKE) --no-print-directory BIGTABLE=1 SAN=1 all
 	@tests/run_all.sh
 
 unit: all
@@ -102,6 +103,8 @@ run: deps-build
 	@$(MAKE) --no-print-directory all
 	@mkdir -p data
 	exec bin/ctsdb tsd --data ./data --port 4242
+
+-include tools/bench/bench.mk
 
 bench: deps
 	@tools/deps.sh deps/bench.txt

@@ -40,6 +40,9 @@ double dpcodec_point_value(const struct dpcodec_point *p)
     return p->type == DPCODEC_INT ? (double)p->i : p->f;
 }
 
+static uint64_t dpcodec_dbits(double d);
+static double dpcodec_bitsd(uint64_t u);
+
 static uint64_t dpcodec_dbits(double d)
 {
     uint64_t u;
@@ -166,6 +169,9 @@ void dpcodec_iter_end(struct dpcodec_iter *it)
 {
     free(it->scratch);
     it->scratch = NULL;
+    if (it->kind == DPCODEC_Q_COMPRESSED)
+        free((void *)(uintptr_t)it->desc); /* compressed cells own their decoded descriptors */
+    it->desc = NULL;
 }
 
 static int dpcodec_corrupt(struct dpcodec_iter *it, struct ct_err *err, const char *what)
@@ -312,7 +318,7 @@ static int dpcodec_next_append(struct dpcodec_iter *it, struct dpcodec_point *p,
     return CT_OK;
 }
 
-/* ---- compressed cells: bit streams -------------------------------------------------------- */
+/* ---- compressed cells --------------------------------------------------------------------- */
 
 struct dpcodec_bitw {
     uint8_t *p;
@@ -331,14 +337,18 @@ static void dpcodec_bitw_put(struct dpcodec_bitw *w, uint64_t v, unsigned n)
     }
 }
 
-static int dpcodec_bit_get(struct dpcodec_iter *it, unsigned n, uint64_t *out)
+struct dpcodec_bitr {
+    const uint8_t *p;
+    size_t nbits, pos;
+};
+
+static int dpcodec_bitr_get(struct dpcodec_bitr *r, unsigned n, uint64_t *out)
 {
-    uint64_t v = 0;
-    size_t avail = (size_t)(it->valend - it->val) * 8;
-    if (it->bitpos + n > avail)
+    if (r->pos + n > r->nbits)
         return -1;
-    for (unsigned i = 0; i < n; i++, it->bitpos++)
-        v = v << 1 | ((it->val[it->bitpos >> 3] >> (7 - (it->bitpos & 7))) & 1);
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++, r->pos++)
+        v = v << 1 | ((r->p[r->pos >> 3] >> (7 - (r->pos & 7))) & 1);
     *out = v;
     return 0;
 }
@@ -354,10 +364,104 @@ static int dpcodec_svarint(const uint8_t **p, const uint8_t *end, int64_t *out)
     return 0;
 }
 
+static int64_t dpcodec_add(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static int64_t dpcodec_sub(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+/* Reads an integer stream of order k with n entries into xs (dpcodec_format.h). */
+static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
+                               int64_t *xs)
+{
+    const uint8_t *p = *pp;
+    uint64_t heads = k < n ? k : n;
+    int64_t h[2] = {0, 0};
+    for (uint64_t i = 0; i < heads; i++)
+        if (dpcodec_svarint(&p, end, &h[i]))
+            return -1;
+    uint64_t m = n - heads, done = 0;
+    int64_t *res = xs + heads;
+    while (done < m) {
+        if (p == end)
+            return -1;
+        unsigned w = *p++;
+        int64_t mn;
+        if (w > 64 || dpcodec_svarint(&p, end, &mn))
+            return -1;
+        uint64_t cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
+        size_t bytes = (size_t)((cnt * w + 7) / 8);
+        if ((size_t)(end - p) < bytes)
+            return -1;
+        struct dpcodec_bitr r = {p, bytes * 8, 0};
+        for (uint64_t j = 0; j < cnt; j++) {
+            uint64_t u = 0;
+            if (w && dpcodec_bitr_get(&r, w, &u))
+                return -1;
+            res[done + j] = (int64_t)((uint64_t)mn + u);
+        }
+        p += bytes;
+        done += cnt;
+    }
+    if (k == 1 && n > 0) {
+        xs[0] = h[0];
+        for (uint64_t i = 1; i < n; i++)
+            xs[i] = dpcodec_add(xs[i - 1], xs[i]);
+    } else if (k == 2 && n > 0) {
+        xs[0] = h[0];
+        if (n > 1)
+            xs[1] = dpcodec_add(h[0], h[1]);
+        int64_t d = h[1];
+        for (uint64_t i = 2; i < n; i++) {
+            d = dpcodec_add(d, xs[i]);
+            xs[i] = dpcodec_add(xs[i - 1], d);
+        }
+    }
+    *pp = p;
+    return 0;
+}
+
 static double dpcodec_decimal(int64_t m, unsigned e, enum dpcodec_type t)
 {
     double d = (double)m / dpcodec_p10[e];
     return t == DPCODEC_FLOAT ? (double)(float)d : d;
+}
+
+static int dpcodec_xor_read(const uint8_t *p, const uint8_t *end, uint64_t n, uint64_t *out)
+{
+    struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
+    uint64_t prev, c;
+    unsigned lead = 0, len = 0;
+    if (dpcodec_bitr_get(&r, 64, &prev))
+        return -1;
+    out[0] = prev;
+    for (uint64_t i = 1; i < n; i++) {
+        if (dpcodec_bitr_get(&r, 1, &c))
+            return -1;
+        if (c) {
+            if (dpcodec_bitr_get(&r, 1, &c))
+                return -1;
+            if (c) {
+                uint64_t l, ln;
+                if (dpcodec_bitr_get(&r, 5, &l) || dpcodec_bitr_get(&r, 6, &ln))
+                    return -1;
+                lead = (unsigned)l;
+                len = (unsigned)ln + 1;
+                if (lead + len > 64)
+                    return -1;
+            }
+            uint64_t x;
+            if (len == 0 || dpcodec_bitr_get(&r, len, &x))
+                return -1;
+            prev ^= x << (64 - lead - len);
+        }
+        out[i] = prev;
+    }
+    return 0;
 }
 
 static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
@@ -371,26 +475,32 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
                           "unsupported compressed cell version %u (this build reads %d)", p[0],
                           DPCODEC_CVERSION);
     }
-    it->venc = p[1];
+    unsigned order = p[1] & 3, kind = p[1] >> 2;
     it->cflags = p[2];
-    if (it->venc > DPCODEC_VENC_RAW)
+    if (order > 2 || kind > DPCODEC_VK_RAW)
         return dpcodec_corrupt(it, err, "unknown value encoding");
     p += 3;
     size_t k = coding_get_varint64(p, end, &it->n);
-    if (!k || it->n == 0 || it->n > DPCODEC_HOUR_MS)
+    if (!k || it->n == 0 || it->n > (uint64_t)DPCODEC_HOUR_MS)
         return dpcodec_corrupt(it, err, "bad point count");
     p += k;
+    uint64_t raw = 0;
     if (it->cflags & DPCODEC_CF_DEFLATED) {
-        uint64_t raw;
         k = coding_get_varint64(p, end, &raw);
-        if (!k || raw > it->n * 40 + 64)
+        if (!k || raw > it->n * 24 + 64)
             return dpcodec_corrupt(it, err, "bad raw payload length");
         p += k;
-        it->scratch = malloc(raw ? raw : 1);
-        if (!it->scratch) {
-            it->failed = true;
-            return ct_err_set(err, CT_ENOMEM, "out of memory inflating a compressed cell");
-        }
+    }
+    it->scratch = malloc((size_t)(it->n * 16 + raw + 1));
+    if (!it->scratch) {
+        it->failed = true;
+        return ct_err_set(err, CT_ENOMEM, "out of memory decoding %llu points",
+                          (unsigned long long)it->n);
+    }
+    it->cts = (int64_t *)it->scratch;
+    it->cval = (uint64_t *)(it->scratch + it->n * 8);
+    if (raw) {
+        uint8_t *buf = it->scratch + it->n * 16;
         z_stream zs;
         memset(&zs, 0, sizeof(zs));
         if (inflateInit2(&zs, -15) != Z_OK) {
@@ -399,36 +509,92 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
         }
         zs.next_in = (Bytef *)(uintptr_t)p;
         zs.avail_in = (uInt)(end - p);
-        zs.next_out = it->scratch;
+        zs.next_out = buf;
         zs.avail_out = (uInt)raw;
         int zrc = inflate(&zs, Z_FINISH);
-        size_t got = raw - zs.avail_out;
+        size_t got = (size_t)raw - zs.avail_out;
         inflateEnd(&zs);
         if (zrc != Z_STREAM_END || got != raw)
             return dpcodec_corrupt(it, err, "deflated payload does not inflate");
-        p = it->scratch;
-        end = it->scratch + raw;
+        p = buf;
+        end = buf + raw;
     }
     if (it->cflags & DPCODEC_CF_DESCRIPTORS) {
-        if ((uint64_t)(end - p) < it->n)
+        /* an order-0 integer stream, decoded into the value array then narrowed to bytes in
+         * the spare room after the timestamps (cval is filled later) */
+        int64_t *tmp = (int64_t *)it->cval;
+        if (dpcodec_stream_read(&p, end, 0, it->n, tmp))
             return dpcodec_corrupt(it, err, "descriptors truncated");
-        it->desc = p;
-        p += it->n;
+        uint8_t *d = malloc((size_t)it->n);
+        if (!d) {
+            it->failed = true;
+            return ct_err_set(err, CT_ENOMEM, "out of memory decoding descriptors");
+        }
+        for (uint64_t i = 0; i < it->n; i++) {
+            if (tmp[i] < 0 || tmp[i] > 7 || (tmp[i] & 3) > DPCODEC_DOUBLE) {
+                free(d);
+                return dpcodec_corrupt(it, err, "bad point descriptor");
+            }
+            d[i] = (uint8_t)tmp[i];
+        }
+        it->desc = d;
+    } else if (((it->cflags >> DPCODEC_CF_TYPE_SHIFT) & 3) > DPCODEC_DOUBLE) {
+        return dpcodec_corrupt(it, err, "bad point type");
     }
-    if (it->venc == DPCODEC_VENC_DECIMAL_DELTA || it->venc == DPCODEC_VENC_DECIMAL_DOD) {
+    unsigned e10 = 0;
+    if (kind == DPCODEC_VK_DECIMAL) {
         if (p == end || *p > DPCODEC_MAX_EXP10)
             return dpcodec_corrupt(it, err, "bad decimal exponent");
-        it->exp10 = *p++;
+        e10 = *p++;
     }
-    uint64_t tslen;
-    k = coding_get_varint64(p, end, &tslen);
-    if (!k || tslen > (uint64_t)(end - p - (ptrdiff_t)k))
+    if (dpcodec_stream_read(&p, end, 2, it->n, it->cts))
         return dpcodec_corrupt(it, err, "timestamp stream truncated");
-    p += k;
-    it->ts = p;
-    it->tsend = p + tslen;
-    it->val = it->tsend;
-    it->valend = end;
+    int64_t unit = (it->cflags & DPCODEC_CF_SECONDS) ? 1000 : 1;
+    for (uint64_t i = 0; i < it->n; i++) {
+        int64_t o = it->cts[i];
+        if (o < 0 || o >= DPCODEC_HOUR_MS / unit)
+            return dpcodec_corrupt(it, err, "timestamp beyond the hour");
+        it->cts[i] = it->base_ms + o * unit;
+    }
+    int64_t *iv = (int64_t *)it->cval;
+    switch (kind) {
+    case DPCODEC_VK_INT:
+    case DPCODEC_VK_DECIMAL:
+        if (dpcodec_stream_read(&p, end, order, it->n, iv))
+            return dpcodec_corrupt(it, err, "value stream truncated");
+        break;
+    case DPCODEC_VK_XOR:
+        if (dpcodec_xor_read(p, end, it->n, it->cval))
+            return dpcodec_corrupt(it, err, "xor stream truncated");
+        break;
+    case DPCODEC_VK_RAW:
+        for (uint64_t i = 0; i < it->n; i++) {
+            enum dpcodec_type t = it->desc ? (enum dpcodec_type)(it->desc[i] & 3)
+                                           : (enum dpcodec_type)((it->cflags >> 4) & 3);
+            if (t == DPCODEC_INT) {
+                if (dpcodec_svarint(&p, end, &iv[i]))
+                    return dpcodec_corrupt(it, err, "value stream truncated");
+                continue;
+            }
+            size_t len = t == DPCODEC_FLOAT ? 4 : 8;
+            if ((size_t)(end - p) < len)
+                return dpcodec_corrupt(it, err, "value stream truncated");
+            struct dpcodec_point tmp;
+            if (dpcodec_read_value(p, len, DPCODEC_FLAG_FLOAT, &tmp))
+                return dpcodec_corrupt(it, err, "bad raw value");
+            it->cval[i] = dpcodec_dbits(tmp.f);
+            p += len;
+        }
+        break;
+    }
+    for (uint64_t i = 0; i < it->n; i++) {
+        enum dpcodec_type t = it->desc ? (enum dpcodec_type)(it->desc[i] & 3)
+                                       : (enum dpcodec_type)((it->cflags >> 4) & 3);
+        if ((kind == DPCODEC_VK_INT) != (t == DPCODEC_INT) && kind != DPCODEC_VK_RAW)
+            return dpcodec_corrupt(it, err, "value kind does not match the point types");
+        if (kind == DPCODEC_VK_DECIMAL)
+            it->cval[i] = dpcodec_dbits(dpcodec_decimal(iv[i], e10, t));
+    }
     return CT_OK;
 }
 
@@ -443,123 +609,19 @@ static int dpcodec_next_compressed(struct dpcodec_iter *it, struct dpcodec_point
     }
     if (it->i >= it->n)
         return CT_NOTFOUND;
-    uint64_t i = it->i;
-    /* timestamp */
-    int64_t o;
-    if (i == 0) {
-        uint64_t u;
-        size_t k = coding_get_varint64(it->ts, it->tsend, &u);
-        if (!k)
-            return dpcodec_corrupt(it, err, "timestamp stream truncated");
-        it->ts += k;
-        o = (int64_t)u;
-    } else {
-        int64_t d;
-        if (dpcodec_svarint(&it->ts, it->tsend, &d))
-            return dpcodec_corrupt(it, err, "timestamp stream truncated");
-        it->o_delta = i == 1 ? d : it->o_delta + d;
-        o = it->o_prev + it->o_delta;
-    }
-    it->o_prev = o;
-    int64_t unit = (it->cflags & DPCODEC_CF_SECONDS) ? 1000 : 1;
-    if (o < 0 || o * unit >= DPCODEC_HOUR_MS)
-        return dpcodec_corrupt(it, err, "timestamp beyond the hour");
-    p->ts_ms = it->base_ms + o * unit;
-    /* type */
-    enum dpcodec_type type;
+    uint64_t i = it->i++;
+    p->ts_ms = it->cts[i];
     if (it->desc) {
-        type = (enum dpcodec_type)(it->desc[i] & 3);
+        p->type = (enum dpcodec_type)(it->desc[i] & 3);
         p->ms = (it->desc[i] >> 2) & 1;
     } else {
-        type = (enum dpcodec_type)((it->cflags >> DPCODEC_CF_TYPE_SHIFT) & 3);
+        p->type = (enum dpcodec_type)((it->cflags >> DPCODEC_CF_TYPE_SHIFT) & 3);
         p->ms = (it->cflags & DPCODEC_CF_ALL_MS) != 0;
     }
-    if (type > DPCODEC_DOUBLE)
-        return dpcodec_corrupt(it, err, "bad point type");
-    p->type = type;
-    /* value */
-    switch (it->venc) {
-    case DPCODEC_VENC_INT_DELTA:
-    case DPCODEC_VENC_INT_DOD:
-    case DPCODEC_VENC_DECIMAL_DELTA:
-    case DPCODEC_VENC_DECIMAL_DOD: {
-        int64_t d;
-        if (dpcodec_svarint(&it->val, it->valend, &d))
-            return dpcodec_corrupt(it, err, "value stream truncated");
-        int64_t v;
-        bool dod = it->venc == DPCODEC_VENC_INT_DOD || it->venc == DPCODEC_VENC_DECIMAL_DOD;
-        if (i == 0)
-            v = d;
-        else if (!dod || i == 1)
-            v = (int64_t)((uint64_t)it->v_prev + (uint64_t)d), it->v_delta = d;
-        else {
-            it->v_delta = (int64_t)((uint64_t)it->v_delta + (uint64_t)d);
-            v = (int64_t)((uint64_t)it->v_prev + (uint64_t)it->v_delta);
-        }
-        it->v_prev = v;
-        if (it->venc == DPCODEC_VENC_INT_DELTA || it->venc == DPCODEC_VENC_INT_DOD) {
-            if (type != DPCODEC_INT)
-                return dpcodec_corrupt(it, err, "integer encoding of a float point");
-            p->i = v;
-        } else {
-            if (type == DPCODEC_INT)
-                return dpcodec_corrupt(it, err, "decimal encoding of an integer point");
-            p->f = dpcodec_decimal(v, it->exp10, type);
-        }
-        break;
-    }
-    case DPCODEC_VENC_XOR: {
-        uint64_t bits;
-        if (i == 0) {
-            if (dpcodec_bit_get(it, 64, &bits))
-                return dpcodec_corrupt(it, err, "xor stream truncated");
-        } else {
-            uint64_t c;
-            if (dpcodec_bit_get(it, 1, &c))
-                return dpcodec_corrupt(it, err, "xor stream truncated");
-            if (!c) {
-                bits = it->x_prev;
-            } else {
-                if (dpcodec_bit_get(it, 1, &c))
-                    return dpcodec_corrupt(it, err, "xor stream truncated");
-                if (c) {
-                    uint64_t lead, len;
-                    if (dpcodec_bit_get(it, 5, &lead) || dpcodec_bit_get(it, 6, &len))
-                        return dpcodec_corrupt(it, err, "xor stream truncated");
-                    it->x_lead = (unsigned)lead;
-                    it->x_len = (unsigned)len + 1;
-                    if (it->x_lead + it->x_len > 64)
-                        return dpcodec_corrupt(it, err, "xor window beyond 64 bits");
-                }
-                if (it->x_len == 0)
-                    return dpcodec_corrupt(it, err, "xor reuse before a window");
-                uint64_t x;
-                if (dpcodec_bit_get(it, it->x_len, &x))
-                    return dpcodec_corrupt(it, err, "xor stream truncated");
-                bits = it->x_prev ^ (x << (64 - it->x_lead - it->x_len));
-            }
-        }
-        it->x_prev = bits;
-        if (type == DPCODEC_INT)
-            return dpcodec_corrupt(it, err, "xor encoding of an integer point");
-        p->f = dpcodec_bitsd(bits);
-        break;
-    }
-    case DPCODEC_VENC_RAW:
-        if (type == DPCODEC_INT) {
-            if (dpcodec_svarint(&it->val, it->valend, &p->i))
-                return dpcodec_corrupt(it, err, "value stream truncated");
-        } else {
-            size_t len = type == DPCODEC_FLOAT ? 4 : 8;
-            if ((size_t)(it->valend - it->val) < len)
-                return dpcodec_corrupt(it, err, "value stream truncated");
-            if (dpcodec_read_value(it->val, len, DPCODEC_FLAG_FLOAT, p))
-                return dpcodec_corrupt(it, err, "bad raw value");
-            it->val += len;
-        }
-        break;
-    }
-    it->i++;
+    if (p->type == DPCODEC_INT)
+        p->i = (int64_t)it->cval[i];
+    else
+        p->f = dpcodec_bitsd(it->cval[i]);
     return CT_OK;
 }
 
@@ -740,7 +802,7 @@ int dpcodec_compacted_encode(int64_t base_s, const struct dpcodec_point *pts, si
 
 size_t dpcodec_compressed_bound(size_t n)
 {
-    return 21 * n + 64;
+    return 21 * n + 96;
 }
 
 static size_t dpcodec_varint_len(uint64_t v)
@@ -753,82 +815,114 @@ static size_t dpcodec_varint_len(uint64_t v)
     return n;
 }
 
-static size_t dpcodec_put_svarint(uint8_t *p, int64_t v)
+/* The residuals of order k (dpcodec_format.h) of x into res; returns the head count. */
+static size_t dpcodec_residuals(const int64_t *x, size_t n, unsigned k, int64_t *heads,
+                                int64_t *res)
 {
-    return coding_put_varint64(p, coding_zigzag(v));
+    size_t h = k < n ? k : n;
+    if (h > 0)
+        heads[0] = x[0];
+    if (h > 1)
+        heads[1] = dpcodec_sub(x[1], x[0]);
+    for (size_t i = h; i < n; i++) {
+        if (k == 0)
+            res[i - h] = x[i];
+        else if (k == 1)
+            res[i - h] = dpcodec_sub(x[i], x[i - 1]);
+        else
+            res[i - h] = dpcodec_sub(dpcodec_sub(x[i], x[i - 1]), dpcodec_sub(x[i - 1], x[i - 2]));
+    }
+    return h;
 }
 
-/* Bytes the delta (dod false) or delta-of-delta encoding of xs takes. */
-static size_t dpcodec_int_cost(const int64_t *xs, size_t n, bool dod)
+static void dpcodec_block_range(const int64_t *r, size_t cnt, int64_t *mn, unsigned *w)
 {
-    size_t c = dpcodec_varint_len(coding_zigzag(xs[0]));
-    int64_t pd = 0;
-    for (size_t i = 1; i < n; i++) {
-        int64_t d = (int64_t)((uint64_t)xs[i] - (uint64_t)xs[i - 1]);
-        int64_t e = (dod && i > 1) ? (int64_t)((uint64_t)d - (uint64_t)pd) : d;
-        c += dpcodec_varint_len(coding_zigzag(e));
-        pd = d;
+    int64_t lo = r[0], hi = r[0];
+    for (size_t j = 1; j < cnt; j++) {
+        if (r[j] < lo)
+            lo = r[j];
+        if (r[j] > hi)
+            hi = r[j];
+    }
+    uint64_t range = (uint64_t)hi - (uint64_t)lo;
+    *mn = lo;
+    *w = range ? 64u - (unsigned)__builtin_clzll(range) : 0;
+}
+
+/* Bytes of the integer stream of order k over x (res: scratch of n entries). */
+static size_t dpcodec_stream_cost(const int64_t *x, size_t n, unsigned k, int64_t *res)
+{
+    int64_t heads[2] = {0, 0};
+    size_t h = dpcodec_residuals(x, n, k, heads, res);
+    size_t c = 0;
+    for (size_t i = 0; i < h; i++)
+        c += dpcodec_varint_len(coding_zigzag(heads[i]));
+    for (size_t done = 0; done < n - h; done += DPCODEC_BLOCK) {
+        size_t cnt = n - h - done < DPCODEC_BLOCK ? n - h - done : DPCODEC_BLOCK;
+        int64_t mn;
+        unsigned w;
+        dpcodec_block_range(res + done, cnt, &mn, &w);
+        c += 1 + dpcodec_varint_len(coding_zigzag(mn)) + (cnt * w + 7) / 8;
     }
     return c;
 }
 
-static size_t dpcodec_int_write(const int64_t *xs, size_t n, bool dod, uint8_t *p)
+static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64_t *res,
+                                   uint8_t *p)
 {
-    size_t o = dpcodec_put_svarint(p, xs[0]);
-    int64_t pd = 0;
-    for (size_t i = 1; i < n; i++) {
-        int64_t d = (int64_t)((uint64_t)xs[i] - (uint64_t)xs[i - 1]);
-        int64_t e = (dod && i > 1) ? (int64_t)((uint64_t)d - (uint64_t)pd) : d;
-        o += dpcodec_put_svarint(p + o, e);
-        pd = d;
+    int64_t heads[2] = {0, 0};
+    size_t h = dpcodec_residuals(x, n, k, heads, res);
+    size_t o = 0;
+    for (size_t i = 0; i < h; i++)
+        o += coding_put_varint64(p + o, coding_zigzag(heads[i]));
+    for (size_t done = 0; done < n - h; done += DPCODEC_BLOCK) {
+        size_t cnt = n - h - done < DPCODEC_BLOCK ? n - h - done : DPCODEC_BLOCK;
+        int64_t mn;
+        unsigned w;
+        dpcodec_block_range(res + done, cnt, &mn, &w);
+        p[o++] = (uint8_t)w;
+        o += coding_put_varint64(p + o, coding_zigzag(mn));
+        struct dpcodec_bitw bw = {p + o, 0};
+        if (w)
+            for (size_t j = 0; j < cnt; j++)
+                dpcodec_bitw_put(&bw, (uint64_t)res[done + j] - (uint64_t)mn, w);
+        o += (bw.bits + 7) / 8;
     }
     return o;
 }
 
-/* Gorilla XOR of double bits into w; returns bytes used. */
+/* The cheapest order for x; its cost in *cost. */
+static unsigned dpcodec_best_order(const int64_t *x, size_t n, int64_t *res, size_t *cost)
+{
+    unsigned best = 0;
+    *cost = SIZE_MAX;
+    for (unsigned k = 0; k <= 2; k++) {
+        size_t c = dpcodec_stream_cost(x, n, k, res);
+        if (c < *cost) {
+            *cost = c;
+            best = k;
+        }
+    }
+    return best;
+}
+
+/* Gorilla XOR of double bits; returns bytes used (or only counts them when p is NULL). */
 static size_t dpcodec_xor_write(const struct dpcodec_point *pts, size_t n, uint8_t *p)
 {
     struct dpcodec_bitw w = {p, 0};
+    size_t bits = 64;
     uint64_t prev = dpcodec_dbits(pts[0].f);
-    dpcodec_bitw_put(&w, prev, 64);
+    if (p)
+        dpcodec_bitw_put(&w, prev, 64);
     unsigned plead = 0, plen = 0;
     for (size_t i = 1; i < n; i++) {
         uint64_t cur = dpcodec_dbits(pts[i].f);
         uint64_t x = cur ^ prev;
         prev = cur;
         if (!x) {
-            dpcodec_bitw_put(&w, 0, 1);
-            continue;
-        }
-        unsigned lead = (unsigned)__builtin_clzll(x), trail = (unsigned)__builtin_ctzll(x);
-        if (lead > 31)
-            lead = 31;
-        unsigned len = 64 - lead - trail;
-        if (plen && lead >= plead && 64 - trail <= plead + plen) {
-            dpcodec_bitw_put(&w, 2, 2); /* '10' */
-            dpcodec_bitw_put(&w, x >> (64 - plead - plen), plen);
-        } else {
-            dpcodec_bitw_put(&w, 3, 2); /* '11' */
-            dpcodec_bitw_put(&w, lead, 5);
-            dpcodec_bitw_put(&w, len - 1, 6);
-            dpcodec_bitw_put(&w, x >> trail, len);
-            plead = lead;
-            plen = len;
-        }
-    }
-    return (w.bits + 7) / 8;
-}
-
-static size_t dpcodec_xor_cost(const struct dpcodec_point *pts, size_t n)
-{
-    size_t bits = 64;
-    uint64_t prev = dpcodec_dbits(pts[0].f);
-    unsigned plead = 0, plen = 0;
-    for (size_t i = 1; i < n; i++) {
-        uint64_t cur = dpcodec_dbits(pts[i].f), x = cur ^ prev;
-        prev = cur;
-        if (!x) {
             bits += 1;
+            if (p)
+                dpcodec_bitw_put(&w, 0, 1);
             continue;
         }
         unsigned lead = (unsigned)__builtin_clzll(x), trail = (unsigned)__builtin_ctzll(x);
@@ -837,8 +931,18 @@ static size_t dpcodec_xor_cost(const struct dpcodec_point *pts, size_t n)
         unsigned len = 64 - lead - trail;
         if (plen && lead >= plead && 64 - trail <= plead + plen) {
             bits += 2 + plen;
+            if (p) {
+                dpcodec_bitw_put(&w, 2, 2); /* '10' */
+                dpcodec_bitw_put(&w, x >> (64 - plead - plen), plen);
+            }
         } else {
             bits += 13 + len;
+            if (p) {
+                dpcodec_bitw_put(&w, 3, 2); /* '11' */
+                dpcodec_bitw_put(&w, lead, 5);
+                dpcodec_bitw_put(&w, len - 1, 6);
+                dpcodec_bitw_put(&w, x >> trail, len);
+            }
             plead = lead;
             plen = len;
         }
@@ -846,7 +950,7 @@ static size_t dpcodec_xor_cost(const struct dpcodec_point *pts, size_t n)
     return (bits + 7) / 8;
 }
 
-/* Finds the decimal exponent that represents every float point exactly, filling ms[]. */
+/* Finds the decimal exponent that represents every float point exactly, filling m[]. */
 static bool dpcodec_decimal_fit(const struct dpcodec_point *pts, size_t n, int64_t *m,
                                 unsigned *exp_out)
 {
@@ -880,6 +984,11 @@ static bool dpcodec_decimal_fit(const struct dpcodec_point *pts, size_t n, int64
     return true;
 }
 
+static void xs_desc(int64_t *d, size_t i, const struct dpcodec_point *pts)
+{
+    d[i] = pts[i].type | (pts[i].ms ? 4 : 0);
+}
+
 int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n,
                               uint8_t *v, size_t *vlen, struct ct_err *err)
 {
@@ -887,41 +996,46 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     if (rc != CT_OK)
         return rc;
     int64_t base_ms = base_s * 1000;
-    bool uniform = true, seconds = true;
+    bool uniform = true, seconds = true, all_int = true, no_int = true;
     for (size_t i = 0; i < n; i++) {
         if (pts[i].type != pts[0].type || pts[i].ms != pts[0].ms)
             uniform = false;
         if ((pts[i].ts_ms - base_ms) % 1000 != 0)
             seconds = false;
+        if (pts[i].type == DPCODEC_INT)
+            no_int = false;
+        else
+            all_int = false;
     }
     size_t rawcap = dpcodec_compressed_bound(n);
     uint8_t *raw = malloc(rawcap);
     int64_t *xs = malloc(n * sizeof(int64_t));
+    int64_t *res = malloc(n * sizeof(int64_t));
+    int64_t *ts = calloc(n, sizeof(int64_t));
     uint8_t *z = NULL;
-    if (!raw || !xs) {
+    if (!raw || !xs || !res || !ts) {
         rc = ct_err_set(err, CT_ENOMEM, "out of memory compressing %zu points", n);
         goto done;
     }
-    /* choose the value encoding */
-    enum dpcodec_venc venc = DPCODEC_VENC_RAW;
-    unsigned e10 = 0;
-    if (uniform && pts[0].type == DPCODEC_INT) {
+    /* choose the value encoding (invariant 3: decimal only when exact) */
+    unsigned kind = DPCODEC_VK_RAW, order = 0, e10 = 0;
+    size_t cost;
+    if (all_int) {
         for (size_t i = 0; i < n; i++)
             xs[i] = pts[i].i;
-        venc = dpcodec_int_cost(xs, n, true) < dpcodec_int_cost(xs, n, false)
-                   ? DPCODEC_VENC_INT_DOD
-                   : DPCODEC_VENC_INT_DELTA;
-    } else if (uniform) {
-        size_t xc = dpcodec_xor_cost(pts, n);
-        venc = DPCODEC_VENC_XOR;
+        kind = DPCODEC_VK_INT;
+        order = dpcodec_best_order(xs, n, res, &cost);
+    } else if (no_int) { /* floats and doubles may mix: OpenTSDB types each value on its own */
+        size_t xc = dpcodec_xor_write(pts, n, NULL);
+        kind = DPCODEC_VK_XOR;
         if (dpcodec_decimal_fit(pts, n, xs, &e10)) {
-            size_t dd = dpcodec_int_cost(xs, n, true), dl = dpcodec_int_cost(xs, n, false);
-            size_t best = dd < dl ? dd : dl;
-            if (best <= xc)
-                venc = dd < dl ? DPCODEC_VENC_DECIMAL_DOD : DPCODEC_VENC_DECIMAL_DELTA;
+            unsigned o = dpcodec_best_order(xs, n, res, &cost);
+            if (cost + 1 <= xc) {
+                kind = DPCODEC_VK_DECIMAL;
+                order = o;
+            }
         }
     }
-    /* raw payload */
     size_t o = 0;
     uint8_t flags = 0;
     if (seconds)
@@ -929,43 +1043,33 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     if (!uniform) {
         flags |= DPCODEC_CF_DESCRIPTORS;
         for (size_t i = 0; i < n; i++)
-            raw[o++] = (uint8_t)(pts[i].type | (pts[i].ms ? 4 : 0));
+            xs_desc(res, i, pts);
+        o += dpcodec_stream_write(res, n, 0, ts, raw + o); /* ts is free until below */
     } else {
         flags |= (uint8_t)(pts[0].type << DPCODEC_CF_TYPE_SHIFT);
         if (pts[0].ms)
             flags |= DPCODEC_CF_ALL_MS;
     }
-    if (venc == DPCODEC_VENC_DECIMAL_DELTA || venc == DPCODEC_VENC_DECIMAL_DOD)
+    if (kind == DPCODEC_VK_DECIMAL)
         raw[o++] = (uint8_t)e10;
-    /* timestamps: written after a length varint; reserve the maximum and move down after */
+    /* timestamps (an order-2 stream); offsets are computed into a scratch that does not alias
+     * xs, which holds the values */
     int64_t unit = seconds ? 1000 : 1;
-    uint8_t *tsbuf = raw + o + CODING_VARINT64_MAX;
-    size_t tl = coding_put_varint64(tsbuf, (uint64_t)((pts[0].ts_ms - base_ms) / unit));
-    int64_t pd = 0;
-    for (size_t i = 1; i < n; i++) {
-        int64_t d = (pts[i].ts_ms - pts[i - 1].ts_ms) / unit;
-        tl += dpcodec_put_svarint(tsbuf + tl, i == 1 ? d : d - pd);
-        pd = d;
-    }
-    size_t ll = coding_put_varint64(raw + o, tl);
-    memmove(raw + o + ll, tsbuf, tl);
-    o += ll + tl;
-    switch (venc) {
-    case DPCODEC_VENC_INT_DELTA:
-    case DPCODEC_VENC_DECIMAL_DELTA:
-        o += dpcodec_int_write(xs, n, false, raw + o);
+    for (size_t i = 0; i < n; i++)
+        ts[i] = (pts[i].ts_ms - base_ms) / unit;
+    o += dpcodec_stream_write(ts, n, 2, res, raw + o);
+    switch (kind) {
+    case DPCODEC_VK_INT:
+    case DPCODEC_VK_DECIMAL:
+        o += dpcodec_stream_write(xs, n, order, res, raw + o);
         break;
-    case DPCODEC_VENC_INT_DOD:
-    case DPCODEC_VENC_DECIMAL_DOD:
-        o += dpcodec_int_write(xs, n, true, raw + o);
-        break;
-    case DPCODEC_VENC_XOR:
+    case DPCODEC_VK_XOR:
         o += dpcodec_xor_write(pts, n, raw + o);
         break;
-    case DPCODEC_VENC_RAW:
+    case DPCODEC_VK_RAW:
         for (size_t i = 0; i < n; i++) {
             if (pts[i].type == DPCODEC_INT) {
-                o += dpcodec_put_svarint(raw + o, pts[i].i);
+                o += coding_put_varint64(raw + o, coding_zigzag(pts[i].i));
             } else {
                 uint8_t f;
                 o += dpcodec_value(&pts[i], raw + o, &f);
@@ -976,10 +1080,10 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     /* try raw DEFLATE; keep it only if it saves bytes */
     size_t zlen = 0;
     z = malloc(o + 64);
-    if (z) {
+    if (z && o > 32) {
         z_stream zs;
         memset(&zs, 0, sizeof(zs));
-        if (deflateInit2(&zs, 9, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK) {
+        if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK) {
             zs.next_in = raw;
             zs.avail_in = (uInt)o;
             zs.next_out = z;
@@ -991,7 +1095,7 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     }
     size_t h = 0;
     v[h++] = DPCODEC_CVERSION;
-    v[h++] = (uint8_t)venc;
+    v[h++] = DPCODEC_VENC(kind, order);
     size_t flags_at = h++;
     h += coding_put_varint64(v + h, n);
     if (zlen && zlen + dpcodec_varint_len(o) < o) {
@@ -1009,6 +1113,8 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
 done:
     free(raw);
     free(xs);
+    free(res);
+    free(ts);
     free(z);
     return rc;
 }

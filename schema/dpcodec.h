@@ -102,18 +102,13 @@ struct dpcodec_iter {
     const uint8_t *q, *qend, *v, *vend;
     int kind;
     bool started, failed;
-    /* compressed-cell state */
-    uint8_t venc, cflags, exp10;
+    /* compressed-cell state: the whole cell is decoded into scratch on the first call */
+    uint8_t cflags;
     uint64_t n, i;
-    const uint8_t *desc;            /* descriptor bytes or NULL */
-    const uint8_t *ts, *tsend;      /* timestamp stream cursor */
-    const uint8_t *val, *valend;    /* value stream cursor */
-    int64_t o_prev, o_delta;        /* timestamps */
-    int64_t v_prev, v_delta;        /* integer values */
-    uint64_t x_prev;                /* XOR: previous bits */
-    unsigned x_lead, x_len;         /* XOR: previous window */
-    size_t bitpos;                  /* XOR: bit offset from val */
-    uint8_t *scratch;               /* inflated payload, owned (dpcodec_iter_end) */
+    const uint8_t *desc;   /* descriptor bytes or NULL */
+    int64_t *cts;          /* n timestamps, ms */
+    uint64_t *cval;        /* n values: int64 or IEEE double bits */
+    uint8_t *scratch;      /* owned (dpcodec_iter_end) */
 };
 /* Starts iterating a cell of the row whose base hour is base_s. */
 void dpcodec_iter_init(struct dpcodec_iter *it, int64_t base_s, const uint8_t *q, size_t qlen,
@@ -122,7 +117,7 @@ void dpcodec_iter_init(struct dpcodec_iter *it, int64_t base_s, const uint8_t *q
  * cell. */
 CT_MUST_CHECK int dpcodec_iter_next(struct dpcodec_iter *it, struct dpcodec_point *p,
                                     struct ct_err *err);
-/* Frees what the iterator holds (a compressed cell's inflated payload); accepts a finished or
+/* Frees what the iterator holds (a compressed cell's decoded points); accepts a finished or
  * unstarted iterator. */
 void dpcodec_iter_end(struct dpcodec_iter *it);
 
@@ -130,7 +125,7 @@ void dpcodec_iter_end(struct dpcodec_iter *it);
  * Duplicate timestamps keep the point of the newest cell (highest cell ts, then the later cell);
  * *dups counts the dropped ones (NULL allowed). *n gets the number of points; if it exceeds cap,
  * returns CT_ELIMIT with *n = the count needed and out holds garbage. CT_ECORRUPT on a malformed
- * cell. Allocation-free except for compressed cells stored deflated. */
+ * cell. Allocation-free except for compressed cells (one buffer per cell while it is read). */
 CT_MUST_CHECK int dpcodec_row_decode(int64_t base_s, const struct wc_cell *cells, size_t ncells,
                                      struct dpcodec_point *out, size_t cap, size_t *n,
                                      size_t *dups, struct ct_err *err);

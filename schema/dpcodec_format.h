@@ -13,43 +13,44 @@
  * ctsdb compressed hour cell, qualifier 07 43 54 ("\x07CT"), value:
  *   off size  field
  *   0   1     version = DPCODEC_CVERSION (1); readers reject others
- *   1   1     venc: value encoding (enum below)
+ *   1   1     venc: bits 0-1 = order k of the integer streams (0 values, 1 deltas, 2 deltas of
+ *             deltas), bits 2-3 = value kind (0 INT, 1 DECIMAL, 2 XOR, 3 RAW)
  *   2   1     flags: bit0 timestamps stored in seconds (else ms); bit1 payload is raw-deflated;
  *             bit2 per-point descriptor bytes present; bit3 every point has an ms qualifier;
  *             bits4-5 the uniform type (0 int, 1 float, 2 double) when bit2 is clear
- *   3   var   n: number of points (varint, >= 1)
+ *   3   var   n: number of points (varint, 1 ..= 3600000)
  *   .   var   raw payload length (varint), only if bit1
- *   .   ...   payload (raw, or raw DEFLATE of it), to the end of the value
+ *   .   ...   payload (raw, or a raw DEFLATE stream of it), to the end of the value
  * payload:
  *   [n descriptor bytes: type | ms << 2]   only if flags bit2
- *   [1 byte decimal exponent e]            only if venc is DECIMAL_*: value = m / 10^e
- *   varint ts_len, then ts_len bytes of timestamps: varint o0, then zigzag varints of
- *       (o1 - o0), then delta-of-delta (oi - oi-1) - (oi-1 - oi-2); o = offset from the base
- *       hour in the unit of flags bit0
- *   values to the end:
- *     INT_DELTA / DECIMAL_DELTA: zigzag varint v0, then zigzag varints of vi - vi-1
- *     INT_DOD / DECIMAL_DOD:     zigzag varint v0, zigzag v1 - v0, then delta-of-delta
- *     XOR: Gorilla bit stream (MSB first) of the IEEE double bits: 64 bits of the first value;
- *          then per value '0' = same, '10' = meaningful bits inside the previous window, '11' +
- *          5 bits leading zeros + 6 bits (length - 1) + the bits
- *     RAW: per point by its descriptor: int zigzag varint of the value; float 4 bytes BE; double
- *          8 bytes BE
- * Integers of the decimal encodings are m; the decoder computes (double)m / 10^e (then rounds to
- * float for type float) and the encoder uses it only when that reproduces every value bit for
- * bit. */
+ *   [1 byte decimal exponent e, 0..15]     only for DECIMAL: value = m / 10^e
+ *   timestamps: an integer stream of order 2 over o_i = (ts_i - base) / unit
+ *   values: INT: an integer stream of order k over the values; DECIMAL: the same over m_i;
+ *     XOR: Gorilla bit stream (MSB first) of the IEEE double bits: 64 bits of the first value,
+ *          then per value '0' = same as previous; '10' + the bits inside the previous window;
+ *          '11' + 5 bits leading zeros + 6 bits (length - 1) + the bits (a new window);
+ *     RAW: per point by its descriptor: int zigzag varint; float 4 bytes BE; double 8 bytes BE.
+ * integer stream of order k over x_0..x_n-1: the first min(k, n) "heads" as zigzag varints
+ *   (x_0, then x_1 - x_0 for k = 2), then the n - k residuals (k = 0: x_i; k = 1: x_i - x_i-1;
+ *   k = 2: (x_i - x_i-1) - (x_i-1 - x_i-2)), all in 64-bit two's complement wrap-around, packed
+ *   in blocks of up to DPCODEC_BLOCK residuals: 1 byte width w (0..64), zigzag varint of the
+ *   block minimum, then ceil(count * w / 8) bytes holding each (residual - minimum) on w bits,
+ *   MSB first.
+ * The decimal kind is chosen only when (double)m / 10^e (rounded to float for float points)
+ * reproduces every value bit for bit, so the format is lossless by construction. */
 #ifndef CT_SCHEMA_DPCODEC_FORMAT_H
 #define CT_SCHEMA_DPCODEC_FORMAT_H
 
 #define DPCODEC_CVERSION 1
 
-enum dpcodec_venc {
-    DPCODEC_VENC_INT_DELTA = 0,
-    DPCODEC_VENC_INT_DOD = 1,
-    DPCODEC_VENC_DECIMAL_DELTA = 2,
-    DPCODEC_VENC_DECIMAL_DOD = 3,
-    DPCODEC_VENC_XOR = 4,
-    DPCODEC_VENC_RAW = 5,
+enum dpcodec_vkind {
+    DPCODEC_VK_INT = 0,
+    DPCODEC_VK_DECIMAL = 1,
+    DPCODEC_VK_XOR = 2,
+    DPCODEC_VK_RAW = 3,
 };
+#define DPCODEC_VENC(kind, order) ((uint8_t)((kind) << 2 | (order)))
+#define DPCODEC_BLOCK 128
 
 #define DPCODEC_CF_SECONDS 0x01
 #define DPCODEC_CF_DEFLATED 0x02

@@ -154,7 +154,7 @@ int sst_writer_open(const char *path, const struct sst_writer_options *o, struct
     w->meta.min_ts_ms = INT64_MAX;
     w->meta.max_ts_ms = INT64_MIN;
     if (w->o.bloom != WC_BLOOM_NONE && w->o.expected_cells) {
-        size_t want = w->o.expected_cells < (1u << 24) ? w->o.expected_cells : (1u << 24);
+        size_t want = w->o.expected_cells < (1u << 20) ? w->o.expected_cells : (1u << 20);
         w->hashes = malloc(want * sizeof(uint64_t));
         w->hashes_cap = w->hashes ? want : 0;
     }

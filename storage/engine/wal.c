@@ -15,8 +15,9 @@
  *     fdatasyncs the old segment before closing it, so "synced up to lsn" holds across segments.
  * (4) The first failed write, sync or rotation is sticky (w->err_code, w->sticky): every later
  *     append, sync and the waiters of the failed batch return it.
- * (5) segs[] lists the segment files in number order; when active_fd >= 0 the last entry is the
- *     segment being appended to, and is never deleted by wal_release_upto().
+ * (5) segs[] lists the segment files in number order; once has_active is set the last entry is
+ *     the segment being appended to (set under mu when a segment is created, before the leader
+ *     starts writing to it), and is never deleted by wal_release_upto().
  * Locking: mu guards every field except those marked "leader only" (touched only by the thread
  * that holds the leader role, outside mu). cv is broadcast when a leader finishes; bg_cv wakes
  * the background syncer. */
@@ -65,7 +66,8 @@ struct wal {
     size_t nsegs;
     size_t segs_cap;
     uint64_t next_num;
-    int active_fd;         /* leader only once set; -1 = no segment open for appends yet */
+    bool has_active;       /* segs[nsegs - 1] is (or is about to be) appended to */
+    int active_fd;         /* leader only; -1 = no segment open for appends yet */
     uint64_t active_bytes; /* leader only */
     char active_path[PATH_MAX + 64];
 
@@ -241,6 +243,7 @@ static int wal_rotate(struct wal *w, struct ct_err *err)
     pthread_mutex_lock(&w->mu);
     rc = wal_segs_push(w, num, err);
     if (rc == CT_OK) {
+        w->has_active = true;
         w->segs[w->nsegs - 1].max_known = true;
         w->stats.segments = w->nsegs;
         w->stats.bytes_written += sizeof hdr;
@@ -573,7 +576,7 @@ int wal_replay(struct wal *w, wal_replay_fn fn, void *arg, struct ct_err *err)
 {
     pthread_mutex_lock(&w->mu);
     size_t n = w->nsegs;
-    bool fresh = w->active_fd < 0 && w->appended_lsn == 0;
+    bool fresh = !w->has_active && w->appended_lsn == 0;
     pthread_mutex_unlock(&w->mu);
     if (!fresh)
         return ct_err_set(err, CT_EINVAL, "wal_replay on %s after the first append", w->dir);
@@ -588,7 +591,7 @@ int wal_replay(struct wal *w, wal_replay_fn fn, void *arg, struct ct_err *err)
 int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err)
 {
     pthread_mutex_lock(&w->mu);
-    size_t limit = w->active_fd >= 0 ? w->nsegs - 1 : w->nsegs;
+    size_t limit = w->has_active ? w->nsegs - 1 : w->nsegs;
     size_t keep = 0;
     int rc = CT_OK;
     size_t i;
@@ -596,7 +599,7 @@ int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err)
         struct wal_segment *s = &w->segs[i];
         if (!s->max_known) {
             /* never replayed: learn its newest seq (a torn last segment counts as complete) */
-            rc = wal_scan_segment(w, i, i + 1 == limit && w->active_fd < 0, NULL, NULL, err);
+            rc = wal_scan_segment(w, i, i + 1 == limit && !w->has_active, NULL, NULL, err);
             if (rc != CT_OK)
                 break;
         }

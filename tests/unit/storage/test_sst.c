@@ -3,6 +3,7 @@
  * exhaustively against a sorted array; damage (flipped bytes in data and index blocks,
  * truncation, unknown version) reported as CT_ECORRUPT naming the file; the cache path. */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -555,6 +556,79 @@ static void test_sst_cached_blocks_survive_clear_and_obsolete_file_is_deleted(vo
     ctest_rmdir(dir);
 }
 
+struct reader_arg {
+    struct sst *f;
+    const struct tcell *v;
+    size_t n;
+    unsigned seed;
+    int failures;
+};
+
+static void *reader_main(void *p)
+{
+    struct reader_arg *a = p;
+    struct ct_err err = {0};
+    struct sst_iter *it = NULL;
+    if (sst_iter_new(a->f, &it, &err) != CT_OK) {
+        a->failures++;
+        return NULL;
+    }
+    for (int k = 0; k < 3000; k++) {
+        size_t i = (size_t)rand_r(&a->seed) % a->n;
+        struct cell t = as_cell(&a->v[i]), c;
+        if (sst_iter_seek(it, &t, &err) != CT_OK || !sst_iter_valid(it)) {
+            a->failures++;
+            continue;
+        }
+        sst_iter_cell(it, &c);
+        if (cell_compare(&c, &t) != 0 || c.value_len != a->v[i].value_len ||
+            (c.value_len && memcmp(c.value, a->v[i].value, c.value_len) != 0))
+            a->failures++;
+        if (sst_iter_prev(it, &err) != CT_OK)
+            a->failures++;
+        if (i > 0 && (!sst_iter_valid(it) || (sst_iter_cell(it, &c), c.seq != a->v[i - 1].seq)))
+            a->failures++;
+    }
+    sst_iter_free(it);
+    return NULL;
+}
+
+static void test_sst_concurrent_readers_share_a_small_cache(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    char path[600];
+    snprintf(path, sizeof path, "%s/m.sst", dir);
+    size_t n = 0;
+    struct tcell *v = make_cells(200, 4, 2, &n);
+    struct sst_writer_options o = {.blocksize = 1024, .compression = WC_COMPRESSION_SNAPPY};
+    write_file(path, v, n, &o, NULL);
+    struct ct_err err = {0};
+    struct block_cache *cache = NULL;
+    assert_int_equal(block_cache_new(16 << 10, &cache, &err), CT_OK); /* a few blocks only */
+    struct sst *f = NULL;
+    struct sst_read_options ro = {.blockcache = true};
+    assert_int_equal(sst_open(path, 9, cache, &ro, &f, &err), CT_OK);
+    pthread_t th[4];
+    struct reader_arg a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (struct reader_arg){f, v, n, (unsigned)i + 1, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, reader_main, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(a[i].failures, 0);
+    }
+    struct block_cache_stats st;
+    block_cache_get_stats(cache, &st);
+    assert_true(st.evictions > 0);
+    assert_true(st.bytes <= st.capacity_bytes);
+    sst_unref(f);
+    block_cache_free(cache);
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -567,6 +641,7 @@ int main(void)
         cmocka_unit_test(test_sst_damaged_index_footer_or_truncation_fails_open),
         cmocka_unit_test(test_sst_unknown_version_is_rejected_by_name),
         cmocka_unit_test(test_sst_cached_blocks_survive_clear_and_obsolete_file_is_deleted),
+        cmocka_unit_test(test_sst_concurrent_readers_share_a_small_cache),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,832 @@
+/* qagg.c - see qagg.h. Semantics follow OpenTSDB 2.4: Aggregators (with NaN skipped by the
+ * double forms), Downsampler / FillingDownsampler, RateSpan, AggregationIterator and
+ * TsdbQuery's scan window.
+ *
+ * Invariants: (1) the aggregator table is static const and never changes; (2) integer arithmetic
+ * wraps as Java's long does (done in uint64_t, never signed overflow); (3) the group state machine
+ * keeps, per series, a "current" slot (ts 0 = not contributing) and a "next" slot (ts QAGG_END =
+ * exhausted), exactly the two halves of AggregationIterator's arrays. */
+#include "query/qagg.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum agg_kind {
+    K_SUM,
+    K_MIN,
+    K_MAX,
+    K_AVG,
+    K_DEV,
+    K_COUNT,
+    K_MEDIAN,
+    K_MULT,
+    K_DIFF,
+    K_FIRST,
+    K_LAST,
+    K_SQSUM,
+    K_NONE,
+    K_PCT,
+};
+
+enum pct_est {
+    EST_LEGACY,
+    EST_R3,
+    EST_R7,
+};
+
+struct qagg {
+    const char *name;
+    enum agg_kind kind;
+    enum qagg_interp interp;
+    double pct; /* percentile in (0, 100] */
+    enum pct_est est;
+};
+
+static const struct qagg aggs[] = {
+    {"sum", K_SUM, QAGG_LERP, 0, EST_LEGACY},
+    {"min", K_MIN, QAGG_LERP, 0, EST_LEGACY},
+    {"max", K_MAX, QAGG_LERP, 0, EST_LEGACY},
+    {"avg", K_AVG, QAGG_LERP, 0, EST_LEGACY},
+    {"dev", K_DEV, QAGG_LERP, 0, EST_LEGACY},
+    {"median", K_MEDIAN, QAGG_LERP, 0, EST_LEGACY},
+    {"mult", K_MULT, QAGG_LERP, 0, EST_LEGACY},
+    {"diff", K_DIFF, QAGG_LERP, 0, EST_LEGACY},
+    {"count", K_COUNT, QAGG_ZIM, 0, EST_LEGACY},
+    {"zimsum", K_SUM, QAGG_ZIM, 0, EST_LEGACY},
+    {"mimmin", K_MIN, QAGG_MAX, 0, EST_LEGACY},
+    {"mimmax", K_MAX, QAGG_MIN, 0, EST_LEGACY},
+    {"first", K_FIRST, QAGG_ZIM, 0, EST_LEGACY},
+    {"last", K_LAST, QAGG_ZIM, 0, EST_LEGACY},
+    {"pfsum", K_SUM, QAGG_PREV, 0, EST_LEGACY},
+    {"squareSum", K_SQSUM, QAGG_ZIM, 0, EST_LEGACY},
+    {"none", K_NONE, QAGG_ZIM, 0, EST_LEGACY},
+    {"p999", K_PCT, QAGG_LERP, 99.9, EST_LEGACY},
+    {"p99", K_PCT, QAGG_LERP, 99, EST_LEGACY},
+    {"p95", K_PCT, QAGG_LERP, 95, EST_LEGACY},
+    {"p90", K_PCT, QAGG_LERP, 90, EST_LEGACY},
+    {"p75", K_PCT, QAGG_LERP, 75, EST_LEGACY},
+    {"p50", K_PCT, QAGG_LERP, 50, EST_LEGACY},
+    {"ep999r3", K_PCT, QAGG_LERP, 99.9, EST_R3},
+    {"ep99r3", K_PCT, QAGG_LERP, 99, EST_R3},
+    {"ep95r3", K_PCT, QAGG_LERP, 95, EST_R3},
+    {"ep90r3", K_PCT, QAGG_LERP, 90, EST_R3},
+    {"ep75r3", K_PCT, QAGG_LERP, 75, EST_R3},
+    {"ep50r3", K_PCT, QAGG_LERP, 50, EST_R3},
+    {"ep999r7", K_PCT, QAGG_LERP, 99.9, EST_R7},
+    {"ep99r7", K_PCT, QAGG_LERP, 99, EST_R7},
+    {"ep95r7", K_PCT, QAGG_LERP, 95, EST_R7},
+    {"ep90r7", K_PCT, QAGG_LERP, 90, EST_R7},
+    {"ep75r7", K_PCT, QAGG_LERP, 75, EST_R7},
+    {"ep50r7", K_PCT, QAGG_LERP, 50, EST_R7},
+};
+#define NAGGS (sizeof(aggs) / sizeof(aggs[0]))
+
+const struct qagg *qagg_lookup(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < NAGGS; i++)
+        if (!strcmp(aggs[i].name, name))
+            return &aggs[i];
+    return NULL;
+}
+
+size_t qagg_count(void)
+{
+    return NAGGS;
+}
+
+const struct qagg *qagg_at(size_t i)
+{
+    return i < NAGGS ? &aggs[i] : NULL;
+}
+
+const char *qagg_name(const struct qagg *a)
+{
+    return a->name;
+}
+
+enum qagg_interp qagg_interpolation(const struct qagg *a)
+{
+    return a->interp;
+}
+
+bool qagg_is_none(const struct qagg *a)
+{
+    return a->kind == K_NONE;
+}
+
+/* ---- value aggregation -------------------------------------------------------------- */
+
+static int64_t wadd(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static int64_t wsub(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+static int64_t wmul(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a * (uint64_t)b);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* Apache Commons Math Percentile over sorted values s[0..n) (n >= 1). */
+static double percentile_sorted(const double *s, size_t n, double pct, enum pct_est est)
+{
+    double p = pct / 100.0, pos;
+    if (n == 1)
+        return s[0];
+    switch (est) {
+    case EST_R3:
+        pos = p <= 0.5 / (double)n ? 0 : rint((double)n * p);
+        break;
+    case EST_R7:
+        pos = p == 1.0 ? (double)n : 1 + ((double)n - 1) * p;
+        break;
+    default:
+        pos = p == 1.0 ? (double)n : p * ((double)n + 1);
+        break;
+    }
+    double fpos = floor(pos), dif = pos - fpos;
+    if (pos < 1)
+        return s[0];
+    if (pos >= (double)n)
+        return s[n - 1];
+    size_t ip = (size_t)fpos;
+    double lower = s[ip - 1], upper = s[ip];
+    return lower + dif * (upper - lower);
+}
+
+int64_t qagg_run_long(const struct qagg *a, const int64_t *v, size_t n, int64_t *scratch)
+{
+    int64_t r = 0;
+    switch (a->kind) {
+    case K_SUM:
+        for (size_t i = 0; i < n; i++)
+            r = wadd(r, v[i]);
+        return r;
+    case K_SQSUM:
+        for (size_t i = 0; i < n; i++)
+            r = wadd(r, wmul(v[i], v[i]));
+        return r;
+    case K_MIN:
+        r = v[0];
+        for (size_t i = 1; i < n; i++)
+            if (v[i] < r)
+                r = v[i];
+        return r;
+    case K_MAX:
+        r = v[0];
+        for (size_t i = 1; i < n; i++)
+            if (v[i] > r)
+                r = v[i];
+        return r;
+    case K_AVG:
+        for (size_t i = 0; i < n; i++)
+            r = wadd(r, v[i]);
+        return r / (int64_t)n;
+    case K_DEV: {
+        if (n < 2)
+            return 0;
+        double old_mean = (double)v[0], new_mean, var = 0;
+        int64_t k = 2;
+        for (size_t i = 1; i < n; i++, k++) {
+            double x = (double)v[i];
+            new_mean = old_mean + (x - old_mean) / (double)k;
+            var += (x - old_mean) * (x - new_mean);
+            old_mean = new_mean;
+        }
+        return (int64_t)sqrt(var / (double)(k - 1));
+    }
+    case K_COUNT:
+        return (int64_t)n;
+    case K_MULT:
+        r = 1;
+        for (size_t i = 0; i < n; i++)
+            r = wmul(r, v[i]);
+        return r;
+    case K_DIFF:
+        return wsub(v[n - 1], v[0]);
+    case K_FIRST:
+    case K_NONE:
+        return v[0];
+    case K_LAST:
+        return v[n - 1];
+    case K_MEDIAN:
+    case K_PCT: {
+        double *d = (double *)scratch; /* same size as int64_t */
+        for (size_t i = 0; i < n; i++)
+            d[i] = (double)v[i];
+        qsort(d, n, sizeof(double), cmp_double);
+        if (a->kind == K_MEDIAN)
+            return (int64_t)d[n / 2];
+        return (int64_t)percentile_sorted(d, n, a->pct, a->est);
+    }
+    }
+    return 0;
+}
+
+double qagg_run_double(const struct qagg *a, const double *v, size_t n, double *scratch)
+{
+    double r = 0;
+    size_t k = 0;
+    switch (a->kind) {
+    case K_SUM:
+    case K_SQSUM:
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(v[i]))
+                continue;
+            r += a->kind == K_SUM ? v[i] : v[i] * v[i];
+            k++;
+        }
+        return k ? r : NAN;
+    case K_MIN:
+    case K_MAX:
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(v[i]))
+                continue;
+            if (k++ == 0 || (a->kind == K_MIN ? v[i] < r : v[i] > r))
+                r = v[i];
+        }
+        return k ? r : NAN;
+    case K_AVG:
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(v[i]))
+                continue;
+            r += v[i];
+            k++;
+        }
+        return k ? r / (double)k : NAN;
+    case K_DEV: {
+        double old_mean = 0, new_mean, var = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(v[i]))
+                continue;
+            k++;
+            if (k == 1) {
+                old_mean = v[i];
+                continue;
+            }
+            new_mean = old_mean + (v[i] - old_mean) / (double)k;
+            var += (v[i] - old_mean) * (v[i] - new_mean);
+            old_mean = new_mean;
+        }
+        if (k == 0)
+            return NAN;
+        return k < 2 ? 0.0 : sqrt(var / (double)k);
+    }
+    case K_COUNT:
+        for (size_t i = 0; i < n; i++)
+            if (!isnan(v[i]))
+                k++;
+        return k ? (double)k : NAN;
+    case K_MULT:
+        r = 1;
+        for (size_t i = 0; i < n; i++) {
+            if (isnan(v[i]))
+                continue;
+            r *= v[i];
+            k++;
+        }
+        return k ? r : NAN;
+    case K_DIFF:
+        return v[n - 1] - v[0];
+    case K_FIRST:
+    case K_NONE:
+        return v[0];
+    case K_LAST:
+        return v[n - 1];
+    case K_MEDIAN:
+    case K_PCT:
+        for (size_t i = 0; i < n; i++)
+            if (!isnan(v[i]))
+                scratch[k++] = v[i];
+        if (k == 0)
+            return NAN;
+        qsort(scratch, k, sizeof(double), cmp_double);
+        if (a->kind == K_MEDIAN)
+            return scratch[k / 2];
+        /* OpenTSDB 2.4's PercentileAgg.runDouble ignores the estimation type */
+        return percentile_sorted(scratch, k, a->pct, EST_LEGACY);
+    }
+    return NAN;
+}
+
+/* ---- buffers ------------------------------------------------------------------------ */
+
+void qagg_buf_free(struct qagg_buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+}
+
+int qagg_buf_push(struct qagg_buf *b, const struct qagg_point *pt, struct ct_err *err)
+{
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 64;
+        struct qagg_point *np = realloc(b->p, nc * sizeof(*np));
+        if (!np)
+            return ct_err_set(err, CT_ENOMEM, "out of memory growing a series to %zu points",
+                              nc);
+        b->p = np;
+        b->cap = nc;
+    }
+    b->p[b->n++] = *pt;
+    return CT_OK;
+}
+
+/* ---- downsampling ------------------------------------------------------------------- */
+
+static const char *fill_names[] = {"none", "nan", "null", "zero", "scalar"};
+
+const char *qagg_fill_name(enum qagg_fill f)
+{
+    return (unsigned)f < 5 ? fill_names[f] : "none";
+}
+
+int qagg_fill_parse(const char *s, enum qagg_fill *out, struct ct_err *err)
+{
+    for (int i = 0; i < 5; i++) {
+        if (!strcasecmp(s, fill_names[i])) {
+            *out = (enum qagg_fill)i;
+            return CT_OK;
+        }
+    }
+    return ct_err_set(err, CT_EINVAL,
+                      "No such fill policy: '%s': must be one of: none zero nan null scalar", s);
+}
+
+int qagg_ds_parse(const char *spec, struct qagg_ds *out, struct ct_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    if (!spec || !*spec)
+        return ct_err_set(err, CT_EINVAL, "Downsampling specifier cannot be null or empty.");
+    if (strlen(spec) >= sizeof(out->text))
+        return ct_err_set(err, CT_EINVAL, "Invalid downsampling specifier '%s': too long", spec);
+    snprintf(out->text, sizeof(out->text), "%s", spec);
+    char buf[64], *parts[4];
+    snprintf(buf, sizeof(buf), "%s", spec);
+    int np = 0;
+    char *p = buf;
+    for (;;) {
+        if (np < 4)
+            parts[np] = p;
+        np++;
+        char *dash = strchr(p, '-');
+        if (!dash)
+            break;
+        *dash = 0;
+        p = dash + 1;
+    }
+    if (np < 2)
+        return ct_err_set(err, CT_EINVAL,
+                          "Invalid downsampling specifier '%s': must provide at least interval "
+                          "and function",
+                          spec);
+    if (np > 3)
+        return ct_err_set(err, CT_EINVAL,
+                          "Invalid downsampling specifier '%s': must consist of interval, "
+                          "function, and optional fill policy",
+                          spec);
+    char *iv = parts[0];
+    size_t ivlen = strlen(iv);
+    if (strstr(iv, "all")) {
+        out->all = true;
+    } else {
+        if (ivlen > 1 && iv[ivlen - 1] == 'c') {
+            out->calendar = true;
+            iv[ivlen - 1] = 0;
+        }
+        int rc = qtime_parse_duration(iv, &out->interval_ms, &out->count, &out->unit, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    if (!strcasecmp(parts[1], "none"))
+        return ct_err_set(err, CT_EINVAL, "cannot use the NONE aggregator for downsampling");
+    out->fn = qagg_lookup(parts[1]);
+    if (!out->fn)
+        return ct_err_set(err, CT_EINVAL, "No such downsampling function: %s", parts[1]);
+    out->fill = QAGG_FILL_NONE;
+    if (np == 3) {
+        int rc = qagg_fill_parse(parts[2], &out->fill, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    out->enabled = true;
+    return CT_OK;
+}
+
+void qagg_window_compute(int64_t start_ms, int64_t end_ms, const struct qagg_ds *ds,
+                         struct qagg_window *w)
+{
+    int64_t iv = ds && ds->enabled && !ds->all ? ds->interval_ms : 0;
+    w->q_start_ms = start_ms;
+    w->q_end_ms = end_ms;
+    int64_t s = start_ms / 1000;
+    int64_t a = s;
+    if (iv)
+        a -= ((1000 * s) % iv) / 1000;
+    a -= a % 3600;
+    w->win_start_ms = (a > 0 ? a : 0) * 1000;
+    int64_t e = end_ms / 1000 + 1; /* TsdbQuery bumps ms end times by a second */
+    int64_t se;
+    if (iv) {
+        int64_t ia = e + (iv - (1000 * e) % iv) / 1000;
+        int64_t off = ia % 3600;
+        se = off == 0 ? ia : ia + (3600 - off);
+    } else {
+        se = e + (3600 - e % 3600);
+    }
+    w->win_end_ms = se * 1000;
+}
+
+static int64_t align_ts(int64_t ts, int64_t iv)
+{
+    return ts - ts % iv;
+}
+
+/* Emits one bucket's value; `vals` holds the raw values as doubles. */
+static int ds_emit(const struct qagg_ds *ds, int64_t ts, const double *vals, size_t nv,
+                   double *scratch, struct qagg_buf *out, struct ct_err *err)
+{
+    struct qagg_point pt = {.ts_ms = ts, .is_int = false};
+    pt.v.d = qagg_run_double(ds->fn, vals, nv, scratch);
+    return qagg_buf_push(out, &pt, err);
+}
+
+/* The plain Downsampler (no fill), appending to out. */
+static int ds_plain(const struct qagg_point *in, size_t n, const struct qagg_ds *ds,
+                    const struct qagg_window *w, const struct qtime_tz *tz, struct qagg_buf *out,
+                    double *vals, double *scratch, struct ct_err *err)
+{
+    size_t i = 0;
+    int rc;
+    if (ds->all) {
+        size_t nv = 0;
+        for (; i < n && in[i].ts_ms < w->win_start_ms; i++)
+            ;
+        for (; i < n; i++) {
+            if (in[i].ts_ms < w->q_start_ms)
+                continue;
+            if (in[i].ts_ms >= w->q_end_ms)
+                break;
+            vals[nv++] = qagg_point_double(&in[i]);
+        }
+        if (nv == 0)
+            return CT_OK;
+        return ds_emit(ds, w->q_start_ms, vals, nv, scratch, out, err);
+    }
+    if (!ds->calendar) {
+        int64_t iv = ds->interval_ms;
+        int64_t seek = align_ts(w->win_start_ms + iv - 1, iv);
+        for (; i < n && in[i].ts_ms < seek; i++)
+            ;
+        while (i < n) {
+            int64_t bstart = align_ts(in[i].ts_ms, iv), bend = bstart + iv;
+            size_t nv = 0;
+            for (; i < n && in[i].ts_ms < bend; i++)
+                vals[nv++] = qagg_point_double(&in[i]);
+            if ((rc = ds_emit(ds, bstart, vals, nv, scratch, out, err)) != CT_OK)
+                return rc;
+        }
+        return CT_OK;
+    }
+    /* calendar buckets */
+    int64_t c = qtime_cal_previous(w->win_start_ms, ds->count, ds->unit, tz);
+    if (w->win_start_ms > c)
+        c = qtime_cal_add(c, ds->count, ds->unit, tz);
+    for (; i < n && in[i].ts_ms < c; i++)
+        ;
+    if (i == n)
+        return CT_OK;
+    int64_t prev = qtime_cal_previous(in[i].ts_ms, ds->count, ds->unit, tz);
+    int64_t next = qtime_cal_add(prev, ds->count, ds->unit, tz);
+    while (i < n) {
+        size_t nv = 0;
+        for (; i < n && in[i].ts_ms < next; i++)
+            vals[nv++] = qagg_point_double(&in[i]);
+        if (nv && (rc = ds_emit(ds, prev, vals, nv, scratch, out, err)) != CT_OK)
+            return rc;
+        while (i < n && in[i].ts_ms >= next) {
+            prev = qtime_cal_add(prev, ds->count, ds->unit, tz);
+            next = qtime_cal_add(next, ds->count, ds->unit, tz);
+        }
+    }
+    return CT_OK;
+}
+
+int qagg_downsample(const struct qagg_point *in, size_t n, const struct qagg_ds *ds,
+                    const struct qagg_window *w, const struct qtime_tz *tz, struct qagg_buf *out,
+                    struct ct_err *err)
+{
+    double *vals = malloc((n ? n : 1) * 2 * sizeof(double));
+    if (!vals)
+        return ct_err_set(err, CT_ENOMEM, "out of memory downsampling %zu points", n);
+    int rc;
+    if (ds->fill == QAGG_FILL_NONE || ds->all) {
+        rc = ds_plain(in, n, ds, w, tz, out, vals, vals + (n ? n : 1), err);
+        free(vals);
+        return rc;
+    }
+    struct qagg_buf plain = {0};
+    rc = ds_plain(in, n, ds, w, tz, &plain, vals, vals + (n ? n : 1), err);
+    free(vals);
+    if (rc != CT_OK) {
+        qagg_buf_free(&plain);
+        return rc;
+    }
+    /* FillingDownsampler: every expected bucket in [start, end) of the window */
+    int64_t ts, end_ts;
+    if (ds->calendar) {
+        ts = qtime_cal_previous(w->win_start_ms, ds->count, ds->unit, tz);
+        end_ts = qtime_cal_previous(w->win_end_ms, ds->count, ds->unit, tz);
+        if (end_ts == ts)
+            end_ts = qtime_cal_add(end_ts, ds->count, ds->unit, tz);
+    } else {
+        ts = align_ts(w->win_start_ms, ds->interval_ms);
+        end_ts = align_ts(w->win_end_ms, ds->interval_ms);
+    }
+    double fillv = ds->fill == QAGG_FILL_ZERO     ? 0.0
+                   : ds->fill == QAGG_FILL_SCALAR ? ds->scalar
+                                                  : NAN;
+    size_t j = 0;
+    while (ts < end_ts) {
+        while (j < plain.n && plain.p[j].ts_ms < ts)
+            j++;
+        struct qagg_point pt = {.ts_ms = ts, .is_int = false};
+        if (j < plain.n && plain.p[j].ts_ms == ts)
+            pt.v.d = plain.p[j++].v.d;
+        else
+            pt.v.d = fillv;
+        if ((rc = qagg_buf_push(out, &pt, err)) != CT_OK)
+            break;
+        ts = ds->calendar ? qtime_cal_add(ts, ds->count, ds->unit, tz) : ts + ds->interval_ms;
+    }
+    qagg_buf_free(&plain);
+    return rc;
+}
+
+/* ---- rate --------------------------------------------------------------------------- */
+
+void qagg_rate_init(struct qagg_rate *r)
+{
+    r->counter = false;
+    r->drop_resets = false;
+    r->counter_max = INT64_MAX;
+    r->reset_value = 0;
+}
+
+int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rate *r,
+                    struct qagg_buf *out, struct ct_err *err)
+{
+    /* RateSpan computes its first rate against an integer 0 at time zero ("for backward
+     * compatibility"); AggregationIterator then keeps that first rate as the series' current
+     * value without emitting it. */
+    struct qagg_point zero = {.ts_ms = 0, .is_int = true};
+    zero.v.i = 0;
+    const struct qagg_point *prev = &zero;
+    for (size_t i = 0; i < n; i++) {
+        const struct qagg_point *dp = &in[i];
+        if (dp->ts_ms <= prev->ts_ms)
+            continue; /* RateSpan requires strictly increasing times */
+        double tdelta = (double)(dp->ts_ms - prev->ts_ms) / 1000.0;
+        bool ints = prev->is_int && dp->is_int;
+        double diff = ints ? (double)wsub(dp->v.i, prev->v.i)
+                           : qagg_point_double(dp) - qagg_point_double(prev);
+        struct qagg_point pt = {.ts_ms = dp->ts_ms, .is_int = false};
+        if (r->counter && diff < 0) {
+            if (r->drop_resets) {
+                prev = dp;
+                continue;
+            }
+            diff = ints ? (double)wadd(wsub(r->counter_max, prev->v.i), dp->v.i)
+                        : (double)r->counter_max - qagg_point_double(prev) +
+                              qagg_point_double(dp);
+            double rate = diff / tdelta;
+            pt.v.d = (r->reset_value > 0 && rate > (double)r->reset_value) ? 0.0 : rate;
+        } else {
+            pt.v.d = diff / tdelta;
+        }
+        int rc = qagg_buf_push(out, &pt, err);
+        if (rc != CT_OK)
+            return rc;
+        prev = dp;
+    }
+    return CT_OK;
+}
+
+/* ---- cross-series aggregation ------------------------------------------------------- */
+
+#define QAGG_END INT64_MAX /* AggregationIterator's TIME_MASK: the series is exhausted */
+
+struct gslot {
+    int64_t ts; /* current: 0 = not contributing; next: QAGG_END = none */
+    bool f;     /* FLAG_FLOAT */
+    int64_t i;
+    double d;
+};
+
+struct gser {
+    const struct qagg_point *p;
+    size_t n, pos; /* pos: the next point to read */
+    bool live;     /* the iterator is still open */
+    struct gslot cur, nxt;
+};
+
+static void g_end(struct gser *g)
+{
+    g->nxt.ts = QAGG_END; /* the value bits stay as they were, as in Java */
+    g->nxt.f = false;
+    g->live = false;
+}
+
+static void g_put(struct gslot *s, const struct qagg_point *p)
+{
+    s->ts = p->ts_ms;
+    s->f = !p->is_int;
+    if (p->is_int)
+        s->i = p->v.i;
+    else
+        s->d = p->v.d;
+}
+
+static void g_move(struct gser *g)
+{
+    g->cur = g->nxt;
+    if (g->live && g->pos < g->n)
+        g_put(&g->nxt, &g->p[g->pos++]);
+    else
+        g_end(g);
+}
+
+static double slot_double(const struct gslot *s)
+{
+    return s->f ? s->d : (double)s->i;
+}
+
+int qagg_group_run(const struct qagg *a, const struct qagg_series *s, size_t ns,
+                   int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
+                   void *arg, struct ct_err *err)
+{
+    if (ns == 0)
+        return CT_OK;
+    struct gser *g = calloc(ns, sizeof(*g));
+    double *dv = malloc(ns * 2 * sizeof(double));
+    int64_t *lv = malloc(ns * 2 * sizeof(int64_t));
+    if (!g || !dv || !lv) {
+        free(g);
+        free(dv);
+        free(lv);
+        return ct_err_set(err, CT_ENOMEM, "out of memory aggregating %zu series", ns);
+    }
+    for (size_t i = 0; i < ns; i++) {
+        g[i].p = s[i].p;
+        g[i].n = s[i].n;
+        g[i].live = true;
+        while (g[i].pos < g[i].n && g[i].p[g[i].pos].ts_ms < win_start_ms)
+            g[i].pos++; /* seek */
+        if (g[i].pos == g[i].n) {
+            g_end(&g[i]);
+            continue;
+        }
+        g_put(&g[i].nxt, &g[i].p[g[i].pos++]);
+        if (rate) {
+            if (g[i].pos < g[i].n)
+                g_move(&g[i]);
+            else
+                g_end(&g[i]);
+        }
+    }
+    size_t current = 0;
+    enum qagg_interp m = a->interp;
+    int rc = CT_OK;
+    for (;;) {
+        bool any = false;
+        for (size_t i = 0; i < ns && !any; i++)
+            any = g[i].nxt.ts <= win_end_ms;
+        if (!any)
+            break;
+        for (size_t i = current; i < ns; i++) {
+            if (g[i].nxt.ts == QAGG_END) {
+                g[i].cur.ts = 0;
+                g[i].cur.f = false;
+            }
+        }
+        int64_t min_ts = INT64_MAX;
+        size_t cur = ns;
+        bool multiple = false;
+        for (size_t i = 0; i < ns; i++) {
+            int64_t t = g[i].nxt.ts;
+            if (t <= win_end_ms) {
+                if (t < min_ts) {
+                    min_ts = t;
+                    cur = i;
+                    multiple = false;
+                } else if (t == min_ts) {
+                    multiple = true;
+                }
+            }
+        }
+        current = cur;
+        g_move(&g[cur]);
+        if (multiple)
+            for (size_t i = cur + 1; i < ns; i++)
+                if (g[i].nxt.ts == min_ts)
+                    g_move(&g[i]);
+        bool is_int = !rate;
+        for (size_t i = 0; i < ns && is_int; i++)
+            if (g[i].cur.f || g[i].nxt.f)
+                is_int = false;
+        int64_t x = g[current].cur.ts;
+        size_t nv = 0;
+        for (size_t p = 0; p < ns; p++) {
+            const struct gser *q = &g[p];
+            if (q->cur.ts == 0)
+                continue;
+            int64_t x0 = q->cur.ts, x1 = q->nxt.ts;
+            if (is_int) {
+                int64_t y0 = q->cur.i, y1 = q->nxt.i, r;
+                if (p == current || x == x0) {
+                    r = y0;
+                } else if (x == x1) {
+                    r = y1;
+                } else {
+                    switch (m) {
+                    case QAGG_LERP:
+                        r = wadd(y0, wmul(wsub(x, x0), wsub(y1, y0)) / wsub(x1, x0));
+                        break;
+                    case QAGG_ZIM:
+                        r = 0;
+                        break;
+                    case QAGG_MAX:
+                        r = INT64_MAX;
+                        break;
+                    case QAGG_MIN:
+                        r = INT64_MIN;
+                        break;
+                    default:
+                        r = y0;
+                        break;
+                    }
+                }
+                lv[nv++] = r;
+            } else {
+                double y0 = slot_double(&q->cur), r;
+                if (p == current || rate || x == x0) {
+                    r = y0;
+                } else {
+                    double y1 = slot_double(&q->nxt);
+                    if (x == x1) {
+                        r = y1;
+                    } else {
+                        switch (m) {
+                        case QAGG_LERP:
+                            r = y0 + (double)(x - x0) * (y1 - y0) / (double)(x1 - x0);
+                            break;
+                        case QAGG_ZIM:
+                            r = 0;
+                            break;
+                        case QAGG_MAX:
+                            r = DBL_MAX;
+                            break;
+                        case QAGG_MIN:
+                            r = DBL_TRUE_MIN; /* Java's Double.MIN_VALUE */
+                            break;
+                        default:
+                            r = y0;
+                            break;
+                        }
+                    }
+                }
+                dv[nv++] = r;
+            }
+        }
+        struct qagg_point out = {.ts_ms = x, .is_int = is_int};
+        if (nv == 0)
+            continue;
+        if (is_int)
+            out.v.i = qagg_run_long(a, lv, nv, lv + ns);
+        else
+            out.v.d = qagg_run_double(a, dv, nv, dv + ns);
+        if ((rc = emit(arg, &out)) != 0)
+            break;
+    }
+    free(g);
+    free(dv);
+    free(lv);
+    return rc;
+}

@@ -1,0 +1,1306 @@
+/* qexec.c - see qexec.h. The plan of one sub-query:
+ *   1. resolve the metric and every filter's tag key (and literal values) to UIDs; an unknown
+ *      name is a 400 before anything is read;
+ *   2. build a rowkey_filter (literal values, required and forbidden keys) that the store applies
+ *      to each row key before materialising the row (wc_scan_options.row_filter);
+ *   3. one reversed scan per salt bucket over the hour rows of the scan window (TsdbQuery's
+ *      getScanStartTimeSeconds / getScanEndTimeSeconds), buckets spread over threads;
+ *   4. decode every cell layout of each row (dpcodec_row_decode) into its series, keep the row's
+ *      annotations;
+ *   5. resolve tag names, apply every filter by name (regexp, wildcard, case-insensitive ones),
+ *      explicitTags, group by the group-by keys (series lacking one are dropped, as OpenTSDB);
+ *   6. per series downsample, then rate; aggregate each group (qagg_group_run); emit the points
+ *      inside [start, end].
+ * Invariants: (1) every scan of every sub-query finishes before the first output byte, so errors
+ * (400/408/413) never follow partial output; (2) a series lives in exactly one salt bucket, so
+ * per-bucket results are concatenated, never merged; (3) points of a series are ascending once
+ * series_finish() ran (rows arrive newest first; their chunks are reversed). */
+#include "query/qexec.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/dpcodec.h"
+#include "schema/rowkey.h"
+#include "schema/uid.h"
+#include "storage/clock.h"
+
+void qexec_options_init(struct qexec_options *o)
+{
+    memset(o, 0, sizeof(*o));
+}
+
+/* ---- series ---------------------------------------------------------------------------- */
+
+struct xann {
+    int64_t start_ms;
+    char *json;
+};
+
+struct xser {
+    uint8_t *tsuid;
+    size_t tsuid_len;
+    struct qagg_buf pts;
+    size_t *chunks; /* start index of each row's points, in scan (newest first) order */
+    size_t nchunks, capchunks;
+    struct xann *anns;
+    size_t nanns;
+    /* after the scan */
+    size_t ntags;
+    uint64_t *tagk_id, *tagv_id;
+    char **tagk, **tagv;
+    uint8_t *gkey; /* group key: tagv ids of the group-by keys */
+    size_t gkey_len;
+};
+
+static void xser_free(struct xser *s)
+{
+    if (!s)
+        return;
+    free(s->tsuid);
+    qagg_buf_free(&s->pts);
+    free(s->chunks);
+    for (size_t i = 0; i < s->nanns; i++)
+        free(s->anns[i].json);
+    free(s->anns);
+    for (size_t i = 0; i < s->ntags; i++) {
+        if (s->tagk)
+            free(s->tagk[i]);
+        if (s->tagv)
+            free(s->tagv[i]);
+    }
+    free(s->tagk);
+    free(s->tagv);
+    free(s->tagk_id);
+    free(s->tagv_id);
+    free(s->gkey);
+    free(s);
+}
+
+/* One bucket's (or thread's) collection of series with a hash index on the TSUID. */
+struct xset {
+    struct xser **ser;
+    size_t n, cap;
+    size_t *ht; /* index + 1; 0 = empty */
+    size_t htcap;
+};
+
+static void xset_clear(struct xset *x)
+{
+    for (size_t i = 0; i < x->n; i++)
+        xser_free(x->ser[i]);
+    free(x->ser);
+    free(x->ht);
+    memset(x, 0, sizeof(*x));
+}
+
+static uint64_t hash_bytes(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+static int xset_grow(struct xset *x)
+{
+    size_t nc = x->htcap ? x->htcap * 2 : 256;
+    size_t *nh = calloc(nc, sizeof(size_t));
+    if (!nh)
+        return -1;
+    for (size_t i = 0; i < x->n; i++) {
+        size_t h = hash_bytes(x->ser[i]->tsuid, x->ser[i]->tsuid_len) & (nc - 1);
+        while (nh[h])
+            h = (h + 1) & (nc - 1);
+        nh[h] = i + 1;
+    }
+    free(x->ht);
+    x->ht = nh;
+    x->htcap = nc;
+    return 0;
+}
+
+static struct xser *xset_get(struct xset *x, const uint8_t *tsuid, size_t len)
+{
+    if ((x->n + 1) * 2 > x->htcap && xset_grow(x) != 0)
+        return NULL;
+    size_t h = hash_bytes(tsuid, len) & (x->htcap - 1);
+    while (x->ht[h]) {
+        struct xser *s = x->ser[x->ht[h] - 1];
+        if (s->tsuid_len == len && !memcmp(s->tsuid, tsuid, len))
+            return s;
+        h = (h + 1) & (x->htcap - 1);
+    }
+    if (x->n == x->cap) {
+        size_t nc = x->cap ? x->cap * 2 : 64;
+        struct xser **ns = realloc(x->ser, nc * sizeof(*ns));
+        if (!ns)
+            return NULL;
+        x->ser = ns;
+        x->cap = nc;
+    }
+    struct xser *s = calloc(1, sizeof(*s));
+    if (!s || !(s->tsuid = malloc(len))) {
+        free(s);
+        return NULL;
+    }
+    memcpy(s->tsuid, tsuid, len);
+    s->tsuid_len = len;
+    x->ser[x->n++] = s;
+    x->ht[h] = x->n;
+    return s;
+}
+
+/* Puts the points of a series in ascending order (rows were read newest first). */
+static int series_finish(struct xser *s, struct ct_err *err)
+{
+    if (s->nchunks <= 1)
+        return CT_OK;
+    struct qagg_point *np = malloc(s->pts.n * sizeof(*np));
+    if (!np && s->pts.n)
+        return ct_err_set(err, CT_ENOMEM, "out of memory ordering %zu points", s->pts.n);
+    size_t o = 0;
+    for (size_t c = s->nchunks; c-- > 0;) {
+        size_t b = s->chunks[c], e = c + 1 < s->nchunks ? s->chunks[c + 1] : s->pts.n;
+        memcpy(np + o, s->pts.p + b, (e - b) * sizeof(*np));
+        o += e - b;
+    }
+    free(s->pts.p);
+    s->pts.p = np;
+    s->pts.cap = s->pts.n;
+    return CT_OK;
+}
+
+/* ---- scanning -------------------------------------------------------------------------- */
+
+struct xscan {
+    struct tsdb *t;
+    const struct rowkey_layout *l;
+    uint64_t metric;
+    int64_t win_start_s, win_end_s;
+    struct rowkey_filter *rf;
+    uint8_t **tsuids; /* sorted; a tsuid query's series */
+    size_t *tsuid_lens;
+    size_t ntsuids;
+    unsigned nbuckets;
+    atomic_uint next_bucket;
+    atomic_uint_fast64_t dps;
+    uint64_t max_dps;
+    uint64_t deadline_ns; /* 0 = none */
+    atomic_int stop;
+    /* per bucket */
+    struct xset *sets;
+    int *rcs;
+    struct ct_err *errs;
+    atomic_uint_fast64_t rows;
+};
+
+static int tsuid_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    if (c)
+        return c;
+    return al < bl ? -1 : al > bl ? 1 : 0;
+}
+
+static bool tsuid_wanted(const struct xscan *x, const uint8_t *ts, size_t len)
+{
+    size_t lo = 0, hi = x->ntsuids;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = tsuid_cmp(x->tsuids[mid], x->tsuid_lens[mid], ts, len);
+        if (c == 0)
+            return true;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+static enum wc_row_decision xscan_row_filter(void *arg, const uint8_t *row, size_t len)
+{
+    const struct xscan *x = arg;
+    if (x->rf && !rowkey_filter_match(x->rf, row, len))
+        return WC_ROW_SKIP;
+    if (x->ntsuids) {
+        uint8_t ts[ROWKEY_MAX_TSUID];
+        size_t tl = rowkey_tsuid_of(x->l, row, len, ts, sizeof(ts));
+        if (!tl || !tsuid_wanted(x, ts, tl))
+            return WC_ROW_SKIP;
+    }
+    return WC_ROW_INCLUDE;
+}
+
+static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_bytes *v)
+{
+    struct xann *na = realloc(s->anns, (s->nanns + 1) * sizeof(*na));
+    if (!na)
+        return -1;
+    s->anns = na;
+    char *j = malloc(v->len + 1);
+    if (!j)
+        return -1;
+    memcpy(j, v->data, v->len);
+    j[v->len] = 0;
+    s->anns[s->nanns].start_ms = start_ms;
+    s->anns[s->nanns++].json = j;
+    return 0;
+}
+
+static int scan_bucket(struct xscan *x, unsigned b, struct xset *set, struct ct_err *err)
+{
+    const struct rowkey_layout *l = x->l;
+    uint8_t lo[ROWKEY_MAX_BYTES], hi[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID];
+    size_t lol = rowkey_scan_start(l, b, x->metric, x->win_start_s, lo);
+    size_t hil = rowkey_scan_start(l, b, x->metric, x->win_end_s - ROWKEY_HOUR_S, hi);
+    memset(hi + hil, 0xFF, ROWKEY_MAX_TSUID);
+    hil += ROWKEY_MAX_TSUID;
+    struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
+    struct wc_scan_options so;
+    wc_scan_options_init(&so);
+    so.reversed = true;
+    so.start_row = wc_bytes_of(hi, hil);
+    so.stop_row = wc_bytes_of(lo, lol);
+    so.columns = &col;
+    so.ncolumns = 1;
+    so.row_filter = xscan_row_filter;
+    so.row_filter_arg = x;
+    struct wc_scanner *sc = NULL;
+    int rc = wc_scanner_open(tsdb_data_table(x->t), &so, &sc, err);
+    if (rc != CT_OK)
+        return rc;
+    size_t dcap = 4096;
+    struct dpcodec_point *dp = malloc(dcap * sizeof(*dp));
+    if (!dp) {
+        wc_scanner_close(sc);
+        return ct_err_set(err, CT_ENOMEM, "out of memory scanning");
+    }
+    struct wc_row row;
+    while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+        if (atomic_load(&x->stop)) {
+            rc = CT_ECLOSED;
+            break;
+        }
+        if (x->deadline_ns && clock_mono_ns() > x->deadline_ns) {
+            rc = ct_err_set(err, CT_ETIMEOUT, "Query timeout exceeded");
+            break;
+        }
+        struct rowkey_parts parts;
+        if ((rc = rowkey_decode(l, row.key.data, row.key.len, &parts, err)) != CT_OK)
+            break;
+        uint8_t ts[ROWKEY_MAX_TSUID];
+        size_t tl = rowkey_tsuid_of(l, row.key.data, row.key.len, ts, sizeof(ts));
+        if (!tl)
+            continue;
+        size_t n = 0;
+        for (;;) {
+            rc = dpcodec_row_decode(parts.base_s, row.cells, row.ncells, dp, dcap, &n, NULL, err);
+            if (rc != CT_ELIMIT)
+                break;
+            size_t nc = n + 64;
+            struct dpcodec_point *nd = realloc(dp, nc * sizeof(*nd));
+            if (!nd) {
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory decoding %zu points", n);
+                break;
+            }
+            dp = nd;
+            dcap = nc;
+        }
+        if (rc != CT_OK)
+            break;
+        bool has_ann = false;
+        for (size_t c = 0; c < row.ncells && !has_ann; c++)
+            has_ann = dpcodec_qualifier_kind(row.cells[c].qualifier.data,
+                                             row.cells[c].qualifier.len) == DPCODEC_Q_ANNOTATION;
+        if (n == 0 && !has_ann)
+            continue;
+        atomic_fetch_add(&x->rows, 1);
+        struct xser *s = xset_get(set, ts, tl);
+        if (!s) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory adding a series");
+            break;
+        }
+        if (n) {
+            if (s->nchunks == s->capchunks) {
+                size_t nc = s->capchunks ? s->capchunks * 2 : 8;
+                size_t *ncks = realloc(s->chunks, nc * sizeof(size_t));
+                if (!ncks) {
+                    rc = ct_err_set(err, CT_ENOMEM, "out of memory adding a row");
+                    break;
+                }
+                s->chunks = ncks;
+                s->capchunks = nc;
+            }
+            s->chunks[s->nchunks++] = s->pts.n;
+            for (size_t i = 0; i < n && rc == CT_OK; i++) {
+                struct qagg_point p = {.ts_ms = dp[i].ts_ms, .is_int = dp[i].type == DPCODEC_INT};
+                if (p.is_int)
+                    p.v.i = dp[i].i;
+                else
+                    p.v.d = dp[i].f;
+                rc = qagg_buf_push(&s->pts, &p, err);
+            }
+            if (rc != CT_OK)
+                break;
+            uint64_t total = atomic_fetch_add(&x->dps, n) + n;
+            if (x->max_dps && total > x->max_dps) {
+                rc = ct_err_set(err, CT_ELIMIT,
+                                "Sorry, you have attempted to fetch more than our limit of %llu "
+                                "data points. Please try filtering using more tags or decrease "
+                                "your time range.",
+                                (unsigned long long)x->max_dps);
+                break;
+            }
+        }
+        for (size_t c = 0; c < row.ncells && has_ann; c++) {
+            const struct wc_cell *cell = &row.cells[c];
+            if (dpcodec_qualifier_kind(cell->qualifier.data, cell->qualifier.len) !=
+                DPCODEC_Q_ANNOTATION)
+                continue;
+            int64_t st;
+            struct ct_err e2 = {0};
+            if (dpcodec_annotation_time(parts.base_s, cell->qualifier.data, cell->qualifier.len,
+                                        &st, &e2) != CT_OK)
+                continue;
+            if (add_annotation(s, st, &cell->value) != 0) {
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory keeping an annotation");
+                break;
+            }
+        }
+        if (rc != CT_OK)
+            break;
+    }
+    if (rc == CT_NOTFOUND)
+        rc = CT_OK;
+    free(dp);
+    wc_scanner_close(sc);
+    return rc;
+}
+
+static void *scan_thread(void *arg)
+{
+    struct xscan *x = arg;
+    for (;;) {
+        unsigned b = atomic_fetch_add(&x->next_bucket, 1);
+        if (b >= x->nbuckets)
+            break;
+        x->rcs[b] = scan_bucket(x, b, &x->sets[b], &x->errs[b]);
+        if (x->rcs[b] != CT_OK)
+            atomic_store(&x->stop, 1);
+    }
+    return NULL;
+}
+
+/* ---- one sub-query --------------------------------------------------------------------- */
+
+/* A resolved filter: its tagk uid (0 if the series can never have it). */
+struct xfilt {
+    const struct qfilter *f;
+    uint64_t tagk;
+};
+
+struct xsub {
+    const struct qspec_sub *sub;
+    char metric_name[UID_MAX_NAME + 1];
+    uint64_t metric;
+    struct xfilt *filts;
+    size_t nfilts;
+    uint64_t *gb_tagk; /* group-by tag key uids, ascending */
+    size_t ngb;
+    struct xser **ser; /* kept series, sorted by group key then tsuid */
+    size_t nser;
+    struct xset *sets;
+    unsigned nsets;
+};
+
+static void xsub_free(struct xsub *xs)
+{
+    free(xs->filts);
+    free(xs->gb_tagk);
+    free(xs->ser);
+    for (unsigned i = 0; i < xs->nsets; i++)
+        xset_clear(&xs->sets[i]);
+    free(xs->sets);
+    memset(xs, 0, sizeof(*xs));
+}
+
+static int map_uid_err(int rc, enum qexec_status *status)
+{
+    if (rc == CT_NOTFOUND || rc == CT_EINVAL)
+        *status = QEXEC_BAD_REQUEST;
+    else if (rc == CT_ETIMEOUT)
+        *status = QEXEC_TIMEOUT;
+    else if (rc == CT_ELIMIT)
+        *status = QEXEC_TOO_LARGE;
+    else
+        *status = QEXEC_INTERNAL;
+    return rc == CT_NOTFOUND ? CT_EINVAL : rc;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Resolves names and builds the row filter (plan steps 1 and 2). */
+static int plan_sub(struct tsdb *t, const struct qspec_sub *sub, struct xsub *xs,
+                    struct rowkey_filter **rf_out, struct xscan *x, enum qexec_status *status,
+                    struct ct_err *err)
+{
+    struct uid *u = tsdb_uid(t);
+    const struct rowkey_layout *l = tsdb_layout(t);
+    int rc;
+    xs->sub = sub;
+    if (sub->ntsuids) {
+        x->tsuids = calloc(sub->ntsuids, sizeof(uint8_t *));
+        x->tsuid_lens = calloc(sub->ntsuids, sizeof(size_t));
+        if (!x->tsuids || !x->tsuid_lens)
+            return ct_err_set(err, CT_ENOMEM, "out of memory planning a query");
+        for (size_t i = 0; i < sub->ntsuids; i++) {
+            const char *h = sub->tsuids[i];
+            size_t hl = strlen(h), bl = hl / 2;
+            size_t pair = l->tagk_width + l->tagv_width;
+            if (hl % 2 || bl < l->metric_width + pair || (bl - l->metric_width) % pair) {
+                *status = QEXEC_BAD_REQUEST;
+                return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", h);
+            }
+            uint8_t *b = malloc(bl);
+            if (!b)
+                return ct_err_set(err, CT_ENOMEM, "out of memory planning a query");
+            x->tsuids[x->ntsuids] = b;
+            x->tsuid_lens[x->ntsuids++] = bl;
+            for (size_t k = 0; k < bl; k++) {
+                unsigned v;
+                if (sscanf(h + 2 * k, "%2x", &v) != 1) {
+                    *status = QEXEC_BAD_REQUEST;
+                    return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", h);
+                }
+                b[k] = (uint8_t)v;
+            }
+            uint64_t m = rowkey_get_uid(b, l->metric_width);
+            if (i == 0)
+                xs->metric = m;
+            else if (m != xs->metric) {
+                *status = QEXEC_BAD_REQUEST;
+                return ct_err_set(err, CT_EINVAL, "All TSUIDs must be the same metric");
+            }
+        }
+        /* sort for the in-scan binary search */
+        for (size_t i = 1; i < x->ntsuids; i++)
+            for (size_t k = i; k > 0 && tsuid_cmp(x->tsuids[k - 1], x->tsuid_lens[k - 1],
+                                                  x->tsuids[k], x->tsuid_lens[k]) > 0;
+                 k--) {
+                uint8_t *tb = x->tsuids[k];
+                size_t tlen = x->tsuid_lens[k];
+                x->tsuids[k] = x->tsuids[k - 1];
+                x->tsuid_lens[k] = x->tsuid_lens[k - 1];
+                x->tsuids[k - 1] = tb;
+                x->tsuid_lens[k - 1] = tlen;
+            }
+        size_t nl;
+        rc = uid_get_name(u, UID_METRIC, xs->metric, xs->metric_name, sizeof(xs->metric_name),
+                          &nl, err);
+        if (rc != CT_OK)
+            return map_uid_err(rc, status);
+    } else {
+        snprintf(xs->metric_name, sizeof(xs->metric_name), "%s", sub->metric);
+        rc = uid_get_id(u, UID_METRIC, sub->metric, strlen(sub->metric), &xs->metric, err);
+        if (rc != CT_OK)
+            return map_uid_err(rc, status);
+    }
+    struct rowkey_filter *rf = NULL;
+    if ((rc = rowkey_filter_new(l, &rf, err)) != CT_OK)
+        return rc;
+    *rf_out = rf;
+    rowkey_filter_set_metric(rf, xs->metric);
+    xs->filts = calloc(sub->nfilters ? sub->nfilters : 1, sizeof(*xs->filts));
+    xs->gb_tagk = calloc(sub->nfilters ? sub->nfilters : 1, sizeof(uint64_t));
+    if (!xs->filts || !xs->gb_tagk)
+        return ct_err_set(err, CT_ENOMEM, "out of memory planning a query");
+    uint64_t *ids = NULL;
+    for (size_t i = 0; i < sub->nfilters; i++) {
+        const struct qfilter *f = sub->filters[i];
+        const char *k = qfilter_tagk(f);
+        uint64_t kid;
+        rc = uid_get_id(u, UID_TAGK, k, strlen(k), &kid, err);
+        if (rc != CT_OK) {
+            free(ids);
+            return map_uid_err(rc, status);
+        }
+        xs->filts[xs->nfilts].f = f;
+        xs->filts[xs->nfilts++].tagk = kid;
+        if (qfilter_group_by(f)) {
+            bool dup = false;
+            for (size_t g = 0; g < xs->ngb; g++)
+                dup |= xs->gb_tagk[g] == kid;
+            if (!dup)
+                xs->gb_tagk[xs->ngb++] = kid;
+        }
+        size_t nlit = 0;
+        const char *const *lits = qfilter_literals(f, &nlit);
+        enum qfilter_type ft = qfilter_type(f);
+        if (ft == QFILTER_LITERAL_OR || ft == QFILTER_NOT_LITERAL_OR) {
+            uint64_t *nids = realloc(ids, (nlit ? nlit : 1) * sizeof(uint64_t));
+            if (!nids) {
+                free(ids);
+                return ct_err_set(err, CT_ENOMEM, "out of memory planning a query");
+            }
+            ids = nids;
+            size_t nid = 0;
+            for (size_t v = 0; v < nlit; v++) {
+                uint64_t vid;
+                rc = uid_get_id(u, UID_TAGV, lits[v], strlen(lits[v]), &vid, err);
+                if (rc == CT_NOTFOUND && ft == QFILTER_NOT_LITERAL_OR)
+                    continue; /* an unknown value cannot be excluded: nothing has it */
+                if (rc != CT_OK) {
+                    free(ids);
+                    return map_uid_err(rc, status);
+                }
+                ids[nid++] = vid;
+            }
+            if (ft == QFILTER_LITERAL_OR)
+                rc = rowkey_filter_add(rf, kid, ids, nid, false, err);
+            else if (nid)
+                rc = rowkey_filter_add(rf, kid, ids, nid, true, err);
+        } else if (ft == QFILTER_NOT_KEY) {
+            rc = rowkey_filter_add(rf, kid, NULL, 0, true, err);
+        } else if (ft != QFILTER_NOT_ILITERAL_OR) {
+            rc = rowkey_filter_add(rf, kid, NULL, 0, false, err); /* the key must be there */
+        }
+        if (rc != CT_OK) {
+            free(ids);
+            return rc;
+        }
+    }
+    free(ids);
+    for (size_t g = 0; g < xs->ngb; g++) /* group-by keys must be present */
+        if ((rc = rowkey_filter_add(rf, xs->gb_tagk[g], NULL, 0, false, err)) != CT_OK)
+            return rc;
+    qsort(xs->gb_tagk, xs->ngb, sizeof(uint64_t), cmp_u64);
+    return CT_OK;
+}
+
+static int ser_cmp_tsuid(const void *a, const void *b)
+{
+    const struct xser *x = *(struct xser *const *)a, *y = *(struct xser *const *)b;
+    return tsuid_cmp(x->tsuid, x->tsuid_len, y->tsuid, y->tsuid_len);
+}
+
+static int ser_cmp_group(const void *a, const void *b)
+{
+    const struct xser *x = *(struct xser *const *)a, *y = *(struct xser *const *)b;
+    int c = tsuid_cmp(x->gkey, x->gkey_len, y->gkey, y->gkey_len);
+    return c ? c : ser_cmp_tsuid(a, b);
+}
+
+/* Resolves a series' tag names and decides whether it passes every filter (plan step 5). */
+static int ser_resolve(struct tsdb *t, struct xsub *xs, struct xser *s, bool *keep,
+                       struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    struct uid *u = tsdb_uid(t);
+    size_t pair = l->tagk_width + l->tagv_width;
+    s->ntags = (s->tsuid_len - l->metric_width) / pair;
+    s->tagk_id = calloc(s->ntags, sizeof(uint64_t));
+    s->tagv_id = calloc(s->ntags, sizeof(uint64_t));
+    s->tagk = calloc(s->ntags, sizeof(char *));
+    s->tagv = calloc(s->ntags, sizeof(char *));
+    if (!s->tagk_id || !s->tagv_id || !s->tagk || !s->tagv)
+        return ct_err_set(err, CT_ENOMEM, "out of memory resolving tags");
+    char name[UID_MAX_NAME + 1];
+    size_t nl;
+    int rc;
+    for (size_t i = 0; i < s->ntags; i++) {
+        const uint8_t *p = s->tsuid + l->metric_width + i * pair;
+        s->tagk_id[i] = rowkey_get_uid(p, l->tagk_width);
+        s->tagv_id[i] = rowkey_get_uid(p + l->tagk_width, l->tagv_width);
+        if ((rc = uid_get_name(u, UID_TAGK, s->tagk_id[i], name, sizeof(name), &nl, err)) !=
+                CT_OK ||
+            !(s->tagk[i] = strdup(name)))
+            return rc != CT_OK ? rc : ct_err_set(err, CT_ENOMEM, "out of memory");
+        if ((rc = uid_get_name(u, UID_TAGV, s->tagv_id[i], name, sizeof(name), &nl, err)) !=
+                CT_OK ||
+            !(s->tagv[i] = strdup(name)))
+            return rc != CT_OK ? rc : ct_err_set(err, CT_ENOMEM, "out of memory");
+    }
+    *keep = true;
+    for (size_t fi = 0; fi < xs->nfilts && *keep; fi++) {
+        const char *v = NULL;
+        for (size_t i = 0; i < s->ntags; i++)
+            if (s->tagk_id[i] == xs->filts[fi].tagk)
+                v = s->tagv[i];
+        *keep = qfilter_match(xs->filts[fi].f, v);
+    }
+    if (*keep && xs->sub->explicit_tags) {
+        /* the series' keys must be exactly the filtered keys */
+        size_t nk = 0;
+        for (size_t fi = 0; fi < xs->nfilts; fi++) {
+            bool seen = false;
+            for (size_t fj = 0; fj < fi; fj++)
+                seen |= xs->filts[fj].tagk == xs->filts[fi].tagk;
+            if (!seen)
+                nk++;
+        }
+        *keep = nk == s->ntags;
+        for (size_t i = 0; i < s->ntags && *keep; i++) {
+            bool found = false;
+            for (size_t fi = 0; fi < xs->nfilts; fi++)
+                found |= xs->filts[fi].tagk == s->tagk_id[i];
+            *keep = found;
+        }
+    }
+    if (*keep && xs->ngb) {
+        s->gkey_len = xs->ngb * 8;
+        if (!(s->gkey = malloc(s->gkey_len)))
+            return ct_err_set(err, CT_ENOMEM, "out of memory grouping");
+        for (size_t g = 0; g < xs->ngb && *keep; g++) {
+            bool found = false;
+            for (size_t i = 0; i < s->ntags; i++) {
+                if (s->tagk_id[i] == xs->gb_tagk[g]) {
+                    for (int b = 0; b < 8; b++)
+                        s->gkey[g * 8 + b] = (uint8_t)(s->tagv_id[i] >> (56 - 8 * b));
+                    found = true;
+                }
+            }
+            *keep = found; /* OpenTSDB drops a series lacking a group-by key */
+        }
+    }
+    return CT_OK;
+}
+
+static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub *sub,
+                   const struct qexec_options *o, struct xsub *xs, enum qexec_status *status,
+                   struct qexec_stats *st, uint64_t deadline_ns, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    struct xscan x;
+    memset(&x, 0, sizeof(x));
+    struct rowkey_filter *rf = NULL;
+    int rc = plan_sub(t, sub, xs, &rf, &x, status, err);
+    if (rc != CT_OK)
+        goto out;
+    struct qagg_window w;
+    qagg_window_compute(q->start_ms, q->end_ms, &sub->ds, &w);
+    x.t = t;
+    x.l = l;
+    x.metric = xs->metric;
+    x.win_start_s = w.win_start_ms / 1000;
+    x.win_end_s = w.win_end_ms / 1000;
+    x.rf = rf;
+    x.nbuckets = l->salt_width ? l->salt_buckets : 1;
+    x.max_dps = o->max_datapoints;
+    x.deadline_ns = deadline_ns;
+    x.sets = calloc(x.nbuckets, sizeof(struct xset));
+    x.rcs = calloc(x.nbuckets, sizeof(int));
+    x.errs = calloc(x.nbuckets, sizeof(struct ct_err));
+    if (!x.sets || !x.rcs || !x.errs) {
+        free(x.sets);
+        x.sets = NULL;
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory planning a query");
+        goto out;
+    }
+    xs->sets = x.sets;
+    xs->nsets = x.nbuckets;
+    uint64_t t0 = clock_mono_ns();
+    unsigned nth = o->scan_threads ? o->scan_threads : 4;
+    if (nth > x.nbuckets)
+        nth = x.nbuckets;
+    pthread_t th[64];
+    if (nth > 64)
+        nth = 64;
+    unsigned started = 0;
+    for (unsigned i = 1; i < nth; i++) {
+        if (pthread_create(&th[started], NULL, scan_thread, &x) != 0)
+            break;
+        started++;
+    }
+    scan_thread(&x); /* this thread takes buckets too */
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    for (unsigned b = 0; b < x.nbuckets; b++) {
+        if (x.rcs[b] != CT_OK && x.rcs[b] != CT_ECLOSED) {
+            rc = x.rcs[b];
+            *err = x.errs[b];
+            map_uid_err(rc, status);
+            goto out;
+        }
+    }
+    if (st) {
+        st->scan_ns += clock_mono_ns() - t0;
+        st->raw_dps += atomic_load(&x.dps);
+        st->rows += atomic_load(&x.rows);
+    }
+    size_t total = 0;
+    for (unsigned b = 0; b < x.nbuckets; b++)
+        total += x.sets[b].n;
+    xs->ser = calloc(total ? total : 1, sizeof(struct xser *));
+    if (!xs->ser) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory collecting series");
+        goto out;
+    }
+    for (unsigned b = 0; b < x.nbuckets; b++) {
+        for (size_t i = 0; i < x.sets[b].n; i++) {
+            struct xser *s = x.sets[b].ser[i];
+            bool keep = false;
+            if ((rc = series_finish(s, err)) != CT_OK ||
+                (rc = ser_resolve(t, xs, s, &keep, err)) != CT_OK) {
+                *status = QEXEC_INTERNAL;
+                goto out;
+            }
+            if (keep)
+                xs->ser[xs->nser++] = s;
+        }
+    }
+    qsort(xs->ser, xs->nser, sizeof(struct xser *),
+          xs->ngb && !qagg_is_none(sub->agg) ? ser_cmp_group : ser_cmp_tsuid);
+    if (st)
+        st->series += xs->nser;
+out:
+    rowkey_filter_free(rf);
+    for (size_t i = 0; i < x.ntsuids; i++)
+        free(x.tsuids[i]);
+    free(x.tsuids);
+    free(x.tsuid_lens);
+    free(x.rcs);
+    free(x.errs);
+    return rc;
+}
+
+/* ---- output ---------------------------------------------------------------------------- */
+
+/* Where finished group points go: JSON or a callback. */
+struct xout {
+    const struct qspec *q;
+    const struct qspec_sub *sub;
+    struct qjson *j;
+    bool first_dp;
+    uint64_t emitted;
+    qexec_point_fn fn;
+    void *fn_arg;
+    const char *metric;
+    const char *tags;
+};
+
+static int emit_point(void *arg, const struct qagg_point *pt)
+{
+    struct xout *xo = arg;
+    if (pt->ts_ms < xo->q->start_ms || pt->ts_ms > xo->q->end_ms)
+        return 0;
+    xo->emitted++;
+    if (xo->fn)
+        return xo->fn(xo->fn_arg, xo->metric, xo->tags, pt);
+    struct qjson *j = xo->j;
+    int64_t ts = xo->q->ms_resolution ? pt->ts_ms : pt->ts_ms / 1000;
+    if (!xo->first_dp)
+        qjson_raw(j, ",", 1);
+    xo->first_dp = false;
+    if (xo->q->arrays) {
+        qjson_raw(j, "[", 1);
+        qjson_i64(j, ts);
+        qjson_raw(j, ",", 1);
+    } else {
+        char b[32];
+        int n = snprintf(b, sizeof(b), "\"%lld\":", (long long)ts);
+        qjson_raw(j, b, (size_t)n);
+    }
+    if (pt->is_int)
+        qjson_i64(j, pt->v.i);
+    else if (pt->v.d != pt->v.d && xo->sub->ds.enabled && xo->sub->ds.fill == QAGG_FILL_NULL)
+        qjson_lit(j, "null");
+    else
+        qjson_double(j, pt->v.d);
+    if (xo->q->arrays)
+        qjson_raw(j, "]", 1);
+    return 0;
+}
+
+/* Transforms each series of a group (downsample, rate) and aggregates it through xo. */
+static int run_group(const struct qspec *q, const struct qspec_sub *sub, struct xser **ser,
+                     size_t n, struct xout *xo, struct ct_err *err)
+{
+    struct qagg_window w;
+    qagg_window_compute(q->start_ms, q->end_ms, &sub->ds, &w);
+    struct qagg_series *ss = calloc(n, sizeof(*ss));
+    struct qagg_buf *bufs = calloc(n * 2, sizeof(*bufs));
+    int rc = CT_OK;
+    if (!ss || !bufs) {
+        free(ss);
+        free(bufs);
+        return ct_err_set(err, CT_ENOMEM, "out of memory aggregating");
+    }
+    for (size_t i = 0; i < n && rc == CT_OK; i++) {
+        const struct qagg_point *p = ser[i]->pts.p;
+        size_t np = ser[i]->pts.n;
+        if (sub->ds.enabled) {
+            rc = qagg_downsample(p, np, &sub->ds, &w, q->tz, &bufs[2 * i], err);
+            p = bufs[2 * i].p;
+            np = bufs[2 * i].n;
+        }
+        if (rc == CT_OK && sub->rate) {
+            rc = qagg_rate_apply(p, np, &sub->rate_opts, &bufs[2 * i + 1], err);
+            p = bufs[2 * i + 1].p;
+            np = bufs[2 * i + 1].n;
+        }
+        ss[i].p = p;
+        ss[i].n = np;
+    }
+    if (rc == CT_OK)
+        rc = qagg_group_run(sub->agg, ss, n, w.win_start_ms, w.win_end_ms, sub->rate, emit_point,
+                            xo, err);
+    for (size_t i = 0; i < 2 * n; i++)
+        qagg_buf_free(&bufs[i]);
+    free(bufs);
+    free(ss);
+    return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* tags / aggregateTags of a group (SpanGroup 2.4.1 rule): a key with one distinct value across
+ * the group is a tag, a key with several is aggregated. Returns sorted arrays of borrowed names
+ * (values index-aligned with tag keys). */
+static int group_tags(struct xser **ser, size_t n, const char ***tk, const char ***tv,
+                      size_t *ntags, const char ***agg, size_t *nagg)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < n; i++)
+        cap += ser[i]->ntags;
+    const char **k = calloc(cap + 1, sizeof(char *)), **v = calloc(cap + 1, sizeof(char *));
+    const char **a = calloc(cap + 1, sizeof(char *));
+    if (!k || !v || !a) {
+        free(k);
+        free(v);
+        free(a);
+        return -1;
+    }
+    size_t nk = 0, na = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t t = 0; t < ser[i]->ntags; t++) {
+            const char *key = ser[i]->tagk[t], *val = ser[i]->tagv[t];
+            bool in_agg = false;
+            for (size_t x = 0; x < na && !in_agg; x++)
+                in_agg = !strcmp(a[x], key);
+            if (in_agg)
+                continue;
+            size_t x;
+            for (x = 0; x < nk && strcmp(k[x], key); x++)
+                ;
+            if (x == nk) {
+                k[nk] = key;
+                v[nk++] = val;
+            } else if (strcmp(v[x], val)) {
+                a[na++] = key;
+                k[x] = k[nk - 1];
+                v[x] = v[nk - 1];
+                nk--;
+            }
+        }
+    }
+    /* sort keys keeping values aligned */
+    for (size_t i = 1; i < nk; i++)
+        for (size_t x = i; x > 0 && strcmp(k[x - 1], k[x]) > 0; x--) {
+            const char *tk0 = k[x], *tv0 = v[x];
+            k[x] = k[x - 1];
+            v[x] = v[x - 1];
+            k[x - 1] = tk0;
+            v[x - 1] = tv0;
+        }
+    qsort(a, na, sizeof(char *), cmp_str);
+    *tk = k;
+    *tv = v;
+    *ntags = nk;
+    *agg = a;
+    *nagg = na;
+    return 0;
+}
+
+static void write_hex(struct qjson *j, const uint8_t *b, size_t n)
+{
+    static const char hx[] = "0123456789ABCDEF";
+    char buf[2 * ROWKEY_MAX_TSUID + 2];
+    size_t o = 0;
+    buf[o++] = '"';
+    for (size_t i = 0; i < n && o + 3 < sizeof(buf); i++) {
+        buf[o++] = hx[b[i] >> 4];
+        buf[o++] = hx[b[i] & 15];
+    }
+    buf[o++] = '"';
+    qjson_raw(j, buf, o);
+}
+
+static void write_query_echo(struct qjson *j, const struct qspec_sub *sub)
+{
+    qjson_lit(j, "\"query\":{\"aggregator\":");
+    qjson_str(j, qagg_name(sub->agg));
+    qjson_lit(j, ",\"metric\":");
+    if (sub->metric)
+        qjson_str(j, sub->metric);
+    else
+        qjson_lit(j, "null");
+    qjson_lit(j, ",\"tsuids\":");
+    if (sub->ntsuids) {
+        qjson_raw(j, "[", 1);
+        for (size_t i = 0; i < sub->ntsuids; i++) {
+            if (i)
+                qjson_raw(j, ",", 1);
+            qjson_str(j, sub->tsuids[i]);
+        }
+        qjson_raw(j, "]", 1);
+    } else {
+        qjson_lit(j, "null");
+    }
+    qjson_lit(j, ",\"downsample\":");
+    if (sub->ds.enabled)
+        qjson_str(j, sub->ds.text);
+    else
+        qjson_lit(j, "null");
+    qjson_lit(j, sub->rate ? ",\"rate\":true" : ",\"rate\":false");
+    qjson_lit(j, ",\"filters\":[");
+    for (size_t i = 0; i < sub->nfilters; i++) {
+        const struct qfilter *f = sub->filters[i];
+        if (i)
+            qjson_raw(j, ",", 1);
+        qjson_lit(j, "{\"tagk\":");
+        qjson_str(j, qfilter_tagk(f));
+        qjson_lit(j, ",\"filter\":");
+        qjson_str(j, qfilter_expr(f));
+        qjson_lit(j, qfilter_group_by(f) ? ",\"group_by\":true" : ",\"group_by\":false");
+        qjson_lit(j, ",\"type\":");
+        qjson_str(j, qfilter_type_name(f));
+        qjson_raw(j, "}", 1);
+    }
+    qjson_lit(j, "],\"index\":");
+    qjson_i64(j, sub->index);
+    qjson_lit(j, ",\"tags\":{");
+    bool first = true;
+    for (size_t i = 0; i < sub->nfilters; i++) {
+        const struct qfilter *f = sub->filters[i];
+        if (!qfilter_group_by(f))
+            continue;
+        if (!first)
+            qjson_raw(j, ",", 1);
+        first = false;
+        char v[600];
+        snprintf(v, sizeof(v), "%s(%s)", qfilter_type_name(f), qfilter_expr(f));
+        qjson_str(j, qfilter_tagk(f));
+        qjson_raw(j, ":", 1);
+        qjson_str(j, v);
+    }
+    qjson_lit(j, "},\"rateOptions\":");
+    if (sub->rate_options_set) {
+        char b[200];
+        snprintf(b, sizeof(b),
+                 "{\"counter\":%s,\"counterMax\":%lld,\"resetValue\":%lld,\"dropResets\":%s}",
+                 sub->rate_opts.counter ? "true" : "false",
+                 (long long)sub->rate_opts.counter_max, (long long)sub->rate_opts.reset_value,
+                 sub->rate_opts.drop_resets ? "true" : "false");
+        qjson_lit(j, b);
+    } else {
+        qjson_lit(j, "null");
+    }
+    qjson_lit(j, ",\"delete\":false");
+    qjson_lit(j, sub->explicit_tags ? ",\"explicitTags\":true}" : ",\"explicitTags\":false}");
+}
+
+struct gann {
+    struct xann *a;
+    size_t n, cap;
+};
+
+static int collect_global(void *arg, const uint8_t *tsuid, size_t tsuid_len, int64_t start_ms,
+                          const char *json, size_t json_len)
+{
+    (void)tsuid;
+    (void)tsuid_len;
+    struct gann *g = arg;
+    if (g->n == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 8;
+        struct xann *na = realloc(g->a, nc * sizeof(*na));
+        if (!na)
+            return CT_ENOMEM;
+        g->a = na;
+        g->cap = nc;
+    }
+    char *c = strndup(json, json_len);
+    if (!c)
+        return CT_ENOMEM;
+    g->a[g->n].start_ms = start_ms;
+    g->a[g->n++].json = c;
+    return 0;
+}
+
+static int cmp_ann(const void *a, const void *b)
+{
+    const struct xann *x = *(struct xann *const *)a, *y = *(struct xann *const *)b;
+    return x->start_ms < y->start_ms ? -1 : x->start_ms > y->start_ms;
+}
+
+static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser, size_t n,
+                       const struct gann *globals, struct qjson *j, bool *first,
+                       struct qexec_stats *st, struct ct_err *err)
+{
+    const struct qspec_sub *sub = xs->sub;
+    const char **tk = NULL, **tv = NULL, **ag = NULL;
+    size_t ntk = 0, nag = 0;
+    if (group_tags(ser, n, &tk, &tv, &ntk, &ag, &nag) != 0)
+        return ct_err_set(err, CT_ENOMEM, "out of memory writing tags");
+    if (!*first)
+        qjson_raw(j, ",", 1);
+    *first = false;
+    qjson_lit(j, "{\"metric\":");
+    qjson_str(j, xs->metric_name);
+    qjson_lit(j, ",\"tags\":{");
+    for (size_t i = 0; i < ntk; i++) {
+        if (i)
+            qjson_raw(j, ",", 1);
+        qjson_str(j, tk[i]);
+        qjson_raw(j, ":", 1);
+        qjson_str(j, tv[i]);
+    }
+    qjson_lit(j, "},\"aggregateTags\":[");
+    for (size_t i = 0; i < nag; i++) {
+        if (i)
+            qjson_raw(j, ",", 1);
+        qjson_str(j, ag[i]);
+    }
+    qjson_raw(j, "]", 1);
+    free(tk);
+    free(tv);
+    free(ag);
+    if (q->show_query) {
+        qjson_raw(j, ",", 1);
+        write_query_echo(j, sub);
+    }
+    if (q->show_tsuids) {
+        qjson_lit(j, ",\"tsuids\":[");
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                qjson_raw(j, ",", 1);
+            write_hex(j, ser[i]->tsuid, ser[i]->tsuid_len);
+        }
+        qjson_raw(j, "]", 1);
+    }
+    if (!q->no_annotations) {
+        size_t na = 0;
+        for (size_t i = 0; i < n; i++)
+            na += ser[i]->nanns;
+        if (na) {
+            struct xann **all = calloc(na, sizeof(*all));
+            if (!all)
+                return ct_err_set(err, CT_ENOMEM, "out of memory writing annotations");
+            size_t k = 0;
+            for (size_t i = 0; i < n; i++)
+                for (size_t a = 0; a < ser[i]->nanns; a++)
+                    if (ser[i]->anns[a].start_ms >= q->start_ms &&
+                        ser[i]->anns[a].start_ms <= q->end_ms)
+                        all[k++] = &ser[i]->anns[a];
+            qsort(all, k, sizeof(*all), cmp_ann);
+            if (k) {
+                qjson_lit(j, ",\"annotations\":[");
+                for (size_t a = 0; a < k; a++) {
+                    if (a)
+                        qjson_raw(j, ",", 1);
+                    qjson_lit(j, all[a]->json);
+                }
+                qjson_raw(j, "]", 1);
+            }
+            free(all);
+        }
+    }
+    if (globals && globals->n) {
+        qjson_lit(j, ",\"globalAnnotations\":[");
+        for (size_t a = 0; a < globals->n; a++) {
+            if (a)
+                qjson_raw(j, ",", 1);
+            qjson_lit(j, globals->a[a].json);
+        }
+        qjson_raw(j, "]", 1);
+    }
+    qjson_lit(j, q->arrays ? ",\"dps\":[" : ",\"dps\":{");
+    struct xout xo = {.q = q, .sub = sub, .j = j, .first_dp = true};
+    uint64_t t0 = clock_mono_ns();
+    int rc = run_group(q, sub, ser, n, &xo, err);
+    if (st) {
+        st->agg_ns += clock_mono_ns() - t0;
+        st->emitted_dps += xo.emitted;
+        st->groups++;
+    }
+    qjson_lit(j, q->arrays ? "]" : "}");
+    if (q->show_stats) {
+        char b[200];
+        snprintf(b, sizeof(b), ",\"stats\":{\"emittedDPs\":%llu,\"queryIndex\":%d}",
+                 (unsigned long long)xo.emitted, sub->index);
+        qjson_lit(j, b);
+    }
+    qjson_raw(j, "}", 1);
+    return rc;
+}
+
+/* Calls fn(group) for each group of xs: consecutive series with equal group keys, or one series
+ * per group with the "none" aggregator. */
+typedef int (*group_fn)(void *arg, struct xsub *xs, struct xser **ser, size_t n);
+
+static int for_each_group(struct xsub *xs, group_fn fn, void *arg)
+{
+    size_t i = 0;
+    bool none = qagg_is_none(xs->sub->agg);
+    while (i < xs->nser) {
+        size_t e = i + 1;
+        if (!none) {
+            if (!xs->ngb)
+                e = xs->nser;
+            else
+                while (e < xs->nser &&
+                       !tsuid_cmp(xs->ser[i]->gkey, xs->ser[i]->gkey_len, xs->ser[e]->gkey,
+                                  xs->ser[e]->gkey_len))
+                    e++;
+        }
+        int rc = fn(arg, xs, xs->ser + i, e - i);
+        if (rc != CT_OK)
+            return rc;
+        i = e;
+    }
+    return CT_OK;
+}
+
+struct wctx {
+    const struct qspec *q;
+    const struct gann *globals;
+    struct qjson *j;
+    bool first;
+    struct qexec_stats *st;
+    struct ct_err *err;
+};
+
+static int write_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t n)
+{
+    struct wctx *w = arg;
+    return write_group(w->q, xs, ser, n, w->globals, w->j, &w->first, w->st, w->err);
+}
+
+/* Runs every sub-query's scans (phase 1). */
+static int run_all(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
+                   struct xsub *xs, enum qexec_status *status, struct qexec_stats *st,
+                   struct ct_err *err)
+{
+    uint64_t deadline = o->timeout_ms > 0 ? clock_mono_ns() + (uint64_t)o->timeout_ms * 1000000
+                                          : 0;
+    for (size_t i = 0; i < q->nsubs; i++) {
+        *status = QEXEC_INTERNAL;
+        int rc = run_sub(t, q, &q->subs[i], o, &xs[i], status, st, deadline, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    *status = QEXEC_OK;
+    return CT_OK;
+}
+
+int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
+              struct qjson *j, enum qexec_status *status, struct qexec_stats *stats,
+              struct ct_err *err)
+{
+    struct qexec_stats local;
+    memset(&local, 0, sizeof(local));
+    struct qexec_stats *st = stats ? stats : &local;
+    uint64_t t0 = clock_mono_ns();
+    struct xsub *xs = calloc(q->nsubs, sizeof(*xs));
+    if (!xs) {
+        *status = QEXEC_INTERNAL;
+        return ct_err_set(err, CT_ENOMEM, "out of memory running a query");
+    }
+    struct gann globals = {0};
+    int rc = run_all(t, q, o, xs, status, st, err);
+    if (rc == CT_OK && q->global_annotations) {
+        rc = tsdb_annotation_scan(t, NULL, 0, q->start_ms, q->end_ms, collect_global, &globals,
+                                  err);
+        if (rc != CT_OK)
+            *status = QEXEC_INTERNAL;
+    }
+    if (rc == CT_OK) {
+        *status = QEXEC_OK;
+        struct wctx w = {q, &globals, j, true, st, err};
+        qjson_raw(j, "[", 1);
+        for (size_t i = 0; i < q->nsubs && rc == CT_OK; i++)
+            rc = for_each_group(&xs[i], write_group_cb, &w);
+        if (rc == CT_OK && q->show_summary) {
+            st->total_ns = clock_mono_ns() - t0;
+            char b[400];
+            snprintf(b, sizeof(b),
+                     "%s{\"statsSummary\":{\"datapoints\":%llu,\"rawDatapoints\":%llu,"
+                     "\"rowsScanned\":%llu,\"series\":%llu,\"groups\":%llu,"
+                     "\"storageTime\":%.3f,\"aggregationTime\":%.3f,\"processingTime\":%.3f,"
+                     "\"queryIdx_00\":{}}}",
+                     w.first ? "" : ",", (unsigned long long)st->emitted_dps,
+                     (unsigned long long)st->raw_dps, (unsigned long long)st->rows,
+                     (unsigned long long)st->series, (unsigned long long)st->groups,
+                     (double)st->scan_ns / 1e6, (double)st->agg_ns / 1e6,
+                     (double)st->total_ns / 1e6);
+            qjson_lit(j, b);
+        }
+        qjson_raw(j, "]", 1);
+        if (rc != CT_OK)
+            *status = QEXEC_INTERNAL;
+    }
+    st->total_ns = clock_mono_ns() - t0;
+    for (size_t i = 0; i < globals.n; i++)
+        free(globals.a[i].json);
+    free(globals.a);
+    for (size_t i = 0; i < q->nsubs; i++)
+        xsub_free(&xs[i]);
+    free(xs);
+    return rc;
+}
+
+struct pctx {
+    const struct qspec *q;
+    qexec_point_fn fn;
+    void *arg;
+    struct ct_err *err;
+};
+
+static int points_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t n)
+{
+    struct pctx *p = arg;
+    const char **tk = NULL, **tv = NULL, **ag = NULL;
+    size_t ntk = 0, nag = 0;
+    if (group_tags(ser, n, &tk, &tv, &ntk, &ag, &nag) != 0)
+        return ct_err_set(p->err, CT_ENOMEM, "out of memory");
+    char tags[4096];
+    size_t o = 0;
+    tags[0] = 0;
+    for (size_t i = 0; i < ntk && o < sizeof(tags); i++)
+        o += (size_t)snprintf(tags + o, sizeof(tags) - o, "%s%s=%s", i ? " " : "", tk[i], tv[i]);
+    free(tk);
+    free(tv);
+    free(ag);
+    struct xout xo = {.q = p->q, .sub = xs->sub, .fn = p->fn, .fn_arg = p->arg,
+                      .metric = xs->metric_name, .tags = tags};
+    return run_group(p->q, xs->sub, ser, n, &xo, p->err);
+}
+
+int qexec_run_points(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
+                     qexec_point_fn fn, void *arg, enum qexec_status *status, struct ct_err *err)
+{
+    struct xsub *xs = calloc(q->nsubs, sizeof(*xs));
+    if (!xs) {
+        *status = QEXEC_INTERNAL;
+        return ct_err_set(err, CT_ENOMEM, "out of memory running a query");
+    }
+    int rc = run_all(t, q, o, xs, status, NULL, err);
+    struct pctx p = {q, fn, arg, err};
+    for (size_t i = 0; i < q->nsubs && rc == CT_OK; i++)
+        rc = for_each_group(&xs[i], points_group_cb, &p);
+    for (size_t i = 0; i < q->nsubs; i++)
+        xsub_free(&xs[i]);
+    free(xs);
+    return rc;
+}

@@ -1,0 +1,60 @@
+/* qexec.h - runs a parsed /api/query (struct qspec) against the store and writes OpenTSDB's JSON
+ * answer: resolve names to UIDs (errors before any output), plan one reversed scan per salt bucket
+ * over the hour rows of the scan window with tag filtering inside the scan (the rowkey row-filter
+ * hook), run the buckets in parallel threads, decode every cell layout into series, apply the
+ * remaining filters by name, group, downsample, rate, aggregate and stream the JSON.
+ *
+ * Threading: qexec_run may be called from many threads at once (it blocks; call it from a worker,
+ * never from the network loop). */
+#ifndef CT_QEXEC_H
+#define CT_QEXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "query/qjson.h"
+#include "query/qspec.h"
+#include "schema/tsdb.h"
+#include "storage/ct_err.h"
+
+struct qexec_options {
+    int64_t timeout_ms;      /* tsd.query.timeout; 0 = none */
+    uint64_t max_datapoints; /* raw datapoints read per query; 0 = no limit */
+    unsigned scan_threads;   /* parallel bucket scans; 0 = min(buckets, 4) */
+    bool allow_delete;       /* tsd.http.query.allow_delete */
+};
+void qexec_options_init(struct qexec_options *o);
+
+/* The outcome class of a failed query, for the HTTP status. */
+enum qexec_status {
+    QEXEC_OK = 200,
+    QEXEC_BAD_REQUEST = 400, /* unknown names, bad tsuids */
+    QEXEC_TOO_LARGE = 413,   /* datapoint limit */
+    QEXEC_TIMEOUT = 408,     /* tsd.query.timeout */
+    QEXEC_INTERNAL = 500,
+};
+
+/* Counters of one run (for showSummary/showStats and the bench). */
+struct qexec_stats {
+    uint64_t rows, raw_dps, emitted_dps, series, groups;
+    uint64_t scan_ns, agg_ns, total_ns;
+};
+
+/* Runs q and writes the whole JSON array to j (not flushed). On error nothing has been written
+ * to j when *status is 400/408/413 (every scan completes before the first byte); err says why.
+ * stats may be NULL. */
+CT_MUST_CHECK int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
+                            struct qjson *j, enum qexec_status *status, struct qexec_stats *stats,
+                            struct ct_err *err);
+
+/* One datapoint of a finished series for callers that print rather than emit JSON (ctsdb query):
+ * fn is called for each output point of each group with the group's metric and tags
+ * ("k=v k2=v2"). */
+typedef int (*qexec_point_fn)(void *arg, const char *metric, const char *tags,
+                              const struct qagg_point *pt);
+CT_MUST_CHECK int qexec_run_points(struct tsdb *t, const struct qspec *q,
+                                   const struct qexec_options *o, qexec_point_fn fn, void *arg,
+                                   enum qexec_status *status, struct ct_err *err);
+
+#endif

@@ -1,0 +1,72 @@
+/* qspec.h - a parsed OpenTSDB 2.4 /api/query request (TSQuery with its TSSubQuery list): from
+ * the URL form (start, end, m=, tsuid=, flags) or the JSON body, validated with OpenTSDB's
+ * messages. Every parse error is a 400 in OpenTSDB; they return CT_EINVAL here.
+ *
+ * The structs are shown because handlers, the executor and the command line read many fields;
+ * they are built only by the qspec_parse_* functions and freed by qspec_free(). Immutable after
+ * parsing, so worker threads may read one spec at once. */
+#ifndef CT_QSPEC_H
+#define CT_QSPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "query/qagg.h"
+#include "query/qfilter.h"
+#include "query/qtime.h"
+#include "storage/ct_err.h"
+
+struct qspec_sub {
+    const struct qagg *agg;
+    char *metric;  /* NULL for a tsuids query */
+    char **tsuids; /* hex strings */
+    size_t ntsuids;
+    struct qagg_ds ds; /* ds.enabled false: no downsampling */
+    bool rate;
+    bool rate_options_set; /* rateOptions given (echoed by showQuery) */
+    struct qagg_rate rate_opts;
+    struct qfilter **filters;
+    size_t nfilters;
+    bool explicit_tags;
+    int index; /* position in the request */
+};
+
+struct qspec {
+    int64_t start_ms, end_ms;
+    char *start_text, *end_text; /* as given (end_text NULL if defaulted to now) */
+    struct qtime_tz *tz;         /* owned; UTC when no timezone was given */
+    char *timezone;              /* as given, or NULL */
+    bool use_calendar;
+    bool ms_resolution, show_tsuids, show_query, show_stats, show_summary;
+    bool no_annotations, global_annotations, padding, delete_data, arrays;
+    struct qspec_sub *subs;
+    size_t nsubs;
+};
+
+/* Returns the values of URL parameter `name`: the idx-th occurrence (NULL past the last).
+ * A flag given without "=value" has the value "". */
+typedef const char *(*qspec_param_fn)(void *arg, const char *name, size_t idx);
+
+/* Parses the GET form. now_ms is "now" for relative times and a missing end. Returns a new spec
+ * in *out, freed with qspec_free(). */
+CT_MUST_CHECK int qspec_parse_params(qspec_param_fn get, void *arg, int64_t now_ms,
+                                     struct qspec **out, struct ct_err *err);
+/* Parses the JSON body. */
+CT_MUST_CHECK int qspec_parse_json(const char *body, size_t len, int64_t now_ms,
+                                   struct qspec **out, struct ct_err *err);
+void qspec_free(struct qspec *q); /* accepts NULL */
+
+/* Parses one m= expression ("sum:1m-avg:rate{counter,,1000}:sys.cpu{host=*}{dc=lga}") into sub
+ * (which the caller zeroes first and frees with qspec_sub_clear()). */
+CT_MUST_CHECK int qspec_parse_m(const char *m, struct qspec_sub *sub, struct ct_err *err);
+/* Parses a tsuid= expression ("sum:rate:000001000001000001,000001000001000002"). */
+CT_MUST_CHECK int qspec_parse_tsuid_param(const char *t, struct qspec_sub *sub,
+                                          struct ct_err *err);
+void qspec_sub_clear(struct qspec_sub *sub);
+
+/* Adds a filter to sub (taking f, freed by the callee even on error). */
+CT_MUST_CHECK int qspec_sub_add_filter(struct qspec_sub *sub, struct qfilter *f,
+                                       struct ct_err *err);
+
+#endif

@@ -1,0 +1,760 @@
+/* tsdb.c - the OpenTSDB layout on a wc store: tables, series resolution, batched writes, the
+ * compaction hook and annotations.
+ *
+ * Invariants: (1) every datapoint is written as one OpenTSDB single cell in the hour row of its
+ * series, with the store's write time as cell timestamp (so "latest write" is well defined);
+ * (2) the compaction hook only rewrites rows whose hour is complete (base + 3600 +
+ * compaction_delay_s <= now) and never drops a point: conflicting duplicates without
+ * fix_duplicates leave the row untouched; (3) a batch never allocates once it has grown to its
+ * working size: rows, qualifiers and values live in one byte arena addressed by offsets, turned
+ * into wc mutations only in tsdb_batch_write().
+ * Threading: the handle is read-only after tsdb_open() except through uid (thread-safe) and the
+ * store (thread-safe). */
+#include "schema/tsdb.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/clock.h"
+
+struct tsdb {
+    struct wc_store *s;
+    struct tsdb_config c;
+    char data_name[WC_MAX_TABLE_NAME], uid_name[WC_MAX_TABLE_NAME], meta_name[WC_MAX_TABLE_NAME];
+    char *allow_special;
+    struct wc_table *data, *uidt, *meta;
+    struct uid *uid;
+    bool hooked;
+};
+
+void tsdb_config_init(struct tsdb_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->data_table = "tsdb";
+    c->uid_table = "tsdb-uid";
+    c->meta_table = "tsdb-meta";
+    rowkey_layout_init(&c->layout);
+    c->max_tags = 8;
+    c->auto_create_metrics = true;
+    c->auto_create_tagks = true;
+    c->auto_create_tagvs = true;
+    c->uid_cache_entries = 1u << 16;
+    c->create_tables = true;
+    c->ttl_s = WC_TTL_FOREVER;
+    c->min_versions = 0;
+    c->compression = WC_COMPRESSION_SNAPPY;
+    c->bloom = WC_BLOOM_ROW;
+    c->encoding = WC_ENCODING_PREFIX;
+    c->regions_per_bucket = 1;
+    c->enable_compaction = true;
+    c->fix_duplicates = false;
+    c->format = DPCODEC_FORMAT_COMPRESSED;
+    c->compaction_delay_s = 0;
+}
+
+int tsdb_config_check(const struct tsdb_config *c, struct ct_err *err)
+{
+    int rc = rowkey_layout_check(&c->layout, err);
+    if (rc != CT_OK)
+        return rc;
+    if (c->max_tags < 1 || c->max_tags > ROWKEY_MAX_TAGS)
+        return ct_err_set(err, CT_EINVAL, "tsd.storage.max_tags must be 1..%d, not %u",
+                          ROWKEY_MAX_TAGS, c->max_tags);
+    if (c->ttl_s <= 0)
+        return ct_err_set(err, CT_EINVAL, "TTL must be > 0 seconds, not %lld",
+                          (long long)c->ttl_s);
+    if (c->regions_per_bucket < 1 || c->regions_per_bucket > 256)
+        return ct_err_set(err, CT_EINVAL, "regions per salt bucket must be 1..256, not %u",
+                          c->regions_per_bucket);
+    if (c->layout.salt_width > 0 &&
+        (uint64_t)c->layout.salt_buckets * c->regions_per_bucket > 65536)
+        return ct_err_set(err, CT_EINVAL, "%u buckets x %u regions is more than 65536 regions",
+                          c->layout.salt_buckets, c->regions_per_bucket);
+    if (!c->data_table || !*c->data_table || !c->uid_table || !*c->uid_table ||
+        !c->meta_table || !*c->meta_table)
+        return ct_err_set(err, CT_EINVAL, "table names must not be empty");
+    if (c->format != DPCODEC_FORMAT_COMPRESSED && c->format != DPCODEC_FORMAT_OPENTSDB)
+        return ct_err_set(err, CT_EINVAL, "unknown compacted-cell format %d", (int)c->format);
+    return CT_OK;
+}
+
+/* ---- tables ------------------------------------------------------------------------------- */
+
+static void tsdb_family(struct wc_family_desc *f, const char *name, const struct tsdb_config *c)
+{
+    wc_family_desc_init(f, name);
+    f->compression = c->compression;
+    f->bloom = c->bloom;
+}
+
+/* Split keys of the data table: a region per salt bucket, regions_per_bucket sub-regions on the
+ * first metric uid byte. Returns a new array (count in *n), freed by the caller with free(). */
+static int tsdb_splits(const struct tsdb_config *c, uint8_t **buf, struct wc_bytes **keys,
+                       size_t *n, struct ct_err *err)
+{
+    const struct rowkey_layout *l = &c->layout;
+    unsigned buckets = l->salt_width ? l->salt_buckets : 1;
+    unsigned per = c->regions_per_bucket;
+    size_t total = (size_t)buckets * per - 1;
+    *n = 0;
+    *buf = NULL;
+    *keys = NULL;
+    if (total == 0)
+        return CT_OK;
+    size_t klen = l->salt_width + 1;
+    *buf = malloc(total * klen);
+    *keys = malloc(total * sizeof(**keys));
+    if (!*buf || !*keys) {
+        free(*buf);
+        free(*keys);
+        return ct_err_set(err, CT_ENOMEM, "out of memory for %zu split keys", total);
+    }
+    size_t k = 0;
+    for (unsigned b = 0; b < buckets; b++) {
+        for (unsigned j = 0; j < per; j++) {
+            if (b == 0 && j == 0)
+                continue; /* the first region starts at the table start */
+            uint8_t *p = *buf + k * klen;
+            rowkey_salt_bytes(l, b, p);
+            size_t len = l->salt_width;
+            if (j > 0)
+                p[len++] = (uint8_t)((256u * j) / per);
+            (*keys)[k++] = wc_bytes_of(p, len);
+        }
+    }
+    *n = k;
+    return CT_OK;
+}
+
+static int tsdb_create_one(struct wc_store *s, const char *name, struct wc_family_desc *fams,
+                           size_t nfams, const struct wc_bytes *splits, size_t nsplits,
+                           int *created, struct ct_err *err)
+{
+    int rc = wc_table_exists(s, name, err);
+    if (rc == CT_OK)
+        return CT_OK;
+    if (rc != CT_NOTFOUND)
+        return rc;
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, name);
+    d.families = fams;
+    d.nfamilies = nfams;
+    rc = wc_table_create(s, &d, splits, nsplits, err);
+    if (rc == CT_EEXIST) /* created concurrently: fine */
+        return CT_OK;
+    if (rc != CT_OK)
+        return ct_err_prefix(err, "cannot create table %s", name);
+    (*created)++;
+    return CT_OK;
+}
+
+int tsdb_create_tables(struct wc_store *s, const struct tsdb_config *c, int *created,
+                       struct ct_err *err)
+{
+    int dummy = 0;
+    if (!created)
+        created = &dummy;
+    *created = 0;
+    int rc = tsdb_config_check(c, err);
+    if (rc != CT_OK)
+        return rc;
+    struct wc_family_desc t;
+    tsdb_family(&t, TSDB_DATA_FAMILY, c);
+    t.versions = 1;
+    t.ttl_s = c->ttl_s;
+    t.min_versions = c->min_versions;
+    t.encoding = c->encoding;
+    uint8_t *buf;
+    struct wc_bytes *keys;
+    size_t nkeys;
+    rc = tsdb_splits(c, &buf, &keys, &nkeys, err);
+    if (rc != CT_OK)
+        return rc;
+    rc = tsdb_create_one(s, c->data_table, &t, 1, keys, nkeys, created, err);
+    free(buf);
+    free(keys);
+    if (rc != CT_OK)
+        return rc;
+    struct wc_family_desc u[2];
+    tsdb_family(&u[0], UID_FAMILY_ID, c);
+    tsdb_family(&u[1], UID_FAMILY_NAME, c);
+    rc = tsdb_create_one(s, c->uid_table, u, 2, NULL, 0, created, err);
+    if (rc != CT_OK)
+        return rc;
+    struct wc_family_desc m;
+    tsdb_family(&m, TSDB_META_FAMILY, c);
+    return tsdb_create_one(s, c->meta_table, &m, 1, NULL, 0, created, err);
+}
+
+/* ---- handle ------------------------------------------------------------------------------- */
+
+static int tsdb_copy_name(char *dst, const char *src, struct ct_err *err)
+{
+    if (strlen(src) >= WC_MAX_TABLE_NAME)
+        return ct_err_set(err, CT_EINVAL, "table name '%s' is too long", src);
+    strcpy(dst, src);
+    return CT_OK;
+}
+
+static int tsdb_open_table(struct tsdb *t, const char *name, struct wc_table **out,
+                           struct ct_err *err)
+{
+    int rc = wc_table_open(t->s, name, out, err);
+    if (rc == CT_NOTFOUND)
+        return ct_err_set(err, CT_NOTFOUND,
+                          "table %s does not exist (create it with `ctsdb create-tables`)", name);
+    if (rc != CT_OK)
+        return ct_err_prefix(err, "cannot open table %s", name);
+    return CT_OK;
+}
+
+int tsdb_open(struct wc_store *s, const struct tsdb_config *c, struct tsdb **out,
+              struct ct_err *err)
+{
+    int rc = tsdb_config_check(c, err);
+    if (rc != CT_OK)
+        return rc;
+    struct tsdb *t = calloc(1, sizeof(*t));
+    if (!t)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for the tsdb handle");
+    t->s = s;
+    t->c = *c;
+    if ((rc = tsdb_copy_name(t->data_name, c->data_table, err)) != CT_OK ||
+        (rc = tsdb_copy_name(t->uid_name, c->uid_table, err)) != CT_OK ||
+        (rc = tsdb_copy_name(t->meta_name, c->meta_table, err)) != CT_OK)
+        goto fail;
+    t->c.data_table = t->data_name;
+    t->c.uid_table = t->uid_name;
+    t->c.meta_table = t->meta_name;
+    if (c->allow_special) {
+        t->allow_special = strdup(c->allow_special);
+        if (!t->allow_special) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+            goto fail;
+        }
+    }
+    t->c.allow_special = t->allow_special;
+    if (c->create_tables && !c->read_only) {
+        rc = tsdb_create_tables(s, c, NULL, err);
+        if (rc != CT_OK)
+            goto fail;
+    }
+    if ((rc = tsdb_open_table(t, t->data_name, &t->data, err)) != CT_OK ||
+        (rc = tsdb_open_table(t, t->uid_name, &t->uidt, err)) != CT_OK ||
+        (rc = tsdb_open_table(t, t->meta_name, &t->meta, err)) != CT_OK)
+        goto fail;
+    struct uid_options uo;
+    uid_options_init(&uo);
+    uo.width[UID_METRIC] = c->layout.metric_width;
+    uo.width[UID_TAGK] = c->layout.tagk_width;
+    uo.width[UID_TAGV] = c->layout.tagv_width;
+    uo.random_metrics = c->random_metrics;
+    uo.cache_entries = c->uid_cache_entries;
+    uo.allow_special = c->allow_special;
+    rc = uid_open(t->uidt, &uo, &t->uid, err);
+    if (rc != CT_OK)
+        goto fail;
+    if (!c->read_only) {
+        rc = wc_set_compact_hook(s, t->data_name, TSDB_DATA_FAMILY, tsdb_compact_hook, t, err);
+        if (rc == CT_OK)
+            t->hooked = true;
+        else if (rc == CT_EUNSUPPORTED)
+            ct_err_clear(err); /* a backend without compactions (Bigtable): cells stay single */
+        else
+            goto fail;
+    }
+    *out = t;
+    return CT_OK;
+fail:
+    tsdb_close(t);
+    return rc;
+}
+
+void tsdb_close(struct tsdb *t)
+{
+    if (!t)
+        return;
+    if (t->hooked) {
+        struct ct_err e = {0};
+        if (wc_set_compact_hook(t->s, t->data_name, TSDB_DATA_FAMILY, NULL, NULL, &e) != CT_OK) {
+            /* the store is closing anyway; a stale hook is never called after wc_close() */
+        }
+    }
+    uid_close(t->uid);
+    wc_table_close(t->data);
+    wc_table_close(t->uidt);
+    wc_table_close(t->meta);
+    free(t->allow_special);
+    free(t);
+}
+
+const struct tsdb_config *tsdb_get_config(const struct tsdb *t)
+{
+    return &t->c;
+}
+const struct rowkey_layout *tsdb_layout(const struct tsdb *t)
+{
+    return &t->c.layout;
+}
+struct uid *tsdb_uid(struct tsdb *t)
+{
+    return t->uid;
+}
+struct wc_table *tsdb_data_table(struct tsdb *t)
+{
+    return t->data;
+}
+struct wc_table *tsdb_uid_table(struct tsdb *t)
+{
+    return t->uidt;
+}
+struct wc_table *tsdb_meta_table(struct tsdb *t)
+{
+    return t->meta;
+}
+struct wc_store *tsdb_store(struct tsdb *t)
+{
+    return t->s;
+}
+
+/* ---- series ------------------------------------------------------------------------------- */
+
+static int tsdb_tags_text(const char *const *tagk, const char *const *tagv, size_t n, char *buf,
+                          size_t cap)
+{
+    size_t o = 0;
+    o += (size_t)snprintf(buf + o, cap - o, "{");
+    for (size_t i = 0; i < n && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%s=%s", i ? ", " : "", tagk[i], tagv[i]);
+    if (o < cap)
+        snprintf(buf + o, cap - o, "}");
+    return 0;
+}
+
+static int tsdb_resolve_one(struct tsdb *t, enum uid_kind k, bool create, const char *what,
+                            const char *name, uint64_t *id, struct ct_err *err)
+{
+    size_t len = strlen(name);
+    int rc = uid_name_check(what, name, len, t->c.allow_special, err);
+    if (rc != CT_OK)
+        return rc;
+    return create ? uid_get_or_create_id(t->uid, k, name, len, id, err)
+                  : uid_get_id(t->uid, k, name, len, id, err);
+}
+
+int tsdb_series_resolve(struct tsdb *t, const char *metric, const char *const *tagk,
+                        const char *const *tagv, size_t ntags, uint8_t *tsuid, size_t cap,
+                        size_t *len, struct ct_err *err)
+{
+    char tags[200];
+    if (ntags == 0)
+        return ct_err_set(err, CT_EINVAL, "Need at least one tag (metric=%s, tags={})", metric);
+    if (ntags > t->c.max_tags) {
+        tsdb_tags_text(tagk, tagv, ntags, tags, sizeof(tags));
+        return ct_err_set(err, CT_EINVAL, "Too many tags: %zu maximum allowed: %u, tags: %s",
+                          ntags, t->c.max_tags, tags);
+    }
+    uint64_t mid;
+    int rc = tsdb_resolve_one(t, UID_METRIC, t->c.auto_create_metrics, "metric name", metric,
+                              &mid, err);
+    if (rc != CT_OK)
+        return rc;
+    struct rowkey_tag rt[ROWKEY_MAX_TAGS];
+    char what[UID_MAX_NAME + 40];
+    for (size_t i = 0; i < ntags; i++) {
+        snprintf(what, sizeof(what), "tag name with value [%s]", tagv[i]);
+        rc = tsdb_resolve_one(t, UID_TAGK, t->c.auto_create_tagks, what, tagk[i], &rt[i].tagk,
+                              err);
+        if (rc != CT_OK)
+            return rc;
+        snprintf(what, sizeof(what), "tag value with key [%s]", tagk[i]);
+        rc = tsdb_resolve_one(t, UID_TAGV, t->c.auto_create_tagvs, what, tagv[i], &rt[i].tagv,
+                              err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    rc = rowkey_tsuid_build(&t->c.layout, mid, rt, ntags, tsuid, cap, len, err);
+    if (rc == CT_EINVAL && strstr(err->msg, "duplicate")) {
+        tsdb_tags_text(tagk, tagv, ntags, tags, sizeof(tags));
+        return ct_err_set(err, CT_EINVAL, "duplicate tag key in %s", tags);
+    }
+    return rc;
+}
+
+/* ---- batches ------------------------------------------------------------------------------ */
+
+struct tsdb_entry {
+    uint32_t row_off, q_off, v_off;
+    uint16_t row_len;
+    uint8_t q_len, v_len;
+};
+
+struct tsdb_batch {
+    uint8_t *arena;
+    size_t arena_len, arena_cap;
+    struct tsdb_entry *e;
+    size_t n, cap;
+    struct wc_mutation *muts; /* cap entries, filled at write */
+    struct wc_row_mutation *rows;
+};
+
+static int tsdb_batch_grow(struct tsdb_batch *b, size_t want_points, size_t want_bytes,
+                           struct ct_err *err)
+{
+    if (want_points > b->cap) {
+        size_t nc = b->cap ? b->cap : 64;
+        while (nc < want_points)
+            nc *= 2;
+        struct tsdb_entry *e = realloc(b->e, nc * sizeof(*e));
+        if (!e)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for a batch of %zu points", nc);
+        b->e = e;
+        struct wc_mutation *m = realloc(b->muts, nc * sizeof(*m));
+        if (!m)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for a batch of %zu points", nc);
+        b->muts = m;
+        struct wc_row_mutation *r = realloc(b->rows, nc * sizeof(*r));
+        if (!r)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for a batch of %zu points", nc);
+        b->rows = r;
+        b->cap = nc;
+    }
+    if (want_bytes > b->arena_cap) {
+        size_t nc = b->arena_cap ? b->arena_cap : 4096;
+        while (nc < want_bytes)
+            nc *= 2;
+        if (nc > UINT32_MAX)
+            return ct_err_set(err, CT_ELIMIT, "batch larger than 4 GiB");
+        uint8_t *a = realloc(b->arena, nc);
+        if (!a)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for a batch arena of %zu bytes", nc);
+        b->arena = a;
+        b->arena_cap = nc;
+    }
+    return CT_OK;
+}
+
+int tsdb_batch_new(size_t hint, struct tsdb_batch **out, struct ct_err *err)
+{
+    struct tsdb_batch *b = calloc(1, sizeof(*b));
+    if (!b)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for a batch");
+    int rc = tsdb_batch_grow(b, hint ? hint : 64, (hint ? hint : 64) * 40, err);
+    if (rc != CT_OK) {
+        tsdb_batch_free(b);
+        return rc;
+    }
+    *out = b;
+    return CT_OK;
+}
+
+void tsdb_batch_free(struct tsdb_batch *b)
+{
+    if (!b)
+        return;
+    free(b->arena);
+    free(b->e);
+    free(b->muts);
+    free(b->rows);
+    free(b);
+}
+
+void tsdb_batch_reset(struct tsdb_batch *b)
+{
+    b->n = 0;
+    b->arena_len = 0;
+}
+
+size_t tsdb_batch_count(const struct tsdb_batch *b)
+{
+    return b->n;
+}
+
+int tsdb_batch_add(struct tsdb_batch *b, const struct rowkey_layout *l, const uint8_t *tsuid,
+                   size_t tsuid_len, const struct dpcodec_point *p, struct ct_err *err)
+{
+    size_t pair = l->tagk_width + l->tagv_width;
+    if (tsuid_len <= l->metric_width || (tsuid_len - l->metric_width) % pair != 0 ||
+        tsuid_len > ROWKEY_MAX_TSUID)
+        return ct_err_set(err, CT_EINVAL, "tsuid of %zu bytes does not fit the uid widths",
+                          tsuid_len);
+    if (p->ts_ms < 0 || p->ts_ms > 9999999999999LL)
+        return ct_err_set(err, CT_EINVAL, "timestamp %lld ms is out of range",
+                          (long long)p->ts_ms);
+    size_t rlen = l->salt_width + ROWKEY_TIMESTAMP_BYTES + tsuid_len;
+    size_t need = rlen + DPCODEC_MAX_QUALIFIER + DPCODEC_MAX_VALUE;
+    int rc = tsdb_batch_grow(b, b->n + 1, b->arena_len + need, err);
+    if (rc != CT_OK)
+        return rc;
+    int64_t ts_s = p->ts_ms / 1000;
+    struct tsdb_entry *e = &b->e[b->n];
+    uint8_t *row = b->arena + b->arena_len;
+    size_t got = rowkey_encode(l, tsuid, tsuid_len, ts_s, row);
+    /* a point of the same row as the previous one shares its key bytes */
+    if (b->n > 0) {
+        const struct tsdb_entry *prev = &b->e[b->n - 1];
+        if (prev->row_len == got && !memcmp(b->arena + prev->row_off, row, got)) {
+            e->row_off = prev->row_off;
+            got = 0;
+        }
+    }
+    if (got) {
+        e->row_off = (uint32_t)b->arena_len;
+        b->arena_len += got;
+    }
+    e->row_len = (uint16_t)rlen;
+    uint8_t *q = b->arena + b->arena_len;
+    size_t qlen, vlen;
+    rc = dpcodec_encode(rowkey_base_hour_s(ts_s), p, q, &qlen, q + DPCODEC_MAX_QUALIFIER, &vlen,
+                        err);
+    if (rc != CT_OK) {
+        b->arena_len -= got;
+        return rc;
+    }
+    memmove(q + qlen, q + DPCODEC_MAX_QUALIFIER, vlen);
+    e->q_off = (uint32_t)b->arena_len;
+    e->q_len = (uint8_t)qlen;
+    e->v_off = (uint32_t)(b->arena_len + qlen);
+    e->v_len = (uint8_t)vlen;
+    b->arena_len += qlen + vlen;
+    b->n++;
+    return CT_OK;
+}
+
+int tsdb_batch_write(struct tsdb *t, struct tsdb_batch *b, enum wc_durability d,
+                     struct ct_err *err)
+{
+    if (b->n == 0)
+        return CT_OK;
+    size_t nrows = 0;
+    const struct wc_bytes fam = wc_bytes_str(TSDB_DATA_FAMILY);
+    for (size_t i = 0; i < b->n; i++) {
+        const struct tsdb_entry *e = &b->e[i];
+        struct wc_mutation *m = &b->muts[i];
+        m->op = WC_OP_PUT;
+        m->family = fam;
+        m->qualifier = wc_bytes_of(b->arena + e->q_off, e->q_len);
+        m->value = wc_bytes_of(b->arena + e->v_off, e->v_len);
+        m->ts_ms = WC_TS_LATEST;
+        /* consecutive points of one row become one row mutation */
+        if (nrows > 0 && i > 0 && e->row_off == b->e[i - 1].row_off) {
+            b->rows[nrows - 1].n++;
+            continue;
+        }
+        b->rows[nrows].row = wc_bytes_of(b->arena + e->row_off, e->row_len);
+        b->rows[nrows].mutations = m;
+        b->rows[nrows].n = 1;
+        nrows++;
+    }
+    return wc_mutate_batch(t->data, b->rows, nrows, d, err);
+}
+
+/* ---- compaction --------------------------------------------------------------------------- */
+
+int tsdb_compact_hook(void *arg, const struct wc_cell *cells, size_t n, bool major,
+                      struct wc_cell_sink *sink, struct ct_err *err)
+{
+    (void)major;
+    struct tsdb *t = arg;
+    if (!t->c.enable_compaction || n == 0)
+        return CT_NOTFOUND;
+    struct rowkey_parts parts;
+    if (rowkey_decode(&t->c.layout, cells[0].row.data, cells[0].row.len, &parts, err) != CT_OK) {
+        ct_err_clear(err);
+        return CT_NOTFOUND; /* not a datapoint row (fsck reports it) */
+    }
+    int64_t now_s = clock_now_ms() / 1000;
+    if (parts.base_s + ROWKEY_HOUR_S + t->c.compaction_delay_s > now_s)
+        return CT_NOTFOUND; /* (2): the hour may still get points */
+    struct dpcodec_compacted out;
+    int rc = dpcodec_compact(parts.base_s, cells, n, t->c.format, t->c.fix_duplicates, &out, err);
+    if (rc == CT_NOTFOUND)
+        return CT_NOTFOUND;
+    if (rc == CT_ECONFLICT || rc == CT_ECORRUPT) {
+        /* (2): keep the row as it is; fsck reports and repairs it */
+        ct_err_clear(err);
+        return CT_NOTFOUND;
+    }
+    if (rc != CT_OK)
+        return rc;
+    for (size_t i = 0; i < out.ncells && rc == CT_OK; i++) {
+        struct wc_cell c = out.cells[i];
+        c.row = cells[0].row;
+        c.family = cells[0].family;
+        c.type = WC_TYPE_PUT;
+        rc = wc_cell_sink_emit(sink, &c, err);
+    }
+    dpcodec_compacted_free(&out);
+    return rc;
+}
+
+/* ---- annotations -------------------------------------------------------------------------- */
+
+/* Row key of an annotation: the series' hour row, or the global row [0..][0 metric][base]. */
+static size_t tsdb_annotation_row(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
+                                  int64_t start_ms, uint8_t *row, struct ct_err *err)
+{
+    const struct rowkey_layout *l = &t->c.layout;
+    int64_t ts_s = start_ms / 1000;
+    if (tsuid && tsuid_len) {
+        size_t pair = l->tagk_width + l->tagv_width;
+        if (tsuid_len <= l->metric_width || (tsuid_len - l->metric_width) % pair ||
+            tsuid_len > ROWKEY_MAX_TSUID) {
+            ct_err_set(err, CT_EINVAL, "tsuid of %zu bytes does not fit the uid widths",
+                       tsuid_len);
+            return 0;
+        }
+        return rowkey_encode(l, tsuid, tsuid_len, ts_s, row);
+    }
+    uint8_t zero[ROWKEY_MAX_UID_WIDTH] = {0};
+    return rowkey_encode(l, zero, l->metric_width, ts_s, row);
+}
+
+int tsdb_annotation_put(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
+                        int64_t start_ms, const char *json, size_t json_len, struct ct_err *err)
+{
+    if (start_ms <= 0)
+        return ct_err_set(err, CT_EINVAL, "Missing start time");
+    uint8_t row[ROWKEY_MAX_BYTES], q[5];
+    size_t rl = tsdb_annotation_row(t, tsuid, tsuid_len, start_ms, row, err);
+    if (!rl)
+        return err->code;
+    int64_t base = rowkey_base_hour_s(start_ms / 1000);
+    size_t ql = dpcodec_annotation_qualifier(base, start_ms, start_ms % 1000 != 0, q);
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(TSDB_DATA_FAMILY), wc_bytes_of(q, ql),
+                            wc_bytes_of(json, json_len), WC_TS_LATEST};
+    struct wc_row_mutation rm = {wc_bytes_of(row, rl), &m, 1};
+    return wc_mutate_row(t->data, &rm, WC_DURABILITY_USE_DEFAULT, err);
+}
+
+int tsdb_annotation_get(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len, int64_t start_ms,
+                        char **json, size_t *json_len, struct ct_err *err)
+{
+    uint8_t row[ROWKEY_MAX_BYTES], q[5];
+    size_t rl = tsdb_annotation_row(t, tsuid, tsuid_len, start_ms, row, err);
+    if (!rl)
+        return err->code;
+    int64_t base = rowkey_base_hour_s(start_ms / 1000);
+    size_t ql = dpcodec_annotation_qualifier(base, start_ms, start_ms % 1000 != 0, q);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), wc_bytes_of(q, ql), true};
+    o.columns = &col;
+    o.ncolumns = 1;
+    struct wc_result r;
+    int rc = wc_get(t->data, wc_bytes_of(row, rl), &o, &r, err);
+    if (rc != CT_OK)
+        return rc;
+    if (r.row.ncells == 0) {
+        wc_result_release(&r);
+        return ct_err_set(err, CT_NOTFOUND, "Unable to locate annotation in storage");
+    }
+    const struct wc_bytes *v = &r.row.cells[0].value;
+    char *s = malloc(v->len + 1);
+    if (!s) {
+        wc_result_release(&r);
+        return ct_err_set(err, CT_ENOMEM, "out of memory for an annotation");
+    }
+    memcpy(s, v->data, v->len);
+    s[v->len] = 0;
+    *json = s;
+    *json_len = v->len;
+    wc_result_release(&r);
+    return CT_OK;
+}
+
+int tsdb_annotation_delete(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
+                           int64_t start_ms, struct ct_err *err)
+{
+    uint8_t row[ROWKEY_MAX_BYTES], q[5];
+    size_t rl = tsdb_annotation_row(t, tsuid, tsuid_len, start_ms, row, err);
+    if (!rl)
+        return err->code;
+    int64_t base = rowkey_base_hour_s(start_ms / 1000);
+    size_t ql = dpcodec_annotation_qualifier(base, start_ms, start_ms % 1000 != 0, q);
+    struct wc_mutation m = {WC_OP_DELETE_COLUMN, wc_bytes_str(TSDB_DATA_FAMILY),
+                            wc_bytes_of(q, ql), {0}, WC_TS_LATEST};
+    struct wc_row_mutation rm = {wc_bytes_of(row, rl), &m, 1};
+    return wc_mutate_row(t->data, &rm, WC_DURABILITY_USE_DEFAULT, err);
+}
+
+struct tsdb_ann_filter {
+    const uint8_t *tags; /* the series' tag bytes (after the metric) */
+    size_t tags_len;
+    size_t head; /* salt + metric + timestamp */
+};
+
+static enum wc_row_decision tsdb_ann_row(void *arg, const uint8_t *row, size_t len)
+{
+    const struct tsdb_ann_filter *f = arg;
+    if (len != f->head + f->tags_len ||
+        (f->tags_len && memcmp(row + f->head, f->tags, f->tags_len)))
+        return WC_ROW_SKIP;
+    return WC_ROW_INCLUDE;
+}
+
+int tsdb_annotation_scan(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
+                         int64_t start_ms, int64_t end_ms, tsdb_annotation_fn fn, void *arg,
+                         struct ct_err *err)
+{
+    const struct rowkey_layout *l = &t->c.layout;
+    uint8_t first[ROWKEY_MAX_BYTES], last[ROWKEY_MAX_BYTES];
+    size_t fl = tsdb_annotation_row(t, tsuid, tsuid_len, start_ms, first, err);
+    if (!fl)
+        return err->code;
+    size_t ll = tsdb_annotation_row(t, tsuid, tsuid_len, end_ms, last, err);
+    if (!ll)
+        return err->code;
+    size_t head = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
+    struct tsdb_ann_filter f = {first + head, fl - head, head};
+    /* stop row: the start key of the hour after end's */
+    uint8_t stop[ROWKEY_MAX_BYTES];
+    memcpy(stop, last, head);
+    int64_t next = rowkey_base_hour_s(end_ms / 1000) + ROWKEY_HOUR_S;
+    for (int i = 0; i < 4; i++)
+        stop[head - 1 - i] = (uint8_t)(next >> (8 * i));
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.start_row = wc_bytes_of(first, head);
+    o.stop_row = wc_bytes_of(stop, head);
+    struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {0}, false};
+    o.columns = &col;
+    o.ncolumns = 1;
+    uint8_t pfx = DPCODEC_ANNOTATION_PREFIX;
+    o.qualifier_prefix = wc_bytes_of(&pfx, 1);
+    o.row_filter = tsdb_ann_row;
+    o.row_filter_arg = &f;
+    struct wc_scanner *sc;
+    int rc = wc_scanner_open(t->data, &o, &sc, err);
+    if (rc != CT_OK)
+        return rc;
+    struct wc_row row;
+    bool stopped = false;
+    while (!stopped && (rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+        struct rowkey_parts p;
+        if (rowkey_decode(l, row.key.data, row.key.len, &p, err) != CT_OK) {
+            ct_err_clear(err);
+            continue;
+        }
+        for (size_t i = 0; i < row.ncells; i++) {
+            const struct wc_cell *c = &row.cells[i];
+            int64_t s_ms;
+            if (dpcodec_qualifier_kind(c->qualifier.data, c->qualifier.len) !=
+                    DPCODEC_Q_ANNOTATION ||
+                dpcodec_annotation_time(p.base_s, c->qualifier.data, c->qualifier.len, &s_ms,
+                                        err) != CT_OK) {
+                ct_err_clear(err);
+                continue;
+            }
+            if (s_ms < start_ms || s_ms > end_ms)
+                continue;
+            if (fn(arg, tsuid, tsuid_len, s_ms, (const char *)c->value.data, c->value.len)) {
+                stopped = true;
+                break;
+            }
+        }
+    }
+    wc_scanner_close(sc);
+    return (rc == CT_NOTFOUND || stopped) ? CT_OK : rc;
+}

@@ -1,0 +1,800 @@
+/* uid.c - UID assignment and lookup on the tsdb-uid table, with a bounded striped cache.
+ *
+ * Invariants: (1) a forward row (name -> id) is only ever created by check-and-put against an
+ * empty cell, so a name gets at most one id; (2) a reverse row (id -> name) is only ever created
+ * by check-and-put against an empty cell after the id came from the atomic counter (or a random
+ * draw), so an id gets at most one name; (3) the reverse row is written before the forward row,
+ * so every visible forward mapping has its reverse mapping; a lost forward race leaves an
+ * orphaned reverse row that fsck reports; (4) the cache holds only mappings read from or written
+ * to the table; each direction of each kind is a direct-mapped table of cache_entries slots, so
+ * it never grows beyond that.
+ * Locking: each cache table is split in UID_STRIPES stripes, each guarded by its own mutex. */
+#include "schema/uid.h"
+
+#include <locale.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wctype.h>
+
+#include "schema/rowkey.h"
+#include "storage/clock.h"
+#include "storage/coding.h"
+
+#define UID_STRIPES 16
+#define UID_ASSIGN_TRIES 16
+
+static const char *const uid_qualifiers[UID_NKINDS] = {"metrics", "tagk", "tagv"};
+static const char *const uid_names[UID_NKINDS] = {"metric", "tagk", "tagv"};
+
+const char *uid_kind_qualifier(enum uid_kind k)
+{
+    return uid_qualifiers[k];
+}
+
+const char *uid_kind_name(enum uid_kind k)
+{
+    return uid_names[k];
+}
+
+int uid_kind_parse(const char *s, enum uid_kind *out, struct ct_err *err)
+{
+    if (!strcmp(s, "metric") || !strcmp(s, "metrics"))
+        *out = UID_METRIC;
+    else if (!strcmp(s, "tagk"))
+        *out = UID_TAGK;
+    else if (!strcmp(s, "tagv"))
+        *out = UID_TAGV;
+    else
+        return ct_err_set(err, CT_EINVAL, "unknown uid kind '%s' (metrics, tagk or tagv)", s);
+    return CT_OK;
+}
+
+/* ---- name rules --------------------------------------------------------------------------- */
+
+static pthread_once_t uid_locale_once = PTHREAD_ONCE_INIT;
+static locale_t uid_utf8_locale; /* immutable after uid_locale_once */
+
+static void uid_locale_init(void)
+{
+    uid_utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+}
+
+/* Decodes one UTF-8 sequence; returns its length or 0 if invalid. */
+static size_t uid_utf8(const unsigned char *p, size_t n, uint32_t *cp)
+{
+    if (p[0] < 0x80) {
+        *cp = p[0];
+        return 1;
+    }
+    size_t len = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
+    if (!len || len > n || p[0] > 0xF4)
+        return 0;
+    uint32_t c = p[0] & (0x7F >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        c = c << 6 | (p[i] & 0x3F);
+    }
+    if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
+        (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    *cp = c;
+    return len;
+}
+
+static bool uid_is_letter(uint32_t cp)
+{
+    pthread_once(&uid_locale_once, uid_locale_init);
+    if (uid_utf8_locale)
+        return iswalpha_l((wint_t)cp, uid_utf8_locale) != 0;
+    return false;
+}
+
+int uid_name_check(const char *what, const char *name, size_t len, const char *allow_special,
+                   struct ct_err *err)
+{
+    if (!name)
+        return ct_err_set(err, CT_EINVAL, "Invalid %s: null", what);
+    if (len == 0)
+        return ct_err_set(err, CT_EINVAL, "Invalid %s: empty string", what);
+    if (len > UID_MAX_NAME)
+        return ct_err_set(err, CT_EINVAL, "Invalid %s (\"%.40s...\"): longer than %d bytes", what,
+                          name, UID_MAX_NAME);
+    const unsigned char *p = (const unsigned char *)name;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = p[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '/') {
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t n = uid_utf8(p + i, len - i, &cp);
+        if (n == 0)
+            return ct_err_set(err, CT_EINVAL,
+                              "Invalid %s (\"%.*s\"): illegal character: byte 0x%02x is not "
+                              "UTF-8",
+                              what, (int)len, name, c);
+        bool special = false;
+        if (allow_special && *allow_special) {
+            char buf[5] = {0};
+            memcpy(buf, p + i, n);
+            special = strstr(allow_special, buf) != NULL;
+        }
+        if (!special && (n == 1 || !uid_is_letter(cp)))
+            return ct_err_set(err, CT_EINVAL, "Invalid %s (\"%.*s\"): illegal character: %.*s",
+                              what, (int)len, name, (int)n, name + i);
+        i += n;
+    }
+    return CT_OK;
+}
+
+/* ---- cache ------------------------------------------------------------------------------- */
+
+struct uid_slot {
+    char *name; /* NULL = empty slot */
+    size_t len;
+    uint64_t id;
+};
+
+struct uid_cache {
+    struct uid_slot *slots; /* nslots */
+    size_t nslots;
+    pthread_mutex_t mu[UID_STRIPES]; /* stripe of slot i: i % UID_STRIPES */
+};
+
+struct uid_kind_state {
+    struct uid_cache by_name, by_id;
+    atomic_uint_fast64_t hits, misses, assigned;
+};
+
+struct uid {
+    struct wc_table *t;
+    struct uid_options o;
+    char *allow_special;
+    struct uid_kind_state k[UID_NKINDS];
+    pthread_mutex_t rnd_mu; /* guards rnd */
+    uint64_t rnd;
+};
+
+static uint64_t uid_hash_name(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t uid_hash_id(uint64_t id)
+{
+    id ^= id >> 33;
+    id *= 0xff51afd7ed558ccdull;
+    id ^= id >> 33;
+    return id;
+}
+
+static int uid_cache_init(struct uid_cache *c, size_t n)
+{
+    c->nslots = n;
+    c->slots = n ? calloc(n, sizeof(*c->slots)) : NULL;
+    if (n && !c->slots)
+        return -1;
+    for (int i = 0; i < UID_STRIPES; i++)
+        pthread_mutex_init(&c->mu[i], NULL);
+    return 0;
+}
+
+static void uid_cache_clear(struct uid_cache *c)
+{
+    for (size_t i = 0; i < c->nslots; i++) {
+        pthread_mutex_lock(&c->mu[i % UID_STRIPES]);
+        free(c->slots[i].name);
+        c->slots[i].name = NULL;
+        pthread_mutex_unlock(&c->mu[i % UID_STRIPES]);
+    }
+}
+
+static void uid_cache_destroy(struct uid_cache *c)
+{
+    uid_cache_clear(c);
+    free(c->slots);
+    for (int i = 0; i < UID_STRIPES; i++)
+        pthread_mutex_destroy(&c->mu[i]);
+}
+
+/* Looks a name up; true and *id on a hit. */
+static bool uid_cache_find_name(struct uid_cache *c, const char *name, size_t len, uint64_t *id)
+{
+    if (!c->nslots)
+        return false;
+    size_t i = uid_hash_name(name, len) % c->nslots;
+    bool hit = false;
+    pthread_mutex_lock(&c->mu[i % UID_STRIPES]);
+    struct uid_slot *s = &c->slots[i];
+    if (s->name && s->len == len && !memcmp(s->name, name, len)) {
+        *id = s->id;
+        hit = true;
+    }
+    pthread_mutex_unlock(&c->mu[i % UID_STRIPES]);
+    return hit;
+}
+
+/* Looks an id up; copies the name into buf (cap) on a hit. Returns 1 hit, 0 miss, -1 too small. */
+static int uid_cache_find_id(struct uid_cache *c, uint64_t id, char *buf, size_t cap,
+                             size_t *len)
+{
+    if (!c->nslots)
+        return 0;
+    size_t i = uid_hash_id(id) % c->nslots;
+    int rc = 0;
+    pthread_mutex_lock(&c->mu[i % UID_STRIPES]);
+    struct uid_slot *s = &c->slots[i];
+    if (s->name && s->id == id) {
+        if (s->len + 1 > cap) {
+            rc = -1;
+        } else {
+            memcpy(buf, s->name, s->len);
+            buf[s->len] = 0;
+            *len = s->len;
+            rc = 1;
+        }
+    }
+    pthread_mutex_unlock(&c->mu[i % UID_STRIPES]);
+    return rc;
+}
+
+static void uid_cache_put(struct uid_cache *c, bool by_name, const char *name, size_t len,
+                          uint64_t id)
+{
+    if (!c->nslots)
+        return;
+    size_t i = (by_name ? uid_hash_name(name, len) : uid_hash_id(id)) % c->nslots;
+    char *copy = malloc(len + 1); /* per cache miss, never per datapoint */
+    if (!copy)
+        return; /* a cache is allowed to forget */
+    memcpy(copy, name, len);
+    copy[len] = 0;
+    pthread_mutex_lock(&c->mu[i % UID_STRIPES]);
+    struct uid_slot *s = &c->slots[i];
+    free(s->name);
+    s->name = copy;
+    s->len = len;
+    s->id = id;
+    pthread_mutex_unlock(&c->mu[i % UID_STRIPES]);
+}
+
+static void uid_cache_forget(struct uid *u, enum uid_kind k, const char *name, size_t len,
+                             uint64_t id)
+{
+    struct uid_cache *cs[2] = {&u->k[k].by_name, &u->k[k].by_id};
+    for (int d = 0; d < 2; d++) {
+        struct uid_cache *c = cs[d];
+        if (!c->nslots)
+            continue;
+        size_t i = (d == 0 ? uid_hash_name(name, len) : uid_hash_id(id)) % c->nslots;
+        pthread_mutex_lock(&c->mu[i % UID_STRIPES]);
+        free(c->slots[i].name);
+        c->slots[i].name = NULL;
+        pthread_mutex_unlock(&c->mu[i % UID_STRIPES]);
+    }
+}
+
+/* ---- handle ------------------------------------------------------------------------------- */
+
+void uid_options_init(struct uid_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    for (int k = 0; k < UID_NKINDS; k++)
+        o->width[k] = 3;
+    o->cache_entries = 1u << 16;
+}
+
+int uid_open(struct wc_table *t, const struct uid_options *o, struct uid **out,
+             struct ct_err *err)
+{
+    for (int k = 0; k < UID_NKINDS; k++)
+        if (o->width[k] < 1 || o->width[k] > 8)
+            return ct_err_set(err, CT_EINVAL, "tsd.storage.uid.width.%s must be 1..8, not %u",
+                              uid_names[k], o->width[k]);
+    struct uid *u = calloc(1, sizeof(*u));
+    if (!u)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for the uid service");
+    u->t = t;
+    u->o = *o;
+    if (o->allow_special) {
+        u->allow_special = strdup(o->allow_special);
+        if (!u->allow_special)
+            goto nomem;
+    }
+    u->o.allow_special = u->allow_special;
+    for (int k = 0; k < UID_NKINDS; k++)
+        if (uid_cache_init(&u->k[k].by_name, o->cache_entries) ||
+            uid_cache_init(&u->k[k].by_id, o->cache_entries))
+            goto nomem;
+    pthread_mutex_init(&u->rnd_mu, NULL);
+    u->rnd = (uint64_t)clock_mono_ns() ^ ((uint64_t)(uintptr_t)u << 16) ^ 0x9E3779B97F4A7C15ull;
+    *out = u;
+    return CT_OK;
+nomem:
+    uid_close(u);
+    return ct_err_set(err, CT_ENOMEM, "out of memory for the uid cache");
+}
+
+void uid_close(struct uid *u)
+{
+    if (!u)
+        return;
+    for (int k = 0; k < UID_NKINDS; k++) {
+        uid_cache_destroy(&u->k[k].by_name);
+        uid_cache_destroy(&u->k[k].by_id);
+    }
+    pthread_mutex_destroy(&u->rnd_mu);
+    free(u->allow_special);
+    free(u);
+}
+
+unsigned uid_width(const struct uid *u, enum uid_kind k)
+{
+    return u->o.width[k];
+}
+
+void uid_format_hex(uint64_t id, unsigned width, char *out)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (unsigned i = 0; i < width; i++) {
+        uint8_t b = (uint8_t)(id >> (8 * (width - 1 - i)));
+        out[2 * i] = hex[b >> 4];
+        out[2 * i + 1] = hex[b & 15];
+    }
+    out[2 * width] = 0;
+}
+
+int uid_parse_hex(const char *s, unsigned width, uint64_t *out, struct ct_err *err)
+{
+    if (strlen(s) != 2 * (size_t)width)
+        return ct_err_set(err, CT_EINVAL, "uid '%s' must be %u hex digits", s, 2 * width);
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        int d = (*p >= '0' && *p <= '9')   ? *p - '0'
+                : (*p >= 'a' && *p <= 'f') ? *p - 'a' + 10
+                : (*p >= 'A' && *p <= 'F') ? *p - 'A' + 10
+                                           : -1;
+        if (d < 0)
+            return ct_err_set(err, CT_EINVAL, "uid '%s' is not hexadecimal", s);
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return CT_OK;
+}
+
+static uint64_t uid_max_for(const struct uid *u, enum uid_kind k)
+{
+    unsigned w = u->o.width[k];
+    return w >= 8 ? UINT64_MAX : (1ull << (8 * w)) - 1;
+}
+
+/* Reads one cell; CT_NOTFOUND if absent. The value is copied into buf (cap), length in *len. */
+static int uid_read(struct uid *u, struct wc_bytes row, const char *family, enum uid_kind k,
+                    uint8_t *buf, size_t cap, size_t *len, struct ct_err *err)
+{
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_column col = {wc_bytes_str(family), wc_bytes_str(uid_qualifiers[k]), true};
+    o.columns = &col;
+    o.ncolumns = 1;
+    struct wc_result r;
+    int rc = wc_get(u->t, row, &o, &r, err);
+    if (rc != CT_OK)
+        return rc;
+    if (r.row.ncells == 0) {
+        wc_result_release(&r);
+        return CT_NOTFOUND;
+    }
+    const struct wc_cell *c = &r.row.cells[0];
+    if (c->value.len > cap) {
+        wc_result_release(&r);
+        return ct_err_set(err, CT_ELIMIT, "uid cell of %zu bytes exceeds %zu", c->value.len, cap);
+    }
+    memcpy(buf, c->value.data, c->value.len);
+    *len = c->value.len;
+    wc_result_release(&r);
+    return CT_OK;
+}
+
+static int uid_lookup_store(struct uid *u, enum uid_kind k, const char *name, size_t len,
+                            uint64_t *id, struct ct_err *err)
+{
+    uint8_t v[8];
+    size_t vlen;
+    int rc = uid_read(u, wc_bytes_of(name, len), UID_FAMILY_ID, k, v, sizeof(v), &vlen, err);
+    if (rc != CT_OK)
+        return rc;
+    if (vlen != u->o.width[k])
+        return ct_err_set(err, CT_ECORRUPT, "uid of %s '%.*s' has %zu bytes, expected %u",
+                          uid_qualifiers[k], (int)len, name, vlen, u->o.width[k]);
+    *id = rowkey_get_uid(v, u->o.width[k]);
+    return CT_OK;
+}
+
+int uid_get_id(struct uid *u, enum uid_kind k, const char *name, size_t len, uint64_t *id,
+               struct ct_err *err)
+{
+    struct uid_kind_state *ks = &u->k[k];
+    if (uid_cache_find_name(&ks->by_name, name, len, id)) {
+        atomic_fetch_add(&ks->hits, 1);
+        return CT_OK;
+    }
+    atomic_fetch_add(&ks->misses, 1);
+    int rc = uid_lookup_store(u, k, name, len, id, err);
+    if (rc == CT_NOTFOUND)
+        return ct_err_set(err, CT_NOTFOUND, "No such name for '%s': '%.*s'", uid_qualifiers[k],
+                          (int)len, name);
+    if (rc != CT_OK)
+        return rc;
+    uid_cache_put(&ks->by_name, true, name, len, *id);
+    uid_cache_put(&ks->by_id, false, name, len, *id);
+    return CT_OK;
+}
+
+static uint64_t uid_random(struct uid *u, uint64_t max)
+{
+    pthread_mutex_lock(&u->rnd_mu);
+    u->rnd ^= u->rnd << 13; /* xorshift64 */
+    u->rnd ^= u->rnd >> 7;
+    u->rnd ^= u->rnd << 17;
+    uint64_t r = u->rnd;
+    pthread_mutex_unlock(&u->rnd_mu);
+    return 1 + r % max;
+}
+
+/* Assigns a new id to name (which had none when checked). *existed tells whether another writer
+ * won the forward race (then *id is the winner's). */
+static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t len,
+                        uint64_t *id, bool *existed, struct ct_err *err)
+{
+    unsigned w = u->o.width[k];
+    uint64_t max = uid_max_for(u, k);
+    const char *q = uid_qualifiers[k];
+    *existed = false;
+    for (int attempt = 0; attempt < UID_ASSIGN_TRIES; attempt++) {
+        uint64_t nid;
+        if (k == UID_METRIC && u->o.random_metrics) {
+            nid = uid_random(u, max);
+        } else {
+            int64_t v;
+            uint8_t zero = 0;
+            int rc = wc_increment(u->t, wc_bytes_of(&zero, 1), wc_bytes_str(UID_FAMILY_ID),
+                                  wc_bytes_str(q), 1, WC_DURABILITY_USE_DEFAULT, &v, err);
+            if (rc != CT_OK)
+                return ct_err_prefix(err, "cannot increment the %s id counter", q);
+            if (v <= 0 || (uint64_t)v > max)
+                return ct_err_set(err, CT_ELIMIT,
+                                  "All Unique IDs for %s on %u bytes are already assigned!", q, w);
+            nid = (uint64_t)v;
+        }
+        uint8_t idb[8];
+        rowkey_put_uid(idb, nid, w);
+        /* (2): claim the id through its reverse row */
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(UID_FAMILY_NAME), wc_bytes_str(q),
+                                wc_bytes_of(name, len), WC_TS_LATEST};
+        struct wc_row_mutation rm = {wc_bytes_of(idb, w), &m, 1};
+        bool applied = false;
+        int rc = wc_check_and_mutate(u->t, rm.row, m.family, m.qualifier, NULL, &rm,
+                                     WC_DURABILITY_USE_DEFAULT, &applied, err);
+        if (rc != CT_OK)
+            return ct_err_prefix(err, "cannot write the reverse uid row of %s '%.*s'", q,
+                                 (int)len, name);
+        if (!applied)
+            continue; /* the id is taken (random collision or a hand-made row): draw again */
+        /* (1): publish the name through its forward row */
+        struct wc_mutation fm = {WC_OP_PUT, wc_bytes_str(UID_FAMILY_ID), wc_bytes_str(q),
+                                 wc_bytes_of(idb, w), WC_TS_LATEST};
+        struct wc_row_mutation frm = {wc_bytes_of(name, len), &fm, 1};
+        rc = wc_check_and_mutate(u->t, frm.row, fm.family, fm.qualifier, NULL, &frm,
+                                 WC_DURABILITY_USE_DEFAULT, &applied, err);
+        if (rc != CT_OK)
+            return ct_err_prefix(err, "cannot write the forward uid row of %s '%.*s'", q,
+                                 (int)len, name);
+        if (!applied) {
+            /* another writer assigned the name first; take its id (our reverse row is now an
+             * orphan, as in OpenTSDB) */
+            *existed = true;
+            rc = uid_lookup_store(u, k, name, len, id, err);
+            if (rc == CT_NOTFOUND)
+                return ct_err_set(err, CT_ECONFLICT,
+                                  "forward uid row of %s '%.*s' vanished during assignment", q,
+                                  (int)len, name);
+            return rc;
+        }
+        *id = nid;
+        atomic_fetch_add(&u->k[k].assigned, 1);
+        return CT_OK;
+    }
+    return ct_err_set(err, CT_ECONFLICT, "could not find a free %s id for '%.*s' in %d tries", q,
+                      (int)len, name, UID_ASSIGN_TRIES);
+}
+
+int uid_get_or_create_id(struct uid *u, enum uid_kind k, const char *name, size_t len,
+                         uint64_t *id, struct ct_err *err)
+{
+    int rc = uid_get_id(u, k, name, len, id, err);
+    if (rc != CT_NOTFOUND)
+        return rc;
+    char what[32];
+    snprintf(what, sizeof(what), "%s name", uid_names[k]);
+    rc = uid_name_check(what, name, len, u->allow_special, err);
+    if (rc != CT_OK)
+        return rc;
+    bool existed;
+    rc = uid_allocate(u, k, name, len, id, &existed, err);
+    if (rc != CT_OK)
+        return rc;
+    uid_cache_put(&u->k[k].by_name, true, name, len, *id);
+    uid_cache_put(&u->k[k].by_id, false, name, len, *id);
+    return CT_OK;
+}
+
+int uid_assign_id(struct uid *u, enum uid_kind k, const char *name, size_t len, uint64_t *id,
+                  struct ct_err *err)
+{
+    char hex[17];
+    int rc = uid_lookup_store(u, k, name, len, id, err);
+    if (rc == CT_OK) {
+        uid_format_hex(*id, u->o.width[k], hex);
+        return ct_err_set(err, CT_EEXIST, "Name already exists with UID: %s", hex);
+    }
+    if (rc != CT_NOTFOUND)
+        return rc;
+    char what[32];
+    snprintf(what, sizeof(what), "%s name", uid_names[k]);
+    rc = uid_name_check(what, name, len, u->allow_special, err);
+    if (rc != CT_OK)
+        return rc;
+    bool existed;
+    rc = uid_allocate(u, k, name, len, id, &existed, err);
+    if (rc != CT_OK)
+        return rc;
+    if (existed) {
+        uid_format_hex(*id, u->o.width[k], hex);
+        return ct_err_set(err, CT_EEXIST, "Name already exists with UID: %s", hex);
+    }
+    uid_cache_put(&u->k[k].by_name, true, name, len, *id);
+    uid_cache_put(&u->k[k].by_id, false, name, len, *id);
+    return CT_OK;
+}
+
+int uid_get_name(struct uid *u, enum uid_kind k, uint64_t id, char *buf, size_t cap,
+                 size_t *len, struct ct_err *err)
+{
+    struct uid_kind_state *ks = &u->k[k];
+    int hit = uid_cache_find_id(&ks->by_id, id, buf, cap, len);
+    if (hit < 0)
+        return ct_err_set(err, CT_ELIMIT, "name buffer of %zu bytes is too small", cap);
+    if (hit) {
+        atomic_fetch_add(&ks->hits, 1);
+        return CT_OK;
+    }
+    atomic_fetch_add(&ks->misses, 1);
+    unsigned w = u->o.width[k];
+    char hex[17];
+    uid_format_hex(id, w, hex);
+    if (w < 8 && id > uid_max_for(u, k))
+        return ct_err_set(err, CT_NOTFOUND, "No such unique ID for '%s': '%s'", uid_qualifiers[k],
+                          hex);
+    uint8_t idb[8];
+    rowkey_put_uid(idb, id, w);
+    uint8_t name[UID_MAX_NAME];
+    size_t n;
+    int rc = uid_read(u, wc_bytes_of(idb, w), UID_FAMILY_NAME, k, name, sizeof(name), &n, err);
+    if (rc == CT_NOTFOUND) {
+        ct_err_set(err, CT_NOTFOUND, "No such unique ID for '%s': '%s'", uid_qualifiers[k], hex);
+        return CT_NOTFOUND;
+    }
+    if (rc != CT_OK)
+        return rc;
+    if (n + 1 > cap)
+        return ct_err_set(err, CT_ELIMIT, "name of %zu bytes does not fit %zu", n, cap);
+    memcpy(buf, name, n);
+    buf[n] = 0;
+    *len = n;
+    uid_cache_put(&ks->by_id, false, buf, n, id);
+    uid_cache_put(&ks->by_name, true, buf, n, id);
+    return CT_OK;
+}
+
+/* Scans forward rows of family `id` (one kind, or all if k < 0). */
+static int uid_scan(struct uid *u, int k, const char *prefix, size_t max, uid_name_fn fn,
+                    void *arg, struct ct_err *err)
+{
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_column col = {wc_bytes_str(UID_FAMILY_ID), {0}, false};
+    if (k >= 0) {
+        col.qualifier = wc_bytes_str(uid_qualifiers[k]);
+        col.has_qualifier = true;
+    }
+    o.columns = &col;
+    o.ncolumns = 1;
+    if (prefix && *prefix) {
+        o.row_prefix = wc_bytes_str(prefix);
+        o.start_row = o.row_prefix;
+    }
+    struct wc_scanner *sc;
+    int rc = wc_scanner_open(u->t, &o, &sc, err);
+    if (rc != CT_OK)
+        return rc;
+    size_t count = 0;
+    struct wc_row row;
+    while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+        if (row.key.len == 1 && row.key.data[0] == 0)
+            continue; /* the MAXID counter row */
+        bool stop = false;
+        for (size_t i = 0; i < row.ncells && !stop; i++) {
+            const struct wc_cell *c = &row.cells[i];
+            enum uid_kind kind;
+            int kk = -1;
+            for (int j = 0; j < UID_NKINDS; j++)
+                if (c->qualifier.len == strlen(uid_qualifiers[j]) &&
+                    !memcmp(c->qualifier.data, uid_qualifiers[j], c->qualifier.len))
+                    kk = j;
+            if (kk < 0)
+                continue;
+            kind = (enum uid_kind)kk;
+            uint64_t id = rowkey_get_uid(c->value.data,
+                                         c->value.len < 8 ? (unsigned)c->value.len : 8);
+            if (fn(arg, kind, (const char *)row.key.data, row.key.len, id)) {
+                stop = true;
+                break;
+            }
+            count++;
+            if (max && count >= max)
+                stop = true;
+        }
+        if (stop) {
+            rc = CT_OK;
+            break;
+        }
+    }
+    wc_scanner_close(sc);
+    return rc == CT_NOTFOUND ? CT_OK : rc;
+}
+
+int uid_suggest(struct uid *u, enum uid_kind k, const char *prefix, size_t max, uid_name_fn fn,
+                void *arg, struct ct_err *err)
+{
+    return uid_scan(u, (int)k, prefix, max, fn, arg, err);
+}
+
+int uid_foreach(struct uid *u, uid_name_fn fn, void *arg, struct ct_err *err)
+{
+    return uid_scan(u, -1, NULL, 0, fn, arg, err);
+}
+
+int uid_rename(struct uid *u, enum uid_kind k, const char *old_name, const char *new_name,
+               struct ct_err *err)
+{
+    size_t ol = strlen(old_name), nl = strlen(new_name);
+    const char *q = uid_qualifiers[k];
+    uint64_t id, other;
+    int rc = uid_lookup_store(u, k, old_name, ol, &id, err);
+    if (rc == CT_NOTFOUND)
+        return ct_err_set(err, CT_NOTFOUND, "No such name for '%s': '%s'", q, old_name);
+    if (rc != CT_OK)
+        return rc;
+    char what[32];
+    snprintf(what, sizeof(what), "%s name", uid_names[k]);
+    rc = uid_name_check(what, new_name, nl, u->allow_special, err);
+    if (rc != CT_OK)
+        return rc;
+    rc = uid_lookup_store(u, k, new_name, nl, &other, err);
+    if (rc == CT_OK)
+        return ct_err_set(err, CT_EEXIST, "A UID with name '%s' for '%s' already exists",
+                          new_name, q);
+    if (rc != CT_NOTFOUND)
+        return rc;
+    unsigned w = u->o.width[k];
+    uint8_t idb[8];
+    rowkey_put_uid(idb, id, w);
+    /* forward row of the new name first (check-and-put keeps invariant 1), then the reverse row,
+     * then drop the old forward row */
+    struct wc_mutation fm = {WC_OP_PUT, wc_bytes_str(UID_FAMILY_ID), wc_bytes_str(q),
+                             wc_bytes_of(idb, w), WC_TS_LATEST};
+    struct wc_row_mutation frm = {wc_bytes_of(new_name, nl), &fm, 1};
+    bool applied;
+    rc = wc_check_and_mutate(u->t, frm.row, fm.family, fm.qualifier, NULL, &frm,
+                             WC_DURABILITY_USE_DEFAULT, &applied, err);
+    if (rc != CT_OK)
+        return rc;
+    if (!applied)
+        return ct_err_set(err, CT_EEXIST, "A UID with name '%s' for '%s' already exists",
+                          new_name, q);
+    struct wc_mutation rmm = {WC_OP_PUT, wc_bytes_str(UID_FAMILY_NAME), wc_bytes_str(q),
+                              wc_bytes_of(new_name, nl), WC_TS_LATEST};
+    struct wc_row_mutation rrm = {wc_bytes_of(idb, w), &rmm, 1};
+    rc = wc_mutate_row(u->t, &rrm, WC_DURABILITY_USE_DEFAULT, err);
+    if (rc != CT_OK)
+        return rc;
+    struct wc_mutation dm = {WC_OP_DELETE_COLUMN, wc_bytes_str(UID_FAMILY_ID), wc_bytes_str(q),
+                             {0}, WC_TS_LATEST};
+    struct wc_row_mutation drm = {wc_bytes_of(old_name, ol), &dm, 1};
+    rc = wc_mutate_row(u->t, &drm, WC_DURABILITY_USE_DEFAULT, err);
+    if (rc != CT_OK)
+        return rc;
+    uid_cache_forget(u, k, old_name, ol, id);
+    uid_cache_forget(u, k, new_name, nl, id);
+    return CT_OK;
+}
+
+int uid_delete(struct uid *u, enum uid_kind k, const char *name, struct ct_err *err)
+{
+    size_t len = strlen(name);
+    const char *q = uid_qualifiers[k];
+    uint64_t id;
+    int rc = uid_lookup_store(u, k, name, len, &id, err);
+    if (rc == CT_NOTFOUND)
+        return ct_err_set(err, CT_NOTFOUND, "No such name for '%s': '%s'", q, name);
+    if (rc != CT_OK)
+        return rc;
+    unsigned w = u->o.width[k];
+    uint8_t idb[8];
+    rowkey_put_uid(idb, id, w);
+    struct wc_mutation dm = {WC_OP_DELETE_COLUMN, wc_bytes_str(UID_FAMILY_ID), wc_bytes_str(q),
+                             {0}, WC_TS_LATEST};
+    struct wc_row_mutation drm = {wc_bytes_of(name, len), &dm, 1};
+    rc = wc_mutate_row(u->t, &drm, WC_DURABILITY_USE_DEFAULT, err);
+    if (rc != CT_OK)
+        return rc;
+    struct wc_mutation rm = {WC_OP_DELETE_COLUMN, wc_bytes_str(UID_FAMILY_NAME), wc_bytes_str(q),
+                             {0}, WC_TS_LATEST};
+    struct wc_row_mutation rrm = {wc_bytes_of(idb, w), &rm, 1};
+    rc = wc_mutate_row(u->t, &rrm, WC_DURABILITY_USE_DEFAULT, err);
+    if (rc != CT_OK)
+        return rc;
+    uid_cache_forget(u, k, name, len, id);
+    return CT_OK;
+}
+
+int uid_max_id(struct uid *u, enum uid_kind k, uint64_t *out, struct ct_err *err)
+{
+    uint8_t zero = 0, v[8];
+    size_t n;
+    int rc = uid_read(u, wc_bytes_of(&zero, 1), UID_FAMILY_ID, k, v, sizeof(v), &n, err);
+    if (rc == CT_NOTFOUND) {
+        *out = 0;
+        return CT_OK;
+    }
+    if (rc != CT_OK)
+        return rc;
+    if (n != 8)
+        return ct_err_set(err, CT_ECORRUPT, "%s id counter has %zu bytes, expected 8",
+                          uid_qualifiers[k], n);
+    *out = coding_get_be64(v);
+    return CT_OK;
+}
+
+void uid_cache_drop(struct uid *u)
+{
+    for (int k = 0; k < UID_NKINDS; k++) {
+        uid_cache_clear(&u->k[k].by_name);
+        uid_cache_clear(&u->k[k].by_id);
+    }
+}
+
+void uid_stats_get(struct uid *u, enum uid_kind k, struct uid_stats *out)
+{
+    struct uid_kind_state *ks = &u->k[k];
+    out->cache_hits = atomic_load(&ks->hits);
+    out->cache_misses = atomic_load(&ks->misses);
+    out->assigned = atomic_load(&ks->assigned);
+    uint64_t n = 0;
+    struct uid_cache *c = &ks->by_name;
+    for (size_t i = 0; i < c->nslots; i++) {
+        pthread_mutex_lock(&c->mu[i % UID_STRIPES]);
+        n += c->slots[i].name != NULL;
+        pthread_mutex_unlock(&c->mu[i % UID_STRIPES]);
+    }
+    out->cache_entries = n;
+}

@@ -1,0 +1,727 @@
+/* bt_scan.c - scanners (and so gets) over Bigtable ReadRows.
+ *
+ * A scan becomes one ReadRows request: the row range (start/stop/prefix intersected, in either
+ * direction), a filter that selects families and columns, the time range, the qualifier prefix
+ * and range, TTL expiry (when MIN_VERSIONS is 0) and the per-column version limit, and a row
+ * limit when nothing is filtered client-side. Answers go through the chunk merger; each
+ * committed row then passes the caller's row filter and the read rules of spec §5 again on the
+ * client (Bigtable garbage-collects lazily, MIN_VERSIONS has no filter, and the client check makes
+ * results exact whatever the server applied).
+ *
+ * Retries: a stream that fails with a retryable status (or sends nothing for deadline_ms) is
+ * re-issued for the rows after the last committed key, with backoff, up to BT_RETRY_ATTEMPTS
+ * times without progress. Rows already handed out are never repeated.
+ *
+ * Invariants: (1) cells handed out are in spec §2 order; (2) rows handed out are strictly
+ * ordered in the scan's direction (the merger checks the service); (3) `req` always describes
+ * the rows not yet committed. A scanner is used by one thread at a time. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/bigtable/bt_int.h"
+#include "storage/bigtable/bt_merge.h"
+#include "storage/clock.h"
+
+/* One end of a row range; len 0 = unbounded. */
+struct bt_bound {
+    struct bt_buf key;
+    bool closed;
+};
+
+struct bt_scanner {
+    struct wc_scanner base;
+    struct bt_table *t;
+    struct wc_scan_options o;
+    struct wc_family_desc *fams;
+    size_t nfams;
+    int64_t now_ms;
+    struct bt_bound lo, hi;
+    bool empty;
+    bool done;
+    bool push_limit;
+    struct bt_merge *merge;
+    struct bt_call *call;
+    int failures; /* consecutive failed attempts without progress */
+    uint64_t committed_at_start;
+    uint64_t rows_returned;
+    struct bt_buf req;
+    /* the row being handed out (batch_cells splits it) */
+    struct wc_cell *cells;
+    size_t ncells, cells_cap, pos;
+    struct bt_buf rowkey;
+    bool row_open;
+};
+
+static int bt_bytes_cmp(struct wc_bytes a, struct wc_bytes b)
+{
+    size_t n = a.len < b.len ? a.len : b.len;
+    int c = n ? memcmp(a.data, b.data, n) : 0;
+    if (c)
+        return c;
+    return a.len < b.len ? -1 : a.len > b.len;
+}
+
+static struct wc_bytes bt_bound_key(const struct bt_bound *b)
+{
+    return wc_bytes_of(b->key.p, b->key.len);
+}
+
+static int bt_bound_set(struct bt_bound *b, struct wc_bytes key, bool closed)
+{
+    b->key.len = 0;
+    if (bt_buf_append(&b->key, key.data, key.len) == SIZE_MAX)
+        return -1;
+    b->closed = closed;
+    return 0;
+}
+
+/* next(p): drop trailing 0xFF bytes, increment the last remaining byte; len 0 if none. */
+static size_t bt_prefix_next(struct wc_bytes p, uint8_t *out)
+{
+    size_t n = p.len;
+    while (n > 0 && p.data[n - 1] == 0xFF)
+        n--;
+    if (n == 0)
+        return 0;
+    memcpy(out, p.data, n);
+    out[n - 1]++;
+    return n;
+}
+
+/* Tightens lo to (key, closed) if that is higher. */
+static int bt_raise_lo(struct bt_bound *lo, struct wc_bytes key, bool closed)
+{
+    if (!key.len)
+        return 0;
+    if (lo->key.len) {
+        int c = bt_bytes_cmp(key, bt_bound_key(lo));
+        if (c < 0 || (c == 0 && (closed || !lo->closed)))
+            return 0;
+    }
+    return bt_bound_set(lo, key, closed);
+}
+
+static int bt_lower_hi(struct bt_bound *hi, struct wc_bytes key, bool closed)
+{
+    if (!key.len)
+        return 0;
+    if (hi->key.len) {
+        int c = bt_bytes_cmp(key, bt_bound_key(hi));
+        if (c > 0 || (c == 0 && (closed || !hi->closed)))
+            return 0;
+    }
+    return bt_bound_set(hi, key, closed);
+}
+
+static bool bt_range_empty(const struct bt_bound *lo, const struct bt_bound *hi)
+{
+    if (!lo->key.len || !hi->key.len)
+        return false;
+    int c = bt_bytes_cmp(bt_bound_key(lo), bt_bound_key(hi));
+    return c > 0 || (c == 0 && !(lo->closed && hi->closed));
+}
+
+static const struct wc_family_desc *bt_scan_family(const struct bt_scanner *sc,
+                                                   struct wc_bytes name)
+{
+    for (size_t i = 0; i < sc->nfams; i++)
+        if (strlen(sc->fams[i].name) == name.len &&
+            (name.len == 0 || !memcmp(sc->fams[i].name, name.data, name.len)))
+            return &sc->fams[i];
+    return NULL;
+}
+
+/* Whether family f is read whole (no column list, or listed as a family). */
+static bool bt_family_whole(const struct wc_scan_options *o, const char *f)
+{
+    if (!o->ncolumns)
+        return true;
+    for (size_t i = 0; i < o->ncolumns; i++)
+        if (!o->columns[i].has_qualifier && o->columns[i].family.len == strlen(f) &&
+            !memcmp(o->columns[i].family.data, f, strlen(f)))
+            return true;
+    return false;
+}
+
+static bool bt_family_selected(const struct wc_scan_options *o, const char *f)
+{
+    if (bt_family_whole(o, f))
+        return true;
+    for (size_t i = 0; i < o->ncolumns; i++)
+        if (o->columns[i].family.len == strlen(f) &&
+            !memcmp(o->columns[i].family.data, f, strlen(f)))
+            return true;
+    return false;
+}
+
+/* The client-side column checks: column list, qualifier prefix, qualifier range. */
+static bool bt_cell_selected(const struct wc_scan_options *o, const struct wc_family_desc *f,
+                             struct wc_bytes q)
+{
+    if (!bt_family_whole(o, f->name)) {
+        bool found = false;
+        for (size_t i = 0; i < o->ncolumns && !found; i++)
+            found = o->columns[i].has_qualifier && o->columns[i].family.len == strlen(f->name) &&
+                    !memcmp(o->columns[i].family.data, f->name, strlen(f->name)) &&
+                    !bt_bytes_cmp(o->columns[i].qualifier, q);
+        if (!found)
+            return false;
+    }
+    if (o->qualifier_prefix.len &&
+        (q.len < o->qualifier_prefix.len ||
+         memcmp(q.data, o->qualifier_prefix.data, o->qualifier_prefix.len)))
+        return false;
+    if (o->has_qualifier_range) {
+        if (o->qualifier_min.len) {
+            int c = bt_bytes_cmp(q, o->qualifier_min);
+            if (c < 0 || (c == 0 && !o->qualifier_min_inclusive))
+                return false;
+        }
+        if (o->qualifier_max.len) {
+            int c = bt_bytes_cmp(q, o->qualifier_max);
+            if (c > 0 || (c == 0 && !o->qualifier_max_inclusive))
+                return false;
+        }
+    }
+    return true;
+}
+
+static uint32_t bt_max_versions(const struct wc_scan_options *o, const struct wc_family_desc *f)
+{
+    return o->raw || o->max_versions < f->versions ? o->max_versions : f->versions;
+}
+
+static int64_t bt_oldest_ms(const struct wc_family_desc *f, int64_t now_ms)
+{
+    return f->ttl_s >= WC_TTL_FOREVER ? INT64_MIN : now_ms - f->ttl_s * 1000;
+}
+
+static Btpb__RowFilter *bt_filter_new(struct bt_pool *p)
+{
+    Btpb__RowFilter *f = bt_pool_alloc(p, sizeof(*f));
+    if (f)
+        btpb__row_filter__init(f);
+    return f;
+}
+
+static Btpb__RowFilter *bt_filter_column_range(struct bt_pool *p, const char *family,
+                                               struct wc_bytes lo, bool lo_set, bool lo_closed,
+                                               struct wc_bytes hi, bool hi_set, bool hi_closed)
+{
+    Btpb__RowFilter *f = bt_filter_new(p);
+    Btpb__ColumnRange *cr = bt_pool_alloc(p, sizeof(*cr));
+    if (!f || !cr)
+        return NULL;
+    btpb__column_range__init(cr);
+    cr->family_name = bt_pool_strndup(p, family, strlen(family));
+    if (!cr->family_name)
+        return NULL;
+    if (lo_set) {
+        cr->start_qualifier_case = lo_closed ? BTPB__COLUMN_RANGE__START_QUALIFIER_START_QUALIFIER_CLOSED
+                                             : BTPB__COLUMN_RANGE__START_QUALIFIER_START_QUALIFIER_OPEN;
+        ProtobufCBinaryData b = {lo.len, (uint8_t *)lo.data};
+        if (lo_closed)
+            cr->start_qualifier_closed = b;
+        else
+            cr->start_qualifier_open = b;
+    }
+    if (hi_set) {
+        cr->end_qualifier_case = hi_closed ? BTPB__COLUMN_RANGE__END_QUALIFIER_END_QUALIFIER_CLOSED
+                                           : BTPB__COLUMN_RANGE__END_QUALIFIER_END_QUALIFIER_OPEN;
+        ProtobufCBinaryData b = {hi.len, (uint8_t *)hi.data};
+        if (hi_closed)
+            cr->end_qualifier_closed = b;
+        else
+            cr->end_qualifier_open = b;
+    }
+    f->filter_case = BTPB__ROW_FILTER__FILTER_COLUMN_RANGE_FILTER;
+    f->column_range_filter = cr;
+    return f;
+}
+
+/* A chain or interleave of n filters (the filter itself when n == 1). */
+static Btpb__RowFilter *bt_filter_group(struct bt_pool *p, Btpb__RowFilter **fs, size_t n,
+                                        bool chain)
+{
+    if (n == 1)
+        return fs[0];
+    Btpb__RowFilter *f = bt_filter_new(p);
+    Btpb__RowFilter **arr = bt_pool_alloc(p, n * sizeof(*arr));
+    if (!f || !arr)
+        return NULL;
+    memcpy(arr, fs, n * sizeof(*arr));
+    if (chain) {
+        Btpb__RowFilter__Chain *c = bt_pool_alloc(p, sizeof(*c));
+        if (!c)
+            return NULL;
+        btpb__row_filter__chain__init(c);
+        c->n_filters = n;
+        c->filters = arr;
+        f->filter_case = BTPB__ROW_FILTER__FILTER_CHAIN;
+        f->chain = c;
+    } else {
+        Btpb__RowFilter__Interleave *c = bt_pool_alloc(p, sizeof(*c));
+        if (!c)
+            return NULL;
+        btpb__row_filter__interleave__init(c);
+        c->n_filters = n;
+        c->filters = arr;
+        f->filter_case = BTPB__ROW_FILTER__FILTER_INTERLEAVE;
+        f->interleave = c;
+    }
+    return f;
+}
+
+/* The filter for one family: its name, columns, qualifier filters, time range, versions. */
+static Btpb__RowFilter *bt_filter_family(struct bt_pool *p, const struct wc_scan_options *o,
+                                         const struct wc_family_desc *fam, int64_t now_ms)
+{
+    Btpb__RowFilter *parts[6];
+    size_t np = 0;
+    Btpb__RowFilter *f = bt_filter_new(p);
+    char re[2 * WC_MAX_FAMILY_BYTES + 8];
+    bt_family_regex(fam->name, re, sizeof(re));
+    if (!f || !(f->family_name_regex_filter = bt_pool_strndup(p, re, strlen(re))))
+        return NULL;
+    f->filter_case = BTPB__ROW_FILTER__FILTER_FAMILY_NAME_REGEX_FILTER;
+    parts[np++] = f;
+    if (!bt_family_whole(o, fam->name)) {
+        Btpb__RowFilter **cols = bt_pool_alloc(p, (o->ncolumns ? o->ncolumns : 1) * sizeof(*cols));
+        size_t nc = 0;
+        if (!cols)
+            return NULL;
+        for (size_t i = 0; i < o->ncolumns; i++) {
+            const struct wc_column *c = &o->columns[i];
+            if (!c->has_qualifier || c->family.len != strlen(fam->name) ||
+                memcmp(c->family.data, fam->name, c->family.len))
+                continue;
+            if (!(cols[nc++] = bt_filter_column_range(p, fam->name, c->qualifier, true, true,
+                                                      c->qualifier, true, true)))
+                return NULL;
+        }
+        if (!(parts[np++] = bt_filter_group(p, cols, nc, false)))
+            return NULL;
+    }
+    if (o->qualifier_prefix.len) {
+        uint8_t *next = bt_pool_alloc(p, o->qualifier_prefix.len);
+        if (!next)
+            return NULL;
+        size_t nl = bt_prefix_next(o->qualifier_prefix, next);
+        if (!(parts[np++] = bt_filter_column_range(p, fam->name, o->qualifier_prefix, true, true,
+                                                   wc_bytes_of(next, nl), nl > 0, false)))
+            return NULL;
+    }
+    if (o->has_qualifier_range &&
+        !(parts[np++] = bt_filter_column_range(
+              p, fam->name, o->qualifier_min, o->qualifier_min.len > 0, o->qualifier_min_inclusive,
+              o->qualifier_max, o->qualifier_max.len > 0, o->qualifier_max_inclusive)))
+        return NULL;
+    int64_t start_ms = o->tmin_ms;
+    int64_t oldest = bt_oldest_ms(fam, now_ms);
+    if (fam->min_versions == 0 && !o->raw && oldest > start_ms)
+        start_ms = oldest;
+    int64_t end_us = o->tmax_ms >= INT64_MAX / 1000 ? 0 : o->tmax_ms * 1000;
+    int64_t start_us = start_ms <= 0 ? 0 : start_ms >= INT64_MAX / 1000 ? INT64_MAX : start_ms * 1000;
+    if (start_us || end_us) {
+        Btpb__RowFilter *tf = bt_filter_new(p);
+        Btpb__TimestampRange *tr = bt_pool_alloc(p, sizeof(*tr));
+        if (!tf || !tr)
+            return NULL;
+        btpb__timestamp_range__init(tr);
+        tr->start_timestamp_micros = start_us;
+        tr->end_timestamp_micros = end_us;
+        if (end_us && start_us >= end_us) { /* nothing can match: keep the request valid */
+            tf->filter_case = BTPB__ROW_FILTER__FILTER_BLOCK_ALL_FILTER;
+            tf->block_all_filter = 1;
+        } else {
+            tf->filter_case = BTPB__ROW_FILTER__FILTER_TIMESTAMP_RANGE_FILTER;
+            tf->timestamp_range_filter = tr;
+        }
+        parts[np++] = tf;
+    }
+    uint32_t maxv = bt_max_versions(o, fam);
+    if (maxv < INT32_MAX) {
+        Btpb__RowFilter *lf = bt_filter_new(p);
+        if (!lf)
+            return NULL;
+        lf->filter_case = BTPB__ROW_FILTER__FILTER_CELLS_PER_COLUMN_LIMIT_FILTER;
+        lf->cells_per_column_limit_filter = (int32_t)maxv;
+        parts[np++] = lf;
+    }
+    return bt_filter_group(p, parts, np, true);
+}
+
+/* Encodes the ReadRows request for the rows not yet committed into sc->req. */
+static int bt_scan_build(struct bt_scanner *sc, struct ct_err *err)
+{
+    struct bt_pool pool = {0};
+    int rc = CT_ENOMEM;
+    Btpb__ReadRowsRequest rq;
+    btpb__read_rows_request__init(&rq);
+    rq.table_name = sc->t->path;
+    rq.reversed = sc->o.reversed;
+    Btpb__RowSet rs;
+    btpb__row_set__init(&rs);
+    Btpb__RowRange rr;
+    btpb__row_range__init(&rr);
+    Btpb__RowRange *rrp = &rr;
+    if (sc->lo.key.len) {
+        ProtobufCBinaryData b = {sc->lo.key.len, sc->lo.key.p};
+        rr.start_key_case = sc->lo.closed ? BTPB__ROW_RANGE__START_KEY_START_KEY_CLOSED
+                                          : BTPB__ROW_RANGE__START_KEY_START_KEY_OPEN;
+        if (sc->lo.closed)
+            rr.start_key_closed = b;
+        else
+            rr.start_key_open = b;
+    }
+    if (sc->hi.key.len) {
+        ProtobufCBinaryData b = {sc->hi.key.len, sc->hi.key.p};
+        rr.end_key_case = sc->hi.closed ? BTPB__ROW_RANGE__END_KEY_END_KEY_CLOSED
+                                        : BTPB__ROW_RANGE__END_KEY_END_KEY_OPEN;
+        if (sc->hi.closed)
+            rr.end_key_closed = b;
+        else
+            rr.end_key_open = b;
+    }
+    if (sc->lo.key.len || sc->hi.key.len) {
+        rs.n_row_ranges = 1;
+        rs.row_ranges = &rrp;
+        rq.rows = &rs;
+    }
+    Btpb__RowFilter **fs = calloc(sc->nfams ? sc->nfams : 1, sizeof(*fs));
+    if (!fs)
+        goto done;
+    size_t nf = 0;
+    for (size_t i = 0; i < sc->nfams; i++) {
+        if (!bt_family_selected(&sc->o, sc->fams[i].name))
+            continue;
+        if (!(fs[nf++] = bt_filter_family(&pool, &sc->o, &sc->fams[i], sc->now_ms)))
+            goto done;
+    }
+    Btpb__RowFilter block;
+    btpb__row_filter__init(&block);
+    block.filter_case = BTPB__ROW_FILTER__FILTER_BLOCK_ALL_FILTER;
+    block.block_all_filter = 1;
+    rq.filter = nf ? bt_filter_group(&pool, fs, nf, false) : &block;
+    if (!rq.filter)
+        goto done;
+    if (sc->push_limit && sc->o.limit_rows)
+        rq.rows_limit = (int64_t)(sc->o.limit_rows - (bt_merge_committed(sc->merge)));
+    rc = bt_pack(&rq.base, &sc->req, err);
+done:
+    free(fs);
+    bt_pool_free(&pool);
+    if (rc == CT_ENOMEM && err->code != CT_ENOMEM)
+        return ct_err_set(err, CT_ENOMEM, "out of memory building a ReadRows request");
+    return rc;
+}
+
+static int bt_scan_start(struct bt_scanner *sc, struct ct_err *err)
+{
+    /* resume after the last committed row */
+    struct wc_bytes last = bt_merge_last_key(sc->merge);
+    if (last.len) {
+        int r = sc->o.reversed ? bt_lower_hi(&sc->hi, last, false) : bt_raise_lo(&sc->lo, last, false);
+        if (r)
+            return ct_err_set(err, CT_ENOMEM, "out of memory resuming a scan");
+        if (bt_range_empty(&sc->lo, &sc->hi) ||
+            (sc->push_limit && sc->o.limit_rows &&
+             bt_merge_committed(sc->merge) >= sc->o.limit_rows)) {
+            sc->done = true;
+            return CT_OK;
+        }
+    }
+    int rc = bt_scan_build(sc, err);
+    if (rc != CT_OK)
+        return rc;
+    struct bt_md md[2] = {
+        {"x-goog-request-params", sc->t->routing},
+        {"bigtable-features", "CAE="}, /* FeatureFlags{reverse_scans: true} */
+    };
+    sc->committed_at_start = bt_merge_committed(sc->merge);
+    return bt_call_start(sc->t->s->rpc, BT_CHANNEL_DATA, BT_METHOD_DATA "ReadRows", md, 2,
+                         sc->req.p, sc->req.len, 0, &sc->call, err);
+}
+
+/* Feeds one ReadRowsResponse to the merger. */
+static int bt_scan_feed(struct bt_scanner *sc, struct wc_bytes msg, struct ct_err *err)
+{
+    Btpb__ReadRowsResponse *r = btpb__read_rows_response__unpack(NULL, msg.len, msg.data);
+    if (!r)
+        return ct_err_set(err, CT_ECORRUPT, "cannot decode a ReadRows answer of %zu bytes",
+                          msg.len);
+    int rc = CT_OK;
+    for (size_t i = 0; i < r->n_chunks && rc == CT_OK; i++) {
+        const Btpb__ReadRowsResponse__CellChunk *c = r->chunks[i];
+        struct bt_chunk ch;
+        memset(&ch, 0, sizeof(ch));
+        ch.row_key = wc_bytes_of(c->row_key.data, c->row_key.len);
+        ch.has_family = c->family_name != NULL;
+        if (c->family_name)
+            ch.family = wc_bytes_str(c->family_name->value);
+        ch.has_qualifier = c->qualifier != NULL;
+        if (c->qualifier)
+            ch.qualifier = wc_bytes_of(c->qualifier->value.data, c->qualifier->value.len);
+        ch.ts_us = c->timestamp_micros;
+        ch.nlabels = c->n_labels;
+        if (c->n_labels)
+            ch.label = wc_bytes_str(c->labels[0]);
+        ch.value = wc_bytes_of(c->value.data, c->value.len);
+        ch.value_size = c->value_size;
+        ch.reset_row = c->row_status_case == BTPB__READ_ROWS_RESPONSE__CELL_CHUNK__ROW_STATUS_RESET_ROW &&
+                       c->reset_row;
+        ch.commit_row = c->row_status_case == BTPB__READ_ROWS_RESPONSE__CELL_CHUNK__ROW_STATUS_COMMIT_ROW &&
+                        c->commit_row;
+        rc = bt_merge_feed(sc->merge, &ch, err);
+    }
+    btpb__read_rows_response__free_unpacked(r, NULL);
+    return rc;
+}
+
+/* Gets more committed rows into the merger: CT_OK (maybe none yet), CT_NOTFOUND at the end. */
+static int bt_scan_fill(struct bt_scanner *sc, struct ct_err *err)
+{
+    if (sc->done)
+        return CT_NOTFOUND;
+    int rc;
+    if (!sc->call && (rc = bt_scan_start(sc, err)) != CT_OK)
+        return rc;
+    if (sc->done)
+        return CT_NOTFOUND;
+    struct wc_bytes msg;
+    rc = bt_call_recv(sc->call, sc->t->s->deadline_ms, &msg, err);
+    if (rc == CT_OK)
+        return bt_scan_feed(sc, msg, err);
+    int code = BT_GRPC_DEADLINE_EXCEEDED;
+    if (rc == CT_NOTFOUND) {
+        rc = bt_call_finish(sc->call, &code, err);
+        if (rc == CT_OK) {
+            bt_call_free(sc->call);
+            sc->call = NULL;
+            sc->done = true;
+            rc = bt_merge_finish(sc->merge, err);
+            return rc == CT_OK ? CT_NOTFOUND : rc;
+        }
+    } else if (rc != CT_ETIMEOUT) {
+        return rc;
+    }
+    bt_call_free(sc->call);
+    sc->call = NULL;
+    if (bt_merge_committed(sc->merge) > sc->committed_at_start)
+        sc->failures = 0;
+    if (!bt_rpc_retryable(code, err->msg) || ++sc->failures >= BT_RETRY_ATTEMPTS)
+        return ct_err_prefix(err, "scan of %s (after %d attempts)", sc->t->full, sc->failures);
+    bt_merge_restart(sc->merge);
+    bt_backoff(sc->failures);
+    return CT_OK;
+}
+
+static int bt_cell_order(const void *a, const void *b)
+{
+    const struct wc_cell *x = a, *y = b;
+    int c = bt_bytes_cmp(x->family, y->family);
+    if (c)
+        return c;
+    if ((c = bt_bytes_cmp(x->qualifier, y->qualifier)))
+        return c;
+    return x->ts_ms > y->ts_ms ? -1 : x->ts_ms < y->ts_ms;
+}
+
+/* Turns a merged row into the cells a reader may see (spec §5 for puts). */
+static int bt_scan_row(struct bt_scanner *sc, struct wc_bytes key, const struct bt_cell *in,
+                       size_t n, struct ct_err *err)
+{
+    if (bt_grow((void **)&sc->cells, &sc->cells_cap, n ? n : 1, sizeof(*sc->cells)))
+        return ct_err_set(err, CT_ENOMEM, "out of memory for a row of %zu cells", n);
+    sc->rowkey.len = 0;
+    if (bt_buf_append(&sc->rowkey, key.data, key.len) == SIZE_MAX)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for a row key");
+    struct wc_bytes rk = wc_bytes_of(sc->rowkey.p, key.len);
+    bool sorted = true;
+    for (size_t i = 0; i < n; i++) {
+        struct wc_cell *c = &sc->cells[i];
+        c->row = rk;
+        c->family = in[i].family;
+        c->qualifier = in[i].qualifier;
+        c->value = in[i].value;
+        c->ts_ms = in[i].ts_us >= 0 ? in[i].ts_us / 1000 : -((-in[i].ts_us + 999) / 1000);
+        c->type = WC_TYPE_PUT;
+        if (i && bt_cell_order(&sc->cells[i - 1], c) > 0)
+            sorted = false;
+    }
+    if (!sorted) /* the service orders families its own way */
+        qsort(sc->cells, n, sizeof(*sc->cells), bt_cell_order);
+    size_t out = 0, count = 0;
+    const struct wc_family_desc *fam = NULL;
+    for (size_t i = 0; i < n; i++) {
+        struct wc_cell c = sc->cells[i];
+        bool new_col = i == 0 || bt_bytes_cmp(c.family, sc->cells[i - 1].family) ||
+                       bt_bytes_cmp(c.qualifier, sc->cells[i - 1].qualifier);
+        if (i == 0 || bt_bytes_cmp(c.family, sc->cells[i - 1].family))
+            fam = bt_scan_family(sc, c.family);
+        if (new_col)
+            count = 0;
+        if (!fam || !bt_family_selected(&sc->o, fam->name) ||
+            !bt_cell_selected(&sc->o, fam, c.qualifier))
+            continue;
+        int64_t oldest = sc->o.raw ? INT64_MIN : bt_oldest_ms(fam, sc->now_ms);
+        uint32_t minv = fam->min_versions;
+        if (minv == 0 && c.ts_ms < oldest)
+            continue;
+        if (c.ts_ms >= sc->o.tmax_ms || c.ts_ms < sc->o.tmin_ms)
+            continue;
+        count++;
+        if (count > bt_max_versions(&sc->o, fam))
+            continue;
+        if (count <= minv || c.ts_ms >= oldest)
+            sc->cells[out++] = c;
+    }
+    sc->ncells = out;
+    sc->pos = 0;
+    sc->row_open = out > 0;
+    return CT_OK;
+}
+
+int bt_scanner_next(struct wc_scanner *base, struct wc_row *row, struct ct_err *err)
+{
+    struct bt_scanner *sc = (struct bt_scanner *)base;
+    for (;;) {
+        if (sc->row_open) {
+            size_t take = sc->ncells - sc->pos;
+            if (sc->o.batch_cells && take > sc->o.batch_cells)
+                take = sc->o.batch_cells;
+            row->key = wc_bytes_of(sc->rowkey.p, sc->rowkey.len);
+            row->cells = sc->cells + sc->pos;
+            row->ncells = take;
+            sc->pos += take;
+            if (sc->pos >= sc->ncells)
+                sc->row_open = false;
+            return CT_OK;
+        }
+        if (sc->empty || (sc->o.limit_rows && sc->rows_returned >= sc->o.limit_rows))
+            return CT_NOTFOUND;
+        struct wc_bytes key;
+        const struct bt_cell *cells;
+        size_t n;
+        int rc = bt_merge_pop(sc->merge, &key, &cells, &n);
+        if (rc == CT_ENOMEM)
+            return ct_err_set(err, CT_ENOMEM, "out of memory handing out a row");
+        if (rc == CT_NOTFOUND) {
+            rc = bt_scan_fill(sc, err);
+            if (rc == CT_NOTFOUND && bt_merge_pending(sc->merge))
+                continue;
+            if (rc != CT_OK)
+                return rc;
+            continue;
+        }
+        if (sc->o.row_filter) {
+            enum wc_row_decision d = sc->o.row_filter(sc->o.row_filter_arg, key.data, key.len);
+            if (d == WC_ROW_SKIP)
+                continue;
+            if (d == WC_ROW_STOP) {
+                sc->empty = true;
+                return CT_NOTFOUND;
+            }
+        }
+        if ((rc = bt_scan_row(sc, key, cells, n, err)) != CT_OK)
+            return rc;
+        if (sc->row_open)
+            sc->rows_returned++;
+    }
+}
+
+void bt_scanner_close(struct wc_scanner *base)
+{
+    struct bt_scanner *sc = (struct bt_scanner *)base;
+    if (!sc)
+        return;
+    bt_call_free(sc->call);
+    bt_merge_free(sc->merge);
+    free(sc->fams);
+    bt_buf_free(&sc->lo.key);
+    bt_buf_free(&sc->hi.key);
+    bt_buf_free(&sc->req);
+    bt_buf_free(&sc->rowkey);
+    free(sc->cells);
+    free(sc);
+}
+
+int bt_scanner_open(struct wc_table *tbase, const struct wc_scan_options *o,
+                    struct wc_scanner **out, struct ct_err *err)
+{
+    struct bt_table *t = (struct bt_table *)tbase;
+    struct bt_scanner *sc = calloc(1, sizeof(*sc));
+    if (!sc)
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+    sc->base.ops = t->base.ops;
+    sc->t = t;
+    sc->o = *o;
+    sc->now_ms = clock_now_ms();
+    int rc = bt_table_families(t, &sc->fams, &sc->nfams, err);
+    if (rc != CT_OK)
+        goto fail;
+    for (size_t i = 0; i < o->ncolumns; i++)
+        if (!bt_scan_family(sc, o->columns[i].family)) {
+            rc = bt_table_refresh(t, err);
+            if (rc == CT_OK) {
+                free(sc->fams);
+                sc->fams = NULL;
+                rc = bt_table_families(t, &sc->fams, &sc->nfams, err);
+            }
+            if (rc != CT_OK)
+                goto fail;
+            if (!bt_scan_family(sc, o->columns[i].family)) {
+                rc = ct_err_set(err, CT_EINVAL, "Unknown column family %.*s in table %s",
+                                (int)o->columns[i].family.len,
+                                (const char *)o->columns[i].family.data, t->full);
+                goto fail;
+            }
+        }
+    if ((rc = bt_merge_new(o->reversed, &sc->merge, err)) != CT_OK)
+        goto fail;
+    /* the row range */
+    int mem = 0;
+    if (o->reversed) {
+        mem |= bt_lower_hi(&sc->hi, o->start_row, true);
+        mem |= bt_raise_lo(&sc->lo, o->stop_row, false);
+    } else {
+        mem |= bt_raise_lo(&sc->lo, o->start_row, true);
+        mem |= bt_lower_hi(&sc->hi, o->stop_row, false);
+    }
+    if (o->row_prefix.len) {
+        uint8_t *next = malloc(o->row_prefix.len);
+        if (!next) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+            goto fail;
+        }
+        size_t nl = bt_prefix_next(o->row_prefix, next);
+        mem |= bt_raise_lo(&sc->lo, o->row_prefix, true);
+        mem |= bt_lower_hi(&sc->hi, wc_bytes_of(next, nl), false);
+        free(next);
+    }
+    if (mem) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+        goto fail;
+    }
+    if (!o->reversed && o->start_row.len && o->stop_row.len &&
+        bt_bytes_cmp(o->start_row, o->stop_row) >= 0)
+        sc->empty = true;
+    if (o->reversed && o->start_row.len && o->stop_row.len &&
+        bt_bytes_cmp(o->start_row, o->stop_row) <= 0)
+        sc->empty = true;
+    if (bt_range_empty(&sc->lo, &sc->hi))
+        sc->empty = true;
+    /* push the row limit down only when the client drops no row the service returns */
+    sc->push_limit = !o->row_filter;
+    for (size_t i = 0; i < sc->nfams; i++)
+        if (sc->fams[i].min_versions > 0 && sc->fams[i].ttl_s < WC_TTL_FOREVER)
+            sc->push_limit = false;
+    if (sc->empty)
+        sc->done = true;
+    *out = &sc->base;
+    return CT_OK;
+fail:
+    bt_scanner_close(&sc->base);
+    return rc;
+}

@@ -1,0 +1,363 @@
+/* catalog.c - writes and reads the catalog file (format: catalog_format.h).
+ *
+ * Invariants: (1) catalog_save() runs with cat_mu held and writes the in-memory state as it is
+ * (region file lists read under each region's mutex); (2) catalog_load() runs at open before
+ * any other thread exists, opens every listed block file and fails (CT_ECORRUPT) if one is
+ * missing or damaged rather than silently losing data. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/coding.h"
+#include "storage/crc32c.h"
+#include "storage/engine/catalog_format.h"
+#include "storage/engine/eio.h"
+#include "storage/engine/engine_int.h"
+
+struct cbuf {
+    uint8_t *p;
+    size_t len, cap;
+    bool oom;
+};
+
+static void cb_reserve(struct cbuf *b, size_t n)
+{
+    if (b->oom || b->len + n <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + n)
+        cap *= 2;
+    uint8_t *np = realloc(b->p, cap);
+    if (!np) {
+        b->oom = true;
+        return;
+    }
+    b->p = np;
+    b->cap = cap;
+}
+
+static void cb_u8(struct cbuf *b, uint8_t v)
+{
+    cb_reserve(b, 1);
+    if (!b->oom)
+        b->p[b->len++] = v;
+}
+
+static void cb_var(struct cbuf *b, uint64_t v)
+{
+    cb_reserve(b, CODING_VARINT64_MAX);
+    if (!b->oom)
+        b->len += coding_put_varint64(b->p + b->len, v);
+}
+
+static void cb_str(struct cbuf *b, const void *s, size_t n)
+{
+    cb_var(b, n);
+    cb_reserve(b, n);
+    if (!b->oom && n) {
+        memcpy(b->p + b->len, s, n);
+        b->len += n;
+    }
+}
+
+int catalog_save(struct estore *s, struct ct_err *err)
+{
+    struct cbuf b = {0};
+    cb_reserve(&b, CATALOG_HEADER_BYTES);
+    if (!b.oom) {
+        memcpy(b.p, CATALOG_MAGIC, 8);
+        b.p[8] = CATALOG_FORMAT_VERSION;
+        b.len = CATALOG_HEADER_BYTES;
+    }
+    cb_var(&b, s->next_file_id);
+    cb_var(&b, s->next_region_id);
+    cb_var(&b, s->next_table_id);
+    cb_var(&b, atomic_load(&s->visible_seq));
+    cb_var(&b, s->nnamespaces);
+    for (size_t i = 0; i < s->nnamespaces; i++)
+        cb_str(&b, s->namespaces[i], strlen(s->namespaces[i]));
+    cb_var(&b, s->ntables);
+    for (size_t i = 0; i < s->ntables; i++) {
+        struct etable *t = s->tables[i];
+        cb_var(&b, t->id);
+        cb_str(&b, t->name, strlen(t->name));
+        cb_u8(&b, atomic_load(&t->enabled));
+        cb_var(&b, t->max_filesize);
+        cb_var(&b, t->memstore_flushsize);
+        cb_u8(&b, (uint8_t)t->durability);
+        cb_u8(&b, t->readonly);
+        cb_u8(&b, t->compaction_enabled);
+        cb_var(&b, t->nfams);
+        for (size_t f = 0; f < t->nfams; f++) {
+            const struct wc_family_desc *d = &t->fams[f];
+            cb_str(&b, d->name, strlen(d->name));
+            cb_var(&b, d->versions);
+            cb_var(&b, d->min_versions);
+            cb_var(&b, (uint64_t)d->ttl_s);
+            cb_u8(&b, (uint8_t)d->keep_deleted);
+            cb_u8(&b, (uint8_t)d->bloom);
+            cb_var(&b, d->blocksize);
+            cb_u8(&b, d->blockcache);
+            cb_u8(&b, d->in_memory);
+            cb_u8(&b, (uint8_t)d->compression);
+            cb_u8(&b, (uint8_t)d->encoding);
+        }
+        cb_var(&b, t->nregions);
+        for (size_t r = 0; r < t->nregions; r++) {
+            struct eregion *rg = t->regions[r];
+            cb_var(&b, rg->id);
+            cb_str(&b, rg->start, rg->start_len);
+            cb_str(&b, rg->end, rg->end_len);
+            pthread_mutex_lock(&rg->mu);
+            for (size_t f = 0; f < t->nfams; f++) {
+                struct efam *ef = &rg->fams[f];
+                cb_var(&b, ef->flushed_upto);
+                cb_var(&b, ef->nfiles);
+                for (size_t k = 0; k < ef->nfiles; k++)
+                    cb_var(&b, ef->files[k].id);
+            }
+            pthread_mutex_unlock(&rg->mu);
+        }
+    }
+    cb_reserve(&b, 4);
+    if (b.oom) {
+        free(b.p);
+        return ct_err_set(err, CT_ENOMEM, "out of memory writing the catalog");
+    }
+    size_t plen = b.len - CATALOG_HEADER_BYTES;
+    coding_put_be64(b.p + 9, plen);
+    coding_put_be32(b.p + b.len, crc32c_mask(crc32c_value(b.p + CATALOG_HEADER_BYTES, plen)));
+    b.len += 4;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", s->dir, CATALOG_FILE);
+    int rc = eio_write_file_atomic(path, b.p, b.len, err);
+    free(b.p);
+    return rc;
+}
+
+/* ---- load ------------------------------------------------------------------------------ */
+
+struct crd {
+    const uint8_t *p, *end;
+    bool bad;
+};
+
+static uint64_t cr_var(struct crd *r)
+{
+    uint64_t v = 0;
+    size_t k = r->bad ? 0 : coding_get_varint64(r->p, r->end, &v);
+    if (!k) {
+        r->bad = true;
+        return 0;
+    }
+    r->p += k;
+    return v;
+}
+
+static uint8_t cr_u8(struct crd *r)
+{
+    if (r->bad || r->p >= r->end) {
+        r->bad = true;
+        return 0;
+    }
+    return *r->p++;
+}
+
+static const uint8_t *cr_str(struct crd *r, size_t *len)
+{
+    uint64_t n = cr_var(r);
+    if (r->bad || n > (uint64_t)(r->end - r->p)) {
+        r->bad = true;
+        *len = 0;
+        return (const uint8_t *)"";
+    }
+    const uint8_t *s = r->p;
+    r->p += n;
+    *len = (size_t)n;
+    return s;
+}
+
+static int open_file(struct estore *s, const struct wc_family_desc *d, uint64_t id,
+                     struct efile *out, struct ct_err *err)
+{
+    char path[4096];
+    estore_file_path(s, id, path, sizeof(path));
+    struct sst_read_options ro = {d->blockcache, d->in_memory};
+    out->id = id;
+    return sst_open(path, id, s->cache, &ro, &out->sst, err);
+}
+
+int catalog_load(struct estore *s, struct ct_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", s->dir, CATALOG_FILE);
+    uint8_t *data;
+    size_t len;
+    int rc = eio_read_file(path, &data, &len, err);
+    if (rc != CT_OK)
+        return rc;
+    if (len < CATALOG_HEADER_BYTES + 4 || memcmp(data, CATALOG_MAGIC, 8) != 0) {
+        free(data);
+        return ct_err_set(err, CT_ECORRUPT, "%s is not a ctsdb catalog (bad magic or size)",
+                          path);
+    }
+    if (data[8] != CATALOG_FORMAT_VERSION) {
+        int v = data[8];
+        free(data);
+        return ct_err_set(err, CT_ECORRUPT,
+                          "unsupported catalog version %d in %s (this build reads %d)", v, path,
+                          CATALOG_FORMAT_VERSION);
+    }
+    uint64_t plen = coding_get_be64(data + 9);
+    if (plen != len - CATALOG_HEADER_BYTES - 4 ||
+        crc32c_unmask(coding_get_be32(data + len - 4)) !=
+            crc32c_value(data + CATALOG_HEADER_BYTES, plen)) {
+        free(data);
+        return ct_err_set(err, CT_ECORRUPT, "%s: checksum mismatch (length %zu)", path, len);
+    }
+    struct crd r = {data + CATALOG_HEADER_BYTES, data + len - 4, false};
+    s->next_file_id = cr_var(&r);
+    s->next_region_id = cr_var(&r);
+    s->next_table_id = cr_var(&r);
+    uint64_t last_seq = cr_var(&r);
+    atomic_store(&s->next_seq, last_seq + 1);
+    atomic_store(&s->visible_seq, last_seq);
+    uint64_t nns = cr_var(&r);
+    for (uint64_t i = 0; i < nns && !r.bad; i++) {
+        size_t n;
+        const uint8_t *p = cr_str(&r, &n);
+        char *name = malloc(n + 1);
+        char **nv = realloc(s->namespaces, (s->nnamespaces + 1) * sizeof(char *));
+        if (!name || !nv) {
+            free(name);
+            if (nv)
+                s->namespaces = nv;
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory loading the catalog");
+            goto out;
+        }
+        s->namespaces = nv;
+        memcpy(name, p, n);
+        name[n] = 0;
+        s->namespaces[s->nnamespaces++] = name;
+    }
+    uint64_t ntables = cr_var(&r);
+    for (uint64_t i = 0; i < ntables && !r.bad; i++) {
+        struct etable *t = etable_new_empty();
+        struct etable **tv = realloc(s->tables, (s->ntables + 1) * sizeof(*tv));
+        if (!t || !tv) {
+            etable_unref(t);
+            if (tv)
+                s->tables = tv;
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory loading the catalog");
+            goto out;
+        }
+        s->tables = tv;
+        s->tables[s->ntables++] = t;
+        t->id = cr_var(&r);
+        size_t n;
+        const uint8_t *p = cr_str(&r, &n);
+        if (n >= sizeof(t->name))
+            r.bad = true;
+        else
+            memcpy(t->name, p, n);
+        atomic_init(&t->enabled, cr_u8(&r) != 0);
+        t->max_filesize = cr_var(&r);
+        t->memstore_flushsize = cr_var(&r);
+        t->durability = (enum wc_durability)cr_u8(&r);
+        t->readonly = cr_u8(&r);
+        t->compaction_enabled = cr_u8(&r);
+        uint64_t nf = cr_var(&r);
+        if (r.bad || nf == 0 || nf > 100000) {
+            r.bad = true;
+            break;
+        }
+        t->fams = calloc(nf, sizeof(*t->fams));
+        t->hooks = calloc(nf, sizeof(*t->hooks));
+        if (!t->fams || !t->hooks) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory loading the catalog");
+            goto out;
+        }
+        t->nfams = nf;
+        for (uint64_t f = 0; f < nf; f++) {
+            struct wc_family_desc *d = &t->fams[f];
+            p = cr_str(&r, &n);
+            if (n > WC_MAX_FAMILY_BYTES)
+                r.bad = true;
+            else
+                memcpy(d->name, p, n);
+            d->versions = (uint32_t)cr_var(&r);
+            d->min_versions = (uint32_t)cr_var(&r);
+            d->ttl_s = (int64_t)cr_var(&r);
+            d->keep_deleted = (enum wc_keep_deleted)cr_u8(&r);
+            d->bloom = (enum wc_bloom)cr_u8(&r);
+            d->blocksize = (uint32_t)cr_var(&r);
+            d->blockcache = cr_u8(&r);
+            d->in_memory = cr_u8(&r);
+            d->compression = (enum wc_compression)cr_u8(&r);
+            d->encoding = (enum wc_block_encoding)cr_u8(&r);
+        }
+        uint64_t nr = cr_var(&r);
+        if (r.bad || nr == 0 || nr > 10000000) {
+            r.bad = true;
+            break;
+        }
+        t->regions = calloc(nr, sizeof(*t->regions));
+        if (!t->regions) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory loading the catalog");
+            goto out;
+        }
+        for (uint64_t k = 0; k < nr && !r.bad; k++) {
+            uint64_t id = cr_var(&r);
+            size_t sl, el;
+            const uint8_t *sp = cr_str(&r, &sl);
+            const uint8_t *ep = cr_str(&r, &el);
+            if (r.bad)
+                break;
+            struct eregion *rg;
+            if ((rc = eregion_new(id, sp, sl, ep, el, nf, 0, &rg, err)) != CT_OK)
+                goto out;
+            t->regions[t->nregions++] = rg;
+            for (uint64_t f = 0; f < nf && !r.bad; f++) {
+                struct efam *ef = &rg->fams[f];
+                ef->flushed_upto = cr_var(&r);
+                uint64_t nfl = cr_var(&r);
+                if (r.bad || nfl > 1000000) {
+                    r.bad = true;
+                    break;
+                }
+                ef->files = calloc(nfl ? nfl : 1, sizeof(*ef->files));
+                if (!ef->files) {
+                    rc = ct_err_set(err, CT_ENOMEM, "out of memory loading the catalog");
+                    goto out;
+                }
+                for (uint64_t q = 0; q < nfl && !r.bad; q++) {
+                    uint64_t fid = cr_var(&r);
+                    if (r.bad)
+                        break;
+                    /* a file shared by split daughters is opened once */
+                    struct efile shared = {NULL, 0};
+                    for (size_t pr = 0; pr < t->nregions - 1 && !shared.sst; pr++)
+                        for (size_t z = 0; z < t->regions[pr]->fams[f].nfiles; z++)
+                            if (t->regions[pr]->fams[f].files[z].id == fid)
+                                shared = t->regions[pr]->fams[f].files[z];
+                    if (shared.sst) {
+                        sst_ref(shared.sst);
+                        ef->files[ef->nfiles++] = shared;
+                        continue;
+                    }
+                    rc = open_file(s, &t->fams[f], fid, &ef->files[ef->nfiles], err);
+                    if (rc != CT_OK) {
+                        ct_err_prefix(err, "table %s", t->name);
+                        goto out;
+                    }
+                    ef->nfiles++;
+                }
+            }
+        }
+    }
+    if (r.bad || r.p != r.end)
+        rc = ct_err_set(err, CT_ECORRUPT, "%s: malformed catalog payload", path);
+out:
+    free(data);
+    return rc;
+}

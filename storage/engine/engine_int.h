@@ -1,0 +1,306 @@
+/* engine_int.h - private structures of the embedded engine shared by its .c files (store.c,
+ * write.c, scan.c, maint.c, catalog.c). Nothing outside storage/engine/ (and its tests)
+ * includes this.
+ *
+ * Object graph: estore (the store) -> etable (one per table, refcounted) -> eregion (key range
+ * [start, end), refcounted) -> efam (one per family of the table: active memstore, frozen
+ * memstores waiting for flush, block files oldest first).
+ *
+ * Locking (outer to inner; never take an outer lock while holding an inner one):
+ *   etable.maint_lock rwlock: flushes and compactions shared; split, alter, truncate, drop
+ *                     exclusive (so they never change a region a job is working on)
+ *   eregion.maint_mu  one flush / compaction of the region at a time
+ *   estore.cat_mu     the catalog: namespaces, table list, each table's region array and
+ *                     descriptor, file ids; held while the catalog file is rewritten
+ *   etable.map_lock   rwlock: writers and scanner opens hold it shared; split, alter, truncate
+ *                     and drop hold it exclusive (together with cat_mu) to change the region
+ *                     array or the family list
+ *   eregion.mu        the region's memstore and file lists (efam fields); held by the one
+ *                     writer inserting into the region's memstores and by snapshotting readers
+ *   estore.pub_mu     ordered publication of sequence numbers (visible_seq)
+ *   estore.bg_mu      the background job queue
+ * Sequence numbers: every cell gets a distinct one; visible_seq is published in order, so a
+ * reader whose snapshot is visible_seq sees every mutation up to it whole and none after. */
+#ifndef CT_ENGINE_INT_H
+#define CT_ENGINE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "storage/engine/cell.h"
+#include "storage/engine/memstore.h"
+#include "storage/engine/sst.h"
+#include "storage/engine/wal.h"
+#include "storage/wc_backend.h"
+
+/* ---- per (region, family) ------------------------------------------------------------ */
+
+struct efile {
+    struct sst *sst; /* one reference owned by the list */
+    uint64_t id;
+};
+
+struct efam {
+    struct memstore *active;  /* receives inserts */
+    struct memstore **frozen; /* oldest first, waiting for flush (may be shared after a split) */
+    size_t nfrozen;
+    struct efile *files; /* oldest first */
+    size_t nfiles;
+    uint64_t flushed_upto; /* every seq <= this of this store is in files (persisted) */
+    bool compacting;
+};
+
+struct eregion {
+    atomic_int refs;
+    uint64_t id;
+    uint8_t *start; /* empty = table start */
+    size_t start_len;
+    uint8_t *end; /* empty = table end */
+    size_t end_len;
+    pthread_mutex_t maint_mu;
+    pthread_mutex_t mu;
+    struct efam *fams; /* table->nfams entries, same order; guarded by mu (and map_lock for the
+                        * array itself) */
+    size_t nfams;
+    bool dead;          /* replaced by a split, truncate or drop; guarded by mu */
+    bool flush_queued;  /* guarded by mu */
+    atomic_uint_fast64_t reads;
+    atomic_uint_fast64_t writes;
+};
+
+/* ---- table ---------------------------------------------------------------------------- */
+
+struct ehook {
+    wc_compact_hook_fn fn;
+    void *arg;
+};
+
+struct etable {
+    atomic_int refs;
+    uint64_t id;
+    char name[WC_MAX_TABLE_NAME];
+    pthread_rwlock_t maint_lock; /* shared: flush/compaction jobs; exclusive: split, alter,
+                                  * truncate, drop */
+    pthread_rwlock_t map_lock;
+    /* guarded by cat_mu + map_lock (write); readable under either */
+    struct wc_family_desc *fams; /* sorted by name */
+    struct ehook *hooks;         /* parallel to fams */
+    size_t nfams;
+    uint64_t max_filesize;
+    uint64_t memstore_flushsize;
+    enum wc_durability durability;
+    bool readonly;
+    bool compaction_enabled;
+    struct eregion **regions; /* sorted by start key */
+    size_t nregions;
+    atomic_bool enabled;
+    atomic_bool dropped;
+};
+
+/* ---- store ---------------------------------------------------------------------------- */
+
+enum ejob_kind {
+    EJOB_FLUSH = 0,
+    EJOB_COMPACT = 1, /* minor (policy picks) or major */
+    EJOB_SPLIT_CHECK = 2,
+};
+
+struct ejob {
+    struct ejob *next;
+    enum ejob_kind kind;
+    struct etable *table;   /* reference */
+    struct eregion *region; /* reference */
+    bool major;
+};
+
+struct estore {
+    struct wc_store base; /* first */
+    char *dir;
+    int lock_fd;
+    struct wc_options opt;
+    struct wal *wal;
+    struct block_cache *cache;
+
+    pthread_mutex_t cat_mu;
+    char **namespaces; /* sorted */
+    size_t nnamespaces;
+    struct etable **tables; /* sorted by name */
+    size_t ntables;
+    uint64_t next_file_id;
+    uint64_t next_region_id;
+    uint64_t next_table_id;
+
+    atomic_uint_fast64_t next_seq;    /* next sequence number to hand out */
+    pthread_mutex_t pub_mu;
+    pthread_cond_t pub_cv;
+    atomic_uint_fast64_t visible_seq; /* every seq <= this is applied */
+
+    pthread_mutex_t row_mu[64]; /* striped row locks for read-modify-write operations */
+
+    pthread_mutex_t bg_mu;
+    pthread_cond_t bg_cv;   /* jobs queued or stopping */
+    pthread_cond_t done_cv; /* a job finished */
+    struct ejob *jobs_head;
+    struct ejob *jobs_tail;
+    pthread_t *threads;
+    int nthreads;
+    bool stopping;
+    int running_jobs;
+    int64_t next_major_ms; /* monotonic ms of the next scheduled major compaction */
+
+    pthread_mutex_t err_mu;
+    struct ct_err bg_err; /* first background error; code CT_OK if none */
+
+    atomic_uint_fast64_t n_flushes;
+    atomic_uint_fast64_t n_minor;
+    atomic_uint_fast64_t n_major;
+    atomic_uint_fast64_t n_splits;
+    const char *failpoint; /* tests: name of a step at which to _exit(0) (see engine_failpoint) */
+};
+
+static inline struct estore *estore_of(struct wc_store *s)
+{
+    return (struct estore *)s;
+}
+
+/* ---- shared helpers (store.c) ---------------------------------------------------------- */
+
+/* A new table with one reference, locks initialised, everything else zero. */
+struct etable *etable_new_empty(void);
+/* Whether a region of t other than `except` lists file `id` of family f. REQUIRES cat_mu. */
+bool etable_file_shared(struct etable *t, struct eregion *except, size_t f, uint64_t id);
+/* Tests: arms a failpoint by name (see engine_failpoint); NULL disarms. */
+void engine_set_failpoint(struct wc_store *s, const char *name);
+void etable_ref(struct etable *t);
+void etable_unref(struct etable *t);
+void eregion_ref(struct eregion *r);
+void eregion_unref(struct eregion *r);
+/* Index of the region holding row (REQUIRES map_lock held or cat_mu). */
+size_t etable_region_index(const struct etable *t, const uint8_t *row, size_t len);
+/* Index of family `name` in t->fams or -1. */
+int etable_family_index(const struct etable *t, const uint8_t *name, size_t len);
+bool eregion_contains(const struct eregion *r, const uint8_t *row, size_t len);
+/* Records the first background error (sticky). */
+void estore_set_bg_error(struct estore *s, const struct ct_err *err);
+/* CT_OK or the sticky background error (copied into err). */
+int estore_check_bg_error(struct estore *s, struct ct_err *err);
+/* Queues a background job (takes references on table and region). */
+void estore_queue_job(struct estore *s, enum ejob_kind kind, struct etable *t, struct eregion *r,
+                      bool major);
+/* Tests: if `name` is the armed failpoint, the process exits immediately (a simulated crash). */
+void engine_failpoint(struct estore *s, const char *name);
+/* Path of file `id` into buf (PATH_MAX). */
+void estore_file_path(const struct estore *s, uint64_t id, char *buf, size_t size);
+/* Allocates a region with fresh empty memstores for nfams families. */
+CT_MUST_CHECK int eregion_new(uint64_t id, const uint8_t *start, size_t start_len,
+                              const uint8_t *end, size_t end_len, size_t nfams,
+                              uint64_t flushed_upto, struct eregion **out, struct ct_err *err);
+/* Effective memstore flush threshold of a table. */
+uint64_t etable_flush_bytes(const struct estore *s, const struct etable *t);
+/* Computes the log position below which everything is flushed and releases log segments. */
+void estore_release_wal(struct estore *s);
+
+/* ---- catalog.c --------------------------------------------------------------------------- */
+
+/* Writes the whole catalog atomically. REQUIRES cat_mu held. */
+CT_MUST_CHECK int catalog_save(struct estore *s, struct ct_err *err);
+/* Loads the catalog into s (tables, regions, files opened). CT_NOTFOUND if there is none. */
+CT_MUST_CHECK int catalog_load(struct estore *s, struct ct_err *err);
+
+/* ---- write.c ----------------------------------------------------------------------------- */
+
+CT_MUST_CHECK int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows,
+                                      size_t n, enum wc_durability d, struct ct_err *err);
+CT_MUST_CHECK int engine_increment(struct wc_table *wt, struct wc_bytes row,
+                                   struct wc_bytes family, struct wc_bytes qualifier,
+                                   int64_t delta, enum wc_durability d, int64_t *out,
+                                   struct ct_err *err);
+CT_MUST_CHECK int engine_check_and_mutate(struct wc_table *wt, struct wc_bytes row,
+                                          struct wc_bytes family, struct wc_bytes qualifier,
+                                          const struct wc_bytes *expected,
+                                          const struct wc_row_mutation *rm,
+                                          enum wc_durability d, bool *applied,
+                                          struct ct_err *err);
+/* Replays the log into the memstores (open). */
+CT_MUST_CHECK int engine_replay(struct estore *s, struct ct_err *err);
+
+/* ---- scan.c ------------------------------------------------------------------------------ */
+
+/* One input of a merge: a memstore or a block file, positioned on a cell whose seq is <= snap
+ * (cells of later writes are stepped over). */
+struct echild {
+    bool is_ms;
+    bool valid;
+    struct memstore_iter mi;
+    struct sst_iter *si;
+    uint64_t snap;
+    struct cell cur; /* valid while `valid`; sst bytes valid until the child moves */
+};
+
+/* Initialise over a memstore (borrowed reference) or a file (a new iterator). */
+void echild_init_ms(struct echild *c, struct memstore *m, uint64_t snap);
+CT_MUST_CHECK int echild_init_sst(struct echild *c, struct sst *f, uint64_t snap,
+                                  struct ct_err *err);
+void echild_destroy(struct echild *c);
+CT_MUST_CHECK int echild_seek(struct echild *c, const struct cell *target, struct ct_err *err);
+CT_MUST_CHECK int echild_seek_first(struct echild *c, struct ct_err *err);
+CT_MUST_CHECK int echild_seek_last(struct echild *c, struct ct_err *err);
+/* Last cell <= target. */
+CT_MUST_CHECK int echild_seek_for_prev(struct echild *c, const struct cell *target,
+                                       struct ct_err *err);
+CT_MUST_CHECK int echild_next(struct echild *c, struct ct_err *err);
+/* The smallest possible cell of a row (sorts before every real cell of it). */
+void ecell_row_start(struct cell *c, const uint8_t *row, size_t len);
+
+struct etable_handle {
+    struct wc_table base; /* first */
+    struct etable *t;     /* reference */
+};
+
+CT_MUST_CHECK int engine_scanner_open(struct wc_table *wt, const struct wc_scan_options *o,
+                                      struct wc_scanner **out, struct ct_err *err);
+CT_MUST_CHECK int engine_scanner_next(struct wc_scanner *sc, struct wc_row *row,
+                                      struct ct_err *err);
+void engine_scanner_close(struct wc_scanner *sc);
+/* Newest visible version of one column (for delete-latest, increment, check-and-mutate):
+ * CT_OK with *ts and the value copied into a new buffer *val (freed by the caller) of *val_len
+ * bytes, or CT_NOTFOUND. */
+CT_MUST_CHECK int engine_read_latest(struct estore *s, struct etable *t, const uint8_t *row,
+                                     size_t row_len, struct wc_bytes fam, const uint8_t *qual,
+                                     size_t qual_len, int64_t *ts, uint8_t **val,
+                                     size_t *val_len, struct ct_err *err);
+
+/* ---- maint.c ----------------------------------------------------------------------------- */
+
+/* The exploring compaction selection (spec §10). sizes[] oldest first. Chooses a run
+ * [*start, *start + *count) or returns false if none qualifies. */
+struct compact_policy {
+    size_t min_files;        /* 3 */
+    size_t max_files;        /* 10 */
+    double ratio;            /* 1.2 */
+    uint64_t min_size;       /* 128 MiB: runs below skip the ratio test */
+    uint64_t max_size;       /* UINT64_MAX: runs above are not considered */
+};
+void compact_policy_default(struct compact_policy *p);
+bool compact_select(const uint64_t *sizes, size_t n, const struct compact_policy *p,
+                    size_t *start, size_t *count);
+
+/* Flushes every non-empty memstore of region r. */
+CT_MUST_CHECK int engine_flush_region(struct estore *s, struct etable *t, struct eregion *r,
+                                      struct ct_err *err);
+/* Compacts one family (fam >= 0) or all of region r: major rewrites all files, otherwise the
+ * policy picks (nothing if no run qualifies). */
+CT_MUST_CHECK int engine_compact_region(struct estore *s, struct etable *t, struct eregion *r,
+                                        int fam, bool major, struct ct_err *err);
+/* Splits region r at key (key NULL: at the midpoint of its largest file). CT_NOTFOUND if it
+ * cannot split (no midpoint, reference files). */
+CT_MUST_CHECK int engine_split_region(struct estore *s, struct etable *t, struct eregion *r,
+                                      const uint8_t *key, size_t key_len, struct ct_err *err);
+/* Whether region r should split under the stepping policy. */
+bool engine_region_wants_split(struct estore *s, struct etable *t, struct eregion *r);
+/* Runs one background job. */
+void engine_run_job(struct estore *s, struct ejob *j);
+
+#endif

@@ -1,0 +1,57 @@
+/* memstore.h - the sorted in-memory write buffer of one (region, family) store: a skiplist of
+ * cells (cell.h order) whose nodes and bytes live in an arena owned by the memstore.
+ *
+ * One writer at a time inserts (the caller serialises writers, e.g. under the region's mutex);
+ * any number of readers iterate at the same time without a lock. A cell never changes or moves
+ * once inserted, so the bytes a reader gets stay valid as long as it holds a reference. The
+ * memstore is reference-counted: the region holds one, every scanner or flush holds another.
+ * Nothing is ever removed: a memstore is frozen (no more inserts) and flushed whole. */
+#ifndef CT_ENGINE_MEMSTORE_H
+#define CT_ENGINE_MEMSTORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/ct_err.h"
+#include "storage/engine/cell.h"
+
+struct memstore;
+
+/* Returns a new empty memstore with one reference in *out, dropped with memstore_unref(). */
+CT_MUST_CHECK int memstore_new(struct memstore **out, struct ct_err *err);
+void memstore_ref(struct memstore *m);
+void memstore_unref(struct memstore *m); /* accepts NULL; the last reference frees */
+
+/* Copies c (row, qualifier, value) into the arena and links it in. REQUIRES: no other writer.
+ * Readers may run concurrently. */
+CT_MUST_CHECK int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err);
+
+size_t memstore_bytes(const struct memstore *m); /* bytes of inserted cells and nodes */
+uint64_t memstore_count(const struct memstore *m);
+uint64_t memstore_min_seq(const struct memstore *m); /* UINT64_MAX when empty */
+uint64_t memstore_max_seq(const struct memstore *m); /* 0 when empty */
+
+/* An iterator; held by value (its layout is public so callers can embed it). It borrows a
+ * reference the caller holds on the memstore. Cells returned by memstore_iter_cell() stay valid
+ * while that reference is held. */
+struct memstore_iter {
+    struct memstore *m;
+    const void *node; /* NULL = not valid */
+};
+
+void memstore_iter_init(struct memstore_iter *it, struct memstore *m);
+static inline bool memstore_iter_valid(const struct memstore_iter *it)
+{
+    return it->node != NULL;
+}
+void memstore_iter_seek_first(struct memstore_iter *it);
+void memstore_iter_seek_last(struct memstore_iter *it);
+void memstore_iter_seek(struct memstore_iter *it, const struct cell *target); /* first >= */
+void memstore_iter_seek_for_prev(struct memstore_iter *it, const struct cell *target); /* last <= */
+void memstore_iter_next(struct memstore_iter *it);
+void memstore_iter_prev(struct memstore_iter *it);
+/* The current cell (REQUIRES valid). */
+const struct cell *memstore_iter_cell(const struct memstore_iter *it);
+
+#endif

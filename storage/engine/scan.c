@@ -1,0 +1,1172 @@
+/* scan.c - the read path: merge inputs (memstores and block files) of each region and family,
+ * walk rows forward or backward, and decide per cell what a read returns (spec §5, §6, §8).
+ *
+ * Invariants: (1) a scanner holds references on every memstore and file it may read, taken
+ * under each region's mutex at open, so flushes and compactions never pull data from under it;
+ * (2) its snapshot is the store's visible_seq read before those references were taken: cells
+ * with a larger seq are stepped over by every input; (3) a reversed scan finds the previous row
+ * with seek_for_prev on every input, then reads that row forward, so cells inside a row are in
+ * forward order in both directions; (4) rows are bounded by [lo, hi) of the scan intersected
+ * with the region's range, so inputs shared by split daughters never leak rows.
+ *
+ * Cells returned point into memstore arenas (stable while referenced) or, for block-file cells,
+ * into the scanner's row arena (reset per row). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/clock.h"
+#include "storage/engine/engine_int.h"
+
+/* ---- children --------------------------------------------------------------------------- */
+
+void ecell_row_start(struct cell *c, const uint8_t *row, size_t len)
+{
+    memset(c, 0, sizeof(*c));
+    c->row = row;
+    c->row_len = (uint32_t)len;
+    c->qual = (const uint8_t *)"";
+    c->value = (const uint8_t *)"";
+    c->ts_ms = INT64_MAX;
+    c->type = 255;
+    c->seq = UINT64_MAX;
+}
+
+static void echild_load(struct echild *c)
+{
+    if (c->is_ms) {
+        c->valid = memstore_iter_valid(&c->mi);
+        if (c->valid)
+            c->cur = *memstore_iter_cell(&c->mi);
+    } else {
+        c->valid = sst_iter_valid(c->si);
+        if (c->valid)
+            sst_iter_cell(c->si, &c->cur);
+    }
+}
+
+static int echild_raw_next(struct echild *c, struct ct_err *err)
+{
+    if (c->is_ms) {
+        memstore_iter_next(&c->mi);
+    } else {
+        int rc = sst_iter_next(c->si, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    echild_load(c);
+    return CT_OK;
+}
+
+static int echild_raw_prev(struct echild *c, struct ct_err *err)
+{
+    if (c->is_ms) {
+        memstore_iter_prev(&c->mi);
+    } else {
+        int rc = sst_iter_prev(c->si, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    echild_load(c);
+    return CT_OK;
+}
+
+static int echild_skip_fwd(struct echild *c, struct ct_err *err)
+{
+    echild_load(c);
+    while (c->valid && c->cur.seq > c->snap) {
+        int rc = echild_raw_next(c, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    return CT_OK;
+}
+
+static int echild_skip_back(struct echild *c, struct ct_err *err)
+{
+    echild_load(c);
+    while (c->valid && c->cur.seq > c->snap) {
+        int rc = echild_raw_prev(c, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    return CT_OK;
+}
+
+void echild_init_ms(struct echild *c, struct memstore *m, uint64_t snap)
+{
+    memset(c, 0, sizeof(*c));
+    c->is_ms = true;
+    c->snap = snap;
+    memstore_iter_init(&c->mi, m);
+}
+
+int echild_init_sst(struct echild *c, struct sst *f, uint64_t snap, struct ct_err *err)
+{
+    memset(c, 0, sizeof(*c));
+    c->snap = snap;
+    return sst_iter_new(f, &c->si, err);
+}
+
+void echild_destroy(struct echild *c)
+{
+    if (!c->is_ms)
+        sst_iter_free(c->si);
+    c->si = NULL;
+    c->valid = false;
+}
+
+int echild_seek(struct echild *c, const struct cell *target, struct ct_err *err)
+{
+    if (c->is_ms) {
+        memstore_iter_seek(&c->mi, target);
+    } else {
+        int rc = sst_iter_seek(c->si, target, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    return echild_skip_fwd(c, err);
+}
+
+int echild_seek_first(struct echild *c, struct ct_err *err)
+{
+    if (c->is_ms) {
+        memstore_iter_seek_first(&c->mi);
+    } else {
+        int rc = sst_iter_seek_first(c->si, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    return echild_skip_fwd(c, err);
+}
+
+int echild_seek_last(struct echild *c, struct ct_err *err)
+{
+    if (c->is_ms) {
+        memstore_iter_seek_last(&c->mi);
+    } else {
+        int rc = sst_iter_seek_last(c->si, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    return echild_skip_back(c, err);
+}
+
+int echild_seek_for_prev(struct echild *c, const struct cell *target, struct ct_err *err)
+{
+    if (c->is_ms) {
+        memstore_iter_seek_for_prev(&c->mi, target);
+    } else {
+        int rc = sst_iter_seek_for_prev(c->si, target, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    return echild_skip_back(c, err);
+}
+
+int echild_next(struct echild *c, struct ct_err *err)
+{
+    int rc = echild_raw_next(c, err);
+    if (rc != CT_OK)
+        return rc;
+    while (c->valid && c->cur.seq > c->snap)
+        if ((rc = echild_raw_next(c, err)) != CT_OK)
+            return rc;
+    return CT_OK;
+}
+
+/* ---- the matcher (spec §5 rules 1-7, §6.3 tracking) --------------------------------------- */
+
+enum { M_SKIP = 0, M_EMIT = 1 };
+
+struct i64set {
+    int64_t *v;
+    size_t n, cap;
+};
+
+static int i64set_add(struct i64set *s, int64_t x)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 8;
+        int64_t *nv = realloc(s->v, cap * sizeof(*nv));
+        if (!nv)
+            return CT_ENOMEM;
+        s->v = nv;
+        s->cap = cap;
+    }
+    s->v[s->n++] = x;
+    return CT_OK;
+}
+
+static bool i64set_has(const struct i64set *s, int64_t x)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i] == x)
+            return true;
+    return false;
+}
+
+/* What one family of a read selects. */
+struct sfam {
+    int idx; /* in the table's family list at open */
+    struct wc_family_desc d;
+    bool whole;
+    struct wc_bytes *quals; /* explicit qualifiers, sorted; when !whole */
+    size_t nquals;
+    int64_t oldest; /* now - TTL, INT64_MIN for FOREVER */
+};
+
+struct matcher {
+    /* request */
+    int64_t tmin, tmax;
+    uint32_t req_versions;
+    bool raw;
+    const struct wc_scan_options *o;
+    /* family */
+    const struct sfam *f;
+    uint32_t maxv, minv;
+    bool kdc;
+    int64_t F;
+    struct i64set fv;
+    /* column */
+    uint8_t *qual;
+    size_t qual_len, qual_cap;
+    bool have_col;
+    int64_t C;
+    struct i64set dts;
+    uint32_t n;
+    bool col_done;
+    bool have_last;
+    int64_t last_ts;
+    uint8_t last_type;
+};
+
+static void matcher_start_family(struct matcher *m, const struct sfam *f)
+{
+    m->f = f;
+    m->maxv = m->raw ? m->req_versions
+                     : (m->req_versions < f->d.versions ? m->req_versions : f->d.versions);
+    m->minv = f->d.min_versions;
+    m->kdc = f->d.keep_deleted != WC_KEEP_DELETED_FALSE;
+    m->F = INT64_MIN;
+    m->fv.n = 0;
+    m->have_col = false;
+}
+
+static int bytes_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+    return cell_bytes_cmp(a, al, b, bl);
+}
+
+static bool qual_selected(const struct matcher *m, const uint8_t *q, size_t ql)
+{
+    const struct sfam *f = m->f;
+    if (!f->whole) {
+        size_t lo = 0, hi = f->nquals;
+        bool found = false;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            int c = bytes_cmp(f->quals[mid].data, f->quals[mid].len, q, ql);
+            if (c == 0) {
+                found = true;
+                break;
+            }
+            if (c < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (!found)
+            return false;
+    }
+    const struct wc_scan_options *o = m->o;
+    if (o->qualifier_prefix.len &&
+        (ql < o->qualifier_prefix.len ||
+         memcmp(q, o->qualifier_prefix.data, o->qualifier_prefix.len) != 0))
+        return false;
+    if (o->has_qualifier_range) {
+        if (o->qualifier_min.len) {
+            int c = bytes_cmp(q, ql, o->qualifier_min.data, o->qualifier_min.len);
+            if (c < 0 || (c == 0 && !o->qualifier_min_inclusive))
+                return false;
+        }
+        if (o->qualifier_max.len) {
+            int c = bytes_cmp(q, ql, o->qualifier_max.data, o->qualifier_max.len);
+            if (c > 0 || (c == 0 && !o->qualifier_max_inclusive))
+                return false;
+        }
+    }
+    return true;
+}
+
+static int matcher_cell(struct matcher *m, const struct cell *c, struct ct_err *err)
+{
+    if (!m->have_col || bytes_cmp(m->qual, m->qual_len, c->qual, c->qual_len) != 0) {
+        if (c->qual_len > m->qual_cap) {
+            size_t cap = c->qual_len * 2 + 16;
+            uint8_t *nq = realloc(m->qual, cap);
+            if (!nq)
+                return ct_err_set(err, CT_ENOMEM, "out of memory in a scan");
+            m->qual = nq;
+            m->qual_cap = cap;
+        }
+        if (c->qual_len)
+            memcpy(m->qual, c->qual, c->qual_len);
+        m->qual_len = c->qual_len;
+        m->have_col = true;
+        m->C = INT64_MIN;
+        m->dts.n = 0;
+        m->n = 0;
+        m->col_done = false;
+        m->have_last = false;
+    }
+    int64_t ts = c->ts_ms;
+    if (m->raw) {
+        if (ts >= m->tmax || ts < m->tmin || !qual_selected(m, c->qual, c->qual_len))
+            return M_SKIP;
+        if (c->type != WC_TYPE_PUT)
+            return M_EMIT;
+        if (++m->n > m->maxv)
+            return M_SKIP;
+        return M_EMIT;
+    }
+    /* rule 1 */
+    if (m->minv == 0 && ts < m->f->oldest)
+        return M_SKIP;
+    /* rule 2 */
+    if (c->type != WC_TYPE_PUT) {
+        bool apply = m->kdc ? (ts >= m->tmin && ts < m->tmax) : ts >= m->tmin;
+        if (!apply)
+            return M_SKIP;
+        int rc = CT_OK;
+        switch (c->type) {
+        case WC_TYPE_DELETE_FAMILY:
+            if (ts > m->F)
+                m->F = ts;
+            break;
+        case WC_TYPE_DELETE_FAMILY_VERSION:
+            rc = i64set_add(&m->fv, ts);
+            break;
+        case WC_TYPE_DELETE_COLUMN:
+            if (ts > m->C)
+                m->C = ts;
+            break;
+        case WC_TYPE_DELETE:
+            rc = i64set_add(&m->dts, ts);
+            break;
+        default:
+            break;
+        }
+        if (rc != CT_OK)
+            return ct_err_set(err, CT_ENOMEM, "out of memory tracking delete markers");
+        return M_SKIP;
+    }
+    if (m->col_done)
+        return M_SKIP;
+    /* rule 3 */
+    if (ts <= m->F || ts <= m->C || i64set_has(&m->fv, ts) || i64set_has(&m->dts, ts))
+        return M_SKIP;
+    /* rule 4 */
+    if (ts >= m->tmax)
+        return M_SKIP;
+    if (ts < m->tmin) {
+        m->col_done = true;
+        return M_SKIP;
+    }
+    /* rule 5 */
+    if (!qual_selected(m, c->qual, c->qual_len)) {
+        m->col_done = true;
+        return M_SKIP;
+    }
+    /* rule 6 */
+    if (m->have_last && m->last_ts == ts && m->last_type == c->type)
+        return M_SKIP;
+    m->have_last = true;
+    m->last_ts = ts;
+    m->last_type = c->type;
+    /* rule 7 */
+    m->n++;
+    if (m->n > m->maxv) {
+        m->col_done = true;
+        return M_SKIP;
+    }
+    if (m->n <= m->minv || ts >= m->f->oldest)
+        return M_EMIT;
+    m->col_done = true;
+    return M_SKIP;
+}
+
+static void matcher_destroy(struct matcher *m)
+{
+    free(m->fv.v);
+    free(m->dts.v);
+    free(m->qual);
+}
+
+/* ---- scanner --------------------------------------------------------------------------- */
+
+/* Inputs of one family in one region, captured at open. */
+struct sinputs {
+    struct memstore **ms;
+    size_t nms;
+    struct sst **files;
+    size_t nfiles;
+};
+
+struct sregion {
+    struct eregion *er; /* reference (statistics) */
+    uint8_t *lo;        /* effective bounds: [lo, hi), hi_inf = no upper bound */
+    size_t lo_len;
+    uint8_t *hi;
+    size_t hi_len;
+    bool hi_inf;
+    struct sinputs *in; /* nsf entries */
+};
+
+struct sarena_chunk {
+    struct sarena_chunk *next;
+    size_t cap, used;
+    _Alignas(16) uint8_t data[];
+};
+
+struct escanner {
+    struct wc_scanner base; /* first */
+    struct estore *s;
+    struct etable *t; /* reference */
+    struct wc_scan_options o;
+    struct sfam *fams;
+    size_t nsf;
+    struct sregion *regs;
+    size_t nregs;
+    size_t ri; /* regions visited so far (in scan direction) */
+    bool region_open;
+    struct echild *kids;
+    size_t nkids;
+    size_t *kid_start; /* nsf + 1 */
+    uint64_t snap;
+    struct matcher m;
+    /* reversed: the exclusive upper bound of the next row (inf until the first row) */
+    bool bound_inf;
+    uint8_t key[WC_MAX_ROW_BYTES + 1];
+    size_t key_len;
+    uint8_t tmp[WC_MAX_ROW_BYTES + 2];
+    /* output */
+    struct sarena_chunk *arena;
+    struct sarena_chunk *arena_cur;
+    struct wc_cell *cells;
+    size_t ncells, cells_cap;
+    size_t chunk_off;
+    bool have_row;
+    uint64_t rows;
+    bool done;
+    bool single_row;
+    /* borrowed option bytes copied here */
+    uint8_t *owned;
+};
+
+static void *sarena_alloc(struct escanner *sc, size_t n)
+{
+    n = (n + 7) & ~(size_t)7;
+    struct sarena_chunk *c = sc->arena_cur;
+    while (c && c->cap - c->used < n)
+        c = c->next;
+    if (!c) {
+        size_t cap = n > 65536 ? n : 65536;
+        c = malloc(sizeof(*c) + cap);
+        if (!c)
+            return NULL;
+        c->cap = cap;
+        c->used = 0;
+        c->next = sc->arena;
+        sc->arena = c;
+    }
+    sc->arena_cur = c;
+    void *p = c->data + c->used;
+    c->used += n;
+    return p;
+}
+
+static void sarena_reset(struct escanner *sc)
+{
+    for (struct sarena_chunk *c = sc->arena; c; c = c->next)
+        c->used = 0;
+    sc->arena_cur = sc->arena;
+}
+
+static int bytes_le_key(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+    return bytes_cmp(a, al, b, bl);
+}
+
+static void scanner_close_region(struct escanner *sc)
+{
+    for (size_t i = 0; i < sc->nkids; i++)
+        echild_destroy(&sc->kids[i]);
+    free(sc->kids);
+    sc->kids = NULL;
+    sc->nkids = 0;
+    sc->region_open = false;
+}
+
+static struct sregion *scanner_region(struct escanner *sc)
+{
+    size_t i = sc->o.reversed ? sc->nregs - 1 - sc->ri : sc->ri;
+    return &sc->regs[i];
+}
+
+static int scanner_open_region(struct escanner *sc, struct ct_err *err)
+{
+    struct sregion *r = scanner_region(sc);
+    size_t n = 0;
+    for (size_t f = 0; f < sc->nsf; f++)
+        n += r->in[f].nms + r->in[f].nfiles;
+    sc->kids = calloc(n ? n : 1, sizeof(*sc->kids));
+    if (!sc->kids)
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening a scan");
+    size_t k = 0;
+    for (size_t f = 0; f < sc->nsf; f++) {
+        sc->kid_start[f] = k;
+        for (size_t i = 0; i < r->in[f].nms; i++)
+            echild_init_ms(&sc->kids[k++], r->in[f].ms[i], sc->snap);
+        for (size_t i = 0; i < r->in[f].nfiles; i++) {
+            int rc = echild_init_sst(&sc->kids[k], r->in[f].files[i], sc->snap, err);
+            if (rc != CT_OK) {
+                sc->nkids = k;
+                scanner_close_region(sc);
+                return rc;
+            }
+            k++;
+        }
+    }
+    sc->kid_start[sc->nsf] = k;
+    sc->nkids = k;
+    sc->region_open = true;
+    if (!sc->o.reversed) {
+        struct cell target;
+        ecell_row_start(&target, r->lo, r->lo_len);
+        for (size_t i = 0; i < k; i++) {
+            int rc = echild_seek(&sc->kids[i], &target, err);
+            if (rc != CT_OK)
+                return rc;
+        }
+    } else {
+        sc->bound_inf = true;
+    }
+    return CT_OK;
+}
+
+static bool row_below_hi(const struct sregion *r, const uint8_t *row, size_t len)
+{
+    return r->hi_inf || bytes_cmp(row, len, r->hi, r->hi_len) < 0;
+}
+
+/* Finds the next candidate row of the open region into sc->key; false if none. */
+static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err)
+{
+    struct sregion *r = scanner_region(sc);
+    *found = false;
+    if (!sc->o.reversed) {
+        const struct cell *best = NULL;
+        for (size_t i = 0; i < sc->nkids; i++) {
+            struct echild *c = &sc->kids[i];
+            if (!c->valid || !row_below_hi(r, c->cur.row, c->cur.row_len))
+                continue;
+            if (!best || bytes_cmp(c->cur.row, c->cur.row_len, best->row, best->row_len) < 0)
+                best = &c->cur;
+        }
+        if (best) {
+            memcpy(sc->key, best->row, best->row_len);
+            sc->key_len = best->row_len;
+            *found = true;
+        }
+        return CT_OK;
+    }
+    /* reversed: previous row below the bound (key holds the last row returned) */
+    struct cell target;
+    if (!sc->bound_inf) {
+        memcpy(sc->tmp, sc->key, sc->key_len);
+        ecell_row_start(&target, sc->tmp, sc->key_len);
+    } else if (!r->hi_inf) {
+        memcpy(sc->tmp, r->hi, r->hi_len);
+        ecell_row_start(&target, sc->tmp, r->hi_len);
+    }
+    bool use_last = sc->bound_inf && r->hi_inf;
+    const struct cell *best = NULL;
+    for (size_t i = 0; i < sc->nkids; i++) {
+        struct echild *c = &sc->kids[i];
+        int rc = use_last ? echild_seek_last(c, err) : echild_seek_for_prev(c, &target, err);
+        if (rc != CT_OK)
+            return rc;
+        if (!c->valid || bytes_cmp(c->cur.row, c->cur.row_len, r->lo, r->lo_len) < 0)
+            continue;
+        if (!best || bytes_cmp(c->cur.row, c->cur.row_len, best->row, best->row_len) > 0)
+            best = &c->cur;
+    }
+    if (!best)
+        return CT_OK;
+    memcpy(sc->key, best->row, best->row_len);
+    sc->key_len = best->row_len;
+    sc->bound_inf = false;
+    struct cell start;
+    ecell_row_start(&start, sc->key, sc->key_len);
+    for (size_t i = 0; i < sc->nkids; i++) {
+        int rc = echild_seek(&sc->kids[i], &start, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    *found = true;
+    return CT_OK;
+}
+
+static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
+{
+    return c->valid && bytes_cmp(c->cur.row, c->cur.row_len, row, len) == 0;
+}
+
+/* Moves every input past row sc->key (forward direction). */
+static int scanner_skip_row(struct escanner *sc, struct ct_err *err)
+{
+    memcpy(sc->tmp, sc->key, sc->key_len);
+    sc->tmp[sc->key_len] = 0;
+    struct cell target;
+    ecell_row_start(&target, sc->tmp, sc->key_len + 1);
+    for (size_t i = 0; i < sc->nkids; i++) {
+        if (!child_on_row(&sc->kids[i], sc->key, sc->key_len))
+            continue;
+        int rc = echild_seek(&sc->kids[i], &target, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    return CT_OK;
+}
+
+static int scanner_push_cell(struct escanner *sc, const struct sfam *f, const struct echild *c,
+                             struct ct_err *err)
+{
+    if (sc->ncells == sc->cells_cap) {
+        size_t cap = sc->cells_cap ? sc->cells_cap * 2 : 64;
+        struct wc_cell *nc = realloc(sc->cells, cap * sizeof(*nc));
+        if (!nc)
+            return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+        sc->cells = nc;
+        sc->cells_cap = cap;
+    }
+    struct wc_cell *o = &sc->cells[sc->ncells++];
+    o->row = wc_bytes_of(sc->key, sc->key_len);
+    o->family = wc_bytes_of(f->d.name, strlen(f->d.name));
+    o->ts_ms = c->cur.ts_ms;
+    o->type = (enum wc_cell_type)c->cur.type;
+    if (c->is_ms) {
+        o->qualifier = wc_bytes_of(c->cur.qual, c->cur.qual_len);
+        o->value = wc_bytes_of(c->cur.value, c->cur.value_len);
+    } else {
+        uint8_t *p = sarena_alloc(sc, c->cur.qual_len + c->cur.value_len + 1);
+        if (!p)
+            return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+        if (c->cur.qual_len)
+            memcpy(p, c->cur.qual, c->cur.qual_len);
+        if (c->cur.value_len)
+            memcpy(p + c->cur.qual_len, c->cur.value, c->cur.value_len);
+        o->qualifier = wc_bytes_of(p, c->cur.qual_len);
+        o->value = wc_bytes_of(p + c->cur.qual_len, c->cur.value_len);
+    }
+    return CT_OK;
+}
+
+/* Reads row sc->key from every family's inputs through the matcher. */
+static int scanner_read_row(struct escanner *sc, struct ct_err *err)
+{
+    sc->ncells = 0;
+    sarena_reset(sc);
+    for (size_t f = 0; f < sc->nsf; f++) {
+        matcher_start_family(&sc->m, &sc->fams[f]);
+        size_t a = sc->kid_start[f], b = sc->kid_start[f + 1];
+        for (;;) {
+            struct echild *best = NULL;
+            for (size_t i = a; i < b; i++) {
+                struct echild *c = &sc->kids[i];
+                if (!child_on_row(c, sc->key, sc->key_len))
+                    continue;
+                if (!best || cell_compare(&c->cur, &best->cur) < 0)
+                    best = c;
+            }
+            if (!best)
+                break;
+            int rc = matcher_cell(&sc->m, &best->cur, err);
+            if (rc < 0)
+                return rc;
+            if (rc == M_EMIT && (rc = scanner_push_cell(sc, &sc->fams[f], best, err)) != CT_OK)
+                return rc;
+            if ((rc = echild_next(best, err)) != CT_OK)
+                return rc;
+        }
+    }
+    return CT_OK;
+}
+
+int engine_scanner_next(struct wc_scanner *wsc, struct wc_row *row, struct ct_err *err)
+{
+    struct escanner *sc = (struct escanner *)wsc;
+    if (sc->have_row && sc->o.batch_cells && sc->chunk_off < sc->ncells) {
+        size_t n = sc->ncells - sc->chunk_off;
+        if (n > sc->o.batch_cells)
+            n = sc->o.batch_cells;
+        row->key = wc_bytes_of(sc->key, sc->key_len);
+        row->cells = sc->cells + sc->chunk_off;
+        row->ncells = n;
+        sc->chunk_off += n;
+        return CT_OK;
+    }
+    sc->have_row = false;
+    while (!sc->done) {
+        if (sc->o.limit_rows && sc->rows >= sc->o.limit_rows) {
+            sc->done = true;
+            break;
+        }
+        if (sc->ri >= sc->nregs) {
+            sc->done = true;
+            break;
+        }
+        int rc;
+        if (!sc->region_open && (rc = scanner_open_region(sc, err)) != CT_OK)
+            return rc;
+        bool found;
+        if ((rc = scanner_find_row(sc, &found, err)) != CT_OK)
+            return rc;
+        if (!found) {
+            scanner_close_region(sc);
+            sc->ri++;
+            continue;
+        }
+        if (sc->o.row_filter) {
+            enum wc_row_decision d = sc->o.row_filter(sc->o.row_filter_arg, sc->key, sc->key_len);
+            if (d == WC_ROW_STOP) {
+                sc->done = true;
+                break;
+            }
+            if (d == WC_ROW_SKIP) {
+                if (!sc->o.reversed && (rc = scanner_skip_row(sc, err)) != CT_OK)
+                    return rc;
+                continue;
+            }
+        }
+        if ((rc = scanner_read_row(sc, err)) != CT_OK)
+            return rc;
+        if (sc->ncells == 0)
+            continue;
+        sc->rows++;
+        atomic_fetch_add_explicit(&scanner_region(sc)->er->reads, 1, memory_order_relaxed);
+        sc->have_row = true;
+        size_t n = sc->ncells;
+        if (sc->o.batch_cells && n > sc->o.batch_cells)
+            n = sc->o.batch_cells;
+        sc->chunk_off = n;
+        row->key = wc_bytes_of(sc->key, sc->key_len);
+        row->cells = sc->cells;
+        row->ncells = n;
+        return CT_OK;
+    }
+    return CT_NOTFOUND;
+}
+
+static void sinputs_release(struct sinputs *in)
+{
+    for (size_t i = 0; i < in->nms; i++)
+        memstore_unref(in->ms[i]);
+    for (size_t i = 0; i < in->nfiles; i++)
+        sst_unref(in->files[i]);
+    free(in->ms);
+    free(in->files);
+}
+
+void engine_scanner_close(struct wc_scanner *wsc)
+{
+    struct escanner *sc = (struct escanner *)wsc;
+    if (!sc)
+        return;
+    scanner_close_region(sc);
+    for (size_t r = 0; r < sc->nregs; r++) {
+        if (sc->regs[r].in)
+            for (size_t f = 0; f < sc->nsf; f++)
+                sinputs_release(&sc->regs[r].in[f]);
+        free(sc->regs[r].in);
+        free(sc->regs[r].lo);
+        free(sc->regs[r].hi);
+        if (sc->regs[r].er)
+            eregion_unref(sc->regs[r].er);
+    }
+    free(sc->regs);
+    for (size_t f = 0; f < sc->nsf; f++)
+        free(sc->fams[f].quals);
+    free(sc->fams);
+    free(sc->kid_start);
+    matcher_destroy(&sc->m);
+    struct sarena_chunk *c = sc->arena;
+    while (c) {
+        struct sarena_chunk *n = c->next;
+        free(c);
+        c = n;
+    }
+    free(sc->cells);
+    free(sc->owned);
+    if (sc->t)
+        etable_unref(sc->t);
+    free(sc);
+}
+
+/* ---- open ------------------------------------------------------------------------------ */
+
+static int wc_bytes_cmp_q(const void *a, const void *b)
+{
+    const struct wc_bytes *x = a, *y = b;
+    return bytes_cmp(x->data, x->len, y->data, y->len);
+}
+
+/* next(p) of spec §8: drops trailing 0xFF bytes and increments the last; false if none. */
+static bool prefix_next(const uint8_t *p, size_t len, uint8_t *out, size_t *out_len)
+{
+    while (len && p[len - 1] == 0xFF)
+        len--;
+    if (!len)
+        return false;
+    memcpy(out, p, len);
+    out[len - 1]++;
+    *out_len = len;
+    return true;
+}
+
+static bool file_may_hold(const struct sst *f, const struct sregion *r, const struct sfam *sf,
+                          const struct wc_scan_options *o, bool single_row)
+{
+    const struct sst_meta *m = sst_get_meta(f);
+    if (m->cells == 0)
+        return false;
+    /* key range */
+    if (bytes_cmp(m->last_row, m->last_row_len, r->lo, r->lo_len) < 0)
+        return false;
+    if (!r->hi_inf && bytes_cmp(m->first_row, m->first_row_len, r->hi, r->hi_len) >= 0)
+        return false;
+    /* time range: puts below tmin are never returned, markers there only mask them */
+    if (!o->raw && m->max_ts_ms < o->tmin_ms)
+        return false;
+    if (o->raw && (m->max_ts_ms < o->tmin_ms || m->min_ts_ms >= o->tmax_ms))
+        return false;
+    if (!o->raw && m->delete_markers == 0 && m->min_ts_ms >= o->tmax_ms)
+        return false;
+    /* TTL: everything expired */
+    if (!o->raw && sf->d.min_versions == 0 && m->max_ts_ms < sf->oldest)
+        return false;
+    if (single_row && !sst_may_contain_row(f, r->lo, r->lo_len))
+        return false;
+    if (single_row && !sf->whole && sf->nquals == 1 &&
+        !sst_may_contain_rowcol(f, r->lo, r->lo_len, sf->quals[0].data, sf->quals[0].len))
+        return false;
+    return true;
+}
+
+static uint8_t *dup_bytes(const uint8_t *p, size_t n)
+{
+    uint8_t *d = malloc(n ? n : 1);
+    if (d && n)
+        memcpy(d, p, n);
+    return d;
+}
+
+static int scanner_open_internal(struct estore *s, struct etable *t,
+                                 const struct wc_scan_options *o, struct escanner **out,
+                                 struct ct_err *err)
+{
+    struct escanner *sc = calloc(1, sizeof(*sc));
+    if (!sc)
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+    sc->base.ops = s->base.ops;
+    sc->s = s;
+    sc->o = *o;
+    etable_ref(t);
+    sc->t = t;
+    int rc = CT_OK;
+
+    /* Copy borrowed option bytes the scanner keeps using. */
+    size_t ob = o->qualifier_prefix.len + o->qualifier_min.len + o->qualifier_max.len;
+    for (size_t i = 0; i < o->ncolumns; i++)
+        ob += o->columns[i].qualifier.len;
+    sc->owned = malloc(ob + 1);
+    if (!sc->owned) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+        goto fail;
+    }
+    uint8_t *op = sc->owned;
+#define KEEP(field)                                                                                \
+    do {                                                                                           \
+        if (sc->o.field.len)                                                                       \
+            memcpy(op, sc->o.field.data, sc->o.field.len);                                         \
+        sc->o.field.data = op;                                                                     \
+        op += sc->o.field.len;                                                                     \
+    } while (0)
+    KEEP(qualifier_prefix);
+    KEEP(qualifier_min);
+    KEEP(qualifier_max);
+#undef KEEP
+    sc->o.columns = NULL;
+    sc->o.start_row = sc->o.stop_row = sc->o.row_prefix = wc_bytes_of(NULL, 0);
+
+    /* Row bounds as [lo, hi). */
+    uint8_t lo[WC_MAX_ROW_BYTES + 1], hi[WC_MAX_ROW_BYTES + 1], pn[WC_MAX_ROW_BYTES];
+    size_t lo_len = 0, hi_len = 0, pn_len = 0;
+    bool hi_inf = true;
+    if (!o->reversed) {
+        if (o->start_row.len)
+            memcpy(lo, o->start_row.data, o->start_row.len);
+        lo_len = o->start_row.len;
+        if (o->stop_row.len) {
+            memcpy(hi, o->stop_row.data, o->stop_row.len);
+            hi_len = o->stop_row.len;
+            hi_inf = false;
+        }
+    } else {
+        if (o->start_row.len) {
+            memcpy(hi, o->start_row.data, o->start_row.len);
+            hi[o->start_row.len] = 0;
+            hi_len = o->start_row.len + 1;
+            hi_inf = false;
+        }
+        if (o->stop_row.len) {
+            memcpy(lo, o->stop_row.data, o->stop_row.len);
+            lo[o->stop_row.len] = 0;
+            lo_len = o->stop_row.len + 1;
+        }
+    }
+    if (o->row_prefix.len) {
+        if (bytes_cmp(lo, lo_len, o->row_prefix.data, o->row_prefix.len) < 0) {
+            memcpy(lo, o->row_prefix.data, o->row_prefix.len);
+            lo_len = o->row_prefix.len;
+        }
+        if (prefix_next(o->row_prefix.data, o->row_prefix.len, pn, &pn_len) &&
+            (hi_inf || bytes_cmp(pn, pn_len, hi, hi_len) < 0)) {
+            memcpy(hi, pn, pn_len);
+            hi_len = pn_len;
+            hi_inf = false;
+        }
+    }
+    sc->single_row = !hi_inf && hi_len == lo_len + 1 && hi[lo_len] == 0 &&
+                     memcmp(hi, lo, lo_len) == 0;
+    bool empty = !hi_inf && bytes_cmp(lo, lo_len, hi, hi_len) >= 0;
+
+    rc = pthread_rwlock_rdlock(&t->map_lock);
+    if (rc != 0) {
+        rc = ct_err_set(err, CT_EIO, "cannot lock table %s", t->name);
+        goto fail;
+    }
+    if (atomic_load(&t->dropped)) {
+        rc = ct_err_set(err, CT_NOTFOUND, "Table %s does not exist.", t->name);
+        goto fail_unlock;
+    }
+    if (!atomic_load(&t->enabled)) {
+        rc = ct_err_set(err, CT_EBUSY, "Table %s is disabled.", t->name);
+        goto fail_unlock;
+    }
+
+    /* Families. */
+    sc->fams = calloc(t->nfams, sizeof(*sc->fams));
+    sc->kid_start = calloc(t->nfams + 1, sizeof(size_t));
+    if (!sc->fams || !sc->kid_start) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+        goto fail_unlock;
+    }
+    int64_t now = clock_now_ms();
+    {
+        bool *whole = calloc(t->nfams, sizeof(bool));
+        size_t *nq = calloc(t->nfams, sizeof(size_t));
+        if (!whole || !nq) {
+            free(whole);
+            free(nq);
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+            goto fail_unlock;
+        }
+        for (size_t i = 0; i < o->ncolumns; i++) {
+            const struct wc_column *c = &o->columns[i];
+            int fi = etable_family_index(t, c->family.data, c->family.len);
+            if (fi < 0) {
+                free(whole);
+                free(nq);
+                char fams[128] = "";
+                size_t fl = 0;
+                for (size_t k = 0; k < t->nfams && fl + 8 < sizeof(fams); k++)
+                    fl += (size_t)snprintf(fams + fl, sizeof(fams) - fl, "%s%s:*",
+                                           k ? ", " : "", t->fams[k].name);
+                rc = ct_err_set(err, CT_EINVAL,
+                                "Unknown column family %.*s! Valid column names: %s",
+                                (int)(c->family.len > 64 ? 64 : c->family.len),
+                                (const char *)c->family.data, fams);
+                goto fail_unlock;
+            }
+            if (c->has_qualifier)
+                nq[fi]++;
+            else
+                whole[fi] = true;
+        }
+        for (size_t fi = 0; fi < t->nfams; fi++) {
+            if (o->ncolumns && !whole[fi] && !nq[fi])
+                continue;
+            struct sfam *sf = &sc->fams[sc->nsf++];
+            sf->idx = (int)fi;
+            sf->d = t->fams[fi];
+            sf->whole = !o->ncolumns || whole[fi];
+            sf->oldest = sf->d.ttl_s >= WC_TTL_FOREVER ? INT64_MIN : now - sf->d.ttl_s * 1000;
+            if (!sf->whole) {
+                sf->quals = calloc(nq[fi], sizeof(*sf->quals));
+                if (!sf->quals) {
+                    free(whole);
+                    free(nq);
+                    rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+                    goto fail_unlock;
+                }
+                for (size_t i = 0; i < o->ncolumns; i++) {
+                    const struct wc_column *c = &o->columns[i];
+                    if (!c->has_qualifier ||
+                        etable_family_index(t, c->family.data, c->family.len) != (int)fi)
+                        continue;
+                    uint8_t *q = op;
+                    if (c->qualifier.len)
+                        memcpy(q, c->qualifier.data, c->qualifier.len);
+                    op += c->qualifier.len;
+                    sf->quals[sf->nquals++] = wc_bytes_of(q, c->qualifier.len);
+                }
+                qsort(sf->quals, sf->nquals, sizeof(*sf->quals), wc_bytes_cmp_q);
+            }
+        }
+        free(whole);
+        free(nq);
+    }
+
+    sc->m.tmin = o->tmin_ms;
+    sc->m.tmax = o->tmax_ms;
+    sc->m.req_versions = o->max_versions ? o->max_versions : 1;
+    sc->m.raw = o->raw;
+    sc->m.o = &sc->o;
+
+    sc->snap = atomic_load(&s->visible_seq);
+    if (!empty) {
+        sc->regs = calloc(t->nregions, sizeof(*sc->regs));
+        if (!sc->regs) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+            goto fail_unlock;
+        }
+        for (size_t i = 0; i < t->nregions; i++) {
+            struct eregion *er = t->regions[i];
+            if (er->end_len && bytes_cmp(lo, lo_len, er->end, er->end_len) >= 0)
+                continue;
+            if (!hi_inf && bytes_cmp(er->start, er->start_len, hi, hi_len) >= 0)
+                continue;
+            struct sregion *sr = &sc->regs[sc->nregs++];
+            eregion_ref(er);
+            sr->er = er;
+            bool lo_from_region = bytes_cmp(er->start, er->start_len, lo, lo_len) > 0;
+            sr->lo_len = lo_from_region ? er->start_len : lo_len;
+            sr->lo = dup_bytes(lo_from_region ? er->start : lo, sr->lo_len);
+            if (er->end_len && (hi_inf || bytes_cmp(er->end, er->end_len, hi, hi_len) < 0)) {
+                sr->hi = dup_bytes(er->end, er->end_len);
+                sr->hi_len = er->end_len;
+                sr->hi_inf = false;
+            } else {
+                sr->hi = dup_bytes(hi, hi_inf ? 0 : hi_len);
+                sr->hi_len = hi_inf ? 0 : hi_len;
+                sr->hi_inf = hi_inf;
+            }
+            sr->in = calloc(sc->nsf ? sc->nsf : 1, sizeof(*sr->in));
+            if (!sr->lo || !sr->hi || !sr->in) {
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+                goto fail_unlock;
+            }
+            pthread_mutex_lock(&er->mu);
+            for (size_t f = 0; f < sc->nsf && rc == CT_OK; f++) {
+                struct efam *ef = &er->fams[sc->fams[f].idx];
+                struct sinputs *in = &sr->in[f];
+                in->ms = calloc(ef->nfrozen + 1, sizeof(*in->ms));
+                in->files = calloc(ef->nfiles + 1, sizeof(*in->files));
+                if (!in->ms || !in->files) {
+                    rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+                    break;
+                }
+                if (memstore_count(ef->active)) {
+                    memstore_ref(ef->active);
+                    in->ms[in->nms++] = ef->active;
+                }
+                for (size_t k = 0; k < ef->nfrozen; k++) {
+                    memstore_ref(ef->frozen[k]);
+                    in->ms[in->nms++] = ef->frozen[k];
+                }
+                for (size_t k = 0; k < ef->nfiles; k++) {
+                    struct sst *fl = ef->files[k].sst;
+                    if (!file_may_hold(fl, sr, &sc->fams[f], o, sc->single_row))
+                        continue;
+                    sst_ref(fl);
+                    in->files[in->nfiles++] = fl;
+                }
+            }
+            pthread_mutex_unlock(&er->mu);
+            if (rc != CT_OK)
+                goto fail_unlock;
+        }
+    }
+    pthread_rwlock_unlock(&t->map_lock);
+    *out = sc;
+    return CT_OK;
+
+fail_unlock:
+    pthread_rwlock_unlock(&t->map_lock);
+fail:
+    engine_scanner_close(&sc->base);
+    return rc;
+}
+
+int engine_scanner_open(struct wc_table *wt, const struct wc_scan_options *o,
+                        struct wc_scanner **out, struct ct_err *err)
+{
+    struct etable_handle *h = (struct etable_handle *)wt;
+    struct estore *s = estore_of(wt->store);
+    struct escanner *sc;
+    int rc = scanner_open_internal(s, h->t, o, &sc, err);
+    if (rc != CT_OK)
+        return rc;
+    *out = &sc->base;
+    return CT_OK;
+}
+
+int engine_read_latest(struct estore *s, struct etable *t, const uint8_t *row, size_t row_len,
+                       struct wc_bytes fam, const uint8_t *qual, size_t qual_len, int64_t *ts,
+                       uint8_t **val, size_t *val_len, struct ct_err *err)
+{
+    uint8_t stop[WC_MAX_ROW_BYTES + 1];
+    memcpy(stop, row, row_len);
+    stop[row_len] = 0;
+    struct wc_column col = {fam, wc_bytes_of(qual, qual_len), true};
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.start_row = wc_bytes_of(row, row_len);
+    o.stop_row = wc_bytes_of(stop, row_len + 1);
+    o.columns = &col;
+    o.ncolumns = 1;
+    struct escanner *sc;
+    int rc = scanner_open_internal(s, t, &o, &sc, err);
+    if (rc != CT_OK)
+        return rc;
+    struct wc_row r;
+    rc = engine_scanner_next(&sc->base, &r, err);
+    if (rc == CT_OK) {
+        if (r.ncells == 0) {
+            rc = CT_NOTFOUND;
+        } else {
+            *ts = r.cells[0].ts_ms;
+            if (val) {
+                *val = dup_bytes(r.cells[0].value.data, r.cells[0].value.len);
+                *val_len = r.cells[0].value.len;
+                if (!*val)
+                    rc = ct_err_set(err, CT_ENOMEM, "out of memory reading a cell");
+            }
+        }
+    }
+    engine_scanner_close(&sc->base);
+    (void)bytes_le_key;
+    return rc;
+}

@@ -1,0 +1,538 @@
+/* write.c - the write path: row mutations and batches (log, memstore, ordered publication),
+ * atomic increment, check-and-mutate, and replay of the log at open. Payload format:
+ * batch_format.h.
+ *
+ * Invariants: (1) a batch is checked and fully resolved (families, timestamps) before anything
+ * is written, so a bad mutation writes nothing; (2) each cell gets a distinct seq; a batch's
+ * seqs are consecutive; (3) a batch becomes visible (visible_seq advanced past its last seq)
+ * only after all its cells are in memstores, and publication happens in seq order, so readers
+ * never see part of a row mutation; (4) a writer holds its table's map_lock shared from seq
+ * assignment to publication, so splits, alters and truncates see no write in flight.
+ *
+ * Read-modify-write operations (increment, check-and-mutate) serialise on a striped row lock;
+ * plain mutations do not take it (a plain put racing an increment of the same cell may be lost,
+ * as with any last-writer-wins update). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/clock.h"
+#include "storage/coding.h"
+#include "storage/engine/batch_format.h"
+#include "storage/engine/engine_int.h"
+
+#define WC_MAX_CELL_BYTES (10u << 20)
+
+/* One resolved cell of a batch. */
+struct rcell {
+    uint8_t type;
+    int fam;
+    const uint8_t *qual;
+    size_t qual_len;
+    const uint8_t *value;
+    size_t value_len;
+    int64_t ts;
+};
+
+static int durability_of(const struct etable *t, enum wc_durability d)
+{
+    if (d == WC_DURABILITY_USE_DEFAULT)
+        d = t->durability;
+    if (d == WC_DURABILITY_USE_DEFAULT)
+        d = WC_DURABILITY_SYNC_WAL;
+    return d;
+}
+
+static void publish(struct estore *s, uint64_t first, uint64_t last)
+{
+    pthread_mutex_lock(&s->pub_mu);
+    while (atomic_load(&s->visible_seq) != first - 1)
+        pthread_cond_wait(&s->pub_cv, &s->pub_mu);
+    atomic_store(&s->visible_seq, last);
+    pthread_cond_broadcast(&s->pub_cv);
+    pthread_mutex_unlock(&s->pub_mu);
+}
+
+static uint8_t type_of(enum wc_mutation_op op)
+{
+    switch (op) {
+    case WC_OP_PUT:
+        return WC_TYPE_PUT;
+    case WC_OP_DELETE_VERSION:
+        return WC_TYPE_DELETE;
+    case WC_OP_DELETE_COLUMN:
+        return WC_TYPE_DELETE_COLUMN;
+    case WC_OP_DELETE_FAMILY:
+    case WC_OP_DELETE_ROW:
+        return WC_TYPE_DELETE_FAMILY;
+    case WC_OP_DELETE_FAMILY_VERSION:
+        return WC_TYPE_DELETE_FAMILY_VERSION;
+    }
+    return WC_TYPE_PUT;
+}
+
+static int unknown_family(const struct etable *t, struct wc_bytes f, struct ct_err *err)
+{
+    char fams[160] = "";
+    size_t fl = 0;
+    for (size_t k = 0; k < t->nfams && fl + 8 < sizeof(fams); k++)
+        fl += (size_t)snprintf(fams + fl, sizeof(fams) - fl, "%s%s:*", k ? ", " : "",
+                               t->fams[k].name);
+    return ct_err_set(err, CT_EINVAL, "Unknown column family %.*s! Valid column names: %s",
+                      (int)(f.len > 64 ? 64 : f.len), (const char *)f.data, fams);
+}
+
+static int check_table_writable(const struct etable *t, struct ct_err *err)
+{
+    if (atomic_load(&t->dropped))
+        return ct_err_set(err, CT_NOTFOUND, "Table %s does not exist.", t->name);
+    if (!atomic_load(&t->enabled))
+        return ct_err_set(err, CT_EBUSY, "Table %s is disabled.", t->name);
+    if (t->readonly)
+        return ct_err_set(err, CT_EINVAL, "Table %s is read-only.", t->name);
+    return CT_OK;
+}
+
+/* Waits (outside every lock) while the region that will take `row` holds more than 4x the
+ * flush size in memstores: writes wait, they are not refused (spec §10). */
+static void wait_for_memstore_room(struct estore *s, struct etable *t, struct wc_bytes row)
+{
+    uint64_t limit = 4 * etable_flush_bytes(s, t);
+    for (int spins = 0; spins < 900; spins++) { /* at most ~90 s */
+        if (pthread_rwlock_rdlock(&t->map_lock) != 0)
+            return;
+        struct eregion *r = t->regions[etable_region_index(t, row.data, row.len)];
+        eregion_ref(r);
+        pthread_rwlock_unlock(&t->map_lock);
+        uint64_t bytes = 0;
+        pthread_mutex_lock(&r->mu);
+        for (size_t f = 0; f < r->nfams; f++) {
+            bytes += memstore_bytes(r->fams[f].active);
+            for (size_t k = 0; k < r->fams[f].nfrozen; k++)
+                bytes += memstore_bytes(r->fams[f].frozen[k]);
+        }
+        bool queued = r->flush_queued;
+        if (bytes >= limit && !queued)
+            r->flush_queued = true;
+        pthread_mutex_unlock(&r->mu);
+        if (bytes < limit) {
+            eregion_unref(r);
+            return;
+        }
+        if (!queued)
+            estore_queue_job(s, EJOB_FLUSH, t, r, false);
+        eregion_unref(r);
+        struct ct_err e;
+        if (estore_check_bg_error(s, &e) != CT_OK)
+            return;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* Applies resolved, encoded cells: log, memstores, publication. REQUIRES map_lock shared. */
+static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_mutation *rows,
+                       size_t n, const struct rcell *cells, const size_t *row_cells,
+                       size_t ncells, int dur, struct ct_err *err)
+{
+    /* encode */
+    size_t size = 1 + 2 * CODING_VARINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        size += 2 * CODING_VARINT64_MAX + rows[i].row.len;
+    for (size_t j = 0; j < ncells; j++)
+        size += 1 + 4 * CODING_VARINT64_MAX + strlen(t->fams[cells[j].fam].name) +
+                cells[j].qual_len + cells[j].value_len;
+    uint8_t stackbuf[4096];
+    uint8_t *buf = NULL;
+    if (dur != WC_DURABILITY_SKIP_WAL) {
+        buf = size <= sizeof(stackbuf) ? stackbuf : malloc(size);
+        if (!buf)
+            return ct_err_set(err, CT_ENOMEM, "out of memory encoding a %zu-byte batch", size);
+    }
+    size_t len = 0;
+    if (buf) {
+        buf[len++] = BATCH_FORMAT_VERSION;
+        len += coding_put_varint64(buf + len, t->id);
+        len += coding_put_varint64(buf + len, n);
+        size_t j = 0;
+        for (size_t i = 0; i < n; i++) {
+            len += coding_put_varint64(buf + len, rows[i].row.len);
+            memcpy(buf + len, rows[i].row.data, rows[i].row.len);
+            len += rows[i].row.len;
+            len += coding_put_varint64(buf + len, row_cells[i]);
+            for (size_t k = 0; k < row_cells[i]; k++, j++) {
+                const struct rcell *c = &cells[j];
+                const char *fn = t->fams[c->fam].name;
+                size_t fl = strlen(fn);
+                buf[len++] = c->type;
+                len += coding_put_varint64(buf + len, fl);
+                memcpy(buf + len, fn, fl);
+                len += fl;
+                len += coding_put_varint64(buf + len, c->qual_len);
+                if (c->qual_len)
+                    memcpy(buf + len, c->qual, c->qual_len);
+                len += c->qual_len;
+                len += coding_put_varint64(buf + len, (uint64_t)c->ts);
+                len += coding_put_varint64(buf + len, c->value_len);
+                if (c->value_len)
+                    memcpy(buf + len, c->value, c->value_len);
+                len += c->value_len;
+            }
+        }
+    }
+    uint64_t first = atomic_fetch_add(&s->next_seq, ncells);
+    uint64_t last = first + ncells - 1;
+    int rc = CT_OK;
+    if (buf) {
+        enum wal_sync ws = dur == WC_DURABILITY_ASYNC_WAL   ? WAL_SYNC_ASYNC
+                           : dur == WC_DURABILITY_FSYNC_WAL ? WAL_SYNC_FSYNC
+                                                            : WAL_SYNC_WRITE;
+        rc = wal_append(s->wal, first, buf, len, ws, err);
+        if (buf != stackbuf)
+            free(buf);
+    }
+    if (rc == CT_OK) {
+        size_t j = 0;
+        uint64_t flush_bytes = etable_flush_bytes(s, t);
+        struct eregion *locked = NULL;
+        for (size_t i = 0; i < n && rc == CT_OK; i++) {
+            struct eregion *r = t->regions[etable_region_index(t, rows[i].row.data,
+                                                                rows[i].row.len)];
+            if (r != locked) {
+                if (locked)
+                    pthread_mutex_unlock(&locked->mu);
+                pthread_mutex_lock(&r->mu);
+                locked = r;
+            }
+            for (size_t k = 0; k < row_cells[i] && rc == CT_OK; k++, j++) {
+                const struct rcell *rc_ = &cells[j];
+                struct cell c = {
+                    .row = rows[i].row.data,
+                    .row_len = (uint32_t)rows[i].row.len,
+                    .qual = rc_->qual ? rc_->qual : (const uint8_t *)"",
+                    .qual_len = (uint32_t)rc_->qual_len,
+                    .value = rc_->value ? rc_->value : (const uint8_t *)"",
+                    .value_len = (uint32_t)rc_->value_len,
+                    .type = rc_->type,
+                    .ts_ms = rc_->ts,
+                    .seq = first + j,
+                };
+                rc = memstore_add(r->fams[rc_->fam].active, &c, err);
+            }
+            atomic_fetch_add_explicit(&r->writes, 1, memory_order_relaxed);
+            /* flush trigger: checked once per region run */
+            if (i + 1 == n || t->regions[etable_region_index(t, rows[i + 1].row.data,
+                                                             rows[i + 1].row.len)] != r) {
+                uint64_t bytes = 0;
+                for (size_t f = 0; f < r->nfams; f++)
+                    bytes += memstore_bytes(r->fams[f].active);
+                if (bytes >= flush_bytes && !r->flush_queued) {
+                    r->flush_queued = true;
+                    estore_queue_job(s, EJOB_FLUSH, t, r, false);
+                }
+            }
+        }
+        if (locked)
+            pthread_mutex_unlock(&locked->mu);
+        if (rc != CT_OK) /* a row may be half inserted: the store must not go on */
+            estore_set_bg_error(s, err);
+    }
+    publish(s, first, last);
+    return rc;
+}
+
+int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows, size_t n,
+                        enum wc_durability d, struct ct_err *err)
+{
+    struct etable_handle *h = (struct etable_handle *)wt;
+    struct etable *t = h->t;
+    struct estore *s = estore_of(wt->store);
+    int rc = estore_check_bg_error(s, err);
+    if (rc != CT_OK)
+        return rc;
+    if (s->opt.read_only)
+        return ct_err_set(err, CT_EINVAL, "the store was opened read-only");
+    if ((rc = check_table_writable(t, err)) != CT_OK)
+        return rc;
+    int64_t now = clock_now_ms();
+
+    /* Delete-latest needs a read first (outside the map lock). */
+    size_t nmut = 0;
+    for (size_t i = 0; i < n; i++)
+        nmut += rows[i].n;
+    int64_t *latest = NULL;
+    for (size_t i = 0, m = 0; i < n; i++) {
+        for (size_t k = 0; k < rows[i].n; k++, m++) {
+            const struct wc_mutation *mu = &rows[i].mutations[k];
+            if (mu->op != WC_OP_DELETE_VERSION || mu->ts_ms != WC_TS_LATEST)
+                continue;
+            if (!latest && !(latest = calloc(nmut, sizeof(*latest))))
+                return ct_err_set(err, CT_ENOMEM, "out of memory resolving deletes");
+            int64_t ts;
+            rc = engine_read_latest(s, t, rows[i].row.data, rows[i].row.len, mu->family,
+                                    mu->qualifier.data, mu->qualifier.len, &ts, NULL, NULL, err);
+            if (rc < 0) {
+                free(latest);
+                return rc;
+            }
+            latest[m] = rc == CT_OK ? ts : now;
+        }
+    }
+    if (n)
+        wait_for_memstore_room(s, t, rows[0].row);
+
+    if (pthread_rwlock_rdlock(&t->map_lock) != 0) {
+        free(latest);
+        return ct_err_set(err, CT_EIO, "cannot lock table %s", t->name);
+    }
+    struct rcell stack_cells[64];
+    size_t stack_rows[64];
+    struct rcell *cells = stack_cells;
+    size_t *row_cells = stack_rows;
+    size_t ncells = 0, cap = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < rows[i].n; k++)
+            cap += rows[i].mutations[k].op == WC_OP_DELETE_ROW ? t->nfams : 1;
+    if (cap > 64 && !(cells = malloc(cap * sizeof(*cells)))) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory for a batch of %zu cells", cap);
+        goto out;
+    }
+    if (n > 64 && !(row_cells = malloc(n * sizeof(*row_cells)))) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory for a batch of %zu rows", n);
+        goto out;
+    }
+    if ((rc = check_table_writable(t, err)) != CT_OK)
+        goto out;
+    for (size_t i = 0, m = 0; i < n; i++) {
+        row_cells[i] = 0;
+        for (size_t k = 0; k < rows[i].n; k++, m++) {
+            const struct wc_mutation *mu = &rows[i].mutations[k];
+            int64_t ts = mu->ts_ms == WC_TS_LATEST ? now : mu->ts_ms;
+            if (latest && mu->op == WC_OP_DELETE_VERSION && mu->ts_ms == WC_TS_LATEST)
+                ts = latest[m];
+            if (mu->op == WC_OP_DELETE_ROW) {
+                for (size_t f = 0; f < t->nfams; f++) {
+                    cells[ncells++] = (struct rcell){WC_TYPE_DELETE_FAMILY, (int)f, NULL, 0,
+                                                     NULL, 0, ts};
+                    row_cells[i]++;
+                }
+                continue;
+            }
+            int fi = etable_family_index(t, mu->family.data, mu->family.len);
+            if (fi < 0) {
+                rc = unknown_family(t, mu->family, err);
+                goto out;
+            }
+            if (mu->op == WC_OP_PUT && mu->value.len > WC_MAX_CELL_BYTES) {
+                rc = ct_err_set(err, CT_EINVAL, "cell of %zu bytes exceeds the %u-byte limit",
+                                mu->value.len, WC_MAX_CELL_BYTES);
+                goto out;
+            }
+            bool fam_wide = mu->op == WC_OP_DELETE_FAMILY ||
+                            mu->op == WC_OP_DELETE_FAMILY_VERSION;
+            struct rcell *c = &cells[ncells++];
+            c->type = type_of(mu->op);
+            c->fam = fi;
+            c->qual = fam_wide ? NULL : mu->qualifier.data;
+            c->qual_len = fam_wide ? 0 : mu->qualifier.len;
+            c->value = mu->op == WC_OP_PUT ? mu->value.data : NULL;
+            c->value_len = mu->op == WC_OP_PUT ? mu->value.len : 0;
+            c->ts = ts;
+            row_cells[i]++;
+        }
+    }
+    if (ncells)
+        rc = apply_batch(s, t, rows, n, cells, row_cells, ncells, durability_of(t, d), err);
+out:
+    pthread_rwlock_unlock(&t->map_lock);
+    if (cells != stack_cells)
+        free(cells);
+    if (row_cells != stack_rows)
+        free(row_cells);
+    free(latest);
+    return rc;
+}
+
+static pthread_mutex_t *row_lock(struct estore *s, const struct etable *t, struct wc_bytes row)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)t->id;
+    for (size_t i = 0; i < row.len; i++)
+        h = (h ^ row.data[i]) * 16777619u;
+    return &s->row_mu[h % 64];
+}
+
+int engine_increment(struct wc_table *wt, struct wc_bytes row, struct wc_bytes family,
+                     struct wc_bytes qualifier, int64_t delta, enum wc_durability d, int64_t *out,
+                     struct ct_err *err)
+{
+    struct etable_handle *h = (struct etable_handle *)wt;
+    struct estore *s = estore_of(wt->store);
+    pthread_mutex_t *mu = row_lock(s, h->t, row);
+    pthread_mutex_lock(mu);
+    int64_t ts = 0, now = clock_now_ms();
+    uint8_t *val = NULL;
+    size_t vlen = 0;
+    int rc = engine_read_latest(s, h->t, row.data, row.len, family, qualifier.data,
+                                qualifier.len, &ts, &val, &vlen, err);
+    int64_t cur = 0;
+    if (rc == CT_OK) {
+        if (vlen != 8) {
+            rc = ct_err_set(err, CT_EINVAL,
+                            "cannot increment a value of %zu bytes (counters are 8 bytes)", vlen);
+            goto out;
+        }
+        cur = (int64_t)coding_get_be64(val);
+    } else if (rc != CT_NOTFOUND) {
+        goto out;
+    } else {
+        ts = now;
+    }
+    cur = (int64_t)((uint64_t)cur + (uint64_t)delta);
+    uint8_t buf[8];
+    coding_put_be64(buf, (uint64_t)cur);
+    struct wc_mutation m = {WC_OP_PUT, family, qualifier, wc_bytes_of(buf, 8),
+                            ts > now ? ts : now};
+    struct wc_row_mutation rm = {row, &m, 1};
+    rc = engine_mutate_batch(wt, &rm, 1, d, err);
+    if (rc == CT_OK)
+        *out = cur;
+out:
+    pthread_mutex_unlock(mu);
+    free(val);
+    return rc;
+}
+
+int engine_check_and_mutate(struct wc_table *wt, struct wc_bytes row, struct wc_bytes family,
+                            struct wc_bytes qualifier, const struct wc_bytes *expected,
+                            const struct wc_row_mutation *rm, enum wc_durability d,
+                            bool *applied, struct ct_err *err)
+{
+    struct etable_handle *h = (struct etable_handle *)wt;
+    struct estore *s = estore_of(wt->store);
+    pthread_mutex_t *mu = row_lock(s, h->t, row);
+    pthread_mutex_lock(mu);
+    int64_t ts;
+    uint8_t *val = NULL;
+    size_t vlen = 0;
+    *applied = false;
+    int rc = engine_read_latest(s, h->t, row.data, row.len, family, qualifier.data,
+                                qualifier.len, &ts, &val, &vlen, err);
+    if (rc < 0)
+        goto out;
+    bool match = expected ? (rc == CT_OK && vlen == expected->len &&
+                             (vlen == 0 || memcmp(val, expected->data, vlen) == 0))
+                          : rc == CT_NOTFOUND;
+    rc = CT_OK;
+    if (match) {
+        rc = engine_mutate_batch(wt, rm, 1, d, err);
+        *applied = rc == CT_OK;
+    }
+out:
+    pthread_mutex_unlock(mu);
+    free(val);
+    return rc;
+}
+
+/* ---- replay ------------------------------------------------------------------------------ */
+
+struct replay_ctx {
+    struct estore *s;
+    uint64_t max_seq;
+    uint64_t records;
+};
+
+static int replay_bad(struct ct_err *err, uint64_t seq)
+{
+    return ct_err_set(err, CT_ECORRUPT, "malformed batch in log record seq %llu",
+                      (unsigned long long)seq);
+}
+
+static int replay_record(void *arg, uint64_t seq, const uint8_t *p, size_t len,
+                         struct ct_err *err)
+{
+    struct replay_ctx *x = arg;
+    struct estore *s = x->s;
+    const uint8_t *end = p + len;
+    uint64_t v, tid, nrows;
+    size_t k;
+    if (len < 1 || p[0] != BATCH_FORMAT_VERSION)
+        return ct_err_set(err, CT_ECORRUPT,
+                          "unsupported batch format version %d in log record seq %llu (this "
+                          "build reads %d)",
+                          len ? p[0] : -1, (unsigned long long)seq, BATCH_FORMAT_VERSION);
+    p++;
+    if (!(k = coding_get_varint64(p, end, &tid)))
+        return replay_bad(err, seq);
+    p += k;
+    if (!(k = coding_get_varint64(p, end, &nrows)))
+        return replay_bad(err, seq);
+    p += k;
+    struct etable *t = NULL;
+    for (size_t i = 0; i < s->ntables; i++)
+        if (s->tables[i]->id == tid)
+            t = s->tables[i];
+    uint64_t cseq = seq;
+    x->records++;
+    for (uint64_t r = 0; r < nrows; r++) {
+        uint64_t rlen, nc;
+        if (!(k = coding_get_varint64(p, end, &rlen)) || rlen > (uint64_t)(end - p - k))
+            return replay_bad(err, seq);
+        p += k;
+        const uint8_t *row = p;
+        p += rlen;
+        if (!(k = coding_get_varint64(p, end, &nc)))
+            return replay_bad(err, seq);
+        p += k;
+        struct eregion *reg = t ? t->regions[etable_region_index(t, row, rlen)] : NULL;
+        for (uint64_t c = 0; c < nc; c++, cseq++) {
+            if (p >= end)
+                return replay_bad(err, seq);
+            uint8_t type = *p++;
+            uint64_t fl, ql, ts, vl;
+            if (!(k = coding_get_varint64(p, end, &fl)) || fl > (uint64_t)(end - p - k))
+                return replay_bad(err, seq);
+            p += k;
+            const uint8_t *fam = p;
+            p += fl;
+            if (!(k = coding_get_varint64(p, end, &ql)) || ql > (uint64_t)(end - p - k))
+                return replay_bad(err, seq);
+            p += k;
+            const uint8_t *qual = p;
+            p += ql;
+            if (!(k = coding_get_varint64(p, end, &ts)))
+                return replay_bad(err, seq);
+            p += k;
+            if (!(k = coding_get_varint64(p, end, &vl)) || vl > (uint64_t)(end - p - k))
+                return replay_bad(err, seq);
+            p += k;
+            const uint8_t *val = p;
+            p += vl;
+            if (cseq > x->max_seq)
+                x->max_seq = cseq;
+            if (!reg)
+                continue;
+            int fi = etable_family_index(t, fam, fl);
+            if (fi < 0 || cseq <= reg->fams[fi].flushed_upto)
+                continue;
+            struct cell ce = {row, qual, val, (uint32_t)rlen, (uint32_t)ql, (uint32_t)vl,
+                              type, (int64_t)ts, cseq};
+            int rc = memstore_add(reg->fams[fi].active, &ce, err);
+            if (rc != CT_OK)
+                return rc;
+        }
+    }
+    (void)v;
+    return CT_OK;
+}
+
+int engine_replay(struct estore *s, struct ct_err *err)
+{
+    struct replay_ctx x = {s, 0, 0};
+    int rc = wal_replay(s->wal, replay_record, &x, err);
+    if (rc != CT_OK)
+        return ct_err_prefix(err, "replaying the log in %s/wal", s->dir);
+    if (x.max_seq + 1 > atomic_load(&s->next_seq))
+        atomic_store(&s->next_seq, x.max_seq + 1);
+    atomic_store(&s->visible_seq, atomic_load(&s->next_seq) - 1);
+    return CT_OK;
+}

@@ -1,0 +1,858 @@
+/* wc_contract.c - the backend-neutral contract suite (see wc_contract.h). Expected results
+ * are written as strings: a row is "row: f:q@ts=value ...", rows joined by " | ", so every
+ * assertion shows the whole answer on failure. */
+#include "tests/lib/wc_contract.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "storage/coding.h"
+#include "tests/lib/ctest.h"
+
+static struct {
+    wc_contract_open_fn open;
+    void *arg;
+    unsigned counter;
+} g;
+
+struct cctx {
+    struct wc_store *s;
+    struct wc_table *t;
+    char name[64];
+    char names[4][96]; /* extra tables to drop */
+    size_t nnames;
+    char saved_now[64];
+    bool had_now;
+};
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static int cc_setup(void **state)
+{
+    struct cctx *c = calloc(1, sizeof(*c));
+    assert_non_null(c);
+    assert_int_equal(g.open(&c->s, g.arg), 0);
+    snprintf(c->name, sizeof(c->name), "ctc_%u_%ld", ++g.counter, (long)getpid());
+    const char *now = getenv("CTSDB_NOW_MS");
+    c->had_now = now != NULL;
+    if (now)
+        snprintf(c->saved_now, sizeof(c->saved_now), "%s", now);
+    *state = c;
+    return 0;
+}
+
+static void cc_drop(struct wc_store *s, const char *name)
+{
+    struct ct_err err;
+    if (wc_table_exists(s, name, &err) != CT_OK)
+        return;
+    if (wc_table_disable(s, name, &err) != CT_OK) { /* may already be disabled */
+    }
+    if (wc_table_drop(s, name, &err) != CT_OK)
+        fprintf(stderr, "contract: cannot drop %s: %s\n", name, err.msg);
+}
+
+static int cc_teardown(void **state)
+{
+    struct cctx *c = *state;
+    wc_table_close(c->t);
+    cc_drop(c->s, c->name);
+    for (size_t i = 0; i < c->nnames; i++)
+        cc_drop(c->s, c->names[i]);
+    wc_close(c->s);
+    if (c->had_now)
+        setenv("CTSDB_NOW_MS", c->saved_now, 1);
+    else
+        unsetenv("CTSDB_NOW_MS");
+    free(c);
+    return 0;
+}
+
+static void pin_now(int64_t ms)
+{
+    char b[32];
+    snprintf(b, sizeof(b), "%lld", (long long)ms);
+    setenv("CTSDB_NOW_MS", b, 1);
+}
+
+/* Creates c->name with families given as "name[:versions[:min_versions[:ttl_s]]]" and opens
+ * it. */
+static void mk_table_split(struct cctx *c, const char *const *fams, size_t nf,
+                           const char *const *splits, size_t ns)
+{
+    struct wc_family_desc fd[8];
+    assert_true(nf <= 8);
+    for (size_t i = 0; i < nf; i++) {
+        char name[64];
+        unsigned v = 1, mv = 0;
+        long long ttl = WC_TTL_FOREVER;
+        snprintf(name, sizeof(name), "%s", fams[i]);
+        char *colon = strchr(name, ':');
+        if (colon) {
+            *colon = 0;
+            sscanf(colon + 1, "%u:%u:%lld", &v, &mv, &ttl);
+        }
+        wc_family_desc_init(&fd[i], name);
+        fd[i].versions = v;
+        fd[i].min_versions = mv;
+        fd[i].ttl_s = ttl;
+    }
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, c->name);
+    d.families = fd;
+    d.nfamilies = nf;
+    struct wc_bytes sp[16];
+    for (size_t i = 0; i < ns; i++)
+        sp[i] = wc_bytes_str(splits[i]);
+    struct ct_err err;
+    int rc = wc_table_create(c->s, &d, sp, ns, &err);
+    if (rc != CT_OK)
+        fail_msg("create %s: %s", c->name, err.msg);
+    rc = wc_table_open(c->s, c->name, &c->t, &err);
+    if (rc != CT_OK)
+        fail_msg("open %s: %s", c->name, err.msg);
+}
+
+static void mk_table(struct cctx *c, const char *const *fams, size_t nf)
+{
+    mk_table_split(c, fams, nf, NULL, 0);
+}
+
+#define FAMS(...) (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *)
+
+static void put_ts(struct cctx *c, const char *row, const char *fam, const char *qual,
+                   const char *val, int64_t ts)
+{
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fam), wc_bytes_str(qual), wc_bytes_str(val),
+                            ts};
+    struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
+    struct ct_err err;
+    int rc = wc_mutate_row(c->t, &rm, WC_DURABILITY_USE_DEFAULT, &err);
+    if (rc != CT_OK)
+        fail_msg("put %s %s:%s: %s", row, fam, qual, err.msg);
+}
+
+static void del(struct cctx *c, const char *row, enum wc_mutation_op op, const char *fam,
+                const char *qual, int64_t ts)
+{
+    struct wc_mutation m = {op, wc_bytes_str(fam ? fam : ""), wc_bytes_str(qual ? qual : ""),
+                            wc_bytes_of(NULL, 0), ts};
+    struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
+    struct ct_err err;
+    int rc = wc_mutate_row(c->t, &rm, WC_DURABILITY_USE_DEFAULT, &err);
+    if (rc != CT_OK)
+        fail_msg("delete %s: %s", row, err.msg);
+}
+
+static void append_bytes(char *out, size_t size, struct wc_bytes b)
+{
+    size_t l = strlen(out);
+    for (size_t i = 0; i < b.len && l + 5 < size; i++) {
+        uint8_t ch = b.data[i];
+        if (ch >= 0x20 && ch < 0x7f && ch != '\\')
+            out[l++] = (char)ch;
+        else
+            l += (size_t)snprintf(out + l, size - l, "\\x%02X", ch);
+    }
+    out[l] = 0;
+}
+
+static void fmt_row(char *out, size_t size, const struct wc_row *r)
+{
+    if (*out)
+        strncat(out, " | ", size - strlen(out) - 1);
+    append_bytes(out, size, r->key);
+    strncat(out, ":", size - strlen(out) - 1);
+    for (size_t i = 0; i < r->ncells; i++) {
+        const struct wc_cell *c = &r->cells[i];
+        strncat(out, " ", size - strlen(out) - 1);
+        append_bytes(out, size, c->family);
+        strncat(out, ":", size - strlen(out) - 1);
+        append_bytes(out, size, c->qualifier);
+        size_t l = strlen(out);
+        snprintf(out + l, size - l, "@%lld=", (long long)c->ts_ms);
+        append_bytes(out, size, c->value);
+    }
+}
+
+static char g_out[8192];
+
+/* Scans with o; returns the formatted rows (a static buffer). */
+static const char *scan_str(struct cctx *c, const struct wc_scan_options *o)
+{
+    struct wc_scanner *sc;
+    struct ct_err err;
+    g_out[0] = 0;
+    int rc = wc_scanner_open(c->t, o, &sc, &err);
+    if (rc != CT_OK)
+        fail_msg("scanner open: %s", err.msg);
+    struct wc_row r;
+    while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK)
+        fmt_row(g_out, sizeof(g_out), &r);
+    wc_scanner_close(sc);
+    if (rc != CT_NOTFOUND)
+        fail_msg("scanner next: %s", err.msg);
+    return g_out;
+}
+
+/* Row keys only: "a,b,c". */
+static const char *scan_keys(struct cctx *c, const struct wc_scan_options *o)
+{
+    struct wc_scanner *sc;
+    struct ct_err err;
+    g_out[0] = 0;
+    int rc = wc_scanner_open(c->t, o, &sc, &err);
+    if (rc != CT_OK)
+        fail_msg("scanner open: %s", err.msg);
+    struct wc_row r;
+    while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK) {
+        if (*g_out)
+            strncat(g_out, ",", sizeof(g_out) - strlen(g_out) - 1);
+        append_bytes(g_out, sizeof(g_out), r.key);
+    }
+    wc_scanner_close(sc);
+    if (rc != CT_NOTFOUND)
+        fail_msg("scanner next: %s", err.msg);
+    return g_out;
+}
+
+static const char *get_str(struct cctx *c, const char *row, const struct wc_scan_options *o)
+{
+    struct wc_scan_options def;
+    if (!o) {
+        wc_scan_options_init(&def);
+        o = &def;
+    }
+    struct wc_result res;
+    struct ct_err err;
+    int rc = wc_get(c->t, wc_bytes_str(row), o, &res, &err);
+    if (rc != CT_OK)
+        fail_msg("get %s: %s", row, err.msg);
+    g_out[0] = 0;
+    if (res.row.ncells)
+        fmt_row(g_out, sizeof(g_out), &res.row);
+    wc_result_release(&res);
+    return g_out;
+}
+
+/* ---- data tests --------------------------------------------------------------------------- */
+
+static void test_put_then_get_returns_cells_in_spec_order(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("g", "f"));
+    put_ts(c, "r1", "g", "b", "gb", 10);
+    put_ts(c, "r1", "f", "z", "fz", 10);
+    put_ts(c, "r1", "f", "a", "fa", 20);
+    put_ts(c, "r1", "f", "", "empty", 5);
+    assert_string_equal(get_str(c, "r1", NULL),
+                        "r1: f:@5=empty f:a@20=fa f:z@10=fz g:b@10=gb");
+    assert_string_equal(get_str(c, "r2", NULL), "");
+}
+
+static void test_put_without_timestamp_uses_pinned_clock(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    pin_now(1700000000123LL);
+    put_ts(c, "r", "f", "q", "v", WC_TS_LATEST);
+    assert_string_equal(get_str(c, "r", NULL), "r: f:q@1700000000123=v");
+}
+
+static void test_binary_keys_and_values_round_trip(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    uint8_t row[] = {0, 0xff, 'r'}, qual[] = {0x80, 0}, val[] = {0, 1, 2, 0xfe};
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_of(qual, 2),
+                            wc_bytes_of(val, 4), 7};
+    struct wc_row_mutation rm = {wc_bytes_of(row, 3), &m, 1};
+    struct ct_err err;
+    assert_int_equal(wc_mutate_row(c->t, &rm, WC_DURABILITY_SYNC_WAL, &err), CT_OK);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    assert_string_equal(scan_str(c, &o), "\\x00\\xFFr: f:\\x80\\x00@7=\\x00\\x01\\x02\\xFE");
+}
+
+static void test_unknown_family_fails_and_writes_nothing(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    struct wc_mutation m[2] = {
+        {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("v"), 1},
+        {WC_OP_PUT, wc_bytes_str("nope"), wc_bytes_str("q"), wc_bytes_str("v"), 1},
+    };
+    struct wc_row_mutation rm = {wc_bytes_str("r"), m, 2};
+    struct ct_err err;
+    assert_true(wc_mutate_row(c->t, &rm, WC_DURABILITY_USE_DEFAULT, &err) < 0);
+    assert_string_equal(get_str(c, "r", NULL), "");
+    /* reading an unknown family is an error too */
+    struct wc_column col = {wc_bytes_str("nope"), wc_bytes_of(NULL, 0), false};
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.columns = &col;
+    o.ncolumns = 1;
+    struct wc_scanner *sc;
+    assert_true(wc_scanner_open(c->t, &o, &sc, &err) < 0);
+}
+
+static void fill_rows(struct cctx *c, const char *rows)
+{
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", rows);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ","))
+        put_ts(c, tok, "f", "q", tok, 1);
+}
+
+static void test_scan_forward_and_reversed_reverse_only_rows(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    fill_rows(c, "a,b,c,d");
+    put_ts(c, "b", "f", "a", "1", 2);
+    put_ts(c, "b", "f", "z", "2", 3);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    assert_string_equal(scan_keys(c, &o), "a,b,c,d");
+    o.reversed = true;
+    assert_string_equal(scan_keys(c, &o), "d,c,b,a");
+    o.start_row = o.stop_row = wc_bytes_str("b");
+    o.stop_row = wc_bytes_str("a");
+    /* cells inside a row keep forward order in a reversed scan */
+    assert_string_equal(scan_str(c, &o), "b: f:a@2=1 f:q@1=b f:z@3=2");
+}
+
+static void test_scan_bounds_both_directions(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    fill_rows(c, "a,b,c,d,e");
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.start_row = wc_bytes_str("b");
+    o.stop_row = wc_bytes_str("d");
+    assert_string_equal(scan_keys(c, &o), "b,c");
+    o.stop_row = wc_bytes_str("b");
+    assert_string_equal(scan_keys(c, &o), ""); /* [k, k) is empty */
+    o.start_row = wc_bytes_str("bb");
+    o.stop_row = wc_bytes_of(NULL, 0);
+    assert_string_equal(scan_keys(c, &o), "c,d,e");
+    o.reversed = true;
+    o.start_row = wc_bytes_str("d");
+    o.stop_row = wc_bytes_str("b");
+    assert_string_equal(scan_keys(c, &o), "d,c"); /* start inclusive, stop exclusive */
+    o.start_row = wc_bytes_str("cc");             /* missing start: largest row below it */
+    o.stop_row = wc_bytes_of(NULL, 0);
+    assert_string_equal(scan_keys(c, &o), "c,b,a");
+    o.start_row = wc_bytes_str("a");
+    o.stop_row = wc_bytes_str("c");
+    assert_string_equal(scan_keys(c, &o), ""); /* reversed with start < stop */
+    o.start_row = wc_bytes_of(NULL, 0);
+    o.stop_row = wc_bytes_str("c");
+    assert_string_equal(scan_keys(c, &o), "e,d");
+}
+
+static void test_row_prefix_in_both_directions_and_with_bounds(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    fill_rows(c, "a,ab,abc,abd,ac,b");
+    put_ts(c, "a\xff", "f", "q", "x", 1);
+    put_ts(c, "a\xff\xff", "f", "q", "x", 1);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.row_prefix = wc_bytes_str("ab");
+    assert_string_equal(scan_keys(c, &o), "ab,abc,abd");
+    o.reversed = true;
+    assert_string_equal(scan_keys(c, &o), "abd,abc,ab");
+    o.reversed = false;
+    o.start_row = wc_bytes_str("abc");
+    assert_string_equal(scan_keys(c, &o), "abc,abd");
+    o.start_row = wc_bytes_of(NULL, 0);
+    o.row_prefix = wc_bytes_str("a\xff");
+    assert_string_equal(scan_keys(c, &o), "a\\xFF,a\\xFF\\xFF");
+}
+
+static void test_versions_are_capped_by_family_and_request(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:3"));
+    for (int ts = 1; ts <= 5; ts++) {
+        char v[16];
+        snprintf(v, sizeof(v), "v%d", ts);
+        put_ts(c, "r", "f", "q", v, ts);
+    }
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    assert_string_equal(get_str(c, "r", &o), "r: f:q@5=v5");
+    o.max_versions = 2;
+    assert_string_equal(get_str(c, "r", &o), "r: f:q@5=v5 f:q@4=v4");
+    o.max_versions = 10;
+    assert_string_equal(get_str(c, "r", &o), "r: f:q@5=v5 f:q@4=v4 f:q@3=v3");
+}
+
+static void test_overwrite_at_same_timestamp_keeps_newest_write(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:3"));
+    put_ts(c, "r", "f", "q", "old", 7);
+    put_ts(c, "r", "f", "q", "new", 7);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 3;
+    assert_string_equal(get_str(c, "r", &o), "r: f:q@7=new");
+}
+
+static void test_time_range_counts_versions_within_range(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:5"));
+    put_ts(c, "r", "f", "q", "a", 100);
+    put_ts(c, "r", "f", "q", "b", 200);
+    put_ts(c, "r", "f", "q", "c", 300);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.tmin_ms = 0;
+    o.tmax_ms = 300; /* [0, 300): newest below 300 */
+    assert_string_equal(get_str(c, "r", &o), "r: f:q@200=b");
+    o.tmin_ms = 200;
+    o.tmax_ms = 201; /* TIMESTAMP => 200 */
+    assert_string_equal(get_str(c, "r", &o), "r: f:q@200=b");
+    o.tmin_ms = 150;
+    o.tmax_ms = WC_TS_LATEST;
+    o.max_versions = 5;
+    assert_string_equal(get_str(c, "r", &o), "r: f:q@300=c f:q@200=b");
+    o.tmin_ms = 301;
+    assert_string_equal(get_str(c, "r", &o), "");
+}
+
+static void test_ttl_expiry_is_strict_at_the_boundary(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:5:0:10"));
+    int64_t now = 1000000;
+    pin_now(now);
+    put_ts(c, "r", "f", "live", "x", now - 10000);    /* == now - TTL: still live */
+    put_ts(c, "r", "f", "dead", "y", now - 10001);    /* one ms older: expired */
+    put_ts(c, "r", "f", "future", "z", now + 500000); /* never expires early */
+    assert_string_equal(get_str(c, "r", NULL), "r: f:future@1500000=z f:live@990000=x");
+    pin_now(now + 1);
+    assert_string_equal(get_str(c, "r", NULL), "r: f:future@1500000=z");
+}
+
+static void test_columns_selection_and_qualifier_filters(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f", "g"));
+    const char *qs[] = {"a", "ab", "abc", "b", "c"};
+    for (size_t i = 0; i < 5; i++)
+        put_ts(c, "r", "f", qs[i], qs[i], 1);
+    put_ts(c, "r", "g", "x", "gx", 1);
+    struct wc_column cols[3] = {
+        {wc_bytes_str("f"), wc_bytes_str("b"), true},
+        {wc_bytes_str("f"), wc_bytes_str("a"), true},
+        {wc_bytes_str("g"), wc_bytes_of(NULL, 0), false},
+    };
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.columns = cols;
+    o.ncolumns = 3;
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@1=a f:b@1=b g:x@1=gx");
+    o.ncolumns = 0;
+    o.columns = NULL;
+    o.qualifier_prefix = wc_bytes_str("ab");
+    assert_string_equal(get_str(c, "r", &o), "r: f:ab@1=ab f:abc@1=abc");
+    o.qualifier_prefix = wc_bytes_of(NULL, 0);
+    o.has_qualifier_range = true;
+    o.qualifier_min = wc_bytes_str("ab");
+    o.qualifier_min_inclusive = true;
+    o.qualifier_max = wc_bytes_str("c");
+    o.qualifier_max_inclusive = false;
+    assert_string_equal(get_str(c, "r", &o), "r: f:ab@1=ab f:abc@1=abc f:b@1=b");
+    o.qualifier_min_inclusive = false;
+    o.qualifier_max_inclusive = true;
+    assert_string_equal(get_str(c, "r", &o), "r: f:abc@1=abc f:b@1=b f:c@1=c");
+}
+
+struct rf_arg {
+    int calls;
+};
+
+static enum wc_row_decision rf_skip_b_stop_d(void *arg, const uint8_t *row, size_t len)
+{
+    struct rf_arg *a = arg;
+    a->calls++;
+    if (len == 1 && row[0] == 'b')
+        return WC_ROW_SKIP;
+    if (len == 1 && row[0] == 'd')
+        return WC_ROW_STOP;
+    return WC_ROW_INCLUDE;
+}
+
+static void test_row_filter_skips_and_stops(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    fill_rows(c, "a,b,c,d,e");
+    struct rf_arg a = {0};
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.row_filter = rf_skip_b_stop_d;
+    o.row_filter_arg = &a;
+    assert_string_equal(scan_keys(c, &o), "a,c");
+    assert_int_equal(a.calls, 4);
+    o.reversed = true;
+    assert_string_equal(scan_keys(c, &o), "e");
+}
+
+static void test_limit_and_batch_cells(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    fill_rows(c, "a,b,c,d");
+    put_ts(c, "b", "f", "q2", "x", 1);
+    put_ts(c, "b", "f", "q3", "y", 1);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.limit_rows = 2;
+    assert_string_equal(scan_keys(c, &o), "a,b");
+    o.reversed = true;
+    assert_string_equal(scan_keys(c, &o), "d,c");
+    o.reversed = false;
+    o.limit_rows = 0;
+    o.batch_cells = 2;
+    o.start_row = wc_bytes_str("b");
+    o.stop_row = wc_bytes_str("c");
+    /* a wide row comes back as several chunks of the same row */
+    assert_string_equal(scan_str(c, &o), "b: f:q@1=b f:q2@1=x | b: f:q3@1=y");
+}
+
+static void test_increment_counts_and_rejects_other_widths(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    struct ct_err err;
+    int64_t v = 0;
+    assert_int_equal(wc_increment(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("n"),
+                                  5, WC_DURABILITY_USE_DEFAULT, &v, &err),
+                     CT_OK);
+    assert_int_equal(v, 5);
+    assert_int_equal(wc_increment(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("n"),
+                                  -7, WC_DURABILITY_USE_DEFAULT, &v, &err),
+                     CT_OK);
+    assert_int_equal(v, -2);
+    struct wc_result res;
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    assert_int_equal(wc_get(c->t, wc_bytes_str("r"), &o, &res, &err), CT_OK);
+    assert_int_equal(res.row.ncells, 1);
+    assert_int_equal(res.row.cells[0].value.len, 8);
+    assert_int_equal((int64_t)coding_get_be64(res.row.cells[0].value.data), -2);
+    wc_result_release(&res);
+    put_ts(c, "r", "f", "s", "abc", 1);
+    assert_int_equal(wc_increment(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("s"),
+                                  1, WC_DURABILITY_USE_DEFAULT, &v, &err),
+                     CT_EINVAL);
+}
+
+static void test_check_and_mutate_applies_only_on_match(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    struct ct_err err;
+    bool applied = true;
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("one"),
+                            10};
+    struct wc_row_mutation rm = {wc_bytes_str("r"), &m, 1};
+    /* expected absent: applies */
+    assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("f"),
+                                         wc_bytes_str("q"), NULL, &rm,
+                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                     CT_OK);
+    assert_true(applied);
+    /* expected absent again: the column now has a value, so not applied */
+    m.value = wc_bytes_str("two");
+    m.ts_ms = 20;
+    assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("f"),
+                                         wc_bytes_str("q"), NULL, &rm,
+                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                     CT_OK);
+    assert_false(applied);
+    struct wc_bytes wrong = wc_bytes_str("uno");
+    assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("f"),
+                                         wc_bytes_str("q"), &wrong, &rm,
+                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                     CT_OK);
+    assert_false(applied);
+    struct wc_bytes right = wc_bytes_str("one");
+    assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("f"),
+                                         wc_bytes_str("q"), &right, &rm,
+                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                     CT_OK);
+    assert_true(applied);
+    assert_string_equal(get_str(c, "r", NULL), "r: f:q@20=two");
+}
+
+static void test_batch_applies_every_row(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f", "g"));
+    struct wc_mutation m1[2] = {
+        {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("a"), wc_bytes_str("1"), 5},
+        {WC_OP_PUT, wc_bytes_str("g"), wc_bytes_str("b"), wc_bytes_str("2"), 5},
+    };
+    struct wc_mutation m2 = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("a"), wc_bytes_str("3"),
+                             6};
+    struct wc_row_mutation rows[3] = {
+        {wc_bytes_str("r2"), m1, 2},
+        {wc_bytes_str("r1"), &m2, 1},
+        {wc_bytes_str("r3"), &m2, 1},
+    };
+    struct ct_err err;
+    assert_int_equal(wc_mutate_batch(c->t, rows, 3, WC_DURABILITY_SYNC_WAL, &err), CT_OK);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    assert_string_equal(scan_str(c, &o), "r1: f:a@6=3 | r2: f:a@5=1 g:b@5=2 | r3: f:a@6=3");
+}
+
+static void test_durability_levels_all_acknowledge(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    enum wc_durability ds[] = {WC_DURABILITY_USE_DEFAULT, WC_DURABILITY_SKIP_WAL,
+                               WC_DURABILITY_ASYNC_WAL, WC_DURABILITY_SYNC_WAL,
+                               WC_DURABILITY_FSYNC_WAL};
+    for (size_t i = 0; i < 5; i++) {
+        char row[8];
+        snprintf(row, sizeof(row), "r%zu", i);
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"),
+                                wc_bytes_str("v"), 1};
+        struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
+        struct ct_err err;
+        assert_int_equal(wc_mutate_row(c->t, &rm, ds[i], &err), CT_OK);
+    }
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    assert_string_equal(scan_keys(c, &o), "r0,r1,r2,r3,r4");
+}
+
+static void test_neutral_deletes(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:5", "g"));
+    for (int ts = 1; ts <= 3; ts++) {
+        put_ts(c, "r", "f", "a", "x", ts);
+        put_ts(c, "r", "f", "b", "y", ts);
+    }
+    put_ts(c, "r", "g", "c", "z", 1);
+    put_ts(c, "s", "f", "a", "x", 1);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 5;
+    del(c, "r", WC_OP_DELETE_VERSION, "f", "a", 2);
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@3=x f:a@1=x f:b@3=y f:b@2=y f:b@1=y g:c@1=z");
+    del(c, "r", WC_OP_DELETE_COLUMN, "f", "b", 2);
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@3=x f:a@1=x f:b@3=y g:c@1=z");
+    del(c, "r", WC_OP_DELETE_FAMILY, "f", NULL, 3);
+    assert_string_equal(get_str(c, "r", &o), "r: g:c@1=z");
+    del(c, "r", WC_OP_DELETE_ROW, NULL, NULL, 10);
+    assert_string_equal(get_str(c, "r", &o), "");
+    assert_string_equal(get_str(c, "s", &o), "s: f:a@1=x");
+}
+
+static void test_pre_split_table_scans_across_regions(void **state)
+{
+    struct cctx *c = *state;
+    mk_table_split(c, FAMS("f"), (const char *const[]){"m", "c", "t"}, 3);
+    fill_rows(c, "a,b,c,d,m,n,s,t,z");
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    assert_string_equal(scan_keys(c, &o), "a,b,c,d,m,n,s,t,z");
+    o.reversed = true;
+    assert_string_equal(scan_keys(c, &o), "z,t,s,n,m,d,c,b,a");
+    o.start_row = wc_bytes_str("n");
+    o.stop_row = wc_bytes_str("b");
+    assert_string_equal(scan_keys(c, &o), "n,m,d,c");
+    o.reversed = false;
+    o.start_row = wc_bytes_str("bb");
+    o.stop_row = wc_bytes_str("t");
+    o.limit_rows = 4;
+    assert_string_equal(scan_keys(c, &o), "c,d,m,n");
+    assert_string_equal(get_str(c, "m", NULL), "m: f:q@1=m");
+}
+
+/* ---- administration ----------------------------------------------------------------------- */
+
+static int collect_name(void *arg, const char *name)
+{
+    char *out = arg;
+    if (*out)
+        strcat(out, ",");
+    strcat(out, name);
+    return 0;
+}
+
+static void test_table_admin_lifecycle(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("b:3:1:18000", "a"));
+    struct ct_err err;
+    char full[80];
+    snprintf(full, sizeof(full), "default:%s", c->name);
+    assert_int_equal(wc_table_exists(c->s, c->name, &err), CT_OK);
+    assert_int_equal(wc_table_exists(c->s, "ctc_no_such_table", &err), CT_NOTFOUND);
+    struct wc_table_desc *d;
+    assert_int_equal(wc_table_describe(c->s, c->name, &d, &err), CT_OK);
+    assert_string_equal(d->name, full);
+    assert_int_equal(d->nfamilies, 2);
+    assert_string_equal(d->families[0].name, "a");
+    assert_string_equal(d->families[1].name, "b");
+    assert_int_equal(d->families[1].versions, 3);
+    assert_int_equal(d->families[1].min_versions, 1);
+    assert_int_equal(d->families[1].ttl_s, 18000);
+    assert_true(d->enabled);
+    wc_table_desc_free(d);
+    char names[4096] = "";
+    assert_int_equal(wc_table_list(c->s, collect_name, names, &err), CT_OK);
+    assert_non_null(strstr(names, full));
+
+    /* create twice */
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "a");
+    struct wc_table_desc nd;
+    wc_table_desc_init(&nd, c->name);
+    nd.families = &fd;
+    nd.nfamilies = 1;
+    assert_int_equal(wc_table_create(c->s, &nd, NULL, 0, &err), CT_EEXIST);
+
+    put_ts(c, "r", "a", "q", "v", 1);
+    /* drop needs a disabled table; reads of a disabled table fail */
+    assert_true(wc_table_drop(c->s, c->name, &err) < 0);
+    assert_int_equal(wc_table_disable(c->s, c->name, &err), CT_OK);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_result res;
+    assert_true(wc_get(c->t, wc_bytes_str("r"), &o, &res, &err) < 0);
+    assert_int_equal(wc_table_describe(c->s, c->name, &d, &err), CT_OK);
+    assert_false(d->enabled);
+    wc_table_desc_free(d);
+    assert_int_equal(wc_table_enable(c->s, c->name, &err), CT_OK);
+    assert_string_equal(get_str(c, "r", NULL), "r: a:q@1=v");
+
+    /* alter: add a family, change VERSIONS */
+    struct wc_family_desc af[3];
+    wc_family_desc_init(&af[0], "a");
+    af[0].versions = 4;
+    wc_family_desc_init(&af[1], "b");
+    af[1].versions = 3;
+    af[1].min_versions = 1;
+    af[1].ttl_s = 18000;
+    wc_family_desc_init(&af[2], "c");
+    struct wc_table_desc ad;
+    wc_table_desc_init(&ad, c->name);
+    ad.families = af;
+    ad.nfamilies = 3;
+    assert_int_equal(wc_table_alter(c->s, &ad, &err), CT_OK);
+    assert_int_equal(wc_table_describe(c->s, c->name, &d, &err), CT_OK);
+    assert_int_equal(d->nfamilies, 3);
+    assert_int_equal(d->families[0].versions, 4);
+    assert_string_equal(d->families[2].name, "c");
+    wc_table_desc_free(d);
+    put_ts(c, "r", "c", "q", "new", 2);
+    assert_string_equal(get_str(c, "r", NULL), "r: a:q@1=v c:q@2=new");
+
+    /* truncate keeps families, removes rows, leaves the table enabled */
+    assert_int_equal(wc_table_truncate(c->s, c->name, false, &err), CT_OK);
+    assert_string_equal(get_str(c, "r", NULL), "");
+    put_ts(c, "r2", "c", "q", "x", 3);
+    assert_string_equal(get_str(c, "r2", NULL), "r2: c:q@3=x");
+
+    wc_table_close(c->t);
+    c->t = NULL;
+    assert_int_equal(wc_table_disable(c->s, c->name, &err), CT_OK);
+    assert_int_equal(wc_table_drop(c->s, c->name, &err), CT_OK);
+    assert_int_equal(wc_table_exists(c->s, c->name, &err), CT_NOTFOUND);
+}
+
+static void test_namespaces(void **state)
+{
+    struct cctx *c = *state;
+    struct ct_err err;
+    char ns[48];
+    snprintf(ns, sizeof(ns), "ctcns%u_%ld", g.counter, (long)getpid());
+    assert_int_equal(wc_namespace_exists(c->s, "default", &err), CT_OK);
+    assert_int_equal(wc_namespace_exists(c->s, "hbase", &err), CT_OK);
+    assert_int_equal(wc_namespace_exists(c->s, ns, &err), CT_NOTFOUND);
+    assert_int_equal(wc_namespace_create(c->s, ns, &err), CT_OK);
+    assert_int_equal(wc_namespace_create(c->s, ns, &err), CT_EEXIST);
+    char names[4096] = "";
+    assert_int_equal(wc_namespace_list(c->s, collect_name, names, &err), CT_OK);
+    assert_non_null(strstr(names, ns));
+    assert_non_null(strstr(names, "default"));
+    /* a table in it: the namespace cannot be dropped */
+    snprintf(c->names[0], sizeof(c->names[0]), "%s:t", ns);
+    c->nnames = 1;
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "f");
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, c->names[0]);
+    d.families = &fd;
+    d.nfamilies = 1;
+    assert_int_equal(wc_table_create(c->s, &d, NULL, 0, &err), CT_OK);
+    assert_true(wc_namespace_drop(c->s, ns, &err) < 0);
+    cc_drop(c->s, c->names[0]);
+    c->nnames = 0;
+    assert_int_equal(wc_namespace_drop(c->s, ns, &err), CT_OK);
+    assert_int_equal(wc_namespace_exists(c->s, ns, &err), CT_NOTFOUND);
+    assert_true(wc_namespace_drop(c->s, "default", &err) < 0);
+}
+
+int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, void *arg)
+{
+    g.open = open_store;
+    g.arg = arg;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_put_then_get_returns_cells_in_spec_order, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_put_without_timestamp_uses_pinned_clock, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_binary_keys_and_values_round_trip, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_family_fails_and_writes_nothing, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_scan_forward_and_reversed_reverse_only_rows,
+                                        cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_scan_bounds_both_directions, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_row_prefix_in_both_directions_and_with_bounds,
+                                        cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_versions_are_capped_by_family_and_request, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_overwrite_at_same_timestamp_keeps_newest_write,
+                                        cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_time_range_counts_versions_within_range, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_ttl_expiry_is_strict_at_the_boundary, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_columns_selection_and_qualifier_filters, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_row_filter_skips_and_stops, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_limit_and_batch_cells, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_increment_counts_and_rejects_other_widths, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_check_and_mutate_applies_only_on_match, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_batch_applies_every_row, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_durability_levels_all_acknowledge, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_neutral_deletes, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_pre_split_table_scans_across_regions, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_table_admin_lifecycle, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_namespaces, cc_setup, cc_teardown),
+    };
+    char group[128];
+    snprintf(group, sizeof(group), "wc contract (%s)", backend_label);
+    return _cmocka_run_group_tests(group, tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
+}

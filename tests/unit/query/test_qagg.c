@@ -1,0 +1,341 @@
+/* test_qagg.c - OpenTSDB 2.4 arithmetic, table-driven: every aggregator on integers and doubles
+ * (NaN skipping, percentile estimators), cross-series aggregation with each interpolation rule and
+ * AggregationIterator's integer/float rule, downsampling with fill policies, 0all and calendar
+ * buckets, rate with counter options, and the scan window. Expected values are worked out by
+ * hand from OpenTSDB's semantics (comments show the arithmetic). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/qagg.h"
+#include "tests/lib/ctest.h"
+
+static struct qagg_point ip(int64_t ts_s, int64_t v)
+{
+    struct qagg_point p = {.ts_ms = ts_s * 1000, .is_int = true};
+    p.v.i = v;
+    return p;
+}
+
+static struct qagg_point dp(int64_t ts_s, double v)
+{
+    struct qagg_point p = {.ts_ms = ts_s * 1000, .is_int = false};
+    p.v.d = v;
+    return p;
+}
+
+static void test_qagg_lists_every_opentsdb_aggregator(void **state)
+{
+    (void)state;
+    static const char *names[] = {"sum",     "min",     "max",     "avg",     "dev",
+                                  "median",  "mult",    "diff",    "count",   "zimsum",
+                                  "mimmin",  "mimmax",  "first",   "last",    "pfsum",
+                                  "squareSum", "none",  "p50",     "p75",     "p90",
+                                  "p95",     "p99",     "p999",    "ep50r3",  "ep75r3",
+                                  "ep90r3",  "ep95r3",  "ep99r3",  "ep999r3", "ep50r7",
+                                  "ep75r7",  "ep90r7",  "ep95r7",  "ep99r7",  "ep999r7"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        assert_non_null(qagg_lookup(names[i]));
+    assert_int_equal(qagg_count(), sizeof(names) / sizeof(names[0]));
+    assert_null(qagg_lookup("SUM"));
+    assert_null(qagg_lookup("bogus"));
+    assert_int_equal(qagg_interpolation(qagg_lookup("zimsum")), QAGG_ZIM);
+    assert_int_equal(qagg_interpolation(qagg_lookup("mimmin")), QAGG_MAX);
+    assert_int_equal(qagg_interpolation(qagg_lookup("mimmax")), QAGG_MIN);
+    assert_int_equal(qagg_interpolation(qagg_lookup("pfsum")), QAGG_PREV);
+    assert_int_equal(qagg_interpolation(qagg_lookup("p99")), QAGG_LERP);
+    assert_true(qagg_is_none(qagg_lookup("none")));
+}
+
+static void test_qagg_values_integer_and_double_forms(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *agg;
+        int64_t in[8];
+        size_t n;
+        int64_t want_long;
+        double want_double;
+    } cases[] = {
+        {"sum", {1, 2, 3}, 3, 6, 6},
+        {"zimsum", {1, 2, 3}, 3, 6, 6},
+        {"min", {3, 1, 2}, 3, 1, 1},
+        {"max", {3, 1, 2}, 3, 3, 3},
+        {"avg", {1, 2, 4}, 3, 2, 7.0 / 3}, /* long: 7/3 truncates */
+        {"dev", {2, 4, 4, 4, 5, 5, 7, 9}, 8, 2, 2}, /* population std-dev */
+        {"dev", {5}, 1, 0, 0},
+        {"count", {7, 7, 7}, 3, 3, 3},
+        {"mult", {2, 3, 4}, 3, 24, 24},
+        {"diff", {5, 7, 9}, 3, 4, 4},
+        {"first", {5, 7, 9}, 3, 5, 5},
+        {"last", {5, 7, 9}, 3, 9, 9},
+        {"squareSum", {1, 2, 3}, 3, 14, 14},
+        {"median", {1, 3, 2, 4}, 4, 3, 3}, /* sorted 1 2 3 4 -> [n/2] */
+        {"p50", {4, 1, 3, 2}, 4, 2, 2.5},  /* pos 0.5*5=2.5 -> 2 + .5*(3-2) */
+        {"p99", {1, 2, 3, 4}, 4, 4, 4},    /* pos 4.95 >= n -> max */
+        {"p75", {1, 2, 3, 4}, 4, 3, 3.75}, /* pos 3.75 -> 3 + .75 */
+        {"ep50r3", {1, 2, 3, 4}, 4, 2, 2.5}, /* long: rint(2)=2 -> s[1]; double: legacy */
+        {"ep50r7", {1, 2, 3, 4}, 4, 2, 2.5}, /* 1 + 3*.5 = 2.5 */
+        {"ep75r7", {1, 2, 3, 4}, 4, 3, 3.75}, /* long: 1+3*.75=3.25 -> 3 */
+        {"p999", {10}, 1, 10, 10},
+    };
+    int64_t scratch[16];
+    double dscr[16], dv[8];
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct qagg *a = qagg_lookup(cases[i].agg);
+        assert_non_null(a);
+        assert_true(qagg_run_long(a, cases[i].in, cases[i].n, scratch) == cases[i].want_long);
+        for (size_t k = 0; k < cases[i].n; k++)
+            dv[k] = (double)cases[i].in[k];
+        assert_true(fabs(qagg_run_double(a, dv, cases[i].n, dscr) - cases[i].want_double) <
+                    1e-12);
+    }
+    /* NaN values (fill policies) are skipped; all NaN gives NaN */
+    double with_nan[] = {NAN, 1.5, 2.0};
+    assert_true(qagg_run_double(qagg_lookup("sum"), with_nan, 3, dscr) == 3.5);
+    assert_true(qagg_run_double(qagg_lookup("avg"), with_nan, 3, dscr) == 1.75);
+    assert_true(qagg_run_double(qagg_lookup("min"), with_nan, 3, dscr) == 1.5);
+    assert_true(qagg_run_double(qagg_lookup("count"), with_nan, 3, dscr) == 2);
+    double only_nan[] = {NAN};
+    assert_true(isnan(qagg_run_double(qagg_lookup("sum"), only_nan, 1, dscr)));
+    assert_true(isnan(qagg_run_double(qagg_lookup("max"), only_nan, 1, dscr)));
+    /* integer sums wrap like Java longs */
+    int64_t big[] = {INT64_MAX, 1};
+    assert_true(qagg_run_long(qagg_lookup("sum"), big, 2, scratch) == INT64_MIN);
+}
+
+struct collected {
+    struct qagg_point p[64];
+    size_t n;
+};
+
+static int collect(void *arg, const struct qagg_point *pt)
+{
+    struct collected *c = arg;
+    if (c->n < 64)
+        c->p[c->n++] = *pt;
+    return 0;
+}
+
+/* Runs `agg` over two series and checks the output (ts in s, value, integer?). */
+struct want {
+    int64_t ts_s;
+    double v;
+    bool is_int;
+};
+
+static void check_group(const char *agg, const struct qagg_point *a, size_t na,
+                        const struct qagg_point *b, size_t nb, bool rate, const struct want *w,
+                        size_t nw)
+{
+    struct qagg_series s[2] = {{a, na}, {b, nb}};
+    struct collected c = {.n = 0};
+    struct ct_err err = {0};
+    assert_int_equal(qagg_group_run(qagg_lookup(agg), s, 2, 0, 1000000, rate, collect, &c, &err),
+                     CT_OK);
+    assert_int_equal(c.n, nw);
+    for (size_t i = 0; i < nw; i++) {
+        assert_true(c.p[i].ts_ms == w[i].ts_s * 1000);
+        assert_int_equal(c.p[i].is_int, w[i].is_int);
+        double got = c.p[i].is_int ? (double)c.p[i].v.i : c.p[i].v.d;
+        if (isnan(w[i].v))
+            assert_true(isnan(got));
+        else
+            assert_true(fabs(got - w[i].v) < 1e-9 || got == w[i].v);
+    }
+}
+
+static void test_qagg_group_interpolates_per_aggregator(void **state)
+{
+    (void)state;
+    const struct qagg_point a[] = {ip(10, 10), ip(30, 30)}, b[] = {ip(20, 20)};
+    /* sum, LERP: at 20 A = 10 + (20-10)*(30-10)/(30-10) = 20; B has no point before 20 */
+    const struct want sum[] = {{10, 10, true}, {20, 40, true}, {30, 30, true}};
+    check_group("sum", a, 2, b, 1, false, sum, 3);
+    const struct want zim[] = {{10, 10, true}, {20, 20, true}, {30, 30, true}};
+    check_group("zimsum", a, 2, b, 1, false, zim, 3);
+    /* mimmin: A missing at 20 -> Long.MAX, so min = 20 */
+    const struct want mimmin[] = {{10, 10, true}, {20, 20, true}, {30, 30, true}};
+    check_group("mimmin", a, 2, b, 1, false, mimmin, 3);
+    const struct want mimmax[] = {{10, 10, true}, {20, 20, true}, {30, 30, true}};
+    check_group("mimmax", a, 2, b, 1, false, mimmax, 3);
+    /* count is ZIM: the interpolated-as-zero A still counts at 20 */
+    const struct want count[] = {{10, 1, true}, {20, 2, true}, {30, 1, true}};
+    check_group("count", a, 2, b, 1, false, count, 3);
+    const struct want mx[] = {{10, 10, true}, {20, 20, true}, {30, 30, true}};
+    check_group("max", a, 2, b, 1, false, mx, 3);
+    /* integer LERP truncates: A at 20 = 10 + 10000*10/30000 = 13 */
+    const struct qagg_point a2[] = {ip(10, 10), ip(40, 20)}, b2[] = {ip(20, 5)};
+    const struct want trunc[] = {{10, 10, true}, {20, 18, true}, {40, 20, true}};
+    check_group("sum", a2, 2, b2, 1, false, trunc, 3);
+    /* pfsum carries A's previous value */
+    const struct want prev[] = {{10, 10, true}, {20, 15, true}, {40, 20, true}};
+    check_group("pfsum", a2, 2, b2, 1, false, prev, 3);
+    /* a float anywhere in the current or next slots makes the point a double, even at 10
+     * where B only announces its next value (AggregationIterator.isInteger) */
+    const struct qagg_point bf[] = {dp(20, 20.5)};
+    const struct want fl[] = {{10, 10, false}, {20, 40.5, false}, {30, 30, true}};
+    check_group("sum", a, 2, bf, 1, false, fl, 3);
+    /* double LERP with doubles: A at 20 = 1.0 + 10*(2.0-1.0)/20 = 1.5 */
+    const struct qagg_point ad[] = {dp(10, 1.0), dp(30, 2.0)}, bd[] = {dp(20, 0.25)};
+    const struct want dl[] = {{10, 1.0, false}, {20, 1.75, false}, {30, 2.0, false}};
+    check_group("sum", ad, 2, bd, 1, false, dl, 3);
+    /* mimmax with doubles: missing A = Double.MIN_VALUE, which loses to 0.25 */
+    const struct want mmd[] = {{10, 1.0, false}, {20, 0.25, false}, {30, 2.0, false}};
+    check_group("mimmax", ad, 2, bd, 1, false, mmd, 3);
+    /* rate: no lerp, a series contributes its previous (or first) rate */
+    const struct qagg_point ra[] = {dp(10, 1.0), dp(30, 3.0)}, rb[] = {dp(20, 10.0), dp(40, 20.0)};
+    /* the first rate of each series becomes its current value without being emitted */
+    const struct want rt[] = {{30, 13.0, false}, {40, 20.0, false}};
+    check_group("sum", ra, 2, rb, 2, true, rt, 2);
+}
+
+static void test_qagg_downsample_buckets_and_fill(void **state)
+{
+    (void)state;
+    const struct qagg_point in[] = {ip(0, 1), ip(30, 2), ip(60, 3), ip(90, 4), ip(150, 5)};
+    struct ct_err err = {0};
+    struct qagg_ds ds;
+    struct qagg_window w;
+    struct qagg_buf out = {0};
+    assert_int_equal(qagg_ds_parse("1m-sum", &ds, &err), CT_OK);
+    qagg_window_compute(0, 200000, &ds, &w);
+    assert_true(w.win_start_ms == 0 && w.win_end_ms == 3600000);
+    assert_int_equal(qagg_downsample(in, 5, &ds, &w, NULL, &out, &err), CT_OK);
+    assert_int_equal(out.n, 3);
+    assert_true(out.p[0].ts_ms == 0 && out.p[0].v.d == 3.0 && !out.p[0].is_int);
+    assert_true(out.p[1].ts_ms == 60000 && out.p[1].v.d == 7.0);
+    assert_true(out.p[2].ts_ms == 120000 && out.p[2].v.d == 5.0);
+    out.n = 0;
+    assert_int_equal(qagg_ds_parse("1m-avg-nan", &ds, &err), CT_OK);
+    assert_int_equal(ds.fill, QAGG_FILL_NAN);
+    assert_int_equal(qagg_downsample(in, 5, &ds, &w, NULL, &out, &err), CT_OK);
+    assert_int_equal(out.n, 60); /* every bucket of the window [0, 3600 s) */
+    assert_true(out.p[0].v.d == 1.5 && out.p[1].v.d == 3.5 && out.p[2].v.d == 5.0);
+    assert_true(isnan(out.p[3].v.d) && out.p[3].ts_ms == 180000);
+    out.n = 0;
+    assert_int_equal(qagg_ds_parse("1m-max-zero", &ds, &err), CT_OK);
+    assert_int_equal(qagg_downsample(in, 5, &ds, &w, NULL, &out, &err), CT_OK);
+    assert_true(out.p[3].v.d == 0.0 && out.p[1].v.d == 4.0);
+    out.n = 0;
+    /* 0all: one bucket over [start, end) stamped at the query start */
+    assert_int_equal(qagg_ds_parse("0all-sum", &ds, &err), CT_OK);
+    assert_true(ds.all);
+    qagg_window_compute(0, 150000, &ds, &w);
+    assert_int_equal(qagg_downsample(in, 5, &ds, &w, NULL, &out, &err), CT_OK);
+    assert_int_equal(out.n, 1);
+    assert_true(out.p[0].ts_ms == 0 && out.p[0].v.d == 10.0); /* 150 s is at the end: out */
+    out.n = 0;
+    /* calendar days in New York: three UTC points on two UTC days share one local day */
+    struct qtime_tz *ny = NULL;
+    assert_int_equal(qtime_tz_load("America/New_York", &ny, &err), CT_OK);
+    const struct qagg_point cal[] = {ip(1357034400, 1), ip(1357081200, 2), ip(1357088400, 3)};
+    assert_int_equal(qagg_ds_parse("1dc-sum", &ds, &err), CT_OK);
+    assert_true(ds.calendar);
+    w.win_start_ms = 1356998400000LL;
+    w.win_end_ms = 1357171200000LL;
+    assert_int_equal(qagg_downsample(cal, 3, &ds, &w, ny, &out, &err), CT_OK);
+    assert_int_equal(out.n, 1);
+    assert_true(out.p[0].ts_ms == 1357016400000LL && out.p[0].v.d == 6.0);
+    out.n = 0;
+    assert_int_equal(qagg_downsample(cal, 3, &ds, &w, NULL, &out, &err), CT_OK);
+    assert_int_equal(out.n, 2); /* UTC: Jan 1 (1+2) and Jan 2 (3) */
+    assert_true(out.p[0].ts_ms == 1356998400000LL && out.p[0].v.d == 3.0);
+    assert_true(out.p[1].ts_ms == 1357084800000LL && out.p[1].v.d == 3.0);
+    qtime_tz_free(ny);
+    qagg_buf_free(&out);
+}
+
+static void test_qagg_downsample_specifier_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *spec, *msg;
+    } bad[] = {
+        {"1m", "Invalid downsampling specifier '1m': must provide at least interval and "
+               "function"},
+        {"1m-avg-nan-x", "Invalid downsampling specifier '1m-avg-nan-x': must consist of "
+                         "interval, function, and optional fill policy"},
+        {"1m-none", "cannot use the NONE aggregator for downsampling"},
+        {"1m-foo", "No such downsampling function: foo"},
+        {"1m-avg-foo", "No such fill policy: 'foo': must be one of: none zero nan null scalar"},
+        {"0m-avg", "Zero or negative duration: 0m"},
+        {"1q-avg", "Invalid duration (suffix): 1q"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct qagg_ds ds;
+        struct ct_err err = {0};
+        assert_int_equal(qagg_ds_parse(bad[i].spec, &ds, &err), CT_EINVAL);
+        assert_string_equal(err.msg, bad[i].msg);
+    }
+    struct qagg_ds ds;
+    struct ct_err err = {0};
+    assert_int_equal(qagg_ds_parse("1h-p99-null", &ds, &err), CT_OK);
+    assert_true(ds.interval_ms == 3600000 && ds.fill == QAGG_FILL_NULL && !ds.calendar);
+}
+
+static void test_qagg_rate_and_counter_options(void **state)
+{
+    (void)state;
+    const struct qagg_point in[] = {ip(10, 10), ip(20, 30), ip(30, 20)};
+    struct qagg_rate r;
+    struct qagg_buf out = {0};
+    struct ct_err err = {0};
+    qagg_rate_init(&r);
+    assert_true(r.counter_max == INT64_MAX && r.reset_value == 0);
+    assert_int_equal(qagg_rate_apply(in, 3, &r, &out, &err), CT_OK);
+    assert_int_equal(out.n, 3); /* the first rate is against 0 at time zero: 10/10 s */
+    assert_true(out.p[0].ts_ms == 10000 && out.p[0].v.d == 1.0 && !out.p[0].is_int);
+    assert_true(out.p[1].ts_ms == 20000 && out.p[1].v.d == 2.0);
+    assert_true(out.p[2].ts_ms == 30000 && out.p[2].v.d == -1.0);
+    out.n = 0;
+    r.counter = true;
+    r.counter_max = 100; /* wrap: (100 - 30 + 20) / 10 */
+    assert_int_equal(qagg_rate_apply(in, 3, &r, &out, &err), CT_OK);
+    assert_true(out.n == 3 && out.p[2].v.d == 9.0);
+    out.n = 0;
+    r.reset_value = 5; /* 9 > 5 after a wrap: reported as 0 */
+    assert_int_equal(qagg_rate_apply(in, 3, &r, &out, &err), CT_OK);
+    assert_true(out.n == 3 && out.p[2].v.d == 0.0 && out.p[1].v.d == 2.0);
+    out.n = 0;
+    r.drop_resets = true;
+    assert_int_equal(qagg_rate_apply(in, 3, &r, &out, &err), CT_OK);
+    assert_int_equal(out.n, 2);
+    out.n = 0;
+    const struct qagg_point dbl[] = {dp(1, 1.5), dp(3, 2.5)};
+    qagg_rate_init(&r);
+    assert_int_equal(qagg_rate_apply(dbl, 2, &r, &out, &err), CT_OK);
+    assert_true(out.n == 2 && out.p[0].v.d == 1.5 && out.p[1].v.d == 0.5);
+    qagg_buf_free(&out);
+}
+
+static void test_qagg_window_matches_tsdbquery_scan_bounds(void **state)
+{
+    (void)state;
+    struct qagg_window w;
+    struct qagg_ds ds;
+    struct ct_err err = {0};
+    /* start 00:00:30, end 01:00:00: start to the hour, end + 1 s then to the next hour */
+    qagg_window_compute(1356998430000LL, 1357002000000LL, NULL, &w);
+    assert_true(w.win_start_ms == 1356998400000LL && w.win_end_ms == 1357005600000LL);
+    assert_int_equal(qagg_ds_parse("1m-avg", &ds, &err), CT_OK);
+    qagg_window_compute(1356998430000LL, 1357002000000LL, &ds, &w);
+    assert_true(w.win_start_ms == 1356998400000LL && w.win_end_ms == 1357005600000LL);
+    assert_int_equal(qagg_ds_parse("1d-avg", &ds, &err), CT_OK);
+    qagg_window_compute(1357002000000LL, 1357005000000LL, &ds, &w);
+    assert_true(w.win_start_ms == 1356998400000LL); /* aligned down to the day */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qagg_lists_every_opentsdb_aggregator),
+        cmocka_unit_test(test_qagg_values_integer_and_double_forms),
+        cmocka_unit_test(test_qagg_group_interpolates_per_aggregator),
+        cmocka_unit_test(test_qagg_downsample_buckets_and_fill),
+        cmocka_unit_test(test_qagg_downsample_specifier_errors),
+        cmocka_unit_test(test_qagg_rate_and_counter_options),
+        cmocka_unit_test(test_qagg_window_matches_tsdbquery_scan_bounds),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,200 @@
+/* test_qspec.c - /api/query request parsing: the GET form (m=, tsuid=, flags) and the JSON body,
+ * with OpenTSDB's validation messages, table-driven. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/qspec.h"
+#include "tests/lib/ctest.h"
+
+static const int64_t NOW = 1357000000000LL;
+
+/* URL parameters as "name=value" strings ("name" alone for a flag). */
+struct params {
+    const char *const *kv;
+    size_t n;
+};
+
+static const char *get_param(void *arg, const char *name, size_t idx)
+{
+    const struct params *p = arg;
+    size_t nl = strlen(name), seen = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        const char *kv = p->kv[i];
+        if (strncmp(kv, name, nl) || (kv[nl] != '=' && kv[nl] != 0))
+            continue;
+        if (seen++ == idx)
+            return kv[nl] == '=' ? kv + nl + 1 : "";
+    }
+    return NULL;
+}
+
+static int parse_get(const char *const *kv, size_t n, struct qspec **q, struct ct_err *err)
+{
+    struct params p = {kv, n};
+    return qspec_parse_params(get_param, &p, NOW, q, err);
+}
+
+static void test_qspec_get_form_parses_m_with_filters_and_options(void **state)
+{
+    (void)state;
+    const char *kv[] = {"start=1h-ago", "end=1357000000", "ms", "show_tsuids", "arrays",
+                        "m=sum:1m-avg-nan:rate{counter,100,5}:sys.cpu.user{host=web01|web02,"
+                        "dc=*}{rack=regexp(r[12])}",
+                        "m=avg:explicit_tags:sys.mem"};
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(parse_get(kv, 7, &q, &err), CT_OK);
+    assert_true(q->start_ms == NOW - 3600000 && q->end_ms == 1357000000000LL);
+    assert_true(q->ms_resolution && q->show_tsuids && q->arrays && !q->show_query);
+    assert_int_equal(q->nsubs, 2);
+    struct qspec_sub *s = &q->subs[0];
+    assert_string_equal(qagg_name(s->agg), "sum");
+    assert_string_equal(s->metric, "sys.cpu.user");
+    assert_true(s->ds.enabled && s->ds.interval_ms == 60000 && s->ds.fill == QAGG_FILL_NAN);
+    assert_true(s->rate && s->rate_opts.counter && s->rate_opts.counter_max == 100 &&
+                s->rate_opts.reset_value == 5 && !s->rate_opts.drop_resets);
+    assert_int_equal(s->nfilters, 3);
+    assert_int_equal(qfilter_type(s->filters[0]), QFILTER_LITERAL_OR);
+    assert_true(qfilter_group_by(s->filters[0]));
+    assert_int_equal(qfilter_type(s->filters[1]), QFILTER_WILDCARD);
+    assert_int_equal(qfilter_type(s->filters[2]), QFILTER_REGEXP);
+    assert_false(qfilter_group_by(s->filters[2]));
+    assert_true(q->subs[1].explicit_tags);
+    assert_int_equal(q->subs[1].index, 1);
+    qspec_free(q);
+}
+
+static void test_qspec_get_form_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *kv[3];
+        size_t n;
+        const char *msg;
+    } bad[] = {
+        {{"m=sum:m"}, 1, "Missing parameter <code>start</code>"},
+        {{"start=1h-ago"}, 1, "Missing sub queries"},
+        {{"start=1h-ago", "m=sum"}, 2, "Invalid parameter m=sum (not enough :-separated parts)"},
+        {{"start=1h-ago", "m=a:b:c:d:e:f"}, 2,
+         "Invalid parameter m=a:b:c:d:e:f (too many :-separated parts)"},
+        {{"start=1h-ago", "m=foo:m"}, 2, "No such aggregation function: foo"},
+        {{"start=1h-ago", "m=sum:1x-avg:m"}, 2, "Invalid duration (suffix): 1x"},
+        {{"start=1h-ago", "m=sum:1m-none:m"}, 2, "cannot use the NONE aggregator for downsampling"},
+        {{"start=1h-ago", "m=sum:rate{counter,abc}:m"}, 2,
+         "Max value of counter was not a number, received 'abc'"},
+        {{"start=1h-ago", "m=sum:rate{counter,1,x}:m"}, 2,
+         "Reset value of counter was not a number, received 'x'"},
+        {{"start=1h-ago", "m=sum:m{host=a"}, 2, "Missing '}' at the end of: m{host=a"},
+        {{"start=1h-ago", "m=sum:m{host}"}, 2, "invalid tag: host"},
+        {{"start=1h-ago", "end=2h-ago", "m=sum:m"}, 3,
+         "End time [1356992800000] must be greater than the start time [1356996400000]"},
+        {{"start=1h-ago", "timezone=Mars/Base", "m=sum:m"}, 3,
+         "The timezone specification could not be found"},
+        {{"start=1h-ago", "m=sum:m{host=foo(x)}"}, 2, "Could not find a filter for type: foo"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct qspec *q = NULL;
+        struct ct_err err = {0};
+        assert_int_equal(parse_get(bad[i].kv, bad[i].n, &q, &err), CT_EINVAL);
+        assert_null(q);
+        if (strcmp(err.msg, bad[i].msg))
+            fail_msg("case %zu: got [%s] want [%s]", i, err.msg, bad[i].msg);
+    }
+}
+
+static void test_qspec_tsuid_and_dropcounter_forms(void **state)
+{
+    (void)state;
+    const char *kv[] = {"start=1356998400", "tsuid=sum:rate{dropcounter,,}:000001000001000001,"
+                                            "000001000001000002"};
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(parse_get(kv, 2, &q, &err), CT_OK);
+    assert_int_equal(q->subs[0].ntsuids, 2);
+    assert_null(q->subs[0].metric);
+    assert_string_equal(q->subs[0].tsuids[1], "000001000001000002");
+    assert_true(q->subs[0].rate_opts.counter && q->subs[0].rate_opts.drop_resets);
+    assert_true(q->subs[0].rate_opts.counter_max == INT64_MAX);
+    assert_true(q->end_ms == NOW); /* end defaults to now */
+    qspec_free(q);
+}
+
+static void test_qspec_json_body_every_field(void **state)
+{
+    (void)state;
+    const char *body =
+        "{\"start\":1356998400,\"end\":\"1357000000000\",\"timezone\":\"America/New_York\","
+        "\"useCalendar\":true,\"msResolution\":true,\"showTSUIDs\":true,\"showQuery\":true,"
+        "\"showSummary\":true,\"noAnnotations\":true,\"globalAnnotations\":true,\"unknown\":1,"
+        "\"queries\":[{\"aggregator\":\"max\",\"metric\":\"sys.cpu\",\"downsample\":\"1d-sum\","
+        "\"rate\":true,\"rateOptions\":{\"counter\":true,\"counterMax\":1000,\"resetValue\":9,"
+        "\"dropResets\":true},\"tags\":{\"host\":\"web*\"},\"filters\":[{\"type\":\"regexp\","
+        "\"tagk\":\"dc\",\"filter\":\"l.*\",\"groupBy\":true}],\"explicitTags\":true},"
+        "{\"aggregator\":\"none\",\"tsuids\":[\"000001000001000001\"]}]}";
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(qspec_parse_json(body, strlen(body), NOW, &q, &err), CT_OK);
+    assert_true(q->start_ms == 1356998400000LL && q->end_ms == 1357000000000LL);
+    assert_true(q->use_calendar && q->ms_resolution && q->show_tsuids && q->show_query &&
+                q->show_summary && q->no_annotations && q->global_annotations);
+    assert_string_equal(qtime_tz_name(q->tz), "America/New_York");
+    struct qspec_sub *s = &q->subs[0];
+    assert_true(s->ds.calendar && s->rate && s->rate_opts.counter && s->rate_opts.drop_resets);
+    assert_true(s->rate_opts.counter_max == 1000 && s->rate_opts.reset_value == 9);
+    assert_int_equal(s->nfilters, 2);
+    assert_int_equal(qfilter_type(s->filters[0]), QFILTER_IWILDCARD); /* from tags */
+    assert_true(qfilter_group_by(s->filters[0]));
+    assert_int_equal(qfilter_type(s->filters[1]), QFILTER_REGEXP);
+    assert_true(s->explicit_tags);
+    assert_true(qagg_is_none(q->subs[1].agg));
+    qspec_free(q);
+}
+
+static void test_qspec_json_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body, *msg;
+    } bad[] = {
+        {"", "Missing message content"},
+        {"{nope", "Unable to parse the given JSON"},
+        {"{\"queries\":[{\"aggregator\":\"sum\",\"metric\":\"m\"}]}", "Missing start time"},
+        {"{\"start\":\"1h-ago\"}", "Missing queries"},
+        {"{\"start\":\"1h-ago\",\"queries\":[]}", "Missing queries"},
+        {"{\"start\":\"1h-ago\",\"queries\":[{\"metric\":\"m\"}]}",
+         "Missing the aggregation function"},
+        {"{\"start\":\"1h-ago\",\"queries\":[{\"aggregator\":\"x\",\"metric\":\"m\"}]}",
+         "No such aggregation function: x"},
+        {"{\"start\":\"1h-ago\",\"queries\":[{\"aggregator\":\"sum\"}]}",
+         "Missing the metric or tsuids, provide at least one"},
+        {"{\"start\":\"1h-ago\",\"queries\":[{\"aggregator\":\"sum\",\"metric\":\"m\","
+         "\"filters\":[{\"type\":\"nope\",\"tagk\":\"h\",\"filter\":\"x\"}]}]}",
+         "Could not find a filter for type: nope"},
+        {"{\"start\":\"1h-ago\",\"queries\":[{\"aggregator\":\"sum\",\"metric\":\"m\","
+         "\"downsample\":\"1m-avg-bad\"}]}",
+         "No such fill policy: 'bad': must be one of: none zero nan null scalar"},
+        {"{\"start\":\"1h-ago\",\"timezone\":\"Nowhere/X\",\"queries\":[{\"aggregator\":\"sum\","
+         "\"metric\":\"m\"}]}",
+         "The timezone specification could not be found"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct qspec *q = NULL;
+        struct ct_err err = {0};
+        assert_int_equal(qspec_parse_json(bad[i].body, strlen(bad[i].body), NOW, &q, &err),
+                         CT_EINVAL);
+        if (strcmp(err.msg, bad[i].msg))
+            fail_msg("case %zu: got [%s] want [%s]", i, err.msg, bad[i].msg);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qspec_get_form_parses_m_with_filters_and_options),
+        cmocka_unit_test(test_qspec_get_form_errors),
+        cmocka_unit_test(test_qspec_tsuid_and_dropcounter_forms),
+        cmocka_unit_test(test_qspec_json_body_every_field),
+        cmocka_unit_test(test_qspec_json_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,404 @@
+/* test_dpcodec.c - datapoint cells: byte-exact OpenTSDB qualifier/value vectors written from the
+ * format description, decoding of every layout (single, compacted, append, legacy float,
+ * annotations skipped), the compressed format's round trips and corruption checks, and
+ * compaction in both formats (ms/s mixed, duplicates with fix_duplicates on and off). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/dpcodec.h"
+#include "schema/dpcodec_format.h"
+#include "tests/lib/ctest.h"
+
+#define BASE 1356998400LL /* 2013-01-01T00:00:00Z, a base hour */
+#define BASE_MS (BASE * 1000)
+
+static void enc(const struct dpcodec_point *p, const uint8_t *wq, size_t wql, const uint8_t *wv,
+                size_t wvl)
+{
+    uint8_t q[8], v[8];
+    size_t ql, vl;
+    struct ct_err err = {0};
+    assert_int_equal(dpcodec_encode(BASE, p, q, &ql, v, &vl, &err), CT_OK);
+    assert_int_equal(ql, wql);
+    assert_memory_equal(q, wq, wql);
+    assert_int_equal(vl, wvl);
+    assert_memory_equal(v, wv, wvl);
+}
+
+static void test_single_cells_are_byte_exact(void **state)
+{
+    (void)state;
+    /* 1 s, int 1 -> offset 1 << 4 | 0 */
+    struct dpcodec_point p = dpcodec_point_int(BASE_MS + 1000, false, 1);
+    enc(&p, (const uint8_t[]){0x00, 0x10}, 2, (const uint8_t[]){0x01}, 1);
+    /* 3599 s, int 2^40 -> (3599 << 4) | 7 = 0xE0F7, 8 bytes */
+    p = dpcodec_point_int(BASE_MS + 3599000, false, 1LL << 40);
+    enc(&p, (const uint8_t[]){0xE0, 0xF7}, 2,
+        (const uint8_t[]){0, 0, 0x01, 0, 0, 0, 0, 0}, 8);
+    /* int 300 on 2 bytes (flags 1), int 70000 on 4 (flags 3), -1 on 1 byte */
+    p = dpcodec_point_int(BASE_MS, false, 300);
+    enc(&p, (const uint8_t[]){0x00, 0x01}, 2, (const uint8_t[]){0x01, 0x2C}, 2);
+    p = dpcodec_point_int(BASE_MS, false, 70000);
+    enc(&p, (const uint8_t[]){0x00, 0x03}, 2, (const uint8_t[]){0x00, 0x01, 0x11, 0x70}, 4);
+    p = dpcodec_point_int(BASE_MS, false, -1);
+    enc(&p, (const uint8_t[]){0x00, 0x00}, 2, (const uint8_t[]){0xFF}, 1);
+    /* 500 ms, int 300: 0xF0000000 | 500 << 6 | 1 = F0 00 7D 01 */
+    p = dpcodec_point_int(BASE_MS + 500, true, 300);
+    enc(&p, (const uint8_t[]){0xF0, 0x00, 0x7D, 0x01}, 4, (const uint8_t[]){0x01, 0x2C}, 2);
+    /* 10 s, float 1.5 -> flags 0xB, IEEE single 3FC00000 */
+    p = dpcodec_point_real(BASE_MS + 10000, false, 1.5);
+    assert_int_equal(p.type, DPCODEC_FLOAT);
+    enc(&p, (const uint8_t[]){0x00, 0xAB}, 2, (const uint8_t[]){0x3F, 0xC0, 0x00, 0x00}, 4);
+    /* 0.1 is not float-exact: double, flags 0xF */
+    p = dpcodec_point_real(BASE_MS + 10000, false, 0.1);
+    assert_int_equal(p.type, DPCODEC_DOUBLE);
+    enc(&p, (const uint8_t[]){0x00, 0xAF}, 2,
+        (const uint8_t[]){0x3F, 0xB9, 0x99, 0x99, 0x99, 0x99, 0x99, 0x9A}, 8);
+    /* outside the hour */
+    struct ct_err err = {0};
+    uint8_t q[8], v[8];
+    size_t ql, vl;
+    p = dpcodec_point_int(BASE_MS + 3600000, false, 1);
+    assert_int_equal(dpcodec_encode(BASE, &p, q, &ql, v, &vl, &err), CT_EINVAL);
+}
+
+static size_t decode_all(const uint8_t *q, size_t ql, const uint8_t *v, size_t vl,
+                         struct dpcodec_point *out, size_t cap, int *rc_out)
+{
+    struct dpcodec_iter it;
+    dpcodec_iter_init(&it, BASE, q, ql, v, vl);
+    struct ct_err err = {0};
+    size_t n = 0;
+    int rc;
+    struct dpcodec_point p;
+    while ((rc = dpcodec_iter_next(&it, &p, &err)) == CT_OK && n < cap)
+        out[n++] = p;
+    dpcodec_iter_end(&it);
+    *rc_out = rc;
+    return n;
+}
+
+static void test_decoder_reads_every_opentsdb_layout(void **state)
+{
+    (void)state;
+    struct dpcodec_point pts[8];
+    int rc;
+    /* compacted: 0 s int 1, 10 s int 2 */
+    const uint8_t cq[] = {0x00, 0x00, 0x00, 0xA0}, cv[] = {0x01, 0x02, 0x00};
+    assert_int_equal(dpcodec_qualifier_kind(cq, 4), DPCODEC_Q_COMPACTED);
+    assert_int_equal(decode_all(cq, 4, cv, 3, pts, 8, &rc), 2);
+    assert_int_equal(rc, CT_NOTFOUND);
+    assert_true(pts[1].ts_ms == BASE_MS + 10000 && pts[1].i == 2);
+    /* compacted, mixed s and ms: meta byte 0x01 */
+    const uint8_t mq[] = {0x00, 0x00, 0xF0, 0x00, 0x7D, 0x00}, mv[] = {0x01, 0x02, 0x01};
+    assert_int_equal(decode_all(mq, 6, mv, 3, pts, 8, &rc), 2);
+    assert_int_equal(rc, CT_NOTFOUND);
+    assert_true(pts[1].ts_ms == BASE_MS + 500 && pts[1].ms && pts[1].i == 2);
+    /* append: 05 00 00 with (q v) records */
+    const uint8_t aq[] = {0x05, 0x00, 0x00}, av[] = {0x00, 0x10, 0x05, 0x00, 0x21, 0x00, 0x06};
+    assert_int_equal(dpcodec_qualifier_kind(aq, 3), DPCODEC_Q_APPEND);
+    assert_int_equal(decode_all(aq, 3, av, sizeof(av), pts, 8, &rc), 2);
+    assert_int_equal(rc, CT_NOTFOUND);
+    assert_true(pts[0].ts_ms == BASE_MS + 1000 && pts[0].i == 5);
+    assert_true(pts[1].ts_ms == BASE_MS + 2000 && pts[1].i == 6);
+    /* legacy float: 8 bytes with a 4-byte flag, the last 4 bytes hold the float */
+    const uint8_t lq[] = {0x00, 0x0B}, lv[] = {0, 0, 0, 0, 0x3F, 0xC0, 0, 0};
+    assert_int_equal(decode_all(lq, 2, lv, 8, pts, 8, &rc), 1);
+    assert_true(pts[0].type == DPCODEC_FLOAT && pts[0].f == 1.5);
+    /* annotations, histograms and unknown odd qualifiers are no datapoints */
+    const uint8_t nq[] = {0x01, 0x00, 0x0A}, hq[] = {0x06, 0x00, 0x10};
+    assert_int_equal(dpcodec_qualifier_kind(nq, 3), DPCODEC_Q_ANNOTATION);
+    assert_int_equal(decode_all(nq, 3, (const uint8_t *)"{}", 2, pts, 8, &rc), 0);
+    assert_int_equal(rc, CT_NOTFOUND);
+    assert_int_equal(dpcodec_qualifier_kind(hq, 3), DPCODEC_Q_OTHER);
+    assert_int_equal(decode_all(hq, 3, lv, 8, pts, 8, &rc), 0);
+    /* a truncated compacted value is corrupt */
+    assert_int_equal(decode_all(cq, 4, cv, 1, pts, 8, &rc), 1);
+    assert_int_equal(rc, CT_ECORRUPT);
+    /* offset beyond the hour: 3600 << 4 */
+    const uint8_t bq[] = {0xE1, 0x00}, bv[] = {1};
+    assert_int_equal(decode_all(bq, 2, bv, 1, pts, 8, &rc), 0);
+    assert_int_equal(rc, CT_ECORRUPT);
+}
+
+static void test_annotation_qualifiers(void **state)
+{
+    (void)state;
+    uint8_t q[5];
+    struct ct_err err = {0};
+    int64_t t;
+    assert_int_equal(dpcodec_annotation_qualifier(BASE, BASE_MS + 10000, false, q), 3);
+    assert_memory_equal(q, ((const uint8_t[]){0x01, 0x00, 0x0A}), 3);
+    assert_int_equal(dpcodec_annotation_time(BASE, q, 3, &t, &err), CT_OK);
+    assert_true(t == BASE_MS + 10000);
+    assert_int_equal(dpcodec_annotation_qualifier(BASE, BASE_MS + 10500, true, q), 5);
+    assert_memory_equal(q, ((const uint8_t[]){0x01, 0x00, 0x00, 0x29, 0x04}), 5);
+    assert_int_equal(dpcodec_annotation_time(BASE, q, 5, &t, &err), CT_OK);
+    assert_true(t == BASE_MS + 10500);
+}
+
+static void roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size_t *bytes)
+{
+    size_t cap = dpcodec_compressed_bound(n);
+    uint8_t *v = malloc(cap);
+    assert_non_null(v);
+    size_t vl;
+    struct ct_err err = {0};
+    assert_int_equal(dpcodec_compressed_encode(BASE, pts, n, v, &vl, &err), CT_OK);
+    assert_true(vl <= cap);
+    assert_int_equal(v[0], DPCODEC_CVERSION);
+    struct dpcodec_point *out = calloc(n + 1, sizeof(*out));
+    assert_non_null(out);
+    int rc;
+    size_t got = decode_all((const uint8_t *)DPCODEC_CQ, DPCODEC_CQ_LEN, v, vl, out, n + 1, &rc);
+    assert_int_equal(rc, CT_NOTFOUND);
+    assert_int_equal(got, n);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(out[i].ts_ms == pts[i].ts_ms);
+        assert_int_equal(out[i].type, pts[i].type);
+        assert_int_equal(out[i].ms, pts[i].ms);
+        assert_true(dpcodec_point_same_value(&out[i], &pts[i]));
+    }
+    if (bytes)
+        *bytes = vl;
+    /* every truncation is detected, never read past the end */
+    for (size_t cut = 0; cut < vl; cut += (vl / 16) + 1) {
+        decode_all((const uint8_t *)DPCODEC_CQ, DPCODEC_CQ_LEN, v, cut, out, n + 1, &rc);
+        assert_int_equal(rc, CT_ECORRUPT);
+    }
+    free(out);
+    free(v);
+}
+
+static void test_compressed_round_trips_every_value_kind(void **state)
+{
+    (void)state;
+    enum { N = 360 };
+    struct dpcodec_point p[N];
+    size_t bytes;
+    /* a regular 10 s counter */
+    for (int i = 0; i < N; i++)
+        p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, 1000000 + i * 37);
+    roundtrip_compressed(p, N, &bytes);
+    assert_true(bytes < 40); /* a counter with constant slope and period is almost free */
+    /* a gauge with two decimals */
+    for (int i = 0; i < N; i++)
+        p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false,
+                                  (double)(5000 + (i * 7919) % 300) / 100.0);
+    roundtrip_compressed(p, N, &bytes);
+    print_message("gauge with 300 random levels: %zu bytes for %d points\n", bytes, N);
+    assert_true(bytes < N * 2);
+    /* full-precision doubles: XOR path */
+    srand(7);
+    double x = 50;
+    for (int i = 0; i < N; i++) {
+        x += (rand() / (double)RAND_MAX - 0.5);
+        p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false, x);
+    }
+    roundtrip_compressed(p, N, NULL);
+    /* ms timestamps with jitter, extremes, mixed types and qualifier kinds */
+    for (int i = 0; i < N; i++) {
+        int64_t ts = BASE_MS + i * 9973LL + (i % 3);
+        if (i % 5 == 0)
+            p[i] = dpcodec_point_int(ts, i % 2, i % 10 == 0 ? INT64_MIN + i : INT64_MAX - i);
+        else if (i % 5 == 1)
+            p[i] = dpcodec_point_real(ts, true, -0.0);
+        else if (i % 5 == 2)
+            p[i] = dpcodec_point_real(ts, false, 1e300 * i);
+        else
+            p[i] = dpcodec_point_real(ts, true, (float)i / 3.0f);
+    }
+    roundtrip_compressed(p, N, NULL);
+    /* one point */
+    p[0] = dpcodec_point_int(BASE_MS + 3599999, true, 42);
+    roundtrip_compressed(p, 1, NULL);
+    /* ints at the edges of the delta range */
+    for (int i = 0; i < 8; i++)
+        p[i] = dpcodec_point_int(BASE_MS + i * 1000LL, false, i % 2 ? INT64_MAX : INT64_MIN);
+    roundtrip_compressed(p, 8, NULL);
+}
+
+static void test_compressed_rejects_unknown_version_and_bad_input(void **state)
+{
+    (void)state;
+    struct dpcodec_point p[2] = {dpcodec_point_int(BASE_MS, false, 1),
+                                 dpcodec_point_int(BASE_MS + 1000, false, 2)};
+    uint8_t v[256];
+    size_t vl;
+    struct ct_err err = {0};
+    assert_int_equal(dpcodec_compressed_encode(BASE, p, 2, v, &vl, &err), CT_OK);
+    v[0] = 9;
+    struct dpcodec_iter it;
+    dpcodec_iter_init(&it, BASE, (const uint8_t *)DPCODEC_CQ, DPCODEC_CQ_LEN, v, vl);
+    struct dpcodec_point out;
+    assert_int_equal(dpcodec_iter_next(&it, &out, &err), CT_ECORRUPT);
+    assert_non_null(strstr(err.msg, "unsupported compressed cell version 9"));
+    dpcodec_iter_end(&it);
+    /* unsorted input is refused */
+    struct dpcodec_point bad[2] = {p[1], p[0]};
+    assert_int_equal(dpcodec_compressed_encode(BASE, bad, 2, v, &vl, &err), CT_EINVAL);
+}
+
+static struct wc_cell cell_of(const uint8_t *q, size_t ql, const uint8_t *v, size_t vl,
+                              int64_t ts)
+{
+    struct wc_cell c;
+    memset(&c, 0, sizeof(c));
+    c.qualifier = wc_bytes_of(q, ql);
+    c.value = wc_bytes_of(v, vl);
+    c.ts_ms = ts;
+    c.type = WC_TYPE_PUT;
+    return c;
+}
+
+/* Single cells of a mixed s/ms hour, with one duplicate (same ts written twice: s and ms). */
+struct hour {
+    uint8_t q[64][4], v[64][8];
+    struct wc_cell cells[64];
+    size_t n;
+};
+
+static void hour_add(struct hour *h, struct dpcodec_point p, int64_t write_ts)
+{
+    size_t ql, vl;
+    struct ct_err err = {0};
+    assert_int_equal(dpcodec_encode(BASE, &p, h->q[h->n], &ql, h->v[h->n], &vl, &err), CT_OK);
+    h->cells[h->n] = cell_of(h->q[h->n], ql, h->v[h->n], vl, write_ts);
+    h->n++;
+}
+
+static void check_compacted(const struct dpcodec_compacted *c, const int64_t *ts,
+                            const int64_t *vals, size_t n)
+{
+    struct dpcodec_point out[64];
+    size_t got, dups;
+    struct ct_err err = {0};
+    assert_int_equal(dpcodec_row_decode(BASE, c->cells, c->ncells, out, 64, &got, &dups, &err),
+                     CT_OK);
+    assert_int_equal(got, n);
+    assert_int_equal(dups, 0);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(out[i].ts_ms == ts[i]);
+        assert_true((int64_t)dpcodec_point_value(&out[i]) == vals[i]);
+    }
+}
+
+static void test_compaction_round_trips_in_both_formats(void **state)
+{
+    (void)state;
+    struct hour h = {0};
+    hour_add(&h, dpcodec_point_int(BASE_MS + 20000, false, 3), 100);
+    hour_add(&h, dpcodec_point_int(BASE_MS, false, 1), 100);
+    hour_add(&h, dpcodec_point_int(BASE_MS + 10500, true, 2), 100);
+    hour_add(&h, dpcodec_point_real(BASE_MS + 30000, false, 4.0), 100);
+    uint8_t aq[3] = {0x01, 0x00, 0x05};
+    h.cells[h.n++] = cell_of(aq, 3, (const uint8_t *)"{\"d\":1}", 7, 50); /* annotation */
+    const int64_t ts[] = {BASE_MS, BASE_MS + 10500, BASE_MS + 20000, BASE_MS + 30000};
+    const int64_t vals[] = {1, 2, 3, 4};
+    for (int f = 0; f < 2; f++) {
+        struct dpcodec_compacted c;
+        struct ct_err err = {0};
+        enum dpcodec_format fmt = f ? DPCODEC_FORMAT_OPENTSDB : DPCODEC_FORMAT_COMPRESSED;
+        assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, false, &c, &err), CT_OK);
+        assert_int_equal(c.ncells, 2); /* the annotation is kept, the points merged */
+        assert_int_equal(c.npoints, 4);
+        /* cells stay in qualifier order: OpenTSDB's merged qualifier (00 00 ..) sorts before
+         * the annotation (01 ..), ctsdb's (07 43 54) after it */
+        size_t ai = fmt == DPCODEC_FORMAT_OPENTSDB ? 1 : 0, di = 1 - ai;
+        assert_memory_equal(c.cells[ai].qualifier.data, aq, 3);
+        assert_true(c.cells[di].ts_ms == 100);
+        if (fmt == DPCODEC_FORMAT_OPENTSDB) {
+            /* q: 00 00, F0 0A 41 00 (10500 << 6), 01 40, 01 EB; v: 01 02 03 40800000 01 */
+            const uint8_t wq[] = {0x00, 0x00, 0xF0, 0x0A, 0x41, 0x00,
+                                  0x01, 0x40, 0x01, 0xEB};
+            const uint8_t wv[] = {0x01, 0x02, 0x03, 0x40, 0x80, 0x00, 0x00, 0x01};
+            assert_int_equal(c.cells[di].qualifier.len, sizeof(wq));
+            assert_memory_equal(c.cells[di].qualifier.data, wq, sizeof(wq));
+            assert_int_equal(c.cells[di].value.len, sizeof(wv));
+            assert_memory_equal(c.cells[di].value.data, wv, sizeof(wv));
+        } else {
+            assert_memory_equal(c.cells[di].qualifier.data, DPCODEC_CQ, DPCODEC_CQ_LEN);
+        }
+        check_compacted(&c, ts, vals, 4);
+        /* compacting the result again gains nothing */
+        struct dpcodec_compacted again;
+        assert_int_equal(dpcodec_compact(BASE, c.cells, c.ncells, fmt, false, &again, &err),
+                         CT_NOTFOUND);
+        /* converting to the other format works from the merged cell */
+        enum dpcodec_format other = f ? DPCODEC_FORMAT_COMPRESSED : DPCODEC_FORMAT_OPENTSDB;
+        assert_int_equal(dpcodec_compact(BASE, c.cells, c.ncells, other, false, &again, &err),
+                         CT_OK);
+        check_compacted(&again, ts, vals, 4);
+        dpcodec_compacted_free(&again);
+        dpcodec_compacted_free(&c);
+    }
+}
+
+static void test_compaction_duplicates_follow_fix_duplicates(void **state)
+{
+    (void)state;
+    struct hour h = {0};
+    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, false, 7), 100);  /* s qualifier */
+    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, true, 8), 200);   /* same ts, ms, newer */
+    hour_add(&h, dpcodec_point_int(BASE_MS + 2000, false, 9), 100);
+    struct dpcodec_compacted c;
+    struct ct_err err = {0};
+    for (int f = 0; f < 2; f++) {
+        enum dpcodec_format fmt = f ? DPCODEC_FORMAT_OPENTSDB : DPCODEC_FORMAT_COMPRESSED;
+        assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, false, &c, &err),
+                         CT_ECONFLICT);
+        assert_non_null(strstr(err.msg, "fix_duplicates"));
+        assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, true, &c, &err), CT_OK);
+        assert_int_equal(c.duplicates, 1);
+        const int64_t ts[] = {BASE_MS + 1000, BASE_MS + 2000};
+        const int64_t vals[] = {8, 9}; /* the latest write wins */
+        check_compacted(&c, ts, vals, 2);
+        dpcodec_compacted_free(&c);
+    }
+    /* identical duplicates merge silently even without fix_duplicates */
+    struct hour g = {0};
+    hour_add(&g, dpcodec_point_int(BASE_MS + 1000, false, 7), 100);
+    hour_add(&g, dpcodec_point_int(BASE_MS + 1000, true, 7), 200);
+    assert_int_equal(dpcodec_compact(BASE, g.cells, g.n, DPCODEC_FORMAT_COMPRESSED, false, &c,
+                                     &err),
+                     CT_OK);
+    assert_int_equal(c.npoints, 1);
+    dpcodec_compacted_free(&c);
+}
+
+static void test_row_decode_sorts_dedups_and_reports_small_buffers(void **state)
+{
+    (void)state;
+    struct hour h = {0};
+    for (int i = 9; i >= 0; i--)
+        hour_add(&h, dpcodec_point_int(BASE_MS + i * 1000LL, i % 2, i), 100 + i);
+    hour_add(&h, dpcodec_point_int(BASE_MS + 3000, false, 33), 50); /* older duplicate */
+    struct dpcodec_point out[16];
+    size_t n, dups;
+    struct ct_err err = {0};
+    assert_int_equal(dpcodec_row_decode(BASE, h.cells, h.n, out, 16, &n, &dups, &err), CT_OK);
+    assert_int_equal(n, 10);
+    assert_int_equal(dups, 1);
+    for (int i = 0; i < 10; i++) {
+        assert_true(out[i].ts_ms == BASE_MS + i * 1000LL);
+        assert_int_equal(out[i].i, i); /* the newer cell's value (103) beat the older 33 */
+    }
+    assert_int_equal(dpcodec_row_decode(BASE, h.cells, h.n, out, 4, &n, &dups, &err), CT_ELIMIT);
+    assert_int_equal(n, 11);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_single_cells_are_byte_exact),
+        cmocka_unit_test(test_decoder_reads_every_opentsdb_layout),
+        cmocka_unit_test(test_annotation_qualifiers),
+        cmocka_unit_test(test_compressed_round_trips_every_value_kind),
+        cmocka_unit_test(test_compressed_rejects_unknown_version_and_bad_input),
+        cmocka_unit_test(test_compaction_round_trips_in_both_formats),
+        cmocka_unit_test(test_compaction_duplicates_follow_fix_duplicates),
+        cmocka_unit_test(test_row_decode_sorts_dedups_and_reports_small_buffers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

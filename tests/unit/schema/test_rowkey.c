@@ -1,0 +1,199 @@
+/* test_rowkey.c - row keys, TSUIDs, OpenTSDB's salt (Java Arrays.hashCode semantics) and the
+ * tag-uid row filter. Vectors are computed by hand from the format description. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/rowkey.h"
+#include "tests/lib/ctest.h"
+
+static struct rowkey_layout salted(unsigned width, unsigned buckets)
+{
+    struct rowkey_layout l;
+    rowkey_layout_init(&l);
+    l.salt_width = width;
+    l.salt_buckets = buckets;
+    return l;
+}
+
+static void test_java_hash_matches_arrays_hashcode(void **state)
+{
+    (void)state;
+    /* h = 1; h = 31*h + (signed byte), 32-bit wrap. For {0,0,1,0,0,1,0,0,1} the steps are
+     * 31, 961, 29792, 923552, 28630112, 887533473, 1743733887, -1778824351 (wrapped),
+     * 691019968 (wrapped). */
+    const uint8_t a[] = {0, 0, 1, 0, 0, 1, 0, 0, 1};
+    assert_int_equal(rowkey_java_hash(a, sizeof(a)), 691019968);
+    const uint8_t b[] = {0, 0, 1, 0, 0, 1, 0, 0, 2};
+    assert_int_equal(rowkey_java_hash(b, sizeof(b)), 691019969);
+    /* bytes >= 0x80 are negative in Java */
+    const uint8_t c[] = {0xff, 0xfe, 0x80, 0x7f, 0x00, 0x01, 0x91, 0xa2, 0xb3};
+    assert_int_equal(rowkey_java_hash(c, sizeof(c)), -170178878);
+    assert_int_equal(rowkey_java_hash(NULL, 0), 1);
+}
+
+static void test_salt_bucket_is_abs_of_java_remainder(void **state)
+{
+    (void)state;
+    struct rowkey_layout l = salted(1, 20);
+    const uint8_t a[] = {0, 0, 1, 0, 0, 1, 0, 0, 1};
+    assert_int_equal(rowkey_salt_bucket(&l, a, sizeof(a)), 8); /* 691019968 % 20 */
+    const uint8_t c[] = {0xff, 0xfe, 0x80, 0x7f, 0x00, 0x01, 0x91, 0xa2, 0xb3};
+    assert_int_equal(rowkey_salt_bucket(&l, c, sizeof(c)), 18); /* -170178878 % 20 = -18 */
+    const uint8_t d[] = {0, 0, 5, 0, 0, 1, 0, 0, 1, 0, 0, 2, 0, 0, 3};
+    assert_int_equal(rowkey_salt_bucket(&l, d, sizeof(d)), 11); /* -1286499451 % 20 = -11 */
+    l.salt_buckets = 7;
+    assert_int_equal(rowkey_salt_bucket(&l, d, sizeof(d)), 6);
+    l.salt_width = 0;
+    assert_int_equal(rowkey_salt_bucket(&l, d, sizeof(d)), 0);
+    /* the global annotation row (metric 000000) is never salted */
+    l = salted(1, 20);
+    const uint8_t z[] = {0, 0, 0};
+    assert_int_equal(rowkey_salt_bucket(&l, z, sizeof(z)), 0);
+}
+
+static void test_salt_bytes_follow_get_salt_bytes(void **state)
+{
+    (void)state;
+    uint8_t out[8];
+    struct rowkey_layout l = salted(2, 300);
+    rowkey_salt_bytes(&l, 0x0123, out);
+    assert_int_equal(out[0], 0x01);
+    assert_int_equal(out[1], 0x23);
+    /* width 5: Java's int shift by 32 is a shift by 0, so byte 0 repeats the low byte */
+    l = salted(5, 300);
+    rowkey_salt_bytes(&l, 0x0123, out);
+    const uint8_t want[] = {0x23, 0x00, 0x00, 0x01, 0x23};
+    assert_memory_equal(out, want, 5);
+}
+
+static void test_rowkey_encode_is_byte_exact_and_decodes(void **state)
+{
+    (void)state;
+    struct rowkey_layout l = salted(1, 20);
+    struct rowkey_tag tags[2] = {{5, 7}, {2, 9}}; /* unsorted on purpose */
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t tl;
+    struct ct_err err = {0};
+    assert_int_equal(rowkey_tsuid_build(&l, 1, tags, 2, tsuid, sizeof(tsuid), &tl, &err), CT_OK);
+    const uint8_t want_tsuid[] = {0, 0, 1, 0, 0, 2, 0, 0, 9, 0, 0, 5, 0, 0, 7};
+    assert_int_equal(tl, sizeof(want_tsuid));
+    assert_memory_equal(tsuid, want_tsuid, tl);
+    uint8_t row[ROWKEY_MAX_BYTES];
+    size_t rl = rowkey_encode(&l, tsuid, tl, 1356998400 + 1234, row); /* 2013-01-01 00:20:34 */
+    assert_int_equal(rl, 1 + 3 + 4 + 12);
+    uint32_t bucket = rowkey_salt_bucket(&l, tsuid, tl);
+    const uint8_t want_row[] = {(uint8_t)bucket, 0, 0, 1, 0x50, 0xE2, 0x27, 0x00,
+                                0, 0, 2, 0, 0, 9, 0, 0, 5, 0, 0, 7};
+    assert_memory_equal(row, want_row, rl);
+    struct rowkey_parts p;
+    assert_int_equal(rowkey_decode(&l, row, rl, &p, &err), CT_OK);
+    assert_int_equal(p.salt, bucket);
+    assert_int_equal(p.metric, 1);
+    assert_int_equal(p.base_s, 1356998400);
+    assert_int_equal(p.ntags, 2);
+    assert_int_equal(rowkey_parts_tag(&l, &p, 1).tagk, 5);
+    assert_int_equal(rowkey_parts_tag(&l, &p, 1).tagv, 7);
+    uint8_t back[ROWKEY_MAX_TSUID];
+    assert_int_equal(rowkey_tsuid_of(&l, row, rl, back, sizeof(back)), tl);
+    assert_memory_equal(back, tsuid, tl);
+    assert_true(rowkey_salt_ok(&l, row, rl));
+    row[0] ^= 1;
+    assert_false(rowkey_salt_ok(&l, row, rl));
+    assert_int_equal(rowkey_decode(&l, row, rl - 1, &p, &err), CT_ECORRUPT);
+    assert_non_null(strstr(err.msg, "does not fit"));
+}
+
+static void test_tsuid_build_rejects_bad_input(void **state)
+{
+    (void)state;
+    struct rowkey_layout l;
+    rowkey_layout_init(&l);
+    uint8_t out[ROWKEY_MAX_TSUID];
+    size_t n;
+    struct ct_err err = {0};
+    struct rowkey_tag dup[2] = {{3, 1}, {3, 2}};
+    assert_int_equal(rowkey_tsuid_build(&l, 1, dup, 2, out, sizeof(out), &n, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "duplicate"));
+    assert_int_equal(rowkey_tsuid_build(&l, 1, dup, 0, out, sizeof(out), &n, &err), CT_EINVAL);
+    struct rowkey_tag wide[1] = {{1u << 24, 1}};
+    assert_int_equal(rowkey_tsuid_build(&l, 1, wide, 1, out, sizeof(out), &n, &err), CT_EINVAL);
+    struct rowkey_tag ok[1] = {{1, 1}};
+    assert_int_equal(rowkey_tsuid_build(&l, 1, ok, 1, out, 8, &n, &err), CT_ELIMIT);
+    l.salt_width = 9;
+    assert_int_equal(rowkey_layout_check(&l, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "salt.width"));
+}
+
+static void test_base_hour_and_scan_bounds(void **state)
+{
+    (void)state;
+    assert_int_equal(rowkey_base_hour_s(1356998400 + 3599), 1356998400);
+    assert_int_equal(rowkey_base_hour_s(1356998400 + 3600), 1356998400 + 3600);
+    struct rowkey_layout l = salted(1, 4);
+    uint8_t a[16], b[16];
+    assert_int_equal(rowkey_scan_start(&l, 3, 1, 1356998400 + 10, a), 8);
+    assert_int_equal(rowkey_scan_stop(&l, 3, 1, 1356998400 + 10, b), 8);
+    const uint8_t wa[] = {3, 0, 0, 1, 0x50, 0xE2, 0x27, 0x00};
+    const uint8_t wb[] = {3, 0, 0, 1, 0x50, 0xE2, 0x35, 0x10};
+    assert_memory_equal(a, wa, 8);
+    assert_memory_equal(b, wb, 8);
+}
+
+static size_t make_row(const struct rowkey_layout *l, uint64_t metric, struct rowkey_tag *t,
+                       size_t n, uint8_t *row)
+{
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t tl;
+    struct ct_err err = {0};
+    assert_int_equal(rowkey_tsuid_build(l, metric, t, n, tsuid, sizeof(tsuid), &tl, &err), CT_OK);
+    return rowkey_encode(l, tsuid, tl, 1356998400, row);
+}
+
+static void test_row_filter_clauses(void **state)
+{
+    (void)state;
+    struct rowkey_layout l = salted(1, 20);
+    struct rowkey_filter *f;
+    struct ct_err err = {0};
+    assert_int_equal(rowkey_filter_new(&l, &f, &err), CT_OK);
+    rowkey_filter_set_metric(f, 1);
+    uint64_t hosts[] = {10, 11};
+    assert_int_equal(rowkey_filter_add(f, 1, hosts, 2, false, &err), CT_OK); /* host in {10,11} */
+    uint64_t dc[] = {20};
+    assert_int_equal(rowkey_filter_add(f, 2, dc, 1, true, &err), CT_OK); /* dc != 20 */
+    assert_int_equal(rowkey_filter_add(f, 3, NULL, 0, true, &err), CT_OK); /* no tag 3 */
+    uint8_t row[ROWKEY_MAX_BYTES];
+    struct rowkey_tag t1[] = {{1, 10}, {2, 21}};
+    size_t n = make_row(&l, 1, t1, 2, row);
+    assert_true(rowkey_filter_match(f, row, n));
+    assert_int_equal(rowkey_filter_fn(f, row, n), WC_ROW_INCLUDE);
+    struct rowkey_tag t2[] = {{1, 12}, {2, 21}};
+    n = make_row(&l, 1, t2, 2, row);
+    assert_int_equal(rowkey_filter_fn(f, row, n), WC_ROW_SKIP);
+    struct rowkey_tag t3[] = {{1, 11}, {2, 20}};
+    n = make_row(&l, 1, t3, 2, row);
+    assert_false(rowkey_filter_match(f, row, n));
+    struct rowkey_tag t4[] = {{1, 11}}; /* dc missing: a value filter needs the tag */
+    n = make_row(&l, 1, t4, 1, row);
+    assert_false(rowkey_filter_match(f, row, n));
+    struct rowkey_tag t5[] = {{1, 11}, {2, 21}, {3, 1}};
+    n = make_row(&l, 1, t5, 3, row);
+    assert_false(rowkey_filter_match(f, row, n));
+    n = make_row(&l, 2, t1, 2, row); /* other metric */
+    assert_false(rowkey_filter_match(f, row, n));
+    rowkey_filter_free(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_java_hash_matches_arrays_hashcode),
+        cmocka_unit_test(test_salt_bucket_is_abs_of_java_remainder),
+        cmocka_unit_test(test_salt_bytes_follow_get_salt_bytes),
+        cmocka_unit_test(test_rowkey_encode_is_byte_exact_and_decodes),
+        cmocka_unit_test(test_tsuid_build_rejects_bad_input),
+        cmocka_unit_test(test_base_hour_and_scan_bounds),
+        cmocka_unit_test(test_row_filter_clauses),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

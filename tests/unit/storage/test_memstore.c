@@ -1,0 +1,176 @@
+/* test_memstore.c - the memstore skiplist: cell order of spec §2 (with seq), seeks in both
+ * directions, and readers iterating while a writer inserts. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/engine/memstore.h"
+#include "storage/wc.h"
+#include "tests/lib/ctest.h"
+
+static struct cell mk(const char *row, const char *qual, int64_t ts, uint8_t type, uint64_t seq,
+                      const char *val)
+{
+    struct cell c = {(const uint8_t *)row, (const uint8_t *)qual, (const uint8_t *)val,
+                     (uint32_t)strlen(row), (uint32_t)strlen(qual), (uint32_t)strlen(val),
+                     type, ts, seq};
+    return c;
+}
+
+static void test_memstore_iterates_in_spec_order(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct memstore *m;
+    assert_int_equal(memstore_new(&m, &err), CT_OK);
+    /* inserted shuffled; expected order listed below */
+    struct cell in[] = {
+        mk("b", "q", 5, WC_TYPE_PUT, 1, "b5"),
+        mk("a", "q", 5, WC_TYPE_PUT, 2, "a5"),
+        mk("a", "", 1, WC_TYPE_PUT, 3, "a-empty"),
+        mk("a", "q", 9, WC_TYPE_PUT, 4, "a9"),
+        mk("a", "q", 5, WC_TYPE_DELETE, 5, ""),
+        mk("a", "q", 5, WC_TYPE_PUT, 6, "a5-newer"),
+        mk("ab", "a", 1, WC_TYPE_PUT, 7, "ab"),
+        mk("a", "q", 5, WC_TYPE_DELETE_COLUMN, 8, ""),
+    };
+    const char *want[] = {"a-empty", "a9", "", "", "a5-newer", "a5", "ab", "b5"};
+    const uint8_t want_type[] = {WC_TYPE_PUT, WC_TYPE_PUT, WC_TYPE_DELETE_COLUMN, WC_TYPE_DELETE,
+                                 WC_TYPE_PUT, WC_TYPE_PUT, WC_TYPE_PUT, WC_TYPE_PUT};
+    for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
+        assert_int_equal(memstore_add(m, &in[i], &err), CT_OK);
+    assert_int_equal(memstore_count(m), 8);
+    assert_int_equal(memstore_min_seq(m), 1);
+    assert_int_equal(memstore_max_seq(m), 8);
+    struct memstore_iter it;
+    memstore_iter_init(&it, m);
+    size_t n = 0;
+    for (memstore_iter_seek_first(&it); memstore_iter_valid(&it); memstore_iter_next(&it), n++) {
+        const struct cell *c = memstore_iter_cell(&it);
+        assert_true(n < 8);
+        assert_int_equal(c->value_len, strlen(want[n]));
+        assert_memory_equal(c->value, want[n], c->value_len);
+        assert_int_equal(c->type, want_type[n]);
+    }
+    assert_int_equal(n, 8);
+    /* backwards gives the reverse */
+    n = 8;
+    for (memstore_iter_seek_last(&it); memstore_iter_valid(&it); memstore_iter_prev(&it)) {
+        n--;
+        assert_int_equal(memstore_iter_cell(&it)->value_len, strlen(want[n]));
+    }
+    assert_int_equal(n, 0);
+    /* seek: first >= target; seek_for_prev: last <= target */
+    struct cell t = mk("a", "q", 6, WC_TYPE_PUT, 0, "");
+    memstore_iter_seek(&it, &t);
+    assert_true(memstore_iter_valid(&it));
+    assert_int_equal(memstore_iter_cell(&it)->type, WC_TYPE_DELETE_COLUMN);
+    memstore_iter_seek_for_prev(&it, &t);
+    assert_int_equal(memstore_iter_cell(&it)->ts_ms, 9);
+    struct cell exact = in[3];
+    memstore_iter_seek_for_prev(&it, &exact);
+    assert_int_equal(memstore_iter_cell(&it)->seq, 4);
+    struct cell before = mk("A", "", 0, WC_TYPE_PUT, 0, "");
+    memstore_iter_seek_for_prev(&it, &before);
+    assert_false(memstore_iter_valid(&it));
+    struct cell after = mk("c", "", 0, WC_TYPE_PUT, 0, "");
+    memstore_iter_seek(&it, &after);
+    assert_false(memstore_iter_valid(&it));
+    memstore_unref(m);
+}
+
+static void test_memstore_copies_cell_bytes_and_counts_size(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct memstore *m;
+    assert_int_equal(memstore_new(&m, &err), CT_OK);
+    assert_int_equal(memstore_bytes(m), 0);
+    char row[8] = "row", val[600000];
+    memset(val, 'v', sizeof(val));
+    struct cell c = mk(row, "q", 1, WC_TYPE_PUT, 1, "");
+    c.value = (const uint8_t *)val;
+    c.value_len = sizeof(val); /* bigger than an arena chunk */
+    assert_int_equal(memstore_add(m, &c, &err), CT_OK);
+    row[0] = 'X';
+    val[0] = 'X';
+    struct memstore_iter it;
+    memstore_iter_init(&it, m);
+    memstore_iter_seek_first(&it);
+    assert_memory_equal(memstore_iter_cell(&it)->row, "row", 3);
+    assert_int_equal(memstore_iter_cell(&it)->value[0], 'v');
+    assert_true(memstore_bytes(m) >= sizeof(val));
+    memstore_unref(m);
+}
+
+#define N_WRITES 20000
+
+struct race {
+    struct memstore *m;
+    atomic_int done;
+    atomic_long seen_max;
+    int bad;
+};
+
+static void *reader(void *arg)
+{
+    struct race *r = arg;
+    struct memstore_iter it;
+    memstore_iter_init(&it, r->m);
+    while (!atomic_load(&r->done)) {
+        struct cell prev = {0};
+        bool have = false;
+        long n = 0;
+        for (memstore_iter_seek_first(&it); memstore_iter_valid(&it); memstore_iter_next(&it)) {
+            const struct cell *c = memstore_iter_cell(&it);
+            if (have && cell_compare(&prev, c) >= 0)
+                r->bad++;
+            /* a linked cell is complete: its value names its row */
+            if (c->value_len != c->row_len || memcmp(c->value, c->row, c->row_len) != 0)
+                r->bad++;
+            prev = *c;
+            have = true;
+            n++;
+        }
+        if (n > atomic_load(&r->seen_max))
+            atomic_store(&r->seen_max, n);
+    }
+    return NULL;
+}
+
+static void test_memstore_readers_run_while_a_writer_inserts(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct race r = {0};
+    assert_int_equal(memstore_new(&r.m, &err), CT_OK);
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, reader, &r), 0);
+    uint32_t x = 12345;
+    for (int i = 0; i < N_WRITES; i++) {
+        x = x * 1103515245u + 12345u;
+        char row[16];
+        snprintf(row, sizeof(row), "r%08u", x % 1000000u);
+        struct cell c = mk(row, "q", i, WC_TYPE_PUT, (uint64_t)i + 1, row);
+        assert_int_equal(memstore_add(r.m, &c, &err), CT_OK);
+    }
+    atomic_store(&r.done, 1);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(r.bad, 0);
+    assert_int_equal(memstore_count(r.m), N_WRITES);
+    memstore_unref(r.m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_memstore_iterates_in_spec_order),
+        cmocka_unit_test(test_memstore_copies_cell_bytes_and_counts_size),
+        cmocka_unit_test(test_memstore_readers_run_while_a_writer_inserts),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,10 @@
+# bench.mk - builds the storage-engine benchmark (tools/bench/engine_bench.c): ctsdb's embedded
+# engine side by side with LevelDB and RocksDB (deps/bench.txt). Included by the Makefile's
+# bench lines; `make bench` builds $(EXTRA_BENCH) and runs tools/bench/run.sh. Never linked
+# into bin/ctsdb.
+ENGINE_BENCH := $(BUILD)/tools/bench/engine_bench
+EXTRA_BENCH += $(ENGINE_BENCH)
+
+$(ENGINE_BENCH): tools/bench/engine_bench.c $(BUILD)/libctsdb.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS) -lleveldb -lrocksdb

@@ -1,0 +1,386 @@
+/* api_put.c - POST /api/put (spec §2.2): one datapoint object or an array, validated per point
+ * with OpenTSDB's messages, written through the ingest pipeline, answered only once every
+ * accepted point is in the write-ahead log (204, or the summary / details object).
+ *
+ * Runs on a worker (http_req_defer): the body is read with jsonput (no allocation per point),
+ * points go into ingest batches (waiting for a free batch is the backpressure), and the worker
+ * waits for the batches' completion, at most sync_timeout ms when given.
+ * Invariants: (1) a body with a JSON syntax error writes nothing (jsonput checks syntax first);
+ * (2) job->refs = 1 for the worker + 1 per submitted batch not yet done; the last one frees the
+ * job, so a worker that timed out may reply and leave while writes are still running.
+ * Locking: job->mu guards counts, errors and refs. */
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tsd/http.h"
+#include "tsd/ingest.h"
+#include "tsd/jsonput.h"
+#include "tsd/routes.h"
+#include "tsd/tsd_int.h"
+#include "tsd/tstats.h"
+
+struct api_put_err {
+    size_t index;
+    char *msg;
+};
+
+struct api_put_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    size_t submitted_ok; /* points handed to the store */
+    size_t done_points;  /* of those, points whose outcome is known */
+    size_t success, failed;
+    struct api_put_err *errs;
+    size_t nerrs, caperrs;
+    struct ingest *ingest;
+};
+
+struct api_put_ctx {
+    struct http_req *r;
+    struct tsd *t;
+    struct api_put_job *job;
+    struct ingest_batch *batch;
+    bool details;
+    size_t (*src)[2]; /* per point (offset, length) in the body, with details */
+    size_t nsrc, capsrc;
+    const char *body;
+    struct put_point point;
+};
+
+static void api_put_job_unref(struct api_put_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    bool last = --job->refs == 0;
+    pthread_mutex_unlock(&job->mu);
+    if (!last)
+        return;
+    for (size_t i = 0; i < job->nerrs; i++)
+        free(job->errs[i].msg);
+    free(job->errs);
+    pthread_mutex_destroy(&job->mu);
+    pthread_cond_destroy(&job->cv);
+    free(job);
+}
+
+/* REQUIRES: job->mu held. */
+static void api_put_add_err(struct api_put_job *job, size_t index, const char *msg)
+{
+    job->failed++;
+    if (job->nerrs == job->caperrs) {
+        size_t nc = job->caperrs ? job->caperrs * 2 : 16;
+        struct api_put_err *ne = realloc(job->errs, nc * sizeof(*ne));
+        if (!ne)
+            return; /* counted, not detailed */
+        job->errs = ne;
+        job->caperrs = nc;
+    }
+    char *m = strdup(msg);
+    if (!m)
+        return;
+    job->errs[job->nerrs].index = index;
+    job->errs[job->nerrs].msg = m;
+    job->nerrs++;
+}
+
+static void api_put_batch_done(void *arg, struct ingest_batch *b)
+{
+    struct api_put_job *job = arg;
+    size_t n = ingest_batch_count(b);
+    pthread_mutex_lock(&job->mu);
+    job->done_points += n;
+    for (size_t i = 0; i < n; i++) {
+        const char *msg;
+        enum ingest_outcome o = ingest_batch_outcome(b, i, &msg);
+        if (o == INGEST_WRITTEN) {
+            job->success++;
+            continue;
+        }
+        struct ingest_point p;
+        ingest_batch_point(b, i, &p);
+        const char *text = o == INGEST_UNKNOWN_METRIC ? "Unknown metric"
+                           : o == INGEST_ILLEGAL      ? msg
+                                                      : "Unexpected exception";
+        if (o == INGEST_STORE_ERROR)
+            text = msg && *msg ? msg : "Unexpected exception";
+        api_put_add_err(job, (size_t)p.owner, text);
+    }
+    pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
+    ingest_batch_release(job->ingest, b);
+    api_put_job_unref(job);
+}
+
+static void api_put_submit(struct api_put_ctx *x)
+{
+    if (!x->batch)
+        return;
+    if (ingest_batch_count(x->batch) == 0) {
+        ingest_batch_release(x->t->ingest, x->batch);
+        x->batch = NULL;
+        return;
+    }
+    pthread_mutex_lock(&x->job->mu);
+    x->job->refs++;
+    x->job->submitted_ok += ingest_batch_count(x->batch);
+    pthread_mutex_unlock(&x->job->mu);
+    tstats_add(TSTATS_POINTS_ADDED, ingest_batch_count(x->batch));
+    ingest_submit(x->t->ingest, x->batch, api_put_batch_done, x->job);
+    x->batch = NULL;
+}
+
+static void api_put_reject(struct api_put_ctx *x, size_t index, const char *msg)
+{
+    pthread_mutex_lock(&x->job->mu);
+    api_put_add_err(x->job, index, msg);
+    pthread_mutex_unlock(&x->job->mu);
+}
+
+/* Parses a JSON timestamp as Jackson coerces it into a long. */
+static bool api_put_timestamp(const struct jsonput_point *jp, int64_t *ts)
+{
+    if (!jp->timestamp.p) {
+        *ts = 0;
+        return true;
+    }
+    char msg[128];
+    const struct put_str *s = &jp->timestamp;
+    bool frac = memchr(s->p, '.', s->len) || memchr(s->p, 'e', s->len) || memchr(s->p, 'E', s->len);
+    if (!frac)
+        return put_parse_long(s->p, s->len, ts, msg, sizeof(msg));
+    if (jp->timestamp_is_string)
+        return false;
+    char tmp[64];
+    if (s->len >= sizeof(tmp))
+        return false;
+    memcpy(tmp, s->p, s->len);
+    tmp[s->len] = '\0';
+    double d = strtod(tmp, NULL);
+    if (!(d > -9.3e18 && d < 9.3e18))
+        return false;
+    *ts = (int64_t)d;
+    return true;
+}
+
+static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
+{
+    struct api_put_ctx *x = arg;
+    if (x->details) {
+        if (x->nsrc == x->capsrc) {
+            size_t nc = x->capsrc ? x->capsrc * 2 : 64;
+            size_t(*ns)[2] = realloc(x->src, nc * sizeof(*ns));
+            if (ns) {
+                x->src = ns;
+                x->capsrc = nc;
+            }
+        }
+        if (x->nsrc < x->capsrc) {
+            x->src[x->nsrc][0] = (size_t)(jp->src - x->body);
+            x->src[x->nsrc][1] = jp->src_len;
+            x->nsrc++;
+        }
+    }
+    if (jp->not_object) {
+        api_put_reject(x, index, "Unable to parse the datapoint: not a JSON object");
+        return 0;
+    }
+    int64_t ts = 0;
+    if (!jp->metric.p || jp->metric.len == 0) {
+        api_put_reject(x, index, "Metric name was empty");
+        return 0;
+    }
+    if (!api_put_timestamp(jp, &ts) || ts <= 0) {
+        api_put_reject(x, index, "Invalid timestamp");
+        return 0;
+    }
+    if (!jp->value.p || jp->value.len == 0) {
+        api_put_reject(x, index, "Empty value");
+        return 0;
+    }
+    if (!jp->tags_present || jp->ntags == 0) {
+        api_put_reject(x, index, "Missing tags");
+        return 0;
+    }
+    struct put_point *p = &x->point;
+    p->metric = jp->metric;
+    p->ts_ms = ts;
+    p->ntags = jp->ntags;
+    for (size_t i = 0; i < jp->ntags; i++) {
+        p->tagk[i] = jp->tagk[i];
+        p->tagv[i] = jp->tagv[i].p ? jp->tagv[i] : (struct put_str){"", 0};
+    }
+    char msg[1024];
+    enum put_status st = put_check_point(p, jp->value, &x->t->rules, msg, sizeof(msg));
+    if (st == PUT_ENUMBER) {
+        tstats_add(TSTATS_INVALID_VALUES, 1);
+        api_put_reject(x, index, "Unable to parse value to a number");
+        return 0;
+    }
+    if (st != PUT_OK) {
+        tstats_add(TSTATS_ILLEGAL_ARGUMENTS, 1);
+        const char *m = msg;
+        if (!strncmp(m, "illegal argument: ", 18))
+            m += 18;
+        api_put_reject(x, index, m);
+        return 0;
+    }
+    if (jp->too_many_tags) {
+        api_put_reject(x, index, "Too many tags");
+        return 0;
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!x->batch)
+            x->batch = ingest_batch_get(x->t->ingest);
+        if (ingest_batch_add(x->batch, p, index))
+            return 0;
+        if (ingest_batch_count(x->batch) == 0)
+            break;
+        api_put_submit(x);
+    }
+    api_put_reject(x, index, "Datapoint too large");
+    return 0;
+}
+
+static int api_put_err_cmp(const void *a, const void *b)
+{
+    const struct api_put_err *x = a, *y = b;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static void api_put_work(struct http_req *r, void *arg)
+{
+    (void)arg;
+    struct tsd *t = http_req_tsd(r);
+    size_t len;
+    const char *body = http_req_body(r, &len);
+    tstats_add(TSTATS_HTTP_PUT, 1);
+    if (len == 0) {
+        http_reply_error(r, 400, "Missing request content", NULL);
+        return;
+    }
+    struct api_put_ctx *x = calloc(1, sizeof(*x));
+    char *scratch = malloc(len + 1);
+    struct jsonput_point *jp = malloc(sizeof(*jp));
+    struct api_put_job *job = calloc(1, sizeof(*job));
+    if (!x || !scratch || !jp || !job) {
+        free(x);
+        free(scratch);
+        free(jp);
+        free(job);
+        http_reply_error(r, 500, "out of memory", NULL);
+        return;
+    }
+    pthread_mutex_init(&job->mu, NULL);
+    pthread_cond_init(&job->cv, NULL);
+    job->refs = 1;
+    job->ingest = t->ingest;
+    x->r = r;
+    x->t = t;
+    x->job = job;
+    x->body = body;
+    x->details = http_req_flag(r, "details");
+    bool summary = http_req_flag(r, "summary");
+    int64_t sync_timeout = 0;
+    const char *st = http_req_param(r, "sync_timeout");
+    if (st && *st) {
+        char m[64];
+        if (!put_parse_long(st, strlen(st), &sync_timeout, m, sizeof(m)) || sync_timeout < 0) {
+            http_reply_error(r, 400, "Unable to parse sync_timeout as an integer", st);
+            goto out;
+        }
+    }
+    size_t npoints = 0;
+    char msg[256];
+    int rc = jsonput_parse(body, len, scratch, jp, api_put_point, x, &npoints, msg, sizeof(msg));
+    api_put_submit(x);
+    if (rc < 0) {
+        http_reply_error(r, 400, "Unable to parse the given JSON", msg);
+        goto out;
+    }
+    if (npoints == 0) {
+        http_reply_error(r, 400, "No datapoints found in content", NULL);
+        goto out;
+    }
+    /* wait until every submitted point is in the log (or sync_timeout) */
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += (time_t)(sync_timeout / 1000);
+    deadline.tv_nsec += (long)(sync_timeout % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec++;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&job->mu);
+    while (job->refs > 1) {
+        if (sync_timeout > 0) {
+            if (pthread_cond_timedwait(&job->cv, &job->mu, &deadline) != 0)
+                break;
+        } else {
+            pthread_cond_wait(&job->cv, &job->mu);
+        }
+    }
+    size_t success = job->success, failed = job->failed;
+    size_t timeouts = job->submitted_ok - job->done_points;
+    qsort(job->errs, job->nerrs, sizeof(job->errs[0]), api_put_err_cmp);
+    cJSON *errors = NULL;
+    if (x->details) {
+        errors = cJSON_CreateArray();
+        for (size_t i = 0; errors && i < job->nerrs; i++) {
+            cJSON *e = cJSON_CreateObject();
+            size_t idx = job->errs[i].index;
+            cJSON *dp = NULL;
+            if (idx < x->nsrc)
+                dp = cJSON_ParseWithLength(body + x->src[idx][0], x->src[idx][1]);
+            if (!dp)
+                dp = cJSON_CreateObject();
+            cJSON_AddItemToObject(e, "datapoint", dp);
+            cJSON_AddStringToObject(e, "error", job->errs[i].msg);
+            cJSON_AddItemToArray(errors, e);
+        }
+    }
+    pthread_mutex_unlock(&job->mu);
+    if (summary || x->details) {
+        cJSON *o = cJSON_CreateObject();
+        if (errors)
+            cJSON_AddItemToObject(o, "errors", errors);
+        cJSON_AddNumberToObject(o, "failed", (double)failed);
+        cJSON_AddNumberToObject(o, "success", (double)success);
+        if (sync_timeout > 0)
+            cJSON_AddNumberToObject(o, "timeouts", (double)timeouts);
+        http_reply_cjson(r, failed == 0 && timeouts == 0 ? 200 : 400, o);
+    } else if (timeouts > 0) {
+        char m[256];
+        snprintf(m, sizeof(m),
+                 "The put call has timedout with %zu successful writes, %zu failed writes and "
+                 "%zu timed out writes.",
+                 success, failed, timeouts);
+        http_reply_error(r, 400, m, NULL);
+    } else if (failed > 0) {
+        http_reply_error(r, 400, "One or more data points had errors",
+                         "Please see the TSD logs or append \"details\" to the put request");
+    } else {
+        http_reply_status(r, 204);
+    }
+out:
+    api_put_job_unref(job);
+    free(x->src);
+    free(x);
+    free(scratch);
+    free(jp);
+}
+
+void api_put_handle(struct http_req *r)
+{
+    struct tsd *t = http_req_tsd(r);
+    if (t->read_only) {
+        http_reply_error(r, 404, "Endpoint not found", "the TSD is in read-only mode (tsd.mode=ro)");
+        return;
+    }
+    struct ct_err err = {0};
+    if (http_req_defer(r, api_put_work, NULL, &err) != CT_OK)
+        http_reply_error(r, 503, "The TSD is overloaded; retry later", err.msg);
+}

@@ -1,0 +1,511 @@
+/* http.c - the request accessors and reply builders of http.h.
+ *
+ * Invariants: (1) a request is answered once: the first reply function wins and later calls are
+ * ignored with a warning in the log (a handler bug must not corrupt the stream); (2) whole
+ * replies only fill r->status / content_type / reply_body, and the connection code sends them
+ * (http_conn_send_reply) on the loop thread; (3) streamed replies write to the connection's
+ * bufferevent directly, which is thread-safe for HTTP connections, with bounded buffering.
+ * See http_int.h for which thread touches what. */
+#include "tsd/http.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "tsd/http_int.h"
+#include "tsd/tlog.h"
+
+#define HTTP_STREAM_HIGH (1u << 20) /* a worker waits while more than this is unsent */
+
+static const char http_json_type[] = "application/json; charset=UTF-8";
+
+/* ---- request parsing helpers (http_int.h) --------------------------------------------------- */
+
+static int http_hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = tolower(c);
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* Percent-decodes s in place ('+' -> ' ' when plus); false if it decodes to a NUL. */
+bool http_decode(char *s, bool plus)
+{
+    char *w = s;
+    for (char *p = s; *p; p++) {
+        if (*p == '%' && http_hexval((unsigned char)p[1]) >= 0 &&
+            http_hexval((unsigned char)p[2]) >= 0) {
+            int v = http_hexval((unsigned char)p[1]) * 16 + http_hexval((unsigned char)p[2]);
+            if (v == 0)
+                return false;
+            *w++ = (char)v;
+            p += 2;
+        } else if (plus && *p == '+') {
+            *w++ = ' ';
+        } else {
+            *w++ = *p;
+        }
+    }
+    *w = '\0';
+    return true;
+}
+
+/* Splits the query string into decoded parameters. */
+int http_parse_query(struct http_req *r)
+{
+    if (!r->query || !*r->query)
+        return 0;
+    r->params_buf = strdup(r->query);
+    if (!r->params_buf)
+        return -1;
+    size_t n = 1;
+    for (const char *p = r->params_buf; *p; p++)
+        if (*p == '&')
+            n++;
+    r->params = calloc(n, sizeof(*r->params));
+    if (!r->params)
+        return -1;
+    char *save = NULL;
+    for (char *tok = strtok_r(r->params_buf, "&", &save); tok; tok = strtok_r(NULL, "&", &save)) {
+        char *eq = strchr(tok, '=');
+        char *value = tok + strlen(tok); /* presence-only: the empty string at the end */
+        if (eq) {
+            *eq = '\0';
+            value = eq + 1;
+        }
+        if (!http_decode(tok, true) || !http_decode(value, true) || !*tok)
+            continue;
+        r->params[r->nparams].name = tok;
+        r->params[r->nparams].value = value;
+        r->nparams++;
+    }
+    return 0;
+}
+
+bool http_jsonp_ok(const char *s)
+{
+    if (!*s || strlen(s) > 128)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '$')
+            return false;
+    return true;
+}
+
+/* Normalises a decoded path in place: /api/v1/x -> /api/x, one trailing slash removed. */
+void http_normalise_path(char *p)
+{
+    if (!strncmp(p, "/api/v1", 7) && (p[7] == '/' || p[7] == '\0'))
+        memmove(p + 4, p + 7, strlen(p + 7) + 1);
+    size_t n = strlen(p);
+    if (n > 1 && p[n - 1] == '/')
+        p[n - 1] = '\0';
+}
+
+enum http_method http_req_method(const struct http_req *r)
+{
+    return r->method;
+}
+const char *http_req_method_name(const struct http_req *r)
+{
+    return r->method_name;
+}
+const char *http_req_path(const struct http_req *r)
+{
+    return r->path;
+}
+const char *http_req_raw_path(const struct http_req *r)
+{
+    return r->raw_path;
+}
+const char *http_req_query_string(const struct http_req *r)
+{
+    return r->query ? r->query : "";
+}
+const char *http_req_peer(const struct http_req *r)
+{
+    return r->conn ? r->conn->peer : "";
+}
+
+const char *http_req_param(const struct http_req *r, const char *name)
+{
+    return http_req_param_at(r, name, 0);
+}
+
+size_t http_req_param_count(const struct http_req *r, const char *name)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->nparams; i++)
+        if (!strcmp(r->params[i].name, name))
+            n++;
+    return n;
+}
+
+const char *http_req_param_at(const struct http_req *r, const char *name, size_t idx)
+{
+    for (size_t i = 0; i < r->nparams; i++)
+        if (!strcmp(r->params[i].name, name) && idx-- == 0)
+            return r->params[i].value;
+    return NULL;
+}
+
+bool http_req_flag(const struct http_req *r, const char *name)
+{
+    const char *v = http_req_param(r, name);
+    if (!v)
+        return false;
+    return strcasecmp(v, "false") != 0 && strcmp(v, "0") != 0 && strcasecmp(v, "no") != 0;
+}
+
+const char *http_req_header(const struct http_req *r, const char *name)
+{
+    for (size_t i = 0; i < r->nheaders; i++)
+        if (!strcasecmp(r->headers[i].name, name))
+            return r->headers[i].value;
+    return NULL;
+}
+
+const char *http_req_body(const struct http_req *r, size_t *len)
+{
+    if (len)
+        *len = r->body ? r->body_len : 0;
+    return r->body ? r->body : "";
+}
+
+bool http_req_client_gone(const struct http_req *r)
+{
+    struct http_conn *c = r->conn;
+    pthread_mutex_lock(&c->mu);
+    bool g = c->gone;
+    pthread_mutex_unlock(&c->mu);
+    return g;
+}
+
+const char *http_status_text(int status)
+{
+    switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 201: return "Created";
+    case 204: return "No Content";
+    case 301: return "Moved Permanently";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 406: return "Not Acceptable";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Request Entity Too Large";
+    case 414: return "Request-URI Too Long";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
+    }
+}
+
+static bool http_reply_claim(struct http_req *r)
+{
+    if (r->replied) {
+        tlog_warn("http: second reply to %s %s ignored (handler bug)", r->method_name, r->path);
+        return false;
+    }
+    r->replied = true;
+    return true;
+}
+
+static void http_set_type(struct http_req *r, const char *type)
+{
+    free(r->content_type);
+    r->content_type = strdup(type ? type : http_json_type);
+}
+
+void http_reply_header(struct http_req *r, const char *name, const char *value)
+{
+    if (r->nextra == HTTP_MAX_EXTRA_HEADERS) {
+        tlog_warn("http: too many reply headers for %s; %s dropped", r->path, name);
+        return;
+    }
+    char *n = strdup(name), *v = strdup(value);
+    if (!n || !v) {
+        free(n);
+        free(v);
+        return;
+    }
+    r->extra[r->nextra].name = n;
+    r->extra[r->nextra].value = v;
+    r->nextra++;
+}
+
+void http_reply_raw(struct http_req *r, int status, const char *content_type, const void *body,
+                    size_t len)
+{
+    if (!http_reply_claim(r))
+        return;
+    r->status = status;
+    http_set_type(r, content_type);
+    if (len > 0 && evbuffer_add(r->reply_body, body, len) != 0) {
+        evbuffer_drain(r->reply_body, evbuffer_get_length(r->reply_body));
+        r->status = 500;
+    }
+}
+
+void http_reply_status(struct http_req *r, int status)
+{
+    if (!http_reply_claim(r))
+        return;
+    r->status = status;
+    http_set_type(r, http_json_type);
+}
+
+/* Adds JSON text to the reply body with jsonp wrapping. */
+static void http_add_json(struct http_req *r, const char *json, size_t len)
+{
+    int rc = 0;
+    if (r->jsonp)
+        rc |= evbuffer_add_printf(r->reply_body, "%s(", r->jsonp) < 0;
+    rc |= evbuffer_add(r->reply_body, json, len);
+    if (r->jsonp)
+        rc |= evbuffer_add(r->reply_body, ")", 1);
+    if (rc) {
+        evbuffer_drain(r->reply_body, evbuffer_get_length(r->reply_body));
+        r->status = 500;
+    }
+}
+
+void http_reply_json(struct http_req *r, int status, const char *json, size_t len)
+{
+    if (r->pretty) {
+        cJSON *doc = cJSON_ParseWithLength(json, len);
+        if (doc) {
+            http_reply_cjson(r, status, doc);
+            return;
+        }
+    }
+    if (!http_reply_claim(r))
+        return;
+    r->status = status;
+    http_set_type(r, http_json_type);
+    http_add_json(r, json, len);
+}
+
+void http_reply_cjson(struct http_req *r, int status, cJSON *doc)
+{
+    if (!doc) {
+        if (!http_reply_claim(r))
+            return;
+        r->status = 500;
+        http_set_type(r, http_json_type);
+        static const char oom[] = "{\"error\":{\"code\":500,\"message\":\"out of memory\"}}";
+        http_add_json(r, oom, sizeof(oom) - 1);
+        return;
+    }
+    char *s = r->pretty ? cJSON_Print(doc) : cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    if (!http_reply_claim(r)) {
+        free(s);
+        return;
+    }
+    http_set_type(r, http_json_type);
+    if (!s) {
+        r->status = 500;
+        static const char oom[] = "{\"error\":{\"code\":500,\"message\":\"out of memory\"}}";
+        http_add_json(r, oom, sizeof(oom) - 1);
+        return;
+    }
+    r->status = status;
+    http_add_json(r, s, strlen(s));
+    free(s);
+}
+
+void http_reply_error(struct http_req *r, int status, const char *message, const char *details)
+{
+    cJSON *doc = cJSON_CreateObject();
+    cJSON *e = cJSON_AddObjectToObject(doc, "error");
+    if (!e || !cJSON_AddNumberToObject(e, "code", status) ||
+        !cJSON_AddStringToObject(e, "message", message ? message : "") ||
+        (details && *details && !cJSON_AddStringToObject(e, "details", details))) {
+        cJSON_Delete(doc);
+        doc = NULL;
+    }
+    http_reply_cjson(r, status, doc);
+}
+
+void http_reply_errorf(struct http_req *r, int status, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    http_reply_error(r, status, msg, NULL);
+}
+
+/* ---- streaming ---------------------------------------------------------------------------- */
+
+/* Waits (worker only) while the connection has too much unsent output. */
+static int http_stream_wait(struct http_req *r)
+{
+    struct http_conn *c = r->conn;
+    if (!r->on_worker)
+        return CT_OK;
+    for (int spins = 0;; spins++) {
+        pthread_mutex_lock(&c->mu);
+        bool gone = c->gone;
+        uint64_t gen = c->drain_gen;
+        pthread_mutex_unlock(&c->mu);
+        if (gone)
+            return CT_ECLOSED;
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) <= HTTP_STREAM_HIGH)
+            return CT_OK;
+        pthread_mutex_lock(&c->mu);
+        if (c->drain_gen == gen && !c->gone) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 100 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        }
+        pthread_mutex_unlock(&c->mu);
+    }
+}
+
+static int http_stream_put(struct http_req *r, struct evbuffer *b)
+{
+    struct http_conn *c = r->conn;
+    pthread_mutex_lock(&c->mu);
+    bool gone = c->gone;
+    pthread_mutex_unlock(&c->mu);
+    if (gone) {
+        evbuffer_drain(b, evbuffer_get_length(b));
+        return CT_ECLOSED;
+    }
+    if (bufferevent_write_buffer(c->bev, b) != 0)
+        return CT_ECLOSED;
+    return http_stream_wait(r);
+}
+
+void http_stream_begin(struct http_req *r, int status, const char *content_type)
+{
+    if (!http_reply_claim(r))
+        return;
+    r->streaming = true;
+    r->status = status;
+    http_set_type(r, content_type);
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        r->stream_ended = true;
+        return;
+    }
+    bool chunked = r->minor >= 1;
+    if (!chunked)
+        r->keep_alive = false;
+    evbuffer_add_printf(b, "HTTP/1.%d %d %s\r\nContent-Type: %s\r\n", r->minor >= 1 ? 1 : 0,
+                        status, http_status_text(status), r->content_type);
+    if (chunked)
+        evbuffer_add_printf(b, "Transfer-Encoding: chunked\r\n");
+    http_req_write_common_headers(r, b);
+    evbuffer_add(b, "\r\n", 2);
+    if (r->wire_method == HTTP_HEAD) {
+        r->stream_ended = true; /* no body: the rest is dropped */
+    }
+    if (http_stream_put(r, b) != CT_OK)
+        r->stream_ended = true;
+    evbuffer_free(b);
+    if (r->jsonp && strstr(r->content_type, "json")) {
+        r->stream_jsonp = true;
+        if (http_stream_printf(r, "%s(", r->jsonp) != CT_OK) {
+            /* the client went away; later writes report it */
+        }
+    }
+}
+
+int http_stream_write(struct http_req *r, const void *data, size_t len)
+{
+    if (!r->streaming)
+        return CT_EINVAL;
+    if (r->stream_ended)
+        return r->wire_method == HTTP_HEAD ? CT_OK : CT_ECLOSED;
+    if (len == 0)
+        return CT_OK;
+    struct evbuffer *b = evbuffer_new();
+    if (!b)
+        return CT_ENOMEM;
+    int rc = 0;
+    if (r->minor >= 1)
+        rc |= evbuffer_add_printf(b, "%zx\r\n", len) < 0;
+    rc |= evbuffer_add(b, data, len);
+    if (r->minor >= 1)
+        rc |= evbuffer_add(b, "\r\n", 2);
+    int out = rc ? CT_ENOMEM : http_stream_put(r, b);
+    evbuffer_free(b);
+    if (out == CT_ECLOSED)
+        r->stream_ended = true;
+    return out;
+}
+
+int http_stream_printf(struct http_req *r, const char *fmt, ...)
+{
+    char small[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return CT_EINVAL;
+    if ((size_t)n < sizeof(small))
+        return http_stream_write(r, small, (size_t)n);
+    char *big = malloc((size_t)n + 1);
+    if (!big)
+        return CT_ENOMEM;
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    int rc = http_stream_write(r, big, (size_t)n);
+    free(big);
+    return rc;
+}
+
+void http_stream_end(struct http_req *r)
+{
+    if (!r->streaming || r->stream_ended) {
+        r->stream_ended = true;
+        return;
+    }
+    if (r->stream_jsonp && http_stream_write(r, ")", 1) != CT_OK) {
+        r->stream_ended = true;
+        return;
+    }
+    if (r->minor >= 1) {
+        struct evbuffer *b = evbuffer_new();
+        if (b) {
+            evbuffer_add(b, "0\r\n\r\n", 5);
+            if (http_stream_put(r, b) != CT_OK) {
+                /* the client went away: nothing left to tell it */
+            }
+            evbuffer_free(b);
+        }
+    }
+    r->stream_ended = true;
+}

@@ -1,0 +1,132 @@
+/* http.h - the HTTP side of the TSD as route handlers see it: one request, its decoded parts,
+ * and the ways to answer it (whole JSON replies, OpenTSDB error objects, empty replies, streamed
+ * chunked replies), plus running slow work off the event loop.
+ *
+ * Lifecycle: the server parses a request (HTTP/1.0 and 1.1, keep-alive, pipelining: requests of
+ * one connection are answered strictly in order), decodes the body (chunked framing,
+ * Content-Encoding gzip/deflate), normalises the path and calls the route's handler on the
+ * event-loop thread (routes.h). The handler must do exactly one of:
+ *   - reply now: http_reply_json / _cjson / _error / _status / _raw, or
+ *     http_stream_begin ... http_stream_end;
+ *   - call http_req_defer(): the work function runs on a worker thread and replies there
+ *     (same functions); the server finishes the request when it returns.
+ * A handler that returns without replying or deferring gets a 500 "handler did not reply".
+ * The request, its strings and its body are valid until the reply is complete (the handler or
+ * work function returned and the reply was handed to the connection); never keep pointers
+ * after that.
+ *
+ * Reply functions may be called from the loop thread (inside the handler) or from the worker
+ * thread running the deferred work of that request, never from anywhere else. Whole replies
+ * (json, error, status, raw) are buffered and sent after the handler/work returns. Streamed
+ * replies go to the socket as they are written; http_stream_write() blocks a worker while the
+ * client is slow (bounded buffering) and returns CT_ECLOSED once the client has gone, so the
+ * work can stop early.
+ *
+ * JSON replies honour `?pretty` (reformatted) and `?jsonp=fn` (wrapped as `fn(...)`), and
+ * carry `Content-Type: application/json; charset=UTF-8`. CORS headers are added by the server
+ * per tsd.http.request.cors_domains. */
+#ifndef CT_TSD_HTTP_H
+#define CT_TSD_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "storage/ct_err.h"
+
+struct cJSON;
+
+struct http_req; /* opaque: defined in http_int.h */
+
+/* Request methods, usable as a bit mask (routes.h). */
+enum http_method {
+    HTTP_GET = 1,
+    HTTP_POST = 2,
+    HTTP_PUT = 4,
+    HTTP_DELETE = 8,
+    HTTP_OPTIONS = 16,
+    HTTP_HEAD = 32,
+};
+
+/* The method after `method_override=get|post|put|delete` is applied (OpenTSDB lets a GET
+ * emulate other verbs). */
+enum http_method http_req_method(const struct http_req *r);
+/* "GET", "POST", ... of the method as sent on the wire. */
+const char *http_req_method_name(const struct http_req *r);
+/* The percent-decoded path without the query string, normalised: `/api/v1/x` -> `/api/x`, one
+ * trailing slash removed (except for "/"). E.g. "/api/query/last". */
+const char *http_req_path(const struct http_req *r);
+/* The path as sent (before normalisation and decoding), without the query string. */
+const char *http_req_raw_path(const struct http_req *r);
+/* The query string as sent (after '?', not decoded), or "" if none. */
+const char *http_req_query_string(const struct http_req *r);
+
+/* Query parameters, decoded ('+' is a space, %XX escapes). A parameter given without '=' (a
+ * presence-only flag such as `?details`) has the value "". Returns the first value, or NULL if
+ * the parameter is absent. */
+const char *http_req_param(const struct http_req *r, const char *name);
+/* How many times the parameter occurs, and its i-th value (0-based; NULL past the end), for
+ * repeated parameters such as `m=` or `tsuid=`. */
+size_t http_req_param_count(const struct http_req *r, const char *name);
+const char *http_req_param_at(const struct http_req *r, const char *name, size_t i);
+/* True if the flag is present and not "false"/"0"/"no" (`?details`, `?details=true`). */
+bool http_req_flag(const struct http_req *r, const char *name);
+/* A request header (case-insensitive name), or NULL. */
+const char *http_req_header(const struct http_req *r, const char *name);
+/* The body after transfer and content decoding, NUL-terminated (the NUL is not counted in
+ * *len); "" with *len 0 when there is none. len may be NULL. */
+const char *http_req_body(const struct http_req *r, size_t *len);
+/* The peer as "ip:port" (for logs). */
+const char *http_req_peer(const struct http_req *r);
+
+/* ---- whole replies ---------------------------------------------------------------------- */
+
+/* Sends `json` (len bytes; copied) with the status. Honours pretty and jsonp. */
+void http_reply_json(struct http_req *r, int status, const char *json, size_t len);
+/* Serialises doc (compact, or formatted with ?pretty) and sends it; takes doc (frees it, also
+ * when NULL is passed, which replies 500 "out of memory"). */
+void http_reply_cjson(struct http_req *r, int status, struct cJSON *doc);
+/* Sends OpenTSDB's error object {"error":{"code":status,"message":..,"details":..}} with the
+ * status; details NULL or "" is left out. Strings are copied. */
+void http_reply_error(struct http_req *r, int status, const char *message, const char *details);
+/* printf-style message variant of http_reply_error without details. */
+void http_reply_errorf(struct http_req *r, int status, const char *fmt, ...) CT_PRINTF(3, 4);
+/* An empty reply with the status (e.g. 204, or 200 for an OPTIONS preflight). */
+void http_reply_status(struct http_req *r, int status);
+/* Any body with its content type; body copied. */
+void http_reply_raw(struct http_req *r, int status, const char *content_type, const void *body,
+                    size_t len);
+/* Adds a response header to the reply being built (before the reply function is called, or
+ * before http_stream_begin). Copied. At most 16 extra headers. */
+void http_reply_header(struct http_req *r, const char *name, const char *value);
+
+/* ---- streamed replies (chunked transfer encoding; close-delimited for HTTP/1.0) ---------- */
+
+/* Starts a streamed reply with the status and content type (NULL = JSON). When jsonp is asked
+ * for and the type is JSON, the `fn(` prefix is written here and the `)` by http_stream_end;
+ * pretty is not applied to streamed replies. */
+void http_stream_begin(struct http_req *r, int status, const char *content_type);
+/* Appends bytes (copied). Returns CT_OK, or CT_ECLOSED if the client went away (stop writing;
+ * still call http_stream_end). From a worker it may block while too much is unsent. */
+CT_MUST_CHECK int http_stream_write(struct http_req *r, const void *data, size_t len);
+CT_MUST_CHECK int http_stream_printf(struct http_req *r, const char *fmt, ...) CT_PRINTF(2, 3);
+/* Ends the streamed reply. */
+void http_stream_end(struct http_req *r);
+
+/* ---- work off the event loop ------------------------------------------------------------ */
+
+/* Runs work(r, arg) on the TSD's worker pool (tsd.query.threads threads; 0 = number of CPUs)
+ * and completes the request when it returns. work must reply (above). Call from the handler,
+ * at most once, and then return without replying. Returns CT_OK, or an error if the pool
+ * cannot take it (the handler should then reply 503 itself). `arg` is borrowed until work
+ * returns; free it inside work. */
+typedef void (*http_work_fn)(struct http_req *r, void *arg);
+CT_MUST_CHECK int http_req_defer(struct http_req *r, http_work_fn work, void *arg,
+                                 struct ct_err *err);
+
+/* True once the client connection is gone (a worker can stop early). */
+bool http_req_client_gone(const struct http_req *r);
+
+/* The reason phrase for a status ("Not Found"). */
+const char *http_status_text(int status);
+
+#endif

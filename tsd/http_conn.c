@@ -1,0 +1,890 @@
+/* http_conn.c - HTTP/1.x framing on a libevent bufferevent: request heads, Content-Length and
+ * chunked bodies, Expect: 100-continue, keep-alive and pipelining, Content-Encoding
+ * gzip/deflate, and handing each complete request to routes_dispatch().
+ *
+ * (libevent's evhttp cannot be handed a socket that was already accepted and sniffed, so the
+ * framing lives here; query strings and URIs are decoded with evhttp's public helpers.)
+ *
+ * Invariants: (1) one request per connection is in flight: while it is (state HC_BUSY) further
+ * input stays in the bufferevent, bounded by its read watermark, so pipelined requests are
+ * answered strictly in order; (2) a body never exceeds tsd.http.request.max_body (Content-Length,
+ * and after content decoding) or tsd.http.request.max_chunk (chunked); past either the client
+ * gets 413 and the connection is closed, since the rest of its stream cannot be framed; (3) the
+ * connection is freed only when refs drops to 0: the loop holds 1 while it is open, a worker 1
+ * while it runs the request's deferred work.
+ * Locking: HTTP bufferevents are thread-safe with unlocked deferred callbacks, so a worker may
+ * stream a reply; conn->mu guards gone/drain_gen only (never held across a bufferevent call). */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <zlib.h>
+
+#include "tsd/conf.h"
+#include "tsd/http_int.h"
+#include "tsd/routes.h"
+#include "tsd/tlog.h"
+#include "tsd/tsd_int.h"
+#include "tsd/tstats.h"
+#include "tsd/workpool.h"
+
+enum http_conn_state {
+    HC_HEAD = 0,
+    HC_BODY,
+    HC_CHUNK_SIZE,
+    HC_CHUNK_DATA,
+    HC_CHUNK_CRLF,
+    HC_TRAILER,
+    HC_BUSY,
+    HC_CLOSING,
+};
+
+#define HTTP_READ_HIGH (1u << 20)
+#define HTTP_WRITE_LOW (256u << 10)
+
+static void http_conn_process(struct http_conn *c);
+static void http_conn_free(struct http_conn *c);
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static char *http_trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        s[--n] = '\0';
+    return s;
+}
+
+static bool http_has_token(const char *list, const char *token)
+{
+    size_t tl = strlen(token);
+    const char *p = list;
+    while (p && *p) {
+        while (*p == ' ' || *p == ',' || *p == '\t')
+            p++;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *te = e;
+        while (te > p && (te[-1] == ' ' || te[-1] == '\t'))
+            te--;
+        if ((size_t)(te - p) == tl && !strncasecmp(p, token, tl))
+            return true;
+        p = *e ? e + 1 : e;
+    }
+    return false;
+}
+
+void http_req_free(struct http_req *r)
+{
+    if (!r)
+        return;
+    free(r->head);
+    free(r->raw_path);
+    free(r->path);
+    free(r->query);
+    free(r->params);
+    free(r->params_buf);
+    free(r->body);
+    free(r->content_type);
+    if (r->reply_body)
+        evbuffer_free(r->reply_body);
+    for (size_t i = 0; i < r->nextra; i++) {
+        free(r->extra[i].name);
+        free(r->extra[i].value);
+    }
+    free(r);
+}
+
+static struct http_req *http_req_new(struct http_conn *c)
+{
+    struct http_req *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->conn = c;
+    r->reply_body = evbuffer_new();
+    if (!r->reply_body) {
+        free(r);
+        return NULL;
+    }
+    r->minor = 1;
+    r->keep_alive = false;
+    strcpy(r->method_name, "?");
+    return r;
+}
+
+/* ---- replies ------------------------------------------------------------------------------- */
+
+void http_req_write_common_headers(struct http_req *r, struct evbuffer *out)
+{
+    char date[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    bool keep = r->keep_alive && !r->conn->close_after;
+    evbuffer_add_printf(out, "Date: %s\r\nConnection: %s\r\n", date, keep ? "keep-alive" : "close");
+    for (size_t i = 0; i < r->nextra; i++)
+        evbuffer_add_printf(out, "%s: %s\r\n", r->extra[i].name, r->extra[i].value);
+}
+
+static void http_count_status(int status)
+{
+    if (status >= 500)
+        tstats_add(TSTATS_HTTP_5XX, 1);
+    else if (status >= 400)
+        tstats_add(TSTATS_HTTP_4XX, 1);
+}
+
+void http_conn_send_reply(struct http_req *r)
+{
+    struct http_conn *c = r->conn;
+    if (!r->keep_alive)
+        c->close_after = true;
+    struct evbuffer *out = evbuffer_new();
+    if (!out) {
+        c->close_after = true;
+        return;
+    }
+    int status = r->status;
+    http_count_status(status);
+    bool no_body = status == 204 || status == 304 || (status >= 100 && status < 200);
+    size_t blen = evbuffer_get_length(r->reply_body);
+    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, http_status_text(status));
+    if (!no_body) {
+        evbuffer_add_printf(out, "Content-Type: %s\r\nContent-Length: %zu\r\n",
+                            r->content_type ? r->content_type : "application/json; charset=UTF-8",
+                            blen);
+    }
+    http_req_write_common_headers(r, out);
+    evbuffer_add(out, "\r\n", 2);
+    if (!no_body && r->wire_method != HTTP_HEAD)
+        evbuffer_add_buffer(out, r->reply_body);
+    if (bufferevent_write_buffer(c->bev, out) != 0)
+        c->close_after = true;
+    evbuffer_free(out);
+}
+
+/* A framing-level error: reply with OpenTSDB's error object and close. */
+static void http_conn_fail(struct http_conn *c, int status, const char *msg)
+{
+    struct http_req *r = c->req;
+    if (!r) {
+        r = http_req_new(c);
+        if (!r) {
+            c->close_after = true;
+            return;
+        }
+        c->req = r;
+    }
+    r->keep_alive = false;
+    c->close_after = true;
+    r->replied = false;
+    r->streaming = false;
+    evbuffer_drain(r->reply_body, evbuffer_get_length(r->reply_body));
+    http_reply_error(r, status, msg, NULL);
+    http_conn_send_reply(r);
+    http_req_free(r);
+    c->req = NULL;
+    c->state = HC_CLOSING;
+}
+
+/* ---- request head ---------------------------------------------------------------------- */
+
+static enum http_method http_method_parse(const char *m)
+{
+    static const struct {
+        const char *name;
+        enum http_method m;
+    } tab[] = {{"GET", HTTP_GET},         {"POST", HTTP_POST},       {"PUT", HTTP_PUT},
+               {"DELETE", HTTP_DELETE},   {"OPTIONS", HTTP_OPTIONS}, {"HEAD", HTTP_HEAD}};
+    for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+        if (!strcmp(m, tab[i].name))
+            return tab[i].m;
+    return (enum http_method)0;
+}
+
+/* Parses r->head (NUL-terminated); returns 0 or an HTTP status with msg set. */
+static int http_parse_head(struct http_conn *c, struct http_req *r, const char **msg)
+{
+    char *save = NULL;
+    char *line = strtok_r(r->head, "\n", &save);
+    if (!line) {
+        *msg = "Empty request";
+        return 400;
+    }
+    line = http_trim(line);
+    char *sp1 = strchr(line, ' ');
+    char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+    if (!sp1 || !sp2) {
+        *msg = "Malformed request line";
+        return 400;
+    }
+    *sp1 = '\0';
+    *sp2 = '\0';
+    char *target = sp1 + 1, *version = http_trim(sp2 + 1);
+    snprintf(r->method_name, sizeof(r->method_name), "%s", line);
+    r->wire_method = http_method_parse(line);
+    r->method = r->wire_method;
+    if (!strcmp(version, "HTTP/1.1"))
+        r->minor = 1;
+    else if (!strcmp(version, "HTTP/1.0"))
+        r->minor = 0;
+    else {
+        *msg = "Unsupported HTTP version";
+        return 505;
+    }
+    /* absolute-form: drop scheme and authority */
+    if (!strncasecmp(target, "http://", 7) || !strncasecmp(target, "https://", 8)) {
+        char *slash = strchr(strstr(target, "//") + 2, '/');
+        target = slash ? slash : "/";
+    }
+    char *q = strchr(target, '?');
+    if (q)
+        *q = '\0';
+    r->raw_path = strdup(target);
+    r->query = strdup(q ? q + 1 : "");
+    r->path = strdup(target);
+    if (!r->raw_path || !r->query || !r->path) {
+        *msg = "Out of memory";
+        return 500;
+    }
+    if (!http_decode(r->path, false)) {
+        *msg = "Invalid path";
+        return 400;
+    }
+    http_normalise_path(r->path);
+    /* headers */
+    while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
+        size_t l = strlen(line);
+        if (l > 0 && line[l - 1] == '\r')
+            line[--l] = '\0';
+        if (l == 0)
+            break;
+        if (line[0] == ' ' || line[0] == '\t') {
+            *msg = "Folded header lines are not supported";
+            return 400;
+        }
+        char *colon = strchr(line, ':');
+        if (!colon) {
+            *msg = "Malformed header line";
+            return 400;
+        }
+        if (r->nheaders == HTTP_MAX_HEADERS) {
+            *msg = "Too many header lines";
+            return 431;
+        }
+        *colon = '\0';
+        r->headers[r->nheaders].name = http_trim(line);
+        r->headers[r->nheaders].value = http_trim(colon + 1);
+        r->nheaders++;
+    }
+    const char *conn = http_req_header(r, "Connection");
+    if (r->minor >= 1)
+        r->keep_alive = !(conn && http_has_token(conn, "close"));
+    else
+        r->keep_alive = conn && http_has_token(conn, "keep-alive");
+    if (http_parse_query(r) != 0) {
+        *msg = "Out of memory";
+        return 500;
+    }
+    const char *jp = http_req_param(r, "jsonp");
+    if (jp && *jp) {
+        if (!http_jsonp_ok(jp)) {
+            *msg = "Invalid jsonp callback name";
+            return 400;
+        }
+        r->jsonp = jp;
+    }
+    r->pretty = http_req_param(r, "pretty") != NULL;
+    const char *mo = http_req_param(r, "method_override");
+    if (mo && *mo) {
+        char up[16];
+        size_t i = 0;
+        for (; mo[i] && i < sizeof(up) - 1; i++)
+            up[i] = (char)toupper((unsigned char)mo[i]);
+        up[i] = '\0';
+        enum http_method m = http_method_parse(up);
+        if (m == HTTP_GET || m == HTTP_POST || m == HTTP_PUT || m == HTTP_DELETE)
+            r->method = m;
+        else {
+            *msg = "Unknown or unsupported method override value";
+            return 400;
+        }
+    }
+    /* body framing */
+    const char *te = http_req_header(r, "Transfer-Encoding");
+    const char *cl = http_req_header(r, "Content-Length");
+    c->chunked = false;
+    c->body_need = 0;
+    if (te && http_has_token(te, "chunked")) {
+        if (!c->tsd->enable_chunked) {
+            *msg = "Chunked request not supported.";
+            return 400;
+        }
+        c->chunked = true;
+    } else if (te && !http_has_token(te, "identity")) {
+        *msg = "Unsupported Transfer-Encoding";
+        return 501;
+    } else if (cl) {
+        char *end;
+        if (!*cl || !isdigit((unsigned char)*cl)) {
+            *msg = "Invalid Content-Length";
+            return 400;
+        }
+        unsigned long long v = strtoull(cl, &end, 10);
+        if (*end) {
+            *msg = "Invalid Content-Length";
+            return 400;
+        }
+        if (v > c->tsd->max_body) {
+            *msg = "Request body too large";
+            return 413;
+        }
+        c->body_need = (size_t)v;
+    }
+    const char *ex = http_req_header(r, "Expect");
+    c->expect_continue = ex && !strcasecmp(ex, "100-continue") && r->minor >= 1;
+    return 0;
+}
+
+/* ---- body decoding ------------------------------------------------------------------------- */
+
+static int http_inflate(struct http_req *r, const unsigned char *in, size_t inlen, bool gzip,
+                        size_t limit, char **out, size_t *outlen, const char **msg)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        z_stream zs;
+        memset(&zs, 0, sizeof(zs));
+        int wbits = gzip ? 15 + 32 : (attempt == 0 ? 15 : -15);
+        if (inflateInit2(&zs, wbits) != Z_OK) {
+            *msg = "Cannot start decompression";
+            return 500;
+        }
+        size_t cap = inlen * 4 + 1024, n = 0;
+        if (cap > limit + 1)
+            cap = limit + 1;
+        char *buf = malloc(cap + 1);
+        if (!buf) {
+            inflateEnd(&zs);
+            *msg = "Out of memory";
+            return 500;
+        }
+        zs.next_in = (unsigned char *)in;
+        zs.avail_in = (uInt)inlen;
+        int zrc = Z_OK;
+        while (zrc != Z_STREAM_END) {
+            if (n == cap) {
+                if (cap > limit) {
+                    free(buf);
+                    inflateEnd(&zs);
+                    *msg = "Decompressed request body too large";
+                    return 413;
+                }
+                size_t ncap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
+                char *nb = realloc(buf, ncap + 1);
+                if (!nb) {
+                    free(buf);
+                    inflateEnd(&zs);
+                    *msg = "Out of memory";
+                    return 500;
+                }
+                buf = nb;
+                cap = ncap;
+            }
+            zs.next_out = (unsigned char *)buf + n;
+            zs.avail_out = (uInt)(cap - n);
+            zrc = inflate(&zs, Z_NO_FLUSH);
+            n = cap - zs.avail_out;
+            if (zrc == Z_STREAM_END)
+                break;
+            if (zrc != Z_OK && zrc != Z_BUF_ERROR)
+                break;
+            if (zrc == Z_BUF_ERROR && zs.avail_in == 0)
+                break;
+        }
+        inflateEnd(&zs);
+        if (zrc == Z_STREAM_END) {
+            if (n > limit) {
+                free(buf);
+                *msg = "Decompressed request body too large";
+                return 413;
+            }
+            buf[n] = '\0';
+            *out = buf;
+            *outlen = n;
+            return 0;
+        }
+        free(buf);
+        if (gzip)
+            break;
+    }
+    (void)r;
+    *msg = "Unable to decompress the request body";
+    return 400;
+}
+
+static int http_finish_body(struct http_conn *c, struct http_req *r, const char **msg)
+{
+    size_t n = c->body ? evbuffer_get_length(c->body) : 0;
+    const char *ce = http_req_header(r, "Content-Encoding");
+    bool gz = ce && (http_has_token(ce, "gzip") || http_has_token(ce, "x-gzip"));
+    bool df = ce && http_has_token(ce, "deflate");
+    if (ce && !gz && !df && !http_has_token(ce, "identity")) {
+        *msg = "Unsupported Content-Encoding";
+        return 415;
+    }
+    if (n == 0) {
+        r->body = NULL;
+        r->body_len = 0;
+        return 0;
+    }
+    unsigned char *flat = evbuffer_pullup(c->body, -1);
+    if (gz || df) {
+        int st = http_inflate(r, flat, n, gz, c->tsd->max_body, &r->body, &r->body_len, msg);
+        evbuffer_drain(c->body, n);
+        return st;
+    }
+    r->body = malloc(n + 1);
+    if (!r->body) {
+        *msg = "Out of memory";
+        return 500;
+    }
+    memcpy(r->body, flat, n);
+    r->body[n] = '\0';
+    r->body_len = n;
+    evbuffer_drain(c->body, n);
+    return 0;
+}
+
+/* ---- the request cycle --------------------------------------------------------------------- */
+
+static void http_conn_finish(struct http_conn *c)
+{
+    struct http_req *r = c->req;
+    if (!r->replied) {
+        tlog_error("http: handler for %s %s did not reply", r->method_name, r->path);
+        http_reply_error(r, 500, "handler did not reply", NULL);
+    }
+    if (r->streaming) {
+        if (!r->stream_ended)
+            http_stream_end(r);
+        http_count_status(r->status);
+        if (!r->keep_alive)
+            c->close_after = true;
+    } else {
+        http_conn_send_reply(r);
+    }
+    http_req_free(r);
+    c->req = NULL;
+    if (c->close_after) {
+        c->state = HC_CLOSING;
+        bufferevent_disable(c->bev, EV_READ);
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+            http_conn_free(c);
+        return;
+    }
+    c->state = HC_HEAD;
+}
+
+static void http_conn_dispatch(struct http_conn *c)
+{
+    struct http_req *r = c->req;
+    const char *msg = NULL;
+    int st = http_finish_body(c, r, &msg);
+    c->state = HC_BUSY;
+    tstats_add(TSTATS_HTTP_REQUESTS, 1);
+    if (st != 0) {
+        http_conn_fail(c, st, msg);
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+            http_conn_free(c);
+        return;
+    }
+    routes_dispatch(r);
+    if (r->deferred)
+        return; /* http_conn_work_done() continues */
+    http_conn_finish(c);
+}
+
+/* Returns false when the connection was freed or must wait. */
+static bool http_conn_step(struct http_conn *c)
+{
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    size_t avail = evbuffer_get_length(in);
+    const char *msg = NULL;
+    switch (c->state) {
+    case HC_HEAD: {
+        /* skip blank lines between pipelined requests */
+        while (avail > 0) {
+            unsigned char *b = evbuffer_pullup(in, 1);
+            if (*b != '\r' && *b != '\n')
+                break;
+            evbuffer_drain(in, 1);
+            avail--;
+        }
+        if (avail == 0)
+            return false;
+        size_t look = avail < c->tsd->max_header + 4 ? avail : c->tsd->max_header + 4;
+        const char *d = (const char *)evbuffer_pullup(in, (ssize_t)look);
+        size_t end = 0;
+        for (size_t i = 0; i + 1 < look; i++) {
+            if (d[i] != '\n')
+                continue;
+            if (d[i + 1] == '\n') {
+                end = i + 2;
+                break;
+            }
+            if (d[i + 1] == '\r' && i + 2 < look && d[i + 2] == '\n') {
+                end = i + 3;
+                break;
+            }
+        }
+        if (end == 0) {
+            if (avail > c->tsd->max_header) {
+                http_conn_fail(c, 431, "Request header too large");
+                return true;
+            }
+            return false;
+        }
+        struct http_req *r = http_req_new(c);
+        if (!r) {
+            http_conn_fail(c, 500, "Out of memory");
+            return true;
+        }
+        c->req = r;
+        r->head = malloc(end + 1);
+        if (!r->head) {
+            http_conn_fail(c, 500, "Out of memory");
+            return true;
+        }
+        memcpy(r->head, d, end);
+        r->head[end] = '\0';
+        evbuffer_drain(in, end);
+        int st = http_parse_head(c, r, &msg);
+        if (st != 0) {
+            http_conn_fail(c, st, msg);
+            return true;
+        }
+        if (c->body)
+            evbuffer_drain(c->body, evbuffer_get_length(c->body));
+        if (c->chunked || c->body_need > 0) {
+            if (!c->body && !(c->body = evbuffer_new())) {
+                http_conn_fail(c, 500, "Out of memory");
+                return true;
+            }
+            if (c->expect_continue && evbuffer_get_length(in) == 0)
+                bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+            c->state = c->chunked ? HC_CHUNK_SIZE : HC_BODY;
+            return true;
+        }
+        http_conn_dispatch(c);
+        return true;
+    }
+    case HC_BODY:
+    case HC_CHUNK_DATA: {
+        size_t n = avail < c->body_need ? avail : c->body_need;
+        if (n > 0) {
+            evbuffer_remove_buffer(in, c->body, n);
+            c->body_need -= n;
+        }
+        if (c->body_need > 0)
+            return false;
+        if (c->state == HC_CHUNK_DATA) {
+            c->state = HC_CHUNK_CRLF;
+            return true;
+        }
+        http_conn_dispatch(c);
+        return true;
+    }
+    case HC_CHUNK_SIZE: {
+        size_t len;
+        char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_CRLF);
+        if (!line) {
+            if (avail > 1024)
+                http_conn_fail(c, 400, "Malformed chunk size line");
+            return avail > 1024;
+        }
+        char *end;
+        unsigned long long sz = strtoull(line, &end, 16);
+        bool bad = end == line || (*end && *end != ';' && *end != ' ');
+        free(line);
+        if (bad) {
+            http_conn_fail(c, 400, "Malformed chunk size line");
+            return true;
+        }
+        if (sz + evbuffer_get_length(c->body) > c->tsd->max_chunk) {
+            char m[160];
+            snprintf(m, sizeof(m),
+                     "Chunked request body larger than tsd.http.request.max_chunk (%zu bytes)",
+                     c->tsd->max_chunk);
+            http_conn_fail(c, 413, m);
+            return true;
+        }
+        if (sz == 0) {
+            c->state = HC_TRAILER;
+            return true;
+        }
+        c->body_need = (size_t)sz;
+        c->state = HC_CHUNK_DATA;
+        return true;
+    }
+    case HC_CHUNK_CRLF: {
+        size_t len;
+        char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_CRLF);
+        if (!line) {
+            if (avail > 2)
+                http_conn_fail(c, 400, "Malformed chunk framing");
+            return avail > 2;
+        }
+        free(line);
+        if (len != 0) {
+            http_conn_fail(c, 400, "Malformed chunk framing");
+            return true;
+        }
+        c->state = HC_CHUNK_SIZE;
+        return true;
+    }
+    case HC_TRAILER: {
+        size_t len;
+        char *line = evbuffer_readln(in, &len, EVBUFFER_EOL_CRLF);
+        if (!line) {
+            if (avail > c->tsd->max_header)
+                http_conn_fail(c, 431, "Chunked trailer too large");
+            return avail > c->tsd->max_header;
+        }
+        free(line);
+        if (len == 0)
+            http_conn_dispatch(c);
+        return true;
+    }
+    case HC_BUSY:
+    case HC_CLOSING:
+    default:
+        return false;
+    }
+}
+
+static void http_conn_process(struct http_conn *c)
+{
+    for (int i = 0; i < 1000000; i++) {
+        int state = c->state;
+        if (state == HC_CLOSING) {
+            if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+                http_conn_free(c);
+            return;
+        }
+        /* A step may free c only through http_conn_finish/dispatch when it closes, which sets
+         * HC_CLOSING first; c->closed tells us. */
+        c->refs++;
+        bool more = http_conn_step(c);
+        bool freed = --c->refs == 0;
+        if (freed) {
+            http_conn_free(c);
+            return;
+        }
+        if (c->closed)
+            return;
+        if (!more)
+            return;
+    }
+}
+
+static void http_conn_read_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    http_conn_process(arg);
+}
+
+static void http_conn_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct http_conn *c = arg;
+    pthread_mutex_lock(&c->mu);
+    c->drain_gen++;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (c->state == HC_CLOSING && !c->req && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        http_conn_free(c);
+}
+
+static void http_conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    struct http_conn *c = arg;
+    (void)bev;
+    if (what & BEV_EVENT_TIMEOUT)
+        tstats_add(TSTATS_CONN_TIMEOUT, 1);
+    if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !(what & BEV_EVENT_TIMEOUT) &&
+        c->state == HC_BUSY) {
+        /* Half-closed while a request is in flight: answer it, then close. */
+        c->close_after = true;
+        bufferevent_disable(c->bev, EV_READ);
+        return;
+    }
+    pthread_mutex_lock(&c->mu);
+    c->gone = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    http_conn_free(c);
+}
+
+/* Drops the loop's reference: frees now, or marks closed for the worker to finish. */
+static void http_conn_free(struct http_conn *c)
+{
+    if (c->closed) {
+        if (c->refs == 0)
+            goto really;
+        return;
+    }
+    c->closed = true;
+    c->refs--;
+    pthread_mutex_lock(&c->mu);
+    c->gone = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+    if (c->refs > 0)
+        return;
+really:
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        c->tsd->http_conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    bufferevent_free(c->bev);
+    if (c->body)
+        evbuffer_free(c->body);
+    http_req_free(c->req);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    struct tsd *t = c->tsd;
+    free(c);
+    tsd_conn_closed(t);
+}
+
+int http_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err)
+{
+    struct http_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for a connection from %s", peer);
+    c->bev = bufferevent_socket_new(t->base, fd,
+                                    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_THREADSAFE |
+                                        BEV_OPT_DEFER_CALLBACKS | BEV_OPT_UNLOCK_CALLBACKS);
+    if (!c->bev) {
+        free(c);
+        return ct_err_set(err, CT_ENOMEM, "cannot create a bufferevent for %s", peer);
+    }
+    c->tsd = t;
+    c->refs = 1;
+    c->id = ++t->next_conn_id;
+    snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    c->next = t->http_conns;
+    if (c->next)
+        c->next->prev = c;
+    t->http_conns = c;
+    bufferevent_setcb(c->bev, http_conn_read_cb, http_conn_write_cb, http_conn_event_cb, c);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, HTTP_READ_HIGH);
+    bufferevent_setwatermark(c->bev, EV_WRITE, HTTP_WRITE_LOW, 0);
+    if (t->socket_timeout_s > 0) {
+        struct timeval tv = {(time_t)t->socket_timeout_s, 0};
+        bufferevent_set_timeouts(c->bev, &tv, NULL);
+    }
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    tstats_add(TSTATS_CONN_HTTP, 1);
+    return CT_OK;
+}
+
+/* ---- deferred work --------------------------------------------------------------------------- */
+
+static void http_work_trampoline(void *arg)
+{
+    struct http_req *r = arg;
+    r->on_worker = true;
+    r->work(r, r->work_arg);
+    tsd_post_done(r->conn->tsd, r);
+}
+
+int http_req_defer(struct http_req *r, http_work_fn work, void *arg, struct ct_err *err)
+{
+    if (r->deferred || r->replied)
+        return ct_err_set(err, CT_EINVAL, "request already deferred or answered");
+    r->deferred = true;
+    r->work = work;
+    r->work_arg = arg;
+    r->conn->refs++;
+    int rc = workpool_submit(r->conn->tsd->pool, http_work_trampoline, r, err);
+    if (rc != CT_OK) {
+        r->deferred = false;
+        r->conn->refs--;
+    }
+    return rc;
+}
+
+void http_conn_work_done(struct http_req *r)
+{
+    struct http_conn *c = r->conn;
+    r->on_worker = false;
+    c->refs--; /* the worker's reference */
+    if (c->closed) {
+        if (c->refs == 0)
+            http_conn_free(c);
+        return;
+    }
+    c->refs++; /* keep c while finishing, which may close it */
+    http_conn_finish(c);
+    bool alive = !c->closed && c->state != HC_CLOSING;
+    if (--c->refs == 0) {
+        http_conn_free(c);
+        return;
+    }
+    if (!alive)
+        return;
+    bufferevent_enable(c->bev, EV_READ);
+    http_conn_process(c);
+}
+
+void http_conn_close_all(struct tsd *t)
+{
+    struct http_conn *c = t->http_conns;
+    while (c) {
+        struct http_conn *next = c->next;
+        if (c->state == HC_HEAD && !c->req) {
+            http_conn_free(c);
+        } else {
+            c->close_after = true;
+        }
+        c = next;
+    }
+}
+
+void http_conn_free_all(struct tsd *t)
+{
+    struct http_conn *c = t->http_conns;
+    while (c) {
+        struct http_conn *next = c->next;
+        bufferevent_free(c->bev);
+        if (c->body)
+            evbuffer_free(c->body);
+        http_req_free(c->req);
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+        free(c);
+        c = next;
+    }
+    t->http_conns = NULL;
+}
+
+struct tsd *http_req_tsd(const struct http_req *r)
+{
+    return r->conn->tsd;
+}

@@ -1,0 +1,116 @@
+/* http_int.h - private to the HTTP server files (http.c, http_conn.c, routes.c, static.c):
+ * the request and connection structs behind http.h.
+ *
+ * Ownership: a connection owns its current request. A request being worked on by a worker
+ * holds a reference on its connection (conn->refs), so the connection outlives the work even if
+ * the client goes away; the loop frees both once the work is finished (http_conn_work_done).
+ * Threads: every field is touched by the loop thread only, except those marked [w] (written by
+ * the worker running the request's deferred work, while the loop leaves the request alone) and
+ * [mu] (guarded by conn->mu). */
+#ifndef CT_TSD_HTTP_INT_H
+#define CT_TSD_HTTP_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tsd/http.h"
+
+struct bufferevent;
+struct evbuffer;
+struct tsd;
+
+#define HTTP_MAX_HEADERS 100
+#define HTTP_MAX_EXTRA_HEADERS 16
+
+struct http_kv {
+    char *name;
+    char *value;
+};
+
+struct http_req {
+    struct http_conn *conn;
+    enum http_method method;      /* after method_override */
+    enum http_method wire_method; /* as sent; 0 for an unknown verb */
+    char method_name[16];
+    int minor;      /* HTTP/1.minor */
+    bool keep_alive;
+    char *head;     /* the request head, NUL-separated in place; header strings point here */
+    char *raw_path; /* owned */
+    char *path;     /* owned, decoded and normalised */
+    char *query;    /* owned, as sent */
+    struct http_kv headers[HTTP_MAX_HEADERS];
+    size_t nheaders;
+    struct http_kv *params; /* owned array; strings in params_buf */
+    size_t nparams;
+    char *params_buf;
+    char *body; /* owned, NUL-terminated */
+    size_t body_len;
+    bool pretty;
+    const char *jsonp; /* param value or NULL */
+
+    /* reply [w] */
+    bool replied;   /* a whole reply is ready, or a stream began */
+    bool streaming;
+    bool stream_ended;
+    bool stream_jsonp;
+    int status;
+    char *content_type;          /* owned */
+    struct evbuffer *reply_body; /* whole replies */
+    struct http_kv extra[HTTP_MAX_EXTRA_HEADERS];
+    size_t nextra;
+    bool on_worker; /* deferred work is running on a worker */
+    bool deferred;
+    http_work_fn work;
+    void *work_arg;
+    struct http_req *done_next; /* completion queue link (tsd's done list) */
+};
+
+struct http_conn {
+    struct tsd *tsd;
+    struct bufferevent *bev;
+    char peer[64];
+    int state;
+    struct http_req *req; /* the request being read or answered */
+    size_t body_need;     /* bytes of body (Content-Length) or of the current chunk */
+    struct evbuffer *body;
+    bool chunked;
+    bool expect_continue;
+    bool close_after; /* close once the output is flushed */
+    bool closed;      /* the socket is gone or being closed */
+    int refs;         /* 1 for the loop while open + 1 while a worker has the request */
+    uint64_t id;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t drain_gen; /* [mu] bumped each time the output drains below the low mark */
+    bool gone;          /* [mu] client closed or errored */
+    struct http_conn *next, *prev; /* the tsd's list of open HTTP connections */
+};
+
+/* Starts serving HTTP on an accepted socket whose first byte says HTTP. Takes fd. */
+int http_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err);
+/* Runs on the loop when a worker finished r's deferred work: sends the reply or ends the
+ * stream, then moves the connection on (next pipelined request, close, or free). */
+void http_conn_work_done(struct http_req *r);
+/* Sends r's whole reply (status line, headers, body) on the loop thread. */
+void http_conn_send_reply(struct http_req *r);
+/* Closes every idle HTTP connection and marks busy ones to close when done (shutdown). */
+void http_conn_close_all(struct tsd *t);
+/* Frees every HTTP connection at once (after the loop and the workers ended). */
+void http_conn_free_all(struct tsd *t);
+
+/* http.c helpers used by http_conn.c (and tested directly) */
+/* Percent-decodes s in place ('+' -> ' ' when plus); false if it decodes to a NUL. */
+bool http_decode(char *s, bool plus);
+/* Splits r->query into decoded parameters (r->params); -1 when out of memory. */
+int http_parse_query(struct http_req *r);
+/* True if s is a safe jsonp callback name (letters, digits, '_', '.', '$'; <= 128 bytes). */
+bool http_jsonp_ok(const char *s);
+/* Normalises a decoded path in place: /api/v1/x -> /api/x, one trailing slash removed. */
+void http_normalise_path(char *p);
+void http_req_free(struct http_req *r);
+/* Appends the headers common to every reply (Connection, CORS, extras) to out. */
+void http_req_write_common_headers(struct http_req *r, struct evbuffer *out);
+
+#endif

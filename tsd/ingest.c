@@ -1,0 +1,403 @@
+/* ingest.c - batches, the batch pool and the writer threads (see ingest.h).
+ *
+ * Invariants: (1) a batch's arena, record and tag-pointer arrays are allocated once, at fixed
+ * capacity, so adding a point never allocates and pointers into the arena stay valid;
+ * (2) every batch is in exactly one place: the free list, a producer, the write queue, a writer,
+ * or a done callback; in_use counts those outside the free list; (3) the write queue is FIFO.
+ * Locking: mu guards free list, queue, in_use and stopping; free_cv signals a released batch,
+ * queue_cv a queued batch or stopping. */
+#include "tsd/ingest.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INGEST_MAX_MSGS 32
+#define INGEST_MSG_LEN 256
+#define INGEST_SLACK (64u << 10) /* arena room beyond batch_bytes: one point always fits */
+
+struct ingest_rec {
+    uint32_t key_off; /* metric, then k\0v\0 pairs */
+    uint32_t key_len;
+    uint32_t tag_idx; /* into tagk/tagv pointer arrays */
+    uint16_t ntags;
+    uint8_t kind;
+    uint8_t outcome;
+    uint8_t ms;
+    int16_t msg; /* index into msgs, -1 = none */
+    int64_t ts_ms;
+    int64_t i;
+    double d;
+    uint64_t owner;
+};
+
+struct ingest_batch {
+    char *arena;
+    size_t used, cap, soft_cap;
+    struct ingest_rec *recs;
+    size_t n, cap_recs;
+    const char **tagk, **tagv;
+    size_t ntags, cap_tags;
+    char msgs[INGEST_MAX_MSGS][INGEST_MSG_LEN];
+    int nmsgs;
+    int result;
+    char result_msg[INGEST_MSG_LEN];
+    uint64_t seq;
+    ingest_done_fn done;
+    void *done_arg;
+    struct ingest_batch *next;
+};
+
+struct ingest {
+    pthread_mutex_t mu;
+    pthread_cond_t free_cv, queue_cv;
+    struct ingest_batch *free_list;
+    struct ingest_batch *q_head, *q_tail;
+    size_t in_use;
+    bool stopping;
+    struct ingest_batch **all;
+    size_t nall;
+    pthread_t *writers;
+    int nwriters;
+    ingest_write_fn fn;
+    void *arg;
+};
+
+void ingest_options_init(struct ingest_options *o)
+{
+    o->writers = 1;
+    o->batches = 8;
+    o->batch_points = 16384;
+    o->batch_bytes = 2u << 20;
+}
+
+static void ingest_batch_destroy(struct ingest_batch *b)
+{
+    if (!b)
+        return;
+    free(b->arena);
+    free(b->recs);
+    free(b->tagk);
+    free(b->tagv);
+    free(b);
+}
+
+static struct ingest_batch *ingest_batch_create(const struct ingest_options *o)
+{
+    struct ingest_batch *b = calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    b->soft_cap = o->batch_bytes;
+    b->cap = o->batch_bytes + INGEST_SLACK;
+    b->cap_recs = o->batch_points;
+    b->cap_tags = b->cap / 4;
+    b->arena = malloc(b->cap);
+    b->recs = malloc(b->cap_recs * sizeof(*b->recs));
+    b->tagk = malloc(b->cap_tags * sizeof(*b->tagk));
+    b->tagv = malloc(b->cap_tags * sizeof(*b->tagv));
+    if (!b->arena || !b->recs || !b->tagk || !b->tagv) {
+        ingest_batch_destroy(b);
+        return NULL;
+    }
+    return b;
+}
+
+static void ingest_batch_reset(struct ingest_batch *b)
+{
+    b->used = 0;
+    b->n = 0;
+    b->ntags = 0;
+    b->nmsgs = 0;
+    b->result = CT_OK;
+    b->result_msg[0] = '\0';
+    b->seq = 0;
+    b->done = NULL;
+    b->done_arg = NULL;
+    b->next = NULL;
+}
+
+bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_t owner)
+{
+    if (b->n == b->cap_recs || b->used >= b->soft_cap || b->ntags + p->ntags > b->cap_tags)
+        return false;
+    size_t need = p->metric.len + 1;
+    for (size_t i = 0; i < p->ntags; i++)
+        need += p->tagk[i].len + p->tagv[i].len + 2;
+    if (b->used + need > b->cap || need > UINT32_MAX)
+        return false;
+    struct ingest_rec *r = &b->recs[b->n];
+    r->key_off = (uint32_t)b->used;
+    r->key_len = (uint32_t)need;
+    r->tag_idx = (uint32_t)b->ntags;
+    r->ntags = (uint16_t)p->ntags;
+    r->kind = (uint8_t)p->value.kind;
+    r->outcome = INGEST_PENDING;
+    r->ms = p->ms;
+    r->msg = -1;
+    r->ts_ms = p->ts_ms;
+    r->i = p->value.i;
+    r->d = p->value.d;
+    r->owner = owner;
+    char *w = b->arena + b->used;
+    memcpy(w, p->metric.p, p->metric.len);
+    w[p->metric.len] = '\0';
+    w += p->metric.len + 1;
+    for (size_t i = 0; i < p->ntags; i++) {
+        b->tagk[b->ntags + i] = w;
+        memcpy(w, p->tagk[i].p, p->tagk[i].len);
+        w[p->tagk[i].len] = '\0';
+        w += p->tagk[i].len + 1;
+        b->tagv[b->ntags + i] = w;
+        memcpy(w, p->tagv[i].p, p->tagv[i].len);
+        w[p->tagv[i].len] = '\0';
+        w += p->tagv[i].len + 1;
+    }
+    b->used += need;
+    b->ntags += p->ntags;
+    b->n++;
+    return true;
+}
+
+size_t ingest_batch_count(const struct ingest_batch *b)
+{
+    return b->n;
+}
+
+bool ingest_batch_full(const struct ingest_batch *b)
+{
+    return b->n == b->cap_recs || b->used >= b->soft_cap;
+}
+
+void ingest_batch_point(const struct ingest_batch *b, size_t i, struct ingest_point *p)
+{
+    const struct ingest_rec *r = &b->recs[i];
+    p->metric = b->arena + r->key_off;
+    p->ts_ms = r->ts_ms;
+    p->ms = r->ms;
+    p->value.kind = (enum put_kind)r->kind;
+    p->value.i = r->i;
+    p->value.d = r->d;
+    p->ntags = r->ntags;
+    p->tagk = b->tagk + r->tag_idx;
+    p->tagv = b->tagv + r->tag_idx;
+    p->owner = r->owner;
+    p->series_key = b->arena + r->key_off;
+    p->series_key_len = r->key_len;
+}
+
+void ingest_batch_set_outcome(struct ingest_batch *b, size_t i, enum ingest_outcome o,
+                              const char *msg)
+{
+    struct ingest_rec *r = &b->recs[i];
+    r->outcome = (uint8_t)o;
+    r->msg = -1;
+    if (!msg || !*msg)
+        return;
+    for (int m = b->nmsgs - 1; m >= 0; m--) {
+        if (!strncmp(b->msgs[m], msg, INGEST_MSG_LEN - 1)) {
+            r->msg = (int16_t)m;
+            return;
+        }
+    }
+    int m = b->nmsgs < INGEST_MAX_MSGS ? b->nmsgs++ : INGEST_MAX_MSGS - 1;
+    snprintf(b->msgs[m], INGEST_MSG_LEN, "%s", msg);
+    r->msg = (int16_t)m;
+}
+
+enum ingest_outcome ingest_batch_outcome(const struct ingest_batch *b, size_t i, const char **msg)
+{
+    const struct ingest_rec *r = &b->recs[i];
+    if (msg)
+        *msg = r->msg >= 0 ? b->msgs[r->msg] : "";
+    return (enum ingest_outcome)r->outcome;
+}
+
+int ingest_batch_result(const struct ingest_batch *b, const char **msg)
+{
+    if (msg)
+        *msg = b->result_msg;
+    return b->result;
+}
+
+void ingest_batch_set_seq(struct ingest_batch *b, uint64_t seq)
+{
+    b->seq = seq;
+}
+
+uint64_t ingest_batch_seq(const struct ingest_batch *b)
+{
+    return b->seq;
+}
+
+static void *ingest_writer_main(void *arg)
+{
+    struct ingest *g = arg;
+    for (;;) {
+        pthread_mutex_lock(&g->mu);
+        while (!g->q_head && !g->stopping)
+            pthread_cond_wait(&g->queue_cv, &g->mu);
+        struct ingest_batch *b = g->q_head;
+        if (!b) {
+            pthread_mutex_unlock(&g->mu);
+            break;
+        }
+        g->q_head = b->next;
+        if (!g->q_head)
+            g->q_tail = NULL;
+        b->next = NULL;
+        pthread_mutex_unlock(&g->mu);
+
+        struct ct_err err = {0};
+        int rc = b->n > 0 ? g->fn(g->arg, b, &err) : CT_OK;
+        b->result = rc;
+        if (rc != CT_OK)
+            snprintf(b->result_msg, sizeof(b->result_msg), "%s", err.msg);
+        for (size_t i = 0; i < b->n; i++) {
+            if (b->recs[i].outcome != INGEST_PENDING)
+                continue;
+            if (rc == CT_OK) {
+                b->recs[i].outcome = INGEST_WRITTEN;
+            } else {
+                ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, err.msg);
+            }
+        }
+        if (b->done)
+            b->done(b->done_arg, b);
+        else
+            ingest_batch_release(g, b);
+    }
+    return NULL;
+}
+
+int ingest_new(const struct ingest_options *o, ingest_write_fn fn, void *arg, struct ingest **out,
+               struct ct_err *err)
+{
+    struct ingest_options d;
+    ingest_options_init(&d);
+    if (!o)
+        o = &d;
+    struct ingest *g = calloc(1, sizeof(*g));
+    if (!g)
+        return ct_err_set(err, CT_ENOMEM, "out of memory creating the ingest pipeline");
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->free_cv, NULL);
+    pthread_cond_init(&g->queue_cv, NULL);
+    g->fn = fn;
+    g->arg = arg;
+    struct ingest_options oo = *o;
+    if (oo.batches < 2)
+        oo.batches = 2;
+    if (oo.batch_points < 1)
+        oo.batch_points = 1;
+    if (oo.batch_bytes < 4096)
+        oo.batch_bytes = 4096;
+    if (oo.writers < 1)
+        oo.writers = 1;
+    g->all = calloc(oo.batches, sizeof(*g->all));
+    g->writers = calloc((size_t)oo.writers, sizeof(*g->writers));
+    if (!g->all || !g->writers)
+        goto oom;
+    for (size_t i = 0; i < oo.batches; i++) {
+        struct ingest_batch *b = ingest_batch_create(&oo);
+        if (!b)
+            goto oom;
+        ingest_batch_reset(b);
+        g->all[g->nall++] = b;
+        b->next = g->free_list;
+        g->free_list = b;
+    }
+    for (int i = 0; i < oo.writers; i++) {
+        int rc = pthread_create(&g->writers[i], NULL, ingest_writer_main, g);
+        if (rc != 0) {
+            ingest_free(g);
+            return ct_err_errno(err, CT_EIO, rc, "cannot start ingest writer thread %d", i);
+        }
+        g->nwriters++;
+    }
+    *out = g;
+    return CT_OK;
+oom:
+    ingest_free(g);
+    return ct_err_set(err, CT_ENOMEM, "out of memory creating the ingest pipeline");
+}
+
+void ingest_free(struct ingest *g)
+{
+    if (!g)
+        return;
+    pthread_mutex_lock(&g->mu);
+    g->stopping = true;
+    pthread_cond_broadcast(&g->queue_cv);
+    pthread_mutex_unlock(&g->mu);
+    for (int i = 0; i < g->nwriters; i++)
+        pthread_join(g->writers[i], NULL);
+    for (size_t i = 0; i < g->nall; i++)
+        ingest_batch_destroy(g->all[i]);
+    free(g->all);
+    free(g->writers);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->free_cv);
+    pthread_cond_destroy(&g->queue_cv);
+    free(g);
+}
+
+struct ingest_batch *ingest_batch_try_get(struct ingest *g)
+{
+    pthread_mutex_lock(&g->mu);
+    struct ingest_batch *b = g->free_list;
+    if (b) {
+        g->free_list = b->next;
+        b->next = NULL;
+        g->in_use++;
+    }
+    pthread_mutex_unlock(&g->mu);
+    return b;
+}
+
+struct ingest_batch *ingest_batch_get(struct ingest *g)
+{
+    pthread_mutex_lock(&g->mu);
+    while (!g->free_list)
+        pthread_cond_wait(&g->free_cv, &g->mu);
+    struct ingest_batch *b = g->free_list;
+    g->free_list = b->next;
+    b->next = NULL;
+    g->in_use++;
+    pthread_mutex_unlock(&g->mu);
+    return b;
+}
+
+void ingest_submit(struct ingest *g, struct ingest_batch *b, ingest_done_fn done, void *arg)
+{
+    b->done = done;
+    b->done_arg = arg;
+    b->next = NULL;
+    pthread_mutex_lock(&g->mu);
+    if (g->q_tail)
+        g->q_tail->next = b;
+    else
+        g->q_head = b;
+    g->q_tail = b;
+    pthread_cond_signal(&g->queue_cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+void ingest_batch_release(struct ingest *g, struct ingest_batch *b)
+{
+    ingest_batch_reset(b);
+    pthread_mutex_lock(&g->mu);
+    b->next = g->free_list;
+    g->free_list = b;
+    g->in_use--;
+    pthread_cond_signal(&g->free_cv);
+    pthread_mutex_unlock(&g->mu);
+}
+
+size_t ingest_in_use(struct ingest *g)
+{
+    pthread_mutex_lock(&g->mu);
+    size_t n = g->in_use;
+    pthread_mutex_unlock(&g->mu);
+    return n;
+}

@@ -1,0 +1,105 @@
+/* ingest.h - the datapoint pipeline from the parsers to the store: reusable batches of points,
+ * a fixed pool of them (the memory bound), and writer threads that hand full batches to a
+ * write function (the schema layer's batch write, tsd/store glue) and report back.
+ *
+ * Flow: a producer (the event loop for telnet, a worker for HTTP /api/put, the importer) takes
+ * a free batch (ingest_batch_try_get / ingest_batch_get), appends points (copied into the
+ * batch's arena: no allocation per point once the batch reached its working size), and submits
+ * it. A writer thread calls the write function, which fills each point's outcome, then calls
+ * the submitter's done callback on the writer thread; the submitter reads outcomes and gives
+ * the batch back with ingest_batch_release(). When every batch is in use, producers wait
+ * (or, on the event loop, stop reading sockets): that is the backpressure.
+ *
+ * Threading: a batch belongs to one thread at a time (producer, then writer, then the done
+ * callback's thread). The pool and queue are thread-safe. */
+#ifndef CT_TSD_INGEST_H
+#define CT_TSD_INGEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/ct_err.h"
+#include "tsd/put.h"
+
+struct ingest;       /* opaque */
+struct ingest_batch; /* opaque */
+
+/* Outcome of one point, set by the write function (default INGEST_PENDING until written). */
+enum ingest_outcome {
+    INGEST_PENDING = 0,
+    INGEST_WRITTEN = 1,        /* in the write-ahead log */
+    INGEST_ILLEGAL = 2,        /* rejected: illegal argument (message says why) */
+    INGEST_UNKNOWN_METRIC = 3, /* auto_create_metrics is off and the metric is new */
+    INGEST_STORE_ERROR = 4,    /* the store failed the write */
+};
+
+/* The write function: writes every point of b (ingest_batch_point gives them), setting each
+ * point's outcome with ingest_batch_set_outcome(). Returns CT_OK, or an error for the batch as a
+ * whole (then points still PENDING count as INGEST_STORE_ERROR with err's message). Called
+ * from writer threads, one batch per call; arg is the one given to ingest_new(). */
+typedef int (*ingest_write_fn)(void *arg, struct ingest_batch *b, struct ct_err *err);
+/* Called on the writer thread once b is written (or failed). The callee owns b and must give
+ * it back with ingest_batch_release() (on any thread). */
+typedef void (*ingest_done_fn)(void *arg, struct ingest_batch *b);
+
+struct ingest_options {
+    int writers;          /* writer threads; default 1 */
+    size_t batches;       /* batches in the pool (the memory bound); default 8 */
+    size_t batch_points;  /* points per batch before it counts as full; default 16384 */
+    size_t batch_bytes;   /* arena bytes per batch before it counts as full; default 2 MiB */
+};
+void ingest_options_init(struct ingest_options *o);
+
+/* Starts the writer threads. Returns a new pipeline in *out, freed with ingest_free(). */
+CT_MUST_CHECK int ingest_new(const struct ingest_options *o, ingest_write_fn fn, void *arg,
+                             struct ingest **out, struct ct_err *err);
+/* Writes every submitted batch, stops the writers and frees everything; accepts NULL. Every
+ * batch must have been released or submitted. */
+void ingest_free(struct ingest *g);
+
+/* A free, empty batch, or NULL if all are in use. */
+struct ingest_batch *ingest_batch_try_get(struct ingest *g);
+/* A free, empty batch, waiting until one is released. */
+struct ingest_batch *ingest_batch_get(struct ingest *g);
+/* Appends a point (strings copied; owner is the producer's tag, e.g. a connection id). Returns
+ * false, adding nothing, when the batch is full: submit it and take another. */
+bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_t owner);
+size_t ingest_batch_count(const struct ingest_batch *b);
+bool ingest_batch_full(const struct ingest_batch *b);
+/* Queues b for writing; done(arg, b) runs on a writer thread when it is written. */
+void ingest_submit(struct ingest *g, struct ingest_batch *b, ingest_done_fn done, void *arg);
+/* Empties b and returns it to the pool. */
+void ingest_batch_release(struct ingest *g, struct ingest_batch *b);
+/* Batches not in the pool (being filled, queued or written). */
+size_t ingest_in_use(struct ingest *g);
+
+/* A point of a batch as the write function sees it: NUL-terminated names in the batch's arena,
+ * valid until the batch is released. tagk/tagv point into the batch (ntags entries). */
+struct ingest_point {
+    const char *metric;
+    int64_t ts_ms;
+    bool ms; /* given in milliseconds */
+    struct put_value value;
+    size_t ntags;
+    const char *const *tagk;
+    const char *const *tagv;
+    uint64_t owner;
+    const char *series_key; /* "metric\0k1\0v1\0..." as added: the cache key of the series */
+    size_t series_key_len;
+};
+/* Fills *p with point i (0 <= i < count). tagk/tagv arrays live in the batch. */
+void ingest_batch_point(const struct ingest_batch *b, size_t i, struct ingest_point *p);
+/* Sets point i's outcome; msg (copied, may be NULL) is the reason for a failure. */
+void ingest_batch_set_outcome(struct ingest_batch *b, size_t i, enum ingest_outcome o,
+                              const char *msg);
+/* Point i's outcome and its reason ("" if none). */
+enum ingest_outcome ingest_batch_outcome(const struct ingest_batch *b, size_t i,
+                                         const char **msg);
+/* The batch-level result: CT_OK or the write function's error. */
+int ingest_batch_result(const struct ingest_batch *b, const char **msg);
+/* A producer's sequence number for the batch (set freely by the producer). */
+void ingest_batch_set_seq(struct ingest_batch *b, uint64_t seq);
+uint64_t ingest_batch_seq(const struct ingest_batch *b);
+
+#endif

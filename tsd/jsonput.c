@@ -1,0 +1,440 @@
+/* jsonput.c - the /api/put body reader (see jsonput.h).
+ * Invariants: (1) no allocation: spans point into the body or the scratch buffer; (2) the scratch
+ * write position only grows within one point and is reset per point, and unescaping never
+ * lengthens a string, so len + 1 bytes of scratch always suffice; (3) nesting deeper than
+ * JSONPUT_MAX_DEPTH is a syntax error (bounded recursion). */
+#include "tsd/jsonput.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define JSONPUT_MAX_DEPTH 64
+
+struct jp {
+    const char *s, *end, *p;
+    char *scratch;
+    size_t sp; /* scratch position */
+    char *msg;
+    size_t msg_size;
+    bool failed;
+};
+
+static void jp_fail(struct jp *j, const char *what)
+{
+    if (!j->failed)
+        snprintf(j->msg, j->msg_size, "%s at offset %zu", what, (size_t)(j->p - j->s));
+    j->failed = true;
+}
+
+static void jp_ws(struct jp *j)
+{
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+        j->p++;
+}
+
+static int jp_hex4(const char *p)
+{
+    int v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= c - '0';
+        else if (c >= 'a' && c <= 'f')
+            v |= c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            v |= c - 'A' + 10;
+        else
+            return -1;
+    }
+    return v;
+}
+
+/* Reads a string at j->p ('"'); out (may be NULL) gets its unescaped bytes. */
+static bool jp_string(struct jp *j, struct put_str *out)
+{
+    j->p++; /* opening quote */
+    const char *start = j->p;
+    const char *q = start;
+    while (q < j->end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
+        q++;
+    if (q < j->end && *q == '"') {
+        if (out) {
+            out->p = start;
+            out->len = (size_t)(q - start);
+        }
+        j->p = q + 1;
+        return true;
+    }
+    /* escapes: unescape into scratch */
+    char *w = j->scratch + j->sp, *w0 = w;
+    memcpy(w, start, (size_t)(q - start));
+    w += q - start;
+    j->p = q;
+    while (j->p < j->end) {
+        unsigned char c = (unsigned char)*j->p;
+        if (c == '"') {
+            j->p++;
+            if (out) {
+                out->p = w0;
+                out->len = (size_t)(w - w0);
+            }
+            j->sp += (size_t)(w - w0);
+            return true;
+        }
+        if (c < 0x20) {
+            jp_fail(j, "control character in string");
+            return false;
+        }
+        if (c != '\\') {
+            *w++ = (char)c;
+            j->p++;
+            continue;
+        }
+        if (j->p + 1 >= j->end) {
+            jp_fail(j, "unterminated string");
+            return false;
+        }
+        char e = j->p[1];
+        j->p += 2;
+        switch (e) {
+        case '"': *w++ = '"'; break;
+        case '\\': *w++ = '\\'; break;
+        case '/': *w++ = '/'; break;
+        case 'b': *w++ = '\b'; break;
+        case 'f': *w++ = '\f'; break;
+        case 'n': *w++ = '\n'; break;
+        case 'r': *w++ = '\r'; break;
+        case 't': *w++ = '\t'; break;
+        case 'u': {
+            if (j->end - j->p < 4 || jp_hex4(j->p) < 0) {
+                jp_fail(j, "bad \\u escape");
+                return false;
+            }
+            unsigned cp = (unsigned)jp_hex4(j->p);
+            j->p += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' ||
+                    jp_hex4(j->p + 2) < 0xDC00 || jp_hex4(j->p + 2) > 0xDFFF) {
+                    jp_fail(j, "bad surrogate pair");
+                    return false;
+                }
+                cp = 0x10000 + ((cp - 0xD800) << 10) + ((unsigned)jp_hex4(j->p + 2) - 0xDC00);
+                j->p += 6;
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+                jp_fail(j, "bad surrogate pair");
+                return false;
+            }
+            /* UTF-8 of cp is never longer than its escape (6 or 12 bytes) */
+            if (cp < 0x80) {
+                *w++ = (char)cp;
+            } else if (cp < 0x800) {
+                *w++ = (char)(0xC0 | (cp >> 6));
+                *w++ = (char)(0x80 | (cp & 0x3F));
+            } else if (cp < 0x10000) {
+                *w++ = (char)(0xE0 | (cp >> 12));
+                *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+                *w++ = (char)(0x80 | (cp & 0x3F));
+            } else {
+                *w++ = (char)(0xF0 | (cp >> 18));
+                *w++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+                *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+                *w++ = (char)(0x80 | (cp & 0x3F));
+            }
+            break;
+        }
+        default:
+            jp_fail(j, "bad escape in string");
+            return false;
+        }
+    }
+    jp_fail(j, "unterminated string");
+    return false;
+}
+
+static bool jp_number(struct jp *j, struct put_str *out)
+{
+    const char *b = j->p, *p = j->p;
+    if (p < j->end && *p == '-')
+        p++;
+    if (p >= j->end || *p < '0' || *p > '9') {
+        jp_fail(j, "bad number");
+        return false;
+    }
+    if (*p == '0')
+        p++;
+    else
+        while (p < j->end && *p >= '0' && *p <= '9')
+            p++;
+    if (p < j->end && *p == '.') {
+        p++;
+        if (p >= j->end || *p < '0' || *p > '9') {
+            jp_fail(j, "bad number");
+            return false;
+        }
+        while (p < j->end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p < j->end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < j->end && (*p == '+' || *p == '-'))
+            p++;
+        if (p >= j->end || *p < '0' || *p > '9') {
+            jp_fail(j, "bad number");
+            return false;
+        }
+        while (p < j->end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (out) {
+        out->p = b;
+        out->len = (size_t)(p - b);
+    }
+    j->p = p;
+    return true;
+}
+
+static bool jp_word(struct jp *j, const char *w)
+{
+    size_t n = strlen(w);
+    if ((size_t)(j->end - j->p) < n || memcmp(j->p, w, n) != 0) {
+        jp_fail(j, "unexpected character");
+        return false;
+    }
+    j->p += n;
+    return true;
+}
+
+/* Skips any value. kind: 's' string, 'n' number, 'l' literal, 'o' object, 'a' array. */
+static bool jp_value(struct jp *j, int depth, struct put_str *text, char *kind)
+{
+    jp_ws(j);
+    if (j->p >= j->end) {
+        jp_fail(j, "unexpected end of input");
+        return false;
+    }
+    if (depth > JSONPUT_MAX_DEPTH) {
+        jp_fail(j, "nesting too deep");
+        return false;
+    }
+    char c = *j->p;
+    const char *b = j->p;
+    if (kind)
+        *kind = c == '"' ? 's' : c == '{' ? 'o' : c == '[' ? 'a' : (c == '-' || (c >= '0' && c <= '9')) ? 'n' : 'l';
+    if (c == '"')
+        return jp_string(j, text);
+    if (c == '-' || (c >= '0' && c <= '9'))
+        return jp_number(j, text);
+    if (c == 't' || c == 'f' || c == 'n') {
+        bool ok = jp_word(j, c == 't' ? "true" : c == 'f' ? "false" : "null");
+        if (ok && text) {
+            text->p = b;
+            text->len = (size_t)(j->p - b);
+        }
+        return ok;
+    }
+    if (c == '{' || c == '[') {
+        char close = c == '{' ? '}' : ']';
+        j->p++;
+        jp_ws(j);
+        if (j->p < j->end && *j->p == close) {
+            j->p++;
+            return true;
+        }
+        for (;;) {
+            if (c == '{') {
+                jp_ws(j);
+                if (j->p >= j->end || *j->p != '"') {
+                    jp_fail(j, "expected a field name");
+                    return false;
+                }
+                if (!jp_string(j, NULL))
+                    return false;
+                jp_ws(j);
+                if (j->p >= j->end || *j->p != ':') {
+                    jp_fail(j, "expected ':'");
+                    return false;
+                }
+                j->p++;
+            }
+            if (!jp_value(j, depth + 1, NULL, NULL))
+                return false;
+            jp_ws(j);
+            if (j->p < j->end && *j->p == ',') {
+                j->p++;
+                continue;
+            }
+            if (j->p < j->end && *j->p == close) {
+                j->p++;
+                return true;
+            }
+            jp_fail(j, c == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+            return false;
+        }
+    }
+    jp_fail(j, "unexpected character");
+    return false;
+}
+
+static bool jp_key_is(const struct put_str *k, const char *name)
+{
+    size_t n = strlen(name);
+    return k->len == n && !memcmp(k->p, name, n);
+}
+
+/* Reads one datapoint object (syntax already checked) into *pt. */
+static bool jp_point(struct jp *j, struct jsonput_point *pt)
+{
+    memset(pt, 0, offsetof(struct jsonput_point, tagk));
+    pt->ntags = 0;
+    j->sp = 0;
+    jp_ws(j);
+    const char *b = j->p;
+    if (*j->p != '{') {
+        pt->not_object = true;
+        bool ok = jp_value(j, 1, NULL, NULL);
+        pt->src = b;
+        pt->src_len = (size_t)(j->p - b);
+        return ok;
+    }
+    j->p++;
+    jp_ws(j);
+    if (*j->p == '}') {
+        j->p++;
+    } else {
+        for (;;) {
+            jp_ws(j);
+            struct put_str key;
+            if (!jp_string(j, &key))
+                return false;
+            /* keep the key: a later unescape must not overwrite it */
+            jp_ws(j);
+            j->p++; /* ':' */
+            jp_ws(j);
+            char kind;
+            struct put_str text = {NULL, 0};
+            if (jp_key_is(&key, "tags") && *j->p == '{') {
+                pt->tags_present = true;
+                j->p++;
+                jp_ws(j);
+                if (*j->p == '}') {
+                    j->p++;
+                } else {
+                    for (;;) {
+                        jp_ws(j);
+                        struct put_str tk, tv = {NULL, 0};
+                        if (!jp_string(j, &tk))
+                            return false;
+                        jp_ws(j);
+                        j->p++; /* ':' */
+                        char vk;
+                        if (!jp_value(j, 2, &tv, &vk))
+                            return false;
+                        if (vk == 'o' || vk == 'a' || (vk == 'l' && tv.len == 4 && !memcmp(tv.p, "null", 4)))
+                            tv.p = NULL, tv.len = 0;
+                        bool dup = false;
+                        for (size_t i = 0; i < pt->ntags; i++) {
+                            if (pt->tagk[i].len == tk.len && !memcmp(pt->tagk[i].p, tk.p, tk.len)) {
+                                pt->tagv[i] = tv; /* a JSON map keeps the last value */
+                                dup = true;
+                                break;
+                            }
+                        }
+                        if (!dup) {
+                            if (pt->ntags < PUT_MAX_TAGS) {
+                                pt->tagk[pt->ntags] = tk;
+                                pt->tagv[pt->ntags] = tv;
+                                pt->ntags++;
+                            } else {
+                                pt->too_many_tags = true;
+                            }
+                        }
+                        jp_ws(j);
+                        if (*j->p == ',') {
+                            j->p++;
+                            continue;
+                        }
+                        j->p++; /* '}' */
+                        break;
+                    }
+                }
+            } else {
+                if (!jp_value(j, 1, &text, &kind))
+                    return false;
+                bool null = kind == 'l' && text.len == 4 && !memcmp(text.p, "null", 4);
+                if (jp_key_is(&key, "metric")) {
+                    if (kind == 's')
+                        pt->metric = text;
+                } else if (jp_key_is(&key, "timestamp")) {
+                    if (kind == 's' || kind == 'n') {
+                        pt->timestamp = text;
+                        pt->timestamp_is_string = kind == 's';
+                    }
+                } else if (jp_key_is(&key, "value")) {
+                    if (!null && kind != 'o' && kind != 'a')
+                        pt->value = text;
+                }
+            }
+            jp_ws(j);
+            if (*j->p == ',') {
+                j->p++;
+                continue;
+            }
+            j->p++; /* '}' */
+            break;
+        }
+    }
+    pt->src = b;
+    pt->src_len = (size_t)(j->p - b);
+    return true;
+}
+
+int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_point *point,
+                  jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size)
+{
+    struct jp j = {body, body + len, body, scratch, 0, msg, msg_size, false};
+    /* pass 1: syntax */
+    char kind;
+    if (!jp_value(&j, 0, NULL, &kind))
+        return -1;
+    jp_ws(&j);
+    if (j.p != j.end) {
+        jp_fail(&j, "trailing characters after the JSON value");
+        return -1;
+    }
+    if (kind != 'o' && kind != 'a') {
+        snprintf(msg, msg_size, "expected a datapoint object or an array of them");
+        return -1;
+    }
+    /* pass 2: points */
+    j.p = body;
+    size_t n = 0;
+    jp_ws(&j);
+    if (kind == 'o') {
+        if (!jp_point(&j, point))
+            return -1;
+        int rc = fn(arg, n++, point);
+        if (rc != 0)
+            return rc;
+    } else {
+        j.p++; /* '[' */
+        jp_ws(&j);
+        if (*j.p != ']') {
+            for (;;) {
+                if (!jp_point(&j, point))
+                    return -1;
+                int rc = fn(arg, n++, point);
+                if (rc != 0)
+                    return rc;
+                jp_ws(&j);
+                if (*j.p == ',') {
+                    j.p++;
+                    continue;
+                }
+                break;
+            }
+        }
+    }
+    *npoints = n;
+    return 0;
+}

@@ -1,0 +1,543 @@
+/* put.c - OpenTSDB 2.4's datapoint parsing and validation (see put.h; spec §1.2-§1.3).
+ *
+ * Invariants: (1) nothing allocates; parsed strings point into the caller's text; (2) checks run
+ * in the order of PutDataPointRpc.importDataPoint -> TSDB.addPoint -> checkTimestampAndTags ->
+ * IncomingDataPoints.checkMetricAndTags, so the first error reported is OpenTSDB's first error;
+ * (3) error texts are OpenTSDB's exception messages behind the "put: illegal argument: " /
+ * "put: invalid value: " prefixes of the telnet reply.
+ *
+ * Character.isLetter for non-ASCII names is approximated by put_letter(): any well-formed UTF-8
+ * code point outside the common punctuation, symbol, mark and control ranges (documented in
+ * docs/tsd.md). */
+#include "tsd/put.h"
+
+#include "storage/ct_err.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PUT_SECOND_MASK 0xFFFFFFFF00000000ULL
+#define PUT_MAX_MS_TS 9999999999999LL
+
+static void put_msg(char *msg, size_t size, const char *fmt, ...) CT_PRINTF(3, 4);
+static void put_msg(char *msg, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, size, fmt, ap);
+    va_end(ap);
+    if (n < 0 && size > 0)
+        msg[0] = '\0';
+}
+
+bool put_parse_long(const char *s, size_t n, int64_t *out, char *msg, size_t msg_size)
+{
+    if (n == 0) {
+        put_msg(msg, msg_size, "Empty string");
+        return false;
+    }
+    size_t i = 0;
+    bool neg = false;
+    if (s[0] == '+' || s[0] == '-') {
+        if (n == 1) {
+            put_msg(msg, msg_size, "Just a sign, no value: %.*s", (int)n, s);
+            return false;
+        }
+        if (n > 20) {
+            put_msg(msg, msg_size, "Value too long: %.*s", (int)n, s);
+            return false;
+        }
+        neg = s[0] == '-';
+        i = 1;
+    } else if (n > 19) {
+        put_msg(msg, msg_size, "Value too long: %.*s", (int)n, s);
+        return false;
+    }
+    /* Accumulate negatively, as Java does, so INT64_MIN parses. */
+    int64_t v = 0;
+    for (; i < n; i++) {
+        char c = s[i];
+        if (c < '0' || c > '9') {
+            put_msg(msg, msg_size, "Invalid character '%c' in %.*s", c, (int)n, s);
+            return false;
+        }
+        int d = c - '0';
+        if (v < (INT64_MIN + d) / 10) {
+            put_msg(msg, msg_size, "Overflow in %.*s", (int)n, s);
+            return false;
+        }
+        v = v * 10 - d;
+    }
+    if (!neg) {
+        if (v == INT64_MIN) {
+            put_msg(msg, msg_size, "Overflow in %.*s", (int)n, s);
+            return false;
+        }
+        v = -v;
+    }
+    *out = v;
+    return true;
+}
+
+/* Decodes one UTF-8 code point at s[0..n); returns its length or 0 if malformed. */
+static size_t put_utf8(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t v;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+        v = c & 0x1F;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        v = c & 0x0F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        v = c & 0x07;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = v << 6 | (s[i] & 0x3F);
+    }
+    if ((len == 3 && v < 0x800) || (len == 4 && (v < 0x10000 || v > 0x10FFFF)) ||
+        (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+/* Approximates Java's Character.isLetter for code points >= 0x80. */
+static bool put_letter(uint32_t cp)
+{
+    if (cp < 0xC0)
+        return cp == 0xAA || cp == 0xB5 || cp == 0xBA;
+    if (cp == 0xD7 || cp == 0xF7)
+        return false;
+    if (cp >= 0x2B9 && cp <= 0x36F) /* modifier letters are letters; combining marks not */
+        return cp <= 0x2C1 || (cp >= 0x2C6 && cp <= 0x2D1) || (cp >= 0x2E0 && cp <= 0x2E4) ||
+               cp == 0x2EC || cp == 0x2EE;
+    if (cp >= 0x2000 && cp <= 0x2BFF) /* punctuation, symbols, arrows, math, boxes */
+        return false;
+    if (cp >= 0x3000 && cp <= 0x303F) /* CJK punctuation */
+        return cp == 0x3005 || cp == 0x3006;
+    if (cp >= 0xE000 && cp <= 0xF8FF) /* private use */
+        return false;
+    if (cp >= 0xFE00 && cp <= 0xFE6F) /* variation selectors, small forms */
+        return false;
+    if (cp >= 0xFF00 && cp <= 0xFF20) /* fullwidth punctuation and digits */
+        return false;
+    if (cp >= 0x1F000) /* emoji, symbols */
+        return cp >= 0x20000 && cp <= 0x3134F; /* CJK extension ideographs */
+    return true;
+}
+
+bool put_name_valid(const char *s, size_t len, const char *special, size_t *bad_at)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = u[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '/') {
+            i++;
+            continue;
+        }
+        if (c < 0x80) {
+            if (special && c != '\0' && strchr(special, c)) {
+                i++;
+                continue;
+            }
+            *bad_at = i;
+            return false;
+        }
+        uint32_t cp;
+        size_t l = put_utf8(u + i, len - i, &cp);
+        if (l == 0) {
+            *bad_at = i;
+            return false;
+        }
+        if (!put_letter(cp)) {
+            /* A listed multi-byte special character is accepted too. */
+            bool listed = false;
+            if (special) {
+                for (const char *q = special; (q = strchr(q, (char)c)) != NULL; q++) {
+                    if (!strncmp(q, s + i, l)) {
+                        listed = true;
+                        break;
+                    }
+                }
+            }
+            if (!listed) {
+                *bad_at = i;
+                return false;
+            }
+        }
+        i += l;
+    }
+    return true;
+}
+
+/* Appends "{k=v, k2=v2}" (Java's Map.toString shape) to buf at *pos, truncating. */
+static void put_tags_text(const struct put_point *p, char *buf, size_t size, size_t *pos)
+{
+    size_t n = *pos;
+#define PUT_APPEND(...)                                                                            \
+    do {                                                                                           \
+        if (n < size) {                                                                            \
+            int w_ = snprintf(buf + n, size - n, __VA_ARGS__);                                     \
+            if (w_ > 0)                                                                            \
+                n += (size_t)w_;                                                                   \
+        }                                                                                          \
+    } while (0)
+    PUT_APPEND("{");
+    for (size_t i = 0; i < p->ntags; i++)
+        PUT_APPEND("%s%.*s=%.*s", i ? ", " : "", (int)p->tagk[i].len, p->tagk[i].p,
+                   (int)p->tagv[i].len, p->tagv[i].p);
+    PUT_APPEND("}");
+#undef PUT_APPEND
+    *pos = n < size ? n : size - 1;
+}
+
+/* Java's Double.parseDouble on the value text; false with the NumberFormatException message. */
+static bool put_parse_double(const char *s, size_t n, double *out, char *msg, size_t msg_size)
+{
+    char tmp[1100];
+    size_t b = 0, e = n;
+    while (b < e && (unsigned char)s[b] <= ' ')
+        b++;
+    while (e > b && (unsigned char)s[e - 1] <= ' ')
+        e--;
+    if (b == e) {
+        put_msg(msg, msg_size, "empty String");
+        return false;
+    }
+    if (e - b >= sizeof(tmp))
+        goto bad;
+    memcpy(tmp, s + b, e - b);
+    tmp[e - b] = '\0';
+    size_t m = e - b;
+    /* Java accepts a trailing type suffix; strtod accepts inf/nan words Java spells
+     * differently (and those never reach here without '.', 'e' or 'E' anyway). */
+    if (m > 1 && strchr("fFdD", tmp[m - 1]) && !(tmp[0] == '0' && (tmp[1] == 'x' || tmp[1] == 'X')))
+        tmp[--m] = '\0';
+    for (size_t i = 0; i < m; i++)
+        if (strchr("nNiI", tmp[i]))
+            goto bad;
+    char *end;
+    double d = strtod(tmp, &end);
+    if (end == tmp || *end != '\0')
+        goto bad;
+    *out = d;
+    return true;
+bad:
+    put_msg(msg, msg_size, "For input string: \"%.*s\"", (int)(n > 900 ? 900 : n), s);
+    return false;
+}
+
+/* Java's Float.toString / Double.toString for the only values that reach the NaN message. */
+static const char *put_nonfinite_text(double d)
+{
+    if (isnan(d))
+        return "NaN";
+    return d > 0 ? "Infinity" : "-Infinity";
+}
+
+/* The "[b, b, ...]/flags" text of the stored value, as TSDB.checkTimestampAndTags prints it. */
+static void put_value_bytes_text(const struct put_value *v, char *buf, size_t size)
+{
+    uint8_t b[8];
+    size_t len;
+    int flags;
+    if (v->kind == PUT_INT) {
+        int64_t x = v->i;
+        len = (x >= INT8_MIN && x <= INT8_MAX)     ? 1
+              : (x >= INT16_MIN && x <= INT16_MAX) ? 2
+              : (x >= INT32_MIN && x <= INT32_MAX) ? 4
+                                                   : 8;
+        for (size_t i = 0; i < len; i++)
+            b[i] = (uint8_t)((uint64_t)x >> (8 * (len - 1 - i)));
+        flags = (int)len - 1;
+    } else if (v->kind == PUT_FLOAT) {
+        float f = (float)v->d;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        len = 4;
+        for (size_t i = 0; i < 4; i++)
+            b[i] = (uint8_t)(u >> (8 * (3 - i)));
+        flags = 0x8 | 3;
+    } else {
+        uint64_t u;
+        memcpy(&u, &v->d, 8);
+        len = 8;
+        for (size_t i = 0; i < 8; i++)
+            b[i] = (uint8_t)(u >> (8 * (7 - i)));
+        flags = 0x8 | 7;
+    }
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < len && n < size; i++) {
+        int w = snprintf(buf + n, size - n, "%s%d", i ? ", " : "[", (int)(int8_t)b[i]);
+        if (w > 0)
+            n += (size_t)w;
+    }
+    if (n < size)
+        snprintf(buf + n, size - n, "]/%d", flags);
+}
+
+enum put_status put_check_point(struct put_point *p, struct put_str value,
+                                const struct put_rules *rules, char *msg, size_t msg_size)
+{
+    char num[256];
+    /* Value typing (Tags.looksLikeInteger / fitsInFloat). */
+    bool integer = true;
+    for (size_t i = 0; i < value.len; i++) {
+        char c = value.p[i];
+        if (c == '.' || c == 'e' || c == 'E') {
+            integer = false;
+            break;
+        }
+    }
+    int64_t ts = p->ts_ms; /* as given: seconds or ms; converted below */
+    if (integer) {
+        if (!put_parse_long(value.p, value.len, &p->value.i, num, sizeof(num))) {
+            put_msg(msg, msg_size, "invalid value: %s", num);
+            return PUT_ENUMBER;
+        }
+        p->value.kind = PUT_INT;
+    } else {
+        double d;
+        if (!put_parse_double(value.p, value.len, &d, num, sizeof(num))) {
+            put_msg(msg, msg_size, "invalid value: %s", num);
+            return PUT_ENUMBER;
+        }
+        p->value.d = d;
+        p->value.kind = ((double)(float)d == d || isnan(d)) ? PUT_FLOAT : PUT_DOUBLE;
+        if (!isfinite(d)) {
+            put_msg(msg, msg_size,
+                    "illegal argument: value is NaN or Infinite: %s for metric=%.*s timestamp=%lld",
+                    put_nonfinite_text(d), (int)p->metric.len, p->metric.p, (long long)ts);
+            return PUT_EARG;
+        }
+    }
+    /* Timestamp range (checkTimestampAndTags). */
+    if (ts < 0 || (((uint64_t)ts & PUT_SECOND_MASK) != 0 && ts > PUT_MAX_MS_TS)) {
+        char vb[128];
+        put_value_bytes_text(&p->value, vb, sizeof(vb));
+        size_t n = 0;
+        int w = snprintf(msg, msg_size,
+                         "illegal argument: %s timestamp=%lld when trying to add value=%s to "
+                         "metric=%.*s, tags=",
+                         ts < 0 ? "negative " : "bad", (long long)ts, vb, (int)p->metric.len,
+                         p->metric.p);
+        if (w > 0)
+            n = (size_t)w < msg_size ? (size_t)w : msg_size - 1;
+        put_tags_text(p, msg, msg_size, &n);
+        return PUT_EARG;
+    }
+    /* Tag count and names (checkMetricAndTags). */
+    int max_tags = rules->max_tags > 0 ? rules->max_tags : 8;
+    if (p->ntags == 0 || p->ntags > (size_t)max_tags) {
+        size_t n = 0;
+        int w;
+        if (p->ntags == 0)
+            w = snprintf(msg, msg_size, "illegal argument: Need at least one tag (metric=%.*s, tags=",
+                         (int)p->metric.len, p->metric.p);
+        else
+            w = snprintf(msg, msg_size,
+                         "illegal argument: Too many tags: %zu maximum allowed: %d, tags: ",
+                         p->ntags, max_tags);
+        if (w > 0)
+            n = (size_t)w < msg_size ? (size_t)w : msg_size - 1;
+        put_tags_text(p, msg, msg_size, &n);
+        if (p->ntags == 0 && n + 1 < msg_size) {
+            msg[n++] = ')';
+            msg[n] = '\0';
+        }
+        return PUT_EARG;
+    }
+    const char *sc = rules->special_chars;
+    size_t bad;
+    struct {
+        struct put_str s;
+        const char *what;
+        struct put_str other;
+    } names[1 + 2 * PUT_MAX_TAGS];
+    size_t nn = 0;
+    names[nn].s = p->metric;
+    names[nn].what = "metric name";
+    names[nn++].other.len = 0;
+    for (size_t i = 0; i < p->ntags; i++) {
+        names[nn].s = p->tagk[i];
+        names[nn].what = "tag name with value [";
+        names[nn++].other = p->tagv[i];
+        names[nn].s = p->tagv[i];
+        names[nn].what = "tag value with key [";
+        names[nn++].other = p->tagk[i];
+    }
+    for (size_t i = 0; i < nn; i++) {
+        const char *what = names[i].what;
+        int olen = (int)names[i].other.len;
+        const char *close = i == 0 ? "" : "]";
+        if (names[i].s.len == 0) {
+            put_msg(msg, msg_size, "illegal argument: Invalid %s%.*s%s: empty string", what, olen,
+                    names[i].other.p, close);
+            return PUT_EARG;
+        }
+        if (!put_name_valid(names[i].s.p, names[i].s.len, sc, &bad)) {
+            uint32_t cp;
+            size_t cl = put_utf8((const unsigned char *)names[i].s.p + bad,
+                                 names[i].s.len - bad, &cp);
+            if (cl == 0)
+                cl = 1;
+            put_msg(msg, msg_size, "illegal argument: Invalid %s%.*s%s (\"%.*s\"): illegal character: %.*s",
+                    what, olen, names[i].other.p, close, (int)names[i].s.len, names[i].s.p,
+                    (int)cl, names[i].s.p + bad);
+            return PUT_EARG;
+        }
+    }
+    p->ms = ((uint64_t)ts & PUT_SECOND_MASK) != 0;
+    p->ts_ms = p->ms ? ts : ts * 1000;
+    return PUT_OK;
+}
+
+enum put_status put_parse_line(const char *line, size_t len, const struct put_rules *rules,
+                               struct put_point *out, char *msg, size_t msg_size)
+{
+    char num[256];
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    /* Split on every single space (Tags.splitString): runs of spaces give empty tokens. */
+    struct put_str tok[4];
+    size_t ntok = 0;
+    const char *p = line, *end = line + len;
+    const char *rest = NULL; /* start of token 4 */
+    while (ntok < 4) {
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        const char *te = sp ? sp : end;
+        tok[ntok].p = p;
+        tok[ntok].len = (size_t)(te - p);
+        ntok++;
+        if (!sp)
+            break;
+        p = sp + 1;
+        if (ntok == 4)
+            rest = p;
+    }
+    size_t total = ntok;
+    if (rest) {
+        total++;
+        for (const char *q = rest; q < end; q++)
+            if (*q == ' ')
+                total++;
+    }
+    if (total < 5) {
+        put_msg(msg, msg_size, "put: illegal argument: not enough arguments (need least 4, got %zu)",
+                total - 1);
+        return PUT_EARG;
+    }
+    out->metric = tok[1];
+    if (tok[1].len == 0) {
+        put_msg(msg, msg_size, "put: illegal argument: empty metric name");
+        return PUT_EARG;
+    }
+    /* Timestamp: dots removed, then the strict long parse. */
+    int64_t ts;
+    bool ok;
+    if (memchr(tok[2].p, '.', tok[2].len)) {
+        char tmp[64];
+        size_t n = 0;
+        bool toolong = false;
+        for (size_t i = 0; i < tok[2].len; i++) {
+            if (tok[2].p[i] == '.')
+                continue;
+            if (n == sizeof(tmp)) {
+                toolong = true;
+                break;
+            }
+            tmp[n++] = tok[2].p[i];
+        }
+        if (toolong) {
+            put_msg(num, sizeof(num), "Value too long: %.*s", (int)tok[2].len, tok[2].p);
+            ok = false;
+        } else {
+            ok = put_parse_long(tmp, n, &ts, num, sizeof(num));
+        }
+    } else {
+        ok = put_parse_long(tok[2].p, tok[2].len, &ts, num, sizeof(num));
+    }
+    if (!ok) {
+        put_msg(msg, msg_size, "put: invalid value: %s", num);
+        return PUT_ENUMBER;
+    }
+    if (ts <= 0) {
+        put_msg(msg, msg_size, "put: illegal argument: invalid timestamp: %lld", (long long)ts);
+        return PUT_EARG;
+    }
+    if (tok[3].len == 0) {
+        put_msg(msg, msg_size, "put: illegal argument: empty value");
+        return PUT_EARG;
+    }
+    /* Tags (Tags.parse): each non-empty token must split on '=' into exactly two non-empty
+     * parts; an identical repeat is ignored, a conflicting one is an error. */
+    out->ntags = 0;
+    for (p = rest; p && p <= end;) {
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        const char *te = sp ? sp : end;
+        size_t tl = (size_t)(te - p);
+        if (tl > 0) {
+            const char *eq = memchr(p, '=', tl);
+            if (!eq || eq == p || eq == te - 1 || memchr(eq + 1, '=', (size_t)(te - eq - 1))) {
+                put_msg(msg, msg_size, "put: illegal argument: invalid tag: %.*s", (int)tl, p);
+                return PUT_EARG;
+            }
+            struct put_str k = {p, (size_t)(eq - p)}, v = {eq + 1, (size_t)(te - eq - 1)};
+            bool dup = false;
+            for (size_t i = 0; i < out->ntags; i++) {
+                if (out->tagk[i].len == k.len && !memcmp(out->tagk[i].p, k.p, k.len)) {
+                    if (out->tagv[i].len == v.len && !memcmp(out->tagv[i].p, v.p, v.len)) {
+                        dup = true;
+                        break;
+                    }
+                    size_t n = 0;
+                    int w = snprintf(msg, msg_size,
+                                     "put: illegal argument: duplicate tag: %.*s, tags=", (int)tl,
+                                     p);
+                    if (w > 0)
+                        n = (size_t)w < msg_size ? (size_t)w : msg_size - 1;
+                    put_tags_text(out, msg, msg_size, &n);
+                    return PUT_EARG;
+                }
+            }
+            if (!dup) {
+                if (out->ntags == PUT_MAX_TAGS) {
+                    put_msg(msg, msg_size,
+                            "put: illegal argument: Too many tags: more than %d maximum allowed: %d",
+                            PUT_MAX_TAGS, rules->max_tags);
+                    return PUT_EARG;
+                }
+                out->tagk[out->ntags] = k;
+                out->tagv[out->ntags] = v;
+                out->ntags++;
+            }
+        }
+        if (!sp)
+            break;
+        p = sp + 1;
+    }
+    out->ts_ms = ts;
+    char m2[1024];
+    enum put_status st = put_check_point(out, tok[3], rules, m2, sizeof(m2));
+    if (st != PUT_OK)
+        put_msg(msg, msg_size, "put: %s", m2);
+    return st;
+}

@@ -1,0 +1,87 @@
+/* put.h - parsing and validating one datapoint the way OpenTSDB 2.4 does (spec
+ * opentsdb-compat.md §1.2-§1.3): the telnet `put` line, and the shared checks the HTTP
+ * /api/put body and `ctsdb import` apply to each point.
+ *
+ * Nothing here allocates: a parsed point's strings point into the caller's line, and error
+ * messages go into a caller's buffer. The order of checks, and the texts of the errors, are
+ * OpenTSDB's (§1.3), so a client sees the same first error for the same bad line. */
+#ifndef CT_TSD_PUT_H
+#define CT_TSD_PUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Hard cap on tags kept while parsing, above tsd.storage.max_tags (1..64) so that the "Too many
+ * tags" error can count them (a 1024-byte line cannot hold more than 256). */
+#define PUT_MAX_TAGS 256
+
+/* A borrowed string: a span of the caller's text. */
+struct put_str {
+    const char *p;
+    size_t len;
+};
+
+enum put_kind {
+    PUT_INT = 0,    /* stored as the smallest of 1/2/4/8 bytes */
+    PUT_FLOAT = 1,  /* 4-byte IEEE float: the double equals its float rounding */
+    PUT_DOUBLE = 2, /* 8-byte IEEE double */
+};
+
+struct put_value {
+    enum put_kind kind;
+    int64_t i; /* PUT_INT */
+    double d;  /* PUT_FLOAT, PUT_DOUBLE */
+};
+
+/* One parsed datapoint, held by value; strings borrowed from the parsed text. */
+struct put_point {
+    struct put_str metric;
+    int64_t ts_ms; /* always milliseconds */
+    bool ms;       /* given in milliseconds (stored with a millisecond qualifier) */
+    struct put_value value;
+    size_t ntags;
+    struct put_str tagk[PUT_MAX_TAGS];
+    struct put_str tagv[PUT_MAX_TAGS];
+};
+
+/* The settings the checks depend on. */
+struct put_rules {
+    int max_tags;               /* tsd.storage.max_tags */
+    const char *special_chars;  /* tsd.core.tag.allow_specialchars; NULL = "" */
+};
+
+/* Outcome classes: which OpenTSDB exception family the error belongs to. The telnet reply is
+ * "put: " + the message for both (the message already carries "illegal argument: " or
+ * "invalid value: "); HTTP uses the class to choose "Unable to parse value to a number". */
+enum put_status {
+    PUT_OK = 0,
+    PUT_EARG = 1,    /* IllegalArgumentException */
+    PUT_ENUMBER = 2, /* NumberFormatException */
+};
+
+/* Parses a telnet put line (without the line terminator; a trailing '\r' is ignored), whose
+ * first token is "put". On PUT_OK fills *out; otherwise writes the reply text, e.g.
+ * "put: illegal argument: empty metric name", NUL-terminated, into msg (msg_size > 0). */
+enum put_status put_parse_line(const char *line, size_t len, const struct put_rules *rules,
+                               struct put_point *out, char *msg, size_t msg_size);
+
+/* The checks after parsing, shared by every input path, in OpenTSDB's order: value typing
+ * (value text -> integer / float / double, NaN and infinity refused), timestamp range, tag
+ * count, then metric/tag character rules. `value` is the value's text. On failure writes the
+ * message WITHOUT the "put: " prefix (e.g. "illegal argument: Need at least one tag
+ * (metric=m, tags={})") into msg. On PUT_OK sets p->value. */
+enum put_status put_check_point(struct put_point *p, struct put_str value,
+                                const struct put_rules *rules, char *msg, size_t msg_size);
+
+/* OpenTSDB's strict long parser (Tags.parseLong): optional sign, decimal digits, at most 19
+ * digits. On failure writes the NumberFormatException message ("Invalid character 'x' in 1x",
+ * "Empty string", "Just a sign, no value: +", "Value too long: ...", "Overflow in ...") and
+ * returns false. */
+bool put_parse_long(const char *s, size_t len, int64_t *out, char *msg, size_t msg_size);
+
+/* True if s is a legal metric / tag name character sequence (spec §1.3 rule 9); on false,
+ * *bad_at is the byte offset of the first illegal character. */
+bool put_name_valid(const char *s, size_t len, const char *special_chars, size_t *bad_at);
+
+#endif

@@ -1,0 +1,116 @@
+/* routes.c - request dispatch over the route table of routes.def (see routes.h for the order of
+ * checks). CORS per tsd.http.request.cors_domains (spec §2.1).
+ * Invariant: every request leaves routes_dispatch() answered or deferred. */
+#include "tsd/routes.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tsd/http_int.h"
+#include "tsd/tsd_int.h"
+
+struct routes_entry {
+    const char *path;
+    unsigned methods;
+    routes_handler_fn fn;
+    bool prefix;
+};
+
+static const struct routes_entry routes_table[] = {
+#define ROUTE(path, methods, fn) {path, (methods), fn, false},
+#define ROUTE_PREFIX(path, methods, fn) {path, (methods), fn, true},
+#include "tsd/routes.def"
+#undef ROUTE
+#undef ROUTE_PREFIX
+};
+#define ROUTES_N (sizeof(routes_table) / sizeof(routes_table[0]))
+
+static const struct routes_entry *routes_lookup(const char *path)
+{
+    const struct routes_entry *best = NULL;
+    size_t best_len = 0;
+    for (size_t i = 0; i < ROUTES_N; i++) {
+        const struct routes_entry *e = &routes_table[i];
+        if (!e->prefix) {
+            if (!strcmp(e->path, path))
+                return e;
+            continue;
+        }
+        size_t l = strlen(e->path);
+        if (!strncmp(e->path, path, l) && l > best_len) {
+            best = e;
+            best_len = l;
+        }
+    }
+    return best;
+}
+
+/* True if origin is allowed by the CORS list. */
+static bool routes_cors_allowed(const struct tsd *t, const char *origin)
+{
+    if (t->cors_any)
+        return true;
+    size_t ol = strlen(origin);
+    const char *p = t->cors_domains;
+    while (*p) {
+        const char *comma = strchr(p, ',');
+        size_t l = comma ? (size_t)(comma - p) : strlen(p);
+        if (l == ol && !strncasecmp(p, origin, l))
+            return true;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return false;
+}
+
+void routes_dispatch(struct http_req *r)
+{
+    struct tsd *t = r->conn->tsd;
+    const char *origin = http_req_header(r, "Origin");
+    if (t->cors_enabled && origin) {
+        if (!routes_cors_allowed(t, origin)) {
+            char why[512];
+            snprintf(why, sizeof(why), "The domain [%s] is not permitted access", origin);
+            http_reply_error(r, 200, "CORS domain not allowed", why);
+            return;
+        }
+        http_reply_header(r, "Access-Control-Allow-Origin", origin);
+        http_reply_header(r, "Access-Control-Allow-Methods", "GET, POST, PUT, DELETE");
+        http_reply_header(r, "Access-Control-Allow-Headers", t->cors_headers);
+    }
+    if (r->wire_method == HTTP_OPTIONS) {
+        if (t->cors_enabled) {
+            http_reply_status(r, 200);
+            return;
+        }
+    }
+    char details[128];
+    snprintf(details, sizeof(details), "The HTTP method [%s] is not permitted for this endpoint",
+             r->method_name);
+    if (r->wire_method == 0 || r->wire_method == HTTP_OPTIONS) {
+        http_reply_error(r, 405, "Method not allowed", details);
+        return;
+    }
+    bool api = !strncmp(r->path, "/api", 4) && (r->path[4] == '/' || r->path[4] == '\0');
+    const struct routes_entry *e = routes_lookup(r->path);
+    if (!e) {
+        if (api) {
+            http_reply_error(r, 404, "Endpoint not found", NULL);
+            return;
+        }
+        if (r->method != HTTP_GET && r->method != HTTP_HEAD) {
+            http_reply_error(r, 405, "Method not allowed", details);
+            return;
+        }
+        static_serve(r);
+        return;
+    }
+    unsigned m = r->method == HTTP_HEAD ? HTTP_GET : r->method;
+    if (!(e->methods & m)) {
+        http_reply_error(r, 405, "Method not allowed", details);
+        return;
+    }
+    e->fn(r);
+}

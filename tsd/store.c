@@ -1,0 +1,473 @@
+/* store.c - the TSD's storage side: opens the wide-column store and the OpenTSDB layout on it
+ * (schema/tsdb.h) from the configuration, and is the ingest write function: each batch of
+ * points becomes one schema batch written with one wc_mutate_batch() at the configured WAL
+ * durability (tsd.storage.wal.durability, default sync: in the log before the call returns).
+ *
+ * Series cache: resolving a series (metric and tags -> TSUID) costs 2n+1 UID lookups, so each
+ * writer keeps a map from the point's series key ("metric\0k\0v\0...", as the client sent it) to
+ * its TSUID. Invariants: (1) the map is bounded (STORE_CACHE_MAX entries, then emptied), its
+ * memory allocated in blocks that are reused, so writing a point never allocates once warm;
+ * (2) a writer state is used by one writer thread at a time (taken from a locked free stack);
+ * (3) `dropcaches` bumps drop_gen and every writer empties its map before its next batch. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "schema/tsdb.h"
+#include "schema/uid.h"
+#include "storage/clock.h"
+#include "storage/wc.h"
+#include "tsd/conf.h"
+#include "tsd/ingest.h"
+#include "tsd/tlog.h"
+#include "tsd/tsd_int.h"
+#include "tsd/tstats.h"
+
+#define STORE_CACHE_MAX (1u << 18)
+#define STORE_MAX_WRITERS 64
+
+struct store_entry {
+    uint64_t hash;
+    uint32_t key_off, key_len;
+    uint32_t tsuid_off;
+    uint16_t tsuid_len;
+};
+
+struct store_cache {
+    uint32_t *slots; /* entry index + 1; 0 = empty; nslots a power of two */
+    size_t nslots;
+    struct store_entry *entries;
+    size_t n, cap;
+    uint8_t *arena;
+    size_t used, arena_cap;
+    uint64_t gen;
+};
+
+struct store_writer {
+    struct tsdb_batch *batch;
+    struct store_cache cache;
+    struct store_writer *next;
+};
+
+struct store_state {
+    pthread_mutex_t mu;
+    struct store_writer *free_writers;
+    struct store_writer *all[STORE_MAX_WRITERS];
+    int nall;
+    _Atomic uint64_t drop_gen;
+    enum wc_durability durability;
+};
+
+static struct store_state *store_of(struct tsd *t)
+{
+    return (struct store_state *)t->store_state;
+}
+
+static uint64_t store_hash(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ULL;
+    }
+    return h ^ (h >> 29);
+}
+
+static void store_cache_clear(struct store_cache *c)
+{
+    if (c->slots)
+        memset(c->slots, 0, c->nslots * sizeof(*c->slots));
+    c->n = 0;
+    c->used = 0;
+}
+
+static void store_cache_free(struct store_cache *c)
+{
+    free(c->slots);
+    free(c->entries);
+    free(c->arena);
+    memset(c, 0, sizeof(*c));
+}
+
+static const uint8_t *store_cache_get(struct store_cache *c, const char *key, size_t klen,
+                                      uint64_t h, size_t *tsuid_len)
+{
+    if (!c->slots)
+        return NULL;
+    size_t mask = c->nslots - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        uint32_t s = c->slots[i];
+        if (s == 0)
+            return NULL;
+        const struct store_entry *e = &c->entries[s - 1];
+        if (e->hash == h && e->key_len == klen && !memcmp(c->arena + e->key_off, key, klen)) {
+            *tsuid_len = e->tsuid_len;
+            return c->arena + e->tsuid_off;
+        }
+    }
+}
+
+/* Adds an entry; on allocation failure the cache simply does not remember it. */
+static void store_cache_put(struct store_cache *c, const char *key, size_t klen, uint64_t h,
+                            const uint8_t *tsuid, size_t tlen)
+{
+    if (c->n >= STORE_CACHE_MAX)
+        store_cache_clear(c);
+    if (!c->slots) {
+        c->nslots = 1024;
+        c->slots = calloc(c->nslots, sizeof(*c->slots));
+        if (!c->slots)
+            return;
+    }
+    if ((c->n + 1) * 2 > c->nslots) {
+        size_t ns = c->nslots * 2;
+        uint32_t *nsl = calloc(ns, sizeof(*nsl));
+        if (!nsl)
+            return;
+        for (size_t i = 0; i < c->n; i++) {
+            size_t j = c->entries[i].hash & (ns - 1);
+            while (nsl[j])
+                j = (j + 1) & (ns - 1);
+            nsl[j] = (uint32_t)(i + 1);
+        }
+        free(c->slots);
+        c->slots = nsl;
+        c->nslots = ns;
+    }
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 1024;
+        struct store_entry *ne = realloc(c->entries, nc * sizeof(*ne));
+        if (!ne)
+            return;
+        c->entries = ne;
+        c->cap = nc;
+    }
+    if (c->used + klen + tlen > c->arena_cap) {
+        size_t na = c->arena_cap ? c->arena_cap * 2 : 1u << 16;
+        while (na < c->used + klen + tlen)
+            na *= 2;
+        uint8_t *nar = realloc(c->arena, na);
+        if (!nar)
+            return;
+        c->arena = nar;
+        c->arena_cap = na;
+    }
+    struct store_entry *e = &c->entries[c->n];
+    e->hash = h;
+    e->key_off = (uint32_t)c->used;
+    e->key_len = (uint32_t)klen;
+    memcpy(c->arena + c->used, key, klen);
+    c->used += klen;
+    e->tsuid_off = (uint32_t)c->used;
+    e->tsuid_len = (uint16_t)tlen;
+    memcpy(c->arena + c->used, tsuid, tlen);
+    c->used += tlen;
+    size_t j = h & (c->nslots - 1);
+    while (c->slots[j])
+        j = (j + 1) & (c->nslots - 1);
+    c->slots[j] = (uint32_t)(c->n + 1);
+    c->n++;
+}
+
+/* ---- open / close ---------------------------------------------------------------------------- */
+
+static int store_parse_durability(const char *s, enum wc_durability *d)
+{
+    if (!strcmp(s, "async"))
+        *d = WC_DURABILITY_ASYNC_WAL;
+    else if (!strcmp(s, "sync"))
+        *d = WC_DURABILITY_SYNC_WAL;
+    else if (!strcmp(s, "fsync"))
+        *d = WC_DURABILITY_FSYNC_WAL;
+    else
+        return -1;
+    return 0;
+}
+
+int tsd_store_open(struct tsd *t, struct ct_err *err)
+{
+    const struct conf *c = t->conf;
+    struct store_state *st = calloc(1, sizeof(*st));
+    if (!st)
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening the store");
+    pthread_mutex_init(&st->mu, NULL);
+    if (store_parse_durability(conf_get_str(c, "tsd.storage.wal.durability"), &st->durability))
+        st->durability = WC_DURABILITY_SYNC_WAL;
+    t->store_state = st;
+
+    struct wc_options o;
+    wc_options_init(&o);
+    const char *backend = conf_get_str(c, "tsd.storage.backend");
+    const char *dir = conf_get_str(c, "tsd.storage.directory");
+    if (!strcmp(backend, "bigtable")) {
+        o.backend = WC_BACKEND_BIGTABLE;
+        o.bt_project = conf_get_str(c, "tsd.storage.bigtable.project");
+        o.bt_instance = conf_get_str(c, "tsd.storage.bigtable.instance");
+    } else {
+        o.backend = WC_BACKEND_EMBEDDED;
+        o.data_dir = dir;
+        o.block_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.block_cache_bytes");
+    }
+    int rc = wc_open(&o, &t->store, err);
+    if (rc != CT_OK) {
+        ct_err_prefix(err, "cannot open the store%s%s", o.data_dir ? " in " : "",
+                      o.data_dir ? o.data_dir : "");
+        tsd_store_close(t);
+        return rc;
+    }
+    struct tsdb_config tc;
+    tsdb_config_init(&tc);
+    tc.data_table = conf_get_str(c, "tsd.storage.hbase.data_table");
+    tc.uid_table = conf_get_str(c, "tsd.storage.hbase.uid_table");
+    tc.meta_table = conf_get_str(c, "tsd.storage.hbase.meta_table");
+    tc.layout.salt_width = (unsigned)conf_get_int(c, "tsd.storage.salt.width");
+    tc.layout.salt_buckets = (unsigned)conf_get_int(c, "tsd.storage.salt.buckets");
+    tc.layout.metric_width = (unsigned)conf_get_int(c, "tsd.storage.uid.width.metric");
+    tc.layout.tagk_width = (unsigned)conf_get_int(c, "tsd.storage.uid.width.tagk");
+    tc.layout.tagv_width = (unsigned)conf_get_int(c, "tsd.storage.uid.width.tagv");
+    tc.max_tags = (unsigned)conf_get_int(c, "tsd.storage.max_tags");
+    tc.auto_create_metrics = conf_get_bool(c, "tsd.core.auto_create_metrics");
+    tc.auto_create_tagks = conf_get_bool(c, "tsd.core.auto_create_tagks");
+    tc.auto_create_tagvs = conf_get_bool(c, "tsd.core.auto_create_tagvs");
+    tc.random_metrics = conf_get_bool(c, "tsd.core.uid.random_metrics");
+    tc.allow_special = t->special_chars;
+    tc.enable_compaction = conf_get_bool(c, "tsd.storage.enable_compaction");
+    tc.fix_duplicates = conf_get_bool(c, "tsd.storage.fix_duplicates");
+    tc.read_only = t->read_only;
+    tc.create_tables = !t->read_only;
+    rc = tsdb_open(t->store, &tc, &t->tsdb, err);
+    if (rc != CT_OK) {
+        ct_err_prefix(err, "cannot open the OpenTSDB tables");
+        tsd_store_close(t);
+        return rc;
+    }
+    return CT_OK;
+}
+
+void tsd_store_close(struct tsd *t)
+{
+    struct store_state *st = store_of(t);
+    tsdb_close(t->tsdb);
+    t->tsdb = NULL;
+    wc_close(t->store);
+    t->store = NULL;
+    if (!st)
+        return;
+    for (int i = 0; i < st->nall; i++) {
+        tsdb_batch_free(st->all[i]->batch);
+        store_cache_free(&st->all[i]->cache);
+        free(st->all[i]);
+    }
+    pthread_mutex_destroy(&st->mu);
+    free(st);
+    t->store_state = NULL;
+}
+
+void tsd_store_drop_caches(struct tsd *t)
+{
+    struct store_state *st = store_of(t);
+    if (t->tsdb)
+        uid_cache_drop(tsdb_uid(t->tsdb));
+    if (st)
+        atomic_fetch_add(&st->drop_gen, 1);
+}
+
+/* ---- writing ---------------------------------------------------------------------------------- */
+
+static struct store_writer *store_writer_take(struct store_state *st, struct ct_err *err)
+{
+    pthread_mutex_lock(&st->mu);
+    struct store_writer *w = st->free_writers;
+    if (w) {
+        st->free_writers = w->next;
+        pthread_mutex_unlock(&st->mu);
+        return w;
+    }
+    if (st->nall == STORE_MAX_WRITERS) {
+        pthread_mutex_unlock(&st->mu);
+        ct_err_set(err, CT_ELIMIT, "more than %d concurrent store writers", STORE_MAX_WRITERS);
+        return NULL;
+    }
+    w = calloc(1, sizeof(*w));
+    if (w && tsdb_batch_new(16384, &w->batch, err) != CT_OK) {
+        free(w);
+        w = NULL;
+    } else if (!w) {
+        ct_err_set(err, CT_ENOMEM, "out of memory for a store writer");
+    }
+    if (w)
+        st->all[st->nall++] = w;
+    pthread_mutex_unlock(&st->mu);
+    return w;
+}
+
+static void store_writer_give(struct store_state *st, struct store_writer *w)
+{
+    pthread_mutex_lock(&st->mu);
+    w->next = st->free_writers;
+    st->free_writers = w;
+    pthread_mutex_unlock(&st->mu);
+}
+
+int tsd_store_write(void *arg, struct ingest_batch *b, struct ct_err *err)
+{
+    struct tsd *t = arg;
+    struct store_state *st = store_of(t);
+    struct store_writer *w = store_writer_take(st, err);
+    if (!w)
+        return err->code;
+    uint64_t gen = atomic_load(&st->drop_gen);
+    if (w->cache.gen != gen) {
+        store_cache_clear(&w->cache);
+        w->cache.gen = gen;
+    }
+    tsdb_batch_reset(w->batch);
+    const struct rowkey_layout *layout = tsdb_layout(t->tsdb);
+    size_t n = ingest_batch_count(b), added = 0, failed = 0, unknown = 0;
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    int rc = CT_OK;
+    for (size_t i = 0; i < n; i++) {
+        struct ingest_point p;
+        ingest_batch_point(b, i, &p);
+        uint64_t h = store_hash(p.series_key, p.series_key_len);
+        size_t tlen = 0;
+        const uint8_t *ts = store_cache_get(&w->cache, p.series_key, p.series_key_len, h, &tlen);
+        struct ct_err perr = {0};
+        if (!ts) {
+            int r = tsdb_series_resolve(t->tsdb, p.metric, p.tagk, p.tagv, p.ntags, tsuid,
+                                        sizeof(tsuid), &tlen, &perr);
+            if (r == CT_NOTFOUND) {
+                ingest_batch_set_outcome(b, i, INGEST_UNKNOWN_METRIC, perr.msg);
+                unknown++;
+                failed++;
+                continue;
+            }
+            if (r == CT_EINVAL || r == CT_ELIMIT) {
+                ingest_batch_set_outcome(b, i, INGEST_ILLEGAL, perr.msg);
+                failed++;
+                continue;
+            }
+            if (r != CT_OK) {
+                ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, perr.msg);
+                failed++;
+                continue;
+            }
+            store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen);
+            ts = tsuid;
+        }
+        struct dpcodec_point dp = p.value.kind == PUT_INT
+                                      ? dpcodec_point_int(p.ts_ms, p.ms, p.value.i)
+                                      : dpcodec_point_real(p.ts_ms, p.ms, p.value.d);
+        int r = tsdb_batch_add(w->batch, layout, ts, tlen, &dp, &perr);
+        if (r == CT_EINVAL) {
+            ingest_batch_set_outcome(b, i, INGEST_ILLEGAL, perr.msg);
+            failed++;
+            continue;
+        }
+        if (r != CT_OK) {
+            rc = r;
+            *err = perr;
+            break;
+        }
+        added++;
+    }
+    if (rc == CT_OK && added > 0) {
+        uint64_t t0 = clock_mono_ns();
+        rc = tsdb_batch_write(t->tsdb, w->batch, st->durability, err);
+        tstats_add(TSTATS_WRITE_NS, clock_mono_ns() - t0);
+        tstats_add(TSTATS_BATCHES_WRITTEN, 1);
+    }
+    store_writer_give(st, w);
+    if (unknown)
+        tstats_add(TSTATS_UNKNOWN_METRICS, unknown);
+    if (rc != CT_OK) {
+        tstats_add(TSTATS_STORAGE_ERRORS, 1);
+        tstats_add(TSTATS_POINTS_FAILED, n);
+        tlog_error("writing %zu datapoints failed: %s", added, err->msg);
+        return rc;
+    }
+    tstats_add(TSTATS_POINTS_WRITTEN, added);
+    tstats_add(TSTATS_POINTS_FAILED, failed);
+    return CT_OK;
+}
+
+/* ---- stats ------------------------------------------------------------------------------------ */
+
+struct store_stats_ctx {
+    struct tsd *t;
+    tsd_stat_fn fn;
+    void *arg;
+    int64_t now;
+};
+
+static void store_stat(struct store_stats_ctx *x, const char *metric, uint64_t v, const char *tags)
+{
+    char val[32], tg[512];
+    snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
+    snprintf(tg, sizeof(tg), "host=%s%s%s", x->t->hostname, *tags ? " " : "", tags);
+    x->fn(x->arg, metric, x->now, val, tg);
+}
+
+static int store_stats_table(void *arg, const char *name)
+{
+    struct store_stats_ctx *x = arg;
+    struct wc_region_info *ri = NULL;
+    size_t n = 0;
+    struct ct_err err = {0};
+    if (wc_table_regions(x->t->store, name, &ri, &n, &err) != CT_OK)
+        return 0;
+    char tags[400];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(tags, sizeof(tags), "table=%s region=%llu", name, (unsigned long long)ri[i].id);
+        store_stat(x, "tsd.storage.region.read_requests", ri[i].read_requests, tags);
+        store_stat(x, "tsd.storage.region.write_requests", ri[i].write_requests, tags);
+        store_stat(x, "tsd.storage.region.memstore_bytes", ri[i].memstore_bytes, tags);
+        store_stat(x, "tsd.storage.region.store_files", ri[i].store_files, tags);
+        store_stat(x, "tsd.storage.region.store_file_bytes", ri[i].store_file_bytes, tags);
+    }
+    wc_region_info_free(ri, n);
+    return 0;
+}
+
+void tsd_store_stats(struct tsd *t, tsd_stat_fn fn, void *arg, int64_t now_s)
+{
+    if (!t->store)
+        return;
+    struct store_stats_ctx x = {t, fn, arg, now_s};
+    struct ct_err err = {0};
+    if (t->tsdb) {
+        static const char *const kinds[] = {"metrics", "tagk", "tagv"};
+        for (int k = 0; k < UID_NKINDS; k++) {
+            struct uid_stats us;
+            uid_stats_get(tsdb_uid(t->tsdb), (enum uid_kind)k, &us);
+            char tags[64];
+            snprintf(tags, sizeof(tags), "kind=%s", kinds[k]);
+            store_stat(&x, "tsd.uid.cache-hit", us.cache_hits, tags);
+            store_stat(&x, "tsd.uid.cache-miss", us.cache_misses, tags);
+            store_stat(&x, "tsd.uid.cache-size", us.cache_entries, tags);
+            store_stat(&x, "tsd.uid.ids-assigned", us.assigned, tags);
+        }
+    }
+    struct wc_store_stats s;
+    if (wc_store_stats(t->store, &s, &err) == CT_OK) {
+        store_stat(&x, "tsd.storage.cache.hits", s.cache_hits, "");
+        store_stat(&x, "tsd.storage.cache.misses", s.cache_misses, "");
+        uint64_t tot = s.cache_hits + s.cache_misses;
+        store_stat(&x, "tsd.storage.cache.hit_ratio_pct", tot ? s.cache_hits * 100 / tot : 0, "");
+        store_stat(&x, "tsd.storage.cache.bytes", s.cache_bytes, "");
+        store_stat(&x, "tsd.storage.cache.capacity_bytes", s.cache_capacity_bytes, "");
+        store_stat(&x, "tsd.storage.flushes", s.flushes, "");
+        store_stat(&x, "tsd.storage.compactions", s.minor_compactions, "type=minor");
+        store_stat(&x, "tsd.storage.compactions", s.major_compactions, "type=major");
+        store_stat(&x, "tsd.storage.splits", s.splits, "");
+        store_stat(&x, "tsd.storage.wal.bytes", s.wal_bytes, "");
+        store_stat(&x, "tsd.storage.wal.syncs", s.wal_syncs, "");
+        store_stat(&x, "tsd.storage.regions", s.regions, "");
+    }
+    if (wc_table_list(t->store, store_stats_table, &x, &err) != CT_OK) {
+        /* stats are best effort: a failing list leaves the per-region lines out */
+    }
+}

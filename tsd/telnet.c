@@ -1,0 +1,705 @@
+/* telnet.c - the line protocol (spec §1): framing of '\n'-terminated lines, put parsing on the
+ * event loop into the shared current batch, the other commands, and the durability contract.
+ *
+ * Durability contract: a put is acknowledged only by the answer to a LATER line on the same
+ * connection. Before any reply is written, every earlier put of the connection must be in the
+ * write-ahead log: if it is not, the connection stops reading (its input stays buffered), the
+ * current batch is submitted at once, and the line is processed again when the batch is
+ * written (telnet_on_batch_done). Success of a put is silent.
+ *
+ * Invariants: (1) c->pending_seq is the sequence number of the batch holding c's latest put (0 =
+ * none); t->logged_seq is the highest seq such that every batch <= it has been written; so c may
+ * reply iff c->pending_seq <= logged_seq. (2) A connection is in at most one of: running,
+ * waiting (for its puts to be logged), blocked (no free batch: backpressure), closing.
+ * (3) a connection id is (generation << 32 | slot); a stale id (the slot was reused) finds
+ * nothing, so a late storage error never reaches another client.
+ * (4) No allocation per line: lines are read in place from the bufferevent's chunks, and a line
+ * that straddles chunks is copied into the fixed per-daemon line buffer.
+ * All of this runs on the event-loop thread. */
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tsd/conf.h"
+#include "tsd/ingest.h"
+#include "tsd/tlog.h"
+#include "tsd/tsd_int.h"
+#include "tsd/tstats.h"
+
+#define TELNET_READ_HIGH (256u << 10)
+
+enum telnet_state {
+    TC_RUNNING = 0,
+    TC_WAITING = 1, /* for pending_seq to be logged */
+    TC_BLOCKED = 2, /* for a free batch */
+    TC_CLOSING = 3, /* flush output then close */
+};
+
+struct telnet_conn {
+    struct tsd *tsd;
+    struct bufferevent *bev;
+    uint64_t id;
+    enum telnet_state state;
+    uint64_t pending_seq;
+    bool discarding; /* inside an over-long line */
+    bool eof;        /* the client half-closed: close once everything is answered */
+    struct telnet_conn *next; /* waiting or blocked list */
+    char peer[64];
+};
+
+static void telnet_process(struct telnet_conn *c);
+static void telnet_close(struct telnet_conn *c);
+
+/* ---- the loop-side ingest state (one per daemon) -------------------------------------------- */
+
+static struct telnet_ingest *ti(struct tsd *t)
+{
+    return &t->telnet;
+}
+
+static struct telnet_conn *telnet_find(struct tsd *t, uint64_t id)
+{
+    uint32_t slot = (uint32_t)id;
+    if (slot >= t->ntconn_slots)
+        return NULL;
+    struct telnet_conn *c = t->tconns[slot];
+    return c && c->id == id ? c : NULL;
+}
+
+static void telnet_write(struct telnet_conn *c, const char *s, size_t n)
+{
+    if (c->state == TC_CLOSING && !c->bev)
+        return;
+    if (bufferevent_write(c->bev, s, n) != 0)
+        c->state = TC_CLOSING;
+}
+
+static void telnet_printf(struct telnet_conn *c, const char *fmt, ...) CT_PRINTF(2, 3);
+static void telnet_printf(struct telnet_conn *c, const char *fmt, ...)
+{
+    char buf[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(buf))
+        n = (int)sizeof(buf) - 1;
+    telnet_write(c, buf, (size_t)n);
+}
+
+static void telnet_batch_done_cb(void *arg, struct ingest_batch *b)
+{
+    struct tsd *t = arg;
+    struct telnet_ingest *g = ti(t);
+    pthread_mutex_lock(&g->mu);
+    g->done[g->ndone++] = b; /* ndone <= batches in the pool < TELNET_SEQ_RING */
+    pthread_mutex_unlock(&g->mu);
+    event_active(g->done_ev, EV_READ, 0);
+}
+
+/* Submits the current batch (if it has points). */
+static void telnet_submit_current(struct tsd *t)
+{
+    struct telnet_ingest *g = ti(t);
+    if (!g->cur || ingest_batch_count(g->cur) == 0)
+        return;
+    ingest_batch_set_seq(g->cur, g->cur_seq);
+    g->inflight++;
+    ingest_submit(t->ingest, g->cur, telnet_batch_done_cb, t);
+    g->cur = NULL;
+    g->cur_seq = 0;
+    if (g->timer_armed) {
+        event_del(g->flush_ev);
+        g->timer_armed = false;
+    }
+}
+
+static void telnet_flush_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tsd *t = arg;
+    ti(t)->timer_armed = false;
+    telnet_submit_current(t);
+}
+
+/* The current batch to add to, or NULL when none is free (backpressure). */
+static struct ingest_batch *telnet_current(struct tsd *t)
+{
+    struct telnet_ingest *g = ti(t);
+    if (g->cur && ingest_batch_full(g->cur))
+        telnet_submit_current(t);
+    if (!g->cur) {
+        g->cur = ingest_batch_try_get(t->ingest);
+        if (!g->cur)
+            return NULL;
+        g->cur_seq = ++g->next_seq;
+    }
+    return g->cur;
+}
+
+static bool telnet_logged(struct tsd *t, uint64_t seq)
+{
+    return seq <= ti(t)->logged_seq;
+}
+
+/* Marks seq written and advances logged_seq over every contiguous written seq. */
+static void telnet_mark_written(struct tsd *t, uint64_t seq)
+{
+    struct telnet_ingest *g = ti(t);
+    g->written[seq % TELNET_SEQ_RING] = seq;
+    while (g->written[(g->logged_seq + 1) % TELNET_SEQ_RING] == g->logged_seq + 1)
+        g->logged_seq++;
+}
+
+static const char *telnet_outcome_prefix(enum ingest_outcome o)
+{
+    switch (o) {
+    case INGEST_ILLEGAL:
+        return "put: illegal argument: ";
+    case INGEST_UNKNOWN_METRIC:
+        return "put: unknown metric: ";
+    default:
+        return "put: HBase error: ";
+    }
+}
+
+static void telnet_wake_waiters(struct tsd *t)
+{
+    struct telnet_ingest *g = ti(t);
+    struct telnet_conn **pp = &g->waiting;
+    struct telnet_conn *ready = NULL, **rtail = &ready;
+    while (*pp) {
+        struct telnet_conn *c = *pp;
+        if (telnet_logged(t, c->pending_seq)) {
+            *pp = c->next;
+            c->next = NULL;
+            *rtail = c;
+            rtail = &c->next;
+        } else {
+            pp = &c->next;
+        }
+    }
+    while (ready) {
+        struct telnet_conn *c = ready;
+        ready = c->next;
+        c->next = NULL;
+        c->state = TC_RUNNING;
+        bufferevent_enable(c->bev, EV_READ);
+        telnet_process(c);
+    }
+}
+
+void telnet_resume_blocked(struct tsd *t)
+{
+    struct telnet_ingest *g = ti(t);
+    /* Resume in arrival order; a connection that blocks again goes to the back. */
+    size_t n = 0;
+    for (struct telnet_conn *c = g->blocked; c; c = c->next)
+        n++;
+    for (size_t i = 0; i < n && g->blocked; i++) {
+        if (!telnet_current(t))
+            return;
+        struct telnet_conn *c = g->blocked;
+        g->blocked = c->next;
+        if (!g->blocked)
+            g->blocked_tail = NULL;
+        c->next = NULL;
+        c->state = TC_RUNNING;
+        bufferevent_enable(c->bev, EV_READ);
+        telnet_process(c);
+    }
+}
+
+static void telnet_done_ev_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tsd *t = arg;
+    struct telnet_ingest *g = ti(t);
+    struct ingest_batch *done[TELNET_SEQ_RING];
+    pthread_mutex_lock(&g->mu);
+    size_t n = g->ndone;
+    memcpy(done, g->done, n * sizeof(done[0]));
+    g->ndone = 0;
+    pthread_mutex_unlock(&g->mu);
+    for (size_t i = 0; i < n; i++) {
+        struct ingest_batch *b = done[i];
+        size_t np = ingest_batch_count(b);
+        uint64_t last_owner = 0;
+        enum ingest_outcome last_o = INGEST_WRITTEN;
+        const char *last_msg = NULL;
+        for (size_t k = 0; k < np; k++) {
+            const char *msg;
+            enum ingest_outcome o = ingest_batch_outcome(b, k, &msg);
+            if (o == INGEST_WRITTEN)
+                continue;
+            struct ingest_point p;
+            ingest_batch_point(b, k, &p);
+            /* one reply per connection and distinct error in a run */
+            if (p.owner == last_owner && o == last_o && last_msg && !strcmp(msg, last_msg))
+                continue;
+            last_owner = p.owner;
+            last_o = o;
+            last_msg = msg;
+            struct telnet_conn *c = telnet_find(t, p.owner);
+            if (c && t->return_errors && c->state != TC_CLOSING)
+                telnet_printf(c, "%s%s\n", telnet_outcome_prefix(o), msg);
+        }
+        uint64_t seq = ingest_batch_seq(b);
+        ingest_batch_release(t->ingest, b);
+        g->inflight--;
+        telnet_mark_written(t, seq);
+    }
+    telnet_wake_waiters(t);
+    telnet_resume_blocked(t);
+    tsd_ingest_idle_check(t);
+}
+
+int telnet_ingest_init(struct tsd *t, struct ct_err *err)
+{
+    struct telnet_ingest *g = ti(t);
+    pthread_mutex_init(&g->mu, NULL);
+    g->done_ev = event_new(t->base, -1, 0, telnet_done_ev_cb, t);
+    g->flush_ev = evtimer_new(t->base, telnet_flush_timer_cb, t);
+    if (!g->done_ev || !g->flush_ev)
+        return ct_err_set(err, CT_ENOMEM, "out of memory creating telnet events");
+    return CT_OK;
+}
+
+void telnet_ingest_destroy(struct tsd *t)
+{
+    struct telnet_ingest *g = ti(t);
+    if (g->done_ev)
+        event_free(g->done_ev);
+    if (g->flush_ev)
+        event_free(g->flush_ev);
+    g->done_ev = g->flush_ev = NULL;
+    pthread_mutex_destroy(&g->mu);
+}
+
+void telnet_flush(struct tsd *t)
+{
+    telnet_submit_current(t);
+}
+
+bool telnet_ingest_idle(struct tsd *t)
+{
+    struct telnet_ingest *g = ti(t);
+    return g->inflight == 0 && (!g->cur || ingest_batch_count(g->cur) == 0);
+}
+
+/* ---- commands ------------------------------------------------------------------------------- */
+
+enum telnet_action {
+    TA_NEXT = 0,  /* line consumed */
+    TA_PAUSE = 1, /* line not consumed: connection waits or is blocked */
+    TA_STOP = 2,  /* line consumed, stop reading (exit) */
+};
+
+/* Ensures every earlier put of c is logged before a reply; else sets c waiting. */
+static bool telnet_may_reply(struct telnet_conn *c)
+{
+    struct tsd *t = c->tsd;
+    if (c->pending_seq == 0 || telnet_logged(t, c->pending_seq))
+        return true;
+    if (c->pending_seq == ti(t)->cur_seq)
+        telnet_submit_current(t);
+    c->state = TC_WAITING;
+    c->next = ti(t)->waiting;
+    ti(t)->waiting = c;
+    bufferevent_disable(c->bev, EV_READ);
+    return false;
+}
+
+struct telnet_stats_ctx {
+    struct telnet_conn *c;
+};
+
+static void telnet_stat_line(void *arg, const char *metric, int64_t ts_s, const char *value,
+                             const char *tags)
+{
+    struct telnet_stats_ctx *x = arg;
+    telnet_printf(x->c, "%s %lld %s %s\n", metric, (long long)ts_s, value, tags);
+}
+
+static const char *const telnet_commands[] = {"diediedie", "dropcaches", "exit", "help",
+                                              "put",       "stats",      "status", "version"};
+
+static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, size_t len)
+{
+    struct tsd *t = c->tsd;
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    const char *sp = memchr(line, ' ', len);
+    size_t cl = sp ? (size_t)(sp - line) : len;
+    if (cl == 3 && !memcmp(line, "put", 3)) {
+        struct put_point *p = &t->telnet.point;
+        char msg[1024];
+        enum put_status st = put_parse_line(line, len, &t->rules, p, msg, sizeof(msg));
+        if (st != PUT_OK) {
+            if (!telnet_may_reply(c))
+                return TA_PAUSE;
+            tstats_add(st == PUT_ENUMBER ? TSTATS_INVALID_VALUES : TSTATS_ILLEGAL_ARGUMENTS, 1);
+            if (t->return_errors)
+                telnet_printf(c, "%s\n", msg);
+            tstats_add(TSTATS_RPC_PUT, 1);
+            return TA_NEXT;
+        }
+        if (t->read_only) {
+            if (!telnet_may_reply(c))
+                return TA_PAUSE;
+            if (t->return_errors)
+                telnet_printf(c, "put: illegal argument: the TSD is in read-only mode\n");
+            return TA_NEXT;
+        }
+        struct ingest_batch *b = telnet_current(t);
+        if (!b) {
+            c->state = TC_BLOCKED;
+            tstats_add(TSTATS_BACKPRESSURE, 1);
+            return TA_PAUSE;
+        }
+        if (!ingest_batch_add(b, p, c->id)) {
+            telnet_submit_current(t);
+            b = telnet_current(t);
+            if (!b) {
+                c->state = TC_BLOCKED;
+                tstats_add(TSTATS_BACKPRESSURE, 1);
+                return TA_PAUSE;
+            }
+            if (!ingest_batch_add(b, p, c->id)) {
+                if (!telnet_may_reply(c))
+                    return TA_PAUSE;
+                telnet_printf(c, "put: illegal argument: datapoint too large\n");
+                return TA_NEXT;
+            }
+        }
+        c->pending_seq = ti(t)->cur_seq;
+        tstats_add(TSTATS_RPC_PUT, 1);
+        tstats_add(TSTATS_POINTS_ADDED, 1);
+        if (!ti(t)->timer_armed) {
+            struct timeval tv = {0, 2000};
+            evtimer_add(ti(t)->flush_ev, &tv);
+            ti(t)->timer_armed = true;
+        }
+        return TA_NEXT;
+    }
+    /* Every other line answers (or ends the connection): earlier puts first. */
+    if (!telnet_may_reply(c))
+        return TA_PAUSE;
+    char cmd[32];
+    snprintf(cmd, sizeof(cmd), "%.*s", (int)(cl < sizeof(cmd) - 1 ? cl : sizeof(cmd) - 1), line);
+    if (cl == 0 && len == 0)
+        return TA_NEXT; /* blank line */
+    tstats_add(TSTATS_RPC_OTHER_TELNET, 1);
+    if (!strcmp(cmd, "version")) {
+        telnet_printf(c, "net.opentsdb.tools ctsdb %s built at revision %s (MODIFIED)\n",
+                      CTSDB_VERSION, CTSDB_GIT_REV);
+        telnet_printf(c, "Built on %s %s by ctsdb@%s\n", __DATE__, __TIME__, tsd_hostname(t));
+    } else if (!strcmp(cmd, "help")) {
+        char buf[256] = "available commands: ";
+        for (size_t i = 0; i < sizeof(telnet_commands) / sizeof(telnet_commands[0]); i++) {
+            if (!strcmp(telnet_commands[i], "diediedie") && t->no_diediedie)
+                continue;
+            strncat(buf, telnet_commands[i], sizeof(buf) - strlen(buf) - 2);
+            strncat(buf, " ", sizeof(buf) - strlen(buf) - 1);
+        }
+        telnet_printf(c, "%s\n", buf);
+    } else if (!strcmp(cmd, "stats")) {
+        struct telnet_stats_ctx x = {c};
+        tsd_collect_stats(t, telnet_stat_line, &x);
+    } else if (!strcmp(cmd, "dropcaches")) {
+        tsd_drop_caches(t);
+        telnet_printf(c, "Caches dropped.\n");
+    } else if (!strcmp(cmd, "status")) {
+        telnet_printf(c, "%s\n", tsd_status(t));
+    } else if (!strcmp(cmd, "exit")) {
+        return TA_STOP;
+    } else if (!strcmp(cmd, "diediedie") && !t->no_diediedie) {
+        telnet_printf(c, "Cleaning up and exiting now.\n");
+        tlog_info("diediedie from %s: shutting down", c->peer);
+        tsd_request_shutdown(t);
+    } else {
+        tstats_add(TSTATS_RPC_UNKNOWN, 1);
+        telnet_printf(c, "unknown command: %s.  Try `help'.\n", cmd);
+    }
+    return TA_NEXT;
+}
+
+/* Reports an over-long line once; the rest of it is discarded (deliberate choice, spec end). */
+static enum telnet_action telnet_too_long(struct telnet_conn *c)
+{
+    if (!telnet_may_reply(c))
+        return TA_PAUSE;
+    tstats_add(TSTATS_LINES_TOO_LONG, 1);
+    telnet_printf(c, "put: illegal argument: line too long (more than %d bytes); discarded\n",
+                  TELNET_MAX_LINE);
+    return TA_NEXT;
+}
+
+static void telnet_process(struct telnet_conn *c)
+{
+    struct tsd *t = c->tsd;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    char *scratch = t->telnet.line;
+    for (int round = 0; round < 64 && c->state == TC_RUNNING; round++) {
+        struct evbuffer_iovec vec[32];
+        int nv = evbuffer_peek(in, -1, NULL, vec, 32);
+        if (nv <= 0)
+            break;
+        if (nv > 32)
+            nv = 32;
+        size_t consumed = 0, carry = 0;
+        bool stop = false, progressed = false;
+        for (int v = 0; v < nv && !stop; v++) {
+            const char *p = vec[v].iov_base, *end = p + vec[v].iov_len;
+            while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                if (c->discarding) {
+                    if (!nl) {
+                        consumed += (size_t)(end - p);
+                        p = end;
+                        break;
+                    }
+                    consumed += (size_t)(nl + 1 - p);
+                    p = nl + 1;
+                    c->discarding = false;
+                    progressed = true;
+                    continue;
+                }
+                if (!nl) {
+                    size_t n = (size_t)(end - p);
+                    if (carry + n > TELNET_MAX_LINE) {
+                        enum telnet_action a = telnet_too_long(c);
+                        if (a == TA_PAUSE) {
+                            stop = true;
+                            break;
+                        }
+                        consumed += carry + n;
+                        carry = 0;
+                        c->discarding = true;
+                        progressed = true;
+                    } else {
+                        memcpy(scratch + carry, p, n);
+                        carry += n;
+                    }
+                    p = end;
+                    break;
+                }
+                size_t n = (size_t)(nl - p);
+                const char *line = p;
+                size_t len = n;
+                if (carry) {
+                    if (carry + n > TELNET_MAX_LINE) {
+                        line = NULL;
+                    } else {
+                        memcpy(scratch + carry, p, n);
+                        line = scratch;
+                        len = carry + n;
+                    }
+                } else if (n > TELNET_MAX_LINE) {
+                    line = NULL;
+                }
+                enum telnet_action a =
+                    line ? telnet_line(c, line, len) : telnet_too_long(c);
+                if (a == TA_PAUSE) {
+                    stop = true;
+                    break;
+                }
+                consumed += carry + n + 1;
+                carry = 0;
+                p = nl + 1;
+                progressed = true;
+                if (a == TA_STOP) {
+                    c->state = TC_CLOSING;
+                    stop = true;
+                    break;
+                }
+                if (c->state != TC_RUNNING) {
+                    stop = true;
+                    break;
+                }
+            }
+        }
+        evbuffer_drain(in, consumed);
+        if (c->state == TC_BLOCKED) {
+            bufferevent_disable(c->bev, EV_READ);
+            c->next = NULL;
+            if (t->telnet.blocked_tail)
+                t->telnet.blocked_tail->next = c;
+            else
+                t->telnet.blocked = c;
+            t->telnet.blocked_tail = c;
+            return;
+        }
+        if (stop || !progressed || nv < 32)
+            break;
+    }
+    if (c->state == TC_CLOSING || (c->eof && c->state == TC_RUNNING)) {
+        if (c->eof && c->state == TC_RUNNING) {
+            /* answered everything that had a newline; an unterminated last line counts too */
+            size_t rest = evbuffer_get_length(in);
+            if (rest > 0 && rest <= TELNET_MAX_LINE && !c->discarding) {
+                evbuffer_copyout(in, scratch, rest);
+                enum telnet_action a = telnet_line(c, scratch, rest);
+                if (a == TA_PAUSE)
+                    return;
+                evbuffer_drain(in, rest);
+            }
+        }
+        c->state = TC_CLOSING;
+        bufferevent_disable(c->bev, EV_READ);
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+            telnet_close(c);
+    }
+}
+
+static void telnet_read_cb(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    struct telnet_conn *c = arg;
+    if (c->state == TC_RUNNING)
+        telnet_process(c);
+}
+
+static void telnet_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct telnet_conn *c = arg;
+    if (c->state == TC_CLOSING && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+        telnet_close(c);
+}
+
+static void telnet_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    struct telnet_conn *c = arg;
+    if (what & BEV_EVENT_TIMEOUT)
+        tstats_add(TSTATS_CONN_TIMEOUT, 1);
+    if ((what & BEV_EVENT_EOF) && !(what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))) {
+        c->eof = true;
+        if (c->state == TC_RUNNING)
+            telnet_process(c);
+        return; /* waiting/blocked connections finish when they resume */
+    }
+    telnet_close(c);
+}
+
+/* Unlinks c from the waiting or blocked list. */
+static void telnet_unlink(struct tsd *t, struct telnet_conn *c)
+{
+    struct telnet_conn **pp = &t->telnet.waiting;
+    while (*pp && *pp != c)
+        pp = &(*pp)->next;
+    if (*pp) {
+        *pp = c->next;
+        return;
+    }
+    struct telnet_conn *prev = NULL;
+    for (struct telnet_conn *x = t->telnet.blocked; x; prev = x, x = x->next) {
+        if (x != c)
+            continue;
+        if (prev)
+            prev->next = x->next;
+        else
+            t->telnet.blocked = x->next;
+        if (t->telnet.blocked_tail == x)
+            t->telnet.blocked_tail = prev;
+        return;
+    }
+}
+
+static void telnet_close(struct telnet_conn *c)
+{
+    struct tsd *t = c->tsd;
+    if (c->state == TC_WAITING || c->state == TC_BLOCKED)
+        telnet_unlink(t, c);
+    uint32_t slot = (uint32_t)c->id;
+    t->tconns[slot] = NULL;
+    t->tconn_free[t->ntconn_free++] = slot;
+    bufferevent_free(c->bev);
+    free(c);
+    tsd_conn_closed(t);
+}
+
+int telnet_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err)
+{
+    if (t->ntconn_free == 0) {
+        size_t ns = t->ntconn_slots ? t->ntconn_slots * 2 : 256;
+        struct telnet_conn **nc = realloc(t->tconns, ns * sizeof(*nc));
+        if (!nc)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for a connection from %s", peer);
+        t->tconns = nc;
+        uint32_t *nf = realloc(t->tconn_free, ns * sizeof(*nf));
+        if (!nf)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for a connection from %s", peer);
+        t->tconn_free = nf;
+        for (size_t i = ns; i > t->ntconn_slots; i--) {
+            t->tconns[i - 1] = NULL;
+            t->tconn_free[t->ntconn_free++] = (uint32_t)(i - 1);
+        }
+        t->ntconn_slots = ns;
+    }
+    struct telnet_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for a connection from %s", peer);
+    c->bev = bufferevent_socket_new(t->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (!c->bev) {
+        free(c);
+        return ct_err_set(err, CT_ENOMEM, "cannot create a bufferevent for %s", peer);
+    }
+    uint32_t slot = t->tconn_free[--t->ntconn_free];
+    c->id = (++t->next_conn_id << 32) | slot;
+    t->tconns[slot] = c;
+    c->tsd = t;
+    snprintf(c->peer, sizeof(c->peer), "%s", peer);
+    bufferevent_setcb(c->bev, telnet_read_cb, telnet_write_cb, telnet_event_cb, c);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, TELNET_READ_HIGH);
+    if (t->socket_timeout_s > 0) {
+        struct timeval tv = {(time_t)t->socket_timeout_s, 0};
+        bufferevent_set_timeouts(c->bev, &tv, NULL);
+    }
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    tstats_add(TSTATS_CONN_TELNET, 1);
+    return CT_OK;
+}
+
+void telnet_close_all(struct tsd *t)
+{
+    for (size_t i = 0; i < t->ntconn_slots; i++) {
+        struct telnet_conn *c = t->tconns[i];
+        if (!c)
+            continue;
+        if (c->state == TC_RUNNING) {
+            /* answer what is already buffered, then close */
+            c->eof = true;
+            telnet_process(c);
+        } else {
+            c->eof = true;
+        }
+    }
+}
+
+size_t telnet_open_count(struct tsd *t)
+{
+    return t->ntconn_slots - t->ntconn_free;
+}
+
+void telnet_free_all(struct tsd *t)
+{
+    for (size_t i = 0; i < t->ntconn_slots; i++) {
+        struct telnet_conn *c = t->tconns[i];
+        if (!c)
+            continue;
+        bufferevent_free(c->bev);
+        free(c);
+        t->tconns[i] = NULL;
+    }
+}

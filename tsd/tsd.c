@@ -1,0 +1,523 @@
+/* tsd.c - the daemon's lifecycle: configuration into settings, the store, the listener that
+ * sniffs each connection's first byte (spec §1.1: 'A'..'Z' -> HTTP, anything else -> telnet),
+ * the worker pool, signals, and the orderly shutdown.
+ *
+ * Shutdown (SIGTERM, SIGINT, diediedie): (1) stop accepting; (2) let every connection answer
+ * what it already received, then close it (busy HTTP requests finish first); (3) submit the
+ * partly filled telnet batch and wait until every batch is written; (4) leave the loop, stop the
+ * worker pool and the writers, close the layout and the store. A second signal, or 30 s without
+ * progress, forces the remaining connections closed.
+ * Everything here runs on the loop thread except tsd_post_done (any thread). */
+#include "tsd/tsd.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "storage/clock.h"
+#include "tsd/conf.h"
+#include "tsd/http_int.h"
+#include "tsd/ingest.h"
+#include "tsd/tlog.h"
+#include "tsd/tsd_int.h"
+#include "tsd/tstats.h"
+#include "tsd/workpool.h"
+
+#define TSD_SNIFF_TIMEOUT_S 60
+#define TSD_SHUTDOWN_GRACE_MS 30000
+
+const struct conf *tsd_conf(const struct tsd *t)
+{
+    return t->conf;
+}
+struct wc_store *tsd_store(struct tsd *t)
+{
+    return t->store;
+}
+struct tsdb *tsd_tsdb(struct tsd *t)
+{
+    return t->tsdb;
+}
+const char *tsd_hostname(const struct tsd *t)
+{
+    return t->hostname;
+}
+int64_t tsd_start_ms(const struct tsd *t)
+{
+    return t->start_ms;
+}
+const char *tsd_status(const struct tsd *t)
+{
+    switch (t->state) {
+    case TSD_STARTUP:
+        return "startup";
+    case TSD_OK:
+        return "ok";
+    default:
+        return "shutting-down";
+    }
+}
+void tsd_drop_caches(struct tsd *t)
+{
+    tsd_store_drop_caches(t);
+}
+
+/* ---- connections ----------------------------------------------------------------------------- */
+
+struct tsd_sniff {
+    struct tsd *t;
+    struct event *ev;
+    int fd;
+    char peer[64];
+};
+
+void tsd_conn_closed(struct tsd *t)
+{
+    t->nconns--;
+    tstats_sub(TSTATS_CONN_OPEN, 1);
+    if (t->state == TSD_SHUTTING_DOWN)
+        tsd_ingest_idle_check(t);
+}
+
+static void tsd_sniff_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct tsd_sniff *s = arg;
+    struct tsd *t = s->t;
+    unsigned char b;
+    ssize_t n = (what & EV_TIMEOUT) ? 0 : recv(fd, &b, 1, MSG_PEEK);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        struct timeval tv = {TSD_SNIFF_TIMEOUT_S, 0};
+        event_add(s->ev, &tv);
+        return;
+    }
+    event_free(s->ev);
+    if (n <= 0 || t->state == TSD_SHUTTING_DOWN) {
+        close(fd);
+        free(s);
+        tsd_conn_closed(t);
+        return;
+    }
+    struct ct_err err = {0};
+    int rc = (b >= 'A' && b <= 'Z') ? http_conn_start(t, fd, s->peer, &err)
+                                    : telnet_conn_start(t, fd, s->peer, &err);
+    if (rc != CT_OK) {
+        tlog_warn("closing connection from %s: %s", s->peer, err.msg);
+        close(fd);
+        tsd_conn_closed(t);
+    }
+    free(s);
+}
+
+static void tsd_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                          int salen, void *arg)
+{
+    (void)l;
+    (void)salen;
+    struct tsd *t = arg;
+    if (t->connections_limit > 0 && (int64_t)t->nconns >= t->connections_limit) {
+        tstats_add(TSTATS_CONN_REJECTED, 1);
+        close(fd);
+        return;
+    }
+    struct tsd_sniff *s = calloc(1, sizeof(*s));
+    if (!s) {
+        close(fd);
+        return;
+    }
+    s->t = t;
+    s->fd = fd;
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (sa->sa_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(s->peer, sizeof(s->peer), "%s:%d", host, port);
+    int one = 1;
+    if (conf_get_bool(t->conf, "tsd.network.tcp_no_delay"))
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (conf_get_bool(t->conf, "tsd.network.keep_alive"))
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    s->ev = event_new(t->base, fd, EV_READ, tsd_sniff_cb, s);
+    if (!s->ev) {
+        close(fd);
+        free(s);
+        return;
+    }
+    t->nconns++;
+    tstats_add(TSTATS_CONN_OPEN, 1);
+    struct timeval tv = {TSD_SNIFF_TIMEOUT_S, 0};
+    event_add(s->ev, &tv);
+}
+
+static void tsd_accept_error_cb(struct evconnlistener *l, void *arg)
+{
+    (void)l;
+    (void)arg;
+    int e = EVUTIL_SOCKET_ERROR();
+    tlog_warn("accept failed: %s", evutil_socket_error_to_string(e));
+}
+
+/* ---- deferred work completions --------------------------------------------------------------- */
+
+void tsd_post_done(struct tsd *t, struct http_req *r)
+{
+    pthread_mutex_lock(&t->done_mu);
+    r->done_next = NULL;
+    if (t->done_tail)
+        t->done_tail->done_next = r;
+    else
+        t->done_head = r;
+    t->done_tail = r;
+    pthread_mutex_unlock(&t->done_mu);
+    event_active(t->done_ev, EV_READ, 0);
+}
+
+static void tsd_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tsd *t = arg;
+    pthread_mutex_lock(&t->done_mu);
+    struct http_req *r = t->done_head;
+    t->done_head = t->done_tail = NULL;
+    pthread_mutex_unlock(&t->done_mu);
+    while (r) {
+        struct http_req *next = r->done_next;
+        http_conn_work_done(r);
+        r = next;
+    }
+}
+
+/* ---- shutdown ------------------------------------------------------------------------------- */
+
+void tsd_ingest_idle_check(struct tsd *t)
+{
+    if (t->state != TSD_SHUTTING_DOWN)
+        return;
+    if (t->nconns > 0)
+        return;
+    telnet_flush(t);
+    if (!telnet_ingest_idle(t))
+        return;
+    event_base_loopbreak(t->base);
+}
+
+static void tsd_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tsd *t = arg;
+    telnet_flush(t);
+    if (clock_now_ms() - t->shutdown_started_ms > TSD_SHUTDOWN_GRACE_MS) {
+        tlog_warn("shutdown: %zu connections still open after %d s; leaving them", t->nconns,
+                  TSD_SHUTDOWN_GRACE_MS / 1000);
+        if (telnet_ingest_idle(t)) {
+            event_base_loopbreak(t->base);
+            return;
+        }
+    }
+    tsd_ingest_idle_check(t);
+}
+
+static void tsd_begin_shutdown(struct tsd *t)
+{
+    if (t->state == TSD_SHUTTING_DOWN)
+        return;
+    tlog_info("shutting down: no new connections; answering, writing and closing");
+    t->state = TSD_SHUTTING_DOWN;
+    t->shutdown_started_ms = clock_now_ms();
+    if (t->listener)
+        evconnlistener_disable(t->listener);
+    telnet_close_all(t);
+    http_conn_close_all(t);
+    telnet_flush(t);
+    struct timeval tv = {0, 50 * 1000};
+    event_add(t->drain_ev, &tv);
+    tsd_ingest_idle_check(t);
+}
+
+static void tsd_shutdown_ev_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    tsd_begin_shutdown(arg);
+}
+
+void tsd_request_shutdown(struct tsd *t)
+{
+    event_active(t->shutdown_ev, EV_READ, 0);
+}
+
+static void tsd_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct tsd *t = arg;
+    if (t->state == TSD_SHUTTING_DOWN) {
+        tlog_warn("second signal %d: stopping now", (int)sig);
+        telnet_flush(t);
+        if (telnet_ingest_idle(t))
+            event_base_loopbreak(t->base);
+        else
+            t->shutdown_started_ms = 0; /* the drain timer ends the loop once written */
+        return;
+    }
+    tlog_info("received signal %d", (int)sig);
+    tsd_begin_shutdown(t);
+}
+
+/* ---- stats ---------------------------------------------------------------------------------- */
+
+void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
+{
+    int64_t now = clock_now_ms() / 1000;
+    char host[300], tags[400], v[32];
+    snprintf(host, sizeof(host), "host=%s", t->hostname);
+#define TSD_STAT(metric, value, extra)                                                             \
+    do {                                                                                           \
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)(value));                               \
+        snprintf(tags, sizeof(tags), "%s%s%s", host, *(extra) ? " " : "", extra);                  \
+        fn(arg, metric, now, v, tags);                                                             \
+    } while (0)
+    TSD_STAT("tsd.uptime", (uint64_t)(clock_now_ms() - t->start_ms) / 1000, "");
+    TSD_STAT("tsd.connectionmgr.connections", tstats_get(TSTATS_CONN_OPEN), "type=open");
+    TSD_STAT("tsd.connectionmgr.connections",
+             tstats_get(TSTATS_CONN_TELNET) + tstats_get(TSTATS_CONN_HTTP), "type=total");
+    TSD_STAT("tsd.connectionmgr.connections", tstats_get(TSTATS_CONN_TELNET), "type=telnet");
+    TSD_STAT("tsd.connectionmgr.connections", tstats_get(TSTATS_CONN_HTTP), "type=http");
+    TSD_STAT("tsd.connectionmgr.exceptions", tstats_get(TSTATS_CONN_REJECTED), "type=rejected");
+    TSD_STAT("tsd.connectionmgr.exceptions", tstats_get(TSTATS_CONN_TIMEOUT), "type=timeout");
+    TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_RPC_PUT), "type=put");
+    TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_RPC_OTHER_TELNET), "type=telnet");
+    TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_HTTP_REQUESTS), "type=http");
+    TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_HTTP_PUT), "type=http_put");
+    TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_RPC_UNKNOWN), "type=unknown_commands");
+    TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_ILLEGAL_ARGUMENTS), "type=illegal_arguments");
+    TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_INVALID_VALUES), "type=invalid_values");
+    TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_UNKNOWN_METRICS), "type=unknown_metrics");
+    TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_LINES_TOO_LONG), "type=lines_too_long");
+    TSD_STAT("tsd.http.errors", tstats_get(TSTATS_HTTP_4XX), "type=4xx");
+    TSD_STAT("tsd.http.errors", tstats_get(TSTATS_HTTP_5XX), "type=5xx");
+    TSD_STAT("tsd.datapoints.added", tstats_get(TSTATS_POINTS_ADDED), "type=all");
+    TSD_STAT("tsd.datapoints.written", tstats_get(TSTATS_POINTS_WRITTEN), "");
+    TSD_STAT("tsd.datapoints.failed", tstats_get(TSTATS_POINTS_FAILED), "");
+    TSD_STAT("tsd.storage.errors", tstats_get(TSTATS_STORAGE_ERRORS), "");
+    TSD_STAT("tsd.ingest.batches", tstats_get(TSTATS_BATCHES_WRITTEN), "");
+    TSD_STAT("tsd.ingest.write_ms", tstats_get(TSTATS_WRITE_NS) / 1000000, "");
+    TSD_STAT("tsd.ingest.backpressure", tstats_get(TSTATS_BACKPRESSURE), "");
+#undef TSD_STAT
+    tsd_store_stats(t, fn, arg, now);
+}
+
+/* ---- settings -------------------------------------------------------------------------------- */
+
+static int tsd_settings(struct tsd *t, struct ct_err *err)
+{
+    const struct conf *c = t->conf;
+    snprintf(t->special_chars, sizeof(t->special_chars), "%s",
+             conf_get_str(c, "tsd.core.tag.allow_specialchars"));
+    t->rules.max_tags = (int)conf_get_int(c, "tsd.storage.max_tags");
+    t->rules.special_chars = t->special_chars;
+    t->enable_chunked = conf_get_bool(c, "tsd.http.request.enable_chunked");
+    t->max_chunk = (size_t)conf_get_int(c, "tsd.http.request.max_chunk");
+    t->max_body = (size_t)conf_get_int(c, "tsd.http.request.max_body");
+    t->max_header = (size_t)conf_get_int(c, "tsd.http.request.max_header");
+    t->cors_headers = conf_get_str(c, "tsd.http.request.cors_headers");
+    t->static_root = conf_get_str(c, "tsd.http.staticroot");
+    t->return_errors = conf_get_bool(c, "tsd.rpc.telnet.return_errors");
+    t->no_diediedie = conf_get_bool(c, "tsd.no_diediedie");
+    t->read_only = !strcmp(conf_get_str(c, "tsd.mode"), "ro");
+    t->socket_timeout_s = conf_get_int(c, "tsd.core.socket.timeout");
+    t->connections_limit = conf_get_int(c, "tsd.core.connections.limit");
+    /* CORS list: comma-separated, case-insensitive, or "*" alone */
+    const char *cd = conf_get_str(c, "tsd.http.request.cors_domains");
+    size_t n = 0;
+    bool star = false, other = false;
+    for (const char *p = cd; *p; p++) {
+        if (*p == ' ' || *p == '\t')
+            continue;
+        if (n + 1 >= sizeof(t->cors_domains))
+            return ct_err_set(err, CT_EINVAL, "tsd.http.request.cors_domains is too long");
+        t->cors_domains[n++] = *p;
+    }
+    t->cors_domains[n] = '\0';
+    for (char *tok = t->cors_domains; *tok;) {
+        char *comma = strchr(tok, ',');
+        size_t l = comma ? (size_t)(comma - tok) : strlen(tok);
+        if (l == 1 && tok[0] == '*')
+            star = true;
+        else if (l > 0)
+            other = true;
+        if (!comma)
+            break;
+        tok = comma + 1;
+    }
+    if (star && other)
+        return ct_err_set(err, CT_EINVAL,
+                          "tsd.http.request.cors_domains: '*' cannot be mixed with domain names");
+    t->cors_enabled = star || other;
+    t->cors_any = star;
+    return CT_OK;
+}
+
+/* ---- run ------------------------------------------------------------------------------------ */
+
+static int tsd_listen(struct tsd *t, struct ct_err *err)
+{
+    const char *bind = conf_get_str(t->conf, "tsd.network.bind");
+    int64_t port = conf_get_int(t->conf, "tsd.network.port");
+    char portstr[16];
+    snprintf(portstr, sizeof(portstr), "%lld", (long long)port);
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int gai = getaddrinfo(*bind ? bind : NULL, portstr, &hints, &ai);
+    if (gai != 0)
+        return ct_err_set(err, CT_EINVAL, "cannot resolve tsd.network.bind '%s': %s", bind,
+                          gai_strerror(gai));
+    unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC;
+    if (conf_get_bool(t->conf, "tsd.network.reuse_address"))
+        flags |= LEV_OPT_REUSEABLE;
+    t->listener = evconnlistener_new_bind(t->base, tsd_accept_cb, t, flags,
+                                          (int)conf_get_int(t->conf, "tsd.network.backlog"),
+                                          ai->ai_addr, (int)ai->ai_addrlen);
+    int e = errno;
+    freeaddrinfo(ai);
+    if (!t->listener)
+        return ct_err_errno(err, CT_EIO, e, "cannot listen on %s:%lld", bind, (long long)port);
+    evconnlistener_set_error_cb(t->listener, tsd_accept_error_cb);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd = evconnlistener_get_fd(t->listener);
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
+        return ct_err_errno(err, CT_EIO, errno, "getsockname on the listening socket");
+    char host[INET6_ADDRSTRLEN] = "?";
+    int p = 0;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        p = ntohs(in->sin_port);
+        snprintf(t->listen_addr, sizeof(t->listen_addr), "%s:%d", host, p);
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        p = ntohs(in6->sin6_port);
+        snprintf(t->listen_addr, sizeof(t->listen_addr), "[%s]:%d", host, p);
+    }
+    return CT_OK;
+}
+
+int tsd_run(const struct conf *c, struct ct_err *err)
+{
+    struct tsd *t = calloc(1, sizeof(*t));
+    if (!t)
+        return ct_err_set(err, CT_ENOMEM, "out of memory starting the TSD");
+    int rc = CT_OK;
+    bool store_open = false, telnet_init = false;
+    t->conf = c;
+    t->start_ms = clock_now_ms();
+    pthread_mutex_init(&t->done_mu, NULL);
+    if (gethostname(t->hostname, sizeof(t->hostname) - 1) != 0)
+        snprintf(t->hostname, sizeof(t->hostname), "localhost");
+    rc = tsd_settings(t, err);
+    if (rc != CT_OK)
+        goto out;
+    signal(SIGPIPE, SIG_IGN);
+    if (evthread_use_pthreads() != 0) {
+        rc = ct_err_set(err, CT_EIO, "libevent: cannot enable threading");
+        goto out;
+    }
+    t->base = event_base_new();
+    if (!t->base) {
+        rc = ct_err_set(err, CT_EIO, "libevent: cannot create the event base");
+        goto out;
+    }
+    rc = tsd_store_open(t, err);
+    if (rc != CT_OK)
+        goto out;
+    store_open = true;
+    rc = workpool_new((int)conf_get_int(c, "tsd.query.threads"), 4096, &t->pool, err);
+    if (rc != CT_OK)
+        goto out;
+    struct ingest_options io;
+    ingest_options_init(&io);
+    io.writers = (int)conf_get_int(c, "tsd.storage.write_threads");
+    rc = ingest_new(&io, tsd_store_write, t, &t->ingest, err);
+    if (rc != CT_OK)
+        goto out;
+    rc = telnet_ingest_init(t, err);
+    if (rc != CT_OK)
+        goto out;
+    telnet_init = true;
+    t->done_ev = event_new(t->base, -1, 0, tsd_done_cb, t);
+    t->shutdown_ev = event_new(t->base, -1, 0, tsd_shutdown_ev_cb, t);
+    t->drain_ev = event_new(t->base, -1, EV_PERSIST, tsd_drain_cb, t);
+    t->sig_term = evsignal_new(t->base, SIGTERM, tsd_signal_cb, t);
+    t->sig_int = evsignal_new(t->base, SIGINT, tsd_signal_cb, t);
+    if (!t->done_ev || !t->shutdown_ev || !t->drain_ev || !t->sig_term || !t->sig_int ||
+        event_add(t->sig_term, NULL) != 0 || event_add(t->sig_int, NULL) != 0) {
+        rc = ct_err_set(err, CT_ENOMEM, "libevent: cannot create the daemon's events");
+        goto out;
+    }
+    rc = tsd_listen(t, err);
+    if (rc != CT_OK)
+        goto out;
+    t->state = TSD_OK;
+    tlog_info("ctsdb %s TSD listening on %s (telnet and HTTP), data in %s", CTSDB_VERSION,
+              t->listen_addr, conf_get_str(c, "tsd.storage.directory"));
+    if (event_base_dispatch(t->base) < 0)
+        rc = ct_err_set(err, CT_EIO, "libevent: the event loop failed");
+    t->state = TSD_SHUTTING_DOWN;
+out:
+    if (t->listener)
+        evconnlistener_free(t->listener);
+    /* Writers finish what was submitted; the loop is gone, so batch completions are collected
+     * from the done list directly. */
+    ingest_free(t->ingest);
+    workpool_free(t->pool);
+    if (telnet_init)
+        telnet_ingest_destroy(t);
+    if (store_open)
+        tsd_store_close(t);
+    if (t->done_ev)
+        event_free(t->done_ev);
+    if (t->shutdown_ev)
+        event_free(t->shutdown_ev);
+    if (t->drain_ev)
+        event_free(t->drain_ev);
+    if (t->sig_term)
+        event_free(t->sig_term);
+    if (t->sig_int)
+        event_free(t->sig_int);
+    /* Connections still open after the grace period are closed with the base. */
+    http_conn_free_all(t);
+    telnet_free_all(t);
+    if (t->base)
+        event_base_free(t->base);
+    free(t->tconns);
+    free(t->tconn_free);
+    pthread_mutex_destroy(&t->done_mu);
+    if (rc == CT_OK)
+        tlog_info("shutdown complete");
+    free(t);
+    return rc;
+}

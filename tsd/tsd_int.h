@@ -1,0 +1,144 @@
+/* tsd_int.h - private to tsd/: the daemon struct shared by the listener (tsd.c), the HTTP
+ * connection code (http_conn.c), telnet (telnet.c), ingest glue and the built-in handlers.
+ *
+ * Threads: the event-loop thread owns everything here except the fields marked [mu] (guarded
+ * by done_mu, touched by workers posting completions) and the objects that are themselves
+ * thread-safe (pool, ingest, store, tsdb). */
+#ifndef CT_TSD_TSD_INT_H
+#define CT_TSD_TSD_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tsd/put.h"
+#include "tsd/tsd.h"
+
+struct event;
+struct event_base;
+struct evconnlistener;
+struct http_conn;
+struct http_req;
+struct ingest;
+struct ingest_batch;
+struct telnet_conn;
+struct workpool;
+
+#define TELNET_MAX_LINE 1024
+#define TELNET_SEQ_RING 1024 /* > batches in the ingest pool */
+
+/* The loop's side of telnet ingest (telnet.c). Loop thread only, except [mu]. */
+struct telnet_ingest {
+    pthread_mutex_t mu;
+    struct ingest_batch *done[TELNET_SEQ_RING]; /* [mu] written batches for the loop */
+    size_t ndone;                               /* [mu] */
+    struct event *done_ev;
+    struct event *flush_ev;
+    bool timer_armed;
+    struct ingest_batch *cur; /* the batch puts go into */
+    uint64_t cur_seq, next_seq, logged_seq;
+    uint64_t written[TELNET_SEQ_RING];
+    size_t inflight;
+    struct telnet_conn *waiting;
+    struct telnet_conn *blocked, *blocked_tail;
+    struct put_point point;
+    char line[TELNET_MAX_LINE + 1];
+};
+
+enum tsd_state {
+    TSD_STARTUP = 0,
+    TSD_OK = 1,
+    TSD_SHUTTING_DOWN = 2,
+};
+
+struct tsd {
+    const struct conf *conf;
+    struct event_base *base;
+    struct evconnlistener *listener;
+    struct event *sig_term, *sig_int;
+    struct event *done_ev;     /* worker completions -> loop */
+    struct event *shutdown_ev; /* diediedie and signals -> orderly shutdown */
+    struct event *drain_ev;    /* shutdown: poll until connections are gone */
+    struct workpool *pool;
+    struct wc_store *store;
+    struct tsdb *tsdb;
+    void *store_state; /* store.c's writers and caches */
+    struct ingest *ingest;
+    enum tsd_state state;
+    int64_t start_ms;
+    int64_t shutdown_started_ms;
+    char hostname[256];
+    char listen_addr[128];
+
+    pthread_mutex_t done_mu;
+    struct http_req *done_head, *done_tail; /* [mu] finished deferred requests */
+
+    struct http_conn *http_conns; /* open HTTP connections */
+    size_t nconns;                /* open connections of both kinds */
+    uint64_t next_conn_id;
+
+    /* telnet connections by slot (ids encode the slot; see telnet.c) */
+    struct telnet_conn **tconns;
+    size_t ntconn_slots;
+    uint32_t *tconn_free; /* free slot stack */
+    size_t ntconn_free;
+    struct telnet_ingest telnet;
+
+    /* settings read once from conf */
+    struct put_rules rules;
+    char special_chars[256];
+    bool enable_chunked;
+    size_t max_chunk, max_body, max_header;
+    bool cors_enabled, cors_any;
+    char cors_domains[1024]; /* comma list, lower case, spaces removed */
+    const char *cors_headers;
+    const char *static_root;
+    bool return_errors;
+    bool no_diediedie;
+    bool read_only;
+    int64_t socket_timeout_s;
+    int64_t connections_limit;
+};
+
+/* telnet.c */
+CT_MUST_CHECK int telnet_ingest_init(struct tsd *t, struct ct_err *err);
+void telnet_ingest_destroy(struct tsd *t);
+/* Submits the current batch now. */
+void telnet_flush(struct tsd *t);
+/* True when no telnet batch is being filled or written. */
+bool telnet_ingest_idle(struct tsd *t);
+size_t telnet_open_count(struct tsd *t);
+int telnet_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err);
+void telnet_close_all(struct tsd *t);
+/* Frees every telnet connection at once (after the loop ended). */
+void telnet_free_all(struct tsd *t);
+/* A free batch became available: resume connections paused by backpressure. */
+void telnet_resume_blocked(struct tsd *t);
+
+/* One stat in put-line shape: tags is "k=v k2=v2". */
+typedef void (*tsd_stat_fn)(void *arg, const char *metric, int64_t ts_s, const char *value,
+                            const char *tags);
+
+/* store.c: the store and the OpenTSDB layout on it */
+/* Opens t->store and t->tsdb per the configuration. */
+CT_MUST_CHECK int tsd_store_open(struct tsd *t, struct ct_err *err);
+void tsd_store_close(struct tsd *t);
+/* The ingest write function (ingest.h) with arg = the tsd: resolves each point's series
+ * (cached per writer), adds it to the schema batch and writes it to the log. */
+int tsd_store_write(void *arg, struct ingest_batch *b, struct ct_err *err);
+void tsd_store_drop_caches(struct tsd *t);
+/* Storage and UID figures for stats. */
+void tsd_store_stats(struct tsd *t, tsd_stat_fn fn, void *arg, int64_t now_s);
+
+/* tsd.c */
+void tsd_request_shutdown(struct tsd *t);
+void tsd_conn_closed(struct tsd *t);
+/* During shutdown: checks whether everything is written and closed, and ends the loop. */
+void tsd_ingest_idle_check(struct tsd *t);
+/* Posts a finished deferred request to the loop (any thread). */
+void tsd_post_done(struct tsd *t, struct http_req *r);
+/* The lines of `stats` (telnet) and /api/stats: calls fn per stat. */
+void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,55 @@
+/* tstats.h - the TSD's counters (STYLE §5: the daemon's one other global), and the list of
+ * stats OpenTSDB-style tools read (telnet `stats`, /api/stats).
+ *
+ * Counters are C11 relaxed atomics bumped from any thread; readers get a consistent-enough
+ * snapshot (each counter exact, the set not atomic). Per-datapoint paths bump one counter per
+ * batch of points, not one per point. */
+#ifndef CT_TSD_TSTATS_H
+#define CT_TSD_TSTATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+enum tstats_counter {
+    TSTATS_CONN_TELNET,        /* telnet connections accepted */
+    TSTATS_CONN_HTTP,          /* HTTP connections accepted */
+    TSTATS_CONN_OPEN,          /* currently open connections (gauge) */
+    TSTATS_CONN_REJECTED,      /* refused: tsd.core.connections.limit */
+    TSTATS_CONN_TIMEOUT,       /* closed idle: tsd.core.socket.timeout */
+    TSTATS_RPC_PUT,            /* telnet put lines */
+    TSTATS_RPC_OTHER_TELNET,   /* other telnet commands */
+    TSTATS_RPC_UNKNOWN,        /* unknown telnet commands */
+    TSTATS_HTTP_REQUESTS,      /* HTTP requests */
+    TSTATS_HTTP_PUT,           /* /api/put requests */
+    TSTATS_HTTP_4XX,
+    TSTATS_HTTP_5XX,
+    TSTATS_POINTS_ADDED,       /* datapoints accepted into a batch */
+    TSTATS_POINTS_WRITTEN,     /* datapoints in the write-ahead log */
+    TSTATS_POINTS_FAILED,      /* rejected by storage (unknown metric, store error) */
+    TSTATS_ILLEGAL_ARGUMENTS,  /* put: illegal argument */
+    TSTATS_INVALID_VALUES,     /* put: invalid value */
+    TSTATS_UNKNOWN_METRICS,
+    TSTATS_STORAGE_ERRORS,     /* failed batch writes */
+    TSTATS_BATCHES_WRITTEN,
+    TSTATS_WRITE_NS,           /* total nanoseconds inside batch writes */
+    TSTATS_BACKPRESSURE,       /* times reading was paused because the store fell behind */
+    TSTATS_LINES_TOO_LONG,
+    TSTATS_NCOUNTERS
+};
+
+extern _Atomic uint64_t tstats_counters[TSTATS_NCOUNTERS];
+
+static inline void tstats_add(enum tstats_counter c, uint64_t n)
+{
+    atomic_fetch_add_explicit(&tstats_counters[c], n, memory_order_relaxed);
+}
+static inline void tstats_sub(enum tstats_counter c, uint64_t n)
+{
+    atomic_fetch_sub_explicit(&tstats_counters[c], n, memory_order_relaxed);
+}
+static inline uint64_t tstats_get(enum tstats_counter c)
+{
+    return atomic_load_explicit(&tstats_counters[c], memory_order_relaxed);
+}
+
+#endif
