@@ -43,6 +43,9 @@ TESTLIB_OBJS := $(TESTLIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_BINS  := $(TEST_SRCS:%.c=$(BUILD)/%)
 CTSDB_BIN  := $(if $(filter 1,$(SAN)),$(BUILD)/bin/ctsdb,bin/ctsdb)
 
+# Keep intermediate objects (the test helpers) so tests are not relinked on every run.
+.SECONDARY:
+
 .PHONY: all deps deps-build test unit unit-asan integration run bench lint fuzz stress clean
 
 all: $(CTSDB_BIN) $(TEST_BINS) $(EXTRA_ALL)

@@ -15,7 +15,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 
 fuzz-build:
 	@$(MAKE) --no-print-directory CC=clang BUILD=build/fuzz SAN=0 \
-	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN) -Wno-string-concatenation" \
 	  build/fuzz/libctsdb.a build/fuzz/libctsdb_tools.a $(FUZZ_BINS)
 
 build/fuzz/bin/%: tests/fuzz/%.c build/fuzz/libctsdb.a build/fuzz/libctsdb_tools.a
