@@ -16,6 +16,10 @@ check_eq "unknown option exits 2" 2 $?
 "$CTSDB" shell --now abc -e list 2>/dev/null
 check_eq "bad --now exits 2" 2 $?
 
+out=$(sh -e "version" -e "help")
+check_contains "version names ctsdb" "$out" "ctsdb 0."
+check_contains "help lists the commands" "$out" "get_splits 't'"
+
 out=$(sh -e "create 't', 'f'" -e "put 't', 'r', 'f:q', 'v'" -e "get 't', 'r'")
 check_eq "-e commands run in order" 0 $?
 check_eq "-e output" "Created table t
