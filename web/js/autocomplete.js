@@ -7,7 +7,9 @@ import { suggest } from './api.js';
 
 let seq = 0;
 
-export function attachAutocomplete(input, kind, { onPick, onError, prefix } = {}) {
+// opts.separator: the input holds a list (e.g. `a|b` for literal_or); suggestions complete
+// the last item and a pick replaces only that item.
+export function attachAutocomplete(input, kind, { onPick, onError, separator } = {}) {
   const list = document.createElement('ul');
   list.className = 'suggest';
   list.id = `suggest-${++seq}`;
@@ -43,8 +45,14 @@ export function attachAutocomplete(input, kind, { onPick, onError, prefix } = {}
     list.hidden = items.length === 0;
   }
 
+  function head() {
+    if (!separator) return '';
+    const i = input.value.lastIndexOf(separator);
+    return i < 0 ? '' : input.value.slice(0, i + 1);
+  }
+
   function pick(name) {
-    input.value = name;
+    input.value = head() + name;
     close();
     input.dispatchEvent(new Event('change', { bubbles: true }));
     if (onPick) onPick(name);
@@ -53,7 +61,7 @@ export function attachAutocomplete(input, kind, { onPick, onError, prefix } = {}
   async function lookup() {
     if (ctl) ctl.abort();
     ctl = new AbortController();
-    const q = (prefix ? prefix() : '') + input.value;
+    const q = input.value.slice(head().length);
     try {
       const names = await suggest(kind, q, 50, ctl.signal);
       if (document.activeElement !== input) return;

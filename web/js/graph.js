@@ -7,7 +7,8 @@
 // number; results of an older run are dropped. Every query is its own /api/query request, so
 // one failing query is reported on its card while the others still plot. The chart element
 // carries `data-state` (idle|loading|ready|error) and `data-plot` (JSON summary of each plotted
-// series) for people reading the DOM and for the end-to-end tests.
+// series) and `data-run` (the generation of the last finished run) for people reading the DOM
+// and for the end-to-end tests.
 
 import { apiGet, apiUrl } from './api.js';
 import { attachAutocomplete } from './autocomplete.js';
@@ -78,13 +79,12 @@ export function createGraphView(root, ctx) {
   const copyBtn = el('button', { id: 'copy-link', type: 'button', text: 'Copy link' });
   const toolbar = el('div', { class: 'toolbar' },
     presetBar,
-    el('label', {}, 'From ', startIn), startPick,
-    el('label', {}, 'to ', endIn), endPick,
-    tzSel,
-    el('span', { class: 'sep' }),
-    el('label', { title: 'logarithmic y axes' }, logBox, ' log y'),
-    el('label', {}, 'refresh ', refreshSel),
-    zoomOutBtn, copyBtn, runBtn);
+    el('span', { class: 'grp' }, el('label', { for: 'start' }, 'from'), startIn, startPick),
+    el('span', { class: 'grp' }, el('label', { for: 'end' }, 'to'), endIn, endPick, tzSel),
+    el('span', { class: 'grp' },
+      el('label', { title: 'logarithmic y axes' }, logBox, ' log y'),
+      el('label', {}, 'refresh ', refreshSel)),
+    el('span', { class: 'grp push' }, zoomOutBtn, copyBtn, runBtn));
   const queriesBox = el('div', { id: 'queries' });
   const addBtn = el('button', { id: 'add-query', type: 'button', text: '+ Add query' });
   const quick = el('div', { id: 'quick-metrics', class: 'quick' });
@@ -184,8 +184,9 @@ export function createGraphView(root, ctx) {
       el('span', { class: 'wrap' }, key), type, el('span', { class: 'wrap' }, val),
       el('label', { title: 'one line per value of this tag' }, gb, ' group by'), rm);
     attachAutocomplete(key, 'tagk', { onError: (e) => ctx.error(`suggest-${qi}`, e) });
-    // Suggest values for the part after the last '|' of a literal list.
+    // Values of a literal list (a|b) are suggested one item at a time.
     attachAutocomplete(val, 'tagv', {
+      separator: '|',
       onError: (e) => ctx.error(`suggest-${qi}`, e),
     });
     return row;
@@ -245,7 +246,7 @@ export function createGraphView(root, ctx) {
     const counterOpts = el('span', { class: 'counter-opts', hidden: !(q.rateOptions.counter || q.rateOptions.dropResets) },
       cmax, creset, el('label', { title: 'skip points where the counter went back' }, cdrop, ' drop resets'));
     const card = el('fieldset', { class: 'query', 'data-index': qi },
-      el('legend', {}, el('span', { class: 'swatch', style: `background:${PALETTE[qi % PALETTE.length]}` }), ` Query ${qi + 1}`),
+      el('legend', {}, `Query ${qi + 1}`),
       el('div', { class: 'line' },
         el('span', { class: 'wrap' }, metric),
         el('label', {}, 'aggregate ', agg),
@@ -337,6 +338,7 @@ export function createGraphView(root, ctx) {
     if (active.length === 0) {
       drawChart([], startMs, endMs, 0);
       chartEl.dataset.state = 'idle';
+      chartEl.dataset.run = String(gen);
       status.textContent = '';
       return;
     }
@@ -370,6 +372,7 @@ export function createGraphView(root, ctx) {
     const info = drawChart(results.filter((r) => r.data), startMs, endMs, tq);
     const td = performance.now() - t1;
     chartEl.dataset.state = failed === results.length ? 'error' : 'ready';
+    chartEl.dataset.run = String(gen);
     const empty = results.filter((r) => r.data && r.data.length === 0).map((r) => r.i + 1);
     status.textContent = `${info.series} series · ${info.points.toLocaleString('en-US')} points · ` +
       `query ${Math.round(tq)} ms · draw ${Math.round(td)} ms` +
@@ -442,7 +445,11 @@ export function createGraphView(root, ctx) {
       { stroke: '#444', grid: { stroke: '#eee' }, space: 70, values: (u, splits, ai, space, incr) => timeTicks(splits, incr, st.utc) },
       { scale: 'y', stroke: '#444', grid: { stroke: '#eee' }, values: axisValues, size: 70 },
     ];
-    if (hasRight) axes.push({ scale: 'y2', side: 1, stroke: '#444', grid: { show: false }, values: axisValues, size: 70 });
+    if (hasRight) {
+      const names = (side) => [...new Set(st.queries.filter((q) => q.metric && q.axis === side).map((q) => q.metric))].join(', ');
+      axes[1].label = names('left');
+      axes.push({ scale: 'y2', side: 1, stroke: '#444', grid: { show: false }, values: axisValues, size: 70, label: names('right') });
+    }
     return {
       width: Math.max(300, chartEl.clientWidth || 800),
       height: 420,

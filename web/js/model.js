@@ -383,14 +383,14 @@ export function alignColumns(list) {
   const index = new Map();
   xs.forEach((t, i) => index.set(t, i));
   const ys = list.map((c) => {
-    const col = new Array(xs.length);
+    const col = new Array(xs.length).fill(undefined);
     for (let i = 0; i < c.t.length; i++) col[index.get(c.t[i])] = c.v[i];
     return col;
   });
   return { x: Array.from(xs, (t) => t / 1000), ys };
 }
 
-// Summary of plotted columns, exposed on the chart element for people and tests.
+// Summary of one plotted column (gaps = null entries, i.e. breaks in the line), exposed on the chart element for people and tests.
 export function summarizeColumn(v, t) {
   let n = 0;
   let min = Infinity;
@@ -398,8 +398,10 @@ export function summarizeColumn(v, t) {
   let sum = 0;
   let first = null;
   let last = null;
+  let gaps = 0;
   for (let i = 0; i < v.length; i++) {
     const y = v[i];
+    if (y === null) gaps++;
     if (y === null || y === undefined) continue;
     n++;
     if (y < min) min = y;
@@ -408,7 +410,7 @@ export function summarizeColumn(v, t) {
     if (first === null) first = [t[i], y];
     last = [t[i], y];
   }
-  return { points: n, min: n ? min : null, max: n ? max : null, sum, first, last };
+  return { points: n, gaps, min: n ? min : null, max: n ? max : null, sum, first, last };
 }
 
 // --- storage ---------------------------------------------------------------------------------

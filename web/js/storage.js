@@ -43,39 +43,59 @@ function pick(o, ...names) {
   return undefined;
 }
 
-// A region key as sent by the TSD: hex (preferred, *_hex or a hex string) or plain text.
+// A region boundary as the TSD sends it: hex (`start_key`, `end_key`; empty = table edge).
 function keyText(r, base) {
-  const hex = pick(r, `${base}_hex`, `${base}Hex`);
-  if (hex !== undefined) return displayKey(hex);
-  const k = pick(r, base, base.replace('_key', 'Key'));
-  return k === undefined ? '' : String(k);
+  const hex = pick(r, base, `${base}_hex`);
+  return hex === undefined ? '' : displayKey(String(hex));
 }
 
-// Normalises /api/storage to {tables: [{name, attrs, families: [{name, attrs}], regions}]}.
+// Family attributes in HBase's words, with values for people.
+const FAMILY_ATTRS = [
+  ['versions', 'VERSIONS', String],
+  ['min_versions', 'MIN_VERSIONS', String],
+  ['ttl_s', 'TTL', (v) => (Number(v) >= 2 ** 53 || Number(v) <= 0 ? 'FOREVER' : `${v} s (${fmtDuration(Number(v))})`)],
+  ['compression', 'COMPRESSION', String],
+  ['bloom', 'BLOOMFILTER', String],
+  ['blocksize', 'BLOCKSIZE', (v) => `${fmtBytes(v)}`],
+  ['blockcache', 'BLOCKCACHE', String],
+];
+
+function fmtDuration(s) {
+  const units = [['y', 365 * 86400], ['d', 86400], ['h', 3600], ['m', 60]];
+  for (const [u, n] of units) if (s >= n && s % n === 0) return `${s / n}${u}`;
+  return `${s}s`;
+}
+
+// Normalises /api/storage ({store: {...}, tables: [{name, enabled, families, regions}]}) to
+// {store, tables: [{name, attrs, families: [{name, attrs: [[LABEL, text]...]}], regions}]}.
 export function normalizeStorage(body) {
-  const tables = Array.isArray(body) ? body : (body && (body.tables || body.Tables)) || [];
-  return tables.map((t) => {
+  const tables = Array.isArray(body) ? body : (body && body.tables) || [];
+  const out = tables.map((t) => {
     const attrs = {};
     for (const [k, v] of Object.entries(t)) {
-      if (!['name', 'table', 'families', 'regions'].includes(k) && (typeof v !== 'object' || v === null)) attrs[k] = v;
+      if (!['name', 'families', 'regions'].includes(k) && (typeof v !== 'object' || v === null)) attrs[k] = v;
     }
     const families = (t.families || []).map((f) => {
-      const fa = {};
-      for (const [k, v] of Object.entries(f)) if (k !== 'name' && (typeof v !== 'object' || v === null)) fa[k] = v;
+      const fa = [];
+      for (const [k, label, fmt] of FAMILY_ATTRS) if (f[k] !== undefined) fa.push([label, fmt(f[k])]);
+      for (const [k, v] of Object.entries(f)) {
+        if (k !== 'name' && !FAMILY_ATTRS.some((a) => a[0] === k) && (typeof v !== 'object' || v === null)) fa.push([k.toUpperCase(), String(v)]);
+      }
       return { name: f.name, attrs: fa };
     });
     const regions = (t.regions || []).map((r, i) => ({
-      id: String(pick(r, 'id', 'region_id', 'regionId', 'name') ?? i),
+      id: String(pick(r, 'id') ?? i),
       start: keyText(r, 'start_key'),
       end: keyText(r, 'end_key'),
-      reads: Number(pick(r, 'read_requests', 'readRequests', 'reads') || 0),
-      writes: Number(pick(r, 'write_requests', 'writeRequests', 'writes') || 0),
-      memstore: pick(r, 'memstore_bytes', 'memstoreBytes'),
-      files: pick(r, 'store_files', 'storeFiles'),
-      fileBytes: pick(r, 'store_file_bytes', 'storeFileBytes'),
+      reads: Number(pick(r, 'read_requests') || 0),
+      writes: Number(pick(r, 'write_requests') || 0),
+      memstore: pick(r, 'memstore_bytes'),
+      files: pick(r, 'store_files'),
+      fileBytes: pick(r, 'store_file_bytes'),
     }));
-    return { name: t.name || t.table, attrs, families, regions };
+    return { name: t.name, attrs, families, regions };
   });
+  return { store: (body && body.store) || null, tables: out };
 }
 
 // Finds a stat's numeric value in the /api/stats array: metric name and optional tags to match.
@@ -90,11 +110,11 @@ function statValue(stats, metric, tags = {}) {
   return sum;
 }
 
-// The ingest counter (datapoints written) and cache hit/miss counters, whatever their exact
-// names: the first candidate present wins.
-const INGEST = [['tsd.datapoints.added', {}], ['tsd.rpc.received', { type: 'put' }]];
-const CACHE_HITS = [['tsd.storage.block_cache.hits', {}], ['tsd.storage.cache.hits', {}], ['tsd.storage.cache_hits', {}]];
-const CACHE_MISSES = [['tsd.storage.block_cache.misses', {}], ['tsd.storage.cache.misses', {}], ['tsd.storage.cache_misses', {}]];
+// The ingest counter (datapoints in the write-ahead log; points accepted if that is missing)
+// and the block-cache hit/miss counters, as the TSD names them in /api/stats.
+const INGEST = [['tsd.datapoints.written', {}], ['tsd.datapoints.added', {}]];
+const CACHE_HITS = [['tsd.storage.cache.hits', {}]];
+const CACHE_MISSES = [['tsd.storage.cache.misses', {}]];
 
 function firstStat(stats, cands) {
   for (const [m, tags] of cands) {
@@ -111,6 +131,7 @@ export function createStorageView(root, ctx) {
   let prevT = 0;
   let inFlight = false;
   let tables = [];
+  let store = null;
   // per table: { ids: [regionId...] (latest order), cols: [{t, rates: Map}] }
   const history = new Map();
   const statHistory = { t: [], ingest: [], hit: [] };
@@ -165,7 +186,9 @@ export function createStorageView(root, ctx) {
       const [st, stats] = await Promise.allSettled([apiGet('/api/storage'), apiGet('/api/stats')]);
       if (st.status === 'fulfilled') {
         ctx.clearError('storage');
-        tables = normalizeStorage(st.value);
+        const norm = normalizeStorage(st.value);
+        tables = norm.tables;
+        store = norm.store;
         const snap = new Map();
         for (const tb of tables) for (const r of tb.regions) snap.set(`${tb.name}/${r.id}`, r);
         const rates = regionRates(prevSnap, snap, t - prevT);
@@ -232,12 +255,23 @@ export function createStorageView(root, ctx) {
       ? cur.hits / (cur.hits + cur.miss) : null;
     const card = (id, label, value) => el('div', { class: 'card', id },
       el('div', { class: 'card-value', text: value }), el('div', { class: 'card-label', text: label }));
-    summary.replaceChildren(
+    const n = (v) => (v === undefined || v === null ? '—' : fmtValue(Number(v)));
+    const cards = [
       card('card-ingest', 'datapoints/s now', ingestRate === null ? '—' : fmtValue(Math.round(ingestRate * 10) / 10)),
-      card('card-points', `datapoints written (${ing ? ing.name : 'no ingest counter in /api/stats'})`, cur.ing === null ? '—' : fmtValue(cur.ing)),
-      card('card-cache', 'cache hit ratio (all time)', totalRatio === null ? '—' : `${(totalRatio * 100).toFixed(1)}%`),
+      card('card-points', ing ? `datapoints (${ing.name})` : 'no ingest counter in /api/stats', cur.ing === null ? '—' : fmtValue(cur.ing)),
+      card('card-cache', 'block cache hit ratio since start', totalRatio === null ? '—' : `${(totalRatio * 100).toFixed(1)}%`),
       card('card-tables', 'tables', String(tables.length)),
-      card('card-regions', 'regions', String(tables.reduce((a, tb) => a + tb.regions.length, 0))));
+      card('card-regions', 'regions', String(tables.reduce((a, tb) => a + tb.regions.length, 0))),
+    ];
+    if (store) {
+      cards.push(
+        card('card-cache-bytes', 'block cache used / capacity', `${fmtBytes(store.cache_bytes)} / ${fmtBytes(store.cache_capacity_bytes)}`),
+        card('card-flushes', 'memstore flushes', n(store.flushes)),
+        card('card-compactions', 'compactions minor / major', `${n(store.minor_compactions)} / ${n(store.major_compactions)}`),
+        card('card-splits', 'region splits', n(store.splits)),
+        card('card-wal', 'write-ahead log written', fmtBytes(store.wal_bytes)));
+    }
+    summary.replaceChildren(...cards);
     drawMini();
   }
 
@@ -284,11 +318,14 @@ export function createStorageView(root, ctx) {
   function renderTableInfo(tb) {
     const attrRows = Object.entries(tb.attrs).map(([k, v]) => el('tr', {}, el('th', { text: k }), el('td', { text: String(v) })));
     const keys = [];
-    for (const f of tb.families) for (const k of Object.keys(f.attrs)) if (!keys.includes(k)) keys.push(k);
+    for (const f of tb.families) for (const [k] of f.attrs) if (!keys.includes(k)) keys.push(k);
     const famTable = el('table', { id: 'families', class: 'grid' },
-      el('thead', {}, el('tr', {}, el('th', { text: 'family' }), ...keys.map((k) => el('th', { text: k.toUpperCase() })))),
-      el('tbody', {}, ...tb.families.map((f) => el('tr', { 'data-family': f.name },
-        el('td', { text: f.name }), ...keys.map((k) => el('td', { text: f.attrs[k] === undefined ? '' : String(f.attrs[k]) }))))));
+      el('thead', {}, el('tr', {}, el('th', { text: 'family' }), ...keys.map((k) => el('th', { text: k })))),
+      el('tbody', {}, ...tb.families.map((f) => {
+        const m = new Map(f.attrs);
+        return el('tr', { 'data-family': f.name },
+          el('td', { text: f.name }), ...keys.map((k) => el('td', { text: m.has(k) ? m.get(k) : '' })));
+      })));
     tableInfo.replaceChildren(
       el('h3', { text: `Table ${tb.name}` }),
       attrRows.length ? el('table', { id: 'table-attrs', class: 'kv' }, el('tbody', {}, ...attrRows)) : '',

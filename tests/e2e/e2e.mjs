@@ -1,0 +1,447 @@
+// e2e.mjs - end-to-end tests of the dashboard in headless Debian Chromium (playwright-core),
+// against a real TSD that tests/integration/test_web_e2e.sh started and loaded with known data:
+//   e2e.cpu      host=web01 value i, host=web02 value 100+i, dc=lga; one point a minute, i=0..89
+//   e2e.counter  host=web01 value 120*i (a counter rising 2 per second), same times
+//   e2e.gap      host=web01 value 7, minutes 0..29 and 60..89 only (a 30 minute hole)
+//   e2e.big      host=web01 20000 points one second apart ending at the last e2e.cpu minute
+// Point i is at E2E_BASE + 60*i seconds. Each test prints ok/not ok; screenshots go to
+// E2E_OUT (test-output/web/). Every wait is bounded.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+import { test, run } from './harness.mjs';
+
+const TSD = process.env.TSD_URL;
+const BASE = Number(process.env.E2E_BASE);
+const OUT = process.env.E2E_OUT || 'test-output/web';
+const N = 90;
+const WAIT = 20000;
+const LAST = BASE + 60 * (N - 1);
+
+let context;
+let page;
+let userDir;
+const pageErrors = [];
+
+async function shot(name) {
+  await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
+}
+
+async function runGen() {
+  return Number(await page.getAttribute('#chart', 'data-run') || 0);
+}
+
+// Waits until the chart finished a run newer than `after` and returns its plot summary.
+async function nextPlot(after) {
+  await page.waitForFunction((a) => {
+    const c = document.getElementById('chart');
+    return c && Number(c.dataset.run || 0) > a && c.dataset.state !== 'loading';
+  }, after, { timeout: WAIT });
+  return JSON.parse(await page.getAttribute('#chart', 'data-plot'));
+}
+
+// Waits until the open suggestion list holds only names starting with prefix (an older lookup,
+// e.g. the one on focus with an empty prefix, may still be showing).
+async function waitSuggest(prefix) {
+  await page.waitForFunction((pfx) => {
+    const items = [...document.querySelectorAll('ul.suggest:not([hidden]) li')].map((x) => x.textContent);
+    return items.length > 0 && items.every((x) => x.startsWith(pfx));
+  }, prefix, { timeout: WAIT });
+}
+
+async function plot() {
+  return JSON.parse(await page.getAttribute('#chart', 'data-plot'));
+}
+
+// Loads the page afresh (through about:blank: going to the same page with another fragment
+// would only be a fragment change in the same document, with the old chart still there).
+async function open(hash) {
+  await page.goto('about:blank');
+  await page.goto(`${TSD}/${hash || ''}`);
+  await page.waitForSelector('#graph-view, #storage-view', { state: 'attached', timeout: WAIT });
+}
+
+function hashParams() {
+  return page.evaluate(() => Object.fromEntries([...new URLSearchParams(location.hash.slice(1))].map(([k]) => [k, new URLSearchParams(location.hash.slice(1)).getAll(k)])));
+}
+
+function range3h() {
+  return `start=${BASE - 300}&end=${LAST + 300}`;
+}
+
+// Moves the mouse over the plot at time t (seconds) and returns the legend's read-out.
+async function hoverAt(tSec) {
+  const p = await plot();
+  const box = await page.locator('#chart .u-over').boundingBox();
+  const [s, e] = p.range;
+  const x = box.x + ((tSec * 1000 - s) / (e - s)) * box.width;
+  await page.mouse.move(x, box.y + box.height / 2);
+  await page.waitForTimeout(100);
+  return page.$$eval('#chart .u-legend .u-series', (rows) => rows.map((r) => ({
+    label: (r.querySelector('.u-label') || {}).textContent,
+    value: (r.querySelector('.u-value') || {}).textContent,
+  })));
+}
+
+async function fetchJson(p, opts) {
+  const res = await fetch(`${TSD}${p}`, opts);
+  const text = await res.text();
+  return { status: res.status, body: text ? JSON.parse(text) : null };
+}
+
+// ---- graph -------------------------------------------------------------------------------
+
+test('the page loads at / with its scripts, the version and no script errors', async () => {
+  await open('');
+  await page.waitForFunction(() => document.getElementById('version').textContent !== '', null, { timeout: WAIT });
+  assert.equal(await page.title(), 'ctsdb - graph');
+  assert.equal(await page.evaluate(() => typeof window.uPlot), 'function');
+  assert.match(await page.textContent('#version'), /^v/);
+  assert.equal(await page.isHidden('#errors'), true, await page.textContent('#errors'));
+});
+
+test('an empty page offers the stored metrics from /api/suggest', async () => {
+  await page.waitForSelector('#quick-metrics .chip', { timeout: WAIT });
+  const chips = await page.$$eval('#quick-metrics .chip', (b) => b.map((x) => x.textContent));
+  for (const m of ['e2e.big', 'e2e.counter', 'e2e.cpu', 'e2e.gap']) assert.ok(chips.includes(m), `${m} in ${chips}`);
+  await shot('01-empty');
+});
+
+test('metric autocomplete finds e2e.cpu and the chart plots the sum of both hosts', async () => {
+  await open(`#view=graph&${range3h()}`);
+  await page.click('#add-query');
+  const input = page.locator('.query .metric-input').first();
+  await input.fill('e2e.c');
+  await waitSuggest('e2e.c');
+  const names = await page.$$eval('ul.suggest:not([hidden]) li', (l) => l.map((x) => x.textContent));
+  assert.deepEqual(names, ['e2e.counter', 'e2e.cpu']);
+  const g = await runGen();
+  await page.click('ul.suggest li:has-text("e2e.cpu")');
+  const p = await nextPlot(g);
+  assert.equal(p.series.length, 1, JSON.stringify(p));
+  const s = p.series[0];
+  assert.equal(s.label, 'e2e.cpu{dc=lga,host=*}');
+  assert.equal(s.points, N);
+  assert.deepEqual(s.first, [BASE * 1000, 100]);
+  assert.deepEqual(s.last, [LAST * 1000, 100 + 2 * (N - 1)]);
+  await shot('02-sum');
+});
+
+test('the legend reads out the value under the mouse', async () => {
+  const rows = await hoverAt(BASE + 60 * 45);
+  assert.equal(rows[1].label, 'e2e.cpu{dc=lga,host=*}');
+  assert.equal(rows[1].value, String(100 + 2 * 45));
+  const d = new Date((BASE + 60 * 45) * 1000).toISOString().slice(0, 19).replace('T', ' ');
+  assert.equal(rows[0].value, d);
+  await shot('03-hover');
+});
+
+test('a tag filter with autocomplete and group-by splits the chart per host', async () => {
+  await page.click('.query .add-filter');
+  const key = page.locator('.query .tagk-input').first();
+  await key.fill('ho');
+  await waitSuggest('ho');
+  await page.click('ul.suggest:not([hidden]) li:has-text("host")');
+  const val = page.locator('.query .tagv-input').first();
+  await val.fill('web');
+  await waitSuggest('web');
+  const vals = await page.$$eval('ul.suggest:not([hidden]) li', (l) => l.map((x) => x.textContent));
+  assert.deepEqual(vals, ['web01', 'web02']);
+  await page.selectOption('.query .filter-type', 'wildcard');
+  const g = await runGen();
+  await val.fill('web*');
+  await val.press('Tab');
+  const p = await nextPlot(g);
+  const labels = p.series.map((s) => s.label).sort();
+  assert.deepEqual(labels, ['e2e.cpu{dc=lga,host=web01}', 'e2e.cpu{dc=lga,host=web02}']);
+  const w1 = p.series.find((s) => s.label.includes('web01'));
+  const w2 = p.series.find((s) => s.label.includes('web02'));
+  assert.equal(w1.max, N - 1);
+  assert.equal(w2.min, 100);
+  const h = await hashParams();
+  assert.deepEqual(h.m, ['sum:e2e.cpu{host=wildcard(web*)}']);
+  await shot('04-group-by');
+});
+
+test('the URL alone restores the same view (bookmark)', async () => {
+  const url = page.url();
+  await page.goto('about:blank');
+  await page.goto(url);
+  const p = await nextPlot(0);
+  assert.equal(p.series.length, 2);
+  assert.equal(await page.inputValue('.query .metric-input'), 'e2e.cpu');
+  assert.equal(await page.inputValue('.query .tagk-input'), 'host');
+  assert.equal(await page.inputValue('.query .filter-type'), 'wildcard');
+  assert.equal(await page.inputValue('#start'), String(BASE - 300));
+});
+
+test('a literal list is completed one value at a time', async () => {
+  const g0 = await runGen();
+  await page.selectOption('.query .filter-type', 'literal_or');
+  await nextPlot(g0);
+  const val = page.locator('.query .tagv-input').first();
+  await val.fill('web01|web0');
+  await waitSuggest('web0');
+  const g = await runGen();
+  await page.click('ul.suggest:not([hidden]) li:has-text("web02")');
+  assert.equal(await val.inputValue(), 'web01|web02');
+  const p = await nextPlot(g);
+  assert.deepEqual(p.series.map((s) => s.label).sort(), ['e2e.cpu{dc=lga,host=web01}', 'e2e.cpu{dc=lga,host=web02}']);
+  assert.deepEqual((await hashParams()).m, ['sum:e2e.cpu{host=web01|web02}']);
+});
+
+test('downsampling with a function gives one point per bucket', async () => {
+  // The range starts on a bucket boundary so that every bucket is inside it.
+  const start = Math.floor(BASE / 600) * 600;
+  await open(`#view=graph&start=${start}&end=${LAST + 300}&m=${encodeURIComponent('sum:10m-max:e2e.cpu{host=web01}')}`);
+  const p = await nextPlot(0);
+  assert.equal(await page.inputValue('.query .ds-interval'), '10m');
+  assert.equal(await page.inputValue('.query .ds-fn'), 'max');
+  const s = p.series[0];
+  const firstBucket = Math.floor(BASE / 600) * 600;
+  const lastBucket = Math.floor(LAST / 600) * 600;
+  assert.equal(s.points, (lastBucket - firstBucket) / 600 + 1);
+  assert.equal(s.max, N - 1);
+  assert.equal(s.last[0], lastBucket * 1000);
+  assert.equal(s.last[1], N - 1);
+});
+
+test('changing the downsample function in the builder re-queries', async () => {
+  const g = await runGen();
+  await page.selectOption('.query .ds-fn', 'min');
+  const p = await nextPlot(g);
+  const s = p.series[0];
+  const lastBucket = Math.floor(LAST / 600) * 600;
+  // The last bucket's smallest point is the first i with BASE + 60*i >= lastBucket.
+  assert.equal(s.last[1], Math.ceil((lastBucket - BASE) / 60));
+  assert.match((await hashParams()).m[0], /^sum:10m-min:e2e\.cpu/);
+});
+
+test('rate turns the counter into its per-second rate', async () => {
+  await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.counter')}`);
+  let p = await nextPlot(0);
+  assert.equal(p.series[0].last[1], 120 * (N - 1));
+  const g = await runGen();
+  await page.check('.query .rate');
+  p = await nextPlot(g);
+  const s = p.series[0];
+  assert.equal(s.points, N - 1);
+  assert.equal(s.min, 2);
+  assert.equal(s.max, 2);
+  const g2 = await runGen();
+  await page.check('.query .counter');
+  p = await nextPlot(g2);
+  assert.match((await hashParams()).m[0], /^sum:rate\{counter\}:e2e\.counter$/);
+  assert.equal(p.series[0].max, 2);
+});
+
+test('two queries share the chart, the second on a right axis, then a log y axis', async () => {
+  const m1 = encodeURIComponent('sum:e2e.cpu{host=web01}');
+  const m2 = encodeURIComponent('sum:e2e.counter');
+  await open(`#view=graph&${range3h()}&m=${m1}&m=${m2}`);
+  let p = await nextPlot(0);
+  assert.equal(p.series.length, 2);
+  assert.equal(p.rightAxis, false);
+  let g = await runGen();
+  await page.locator('.query').nth(1).locator('.axis').selectOption('right');
+  p = await nextPlot(g);
+  assert.equal(p.rightAxis, true);
+  assert.deepEqual(p.series.map((s) => s.axis), ['left', 'right']);
+  assert.equal(await page.locator('#chart .u-axis').count(), 3);
+  assert.equal((await hashParams()).y2[0], '1');
+  const legend = await page.$$eval('#chart .u-legend .u-label', (l) => l.map((x) => x.textContent));
+  assert.deepEqual(legend.slice(1), ['#1 e2e.cpu{dc=lga,host=web01}', '#2 e2e.counter{host=web01}']);
+  await shot('05-two-axes');
+  g = await runGen();
+  await page.check('#log');
+  p = await nextPlot(g);
+  assert.equal(p.log, true);
+  // Zero is not on a log axis: e2e.cpu web01 starts at 0, that point is dropped.
+  assert.equal(p.series[0].points, N - 1);
+  assert.equal((await hashParams()).log[0], '1');
+  await shot('06-log');
+});
+
+test('a hole in the data is drawn as a gap', async () => {
+  await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.gap')}`);
+  const p = await nextPlot(0);
+  const s = p.series[0];
+  assert.equal(s.points, 60);
+  assert.equal(s.gaps, 1);
+  await shot('07-gap');
+});
+
+test('twenty thousand points plot in one chart', async () => {
+  await open(`#view=graph&start=${LAST - 20000 - 60}&end=${LAST + 60}&m=${encodeURIComponent('sum:e2e.big')}`);
+  const p = await nextPlot(0);
+  assert.equal(p.series[0].points, 20000);
+  const ms = await page.getAttribute('#status', 'data-draw-ms');
+  console.log(`# draw of 20000 points: ${ms} ms`);
+  const rows = await hoverAt(LAST - 5000);
+  assert.notEqual(rows[1].value, '—');
+  await shot('08-big');
+});
+
+test('dragging across the chart zooms in to that time range', async () => {
+  await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.cpu')}`);
+  const before = await nextPlot(0);
+  const box = await page.locator('#chart .u-over').boundingBox();
+  const g = await runGen();
+  await page.mouse.move(box.x + box.width * 0.25, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2, { steps: 8 });
+  await page.mouse.up();
+  const p = await nextPlot(g);
+  const [s0, e0] = before.range;
+  const [s1, e1] = p.range;
+  assert.ok(Math.abs(s1 - (s0 + (e0 - s0) * 0.25)) < (e0 - s0) * 0.02, `start ${s1}`);
+  assert.ok(Math.abs(e1 - (s0 + (e0 - s0) * 0.5)) < (e0 - s0) * 0.02, `end ${e1}`);
+  assert.ok(p.series[0].points < before.series[0].points && p.series[0].points > 15, String(p.series[0].points));
+  const h = await hashParams();
+  assert.match(h.start[0], /^\d{4}\/\d\d\/\d\d-\d\d:\d\d:\d\d$/);
+  await shot('09-zoomed');
+  await page.goBack();
+  const back = await nextPlot(await runGen());
+  assert.deepEqual(back.range, before.range);
+});
+
+test('time presets and absolute dates set the range', async () => {
+  await open(`#view=graph&start=1h-ago&m=${encodeURIComponent('sum:e2e.cpu')}`);
+  await nextPlot(0);
+  let g = await runGen();
+  await page.click('button[data-preset="3h"]');
+  let p = await nextPlot(g);
+  assert.equal((await hashParams()).start[0], '3h-ago');
+  assert.ok(Math.abs((p.range[1] - p.range[0]) - 3 * 3600000) < 5000);
+  const abs = new Date((BASE + 600) * 1000).toISOString().slice(0, 19).replace('T', '-').replace(/-/g, '/').replace(/\/(\d\d:\d\d:\d\d)$/, '-$1');
+  g = await runGen();
+  await page.fill('#start', abs);
+  await page.fill('#end', String(LAST));
+  await page.press('#end', 'Enter');
+  p = await nextPlot(g);
+  assert.deepEqual(p.range, [(BASE + 600) * 1000, LAST * 1000]);
+  assert.equal(p.series[0].first[0], (BASE + 600) * 1000);
+  assert.equal(p.series[0].points, N - 10);
+});
+
+test('API errors are shown in the page', async () => {
+  await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:no.such.metric')}`);
+  const p = await nextPlot(0);
+  assert.equal(p.series.length, 0);
+  await page.waitForSelector('#errors .error', { timeout: WAIT });
+  const text = await page.textContent('#errors');
+  assert.match(text, /no\.such\.metric/);
+  assert.match(text, /400/);
+  assert.match(await page.textContent('.query .query-error'), /no\.such\.metric/);
+  assert.equal(await page.getAttribute('#chart', 'data-state'), 'error');
+  await shot('10-error');
+});
+
+test('a bad URL query is reported, not ignored', async () => {
+  await open('#view=graph&m=garbage');
+  await page.waitForSelector('#errors .error[data-key="url"]', { timeout: WAIT });
+  assert.match(await page.textContent('#errors'), /garbage/);
+});
+
+test('auto-refresh picks up a new point without a reload', async () => {
+  const now = Math.floor(Date.now() / 1000);
+  await open(`#view=graph&start=10m-ago&refresh=5&m=${encodeURIComponent('sum:e2e.live')}`);
+  await nextPlot(0);
+  const r = await fetchJson('/api/put', {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify([{ metric: 'e2e.live', timestamp: now - 30, value: 41, tags: { host: 'web01' } },
+      { metric: 'e2e.live', timestamp: now - 20, value: 42, tags: { host: 'web01' } }]),
+  });
+  assert.equal(r.status, 204);
+  await page.waitForFunction(() => {
+    const p = JSON.parse(document.getElementById('chart').dataset.plot);
+    return p.series.length === 1 && p.series[0].last && p.series[0].last[1] === 42;
+  }, null, { timeout: 15000 });
+  assert.match(await page.textContent('#status'), /refreshing every 5s/);
+});
+
+// ---- storage -----------------------------------------------------------------------------
+
+test('the storage page lists tables, families and regions with key ranges', async () => {
+  await open('#view=storage&poll=1');
+  await page.waitForFunction(() => document.getElementById('storage-view').dataset.state === 'ready', null, { timeout: WAIT });
+  const tables = await page.$$eval('#table-select option', (o) => o.map((x) => x.value));
+  const data = tables.find((t) => /(^|:)tsdb$/.test(t));
+  assert.ok(data, `a tsdb table in ${tables}`);
+  assert.equal(await page.inputValue('#table-select'), data);
+  const fams = await page.$$eval('#families tbody tr', (r) => r.map((x) => x.dataset.family));
+  assert.deepEqual(fams, ['t']);
+  const regions = await page.$$eval('#regions tbody tr', (r) => r.map((x) => ({
+    start: x.children[1].textContent, end: x.children[2].textContent, writes: Number(x.dataset.writes),
+  })));
+  assert.ok(regions.length >= 1);
+  assert.equal(regions[0].start, '(start)');
+  assert.equal(regions[regions.length - 1].end, '(end)');
+  for (let i = 1; i < regions.length; i++) assert.equal(regions[i].start, regions[i - 1].end);
+  assert.ok(regions.reduce((a, r) => a + r.writes, 0) > 0, 'writes were counted');
+});
+
+test('writes during polling light up the heat map and the ingest rate', async () => {
+  const stop = Date.now() + 6000;
+  let i = 0;
+  while (Date.now() < stop && i < 60) {
+    const now = Math.floor(Date.now() / 1000);
+    const pts = [];
+    for (let k = 0; k < 200; k++) pts.push({ metric: 'e2e.load', timestamp: now - k, value: k, tags: { host: `h${k % 20}` } });
+    const r = await fetchJson('/api/put', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(pts) });
+    assert.equal(r.status, 204);
+    i++;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  await page.waitForFunction(() => {
+    const h = JSON.parse(document.getElementById('heat-writes').dataset.heat || '{}');
+    return h.columns >= 2 && h.max > 0;
+  }, null, { timeout: WAIT });
+  const heat = JSON.parse(await page.getAttribute('#heat-writes', 'data-heat'));
+  assert.ok(heat.regions >= 1);
+  const rate = await page.textContent('#card-points .card-value');
+  assert.notEqual(rate, '—');
+  await shot('11-storage');
+});
+
+test('scripts and styles reach the browser with their content types', async () => {
+  const r = await page.evaluate(async () => {
+    const get = async (p) => { const x = await fetch(p); return [x.status, x.headers.get('content-type')]; };
+    return { js: await get('/js/app.js'), css: await get('/style.css'), vendor: await get('/vendor/uPlot.iife.min.js') };
+  });
+  assert.match(r.js[1], /javascript/);
+  assert.match(r.css[1], /text\/css/);
+  assert.equal(r.vendor[0], 200);
+});
+
+test('no script errors happened in any page', async () => {
+  assert.deepEqual(pageErrors, []);
+});
+
+run({
+  async before() {
+    assert.ok(TSD, 'TSD_URL is set');
+    assert.ok(BASE > 0, 'E2E_BASE is set');
+    const v = await fetch(`${TSD}/api/version`);
+    assert.equal(v.status, 200, 'the TSD answers /api/version');
+    fs.mkdirSync(OUT, { recursive: true });
+    userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'ctsdb-chromium-'));
+    context = await chromium.launchPersistentContext(userDir, {
+      executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+      headless: true,
+      viewport: { width: 1400, height: 1000 },
+      timezoneId: 'UTC',
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    context.setDefaultTimeout(WAIT);
+    page = await context.newPage();
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+  },
+  async after() {
+    if (context) await context.close();
+    if (userDir) fs.rmSync(userDir, { recursive: true, force: true });
+  },
+});
