@@ -16,6 +16,10 @@ check_eq "unknown option exits 2" 2 $?
 "$CTSDB" shell --now abc -e list 2>/dev/null
 check_eq "bad --now exits 2" 2 $?
 
+out=$(sh -e "version" -e "help")
+check_contains "version names ctsdb" "$out" "ctsdb 0."
+check_contains "help lists the commands" "$out" "get_splits 't'"
+
 out=$(sh -e "create 't', 'f'" -e "put 't', 'r', 'f:q', 'v'" -e "get 't', 'r'")
 check_eq "-e commands run in order" 0 $?
 check_eq "-e output" "Created table t
@@ -53,6 +57,27 @@ check_contains "--now wins over the environment" "$out" "timestamp=1700000006000
 
 err=$("$CTSDB" shell --data "$dir/missing" -e "list" 2>&1 >/dev/null)
 check_eq "a fresh data directory is created" 0 $?
+
+printf 'a\n\\x00b\nc\n' >"$dir/splits.txt"
+out=$(sh -e "create 'sf', 'f', SPLITS_FILE => '$dir/splits.txt'" -e "get_splits 'sf'" \
+  -e "alter_status 'sf'" -e "show_filters" -e "put 'sf', 'abc', 'f:q', 'x'" \
+  -e "scan 'sf', FILTER => \"(PrefixFilter ('ab')) AND (ColumnPrefixFilter('q'))\"" \
+  -e "disable 'sf'" -e "drop 'sf'" | grep -v '^Took ')
+check_eq "SPLITS_FILE, alter_status, show_filters, parenthesised filters" "Created table sf
+Total number of splits = 4
+\x00b
+a
+c
+4/4 regions updated.
+Done.
+ColumnPrefixFilter
+ColumnRangeFilter
+PrefixFilter
+ROW  COLUMN+CELL
+ abc column=f:q, timestamp=1700000000000, value=x
+1 row(s)" "$out"
+err=$(sh -e "create 'sf2', 'f', SPLITS_FILE => '$dir/nope.txt'" 2>&1 >/dev/null)
+check_eq "a missing SPLITS_FILE is an error" "ERROR: cannot open SPLITS_FILE $dir/nope.txt: No such file or directory" "$err"
 
 out=$(sh -e "create 'ps', 'f', SPLITS => ['m']" -e "status 'simple'" -e "status 'detailed'" -e "status")
 check_contains "status simple counts regions" "$out" "Aggregate load: 0, regions: 3"

@@ -10,7 +10,7 @@
  *   cells: the bytes of the final cells alone (row key + qualifier + value of every compacted
  *          hour), computed with the codec and no store;
  *   disk:  every file of a fresh data directory after writing the points through tsdb batches,
- *          flushing and a major compaction (needs the embedded engine; skipped with a note if
+ *          flushing every table (so the log can be released) and a major compaction (needs the embedded engine; skipped with a note if
  *          the store cannot be opened). */
 #include <dirent.h>
 #include <math.h>
@@ -132,7 +132,8 @@ static double bench_cells(enum dpcodec_format fmt, int hosts, int hours)
     return (double)bytes / (double)points;
 }
 
-static int bench_disk(enum dpcodec_format fmt, int hosts, int hours, double *bpp)
+static int bench_disk(enum dpcodec_format fmt, int hosts, int hours, double *bpp,
+                      double *bpp_files, double *secs)
 {
     char dir[] = "/tmp/ctsdb-schema-bytes-XXXXXX";
     if (!mkdtemp(dir))
@@ -140,6 +141,8 @@ static int bench_disk(enum dpcodec_format fmt, int hosts, int hours, double *bpp
     struct wc_options o;
     wc_options_init(&o);
     o.data_dir = dir;
+    /* log segments are released once flushed; small segments keep the live log small */
+    o.wal_segment_bytes = 1u << 20;
     struct wc_store *s = NULL;
     struct ct_err err = {0};
     int ret = -1;
@@ -178,7 +181,7 @@ static int bench_disk(enum dpcodec_format fmt, int hosts, int hours, double *bpp
         }
     }
     bench_rng = 88172645463325252ull;
-    uint64_t points = 0;
+    uint64_t points = 0, t0 = clock_mono_ns();
     int64_t start = BENCH_BASE - BENCH_BASE % 3600;
     for (int64_t ts = start; ts < start + hours * 3600LL; ts += BENCH_PERIOD_S) {
         for (int i = 0; i < nseries; i++) {
@@ -195,6 +198,8 @@ static int bench_disk(enum dpcodec_format fmt, int hosts, int hours, double *bpp
     }
     if (tsdb_batch_write(t, b, WC_DURABILITY_ASYNC_WAL, &err) != CT_OK ||
         wc_table_flush(s, c.data_table, &err) != CT_OK ||
+        wc_table_flush(s, c.uid_table, &err) != CT_OK ||
+        wc_table_flush(s, c.meta_table, &err) != CT_OK ||
         wc_table_compact(s, c.data_table, NULL, true, &err) != CT_OK)
         goto close;
     tsdb_close(t);
@@ -202,6 +207,10 @@ static int bench_disk(enum dpcodec_format fmt, int hosts, int hours, double *bpp
     wc_close(s);
     s = NULL;
     *bpp = (double)bench_du(dir) / (double)points;
+    char sub[4096];
+    snprintf(sub, sizeof(sub), "%s/sst", dir);
+    *bpp_files = (double)bench_du(sub) / (double)points;
+    *secs = (double)(clock_mono_ns() - t0) / 1e9;
     ret = 0;
 close:
     if (ret)
@@ -212,6 +221,10 @@ close:
 out:
     wc_close(s);
     char cmd[128];
+    if (getenv("SCHEMA_BYTES_KEEP")) {
+        printf("  (kept %s)", dir);
+        return ret;
+    }
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", dir);
@@ -230,11 +243,14 @@ int main(int argc, char **argv)
            (long long)hosts * BENCH_METRICS * hours * (3600 / BENCH_PERIOD_S));
     const char *names[2] = {"compressed", "opentsdb"};
     for (int f = 0; f < 2; f++) {
-        double cells = bench_cells((enum dpcodec_format)f, hosts, hours), disk = 0;
-        printf("%-10s cells: %.3f B/point", names[f], cells);
-        if (bench_disk((enum dpcodec_format)f, hosts, hours, &disk) == 0)
-            printf("  disk (all files, after compaction): %.3f B/point", disk);
+        double cells = bench_cells((enum dpcodec_format)f, hosts, hours), disk = 0, sst = 0,
+               secs = 0;
+        printf("%-10s cells %.3f B/point", names[f], cells);
+        if (bench_disk((enum dpcodec_format)f, hosts, hours, &disk, &sst, &secs) == 0)
+            printf(" | data directory %.3f B/point (block files %.3f, log %.3f) | %.1f s", disk,
+                   sst, disk - sst, secs);
         printf("\n");
+        fflush(stdout);
     }
     return 0;
 }
