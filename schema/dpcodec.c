@@ -1177,8 +1177,10 @@ int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
         return CT_NOTFOUND;
     if (ndata == 1) {
         enum dpcodec_qkind k = dpcodec_qualifier_kind(only->qualifier.data, only->qualifier.len);
+        /* already merged; and OpenTSDB never compacts a lone single cell either */
         if ((format == DPCODEC_FORMAT_COMPRESSED && k == DPCODEC_Q_COMPRESSED) ||
-            (format == DPCODEC_FORMAT_OPENTSDB && k == DPCODEC_Q_COMPACTED))
+            (format == DPCODEC_FORMAT_OPENTSDB &&
+             (k == DPCODEC_Q_COMPACTED || k == DPCODEC_Q_POINT)))
             return CT_NOTFOUND;
     }
     /* count the points, then decode into one buffer */

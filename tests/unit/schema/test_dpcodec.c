@@ -383,6 +383,16 @@ static void test_compaction_duplicates_follow_fix_duplicates(void **state)
         check_compacted(&c, ts, vals, 2);
         dpcodec_compacted_free(&c);
     }
+    /* a lone single cell is left alone in OpenTSDB's format, merged in ctsdb's */
+    struct hour one = {0};
+    hour_add(&one, dpcodec_point_int(BASE_MS, false, 1), 100);
+    assert_int_equal(dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_OPENTSDB, false, &c,
+                                     &err),
+                     CT_NOTFOUND);
+    assert_int_equal(dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_COMPRESSED, false,
+                                     &c, &err),
+                     CT_OK);
+    dpcodec_compacted_free(&c);
     /* identical duplicates merge silently even without fix_duplicates */
     struct hour g = {0};
     hour_add(&g, dpcodec_point_int(BASE_MS + 1000, false, 7), 100);
