@@ -4,7 +4,8 @@
  * Invariants: (1) a scanner holds references on every memstore and file it may read, taken
  * under each region's mutex at open, so flushes and compactions never pull data from under it;
  * (2) its snapshot is the store's visible_seq read before those references were taken: cells
- * with a larger seq are stepped over by every input; (3) a reversed scan finds the previous row
+ * with a larger seq are stepped over by every input; the snapshot is registered with the store
+ * so flushes and compactions keep every version it may still read (estore_read_point); (3) a reversed scan finds the previous row
  * with seek_for_prev on every input, then reads that row forward, so cells inside a row are in
  * forward order in both directions; (4) rows are bounded by [lo, hi) of the scan intersected
  * with the region's range, so inputs shared by split daughters never leak rows.
@@ -445,6 +446,7 @@ struct escanner {
     size_t nkids;
     size_t *kid_start; /* nsf + 1 */
     uint64_t snap;
+    bool snap_registered;
     struct matcher m;
     /* reversed: the exclusive upper bound of the next row (inf until the first row) */
     bool bound_inf;
@@ -854,6 +856,8 @@ void engine_scanner_close(struct wc_scanner *wsc)
         free(sc->key);
     if (sc->tmp != sc->tmp_inline)
         free(sc->tmp);
+    if (sc->snap_registered)
+        estore_snapshot_release(sc->s, sc->snap);
     if (sc->t)
         etable_unref(sc->t);
     free(sc);
@@ -1096,7 +1100,9 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
     sc->m.raw = o->raw;
     sc->m.o = &sc->o;
 
-    sc->snap = atomic_load(&s->visible_seq);
+    if ((rc = estore_snapshot_acquire(s, &sc->snap, err)) != CT_OK)
+        goto fail_unlock;
+    sc->snap_registered = true;
     if (!empty) {
         sc->regs = calloc(t->nregions, sizeof(*sc->regs));
         if (!sc->regs) {

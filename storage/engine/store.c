@@ -67,6 +67,47 @@ int estore_check_bg_error(struct estore *s, struct ct_err *err)
     return rc;
 }
 
+int estore_snapshot_acquire(struct estore *s, uint64_t *snap, struct ct_err *err)
+{
+    pthread_mutex_lock(&s->snap_mu);
+    if (s->nsnaps == s->snaps_cap) {
+        size_t cap = s->snaps_cap ? s->snaps_cap * 2 : 16;
+        uint64_t *nv = realloc(s->snaps, cap * sizeof(*nv));
+        if (!nv) {
+            pthread_mutex_unlock(&s->snap_mu);
+            return ct_err_set(err, CT_ENOMEM, "out of memory registering a snapshot");
+        }
+        s->snaps = nv;
+        s->snaps_cap = cap;
+    }
+    *snap = atomic_load(&s->visible_seq);
+    s->snaps[s->nsnaps++] = *snap;
+    pthread_mutex_unlock(&s->snap_mu);
+    return CT_OK;
+}
+
+void estore_snapshot_release(struct estore *s, uint64_t snap)
+{
+    pthread_mutex_lock(&s->snap_mu);
+    for (size_t i = 0; i < s->nsnaps; i++)
+        if (s->snaps[i] == snap) {
+            s->snaps[i] = s->snaps[--s->nsnaps];
+            break;
+        }
+    pthread_mutex_unlock(&s->snap_mu);
+}
+
+uint64_t estore_read_point(struct estore *s)
+{
+    pthread_mutex_lock(&s->snap_mu);
+    uint64_t rp = atomic_load(&s->visible_seq);
+    for (size_t i = 0; i < s->nsnaps; i++)
+        if (s->snaps[i] < rp)
+            rp = s->snaps[i];
+    pthread_mutex_unlock(&s->snap_mu);
+    return rp;
+}
+
 uint64_t etable_flush_bytes(const struct estore *s, const struct etable *t)
 {
     return t->memstore_flushsize ? t->memstore_flushsize : s->opt.memstore_flush_bytes;
@@ -1282,6 +1323,8 @@ static void store_free(struct estore *s)
     pthread_cond_destroy(&s->bg_cv);
     pthread_cond_destroy(&s->done_cv);
     pthread_mutex_destroy(&s->err_mu);
+    pthread_mutex_destroy(&s->snap_mu);
+    free(s->snaps);
     for (int i = 0; i < 64; i++)
         pthread_mutex_destroy(&s->row_mu[i]);
     free(s->dir);
@@ -1449,6 +1492,7 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     pthread_cond_init(&s->bg_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
     pthread_mutex_init(&s->err_mu, NULL);
+    pthread_mutex_init(&s->snap_mu, NULL);
     for (int i = 0; i < 64; i++)
         pthread_mutex_init(&s->row_mu[i], NULL);
     atomic_init(&s->next_seq, 1);
