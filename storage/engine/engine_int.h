@@ -66,6 +66,8 @@ struct eregion {
     size_t nfams;
     bool dead;          /* replaced by a split, truncate or drop; guarded by mu */
     bool flush_queued;  /* guarded by mu */
+    int64_t first_edit_mono_ms; /* when the active memstores got their first cell (0 = empty);
+                                 * guarded by mu */
     atomic_uint_fast64_t reads;
     atomic_uint_fast64_t writes;
 };

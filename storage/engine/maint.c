@@ -546,6 +546,7 @@ static int flush_locked(struct estore *s, struct etable *t, struct eregion *r, s
         goto out;
     }
     r->flush_queued = false;
+    r->first_edit_mono_ms = 0;
     for (size_t f = 0; f < nf && rc == CT_OK; f++) {
         struct efam *ef = &r->fams[f];
         if (memstore_count(ef->active)) {
@@ -696,8 +697,23 @@ static int compact_store(struct estore *s, struct etable *t, struct eregion *r, 
             sizes[i] = sst_get_meta(ef->files[i].sst)->file_bytes;
         struct compact_policy p;
         compact_policy_default(&p);
-        if (!compact_select(sizes, n, &p, &start, &count))
+        if (!compact_select(sizes, n, &p, &start, &count)) {
             count = 0;
+            /* stuck (writes block at 16 files): the cheapest run of min_files, as HBase does */
+            if (n >= 16) {
+                uint64_t best = UINT64_MAX;
+                for (size_t st = 0; st + p.min_files <= n; st++) {
+                    uint64_t tot = 0;
+                    for (size_t i = st; i < st + p.min_files; i++)
+                        tot += sizes[i];
+                    if (tot < best) {
+                        best = tot;
+                        start = st;
+                        count = p.min_files;
+                    }
+                }
+            }
+        }
         free(sizes);
         if (count == n)
             major = true;

@@ -298,13 +298,8 @@ void estore_queue_job(struct estore *s, enum ejob_kind kind, struct etable *t, s
     pthread_mutex_lock(&s->bg_mu);
     if (s->stopping || s->nthreads == 0) {
         pthread_mutex_unlock(&s->bg_mu);
-        if (r) {
-            pthread_mutex_lock(&r->mu);
-            if (kind == EJOB_FLUSH)
-                r->flush_queued = false;
-            pthread_mutex_unlock(&r->mu);
-            eregion_unref(r);
-        }
+        /* stopping: close flushes everything itself (callers may hold r->mu: not touched) */
+        eregion_unref(r);
         etable_unref(t);
         free(j);
         return;
@@ -352,8 +347,10 @@ static void queue_major_all(struct estore *s)
 }
 
 /* When the log holds many segments, flushes the region whose memstore holds its oldest edit
- * so the log can be trimmed (spec §10: "flush ... when the WAL must be trimmed"). */
+ * so the log can be trimmed (spec §10: "flush ... when the WAL must be trimmed"); flushes
+ * memstores whose first edit is an hour old. */
 #define WAL_MAX_SEGMENTS 8
+#define ENGINE_IDLE_FLUSH_MS (3600 * 1000)
 
 static void trim_wal(struct estore *s)
 {
@@ -361,17 +358,27 @@ static void trim_wal(struct estore *s)
         return;
     struct wal_stats ws;
     wal_get_stats(s->wal, &ws);
-    if (ws.segments <= WAL_MAX_SEGMENTS)
-        return;
     struct etable *bt = NULL;
     struct eregion *br = NULL;
     uint64_t best = UINT64_MAX;
+    bool too_long = ws.segments > WAL_MAX_SEGMENTS;
+    int64_t now = mono_ms();
     pthread_mutex_lock(&s->cat_mu);
     for (size_t i = 0; i < s->ntables; i++) {
         struct etable *t = s->tables[i];
         for (size_t r = 0; r < t->nregions; r++) {
             struct eregion *rg = t->regions[r];
             pthread_mutex_lock(&rg->mu);
+            /* periodic flush of memstores holding edits for an hour (HBase's default) */
+            if (rg->first_edit_mono_ms && now - rg->first_edit_mono_ms > ENGINE_IDLE_FLUSH_MS &&
+                !rg->flush_queued) {
+                rg->flush_queued = true;
+                estore_queue_job(s, EJOB_FLUSH, t, rg, false);
+            }
+            if (!too_long) {
+                pthread_mutex_unlock(&rg->mu);
+                continue;
+            }
             for (size_t f = 0; f < rg->nfams; f++) {
                 uint64_t m = memstore_min_seq(rg->fams[f].active);
                 for (size_t k = 0; k < rg->fams[f].nfrozen; k++)
