@@ -67,6 +67,16 @@ def gen_points(hosts, hours, now_s):
             yield ("net.bytes_recv", ts, ctr, tags)
 
 
+def tsd_port(log):
+    for _ in range(600):
+        log.seek(0)
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", log.read())
+        if m:
+            return int(m.group(1))
+        time.sleep(0.1)
+    sys.exit("query_bench: ctsdb tsd did not start")
+
+
 def wait_http(host, port, path, timeout=30):
     end = time.time() + timeout
     while time.time() < end:
@@ -101,6 +111,9 @@ def main():
     ap.add_argument("--hours", type=int, default=int(os.environ.get("HOURS", 24)))
     ap.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", 15)))
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--tsd-opt", action="append", default=[],
+                    help="extra `ctsdb tsd` option, e.g. --tsd-opt=--tsd.storage.salt.width=1")
+    ap.add_argument("--only", default="", help="comma list of query names to run")
     args = ap.parse_args()
     ctsdb = os.environ.get("CTSDB", os.path.join(ROOT, "bin", "ctsdb"))
     vm_bin = shutil.which("victoria-metrics") or shutil.which("victoria-metrics-prod")
@@ -112,19 +125,11 @@ def main():
         now_s = int(time.time())
         # ---- start both servers --------------------------------------------------------
         log = open(os.path.join(work, "tsd.log"), "w+")
-        tsd = subprocess.Popen([ctsdb, "tsd", "--bind", "127.0.0.1", "--port", "0", "--data",
-                                os.path.join(work, "ctsdb")], stderr=log)
+        tsd_cmd = [ctsdb, "tsd", "--bind", "127.0.0.1", "--port", "0", "--data",
+                   os.path.join(work, "ctsdb")] + args.tsd_opt
+        tsd = subprocess.Popen(tsd_cmd, stderr=log)
         procs.append(tsd)
-        cport = None
-        for _ in range(300):
-            log.seek(0)
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", log.read())
-            if m:
-                cport = int(m.group(1))
-                break
-            time.sleep(0.1)
-        if not cport:
-            sys.exit("query_bench: ctsdb tsd did not start")
+        cport = tsd_port(log)
         vport = free_port()
         vm = subprocess.Popen([vm_bin, "-httpListenAddr", "127.0.0.1:%d" % vport,
                                "-storageDataPath", os.path.join(work, "vm"),
@@ -171,6 +176,15 @@ def main():
         vc.getresponse().read()
         load_vm = time.time() - t0
         del vm_lines
+        # ctsdb: restart so that the hours are flushed and compacted, as historical data is
+        # (VictoriaMetrics was flushed with /internal/force_flush above)
+        tsd.send_signal(signal.SIGTERM)
+        tsd.wait(timeout=120)
+        procs.remove(tsd)
+        log.truncate(0)
+        tsd = subprocess.Popen(tsd_cmd, stderr=log)
+        procs.append(tsd)
+        cport = tsd_port(log)
 
         # ---- queries ------------------------------------------------------------------
         start = now_s - args.hours * 3600
@@ -210,6 +224,8 @@ def main():
             time.sleep(0.1)
         rows = []
         for name in cq:
+            if args.only and name not in args.only.split(","):
+                continue
             res = {}
             for side, conn, path in (("ctsdb", cc, cq[name]), ("vm", vc, vq[name])):
                 for _ in range(args.warmup):
