@@ -152,11 +152,14 @@ test('series labels list tags sorted and aggregated tags as =*', () => {
 });
 
 test('dps become sorted columns with NaN, null and quoted NaN as gaps', () => {
-  const c = dpsColumns({ 3000: 3, 1000: 1, 2000: null, 4000: 'NaN', 5000: '2.5' });
-  assert.deepEqual(c.t, [1000, 2000, 3000, 4000, 5000]);
+  const b = 1700000000000;
+  const c = dpsColumns({ [b + 3000]: 3, [b + 1000]: 1, [b + 2000]: null, [b + 4000]: 'NaN', [b + 5000]: '2.5' });
+  assert.deepEqual(c.t, [b + 1000, b + 2000, b + 3000, b + 4000, b + 5000]);
   assert.deepEqual(c.v, [1, null, 3, null, 2.5]);
-  const a = dpsColumns([[2, 5], [1, 4]]);
-  assert.deepEqual(a, { t: [1, 2], v: [4, 5] });
+  const a = dpsColumns([[1700000002000, 5], [1700000001000, 4]]);
+  assert.deepEqual(a, { t: [1700000001000, 1700000002000], v: [4, 5] });
+  // A reply in seconds is read as seconds.
+  assert.deepEqual(dpsColumns({ 1700000000: 1 }).t, [1700000000000]);
 });
 
 test('a hole longer than the step breaks the line; regular spacing does not', () => {

@@ -328,6 +328,7 @@ export function createGraphView(root, ctx) {
     const startMs = parseTimeSpec(st.start, now);
     const endMs = parseTimeSpec(st.end, now);
     ctx.clearError('time');
+    ctx.clearError('query-*');
     if (Number.isNaN(startMs) || Number.isNaN(endMs)) {
       ctx.error('time', new Error(`cannot read the time range '${st.start}' .. '${st.end || 'now'}'`));
     }

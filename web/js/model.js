@@ -330,12 +330,16 @@ function toNumber(v) {
   return Number.isFinite(n) ? n : null;
 }
 
-// One result's dps (object keyed by ms strings, or [[ts, v], ...]) as sorted columns
+// A dps timestamp to ms: the page asks for ms (`ms` flag), but a timestamp below 1e11 can only
+// be seconds (1e11 ms is 1973; 1e11 s is year 5138), so a reply in seconds still plots right.
+const toMs = (t) => (t < 1e11 ? t * 1000 : t);
+
+// One result's dps (object keyed by timestamp strings, or [[ts, v], ...]) as sorted columns
 // { t: [ms...], v: [number|null...] }; NaN/null values are null (a gap).
 export function dpsColumns(dps) {
   const pairs = Array.isArray(dps)
-    ? dps.map((p) => [Number(p[0]), toNumber(p[1])])
-    : Object.keys(dps || {}).map((k) => [Number(k), toNumber(dps[k])]);
+    ? dps.map((p) => [toMs(Number(p[0])), toNumber(p[1])])
+    : Object.keys(dps || {}).map((k) => [toMs(Number(k)), toNumber(dps[k])]);
   pairs.sort((a, b) => a[0] - b[0]);
   return { t: pairs.map((p) => p[0]), v: pairs.map((p) => p[1]) };
 }
