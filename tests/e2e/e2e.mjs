@@ -345,6 +345,13 @@ test('a bad URL query is reported, not ignored', async () => {
   assert.match(await page.textContent('#errors'), /garbage/);
 });
 
+test('an unreadable time range is reported and nothing is queried', async () => {
+  await open(`#view=graph&start=yesterday&m=${encodeURIComponent('sum:e2e.cpu')}`);
+  await page.waitForSelector('#errors .error[data-key="time"]', { timeout: WAIT });
+  assert.match(await page.textContent('#errors'), /yesterday/);
+  assert.equal(await page.getAttribute('#chart', 'data-state'), 'error');
+});
+
 test('auto-refresh picks up a new point without a reload', async () => {
   const now = Math.floor(Date.now() / 1000);
   await open(`#view=graph&start=10m-ago&refresh=5&m=${encodeURIComponent('sum:e2e.live')}`);
