@@ -328,8 +328,8 @@ static int split_hex_midpoint(struct wc_bytes start, struct wc_bytes end, struct
     return rc;
 }
 
-static int split_uniform_midpoint(struct wc_bytes start, struct wc_bytes end,
-                                  struct wc_bytes *out, struct ct_err *err)
+static int split_uniform_midpoint(struct wc_bytes start, struct wc_bytes end, struct wc_bytes *out,
+                                  struct ct_err *err)
 {
     if (end.len == 0)
         end = wc_bytes_of(split_ff8, 8);

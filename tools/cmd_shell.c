@@ -6,6 +6,7 @@
  * editing and history when stdin is a terminal. In a script the first error prints
  * `ERROR: <message>` on stderr and exits 1. --now pins the clock (CTSDB_NOW_MS) before anything
  * else reads it. The shell itself lives in tools/shell_*.c (tools/shell.h). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +40,12 @@ static char *shell_slurp(const char *path, size_t *len)
         return NULL;
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
-    while (buf) {
+    bool failed = buf == NULL;
+    while (!failed) {
         if (n == cap) {
             char *nb = realloc(buf, cap * 2);
             if (!nb) {
-                free(buf);
-                buf = NULL;
+                failed = true;
                 break;
             }
             buf = nb;
@@ -52,10 +53,12 @@ static char *shell_slurp(const char *path, size_t *len)
         }
         size_t k = fread(buf + n, 1, cap - n, f);
         n += k;
-        if (k == 0)
+        if (k == 0) {
+            failed = ferror(f) != 0;
             break;
+        }
     }
-    if (buf && ferror(f)) {
+    if (failed) {
         free(buf);
         buf = NULL;
     }
@@ -126,8 +129,7 @@ static int shell_main(int argc, char **argv)
     } else if (!strcmp(backend, "bigtable")) {
         o.backend = WC_BACKEND_BIGTABLE;
     } else {
-        fprintf(stderr, "ctsdb shell: --backend must be embedded or bigtable, not '%s'\n",
-                backend);
+        fprintf(stderr, "ctsdb shell: --backend must be embedded or bigtable, not '%s'\n", backend);
         goto out;
     }
     o.data_dir = data_dir;

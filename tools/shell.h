@@ -66,8 +66,8 @@ struct shell_perr {
 /* Parses `len` bytes of text whose first line is numbered `first_line`. On CT_OK *out holds the
  * commands (possibly none), freed with shell_prog_free(). On CT_EINVAL perr says where and why;
  * on SHELL_PARSE_INCOMPLETE perr holds the end position. *out is empty unless CT_OK. */
-CT_MUST_CHECK int shell_parse(const char *text, size_t len, int first_line,
-                              struct shell_prog *out, struct shell_perr *perr);
+CT_MUST_CHECK int shell_parse(const char *text, size_t len, int first_line, struct shell_prog *out,
+                              struct shell_perr *perr);
 void shell_prog_free(struct shell_prog *p); /* accepts an empty or zeroed program */
 
 /* A short description of a value kind for error messages ("a string", "an array", ...). */
@@ -111,8 +111,7 @@ struct shell; /* opaque: defined in shell_exec.c */
 
 /* Returns a new shell in *out, freed with shell_free(). The store is opened on the first command
  * that needs it. */
-CT_MUST_CHECK int shell_new(const struct shell_options *o, struct shell **out,
-                            struct ct_err *err);
+CT_MUST_CHECK int shell_new(const struct shell_options *o, struct shell **out, struct ct_err *err);
 void shell_free(struct shell *sh); /* closes the store; accepts NULL */
 
 /* Runs one command, printing its output (without the Took line). On failure err holds the

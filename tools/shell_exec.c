@@ -98,8 +98,8 @@ static int arg_error(struct ct_err *err, const struct shell_cmd *c, const char *
 
 /* The string of a value that must be a string (INT is accepted and shown in decimal, as Ruby's
  * to_s does). `tmp` holds the decimal text (>= 24 bytes). */
-static int val_bytes(const struct shell_val *v, const char *what, char *tmp,
-                     struct wc_bytes *out, struct ct_err *err)
+static int val_bytes(const struct shell_val *v, const char *what, char *tmp, struct wc_bytes *out,
+                     struct ct_err *err)
 {
     if (v->kind == SHELL_VAL_STR || v->kind == SHELL_VAL_CONST) {
         *out = wc_bytes_of(v->str, v->len);
@@ -119,8 +119,8 @@ static int val_cstr(const struct shell_val *v, const char *what, const char **ou
                     struct ct_err *err)
 {
     if (v->kind != SHELL_VAL_STR && v->kind != SHELL_VAL_CONST)
-        return ct_err_set(err, CT_EINVAL, "%s must be a string, not %s (line %d, column %d)",
-                          what, shell_val_kind_name(v->kind), v->line, v->col);
+        return ct_err_set(err, CT_EINVAL, "%s must be a string, not %s (line %d, column %d)", what,
+                          shell_val_kind_name(v->kind), v->line, v->col);
     if (strlen(v->str) != v->len)
         return ct_err_set(err, CT_EINVAL, "%s must not contain NUL bytes", what);
     *out = v->str;
@@ -157,11 +157,11 @@ static int val_int_range(const struct shell_val *v, const char *what, int64_t lo
         return rc;
     if (*out < lo || *out > hi) {
         if (hi == INT64_MAX)
-            return ct_err_set(err, CT_EINVAL, "%s must be >= %" PRId64 " (got %" PRId64 ")",
-                              what, lo, *out);
+            return ct_err_set(err, CT_EINVAL, "%s must be >= %" PRId64 " (got %" PRId64 ")", what,
+                              lo, *out);
         return ct_err_set(err, CT_EINVAL,
-                          "%s must be between %" PRId64 " and %" PRId64 " (got %" PRId64 ")",
-                          what, lo, hi, *out);
+                          "%s must be between %" PRId64 " and %" PRId64 " (got %" PRId64 ")", what,
+                          lo, hi, *out);
     }
     return CT_OK;
 }
@@ -216,8 +216,8 @@ static const struct shell_val *dict_find(const struct shell_val *d, const char *
 }
 
 /* Matches an enumeration value case-insensitively; error names the allowed set. */
-static int val_enum(const struct shell_val *v, const char *what, const char *const *names,
-                    size_t n, int *out, struct ct_err *err)
+static int val_enum(const struct shell_val *v, const char *what, const char *const *names, size_t n,
+                    int *out, struct ct_err *err)
 {
     const char *s;
     int rc = val_cstr(v, what, &s, err);
@@ -302,8 +302,8 @@ static int shell_family_known(const struct wc_table_desc *d, struct wc_bytes fam
     char list[200] = "";
     size_t at = 0;
     for (size_t i = 0; i < d->nfamilies; i++) {
-        int k = snprintf(list + at, sizeof(list) - at, "%s%s:*", i ? ", " : "",
-                         d->families[i].name);
+        int k =
+            snprintf(list + at, sizeof(list) - at, "%s%s:*", i ? ", " : "", d->families[i].name);
         if (k < 0 || (size_t)k >= sizeof(list) - at)
             break;
         at += (size_t)k;
@@ -374,8 +374,7 @@ static int shell_family_apply(struct wc_family_desc *fd, const struct shell_val 
                 rc = val_int(v, "TTL", &x, err);
                 if (rc == CT_OK && (x <= 0 || x > WC_TTL_FOREVER))
                     rc = ct_err_set(err, CT_EINVAL,
-                                    "TTL must be > 0 and <= 2147483647 seconds (got %" PRId64
-                                    ")",
+                                    "TTL must be > 0 and <= 2147483647 seconds (got %" PRId64 ")",
                                     x);
                 if (rc == CT_OK)
                     fd->ttl_s = x;
@@ -388,16 +387,15 @@ static int shell_family_apply(struct wc_family_desc *fd, const struct shell_val 
                 fd->keep_deleted = (enum wc_keep_deleted)e;
             }
         } else if (!strcmp(k, "BLOOMFILTER")) {
-            if ((rc = val_enum(v, "BLOOMFILTER", shell_bloom_names,
-                               SHELL_NELEM(shell_bloom_names), &e, err)) == CT_OK)
+            if ((rc = val_enum(v, "BLOOMFILTER", shell_bloom_names, SHELL_NELEM(shell_bloom_names),
+                               &e, err)) == CT_OK)
                 fd->bloom = (enum wc_bloom)e;
         } else if (!strcmp(k, "BLOCKSIZE")) {
             if ((rc = val_int(v, "BLOCKSIZE", &x, err)) == CT_OK) {
                 if (x < 1024 || x > 16777216)
-                    rc = ct_err_set(err, CT_EINVAL,
-                                    "BLOCKSIZE must be between 1024 and 16777216 bytes (got %" PRId64
-                                    ")",
-                                    x);
+                    rc = ct_err_set(
+                        err, CT_EINVAL,
+                        "BLOCKSIZE must be between 1024 and 16777216 bytes (got %" PRId64 ")", x);
                 else
                     fd->blocksize = (uint32_t)x;
             }
@@ -415,8 +413,7 @@ static int shell_family_apply(struct wc_family_desc *fd, const struct shell_val 
                 fd->encoding = (enum wc_block_encoding)e;
         } else if (!strcmp(k, "REPLICATION_SCOPE")) {
             if ((rc = val_int(v, "REPLICATION_SCOPE", &x, err)) == CT_OK && x != 0)
-                rc = ct_err_set(err, CT_EINVAL, "REPLICATION_SCOPE must be 0 (got %" PRId64 ")",
-                                x);
+                rc = ct_err_set(err, CT_EINVAL, "REPLICATION_SCOPE must be 0 (got %" PRId64 ")", x);
         } else {
             rc = ct_err_set(err, CT_EINVAL,
                             "unknown column family attribute %s (known: NAME, VERSIONS, "
@@ -434,8 +431,7 @@ static int shell_family_apply(struct wc_family_desc *fd, const struct shell_val 
 static bool shell_is_table_attr(const char *k)
 {
     return !strcmp(k, "MAX_FILESIZE") || !strcmp(k, "MEMSTORE_FLUSHSIZE") ||
-           !strcmp(k, "DURABILITY") || !strcmp(k, "READONLY") ||
-           !strcmp(k, "COMPACTION_ENABLED");
+           !strcmp(k, "DURABILITY") || !strcmp(k, "READONLY") || !strcmp(k, "COMPACTION_ENABLED");
 }
 
 static int shell_table_attr_apply(struct wc_table_desc *td, const char *k,
@@ -579,8 +575,9 @@ static int shell_splits_build(const struct shell_val *splits, const struct shell
     if (!numregions && !algo)
         return CT_OK;
     if (!algo)
-        return ct_err_set(err, CT_EINVAL, "NUMREGIONS needs SPLITALGO ('HexStringSplit' or "
-                                          "'UniformSplit')");
+        return ct_err_set(err, CT_EINVAL,
+                          "NUMREGIONS needs SPLITALGO ('HexStringSplit' or "
+                          "'UniformSplit')");
     if (!numregions)
         return ct_err_set(err, CT_EINVAL, "SPLITALGO needs NUMREGIONS");
     int64_t n;
@@ -590,13 +587,15 @@ static int shell_splits_build(const struct shell_val *splits, const struct shell
     if (n < 2)
         return ct_err_set(err, CT_EINVAL, "NUMREGIONS must be at least 2 (got %" PRId64 ")", n);
     if (n > 65536)
-        return ct_err_set(err, CT_EINVAL, "NUMREGIONS must be at most 65536 (got %" PRId64 ")",
-                          n);
+        return ct_err_set(err, CT_EINVAL, "NUMREGIONS must be at most 65536 (got %" PRId64 ")", n);
     const char *a;
     if ((rc = val_cstr(algo, "SPLITALGO", &a, err)) != CT_OK)
         return rc;
-    const char *dot = strrchr(a, '.'); /* org.apache.hadoop.hbase.util.RegionSplitter.X */
-    const char *base = dot ? dot + 1 : a;
+    /* also the class names org.apache.hadoop.hbase.util.RegionSplitter(.|$)X */
+    const char *base = a;
+    for (const char *p = a; *p; p++)
+        if (*p == '.' || *p == '$')
+            base = p + 1;
     enum wc_split_algo al;
     if (!strcmp(base, "HexStringSplit"))
         al = WC_SPLIT_HEXSTRING;
@@ -870,7 +869,8 @@ static int cmd_describe(struct shell *sh, const struct shell_cmd *c, struct ct_e
     struct wc_table_desc *d = NULL;
     if ((rc = shell_store(sh, err)) != CT_OK || (rc = shell_describe(sh, name, &d, err)) != CT_OK)
         return rc;
-    qsort(d->families, d->nfamilies, sizeof(d->families[0]), shell_family_cmp);
+    if (d->nfamilies)
+        qsort(d->families, d->nfamilies, sizeof(d->families[0]), shell_family_cmp);
     const char *disp = shell_display_name(d->name);
     FILE *f = sh->o.out;
     fprintf(f, "Table %s is %s\n%s", disp, d->enabled ? "ENABLED" : "DISABLED", disp);
@@ -924,6 +924,13 @@ static void shell_names_free(struct shell_names *ns)
 static int shell_str_cmp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts names bytewise (strcmp compares as unsigned char); v may be NULL when n is 0. */
+static void shell_names_sort(char **v, size_t n)
+{
+    if (n)
+        qsort(v, n, sizeof(v[0]), shell_str_cmp);
 }
 
 static int shell_list_tables(struct shell *sh, struct shell_names *out, struct ct_err *err)
@@ -991,7 +998,7 @@ static int cmd_list(struct shell *sh, const struct shell_cmd *c, struct ct_err *
         ns.v[shown++] = ns.v[i];
         ns.v[i] = tmp;
     }
-    qsort(ns.v, shown, sizeof(ns.v[0]), shell_str_cmp);
+    shell_names_sort(ns.v, shown);
     fputs("TABLE\n", sh->o.out);
     for (size_t i = 0; i < shown; i++)
         fprintf(sh->o.out, "%s\n", ns.v[i]);
@@ -1055,8 +1062,8 @@ static int cmd_enable(struct shell *sh, const struct shell_cmd *c, struct ct_err
         return rc;
     bool enable = !strcmp(c->name, "enable");
     if (d->enabled != enable)
-        rc = enable ? wc_table_enable(sh->store, name, err)
-                    : wc_table_disable(sh->store, name, err);
+        rc =
+            enable ? wc_table_enable(sh->store, name, err) : wc_table_disable(sh->store, name, err);
     wc_table_desc_free(d);
     return rc;
 }
@@ -1155,8 +1162,8 @@ static int cmd_drop_namespace(struct shell *sh, const struct shell_cmd *c, struc
     shell_names_free(&tl);
     if (count)
         return ct_err_set(err, CT_EBUSY,
-                          "Only empty namespaces can be removed. Namespace %s has %zu table(s)",
-                          ns, count);
+                          "Only empty namespaces can be removed. Namespace %s has %zu table(s)", ns,
+                          count);
     return wc_namespace_drop(sh->store, ns, err);
 }
 
@@ -1176,7 +1183,7 @@ static int cmd_list_namespace(struct shell *sh, const struct shell_cmd *c, struc
             rc = ct_err_set(err, ns.rc, "out of memory listing namespaces");
     }
     if (rc == CT_OK) {
-        qsort(ns.v, ns.n, sizeof(ns.v[0]), shell_str_cmp);
+        shell_names_sort(ns.v, ns.n);
         size_t shown = 0;
         fputs("NAMESPACE\n", sh->o.out);
         for (size_t i = 0; i < ns.n; i++) {
@@ -1193,8 +1200,7 @@ static int cmd_list_namespace(struct shell *sh, const struct shell_cmd *c, struc
     return rc;
 }
 
-static int cmd_describe_namespace(struct shell *sh, const struct shell_cmd *c,
-                                  struct ct_err *err)
+static int cmd_describe_namespace(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
 {
     const char *ns;
     int rc = shell_ns_arg(sh, c, "describe_namespace 'ns'", 1, &ns, true, err);
@@ -1214,7 +1220,7 @@ static int cmd_list_namespace_tables(struct shell *sh, const struct shell_cmd *c
     struct shell_names tl;
     if ((rc = shell_list_tables(sh, &tl, err)) != CT_OK)
         return rc;
-    qsort(tl.v, tl.n, sizeof(tl.v[0]), shell_str_cmp);
+    shell_names_sort(tl.v, tl.n);
     size_t nlen = strlen(ns), shown = 0;
     fputs("TABLE\n", sh->o.out);
     for (size_t i = 0; i < tl.n; i++)
@@ -1296,8 +1302,8 @@ static int cmd_put(struct shell *sh, const struct shell_cmd *c, struct ct_err *e
 static int cmd_delete(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
 {
     bool all = !strcmp(c->name, "deleteall");
-    const char *usage = all ? "deleteall 't', 'r'[, 'f:q' | 'f' | ''[, ts]]"
-                            : "delete 't', 'r', 'f:q' | 'f'[, ts]";
+    const char *usage =
+        all ? "deleteall 't', 'r'[, 'f:q' | 'f' | ''[, ts]]" : "delete 't', 'r', 'f:q' | 'f'[, ts]";
     if (c->nargs < (all ? 2u : 3u) || c->nargs > 4)
         return arg_error(err, c, usage);
     char t1[24], t2[24];
@@ -1430,7 +1436,7 @@ struct shell_read {
     struct wc_scan_options o;
     struct wc_column *cols;
     size_t ncols;
-    char *filter_mem;             /* decoded FILTER string arguments */
+    char *filter_mem;              /* decoded FILTER string arguments */
     struct wc_bytes filter_prefix; /* PrefixFilter */
     bool have_filter_prefix;
     uint64_t interval; /* count */
@@ -1461,8 +1467,7 @@ static int shell_read_add_column(struct shell_read *r, const struct shell_val *v
     return CT_OK;
 }
 
-static int shell_read_columns(struct shell_read *r, const struct shell_val *v,
-                              struct ct_err *err)
+static int shell_read_columns(struct shell_read *r, const struct shell_val *v, struct ct_err *err)
 {
     if (v->kind == SHELL_VAL_ARRAY) {
         for (size_t i = 0; i < v->n; i++) {
@@ -1642,10 +1647,10 @@ static int shell_read_options(struct shell_read *r, const struct shell_val *d,
             int64_t a, b;
             if (v->kind != SHELL_VAL_ARRAY || v->n != 2)
                 rc = ct_err_set(err, CT_EINVAL, "TIMERANGE must be [min, max]");
-            else if ((rc = val_int_range(&v->items[0], "TIMERANGE min", 0, INT64_MAX, &a,
-                                         err)) == CT_OK &&
-                     (rc = val_int_range(&v->items[1], "TIMERANGE max", 0, INT64_MAX, &b,
-                                         err)) == CT_OK) {
+            else if ((rc = val_int_range(&v->items[0], "TIMERANGE min", 0, INT64_MAX, &a, err)) ==
+                         CT_OK &&
+                     (rc = val_int_range(&v->items[1], "TIMERANGE max", 0, INT64_MAX, &b, err)) ==
+                         CT_OK) {
                 if (a > b)
                     rc = ct_err_set(err, CT_EINVAL,
                                     "TIMERANGE min %" PRId64 " is above max %" PRId64, a, b);
@@ -1711,8 +1716,7 @@ static int shell_read_options(struct shell_read *r, const struct shell_val *d,
 }
 
 /* Checks the families of the selected columns. */
-static int shell_read_check(struct shell_read *r, const struct wc_table_desc *d,
-                            struct ct_err *err)
+static int shell_read_check(struct shell_read *r, const struct wc_table_desc *d, struct ct_err *err)
 {
     for (size_t i = 0; i < r->ncols; i++) {
         int rc = shell_family_known(d, r->cols[i].family, err);
@@ -1758,8 +1762,8 @@ static void shell_print_cell(struct shell *sh, const struct wc_cell *cell, bool 
         col->len += tmp->len;
     }
     bool marker = cell->type != WC_TYPE_PUT;
-    const char *val = marker ? shell_type_name(cell->type)
-                             : sbuf_binary(tmp, cell->value.data, cell->value.len);
+    const char *val =
+        marker ? shell_type_name(cell->type) : sbuf_binary(tmp, cell->value.data, cell->value.len);
     FILE *f = sh->o.out;
     int w = shell_col_width(sh);
     if (scan) {
@@ -1867,8 +1871,8 @@ static int cmd_scan(struct shell *sh, const struct shell_cmd *c, struct ct_err *
     struct shell_read r;
     struct wc_table_desc *d;
     struct wc_table *t;
-    int rc = shell_scan_setup(sh, c, SHELL_READ_SCAN, "scan 't'[, {STARTROW => 'r', ...}]", &r,
-                              &d, &t, err);
+    int rc = shell_scan_setup(sh, c, SHELL_READ_SCAN, "scan 't'[, {STARTROW => 'r', ...}]", &r, &d,
+                              &t, err);
     struct wc_scanner *sc = NULL;
     bool any = shell_read_merge_prefix(&r);
     if (rc == CT_OK && any)
@@ -1899,8 +1903,8 @@ static int cmd_count(struct shell *sh, const struct shell_cmd *c, struct ct_err 
     struct shell_read r;
     struct wc_table_desc *d;
     struct wc_table *t;
-    int rc = shell_scan_setup(sh, c, SHELL_READ_COUNT, "count 't'[, INTERVAL => n, CACHE => n]",
-                              &r, &d, &t, err);
+    int rc = shell_scan_setup(sh, c, SHELL_READ_COUNT, "count 't'[, INTERVAL => n, CACHE => n]", &r,
+                              &d, &t, err);
     struct wc_scanner *sc = NULL;
     bool any = shell_read_merge_prefix(&r);
     if (rc == CT_OK && any)
@@ -2026,7 +2030,7 @@ static int cmd_status(struct shell *sh, const struct shell_cmd *c, struct ct_err
     struct shell_names tl;
     if ((rc = shell_store(sh, err)) != CT_OK || (rc = shell_list_tables(sh, &tl, err)) != CT_OK)
         return rc;
-    qsort(tl.v, tl.n, sizeof(tl.v[0]), shell_str_cmp);
+    shell_names_sort(tl.v, tl.n);
     struct shell_status_table *st = calloc(tl.n ? tl.n : 1, sizeof(*st));
     if (!st) {
         shell_names_free(&tl);
@@ -2056,8 +2060,7 @@ static int cmd_status(struct shell *sh, const struct shell_cmd *c, struct ct_err
         rc = wc_store_stats(sh->store, &ss, err);
     FILE *f = sh->o.out;
     if (rc == CT_OK && !strcmp(mode, "summary")) {
-        fprintf(f,
-                "1 active master, 0 backup masters, 1 servers, 0 dead, %.4f average load\n",
+        fprintf(f, "1 active master, 0 backup masters, 1 servers, 0 dead, %.4f average load\n",
                 (double)regions);
     } else if (rc == CT_OK && !strcmp(mode, "simple")) {
         fprintf(f,
@@ -2070,23 +2073,23 @@ static int cmd_status(struct shell *sh, const struct shell_cmd *c, struct ct_err
     } else if (rc == CT_OK) {
         fprintf(f,
                 "version %s\n0 regionsInTransition\nactive master:  embedded\n0 backup masters\n"
-                "1 live servers\n    embedded blockCacheHits=%" PRIu64
-                ", blockCacheMisses=%" PRIu64 ", blockCacheBytes=%" PRIu64
-                ", flushes=%" PRIu64 ", minorCompactions=%" PRIu64 ", majorCompactions=%" PRIu64
-                ", splits=%" PRIu64 ", walBytes=%" PRIu64 ", walSyncs=%" PRIu64 "\n",
+                "1 live servers\n    embedded blockCacheHits=%" PRIu64 ", blockCacheMisses=%" PRIu64
+                ", blockCacheBytes=%" PRIu64 ", flushes=%" PRIu64 ", minorCompactions=%" PRIu64
+                ", majorCompactions=%" PRIu64 ", splits=%" PRIu64 ", walBytes=%" PRIu64
+                ", walSyncs=%" PRIu64 "\n",
                 CTSDB_VERSION, ss.cache_hits, ss.cache_misses, ss.cache_bytes, ss.flushes,
-                ss.minor_compactions, ss.major_compactions, ss.splits, ss.wal_bytes,
-                ss.wal_syncs);
+                ss.minor_compactions, ss.major_compactions, ss.splits, ss.wal_bytes, ss.wal_syncs);
         for (size_t i = 0; i < tl.n; i++)
             for (size_t k = 0; k < st[i].n; k++) {
                 const struct wc_region_info *ri = &st[i].regions[k];
-                fprintf(f, "        \"%s,%s,%" PRIu64 "\" readRequestsCount=%" PRIu64
-                           ", writeRequestsCount=%" PRIu64 ", memstoreSizeBytes=%" PRIu64
-                           ", storefiles=%" PRIu64 ", storefileSizeBytes=%" PRIu64 "\n",
+                fprintf(f,
+                        "        \"%s,%s,%" PRIu64 "\" readRequestsCount=%" PRIu64
+                        ", writeRequestsCount=%" PRIu64 ", memstoreSizeBytes=%" PRIu64
+                        ", storefiles=%" PRIu64 ", storefileSizeBytes=%" PRIu64 "\n",
                         shell_display_name(st[i].name),
                         sbuf_binary(&sh->b1, ri->start_key, ri->start_len), ri->id,
-                        ri->read_requests, ri->write_requests, ri->memstore_bytes,
-                        ri->store_files, ri->store_file_bytes);
+                        ri->read_requests, ri->write_requests, ri->memstore_bytes, ri->store_files,
+                        ri->store_file_bytes);
             }
         fputs("0 dead servers\n", f);
     }
@@ -2125,9 +2128,12 @@ struct shell_command_def {
 };
 
 static const struct shell_command_def shell_commands[] = {
-    {"alter", cmd_alter, "alter 't', {NAME => 'f', VERSIONS => 3} | 'delete' => 'f' | {MAX_FILESIZE => n}"},
+    {"alter", cmd_alter,
+     "alter 't', {NAME => 'f', VERSIONS => 3} | 'delete' => 'f' | {MAX_FILESIZE => n}"},
     {"count", cmd_count, "count 't'[, INTERVAL => n, CACHE => n]"},
-    {"create", cmd_create, "create 't', 'f1', {NAME => 'f2', VERSIONS => 5}, {SPLITS => [...]} | {NUMREGIONS => n, SPLITALGO => 'HexStringSplit'}"},
+    {"create", cmd_create,
+     "create 't', 'f1', {NAME => 'f2', VERSIONS => 5}, {SPLITS => [...]} | {NUMREGIONS => n, "
+     "SPLITALGO => 'HexStringSplit'}"},
     {"create_namespace", cmd_create_namespace, "create_namespace 'ns'"},
     {"delete", cmd_delete, "delete 't', 'r', 'f:q' | 'f'[, ts]"},
     {"deleteall", cmd_delete, "deleteall 't', 'r'[, 'f:q' | 'f' | ''[, ts]]"},
@@ -2141,7 +2147,9 @@ static const struct shell_command_def shell_commands[] = {
     {"exists", cmd_exists, "exists 't'"},
     {"exit", cmd_exit, "exit"},
     {"flush", cmd_flush, "flush 't'"},
-    {"get", cmd_get, "get 't', 'r'[, 'f:q', ... | {COLUMN => ..., VERSIONS => n, TIMERANGE => [a, b], TIMESTAMP => t, FILTER => \"...\"}]"},
+    {"get", cmd_get,
+     "get 't', 'r'[, 'f:q', ... | {COLUMN => ..., VERSIONS => n, TIMERANGE => [a, b], TIMESTAMP => "
+     "t, FILTER => \"...\"}]"},
     {"get_counter", cmd_get_counter, "get_counter 't', 'r', 'f:q'"},
     {"get_splits", cmd_get_splits, "get_splits 't'"},
     {"help", cmd_help, "help"},
@@ -2155,7 +2163,9 @@ static const struct shell_command_def shell_commands[] = {
     {"compact", cmd_compact, "compact 't'[, 'f']"},
     {"put", cmd_put, "put 't', 'r', 'f:q', 'value'[, ts]"},
     {"quit", cmd_exit, "quit"},
-    {"scan", cmd_scan, "scan 't'[, {STARTROW, STOPROW, ROWPREFIXFILTER, COLUMNS, VERSIONS, TIMERANGE, TIMESTAMP, LIMIT, REVERSED, CACHE, BATCH, FILTER, RAW}]"},
+    {"scan", cmd_scan,
+     "scan 't'[, {STARTROW, STOPROW, ROWPREFIXFILTER, COLUMNS, VERSIONS, TIMERANGE, TIMESTAMP, "
+     "LIMIT, REVERSED, CACHE, BATCH, FILTER, RAW}]"},
     {"split", cmd_split, "split 't'[, 'key']"},
     {"status", cmd_status, "status ['summary' | 'simple' | 'detailed']"},
     {"truncate", cmd_truncate, "truncate 't'"},

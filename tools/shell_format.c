@@ -53,13 +53,15 @@ size_t shell_binary_decode(const char *s, size_t n, uint8_t *out)
     return o;
 }
 
-static size_t format_append(char *out, size_t cap, size_t at, const char *fmt, int64_t v,
-                            const char *unit)
+/* Appends "<v> <unit>[S]" at out[at]; returns the new length (never past cap - 1). */
+static size_t format_append(char *out, size_t cap, size_t at, int64_t v, const char *unit)
 {
     if (at >= cap)
         return at;
-    int k = snprintf(out + at, cap - at, fmt, v, unit, v == 1 ? "" : "S");
-    return k < 0 ? at : at + (size_t)k;
+    int k = snprintf(out + at, cap - at, "%" PRId64 " %s%s", v, unit, v == 1 ? "" : "S");
+    if (k < 0)
+        return at;
+    return at + (size_t)k < cap ? at + (size_t)k : cap - 1;
 }
 
 void shell_format_ttl(int64_t ttl_s, char *out, size_t cap)
@@ -88,7 +90,7 @@ void shell_format_ttl(int64_t ttl_s, char *out, size_t cap)
             int w = snprintf(out + at, cap - at, "%s", sep);
             at += w < 0 ? 0 : (size_t)w;
         }
-        at = format_append(out, cap, at, "%" PRId64 " %s%s", parts[i], units[i]);
+        at = format_append(out, cap, at, parts[i], units[i]);
         sep = " ";
     }
     if (at < cap)

@@ -649,8 +649,7 @@ static int parse_args(struct shell_parser *ps, struct shell_cmd *cmd)
             /* the first key of a dictionary written without braces: the rest are pairs */
             if (v.kind != SHELL_VAL_STR && v.kind != SHELL_VAL_CONST) {
                 parse_val_free(&v);
-                return parse_fail(ps, line, col,
-                                  "a dictionary key must be a NAME or a string");
+                return parse_fail(ps, line, col, "a dictionary key must be a NAME or a string");
             }
             struct shell_val dict = {0};
             dict.kind = SHELL_VAL_DICT;

@@ -211,8 +211,8 @@ int shell_run_stream(struct shell *sh, FILE *in, bool interactive)
     }
     for (;;) {
         char prompt[64];
-        snprintf(prompt, sizeof(prompt), "ctsdb(main):%03d:%d%c ", r.next_line,
-                 r.len ? 1 : 0, r.len ? '*' : '>');
+        snprintf(prompt, sizeof(prompt), "ctsdb(main):%03d:%d%c ", r.next_line, r.len ? 1 : 0,
+                 r.len ? '*' : '>');
         char *line = readline(prompt);
         if (!line) {
             putchar('\n');

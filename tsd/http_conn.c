@@ -84,38 +84,6 @@ static bool http_has_token(const char *list, const char *token)
     return false;
 }
 
-static int http_hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = tolower(c);
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
-/* Percent-decodes s in place ('+' -> ' ' when plus); false if it decodes to a NUL. */
-static bool http_decode(char *s, bool plus)
-{
-    char *w = s;
-    for (char *p = s; *p; p++) {
-        if (*p == '%' && http_hexval((unsigned char)p[1]) >= 0 &&
-            http_hexval((unsigned char)p[2]) >= 0) {
-            int v = http_hexval((unsigned char)p[1]) * 16 + http_hexval((unsigned char)p[2]);
-            if (v == 0)
-                return false;
-            *w++ = (char)v;
-            p += 2;
-        } else if (plus && *p == '+') {
-            *w++ = ' ';
-        } else {
-            *w++ = *p;
-        }
-    }
-    *w = '\0';
-    return true;
-}
-
 void http_req_free(struct http_req *r)
 {
     if (!r)
@@ -243,58 +211,6 @@ static enum http_method http_method_parse(const char *m)
         if (!strcmp(m, tab[i].name))
             return tab[i].m;
     return (enum http_method)0;
-}
-
-/* Splits the query string into decoded parameters. */
-static int http_parse_query(struct http_req *r)
-{
-    if (!r->query || !*r->query)
-        return 0;
-    r->params_buf = strdup(r->query);
-    if (!r->params_buf)
-        return -1;
-    size_t n = 1;
-    for (const char *p = r->params_buf; *p; p++)
-        if (*p == '&')
-            n++;
-    r->params = calloc(n, sizeof(*r->params));
-    if (!r->params)
-        return -1;
-    char *save = NULL;
-    for (char *tok = strtok_r(r->params_buf, "&", &save); tok; tok = strtok_r(NULL, "&", &save)) {
-        char *eq = strchr(tok, '=');
-        char *value = tok + strlen(tok); /* presence-only: the empty string at the end */
-        if (eq) {
-            *eq = '\0';
-            value = eq + 1;
-        }
-        if (!http_decode(tok, true) || !http_decode(value, true) || !*tok)
-            continue;
-        r->params[r->nparams].name = tok;
-        r->params[r->nparams].value = value;
-        r->nparams++;
-    }
-    return 0;
-}
-
-static bool http_jsonp_ok(const char *s)
-{
-    if (!*s || strlen(s) > 128)
-        return false;
-    for (const char *p = s; *p; p++)
-        if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' && *p != '$')
-            return false;
-    return true;
-}
-
-/* Normalises a decoded path in place: /api/v1/x -> /api/x, one trailing slash removed. */
-static void http_normalise_path(char *p)
-{
-    if (!strncmp(p, "/api/v1", 7) && (p[7] == '/' || p[7] == '\0'))
-        memmove(p + 4, p + 7, strlen(p + 7) + 1);
-    size_t n = strlen(p);
-    if (n > 1 && p[n - 1] == '/')
-        p[n - 1] = '\0';
 }
 
 /* Parses r->head (NUL-terminated); returns 0 or an HTTP status with msg set. */

@@ -100,10 +100,17 @@ void http_conn_close_all(struct tsd *t);
 /* Frees every HTTP connection at once (after the loop and the workers ended). */
 void http_conn_free_all(struct tsd *t);
 
-/* http.c helpers used by http_conn.c */
+/* http.c helpers used by http_conn.c (and tested directly) */
+/* Percent-decodes s in place ('+' -> ' ' when plus); false if it decodes to a NUL. */
+bool http_decode(char *s, bool plus);
+/* Splits r->query into decoded parameters (r->params); -1 when out of memory. */
+int http_parse_query(struct http_req *r);
+/* True if s is a safe jsonp callback name (letters, digits, '_', '.', '$'; <= 128 bytes). */
+bool http_jsonp_ok(const char *s);
+/* Normalises a decoded path in place: /api/v1/x -> /api/x, one trailing slash removed. */
+void http_normalise_path(char *p);
 void http_req_free(struct http_req *r);
 /* Appends the headers common to every reply (Connection, CORS, extras) to out. */
 void http_req_write_common_headers(struct http_req *r, struct evbuffer *out);
-/* Writes the streamed-reply head (called by http_stream_begin) */
 
 #endif

@@ -146,8 +146,8 @@ static void test_hexstring_general_form_uses_given_bounds(void **state)
     struct ct_err err = {0};
     struct wc_bytes *keys = NULL;
     /* range 0x00..0xff = 256 over 4 regions: step 64 */
-    assert_int_equal(wc_split_keys_range(WC_SPLIT_HEXSTRING, wc_bytes_str("00"),
-                                         wc_bytes_str("ff"), 4, &keys, &err),
+    assert_int_equal(wc_split_keys_range(WC_SPLIT_HEXSTRING, wc_bytes_str("00"), wc_bytes_str("ff"),
+                                         4, &keys, &err),
                      CT_OK);
     assert_memory_equal(keys[0].data, "40", 2);
     assert_memory_equal(keys[1].data, "80", 2);
@@ -162,16 +162,16 @@ static void test_hexstring_general_form_uses_given_bounds(void **state)
     assert_memory_equal(keys[1].data, "000b", 4);
     wc_split_keys_free(keys, 2);
     /* range 3 cannot hold 4 regions; non-hex and reversed bounds are rejected */
-    assert_int_equal(wc_split_keys_range(WC_SPLIT_HEXSTRING, wc_bytes_str("0"),
-                                         wc_bytes_str("2"), 4, &keys, &err),
+    assert_int_equal(wc_split_keys_range(WC_SPLIT_HEXSTRING, wc_bytes_str("0"), wc_bytes_str("2"),
+                                         4, &keys, &err),
                      CT_EINVAL);
     assert_non_null(strstr(err.msg, "smaller than"));
-    assert_int_equal(wc_split_keys_range(WC_SPLIT_HEXSTRING, wc_bytes_str("zz"),
-                                         wc_bytes_str("ff"), 2, &keys, &err),
+    assert_int_equal(wc_split_keys_range(WC_SPLIT_HEXSTRING, wc_bytes_str("zz"), wc_bytes_str("ff"),
+                                         2, &keys, &err),
                      CT_EINVAL);
     assert_non_null(strstr(err.msg, "hexadecimal"));
-    assert_int_equal(wc_split_keys_range(WC_SPLIT_HEXSTRING, wc_bytes_str("ff"),
-                                         wc_bytes_str("10"), 2, &keys, &err),
+    assert_int_equal(wc_split_keys_range(WC_SPLIT_HEXSTRING, wc_bytes_str("ff"), wc_bytes_str("10"),
+                                         2, &keys, &err),
                      CT_EINVAL);
 }
 
@@ -182,24 +182,24 @@ static void test_uniform_general_form_pads_and_widens(void **state)
     struct wc_bytes *keys = NULL;
     char hex[64];
     /* "a".."b" inclusive is a range of 2: enough for 2 regions without widening */
-    assert_int_equal(wc_split_keys_range(WC_SPLIT_UNIFORM, wc_bytes_str("a"), wc_bytes_str("b"),
-                                         2, &keys, &err),
-                     CT_OK);
+    assert_int_equal(
+        wc_split_keys_range(WC_SPLIT_UNIFORM, wc_bytes_str("a"), wc_bytes_str("b"), 2, &keys, &err),
+        CT_OK);
     split_test_hex(keys[0], hex);
     assert_string_equal(hex, "62");
     wc_split_keys_free(keys, 1);
     /* but not for 3: widened by one zero byte, range 0x6100..0x6200 = 257, step 85 */
-    assert_int_equal(wc_split_keys_range(WC_SPLIT_UNIFORM, wc_bytes_str("a"), wc_bytes_str("b"),
-                                         3, &keys, &err),
-                     CT_OK);
+    assert_int_equal(
+        wc_split_keys_range(WC_SPLIT_UNIFORM, wc_bytes_str("a"), wc_bytes_str("b"), 3, &keys, &err),
+        CT_OK);
     split_test_hex(keys[0], hex);
     assert_string_equal(hex, "6155");
     split_test_hex(keys[1], hex);
     assert_string_equal(hex, "61aa");
     wc_split_keys_free(keys, 2);
     /* the shorter bound is padded on the right: "a" vs "az" -> 0x6100 .. 0x617a */
-    assert_int_equal(wc_split_keys_range(WC_SPLIT_UNIFORM, wc_bytes_str("a"), wc_bytes_str("az"),
-                                         3, &keys, &err),
+    assert_int_equal(wc_split_keys_range(WC_SPLIT_UNIFORM, wc_bytes_str("a"), wc_bytes_str("az"), 3,
+                                         &keys, &err),
                      CT_OK);
     split_test_hex(keys[0], hex);
     assert_string_equal(hex, "6129"); /* range 123, step 41 = 0x29 */
@@ -207,8 +207,8 @@ static void test_uniform_general_form_pads_and_widens(void **state)
     assert_string_equal(hex, "6152");
     wc_split_keys_free(keys, 2);
     /* equal after padding ("a" and "a\0") is not a range */
-    assert_int_equal(wc_split_keys_range(WC_SPLIT_UNIFORM, wc_bytes_str("a"),
-                                         wc_bytes_of("a\0", 2), 2, &keys, &err),
+    assert_int_equal(wc_split_keys_range(WC_SPLIT_UNIFORM, wc_bytes_str("a"), wc_bytes_of("a\0", 2),
+                                         2, &keys, &err),
                      CT_EINVAL);
 }
 
@@ -232,27 +232,27 @@ static void test_midpoints_split_one_region(void **state)
     assert_int_equal(wc_split_midpoint(WC_SPLIT_HEXSTRING, wc_bytes_str("00000001"),
                                        wc_bytes_str("00000002"), &mid, &err),
                      CT_EINVAL);
-    assert_int_equal(wc_split_midpoint(WC_SPLIT_UNIFORM, wc_bytes_of(NULL, 0),
-                                       wc_bytes_of(NULL, 0), &mid, &err),
-                     CT_OK);
+    assert_int_equal(
+        wc_split_midpoint(WC_SPLIT_UNIFORM, wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0), &mid, &err),
+        CT_OK);
     split_test_hex(mid, hex);
     assert_string_equal(hex, "7fffffffffffffff");
     free((void *)mid.data);
-    assert_int_equal(wc_split_midpoint(WC_SPLIT_UNIFORM, wc_bytes_str("a"), wc_bytes_str("c"),
-                                       &mid, &err),
-                     CT_OK);
+    assert_int_equal(
+        wc_split_midpoint(WC_SPLIT_UNIFORM, wc_bytes_str("a"), wc_bytes_str("c"), &mid, &err),
+        CT_OK);
     split_test_hex(mid, hex);
     assert_string_equal(hex, "62");
     free((void *)mid.data);
-    assert_int_equal(wc_split_midpoint(WC_SPLIT_UNIFORM, wc_bytes_str("a"), wc_bytes_str("b"),
-                                       &mid, &err),
-                     CT_OK);
+    assert_int_equal(
+        wc_split_midpoint(WC_SPLIT_UNIFORM, wc_bytes_str("a"), wc_bytes_str("b"), &mid, &err),
+        CT_OK);
     split_test_hex(mid, hex);
     assert_string_equal(hex, "6180");
     free((void *)mid.data);
-    assert_int_equal(wc_split_midpoint(WC_SPLIT_UNIFORM, wc_bytes_str("b"), wc_bytes_str("a"),
-                                       &mid, &err),
-                     CT_EINVAL);
+    assert_int_equal(
+        wc_split_midpoint(WC_SPLIT_UNIFORM, wc_bytes_str("b"), wc_bytes_str("a"), &mid, &err),
+        CT_EINVAL);
 }
 
 int main(void)

@@ -218,6 +218,59 @@ static void test_first_line_number_offsets_positions(void **state)
     assert_int_equal(pe.col, 5);
 }
 
+/* Byte mutations of valid commands (a fixed seed, bounded count) never crash the parser, and every
+ * failure names a position inside the text. Run under ASan this also checks memory use. */
+static void test_mutated_input_fails_cleanly_at_a_position_inside_it(void **state)
+{
+    (void)state;
+    static const char *const seeds[] = {
+        "create 'test', { NAME => 'info', COMPRESSION => 'snappy' }, {NUMREGIONS => 9, "
+        "SPLITALGO => 'HexStringSplit'}",
+        "scan 't', {STARTROW => \"\\x00r\", COLUMNS => ['f:a', 'g'], FILTER => "
+        "\"PrefixFilter('r')\"}",
+        "alter 't', 'delete' => 'f'; put 't', 'r', 'f:q', 'v', 12\nget 't', 'r', [\n'f:q',\n]",
+    };
+    const char alphabet[] = "'\"\\[]{},=>#;\n x0-:aZ_";
+    unsigned seed = 12345;
+    for (int iter = 0; iter < 20000; iter++) {
+        const char *src = seeds[iter % 3];
+        char buf[256];
+        size_t n = strlen(src);
+        memcpy(buf, src, n);
+        int edits = 1 + iter % 4;
+        for (int e = 0; e < edits; e++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t at = (seed >> 8) % n;
+            seed = seed * 1103515245u + 12345u;
+            int op = (int)((seed >> 8) % 3);
+            seed = seed * 1103515245u + 12345u;
+            char c = alphabet[(seed >> 8) % (sizeof(alphabet) - 1)];
+            if (op == 0) {
+                buf[at] = c;
+            } else if (op == 1 && n + 1 < sizeof(buf)) {
+                memmove(buf + at + 1, buf + at, n - at);
+                buf[at] = c;
+                n++;
+            } else if (n > 1) {
+                memmove(buf + at, buf + at + 1, n - at - 1);
+                n--;
+            }
+        }
+        struct shell_prog p;
+        struct shell_perr pe;
+        int rc = shell_parse(buf, n, 1, &p, &pe);
+        assert_true(rc == CT_OK || rc == CT_EINVAL || rc == SHELL_PARSE_INCOMPLETE);
+        if (rc == CT_OK) {
+            shell_prog_free(&p);
+            continue;
+        }
+        assert_int_equal(p.n, 0);
+        assert_true(pe.line >= 1 && pe.line <= 1 + (int)n);
+        assert_true(pe.col >= 1 && pe.col <= (int)n + 1);
+        assert_true(pe.msg[0] != 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_syntax_errors_name_line_and_column),
         cmocka_unit_test(test_nesting_depth_is_bounded),
         cmocka_unit_test(test_first_line_number_offsets_positions),
+        cmocka_unit_test(test_mutated_input_fails_cleanly_at_a_position_inside_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

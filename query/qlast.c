@@ -1,0 +1,566 @@
+/* qlast.c - see qlast.h.
+ * A TSUID query reads the series' own hour rows with point gets, newest hour first, and stops at
+ * the first hour holding a point. A metric query scans each salt bucket's rows of the back-scan
+ * window in reverse (newest first) with the literal tags as a row filter and keeps, per series,
+ * the newest point of the first row it meets (later rows of that series are older).
+ * Invariants: (1) results are unique per TSUID; (2) output is sorted by TSUID bytes. */
+#include "query/qlast.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cjson/cJSON.h>
+
+#include "schema/dpcodec.h"
+#include "schema/rowkey.h"
+#include "schema/uid.h"
+
+static void query_clear(struct qlast_query *q)
+{
+    free(q->metric);
+    for (size_t i = 0; i < q->ntags; i++) {
+        free(q->tagk[i]);
+        free(q->tagv[i]);
+    }
+    free(q->tagk);
+    free(q->tagv);
+    for (size_t i = 0; i < q->ntsuids; i++)
+        free(q->tsuids[i]);
+    free(q->tsuids);
+}
+
+void qlast_req_free(struct qlast_req *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->nq; i++)
+        query_clear(&r->q[i]);
+    free(r->q);
+    free(r);
+}
+
+static int add_query(struct qlast_req *r, struct qlast_query **out, struct ct_err *err)
+{
+    struct qlast_query *nq = realloc(r->q, (r->nq + 1) * sizeof(*nq));
+    if (!nq)
+        return ct_err_set(err, CT_ENOMEM, "out of memory parsing a last-point query");
+    r->q = nq;
+    memset(&r->q[r->nq], 0, sizeof(*nq));
+    *out = &r->q[r->nq++];
+    return CT_OK;
+}
+
+static int add_tag(struct qlast_query *q, const char *k, size_t kl, const char *v, size_t vl,
+                   struct ct_err *err)
+{
+    char **nk = realloc(q->tagk, (q->ntags + 1) * sizeof(char *));
+    if (!nk)
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    q->tagk = nk;
+    char **nv = realloc(q->tagv, (q->ntags + 1) * sizeof(char *));
+    if (!nv)
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    q->tagv = nv;
+    q->tagk[q->ntags] = strndup(k, kl);
+    q->tagv[q->ntags] = strndup(v, vl);
+    q->ntags++;
+    if (!q->tagk[q->ntags - 1] || !q->tagv[q->ntags - 1])
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    return CT_OK;
+}
+
+static int add_tsuid(struct qlast_query *q, const char *s, size_t len, struct ct_err *err)
+{
+    char **nt = realloc(q->tsuids, (q->ntsuids + 1) * sizeof(char *));
+    if (!nt)
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    q->tsuids = nt;
+    if (!(q->tsuids[q->ntsuids] = strndup(s, len)))
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    q->ntsuids++;
+    return CT_OK;
+}
+
+/* "metric{k=v,k2=v2}" */
+static int parse_timeseries(const char *s, struct qlast_query *q, struct ct_err *err)
+{
+    const char *brace = strchr(s, '{');
+    size_t ml = brace ? (size_t)(brace - s) : strlen(s);
+    if (ml == 0)
+        return ct_err_set(err, CT_EINVAL, "Missing metric in timeseries: %s", s);
+    if (!(q->metric = strndup(s, ml)))
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    if (!brace)
+        return CT_OK;
+    size_t len = strlen(s);
+    if (s[len - 1] != '}')
+        return ct_err_set(err, CT_EINVAL, "Missing '}' at the end of: %s", s);
+    const char *p = brace + 1, *end = s + len - 1;
+    while (p < end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *e = comma ? comma : end;
+        const char *eq = memchr(p, '=', (size_t)(e - p));
+        if (!eq || eq == p || eq + 1 == e)
+            return ct_err_set(err, CT_EINVAL, "invalid tag: %.*s", (int)(e - p), p);
+        int rc = add_tag(q, p, (size_t)(eq - p), eq + 1, (size_t)(e - eq - 1), err);
+        if (rc != CT_OK)
+            return rc;
+        p = comma ? comma + 1 : end;
+    }
+    return CT_OK;
+}
+
+int qlast_parse_params(qspec_param_fn get, void *arg, struct qlast_req **out,
+                       struct ct_err *err)
+{
+    struct qlast_req *r = calloc(1, sizeof(*r));
+    if (!r)
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    int rc = CT_OK;
+    const char *v;
+    for (size_t i = 0; rc == CT_OK && (v = get(arg, "timeseries", i)) != NULL; i++) {
+        struct qlast_query *q;
+        if ((rc = add_query(r, &q, err)) == CT_OK)
+            rc = parse_timeseries(v, q, err);
+    }
+    for (size_t i = 0; rc == CT_OK && (v = get(arg, "tsuids", i)) != NULL; i++) {
+        struct qlast_query *q;
+        if ((rc = add_query(r, &q, err)) != CT_OK)
+            break;
+        const char *p = v;
+        while (rc == CT_OK && p && *p) {
+            const char *c = strchr(p, ',');
+            size_t l = c ? (size_t)(c - p) : strlen(p);
+            if (l)
+                rc = add_tsuid(q, p, l, err);
+            p = c ? c + 1 : NULL;
+        }
+    }
+    if (rc == CT_OK && r->nq == 0)
+        rc = ct_err_set(err, CT_EINVAL, "Missing parameter <code>timeseries</code> or "
+                                        "<code>tsuids</code>");
+    const char *rv = get(arg, "resolve", 0);
+    r->resolve = rv && strcasecmp(rv, "false") != 0;
+    const char *bs = get(arg, "back_scan", 0);
+    if (rc == CT_OK && bs) {
+        char *end;
+        long long b = strtoll(bs, &end, 10);
+        if (!*bs || *end || b < 0)
+            rc = ct_err_set(err, CT_EINVAL, "Unable to parse back_scan parameter");
+        else
+            r->back_scan_h = b;
+    }
+    if (rc != CT_OK) {
+        qlast_req_free(r);
+        return rc;
+    }
+    *out = r;
+    return CT_OK;
+}
+
+int qlast_parse_json(const char *body, size_t len, struct qlast_req **out, struct ct_err *err)
+{
+    if (!body || !len)
+        return ct_err_set(err, CT_EINVAL, "Missing message content");
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON");
+    }
+    struct qlast_req *r = calloc(1, sizeof(*r));
+    int rc = CT_OK;
+    if (!r) {
+        cJSON_Delete(root);
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    }
+    const cJSON *qs = cJSON_GetObjectItemCaseSensitive(root, "queries"), *jq;
+    cJSON_ArrayForEach(jq, qs)
+    {
+        struct qlast_query *q;
+        if ((rc = add_query(r, &q, err)) != CT_OK)
+            break;
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(jq, "metric");
+        if (cJSON_IsString(m) && *m->valuestring && !(q->metric = strdup(m->valuestring))) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+            break;
+        }
+        const cJSON *tags = cJSON_GetObjectItemCaseSensitive(jq, "tags"), *t;
+        cJSON_ArrayForEach(t, tags)
+        {
+            if (!cJSON_IsString(t)) {
+                rc = ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON");
+                break;
+            }
+            if ((rc = add_tag(q, t->string, strlen(t->string), t->valuestring,
+                              strlen(t->valuestring), err)) != CT_OK)
+                break;
+        }
+        const cJSON *ts = cJSON_GetObjectItemCaseSensitive(jq, "tsuids");
+        cJSON_ArrayForEach(t, ts)
+        {
+            if (cJSON_IsString(t) &&
+                (rc = add_tsuid(q, t->valuestring, strlen(t->valuestring), err)) != CT_OK)
+                break;
+        }
+        if (rc != CT_OK)
+            break;
+        if (!q->metric && !q->ntsuids) {
+            rc = ct_err_set(err, CT_EINVAL, "Missing metric or tsuids in a last point query");
+            break;
+        }
+    }
+    if (rc == CT_OK && r->nq == 0)
+        rc = ct_err_set(err, CT_EINVAL, "Missing queries");
+    r->resolve = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "resolveNames")) ||
+                 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "resolve"));
+    const cJSON *bs = cJSON_GetObjectItemCaseSensitive(root, "backScan");
+    if (rc == CT_OK && bs) {
+        if (!cJSON_IsNumber(bs) || bs->valuedouble < 0)
+            rc = ct_err_set(err, CT_EINVAL, "Unable to parse back_scan parameter");
+        else
+            r->back_scan_h = (int64_t)bs->valuedouble;
+    }
+    cJSON_Delete(root);
+    if (rc != CT_OK) {
+        qlast_req_free(r);
+        return rc;
+    }
+    *out = r;
+    return CT_OK;
+}
+
+/* ---- running ---------------------------------------------------------------------------- */
+
+struct lastpt {
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t len;
+    struct dpcodec_point p;
+};
+
+struct lastset {
+    struct lastpt *a;
+    size_t n, cap;
+    size_t *ht;
+    size_t htcap;
+};
+
+static uint64_t hb(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* Adds a series' point unless the series is already there; returns 1 if added, 0 if present,
+ * -1 on allocation failure. */
+static int lastset_add(struct lastset *s, const uint8_t *ts, size_t len,
+                       const struct dpcodec_point *p)
+{
+    if ((s->n + 1) * 2 > s->htcap) {
+        size_t nc = s->htcap ? s->htcap * 2 : 64;
+        size_t *nh = calloc(nc, sizeof(size_t));
+        if (!nh)
+            return -1;
+        for (size_t i = 0; i < s->n; i++) {
+            size_t h = hb(s->a[i].tsuid, s->a[i].len) & (nc - 1);
+            while (nh[h])
+                h = (h + 1) & (nc - 1);
+            nh[h] = i + 1;
+        }
+        free(s->ht);
+        s->ht = nh;
+        s->htcap = nc;
+    }
+    size_t h = hb(ts, len) & (s->htcap - 1);
+    while (s->ht[h]) {
+        const struct lastpt *e = &s->a[s->ht[h] - 1];
+        if (e->len == len && !memcmp(e->tsuid, ts, len))
+            return 0;
+        h = (h + 1) & (s->htcap - 1);
+    }
+    if (!p)
+        return 1; /* lookup only */
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 16;
+        struct lastpt *na = realloc(s->a, nc * sizeof(*na));
+        if (!na)
+            return -1;
+        s->a = na;
+        s->cap = nc;
+    }
+    memcpy(s->a[s->n].tsuid, ts, len);
+    s->a[s->n].len = len;
+    s->a[s->n].p = *p;
+    s->n++;
+    s->ht[h] = s->n;
+    return 1;
+}
+
+/* The newest point of a row's cells (CT_NOTFOUND if none). */
+static int row_last(int64_t base_s, const struct wc_cell *cells, size_t n,
+                    struct dpcodec_point **buf, size_t *cap, struct dpcodec_point *out,
+                    struct ct_err *err)
+{
+    size_t np = 0;
+    for (;;) {
+        int rc = dpcodec_row_decode(base_s, cells, n, *buf, *cap, &np, NULL, err);
+        if (rc == CT_ELIMIT) {
+            struct dpcodec_point *nb = realloc(*buf, (np + 16) * sizeof(**buf));
+            if (!nb)
+                return ct_err_set(err, CT_ENOMEM, "out of memory decoding a row");
+            *buf = nb;
+            *cap = np + 16;
+            continue;
+        }
+        if (rc != CT_OK)
+            return rc;
+        break;
+    }
+    if (np == 0)
+        return CT_NOTFOUND;
+    *out = (*buf)[np - 1];
+    return CT_OK;
+}
+
+static int hex_to_bytes(const char *h, uint8_t *out, size_t cap, size_t *len)
+{
+    size_t hl = strlen(h);
+    if (hl % 2 || hl / 2 > cap || hl == 0)
+        return -1;
+    for (size_t i = 0; i < hl / 2; i++) {
+        unsigned v;
+        if (sscanf(h + 2 * i, "%2x", &v) != 1)
+            return -1;
+        out[i] = (uint8_t)v;
+    }
+    *len = hl / 2;
+    return 0;
+}
+
+static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t back_h,
+                         struct lastset *set, struct dpcodec_point **buf, size_t *cap,
+                         enum qexec_status *status, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    uint8_t ts[ROWKEY_MAX_TSUID];
+    size_t tl;
+    size_t pair = l->tagk_width + l->tagv_width;
+    if (hex_to_bytes(hex, ts, sizeof(ts), &tl) != 0 || tl < l->metric_width + pair ||
+        (tl - l->metric_width) % pair) {
+        *status = QEXEC_BAD_REQUEST;
+        return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", hex);
+    }
+    struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
+    struct wc_scan_options so;
+    wc_scan_options_init(&so);
+    so.columns = &col;
+    so.ncolumns = 1;
+    int64_t top = rowkey_base_hour_s(now_s);
+    for (int64_t h = top; h >= top - back_h * ROWKEY_HOUR_S; h -= ROWKEY_HOUR_S) {
+        uint8_t key[ROWKEY_MAX_BYTES];
+        size_t kl = rowkey_encode(l, ts, tl, h, key);
+        struct wc_result res;
+        int rc = wc_get(tsdb_data_table(t), wc_bytes_of(key, kl), &so, &res, err);
+        if (rc != CT_OK) {
+            *status = QEXEC_INTERNAL;
+            return rc;
+        }
+        struct dpcodec_point p;
+        rc = res.row.ncells ? row_last(h, res.row.cells, res.row.ncells, buf, cap, &p, err)
+                            : CT_NOTFOUND;
+        wc_result_release(&res);
+        if (rc == CT_OK) {
+            if (lastset_add(set, ts, tl, &p) < 0)
+                return ct_err_set(err, CT_ENOMEM, "out of memory");
+            return CT_OK;
+        }
+        if (rc != CT_NOTFOUND) {
+            *status = QEXEC_INTERNAL;
+            return rc;
+        }
+    }
+    return CT_OK;
+}
+
+static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t now_s,
+                          int64_t back_h, struct lastset *set, struct dpcodec_point **buf,
+                          size_t *cap, enum qexec_status *status, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    struct uid *u = tsdb_uid(t);
+    uint64_t metric;
+    int rc = uid_get_id(u, UID_METRIC, q->metric, strlen(q->metric), &metric, err);
+    if (rc != CT_OK) {
+        *status = rc == CT_NOTFOUND ? QEXEC_BAD_REQUEST : QEXEC_INTERNAL;
+        return rc == CT_NOTFOUND ? CT_EINVAL : rc;
+    }
+    struct rowkey_filter *rf = NULL;
+    if ((rc = rowkey_filter_new(l, &rf, err)) != CT_OK)
+        return rc;
+    rowkey_filter_set_metric(rf, metric);
+    for (size_t i = 0; i < q->ntags && rc == CT_OK; i++) {
+        uint64_t k, v;
+        rc = uid_get_id(u, UID_TAGK, q->tagk[i], strlen(q->tagk[i]), &k, err);
+        if (rc == CT_OK)
+            rc = uid_get_id(u, UID_TAGV, q->tagv[i], strlen(q->tagv[i]), &v, err);
+        if (rc == CT_OK)
+            rc = rowkey_filter_add(rf, k, &v, 1, false, err);
+        if (rc == CT_NOTFOUND) {
+            *status = QEXEC_BAD_REQUEST;
+            rowkey_filter_free(rf);
+            return CT_EINVAL;
+        }
+    }
+    unsigned nb = l->salt_width ? l->salt_buckets : 1;
+    int64_t top = rowkey_base_hour_s(now_s), bottom = top - back_h * ROWKEY_HOUR_S;
+    struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
+    for (unsigned b = 0; b < nb && rc == CT_OK; b++) {
+        uint8_t lo[ROWKEY_MAX_BYTES], hi[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID];
+        size_t lol = rowkey_scan_start(l, b, metric, bottom, lo);
+        size_t hil = rowkey_scan_start(l, b, metric, top, hi);
+        memset(hi + hil, 0xFF, ROWKEY_MAX_TSUID);
+        hil += ROWKEY_MAX_TSUID;
+        struct wc_scan_options so;
+        wc_scan_options_init(&so);
+        so.reversed = true;
+        so.start_row = wc_bytes_of(hi, hil);
+        so.stop_row = wc_bytes_of(lo, lol);
+        so.columns = &col;
+        so.ncolumns = 1;
+        so.row_filter = rowkey_filter_fn;
+        so.row_filter_arg = rf;
+        struct wc_scanner *sc = NULL;
+        if ((rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK)
+            break;
+        struct wc_row row;
+        while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+            uint8_t ts[ROWKEY_MAX_TSUID];
+            size_t tl = rowkey_tsuid_of(l, row.key.data, row.key.len, ts, sizeof(ts));
+            if (!tl || lastset_add(set, ts, tl, NULL) == 0)
+                continue; /* already has its newest point */
+            struct rowkey_parts parts;
+            if ((rc = rowkey_decode(l, row.key.data, row.key.len, &parts, err)) != CT_OK)
+                break;
+            struct dpcodec_point p;
+            rc = row_last(parts.base_s, row.cells, row.ncells, buf, cap, &p, err);
+            if (rc == CT_NOTFOUND) {
+                rc = CT_OK;
+                continue;
+            }
+            if (rc != CT_OK)
+                break;
+            if (lastset_add(set, ts, tl, &p) < 0) {
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+                break;
+            }
+        }
+        if (rc == CT_NOTFOUND)
+            rc = CT_OK;
+        wc_scanner_close(sc);
+    }
+    rowkey_filter_free(rf);
+    if (rc != CT_OK)
+        *status = QEXEC_INTERNAL;
+    return rc;
+}
+
+static int lastpt_cmp(const void *a, const void *b)
+{
+    const struct lastpt *x = a, *y = b;
+    int c = memcmp(x->tsuid, y->tsuid, x->len < y->len ? x->len : y->len);
+    return c ? c : (x->len < y->len ? -1 : x->len > y->len);
+}
+
+static int write_point(struct tsdb *t, const struct lastpt *lp, bool resolve, bool first,
+                       struct qjson *j, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    struct uid *u = tsdb_uid(t);
+    char name[UID_MAX_NAME + 1], name2[UID_MAX_NAME + 1];
+    size_t nl;
+    int rc;
+    if (!first)
+        qjson_raw(j, ",", 1);
+    qjson_raw(j, "{", 1);
+    if (resolve) {
+        rc = uid_get_name(u, UID_METRIC, rowkey_get_uid(lp->tsuid, l->metric_width), name,
+                          sizeof(name), &nl, err);
+        if (rc != CT_OK)
+            return rc;
+        qjson_lit(j, "\"metric\":");
+        qjson_str(j, name);
+        qjson_raw(j, ",", 1);
+    }
+    char b[64];
+    snprintf(b, sizeof(b), "\"timestamp\":%lld,\"value\":", (long long)lp->p.ts_ms);
+    qjson_lit(j, b);
+    if (lp->p.type == DPCODEC_INT)
+        snprintf(b, sizeof(b), "%lld", (long long)lp->p.i);
+    else
+        qjson_format_double(lp->p.f, b);
+    qjson_str(j, b);
+    if (resolve) {
+        qjson_lit(j, ",\"tags\":{");
+        size_t pair = l->tagk_width + l->tagv_width;
+        size_t nt = (lp->len - l->metric_width) / pair;
+        for (size_t i = 0; i < nt; i++) {
+            const uint8_t *p = lp->tsuid + l->metric_width + i * pair;
+            if ((rc = uid_get_name(u, UID_TAGK, rowkey_get_uid(p, l->tagk_width), name,
+                                   sizeof(name), &nl, err)) != CT_OK ||
+                (rc = uid_get_name(u, UID_TAGV,
+                                   rowkey_get_uid(p + l->tagk_width, l->tagv_width), name2,
+                                   sizeof(name2), &nl, err)) != CT_OK)
+                return rc;
+            if (i)
+                qjson_raw(j, ",", 1);
+            qjson_str(j, name);
+            qjson_raw(j, ":", 1);
+            qjson_str(j, name2);
+        }
+        qjson_raw(j, "}", 1);
+    }
+    qjson_lit(j, ",\"tsuid\":\"");
+    static const char hx[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < lp->len; i++) {
+        char h[2] = {hx[lp->tsuid[i] >> 4], hx[lp->tsuid[i] & 15]};
+        qjson_raw(j, h, 2);
+    }
+    qjson_lit(j, "\"}");
+    return CT_OK;
+}
+
+int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms, struct qjson *j,
+              enum qexec_status *status, struct ct_err *err)
+{
+    struct lastset set = {0};
+    size_t cap = 1024;
+    struct dpcodec_point *buf = malloc(cap * sizeof(*buf));
+    int64_t back = r->back_scan_h > 0 ? r->back_scan_h : QLAST_DEFAULT_BACK_SCAN_H;
+    int rc = buf ? CT_OK : ct_err_set(err, CT_ENOMEM, "out of memory");
+    *status = QEXEC_INTERNAL;
+    for (size_t i = 0; i < r->nq && rc == CT_OK; i++) {
+        const struct qlast_query *q = &r->q[i];
+        if (q->metric)
+            rc = last_of_metric(t, q, now_ms / 1000, back, &set, &buf, &cap, status, err);
+        for (size_t k = 0; k < q->ntsuids && rc == CT_OK; k++)
+            rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, &buf, &cap, status,
+                               err);
+    }
+    if (rc == CT_OK) {
+        *status = QEXEC_OK;
+        qsort(set.a, set.n, sizeof(*set.a), lastpt_cmp);
+        qjson_raw(j, "[", 1);
+        for (size_t i = 0; i < set.n && rc == CT_OK; i++)
+            rc = write_point(t, &set.a[i], r->resolve, i == 0, j, err);
+        qjson_raw(j, "]", 1);
+        if (rc != CT_OK)
+            *status = QEXEC_INTERNAL;
+    }
+    free(buf);
+    free(set.a);
+    free(set.ht);
+    return rc;
+}

@@ -1,0 +1,1077 @@
+/* qmeta.c - see qmeta.h. Reply shapes follow OpenTSDB 2.4's SuggestRpc, SearchRpc (LOOKUP),
+ * UniqueIdRpc, AnnotationRpc and the UIDMeta / TSMeta / Annotation JSON serialisations.
+ * Storage: annotations through schema/tsdb.h (OpenTSDB's layout: the series' hour row, qualifier
+ * 0x01 + offset, value = the annotation JSON); UID meta in tsdb-uid, row = uid bytes, family
+ * "name", qualifier "<kind>_meta" (metrics_meta is written "metric_meta" as OpenTSDB does).
+ * Invariants: (1) a stored annotation is the canonical JSON written by ann_to_json(), so query
+ * results can copy it verbatim; (2) every reply document is complete before it is returned. */
+#include "query/qmeta.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cjson/cJSON.h>
+
+#include "query/qagg.h"
+#include "query/qfilter.h"
+#include "query/qjson.h"
+#include "schema/rowkey.h"
+#include "schema/uid.h"
+
+static int fail(int *status, int code, int rc, struct ct_err *err)
+{
+    (void)err;
+    *status = code;
+    return rc;
+}
+
+static const char *str_field(const cJSON *req, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* A number given as JSON number or numeric string; returns false if absent; *bad if malformed. */
+static bool num_field(const cJSON *req, const char *key, int64_t *out, bool *bad)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, key);
+    *bad = false;
+    if (!v || cJSON_IsNull(v))
+        return false;
+    if (cJSON_IsNumber(v)) {
+        *out = (int64_t)v->valuedouble;
+        return true;
+    }
+    if (cJSON_IsString(v)) {
+        char *end;
+        long long x = strtoll(v->valuestring, &end, 10);
+        if (*v->valuestring && !*end) {
+            *out = x;
+            return true;
+        }
+    }
+    *bad = true;
+    return false;
+}
+
+static int hex_to_bytes(const char *h, uint8_t *out, size_t cap, size_t *len)
+{
+    size_t hl = strlen(h);
+    if (hl % 2 || hl / 2 > cap)
+        return -1;
+    for (size_t i = 0; i < hl / 2; i++) {
+        unsigned v;
+        if (sscanf(h + 2 * i, "%2x", &v) != 1)
+            return -1;
+        out[i] = (uint8_t)v;
+    }
+    *len = hl / 2;
+    return 0;
+}
+
+static void bytes_to_hex(const uint8_t *b, size_t n, char *out)
+{
+    static const char hx[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hx[b[i] >> 4];
+        out[2 * i + 1] = hx[b[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+static bool tsuid_valid(const struct rowkey_layout *l, size_t len)
+{
+    size_t pair = l->tagk_width + l->tagv_width;
+    return len >= l->metric_width + pair && (len - l->metric_width) % pair == 0;
+}
+
+/* ---- static documents ------------------------------------------------------------------ */
+
+cJSON *qmeta_aggregators_doc(void)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < qagg_count(); i++) {
+        cJSON *s = cJSON_CreateString(qagg_name(qagg_at(i)));
+        if (!s || !cJSON_AddItemToArray(a, s)) {
+            cJSON_Delete(s);
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+cJSON *qmeta_filters_doc(void)
+{
+    size_t n;
+    const struct qfilter_info *info = qfilter_infos(&n);
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; o && i < n; i++) {
+        cJSON *f = cJSON_AddObjectToObject(o, info[i].name);
+        if (!f || !cJSON_AddStringToObject(f, "examples", info[i].examples) ||
+            !cJSON_AddStringToObject(f, "description", info[i].description)) {
+            cJSON_Delete(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+/* ---- suggest --------------------------------------------------------------------------- */
+
+static int suggest_cb(void *arg, enum uid_kind k, const char *name, size_t len, uint64_t id)
+{
+    (void)k;
+    (void)id;
+    cJSON *a = arg;
+    char buf[UID_MAX_NAME + 1];
+    if (len > UID_MAX_NAME)
+        len = UID_MAX_NAME;
+    memcpy(buf, name, len);
+    buf[len] = 0;
+    cJSON *s = cJSON_CreateString(buf);
+    return s && cJSON_AddItemToArray(a, s) ? 0 : CT_ENOMEM;
+}
+
+int qmeta_suggest(struct tsdb *t, const cJSON *req, cJSON **out, int *status, struct ct_err *err)
+{
+    const char *type = str_field(req, "type");
+    if (!type || !*type)
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing 'type' parameter"), err);
+    enum uid_kind k;
+    if (!strcmp(type, "metrics"))
+        k = UID_METRIC;
+    else if (!strcmp(type, "tagk"))
+        k = UID_TAGK;
+    else if (!strcmp(type, "tagv"))
+        k = UID_TAGV;
+    else
+        return fail(status, 400,
+                    ct_err_set(err, CT_EINVAL, "Invalid 'type' parameter:%s", type), err);
+    const char *q = str_field(req, "q");
+    int64_t max = 25;
+    bool bad;
+    num_field(req, "max", &max, &bad);
+    if (bad || max < 0)
+        return fail(status, 400,
+                    ct_err_set(err, CT_EINVAL, "Unable to parse 'max' as a number"), err);
+    cJSON *a = cJSON_CreateArray();
+    if (!a)
+        return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
+    int rc = max == 0 ? CT_OK
+                      : uid_suggest(tsdb_uid(t), k, q ? q : "", (size_t)max, suggest_cb, a, err);
+    if (rc != CT_OK) {
+        cJSON_Delete(a);
+        return fail(status, 500, rc, err);
+    }
+    *out = a;
+    *status = 200;
+    return CT_OK;
+}
+
+/* ---- lookup ---------------------------------------------------------------------------- */
+
+struct tsset {
+    uint8_t **k;
+    size_t *len;
+    size_t n, cap;
+    size_t *ht;
+    size_t htcap;
+};
+
+static uint64_t hb(const uint8_t *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* 1 added, 0 present, -1 out of memory */
+static int tsset_add(struct tsset *s, const uint8_t *ts, size_t len)
+{
+    if ((s->n + 1) * 2 > s->htcap) {
+        size_t nc = s->htcap ? s->htcap * 2 : 64;
+        size_t *nh = calloc(nc, sizeof(size_t));
+        if (!nh)
+            return -1;
+        for (size_t i = 0; i < s->n; i++) {
+            size_t h = hb(s->k[i], s->len[i]) & (nc - 1);
+            while (nh[h])
+                h = (h + 1) & (nc - 1);
+            nh[h] = i + 1;
+        }
+        free(s->ht);
+        s->ht = nh;
+        s->htcap = nc;
+    }
+    size_t h = hb(ts, len) & (s->htcap - 1);
+    while (s->ht[h]) {
+        size_t i = s->ht[h] - 1;
+        if (s->len[i] == len && !memcmp(s->k[i], ts, len))
+            return 0;
+        h = (h + 1) & (s->htcap - 1);
+    }
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 64;
+        uint8_t **nk = realloc(s->k, nc * sizeof(*nk));
+        if (!nk)
+            return -1;
+        s->k = nk;
+        size_t *nl = realloc(s->len, nc * sizeof(*nl));
+        if (!nl)
+            return -1;
+        s->len = nl;
+        s->cap = nc;
+    }
+    if (!(s->k[s->n] = malloc(len)))
+        return -1;
+    memcpy(s->k[s->n], ts, len);
+    s->len[s->n] = len;
+    s->n++;
+    s->ht[h] = s->n;
+    return 1;
+}
+
+static void tsset_free(struct tsset *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->k[i]);
+    free(s->k);
+    free(s->len);
+    free(s->ht);
+}
+
+/* Adds {"tsuid":..,"metric":..,"tags":{..}} for a TSUID. */
+static int lookup_result(struct tsdb *t, const uint8_t *ts, size_t len, cJSON *results,
+                         struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    struct uid *u = tsdb_uid(t);
+    char hex[2 * ROWKEY_MAX_TSUID + 1], name[UID_MAX_NAME + 1], val[UID_MAX_NAME + 1];
+    size_t nl;
+    bytes_to_hex(ts, len, hex);
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(results, o)) {
+        cJSON_Delete(o);
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    }
+    int rc = uid_get_name(u, UID_METRIC, rowkey_get_uid(ts, l->metric_width), name, sizeof(name),
+                          &nl, err);
+    if (rc != CT_OK)
+        return rc;
+    cJSON *tags;
+    if (!cJSON_AddStringToObject(o, "tsuid", hex) || !cJSON_AddStringToObject(o, "metric", name) ||
+        !(tags = cJSON_AddObjectToObject(o, "tags")))
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    size_t pair = l->tagk_width + l->tagv_width;
+    for (size_t i = 0; i < (len - l->metric_width) / pair; i++) {
+        const uint8_t *p = ts + l->metric_width + i * pair;
+        if ((rc = uid_get_name(u, UID_TAGK, rowkey_get_uid(p, l->tagk_width), name,
+                               sizeof(name), &nl, err)) != CT_OK ||
+            (rc = uid_get_name(u, UID_TAGV, rowkey_get_uid(p + l->tagk_width, l->tagv_width),
+                               val, sizeof(val), &nl, err)) != CT_OK)
+            return rc;
+        if (!cJSON_AddStringToObject(tags, name, val))
+            return ct_err_set(err, CT_ENOMEM, "out of memory");
+    }
+    return CT_OK;
+}
+
+/* Parses "metric{k=v,...}" into a lookup request object (metric + tags array). */
+static cJSON *lookup_req_from_m(const char *m, struct ct_err *err)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *tags = o ? cJSON_AddArrayToObject(o, "tags") : NULL;
+    if (!tags) {
+        cJSON_Delete(o);
+        ct_err_set(err, CT_ENOMEM, "out of memory");
+        return NULL;
+    }
+    const char *brace = strchr(m, '{');
+    size_t ml = brace ? (size_t)(brace - m) : strlen(m);
+    char metric[UID_MAX_NAME + 1];
+    snprintf(metric, sizeof(metric), "%.*s", (int)ml, m);
+    cJSON_AddStringToObject(o, "metric", metric);
+    if (brace) {
+        size_t len = strlen(m);
+        if (m[len - 1] != '}') {
+            cJSON_Delete(o);
+            ct_err_set(err, CT_EINVAL, "Missing '}' at the end of: %s", m);
+            return NULL;
+        }
+        const char *p = brace + 1, *end = m + len - 1;
+        while (p < end) {
+            const char *comma = memchr(p, ',', (size_t)(end - p));
+            const char *e = comma ? comma : end;
+            const char *eq = memchr(p, '=', (size_t)(e - p));
+            if (!eq) {
+                cJSON_Delete(o);
+                ct_err_set(err, CT_EINVAL, "invalid tag: %.*s", (int)(e - p), p);
+                return NULL;
+            }
+            char k[UID_MAX_NAME + 1], v[UID_MAX_NAME + 1];
+            snprintf(k, sizeof(k), "%.*s", (int)(eq - p), p);
+            snprintf(v, sizeof(v), "%.*s", (int)(e - eq - 1), eq + 1);
+            cJSON *pr = cJSON_CreateObject();
+            cJSON_AddStringToObject(pr, "key", k);
+            cJSON_AddStringToObject(pr, "value", v);
+            cJSON_AddItemToArray(tags, pr);
+            p = comma ? comma + 1 : end;
+        }
+    }
+    return o;
+}
+
+int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **out, int *status,
+                 struct ct_err *err)
+{
+    (void)now_ms;
+    const struct rowkey_layout *l = tsdb_layout(t);
+    struct uid *u = tsdb_uid(t);
+    cJSON *own = NULL;
+    const cJSON *req = req_in;
+    const char *m = str_field(req_in, "m");
+    if (m) {
+        if (!(own = lookup_req_from_m(m, err)))
+            return fail(status, err->code == CT_ENOMEM ? 500 : 400, err->code, err);
+        req = own;
+    }
+    int64_t limit = 25;
+    bool bad;
+    num_field(req_in, "limit", &limit, &bad);
+    if (bad) {
+        cJSON_Delete(own);
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Unable to parse 'limit' as a number"),
+                    err);
+    }
+    const char *metric = str_field(req, "metric");
+    bool any_metric = !metric || !*metric || !strcmp(metric, "*");
+    uint64_t mid = 0;
+    int rc = CT_OK;
+    struct rowkey_filter *rf = NULL;
+    struct tsset set = {0};
+    cJSON *doc = NULL;
+    if (!any_metric && (rc = uid_get_id(u, UID_METRIC, metric, strlen(metric), &mid, err)) !=
+                           CT_OK) {
+        *status = rc == CT_NOTFOUND ? 400 : 500;
+        rc = rc == CT_NOTFOUND ? CT_EINVAL : rc;
+        goto out;
+    }
+    if ((rc = rowkey_filter_new(l, &rf, err)) != CT_OK) {
+        *status = 500;
+        goto out;
+    }
+    if (!any_metric)
+        rowkey_filter_set_metric(rf, mid);
+    const cJSON *tags = cJSON_GetObjectItemCaseSensitive(req, "tags"), *tg;
+    cJSON_ArrayForEach(tg, tags)
+    {
+        const char *k = str_field(tg, "key"), *v = str_field(tg, "value");
+        if (!k || !*k || !strcmp(k, "*"))
+            continue;
+        uint64_t kid, vid;
+        if ((rc = uid_get_id(u, UID_TAGK, k, strlen(k), &kid, err)) == CT_OK) {
+            if (!v || !*v || !strcmp(v, "*"))
+                rc = rowkey_filter_add(rf, kid, NULL, 0, false, err);
+            else if ((rc = uid_get_id(u, UID_TAGV, v, strlen(v), &vid, err)) == CT_OK)
+                rc = rowkey_filter_add(rf, kid, &vid, 1, false, err);
+        }
+        if (rc != CT_OK) {
+            *status = rc == CT_NOTFOUND ? 400 : 500;
+            rc = rc == CT_NOTFOUND ? CT_EINVAL : rc;
+            goto out;
+        }
+    }
+    unsigned nb = l->salt_width ? l->salt_buckets : 1;
+    for (unsigned b = 0; b < nb && rc == CT_OK; b++) {
+        uint8_t prefix[ROWKEY_MAX_SALT_WIDTH + ROWKEY_MAX_UID_WIDTH];
+        size_t pl = 0;
+        rowkey_salt_bytes(l, b, prefix);
+        pl = l->salt_width;
+        if (!any_metric) {
+            rowkey_put_uid(prefix + pl, mid, l->metric_width);
+            pl += l->metric_width;
+        }
+        struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
+        struct wc_scan_options so;
+        wc_scan_options_init(&so);
+        so.row_prefix = wc_bytes_of(prefix, pl);
+        so.columns = &col;
+        so.ncolumns = 1;
+        so.row_filter = rowkey_filter_fn;
+        so.row_filter_arg = rf;
+        so.batch_cells = 1; /* only the key matters */
+        struct wc_scanner *sc = NULL;
+        if ((rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK)
+            break;
+        struct wc_row row;
+        while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+            uint8_t ts[ROWKEY_MAX_TSUID];
+            size_t tl = rowkey_tsuid_of(l, row.key.data, row.key.len, ts, sizeof(ts));
+            if (!tl || rowkey_get_uid(ts, l->metric_width) == 0)
+                continue; /* global annotations */
+            if (tsset_add(&set, ts, tl) < 0) {
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+                break;
+            }
+        }
+        if (rc == CT_NOTFOUND)
+            rc = CT_OK;
+        wc_scanner_close(sc);
+    }
+    if (rc != CT_OK) {
+        *status = 500;
+        goto out;
+    }
+    doc = cJSON_CreateObject();
+    cJSON *results = NULL;
+    if (!doc || !cJSON_AddStringToObject(doc, "type", "LOOKUP") ||
+        !cJSON_AddStringToObject(doc, "metric", any_metric ? "*" : metric) ||
+        !cJSON_AddItemToObject(doc, "tags", tags ? cJSON_Duplicate(tags, true)
+                                                 : cJSON_CreateArray()) ||
+        !cJSON_AddNumberToObject(doc, "limit", (double)limit) ||
+        !cJSON_AddNumberToObject(doc, "time", 0) ||
+        !(results = cJSON_AddArrayToObject(doc, "results"))) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+        *status = 500;
+        goto out;
+    }
+    /* sorted by TSUID for a stable answer */
+    for (size_t i = 1; i < set.n; i++)
+        for (size_t k = i; k > 0; k--) {
+            size_t a = set.len[k - 1], bl = set.len[k];
+            int c = memcmp(set.k[k - 1], set.k[k], a < bl ? a : bl);
+            if (c < 0 || (c == 0 && a <= bl))
+                break;
+            uint8_t *tk = set.k[k];
+            set.k[k] = set.k[k - 1];
+            set.k[k - 1] = tk;
+            set.len[k] = a;
+            set.len[k - 1] = bl;
+        }
+    for (size_t i = 0; i < set.n && (limit <= 0 || (int64_t)i < limit); i++) {
+        if ((rc = lookup_result(t, set.k[i], set.len[i], results, err)) != CT_OK) {
+            *status = 500;
+            goto out;
+        }
+    }
+    cJSON_AddNumberToObject(doc, "startIndex", 0);
+    cJSON_AddNumberToObject(doc, "totalResults", (double)set.n);
+    *out = doc;
+    doc = NULL;
+    *status = 200;
+out:
+    cJSON_Delete(doc);
+    cJSON_Delete(own);
+    rowkey_filter_free(rf);
+    tsset_free(&set);
+    return rc;
+}
+
+/* ---- uid assign ------------------------------------------------------------------------ */
+
+int qmeta_uid_assign(struct tsdb *t, const cJSON *req, cJSON **out, int *status,
+                     struct ct_err *err)
+{
+    static const char *keys[3] = {"metric", "tagk", "tagv"};
+    static const enum uid_kind kinds[3] = {UID_METRIC, UID_TAGK, UID_TAGV};
+    struct uid *u = tsdb_uid(t);
+    bool any = false;
+    for (int i = 0; i < 3; i++)
+        any |= cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, keys[i])) > 0;
+    if (!any)
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing values to assign UIDs"),
+                    err);
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc)
+        return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
+    bool errors = false;
+    for (int i = 0; i < 3; i++) {
+        const cJSON *names = cJSON_GetObjectItemCaseSensitive(req, keys[i]), *n;
+        if (cJSON_GetArraySize(names) == 0)
+            continue;
+        cJSON *ok = cJSON_AddObjectToObject(doc, keys[i]);
+        char ekey[32];
+        snprintf(ekey, sizeof(ekey), "%s_errors", keys[i]);
+        cJSON *bad = NULL;
+        cJSON_ArrayForEach(n, names)
+        {
+            if (!cJSON_IsString(n))
+                continue;
+            uint64_t id;
+            struct ct_err e = {0};
+            int rc = uid_assign_id(u, kinds[i], n->valuestring, strlen(n->valuestring), &id, &e);
+            if (rc == CT_OK) {
+                char hex[17];
+                uid_format_hex(id, uid_width(u, kinds[i]), hex);
+                cJSON_AddStringToObject(ok, n->valuestring, hex);
+            } else {
+                if (!bad)
+                    bad = cJSON_AddObjectToObject(doc, ekey);
+                cJSON_AddStringToObject(bad, n->valuestring, e.msg);
+                errors = true;
+            }
+        }
+    }
+    *out = doc;
+    *status = errors ? 400 : 200;
+    return CT_OK;
+}
+
+/* ---- UID meta -------------------------------------------------------------------------- */
+
+static const char *kind_upper(enum uid_kind k)
+{
+    return k == UID_METRIC ? "METRIC" : k == UID_TAGK ? "TAGK" : "TAGV";
+}
+
+static const char *meta_qualifier(enum uid_kind k)
+{
+    return k == UID_METRIC ? "metric_meta" : k == UID_TAGK ? "tagk_meta" : "tagv_meta";
+}
+
+/* Builds the UIDMeta object of (kind, id), merging what is stored. */
+static int uidmeta_build(struct tsdb *t, enum uid_kind k, uint64_t id, cJSON **out,
+                         struct ct_err *err)
+{
+    struct uid *u = tsdb_uid(t);
+    char name[UID_MAX_NAME + 1], hex[17];
+    size_t nl;
+    int rc = uid_get_name(u, k, id, name, sizeof(name), &nl, err);
+    if (rc != CT_OK)
+        return rc;
+    uid_format_hex(id, uid_width(u, k), hex);
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    cJSON_AddStringToObject(o, "uid", hex);
+    cJSON_AddStringToObject(o, "type", kind_upper(k));
+    cJSON_AddStringToObject(o, "name", name);
+    cJSON_AddStringToObject(o, "description", "");
+    cJSON_AddStringToObject(o, "notes", "");
+    cJSON_AddNumberToObject(o, "created", 0);
+    cJSON_AddNullToObject(o, "custom");
+    cJSON_AddStringToObject(o, "displayName", "");
+    uint8_t row[8];
+    rowkey_put_uid(row, id, uid_width(u, k));
+    struct wc_column col = {wc_bytes_str(UID_FAMILY_NAME), wc_bytes_str(meta_qualifier(k)), true};
+    struct wc_scan_options so;
+    wc_scan_options_init(&so);
+    so.columns = &col;
+    so.ncolumns = 1;
+    struct wc_result res;
+    rc = wc_get(tsdb_uid_table(t), wc_bytes_of(row, uid_width(u, k)), &so, &res, err);
+    if (rc != CT_OK) {
+        cJSON_Delete(o);
+        return rc;
+    }
+    if (res.row.ncells) {
+        cJSON *stored = cJSON_ParseWithLength((const char *)res.row.cells[0].value.data,
+                                              res.row.cells[0].value.len);
+        static const char *fields[] = {"description", "notes", "created", "custom",
+                                       "displayName"};
+        for (size_t i = 0; stored && i < 5; i++) {
+            cJSON *v = cJSON_GetObjectItemCaseSensitive(stored, fields[i]);
+            if (v)
+                cJSON_ReplaceItemInObjectCaseSensitive(o, fields[i], cJSON_Duplicate(v, true));
+        }
+        cJSON_Delete(stored);
+    }
+    wc_result_release(&res);
+    *out = o;
+    return CT_OK;
+}
+
+int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t now_ms,
+                  cJSON **out, int *status, struct ct_err *err)
+{
+    struct uid *u = tsdb_uid(t);
+    const char *hex = str_field(req, "uid"), *type = str_field(req, "type");
+    if (!hex || !*hex)
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing UID"), err);
+    if (!type || !*type)
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing type"), err);
+    enum uid_kind k;
+    if (!strcasecmp(type, "metric") || !strcasecmp(type, "metrics"))
+        k = UID_METRIC;
+    else if (!strcasecmp(type, "tagk"))
+        k = UID_TAGK;
+    else if (!strcasecmp(type, "tagv"))
+        k = UID_TAGV;
+    else
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Invalid UID type: %s", type), err);
+    uint64_t id;
+    if (uid_parse_hex(hex, uid_width(u, k), &id, err) != CT_OK)
+        return fail(status, 400, CT_EINVAL, err);
+    cJSON *o = NULL;
+    int rc = uidmeta_build(t, k, id, &o, err);
+    if (rc != CT_OK)
+        return fail(status, rc == CT_NOTFOUND ? 404 : 500, rc, err);
+    uint8_t row[8];
+    rowkey_put_uid(row, id, uid_width(u, k));
+    if (m == QMETA_GET) {
+        *out = o;
+        *status = 200;
+        return CT_OK;
+    }
+    struct wc_mutation mu = {.family = wc_bytes_str(UID_FAMILY_NAME),
+                             .qualifier = wc_bytes_str(meta_qualifier(k)),
+                             .ts_ms = WC_TS_LATEST};
+    char *json = NULL;
+    if (m == QMETA_DELETE) {
+        mu.op = WC_OP_DELETE_COLUMN;
+    } else {
+        static const char *fields[] = {"description", "notes", "custom", "displayName"};
+        bool changed = false;
+        for (size_t i = 0; i < 4; i++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, fields[i]);
+            cJSON *nv = NULL;
+            if (v)
+                nv = cJSON_Duplicate(v, true);
+            else if (m == QMETA_PUT) /* PUT replaces: absent fields reset */
+                nv = i == 2 ? cJSON_CreateNull() : cJSON_CreateString("");
+            if (nv)
+                cJSON_ReplaceItemInObjectCaseSensitive(o, fields[i], nv);
+            changed |= v != NULL;
+        }
+        if (!changed) {
+            cJSON_Delete(o);
+            return fail(status, 400, ct_err_set(err, CT_EINVAL, "No changes detected"), err);
+        }
+        cJSON_ReplaceItemInObjectCaseSensitive(o, "created",
+                                               cJSON_CreateNumber((double)(now_ms / 1000)));
+        json = cJSON_PrintUnformatted(o);
+        if (!json) {
+            cJSON_Delete(o);
+            return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
+        }
+        mu.op = WC_OP_PUT;
+        mu.value = wc_bytes_str(json);
+    }
+    struct wc_row_mutation rm = {wc_bytes_of(row, uid_width(u, k)), &mu, 1};
+    rc = wc_mutate_row(tsdb_uid_table(t), &rm, WC_DURABILITY_USE_DEFAULT, err);
+    free(json);
+    if (rc != CT_OK) {
+        cJSON_Delete(o);
+        return fail(status, 500, rc, err);
+    }
+    if (m == QMETA_DELETE) {
+        cJSON_Delete(o);
+        *out = NULL;
+        *status = 204;
+    } else {
+        *out = o;
+        *status = 200;
+    }
+    return CT_OK;
+}
+
+int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **out,
+                 int *status, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    struct uid *u = tsdb_uid(t);
+    const char *hex = str_field(req, "tsuid");
+    uint8_t ts[ROWKEY_MAX_TSUID];
+    size_t tl = 0;
+    if (m != QMETA_GET)
+        return fail(status, 501,
+                    ct_err_set(err, CT_EUNSUPPORTED, "TSMeta updates are not supported"), err);
+    if (!hex || !*hex) {
+        const char *mm = str_field(req, "m");
+        if (!mm || !*mm)
+            return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing TSUID"), err);
+        /* metric{k=v,...}: the exact series */
+        cJSON *lr = lookup_req_from_m(mm, err);
+        if (!lr)
+            return fail(status, 400, CT_EINVAL, err);
+        const char *metric = str_field(lr, "metric");
+        const cJSON *tg, *tags = cJSON_GetObjectItemCaseSensitive(lr, "tags");
+        size_t n = (size_t)cJSON_GetArraySize(tags), i = 0;
+        const char **tk = calloc(n + 1, sizeof(char *)), **tv = calloc(n + 1, sizeof(char *));
+        cJSON_ArrayForEach(tg, tags)
+        {
+            tk[i] = str_field(tg, "key");
+            tv[i++] = str_field(tg, "value");
+        }
+        struct tsdb_config cfg = *tsdb_get_config(t);
+        (void)cfg;
+        uint64_t mid;
+        int rc = uid_get_id(u, UID_METRIC, metric, strlen(metric), &mid, err);
+        struct rowkey_tag rt[ROWKEY_MAX_TAGS];
+        for (size_t k = 0; rc == CT_OK && k < n && k < ROWKEY_MAX_TAGS; k++) {
+            rc = uid_get_id(u, UID_TAGK, tk[k], strlen(tk[k]), &rt[k].tagk, err);
+            if (rc == CT_OK)
+                rc = uid_get_id(u, UID_TAGV, tv[k], strlen(tv[k]), &rt[k].tagv, err);
+        }
+        if (rc == CT_OK)
+            rc = rowkey_tsuid_build(l, mid, rt, n, ts, sizeof(ts), &tl, err);
+        free(tk);
+        free(tv);
+        cJSON_Delete(lr);
+        if (rc != CT_OK)
+            return fail(status, rc == CT_NOTFOUND ? 404 : 400, rc, err);
+    } else if (hex_to_bytes(hex, ts, sizeof(ts), &tl) != 0 || !tsuid_valid(l, tl)) {
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", hex), err);
+    }
+    char thex[2 * ROWKEY_MAX_TSUID + 1];
+    bytes_to_hex(ts, tl, thex);
+    cJSON *o = cJSON_CreateObject(), *mo = NULL, *tags = NULL;
+    if (!o)
+        return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
+    cJSON_AddStringToObject(o, "tsuid", thex);
+    int rc = uidmeta_build(t, UID_METRIC, rowkey_get_uid(ts, l->metric_width), &mo, err);
+    if (rc == CT_OK) {
+        cJSON_AddItemToObject(o, "metric", mo);
+        tags = cJSON_AddArrayToObject(o, "tags");
+        size_t pair = l->tagk_width + l->tagv_width;
+        for (size_t i = 0; rc == CT_OK && i < (tl - l->metric_width) / pair; i++) {
+            const uint8_t *p = ts + l->metric_width + i * pair;
+            cJSON *km = NULL, *vm = NULL;
+            rc = uidmeta_build(t, UID_TAGK, rowkey_get_uid(p, l->tagk_width), &km, err);
+            if (rc == CT_OK) {
+                cJSON_AddItemToArray(tags, km);
+                rc = uidmeta_build(t, UID_TAGV, rowkey_get_uid(p + l->tagk_width, l->tagv_width),
+                                   &vm, err);
+                if (rc == CT_OK)
+                    cJSON_AddItemToArray(tags, vm);
+            }
+        }
+    }
+    if (rc != CT_OK) {
+        cJSON_Delete(o);
+        return fail(status, rc == CT_NOTFOUND ? 404 : 500, rc, err);
+    }
+    cJSON_AddStringToObject(o, "description", "");
+    cJSON_AddStringToObject(o, "displayName", "");
+    cJSON_AddStringToObject(o, "notes", "");
+    cJSON_AddNumberToObject(o, "created", 0);
+    cJSON_AddNullToObject(o, "custom");
+    cJSON_AddStringToObject(o, "units", "");
+    cJSON_AddStringToObject(o, "dataType", "");
+    cJSON_AddNumberToObject(o, "retention", 0);
+    cJSON_AddStringToObject(o, "max", "NaN");
+    cJSON_AddStringToObject(o, "min", "NaN");
+    cJSON_AddNumberToObject(o, "lastReceived", 0);
+    cJSON_AddNumberToObject(o, "totalDatapoints", 0);
+    *out = o;
+    *status = 200;
+    return CT_OK;
+}
+
+/* ---- annotations ----------------------------------------------------------------------- */
+
+struct ann {
+    char tsuid[2 * ROWKEY_MAX_TSUID + 1];
+    int64_t start, end; /* as given (seconds, or ms when > 10 digits) */
+    char *description, *notes;
+    cJSON *custom; /* owned or NULL */
+};
+
+static void ann_clear(struct ann *a)
+{
+    free(a->description);
+    free(a->notes);
+    cJSON_Delete(a->custom);
+    memset(a, 0, sizeof(*a));
+}
+
+static int64_t to_ms(int64_t t)
+{
+    return t > 9999999999LL ? t : t * 1000;
+}
+
+/* Reads an annotation object's fields into a (merging over what a holds). */
+static int ann_from_json(const cJSON *o, struct ann *a, struct ct_err *err)
+{
+    const char *ts = str_field(o, "tsuid");
+    if (ts)
+        snprintf(a->tsuid, sizeof(a->tsuid), "%s", ts);
+    bool bad;
+    int64_t v;
+    if (num_field(o, "startTime", &v, &bad) || num_field(o, "start_time", &v, &bad))
+        a->start = v;
+    if (bad)
+        return ct_err_set(err, CT_EINVAL, "Unable to parse the start time");
+    if (num_field(o, "endTime", &v, &bad) || num_field(o, "end_time", &v, &bad))
+        a->end = v;
+    static const char *sf[2] = {"description", "notes"};
+    char **dst[2] = {&a->description, &a->notes};
+    for (int i = 0; i < 2; i++) {
+        const char *s = str_field(o, sf[i]);
+        if (s) {
+            free(*dst[i]);
+            if (!(*dst[i] = strdup(s)))
+                return ct_err_set(err, CT_ENOMEM, "out of memory");
+        }
+    }
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "custom");
+    if (c) {
+        cJSON_Delete(a->custom);
+        a->custom = cJSON_IsNull(c) ? NULL : cJSON_Duplicate(c, true);
+    }
+    return CT_OK;
+}
+
+/* The canonical object: tsuid, description, notes, custom, endTime, startTime; empty and zero
+ * fields left out. */
+static cJSON *ann_to_json(const struct ann *a)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    if (a->tsuid[0])
+        cJSON_AddStringToObject(o, "tsuid", a->tsuid);
+    if (a->description && *a->description)
+        cJSON_AddStringToObject(o, "description", a->description);
+    if (a->notes && *a->notes)
+        cJSON_AddStringToObject(o, "notes", a->notes);
+    if (a->custom)
+        cJSON_AddItemToObject(o, "custom", cJSON_Duplicate(a->custom, true));
+    if (a->end)
+        cJSON_AddNumberToObject(o, "endTime", (double)a->end);
+    cJSON_AddNumberToObject(o, "startTime", (double)a->start);
+    return o;
+}
+
+static int ann_tsuid_bytes(struct tsdb *t, const struct ann *a, uint8_t *ts, size_t *tl,
+                           struct ct_err *err)
+{
+    *tl = 0;
+    if (!a->tsuid[0])
+        return CT_OK;
+    if (hex_to_bytes(a->tsuid, ts, ROWKEY_MAX_TSUID, tl) != 0 || !tsuid_valid(tsdb_layout(t), *tl))
+        return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", a->tsuid);
+    return CT_OK;
+}
+
+static int ann_load(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t start_ms,
+                    struct ann *a, struct ct_err *err)
+{
+    char *json = NULL;
+    size_t jl = 0;
+    int rc = tsdb_annotation_get(t, tl ? ts : NULL, tl, start_ms, &json, &jl, err);
+    if (rc != CT_OK)
+        return rc;
+    cJSON *o = cJSON_ParseWithLength(json, jl);
+    free(json);
+    if (!o)
+        return ct_err_set(err, CT_ECORRUPT, "stored annotation is not JSON");
+    rc = ann_from_json(o, a, err);
+    cJSON_Delete(o);
+    return rc;
+}
+
+static int ann_store(struct tsdb *t, const struct ann *a, cJSON **out, struct ct_err *err)
+{
+    uint8_t ts[ROWKEY_MAX_TSUID];
+    size_t tl;
+    int rc = ann_tsuid_bytes(t, a, ts, &tl, err);
+    if (rc != CT_OK)
+        return rc;
+    cJSON *o = ann_to_json(a);
+    char *json = o ? cJSON_PrintUnformatted(o) : NULL;
+    if (!json) {
+        cJSON_Delete(o);
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    }
+    rc = tsdb_annotation_put(t, tl ? ts : NULL, tl, to_ms(a->start), json, strlen(json), err);
+    free(json);
+    if (rc != CT_OK) {
+        cJSON_Delete(o);
+        return rc;
+    }
+    *out = o;
+    return CT_OK;
+}
+
+int qmeta_annotation(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **out,
+                     int *status, struct ct_err *err)
+{
+    struct ann a;
+    memset(&a, 0, sizeof(a));
+    int rc = ann_from_json(req, &a, err);
+    if (rc != CT_OK)
+        return fail(status, 400, rc, err);
+    if (a.start <= 0) {
+        ann_clear(&a);
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing start time"), err);
+    }
+    uint8_t ts[ROWKEY_MAX_TSUID];
+    size_t tl;
+    if ((rc = ann_tsuid_bytes(t, &a, ts, &tl, err)) != CT_OK) {
+        ann_clear(&a);
+        return fail(status, 400, rc, err);
+    }
+    if (m == QMETA_GET || m == QMETA_DELETE) {
+        struct ann st;
+        memset(&st, 0, sizeof(st));
+        rc = ann_load(t, ts, tl, to_ms(a.start), &st, err);
+        if (rc == CT_NOTFOUND) {
+            ann_clear(&a);
+            ann_clear(&st);
+            return fail(status, 404,
+                        ct_err_set(err, CT_NOTFOUND, "Unable to locate annotation in storage"),
+                        err);
+        }
+        if (rc == CT_OK && m == QMETA_DELETE)
+            rc = tsdb_annotation_delete(t, tl ? ts : NULL, tl, to_ms(a.start), err);
+        if (rc == CT_OK) {
+            if (m == QMETA_GET) {
+                *out = ann_to_json(&st);
+                *status = *out ? 200 : 500;
+            } else {
+                *out = NULL;
+                *status = 204;
+            }
+        } else {
+            *status = 500;
+        }
+        ann_clear(&a);
+        ann_clear(&st);
+        return rc;
+    }
+    if (m == QMETA_POST) {
+        /* POST merges the given fields over the stored annotation */
+        struct ann st;
+        memset(&st, 0, sizeof(st));
+        rc = ann_load(t, ts, tl, to_ms(a.start), &st, err);
+        if (rc == CT_OK) {
+            rc = ann_from_json(req, &st, err);
+            ann_clear(&a);
+            a = st;
+        } else {
+            ann_clear(&st);
+        }
+        if (rc != CT_OK && rc != CT_NOTFOUND) {
+            ann_clear(&a);
+            return fail(status, 500, rc, err);
+        }
+    }
+    rc = ann_store(t, &a, out, err);
+    ann_clear(&a);
+    if (rc != CT_OK)
+        return fail(status, rc == CT_EINVAL ? 400 : 500, rc, err);
+    *status = 200;
+    return CT_OK;
+}
+
+struct delctx {
+    struct tsdb *t;
+    int64_t n;
+    int rc;
+    struct ct_err *err;
+    struct {
+        uint8_t ts[ROWKEY_MAX_TSUID];
+        size_t tl;
+        int64_t start;
+    } *items;
+    size_t nitems, cap;
+};
+
+static int collect_del(void *arg, const uint8_t *tsuid, size_t tl, int64_t start_ms,
+                       const char *json, size_t jl)
+{
+    (void)json;
+    (void)jl;
+    struct delctx *d = arg;
+    if (d->nitems == d->cap) {
+        size_t nc = d->cap ? d->cap * 2 : 16;
+        void *ni = realloc(d->items, nc * sizeof(*d->items));
+        if (!ni)
+            return CT_ENOMEM;
+        d->items = ni;
+        d->cap = nc;
+    }
+    memcpy(d->items[d->nitems].ts, tsuid, tl);
+    d->items[d->nitems].tl = tl;
+    d->items[d->nitems++].start = start_ms;
+    return 0;
+}
+
+int qmeta_annotation_bulk(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t now_ms,
+                          cJSON **out, int *status, struct ct_err *err)
+{
+    int rc;
+    if (m == QMETA_POST || m == QMETA_PUT) {
+        if (!cJSON_IsArray(req))
+            return fail(status, 400,
+                        ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON: expected an "
+                                                   "array of annotations"),
+                        err);
+        cJSON *arr = cJSON_CreateArray();
+        const cJSON *o;
+        cJSON_ArrayForEach(o, req)
+        {
+            struct ann a;
+            memset(&a, 0, sizeof(a));
+            rc = ann_from_json(o, &a, err);
+            if (rc == CT_OK && a.start <= 0)
+                rc = ct_err_set(err, CT_EINVAL, "Missing start time");
+            cJSON *stored = NULL;
+            if (rc == CT_OK)
+                rc = ann_store(t, &a, &stored, err);
+            ann_clear(&a);
+            if (rc != CT_OK) {
+                cJSON_Delete(arr);
+                return fail(status, rc == CT_EINVAL ? 400 : 500, rc, err);
+            }
+            cJSON_AddItemToArray(arr, stored);
+        }
+        *out = arr;
+        *status = 200;
+        return CT_OK;
+    }
+    if (m != QMETA_DELETE)
+        return fail(status, 405, ct_err_set(err, CT_EINVAL, "Method not allowed"), err);
+    bool bad;
+    int64_t start = 0, end = now_ms / 1000;
+    num_field(req, "startTime", &start, &bad);
+    if (bad || start <= 0)
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing start time"), err);
+    num_field(req, "endTime", &end, &bad);
+    bool global = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "global"));
+    const cJSON *tsuids = cJSON_GetObjectItemCaseSensitive(req, "tsuids"), *h;
+    if (!global && cJSON_GetArraySize(tsuids) == 0)
+        return fail(status, 400,
+                    ct_err_set(err, CT_EINVAL, "Missing the TSUIDs or global annotations flag"),
+                    err);
+    struct delctx d = {.t = t, .err = err};
+    rc = CT_OK;
+    if (global)
+        rc = tsdb_annotation_scan(t, NULL, 0, to_ms(start), to_ms(end), collect_del, &d, err);
+    cJSON_ArrayForEach(h, tsuids)
+    {
+        uint8_t ts[ROWKEY_MAX_TSUID];
+        size_t tl;
+        if (rc != CT_OK)
+            break;
+        if (!cJSON_IsString(h) || hex_to_bytes(h->valuestring, ts, sizeof(ts), &tl) != 0 ||
+            !tsuid_valid(tsdb_layout(t), tl)) {
+            rc = ct_err_set(err, CT_EINVAL, "Invalid TSUID");
+            break;
+        }
+        rc = tsdb_annotation_scan(t, ts, tl, to_ms(start), to_ms(end), collect_del, &d, err);
+    }
+    for (size_t i = 0; rc == CT_OK && i < d.nitems; i++)
+        rc = tsdb_annotation_delete(t, d.items[i].tl ? d.items[i].ts : NULL, d.items[i].tl,
+                                    d.items[i].start, err);
+    if (rc != CT_OK) {
+        free(d.items);
+        return fail(status, rc == CT_EINVAL ? 400 : 500, rc, err);
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "tsuids", tsuids ? cJSON_Duplicate(tsuids, true)
+                                              : cJSON_CreateArray());
+    cJSON_AddBoolToObject(o, "global", global);
+    cJSON_AddNumberToObject(o, "startTime", (double)start);
+    cJSON_AddNumberToObject(o, "endTime", (double)end);
+    cJSON_AddNumberToObject(o, "totalDeleted", (double)d.nitems);
+    free(d.items);
+    *out = o;
+    *status = 200;
+    return CT_OK;
+}

@@ -1,0 +1,66 @@
+/* qmeta.h - the metadata endpoints' logic, independent of HTTP: /api/suggest,
+ * /api/search/lookup, /api/uid/assign, /api/uid/uidmeta, /api/uid/tsmeta, /api/annotation(s)
+ * (single and bulk), /api/aggregators and /api/config/filters, with OpenTSDB 2.4's request
+ * fields, reply shapes and error messages. Each function takes the request as a cJSON object
+ * (the tsd handler builds it from the query string or parses the body), and returns the reply
+ * document plus the HTTP status; on a 4xx/5xx the reply is OpenTSDB's error text in err.
+ *
+ * Threading: functions that touch the store block; call them from a worker. */
+#ifndef CT_QMETA_H
+#define CT_QMETA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "schema/tsdb.h"
+#include "storage/ct_err.h"
+
+struct cJSON;
+
+/* Request methods (the same bits as tsd/http.h, restated so query/ does not include tsd/). */
+enum qmeta_method {
+    QMETA_GET = 1,
+    QMETA_POST = 2,
+    QMETA_PUT = 4,
+    QMETA_DELETE = 8,
+};
+
+/* Every call: on success returns CT_OK with *out a new document (cJSON_Delete) or NULL for an
+ * empty reply, and *status the HTTP status (200, 204). On failure returns an error code, *status
+ * 400/404/500/501 and err holds the message (no document). */
+
+/* {"type":"metrics|tagk|tagv","q":"prefix","max":25} -> sorted array of names. */
+CT_MUST_CHECK int qmeta_suggest(struct tsdb *t, const struct cJSON *req, struct cJSON **out,
+                                int *status, struct ct_err *err);
+/* {"metric":"m or *","tags":[{"key":"host","value":"*"}],"limit":25,"useMeta":false}, or
+ * {"m":"metric{k=v}","limit":..} from the GET form -> the LOOKUP reply. */
+CT_MUST_CHECK int qmeta_lookup(struct tsdb *t, const struct cJSON *req, int64_t now_ms,
+                               struct cJSON **out, int *status, struct ct_err *err);
+/* {"metric":["a"],"tagk":[..],"tagv":[..]} -> {"metric":{"a":"000001"},"metric_errors":{..}}. */
+CT_MUST_CHECK int qmeta_uid_assign(struct tsdb *t, const struct cJSON *req, struct cJSON **out,
+                                   int *status, struct ct_err *err);
+/* uidmeta: GET {"uid":"hex","type":"metric"}; POST/PUT with description, displayName, notes,
+ * custom; DELETE. */
+CT_MUST_CHECK int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const struct cJSON *req,
+                                int64_t now_ms, struct cJSON **out, int *status,
+                                struct ct_err *err);
+/* tsmeta: GET {"tsuid":"hex"} or {"m":"metric{k=v}"}. */
+CT_MUST_CHECK int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const struct cJSON *req,
+                               struct cJSON **out, int *status, struct ct_err *err);
+/* /api/annotation: GET {"tsuid":..,"start_time"|"startTime":..}; POST (merge) / PUT (replace)
+ * the annotation object; DELETE. */
+CT_MUST_CHECK int qmeta_annotation(struct tsdb *t, enum qmeta_method m, const struct cJSON *req,
+                                   struct cJSON **out, int *status, struct ct_err *err);
+/* /api/annotation/bulk: POST/PUT an array of annotations; DELETE {"tsuids":[..],"startTime":..,
+ * "endTime":..,"global":false}. */
+CT_MUST_CHECK int qmeta_annotation_bulk(struct tsdb *t, enum qmeta_method m,
+                                        const struct cJSON *req, int64_t now_ms,
+                                        struct cJSON **out, int *status, struct ct_err *err);
+
+/* ["sum","min",...]: every aggregator of query/qagg.h. NULL when out of memory. */
+struct cJSON *qmeta_aggregators_doc(void);
+/* {"literal_or":{"examples":..,"description":..},...} */
+struct cJSON *qmeta_filters_doc(void);
+
+#endif

@@ -1,0 +1,155 @@
+/* test_http.c - the HTTP helpers behind tsd/http.h: query-string decoding with presence-only
+ * and repeated parameters, path normalisation, jsonp names, and the reply builders (OpenTSDB
+ * error objects, jsonp wrapping, pretty printing, one reply per request). Requests are built
+ * directly on the private struct (tsd/http_int.h); the server itself is covered by the
+ * integration tests. */
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lib/ctest.h"
+#include "tsd/http.h"
+#include "tsd/http_int.h"
+
+static struct http_conn conn;
+
+static struct http_req *req_new(const char *query)
+{
+    struct http_req *r = calloc(1, sizeof(*r));
+    assert_non_null(r);
+    r->conn = &conn;
+    r->minor = 1;
+    r->reply_body = evbuffer_new();
+    r->query = strdup(query);
+    r->path = strdup("/api/x");
+    r->raw_path = strdup("/api/x");
+    assert_int_equal(http_parse_query(r), 0);
+    return r;
+}
+
+static char *body_of(struct http_req *r)
+{
+    size_t n = evbuffer_get_length(r->reply_body);
+    char *s = malloc(n + 1);
+    evbuffer_copyout(r->reply_body, s, n);
+    s[n] = '\0';
+    return s;
+}
+
+static void test_http_query_params_flags_and_repeats(void **state)
+{
+    (void)state;
+    struct http_req *r = req_new("m=sum:a%7Bhost%3Dx%7D&details&m=avg:b&q=a+b&empty=&pretty");
+    assert_string_equal(http_req_param(r, "m"), "sum:a{host=x}");
+    assert_int_equal(http_req_param_count(r, "m"), 2);
+    assert_string_equal(http_req_param_at(r, "m", 1), "avg:b");
+    assert_null(http_req_param_at(r, "m", 2));
+    assert_string_equal(http_req_param(r, "details"), "");
+    assert_true(http_req_flag(r, "details"));
+    assert_string_equal(http_req_param(r, "q"), "a b");
+    assert_string_equal(http_req_param(r, "empty"), "");
+    assert_null(http_req_param(r, "absent"));
+    assert_false(http_req_flag(r, "absent"));
+    http_req_free(r);
+    r = req_new("details=false&summary=0&sync=true");
+    assert_false(http_req_flag(r, "details"));
+    assert_false(http_req_flag(r, "summary"));
+    assert_true(http_req_flag(r, "sync"));
+    http_req_free(r);
+}
+
+static void test_http_path_normalisation_and_decoding(void **state)
+{
+    (void)state;
+    char a[] = "/api/v1/query/last/";
+    http_normalise_path(a);
+    assert_string_equal(a, "/api/query/last");
+    char b[] = "/api/v1";
+    http_normalise_path(b);
+    assert_string_equal(b, "/api");
+    char c[] = "/";
+    http_normalise_path(c);
+    assert_string_equal(c, "/");
+    char d[] = "/api/v10/x";
+    http_normalise_path(d);
+    assert_string_equal(d, "/api/v10/x");
+    char e[] = "/a%2e%2E/b+c";
+    assert_true(http_decode(e, false));
+    assert_string_equal(e, "/a../b+c");
+    char f[] = "/x%00y";
+    assert_false(http_decode(f, false));
+    assert_true(http_jsonp_ok("cb_1.x$"));
+    assert_false(http_jsonp_ok("alert(1)"));
+    assert_false(http_jsonp_ok(""));
+}
+
+static void test_http_error_object_shape(void **state)
+{
+    (void)state;
+    struct http_req *r = req_new("");
+    http_reply_error(r, 405, "Method not allowed",
+                     "The HTTP method [DELETE] is not permitted for this endpoint");
+    char *s = body_of(r);
+    assert_string_equal(s, "{\"error\":{\"code\":405,\"message\":\"Method not allowed\","
+                           "\"details\":\"The HTTP method [DELETE] is not permitted for this "
+                           "endpoint\"}}");
+    assert_int_equal(r->status, 405);
+    assert_string_equal(r->content_type, "application/json; charset=UTF-8");
+    free(s);
+    http_req_free(r);
+    r = req_new("");
+    http_reply_error(r, 404, "Endpoint not found", NULL);
+    s = body_of(r);
+    assert_string_equal(s, "{\"error\":{\"code\":404,\"message\":\"Endpoint not found\"}}");
+    free(s);
+    http_req_free(r);
+}
+
+static void test_http_jsonp_and_pretty_and_single_reply(void **state)
+{
+    (void)state;
+    struct http_req *r = req_new("jsonp=cb");
+    r->jsonp = http_req_param(r, "jsonp");
+    http_reply_json(r, 200, "[1,2]", 5);
+    /* a second reply is ignored */
+    http_reply_status(r, 204);
+    char *s = body_of(r);
+    assert_string_equal(s, "cb([1,2])");
+    assert_int_equal(r->status, 200);
+    free(s);
+    http_req_free(r);
+
+    r = req_new("pretty");
+    r->pretty = true;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "a", 1);
+    http_reply_cjson(r, 200, o);
+    s = body_of(r);
+    assert_non_null(strchr(s, '\n'));
+    assert_non_null(strstr(s, "\"a\":"));
+    free(s);
+    http_req_free(r);
+
+    r = req_new("");
+    http_reply_raw(r, 200, "text/plain", "hi", 2);
+    s = body_of(r);
+    assert_string_equal(s, "hi");
+    assert_string_equal(r->content_type, "text/plain");
+    free(s);
+    http_req_free(r);
+    assert_string_equal(http_status_text(413), "Request Entity Too Large");
+}
+
+int main(void)
+{
+    pthread_mutex_init(&conn.mu, NULL);
+    pthread_cond_init(&conn.cv, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_http_query_params_flags_and_repeats),
+        cmocka_unit_test(test_http_path_normalisation_and_decoding),
+        cmocka_unit_test(test_http_error_object_shape),
+        cmocka_unit_test(test_http_jsonp_and_pretty_and_single_reply),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

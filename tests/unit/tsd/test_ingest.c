@@ -1,0 +1,195 @@
+/* test_ingest.c - the ingest pipeline (tsd/ingest.h): points copied into batches with their
+ * fields intact, full batches, the bounded pool (the backpressure), outcomes set by the write
+ * function, batch-level failures, and done callbacks. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "tests/lib/ctest.h"
+#include "tsd/ingest.h"
+
+struct sink {
+    atomic_int batches;
+    atomic_int points;
+    bool fail;
+    bool reject_odd;
+    char metric0[64];
+    char tag1[64];
+};
+
+static int sink_write(void *arg, struct ingest_batch *b, struct ct_err *err)
+{
+    struct sink *s = arg;
+    size_t n = ingest_batch_count(b);
+    for (size_t i = 0; i < n; i++) {
+        struct ingest_point p;
+        ingest_batch_point(b, i, &p);
+        if (i == 0)
+            snprintf(s->metric0, sizeof(s->metric0), "%s", p.metric);
+        if (i == 0 && p.ntags > 1)
+            snprintf(s->tag1, sizeof(s->tag1), "%s=%s", p.tagk[1], p.tagv[1]);
+        if (s->reject_odd && p.owner % 2 == 1)
+            ingest_batch_set_outcome(b, i, INGEST_UNKNOWN_METRIC, "No such name for 'metrics': 'x'");
+    }
+    atomic_fetch_add(&s->batches, 1);
+    atomic_fetch_add(&s->points, (int)n);
+    if (s->fail)
+        return ct_err_set(err, CT_EIO, "disk on fire");
+    return CT_OK;
+}
+
+struct done {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n;
+    int written, failed;
+    char msg[256];
+    struct ingest *g;
+};
+
+static void on_done(void *arg, struct ingest_batch *b)
+{
+    struct done *d = arg;
+    pthread_mutex_lock(&d->mu);
+    for (size_t i = 0; i < ingest_batch_count(b); i++) {
+        const char *m;
+        if (ingest_batch_outcome(b, i, &m) == INGEST_WRITTEN) {
+            d->written++;
+        } else {
+            d->failed++;
+            snprintf(d->msg, sizeof(d->msg), "%s", m);
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
+    ingest_batch_release(d->g, b); /* before counting it done: the test then checks the pool */
+    pthread_mutex_lock(&d->mu);
+    d->n++;
+    pthread_cond_broadcast(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void wait_done(struct done *d, int n)
+{
+    pthread_mutex_lock(&d->mu);
+    while (d->n < n)
+        pthread_cond_wait(&d->cv, &d->mu);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static struct put_point point(const char *metric, int64_t ts)
+{
+    struct put_point p;
+    memset(&p, 0, sizeof(p));
+    p.metric = (struct put_str){metric, strlen(metric)};
+    p.ts_ms = ts;
+    p.value.kind = PUT_INT;
+    p.value.i = 7;
+    p.ntags = 2;
+    p.tagk[0] = (struct put_str){"host", 4};
+    p.tagv[0] = (struct put_str){"web01", 5};
+    p.tagk[1] = (struct put_str){"dc", 2};
+    p.tagv[1] = (struct put_str){"eu", 2};
+    return p;
+}
+
+static void test_ingest_points_round_trip_and_are_written(void **state)
+{
+    (void)state;
+    struct sink s = {0};
+    struct done d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, {0}, NULL};
+    struct ct_err err = {0};
+    struct ingest *g = NULL;
+    assert_int_equal(ingest_new(NULL, sink_write, &s, &g, &err), CT_OK);
+    d.g = g;
+    struct ingest_batch *b = ingest_batch_get(g);
+    struct put_point p = point("sys.cpu", 1000);
+    assert_true(ingest_batch_add(b, &p, 42));
+    struct ingest_point ip;
+    ingest_batch_point(b, 0, &ip);
+    assert_string_equal(ip.metric, "sys.cpu");
+    assert_int_equal(ip.ts_ms, 1000);
+    assert_int_equal(ip.owner, 42);
+    assert_int_equal(ip.ntags, 2);
+    assert_string_equal(ip.tagv[0], "web01");
+    assert_int_equal(ip.series_key_len, strlen("sys.cpu host web01 dc eu "));
+    ingest_submit(g, b, on_done, &d);
+    wait_done(&d, 1);
+    assert_int_equal(d.written, 1);
+    assert_string_equal(s.metric0, "sys.cpu");
+    assert_string_equal(s.tag1, "dc=eu");
+    assert_int_equal(ingest_in_use(g), 0);
+    ingest_free(g);
+}
+
+static void test_ingest_pool_is_bounded_and_batches_fill(void **state)
+{
+    (void)state;
+    struct sink s = {0};
+    struct ct_err err = {0};
+    struct ingest_options o;
+    ingest_options_init(&o);
+    o.batches = 2;
+    o.batch_points = 3;
+    struct ingest *g = NULL;
+    assert_int_equal(ingest_new(&o, sink_write, &s, &g, &err), CT_OK);
+    struct ingest_batch *a = ingest_batch_try_get(g);
+    struct ingest_batch *b = ingest_batch_try_get(g);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_null(ingest_batch_try_get(g)); /* backpressure: every batch in use */
+    struct put_point p = point("m", 1);
+    for (int i = 0; i < 3; i++)
+        assert_true(ingest_batch_add(a, &p, (uint64_t)i));
+    assert_true(ingest_batch_full(a));
+    assert_false(ingest_batch_add(a, &p, 9));
+    assert_int_equal(ingest_batch_count(a), 3);
+    ingest_batch_release(g, b);
+    ingest_batch_release(g, a);
+    assert_int_equal(ingest_in_use(g), 0);
+    a = ingest_batch_try_get(g);
+    assert_int_equal(ingest_batch_count(a), 0); /* released batches come back empty */
+    ingest_batch_release(g, a);
+    ingest_free(g);
+}
+
+static void test_ingest_outcomes_and_batch_failure(void **state)
+{
+    (void)state;
+    struct sink s = {0};
+    s.reject_odd = true;
+    struct done d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, {0}, NULL};
+    struct ct_err err = {0};
+    struct ingest *g = NULL;
+    assert_int_equal(ingest_new(NULL, sink_write, &s, &g, &err), CT_OK);
+    d.g = g;
+    struct ingest_batch *b = ingest_batch_get(g);
+    struct put_point p = point("m", 1);
+    for (uint64_t i = 0; i < 4; i++)
+        assert_true(ingest_batch_add(b, &p, i));
+    ingest_submit(g, b, on_done, &d);
+    wait_done(&d, 1);
+    assert_int_equal(d.written, 2);
+    assert_int_equal(d.failed, 2);
+    assert_string_equal(d.msg, "No such name for 'metrics': 'x'");
+    /* a failing write marks every point not already decided */
+    s.reject_odd = false;
+    s.fail = true;
+    b = ingest_batch_get(g);
+    assert_true(ingest_batch_add(b, &p, 0));
+    ingest_submit(g, b, on_done, &d);
+    wait_done(&d, 2);
+    assert_int_equal(d.failed, 3);
+    assert_string_equal(d.msg, "disk on fire");
+    ingest_free(g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ingest_points_round_trip_and_are_written),
+        cmocka_unit_test(test_ingest_pool_is_bounded_and_batches_fill),
+        cmocka_unit_test(test_ingest_outcomes_and_batch_failure),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,151 @@
+/* test_jsonput.c - the /api/put body reader (tsd/jsonput.h): objects and arrays, number text
+ * kept as sent, escapes, skipped fields, and malformed bodies reported before any point. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lib/ctest.h"
+#include "tsd/jsonput.h"
+
+struct seen {
+    int n;
+    char metric[8][64];
+    char value[8][64];
+    char ts[8][64];
+    size_t ntags[8];
+    char tag0[8][64];
+    bool not_object[8];
+    bool tags_present[8];
+};
+
+static void copy(char *dst, struct put_str s)
+{
+    if (!s.p) {
+        strcpy(dst, "<null>");
+        return;
+    }
+    memcpy(dst, s.p, s.len);
+    dst[s.len] = '\0';
+}
+
+static int on_point(void *arg, size_t index, struct jsonput_point *p)
+{
+    struct seen *x = arg;
+    assert_int_equal(index, (size_t)x->n);
+    int i = x->n++;
+    copy(x->metric[i], p->metric);
+    copy(x->value[i], p->value);
+    copy(x->ts[i], p->timestamp);
+    x->ntags[i] = p->ntags;
+    x->not_object[i] = p->not_object;
+    x->tags_present[i] = p->tags_present;
+    if (p->ntags) {
+        char k[32], v[32];
+        copy(k, p->tagk[0]);
+        copy(v, p->tagv[0]);
+        snprintf(x->tag0[i], sizeof(x->tag0[i]), "%s=%s", k, v);
+    }
+    return 0;
+}
+
+static int run(const char *body, struct seen *x, char *msg)
+{
+    memset(x, 0, sizeof(*x));
+    size_t n = strlen(body), np = 0;
+    char *scratch = malloc(n + 1);
+    struct jsonput_point *pt = malloc(sizeof(*pt));
+    int rc = jsonput_parse(body, n, scratch, pt, on_point, x, &np, msg, 256);
+    if (rc == 0)
+        assert_int_equal(np, (size_t)x->n);
+    free(scratch);
+    free(pt);
+    return rc;
+}
+
+static void test_jsonput_reads_one_object_keeping_number_text(void **state)
+{
+    (void)state;
+    struct seen x;
+    char msg[256];
+    assert_int_equal(run("{\"metric\":\"sys.cpu\",\"timestamp\":1356998400,\"value\":42.0,"
+                         "\"tags\":{\"host\":\"web01\"}}",
+                         &x, msg),
+                     0);
+    assert_int_equal(x.n, 1);
+    assert_string_equal(x.metric[0], "sys.cpu");
+    assert_string_equal(x.value[0], "42.0");
+    assert_string_equal(x.ts[0], "1356998400");
+    assert_string_equal(x.tag0[0], "host=web01");
+}
+
+static void test_jsonput_reads_arrays_skips_unknown_fields_and_unescapes(void **state)
+{
+    (void)state;
+    struct seen x;
+    char msg[256];
+    assert_int_equal(run(" [ {\"metric\":\"a\\u00e9\\n\",\"extra\":{\"x\":[1,2,{\"y\":null}]},"
+                         "\"timestamp\":\"1356998400\",\"value\":\"7\",\"tags\":{\"k\":\"v\\\"\"}},"
+                         "{\"value\":1e3,\"tags\":{}}, 5 ] ",
+                         &x, msg),
+                     0);
+    assert_int_equal(x.n, 3);
+    assert_string_equal(x.metric[0], "a\xc3\xa9\n");
+    assert_string_equal(x.ts[0], "1356998400");
+    assert_string_equal(x.value[0], "7");
+    assert_string_equal(x.tag0[0], "k=v\"");
+    assert_string_equal(x.metric[1], "<null>");
+    assert_string_equal(x.value[1], "1e3");
+    assert_true(x.tags_present[1]);
+    assert_int_equal(x.ntags[1], 0);
+    assert_true(x.not_object[2]);
+}
+
+static void test_jsonput_empty_array_has_no_points(void **state)
+{
+    (void)state;
+    struct seen x;
+    char msg[256];
+    assert_int_equal(run("[]", &x, msg), 0);
+    assert_int_equal(x.n, 0);
+}
+
+static void test_jsonput_malformed_bodies_report_nothing(void **state)
+{
+    (void)state;
+    struct seen x;
+    char msg[256];
+    static const char *const bad[] = {
+        "{",
+        "[{\"metric\":\"a\"},",
+        "[{\"metric\":\"a\"}] x",
+        "{\"metric\":01}",
+        "{\"metric\":\"a\\q\"}",
+        "{\"metric\":tru}",
+        "42",
+        "\"text\"",
+        "[{\"metric\":\"a\",\"value\":1.}]",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        if (run(bad[i], &x, msg) != -1)
+            fail_msg("body [%s] was accepted", bad[i]);
+        assert_int_equal(x.n, 0);
+        assert_true(strlen(msg) > 0);
+    }
+    /* nesting is bounded */
+    char deep[400];
+    memset(deep, '[', 200);
+    memset(deep + 200, ']', 199);
+    deep[399] = '\0';
+    assert_int_equal(run(deep, &x, msg), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_jsonput_reads_one_object_keeping_number_text),
+        cmocka_unit_test(test_jsonput_reads_arrays_skips_unknown_fields_and_unescapes),
+        cmocka_unit_test(test_jsonput_empty_array_has_no_points),
+        cmocka_unit_test(test_jsonput_malformed_bodies_report_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

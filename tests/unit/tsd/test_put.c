@@ -1,0 +1,266 @@
+/* test_put.c - the telnet put-line parser and the shared datapoint checks (tsd/put.h): every
+ * error text of spec §1.3, in OpenTSDB's order, and the accepted forms. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tests/lib/ctest.h"
+#include "tsd/put.h"
+
+static struct put_point pt;
+static char msg[1024];
+static const struct put_rules rules8 = {8, ""};
+
+static enum put_status parse(const char *line)
+{
+    msg[0] = '\0';
+    return put_parse_line(line, strlen(line), &rules8, &pt, msg, sizeof(msg));
+}
+
+static void expect_err(const char *line, enum put_status st, const char *text)
+{
+    enum put_status got = parse(line);
+    if (got != st || strcmp(msg, text) != 0)
+        fail_msg("line [%s]: expected %d [%s], got %d [%s]", line, st, text, got, msg);
+}
+
+static void test_put_accepts_a_plain_line(void **state)
+{
+    (void)state;
+    assert_int_equal(parse("put sys.cpu.user 1356998400 42 host=web01 cpu=0"), PUT_OK);
+    assert_int_equal(pt.metric.len, 12);
+    assert_memory_equal(pt.metric.p, "sys.cpu.user", 12);
+    assert_int_equal(pt.ts_ms, 1356998400000LL);
+    assert_false(pt.ms);
+    assert_int_equal(pt.value.kind, PUT_INT);
+    assert_int_equal(pt.value.i, 42);
+    assert_int_equal(pt.ntags, 2);
+    assert_memory_equal(pt.tagk[1].p, "cpu", 3);
+    assert_memory_equal(pt.tagv[1].p, "0", 1);
+}
+
+static void test_put_milliseconds_and_dotted_timestamps(void **state)
+{
+    (void)state;
+    assert_int_equal(parse("put m 1356998400123 1 a=b"), PUT_OK);
+    assert_int_equal(pt.ts_ms, 1356998400123LL);
+    assert_true(pt.ms);
+    assert_int_equal(parse("put m 1500000000.123 1 a=b"), PUT_OK);
+    assert_int_equal(pt.ts_ms, 1500000000123LL);
+    assert_true(pt.ms);
+    /* a 32-bit value is seconds even when large */
+    assert_int_equal(parse("put m 4294967295 1 a=b"), PUT_OK);
+    assert_int_equal(pt.ts_ms, 4294967295000LL);
+}
+
+static void test_put_value_typing_follows_opentsdb(void **state)
+{
+    (void)state;
+    assert_int_equal(parse("put m 1 -9223372036854775808 a=b"), PUT_OK);
+    assert_int_equal(pt.value.kind, PUT_INT);
+    assert_true(pt.value.i == INT64_MIN);
+    assert_int_equal(parse("put m 1 1.5 a=b"), PUT_OK);
+    assert_int_equal(pt.value.kind, PUT_FLOAT);
+    assert_true(pt.value.d == 1.5);
+    assert_int_equal(parse("put m 1 0.1 a=b"), PUT_OK);
+    assert_int_equal(pt.value.kind, PUT_DOUBLE);
+    assert_int_equal(parse("put m 1 1e3 a=b"), PUT_OK);
+    assert_int_equal(pt.value.kind, PUT_FLOAT);
+    assert_true(pt.value.d == 1000.0);
+    assert_int_equal(parse("put m 1 2.5f a=b"), PUT_OK);
+    assert_true(pt.value.d == 2.5);
+}
+
+static void test_put_runs_of_spaces_in_tag_positions_and_cr(void **state)
+{
+    (void)state;
+    /* collectd's write_tsdb ends lines with "fqdn=host  \r\n" when it has no extra tags */
+    assert_int_equal(parse("put m 1 2 fqdn=h  \r"), PUT_OK);
+    assert_int_equal(pt.ntags, 1);
+    assert_int_equal(parse("put m 1 2  a=b   c=d"), PUT_OK);
+    assert_int_equal(pt.ntags, 2);
+    /* an identical repeated tag is ignored */
+    assert_int_equal(parse("put m 1 2 a=b a=b"), PUT_OK);
+    assert_int_equal(pt.ntags, 1);
+}
+
+static void test_put_error_1_not_enough_arguments(void **state)
+{
+    (void)state;
+    expect_err("put", PUT_EARG, "put: illegal argument: not enough arguments (need least 4, got 0)");
+    expect_err("put m 1 2", PUT_EARG,
+               "put: illegal argument: not enough arguments (need least 4, got 3)");
+}
+
+static void test_put_error_2_empty_metric(void **state)
+{
+    (void)state;
+    expect_err("put  1 2 a=b", PUT_EARG, "put: illegal argument: empty metric name");
+}
+
+static void test_put_error_3_timestamps(void **state)
+{
+    (void)state;
+    expect_err("put m 12x 1 a=b", PUT_ENUMBER, "put: invalid value: Invalid character 'x' in 12x");
+    expect_err("put m  1 a=b", PUT_ENUMBER, "put: invalid value: Empty string");
+    expect_err("put m + 1 a=b", PUT_ENUMBER, "put: invalid value: Just a sign, no value: +");
+    expect_err("put m 12345678901234567890 1 a=b", PUT_ENUMBER,
+               "put: invalid value: Value too long: 12345678901234567890");
+    expect_err("put m 9999999999999999999 1 a=b", PUT_ENUMBER,
+               "put: invalid value: Overflow in 9999999999999999999");
+    expect_err("put m 0 1 a=b", PUT_EARG, "put: illegal argument: invalid timestamp: 0");
+    expect_err("put m -5 1 a=b", PUT_EARG, "put: illegal argument: invalid timestamp: -5");
+}
+
+static void test_put_error_4_empty_value(void **state)
+{
+    (void)state;
+    expect_err("put m 1  a=b", PUT_EARG, "put: illegal argument: empty value");
+}
+
+static void test_put_error_5_tags(void **state)
+{
+    (void)state;
+    expect_err("put m 1 1 a=b=c", PUT_EARG, "put: illegal argument: invalid tag: a=b=c");
+    expect_err("put m 1 1 a=", PUT_EARG, "put: illegal argument: invalid tag: a=");
+    expect_err("put m 1 1 =b", PUT_EARG, "put: illegal argument: invalid tag: =b");
+    expect_err("put m 1 1 ab", PUT_EARG, "put: illegal argument: invalid tag: ab");
+    expect_err("put m 1 1 host=a host=b", PUT_EARG,
+               "put: illegal argument: duplicate tag: host=b, tags={host=a}");
+}
+
+static void test_put_error_6_values(void **state)
+{
+    (void)state;
+    expect_err("put m 1 x a=b", PUT_ENUMBER, "put: invalid value: Invalid character 'x' in x");
+    expect_err("put m 1 1.2.3 a=b", PUT_ENUMBER, "put: invalid value: For input string: \"1.2.3\"");
+    expect_err("put m 1 1e999 a=b", PUT_EARG,
+               "put: illegal argument: value is NaN or Infinite: Infinity for metric=m "
+               "timestamp=1");
+    expect_err("put m 1 -1e999 a=b", PUT_EARG,
+               "put: illegal argument: value is NaN or Infinite: -Infinity for metric=m "
+               "timestamp=1");
+}
+
+static void test_put_error_7_timestamp_range(void **state)
+{
+    (void)state;
+    expect_err("put m 10000000000000 1 a=b", PUT_EARG,
+               "put: illegal argument: bad timestamp=10000000000000 when trying to add "
+               "value=[1]/0 to metric=m, tags={a=b}");
+    expect_err("put m 10000000000000 300 a=b", PUT_EARG,
+               "put: illegal argument: bad timestamp=10000000000000 when trying to add "
+               "value=[1, 44]/1 to metric=m, tags={a=b}");
+}
+
+static void test_put_error_8_tag_count(void **state)
+{
+    (void)state;
+    expect_err("put m 1 1 ", PUT_EARG,
+               "put: illegal argument: Need at least one tag (metric=m, tags={})");
+    expect_err("put m 1 1 a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9", PUT_EARG,
+               "put: illegal argument: Too many tags: 9 maximum allowed: 8, tags: {a=1, b=2, "
+               "c=3, d=4, e=5, f=6, g=7, h=8, i=9}");
+    struct put_rules r2 = {2, ""};
+    assert_int_equal(put_parse_line("put m 1 1 a=1 b=2 c=3", 21, &r2, &pt, msg, sizeof(msg)),
+                     PUT_EARG);
+    assert_non_null(strstr(msg, "Too many tags: 3 maximum allowed: 2"));
+}
+
+static void test_put_error_9_names(void **state)
+{
+    (void)state;
+    expect_err("put m!x 1 1 a=b", PUT_EARG,
+               "put: illegal argument: Invalid metric name (\"m!x\"): illegal character: !");
+    expect_err("put m 1 1 a@=b", PUT_EARG,
+               "put: illegal argument: Invalid tag name with value [b] (\"a@\"): illegal "
+               "character: @");
+    expect_err("put m 1 1 a=b#", PUT_EARG,
+               "put: illegal argument: Invalid tag value with key [a] (\"b#\"): illegal "
+               "character: #");
+    /* Unicode letters are legal, symbols are not */
+    assert_int_equal(parse("put caf\xc3\xa9 1 1 h\xc3\xb4te=\xe6\x9d\xb1\xe4\xba\xac"), PUT_OK);
+    expect_err("put m\xe2\x82\xac 1 1 a=b", PUT_EARG,
+               "put: illegal argument: Invalid metric name (\"m\xe2\x82\xac\"): illegal "
+               "character: \xe2\x82\xac");
+    struct put_rules special = {8, "!@"};
+    assert_int_equal(put_parse_line("put m!x 1 1 a@=b", 16, &special, &pt, msg, sizeof(msg)),
+                     PUT_OK);
+}
+
+static void test_put_errors_come_in_opentsdb_order(void **state)
+{
+    (void)state;
+    /* timestamp before value and tags */
+    expect_err("put m 12x y a=b=c", PUT_ENUMBER, "put: invalid value: Invalid character 'x' in 12x");
+    /* tags are split before the value is typed */
+    expect_err("put m 1 y a=b=c", PUT_EARG, "put: illegal argument: invalid tag: a=b=c");
+    /* the value before the tag count */
+    expect_err("put m 1 y ", PUT_ENUMBER, "put: invalid value: Invalid character 'y' in y");
+    /* the timestamp range before the tag count */
+    expect_err("put m 10000000000000 1 ", PUT_EARG,
+               "put: illegal argument: bad timestamp=10000000000000 when trying to add "
+               "value=[1]/0 to metric=m, tags={}");
+    /* the tag count before the characters */
+    expect_err("put m! 1 1 ", PUT_EARG,
+               "put: illegal argument: Need at least one tag (metric=m!, tags={})");
+    /* the metric before the tags' characters */
+    expect_err("put m! 1 1 a!=b", PUT_EARG,
+               "put: illegal argument: Invalid metric name (\"m!\"): illegal character: !");
+}
+
+static void test_put_check_point_used_by_http(void **state)
+{
+    (void)state;
+    struct put_point p;
+    memset(&p, 0, sizeof(p));
+    p.metric = (struct put_str){"m", 1};
+    p.ts_ms = 1356998400;
+    p.ntags = 1;
+    p.tagk[0] = (struct put_str){"a", 1};
+    p.tagv[0] = (struct put_str){"", 0};
+    assert_int_equal(put_check_point(&p, (struct put_str){"5", 1}, &rules8, msg, sizeof(msg)),
+                     PUT_EARG);
+    assert_string_equal(msg, "illegal argument: Invalid tag value with key [a]: empty string");
+    p.tagv[0] = (struct put_str){"b", 1};
+    assert_int_equal(put_check_point(&p, (struct put_str){"5", 1}, &rules8, msg, sizeof(msg)),
+                     PUT_OK);
+    assert_int_equal(p.ts_ms, 1356998400000LL);
+}
+
+static void test_put_parse_long_edges(void **state)
+{
+    (void)state;
+    int64_t v;
+    assert_true(put_parse_long("9223372036854775807", 19, &v, msg, sizeof(msg)));
+    assert_true(v == INT64_MAX);
+    assert_false(put_parse_long("9223372036854775808", 19, &v, msg, sizeof(msg)));
+    assert_string_equal(msg, "Overflow in 9223372036854775808");
+    assert_true(put_parse_long("+12", 3, &v, msg, sizeof(msg)));
+    assert_int_equal(v, 12);
+    assert_false(put_parse_long("-", 1, &v, msg, sizeof(msg)));
+    assert_string_equal(msg, "Just a sign, no value: -");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_put_accepts_a_plain_line),
+        cmocka_unit_test(test_put_milliseconds_and_dotted_timestamps),
+        cmocka_unit_test(test_put_value_typing_follows_opentsdb),
+        cmocka_unit_test(test_put_runs_of_spaces_in_tag_positions_and_cr),
+        cmocka_unit_test(test_put_error_1_not_enough_arguments),
+        cmocka_unit_test(test_put_error_2_empty_metric),
+        cmocka_unit_test(test_put_error_3_timestamps),
+        cmocka_unit_test(test_put_error_4_empty_value),
+        cmocka_unit_test(test_put_error_5_tags),
+        cmocka_unit_test(test_put_error_6_values),
+        cmocka_unit_test(test_put_error_7_timestamp_range),
+        cmocka_unit_test(test_put_error_8_tag_count),
+        cmocka_unit_test(test_put_error_9_names),
+        cmocka_unit_test(test_put_errors_come_in_opentsdb_order),
+        cmocka_unit_test(test_put_check_point_used_by_http),
+        cmocka_unit_test(test_put_parse_long_edges),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,209 @@
+/* api_meta.c - the metadata endpoints: /api/suggest, /api/search/lookup (the other search types
+ * answer 501 as OpenTSDB without a search plugin), /api/uid/assign, /api/uid/uidmeta,
+ * /api/uid/tsmeta, /api/annotation(s) with /bulk, and /api/config/filters.
+ * Each handler turns the query string (GET) or the body (POST/PUT/DELETE with a body) into one
+ * request object, runs query/qmeta.h on a worker and replies with its document or OpenTSDB's
+ * error object. Invariant: the request object is owned by the job and freed by the worker. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "query/qmeta.h"
+#include "storage/clock.h"
+#include "tsd/conf.h"
+#include "tsd/http.h"
+#include "tsd/routes.h"
+#include "tsd/tsd.h"
+
+enum meta_kind {
+    META_SUGGEST,
+    META_LOOKUP,
+    META_ASSIGN,
+    META_UIDMETA,
+    META_TSMETA,
+    META_ANNOTATION,
+    META_BULK,
+};
+
+struct meta_job {
+    enum meta_kind kind;
+    enum qmeta_method m;
+    cJSON *req;
+};
+
+static enum qmeta_method method_of(struct http_req *r)
+{
+    switch (http_req_method(r)) {
+    case HTTP_POST:
+        return QMETA_POST;
+    case HTTP_PUT:
+        return QMETA_PUT;
+    case HTTP_DELETE:
+        return QMETA_DELETE;
+    default:
+        return QMETA_GET;
+    }
+}
+
+static void meta_work(struct http_req *r, void *arg)
+{
+    struct meta_job *job = arg;
+    struct tsdb *t = tsd_tsdb(http_req_tsd(r));
+    struct ct_err err = {0};
+    cJSON *out = NULL;
+    int status = 500, rc = CT_EINVAL;
+    int64_t now = clock_now_ms();
+    switch (job->kind) {
+    case META_SUGGEST:
+        rc = qmeta_suggest(t, job->req, &out, &status, &err);
+        break;
+    case META_LOOKUP:
+        rc = qmeta_lookup(t, job->req, now, &out, &status, &err);
+        break;
+    case META_ASSIGN:
+        rc = qmeta_uid_assign(t, job->req, &out, &status, &err);
+        break;
+    case META_UIDMETA:
+        rc = qmeta_uidmeta(t, job->m, job->req, now, &out, &status, &err);
+        break;
+    case META_TSMETA:
+        rc = qmeta_tsmeta(t, job->m, job->req, &out, &status, &err);
+        break;
+    case META_ANNOTATION:
+        rc = qmeta_annotation(t, job->m, job->req, &out, &status, &err);
+        break;
+    case META_BULK:
+        rc = qmeta_annotation_bulk(t, job->m, job->req, now, &out, &status, &err);
+        break;
+    }
+    if (rc != CT_OK)
+        http_reply_error(r, status, err.msg, NULL);
+    else if (out)
+        http_reply_cjson(r, status, out);
+    else
+        http_reply_status(r, status);
+    cJSON_Delete(job->req);
+    free(job);
+}
+
+/* Builds the request from the body when there is one (and the method takes one), else from the
+ * named query parameters (as strings; `list` names are split on ',' into arrays). */
+static cJSON *build_request(struct http_req *r, const char *const *names, const char *const *list,
+                            bool *bad_json)
+{
+    size_t len = 0;
+    const char *body = http_req_body(r, &len);
+    *bad_json = false;
+    if (http_req_method(r) != HTTP_GET && len > 0) {
+        cJSON *doc = cJSON_ParseWithLength(body, len);
+        if (!doc)
+            *bad_json = true;
+        return doc;
+    }
+    cJSON *o = cJSON_CreateObject();
+    for (size_t i = 0; o && names && names[i]; i++) {
+        const char *v = http_req_param(r, names[i]);
+        if (v)
+            cJSON_AddStringToObject(o, names[i], v);
+    }
+    for (size_t i = 0; o && list && list[i]; i++) {
+        const char *v = http_req_param(r, list[i]);
+        if (!v)
+            continue;
+        cJSON *a = cJSON_AddArrayToObject(o, list[i]);
+        const char *p = v;
+        while (a && p && *p) {
+            const char *c = strchr(p, ',');
+            size_t l = c ? (size_t)(c - p) : strlen(p);
+            char *s = strndup(p, l);
+            if (s && l)
+                cJSON_AddItemToArray(a, cJSON_CreateString(s));
+            free(s);
+            p = c ? c + 1 : NULL;
+        }
+    }
+    return o;
+}
+
+static void run(struct http_req *r, enum meta_kind kind, const char *const *names,
+                const char *const *list)
+{
+    bool bad = false;
+    cJSON *req = build_request(r, names, list, &bad);
+    if (!req) {
+        if (bad)
+            http_reply_error(r, 400, "Unable to parse the given JSON", NULL);
+        else
+            http_reply_error(r, 500, "out of memory", NULL);
+        return;
+    }
+    struct meta_job *job = malloc(sizeof(*job));
+    if (!job) {
+        cJSON_Delete(req);
+        http_reply_error(r, 500, "out of memory", NULL);
+        return;
+    }
+    job->kind = kind;
+    job->m = method_of(r);
+    job->req = req;
+    struct ct_err err = {0};
+    if (http_req_defer(r, meta_work, job, &err) != CT_OK) {
+        cJSON_Delete(req);
+        free(job);
+        http_reply_error(r, 503, "The TSD is overloaded; retry later", err.msg);
+    }
+}
+
+void api_suggest_handle(struct http_req *r)
+{
+    static const char *const names[] = {"type", "q", "max", NULL};
+    run(r, META_SUGGEST, names, NULL);
+}
+
+void api_search_lookup_handle(struct http_req *r)
+{
+    static const char *const names[] = {"m", "limit", "use_meta", NULL};
+    run(r, META_LOOKUP, names, NULL);
+}
+
+void api_search_other_handle(struct http_req *r)
+{
+    http_reply_error(r, 501, "Searching is not enabled", NULL);
+}
+
+void api_uid_assign_handle(struct http_req *r)
+{
+    static const char *const list[] = {"metric", "tagk", "tagv", NULL};
+    run(r, META_ASSIGN, NULL, list);
+}
+
+void api_uid_uidmeta_handle(struct http_req *r)
+{
+    static const char *const names[] = {"uid", "type", "description", "displayName", "notes",
+                                        NULL};
+    run(r, META_UIDMETA, names, NULL);
+}
+
+void api_uid_tsmeta_handle(struct http_req *r)
+{
+    static const char *const names[] = {"tsuid", "m", "create", NULL};
+    run(r, META_TSMETA, names, NULL);
+}
+
+void api_annotation_handle(struct http_req *r)
+{
+    static const char *const names[] = {"tsuid",       "start_time", "startTime", "end_time",
+                                        "endTime",     "description", "notes",    NULL};
+    run(r, META_ANNOTATION, names, NULL);
+}
+
+void api_annotation_bulk_handle(struct http_req *r)
+{
+    run(r, META_BULK, NULL, NULL);
+}
+
+void api_config_filters_handle(struct http_req *r)
+{
+    http_reply_cjson(r, 200, qmeta_filters_doc());
+}

@@ -1,0 +1,167 @@
+/* api_query.c - /api/query (GET, POST; DELETE when tsd.http.query.allow_delete) and
+ * /api/query/last (GET, POST): parse on the event loop (cheap, and a 400 needs no worker), run
+ * on a worker (query/qexec.h, query/qlast.h) and stream the JSON answer in chunks as it is
+ * written, so a large answer is never held whole in memory.
+ *
+ * Invariants: (1) an error found before the first byte of the answer gets OpenTSDB's error object
+ * with its status (400 bad query or unknown name, 408 tsd.query.timeout, 413 datapoint limit,
+ * 500 otherwise); (2) the stream is begun lazily at the first flush, so an answer that fails
+ * before any output is never a truncated 200. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/qexec.h"
+#include "query/qjson.h"
+#include "query/qlast.h"
+#include "query/qspec.h"
+#include "storage/clock.h"
+#include "tsd/conf.h"
+#include "tsd/http.h"
+#include "tsd/routes.h"
+#include "tsd/tsd.h"
+
+static const char *param_at(void *arg, const char *name, size_t idx)
+{
+    return http_req_param_at(arg, name, idx);
+}
+
+/* The qjson sink: starts the chunked reply at the first write. */
+struct stream {
+    struct http_req *r;
+    bool begun;
+};
+
+static int stream_sink(void *arg, const char *data, size_t len)
+{
+    struct stream *s = arg;
+    if (!s->begun) {
+        http_stream_begin(s->r, 200, NULL);
+        s->begun = true;
+    }
+    return http_stream_write(s->r, data, len);
+}
+
+static void read_options(struct http_req *r, struct qexec_options *o)
+{
+    const struct conf *c = tsd_conf(http_req_tsd(r));
+    qexec_options_init(o);
+    o->timeout_ms = conf_get_int(c, "tsd.query.timeout");
+    o->allow_delete = conf_get_bool(c, "tsd.http.query.allow_delete");
+    const char *lim = conf_get(c, "tsd.query.limits.data_points.default");
+    if (lim)
+        o->max_datapoints = strtoull(lim, NULL, 10);
+}
+
+static void reply_failure(struct http_req *r, struct stream *s, int status,
+                          const struct ct_err *err)
+{
+    if (s->begun) {
+        http_stream_end(r); /* too late for a status: the answer is cut short */
+        return;
+    }
+    http_reply_error(r, status, err->msg, NULL);
+}
+
+static void query_work(struct http_req *r, void *arg)
+{
+    struct qspec *q = arg;
+    struct qexec_options o;
+    read_options(r, &o);
+    struct stream s = {r, false};
+    struct qjson *j = qjson_new(stream_sink, &s, 0);
+    struct ct_err err = {0};
+    enum qexec_status status = QEXEC_INTERNAL;
+    if (!j) {
+        http_reply_error(r, 500, "out of memory", NULL);
+        qspec_free(q);
+        return;
+    }
+    int rc = qexec_run(tsd_tsdb(http_req_tsd(r)), q, &o, j, &status, NULL, &err);
+    if (rc == CT_OK)
+        rc = qjson_flush(j);
+    if (rc == CT_OK || (s.begun && rc == CT_ECLOSED))
+        http_stream_end(r);
+    else
+        reply_failure(r, &s, (int)status, &err);
+    qjson_free(j);
+    qspec_free(q);
+}
+
+void api_query_handle(struct http_req *r)
+{
+    struct ct_err err = {0};
+    struct qspec *q = NULL;
+    enum http_method m = http_req_method(r);
+    int64_t now = clock_now_ms();
+    int rc;
+    if (m == HTTP_POST || (m == HTTP_DELETE && http_req_body(r, NULL)[0])) {
+        size_t len = 0;
+        const char *body = http_req_body(r, &len);
+        rc = qspec_parse_json(body, len, now, &q, &err);
+    } else {
+        rc = qspec_parse_params(param_at, r, now, &q, &err);
+    }
+    if (rc != CT_OK) {
+        http_reply_error(r, rc == CT_ENOMEM ? 500 : 400, err.msg, NULL);
+        return;
+    }
+    if (m == HTTP_DELETE || q->delete_data) {
+        const struct conf *c = tsd_conf(http_req_tsd(r));
+        if (!conf_get_bool(c, "tsd.http.query.allow_delete")) {
+            qspec_free(q);
+            http_reply_error(r, 400, "Bad request",
+                             "Deleting data is not enabled (tsd.http.query.allow_delete=false)");
+            return;
+        }
+        q->delete_data = true;
+    }
+    if (http_req_defer(r, query_work, q, &err) != CT_OK) {
+        qspec_free(q);
+        http_reply_error(r, 503, "The TSD is overloaded; retry later", err.msg);
+    }
+}
+
+static void last_work(struct http_req *r, void *arg)
+{
+    struct qlast_req *q = arg;
+    struct stream s = {r, false};
+    struct qjson *j = qjson_new(stream_sink, &s, 0);
+    struct ct_err err = {0};
+    enum qexec_status status = QEXEC_INTERNAL;
+    if (!j) {
+        http_reply_error(r, 500, "out of memory", NULL);
+        qlast_req_free(q);
+        return;
+    }
+    int rc = qlast_run(tsd_tsdb(http_req_tsd(r)), q, clock_now_ms(), j, &status, &err);
+    if (rc == CT_OK)
+        rc = qjson_flush(j);
+    if (rc == CT_OK || (s.begun && rc == CT_ECLOSED))
+        http_stream_end(r);
+    else
+        reply_failure(r, &s, (int)status, &err);
+    qjson_free(j);
+    qlast_req_free(q);
+}
+
+void api_query_last_handle(struct http_req *r)
+{
+    struct ct_err err = {0};
+    struct qlast_req *q = NULL;
+    int rc;
+    if (http_req_method(r) == HTTP_POST) {
+        size_t len = 0;
+        const char *body = http_req_body(r, &len);
+        rc = qlast_parse_json(body, len, &q, &err);
+    } else {
+        rc = qlast_parse_params(param_at, r, &q, &err);
+    }
+    if (rc != CT_OK) {
+        http_reply_error(r, rc == CT_ENOMEM ? 500 : 400, err.msg, NULL);
+        return;
+    }
+    if (http_req_defer(r, last_work, q, &err) != CT_OK) {
+        qlast_req_free(q);
+        http_reply_error(r, 503, "The TSD is overloaded; retry later", err.msg);
+    }
+}
