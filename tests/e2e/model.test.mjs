@@ -73,10 +73,11 @@ test('formatM(parseM(s)) round-trips every builder feature', () => {
   }
 });
 
-test('formatM leaves out filters without a key and writes minimal rate options', () => {
+test('formatM leaves out unfinished filters and writes minimal rate options', () => {
   const q = newQuery();
   q.metric = 'm';
   q.filters.push({ tagk: '', type: 'literal_or', filter: 'x', groupBy: true });
+  q.filters.push({ tagk: 'host', type: 'literal_or', filter: '', groupBy: true });
   q.rate = true;
   q.rateOptions.counter = true;
   assert.equal(formatM(q), 'sum:rate{counter}:m');
@@ -106,6 +107,7 @@ test('URL state keeps storage view settings and reports bad queries', () => {
   st.view = 'storage';
   st.table = 'tsdb';
   st.poll = 2;
+  st.heat = 'log';
   assert.deepEqual(stateFromHash(hashFromState(st)), st);
   const errors = [];
   const s2 = stateFromHash('#view=graph&m=nonsense&m=sum:ok', errors);
