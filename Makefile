@@ -35,12 +35,16 @@ TESTLIB_SRCS := $(wildcard tests/lib/*.c)
 
 -include storage/bigtable/bigtable.mk
 -include web/web.mk
+-include tests/fuzz/fuzz.mk
 
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TOOL_OBJS  := $(TOOL_SRCS:%.c=$(BUILD)/%.o)
 TESTLIB_OBJS := $(TESTLIB_SRCS:%.c=$(BUILD)/%.o)
 TEST_BINS  := $(TEST_SRCS:%.c=$(BUILD)/%)
 CTSDB_BIN  := $(if $(filter 1,$(SAN)),$(BUILD)/bin/ctsdb,bin/ctsdb)
+
+# Keep intermediate objects (the test helpers) so tests are not relinked on every run.
+.SECONDARY:
 
 .PHONY: all deps deps-build test unit unit-asan integration run bench lint fuzz stress clean
 

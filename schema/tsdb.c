@@ -12,9 +12,11 @@
  * store (thread-safe). */
 #include "schema/tsdb.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "storage/clock.h"
 
@@ -77,6 +79,108 @@ int tsdb_config_check(const struct tsdb_config *c, struct ct_err *err)
     if (c->format != DPCODEC_FORMAT_COMPRESSED && c->format != DPCODEC_FORMAT_OPENTSDB)
         return ct_err_set(err, CT_EINVAL, "unknown compacted-cell format %d", (int)c->format);
     return CT_OK;
+}
+
+static int tsdb_parse_u64(const char *key, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
+                          struct ct_err *err)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v || *end || *v == '-' || x < lo || x > hi)
+        return ct_err_set(err, CT_EINVAL, "%s: '%s' is not a number in %llu..%llu", key, v,
+                          (unsigned long long)lo, (unsigned long long)hi);
+    *out = x;
+    return CT_OK;
+}
+
+static int tsdb_parse_bool(const char *key, const char *v, bool *out, struct ct_err *err)
+{
+    if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes"))
+        *out = true;
+    else if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no"))
+        *out = false;
+    else
+        return ct_err_set(err, CT_EINVAL, "%s: '%s' is not true or false", key, v);
+    return CT_OK;
+}
+
+int tsdb_config_set(struct tsdb_config *c, const char *key, const char *v, struct ct_err *err)
+{
+    uint64_t x = 0;
+    int rc;
+#define TSDB_UINT(k, lo, hi, field)                                                             \
+    if (!strcmp(key, k)) {                                                                      \
+        if ((rc = tsdb_parse_u64(key, v, lo, hi, &x, err)) != CT_OK)                            \
+            return rc;                                                                          \
+        field = x;                                                                              \
+        return CT_OK;                                                                           \
+    }
+#define TSDB_BOOL(k, field)                                                                     \
+    if (!strcmp(key, k))                                                                        \
+        return tsdb_parse_bool(key, v, &field, err);
+#define TSDB_STR(k, field)                                                                      \
+    if (!strcmp(key, k)) {                                                                      \
+        field = v;                                                                              \
+        return CT_OK;                                                                           \
+    }
+    TSDB_STR("tsd.storage.hbase.data_table", c->data_table)
+    TSDB_STR("tsd.storage.hbase.uid_table", c->uid_table)
+    TSDB_STR("tsd.storage.hbase.meta_table", c->meta_table)
+    TSDB_UINT("tsd.storage.salt.width", 0, ROWKEY_MAX_SALT_WIDTH, c->layout.salt_width)
+    TSDB_UINT("tsd.storage.salt.buckets", 1, 2147483647, c->layout.salt_buckets)
+    TSDB_UINT("tsd.storage.uid.width.metric", 1, 8, c->layout.metric_width)
+    TSDB_UINT("tsd.storage.uid.width.tagk", 1, 8, c->layout.tagk_width)
+    TSDB_UINT("tsd.storage.uid.width.tagv", 1, 8, c->layout.tagv_width)
+    TSDB_UINT("tsd.storage.max_tags", 1, ROWKEY_MAX_TAGS, c->max_tags)
+    TSDB_BOOL("tsd.core.auto_create_metrics", c->auto_create_metrics)
+    TSDB_BOOL("tsd.core.auto_create_tagks", c->auto_create_tagks)
+    TSDB_BOOL("tsd.core.auto_create_tagvs", c->auto_create_tagvs)
+    TSDB_BOOL("tsd.core.uid.random_metrics", c->random_metrics)
+    TSDB_STR("tsd.core.tag.allow_specialchars", c->allow_special)
+    TSDB_BOOL("tsd.storage.enable_compaction", c->enable_compaction)
+    TSDB_BOOL("tsd.storage.fix_duplicates", c->fix_duplicates)
+    TSDB_UINT("tsd.storage.ctsdb.uid_cache_size", 0, 1u << 30, c->uid_cache_entries)
+    TSDB_BOOL("tsd.storage.ctsdb.create_tables", c->create_tables)
+    TSDB_UINT("tsd.storage.ctsdb.ttl", 1, WC_TTL_FOREVER, c->ttl_s)
+    TSDB_UINT("tsd.storage.ctsdb.min_versions", 0, 1000, c->min_versions)
+    TSDB_UINT("tsd.storage.ctsdb.regions_per_bucket", 1, 256, c->regions_per_bucket)
+    TSDB_UINT("tsd.storage.ctsdb.compaction_delay", 0, 86400 * 365, c->compaction_delay_s)
+#undef TSDB_UINT
+#undef TSDB_BOOL
+#undef TSDB_STR
+    if (!strcmp(key, "tsd.storage.ctsdb.compact_format")) {
+        if (!strcmp(v, "compressed"))
+            c->format = DPCODEC_FORMAT_COMPRESSED;
+        else if (!strcmp(v, "opentsdb"))
+            c->format = DPCODEC_FORMAT_OPENTSDB;
+        else
+            return ct_err_set(err, CT_EINVAL, "%s: '%s' is not compressed or opentsdb", key, v);
+        return CT_OK;
+    }
+    if (!strcmp(key, "tsd.storage.ctsdb.compression")) {
+        if (!strcasecmp(v, "none"))
+            c->compression = WC_COMPRESSION_NONE;
+        else if (!strcasecmp(v, "snappy"))
+            c->compression = WC_COMPRESSION_SNAPPY;
+        else if (!strcasecmp(v, "gz"))
+            c->compression = WC_COMPRESSION_GZ;
+        else
+            return ct_err_set(err, CT_EINVAL, "%s: '%s' is not NONE, SNAPPY or GZ", key, v);
+        return CT_OK;
+    }
+    if (!strcmp(key, "tsd.storage.ctsdb.bloom")) {
+        if (!strcasecmp(v, "none"))
+            c->bloom = WC_BLOOM_NONE;
+        else if (!strcasecmp(v, "row"))
+            c->bloom = WC_BLOOM_ROW;
+        else if (!strcasecmp(v, "rowcol"))
+            c->bloom = WC_BLOOM_ROWCOL;
+        else
+            return ct_err_set(err, CT_EINVAL, "%s: '%s' is not NONE, ROW or ROWCOL", key, v);
+        return CT_OK;
+    }
+    return CT_NOTFOUND;
 }
 
 /* ---- tables ------------------------------------------------------------------------------- */
@@ -149,6 +253,78 @@ static int tsdb_create_one(struct wc_store *s, const char *name, struct wc_famil
     return CT_OK;
 }
 
+#define TSDB_LAYOUT_ROW "\0ctsdb.layout"
+#define TSDB_LAYOUT_ROW_LEN 13
+#define TSDB_LAYOUT_Q "layout"
+
+static int tsdb_layout_format(const struct rowkey_layout *l, char *buf, size_t cap)
+{
+    return snprintf(buf, cap, "salt_width=%u salt_buckets=%u metric_width=%u tagk_width=%u "
+                              "tagv_width=%u",
+                    l->salt_width, l->salt_buckets, l->metric_width, l->tagk_width,
+                    l->tagv_width);
+}
+
+/* Records c's layout in the meta table unless a record exists (check-and-put). */
+static int tsdb_layout_record(struct wc_store *s, const struct tsdb_config *c, struct ct_err *err)
+{
+    struct wc_table *t;
+    int rc = wc_table_open(s, c->meta_table, &t, err);
+    if (rc != CT_OK)
+        return ct_err_prefix(err, "cannot open %s", c->meta_table);
+    char v[160];
+    int n = tsdb_layout_format(&c->layout, v, sizeof(v));
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(TSDB_LAYOUT_Q),
+                            wc_bytes_of(v, (size_t)n), WC_TS_LATEST};
+    struct wc_row_mutation rm = {wc_bytes_of(TSDB_LAYOUT_ROW, TSDB_LAYOUT_ROW_LEN), &m, 1};
+    bool applied;
+    rc = wc_check_and_mutate(t, rm.row, m.family, m.qualifier, NULL, &rm,
+                             WC_DURABILITY_USE_DEFAULT, &applied, err);
+    wc_table_close(t);
+    return rc;
+}
+
+int tsdb_layout_stored(struct wc_store *s, const char *meta_table, struct rowkey_layout *out,
+                       struct ct_err *err)
+{
+    struct wc_table *t;
+    int rc = wc_table_open(s, meta_table, &t, err);
+    if (rc != CT_OK)
+        return rc;
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_column col = {wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(TSDB_LAYOUT_Q), true};
+    o.columns = &col;
+    o.ncolumns = 1;
+    struct wc_result r;
+    rc = wc_get(t, wc_bytes_of(TSDB_LAYOUT_ROW, TSDB_LAYOUT_ROW_LEN), &o, &r, err);
+    if (rc != CT_OK) {
+        wc_table_close(t);
+        return rc;
+    }
+    rc = CT_NOTFOUND;
+    if (r.row.ncells) {
+        char v[160];
+        size_t n = r.row.cells[0].value.len < sizeof(v) - 1 ? r.row.cells[0].value.len
+                                                             : sizeof(v) - 1;
+        memcpy(v, r.row.cells[0].value.data, n);
+        v[n] = 0;
+        struct rowkey_layout l;
+        if (sscanf(v, "salt_width=%u salt_buckets=%u metric_width=%u tagk_width=%u tagv_width=%u",
+                   &l.salt_width, &l.salt_buckets, &l.metric_width, &l.tagk_width,
+                   &l.tagv_width) == 5 &&
+            rowkey_layout_check(&l, err) == CT_OK) {
+            *out = l;
+            rc = CT_OK;
+        } else {
+            rc = ct_err_set(err, CT_ECORRUPT, "bad layout record in %s: '%s'", meta_table, v);
+        }
+    }
+    wc_result_release(&r);
+    wc_table_close(t);
+    return rc;
+}
+
 int tsdb_create_tables(struct wc_store *s, const struct tsdb_config *c, int *created,
                        struct ct_err *err)
 {
@@ -184,7 +360,10 @@ int tsdb_create_tables(struct wc_store *s, const struct tsdb_config *c, int *cre
         return rc;
     struct wc_family_desc m;
     tsdb_family(&m, TSDB_META_FAMILY, c);
-    return tsdb_create_one(s, c->meta_table, &m, 1, NULL, 0, created, err);
+    rc = tsdb_create_one(s, c->meta_table, &m, 1, NULL, 0, created, err);
+    if (rc != CT_OK)
+        return rc;
+    return tsdb_layout_record(s, c, err);
 }
 
 /* ---- handle ------------------------------------------------------------------------------- */
@@ -240,6 +419,19 @@ int tsdb_open(struct wc_store *s, const struct tsdb_config *c, struct tsdb **out
         if (rc != CT_OK)
             goto fail;
     }
+    struct rowkey_layout stored;
+    rc = tsdb_layout_stored(s, t->meta_name, &stored, err);
+    if (rc == CT_OK && memcmp(&stored, &c->layout, sizeof(stored)) != 0) {
+        char a[160], b[160];
+        tsdb_layout_format(&stored, a, sizeof(a));
+        tsdb_layout_format(&c->layout, b, sizeof(b));
+        rc = ct_err_set(err, CT_EINVAL, "the tables were created with %s but the config says %s",
+                        a, b);
+        goto fail;
+    }
+    if (rc != CT_OK && rc != CT_NOTFOUND)
+        goto fail;
+    ct_err_clear(err);
     if ((rc = tsdb_open_table(t, t->data_name, &t->data, err)) != CT_OK ||
         (rc = tsdb_open_table(t, t->uid_name, &t->uidt, err)) != CT_OK ||
         (rc = tsdb_open_table(t, t->meta_name, &t->meta, err)) != CT_OK)
@@ -269,6 +461,39 @@ int tsdb_open(struct wc_store *s, const struct tsdb_config *c, struct tsdb **out
 fail:
     tsdb_close(t);
     return rc;
+}
+
+int tsdb_open_dir(const char *data_dir, struct tsdb_config *c, bool keep_layout,
+                  struct wc_store **s, struct tsdb **t, struct ct_err *err)
+{
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = data_dir;
+    o.create_if_missing = false;
+    o.read_only = c->read_only;
+    struct wc_store *st = NULL;
+    int rc = wc_open(&o, &st, err);
+    if (rc != CT_OK)
+        return ct_err_prefix(err, "cannot open data directory %s", data_dir);
+    if (!keep_layout) {
+        struct rowkey_layout l;
+        rc = tsdb_layout_stored(st, c->meta_table, &l, err);
+        if (rc == CT_OK)
+            c->layout = l;
+        else if (rc != CT_NOTFOUND) {
+            wc_close(st);
+            return rc;
+        }
+        ct_err_clear(err);
+    }
+    c->create_tables = false;
+    rc = tsdb_open(st, c, t, err);
+    if (rc != CT_OK) {
+        wc_close(st);
+        return rc;
+    }
+    *s = st;
+    return CT_OK;
 }
 
 void tsdb_close(struct tsdb *t)
@@ -673,8 +898,25 @@ int tsdb_annotation_delete(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_le
         return err->code;
     int64_t base = rowkey_base_hour_s(start_ms / 1000);
     size_t ql = dpcodec_annotation_qualifier(base, start_ms, start_ms % 1000 != 0, q);
+    /* delete at the stored cell's timestamp, not "now": a put right after the delete (same
+     * millisecond) must not be masked (HBase semantics) */
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), wc_bytes_of(q, ql), true};
+    o.columns = &col;
+    o.ncolumns = 1;
+    struct wc_result r;
+    int rc = wc_get(t->data, wc_bytes_of(row, rl), &o, &r, err);
+    if (rc != CT_OK)
+        return rc;
+    if (r.row.ncells == 0) {
+        wc_result_release(&r);
+        return ct_err_set(err, CT_NOTFOUND, "Unable to locate annotation in storage");
+    }
+    int64_t ts = r.row.cells[0].ts_ms;
+    wc_result_release(&r);
     struct wc_mutation m = {WC_OP_DELETE_COLUMN, wc_bytes_str(TSDB_DATA_FAMILY),
-                            wc_bytes_of(q, ql), {0}, WC_TS_LATEST};
+                            wc_bytes_of(q, ql), {0}, ts};
     struct wc_row_mutation rm = {wc_bytes_of(row, rl), &m, 1};
     return wc_mutate_row(t->data, &rm, WC_DURABILITY_USE_DEFAULT, err);
 }

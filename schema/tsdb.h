@@ -55,6 +55,13 @@ struct tsdb_config {
 };
 void tsdb_config_init(struct tsdb_config *c);
 CT_MUST_CHECK int tsdb_config_check(const struct tsdb_config *c, struct ct_err *err);
+/* Applies one OpenTSDB-style config key (`tsd.storage.salt.width`, `tsd.core.auto_create_metrics`,
+ * ...; the full list is in docs/schema.md, ctsdb's own keys start `tsd.storage.ctsdb.`) to c.
+ * String values (table names, allow_specialchars) are borrowed: value must outlive c's use.
+ * CT_NOTFOUND if the key is not a schema key (callers may handle it elsewhere); CT_EINVAL naming
+ * key and value if the value does not parse. */
+CT_MUST_CHECK int tsdb_config_set(struct tsdb_config *c, const char *key, const char *value,
+                                  struct ct_err *err);
 
 /* Creates whichever of the three tables is missing, with OpenTSDB's families and c's settings;
  * the data table is pre-split at every salt bucket (times regions_per_bucket). *created (NULL
@@ -62,15 +69,28 @@ CT_MUST_CHECK int tsdb_config_check(const struct tsdb_config *c, struct ct_err *
 CT_MUST_CHECK int tsdb_create_tables(struct wc_store *s, const struct tsdb_config *c,
                                      int *created, struct ct_err *err);
 
+/* The key layout the tables were created with, as tsdb_create_tables() records it in the meta
+ * table (row "\0ctsdb.layout", family name, qualifier "layout"). CT_NOTFOUND if the meta table or
+ * the record is absent (tables made by an older build or by hand). Tools use it so that they read
+ * a store with the layout it was written with. */
+CT_MUST_CHECK int tsdb_layout_stored(struct wc_store *s, const char *meta_table,
+                                     struct rowkey_layout *out, struct ct_err *err);
+
 struct tsdb;
 
 /* Opens the layout on store s (borrowed until tsdb_close()): creates missing tables when
  * c->create_tables, opens them, starts the UID service and installs the compaction hook
  * (skipped on backends without compactions). Returns a new handle in *out, freed with
  * tsdb_close() (before wc_close()). CT_NOTFOUND naming the table if one is missing and
- * create_tables is off. */
+ * create_tables is off; CT_EINVAL if c's key layout differs from the recorded one. */
 CT_MUST_CHECK int tsdb_open(struct wc_store *s, const struct tsdb_config *c, struct tsdb **out,
                             struct ct_err *err);
+/* For tools: opens the embedded store at data_dir (never creating it; read-only when
+ * c->read_only) and the layout on it with c (create_tables forced off). Unless keep_layout, c's key
+ * layout is replaced by the recorded one (tsdb_layout_stored) when there is one. Returns the
+ * store in *s and the handle in *t; close with tsdb_close() then wc_close(). */
+CT_MUST_CHECK int tsdb_open_dir(const char *data_dir, struct tsdb_config *c, bool keep_layout,
+                                struct wc_store **s, struct tsdb **t, struct ct_err *err);
 /* Removes the hook, closes the tables; accepts NULL. */
 void tsdb_close(struct tsdb *t);
 
@@ -133,6 +153,9 @@ CT_MUST_CHECK int tsdb_annotation_put(struct tsdb *t, const uint8_t *tsuid, size
 CT_MUST_CHECK int tsdb_annotation_get(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
                                       int64_t start_ms, char **json, size_t *json_len,
                                       struct ct_err *err);
+/* Deletes one annotation; CT_NOTFOUND if absent. The delete is stamped with the stored cell's
+ * time, so only a re-put within that same millisecond stays masked (HBase delete semantics) until
+ * the next major compaction. */
 CT_MUST_CHECK int tsdb_annotation_delete(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
                                          int64_t start_ms, struct ct_err *err);
 /* Calls fn for each annotation of the series (or the global ones) with start in

@@ -162,7 +162,7 @@ struct uid {
 
 static uint64_t uid_hash_name(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 14695981039346656037ull;
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
     return h;
@@ -377,8 +377,8 @@ static uint64_t uid_max_for(const struct uid *u, enum uid_kind k)
 }
 
 /* Reads one cell; CT_NOTFOUND if absent. The value is copied into buf (cap), length in *len. */
-static int uid_read(struct uid *u, struct wc_bytes row, const char *family, enum uid_kind k,
-                    uint8_t *buf, size_t cap, size_t *len, struct ct_err *err)
+static int uid_read_ts(struct uid *u, struct wc_bytes row, const char *family, enum uid_kind k,
+                       uint8_t *buf, size_t cap, size_t *len, int64_t *ts, struct ct_err *err)
 {
     struct wc_scan_options o;
     wc_scan_options_init(&o);
@@ -400,8 +400,35 @@ static int uid_read(struct uid *u, struct wc_bytes row, const char *family, enum
     }
     memcpy(buf, c->value.data, c->value.len);
     *len = c->value.len;
+    if (ts)
+        *ts = c->ts_ms;
     wc_result_release(&r);
     return CT_OK;
+}
+
+static int uid_read(struct uid *u, struct wc_bytes row, const char *family, enum uid_kind k,
+                    uint8_t *buf, size_t cap, size_t *len, struct ct_err *err)
+{
+    return uid_read_ts(u, row, family, k, buf, cap, len, NULL, err);
+}
+
+/* Deletes the visible versions of one uid cell: a delete at the cell's own timestamp, not at
+ * "now", so that a put right after it (same millisecond) is not masked (HBase semantics). */
+static int uid_delete_cell(struct uid *u, struct wc_bytes row, const char *family,
+                           enum uid_kind k, struct ct_err *err)
+{
+    uint8_t buf[UID_MAX_NAME];
+    size_t len;
+    int64_t ts;
+    int rc = uid_read_ts(u, row, family, k, buf, sizeof(buf), &len, &ts, err);
+    if (rc == CT_NOTFOUND)
+        return CT_OK;
+    if (rc != CT_OK)
+        return rc;
+    struct wc_mutation m = {WC_OP_DELETE_COLUMN, wc_bytes_str(family),
+                            wc_bytes_str(uid_qualifiers[k]), {0}, ts};
+    struct wc_row_mutation rm = {row, &m, 1};
+    return wc_mutate_row(u->t, &rm, WC_DURABILITY_USE_DEFAULT, err);
 }
 
 static int uid_lookup_store(struct uid *u, enum uid_kind k, const char *name, size_t len,
@@ -717,10 +744,7 @@ int uid_rename(struct uid *u, enum uid_kind k, const char *old_name, const char 
     rc = wc_mutate_row(u->t, &rrm, WC_DURABILITY_USE_DEFAULT, err);
     if (rc != CT_OK)
         return rc;
-    struct wc_mutation dm = {WC_OP_DELETE_COLUMN, wc_bytes_str(UID_FAMILY_ID), wc_bytes_str(q),
-                             {0}, WC_TS_LATEST};
-    struct wc_row_mutation drm = {wc_bytes_of(old_name, ol), &dm, 1};
-    rc = wc_mutate_row(u->t, &drm, WC_DURABILITY_USE_DEFAULT, err);
+    rc = uid_delete_cell(u, wc_bytes_of(old_name, ol), UID_FAMILY_ID, k, err);
     if (rc != CT_OK)
         return rc;
     uid_cache_forget(u, k, old_name, ol, id);
@@ -741,16 +765,10 @@ int uid_delete(struct uid *u, enum uid_kind k, const char *name, struct ct_err *
     unsigned w = u->o.width[k];
     uint8_t idb[8];
     rowkey_put_uid(idb, id, w);
-    struct wc_mutation dm = {WC_OP_DELETE_COLUMN, wc_bytes_str(UID_FAMILY_ID), wc_bytes_str(q),
-                             {0}, WC_TS_LATEST};
-    struct wc_row_mutation drm = {wc_bytes_of(name, len), &dm, 1};
-    rc = wc_mutate_row(u->t, &drm, WC_DURABILITY_USE_DEFAULT, err);
+    rc = uid_delete_cell(u, wc_bytes_of(name, len), UID_FAMILY_ID, k, err);
     if (rc != CT_OK)
         return rc;
-    struct wc_mutation rm = {WC_OP_DELETE_COLUMN, wc_bytes_str(UID_FAMILY_NAME), wc_bytes_str(q),
-                             {0}, WC_TS_LATEST};
-    struct wc_row_mutation rrm = {wc_bytes_of(idb, w), &rm, 1};
-    rc = wc_mutate_row(u->t, &rrm, WC_DURABILITY_USE_DEFAULT, err);
+    rc = uid_delete_cell(u, wc_bytes_of(idb, w), UID_FAMILY_NAME, k, err);
     if (rc != CT_OK)
         return rc;
     uid_cache_forget(u, k, name, len, id);

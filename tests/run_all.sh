@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_all.sh - what `make test` runs after building: the unit tests plainly and under
-# ASan+UBSan, then the integration tests; ends with one totals line "N passed, N failed".
+# ASan+UBSan, then the integration tests, then every fuzz target briefly; ends with one totals line "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 total_p=0
@@ -22,6 +22,7 @@ run_phase() {
 run_phase tests/run_unit.sh build/release
 run_phase tests/run_unit.sh build/asan
 run_phase tests/integration/run.sh
+run_phase make --no-print-directory fuzz-short
 echo
 echo "total: $total_p passed, $total_f failed"
 [ "$total_f" -eq 0 ]

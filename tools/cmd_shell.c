@@ -1,6 +1,7 @@
 /* cmd_shell.c - `ctsdb shell`: the HBase-shell-compatible admin shell (spec/wide-column.md §12).
  *
- *   ctsdb shell [--data DIR] [--backend embedded|bigtable] [--now MS] [-e 'command']... [SCRIPT]
+ *   ctsdb shell [--data DIR] [--backend embedded|bigtable] [--now MS] [-n] [-e 'command']...
+ *               [SCRIPT]
  *
  * With -e or SCRIPT the commands run as a script; otherwise commands come from stdin, with line
  * editing and history when stdin is a terminal. In a script the first error prints
@@ -19,7 +20,7 @@
 static void shell_usage(FILE *f)
 {
     fprintf(f,
-            "usage: ctsdb shell [--data DIR] [--backend embedded|bigtable] [--now MS]\n"
+            "usage: ctsdb shell [--data DIR] [--backend embedded|bigtable] [--now MS] [-n]\n"
             "                   [-e 'command']... [SCRIPT]\n\n"
             "An HBase-shell-compatible shell over the ctsdb store: create, alter, describe, list,\n"
             "put, get, scan, delete, deleteall, count, incr, get_splits, status, ... ('help').\n\n"
@@ -28,6 +29,7 @@ static void shell_usage(FILE *f)
             "                 BIGTABLE_EMULATOR_HOST or credentials)\n"
             "  --now MS       pin the clock to MS milliseconds since the epoch (CTSDB_NOW_MS)\n"
             "  -e 'command'   run a command (may be repeated), then exit\n"
+            "  -n             read stdin as a script even from a terminal (HBase's -n)\n"
             "  SCRIPT         run the commands of a file ('-' = stdin), then exit\n\n"
             "In a script the first error prints 'ERROR: <message>' on stderr and exits 1.\n");
 }
@@ -71,6 +73,7 @@ static char *shell_slurp(const char *path, size_t *len)
 static int shell_main(int argc, char **argv)
 {
     const char *data_dir = "data", *script = NULL, *now = NULL, *backend = "embedded";
+    bool noninteractive = false;
     const char **exprs = calloc((size_t)argc, sizeof(*exprs));
     size_t nexprs = 0;
     int status = 2;
@@ -91,7 +94,9 @@ static int shell_main(int argc, char **argv)
             fprintf(stderr, "ctsdb shell: %s needs a value\n", a);
             goto out;
         }
-        if (!strcmp(a, "--data"))
+        if (!strcmp(a, "-n") || !strcmp(a, "--noninteractive"))
+            noninteractive = true;
+        else if (!strcmp(a, "--data"))
             data_dir = argv[++i];
         else if (!strcmp(a, "--now"))
             now = argv[++i];
@@ -162,7 +167,7 @@ static int shell_main(int argc, char **argv)
         }
     }
     if (nexprs == 0 && !script)
-        status = shell_run_stream(sh, stdin, isatty(STDIN_FILENO) != 0);
+        status = shell_run_stream(sh, stdin, !noninteractive && isatty(STDIN_FILENO));
     fflush(stdout);
     shell_free(sh);
 out:

@@ -9,7 +9,9 @@
  * binary-string form, through reused buffers (no allocation per cell). */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,7 +28,8 @@ struct shell {
     struct shell_options o;
     struct wc_store *store; /* opened on first use */
     bool exit_requested;
-    struct shell_sbuf b1, b2, b3; /* formatting scratch */
+    volatile sig_atomic_t *interrupted; /* set by SIGINT (interactive only); NULL = none */
+    struct shell_sbuf b1, b2, b3;       /* formatting scratch */
 };
 
 typedef int (*shell_cmd_fn)(struct shell *sh, const struct shell_cmd *c, struct ct_err *err);
@@ -252,12 +255,25 @@ static int shell_store(struct shell *sh, struct ct_err *err)
     o.backend = sh->o.backend;
     if (sh->o.data_dir)
         o.data_dir = sh->o.data_dir;
+    /* The store's background threads inherit this thread's signal mask: with SIGINT blocked
+     * while they are created, an interactive Ctrl-C always reaches this (the reading) thread. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
     int rc = wc_open(&o, &sh->store, err);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != CT_OK) {
         sh->store = NULL;
         return ct_err_prefix(err, "cannot open the store");
     }
     return CT_OK;
+}
+
+/* Whether Ctrl-C was pressed while the command ran. */
+static bool shell_interrupted(const struct shell *sh)
+{
+    return sh->interrupted && *sh->interrupted;
 }
 
 /* The name describe and list show: the full name without "default:". */
@@ -611,6 +627,58 @@ static int shell_splits_build(const struct shell_val *splits, const struct shell
     return CT_OK;
 }
 
+/* Reads SPLITS_FILE: one key per line (binary-decoded later, like SPLITS). Fills *keys with an
+ * ARRAY whose strings point into *text (both freed by the caller with free()). */
+static int shell_splits_file(const struct shell_val *v, struct shell_val *keys, char **text,
+                             struct ct_err *err)
+{
+    const char *path;
+    int rc = val_cstr(v, "SPLITS_FILE", &path, err);
+    if (rc != CT_OK)
+        return rc;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return ct_err_errno(err, CT_EIO, errno, "cannot open SPLITS_FILE %s", path);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    int c;
+    while (mem && (c = getc(f)) != EOF)
+        putc(c, mem);
+    bool bad = !mem || ferror(f);
+    fclose(f);
+    if (mem)
+        fclose(mem);
+    if (bad || !buf) {
+        free(buf);
+        return ct_err_set(err, CT_EIO, "cannot read SPLITS_FILE %s", path);
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += buf[i] == '\n';
+    n += len && buf[len - 1] != '\n';
+    memset(keys, 0, sizeof(*keys));
+    keys->kind = SHELL_VAL_ARRAY;
+    keys->items = calloc(n ? n : 1, sizeof(*keys->items));
+    if (!keys->items) {
+        free(buf);
+        return ct_err_set(err, CT_ENOMEM, "out of memory reading SPLITS_FILE");
+    }
+    char *p = buf, *end = buf + len;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *e = nl ? nl : end;
+        *e = 0; /* buf has a NUL after len from open_memstream */
+        struct shell_val *k = &keys->items[keys->n++];
+        k->kind = SHELL_VAL_STR;
+        k->str = p;
+        k->len = (size_t)(e - p);
+        p = e + 1;
+    }
+    *text = buf;
+    return CT_OK;
+}
+
 static const char *const shell_table_attr_usage =
     "create 'ns:t', 'f1', {NAME => 'f2', VERSIONS => 5}, {SPLITS => ['a', 'b']}";
 
@@ -624,7 +692,9 @@ static int cmd_create(struct shell *sh, const struct shell_cmd *c, struct ct_err
     wc_table_desc_init(&td, name);
     struct shell_families fs = {0};
     struct shell_splits sp = {0};
-    const struct shell_val *splits = NULL, *numregions = NULL, *algo = NULL;
+    const struct shell_val *splits = NULL, *numregions = NULL, *algo = NULL, *splits_file = NULL;
+    struct shell_val file_keys = {0};
+    char *file_text = NULL;
     for (size_t i = 1; i < c->nargs && rc == CT_OK; i++) {
         const struct shell_val *a = &c->args[i];
         struct wc_family_desc fd;
@@ -646,6 +716,8 @@ static int cmd_create(struct shell *sh, const struct shell_cmd *c, struct ct_err
                 const char *key = dict_key(a, k);
                 if (!strcmp(key, "SPLITS"))
                     splits = dict_val(a, k);
+                else if (!strcmp(key, "SPLITS_FILE"))
+                    splits_file = dict_val(a, k);
                 else if (!strcmp(key, "NUMREGIONS"))
                     numregions = dict_val(a, k);
                 else if (!strcmp(key, "SPLITALGO"))
@@ -653,11 +725,12 @@ static int cmd_create(struct shell *sh, const struct shell_cmd *c, struct ct_err
                 else if (shell_is_table_attr(key))
                     rc = shell_table_attr_apply(&td, key, dict_val(a, k), err);
                 else
-                    rc = ct_err_set(err, CT_EINVAL,
-                                    "unknown table attribute %s (known: SPLITS, NUMREGIONS, "
-                                    "SPLITALGO, MAX_FILESIZE, MEMSTORE_FLUSHSIZE, DURABILITY, "
-                                    "READONLY, COMPACTION_ENABLED; a family needs NAME)",
-                                    key);
+                    rc = ct_err_set(
+                        err, CT_EINVAL,
+                        "unknown table attribute %s (known: SPLITS, SPLITS_FILE, "
+                        "NUMREGIONS, SPLITALGO, MAX_FILESIZE, MEMSTORE_FLUSHSIZE, DURABILITY, "
+                        "READONLY, COMPACTION_ENABLED; a family needs NAME)",
+                        key);
             }
         } else {
             rc = arg_error(err, c, shell_table_attr_usage);
@@ -665,6 +738,9 @@ static int cmd_create(struct shell *sh, const struct shell_cmd *c, struct ct_err
     }
     if (rc == CT_OK && fs.n == 0)
         rc = ct_err_set(err, CT_EINVAL, "Table must have at least one column family");
+    if (rc == CT_OK && splits_file && !splits &&
+        (rc = shell_splits_file(splits_file, &file_keys, &file_text, err)) == CT_OK)
+        splits = &file_keys;
     if (rc == CT_OK)
         rc = shell_splits_build(splits, numregions, algo, &sp, err);
     char ns[WC_MAX_TABLE_NAME], qual[WC_MAX_TABLE_NAME];
@@ -697,6 +773,8 @@ static int cmd_create(struct shell *sh, const struct shell_cmd *c, struct ct_err
         fprintf(sh->o.out, "Created table %s\n", name);
     shell_splits_free(&sp);
     free(fs.v);
+    free(file_keys.items);
+    free(file_text);
     return rc;
 }
 
@@ -1568,6 +1646,12 @@ static int shell_filter_parse(struct shell_read *r, const struct shell_val *v, s
     bool seen_cp = false, seen_cr = false, seen_p = false;
     for (;;) {
         flex_blank(&fx);
+        int parens = 0; /* "(PrefixFilter ('r')) AND (...)" */
+        while (*fx.p == '(') {
+            parens++;
+            fx.p++;
+            flex_blank(&fx);
+        }
         const char *nm = fx.p;
         while ((*fx.p >= 'A' && *fx.p <= 'Z') || (*fx.p >= 'a' && *fx.p <= 'z'))
             fx.p++;
@@ -1608,6 +1692,9 @@ static int shell_filter_parse(struct shell_read *r, const struct shell_val *v, s
         }
         if ((rc = flex_punct(&fx, ')', err)) != CT_OK)
             return rc;
+        for (; parens > 0; parens--)
+            if ((rc = flex_punct(&fx, ')', err)) != CT_OK)
+                return rc;
         flex_blank(&fx);
         if (!*fx.p)
             return CT_OK;
@@ -1883,6 +1970,10 @@ static int cmd_scan(struct shell *sh, const struct shell_cmd *c, struct ct_err *
         shell_header(sh, "ROW", "COLUMN+CELL");
         struct wc_row row;
         while (sc && (rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+            if (shell_interrupted(sh)) {
+                rc = ct_err_set(err, CT_ECLOSED, "interrupted");
+                break;
+            }
             for (size_t i = 0; i < row.ncells; i++)
                 shell_print_cell(sh, &row.cells[i], true);
             rows++;
@@ -1913,6 +2004,10 @@ static int cmd_count(struct shell *sh, const struct shell_cmd *c, struct ct_err 
     if (rc == CT_OK) {
         struct wc_row row;
         while (sc && (rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+            if (shell_interrupted(sh)) {
+                rc = ct_err_set(err, CT_ECLOSED, "interrupted");
+                break;
+            }
             if (row.ncells == 0)
                 continue;
             rows++;
@@ -2119,6 +2214,32 @@ static int cmd_version(struct shell *sh, const struct shell_cmd *c, struct ct_er
     return CT_OK;
 }
 
+static int cmd_alter_status(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
+{
+    const char *name;
+    struct wc_table_desc *d;
+    int rc = shell_one_table(sh, c, "alter_status 't'", &name, &d, err);
+    if (rc != CT_OK)
+        return rc;
+    wc_table_desc_free(d);
+    struct wc_region_info *regions;
+    size_t n;
+    if ((rc = wc_table_regions(sh->store, name, &regions, &n, err)) != CT_OK)
+        return rc;
+    wc_region_info_free(regions, n);
+    /* alter is synchronous: every region already has the current schema */
+    fprintf(sh->o.out, "%zu/%zu regions updated.\nDone.\n", n, n);
+    return CT_OK;
+}
+
+static int cmd_show_filters(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
+{
+    if (c->nargs)
+        return arg_error(err, c, "show_filters");
+    fputs("ColumnPrefixFilter\nColumnRangeFilter\nPrefixFilter\n", sh->o.out);
+    return CT_OK;
+}
+
 static int cmd_help(struct shell *sh, const struct shell_cmd *c, struct ct_err *err);
 
 struct shell_command_def {
@@ -2128,6 +2249,7 @@ struct shell_command_def {
 };
 
 static const struct shell_command_def shell_commands[] = {
+    {"alter_status", cmd_alter_status, "alter_status 't'"},
     {"alter", cmd_alter,
      "alter 't', {NAME => 'f', VERSIONS => 3} | 'delete' => 'f' | {MAX_FILESIZE => n}"},
     {"count", cmd_count, "count 't'[, INTERVAL => n, CACHE => n]"},
@@ -2166,6 +2288,7 @@ static const struct shell_command_def shell_commands[] = {
     {"scan", cmd_scan,
      "scan 't'[, {STARTROW, STOPROW, ROWPREFIXFILTER, COLUMNS, VERSIONS, TIMERANGE, TIMESTAMP, "
      "LIMIT, REVERSED, CACHE, BATCH, FILTER, RAW}]"},
+    {"show_filters", cmd_show_filters, "show_filters"},
     {"split", cmd_split, "split 't'[, 'key']"},
     {"status", cmd_status, "status ['summary' | 'simple' | 'detailed']"},
     {"truncate", cmd_truncate, "truncate 't'"},
@@ -2209,6 +2332,11 @@ void shell_free(struct shell *sh)
 const struct shell_options *shell_options_of(const struct shell *sh)
 {
     return &sh->o;
+}
+
+void shell_set_interrupt_flag(struct shell *sh, volatile sig_atomic_t *flag)
+{
+    sh->interrupted = flag;
 }
 
 bool shell_exit_requested(const struct shell *sh)

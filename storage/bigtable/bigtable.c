@@ -23,6 +23,7 @@
 #include "storage/bigtable/bt_gc.h"
 #include "storage/bigtable/bt_int.h"
 #include "storage/bigtable/bt_meta_format.h"
+#include "storage/clock.h"
 
 static const struct wc_backend_ops bt_ops;
 
@@ -52,6 +53,66 @@ void bt_pool_free(struct bt_pool *p)
         free(p->ptrs[i]);
     free(p->ptrs);
     memset(p, 0, sizeof(*p));
+}
+
+static void *bt_arena_alloc(void *data, size_t size)
+{
+    struct bt_arena *a = data;
+    size = (size + 15) & ~(size_t)15;
+    if (a->cap - a->used >= size) {
+        void *p = a->buf + a->used;
+        a->used += size;
+        return p;
+    }
+    void *p = malloc(size ? size : 1);
+    if (!p || bt_grow((void **)&a->extra, &a->extra_cap, a->nextra + 1, sizeof(*a->extra))) {
+        free(p);
+        a->failed = true;
+        return NULL;
+    }
+    a->extra[a->nextra++] = p;
+    a->extra_bytes += size;
+    return p;
+}
+
+static void bt_arena_free_one(void *data, void *p)
+{
+    (void)data;
+    (void)p; /* released together by bt_arena_reset() */
+}
+
+void bt_arena_init(struct bt_arena *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->alloc.alloc = bt_arena_alloc;
+    a->alloc.free = bt_arena_free_one;
+    a->alloc.allocator_data = a;
+}
+
+void bt_arena_reset(struct bt_arena *a)
+{
+    for (size_t i = 0; i < a->nextra; i++)
+        free(a->extra[i]);
+    a->nextra = 0;
+    if (a->extra_bytes) { /* next round fits in one block */
+        size_t cap = a->cap + a->extra_bytes;
+        uint8_t *nb = realloc(a->buf, cap);
+        if (nb) {
+            a->buf = nb;
+            a->cap = cap;
+        }
+        a->extra_bytes = 0;
+    }
+    a->used = 0;
+    a->failed = false;
+}
+
+void bt_arena_destroy(struct bt_arena *a)
+{
+    bt_arena_reset(a);
+    free(a->extra);
+    free(a->buf);
+    memset(a, 0, sizeof(*a));
 }
 
 int bt_pack(const ProtobufCMessage *m, struct bt_buf *b, struct ct_err *err)
@@ -258,16 +319,24 @@ static int bt_meta_put(struct bt_store *s, const char *rowkey, const char *col, 
     char *text = cJSON_PrintUnformatted(j);
     if (!text)
         return ct_err_set(err, CT_ENOMEM, "out of memory encoding metadata %s", rowkey);
-    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(BT_META_FAMILY), wc_bytes_str(col),
-                            wc_bytes_str(text), WC_TS_LATEST};
-    struct wc_row_mutation rm = {wc_bytes_str(rowkey), &m, 1};
+    /* replace every version at once: with a pinned clock (CTSDB_NOW_MS) a new cell may be
+     * older than the one it replaces */
+    struct wc_mutation m[2] = {
+        {WC_OP_DELETE_COLUMN, wc_bytes_str(BT_META_FAMILY), wc_bytes_str(col),
+         wc_bytes_of(NULL, 0), INT64_MAX / 1000 - 1},
+        {WC_OP_PUT, wc_bytes_str(BT_META_FAMILY), wc_bytes_str(col), wc_bytes_str(text),
+         WC_TS_LATEST},
+    };
+    struct wc_row_mutation rm = {wc_bytes_str(rowkey), m, 2};
     int rc = wc_mutate_row(&s->meta->base, &rm, WC_DURABILITY_USE_DEFAULT, err);
     free(text);
+    atomic_fetch_add(&s->admin_epoch, 1);
     return rc;
 }
 
 static int bt_meta_delete(struct bt_store *s, const char *rowkey, struct ct_err *err)
 {
+    atomic_fetch_add(&s->admin_epoch, 1);
     struct wc_mutation m = {WC_OP_DELETE_ROW, wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0),
                             wc_bytes_of(NULL, 0), WC_TS_LATEST};
     struct wc_row_mutation rm = {wc_bytes_str(rowkey), &m, 1};
@@ -465,6 +534,8 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
 {
     struct wc_family_desc *fams;
     size_t n;
+    bool enabled = true;
+    uint64_t epoch = atomic_load(&t->s->admin_epoch);
     if (!strcmp(t->full, BT_META_TABLE)) {
         fams = calloc(1, sizeof(*fams));
         if (!fams)
@@ -478,6 +549,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
             return rc;
         fams = d->families;
         n = d->nfamilies;
+        enabled = d->enabled;
         d->families = NULL;
         wc_table_desc_free(d);
     }
@@ -485,6 +557,9 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
     struct wc_family_desc *old = t->fams;
     t->fams = fams;
     t->nfams = n;
+    t->enabled = enabled;
+    t->state_epoch = epoch;
+    t->state_checked_ns = clock_mono_ns();
     pthread_mutex_unlock(&t->mu);
     free(old);
     return CT_OK;
@@ -563,6 +638,7 @@ int bt_table_open_id(struct bt_store *s, const char *full, struct bt_table **out
     t->s = s;
     pthread_mutex_init(&t->mu, NULL);
     snprintf(t->full, sizeof(t->full), "%s", full);
+    t->is_meta = !strcmp(full, BT_META_TABLE);
     bt_table_path(s, id, t->path, sizeof(t->path));
     char enc[1550];
     bt_url_encode(t->path, enc, sizeof(enc));
@@ -586,6 +662,26 @@ static void bt_table_close(struct wc_table *base)
     free(t);
 }
 
+int bt_table_check_enabled(struct bt_table *t, struct ct_err *err)
+{
+    if (t->is_meta)
+        return CT_OK;
+    uint64_t epoch = atomic_load(&t->s->admin_epoch);
+    pthread_mutex_lock(&t->mu);
+    bool fresh = t->state_epoch == epoch &&
+                 clock_mono_ns() - t->state_checked_ns < (uint64_t)BT_STATE_RECHECK_MS * 1000000u;
+    pthread_mutex_unlock(&t->mu);
+    if (!fresh) { /* re-read families and the enabled flag */
+        int rc = bt_load_families(t, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    pthread_mutex_lock(&t->mu);
+    bool enabled = t->enabled;
+    pthread_mutex_unlock(&t->mu);
+    return enabled ? CT_OK : ct_err_set(err, CT_EBUSY, "Table %s is disabled!", t->full);
+}
+
 static int bt_table_open(struct wc_store *sbase, const char *name, struct wc_table **out,
                          struct ct_err *err)
 {
@@ -594,19 +690,6 @@ static int bt_table_open(struct wc_store *sbase, const char *name, struct wc_tab
     int rc = bt_table_open_id(s, name, &t, err);
     if (rc != CT_OK)
         return rc;
-    char key[WC_MAX_TABLE_NAME + 8];
-    cJSON *j = NULL;
-    snprintf(key, sizeof(key), BT_META_TABLE_PREFIX "%s", name);
-    rc = bt_meta_get(s, key, BT_META_DESC_COLUMN, &j, err);
-    if (rc == CT_OK && !bt_jbool(j, "enabled", true))
-        rc = ct_err_set(err, CT_EBUSY, "Table %s is disabled!", name);
-    else if (rc == CT_NOTFOUND)
-        rc = CT_OK;
-    cJSON_Delete(j);
-    if (rc != CT_OK) {
-        bt_table_close(&t->base);
-        return rc;
-    }
     *out = &t->base;
     return CT_OK;
 }

@@ -12,6 +12,7 @@
  * Invariants: (1) limits (BT_MAX_*) are checked before anything is sent; (2) only entries that
  * failed with a retryable status are retried; increments and check-and-mutate never are;
  * (3) a batch reports the lowest failing row index. Thread-safe: no state outside the call. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,49 @@
 #include "storage/bigtable/bt_int.h"
 #include "storage/clock.h"
 
-/* A converted row: its mutations live in the pool. */
+/* Where converted mutations live for one batch. Puts (the hot path) come from arrays sized for
+ * the whole batch, so converting a cell allocates nothing; deletes use the pool. */
+struct bt_conv_ctx {
+    struct bt_pool pool;
+    Btpb__Mutation *puts;
+    Btpb__Mutation__SetCell *sets;
+    size_t nputs, puts_cap;
+    Btpb__Mutation **ptrs; /* every row's mutations; a row owns a contiguous slice */
+    size_t nptrs, ptrs_cap;
+    char *fams[16]; /* interned, validated family names (in the pool) */
+    size_t nfams;
+    size_t last_fam; /* index into fams of the previous lookup */
+};
+
+/* A converted row: mutations ptrs[first .. first + n) of its context. */
 struct bt_conv {
-    Btpb__Mutation **muts;
-    size_t n;
+    size_t first, n;
     size_t bytes; /* rough encoded size */
 };
+
+static int bt_conv_ctx_init(struct bt_conv_ctx *cx, size_t nmutations)
+{
+    memset(cx, 0, sizeof(*cx));
+    size_t n = nmutations ? nmutations : 1;
+    cx->puts = malloc(n * sizeof(*cx->puts));
+    cx->sets = malloc(n * sizeof(*cx->sets));
+    cx->ptrs = malloc(n * sizeof(*cx->ptrs));
+    cx->puts_cap = cx->ptrs_cap = n;
+    return cx->puts && cx->sets && cx->ptrs ? 0 : -1;
+}
+
+static void bt_conv_ctx_free(struct bt_conv_ctx *cx)
+{
+    free(cx->puts);
+    free(cx->sets);
+    free(cx->ptrs);
+    bt_pool_free(&cx->pool);
+}
+
+static Btpb__Mutation **bt_conv_muts(const struct bt_conv_ctx *cx, const struct bt_conv *c)
+{
+    return c->n ? cx->ptrs + c->first : NULL;
+}
 
 static int64_t bt_us(int64_t ms)
 {
@@ -60,22 +98,51 @@ static Btpb__Mutation *bt_mut_delete_column(struct bt_pool *p, const char *fam,
     return m;
 }
 
-/* Appends m to c (grown in the pool's malloc space). */
-static int bt_conv_add(struct bt_conv *c, size_t *cap, Btpb__Mutation *m, size_t bytes)
+/* Appends m to row c (whose slice must be the last one of cx). */
+static int bt_conv_add(struct bt_conv_ctx *cx, struct bt_conv *c, Btpb__Mutation *m,
+                       size_t bytes)
 {
-    if (!m || bt_grow((void **)&c->muts, cap, c->n + 1, sizeof(*c->muts)))
+    if (!m || bt_grow((void **)&cx->ptrs, &cx->ptrs_cap, cx->nptrs + 1, sizeof(*cx->ptrs)))
         return -1;
-    c->muts[c->n++] = m;
+    assert(c->first + c->n == cx->nptrs);
+    cx->ptrs[cx->nptrs++] = m;
+    c->n++;
     c->bytes += bytes + 16;
     return 0;
 }
 
+/* The validated, NUL-terminated name of a family (interned per batch). */
+static int bt_conv_family(struct bt_conv_ctx *cx, struct bt_table *t, struct wc_bytes family,
+                          char **out, struct ct_err *err)
+{
+    for (size_t k = 0; k < cx->nfams; k++) {
+        size_t i = (cx->last_fam + k) % cx->nfams;
+        if (strlen(cx->fams[i]) == family.len && !memcmp(cx->fams[i], family.data, family.len)) {
+            cx->last_fam = i;
+            *out = cx->fams[i];
+            return CT_OK;
+        }
+    }
+    struct wc_family_desc fd;
+    int rc = bt_table_family(t, family, &fd, err);
+    if (rc != CT_OK)
+        return rc;
+    char *name = bt_pool_strndup(&cx->pool, fd.name, strlen(fd.name));
+    if (!name)
+        return ct_err_set(err, CT_ENOMEM, "out of memory converting a row mutation");
+    if (cx->nfams < sizeof(cx->fams) / sizeof(cx->fams[0])) {
+        cx->last_fam = cx->nfams;
+        cx->fams[cx->nfams++] = name;
+    }
+    *out = name;
+    return CT_OK;
+}
+
 /* Reads, for family `fam` of `row`, the newest cell of each column in [tmin, tmax) and adds a
- * ranged delete [from, to] for each column found. */
+ * ranged delete [from, to) for each column found. */
 static int bt_delete_read_columns(struct bt_table *t, struct wc_bytes row, const char *fam,
                                   int64_t tmin, int64_t tmax, int64_t from, int64_t to,
-                                  struct bt_pool *p, struct bt_conv *c, size_t *cap,
-                                  struct ct_err *err)
+                                  struct bt_conv_ctx *cx, struct bt_conv *c, struct ct_err *err)
 {
     struct wc_scan_options o;
     wc_scan_options_init(&o);
@@ -94,9 +161,10 @@ static int bt_delete_read_columns(struct bt_table *t, struct wc_bytes row, const
         if (i && cell->qualifier.len == res.row.cells[i - 1].qualifier.len &&
             !memcmp(cell->qualifier.data, res.row.cells[i - 1].qualifier.data, cell->qualifier.len))
             continue;
-        char *q = bt_pool_strndup(p, cell->qualifier.data, cell->qualifier.len);
-        if (!q || bt_conv_add(c, cap, bt_mut_delete_column(p, fam, wc_bytes_of(q, cell->qualifier.len),
-                                                           from, to),
+        char *q = bt_pool_strndup(&cx->pool, cell->qualifier.data, cell->qualifier.len);
+        if (!q || bt_conv_add(cx, c,
+                              bt_mut_delete_column(&cx->pool, fam,
+                                                   wc_bytes_of(q, cell->qualifier.len), from, to),
                               cell->qualifier.len))
             rc = ct_err_set(err, CT_ENOMEM, "out of memory converting a delete");
     }
@@ -104,12 +172,14 @@ static int bt_delete_read_columns(struct bt_table *t, struct wc_bytes row, const
     return rc;
 }
 
-/* Converts one wc row mutation into Bigtable mutations (validating families and limits). */
+/* Converts one wc row mutation into Bigtable mutations appended to cx (validating families and
+ * limits). */
 static int bt_convert_row(struct bt_table *t, const struct wc_row_mutation *rm, int64_t now_ms,
-                          struct bt_pool *p, struct bt_conv *c, struct ct_err *err)
+                          struct bt_conv_ctx *cx, struct bt_conv *c, struct ct_err *err)
 {
-    size_t cap = 0;
     memset(c, 0, sizeof(*c));
+    c->first = cx->nptrs;
+    struct bt_pool *p = &cx->pool;
     if (rm->row.len > BT_MAX_ROW_KEY_BYTES)
         return ct_err_set(err, CT_ELIMIT, "row key of %zu bytes exceeds Bigtable's %d-byte limit",
                           rm->row.len, BT_MAX_ROW_KEY_BYTES);
@@ -118,27 +188,23 @@ static int bt_convert_row(struct bt_table *t, const struct wc_row_mutation *rm, 
                           "%zu changes to one row exceed Bigtable's limit of %d per request",
                           rm->n, BT_MAX_MUTATIONS_PER_REQUEST);
     int rc = CT_OK;
-    struct wc_family_desc fd;
     for (size_t i = 0; i < rm->n && rc == CT_OK; i++) {
         const struct wc_mutation *m = &rm->mutations[i];
         int64_t ts = m->ts_ms == WC_TS_LATEST ? now_ms : m->ts_ms;
         char *fam = NULL;
-        if (m->op != WC_OP_DELETE_ROW) {
-            if ((rc = bt_table_family(t, m->family, &fd, err)) != CT_OK)
-                return rc;
-            if (!(fam = bt_pool_strndup(p, m->family.data, m->family.len)))
-                goto oom;
-        }
+        if (m->op != WC_OP_DELETE_ROW && (rc = bt_conv_family(cx, t, m->family, &fam, err)) != CT_OK)
+            return rc;
         switch (m->op) {
         case WC_OP_PUT: {
             if (m->value.len > BT_MAX_VALUE_BYTES)
                 return ct_err_set(err, CT_ELIMIT,
                                   "value of %zu bytes exceeds Bigtable's %u-byte cell limit",
                                   m->value.len, BT_MAX_VALUE_BYTES);
-            Btpb__Mutation *bm = bt_mut_new(p);
-            Btpb__Mutation__SetCell *sc = bt_pool_alloc(p, sizeof(*sc));
-            if (!bm || !sc)
-                goto oom;
+            if (cx->nputs == cx->puts_cap)
+                goto oom; /* REQUIRES: cx sized for every input mutation */
+            Btpb__Mutation *bm = &cx->puts[cx->nputs];
+            Btpb__Mutation__SetCell *sc = &cx->sets[cx->nputs++];
+            btpb__mutation__init(bm);
             btpb__mutation__set_cell__init(sc);
             sc->family_name = fam;
             sc->column_qualifier.data = (uint8_t *)m->qualifier.data;
@@ -148,12 +214,12 @@ static int bt_convert_row(struct bt_table *t, const struct wc_row_mutation *rm, 
             sc->value.len = m->value.len;
             bm->mutation_case = BTPB__MUTATION__MUTATION_SET_CELL;
             bm->set_cell = sc;
-            if (bt_conv_add(c, &cap, bm, m->family.len + m->qualifier.len + m->value.len))
+            if (bt_conv_add(cx, c, bm, m->family.len + m->qualifier.len + m->value.len))
                 goto oom;
             break;
         }
         case WC_OP_DELETE_COLUMN:
-            if (bt_conv_add(c, &cap, bt_mut_delete_column(p, fam, m->qualifier, 0, ts + 1),
+            if (bt_conv_add(cx, c, bt_mut_delete_column(p, fam, m->qualifier, 0, ts + 1),
                             m->qualifier.len))
                 goto oom;
             break;
@@ -171,7 +237,7 @@ static int bt_convert_row(struct bt_table *t, const struct wc_row_mutation *rm, 
                     ts = res.row.cells[0].ts_ms;
                 wc_result_release(&res);
             }
-            if (bt_conv_add(c, &cap, bt_mut_delete_column(p, fam, m->qualifier, ts, ts + 1),
+            if (bt_conv_add(cx, c, bt_mut_delete_column(p, fam, m->qualifier, ts, ts + 1),
                             m->qualifier.len))
                 goto oom;
             break;
@@ -186,14 +252,14 @@ static int bt_convert_row(struct bt_table *t, const struct wc_row_mutation *rm, 
                 df->family_name = fam;
                 bm->mutation_case = BTPB__MUTATION__MUTATION_DELETE_FROM_FAMILY;
                 bm->delete_from_family = df;
-                if (bt_conv_add(c, &cap, bm, m->family.len))
+                if (bt_conv_add(cx, c, bm, m->family.len))
                     goto oom;
             } else {
-                rc = bt_delete_read_columns(t, rm->row, fam, 0, ts + 1, 0, ts + 1, p, c, &cap, err);
+                rc = bt_delete_read_columns(t, rm->row, fam, 0, ts + 1, 0, ts + 1, cx, c, err);
             }
             break;
         case WC_OP_DELETE_FAMILY_VERSION:
-            rc = bt_delete_read_columns(t, rm->row, fam, ts, ts + 1, ts, ts + 1, p, c, &cap, err);
+            rc = bt_delete_read_columns(t, rm->row, fam, ts, ts + 1, ts, ts + 1, cx, c, err);
             break;
         case WC_OP_DELETE_ROW:
             if (m->ts_ms == WC_TS_LATEST) {
@@ -204,7 +270,7 @@ static int bt_convert_row(struct bt_table *t, const struct wc_row_mutation *rm, 
                 btpb__mutation__delete_from_row__init(dr);
                 bm->mutation_case = BTPB__MUTATION__MUTATION_DELETE_FROM_ROW;
                 bm->delete_from_row = dr;
-                if (bt_conv_add(c, &cap, bm, 0))
+                if (bt_conv_add(cx, c, bm, 0))
                     goto oom;
             } else {
                 struct wc_family_desc *fams;
@@ -213,8 +279,8 @@ static int bt_convert_row(struct bt_table *t, const struct wc_row_mutation *rm, 
                     return rc;
                 for (size_t k = 0; k < nf && rc == CT_OK; k++) {
                     char *fn = bt_pool_strndup(p, fams[k].name, strlen(fams[k].name));
-                    rc = fn ? bt_delete_read_columns(t, rm->row, fn, 0, ts + 1, 0, ts + 1, p, c,
-                                                     &cap, err)
+                    rc = fn ? bt_delete_read_columns(t, rm->row, fn, 0, ts + 1, 0, ts + 1, cx, c,
+                                                     err)
                             : ct_err_set(err, CT_ENOMEM, "out of memory converting a delete");
                 }
                 free(fams);
@@ -228,22 +294,8 @@ static int bt_convert_row(struct bt_table *t, const struct wc_row_mutation *rm, 
     if (rc == CT_OK && c->n > BT_MAX_MUTATIONS_PER_REQUEST)
         return ct_err_set(err, CT_ELIMIT, "%zu Bigtable mutations for one row exceed the limit "
                           "of %d per request", c->n, BT_MAX_MUTATIONS_PER_REQUEST);
-    /* the mutations array is malloc'd: hand it to the pool so it is freed with it */
-    if (c->muts) {
-        Btpb__Mutation **kept = bt_pool_alloc(p, (c->n ? c->n : 1) * sizeof(*kept));
-        if (!kept) {
-            free(c->muts);
-            c->muts = NULL;
-            return ct_err_set(err, CT_ENOMEM, "out of memory converting a row mutation");
-        }
-        memcpy(kept, c->muts, c->n * sizeof(*kept));
-        free(c->muts);
-        c->muts = kept;
-    }
     return rc;
 oom:
-    free(c->muts);
-    c->muts = NULL;
     return ct_err_set(err, CT_ENOMEM, "out of memory converting a row mutation");
 }
 
@@ -256,7 +308,8 @@ struct bt_req {
 };
 
 static int bt_req_start(struct bt_table *t, struct bt_req *r, const struct wc_row_mutation *rows,
-                        const struct bt_conv *conv, struct ct_err *err)
+                        const struct bt_conv_ctx *cx, const struct bt_conv *conv,
+                        struct ct_err *err)
 {
     Btpb__MutateRowsRequest rq;
     btpb__mutate_rows_request__init(&rq);
@@ -274,7 +327,7 @@ static int bt_req_start(struct bt_table *t, struct bt_req *r, const struct wc_ro
         ents[i].row_key.data = (uint8_t *)rows[k].row.data;
         ents[i].row_key.len = rows[k].row.len;
         ents[i].n_mutations = conv[k].n;
-        ents[i].mutations = conv[k].muts;
+        ents[i].mutations = bt_conv_muts(cx, &conv[k]);
         eptr[i] = &ents[i];
     }
     rq.n_entries = r->n;
@@ -294,10 +347,16 @@ static int bt_req_collect(struct bt_req *r, int *status, char (*msgs)[160], stru
 {
     struct wc_bytes msg;
     int rc;
+    struct bt_arena arena;
+    bt_arena_init(&arena);
     while ((rc = bt_call_recv(r->call, 0, &msg, err)) == CT_OK) {
-        Btpb__MutateRowsResponse *resp = btpb__mutate_rows_response__unpack(NULL, msg.len, msg.data);
-        if (!resp)
+        bt_arena_reset(&arena);
+        Btpb__MutateRowsResponse *resp =
+            btpb__mutate_rows_response__unpack(&arena.alloc, msg.len, msg.data);
+        if (!resp) {
+            bt_arena_destroy(&arena);
             return ct_err_set(err, CT_ECORRUPT, "cannot decode a MutateRows answer");
+        }
         for (size_t i = 0; i < resp->n_entries; i++) {
             const Btpb__MutateRowsResponse__Entry *e = resp->entries[i];
             if (e->index < 0 || (size_t)e->index >= r->n)
@@ -308,8 +367,8 @@ static int bt_req_collect(struct bt_req *r, int *status, char (*msgs)[160], stru
                 snprintf(msgs[0], 160, "%s: %s", bt_rpc_code_name(e->status->code),
                          e->status->message ? e->status->message : "");
         }
-        btpb__mutate_rows_response__free_unpacked(resp, NULL);
     }
+    bt_arena_destroy(&arena);
     int code = BT_GRPC_OK;
     if (rc == CT_NOTFOUND)
         rc = bt_call_finish(r->call, &code, err);
@@ -334,19 +393,26 @@ int bt_mutate_batch(struct wc_table *tbase, const struct wc_row_mutation *rows, 
 {
     (void)d; /* Bigtable acknowledges only durable writes */
     struct bt_table *t = (struct bt_table *)tbase;
+    int rc0 = bt_table_check_enabled(t, err);
+    if (rc0 != CT_OK)
+        return rc0;
     int64_t now_ms = clock_now_ms();
-    struct bt_pool pool = {0};
+    struct bt_conv_ctx cx;
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += rows[i].n;
+    int cx_ok = bt_conv_ctx_init(&cx, total);
     struct bt_conv *conv = calloc(n, sizeof(*conv));
     int *status = malloc(n * sizeof(*status));
     size_t *pending = malloc(n * sizeof(*pending));
     char msgs[1][160];
     int rc = CT_OK;
-    if (!conv || !status || !pending) {
+    if (cx_ok != 0 || !conv || !status || !pending) {
         rc = ct_err_set(err, CT_ENOMEM, "out of memory for a batch of %zu rows", n);
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
-        if ((rc = bt_convert_row(t, &rows[i], now_ms, &pool, &conv[i], err)) != CT_OK) {
+        if ((rc = bt_convert_row(t, &rows[i], now_ms, &cx, &conv[i], err)) != CT_OK) {
             ct_err_prefix(err, "row %zu of the batch", i);
             goto done;
         }
@@ -381,7 +447,7 @@ int bt_mutate_batch(struct wc_table *tbase, const struct wc_row_mutation *rows, 
                 }
                 r->idx = pending + start;
                 r->n = at - start;
-                if ((rc = bt_req_start(t, r, rows, conv, err)) != CT_OK)
+                if ((rc = bt_req_start(t, r, rows, &cx, conv, err)) != CT_OK)
                     break;
             }
             for (size_t i = 0; i < nreq; i++) {
@@ -418,7 +484,7 @@ done:
     free(conv);
     free(status);
     free(pending);
-    bt_pool_free(&pool);
+    bt_conv_ctx_free(&cx);
     return rc;
 }
 
@@ -429,7 +495,9 @@ int bt_increment(struct wc_table *tbase, struct wc_bytes row, struct wc_bytes fa
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_family(t, family, &fd, err);
+    int rc = bt_table_check_enabled(t, err);
+    if (rc == CT_OK)
+        rc = bt_table_family(t, family, &fd, err);
     if (rc != CT_OK)
         return rc;
     if (row.len > BT_MAX_ROW_KEY_BYTES)
@@ -458,8 +526,23 @@ int bt_increment(struct wc_table *tbase, struct wc_bytes row, struct wc_bytes fa
     bt_buf_free(&body);
     if (rc != CT_OK) {
         bt_buf_free(&resp);
-        if (rc == CT_EINVAL)
-            return ct_err_prefix(err, "increment %s (the stored value must be 8 bytes)", t->full);
+        if (rc != CT_ETIMEOUT) { /* name the usual cause: a value that is no 8-byte counter */
+            struct wc_scan_options o;
+            wc_scan_options_init(&o);
+            struct wc_column col = {family, qualifier, true};
+            o.columns = &col;
+            o.ncolumns = 1;
+            struct wc_result res;
+            struct ct_err e2 = {0};
+            if (wc_get(&t->base, row, &o, &res, &e2) == CT_OK) {
+                size_t len = res.row.ncells ? res.row.cells[0].value.len : 8;
+                wc_result_release(&res);
+                if (len != 8)
+                    return ct_err_set(err, CT_EINVAL,
+                                      "cannot increment %s: the stored value is %zu bytes, not an "
+                                      "8-byte counter", t->full, len);
+            }
+        }
         return ct_err_prefix(err, "increment %s", t->full);
     }
     Btpb__ReadModifyWriteRowResponse *r =
@@ -493,14 +576,20 @@ int bt_check_and_mutate(struct wc_table *tbase, struct wc_bytes row, struct wc_b
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_family(t, family, &fd, err);
+    int rc = bt_table_check_enabled(t, err);
+    if (rc == CT_OK)
+        rc = bt_table_family(t, family, &fd, err);
     if (rc != CT_OK)
         return rc;
-    struct bt_pool pool = {0};
+    struct bt_conv_ctx cx;
     struct bt_conv conv;
     int64_t now_ms = clock_now_ms();
-    if ((rc = bt_convert_row(t, rm, now_ms, &pool, &conv, err)) != CT_OK) {
-        bt_pool_free(&pool);
+    if (bt_conv_ctx_init(&cx, rm->n) != 0) {
+        bt_conv_ctx_free(&cx);
+        return ct_err_set(err, CT_ENOMEM, "out of memory converting a row mutation");
+    }
+    if ((rc = bt_convert_row(t, rm, now_ms, &cx, &conv, err)) != CT_OK) {
+        bt_conv_ctx_free(&cx);
         return rc;
     }
     /* predicate: the newest visible cell of the column [and its value equals expected] */
@@ -561,14 +650,14 @@ int bt_check_and_mutate(struct wc_table *tbase, struct wc_bytes row, struct wc_b
     rq.predicate_filter = &pred;
     if (expected) {
         rq.n_true_mutations = conv.n;
-        rq.true_mutations = conv.muts;
+        rq.true_mutations = bt_conv_muts(&cx, &conv);
     } else {
         rq.n_false_mutations = conv.n;
-        rq.false_mutations = conv.muts;
+        rq.false_mutations = bt_conv_muts(&cx, &conv);
     }
     struct bt_buf body = {0}, resp = {0};
     rc = bt_pack(&rq.base, &body, err);
-    bt_pool_free(&pool); /* packed: the mutations are no longer needed */
+    bt_conv_ctx_free(&cx); /* packed: the mutations are no longer needed */
     if (rc != CT_OK)
         return rc;
     if (conv.n == 0) { /* nothing to apply (a delete that found nothing): still answer */

@@ -8,6 +8,7 @@
 #define CT_BT_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -39,10 +40,16 @@ struct bt_store {
     struct wc_store base;
     struct bt_rpc *rpc;
     char instance[300]; /* projects/P/instances/I */
-    char instance_param[400]; /* x-goog-request-params for admin calls on the instance */
     int64_t deadline_ms;
     struct bt_table *meta; /* the metadata table (bt_meta_format.h) */
+    /* bumped by every enable/disable/alter/truncate/drop made through this store, so its table
+     * handles re-check the enabled flag at once; other processes' changes are seen within
+     * BT_STATE_RECHECK_MS */
+    atomic_uint_fast64_t admin_epoch;
 };
+
+/* How long a table handle trusts its cached enabled flag (monotonic clock). */
+#define BT_STATE_RECHECK_MS 10000
 
 struct bt_table {
     struct wc_table base;
@@ -50,9 +57,13 @@ struct bt_table {
     char full[WC_MAX_TABLE_NAME]; /* "ns:qual" */
     char path[512];               /* projects/P/instances/I/tables/ID */
     char routing[1600];           /* table_name=<url-encoded path> */
-    pthread_mutex_t mu;           /* guards fams/nfams (replaced on refresh) */
+    pthread_mutex_t mu;           /* guards fams/nfams (replaced on refresh) and the state below */
     struct wc_family_desc *fams;  /* sorted by name */
     size_t nfams;
+    bool is_meta;                 /* the metadata table itself: never disabled */
+    bool enabled;                 /* cached enabled flag */
+    uint64_t state_epoch;         /* admin_epoch when `enabled` was read */
+    uint64_t state_checked_ns;    /* clock_mono_ns() when `enabled` was read */
 };
 
 /* ---- helpers shared by the files ---- */
@@ -75,6 +86,8 @@ CT_MUST_CHECK int bt_table_refresh(struct bt_table *t, struct ct_err *err);
 /* Returns a copy of the family cache (freed by the caller) in *out, its count in *n. */
 CT_MUST_CHECK int bt_table_families(struct bt_table *t, struct wc_family_desc **out, size_t *n,
                                     struct ct_err *err);
+/* CT_OK if the table is enabled (cached, see BT_STATE_RECHECK_MS), CT_EBUSY if disabled. */
+CT_MUST_CHECK int bt_table_check_enabled(struct bt_table *t, struct ct_err *err);
 /* Opens a handle on a Bigtable table id without checking the enabled flag. */
 CT_MUST_CHECK int bt_table_open_id(struct bt_store *s, const char *full, struct bt_table **out,
                                    struct ct_err *err);
@@ -87,6 +100,21 @@ struct bt_pool {
 void *bt_pool_alloc(struct bt_pool *p, size_t size);
 char *bt_pool_strndup(struct bt_pool *p, const void *s, size_t n);
 void bt_pool_free(struct bt_pool *p);
+
+/* A bump allocator for protobuf-c decoding: one answer's sub-messages and fields come from one
+ * reused block, so decoding a stream allocates nothing per cell once the block has grown.
+ * Everything decoded with it dies at bt_arena_reset(). */
+struct bt_arena {
+    ProtobufCAllocator alloc; /* pass &arena->alloc to *_unpack(); never call free_unpacked */
+    uint8_t *buf;
+    size_t used, cap;
+    void **extra; /* overflow blocks of the current round */
+    size_t nextra, extra_cap, extra_bytes;
+    bool failed;
+};
+void bt_arena_init(struct bt_arena *a);
+void bt_arena_reset(struct bt_arena *a);
+void bt_arena_destroy(struct bt_arena *a);
 
 /* Packs a message into b (replacing its contents); CT_ENOMEM. */
 CT_MUST_CHECK int bt_pack(const ProtobufCMessage *m, struct bt_buf *b, struct ct_err *err);

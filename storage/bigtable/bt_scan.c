@@ -46,6 +46,7 @@ struct bt_scanner {
     uint64_t committed_at_start;
     uint64_t rows_returned;
     struct bt_buf req;
+    struct bt_arena arena; /* decodes one ReadRowsResponse at a time */
     /* the row being handed out (batch_cells splits it) */
     struct wc_cell *cells;
     size_t ncells, cells_cap, pos;
@@ -273,19 +274,66 @@ static Btpb__RowFilter *bt_filter_group(struct bt_pool *p, Btpb__RowFilter **fs,
     return f;
 }
 
-/* The filter for one family: its name, columns, qualifier filters, time range, versions. */
+/* The time window [start_us, end_us) (end 0 = open) and version limit a family reads with. */
+struct bt_tail {
+    int64_t start_us, end_us;
+    uint32_t maxv;
+};
+
+static struct bt_tail bt_family_tail(const struct wc_scan_options *o,
+                                     const struct wc_family_desc *fam, int64_t now_ms)
+{
+    struct bt_tail t;
+    int64_t start_ms = o->tmin_ms;
+    int64_t oldest = bt_oldest_ms(fam, now_ms);
+    if (fam->min_versions == 0 && !o->raw && oldest > start_ms)
+        start_ms = oldest;
+    t.end_us = o->tmax_ms >= INT64_MAX / 1000 ? 0 : o->tmax_ms * 1000;
+    t.start_us = start_ms <= 0 ? 0 : start_ms >= INT64_MAX / 1000 ? INT64_MAX : start_ms * 1000;
+    t.maxv = bt_max_versions(o, fam);
+    return t;
+}
+
+/* Appends the time-range and version-limit filters of a tail to parts. */
+static int bt_filter_tail(struct bt_pool *p, struct bt_tail tl, Btpb__RowFilter **parts,
+                          size_t *np)
+{
+    if (tl.start_us || tl.end_us) {
+        Btpb__RowFilter *tf = bt_filter_new(p);
+        Btpb__TimestampRange *tr = bt_pool_alloc(p, sizeof(*tr));
+        if (!tf || !tr)
+            return -1;
+        btpb__timestamp_range__init(tr);
+        tr->start_timestamp_micros = tl.start_us;
+        tr->end_timestamp_micros = tl.end_us;
+        if (tl.end_us && tl.start_us >= tl.end_us) { /* nothing can match: keep it valid */
+            tf->filter_case = BTPB__ROW_FILTER__FILTER_BLOCK_ALL_FILTER;
+            tf->block_all_filter = 1;
+        } else {
+            tf->filter_case = BTPB__ROW_FILTER__FILTER_TIMESTAMP_RANGE_FILTER;
+            tf->timestamp_range_filter = tr;
+        }
+        parts[(*np)++] = tf;
+    }
+    if (tl.maxv < INT32_MAX) {
+        Btpb__RowFilter *lf = bt_filter_new(p);
+        if (!lf)
+            return -1;
+        lf->filter_case = BTPB__ROW_FILTER__FILTER_CELLS_PER_COLUMN_LIMIT_FILTER;
+        lf->cells_per_column_limit_filter = (int32_t)tl.maxv;
+        parts[(*np)++] = lf;
+    }
+    return 0;
+}
+
+/* The filter for one family: its selection (name, or columns, qualifier prefix and range, which
+ * name the family themselves), then its time range and version limit. */
 static Btpb__RowFilter *bt_filter_family(struct bt_pool *p, const struct wc_scan_options *o,
                                          const struct wc_family_desc *fam, int64_t now_ms)
 {
     Btpb__RowFilter *parts[6];
     size_t np = 0;
-    Btpb__RowFilter *f = bt_filter_new(p);
-    char re[2 * WC_MAX_FAMILY_BYTES + 8];
-    bt_family_regex(fam->name, re, sizeof(re));
-    if (!f || !(f->family_name_regex_filter = bt_pool_strndup(p, re, strlen(re))))
-        return NULL;
-    f->filter_case = BTPB__ROW_FILTER__FILTER_FAMILY_NAME_REGEX_FILTER;
-    parts[np++] = f;
+    bool named = false; /* a column range already restricts the family */
     if (!bt_family_whole(o, fam->name)) {
         Btpb__RowFilter **cols = bt_pool_alloc(p, (o->ncolumns ? o->ncolumns : 1) * sizeof(*cols));
         size_t nc = 0;
@@ -302,6 +350,7 @@ static Btpb__RowFilter *bt_filter_family(struct bt_pool *p, const struct wc_scan
         }
         if (!(parts[np++] = bt_filter_group(p, cols, nc, false)))
             return NULL;
+        named = true;
     }
     if (o->qualifier_prefix.len) {
         uint8_t *next = bt_pool_alloc(p, o->qualifier_prefix.len);
@@ -311,45 +360,75 @@ static Btpb__RowFilter *bt_filter_family(struct bt_pool *p, const struct wc_scan
         if (!(parts[np++] = bt_filter_column_range(p, fam->name, o->qualifier_prefix, true, true,
                                                    wc_bytes_of(next, nl), nl > 0, false)))
             return NULL;
+        named = true;
     }
-    if (o->has_qualifier_range &&
-        !(parts[np++] = bt_filter_column_range(
-              p, fam->name, o->qualifier_min, o->qualifier_min.len > 0, o->qualifier_min_inclusive,
-              o->qualifier_max, o->qualifier_max.len > 0, o->qualifier_max_inclusive)))
+    if (o->has_qualifier_range) {
+        if (!(parts[np++] = bt_filter_column_range(
+                  p, fam->name, o->qualifier_min, o->qualifier_min.len > 0,
+                  o->qualifier_min_inclusive, o->qualifier_max, o->qualifier_max.len > 0,
+                  o->qualifier_max_inclusive)))
+            return NULL;
+        named = true;
+    }
+    if (!named) {
+        Btpb__RowFilter *f = bt_filter_new(p);
+        char re[2 * WC_MAX_FAMILY_BYTES + 8];
+        bt_family_regex(fam->name, re, sizeof(re));
+        if (!f || !(f->family_name_regex_filter = bt_pool_strndup(p, re, strlen(re))))
+            return NULL;
+        f->filter_case = BTPB__ROW_FILTER__FILTER_FAMILY_NAME_REGEX_FILTER;
+        parts[np++] = f;
+    }
+    if (bt_filter_tail(p, bt_family_tail(o, fam, now_ms), parts, &np))
         return NULL;
-    int64_t start_ms = o->tmin_ms;
-    int64_t oldest = bt_oldest_ms(fam, now_ms);
-    if (fam->min_versions == 0 && !o->raw && oldest > start_ms)
-        start_ms = oldest;
-    int64_t end_us = o->tmax_ms >= INT64_MAX / 1000 ? 0 : o->tmax_ms * 1000;
-    int64_t start_us = start_ms <= 0 ? 0 : start_ms >= INT64_MAX / 1000 ? INT64_MAX : start_ms * 1000;
-    if (start_us || end_us) {
-        Btpb__RowFilter *tf = bt_filter_new(p);
-        Btpb__TimestampRange *tr = bt_pool_alloc(p, sizeof(*tr));
-        if (!tf || !tr)
-            return NULL;
-        btpb__timestamp_range__init(tr);
-        tr->start_timestamp_micros = start_us;
-        tr->end_timestamp_micros = end_us;
-        if (end_us && start_us >= end_us) { /* nothing can match: keep the request valid */
-            tf->filter_case = BTPB__ROW_FILTER__FILTER_BLOCK_ALL_FILTER;
-            tf->block_all_filter = 1;
-        } else {
-            tf->filter_case = BTPB__ROW_FILTER__FILTER_TIMESTAMP_RANGE_FILTER;
-            tf->timestamp_range_filter = tr;
-        }
-        parts[np++] = tf;
-    }
-    uint32_t maxv = bt_max_versions(o, fam);
-    if (maxv < INT32_MAX) {
-        Btpb__RowFilter *lf = bt_filter_new(p);
-        if (!lf)
-            return NULL;
-        lf->filter_case = BTPB__ROW_FILTER__FILTER_CELLS_PER_COLUMN_LIMIT_FILTER;
-        lf->cells_per_column_limit_filter = (int32_t)maxv;
-        parts[np++] = lf;
-    }
     return bt_filter_group(p, parts, np, true);
+}
+
+/* The whole-scan filter. When every family is read whole with the same time window and version
+ * limit (the usual case: one family), one chain without family names does; regular-expression
+ * family filters cost the service far more than the limits themselves. */
+static Btpb__RowFilter *bt_filter_scan(struct bt_pool *p, const struct bt_scanner *sc,
+                                       Btpb__RowFilter **fs)
+{
+    const struct wc_scan_options *o = &sc->o;
+    bool uniform = sc->nfams > 0 && !o->qualifier_prefix.len && !o->has_qualifier_range;
+    struct bt_tail first = {0, 0, 0};
+    for (size_t i = 0; i < sc->nfams && uniform; i++) {
+        struct bt_tail tl = bt_family_tail(o, &sc->fams[i], sc->now_ms);
+        if (i == 0)
+            first = tl;
+        uniform = bt_family_whole(o, sc->fams[i].name) && tl.start_us == first.start_us &&
+                  tl.end_us == first.end_us && tl.maxv == first.maxv;
+    }
+    if (uniform) {
+        Btpb__RowFilter *parts[2];
+        size_t np = 0;
+        if (bt_filter_tail(p, first, parts, &np))
+            return NULL;
+        if (np)
+            return bt_filter_group(p, parts, np, true);
+        Btpb__RowFilter *all = bt_filter_new(p);
+        if (all) {
+            all->filter_case = BTPB__ROW_FILTER__FILTER_PASS_ALL_FILTER;
+            all->pass_all_filter = 1;
+        }
+        return all;
+    }
+    size_t nf = 0;
+    for (size_t i = 0; i < sc->nfams; i++) {
+        if (!bt_family_selected(o, sc->fams[i].name))
+            continue;
+        if (!(fs[nf++] = bt_filter_family(p, o, &sc->fams[i], sc->now_ms)))
+            return NULL;
+    }
+    if (nf)
+        return bt_filter_group(p, fs, nf, false);
+    Btpb__RowFilter *none = bt_filter_new(p);
+    if (none) {
+        none->filter_case = BTPB__ROW_FILTER__FILTER_BLOCK_ALL_FILTER;
+        none->block_all_filter = 1;
+    }
+    return none;
 }
 
 /* Encodes the ReadRows request for the rows not yet committed into sc->req. */
@@ -390,21 +469,7 @@ static int bt_scan_build(struct bt_scanner *sc, struct ct_err *err)
         rq.rows = &rs;
     }
     Btpb__RowFilter **fs = calloc(sc->nfams ? sc->nfams : 1, sizeof(*fs));
-    if (!fs)
-        goto done;
-    size_t nf = 0;
-    for (size_t i = 0; i < sc->nfams; i++) {
-        if (!bt_family_selected(&sc->o, sc->fams[i].name))
-            continue;
-        if (!(fs[nf++] = bt_filter_family(&pool, &sc->o, &sc->fams[i], sc->now_ms)))
-            goto done;
-    }
-    Btpb__RowFilter block;
-    btpb__row_filter__init(&block);
-    block.filter_case = BTPB__ROW_FILTER__FILTER_BLOCK_ALL_FILTER;
-    block.block_all_filter = 1;
-    rq.filter = nf ? bt_filter_group(&pool, fs, nf, false) : &block;
-    if (!rq.filter)
+    if (!fs || !(rq.filter = bt_filter_scan(&pool, sc, fs)))
         goto done;
     if (sc->push_limit && sc->o.limit_rows)
         rq.rows_limit = (int64_t)(sc->o.limit_rows - (bt_merge_committed(sc->merge)));
@@ -447,10 +512,12 @@ static int bt_scan_start(struct bt_scanner *sc, struct ct_err *err)
 /* Feeds one ReadRowsResponse to the merger. */
 static int bt_scan_feed(struct bt_scanner *sc, struct wc_bytes msg, struct ct_err *err)
 {
-    Btpb__ReadRowsResponse *r = btpb__read_rows_response__unpack(NULL, msg.len, msg.data);
+    bt_arena_reset(&sc->arena);
+    Btpb__ReadRowsResponse *r =
+        btpb__read_rows_response__unpack(&sc->arena.alloc, msg.len, msg.data);
     if (!r)
-        return ct_err_set(err, CT_ECORRUPT, "cannot decode a ReadRows answer of %zu bytes",
-                          msg.len);
+        return ct_err_set(err, sc->arena.failed ? CT_ENOMEM : CT_ECORRUPT,
+                          "cannot decode a ReadRows answer of %zu bytes", msg.len);
     int rc = CT_OK;
     for (size_t i = 0; i < r->n_chunks && rc == CT_OK; i++) {
         const Btpb__ReadRowsResponse__CellChunk *c = r->chunks[i];
@@ -475,7 +542,7 @@ static int bt_scan_feed(struct bt_scanner *sc, struct wc_bytes msg, struct ct_er
                         c->commit_row;
         rc = bt_merge_feed(sc->merge, &ch, err);
     }
-    btpb__read_rows_response__free_unpacked(r, NULL);
+    bt_arena_reset(&sc->arena); /* the merger copied what it keeps */
     return rc;
 }
 
@@ -642,6 +709,7 @@ void bt_scanner_close(struct wc_scanner *base)
     bt_buf_free(&sc->lo.key);
     bt_buf_free(&sc->hi.key);
     bt_buf_free(&sc->req);
+    bt_arena_destroy(&sc->arena);
     bt_buf_free(&sc->rowkey);
     free(sc->cells);
     free(sc);
@@ -651,6 +719,9 @@ int bt_scanner_open(struct wc_table *tbase, const struct wc_scan_options *o,
                     struct wc_scanner **out, struct ct_err *err)
 {
     struct bt_table *t = (struct bt_table *)tbase;
+    int rc0 = bt_table_check_enabled(t, err);
+    if (rc0 != CT_OK)
+        return rc0;
     struct bt_scanner *sc = calloc(1, sizeof(*sc));
     if (!sc)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
@@ -658,6 +729,7 @@ int bt_scanner_open(struct wc_table *tbase, const struct wc_scan_options *o,
     sc->t = t;
     sc->o = *o;
     sc->now_ms = clock_now_ms();
+    bt_arena_init(&sc->arena);
     int rc = bt_table_families(t, &sc->fams, &sc->nfams, err);
     if (rc != CT_OK)
         goto fail;

@@ -11,6 +11,7 @@
  *
  * Cells returned point into memstore arenas (stable while referenced) or, for block-file cells,
  * into the scanner's row arena (reset per row). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -447,9 +448,7 @@ struct escanner {
     struct matcher m;
     /* reversed: the exclusive upper bound of the next row (inf until the first row) */
     bool bound_inf;
-    uint8_t key[WC_MAX_ROW_BYTES + 1];
     size_t key_len;
-    uint8_t tmp[WC_MAX_ROW_BYTES + 2];
     /* output */
     struct sarena_chunk *arena;
     struct sarena_chunk *arena_cur;
@@ -462,6 +461,9 @@ struct escanner {
     bool single_row;
     /* borrowed option bytes copied here */
     uint8_t *owned;
+    /* big buffers last: not zeroed at open */
+    uint8_t key[WC_MAX_ROW_BYTES + 1];
+    uint8_t tmp[WC_MAX_ROW_BYTES + 2];
 };
 
 static void *sarena_alloc(struct escanner *sc, size_t n)
@@ -858,8 +860,10 @@ static bool file_may_hold(const struct sst *f, const struct sregion *r, const st
         return false;
     if (single_row && !sst_may_contain_row(f, r->lo, r->lo_len))
         return false;
+    /* a family-wide marker sits at the empty qualifier: check it too */
     if (single_row && !sf->whole && sf->nquals == 1 &&
-        !sst_may_contain_rowcol(f, r->lo, r->lo_len, sf->quals[0].data, sf->quals[0].len))
+        !sst_may_contain_rowcol(f, r->lo, r->lo_len, sf->quals[0].data, sf->quals[0].len) &&
+        (m->delete_markers == 0 || !sst_may_contain_rowcol(f, r->lo, r->lo_len, (const uint8_t *)"", 0)))
         return false;
     return true;
 }
@@ -876,9 +880,10 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
                                  const struct wc_scan_options *o, struct escanner **out,
                                  struct ct_err *err)
 {
-    struct escanner *sc = calloc(1, sizeof(*sc));
+    struct escanner *sc = malloc(sizeof(*sc));
     if (!sc)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+    memset(sc, 0, offsetof(struct escanner, key));
     sc->base.ops = s->base.ops;
     sc->s = s;
     sc->o = *o;

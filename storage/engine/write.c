@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "storage/clock.h"
 #include "storage/coding.h"
@@ -93,8 +94,9 @@ static int check_table_writable(const struct etable *t, struct ct_err *err)
     return CT_OK;
 }
 
-/* Waits (outside every lock) while the region that will take `row` holds more than 4x the
- * flush size in memstores: writes wait, they are not refused (spec §10). */
+/* Waits (outside every lock) while the region holding `row` has more than 4x the flush size in
+ * memstores: writes wait, they are not refused (spec §10). Called after a write found its region
+ * over the limit. */
 static void wait_for_memstore_room(struct estore *s, struct etable *t, struct wc_bytes row)
 {
     uint64_t limit = 4 * etable_flush_bytes(s, t);
@@ -125,15 +127,24 @@ static void wait_for_memstore_room(struct estore *s, struct etable *t, struct wc
         struct ct_err e;
         if (estore_check_bg_error(s, &e) != CT_OK)
             return;
-        struct timespec ts = {0, 100 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        /* woken when a background job (the flush) finishes */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_mutex_lock(&s->bg_mu);
+        pthread_cond_timedwait(&s->done_cv, &s->bg_mu, &ts);
+        pthread_mutex_unlock(&s->bg_mu);
     }
 }
 
 /* Applies resolved, encoded cells: log, memstores, publication. REQUIRES map_lock shared. */
 static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_mutation *rows,
                        size_t n, const struct rcell *cells, const size_t *row_cells,
-                       size_t ncells, int dur, struct ct_err *err)
+                       size_t ncells, int dur, bool *blocked, struct ct_err *err)
 {
     /* encode */
     size_t size = 1 + 2 * CODING_VARINT64_MAX;
@@ -230,6 +241,8 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                     r->flush_queued = true;
                     estore_queue_job(s, EJOB_FLUSH, t, r, false);
                 }
+                if (bytes >= 4 * flush_bytes)
+                    *blocked = true;
             }
         }
         if (locked)
@@ -278,8 +291,6 @@ int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows,
             latest[m] = rc == CT_OK ? ts : now;
         }
     }
-    if (n)
-        wait_for_memstore_room(s, t, rows[0].row);
 
     if (pthread_rwlock_rdlock(&t->map_lock) != 0) {
         free(latest);
@@ -287,6 +298,7 @@ int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows,
     }
     struct rcell stack_cells[64];
     size_t stack_rows[64];
+    bool blocked = false;
     struct rcell *cells = stack_cells;
     size_t *row_cells = stack_rows;
     size_t ncells = 0, cap = 0;
@@ -342,7 +354,8 @@ int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows,
         }
     }
     if (ncells)
-        rc = apply_batch(s, t, rows, n, cells, row_cells, ncells, durability_of(t, d), err);
+        rc = apply_batch(s, t, rows, n, cells, row_cells, ncells, durability_of(t, d), &blocked,
+                         err);
 out:
     pthread_rwlock_unlock(&t->map_lock);
     if (cells != stack_cells)
@@ -350,6 +363,8 @@ out:
     if (row_cells != stack_rows)
         free(row_cells);
     free(latest);
+    if (rc == CT_OK && blocked)
+        wait_for_memstore_room(s, t, rows[n - 1].row);
     return rc;
 }
 

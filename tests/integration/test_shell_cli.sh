@@ -3,8 +3,12 @@
 # multi-line continuation, exit status and ERROR lines, exit, bad options, and the interactive
 # loop (through a pseudo-terminal from `script`, when it is installed).
 source "$(dirname "$0")/lib.sh"
+# it_tmpdir runs in a subshell under $(...), where its cleanup registration is lost: make one
+# directory here, registered in this shell, and use subdirectories of it.
+IT_ROOT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-it-XXXXXX")
+IT_DIRS+=("$IT_ROOT_TMP")
 
-dir=$(it_tmpdir)
+dir=$IT_ROOT_TMP
 data=$dir/data
 sh() { "$CTSDB" shell --data "$data" --now 1700000000000 "$@"; }
 
@@ -15,6 +19,10 @@ check_contains "--help shows usage" "$out" "usage: ctsdb shell"
 check_eq "unknown option exits 2" 2 $?
 "$CTSDB" shell --now abc -e list 2>/dev/null
 check_eq "bad --now exits 2" 2 $?
+
+out=$(sh -e "version" -e "help")
+check_contains "version names ctsdb" "$out" "ctsdb 0."
+check_contains "help lists the commands" "$out" "get_splits 't'"
 
 out=$(sh -e "create 't', 'f'" -e "put 't', 'r', 'f:q', 'v'" -e "get 't', 'r'")
 check_eq "-e commands run in order" 0 $?
@@ -54,6 +62,27 @@ check_contains "--now wins over the environment" "$out" "timestamp=1700000006000
 err=$("$CTSDB" shell --data "$dir/missing" -e "list" 2>&1 >/dev/null)
 check_eq "a fresh data directory is created" 0 $?
 
+printf 'a\n\\x00b\nc\n' >"$dir/splits.txt"
+out=$(sh -e "create 'sf', 'f', SPLITS_FILE => '$dir/splits.txt'" -e "get_splits 'sf'" \
+  -e "alter_status 'sf'" -e "show_filters" -e "put 'sf', 'abc', 'f:q', 'x'" \
+  -e "scan 'sf', FILTER => \"(PrefixFilter ('ab')) AND (ColumnPrefixFilter('q'))\"" \
+  -e "disable 'sf'" -e "drop 'sf'" | grep -v '^Took ')
+check_eq "SPLITS_FILE, alter_status, show_filters, parenthesised filters" "Created table sf
+Total number of splits = 4
+\x00b
+a
+c
+4/4 regions updated.
+Done.
+ColumnPrefixFilter
+ColumnRangeFilter
+PrefixFilter
+ROW  COLUMN+CELL
+ abc column=f:q, timestamp=1700000000000, value=x
+1 row(s)" "$out"
+err=$(sh -e "create 'sf2', 'f', SPLITS_FILE => '$dir/nope.txt'" 2>&1 >/dev/null)
+check_eq "a missing SPLITS_FILE is an error" "ERROR: cannot open SPLITS_FILE $dir/nope.txt: No such file or directory" "$err"
+
 out=$(sh -e "create 'ps', 'f', SPLITS => ['m']" -e "status 'simple'" -e "status 'detailed'" -e "status")
 check_contains "status simple counts regions" "$out" "Aggregate load: 0, regions: 3"
 check_contains "status simple shows the server line" "$out" "numberOfOnlineRegions=3,"
@@ -69,5 +98,39 @@ if command -v script >/dev/null 2>&1; then
   check_contains "interactive: errors do not stop the loop" "$out" "Table i does exist"
   check_contains "interactive: error printed" "$out" "ERROR: Unknown column family!"
   check "interactive: history saved" test -s "$dir/.ctsdb_shell_history"
+  printf "put 't', 'x', 'bad:q', 'v'\nlist\n" |
+    HOME=$dir timeout 30 script -qec "$CTSDB shell -n --data $data --now 1700000000000" /dev/null \
+      >"$dir/n.out" 2>&1
+  check_eq "-n: a terminal's input is a script that stops at the first error" 1 $?
+  check "-n: nothing after the error ran" bash -c "! grep -q '^TABLE' '$dir/n.out'"
+
+  # Ctrl-C at the prompt drops the pending lines instead of ending the shell. Input goes through a
+  # FIFO, each piece sent once the expected prompt is on screen (bounded waits, no timing).
+  fifo=$dir/tty.in
+  mkfifo "$fifo"
+  HOME=$dir timeout 60 script -qfec "$CTSDB shell --data $data --now 1700000000000" "$dir/tty.log" \
+    <"$fifo" >/dev/null 2>&1 &
+  spid=$!
+  IT_PIDS+=("$spid")
+  exec 7>"$fifo"
+  wait_for() { # wait_for TEXT COUNT: until TEXT appears COUNT times in the log (at most 20 s)
+    for _ in $(seq 1 200); do
+      [ "$(grep -o -F "$1" "$dir/tty.log" 2>/dev/null | wc -l)" -ge "$2" ] && return 0
+      sleep 0.1
+    done
+    return 1
+  }
+  wait_for "ctsdb(main):001:0>" 1 && printf "create 'sig', {NAME => 'f',\n" >&7
+  wait_for "ctsdb(main):002:1*" 1 && printf "\003" >&7
+  wait_for "ctsdb(main):002:0>" 1 && printf "exists 'sig'\n" >&7
+  wait_for "ctsdb(main):003:0>" 1 && printf "half a line\003" >&7
+  wait_for "ctsdb(main):003:0>" 2 && printf "exit\n" >&7
+  exec 7>&-
+  wait "$spid"
+  check_eq "interactive: Ctrl-C does not end the shell" 0 $?
+  check_contains "interactive: Ctrl-C dropped the open command" "$(cat "$dir/tty.log")" \
+    "Table sig does not exist"
+  check "interactive: Ctrl-C dropped the half-typed line" \
+    bash -c "! grep -q \"unknown command 'half'\" '$dir/tty.log'"
 fi
 it_done

@@ -44,6 +44,11 @@ scan 't', {FILTER => "PrefixFilter('r1') AND ColumnPrefixFilter('a')"}
 scan 't', {FILTER => "ColumnRangeFilter('', true, 'b', true)"}
 scan 't', {FILTER => "ColumnRangeFilter('a', false, 'b', true)", REVERSED => true}
 scan 't', {FILTER => "PrefixFilter('r1')", ROWPREFIXFILTER => 'r2'}
+scan 't', {COLUMNS => ['g'], REVERSED => true}
+scan 't', {TIMERANGE => [100, 300], REVERSED => true, VERSIONS => 2}
+scan 't', {TIMESTAMP => 50, REVERSED => true}
+scan 't', {FILTER => "PrefixFilter('r')", REVERSED => true, LIMIT => 2}
+scan 't', {COLUMNS => 'f:b', STARTROW => 'r1', STOPROW => 'r0', RAW => true, REVERSED => true}
 count 't'
 count 't', INTERVAL => 1
 incr 't', 'c1', 'f:n'

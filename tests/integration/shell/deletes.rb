@@ -34,6 +34,7 @@ put 'raw', 'r', 'f:q', 'v2', 20
 delete 'raw', 'r', 'f:q', 20
 scan 'raw'
 scan 'raw', {RAW => true, VERSIONS => 5}
+scan 'raw', {RAW => true, VERSIONS => 5, REVERSED => true}
 #@ now 1700000001000
 put 'd', 'r', 'f:a', 'new'
 get 'd', 'r'

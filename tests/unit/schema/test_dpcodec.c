@@ -138,7 +138,8 @@ static void test_annotation_qualifiers(void **state)
     assert_true(t == BASE_MS + 10500);
 }
 
-static void roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size_t *bytes)
+/* Encodes, checks the round trip and every truncation; returns the value kind chosen. */
+static int roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size_t *bytes)
 {
     size_t cap = dpcodec_compressed_bound(n);
     uint8_t *v = malloc(cap);
@@ -151,7 +152,10 @@ static void roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size
     struct dpcodec_point *out = calloc(n + 1, sizeof(*out));
     assert_non_null(out);
     int rc;
-    size_t got = decode_all((const uint8_t *)DPCODEC_CQ, DPCODEC_CQ_LEN, v, vl, out, n + 1, &rc);
+    uint8_t cq[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(pts, n, cq);
+    assert_int_equal(dpcodec_qualifier_kind(cq, sizeof(cq)), DPCODEC_Q_COMPRESSED);
+    size_t got = decode_all(cq, sizeof(cq), v, vl, out, n + 1, &rc);
     assert_int_equal(rc, CT_NOTFOUND);
     assert_int_equal(got, n);
     for (size_t i = 0; i < n; i++) {
@@ -164,11 +168,13 @@ static void roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size
         *bytes = vl;
     /* every truncation is detected, never read past the end */
     for (size_t cut = 0; cut < vl; cut += (vl / 16) + 1) {
-        decode_all((const uint8_t *)DPCODEC_CQ, DPCODEC_CQ_LEN, v, cut, out, n + 1, &rc);
+        decode_all(cq, sizeof(cq), v, cut, out, n + 1, &rc);
         assert_int_equal(rc, CT_ECORRUPT);
     }
+    int kind = v[1] >> 2;
     free(out);
     free(v);
+    return kind;
 }
 
 static void test_compressed_round_trips_every_value_kind(void **state)
@@ -180,13 +186,13 @@ static void test_compressed_round_trips_every_value_kind(void **state)
     /* a regular 10 s counter */
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, 1000000 + i * 37);
-    roundtrip_compressed(p, N, &bytes);
+    assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_INT);
     assert_true(bytes < 40); /* a counter with constant slope and period is almost free */
     /* a gauge with two decimals */
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false,
                                   (double)(5000 + (i * 7919) % 300) / 100.0);
-    roundtrip_compressed(p, N, &bytes);
+    assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_DECIMAL);
     print_message("gauge with 300 random levels: %zu bytes for %d points\n", bytes, N);
     assert_true(bytes < N * 2);
     /* full-precision doubles: XOR path */
@@ -196,7 +202,12 @@ static void test_compressed_round_trips_every_value_kind(void **state)
         x += (rand() / (double)RAND_MAX - 0.5);
         p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false, x);
     }
-    roundtrip_compressed(p, N, NULL);
+    assert_int_equal(roundtrip_compressed(p, N, NULL), DPCODEC_VK_BITS);
+    /* a value that mostly repeats: XOR's one-bit repeats win */
+    for (int i = 0; i < N; i++)
+        p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false,
+                                  i % 50 == 0 ? rand() * 1e-3 / 3.0 : 1.0 / 3.0);
+    assert_int_equal(roundtrip_compressed(p, N, NULL), DPCODEC_VK_XOR);
     /* ms timestamps with jitter, extremes, mixed types and qualifier kinds */
     for (int i = 0; i < N; i++) {
         int64_t ts = BASE_MS + i * 9973LL + (i % 3);
@@ -209,7 +220,7 @@ static void test_compressed_round_trips_every_value_kind(void **state)
         else
             p[i] = dpcodec_point_real(ts, true, (float)i / 3.0f);
     }
-    roundtrip_compressed(p, N, NULL);
+    assert_int_equal(roundtrip_compressed(p, N, NULL), DPCODEC_VK_RAW);
     /* one point */
     p[0] = dpcodec_point_int(BASE_MS + 3599999, true, 42);
     roundtrip_compressed(p, 1, NULL);
@@ -217,6 +228,27 @@ static void test_compressed_round_trips_every_value_kind(void **state)
     for (int i = 0; i < 8; i++)
         p[i] = dpcodec_point_int(BASE_MS + i * 1000LL, false, i % 2 ? INT64_MAX : INT64_MIN);
     roundtrip_compressed(p, 8, NULL);
+}
+
+static void test_compressed_qualifier_hashes_the_timestamps(void **state)
+{
+    (void)state;
+    /* FNV-1a 64 over the little-endian bytes of 1356998400000 and 1356998401000, big-endian */
+    struct dpcodec_point p[2] = {dpcodec_point_int(BASE_MS, false, 1),
+                                 dpcodec_point_int(BASE_MS + 1000, false, 2)};
+    uint8_t q[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(p, 2, q);
+    const uint8_t want[] = {0x07, 'C', 'T', 0xc4, 0xde, 0x29, 0x6d, 0xec, 0x0d, 0x78, 0xdc};
+    assert_memory_equal(q, want, sizeof(want));
+    /* other timestamps, other qualifier; values do not count */
+    p[1].i = 99;
+    uint8_t q2[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(p, 2, q2);
+    assert_memory_equal(q, q2, sizeof(q));
+    dpcodec_compressed_qualifier(p, 1, q2);
+    assert_memory_not_equal(q, q2, sizeof(q));
+    /* the 3-byte prefix alone is not a compressed cell (odd-length unknown: skipped) */
+    assert_int_equal(dpcodec_qualifier_kind(q, 3), DPCODEC_Q_OTHER);
 }
 
 static void test_compressed_rejects_unknown_version_and_bad_input(void **state)
@@ -230,7 +262,9 @@ static void test_compressed_rejects_unknown_version_and_bad_input(void **state)
     assert_int_equal(dpcodec_compressed_encode(BASE, p, 2, v, &vl, &err), CT_OK);
     v[0] = 9;
     struct dpcodec_iter it;
-    dpcodec_iter_init(&it, BASE, (const uint8_t *)DPCODEC_CQ, DPCODEC_CQ_LEN, v, vl);
+    uint8_t cq[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(p, 2, cq);
+    dpcodec_iter_init(&it, BASE, cq, sizeof(cq), v, vl);
     struct dpcodec_point out;
     assert_int_equal(dpcodec_iter_next(&it, &out, &err), CT_ECORRUPT);
     assert_non_null(strstr(err.msg, "unsupported compressed cell version 9"));
@@ -318,7 +352,8 @@ static void test_compaction_round_trips_in_both_formats(void **state)
             assert_int_equal(c.cells[di].value.len, sizeof(wv));
             assert_memory_equal(c.cells[di].value.data, wv, sizeof(wv));
         } else {
-            assert_memory_equal(c.cells[di].qualifier.data, DPCODEC_CQ, DPCODEC_CQ_LEN);
+            assert_int_equal(c.cells[di].qualifier.len, DPCODEC_CQ_LEN);
+            assert_memory_equal(c.cells[di].qualifier.data, DPCODEC_CQ, DPCODEC_CQ_PREFIX_LEN);
         }
         check_compacted(&c, ts, vals, 4);
         /* compacting the result again gains nothing */
@@ -356,6 +391,16 @@ static void test_compaction_duplicates_follow_fix_duplicates(void **state)
         check_compacted(&c, ts, vals, 2);
         dpcodec_compacted_free(&c);
     }
+    /* a lone single cell is left alone in OpenTSDB's format, merged in ctsdb's */
+    struct hour one = {0};
+    hour_add(&one, dpcodec_point_int(BASE_MS, false, 1), 100);
+    assert_int_equal(dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_OPENTSDB, false, &c,
+                                     &err),
+                     CT_NOTFOUND);
+    assert_int_equal(dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_COMPRESSED, false,
+                                     &c, &err),
+                     CT_OK);
+    dpcodec_compacted_free(&c);
     /* identical duplicates merge silently even without fix_duplicates */
     struct hour g = {0};
     hour_add(&g, dpcodec_point_int(BASE_MS + 1000, false, 7), 100);
@@ -395,6 +440,7 @@ int main(void)
         cmocka_unit_test(test_decoder_reads_every_opentsdb_layout),
         cmocka_unit_test(test_annotation_qualifiers),
         cmocka_unit_test(test_compressed_round_trips_every_value_kind),
+        cmocka_unit_test(test_compressed_qualifier_hashes_the_timestamps),
         cmocka_unit_test(test_compressed_rejects_unknown_version_and_bad_input),
         cmocka_unit_test(test_compaction_round_trips_in_both_formats),
         cmocka_unit_test(test_compaction_duplicates_follow_fix_duplicates),

@@ -1,0 +1,432 @@
+/* test_tsdb.c - the tsdb handle on a real store: table creation with families and salt
+ * pre-splits, the recorded key layout, series resolution with OpenTSDB's messages, batched
+ * writes read back through every layout, the compaction hook end to end in both formats (ms/s
+ * mixed, duplicates with fix_duplicates off and on, incomplete hours left alone), and
+ * annotations. Skipped when the embedded engine is not in this build. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/tsdb.h"
+#include "tests/lib/ctest.h"
+
+#define BASE 1356998400LL /* an hour long past: compaction may merge it */
+#define BASE_MS (BASE * 1000)
+
+struct fixture {
+    char *dir;
+    struct wc_store *s;
+    struct tsdb *t;
+};
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    f->dir = ctest_mkdtemp();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    tsdb_close(f->t);
+    wc_close(f->s);
+    ctest_rmdir(f->dir);
+    free(f);
+    unsetenv("CTSDB_NOW_MS");
+    return 0;
+}
+
+static void open_store(struct fixture *f)
+{
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = f->dir;
+    struct ct_err err = {0};
+    int rc = wc_open(&o, &f->s, &err);
+    if (rc == CT_EUNSUPPORTED)
+        skip();
+    if (rc != CT_OK)
+        fail_msg("wc_open: %s", err.msg);
+}
+
+static void open_tsdb(struct fixture *f, const struct tsdb_config *c)
+{
+    open_store(f);
+    struct ct_err err = {0};
+    if (tsdb_open(f->s, c, &f->t, &err) != CT_OK)
+        fail_msg("tsdb_open: %s", err.msg);
+}
+
+static void test_create_tables_families_and_presplit(void **state)
+{
+    struct fixture *f = *state;
+    open_store(f);
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    c.layout.salt_width = 1;
+    c.layout.salt_buckets = 8;
+    c.regions_per_bucket = 2;
+    c.ttl_s = 86400;
+    c.bloom = WC_BLOOM_ROWCOL;
+    struct ct_err err = {0};
+    int created;
+    assert_int_equal(tsdb_create_tables(f->s, &c, &created, &err), CT_OK);
+    assert_int_equal(created, 3);
+    assert_int_equal(tsdb_create_tables(f->s, &c, &created, &err), CT_OK);
+    assert_int_equal(created, 0);
+    struct wc_table_desc *d;
+    assert_int_equal(wc_table_describe(f->s, "tsdb", &d, &err), CT_OK);
+    assert_int_equal(d->nfamilies, 1);
+    assert_string_equal(d->families[0].name, "t");
+    assert_int_equal(d->families[0].ttl_s, 86400);
+    assert_int_equal(d->families[0].bloom, WC_BLOOM_ROWCOL);
+    wc_table_desc_free(d);
+    assert_int_equal(wc_table_describe(f->s, "tsdb-uid", &d, &err), CT_OK);
+    assert_int_equal(d->nfamilies, 2);
+    assert_string_equal(d->families[0].name, "id");
+    assert_string_equal(d->families[1].name, "name");
+    wc_table_desc_free(d);
+    struct wc_region_info *ri;
+    size_t n;
+    assert_int_equal(wc_table_regions(f->s, "tsdb", &ri, &n, &err), CT_OK);
+    assert_int_equal(n, 16); /* 8 buckets x 2 */
+    assert_int_equal(ri[2].start_len, 1); /* bucket 1 starts its own region */
+    assert_int_equal(ri[2].start_key[0], 1);
+    wc_region_info_free(ri, n);
+    struct rowkey_layout l;
+    assert_int_equal(tsdb_layout_stored(f->s, "tsdb-meta", &l, &err), CT_OK);
+    assert_int_equal(l.salt_width, 1);
+    assert_int_equal(l.salt_buckets, 8);
+    /* opening with another layout is refused with both layouts named */
+    c.layout.salt_buckets = 20;
+    assert_int_equal(tsdb_open(f->s, &c, &f->t, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "salt_buckets=8"));
+    assert_null(f->t);
+}
+
+static void test_series_resolution_messages(void **state)
+{
+    struct fixture *f = *state;
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    c.auto_create_metrics = false;
+    c.max_tags = 2;
+    open_tsdb(f, &c);
+    struct ct_err err = {0};
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t len;
+    const char *k[3] = {"host", "dc", "rack"}, *v[3] = {"web01", "eu", "r1"};
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, v, 1, tsuid, sizeof(tsuid), &len, &err),
+                     CT_NOTFOUND);
+    assert_string_equal(err.msg, "No such name for 'metrics': 'm'");
+    uint64_t id;
+    assert_int_equal(uid_assign_id(tsdb_uid(f->t), UID_METRIC, "m", 1, &id, &err), CT_OK);
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, v, 0, tsuid, sizeof(tsuid), &len, &err),
+                     CT_EINVAL);
+    assert_string_equal(err.msg, "Need at least one tag (metric=m, tags={})");
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, v, 3, tsuid, sizeof(tsuid), &len, &err),
+                     CT_EINVAL);
+    assert_non_null(strstr(err.msg, "Too many tags: 3 maximum allowed: 2"));
+    const char *bad[1] = {"we b"};
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, bad, 1, tsuid, sizeof(tsuid), &len, &err),
+                     CT_EINVAL);
+    assert_string_equal(err.msg,
+                        "Invalid tag value with key [host] (\"we b\"): illegal character:  ");
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, v, 2, tsuid, sizeof(tsuid), &len, &err),
+                     CT_OK);
+    assert_int_equal(len, 3 + 2 * 6);
+    /* tags come out sorted by tagk uid: host (1) before dc (2) */
+    assert_int_equal(tsuid[5], 1);
+    assert_int_equal(tsuid[11], 2);
+}
+
+/* Reads a series' hour row and decodes its points. */
+static size_t read_hour(struct fixture *f, const uint8_t *tsuid, size_t len, int64_t base,
+                        struct dpcodec_point *out, size_t cap, size_t *ncells)
+{
+    uint8_t row[ROWKEY_MAX_BYTES];
+    size_t rl = rowkey_encode(tsdb_layout(f->t), tsuid, len, base, row);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_result r;
+    struct ct_err err = {0};
+    assert_int_equal(wc_get(tsdb_data_table(f->t), wc_bytes_of(row, rl), &o, &r, &err), CT_OK);
+    size_t n = 0, dups;
+    assert_int_equal(dpcodec_row_decode(base, r.row.cells, r.row.ncells, out, cap, &n, &dups,
+                                        &err),
+                     CT_OK);
+    if (ncells)
+        *ncells = r.row.ncells;
+    wc_result_release(&r);
+    return n;
+}
+
+static void write_hour(struct fixture *f, const uint8_t *tsuid, size_t len, bool with_dup)
+{
+    struct tsdb_batch *b;
+    struct ct_err err = {0};
+    assert_int_equal(tsdb_batch_new(4, &b, &err), CT_OK);
+    for (int i = 0; i < 360; i++) {
+        struct dpcodec_point p = i % 7 == 3
+                                     ? dpcodec_point_int(BASE_MS + i * 10000LL + 250, true, i)
+                                     : dpcodec_point_real(BASE_MS + i * 10000LL, false, i / 4.0);
+        assert_int_equal(tsdb_batch_add(b, tsdb_layout(f->t), tsuid, len, &p, &err), CT_OK);
+    }
+    assert_int_equal(tsdb_batch_count(b), 360);
+    assert_int_equal(tsdb_batch_write(f->t, b, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    if (with_dup) {
+        tsdb_batch_reset(b);
+        /* the same second as point 1, written later with a ms qualifier and another value */
+        struct dpcodec_point p = dpcodec_point_int(BASE_MS + 10000, true, 999);
+        assert_int_equal(tsdb_batch_add(b, tsdb_layout(f->t), tsuid, len, &p, &err), CT_OK);
+        assert_int_equal(tsdb_batch_write(f->t, b, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    }
+    tsdb_batch_free(b);
+}
+
+static void check_hour(const struct dpcodec_point *pts, size_t n, bool dup_applied)
+{
+    assert_int_equal(n, 360);
+    for (int i = 0; i < 360; i++) {
+        if (i == 1 && dup_applied) {
+            assert_true(pts[i].type == DPCODEC_INT && pts[i].i == 999);
+            continue;
+        }
+        if (i % 7 == 3) {
+            assert_true(pts[i].ts_ms == BASE_MS + i * 10000LL + 250);
+            assert_true(pts[i].type == DPCODEC_INT && pts[i].i == i && pts[i].ms);
+        } else {
+            assert_true(pts[i].ts_ms == BASE_MS + i * 10000LL);
+            assert_true(dpcodec_point_value(&pts[i]) == i / 4.0);
+        }
+    }
+}
+
+static void compaction_round_trip(void **state, enum dpcodec_format fmt, bool fix_dups)
+{
+    struct fixture *f = *state;
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    c.layout.salt_width = 1;
+    c.layout.salt_buckets = 4;
+    c.format = fmt;
+    c.fix_duplicates = fix_dups;
+    open_tsdb(f, &c);
+    struct ct_err err = {0};
+    uint8_t a[ROWKEY_MAX_TSUID], b[ROWKEY_MAX_TSUID];
+    size_t al, bl;
+    const char *k[1] = {"host"}, *va[1] = {"a"}, *vb[1] = {"b"};
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, va, 1, a, sizeof(a), &al, &err), CT_OK);
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, vb, 1, b, sizeof(b), &bl, &err), CT_OK);
+    write_hour(f, a, al, false);
+    write_hour(f, b, bl, true);
+    struct dpcodec_point pts[400];
+    size_t ncells;
+    check_hour(pts, read_hour(f, a, al, BASE, pts, 400, &ncells), false);
+    assert_int_equal(ncells, 360);
+    check_hour(pts, read_hour(f, b, bl, BASE, pts, 400, &ncells), true); /* newest wins on read */
+    assert_int_equal(ncells, 361);
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    assert_int_equal(wc_table_compact(f->s, "tsdb", NULL, true, &err), CT_OK);
+    check_hour(pts, read_hour(f, a, al, BASE, pts, 400, &ncells), false);
+    assert_int_equal(ncells, 1); /* one merged cell */
+    check_hour(pts, read_hour(f, b, bl, BASE, pts, 400, &ncells), true);
+    assert_int_equal(ncells, fix_dups ? 1 : 361); /* a conflict without fix_duplicates stays */
+}
+
+static void test_compaction_compressed_format(void **state)
+{
+    compaction_round_trip(state, DPCODEC_FORMAT_COMPRESSED, false);
+}
+
+static void test_compaction_opentsdb_format_fix_duplicates(void **state)
+{
+    compaction_round_trip(state, DPCODEC_FORMAT_OPENTSDB, true);
+}
+
+static void test_compaction_compressed_fix_duplicates(void **state)
+{
+    compaction_round_trip(state, DPCODEC_FORMAT_COMPRESSED, true);
+}
+
+static void test_compaction_leaves_the_current_hour_alone(void **state)
+{
+    struct fixture *f = *state;
+    char now[32];
+    snprintf(now, sizeof(now), "%lld", (long long)(BASE_MS + 1800000)); /* mid-hour */
+    setenv("CTSDB_NOW_MS", now, 1);
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    open_tsdb(f, &c);
+    struct ct_err err = {0};
+    uint8_t a[ROWKEY_MAX_TSUID];
+    size_t al;
+    const char *k[1] = {"host"}, *va[1] = {"a"};
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, va, 1, a, sizeof(a), &al, &err), CT_OK);
+    write_hour(f, a, al, false);
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    assert_int_equal(wc_table_compact(f->s, "tsdb", NULL, true, &err), CT_OK);
+    struct dpcodec_point pts[400];
+    size_t ncells;
+    check_hour(pts, read_hour(f, a, al, BASE, pts, 400, &ncells), false);
+    assert_int_equal(ncells, 360);
+}
+
+static void test_late_points_after_a_merged_hour_are_kept(void **state)
+{
+    /* merge the hour (flush + major compaction), then a late point arrives and is merged by a
+     * later compaction into a second compressed cell: neither cell may hide the other */
+    struct fixture *f = *state;
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    open_tsdb(f, &c);
+    struct ct_err err = {0};
+    uint8_t a[ROWKEY_MAX_TSUID];
+    size_t al;
+    const char *k[1] = {"host"}, *va[1] = {"a"};
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, va, 1, a, sizeof(a), &al, &err), CT_OK);
+    write_hour(f, a, al, false);
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    assert_int_equal(wc_table_compact(f->s, "tsdb", NULL, true, &err), CT_OK);
+    struct tsdb_batch *b;
+    assert_int_equal(tsdb_batch_new(1, &b, &err), CT_OK);
+    struct dpcodec_point late = dpcodec_point_int(BASE_MS + 3599000, false, -5);
+    assert_int_equal(tsdb_batch_add(b, tsdb_layout(f->t), a, al, &late, &err), CT_OK);
+    assert_int_equal(tsdb_batch_write(f->t, b, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    tsdb_batch_free(b);
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    struct dpcodec_point pts[400];
+    size_t ncells;
+    size_t n = read_hour(f, a, al, BASE, pts, 400, &ncells);
+    assert_int_equal(n, 361);
+    assert_true(pts[360].ts_ms == BASE_MS + 3599000 && pts[360].i == -5);
+    assert_int_equal(wc_table_compact(f->s, "tsdb", NULL, true, &err), CT_OK);
+    n = read_hour(f, a, al, BASE, pts, 400, &ncells);
+    assert_int_equal(n, 361);
+    assert_int_equal(ncells, 1);
+    check_hour(pts, 360, false);
+}
+
+struct ann_acc {
+    int n;
+    int64_t when[4];
+    char json[4][64];
+};
+
+static int ann_collect(void *arg, const uint8_t *tsuid, size_t len, int64_t start_ms,
+                       const char *json, size_t json_len)
+{
+    (void)tsuid;
+    (void)len;
+    struct ann_acc *a = arg;
+    if (a->n < 4) {
+        a->when[a->n] = start_ms;
+        snprintf(a->json[a->n], 64, "%.*s", (int)json_len, json);
+        a->n++;
+    }
+    return 0;
+}
+
+static void test_annotations_series_and_global(void **state)
+{
+    struct fixture *f = *state;
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    c.layout.salt_width = 1;
+    /* a pinned clock: the store stamps cells with it, and the re-put below must come after the
+     * delete's millisecond (a delete masks puts of its own millisecond, as in HBase) */
+    setenv("CTSDB_NOW_MS", "1400000000000", 1);
+    open_tsdb(f, &c);
+    struct ct_err err = {0};
+    uint8_t a[ROWKEY_MAX_TSUID];
+    size_t al;
+    const char *k[1] = {"host"}, *va[1] = {"a"};
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, va, 1, a, sizeof(a), &al, &err), CT_OK);
+    const char *j1 = "{\"description\":\"deploy\"}", *j2 = "{\"description\":\"ms\"}";
+    assert_int_equal(tsdb_annotation_put(f->t, a, al, BASE_MS + 60000, j1, strlen(j1), &err),
+                     CT_OK);
+    assert_int_equal(tsdb_annotation_put(f->t, a, al, BASE_MS + 7200500, j2, strlen(j2), &err),
+                     CT_OK);
+    assert_int_equal(tsdb_annotation_put(f->t, NULL, 0, BASE_MS + 5000, j1, strlen(j1), &err),
+                     CT_OK);
+    char *json;
+    size_t jl;
+    assert_int_equal(tsdb_annotation_get(f->t, a, al, BASE_MS + 60000, &json, &jl, &err), CT_OK);
+    assert_string_equal(json, j1);
+    free(json);
+    assert_int_equal(tsdb_annotation_get(f->t, a, al, BASE_MS + 61000, &json, &jl, &err),
+                     CT_NOTFOUND);
+    assert_string_equal(err.msg, "Unable to locate annotation in storage");
+    struct ann_acc acc = {0};
+    assert_int_equal(tsdb_annotation_scan(f->t, a, al, BASE_MS, BASE_MS + 3 * 3600000LL,
+                                          ann_collect, &acc, &err),
+                     CT_OK);
+    assert_int_equal(acc.n, 2);
+    assert_true(acc.when[0] == BASE_MS + 60000 && acc.when[1] == BASE_MS + 7200500);
+    assert_string_equal(acc.json[1], j2);
+    memset(&acc, 0, sizeof(acc));
+    assert_int_equal(
+        tsdb_annotation_scan(f->t, NULL, 0, BASE_MS, BASE_MS + 3600000, ann_collect, &acc, &err),
+        CT_OK);
+    assert_int_equal(acc.n, 1);
+    assert_true(acc.when[0] == BASE_MS + 5000);
+    assert_int_equal(tsdb_annotation_delete(f->t, a, al, BASE_MS + 60000, &err), CT_OK);
+    assert_int_equal(tsdb_annotation_get(f->t, a, al, BASE_MS + 60000, &json, &jl, &err),
+                     CT_NOTFOUND);
+    /* annotations survive compaction next to the merged points */
+    setenv("CTSDB_NOW_MS", "1400000000001", 1);
+    write_hour(f, a, al, false);
+    assert_int_equal(tsdb_annotation_put(f->t, a, al, BASE_MS + 60000, j1, strlen(j1), &err),
+                     CT_OK);
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    assert_int_equal(wc_table_compact(f->s, "tsdb", NULL, true, &err), CT_OK);
+    assert_int_equal(tsdb_annotation_get(f->t, a, al, BASE_MS + 60000, &json, &jl, &err), CT_OK);
+    free(json);
+    struct dpcodec_point pts[400];
+    size_t ncells;
+    check_hour(pts, read_hour(f, a, al, BASE, pts, 400, &ncells), false);
+    assert_int_equal(ncells, 2);
+}
+
+static void test_config_keys(void **state)
+{
+    (void)state;
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    struct ct_err err = {0};
+    assert_int_equal(tsdb_config_set(&c, "tsd.storage.salt.width", "2", &err), CT_OK);
+    assert_int_equal(c.layout.salt_width, 2);
+    assert_int_equal(tsdb_config_set(&c, "tsd.core.auto_create_metrics", "false", &err), CT_OK);
+    assert_false(c.auto_create_metrics);
+    assert_int_equal(tsdb_config_set(&c, "tsd.storage.ctsdb.compact_format", "opentsdb", &err),
+                     CT_OK);
+    assert_int_equal(c.format, DPCODEC_FORMAT_OPENTSDB);
+    assert_int_equal(tsdb_config_set(&c, "tsd.storage.salt.width", "9", &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "tsd.storage.salt.width"));
+    assert_int_equal(tsdb_config_set(&c, "tsd.storage.fix_duplicates", "maybe", &err),
+                     CT_EINVAL);
+    assert_int_equal(tsdb_config_set(&c, "tsd.network.port", "4242", &err), CT_NOTFOUND);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config_keys),
+        cmocka_unit_test_setup_teardown(test_create_tables_families_and_presplit, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_series_resolution_messages, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_compressed_format, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_opentsdb_format_fix_duplicates, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_compressed_fix_duplicates, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_leaves_the_current_hour_alone, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_late_points_after_a_merged_hour_are_kept, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_annotations_series_and_global, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

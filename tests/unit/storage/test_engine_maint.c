@@ -1,0 +1,560 @@
+/* test_engine_maint.c - flushes, compactions and regions of the embedded engine: the exploring
+ * selection, minor compactions keeping markers and major ones dropping them, the compaction
+ * hook, splits at a key and at midpoints with scans across regions both ways, automatic splits
+ * under a bounded write load, region statistics, and splits and compactions interrupted by a
+ * crash (a child process exits at a failpoint; the parent reopens and checks every row). */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "storage/engine/engine_int.h"
+#include "storage/wc.h"
+#include "tests/lib/ctest.h"
+
+#define MIB (1ull << 20)
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static struct wc_store *open_store(const char *dir, size_t flush_bytes, uint64_t split_bytes)
+{
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = dir;
+    o.block_cache_bytes = 1 << 20;
+    o.memstore_flush_bytes = flush_bytes;
+    o.region_split_bytes = split_bytes;
+    struct wc_store *s = NULL;
+    struct ct_err err;
+    if (wc_open(&o, &s, &err) != CT_OK)
+        fail_msg("open %s: %s", dir, err.msg);
+    return s;
+}
+
+static struct wc_table *mk_table(struct wc_store *s, const char *name, uint32_t versions,
+                                 bool compaction_enabled, const char *const *splits, size_t ns)
+{
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "f");
+    fd.versions = versions;
+    fd.blocksize = 1024; /* many blocks, so files have a midpoint */
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, name);
+    d.families = &fd;
+    d.nfamilies = 1;
+    d.compaction_enabled = compaction_enabled;
+    struct wc_bytes sp[8];
+    for (size_t i = 0; i < ns; i++)
+        sp[i] = wc_bytes_str(splits[i]);
+    struct ct_err err;
+    if (wc_table_create(s, &d, sp, ns, &err) != CT_OK)
+        fail_msg("create %s: %s", name, err.msg);
+    struct wc_table *t;
+    if (wc_table_open(s, name, &t, &err) != CT_OK)
+        fail_msg("open %s: %s", name, err.msg);
+    return t;
+}
+
+static void put(struct wc_table *t, const char *row, const char *qual, const char *val,
+                size_t vlen, int64_t ts, enum wc_mutation_op op)
+{
+    struct wc_mutation m = {op, wc_bytes_str("f"), wc_bytes_str(qual), wc_bytes_of(val, vlen),
+                            ts};
+    struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
+    struct ct_err err;
+    if (wc_mutate_row(t, &rm, WC_DURABILITY_SYNC_WAL, &err) != CT_OK)
+        fail_msg("put %s: %s", row, err.msg);
+}
+
+static void put_rows(struct wc_table *t, int from, int to, const char *val)
+{
+    for (int i = from; i < to; i++) {
+        char row[24];
+        snprintf(row, sizeof(row), "r%05d", i);
+        put(t, row, "q", val, strlen(val), 1, WC_OP_PUT);
+    }
+}
+
+/* Counts rows (checking order and one cell each) in one direction. */
+static int count_rows(struct wc_table *t, bool reversed, const char *want_val)
+{
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.reversed = reversed;
+    struct wc_scanner *sc;
+    struct ct_err err;
+    if (wc_scanner_open(t, &o, &sc, &err) != CT_OK)
+        fail_msg("scan: %s", err.msg);
+    struct wc_row r;
+    int n = 0, rc;
+    char prev[64] = "";
+    while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK) {
+        char key[64];
+        snprintf(key, sizeof(key), "%.*s", (int)r.key.len, (const char *)r.key.data);
+        if (n && (reversed ? strcmp(key, prev) >= 0 : strcmp(key, prev) <= 0))
+            fail_msg("rows out of order: %s after %s", key, prev);
+        snprintf(prev, sizeof(prev), "%s", key);
+        assert_int_equal(r.ncells, 1);
+        if (want_val)
+            assert_memory_equal(r.cells[0].value.data, want_val, strlen(want_val));
+        n++;
+    }
+    if (rc != CT_NOTFOUND)
+        fail_msg("scan next: %s", err.msg);
+    wc_scanner_close(sc);
+    return n;
+}
+
+static size_t nregions(struct wc_store *s, const char *name, uint64_t *files)
+{
+    struct wc_region_info *ri;
+    size_t n;
+    struct ct_err err;
+    assert_int_equal(wc_table_regions(s, name, &ri, &n, &err), CT_OK);
+    if (files) {
+        *files = 0;
+        for (size_t i = 0; i < n; i++)
+            *files += ri[i].store_files;
+    }
+    wc_region_info_free(ri, n);
+    return n;
+}
+
+static size_t files_in_dir(const char *dir)
+{
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/sst", dir);
+    DIR *d = opendir(p);
+    assert_non_null(d);
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (de->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* ---- policy ------------------------------------------------------------------------------- */
+
+struct sel_case {
+    uint64_t sizes[16];
+    size_t n;
+    size_t max_files;
+    uint64_t max_size;
+    bool found;
+    size_t start, count;
+};
+
+static void test_exploring_policy_selection(void **state)
+{
+    (void)state;
+    const struct sel_case cases[] = {
+        /* fewer files than the threshold */
+        {{1, 1}, 2, 10, 0, false, 0, 0},
+        /* small files are always eligible: the longest run */
+        {{10, 10, 10}, 3, 10, 0, true, 0, 3},
+        {{5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5}, 12, 10, 0, true, 0, 10},
+        /* one big old file out of ratio: the run after it */
+        {{1000 * MIB, 100 * MIB, 100 * MIB, 100 * MIB}, 4, 10, 0, true, 1, 3},
+        {{300 * MIB, 50 * MIB, 50 * MIB, 50 * MIB, 60 * MIB}, 5, 10, 0, true, 1, 4},
+        /* all in ratio: everything (a major compaction) */
+        {{500 * MIB, 400 * MIB, 300 * MIB, 200 * MIB, 100 * MIB}, 5, 10, 0, true, 0, 5},
+        /* same count: the smaller total */
+        {{60, 50, 50, 40}, 4, 3, 0, true, 1, 3},
+        /* runs above the maximum size are not considered */
+        {{100 * MIB, 100 * MIB, 100 * MIB, 100 * MIB}, 4, 10, 250 * MIB, false, 0, 0},
+        /* nothing in ratio */
+        {{1000 * MIB, 300 * MIB, 100 * MIB}, 3, 10, 0, false, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct sel_case *c = &cases[i];
+        struct compact_policy p;
+        compact_policy_default(&p);
+        p.max_files = c->max_files;
+        if (c->max_size)
+            p.max_size = c->max_size;
+        size_t start = 99, count = 99;
+        bool found = compact_select(c->sizes, c->n, &p, &start, &count);
+        if (found != c->found || (found && (start != c->start || count != c->count)))
+            fail_msg("case %zu: got found=%d start=%zu count=%zu, want %d %zu %zu", i, found,
+                     start, count, c->found, c->start, c->count);
+    }
+}
+
+/* ---- compactions --------------------------------------------------------------------------- */
+
+static void test_minor_compaction_keeps_markers_major_drops_them(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 * MIB, 1ull << 30);
+    struct wc_table *t = mk_table(s, "mc", 3, false, NULL, 0);
+    struct ct_err err;
+    /* file 0: the marker; files 1..9: other rows; file 10: a masked put and a big cell so the
+     * policy leaves file 10 out of the 10-file run */
+    put(t, "row", "q", "", 0, 100, WC_OP_DELETE_COLUMN);
+    assert_int_equal(wc_table_flush(s, "mc", &err), CT_OK);
+    for (int i = 1; i <= 9; i++) {
+        char row[24];
+        snprintf(row, sizeof(row), "other%d", i);
+        put(t, row, "q", "x", 1, 1, WC_OP_PUT);
+        assert_int_equal(wc_table_flush(s, "mc", &err), CT_OK);
+    }
+    static char big[100000];
+    memset(big, 'b', sizeof(big));
+    put(t, "row", "q", "masked", 6, 50, WC_OP_PUT);
+    put(t, "zzz", "big", big, sizeof(big), 1, WC_OP_PUT);
+    assert_int_equal(wc_table_flush(s, "mc", &err), CT_OK);
+    uint64_t files;
+    assert_int_equal(nregions(s, "mc", &files), 1);
+    assert_int_equal(files, 11);
+
+    struct wc_result res;
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 3;
+    assert_int_equal(wc_get(t, wc_bytes_str("row"), &o, &res, &err), CT_OK);
+    assert_int_equal(res.row.ncells, 0);
+    wc_result_release(&res);
+
+    assert_int_equal(wc_table_compact(s, "mc", NULL, false, &err), CT_OK);
+    nregions(s, "mc", &files);
+    assert_int_equal(files, 2);
+    assert_int_equal(wc_get(t, wc_bytes_str("row"), &o, &res, &err), CT_OK);
+    assert_int_equal(res.row.ncells, 0); /* the marker survived the minor compaction */
+    wc_result_release(&res);
+    o.raw = true;
+    assert_int_equal(wc_get(t, wc_bytes_str("row"), &o, &res, &err), CT_OK);
+    assert_int_equal(res.row.ncells, 2); /* marker + masked put (in the other file) */
+    wc_result_release(&res);
+
+    assert_int_equal(wc_table_compact(s, "mc", NULL, true, &err), CT_OK);
+    nregions(s, "mc", &files);
+    assert_int_equal(files, 1);
+    assert_int_equal(wc_get(t, wc_bytes_str("row"), &o, &res, &err), CT_OK);
+    assert_int_equal(res.row.ncells, 0); /* marker and masked put are both gone */
+    wc_result_release(&res);
+    assert_int_equal(files_in_dir(dir), 1); /* replaced files deleted */
+
+    struct wc_store_stats st;
+    assert_int_equal(wc_store_stats(s, &st, &err), CT_OK);
+    assert_true(st.flushes >= 11);
+    assert_true(st.minor_compactions >= 1);
+    assert_true(st.major_compactions >= 1);
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+struct hook_state {
+    int calls_minor;
+    int calls_major;
+};
+
+/* On major compactions, merges a row's puts into one cell "merged" whose value joins theirs. */
+static int merge_hook(void *arg, const struct wc_cell *cells, size_t n, bool major,
+                      struct wc_cell_sink *sink, struct ct_err *err)
+{
+    struct hook_state *h = arg;
+    if (!major) {
+        h->calls_minor++;
+        return CT_NOTFOUND;
+    }
+    h->calls_major++;
+    char buf[256] = "";
+    int64_t ts = 0;
+    for (size_t i = 0; i < n; i++) {
+        strncat(buf, (const char *)cells[i].value.data,
+                cells[i].value.len < 16 ? cells[i].value.len : 16);
+        if (cells[i].ts_ms > ts)
+            ts = cells[i].ts_ms;
+    }
+    struct wc_cell c = cells[0];
+    c.qualifier = wc_bytes_str("merged");
+    c.value = wc_bytes_str(buf);
+    c.ts_ms = ts;
+    return wc_cell_sink_emit(sink, &c, err);
+}
+
+static void test_compaction_hook_rewrites_rows(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 * MIB, 1ull << 30);
+    struct wc_table *t = mk_table(s, "hk", 1, false, NULL, 0);
+    struct hook_state h = {0};
+    struct ct_err err;
+    assert_int_equal(wc_set_compact_hook(s, "hk", "f", merge_hook, &h, &err), CT_OK);
+    put(t, "r1", "a", "A", 1, 5, WC_OP_PUT);
+    put(t, "r1", "b", "B", 1, 6, WC_OP_PUT);
+    put(t, "r1", "c", "C", 1, 7, WC_OP_PUT);
+    put(t, "r2", "a", "Z", 1, 5, WC_OP_PUT);
+    put(t, "r2", "b", "gone", 4, 5, WC_OP_DELETE_COLUMN); /* deletes are applied first */
+    assert_int_equal(wc_table_flush(s, "hk", &err), CT_OK);
+    assert_true(h.calls_minor >= 2); /* flushes run the hook too */
+    assert_int_equal(h.calls_major, 0);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_result res;
+    assert_int_equal(wc_get(t, wc_bytes_str("r1"), &o, &res, &err), CT_OK);
+    assert_int_equal(res.row.ncells, 3);
+    wc_result_release(&res);
+    assert_int_equal(wc_table_compact(s, "hk", NULL, true, &err), CT_OK);
+    assert_int_equal(h.calls_major, 2);
+    assert_int_equal(wc_get(t, wc_bytes_str("r1"), &o, &res, &err), CT_OK);
+    assert_int_equal(res.row.ncells, 1);
+    assert_memory_equal(res.row.cells[0].qualifier.data, "merged", 6);
+    assert_int_equal(res.row.cells[0].value.len, 3);
+    assert_memory_equal(res.row.cells[0].value.data, "ABC", 3);
+    assert_int_equal(res.row.cells[0].ts_ms, 7);
+    wc_result_release(&res);
+    assert_int_equal(wc_get(t, wc_bytes_str("r2"), &o, &res, &err), CT_OK);
+    assert_int_equal(res.row.ncells, 1);
+    assert_memory_equal(res.row.cells[0].value.data, "Z", 1);
+    wc_result_release(&res);
+    /* removing the hook */
+    assert_int_equal(wc_set_compact_hook(s, "hk", "f", NULL, NULL, &err), CT_OK);
+    assert_true(wc_set_compact_hook(s, "hk", "nofam", merge_hook, &h, &err) < 0);
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+/* ---- regions ------------------------------------------------------------------------------- */
+
+static void test_split_at_key_and_at_midpoints(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 * MIB, 1ull << 30);
+    struct wc_table *t = mk_table(s, "sp", 1, false, NULL, 0);
+    struct ct_err err;
+    put_rows(t, 0, 2000, "v");
+    assert_int_equal(wc_table_flush(s, "sp", &err), CT_OK);
+    put_rows(t, 1000, 1500, "w"); /* newer versions in the memstore */
+    struct wc_bytes key = wc_bytes_str("r01200");
+    assert_int_equal(wc_table_split(s, "sp", &key, &err), CT_OK);
+    assert_int_equal(nregions(s, "sp", NULL), 2);
+    assert_int_equal(wc_table_split(s, "sp", &key, &err), CT_EINVAL); /* already a start */
+    assert_int_equal(count_rows(t, false, NULL), 2000);
+    assert_int_equal(count_rows(t, true, NULL), 2000);
+    /* daughters share the parent's file: after a major compaction each has its own */
+    assert_int_equal(wc_table_flush(s, "sp", &err), CT_OK);
+    assert_int_equal(wc_table_compact(s, "sp", NULL, true, &err), CT_OK);
+    assert_int_equal(wc_table_split(s, "sp", NULL, &err), CT_OK);
+    assert_int_equal(nregions(s, "sp", NULL), 4);
+    assert_int_equal(count_rows(t, false, NULL), 2000);
+    assert_int_equal(count_rows(t, true, NULL), 2000);
+    struct wc_region_info *ri;
+    size_t n;
+    assert_int_equal(wc_table_regions(s, "sp", &ri, &n, &err), CT_OK);
+    assert_int_equal(ri[0].start_len, 0);
+    assert_int_equal(ri[n - 1].end_len, 0);
+    for (size_t i = 1; i < n; i++) {
+        assert_int_equal(ri[i].start_len, ri[i - 1].end_len);
+        assert_memory_equal(ri[i].start_key, ri[i - 1].end_key, ri[i].start_len);
+    }
+    wc_region_info_free(ri, n);
+    for (int i = 0; i < 2000; i += 97) {
+        char row[24];
+        snprintf(row, sizeof(row), "r%05d", i);
+        struct wc_scan_options o;
+        wc_scan_options_init(&o);
+        struct wc_result res;
+        assert_int_equal(wc_get(t, wc_bytes_str(row), &o, &res, &err), CT_OK);
+        assert_int_equal(res.row.ncells, 1);
+        assert_memory_equal(res.row.cells[0].value.data, i >= 1000 && i < 1500 ? "w" : "v", 1);
+        wc_result_release(&res);
+    }
+    /* the split survives a reopen */
+    wc_table_close(t);
+    wc_close(s);
+    s = open_store(dir, 64 * MIB, 1ull << 30);
+    assert_int_equal(nregions(s, "sp", NULL), 4);
+    assert_int_equal(wc_table_open(s, "sp", &t, &err), CT_OK);
+    assert_int_equal(count_rows(t, false, NULL), 2000);
+    /* truncate keeping the split keys */
+    assert_int_equal(wc_table_truncate(s, "sp", true, &err), CT_OK);
+    assert_int_equal(nregions(s, "sp", NULL), 4);
+    assert_int_equal(count_rows(t, false, NULL), 0);
+    assert_int_equal(wc_table_truncate(s, "sp", false, &err), CT_OK);
+    assert_int_equal(nregions(s, "sp", NULL), 1);
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+static void test_automatic_split_under_bounded_write_load(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    /* stepping policy: 2 x 32 KiB while one region, then 128 KiB */
+    struct wc_store *s = open_store(dir, 32 << 10, 128 << 10);
+    struct wc_table *t = mk_table(s, "auto", 1, true, NULL, 0);
+    struct ct_err err;
+    char val[200];
+    memset(val, 'x', sizeof(val));
+    val[sizeof(val) - 1] = 0;
+    for (int i = 0; i < 4000; i++) {
+        char row[24];
+        /* spread over the key space */
+        snprintf(row, sizeof(row), "r%05d", (i * 7919) % 4000);
+        put(t, row, "q", val, sizeof(val) - 1, 1, WC_OP_PUT);
+    }
+    size_t n = 0;
+    for (int tries = 0; tries < 200; tries++) { /* at most ~20 s */
+        n = nregions(s, "auto", NULL);
+        if (n >= 3)
+            break;
+        usleep(100 * 1000);
+    }
+    assert_true(n >= 2);
+    assert_int_equal(count_rows(t, false, NULL), 4000);
+    assert_int_equal(count_rows(t, true, NULL), 4000);
+    struct wc_store_stats st;
+    assert_int_equal(wc_store_stats(s, &st, &err), CT_OK);
+    assert_true(st.splits >= 1);
+    assert_true(st.regions >= 2);
+    assert_int_equal(wc_background_error(s, &err), CT_OK);
+    wc_table_close(t);
+    wc_close(s);
+    /* and everything is there after a reopen */
+    s = open_store(dir, 32 << 10, 128 << 10);
+    assert_int_equal(wc_table_open(s, "auto", &t, &err), CT_OK);
+    assert_int_equal(count_rows(t, false, NULL), 4000);
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+static void test_region_stats_track_memstore_files_and_requests(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 * MIB, 1ull << 30);
+    struct wc_table *t = mk_table(s, "st", 1, false, (const char *const[]){"m"}, 1);
+    struct ct_err err;
+    put(t, "a", "q", "1", 1, 1, WC_OP_PUT);
+    put(t, "b", "q", "1", 1, 1, WC_OP_PUT);
+    put(t, "x", "q", "1", 1, 1, WC_OP_PUT);
+    struct wc_region_info *ri;
+    size_t n;
+    assert_int_equal(wc_table_regions(s, "st", &ri, &n, &err), CT_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ri[0].write_requests, 2);
+    assert_int_equal(ri[1].write_requests, 1);
+    assert_true(ri[0].memstore_bytes > 0);
+    assert_int_equal(ri[0].store_files, 0);
+    wc_region_info_free(ri, n);
+    assert_int_equal(wc_table_flush(s, "st", &err), CT_OK);
+    assert_int_equal(count_rows(t, false, NULL), 3);
+    assert_int_equal(wc_table_regions(s, "st", &ri, &n, &err), CT_OK);
+    assert_int_equal(ri[0].memstore_bytes, 0);
+    assert_int_equal(ri[0].store_files, 1);
+    assert_true(ri[0].store_file_bytes > 0);
+    assert_int_equal(ri[0].read_requests, 2);
+    assert_int_equal(ri[1].read_requests, 1);
+    wc_region_info_free(ri, n);
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+/* ---- crashes in the middle of a split or a compaction ------------------------------------ */
+
+static void crash_child(const char *dir, const char *failpoint, int mode)
+{
+    struct wc_store *s = open_store(dir, 64 * MIB, 1ull << 30);
+    struct ct_err err;
+    struct wc_table *t;
+    if (wc_table_open(s, "cr", &t, &err) != CT_OK)
+        _exit(3);
+    put_rows(t, 1000, 1200, "a"); /* in the log and the memstore only */
+    engine_set_failpoint(s, failpoint);
+    int rc;
+    if (mode == 0) {
+        struct wc_bytes key = wc_bytes_str("r00600");
+        rc = wc_table_split(s, "cr", &key, &err);
+    } else {
+        rc = wc_table_compact(s, "cr", NULL, true, &err);
+    }
+    _exit(rc == CT_OK ? 4 : 5); /* the failpoint exits with 0 before this */
+}
+
+static void run_crash(const char *failpoint, int mode, size_t want_regions)
+{
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 * MIB, 1ull << 30);
+    struct wc_table *t = mk_table(s, "cr", 1, false, NULL, 0);
+    struct ct_err err;
+    put_rows(t, 0, 500, "a");
+    assert_int_equal(wc_table_flush(s, "cr", &err), CT_OK);
+    put_rows(t, 500, 1000, "a");
+    assert_int_equal(wc_table_flush(s, "cr", &err), CT_OK);
+    wc_table_close(t);
+    wc_close(s);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        crash_child(dir, failpoint, mode);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0); /* died at the failpoint */
+    s = open_store(dir, 64 * MIB, 1ull << 30);
+    assert_int_equal(wc_table_open(s, "cr", &t, &err), CT_OK);
+    assert_int_equal(nregions(s, "cr", NULL), want_regions);
+    assert_int_equal(count_rows(t, false, "a"), 1200);
+    assert_int_equal(count_rows(t, true, "a"), 1200);
+    uint64_t files;
+    nregions(s, "cr", &files);
+    /* no orphan left behind (a shared file counts once per region that lists it) */
+    assert_true(files_in_dir(dir) <= files);
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+static void test_split_interrupted_before_the_catalog_is_rolled_back(void **state)
+{
+    (void)state;
+    run_crash("split_before_catalog", 0, 1);
+}
+
+static void test_split_interrupted_after_the_catalog_is_complete(void **state)
+{
+    (void)state;
+    run_crash("split_after_catalog", 0, 2);
+}
+
+static void test_compaction_interrupted_before_the_catalog_loses_nothing(void **state)
+{
+    (void)state;
+    run_crash("compact_before_catalog", 1, 1);
+}
+
+static void test_compaction_interrupted_after_the_catalog_loses_nothing(void **state)
+{
+    (void)state;
+    run_crash("compact_after_catalog", 1, 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exploring_policy_selection),
+        cmocka_unit_test(test_minor_compaction_keeps_markers_major_drops_them),
+        cmocka_unit_test(test_compaction_hook_rewrites_rows),
+        cmocka_unit_test(test_split_at_key_and_at_midpoints),
+        cmocka_unit_test(test_automatic_split_under_bounded_write_load),
+        cmocka_unit_test(test_region_stats_track_memstore_files_and_requests),
+        cmocka_unit_test(test_split_interrupted_before_the_catalog_is_rolled_back),
+        cmocka_unit_test(test_split_interrupted_after_the_catalog_is_complete),
+        cmocka_unit_test(test_compaction_interrupted_before_the_catalog_loses_nothing),
+        cmocka_unit_test(test_compaction_interrupted_after_the_catalog_loses_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,403 @@
+/* test_engine_recovery.c - durability of the embedded engine: the log replays through a reopen
+ * (puts, every marker, several families, altered and truncated tables), a process SIGKILLed at
+ * random moments while writing with SYNC_WAL loses no acknowledged mutation and the store
+ * opens, and a failed background flush is a sticky error. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "storage/engine/eio.h"
+#include "storage/wc.h"
+#include "tests/lib/ctest.h"
+
+static struct wc_store *open_store(const char *dir, size_t flush_bytes)
+{
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = dir;
+    o.block_cache_bytes = 1 << 20;
+    o.memstore_flush_bytes = flush_bytes;
+    o.wal_segment_bytes = 256 << 10;
+    o.region_split_bytes = 512 << 10;
+    struct wc_store *s = NULL;
+    struct ct_err err;
+    if (wc_open(&o, &s, &err) != CT_OK)
+        fail_msg("open %s: %s", dir, err.msg);
+    return s;
+}
+
+static void create(struct wc_store *s, const char *name, const char *const *fams, size_t nf)
+{
+    struct wc_family_desc fd[4];
+    for (size_t i = 0; i < nf; i++) {
+        wc_family_desc_init(&fd[i], fams[i]);
+        fd[i].versions = 3;
+    }
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, name);
+    d.families = fd;
+    d.nfamilies = nf;
+    struct ct_err err;
+    if (wc_table_create(s, &d, NULL, 0, &err) != CT_OK)
+        fail_msg("create %s: %s", name, err.msg);
+}
+
+static int mut(struct wc_table *t, const char *row, enum wc_mutation_op op, const char *fam,
+               const char *qual, const char *val, int64_t ts, enum wc_durability d)
+{
+    struct wc_mutation m = {op, wc_bytes_str(fam), wc_bytes_str(qual), wc_bytes_str(val), ts};
+    struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
+    struct ct_err err;
+    return wc_mutate_row(t, &rm, d, &err);
+}
+
+static void row_str(struct wc_table *t, const char *row, char *out, size_t size)
+{
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 3;
+    struct wc_result res;
+    struct ct_err err;
+    if (wc_get(t, wc_bytes_str(row), &o, &res, &err) != CT_OK)
+        fail_msg("get %s: %s", row, err.msg);
+    out[0] = 0;
+    for (size_t i = 0; i < res.row.ncells; i++) {
+        const struct wc_cell *c = &res.row.cells[i];
+        size_t l = strlen(out);
+        snprintf(out + l, size - l, "%s%.*s:%.*s@%lld=%.*s", l ? " " : "", (int)c->family.len,
+                 (const char *)c->family.data, (int)c->qualifier.len,
+                 (const char *)c->qualifier.data, (long long)c->ts_ms, (int)c->value.len,
+                 (const char *)c->value.data);
+    }
+    wc_result_release(&res);
+}
+
+/* A child writes, then dies without closing the store; the parent reopens. */
+static void test_log_replays_every_kind_of_mutation_after_a_crash(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 << 20);
+    create(s, "rp", (const char *const[]){"f", "g"}, 2);
+    create(s, "tr", (const char *const[]){"f"}, 1);
+    wc_close(s);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        s = open_store(dir, 64 << 20);
+        struct wc_table *t, *t2;
+        struct ct_err err;
+        if (wc_table_open(s, "rp", &t, &err) != CT_OK || wc_table_open(s, "tr", &t2, &err) != CT_OK)
+            _exit(3);
+        int rc = 0;
+        for (int ts = 1; ts <= 4; ts++)
+            rc |= mut(t, "r1", WC_OP_PUT, "f", "q", "v", ts, WC_DURABILITY_SYNC_WAL);
+        rc |= mut(t, "r1", WC_OP_DELETE_VERSION, "f", "q", "", 4, WC_DURABILITY_SYNC_WAL);
+        rc |= mut(t, "r1", WC_OP_PUT, "g", "x", "gx", 7, WC_DURABILITY_FSYNC_WAL);
+        rc |= mut(t, "r2", WC_OP_PUT, "f", "a", "1", 5, WC_DURABILITY_SYNC_WAL);
+        rc |= mut(t, "r2", WC_OP_DELETE_COLUMN, "f", "a", "", 5, WC_DURABILITY_SYNC_WAL);
+        rc |= mut(t, "r2", WC_OP_PUT, "f", "a", "late", 3, WC_DURABILITY_SYNC_WAL);
+        rc |= mut(t, "r3", WC_OP_PUT, "f", "a", "1", 5, WC_DURABILITY_SYNC_WAL);
+        rc |= mut(t, "r3", WC_OP_DELETE_ROW, "", "", "", 6, WC_DURABILITY_SYNC_WAL);
+        /* a truncated table must not get its old rows back from the log */
+        rc |= mut(t2, "old", WC_OP_PUT, "f", "q", "old", 1, WC_DURABILITY_SYNC_WAL);
+        if (wc_table_truncate(s, "tr", false, &err) != CT_OK)
+            _exit(4);
+        rc |= mut(t2, "new", WC_OP_PUT, "f", "q", "new", 1, WC_DURABILITY_SYNC_WAL);
+        /* a removed and re-added family starts empty */
+        struct wc_family_desc fd[2];
+        wc_family_desc_init(&fd[0], "f");
+        fd[0].versions = 3;
+        struct wc_table_desc d;
+        wc_table_desc_init(&d, "rp");
+        d.families = fd;
+        d.nfamilies = 1;
+        rc |= mut(t, "r4", WC_OP_PUT, "g", "x", "dropped", 1, WC_DURABILITY_SYNC_WAL);
+        if (wc_table_alter(s, &d, &err) != CT_OK)
+            _exit(5);
+        wc_family_desc_init(&fd[1], "g");
+        d.nfamilies = 2;
+        if (wc_table_alter(s, &d, &err) != CT_OK)
+            _exit(6);
+        _exit(rc ? 7 : 0);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    s = open_store(dir, 64 << 20);
+    struct wc_table *t, *t2;
+    struct ct_err err;
+    assert_int_equal(wc_table_open(s, "rp", &t, &err), CT_OK);
+    assert_int_equal(wc_table_open(s, "tr", &t2, &err), CT_OK);
+    char got[512];
+    row_str(t, "r1", got, sizeof(got));
+    /* r1's g:x was in family g, removed and re-added after it was written */
+    assert_string_equal(got, "f:q@3=v f:q@2=v f:q@1=v");
+    row_str(t, "r2", got, sizeof(got));
+    assert_string_equal(got, "");
+    row_str(t, "r3", got, sizeof(got));
+    assert_string_equal(got, "");
+    row_str(t, "r4", got, sizeof(got));
+    assert_string_equal(got, "");
+    row_str(t2, "old", got, sizeof(got));
+    assert_string_equal(got, "");
+    row_str(t2, "new", got, sizeof(got));
+    assert_string_equal(got, "f:q@1=new");
+    /* and once more after a clean close (flushed this time) */
+    wc_table_close(t);
+    wc_table_close(t2);
+    wc_close(s);
+    s = open_store(dir, 64 << 20);
+    assert_int_equal(wc_table_open(s, "rp", &t, &err), CT_OK);
+    row_str(t, "r1", got, sizeof(got));
+    assert_string_equal(got, "f:q@3=v f:q@2=v f:q@1=v");
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+static void test_async_wal_survives_a_clean_close(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 << 20);
+    create(s, "as", (const char *const[]){"f"}, 1);
+    struct wc_table *t;
+    struct ct_err err;
+    assert_int_equal(wc_table_open(s, "as", &t, &err), CT_OK);
+    for (int i = 0; i < 100; i++) {
+        char row[16];
+        snprintf(row, sizeof(row), "r%03d", i);
+        assert_int_equal(mut(t, row, WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_ASYNC_WAL), CT_OK);
+    }
+    wc_table_close(t);
+    wc_close(s);
+    s = open_store(dir, 64 << 20);
+    assert_int_equal(wc_table_open(s, "as", &t, &err), CT_OK);
+    char got[128];
+    row_str(t, "r099", got, sizeof(got));
+    assert_string_equal(got, "f:q@1=v");
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+#define CRASH_RUNS 20
+#define CRASH_MAX_ROWS 200000
+
+/* The child writes rows r<i> (batches of 1..4 rows, SYNC_WAL) with a small memstore, so
+ * flushes, compactions and splits run while it is killed, and reports each acknowledged batch
+ * by writing its last row number to the pipe. */
+static void crash_writer(const char *dir, int fd, unsigned seed)
+{
+    struct wc_store *s = open_store(dir, 16 << 10);
+    struct wc_table *t;
+    struct ct_err err;
+    if (wc_table_open(s, "kill", &t, &err) != CT_OK)
+        _exit(3);
+    char rows[4][16];
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"),
+                            wc_bytes_str("value-of-some-length-0123456789"), 1};
+    struct wc_row_mutation rm[4];
+    for (int i = 0; i < CRASH_MAX_ROWS;) {
+        int n = 1 + (int)(rand_r(&seed) % 4);
+        for (int k = 0; k < n; k++) {
+            snprintf(rows[k], sizeof(rows[k]), "r%07d", i + k);
+            rm[k] = (struct wc_row_mutation){wc_bytes_str(rows[k]), &m, 1};
+        }
+        if (wc_mutate_batch(t, rm, (size_t)n, WC_DURABILITY_SYNC_WAL, &err) != CT_OK)
+            _exit(4);
+        i += n;
+        int32_t last = i - 1;
+        if (write(fd, &last, sizeof(last)) != sizeof(last))
+            _exit(5);
+    }
+    _exit(0);
+}
+
+static void test_sigkill_loses_no_acknowledged_write(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 16 << 10);
+    create(s, "kill", (const char *const[]){"f"}, 1);
+    wc_close(s);
+    unsigned seed = (unsigned)time(NULL);
+    int acked = -1;
+    for (int run = 0; run < CRASH_RUNS; run++) {
+        int p[2];
+        assert_int_equal(pipe(p), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(p[0]);
+            /* each run continues where the previous acknowledged rows end */
+            crash_writer(dir, p[1], seed + (unsigned)run);
+        }
+        close(p[1]);
+        struct timespec ts = {0, (long)(20 + rand_r(&seed) % 200) * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        int st;
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        int32_t v;
+        int last = -1;
+        ssize_t r;
+        while ((r = read(p[0], &v, sizeof(v))) == sizeof(v))
+            last = v;
+        close(p[0]);
+        if (last > acked)
+            acked = last;
+        /* the store opens and holds every acknowledged row */
+        s = open_store(dir, 16 << 10);
+        struct wc_table *t;
+        struct ct_err err;
+        assert_int_equal(wc_table_open(s, "kill", &t, &err), CT_OK);
+        struct wc_scan_options o;
+        wc_scan_options_init(&o);
+        o.stop_row = wc_bytes_str("r9");
+        struct wc_scanner *sc;
+        assert_int_equal(wc_scanner_open(t, &o, &sc, &err), CT_OK);
+        struct wc_row row;
+        int n = 0;
+        while (wc_scanner_next(sc, &row, &err) == CT_OK) {
+            char want[16];
+            snprintf(want, sizeof(want), "r%07d", n);
+            if (n <= acked && (row.key.len != strlen(want) || memcmp(row.key.data, want, 8)))
+                fail_msg("run %d: row %d missing (found %.*s)", run, n, (int)row.key.len,
+                         (const char *)row.key.data);
+            n++;
+        }
+        wc_scanner_close(sc);
+        if (n <= acked)
+            fail_msg("run %d: %d rows, but %d were acknowledged", run, n, acked + 1);
+        assert_int_equal(wc_background_error(s, &err), CT_OK);
+        wc_table_close(t);
+        wc_close(s);
+    }
+    assert_true(acked > 0);
+    fprintf(stderr, "sigkill test: %d acknowledged rows over %d runs, all present\n", acked + 1,
+            CRASH_RUNS);
+    ctest_rmdir(dir);
+}
+
+static void test_failed_background_flush_is_sticky(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 4 << 10);
+    create(s, "bg", (const char *const[]){"f"}, 1);
+    struct wc_table *t;
+    struct ct_err err;
+    assert_int_equal(wc_table_open(s, "bg", &t, &err), CT_OK);
+    struct eio_fault f = {.op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true,
+                          .path_substr = ".sst"};
+    eio_fault_set(&f);
+    int rc = CT_OK;
+    for (int i = 0; i < 2000 && rc == CT_OK; i++) {
+        char row[16];
+        snprintf(row, sizeof(row), "r%05d", i);
+        rc = mut(t, row, WC_OP_PUT, "f", "q", "some value bytes", 1, WC_DURABILITY_SYNC_WAL);
+        if (rc == CT_OK && wc_background_error(s, &err) != CT_OK)
+            break;
+        usleep(1000);
+    }
+    int bg = CT_OK;
+    for (int tries = 0; tries < 100 && bg == CT_OK; tries++) { /* at most ~10 s */
+        bg = wc_background_error(s, &err);
+        if (bg == CT_OK)
+            usleep(100 * 1000);
+    }
+    eio_fault_clear();
+    assert_true(bg < 0);
+    assert_non_null(strstr(err.msg, ".sst"));
+    /* writes now fail with the same error */
+    assert_true(mut(t, "after", WC_OP_PUT, "f", "q", "x", 1, WC_DURABILITY_SYNC_WAL) < 0);
+    wc_table_close(t);
+    wc_close(s);
+    /* nothing acknowledged was lost: the log still has it */
+    s = open_store(dir, 64 << 20);
+    assert_int_equal(wc_table_open(s, "bg", &t, &err), CT_OK);
+    char got[128];
+    row_str(t, "r00000", got, sizeof(got));
+    assert_string_equal(got, "f:q@1=some value bytes");
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+static size_t wal_segments(const char *dir)
+{
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/wal", dir);
+    DIR *d = opendir(p);
+    assert_non_null(d);
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strstr(de->d_name, ".log"))
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* Memstores far below their flush size still get flushed when the log grows long. */
+static void test_long_log_flushes_the_oldest_memstore(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = dir;
+    o.block_cache_bytes = 1 << 20;
+    o.wal_segment_bytes = 8 << 10;
+    struct wc_store *s;
+    struct ct_err err;
+    assert_int_equal(wc_open(&o, &s, &err), CT_OK);
+    create(s, "quiet", (const char *const[]){"f"}, 1);
+    create(s, "busy", (const char *const[]){"f"}, 1);
+    struct wc_table *q, *b;
+    assert_int_equal(wc_table_open(s, "quiet", &q, &err), CT_OK);
+    assert_int_equal(wc_table_open(s, "busy", &b, &err), CT_OK);
+    assert_int_equal(mut(q, "once", WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+    char val[200];
+    memset(val, 'x', sizeof(val) - 1);
+    val[sizeof(val) - 1] = 0;
+    for (int i = 0; i < 2000; i++) {
+        char row[16];
+        snprintf(row, sizeof(row), "r%05d", i);
+        assert_int_equal(mut(b, row, WC_OP_PUT, "f", "q", val, 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+    }
+    size_t n = wal_segments(dir);
+    for (int tries = 0; tries < 100 && n > 12; tries++) { /* at most ~10 s */
+        usleep(100 * 1000);
+        n = wal_segments(dir);
+    }
+    assert_true(n <= 12);
+    char got[64];
+    row_str(q, "once", got, sizeof(got));
+    assert_string_equal(got, "f:q@1=v");
+    wc_table_close(q);
+    wc_table_close(b);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_log_replays_every_kind_of_mutation_after_a_crash),
+        cmocka_unit_test(test_async_wal_survives_a_clean_close),
+        cmocka_unit_test(test_sigkill_loses_no_acknowledged_write),
+        cmocka_unit_test(test_failed_background_flush_is_sticky),
+        cmocka_unit_test(test_long_log_flushes_the_oldest_memstore),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,96 @@
+/* cmd_mkmetric.c - `ctsdb mkmetric NAME...`: assigns metric UIDs (OpenTSDB's `tsdb mkmetric`,
+ * i.e. `uid assign metrics`), needed when tsd.core.auto_create_metrics is false. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "schema/tsdb.h"
+#include "tools/tool.h"
+
+static void mkmetric_usage(FILE *out)
+{
+    fprintf(out, "usage: ctsdb mkmetric [--data DIR] [--set KEY=VALUE]... NAME...\n\n"
+                 "Assigns a UID to each metric name (prints `metrics NAME: [b0, b1, b2]`).\n"
+                 "A name that already has one is reported and makes the exit status 1.\n\n"
+                 "options:\n"
+                 "  --data DIR        data directory (default ./data)\n"
+                 "  --set KEY=VALUE   schema config key (e.g. tsd.core.uid.random_metrics=true)\n"
+                 "  -h, --help        this text\n");
+}
+
+static int mkmetric_run(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"data", required_argument, 0, 'd'},
+        {"set", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    const char *data = "data";
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    bool keep_layout = false;
+    struct ct_err err = {0};
+    int opt;
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        if (opt == 'd') {
+            data = optarg;
+        } else if (opt == 's') {
+            char *eq = strchr(optarg, '=');
+            if (!eq) {
+                fprintf(stderr, "ctsdb mkmetric: --set needs KEY=VALUE, got '%s'\n", optarg);
+                return 2;
+            }
+            *eq = 0;
+            int rc = tsdb_config_set(&c, optarg, eq + 1, &err);
+            if (rc != CT_OK) {
+                fprintf(stderr, "ctsdb mkmetric: %s\n",
+                        rc == CT_NOTFOUND ? "unknown config key" : err.msg);
+                return 2;
+            }
+            keep_layout |= !strncmp(optarg, "tsd.storage.uid.width.", 22);
+        } else if (opt == 'h') {
+            mkmetric_usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "ctsdb mkmetric: unknown or incomplete option '%s'\n",
+                    argv[optind - 1]);
+            mkmetric_usage(stderr);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "ctsdb mkmetric: no metric name given\n");
+        mkmetric_usage(stderr);
+        return 2;
+    }
+    struct wc_store *s = NULL;
+    struct tsdb *t = NULL;
+    if (tsdb_open_dir(data, &c, keep_layout, &s, &t, &err) != CT_OK) {
+        fprintf(stderr, "ctsdb mkmetric: %s\n", err.msg);
+        return 1;
+    }
+    struct uid *u = tsdb_uid(t);
+    int status = 0;
+    for (int i = optind; i < argc; i++) {
+        uint64_t id;
+        if (uid_assign_id(u, UID_METRIC, argv[i], strlen(argv[i]), &id, &err) != CT_OK) {
+            fprintf(stderr, "ctsdb mkmetric: metrics '%s': %s\n", argv[i], err.msg);
+            status = 1;
+            continue;
+        }
+        unsigned w = uid_width(u, UID_METRIC);
+        printf("metrics %s: [", argv[i]);
+        for (unsigned b = 0; b < w; b++)
+            printf("%s%u", b ? ", " : "", (unsigned)((id >> (8 * (w - 1 - b))) & 0xff));
+        printf("]\n");
+    }
+    tsdb_close(t);
+    wc_close(s);
+    return status;
+}
+
+const struct tool_command tool_cmd_mkmetric = {"mkmetric", "assign UIDs to metric names",
+                                               mkmetric_run};
