@@ -4,7 +4,9 @@
  *   2. build a rowkey_filter (literal values, required and forbidden keys) that the store applies
  *      to each row key before materialising the row (wc_scan_options.row_filter);
  *   3. one reversed scan per salt bucket over the hour rows of the scan window (TsdbQuery's
- *      getScanStartTimeSeconds / getScanEndTimeSeconds), buckets spread over threads;
+ *      getScanStartTimeSeconds / getScanEndTimeSeconds), buckets spread over threads; with
+ *      fewer buckets than threads each bucket's hours are cut into time slices (newest first)
+ *      whose series are appended back together before step 5;
  *   4. decode every cell layout of each row (dpcodec_row_decode) into its series, keep the row's
  *      annotations;
  *   5. resolve tag names, apply every filter by name (regexp, wildcard, case-insensitive ones),
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
@@ -780,7 +783,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     x.win_end_s = w.win_end_ms / 1000;
     x.rf = rf;
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
-    unsigned nth = o->scan_threads ? o->scan_threads : 4;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
     if (nth > 64)
         nth = 64;
     /* fewer buckets than threads: split each bucket's hours into time slices */
