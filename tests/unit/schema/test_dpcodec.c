@@ -10,7 +10,7 @@
 #include "schema/dpcodec_format.h"
 #include "tests/lib/ctest.h"
 
-#define BASE 1356998400LL /* 2013-01-01T00:00:00Z, a base hour */
+#define BASE    1356998400LL /* 2013-01-01T00:00:00Z, a base hour */
 #define BASE_MS (BASE * 1000)
 
 static void enc(const struct dpcodec_point *p, const uint8_t *wq, size_t wql, const uint8_t *wv,
@@ -34,8 +34,7 @@ static void test_single_cells_are_byte_exact(void **state)
     enc(&p, (const uint8_t[]){0x00, 0x10}, 2, (const uint8_t[]){0x01}, 1);
     /* 3599 s, int 2^40 -> (3599 << 4) | 7 = 0xE0F7, 8 bytes */
     p = dpcodec_point_int(BASE_MS + 3599000, false, 1LL << 40);
-    enc(&p, (const uint8_t[]){0xE0, 0xF7}, 2,
-        (const uint8_t[]){0, 0, 0x01, 0, 0, 0, 0, 0}, 8);
+    enc(&p, (const uint8_t[]){0xE0, 0xF7}, 2, (const uint8_t[]){0, 0, 0x01, 0, 0, 0, 0, 0}, 8);
     /* int 300 on 2 bytes (flags 1), int 70000 on 4 (flags 3), -1 on 1 byte */
     p = dpcodec_point_int(BASE_MS, false, 300);
     enc(&p, (const uint8_t[]){0x00, 0x01}, 2, (const uint8_t[]){0x01, 0x2C}, 2);
@@ -180,7 +179,9 @@ static int roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size_
 static void test_compressed_round_trips_every_value_kind(void **state)
 {
     (void)state;
-    enum { N = 360 };
+    enum {
+        N = 360
+    };
     struct dpcodec_point p[N];
     size_t bytes;
     /* a regular 10 s counter */
@@ -274,8 +275,7 @@ static void test_compressed_rejects_unknown_version_and_bad_input(void **state)
     assert_int_equal(dpcodec_compressed_encode(BASE, bad, 2, v, &vl, &err), CT_EINVAL);
 }
 
-static struct wc_cell cell_of(const uint8_t *q, size_t ql, const uint8_t *v, size_t vl,
-                              int64_t ts)
+static struct wc_cell cell_of(const uint8_t *q, size_t ql, const uint8_t *v, size_t vl, int64_t ts)
 {
     struct wc_cell c;
     memset(&c, 0, sizeof(c));
@@ -344,8 +344,7 @@ static void test_compaction_round_trips_in_both_formats(void **state)
         assert_true(c.cells[di].ts_ms == 100);
         if (fmt == DPCODEC_FORMAT_OPENTSDB) {
             /* q: 00 00, F0 0A 41 00 (10500 << 6), 01 40, 01 EB; v: 01 02 03 40800000 01 */
-            const uint8_t wq[] = {0x00, 0x00, 0xF0, 0x0A, 0x41, 0x00,
-                                  0x01, 0x40, 0x01, 0xEB};
+            const uint8_t wq[] = {0x00, 0x00, 0xF0, 0x0A, 0x41, 0x00, 0x01, 0x40, 0x01, 0xEB};
             const uint8_t wv[] = {0x01, 0x02, 0x03, 0x40, 0x80, 0x00, 0x00, 0x01};
             assert_int_equal(c.cells[di].qualifier.len, sizeof(wq));
             assert_memory_equal(c.cells[di].qualifier.data, wq, sizeof(wq));
@@ -374,15 +373,14 @@ static void test_compaction_duplicates_follow_fix_duplicates(void **state)
 {
     (void)state;
     struct hour h = {0};
-    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, false, 7), 100);  /* s qualifier */
-    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, true, 8), 200);   /* same ts, ms, newer */
+    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, false, 7), 100); /* s qualifier */
+    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, true, 8), 200);  /* same ts, ms, newer */
     hour_add(&h, dpcodec_point_int(BASE_MS + 2000, false, 9), 100);
     struct dpcodec_compacted c;
     struct ct_err err = {0};
     for (int f = 0; f < 2; f++) {
         enum dpcodec_format fmt = f ? DPCODEC_FORMAT_OPENTSDB : DPCODEC_FORMAT_COMPRESSED;
-        assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, false, &c, &err),
-                         CT_ECONFLICT);
+        assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, false, &c, &err), CT_ECONFLICT);
         assert_non_null(strstr(err.msg, "fix_duplicates"));
         assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, true, &c, &err), CT_OK);
         assert_int_equal(c.duplicates, 1);
@@ -394,20 +392,18 @@ static void test_compaction_duplicates_follow_fix_duplicates(void **state)
     /* a lone single cell is left alone in OpenTSDB's format, merged in ctsdb's */
     struct hour one = {0};
     hour_add(&one, dpcodec_point_int(BASE_MS, false, 1), 100);
-    assert_int_equal(dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_OPENTSDB, false, &c,
-                                     &err),
-                     CT_NOTFOUND);
-    assert_int_equal(dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_COMPRESSED, false,
-                                     &c, &err),
-                     CT_OK);
+    assert_int_equal(
+        dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_OPENTSDB, false, &c, &err),
+        CT_NOTFOUND);
+    assert_int_equal(
+        dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_COMPRESSED, false, &c, &err), CT_OK);
     dpcodec_compacted_free(&c);
     /* identical duplicates merge silently even without fix_duplicates */
     struct hour g = {0};
     hour_add(&g, dpcodec_point_int(BASE_MS + 1000, false, 7), 100);
     hour_add(&g, dpcodec_point_int(BASE_MS + 1000, true, 7), 200);
-    assert_int_equal(dpcodec_compact(BASE, g.cells, g.n, DPCODEC_FORMAT_COMPRESSED, false, &c,
-                                     &err),
-                     CT_OK);
+    assert_int_equal(
+        dpcodec_compact(BASE, g.cells, g.n, DPCODEC_FORMAT_COMPRESSED, false, &c, &err), CT_OK);
     assert_int_equal(c.npoints, 1);
     dpcodec_compacted_free(&c);
 }
@@ -433,6 +429,104 @@ static void test_row_decode_sorts_dedups_and_reports_small_buffers(void **state)
     assert_int_equal(n, 11);
 }
 
+static void test_decoder_survives_damaged_cells(void **state)
+{
+    (void)state;
+    /* flip, truncate and extend valid cells of every layout: the decoder must answer with
+     * points, the end or CT_ECORRUPT, never read out of bounds (run under ASan) */
+    enum {
+        N = 200
+    };
+    struct dpcodec_point p[N];
+    srand(11);
+    double x = 10;
+    for (int i = 0; i < N; i++) {
+        x += rand() / (double)RAND_MAX - 0.5;
+        p[i] = i % 3 ? dpcodec_point_real(BASE_MS + i * 17000LL, i % 7 == 0, x)
+                     : dpcodec_point_int(BASE_MS + i * 17000LL + i % 2, true, rand() % 1000);
+    }
+    uint8_t *v = malloc(dpcodec_compressed_bound(N)), *q = malloc(4 * N);
+    uint8_t *v2 = malloc(dpcodec_compressed_bound(N) + 8 * N + 16);
+    size_t vl, ql, cl;
+    struct ct_err err = {0};
+    uint8_t cq[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(p, N, cq);
+    int corrupt[4] = {0}, clean[4] = {0};
+    for (int layout = 0; layout < 4; layout++) {
+        const uint8_t *qq;
+        size_t qn;
+        if (layout == 0 || layout == 2) {
+            /* layout 2 uses only reals of one type, for the other value kinds */
+            struct dpcodec_point *src = p;
+            struct dpcodec_point reals[N];
+            size_t n = N;
+            if (layout == 2) {
+                for (int i = 0; i < N; i++)
+                    reals[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false, (i % 40) / 8.0);
+                src = reals;
+            }
+            assert_int_equal(dpcodec_compressed_encode(BASE, src, n, v, &vl, &err), CT_OK);
+            dpcodec_compressed_qualifier(src, n, cq);
+            qq = cq;
+            qn = sizeof(cq);
+        } else if (layout == 1) {
+            struct dpcodec_point sorted[N];
+            memcpy(sorted, p, sizeof(sorted));
+            assert_int_equal(dpcodec_compacted_encode(BASE, sorted, N, q, &ql, v, &vl, &err),
+                             CT_OK);
+            qq = q;
+            qn = ql;
+        } else {
+            /* an append cell */
+            vl = 0;
+            for (int i = 0; i < N; i++) {
+                size_t a, b;
+                assert_int_equal(dpcodec_encode(BASE, &p[i], v + vl, &a, v + vl + 4, &b, &err),
+                                 CT_OK);
+                memmove(v + vl + a, v + vl + 4, b);
+                vl += a + b;
+            }
+            qq = (const uint8_t *)DPCODEC_APPEND_Q;
+            qn = DPCODEC_APPEND_Q_LEN;
+        }
+        for (int round = 0; round < 3000; round++) {
+            cl = vl;
+            memcpy(v2, v, vl);
+            int what = rand() % 3;
+            if (what == 0) {
+                for (int k = 0; k < 1 + rand() % 4; k++)
+                    v2[rand() % cl] ^= (uint8_t)(1 + rand() % 255);
+            } else if (what == 1) {
+                cl = (size_t)rand() % vl;
+            } else {
+                size_t extra = 1 + (size_t)rand() % 16;
+                for (size_t k = 0; k < extra; k++)
+                    v2[cl + k] = (uint8_t)rand();
+                cl += extra;
+            }
+            struct dpcodec_iter it;
+            dpcodec_iter_init(&it, BASE, qq, qn, v2, cl);
+            struct dpcodec_point out;
+            int rc;
+            size_t n = 0;
+            while ((rc = dpcodec_iter_next(&it, &out, &err)) == CT_OK && n < 4 * N)
+                n++;
+            dpcodec_iter_end(&it);
+            assert_true(rc == CT_OK || rc == CT_NOTFOUND || rc == CT_ECORRUPT);
+            if (rc == CT_ECORRUPT)
+                corrupt[layout]++;
+            else
+                clean[layout]++;
+        }
+        /* the damage is noticed often, and sometimes decodes to other points (flipped values) */
+        assert_true(corrupt[layout] > 100);
+        assert_true(clean[layout] > 10);
+    }
+    free(v);
+    free(v2);
+    free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_compaction_round_trips_in_both_formats),
         cmocka_unit_test(test_compaction_duplicates_follow_fix_duplicates),
         cmocka_unit_test(test_row_decode_sorts_dedups_and_reports_small_buffers),
+        cmocka_unit_test(test_decoder_survives_damaged_cells),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
