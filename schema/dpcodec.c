@@ -391,9 +391,21 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             return -1;
         unsigned w = *p++;
         int64_t mn;
-        if (w > 64 || dpcodec_svarint(&p, end, &mn))
+        if ((w > 64 && w != DPCODEC_VARINT_BLOCK) || dpcodec_svarint(&p, end, &mn))
             return -1;
         uint64_t cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
+        if (w == DPCODEC_VARINT_BLOCK) {
+            for (uint64_t j = 0; j < cnt; j++) {
+                uint64_t u;
+                size_t k2 = coding_get_varint64(p, end, &u);
+                if (!k2)
+                    return -1;
+                p += k2;
+                res[done + j] = (int64_t)((uint64_t)mn + u);
+            }
+            done += cnt;
+            continue;
+        }
         size_t bytes = (size_t)((cnt * w + 7) / 8);
         if ((size_t)(end - p) < bytes)
             return -1;
@@ -477,7 +489,7 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
     }
     unsigned order = p[1] & 3, kind = p[1] >> 2;
     it->cflags = p[2];
-    if (order > 2 || kind > DPCODEC_VK_RAW)
+    if (order > 2 || kind > DPCODEC_VK_BITS)
         return dpcodec_corrupt(it, err, "unknown value encoding");
     p += 3;
     size_t k = coding_get_varint64(p, end, &it->n);
@@ -560,6 +572,7 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
     switch (kind) {
     case DPCODEC_VK_INT:
     case DPCODEC_VK_DECIMAL:
+    case DPCODEC_VK_BITS:
         if (dpcodec_stream_read(&p, end, order, it->n, iv))
             return dpcodec_corrupt(it, err, "value stream truncated");
         break;
@@ -587,8 +600,13 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
         }
         break;
     }
+    bool rule = (it->cflags & DPCODEC_CF_RULE_TYPES) != 0;
+    if (rule && (it->desc || (kind != DPCODEC_VK_DECIMAL && kind != DPCODEC_VK_XOR &&
+                              kind != DPCODEC_VK_BITS)))
+        return dpcodec_corrupt(it, err, "rule-typed cell with descriptors or integers");
     for (uint64_t i = 0; i < it->n; i++) {
         enum dpcodec_type t = it->desc ? (enum dpcodec_type)(it->desc[i] & 3)
+                              : rule   ? DPCODEC_DOUBLE /* decoded as a double, typed after */
                                        : (enum dpcodec_type)((it->cflags >> 4) & 3);
         if ((kind == DPCODEC_VK_INT) != (t == DPCODEC_INT) && kind != DPCODEC_VK_RAW)
             return dpcodec_corrupt(it, err, "value kind does not match the point types");
@@ -614,6 +632,9 @@ static int dpcodec_next_compressed(struct dpcodec_iter *it, struct dpcodec_point
     if (it->desc) {
         p->type = (enum dpcodec_type)(it->desc[i] & 3);
         p->ms = (it->desc[i] >> 2) & 1;
+    } else if (it->cflags & DPCODEC_CF_RULE_TYPES) {
+        p->type = dpcodec_point_real(0, false, dpcodec_bitsd(it->cval[i])).type;
+        p->ms = (it->cflags & DPCODEC_CF_ALL_MS) != 0;
     } else {
         p->type = (enum dpcodec_type)((it->cflags >> DPCODEC_CF_TYPE_SHIFT) & 3);
         p->ms = (it->cflags & DPCODEC_CF_ALL_MS) != 0;
@@ -880,7 +901,7 @@ static size_t dpcodec_stream_cost(const int64_t *x, size_t n, unsigned k, int64_
 }
 
 static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64_t *res,
-                                   uint8_t *p)
+                                   bool varint_blocks, uint8_t *p)
 {
     int64_t heads[2] = {0, 0};
     size_t h = dpcodec_residuals(x, n, k, heads, res);
@@ -892,6 +913,15 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
         int64_t mn;
         unsigned w;
         dpcodec_block_range(res + done, cnt, &mn, &w);
+        if (varint_blocks && w > 0) {
+            /* byte-aligned residuals: larger raw, but DEFLATE's Huffman codes then approach
+             * the residuals' entropy */
+            p[o++] = DPCODEC_VARINT_BLOCK;
+            o += coding_put_varint64(p + o, coding_zigzag(mn));
+            for (size_t j = 0; j < cnt; j++)
+                o += coding_put_varint64(p + o, (uint64_t)res[done + j] - (uint64_t)mn);
+            continue;
+        }
         p[o++] = (uint8_t)w;
         o += coding_put_varint64(p + o, coding_zigzag(mn));
         struct dpcodec_bitw bw = {p + o, 0};
@@ -963,8 +993,8 @@ static size_t dpcodec_xor_write(const struct dpcodec_point *pts, size_t n, uint8
 }
 
 /* Finds the decimal exponent that represents every float point exactly, filling m[]. */
-static bool dpcodec_decimal_fit(const struct dpcodec_point *pts, size_t n, int64_t *m,
-                                unsigned *exp_out)
+static bool dpcodec_decimal_fit(const struct dpcodec_point *pts, size_t n, bool as_double,
+                                int64_t *m, unsigned *exp_out)
 {
     unsigned e = 0;
     for (size_t i = 0; i < n; i++) {
@@ -977,7 +1007,8 @@ static bool dpcodec_decimal_fit(const struct dpcodec_point *pts, size_t n, int64
             if (fabs(s) >= 9007199254740992.0)
                 return false;
             int64_t mm = llround(s);
-            if (dpcodec_dbits(dpcodec_decimal(mm, k, pts[i].type)) == dpcodec_dbits(v))
+            enum dpcodec_type t = as_double ? DPCODEC_DOUBLE : pts[i].type;
+            if (dpcodec_dbits(dpcodec_decimal(mm, k, t)) == dpcodec_dbits(v))
                 break;
         }
         if (k > DPCODEC_MAX_EXP10)
@@ -989,7 +1020,8 @@ static bool dpcodec_decimal_fit(const struct dpcodec_point *pts, size_t n, int64
         if (fabs(s) >= 9007199254740992.0)
             return false;
         m[i] = llround(s);
-        if (dpcodec_dbits(dpcodec_decimal(m[i], e, pts[i].type)) != dpcodec_dbits(pts[i].f))
+        enum dpcodec_type t = as_double ? DPCODEC_DOUBLE : pts[i].type;
+        if (dpcodec_dbits(dpcodec_decimal(m[i], e, t)) != dpcodec_dbits(pts[i].f))
             return false;
     }
     *exp_out = e;
@@ -1001,6 +1033,73 @@ static void xs_desc(int64_t *d, size_t i, const struct dpcodec_point *pts)
     d[i] = pts[i].type | (pts[i].ms ? 4 : 0);
 }
 
+struct dpcodec_plan {
+    const struct dpcodec_point *pts;
+    size_t n;
+    int64_t base_ms;
+    bool uniform, seconds;
+    unsigned kind, order, e10;
+    const int64_t *xs; /* values (INT, DECIMAL) */
+    int64_t *res, *ts; /* scratch, n entries each */
+};
+
+/* Writes the payload of dpcodec_format.h into raw; returns its length. */
+static size_t dpcodec_payload(const struct dpcodec_plan *pl, bool varint_blocks, uint8_t *raw)
+{
+    const struct dpcodec_point *pts = pl->pts;
+    size_t n = pl->n, o = 0;
+    if (!pl->uniform) {
+        for (size_t i = 0; i < n; i++)
+            xs_desc(pl->res, i, pts);
+        o += dpcodec_stream_write(pl->res, n, 0, pl->ts, varint_blocks, raw + o);
+    }
+    if (pl->kind == DPCODEC_VK_DECIMAL)
+        raw[o++] = (uint8_t)pl->e10;
+    int64_t unit = pl->seconds ? 1000 : 1;
+    for (size_t i = 0; i < n; i++)
+        pl->ts[i] = (pts[i].ts_ms - pl->base_ms) / unit;
+    o += dpcodec_stream_write(pl->ts, n, 2, pl->res, varint_blocks, raw + o);
+    switch (pl->kind) {
+    case DPCODEC_VK_INT:
+    case DPCODEC_VK_DECIMAL:
+    case DPCODEC_VK_BITS:
+        o += dpcodec_stream_write(pl->xs, n, pl->order, pl->res, varint_blocks, raw + o);
+        break;
+    case DPCODEC_VK_XOR:
+        o += dpcodec_xor_write(pts, n, raw + o);
+        break;
+    case DPCODEC_VK_RAW:
+        for (size_t i = 0; i < n; i++) {
+            if (pts[i].type == DPCODEC_INT) {
+                o += coding_put_varint64(raw + o, coding_zigzag(pts[i].i));
+            } else {
+                uint8_t f;
+                o += dpcodec_value(&pts[i], raw + o, &f);
+            }
+        }
+        break;
+    }
+    return o;
+}
+
+/* Raw DEFLATE of in into out (cap); 0 if it fails or does not fit. */
+static size_t dpcodec_deflate(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
+{
+    if (n <= 32)
+        return 0;
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return 0;
+    zs.next_in = (Bytef *)(uintptr_t)in;
+    zs.avail_in = (uInt)n;
+    zs.next_out = out;
+    zs.avail_out = (uInt)cap;
+    size_t got = deflate(&zs, Z_FINISH) == Z_STREAM_END ? cap - zs.avail_out : 0;
+    deflateEnd(&zs);
+    return got;
+}
+
 int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n,
                               uint8_t *v, size_t *vlen, struct ct_err *err)
 {
@@ -1008,10 +1107,15 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     if (rc != CT_OK)
         return rc;
     int64_t base_ms = base_s * 1000;
-    bool uniform = true, seconds = true, all_int = true, no_int = true;
+    bool uniform = true, seconds = true, all_int = true, no_int = true, rule = true;
     for (size_t i = 0; i < n; i++) {
         if (pts[i].type != pts[0].type || pts[i].ms != pts[0].ms)
             uniform = false;
+        /* rule: every real point is typed by OpenTSDB's rule and ms flags agree, so neither
+         * needs descriptors (gauges mix floats and doubles all the time) */
+        if (pts[i].ms != pts[0].ms || pts[i].type == DPCODEC_INT ||
+            pts[i].type != dpcodec_point_real(0, false, pts[i].f).type)
+            rule = false;
         if ((pts[i].ts_ms - base_ms) % 1000 != 0)
             seconds = false;
         if (pts[i].type == DPCODEC_INT)
@@ -1029,6 +1133,8 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
         rc = ct_err_set(err, CT_ENOMEM, "out of memory compressing %zu points", n);
         goto done;
     }
+    if (!no_int)
+        rule = false;
     /* choose the value encoding (invariant 3: decimal only when exact) */
     unsigned kind = DPCODEC_VK_RAW, order = 0, e10 = 0;
     size_t cost;
@@ -1038,71 +1144,72 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
         kind = DPCODEC_VK_INT;
         order = dpcodec_best_order(xs, n, res, &cost);
     } else if (no_int) { /* floats and doubles may mix: OpenTSDB types each value on its own */
-        size_t xc = dpcodec_xor_write(pts, n, NULL);
+        size_t best = dpcodec_xor_write(pts, n, NULL), bc;
         kind = DPCODEC_VK_XOR;
-        if (dpcodec_decimal_fit(pts, n, xs, &e10)) {
+        if (uniform)
+            rule = false;
+        /* the IEEE bits as integers: close values of one binade have close bit patterns */
+        for (size_t i = 0; i < n; i++)
+            ts[i] = (int64_t)dpcodec_dbits(pts[i].f);
+        unsigned bo = dpcodec_best_order(ts, n, res, &bc);
+        if (bc < best) {
+            best = bc;
+            kind = DPCODEC_VK_BITS;
+            order = bo;
+        }
+        if (dpcodec_decimal_fit(pts, n, rule, xs, &e10)) {
             unsigned o = dpcodec_best_order(xs, n, res, &cost);
-            if (cost + 1 <= xc) {
+            if (cost + 1 <= best) {
                 kind = DPCODEC_VK_DECIMAL;
                 order = o;
             }
         }
+        if (kind == DPCODEC_VK_BITS)
+            memcpy(xs, ts, n * sizeof(*xs));
     }
-    size_t o = 0;
     uint8_t flags = 0;
     if (seconds)
         flags |= DPCODEC_CF_SECONDS;
-    if (!uniform) {
+    if (rule) {
+        flags |= DPCODEC_CF_RULE_TYPES;
+        if (pts[0].ms)
+            flags |= DPCODEC_CF_ALL_MS;
+        uniform = true; /* no descriptors */
+    } else if (!uniform) {
         flags |= DPCODEC_CF_DESCRIPTORS;
-        for (size_t i = 0; i < n; i++)
-            xs_desc(res, i, pts);
-        o += dpcodec_stream_write(res, n, 0, ts, raw + o); /* ts is free until below */
     } else {
         flags |= (uint8_t)(pts[0].type << DPCODEC_CF_TYPE_SHIFT);
         if (pts[0].ms)
             flags |= DPCODEC_CF_ALL_MS;
     }
-    if (kind == DPCODEC_VK_DECIMAL)
-        raw[o++] = (uint8_t)e10;
-    /* timestamps (an order-2 stream); offsets are computed into a scratch that does not alias
-     * xs, which holds the values */
-    int64_t unit = seconds ? 1000 : 1;
-    for (size_t i = 0; i < n; i++)
-        ts[i] = (pts[i].ts_ms - base_ms) / unit;
-    o += dpcodec_stream_write(ts, n, 2, res, raw + o);
-    switch (kind) {
-    case DPCODEC_VK_INT:
-    case DPCODEC_VK_DECIMAL:
-        o += dpcodec_stream_write(xs, n, order, res, raw + o);
-        break;
-    case DPCODEC_VK_XOR:
-        o += dpcodec_xor_write(pts, n, raw + o);
-        break;
-    case DPCODEC_VK_RAW:
-        for (size_t i = 0; i < n; i++) {
-            if (pts[i].type == DPCODEC_INT) {
-                o += coding_put_varint64(raw + o, coding_zigzag(pts[i].i));
-            } else {
-                uint8_t f;
-                o += dpcodec_value(&pts[i], raw + o, &f);
-            }
+    struct dpcodec_plan plan = {pts, n, base_ms, uniform, seconds, kind, order, e10, xs, res, ts};
+    /* two payloads: bit-packed blocks (smallest raw) and varint blocks (often smallest once
+     * deflated); each raw or deflated; the smallest of the four wins */
+    size_t o = dpcodec_payload(&plan, false, raw);
+    size_t zlen = 0, best = o;
+    const uint8_t *payload = raw;
+    bool deflated = false;
+    z = malloc(2 * (rawcap + 64));
+    if (z) {
+        uint8_t *z1 = z, *z2 = z + rawcap + 64, *rawb = NULL;
+        zlen = dpcodec_deflate(raw, o, z1, rawcap + 64);
+        if (zlen && zlen + dpcodec_varint_len(o) < best) {
+            best = zlen + dpcodec_varint_len(o);
+            payload = z1;
+            deflated = true;
         }
-        break;
-    }
-    /* try raw DEFLATE; keep it only if it saves bytes */
-    size_t zlen = 0;
-    z = malloc(o + 64);
-    if (z && o > 32) {
-        z_stream zs;
-        memset(&zs, 0, sizeof(zs));
-        if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK) {
-            zs.next_in = raw;
-            zs.avail_in = (uInt)o;
-            zs.next_out = z;
-            zs.avail_out = (uInt)(o + 64);
-            if (deflate(&zs, Z_FINISH) == Z_STREAM_END)
-                zlen = (o + 64) - zs.avail_out;
-            deflateEnd(&zs);
+        rawb = malloc(rawcap);
+        if (rawb) {
+            size_t ob = dpcodec_payload(&plan, true, rawb);
+            size_t zb = dpcodec_deflate(rawb, ob, z2, rawcap + 64);
+            if (zb && zb + dpcodec_varint_len(ob) < best) {
+                best = zb + dpcodec_varint_len(ob);
+                payload = z2;
+                deflated = true;
+                zlen = zb;
+                o = ob;
+            }
+            free(rawb);
         }
     }
     size_t h = 0;
@@ -1110,10 +1217,10 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     v[h++] = DPCODEC_VENC(kind, order);
     size_t flags_at = h++;
     h += coding_put_varint64(v + h, n);
-    if (zlen && zlen + dpcodec_varint_len(o) < o) {
+    if (deflated) {
         flags |= DPCODEC_CF_DEFLATED;
         h += coding_put_varint64(v + h, o);
-        memcpy(v + h, z, zlen);
+        memcpy(v + h, payload, zlen);
         h += zlen;
     } else {
         memcpy(v + h, raw, o);
@@ -1177,8 +1284,10 @@ int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
         return CT_NOTFOUND;
     if (ndata == 1) {
         enum dpcodec_qkind k = dpcodec_qualifier_kind(only->qualifier.data, only->qualifier.len);
+        /* already merged; and OpenTSDB never compacts a lone single cell either */
         if ((format == DPCODEC_FORMAT_COMPRESSED && k == DPCODEC_Q_COMPRESSED) ||
-            (format == DPCODEC_FORMAT_OPENTSDB && k == DPCODEC_Q_COMPACTED))
+            (format == DPCODEC_FORMAT_OPENTSDB &&
+             (k == DPCODEC_Q_COMPACTED || k == DPCODEC_Q_POINT)))
             return CT_NOTFOUND;
     }
     /* count the points, then decode into one buffer */

@@ -180,8 +180,8 @@ void dpcodec_compacted_free(struct dpcodec_compacted *c);
  * other cells (annotations, histograms, unknown) as they are. Duplicate timestamps: identical
  * values are merged silently; different values are CT_ECONFLICT (err names the timestamp)
  * unless fix_duplicates, which keeps the newest cell's value. Returns CT_NOTFOUND (out empty)
- * when there is nothing to gain: no datapoint cell, or already exactly one merged cell of this
- * format. Returns a new result in *out, freed with dpcodec_compacted_free(). */
+ * when there is nothing to gain: no datapoint cell, already exactly one merged cell of this
+ * format, or (OpenTSDB format) a lone single cell. Returns a new result in *out, freed with dpcodec_compacted_free(). */
 CT_MUST_CHECK int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
                                   enum dpcodec_format format, bool fix_duplicates,
                                   struct dpcodec_compacted *out, struct ct_err *err);

@@ -249,6 +249,28 @@ int eio_ftruncate(int fd, off_t len)
     return ftruncate(fd, len);
 }
 
+int eio_fallocate(int fd, off_t off, off_t len)
+{
+    int e = 0;
+    if (eio_check(EIO_OP_WRITE, NULL, fd, &e) != EIO_PASS) {
+        errno = e;
+        return -1;
+    }
+    int r;
+    do
+        r = fallocate(fd, 0, off, len);
+    while (r != 0 && errno == EINTR);
+    if (r != 0 && errno == EOPNOTSUPP) { /* a filesystem without it: glibc writes zeros */
+        int rc = posix_fallocate(fd, off, len);
+        if (rc != 0) {
+            errno = rc;
+            return -1;
+        }
+        return 0;
+    }
+    return r;
+}
+
 /* ---- ct_err helpers --------------------------------------------------------------------- */
 
 int eio_write_all(int fd, const void *buf, size_t n, const char *path, struct ct_err *err)

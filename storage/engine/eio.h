@@ -39,6 +39,9 @@ int eio_fdatasync(int fd);
 int eio_rename(const char *from, const char *to);
 int eio_unlink(const char *path);
 int eio_ftruncate(int fd, off_t len);
+/* posix_fallocate-like: reserves [off, off+len) (mode 0). Returns 0 or -1 with errno; counted
+ * as an EIO_OP_WRITE call for fault injection (it is where ENOSPC appears). */
+int eio_fallocate(int fd, off_t off, off_t len);
 
 /* ---- ct_err helpers ------------------------------------------------------------------- */
 
@@ -71,7 +74,7 @@ CT_MUST_CHECK int eio_write_file_atomic(const char *path, const void *data, size
 enum eio_op {
     EIO_OP_OPEN = 0,
     EIO_OP_READ = 1,  /* read, pread */
-    EIO_OP_WRITE = 2, /* write, pwrite */
+    EIO_OP_WRITE = 2, /* write, pwrite, fallocate */
     EIO_OP_SYNC = 3,  /* fsync, fdatasync */
     EIO_OP_RENAME = 4,
     EIO_OP_UNLINK = 5,

@@ -138,7 +138,8 @@ static void test_annotation_qualifiers(void **state)
     assert_true(t == BASE_MS + 10500);
 }
 
-static void roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size_t *bytes)
+/* Encodes, checks the round trip and every truncation; returns the value kind chosen. */
+static int roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size_t *bytes)
 {
     size_t cap = dpcodec_compressed_bound(n);
     uint8_t *v = malloc(cap);
@@ -170,8 +171,10 @@ static void roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size
         decode_all(cq, sizeof(cq), v, cut, out, n + 1, &rc);
         assert_int_equal(rc, CT_ECORRUPT);
     }
+    int kind = v[1] >> 2;
     free(out);
     free(v);
+    return kind;
 }
 
 static void test_compressed_round_trips_every_value_kind(void **state)
@@ -183,13 +186,13 @@ static void test_compressed_round_trips_every_value_kind(void **state)
     /* a regular 10 s counter */
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, 1000000 + i * 37);
-    roundtrip_compressed(p, N, &bytes);
+    assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_INT);
     assert_true(bytes < 40); /* a counter with constant slope and period is almost free */
     /* a gauge with two decimals */
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false,
                                   (double)(5000 + (i * 7919) % 300) / 100.0);
-    roundtrip_compressed(p, N, &bytes);
+    assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_DECIMAL);
     print_message("gauge with 300 random levels: %zu bytes for %d points\n", bytes, N);
     assert_true(bytes < N * 2);
     /* full-precision doubles: XOR path */
@@ -199,7 +202,12 @@ static void test_compressed_round_trips_every_value_kind(void **state)
         x += (rand() / (double)RAND_MAX - 0.5);
         p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false, x);
     }
-    roundtrip_compressed(p, N, NULL);
+    assert_int_equal(roundtrip_compressed(p, N, NULL), DPCODEC_VK_BITS);
+    /* a value that mostly repeats: XOR's one-bit repeats win */
+    for (int i = 0; i < N; i++)
+        p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false,
+                                  i % 50 == 0 ? rand() * 1e-3 / 3.0 : 1.0 / 3.0);
+    assert_int_equal(roundtrip_compressed(p, N, NULL), DPCODEC_VK_XOR);
     /* ms timestamps with jitter, extremes, mixed types and qualifier kinds */
     for (int i = 0; i < N; i++) {
         int64_t ts = BASE_MS + i * 9973LL + (i % 3);
@@ -212,7 +220,7 @@ static void test_compressed_round_trips_every_value_kind(void **state)
         else
             p[i] = dpcodec_point_real(ts, true, (float)i / 3.0f);
     }
-    roundtrip_compressed(p, N, NULL);
+    assert_int_equal(roundtrip_compressed(p, N, NULL), DPCODEC_VK_RAW);
     /* one point */
     p[0] = dpcodec_point_int(BASE_MS + 3599999, true, 42);
     roundtrip_compressed(p, 1, NULL);
@@ -383,6 +391,16 @@ static void test_compaction_duplicates_follow_fix_duplicates(void **state)
         check_compacted(&c, ts, vals, 2);
         dpcodec_compacted_free(&c);
     }
+    /* a lone single cell is left alone in OpenTSDB's format, merged in ctsdb's */
+    struct hour one = {0};
+    hour_add(&one, dpcodec_point_int(BASE_MS, false, 1), 100);
+    assert_int_equal(dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_OPENTSDB, false, &c,
+                                     &err),
+                     CT_NOTFOUND);
+    assert_int_equal(dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_COMPRESSED, false,
+                                     &c, &err),
+                     CT_OK);
+    dpcodec_compacted_free(&c);
     /* identical duplicates merge silently even without fix_duplicates */
     struct hour g = {0};
     hour_add(&g, dpcodec_point_int(BASE_MS + 1000, false, 7), 100);
