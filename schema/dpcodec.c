@@ -177,7 +177,8 @@ void dpcodec_iter_end(struct dpcodec_iter *it)
 static int dpcodec_corrupt(struct dpcodec_iter *it, struct ct_err *err, const char *what)
 {
     it->failed = true;
-    return ct_err_set(err, CT_ECORRUPT, "malformed datapoint cell (qualifier of %zu bytes, value "
+    return ct_err_set(err, CT_ECORRUPT,
+                      "malformed datapoint cell (qualifier of %zu bytes, value "
                       "of %zu bytes): %s",
                       (size_t)(it->qend - it->q), (size_t)(it->vend - it->v), what);
 }
@@ -214,8 +215,7 @@ static int dpcodec_unit(const uint8_t **q, const uint8_t *qend, int64_t base_ms,
 }
 
 /* Decodes a value of len bytes with flags into p. */
-static int dpcodec_read_value(const uint8_t *v, size_t len, uint8_t flags,
-                              struct dpcodec_point *p)
+static int dpcodec_read_value(const uint8_t *v, size_t len, uint8_t flags, struct dpcodec_point *p)
 {
     if (flags & DPCODEC_FLAG_FLOAT) {
         if (len == 4) {
@@ -251,8 +251,7 @@ static int dpcodec_read_value(const uint8_t *v, size_t len, uint8_t flags,
     return -1;
 }
 
-static int dpcodec_next_point(struct dpcodec_iter *it, struct dpcodec_point *p,
-                              struct ct_err *err)
+static int dpcodec_next_point(struct dpcodec_iter *it, struct dpcodec_point *p, struct ct_err *err)
 {
     if (it->started)
         return CT_NOTFOUND;
@@ -300,8 +299,7 @@ static int dpcodec_next_compacted(struct dpcodec_iter *it, struct dpcodec_point 
     return CT_OK;
 }
 
-static int dpcodec_next_append(struct dpcodec_iter *it, struct dpcodec_point *p,
-                               struct ct_err *err)
+static int dpcodec_next_append(struct dpcodec_iter *it, struct dpcodec_point *p, struct ct_err *err)
 {
     if (it->v == it->vend)
         return CT_NOTFOUND;
@@ -601,8 +599,8 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
         break;
     }
     bool rule = (it->cflags & DPCODEC_CF_RULE_TYPES) != 0;
-    if (rule && (it->desc || (kind != DPCODEC_VK_DECIMAL && kind != DPCODEC_VK_XOR &&
-                              kind != DPCODEC_VK_BITS)))
+    if (rule && (it->desc ||
+                 (kind != DPCODEC_VK_DECIMAL && kind != DPCODEC_VK_XOR && kind != DPCODEC_VK_BITS)))
         return dpcodec_corrupt(it, err, "rule-typed cell with descriptors or integers");
     for (uint64_t i = 0; i < it->n; i++) {
         enum dpcodec_type t = it->desc ? (enum dpcodec_type)(it->desc[i] & 3)
@@ -691,7 +689,7 @@ static int dpcodec_collect(int64_t base_s, const struct wc_cell *cells, size_t n
         int rc;
         while ((rc = dpcodec_iter_next(&it, &p, err)) == CT_OK) {
             p.cell_ts_ms = cells[c].ts_ms;
-            if (count < cap) {
+            if (out && count < cap) {
                 /* binary search for the upper bound, then shift: near-linear on sorted input */
                 size_t lo = 0, hi = count;
                 if (count == 0 || !dpcodec_before(&p, &out[count - 1])) {
@@ -794,9 +792,8 @@ static int dpcodec_check_points(int64_t base_s, const struct dpcodec_point *pts,
     return CT_OK;
 }
 
-int dpcodec_compacted_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n,
-                             uint8_t *q, size_t *qlen, uint8_t *v, size_t *vlen,
-                             struct ct_err *err)
+int dpcodec_compacted_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n, uint8_t *q,
+                             size_t *qlen, uint8_t *v, size_t *vlen, struct ct_err *err)
 {
     int rc = dpcodec_check_points(base_s, pts, n, err);
     if (rc != CT_OK)
@@ -1100,8 +1097,8 @@ static size_t dpcodec_deflate(const uint8_t *in, size_t n, uint8_t *out, size_t 
     return got;
 }
 
-int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n,
-                              uint8_t *v, size_t *vlen, struct ct_err *err)
+int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n, uint8_t *v,
+                              size_t *vlen, struct ct_err *err)
 {
     int rc = dpcodec_check_points(base_s, pts, n, err);
     if (rc != CT_OK)
@@ -1261,8 +1258,8 @@ static int dpcodec_qcmp(const void *a, const void *b)
 }
 
 int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
-                    enum dpcodec_format format, bool fix_duplicates,
-                    struct dpcodec_compacted *out, struct ct_err *err)
+                    enum dpcodec_format format, bool fix_duplicates, struct dpcodec_compacted *out,
+                    struct ct_err *err)
 {
     memset(out, 0, sizeof(*out));
     size_t ndata = 0, nkeep = 0;
@@ -1298,11 +1295,11 @@ int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
     ct_err_clear(err);
     if (npts == 0)
         return CT_NOTFOUND;
-    size_t vcap = format == DPCODEC_FORMAT_COMPRESSED ? dpcodec_compressed_bound(npts)
-                                                      : 8 * npts + 1;
+    size_t vcap =
+        format == DPCODEC_FORMAT_COMPRESSED ? dpcodec_compressed_bound(npts) : 8 * npts + 1;
     size_t qcap = format == DPCODEC_FORMAT_COMPRESSED ? DPCODEC_CQ_LEN : 4 * npts;
-    size_t total = npts * sizeof(struct dpcodec_point) + (nkeep + 1) * sizeof(struct wc_cell) +
-                   vcap + qcap;
+    size_t total =
+        npts * sizeof(struct dpcodec_point) + (nkeep + 1) * sizeof(struct wc_cell) + vcap + qcap;
     char *mem = malloc(total);
     if (!mem)
         return ct_err_set(err, CT_ENOMEM, "out of memory compacting %zu points", npts);
@@ -1312,8 +1309,8 @@ int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
     uint8_t *qbuf = vbuf + vcap;
     size_t n = 0, dups = 0, conflicts = 0;
     int64_t first_conflict = 0;
-    rc = dpcodec_collect(base_s, cells, ncells, pts, npts, &n, &dups, &conflicts,
-                         &first_conflict, err);
+    rc = dpcodec_collect(base_s, cells, ncells, pts, npts, &n, &dups, &conflicts, &first_conflict,
+                         err);
     if (rc != CT_OK)
         goto fail;
     if (conflicts && !fix_duplicates) {

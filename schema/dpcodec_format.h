@@ -58,15 +58,15 @@ enum dpcodec_vkind {
     DPCODEC_VK_BITS = 4,
 };
 #define DPCODEC_VENC(kind, order) ((uint8_t)((kind) << 2 | (order)))
-#define DPCODEC_BLOCK 128
-#define DPCODEC_VARINT_BLOCK 0x80 /* block "width" byte of a varint block */
+#define DPCODEC_BLOCK             128
+#define DPCODEC_VARINT_BLOCK      0x80 /* block "width" byte of a varint block */
 
-#define DPCODEC_CF_SECONDS 0x01
-#define DPCODEC_CF_DEFLATED 0x02
+#define DPCODEC_CF_SECONDS     0x01
+#define DPCODEC_CF_DEFLATED    0x02
 #define DPCODEC_CF_DESCRIPTORS 0x04
-#define DPCODEC_CF_ALL_MS 0x08
-#define DPCODEC_CF_TYPE_SHIFT 4
-#define DPCODEC_CF_RULE_TYPES 0x40
+#define DPCODEC_CF_ALL_MS      0x08
+#define DPCODEC_CF_TYPE_SHIFT  4
+#define DPCODEC_CF_RULE_TYPES  0x40
 
 #define DPCODEC_MAX_EXP10 15
 

@@ -23,9 +23,9 @@
 #include "schema/tsdb.h"
 #include "storage/clock.h"
 
-#define BENCH_METRICS 10
+#define BENCH_METRICS  10
 #define BENCH_PERIOD_S 10
-#define BENCH_BASE 1700000000LL /* a base hour in the past: hours are complete */
+#define BENCH_BASE     1700000000LL /* a base hour in the past: hours are complete */
 
 static uint64_t bench_rng = 88172645463325252ull;
 static uint64_t bench_rand(void)
@@ -37,8 +37,9 @@ static uint64_t bench_rand(void)
 }
 
 static const char *const bench_metric_names[BENCH_METRICS] = {
-    "cpu.usage_user", "cpu.usage_system", "cpu.usage_idle", "net.bytes_recv", "net.bytes_sent",
-    "net.packets_recv", "disk.writes", "system.load1", "mem.used_percent", "disk.used_percent"};
+    "cpu.usage_user",   "cpu.usage_system", "cpu.usage_idle", "net.bytes_recv",
+    "net.bytes_sent",   "net.packets_recv", "disk.writes",    "system.load1",
+    "mem.used_percent", "disk.used_percent"};
 
 /* The value of metric m for one series at step i, given its state. */
 static struct dpcodec_point bench_point(int m, int64_t ts_ms, double *state)
@@ -101,7 +102,9 @@ static double bench_cells(enum dpcodec_format fmt, int hosts, int hours)
     struct rowkey_layout l;
     rowkey_layout_init(&l);
     l.salt_width = 1;
-    enum { N = 3600 / BENCH_PERIOD_S };
+    enum {
+        N = 3600 / BENCH_PERIOD_S
+    };
     struct dpcodec_point pts[N];
     uint8_t *q = malloc(4 * N), *v = malloc(dpcodec_compressed_bound(N) + 8 * N + 1);
     uint64_t bytes = 0, points = 0;
@@ -132,8 +135,8 @@ static double bench_cells(enum dpcodec_format fmt, int hosts, int hours)
     return (double)bytes / (double)points;
 }
 
-static int bench_disk(enum dpcodec_format fmt, int hosts, int hours, double *bpp,
-                      double *bpp_files, double *secs)
+static int bench_disk(enum dpcodec_format fmt, int hosts, int hours, double *bpp, double *bpp_files,
+                      double *secs)
 {
     char dir[] = "/tmp/ctsdb-schema-bytes-XXXXXX";
     if (!mkdtemp(dir))
@@ -171,8 +174,8 @@ static int bench_disk(enum dpcodec_format fmt, int hosts, int hours, double *bpp
             snprintf(host, sizeof(host), "host_%d", h);
             snprintf(rack, sizeof(rack), "rack_%d", h % 50);
             const char *tk[3] = {"host", "rack", "dc"}, *tv[3] = {host, rack, "eu-west-1"};
-            if (tsdb_series_resolve(t, bench_metric_names[m], tk, tv, 3, x->tsuid,
-                                    sizeof(x->tsuid), &x->len, &err) != CT_OK) {
+            if (tsdb_series_resolve(t, bench_metric_names[m], tk, tv, 3, x->tsuid, sizeof(x->tsuid),
+                                    &x->len, &err) != CT_OK) {
                 fprintf(stderr, "resolve: %s\n", err.msg);
                 goto close;
             }
@@ -255,11 +258,11 @@ static void bench_emit_prom(int hosts, int hours)
                 if (*c == '.')
                     *c = '_';
             if (p.type == DPCODEC_INT)
-                printf("%s{host=\"host_%d\",rack=\"rack_%d\",dc=\"eu-west-1\"} %lld %lld\n",
-                       name, h, h % 50, (long long)p.i, (long long)p.ts_ms);
+                printf("%s{host=\"host_%d\",rack=\"rack_%d\",dc=\"eu-west-1\"} %lld %lld\n", name,
+                       h, h % 50, (long long)p.i, (long long)p.ts_ms);
             else
-                printf("%s{host=\"host_%d\",rack=\"rack_%d\",dc=\"eu-west-1\"} %.2f %lld\n",
-                       name, h, h % 50, p.f, (long long)p.ts_ms);
+                printf("%s{host=\"host_%d\",rack=\"rack_%d\",dc=\"eu-west-1\"} %.2f %lld\n", name,
+                       h, h % 50, p.f, (long long)p.ts_ms);
         }
     }
     free(state);
@@ -289,8 +292,8 @@ static uint64_t bench_hash(const char *s, size_t n)
 /* Parses one line: `put metric ts value k=v ...` (OpenTSDB) or `metric{k="v",...} value ts_ms`
  * (Prometheus text). Fills metric, tags (pointers into line, NUL-terminated in place), the series
  * key span and the point. Returns 0 or -1. */
-static int bench_parse(char *line, char **metric, char **tk, char **tv, size_t *ntags,
-                       char **key, size_t *keylen, struct dpcodec_point *p)
+static int bench_parse(char *line, char **metric, char **tk, char **tv, size_t *ntags, char **key,
+                       size_t *keylen, struct dpcodec_point *p)
 {
     char *val, *ts;
     *ntags = 0;
@@ -426,9 +429,8 @@ static int bench_file(const char *path, enum dpcodec_format fmt, double *bpp, do
             }
             x->key = strndup(k, keylen);
             map.n++;
-            if (tsdb_series_resolve(t, metric, (const char *const *)tk,
-                                    (const char *const *)tv, ntags, x->tsuid, sizeof(x->tsuid),
-                                    &x->len, &err) != CT_OK)
+            if (tsdb_series_resolve(t, metric, (const char *const *)tk, (const char *const *)tv,
+                                    ntags, x->tsuid, sizeof(x->tsuid), &x->len, &err) != CT_OK)
                 goto out;
         }
         if (tsdb_batch_add(b, tsdb_layout(t), x->tsuid, x->len, &p, &err) != CT_OK)

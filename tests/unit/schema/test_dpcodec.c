@@ -10,7 +10,7 @@
 #include "schema/dpcodec_format.h"
 #include "tests/lib/ctest.h"
 
-#define BASE 1356998400LL /* 2013-01-01T00:00:00Z, a base hour */
+#define BASE    1356998400LL /* 2013-01-01T00:00:00Z, a base hour */
 #define BASE_MS (BASE * 1000)
 
 static void enc(const struct dpcodec_point *p, const uint8_t *wq, size_t wql, const uint8_t *wv,
@@ -34,8 +34,7 @@ static void test_single_cells_are_byte_exact(void **state)
     enc(&p, (const uint8_t[]){0x00, 0x10}, 2, (const uint8_t[]){0x01}, 1);
     /* 3599 s, int 2^40 -> (3599 << 4) | 7 = 0xE0F7, 8 bytes */
     p = dpcodec_point_int(BASE_MS + 3599000, false, 1LL << 40);
-    enc(&p, (const uint8_t[]){0xE0, 0xF7}, 2,
-        (const uint8_t[]){0, 0, 0x01, 0, 0, 0, 0, 0}, 8);
+    enc(&p, (const uint8_t[]){0xE0, 0xF7}, 2, (const uint8_t[]){0, 0, 0x01, 0, 0, 0, 0, 0}, 8);
     /* int 300 on 2 bytes (flags 1), int 70000 on 4 (flags 3), -1 on 1 byte */
     p = dpcodec_point_int(BASE_MS, false, 300);
     enc(&p, (const uint8_t[]){0x00, 0x01}, 2, (const uint8_t[]){0x01, 0x2C}, 2);
@@ -180,7 +179,9 @@ static int roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size_
 static void test_compressed_round_trips_every_value_kind(void **state)
 {
     (void)state;
-    enum { N = 360 };
+    enum {
+        N = 360
+    };
     struct dpcodec_point p[N];
     size_t bytes;
     /* a regular 10 s counter */
@@ -274,8 +275,7 @@ static void test_compressed_rejects_unknown_version_and_bad_input(void **state)
     assert_int_equal(dpcodec_compressed_encode(BASE, bad, 2, v, &vl, &err), CT_EINVAL);
 }
 
-static struct wc_cell cell_of(const uint8_t *q, size_t ql, const uint8_t *v, size_t vl,
-                              int64_t ts)
+static struct wc_cell cell_of(const uint8_t *q, size_t ql, const uint8_t *v, size_t vl, int64_t ts)
 {
     struct wc_cell c;
     memset(&c, 0, sizeof(c));
@@ -344,8 +344,7 @@ static void test_compaction_round_trips_in_both_formats(void **state)
         assert_true(c.cells[di].ts_ms == 100);
         if (fmt == DPCODEC_FORMAT_OPENTSDB) {
             /* q: 00 00, F0 0A 41 00 (10500 << 6), 01 40, 01 EB; v: 01 02 03 40800000 01 */
-            const uint8_t wq[] = {0x00, 0x00, 0xF0, 0x0A, 0x41, 0x00,
-                                  0x01, 0x40, 0x01, 0xEB};
+            const uint8_t wq[] = {0x00, 0x00, 0xF0, 0x0A, 0x41, 0x00, 0x01, 0x40, 0x01, 0xEB};
             const uint8_t wv[] = {0x01, 0x02, 0x03, 0x40, 0x80, 0x00, 0x00, 0x01};
             assert_int_equal(c.cells[di].qualifier.len, sizeof(wq));
             assert_memory_equal(c.cells[di].qualifier.data, wq, sizeof(wq));
@@ -374,15 +373,14 @@ static void test_compaction_duplicates_follow_fix_duplicates(void **state)
 {
     (void)state;
     struct hour h = {0};
-    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, false, 7), 100);  /* s qualifier */
-    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, true, 8), 200);   /* same ts, ms, newer */
+    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, false, 7), 100); /* s qualifier */
+    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, true, 8), 200);  /* same ts, ms, newer */
     hour_add(&h, dpcodec_point_int(BASE_MS + 2000, false, 9), 100);
     struct dpcodec_compacted c;
     struct ct_err err = {0};
     for (int f = 0; f < 2; f++) {
         enum dpcodec_format fmt = f ? DPCODEC_FORMAT_OPENTSDB : DPCODEC_FORMAT_COMPRESSED;
-        assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, false, &c, &err),
-                         CT_ECONFLICT);
+        assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, false, &c, &err), CT_ECONFLICT);
         assert_non_null(strstr(err.msg, "fix_duplicates"));
         assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, true, &c, &err), CT_OK);
         assert_int_equal(c.duplicates, 1);
@@ -394,20 +392,18 @@ static void test_compaction_duplicates_follow_fix_duplicates(void **state)
     /* a lone single cell is left alone in OpenTSDB's format, merged in ctsdb's */
     struct hour one = {0};
     hour_add(&one, dpcodec_point_int(BASE_MS, false, 1), 100);
-    assert_int_equal(dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_OPENTSDB, false, &c,
-                                     &err),
-                     CT_NOTFOUND);
-    assert_int_equal(dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_COMPRESSED, false,
-                                     &c, &err),
-                     CT_OK);
+    assert_int_equal(
+        dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_OPENTSDB, false, &c, &err),
+        CT_NOTFOUND);
+    assert_int_equal(
+        dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_COMPRESSED, false, &c, &err), CT_OK);
     dpcodec_compacted_free(&c);
     /* identical duplicates merge silently even without fix_duplicates */
     struct hour g = {0};
     hour_add(&g, dpcodec_point_int(BASE_MS + 1000, false, 7), 100);
     hour_add(&g, dpcodec_point_int(BASE_MS + 1000, true, 7), 200);
-    assert_int_equal(dpcodec_compact(BASE, g.cells, g.n, DPCODEC_FORMAT_COMPRESSED, false, &c,
-                                     &err),
-                     CT_OK);
+    assert_int_equal(
+        dpcodec_compact(BASE, g.cells, g.n, DPCODEC_FORMAT_COMPRESSED, false, &c, &err), CT_OK);
     assert_int_equal(c.npoints, 1);
     dpcodec_compacted_free(&c);
 }
