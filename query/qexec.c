@@ -354,16 +354,18 @@ static int scan_bucket(struct xscan *x, unsigned b, struct xset *set, struct ct_
                 s->capchunks = nc;
             }
             s->chunks[s->nchunks++] = s->pts.n;
-            for (size_t i = 0; i < n && rc == CT_OK; i++) {
-                struct qagg_point p = {.ts_ms = dp[i].ts_ms, .is_int = dp[i].type == DPCODEC_INT};
-                if (p.is_int)
-                    p.v.i = dp[i].i;
-                else
-                    p.v.d = dp[i].f;
-                rc = qagg_buf_push(&s->pts, &p, err);
-            }
-            if (rc != CT_OK)
+            if ((rc = qagg_buf_reserve(&s->pts, n, err)) != CT_OK)
                 break;
+            struct qagg_point *o = s->pts.p + s->pts.n;
+            for (size_t i = 0; i < n; i++) {
+                o[i].ts_ms = dp[i].ts_ms;
+                o[i].is_int = dp[i].type == DPCODEC_INT;
+                if (o[i].is_int)
+                    o[i].v.i = dp[i].i;
+                else
+                    o[i].v.d = dp[i].f;
+            }
+            s->pts.n += n;
             uint64_t total = atomic_fetch_add(&x->dps, n) + n;
             if (x->max_dps && total > x->max_dps) {
                 rc = ct_err_set(err, CT_ELIMIT,
