@@ -328,8 +328,13 @@ export function createGraphView(root, ctx) {
     const startMs = parseTimeSpec(st.start, now);
     const endMs = parseTimeSpec(st.end, now);
     ctx.clearError('time');
-    if (Number.isNaN(startMs) || Number.isNaN(endMs)) {
-      ctx.error('time', new Error(`cannot read the time range '${st.start}' .. '${st.end || 'now'}'`));
+    ctx.clearError('query-*');
+    if (Number.isNaN(startMs) || Number.isNaN(endMs) || endMs <= startMs) {
+      ctx.error('time', `cannot use the time range '${st.start}' to '${st.end || 'now'}': ` +
+        'use e.g. 1h-ago, 2026/11/22-10:00:00, epoch seconds or ms, with the end after the start');
+      chartEl.dataset.state = 'error';
+      chartEl.dataset.run = String(gen);
+      return;
     }
     const active = st.queries.map((q, i) => ({ q, i })).filter(({ q }) => q.metric);
     const cards = queriesBox.querySelectorAll('.query');
