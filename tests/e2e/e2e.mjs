@@ -292,6 +292,23 @@ test('a hole in the data is drawn as a gap', async () => {
   await shot('07-gap');
 });
 
+test('fill policies: null and nan buckets are gaps, zero fills them', async () => {
+  const start = Math.floor(BASE / 60) * 60;
+  const range = `start=${start}&end=${LAST}`;
+  for (const fill of ['null', 'nan']) {
+    await open(`#view=graph&${range}&m=${encodeURIComponent(`sum:1m-avg-${fill}:e2e.gap`)}`);
+    const p = await nextPlot(0);
+    assert.equal(await page.inputValue('.query .ds-fill'), fill);
+    assert.equal(p.series[0].points, 60, `${fill}: ${JSON.stringify(p.series[0])}`);
+    assert.ok(p.series[0].gaps >= 30, `${fill}: ${p.series[0].gaps} gaps`);
+  }
+  await open(`#view=graph&${range}&m=${encodeURIComponent('sum:1m-avg-zero:e2e.gap')}`);
+  const p = await nextPlot(0);
+  assert.equal(p.series[0].gaps, 0);
+  assert.equal(p.series[0].points, 90);
+  assert.equal(p.series[0].min, 0);
+});
+
 test('twenty thousand points plot in one chart', async () => {
   await open(`#view=graph&start=${LAST - 20000 - 60}&end=${LAST + 60}&m=${encodeURIComponent('sum:e2e.big')}`);
   const p = await nextPlot(0);
