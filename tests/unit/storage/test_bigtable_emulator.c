@@ -1,8 +1,8 @@
 /* test_bigtable_emulator.c - the Bigtable backend (storage/bigtable/) against Google's Bigtable
  * emulator: administration and the GC-rule mapping as the service stores it, reads and writes in
  * both directions, read-time VERSIONS / TTL / MIN_VERSIONS, increments, check-and-mutate, large
- * batches, client-side limits, namespaces, and a scan that survives a connection dropped
- * mid-stream (a loopback TCP proxy that cuts the first connection after some bytes).
+ * batches, client-side limits, namespaces, and a scan (both directions) and a batch that survive
+ * a connection dropped mid-stream (a loopback TCP proxy that cuts a connection after some bytes).
  *
  * The emulator is started once by the group setup (test_bigtable_emu.h). Without it the tests are
  * skipped (cmocka prints the skipped count) unless CI=true, where that is a failure. The
@@ -488,6 +488,7 @@ struct proxy {
     int port;
     struct sockaddr_in upstream;
     atomic_int armed;     /* bytes to let through (server to client) before cutting; 0 = off */
+    atomic_int armed_up;  /* the same for client-to-server bytes */
     atomic_int cuts;
     atomic_int stop;
     pthread_t thread;
@@ -532,7 +533,7 @@ static void *proxy_conn(void *arg)
     struct proxy_pair *pp = arg;
     struct proxy *p = pp->p;
     char buf[16384];
-    long passed_since_armed = 0;
+    long passed_since_armed = 0, passed_up = 0;
     for (int idle = 0; idle < 600 && !atomic_load(&p->stop);) {
         struct pollfd fds[2] = {{pp->client, POLLIN, 0}, {pp->server, POLLIN, 0}};
         int n = poll(fds, 2, 100);
@@ -545,6 +546,15 @@ static void *proxy_conn(void *arg)
             ssize_t r = read(pp->client, buf, sizeof(buf));
             if (r <= 0 || write(pp->server, buf, (size_t)r) != r)
                 break;
+            int armed = atomic_load(&p->armed_up);
+            if (armed) {
+                passed_up += r;
+                if (passed_up > armed) { /* cut while the client is still sending */
+                    atomic_store(&p->armed_up, 0);
+                    atomic_fetch_add(&p->cuts, 1);
+                    break;
+                }
+            }
         }
         if (fds[1].revents) {
             ssize_t r = read(pp->server, buf, sizeof(buf));
@@ -567,7 +577,7 @@ static void *proxy_conn(void *arg)
     return NULL;
 }
 
-static void test_scan_resumes_after_connection_drop(void **state)
+static void test_scan_and_batch_survive_connection_drops(void **state)
 {
     (void)state;
     SKIP_WITHOUT_EMULATOR();
@@ -631,6 +641,28 @@ static void test_scan_resumes_after_connection_drop(void **state)
         assert_int_equal(n, NROWS);
         assert_int_equal(atomic_load(&p.cuts), dir + 1); /* the cut really happened */
     }
+    /* a batch whose connection is cut while it is being sent: only unanswered rows are
+     * re-sent (timestamps are explicit, so re-sending is harmless) and every row lands */
+    for (int i = 0; i < NROWS; i++)
+        muts[i].ts_ms = 2000;
+    atomic_store(&p.armed_up, 1000000); /* ~1 MB into a ~3 MB batch */
+    OK(wc_mutate_batch(t, rows, NROWS, WC_DURABILITY_USE_DEFAULT, &err));
+    assert_int_equal(atomic_load(&p.cuts), 3);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.tmin_ms = 2000;
+    struct wc_scanner *sc;
+    OK(wc_scanner_open(t, &o, &sc, &err));
+    struct wc_row r;
+    int n = 0, rc;
+    while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK) {
+        assert_int_equal(r.ncells, 1);
+        assert_true(r.cells[0].ts_ms == 2000);
+        n++;
+    }
+    assert_int_equal(rc, CT_NOTFOUND);
+    wc_scanner_close(sc);
+    assert_int_equal(n, NROWS);
     free(muts);
     free(rows);
     free(keys);
@@ -652,7 +684,7 @@ int main(void)
         cmocka_unit_test(test_versions_ttl_and_min_versions_apply_at_read),
         cmocka_unit_test(test_deletes_increment_and_check_and_mutate),
         cmocka_unit_test(test_large_batch_and_client_side_limits),
-        cmocka_unit_test(test_scan_resumes_after_connection_drop),
+        cmocka_unit_test(test_scan_and_batch_survive_connection_drops),
     };
     return cmocka_run_group_tests(tests, emulator_start, emulator_stop);
 }
