@@ -57,8 +57,8 @@ static struct wc_store *open_store(void)
             fail_msg("%s -> %d: %s", #call, rc_, err.msg);                                         \
     } while (0)
 
-static void make_table(struct wc_store *s, const char *name, struct wc_family_desc *fams,
-                       size_t n, const struct wc_bytes *splits, size_t nsplits)
+static void make_table(struct wc_store *s, const char *name, struct wc_family_desc *fams, size_t n,
+                       const struct wc_bytes *splits, size_t nsplits)
 {
     struct ct_err err = {0};
     struct wc_table_desc d;
@@ -75,8 +75,8 @@ static void drop_table(struct wc_store *s, const char *name)
     OK(wc_table_drop(s, name, &err));
 }
 
-static void put(struct wc_table *t, const char *row, const char *fam, const char *q,
-                const char *v, int64_t ts)
+static void put(struct wc_table *t, const char *row, const char *fam, const char *q, const char *v,
+                int64_t ts)
 {
     struct ct_err err = {0};
     struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fam), wc_bytes_str(q), wc_bytes_str(v), ts};
@@ -426,7 +426,10 @@ static void test_large_batch_and_client_side_limits(void **state)
     make_table(s, "batch1", &f, 1, splits, 1);
     struct wc_table *t;
     OK(wc_table_open(s, "batch1", &t, &err));
-    enum { NROWS = 10000, NCELLS = 12 };
+    enum {
+        NROWS = 10000,
+        NCELLS = 12
+    };
     char(*keys)[16] = malloc(NROWS * sizeof(*keys));
     char quals[NCELLS][16];
     struct wc_mutation *muts = malloc(NROWS * NCELLS * sizeof(*muts));
@@ -441,9 +444,8 @@ static void test_large_batch_and_client_side_limits(void **state)
     for (int i = 0; i < NROWS; i++) {
         snprintf(keys[i], sizeof(keys[i]), "r%05d", i);
         for (int q = 0; q < NCELLS; q++)
-            muts[i * NCELLS + q] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("f"),
-                                                        wc_bytes_str(quals[q]),
-                                                        wc_bytes_str(value), 5000};
+            muts[i * NCELLS + q] = (struct wc_mutation){
+                WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str(quals[q]), wc_bytes_str(value), 5000};
         rows[i] = (struct wc_row_mutation){wc_bytes_str(keys[i]), &muts[i * NCELLS], NCELLS};
     }
     /* 120k cells, ~72 MB: several MutateRows requests, some in flight together */
@@ -487,8 +489,8 @@ struct proxy {
     int listen_fd;
     int port;
     struct sockaddr_in upstream;
-    atomic_int armed;     /* bytes to let through (server to client) before cutting; 0 = off */
-    atomic_int armed_up;  /* the same for client-to-server bytes */
+    atomic_int armed;    /* bytes to let through (server to client) before cutting; 0 = off */
+    atomic_int armed_up; /* the same for client-to-server bytes */
     atomic_int cuts;
     atomic_int stop;
     pthread_t thread;
@@ -607,7 +609,9 @@ static void test_scan_and_batch_survive_connection_drops(void **state)
     make_table(s, "retry1", &f, 1, NULL, 0);
     struct wc_table *t;
     OK(wc_table_open(s, "retry1", &t, &err));
-    enum { NROWS = 3000 };
+    enum {
+        NROWS = 3000
+    };
     static char value[1000];
     memset(value, 'x', sizeof(value) - 1);
     struct wc_mutation *muts = malloc(NROWS * sizeof(*muts));
