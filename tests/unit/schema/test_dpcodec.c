@@ -429,6 +429,104 @@ static void test_row_decode_sorts_dedups_and_reports_small_buffers(void **state)
     assert_int_equal(n, 11);
 }
 
+static void test_decoder_survives_damaged_cells(void **state)
+{
+    (void)state;
+    /* flip, truncate and extend valid cells of every layout: the decoder must answer with
+     * points, the end or CT_ECORRUPT, never read out of bounds (run under ASan) */
+    enum {
+        N = 200
+    };
+    struct dpcodec_point p[N];
+    srand(11);
+    double x = 10;
+    for (int i = 0; i < N; i++) {
+        x += rand() / (double)RAND_MAX - 0.5;
+        p[i] = i % 3 ? dpcodec_point_real(BASE_MS + i * 17000LL, i % 7 == 0, x)
+                     : dpcodec_point_int(BASE_MS + i * 17000LL + i % 2, true, rand() % 1000);
+    }
+    uint8_t *v = malloc(dpcodec_compressed_bound(N)), *q = malloc(4 * N);
+    uint8_t *v2 = malloc(dpcodec_compressed_bound(N) + 8 * N + 16);
+    size_t vl, ql, cl;
+    struct ct_err err = {0};
+    uint8_t cq[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(p, N, cq);
+    int corrupt[4] = {0}, clean[4] = {0};
+    for (int layout = 0; layout < 4; layout++) {
+        const uint8_t *qq;
+        size_t qn;
+        if (layout == 0 || layout == 2) {
+            /* layout 2 uses only reals of one type, for the other value kinds */
+            struct dpcodec_point *src = p;
+            struct dpcodec_point reals[N];
+            size_t n = N;
+            if (layout == 2) {
+                for (int i = 0; i < N; i++)
+                    reals[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false, (i % 40) / 8.0);
+                src = reals;
+            }
+            assert_int_equal(dpcodec_compressed_encode(BASE, src, n, v, &vl, &err), CT_OK);
+            dpcodec_compressed_qualifier(src, n, cq);
+            qq = cq;
+            qn = sizeof(cq);
+        } else if (layout == 1) {
+            struct dpcodec_point sorted[N];
+            memcpy(sorted, p, sizeof(sorted));
+            assert_int_equal(dpcodec_compacted_encode(BASE, sorted, N, q, &ql, v, &vl, &err),
+                             CT_OK);
+            qq = q;
+            qn = ql;
+        } else {
+            /* an append cell */
+            vl = 0;
+            for (int i = 0; i < N; i++) {
+                size_t a, b;
+                assert_int_equal(dpcodec_encode(BASE, &p[i], v + vl, &a, v + vl + 4, &b, &err),
+                                 CT_OK);
+                memmove(v + vl + a, v + vl + 4, b);
+                vl += a + b;
+            }
+            qq = (const uint8_t *)DPCODEC_APPEND_Q;
+            qn = DPCODEC_APPEND_Q_LEN;
+        }
+        for (int round = 0; round < 3000; round++) {
+            cl = vl;
+            memcpy(v2, v, vl);
+            int what = rand() % 3;
+            if (what == 0) {
+                for (int k = 0; k < 1 + rand() % 4; k++)
+                    v2[rand() % cl] ^= (uint8_t)(1 + rand() % 255);
+            } else if (what == 1) {
+                cl = (size_t)rand() % vl;
+            } else {
+                size_t extra = 1 + (size_t)rand() % 16;
+                for (size_t k = 0; k < extra; k++)
+                    v2[cl + k] = (uint8_t)rand();
+                cl += extra;
+            }
+            struct dpcodec_iter it;
+            dpcodec_iter_init(&it, BASE, qq, qn, v2, cl);
+            struct dpcodec_point out;
+            int rc;
+            size_t n = 0;
+            while ((rc = dpcodec_iter_next(&it, &out, &err)) == CT_OK && n < 4 * N)
+                n++;
+            dpcodec_iter_end(&it);
+            assert_true(rc == CT_OK || rc == CT_NOTFOUND || rc == CT_ECORRUPT);
+            if (rc == CT_ECORRUPT)
+                corrupt[layout]++;
+            else
+                clean[layout]++;
+        }
+        /* the damage is noticed often, and sometimes decodes to other points (flipped values) */
+        assert_true(corrupt[layout] > 100);
+        assert_true(clean[layout] > 10);
+    }
+    free(v);
+    free(v2);
+    free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -441,6 +539,7 @@ int main(void)
         cmocka_unit_test(test_compaction_round_trips_in_both_formats),
         cmocka_unit_test(test_compaction_duplicates_follow_fix_duplicates),
         cmocka_unit_test(test_row_decode_sorts_dedups_and_reports_small_buffers),
+        cmocka_unit_test(test_decoder_survives_damaged_cells),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
