@@ -145,6 +145,12 @@ test('the legend reads out the value under the mouse', async () => {
   const d = new Date((BASE + 60 * 45) * 1000).toISOString().slice(0, 19).replace('T', ' ');
   assert.equal(rows[0].value, d);
   await shot('03-hover');
+  // Off the chart, the legend shows the latest values.
+  await page.mouse.move(5, 5);
+  await page.waitForFunction((v) => {
+    const cells = document.querySelectorAll('#chart .u-legend .u-series .u-value');
+    return cells[1] && cells[1].textContent === v;
+  }, String(100 + 2 * (N - 1)), { timeout: WAIT });
 });
 
 test('a tag filter with autocomplete and group-by splits the chart per host', async () => {

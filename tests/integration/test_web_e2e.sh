@@ -23,7 +23,12 @@ if [ ! -f web/vendor/uPlot.iife.min.js ]; then
   make --no-print-directory web-vendor >/dev/null 2>&1
 fi
 check "web/vendor holds uPlot (vendored by make)" test -f web/vendor/uPlot.iife.min.js
-if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
+# (Re)install when node_modules is missing or holds another version than the lock file pins.
+pinned=$(node -p 'require(process.argv[1]).packages["node_modules/playwright-core"].version' \
+  "$E2E/package-lock.json" 2>/dev/null)
+have=$(node -p 'require(process.argv[1]).version' "$E2E/node_modules/playwright-core/package.json" \
+  2>/dev/null)
+if [ -z "$have" ] || [ "$have" != "$pinned" ]; then
   (cd "$E2E" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >/dev/null 2>&1
 fi
 if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
