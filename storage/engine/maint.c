@@ -443,6 +443,16 @@ static int merge_to_file(struct mctx *m, struct echild *kids, size_t nk, struct 
             break;
         const struct cell *c = &best->cur;
         struct cell x = *c;
+        if (best->is_ms) {
+            /* memstore bytes stay put while the flush holds its reference: no copy */
+            if (m->row.n)
+                x.row = m->row.v[0].row;
+            if (cvec_push(&m->row, &x) != CT_OK)
+                return ct_err_set(err, CT_ENOMEM, "out of memory flushing");
+            if ((rc = echild_next(best, err)) != CT_OK)
+                return rc;
+            continue;
+        }
         size_t need = (m->row.n ? 0 : c->row_len) + c->qual_len + c->value_len + 1;
         uint8_t *p = marena_alloc(&m->rowmem, need);
         if (!p)

@@ -352,6 +352,52 @@ static void queue_major_all(struct estore *s)
 #define WAL_MAX_SEGMENTS 8
 #define ENGINE_IDLE_FLUSH_MS (3600 * 1000)
 
+/* All memstores of the store together: past max(4 x flush size, 256 MiB) the largest regions
+ * are flushed (HBase bounds memstores globally too, at 40% of the heap). */
+static void global_memstore_limit(struct estore *s)
+{
+    uint64_t limit = 4 * (uint64_t)s->opt.memstore_flush_bytes;
+    if (limit < (256ull << 20))
+        limit = 256ull << 20;
+    uint64_t total = 0;
+    pthread_mutex_lock(&s->cat_mu);
+    for (int round = 0; round < 64; round++) {
+        struct etable *bt = NULL;
+        struct eregion *br = NULL;
+        uint64_t biggest = 0;
+        total = 0;
+        for (size_t i = 0; i < s->ntables; i++) {
+            struct etable *t = s->tables[i];
+            for (size_t r = 0; r < t->nregions; r++) {
+                struct eregion *rg = t->regions[r];
+                uint64_t b = 0;
+                pthread_mutex_lock(&rg->mu);
+                for (size_t f = 0; f < rg->nfams; f++) {
+                    b += memstore_bytes(rg->fams[f].active);
+                    for (size_t k = 0; k < rg->fams[f].nfrozen; k++)
+                        b += memstore_bytes(rg->fams[f].frozen[k]);
+                }
+                if (!rg->flush_queued && b > biggest) {
+                    biggest = b;
+                    bt = t;
+                    br = rg;
+                }
+                if (rg->flush_queued)
+                    b = 0; /* about to go */
+                pthread_mutex_unlock(&rg->mu);
+                total += b;
+            }
+        }
+        if (total <= limit || !br)
+            break;
+        pthread_mutex_lock(&br->mu);
+        br->flush_queued = true;
+        pthread_mutex_unlock(&br->mu);
+        estore_queue_job(s, EJOB_FLUSH, bt, br, false);
+    }
+    pthread_mutex_unlock(&s->cat_mu);
+}
+
 static void trim_wal(struct estore *s)
 {
     if (!s->wal)
@@ -400,6 +446,7 @@ static void trim_wal(struct estore *s)
         estore_queue_job(s, EJOB_FLUSH, bt, br, false);
     }
     pthread_mutex_unlock(&s->cat_mu);
+    global_memstore_limit(s);
 }
 
 static void *worker_main(void *arg)
