@@ -106,11 +106,13 @@ static uint64_t rnd_next(uint64_t *s)
     return x * 0x2545f4914f6cdd1dull;
 }
 
+/* %016llu without snprintf (which cost ~1000 instructions a key, for every engine alike) */
 static void make_key(uint64_t k, char *out)
 {
-    char tmp[32];
-    snprintf(tmp, sizeof tmp, "%016" PRIu64, k);
-    memcpy(out, tmp, KEY_BYTES);
+    for (int i = KEY_BYTES - 1; i >= 0; i--) {
+        out[i] = (char)('0' + k % 10);
+        k /= 10;
+    }
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
