@@ -292,6 +292,23 @@ test('a hole in the data is drawn as a gap', async () => {
   await shot('07-gap');
 });
 
+test('fill policies: null and nan buckets are gaps, zero fills them', async () => {
+  const start = Math.floor(BASE / 60) * 60;
+  const range = `start=${start}&end=${LAST}`;
+  for (const fill of ['null', 'nan']) {
+    await open(`#view=graph&${range}&m=${encodeURIComponent(`sum:1m-avg-${fill}:e2e.gap`)}`);
+    const p = await nextPlot(0);
+    assert.equal(await page.inputValue('.query .ds-fill'), fill);
+    assert.equal(p.series[0].points, 60, `${fill}: ${JSON.stringify(p.series[0])}`);
+    assert.ok(p.series[0].gaps >= 30, `${fill}: ${p.series[0].gaps} gaps`);
+  }
+  await open(`#view=graph&${range}&m=${encodeURIComponent('sum:1m-avg-zero:e2e.gap')}`);
+  const p = await nextPlot(0);
+  assert.equal(p.series[0].gaps, 0);
+  assert.equal(p.series[0].points, 90);
+  assert.equal(p.series[0].min, 0);
+});
+
 test('twenty thousand points plot in one chart', async () => {
   await open(`#view=graph&start=${LAST - 20000 - 60}&end=${LAST + 60}&m=${encodeURIComponent('sum:e2e.big')}`);
   const p = await nextPlot(0);
@@ -427,11 +444,26 @@ async function latestWrites() {
   return JSON.parse(await page.getAttribute('#heat-writes', 'data-heat'));
 }
 
-test('writes spread over many series light up several regions, and the ingest rate shows', async () => {
+test('writes and queries over many series light up several regions, and the ingest rate shows', async () => {
+  const reading = (async () => {
+    // Six series of four metrics: their salt buckets put these reads on several regions.
+    const stop = Date.now() + 3500;
+    for (let i = 0; Date.now() < stop && i < 100; i++) {
+      const r = await fetch(`${TSD}/api/query?start=2h-ago&m=sum:e2e.cpu&m=sum:e2e.counter&m=sum:e2e.gap&m=sum:e2e.live`);
+      assert.equal(r.status, 200);
+      await r.text();
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  })();
   await writeFor(3500, 40, 'e2e.spread');
+  await reading;
   await page.waitForFunction(() => {
-    const h = JSON.parse(document.getElementById('heat-writes').dataset.heat || '{}');
-    return h.columns >= 2 && h.latest.filter((v) => v > 0).length >= 2;
+    const w = JSON.parse(document.getElementById('heat-writes').dataset.heat || '{}');
+    return w.columns >= 2 && w.active >= 2;
+  }, null, { timeout: WAIT });
+  await page.waitForFunction(() => {
+    const r = JSON.parse(document.getElementById('heat-reads').dataset.heat || '{}');
+    return r.active >= 2;
   }, null, { timeout: WAIT });
   const heat = await latestWrites();
   assert.equal(heat.regions, 8);

@@ -210,6 +210,7 @@ test('time ticks show the date where the day changes', () => {
   assert.deepEqual(ticks, ['23:00\n2026-11-21', '00:00\n2026-11-22', '01:00']);
   assert.deepEqual(timeTicks([day], 86400, true), ['2026-11-22']);
   assert.deepEqual(timeTicks([day + 5], 5, true), ['00:00:05\n2026-11-22']);
+  assert.deepEqual(timeTicks([day + 5, day + 5.5], 0.5, true), ['00:00:05.000\n2026-11-22', '00:00:05.500']);
 });
 
 run();

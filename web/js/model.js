@@ -301,7 +301,8 @@ export function timeTicks(splits, incr, utc) {
     const sec = pad(utc ? d.getUTCSeconds() : d.getSeconds());
     const day = `${Y}-${M}-${D}`;
     if (incr >= 86400) return day;
-    const tod = incr < 60 ? `${h}:${m}:${sec}` : `${h}:${m}`;
+    let tod = incr < 60 ? `${h}:${m}:${sec}` : `${h}:${m}`;
+    if (incr < 1) tod += `.${String(Math.round((s * 1000) % 1000)).padStart(3, '0')}`;
     const out = day !== prevDay ? `${tod}\n${day}` : tod;
     prevDay = day;
     return out;

@@ -8,7 +8,7 @@
 // first poll has no rates yet, so the region table is shaded by each region's share of all
 // requests so far. History lives in memory only (a reload starts over). The root element
 // carries data-state (loading|ready|error) and the heat map canvases data-heat (the latest
-// column) for the end-to-end tests.
+// column, the busiest cell, how many regions had requests in the history) for the tests.
 
 import { apiGet } from './api.js';
 import { regionRates, heatColor, displayKey, timeTicks } from './model.js';
@@ -389,6 +389,7 @@ export function createStorageView(root, ctx) {
       columns: cols.length,
       max,
       latest: ids.map((id) => (last && last.rates.get(id) ? last.rates.get(id)[kind] : null)),
+      active: ids.filter((id) => cols.some((c) => c.rates.get(id) && c.rates.get(id)[kind] > 0)).length,
     });
   }
 
