@@ -389,9 +389,37 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             return -1;
         unsigned w = *p++;
         int64_t mn;
-        if ((w > 64 && w != DPCODEC_VARINT_BLOCK) || dpcodec_svarint(&p, end, &mn))
+        unsigned rk = 0;
+        if (w == DPCODEC_RICE_BLOCK) {
+            if (p == end || *p > 63)
+                return -1;
+            rk = *p++;
+        }
+        if ((w > 64 && w != DPCODEC_VARINT_BLOCK && w != DPCODEC_RICE_BLOCK) ||
+            dpcodec_svarint(&p, end, &mn))
             return -1;
         uint64_t cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
+        if (w == DPCODEC_RICE_BLOCK) {
+            struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
+            for (uint64_t j = 0; j < cnt; j++) {
+                uint64_t q = 0, bit, low = 0;
+                for (;;) {
+                    if (dpcodec_bitr_get(&r, 1, &bit))
+                        return -1;
+                    if (!bit)
+                        break;
+                    q++;
+                }
+                if (rk && dpcodec_bitr_get(&r, rk, &low))
+                    return -1;
+                if (rk < 64 && q > (UINT64_MAX >> rk))
+                    return -1;
+                res[done + j] = (int64_t)((uint64_t)mn + (uint64_t)coding_unzigzag(q << rk | low));
+            }
+            p += (r.pos + 7) / 8;
+            done += cnt;
+            continue;
+        }
         if (w == DPCODEC_VARINT_BLOCK) {
             for (uint64_t j = 0; j < cnt; j++) {
                 uint64_t u;
@@ -879,6 +907,60 @@ static void dpcodec_block_range(const int64_t *r, size_t cnt, int64_t *mn, unsig
     *w = range ? 64u - (unsigned)__builtin_clzll(range) : 0;
 }
 
+/* How one block of residuals is written: bit-packed from its minimum, or Rice-coded around its
+ * median (residuals of smooth series are bell-shaped: Rice codes beat a fixed width there). */
+struct dpcodec_block {
+    bool rice;
+    int64_t base;   /* minimum (packed) or median (Rice) */
+    unsigned width; /* bits per value (packed) or Rice parameter k */
+    size_t bytes;   /* encoded size including the header */
+};
+
+static int dpcodec_i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_block *b)
+{
+    int64_t mn;
+    unsigned w;
+    dpcodec_block_range(r, cnt, &mn, &w);
+    b->rice = false;
+    b->base = mn;
+    b->width = w;
+    b->bytes = 1 + dpcodec_varint_len(coding_zigzag(mn)) + (cnt * w + 7) / 8;
+    if (w < 4)
+        return; /* nothing to gain on narrow blocks */
+    int64_t sorted[DPCODEC_BLOCK];
+    memcpy(sorted, r, cnt * sizeof(*r));
+    qsort(sorted, cnt, sizeof(*sorted), dpcodec_i64_cmp);
+    int64_t med = sorted[cnt / 2];
+    uint64_t u[DPCODEC_BLOCK];
+    for (size_t j = 0; j < cnt; j++)
+        u[j] = coding_zigzag(dpcodec_sub(r[j], med));
+    for (unsigned k = 0; k < 64; k++) {
+        uint64_t bits = cnt * (k + 1);
+        bool ok = true;
+        for (size_t j = 0; j < cnt && ok; j++) {
+            uint64_t q = u[j] >> k;
+            if (q > (1u << 20))
+                ok = false; /* a unary run that long is never the cheapest */
+            bits += q;
+        }
+        if (!ok)
+            continue;
+        size_t bytes = 2 + dpcodec_varint_len(coding_zigzag(med)) + (size_t)((bits + 7) / 8);
+        if (bytes < b->bytes) {
+            b->rice = true;
+            b->base = med;
+            b->width = k;
+            b->bytes = bytes;
+        }
+    }
+}
+
 /* Bytes of the integer stream of order k over x (res: scratch of n entries). */
 static size_t dpcodec_stream_cost(const int64_t *x, size_t n, unsigned k, int64_t *res)
 {
@@ -889,10 +971,9 @@ static size_t dpcodec_stream_cost(const int64_t *x, size_t n, unsigned k, int64_
         c += dpcodec_varint_len(coding_zigzag(heads[i]));
     for (size_t done = 0; done < n - h; done += DPCODEC_BLOCK) {
         size_t cnt = n - h - done < DPCODEC_BLOCK ? n - h - done : DPCODEC_BLOCK;
-        int64_t mn;
-        unsigned w;
-        dpcodec_block_range(res + done, cnt, &mn, &w);
-        c += 1 + dpcodec_varint_len(coding_zigzag(mn)) + (cnt * w + 7) / 8;
+        struct dpcodec_block b;
+        dpcodec_block_choose(res + done, cnt, &b);
+        c += b.bytes;
     }
     return c;
 }
@@ -917,6 +998,25 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
             o += coding_put_varint64(p + o, coding_zigzag(mn));
             for (size_t j = 0; j < cnt; j++)
                 o += coding_put_varint64(p + o, (uint64_t)res[done + j] - (uint64_t)mn);
+            continue;
+        }
+        struct dpcodec_block b;
+        dpcodec_block_choose(res + done, cnt, &b);
+        if (b.rice) {
+            p[o++] = DPCODEC_RICE_BLOCK;
+            p[o++] = (uint8_t)b.width;
+            o += coding_put_varint64(p + o, coding_zigzag(b.base));
+            struct dpcodec_bitw bw = {p + o, 0};
+            for (size_t j = 0; j < cnt; j++) {
+                uint64_t u = coding_zigzag(dpcodec_sub(res[done + j], b.base));
+                for (uint64_t q = u >> b.width; q > 0; q--)
+                    dpcodec_bitw_put(&bw, 1, 1);
+                dpcodec_bitw_put(&bw, 0, 1);
+                if (b.width)
+                    dpcodec_bitw_put(&bw, u & ((b.width < 64 ? (1ull << b.width) : 0) - 1),
+                                     b.width);
+            }
+            o += (bw.bits + 7) / 8;
             continue;
         }
         p[o++] = (uint8_t)w;

@@ -42,7 +42,10 @@
  *   block minimum, then ceil(count * w / 8) bytes holding each (residual - minimum) on w bits,
  *   MSB first; or a varint block: 1 byte 0x80, zigzag varint of the minimum, then each
  *   (residual - minimum) as an unsigned varint (the encoder tries both kinds of payload, raw and
- *   deflated, and keeps the smallest).
+ *   deflated, and keeps the smallest); or a Rice block: 1 byte 0x81, 1 byte k (0..63), zigzag
+ *   varint of the block median c, then per residual u = zigzag(residual - c) as Rice code: u >> k
+ *   one-bits, a zero-bit, then the low k bits of u, MSB first, padded to a byte at the block's
+ *   end (chosen per block when smaller than the bit-packed form).
  * The decimal kind is chosen only when (double)m / 10^e (rounded to float for float points)
  * reproduces every value bit for bit, so the format is lossless by construction. */
 #ifndef CT_SCHEMA_DPCODEC_FORMAT_H
@@ -60,6 +63,7 @@ enum dpcodec_vkind {
 #define DPCODEC_VENC(kind, order) ((uint8_t)((kind) << 2 | (order)))
 #define DPCODEC_BLOCK             128
 #define DPCODEC_VARINT_BLOCK      0x80 /* block "width" byte of a varint block */
+#define DPCODEC_RICE_BLOCK        0x81 /* block "width" byte of a Rice-coded block */
 
 #define DPCODEC_CF_SECONDS     0x01
 #define DPCODEC_CF_DEFLATED    0x02

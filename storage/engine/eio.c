@@ -308,16 +308,15 @@ int eio_pwrite_all(int fd, const void *buf, size_t n, uint64_t off, const char *
     return CT_OK;
 }
 
-int eio_pread_all(int fd, void *buf, size_t n, uint64_t off, const char *path,
-                  struct ct_err *err)
+int eio_pread_all(int fd, void *buf, size_t n, uint64_t off, const char *path, struct ct_err *err)
 {
     uint8_t *p = buf;
     size_t done = 0;
     while (done < n) {
         ssize_t r = eio_pread(fd, p + done, n - done, (off_t)(off + done));
         if (r < 0)
-            return ct_err_errno(err, CT_EIO, errno, "cannot read %zu bytes at offset %llu of %s",
-                                n, (unsigned long long)off, path);
+            return ct_err_errno(err, CT_EIO, errno, "cannot read %zu bytes at offset %llu of %s", n,
+                                (unsigned long long)off, path);
         if (r == 0)
             return ct_err_set(err, CT_ECORRUPT,
                               "%s: unexpected end of file reading %zu bytes at offset %llu", path,

@@ -50,8 +50,8 @@ int eio_fallocate(int fd, off_t off, off_t len);
 CT_MUST_CHECK int eio_write_all(int fd, const void *buf, size_t n, const char *path,
                                 struct ct_err *err);
 /* Writes all n bytes at offset off. */
-CT_MUST_CHECK int eio_pwrite_all(int fd, const void *buf, size_t n, uint64_t off,
-                                 const char *path, struct ct_err *err);
+CT_MUST_CHECK int eio_pwrite_all(int fd, const void *buf, size_t n, uint64_t off, const char *path,
+                                 struct ct_err *err);
 /* Reads exactly n bytes at offset off: CT_EIO if the read fails, CT_ECORRUPT ("<path>: unexpected
  * end of file reading n bytes at offset off") if the file ends first. */
 CT_MUST_CHECK int eio_pread_all(int fd, void *buf, size_t n, uint64_t off, const char *path,
@@ -62,8 +62,7 @@ CT_MUST_CHECK int eio_sync(int fd, bool datasync, const char *path, struct ct_er
 CT_MUST_CHECK int eio_fsync_dir(const char *dir, struct ct_err *err);
 /* Reads a whole file. Returns a new buffer in *out (length in *len; a NUL byte follows the data
  * so text can be parsed in place), freed with free(). CT_NOTFOUND if the file does not exist. */
-CT_MUST_CHECK int eio_read_file(const char *path, uint8_t **out, size_t *len,
-                                struct ct_err *err);
+CT_MUST_CHECK int eio_read_file(const char *path, uint8_t **out, size_t *len, struct ct_err *err);
 /* Replaces `path` atomically and durably: writes <path>.tmp, fsyncs it, renames it over path and
  * fsyncs the directory. On error path is unchanged and the temporary file is removed. */
 CT_MUST_CHECK int eio_write_file_atomic(const char *path, const void *data, size_t len,

@@ -321,9 +321,8 @@ bad:
 
 /* Gets data block bi: from the cache or the file. *h is the cache reference (NULL: the caller
  * owns *out and frees it with sst_block_free). */
-static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc,
-                         struct sst_block **out, struct block_cache_handle **h,
-                         struct ct_err *err)
+static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc, struct sst_block **out,
+                         struct block_cache_handle **h, struct ct_err *err)
 {
     const struct sst_index_entry *ie = &f->idx[bi];
     bool use_cache = f->cache && f->ro.blockcache;
@@ -348,8 +347,8 @@ static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc,
         *h = NULL;
         return CT_OK;
     }
-    struct block_cache_handle *ch = block_cache_insert(f->cache, f->file_id, ie->off, b,
-                                                       b->charge, f->ro.in_memory, sst_block_free);
+    struct block_cache_handle *ch = block_cache_insert(f->cache, f->file_id, ie->off, b, b->charge,
+                                                       f->ro.in_memory, sst_block_free);
     if (!ch)
         return ct_err_set(err, CT_ENOMEM, "out of memory caching a block of %s", f->path);
     *out = b;
@@ -475,9 +474,10 @@ static int sst_load_meta(struct sst *f, uint64_t off, uint64_t len, struct ct_er
     x->file_bytes = f->file_size;
     free(m);
     if (nblocks != f->nblocks)
-        return ct_err_set(err, CT_ECORRUPT, "corrupt meta block at offset %llu in %s: %u data "
-                          "blocks, index lists %u", (unsigned long long)off, f->path, nblocks,
-                          f->nblocks);
+        return ct_err_set(err, CT_ECORRUPT,
+                          "corrupt meta block at offset %llu in %s: %u data "
+                          "blocks, index lists %u",
+                          (unsigned long long)off, f->path, nblocks, f->nblocks);
     return CT_OK;
 bad:
     free(m);
@@ -495,8 +495,8 @@ static int sst_load_bloom(struct sst *f, uint64_t off, uint64_t len, struct ct_e
         return rc;
     const uint8_t *b = f->bloom_raw;
     uint32_t nbits = bl >= 8 ? coding_get_be32(b + 4) : 0;
-    if (bl < 8 || (b[0] != SST_BLOOM_ROW && b[0] != SST_BLOOM_ROWCOL) || b[1] == 0 ||
-        b[1] > 30 || nbits == 0 || nbits % 8 != 0 || (size_t)nbits / 8 != bl - 8)
+    if (bl < 8 || (b[0] != SST_BLOOM_ROW && b[0] != SST_BLOOM_ROWCOL) || b[1] == 0 || b[1] > 30 ||
+        nbits == 0 || nbits % 8 != 0 || (size_t)nbits / 8 != bl - 8)
         return ct_err_set(err, CT_ECORRUPT, "corrupt bloom block at offset %llu in %s",
                           (unsigned long long)off, f->path);
     f->bloom_kind = b[0];
@@ -559,8 +559,10 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
     if ((rc = eio_pread_all(f->fd, ft, sizeof ft, foff, path, err)) != CT_OK)
         goto fail;
     if (coding_get_be32(ft + 44) != SST_MAGIC) {
-        rc = ct_err_set(err, CT_ECORRUPT, "%s is not a block file (bad magic in the footer at "
-                        "offset %llu)", path, (unsigned long long)foff);
+        rc = ct_err_set(err, CT_ECORRUPT,
+                        "%s is not a block file (bad magic in the footer at "
+                        "offset %llu)",
+                        path, (unsigned long long)foff);
         goto fail;
     }
     if (ft[40] != SST_VERSION) {

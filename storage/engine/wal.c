@@ -79,9 +79,9 @@ struct wal {
     char active_path[PATH_MAX + 64];
     /* mmap_tail mode (invariant (6)): guarded by mu */
     bool mmap_tail;
-    uint8_t *map;      /* MAP_SHARED mapping of the active segment, map_cap bytes */
+    uint8_t *map; /* MAP_SHARED mapping of the active segment, map_cap bytes */
     size_t map_cap;
-    size_t map_used;   /* bytes of the segment in use (header + records) */
+    size_t map_used; /* bytes of the segment in use (header + records) */
 
     uint8_t *buf; /* pending records */
     size_t buf_len;
@@ -423,8 +423,7 @@ static int wal_map_new(struct wal *w, size_t need, struct ct_err *err)
     if (eio_fallocate(fd, 0, (off_t)cap) != 0) {
         rc = ct_err_errno(err, CT_EIO, errno, "cannot preallocate %zu bytes for wal segment %s",
                           cap, path);
-    } else if ((map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
-               MAP_FAILED) {
+    } else if ((map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
         rc = ct_err_errno(err, CT_EIO, errno, "cannot map wal segment %s", path);
     } else {
         coding_put_be32(map, WAL_MAGIC);
@@ -464,8 +463,7 @@ static int wal_append_mapped(struct wal *w, uint64_t seq, const void *payload, s
     int rc = CT_OK;
     if (w->err_code != CT_OK)
         goto sticky;
-    if (w->active_fd < 0 || w->map_used + need > w->map_cap ||
-        (w->map_used >= w->segment_bytes)) {
+    if (w->active_fd < 0 || w->map_used + need > w->map_cap || (w->map_used >= w->segment_bytes)) {
         while (w->leader)
             pthread_cond_wait(&w->cv, &w->mu);
         if (w->err_code != CT_OK)
@@ -504,8 +502,8 @@ int wal_append(struct wal *w, uint64_t seq, const void *payload, size_t len, enu
                struct ct_err *err)
 {
     if (len > WAL_MAX_RECORD_BYTES)
-        return ct_err_set(err, CT_ELIMIT, "wal record of %zu bytes exceeds the limit of %u",
-                          len, WAL_MAX_RECORD_BYTES);
+        return ct_err_set(err, CT_ELIMIT, "wal record of %zu bytes exceeds the limit of %u", len,
+                          WAL_MAX_RECORD_BYTES);
     if (w->mmap_tail)
         return wal_append_mapped(w, seq, payload, len, sync, err);
     size_t need = WAL_RECORD_HEADER_BYTES + len;
@@ -522,8 +520,7 @@ int wal_append(struct wal *w, uint64_t seq, const void *payload, size_t len, enu
         uint8_t *nb = realloc(w->buf, cap);
         if (!nb) {
             pthread_mutex_unlock(&w->mu);
-            return ct_err_set(err, CT_ENOMEM, "out of memory buffering a wal record in %s",
-                              w->dir);
+            return ct_err_set(err, CT_ENOMEM, "out of memory buffering a wal record in %s", w->dir);
         }
         w->buf = nb;
         w->buf_cap = cap;
@@ -688,8 +685,8 @@ static int wal_scan_segment(struct wal *w, size_t idx, bool is_last, wal_replay_
             buf = nb;
             cap = ncap;
         }
-        if (len && (rc = eio_pread_all(fd, buf, len, off + WAL_RECORD_HEADER_BYTES, path, err)) !=
-                       CT_OK)
+        if (len &&
+            (rc = eio_pread_all(fd, buf, len, off + WAL_RECORD_HEADER_BYTES, path, err)) != CT_OK)
             goto out;
         uint32_t crc = crc32c_extend(crc32c_value(rh + 4, WAL_RECORD_HEADER_BYTES - 4), buf, len);
         if (crc32c_mask(crc) != coding_get_be32(rh)) {

@@ -69,7 +69,7 @@ CT_MUST_CHECK int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *e
 
 struct wal_stats {
     uint64_t bytes_written;
-    uint64_t writes;  /* write(2) calls: fewer than appends under group commit */
+    uint64_t writes; /* write(2) calls: fewer than appends under group commit */
     uint64_t syncs;
     uint64_t appends;
     uint64_t segments;

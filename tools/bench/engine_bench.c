@@ -457,8 +457,8 @@ static const struct bdb_ops rdb_ops = {"rocksdb", rdb_open, rdb_close, rdb_put,
 
 /* ---- driver --------------------------------------------------------------------------- */
 
-static const char *all_benches[] = {"fillseq",  "fillrandom", "overwrite", "readrandom",
-                                    "readseq",  "readreverse", "seekrandom"};
+static const char *all_benches[] = {"fillseq", "fillrandom",  "overwrite", "readrandom",
+                                    "readseq", "readreverse", "seekrandom"};
 #define NBENCH (sizeof all_benches / sizeof all_benches[0])
 
 static int run_one(struct bdb *b, const char *bench, const struct cfg *c, const char *dir,
@@ -530,8 +530,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    struct cfg c = {.n = 1000000, .cache_bytes = 64u << 20, .dir = "build/bench-data",
-                    .seed = 301};
+    struct cfg c = {.n = 1000000, .cache_bytes = 64u << 20, .dir = "build/bench-data", .seed = 301};
     const char *benches = NULL, *engines = "ctsdb,leveldb,rocksdb";
     int opt;
     while ((opt = getopt(argc, argv, "n:b:e:d:c:w:s:h")) != -1) {
@@ -644,8 +643,8 @@ int main(int argc, char **argv)
             }
             fprintf(stderr,
                     "%-8s %-12s %12.0f ops/s %8.1f MB/s (%" PRIu64 " ops, %" PRIu64 " found)\n",
-                    eng[e]->name, list[k], res[e][k].ops_per_s, res[e][k].mb_per_s,
-                    res[e][k].ops, res[e][k].found);
+                    eng[e]->name, list[k], res[e][k].ops_per_s, res[e][k].mb_per_s, res[e][k].ops,
+                    res[e][k].found);
         }
     }
     for (size_t e = 0; e < ne; e++) {

@@ -204,6 +204,17 @@ static void test_compressed_round_trips_every_value_kind(void **state)
         p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false, x);
     }
     assert_int_equal(roundtrip_compressed(p, N, NULL), DPCODEC_VK_BITS);
+    /* bell-shaped steps (sum of uniforms, ~N(0, 100)) of an integer walk: Rice-coded blocks */
+    int64_t walk = 0;
+    for (int i = 0; i < N; i++) {
+        int64_t step = 0;
+        for (int k = 0; k < 12; k++)
+            step += rand() % 101 - 50;
+        walk += step;
+        p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, walk);
+    }
+    assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_INT);
+    print_message("bell-shaped integer walk: %zu bytes for %d points\n", bytes, N);
     /* a value that mostly repeats: XOR's one-bit repeats win */
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false,
@@ -451,18 +462,26 @@ static void test_decoder_survives_damaged_cells(void **state)
     struct ct_err err = {0};
     uint8_t cq[DPCODEC_CQ_LEN];
     dpcodec_compressed_qualifier(p, N, cq);
-    int corrupt[4] = {0}, clean[4] = {0};
-    for (int layout = 0; layout < 4; layout++) {
+    int corrupt[5] = {0}, clean[5] = {0};
+    for (int layout = 0; layout < 5; layout++) {
         const uint8_t *qq;
         size_t qn;
-        if (layout == 0 || layout == 2) {
-            /* layout 2 uses only reals of one type, for the other value kinds */
+        if (layout == 0 || layout == 2 || layout == 4) {
+            /* layout 2 uses only reals (decimal), layout 4 a bell-shaped walk (Rice blocks) */
             struct dpcodec_point *src = p;
             struct dpcodec_point reals[N];
             size_t n = N;
             if (layout == 2) {
                 for (int i = 0; i < N; i++)
                     reals[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false, (i % 40) / 8.0);
+                src = reals;
+            } else if (layout == 4) {
+                int64_t walk = 0;
+                for (int i = 0; i < N; i++) {
+                    for (int k = 0; k < 12; k++)
+                        walk += rand() % 101 - 50;
+                    reals[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, walk);
+                }
                 src = reals;
             }
             assert_int_equal(dpcodec_compressed_encode(BASE, src, n, v, &vl, &err), CT_OK);

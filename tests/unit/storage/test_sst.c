@@ -209,8 +209,7 @@ static size_t ref_upper_bound(const struct tcell *v, size_t n, const struct cell
     return lo;
 }
 
-static void check_seek(struct sst_iter *it, const struct tcell *v, size_t n,
-                       const struct cell *t)
+static void check_seek(struct sst_iter *it, const struct tcell *v, size_t n, const struct cell *t)
 {
     struct ct_err err = {0};
     size_t lb = ref_lower_bound(v, n, t);
@@ -291,7 +290,10 @@ static void test_sst_seek_and_seek_for_prev_match_sorted_array_exhaustively(void
         for (size_t r = 0; r <= 130; r++) {
             uint8_t row[16];
             int rl = snprintf((char *)row, sizeof row, "row%06zu", r);
-            struct cell t = {.row = row, .row_len = (uint32_t)rl, .ts_ms = INT64_MAX, .type = 255,
+            struct cell t = {.row = row,
+                             .row_len = (uint32_t)rl,
+                             .ts_ms = INT64_MAX,
+                             .type = 255,
                              .seq = UINT64_MAX};
             check_seek(it, v, n, &t);
             t.ts_ms = INT64_MIN;
@@ -625,8 +627,8 @@ static void test_sst_write_and_read_errors_name_the_file(void **state)
     struct sst_writer *w = NULL;
     struct sst_writer_options o = {.blocksize = 1024};
     /* ENOSPC on the first write of the file: reported by add or finish, file removed */
-    struct eio_fault f = {.op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true,
-                          .path_substr = "e.sst"};
+    struct eio_fault f = {
+        .op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true, .path_substr = "e.sst"};
     eio_fault_set(&f);
     assert_int_equal(sst_writer_open(path, &o, &w, &err), CT_OK);
     int rc = CT_OK;

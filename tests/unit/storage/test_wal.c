@@ -72,8 +72,7 @@ static void seg_path(const char *dir, uint64_t num, char *out, size_t cap)
     snprintf(out, cap, "%s/wal-%020llu.log", dir, (unsigned long long)num);
 }
 
-static void append_n(struct wal *w, uint64_t first_seq, size_t n, size_t len,
-                     enum wal_sync sync)
+static void append_n(struct wal *w, uint64_t first_seq, size_t n, size_t len, enum wal_sync sync)
 {
     struct ct_err err = {0};
     uint8_t buf[2048];
@@ -200,7 +199,8 @@ static void test_wal_corruption_in_earlier_segment_names_segment_and_offset(void
     assert_int_equal(c->n, 1);
     assert_non_null(strstr(err.msg, p));
     char offs[64];
-    snprintf(offs, sizeof offs, "offset %d", WAL_SEGMENT_HEADER_BYTES + WAL_RECORD_HEADER_BYTES + 100);
+    snprintf(offs, sizeof offs, "offset %d",
+             WAL_SEGMENT_HEADER_BYTES + WAL_RECORD_HEADER_BYTES + 100);
     assert_non_null(strstr(err.msg, offs));
     wal_close(w);
     free(c);
