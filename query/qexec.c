@@ -48,6 +48,8 @@ struct xser {
     size_t nchunks, capchunks;
     struct xann *anns;
     size_t nanns;
+    int64_t *row_base; /* base hour of every row read (only for delete queries) */
+    size_t nrows, caprows;
     /* after the scan */
     size_t ntags;
     uint64_t *tagk_id, *tagv_id;
@@ -66,6 +68,7 @@ static void xser_free(struct xser *s)
     for (size_t i = 0; i < s->nanns; i++)
         free(s->anns[i].json);
     free(s->anns);
+    free(s->row_base);
     for (size_t i = 0; i < s->ntags; i++) {
         if (s->tagk)
             free(s->tagk[i]);
@@ -190,6 +193,7 @@ struct xscan {
     atomic_uint_fast64_t dps;
     uint64_t max_dps;
     uint64_t deadline_ns; /* 0 = none */
+    bool keep_rows;       /* remember each row's hour (delete queries) */
     atomic_int stop;
     /* per bucket */
     struct xset *sets;
@@ -324,6 +328,19 @@ static int scan_bucket(struct xscan *x, unsigned b, struct xset *set, struct ct_
         if (!s) {
             rc = ct_err_set(err, CT_ENOMEM, "out of memory adding a series");
             break;
+        }
+        if (x->keep_rows) {
+            if (s->nrows == s->caprows) {
+                size_t nc = s->caprows ? s->caprows * 2 : 8;
+                int64_t *nb = realloc(s->row_base, nc * sizeof(int64_t));
+                if (!nb) {
+                    rc = ct_err_set(err, CT_ENOMEM, "out of memory adding a row");
+                    break;
+                }
+                s->row_base = nb;
+                s->caprows = nc;
+            }
+            s->row_base[s->nrows++] = parts.base_s;
         }
         if (n) {
             if (s->nchunks == s->capchunks) {
@@ -674,6 +691,26 @@ static int ser_resolve(struct tsdb *t, struct xsub *xs, struct xser *s, bool *ke
     return CT_OK;
 }
 
+/* delete=true: removes every row the query read of every series it kept, as TsdbQuery does
+ * (whole hour rows of the scan window). The answer is still computed from what was read. */
+static int delete_rows(struct tsdb *t, struct xsub *xs, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    struct wc_mutation del = {.op = WC_OP_DELETE_ROW, .ts_ms = WC_TS_LATEST};
+    for (size_t i = 0; i < xs->nser; i++) {
+        struct xser *s = xs->ser[i];
+        for (size_t r = 0; r < s->nrows; r++) {
+            uint8_t key[ROWKEY_MAX_BYTES];
+            size_t kl = rowkey_encode(l, s->tsuid, s->tsuid_len, s->row_base[r], key);
+            struct wc_row_mutation rm = {wc_bytes_of(key, kl), &del, 1};
+            int rc = wc_mutate_row(tsdb_data_table(t), &rm, WC_DURABILITY_USE_DEFAULT, err);
+            if (rc != CT_OK)
+                return rc;
+        }
+    }
+    return CT_OK;
+}
+
 static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub *sub,
                    const struct qexec_options *o, struct xsub *xs, enum qexec_status *status,
                    struct qexec_stats *st, uint64_t deadline_ns, struct ct_err *err)
@@ -696,6 +733,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
     x.max_dps = o->max_datapoints;
     x.deadline_ns = deadline_ns;
+    x.keep_rows = q->delete_data && o->allow_delete;
     x.sets = calloc(x.nbuckets, sizeof(struct xset));
     x.rcs = calloc(x.nbuckets, sizeof(int));
     x.errs = calloc(x.nbuckets, sizeof(struct ct_err));
@@ -759,6 +797,10 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     }
     qsort(xs->ser, xs->nser, sizeof(struct xser *),
           xs->ngb && !qagg_is_none(sub->agg) ? ser_cmp_group : ser_cmp_tsuid);
+    if (x.keep_rows && (rc = delete_rows(t, xs, err)) != CT_OK) {
+        *status = QEXEC_INTERNAL;
+        goto out;
+    }
     if (st)
         st->series += xs->nser;
 out:

@@ -140,7 +140,7 @@ enum dpcodec_qkind dpcodec_qualifier_kind(const uint8_t *q, size_t qlen)
     if (qlen & 1) {
         if (qlen == DPCODEC_APPEND_Q_LEN && !memcmp(q, DPCODEC_APPEND_Q, qlen))
             return DPCODEC_Q_APPEND;
-        if (qlen == DPCODEC_CQ_LEN && !memcmp(q, DPCODEC_CQ, qlen))
+        if (qlen == DPCODEC_CQ_LEN && !memcmp(q, DPCODEC_CQ, DPCODEC_CQ_PREFIX_LEN))
             return DPCODEC_Q_COMPRESSED;
         if (q[0] == DPCODEC_ANNOTATION_PREFIX && (qlen == 3 || qlen == 5))
             return DPCODEC_Q_ANNOTATION;
@@ -800,6 +800,18 @@ int dpcodec_compacted_encode(int64_t base_s, const struct dpcodec_point *pts, si
     return CT_OK;
 }
 
+void dpcodec_compressed_qualifier(const struct dpcodec_point *pts, size_t n, uint8_t *q)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t t = (uint64_t)pts[i].ts_ms;
+        for (int b = 0; b < 8; b++)
+            h = (h ^ ((t >> (8 * b)) & 0xff)) * 1099511628211ull;
+    }
+    memcpy(q, DPCODEC_CQ, DPCODEC_CQ_PREFIX_LEN);
+    coding_put_be64(q + DPCODEC_CQ_PREFIX_LEN, h);
+}
+
 size_t dpcodec_compressed_bound(size_t n)
 {
     return 21 * n + 96;
@@ -1204,7 +1216,7 @@ int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
     }
     size_t qlen, vlen;
     if (format == DPCODEC_FORMAT_COMPRESSED) {
-        memcpy(qbuf, DPCODEC_CQ, DPCODEC_CQ_LEN);
+        dpcodec_compressed_qualifier(pts, n, qbuf);
         qlen = DPCODEC_CQ_LEN;
         rc = dpcodec_compressed_encode(base_s, pts, n, vbuf, &vlen, err);
     } else {

@@ -7,8 +7,12 @@
  *                  concatenated values + 1 meta byte (0x00, or 0x01 when s and ms are mixed);
  *   append cell    qualifier 0x05 0x00 0x00, value = repeated (qualifier, value) records;
  *   annotation     qualifier 0x01 + 2-byte (s) or 4-byte (ms) offset, value = JSON;
- *   compressed     qualifier DPCODEC_CQ (3 bytes, 0x07 'C' 'T'), value = version byte + a
- *                  delta-of-delta / decimal-delta / XOR encoded hour (ctsdb only).
+ *   compressed     qualifier 0x07 'C' 'T' + 8-byte hash of the cell's timestamps (11 bytes),
+ *                  value = version byte + block-packed delta / decimal / XOR encoded points
+ *                  (ctsdb only). The hash makes two merged cells of one row differ unless they
+ *                  hold exactly the same timestamps (then the newer one rightly masks the
+ *                  older, like OpenTSDB's compacted qualifiers), so a late point merged by a
+ *                  later compaction never hides the cell merged before it.
  * Odd-length qualifiers other than appends and ctsdb's compressed cell (annotations 0x01,
  * histograms 0x06, anything unknown) are not datapoints and readers skip them.
  *
@@ -32,9 +36,11 @@
 #define DPCODEC_APPEND_PREFIX 0x05
 #define DPCODEC_HISTOGRAM_PREFIX 0x06
 #define DPCODEC_MS_MIXED_COMPACT 0x01
-/* ctsdb's compressed hour cell qualifier (odd length, so OpenTSDB readers skip it). */
+/* ctsdb's compressed hour cell qualifier: this 3-byte prefix + 8 bytes (odd length, so OpenTSDB
+ * readers skip it). */
 #define DPCODEC_CQ "\x07" "CT"
-#define DPCODEC_CQ_LEN 3
+#define DPCODEC_CQ_PREFIX_LEN 3
+#define DPCODEC_CQ_LEN 11
 #define DPCODEC_APPEND_Q "\x05\x00\x00"
 #define DPCODEC_APPEND_Q_LEN 3
 /* Most bytes one point takes as a single cell: 4-byte qualifier, 8-byte value. */
@@ -150,8 +156,11 @@ CT_MUST_CHECK int dpcodec_compacted_encode(int64_t base_s, const struct dpcodec_
                                            size_t *vlen, struct ct_err *err);
 /* Upper bound of a compressed cell's value for n points. */
 size_t dpcodec_compressed_bound(size_t n);
+/* The qualifier of a compressed cell holding pts[0..n): DPCODEC_CQ + FNV-1a 64 of the timestamps
+ * (big-endian), DPCODEC_CQ_LEN bytes into q. */
+void dpcodec_compressed_qualifier(const struct dpcodec_point *pts, size_t n, uint8_t *q);
 /* Encodes n points (sorted, unique timestamps, inside the hour) as ctsdb's compressed cell value
- * into v (room dpcodec_compressed_bound(n)); the qualifier is DPCODEC_CQ. Lossless: decoding
+ * into v (room dpcodec_compressed_bound(n)); see dpcodec_compressed_qualifier(). Lossless: decoding
  * gives back every timestamp, type, ms flag and value bit for bit. */
 CT_MUST_CHECK int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts,
                                             size_t n, uint8_t *v, size_t *vlen,

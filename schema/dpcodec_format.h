@@ -10,7 +10,9 @@
  *   append:    qualifier 05 00 00, value = (q v)*
  *   annotation: qualifier 01 + offset_s (2 bytes) or 01 + offset_ms (4 bytes); value JSON
  *
- * ctsdb compressed hour cell, qualifier 07 43 54 ("\x07CT"), value:
+ * ctsdb compressed hour cell, qualifier 07 43 54 ("\x07CT") + 8 bytes: FNV-1a 64 (offset basis
+ * 14695981039346656037, prime 1099511628211) over the little-endian bytes of every point's
+ * timestamp in ms, written big-endian (11 bytes in all); value:
  *   off size  field
  *   0   1     version = DPCODEC_CVERSION (1); readers reject others
  *   1   1     venc: bits 0-1 = order k of the integer streams (0 values, 1 deltas, 2 deltas of

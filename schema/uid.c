@@ -162,7 +162,7 @@ struct uid {
 
 static uint64_t uid_hash_name(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 14695981039346656037ull;
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
     return h;

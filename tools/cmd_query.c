@@ -251,13 +251,16 @@ static int run_remote(const char *hostport, const struct qargs *a)
                 cJSON_IsString(msg) ? msg->valuestring : body);
         ret = status >= 400 && status < 500 ? 2 : 1;
     } else {
+        /* cJSON keeps no number text, and 40.0 must print as a double: read each group's dps
+         * object from the raw text (the i-th "dps":{ belongs to the i-th group) */
+        const char *cur = body;
         const cJSON *g;
         cJSON_ArrayForEach(g, doc)
         {
             const cJSON *metric = cJSON_GetObjectItemCaseSensitive(g, "metric");
             const cJSON *tags = cJSON_GetObjectItemCaseSensitive(g, "tags"), *tg;
-            const cJSON *dps = cJSON_GetObjectItemCaseSensitive(g, "dps"), *dp;
-            if (!cJSON_IsString(metric))
+            const char *dps = cur ? strstr(cur, "\"dps\":{") : NULL;
+            if (!cJSON_IsString(metric) || !dps)
                 continue;
             char tz[4096];
             size_t o = 0;
@@ -268,21 +271,27 @@ static int run_remote(const char *hostport, const struct qargs *a)
                     o += (size_t)snprintf(tz + o, sizeof(tz) - o, "%s%s=%s", o ? ", " : "",
                                           tg->string, tg->valuestring);
             }
-            cJSON_ArrayForEach(dp, dps)
-            {
-                long long ts = strtoll(dp->string, NULL, 10) * 1000;
-                if (cJSON_IsNumber(dp)) {
-                    double d = dp->valuedouble;
-                    /* an integer in the JSON text has no '.', 'e' or 'E' */
-                    char *txt = cJSON_PrintUnformatted(dp);
-                    bool is_int = txt && !strpbrk(txt, ".eE");
-                    free(txt);
-                    print_value_line(metric->valuestring, ts, is_int, (int64_t)d, d, tz);
-                } else {
+            const char *p = dps + 7;
+            while (*p == '"') {
+                long long ts = strtoll(p + 1, (char **)&p, 10) * 1000;
+                p += 2; /* the closing quote and the colon */
+                const char *v = p;
+                while (*p && *p != ',' && *p != '}')
+                    p++;
+                char val[64];
+                snprintf(val, sizeof(val), "%.*s", (int)(p - v), v);
+                if (val[0] == '"' || val[0] == 'n')
                     printf("%s %lld %s {%s}\n", metric->valuestring, ts,
-                           cJSON_IsNull(dp) ? "null" : "NaN", tz);
-                }
+                           val[0] == 'n' ? "null" : "NaN", tz);
+                else if (strpbrk(val, ".eE"))
+                    print_value_line(metric->valuestring, ts, false, 0, strtod(val, NULL), tz);
+                else
+                    print_value_line(metric->valuestring, ts, true, strtoll(val, NULL, 10), 0,
+                                     tz);
+                if (*p == ',')
+                    p++;
             }
+            cur = p;
         }
     }
     cJSON_Delete(doc);

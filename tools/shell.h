@@ -10,6 +10,7 @@
 #ifndef CT_SHELL_H
 #define CT_SHELL_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -119,6 +120,9 @@ void shell_free(struct shell *sh); /* closes the store; accepts NULL */
 CT_MUST_CHECK int shell_exec(struct shell *sh, const struct shell_cmd *cmd, struct ct_err *err);
 /* The options the shell was created with (streams, terminal width). */
 const struct shell_options *shell_options_of(const struct shell *sh);
+/* Makes scans and counts stop with "interrupted" once *flag is non-zero (set by a SIGINT
+ * handler; NULL = never). Borrows flag until shell_free. */
+void shell_set_interrupt_flag(struct shell *sh, volatile sig_atomic_t *flag);
 /* Whether an `exit`/`quit` command has run. */
 bool shell_exit_requested(const struct shell *sh);
 

@@ -9,7 +9,9 @@
  * binary-string form, through reused buffers (no allocation per cell). */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,7 +28,8 @@ struct shell {
     struct shell_options o;
     struct wc_store *store; /* opened on first use */
     bool exit_requested;
-    struct shell_sbuf b1, b2, b3; /* formatting scratch */
+    volatile sig_atomic_t *interrupted; /* set by SIGINT (interactive only); NULL = none */
+    struct shell_sbuf b1, b2, b3;       /* formatting scratch */
 };
 
 typedef int (*shell_cmd_fn)(struct shell *sh, const struct shell_cmd *c, struct ct_err *err);
@@ -252,12 +255,25 @@ static int shell_store(struct shell *sh, struct ct_err *err)
     o.backend = sh->o.backend;
     if (sh->o.data_dir)
         o.data_dir = sh->o.data_dir;
+    /* The store's background threads inherit this thread's signal mask: with SIGINT blocked
+     * while they are created, an interactive Ctrl-C always reaches this (the reading) thread. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
     int rc = wc_open(&o, &sh->store, err);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != CT_OK) {
         sh->store = NULL;
         return ct_err_prefix(err, "cannot open the store");
     }
     return CT_OK;
+}
+
+/* Whether Ctrl-C was pressed while the command ran. */
+static bool shell_interrupted(const struct shell *sh)
+{
+    return sh->interrupted && *sh->interrupted;
 }
 
 /* The name describe and list show: the full name without "default:". */
@@ -1954,6 +1970,10 @@ static int cmd_scan(struct shell *sh, const struct shell_cmd *c, struct ct_err *
         shell_header(sh, "ROW", "COLUMN+CELL");
         struct wc_row row;
         while (sc && (rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+            if (shell_interrupted(sh)) {
+                rc = ct_err_set(err, CT_ECLOSED, "interrupted");
+                break;
+            }
             for (size_t i = 0; i < row.ncells; i++)
                 shell_print_cell(sh, &row.cells[i], true);
             rows++;
@@ -1984,6 +2004,10 @@ static int cmd_count(struct shell *sh, const struct shell_cmd *c, struct ct_err 
     if (rc == CT_OK) {
         struct wc_row row;
         while (sc && (rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+            if (shell_interrupted(sh)) {
+                rc = ct_err_set(err, CT_ECLOSED, "interrupted");
+                break;
+            }
             if (row.ncells == 0)
                 continue;
             rows++;
@@ -2308,6 +2332,11 @@ void shell_free(struct shell *sh)
 const struct shell_options *shell_options_of(const struct shell *sh)
 {
     return &sh->o;
+}
+
+void shell_set_interrupt_flag(struct shell *sh, volatile sig_atomic_t *flag)
+{
+    sh->interrupted = flag;
 }
 
 bool shell_exit_requested(const struct shell *sh)

@@ -6,8 +6,15 @@
  * `Took N.NNNN seconds` line. Invariants: (1) in a script the first error (syntax or command)
  * prints `ERROR: <message>` on the error stream and stops with status 1, so nothing after it
  * runs; (2) interactively an error is printed and the pending text is dropped; (3) stdout is
- * flushed before anything goes to the error stream, so a terminal shows them in order. */
+ * flushed before anything goes to the error stream, so a terminal shows them in order;
+ * (4) interactively, Ctrl-C at the prompt drops the line being typed and Ctrl-C during a scan or
+ * count stops it ("interrupted"): SIGINT only sets shell_run_sigint, the one piece of global
+ * state here (a signal handler has no other way to talk to the loop). While readline() waits the
+ * handler is installed without SA_RESTART so the read returns; while a command runs, with it, so
+ * system calls are restarted, not failed with EINTR. Scripts keep the default SIGINT (the process
+ * ends; the write-ahead log keeps what was acknowledged). */
 #include <editline/readline.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,6 +190,25 @@ static char *shell_history_path(void)
     return p;
 }
 
+static volatile sig_atomic_t shell_run_sigint;
+
+static void shell_run_on_sigint(int sig)
+{
+    (void)sig;
+    shell_run_sigint = 1;
+}
+
+/* Installs the SIGINT handler, with or without SA_RESTART (see (4)). */
+static void shell_run_catch_sigint(bool restart, struct sigaction *old)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = shell_run_on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = restart ? SA_RESTART : 0;
+    sigaction(SIGINT, &sa, old);
+}
+
 int shell_run_stream(struct shell *sh, FILE *in, bool interactive)
 {
     struct shell_reader r;
@@ -209,23 +235,39 @@ int shell_run_stream(struct shell *sh, FILE *in, bool interactive)
     if (hist && read_history(hist) != 0) {
         /* no history yet: fine */
     }
+    struct sigaction saved;
+    shell_run_catch_sigint(false, &saved);
+    shell_set_interrupt_flag(sh, &shell_run_sigint);
     for (;;) {
         char prompt[64];
         snprintf(prompt, sizeof(prompt), "ctsdb(main):%03d:%d%c ", r.next_line, r.len ? 1 : 0,
                  r.len ? '*' : '>');
+        shell_run_sigint = 0;
+        shell_run_catch_sigint(false, NULL);
         char *line = readline(prompt);
+        shell_run_catch_sigint(true, NULL);
+        if (!line && shell_run_sigint) {
+            /* Ctrl-C at the prompt: forget the pending lines, prompt again */
+            putchar('\n');
+            fflush(stdout);
+            reader_reset(&r);
+            continue;
+        }
         if (!line) {
             putchar('\n');
             break;
         }
         if (*line)
             add_history(line);
+        shell_run_sigint = 0;
         rc = reader_feed(&r, line, strlen(line));
         free(line);
         if (rc == READER_EXIT)
             break;
         rc = READER_OK;
     }
+    shell_set_interrupt_flag(sh, NULL);
+    sigaction(SIGINT, &saved, NULL);
     if (hist) {
         if (write_history(hist) != 0) {
             /* history is a convenience; failing to save it is not an error */

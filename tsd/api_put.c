@@ -56,6 +56,7 @@ static void api_put_job_unref(struct api_put_job *job)
 {
     pthread_mutex_lock(&job->mu);
     bool last = --job->refs == 0;
+    pthread_cond_broadcast(&job->cv); /* the worker waits for refs to drop to 1 */
     pthread_mutex_unlock(&job->mu);
     if (!last)
         return;
@@ -109,8 +110,8 @@ static void api_put_batch_done(void *arg, struct ingest_batch *b)
             text = msg && *msg ? msg : "Unexpected exception";
         api_put_add_err(job, (size_t)p.owner, text);
     }
-    pthread_cond_broadcast(&job->cv);
     pthread_mutex_unlock(&job->mu);
+    /* back in the pool before the waiting worker can reply */
     ingest_batch_release(job->ingest, b);
     api_put_job_unref(job);
 }

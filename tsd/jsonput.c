@@ -285,8 +285,11 @@ static bool jp_key_is(const struct put_str *k, const char *name)
 /* Reads one datapoint object (syntax already checked) into *pt. */
 static bool jp_point(struct jp *j, struct jsonput_point *pt)
 {
-    memset(pt, 0, offsetof(struct jsonput_point, tagk));
+    memset(pt, 0, offsetof(struct jsonput_point, tagk)); /* not the large tag arrays */
     pt->ntags = 0;
+    pt->too_many_tags = false;
+    pt->src = NULL;
+    pt->src_len = 0;
     j->sp = 0;
     jp_ws(j);
     const char *b = j->p;

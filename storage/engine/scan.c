@@ -860,8 +860,10 @@ static bool file_may_hold(const struct sst *f, const struct sregion *r, const st
         return false;
     if (single_row && !sst_may_contain_row(f, r->lo, r->lo_len))
         return false;
+    /* a family-wide marker sits at the empty qualifier: check it too */
     if (single_row && !sf->whole && sf->nquals == 1 &&
-        !sst_may_contain_rowcol(f, r->lo, r->lo_len, sf->quals[0].data, sf->quals[0].len))
+        !sst_may_contain_rowcol(f, r->lo, r->lo_len, sf->quals[0].data, sf->quals[0].len) &&
+        (m->delete_markers == 0 || !sst_may_contain_rowcol(f, r->lo, r->lo_len, (const uint8_t *)"", 0)))
         return false;
     return true;
 }

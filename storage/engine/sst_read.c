@@ -697,12 +697,31 @@ int sst_iter_seek_last(struct sst_iter *it, struct ct_err *err)
     return CT_OK;
 }
 
+/* Whether target lies within [first, last] cell of the loaded block: then both the first cell
+ * >= target and the last cell <= target are in it, and the index need not be searched (scans
+ * that seek row by row, reversed ones above all, stay in one block for many seeks). */
+static bool sst_iter_block_covers(const struct sst_iter *it, const struct cell *target)
+{
+    if (!it->blk)
+        return false;
+    struct cell c;
+    sst_entry_cell(it->blk, 0, &c);
+    if (cell_compare(&c, target) > 0)
+        return false;
+    sst_entry_cell(it->blk, it->blk->n - 1, &c);
+    return cell_compare(&c, target) >= 0;
+}
+
 int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err *err)
 {
     const struct sst *f = it->f;
     it->valid = false;
-    /* first block whose last cell >= target */
     uint32_t lo = 0, hi = f->nblocks;
+    if (sst_iter_block_covers(it, target)) {
+        lo = (uint32_t)it->bi;
+        goto in_block;
+    }
+    /* first block whose last cell >= target */
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (cell_compare(&f->idx[mid].last, target) < 0)
@@ -712,6 +731,7 @@ int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err 
     }
     if (lo == f->nblocks)
         return CT_OK;
+in_block:;
     int rc = sst_iter_load(it, lo, err);
     if (rc != CT_OK)
         return rc;
@@ -740,8 +760,12 @@ int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target, struc
 {
     const struct sst *f = it->f;
     it->valid = false;
-    /* last block whose first cell <= target */
     uint32_t lo = 0, hi = f->nblocks;
+    if (sst_iter_block_covers(it, target)) {
+        lo = (uint32_t)it->bi + 1;
+        goto in_block;
+    }
+    /* last block whose first cell <= target */
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (cell_compare(&f->idx[mid].first, target) <= 0)
@@ -751,6 +775,7 @@ int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target, struc
     }
     if (lo == 0)
         return CT_OK;
+in_block:;
     int rc = sst_iter_load(it, lo - 1, err);
     if (rc != CT_OK)
         return rc;

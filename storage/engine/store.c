@@ -310,6 +310,50 @@ static void queue_major_all(struct estore *s)
     pthread_mutex_unlock(&s->cat_mu);
 }
 
+/* When the log holds many segments, flushes the region whose memstore holds its oldest edit
+ * so the log can be trimmed (spec §10: "flush ... when the WAL must be trimmed"). */
+#define WAL_MAX_SEGMENTS 8
+
+static void trim_wal(struct estore *s)
+{
+    if (!s->wal)
+        return;
+    struct wal_stats ws;
+    wal_get_stats(s->wal, &ws);
+    if (ws.segments <= WAL_MAX_SEGMENTS)
+        return;
+    struct etable *bt = NULL;
+    struct eregion *br = NULL;
+    uint64_t best = UINT64_MAX;
+    pthread_mutex_lock(&s->cat_mu);
+    for (size_t i = 0; i < s->ntables; i++) {
+        struct etable *t = s->tables[i];
+        for (size_t r = 0; r < t->nregions; r++) {
+            struct eregion *rg = t->regions[r];
+            pthread_mutex_lock(&rg->mu);
+            for (size_t f = 0; f < rg->nfams; f++) {
+                uint64_t m = memstore_min_seq(rg->fams[f].active);
+                for (size_t k = 0; k < rg->fams[f].nfrozen; k++)
+                    if (memstore_min_seq(rg->fams[f].frozen[k]) < m)
+                        m = memstore_min_seq(rg->fams[f].frozen[k]);
+                if (m < best && !rg->flush_queued) {
+                    best = m;
+                    bt = t;
+                    br = rg;
+                }
+            }
+            pthread_mutex_unlock(&rg->mu);
+        }
+    }
+    if (br) {
+        pthread_mutex_lock(&br->mu);
+        br->flush_queued = true;
+        pthread_mutex_unlock(&br->mu);
+        estore_queue_job(s, EJOB_FLUSH, bt, br, false);
+    }
+    pthread_mutex_unlock(&s->cat_mu);
+}
+
 static void *worker_main(void *arg)
 {
     struct estore *s = arg;
@@ -327,6 +371,13 @@ static void *worker_main(void *arg)
             pthread_mutex_lock(&s->bg_mu);
             s->running_jobs--;
             pthread_cond_broadcast(&s->done_cv);
+            continue;
+        }
+        if (mono_ms() >= s->next_trim_check_ms) {
+            s->next_trim_check_ms = mono_ms() + 1000;
+            pthread_mutex_unlock(&s->bg_mu);
+            trim_wal(s);
+            pthread_mutex_lock(&s->bg_mu);
             continue;
         }
         if (s->opt.major_compaction_period_ms > 0 && mono_ms() >= s->next_major_ms) {
@@ -1453,12 +1504,16 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     }
     if (!o->read_only && (rc = remove_orphans(s, err)) != CT_OK)
         goto fail;
-    snprintf(path, sizeof(path), "%s/wal", s->dir);
-    struct wal_options wo = {s->opt.wal_segment_bytes};
-    if ((rc = wal_open(path, &wo, &s->wal, err)) != CT_OK)
-        goto fail;
-    if ((rc = engine_replay(s, err)) != CT_OK)
-        goto fail;
+    /* A read-only open neither takes the lock nor touches the log (a live writer may be
+     * appending to it): it sees what the block files hold. */
+    if (!o->read_only) {
+        snprintf(path, sizeof(path), "%s/wal", s->dir);
+        struct wal_options wo = {s->opt.wal_segment_bytes};
+        if ((rc = wal_open(path, &wo, &s->wal, err)) != CT_OK)
+            goto fail;
+        if ((rc = engine_replay(s, err)) != CT_OK)
+            goto fail;
+    }
     int nt = o->read_only ? 0 : (o->background_threads > 0 ? o->background_threads : 1);
     s->threads = calloc((size_t)nt + 1, sizeof(pthread_t));
     if (!s->threads) {

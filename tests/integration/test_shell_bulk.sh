@@ -5,8 +5,12 @@
 # BLOCKSIZE is 1 KiB so each file has several blocks: a region's midpoint is the middle key of
 # its largest file's block index, and a one-block file's midpoint is its first row (no split).
 source "$(dirname "$0")/lib.sh"
+# it_tmpdir runs in a subshell under $(...), where its cleanup registration is lost: make one
+# directory here, registered in this shell, and use subdirectories of it.
+IT_ROOT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-it-XXXXXX")
+IT_DIRS+=("$IT_ROOT_TMP")
 
-dir=$(it_tmpdir)
+dir=$IT_ROOT_TMP
 data=$dir/data
 sh() { timeout 300 "$CTSDB" shell --data "$data" --now 1700000000000 "$@"; }
 N=2500

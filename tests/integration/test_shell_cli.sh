@@ -3,8 +3,12 @@
 # multi-line continuation, exit status and ERROR lines, exit, bad options, and the interactive
 # loop (through a pseudo-terminal from `script`, when it is installed).
 source "$(dirname "$0")/lib.sh"
+# it_tmpdir runs in a subshell under $(...), where its cleanup registration is lost: make one
+# directory here, registered in this shell, and use subdirectories of it.
+IT_ROOT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-it-XXXXXX")
+IT_DIRS+=("$IT_ROOT_TMP")
 
-dir=$(it_tmpdir)
+dir=$IT_ROOT_TMP
 data=$dir/data
 sh() { "$CTSDB" shell --data "$data" --now 1700000000000 "$@"; }
 
@@ -99,5 +103,34 @@ if command -v script >/dev/null 2>&1; then
       >"$dir/n.out" 2>&1
   check_eq "-n: a terminal's input is a script that stops at the first error" 1 $?
   check "-n: nothing after the error ran" bash -c "! grep -q '^TABLE' '$dir/n.out'"
+
+  # Ctrl-C at the prompt drops the pending lines instead of ending the shell. Input goes through a
+  # FIFO, each piece sent once the expected prompt is on screen (bounded waits, no timing).
+  fifo=$dir/tty.in
+  mkfifo "$fifo"
+  HOME=$dir timeout 60 script -qfec "$CTSDB shell --data $data --now 1700000000000" "$dir/tty.log" \
+    <"$fifo" >/dev/null 2>&1 &
+  spid=$!
+  IT_PIDS+=("$spid")
+  exec 7>"$fifo"
+  wait_for() { # wait_for TEXT COUNT: until TEXT appears COUNT times in the log (at most 20 s)
+    for _ in $(seq 1 200); do
+      [ "$(grep -o -F "$1" "$dir/tty.log" 2>/dev/null | wc -l)" -ge "$2" ] && return 0
+      sleep 0.1
+    done
+    return 1
+  }
+  wait_for "ctsdb(main):001:0>" 1 && printf "create 'sig', {NAME => 'f',\n" >&7
+  wait_for "ctsdb(main):002:1*" 1 && printf "\003" >&7
+  wait_for "ctsdb(main):002:0>" 1 && printf "exists 'sig'\n" >&7
+  wait_for "ctsdb(main):003:0>" 1 && printf "half a line\003" >&7
+  wait_for "ctsdb(main):003:0>" 2 && printf "exit\n" >&7
+  exec 7>&-
+  wait "$spid"
+  check_eq "interactive: Ctrl-C does not end the shell" 0 $?
+  check_contains "interactive: Ctrl-C dropped the open command" "$(cat "$dir/tty.log")" \
+    "Table sig does not exist"
+  check "interactive: Ctrl-C dropped the half-typed line" \
+    bash -c "! grep -q \"unknown command 'half'\" '$dir/tty.log'"
 fi
 it_done

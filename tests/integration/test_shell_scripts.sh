@@ -10,12 +10,17 @@
 # Scripts and outputs are plain files, so a failing case can be rerun by hand:
 #   bin/ctsdb shell --data /tmp/d --now 1700000000000 tests/integration/shell/x.rb
 source "$(dirname "$0")/lib.sh"
+# it_tmpdir runs in a subshell under $(...), where its cleanup registration is lost: make one
+# directory here, registered in this shell, and use subdirectories of it.
+IT_ROOT_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-it-XXXXXX")
+IT_DIRS+=("$IT_ROOT_TMP")
 
 SHELL_DIR=$IT_ROOT/tests/integration/shell
 run_case() {
   local rb=$1 name data work phase=0 now=1700000000000 out
   name=$(basename "$rb" .rb)
-  work=$(it_tmpdir)
+  work=$IT_ROOT_TMP/$name
+  mkdir -p "$work"
   data=$work/data
   out=$work/actual
   : >"$out"

@@ -151,7 +151,10 @@ static void roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size
     struct dpcodec_point *out = calloc(n + 1, sizeof(*out));
     assert_non_null(out);
     int rc;
-    size_t got = decode_all((const uint8_t *)DPCODEC_CQ, DPCODEC_CQ_LEN, v, vl, out, n + 1, &rc);
+    uint8_t cq[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(pts, n, cq);
+    assert_int_equal(dpcodec_qualifier_kind(cq, sizeof(cq)), DPCODEC_Q_COMPRESSED);
+    size_t got = decode_all(cq, sizeof(cq), v, vl, out, n + 1, &rc);
     assert_int_equal(rc, CT_NOTFOUND);
     assert_int_equal(got, n);
     for (size_t i = 0; i < n; i++) {
@@ -164,7 +167,7 @@ static void roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size
         *bytes = vl;
     /* every truncation is detected, never read past the end */
     for (size_t cut = 0; cut < vl; cut += (vl / 16) + 1) {
-        decode_all((const uint8_t *)DPCODEC_CQ, DPCODEC_CQ_LEN, v, cut, out, n + 1, &rc);
+        decode_all(cq, sizeof(cq), v, cut, out, n + 1, &rc);
         assert_int_equal(rc, CT_ECORRUPT);
     }
     free(out);
@@ -219,6 +222,27 @@ static void test_compressed_round_trips_every_value_kind(void **state)
     roundtrip_compressed(p, 8, NULL);
 }
 
+static void test_compressed_qualifier_hashes_the_timestamps(void **state)
+{
+    (void)state;
+    /* FNV-1a 64 over the little-endian bytes of 1356998400000 and 1356998401000, big-endian */
+    struct dpcodec_point p[2] = {dpcodec_point_int(BASE_MS, false, 1),
+                                 dpcodec_point_int(BASE_MS + 1000, false, 2)};
+    uint8_t q[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(p, 2, q);
+    const uint8_t want[] = {0x07, 'C', 'T', 0xc4, 0xde, 0x29, 0x6d, 0xec, 0x0d, 0x78, 0xdc};
+    assert_memory_equal(q, want, sizeof(want));
+    /* other timestamps, other qualifier; values do not count */
+    p[1].i = 99;
+    uint8_t q2[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(p, 2, q2);
+    assert_memory_equal(q, q2, sizeof(q));
+    dpcodec_compressed_qualifier(p, 1, q2);
+    assert_memory_not_equal(q, q2, sizeof(q));
+    /* the 3-byte prefix alone is not a compressed cell (odd-length unknown: skipped) */
+    assert_int_equal(dpcodec_qualifier_kind(q, 3), DPCODEC_Q_OTHER);
+}
+
 static void test_compressed_rejects_unknown_version_and_bad_input(void **state)
 {
     (void)state;
@@ -230,7 +254,9 @@ static void test_compressed_rejects_unknown_version_and_bad_input(void **state)
     assert_int_equal(dpcodec_compressed_encode(BASE, p, 2, v, &vl, &err), CT_OK);
     v[0] = 9;
     struct dpcodec_iter it;
-    dpcodec_iter_init(&it, BASE, (const uint8_t *)DPCODEC_CQ, DPCODEC_CQ_LEN, v, vl);
+    uint8_t cq[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(p, 2, cq);
+    dpcodec_iter_init(&it, BASE, cq, sizeof(cq), v, vl);
     struct dpcodec_point out;
     assert_int_equal(dpcodec_iter_next(&it, &out, &err), CT_ECORRUPT);
     assert_non_null(strstr(err.msg, "unsupported compressed cell version 9"));
@@ -318,7 +344,8 @@ static void test_compaction_round_trips_in_both_formats(void **state)
             assert_int_equal(c.cells[di].value.len, sizeof(wv));
             assert_memory_equal(c.cells[di].value.data, wv, sizeof(wv));
         } else {
-            assert_memory_equal(c.cells[di].qualifier.data, DPCODEC_CQ, DPCODEC_CQ_LEN);
+            assert_int_equal(c.cells[di].qualifier.len, DPCODEC_CQ_LEN);
+            assert_memory_equal(c.cells[di].qualifier.data, DPCODEC_CQ, DPCODEC_CQ_PREFIX_LEN);
         }
         check_compacted(&c, ts, vals, 4);
         /* compacting the result again gains nothing */
@@ -395,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_decoder_reads_every_opentsdb_layout),
         cmocka_unit_test(test_annotation_qualifiers),
         cmocka_unit_test(test_compressed_round_trips_every_value_kind),
+        cmocka_unit_test(test_compressed_qualifier_hashes_the_timestamps),
         cmocka_unit_test(test_compressed_rejects_unknown_version_and_bad_input),
         cmocka_unit_test(test_compaction_round_trips_in_both_formats),
         cmocka_unit_test(test_compaction_duplicates_follow_fix_duplicates),

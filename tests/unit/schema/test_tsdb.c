@@ -274,6 +274,41 @@ static void test_compaction_leaves_the_current_hour_alone(void **state)
     assert_int_equal(ncells, 360);
 }
 
+static void test_late_points_after_a_merged_hour_are_kept(void **state)
+{
+    /* merge the hour (flush + major compaction), then a late point arrives and is merged by a
+     * later compaction into a second compressed cell: neither cell may hide the other */
+    struct fixture *f = *state;
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    open_tsdb(f, &c);
+    struct ct_err err = {0};
+    uint8_t a[ROWKEY_MAX_TSUID];
+    size_t al;
+    const char *k[1] = {"host"}, *va[1] = {"a"};
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, va, 1, a, sizeof(a), &al, &err), CT_OK);
+    write_hour(f, a, al, false);
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    assert_int_equal(wc_table_compact(f->s, "tsdb", NULL, true, &err), CT_OK);
+    struct tsdb_batch *b;
+    assert_int_equal(tsdb_batch_new(1, &b, &err), CT_OK);
+    struct dpcodec_point late = dpcodec_point_int(BASE_MS + 3599000, false, -5);
+    assert_int_equal(tsdb_batch_add(b, tsdb_layout(f->t), a, al, &late, &err), CT_OK);
+    assert_int_equal(tsdb_batch_write(f->t, b, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    tsdb_batch_free(b);
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    struct dpcodec_point pts[400];
+    size_t ncells;
+    size_t n = read_hour(f, a, al, BASE, pts, 400, &ncells);
+    assert_int_equal(n, 361);
+    assert_true(pts[360].ts_ms == BASE_MS + 3599000 && pts[360].i == -5);
+    assert_int_equal(wc_table_compact(f->s, "tsdb", NULL, true, &err), CT_OK);
+    n = read_hour(f, a, al, BASE, pts, 400, &ncells);
+    assert_int_equal(n, 361);
+    assert_int_equal(ncells, 1);
+    check_hour(pts, 360, false);
+}
+
 struct ann_acc {
     int n;
     int64_t when[4];
@@ -388,6 +423,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_compaction_compressed_fix_duplicates, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_compaction_leaves_the_current_hour_alone, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_late_points_after_a_merged_hour_are_kept, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_annotations_series_and_global, setup, teardown),
     };

@@ -419,15 +419,6 @@ static void test_automatic_split_under_bounded_write_load(void **state)
     assert_true(st.splits >= 1);
     assert_true(st.regions >= 2);
     assert_int_equal(wc_background_error(s, &err), CT_OK);
-    /* every region saw writes; reads were counted */
-    struct wc_region_info *ri;
-    size_t nr;
-    assert_int_equal(wc_table_regions(s, "auto", &ri, &nr, &err), CT_OK);
-    uint64_t reads = 0;
-    for (size_t i = 0; i < nr; i++)
-        reads += ri[i].read_requests;
-    assert_true(reads >= 4000);
-    wc_region_info_free(ri, nr);
     wc_table_close(t);
     wc_close(s);
     /* and everything is there after a reopen */

@@ -2,6 +2,7 @@
  * (puts, every marker, several families, altered and truncated tables), a process SIGKILLed at
  * random moments while writing with SYNC_WAL loses no acknowledged mutation and the store
  * opens, and a failed background flush is a sticky error. */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -332,6 +333,63 @@ static void test_failed_background_flush_is_sticky(void **state)
     ctest_rmdir(dir);
 }
 
+static size_t wal_segments(const char *dir)
+{
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/wal", dir);
+    DIR *d = opendir(p);
+    assert_non_null(d);
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strstr(de->d_name, ".log"))
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* Memstores far below their flush size still get flushed when the log grows long. */
+static void test_long_log_flushes_the_oldest_memstore(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = dir;
+    o.block_cache_bytes = 1 << 20;
+    o.wal_segment_bytes = 8 << 10;
+    struct wc_store *s;
+    struct ct_err err;
+    assert_int_equal(wc_open(&o, &s, &err), CT_OK);
+    create(s, "quiet", (const char *const[]){"f"}, 1);
+    create(s, "busy", (const char *const[]){"f"}, 1);
+    struct wc_table *q, *b;
+    assert_int_equal(wc_table_open(s, "quiet", &q, &err), CT_OK);
+    assert_int_equal(wc_table_open(s, "busy", &b, &err), CT_OK);
+    assert_int_equal(mut(q, "once", WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+    char val[200];
+    memset(val, 'x', sizeof(val) - 1);
+    val[sizeof(val) - 1] = 0;
+    for (int i = 0; i < 2000; i++) {
+        char row[16];
+        snprintf(row, sizeof(row), "r%05d", i);
+        assert_int_equal(mut(b, row, WC_OP_PUT, "f", "q", val, 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+    }
+    size_t n = wal_segments(dir);
+    for (int tries = 0; tries < 100 && n > 12; tries++) { /* at most ~10 s */
+        usleep(100 * 1000);
+        n = wal_segments(dir);
+    }
+    assert_true(n <= 12);
+    char got[64];
+    row_str(q, "once", got, sizeof(got));
+    assert_string_equal(got, "f:q@1=v");
+    wc_table_close(q);
+    wc_table_close(b);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_async_wal_survives_a_clean_close),
         cmocka_unit_test(test_sigkill_loses_no_acknowledged_write),
         cmocka_unit_test(test_failed_background_flush_is_sticky),
+        cmocka_unit_test(test_long_log_flushes_the_oldest_memstore),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

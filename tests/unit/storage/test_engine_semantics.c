@@ -404,6 +404,51 @@ static void test_scanner_sees_a_fixed_snapshot(void **state)
     wc_table_close(t);
 }
 
+/* With ROWCOL blooms a Get of one column still sees a family marker in another file. */
+static void test_rowcol_bloom_never_hides_family_markers(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "f");
+    fd.bloom = WC_BLOOM_ROWCOL;
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "rowcol");
+    d.families = &fd;
+    d.nfamilies = 1;
+    d.compaction_enabled = false;
+    assert_int_equal(wc_table_create(g_store, &d, NULL, 0, &err), CT_OK);
+    struct wc_table *t;
+    assert_int_equal(wc_table_open(g_store, "rowcol", &t, &err), CT_OK);
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("v"), 5};
+    struct wc_row_mutation rm = {wc_bytes_str("r"), &m, 1};
+    assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_SYNC_WAL, &err), CT_OK);
+    assert_int_equal(wc_table_flush(g_store, "rowcol", &err), CT_OK);
+    m.op = WC_OP_DELETE_FAMILY;
+    m.ts_ms = 10;
+    assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_SYNC_WAL, &err), CT_OK);
+    assert_int_equal(wc_table_flush(g_store, "rowcol", &err), CT_OK);
+    struct wc_column col = {wc_bytes_str("f"), wc_bytes_str("q"), true};
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.columns = &col;
+    o.ncolumns = 1;
+    struct wc_result res;
+    assert_int_equal(wc_get(t, wc_bytes_str("r"), &o, &res, &err), CT_OK);
+    assert_int_equal(res.row.ncells, 0);
+    wc_result_release(&res);
+    /* other rows are still found through the bloom filter */
+    m.op = WC_OP_PUT;
+    m.ts_ms = 20;
+    assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_SYNC_WAL, &err), CT_OK);
+    assert_int_equal(wc_table_flush(g_store, "rowcol", &err), CT_OK);
+    assert_int_equal(wc_get(t, wc_bytes_str("r"), &o, &res, &err), CT_OK);
+    assert_int_equal(res.row.ncells, 1);
+    assert_int_equal(res.row.cells[0].ts_ms, 20);
+    wc_result_release(&res);
+    wc_table_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -411,6 +456,7 @@ int main(void)
         cmocka_unit_test(test_scenarios_reversed),
         cmocka_unit_test(test_merging_memstore_and_files_both_directions),
         cmocka_unit_test(test_scanner_sees_a_fixed_snapshot),
+        cmocka_unit_test(test_rowcol_bloom_never_hides_family_markers),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

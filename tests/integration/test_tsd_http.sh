@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# test_tsd_http.sh - the HTTP side of the TSD: /api/put variants (204, summary, details, gzip,
+# deflate, chunked off and on, limits, errors), OpenTSDB's 404/405 error shapes, /api/v1 and
+# trailing slashes, the small endpoints, jsonp and pretty, keep-alive with pipelining, CORS,
+# and static files (content types, caching, no way out of the root).
+source "$(dirname "$0")/lib.sh"
+
+# req METHOD PATH [curl args...]: prints "STATUS BODY"
+req() {
+  local m=$1 p=$2; shift 2
+  curl -s -o "$tmp/body" -w '%{http_code}' -X "$m" "http://127.0.0.1:$TSD_PORT$p" "$@" >"$tmp/code"
+  echo "$(cat "$tmp/code") $(cat "$tmp/body")"
+}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-it-http-XXXXXX")
+IT_DIRS+=("$tmp")
+tsd_start
+
+pt='{"metric":"http.one","timestamp":1356998400,"value":42,"tags":{"host":"a"}}'
+check_eq "put of one object answers 204" "204 " "$(req POST /api/put -d "$pt")"
+arr='[{"metric":"http.arr","timestamp":1356998400,"value":1.5,"tags":{"host":"a"}},
+      {"metric":"http.arr","timestamp":1356998400123,"value":"7","tags":{"host":"b"}}]'
+check_eq "put of an array answers 204" "204 " "$(req POST /api/put -d "$arr")"
+check_eq "summary" '200 {"failed":0,"success":2}' "$(req POST '/api/put?summary' -d "$arr")"
+bad='[{"metric":"http.arr","timestamp":1356998400,"value":1,"tags":{"host":"a"}},
+      {"metric":"","timestamp":1356998400,"value":1,"tags":{"host":"a"}},
+      {"metric":"m","timestamp":0,"value":1,"tags":{"host":"a"}},
+      {"metric":"m","timestamp":1356998400,"value":"","tags":{"host":"a"}},
+      {"metric":"m","timestamp":1356998400,"value":1,"tags":{}},
+      {"metric":"m","timestamp":1356998400,"value":"abc","tags":{"host":"a"}},
+      {"metric":"m!","timestamp":1356998400,"value":1,"tags":{"host":"a"}}]'
+out=$(req POST '/api/put?details' -d "$bad")
+check_contains "details: status 400" "$out" "400 "
+check_contains "details: counts" "$out" '"failed":6,"success":1'
+check_contains "details: empty metric" "$out" '"error":"Metric name was empty"'
+check_contains "details: bad timestamp" "$out" '"error":"Invalid timestamp"'
+check_contains "details: empty value" "$out" '"error":"Empty value"'
+check_contains "details: missing tags" "$out" '"error":"Missing tags"'
+check_contains "details: not a number" "$out" '"error":"Unable to parse value to a number"'
+check_contains "details: bad name" "$out" '"error":"Invalid metric name (\"m!\"): illegal character: !"'
+check_contains "details: the point is echoed" "$out" '"datapoint":{"metric":"m!"'
+check_eq "errors without details or summary" \
+  '400 {"error":{"code":400,"message":"One or more data points had errors","details":"Please see the TSD logs or append \"details\" to the put request"}}' \
+  "$(req POST /api/put -d "$bad")"
+check_eq "empty body" '400 {"error":{"code":400,"message":"Missing request content"}}' "$(req POST /api/put)"
+check_eq "empty array" '400 {"error":{"code":400,"message":"No datapoints found in content"}}' "$(req POST /api/put -d '[]')"
+check_contains "unparseable JSON" "$(req POST /api/put -d '{"metric":')" '400 {"error":{"code":400,"message":"Unable to parse the given JSON"'
+check_eq "sync_timeout adds timeouts to the summary" '200 {"failed":0,"success":1,"timeouts":0}' \
+  "$(req POST '/api/put?summary&sync&sync_timeout=30000' -d "$pt")"
+
+printf '%s' '{"metric":"http.gz","timestamp":1356998400,"value":3,"tags":{"host":"a"}}' | gzip -c >"$tmp/pt.gz"
+check_eq "gzip request body" "204 " "$(req POST /api/put --data-binary @"$tmp/pt.gz" -H 'Content-Encoding: gzip')"
+python3 -c 'import zlib,sys; sys.stdout.buffer.write(zlib.compress(b"{\"metric\":\"http.deflate\",\"timestamp\":1356998400,\"value\":3,\"tags\":{\"host\":\"a\"}}"))' >"$tmp/pt.z"
+check_eq "deflate request body" "204 " "$(req POST /api/put --data-binary @"$tmp/pt.z" -H 'Content-Encoding: deflate')"
+check_eq "corrupt gzip body" '400 {"error":{"code":400,"message":"Unable to decompress the request body"}}' \
+  "$(req POST /api/put -d 'not gzip' -H 'Content-Encoding: gzip')"
+check_eq "chunked bodies are refused by default" \
+  '400 {"error":{"code":400,"message":"Chunked request not supported."}}' \
+  "$(req POST /api/put -d "$pt" -H 'Transfer-Encoding: chunked')"
+
+# errors and routing
+check_eq "405 shape" \
+  '405 {"error":{"code":405,"message":"Method not allowed","details":"The HTTP method [GET] is not permitted for this endpoint"}}' \
+  "$(req GET /api/put)"
+check_eq "unknown verbs are 405" "405" "$(req PATCH /api/version | cut -c1-3)"
+check_eq "404 shape under /api" '404 {"error":{"code":404,"message":"Endpoint not found"}}' "$(req GET /api/nope)"
+check_contains "/api/v1/ and a trailing slash" "$(req GET /api/v1/version/)" '200 {"version":"'
+check_contains "aggregators" "$(req GET /api/aggregators)" '"sum"'
+check_contains "config" "$(req GET /api/config)" '"tsd.network.port":"0"'
+check_eq "dropcaches" '200 {"message":"Caches dropped","status":"200"}' "$(req GET /api/dropcaches)"
+check_contains "serializers" "$(req GET /api/serializers)" '"serializer":"json"'
+check_eq "status" '200 {"status":"ok"}' "$(req GET /api/status)"
+stats=$(req GET /api/stats)
+check_contains "stats are OpenTSDB datapoints" "$stats" '"metric":"tsd.datapoints.added","timestamp":'
+check_contains "stats carry storage figures" "$stats" '"metric":"tsd.storage.region.memstore_bytes"'
+check_contains "stats carry the cache hit ratio" "$stats" 'tsd.storage.cache.hit_ratio_pct'
+storage=$(req GET /api/storage)
+check_contains "storage lists tables" "$storage" '"name":"default:tsdb"'
+check_contains "storage lists regions" "$storage" '"store_file_bytes":'
+check_contains "storage lists families" "$storage" '"families":[{"name":"t"'
+check_eq "jsonp" '200 cb({"status":"ok"})' "$(req GET '/api/status?jsonp=cb')"
+check_contains "pretty" "$(req GET '/api/status?pretty')" $'{\n'
+
+# keep-alive and pipelining: three requests in one write, three answers in order
+pipe=$(python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+body = b"{\"metric\":\"http.pipe\",\"timestamp\":1356998400,\"value\":1,\"tags\":{\"h\":\"a\"}}"
+reqs = (b"GET /api/status HTTP/1.1\r\nHost: x\r\n\r\n" +
+        b"POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body +
+        b"GET /api/nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+s.sendall(reqs)
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+import re
+print(" ".join(c.decode() for c in re.findall(rb"HTTP/1\.1 (\d{3}) ", out)))
+' "$TSD_PORT")
+check_eq "pipelined requests are answered in order on one connection" "200 204 404" "$pipe"
+
+# a body over the limit is refused before it is read
+big=$(req POST /api/put -H 'Content-Length: 999999999999' -d x)
+check_contains "Content-Length over tsd.http.request.max_body is 413" "$big" "413 "
+
+# static files
+mkdir -p "$tmp/web/css" "$tmp/outside"
+echo '<html>ctsdb</html>' >"$tmp/web/index.html"
+echo 'body{}' >"$tmp/web/css/site.css"
+echo 'secret' >"$tmp/outside/secret.txt"
+ln -s "$tmp/outside/secret.txt" "$tmp/web/link.txt"
+tsd_stop
+TSD_DATA=
+tsd_start --staticroot "$tmp/web" --tsd.http.request.cors_domains=http://a.example,HTTP://B.example
+check_eq "index.html at /" "200 <html>ctsdb</html>" "$(req GET /)"
+ct=$(curl -s -o /dev/null -w '%{content_type}' "http://127.0.0.1:$TSD_PORT/css/site.css")
+check_eq "css content type" "text/css; charset=UTF-8" "$ct"
+hdrs=$(curl -s -D - -o /dev/null "http://127.0.0.1:$TSD_PORT/css/site.css")
+check_contains "static files carry an ETag" "$hdrs" "ETag: "
+check_contains "static files carry Cache-Control" "$hdrs" "Cache-Control: public"
+etag=$(printf '%s' "$hdrs" | sed -n 's/^ETag: \(.*\)\r$/\1/p')
+check_eq "If-None-Match gives 304" "304" "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $etag" "http://127.0.0.1:$TSD_PORT/css/site.css")"
+check_eq "a symlink out of the root is not served" "404" "$(req GET /link.txt | cut -c1-3)"
+trav=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TSD_PORT/../outside/secret.txt")
+check_eq ".. is not served" "404" "$trav"
+trav=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TSD_PORT/css/%2e%2e/%2e%2e/outside/secret.txt")
+check_eq "encoded .. is not served" "404" "$trav"
+check_contains "unknown pages get an HTML 404" "$(req GET /nope.html)" "404 <!DOCTYPE html>"
+
+# CORS
+pre=$(curl -s -D - -o /dev/null -X OPTIONS -H 'Origin: http://b.example' "http://127.0.0.1:$TSD_PORT/api/put")
+check_contains "CORS preflight is 200" "$pre" "HTTP/1.1 200"
+check_contains "CORS allows the origin (case-insensitive list)" "$pre" "Access-Control-Allow-Origin: http://b.example"
+check_contains "CORS lists the methods" "$pre" "Access-Control-Allow-Methods: GET, POST, PUT, DELETE"
+check_contains "CORS lists the headers" "$pre" "Access-Control-Allow-Headers: Authorization, Content-Type"
+check_eq "CORS refuses other origins with 200 and an error" \
+  '200 {"error":{"code":200,"message":"CORS domain not allowed","details":"The domain [http://c.example] is not permitted access"}}' \
+  "$(req GET /api/status -H 'Origin: http://c.example')"
+tsd_stop
+TSD_DATA=
+tsd_start --tsd.http.request.enable_chunked=true --tsd.http.request.max_chunk=300
+check_eq "OPTIONS without CORS is 405" "405" "$(req OPTIONS /api/put | cut -c1-3)"
+check_eq "chunked bodies when enabled" "204 " "$(req POST /api/put -d "$pt" -H 'Transfer-Encoding: chunked')"
+long=$(python3 -c 'print("[" + ",".join(["{\"metric\":\"c\",\"timestamp\":1356998400,\"value\":1,\"tags\":{\"h\":\"a\"}}"]*10) + "]")')
+check_eq "chunked bodies over max_chunk are 413" \
+  '413 {"error":{"code":413,"message":"Chunked request body larger than tsd.http.request.max_chunk (300 bytes)"}}' \
+  "$(req POST /api/put -d "$long" -H 'Transfer-Encoding: chunked')"
+tsd_stop
+check_eq "tsd exits 0" 0 "$?"
+it_done

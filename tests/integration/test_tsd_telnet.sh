@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# test_tsd_telnet.sh - the telnet side of the TSD: silent puts, every error line of spec §1.3
+# with the connection staying usable, version/help/stats/status/dropcaches/exit, unknown
+# commands, collectd's runs of spaces, lines split across writes, over-long lines, diediedie
+# and its gate; then the points are found in the store.
+source "$(dirname "$0")/lib.sh"
+
+# tsd_talk: sends stdin to the TSD on one connection, half-closes, prints everything the TSD
+# answers.
+tsd_talk() {
+  python3 -c '
+import socket, sys, time
+data = sys.stdin.buffer.read()
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(data)
+s.shutdown(socket.SHUT_WR)
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.decode("utf-8", "replace"))
+' "$TSD_PORT"
+}
+
+tsd_start
+
+out=$(printf 'put sys.cpu.user 1356998400 42 host=web01 cpu=0\nput sys.cpu.user 1356998401 42.5 host=web01 cpu=0\n' | tsd_talk)
+check_eq "successful puts are silent" "" "$out"
+
+out=$(printf 'put sys.cpu.user 1356998402 1 host=web01\nversion\n' | tsd_talk)
+check_contains "version answers after a put (line 1)" "$out" "built at revision"
+check_eq "version answers with two lines" 2 "$(printf '%s\n' "$out" | wc -l)"
+
+# every error of §1.3, in order, on one connection that stays usable
+errs=$(cat <<'LINES' | tsd_talk
+put
+put  1 2 a=b
+put m 12x 1 a=b
+put m 0 1 a=b
+put m 1  a=b
+put m 1 1 a=b=c
+put m 1 1 host=a host=b
+put m 1 x a=b
+put m 1 1e999 a=b
+put m 10000000000000 1 a=b
+put m 1 1 
+put m 1 1 a=1 b=2 c=3 d=4 e=5 f=6 g=7 h=8 i=9
+put m!x 1 1 a=b
+status
+LINES
+)
+expected=$(cat <<'EXPECTED'
+put: illegal argument: not enough arguments (need least 4, got 0)
+put: illegal argument: empty metric name
+put: invalid value: Invalid character 'x' in 12x
+put: illegal argument: invalid timestamp: 0
+put: illegal argument: empty value
+put: illegal argument: invalid tag: a=b=c
+put: illegal argument: duplicate tag: host=b, tags={host=a}
+put: invalid value: Invalid character 'x' in x
+put: illegal argument: value is NaN or Infinite: Infinity for metric=m timestamp=1
+put: illegal argument: bad timestamp=10000000000000 when trying to add value=[1]/0 to metric=m, tags={a=b}
+put: illegal argument: Need at least one tag (metric=m, tags={})
+put: illegal argument: Too many tags: 9 maximum allowed: 8, tags: {a=1, b=2, c=3, d=4, e=5, f=6, g=7, h=8, i=9}
+put: illegal argument: Invalid metric name ("m!x"): illegal character: !
+ok
+EXPECTED
+)
+check_eq "each bad put gets its one error line, in order, connection usable" "$expected" "$errs"
+
+out=$(printf 'help\n' | tsd_talk)
+check_eq "help lists the commands" "available commands: diediedie dropcaches exit help put stats status version " "$out"
+out=$(printf 'dropcaches\n' | tsd_talk)
+check_eq "dropcaches" "Caches dropped." "$out"
+out=$(printf 'foo bar\n' | tsd_talk)
+check_eq "unknown command" "unknown command: foo.  Try \`help'." "$out"
+out=$(printf 'stats\n' | tsd_talk)
+check_contains "stats has put counts" "$out" "tsd.rpc.received "
+check_contains "stats lines carry a host tag" "$out" "host="
+check_contains "stats include storage figures" "$out" "tsd.storage.region.write_requests"
+first=$(printf '%s\n' "$out" | head -1)
+check "stats lines have the put-line shape" python3 -c '
+import sys; f = sys.argv[1].split(" ")
+assert len(f) >= 4 and f[1].isdigit() and "=" in f[3]' "$first"
+
+# collectd's write_tsdb sends runs of spaces in tag positions and CRLF line ends
+out=$(printf 'put collectd.load 1356998400 0.5 fqdn=h1  \r\nput collectd.load 1356998460 0.25 fqdn=h1 \r\nversion\r\n' | tsd_talk | head -1)
+check_contains "collectd-style lines are accepted" "$out" "built at revision"
+
+# a line split across writes (and even inside a token): the pieces arrive 0.2 s apart
+out=$(python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+for piece in [b"put sys.spl", b"it.line 1356998400 7 host=a\nput sys.split.line 13569984",
+              b"10 8 host=a\n", b"vers", b"ion\n"]:
+    s.sendall(piece)
+    time.sleep(0.2)
+s.shutdown(socket.SHUT_WR)
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.decode())
+' "$TSD_PORT" | head -1)
+check_contains "lines split across reads are joined" "$out" "built at revision"
+
+# an over-long line: one error, the rest of it discarded, the connection stays usable
+long=$(head -c 3000 /dev/zero | tr '\0' 'x')
+out=$(printf 'put m 1 1 a=%s\nversion\n' "$long" | tsd_talk)
+check_contains "an over-long line gets an error" "$(printf '%s\n' "$out" | head -1)" "line too long"
+check_contains "after an over-long line the connection still works" "$(printf '%s\n' "$out" | sed -n 2p)" "built at revision"
+
+# exit ends the connection without a reply; later lines are not read
+out=$(printf 'exit\nversion\n' | tsd_talk)
+check_eq "exit closes without a reply" "" "$out"
+
+# the daemon keeps serving after all of this
+out=$(printf 'status\n' | tsd_talk)
+check_eq "status is ok" "ok" "$out"
+
+tsd_stop
+check_eq "tsd exits 0 on SIGTERM" 0 "$?"
+check_contains "shutdown is logged" "$(cat "$TSD_LOG")" "shutdown complete"
+
+# the points are in the store: UIDs assigned and rows written
+uids=$("$CTSDB" shell --data "$TSD_DATA" -e "scan 'tsdb-uid'" 2>&1)
+check_contains "metric sys.cpu.user has a UID" "$uids" "sys.cpu.user column=id:metrics"
+check_contains "metric sys.split.line has a UID" "$uids" "sys.split.line column=id:metrics"
+check_contains "collectd metric has a UID" "$uids" "collectd.load column=id:metrics"
+rows=$("$CTSDB" shell --data "$TSD_DATA" -e "count 'tsdb'" 2>&1)
+check_contains "data rows were written (one per series and hour)" "$rows" "4 row(s)"
+
+# diediedie: refused when gated, shuts the TSD down otherwise
+TSD_DATA=
+tsd_start --tsd.no_diediedie=true
+out=$(printf 'diediedie\nstatus\n' | tsd_talk)
+check_eq "diediedie is unknown when disabled" "unknown command: diediedie.  Try \`help'.
+ok" "$out"
+tsd_stop
+TSD_DATA=
+tsd_start
+out=$(printf 'diediedie\n' | tsd_talk)
+check_eq "diediedie answers" "Cleaning up and exiting now." "$out"
+for _ in $(seq 1 100); do kill -0 "$TSD_PID" 2>/dev/null || break; sleep 0.1; done
+wait "$TSD_PID"
+check_eq "diediedie stops the TSD with status 0" 0 "$?"
+it_done

@@ -1,0 +1,380 @@
+/* test_qexec.c - queries end to end on a real embedded store in a temporary directory (salted, 4
+ * buckets scanned in parallel): write points through schema/tsdb.h, run /api/query and
+ * /api/query/last logic, compare the JSON with answers worked out by hand from OpenTSDB's rules
+ * (AggregationIterator interpolation and integer/float typing, SpanGroup tags, downsampling and
+ * fill, RateSpan, group-by, explicitTags, filters, annotations, delete). Skipped when this build
+ * has no embedded engine. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "query/qexec.h"
+#include "query/qlast.h"
+#include "query/qmeta.h"
+#include "query/qspec.h"
+#include "schema/tsdb.h"
+#include "storage/wc.h"
+#include "tests/lib/ctest.h"
+
+struct fixture {
+    char *dir;
+    struct wc_store *s;
+    struct tsdb *t;
+};
+
+static const int64_t NOW = 1356998500000LL;
+
+static void put(struct tsdb *t, const char *host, const char *dc, int64_t ts_s, bool is_int,
+                int64_t iv, double dv)
+{
+    const char *k[2] = {"host", "dc"}, *v[2] = {host, dc};
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t len;
+    struct ct_err err = {0};
+    assert_int_equal(tsdb_series_resolve(t, "sys.cpu", k, v, 2, tsuid, sizeof(tsuid), &len, &err),
+                     CT_OK);
+    struct tsdb_batch *b = NULL;
+    assert_int_equal(tsdb_batch_new(4, &b, &err), CT_OK);
+    struct dpcodec_point p = is_int ? dpcodec_point_int(ts_s * 1000, false, iv)
+                                    : dpcodec_point_real(ts_s * 1000, false, dv);
+    assert_int_equal(tsdb_batch_add(b, tsdb_layout(t), tsuid, len, &p, &err), CT_OK);
+    assert_int_equal(tsdb_batch_write(t, b, WC_DURABILITY_SKIP_WAL, &err), CT_OK);
+    tsdb_batch_free(b);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    f->dir = ctest_mkdtemp();
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = f->dir;
+    struct ct_err err = {0};
+    int rc = wc_open(&o, &f->s, &err);
+    if (rc == CT_EUNSUPPORTED) {
+        ctest_rmdir(f->dir);
+        free(f);
+        *state = NULL;
+        return 0;
+    }
+    assert_int_equal(rc, CT_OK);
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    c.layout.salt_width = 1;
+    c.layout.salt_buckets = 4;
+    assert_int_equal(tsdb_open(f->s, &c, &f->t, &err), CT_OK);
+    put(f->t, "a", "x", 1356998400, true, 10, 0);
+    put(f->t, "a", "x", 1356998430, true, 30, 0);
+    put(f->t, "b", "x", 1356998415, true, 20, 0);
+    put(f->t, "b", "y", 1356998445, false, 0, 25.5);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    if (!f)
+        return 0;
+    tsdb_close(f->t);
+    wc_close(f->s);
+    ctest_rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+struct sinkbuf {
+    char *data;
+    size_t len, cap;
+};
+
+static int sink(void *arg, const char *d, size_t n)
+{
+    struct sinkbuf *b = arg;
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->data = realloc(b->data, b->cap);
+    }
+    memcpy(b->data + b->len, d, n);
+    b->len += n;
+    b->data[b->len] = 0;
+    return CT_OK;
+}
+
+/* Runs a query given as URL parameters "start&end&m" and returns the JSON (or the error message
+ * prefixed by the status, e.g. "400 No such ..."). */
+struct kv {
+    const char *const *p;
+};
+
+static const char *get_param(void *arg, const char *name, size_t idx)
+{
+    const struct kv *kv = arg;
+    size_t nl = strlen(name), seen = 0;
+    for (size_t i = 0; kv->p[i]; i++) {
+        if (strncmp(kv->p[i], name, nl) || (kv->p[i][nl] != '=' && kv->p[i][nl]))
+            continue;
+        if (seen++ == idx)
+            return kv->p[i][nl] == '=' ? kv->p[i] + nl + 1 : "";
+    }
+    return NULL;
+}
+
+static char *run_query(struct fixture *f, const char *const *params, bool allow_delete)
+{
+    struct kv kv = {params};
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    char *out = malloc(512);
+    if (qspec_parse_params(get_param, &kv, NOW, &q, &err) != CT_OK) {
+        snprintf(out, 512, "400 %s", err.msg);
+        return out;
+    }
+    struct sinkbuf b = {0};
+    struct qjson *j = qjson_new(sink, &b, 64);
+    struct qexec_options o;
+    qexec_options_init(&o);
+    o.allow_delete = allow_delete;
+    enum qexec_status st;
+    int rc = qexec_run(f->t, q, &o, j, &st, NULL, &err);
+    if (rc == CT_OK)
+        assert_int_equal(qjson_flush(j), CT_OK);
+    qjson_free(j);
+    qspec_free(q);
+    if (rc != CT_OK) {
+        snprintf(out, 512, "%d %s", (int)st, err.msg);
+        assert_int_equal(b.len, 0); /* errors never follow partial output */
+        free(b.data);
+        return out;
+    }
+    free(out);
+    return b.data ? b.data : strdup("");
+}
+
+#define SKIP_IF_NO_ENGINE(state)                                                                 \
+    do {                                                                                         \
+        if (!*(state))                                                                           \
+            skip();                                                                              \
+    } while (0)
+
+static void test_qexec_answers_match_opentsdb(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    static const struct {
+        const char *p[8];
+        const char *want;
+    } cases[] = {
+        /* one group: A is interpolated at 415 (10 + 15*20/30 = 20); C's float makes every
+         * point a double while it is a current or next value */
+        {{"start=1356998400", "end=1356998500", "m=sum:sys.cpu"},
+         "[{\"metric\":\"sys.cpu\",\"tags\":{},\"aggregateTags\":[\"dc\",\"host\"],\"dps\":{"
+         "\"1356998400\":10.0,\"1356998415\":40.0,\"1356998430\":30.0,\"1356998445\":25.5}}]"},
+        {{"start=1356998400", "end=1356998500", "m=sum:sys.cpu{host=*}"},
+         "[{\"metric\":\"sys.cpu\",\"tags\":{\"dc\":\"x\",\"host\":\"a\"},\"aggregateTags\":[],"
+         "\"dps\":{\"1356998400\":10,\"1356998430\":30}},{\"metric\":\"sys.cpu\",\"tags\":{"
+         "\"host\":\"b\"},\"aggregateTags\":[\"dc\"],\"dps\":{\"1356998415\":20.0,"
+         "\"1356998445\":25.5}}]"},
+        {{"start=1356998400", "end=1356998500", "m=sum:sys.cpu{host=c}"},
+         "400 No such name for 'tagv': 'c'"},
+        {{"start=1356998400", "end=1356998500", "m=sum:nope"},
+         "400 No such name for 'metrics': 'nope'"},
+        {{"start=1356998400", "end=1356998500", "m=sum:1m-avg:sys.cpu{dc=x}"},
+         "[{\"metric\":\"sys.cpu\",\"tags\":{\"dc\":\"x\"},\"aggregateTags\":[\"host\"],\"dps\":{"
+         "\"1356998400\":40.0}}]"},
+        /* RateSpan's first rate (against 0 at time zero) is never emitted */
+        {{"start=1356998400", "end=1356998500", "m=sum:rate:sys.cpu{host=a}"},
+         "[{\"metric\":\"sys.cpu\",\"tags\":{\"dc\":\"x\",\"host\":\"a\"},\"aggregateTags\":[],"
+         "\"dps\":{\"1356998430\":0.6666666666666666}}]"},
+        {{"start=1356998400", "end=1356998500", "arrays", "ms", "m=none:sys.cpu{dc=x}"},
+         "[{\"metric\":\"sys.cpu\",\"tags\":{\"dc\":\"x\",\"host\":\"a\"},\"aggregateTags\":[],"
+         "\"dps\":[[1356998400000,10],[1356998430000,30]]},{\"metric\":\"sys.cpu\",\"tags\":{"
+         "\"dc\":\"x\",\"host\":\"b\"},\"aggregateTags\":[],\"dps\":[[1356998415000,20]]}]"},
+        {{"start=1356998400", "end=1356998500", "m=sum:explicit_tags:sys.cpu{host=a}"}, "[]"},
+        {{"start=1356998400", "end=1356998500", "m=sum:sys.cpu{}{dc=not_key()}"}, "[]"},
+        {{"start=1356998400", "end=1356998500", "m=sum:sys.cpu{}{host=regexp(^b$)}"},
+         "[{\"metric\":\"sys.cpu\",\"tags\":{\"host\":\"b\"},\"aggregateTags\":[\"dc\"],\"dps\":{"
+         "\"1356998415\":20.0,\"1356998445\":25.5}}]"},
+        {{"start=1356998400", "end=1356998580", "m=sum:1m-sum-null:sys.cpu{host=a}"},
+         "[{\"metric\":\"sys.cpu\",\"tags\":{\"dc\":\"x\",\"host\":\"a\"},\"aggregateTags\":[],"
+         "\"dps\":{\"1356998400\":40.0,\"1356998460\":null,\"1356998520\":null,"
+         "\"1356998580\":null}}]"},
+        {{"start=1356998401", "end=1356998429", "m=sum:sys.cpu{host=a}"},
+         "[{\"metric\":\"sys.cpu\",\"tags\":{\"dc\":\"x\",\"host\":\"a\"},\"aggregateTags\":[],"
+         "\"dps\":{}}]"},
+        {{"start=1356998400", "end=1356998500", "m=max:sys.cpu{host=a|b}{dc=x}"},
+         "[{\"metric\":\"sys.cpu\",\"tags\":{\"dc\":\"x\",\"host\":\"a\"},\"aggregateTags\":[],"
+         "\"dps\":{\"1356998400\":10,\"1356998430\":30}},{\"metric\":\"sys.cpu\",\"tags\":{"
+         "\"dc\":\"x\",\"host\":\"b\"},\"aggregateTags\":[],\"dps\":{\"1356998415\":20}}]"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *got = run_query(f, cases[i].p, false);
+        if (strcmp(got, cases[i].want))
+            fail_msg("case %zu:\n got  %s\n want %s", i, got, cases[i].want);
+        free(got);
+    }
+}
+
+static void test_qexec_annotations_and_tsuids_in_results(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    const char *p0[] = {"start=1356998400", "end=1356998500", "show_tsuids",
+                        "m=sum:sys.cpu{host=a}", NULL};
+    char *got = run_query(f, p0, false);
+    cJSON *doc = cJSON_Parse(got);
+    free(got);
+    const cJSON *ts = cJSON_GetArrayItem(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(doc, 0), "tsuids"), 0);
+    assert_true(cJSON_IsString(ts));
+    char tsuid[64];
+    snprintf(tsuid, sizeof(tsuid), "%s", ts->valuestring);
+    cJSON_Delete(doc);
+    /* a series annotation and a global one */
+    char body[256];
+    snprintf(body, sizeof(body),
+             "{\"tsuid\":\"%s\",\"startTime\":1356998410,\"description\":\"deploy\"}", tsuid);
+    cJSON *req = cJSON_Parse(body), *out = NULL;
+    int status = 0;
+    struct ct_err err = {0};
+    assert_int_equal(qmeta_annotation(f->t, QMETA_POST, req, &out, &status, &err), CT_OK);
+    assert_int_equal(status, 200);
+    cJSON_Delete(out);
+    cJSON_Delete(req);
+    req = cJSON_Parse("{\"startTime\":1356998420,\"notes\":\"global\"}");
+    assert_int_equal(qmeta_annotation(f->t, QMETA_POST, req, &out, &status, &err), CT_OK);
+    cJSON_Delete(out);
+    cJSON_Delete(req);
+    const char *p1[] = {"start=1356998400", "end=1356998500", "global_annotations",
+                        "m=sum:sys.cpu{host=a}", NULL};
+    got = run_query(f, p1, false);
+    char want[512];
+    snprintf(want, sizeof(want),
+             "\"annotations\":[{\"tsuid\":\"%s\",\"description\":\"deploy\",\"startTime\":"
+             "1356998410}],\"globalAnnotations\":[{\"notes\":\"global\",\"startTime\":"
+             "1356998420}],\"dps\":{\"1356998400\":10,\"1356998430\":30}",
+             tsuid);
+    if (!strstr(got, want))
+        fail_msg("got %s\nwant ...%s...", got, want);
+    free(got);
+    /* GET the annotation back, then 404 after DELETE */
+    snprintf(body, sizeof(body), "{\"tsuid\":\"%s\",\"start_time\":\"1356998410\"}", tsuid);
+    req = cJSON_Parse(body);
+    assert_int_equal(qmeta_annotation(f->t, QMETA_GET, req, &out, &status, &err), CT_OK);
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(out, "description")->valuestring,
+                        "deploy");
+    cJSON_Delete(out);
+    assert_int_equal(qmeta_annotation(f->t, QMETA_DELETE, req, &out, &status, &err), CT_OK);
+    assert_int_equal(status, 204);
+    assert_int_not_equal(qmeta_annotation(f->t, QMETA_GET, req, &out, &status, &err), CT_OK);
+    assert_int_equal(status, 404);
+    assert_string_equal(err.msg, "Unable to locate annotation in storage");
+    cJSON_Delete(req);
+}
+
+static void test_qlast_finds_the_newest_point(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    const char *body = "{\"queries\":[{\"metric\":\"sys.cpu\",\"tags\":{\"host\":\"b\"}}],"
+                       "\"resolveNames\":true,\"backScan\":2}";
+    struct qlast_req *r = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(qlast_parse_json(body, strlen(body), &r, &err), CT_OK);
+    struct sinkbuf b = {0};
+    struct qjson *j = qjson_new(sink, &b, 0);
+    enum qexec_status st;
+    assert_int_equal(qlast_run(f->t, r, NOW, j, &st, &err), CT_OK);
+    assert_int_equal(qjson_flush(j), CT_OK);
+    /* two series have host=b: each gives its newest point, value as a string */
+    assert_non_null(strstr(b.data, "\"metric\":\"sys.cpu\",\"timestamp\":1356998415000,"
+                                   "\"value\":\"20\",\"tags\":{"));
+    assert_non_null(strstr(b.data, "\"timestamp\":1356998445000,\"value\":\"25.5\""));
+    qjson_free(j);
+    free(b.data);
+    qlast_req_free(r);
+}
+
+static void test_qmeta_suggest_lookup_assign(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    struct ct_err err = {0};
+    cJSON *out = NULL, *req = cJSON_Parse("{\"type\":\"tagv\",\"q\":\"\",\"max\":\"10\"}");
+    int status = 0;
+    assert_int_equal(qmeta_suggest(f->t, req, &out, &status, &err), CT_OK);
+    char *s = cJSON_PrintUnformatted(out);
+    assert_string_equal(s, "[\"a\",\"b\",\"x\",\"y\"]");
+    free(s);
+    cJSON_Delete(out);
+    cJSON_Delete(req);
+    req = cJSON_Parse("{\"type\":\"nope\"}");
+    assert_int_equal(qmeta_suggest(f->t, req, &out, &status, &err), CT_EINVAL);
+    assert_int_equal(status, 400);
+    assert_string_equal(err.msg, "Invalid 'type' parameter:nope");
+    cJSON_Delete(req);
+    req = cJSON_Parse("{\"m\":\"sys.cpu{host=b}\",\"limit\":\"1\"}");
+    assert_int_equal(qmeta_lookup(f->t, req, NOW, &out, &status, &err), CT_OK);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(out, "totalResults")->valueint, 2);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(out, "results")), 1);
+    cJSON_Delete(out);
+    cJSON_Delete(req);
+    req = cJSON_Parse("{\"metric\":[\"new.metric\",\"sys.cpu\"]}");
+    assert_int_equal(qmeta_uid_assign(f->t, req, &out, &status, &err), CT_OK);
+    assert_int_equal(status, 400); /* sys.cpu exists */
+    assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(out, "metric"), "new.metric")));
+    assert_non_null(strstr(cJSON_GetObjectItemCaseSensitive(
+                               cJSON_GetObjectItemCaseSensitive(out, "metric_errors"), "sys.cpu")
+                               ->valuestring,
+                           "Name already exists with UID"));
+    cJSON_Delete(out);
+    cJSON_Delete(req);
+}
+
+static void test_qexec_delete_removes_the_rows_read(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    const char *p[] = {"start=1356998400", "end=1356998500", "m=sum:sys.cpu{host=b}", NULL};
+    struct kv kv = {p};
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(qspec_parse_params(get_param, &kv, NOW, &q, &err), CT_OK);
+    q->delete_data = true;
+    struct sinkbuf b = {0};
+    struct qjson *j = qjson_new(sink, &b, 0);
+    struct qexec_options o;
+    qexec_options_init(&o);
+    o.allow_delete = true;
+    enum qexec_status st;
+    assert_int_equal(qexec_run(f->t, q, &o, j, &st, NULL, &err), CT_OK);
+    assert_int_equal(qjson_flush(j), CT_OK);
+    assert_non_null(strstr(b.data, "\"1356998415\":20.0")); /* answered from what was read */
+    qjson_free(j);
+    free(b.data);
+    qspec_free(q);
+    char *got = run_query(f, p, false);
+    assert_string_equal(got, "[]");
+    free(got);
+    const char *pa[] = {"start=1356998400", "end=1356998500", "m=sum:sys.cpu{host=a}", NULL};
+    got = run_query(f, pa, false);
+    assert_non_null(strstr(got, "\"1356998430\":30"));
+    free(got);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_qexec_answers_match_opentsdb, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qexec_annotations_and_tsuids_in_results, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_qlast_finds_the_newest_point, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qmeta_suggest_lookup_assign, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qexec_delete_removes_the_rows_read, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
