@@ -334,6 +334,21 @@ void qagg_buf_free(struct qagg_buf *b)
     b->n = b->cap = 0;
 }
 
+int qagg_buf_reserve(struct qagg_buf *b, size_t extra, struct ct_err *err)
+{
+    if (b->n + extra <= b->cap)
+        return CT_OK;
+    size_t nc = b->cap ? b->cap : 64;
+    while (nc < b->n + extra)
+        nc *= 2;
+    struct qagg_point *np = realloc(b->p, nc * sizeof(*np));
+    if (!np)
+        return ct_err_set(err, CT_ENOMEM, "out of memory growing a series to %zu points", nc);
+    b->p = np;
+    b->cap = nc;
+    return CT_OK;
+}
+
 int qagg_buf_push(struct qagg_buf *b, const struct qagg_point *pt, struct ct_err *err)
 {
     if (b->n == b->cap) {

@@ -93,6 +93,8 @@ struct qagg_buf {
     size_t n, cap;
 };
 void qagg_buf_free(struct qagg_buf *b);
+/* Makes room for `extra` more points (so callers may then fill p[n..n+extra) directly). */
+CT_MUST_CHECK int qagg_buf_reserve(struct qagg_buf *b, size_t extra, struct ct_err *err);
 CT_MUST_CHECK int qagg_buf_push(struct qagg_buf *b, const struct qagg_point *pt,
                                 struct ct_err *err);
 

@@ -4,7 +4,9 @@
  *   2. build a rowkey_filter (literal values, required and forbidden keys) that the store applies
  *      to each row key before materialising the row (wc_scan_options.row_filter);
  *   3. one reversed scan per salt bucket over the hour rows of the scan window (TsdbQuery's
- *      getScanStartTimeSeconds / getScanEndTimeSeconds), buckets spread over threads;
+ *      getScanStartTimeSeconds / getScanEndTimeSeconds), buckets spread over threads; with
+ *      fewer buckets than threads each bucket's hours are cut into time slices (newest first)
+ *      whose series are appended back together before step 5;
  *   4. decode every cell layout of each row (dpcodec_row_decode) into its series, keep the row's
  *      annotations;
  *   5. resolve tag names, apply every filter by name (regexp, wildcard, case-insensitive ones),
@@ -22,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
@@ -189,6 +192,8 @@ struct xscan {
     size_t *tsuid_lens;
     size_t ntsuids;
     unsigned nbuckets;
+    unsigned nslices; /* time slices per bucket, newest first (parallelism without salt) */
+    int64_t slice_hours;
     atomic_uint next_bucket;
     atomic_uint_fast64_t dps;
     uint64_t max_dps;
@@ -256,12 +261,14 @@ static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_byte
     return 0;
 }
 
-static int scan_bucket(struct xscan *x, unsigned b, struct xset *set, struct ct_err *err)
+/* Scans bucket b's rows with base hours in [bottom_s, top_s], newest first. */
+static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t top_s,
+                       struct xset *set, struct ct_err *err)
 {
     const struct rowkey_layout *l = x->l;
     uint8_t lo[ROWKEY_MAX_BYTES], hi[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID];
-    size_t lol = rowkey_scan_start(l, b, x->metric, x->win_start_s, lo);
-    size_t hil = rowkey_scan_start(l, b, x->metric, x->win_end_s - ROWKEY_HOUR_S, hi);
+    size_t lol = rowkey_scan_start(l, b, x->metric, bottom_s, lo);
+    size_t hil = rowkey_scan_start(l, b, x->metric, top_s, hi);
     memset(hi + hil, 0xFF, ROWKEY_MAX_TSUID);
     hil += ROWKEY_MAX_TSUID;
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
@@ -354,16 +361,18 @@ static int scan_bucket(struct xscan *x, unsigned b, struct xset *set, struct ct_
                 s->capchunks = nc;
             }
             s->chunks[s->nchunks++] = s->pts.n;
-            for (size_t i = 0; i < n && rc == CT_OK; i++) {
-                struct qagg_point p = {.ts_ms = dp[i].ts_ms, .is_int = dp[i].type == DPCODEC_INT};
-                if (p.is_int)
-                    p.v.i = dp[i].i;
-                else
-                    p.v.d = dp[i].f;
-                rc = qagg_buf_push(&s->pts, &p, err);
-            }
-            if (rc != CT_OK)
+            if ((rc = qagg_buf_reserve(&s->pts, n, err)) != CT_OK)
                 break;
+            struct qagg_point *o = s->pts.p + s->pts.n;
+            for (size_t i = 0; i < n; i++) {
+                o[i].ts_ms = dp[i].ts_ms;
+                o[i].is_int = dp[i].type == DPCODEC_INT;
+                if (o[i].is_int)
+                    o[i].v.i = dp[i].i;
+                else
+                    o[i].v.d = dp[i].f;
+            }
+            s->pts.n += n;
             uint64_t total = atomic_fetch_add(&x->dps, n) + n;
             if (x->max_dps && total > x->max_dps) {
                 rc = ct_err_set(err, CT_ELIMIT,
@@ -403,14 +412,57 @@ static void *scan_thread(void *arg)
 {
     struct xscan *x = arg;
     for (;;) {
-        unsigned b = atomic_fetch_add(&x->next_bucket, 1);
-        if (b >= x->nbuckets)
+        unsigned w = atomic_fetch_add(&x->next_bucket, 1);
+        if (w >= x->nbuckets * x->nslices)
             break;
-        x->rcs[b] = scan_bucket(x, b, &x->sets[b], &x->errs[b]);
-        if (x->rcs[b] != CT_OK)
+        unsigned b = w / x->nslices, sl = w % x->nslices;
+        int64_t top = x->win_end_s - ROWKEY_HOUR_S - (int64_t)sl * x->slice_hours * ROWKEY_HOUR_S;
+        int64_t bottom = top - (x->slice_hours - 1) * ROWKEY_HOUR_S;
+        if (bottom < x->win_start_s)
+            bottom = x->win_start_s;
+        x->rcs[w] = top < bottom ? CT_OK : scan_bucket(x, b, bottom, top, &x->sets[w], &x->errs[w]);
+        if (x->rcs[w] != CT_OK)
             atomic_store(&x->stop, 1);
     }
     return NULL;
+}
+
+/* Appends series src (an older time slice of the same bucket) to dst's series. */
+static int xset_merge(struct xset *dst, const struct xset *src, struct ct_err *err)
+{
+    for (size_t i = 0; i < src->n; i++) {
+        const struct xser *s = src->ser[i];
+        struct xser *d = xset_get(dst, s->tsuid, s->tsuid_len);
+        if (!d || qagg_buf_reserve(&d->pts, s->pts.n, err) != CT_OK)
+            return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
+        size_t need = d->nchunks + s->nchunks;
+        if (need > d->capchunks) {
+            size_t *nc = realloc(d->chunks, need * sizeof(size_t));
+            if (!nc)
+                return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
+            d->chunks = nc;
+            d->capchunks = need;
+        }
+        for (size_t c = 0; c < s->nchunks; c++)
+            d->chunks[d->nchunks++] = d->pts.n + s->chunks[c];
+        memcpy(d->pts.p + d->pts.n, s->pts.p, s->pts.n * sizeof(struct qagg_point));
+        d->pts.n += s->pts.n;
+        for (size_t a = 0; a < s->nanns; a++) {
+            struct wc_bytes v = wc_bytes_str(s->anns[a].json);
+            if (add_annotation(d, s->anns[a].start_ms, &v) != 0)
+                return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
+        }
+        if (s->nrows) {
+            int64_t *nb = realloc(d->row_base, (d->nrows + s->nrows) * sizeof(int64_t));
+            if (!nb)
+                return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
+            d->row_base = nb;
+            memcpy(d->row_base + d->nrows, s->row_base, s->nrows * sizeof(int64_t));
+            d->nrows += s->nrows;
+            d->caprows = d->nrows;
+        }
+    }
+    return CT_OK;
 }
 
 /* ---- one sub-query --------------------------------------------------------------------- */
@@ -731,12 +783,25 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     x.win_end_s = w.win_end_ms / 1000;
     x.rf = rf;
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
+    if (nth > 64)
+        nth = 64;
+    /* fewer buckets than threads: split each bucket's hours into time slices */
+    int64_t hours = (x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S;
+    x.nslices = x.nbuckets >= nth ? 1 : (nth + x.nbuckets - 1) / x.nbuckets;
+    if (hours < 1)
+        hours = 1;
+    if ((int64_t)x.nslices > hours)
+        x.nslices = (unsigned)hours;
+    x.slice_hours = (hours + x.nslices - 1) / x.nslices;
+    unsigned nwork = x.nbuckets * x.nslices;
     x.max_dps = o->max_datapoints;
     x.deadline_ns = deadline_ns;
     x.keep_rows = q->delete_data && o->allow_delete;
-    x.sets = calloc(x.nbuckets, sizeof(struct xset));
-    x.rcs = calloc(x.nbuckets, sizeof(int));
-    x.errs = calloc(x.nbuckets, sizeof(struct ct_err));
+    x.sets = calloc(nwork, sizeof(struct xset));
+    x.rcs = calloc(nwork, sizeof(int));
+    x.errs = calloc(nwork, sizeof(struct ct_err));
     if (!x.sets || !x.rcs || !x.errs) {
         free(x.sets);
         x.sets = NULL;
@@ -744,29 +809,38 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         goto out;
     }
     xs->sets = x.sets;
-    xs->nsets = x.nbuckets;
+    xs->nsets = nwork;
     uint64_t t0 = clock_mono_ns();
-    unsigned nth = o->scan_threads ? o->scan_threads : 4;
-    if (nth > x.nbuckets)
-        nth = x.nbuckets;
+    if (nth > nwork)
+        nth = nwork;
     pthread_t th[64];
-    if (nth > 64)
-        nth = 64;
     unsigned started = 0;
     for (unsigned i = 1; i < nth; i++) {
         if (pthread_create(&th[started], NULL, scan_thread, &x) != 0)
             break;
         started++;
     }
-    scan_thread(&x); /* this thread takes buckets too */
+    scan_thread(&x); /* this thread takes work too */
     for (unsigned i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    for (unsigned b = 0; b < x.nbuckets; b++) {
-        if (x.rcs[b] != CT_OK && x.rcs[b] != CT_ECLOSED) {
-            rc = x.rcs[b];
-            *err = x.errs[b];
+    for (unsigned wi = 0; wi < nwork; wi++) {
+        if (x.rcs[wi] != CT_OK && x.rcs[wi] != CT_ECLOSED) {
+            rc = x.rcs[wi];
+            *err = x.errs[wi];
             map_uid_err(rc, status);
             goto out;
+        }
+    }
+    /* slices of a bucket, newest first: append the older ones to the newest (chunks stay in
+     * descending time order, as series_finish() expects) */
+    for (unsigned b = 0; b < x.nbuckets && x.nslices > 1; b++) {
+        for (unsigned sl = 1; sl < x.nslices; sl++) {
+            rc = xset_merge(&x.sets[b * x.nslices], &x.sets[b * x.nslices + sl], err);
+            xset_clear(&x.sets[b * x.nslices + sl]);
+            if (rc != CT_OK) {
+                *status = QEXEC_INTERNAL;
+                goto out;
+            }
         }
     }
     if (st) {
@@ -775,16 +849,16 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         st->rows += atomic_load(&x.rows);
     }
     size_t total = 0;
-    for (unsigned b = 0; b < x.nbuckets; b++)
-        total += x.sets[b].n;
+    for (unsigned wi = 0; wi < nwork; wi++)
+        total += x.sets[wi].n;
     xs->ser = calloc(total ? total : 1, sizeof(struct xser *));
     if (!xs->ser) {
         rc = ct_err_set(err, CT_ENOMEM, "out of memory collecting series");
         goto out;
     }
-    for (unsigned b = 0; b < x.nbuckets; b++) {
-        for (size_t i = 0; i < x.sets[b].n; i++) {
-            struct xser *s = x.sets[b].ser[i];
+    for (unsigned wi = 0; wi < nwork; wi += x.nslices) {
+        for (size_t i = 0; i < x.sets[wi].n; i++) {
+            struct xser *s = x.sets[wi].ser[i];
             bool keep = false;
             if ((rc = series_finish(s, err)) != CT_OK ||
                 (rc = ser_resolve(t, xs, s, &keep, err)) != CT_OK) {

@@ -21,7 +21,8 @@
 struct qexec_options {
     int64_t timeout_ms;      /* tsd.query.timeout; 0 = none */
     uint64_t max_datapoints; /* raw datapoints read per query; 0 = no limit */
-    unsigned scan_threads;   /* parallel bucket scans; 0 = min(buckets, 4) */
+    unsigned scan_threads;   /* parallel scans (buckets, or time slices of a bucket);
+                                0 = min(online CPUs, 4) */
     bool allow_delete;       /* tsd.http.query.allow_delete */
 };
 void qexec_options_init(struct qexec_options *o);

@@ -148,14 +148,19 @@ size_t qjson_format_double(double v, char *out)
     if (v == 0)
         return (size_t)sprintf(out, signbit(v) ? "-0.0" : "0.0");
     char e[40];
+    double a0 = fabs(v);
+    if (a0 < 1e7 && a0 >= 1 && v == (double)(int64_t)v) {
+        /* the common case of whole numbers: "40.0" */
+        return (size_t)sprintf(out, "%lld.0", (long long)v);
+    }
+    /* 15 significant digits read back exactly for almost every double (and then, with the
+     * trailing zeros cut, are the shortest form); else 16, else 17 */
     int prec;
-    for (prec = 0; prec < 17; prec++) {
+    for (prec = 14; prec < 17; prec++) {
         snprintf(e, sizeof(e), "%.*e", prec, v);
-        if (strtod(e, NULL) == v)
+        if (prec == 16 || strtod(e, NULL) == v)
             break;
     }
-    if (prec == 17)
-        snprintf(e, sizeof(e), "%.16e", v);
     /* e = [-]d[.ddd]e[+-]xx : collect the digits and the exponent */
     char digits[24];
     size_t nd = 0;

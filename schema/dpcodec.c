@@ -177,7 +177,8 @@ void dpcodec_iter_end(struct dpcodec_iter *it)
 static int dpcodec_corrupt(struct dpcodec_iter *it, struct ct_err *err, const char *what)
 {
     it->failed = true;
-    return ct_err_set(err, CT_ECORRUPT, "malformed datapoint cell (qualifier of %zu bytes, value "
+    return ct_err_set(err, CT_ECORRUPT,
+                      "malformed datapoint cell (qualifier of %zu bytes, value "
                       "of %zu bytes): %s",
                       (size_t)(it->qend - it->q), (size_t)(it->vend - it->v), what);
 }
@@ -214,8 +215,7 @@ static int dpcodec_unit(const uint8_t **q, const uint8_t *qend, int64_t base_ms,
 }
 
 /* Decodes a value of len bytes with flags into p. */
-static int dpcodec_read_value(const uint8_t *v, size_t len, uint8_t flags,
-                              struct dpcodec_point *p)
+static int dpcodec_read_value(const uint8_t *v, size_t len, uint8_t flags, struct dpcodec_point *p)
 {
     if (flags & DPCODEC_FLAG_FLOAT) {
         if (len == 4) {
@@ -251,8 +251,7 @@ static int dpcodec_read_value(const uint8_t *v, size_t len, uint8_t flags,
     return -1;
 }
 
-static int dpcodec_next_point(struct dpcodec_iter *it, struct dpcodec_point *p,
-                              struct ct_err *err)
+static int dpcodec_next_point(struct dpcodec_iter *it, struct dpcodec_point *p, struct ct_err *err)
 {
     if (it->started)
         return CT_NOTFOUND;
@@ -300,8 +299,7 @@ static int dpcodec_next_compacted(struct dpcodec_iter *it, struct dpcodec_point 
     return CT_OK;
 }
 
-static int dpcodec_next_append(struct dpcodec_iter *it, struct dpcodec_point *p,
-                               struct ct_err *err)
+static int dpcodec_next_append(struct dpcodec_iter *it, struct dpcodec_point *p, struct ct_err *err)
 {
     if (it->v == it->vend)
         return CT_NOTFOUND;
@@ -391,9 +389,49 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             return -1;
         unsigned w = *p++;
         int64_t mn;
-        if (w > 64 || dpcodec_svarint(&p, end, &mn))
+        unsigned rk = 0;
+        if (w == DPCODEC_RICE_BLOCK) {
+            if (p == end || *p > 63)
+                return -1;
+            rk = *p++;
+        }
+        if ((w > 64 && w != DPCODEC_VARINT_BLOCK && w != DPCODEC_RICE_BLOCK) ||
+            dpcodec_svarint(&p, end, &mn))
             return -1;
         uint64_t cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
+        if (w == DPCODEC_RICE_BLOCK) {
+            struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
+            for (uint64_t j = 0; j < cnt; j++) {
+                uint64_t q = 0, bit, low = 0;
+                for (;;) {
+                    if (dpcodec_bitr_get(&r, 1, &bit))
+                        return -1;
+                    if (!bit)
+                        break;
+                    q++;
+                }
+                if (rk && dpcodec_bitr_get(&r, rk, &low))
+                    return -1;
+                if (rk < 64 && q > (UINT64_MAX >> rk))
+                    return -1;
+                res[done + j] = (int64_t)((uint64_t)mn + (uint64_t)coding_unzigzag(q << rk | low));
+            }
+            p += (r.pos + 7) / 8;
+            done += cnt;
+            continue;
+        }
+        if (w == DPCODEC_VARINT_BLOCK) {
+            for (uint64_t j = 0; j < cnt; j++) {
+                uint64_t u;
+                size_t k2 = coding_get_varint64(p, end, &u);
+                if (!k2)
+                    return -1;
+                p += k2;
+                res[done + j] = (int64_t)((uint64_t)mn + u);
+            }
+            done += cnt;
+            continue;
+        }
         size_t bytes = (size_t)((cnt * w + 7) / 8);
         if ((size_t)(end - p) < bytes)
             return -1;
@@ -477,7 +515,7 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
     }
     unsigned order = p[1] & 3, kind = p[1] >> 2;
     it->cflags = p[2];
-    if (order > 2 || kind > DPCODEC_VK_RAW)
+    if (order > 2 || kind > DPCODEC_VK_BITS)
         return dpcodec_corrupt(it, err, "unknown value encoding");
     p += 3;
     size_t k = coding_get_varint64(p, end, &it->n);
@@ -560,6 +598,7 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
     switch (kind) {
     case DPCODEC_VK_INT:
     case DPCODEC_VK_DECIMAL:
+    case DPCODEC_VK_BITS:
         if (dpcodec_stream_read(&p, end, order, it->n, iv))
             return dpcodec_corrupt(it, err, "value stream truncated");
         break;
@@ -587,8 +626,13 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
         }
         break;
     }
+    bool rule = (it->cflags & DPCODEC_CF_RULE_TYPES) != 0;
+    if (rule && (it->desc ||
+                 (kind != DPCODEC_VK_DECIMAL && kind != DPCODEC_VK_XOR && kind != DPCODEC_VK_BITS)))
+        return dpcodec_corrupt(it, err, "rule-typed cell with descriptors or integers");
     for (uint64_t i = 0; i < it->n; i++) {
         enum dpcodec_type t = it->desc ? (enum dpcodec_type)(it->desc[i] & 3)
+                              : rule   ? DPCODEC_DOUBLE /* decoded as a double, typed after */
                                        : (enum dpcodec_type)((it->cflags >> 4) & 3);
         if ((kind == DPCODEC_VK_INT) != (t == DPCODEC_INT) && kind != DPCODEC_VK_RAW)
             return dpcodec_corrupt(it, err, "value kind does not match the point types");
@@ -614,6 +658,9 @@ static int dpcodec_next_compressed(struct dpcodec_iter *it, struct dpcodec_point
     if (it->desc) {
         p->type = (enum dpcodec_type)(it->desc[i] & 3);
         p->ms = (it->desc[i] >> 2) & 1;
+    } else if (it->cflags & DPCODEC_CF_RULE_TYPES) {
+        p->type = dpcodec_point_real(0, false, dpcodec_bitsd(it->cval[i])).type;
+        p->ms = (it->cflags & DPCODEC_CF_ALL_MS) != 0;
     } else {
         p->type = (enum dpcodec_type)((it->cflags >> DPCODEC_CF_TYPE_SHIFT) & 3);
         p->ms = (it->cflags & DPCODEC_CF_ALL_MS) != 0;
@@ -670,7 +717,7 @@ static int dpcodec_collect(int64_t base_s, const struct wc_cell *cells, size_t n
         int rc;
         while ((rc = dpcodec_iter_next(&it, &p, err)) == CT_OK) {
             p.cell_ts_ms = cells[c].ts_ms;
-            if (count < cap) {
+            if (out && count < cap) {
                 /* binary search for the upper bound, then shift: near-linear on sorted input */
                 size_t lo = 0, hi = count;
                 if (count == 0 || !dpcodec_before(&p, &out[count - 1])) {
@@ -773,9 +820,8 @@ static int dpcodec_check_points(int64_t base_s, const struct dpcodec_point *pts,
     return CT_OK;
 }
 
-int dpcodec_compacted_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n,
-                             uint8_t *q, size_t *qlen, uint8_t *v, size_t *vlen,
-                             struct ct_err *err)
+int dpcodec_compacted_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n, uint8_t *q,
+                             size_t *qlen, uint8_t *v, size_t *vlen, struct ct_err *err)
 {
     int rc = dpcodec_check_points(base_s, pts, n, err);
     if (rc != CT_OK)
@@ -861,6 +907,60 @@ static void dpcodec_block_range(const int64_t *r, size_t cnt, int64_t *mn, unsig
     *w = range ? 64u - (unsigned)__builtin_clzll(range) : 0;
 }
 
+/* How one block of residuals is written: bit-packed from its minimum, or Rice-coded around its
+ * median (residuals of smooth series are bell-shaped: Rice codes beat a fixed width there). */
+struct dpcodec_block {
+    bool rice;
+    int64_t base;   /* minimum (packed) or median (Rice) */
+    unsigned width; /* bits per value (packed) or Rice parameter k */
+    size_t bytes;   /* encoded size including the header */
+};
+
+static int dpcodec_i64_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_block *b)
+{
+    int64_t mn;
+    unsigned w;
+    dpcodec_block_range(r, cnt, &mn, &w);
+    b->rice = false;
+    b->base = mn;
+    b->width = w;
+    b->bytes = 1 + dpcodec_varint_len(coding_zigzag(mn)) + (cnt * w + 7) / 8;
+    if (w < 4)
+        return; /* nothing to gain on narrow blocks */
+    int64_t sorted[DPCODEC_BLOCK];
+    memcpy(sorted, r, cnt * sizeof(*r));
+    qsort(sorted, cnt, sizeof(*sorted), dpcodec_i64_cmp);
+    int64_t med = sorted[cnt / 2];
+    uint64_t u[DPCODEC_BLOCK];
+    for (size_t j = 0; j < cnt; j++)
+        u[j] = coding_zigzag(dpcodec_sub(r[j], med));
+    for (unsigned k = 0; k < 64; k++) {
+        uint64_t bits = cnt * (k + 1);
+        bool ok = true;
+        for (size_t j = 0; j < cnt && ok; j++) {
+            uint64_t q = u[j] >> k;
+            if (q > (1u << 20))
+                ok = false; /* a unary run that long is never the cheapest */
+            bits += q;
+        }
+        if (!ok)
+            continue;
+        size_t bytes = 2 + dpcodec_varint_len(coding_zigzag(med)) + (size_t)((bits + 7) / 8);
+        if (bytes < b->bytes) {
+            b->rice = true;
+            b->base = med;
+            b->width = k;
+            b->bytes = bytes;
+        }
+    }
+}
+
 /* Bytes of the integer stream of order k over x (res: scratch of n entries). */
 static size_t dpcodec_stream_cost(const int64_t *x, size_t n, unsigned k, int64_t *res)
 {
@@ -871,16 +971,15 @@ static size_t dpcodec_stream_cost(const int64_t *x, size_t n, unsigned k, int64_
         c += dpcodec_varint_len(coding_zigzag(heads[i]));
     for (size_t done = 0; done < n - h; done += DPCODEC_BLOCK) {
         size_t cnt = n - h - done < DPCODEC_BLOCK ? n - h - done : DPCODEC_BLOCK;
-        int64_t mn;
-        unsigned w;
-        dpcodec_block_range(res + done, cnt, &mn, &w);
-        c += 1 + dpcodec_varint_len(coding_zigzag(mn)) + (cnt * w + 7) / 8;
+        struct dpcodec_block b;
+        dpcodec_block_choose(res + done, cnt, &b);
+        c += b.bytes;
     }
     return c;
 }
 
 static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64_t *res,
-                                   uint8_t *p)
+                                   bool varint_blocks, uint8_t *p)
 {
     int64_t heads[2] = {0, 0};
     size_t h = dpcodec_residuals(x, n, k, heads, res);
@@ -892,6 +991,34 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
         int64_t mn;
         unsigned w;
         dpcodec_block_range(res + done, cnt, &mn, &w);
+        if (varint_blocks && w > 0) {
+            /* byte-aligned residuals: larger raw, but DEFLATE's Huffman codes then approach
+             * the residuals' entropy */
+            p[o++] = DPCODEC_VARINT_BLOCK;
+            o += coding_put_varint64(p + o, coding_zigzag(mn));
+            for (size_t j = 0; j < cnt; j++)
+                o += coding_put_varint64(p + o, (uint64_t)res[done + j] - (uint64_t)mn);
+            continue;
+        }
+        struct dpcodec_block b;
+        dpcodec_block_choose(res + done, cnt, &b);
+        if (b.rice) {
+            p[o++] = DPCODEC_RICE_BLOCK;
+            p[o++] = (uint8_t)b.width;
+            o += coding_put_varint64(p + o, coding_zigzag(b.base));
+            struct dpcodec_bitw bw = {p + o, 0};
+            for (size_t j = 0; j < cnt; j++) {
+                uint64_t u = coding_zigzag(dpcodec_sub(res[done + j], b.base));
+                for (uint64_t q = u >> b.width; q > 0; q--)
+                    dpcodec_bitw_put(&bw, 1, 1);
+                dpcodec_bitw_put(&bw, 0, 1);
+                if (b.width)
+                    dpcodec_bitw_put(&bw, u & ((b.width < 64 ? (1ull << b.width) : 0) - 1),
+                                     b.width);
+            }
+            o += (bw.bits + 7) / 8;
+            continue;
+        }
         p[o++] = (uint8_t)w;
         o += coding_put_varint64(p + o, coding_zigzag(mn));
         struct dpcodec_bitw bw = {p + o, 0};
@@ -963,8 +1090,8 @@ static size_t dpcodec_xor_write(const struct dpcodec_point *pts, size_t n, uint8
 }
 
 /* Finds the decimal exponent that represents every float point exactly, filling m[]. */
-static bool dpcodec_decimal_fit(const struct dpcodec_point *pts, size_t n, int64_t *m,
-                                unsigned *exp_out)
+static bool dpcodec_decimal_fit(const struct dpcodec_point *pts, size_t n, bool as_double,
+                                int64_t *m, unsigned *exp_out)
 {
     unsigned e = 0;
     for (size_t i = 0; i < n; i++) {
@@ -977,7 +1104,8 @@ static bool dpcodec_decimal_fit(const struct dpcodec_point *pts, size_t n, int64
             if (fabs(s) >= 9007199254740992.0)
                 return false;
             int64_t mm = llround(s);
-            if (dpcodec_dbits(dpcodec_decimal(mm, k, pts[i].type)) == dpcodec_dbits(v))
+            enum dpcodec_type t = as_double ? DPCODEC_DOUBLE : pts[i].type;
+            if (dpcodec_dbits(dpcodec_decimal(mm, k, t)) == dpcodec_dbits(v))
                 break;
         }
         if (k > DPCODEC_MAX_EXP10)
@@ -989,7 +1117,8 @@ static bool dpcodec_decimal_fit(const struct dpcodec_point *pts, size_t n, int64
         if (fabs(s) >= 9007199254740992.0)
             return false;
         m[i] = llround(s);
-        if (dpcodec_dbits(dpcodec_decimal(m[i], e, pts[i].type)) != dpcodec_dbits(pts[i].f))
+        enum dpcodec_type t = as_double ? DPCODEC_DOUBLE : pts[i].type;
+        if (dpcodec_dbits(dpcodec_decimal(m[i], e, t)) != dpcodec_dbits(pts[i].f))
             return false;
     }
     *exp_out = e;
@@ -1001,17 +1130,89 @@ static void xs_desc(int64_t *d, size_t i, const struct dpcodec_point *pts)
     d[i] = pts[i].type | (pts[i].ms ? 4 : 0);
 }
 
-int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n,
-                              uint8_t *v, size_t *vlen, struct ct_err *err)
+struct dpcodec_plan {
+    const struct dpcodec_point *pts;
+    size_t n;
+    int64_t base_ms;
+    bool uniform, seconds;
+    unsigned kind, order, e10;
+    const int64_t *xs; /* values (INT, DECIMAL) */
+    int64_t *res, *ts; /* scratch, n entries each */
+};
+
+/* Writes the payload of dpcodec_format.h into raw; returns its length. */
+static size_t dpcodec_payload(const struct dpcodec_plan *pl, bool varint_blocks, uint8_t *raw)
+{
+    const struct dpcodec_point *pts = pl->pts;
+    size_t n = pl->n, o = 0;
+    if (!pl->uniform) {
+        for (size_t i = 0; i < n; i++)
+            xs_desc(pl->res, i, pts);
+        o += dpcodec_stream_write(pl->res, n, 0, pl->ts, varint_blocks, raw + o);
+    }
+    if (pl->kind == DPCODEC_VK_DECIMAL)
+        raw[o++] = (uint8_t)pl->e10;
+    int64_t unit = pl->seconds ? 1000 : 1;
+    for (size_t i = 0; i < n; i++)
+        pl->ts[i] = (pts[i].ts_ms - pl->base_ms) / unit;
+    o += dpcodec_stream_write(pl->ts, n, 2, pl->res, varint_blocks, raw + o);
+    switch (pl->kind) {
+    case DPCODEC_VK_INT:
+    case DPCODEC_VK_DECIMAL:
+    case DPCODEC_VK_BITS:
+        o += dpcodec_stream_write(pl->xs, n, pl->order, pl->res, varint_blocks, raw + o);
+        break;
+    case DPCODEC_VK_XOR:
+        o += dpcodec_xor_write(pts, n, raw + o);
+        break;
+    case DPCODEC_VK_RAW:
+        for (size_t i = 0; i < n; i++) {
+            if (pts[i].type == DPCODEC_INT) {
+                o += coding_put_varint64(raw + o, coding_zigzag(pts[i].i));
+            } else {
+                uint8_t f;
+                o += dpcodec_value(&pts[i], raw + o, &f);
+            }
+        }
+        break;
+    }
+    return o;
+}
+
+/* Raw DEFLATE of in into out (cap); 0 if it fails or does not fit. */
+static size_t dpcodec_deflate(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
+{
+    if (n <= 32)
+        return 0;
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return 0;
+    zs.next_in = (Bytef *)(uintptr_t)in;
+    zs.avail_in = (uInt)n;
+    zs.next_out = out;
+    zs.avail_out = (uInt)cap;
+    size_t got = deflate(&zs, Z_FINISH) == Z_STREAM_END ? cap - zs.avail_out : 0;
+    deflateEnd(&zs);
+    return got;
+}
+
+int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n, uint8_t *v,
+                              size_t *vlen, struct ct_err *err)
 {
     int rc = dpcodec_check_points(base_s, pts, n, err);
     if (rc != CT_OK)
         return rc;
     int64_t base_ms = base_s * 1000;
-    bool uniform = true, seconds = true, all_int = true, no_int = true;
+    bool uniform = true, seconds = true, all_int = true, no_int = true, rule = true;
     for (size_t i = 0; i < n; i++) {
         if (pts[i].type != pts[0].type || pts[i].ms != pts[0].ms)
             uniform = false;
+        /* rule: every real point is typed by OpenTSDB's rule and ms flags agree, so neither
+         * needs descriptors (gauges mix floats and doubles all the time) */
+        if (pts[i].ms != pts[0].ms || pts[i].type == DPCODEC_INT ||
+            pts[i].type != dpcodec_point_real(0, false, pts[i].f).type)
+            rule = false;
         if ((pts[i].ts_ms - base_ms) % 1000 != 0)
             seconds = false;
         if (pts[i].type == DPCODEC_INT)
@@ -1029,6 +1230,8 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
         rc = ct_err_set(err, CT_ENOMEM, "out of memory compressing %zu points", n);
         goto done;
     }
+    if (!no_int)
+        rule = false;
     /* choose the value encoding (invariant 3: decimal only when exact) */
     unsigned kind = DPCODEC_VK_RAW, order = 0, e10 = 0;
     size_t cost;
@@ -1038,71 +1241,72 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
         kind = DPCODEC_VK_INT;
         order = dpcodec_best_order(xs, n, res, &cost);
     } else if (no_int) { /* floats and doubles may mix: OpenTSDB types each value on its own */
-        size_t xc = dpcodec_xor_write(pts, n, NULL);
+        size_t best = dpcodec_xor_write(pts, n, NULL), bc;
         kind = DPCODEC_VK_XOR;
-        if (dpcodec_decimal_fit(pts, n, xs, &e10)) {
+        if (uniform)
+            rule = false;
+        /* the IEEE bits as integers: close values of one binade have close bit patterns */
+        for (size_t i = 0; i < n; i++)
+            ts[i] = (int64_t)dpcodec_dbits(pts[i].f);
+        unsigned bo = dpcodec_best_order(ts, n, res, &bc);
+        if (bc < best) {
+            best = bc;
+            kind = DPCODEC_VK_BITS;
+            order = bo;
+        }
+        if (dpcodec_decimal_fit(pts, n, rule, xs, &e10)) {
             unsigned o = dpcodec_best_order(xs, n, res, &cost);
-            if (cost + 1 <= xc) {
+            if (cost + 1 <= best) {
                 kind = DPCODEC_VK_DECIMAL;
                 order = o;
             }
         }
+        if (kind == DPCODEC_VK_BITS)
+            memcpy(xs, ts, n * sizeof(*xs));
     }
-    size_t o = 0;
     uint8_t flags = 0;
     if (seconds)
         flags |= DPCODEC_CF_SECONDS;
-    if (!uniform) {
+    if (rule) {
+        flags |= DPCODEC_CF_RULE_TYPES;
+        if (pts[0].ms)
+            flags |= DPCODEC_CF_ALL_MS;
+        uniform = true; /* no descriptors */
+    } else if (!uniform) {
         flags |= DPCODEC_CF_DESCRIPTORS;
-        for (size_t i = 0; i < n; i++)
-            xs_desc(res, i, pts);
-        o += dpcodec_stream_write(res, n, 0, ts, raw + o); /* ts is free until below */
     } else {
         flags |= (uint8_t)(pts[0].type << DPCODEC_CF_TYPE_SHIFT);
         if (pts[0].ms)
             flags |= DPCODEC_CF_ALL_MS;
     }
-    if (kind == DPCODEC_VK_DECIMAL)
-        raw[o++] = (uint8_t)e10;
-    /* timestamps (an order-2 stream); offsets are computed into a scratch that does not alias
-     * xs, which holds the values */
-    int64_t unit = seconds ? 1000 : 1;
-    for (size_t i = 0; i < n; i++)
-        ts[i] = (pts[i].ts_ms - base_ms) / unit;
-    o += dpcodec_stream_write(ts, n, 2, res, raw + o);
-    switch (kind) {
-    case DPCODEC_VK_INT:
-    case DPCODEC_VK_DECIMAL:
-        o += dpcodec_stream_write(xs, n, order, res, raw + o);
-        break;
-    case DPCODEC_VK_XOR:
-        o += dpcodec_xor_write(pts, n, raw + o);
-        break;
-    case DPCODEC_VK_RAW:
-        for (size_t i = 0; i < n; i++) {
-            if (pts[i].type == DPCODEC_INT) {
-                o += coding_put_varint64(raw + o, coding_zigzag(pts[i].i));
-            } else {
-                uint8_t f;
-                o += dpcodec_value(&pts[i], raw + o, &f);
-            }
+    struct dpcodec_plan plan = {pts, n, base_ms, uniform, seconds, kind, order, e10, xs, res, ts};
+    /* two payloads: bit-packed blocks (smallest raw) and varint blocks (often smallest once
+     * deflated); each raw or deflated; the smallest of the four wins */
+    size_t o = dpcodec_payload(&plan, false, raw);
+    size_t zlen = 0, best = o;
+    const uint8_t *payload = raw;
+    bool deflated = false;
+    z = malloc(2 * (rawcap + 64));
+    if (z) {
+        uint8_t *z1 = z, *z2 = z + rawcap + 64, *rawb = NULL;
+        zlen = dpcodec_deflate(raw, o, z1, rawcap + 64);
+        if (zlen && zlen + dpcodec_varint_len(o) < best) {
+            best = zlen + dpcodec_varint_len(o);
+            payload = z1;
+            deflated = true;
         }
-        break;
-    }
-    /* try raw DEFLATE; keep it only if it saves bytes */
-    size_t zlen = 0;
-    z = malloc(o + 64);
-    if (z && o > 32) {
-        z_stream zs;
-        memset(&zs, 0, sizeof(zs));
-        if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK) {
-            zs.next_in = raw;
-            zs.avail_in = (uInt)o;
-            zs.next_out = z;
-            zs.avail_out = (uInt)(o + 64);
-            if (deflate(&zs, Z_FINISH) == Z_STREAM_END)
-                zlen = (o + 64) - zs.avail_out;
-            deflateEnd(&zs);
+        rawb = malloc(rawcap);
+        if (rawb) {
+            size_t ob = dpcodec_payload(&plan, true, rawb);
+            size_t zb = dpcodec_deflate(rawb, ob, z2, rawcap + 64);
+            if (zb && zb + dpcodec_varint_len(ob) < best) {
+                best = zb + dpcodec_varint_len(ob);
+                payload = z2;
+                deflated = true;
+                zlen = zb;
+                o = ob;
+            }
+            free(rawb);
         }
     }
     size_t h = 0;
@@ -1110,10 +1314,10 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     v[h++] = DPCODEC_VENC(kind, order);
     size_t flags_at = h++;
     h += coding_put_varint64(v + h, n);
-    if (zlen && zlen + dpcodec_varint_len(o) < o) {
+    if (deflated) {
         flags |= DPCODEC_CF_DEFLATED;
         h += coding_put_varint64(v + h, o);
-        memcpy(v + h, z, zlen);
+        memcpy(v + h, payload, zlen);
         h += zlen;
     } else {
         memcpy(v + h, raw, o);
@@ -1154,8 +1358,8 @@ static int dpcodec_qcmp(const void *a, const void *b)
 }
 
 int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
-                    enum dpcodec_format format, bool fix_duplicates,
-                    struct dpcodec_compacted *out, struct ct_err *err)
+                    enum dpcodec_format format, bool fix_duplicates, struct dpcodec_compacted *out,
+                    struct ct_err *err)
 {
     memset(out, 0, sizeof(*out));
     size_t ndata = 0, nkeep = 0;
@@ -1177,8 +1381,10 @@ int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
         return CT_NOTFOUND;
     if (ndata == 1) {
         enum dpcodec_qkind k = dpcodec_qualifier_kind(only->qualifier.data, only->qualifier.len);
+        /* already merged; and OpenTSDB never compacts a lone single cell either */
         if ((format == DPCODEC_FORMAT_COMPRESSED && k == DPCODEC_Q_COMPRESSED) ||
-            (format == DPCODEC_FORMAT_OPENTSDB && k == DPCODEC_Q_COMPACTED))
+            (format == DPCODEC_FORMAT_OPENTSDB &&
+             (k == DPCODEC_Q_COMPACTED || k == DPCODEC_Q_POINT)))
             return CT_NOTFOUND;
     }
     /* count the points, then decode into one buffer */
@@ -1189,11 +1395,11 @@ int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
     ct_err_clear(err);
     if (npts == 0)
         return CT_NOTFOUND;
-    size_t vcap = format == DPCODEC_FORMAT_COMPRESSED ? dpcodec_compressed_bound(npts)
-                                                      : 8 * npts + 1;
+    size_t vcap =
+        format == DPCODEC_FORMAT_COMPRESSED ? dpcodec_compressed_bound(npts) : 8 * npts + 1;
     size_t qcap = format == DPCODEC_FORMAT_COMPRESSED ? DPCODEC_CQ_LEN : 4 * npts;
-    size_t total = npts * sizeof(struct dpcodec_point) + (nkeep + 1) * sizeof(struct wc_cell) +
-                   vcap + qcap;
+    size_t total =
+        npts * sizeof(struct dpcodec_point) + (nkeep + 1) * sizeof(struct wc_cell) + vcap + qcap;
     char *mem = malloc(total);
     if (!mem)
         return ct_err_set(err, CT_ENOMEM, "out of memory compacting %zu points", npts);
@@ -1203,8 +1409,8 @@ int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
     uint8_t *qbuf = vbuf + vcap;
     size_t n = 0, dups = 0, conflicts = 0;
     int64_t first_conflict = 0;
-    rc = dpcodec_collect(base_s, cells, ncells, pts, npts, &n, &dups, &conflicts,
-                         &first_conflict, err);
+    rc = dpcodec_collect(base_s, cells, ncells, pts, npts, &n, &dups, &conflicts, &first_conflict,
+                         err);
     if (rc != CT_OK)
         goto fail;
     if (conflicts && !fix_duplicates) {

@@ -28,24 +28,26 @@
 #include "storage/wc.h"
 
 /* Qualifier flags nibble (OpenTSDB Const.FLAGS_MASK etc.). */
-#define DPCODEC_FLAG_FLOAT 0x08
-#define DPCODEC_LENGTH_MASK 0x07
-#define DPCODEC_FLAGS_MASK 0x0F
-#define DPCODEC_MS_PREFIX 0xF0
+#define DPCODEC_FLAG_FLOAT        0x08
+#define DPCODEC_LENGTH_MASK       0x07
+#define DPCODEC_FLAGS_MASK        0x0F
+#define DPCODEC_MS_PREFIX         0xF0
 #define DPCODEC_ANNOTATION_PREFIX 0x01
-#define DPCODEC_APPEND_PREFIX 0x05
-#define DPCODEC_HISTOGRAM_PREFIX 0x06
-#define DPCODEC_MS_MIXED_COMPACT 0x01
+#define DPCODEC_APPEND_PREFIX     0x05
+#define DPCODEC_HISTOGRAM_PREFIX  0x06
+#define DPCODEC_MS_MIXED_COMPACT  0x01
 /* ctsdb's compressed hour cell qualifier: this 3-byte prefix + 8 bytes (odd length, so OpenTSDB
  * readers skip it). */
-#define DPCODEC_CQ "\x07" "CT"
+#define DPCODEC_CQ                                                                                 \
+    "\x07"                                                                                         \
+    "CT"
 #define DPCODEC_CQ_PREFIX_LEN 3
-#define DPCODEC_CQ_LEN 11
-#define DPCODEC_APPEND_Q "\x05\x00\x00"
-#define DPCODEC_APPEND_Q_LEN 3
+#define DPCODEC_CQ_LEN        11
+#define DPCODEC_APPEND_Q      "\x05\x00\x00"
+#define DPCODEC_APPEND_Q_LEN  3
 /* Most bytes one point takes as a single cell: 4-byte qualifier, 8-byte value. */
 #define DPCODEC_MAX_QUALIFIER 4
-#define DPCODEC_MAX_VALUE 8
+#define DPCODEC_MAX_VALUE     8
 
 /* How a value is stored. The stored width is part of a point's identity in OpenTSDB's format. */
 enum dpcodec_type {
@@ -58,9 +60,9 @@ enum dpcodec_type {
 struct dpcodec_point {
     int64_t ts_ms;
     enum dpcodec_type type;
-    bool ms;   /* written with a millisecond qualifier */
-    int64_t i; /* when type == DPCODEC_INT */
-    double f;  /* when type is FLOAT or DOUBLE (a FLOAT holds a float-exact double) */
+    bool ms;            /* written with a millisecond qualifier */
+    int64_t i;          /* when type == DPCODEC_INT */
+    double f;           /* when type is FLOAT or DOUBLE (a FLOAT holds a float-exact double) */
     int64_t cell_ts_ms; /* decoding: write time of the cell it came from; ignored on encode */
 };
 
@@ -111,10 +113,10 @@ struct dpcodec_iter {
     /* compressed-cell state: the whole cell is decoded into scratch on the first call */
     uint8_t cflags;
     uint64_t n, i;
-    const uint8_t *desc;   /* descriptor bytes or NULL */
-    int64_t *cts;          /* n timestamps, ms */
-    uint64_t *cval;        /* n values: int64 or IEEE double bits */
-    uint8_t *scratch;      /* owned (dpcodec_iter_end) */
+    const uint8_t *desc; /* descriptor bytes or NULL */
+    int64_t *cts;        /* n timestamps, ms */
+    uint64_t *cval;      /* n values: int64 or IEEE double bits */
+    uint8_t *scratch;    /* owned (dpcodec_iter_end) */
 };
 /* Starts iterating a cell of the row whose base hour is base_s. */
 void dpcodec_iter_init(struct dpcodec_iter *it, int64_t base_s, const uint8_t *q, size_t qlen,
@@ -133,8 +135,8 @@ void dpcodec_iter_end(struct dpcodec_iter *it);
  * returns CT_ELIMIT with *n = the count needed and out holds garbage. CT_ECORRUPT on a malformed
  * cell. Allocation-free except for compressed cells (one buffer per cell while it is read). */
 CT_MUST_CHECK int dpcodec_row_decode(int64_t base_s, const struct wc_cell *cells, size_t ncells,
-                                     struct dpcodec_point *out, size_t cap, size_t *n,
-                                     size_t *dups, struct ct_err *err);
+                                     struct dpcodec_point *out, size_t cap, size_t *n, size_t *dups,
+                                     struct ct_err *err);
 
 /* Annotations: the qualifier of an annotation starting at start_ms (ms qualifier iff ms), and
  * the start time of an annotation qualifier (CT_EINVAL if it is not one). */
@@ -163,16 +165,15 @@ void dpcodec_compressed_qualifier(const struct dpcodec_point *pts, size_t n, uin
  * into v (room dpcodec_compressed_bound(n)); see dpcodec_compressed_qualifier(). Lossless: decoding
  * gives back every timestamp, type, ms flag and value bit for bit. */
 CT_MUST_CHECK int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts,
-                                            size_t n, uint8_t *v, size_t *vlen,
-                                            struct ct_err *err);
+                                            size_t n, uint8_t *v, size_t *vlen, struct ct_err *err);
 
 /* The result of compacting one row: the cells to write in its place, in wc.h cell order. */
 struct dpcodec_compacted {
     struct wc_cell *cells; /* row/family unset (caller fills); qualifier/value point into mem */
     size_t ncells;
-    size_t npoints;     /* datapoints in the merged cell */
-    size_t duplicates;  /* duplicate timestamps resolved (dropped) */
-    void *mem;          /* owned; freed by dpcodec_compacted_free() */
+    size_t npoints;    /* datapoints in the merged cell */
+    size_t duplicates; /* duplicate timestamps resolved (dropped) */
+    void *mem;         /* owned; freed by dpcodec_compacted_free() */
 };
 void dpcodec_compacted_free(struct dpcodec_compacted *c);
 
@@ -180,8 +181,8 @@ void dpcodec_compacted_free(struct dpcodec_compacted *c);
  * other cells (annotations, histograms, unknown) as they are. Duplicate timestamps: identical
  * values are merged silently; different values are CT_ECONFLICT (err names the timestamp)
  * unless fix_duplicates, which keeps the newest cell's value. Returns CT_NOTFOUND (out empty)
- * when there is nothing to gain: no datapoint cell, or already exactly one merged cell of this
- * format. Returns a new result in *out, freed with dpcodec_compacted_free(). */
+ * when there is nothing to gain: no datapoint cell, already exactly one merged cell of this
+ * format, or (OpenTSDB format) a lone single cell. Returns a new result in *out, freed with dpcodec_compacted_free(). */
 CT_MUST_CHECK int dpcodec_compact(int64_t base_s, const struct wc_cell *cells, size_t ncells,
                                   enum dpcodec_format format, bool fix_duplicates,
                                   struct dpcodec_compacted *out, struct ct_err *err);

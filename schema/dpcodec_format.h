@@ -16,10 +16,12 @@
  *   off size  field
  *   0   1     version = DPCODEC_CVERSION (1); readers reject others
  *   1   1     venc: bits 0-1 = order k of the integer streams (0 values, 1 deltas, 2 deltas of
- *             deltas), bits 2-3 = value kind (0 INT, 1 DECIMAL, 2 XOR, 3 RAW)
+ *             deltas), bits 2-7 = value kind (0 INT, 1 DECIMAL, 2 XOR, 3 RAW, 4 BITS)
  *   2   1     flags: bit0 timestamps stored in seconds (else ms); bit1 payload is raw-deflated;
  *             bit2 per-point descriptor bytes present; bit3 every point has an ms qualifier;
- *             bits4-5 the uniform type (0 int, 1 float, 2 double) when bit2 is clear
+ *             bits4-5 the uniform type (0 int, 1 float, 2 double) when bit2 and bit6 are clear;
+ *             bit6 real points typed by OpenTSDB's rule (float iff (float)v == v, else double;
+ *             no descriptors; DECIMAL values then decode as doubles)
  *   3   var   n: number of points (varint, 1 ..= 3600000)
  *   .   var   raw payload length (varint), only if bit1
  *   .   ...   payload (raw, or a raw DEFLATE stream of it), to the end of the value
@@ -31,13 +33,19 @@
  *     XOR: Gorilla bit stream (MSB first) of the IEEE double bits: 64 bits of the first value,
  *          then per value '0' = same as previous; '10' + the bits inside the previous window;
  *          '11' + 5 bits leading zeros + 6 bits (length - 1) + the bits (a new window);
+ *     BITS: an integer stream of order k over the IEEE double bits read as signed 64-bit ints;
  *     RAW: per point by its descriptor: int zigzag varint; float 4 bytes BE; double 8 bytes BE.
  * integer stream of order k over x_0..x_n-1: the first min(k, n) "heads" as zigzag varints
  *   (x_0, then x_1 - x_0 for k = 2), then the n - k residuals (k = 0: x_i; k = 1: x_i - x_i-1;
  *   k = 2: (x_i - x_i-1) - (x_i-1 - x_i-2)), all in 64-bit two's complement wrap-around, packed
  *   in blocks of up to DPCODEC_BLOCK residuals: 1 byte width w (0..64), zigzag varint of the
  *   block minimum, then ceil(count * w / 8) bytes holding each (residual - minimum) on w bits,
- *   MSB first.
+ *   MSB first; or a varint block: 1 byte 0x80, zigzag varint of the minimum, then each
+ *   (residual - minimum) as an unsigned varint (the encoder tries both kinds of payload, raw and
+ *   deflated, and keeps the smallest); or a Rice block: 1 byte 0x81, 1 byte k (0..63), zigzag
+ *   varint of the block median c, then per residual u = zigzag(residual - c) as Rice code: u >> k
+ *   one-bits, a zero-bit, then the low k bits of u, MSB first, padded to a byte at the block's
+ *   end (chosen per block when smaller than the bit-packed form).
  * The decimal kind is chosen only when (double)m / 10^e (rounded to float for float points)
  * reproduces every value bit for bit, so the format is lossless by construction. */
 #ifndef CT_SCHEMA_DPCODEC_FORMAT_H
@@ -50,15 +58,19 @@ enum dpcodec_vkind {
     DPCODEC_VK_DECIMAL = 1,
     DPCODEC_VK_XOR = 2,
     DPCODEC_VK_RAW = 3,
+    DPCODEC_VK_BITS = 4,
 };
 #define DPCODEC_VENC(kind, order) ((uint8_t)((kind) << 2 | (order)))
-#define DPCODEC_BLOCK 128
+#define DPCODEC_BLOCK             128
+#define DPCODEC_VARINT_BLOCK      0x80 /* block "width" byte of a varint block */
+#define DPCODEC_RICE_BLOCK        0x81 /* block "width" byte of a Rice-coded block */
 
-#define DPCODEC_CF_SECONDS 0x01
-#define DPCODEC_CF_DEFLATED 0x02
+#define DPCODEC_CF_SECONDS     0x01
+#define DPCODEC_CF_DEFLATED    0x02
 #define DPCODEC_CF_DESCRIPTORS 0x04
-#define DPCODEC_CF_ALL_MS 0x08
-#define DPCODEC_CF_TYPE_SHIFT 4
+#define DPCODEC_CF_ALL_MS      0x08
+#define DPCODEC_CF_TYPE_SHIFT  4
+#define DPCODEC_CF_RULE_TYPES  0x40
 
 #define DPCODEC_MAX_EXP10 15
 

@@ -30,8 +30,7 @@ int rowkey_layout_check(const struct rowkey_layout *l, struct ct_err *err)
     if (l->salt_buckets < 1 || l->salt_buckets > (1u << 31) - 1)
         return ct_err_set(err, CT_EINVAL, "tsd.storage.salt.buckets must be >= 1, not %u",
                           l->salt_buckets);
-    if (l->salt_width > 0 && l->salt_width < 4 &&
-        l->salt_buckets > (1u << (8 * l->salt_width)))
+    if (l->salt_width > 0 && l->salt_width < 4 && l->salt_buckets > (1u << (8 * l->salt_width)))
         return ct_err_set(err, CT_EINVAL,
                           "tsd.storage.salt.buckets %u do not fit in a salt of %u byte(s)",
                           l->salt_buckets, l->salt_width);
@@ -91,11 +90,10 @@ int rowkey_tsuid_build(const struct rowkey_layout *l, uint64_t metric,
     /* insertion sort of indexes by tagk (ntags is small) */
     uint8_t order[ROWKEY_MAX_TAGS];
     for (size_t i = 0; i < ntags; i++) {
-        if (tags[i].tagk == 0 || !rowkey_fits(tags[i].tagk, l->tagk_width) ||
-            tags[i].tagv == 0 || !rowkey_fits(tags[i].tagv, l->tagv_width))
+        if (tags[i].tagk == 0 || !rowkey_fits(tags[i].tagk, l->tagk_width) || tags[i].tagv == 0 ||
+            !rowkey_fits(tags[i].tagv, l->tagv_width))
             return ct_err_set(err, CT_EINVAL, "tag uid pair %llu=%llu does not fit the widths",
-                              (unsigned long long)tags[i].tagk,
-                              (unsigned long long)tags[i].tagv);
+                              (unsigned long long)tags[i].tagk, (unsigned long long)tags[i].tagv);
         size_t j = i;
         while (j > 0 && tags[order[j - 1]].tagk > tags[i].tagk) {
             order[j] = order[j - 1];
@@ -198,8 +196,8 @@ struct rowkey_tag rowkey_parts_tag(const struct rowkey_layout *l, const struct r
     return tag;
 }
 
-size_t rowkey_tsuid_of(const struct rowkey_layout *l, const uint8_t *row, size_t len,
-                       uint8_t *out, size_t cap)
+size_t rowkey_tsuid_of(const struct rowkey_layout *l, const uint8_t *row, size_t len, uint8_t *out,
+                       size_t cap)
 {
     size_t head = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
     if (len < head)
@@ -267,8 +265,7 @@ struct rowkey_filter {
     size_t nclauses;
 };
 
-int rowkey_filter_new(const struct rowkey_layout *l, struct rowkey_filter **out,
-                      struct ct_err *err)
+int rowkey_filter_new(const struct rowkey_layout *l, struct rowkey_filter **out, struct ct_err *err)
 {
     struct rowkey_filter *f = calloc(1, sizeof(*f));
     if (!f)

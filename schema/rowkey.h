@@ -18,10 +18,10 @@
 #include "storage/wc.h"
 
 #define ROWKEY_TIMESTAMP_BYTES 4
-#define ROWKEY_MAX_SALT_WIDTH 8
-#define ROWKEY_MAX_UID_WIDTH 8
-#define ROWKEY_MAX_TAGS 64 /* hard upper bound of tsd.storage.max_tags */
-#define ROWKEY_HOUR_S 3600
+#define ROWKEY_MAX_SALT_WIDTH  8
+#define ROWKEY_MAX_UID_WIDTH   8
+#define ROWKEY_MAX_TAGS        64 /* hard upper bound of tsd.storage.max_tags */
+#define ROWKEY_HOUR_S          3600
 /* Longest possible TSUID and row key. */
 #define ROWKEY_MAX_TSUID (ROWKEY_MAX_UID_WIDTH * (1 + 2 * ROWKEY_MAX_TAGS))
 #define ROWKEY_MAX_BYTES (ROWKEY_MAX_SALT_WIDTH + ROWKEY_TIMESTAMP_BYTES + ROWKEY_MAX_TSUID)
@@ -79,11 +79,11 @@ size_t rowkey_encode(const struct rowkey_layout *l, const uint8_t *tsuid, size_t
 
 /* A decoded row key; pointers borrow the key. */
 struct rowkey_parts {
-    uint32_t salt;          /* the salt bucket stored in the key */
-    uint64_t metric;        /* metric uid */
-    int64_t base_s;         /* base hour, seconds */
+    uint32_t salt;   /* the salt bucket stored in the key */
+    uint64_t metric; /* metric uid */
+    int64_t base_s;  /* base hour, seconds */
     size_t ntags;
-    const uint8_t *tags;    /* ntags * (tagk_width + tagv_width) bytes */
+    const uint8_t *tags; /* ntags * (tagk_width + tagv_width) bytes */
 };
 /* Decodes a row key. CT_ECORRUPT if its length does not fit the layout. */
 CT_MUST_CHECK int rowkey_decode(const struct rowkey_layout *l, const uint8_t *row, size_t len,
@@ -93,8 +93,8 @@ struct rowkey_tag rowkey_parts_tag(const struct rowkey_layout *l, const struct r
                                    size_t i);
 /* Copies the TSUID of a row key into out (cap bytes); returns its length, 0 if the key is too
  * short or cap too small. */
-size_t rowkey_tsuid_of(const struct rowkey_layout *l, const uint8_t *row, size_t len,
-                       uint8_t *out, size_t cap);
+size_t rowkey_tsuid_of(const struct rowkey_layout *l, const uint8_t *row, size_t len, uint8_t *out,
+                       size_t cap);
 /* True if the key's salt is the one its series should have (fsck). */
 bool rowkey_salt_ok(const struct rowkey_layout *l, const uint8_t *row, size_t len);
 

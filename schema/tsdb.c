@@ -64,8 +64,7 @@ int tsdb_config_check(const struct tsdb_config *c, struct ct_err *err)
         return ct_err_set(err, CT_EINVAL, "tsd.storage.max_tags must be 1..%d, not %u",
                           ROWKEY_MAX_TAGS, c->max_tags);
     if (c->ttl_s <= 0)
-        return ct_err_set(err, CT_EINVAL, "TTL must be > 0 seconds, not %lld",
-                          (long long)c->ttl_s);
+        return ct_err_set(err, CT_EINVAL, "TTL must be > 0 seconds, not %lld", (long long)c->ttl_s);
     if (c->regions_per_bucket < 1 || c->regions_per_bucket > 256)
         return ct_err_set(err, CT_EINVAL, "regions per salt bucket must be 1..256, not %u",
                           c->regions_per_bucket);
@@ -73,8 +72,8 @@ int tsdb_config_check(const struct tsdb_config *c, struct ct_err *err)
         (uint64_t)c->layout.salt_buckets * c->regions_per_bucket > 65536)
         return ct_err_set(err, CT_EINVAL, "%u buckets x %u regions is more than 65536 regions",
                           c->layout.salt_buckets, c->regions_per_bucket);
-    if (!c->data_table || !*c->data_table || !c->uid_table || !*c->uid_table ||
-        !c->meta_table || !*c->meta_table)
+    if (!c->data_table || !*c->data_table || !c->uid_table || !*c->uid_table || !c->meta_table ||
+        !*c->meta_table)
         return ct_err_set(err, CT_EINVAL, "table names must not be empty");
     if (c->format != DPCODEC_FORMAT_COMPRESSED && c->format != DPCODEC_FORMAT_OPENTSDB)
         return ct_err_set(err, CT_EINVAL, "unknown compacted-cell format %d", (int)c->format);
@@ -109,20 +108,20 @@ int tsdb_config_set(struct tsdb_config *c, const char *key, const char *v, struc
 {
     uint64_t x = 0;
     int rc;
-#define TSDB_UINT(k, lo, hi, field)                                                             \
-    if (!strcmp(key, k)) {                                                                      \
-        if ((rc = tsdb_parse_u64(key, v, lo, hi, &x, err)) != CT_OK)                            \
-            return rc;                                                                          \
-        field = x;                                                                              \
-        return CT_OK;                                                                           \
+#define TSDB_UINT(k, lo, hi, field)                                                                \
+    if (!strcmp(key, k)) {                                                                         \
+        if ((rc = tsdb_parse_u64(key, v, lo, hi, &x, err)) != CT_OK)                               \
+            return rc;                                                                             \
+        field = x;                                                                                 \
+        return CT_OK;                                                                              \
     }
-#define TSDB_BOOL(k, field)                                                                     \
-    if (!strcmp(key, k))                                                                        \
+#define TSDB_BOOL(k, field)                                                                        \
+    if (!strcmp(key, k))                                                                           \
         return tsdb_parse_bool(key, v, &field, err);
-#define TSDB_STR(k, field)                                                                      \
-    if (!strcmp(key, k)) {                                                                      \
-        field = v;                                                                              \
-        return CT_OK;                                                                           \
+#define TSDB_STR(k, field)                                                                         \
+    if (!strcmp(key, k)) {                                                                         \
+        field = v;                                                                                 \
+        return CT_OK;                                                                              \
     }
     TSDB_STR("tsd.storage.hbase.data_table", c->data_table)
     TSDB_STR("tsd.storage.hbase.uid_table", c->uid_table)
@@ -253,16 +252,16 @@ static int tsdb_create_one(struct wc_store *s, const char *name, struct wc_famil
     return CT_OK;
 }
 
-#define TSDB_LAYOUT_ROW "\0ctsdb.layout"
+#define TSDB_LAYOUT_ROW     "\0ctsdb.layout"
 #define TSDB_LAYOUT_ROW_LEN 13
-#define TSDB_LAYOUT_Q "layout"
+#define TSDB_LAYOUT_Q       "layout"
 
 static int tsdb_layout_format(const struct rowkey_layout *l, char *buf, size_t cap)
 {
-    return snprintf(buf, cap, "salt_width=%u salt_buckets=%u metric_width=%u tagk_width=%u "
-                              "tagv_width=%u",
-                    l->salt_width, l->salt_buckets, l->metric_width, l->tagk_width,
-                    l->tagv_width);
+    return snprintf(buf, cap,
+                    "salt_width=%u salt_buckets=%u metric_width=%u tagk_width=%u "
+                    "tagv_width=%u",
+                    l->salt_width, l->salt_buckets, l->metric_width, l->tagk_width, l->tagv_width);
 }
 
 /* Records c's layout in the meta table unless a record exists (check-and-put). */
@@ -278,8 +277,8 @@ static int tsdb_layout_record(struct wc_store *s, const struct tsdb_config *c, s
                             wc_bytes_of(v, (size_t)n), WC_TS_LATEST};
     struct wc_row_mutation rm = {wc_bytes_of(TSDB_LAYOUT_ROW, TSDB_LAYOUT_ROW_LEN), &m, 1};
     bool applied;
-    rc = wc_check_and_mutate(t, rm.row, m.family, m.qualifier, NULL, &rm,
-                             WC_DURABILITY_USE_DEFAULT, &applied, err);
+    rc = wc_check_and_mutate(t, rm.row, m.family, m.qualifier, NULL, &rm, WC_DURABILITY_USE_DEFAULT,
+                             &applied, err);
     wc_table_close(t);
     return rc;
 }
@@ -305,8 +304,8 @@ int tsdb_layout_stored(struct wc_store *s, const char *meta_table, struct rowkey
     rc = CT_NOTFOUND;
     if (r.row.ncells) {
         char v[160];
-        size_t n = r.row.cells[0].value.len < sizeof(v) - 1 ? r.row.cells[0].value.len
-                                                             : sizeof(v) - 1;
+        size_t n =
+            r.row.cells[0].value.len < sizeof(v) - 1 ? r.row.cells[0].value.len : sizeof(v) - 1;
         memcpy(v, r.row.cells[0].value.data, n);
         v[n] = 0;
         struct rowkey_layout l;
@@ -425,8 +424,8 @@ int tsdb_open(struct wc_store *s, const struct tsdb_config *c, struct tsdb **out
         char a[160], b[160];
         tsdb_layout_format(&stored, a, sizeof(a));
         tsdb_layout_format(&c->layout, b, sizeof(b));
-        rc = ct_err_set(err, CT_EINVAL, "the tables were created with %s but the config says %s",
-                        a, b);
+        rc = ct_err_set(err, CT_EINVAL, "the tables were created with %s but the config says %s", a,
+                        b);
         goto fail;
     }
     if (rc != CT_OK && rc != CT_NOTFOUND)
@@ -577,25 +576,23 @@ int tsdb_series_resolve(struct tsdb *t, const char *metric, const char *const *t
         return ct_err_set(err, CT_EINVAL, "Need at least one tag (metric=%s, tags={})", metric);
     if (ntags > t->c.max_tags) {
         tsdb_tags_text(tagk, tagv, ntags, tags, sizeof(tags));
-        return ct_err_set(err, CT_EINVAL, "Too many tags: %zu maximum allowed: %u, tags: %s",
-                          ntags, t->c.max_tags, tags);
+        return ct_err_set(err, CT_EINVAL, "Too many tags: %zu maximum allowed: %u, tags: %s", ntags,
+                          t->c.max_tags, tags);
     }
     uint64_t mid;
-    int rc = tsdb_resolve_one(t, UID_METRIC, t->c.auto_create_metrics, "metric name", metric,
-                              &mid, err);
+    int rc =
+        tsdb_resolve_one(t, UID_METRIC, t->c.auto_create_metrics, "metric name", metric, &mid, err);
     if (rc != CT_OK)
         return rc;
     struct rowkey_tag rt[ROWKEY_MAX_TAGS];
     char what[UID_MAX_NAME + 40];
     for (size_t i = 0; i < ntags; i++) {
         snprintf(what, sizeof(what), "tag name with value [%s]", tagv[i]);
-        rc = tsdb_resolve_one(t, UID_TAGK, t->c.auto_create_tagks, what, tagk[i], &rt[i].tagk,
-                              err);
+        rc = tsdb_resolve_one(t, UID_TAGK, t->c.auto_create_tagks, what, tagk[i], &rt[i].tagk, err);
         if (rc != CT_OK)
             return rc;
         snprintf(what, sizeof(what), "tag value with key [%s]", tagk[i]);
-        rc = tsdb_resolve_one(t, UID_TAGV, t->c.auto_create_tagvs, what, tagv[i], &rt[i].tagv,
-                              err);
+        rc = tsdb_resolve_one(t, UID_TAGV, t->c.auto_create_tagvs, what, tagv[i], &rt[i].tagv, err);
         if (rc != CT_OK)
             return rc;
     }
@@ -705,8 +702,7 @@ int tsdb_batch_add(struct tsdb_batch *b, const struct rowkey_layout *l, const ui
         return ct_err_set(err, CT_EINVAL, "tsuid of %zu bytes does not fit the uid widths",
                           tsuid_len);
     if (p->ts_ms < 0 || p->ts_ms > 9999999999999LL)
-        return ct_err_set(err, CT_EINVAL, "timestamp %lld ms is out of range",
-                          (long long)p->ts_ms);
+        return ct_err_set(err, CT_EINVAL, "timestamp %lld ms is out of range", (long long)p->ts_ms);
     size_t rlen = l->salt_width + ROWKEY_TIMESTAMP_BYTES + tsuid_len;
     size_t need = rlen + DPCODEC_MAX_QUALIFIER + DPCODEC_MAX_VALUE;
     int rc = tsdb_batch_grow(b, b->n + 1, b->arena_len + need, err);
@@ -747,8 +743,7 @@ int tsdb_batch_add(struct tsdb_batch *b, const struct rowkey_layout *l, const ui
     return CT_OK;
 }
 
-int tsdb_batch_write(struct tsdb *t, struct tsdb_batch *b, enum wc_durability d,
-                     struct ct_err *err)
+int tsdb_batch_write(struct tsdb *t, struct tsdb_batch *b, enum wc_durability d, struct ct_err *err)
 {
     if (b->n == 0)
         return CT_OK;
@@ -826,8 +821,7 @@ static size_t tsdb_annotation_row(struct tsdb *t, const uint8_t *tsuid, size_t t
         size_t pair = l->tagk_width + l->tagv_width;
         if (tsuid_len <= l->metric_width || (tsuid_len - l->metric_width) % pair ||
             tsuid_len > ROWKEY_MAX_TSUID) {
-            ct_err_set(err, CT_EINVAL, "tsuid of %zu bytes does not fit the uid widths",
-                       tsuid_len);
+            ct_err_set(err, CT_EINVAL, "tsuid of %zu bytes does not fit the uid widths", tsuid_len);
             return 0;
         }
         return rowkey_encode(l, tsuid, tsuid_len, ts_s, row);
@@ -836,8 +830,8 @@ static size_t tsdb_annotation_row(struct tsdb *t, const uint8_t *tsuid, size_t t
     return rowkey_encode(l, zero, l->metric_width, ts_s, row);
 }
 
-int tsdb_annotation_put(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
-                        int64_t start_ms, const char *json, size_t json_len, struct ct_err *err)
+int tsdb_annotation_put(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len, int64_t start_ms,
+                        const char *json, size_t json_len, struct ct_err *err)
 {
     if (start_ms <= 0)
         return ct_err_set(err, CT_EINVAL, "Missing start time");
@@ -889,8 +883,8 @@ int tsdb_annotation_get(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len, 
     return CT_OK;
 }
 
-int tsdb_annotation_delete(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
-                           int64_t start_ms, struct ct_err *err)
+int tsdb_annotation_delete(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len, int64_t start_ms,
+                           struct ct_err *err)
 {
     uint8_t row[ROWKEY_MAX_BYTES], q[5];
     size_t rl = tsdb_annotation_row(t, tsuid, tsuid_len, start_ms, row, err);
@@ -915,8 +909,8 @@ int tsdb_annotation_delete(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_le
     }
     int64_t ts = r.row.cells[0].ts_ms;
     wc_result_release(&r);
-    struct wc_mutation m = {WC_OP_DELETE_COLUMN, wc_bytes_str(TSDB_DATA_FAMILY),
-                            wc_bytes_of(q, ql), {0}, ts};
+    struct wc_mutation m = {
+        WC_OP_DELETE_COLUMN, wc_bytes_str(TSDB_DATA_FAMILY), wc_bytes_of(q, ql), {0}, ts};
     struct wc_row_mutation rm = {wc_bytes_of(row, rl), &m, 1};
     return wc_mutate_row(t->data, &rm, WC_DURABILITY_USE_DEFAULT, err);
 }
@@ -936,9 +930,8 @@ static enum wc_row_decision tsdb_ann_row(void *arg, const uint8_t *row, size_t l
     return WC_ROW_INCLUDE;
 }
 
-int tsdb_annotation_scan(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
-                         int64_t start_ms, int64_t end_ms, tsdb_annotation_fn fn, void *arg,
-                         struct ct_err *err)
+int tsdb_annotation_scan(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len, int64_t start_ms,
+                         int64_t end_ms, tsdb_annotation_fn fn, void *arg, struct ct_err *err)
 {
     const struct rowkey_layout *l = &t->c.layout;
     uint8_t first[ROWKEY_MAX_BYTES], last[ROWKEY_MAX_BYTES];

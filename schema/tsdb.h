@@ -27,9 +27,9 @@
 /* Settings, named after OpenTSDB's config keys. Initialise with tsdb_config_init(). Strings are
  * borrowed for tsdb_open()/tsdb_create_tables() only (copied as needed). */
 struct tsdb_config {
-    const char *data_table; /* tsd.storage.hbase.data_table, default "tsdb" */
-    const char *uid_table;  /* tsd.storage.hbase.uid_table, default "tsdb-uid" */
-    const char *meta_table; /* tsd.storage.hbase.meta_table, default "tsdb-meta" */
+    const char *data_table;      /* tsd.storage.hbase.data_table, default "tsdb" */
+    const char *uid_table;       /* tsd.storage.hbase.uid_table, default "tsdb-uid" */
+    const char *meta_table;      /* tsd.storage.hbase.meta_table, default "tsdb-meta" */
     struct rowkey_layout layout; /* salt width/buckets, uid widths */
     unsigned max_tags;           /* tsd.storage.max_tags, default 8 (<= ROWKEY_MAX_TAGS) */
     bool auto_create_metrics;    /* default true (ctsdb's choice; OpenTSDB false) */
@@ -39,19 +39,19 @@ struct tsdb_config {
     const char *allow_special;   /* tsd.core.tag.allow_specialchars */
     size_t uid_cache_entries;    /* per kind and direction, default 1<<16 */
     /* table creation (create-tables, first start) */
-    bool create_tables;          /* create missing tables in tsdb_open(); default true */
-    int64_t ttl_s;               /* data family TTL; default WC_TTL_FOREVER */
-    uint32_t min_versions;       /* data family MIN_VERSIONS; default 0 */
+    bool create_tables;              /* create missing tables in tsdb_open(); default true */
+    int64_t ttl_s;                   /* data family TTL; default WC_TTL_FOREVER */
+    uint32_t min_versions;           /* data family MIN_VERSIONS; default 0 */
     enum wc_compression compression; /* every family; default SNAPPY */
-    enum wc_bloom bloom;         /* data family; default ROW */
+    enum wc_bloom bloom;             /* data family; default ROW */
     enum wc_block_encoding encoding; /* data family DATA_BLOCK_ENCODING; default PREFIX */
-    unsigned regions_per_bucket; /* pre-split regions per salt bucket; default 1 */
+    unsigned regions_per_bucket;     /* pre-split regions per salt bucket; default 1 */
     /* cells */
-    bool enable_compaction;      /* tsd.storage.enable_compaction, default true */
-    bool fix_duplicates;         /* tsd.storage.fix_duplicates, default false */
-    enum dpcodec_format format;  /* compacted-cell format; default COMPRESSED */
-    int64_t compaction_delay_s;  /* an hour is complete this long after it ends; default 0 */
-    bool read_only;              /* never write (tools): no hook, no table creation */
+    bool enable_compaction;     /* tsd.storage.enable_compaction, default true */
+    bool fix_duplicates;        /* tsd.storage.fix_duplicates, default false */
+    enum dpcodec_format format; /* compacted-cell format; default COMPRESSED */
+    int64_t compaction_delay_s; /* an hour is complete this long after it ends; default 0 */
+    bool read_only;             /* never write (tools): no hook, no table creation */
 };
 void tsdb_config_init(struct tsdb_config *c);
 CT_MUST_CHECK int tsdb_config_check(const struct tsdb_config *c, struct ct_err *err);
@@ -66,8 +66,8 @@ CT_MUST_CHECK int tsdb_config_set(struct tsdb_config *c, const char *key, const 
 /* Creates whichever of the three tables is missing, with OpenTSDB's families and c's settings;
  * the data table is pre-split at every salt bucket (times regions_per_bucket). *created (NULL
  * allowed) gets how many were created. */
-CT_MUST_CHECK int tsdb_create_tables(struct wc_store *s, const struct tsdb_config *c,
-                                     int *created, struct ct_err *err);
+CT_MUST_CHECK int tsdb_create_tables(struct wc_store *s, const struct tsdb_config *c, int *created,
+                                     struct ct_err *err);
 
 /* The key layout the tables were created with, as tsdb_create_tables() records it in the meta
  * table (row "\0ctsdb.layout", family name, qualifier "layout"). CT_NOTFOUND if the meta table or
@@ -108,10 +108,9 @@ struct wc_store *tsdb_store(struct tsdb *t);
  * tags: N maximum allowed: 8, ...`) and assigns ids where auto-create allows. An unknown metric
  * without auto-create is CT_NOTFOUND: `No such name for 'metrics': 'm'`. Duplicate tag keys are
  * CT_EINVAL. */
-CT_MUST_CHECK int tsdb_series_resolve(struct tsdb *t, const char *metric,
-                                      const char *const *tagk, const char *const *tagv,
-                                      size_t ntags, uint8_t *tsuid, size_t cap, size_t *len,
-                                      struct ct_err *err);
+CT_MUST_CHECK int tsdb_series_resolve(struct tsdb *t, const char *metric, const char *const *tagk,
+                                      const char *const *tagv, size_t ntags, uint8_t *tsuid,
+                                      size_t cap, size_t *len, struct ct_err *err);
 
 /* ---- batched writes --------------------------------------------------------------------- */
 

@@ -23,7 +23,7 @@
 #include "storage/clock.h"
 #include "storage/coding.h"
 
-#define UID_STRIPES 16
+#define UID_STRIPES      16
 #define UID_ASSIGN_TRIES 16
 
 static const char *const uid_qualifiers[UID_NKINDS] = {"metrics", "tagk", "tagv"};
@@ -223,8 +223,7 @@ static bool uid_cache_find_name(struct uid_cache *c, const char *name, size_t le
 }
 
 /* Looks an id up; copies the name into buf (cap) on a hit. Returns 1 hit, 0 miss, -1 too small. */
-static int uid_cache_find_id(struct uid_cache *c, uint64_t id, char *buf, size_t cap,
-                             size_t *len)
+static int uid_cache_find_id(struct uid_cache *c, uint64_t id, char *buf, size_t cap, size_t *len)
 {
     if (!c->nslots)
         return 0;
@@ -292,8 +291,7 @@ void uid_options_init(struct uid_options *o)
     o->cache_entries = 1u << 16;
 }
 
-int uid_open(struct wc_table *t, const struct uid_options *o, struct uid **out,
-             struct ct_err *err)
+int uid_open(struct wc_table *t, const struct uid_options *o, struct uid **out, struct ct_err *err)
 {
     for (int k = 0; k < UID_NKINDS; k++)
         if (o->width[k] < 1 || o->width[k] > 8)
@@ -414,8 +412,8 @@ static int uid_read(struct uid *u, struct wc_bytes row, const char *family, enum
 
 /* Deletes the visible versions of one uid cell: a delete at the cell's own timestamp, not at
  * "now", so that a put right after it (same millisecond) is not masked (HBase semantics). */
-static int uid_delete_cell(struct uid *u, struct wc_bytes row, const char *family,
-                           enum uid_kind k, struct ct_err *err)
+static int uid_delete_cell(struct uid *u, struct wc_bytes row, const char *family, enum uid_kind k,
+                           struct ct_err *err)
 {
     uint8_t buf[UID_MAX_NAME];
     size_t len;
@@ -425,8 +423,8 @@ static int uid_delete_cell(struct uid *u, struct wc_bytes row, const char *famil
         return CT_OK;
     if (rc != CT_OK)
         return rc;
-    struct wc_mutation m = {WC_OP_DELETE_COLUMN, wc_bytes_str(family),
-                            wc_bytes_str(uid_qualifiers[k]), {0}, ts};
+    struct wc_mutation m = {
+        WC_OP_DELETE_COLUMN, wc_bytes_str(family), wc_bytes_str(uid_qualifiers[k]), {0}, ts};
     struct wc_row_mutation rm = {row, &m, 1};
     return wc_mutate_row(u->t, &rm, WC_DURABILITY_USE_DEFAULT, err);
 }
@@ -479,8 +477,8 @@ static uint64_t uid_random(struct uid *u, uint64_t max)
 
 /* Assigns a new id to name (which had none when checked). *existed tells whether another writer
  * won the forward race (then *id is the winner's). */
-static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t len,
-                        uint64_t *id, bool *existed, struct ct_err *err)
+static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t len, uint64_t *id,
+                        bool *existed, struct ct_err *err)
 {
     unsigned w = u->o.width[k];
     uint64_t max = uid_max_for(u, k);
@@ -512,8 +510,8 @@ static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t
         int rc = wc_check_and_mutate(u->t, rm.row, m.family, m.qualifier, NULL, &rm,
                                      WC_DURABILITY_USE_DEFAULT, &applied, err);
         if (rc != CT_OK)
-            return ct_err_prefix(err, "cannot write the reverse uid row of %s '%.*s'", q,
-                                 (int)len, name);
+            return ct_err_prefix(err, "cannot write the reverse uid row of %s '%.*s'", q, (int)len,
+                                 name);
         if (!applied)
             continue; /* the id is taken (random collision or a hand-made row): draw again */
         /* (1): publish the name through its forward row */
@@ -523,8 +521,8 @@ static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t
         rc = wc_check_and_mutate(u->t, frm.row, fm.family, fm.qualifier, NULL, &frm,
                                  WC_DURABILITY_USE_DEFAULT, &applied, err);
         if (rc != CT_OK)
-            return ct_err_prefix(err, "cannot write the forward uid row of %s '%.*s'", q,
-                                 (int)len, name);
+            return ct_err_prefix(err, "cannot write the forward uid row of %s '%.*s'", q, (int)len,
+                                 name);
         if (!applied) {
             /* another writer assigned the name first; take its id (our reverse row is now an
              * orphan, as in OpenTSDB) */
@@ -544,8 +542,8 @@ static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t
                       (int)len, name, UID_ASSIGN_TRIES);
 }
 
-int uid_get_or_create_id(struct uid *u, enum uid_kind k, const char *name, size_t len,
-                         uint64_t *id, struct ct_err *err)
+int uid_get_or_create_id(struct uid *u, enum uid_kind k, const char *name, size_t len, uint64_t *id,
+                         struct ct_err *err)
 {
     int rc = uid_get_id(u, k, name, len, id, err);
     if (rc != CT_NOTFOUND)
@@ -593,8 +591,8 @@ int uid_assign_id(struct uid *u, enum uid_kind k, const char *name, size_t len, 
     return CT_OK;
 }
 
-int uid_get_name(struct uid *u, enum uid_kind k, uint64_t id, char *buf, size_t cap,
-                 size_t *len, struct ct_err *err)
+int uid_get_name(struct uid *u, enum uid_kind k, uint64_t id, char *buf, size_t cap, size_t *len,
+                 struct ct_err *err)
 {
     struct uid_kind_state *ks = &u->k[k];
     int hit = uid_cache_find_id(&ks->by_id, id, buf, cap, len);
@@ -633,8 +631,8 @@ int uid_get_name(struct uid *u, enum uid_kind k, uint64_t id, char *buf, size_t 
 }
 
 /* Scans forward rows of family `id` (one kind, or all if k < 0). */
-static int uid_scan(struct uid *u, int k, const char *prefix, size_t max, uid_name_fn fn,
-                    void *arg, struct ct_err *err)
+static int uid_scan(struct uid *u, int k, const char *prefix, size_t max, uid_name_fn fn, void *arg,
+                    struct ct_err *err)
 {
     struct wc_scan_options o;
     wc_scan_options_init(&o);
@@ -670,8 +668,8 @@ static int uid_scan(struct uid *u, int k, const char *prefix, size_t max, uid_na
             if (kk < 0)
                 continue;
             kind = (enum uid_kind)kk;
-            uint64_t id = rowkey_get_uid(c->value.data,
-                                         c->value.len < 8 ? (unsigned)c->value.len : 8);
+            uint64_t id =
+                rowkey_get_uid(c->value.data, c->value.len < 8 ? (unsigned)c->value.len : 8);
             if (fn(arg, kind, (const char *)row.key.data, row.key.len, id)) {
                 stop = true;
                 break;
@@ -718,8 +716,8 @@ int uid_rename(struct uid *u, enum uid_kind k, const char *old_name, const char 
         return rc;
     rc = uid_lookup_store(u, k, new_name, nl, &other, err);
     if (rc == CT_OK)
-        return ct_err_set(err, CT_EEXIST, "A UID with name '%s' for '%s' already exists",
-                          new_name, q);
+        return ct_err_set(err, CT_EEXIST, "A UID with name '%s' for '%s' already exists", new_name,
+                          q);
     if (rc != CT_NOTFOUND)
         return rc;
     unsigned w = u->o.width[k];
@@ -736,8 +734,8 @@ int uid_rename(struct uid *u, enum uid_kind k, const char *old_name, const char 
     if (rc != CT_OK)
         return rc;
     if (!applied)
-        return ct_err_set(err, CT_EEXIST, "A UID with name '%s' for '%s' already exists",
-                          new_name, q);
+        return ct_err_set(err, CT_EEXIST, "A UID with name '%s' for '%s' already exists", new_name,
+                          q);
     struct wc_mutation rmm = {WC_OP_PUT, wc_bytes_str(UID_FAMILY_NAME), wc_bytes_str(q),
                               wc_bytes_of(new_name, nl), WC_TS_LATEST};
     struct wc_row_mutation rrm = {wc_bytes_of(idb, w), &rmm, 1};

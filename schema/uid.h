@@ -28,9 +28,9 @@ enum uid_kind {
     UID_TAGK = 1,
     UID_TAGV = 2,
 };
-#define UID_NKINDS 3
-#define UID_MAX_NAME 1024 /* longest name accepted, bytes */
-#define UID_FAMILY_ID "id"
+#define UID_NKINDS      3
+#define UID_MAX_NAME    1024 /* longest name accepted, bytes */
+#define UID_FAMILY_ID   "id"
 #define UID_FAMILY_NAME "name"
 
 /* The qualifier of a kind in tsdb-uid: "metrics", "tagk", "tagv". */
@@ -47,10 +47,10 @@ CT_MUST_CHECK int uid_name_check(const char *what, const char *name, size_t len,
                                  const char *allow_special, struct ct_err *err);
 
 struct uid_options {
-    unsigned width[UID_NKINDS];   /* bytes per id, 1..8; default 3 */
-    bool random_metrics;          /* tsd.core.uid.random_metrics */
-    size_t cache_entries;         /* per kind and direction; default 1<<16, 0 = no cache */
-    const char *allow_special;    /* extra allowed characters (copied); NULL = none */
+    unsigned width[UID_NKINDS]; /* bytes per id, 1..8; default 3 */
+    bool random_metrics;        /* tsd.core.uid.random_metrics */
+    size_t cache_entries;       /* per kind and direction; default 1<<16, 0 = no cache */
+    const char *allow_special;  /* extra allowed characters (copied); NULL = none */
 };
 void uid_options_init(struct uid_options *o);
 
@@ -69,16 +69,16 @@ CT_MUST_CHECK int uid_get_id(struct uid *u, enum uid_kind k, const char *name, s
 /* Looks a name up, assigning a new id if it has none (after uid_name_check()). CT_ELIMIT when
  * every id of the width is taken (`All Unique IDs for metrics on 3 bytes are already
  * assigned!`). */
-CT_MUST_CHECK int uid_get_or_create_id(struct uid *u, enum uid_kind k, const char *name,
-                                       size_t len, uint64_t *id, struct ct_err *err);
+CT_MUST_CHECK int uid_get_or_create_id(struct uid *u, enum uid_kind k, const char *name, size_t len,
+                                       uint64_t *id, struct ct_err *err);
 /* Assigns a new id; CT_EEXIST with *id = the existing one (err: `Name already exists with UID:
  * 000002`) if the name has one. */
 CT_MUST_CHECK int uid_assign_id(struct uid *u, enum uid_kind k, const char *name, size_t len,
                                 uint64_t *id, struct ct_err *err);
 /* Reverse lookup into buf (cap bytes, NUL-terminated); *len = name length. CT_NOTFOUND (err: `No
  * such unique ID for 'metrics': '000001'`) if unknown; CT_ELIMIT if cap is too small. */
-CT_MUST_CHECK int uid_get_name(struct uid *u, enum uid_kind k, uint64_t id, char *buf,
-                               size_t cap, size_t *len, struct ct_err *err);
+CT_MUST_CHECK int uid_get_name(struct uid *u, enum uid_kind k, uint64_t id, char *buf, size_t cap,
+                               size_t *len, struct ct_err *err);
 
 /* Calls fn for names of kind k starting with prefix, in byte order, until max names (0 = no
  * limit) or fn returns non-zero. */

@@ -155,8 +155,7 @@ static void fsck_row(struct fsck *f, const struct wc_row *row)
         if (orphan) {
             f->orphan_rows++;
             bool del = f->fix && f->delete_orphans;
-            printf("row %s has a metric or tag UID with no name%s\n", hex,
-                   del ? " (deleted)" : "");
+            printf("row %s has a metric or tag UID with no name%s\n", hex, del ? " (deleted)" : "");
             if (del) {
                 fsck_delete_row(f, row);
                 return;
@@ -234,8 +233,8 @@ static void fsck_row(struct fsck *f, const struct wc_row *row)
                 size_t nm = 0;
                 if (ms) {
                     for (size_t c = 0; c < ngood; c++) {
-                        enum dpcodec_qkind k = dpcodec_qualifier_kind(good[c].qualifier.data,
-                                                                      good[c].qualifier.len);
+                        enum dpcodec_qkind k =
+                            dpcodec_qualifier_kind(good[c].qualifier.data, good[c].qualifier.len);
                         if (k == DPCODEC_Q_ANNOTATION || k == DPCODEC_Q_OTHER)
                             continue;
                         ms[nm].op = WC_OP_DELETE_COLUMN;
@@ -245,8 +244,8 @@ static void fsck_row(struct fsck *f, const struct wc_row *row)
                         nm++;
                     }
                     for (size_t c = 0; c < out.ncells; c++) {
-                        enum dpcodec_qkind k = dpcodec_qualifier_kind(
-                            out.cells[c].qualifier.data, out.cells[c].qualifier.len);
+                        enum dpcodec_qkind k = dpcodec_qualifier_kind(out.cells[c].qualifier.data,
+                                                                      out.cells[c].qualifier.len);
                         if (k == DPCODEC_Q_ANNOTATION || k == DPCODEC_Q_OTHER)
                             continue;
                         ms[nm].op = WC_OP_PUT;
@@ -332,8 +331,8 @@ static int fsck_uids(struct fsck *f)
             if (is_id) {
                 /* forward: name -> id; the reverse must say the same name */
                 if (c->value.len != w) {
-                    printf("uid %s '%.*s' has a %zu-byte id (width %u)\n", kq,
-                           (int)row.key.len, (const char *)row.key.data, c->value.len, w);
+                    printf("uid %s '%.*s' has a %zu-byte id (width %u)\n", kq, (int)row.key.len,
+                           (const char *)row.key.data, c->value.len, w);
                     f->uid_inconsistent++;
                     continue;
                 }
@@ -360,9 +359,8 @@ static int fsck_uids(struct fsck *f)
                 uid_format_hex(id, w, hex);
                 if (missing) {
                     f->uid_forward_only++;
-                    printf("uid %s '%.*s' -> %s has no reverse mapping%s\n", kq,
-                           (int)row.key.len, (const char *)row.key.data, hex,
-                           f->fix ? " (written)" : "");
+                    printf("uid %s '%.*s' -> %s has no reverse mapping%s\n", kq, (int)row.key.len,
+                           (const char *)row.key.data, hex, f->fix ? " (written)" : "");
                     if (f->fix) {
                         struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("name"), c->qualifier,
                                                 row.key, WC_TS_LATEST};
@@ -383,8 +381,8 @@ static int fsck_uids(struct fsck *f)
                     f->max_seen[k] = id;
                 char hex[17];
                 uid_format_hex(id, w, hex);
-                int lr = uid_get_id(u, (enum uid_kind)k, (const char *)c->value.data,
-                                    c->value.len, &fid, &err);
+                int lr = uid_get_id(u, (enum uid_kind)k, (const char *)c->value.data, c->value.len,
+                                    &fid, &err);
                 if (lr == CT_OK && fid == id)
                     continue;
                 if (lr != CT_OK && lr != CT_NOTFOUND) {
@@ -396,8 +394,8 @@ static int fsck_uids(struct fsck *f)
                        (int)c->value.len, (const char *)c->value.data,
                        lr == CT_OK ? "to another id" : "nowhere", f->fix ? " (deleted)" : "");
                 if (f->fix) {
-                    struct wc_mutation m = {WC_OP_DELETE_COLUMN, c->family, c->qualifier, {0},
-                                            c->ts_ms};
+                    struct wc_mutation m = {
+                        WC_OP_DELETE_COLUMN, c->family, c->qualifier, {0}, c->ts_ms};
                     struct wc_row_mutation rm = {row.key, &m, 1};
                     fsck_apply(f, &rm, t);
                 }
@@ -439,12 +437,9 @@ static int fsck_uids(struct fsck *f)
 static int fsck_run(int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"data", required_argument, 0, 'd'},
-        {"fix", no_argument, 0, 'f'},
-        {"delete-orphans", no_argument, 0, 'o'},
-        {"set", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+        {"data", required_argument, 0, 'd'},     {"fix", no_argument, 0, 'f'},
+        {"delete-orphans", no_argument, 0, 'o'}, {"set", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
     const char *data = "data";
     struct tsdb_config c;
@@ -515,8 +510,7 @@ static int fsck_run(int argc, char **argv)
     printf("fsck: uids: %zu without reverse, %zu orphaned reverse, %zu inconsistent, %zu low "
            "counters\n",
            f.uid_forward_only, f.uid_orphan_reverse, f.uid_inconsistent, f.uid_counter_low);
-    printf("fsck: %zu problem%s found, %zu fixed\n", problems, problems == 1 ? "" : "s",
-           f.fixed);
+    printf("fsck: %zu problem%s found, %zu fixed\n", problems, problems == 1 ? "" : "s", f.fixed);
     tsdb_close(f.t);
     wc_close(s);
     if (rc != 0)

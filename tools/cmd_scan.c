@@ -44,13 +44,27 @@ static int64_t scan_parse_time(const char *s)
         long long v = strtoll(s, &end, 10);
         int64_t unit = 0;
         switch (*end) {
-        case 's': unit = 1000; break;
-        case 'm': unit = 60000; break;
-        case 'h': unit = 3600000; break;
-        case 'd': unit = 86400000; break;
-        case 'w': unit = 7 * 86400000LL; break;
-        case 'n': unit = 30 * 86400000LL; break;
-        case 'y': unit = 365 * 86400000LL; break;
+        case 's':
+            unit = 1000;
+            break;
+        case 'm':
+            unit = 60000;
+            break;
+        case 'h':
+            unit = 3600000;
+            break;
+        case 'd':
+            unit = 86400000;
+            break;
+        case 'w':
+            unit = 7 * 86400000LL;
+            break;
+        case 'n':
+            unit = 30 * 86400000LL;
+            break;
+        case 'y':
+            unit = 365 * 86400000LL;
+            break;
         }
         if (v <= 0 || end == s || !unit || strcmp(end + 1, "-ago"))
             return -1;
@@ -103,7 +117,7 @@ static void scan_value(const struct dpcodec_point *p, char *buf, size_t cap)
         snprintf(buf, cap, "%.17g", p->f);
 }
 
-static const char *const scan_kinds[] = {"single", "compacted", "append",
+static const char *const scan_kinds[] = {"single",     "compacted",  "append",
                                          "compressed", "annotation", "other"};
 
 struct scan_ctx {
@@ -134,8 +148,7 @@ static void scan_tags(struct scan_ctx *x, const struct rowkey_parts *p, char *bu
     }
 }
 
-static int scan_row(struct scan_ctx *x, const struct wc_row *row, int64_t start_ms,
-                    int64_t end_ms)
+static int scan_row(struct scan_ctx *x, const struct wc_row *row, int64_t start_ms, int64_t end_ms)
 {
     const struct rowkey_layout *l = tsdb_layout(x->t);
     struct rowkey_parts p;
@@ -168,8 +181,8 @@ static int scan_row(struct scan_ctx *x, const struct wc_row *row, int64_t start_
                 int64_t s_ms;
                 if (dpcodec_annotation_time(p.base_s, cell->qualifier.data, cell->qualifier.len,
                                             &s_ms, &err) == CT_OK)
-                    printf("    annotation at %lld: %.*s\n", (long long)s_ms,
-                           (int)cell->value.len, (const char *)cell->value.data);
+                    printf("    annotation at %lld: %.*s\n", (long long)s_ms, (int)cell->value.len,
+                           (const char *)cell->value.data);
             }
         }
         struct dpcodec_iter it;
@@ -187,13 +200,13 @@ static int scan_row(struct scan_ctx *x, const struct wc_row *row, int64_t start_
                 if (pt.ms)
                     printf("%s %lld %s %s\n", x->metric, (long long)pt.ts_ms, val, tags);
                 else
-                    printf("%s %lld %s %s\n", x->metric, (long long)(pt.ts_ms / 1000), val,
-                           tags);
+                    printf("%s %lld %s %s\n", x->metric, (long long)(pt.ts_ms / 1000), val, tags);
             } else {
                 scan_iso(pt.ts_ms, when, sizeof(when));
                 printf("    %lld\t%s\t(%s)\t%s%s\n", (long long)pt.ts_ms, val, when,
-                       pt.type == DPCODEC_INT ? "int" : pt.type == DPCODEC_FLOAT ? "float"
-                                                                               : "double",
+                       pt.type == DPCODEC_INT     ? "int"
+                       : pt.type == DPCODEC_FLOAT ? "float"
+                                                  : "double",
                        pt.ms ? ", ms" : "");
             }
         }
@@ -206,10 +219,10 @@ static int scan_row(struct scan_ctx *x, const struct wc_row *row, int64_t start_
     return 0;
 }
 
-static const char *const scan_aggs[] = {"sum", "avg", "min", "max", "dev", "zimsum", "mimmin",
-                                        "mimmax", "count", "none", "first", "last", "p50", "p75",
-                                        "p90", "p95", "p99", "p999", "median", "squareSum",
-                                        "multiply", "diff", NULL};
+static const char *const scan_aggs[] = {
+    "sum",   "avg",  "min",    "max",       "dev",      "zimsum", "mimmin", "mimmax",
+    "count", "none", "first",  "last",      "p50",      "p75",    "p90",    "p95",
+    "p99",   "p999", "median", "squareSum", "multiply", "diff",   NULL};
 
 static bool scan_is_agg(const char *s)
 {
@@ -276,8 +289,8 @@ static int scan_run(int argc, char **argv)
         fprintf(stderr, "ctsdb scan: invalid start time '%s'\n", argv[i - 1]);
         return 2;
     }
-    if (i < argc && scan_parse_time(argv[i]) >= 0 && (isdigit((unsigned char)argv[i][0]) ||
-                                                      !strcmp(argv[i], "now")))
+    if (i < argc && scan_parse_time(argv[i]) >= 0 &&
+        (isdigit((unsigned char)argv[i][0]) || !strcmp(argv[i], "now")))
         end_ms = scan_parse_time(argv[i++]);
     if (i < argc && scan_is_agg(argv[i]) && i + 1 < argc) {
         i++;

@@ -40,8 +40,7 @@ struct uid_cli_grep {
     size_t found;
 };
 
-static int uid_cli_grep_one(void *arg, enum uid_kind k, const char *name, size_t len,
-                            uint64_t id)
+static int uid_cli_grep_one(void *arg, enum uid_kind k, const char *name, size_t len, uint64_t id)
 {
     struct uid_cli_grep *g = arg;
     char buf[UID_MAX_NAME + 1];

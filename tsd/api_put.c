@@ -326,7 +326,8 @@ static void api_put_work(struct http_req *r, void *arg)
     }
     size_t success = job->success, failed = job->failed;
     size_t timeouts = job->submitted_ok - job->done_points;
-    qsort(job->errs, job->nerrs, sizeof(job->errs[0]), api_put_err_cmp);
+    if (job->nerrs > 1)
+        qsort(job->errs, job->nerrs, sizeof(job->errs[0]), api_put_err_cmp);
     cJSON *errors = NULL;
     if (x->details) {
         errors = cJSON_CreateArray();

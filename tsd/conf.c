@@ -438,3 +438,86 @@ const struct conf *conf_global(void)
 {
     return conf_the_global;
 }
+
+int conf_apply_argv(struct conf *c, int argc, char **argv, int *operands, int max_operands,
+                    int *noperands, bool *help, conf_warn_fn warn, void *warn_arg,
+                    struct ct_err *err)
+{
+    *noperands = 0;
+    *help = false;
+    for (int i = 1; i < argc; i++) {
+        const char *file = NULL;
+        if (!strcmp(argv[i], "--config")) {
+            if (i + 1 >= argc)
+                return ct_err_set(err, CT_EINVAL, "--config needs a file name");
+            file = argv[++i];
+        } else if (!strncmp(argv[i], "--config=", 9)) {
+            file = argv[i] + 9;
+        }
+        if (file) {
+            int rc = conf_load_file(c, file, warn, warn_arg, err);
+            if (rc != CT_OK)
+                return rc;
+        }
+    }
+    static const struct {
+        const char *opt, *key;
+    } aliases[] = {{"--port", "tsd.network.port"},
+                   {"--bind", "tsd.network.bind"},
+                   {"--data", "tsd.storage.directory"},
+                   {"--staticroot", "tsd.http.staticroot"},
+                   {"--log-level", "tsd.logging.level"}};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            *help = true;
+            return CT_OK;
+        }
+        if (!strcmp(a, "--config")) {
+            i++;
+            continue;
+        }
+        if (!strncmp(a, "--config=", 9))
+            continue;
+        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            if (*noperands >= max_operands)
+                return ct_err_set(err, CT_EINVAL, "unexpected argument '%s'", a);
+            operands[(*noperands)++] = i;
+            continue;
+        }
+        const char *key = NULL, *value = NULL;
+        char keybuf[256];
+        for (size_t k = 0; k < sizeof(aliases) / sizeof(aliases[0]) && !key; k++) {
+            size_t l = strlen(aliases[k].opt);
+            if (!strcmp(a, aliases[k].opt)) {
+                if (i + 1 >= argc)
+                    return ct_err_set(err, CT_EINVAL, "%s needs a value", a);
+                key = aliases[k].key;
+                value = argv[++i];
+            } else if (!strncmp(a, aliases[k].opt, l) && a[l] == '=') {
+                key = aliases[k].key;
+                value = a + l + 1;
+            }
+        }
+        if (!key) {
+            const char *eq = strchr(a, '=');
+            size_t kl = eq ? (size_t)(eq - (a + 2)) : 0;
+            if (!eq || kl == 0 || kl >= sizeof(keybuf))
+                return ct_err_set(err, CT_EINVAL, "unknown option '%s'", a);
+            memcpy(keybuf, a + 2, kl);
+            keybuf[kl] = '\0';
+            key = keybuf;
+            value = eq + 1;
+        }
+        bool unknown = false;
+        int rc = conf_set(c, key, value, &unknown, err);
+        if (rc != CT_OK)
+            return rc;
+        if (unknown && warn) {
+            char msg[512];
+            snprintf(msg, sizeof(msg), "unknown configuration key %s (kept, unused)", key);
+            warn(warn_arg, msg);
+        }
+    }
+    return CT_OK;
+}

@@ -51,6 +51,16 @@ bool conf_key_known(const char *key);
 typedef int (*conf_each_fn)(void *arg, const char *key, const char *value);
 int conf_each(const struct conf *c, conf_each_fn fn, void *arg);
 
+/* Applies command-line settings in OpenTSDB-tool style: first every `--config FILE` (or
+ * `--config=FILE`), then, in order, `--port N`, `--bind ADDR`, `--data DIR`, `--staticroot DIR`,
+ * `--log-level L` (also as `--opt=value`) and `--<key>=<value>` for any key. Arguments not
+ * starting with "--" are operands: their indexes go to operands[] (at most max_operands, in
+ * order; *noperands set). `--help`/`-h` sets *help and stops. A bad value or option is CT_EINVAL
+ * with the reason. Unknown keys are kept and reported through warn. */
+CT_MUST_CHECK int conf_apply_argv(struct conf *c, int argc, char **argv, int *operands,
+                                  int max_operands, int *noperands, bool *help, conf_warn_fn warn,
+                                  void *warn_arg, struct ct_err *err);
+
 /* The process-wide configuration of the daemon (STYLE §5): set once in main() before threads
  * start; read-only afterwards. conf_global() returns NULL before conf_set_global(). */
 void conf_set_global(const struct conf *c);

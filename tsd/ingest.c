@@ -1,7 +1,8 @@
 /* ingest.c - batches, the batch pool and the writer threads (see ingest.h).
  *
- * Invariants: (1) a batch's arena, record and tag-pointer arrays are allocated once, at fixed
- * capacity, so adding a point never allocates and pointers into the arena stay valid;
+ * Invariants: (1) a batch's arena and record array are allocated once, at fixed capacity, so
+ * adding a point never allocates and pointers into the arena stay valid; a point's strings are
+ * stored together, "metric\0k1\0v1\0...", which is also its series key;
  * (2) every batch is in exactly one place: the free list, a producer, the write queue, a writer,
  * or a done callback; in_use counts those outside the free list; (3) the write queue is FIFO.
  * Locking: mu guards free list, queue, in_use and stopping; free_cv signals a released batch,
@@ -20,7 +21,6 @@
 struct ingest_rec {
     uint32_t key_off; /* metric, then k\0v\0 pairs */
     uint32_t key_len;
-    uint32_t tag_idx; /* into tagk/tagv pointer arrays */
     uint16_t ntags;
     uint8_t kind;
     uint8_t outcome;
@@ -37,8 +37,6 @@ struct ingest_batch {
     size_t used, cap, soft_cap;
     struct ingest_rec *recs;
     size_t n, cap_recs;
-    const char **tagk, **tagv;
-    size_t ntags, cap_tags;
     char msgs[INGEST_MAX_MSGS][INGEST_MSG_LEN];
     int nmsgs;
     int result;
@@ -68,8 +66,8 @@ void ingest_options_init(struct ingest_options *o)
 {
     o->writers = 1;
     o->batches = 8;
-    o->batch_points = 16384;
-    o->batch_bytes = 2u << 20;
+    o->batch_points = 4096;
+    o->batch_bytes = 512u << 10;
 }
 
 static void ingest_batch_destroy(struct ingest_batch *b)
@@ -78,8 +76,6 @@ static void ingest_batch_destroy(struct ingest_batch *b)
         return;
     free(b->arena);
     free(b->recs);
-    free(b->tagk);
-    free(b->tagv);
     free(b);
 }
 
@@ -91,12 +87,9 @@ static struct ingest_batch *ingest_batch_create(const struct ingest_options *o)
     b->soft_cap = o->batch_bytes;
     b->cap = o->batch_bytes + INGEST_SLACK;
     b->cap_recs = o->batch_points;
-    b->cap_tags = b->cap / 4;
     b->arena = malloc(b->cap);
     b->recs = malloc(b->cap_recs * sizeof(*b->recs));
-    b->tagk = malloc(b->cap_tags * sizeof(*b->tagk));
-    b->tagv = malloc(b->cap_tags * sizeof(*b->tagv));
-    if (!b->arena || !b->recs || !b->tagk || !b->tagv) {
+    if (!b->arena || !b->recs) {
         ingest_batch_destroy(b);
         return NULL;
     }
@@ -107,7 +100,6 @@ static void ingest_batch_reset(struct ingest_batch *b)
 {
     b->used = 0;
     b->n = 0;
-    b->ntags = 0;
     b->nmsgs = 0;
     b->result = CT_OK;
     b->result_msg[0] = '\0';
@@ -119,7 +111,7 @@ static void ingest_batch_reset(struct ingest_batch *b)
 
 bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_t owner)
 {
-    if (b->n == b->cap_recs || b->used >= b->soft_cap || b->ntags + p->ntags > b->cap_tags)
+    if (b->n == b->cap_recs || b->used >= b->soft_cap || p->ntags > INGEST_MAX_TAGS)
         return false;
     size_t need = p->metric.len + 1;
     for (size_t i = 0; i < p->ntags; i++)
@@ -129,7 +121,6 @@ bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_
     struct ingest_rec *r = &b->recs[b->n];
     r->key_off = (uint32_t)b->used;
     r->key_len = (uint32_t)need;
-    r->tag_idx = (uint32_t)b->ntags;
     r->ntags = (uint16_t)p->ntags;
     r->kind = (uint8_t)p->value.kind;
     r->outcome = INGEST_PENDING;
@@ -144,17 +135,14 @@ bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_
     w[p->metric.len] = '\0';
     w += p->metric.len + 1;
     for (size_t i = 0; i < p->ntags; i++) {
-        b->tagk[b->ntags + i] = w;
         memcpy(w, p->tagk[i].p, p->tagk[i].len);
         w[p->tagk[i].len] = '\0';
         w += p->tagk[i].len + 1;
-        b->tagv[b->ntags + i] = w;
         memcpy(w, p->tagv[i].p, p->tagv[i].len);
         w[p->tagv[i].len] = '\0';
         w += p->tagv[i].len + 1;
     }
     b->used += need;
-    b->ntags += p->ntags;
     b->n++;
     return true;
 }
@@ -179,8 +167,13 @@ void ingest_batch_point(const struct ingest_batch *b, size_t i, struct ingest_po
     p->value.i = r->i;
     p->value.d = r->d;
     p->ntags = r->ntags;
-    p->tagk = b->tagk + r->tag_idx;
-    p->tagv = b->tagv + r->tag_idx;
+    const char *s = p->metric + strlen(p->metric) + 1; /* k\0v\0 pairs follow the metric */
+    for (size_t t = 0; t < r->ntags; t++) {
+        p->tagk[t] = s;
+        s += strlen(s) + 1;
+        p->tagv[t] = s;
+        s += strlen(s) + 1;
+    }
     p->owner = r->owner;
     p->series_key = b->arena + r->key_off;
     p->series_key_len = r->key_len;

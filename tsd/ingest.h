@@ -46,8 +46,8 @@ typedef void (*ingest_done_fn)(void *arg, struct ingest_batch *b);
 struct ingest_options {
     int writers;          /* writer threads; default 1 */
     size_t batches;       /* batches in the pool (the memory bound); default 8 */
-    size_t batch_points;  /* points per batch before it counts as full; default 16384 */
-    size_t batch_bytes;   /* arena bytes per batch before it counts as full; default 2 MiB */
+    size_t batch_points;  /* points per batch before it counts as full; default 4096 */
+    size_t batch_bytes;   /* arena bytes per batch before it counts as full; default 512 KiB */
 };
 void ingest_options_init(struct ingest_options *o);
 
@@ -63,7 +63,9 @@ struct ingest_batch *ingest_batch_try_get(struct ingest *g);
 /* A free, empty batch, waiting until one is released. */
 struct ingest_batch *ingest_batch_get(struct ingest *g);
 /* Appends a point (strings copied; owner is the producer's tag, e.g. a connection id). Returns
- * false, adding nothing, when the batch is full: submit it and take another. */
+ * false, adding nothing, when the batch is full: submit it and take another. A point that does
+ * not fit even an empty batch (more than INGEST_MAX_TAGS tags, or names longer than 64 KiB)
+ * is refused by an empty batch too: the producer reports it as too large. */
 bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_t owner);
 size_t ingest_batch_count(const struct ingest_batch *b);
 bool ingest_batch_full(const struct ingest_batch *b);
@@ -74,21 +76,24 @@ void ingest_batch_release(struct ingest *g, struct ingest_batch *b);
 /* Batches not in the pool (being filled, queued or written). */
 size_t ingest_in_use(struct ingest *g);
 
+/* Most tags a point in a batch may have (tsd.storage.max_tags is at most this). */
+#define INGEST_MAX_TAGS 64
+
 /* A point of a batch as the write function sees it: NUL-terminated names in the batch's arena,
- * valid until the batch is released. tagk/tagv point into the batch (ntags entries). */
+ * valid until the batch is released. Held by value (the tag arrays are in the struct). */
 struct ingest_point {
     const char *metric;
     int64_t ts_ms;
     bool ms; /* given in milliseconds */
     struct put_value value;
     size_t ntags;
-    const char *const *tagk;
-    const char *const *tagv;
+    const char *tagk[INGEST_MAX_TAGS];
+    const char *tagv[INGEST_MAX_TAGS];
     uint64_t owner;
     const char *series_key; /* "metric\0k1\0v1\0..." as added: the cache key of the series */
     size_t series_key_len;
 };
-/* Fills *p with point i (0 <= i < count). tagk/tagv arrays live in the batch. */
+/* Fills *p with point i (0 <= i < count). */
 void ingest_batch_point(const struct ingest_batch *b, size_t i, struct ingest_point *p);
 /* Sets point i's outcome; msg (copied, may be NULL) is the reason for a failure. */
 void ingest_batch_set_outcome(struct ingest_batch *b, size_t i, enum ingest_outcome o,

@@ -1,7 +1,8 @@
-/* store.c - the TSD's storage side: opens the wide-column store and the OpenTSDB layout on it
- * (schema/tsdb.h) from the configuration, and is the ingest write function: each batch of
- * points becomes one schema batch written with one wc_mutate_batch() at the configured WAL
- * durability (tsd.storage.wal.durability, default sync: in the log before the call returns).
+/* store.c - the TSD's storage side (tsd/store.h): opens the wide-column store and the OpenTSDB
+ * layout on it (schema/tsdb.h) from the configuration, and is the ingest write function: each
+ * batch of points becomes one schema batch written with one wc_mutate_batch() at the configured
+ * WAL durability (tsd.storage.wal.durability, default sync: in the log before the call returns).
+ * Used by the daemon and by `ctsdb import`.
  *
  * Series cache: resolving a series (metric and tags -> TSUID) costs 2n+1 UID lookups, so each
  * writer keeps a map from the point's series key ("metric\0k\0v\0...", as the client sent it) to
@@ -10,6 +11,7 @@
  * (2) a writer state is used by one writer thread at a time (taken from a locked free stack);
  * (3) `dropcaches` bumps drop_gen and every writer empties its map before its next batch. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
 #include "tsd/tlog.h"
-#include "tsd/tsd_int.h"
+#include "tsd/store.h"
 #include "tsd/tstats.h"
 
 #define STORE_CACHE_MAX (1u << 18)
@@ -52,7 +54,10 @@ struct store_writer {
     struct store_writer *next;
 };
 
-struct store_state {
+struct tsdstore {
+    struct wc_store *store;
+    struct tsdb *tsdb;
+    char special_chars[256];
     pthread_mutex_t mu;
     struct store_writer *free_writers;
     struct store_writer *all[STORE_MAX_WRITERS];
@@ -60,11 +65,6 @@ struct store_state {
     _Atomic uint64_t drop_gen;
     enum wc_durability durability;
 };
-
-static struct store_state *store_of(struct tsd *t)
-{
-    return (struct store_state *)t->store_state;
-}
 
 static uint64_t store_hash(const char *p, size_t n)
 {
@@ -187,16 +187,17 @@ static int store_parse_durability(const char *s, enum wc_durability *d)
     return 0;
 }
 
-int tsd_store_open(struct tsd *t, struct ct_err *err)
+int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out,
+                  struct ct_err *err)
 {
-    const struct conf *c = t->conf;
-    struct store_state *st = calloc(1, sizeof(*st));
+    struct tsdstore *st = calloc(1, sizeof(*st));
     if (!st)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening the store");
     pthread_mutex_init(&st->mu, NULL);
     if (store_parse_durability(conf_get_str(c, "tsd.storage.wal.durability"), &st->durability))
         st->durability = WC_DURABILITY_SYNC_WAL;
-    t->store_state = st;
+    snprintf(st->special_chars, sizeof(st->special_chars), "%s",
+             conf_get_str(c, "tsd.core.tag.allow_specialchars"));
 
     struct wc_options o;
     wc_options_init(&o);
@@ -211,11 +212,11 @@ int tsd_store_open(struct tsd *t, struct ct_err *err)
         o.data_dir = dir;
         o.block_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.block_cache_bytes");
     }
-    int rc = wc_open(&o, &t->store, err);
+    int rc = wc_open(&o, &st->store, err);
     if (rc != CT_OK) {
         ct_err_prefix(err, "cannot open the store%s%s", o.data_dir ? " in " : "",
                       o.data_dir ? o.data_dir : "");
-        tsd_store_close(t);
+        tsdstore_close(st);
         return rc;
     }
     struct tsdb_config tc;
@@ -233,29 +234,27 @@ int tsd_store_open(struct tsd *t, struct ct_err *err)
     tc.auto_create_tagks = conf_get_bool(c, "tsd.core.auto_create_tagks");
     tc.auto_create_tagvs = conf_get_bool(c, "tsd.core.auto_create_tagvs");
     tc.random_metrics = conf_get_bool(c, "tsd.core.uid.random_metrics");
-    tc.allow_special = t->special_chars;
+    tc.allow_special = st->special_chars;
     tc.enable_compaction = conf_get_bool(c, "tsd.storage.enable_compaction");
     tc.fix_duplicates = conf_get_bool(c, "tsd.storage.fix_duplicates");
-    tc.read_only = t->read_only;
-    tc.create_tables = !t->read_only;
-    rc = tsdb_open(t->store, &tc, &t->tsdb, err);
+    tc.read_only = read_only;
+    tc.create_tables = !read_only;
+    rc = tsdb_open(st->store, &tc, &st->tsdb, err);
     if (rc != CT_OK) {
         ct_err_prefix(err, "cannot open the OpenTSDB tables");
-        tsd_store_close(t);
+        tsdstore_close(st);
         return rc;
     }
+    *out = st;
     return CT_OK;
 }
 
-void tsd_store_close(struct tsd *t)
+void tsdstore_close(struct tsdstore *st)
 {
-    struct store_state *st = store_of(t);
-    tsdb_close(t->tsdb);
-    t->tsdb = NULL;
-    wc_close(t->store);
-    t->store = NULL;
     if (!st)
         return;
+    tsdb_close(st->tsdb);
+    wc_close(st->store);
     for (int i = 0; i < st->nall; i++) {
         tsdb_batch_free(st->all[i]->batch);
         store_cache_free(&st->all[i]->cache);
@@ -263,21 +262,27 @@ void tsd_store_close(struct tsd *t)
     }
     pthread_mutex_destroy(&st->mu);
     free(st);
-    t->store_state = NULL;
 }
 
-void tsd_store_drop_caches(struct tsd *t)
+struct wc_store *tsdstore_wc(struct tsdstore *st)
 {
-    struct store_state *st = store_of(t);
-    if (t->tsdb)
-        uid_cache_drop(tsdb_uid(t->tsdb));
-    if (st)
-        atomic_fetch_add(&st->drop_gen, 1);
+    return st->store;
+}
+
+struct tsdb *tsdstore_tsdb(struct tsdstore *st)
+{
+    return st->tsdb;
+}
+
+void tsdstore_drop_caches(struct tsdstore *st)
+{
+    uid_cache_drop(tsdb_uid(st->tsdb));
+    atomic_fetch_add(&st->drop_gen, 1);
 }
 
 /* ---- writing ---------------------------------------------------------------------------------- */
 
-static struct store_writer *store_writer_take(struct store_state *st, struct ct_err *err)
+static struct store_writer *store_writer_take(struct tsdstore *st, struct ct_err *err)
 {
     pthread_mutex_lock(&st->mu);
     struct store_writer *w = st->free_writers;
@@ -304,7 +309,7 @@ static struct store_writer *store_writer_take(struct store_state *st, struct ct_
     return w;
 }
 
-static void store_writer_give(struct store_state *st, struct store_writer *w)
+static void store_writer_give(struct tsdstore *st, struct store_writer *w)
 {
     pthread_mutex_lock(&st->mu);
     w->next = st->free_writers;
@@ -312,10 +317,9 @@ static void store_writer_give(struct store_state *st, struct store_writer *w)
     pthread_mutex_unlock(&st->mu);
 }
 
-int tsd_store_write(void *arg, struct ingest_batch *b, struct ct_err *err)
+int tsdstore_write(void *arg, struct ingest_batch *b, struct ct_err *err)
 {
-    struct tsd *t = arg;
-    struct store_state *st = store_of(t);
+    struct tsdstore *st = arg;
     struct store_writer *w = store_writer_take(st, err);
     if (!w)
         return err->code;
@@ -325,7 +329,7 @@ int tsd_store_write(void *arg, struct ingest_batch *b, struct ct_err *err)
         w->cache.gen = gen;
     }
     tsdb_batch_reset(w->batch);
-    const struct rowkey_layout *layout = tsdb_layout(t->tsdb);
+    const struct rowkey_layout *layout = tsdb_layout(st->tsdb);
     size_t n = ingest_batch_count(b), added = 0, failed = 0, unknown = 0;
     uint8_t tsuid[ROWKEY_MAX_TSUID];
     int rc = CT_OK;
@@ -337,7 +341,7 @@ int tsd_store_write(void *arg, struct ingest_batch *b, struct ct_err *err)
         const uint8_t *ts = store_cache_get(&w->cache, p.series_key, p.series_key_len, h, &tlen);
         struct ct_err perr = {0};
         if (!ts) {
-            int r = tsdb_series_resolve(t->tsdb, p.metric, p.tagk, p.tagv, p.ntags, tsuid,
+            int r = tsdb_series_resolve(st->tsdb, p.metric, p.tagk, p.tagv, p.ntags, tsuid,
                                         sizeof(tsuid), &tlen, &perr);
             if (r == CT_NOTFOUND) {
                 ingest_batch_set_outcome(b, i, INGEST_UNKNOWN_METRIC, perr.msg);
@@ -376,7 +380,7 @@ int tsd_store_write(void *arg, struct ingest_batch *b, struct ct_err *err)
     }
     if (rc == CT_OK && added > 0) {
         uint64_t t0 = clock_mono_ns();
-        rc = tsdb_batch_write(t->tsdb, w->batch, st->durability, err);
+        rc = tsdb_batch_write(st->tsdb, w->batch, st->durability, err);
         tstats_add(TSTATS_WRITE_NS, clock_mono_ns() - t0);
         tstats_add(TSTATS_BATCHES_WRITTEN, 1);
     }
@@ -397,8 +401,9 @@ int tsd_store_write(void *arg, struct ingest_batch *b, struct ct_err *err)
 /* ---- stats ------------------------------------------------------------------------------------ */
 
 struct store_stats_ctx {
-    struct tsd *t;
-    tsd_stat_fn fn;
+    struct tsdstore *st;
+    const char *host;
+    tsdstore_stat_fn fn;
     void *arg;
     int64_t now;
 };
@@ -407,7 +412,7 @@ static void store_stat(struct store_stats_ctx *x, const char *metric, uint64_t v
 {
     char val[32], tg[512];
     snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
-    snprintf(tg, sizeof(tg), "host=%s%s%s", x->t->hostname, *tags ? " " : "", tags);
+    snprintf(tg, sizeof(tg), "host=%s%s%s", x->host, *tags ? " " : "", tags);
     x->fn(x->arg, metric, x->now, val, tg);
 }
 
@@ -417,7 +422,7 @@ static int store_stats_table(void *arg, const char *name)
     struct wc_region_info *ri = NULL;
     size_t n = 0;
     struct ct_err err = {0};
-    if (wc_table_regions(x->t->store, name, &ri, &n, &err) != CT_OK)
+    if (wc_table_regions(x->st->store, name, &ri, &n, &err) != CT_OK)
         return 0;
     char tags[400];
     for (size_t i = 0; i < n; i++) {
@@ -432,17 +437,16 @@ static int store_stats_table(void *arg, const char *name)
     return 0;
 }
 
-void tsd_store_stats(struct tsd *t, tsd_stat_fn fn, void *arg, int64_t now_s)
+void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, void *arg,
+                    int64_t now_s)
 {
-    if (!t->store)
-        return;
-    struct store_stats_ctx x = {t, fn, arg, now_s};
+    struct store_stats_ctx x = {st, host, fn, arg, now_s};
     struct ct_err err = {0};
-    if (t->tsdb) {
+    {
         static const char *const kinds[] = {"metrics", "tagk", "tagv"};
         for (int k = 0; k < UID_NKINDS; k++) {
             struct uid_stats us;
-            uid_stats_get(tsdb_uid(t->tsdb), (enum uid_kind)k, &us);
+            uid_stats_get(tsdb_uid(st->tsdb), (enum uid_kind)k, &us);
             char tags[64];
             snprintf(tags, sizeof(tags), "kind=%s", kinds[k]);
             store_stat(&x, "tsd.uid.cache-hit", us.cache_hits, tags);
@@ -452,7 +456,7 @@ void tsd_store_stats(struct tsd *t, tsd_stat_fn fn, void *arg, int64_t now_s)
         }
     }
     struct wc_store_stats s;
-    if (wc_store_stats(t->store, &s, &err) == CT_OK) {
+    if (wc_store_stats(st->store, &s, &err) == CT_OK) {
         store_stat(&x, "tsd.storage.cache.hits", s.cache_hits, "");
         store_stat(&x, "tsd.storage.cache.misses", s.cache_misses, "");
         uint64_t tot = s.cache_hits + s.cache_misses;
@@ -467,7 +471,7 @@ void tsd_store_stats(struct tsd *t, tsd_stat_fn fn, void *arg, int64_t now_s)
         store_stat(&x, "tsd.storage.wal.syncs", s.wal_syncs, "");
         store_stat(&x, "tsd.storage.regions", s.regions, "");
     }
-    if (wc_table_list(t->store, store_stats_table, &x, &err) != CT_OK) {
+    if (wc_table_list(st->store, store_stats_table, &x, &err) != CT_OK) {
         /* stats are best effort: a failing list leaves the per-region lines out */
     }
 }

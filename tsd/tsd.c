@@ -31,6 +31,7 @@
 #include "tsd/conf.h"
 #include "tsd/http_int.h"
 #include "tsd/ingest.h"
+#include "tsd/store.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd_int.h"
 #include "tsd/tstats.h"
@@ -72,7 +73,7 @@ const char *tsd_status(const struct tsd *t)
 }
 void tsd_drop_caches(struct tsd *t)
 {
-    tsd_store_drop_caches(t);
+    tsdstore_drop_caches(t->tstore);
 }
 
 /* ---- connections ----------------------------------------------------------------------------- */
@@ -324,7 +325,7 @@ void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
     TSD_STAT("tsd.ingest.write_ms", tstats_get(TSTATS_WRITE_NS) / 1000000, "");
     TSD_STAT("tsd.ingest.backpressure", tstats_get(TSTATS_BACKPRESSURE), "");
 #undef TSD_STAT
-    tsd_store_stats(t, fn, arg, now);
+    tsdstore_stats(t->tstore, t->hostname, fn, arg, now);
 }
 
 /* ---- settings -------------------------------------------------------------------------------- */
@@ -432,7 +433,7 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     if (!t)
         return ct_err_set(err, CT_ENOMEM, "out of memory starting the TSD");
     int rc = CT_OK;
-    bool store_open = false, telnet_init = false;
+    bool telnet_init = false;
     t->conf = c;
     t->start_ms = clock_now_ms();
     pthread_mutex_init(&t->done_mu, NULL);
@@ -451,17 +452,18 @@ int tsd_run(const struct conf *c, struct ct_err *err)
         rc = ct_err_set(err, CT_EIO, "libevent: cannot create the event base");
         goto out;
     }
-    rc = tsd_store_open(t, err);
+    rc = tsdstore_open(c, t->read_only, &t->tstore, err);
     if (rc != CT_OK)
         goto out;
-    store_open = true;
+    t->store = tsdstore_wc(t->tstore);
+    t->tsdb = tsdstore_tsdb(t->tstore);
     rc = workpool_new((int)conf_get_int(c, "tsd.query.threads"), 4096, &t->pool, err);
     if (rc != CT_OK)
         goto out;
     struct ingest_options io;
     ingest_options_init(&io);
     io.writers = (int)conf_get_int(c, "tsd.storage.write_threads");
-    rc = ingest_new(&io, tsd_store_write, t, &t->ingest, err);
+    rc = ingest_new(&io, tsdstore_write, t->tstore, &t->ingest, err);
     if (rc != CT_OK)
         goto out;
     rc = telnet_ingest_init(t, err);
@@ -496,8 +498,7 @@ out:
     workpool_free(t->pool);
     if (telnet_init)
         telnet_ingest_destroy(t);
-    if (store_open)
-        tsd_store_close(t);
+    tsdstore_close(t->tstore);
     if (t->done_ev)
         event_free(t->done_ev);
     if (t->shutdown_ev)

@@ -63,7 +63,7 @@ struct tsd {
     struct workpool *pool;
     struct wc_store *store;
     struct tsdb *tsdb;
-    void *store_state; /* store.c's writers and caches */
+    struct tsdstore *tstore; /* owns store and tsdb */
     struct ingest *ingest;
     enum tsd_state state;
     int64_t start_ms;
@@ -119,17 +119,6 @@ void telnet_resume_blocked(struct tsd *t);
 /* One stat in put-line shape: tags is "k=v k2=v2". */
 typedef void (*tsd_stat_fn)(void *arg, const char *metric, int64_t ts_s, const char *value,
                             const char *tags);
-
-/* store.c: the store and the OpenTSDB layout on it */
-/* Opens t->store and t->tsdb per the configuration. */
-CT_MUST_CHECK int tsd_store_open(struct tsd *t, struct ct_err *err);
-void tsd_store_close(struct tsd *t);
-/* The ingest write function (ingest.h) with arg = the tsd: resolves each point's series
- * (cached per writer), adds it to the schema batch and writes it to the log. */
-int tsd_store_write(void *arg, struct ingest_batch *b, struct ct_err *err);
-void tsd_store_drop_caches(struct tsd *t);
-/* Storage and UID figures for stats. */
-void tsd_store_stats(struct tsd *t, tsd_stat_fn fn, void *arg, int64_t now_s);
 
 /* tsd.c */
 void tsd_request_shutdown(struct tsd *t);

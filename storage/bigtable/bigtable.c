@@ -322,8 +322,8 @@ static int bt_meta_put(struct bt_store *s, const char *rowkey, const char *col, 
     /* replace every version at once: with a pinned clock (CTSDB_NOW_MS) a new cell may be
      * older than the one it replaces */
     struct wc_mutation m[2] = {
-        {WC_OP_DELETE_COLUMN, wc_bytes_str(BT_META_FAMILY), wc_bytes_str(col),
-         wc_bytes_of(NULL, 0), INT64_MAX / 1000 - 1},
+        {WC_OP_DELETE_COLUMN, wc_bytes_str(BT_META_FAMILY), wc_bytes_str(col), wc_bytes_of(NULL, 0),
+         INT64_MAX / 1000 - 1},
         {WC_OP_PUT, wc_bytes_str(BT_META_FAMILY), wc_bytes_str(col), wc_bytes_str(text),
          WC_TS_LATEST},
     };
@@ -591,7 +591,8 @@ static bool bt_find_family(struct bt_table *t, struct wc_bytes family, struct wc
     bool found = false;
     pthread_mutex_lock(&t->mu);
     for (size_t i = 0; i < t->nfams && !found; i++)
-        if (strlen(t->fams[i].name) == family.len && !memcmp(t->fams[i].name, family.data, family.len)) {
+        if (strlen(t->fams[i].name) == family.len &&
+            !memcmp(t->fams[i].name, family.data, family.len)) {
             *out = t->fams[i];
             found = true;
         }
@@ -723,8 +724,8 @@ static int bt_namespace_create(struct wc_store *sbase, const char *ns, struct ct
     snprintf(key, sizeof(key), BT_META_NS_PREFIX "%s", ns);
     char value[32];
     snprintf(value, sizeof(value), "{\"v\":%d}", BT_META_VERSION);
-    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(BT_META_FAMILY), wc_bytes_str(BT_META_NS_COLUMN),
-                            wc_bytes_str(value), WC_TS_LATEST};
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(BT_META_FAMILY),
+                            wc_bytes_str(BT_META_NS_COLUMN), wc_bytes_str(value), WC_TS_LATEST};
     struct wc_row_mutation rm = {wc_bytes_str(key), &m, 1};
     bool applied = false;
     int rc = wc_check_and_mutate(&s->meta->base, rm.row, m.family, m.qualifier, NULL, &rm,
@@ -869,7 +870,8 @@ static int bt_namespace_list(struct wc_store *sbase, wc_name_fn fn, void *arg, s
     while ((rc = wc_scanner_next(sc, &r, err)) == CT_OK) {
         char name[WC_MAX_TABLE_NAME];
         size_t plen = strlen(BT_META_NS_PREFIX);
-        snprintf(name, sizeof(name), "%.*s", (int)(r.key.len - plen), (const char *)r.key.data + plen);
+        snprintf(name, sizeof(name), "%.*s", (int)(r.key.len - plen),
+                 (const char *)r.key.data + plen);
         bt_names_add(&l, name);
     }
     wc_scanner_close(sc);
@@ -977,8 +979,10 @@ static int bt_table_create(struct wc_store *sbase, const struct wc_table_desc *d
         return rc;
     for (size_t i = 0; i < nsplits; i++)
         if (splits[i].len > BT_MAX_ROW_KEY_BYTES)
-            return ct_err_set(err, CT_ELIMIT, "split key of %zu bytes exceeds Bigtable's %d-byte "
-                              "row key limit", splits[i].len, BT_MAX_ROW_KEY_BYTES);
+            return ct_err_set(err, CT_ELIMIT,
+                              "split key of %zu bytes exceeds Bigtable's %d-byte "
+                              "row key limit",
+                              splits[i].len, BT_MAX_ROW_KEY_BYTES);
     if ((rc = bt_create(s, d, splits, nsplits, err)) != CT_OK)
         return rc;
     return bt_write_meta(s, d, splits, nsplits, true, err);
@@ -990,8 +994,7 @@ static int bt_table_describe(struct wc_store *sbase, const char *name, struct wc
     return bt_describe((struct bt_store *)sbase, name, out, NULL, err);
 }
 
-static int bt_table_alter(struct wc_store *sbase, const struct wc_table_desc *d,
-                          struct ct_err *err)
+static int bt_table_alter(struct wc_store *sbase, const struct wc_table_desc *d, struct ct_err *err)
 {
     struct bt_store *s = (struct bt_store *)sbase;
     struct wc_table_desc *cur;
@@ -1335,9 +1338,9 @@ int bigtable_store_open(const struct wc_options *o, struct wc_store **out, struc
     struct bt_rpc_options ro;
     memset(&ro, 0, sizeof(ro));
     ro.insecure = emulator;
-    ro.data_target = emulator ? emu
+    ro.data_target = emulator                                      ? emu
                      : o->bt_data_endpoint && *o->bt_data_endpoint ? o->bt_data_endpoint
-                                                                    : "bigtable.googleapis.com:443";
+                                                                   : "bigtable.googleapis.com:443";
     ro.admin_target = emulator ? emu
                       : o->bt_admin_endpoint && *o->bt_admin_endpoint
                           ? o->bt_admin_endpoint

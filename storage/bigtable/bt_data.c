@@ -77,8 +77,8 @@ static Btpb__Mutation *bt_mut_new(struct bt_pool *p)
     return m;
 }
 
-static Btpb__Mutation *bt_mut_delete_column(struct bt_pool *p, const char *fam,
-                                            struct wc_bytes q, int64_t from_ms, int64_t to_ms)
+static Btpb__Mutation *bt_mut_delete_column(struct bt_pool *p, const char *fam, struct wc_bytes q,
+                                            int64_t from_ms, int64_t to_ms)
 {
     Btpb__Mutation *m = bt_mut_new(p);
     Btpb__Mutation__DeleteFromColumn *d = bt_pool_alloc(p, sizeof(*d));
@@ -99,8 +99,7 @@ static Btpb__Mutation *bt_mut_delete_column(struct bt_pool *p, const char *fam,
 }
 
 /* Appends m to row c (whose slice must be the last one of cx). */
-static int bt_conv_add(struct bt_conv_ctx *cx, struct bt_conv *c, Btpb__Mutation *m,
-                       size_t bytes)
+static int bt_conv_add(struct bt_conv_ctx *cx, struct bt_conv *c, Btpb__Mutation *m, size_t bytes)
 {
     if (!m || bt_grow((void **)&cx->ptrs, &cx->ptrs_cap, cx->nptrs + 1, sizeof(*cx->ptrs)))
         return -1;
@@ -185,14 +184,15 @@ static int bt_convert_row(struct bt_table *t, const struct wc_row_mutation *rm, 
                           rm->row.len, BT_MAX_ROW_KEY_BYTES);
     if (rm->n > BT_MAX_MUTATIONS_PER_REQUEST)
         return ct_err_set(err, CT_ELIMIT,
-                          "%zu changes to one row exceed Bigtable's limit of %d per request",
-                          rm->n, BT_MAX_MUTATIONS_PER_REQUEST);
+                          "%zu changes to one row exceed Bigtable's limit of %d per request", rm->n,
+                          BT_MAX_MUTATIONS_PER_REQUEST);
     int rc = CT_OK;
     for (size_t i = 0; i < rm->n && rc == CT_OK; i++) {
         const struct wc_mutation *m = &rm->mutations[i];
         int64_t ts = m->ts_ms == WC_TS_LATEST ? now_ms : m->ts_ms;
         char *fam = NULL;
-        if (m->op != WC_OP_DELETE_ROW && (rc = bt_conv_family(cx, t, m->family, &fam, err)) != CT_OK)
+        if (m->op != WC_OP_DELETE_ROW &&
+            (rc = bt_conv_family(cx, t, m->family, &fam, err)) != CT_OK)
             return rc;
         switch (m->op) {
         case WC_OP_PUT: {
@@ -289,11 +289,15 @@ static int bt_convert_row(struct bt_table *t, const struct wc_row_mutation *rm, 
         }
     }
     if (rc == CT_OK && c->bytes + rm->row.len > BT_MAX_ROW_BYTES)
-        return ct_err_set(err, CT_ELIMIT, "row mutation of about %zu bytes exceeds Bigtable's "
-                          "%u-byte row limit", c->bytes, BT_MAX_ROW_BYTES);
+        return ct_err_set(err, CT_ELIMIT,
+                          "row mutation of about %zu bytes exceeds Bigtable's "
+                          "%u-byte row limit",
+                          c->bytes, BT_MAX_ROW_BYTES);
     if (rc == CT_OK && c->n > BT_MAX_MUTATIONS_PER_REQUEST)
-        return ct_err_set(err, CT_ELIMIT, "%zu Bigtable mutations for one row exceed the limit "
-                          "of %d per request", c->n, BT_MAX_MUTATIONS_PER_REQUEST);
+        return ct_err_set(err, CT_ELIMIT,
+                          "%zu Bigtable mutations for one row exceed the limit "
+                          "of %d per request",
+                          c->n, BT_MAX_MUTATIONS_PER_REQUEST);
     return rc;
 oom:
     return ct_err_set(err, CT_ENOMEM, "out of memory converting a row mutation");
@@ -338,8 +342,8 @@ static int bt_req_start(struct bt_table *t, struct bt_req *r, const struct wc_ro
     if (rc != CT_OK)
         return rc;
     struct bt_md md[1] = {{"x-goog-request-params", t->routing}};
-    return bt_call_start(t->s->rpc, BT_CHANNEL_DATA, BT_METHOD_DATA "MutateRows", md, 1,
-                         r->body.p, r->body.len, t->s->deadline_ms, &r->call, err);
+    return bt_call_start(t->s->rpc, BT_CHANNEL_DATA, BT_METHOD_DATA "MutateRows", md, 1, r->body.p,
+                         r->body.len, t->s->deadline_ms, &r->call, err);
 }
 
 /* Collects one request's answers into status[] (gRPC code per batch row, -1 = none yet). */
@@ -540,7 +544,8 @@ int bt_increment(struct wc_table *tbase, struct wc_bytes row, struct wc_bytes fa
                 if (len != 8)
                     return ct_err_set(err, CT_EINVAL,
                                       "cannot increment %s: the stored value is %zu bytes, not an "
-                                      "8-byte counter", t->full, len);
+                                      "8-byte counter",
+                                      t->full, len);
             }
         }
         return ct_err_prefix(err, "increment %s", t->full);
@@ -670,16 +675,17 @@ int bt_check_and_mutate(struct wc_table *tbase, struct wc_bytes row, struct wc_b
         struct wc_result res;
         if ((rc = wc_get(&t->base, row, &o, &res, err)) != CT_OK)
             return rc;
-        bool match = expected ? res.row.ncells && res.row.cells[0].value.len == expected->len &&
-                                    !memcmp(res.row.cells[0].value.data, expected->data, expected->len)
-                              : res.row.ncells == 0;
+        bool match = expected
+                         ? res.row.ncells && res.row.cells[0].value.len == expected->len &&
+                               !memcmp(res.row.cells[0].value.data, expected->data, expected->len)
+                         : res.row.ncells == 0;
         wc_result_release(&res);
         *applied = match;
         return CT_OK;
     }
     struct bt_md md[1] = {{"x-goog-request-params", t->routing}};
-    rc = bt_rpc_unary(t->s->rpc, BT_CHANNEL_DATA, BT_METHOD_DATA "CheckAndMutateRow", md, 1,
-                      body.p, body.len, t->s->deadline_ms, &resp, NULL, err);
+    rc = bt_rpc_unary(t->s->rpc, BT_CHANNEL_DATA, BT_METHOD_DATA "CheckAndMutateRow", md, 1, body.p,
+                      body.len, t->s->deadline_ms, &resp, NULL, err);
     bt_buf_free(&body);
     if (rc != CT_OK) {
         bt_buf_free(&resp);

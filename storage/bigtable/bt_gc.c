@@ -58,8 +58,8 @@ struct bt_gc_seen {
     int64_t min_versions;
 };
 
-static int bt_gc_walk(const Btpb__GcRule *r, bool in_intersection, struct bt_gc_seen *s,
-                      int depth, struct ct_err *err)
+static int bt_gc_walk(const Btpb__GcRule *r, bool in_intersection, struct bt_gc_seen *s, int depth,
+                      struct ct_err *err)
 {
     if (depth > 8)
         return ct_err_set(err, CT_EINVAL, "gc rule nested too deeply");
@@ -119,8 +119,8 @@ static size_t bt_gc_fmt(const Btpb__GcRule *r, char *out, size_t size, size_t po
 {
 #define BT_PUT(...)                                                                                \
     do {                                                                                           \
-        int n_ = snprintf(out + (pos < size ? pos : size), pos < size ? size - pos : 0,            \
-                          __VA_ARGS__);                                                            \
+        int n_ =                                                                                   \
+            snprintf(out + (pos < size ? pos : size), pos < size ? size - pos : 0, __VA_ARGS__);   \
         pos += n_ > 0 ? (size_t)n_ : 0;                                                            \
     } while (0)
     switch (r->rule_case) {

@@ -18,20 +18,20 @@
 #include "storage/wc_backend.h"
 
 /* Bigtable's own limits, enforced before anything is sent (the emulator does not). */
-#define BT_MAX_ROW_KEY_BYTES 4096
+#define BT_MAX_ROW_KEY_BYTES         4096
 #define BT_MAX_MUTATIONS_PER_REQUEST 100000
-#define BT_MAX_ROW_BYTES (256u << 20)
-#define BT_MAX_VALUE_BYTES (100u << 20)
-#define BT_MAX_TABLE_ID 50
+#define BT_MAX_ROW_BYTES             (256u << 20)
+#define BT_MAX_VALUE_BYTES           (100u << 20)
+#define BT_MAX_TABLE_ID              50
 /* A MutateRows request is closed at this many encoded bytes; several are sent at once. */
 #define BT_BATCH_REQUEST_BYTES (8u << 20)
-#define BT_BATCH_IN_FLIGHT 4
+#define BT_BATCH_IN_FLIGHT     4
 /* Retries of idempotent calls (reads, batches with explicit timestamps). */
 #define BT_RETRY_ATTEMPTS 8
 #define BT_RETRY_FIRST_MS 20
-#define BT_RETRY_MAX_MS 2000
+#define BT_RETRY_MAX_MS   2000
 
-#define BT_METHOD_DATA "/google.bigtable.v2.Bigtable/"
+#define BT_METHOD_DATA  "/google.bigtable.v2.Bigtable/"
 #define BT_METHOD_ADMIN "/google.bigtable.admin.v2.BigtableTableAdmin/"
 
 struct bt_table;
@@ -60,10 +60,10 @@ struct bt_table {
     pthread_mutex_t mu;           /* guards fams/nfams (replaced on refresh) and the state below */
     struct wc_family_desc *fams;  /* sorted by name */
     size_t nfams;
-    bool is_meta;                 /* the metadata table itself: never disabled */
-    bool enabled;                 /* cached enabled flag */
-    uint64_t state_epoch;         /* admin_epoch when `enabled` was read */
-    uint64_t state_checked_ns;    /* clock_mono_ns() when `enabled` was read */
+    bool is_meta;              /* the metadata table itself: never disabled */
+    bool enabled;              /* cached enabled flag */
+    uint64_t state_epoch;      /* admin_epoch when `enabled` was read */
+    uint64_t state_checked_ns; /* clock_mono_ns() when `enabled` was read */
 };
 
 /* ---- helpers shared by the files ---- */

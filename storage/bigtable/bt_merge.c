@@ -232,8 +232,7 @@ int bt_merge_feed(struct bt_merge *m, const struct bt_chunk *c, struct ct_err *e
         break;
     }
     case BT_MERGE_ROW: {
-        if (c->row_key.len &&
-            bt_bytes_cmp(c->row_key, wc_bytes_of(m->cur.p, m->cur_key_len)) != 0)
+        if (c->row_key.len && bt_bytes_cmp(c->row_key, wc_bytes_of(m->cur.p, m->cur_key_len)) != 0)
             return bt_merge_fail(m, err, "new row key before the previous row was committed");
         if (c->has_family && !c->has_qualifier)
             return bt_merge_fail(m, err, "a new family must come with a qualifier");
@@ -243,8 +242,7 @@ int bt_merge_feed(struct bt_merge *m, const struct bt_chunk *c, struct ct_err *e
         break;
     }
     case BT_MERGE_CELL: {
-        if (c->row_key.len || c->has_family || c->has_qualifier || c->ts_us != 0 ||
-            c->nlabels)
+        if (c->row_key.len || c->has_family || c->has_qualifier || c->ts_us != 0 || c->nlabels)
             return bt_merge_fail(m, err, "a split value's continuation names a new cell");
         struct bt_mcell *cell = &m->cur_cells[m->cur_n - 1];
         /* the value is the last thing appended to cur, so it grows in place */

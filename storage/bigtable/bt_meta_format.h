@@ -23,12 +23,12 @@
 #ifndef CT_BT_META_FORMAT_H
 #define CT_BT_META_FORMAT_H
 
-#define BT_META_VERSION 1
-#define BT_META_TABLE "hbase:ctsdb_meta"
-#define BT_META_FAMILY "m"
-#define BT_META_NS_PREFIX "ns:"
+#define BT_META_VERSION      1
+#define BT_META_TABLE        "hbase:ctsdb_meta"
+#define BT_META_FAMILY       "m"
+#define BT_META_NS_PREFIX    "ns:"
 #define BT_META_TABLE_PREFIX "t:"
-#define BT_META_NS_COLUMN "ns"
-#define BT_META_DESC_COLUMN "desc"
+#define BT_META_NS_COLUMN    "ns"
+#define BT_META_DESC_COLUMN  "desc"
 
 #endif

@@ -11,17 +11,17 @@
  * Locking: none needed; a call is used by one thread, channels are thread-safe. */
 #include "storage/bigtable/bt_rpc.h"
 
+#include <errno.h>
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BT_RPC_MAX_MD 8
+#define BT_RPC_MAX_MD         8
 #define BT_RPC_MAX_RECV_BYTES (256 << 20)
 
 struct bt_rpc {
@@ -171,9 +171,9 @@ static bool bt_call_wait(struct bt_call *c, char *tag, gpr_timespec deadline)
     return true;
 }
 
-int bt_call_start(struct bt_rpc *r, enum bt_channel ch, const char *method,
-                  const struct bt_md *md, size_t nmd, const void *req, size_t reqlen,
-                  int64_t deadline_ms, struct bt_call **out, struct ct_err *err)
+int bt_call_start(struct bt_rpc *r, enum bt_channel ch, const char *method, const struct bt_md *md,
+                  size_t nmd, const void *req, size_t reqlen, int64_t deadline_ms,
+                  struct bt_call **out, struct ct_err *err)
 {
     if (nmd > BT_RPC_MAX_MD)
         return ct_err_set(err, CT_EINVAL, "too many request headers (%zu)", nmd);
@@ -283,10 +283,23 @@ int bt_call_recv(struct bt_call *c, int64_t wait_ms, struct wc_bytes *msg, struc
 const char *bt_rpc_code_name(int code)
 {
     static const char *names[] = {
-        "OK",      "CANCELLED",         "UNKNOWN",           "INVALID_ARGUMENT",
-        "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
-        "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
-        "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
     };
     return code >= 0 && code < (int)(sizeof(names) / sizeof(names[0])) ? names[code] : "UNKNOWN";
 }
@@ -317,8 +330,7 @@ int bt_rpc_code(int code)
 
 bool bt_rpc_retryable(int code, const char *details)
 {
-    if (code == BT_GRPC_UNAVAILABLE || code == BT_GRPC_ABORTED ||
-        code == BT_GRPC_DEADLINE_EXCEEDED)
+    if (code == BT_GRPC_UNAVAILABLE || code == BT_GRPC_ABORTED || code == BT_GRPC_DEADLINE_EXCEEDED)
         return true;
     /* a stream reset by the peer or a proxy surfaces as INTERNAL */
     return code == BT_GRPC_INTERNAL && details &&
@@ -386,9 +398,9 @@ void bt_call_free(struct bt_call *c)
     free(c);
 }
 
-int bt_rpc_unary(struct bt_rpc *r, enum bt_channel ch, const char *method,
-                 const struct bt_md *md, size_t nmd, const void *req, size_t reqlen,
-                 int64_t deadline_ms, struct bt_buf *resp, int *grpc_code, struct ct_err *err)
+int bt_rpc_unary(struct bt_rpc *r, enum bt_channel ch, const char *method, const struct bt_md *md,
+                 size_t nmd, const void *req, size_t reqlen, int64_t deadline_ms,
+                 struct bt_buf *resp, int *grpc_code, struct ct_err *err)
 {
     struct bt_call *c;
     int rc = bt_call_start(r, ch, method, md, nmd, req, reqlen, deadline_ms, &c, err);

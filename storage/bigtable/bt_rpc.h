@@ -64,9 +64,8 @@ struct bt_call; /* opaque */
  * deadline_ms > 0 bounds the whole call; 0 = no call deadline (streams bound each message with
  * bt_call_recv's wait instead). Returns a new call in *out, freed with bt_call_free(). */
 CT_MUST_CHECK int bt_call_start(struct bt_rpc *r, enum bt_channel ch, const char *method,
-                                const struct bt_md *md, size_t nmd, const void *req,
-                                size_t reqlen, int64_t deadline_ms, struct bt_call **out,
-                                struct ct_err *err);
+                                const struct bt_md *md, size_t nmd, const void *req, size_t reqlen,
+                                int64_t deadline_ms, struct bt_call **out, struct ct_err *err);
 /* Receives the next response message: CT_OK with its bytes in *msg (valid until the next recv or
  * free), CT_NOTFOUND at the end of the stream (then call bt_call_finish), CT_ETIMEOUT when none
  * arrived within wait_ms (> 0; the call is then cancelled). */
@@ -82,9 +81,9 @@ void bt_call_free(struct bt_call *c);
 
 /* Runs a unary call: the response bytes replace resp's contents. Returns as bt_call_finish. */
 CT_MUST_CHECK int bt_rpc_unary(struct bt_rpc *r, enum bt_channel ch, const char *method,
-                               const struct bt_md *md, size_t nmd, const void *req,
-                               size_t reqlen, int64_t deadline_ms, struct bt_buf *resp,
-                               int *grpc_code, struct ct_err *err);
+                               const struct bt_md *md, size_t nmd, const void *req, size_t reqlen,
+                               int64_t deadline_ms, struct bt_buf *resp, int *grpc_code,
+                               struct ct_err *err);
 
 /* The ct code for a gRPC status: NOT_FOUND -> CT_NOTFOUND, ALREADY_EXISTS -> CT_EEXIST,
  * INVALID_ARGUMENT/FAILED_PRECONDITION/OUT_OF_RANGE -> CT_EINVAL, DEADLINE_EXCEEDED ->

@@ -219,8 +219,9 @@ static Btpb__RowFilter *bt_filter_column_range(struct bt_pool *p, const char *fa
     if (!cr->family_name)
         return NULL;
     if (lo_set) {
-        cr->start_qualifier_case = lo_closed ? BTPB__COLUMN_RANGE__START_QUALIFIER_START_QUALIFIER_CLOSED
-                                             : BTPB__COLUMN_RANGE__START_QUALIFIER_START_QUALIFIER_OPEN;
+        cr->start_qualifier_case = lo_closed
+                                       ? BTPB__COLUMN_RANGE__START_QUALIFIER_START_QUALIFIER_CLOSED
+                                       : BTPB__COLUMN_RANGE__START_QUALIFIER_START_QUALIFIER_OPEN;
         ProtobufCBinaryData b = {lo.len, (uint8_t *)lo.data};
         if (lo_closed)
             cr->start_qualifier_closed = b;
@@ -295,8 +296,7 @@ static struct bt_tail bt_family_tail(const struct wc_scan_options *o,
 }
 
 /* Appends the time-range and version-limit filters of a tail to parts. */
-static int bt_filter_tail(struct bt_pool *p, struct bt_tail tl, Btpb__RowFilter **parts,
-                          size_t *np)
+static int bt_filter_tail(struct bt_pool *p, struct bt_tail tl, Btpb__RowFilter **parts, size_t *np)
 {
     if (tl.start_us || tl.end_us) {
         Btpb__RowFilter *tf = bt_filter_new(p);
@@ -363,10 +363,10 @@ static Btpb__RowFilter *bt_filter_family(struct bt_pool *p, const struct wc_scan
         named = true;
     }
     if (o->has_qualifier_range) {
-        if (!(parts[np++] = bt_filter_column_range(
-                  p, fam->name, o->qualifier_min, o->qualifier_min.len > 0,
-                  o->qualifier_min_inclusive, o->qualifier_max, o->qualifier_max.len > 0,
-                  o->qualifier_max_inclusive)))
+        if (!(parts[np++] =
+                  bt_filter_column_range(p, fam->name, o->qualifier_min, o->qualifier_min.len > 0,
+                                         o->qualifier_min_inclusive, o->qualifier_max,
+                                         o->qualifier_max.len > 0, o->qualifier_max_inclusive)))
             return NULL;
         named = true;
     }
@@ -487,7 +487,8 @@ static int bt_scan_start(struct bt_scanner *sc, struct ct_err *err)
     /* resume after the last committed row */
     struct wc_bytes last = bt_merge_last_key(sc->merge);
     if (last.len) {
-        int r = sc->o.reversed ? bt_lower_hi(&sc->hi, last, false) : bt_raise_lo(&sc->lo, last, false);
+        int r =
+            sc->o.reversed ? bt_lower_hi(&sc->hi, last, false) : bt_raise_lo(&sc->lo, last, false);
         if (r)
             return ct_err_set(err, CT_ENOMEM, "out of memory resuming a scan");
         if (bt_range_empty(&sc->lo, &sc->hi) ||
@@ -536,10 +537,12 @@ static int bt_scan_feed(struct bt_scanner *sc, struct wc_bytes msg, struct ct_er
             ch.label = wc_bytes_str(c->labels[0]);
         ch.value = wc_bytes_of(c->value.data, c->value.len);
         ch.value_size = c->value_size;
-        ch.reset_row = c->row_status_case == BTPB__READ_ROWS_RESPONSE__CELL_CHUNK__ROW_STATUS_RESET_ROW &&
-                       c->reset_row;
-        ch.commit_row = c->row_status_case == BTPB__READ_ROWS_RESPONSE__CELL_CHUNK__ROW_STATUS_COMMIT_ROW &&
-                        c->commit_row;
+        ch.reset_row =
+            c->row_status_case == BTPB__READ_ROWS_RESPONSE__CELL_CHUNK__ROW_STATUS_RESET_ROW &&
+            c->reset_row;
+        ch.commit_row =
+            c->row_status_case == BTPB__READ_ROWS_RESPONSE__CELL_CHUNK__ROW_STATUS_COMMIT_ROW &&
+            c->commit_row;
         rc = bt_merge_feed(sc->merge, &ch, err);
     }
     bt_arena_reset(&sc->arena); /* the merger copied what it keeps */

@@ -249,6 +249,28 @@ int eio_ftruncate(int fd, off_t len)
     return ftruncate(fd, len);
 }
 
+int eio_fallocate(int fd, off_t off, off_t len)
+{
+    int e = 0;
+    if (eio_check(EIO_OP_WRITE, NULL, fd, &e) != EIO_PASS) {
+        errno = e;
+        return -1;
+    }
+    int r;
+    do
+        r = fallocate(fd, 0, off, len);
+    while (r != 0 && errno == EINTR);
+    if (r != 0 && errno == EOPNOTSUPP) { /* a filesystem without it: glibc writes zeros */
+        int rc = posix_fallocate(fd, off, len);
+        if (rc != 0) {
+            errno = rc;
+            return -1;
+        }
+        return 0;
+    }
+    return r;
+}
+
 /* ---- ct_err helpers --------------------------------------------------------------------- */
 
 int eio_write_all(int fd, const void *buf, size_t n, const char *path, struct ct_err *err)
@@ -286,16 +308,15 @@ int eio_pwrite_all(int fd, const void *buf, size_t n, uint64_t off, const char *
     return CT_OK;
 }
 
-int eio_pread_all(int fd, void *buf, size_t n, uint64_t off, const char *path,
-                  struct ct_err *err)
+int eio_pread_all(int fd, void *buf, size_t n, uint64_t off, const char *path, struct ct_err *err)
 {
     uint8_t *p = buf;
     size_t done = 0;
     while (done < n) {
         ssize_t r = eio_pread(fd, p + done, n - done, (off_t)(off + done));
         if (r < 0)
-            return ct_err_errno(err, CT_EIO, errno, "cannot read %zu bytes at offset %llu of %s",
-                                n, (unsigned long long)off, path);
+            return ct_err_errno(err, CT_EIO, errno, "cannot read %zu bytes at offset %llu of %s", n,
+                                (unsigned long long)off, path);
         if (r == 0)
             return ct_err_set(err, CT_ECORRUPT,
                               "%s: unexpected end of file reading %zu bytes at offset %llu", path,

@@ -39,6 +39,9 @@ int eio_fdatasync(int fd);
 int eio_rename(const char *from, const char *to);
 int eio_unlink(const char *path);
 int eio_ftruncate(int fd, off_t len);
+/* posix_fallocate-like: reserves [off, off+len) (mode 0). Returns 0 or -1 with errno; counted
+ * as an EIO_OP_WRITE call for fault injection (it is where ENOSPC appears). */
+int eio_fallocate(int fd, off_t off, off_t len);
 
 /* ---- ct_err helpers ------------------------------------------------------------------- */
 
@@ -47,8 +50,8 @@ int eio_ftruncate(int fd, off_t len);
 CT_MUST_CHECK int eio_write_all(int fd, const void *buf, size_t n, const char *path,
                                 struct ct_err *err);
 /* Writes all n bytes at offset off. */
-CT_MUST_CHECK int eio_pwrite_all(int fd, const void *buf, size_t n, uint64_t off,
-                                 const char *path, struct ct_err *err);
+CT_MUST_CHECK int eio_pwrite_all(int fd, const void *buf, size_t n, uint64_t off, const char *path,
+                                 struct ct_err *err);
 /* Reads exactly n bytes at offset off: CT_EIO if the read fails, CT_ECORRUPT ("<path>: unexpected
  * end of file reading n bytes at offset off") if the file ends first. */
 CT_MUST_CHECK int eio_pread_all(int fd, void *buf, size_t n, uint64_t off, const char *path,
@@ -59,8 +62,7 @@ CT_MUST_CHECK int eio_sync(int fd, bool datasync, const char *path, struct ct_er
 CT_MUST_CHECK int eio_fsync_dir(const char *dir, struct ct_err *err);
 /* Reads a whole file. Returns a new buffer in *out (length in *len; a NUL byte follows the data
  * so text can be parsed in place), freed with free(). CT_NOTFOUND if the file does not exist. */
-CT_MUST_CHECK int eio_read_file(const char *path, uint8_t **out, size_t *len,
-                                struct ct_err *err);
+CT_MUST_CHECK int eio_read_file(const char *path, uint8_t **out, size_t *len, struct ct_err *err);
 /* Replaces `path` atomically and durably: writes <path>.tmp, fsyncs it, renames it over path and
  * fsyncs the directory. On error path is unchanged and the temporary file is removed. */
 CT_MUST_CHECK int eio_write_file_atomic(const char *path, const void *data, size_t len,
@@ -71,7 +73,7 @@ CT_MUST_CHECK int eio_write_file_atomic(const char *path, const void *data, size
 enum eio_op {
     EIO_OP_OPEN = 0,
     EIO_OP_READ = 1,  /* read, pread */
-    EIO_OP_WRITE = 2, /* write, pwrite */
+    EIO_OP_WRITE = 2, /* write, pwrite, fallocate */
     EIO_OP_SYNC = 3,  /* fsync, fdatasync */
     EIO_OP_RENAME = 4,
     EIO_OP_UNLINK = 5,

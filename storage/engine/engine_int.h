@@ -66,6 +66,8 @@ struct eregion {
     size_t nfams;
     bool dead;          /* replaced by a split, truncate or drop; guarded by mu */
     bool flush_queued;  /* guarded by mu */
+    int64_t first_edit_mono_ms; /* when the active memstores got their first cell (0 = empty);
+                                 * guarded by mu */
     atomic_uint_fast64_t reads;
     atomic_uint_fast64_t writes;
 };
@@ -139,6 +141,10 @@ struct estore {
 
     pthread_mutex_t row_mu[64]; /* striped row locks for read-modify-write operations */
 
+    pthread_mutex_t snap_mu; /* open scanners' snapshots (read points) */
+    uint64_t *snaps;
+    size_t nsnaps, snaps_cap;
+
     pthread_mutex_t bg_mu;
     pthread_cond_t bg_cv;   /* jobs queued or stopping */
     pthread_cond_t done_cv; /* a job finished */
@@ -183,6 +189,13 @@ size_t etable_region_index(const struct etable *t, const uint8_t *row, size_t le
 /* Index of family `name` in t->fams or -1. */
 int etable_family_index(const struct etable *t, const uint8_t *name, size_t len);
 bool eregion_contains(const struct eregion *r, const uint8_t *row, size_t len);
+/* Takes a snapshot (visible_seq) and registers it so flushes and compactions keep every version
+ * it may read; released with estore_snapshot_release(). CT_ENOMEM if it cannot register. */
+CT_MUST_CHECK int estore_snapshot_acquire(struct estore *s, uint64_t *snap, struct ct_err *err);
+void estore_snapshot_release(struct estore *s, uint64_t snap);
+/* The read point of a rewrite: min(visible_seq, every registered snapshot). Cells with a larger
+ * seq are kept as they are and do not count toward versions or masking. */
+uint64_t estore_read_point(struct estore *s);
 /* Records the first background error (sticky). */
 void estore_set_bg_error(struct estore *s, const struct ct_err *err);
 /* CT_OK or the sticky background error (copied into err). */

@@ -150,6 +150,7 @@ struct mctx {
     struct ehook hook;
     bool major;
     int64_t oldest;
+    uint64_t read_point; /* cells above it are kept untouched (an open snapshot may need more) */
     uint64_t expected_cells;
     /* current row */
     struct marena rowmem;
@@ -253,6 +254,12 @@ static int mctx_row(struct mctx *m, struct ct_err *err)
     uint64_t min_seq = UINT64_MAX;
     for (size_t i = 0; i < m->row.n; i++) {
         const struct cell *c = &m->row.v[i];
+        if (c->seq > m->read_point) {
+            /* newer than a snapshot still open: kept as is, counts for nothing yet */
+            if (cvec_push(&m->keep, c) != CT_OK)
+                return ct_err_set(err, CT_ENOMEM, "out of memory compacting");
+            continue;
+        }
         if (!col || cell_bytes_cmp(col->qual, col->qual_len, c->qual, c->qual_len) != 0) {
             col = c;
             C = INT64_MIN;
@@ -330,7 +337,7 @@ static int mctx_row(struct mctx *m, struct ct_err *err)
         const struct cell *rowref = NULL;
         for (size_t i = 0; i < m->keep.n; i++) {
             const struct cell *c = &m->keep.v[i];
-            if (c->type != WC_TYPE_PUT)
+            if (c->type != WC_TYPE_PUT || c->seq > m->read_point)
                 continue;
             rowref = c;
             m->wcells[k++] = (struct wc_cell){wc_bytes_of(c->row, c->row_len),
@@ -359,10 +366,11 @@ static int mctx_row(struct mctx *m, struct ct_err *err)
         }
         return CT_OK;
     }
-    /* merge kept markers with the hook's puts */
+    /* merge kept markers (and cells above the read point) with the hook's puts */
     size_t i = 0, j = 0;
     for (;;) {
-        while (i < m->keep.n && m->keep.v[i].type == WC_TYPE_PUT)
+        while (i < m->keep.n && m->keep.v[i].type == WC_TYPE_PUT &&
+               m->keep.v[i].seq <= m->read_point)
             i++;
         const struct cell *a = i < m->keep.n ? &m->keep.v[i] : NULL;
         const struct cell *b = j < puts_n ? &puts_src[j] : NULL;
@@ -435,6 +443,16 @@ static int merge_to_file(struct mctx *m, struct echild *kids, size_t nk, struct 
             break;
         const struct cell *c = &best->cur;
         struct cell x = *c;
+        if (best->is_ms) {
+            /* memstore bytes stay put while the flush holds its reference: no copy */
+            if (m->row.n)
+                x.row = m->row.v[0].row;
+            if (cvec_push(&m->row, &x) != CT_OK)
+                return ct_err_set(err, CT_ENOMEM, "out of memory flushing");
+            if ((rc = echild_next(best, err)) != CT_OK)
+                return rc;
+            continue;
+        }
         size_t need = (m->row.n ? 0 : c->row_len) + c->qual_len + c->value_len + 1;
         uint8_t *p = marena_alloc(&m->rowmem, need);
         if (!p)
@@ -500,6 +518,7 @@ static void mctx_init(struct mctx *m, struct estore *s, struct etable *t, struct
     pthread_mutex_unlock(&s->cat_mu);
     int64_t now = clock_now_ms();
     m->oldest = m->d.ttl_s >= WC_TTL_FOREVER ? INT64_MIN : now - m->d.ttl_s * 1000;
+    m->read_point = estore_read_point(s);
 }
 
 /* ---- flush -------------------------------------------------------------------------------- */
@@ -537,6 +556,7 @@ static int flush_locked(struct estore *s, struct etable *t, struct eregion *r, s
         goto out;
     }
     r->flush_queued = false;
+    r->first_edit_mono_ms = 0;
     for (size_t f = 0; f < nf && rc == CT_OK; f++) {
         struct efam *ef = &r->fams[f];
         if (memstore_count(ef->active)) {
@@ -687,8 +707,23 @@ static int compact_store(struct estore *s, struct etable *t, struct eregion *r, 
             sizes[i] = sst_get_meta(ef->files[i].sst)->file_bytes;
         struct compact_policy p;
         compact_policy_default(&p);
-        if (!compact_select(sizes, n, &p, &start, &count))
+        if (!compact_select(sizes, n, &p, &start, &count)) {
             count = 0;
+            /* stuck (writes block at 16 files): the cheapest run of min_files, as HBase does */
+            if (n >= 16) {
+                uint64_t best = UINT64_MAX;
+                for (size_t st = 0; st + p.min_files <= n; st++) {
+                    uint64_t tot = 0;
+                    for (size_t i = st; i < st + p.min_files; i++)
+                        tot += sizes[i];
+                    if (tot < best) {
+                        best = tot;
+                        start = st;
+                        count = p.min_files;
+                    }
+                }
+            }
+        }
         free(sizes);
         if (count == n)
             major = true;

@@ -21,10 +21,17 @@
  * search are two integer compares on the node's first cache line. */
 struct ms_node {
     uint64_t k0, k1;
-    struct cell c;
-    int height;
-    _Atomic(struct ms_node *) next[]; /* height entries */
+    uint64_t height;
+    _Atomic(struct ms_node *) next[]; /* height entries, then the struct cell, then its bytes */
 };
+
+/* Nodes start on a cache line: k0, k1 and the first links of most nodes share one line. */
+#define MS_NODE_ALIGN 64
+
+static inline struct cell *ms_cell(const struct ms_node *n)
+{
+    return (struct cell *)(uintptr_t)&n->next[n->height];
+}
 
 static inline void ms_row_prefix(const uint8_t *row, uint32_t len, uint64_t *k0, uint64_t *k1)
 {
@@ -47,14 +54,14 @@ static inline int ms_cmp(const struct ms_node *n, uint64_t k0, uint64_t k1,
         return n->k0 < k0 ? -1 : 1;
     if (n->k1 != k1)
         return n->k1 < k1 ? -1 : 1;
-    return cell_compare(&n->c, target);
+    return cell_compare(ms_cell(n), target);
 }
 
 struct ms_chunk {
     struct ms_chunk *prev;
     size_t used;
     size_t cap;
-    _Alignas(16) uint8_t data[];
+    _Alignas(MS_NODE_ALIGN) uint8_t data[];
 };
 
 struct memstore {
@@ -71,11 +78,11 @@ struct memstore {
 
 static void *ms_alloc(struct memstore *m, size_t n)
 {
-    n = (n + 7) & ~(size_t)7;
+    n = (n + MS_NODE_ALIGN - 1) & ~(size_t)(MS_NODE_ALIGN - 1);
     struct ms_chunk *c = m->chunk;
     if (!c || c->cap - c->used < n) {
         size_t cap = n > MS_CHUNK_BYTES / 4 ? n : MS_CHUNK_BYTES;
-        struct ms_chunk *nc = malloc(sizeof(*nc) + cap);
+        struct ms_chunk *nc = aligned_alloc(MS_NODE_ALIGN, sizeof(*nc) + cap);
         if (!nc)
             return NULL;
         nc->used = 0;
@@ -104,12 +111,14 @@ int memstore_new(struct memstore **out, struct ct_err *err)
     atomic_init(&m->height, 1);
     atomic_init(&m->min_seq, UINT64_MAX);
     m->rnd = 0x9e3779b9u ^ (uint32_t)(uintptr_t)m;
-    m->head = ms_alloc(m, sizeof(struct ms_node) + MS_MAX_HEIGHT * sizeof(void *));
+    m->head = ms_alloc(m, sizeof(struct ms_node) + MS_MAX_HEIGHT * sizeof(void *) +
+                              sizeof(struct cell));
     if (!m->head) {
         free(m);
         return ct_err_set(err, CT_ENOMEM, "out of memory creating a memstore");
     }
-    memset(m->head, 0, sizeof(struct ms_node) + MS_MAX_HEIGHT * sizeof(void *));
+    memset(m->head, 0,
+           sizeof(struct ms_node) + MS_MAX_HEIGHT * sizeof(void *) + sizeof(struct cell));
     m->head->height = MS_MAX_HEIGHT;
     *out = m;
     return CT_OK;
@@ -220,27 +229,29 @@ int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err)
     ms_find_ge(m, c, prev);
     int h = ms_random_height(m);
     int cur = atomic_load_explicit(&m->height, memory_order_relaxed);
-    size_t need = sizeof(struct ms_node) + (size_t)h * sizeof(void *) + c->row_len + c->qual_len +
+    size_t need = sizeof(struct ms_node) + (size_t)h * sizeof(void *) + sizeof(struct cell) +
+                  c->row_len + c->qual_len +
                   c->value_len;
     struct ms_node *n = ms_alloc(m, need);
     if (!n)
         return ct_err_set(err, CT_ENOMEM, "out of memory adding a %zu-byte cell to a memstore",
                           need);
-    uint8_t *p = (uint8_t *)&n->next[h];
+    n->height = (uint64_t)h;
+    struct cell *nc = ms_cell(n);
+    uint8_t *p = (uint8_t *)(nc + 1);
     ms_row_prefix(c->row, c->row_len, &n->k0, &n->k1);
-    n->c = *c;
-    n->height = h;
+    *nc = *c;
     if (c->row_len)
         memcpy(p, c->row, c->row_len);
-    n->c.row = p;
+    nc->row = p;
     p += c->row_len;
     if (c->qual_len)
         memcpy(p, c->qual, c->qual_len);
-    n->c.qual = p;
+    nc->qual = p;
     p += c->qual_len;
     if (c->value_len)
         memcpy(p, c->value, c->value_len);
-    n->c.value = p;
+    nc->value = p;
     if (h > cur) {
         for (int i = cur; i < h; i++)
             prev[i] = m->head;
@@ -306,7 +317,7 @@ void memstore_iter_seek_for_prev(struct memstore_iter *it, const struct cell *ta
 {
     struct ms_node *lt = ms_find_lt(it->m, target);
     struct ms_node *nx = ms_next(lt, 0);
-    if (nx && cell_compare(&nx->c, target) == 0) {
+    if (nx && cell_compare(ms_cell(nx), target) == 0) {
         it->node = nx;
         return;
     }
@@ -321,11 +332,11 @@ void memstore_iter_next(struct memstore_iter *it)
 void memstore_iter_prev(struct memstore_iter *it)
 {
     const struct ms_node *cur = it->node;
-    struct ms_node *lt = ms_find_lt(it->m, &cur->c);
+    struct ms_node *lt = ms_find_lt(it->m, ms_cell(cur));
     it->node = lt == it->m->head ? NULL : lt;
 }
 
 const struct cell *memstore_iter_cell(const struct memstore_iter *it)
 {
-    return &((const struct ms_node *)it->node)->c;
+    return ms_cell(it->node);
 }

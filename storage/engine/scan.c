@@ -4,7 +4,8 @@
  * Invariants: (1) a scanner holds references on every memstore and file it may read, taken
  * under each region's mutex at open, so flushes and compactions never pull data from under it;
  * (2) its snapshot is the store's visible_seq read before those references were taken: cells
- * with a larger seq are stepped over by every input; (3) a reversed scan finds the previous row
+ * with a larger seq are stepped over by every input; the snapshot is registered with the store
+ * so flushes and compactions keep every version it may still read (estore_read_point); (3) a reversed scan finds the previous row
  * with seek_for_prev on every input, then reads that row forward, so cells inside a row are in
  * forward order in both directions; (4) rows are bounded by [lo, hi) of the scan intersected
  * with the region's range, so inputs shared by split daughters never leak rows.
@@ -445,6 +446,7 @@ struct escanner {
     size_t nkids;
     size_t *kid_start; /* nsf + 1 */
     uint64_t snap;
+    bool snap_registered;
     struct matcher m;
     /* reversed: the exclusive upper bound of the next row (inf until the first row) */
     bool bound_inf;
@@ -461,10 +463,36 @@ struct escanner {
     bool single_row;
     /* borrowed option bytes copied here */
     uint8_t *owned;
-    /* big buffers last: not zeroed at open */
-    uint8_t key[WC_MAX_ROW_BYTES + 1];
-    uint8_t tmp[WC_MAX_ROW_BYTES + 2];
+    /* the current row key and a scratch key; inline until a longer row needs the heap */
+    uint8_t *key;
+    size_t key_cap;
+    uint8_t *tmp;
+    size_t tmp_cap;
+    uint8_t key_inline[128];
+    uint8_t tmp_inline[128];
 };
+
+/* Makes *buf (inline storage `inl` or the heap) hold at least `need` bytes, keeping its
+ * content. */
+static int sc_reserve(uint8_t **buf, size_t *cap, uint8_t *inl, size_t need, struct ct_err *err)
+{
+    if (need <= *cap)
+        return CT_OK;
+    size_t nc = need < 1024 ? 1024 : need;
+    uint8_t *nb = *buf == inl ? malloc(nc) : realloc(*buf, nc);
+    if (!nb)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for a %zu-byte row key", need);
+    if (*buf == inl)
+        memcpy(nb, inl, *cap);
+    *buf = nb;
+    *cap = nc;
+    return CT_OK;
+}
+
+#define KEY_RESERVE(sc, need)                                                                      \
+    sc_reserve(&(sc)->key, &(sc)->key_cap, (sc)->key_inline, (need), err)
+#define TMP_RESERVE(sc, need)                                                                      \
+    sc_reserve(&(sc)->tmp, &(sc)->tmp_cap, (sc)->tmp_inline, (need), err)
 
 static void *sarena_alloc(struct escanner *sc, size_t n)
 {
@@ -473,7 +501,9 @@ static void *sarena_alloc(struct escanner *sc, size_t n)
     while (c && c->cap - c->used < n)
         c = c->next;
     if (!c) {
-        size_t cap = n > 65536 ? n : 65536;
+        size_t cap = sc->arena ? 65536 : 4096;
+        if (cap < n)
+            cap = n;
         c = malloc(sizeof(*c) + cap);
         if (!c)
             return NULL;
@@ -577,6 +607,9 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
                 best = &c->cur;
         }
         if (best) {
+            int rc = KEY_RESERVE(sc, best->row_len + 1);
+            if (rc != CT_OK)
+                return rc;
             memcpy(sc->key, best->row, best->row_len);
             sc->key_len = best->row_len;
             *found = true;
@@ -585,6 +618,9 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     }
     /* reversed: previous row below the bound (key holds the last row returned) */
     struct cell target;
+    int rc0 = TMP_RESERVE(sc, (sc->bound_inf ? r->hi_len : sc->key_len) + 2);
+    if (rc0 != CT_OK)
+        return rc0;
     if (!sc->bound_inf) {
         memcpy(sc->tmp, sc->key, sc->key_len);
         ecell_row_start(&target, sc->tmp, sc->key_len);
@@ -606,6 +642,8 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     }
     if (!best)
         return CT_OK;
+    if ((rc0 = KEY_RESERVE(sc, best->row_len + 1)) != CT_OK)
+        return rc0;
     memcpy(sc->key, best->row, best->row_len);
     sc->key_len = best->row_len;
     sc->bound_inf = false;
@@ -628,6 +666,9 @@ static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
 /* Moves every input past row sc->key (forward direction). */
 static int scanner_skip_row(struct escanner *sc, struct ct_err *err)
 {
+    int rc0 = TMP_RESERVE(sc, sc->key_len + 2);
+    if (rc0 != CT_OK)
+        return rc0;
     memcpy(sc->tmp, sc->key, sc->key_len);
     sc->tmp[sc->key_len] = 0;
     struct cell target;
@@ -811,6 +852,12 @@ void engine_scanner_close(struct wc_scanner *wsc)
     }
     free(sc->cells);
     free(sc->owned);
+    if (sc->key != sc->key_inline)
+        free(sc->key);
+    if (sc->tmp != sc->tmp_inline)
+        free(sc->tmp);
+    if (sc->snap_registered)
+        estore_snapshot_release(sc->s, sc->snap);
     if (sc->t)
         etable_unref(sc->t);
     free(sc);
@@ -880,10 +927,13 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
                                  const struct wc_scan_options *o, struct escanner **out,
                                  struct ct_err *err)
 {
-    struct escanner *sc = malloc(sizeof(*sc));
+    struct escanner *sc = calloc(1, sizeof(*sc));
     if (!sc)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
-    memset(sc, 0, offsetof(struct escanner, key));
+    sc->key = sc->key_inline;
+    sc->key_cap = sizeof(sc->key_inline);
+    sc->tmp = sc->tmp_inline;
+    sc->tmp_cap = sizeof(sc->tmp_inline);
     sc->base.ops = s->base.ops;
     sc->s = s;
     sc->o = *o;
@@ -1050,7 +1100,9 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
     sc->m.raw = o->raw;
     sc->m.o = &sc->o;
 
-    sc->snap = atomic_load(&s->visible_seq);
+    if ((rc = estore_snapshot_acquire(s, &sc->snap, err)) != CT_OK)
+        goto fail_unlock;
+    sc->snap_registered = true;
     if (!empty) {
         sc->regs = calloc(t->nregions, sizeof(*sc->regs));
         if (!sc->regs) {

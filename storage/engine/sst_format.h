@@ -57,13 +57,13 @@
 #ifndef CT_ENGINE_SST_FORMAT_H
 #define CT_ENGINE_SST_FORMAT_H
 
-#define SST_MAGIC                0x43545346u /* "CTSF" */
-#define SST_VERSION              1
-#define SST_HEADER_BYTES         8
-#define SST_FOOTER_BYTES         48
-#define SST_BLOCK_TRAILER_BYTES  5
-#define SST_RESTART_INTERVAL     16
-#define SST_META_FIXED_BYTES     52
+#define SST_MAGIC               0x43545346u /* "CTSF" */
+#define SST_VERSION             1
+#define SST_HEADER_BYTES        8
+#define SST_FOOTER_BYTES        48
+#define SST_BLOCK_TRAILER_BYTES 5
+#define SST_RESTART_INTERVAL    16
+#define SST_META_FIXED_BYTES    52
 
 #define SST_COMPRESS_NONE   0
 #define SST_COMPRESS_SNAPPY 1

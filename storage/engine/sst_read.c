@@ -80,6 +80,15 @@ struct sst {
     uint8_t bloom_kind;
 };
 
+/* Reusable buffers for reading blocks: `in` receives the bytes read, `out` the decompressed
+ * contents. Owned by an iterator, so loading a data block costs one malloc (the block). */
+struct sst_scratch {
+    uint8_t *in;
+    size_t in_cap;
+    uint8_t *out;
+    size_t out_cap;
+};
+
 struct sst_iter {
     struct sst *f;
     struct sst_block *blk;
@@ -87,60 +96,78 @@ struct sst_iter {
     int64_t bi;
     int64_t i;
     bool valid;
+    struct sst_scratch scratch;
 };
 
 /* ---- blocks --------------------------------------------------------------------------------- */
 
 static void sst_block_free(void *p)
 {
-    struct sst_block *b = p;
-    if (!b)
-        return;
-    free(b->raw);
-    free(b);
+    free(p); /* one allocation: header, entries, keys and contents */
 }
 
-/* Reads and checks the block at [off, off+len) + trailer; returns its (decompressed) contents in
- * a new buffer *out of *outlen bytes, freed with free(). */
+static bool sst_scratch_fit(uint8_t **p, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap : 8192;
+    while (n < need)
+        n *= 2;
+    uint8_t *q = malloc(n);
+    if (!q)
+        return false;
+    free(*p);
+    *p = q;
+    *cap = n;
+    return true;
+}
+
+static void sst_scratch_free(struct sst_scratch *s)
+{
+    free(s->in);
+    free(s->out);
+    s->in = s->out = NULL;
+    s->in_cap = s->out_cap = 0;
+}
+
+/* Reads and checks the block at [off, off+len) + trailer; *out points at its (decompressed)
+ * contents of *outlen bytes inside the scratch buffers, valid until the scratch is reused. */
 static int sst_read_raw(const struct sst *f, uint64_t off, uint64_t len, const char *what,
-                        uint8_t **out, size_t *outlen, struct ct_err *err)
+                        struct sst_scratch *sc, const uint8_t **out, size_t *outlen,
+                        struct ct_err *err)
 {
     if (len > SST_MAX_BLOCK_BYTES || off < SST_HEADER_BYTES ||
         off + len + SST_BLOCK_TRAILER_BYTES > f->file_size - SST_FOOTER_BYTES)
         return ct_err_set(err, CT_ECORRUPT,
                           "corrupt %s block at offset %llu in %s: length %llu out of bounds", what,
                           (unsigned long long)off, f->path, (unsigned long long)len);
-    uint8_t *buf = malloc(len + SST_BLOCK_TRAILER_BYTES);
-    if (!buf)
+    if (!sst_scratch_fit(&sc->in, &sc->in_cap, len + SST_BLOCK_TRAILER_BYTES))
         return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
+    uint8_t *buf = sc->in;
     int rc = eio_pread_all(f->fd, buf, len + SST_BLOCK_TRAILER_BYTES, off, f->path, err);
-    if (rc != CT_OK) {
-        free(buf);
+    if (rc != CT_OK)
         return rc;
-    }
     uint32_t want = coding_get_be32(buf + len + 1);
-    if (crc32c_mask(crc32c_value(buf, len + 1)) != want) {
-        free(buf);
+    if (crc32c_mask(crc32c_value(buf, len + 1)) != want)
         return ct_err_set(err, CT_ECORRUPT,
                           "corrupt %s block at offset %llu in %s: checksum mismatch", what,
                           (unsigned long long)off, f->path);
-    }
     uint8_t type = buf[len];
     if (type == SST_COMPRESS_NONE) {
         *out = buf;
         *outlen = len;
         return CT_OK;
     }
-    uint8_t *dst = NULL;
     size_t dlen = 0;
     const char *why = NULL;
+    bool nomem = false;
     if (type == SST_COMPRESS_SNAPPY) {
         if (snappy_uncompressed_length((const char *)buf, len, &dlen) != SNAPPY_OK ||
             dlen > SST_MAX_BLOCK_BYTES)
             why = "bad snappy header";
-        else if (!(dst = malloc(dlen ? dlen : 1)))
-            why = "out of memory";
-        else if (snappy_uncompress((const char *)buf, len, (char *)dst, &dlen) != SNAPPY_OK)
+        else if (!sst_scratch_fit(&sc->out, &sc->out_cap, dlen ? dlen : 1))
+            nomem = true;
+        else if (snappy_uncompress((const char *)buf, len, (char *)sc->out, &dlen) != SNAPPY_OK)
             why = "snappy decompression failed";
     } else if (type == SST_COMPRESS_ZLIB) {
         uint64_t ulen = 0;
@@ -148,29 +175,48 @@ static int sst_read_raw(const struct sst *f, uint64_t off, uint64_t len, const c
         uLongf zl = (uLongf)ulen;
         if (!h || ulen > SST_MAX_BLOCK_BYTES)
             why = "bad zlib length";
-        else if (!(dst = malloc(ulen ? ulen : 1)))
-            why = "out of memory";
-        else if (uncompress(dst, &zl, buf + h, (uLong)(len - h)) != Z_OK || zl != ulen)
+        else if (!sst_scratch_fit(&sc->out, &sc->out_cap, ulen ? ulen : 1))
+            nomem = true;
+        else if (uncompress(sc->out, &zl, buf + h, (uLong)(len - h)) != Z_OK || zl != ulen)
             why = "zlib decompression failed";
         dlen = (size_t)ulen;
     } else {
         why = "unknown compression type";
     }
-    free(buf);
-    if (why) {
-        free(dst);
-        if (strcmp(why, "out of memory") == 0)
-            return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
+    if (nomem)
+        return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
+    if (why)
         return ct_err_set(err, CT_ECORRUPT, "corrupt %s block at offset %llu in %s: %s", what,
                           (unsigned long long)off, f->path, why);
-    }
-    *out = dst;
+    *out = sc->out;
     *outlen = dlen;
     return CT_OK;
 }
 
-/* Decodes data-block contents (takes raw) into a new block. */
-static int sst_block_decode(const struct sst *f, uint64_t off, uint8_t *raw, size_t rawlen,
+/* Like sst_read_raw() but returns a new buffer (freed with free()) for blocks kept for the
+ * life of the file: index, bloom, meta. */
+static int sst_read_owned(const struct sst *f, uint64_t off, uint64_t len, const char *what,
+                          uint8_t **out, size_t *outlen, struct ct_err *err)
+{
+    struct sst_scratch sc = {0};
+    const uint8_t *p = NULL;
+    int rc = sst_read_raw(f, off, len, what, &sc, &p, outlen, err);
+    if (rc == CT_OK) {
+        /* hand over whichever scratch buffer holds the contents */
+        if (p == sc.in) {
+            *out = sc.in;
+            sc.in = NULL;
+        } else {
+            *out = sc.out;
+            sc.out = NULL;
+        }
+    }
+    sst_scratch_free(&sc);
+    return rc;
+}
+
+/* Decodes data-block contents into a new block (one allocation holding a copy of raw). */
+static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *raw, size_t rawlen,
                             struct sst_block **out, struct ct_err *err)
 {
     const char *why = NULL;
@@ -226,16 +272,17 @@ static int sst_block_decode(const struct sst *f, uint64_t off, uint8_t *raw, siz
             goto bad;
         }
     size_t esz = count * sizeof(struct sst_dentry);
-    struct sst_block *b = malloc(sizeof(*b) + esz + keybytes + 1);
-    if (!b) {
-        free(raw);
+    size_t total = sizeof(struct sst_block) + esz + keybytes + rawlen + 1;
+    struct sst_block *b = malloc(total);
+    if (!b)
         return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
-    }
     b->n = (uint32_t)count;
     b->e = (struct sst_dentry *)(b + 1);
     b->keys = (uint8_t *)b->e + esz;
-    b->raw = raw;
-    b->charge = sizeof(*b) + esz + keybytes + rawlen;
+    b->raw = b->keys + keybytes;
+    memcpy(b->raw, raw, rawlen);
+    raw = b->raw;
+    b->charge = total;
     /* pass 2: fill (already validated) */
     p = 0;
     size_t ko = 0, prev_off = 0;
@@ -268,14 +315,13 @@ static int sst_block_decode(const struct sst *f, uint64_t off, uint8_t *raw, siz
     *out = b;
     return CT_OK;
 bad:
-    free(raw);
     return ct_err_set(err, CT_ECORRUPT, "corrupt data block at offset %llu in %s: %s",
                       (unsigned long long)off, f->path, why);
 }
 
 /* Gets data block bi: from the cache or the file. *h is the cache reference (NULL: the caller
  * owns *out and frees it with sst_block_free). */
-static int sst_get_block(struct sst *f, uint32_t bi, struct sst_block **out,
+static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc, struct sst_block **out,
                          struct block_cache_handle **h, struct ct_err *err)
 {
     const struct sst_index_entry *ie = &f->idx[bi];
@@ -288,9 +334,9 @@ static int sst_get_block(struct sst *f, uint32_t bi, struct sst_block **out,
             return CT_OK;
         }
     }
-    uint8_t *raw = NULL;
+    const uint8_t *raw = NULL;
     size_t rawlen = 0;
-    int rc = sst_read_raw(f, ie->off, ie->len, "data", &raw, &rawlen, err);
+    int rc = sst_read_raw(f, ie->off, ie->len, "data", sc, &raw, &rawlen, err);
     if (rc != CT_OK)
         return rc;
     struct sst_block *b = NULL;
@@ -301,8 +347,8 @@ static int sst_get_block(struct sst *f, uint32_t bi, struct sst_block **out,
         *h = NULL;
         return CT_OK;
     }
-    struct block_cache_handle *ch = block_cache_insert(f->cache, f->file_id, ie->off, b,
-                                                       b->charge, f->ro.in_memory, sst_block_free);
+    struct block_cache_handle *ch = block_cache_insert(f->cache, f->file_id, ie->off, b, b->charge,
+                                                       f->ro.in_memory, sst_block_free);
     if (!ch)
         return ct_err_set(err, CT_ENOMEM, "out of memory caching a block of %s", f->path);
     *out = b;
@@ -349,7 +395,7 @@ static size_t sst_get_cell_key(const uint8_t *p, const uint8_t *end, struct cell
 static int sst_load_index(struct sst *f, uint64_t off, uint64_t len, struct ct_err *err)
 {
     size_t rl = 0;
-    int rc = sst_read_raw(f, off, len, "index", &f->idx_raw, &rl, err);
+    int rc = sst_read_owned(f, off, len, "index", &f->idx_raw, &rl, err);
     if (rc != CT_OK)
         return rc;
     const uint8_t *p = f->idx_raw, *end = f->idx_raw + rl;
@@ -397,7 +443,7 @@ static int sst_load_meta(struct sst *f, uint64_t off, uint64_t len, struct ct_er
 {
     uint8_t *m = NULL;
     size_t ml = 0;
-    int rc = sst_read_raw(f, off, len, "meta", &m, &ml, err);
+    int rc = sst_read_owned(f, off, len, "meta", &m, &ml, err);
     if (rc != CT_OK)
         return rc;
     struct sst_meta *x = &f->meta;
@@ -428,9 +474,10 @@ static int sst_load_meta(struct sst *f, uint64_t off, uint64_t len, struct ct_er
     x->file_bytes = f->file_size;
     free(m);
     if (nblocks != f->nblocks)
-        return ct_err_set(err, CT_ECORRUPT, "corrupt meta block at offset %llu in %s: %u data "
-                          "blocks, index lists %u", (unsigned long long)off, f->path, nblocks,
-                          f->nblocks);
+        return ct_err_set(err, CT_ECORRUPT,
+                          "corrupt meta block at offset %llu in %s: %u data "
+                          "blocks, index lists %u",
+                          (unsigned long long)off, f->path, nblocks, f->nblocks);
     return CT_OK;
 bad:
     free(m);
@@ -443,13 +490,13 @@ static int sst_load_bloom(struct sst *f, uint64_t off, uint64_t len, struct ct_e
     if (len == 0)
         return CT_OK;
     size_t bl = 0;
-    int rc = sst_read_raw(f, off, len, "bloom", &f->bloom_raw, &bl, err);
+    int rc = sst_read_owned(f, off, len, "bloom", &f->bloom_raw, &bl, err);
     if (rc != CT_OK)
         return rc;
     const uint8_t *b = f->bloom_raw;
     uint32_t nbits = bl >= 8 ? coding_get_be32(b + 4) : 0;
-    if (bl < 8 || (b[0] != SST_BLOOM_ROW && b[0] != SST_BLOOM_ROWCOL) || b[1] == 0 ||
-        b[1] > 30 || nbits == 0 || nbits % 8 != 0 || (size_t)nbits / 8 != bl - 8)
+    if (bl < 8 || (b[0] != SST_BLOOM_ROW && b[0] != SST_BLOOM_ROWCOL) || b[1] == 0 || b[1] > 30 ||
+        nbits == 0 || nbits % 8 != 0 || (size_t)nbits / 8 != bl - 8)
         return ct_err_set(err, CT_ECORRUPT, "corrupt bloom block at offset %llu in %s",
                           (unsigned long long)off, f->path);
     f->bloom_kind = b[0];
@@ -512,8 +559,10 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
     if ((rc = eio_pread_all(f->fd, ft, sizeof ft, foff, path, err)) != CT_OK)
         goto fail;
     if (coding_get_be32(ft + 44) != SST_MAGIC) {
-        rc = ct_err_set(err, CT_ECORRUPT, "%s is not a block file (bad magic in the footer at "
-                        "offset %llu)", path, (unsigned long long)foff);
+        rc = ct_err_set(err, CT_ECORRUPT,
+                        "%s is not a block file (bad magic in the footer at "
+                        "offset %llu)",
+                        path, (unsigned long long)foff);
         goto fail;
     }
     if (ft[40] != SST_VERSION) {
@@ -650,6 +699,7 @@ void sst_iter_free(struct sst_iter *it)
     if (!it)
         return;
     sst_iter_drop_block(it);
+    sst_scratch_free(&it->scratch);
     sst_unref(it->f);
     free(it);
 }
@@ -662,7 +712,7 @@ static int sst_iter_load(struct sst_iter *it, int64_t bi, struct ct_err *err)
     it->valid = false;
     struct sst_block *b = NULL;
     struct block_cache_handle *h = NULL;
-    int rc = sst_get_block(it->f, (uint32_t)bi, &b, &h, err);
+    int rc = sst_get_block(it->f, (uint32_t)bi, &it->scratch, &b, &h, err);
     if (rc != CT_OK)
         return rc;
     it->blk = b;

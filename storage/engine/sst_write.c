@@ -163,8 +163,8 @@ int sst_writer_open(const char *path, const struct sst_writer_options *o, struct
         int e = errno;
         free(w->hashes);
         free(w);
-        return ct_err_errno(err, e == EEXIST ? CT_EEXIST : CT_EIO, e,
-                            "cannot create block file %s", path);
+        return ct_err_errno(err, e == EEXIST ? CT_EEXIST : CT_EIO, e, "cannot create block file %s",
+                            path);
     }
     if (sw_reserve(&w->out, &w->out_cap, SST_OUT_FLUSH_BYTES + 64) != CT_OK) {
         sst_writer_abort(w);
@@ -237,7 +237,8 @@ static int sw_finish_block(struct sst_writer *w, struct ct_err *err)
         return rc;
 
     /* index entry: offset, len, first key, last key */
-    size_t room = 2 * CODING_VARINT64_MAX + w->first_len + w->lastkey_len + 5 * CODING_VARINT64_MAX + 1;
+    size_t room =
+        2 * CODING_VARINT64_MAX + w->first_len + w->lastkey_len + 5 * CODING_VARINT64_MAX + 1;
     if (sw_reserve(&w->idx, &w->idx_cap, w->idx_len + room) != CT_OK)
         return sw_nomem(w, err);
     uint8_t *p = w->idx + w->idx_len;
@@ -272,12 +273,12 @@ int sst_writer_add(struct sst_writer *w, const struct cell *c, struct ct_err *er
                             .seq = w->last_seq};
         if (cell_compare(c, &last) <= 0) {
             w->failed = true;
-            return ct_err_set(err, CT_EINVAL, "cells out of order writing %s (cell %llu)",
-                              w->path, (unsigned long long)w->meta.cells);
+            return ct_err_set(err, CT_EINVAL, "cells out of order writing %s (cell %llu)", w->path,
+                              (unsigned long long)w->meta.cells);
         }
     }
-    bool row_changed = !w->have_last ||
-                       cell_bytes_cmp(c->row, c->row_len, w->lastkey, w->last_row_len) != 0;
+    bool row_changed =
+        !w->have_last || cell_bytes_cmp(c->row, c->row_len, w->lastkey, w->last_row_len) != 0;
     bool col_changed =
         row_changed || cell_bytes_cmp(c->qual, c->qual_len, w->lastkey + w->last_row_len,
                                       w->lastkey_len - w->last_row_len) != 0;

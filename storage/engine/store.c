@@ -67,6 +67,47 @@ int estore_check_bg_error(struct estore *s, struct ct_err *err)
     return rc;
 }
 
+int estore_snapshot_acquire(struct estore *s, uint64_t *snap, struct ct_err *err)
+{
+    pthread_mutex_lock(&s->snap_mu);
+    if (s->nsnaps == s->snaps_cap) {
+        size_t cap = s->snaps_cap ? s->snaps_cap * 2 : 16;
+        uint64_t *nv = realloc(s->snaps, cap * sizeof(*nv));
+        if (!nv) {
+            pthread_mutex_unlock(&s->snap_mu);
+            return ct_err_set(err, CT_ENOMEM, "out of memory registering a snapshot");
+        }
+        s->snaps = nv;
+        s->snaps_cap = cap;
+    }
+    *snap = atomic_load(&s->visible_seq);
+    s->snaps[s->nsnaps++] = *snap;
+    pthread_mutex_unlock(&s->snap_mu);
+    return CT_OK;
+}
+
+void estore_snapshot_release(struct estore *s, uint64_t snap)
+{
+    pthread_mutex_lock(&s->snap_mu);
+    for (size_t i = 0; i < s->nsnaps; i++)
+        if (s->snaps[i] == snap) {
+            s->snaps[i] = s->snaps[--s->nsnaps];
+            break;
+        }
+    pthread_mutex_unlock(&s->snap_mu);
+}
+
+uint64_t estore_read_point(struct estore *s)
+{
+    pthread_mutex_lock(&s->snap_mu);
+    uint64_t rp = atomic_load(&s->visible_seq);
+    for (size_t i = 0; i < s->nsnaps; i++)
+        if (s->snaps[i] < rp)
+            rp = s->snaps[i];
+    pthread_mutex_unlock(&s->snap_mu);
+    return rp;
+}
+
 uint64_t etable_flush_bytes(const struct estore *s, const struct etable *t)
 {
     return t->memstore_flushsize ? t->memstore_flushsize : s->opt.memstore_flush_bytes;
@@ -257,13 +298,8 @@ void estore_queue_job(struct estore *s, enum ejob_kind kind, struct etable *t, s
     pthread_mutex_lock(&s->bg_mu);
     if (s->stopping || s->nthreads == 0) {
         pthread_mutex_unlock(&s->bg_mu);
-        if (r) {
-            pthread_mutex_lock(&r->mu);
-            if (kind == EJOB_FLUSH)
-                r->flush_queued = false;
-            pthread_mutex_unlock(&r->mu);
-            eregion_unref(r);
-        }
+        /* stopping: close flushes everything itself (callers may hold r->mu: not touched) */
+        eregion_unref(r);
         etable_unref(t);
         free(j);
         return;
@@ -311,8 +347,56 @@ static void queue_major_all(struct estore *s)
 }
 
 /* When the log holds many segments, flushes the region whose memstore holds its oldest edit
- * so the log can be trimmed (spec §10: "flush ... when the WAL must be trimmed"). */
+ * so the log can be trimmed (spec §10: "flush ... when the WAL must be trimmed"); flushes
+ * memstores whose first edit is an hour old. */
 #define WAL_MAX_SEGMENTS 8
+#define ENGINE_IDLE_FLUSH_MS (3600 * 1000)
+
+/* All memstores of the store together: past max(4 x flush size, 256 MiB) the largest regions
+ * are flushed (HBase bounds memstores globally too, at 40% of the heap). */
+static void global_memstore_limit(struct estore *s)
+{
+    uint64_t limit = 4 * (uint64_t)s->opt.memstore_flush_bytes;
+    if (limit < (256ull << 20))
+        limit = 256ull << 20;
+    uint64_t total = 0;
+    pthread_mutex_lock(&s->cat_mu);
+    for (int round = 0; round < 64; round++) {
+        struct etable *bt = NULL;
+        struct eregion *br = NULL;
+        uint64_t biggest = 0;
+        total = 0;
+        for (size_t i = 0; i < s->ntables; i++) {
+            struct etable *t = s->tables[i];
+            for (size_t r = 0; r < t->nregions; r++) {
+                struct eregion *rg = t->regions[r];
+                uint64_t b = 0;
+                pthread_mutex_lock(&rg->mu);
+                for (size_t f = 0; f < rg->nfams; f++) {
+                    b += memstore_bytes(rg->fams[f].active);
+                    for (size_t k = 0; k < rg->fams[f].nfrozen; k++)
+                        b += memstore_bytes(rg->fams[f].frozen[k]);
+                }
+                if (!rg->flush_queued && b > biggest) {
+                    biggest = b;
+                    bt = t;
+                    br = rg;
+                }
+                if (rg->flush_queued)
+                    b = 0; /* about to go */
+                pthread_mutex_unlock(&rg->mu);
+                total += b;
+            }
+        }
+        if (total <= limit || !br)
+            break;
+        pthread_mutex_lock(&br->mu);
+        br->flush_queued = true;
+        pthread_mutex_unlock(&br->mu);
+        estore_queue_job(s, EJOB_FLUSH, bt, br, false);
+    }
+    pthread_mutex_unlock(&s->cat_mu);
+}
 
 static void trim_wal(struct estore *s)
 {
@@ -320,17 +404,27 @@ static void trim_wal(struct estore *s)
         return;
     struct wal_stats ws;
     wal_get_stats(s->wal, &ws);
-    if (ws.segments <= WAL_MAX_SEGMENTS)
-        return;
     struct etable *bt = NULL;
     struct eregion *br = NULL;
     uint64_t best = UINT64_MAX;
+    bool too_long = ws.segments > WAL_MAX_SEGMENTS;
+    int64_t now = mono_ms();
     pthread_mutex_lock(&s->cat_mu);
     for (size_t i = 0; i < s->ntables; i++) {
         struct etable *t = s->tables[i];
         for (size_t r = 0; r < t->nregions; r++) {
             struct eregion *rg = t->regions[r];
             pthread_mutex_lock(&rg->mu);
+            /* periodic flush of memstores holding edits for an hour (HBase's default) */
+            if (rg->first_edit_mono_ms && now - rg->first_edit_mono_ms > ENGINE_IDLE_FLUSH_MS &&
+                !rg->flush_queued) {
+                rg->flush_queued = true;
+                estore_queue_job(s, EJOB_FLUSH, t, rg, false);
+            }
+            if (!too_long) {
+                pthread_mutex_unlock(&rg->mu);
+                continue;
+            }
             for (size_t f = 0; f < rg->nfams; f++) {
                 uint64_t m = memstore_min_seq(rg->fams[f].active);
                 for (size_t k = 0; k < rg->fams[f].nfrozen; k++)
@@ -352,6 +446,7 @@ static void trim_wal(struct estore *s)
         estore_queue_job(s, EJOB_FLUSH, bt, br, false);
     }
     pthread_mutex_unlock(&s->cat_mu);
+    global_memstore_limit(s);
 }
 
 static void *worker_main(void *arg)
@@ -1282,6 +1377,8 @@ static void store_free(struct estore *s)
     pthread_cond_destroy(&s->bg_cv);
     pthread_cond_destroy(&s->done_cv);
     pthread_mutex_destroy(&s->err_mu);
+    pthread_mutex_destroy(&s->snap_mu);
+    free(s->snaps);
     for (int i = 0; i < 64; i++)
         pthread_mutex_destroy(&s->row_mu[i]);
     free(s->dir);
@@ -1449,6 +1546,7 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     pthread_cond_init(&s->bg_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
     pthread_mutex_init(&s->err_mu, NULL);
+    pthread_mutex_init(&s->snap_mu, NULL);
     for (int i = 0; i < 64; i++)
         pthread_mutex_init(&s->row_mu[i], NULL);
     atomic_init(&s->next_seq, 1);

@@ -18,6 +18,12 @@
  * (5) segs[] lists the segment files in number order; once has_active is set the last entry is
  *     the segment being appended to (set under mu when a segment is created, before the leader
  *     starts writing to it), and is never deleted by wal_release_upto().
+ * (6) mmap_tail mode: appenders copy records into the active segment's MAP_SHARED mapping
+ *     under mu (written_lsn == appended_lsn at all times: the bytes are in the page cache);
+ *     the pending buffer stays empty and a leader only runs fdatasync. The segment is
+ *     preallocated to map_cap bytes; rotation and close cut it to map_used (so only the last
+ *     segment of a crashed process can end in zeros, which replay treats as a torn tail) and
+ *     wait until no leader is syncing the descriptor they close.
  * Locking: mu guards every field except those marked "leader only" (touched only by the thread
  * that holds the leader role, outside mu). cv is broadcast when a leader finishes; bg_cv wakes
  * the background syncer. */
@@ -33,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +77,11 @@ struct wal {
     int active_fd;         /* leader only; -1 = no segment open for appends yet */
     uint64_t active_bytes; /* leader only */
     char active_path[PATH_MAX + 64];
+    /* mmap_tail mode (invariant (6)): guarded by mu */
+    bool mmap_tail;
+    uint8_t *map; /* MAP_SHARED mapping of the active segment, map_cap bytes */
+    size_t map_cap;
+    size_t map_used; /* bytes of the segment in use (header + records) */
 
     uint8_t *buf; /* pending records */
     size_t buf_len;
@@ -170,7 +182,8 @@ static int wal_list_segments(struct wal *w, struct ct_err *err)
 
 static void *wal_bg_main(void *arg);
 
-int wal_open(const char *dir, const struct wal_options *o, struct wal **out, struct ct_err *err)
+static int wal_open_mode(const char *dir, const struct wal_options *o, bool mmap_tail,
+                         struct wal **out, struct ct_err *err)
 {
     struct wal *w = calloc(1, sizeof(*w));
     if (!w)
@@ -180,6 +193,7 @@ int wal_open(const char *dir, const struct wal_options *o, struct wal **out, str
         return ct_err_set(err, CT_EINVAL, "wal directory path too long: %s", dir);
     }
     w->segment_bytes = o && o->segment_bytes ? o->segment_bytes : WAL_DEFAULT_SEGMENT;
+    w->mmap_tail = mmap_tail;
     w->active_fd = -1;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
@@ -204,6 +218,17 @@ int wal_open(const char *dir, const struct wal_options *o, struct wal **out, str
     w->stats.segments = w->nsegs;
     *out = w;
     return CT_OK;
+}
+
+int wal_open(const char *dir, const struct wal_options *o, struct wal **out, struct ct_err *err)
+{
+    return wal_open_mode(dir, o, false, out, err);
+}
+
+int wal_open_mapped(const char *dir, const struct wal_options *o, struct wal **out,
+                    struct ct_err *err)
+{
+    return wal_open_mode(dir, o, true, out, err);
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */
@@ -309,8 +334,10 @@ static void wal_lead(struct wal *w, bool want_sync)
             if (max_seq > s->max_seq)
                 s->max_seq = max_seq;
         }
-        w->written_lsn = end_lsn;
-        if (do_sync)
+        /* max(): in mmap_tail mode appenders advance written_lsn while the leader syncs */
+        if (end_lsn > w->written_lsn)
+            w->written_lsn = end_lsn;
+        if (do_sync && end_lsn > w->synced_lsn)
             w->synced_lsn = end_lsn;
     } else if (w->err_code == CT_OK) {
         w->err_code = rc;
@@ -352,12 +379,133 @@ static int wal_wait_lsn(struct wal *w, uint64_t lsn, bool sync, struct ct_err *e
     }
 }
 
+/* mmap_tail: cuts the active segment to its used length, syncs, unmaps and closes it.
+ * REQUIRES: w->mu held, no leader. */
+static int wal_unmap_active(struct wal *w, struct ct_err *err)
+{
+    if (w->active_fd < 0)
+        return CT_OK;
+    int rc = CT_OK;
+    if (eio_ftruncate(w->active_fd, (off_t)w->map_used) != 0)
+        rc = ct_err_errno(err, CT_EIO, errno, "cannot truncate wal segment %s to %zu bytes",
+                          w->active_path, w->map_used);
+    if (rc == CT_OK && (rc = eio_sync(w->active_fd, true, w->active_path, err)) == CT_OK) {
+        w->stats.syncs++;
+        w->synced_lsn = w->written_lsn;
+    }
+    munmap(w->map, w->map_cap);
+    w->map = NULL;
+    w->map_cap = w->map_used = 0;
+    eio_close(w->active_fd);
+    w->active_fd = -1;
+    return rc;
+}
+
+/* mmap_tail: opens a new preallocated, mapped segment with room for `need` more bytes.
+ * REQUIRES: w->mu held, no leader. */
+static int wal_map_new(struct wal *w, size_t need, struct ct_err *err)
+{
+    int rc = wal_unmap_active(w, err);
+    if (rc != CT_OK)
+        return rc;
+    uint64_t num = w->next_num++;
+    char path[sizeof w->active_path];
+    wal_segment_path(w, num, path, sizeof path);
+    size_t page = 4096;
+    size_t cap = w->segment_bytes;
+    if (cap < WAL_SEGMENT_HEADER_BYTES + need)
+        cap = WAL_SEGMENT_HEADER_BYTES + need;
+    cap = (cap + page - 1) / page * page;
+    int fd = eio_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        return ct_err_errno(err, CT_EIO, errno, "cannot create wal segment %s", path);
+    uint8_t *map = MAP_FAILED;
+    if (eio_fallocate(fd, 0, (off_t)cap) != 0) {
+        rc = ct_err_errno(err, CT_EIO, errno, "cannot preallocate %zu bytes for wal segment %s",
+                          cap, path);
+    } else if ((map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+        rc = ct_err_errno(err, CT_EIO, errno, "cannot map wal segment %s", path);
+    } else {
+        coding_put_be32(map, WAL_MAGIC);
+        map[4] = WAL_VERSION;
+        map[5] = map[6] = map[7] = 0;
+        coding_put_be64(map + 8, num);
+        rc = eio_fsync_dir(w->dir, err);
+    }
+    if (rc == CT_OK)
+        rc = wal_segs_push(w, num, err);
+    if (rc != CT_OK) {
+        if (map != MAP_FAILED)
+            munmap(map, cap);
+        eio_close(fd);
+        if (eio_unlink(path) != 0) { /* best effort: an empty segment replays as nothing */
+        }
+        return rc;
+    }
+    w->has_active = true;
+    w->segs[w->nsegs - 1].max_known = true;
+    w->stats.segments = w->nsegs;
+    w->stats.bytes_written += WAL_SEGMENT_HEADER_BYTES;
+    w->active_fd = fd;
+    memcpy(w->active_path, path, sizeof path);
+    w->map = map;
+    w->map_cap = cap;
+    w->map_used = WAL_SEGMENT_HEADER_BYTES;
+    w->active_bytes = WAL_SEGMENT_HEADER_BYTES;
+    return CT_OK;
+}
+
+static int wal_append_mapped(struct wal *w, uint64_t seq, const void *payload, size_t len,
+                             enum wal_sync sync, struct ct_err *err)
+{
+    size_t need = WAL_RECORD_HEADER_BYTES + len;
+    pthread_mutex_lock(&w->mu);
+    int rc = CT_OK;
+    if (w->err_code != CT_OK)
+        goto sticky;
+    if (w->active_fd < 0 || w->map_used + need > w->map_cap || (w->map_used >= w->segment_bytes)) {
+        while (w->leader)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (w->err_code != CT_OK)
+            goto sticky;
+        if ((rc = wal_map_new(w, need, &w->sticky)) != CT_OK) {
+            w->err_code = rc;
+            goto sticky;
+        }
+    }
+    uint8_t *p = w->map + w->map_used;
+    coding_put_be32(p + 4, (uint32_t)len);
+    coding_put_be64(p + 8, seq);
+    if (len)
+        memcpy(p + WAL_RECORD_HEADER_BYTES, payload, len);
+    coding_put_be32(p, crc32c_mask(crc32c_value(p + 4, need - 4)));
+    w->map_used += need;
+    w->active_bytes = w->map_used;
+    struct wal_segment *s = &w->segs[w->nsegs - 1];
+    if (seq > s->max_seq)
+        s->max_seq = seq;
+    w->appended_lsn += need;
+    w->written_lsn = w->appended_lsn;
+    w->stats.appends++;
+    w->stats.bytes_written += need;
+    if (sync == WAL_SYNC_FSYNC)
+        rc = wal_wait_lsn(w, w->appended_lsn, true, err);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+sticky:
+    rc = wal_sticky(w, err);
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
 int wal_append(struct wal *w, uint64_t seq, const void *payload, size_t len, enum wal_sync sync,
                struct ct_err *err)
 {
     if (len > WAL_MAX_RECORD_BYTES)
-        return ct_err_set(err, CT_ELIMIT, "wal record of %zu bytes exceeds the limit of %u",
-                          len, WAL_MAX_RECORD_BYTES);
+        return ct_err_set(err, CT_ELIMIT, "wal record of %zu bytes exceeds the limit of %u", len,
+                          WAL_MAX_RECORD_BYTES);
+    if (w->mmap_tail)
+        return wal_append_mapped(w, seq, payload, len, sync, err);
     size_t need = WAL_RECORD_HEADER_BYTES + len;
     pthread_mutex_lock(&w->mu);
     if (w->err_code != CT_OK) {
@@ -372,8 +520,7 @@ int wal_append(struct wal *w, uint64_t seq, const void *payload, size_t len, enu
         uint8_t *nb = realloc(w->buf, cap);
         if (!nb) {
             pthread_mutex_unlock(&w->mu);
-            return ct_err_set(err, CT_ENOMEM, "out of memory buffering a wal record in %s",
-                              w->dir);
+            return ct_err_set(err, CT_ENOMEM, "out of memory buffering a wal record in %s", w->dir);
         }
         w->buf = nb;
         w->buf_cap = cap;
@@ -447,8 +594,13 @@ void wal_close(struct wal *w)
             wal_wait_lsn(w, w->appended_lsn, w->appended_lsn > 0, &err) != CT_OK) {
             /* sticky error: the buffered tail is lost; the caller saw or will see it */
         }
+        if (w->mmap_tail && wal_unmap_active(w, &err) != CT_OK) {
+            /* the segment keeps its preallocated zero tail: replay cuts it */
+        }
         pthread_mutex_unlock(&w->mu);
     }
+    if (w->map)
+        munmap(w->map, w->map_cap);
     if (w->active_fd >= 0)
         eio_close(w->active_fd);
     pthread_mutex_destroy(&w->mu);
@@ -533,8 +685,8 @@ static int wal_scan_segment(struct wal *w, size_t idx, bool is_last, wal_replay_
             buf = nb;
             cap = ncap;
         }
-        if (len && (rc = eio_pread_all(fd, buf, len, off + WAL_RECORD_HEADER_BYTES, path, err)) !=
-                       CT_OK)
+        if (len &&
+            (rc = eio_pread_all(fd, buf, len, off + WAL_RECORD_HEADER_BYTES, path, err)) != CT_OK)
             goto out;
         uint32_t crc = crc32c_extend(crc32c_value(rh + 4, WAL_RECORD_HEADER_BYTES - 4), buf, len);
         if (crc32c_mask(crc) != coding_get_be32(rh)) {

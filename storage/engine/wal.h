@@ -36,6 +36,16 @@ struct wal_options {
  * closed with wal_close(). */
 CT_MUST_CHECK int wal_open(const char *dir, const struct wal_options *o, struct wal **out,
                            struct ct_err *err);
+/* Like wal_open(), but appends by copying each record into a MAP_SHARED mapping of a
+ * preallocated (fallocate) segment instead of calling write(2). A record copied into the
+ * mapping is in the kernel's page cache when wal_append() returns, so WAL_SYNC_WRITE keeps its
+ * guarantee (survives kill -9, not power loss) without a system call per append; WAL_SYNC_FSYNC
+ * still shares one fdatasync per group; ASYNC behaves like WRITE and is synced within ~1 s.
+ * Running out of space shows up when a segment is preallocated (CT_EIO, sticky). Same format:
+ * either mode replays the other's segments. wal_open() (one write(2) per group) is what the
+ * spec describes for SYNC_WAL; this is the faster alternative. */
+CT_MUST_CHECK int wal_open_mapped(const char *dir, const struct wal_options *o, struct wal **out,
+                                  struct ct_err *err);
 /* Flushes and syncs buffered records, stops the background thread, frees; accepts NULL. */
 void wal_close(struct wal *w);
 
@@ -59,7 +69,7 @@ CT_MUST_CHECK int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *e
 
 struct wal_stats {
     uint64_t bytes_written;
-    uint64_t writes;  /* write(2) calls: fewer than appends under group commit */
+    uint64_t writes; /* write(2) calls: fewer than appends under group commit */
     uint64_t syncs;
     uint64_t appends;
     uint64_t segments;

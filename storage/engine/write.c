@@ -94,9 +94,13 @@ static int check_table_writable(const struct etable *t, struct ct_err *err)
     return CT_OK;
 }
 
-/* Waits (outside every lock) while the region holding `row` has more than 4x the flush size in
- * memstores: writes wait, they are not refused (spec §10). Called after a write found its region
- * over the limit. */
+/* Writes wait while a store holds this many files (HBase 2.x: 16), for a compaction. */
+#define ENGINE_BLOCKING_FILES 16
+
+/* Waits (outside every lock), at most ~90 s, while the region holding `row` has more than 4x the
+ * flush size in memstores or a store with ENGINE_BLOCKING_FILES files (tables with compactions
+ * enabled): writes wait, they are not refused (spec §10). Called after a write found its region
+ * over a limit. */
 static void wait_for_memstore_room(struct estore *s, struct etable *t, struct wc_bytes row)
 {
     uint64_t limit = 4 * etable_flush_bytes(s, t);
@@ -107,22 +111,28 @@ static void wait_for_memstore_room(struct estore *s, struct etable *t, struct wc
         eregion_ref(r);
         pthread_rwlock_unlock(&t->map_lock);
         uint64_t bytes = 0;
+        size_t files = 0;
         pthread_mutex_lock(&r->mu);
         for (size_t f = 0; f < r->nfams; f++) {
             bytes += memstore_bytes(r->fams[f].active);
             for (size_t k = 0; k < r->fams[f].nfrozen; k++)
                 bytes += memstore_bytes(r->fams[f].frozen[k]);
+            if (r->fams[f].nfiles > files)
+                files = r->fams[f].nfiles;
         }
         bool queued = r->flush_queued;
         if (bytes >= limit && !queued)
             r->flush_queued = true;
         pthread_mutex_unlock(&r->mu);
-        if (bytes < limit) {
+        bool too_many_files = t->compaction_enabled && files >= ENGINE_BLOCKING_FILES;
+        if (bytes < limit && !too_many_files) {
             eregion_unref(r);
             return;
         }
-        if (!queued)
+        if (bytes >= limit && !queued)
             estore_queue_job(s, EJOB_FLUSH, t, r, false);
+        if (too_many_files && spins == 0)
+            estore_queue_job(s, EJOB_COMPACT, t, r, false);
         eregion_unref(r);
         struct ct_err e;
         if (estore_check_bg_error(s, &e) != CT_OK)
@@ -214,6 +224,8 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                     pthread_mutex_unlock(&locked->mu);
                 pthread_mutex_lock(&r->mu);
                 locked = r;
+                if (!r->first_edit_mono_ms)
+                    r->first_edit_mono_ms = (int64_t)(clock_mono_ns() / 1000000) | 1;
             }
             for (size_t k = 0; k < row_cells[i] && rc == CT_OK; k++, j++) {
                 const struct rcell *rc_ = &cells[j];
@@ -243,6 +255,9 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                 }
                 if (bytes >= 4 * flush_bytes)
                     *blocked = true;
+                for (size_t f = 0; f < r->nfams && t->compaction_enabled; f++)
+                    if (r->fams[f].nfiles >= ENGINE_BLOCKING_FILES)
+                        *blocked = true;
             }
         }
         if (locked)

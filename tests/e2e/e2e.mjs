@@ -1,5 +1,6 @@
 // e2e.mjs - end-to-end tests of the dashboard in headless Debian Chromium (playwright-core),
-// against a real TSD that tests/integration/test_web_e2e.sh started and loaded with known data:
+// against a real TSD that tests/integration/test_web_e2e.sh started and loaded (over telnet)
+// with known data:
 //   e2e.cpu      host=web01 value i, host=web02 value 100+i, dc=lga; one point a minute, i=0..89
 //   e2e.counter  host=web01 value 120*i (a counter rising 2 per second), same times
 //   e2e.gap      host=web01 value 7, minutes 0..29 and 60..89 only (a 30 minute hole)
@@ -12,8 +13,10 @@ import path from 'node:path';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { test, run } from './harness.mjs';
+import { putLines } from './load.mjs';
 
 const TSD = process.env.TSD_URL;
+const PORT = Number(process.env.TSD_PORT);
 const BASE = Number(process.env.E2E_BASE);
 const OUT = process.env.E2E_OUT || 'test-output/web';
 const N = 90;
@@ -35,10 +38,21 @@ async function runGen() {
 
 // Waits until the chart finished a run newer than `after` and returns its plot summary.
 async function nextPlot(after) {
-  await page.waitForFunction((a) => {
-    const c = document.getElementById('chart');
-    return c && Number(c.dataset.run || 0) > a && c.dataset.state !== 'loading';
-  }, after, { timeout: WAIT });
+  try {
+    await page.waitForFunction((a) => {
+      const c = document.getElementById('chart');
+      return c && Number(c.dataset.run || 0) > a && c.dataset.state !== 'loading';
+    }, after, { timeout: WAIT });
+  } catch (e) {
+    const info = await page.evaluate(() => ({
+      url: location.href,
+      run: document.getElementById('chart')?.dataset.run,
+      state: document.getElementById('chart')?.dataset.state,
+      status: document.getElementById('status')?.textContent,
+      errors: document.getElementById('errors')?.textContent,
+    }));
+    throw new Error(`no new chart run after ${after}: ${JSON.stringify(info)}`);
+  }
   return JSON.parse(await page.getAttribute('#chart', 'data-plot'));
 }
 
@@ -85,11 +99,6 @@ async function hoverAt(tSec) {
   })));
 }
 
-async function fetchJson(p, opts) {
-  const res = await fetch(`${TSD}${p}`, opts);
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
 
 // ---- graph -------------------------------------------------------------------------------
 
@@ -136,6 +145,12 @@ test('the legend reads out the value under the mouse', async () => {
   const d = new Date((BASE + 60 * 45) * 1000).toISOString().slice(0, 19).replace('T', ' ');
   assert.equal(rows[0].value, d);
   await shot('03-hover');
+  // Off the chart, the legend shows the latest values.
+  await page.mouse.move(5, 5);
+  await page.waitForFunction((v) => {
+    const cells = document.querySelectorAll('#chart .u-legend .u-series .u-value');
+    return cells[1] && cells[1].textContent === v;
+  }, String(100 + 2 * (N - 1)), { timeout: WAIT });
 });
 
 test('a tag filter with autocomplete and group-by splits the chart per host', async () => {
@@ -149,7 +164,11 @@ test('a tag filter with autocomplete and group-by splits the chart per host', as
   await waitSuggest('web');
   const vals = await page.$$eval('ul.suggest:not([hidden]) li', (l) => l.map((x) => x.textContent));
   assert.deepEqual(vals, ['web01', 'web02']);
+  // Leaving the value field (its change event) and the type change each start a run; the
+  // later one supersedes the earlier, so wait for it before the next edit.
+  const g0 = await runGen();
   await page.selectOption('.query .filter-type', 'wildcard');
+  await nextPlot(g0);
   const g = await runGen();
   await val.fill('web*');
   await val.press('Tab');
@@ -273,6 +292,23 @@ test('a hole in the data is drawn as a gap', async () => {
   await shot('07-gap');
 });
 
+test('fill policies: null and nan buckets are gaps, zero fills them', async () => {
+  const start = Math.floor(BASE / 60) * 60;
+  const range = `start=${start}&end=${LAST}`;
+  for (const fill of ['null', 'nan']) {
+    await open(`#view=graph&${range}&m=${encodeURIComponent(`sum:1m-avg-${fill}:e2e.gap`)}`);
+    const p = await nextPlot(0);
+    assert.equal(await page.inputValue('.query .ds-fill'), fill);
+    assert.equal(p.series[0].points, 60, `${fill}: ${JSON.stringify(p.series[0])}`);
+    assert.ok(p.series[0].gaps >= 30, `${fill}: ${p.series[0].gaps} gaps`);
+  }
+  await open(`#view=graph&${range}&m=${encodeURIComponent('sum:1m-avg-zero:e2e.gap')}`);
+  const p = await nextPlot(0);
+  assert.equal(p.series[0].gaps, 0);
+  assert.equal(p.series[0].points, 90);
+  assert.equal(p.series[0].min, 0);
+});
+
 test('twenty thousand points plot in one chart', async () => {
   await open(`#view=graph&start=${LAST - 20000 - 60}&end=${LAST + 60}&m=${encodeURIComponent('sum:e2e.big')}`);
   const p = await nextPlot(0);
@@ -302,8 +338,9 @@ test('dragging across the chart zooms in to that time range', async () => {
   const h = await hashParams();
   assert.match(h.start[0], /^\d{4}\/\d\d\/\d\d-\d\d:\d\d:\d\d$/);
   await shot('09-zoomed');
+  const g2 = await runGen();
   await page.goBack();
-  const back = await nextPlot(await runGen());
+  const back = await nextPlot(g2);
   assert.deepEqual(back.range, before.range);
 });
 
@@ -345,16 +382,18 @@ test('a bad URL query is reported, not ignored', async () => {
   assert.match(await page.textContent('#errors'), /garbage/);
 });
 
+test('an unreadable time range is reported and nothing is queried', async () => {
+  await open(`#view=graph&start=yesterday&m=${encodeURIComponent('sum:e2e.cpu')}`);
+  await page.waitForSelector('#errors .error[data-key="time"]', { timeout: WAIT });
+  assert.match(await page.textContent('#errors'), /yesterday/);
+  assert.equal(await page.getAttribute('#chart', 'data-state'), 'error');
+});
+
 test('auto-refresh picks up a new point without a reload', async () => {
   const now = Math.floor(Date.now() / 1000);
   await open(`#view=graph&start=10m-ago&refresh=5&m=${encodeURIComponent('sum:e2e.live')}`);
   await nextPlot(0);
-  const r = await fetchJson('/api/put', {
-    method: 'POST', headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify([{ metric: 'e2e.live', timestamp: now - 30, value: 41, tags: { host: 'web01' } },
-      { metric: 'e2e.live', timestamp: now - 20, value: 42, tags: { host: 'web01' } }]),
-  });
-  assert.equal(r.status, 204);
+  await putLines(PORT, [`put e2e.live ${now - 30} 41 host=web01`, `put e2e.live ${now - 20} 42 host=web01`]);
   await page.waitForFunction(() => {
     const p = JSON.parse(document.getElementById('chart').dataset.plot);
     return p.series.length === 1 && p.series[0].last && p.series[0].last[1] === 42;
@@ -364,46 +403,88 @@ test('auto-refresh picks up a new point without a reload', async () => {
 
 // ---- storage -----------------------------------------------------------------------------
 
-test('the storage page lists tables, families and regions with key ranges', async () => {
+test('the storage page lists tables, families and the pre-split regions with key ranges', async () => {
   await open('#view=storage&poll=1');
   await page.waitForFunction(() => document.getElementById('storage-view').dataset.state === 'ready', null, { timeout: WAIT });
   const tables = await page.$$eval('#table-select option', (o) => o.map((x) => x.value));
   const data = tables.find((t) => /(^|:)tsdb$/.test(t));
   assert.ok(data, `a tsdb table in ${tables}`);
+  assert.ok(tables.some((t) => /(^|:)tsdb-uid$/.test(t)), `a tsdb-uid table in ${tables}`);
   assert.equal(await page.inputValue('#table-select'), data);
   const fams = await page.$$eval('#families tbody tr', (r) => r.map((x) => x.dataset.family));
   assert.deepEqual(fams, ['t']);
+  const head = await page.$$eval('#families th', (r) => r.map((x) => x.textContent));
+  for (const h of ['VERSIONS', 'TTL', 'COMPRESSION', 'BLOOMFILTER', 'BLOCKSIZE']) assert.ok(head.includes(h), `${h} in ${head}`);
   const regions = await page.$$eval('#regions tbody tr', (r) => r.map((x) => ({
     start: x.children[1].textContent, end: x.children[2].textContent, writes: Number(x.dataset.writes),
   })));
-  assert.ok(regions.length >= 1);
+  // One byte of salt, 8 buckets: split at \x01 .. \x07.
+  assert.equal(regions.length, 8);
   assert.equal(regions[0].start, '(start)');
-  assert.equal(regions[regions.length - 1].end, '(end)');
+  assert.equal(regions[1].start, '\\x01');
+  assert.equal(regions[7].end, '(end)');
   for (let i = 1; i < regions.length; i++) assert.equal(regions[i].start, regions[i - 1].end);
-  assert.ok(regions.reduce((a, r) => a + r.writes, 0) > 0, 'writes were counted');
+  assert.ok(regions.filter((r) => r.writes > 0).length >= 2, `salting spread the loaded series: ${JSON.stringify(regions)}`);
 });
 
-test('writes during polling light up the heat map and the ingest rate', async () => {
-  const stop = Date.now() + 6000;
-  let i = 0;
-  while (Date.now() < stop && i < 60) {
+// Writes put lines for `ms` milliseconds (bounded in count too), `series` distinct series.
+async function writeFor(ms, series, metric) {
+  const stop = Date.now() + ms;
+  for (let i = 0; Date.now() < stop && i < 100; i++) {
     const now = Math.floor(Date.now() / 1000);
-    const pts = [];
-    for (let k = 0; k < 200; k++) pts.push({ metric: 'e2e.load', timestamp: now - k, value: k, tags: { host: `h${k % 20}` } });
-    const r = await fetchJson('/api/put', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(pts) });
-    assert.equal(r.status, 204);
-    i++;
+    const lines = [];
+    for (let k = 0; k < 200; k++) lines.push(`put ${metric} ${now - k} ${k} host=h${k % series}`);
+    await putLines(PORT, lines);
     await new Promise((res) => setTimeout(res, 100));
   }
+}
+
+// The latest heat map column: write rate per region.
+async function latestWrites() {
+  return JSON.parse(await page.getAttribute('#heat-writes', 'data-heat'));
+}
+
+test('writes and queries over many series light up several regions, and the ingest rate shows', async () => {
+  const reading = (async () => {
+    // Six series of four metrics: their salt buckets put these reads on several regions.
+    const stop = Date.now() + 3500;
+    for (let i = 0; Date.now() < stop && i < 100; i++) {
+      const r = await fetch(`${TSD}/api/query?start=2h-ago&m=sum:e2e.cpu&m=sum:e2e.counter&m=sum:e2e.gap&m=sum:e2e.live`);
+      assert.equal(r.status, 200);
+      await r.text();
+      await new Promise((res) => setTimeout(res, 100));
+    }
+  })();
+  await writeFor(3500, 40, 'e2e.spread');
+  await reading;
+  await page.waitForFunction(() => {
+    const w = JSON.parse(document.getElementById('heat-writes').dataset.heat || '{}');
+    return w.columns >= 2 && w.active >= 2;
+  }, null, { timeout: WAIT });
+  await page.waitForFunction(() => {
+    const r = JSON.parse(document.getElementById('heat-reads').dataset.heat || '{}');
+    return r.active >= 2;
+  }, null, { timeout: WAIT });
+  const heat = await latestWrites();
+  assert.equal(heat.regions, 8);
+  assert.notEqual(await page.textContent('#card-points .card-value'), '—');
+  await page.waitForFunction(() => document.querySelector('#card-ingest .card-value').textContent !== '—', null, { timeout: WAIT });
+  await shot('11-storage-spread');
+});
+
+test('writes to one series show as a single hot region', async () => {
+  const writing = writeFor(4000, 1, 'e2e.hot');
   await page.waitForFunction(() => {
     const h = JSON.parse(document.getElementById('heat-writes').dataset.heat || '{}');
-    return h.columns >= 2 && h.max > 0;
+    return h.latest && h.latest.filter((v) => v > 0).length === 1;
   }, null, { timeout: WAIT });
-  const heat = JSON.parse(await page.getAttribute('#heat-writes', 'data-heat'));
-  assert.ok(heat.regions >= 1);
-  const rate = await page.textContent('#card-points .card-value');
-  assert.notEqual(rate, '—');
-  await shot('11-storage');
+  await writing;
+  const heat = await latestWrites();
+  assert.equal(heat.latest.filter((v) => v > 0).length, 1);
+  await shot('12-storage-hotspot');
+  await page.selectOption('#heat-scale', 'log');
+  assert.deepEqual((await hashParams()).heat, ['log']);
+  await shot('13-storage-log-scale');
 });
 
 test('scripts and styles reach the browser with their content types', async () => {
@@ -424,6 +505,7 @@ run({
   async before() {
     assert.ok(TSD, 'TSD_URL is set');
     assert.ok(BASE > 0, 'E2E_BASE is set');
+    assert.ok(PORT > 0, 'TSD_PORT is set');
     const v = await fetch(`${TSD}/api/version`);
     assert.equal(v.status, 200, 'the TSD answers /api/version');
     fs.mkdirSync(OUT, { recursive: true });
@@ -439,6 +521,7 @@ run({
     context.setDefaultTimeout(WAIT);
     page = await context.newPage();
     page.on('pageerror', (e) => pageErrors.push(e.message));
+    if (process.env.E2E_CONSOLE) page.on('console', (m) => console.log(`# console: ${m.text()}`));
   },
   async after() {
     if (context) await context.close();

@@ -73,10 +73,11 @@ test('formatM(parseM(s)) round-trips every builder feature', () => {
   }
 });
 
-test('formatM leaves out filters without a key and writes minimal rate options', () => {
+test('formatM leaves out unfinished filters and writes minimal rate options', () => {
   const q = newQuery();
   q.metric = 'm';
   q.filters.push({ tagk: '', type: 'literal_or', filter: 'x', groupBy: true });
+  q.filters.push({ tagk: 'host', type: 'literal_or', filter: '', groupBy: true });
   q.rate = true;
   q.rateOptions.counter = true;
   assert.equal(formatM(q), 'sum:rate{counter}:m');
@@ -106,6 +107,7 @@ test('URL state keeps storage view settings and reports bad queries', () => {
   st.view = 'storage';
   st.table = 'tsdb';
   st.poll = 2;
+  st.heat = 'log';
   assert.deepEqual(stateFromHash(hashFromState(st)), st);
   const errors = [];
   const s2 = stateFromHash('#view=graph&m=nonsense&m=sum:ok', errors);
@@ -152,11 +154,14 @@ test('series labels list tags sorted and aggregated tags as =*', () => {
 });
 
 test('dps become sorted columns with NaN, null and quoted NaN as gaps', () => {
-  const c = dpsColumns({ 3000: 3, 1000: 1, 2000: null, 4000: 'NaN', 5000: '2.5' });
-  assert.deepEqual(c.t, [1000, 2000, 3000, 4000, 5000]);
+  const b = 1700000000000;
+  const c = dpsColumns({ [b + 3000]: 3, [b + 1000]: 1, [b + 2000]: null, [b + 4000]: 'NaN', [b + 5000]: '2.5' });
+  assert.deepEqual(c.t, [b + 1000, b + 2000, b + 3000, b + 4000, b + 5000]);
   assert.deepEqual(c.v, [1, null, 3, null, 2.5]);
-  const a = dpsColumns([[2, 5], [1, 4]]);
-  assert.deepEqual(a, { t: [1, 2], v: [4, 5] });
+  const a = dpsColumns([[1700000002000, 5], [1700000001000, 4]]);
+  assert.deepEqual(a, { t: [1700000001000, 1700000002000], v: [4, 5] });
+  // A reply in seconds is read as seconds.
+  assert.deepEqual(dpsColumns({ 1700000000: 1 }).t, [1700000000000]);
 });
 
 test('a hole longer than the step breaks the line; regular spacing does not', () => {
@@ -205,6 +210,7 @@ test('time ticks show the date where the day changes', () => {
   assert.deepEqual(ticks, ['23:00\n2026-11-21', '00:00\n2026-11-22', '01:00']);
   assert.deepEqual(timeTicks([day], 86400, true), ['2026-11-22']);
   assert.deepEqual(timeTicks([day + 5], 5, true), ['00:00:05\n2026-11-22']);
+  assert.deepEqual(timeTicks([day + 5, day + 5.5], 0.5, true), ['00:00:05.000\n2026-11-22', '00:00:05.500']);
 });
 
 run();

@@ -106,11 +106,13 @@ static uint64_t rnd_next(uint64_t *s)
     return x * 0x2545f4914f6cdd1dull;
 }
 
+/* %016llu without snprintf (which cost ~1000 instructions a key, for every engine alike) */
 static void make_key(uint64_t k, char *out)
 {
-    char tmp[32];
-    snprintf(tmp, sizeof tmp, "%016" PRIu64, k);
-    memcpy(out, tmp, KEY_BYTES);
+    for (int i = KEY_BYTES - 1; i >= 0; i--) {
+        out[i] = (char)('0' + k % 10);
+        k /= 10;
+    }
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
@@ -455,8 +457,8 @@ static const struct bdb_ops rdb_ops = {"rocksdb", rdb_open, rdb_close, rdb_put,
 
 /* ---- driver --------------------------------------------------------------------------- */
 
-static const char *all_benches[] = {"fillseq",  "fillrandom", "overwrite", "readrandom",
-                                    "readseq",  "readreverse", "seekrandom"};
+static const char *all_benches[] = {"fillseq", "fillrandom",  "overwrite", "readrandom",
+                                    "readseq", "readreverse", "seekrandom"};
 #define NBENCH (sizeof all_benches / sizeof all_benches[0])
 
 static int run_one(struct bdb *b, const char *bench, const struct cfg *c, const char *dir,
@@ -528,8 +530,7 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-    struct cfg c = {.n = 1000000, .cache_bytes = 64u << 20, .dir = "build/bench-data",
-                    .seed = 301};
+    struct cfg c = {.n = 1000000, .cache_bytes = 64u << 20, .dir = "build/bench-data", .seed = 301};
     const char *benches = NULL, *engines = "ctsdb,leveldb,rocksdb";
     int opt;
     while ((opt = getopt(argc, argv, "n:b:e:d:c:w:s:h")) != -1) {
@@ -642,8 +643,8 @@ int main(int argc, char **argv)
             }
             fprintf(stderr,
                     "%-8s %-12s %12.0f ops/s %8.1f MB/s (%" PRIu64 " ops, %" PRIu64 " found)\n",
-                    eng[e]->name, list[k], res[e][k].ops_per_s, res[e][k].mb_per_s,
-                    res[e][k].ops, res[e][k].found);
+                    eng[e]->name, list[k], res[e][k].ops_per_s, res[e][k].mb_per_s, res[e][k].ops,
+                    res[e][k].found);
         }
     }
     for (size_t e = 0; e < ne; e++) {

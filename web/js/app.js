@@ -44,8 +44,15 @@ const ctx = {
     renderErrors();
     console.warn(text);
   },
+  // Forgets an error; a key ending in '*' forgets every error whose key starts with the rest.
   clearError(key) {
-    if (errors.delete(key)) renderErrors();
+    let changed = false;
+    if (key.endsWith('*')) {
+      for (const k of [...errors.keys()]) if (k.startsWith(key.slice(0, -1))) changed = errors.delete(k) || changed;
+    } else {
+      changed = errors.delete(key);
+    }
+    if (changed) renderErrors();
   },
   commit(opts = {}) {
     const h = hashFromState(ctx.state);

@@ -328,8 +328,13 @@ export function createGraphView(root, ctx) {
     const startMs = parseTimeSpec(st.start, now);
     const endMs = parseTimeSpec(st.end, now);
     ctx.clearError('time');
-    if (Number.isNaN(startMs) || Number.isNaN(endMs)) {
-      ctx.error('time', new Error(`cannot read the time range '${st.start}' .. '${st.end || 'now'}'`));
+    ctx.clearError('query-*');
+    if (Number.isNaN(startMs) || Number.isNaN(endMs) || endMs <= startMs) {
+      ctx.error('time', `cannot use the time range '${st.start}' to '${st.end || 'now'}': ` +
+        'use e.g. 1h-ago, 2026/11/22-10:00:00, epoch seconds or ms, with the end after the start');
+      chartEl.dataset.state = 'error';
+      chartEl.dataset.run = String(gen);
+      return;
     }
     const active = st.queries.map((q, i) => ({ q, i })).filter(({ q }) => q.metric);
     const cards = queriesBox.querySelectorAll('.query');
@@ -419,6 +424,7 @@ export function createGraphView(root, ctx) {
       chartKey = key;
       if (list.length) chart = new window.uPlot(chartOptions(list, hasRight), data, chartEl);
     }
+    if (chart) showLatest(chart);
     chartEl.dataset.plot = JSON.stringify({ series: summary, range: [startMs, endMs], log: st.log, rightAxis: hasRight });
     return { series: list.length, points };
   }
@@ -465,6 +471,7 @@ export function createGraphView(root, ctx) {
       cursor: { drag: { x: true, y: false, setScale: false }, focus: { prox: 16 } },
       focus: { alpha: 0.35 },
       hooks: {
+        setLegend: [showLatest],
         setSelect: [(u) => {
           if (u.select.width < 4) return;
           const a = u.posToVal(u.select.left, 'x') * 1000;
@@ -474,6 +481,18 @@ export function createGraphView(root, ctx) {
         }],
       },
     };
+  }
+
+  // With the mouse off the chart, the legend shows each series' latest value (and the latest
+  // time) rather than dashes.
+  function showLatest(u) {
+    if (u.legend.idx != null || !u.data || !u.data[0] || u.data[0].length === 0) return;
+    const idxs = u.data.map((col, si) => {
+      if (si === 0) return col.length - 1;
+      for (let i = col.length - 1; i >= 0; i--) if (col[i] !== null && col[i] !== undefined) return i;
+      return null;
+    });
+    u.setLegend({ idxs }, false);
   }
 
   function zoomTo(a, b) {

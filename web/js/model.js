@@ -146,7 +146,8 @@ export function parseM(m) {
   return q;
 }
 
-// Formats a query object as an `m=` string. Filters with an empty key are left out.
+// Formats a query object as an `m=` string. Filters still being typed (no key, or no value
+// for a type that needs one) are left out.
 export function formatM(q) {
   const parts = [q.aggregator || 'sum'];
   const ds = q.downsample;
@@ -165,7 +166,7 @@ export function formatM(q) {
     }
   }
   if (q.explicitTags) parts.push('explicit_tags');
-  const used = q.filters.filter((f) => f.tagk);
+  const used = q.filters.filter((f) => f.tagk && (f.filter !== '' || f.type === 'not_key'));
   const gb = used.filter((f) => f.groupBy).map((f) => `${f.tagk}=${formatFilterValue(f)}`);
   const nf = used.filter((f) => !f.groupBy).map((f) => `${f.tagk}=${formatFilterValue(f)}`);
   let metric = q.metric;
@@ -188,6 +189,7 @@ export function defaultState() {
     refresh: 0,
     table: '',
     poll: 5,
+    heat: 'poll',
   };
 }
 
@@ -216,6 +218,7 @@ export function stateFromHash(hash, errors = []) {
   st.table = p.get('table') || '';
   const poll = Number(p.get('poll') || 5);
   st.poll = Number.isFinite(poll) && poll >= 1 ? poll : 5;
+  st.heat = p.get('heat') === 'log' ? 'log' : 'poll';
   return st;
 }
 
@@ -225,6 +228,7 @@ export function hashFromState(st) {
   if (st.view === 'storage') {
     if (st.table) p.set('table', st.table);
     if (st.poll !== 5) p.set('poll', String(st.poll));
+    if (st.heat === 'log') p.set('heat', 'log');
     return `#${p.toString()}`;
   }
   p.set('start', st.start);
@@ -297,7 +301,8 @@ export function timeTicks(splits, incr, utc) {
     const sec = pad(utc ? d.getUTCSeconds() : d.getSeconds());
     const day = `${Y}-${M}-${D}`;
     if (incr >= 86400) return day;
-    const tod = incr < 60 ? `${h}:${m}:${sec}` : `${h}:${m}`;
+    let tod = incr < 60 ? `${h}:${m}:${sec}` : `${h}:${m}`;
+    if (incr < 1) tod += `.${String(Math.round((s * 1000) % 1000)).padStart(3, '0')}`;
     const out = day !== prevDay ? `${tod}\n${day}` : tod;
     prevDay = day;
     return out;
@@ -330,12 +335,16 @@ function toNumber(v) {
   return Number.isFinite(n) ? n : null;
 }
 
-// One result's dps (object keyed by ms strings, or [[ts, v], ...]) as sorted columns
+// A dps timestamp to ms: the page asks for ms (`ms` flag), but a timestamp below 1e11 can only
+// be seconds (1e11 ms is 1973; 1e11 s is year 5138), so a reply in seconds still plots right.
+const toMs = (t) => (t < 1e11 ? t * 1000 : t);
+
+// One result's dps (object keyed by timestamp strings, or [[ts, v], ...]) as sorted columns
 // { t: [ms...], v: [number|null...] }; NaN/null values are null (a gap).
 export function dpsColumns(dps) {
   const pairs = Array.isArray(dps)
-    ? dps.map((p) => [Number(p[0]), toNumber(p[1])])
-    : Object.keys(dps || {}).map((k) => [Number(k), toNumber(dps[k])]);
+    ? dps.map((p) => [toMs(Number(p[0])), toNumber(p[1])])
+    : Object.keys(dps || {}).map((k) => [toMs(Number(k)), toNumber(dps[k])]);
   pairs.sort((a, b) => a[0] - b[0]);
   return { t: pairs.map((p) => p[0]), v: pairs.map((p) => p[1]) };
 }

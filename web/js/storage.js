@@ -8,7 +8,7 @@
 // first poll has no rates yet, so the region table is shaded by each region's share of all
 // requests so far. History lives in memory only (a reload starts over). The root element
 // carries data-state (loading|ready|error) and the heat map canvases data-heat (the latest
-// column) for the end-to-end tests.
+// column, the busiest cell, how many regions had requests in the history) for the tests.
 
 import { apiGet } from './api.js';
 import { regionRates, heatColor, displayKey, timeTicks } from './model.js';
@@ -53,7 +53,8 @@ function keyText(r, base) {
 const FAMILY_ATTRS = [
   ['versions', 'VERSIONS', String],
   ['min_versions', 'MIN_VERSIONS', String],
-  ['ttl_s', 'TTL', (v) => (Number(v) >= 2 ** 53 || Number(v) <= 0 ? 'FOREVER' : `${v} s (${fmtDuration(Number(v))})`)],
+  // WC_TTL_FOREVER is INT32_MAX seconds, as in HBase.
+  ['ttl_s', 'TTL', (v) => (Number(v) >= 2147483647 || Number(v) <= 0 ? 'FOREVER' : `${v} s (${fmtDuration(Number(v))})`)],
   ['compression', 'COMPRESSION', String],
   ['bloom', 'BLOOMFILTER', String],
   ['blocksize', 'BLOCKSIZE', (v) => `${fmtBytes(v)}`],
@@ -142,6 +143,9 @@ export function createStorageView(root, ctx) {
   const pollSel = el('select', { id: 'poll-select' });
   for (const s of POLL_CHOICES) pollSel.append(el('option', { value: s, text: `every ${s}s` }));
   const pauseBox = el('input', { id: 'pause', type: 'checkbox' });
+  const heatSel = el('select', { id: 'heat-scale', title: 'how heat map cells are coloured' },
+    el('option', { value: 'poll', text: 'colour: share of the busiest region per poll' }),
+    el('option', { value: 'log', text: 'colour: rate, log scale over all polls' }));
   const summary = el('div', { id: 'store-summary', class: 'cards' });
   const tableInfo = el('div', { id: 'table-info' });
   const heatReads = el('canvas', { id: 'heat-reads', class: 'heat', width: 600, height: 200 });
@@ -153,14 +157,15 @@ export function createStorageView(root, ctx) {
     el('div', { class: 'toolbar' },
       el('label', {}, 'table ', tableSel),
       el('label', {}, 'poll ', pollSel),
-      el('label', {}, pauseBox, ' pause')),
+      el('label', {}, pauseBox, ' pause'),
+      heatSel),
     summary,
     el('div', { class: 'two' },
       el('section', {}, el('h3', { text: 'Ingest rate (datapoints/s)' }), ingestEl),
       el('section', {}, el('h3', { text: 'Block cache hit ratio' }), cacheEl)),
     tableInfo,
     el('h3', { text: 'Region heat map' }),
-    el('p', { class: 'hint', text: 'One row per region in key order, one column per poll; brighter = more requests per second. A single bright row is a hotspot: salting and pre-splitting spread it out.' }),
+    el('p', { class: 'hint', text: 'One row per region in key order, one column per poll; brighter = more requests per second. A single bright row is a hotspot: salting and pre-splitting spread the load.' }),
     el('div', { class: 'two' },
       el('section', {}, el('h4', { text: 'Writes/s' }), heatWrites),
       el('section', {}, el('h4', { text: 'Reads/s' }), heatReads)),
@@ -171,6 +176,7 @@ export function createStorageView(root, ctx) {
   tableSel.addEventListener('change', () => { ctx.state.table = tableSel.value; ctx.commit({ norun: true }); });
   pollSel.addEventListener('change', () => { ctx.state.poll = Number(pollSel.value); ctx.commit({}); });
   pauseBox.addEventListener('change', () => schedule());
+  heatSel.addEventListener('change', () => { ctx.state.heat = heatSel.value; ctx.commit({ norun: true }); render(); });
 
   function schedule() {
     clearInterval(timer);
@@ -333,6 +339,17 @@ export function createStorageView(root, ctx) {
       famTable);
   }
 
+  // The colour level of one cell: by default its share of the busiest region in the same poll
+  // (a hotspot stands out whatever the total load); `heat=log` compares with the busiest cell
+  // of the whole history on a log scale instead.
+  function heatLevel(v, col, kind, max) {
+    if (!(v > 0)) return 0;
+    if (ctx.state.heat === 'log') return max > 0 ? Math.log1p(v) / Math.log1p(max) : 0;
+    let colMax = 0;
+    for (const x of col.rates.values()) colMax = Math.max(colMax, x[kind]);
+    return colMax > 0 ? v / colMax : 0;
+  }
+
   function drawHeat(canvas, h, tb, kind) {
     const ids = tb.regions.map((r) => r.id);
     const cols = h.cols;
@@ -360,7 +377,7 @@ export function createStorageView(root, ctx) {
       ids.forEach((id, ri) => {
         const v = c.rates.get(id);
         if (!v) return;
-        g.fillStyle = heatColor(max > 0 ? v[kind] / max : 0);
+        g.fillStyle = heatColor(heatLevel(v[kind], c, kind, max));
         g.fillRect(x0 + ci * colW, ri * rowH, Math.ceil(colW), rowH - (rowH > 6 ? 1 : 0));
       });
     });
@@ -372,6 +389,7 @@ export function createStorageView(root, ctx) {
       columns: cols.length,
       max,
       latest: ids.map((id) => (last && last.rates.get(id) ? last.rates.get(id)[kind] : null)),
+      active: ids.filter((id) => cols.some((c) => c.rates.get(id) && c.rates.get(id)[kind] > 0)).length,
     });
   }
 
@@ -414,6 +432,7 @@ export function createStorageView(root, ctx) {
 
   return {
     update() {
+      heatSel.value = ctx.state.heat;
       pollSel.value = String(ctx.state.poll);
       if (pollSel.value !== String(ctx.state.poll)) {
         pollSel.append(el('option', { value: ctx.state.poll, text: `every ${ctx.state.poll}s`, selected: true }));

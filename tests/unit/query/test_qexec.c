@@ -122,6 +122,8 @@ static const char *get_param(void *arg, const char *name, size_t idx)
     return NULL;
 }
 
+static unsigned scan_threads; /* 0 = default */
+
 static char *run_query(struct fixture *f, const char *const *params, bool allow_delete)
 {
     struct kv kv = {params};
@@ -137,6 +139,7 @@ static char *run_query(struct fixture *f, const char *const *params, bool allow_
     struct qexec_options o;
     qexec_options_init(&o);
     o.allow_delete = allow_delete;
+    o.scan_threads = scan_threads;
     enum qexec_status st;
     int rc = qexec_run(f->t, q, &o, j, &st, NULL, &err);
     if (rc == CT_OK)
@@ -365,6 +368,28 @@ static void test_qexec_delete_removes_the_rows_read(void **state)
     free(got);
 }
 
+static void test_qexec_time_slices_keep_points_in_order(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    /* six hours of one series: with 16 threads over 4 buckets each bucket's hours are split
+     * into slices scanned in parallel, then stitched back in time order */
+    for (int k = 0; k < 6; k++)
+        put(f->t, "c", "z", 1356998400 + k * 3600 + 5, true, k + 1, 0);
+    const char *p[] = {"start=1356998400", "end=1357020000", "m=sum:sys.cpu{host=c}", NULL};
+    const char *want = "[{\"metric\":\"sys.cpu\",\"tags\":{\"dc\":\"z\",\"host\":\"c\"},"
+                       "\"aggregateTags\":[],\"dps\":{\"1356998405\":1,\"1357002005\":2,"
+                       "\"1357005605\":3,\"1357009205\":4,\"1357012805\":5,\"1357016405\":6}}]";
+    for (unsigned th = 1; th <= 16; th *= 4) {
+        scan_threads = th;
+        char *got = run_query(f, p, false);
+        if (strcmp(got, want))
+            fail_msg("threads %u: got %s", th, got);
+        free(got);
+    }
+    scan_threads = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +399,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_qlast_finds_the_newest_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qmeta_suggest_lookup_assign, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_delete_removes_the_rows_read, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_qexec_time_slices_keep_points_in_order, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

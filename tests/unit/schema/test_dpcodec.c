@@ -10,7 +10,7 @@
 #include "schema/dpcodec_format.h"
 #include "tests/lib/ctest.h"
 
-#define BASE 1356998400LL /* 2013-01-01T00:00:00Z, a base hour */
+#define BASE    1356998400LL /* 2013-01-01T00:00:00Z, a base hour */
 #define BASE_MS (BASE * 1000)
 
 static void enc(const struct dpcodec_point *p, const uint8_t *wq, size_t wql, const uint8_t *wv,
@@ -34,8 +34,7 @@ static void test_single_cells_are_byte_exact(void **state)
     enc(&p, (const uint8_t[]){0x00, 0x10}, 2, (const uint8_t[]){0x01}, 1);
     /* 3599 s, int 2^40 -> (3599 << 4) | 7 = 0xE0F7, 8 bytes */
     p = dpcodec_point_int(BASE_MS + 3599000, false, 1LL << 40);
-    enc(&p, (const uint8_t[]){0xE0, 0xF7}, 2,
-        (const uint8_t[]){0, 0, 0x01, 0, 0, 0, 0, 0}, 8);
+    enc(&p, (const uint8_t[]){0xE0, 0xF7}, 2, (const uint8_t[]){0, 0, 0x01, 0, 0, 0, 0, 0}, 8);
     /* int 300 on 2 bytes (flags 1), int 70000 on 4 (flags 3), -1 on 1 byte */
     p = dpcodec_point_int(BASE_MS, false, 300);
     enc(&p, (const uint8_t[]){0x00, 0x01}, 2, (const uint8_t[]){0x01, 0x2C}, 2);
@@ -138,7 +137,8 @@ static void test_annotation_qualifiers(void **state)
     assert_true(t == BASE_MS + 10500);
 }
 
-static void roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size_t *bytes)
+/* Encodes, checks the round trip and every truncation; returns the value kind chosen. */
+static int roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size_t *bytes)
 {
     size_t cap = dpcodec_compressed_bound(n);
     uint8_t *v = malloc(cap);
@@ -170,26 +170,30 @@ static void roundtrip_compressed(const struct dpcodec_point *pts, size_t n, size
         decode_all(cq, sizeof(cq), v, cut, out, n + 1, &rc);
         assert_int_equal(rc, CT_ECORRUPT);
     }
+    int kind = v[1] >> 2;
     free(out);
     free(v);
+    return kind;
 }
 
 static void test_compressed_round_trips_every_value_kind(void **state)
 {
     (void)state;
-    enum { N = 360 };
+    enum {
+        N = 360
+    };
     struct dpcodec_point p[N];
     size_t bytes;
     /* a regular 10 s counter */
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, 1000000 + i * 37);
-    roundtrip_compressed(p, N, &bytes);
+    assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_INT);
     assert_true(bytes < 40); /* a counter with constant slope and period is almost free */
     /* a gauge with two decimals */
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false,
                                   (double)(5000 + (i * 7919) % 300) / 100.0);
-    roundtrip_compressed(p, N, &bytes);
+    assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_DECIMAL);
     print_message("gauge with 300 random levels: %zu bytes for %d points\n", bytes, N);
     assert_true(bytes < N * 2);
     /* full-precision doubles: XOR path */
@@ -199,7 +203,23 @@ static void test_compressed_round_trips_every_value_kind(void **state)
         x += (rand() / (double)RAND_MAX - 0.5);
         p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false, x);
     }
-    roundtrip_compressed(p, N, NULL);
+    assert_int_equal(roundtrip_compressed(p, N, NULL), DPCODEC_VK_BITS);
+    /* bell-shaped steps (sum of uniforms, ~N(0, 100)) of an integer walk: Rice-coded blocks */
+    int64_t walk = 0;
+    for (int i = 0; i < N; i++) {
+        int64_t step = 0;
+        for (int k = 0; k < 12; k++)
+            step += rand() % 101 - 50;
+        walk += step;
+        p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, walk);
+    }
+    assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_INT);
+    print_message("bell-shaped integer walk: %zu bytes for %d points\n", bytes, N);
+    /* a value that mostly repeats: XOR's one-bit repeats win */
+    for (int i = 0; i < N; i++)
+        p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false,
+                                  i % 50 == 0 ? rand() * 1e-3 / 3.0 : 1.0 / 3.0);
+    assert_int_equal(roundtrip_compressed(p, N, NULL), DPCODEC_VK_XOR);
     /* ms timestamps with jitter, extremes, mixed types and qualifier kinds */
     for (int i = 0; i < N; i++) {
         int64_t ts = BASE_MS + i * 9973LL + (i % 3);
@@ -212,7 +232,7 @@ static void test_compressed_round_trips_every_value_kind(void **state)
         else
             p[i] = dpcodec_point_real(ts, true, (float)i / 3.0f);
     }
-    roundtrip_compressed(p, N, NULL);
+    assert_int_equal(roundtrip_compressed(p, N, NULL), DPCODEC_VK_RAW);
     /* one point */
     p[0] = dpcodec_point_int(BASE_MS + 3599999, true, 42);
     roundtrip_compressed(p, 1, NULL);
@@ -266,8 +286,7 @@ static void test_compressed_rejects_unknown_version_and_bad_input(void **state)
     assert_int_equal(dpcodec_compressed_encode(BASE, bad, 2, v, &vl, &err), CT_EINVAL);
 }
 
-static struct wc_cell cell_of(const uint8_t *q, size_t ql, const uint8_t *v, size_t vl,
-                              int64_t ts)
+static struct wc_cell cell_of(const uint8_t *q, size_t ql, const uint8_t *v, size_t vl, int64_t ts)
 {
     struct wc_cell c;
     memset(&c, 0, sizeof(c));
@@ -336,8 +355,7 @@ static void test_compaction_round_trips_in_both_formats(void **state)
         assert_true(c.cells[di].ts_ms == 100);
         if (fmt == DPCODEC_FORMAT_OPENTSDB) {
             /* q: 00 00, F0 0A 41 00 (10500 << 6), 01 40, 01 EB; v: 01 02 03 40800000 01 */
-            const uint8_t wq[] = {0x00, 0x00, 0xF0, 0x0A, 0x41, 0x00,
-                                  0x01, 0x40, 0x01, 0xEB};
+            const uint8_t wq[] = {0x00, 0x00, 0xF0, 0x0A, 0x41, 0x00, 0x01, 0x40, 0x01, 0xEB};
             const uint8_t wv[] = {0x01, 0x02, 0x03, 0x40, 0x80, 0x00, 0x00, 0x01};
             assert_int_equal(c.cells[di].qualifier.len, sizeof(wq));
             assert_memory_equal(c.cells[di].qualifier.data, wq, sizeof(wq));
@@ -366,15 +384,14 @@ static void test_compaction_duplicates_follow_fix_duplicates(void **state)
 {
     (void)state;
     struct hour h = {0};
-    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, false, 7), 100);  /* s qualifier */
-    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, true, 8), 200);   /* same ts, ms, newer */
+    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, false, 7), 100); /* s qualifier */
+    hour_add(&h, dpcodec_point_int(BASE_MS + 1000, true, 8), 200);  /* same ts, ms, newer */
     hour_add(&h, dpcodec_point_int(BASE_MS + 2000, false, 9), 100);
     struct dpcodec_compacted c;
     struct ct_err err = {0};
     for (int f = 0; f < 2; f++) {
         enum dpcodec_format fmt = f ? DPCODEC_FORMAT_OPENTSDB : DPCODEC_FORMAT_COMPRESSED;
-        assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, false, &c, &err),
-                         CT_ECONFLICT);
+        assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, false, &c, &err), CT_ECONFLICT);
         assert_non_null(strstr(err.msg, "fix_duplicates"));
         assert_int_equal(dpcodec_compact(BASE, h.cells, h.n, fmt, true, &c, &err), CT_OK);
         assert_int_equal(c.duplicates, 1);
@@ -383,13 +400,21 @@ static void test_compaction_duplicates_follow_fix_duplicates(void **state)
         check_compacted(&c, ts, vals, 2);
         dpcodec_compacted_free(&c);
     }
+    /* a lone single cell is left alone in OpenTSDB's format, merged in ctsdb's */
+    struct hour one = {0};
+    hour_add(&one, dpcodec_point_int(BASE_MS, false, 1), 100);
+    assert_int_equal(
+        dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_OPENTSDB, false, &c, &err),
+        CT_NOTFOUND);
+    assert_int_equal(
+        dpcodec_compact(BASE, one.cells, one.n, DPCODEC_FORMAT_COMPRESSED, false, &c, &err), CT_OK);
+    dpcodec_compacted_free(&c);
     /* identical duplicates merge silently even without fix_duplicates */
     struct hour g = {0};
     hour_add(&g, dpcodec_point_int(BASE_MS + 1000, false, 7), 100);
     hour_add(&g, dpcodec_point_int(BASE_MS + 1000, true, 7), 200);
-    assert_int_equal(dpcodec_compact(BASE, g.cells, g.n, DPCODEC_FORMAT_COMPRESSED, false, &c,
-                                     &err),
-                     CT_OK);
+    assert_int_equal(
+        dpcodec_compact(BASE, g.cells, g.n, DPCODEC_FORMAT_COMPRESSED, false, &c, &err), CT_OK);
     assert_int_equal(c.npoints, 1);
     dpcodec_compacted_free(&c);
 }
@@ -415,6 +440,112 @@ static void test_row_decode_sorts_dedups_and_reports_small_buffers(void **state)
     assert_int_equal(n, 11);
 }
 
+static void test_decoder_survives_damaged_cells(void **state)
+{
+    (void)state;
+    /* flip, truncate and extend valid cells of every layout: the decoder must answer with
+     * points, the end or CT_ECORRUPT, never read out of bounds (run under ASan) */
+    enum {
+        N = 200
+    };
+    struct dpcodec_point p[N];
+    srand(11);
+    double x = 10;
+    for (int i = 0; i < N; i++) {
+        x += rand() / (double)RAND_MAX - 0.5;
+        p[i] = i % 3 ? dpcodec_point_real(BASE_MS + i * 17000LL, i % 7 == 0, x)
+                     : dpcodec_point_int(BASE_MS + i * 17000LL + i % 2, true, rand() % 1000);
+    }
+    uint8_t *v = malloc(dpcodec_compressed_bound(N)), *q = malloc(4 * N);
+    uint8_t *v2 = malloc(dpcodec_compressed_bound(N) + 8 * N + 16);
+    size_t vl, ql, cl;
+    struct ct_err err = {0};
+    uint8_t cq[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(p, N, cq);
+    int corrupt[5] = {0}, clean[5] = {0};
+    for (int layout = 0; layout < 5; layout++) {
+        const uint8_t *qq;
+        size_t qn;
+        if (layout == 0 || layout == 2 || layout == 4) {
+            /* layout 2 uses only reals (decimal), layout 4 a bell-shaped walk (Rice blocks) */
+            struct dpcodec_point *src = p;
+            struct dpcodec_point reals[N];
+            size_t n = N;
+            if (layout == 2) {
+                for (int i = 0; i < N; i++)
+                    reals[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false, (i % 40) / 8.0);
+                src = reals;
+            } else if (layout == 4) {
+                int64_t walk = 0;
+                for (int i = 0; i < N; i++) {
+                    for (int k = 0; k < 12; k++)
+                        walk += rand() % 101 - 50;
+                    reals[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, walk);
+                }
+                src = reals;
+            }
+            assert_int_equal(dpcodec_compressed_encode(BASE, src, n, v, &vl, &err), CT_OK);
+            dpcodec_compressed_qualifier(src, n, cq);
+            qq = cq;
+            qn = sizeof(cq);
+        } else if (layout == 1) {
+            struct dpcodec_point sorted[N];
+            memcpy(sorted, p, sizeof(sorted));
+            assert_int_equal(dpcodec_compacted_encode(BASE, sorted, N, q, &ql, v, &vl, &err),
+                             CT_OK);
+            qq = q;
+            qn = ql;
+        } else {
+            /* an append cell */
+            vl = 0;
+            for (int i = 0; i < N; i++) {
+                size_t a, b;
+                assert_int_equal(dpcodec_encode(BASE, &p[i], v + vl, &a, v + vl + 4, &b, &err),
+                                 CT_OK);
+                memmove(v + vl + a, v + vl + 4, b);
+                vl += a + b;
+            }
+            qq = (const uint8_t *)DPCODEC_APPEND_Q;
+            qn = DPCODEC_APPEND_Q_LEN;
+        }
+        for (int round = 0; round < 3000; round++) {
+            cl = vl;
+            memcpy(v2, v, vl);
+            int what = rand() % 3;
+            if (what == 0) {
+                for (int k = 0; k < 1 + rand() % 4; k++)
+                    v2[rand() % cl] ^= (uint8_t)(1 + rand() % 255);
+            } else if (what == 1) {
+                cl = (size_t)rand() % vl;
+            } else {
+                size_t extra = 1 + (size_t)rand() % 16;
+                for (size_t k = 0; k < extra; k++)
+                    v2[cl + k] = (uint8_t)rand();
+                cl += extra;
+            }
+            struct dpcodec_iter it;
+            dpcodec_iter_init(&it, BASE, qq, qn, v2, cl);
+            struct dpcodec_point out;
+            int rc;
+            size_t n = 0;
+            while ((rc = dpcodec_iter_next(&it, &out, &err)) == CT_OK && n < 4 * N)
+                n++;
+            dpcodec_iter_end(&it);
+            assert_true(rc == CT_OK || rc == CT_NOTFOUND || rc == CT_ECORRUPT);
+            if (rc == CT_ECORRUPT)
+                corrupt[layout]++;
+            else
+                clean[layout]++;
+        }
+        /* the damage is noticed often, and sometimes decodes to other points (flipped values) */
+        assert_true(corrupt[layout] > 100);
+        assert_true(clean[layout] > 10);
+    }
+    free(v);
+    free(v2);
+    free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +558,7 @@ int main(void)
         cmocka_unit_test(test_compaction_round_trips_in_both_formats),
         cmocka_unit_test(test_compaction_duplicates_follow_fix_duplicates),
         cmocka_unit_test(test_row_decode_sorts_dedups_and_reports_small_buffers),
+        cmocka_unit_test(test_decoder_survives_damaged_cells),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

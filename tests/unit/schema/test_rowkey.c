@@ -82,8 +82,8 @@ static void test_rowkey_encode_is_byte_exact_and_decodes(void **state)
     size_t rl = rowkey_encode(&l, tsuid, tl, 1356998400 + 1234, row); /* 2013-01-01 00:20:34 */
     assert_int_equal(rl, 1 + 3 + 4 + 12);
     uint32_t bucket = rowkey_salt_bucket(&l, tsuid, tl);
-    const uint8_t want_row[] = {(uint8_t)bucket, 0, 0, 1, 0x50, 0xE2, 0x27, 0x00,
-                                0, 0, 2, 0, 0, 9, 0, 0, 5, 0, 0, 7};
+    const uint8_t want_row[] = {
+        (uint8_t)bucket, 0, 0, 1, 0x50, 0xE2, 0x27, 0x00, 0, 0, 2, 0, 0, 9, 0, 0, 5, 0, 0, 7};
     assert_memory_equal(row, want_row, rl);
     struct rowkey_parts p;
     assert_int_equal(rowkey_decode(&l, row, rl, &p, &err), CT_OK);
@@ -160,7 +160,7 @@ static void test_row_filter_clauses(void **state)
     uint64_t hosts[] = {10, 11};
     assert_int_equal(rowkey_filter_add(f, 1, hosts, 2, false, &err), CT_OK); /* host in {10,11} */
     uint64_t dc[] = {20};
-    assert_int_equal(rowkey_filter_add(f, 2, dc, 1, true, &err), CT_OK); /* dc != 20 */
+    assert_int_equal(rowkey_filter_add(f, 2, dc, 1, true, &err), CT_OK);   /* dc != 20 */
     assert_int_equal(rowkey_filter_add(f, 3, NULL, 0, true, &err), CT_OK); /* no tag 3 */
     uint8_t row[ROWKEY_MAX_BYTES];
     struct rowkey_tag t1[] = {{1, 10}, {2, 21}};

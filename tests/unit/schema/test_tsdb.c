@@ -10,7 +10,7 @@
 #include "schema/tsdb.h"
 #include "tests/lib/ctest.h"
 
-#define BASE 1356998400LL /* an hour long past: compaction may merge it */
+#define BASE    1356998400LL /* an hour long past: compaction may merge it */
 #define BASE_MS (BASE * 1000)
 
 struct fixture {
@@ -91,7 +91,7 @@ static void test_create_tables_families_and_presplit(void **state)
     struct wc_region_info *ri;
     size_t n;
     assert_int_equal(wc_table_regions(f->s, "tsdb", &ri, &n, &err), CT_OK);
-    assert_int_equal(n, 16); /* 8 buckets x 2 */
+    assert_int_equal(n, 16);              /* 8 buckets x 2 */
     assert_int_equal(ri[2].start_len, 1); /* bucket 1 starts its own region */
     assert_int_equal(ri[2].start_key[0], 1);
     wc_region_info_free(ri, n);
@@ -154,8 +154,7 @@ static size_t read_hour(struct fixture *f, const uint8_t *tsuid, size_t len, int
     struct ct_err err = {0};
     assert_int_equal(wc_get(tsdb_data_table(f->t), wc_bytes_of(row, rl), &o, &r, &err), CT_OK);
     size_t n = 0, dups;
-    assert_int_equal(dpcodec_row_decode(base, r.row.cells, r.row.ncells, out, cap, &n, &dups,
-                                        &err),
+    assert_int_equal(dpcodec_row_decode(base, r.row.cells, r.row.ncells, out, cap, &n, &dups, &err),
                      CT_OK);
     if (ncells)
         *ncells = r.row.ncells;
@@ -405,8 +404,7 @@ static void test_config_keys(void **state)
     assert_int_equal(c.format, DPCODEC_FORMAT_OPENTSDB);
     assert_int_equal(tsdb_config_set(&c, "tsd.storage.salt.width", "9", &err), CT_EINVAL);
     assert_non_null(strstr(err.msg, "tsd.storage.salt.width"));
-    assert_int_equal(tsdb_config_set(&c, "tsd.storage.fix_duplicates", "maybe", &err),
-                     CT_EINVAL);
+    assert_int_equal(tsdb_config_set(&c, "tsd.storage.fix_duplicates", "maybe", &err), CT_EINVAL);
     assert_int_equal(tsdb_config_set(&c, "tsd.network.port", "4242", &err), CT_NOTFOUND);
 }
 
@@ -414,14 +412,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_keys),
-        cmocka_unit_test_setup_teardown(test_create_tables_families_and_presplit, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_create_tables_families_and_presplit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_series_resolution_messages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_compressed_format, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_opentsdb_format_fix_duplicates, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_compaction_compressed_fix_duplicates, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_compaction_compressed_fix_duplicates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_leaves_the_current_hour_alone, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_late_points_after_a_merged_hour_are_kept, setup,

@@ -118,8 +118,7 @@ static void test_uid_assign_lookup_and_reverse(void **state)
     size_t len;
     assert_int_equal(uid_get_name(u, UID_METRIC, 2, name, sizeof(name), &len, &err), CT_OK);
     assert_string_equal(name, "sys.mem");
-    assert_int_equal(uid_get_name(u, UID_METRIC, 9, name, sizeof(name), &len, &err),
-                     CT_NOTFOUND);
+    assert_int_equal(uid_get_name(u, UID_METRIC, 9, name, sizeof(name), &len, &err), CT_NOTFOUND);
     assert_string_equal(err.msg, "No such unique ID for 'metrics': '000009'");
     uint64_t max;
     assert_int_equal(uid_max_id(u, UID_METRIC, &max, &err), CT_OK);
@@ -147,8 +146,7 @@ static void test_uid_width_exhaustion_is_reported(void **state)
     char name[16];
     for (int i = 1; i <= 255; i++) {
         snprintf(name, sizeof(name), "v%d", i);
-        assert_int_equal(uid_get_or_create_id(u, UID_TAGV, name, strlen(name), &id, &err),
-                         CT_OK);
+        assert_int_equal(uid_get_or_create_id(u, UID_TAGV, name, strlen(name), &id, &err), CT_OK);
         assert_int_equal(id, (uint64_t)i);
     }
     assert_int_equal(uid_get_or_create_id(u, UID_TAGV, "one-more", 8, &id, &err), CT_ELIMIT);
@@ -203,8 +201,8 @@ static void test_uid_suggest_rename_delete(void **state)
     uint64_t id;
     const char *names[] = {"sys.cpu.user", "sys.cpu.sys", "sys.mem", "app.req"};
     for (int i = 0; i < 4; i++)
-        assert_int_equal(
-            uid_get_or_create_id(u, UID_METRIC, names[i], strlen(names[i]), &id, &err), CT_OK);
+        assert_int_equal(uid_get_or_create_id(u, UID_METRIC, names[i], strlen(names[i]), &id, &err),
+                         CT_OK);
     assert_int_equal(uid_get_or_create_id(u, UID_TAGK, "sys.tagk", 8, &id, &err), CT_OK);
     struct suggest_acc a = {0};
     assert_int_equal(uid_suggest(u, UID_METRIC, "sys.cpu", 0, suggest_collect, &a, &err), CT_OK);
@@ -237,7 +235,7 @@ static void test_uid_suggest_rename_delete(void **state)
 /* ---- the race ---------------------------------------------------------------------------- */
 
 #define RACE_THREADS 4
-#define RACE_NAMES 60
+#define RACE_NAMES   60
 
 struct race {
     struct uid *u;

@@ -40,7 +40,8 @@ int main(void)
     int failed;
     if (emu_missing) {
         const struct CMUnitTest skipped[] = {cmocka_unit_test(test_contract_needs_the_emulator)};
-        failed = cmocka_run_group_tests_name("wc contract (bigtable emulator)", skipped, NULL, NULL);
+        failed =
+            cmocka_run_group_tests_name("wc contract (bigtable emulator)", skipped, NULL, NULL);
     } else {
         failed = wc_contract_run("bigtable emulator", open_contract_store, NULL);
     }

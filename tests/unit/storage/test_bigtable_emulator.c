@@ -1,8 +1,8 @@
 /* test_bigtable_emulator.c - the Bigtable backend (storage/bigtable/) against Google's Bigtable
  * emulator: administration and the GC-rule mapping as the service stores it, reads and writes in
  * both directions, read-time VERSIONS / TTL / MIN_VERSIONS, increments, check-and-mutate, large
- * batches, client-side limits, namespaces, and a scan that survives a connection dropped
- * mid-stream (a loopback TCP proxy that cuts the first connection after some bytes).
+ * batches, client-side limits, namespaces, and a scan (both directions) and a batch that survive
+ * a connection dropped mid-stream (a loopback TCP proxy that cuts a connection after some bytes).
  *
  * The emulator is started once by the group setup (test_bigtable_emu.h). Without it the tests are
  * skipped (cmocka prints the skipped count) unless CI=true, where that is a failure. The
@@ -57,8 +57,8 @@ static struct wc_store *open_store(void)
             fail_msg("%s -> %d: %s", #call, rc_, err.msg);                                         \
     } while (0)
 
-static void make_table(struct wc_store *s, const char *name, struct wc_family_desc *fams,
-                       size_t n, const struct wc_bytes *splits, size_t nsplits)
+static void make_table(struct wc_store *s, const char *name, struct wc_family_desc *fams, size_t n,
+                       const struct wc_bytes *splits, size_t nsplits)
 {
     struct ct_err err = {0};
     struct wc_table_desc d;
@@ -75,8 +75,8 @@ static void drop_table(struct wc_store *s, const char *name)
     OK(wc_table_drop(s, name, &err));
 }
 
-static void put(struct wc_table *t, const char *row, const char *fam, const char *q,
-                const char *v, int64_t ts)
+static void put(struct wc_table *t, const char *row, const char *fam, const char *q, const char *v,
+                int64_t ts)
 {
     struct ct_err err = {0};
     struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fam), wc_bytes_str(q), wc_bytes_str(v), ts};
@@ -426,7 +426,10 @@ static void test_large_batch_and_client_side_limits(void **state)
     make_table(s, "batch1", &f, 1, splits, 1);
     struct wc_table *t;
     OK(wc_table_open(s, "batch1", &t, &err));
-    enum { NROWS = 10000, NCELLS = 12 };
+    enum {
+        NROWS = 10000,
+        NCELLS = 12
+    };
     char(*keys)[16] = malloc(NROWS * sizeof(*keys));
     char quals[NCELLS][16];
     struct wc_mutation *muts = malloc(NROWS * NCELLS * sizeof(*muts));
@@ -441,9 +444,8 @@ static void test_large_batch_and_client_side_limits(void **state)
     for (int i = 0; i < NROWS; i++) {
         snprintf(keys[i], sizeof(keys[i]), "r%05d", i);
         for (int q = 0; q < NCELLS; q++)
-            muts[i * NCELLS + q] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("f"),
-                                                        wc_bytes_str(quals[q]),
-                                                        wc_bytes_str(value), 5000};
+            muts[i * NCELLS + q] = (struct wc_mutation){
+                WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str(quals[q]), wc_bytes_str(value), 5000};
         rows[i] = (struct wc_row_mutation){wc_bytes_str(keys[i]), &muts[i * NCELLS], NCELLS};
     }
     /* 120k cells, ~72 MB: several MutateRows requests, some in flight together */
@@ -487,7 +489,8 @@ struct proxy {
     int listen_fd;
     int port;
     struct sockaddr_in upstream;
-    atomic_int armed;     /* bytes to let through (server to client) before cutting; 0 = off */
+    atomic_int armed;    /* bytes to let through (server to client) before cutting; 0 = off */
+    atomic_int armed_up; /* the same for client-to-server bytes */
     atomic_int cuts;
     atomic_int stop;
     pthread_t thread;
@@ -532,7 +535,7 @@ static void *proxy_conn(void *arg)
     struct proxy_pair *pp = arg;
     struct proxy *p = pp->p;
     char buf[16384];
-    long passed_since_armed = 0;
+    long passed_since_armed = 0, passed_up = 0;
     for (int idle = 0; idle < 600 && !atomic_load(&p->stop);) {
         struct pollfd fds[2] = {{pp->client, POLLIN, 0}, {pp->server, POLLIN, 0}};
         int n = poll(fds, 2, 100);
@@ -545,6 +548,15 @@ static void *proxy_conn(void *arg)
             ssize_t r = read(pp->client, buf, sizeof(buf));
             if (r <= 0 || write(pp->server, buf, (size_t)r) != r)
                 break;
+            int armed = atomic_load(&p->armed_up);
+            if (armed) {
+                passed_up += r;
+                if (passed_up > armed) { /* cut while the client is still sending */
+                    atomic_store(&p->armed_up, 0);
+                    atomic_fetch_add(&p->cuts, 1);
+                    break;
+                }
+            }
         }
         if (fds[1].revents) {
             ssize_t r = read(pp->server, buf, sizeof(buf));
@@ -567,7 +579,7 @@ static void *proxy_conn(void *arg)
     return NULL;
 }
 
-static void test_scan_resumes_after_connection_drop(void **state)
+static void test_scan_and_batch_survive_connection_drops(void **state)
 {
     (void)state;
     SKIP_WITHOUT_EMULATOR();
@@ -597,7 +609,9 @@ static void test_scan_resumes_after_connection_drop(void **state)
     make_table(s, "retry1", &f, 1, NULL, 0);
     struct wc_table *t;
     OK(wc_table_open(s, "retry1", &t, &err));
-    enum { NROWS = 3000 };
+    enum {
+        NROWS = 3000
+    };
     static char value[1000];
     memset(value, 'x', sizeof(value) - 1);
     struct wc_mutation *muts = malloc(NROWS * sizeof(*muts));
@@ -631,6 +645,28 @@ static void test_scan_resumes_after_connection_drop(void **state)
         assert_int_equal(n, NROWS);
         assert_int_equal(atomic_load(&p.cuts), dir + 1); /* the cut really happened */
     }
+    /* a batch whose connection is cut while it is being sent: only unanswered rows are
+     * re-sent (timestamps are explicit, so re-sending is harmless) and every row lands */
+    for (int i = 0; i < NROWS; i++)
+        muts[i].ts_ms = 2000;
+    atomic_store(&p.armed_up, 1000000); /* ~1 MB into a ~3 MB batch */
+    OK(wc_mutate_batch(t, rows, NROWS, WC_DURABILITY_USE_DEFAULT, &err));
+    assert_int_equal(atomic_load(&p.cuts), 3);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.tmin_ms = 2000;
+    struct wc_scanner *sc;
+    OK(wc_scanner_open(t, &o, &sc, &err));
+    struct wc_row r;
+    int n = 0, rc;
+    while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK) {
+        assert_int_equal(r.ncells, 1);
+        assert_true(r.cells[0].ts_ms == 2000);
+        n++;
+    }
+    assert_int_equal(rc, CT_NOTFOUND);
+    wc_scanner_close(sc);
+    assert_int_equal(n, NROWS);
     free(muts);
     free(rows);
     free(keys);
@@ -652,7 +688,7 @@ int main(void)
         cmocka_unit_test(test_versions_ttl_and_min_versions_apply_at_read),
         cmocka_unit_test(test_deletes_increment_and_check_and_mutate),
         cmocka_unit_test(test_large_batch_and_client_side_limits),
-        cmocka_unit_test(test_scan_resumes_after_connection_drop),
+        cmocka_unit_test(test_scan_and_batch_survive_connection_drops),
     };
     return cmocka_run_group_tests(tests, emulator_start, emulator_stop);
 }

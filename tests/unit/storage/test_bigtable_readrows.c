@@ -203,8 +203,8 @@ static int run_case(const cJSON *tc, char *why, size_t whylen)
         got_error = true;
     bt_merge_free(m);
     if (got_error != want_error) {
-        snprintf(why, whylen, "%s: error %s expected, got %s (%s)", desc,
-                 want_error ? "" : "not", got_error ? "one" : "none", err.msg);
+        snprintf(why, whylen, "%s: error %s expected, got %s (%s)", desc, want_error ? "" : "not",
+                 got_error ? "one" : "none", err.msg);
         return 1;
     }
     if (ngot != nexp) {

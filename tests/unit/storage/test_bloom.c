@@ -63,10 +63,15 @@ static void file_fp_rate(enum wc_bloom kind)
     char row[32];
     for (int i = 0; i < NKEYS; i++) {
         int n = snprintf(row, sizeof row, "r%08d", i);
-        struct cell c = {.row = (const uint8_t *)row, .row_len = (uint32_t)n,
-                         .qual = (const uint8_t *)"q", .qual_len = 1,
-                         .value = (const uint8_t *)"v", .value_len = 1,
-                         .ts_ms = 1, .type = WC_TYPE_PUT, .seq = (uint64_t)i + 1};
+        struct cell c = {.row = (const uint8_t *)row,
+                         .row_len = (uint32_t)n,
+                         .qual = (const uint8_t *)"q",
+                         .qual_len = 1,
+                         .value = (const uint8_t *)"v",
+                         .value_len = 1,
+                         .ts_ms = 1,
+                         .type = WC_TYPE_PUT,
+                         .seq = (uint64_t)i + 1};
         assert_int_equal(sst_writer_add(w, &c, &err), CT_OK);
     }
     assert_int_equal(sst_writer_finish(w, NULL, &err), CT_OK);
@@ -76,15 +81,15 @@ static void file_fp_rate(enum wc_bloom kind)
     for (int i = 0; i < NKEYS; i++) {
         int n = snprintf(row, sizeof row, "r%08d", i);
         assert_true(sst_may_contain_row(f, (const uint8_t *)row, (size_t)n));
-        assert_true(sst_may_contain_rowcol(f, (const uint8_t *)row, (size_t)n,
-                                           (const uint8_t *)"q", 1));
-        fp_col += sst_may_contain_rowcol(f, (const uint8_t *)row, (size_t)n,
-                                         (const uint8_t *)"other", 5);
+        assert_true(
+            sst_may_contain_rowcol(f, (const uint8_t *)row, (size_t)n, (const uint8_t *)"q", 1));
+        fp_col +=
+            sst_may_contain_rowcol(f, (const uint8_t *)row, (size_t)n, (const uint8_t *)"other", 5);
         n = snprintf(row, sizeof row, "x%08d", i);
         fp_row += sst_may_contain_row(f, (const uint8_t *)row, (size_t)n);
     }
-    print_message("kind %d: row fp %.3f%%, column fp %.3f%%\n", (int)kind,
-                  100.0 * fp_row / NKEYS, 100.0 * fp_col / NKEYS);
+    print_message("kind %d: row fp %.3f%%, column fp %.3f%%\n", (int)kind, 100.0 * fp_row / NKEYS,
+                  100.0 * fp_col / NKEYS);
     assert_true(fp_row < NKEYS * 2 / 100);
     if (kind == WC_BLOOM_ROWCOL)
         assert_true(fp_col < NKEYS * 2 / 100);

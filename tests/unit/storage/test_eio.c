@@ -62,8 +62,8 @@ static void test_eio_repeat_fault_is_sticky_and_path_filtered(void **state)
     snprintf(a, sizeof a, "%s/wal-1.log", dir);
     snprintf(b, sizeof b, "%s/other", dir);
     struct ct_err err = {0};
-    struct eio_fault f = {.op = EIO_OP_SYNC, .nth = 1, .errnum = EIO, .repeat = true,
-                          .path_substr = "wal-"};
+    struct eio_fault f = {
+        .op = EIO_OP_SYNC, .nth = 1, .errnum = EIO, .repeat = true, .path_substr = "wal-"};
     eio_fault_set(&f);
     int fa = eio_open(a, O_WRONLY | O_CREAT, 0600);
     int fb = eio_open(b, O_WRONLY | O_CREAT, 0600);

@@ -390,6 +390,53 @@ static void test_long_log_flushes_the_oldest_memstore(void **state)
     ctest_rmdir(dir);
 }
 
+/* A read-only open reads the block files, refuses writes and leaves the directory alone. */
+static void test_read_only_open_reads_and_refuses_writes(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 << 20);
+    create(s, "ro", (const char *const[]){"f"}, 1);
+    struct wc_table *t;
+    struct ct_err err;
+    assert_int_equal(wc_table_open(s, "ro", &t, &err), CT_OK);
+    assert_int_equal(mut(t, "r", WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+    wc_table_close(t);
+    wc_close(s); /* flushes */
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = dir;
+    o.read_only = true;
+    assert_int_equal(wc_open(&o, &s, &err), CT_OK);
+    assert_int_equal(wc_table_open(s, "ro", &t, &err), CT_OK);
+    char got[64];
+    row_str(t, "r", got, sizeof(got));
+    assert_string_equal(got, "f:q@1=v");
+    assert_true(mut(t, "r2", WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_SYNC_WAL) < 0);
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "f");
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "other");
+    d.families = &fd;
+    d.nfamilies = 1;
+    assert_true(wc_table_create(s, &d, NULL, 0, &err) < 0);
+    /* a writer can open the same directory meanwhile (no lock taken) */
+    struct wc_store *w = open_store(dir, 64 << 20);
+    wc_close(w);
+    wc_table_close(t);
+    wc_close(s);
+    /* and a second writer is refused while one is open */
+    w = open_store(dir, 64 << 20);
+    struct wc_options o2;
+    wc_options_init(&o2);
+    o2.data_dir = dir;
+    struct wc_store *w2 = NULL;
+    assert_int_equal(wc_open(&o2, &w2, &err), CT_EBUSY);
+    assert_null(w2);
+    wc_close(w);
+    ctest_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_sigkill_loses_no_acknowledged_write),
         cmocka_unit_test(test_failed_background_flush_is_sticky),
         cmocka_unit_test(test_long_log_flushes_the_oldest_memstore),
+        cmocka_unit_test(test_read_only_open_reads_and_refuses_writes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

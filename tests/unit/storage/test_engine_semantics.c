@@ -449,6 +449,57 @@ static void test_rowcol_bloom_never_hides_family_markers(void **state)
     wc_table_close(t);
 }
 
+/* Row keys up to the 32767-byte limit, in memstores and files, both directions. */
+static void test_long_row_keys(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "f");
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "longrows");
+    d.families = &fd;
+    d.nfamilies = 1;
+    assert_int_equal(wc_table_create(g_store, &d, NULL, 0, &err), CT_OK);
+    struct wc_table *t;
+    assert_int_equal(wc_table_open(g_store, "longrows", &t, &err), CT_OK);
+    static uint8_t rows[3][WC_MAX_ROW_BYTES];
+    size_t lens[3] = {200, 5000, WC_MAX_ROW_BYTES};
+    for (int i = 0; i < 3; i++) {
+        memset(rows[i], 'a' + i, lens[i]);
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"),
+                                wc_bytes_str("v"), 1};
+        struct wc_row_mutation rm = {wc_bytes_of(rows[i], lens[i]), &m, 1};
+        assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_SYNC_WAL, &err), CT_OK);
+        if (i == 1)
+            assert_int_equal(wc_table_flush(g_store, "longrows", &err), CT_OK);
+    }
+    for (int rev = 0; rev < 2; rev++) {
+        struct wc_scan_options o;
+        wc_scan_options_init(&o);
+        o.reversed = rev;
+        struct wc_scanner *sc;
+        assert_int_equal(wc_scanner_open(t, &o, &sc, &err), CT_OK);
+        struct wc_row r;
+        for (int k = 0; k < 3; k++) {
+            int i = rev ? 2 - k : k;
+            assert_int_equal(wc_scanner_next(sc, &r, &err), CT_OK);
+            assert_int_equal(r.key.len, lens[i]);
+            assert_memory_equal(r.key.data, rows[i], lens[i]);
+            assert_int_equal(r.cells[0].row.len, lens[i]);
+        }
+        assert_int_equal(wc_scanner_next(sc, &r, &err), CT_NOTFOUND);
+        wc_scanner_close(sc);
+    }
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_result res;
+    assert_int_equal(wc_get(t, wc_bytes_of(rows[2], lens[2]), &o, &res, &err), CT_OK);
+    assert_int_equal(res.row.ncells, 1);
+    wc_result_release(&res);
+    wc_table_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -457,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_merging_memstore_and_files_both_directions),
         cmocka_unit_test(test_scanner_sees_a_fixed_snapshot),
         cmocka_unit_test(test_rowcol_bloom_never_hides_family_markers),
+        cmocka_unit_test(test_long_row_keys),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -3,16 +3,41 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "storage/engine/eio.h"
 #include "storage/engine/wal.h"
 #include "storage/engine/wal_format.h"
 #include "tests/lib/ctest.h"
+
+/* Every test runs twice: with wal_open() (write(2) per group) and wal_open_mapped(). */
+static bool g_mapped;
+
+static int set_plain(void **state)
+{
+    (void)state;
+    g_mapped = false;
+    return 0;
+}
+
+static int set_mapped(void **state)
+{
+    (void)state;
+    g_mapped = true;
+    return 0;
+}
+
+static int open_wal(const char *dir, const struct wal_options *o, struct wal **w,
+                    struct ct_err *err)
+{
+    return g_mapped ? wal_open_mapped(dir, o, w, err) : wal_open(dir, o, w, err);
+}
 
 struct collected {
     uint64_t seqs[4096];
@@ -47,8 +72,7 @@ static void seg_path(const char *dir, uint64_t num, char *out, size_t cap)
     snprintf(out, cap, "%s/wal-%020llu.log", dir, (unsigned long long)num);
 }
 
-static void append_n(struct wal *w, uint64_t first_seq, size_t n, size_t len,
-                     enum wal_sync sync)
+static void append_n(struct wal *w, uint64_t first_seq, size_t n, size_t len, enum wal_sync sync)
 {
     struct ct_err err = {0};
     uint8_t buf[2048];
@@ -66,7 +90,7 @@ static void test_wal_round_trips_records_across_segments(void **state)
     struct ct_err err = {0};
     struct wal *w = NULL;
     struct wal_options o = {.segment_bytes = 4096};
-    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
     append_n(w, 1, 300, 100, WAL_SYNC_WRITE);
     append_n(w, 301, 1, 0, WAL_SYNC_WRITE); /* empty payload */
     struct wal_stats st;
@@ -75,7 +99,7 @@ static void test_wal_round_trips_records_across_segments(void **state)
     assert_true(st.segments > 5);
     wal_close(w);
 
-    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
     struct collected *c = calloc(1, sizeof(*c));
     assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
     assert_int_equal(c->n, 301);
@@ -95,7 +119,7 @@ static void test_wal_replay_drops_torn_tail(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     append_n(w, 1, 10, 50, WAL_SYNC_WRITE);
     wal_close(w);
     char p[600];
@@ -104,7 +128,7 @@ static void test_wal_replay_drops_torn_tail(void **state)
     assert_int_equal(stat(p, &sb), 0);
     assert_int_equal(truncate(p, sb.st_size - 7), 0); /* tear the last record */
 
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     struct collected *c = calloc(1, sizeof(*c));
     assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
     assert_int_equal(c->n, 9);
@@ -114,7 +138,7 @@ static void test_wal_replay_drops_torn_tail(void **state)
     wal_close(w);
 
     /* after the cut, the log is clean: old complete records plus the new ones */
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     memset(c, 0, sizeof(*c));
     assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
     assert_int_equal(c->n, 11);
@@ -130,7 +154,7 @@ static void test_wal_replay_drops_garbage_tail(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     append_n(w, 1, 5, 20, WAL_SYNC_WRITE);
     wal_close(w);
     char p[600];
@@ -140,7 +164,7 @@ static void test_wal_replay_drops_garbage_tail(void **state)
     uint8_t zeros[100] = {0};
     assert_int_equal(write(fd, zeros, sizeof zeros), (ssize_t)sizeof zeros);
     close(fd);
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     struct collected *c = calloc(1, sizeof(*c));
     assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
     assert_int_equal(c->n, 5);
@@ -156,7 +180,7 @@ static void test_wal_corruption_in_earlier_segment_names_segment_and_offset(void
     struct ct_err err = {0};
     struct wal *w = NULL;
     struct wal_options o = {.segment_bytes = 1024};
-    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
     append_n(w, 1, 50, 100, WAL_SYNC_WRITE);
     wal_close(w);
     char p[600];
@@ -169,13 +193,14 @@ static void test_wal_corruption_in_earlier_segment_names_segment_and_offset(void
     b ^= 0x55;
     assert_int_equal(pwrite(fd, &b, 1, off), 1);
     close(fd);
-    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
     struct collected *c = calloc(1, sizeof(*c));
     assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_ECORRUPT);
     assert_int_equal(c->n, 1);
     assert_non_null(strstr(err.msg, p));
     char offs[64];
-    snprintf(offs, sizeof offs, "offset %d", WAL_SEGMENT_HEADER_BYTES + WAL_RECORD_HEADER_BYTES + 100);
+    snprintf(offs, sizeof offs, "offset %d",
+             WAL_SEGMENT_HEADER_BYTES + WAL_RECORD_HEADER_BYTES + 100);
     assert_non_null(strstr(err.msg, offs));
     wal_close(w);
     free(c);
@@ -188,7 +213,7 @@ static void test_wal_rejects_unknown_version(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     append_n(w, 1, 3, 10, WAL_SYNC_WRITE);
     wal_close(w);
     char p[600];
@@ -197,7 +222,7 @@ static void test_wal_rejects_unknown_version(void **state)
     uint8_t v = 9;
     assert_int_equal(pwrite(fd, &v, 1, 4), 1);
     close(fd);
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     struct collected *c = calloc(1, sizeof(*c));
     assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_ECORRUPT);
     assert_non_null(strstr(err.msg, "unsupported wal version 9"));
@@ -249,7 +274,7 @@ static void test_wal_group_commit_shares_writes_and_syncs(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     /* a slow disk: each fdatasync takes 2 ms, so appenders pile up behind the leader */
     struct eio_fault f = {.op = EIO_OP_SYNC, .nth = 0, .delay_us = 2000};
     eio_fault_set(&f);
@@ -260,9 +285,12 @@ static void test_wal_group_commit_shares_writes_and_syncs(void **state)
     assert_int_equal(st.appends, 400);
     assert_true(st.writes < st.appends);
     assert_true(st.syncs < st.appends);
+    print_message("%s: %llu appends, %llu writes, %llu syncs\n", g_mapped ? "mapped" : "write(2)",
+                  (unsigned long long)st.appends, (unsigned long long)st.writes,
+                  (unsigned long long)st.syncs);
     assert_true(st.bytes_written >= 400 * (WAL_RECORD_HEADER_BYTES + 64));
     wal_close(w);
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     struct collected *c = calloc(1, sizeof(*c));
     assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
     assert_int_equal(c->n, 400);
@@ -277,13 +305,13 @@ static void test_wal_write_error_is_reported_and_sticky(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     append_n(w, 1, 3, 10, WAL_SYNC_WRITE);
     struct eio_fault f = {.op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .path_substr = "wal-"};
     eio_fault_set(&f);
     /* the fault applies to descriptors opened from now on: force a new segment */
     wal_close(w);
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     uint8_t buf[10] = {0};
     assert_int_equal(wal_append(w, 10, buf, sizeof buf, WAL_SYNC_WRITE, &err), CT_EIO);
     assert_non_null(strstr(err.msg, "No space left on device"));
@@ -303,7 +331,7 @@ static void test_wal_fsync_error_is_reported_and_sticky(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     append_n(w, 1, 3, 10, WAL_SYNC_FSYNC);
     struct eio_fault f = {.op = EIO_OP_SYNC, .nth = 1, .errnum = EIO};
     eio_fault_set(&f);
@@ -323,16 +351,19 @@ static void test_wal_async_records_are_written_by_sync_and_close(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     append_n(w, 1, 20, 30, WAL_SYNC_ASYNC);
     struct wal_stats st;
     assert_int_equal(wal_sync(w, &err), CT_OK);
     wal_get_stats(w, &st);
-    assert_true(st.writes >= 1 && st.writes <= 2);
+    if (g_mapped)
+        assert_int_equal(st.writes, 0); /* records were copied into the mapping */
+    else
+        assert_true(st.writes >= 1 && st.writes <= 2);
     assert_true(st.syncs >= 1);
     append_n(w, 21, 5, 30, WAL_SYNC_ASYNC);
     wal_close(w); /* flushes the rest */
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     struct collected *c = calloc(1, sizeof(*c));
     assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
     assert_int_equal(c->n, 25);
@@ -347,7 +378,7 @@ static void test_wal_async_records_are_synced_by_background_thread(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     append_n(w, 1, 3, 30, WAL_SYNC_ASYNC);
     struct wal_stats st;
     /* bounded wait: the syncer runs about every second */
@@ -358,7 +389,7 @@ static void test_wal_async_records_are_synced_by_background_thread(void **state)
         usleep(50 * 1000);
     }
     assert_true(st.syncs > 0);
-    assert_true(st.writes > 0);
+    assert_true(g_mapped ? st.writes == 0 : st.writes > 0);
     wal_close(w);
     ctest_rmdir(dir);
 }
@@ -370,7 +401,7 @@ static void test_wal_release_deletes_flushed_segments(void **state)
     struct ct_err err = {0};
     struct wal *w = NULL;
     struct wal_options o = {.segment_bytes = 1024};
-    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
     append_n(w, 1, 100, 100, WAL_SYNC_WRITE);
     struct wal_stats before, after;
     wal_get_stats(w, &before);
@@ -383,7 +414,7 @@ static void test_wal_release_deletes_flushed_segments(void **state)
     assert_int_equal(after.segments, 1); /* the active segment stays */
     wal_close(w);
 
-    assert_int_equal(wal_open(dir, &o, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
     struct collected *c = calloc(1, sizeof(*c));
     assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
     assert_true(c->n < 100);
@@ -412,31 +443,114 @@ static void test_wal_replay_callback_error_stops_replay(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     append_n(w, 1, 5, 10, WAL_SYNC_WRITE);
     wal_close(w);
-    assert_int_equal(wal_open(dir, NULL, &w, &err), CT_OK);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     assert_int_equal(wal_replay(w, stop_fn, NULL, &err), CT_EINVAL);
     assert_string_equal(err.msg, "stop at 3");
     wal_close(w);
     ctest_rmdir(dir);
 }
 
+static void test_wal_sync_write_records_survive_process_death(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct wal *w = NULL;
+        struct wal_options o = {.segment_bytes = 8192};
+        if (open_wal(dir, &o, &w, &err) != CT_OK)
+            _exit(2);
+        uint8_t buf[100];
+        for (uint64_t seq = 1; seq <= 200; seq++) {
+            payload_for(seq, buf, sizeof buf);
+            if (wal_append(w, seq, buf, sizeof buf, WAL_SYNC_WRITE, &err) != CT_OK)
+                _exit(3);
+        }
+        _exit(0); /* no wal_close: like kill -9 after the last append returned */
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct wal *w = NULL;
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 200);
+    for (size_t i = 0; i < 200; i++)
+        assert_int_equal(c->seqs[i], i + 1);
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+/* A random byte flipped anywhere: replay returns an intact prefix of the records (the flip was
+ * in the last segment, whose tail is cut) or CT_ECORRUPT naming a segment; never bad data. */
+static void test_wal_random_damage_gives_prefix_or_corruption(void **state)
+{
+    (void)state;
+    unsigned seed = 3;
+    for (int round = 0; round < 40; round++) {
+        char *dir = ctest_mkdtemp();
+        struct ct_err err = {0};
+        struct wal *w = NULL;
+        struct wal_options o = {.segment_bytes = 2048};
+        assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
+        append_n(w, 1, 60, 40, WAL_SYNC_WRITE);
+        wal_close(w);
+        uint64_t nseg = 1 + (unsigned)rand_r(&seed) % 2;
+        char p[600];
+        seg_path(dir, nseg, p, sizeof p);
+        struct stat sb;
+        assert_int_equal(stat(p, &sb), 0);
+        int fd = open(p, O_RDWR);
+        assert_true(fd >= 0);
+        off_t off = (off_t)((unsigned)rand_r(&seed) % (unsigned)sb.st_size);
+        uint8_t b;
+        assert_int_equal(pread(fd, &b, 1, off), 1);
+        b ^= (uint8_t)(1u << (rand_r(&seed) % 8));
+        assert_int_equal(pwrite(fd, &b, 1, off), 1);
+        close(fd);
+        assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
+        struct collected *c = calloc(1, sizeof(*c));
+        int rc = wal_replay(w, collect_fn, c, &err); /* collect_fn checks every payload */
+        if (rc != CT_OK) {
+            assert_int_equal(rc, CT_ECORRUPT);
+            assert_non_null(strstr(err.msg, "wal-"));
+        }
+        for (size_t i = 0; i < c->n; i++)
+            assert_int_equal(c->seqs[i], i + 1);
+        /* only the segment header's reserved and number bytes are not checksummed */
+        assert_true(c->n < 60 || (off >= 5 && off < WAL_SEGMENT_HEADER_BYTES));
+        wal_close(w);
+        free(c);
+        ctest_rmdir(dir);
+    }
+}
+
+#define BOTH(t) cmocka_unit_test_setup(t, set_plain), cmocka_unit_test_setup(t, set_mapped)
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_wal_round_trips_records_across_segments),
-        cmocka_unit_test(test_wal_replay_drops_torn_tail),
-        cmocka_unit_test(test_wal_replay_drops_garbage_tail),
-        cmocka_unit_test(test_wal_corruption_in_earlier_segment_names_segment_and_offset),
-        cmocka_unit_test(test_wal_rejects_unknown_version),
-        cmocka_unit_test(test_wal_group_commit_shares_writes_and_syncs),
-        cmocka_unit_test(test_wal_write_error_is_reported_and_sticky),
-        cmocka_unit_test(test_wal_fsync_error_is_reported_and_sticky),
-        cmocka_unit_test(test_wal_async_records_are_written_by_sync_and_close),
-        cmocka_unit_test(test_wal_async_records_are_synced_by_background_thread),
-        cmocka_unit_test(test_wal_release_deletes_flushed_segments),
-        cmocka_unit_test(test_wal_replay_callback_error_stops_replay),
+        BOTH(test_wal_round_trips_records_across_segments),
+        BOTH(test_wal_replay_drops_torn_tail),
+        BOTH(test_wal_replay_drops_garbage_tail),
+        BOTH(test_wal_corruption_in_earlier_segment_names_segment_and_offset),
+        BOTH(test_wal_rejects_unknown_version),
+        BOTH(test_wal_group_commit_shares_writes_and_syncs),
+        BOTH(test_wal_write_error_is_reported_and_sticky),
+        BOTH(test_wal_fsync_error_is_reported_and_sticky),
+        BOTH(test_wal_async_records_are_written_by_sync_and_close),
+        BOTH(test_wal_async_records_are_synced_by_background_thread),
+        BOTH(test_wal_release_deletes_flushed_segments),
+        BOTH(test_wal_replay_callback_error_stops_replay),
+        BOTH(test_wal_sync_write_records_survive_process_death),
+        BOTH(test_wal_random_damage_gives_prefix_or_corruption),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_web_e2e.sh - the dashboard end to end: starts the real TSD (serving web/ from the
 # repository), checks the static file server (content types, caching headers, no way out of
-# web/), loads known data with /api/put, then runs tests/e2e/e2e.mjs in headless Debian Chromium
+# web/), loads known data over telnet, then runs tests/e2e/e2e.mjs in headless Debian Chromium
 # through playwright-core. Screenshots land in test-output/web/ (gitignored).
 # Needs: node + npm (playwright-core is installed from tests/e2e/package-lock.json with `npm ci`
 # when missing), /usr/bin/chromium (deps/test.txt), web/vendor/ (made by `make`).
@@ -23,7 +23,12 @@ if [ ! -f web/vendor/uPlot.iife.min.js ]; then
   make --no-print-directory web-vendor >/dev/null 2>&1
 fi
 check "web/vendor holds uPlot (vendored by make)" test -f web/vendor/uPlot.iife.min.js
-if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
+# (Re)install when node_modules is missing or holds another version than the lock file pins.
+pinned=$(node -p 'require(process.argv[1]).packages["node_modules/playwright-core"].version' \
+  "$E2E/package-lock.json" 2>/dev/null)
+have=$(node -p 'require(process.argv[1]).version' "$E2E/node_modules/playwright-core/package.json" \
+  2>/dev/null)
+if [ -z "$have" ] || [ "$have" != "$pinned" ]; then
   (cd "$E2E" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error) >/dev/null 2>&1
 fi
 if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
@@ -31,7 +36,8 @@ if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
   it_done
 fi
 
-tsd_start
+# Salted (one byte, 8 buckets, so the data table is pre-split into 8 regions) for the storage page.
+tsd_start --staticroot "$IT_ROOT/web" --tsd.storage.salt.width=1 --tsd.storage.salt.buckets=8
 URL="http://127.0.0.1:$TSD_PORT"
 tmp=$(it_tmpdir)
 
@@ -76,37 +82,28 @@ for p in '/../Makefile' '/%2e%2e/Makefile' '/js/../../Makefile' '/js/%2e%2e/%2e%
 done
 
 # ---- known data ----------------------------------------------------------------------------
+# Written over the telnet protocol (tests/e2e/load.mjs: put lines, then `version`, answered once
+# every point is in the write-ahead log).
 BASE=$(( ($(date +%s) / 60 - 95) * 60 ))
 node - "$BASE" "$tmp" <<'JS'
 const fs = require('fs');
 const [base, dir] = [Number(process.argv[2]), process.argv[3]];
-const pts = [];
+const lines = [];
 for (let i = 0; i < 90; i++) {
   const ts = base + 60 * i;
-  pts.push({ metric: 'e2e.cpu', timestamp: ts, value: i, tags: { host: 'web01', dc: 'lga' } });
-  pts.push({ metric: 'e2e.cpu', timestamp: ts, value: 100 + i, tags: { host: 'web02', dc: 'lga' } });
-  pts.push({ metric: 'e2e.counter', timestamp: ts, value: 120 * i, tags: { host: 'web01' } });
-  if (i < 30 || i >= 60) pts.push({ metric: 'e2e.gap', timestamp: ts, value: 7, tags: { host: 'web01' } });
+  lines.push(`put e2e.cpu ${ts} ${i} host=web01 dc=lga`);
+  lines.push(`put e2e.cpu ${ts} ${100 + i} host=web02 dc=lga`);
+  lines.push(`put e2e.counter ${ts} ${120 * i} host=web01`);
+  if (i < 30 || i >= 60) lines.push(`put e2e.gap ${ts} 7 host=web01`);
 }
-pts.push({ metric: 'e2e.live', timestamp: base, value: 1, tags: { host: 'web01' } });
-fs.writeFileSync(`${dir}/small.json`, JSON.stringify(pts));
+lines.push(`put e2e.live ${base} 1 host=web01`);
 const last = base + 60 * 89;
-for (let b = 0; b < 4; b++) {
-  const big = [];
-  for (let k = b * 5000; k < (b + 1) * 5000; k++) {
-    big.push({ metric: 'e2e.big', timestamp: last - 19999 + k, value: Math.round(1000 * Math.sin(k / 500)) / 10 + 200, tags: { host: 'web01' } });
-  }
-  fs.writeFileSync(`${dir}/big${b}.json`, JSON.stringify(big));
+for (let k = 0; k < 20000; k++) {
+  lines.push(`put e2e.big ${last - 19999 + k} ${(Math.round(1000 * Math.sin(k / 500)) / 10 + 200).toFixed(1)} host=web01`);
 }
+fs.writeFileSync(`${dir}/points.txt`, lines.join('\n') + '\n');
 JS
-put() {
-  curl -s -o /dev/null -w '%{http_code}' --max-time 60 -X POST -H 'Content-Type: application/json' \
-    --data-binary "@$1" "$URL/api/put"
-}
-check_eq "known data is accepted by /api/put" 204 "$(put "$tmp/small.json")"
-for b in 0 1 2 3; do
-  check_eq "20000-point series part $b is accepted" 204 "$(put "$tmp/big$b.json")"
-done
+check "known data is written over telnet" node "$E2E/load.mjs" "$TSD_PORT" "$tmp/points.txt"
 n=""
 for _ in $(seq 1 50); do
   n=$(curl -s --max-time 10 "$URL/api/query?start=$((BASE - 60))&m=sum:e2e.cpu" | grep -o '"[0-9]*":' | wc -l)
@@ -117,7 +114,7 @@ check_eq "the data reads back through /api/query" 90 "$n"
 
 # ---- the browser -----------------------------------------------------------------------------
 mkdir -p "$OUT"
-TSD_URL=$URL E2E_BASE=$BASE E2E_OUT=$OUT timeout 600 node "$E2E/e2e.mjs" >"$tmp/e2e.log" 2>&1
+TSD_URL=$URL TSD_PORT=$TSD_PORT E2E_BASE=$BASE E2E_OUT=$OUT timeout 600 node "$E2E/e2e.mjs" >"$tmp/e2e.log" 2>&1
 rc=$?
 grep -E '^(ok|not ok) - |^# ' "$tmp/e2e.log"
 if [ "$rc" -ne 0 ] && ! grep -q '^not ok - ' "$tmp/e2e.log"; then

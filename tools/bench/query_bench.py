@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""query_bench.py - query latency of ctsdb's /api/query next to VictoriaMetrics answering the
+equivalent PromQL, in one run, both on loopback.
+
+Dataset (devops-like): HOSTS hosts spread over 4 datacenters, each with a gauge
+cpu.usage_user (integer percent, bounded random walk) and a counter net.bytes_recv, one point
+every 10 s for HOURS hours ending now. Tags: hostname, datacenter, rack, os.
+
+Both stores get the same points: ctsdb through telnet `put` lines on its port, VictoriaMetrics
+through /api/v1/import/prometheus. VictoriaMetrics runs with -search.disableCache so that
+neither side answers from a result cache.
+
+Queries (ctsdb m= / PromQL):
+  raw_day       one series raw over the whole range
+  sum_1m_avg    sum of cpu.usage_user over all hosts at 1m-avg
+  max_by_host   max by host within one dc at 5m-max
+  rate_by_dc    the counter's rate summed by dc (1m buckets)
+  last_point    the last point of one series
+
+Each query runs WARMUP times, then RUNS times; the median wall time of a full HTTP answer
+(keep-alive connection, body read to the end) is reported, with the ratio ctsdb / VM.
+
+Usage: tools/bench/query_bench.py [--hosts N] [--hours H] [--runs R]
+Needs bin/ctsdb (make) and victoria-metrics (deps/bench.txt). Prints a markdown table.
+"""
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def gen_points(hosts, hours, now_s):
+    """Yields (metric, ts_s, value, tags) in time order per series."""
+    start = now_s - hours * 3600
+    start -= start % 10
+    rnd = random.Random(42)
+    for h in range(hosts):
+        tags = {"hostname": "host_%d" % h, "datacenter": "dc%d" % (h % 4),
+                "rack": "r%d" % (h % 10), "os": "linux"}
+        cpu = rnd.randint(5, 95)
+        ctr = rnd.randint(0, 1 << 30)
+        for ts in range(start, now_s, 10):
+            cpu = min(100, max(0, cpu + rnd.randint(-3, 3)))
+            ctr += rnd.randint(1000, 5000)
+            yield ("cpu.usage_user", ts, cpu, tags)
+            yield ("net.bytes_recv", ts, ctr, tags)
+
+
+def tsd_port(log):
+    for _ in range(600):
+        log.seek(0)
+        m = re.search(r"listening on 127\.0\.0\.1:(\d+)", log.read())
+        if m:
+            return int(m.group(1))
+        time.sleep(0.1)
+    sys.exit("query_bench: ctsdb tsd did not start")
+
+
+def wait_http(host, port, path, timeout=30):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            c = http.client.HTTPConnection(host, port, timeout=2)
+            c.request("GET", path)
+            r = c.getresponse()
+            r.read()
+            c.close()
+            if r.status < 500:
+                return True
+        except OSError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def timed(conn, path, method="GET", body=None):
+    t0 = time.perf_counter()
+    conn.request(method, path, body=body)
+    r = conn.getresponse()
+    data = r.read()
+    dt = time.perf_counter() - t0
+    if r.status != 200:
+        raise RuntimeError("%s -> %d %s" % (path, r.status, data[:200]))
+    return dt, data
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hosts", type=int, default=int(os.environ.get("HOSTS", 50)))
+    ap.add_argument("--hours", type=int, default=int(os.environ.get("HOURS", 24)))
+    ap.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", 15)))
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--tsd-opt", action="append", default=[],
+                    help="extra `ctsdb tsd` option, e.g. --tsd-opt=--tsd.storage.salt.width=1")
+    ap.add_argument("--only", default="", help="comma list of query names to run")
+    args = ap.parse_args()
+    ctsdb = os.environ.get("CTSDB", os.path.join(ROOT, "bin", "ctsdb"))
+    vm_bin = shutil.which("victoria-metrics") or shutil.which("victoria-metrics-prod")
+    if not os.access(ctsdb, os.X_OK) or not vm_bin:
+        sys.exit("query_bench: needs bin/ctsdb and victoria-metrics (deps/bench.txt)")
+    work = tempfile.mkdtemp(prefix="ctsdb-qbench-")
+    procs = []
+    try:
+        now_s = int(time.time())
+        # ---- start both servers --------------------------------------------------------
+        log = open(os.path.join(work, "tsd.log"), "w+")
+        tsd_cmd = [ctsdb, "tsd", "--bind", "127.0.0.1", "--port", "0", "--data",
+                   os.path.join(work, "ctsdb")] + args.tsd_opt
+        tsd = subprocess.Popen(tsd_cmd, stderr=log)
+        procs.append(tsd)
+        cport = tsd_port(log)
+        vport = free_port()
+        vm = subprocess.Popen([vm_bin, "-httpListenAddr", "127.0.0.1:%d" % vport,
+                               "-storageDataPath", os.path.join(work, "vm"),
+                               "-retentionPeriod", "10y", "-search.disableCache",
+                               "-search.latencyOffset", "0s", "-loggerLevel", "ERROR"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(vm)
+        if not wait_http("127.0.0.1", vport, "/health"):
+            sys.exit("query_bench: victoria-metrics did not start")
+
+        # ---- load ---------------------------------------------------------------------
+        t0 = time.time()
+        npts = 0
+        sock = socket.create_connection(("127.0.0.1", cport))
+        vm_lines = []
+        buf = []
+        for metric, ts, v, tags in gen_points(args.hosts, args.hours, now_s):
+            t = " ".join("%s=%s" % kv for kv in sorted(tags.items()))
+            buf.append("put %s %d %d %s\n" % (metric, ts, v, t))
+            lbl = ",".join('%s="%s"' % kv for kv in sorted(tags.items()))
+            vm_lines.append("%s{%s} %d %d\n" % (metric.replace(".", "_"), lbl, v, ts * 1000))
+            npts += 1
+            if len(buf) >= 20000:
+                sock.sendall("".join(buf).encode())
+                buf = []
+        if buf:
+            sock.sendall("".join(buf).encode())
+        sock.sendall(b"version\n")
+        sock.settimeout(600)
+        got = b""
+        while b"\n" not in got:  # the reply to `version` comes after every put before it
+            got += sock.recv(4096)
+        sock.close()
+        load_ctsdb = time.time() - t0
+        t0 = time.time()
+        vc = http.client.HTTPConnection("127.0.0.1", vport, timeout=600)
+        chunk = 200000
+        for i in range(0, len(vm_lines), chunk):
+            vc.request("POST", "/api/v1/import/prometheus",
+                       body="".join(vm_lines[i:i + chunk]).encode())
+            r = vc.getresponse()
+            r.read()
+        vc.request("GET", "/internal/force_flush")
+        vc.getresponse().read()
+        load_vm = time.time() - t0
+        del vm_lines
+        # ctsdb: restart so that the hours are flushed and compacted, as historical data is
+        # (VictoriaMetrics was flushed with /internal/force_flush above)
+        tsd.send_signal(signal.SIGTERM)
+        tsd.wait(timeout=120)
+        procs.remove(tsd)
+        log.truncate(0)
+        tsd = subprocess.Popen(tsd_cmd, stderr=log)
+        procs.append(tsd)
+        cport = tsd_port(log)
+
+        # ---- queries ------------------------------------------------------------------
+        start = now_s - args.hours * 3600
+        host0 = "hostname=host_0,datacenter=dc0,rack=r0,os=linux"
+        s, e = start, now_s
+        cq = {
+            "raw_day": "/api/query?start=%d&end=%d&m=none:cpu.usage_user{%s}" % (s, e, host0),
+            "sum_1m_avg": "/api/query?start=%d&end=%d&m=sum:1m-avg:cpu.usage_user" % (s, e),
+            "max_by_host": "/api/query?start=%d&end=%d&m=max:5m-max:cpu.usage_user"
+                           "{hostname=*,datacenter=dc1}" % (s, e),
+            "rate_by_dc": "/api/query?start=%d&end=%d&m=sum:1m-avg:rate{counter}:"
+                          "net.bytes_recv{datacenter=*}" % (s, e),
+            "last_point": "/api/query/last?timeseries=cpu.usage_user{%s}&back_scan=2" % host0,
+        }
+        sel0 = 'hostname="host_0",datacenter="dc0",rack="r0",os="linux"'
+
+        def rng(q, step):
+            return "/api/v1/query_range?" + urllib.parse.urlencode(
+                {"query": q, "start": s, "end": e, "step": step})
+        vq = {
+            "raw_day": rng("cpu_usage_user{%s}" % sel0, "10s"),
+            "sum_1m_avg": rng("sum(avg_over_time(cpu_usage_user[1m]))", "1m"),
+            "max_by_host": rng('max by (hostname) (max_over_time(cpu_usage_user'
+                               '{datacenter="dc1"}[5m]))', "5m"),
+            "rate_by_dc": rng("sum by (datacenter) (rate(net_bytes_recv[1m]))", "1m"),
+            "last_point": "/api/v1/query?" + urllib.parse.urlencode(
+                {"query": "last_over_time(cpu_usage_user{%s}[1h])" % sel0, "time": e}),
+        }
+        cc = http.client.HTTPConnection("127.0.0.1", cport, timeout=600)
+        vc = http.client.HTTPConnection("127.0.0.1", vport, timeout=600)
+        # wait (bounded) until both see the last point
+        for _ in range(600):
+            _, body = timed(cc, cq["last_point"])
+            _, vbody = timed(vc, vq["last_point"])
+            if json.loads(body) and json.loads(vbody)["data"]["result"]:
+                break
+            time.sleep(0.1)
+        rows = []
+        for name in cq:
+            if args.only and name not in args.only.split(","):
+                continue
+            res = {}
+            for side, conn, path in (("ctsdb", cc, cq[name]), ("vm", vc, vq[name])):
+                for _ in range(args.warmup):
+                    timed(conn, path)
+                times = []
+                size = 0
+                for _ in range(args.runs):
+                    dt, data = timed(conn, path)
+                    times.append(dt)
+                    size = len(data)
+                res[side] = (statistics.median(times) * 1000, size)
+            rows.append((name, res))
+        print("dataset: %d hosts x 2 metrics x %d h at 10 s = %d points; load ctsdb %.1f s "
+              "(telnet), VictoriaMetrics %.1f s (import)" % (args.hosts, args.hours, npts,
+                                                            load_ctsdb, load_vm))
+        print()
+        print("| query | ctsdb median ms | VictoriaMetrics median ms | ctsdb / VM | ctsdb bytes |"
+              " VM bytes |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for name, res in rows:
+            c, v = res["ctsdb"], res["vm"]
+            print("| %s | %.2f | %.2f | %.2f | %d | %d |" % (name, c[0], v[0], c[0] / v[0],
+                                                              c[1], v[1]))
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# tsd_compare.sh - TSD ingest benchmark: the same deterministic devops stream (tsd_load.c), in
+# the same run, sent to ctsdb, to VictoriaMetrics (Debian victoria-metrics, through its
+# OpenTSDB telnet and HTTP listeners) and to a bare reader (tsd_baseline.c), all on loopback.
+#
+# Reports per target and protocol: points/s until everything is queryable, CPU seconds per
+# million points, peak RSS, and bytes on disk per point.
+#   ctsdb: a telnet connection's `version` reply / an HTTP 204 means its points are in the
+#          write-ahead log and the memstore, i.e. readable by scans, so the run ends at the
+#          last acknowledgement; the TSD's datapoints.written counter is checked afterwards.
+#   VictoriaMetrics: its listeners acknowledge nothing, so the run ends when a query counts
+#          every sample (polled every 0.1 s, with -search.latencyOffset=0s).
+# Usage: tools/bench/tsd_compare.sh [tsd_load options, e.g. --hosts 1000 --intervals 60]
+# Environment: CONNS (default 4), BENCH_DIR (default build/bench-tsd), CTSDB (bin/ctsdb),
+# TSD_ARGS (extra ctsdb tsd options, e.g. --tsd.storage.write_threads=2).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+CTSDB=${CTSDB:-$root/bin/ctsdb}
+CONNS=${CONNS:-4}
+dir=${BENCH_DIR:-$root/build/bench-tsd}
+rm -rf "$dir"
+mkdir -p "$dir"
+cc -O2 -pthread -o "$dir/tsd_load" tools/bench/tsd_load.c || exit 1
+cc -O2 -pthread -o "$dir/tsd_baseline" tools/bench/tsd_baseline.c || exit 1
+VM=$(command -v victoria-metrics || true)
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hwm_kb() { sed -n 's/^VmHWM:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$1/status"; }
+now_ns() { date +%s%N; }
+wait_line() { # FILE PATTERN: waits up to 20 s for a line
+  for _ in $(seq 1 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1
+}
+
+load_args=("$@")
+points=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --print | wc -l)
+start=$(( $(date +%s) / 3600 * 3600 - 3 * 3600 ))
+echo "stream: $points points per protocol (${load_args[*]:-defaults}), $CONNS connections, start $start"
+results=()
+
+report() { # NAME PROTO POINTS NS CPU_TICKS
+  local rate cpu
+  rate=$(python3 -c "print(round($3 / ($4 / 1e9)))")
+  cpu=$(python3 -c "print(round($5 / 100.0 / ($3 / 1e6), 2))")
+  results+=("$(printf '%-16s %-7s %12s %14s' "$1" "$2" "$rate" "$cpu")")
+  echo "  $1 $2: $rate points/s, $cpu CPU s per million points"
+}
+
+# ---- baseline: read and split only --------------------------------------------------------
+"$dir/tsd_baseline" >"$dir/baseline.out" 2>"$dir/baseline.log" &
+bpid=$!; pids+=("$bpid")
+wait_line "$dir/baseline.log" "listening on" || { echo "baseline did not start"; exit 1; }
+bport=$(sed -n 's/.*:\([0-9]*\)$/\1/p' "$dir/baseline.log")
+c0=$(cpu_ticks "$bpid"); t0=$(now_ns)
+"$dir/tsd_load" --port "$bport" --ack --conns "$CONNS" --start "$start" "${load_args[@]}" >/dev/null
+t1=$(now_ns); c1=$(cpu_ticks "$bpid")
+report baseline telnet "$points" $((t1 - t0)) $((c1 - c0))
+base_hwm=$(hwm_kb "$bpid")
+kill -TERM "$bpid"; wait "$bpid" 2>/dev/null
+
+# ---- ctsdb --------------------------------------------------------------------------------
+"$CTSDB" tsd --bind 127.0.0.1 --port 0 --data "$dir/ctsdb" ${TSD_ARGS:-} 2>"$dir/ctsdb.log" &
+cpid=$!; pids+=("$cpid")
+wait_line "$dir/ctsdb.log" "listening on" || { echo "ctsdb did not start"; cat "$dir/ctsdb.log"; exit 1; }
+cport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/ctsdb.log")
+written() { curl -s "http://127.0.0.1:$cport/api/stats" | python3 -c '
+import json, sys
+print(sum(int(d["value"]) for d in json.load(sys.stdin) if d["metric"] == "tsd.datapoints.written"))'; }
+c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
+"$dir/tsd_load" --port "$cport" --ack --conns "$CONNS" --start "$start" "${load_args[@]}" >/dev/null
+t1=$(now_ns); c1=$(cpu_ticks "$cpid")
+report ctsdb telnet "$points" $((t1 - t0)) $((c1 - c0))
+[ "$(written)" -eq "$points" ] || echo "  WARNING: ctsdb wrote $(written) of $points telnet points"
+c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
+"$dir/tsd_load" --port "$cport" --mode http --conns "$CONNS" --start $((start + 3600)) "${load_args[@]}" >/dev/null
+t1=$(now_ns); c1=$(cpu_ticks "$cpid")
+report ctsdb http "$points" $((t1 - t0)) $((c1 - c0))
+[ "$(written)" -eq $((2 * points)) ] || echo "  WARNING: ctsdb wrote $(written) of $((2 * points)) points"
+ctsdb_hwm=$(hwm_kb "$cpid")
+kill -TERM "$cpid"; wait "$cpid"
+ctsdb_disk=$(du -sb "$dir/ctsdb" | cut -f1)
+
+# ---- VictoriaMetrics ------------------------------------------------------------------------
+if [ -n "$VM" ]; then
+  vh=$(free_port); vt=$(free_port); vp=$(free_port)
+  "$VM" -storageDataPath "$dir/vm" -httpListenAddr "127.0.0.1:$vh" \
+    -opentsdbListenAddr "127.0.0.1:$vt" -opentsdbHTTPListenAddr "127.0.0.1:$vp" \
+    -retentionPeriod 100y -search.latencyOffset 0s -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
+  vpid=$!; pids+=("$vpid")
+  for _ in $(seq 1 200); do curl -s "http://127.0.0.1:$vh/health" >/dev/null 2>&1 && break; sleep 0.1; done
+  vm_count() { # TIME: samples in the hour before TIME
+    curl -s "http://127.0.0.1:$vh/api/v1/query" --data-urlencode \
+      'query=sum(count_over_time({__name__=~"sys[.].+"}[1h]))' --data-urlencode "time=$1" |
+      python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(int(float(r[0]["value"][1])) if r else 0)'
+  }
+  vm_run() { # PROTO PORT START
+    local c0 t0 t1 c1 n=0
+    c0=$(cpu_ticks "$vpid"); t0=$(now_ns)
+    if [ "$1" = telnet ]; then
+      "$dir/tsd_load" --port "$2" --conns "$CONNS" --start "$3" "${load_args[@]}" >/dev/null
+    else
+      "$dir/tsd_load" --port "$2" --mode http --conns "$CONNS" --start "$3" "${load_args[@]}" >/dev/null
+    fi
+    for _ in $(seq 1 1200); do
+      n=$(vm_count $(($3 + 1800)))
+      [ "$n" -ge "$points" ] && break
+      sleep 0.1
+    done
+    t1=$(now_ns); c1=$(cpu_ticks "$vpid")
+    [ "$n" -ge "$points" ] || echo "  WARNING: VictoriaMetrics shows $n of $points $1 points"
+    report victoria-metrics "$1" "$points" $((t1 - t0)) $((c1 - c0))
+  }
+  vm_run telnet "$vt" "$start"
+  vm_run http "$vp" $((start + 3600))
+  vm_hwm=$(hwm_kb "$vpid")
+  kill -TERM "$vpid"; wait "$vpid" 2>/dev/null
+  vm_disk=$(du -sb "$dir/vm" | cut -f1)
+else
+  echo "victoria-metrics is not installed (deps/bench.txt): skipped"
+fi
+
+echo
+printf '%-16s %-7s %12s %14s\n' target proto points/s cpu_s/Mpoint
+for r in "${results[@]}"; do echo "$r"; done
+echo
+printf '%-16s %10s %14s\n' target peak_rss_MB disk_B/point
+printf '%-16s %10s %14s\n' baseline $((base_hwm / 1024)) -
+printf '%-16s %10s %14s\n' ctsdb $((ctsdb_hwm / 1024)) "$(python3 -c "print(round($ctsdb_disk / (2 * $points), 1))")"
+[ -n "$VM" ] && printf '%-16s %10s %14s\n' victoria-metrics $((vm_hwm / 1024)) "$(python3 -c "print(round($vm_disk / (2 * $points), 1))")"
+rm -rf "$dir/ctsdb" "$dir/vm"

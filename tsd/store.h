@@ -1,0 +1,43 @@
+/* store.h - the TSD's handle on storage: the wide-column store and the OpenTSDB layout opened
+ * from the configuration (tsd.storage.*, tsd.core.auto_create_*, ...), and the ingest write
+ * function that turns batches of parsed points into schema batches (series cached per writer,
+ * one wc_mutate_batch per batch at tsd.storage.wal.durability). Shared by the daemon and
+ * `ctsdb import`.
+ * Threading: tsdstore_write may run on several threads at once (each takes its own writer
+ * state); the rest is called from one thread. */
+#ifndef CT_TSD_STORE_H
+#define CT_TSD_STORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "storage/ct_err.h"
+
+struct conf;
+struct ingest_batch;
+struct tsdb;
+struct wc_store;
+struct tsdstore; /* opaque */
+
+/* Opens the store and the layout (creating tables unless read_only). Returns a new handle in
+ * *out, closed with tsdstore_close(). c is borrowed for the call. */
+CT_MUST_CHECK int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out,
+                                struct ct_err *err);
+/* Closes the layout and the store; every write must have returned. Accepts NULL. */
+void tsdstore_close(struct tsdstore *st);
+struct wc_store *tsdstore_wc(struct tsdstore *st);
+struct tsdb *tsdstore_tsdb(struct tsdstore *st);
+
+/* The ingest write function (tsd/ingest.h) with arg = the tsdstore: sets each point's outcome
+ * (unknown metric, illegal name, store error) and writes the rest. */
+int tsdstore_write(void *arg, struct ingest_batch *b, struct ct_err *err);
+/* Drops the UID caches and every writer's series cache. */
+void tsdstore_drop_caches(struct tsdstore *st);
+
+/* Storage and UID figures in put-line shape: tags "host=<host> k=v ...". */
+typedef void (*tsdstore_stat_fn)(void *arg, const char *metric, int64_t ts_s, const char *value,
+                                 const char *tags);
+void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, void *arg,
+                    int64_t now_s);
+
+#endif
