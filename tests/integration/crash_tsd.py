@@ -29,7 +29,9 @@ CTSDB = os.environ.get("CTSDB", os.path.join(os.path.dirname(__file__), "../../b
 RUNS = int(os.environ.get("CRASH_RUNS", "6"))
 SEED = int(os.environ.get("CRASH_SEED", str(int(time.time()))))
 BASE_TS = 1700000000  # seconds; each writer owns its own series
-EXTRA = os.environ.get("CRASH_TSD_ARGS", "").split()
+# Small memstores and regions, so that flushes, compactions and splits run during the load.
+EXTRA = os.environ.get("CRASH_TSD_ARGS", "--tsd.storage.memstore_flush_bytes=65536 "
+                       "--tsd.storage.region_split_bytes=262144").split()
 
 failures = 0
 
@@ -143,6 +145,7 @@ def main():
     series = {}  # (kind, idx) -> (sent set, acked set)
     next_ts = {}
     total_acked = 0
+    activity = {"flushes": 0, "compactions": 0, "splits": 0}
     p = None
     try:
         for run in range(RUNS):
@@ -162,6 +165,14 @@ def main():
                     writers.append((key, w))
                     w.start()
             time.sleep(random.uniform(0.3, 2.5))
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:%d/api/storage" % port, timeout=5) as r:
+                    st = json.loads(r.read())["store"]
+                    activity["flushes"] += st["flushes"]
+                    activity["compactions"] += st["minor_compactions"] + st["major_compactions"]
+                    activity["splits"] += st["splits"]
+            except (OSError, ValueError, KeyError):
+                pass
             p.send_signal(signal.SIGKILL)
             p.wait()
             stop.set()
@@ -178,6 +189,11 @@ def main():
             not_ok("the TSD starts after the last kill")
             return
         ok("the store opened after each of %d kills" % RUNS)
+        with urllib.request.urlopen("http://127.0.0.1:%d/api/storage" % port, timeout=30) as r:
+            st = json.loads(r.read())["store"]
+        print("# store after the runs: %d regions, %d splits, %d flushes, %d minor and %d major compactions "
+              "(counted since the last start)" % (st["regions"], st["splits"], st["flushes"],
+                                                  st["minor_compactions"], st["major_compactions"]), flush=True)
         checked = 0
         for (kind, idx), (sent, acked) in sorted(series.items()):
             if not sent:
@@ -207,7 +223,9 @@ def main():
             ok("clean shutdown after the checks")
         else:
             not_ok("clean shutdown after the checks (exit %r)" % rc)
-        print("# crash test: %d runs, %d acknowledged points checked" % (RUNS, checked), flush=True)
+        print("# crash test: %d runs, %d acknowledged points checked; the killed processes had run %d flushes, "
+              "%d compactions and %d splits" % (RUNS, checked, activity["flushes"], activity["compactions"],
+                                                activity["splits"]), flush=True)
     finally:
         if p is not None and p.poll() is None:
             p.kill()
