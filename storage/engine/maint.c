@@ -234,6 +234,35 @@ static bool in_set(const int64_t *v, size_t n, int64_t x)
     return false;
 }
 
+/* With KEEP_DELETED_CELLS a major compaction drops a kept marker only when nothing it could
+ * mask remains (spec §6.5): no put of its column (family markers: of the family) at or below
+ * its timestamp (exactly at it for the version markers). */
+static void kdc_drop_useless_markers(struct mctx *m)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < m->keep.n; i++) {
+        const struct cell *k = &m->keep.v[i];
+        bool keep = true;
+        if (k->type != WC_TYPE_PUT && k->seq <= m->read_point) {
+            bool fam = k->type == WC_TYPE_DELETE_FAMILY ||
+                       k->type == WC_TYPE_DELETE_FAMILY_VERSION;
+            bool exact = k->type == WC_TYPE_DELETE || k->type == WC_TYPE_DELETE_FAMILY_VERSION;
+            keep = false;
+            for (size_t j = 0; j < m->keep.n && !keep; j++) {
+                const struct cell *p = &m->keep.v[j];
+                if (p->type != WC_TYPE_PUT)
+                    continue;
+                if (!fam && cell_bytes_cmp(p->qual, p->qual_len, k->qual, k->qual_len) != 0)
+                    continue;
+                keep = exact ? p->ts_ms == k->ts_ms : p->ts_ms <= k->ts_ms;
+            }
+        }
+        if (keep)
+            m->keep.v[out++] = *k;
+    }
+    m->keep.n = out;
+}
+
 /* Applies the §7 filter and the hook to the buffered row and writes the survivors. */
 static int mctx_row(struct mctx *m, struct ct_err *err)
 {
@@ -276,7 +305,9 @@ static int mctx_row(struct mctx *m, struct ct_err *err)
         if (d->min_versions == 0 && c->ts_ms < m->oldest)
             continue;
         if (c->type != WC_TYPE_PUT) {
-            if (!kdc) {
+            /* KEEP_DELETED_CELLS TTL: an expired marker behaves as with FALSE */
+            bool applies = !kdc || (d->keep_deleted == WC_KEEP_DELETED_TTL && c->ts_ms < m->oldest);
+            if (applies) {
                 switch (c->type) {
                 case WC_TYPE_DELETE_FAMILY:
                     if (c->ts_ms > F)
@@ -308,8 +339,9 @@ static int mctx_row(struct mctx *m, struct ct_err *err)
                 return ct_err_set(err, CT_ENOMEM, "out of memory compacting");
             continue;
         }
-        if (!kdc && (c->ts_ms <= F || c->ts_ms <= C || in_set(fv, nfv, c->ts_ms) ||
-                     in_set(dts, ndts, c->ts_ms)))
+        /* only applied markers are in F, C and the sets (none with KEEP_DELETED_CELLS TRUE) */
+        if (c->ts_ms <= F || c->ts_ms <= C || in_set(fv, nfv, c->ts_ms) ||
+            in_set(dts, ndts, c->ts_ms))
             continue;
         n++;
         if (n > d->versions)
@@ -322,6 +354,8 @@ static int mctx_row(struct mctx *m, struct ct_err *err)
         if (c->seq < min_seq)
             min_seq = c->seq;
     }
+    if (kdc && m->major && m->keep.n <= 4096)
+        kdc_drop_useless_markers(m);
     const struct cell *puts_src = NULL;
     size_t puts_n = 0;
     bool replaced = false;

@@ -337,7 +337,9 @@ static int matcher_cell(struct matcher *m, const struct cell *c, struct ct_err *
         return M_SKIP;
     /* rule 2 */
     if (c->type != WC_TYPE_PUT) {
-        bool apply = m->kdc ? (ts >= m->tmin && ts < m->tmax) : ts >= m->tmin;
+        /* KEEP_DELETED_CELLS TTL: like TRUE until the marker expires, then like FALSE */
+        bool kdc = m->kdc && !(m->f->d.keep_deleted == WC_KEEP_DELETED_TTL && ts < m->f->oldest);
+        bool apply = kdc ? (ts >= m->tmin && ts < m->tmax) : ts >= m->tmin;
         if (!apply)
             return M_SKIP;
         int rc = CT_OK;
