@@ -254,7 +254,8 @@ static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_byte
     char *j = malloc(v->len + 1);
     if (!j)
         return -1;
-    memcpy(j, v->data, v->len);
+    if (v->len)
+        memcpy(j, v->data, v->len);
     j[v->len] = 0;
     s->anns[s->nanns].start_ms = start_ms;
     s->anns[s->nanns++].json = j;
@@ -445,7 +446,8 @@ static int xset_merge(struct xset *dst, const struct xset *src, struct ct_err *e
         }
         for (size_t c = 0; c < s->nchunks; c++)
             d->chunks[d->nchunks++] = d->pts.n + s->chunks[c];
-        memcpy(d->pts.p + d->pts.n, s->pts.p, s->pts.n * sizeof(struct qagg_point));
+        if (s->pts.n)
+            memcpy(d->pts.p + d->pts.n, s->pts.p, s->pts.n * sizeof(struct qagg_point));
         d->pts.n += s->pts.n;
         for (size_t a = 0; a < s->nanns; a++) {
             struct wc_bytes v = wc_bytes_str(s->anns[a].json);
@@ -869,7 +871,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
                 xs->ser[xs->nser++] = s;
         }
     }
-    qsort(xs->ser, xs->nser, sizeof(struct xser *),
+    if (xs->nser > 1)
+        qsort(xs->ser, xs->nser, sizeof(struct xser *),
           xs->ngb && !qagg_is_none(sub->agg) ? ser_cmp_group : ser_cmp_tsuid);
     if (x.keep_rows && (rc = delete_rows(t, xs, err)) != CT_OK) {
         *status = QEXEC_INTERNAL;

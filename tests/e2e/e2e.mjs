@@ -487,6 +487,22 @@ test('writes to one series show as a single hot region', async () => {
   await shot('13-storage-log-scale');
 });
 
+test('switching to Storage and back keeps the graph and its queries', async () => {
+  await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.cpu')}`);
+  await nextPlot(0);
+  await page.click('nav a[data-view="storage"]');
+  await page.waitForFunction(() => !document.getElementById('storage-view').hidden, null, { timeout: WAIT });
+  assert.deepEqual((await hashParams()).view, ['storage']);
+  assert.equal(await page.title(), 'ctsdb - storage');
+  const g = await runGen();
+  await page.click('nav a[data-view="graph"]');
+  const p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:e2e.cpu']);
+  assert.equal(p.series[0].points, N);
+  await page.goBack();
+  await page.waitForFunction(() => !document.getElementById('storage-view').hidden, null, { timeout: WAIT });
+});
+
 test('scripts and styles reach the browser with their content types', async () => {
   const r = await page.evaluate(async () => {
     const get = async (p) => { const x = await fetch(p); return [x.status, x.headers.get('content-type')]; };

@@ -17,6 +17,7 @@ if [ ! -x "$EMULATOR" ]; then
 fi
 
 emu_dir=$(it_tmpdir)
+IT_DIRS+=("$emu_dir") # it_tmpdir runs in a subshell here
 "$EMULATOR" -host 127.0.0.1 -port 0 >"$emu_dir/emu.log" 2>&1 &
 EMU_PID=$!
 IT_PIDS+=("$EMU_PID")
@@ -84,6 +85,7 @@ check_contains "unknown family is an error" "$out" "Unknown column family"
 
 # two processes share the store: counters never repeat
 dir=$(it_tmpdir)
+IT_DIRS+=("$dir")
 for p in 1 2; do
   (for i in $(seq 1 20); do bt -e "incr 't1', 'ctr', 'f:n', 1"; done >"$dir/incr$p.txt") &
 done

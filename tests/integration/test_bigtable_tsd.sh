@@ -22,6 +22,7 @@ if ! "$CTSDB" version | grep -q "bigtable backend"; then
 fi
 
 tmp=$(it_tmpdir)
+IT_DIRS+=("$tmp") # it_tmpdir runs in a subshell here
 "$EMULATOR" -host 127.0.0.1 -port 0 >"$tmp/emu.log" 2>&1 &
 EMU_PID=$!
 IT_PIDS+=("$EMU_PID")
