@@ -15,6 +15,8 @@
  * nothing, so a late storage error never reaches another client.
  * (4) No allocation per line: lines are read in place from the bufferevent's chunks, and a line
  * that straddles chunks is copied into the fixed per-daemon line buffer.
+ * (5) Output is bounded: while more than TELNET_OUT_HIGH bytes of replies are unsent, the
+ * connection is not read (its input stays in the kernel); the write callback resumes it.
  * All of this runs on the event-loop thread. */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -26,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tsd/auth.h"
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
 #include "tsd/tlog.h"
@@ -33,6 +36,8 @@
 #include "tsd/tstats.h"
 
 #define TELNET_READ_HIGH (256u << 10)
+#define TELNET_OUT_HIGH (1u << 20) /* stop reading while more replies than this are unsent */
+#define TELNET_OUT_LOW (64u << 10)
 
 enum telnet_state {
     TC_RUNNING = 0,
@@ -49,8 +54,10 @@ struct telnet_conn {
     uint64_t pending_seq;
     bool discarding; /* inside an over-long line */
     bool eof;        /* the client half-closed: close once everything is answered */
+    bool out_full;   /* reading paused: the client does not read its replies (5) */
     struct telnet_conn *next; /* waiting or blocked list */
     char peer[64];
+    struct auth_session auth; /* tsd/auth.h: `auth <token>` state */
 };
 
 static void telnet_process(struct telnet_conn *c);
@@ -331,8 +338,8 @@ static void telnet_stat_line(void *arg, const char *metric, int64_t ts_s, const 
     telnet_printf(x->c, "%s %lld %s %s\n", metric, (long long)ts_s, value, tags);
 }
 
-static const char *const telnet_commands[] = {"diediedie", "dropcaches", "exit", "help",
-                                              "put",       "stats",      "status", "version"};
+static const char *const telnet_commands[] = {"auth", "diediedie", "dropcaches", "exit", "help",
+                                              "put",  "stats",     "status",     "version"};
 
 static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, size_t len)
 {
@@ -344,6 +351,14 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     if (cl == 3 && !memcmp(line, "put", 3)) {
         struct put_point *p = &t->telnet.point;
         char msg[1024];
+        if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_WRITE, msg, sizeof(msg))) {
+            if (!telnet_may_reply(c))
+                return TA_PAUSE;
+            if (t->return_errors)
+                telnet_printf(c, "put: %s\n", msg);
+            tstats_add(TSTATS_RPC_PUT, 1);
+            return TA_NEXT;
+        }
         enum put_status st = put_parse_line(line, len, &t->rules, p, msg, sizeof(msg));
         if (st != PUT_OK) {
             if (!telnet_may_reply(c))
@@ -409,6 +424,8 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
         for (size_t i = 0; i < sizeof(telnet_commands) / sizeof(telnet_commands[0]); i++) {
             if (!strcmp(telnet_commands[i], "diediedie") && t->no_diediedie)
                 continue;
+            if (!strcmp(telnet_commands[i], "auth") && !auth_token_required(t->auth))
+                continue;
             strncat(buf, telnet_commands[i], sizeof(buf) - strlen(buf) - 2);
             strncat(buf, " ", sizeof(buf) - strlen(buf) - 1);
         }
@@ -416,7 +433,14 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     } else if (!strcmp(cmd, "stats")) {
         struct telnet_stats_ctx x = {c};
         tsd_collect_stats(t, telnet_stat_line, &x);
+    } else if (!strcmp(cmd, "auth")) {
+        telnet_printf(c, "%s\n", auth_telnet_login(t->auth, &c->auth, line + cl, len - cl));
     } else if (!strcmp(cmd, "dropcaches")) {
+        char why[512];
+        if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_ADMIN, why, sizeof(why))) {
+            telnet_printf(c, "dropcaches: %s\n", why);
+            return TA_NEXT;
+        }
         tsd_drop_caches(t);
         telnet_printf(c, "Caches dropped.\n");
     } else if (!strcmp(cmd, "status")) {
@@ -424,6 +448,11 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     } else if (!strcmp(cmd, "exit")) {
         return TA_STOP;
     } else if (!strcmp(cmd, "diediedie") && !t->no_diediedie) {
+        char why[512];
+        if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_ADMIN, why, sizeof(why))) {
+            telnet_printf(c, "diediedie: %s\n", why);
+            return TA_NEXT;
+        }
         telnet_printf(c, "Cleaning up and exiting now.\n");
         tlog_info("diediedie from %s: shutting down", c->peer);
         tsd_request_shutdown(t);
@@ -451,6 +480,11 @@ static void telnet_process(struct telnet_conn *c)
     struct evbuffer *in = bufferevent_get_input(c->bev);
     char *scratch = t->telnet.line;
     for (int round = 0; round < 64 && c->state == TC_RUNNING; round++) {
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) > TELNET_OUT_HIGH) {
+            c->out_full = true;
+            bufferevent_disable(c->bev, EV_READ);
+            return;
+        }
         struct evbuffer_iovec vec[32];
         int nv = evbuffer_peek(in, -1, NULL, vec, 32);
         if (nv <= 0)
@@ -573,8 +607,15 @@ static void telnet_read_cb(struct bufferevent *bev, void *arg)
 static void telnet_write_cb(struct bufferevent *bev, void *arg)
 {
     struct telnet_conn *c = arg;
-    if (c->state == TC_CLOSING && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+    if (c->state == TC_CLOSING && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         telnet_close(c);
+        return;
+    }
+    if (c->out_full && c->state == TC_RUNNING) {
+        c->out_full = false;
+        bufferevent_enable(c->bev, EV_READ);
+        telnet_process(c);
+    }
 }
 
 static void telnet_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -662,6 +703,7 @@ int telnet_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *er
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     bufferevent_setcb(c->bev, telnet_read_cb, telnet_write_cb, telnet_event_cb, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0, TELNET_READ_HIGH);
+    bufferevent_setwatermark(c->bev, EV_WRITE, TELNET_OUT_LOW, 0);
     if (t->socket_timeout_s > 0) {
         struct timeval tv = {(time_t)t->socket_timeout_s, 0};
         bufferevent_set_timeouts(c->bev, &tv, NULL);
