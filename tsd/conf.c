@@ -32,10 +32,14 @@ struct conf_key {
 /* Every key this build knows, sorted (1). OpenTSDB 2.4's names; ctsdb's own keys are marked in
  * docs/tsd.md. Keys OpenTSDB has but ctsdb ignores are listed so they do not warn. */
 static const struct conf_key conf_keys[] = {
+    {"tsd.core.auth.allow", CONF_STR, "", 0, 0, NULL},      /* tsd/auth.h */
+    {"tsd.core.auth.token", CONF_STR, "", 0, 0, NULL},      /* tsd/auth.h */
+    {"tsd.core.auth.token_file", CONF_STR, "", 0, 0, NULL}, /* tsd/auth.h */
     {"tsd.core.auto_create_metrics", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.auto_create_tagks", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.auto_create_tagvs", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.connections.limit", CONF_INT, "0", 0, 10000000, NULL},
+    {"tsd.core.enable_admin", CONF_ENUM, "loopback", 0, 0, "false|loopback|true"}, /* auth.h */
     {"tsd.core.enable_api", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.enable_ui", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.meta.enable_realtime_ts", CONF_BOOL, "false", 0, 0, NULL},
@@ -75,6 +79,7 @@ static const struct conf_key conf_keys[] = {
     {"tsd.query.allow_simultaneous_duplicates", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.query.enable_fuzzy_filter", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.query.filter.expansion_limit", CONF_INT, "4096", 1, 1000000000, NULL},
+    {"tsd.query.limits.data_points.default", CONF_INT, "50000000", 0, (int64_t)1 << 50, NULL},
     {"tsd.query.skip_unresolved_tagvs", CONF_BOOL, "false", 0, 0, NULL},
     {"tsd.query.threads", CONF_INT, "0", 0, 1024, NULL},
     {"tsd.query.timeout", CONF_INT, "0", 0, (int64_t)1 << 40, NULL},
@@ -96,6 +101,8 @@ static const struct conf_key conf_keys[] = {
     {"tsd.storage.hbase.zk_basedir", CONF_STR, "/hbase", 0, 0, NULL},
     {"tsd.storage.hbase.zk_quorum", CONF_STR, "localhost", 0, 0, NULL},
     {"tsd.storage.max_tags", CONF_INT, "8", 1, 64, NULL},
+    {"tsd.storage.memstore_flush_bytes", CONF_INT, "67108864", 65536, (int64_t)1 << 40, NULL},
+    {"tsd.storage.region_split_bytes", CONF_INT, "1073741824", 65536, (int64_t)1 << 50, NULL},
     {"tsd.storage.salt.buckets", CONF_INT, "20", 1, 65536, NULL},
     {"tsd.storage.salt.width", CONF_INT, "0", 0, 8, NULL},
     {"tsd.storage.uid.width.metric", CONF_INT, "3", 1, 8, NULL},
