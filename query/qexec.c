@@ -254,7 +254,8 @@ static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_byte
     char *j = malloc(v->len + 1);
     if (!j)
         return -1;
-    memcpy(j, v->data, v->len);
+    if (v->len)
+        memcpy(j, v->data, v->len);
     j[v->len] = 0;
     s->anns[s->nanns].start_ms = start_ms;
     s->anns[s->nanns++].json = j;
@@ -445,7 +446,8 @@ static int xset_merge(struct xset *dst, const struct xset *src, struct ct_err *e
         }
         for (size_t c = 0; c < s->nchunks; c++)
             d->chunks[d->nchunks++] = d->pts.n + s->chunks[c];
-        memcpy(d->pts.p + d->pts.n, s->pts.p, s->pts.n * sizeof(struct qagg_point));
+        if (s->pts.n)
+            memcpy(d->pts.p + d->pts.n, s->pts.p, s->pts.n * sizeof(struct qagg_point));
         d->pts.n += s->pts.n;
         for (size_t a = 0; a < s->nanns; a++) {
             struct wc_bytes v = wc_bytes_str(s->anns[a].json);
@@ -774,6 +776,22 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     int rc = plan_sub(t, sub, xs, &rf, &x, status, err);
     if (rc != CT_OK)
         goto out;
+    /* A fill policy emits every bucket of the range whatever is stored: refuse, before scanning
+     * anything, an answer that would exceed the limit (memory stays bounded). */
+    if (sub->ds.enabled && !sub->ds.all && sub->ds.fill != QAGG_FILL_NONE &&
+        sub->ds.interval_ms > 0 && o->max_datapoints) {
+        uint64_t buckets = (uint64_t)((q->end_ms - q->start_ms) / sub->ds.interval_ms) + 1;
+        if (buckets > o->max_datapoints) {
+            *status = QEXEC_TOO_LARGE;
+            rc = ct_err_set(err, CT_ELIMIT,
+                            "Sorry, you have attempted to fetch more than our limit of %llu data "
+                            "points: downsampling %s fills %llu buckets per series. Please "
+                            "decrease your time range or use a larger interval.",
+                            (unsigned long long)o->max_datapoints, sub->ds.text,
+                            (unsigned long long)buckets);
+            goto out;
+        }
+    }
     struct qagg_window w;
     qagg_window_compute(q->start_ms, q->end_ms, &sub->ds, &w);
     x.t = t;
@@ -869,7 +887,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
                 xs->ser[xs->nser++] = s;
         }
     }
-    qsort(xs->ser, xs->nser, sizeof(struct xser *),
+    if (xs->nser > 1)
+        qsort(xs->ser, xs->nser, sizeof(struct xser *),
           xs->ngb && !qagg_is_none(sub->agg) ? ser_cmp_group : ser_cmp_tsuid);
     if (x.keep_rows && (rc = delete_rows(t, xs, err)) != CT_OK) {
         *status = QEXEC_INTERNAL;

@@ -551,7 +551,8 @@ int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms, struct 
     }
     if (rc == CT_OK) {
         *status = QEXEC_OK;
-        qsort(set.a, set.n, sizeof(*set.a), lastpt_cmp);
+        if (set.n > 1)
+            qsort(set.a, set.n, sizeof(*set.a), lastpt_cmp);
         qjson_raw(j, "[", 1);
         for (size_t i = 0; i < set.n && rc == CT_OK; i++)
             rc = write_point(t, &set.a[i], r->resolve, i == 0, j, err);

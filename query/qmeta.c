@@ -986,7 +986,8 @@ static int collect_del(void *arg, const uint8_t *tsuid, size_t tl, int64_t start
         d->items = ni;
         d->cap = nc;
     }
-    memcpy(d->items[d->nitems].ts, tsuid, tl);
+    if (tl)
+        memcpy(d->items[d->nitems].ts, tsuid, tl);
     d->items[d->nitems].tl = tl;
     d->items[d->nitems++].start = start_ms;
     return 0;

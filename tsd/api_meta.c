@@ -129,6 +129,14 @@ static cJSON *build_request(struct http_req *r, const char *const *names, const 
 static void run(struct http_req *r, enum meta_kind kind, const char *const *names,
                 const char *const *list)
 {
+    /* tsd.mode=ro: no UID assignment, no annotation or meta writes (as the put endpoint) */
+    bool writes = kind == META_ASSIGN || kind == META_BULK ||
+                  ((kind == META_ANNOTATION || kind == META_UIDMETA) && method_of(r) != QMETA_GET);
+    if (writes && !strcmp(conf_get_str(tsd_conf(http_req_tsd(r)), "tsd.mode"), "ro")) {
+        http_reply_error(r, 404, "Endpoint not found",
+                         "the TSD is in read-only mode (tsd.mode=ro)");
+        return;
+    }
     bool bad = false;
     cJSON *req = build_request(r, names, list, &bad);
     if (!req) {

@@ -106,4 +106,12 @@ check_eq "config/filters lists the eight filter types" \
   "$(py 'print(" ".join(sorted(d)))' "${r#200 }")"
 r=$(get /api/aggregators)
 check_contains "aggregators from query/qagg.h" "$r" '"zimsum","mimmin","mimmax"'
+tsd_stop
+
+# ---- read-only mode: reads work, writes are refused -----------------------------------------
+tsd_start --tsd.mode=ro
+B="http://127.0.0.1:$TSD_PORT"
+check_contains "ro: uid assign refused" "$(get "/api/uid/assign?metric=x.y")" "404 "
+check_contains "ro: annotation POST refused" "$(send POST /api/annotation "{\"startTime\":$t1}")" "404 "
+check_contains "ro: queries still answer" "$(get "/api/query?start=$((now - 300))&m=sum:app.req")" '"metric":"app.req"'
 it_done
