@@ -11,7 +11,8 @@
  * and after content decoding) or tsd.http.request.max_chunk (chunked); past either the client
  * gets 413 and the connection is closed, since the rest of its stream cannot be framed; (3) the
  * connection is freed only when refs drops to 0: the loop holds 1 while it is open, a worker 1
- * while it runs the request's deferred work.
+ * while it runs the request's deferred work; (4) while more than HTTP_OUT_HIGH bytes of answers
+ * are unsent, no further request is read (the write callback resumes).
  * Locking: HTTP bufferevents are thread-safe with unlocked deferred callbacks, so a worker may
  * stream a reply; conn->mu guards gone/drain_gen only (never held across a bufferevent call). */
 #include <cjson/cJSON.h>
@@ -48,6 +49,7 @@ enum http_conn_state {
 
 #define HTTP_READ_HIGH (1u << 20)
 #define HTTP_WRITE_LOW (256u << 10)
+#define HTTP_OUT_HIGH (4u << 20) /* no new request is started while more than this is unsent */
 
 static void http_conn_process(struct http_conn *c);
 static void http_conn_free(struct http_conn *c);
@@ -523,6 +525,12 @@ static bool http_conn_step(struct http_conn *c)
     const char *msg = NULL;
     switch (c->state) {
     case HC_HEAD: {
+        /* a pipelining client that does not read its answers is not read either (4) */
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) > HTTP_OUT_HIGH) {
+            c->out_full = true;
+            bufferevent_disable(c->bev, EV_READ);
+            return false;
+        }
         /* skip blank lines between pipelined requests */
         while (avail > 0) {
             unsigned char *b = evbuffer_pullup(in, 1);
@@ -711,8 +719,15 @@ static void http_conn_write_cb(struct bufferevent *bev, void *arg)
     c->drain_gen++;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    if (c->state == HC_CLOSING && !c->req && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+    if (c->state == HC_CLOSING && !c->req && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         http_conn_free(c);
+        return;
+    }
+    if (c->out_full && c->state == HC_HEAD && !c->closed) {
+        c->out_full = false;
+        bufferevent_enable(c->bev, EV_READ);
+        http_conn_process(c);
+    }
 }
 
 static void http_conn_event_cb(struct bufferevent *bev, short what, void *arg)

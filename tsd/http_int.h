@@ -78,6 +78,7 @@ struct http_conn {
     bool chunked;
     bool expect_continue;
     bool close_after; /* close once the output is flushed */
+    bool out_full;    /* reading paused until the client reads its answers */
     bool closed;      /* the socket is gone or being closed */
     int refs;         /* 1 for the loop while open + 1 while a worker has the request */
     uint64_t id;

@@ -15,6 +15,8 @@
  * nothing, so a late storage error never reaches another client.
  * (4) No allocation per line: lines are read in place from the bufferevent's chunks, and a line
  * that straddles chunks is copied into the fixed per-daemon line buffer.
+ * (5) Output is bounded: while more than TELNET_OUT_HIGH bytes of replies are unsent, the
+ * connection is not read (its input stays in the kernel); the write callback resumes it.
  * All of this runs on the event-loop thread. */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -33,6 +35,8 @@
 #include "tsd/tstats.h"
 
 #define TELNET_READ_HIGH (256u << 10)
+#define TELNET_OUT_HIGH (1u << 20) /* stop reading while more replies than this are unsent */
+#define TELNET_OUT_LOW (64u << 10)
 
 enum telnet_state {
     TC_RUNNING = 0,
@@ -49,6 +53,7 @@ struct telnet_conn {
     uint64_t pending_seq;
     bool discarding; /* inside an over-long line */
     bool eof;        /* the client half-closed: close once everything is answered */
+    bool out_full;   /* reading paused: the client does not read its replies (5) */
     struct telnet_conn *next; /* waiting or blocked list */
     char peer[64];
 };
@@ -451,6 +456,11 @@ static void telnet_process(struct telnet_conn *c)
     struct evbuffer *in = bufferevent_get_input(c->bev);
     char *scratch = t->telnet.line;
     for (int round = 0; round < 64 && c->state == TC_RUNNING; round++) {
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) > TELNET_OUT_HIGH) {
+            c->out_full = true;
+            bufferevent_disable(c->bev, EV_READ);
+            return;
+        }
         struct evbuffer_iovec vec[32];
         int nv = evbuffer_peek(in, -1, NULL, vec, 32);
         if (nv <= 0)
@@ -573,8 +583,15 @@ static void telnet_read_cb(struct bufferevent *bev, void *arg)
 static void telnet_write_cb(struct bufferevent *bev, void *arg)
 {
     struct telnet_conn *c = arg;
-    if (c->state == TC_CLOSING && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+    if (c->state == TC_CLOSING && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         telnet_close(c);
+        return;
+    }
+    if (c->out_full && c->state == TC_RUNNING) {
+        c->out_full = false;
+        bufferevent_enable(c->bev, EV_READ);
+        telnet_process(c);
+    }
 }
 
 static void telnet_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -662,6 +679,7 @@ int telnet_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *er
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     bufferevent_setcb(c->bev, telnet_read_cb, telnet_write_cb, telnet_event_cb, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0, TELNET_READ_HIGH);
+    bufferevent_setwatermark(c->bev, EV_WRITE, TELNET_OUT_LOW, 0);
     if (t->socket_timeout_s > 0) {
         struct timeval tv = {(time_t)t->socket_timeout_s, 0};
         bufferevent_set_timeouts(c->bev, &tv, NULL);

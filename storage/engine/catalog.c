@@ -314,7 +314,7 @@ int catalog_load(struct estore *s, struct ct_err *err)
             if (r.bad)
                 break;
             struct eregion *rg;
-            if ((rc = eregion_new(id, sp, sl, ep, el, nf, 0, &rg, err)) != CT_OK)
+            if ((rc = eregion_new(id, sp, sl, ep, el, nf, 0, s->ms_bloom_bits, &rg, err)) != CT_OK)
                 goto out;
             t->regions[t->nregions++] = rg;
             for (uint64_t f = 0; f < nf && !r.bad; f++) {

@@ -121,6 +121,7 @@ struct estore {
     struct wc_store base; /* first */
     char *dir;
     int lock_fd;
+    uint32_t ms_bloom_bits; /* row bloom size of new memstores */
     struct wc_options opt;
     struct wal *wal;
     struct block_cache *cache;
@@ -210,7 +211,8 @@ void estore_file_path(const struct estore *s, uint64_t id, char *buf, size_t siz
 /* Allocates a region with fresh empty memstores for nfams families. */
 CT_MUST_CHECK int eregion_new(uint64_t id, const uint8_t *start, size_t start_len,
                               const uint8_t *end, size_t end_len, size_t nfams,
-                              uint64_t flushed_upto, struct eregion **out, struct ct_err *err);
+                              uint64_t flushed_upto, uint32_t bloom_bits, struct eregion **out,
+                              struct ct_err *err);
 /* Effective memstore flush threshold of a table. */
 uint64_t etable_flush_bytes(const struct estore *s, const struct etable *t);
 /* Computes the log position below which everything is flushed and releases log segments. */

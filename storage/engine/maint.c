@@ -601,7 +601,7 @@ static int flush_locked(struct estore *s, struct etable *t, struct eregion *r, s
                 break;
             }
             ef->frozen = nv;
-            if ((rc = memstore_new(&fresh, err)) != CT_OK)
+            if ((rc = memstore_new(&fresh, s->ms_bloom_bits, err)) != CT_OK)
                 break;
             ef->frozen[ef->nfrozen++] = ef->active;
             ef->active = fresh;
@@ -949,10 +949,10 @@ static int split_locked(struct estore *s, struct etable *t, struct eregion *r, c
     int rc = nv ? CT_OK : ct_err_set(err, CT_ENOMEM, "out of memory splitting");
     if (rc == CT_OK)
         rc = eregion_new(s->next_region_id++, r->start, r->start_len, key, key_len, r->nfams, 0,
-                         &d[0], err);
+                         s->ms_bloom_bits, &d[0], err);
     if (rc == CT_OK)
         rc = eregion_new(s->next_region_id++, key, key_len, r->end, r->end_len, r->nfams, 0,
-                         &d[1], err);
+                         s->ms_bloom_bits, &d[1], err);
     pthread_mutex_lock(&r->mu);
     for (int k = 0; k < 2 && rc == CT_OK; k++) {
         for (size_t f = 0; f < r->nfams && rc == CT_OK; f++) {

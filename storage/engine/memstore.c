@@ -10,6 +10,8 @@
  * atomics. */
 #include "storage/engine/memstore.h"
 
+#include "storage/engine/bloom.h"
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +76,35 @@ struct memstore {
     atomic_uint_fast64_t count;
     atomic_uint_fast64_t min_seq;
     atomic_uint_fast64_t max_seq;
+    /* row bloom filter: set by the writer before a cell is linked (relaxed stores; readers
+     * reach it through the publication of the cell's seq) */
+    _Atomic uint64_t *bloom;
+    uint32_t bloom_bits;
+    const uint8_t *last_row; /* the last row added to the bloom (writer only) */
+    uint32_t last_row_len;
 };
+
+#define MS_BLOOM_PROBES 4
+
+static void ms_bloom_probe(uint64_t h, uint32_t nbits, uint32_t *bit, int i)
+{
+    uint64_t h2 = (h >> 33) | (h << 31);
+    *bit = (uint32_t)((h + (uint64_t)i * h2) % nbits);
+}
+
+bool memstore_may_contain_row(const struct memstore *m, const uint8_t *row, size_t len)
+{
+    if (!m->bloom)
+        return true;
+    uint64_t h = bloom_hash_row(row, len);
+    for (int i = 0; i < MS_BLOOM_PROBES; i++) {
+        uint32_t b;
+        ms_bloom_probe(h, m->bloom_bits, &b, i);
+        if (!(atomic_load_explicit(&m->bloom[b / 64], memory_order_relaxed) & (1ull << (b % 64))))
+            return false;
+    }
+    return true;
+}
 
 static void *ms_alloc(struct memstore *m, size_t n)
 {
@@ -102,11 +132,19 @@ static void *ms_alloc(struct memstore *m, size_t n)
     return p;
 }
 
-int memstore_new(struct memstore **out, struct ct_err *err)
+int memstore_new(struct memstore **out, uint32_t bloom_bits, struct ct_err *err)
 {
     struct memstore *m = calloc(1, sizeof(*m));
     if (!m)
         return ct_err_set(err, CT_ENOMEM, "out of memory creating a memstore");
+    if (bloom_bits) {
+        m->bloom_bits = (bloom_bits + 63) & ~63u;
+        m->bloom = calloc(m->bloom_bits / 64, sizeof(uint64_t));
+        if (!m->bloom) {
+            free(m);
+            return ct_err_set(err, CT_ENOMEM, "out of memory creating a memstore");
+        }
+    }
     atomic_init(&m->refs, 1);
     atomic_init(&m->height, 1);
     atomic_init(&m->min_seq, UINT64_MAX);
@@ -114,6 +152,7 @@ int memstore_new(struct memstore **out, struct ct_err *err)
     m->head = ms_alloc(m, sizeof(struct ms_node) + MS_MAX_HEIGHT * sizeof(void *) +
                               sizeof(struct cell));
     if (!m->head) {
+        free(m->bloom);
         free(m);
         return ct_err_set(err, CT_ENOMEM, "out of memory creating a memstore");
     }
@@ -139,6 +178,7 @@ void memstore_unref(struct memstore *m)
         free(c);
         c = p;
     }
+    free(m->bloom);
     free(m);
 }
 
@@ -252,6 +292,19 @@ int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err)
     if (c->value_len)
         memcpy(p, c->value, c->value_len);
     nc->value = p;
+    if (m->bloom && (!m->last_row || m->last_row_len != c->row_len ||
+                     memcmp(m->last_row, c->row, c->row_len) != 0)) {
+        uint64_t bh = bloom_hash_row(c->row, c->row_len);
+        for (int i = 0; i < MS_BLOOM_PROBES; i++) {
+            uint32_t b;
+            ms_bloom_probe(bh, m->bloom_bits, &b, i);
+            uint64_t w = atomic_load_explicit(&m->bloom[b / 64], memory_order_relaxed);
+            atomic_store_explicit(&m->bloom[b / 64], w | (1ull << (b % 64)),
+                                  memory_order_relaxed);
+        }
+        m->last_row = nc->row;
+        m->last_row_len = c->row_len;
+    }
     if (h > cur) {
         for (int i = cur; i < h; i++)
             prev[i] = m->head;

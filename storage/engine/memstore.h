@@ -18,8 +18,13 @@
 
 struct memstore;
 
-/* Returns a new empty memstore with one reference in *out, dropped with memstore_unref(). */
-CT_MUST_CHECK int memstore_new(struct memstore **out, struct ct_err *err);
+/* Returns a new empty memstore with one reference in *out, dropped with memstore_unref().
+ * bloom_bits > 0 gives it a row bloom filter of that many bits (rounded up to 64) for
+ * memstore_may_contain_row(). */
+CT_MUST_CHECK int memstore_new(struct memstore **out, uint32_t bloom_bits, struct ct_err *err);
+/* False means no cell of that row was inserted before the caller's snapshot was published
+ * (always true without a bloom filter). */
+bool memstore_may_contain_row(const struct memstore *m, const uint8_t *row, size_t len);
 void memstore_ref(struct memstore *m);
 void memstore_unref(struct memstore *m); /* accepts NULL; the last reference frees */
 

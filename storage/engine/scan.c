@@ -1147,11 +1147,14 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
                     rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
                     break;
                 }
-                if (memstore_count(ef->active)) {
+                if (memstore_count(ef->active) &&
+                    (!sc->single_row || memstore_may_contain_row(ef->active, lo, lo_len))) {
                     memstore_ref(ef->active);
                     in->ms[in->nms++] = ef->active;
                 }
                 for (size_t k = 0; k < ef->nfrozen; k++) {
+                    if (sc->single_row && !memstore_may_contain_row(ef->frozen[k], lo, lo_len))
+                        continue;
                     memstore_ref(ef->frozen[k]);
                     in->ms[in->nms++] = ef->frozen[k];
                 }

@@ -216,10 +216,64 @@ static int sst_read_owned(const struct sst *f, uint64_t off, uint64_t len, const
 }
 
 /* Decodes data-block contents into a new block (one allocation holding a copy of raw). */
+/* One entry's header as parsed from a data block. */
+struct sst_parsed {
+    uint64_t shared, unshared, row_len, vlen, zts, seq;
+    uint32_t suffix; /* offset of the key suffix in the block */
+    uint8_t type;
+};
+
+static inline size_t sst_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+    if (p < end && *p < 0x80) { /* most fields fit one byte */
+        *v = *p;
+        return 1;
+    }
+    return coding_get_varint64(p, end, v);
+}
+
+/* Parses the entry at *pos (bounds-checked against limit); false if it is malformed. */
+static inline bool sst_parse_entry(const uint8_t *raw, size_t *pos, size_t limit,
+                                   struct sst_parsed *e)
+{
+    const uint8_t *end = raw + limit;
+    size_t p = *pos, n;
+    if (!(n = sst_varint(raw + p, end, &e->shared)))
+        return false;
+    p += n;
+    if (!(n = sst_varint(raw + p, end, &e->unshared)))
+        return false;
+    p += n;
+    if (!(n = sst_varint(raw + p, end, &e->row_len)))
+        return false;
+    p += n;
+    if (!(n = sst_varint(raw + p, end, &e->vlen)))
+        return false;
+    p += n;
+    if (!(n = sst_varint(raw + p, end, &e->zts)))
+        return false;
+    p += n;
+    if (p >= limit)
+        return false;
+    e->type = raw[p++];
+    if (!(n = sst_varint(raw + p, end, &e->seq)))
+        return false;
+    p += n;
+    if (e->unshared > limit - p || e->vlen > limit - p - e->unshared)
+        return false;
+    e->suffix = (uint32_t)p;
+    *pos = p + e->unshared + e->vlen;
+    return true;
+}
+
+#define SST_DECODE_STACK 256 /* entries parsed once and kept on the stack (a 4 KiB block: ~35) */
+
+/* Decodes data-block contents into a new block (one allocation holding a copy of raw). */
 static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *raw, size_t rawlen,
                             struct sst_block **out, struct ct_err *err)
 {
     const char *why = NULL;
+    struct sst_parsed ps[SST_DECODE_STACK];
     if (rawlen < 4) {
         why = "too short";
         goto bad;
@@ -233,32 +287,19 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
     /* pass 1: validate, count entries and key bytes */
     size_t p = 0, count = 0, keybytes = 0, prevlen = 0;
     while (p < limit) {
-        uint64_t v[7];
-        for (int k = 0; k < 7; k++) {
-            if (k == 5) {
-                if (p >= limit) {
-                    why = "truncated entry";
-                    goto bad;
-                }
-                p++; /* type byte */
-                v[k] = 0;
-                continue;
-            }
-            size_t n = coding_get_varint64(raw + p, raw + limit, &v[k]);
-            if (!n) {
-                why = "truncated entry";
-                goto bad;
-            }
-            p += n;
+        struct sst_parsed e;
+        if (!sst_parse_entry(raw, &p, limit, &e)) {
+            why = "truncated entry or bad lengths";
+            goto bad;
         }
-        uint64_t shared = v[0], unshared = v[1], row_len = v[2], vlen = v[3];
-        if (shared > prevlen || row_len > shared + unshared || row_len > WC_MAX_ROW_BYTES ||
-            unshared > limit - p || vlen > limit - p - unshared) {
+        if (e.shared > prevlen || e.row_len > e.shared + e.unshared ||
+            e.row_len > WC_MAX_ROW_BYTES) {
             why = "bad entry lengths";
             goto bad;
         }
-        p += unshared + vlen;
-        prevlen = shared + unshared;
+        if (count < SST_DECODE_STACK)
+            ps[count] = e;
+        prevlen = e.shared + e.unshared;
         keybytes += prevlen;
         count++;
     }
@@ -283,32 +324,33 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
     memcpy(b->raw, raw, rawlen);
     raw = b->raw;
     b->charge = total;
-    /* pass 2: fill (already validated) */
+    /* pass 2: fill (already validated; re-parse only past the stack array) */
     p = 0;
     size_t ko = 0, prev_off = 0;
     for (size_t i = 0; i < count; i++) {
-        uint64_t shared = 0, unshared = 0, row_len = 0, vlen = 0, zts = 0, seq = 0;
-        p += coding_get_varint64(raw + p, raw + limit, &shared);
-        p += coding_get_varint64(raw + p, raw + limit, &unshared);
-        p += coding_get_varint64(raw + p, raw + limit, &row_len);
-        p += coding_get_varint64(raw + p, raw + limit, &vlen);
-        p += coding_get_varint64(raw + p, raw + limit, &zts);
-        uint8_t type = raw[p++];
-        p += coding_get_varint64(raw + p, raw + limit, &seq);
+        struct sst_parsed e;
+        if (i < SST_DECODE_STACK) {
+            e = ps[i];
+        } else {
+            p = i == SST_DECODE_STACK ? ps[i - 1].suffix + ps[i - 1].unshared + ps[i - 1].vlen : p;
+            if (!sst_parse_entry(raw, &p, limit, &e)) {
+                free(b);
+                why = "entry changed while decoding"; /* cannot happen: raw is our copy */
+                goto bad;
+            }
+        }
         struct sst_dentry *d = &b->e[i];
-        if (shared)
-            memmove(b->keys + ko, b->keys + prev_off, shared);
-        memcpy(b->keys + ko + shared, raw + p, unshared);
-        p += unshared;
+        if (e.shared)
+            memmove(b->keys + ko, b->keys + prev_off, e.shared);
+        memcpy(b->keys + ko + e.shared, raw + e.suffix, e.unshared);
         d->key_off = (uint32_t)ko;
-        d->key_len = (uint32_t)(shared + unshared);
-        d->row_len = (uint32_t)row_len;
-        d->val_off = (uint32_t)p;
-        d->val_len = (uint32_t)vlen;
-        d->type = type;
-        d->ts = coding_unzigzag(zts);
-        d->seq = seq;
-        p += vlen;
+        d->key_len = (uint32_t)(e.shared + e.unshared);
+        d->row_len = (uint32_t)e.row_len;
+        d->val_off = (uint32_t)(e.suffix + e.unshared);
+        d->val_len = (uint32_t)e.vlen;
+        d->type = e.type;
+        d->ts = coding_unzigzag(e.zts);
+        d->seq = e.seq;
         prev_off = ko;
         ko += d->key_len;
     }

@@ -160,8 +160,8 @@ static void efam_release(struct efam *f, bool obsolete_files)
 }
 
 int eregion_new(uint64_t id, const uint8_t *start, size_t start_len, const uint8_t *end,
-                size_t end_len, size_t nfams, uint64_t flushed_upto, struct eregion **out,
-                struct ct_err *err)
+                size_t end_len, size_t nfams, uint64_t flushed_upto, uint32_t bloom_bits,
+                struct eregion **out, struct ct_err *err)
 {
     struct eregion *r = calloc(1, sizeof(*r));
     if (!r)
@@ -186,7 +186,7 @@ int eregion_new(uint64_t id, const uint8_t *start, size_t start_len, const uint8
     r->end_len = end_len;
     for (size_t f = 0; f < nfams; f++) {
         r->fams[f].flushed_upto = flushed_upto;
-        int rc = memstore_new(&r->fams[f].active, err);
+        int rc = memstore_new(&r->fams[f].active, bloom_bits, err);
         if (rc != CT_OK) {
             eregion_unref(r);
             return rc;
@@ -694,7 +694,8 @@ static int build_regions(struct estore *s, struct etable *t, const struct wc_byt
         const struct wc_bytes *a = i ? &splits[i - 1] : NULL;
         const struct wc_bytes *b = i < nsplits ? &splits[i] : NULL;
         int rc = eregion_new(s->next_region_id++, a ? a->data : NULL, a ? a->len : 0,
-                             b ? b->data : NULL, b ? b->len : 0, t->nfams, flushed, &rv[i], err);
+                             b ? b->data : NULL, b ? b->len : 0, t->nfams, flushed,
+                             s->ms_bloom_bits, &rv[i], err);
         if (rc != CT_OK) {
             for (size_t k = 0; k < i; k++)
                 eregion_unref(rv[k]);
@@ -850,7 +851,7 @@ static int op_table_alter(struct wc_store *ws, const struct wc_table_desc *d, st
             if (map[i] >= 0)
                 continue;
             nfa[r][i].flushed_upto = flushed;
-            if ((rc = memstore_new(&nfa[r][i].active, err)) != CT_OK)
+            if ((rc = memstore_new(&nfa[r][i].active, s->ms_bloom_bits, err)) != CT_OK)
                 goto out;
         }
     }
@@ -1536,6 +1537,9 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
         s->opt.region_split_bytes = 1ull << 30;
     if (!s->opt.wal_segment_bytes)
         s->opt.wal_segment_bytes = 64u << 20;
+    /* memstore row blooms: ~1 bit per 16 bytes of flush size, 8 Kibit .. 8 Mibit */
+    uint64_t bb = s->opt.memstore_flush_bytes / 16;
+    s->ms_bloom_bits = (uint32_t)(bb < 8192 ? 8192 : bb > (8u << 20) ? (8u << 20) : bb);
     s->opt.data_dir = NULL;
     s->opt.bt_project = s->opt.bt_instance = s->opt.bt_data_endpoint = NULL;
     s->opt.bt_admin_endpoint = s->opt.bt_credentials = NULL;

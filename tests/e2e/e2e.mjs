@@ -283,6 +283,23 @@ test('two queries share the chart, the second on a right axis, then a log y axis
   await shot('06-log');
 });
 
+test('explicit tags keep only series with exactly the filtered tag keys', async () => {
+  await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.cpu{host=*,dc=*}')}`);
+  let p = await nextPlot(0);
+  assert.equal(p.series.length, 2);
+  let g = await runGen();
+  await page.check('.query .explicit-tags');
+  p = await nextPlot(g);
+  assert.match((await hashParams()).m[0], /^sum:explicit_tags:e2e\.cpu\{/);
+  assert.equal(p.series.length, 2);
+  // Without dc in the filters, no e2e.cpu series (they all have dc) is left.
+  g = await runGen();
+  await page.locator('.query .filter').nth(1).locator('button.icon').click();
+  p = await nextPlot(g);
+  assert.equal(p.series.length, 0);
+  assert.match(await page.textContent('#status'), /no data for query 1/);
+});
+
 test('a hole in the data is drawn as a gap', async () => {
   await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.gap')}`);
   const p = await nextPlot(0);
@@ -485,6 +502,22 @@ test('writes to one series show as a single hot region', async () => {
   await page.selectOption('#heat-scale', 'log');
   assert.deepEqual((await hashParams()).heat, ['log']);
   await shot('13-storage-log-scale');
+});
+
+test('switching to Storage and back keeps the graph and its queries', async () => {
+  await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.cpu')}`);
+  await nextPlot(0);
+  await page.click('nav a[data-view="storage"]');
+  await page.waitForFunction(() => !document.getElementById('storage-view').hidden, null, { timeout: WAIT });
+  assert.deepEqual((await hashParams()).view, ['storage']);
+  assert.equal(await page.title(), 'ctsdb - storage');
+  const g = await runGen();
+  await page.click('nav a[data-view="graph"]');
+  const p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:e2e.cpu']);
+  assert.equal(p.series[0].points, N);
+  await page.goBack();
+  await page.waitForFunction(() => !document.getElementById('storage-view').hidden, null, { timeout: WAIT });
 });
 
 test('scripts and styles reach the browser with their content types', async () => {

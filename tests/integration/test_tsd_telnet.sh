@@ -134,6 +134,31 @@ check_contains "collectd metric has a UID" "$uids" "collectd.load column=id:metr
 rows=$("$CTSDB" shell --data "$TSD_DATA" -e "count 'tsdb'" 2>&1)
 check_contains "data rows were written (one per series and hour)" "$rows" "4 row(s)"
 
+# OpenTSDB's setting: unknown metrics refused (the answer comes from the store, before version)
+TSD_DATA=
+tsd_start --tsd.core.auto_create_metrics=false
+out=$(printf 'put brand.new 1356998400 1 host=a\nversion\n' | tsd_talk | head -1)
+check_eq "unknown metric refused when auto-create is off" "put: unknown metric: No such name for 'metrics': 'brand.new'" "$out"
+# a client that never reads its replies does not make the TSD buffer without bound
+rss=$(python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setblocking(False)
+t = time.time()
+while time.time() - t < 2:
+    try:
+        s.send(b"version\n" * 1000)
+    except BlockingIOError:
+        time.sleep(0.01)
+print(open("/proc/%s/status" % sys.argv[2]).read().split("VmRSS:")[1].split()[0])
+' "$TSD_PORT" "$TSD_PID")
+check "memory stays bounded with a client that never reads (RSS ${rss} kB)" test "$rss" -lt 200000
+check_eq "the TSD still answers others" "ok" "$(printf 'status\n' | tsd_talk)"
+tsd_stop
+tsd_start --tsd.mode=ro  # on the same data: read-only mode creates no tables
+check_eq "read-only mode refuses puts" "put: illegal argument: the TSD is in read-only mode" "$(printf 'put m 1356998400 1 a=b\n' | tsd_talk)"
+tsd_stop
+
 # diediedie: refused when gated, shuts the TSD down otherwise
 TSD_DATA=
 tsd_start --tsd.no_diediedie=true

@@ -207,6 +207,9 @@ export function createGraphView(root, ctx) {
     const creset = el('input', { class: 'counter-reset', type: 'text', size: 6, placeholder: 'reset', value: q.rateOptions.resetValue });
     const cdrop = el('input', { class: 'drop-resets', type: 'checkbox' });
     cdrop.checked = q.rateOptions.dropResets;
+    const explicit = el('input', { class: 'explicit-tags', type: 'checkbox' });
+    explicit.checked = q.explicitTags;
+    explicit.addEventListener('change', () => { q.explicitTags = explicit.checked; changed(); });
     const rm = el('button', { type: 'button', class: 'icon remove-query', title: 'remove this query', text: '×' });
     const err = el('div', { class: 'query-error', role: 'alert' });
     const filters = el('div', { class: 'filters' });
@@ -258,7 +261,9 @@ export function createGraphView(root, ctx) {
         el('span', { class: 'sep' }),
         el('label', {}, rate, ' rate'),
         el('label', { title: 'the metric is a monotonic counter' }, counter, ' counter'),
-        counterOpts),
+        counterOpts,
+        el('span', { class: 'sep' }),
+        el('label', { title: 'only series whose tag keys are exactly the filtered keys' }, explicit, ' explicit tags')),
       err);
     attachAutocomplete(metric, 'metrics', {
       onPick: (name) => { q.metric = name; },

@@ -24,7 +24,7 @@ static void test_memstore_iterates_in_spec_order(void **state)
     (void)state;
     struct ct_err err;
     struct memstore *m;
-    assert_int_equal(memstore_new(&m, &err), CT_OK);
+    assert_int_equal(memstore_new(&m, 0, &err), CT_OK);
     /* inserted shuffled; expected order listed below */
     struct cell in[] = {
         mk("b", "q", 5, WC_TYPE_PUT, 1, "b5"),
@@ -86,7 +86,7 @@ static void test_memstore_copies_cell_bytes_and_counts_size(void **state)
     (void)state;
     struct ct_err err;
     struct memstore *m;
-    assert_int_equal(memstore_new(&m, &err), CT_OK);
+    assert_int_equal(memstore_new(&m, 0, &err), CT_OK);
     assert_int_equal(memstore_bytes(m), 0);
     char row[8] = "row", val[600000];
     memset(val, 'v', sizeof(val));
@@ -103,6 +103,36 @@ static void test_memstore_copies_cell_bytes_and_counts_size(void **state)
     assert_int_equal(memstore_iter_cell(&it)->value[0], 'v');
     assert_true(memstore_bytes(m) >= sizeof(val));
     memstore_unref(m);
+}
+
+static void test_memstore_row_bloom_has_no_false_negatives(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct memstore *m;
+    assert_int_equal(memstore_new(&m, 64 * 1024, &err), CT_OK);
+    char row[32];
+    for (int i = 0; i < 2000; i++) {
+        snprintf(row, sizeof(row), "row-%d", i * 2);
+        struct cell c = mk(row, "q", 1, WC_TYPE_PUT, (uint64_t)i + 1, "v");
+        assert_int_equal(memstore_add(m, &c, &err), CT_OK);
+        assert_int_equal(memstore_add(m, &c, &err), CT_OK); /* same row again */
+    }
+    int fp = 0;
+    for (int i = 0; i < 4000; i++) {
+        snprintf(row, sizeof(row), "row-%d", i);
+        bool may = memstore_may_contain_row(m, (const uint8_t *)row, strlen(row));
+        if (i % 2 == 0)
+            assert_true(may);
+        else
+            fp += may;
+    }
+    assert_true(fp < 200); /* ~32 bits per row: a few percent at most */
+    memstore_unref(m);
+    struct memstore *nb;
+    assert_int_equal(memstore_new(&nb, 0, &err), CT_OK);
+    assert_true(memstore_may_contain_row(nb, (const uint8_t *)"x", 1)); /* no filter */
+    memstore_unref(nb);
 }
 
 #define N_WRITES 20000
@@ -145,7 +175,7 @@ static void test_memstore_readers_run_while_a_writer_inserts(void **state)
     (void)state;
     struct ct_err err;
     struct race r = {0};
-    assert_int_equal(memstore_new(&r.m, &err), CT_OK);
+    assert_int_equal(memstore_new(&r.m, 4096, &err), CT_OK);
     pthread_t th[2];
     for (int i = 0; i < 2; i++)
         assert_int_equal(pthread_create(&th[i], NULL, reader, &r), 0);
@@ -171,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_memstore_iterates_in_spec_order),
         cmocka_unit_test(test_memstore_copies_cell_bytes_and_counts_size),
         cmocka_unit_test(test_memstore_readers_run_while_a_writer_inserts),
+        cmocka_unit_test(test_memstore_row_bloom_has_no_false_negatives),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
