@@ -19,6 +19,7 @@ else
 endif
 
 CC      ?= cc
+NPROC   := $(shell nproc 2>/dev/null || echo 2)
 VERSION := 0.1.0
 GITREV  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
@@ -88,8 +89,8 @@ deps-build:
 # The whole suite: deps, build, unit tests plainly and under ASan+UBSan, integration tests.
 # Always with the Bigtable backend (BIGTABLE=1), so its tests run against the emulator.
 test: deps
-	@$(MAKE) --no-print-directory BIGTABLE=1 all
-	@$(MAKE) --no-print-directory BIGTABLE=1 SAN=1 all
+	@$(MAKE) --no-print-directory -j$(NPROC) BIGTABLE=1 all
+	@$(MAKE) --no-print-directory -j$(NPROC) BIGTABLE=1 SAN=1 all
 	@tests/run_all.sh
 
 unit: all
@@ -103,7 +104,7 @@ integration: all
 	@tests/integration/run.sh
 
 run: deps-build
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@mkdir -p data
 	exec bin/ctsdb tsd --data ./data --port 4242
 
@@ -113,6 +114,11 @@ bench: deps
 	@tools/deps.sh deps/bench.txt
 	@$(MAKE) --no-print-directory all $(EXTRA_BENCH)
 	@tools/bench/run.sh
+
+# Long variants of the reliability tests (bounded): many more crash runs and a longer overload.
+stress: all
+	@CRASH_RUNS=$${CRASH_RUNS:-40} bash tests/integration/test_crash_tsd.sh
+	@LOAD_SECONDS=$${LOAD_SECONDS:-120} bash tests/integration/test_overload_tsd.sh
 
 lint:
 	@tools/lint.sh

@@ -776,6 +776,22 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     int rc = plan_sub(t, sub, xs, &rf, &x, status, err);
     if (rc != CT_OK)
         goto out;
+    /* A fill policy emits every bucket of the range whatever is stored: refuse, before scanning
+     * anything, an answer that would exceed the limit (memory stays bounded). */
+    if (sub->ds.enabled && !sub->ds.all && sub->ds.fill != QAGG_FILL_NONE &&
+        sub->ds.interval_ms > 0 && o->max_datapoints) {
+        uint64_t buckets = (uint64_t)((q->end_ms - q->start_ms) / sub->ds.interval_ms) + 1;
+        if (buckets > o->max_datapoints) {
+            *status = QEXEC_TOO_LARGE;
+            rc = ct_err_set(err, CT_ELIMIT,
+                            "Sorry, you have attempted to fetch more than our limit of %llu data "
+                            "points: downsampling %s fills %llu buckets per series. Please "
+                            "decrease your time range or use a larger interval.",
+                            (unsigned long long)o->max_datapoints, sub->ds.text,
+                            (unsigned long long)buckets);
+            goto out;
+        }
+    }
     struct qagg_window w;
     qagg_window_compute(q->start_ms, q->end_ms, &sub->ds, &w);
     x.t = t;

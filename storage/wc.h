@@ -88,6 +88,10 @@ struct wc_options {
     const char *bt_admin_endpoint;
     const char *bt_credentials;    /* path of a service-account JSON key; NULL = ADC */
     int64_t bt_deadline_ms;        /* per call; default 30000 */
+    /* Where the store reports what is worth knowing but is not an error of the call at hand
+     * (e.g. a torn log tail cut off at open). NULL = silent. May be called from any thread. */
+    void (*log_fn)(void *arg, const char *msg);
+    void *log_arg;
 };
 
 void wc_options_init(struct wc_options *o);

@@ -187,6 +187,13 @@ static int store_parse_durability(const char *s, enum wc_durability *d)
     return 0;
 }
 
+/* The store's warnings (wc_options.log_fn) go to the TSD's log. */
+static void tsdstore_log(void *arg, const char *msg)
+{
+    (void)arg;
+    tlog_warn("storage: %s", msg);
+}
+
 int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out,
                   struct ct_err *err)
 {
@@ -211,7 +218,11 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out,
         o.backend = WC_BACKEND_EMBEDDED;
         o.data_dir = dir;
         o.block_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.block_cache_bytes");
+        o.memstore_flush_bytes = (size_t)conf_get_int(c, "tsd.storage.memstore_flush_bytes");
+        o.region_split_bytes = (uint64_t)conf_get_int(c, "tsd.storage.region_split_bytes");
     }
+    o.log_fn = tsdstore_log;
+    o.log_arg = NULL;
     int rc = wc_open(&o, &st->store, err);
     if (rc != CT_OK) {
         ct_err_prefix(err, "cannot open the store%s%s", o.data_dir ? " in " : "",

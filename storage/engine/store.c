@@ -1610,7 +1610,7 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
      * appending to it): it sees what the block files hold. */
     if (!o->read_only) {
         snprintf(path, sizeof(path), "%s/wal", s->dir);
-        struct wal_options wo = {s->opt.wal_segment_bytes};
+        struct wal_options wo = {s->opt.wal_segment_bytes, s->opt.log_fn, s->opt.log_arg};
         if ((rc = wal_open(path, &wo, &s->wal, err)) != CT_OK)
             goto fail;
         if ((rc = engine_replay(s, err)) != CT_OK)

@@ -62,6 +62,8 @@ struct wal_segment {
 struct wal {
     char dir[PATH_MAX];
     size_t segment_bytes;
+    void (*warn_fn)(void *arg, const char *msg); /* wal_options.warn_fn; read-only */
+    void *warn_arg;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_cond_t bg_cv;
@@ -193,6 +195,8 @@ static int wal_open_mode(const char *dir, const struct wal_options *o, bool mmap
         return ct_err_set(err, CT_EINVAL, "wal directory path too long: %s", dir);
     }
     w->segment_bytes = o && o->segment_bytes ? o->segment_bytes : WAL_DEFAULT_SEGMENT;
+    w->warn_fn = o ? o->warn_fn : NULL;
+    w->warn_arg = o ? o->warn_arg : NULL;
     w->mmap_tail = mmap_tail;
     w->active_fd = -1;
     pthread_mutex_init(&w->mu, NULL);
@@ -621,6 +625,38 @@ void wal_get_stats(struct wal *w, struct wal_stats *out)
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
+/* Tells the owner (wal_options.warn_fn) that [off, size) of the last segment is cut off, unless
+ * those bytes are all zeros (a preallocated, never-written tail is no news). A tail that held
+ * data may have held acknowledged records if the file was damaged, so it must be visible. */
+static void wal_warn_dropped_tail(struct wal *w, int fd, const char *path, uint64_t off,
+                                  uint64_t size, const char *why)
+{
+    if (!w->warn_fn || off >= size)
+        return;
+    uint8_t buf[4096];
+    bool zeros = true;
+    for (uint64_t at = off; at < size && zeros;) {
+        size_t n = size - at < sizeof buf ? (size_t)(size - at) : sizeof buf;
+        ssize_t got = pread(fd, buf, n, (off_t)at);
+        if (got <= 0)
+            break;
+        for (ssize_t i = 0; i < got; i++)
+            if (buf[i]) {
+                zeros = false;
+                break;
+            }
+        at += (uint64_t)got;
+    }
+    if (zeros)
+        return;
+    char msg[PATH_MAX + 512];
+    snprintf(msg, sizeof msg,
+             "wal segment %s: cut off %llu bytes after the last complete record at offset %llu "
+             "(%s)",
+             path, (unsigned long long)(size - off), (unsigned long long)off, why);
+    w->warn_fn(w->warn_arg, msg);
+}
+
 /* Reads segment segs[idx] record by record, calling fn (NULL: only computes max_seq). When
  * `is_last`, a torn or corrupt tail is truncated away; otherwise it is CT_ECORRUPT. */
 static int wal_scan_segment(struct wal *w, size_t idx, bool is_last, wal_replay_fn fn, void *arg,
@@ -708,6 +744,7 @@ bad:
         goto out;
     }
     /* a torn tail of the last segment: what a crash mid-write leaves; cut it off */
+    wal_warn_dropped_tail(w, fd, path, off, size, why);
     if (eio_ftruncate(fd, (off_t)off) != 0) {
         rc = ct_err_errno(err, CT_EIO, errno, "cannot truncate the torn tail of %s at %llu", path,
                           (unsigned long long)off);

@@ -30,6 +30,10 @@ struct wal;
 
 struct wal_options {
     size_t segment_bytes; /* rotate past this size */
+    /* Told (may be NULL) when replay cuts off a tail that is not just zeros, naming the segment,
+     * the offset and the bytes dropped. */
+    void (*warn_fn)(void *arg, const char *msg);
+    void *warn_arg;
 };
 
 /* Opens the log in `dir` (created if absent) for appending after replay. Returns a new log,

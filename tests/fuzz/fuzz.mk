@@ -14,7 +14,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 .PHONY: fuzz fuzz-build fuzz-short
 
 fuzz-build:
-	@$(MAKE) --no-print-directory CC=clang BUILD=build/fuzz SAN=0 \
+	@$(MAKE) --no-print-directory -j$(NPROC) CC=clang BUILD=build/fuzz SAN=0 \
 	  EXTRA_CFLAGS="-fsanitize=fuzzer-no-link $(FUZZ_SAN) -Wno-string-concatenation" \
 	  build/fuzz/libctsdb.a build/fuzz/libctsdb_tools.a $(FUZZ_BINS)
 

@@ -13,7 +13,9 @@ IT_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CTSDB=${CTSDB:-$IT_ROOT/bin/ctsdb}
 IT_FAILS=0
 IT_PIDS=()
-IT_DIRS=()
+IT_DIRS=() # directories a script registers itself (IT_DIRS+=("$d")) are removed too
+# Temporary directories are listed in a file, so that it_tmpdir works in $(...) subshells too.
+IT_DIRS_FILE=$(mktemp "${TMPDIR:-/tmp}/ctsdb-it-dirs-XXXXXX")
 
 it_cleanup() {
   local pid
@@ -25,6 +27,8 @@ it_cleanup() {
     fi
   done
   local d
+  while IFS= read -r d; do [ -n "$d" ] && rm -rf "$d"; done <"$IT_DIRS_FILE"
+  rm -f "$IT_DIRS_FILE"
   for d in "${IT_DIRS[@]}"; do rm -rf "$d"; done
 }
 trap it_cleanup EXIT
@@ -32,7 +36,7 @@ trap it_cleanup EXIT
 it_tmpdir() {
   local d
   d=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-it-XXXXXX")
-  IT_DIRS+=("$d")
+  echo "$d" >>"$IT_DIRS_FILE"
   echo "$d"
 }
 
