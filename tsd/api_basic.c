@@ -11,6 +11,7 @@
 #include "query/qagg.h"
 #include "storage/clock.h"
 #include "storage/wc.h"
+#include "tsd/auth.h"
 #include "tsd/conf.h"
 #include "tsd/http.h"
 #include "tsd/routes.h"
@@ -50,6 +51,8 @@ void api_status_handle(struct http_req *r)
 
 static int api_config_add(void *arg, const char *key, const char *value)
 {
+    if (auth_conf_key_secret(key) && *value)
+        value = "********"; /* never show the token (tsd/auth.h) */
     cJSON_AddStringToObject(arg, key, value);
     return 0;
 }

@@ -15,6 +15,7 @@
 #include "query/qlast.h"
 #include "query/qspec.h"
 #include "storage/clock.h"
+#include "tsd/auth.h"
 #include "tsd/conf.h"
 #include "tsd/http.h"
 #include "tsd/routes.h"
@@ -111,6 +112,10 @@ void api_query_handle(struct http_req *r)
             qspec_free(q);
             http_reply_error(r, 400, "Bad request",
                              "Deleting data is not enabled (tsd.http.query.allow_delete=false)");
+            return;
+        }
+        if (!auth_http_permit_as(r, AUTH_WRITE)) { /* tsd/auth.h; it has replied */
+            qspec_free(q);
             return;
         }
         q->delete_data = true;

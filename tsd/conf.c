@@ -32,10 +32,14 @@ struct conf_key {
 /* Every key this build knows, sorted (1). OpenTSDB 2.4's names; ctsdb's own keys are marked in
  * docs/tsd.md. Keys OpenTSDB has but ctsdb ignores are listed so they do not warn. */
 static const struct conf_key conf_keys[] = {
+    {"tsd.core.auth.allow", CONF_STR, "", 0, 0, NULL},      /* tsd/auth.h */
+    {"tsd.core.auth.token", CONF_STR, "", 0, 0, NULL},      /* tsd/auth.h */
+    {"tsd.core.auth.token_file", CONF_STR, "", 0, 0, NULL}, /* tsd/auth.h */
     {"tsd.core.auto_create_metrics", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.auto_create_tagks", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.auto_create_tagvs", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.connections.limit", CONF_INT, "0", 0, 10000000, NULL},
+    {"tsd.core.enable_admin", CONF_ENUM, "loopback", 0, 0, "false|loopback|true"}, /* auth.h */
     {"tsd.core.enable_api", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.enable_ui", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.meta.enable_realtime_ts", CONF_BOOL, "false", 0, 0, NULL},

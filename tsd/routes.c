@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "tsd/auth.h"
 #include "tsd/http_int.h"
 #include "tsd/tsd_int.h"
 
@@ -112,5 +113,7 @@ void routes_dispatch(struct http_req *r)
         http_reply_error(r, 405, "Method not allowed", details);
         return;
     }
+    if (!auth_http_permit(r)) /* writes and admin actions (tsd/auth.h); it has replied */
+        return;
     e->fn(r);
 }

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tsd/auth.h"
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
 #include "tsd/tlog.h"
@@ -56,6 +57,7 @@ struct telnet_conn {
     bool out_full;   /* reading paused: the client does not read its replies (5) */
     struct telnet_conn *next; /* waiting or blocked list */
     char peer[64];
+    struct auth_session auth; /* tsd/auth.h: `auth <token>` state */
 };
 
 static void telnet_process(struct telnet_conn *c);
@@ -336,8 +338,8 @@ static void telnet_stat_line(void *arg, const char *metric, int64_t ts_s, const 
     telnet_printf(x->c, "%s %lld %s %s\n", metric, (long long)ts_s, value, tags);
 }
 
-static const char *const telnet_commands[] = {"diediedie", "dropcaches", "exit", "help",
-                                              "put",       "stats",      "status", "version"};
+static const char *const telnet_commands[] = {"auth", "diediedie", "dropcaches", "exit", "help",
+                                              "put",  "stats",     "status",     "version"};
 
 static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, size_t len)
 {
@@ -349,6 +351,14 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     if (cl == 3 && !memcmp(line, "put", 3)) {
         struct put_point *p = &t->telnet.point;
         char msg[1024];
+        if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_WRITE, msg, sizeof(msg))) {
+            if (!telnet_may_reply(c))
+                return TA_PAUSE;
+            if (t->return_errors)
+                telnet_printf(c, "put: %s\n", msg);
+            tstats_add(TSTATS_RPC_PUT, 1);
+            return TA_NEXT;
+        }
         enum put_status st = put_parse_line(line, len, &t->rules, p, msg, sizeof(msg));
         if (st != PUT_OK) {
             if (!telnet_may_reply(c))
@@ -414,6 +424,8 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
         for (size_t i = 0; i < sizeof(telnet_commands) / sizeof(telnet_commands[0]); i++) {
             if (!strcmp(telnet_commands[i], "diediedie") && t->no_diediedie)
                 continue;
+            if (!strcmp(telnet_commands[i], "auth") && !auth_token_required(t->auth))
+                continue;
             strncat(buf, telnet_commands[i], sizeof(buf) - strlen(buf) - 2);
             strncat(buf, " ", sizeof(buf) - strlen(buf) - 1);
         }
@@ -421,7 +433,14 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     } else if (!strcmp(cmd, "stats")) {
         struct telnet_stats_ctx x = {c};
         tsd_collect_stats(t, telnet_stat_line, &x);
+    } else if (!strcmp(cmd, "auth")) {
+        telnet_printf(c, "%s\n", auth_telnet_login(t->auth, &c->auth, line + cl, len - cl));
     } else if (!strcmp(cmd, "dropcaches")) {
+        char why[512];
+        if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_ADMIN, why, sizeof(why))) {
+            telnet_printf(c, "dropcaches: %s\n", why);
+            return TA_NEXT;
+        }
         tsd_drop_caches(t);
         telnet_printf(c, "Caches dropped.\n");
     } else if (!strcmp(cmd, "status")) {
@@ -429,6 +448,11 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     } else if (!strcmp(cmd, "exit")) {
         return TA_STOP;
     } else if (!strcmp(cmd, "diediedie") && !t->no_diediedie) {
+        char why[512];
+        if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_ADMIN, why, sizeof(why))) {
+            telnet_printf(c, "diediedie: %s\n", why);
+            return TA_NEXT;
+        }
         telnet_printf(c, "Cleaning up and exiting now.\n");
         tlog_info("diediedie from %s: shutting down", c->peer);
         tsd_request_shutdown(t);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "storage/clock.h"
+#include "tsd/auth.h"
 #include "tsd/conf.h"
 #include "tsd/http_int.h"
 #include "tsd/ingest.h"
@@ -442,6 +443,9 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     rc = tsd_settings(t, err);
     if (rc != CT_OK)
         goto out;
+    rc = auth_new(c, &t->auth, err);
+    if (rc != CT_OK)
+        goto out;
     signal(SIGPIPE, SIG_IGN);
     if (evthread_use_pthreads() != 0) {
         rc = ct_err_set(err, CT_EIO, "libevent: cannot enable threading");
@@ -484,6 +488,9 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     if (rc != CT_OK)
         goto out;
     t->state = TSD_OK;
+    char auth_line[256];
+    auth_describe(t->auth, auth_line, sizeof(auth_line));
+    tlog_info("security: %s", auth_line);
     tlog_info("ctsdb %s TSD listening on %s (telnet and HTTP), data in %s", CTSDB_VERSION,
               t->listen_addr, conf_get_str(c, "tsd.storage.directory"));
     if (event_base_dispatch(t->base) < 0)
@@ -517,6 +524,7 @@ out:
     free(t->tconns);
     free(t->tconn_free);
     pthread_mutex_destroy(&t->done_mu);
+    auth_free(t->auth);
     if (rc == CT_OK)
         tlog_info("shutdown complete");
     free(t);

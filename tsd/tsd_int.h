@@ -15,6 +15,7 @@
 #include "tsd/put.h"
 #include "tsd/tsd.h"
 
+struct auth;
 struct event;
 struct event_base;
 struct evconnlistener;
@@ -99,6 +100,7 @@ struct tsd {
     bool read_only;
     int64_t socket_timeout_s;
     int64_t connections_limit;
+    struct auth *auth; /* tsd/auth.h: write/admin protection; read-only after start */
 };
 
 /* telnet.c */
