@@ -49,7 +49,6 @@ struct efam {
     struct efile *files; /* oldest first */
     size_t nfiles;
     uint64_t flushed_upto; /* every seq <= this of this store is in files (persisted) */
-    bool compacting;
 };
 
 struct eregion {
