@@ -641,6 +641,11 @@ static bool row_below_hi(const struct sregion *r, const uint8_t *row, size_t len
     return r->hi_inf || bytes_cmp(row, len, r->hi, r->hi_len) < 0;
 }
 
+static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
+{
+    return c->valid && bytes_cmp(c->cur.row, c->cur.row_len, row, len) == 0;
+}
+
 /* Finds the next candidate row of the open region into sc->key; false if none. */
 static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err)
 {
@@ -681,9 +686,13 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     const struct cell *best = NULL;
     for (size_t i = 0; i < sc->nkids; i++) {
         struct echild *c = &sc->kids[i];
-        int rc = use_last ? echild_seek_last(c, err) : echild_seek_for_prev(c, &target, err);
-        if (rc != CT_OK)
-            return rc;
+        /* an input that held no cell of the last row still sits on its last cell below it */
+        if (!c->rev_ok) {
+            int rc = use_last ? echild_seek_last(c, err) : echild_seek_for_prev(c, &target, err);
+            if (rc != CT_OK)
+                return rc;
+            c->rev_ok = true;
+        }
         if (!c->valid || bytes_cmp(c->cur.row, c->cur.row_len, r->lo, r->lo_len) < 0)
             continue;
         if (!best || bytes_cmp(c->cur.row, c->cur.row_len, best->row, best->row_len) > 0)
@@ -699,18 +708,18 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     struct cell start;
     ecell_row_start(&start, sc->key, sc->key_len);
     for (size_t i = 0; i < sc->nkids; i++) {
-        int rc = echild_seek(&sc->kids[i], &start, err);
+        struct echild *c = &sc->kids[i];
+        if (!child_on_row(c, sc->key, sc->key_len))
+            continue;
+        int rc = echild_seek(c, &start, err);
         if (rc != CT_OK)
             return rc;
+        c->rev_ok = false;
     }
     *found = true;
     return CT_OK;
 }
 
-static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
-{
-    return c->valid && bytes_cmp(c->cur.row, c->cur.row_len, row, len) == 0;
-}
 
 /* Moves every input past row sc->key (forward direction). */
 static int scanner_skip_row(struct escanner *sc, struct ct_err *err)
