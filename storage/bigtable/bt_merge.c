@@ -305,6 +305,11 @@ int bt_merge_pop(struct bt_merge *m, struct wc_bytes *key, const struct bt_cell 
     return CT_OK;
 }
 
+bool bt_merge_idle(const struct bt_merge *m)
+{
+    return m->state == BT_MERGE_NEW_ROW;
+}
+
 size_t bt_merge_pending(const struct bt_merge *m)
 {
     return m->nrows - m->popped;

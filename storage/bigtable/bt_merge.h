@@ -62,6 +62,8 @@ void bt_merge_restart(struct bt_merge *m);
  * or feed; CT_NOTFOUND when none is queued. */
 int bt_merge_pop(struct bt_merge *m, struct wc_bytes *key, const struct bt_cell **cells,
                  size_t *ncells);
+/* Whether no row is in progress (between rows). */
+bool bt_merge_idle(const struct bt_merge *m);
 /* Queued committed rows not popped yet. */
 size_t bt_merge_pending(const struct bt_merge *m);
 /* The key of the last committed row (len 0 if none) and how many rows were committed. */

@@ -47,6 +47,7 @@ struct bt_scanner {
     uint64_t rows_returned;
     struct bt_buf req;
     struct bt_arena arena; /* decodes one ReadRowsResponse at a time */
+    struct bt_buf scanned; /* last_scanned_row_key sent with no row in progress (len 0: none) */
     /* the row being handed out (batch_cells splits it) */
     struct wc_cell *cells;
     size_t ncells, cells_cap, pos;
@@ -484,8 +485,15 @@ done:
 
 static int bt_scan_start(struct bt_scanner *sc, struct ct_err *err)
 {
-    /* resume after the last committed row */
+    /* resume after the last committed row, or after the last row the service said it scanned
+     * (it may have read far past it through rows the filter dropped), whichever is further */
     struct wc_bytes last = bt_merge_last_key(sc->merge);
+    if (sc->scanned.len) {
+        struct wc_bytes sk = wc_bytes_of(sc->scanned.p, sc->scanned.len);
+        int c = bt_bytes_cmp(sk, last);
+        if (!last.len || (sc->o.reversed ? c < 0 : c > 0))
+            last = sk;
+    }
     if (last.len) {
         int r =
             sc->o.reversed ? bt_lower_hi(&sc->hi, last, false) : bt_raise_lo(&sc->lo, last, false);
@@ -544,6 +552,14 @@ static int bt_scan_feed(struct bt_scanner *sc, struct wc_bytes msg, struct ct_er
             c->row_status_case == BTPB__READ_ROWS_RESPONSE__CELL_CHUNK__ROW_STATUS_COMMIT_ROW &&
             c->commit_row;
         rc = bt_merge_feed(sc->merge, &ch, err);
+    }
+    /* a scanned-row marker counts only when no row is half-received (then every row up to it
+     * was committed or filtered out) */
+    if (rc == CT_OK && r->last_scanned_row_key.len && bt_merge_idle(sc->merge)) {
+        sc->scanned.len = 0;
+        if (bt_buf_append(&sc->scanned, r->last_scanned_row_key.data,
+                          r->last_scanned_row_key.len) == SIZE_MAX)
+            sc->scanned.len = 0; /* only an optimisation: resume from the committed row */
     }
     bt_arena_reset(&sc->arena); /* the merger copied what it keeps */
     return rc;
@@ -713,6 +729,7 @@ void bt_scanner_close(struct wc_scanner *base)
     bt_buf_free(&sc->hi.key);
     bt_buf_free(&sc->req);
     bt_arena_destroy(&sc->arena);
+    bt_buf_free(&sc->scanned);
     bt_buf_free(&sc->rowkey);
     free(sc->cells);
     free(sc);

@@ -49,7 +49,6 @@ struct efam {
     struct efile *files; /* oldest first */
     size_t nfiles;
     uint64_t flushed_upto; /* every seq <= this of this store is in files (persisted) */
-    bool compacting;
 };
 
 struct eregion {
@@ -249,6 +248,7 @@ CT_MUST_CHECK int engine_replay(struct estore *s, struct ct_err *err);
 struct echild {
     bool is_ms;
     bool valid;
+    bool rev_ok; /* reversed scans: positioned on the last visible cell below the bound */
     struct memstore_iter mi;
     struct sst_iter *si;
     uint64_t snap;

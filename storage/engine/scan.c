@@ -472,7 +472,55 @@ struct escanner {
     size_t tmp_cap;
     uint8_t key_inline[128];
     uint8_t tmp_inline[128];
+    /* small allocations of the scanner's lifetime (families, regions, inputs, children): a bump
+     * pool, inline first, so a Get makes few malloc calls; freed at close */
+    struct spool_block *pool_heap;
+    size_t pool_used;
+    _Alignas(16) uint8_t pool_inline[2048];
 };
+
+struct spool_block {
+    struct spool_block *next;
+    size_t cap, used;
+    _Alignas(16) uint8_t data[];
+};
+
+/* Zeroed memory valid until the scanner closes; NULL when out of memory. */
+static void *sc_zalloc(struct escanner *sc, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (!n)
+        n = 16;
+    void *p;
+    if (sc->pool_used + n <= sizeof(sc->pool_inline)) {
+        p = sc->pool_inline + sc->pool_used;
+        sc->pool_used += n;
+    } else {
+        struct spool_block *b = sc->pool_heap;
+        if (!b || b->cap - b->used < n) {
+            size_t cap = n > 8192 ? n : 8192;
+            b = malloc(sizeof(*b) + cap);
+            if (!b)
+                return NULL;
+            b->cap = cap;
+            b->used = 0;
+            b->next = sc->pool_heap;
+            sc->pool_heap = b;
+        }
+        p = b->data + b->used;
+        b->used += n;
+    }
+    memset(p, 0, n);
+    return p;
+}
+
+static uint8_t *sc_dup(struct escanner *sc, const uint8_t *p, size_t n)
+{
+    uint8_t *d = sc_zalloc(sc, n ? n : 1);
+    if (d && n)
+        memcpy(d, p, n);
+    return d;
+}
 
 /* Makes *buf (inline storage `inl` or the heap) hold at least `need` bytes, keeping its
  * content. */
@@ -536,8 +584,7 @@ static void scanner_close_region(struct escanner *sc)
 {
     for (size_t i = 0; i < sc->nkids; i++)
         echild_destroy(&sc->kids[i]);
-    free(sc->kids);
-    sc->kids = NULL;
+    sc->kids = NULL; /* pool memory */
     sc->nkids = 0;
     sc->region_open = false;
 }
@@ -554,7 +601,7 @@ static int scanner_open_region(struct escanner *sc, struct ct_err *err)
     size_t n = 0;
     for (size_t f = 0; f < sc->nsf; f++)
         n += r->in[f].nms + r->in[f].nfiles;
-    sc->kids = calloc(n ? n : 1, sizeof(*sc->kids));
+    sc->kids = sc_zalloc(sc, (n ? n : 1) * sizeof(*sc->kids));
     if (!sc->kids)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening a scan");
     size_t k = 0;
@@ -592,6 +639,11 @@ static int scanner_open_region(struct escanner *sc, struct ct_err *err)
 static bool row_below_hi(const struct sregion *r, const uint8_t *row, size_t len)
 {
     return r->hi_inf || bytes_cmp(row, len, r->hi, r->hi_len) < 0;
+}
+
+static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
+{
+    return c->valid && bytes_cmp(c->cur.row, c->cur.row_len, row, len) == 0;
 }
 
 /* Finds the next candidate row of the open region into sc->key; false if none. */
@@ -634,9 +686,13 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     const struct cell *best = NULL;
     for (size_t i = 0; i < sc->nkids; i++) {
         struct echild *c = &sc->kids[i];
-        int rc = use_last ? echild_seek_last(c, err) : echild_seek_for_prev(c, &target, err);
-        if (rc != CT_OK)
-            return rc;
+        /* an input that held no cell of the last row still sits on its last cell below it */
+        if (!c->rev_ok) {
+            int rc = use_last ? echild_seek_last(c, err) : echild_seek_for_prev(c, &target, err);
+            if (rc != CT_OK)
+                return rc;
+            c->rev_ok = true;
+        }
         if (!c->valid || bytes_cmp(c->cur.row, c->cur.row_len, r->lo, r->lo_len) < 0)
             continue;
         if (!best || bytes_cmp(c->cur.row, c->cur.row_len, best->row, best->row_len) > 0)
@@ -652,18 +708,18 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     struct cell start;
     ecell_row_start(&start, sc->key, sc->key_len);
     for (size_t i = 0; i < sc->nkids; i++) {
-        int rc = echild_seek(&sc->kids[i], &start, err);
+        struct echild *c = &sc->kids[i];
+        if (!child_on_row(c, sc->key, sc->key_len))
+            continue;
+        int rc = echild_seek(c, &start, err);
         if (rc != CT_OK)
             return rc;
+        c->rev_ok = false;
     }
     *found = true;
     return CT_OK;
 }
 
-static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
-{
-    return c->valid && bytes_cmp(c->cur.row, c->cur.row_len, row, len) == 0;
-}
 
 /* Moves every input past row sc->key (forward direction). */
 static int scanner_skip_row(struct escanner *sc, struct ct_err *err)
@@ -820,8 +876,6 @@ static void sinputs_release(struct sinputs *in)
         memstore_unref(in->ms[i]);
     for (size_t i = 0; i < in->nfiles; i++)
         sst_unref(in->files[i]);
-    free(in->ms);
-    free(in->files);
 }
 
 void engine_scanner_close(struct wc_scanner *wsc)
@@ -834,17 +888,9 @@ void engine_scanner_close(struct wc_scanner *wsc)
         if (sc->regs[r].in)
             for (size_t f = 0; f < sc->nsf; f++)
                 sinputs_release(&sc->regs[r].in[f]);
-        free(sc->regs[r].in);
-        free(sc->regs[r].lo);
-        free(sc->regs[r].hi);
         if (sc->regs[r].er)
             eregion_unref(sc->regs[r].er);
     }
-    free(sc->regs);
-    for (size_t f = 0; f < sc->nsf; f++)
-        free(sc->fams[f].quals);
-    free(sc->fams);
-    free(sc->kid_start);
     matcher_destroy(&sc->m);
     struct sarena_chunk *c = sc->arena;
     while (c) {
@@ -853,7 +899,12 @@ void engine_scanner_close(struct wc_scanner *wsc)
         c = n;
     }
     free(sc->cells);
-    free(sc->owned);
+    struct spool_block *pb = sc->pool_heap;
+    while (pb) {
+        struct spool_block *nb = pb->next;
+        free(pb);
+        pb = nb;
+    }
     if (sc->key != sc->key_inline)
         free(sc->key);
     if (sc->tmp != sc->tmp_inline)
@@ -947,7 +998,7 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
     size_t ob = o->qualifier_prefix.len + o->qualifier_min.len + o->qualifier_max.len;
     for (size_t i = 0; i < o->ncolumns; i++)
         ob += o->columns[i].qualifier.len;
-    sc->owned = malloc(ob + 1);
+    sc->owned = sc_zalloc(sc, ob + 1);
     if (!sc->owned) {
         rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
         goto fail;
@@ -1024,19 +1075,17 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
     }
 
     /* Families. */
-    sc->fams = calloc(t->nfams, sizeof(*sc->fams));
-    sc->kid_start = calloc(t->nfams + 1, sizeof(size_t));
+    sc->fams = sc_zalloc(sc, t->nfams * sizeof(*sc->fams));
+    sc->kid_start = sc_zalloc(sc, (t->nfams + 1) * sizeof(size_t));
     if (!sc->fams || !sc->kid_start) {
         rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
         goto fail_unlock;
     }
     int64_t now = clock_now_ms();
     {
-        bool *whole = calloc(t->nfams, sizeof(bool));
-        size_t *nq = calloc(t->nfams, sizeof(size_t));
+        bool *whole = sc_zalloc(sc, t->nfams * sizeof(bool));
+        size_t *nq = sc_zalloc(sc, t->nfams * sizeof(size_t));
         if (!whole || !nq) {
-            free(whole);
-            free(nq);
             rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
             goto fail_unlock;
         }
@@ -1044,8 +1093,6 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
             const struct wc_column *c = &o->columns[i];
             int fi = etable_family_index(t, c->family.data, c->family.len);
             if (fi < 0) {
-                free(whole);
-                free(nq);
                 char fams[128] = "";
                 size_t fl = 0;
                 for (size_t k = 0; k < t->nfams && fl + 8 < sizeof(fams); k++)
@@ -1071,10 +1118,8 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
             sf->whole = !o->ncolumns || whole[fi];
             sf->oldest = sf->d.ttl_s >= WC_TTL_FOREVER ? INT64_MIN : now - sf->d.ttl_s * 1000;
             if (!sf->whole) {
-                sf->quals = calloc(nq[fi], sizeof(*sf->quals));
+                sf->quals = sc_zalloc(sc, nq[fi] * sizeof(*sf->quals));
                 if (!sf->quals) {
-                    free(whole);
-                    free(nq);
                     rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
                     goto fail_unlock;
                 }
@@ -1092,8 +1137,6 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
                 qsort(sf->quals, sf->nquals, sizeof(*sf->quals), wc_bytes_cmp_q);
             }
         }
-        free(whole);
-        free(nq);
     }
 
     sc->m.tmin = o->tmin_ms;
@@ -1106,7 +1149,7 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
         goto fail_unlock;
     sc->snap_registered = true;
     if (!empty) {
-        sc->regs = calloc(t->nregions, sizeof(*sc->regs));
+        sc->regs = sc_zalloc(sc, t->nregions * sizeof(*sc->regs));
         if (!sc->regs) {
             rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
             goto fail_unlock;
@@ -1122,17 +1165,17 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
             sr->er = er;
             bool lo_from_region = bytes_cmp(er->start, er->start_len, lo, lo_len) > 0;
             sr->lo_len = lo_from_region ? er->start_len : lo_len;
-            sr->lo = dup_bytes(lo_from_region ? er->start : lo, sr->lo_len);
+            sr->lo = sc_dup(sc, lo_from_region ? er->start : lo, sr->lo_len);
             if (er->end_len && (hi_inf || bytes_cmp(er->end, er->end_len, hi, hi_len) < 0)) {
-                sr->hi = dup_bytes(er->end, er->end_len);
+                sr->hi = sc_dup(sc, er->end, er->end_len);
                 sr->hi_len = er->end_len;
                 sr->hi_inf = false;
             } else {
-                sr->hi = dup_bytes(hi, hi_inf ? 0 : hi_len);
+                sr->hi = sc_dup(sc, hi, hi_inf ? 0 : hi_len);
                 sr->hi_len = hi_inf ? 0 : hi_len;
                 sr->hi_inf = hi_inf;
             }
-            sr->in = calloc(sc->nsf ? sc->nsf : 1, sizeof(*sr->in));
+            sr->in = sc_zalloc(sc, (sc->nsf ? sc->nsf : 1) * sizeof(*sr->in));
             if (!sr->lo || !sr->hi || !sr->in) {
                 rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
                 goto fail_unlock;
@@ -1141,8 +1184,8 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
             for (size_t f = 0; f < sc->nsf && rc == CT_OK; f++) {
                 struct efam *ef = &er->fams[sc->fams[f].idx];
                 struct sinputs *in = &sr->in[f];
-                in->ms = calloc(ef->nfrozen + 1, sizeof(*in->ms));
-                in->files = calloc(ef->nfiles + 1, sizeof(*in->files));
+                in->ms = sc_zalloc(sc, (ef->nfrozen + 1) * sizeof(*in->ms));
+                in->files = sc_zalloc(sc, (ef->nfiles + 1) * sizeof(*in->files));
                 if (!in->ms || !in->files) {
                     rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
                     break;

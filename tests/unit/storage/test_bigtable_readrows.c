@@ -284,9 +284,12 @@ static void test_merger_restart_drops_partial_row_and_keeps_order(void **state)
     assert_int_equal(bt_merge_new(false, &m, &err), CT_OK);
     struct bt_chunk c = full_chunk("a", "1", true);
     assert_int_equal(bt_merge_feed(m, &c, &err), CT_OK);
+    assert_true(bt_merge_idle(m));
     c = full_chunk("b", "2", false); /* the stream breaks inside row b */
     assert_int_equal(bt_merge_feed(m, &c, &err), CT_OK);
+    assert_false(bt_merge_idle(m));
     bt_merge_restart(m);
+    assert_true(bt_merge_idle(m));
     assert_int_equal(bt_merge_last_key(m).len, 1);
     assert_memory_equal(bt_merge_last_key(m).data, "a", 1);
     c = full_chunk("b", "2", true); /* re-sent after "a" */

@@ -139,6 +139,40 @@ static void test_jsonput_malformed_bodies_report_nothing(void **state)
     assert_int_equal(run(deep, &x, msg), -1);
 }
 
+static int count_flags(void *arg, size_t index, struct jsonput_point *p)
+{
+    (void)index;
+    int *flags = arg;
+    if (p->too_many_tags)
+        (*flags)++;
+    return 0;
+}
+
+static void test_jsonput_resets_every_field_between_points(void **state)
+{
+    (void)state;
+    /* a point with more than PUT_MAX_TAGS tags, then a normal one, in the same reused struct */
+    size_t cap = 64 * 1024;
+    char *body = malloc(cap);
+    size_t n = (size_t)snprintf(body, cap, "[{\"metric\":\"a\",\"tags\":{");
+    for (int i = 0; i < PUT_MAX_TAGS + 5; i++)
+        n += (size_t)snprintf(body + n, cap - n, "%s\"k%d\":\"v\"", i ? "," : "", i);
+    n += (size_t)snprintf(body + n, cap - n, "}},{\"metric\":\"b\",\"tags\":{\"k\":\"v\"}}]");
+    char *scratch = malloc(n + 1);
+    struct jsonput_point *pt = malloc(sizeof(*pt));
+    memset(pt, 0x5a, sizeof(*pt)); /* garbage, as from malloc */
+    int flags = 0;
+    size_t np = 0;
+    char msg[256];
+    assert_int_equal(jsonput_parse(body, n, scratch, pt, count_flags, &flags, &np, msg, sizeof(msg)),
+                     0);
+    assert_int_equal(np, 2);
+    assert_int_equal(flags, 1); /* only the first point */
+    free(body);
+    free(scratch);
+    free(pt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -146,6 +180,7 @@ int main(void)
         cmocka_unit_test(test_jsonput_reads_arrays_skips_unknown_fields_and_unescapes),
         cmocka_unit_test(test_jsonput_empty_array_has_no_points),
         cmocka_unit_test(test_jsonput_malformed_bodies_report_nothing),
+        cmocka_unit_test(test_jsonput_resets_every_field_between_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
