@@ -32,7 +32,8 @@
 #include "storage/engine/sst.h"
 #include "storage/engine/sst_format.h"
 
-#define SST_MAX_BLOCK_BYTES (1u << 30)
+#define SST_MAX_BLOCK_BYTES  (1u << 30)
+#define SST_STACK_READ_BYTES (16u << 10)
 
 struct sst_dentry {
     uint32_t key_off; /* into blk->keys: row | qual */
@@ -378,7 +379,22 @@ static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc, str
     }
     const uint8_t *raw = NULL;
     size_t rawlen = 0;
-    int rc = sst_read_raw(f, ie->off, ie->len, "data", sc, &raw, &rawlen, err);
+    /* small blocks are read into the stack: a short-lived iterator (one per get) then makes
+     * one allocation per block, the block itself */
+    uint8_t stack_in[SST_STACK_READ_BYTES];
+    struct sst_scratch local = {0}, *use = sc;
+    if (!sc->in && (size_t)ie->len + SST_BLOCK_TRAILER_BYTES <= sizeof stack_in) {
+        local.in = stack_in;
+        local.in_cap = sizeof stack_in;
+        local.out = sc->out;
+        local.out_cap = sc->out_cap;
+        use = &local;
+    }
+    int rc = sst_read_raw(f, ie->off, ie->len, "data", use, &raw, &rawlen, err);
+    if (use == &local) { /* adopt a decompression buffer it may have grown */
+        sc->out = local.out;
+        sc->out_cap = local.out_cap;
+    }
     if (rc != CT_OK)
         return rc;
     struct sst_block *b = NULL;

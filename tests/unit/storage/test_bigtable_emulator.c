@@ -1,8 +1,9 @@
 /* test_bigtable_emulator.c - the Bigtable backend (storage/bigtable/) against Google's Bigtable
  * emulator: administration and the GC-rule mapping as the service stores it, reads and writes in
  * both directions, read-time VERSIONS / TTL / MIN_VERSIONS, increments, check-and-mutate, large
- * batches, client-side limits, namespaces, and a scan (both directions) and a batch that survive
- * a connection dropped mid-stream (a loopback TCP proxy that cuts a connection after some bytes).
+ * batches, client-side limits, namespaces, several threads sharing one store and handle, and a
+ * scan (both directions) and a batch that survive a connection dropped mid-stream (a loopback
+ * TCP proxy that cuts a connection after some bytes).
  *
  * The emulator is started once by the group setup (test_bigtable_emu.h). Without it the tests are
  * skipped (cmocka prints the skipped count) unless CI=true, where that is a failure. The
@@ -475,11 +476,109 @@ static void test_large_batch_and_client_side_limits(void **state)
     struct wc_row_mutation big = {wc_bytes_of(bigkey, sizeof(bigkey)), muts, 1};
     assert_int_equal(wc_mutate_row(t, &big, WC_DURABILITY_USE_DEFAULT, &err), CT_ELIMIT);
     assert_non_null(strstr(err.msg, "4096"));
+    /* such a row cannot exist: a get finds nothing, scans bounded by long keys still work */
+    struct wc_result res;
+    OK(wc_get(t, wc_bytes_of(bigkey, sizeof(bigkey)), &o, &res, &err));
+    assert_int_equal(res.row.ncells, 0);
+    wc_result_release(&res);
+    static uint8_t lo[5000];
+    memcpy(lo, "r09998", 6);
+    memset(lo + 6, 0, sizeof(lo) - 6);
+    o.start_row = wc_bytes_of(lo, sizeof(lo)); /* r09998\0\0...: above r09998 itself */
+    OK(wc_scanner_open(t, &o, &sc, &err));
+    nrows = 0;
+    while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK) {
+        assert_memory_equal(r.key.data, "r09999", 6);
+        nrows++;
+    }
+    assert_int_equal(rc, CT_NOTFOUND);
+    wc_scanner_close(sc);
+    assert_int_equal(nrows, 1);
     free(keys);
     free(muts);
     free(rows);
     wc_table_close(t);
     drop_table(s, "batch1");
+    wc_close(s);
+}
+
+struct worker {
+    struct wc_table *t;
+    int id;
+    int failures;
+};
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    for (int i = 0; i < 100; i++) {
+        char row[32], val[32];
+        snprintf(row, sizeof(row), "w%d-%03d", w->id, i);
+        snprintf(val, sizeof(val), "v%d", i);
+        struct ct_err err = {0};
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str(val),
+                                1000 + i};
+        struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
+        int64_t n = 0;
+        struct wc_scan_options o;
+        wc_scan_options_init(&o);
+        struct wc_result res;
+        if (wc_mutate_row(w->t, &rm, WC_DURABILITY_USE_DEFAULT, &err) != CT_OK ||
+            wc_increment(w->t, wc_bytes_str("counter"), wc_bytes_str("f"), wc_bytes_str("n"), 1,
+                         WC_DURABILITY_USE_DEFAULT, &n, &err) != CT_OK ||
+            wc_get(w->t, wc_bytes_str(row), &o, &res, &err) != CT_OK) {
+            w->failures++;
+            continue;
+        }
+        if (res.row.ncells != 1 || res.row.cells[0].value.len != strlen(val) ||
+            memcmp(res.row.cells[0].value.data, val, strlen(val)))
+            w->failures++;
+        wc_result_release(&res);
+    }
+    return NULL;
+}
+
+static void test_threads_share_one_store_and_handle(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f;
+    wc_family_desc_init(&f, "f");
+    make_table(s, "threads1", &f, 1, NULL, 0);
+    struct wc_table *t;
+    OK(wc_table_open(s, "threads1", &t, &err));
+    enum {
+        NT = 4
+    };
+    struct worker w[NT];
+    pthread_t th[NT];
+    for (int i = 0; i < NT; i++) {
+        w[i] = (struct worker){t, i, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, worker_main, &w[i]), 0);
+    }
+    for (int i = 0; i < NT; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(w[i].failures, 0);
+    }
+    int64_t n = 0;
+    OK(wc_increment(t, wc_bytes_str("counter"), wc_bytes_str("f"), wc_bytes_str("n"), 0,
+                    WC_DURABILITY_USE_DEFAULT, &n, &err));
+    assert_true(n == NT * 100); /* every increment counted once */
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.row_prefix = wc_bytes_str("w");
+    struct wc_scanner *sc;
+    OK(wc_scanner_open(t, &o, &sc, &err));
+    struct wc_row r;
+    int rows = 0;
+    while (wc_scanner_next(sc, &r, &err) == CT_OK)
+        rows++;
+    wc_scanner_close(sc);
+    assert_int_equal(rows, NT * 100);
+    wc_table_close(t);
+    drop_table(s, "threads1");
     wc_close(s);
 }
 
@@ -688,6 +787,7 @@ int main(void)
         cmocka_unit_test(test_versions_ttl_and_min_versions_apply_at_read),
         cmocka_unit_test(test_deletes_increment_and_check_and_mutate),
         cmocka_unit_test(test_large_batch_and_client_side_limits),
+        cmocka_unit_test(test_threads_share_one_store_and_handle),
         cmocka_unit_test(test_scan_and_batch_survive_connection_drops),
     };
     return cmocka_run_group_tests(tests, emulator_start, emulator_stop);
