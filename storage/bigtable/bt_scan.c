@@ -802,6 +802,17 @@ int bt_scanner_open(struct wc_table *tbase, const struct wc_scan_options *o,
     if (o->reversed && o->start_row.len && o->stop_row.len &&
         bt_bytes_cmp(o->start_row, o->stop_row) <= 0)
         sc->empty = true;
+    /* Bigtable row keys are at most 4 KiB, and it refuses longer range keys: a longer lower
+     * bound K admits exactly the rows above K's first 4 KiB, a longer upper bound the rows up to
+     * and including them */
+    if (sc->lo.key.len > BT_MAX_ROW_KEY_BYTES) {
+        sc->lo.key.len = BT_MAX_ROW_KEY_BYTES;
+        sc->lo.closed = false;
+    }
+    if (sc->hi.key.len > BT_MAX_ROW_KEY_BYTES) {
+        sc->hi.key.len = BT_MAX_ROW_KEY_BYTES;
+        sc->hi.closed = true;
+    }
     if (bt_range_empty(&sc->lo, &sc->hi))
         sc->empty = true;
     /* push the row limit down only when the client drops no row the service returns */

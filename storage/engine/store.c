@@ -878,6 +878,13 @@ static int op_table_alter(struct wc_store *ws, const struct wc_table_desc *d, st
         nfa[r] = NULL;
         pthread_mutex_unlock(&rg->mu);
     }
+    struct wc_table_desc old_attrs;
+    wc_table_desc_init(&old_attrs, t->name);
+    old_attrs.max_filesize = t->max_filesize;
+    old_attrs.memstore_flushsize = t->memstore_flushsize;
+    old_attrs.durability = t->durability;
+    old_attrs.readonly = t->readonly;
+    old_attrs.compaction_enabled = t->compaction_enabled;
     t->fams = fams;
     t->hooks = hooks;
     t->nfams = nf;
@@ -885,11 +892,37 @@ static int op_table_alter(struct wc_store *ws, const struct wc_table_desc *d, st
     hooks = NULL;
     set_table_attrs(s, t, d);
     rc = catalog_save(s, err);
+    if (rc != CT_OK) {
+        /* a failed alter changes nothing: move the stores back */
+        for (size_t r = 0; r < t->nregions; r++) {
+            struct eregion *rg = t->regions[r];
+            pthread_mutex_lock(&rg->mu);
+            for (size_t i = 0; i < nf; i++) {
+                if (map[i] >= 0)
+                    old_fa[r][map[i]] = rg->fams[i];
+                else
+                    efam_release(&rg->fams[i], false);
+            }
+            free(rg->fams);
+            rg->fams = old_fa[r];
+            rg->nfams = old_nf;
+            old_fa[r] = NULL;
+            pthread_mutex_unlock(&rg->mu);
+        }
+        fams = t->fams;
+        hooks = t->hooks;
+        t->fams = old_fams;
+        t->hooks = old_hooks;
+        t->nfams = old_nf;
+        old_fams = NULL;
+        old_hooks = NULL;
+        set_table_attrs(s, t, &old_attrs);
+    }
     /* Data of removed families goes (their files were listed only by this table). */
     for (size_t r = 0; r < t->nregions; r++) {
-        for (size_t i = 0; i < old_nf; i++)
-            if (old_fa[r][i].active || old_fa[r][i].nfiles)
-                efam_release(&old_fa[r][i], rc == CT_OK);
+        for (size_t i = 0; old_fa[r] && i < old_nf; i++)
+            if (old_fa[r][i].active || old_fa[r][i].nfiles || old_fa[r][i].nfrozen)
+                efam_release(&old_fa[r][i], true);
         free(old_fa[r]);
     }
     free(old_fa);

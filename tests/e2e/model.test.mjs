@@ -1,6 +1,6 @@
 // model.test.mjs - tests of the dashboard's pure logic (web/js/model.js) in node: the OpenTSDB
 // m= grammar both ways, URL state round trips, time specs, lenient JSON, gap handling, series
-// alignment and region rates. Run by tests/integration/test_web_model.sh.
+// alignment, region rates, and reading /api/storage. Run by tests/integration/test_web_model.sh.
 import assert from 'node:assert/strict';
 import { test, run } from './harness.mjs';
 import {
@@ -9,6 +9,7 @@ import {
   dpsColumns, insertGaps, alignColumns, summarizeColumn, regionRates, displayKey, timeTicks,
   parseDurationMs,
 } from '../../web/js/model.js';
+import { normalizeStorage } from '../../web/js/storage.js';
 
 test('parseM reads aggregator, metric and nothing else for a bare query', () => {
   const q = parseM('sum:sys.cpu.user');
@@ -202,6 +203,29 @@ test('row keys show printable bytes as text and others escaped', () => {
   assert.equal(displayKey('00000141'), '\\x00\\x00\\x01A');
   assert.equal(displayKey(''), '');
   assert.equal(displayKey('5c'), '\\x5C');
+});
+
+test('the /api/storage reply is read into tables, HBase-named family settings and regions', () => {
+  const body = {
+    store: { cache_hits: 3, cache_misses: 1 },
+    tables: [{
+      name: 'default:tsdb', enabled: true,
+      families: [{ name: 't', versions: 1, min_versions: 0, ttl_s: 2147483647, bloom: 'ROW', compression: 'SNAPPY', blocksize: 65536, blockcache: true },
+        { name: 'x', versions: 3, ttl_s: 86400 }],
+      regions: [{ id: 7, start_key: '', end_key: '01', read_requests: 5, write_requests: 9, memstore_bytes: 10, store_files: 1, store_file_bytes: 100 },
+        { id: 8, start_key: '01', end_key: '', read_requests: 0, write_requests: 2 }],
+    }],
+  };
+  const n = normalizeStorage(body);
+  assert.deepEqual(n.store, body.store);
+  const t = n.tables[0];
+  assert.equal(t.name, 'default:tsdb');
+  assert.deepEqual(t.attrs, { enabled: true });
+  assert.deepEqual(t.families[0].attrs, [['VERSIONS', '1'], ['MIN_VERSIONS', '0'], ['TTL', 'FOREVER'],
+    ['COMPRESSION', 'SNAPPY'], ['BLOOMFILTER', 'ROW'], ['BLOCKSIZE', '64.0 KiB'], ['BLOCKCACHE', 'true']]);
+  assert.deepEqual(t.families[1].attrs, [['VERSIONS', '3'], ['TTL', '86400 s (1d)']]);
+  assert.deepEqual(t.regions.map((r) => [r.id, r.start, r.end, r.reads, r.writes]),
+    [['7', '', '\\x01', 5, 9], ['8', '\\x01', '', 0, 2]]);
 });
 
 test('time ticks show the date where the day changes', () => {

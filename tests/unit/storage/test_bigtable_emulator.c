@@ -476,6 +476,24 @@ static void test_large_batch_and_client_side_limits(void **state)
     struct wc_row_mutation big = {wc_bytes_of(bigkey, sizeof(bigkey)), muts, 1};
     assert_int_equal(wc_mutate_row(t, &big, WC_DURABILITY_USE_DEFAULT, &err), CT_ELIMIT);
     assert_non_null(strstr(err.msg, "4096"));
+    /* such a row cannot exist: a get finds nothing, scans bounded by long keys still work */
+    struct wc_result res;
+    OK(wc_get(t, wc_bytes_of(bigkey, sizeof(bigkey)), &o, &res, &err));
+    assert_int_equal(res.row.ncells, 0);
+    wc_result_release(&res);
+    static uint8_t lo[5000];
+    memcpy(lo, "r09998", 6);
+    memset(lo + 6, 0, sizeof(lo) - 6);
+    o.start_row = wc_bytes_of(lo, sizeof(lo)); /* r09998\0\0...: above r09998 itself */
+    OK(wc_scanner_open(t, &o, &sc, &err));
+    nrows = 0;
+    while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK) {
+        assert_memory_equal(r.key.data, "r09999", 6);
+        nrows++;
+    }
+    assert_int_equal(rc, CT_NOTFOUND);
+    wc_scanner_close(sc);
+    assert_int_equal(nrows, 1);
     free(keys);
     free(muts);
     free(rows);

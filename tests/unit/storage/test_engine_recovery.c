@@ -437,6 +437,65 @@ static void test_read_only_open_reads_and_refuses_writes(void **state)
     ctest_rmdir(dir);
 }
 
+/* When the catalog cannot be written, administrative commands fail and change nothing. */
+static void test_failed_catalog_write_changes_nothing(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 << 20);
+    create(s, "keep", (const char *const[]){"f"}, 1);
+    struct wc_table *t;
+    struct ct_err err;
+    assert_int_equal(wc_table_open(s, "keep", &t, &err), CT_OK);
+    assert_int_equal(mut(t, "r", WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+    struct eio_fault f = {.op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true,
+                          .path_substr = "CATALOG"};
+    eio_fault_set(&f);
+    struct wc_family_desc fd[2];
+    wc_family_desc_init(&fd[0], "f");
+    fd[0].versions = 3;
+    wc_family_desc_init(&fd[1], "g");
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "nope");
+    d.families = fd;
+    d.nfamilies = 1;
+    assert_true(wc_table_create(s, &d, NULL, 0, &err) < 0);
+    assert_non_null(strstr(err.msg, "CATALOG"));
+    assert_int_equal(wc_table_exists(s, "nope", &err), CT_NOTFOUND);
+    wc_table_desc_init(&d, "keep");
+    d.families = fd;
+    d.nfamilies = 2;
+    assert_true(wc_table_alter(s, &d, &err) < 0);
+    assert_true(wc_namespace_create(s, "nsx", &err) < 0);
+    assert_int_equal(wc_namespace_exists(s, "nsx", &err), CT_NOTFOUND);
+    assert_true(wc_table_disable(s, "keep", &err) < 0);
+    assert_true(wc_table_truncate(s, "keep", false, &err) < 0);
+    eio_fault_clear();
+    struct wc_table_desc *desc;
+    assert_int_equal(wc_table_describe(s, "keep", &desc, &err), CT_OK);
+    assert_int_equal(desc->nfamilies, 1);
+    assert_int_equal(desc->families[0].versions, 3);
+    assert_true(desc->enabled);
+    wc_table_desc_free(desc);
+    char got[64];
+    row_str(t, "r", got, sizeof(got));
+    assert_string_equal(got, "f:q@1=v");
+    assert_int_equal(mut(t, "r", WC_OP_PUT, "f", "q", "w", 2, WC_DURABILITY_SYNC_WAL), CT_OK);
+    wc_table_close(t);
+    wc_close(s);
+    s = open_store(dir, 64 << 20);
+    assert_int_equal(wc_table_exists(s, "nope", &err), CT_NOTFOUND);
+    assert_int_equal(wc_table_describe(s, "keep", &desc, &err), CT_OK);
+    assert_int_equal(desc->nfamilies, 1);
+    wc_table_desc_free(desc);
+    assert_int_equal(wc_table_open(s, "keep", &t, &err), CT_OK);
+    row_str(t, "r", got, sizeof(got));
+    assert_string_equal(got, "f:q@2=w f:q@1=v");
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -446,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_failed_background_flush_is_sticky),
         cmocka_unit_test(test_long_log_flushes_the_oldest_memstore),
         cmocka_unit_test(test_read_only_open_reads_and_refuses_writes),
+        cmocka_unit_test(test_failed_catalog_write_changes_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
