@@ -372,6 +372,55 @@ static int64_t dpcodec_sub(int64_t a, int64_t b)
     return (int64_t)((uint64_t)a - (uint64_t)b);
 }
 
+/* A little-endian bignum for radix blocks: at most DPCODEC_BLOCK digits below 2^63. */
+#define DPCODEC_BIG_LIMBS (DPCODEC_BLOCK + 2)
+struct dpcodec_big {
+    uint64_t l[DPCODEC_BIG_LIMBS];
+    size_t n; /* limbs in use; no leading zero limb */
+};
+
+static void dpcodec_big_mul_add(struct dpcodec_big *b, uint64_t mul, uint64_t add)
+{
+    unsigned __int128 carry = add;
+    for (size_t i = 0; i < b->n; i++) {
+        unsigned __int128 t = (unsigned __int128)b->l[i] * mul + carry;
+        b->l[i] = (uint64_t)t;
+        carry = t >> 64;
+    }
+    if (carry && b->n < DPCODEC_BIG_LIMBS)
+        b->l[b->n++] = (uint64_t)carry;
+}
+
+static uint64_t dpcodec_big_divmod(struct dpcodec_big *b, uint64_t div)
+{
+    unsigned __int128 rem = 0;
+    for (size_t i = b->n; i-- > 0;) {
+        unsigned __int128 t = rem << 64 | b->l[i];
+        b->l[i] = (uint64_t)(t / div);
+        rem = t % div;
+    }
+    while (b->n && !b->l[b->n - 1])
+        b->n--;
+    return (uint64_t)rem;
+}
+
+/* Bits needed to write any of the r^cnt values of cnt digits in base r. */
+static size_t dpcodec_radix_bits(uint64_t r, size_t cnt)
+{
+    struct dpcodec_big p = {{1}, 1};
+    for (size_t i = 0; i < cnt; i++)
+        dpcodec_big_mul_add(&p, r, 0);
+    /* p - 1 */
+    for (size_t i = 0; i < p.n; i++)
+        if (p.l[i]-- != 0)
+            break;
+    while (p.n && !p.l[p.n - 1])
+        p.n--;
+    if (!p.n)
+        return 0;
+    return 64 * (p.n - 1) + (64 - (size_t)__builtin_clzll(p.l[p.n - 1]));
+}
+
 /* Reads an integer stream of order k with n entries into xs (dpcodec_format.h). */
 static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
                                int64_t *xs)
@@ -395,10 +444,42 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
                 return -1;
             rk = *p++;
         }
-        if ((w > 64 && w != DPCODEC_VARINT_BLOCK && w != DPCODEC_RICE_BLOCK) ||
+        if ((w > 64 && w != DPCODEC_VARINT_BLOCK && w != DPCODEC_RICE_BLOCK &&
+             w != DPCODEC_RADIX_BLOCK) ||
             dpcodec_svarint(&p, end, &mn))
             return -1;
         uint64_t cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
+        if (w == DPCODEC_RADIX_BLOCK) {
+            uint64_t r;
+            size_t k2 = coding_get_varint64(p, end, &r);
+            if (!k2 || r < 2 || r >= (1ull << 63))
+                return -1;
+            p += k2;
+            size_t bits = dpcodec_radix_bits(r, (size_t)cnt), bytes = (bits + 7) / 8;
+            if ((size_t)(end - p) < bytes)
+                return -1;
+            struct dpcodec_big big = {{0}, 0};
+            struct dpcodec_bitr br = {p, bytes * 8, bytes * 8 - bits};
+            for (size_t i = bits; i-- > 0;) {
+                uint64_t bit;
+                if (dpcodec_bitr_get(&br, 1, &bit))
+                    return -1;
+                if (bit) {
+                    if (i / 64 >= DPCODEC_BIG_LIMBS)
+                        return -1;
+                    big.l[i / 64] |= 1ull << (i % 64);
+                    if (big.n < i / 64 + 1)
+                        big.n = i / 64 + 1;
+                }
+            }
+            for (uint64_t j = 0; j < cnt; j++)
+                res[done + j] = (int64_t)((uint64_t)mn + dpcodec_big_divmod(&big, r));
+            if (big.n)
+                return -1; /* a number beyond r^cnt: not written by this encoder */
+            p += bytes;
+            done += cnt;
+            continue;
+        }
         if (w == DPCODEC_RICE_BLOCK) {
             struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
             for (uint64_t j = 0; j < cnt; j++) {
@@ -910,10 +991,11 @@ static void dpcodec_block_range(const int64_t *r, size_t cnt, int64_t *mn, unsig
 /* How one block of residuals is written: bit-packed from its minimum, or Rice-coded around its
  * median (residuals of smooth series are bell-shaped: Rice codes beat a fixed width there). */
 struct dpcodec_block {
-    bool rice;
-    int64_t base;   /* minimum (packed) or median (Rice) */
-    unsigned width; /* bits per value (packed) or Rice parameter k */
-    size_t bytes;   /* encoded size including the header */
+    bool rice, radix;
+    int64_t base;     /* minimum (packed, radix) or median (Rice) */
+    unsigned width;   /* bits per value (packed) or Rice parameter k */
+    uint64_t radix_r; /* radix blocks: range + 1 */
+    size_t bytes;     /* encoded size including the header */
 };
 
 static int dpcodec_i64_cmp(const void *a, const void *b)
@@ -928,9 +1010,27 @@ static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_bl
     unsigned w;
     dpcodec_block_range(r, cnt, &mn, &w);
     b->rice = false;
+    b->radix = false;
     b->base = mn;
     b->width = w;
     b->bytes = 1 + dpcodec_varint_len(coding_zigzag(mn)) + (cnt * w + 7) / 8;
+    /* radix: uniform residuals cost log2(range + 1) bits each, not a whole bit width */
+    uint64_t range = 0;
+    for (size_t j = 0; j < cnt; j++) {
+        uint64_t d = (uint64_t)r[j] - (uint64_t)mn;
+        if (d > range)
+            range = d;
+    }
+    if (w >= 2 && range < (1ull << 62) && ((range + 1) & range) != 0) {
+        uint64_t rr = range + 1;
+        size_t bytes = 1 + dpcodec_varint_len(coding_zigzag(mn)) + dpcodec_varint_len(rr) +
+                       (dpcodec_radix_bits(rr, cnt) + 7) / 8;
+        if (bytes < b->bytes) {
+            b->radix = true;
+            b->radix_r = rr;
+            b->bytes = bytes;
+        }
+    }
     if (w < 4)
         return; /* nothing to gain on narrow blocks */
     int64_t sorted[DPCODEC_BLOCK];
@@ -954,6 +1054,7 @@ static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_bl
         size_t bytes = 2 + dpcodec_varint_len(coding_zigzag(med)) + (size_t)((bits + 7) / 8);
         if (bytes < b->bytes) {
             b->rice = true;
+            b->radix = false;
             b->base = med;
             b->width = k;
             b->bytes = bytes;
@@ -1002,6 +1103,22 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
         }
         struct dpcodec_block b;
         dpcodec_block_choose(res + done, cnt, &b);
+        if (b.radix) {
+            p[o++] = DPCODEC_RADIX_BLOCK;
+            o += coding_put_varint64(p + o, coding_zigzag(b.base));
+            o += coding_put_varint64(p + o, b.radix_r);
+            struct dpcodec_big big = {{0}, 0};
+            for (size_t j = cnt; j-- > 0;) /* Horner: digit 0 ends least significant */
+                dpcodec_big_mul_add(&big, b.radix_r, (uint64_t)res[done + j] - (uint64_t)b.base);
+            size_t bits = dpcodec_radix_bits(b.radix_r, cnt);
+            struct dpcodec_bitw bw = {p + o, 0};
+            /* pad at the front so that the number ends on the byte boundary */
+            dpcodec_bitw_put(&bw, 0, (unsigned)((8 - bits % 8) % 8));
+            for (size_t i = bits; i-- > 0;)
+                dpcodec_bitw_put(&bw, i / 64 < big.n ? (big.l[i / 64] >> (i % 64)) & 1 : 0, 1);
+            o += (bw.bits + 7) / 8;
+            continue;
+        }
         if (b.rice) {
             p[o++] = DPCODEC_RICE_BLOCK;
             p[o++] = (uint8_t)b.width;

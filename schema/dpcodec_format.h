@@ -45,7 +45,11 @@
  *   deflated, and keeps the smallest); or a Rice block: 1 byte 0x81, 1 byte k (0..63), zigzag
  *   varint of the block median c, then per residual u = zigzag(residual - c) as Rice code: u >> k
  *   one-bits, a zero-bit, then the low k bits of u, MSB first, padded to a byte at the block's
- *   end (chosen per block when smaller than the bit-packed form).
+ *   end (chosen per block when smaller than the bit-packed form); or a radix block: 1 byte 0x82,
+ *   zigzag varint of the minimum, varint R (2 <= R < 2^63: range + 1), then the number
+ *   N = sum of d_j * R^j over the block's digits d_j = residual_j - minimum, written big-endian
+ *   in exactly bitlen(R^count - 1) bits, right-aligned in ceil(bits / 8) bytes (zero padding
+ *   first): uniform residuals then cost log2(R) bits each instead of a whole bit width.
  * The decimal kind is chosen only when (double)m / 10^e (rounded to float for float points)
  * reproduces every value bit for bit, so the format is lossless by construction. */
 #ifndef CT_SCHEMA_DPCODEC_FORMAT_H
@@ -64,6 +68,7 @@ enum dpcodec_vkind {
 #define DPCODEC_BLOCK             128
 #define DPCODEC_VARINT_BLOCK      0x80 /* block "width" byte of a varint block */
 #define DPCODEC_RICE_BLOCK        0x81 /* block "width" byte of a Rice-coded block */
+#define DPCODEC_RADIX_BLOCK       0x82 /* block "width" byte of a radix block */
 
 #define DPCODEC_CF_SECONDS     0x01
 #define DPCODEC_CF_DEFLATED    0x02

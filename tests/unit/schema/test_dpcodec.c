@@ -215,6 +215,12 @@ static void test_compressed_round_trips_every_value_kind(void **state)
     }
     assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_INT);
     print_message("bell-shaped integer walk: %zu bytes for %d points\n", bytes, N);
+    /* uniform random residuals in a range that is no power of two: radix blocks spend
+     * log2(9999) = 13.3 bits per value instead of 14 */
+    for (int i = 0; i < N; i++)
+        p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, 1000 + rand() % 9999);
+    assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_INT);
+    assert_true(bytes < (N * 14) / 8);
     /* a value that mostly repeats: XOR's one-bit repeats win */
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false,
@@ -462,11 +468,11 @@ static void test_decoder_survives_damaged_cells(void **state)
     struct ct_err err = {0};
     uint8_t cq[DPCODEC_CQ_LEN];
     dpcodec_compressed_qualifier(p, N, cq);
-    int corrupt[5] = {0}, clean[5] = {0};
-    for (int layout = 0; layout < 5; layout++) {
+    int corrupt[6] = {0}, clean[6] = {0};
+    for (int layout = 0; layout < 6; layout++) {
         const uint8_t *qq;
         size_t qn;
-        if (layout == 0 || layout == 2 || layout == 4) {
+        if (layout == 0 || layout == 2 || layout == 4 || layout == 5) {
             /* layout 2 uses only reals (decimal), layout 4 a bell-shaped walk (Rice blocks) */
             struct dpcodec_point *src = p;
             struct dpcodec_point reals[N];
@@ -474,6 +480,10 @@ static void test_decoder_survives_damaged_cells(void **state)
             if (layout == 2) {
                 for (int i = 0; i < N; i++)
                     reals[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false, (i % 40) / 8.0);
+                src = reals;
+            } else if (layout == 5) { /* uniform residuals: radix blocks */
+                for (int i = 0; i < N; i++)
+                    reals[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, rand() % 9999);
                 src = reals;
             } else if (layout == 4) {
                 int64_t walk = 0;
