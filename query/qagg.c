@@ -47,40 +47,23 @@ struct qagg {
 };
 
 static const struct qagg aggs[] = {
-    {"sum", K_SUM, QAGG_LERP, 0, EST_LEGACY},
-    {"min", K_MIN, QAGG_LERP, 0, EST_LEGACY},
-    {"max", K_MAX, QAGG_LERP, 0, EST_LEGACY},
-    {"avg", K_AVG, QAGG_LERP, 0, EST_LEGACY},
-    {"dev", K_DEV, QAGG_LERP, 0, EST_LEGACY},
-    {"median", K_MEDIAN, QAGG_LERP, 0, EST_LEGACY},
-    {"mult", K_MULT, QAGG_LERP, 0, EST_LEGACY},
-    {"diff", K_DIFF, QAGG_LERP, 0, EST_LEGACY},
-    {"count", K_COUNT, QAGG_ZIM, 0, EST_LEGACY},
-    {"zimsum", K_SUM, QAGG_ZIM, 0, EST_LEGACY},
-    {"mimmin", K_MIN, QAGG_MAX, 0, EST_LEGACY},
-    {"mimmax", K_MAX, QAGG_MIN, 0, EST_LEGACY},
-    {"first", K_FIRST, QAGG_ZIM, 0, EST_LEGACY},
-    {"last", K_LAST, QAGG_ZIM, 0, EST_LEGACY},
-    {"pfsum", K_SUM, QAGG_PREV, 0, EST_LEGACY},
-    {"squareSum", K_SQSUM, QAGG_ZIM, 0, EST_LEGACY},
-    {"none", K_NONE, QAGG_ZIM, 0, EST_LEGACY},
-    {"p999", K_PCT, QAGG_LERP, 99.9, EST_LEGACY},
-    {"p99", K_PCT, QAGG_LERP, 99, EST_LEGACY},
-    {"p95", K_PCT, QAGG_LERP, 95, EST_LEGACY},
-    {"p90", K_PCT, QAGG_LERP, 90, EST_LEGACY},
-    {"p75", K_PCT, QAGG_LERP, 75, EST_LEGACY},
-    {"p50", K_PCT, QAGG_LERP, 50, EST_LEGACY},
-    {"ep999r3", K_PCT, QAGG_LERP, 99.9, EST_R3},
-    {"ep99r3", K_PCT, QAGG_LERP, 99, EST_R3},
-    {"ep95r3", K_PCT, QAGG_LERP, 95, EST_R3},
-    {"ep90r3", K_PCT, QAGG_LERP, 90, EST_R3},
-    {"ep75r3", K_PCT, QAGG_LERP, 75, EST_R3},
-    {"ep50r3", K_PCT, QAGG_LERP, 50, EST_R3},
-    {"ep999r7", K_PCT, QAGG_LERP, 99.9, EST_R7},
-    {"ep99r7", K_PCT, QAGG_LERP, 99, EST_R7},
-    {"ep95r7", K_PCT, QAGG_LERP, 95, EST_R7},
-    {"ep90r7", K_PCT, QAGG_LERP, 90, EST_R7},
-    {"ep75r7", K_PCT, QAGG_LERP, 75, EST_R7},
+    {"sum", K_SUM, QAGG_LERP, 0, EST_LEGACY},    {"min", K_MIN, QAGG_LERP, 0, EST_LEGACY},
+    {"max", K_MAX, QAGG_LERP, 0, EST_LEGACY},    {"avg", K_AVG, QAGG_LERP, 0, EST_LEGACY},
+    {"dev", K_DEV, QAGG_LERP, 0, EST_LEGACY},    {"median", K_MEDIAN, QAGG_LERP, 0, EST_LEGACY},
+    {"mult", K_MULT, QAGG_LERP, 0, EST_LEGACY},  {"diff", K_DIFF, QAGG_LERP, 0, EST_LEGACY},
+    {"count", K_COUNT, QAGG_ZIM, 0, EST_LEGACY}, {"zimsum", K_SUM, QAGG_ZIM, 0, EST_LEGACY},
+    {"mimmin", K_MIN, QAGG_MAX, 0, EST_LEGACY},  {"mimmax", K_MAX, QAGG_MIN, 0, EST_LEGACY},
+    {"first", K_FIRST, QAGG_ZIM, 0, EST_LEGACY}, {"last", K_LAST, QAGG_ZIM, 0, EST_LEGACY},
+    {"pfsum", K_SUM, QAGG_PREV, 0, EST_LEGACY},  {"squareSum", K_SQSUM, QAGG_ZIM, 0, EST_LEGACY},
+    {"none", K_NONE, QAGG_ZIM, 0, EST_LEGACY},   {"p999", K_PCT, QAGG_LERP, 99.9, EST_LEGACY},
+    {"p99", K_PCT, QAGG_LERP, 99, EST_LEGACY},   {"p95", K_PCT, QAGG_LERP, 95, EST_LEGACY},
+    {"p90", K_PCT, QAGG_LERP, 90, EST_LEGACY},   {"p75", K_PCT, QAGG_LERP, 75, EST_LEGACY},
+    {"p50", K_PCT, QAGG_LERP, 50, EST_LEGACY},   {"ep999r3", K_PCT, QAGG_LERP, 99.9, EST_R3},
+    {"ep99r3", K_PCT, QAGG_LERP, 99, EST_R3},    {"ep95r3", K_PCT, QAGG_LERP, 95, EST_R3},
+    {"ep90r3", K_PCT, QAGG_LERP, 90, EST_R3},    {"ep75r3", K_PCT, QAGG_LERP, 75, EST_R3},
+    {"ep50r3", K_PCT, QAGG_LERP, 50, EST_R3},    {"ep999r7", K_PCT, QAGG_LERP, 99.9, EST_R7},
+    {"ep99r7", K_PCT, QAGG_LERP, 99, EST_R7},    {"ep95r7", K_PCT, QAGG_LERP, 95, EST_R7},
+    {"ep90r7", K_PCT, QAGG_LERP, 90, EST_R7},    {"ep75r7", K_PCT, QAGG_LERP, 75, EST_R7},
     {"ep50r7", K_PCT, QAGG_LERP, 50, EST_R7},
 };
 #define NAGGS (sizeof(aggs) / sizeof(aggs[0]))
@@ -170,7 +153,7 @@ static double percentile_sorted(const double *s, size_t n, double pct, enum pct_
     return lower + dif * (upper - lower);
 }
 
-int64_t qagg_run_long(const struct qagg *a, const int64_t *v, size_t n, int64_t *scratch)
+int64_t qagg_run_long(const struct qagg *a, const int64_t *v, size_t n, double *scratch)
 {
     int64_t r = 0;
     switch (a->kind) {
@@ -227,7 +210,7 @@ int64_t qagg_run_long(const struct qagg *a, const int64_t *v, size_t n, int64_t 
         return v[n - 1];
     case K_MEDIAN:
     case K_PCT: {
-        double *d = (double *)scratch; /* same size as int64_t */
+        double *d = scratch;
         for (size_t i = 0; i < n; i++)
             d[i] = (double)v[i];
         qsort(d, n, sizeof(double), cmp_double);
@@ -355,8 +338,7 @@ int qagg_buf_push(struct qagg_buf *b, const struct qagg_point *pt, struct ct_err
         size_t nc = b->cap ? b->cap * 2 : 64;
         struct qagg_point *np = realloc(b->p, nc * sizeof(*np));
         if (!np)
-            return ct_err_set(err, CT_ENOMEM, "out of memory growing a series to %zu points",
-                              nc);
+            return ct_err_set(err, CT_ENOMEM, "out of memory growing a series to %zu points", nc);
         b->p = np;
         b->cap = nc;
     }
@@ -629,8 +611,7 @@ int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rat
                 continue;
             }
             diff = ints ? (double)wadd(wsub(r->counter_max, prev->v.i), dp->v.i)
-                        : (double)r->counter_max - qagg_point_double(prev) +
-                              qagg_point_double(dp);
+                        : (double)r->counter_max - qagg_point_double(prev) + qagg_point_double(dp);
             double rate = diff / tdelta;
             pt.v.d = (r->reset_value > 0 && rate > (double)r->reset_value) ? 0.0 : rate;
         } else {
@@ -834,7 +815,7 @@ int qagg_group_run(const struct qagg *a, const struct qagg_series *s, size_t ns,
         if (nv == 0)
             continue;
         if (is_int)
-            out.v.i = qagg_run_long(a, lv, nv, lv + ns);
+            out.v.i = qagg_run_long(a, lv, nv, dv + ns);
         else
             out.v.d = qagg_run_double(a, dv, nv, dv + ns);
         if ((rc = emit(arg, &out)) != 0)

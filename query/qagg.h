@@ -52,7 +52,7 @@ enum qagg_interp qagg_interpolation(const struct qagg *a);
 bool qagg_is_none(const struct qagg *a);
 
 /* Aggregates n >= 1 values. `scratch` must hold n values (percentiles sort there). */
-int64_t qagg_run_long(const struct qagg *a, const int64_t *vals, size_t n, int64_t *scratch);
+int64_t qagg_run_long(const struct qagg *a, const int64_t *vals, size_t n, double *scratch);
 double qagg_run_double(const struct qagg *a, const double *vals, size_t n, double *scratch);
 
 /* ---- downsampling --------------------------------------------------------------------- */

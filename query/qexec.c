@@ -575,8 +575,8 @@ static int plan_sub(struct tsdb *t, const struct qspec_sub *sub, struct xsub *xs
                 x->tsuid_lens[k - 1] = tlen;
             }
         size_t nl;
-        rc = uid_get_name(u, UID_METRIC, xs->metric, xs->metric_name, sizeof(xs->metric_name),
-                          &nl, err);
+        rc = uid_get_name(u, UID_METRIC, xs->metric, xs->metric_name, sizeof(xs->metric_name), &nl,
+                          err);
         if (rc != CT_OK)
             return map_uid_err(rc, status);
     } else {
@@ -889,7 +889,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     }
     if (xs->nser > 1)
         qsort(xs->ser, xs->nser, sizeof(struct xser *),
-          xs->ngb && !qagg_is_none(sub->agg) ? ser_cmp_group : ser_cmp_tsuid);
+              xs->ngb && !qagg_is_none(sub->agg) ? ser_cmp_group : ser_cmp_tsuid);
     if (x.keep_rows && (rc = delete_rows(t, xs, err)) != CT_OK) {
         *status = QEXEC_INTERNAL;
         goto out;
@@ -1135,8 +1135,8 @@ static void write_query_echo(struct qjson *j, const struct qspec_sub *sub)
         char b[200];
         snprintf(b, sizeof(b),
                  "{\"counter\":%s,\"counterMax\":%lld,\"resetValue\":%lld,\"dropResets\":%s}",
-                 sub->rate_opts.counter ? "true" : "false",
-                 (long long)sub->rate_opts.counter_max, (long long)sub->rate_opts.reset_value,
+                 sub->rate_opts.counter ? "true" : "false", (long long)sub->rate_opts.counter_max,
+                 (long long)sub->rate_opts.reset_value,
                  sub->rate_opts.drop_resets ? "true" : "false");
         qjson_lit(j, b);
     } else {
@@ -1294,9 +1294,8 @@ static int for_each_group(struct xsub *xs, group_fn fn, void *arg)
             if (!xs->ngb)
                 e = xs->nser;
             else
-                while (e < xs->nser &&
-                       !tsuid_cmp(xs->ser[i]->gkey, xs->ser[i]->gkey_len, xs->ser[e]->gkey,
-                                  xs->ser[e]->gkey_len))
+                while (e < xs->nser && !tsuid_cmp(xs->ser[i]->gkey, xs->ser[i]->gkey_len,
+                                                  xs->ser[e]->gkey, xs->ser[e]->gkey_len))
                     e++;
         }
         int rc = fn(arg, xs, xs->ser + i, e - i);
@@ -1327,8 +1326,7 @@ static int run_all(struct tsdb *t, const struct qspec *q, const struct qexec_opt
                    struct xsub *xs, enum qexec_status *status, struct qexec_stats *st,
                    struct ct_err *err)
 {
-    uint64_t deadline = o->timeout_ms > 0 ? clock_mono_ns() + (uint64_t)o->timeout_ms * 1000000
-                                          : 0;
+    uint64_t deadline = o->timeout_ms > 0 ? clock_mono_ns() + (uint64_t)o->timeout_ms * 1000000 : 0;
     for (size_t i = 0; i < q->nsubs; i++) {
         *status = QEXEC_INTERNAL;
         int rc = run_sub(t, q, &q->subs[i], o, &xs[i], status, st, deadline, err);
@@ -1339,9 +1337,8 @@ static int run_all(struct tsdb *t, const struct qspec *q, const struct qexec_opt
     return CT_OK;
 }
 
-int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
-              struct qjson *j, enum qexec_status *status, struct qexec_stats *stats,
-              struct ct_err *err)
+int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options *o, struct qjson *j,
+              enum qexec_status *status, struct qexec_stats *stats, struct ct_err *err)
 {
     struct qexec_stats local;
     memset(&local, 0, sizeof(local));
@@ -1355,8 +1352,8 @@ int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options 
     struct gann globals = {0};
     int rc = run_all(t, q, o, xs, status, st, err);
     if (rc == CT_OK && q->global_annotations) {
-        rc = tsdb_annotation_scan(t, NULL, 0, q->start_ms, q->end_ms, collect_global, &globals,
-                                  err);
+        rc =
+            tsdb_annotation_scan(t, NULL, 0, q->start_ms, q->end_ms, collect_global, &globals, err);
         if (rc != CT_OK)
             *status = QEXEC_INTERNAL;
     }
@@ -1417,8 +1414,12 @@ static int points_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t
     free(tk);
     free(tv);
     free(ag);
-    struct xout xo = {.q = p->q, .sub = xs->sub, .fn = p->fn, .fn_arg = p->arg,
-                      .metric = xs->metric_name, .tags = tags};
+    struct xout xo = {.q = p->q,
+                      .sub = xs->sub,
+                      .fn = p->fn,
+                      .fn_arg = p->arg,
+                      .metric = xs->metric_name,
+                      .tags = tags};
     return run_group(p->q, xs->sub, ser, n, &xo, p->err);
 }
 

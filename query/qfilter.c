@@ -18,8 +18,8 @@ struct qfilter {
     bool group_by;
     char *tagk;
     char *expr;
-    char *buf;      /* literal storage / lower-cased wildcard */
-    char **lits;    /* literal values (pointing into buf) */
+    char *buf;   /* literal storage / lower-cased wildcard */
+    char **lits; /* literal values (pointing into buf) */
     size_t nlits;
     bool regex_ok;
     regex_t re;
@@ -202,8 +202,8 @@ nomem:
     return ct_err_set(err, CT_ENOMEM, "out of memory creating a filter");
 }
 
-int qfilter_new_shorthand(const char *tagk, const char *value, bool group_by,
-                          struct qfilter **out, struct ct_err *err)
+int qfilter_new_shorthand(const char *tagk, const char *value, bool group_by, struct qfilter **out,
+                          struct ct_err *err)
 {
     if (!value || !*value)
         return ct_err_set(err, CT_EINVAL, "Filter cannot be null or empty");

@@ -162,7 +162,7 @@ size_t qjson_format_double(double v, char *out)
             break;
     }
     /* e = [-]d[.ddd]e[+-]xx : collect the digits and the exponent */
-    char digits[24];
+    char digits[24] = {0};
     size_t nd = 0;
     const char *p = e;
     bool neg = *p == '-';

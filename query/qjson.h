@@ -27,7 +27,7 @@ void qjson_free(struct qjson *j); /* does not flush; accepts NULL */
 
 void qjson_raw(struct qjson *j, const char *s, size_t len);
 void qjson_lit(struct qjson *j, const char *s); /* raw NUL-terminated text */
-void qjson_str(struct qjson *j, const char *s);  /* quoted and escaped */
+void qjson_str(struct qjson *j, const char *s); /* quoted and escaped */
 void qjson_strn(struct qjson *j, const char *s, size_t len);
 void qjson_i64(struct qjson *j, int64_t v);
 /* A double as Jackson writes it (NaN/Infinity quoted). */

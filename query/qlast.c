@@ -112,8 +112,7 @@ static int parse_timeseries(const char *s, struct qlast_query *q, struct ct_err 
     return CT_OK;
 }
 
-int qlast_parse_params(qspec_param_fn get, void *arg, struct qlast_req **out,
-                       struct ct_err *err)
+int qlast_parse_params(qspec_param_fn get, void *arg, struct qlast_req **out, struct ct_err *err)
 {
     struct qlast_req *r = calloc(1, sizeof(*r));
     if (!r)
@@ -139,8 +138,9 @@ int qlast_parse_params(qspec_param_fn get, void *arg, struct qlast_req **out,
         }
     }
     if (rc == CT_OK && r->nq == 0)
-        rc = ct_err_set(err, CT_EINVAL, "Missing parameter <code>timeseries</code> or "
-                                        "<code>tsuids</code>");
+        rc = ct_err_set(err, CT_EINVAL,
+                        "Missing parameter <code>timeseries</code> or "
+                        "<code>tsuids</code>");
     const char *rv = get(arg, "resolve", 0);
     r->resolve = rv && strcasecmp(rv, "false") != 0;
     const char *bs = get(arg, "back_scan", 0);
@@ -510,9 +510,8 @@ static int write_point(struct tsdb *t, const struct lastpt *lp, bool resolve, bo
             const uint8_t *p = lp->tsuid + l->metric_width + i * pair;
             if ((rc = uid_get_name(u, UID_TAGK, rowkey_get_uid(p, l->tagk_width), name,
                                    sizeof(name), &nl, err)) != CT_OK ||
-                (rc = uid_get_name(u, UID_TAGV,
-                                   rowkey_get_uid(p + l->tagk_width, l->tagv_width), name2,
-                                   sizeof(name2), &nl, err)) != CT_OK)
+                (rc = uid_get_name(u, UID_TAGV, rowkey_get_uid(p + l->tagk_width, l->tagv_width),
+                                   name2, sizeof(name2), &nl, err)) != CT_OK)
                 return rc;
             if (i)
                 qjson_raw(j, ",", 1);
@@ -546,8 +545,7 @@ int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms, struct 
         if (q->metric)
             rc = last_of_metric(t, q, now_ms / 1000, back, &set, &buf, &cap, status, err);
         for (size_t k = 0; k < q->ntsuids && rc == CT_OK; k++)
-            rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, &buf, &cap, status,
-                               err);
+            rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, &buf, &cap, status, err);
     }
     if (rc == CT_OK) {
         *status = QEXEC_OK;

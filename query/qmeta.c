@@ -148,20 +148,20 @@ int qmeta_suggest(struct tsdb *t, const cJSON *req, cJSON **out, int *status, st
     else if (!strcmp(type, "tagv"))
         k = UID_TAGV;
     else
-        return fail(status, 400,
-                    ct_err_set(err, CT_EINVAL, "Invalid 'type' parameter:%s", type), err);
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Invalid 'type' parameter:%s", type),
+                    err);
     const char *q = str_field(req, "q");
     int64_t max = 25;
     bool bad;
     num_field(req, "max", &max, &bad);
     if (bad || max < 0)
-        return fail(status, 400,
-                    ct_err_set(err, CT_EINVAL, "Unable to parse 'max' as a number"), err);
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Unable to parse 'max' as a number"),
+                    err);
     cJSON *a = cJSON_CreateArray();
     if (!a)
         return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
-    int rc = max == 0 ? CT_OK
-                      : uid_suggest(tsdb_uid(t), k, q ? q : "", (size_t)max, suggest_cb, a, err);
+    int rc =
+        max == 0 ? CT_OK : uid_suggest(tsdb_uid(t), k, q ? q : "", (size_t)max, suggest_cb, a, err);
     if (rc != CT_OK) {
         cJSON_Delete(a);
         return fail(status, 500, rc, err);
@@ -269,10 +269,10 @@ static int lookup_result(struct tsdb *t, const uint8_t *ts, size_t len, cJSON *r
     size_t pair = l->tagk_width + l->tagv_width;
     for (size_t i = 0; i < (len - l->metric_width) / pair; i++) {
         const uint8_t *p = ts + l->metric_width + i * pair;
-        if ((rc = uid_get_name(u, UID_TAGK, rowkey_get_uid(p, l->tagk_width), name,
-                               sizeof(name), &nl, err)) != CT_OK ||
-            (rc = uid_get_name(u, UID_TAGV, rowkey_get_uid(p + l->tagk_width, l->tagv_width),
-                               val, sizeof(val), &nl, err)) != CT_OK)
+        if ((rc = uid_get_name(u, UID_TAGK, rowkey_get_uid(p, l->tagk_width), name, sizeof(name),
+                               &nl, err)) != CT_OK ||
+            (rc = uid_get_name(u, UID_TAGV, rowkey_get_uid(p + l->tagk_width, l->tagv_width), val,
+                               sizeof(val), &nl, err)) != CT_OK)
             return rc;
         if (!cJSON_AddStringToObject(tags, name, val))
             return ct_err_set(err, CT_ENOMEM, "out of memory");
@@ -354,8 +354,8 @@ int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **ou
     struct rowkey_filter *rf = NULL;
     struct tsset set = {0};
     cJSON *doc = NULL;
-    if (!any_metric && (rc = uid_get_id(u, UID_METRIC, metric, strlen(metric), &mid, err)) !=
-                           CT_OK) {
+    if (!any_metric &&
+        (rc = uid_get_id(u, UID_METRIC, metric, strlen(metric), &mid, err)) != CT_OK) {
         *status = rc == CT_NOTFOUND ? 400 : 500;
         rc = rc == CT_NOTFOUND ? CT_EINVAL : rc;
         goto out;
@@ -430,8 +430,8 @@ int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **ou
     cJSON *results = NULL;
     if (!doc || !cJSON_AddStringToObject(doc, "type", "LOOKUP") ||
         !cJSON_AddStringToObject(doc, "metric", any_metric ? "*" : metric) ||
-        !cJSON_AddItemToObject(doc, "tags", tags ? cJSON_Duplicate(tags, true)
-                                                 : cJSON_CreateArray()) ||
+        !cJSON_AddItemToObject(doc, "tags",
+                               tags ? cJSON_Duplicate(tags, true) : cJSON_CreateArray()) ||
         !cJSON_AddNumberToObject(doc, "limit", (double)limit) ||
         !cJSON_AddNumberToObject(doc, "time", 0) ||
         !(results = cJSON_AddArrayToObject(doc, "results"))) {
@@ -473,8 +473,7 @@ out:
 
 /* ---- uid assign ------------------------------------------------------------------------ */
 
-int qmeta_uid_assign(struct tsdb *t, const cJSON *req, cJSON **out, int *status,
-                     struct ct_err *err)
+int qmeta_uid_assign(struct tsdb *t, const cJSON *req, cJSON **out, int *status, struct ct_err *err)
 {
     static const char *keys[3] = {"metric", "tagk", "tagv"};
     static const enum uid_kind kinds[3] = {UID_METRIC, UID_TAGK, UID_TAGV};
@@ -483,8 +482,7 @@ int qmeta_uid_assign(struct tsdb *t, const cJSON *req, cJSON **out, int *status,
     for (int i = 0; i < 3; i++)
         any |= cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, keys[i])) > 0;
     if (!any)
-        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing values to assign UIDs"),
-                    err);
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing values to assign UIDs"), err);
     cJSON *doc = cJSON_CreateObject();
     if (!doc)
         return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
@@ -571,8 +569,7 @@ static int uidmeta_build(struct tsdb *t, enum uid_kind k, uint64_t id, cJSON **o
     if (res.row.ncells) {
         cJSON *stored = cJSON_ParseWithLength((const char *)res.row.cells[0].value.data,
                                               res.row.cells[0].value.len);
-        static const char *fields[] = {"description", "notes", "created", "custom",
-                                       "displayName"};
+        static const char *fields[] = {"description", "notes", "created", "custom", "displayName"};
         for (size_t i = 0; stored && i < 5; i++) {
             cJSON *v = cJSON_GetObjectItemCaseSensitive(stored, fields[i]);
             if (v)
@@ -669,8 +666,8 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
     return CT_OK;
 }
 
-int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **out,
-                 int *status, struct ct_err *err)
+int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **out, int *status,
+                 struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     struct uid *u = tsdb_uid(t);
@@ -848,8 +845,8 @@ static int ann_tsuid_bytes(struct tsdb *t, const struct ann *a, uint8_t *ts, siz
     return CT_OK;
 }
 
-static int ann_load(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t start_ms,
-                    struct ann *a, struct ct_err *err)
+static int ann_load(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t start_ms, struct ann *a,
+                    struct ct_err *err)
 {
     char *json = NULL;
     size_t jl = 0;
@@ -968,7 +965,7 @@ struct delctx {
         uint8_t ts[ROWKEY_MAX_TSUID];
         size_t tl;
         int64_t start;
-    } *items;
+    } * items;
     size_t nitems, cap;
 };
 
@@ -1000,8 +997,9 @@ int qmeta_annotation_bulk(struct tsdb *t, enum qmeta_method m, const cJSON *req,
     if (m == QMETA_POST || m == QMETA_PUT) {
         if (!cJSON_IsArray(req))
             return fail(status, 400,
-                        ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON: expected an "
-                                                   "array of annotations"),
+                        ct_err_set(err, CT_EINVAL,
+                                   "Unable to parse the given JSON: expected an "
+                                   "array of annotations"),
                         err);
         cJSON *arr = cJSON_CreateArray();
         const cJSON *o;
@@ -1065,8 +1063,8 @@ int qmeta_annotation_bulk(struct tsdb *t, enum qmeta_method m, const cJSON *req,
         return fail(status, rc == CT_EINVAL ? 400 : 500, rc, err);
     }
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddItemToObject(o, "tsuids", tsuids ? cJSON_Duplicate(tsuids, true)
-                                              : cJSON_CreateArray());
+    cJSON_AddItemToObject(o, "tsuids",
+                          tsuids ? cJSON_Duplicate(tsuids, true) : cJSON_CreateArray());
     cJSON_AddBoolToObject(o, "global", global);
     cJSON_AddNumberToObject(o, "startTime", (double)start);
     cJSON_AddNumberToObject(o, "endTime", (double)end);

@@ -55,8 +55,8 @@ CT_MUST_CHECK int qmeta_annotation(struct tsdb *t, enum qmeta_method m, const st
 /* /api/annotation/bulk: POST/PUT an array of annotations; DELETE {"tsuids":[..],"startTime":..,
  * "endTime":..,"global":false}. */
 CT_MUST_CHECK int qmeta_annotation_bulk(struct tsdb *t, enum qmeta_method m,
-                                        const struct cJSON *req, int64_t now_ms,
-                                        struct cJSON **out, int *status, struct ct_err *err);
+                                        const struct cJSON *req, int64_t now_ms, struct cJSON **out,
+                                        int *status, struct ct_err *err);
 
 /* ["sum","min",...]: every aggregator of query/qagg.h. NULL when out of memory. */
 struct cJSON *qmeta_aggregators_doc(void);

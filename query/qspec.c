@@ -68,8 +68,7 @@ static int add_tsuid(struct qspec_sub *sub, const char *s, size_t len, struct ct
 }
 
 /* "k=v,k2=v2" inside braces: each pair becomes a filter (group_by as given). */
-static int parse_brace_filters(char *list, bool group_by, struct qspec_sub *sub,
-                               struct ct_err *err)
+static int parse_brace_filters(char *list, bool group_by, struct qspec_sub *sub, struct ct_err *err)
 {
     char *p = list;
     while (p) {
@@ -122,8 +121,7 @@ static int parse_metric_filters(const char *spec, struct qspec_sub *sub, struct 
     if (close != s + len - 1) {
         char *second = close + 1;
         if (*second != '{') {
-            rc = ct_err_set(err, CT_EINVAL, "Missing '{' at the start of the filters in: %s",
-                            spec);
+            rc = ct_err_set(err, CT_EINVAL, "Missing '{' at the start of the filters in: %s", spec);
             goto out;
         }
         s[len - 1] = 0;
@@ -193,8 +191,8 @@ static int parse_rate_options(const char *spec, struct qspec_sub *sub, struct ct
         return ct_err_set(err, CT_EINVAL, "Max value of counter was not a number, received '%s'",
                           parts[1]);
     if (np >= 3 && *parts[2] && parse_long(parts[2], &sub->rate_opts.reset_value) != 0)
-        return ct_err_set(err, CT_EINVAL,
-                          "Reset value of counter was not a number, received '%s'", parts[2]);
+        return ct_err_set(err, CT_EINVAL, "Reset value of counter was not a number, received '%s'",
+                          parts[2]);
     sub->rate_options_set = true;
     return CT_OK;
 }
@@ -228,8 +226,8 @@ static int parse_colon_query(const char *q, const char *param, bool tsuid_form,
     char *parts[8];
     int n = split_colons(buf, parts), rc = CT_OK;
     if (n < 2 || n > 5) {
-        rc = ct_err_set(err, CT_EINVAL, "Invalid parameter %s=%s (%s :-separated parts)", param,
-                        q, n < 2 ? "not enough" : "too many");
+        rc = ct_err_set(err, CT_EINVAL, "Invalid parameter %s=%s (%s :-separated parts)", param, q,
+                        n < 2 ? "not enough" : "too many");
         goto out;
     }
     sub->agg = qagg_lookup(parts[0]);
@@ -326,8 +324,7 @@ static int validate(struct qspec *q, int64_t now_ms, struct ct_err *err)
         if (!s->agg)
             return ct_err_set(err, CT_EINVAL, "Missing the aggregation function");
         if ((!s->metric || !*s->metric) && s->ntsuids == 0)
-            return ct_err_set(err, CT_EINVAL,
-                              "Missing the metric or tsuids, provide at least one");
+            return ct_err_set(err, CT_EINVAL, "Missing the metric or tsuids, provide at least one");
         if (s->ds.enabled && q->use_calendar)
             s->ds.calendar = !s->ds.all;
     }
@@ -436,8 +433,10 @@ static int json_text(const cJSON *o, const char *key, char **out, struct ct_err 
     } else if (cJSON_IsBool(v)) {
         s = cJSON_IsTrue(v) ? "true" : "false";
     } else {
-        return ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON: field '%s' must be a "
-                                          "string", key);
+        return ct_err_set(err, CT_EINVAL,
+                          "Unable to parse the given JSON: field '%s' must be a "
+                          "string",
+                          key);
     }
     if (!(*out = strdup(s)))
         return ct_err_set(err, CT_ENOMEM, "out of memory parsing JSON");
@@ -459,16 +458,16 @@ static int json_long(const cJSON *o, const char *key, int64_t *out, struct ct_er
     }
     if (cJSON_IsString(v) && parse_long(v->valuestring, out) == 0)
         return CT_OK;
-    return ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON: '%s' is not a number",
-                      key);
+    return ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON: '%s' is not a number", key);
 }
 
 static int parse_json_sub(const cJSON *jq, struct qspec_sub *s, struct ct_err *err)
 {
     int rc;
     if (!cJSON_IsObject(jq))
-        return ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON: a query must be an "
-                                          "object");
+        return ct_err_set(err, CT_EINVAL,
+                          "Unable to parse the given JSON: a query must be an "
+                          "object");
     char *agg = NULL;
     if ((rc = json_text(jq, "aggregator", &agg, err)) != CT_OK)
         return rc;
@@ -504,8 +503,9 @@ static int parse_json_sub(const cJSON *jq, struct qspec_sub *s, struct ct_err *e
         cJSON_ArrayForEach(t, tags)
         {
             if (!cJSON_IsString(t))
-                return ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON: tag values "
-                                                  "must be strings");
+                return ct_err_set(err, CT_EINVAL,
+                                  "Unable to parse the given JSON: tag values "
+                                  "must be strings");
             struct qfilter *f = NULL;
             if ((rc = qfilter_new_shorthand(t->string, t->valuestring, true, &f, err)) != CT_OK ||
                 (rc = qspec_sub_add_filter(s, f, err)) != CT_OK)

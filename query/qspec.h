@@ -53,16 +53,15 @@ typedef const char *(*qspec_param_fn)(void *arg, const char *name, size_t idx);
 CT_MUST_CHECK int qspec_parse_params(qspec_param_fn get, void *arg, int64_t now_ms,
                                      struct qspec **out, struct ct_err *err);
 /* Parses the JSON body. */
-CT_MUST_CHECK int qspec_parse_json(const char *body, size_t len, int64_t now_ms,
-                                   struct qspec **out, struct ct_err *err);
+CT_MUST_CHECK int qspec_parse_json(const char *body, size_t len, int64_t now_ms, struct qspec **out,
+                                   struct ct_err *err);
 void qspec_free(struct qspec *q); /* accepts NULL */
 
 /* Parses one m= expression ("sum:1m-avg:rate{counter,,1000}:sys.cpu{host=*}{dc=lga}") into sub
  * (which the caller zeroes first and frees with qspec_sub_clear()). */
 CT_MUST_CHECK int qspec_parse_m(const char *m, struct qspec_sub *sub, struct ct_err *err);
 /* Parses a tsuid= expression ("sum:rate:000001000001000001,000001000001000002"). */
-CT_MUST_CHECK int qspec_parse_tsuid_param(const char *t, struct qspec_sub *sub,
-                                          struct ct_err *err);
+CT_MUST_CHECK int qspec_parse_tsuid_param(const char *t, struct qspec_sub *sub, struct ct_err *err);
 void qspec_sub_clear(struct qspec_sub *sub);
 
 /* Adds a filter to sub (taking f, freed by the callee even on error). */

@@ -65,8 +65,7 @@ static void print_value_line(const char *metric, int64_t ts, bool is_int, int64_
         printf("%s %lld %f {%s}\n", metric, (long long)ts, d, tags);
 }
 
-static int print_point(void *arg, const char *metric, const char *tags,
-                       const struct qagg_point *pt)
+static int print_point(void *arg, const char *metric, const char *tags, const struct qagg_point *pt)
 {
     (void)arg;
     /* tags arrive as "k=v k2=v2"; OpenTSDB prints a Java map: "k=v, k2=v2" */
@@ -180,8 +179,7 @@ static int run_remote(const char *hostport, const struct qargs *a)
     }
     int fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol);
     if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        fprintf(stderr, "ctsdb query: cannot connect to %s:%s: %s\n", host, port,
-                strerror(errno));
+        fprintf(stderr, "ctsdb query: cannot connect to %s:%s: %s\n", host, port, strerror(errno));
         if (fd >= 0)
             close(fd);
         freeaddrinfo(ai);
@@ -192,9 +190,9 @@ static int run_remote(const char *hostport, const struct qargs *a)
     url_encode(a->start, es, sizeof(es));
     url_encode(a->end ? a->end : "", ee, sizeof(ee));
     url_encode(a->m, em, sizeof(em));
-    int n = snprintf(req, sizeof(req),
-                     "GET /api/query?start=%s%s%s&m=%s HTTP/1.0\r\nHost: %s\r\n\r\n", es,
-                     a->end ? "&end=" : "", a->end ? ee : "", em, host);
+    int n =
+        snprintf(req, sizeof(req), "GET /api/query?start=%s%s%s&m=%s HTTP/1.0\r\nHost: %s\r\n\r\n",
+                 es, a->end ? "&end=" : "", a->end ? ee : "", em, host);
     if (write(fd, req, (size_t)n) != n) {
         fprintf(stderr, "ctsdb query: cannot send the request: %s\n", strerror(errno));
         close(fd);
@@ -244,9 +242,8 @@ static int run_remote(const char *hostport, const struct qargs *a)
     cJSON *doc = cJSON_Parse(body);
     int ret = 0;
     if (status != 200 || !cJSON_IsArray(doc)) {
-        cJSON *msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc,
-                                                                                       "error"),
-                                                      "message");
+        cJSON *msg = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(doc, "error"), "message");
         fprintf(stderr, "ctsdb query: HTTP %d: %s\n", status,
                 cJSON_IsString(msg) ? msg->valuestring : body);
         ret = status >= 400 && status < 500 ? 2 : 1;
@@ -286,8 +283,7 @@ static int run_remote(const char *hostport, const struct qargs *a)
                 else if (strpbrk(val, ".eE"))
                     print_value_line(metric->valuestring, ts, false, 0, strtod(val, NULL), tz);
                 else
-                    print_value_line(metric->valuestring, ts, true, strtoll(val, NULL, 10), 0,
-                                     tz);
+                    print_value_line(metric->valuestring, ts, true, strtoll(val, NULL, 10), 0, tz);
                 if (*p == ',')
                     p++;
             }

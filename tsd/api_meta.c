@@ -188,8 +188,7 @@ void api_uid_assign_handle(struct http_req *r)
 
 void api_uid_uidmeta_handle(struct http_req *r)
 {
-    static const char *const names[] = {"uid", "type", "description", "displayName", "notes",
-                                        NULL};
+    static const char *const names[] = {"uid", "type", "description", "displayName", "notes", NULL};
     run(r, META_UIDMETA, names, NULL);
 }
 
@@ -201,8 +200,8 @@ void api_uid_tsmeta_handle(struct http_req *r)
 
 void api_annotation_handle(struct http_req *r)
 {
-    static const char *const names[] = {"tsuid",       "start_time", "startTime", "end_time",
-                                        "endTime",     "description", "notes",    NULL};
+    static const char *const names[] = {"tsuid",   "start_time",  "startTime", "end_time",
+                                        "endTime", "description", "notes",     NULL};
     run(r, META_ANNOTATION, names, NULL);
 }
 

@@ -27,13 +27,12 @@ static struct qagg_point dp(int64_t ts_s, double v)
 static void test_qagg_lists_every_opentsdb_aggregator(void **state)
 {
     (void)state;
-    static const char *names[] = {"sum",     "min",     "max",     "avg",     "dev",
-                                  "median",  "mult",    "diff",    "count",   "zimsum",
-                                  "mimmin",  "mimmax",  "first",   "last",    "pfsum",
-                                  "squareSum", "none",  "p50",     "p75",     "p90",
-                                  "p95",     "p99",     "p999",    "ep50r3",  "ep75r3",
-                                  "ep90r3",  "ep95r3",  "ep99r3",  "ep999r3", "ep50r7",
-                                  "ep75r7",  "ep90r7",  "ep95r7",  "ep99r7",  "ep999r7"};
+    static const char *names[] = {"sum",    "min",    "max",    "avg",       "dev",     "median",
+                                  "mult",   "diff",   "count",  "zimsum",    "mimmin",  "mimmax",
+                                  "first",  "last",   "pfsum",  "squareSum", "none",    "p50",
+                                  "p75",    "p90",    "p95",    "p99",       "p999",    "ep50r3",
+                                  "ep75r3", "ep90r3", "ep95r3", "ep99r3",    "ep999r3", "ep50r7",
+                                  "ep75r7", "ep90r7", "ep95r7", "ep99r7",    "ep999r7"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         assert_non_null(qagg_lookup(names[i]));
     assert_int_equal(qagg_count(), sizeof(names) / sizeof(names[0]));
@@ -61,7 +60,7 @@ static void test_qagg_values_integer_and_double_forms(void **state)
         {"zimsum", {1, 2, 3}, 3, 6, 6},
         {"min", {3, 1, 2}, 3, 1, 1},
         {"max", {3, 1, 2}, 3, 3, 3},
-        {"avg", {1, 2, 4}, 3, 2, 7.0 / 3}, /* long: 7/3 truncates */
+        {"avg", {1, 2, 4}, 3, 2, 7.0 / 3},          /* long: 7/3 truncates */
         {"dev", {2, 4, 4, 4, 5, 5, 7, 9}, 8, 2, 2}, /* population std-dev */
         {"dev", {5}, 1, 0, 0},
         {"count", {7, 7, 7}, 3, 3, 3},
@@ -70,25 +69,23 @@ static void test_qagg_values_integer_and_double_forms(void **state)
         {"first", {5, 7, 9}, 3, 5, 5},
         {"last", {5, 7, 9}, 3, 9, 9},
         {"squareSum", {1, 2, 3}, 3, 14, 14},
-        {"median", {1, 3, 2, 4}, 4, 3, 3}, /* sorted 1 2 3 4 -> [n/2] */
-        {"p50", {4, 1, 3, 2}, 4, 2, 2.5},  /* pos 0.5*5=2.5 -> 2 + .5*(3-2) */
-        {"p99", {1, 2, 3, 4}, 4, 4, 4},    /* pos 4.95 >= n -> max */
-        {"p75", {1, 2, 3, 4}, 4, 3, 3.75}, /* pos 3.75 -> 3 + .75 */
-        {"ep50r3", {1, 2, 3, 4}, 4, 2, 2.5}, /* long: rint(2)=2 -> s[1]; double: legacy */
-        {"ep50r7", {1, 2, 3, 4}, 4, 2, 2.5}, /* 1 + 3*.5 = 2.5 */
+        {"median", {1, 3, 2, 4}, 4, 3, 3},    /* sorted 1 2 3 4 -> [n/2] */
+        {"p50", {4, 1, 3, 2}, 4, 2, 2.5},     /* pos 0.5*5=2.5 -> 2 + .5*(3-2) */
+        {"p99", {1, 2, 3, 4}, 4, 4, 4},       /* pos 4.95 >= n -> max */
+        {"p75", {1, 2, 3, 4}, 4, 3, 3.75},    /* pos 3.75 -> 3 + .75 */
+        {"ep50r3", {1, 2, 3, 4}, 4, 2, 2.5},  /* long: rint(2)=2 -> s[1]; double: legacy */
+        {"ep50r7", {1, 2, 3, 4}, 4, 2, 2.5},  /* 1 + 3*.5 = 2.5 */
         {"ep75r7", {1, 2, 3, 4}, 4, 3, 3.75}, /* long: 1+3*.75=3.25 -> 3 */
         {"p999", {10}, 1, 10, 10},
     };
-    int64_t scratch[16];
-    double dscr[16], dv[8];
+    double scratch[16], dscr[16], dv[8];
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const struct qagg *a = qagg_lookup(cases[i].agg);
         assert_non_null(a);
         assert_true(qagg_run_long(a, cases[i].in, cases[i].n, scratch) == cases[i].want_long);
         for (size_t k = 0; k < cases[i].n; k++)
             dv[k] = (double)cases[i].in[k];
-        assert_true(fabs(qagg_run_double(a, dv, cases[i].n, dscr) - cases[i].want_double) <
-                    1e-12);
+        assert_true(fabs(qagg_run_double(a, dv, cases[i].n, dscr) - cases[i].want_double) < 1e-12);
     }
     /* NaN values (fill policies) are skipped; all NaN gives NaN */
     double with_nan[] = {NAN, 1.5, 2.0};

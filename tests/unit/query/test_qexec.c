@@ -156,10 +156,10 @@ static char *run_query(struct fixture *f, const char *const *params, bool allow_
     return b.data ? b.data : strdup("");
 }
 
-#define SKIP_IF_NO_ENGINE(state)                                                                 \
-    do {                                                                                         \
-        if (!*(state))                                                                           \
-            skip();                                                                              \
+#define SKIP_IF_NO_ENGINE(state)                                                                   \
+    do {                                                                                           \
+        if (!*(state))                                                                             \
+            skip();                                                                                \
     } while (0)
 
 static void test_qexec_answers_match_opentsdb(void **state)
@@ -398,8 +398,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qlast_finds_the_newest_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qmeta_suggest_lookup_assign, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_qexec_delete_removes_the_rows_read, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_qexec_delete_removes_the_rows_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_time_slices_keep_points_in_order, setup,
                                         teardown),
     };

@@ -47,8 +47,7 @@ static void test_qfilter_match_rules_per_type(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct qfilter *f = NULL;
         struct ct_err err = {0};
-        assert_int_equal(qfilter_new(cases[i].type, "host", cases[i].expr, false, &f, &err),
-                         CT_OK);
+        assert_int_equal(qfilter_new(cases[i].type, "host", cases[i].expr, false, &f, &err), CT_OK);
         if (qfilter_match(f, cases[i].value) != cases[i].want)
             fail_msg("case %zu: %s(%s) on %s", i, cases[i].type, cases[i].expr,
                      cases[i].value ? cases[i].value : "(none)");
@@ -71,8 +70,7 @@ static void test_qfilter_errors_use_opentsdb_messages(void **state)
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct qfilter *f = NULL;
         struct ct_err err = {0};
-        assert_int_equal(qfilter_new(bad[i].type, "host", bad[i].expr, false, &f, &err),
-                         CT_EINVAL);
+        assert_int_equal(qfilter_new(bad[i].type, "host", bad[i].expr, false, &f, &err), CT_EINVAL);
         assert_string_equal(err.msg, bad[i].msg);
         assert_null(f);
     }

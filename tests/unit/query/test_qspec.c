@@ -37,7 +37,11 @@ static int parse_get(const char *const *kv, size_t n, struct qspec **q, struct c
 static void test_qspec_get_form_parses_m_with_filters_and_options(void **state)
 {
     (void)state;
-    const char *kv[] = {"start=1h-ago", "end=1357000000", "ms", "show_tsuids", "arrays",
+    const char *kv[] = {"start=1h-ago",
+                        "end=1357000000",
+                        "ms",
+                        "show_tsuids",
+                        "arrays",
                         "m=sum:1m-avg-nan:rate{counter,100,5}:sys.cpu.user{host=web01|web02,"
                         "dc=*}{rack=regexp(r[12])}",
                         "m=avg:explicit_tags:sys.mem"};
@@ -75,20 +79,25 @@ static void test_qspec_get_form_errors(void **state)
         {{"m=sum:m"}, 1, "Missing parameter <code>start</code>"},
         {{"start=1h-ago"}, 1, "Missing sub queries"},
         {{"start=1h-ago", "m=sum"}, 2, "Invalid parameter m=sum (not enough :-separated parts)"},
-        {{"start=1h-ago", "m=a:b:c:d:e:f"}, 2,
+        {{"start=1h-ago", "m=a:b:c:d:e:f"},
+         2,
          "Invalid parameter m=a:b:c:d:e:f (too many :-separated parts)"},
         {{"start=1h-ago", "m=foo:m"}, 2, "No such aggregation function: foo"},
         {{"start=1h-ago", "m=sum:1x-avg:m"}, 2, "Invalid duration (suffix): 1x"},
         {{"start=1h-ago", "m=sum:1m-none:m"}, 2, "cannot use the NONE aggregator for downsampling"},
-        {{"start=1h-ago", "m=sum:rate{counter,abc}:m"}, 2,
+        {{"start=1h-ago", "m=sum:rate{counter,abc}:m"},
+         2,
          "Max value of counter was not a number, received 'abc'"},
-        {{"start=1h-ago", "m=sum:rate{counter,1,x}:m"}, 2,
+        {{"start=1h-ago", "m=sum:rate{counter,1,x}:m"},
+         2,
          "Reset value of counter was not a number, received 'x'"},
         {{"start=1h-ago", "m=sum:m{host=a"}, 2, "Missing '}' at the end of: m{host=a"},
         {{"start=1h-ago", "m=sum:m{host}"}, 2, "invalid tag: host"},
-        {{"start=1h-ago", "end=2h-ago", "m=sum:m"}, 3,
+        {{"start=1h-ago", "end=2h-ago", "m=sum:m"},
+         3,
          "End time [1356992800000] must be greater than the start time [1356996400000]"},
-        {{"start=1h-ago", "timezone=Mars/Base", "m=sum:m"}, 3,
+        {{"start=1h-ago", "timezone=Mars/Base", "m=sum:m"},
+         3,
          "The timezone specification could not be found"},
         {{"start=1h-ago", "m=sum:m{host=foo(x)}"}, 2, "Could not find a filter for type: foo"},
     };

@@ -16,11 +16,11 @@ static void test_qtime_durations_follow_parse_duration(void **state)
         int64_t ms;
         enum qtime_unit unit;
     } ok[] = {
-        {"1h", 3600000, QTIME_H},        {"30s", 30000, QTIME_S},
-        {"100ms", 100, QTIME_MS},        {"2w", 1209600000LL, QTIME_W},
-        {"1n", 2592000000LL, QTIME_N},   {"1y", 31536000000LL, QTIME_Y},
-        {"1d", 86400000, QTIME_D},       {"1M", 60000, QTIME_M},
-        {"15m", 900000, QTIME_M},        {"1H", 3600000, QTIME_H},
+        {"1h", 3600000, QTIME_H},      {"30s", 30000, QTIME_S},
+        {"100ms", 100, QTIME_MS},      {"2w", 1209600000LL, QTIME_W},
+        {"1n", 2592000000LL, QTIME_N}, {"1y", 31536000000LL, QTIME_Y},
+        {"1d", 86400000, QTIME_D},     {"1M", 60000, QTIME_M},
+        {"15m", 900000, QTIME_M},      {"1H", 3600000, QTIME_H},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         struct ct_err err = {0};
@@ -33,10 +33,8 @@ static void test_qtime_durations_follow_parse_duration(void **state)
     static const struct {
         const char *in, *msg;
     } bad[] = {
-        {"h", "Invalid duration (number): h"},
-        {"", "Invalid duration (number): "},
-        {"0s", "Zero or negative duration: 0s"},
-        {"5x", "Invalid duration (suffix): 5x"},
+        {"h", "Invalid duration (number): h"},   {"", "Invalid duration (number): "},
+        {"0s", "Zero or negative duration: 0s"}, {"5x", "Invalid duration (suffix): 5x"},
         {"5", "Invalid duration (suffix): 5"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -69,7 +67,7 @@ static void test_qtime_parse_accepts_every_opentsdb_format(void **state)
         {"2013/01/01-01:02:03", 0, 1356998400000LL + 3723000},
         {"2013/01/01 01:02", 0, 1356998400000LL + 3720000},
         {"2013/01/01-01:02", 0, 1356998400000LL + 3720000},
-        {"2013/01/01", 1, 1357016400000LL}, /* midnight in New York = 05:00Z */
+        {"2013/01/01", 1, 1357016400000LL},          /* midnight in New York = 05:00Z */
         {"2013/07/01-12:00:00", 1, 1372694400000LL}, /* EDT: 16:00Z */
         {"1500ms", 0, 1500},
     };
@@ -79,7 +77,7 @@ static void test_qtime_parse_accepts_every_opentsdb_format(void **state)
         assert_true(ms == ok[i].ms);
     }
     static const char *bad[] = {"abc", "-5", "1356998400.1234", "2013/1/1", "2013/01/01-xx:00",
-                                "", "12x"};
+                                "",    "12x"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         int64_t ms;
         assert_int_equal(qtime_parse(bad[i], NULL, NOW, &ms, &err), CT_EINVAL);
