@@ -499,10 +499,10 @@ int tsd_run(const struct conf *c, struct ct_err *err)
 out:
     if (t->listener)
         evconnlistener_free(t->listener);
-    /* Writers finish what was submitted; the loop is gone, so batch completions are collected
-     * from the done list directly. */
-    ingest_free(t->ingest);
+    /* Workers first (an /api/put in flight waits for the writers), then the writers, which
+     * write everything submitted; the loop is gone, so their completions go unread. */
     workpool_free(t->pool);
+    ingest_free(t->ingest);
     if (telnet_init)
         telnet_ingest_destroy(t);
     tsdstore_close(t->tstore);
