@@ -159,6 +159,7 @@ struct estore {
 
     pthread_mutex_t err_mu;
     struct ct_err bg_err; /* first background error; code CT_OK if none */
+    atomic_bool has_bg_err; /* fast check for the write path */
 
     atomic_uint_fast64_t n_flushes;
     atomic_uint_fast64_t n_minor;

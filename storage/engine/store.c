@@ -51,12 +51,15 @@ void estore_set_bg_error(struct estore *s, const struct ct_err *err)
         s->bg_err = *err;
         if (s->bg_err.code == CT_OK)
             s->bg_err.code = CT_EIO;
+        atomic_store(&s->has_bg_err, true);
     }
     pthread_mutex_unlock(&s->err_mu);
 }
 
 int estore_check_bg_error(struct estore *s, struct ct_err *err)
 {
+    if (!atomic_load_explicit(&s->has_bg_err, memory_order_acquire))
+        return CT_OK;
     pthread_mutex_lock(&s->err_mu);
     int rc = s->bg_err.code;
     if (rc != CT_OK) {
