@@ -127,15 +127,16 @@ static int auth_acl_add(struct auth_acl *acl, const char *entry, struct ct_err *
         long v = strtol(slash + 1, &end, 10);
         if (slash[1] == '\0' || *end != '\0' || errno != 0 || v < 0 || v > 128 ||
             !isdigit((unsigned char)slash[1]))
-            return ct_err_set(err, CT_EINVAL,
-                              "bad allow-list entry '%s': the prefix length is not a number",
-                              entry);
+            return ct_err_set(
+                err, CT_EINVAL,
+                "bad allow-list entry '%s': the prefix length must be a number from 0 to 128",
+                entry);
         bits = (int)v;
     }
     struct auth_acl_entry e;
     if (auth_addr_parse(buf, &e.addr) != CT_OK)
-        return ct_err_set(err, CT_EINVAL,
-                          "bad allow-list entry '%s': not an IPv4 or IPv6 address", entry);
+        return ct_err_set(err, CT_EINVAL, "bad allow-list entry '%s': not an IPv4 or IPv6 address",
+                          entry);
     /* An IPv4-mapped entry keeps its IPv6 prefix length semantics: ::ffff:10.0.0.0/104 is
      * 10.0.0.0/8. */
     bool mapped = e.addr.family == 4 && strchr(buf, ':') != NULL;
@@ -370,8 +371,8 @@ static int auth_read_token_file(const char *path, char **out, size_t *len, struc
     if (bad)
         return ct_err_set(err, CT_EINVAL, "tsd.core.auth.token_file: cannot read %s", path);
     buf[n] = '\0';
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
-                     buf[n - 1] == '\t'))
+    while (n > 0 &&
+           (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
         buf[--n] = '\0';
     if (n == 0)
         return ct_err_set(err, CT_EINVAL, "tsd.core.auth.token_file: %s is empty", path);
@@ -458,8 +459,9 @@ bool auth_token_required(const struct auth *a)
 void auth_describe(const struct auth *a, char *out, size_t cap)
 {
     static const char *const modes[] = {"false", "loopback", "true"};
-    snprintf(out, cap, "writes need a token: %s; write allow-list: %s (%zu entries); "
-                       "admin actions (tsd.core.enable_admin): %s",
+    snprintf(out, cap,
+             "writes need a token: %s; write allow-list: %s (%zu entries); "
+             "admin actions (tsd.core.enable_admin): %s",
              a->token ? "yes" : "no", a->allow ? "yes" : "no (any address)",
              auth_acl_count(a->allow), modes[a->admin]);
 }
@@ -495,8 +497,9 @@ void auth_verdict_reason(enum auth_verdict v, const char *peer_host, char *out, 
         snprintf(out, cap, "allowed");
         break;
     case AUTH_NO_TOKEN:
-        snprintf(out, cap, "a token is required (tsd.core.auth.token is set): send it with "
-                           "'Authorization: Bearer <token>' (HTTP) or 'auth <token>' (telnet)");
+        snprintf(out, cap,
+                 "a token is required (tsd.core.auth.token is set): send it with "
+                 "'Authorization: Bearer <token>' (HTTP) or 'auth <token>' (telnet)");
         break;
     case AUTH_BAD_TOKEN:
         snprintf(out, cap, "the token sent does not match tsd.core.auth.token");

@@ -45,11 +45,11 @@ enum auth_admin_mode {
 /* The outcome of a check. HTTP status: NO_TOKEN and BAD_TOKEN 401, the others 403. */
 enum auth_verdict {
     AUTH_OK = 0,
-    AUTH_NO_TOKEN = 1,         /* a token is required and none was sent */
-    AUTH_BAD_TOKEN = 2,        /* the token sent does not match */
-    AUTH_ADDR_REFUSED = 3,     /* the client's address is not in the allow-list */
-    AUTH_ADMIN_DISABLED = 4,   /* tsd.core.enable_admin=false */
-    AUTH_ADMIN_NOT_LOCAL = 5,  /* tsd.core.enable_admin=loopback and the client is remote */
+    AUTH_NO_TOKEN = 1,        /* a token is required and none was sent */
+    AUTH_BAD_TOKEN = 2,       /* the token sent does not match */
+    AUTH_ADDR_REFUSED = 3,    /* the client's address is not in the allow-list */
+    AUTH_ADMIN_DISABLED = 4,  /* tsd.core.enable_admin=false */
+    AUTH_ADMIN_NOT_LOCAL = 5, /* tsd.core.enable_admin=loopback and the client is remote */
 };
 
 /* ---- addresses and the allow-list ---------------------------------------------------------- */
@@ -135,8 +135,8 @@ bool auth_http_permit_as(struct http_req *r, enum auth_class cls);
 
 /* A telnet connection's state; zero it when the connection starts. */
 struct auth_session {
-    bool token_ok;  /* `auth <token>` succeeded */
-    uint8_t addr;   /* 0 not looked up yet, 1 parsed, 2 unparseable */
+    bool token_ok; /* `auth <token>` succeeded */
+    uint8_t addr;  /* 0 not looked up yet, 1 parsed, 2 unparseable */
     struct auth_addr peer;
 };
 

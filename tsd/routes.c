@@ -82,7 +82,7 @@ void routes_dispatch(struct http_req *r)
         http_reply_header(r, "Access-Control-Allow-Headers", t->cors_headers);
     }
     if (r->wire_method == HTTP_OPTIONS) {
-        if (t->cors_enabled) {
+        if (t->cors_enabled && origin) { /* no Origin: 405 as in OpenTSDB (spec §2.1) */
             http_reply_status(r, 200);
             return;
         }
