@@ -376,17 +376,20 @@ int qspec_parse_params(qspec_param_fn get, void *arg, int64_t now_ms, struct qsp
     q->use_calendar = has_flag(get, arg, "use_calendar");
     q->arrays = has_flag(get, arg, "arrays");
     const char *v;
-    for (size_t i = 0; (v = get(arg, "tsuid", i)) != NULL; i++) {
-        struct qspec_sub *s;
-        if ((rc = add_sub(q, &s, err)) != CT_OK ||
-            (rc = parse_colon_query(v, "tsuid", true, s, err)) != CT_OK)
-            goto fail;
-    }
-    for (size_t i = 0; (v = get(arg, "m", i)) != NULL; i++) {
-        struct qspec_sub *s;
-        if ((rc = add_sub(q, &s, err)) != CT_OK ||
-            (rc = parse_colon_query(v, "m", false, s, err)) != CT_OK)
-            goto fail;
+    static const char *const kinds[2] = {"tsuid", "m"};
+    for (int kind = 0; kind < 2; kind++) {
+        for (size_t i = 0; (v = get(arg, kinds[kind], i)) != NULL; i++) {
+            /* identical sub queries are collapsed into one, as OpenTSDB does */
+            bool dup = false;
+            for (size_t k = 0; k < i && !dup; k++)
+                dup = !strcmp(get(arg, kinds[kind], k), v);
+            if (dup)
+                continue;
+            struct qspec_sub *s;
+            if ((rc = add_sub(q, &s, err)) != CT_OK ||
+                (rc = parse_colon_query(v, kinds[kind], kind == 0, s, err)) != CT_OK)
+                goto fail;
+        }
     }
     if (q->nsubs == 0) {
         rc = ct_err_set(err, CT_EINVAL, "Missing sub queries");

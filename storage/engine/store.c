@@ -304,6 +304,15 @@ void estore_queue_job(struct estore *s, enum ejob_kind kind, struct etable *t, s
         free(j);
         return;
     }
+    /* the same pending job (kind, region, major) is not queued twice */
+    for (struct ejob *q = s->jobs_head; q; q = q->next)
+        if (q->kind == kind && q->region == r && q->table == t && q->major == major) {
+            pthread_mutex_unlock(&s->bg_mu);
+            eregion_unref(r);
+            etable_unref(t);
+            free(j);
+            return;
+        }
     if (s->jobs_tail)
         s->jobs_tail->next = j;
     else

@@ -126,6 +126,12 @@ static void test_qspec_tsuid_and_dropcounter_forms(void **state)
     assert_true(q->subs[0].rate_opts.counter_max == INT64_MAX);
     assert_true(q->end_ms == NOW); /* end defaults to now */
     qspec_free(q);
+    /* identical sub queries collapse into one */
+    const char *dup[] = {"start=1h-ago", "m=sum:a{h=*}", "m=max:a", "m=sum:a{h=*}"};
+    assert_int_equal(parse_get(dup, 4, &q, &err), CT_OK);
+    assert_int_equal(q->nsubs, 2);
+    assert_string_equal(qagg_name(q->subs[1].agg), "max");
+    qspec_free(q);
 }
 
 static void test_qspec_json_body_every_field(void **state)
