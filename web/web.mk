@@ -26,6 +26,11 @@ $(WEB_VENDOR)/.stamp: web/npm/package.json web/npm/package-lock.json
 
 $(WEB_VENDORED): $(WEB_VENDOR)/.stamp
 
+# A vendored file went missing (the stamp alone is left): vendor again.
+ifneq ($(words $(wildcard $(WEB_VENDORED))),3)
+.PHONY: $(WEB_VENDOR)/.stamp
+endif
+
 .PHONY: web-vendor
 web-vendor: $(WEB_VENDOR)/.stamp
 

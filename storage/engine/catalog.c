@@ -198,8 +198,7 @@ int catalog_load(struct estore *s, struct ct_err *err)
         return rc;
     if (len < CATALOG_HEADER_BYTES + 4 || memcmp(data, CATALOG_MAGIC, 8) != 0) {
         free(data);
-        return ct_err_set(err, CT_ECORRUPT, "%s is not a ctsdb catalog (bad magic or size)",
-                          path);
+        return ct_err_set(err, CT_ECORRUPT, "%s is not a ctsdb catalog (bad magic or size)", path);
     }
     if (data[8] != CATALOG_FORMAT_VERSION) {
         int v = data[8];

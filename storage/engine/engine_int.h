@@ -63,8 +63,8 @@ struct eregion {
     struct efam *fams; /* table->nfams entries, same order; guarded by mu (and map_lock for the
                         * array itself) */
     size_t nfams;
-    bool dead;          /* replaced by a split, truncate or drop; guarded by mu */
-    bool flush_queued;  /* guarded by mu */
+    bool dead;                  /* replaced by a split, truncate or drop; guarded by mu */
+    bool flush_queued;          /* guarded by mu */
     int64_t first_edit_mono_ms; /* when the active memstores got their first cell (0 = empty);
                                  * guarded by mu */
     atomic_uint_fast64_t reads;
@@ -134,7 +134,7 @@ struct estore {
     uint64_t next_region_id;
     uint64_t next_table_id;
 
-    atomic_uint_fast64_t next_seq;    /* next sequence number to hand out */
+    atomic_uint_fast64_t next_seq; /* next sequence number to hand out */
     pthread_mutex_t pub_mu;
     pthread_cond_t pub_cv;
     atomic_uint_fast64_t visible_seq; /* every seq <= this is applied */
@@ -154,11 +154,12 @@ struct estore {
     int nthreads;
     bool stopping;
     int running_jobs;
-    int64_t next_major_ms; /* monotonic ms of the next scheduled major compaction */
+    int64_t next_major_ms;      /* monotonic ms of the next scheduled major compaction */
     int64_t next_trim_check_ms; /* monotonic ms of the next log size check */
 
     pthread_mutex_t err_mu;
-    struct ct_err bg_err; /* first background error; code CT_OK if none */
+    struct ct_err bg_err;   /* first background error; code CT_OK if none */
+    atomic_bool has_bg_err; /* fast check for the write path */
 
     atomic_uint_fast64_t n_flushes;
     atomic_uint_fast64_t n_minor;
@@ -228,16 +229,14 @@ CT_MUST_CHECK int catalog_load(struct estore *s, struct ct_err *err);
 
 CT_MUST_CHECK int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows,
                                       size_t n, enum wc_durability d, struct ct_err *err);
-CT_MUST_CHECK int engine_increment(struct wc_table *wt, struct wc_bytes row,
-                                   struct wc_bytes family, struct wc_bytes qualifier,
-                                   int64_t delta, enum wc_durability d, int64_t *out,
-                                   struct ct_err *err);
+CT_MUST_CHECK int engine_increment(struct wc_table *wt, struct wc_bytes row, struct wc_bytes family,
+                                   struct wc_bytes qualifier, int64_t delta, enum wc_durability d,
+                                   int64_t *out, struct ct_err *err);
 CT_MUST_CHECK int engine_check_and_mutate(struct wc_table *wt, struct wc_bytes row,
                                           struct wc_bytes family, struct wc_bytes qualifier,
                                           const struct wc_bytes *expected,
-                                          const struct wc_row_mutation *rm,
-                                          enum wc_durability d, bool *applied,
-                                          struct ct_err *err);
+                                          const struct wc_row_mutation *rm, enum wc_durability d,
+                                          bool *applied, struct ct_err *err);
 /* Replays the log into the memstores (open). */
 CT_MUST_CHECK int engine_replay(struct estore *s, struct ct_err *err);
 
@@ -285,23 +284,23 @@ void engine_scanner_close(struct wc_scanner *sc);
  * bytes, or CT_NOTFOUND. */
 CT_MUST_CHECK int engine_read_latest(struct estore *s, struct etable *t, const uint8_t *row,
                                      size_t row_len, struct wc_bytes fam, const uint8_t *qual,
-                                     size_t qual_len, int64_t *ts, uint8_t **val,
-                                     size_t *val_len, struct ct_err *err);
+                                     size_t qual_len, int64_t *ts, uint8_t **val, size_t *val_len,
+                                     struct ct_err *err);
 
 /* ---- maint.c ----------------------------------------------------------------------------- */
 
 /* The exploring compaction selection (spec §10). sizes[] oldest first. Chooses a run
  * [*start, *start + *count) or returns false if none qualifies. */
 struct compact_policy {
-    size_t min_files;        /* 3 */
-    size_t max_files;        /* 10 */
-    double ratio;            /* 1.2 */
-    uint64_t min_size;       /* 128 MiB: runs below skip the ratio test */
-    uint64_t max_size;       /* UINT64_MAX: runs above are not considered */
+    size_t min_files;  /* 3 */
+    size_t max_files;  /* 10 */
+    double ratio;      /* 1.2 */
+    uint64_t min_size; /* 128 MiB: runs below skip the ratio test */
+    uint64_t max_size; /* UINT64_MAX: runs above are not considered */
 };
 void compact_policy_default(struct compact_policy *p);
-bool compact_select(const uint64_t *sizes, size_t n, const struct compact_policy *p,
-                    size_t *start, size_t *count);
+bool compact_select(const uint64_t *sizes, size_t n, const struct compact_policy *p, size_t *start,
+                    size_t *count);
 
 /* Flushes every non-empty memstore of region r. */
 CT_MUST_CHECK int engine_flush_region(struct estore *s, struct etable *t, struct eregion *r,

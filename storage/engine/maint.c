@@ -36,8 +36,8 @@ void compact_policy_default(struct compact_policy *p)
     p->max_size = UINT64_MAX;
 }
 
-bool compact_select(const uint64_t *sizes, size_t n, const struct compact_policy *p,
-                    size_t *start, size_t *count)
+bool compact_select(const uint64_t *sizes, size_t n, const struct compact_policy *p, size_t *start,
+                    size_t *count)
 {
     bool found = false;
     size_t best_n = 0;
@@ -190,12 +190,17 @@ static int msink_emit(struct wc_cell_sink *sk, const struct wc_cell *c, struct c
         memcpy(p, c->qualifier.data, c->qualifier.len);
     if (c->value.len)
         memcpy(p + c->qualifier.len, c->value.data, c->value.len);
-    struct cell x = {s->rowref->row, p, p + c->qualifier.len, s->rowref->row_len,
-                     (uint32_t)c->qualifier.len, (uint32_t)c->value.len, (uint8_t)c->type,
-                     c->ts_ms, s->seq};
+    struct cell x = {s->rowref->row,
+                     p,
+                     p + c->qualifier.len,
+                     s->rowref->row_len,
+                     (uint32_t)c->qualifier.len,
+                     (uint32_t)c->value.len,
+                     (uint8_t)c->type,
+                     c->ts_ms,
+                     s->seq};
     if (m->emitted.n && cell_compare(&m->emitted.v[m->emitted.n - 1], &x) >= 0)
-        return ct_err_set(err, CT_EINVAL,
-                          "a compaction hook emitted cells out of order or twice");
+        return ct_err_set(err, CT_EINVAL, "a compaction hook emitted cells out of order or twice");
     if (cvec_push(&m->emitted, &x) != CT_OK)
         return ct_err_set(err, CT_ENOMEM, "out of memory in a compaction hook");
     return CT_OK;
@@ -211,8 +216,8 @@ static int mctx_out(struct mctx *m, const struct cell *c, struct ct_err *err)
         pthread_mutex_unlock(&m->s->cat_mu);
         estore_file_path(m->s, m->file_id, m->path, sizeof(m->path));
         snprintf(m->tmp, sizeof(m->tmp), "%s.tmp", m->path);
-        struct sst_writer_options wo = {m->d.blocksize, m->d.compression, m->d.bloom,
-                                        m->d.encoding, m->expected_cells};
+        struct sst_writer_options wo = {m->d.blocksize, m->d.compression, m->d.bloom, m->d.encoding,
+                                        m->expected_cells};
         int rc = sst_writer_open(m->tmp, &wo, &m->w, err);
         if (rc != CT_OK)
             return rc;
@@ -244,8 +249,7 @@ static void kdc_drop_useless_markers(struct mctx *m)
         const struct cell *k = &m->keep.v[i];
         bool keep = true;
         if (k->type != WC_TYPE_PUT && k->seq <= m->read_point) {
-            bool fam = k->type == WC_TYPE_DELETE_FAMILY ||
-                       k->type == WC_TYPE_DELETE_FAMILY_VERSION;
+            bool fam = k->type == WC_TYPE_DELETE_FAMILY || k->type == WC_TYPE_DELETE_FAMILY_VERSION;
             bool exact = k->type == WC_TYPE_DELETE || k->type == WC_TYPE_DELETE_FAMILY_VERSION;
             keep = false;
             for (size_t j = 0; j < m->keep.n && !keep; j++) {
@@ -377,7 +381,8 @@ static int mctx_row(struct mctx *m, struct ct_err *err)
             m->wcells[k++] = (struct wc_cell){wc_bytes_of(c->row, c->row_len),
                                               wc_bytes_of(d->name, strlen(d->name)),
                                               wc_bytes_of(c->qual, c->qual_len),
-                                              wc_bytes_of(c->value, c->value_len), c->ts_ms,
+                                              wc_bytes_of(c->value, c->value_len),
+                                              c->ts_ms,
                                               WC_TYPE_PUT};
         }
         m->emitted.n = 0;
@@ -538,8 +543,8 @@ static int merge_to_file(struct mctx *m, struct echild *kids, size_t nk, struct 
     return CT_OK;
 }
 
-static void mctx_init(struct mctx *m, struct estore *s, struct etable *t, struct eregion *r,
-                      int f, bool major)
+static void mctx_init(struct mctx *m, struct estore *s, struct etable *t, struct eregion *r, int f,
+                      bool major)
 {
     memset(m, 0, sizeof(*m));
     m->s = s;
@@ -869,8 +874,7 @@ static bool region_has_references(const struct eregion *r)
                 continue;
             if (cell_bytes_cmp(m->first_row, m->first_row_len, r->start, r->start_len) < 0)
                 return true;
-            if (r->end_len &&
-                cell_bytes_cmp(m->last_row, m->last_row_len, r->end, r->end_len) >= 0)
+            if (r->end_len && cell_bytes_cmp(m->last_row, m->last_row_len, r->end, r->end_len) >= 0)
                 return true;
         }
     return false;

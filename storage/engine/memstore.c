@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MS_MAX_HEIGHT 12
+#define MS_MAX_HEIGHT  12
 #define MS_CHUNK_BYTES (256u << 10)
 
 /* k0/k1 hold the first 16 bytes of the row (big-endian, zero-padded) so most comparisons in a
@@ -149,8 +149,8 @@ int memstore_new(struct memstore **out, uint32_t bloom_bits, struct ct_err *err)
     atomic_init(&m->height, 1);
     atomic_init(&m->min_seq, UINT64_MAX);
     m->rnd = 0x9e3779b9u ^ (uint32_t)(uintptr_t)m;
-    m->head = ms_alloc(m, sizeof(struct ms_node) + MS_MAX_HEIGHT * sizeof(void *) +
-                              sizeof(struct cell));
+    m->head =
+        ms_alloc(m, sizeof(struct ms_node) + MS_MAX_HEIGHT * sizeof(void *) + sizeof(struct cell));
     if (!m->head) {
         free(m->bloom);
         free(m);
@@ -270,8 +270,7 @@ int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err)
     int h = ms_random_height(m);
     int cur = atomic_load_explicit(&m->height, memory_order_relaxed);
     size_t need = sizeof(struct ms_node) + (size_t)h * sizeof(void *) + sizeof(struct cell) +
-                  c->row_len + c->qual_len +
-                  c->value_len;
+                  c->row_len + c->qual_len + c->value_len;
     struct ms_node *n = ms_alloc(m, need);
     if (!n)
         return ct_err_set(err, CT_ENOMEM, "out of memory adding a %zu-byte cell to a memstore",
@@ -299,8 +298,7 @@ int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err)
             uint32_t b;
             ms_bloom_probe(bh, m->bloom_bits, &b, i);
             uint64_t w = atomic_load_explicit(&m->bloom[b / 64], memory_order_relaxed);
-            atomic_store_explicit(&m->bloom[b / 64], w | (1ull << (b % 64)),
-                                  memory_order_relaxed);
+            atomic_store_explicit(&m->bloom[b / 64], w | (1ull << (b % 64)), memory_order_relaxed);
         }
         m->last_row = nc->row;
         m->last_row_len = c->row_len;

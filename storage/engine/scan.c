@@ -179,7 +179,10 @@ int echild_next(struct echild *c, struct ct_err *err)
 
 /* ---- the matcher (spec §5 rules 1-7, §6.3 tracking) --------------------------------------- */
 
-enum { M_SKIP = 0, M_EMIT = 1 };
+enum {
+    M_SKIP = 0,
+    M_EMIT = 1
+};
 
 struct i64set {
     int64_t *v;
@@ -539,10 +542,8 @@ static int sc_reserve(uint8_t **buf, size_t *cap, uint8_t *inl, size_t need, str
     return CT_OK;
 }
 
-#define KEY_RESERVE(sc, need)                                                                      \
-    sc_reserve(&(sc)->key, &(sc)->key_cap, (sc)->key_inline, (need), err)
-#define TMP_RESERVE(sc, need)                                                                      \
-    sc_reserve(&(sc)->tmp, &(sc)->tmp_cap, (sc)->tmp_inline, (need), err)
+#define KEY_RESERVE(sc, need) sc_reserve(&(sc)->key, &(sc)->key_cap, (sc)->key_inline, (need), err)
+#define TMP_RESERVE(sc, need) sc_reserve(&(sc)->tmp, &(sc)->tmp_cap, (sc)->tmp_inline, (need), err)
 
 static void *sarena_alloc(struct escanner *sc, size_t n)
 {
@@ -719,7 +720,6 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     *found = true;
     return CT_OK;
 }
-
 
 /* Moves every input past row sc->key (forward direction). */
 static int scanner_skip_row(struct escanner *sc, struct ct_err *err)
@@ -963,7 +963,8 @@ static bool file_may_hold(const struct sst *f, const struct sregion *r, const st
     /* a family-wide marker sits at the empty qualifier: check it too */
     if (single_row && !sf->whole && sf->nquals == 1 &&
         !sst_may_contain_rowcol(f, r->lo, r->lo_len, sf->quals[0].data, sf->quals[0].len) &&
-        (m->delete_markers == 0 || !sst_may_contain_rowcol(f, r->lo, r->lo_len, (const uint8_t *)"", 0)))
+        (m->delete_markers == 0 ||
+         !sst_may_contain_rowcol(f, r->lo, r->lo_len, (const uint8_t *)"", 0)))
         return false;
     return true;
 }
@@ -1056,8 +1057,8 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
             hi_inf = false;
         }
     }
-    sc->single_row = !hi_inf && hi_len == lo_len + 1 && hi[lo_len] == 0 &&
-                     memcmp(hi, lo, lo_len) == 0;
+    sc->single_row =
+        !hi_inf && hi_len == lo_len + 1 && hi[lo_len] == 0 && memcmp(hi, lo, lo_len) == 0;
     bool empty = !hi_inf && bytes_cmp(lo, lo_len, hi, hi_len) >= 0;
 
     rc = pthread_rwlock_rdlock(&t->map_lock);
@@ -1096,12 +1097,12 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
                 char fams[128] = "";
                 size_t fl = 0;
                 for (size_t k = 0; k < t->nfams && fl + 8 < sizeof(fams); k++)
-                    fl += (size_t)snprintf(fams + fl, sizeof(fams) - fl, "%s%s:*",
-                                           k ? ", " : "", t->fams[k].name);
-                rc = ct_err_set(err, CT_EINVAL,
-                                "Unknown column family %.*s! Valid column names: %s",
-                                (int)(c->family.len > 64 ? 64 : c->family.len),
-                                (const char *)c->family.data, fams);
+                    fl += (size_t)snprintf(fams + fl, sizeof(fams) - fl, "%s%s:*", k ? ", " : "",
+                                           t->fams[k].name);
+                rc =
+                    ct_err_set(err, CT_EINVAL, "Unknown column family %.*s! Valid column names: %s",
+                               (int)(c->family.len > 64 ? 64 : c->family.len),
+                               (const char *)c->family.data, fams);
                 goto fail_unlock;
             }
             if (c->has_qualifier)

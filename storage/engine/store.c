@@ -51,12 +51,15 @@ void estore_set_bg_error(struct estore *s, const struct ct_err *err)
         s->bg_err = *err;
         if (s->bg_err.code == CT_OK)
             s->bg_err.code = CT_EIO;
+        atomic_store(&s->has_bg_err, true);
     }
     pthread_mutex_unlock(&s->err_mu);
 }
 
 int estore_check_bg_error(struct estore *s, struct ct_err *err)
 {
+    if (!atomic_load_explicit(&s->has_bg_err, memory_order_acquire))
+        return CT_OK;
     pthread_mutex_lock(&s->err_mu);
     int rc = s->bg_err.code;
     if (rc != CT_OK) {
@@ -265,8 +268,7 @@ static long find_table(const struct estore *s, const char *name)
 }
 
 /* Looks a table up and returns a reference. */
-static int get_table(struct estore *s, const char *name, struct etable **out,
-                     struct ct_err *err)
+static int get_table(struct estore *s, const char *name, struct etable **out, struct ct_err *err)
 {
     pthread_mutex_lock(&s->cat_mu);
     long i = find_table(s, name);
@@ -358,7 +360,7 @@ static void queue_major_all(struct estore *s)
 /* When the log holds many segments, flushes the region whose memstore holds its oldest edit
  * so the log can be trimmed (spec §10: "flush ... when the WAL must be trimmed"); flushes
  * memstores whose first edit is an hour old. */
-#define WAL_MAX_SEGMENTS 8
+#define WAL_MAX_SEGMENTS     8
 #define ENGINE_IDLE_FLUSH_MS (3600 * 1000)
 
 /* All memstores of the store together: past max(4 x flush size, 256 MiB) the largest regions
@@ -599,8 +601,9 @@ static int op_namespace_drop(struct wc_store *ws, const char *ns, struct ct_err 
     }
     for (size_t k = 0; k < s->ntables; k++)
         if (!strncmp(s->tables[k]->name, ns, nl) && s->tables[k]->name[nl] == ':') {
-            rc = ct_err_set(err, CT_EBUSY, "Only empty namespaces can be removed. Namespace %s "
-                                           "has tables",
+            rc = ct_err_set(err, CT_EBUSY,
+                            "Only empty namespaces can be removed. Namespace %s "
+                            "has tables",
                             ns);
             goto out;
         }
@@ -702,9 +705,9 @@ static int build_regions(struct estore *s, struct etable *t, const struct wc_byt
     for (size_t i = 0; i <= nsplits; i++) {
         const struct wc_bytes *a = i ? &splits[i - 1] : NULL;
         const struct wc_bytes *b = i < nsplits ? &splits[i] : NULL;
-        int rc = eregion_new(s->next_region_id++, a ? a->data : NULL, a ? a->len : 0,
-                             b ? b->data : NULL, b ? b->len : 0, t->nfams, flushed,
-                             s->ms_bloom_bits, &rv[i], err);
+        int rc =
+            eregion_new(s->next_region_id++, a ? a->data : NULL, a ? a->len : 0, b ? b->data : NULL,
+                        b ? b->len : 0, t->nfams, flushed, s->ms_bloom_bits, &rv[i], err);
         if (rc != CT_OK) {
             for (size_t k = 0; k < i; k++)
                 eregion_unref(rv[k]);
@@ -1031,8 +1034,8 @@ static int set_enabled(struct wc_store *ws, const char *name, bool on, struct ct
     if (i < 0) {
         rc = ct_err_set(err, CT_NOTFOUND, "Table %s does not exist.", name);
     } else if (atomic_load(&s->tables[i]->enabled) == on) {
-        rc = ct_err_set(err, CT_EBUSY, "Table %s is already %s.", name,
-                        on ? "enabled" : "disabled");
+        rc =
+            ct_err_set(err, CT_EBUSY, "Table %s is already %s.", name, on ? "enabled" : "disabled");
     } else {
         atomic_store(&s->tables[i]->enabled, on);
         if ((rc = catalog_save(s, err)) != CT_OK)
@@ -1216,8 +1219,8 @@ static int compact_one(struct estore *s, struct etable *t, struct eregion *r, vo
     return engine_compact_region(s, t, r, fam, a->major, err);
 }
 
-static int op_table_compact(struct wc_store *ws, const char *name, const char *family,
-                            bool major, struct ct_err *err)
+static int op_table_compact(struct wc_store *ws, const char *name, const char *family, bool major,
+                            struct ct_err *err)
 {
     struct estore *s = estore_of(ws);
     if (s->opt.read_only)
@@ -1625,8 +1628,7 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
         }
         if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
             rc = ct_err_errno(err, CT_EBUSY, errno,
-                              "data directory %s is in use by another process (%s)", s->dir,
-                              path);
+                              "data directory %s is in use by another process (%s)", s->dir, path);
             goto fail;
         }
     }

@@ -153,8 +153,8 @@ static void wait_for_memstore_room(struct estore *s, struct etable *t, struct wc
 
 /* Applies resolved, encoded cells: log, memstores, publication. REQUIRES map_lock shared. */
 static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_mutation *rows,
-                       size_t n, const struct rcell *cells, const size_t *row_cells,
-                       size_t ncells, int dur, bool *blocked, struct ct_err *err)
+                       size_t n, const struct rcell *cells, const size_t *row_cells, size_t ncells,
+                       int dur, bool *blocked, struct ct_err *err)
 {
     /* encode */
     size_t size = 1 + 2 * CODING_VARINT64_MAX;
@@ -217,8 +217,8 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
         uint64_t flush_bytes = etable_flush_bytes(s, t);
         struct eregion *locked = NULL;
         for (size_t i = 0; i < n && rc == CT_OK; i++) {
-            struct eregion *r = t->regions[etable_region_index(t, rows[i].row.data,
-                                                                rows[i].row.len)];
+            struct eregion *r =
+                t->regions[etable_region_index(t, rows[i].row.data, rows[i].row.len)];
             if (r != locked) {
                 if (locked)
                     pthread_mutex_unlock(&locked->mu);
@@ -244,8 +244,9 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
             }
             atomic_fetch_add_explicit(&r->writes, 1, memory_order_relaxed);
             /* flush trigger: checked once per region run */
-            if (i + 1 == n || t->regions[etable_region_index(t, rows[i + 1].row.data,
-                                                             rows[i + 1].row.len)] != r) {
+            if (i + 1 == n ||
+                t->regions[etable_region_index(t, rows[i + 1].row.data, rows[i + 1].row.len)] !=
+                    r) {
                 uint64_t bytes = 0;
                 for (size_t f = 0; f < r->nfams; f++)
                     bytes += memstore_bytes(r->fams[f].active);
@@ -339,8 +340,8 @@ int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows,
                 ts = latest[m];
             if (mu->op == WC_OP_DELETE_ROW) {
                 for (size_t f = 0; f < t->nfams; f++) {
-                    cells[ncells++] = (struct rcell){WC_TYPE_DELETE_FAMILY, (int)f, NULL, 0,
-                                                     NULL, 0, ts};
+                    cells[ncells++] =
+                        (struct rcell){WC_TYPE_DELETE_FAMILY, (int)f, NULL, 0, NULL, 0, ts};
                     row_cells[i]++;
                 }
                 continue;
@@ -355,8 +356,7 @@ int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows,
                                 mu->value.len, WC_MAX_CELL_BYTES);
                 goto out;
             }
-            bool fam_wide = mu->op == WC_OP_DELETE_FAMILY ||
-                            mu->op == WC_OP_DELETE_FAMILY_VERSION;
+            bool fam_wide = mu->op == WC_OP_DELETE_FAMILY || mu->op == WC_OP_DELETE_FAMILY_VERSION;
             struct rcell *c = &cells[ncells++];
             c->type = type_of(mu->op);
             c->fam = fi;
@@ -402,8 +402,8 @@ int engine_increment(struct wc_table *wt, struct wc_bytes row, struct wc_bytes f
     int64_t ts = 0, now = clock_now_ms();
     uint8_t *val = NULL;
     size_t vlen = 0;
-    int rc = engine_read_latest(s, h->t, row.data, row.len, family, qualifier.data,
-                                qualifier.len, &ts, &val, &vlen, err);
+    int rc = engine_read_latest(s, h->t, row.data, row.len, family, qualifier.data, qualifier.len,
+                                &ts, &val, &vlen, err);
     int64_t cur = 0;
     if (rc == CT_OK) {
         if (vlen != 8) {
@@ -420,8 +420,7 @@ int engine_increment(struct wc_table *wt, struct wc_bytes row, struct wc_bytes f
     cur = (int64_t)((uint64_t)cur + (uint64_t)delta);
     uint8_t buf[8];
     coding_put_be64(buf, (uint64_t)cur);
-    struct wc_mutation m = {WC_OP_PUT, family, qualifier, wc_bytes_of(buf, 8),
-                            ts > now ? ts : now};
+    struct wc_mutation m = {WC_OP_PUT, family, qualifier, wc_bytes_of(buf, 8), ts > now ? ts : now};
     struct wc_row_mutation rm = {row, &m, 1};
     rc = engine_mutate_batch(wt, &rm, 1, d, err);
     if (rc == CT_OK)
@@ -434,8 +433,8 @@ out:
 
 int engine_check_and_mutate(struct wc_table *wt, struct wc_bytes row, struct wc_bytes family,
                             struct wc_bytes qualifier, const struct wc_bytes *expected,
-                            const struct wc_row_mutation *rm, enum wc_durability d,
-                            bool *applied, struct ct_err *err)
+                            const struct wc_row_mutation *rm, enum wc_durability d, bool *applied,
+                            struct ct_err *err)
 {
     struct etable_handle *h = (struct etable_handle *)wt;
     struct estore *s = estore_of(wt->store);
@@ -445,8 +444,8 @@ int engine_check_and_mutate(struct wc_table *wt, struct wc_bytes row, struct wc_
     uint8_t *val = NULL;
     size_t vlen = 0;
     *applied = false;
-    int rc = engine_read_latest(s, h->t, row.data, row.len, family, qualifier.data,
-                                qualifier.len, &ts, &val, &vlen, err);
+    int rc = engine_read_latest(s, h->t, row.data, row.len, family, qualifier.data, qualifier.len,
+                                &ts, &val, &vlen, err);
     if (rc < 0)
         goto out;
     bool match = expected ? (rc == CT_OK && vlen == expected->len &&
@@ -477,8 +476,7 @@ static int replay_bad(struct ct_err *err, uint64_t seq)
                       (unsigned long long)seq);
 }
 
-static int replay_record(void *arg, uint64_t seq, const uint8_t *p, size_t len,
-                         struct ct_err *err)
+static int replay_record(void *arg, uint64_t seq, const uint8_t *p, size_t len, struct ct_err *err)
 {
     struct replay_ctx *x = arg;
     struct estore *s = x->s;
@@ -544,7 +542,7 @@ static int replay_record(void *arg, uint64_t seq, const uint8_t *p, size_t len,
             int fi = etable_family_index(t, fam, fl);
             if (fi < 0 || cseq <= reg->fams[fi].flushed_upto)
                 continue;
-            struct cell ce = {row, qual, val, (uint32_t)rlen, (uint32_t)ql, (uint32_t)vl,
+            struct cell ce = {row,  qual,        val, (uint32_t)rlen, (uint32_t)ql, (uint32_t)vl,
                               type, (int64_t)ts, cseq};
             int rc = memstore_add(reg->fams[fi].active, &ce, err);
             if (rc != CT_OK)

@@ -120,7 +120,8 @@ static void mk_table(struct cctx *c, const char *const *fams, size_t nf)
     mk_table_split(c, fams, nf, NULL, 0);
 }
 
-#define FAMS(...) (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *)
+#define FAMS(...)                                                                                  \
+    (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(char *)
 
 static void put_ts(struct cctx *c, const char *row, const char *fam, const char *qual,
                    const char *val, int64_t ts)
@@ -247,8 +248,7 @@ static void test_put_then_get_returns_cells_in_spec_order(void **state)
     put_ts(c, "r1", "f", "z", "fz", 10);
     put_ts(c, "r1", "f", "a", "fa", 20);
     put_ts(c, "r1", "f", "", "empty", 5);
-    assert_string_equal(get_str(c, "r1", NULL),
-                        "r1: f:@5=empty f:a@20=fa f:z@10=fz g:b@10=gb");
+    assert_string_equal(get_str(c, "r1", NULL), "r1: f:@5=empty f:a@20=fa f:z@10=fz g:b@10=gb");
     assert_string_equal(get_str(c, "r2", NULL), "");
 }
 
@@ -266,8 +266,8 @@ static void test_binary_keys_and_values_round_trip(void **state)
     struct cctx *c = *state;
     mk_table(c, FAMS("f"));
     uint8_t row[] = {0, 0xff, 'r'}, qual[] = {0x80, 0}, val[] = {0, 1, 2, 0xfe};
-    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_of(qual, 2),
-                            wc_bytes_of(val, 4), 7};
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_of(qual, 2), wc_bytes_of(val, 4),
+                            7};
     struct wc_row_mutation rm = {wc_bytes_of(row, 3), &m, 1};
     struct ct_err err;
     assert_int_equal(wc_mutate_row(c->t, &rm, WC_DURABILITY_SYNC_WAL, &err), CT_OK);
@@ -535,12 +535,12 @@ static void test_increment_counts_and_rejects_other_widths(void **state)
     mk_table(c, FAMS("f"));
     struct ct_err err;
     int64_t v = 0;
-    assert_int_equal(wc_increment(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("n"),
-                                  5, WC_DURABILITY_USE_DEFAULT, &v, &err),
+    assert_int_equal(wc_increment(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("n"), 5,
+                                  WC_DURABILITY_USE_DEFAULT, &v, &err),
                      CT_OK);
     assert_int_equal(v, 5);
-    assert_int_equal(wc_increment(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("n"),
-                                  -7, WC_DURABILITY_USE_DEFAULT, &v, &err),
+    assert_int_equal(wc_increment(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("n"), -7,
+                                  WC_DURABILITY_USE_DEFAULT, &v, &err),
                      CT_OK);
     assert_int_equal(v, -2);
     struct wc_result res;
@@ -552,8 +552,8 @@ static void test_increment_counts_and_rejects_other_widths(void **state)
     assert_int_equal((int64_t)coding_get_be64(res.row.cells[0].value.data), -2);
     wc_result_release(&res);
     put_ts(c, "r", "f", "s", "abc", 1);
-    assert_int_equal(wc_increment(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("s"),
-                                  1, WC_DURABILITY_USE_DEFAULT, &v, &err),
+    assert_int_equal(wc_increment(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("s"), 1,
+                                  WC_DURABILITY_USE_DEFAULT, &v, &err),
                      CT_EINVAL);
 }
 
@@ -568,28 +568,28 @@ static void test_check_and_mutate_applies_only_on_match(void **state)
     struct wc_row_mutation rm = {wc_bytes_str("r"), &m, 1};
     /* expected absent: applies */
     assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("f"),
-                                         wc_bytes_str("q"), NULL, &rm,
-                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                                         wc_bytes_str("q"), NULL, &rm, WC_DURABILITY_USE_DEFAULT,
+                                         &applied, &err),
                      CT_OK);
     assert_true(applied);
     /* expected absent again: the column now has a value, so not applied */
     m.value = wc_bytes_str("two");
     m.ts_ms = 20;
     assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("f"),
-                                         wc_bytes_str("q"), NULL, &rm,
-                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                                         wc_bytes_str("q"), NULL, &rm, WC_DURABILITY_USE_DEFAULT,
+                                         &applied, &err),
                      CT_OK);
     assert_false(applied);
     struct wc_bytes wrong = wc_bytes_str("uno");
     assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("f"),
-                                         wc_bytes_str("q"), &wrong, &rm,
-                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                                         wc_bytes_str("q"), &wrong, &rm, WC_DURABILITY_USE_DEFAULT,
+                                         &applied, &err),
                      CT_OK);
     assert_false(applied);
     struct wc_bytes right = wc_bytes_str("one");
     assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("f"),
-                                         wc_bytes_str("q"), &right, &rm,
-                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                                         wc_bytes_str("q"), &right, &rm, WC_DURABILITY_USE_DEFAULT,
+                                         &applied, &err),
                      CT_OK);
     assert_true(applied);
     assert_string_equal(get_str(c, "r", NULL), "r: f:q@20=two");
@@ -603,8 +603,7 @@ static void test_batch_applies_every_row(void **state)
         {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("a"), wc_bytes_str("1"), 5},
         {WC_OP_PUT, wc_bytes_str("g"), wc_bytes_str("b"), wc_bytes_str("2"), 5},
     };
-    struct wc_mutation m2 = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("a"), wc_bytes_str("3"),
-                             6};
+    struct wc_mutation m2 = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("a"), wc_bytes_str("3"), 6};
     struct wc_row_mutation rows[3] = {
         {wc_bytes_str("r2"), m1, 2},
         {wc_bytes_str("r1"), &m2, 1},
@@ -627,8 +626,8 @@ static void test_durability_levels_all_acknowledge(void **state)
     for (size_t i = 0; i < 5; i++) {
         char row[8];
         snprintf(row, sizeof(row), "r%zu", i);
-        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"),
-                                wc_bytes_str("v"), 1};
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("v"),
+                                1};
         struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
         struct ct_err err;
         assert_int_equal(wc_mutate_row(c->t, &rm, ds[i], &err), CT_OK);
@@ -822,8 +821,8 @@ int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, v
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_unknown_family_fails_and_writes_nothing, cc_setup,
                                         cc_teardown),
-        cmocka_unit_test_setup_teardown(test_scan_forward_and_reversed_reverse_only_rows,
-                                        cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_scan_forward_and_reversed_reverse_only_rows, cc_setup,
+                                        cc_teardown),
         cmocka_unit_test_setup_teardown(test_scan_bounds_both_directions, cc_setup, cc_teardown),
         cmocka_unit_test_setup_teardown(test_row_prefix_in_both_directions_and_with_bounds,
                                         cc_setup, cc_teardown),

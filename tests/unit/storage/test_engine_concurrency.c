@@ -13,9 +13,9 @@
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
 
-#define WRITERS 3
-#define READERS 2
-#define ROWS 300
+#define WRITERS           3
+#define READERS           2
+#define ROWS              300
 #define WRITES_PER_WRITER 1500
 
 struct ctx {
@@ -169,8 +169,9 @@ static void test_rows_are_atomic_under_concurrent_writes_flushes_and_splits(void
     assert_int_equal(wc_background_error(c.s, &err), CT_OK);
     struct wc_store_stats st;
     assert_int_equal(wc_store_stats(c.s, &st, &err), CT_OK);
-    fprintf(stderr, "concurrency: %ld rows read while writing; %llu flushes, %llu compactions, "
-                    "%llu splits, %llu regions\n",
+    fprintf(stderr,
+            "concurrency: %ld rows read while writing; %llu flushes, %llu compactions, "
+            "%llu splits, %llu regions\n",
             atomic_load(&c.rows_seen), (unsigned long long)st.flushes,
             (unsigned long long)(st.minor_compactions + st.major_compactions),
             (unsigned long long)st.splits, (unsigned long long)st.regions);
@@ -249,8 +250,8 @@ static void test_concurrent_increments_lose_no_update(void **state)
         pthread_join(th[i], NULL);
     assert_int_equal(atomic_load(&c.bad), 0);
     int64_t v;
-    assert_int_equal(wc_increment(c.t, wc_bytes_str("ctr"), wc_bytes_str("a"), wc_bytes_str("n"),
-                                  0, WC_DURABILITY_SYNC_WAL, &v, &err),
+    assert_int_equal(wc_increment(c.t, wc_bytes_str("ctr"), wc_bytes_str("a"), wc_bytes_str("n"), 0,
+                                  WC_DURABILITY_SYNC_WAL, &v, &err),
                      CT_OK);
     assert_int_equal(v, 2000);
     wc_table_close(c.t);

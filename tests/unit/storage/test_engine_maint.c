@@ -57,11 +57,10 @@ static struct wc_table *mk_table(struct wc_store *s, const char *name, uint32_t 
     return t;
 }
 
-static void put(struct wc_table *t, const char *row, const char *qual, const char *val,
-                size_t vlen, int64_t ts, enum wc_mutation_op op)
+static void put(struct wc_table *t, const char *row, const char *qual, const char *val, size_t vlen,
+                int64_t ts, enum wc_mutation_op op)
 {
-    struct wc_mutation m = {op, wc_bytes_str("f"), wc_bytes_str(qual), wc_bytes_of(val, vlen),
-                            ts};
+    struct wc_mutation m = {op, wc_bytes_str("f"), wc_bytes_str(qual), wc_bytes_of(val, vlen), ts};
     struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
     struct ct_err err;
     if (wc_mutate_row(t, &rm, WC_DURABILITY_SYNC_WAL, &err) != CT_OK)
@@ -179,8 +178,8 @@ static void test_exploring_policy_selection(void **state)
         size_t start = 99, count = 99;
         bool found = compact_select(c->sizes, c->n, &p, &start, &count);
         if (found != c->found || (found && (start != c->start || count != c->count)))
-            fail_msg("case %zu: got found=%d start=%zu count=%zu, want %d %zu %zu", i, found,
-                     start, count, c->found, c->start, c->count);
+            fail_msg("case %zu: got found=%d start=%zu count=%zu, want %d %zu %zu", i, found, start,
+                     count, c->found, c->start, c->count);
     }
 }
 

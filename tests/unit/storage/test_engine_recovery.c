@@ -189,7 +189,7 @@ static void test_async_wal_survives_a_clean_close(void **state)
     ctest_rmdir(dir);
 }
 
-#define CRASH_RUNS 20
+#define CRASH_RUNS     20
 #define CRASH_MAX_ROWS 200000
 
 /* The child writes rows r<i> (batches of 1..4 rows, SYNC_WAL) with a small memstore, so
@@ -297,8 +297,8 @@ static void test_failed_background_flush_is_sticky(void **state)
     struct wc_table *t;
     struct ct_err err;
     assert_int_equal(wc_table_open(s, "bg", &t, &err), CT_OK);
-    struct eio_fault f = {.op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true,
-                          .path_substr = ".sst"};
+    struct eio_fault f = {
+        .op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true, .path_substr = ".sst"};
     eio_fault_set(&f);
     int rc = CT_OK;
     for (int i = 0; i < 2000 && rc == CT_OK; i++) {
@@ -448,8 +448,8 @@ static void test_failed_catalog_write_changes_nothing(void **state)
     struct ct_err err;
     assert_int_equal(wc_table_open(s, "keep", &t, &err), CT_OK);
     assert_int_equal(mut(t, "r", WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_SYNC_WAL), CT_OK);
-    struct eio_fault f = {.op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true,
-                          .path_substr = "CATALOG"};
+    struct eio_fault f = {
+        .op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true, .path_substr = "CATALOG"};
     eio_fault_set(&f);
     struct wc_family_desc fd[2];
     wc_family_desc_init(&fd[0], "f");

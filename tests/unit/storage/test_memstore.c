@@ -13,9 +13,15 @@
 static struct cell mk(const char *row, const char *qual, int64_t ts, uint8_t type, uint64_t seq,
                       const char *val)
 {
-    struct cell c = {(const uint8_t *)row, (const uint8_t *)qual, (const uint8_t *)val,
-                     (uint32_t)strlen(row), (uint32_t)strlen(qual), (uint32_t)strlen(val),
-                     type, ts, seq};
+    struct cell c = {(const uint8_t *)row,
+                     (const uint8_t *)qual,
+                     (const uint8_t *)val,
+                     (uint32_t)strlen(row),
+                     (uint32_t)strlen(qual),
+                     (uint32_t)strlen(val),
+                     type,
+                     ts,
+                     seq};
     return c;
 }
 
@@ -27,18 +33,14 @@ static void test_memstore_iterates_in_spec_order(void **state)
     assert_int_equal(memstore_new(&m, 0, &err), CT_OK);
     /* inserted shuffled; expected order listed below */
     struct cell in[] = {
-        mk("b", "q", 5, WC_TYPE_PUT, 1, "b5"),
-        mk("a", "q", 5, WC_TYPE_PUT, 2, "a5"),
-        mk("a", "", 1, WC_TYPE_PUT, 3, "a-empty"),
-        mk("a", "q", 9, WC_TYPE_PUT, 4, "a9"),
-        mk("a", "q", 5, WC_TYPE_DELETE, 5, ""),
-        mk("a", "q", 5, WC_TYPE_PUT, 6, "a5-newer"),
-        mk("ab", "a", 1, WC_TYPE_PUT, 7, "ab"),
-        mk("a", "q", 5, WC_TYPE_DELETE_COLUMN, 8, ""),
+        mk("b", "q", 5, WC_TYPE_PUT, 1, "b5"),     mk("a", "q", 5, WC_TYPE_PUT, 2, "a5"),
+        mk("a", "", 1, WC_TYPE_PUT, 3, "a-empty"), mk("a", "q", 9, WC_TYPE_PUT, 4, "a9"),
+        mk("a", "q", 5, WC_TYPE_DELETE, 5, ""),    mk("a", "q", 5, WC_TYPE_PUT, 6, "a5-newer"),
+        mk("ab", "a", 1, WC_TYPE_PUT, 7, "ab"),    mk("a", "q", 5, WC_TYPE_DELETE_COLUMN, 8, ""),
     };
     const char *want[] = {"a-empty", "a9", "", "", "a5-newer", "a5", "ab", "b5"};
     const uint8_t want_type[] = {WC_TYPE_PUT, WC_TYPE_PUT, WC_TYPE_DELETE_COLUMN, WC_TYPE_DELETE,
-                                 WC_TYPE_PUT, WC_TYPE_PUT, WC_TYPE_PUT, WC_TYPE_PUT};
+                                 WC_TYPE_PUT, WC_TYPE_PUT, WC_TYPE_PUT,           WC_TYPE_PUT};
     for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
         assert_int_equal(memstore_add(m, &in[i], &err), CT_OK);
     assert_int_equal(memstore_count(m), 8);
