@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -447,6 +448,13 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     if (rc != CT_OK)
         goto out;
     signal(SIGPIPE, SIG_IGN);
+    /* thousands of connections: raise the descriptor limit to what the system allows */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+            tlog_warn("cannot raise the open-file limit: %s", strerror(errno));
+    }
     if (evthread_use_pthreads() != 0) {
         rc = ct_err_set(err, CT_EIO, "libevent: cannot enable threading");
         goto out;

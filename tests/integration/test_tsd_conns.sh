@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# test_tsd_conns.sh - many concurrent clients on the one port: 400 telnet connections and 40
+# test_tsd_conns.sh - many concurrent clients on the one port: 1000 telnet connections and 40
 # HTTP keep-alive connections at once, each writing its own series and reading its answers;
-# every client is answered and every series is stored. Bounded: at most 440 sockets, 60 s.
+# every client is answered and every series is stored. Bounded: at most 1040 sockets, 120 s.
 source "$(dirname "$0")/lib.sh"
 
 tsd_start
@@ -52,7 +52,7 @@ def http(i):
             errors.append("http %d: %d of 5" % (i, good))
     except Exception as e:
         errors.append("http %d: %s" % (i, e))
-threads = [threading.Thread(target=telnet, args=(i,)) for i in range(400)]
+threads = [threading.Thread(target=telnet, args=(i,)) for i in range(1000)]
 threads += [threading.Thread(target=http, args=(i,)) for i in range(40)]
 for t in threads:
     t.start()
@@ -62,11 +62,11 @@ print("%d %d" % (ok["telnet"], ok["http"]))
 for e in errors[:5]:
     sys.stderr.write(e + "\n")
 ' "$TSD_PORT")
-check_eq "every telnet (400) and HTTP (40) client was answered" "400 40" "$out"
+check_eq "every telnet (1000) and HTTP (40) client was answered" "1000 40" "$out"
 stats=$(curl -s "http://127.0.0.1:$TSD_PORT/api/stats")
 check_contains "the TSD counted the connections" "$stats" '"metric":"tsd.connectionmgr.connections"'
 tsd_stop
 check_eq "clean stop" 0 "$?"
 rows=$("$CTSDB" shell --data "$TSD_DATA" -e "count 'tsdb'" 2>&1)
-check_contains "every client's series is stored (400 + 40 rows)" "$rows" "440 row(s)"
+check_contains "every client's series is stored (1000 + 40 rows)" "$rows" "1040 row(s)"
 it_done
