@@ -81,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fuzz_write_segment(dir, 2, header, body + cut, blen - cut);
 
     struct ct_err err = {0};
-    struct wal_options o = {1 << 20};
+    struct wal_options o = {.segment_bytes = 1 << 20};
     struct wal *w = NULL;
     struct fuzz_count first = {0, 0};
     int rc = wal_open(dir, &o, &w, &err);

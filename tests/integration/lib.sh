@@ -66,6 +66,7 @@ tsd_start() {
   dir=$(it_tmpdir)
   TSD_DATA=${TSD_DATA:-$dir/data}
   TSD_LOG=$dir/tsd.log
+  : >"$TSD_LOG"
   "$CTSDB" tsd --bind 127.0.0.1 --port 0 --data "$TSD_DATA" "$@" 2>"$TSD_LOG" &
   TSD_PID=$!
   IT_PIDS+=("$TSD_PID")
