@@ -16,7 +16,9 @@
  * Odd-length qualifiers other than appends and ctsdb's compressed cell (annotations 0x01,
  * histograms 0x06, anything unknown) are not datapoints and readers skip them.
  *
- * Nothing here allocates except dpcodec_compact() (one buffer per row, freed by the caller). */
+ * Allocation: the single-cell, compacted-cell and append paths never allocate. Reading a
+ * compressed cell takes one buffer per cell (freed by dpcodec_iter_end()); encoding one and
+ * dpcodec_compact() take per-row buffers (compaction time, never per datapoint). */
 #ifndef CT_SCHEMA_DPCODEC_H
 #define CT_SCHEMA_DPCODEC_H
 
@@ -163,7 +165,8 @@ size_t dpcodec_compressed_bound(size_t n);
 void dpcodec_compressed_qualifier(const struct dpcodec_point *pts, size_t n, uint8_t *q);
 /* Encodes n points (sorted, unique timestamps, inside the hour) as ctsdb's compressed cell value
  * into v (room dpcodec_compressed_bound(n)); see dpcodec_compressed_qualifier(). Lossless: decoding
- * gives back every timestamp, type, ms flag and value bit for bit. */
+ * gives back every timestamp, type, ms flag and value bit for bit. Uses temporary buffers (freed
+ * before return); CT_ENOMEM if they cannot be had. */
 CT_MUST_CHECK int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts,
                                             size_t n, uint8_t *v, size_t *vlen, struct ct_err *err);
 
