@@ -1,6 +1,7 @@
 /* http_conn.c - HTTP/1.x framing on a libevent bufferevent: request heads, Content-Length and
  * chunked bodies, Expect: 100-continue, keep-alive and pipelining, Content-Encoding
- * gzip/deflate, and handing each complete request to routes_dispatch().
+ * gzip/deflate, handing each complete request to routes_dispatch(), and gzip-compressed whole
+ * replies (text and JSON of 1 KiB or more) for clients that send Accept-Encoding: gzip.
  *
  * (libevent's evhttp cannot be handed a socket that was already accepted and sniffed, so the
  * framing lives here; query strings and URIs are decoded with evhttp's public helpers.)
@@ -147,6 +148,46 @@ static void http_count_status(int status)
         tstats_add(TSTATS_HTTP_4XX, 1);
 }
 
+/* Compresses body into out as gzip; false if zlib fails (the body is then sent as is). */
+static bool http_gzip(struct evbuffer *body, struct evbuffer *out)
+{
+    size_t n = evbuffer_get_length(body);
+    unsigned char *in = evbuffer_pullup(body, -1);
+    z_stream zs;
+    memset(&zs, 0, sizeof(zs));
+    if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+        return false;
+    size_t cap = deflateBound(&zs, (uLong)n);
+    struct evbuffer_iovec v;
+    if (evbuffer_reserve_space(out, (ev_ssize_t)cap, &v, 1) != 1) {
+        deflateEnd(&zs);
+        return false;
+    }
+    zs.next_in = in;
+    zs.avail_in = (uInt)n;
+    zs.next_out = v.iov_base;
+    zs.avail_out = (uInt)cap;
+    int zrc = deflate(&zs, Z_FINISH);
+    v.iov_len = cap - zs.avail_out;
+    deflateEnd(&zs);
+    if (zrc != Z_STREAM_END)
+        return false;
+    return evbuffer_commit_space(out, &v, 1) == 0;
+}
+
+/* True if the reply should be gzipped: the client accepts it, the body is worth it and is text. */
+static bool http_want_gzip(const struct http_req *r, size_t blen)
+{
+    if (blen < 1024 || !r->content_type || r->wire_method == HTTP_HEAD)
+        return false;
+    const char *ae = http_req_header(r, "Accept-Encoding");
+    if (!ae || !http_has_token(ae, "gzip"))
+        return false;
+    const char *ct = r->content_type;
+    return strstr(ct, "json") || strstr(ct, "text/") || strstr(ct, "javascript") ||
+           strstr(ct, "svg");
+}
+
 void http_conn_send_reply(struct http_req *r)
 {
     struct http_conn *c = r->conn;
@@ -161,16 +202,26 @@ void http_conn_send_reply(struct http_req *r)
     http_count_status(status);
     bool no_body = status == 204 || status == 304 || (status >= 100 && status < 200);
     size_t blen = evbuffer_get_length(r->reply_body);
+    struct evbuffer *gz = NULL;
+    if (!no_body && http_want_gzip(r, blen) && (gz = evbuffer_new()) != NULL &&
+        !http_gzip(r->reply_body, gz)) {
+        evbuffer_free(gz);
+        gz = NULL;
+    }
     evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, http_status_text(status));
     if (!no_body) {
         evbuffer_add_printf(out, "Content-Type: %s\r\nContent-Length: %zu\r\n",
                             r->content_type ? r->content_type : "application/json; charset=UTF-8",
-                            blen);
+                            gz ? evbuffer_get_length(gz) : blen);
+        if (gz)
+            evbuffer_add_printf(out, "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
     }
     http_req_write_common_headers(r, out);
     evbuffer_add(out, "\r\n", 2);
     if (!no_body && r->wire_method != HTTP_HEAD)
-        evbuffer_add_buffer(out, r->reply_body);
+        evbuffer_add_buffer(out, gz ? gz : r->reply_body);
+    if (gz)
+        evbuffer_free(gz);
     if (bufferevent_write_buffer(c->bev, out) != 0)
         c->close_after = true;
     evbuffer_free(out);

@@ -78,6 +78,11 @@ storage=$(req GET /api/storage)
 check_contains "storage lists tables" "$storage" '"name":"default:tsdb"'
 check_contains "storage lists regions" "$storage" '"store_file_bytes":'
 check_contains "storage lists families" "$storage" '"families":[{"name":"t"'
+gzhdr=$(curl -s --compressed -D - -o "$tmp/cfg.json" "http://127.0.0.1:$TSD_PORT/api/config")
+check_contains "large replies are gzipped for clients that accept it" "$gzhdr" "Content-Encoding: gzip"
+check "the gzipped reply decodes to the JSON" python3 -c 'import json,sys; assert "tsd.network.port" in json.load(open(sys.argv[1]))' "$tmp/cfg.json"
+plain=$(curl -s -D - -o /dev/null "http://127.0.0.1:$TSD_PORT/api/config")
+case "$plain" in *Content-Encoding*) not_ok "no gzip without Accept-Encoding" ;; *) ok "no gzip without Accept-Encoding" ;; esac
 check_eq "jsonp" '200 cb({"status":"ok"})' "$(req GET '/api/status?jsonp=cb')"
 check_contains "pretty" "$(req GET '/api/status?pretty')" $'{\n'
 
