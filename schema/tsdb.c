@@ -501,6 +501,12 @@ void tsdb_close(struct tsdb *t)
         return;
     if (t->hooked) {
         struct ct_err e = {0};
+        /* Flush while the hook is still installed, so that the hours complete by now leave as
+         * compacted cells rather than one cell per point (the store's own flush at close runs
+         * after the hook is gone). */
+        if (wc_table_flush(t->s, t->data_name, &e) != CT_OK) {
+            /* not fatal: the data is in the log and the next flush or compaction compacts it */
+        }
         if (wc_set_compact_hook(t->s, t->data_name, TSDB_DATA_FAMILY, NULL, NULL, &e) != CT_OK) {
             /* the store is closing anyway; a stale hook is never called after wc_close() */
         }
