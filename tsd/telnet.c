@@ -338,8 +338,9 @@ static void telnet_stat_line(void *arg, const char *metric, int64_t ts_s, const 
     telnet_printf(x->c, "%s %lld %s %s\n", metric, (long long)ts_s, value, tags);
 }
 
-static const char *const telnet_commands[] = {"auth", "diediedie", "dropcaches", "exit", "help",
-                                              "put",  "stats",     "status",     "version"};
+static const char *const telnet_commands[] = {
+    "auth", "diediedie", "dropcaches", "exit", "help", "put", "stats", "status", "version",
+};
 
 static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, size_t len)
 {

@@ -95,7 +95,9 @@ check_eq "port: it answers there" 200 "$(req GET /api/version | cut -c1-3)"
 tsd_stop
 # tsd.network.bind=::1 from a config file (started by hand: lib.sh waits for 127.0.0.1)
 printf 'tsd.network.bind = ::1\ntsd.network.port = 0\n' >"$tmp/v6.conf"
-"$CTSDB" tsd --config "$tmp/v6.conf" --data "$tmp/v6data" 2>"$tmp/v6.log" &
+# (the allow-list excludes ::1, so writes over IPv6 are refused: the IPv6 peer is parsed)
+"$CTSDB" tsd --config "$tmp/v6.conf" --data "$tmp/v6data" --tsd.core.auth.allow=127.0.0.0/8 \
+  2>"$tmp/v6.log" &
 v6pid=$!
 IT_PIDS+=("$v6pid")
 v6port=""
@@ -109,6 +111,10 @@ if [ -n "$v6port" ]; then
   check_eq "bind: tsd.network.bind=::1 answers on [::1]" 200 \
     "$(curl -s -g -o /dev/null -w '%{http_code}' "http://[::1]:$v6port/api/version")"
   check_contains "bind: listening on [::1] only" "$(ss -Hltn "sport = :$v6port")" "[::1]:$v6port"
+  check_eq "allow over IPv6: ::1 outside the list is refused" \
+    '403 {"error":{"code":403,"message":"Forbidden","details":"client address ::1 is not in tsd.core.auth.allow"}}' \
+    "$(curl -s -g -w ' %{http_code}' -d "$(pt sec.v6 1356998400)" "http://[::1]:$v6port/api/put" |
+      sed 's/^\(.*\) \([0-9]*\)$/\2 \1/')"
 else
   not_ok "bind: the TSD listens on [::1] ($(tail -2 "$tmp/v6.log"))"
 fi
