@@ -29,6 +29,7 @@ CTSDB = os.environ.get("CTSDB", os.path.join(os.path.dirname(__file__), "../../b
 RUNS = int(os.environ.get("CRASH_RUNS", "6"))
 SEED = int(os.environ.get("CRASH_SEED", str(int(time.time()))))
 BASE_TS = 1700000000  # seconds; each writer owns its own series
+SPREAD = 40  # series per writer (tag s), so that rows are many and regions can split
 # Small memstores and regions, so that flushes, compactions and splits run during the load.
 EXTRA = os.environ.get("CRASH_TSD_ARGS", "--tsd.storage.memstore_flush_bytes=65536 "
                        "--tsd.storage.region_split_bytes=262144").split()
@@ -96,7 +97,7 @@ class Writer(threading.Thread):
             lines = []
             for _ in range(random.randint(1, 200)):
                 batch.append(self.ts)
-                lines.append("put crash.tel %d %d src=tel conn=c%d\n" % (self.ts, value_of(self.ts), self.idx))
+                lines.append("put crash.tel %d %d src=tel conn=c%d s=%d\n" % (self.ts, value_of(self.ts), self.idx, self.ts % SPREAD))
                 self.ts += 1
             self.sent.extend(batch)
             s.sendall(("".join(lines) + "version\n").encode())
@@ -115,7 +116,7 @@ class Writer(threading.Thread):
             for _ in range(random.randint(1, 300)):
                 batch.append(self.ts)
                 body.append({"metric": "crash.http", "timestamp": self.ts, "value": value_of(self.ts),
-                             "tags": {"src": "http", "conn": "h%d" % self.idx}})
+                             "tags": {"src": "http", "conn": "h%d" % self.idx, "s": str(self.ts % SPREAD)}})
                 self.ts += 1
             self.sent.extend(batch)
             req = urllib.request.Request("http://127.0.0.1:%d/api/put" % self.port,
@@ -127,7 +128,9 @@ class Writer(threading.Thread):
 
 
 def query_series(port, metric, tagk, tagv, start, end):
-    url = ("http://127.0.0.1:%d/api/query?start=%d&end=%d&m=sum:%s{%s=%s}"
+    # each timestamp lives in exactly one of the SPREAD series of a writer: zimsum (no
+    # interpolation) over them gives back the one value written at that timestamp
+    url = ("http://127.0.0.1:%d/api/query?start=%d&end=%d&m=zimsum:%s{%s=%s}"
            % (port, start, end, metric, tagk, tagv))
     with urllib.request.urlopen(url, timeout=60) as r:
         res = json.loads(r.read().decode())
