@@ -8,7 +8,7 @@
  *     time.
  *   - tsd.core.auth.allow: a comma list of addresses and CIDRs (`127.0.0.1/32,10.0.0.0/8,::1`)
  *     that may write; other clients are refused (403 / one telnet line).
- *   - tsd.core.enable_admin: `false`, `loopback` (the default: admin actions only from
+ *   - tsd.core.enable_admin: `false` (the default: admin actions refused), `loopback` (only from
  *     loopback clients) or `true`. Admin = /api/dropcaches, telnet dropcaches, diediedie.
  * Reads (queries, suggest, version, stats, static files) are never restricted.
  *

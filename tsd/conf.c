@@ -39,7 +39,7 @@ static const struct conf_key conf_keys[] = {
     {"tsd.core.auto_create_tagks", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.auto_create_tagvs", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.connections.limit", CONF_INT, "0", 0, 10000000, NULL},
-    {"tsd.core.enable_admin", CONF_ENUM, "loopback", 0, 0, "false|loopback|true"}, /* auth.h */
+    {"tsd.core.enable_admin", CONF_ENUM, "false", 0, 0, "false|loopback|true"}, /* auth.h */
     {"tsd.core.enable_api", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.enable_ui", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.meta.enable_realtime_ts", CONF_BOOL, "false", 0, 0, NULL},

@@ -46,16 +46,19 @@ print(sum(len(s["dps"]) for s in d) if isinstance(d, list) else "error: %s" % d)
 
 pt() { echo "{\"metric\":\"$1\",\"timestamp\":$2,\"value\":1,\"tags\":{\"host\":\"a\"}}"; }
 
-# ---- default configuration: everything open, admin from loopback --------------------------
+# ---- default configuration: everything open but admin actions ------------------------------
 tsd_start
 check_eq "default: HTTP put needs nothing" "204 " "$(req POST /api/put -d "$(pt sec.open 1356998400)")"
 out=$(printf 'put sec.open 1356998401 2 host=a\nversion\n' | tsd_talk)
 check_contains "default: telnet put needs nothing" "$out" "built at revision"
 check_eq "default: both points are stored" 2 "$(points sec.open)"
 check_eq "default: uid assign is open" 200 "$(req GET '/api/uid/assign?metric=sec.assigned' | cut -c1-3)"
-check_eq "default: dropcaches from loopback" '200 {"message":"Caches dropped","status":"200"}' \
+check_eq "default: dropcaches is disabled" \
+  '403 {"error":{"code":403,"message":"Forbidden","details":"admin actions are disabled (tsd.core.enable_admin=false)"}}' \
   "$(req GET /api/dropcaches)"
-check_eq "default: telnet dropcaches from loopback" "Caches dropped." "$(printf 'dropcaches\n' | tsd_talk)"
+check_eq "default: telnet dropcaches is disabled" \
+  "dropcaches: forbidden: admin actions are disabled (tsd.core.enable_admin=false)" \
+  "$(printf 'dropcaches\n' | tsd_talk)"
 check_eq "default: help does not list auth" \
   "available commands: diediedie dropcaches exit help put stats status version " \
   "$(printf 'help\n' | tsd_talk)"
@@ -68,7 +71,7 @@ check_contains "default: a query with delete:true is refused" \
   '400 {"error":{"code":400,"message":"Bad request","details":"Deleting data is not enabled'
 check_eq "default: nothing was deleted" 2 "$(points sec.open)"
 cfg=$(req GET /api/config)
-check_contains "default: config shows enable_admin" "$cfg" '"tsd.core.enable_admin":"loopback"'
+check_contains "default: config shows enable_admin" "$cfg" '"tsd.core.enable_admin":"false"'
 check_contains "default: config shows an empty token" "$cfg" '"tsd.core.auth.token":""'
 check_contains "security settings are logged" "$(cat "$TSD_LOG")" \
   "security: writes need a token: no; write allow-list: no (any address)"

@@ -14,7 +14,7 @@ req() {
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-it-http-XXXXXX")
 IT_DIRS+=("$tmp")
-tsd_start
+tsd_start --tsd.core.enable_admin=true
 
 pt='{"metric":"http.one","timestamp":1356998400,"value":42,"tags":{"host":"a"}}'
 check_eq "put of one object answers 204" "204 " "$(req POST /api/put -d "$pt")"
@@ -118,7 +118,7 @@ echo 'secret' >"$tmp/outside/secret.txt"
 ln -s "$tmp/outside/secret.txt" "$tmp/web/link.txt"
 tsd_stop
 TSD_DATA=
-tsd_start --staticroot "$tmp/web" --tsd.http.request.cors_domains=http://a.example,HTTP://B.example
+tsd_start --tsd.core.enable_admin=true --staticroot "$tmp/web" --tsd.http.request.cors_domains=http://a.example,HTTP://B.example
 check_eq "index.html at /" "200 <html>ctsdb</html>" "$(req GET /)"
 ct=$(curl -s -o /dev/null -w '%{content_type}' "http://127.0.0.1:$TSD_PORT/css/site.css")
 check_eq "css content type" "text/css; charset=UTF-8" "$ct"
@@ -145,7 +145,7 @@ check_eq "CORS refuses other origins with 200 and an error" \
   "$(req GET /api/status -H 'Origin: http://c.example')"
 tsd_stop
 TSD_DATA=
-tsd_start --tsd.http.request.enable_chunked=true --tsd.http.request.max_chunk=300
+tsd_start --tsd.core.enable_admin=true --tsd.http.request.enable_chunked=true --tsd.http.request.max_chunk=300
 check_eq "OPTIONS without CORS is 405" "405" "$(req OPTIONS /api/put | cut -c1-3)"
 check_eq "chunked bodies when enabled" "204 " "$(req POST /api/put -d "$pt" -H 'Transfer-Encoding: chunked')"
 long=$(python3 -c 'print("[" + ",".join(["{\"metric\":\"c\",\"timestamp\":1356998400,\"value\":1,\"tags\":{\"h\":\"a\"}}"]*10) + "]")')

@@ -24,7 +24,7 @@ sys.stdout.write(out.decode("utf-8", "replace"))
 ' "$TSD_PORT"
 }
 
-tsd_start
+tsd_start --tsd.core.enable_admin=true
 
 out=$(printf 'put sys.cpu.user 1356998400 42 host=web01 cpu=0\nput sys.cpu.user 1356998401 42.5 host=web01 cpu=0\n' | tsd_talk)
 check_eq "successful puts are silent" "" "$out"
@@ -136,7 +136,7 @@ check_contains "data rows were written (one per series and hour)" "$rows" "4 row
 
 # OpenTSDB's setting: unknown metrics refused (the answer comes from the store, before version)
 TSD_DATA=
-tsd_start --tsd.core.auto_create_metrics=false
+tsd_start --tsd.core.enable_admin=true --tsd.core.auto_create_metrics=false
 out=$(printf 'put brand.new 1356998400 1 host=a\nversion\n' | tsd_talk | head -1)
 check_eq "unknown metric refused when auto-create is off" "put: unknown metric: No such name for 'metrics': 'brand.new'" "$out"
 # a client that never reads its replies does not make the TSD buffer without bound
@@ -155,19 +155,19 @@ print(open("/proc/%s/status" % sys.argv[2]).read().split("VmRSS:")[1].split()[0]
 check "memory stays bounded with a client that never reads (RSS ${rss} kB)" test "$rss" -lt 200000
 check_eq "the TSD still answers others" "ok" "$(printf 'status\n' | tsd_talk)"
 tsd_stop
-tsd_start --tsd.mode=ro  # on the same data: read-only mode creates no tables
+tsd_start --tsd.core.enable_admin=true --tsd.mode=ro  # on the same data: read-only mode creates no tables
 check_eq "read-only mode refuses puts" "put: illegal argument: the TSD is in read-only mode" "$(printf 'put m 1356998400 1 a=b\n' | tsd_talk)"
 tsd_stop
 
 # diediedie: refused when gated, shuts the TSD down otherwise
 TSD_DATA=
-tsd_start --tsd.no_diediedie=true
+tsd_start --tsd.core.enable_admin=true --tsd.no_diediedie=true
 out=$(printf 'diediedie\nstatus\n' | tsd_talk)
 check_eq "diediedie is unknown when disabled" "unknown command: diediedie.  Try \`help'.
 ok" "$out"
 tsd_stop
 TSD_DATA=
-tsd_start
+tsd_start --tsd.core.enable_admin=true
 out=$(printf 'diediedie\n' | tsd_talk)
 check_eq "diediedie answers" "Cleaning up and exiting now." "$out"
 for _ in $(seq 1 100); do kill -0 "$TSD_PID" 2>/dev/null || break; sleep 0.1; done
