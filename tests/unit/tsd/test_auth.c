@@ -233,7 +233,7 @@ static struct auth *auth_with(const char *const *kv, int want_rc, struct ct_err 
     return a;
 }
 
-static void test_auth_default_is_open_except_remote_admin(void **state)
+static void test_auth_default_is_open_except_admin(void **state)
 {
     (void)state;
     struct ct_err err = {0};
@@ -244,12 +244,18 @@ static void test_auth_default_is_open_except_remote_admin(void **state)
     assert_int_equal(auth_check(a, AUTH_READ, &remote, NULL, 0, false), AUTH_OK);
     assert_int_equal(auth_check(a, AUTH_WRITE, &remote, NULL, 0, false), AUTH_OK);
     assert_int_equal(auth_check(a, AUTH_WRITE, &local, "junk", 4, false), AUTH_OK);
-    assert_int_equal(auth_check(a, AUTH_ADMIN, &local, NULL, 0, false), AUTH_OK);
-    assert_int_equal(auth_check(a, AUTH_ADMIN, &remote, NULL, 0, false), AUTH_ADMIN_NOT_LOCAL);
+    assert_int_equal(auth_check(a, AUTH_ADMIN, &local, NULL, 0, false), AUTH_ADMIN_DISABLED);
+    assert_int_equal(auth_check(a, AUTH_ADMIN, &remote, NULL, 0, false), AUTH_ADMIN_DISABLED);
     char line[256];
     auth_describe(a, line, sizeof(line));
     assert_non_null(strstr(line, "writes need a token: no"));
-    assert_non_null(strstr(line, "(tsd.core.enable_admin): loopback"));
+    assert_non_null(strstr(line, "(tsd.core.enable_admin): false"));
+    auth_free(a);
+    /* loopback: admin from local clients only */
+    static const char *const kv[] = {"tsd.core.enable_admin", "loopback", NULL};
+    a = auth_with(kv, CT_OK, &err);
+    assert_int_equal(auth_check(a, AUTH_ADMIN, &local, NULL, 0, false), AUTH_OK);
+    assert_int_equal(auth_check(a, AUTH_ADMIN, &remote, NULL, 0, false), AUTH_ADMIN_NOT_LOCAL);
     auth_free(a);
 }
 
@@ -349,7 +355,8 @@ static void test_auth_telnet_session_logs_in_once(void **state)
 {
     (void)state;
     struct ct_err err = {0};
-    static const char *const kv[] = {"tsd.core.auth.token", "t0ken", NULL};
+    static const char *const kv[] = {"tsd.core.auth.token", "t0ken", "tsd.core.enable_admin",
+                                     "loopback", NULL};
     struct auth *a = auth_with(kv, CT_OK, &err);
     struct auth_session s;
     memset(&s, 0, sizeof(s));
@@ -365,7 +372,7 @@ static void test_auth_telnet_session_logs_in_once(void **state)
     /* a failed attempt later logs the connection out again */
     assert_string_equal(auth_telnet_login(a, &s, " t0ke", 5), "AUTH_FAIL");
     assert_false(auth_telnet_permit(a, &s, "127.0.0.1:999", AUTH_WRITE, why, sizeof(why)));
-    /* admin from a remote peer under the default enable_admin=loopback */
+    /* admin from a remote peer under enable_admin=loopback */
     struct auth_session r;
     memset(&r, 0, sizeof(r));
     assert_string_equal(auth_telnet_login(a, &r, " t0ken", 6), "AUTH_SUCCESS.");
@@ -402,7 +409,7 @@ int main(void)
         cmocka_unit_test(test_auth_token_equal_needs_every_byte_and_the_length),
         cmocka_unit_test(test_auth_header_credential_bearer_and_basic),
         cmocka_unit_test(test_auth_routes_are_classified_by_path_and_method),
-        cmocka_unit_test(test_auth_default_is_open_except_remote_admin),
+        cmocka_unit_test(test_auth_default_is_open_except_admin),
         cmocka_unit_test(test_auth_token_allow_list_and_admin_verdicts),
         cmocka_unit_test(test_auth_settings_errors_name_the_key),
         cmocka_unit_test(test_auth_token_file_is_read_and_trimmed),
