@@ -510,7 +510,11 @@ static int fsck_run(int argc, char **argv)
     printf("fsck: uids: %zu without reverse, %zu orphaned reverse, %zu inconsistent, %zu low "
            "counters\n",
            f.uid_forward_only, f.uid_orphan_reverse, f.uid_inconsistent, f.uid_counter_low);
-    printf("fsck: %zu problem%s found, %zu fixed\n", problems, problems == 1 ? "" : "s", f.fixed);
+    if (rc != 0)
+        printf("fsck: stopped at damaged or unreadable data (the error above names it); the "
+               "counts cover what was read before it\n");
+    printf("fsck: %zu problem%s found, %zu fixed\n", problems + (rc != 0),
+           problems + (rc != 0) == 1 ? "" : "s", f.fixed);
     tsdb_close(f.t);
     wc_close(s);
     if (rc != 0)

@@ -196,6 +196,13 @@ def main():
                     out = (f.stdout + f.stderr).decode(errors="replace")
                     if f.returncode < 0:
                         not_ok("%s: fsck crashed" % what)
+                    elif ".sst" in rel and kind == "flip-middle" and name not in text:
+                        # damage the TSD did not notice must be found by fsck, naming the file
+                        if f.returncode != 0 and name in out:
+                            ok("%s: fsck reports the damaged file (exit %d)" % (what, f.returncode))
+                        else:
+                            not_ok("%s: fsck does not report the damage (exit %d): %s"
+                                   % (what, f.returncode, out[-300:]))
         print("# corruption: %d damaged copies checked over %d files (%s)" % (checked, len(files), ", ".join(sorted(kinds))))
     finally:
         shutil.rmtree(work, ignore_errors=True)
