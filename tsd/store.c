@@ -214,6 +214,15 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out,
         o.backend = WC_BACKEND_BIGTABLE;
         o.bt_project = conf_get_str(c, "tsd.storage.bigtable.project");
         o.bt_instance = conf_get_str(c, "tsd.storage.bigtable.instance");
+        /* empty strings mean "the service's default" (or BIGTABLE_EMULATOR_HOST) */
+        const char *v;
+        if (*(v = conf_get_str(c, "tsd.storage.bigtable.data_endpoint")))
+            o.bt_data_endpoint = v;
+        if (*(v = conf_get_str(c, "tsd.storage.bigtable.admin_endpoint")))
+            o.bt_admin_endpoint = v;
+        if (*(v = conf_get_str(c, "tsd.storage.bigtable.credentials")))
+            o.bt_credentials = v;
+        o.bt_deadline_ms = conf_get_int(c, "tsd.storage.bigtable.deadline_ms");
     } else {
         o.backend = WC_BACKEND_EMBEDDED;
         o.data_dir = dir;
