@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#define CT_MUST_CHECK __attribute__((warn_unused_result))
+#define CT_MUST_CHECK   __attribute__((warn_unused_result))
 #define CT_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
 enum {
@@ -21,10 +21,10 @@ enum {
     CT_EIO = -3,      /* an operating-system call failed */
     CT_ECORRUPT = -4, /* stored bytes fail a check (checksum, magic, bounds) */
     CT_EEXIST = -5,   /* creating something that already exists */
-    CT_EBUSY = -6,    /* the object is in a state that forbids the operation (disabled, not empty) */
+    CT_EBUSY = -6, /* the object is in a state that forbids the operation (disabled, not empty) */
     CT_ECONFLICT = -7, /* a check-and-put or concurrent update lost its race */
     CT_ETIMEOUT = -8,
-    CT_ECLOSED = -9,   /* the store or connection is shutting down */
+    CT_ECLOSED = -9,       /* the store or connection is shutting down */
     CT_EUNSUPPORTED = -10, /* the backend cannot do this */
     CT_ELIMIT = -11,       /* a configured size or count limit was exceeded */
 };

@@ -182,15 +182,14 @@ int wc_family_desc_check(const struct wc_family_desc *f, struct ct_err *err)
     if (f->versions < 1)
         return ct_err_set(err, CT_EINVAL, "family %s: VERSIONS must be >= 1", f->name);
     if (f->min_versions > f->versions)
-        return ct_err_set(err, CT_EINVAL,
-                          "family %s: MIN_VERSIONS (%u) must be <= VERSIONS (%u)", f->name,
-                          f->min_versions, f->versions);
+        return ct_err_set(err, CT_EINVAL, "family %s: MIN_VERSIONS (%u) must be <= VERSIONS (%u)",
+                          f->name, f->min_versions, f->versions);
     if (f->ttl_s <= 0 || f->ttl_s > WC_TTL_FOREVER)
         return ct_err_set(err, CT_EINVAL, "family %s: TTL must be > 0 seconds", f->name);
     if (f->blocksize < 1024 || f->blocksize > 16777216)
         return ct_err_set(err, CT_EINVAL,
-                          "family %s: BLOCKSIZE %u out of range (1024 to 16777216 bytes)",
-                          f->name, f->blocksize);
+                          "family %s: BLOCKSIZE %u out of range (1024 to 16777216 bytes)", f->name,
+                          f->blocksize);
     if ((unsigned)f->bloom > WC_BLOOM_ROWCOL || (unsigned)f->compression > WC_COMPRESSION_GZ ||
         (unsigned)f->encoding > WC_ENCODING_ROW_INDEX_V1 ||
         (unsigned)f->keep_deleted > WC_KEEP_DELETED_TTL)
@@ -360,8 +359,8 @@ int wc_table_split(struct wc_store *s, const char *name, const struct wc_bytes *
     return s->ops->table_split(s, full, key, err);
 }
 
-int wc_table_regions(struct wc_store *s, const char *name, struct wc_region_info **out,
-                     size_t *n, struct ct_err *err)
+int wc_table_regions(struct wc_store *s, const char *name, struct wc_region_info **out, size_t *n,
+                     struct ct_err *err)
 {
     char full[WC_MAX_TABLE_NAME];
     int rc = wc_full_name(name, full, err);
@@ -396,8 +395,7 @@ void wc_split_keys_free(struct wc_bytes *keys, size_t n)
 
 /* ---- data ----------------------------------------------------------------------------- */
 
-int wc_table_open(struct wc_store *s, const char *name, struct wc_table **out,
-                  struct ct_err *err)
+int wc_table_open(struct wc_store *s, const char *name, struct wc_table **out, struct ct_err *err)
 {
     char full[WC_MAX_TABLE_NAME];
     int rc = wc_full_name(name, full, err);
@@ -424,8 +422,7 @@ static int wc_check_row_mutation(const struct wc_row_mutation *rm, struct ct_err
         if (m->op != WC_OP_DELETE_ROW && m->family.len == 0)
             return ct_err_set(err, CT_EINVAL, "mutation without a column family");
         if (m->ts_ms < 0)
-            return ct_err_set(err, CT_EINVAL, "negative timestamp %lld",
-                              (long long)m->ts_ms);
+            return ct_err_set(err, CT_EINVAL, "negative timestamp %lld", (long long)m->ts_ms);
     }
     return CT_OK;
 }

@@ -36,11 +36,11 @@ static inline struct wc_bytes wc_bytes_of(const void *p, size_t len)
 struct wc_bytes wc_bytes_str(const char *s);
 
 /* Timestamps. WC_TS_LATEST (2^63-1) means "not set": the store uses clock_now_ms() at apply. */
-#define WC_TS_LATEST INT64_MAX
-#define WC_TTL_FOREVER 2147483647LL
-#define WC_MAX_ROW_BYTES 32767
+#define WC_TS_LATEST        INT64_MAX
+#define WC_TTL_FOREVER      2147483647LL
+#define WC_MAX_ROW_BYTES    32767
 #define WC_MAX_FAMILY_BYTES 127
-#define WC_MAX_TABLE_NAME 256
+#define WC_MAX_TABLE_NAME   256
 
 /* Cell types and their codes (spec §1; the codes decide the order of §2 and are written to disk:
  * never renumber). */
@@ -72,22 +72,22 @@ enum wc_durability {
 struct wc_options {
     enum wc_backend_kind backend;
     /* embedded engine */
-    const char *data_dir;         /* created (mode 0700) if absent */
-    bool create_if_missing;       /* default true */
-    size_t block_cache_bytes;     /* shared LRU block cache; default 64 MiB */
-    size_t memstore_flush_bytes;  /* per region memstore flush threshold; default 64 MiB */
-    size_t wal_segment_bytes;     /* log segment rotation size; default 64 MiB */
-    uint64_t region_split_bytes;  /* automatic split threshold (MAX_FILESIZE default); 1 GiB */
-    int background_threads;       /* flush and compaction workers; default 2 */
+    const char *data_dir;        /* created (mode 0700) if absent */
+    bool create_if_missing;      /* default true */
+    size_t block_cache_bytes;    /* shared LRU block cache; default 64 MiB */
+    size_t memstore_flush_bytes; /* per region memstore flush threshold; default 64 MiB */
+    size_t wal_segment_bytes;    /* log segment rotation size; default 64 MiB */
+    uint64_t region_split_bytes; /* automatic split threshold (MAX_FILESIZE default); 1 GiB */
+    int background_threads;      /* flush and compaction workers; default 2 */
     int64_t major_compaction_period_ms; /* 0 = none; default 7 days (with +-50% jitter) */
-    bool read_only;               /* open without writing (tools such as fsck, scan) */
+    bool read_only;                     /* open without writing (tools such as fsck, scan) */
     /* Bigtable backend */
     const char *bt_project;
     const char *bt_instance;
-    const char *bt_data_endpoint;  /* host:port; BIGTABLE_EMULATOR_HOST overrides both */
+    const char *bt_data_endpoint; /* host:port; BIGTABLE_EMULATOR_HOST overrides both */
     const char *bt_admin_endpoint;
-    const char *bt_credentials;    /* path of a service-account JSON key; NULL = ADC */
-    int64_t bt_deadline_ms;        /* per call; default 30000 */
+    const char *bt_credentials; /* path of a service-account JSON key; NULL = ADC */
+    int64_t bt_deadline_ms;     /* per call; default 30000 */
     /* Where the store reports what is worth knowing but is not an error of the call at hand
      * (e.g. a torn log tail cut off at open). NULL = silent. May be called from any thread. */
     void (*log_fn)(void *arg, const char *msg);
@@ -167,15 +167,15 @@ CT_MUST_CHECK int wc_family_desc_check(const struct wc_family_desc *f, struct ct
 /* A table's descriptor. Built by callers for create/alter (families points at the caller's
  * array); returned by wc_table_describe() in memory the store allocates. */
 struct wc_table_desc {
-    char name[WC_MAX_TABLE_NAME];      /* "ns:qual" (describe always gives the full form) */
-    struct wc_family_desc *families;   /* sorted by name in describe output */
+    char name[WC_MAX_TABLE_NAME];    /* "ns:qual" (describe always gives the full form) */
+    struct wc_family_desc *families; /* sorted by name in describe output */
     size_t nfamilies;
-    uint64_t max_filesize;             /* split threshold; 0 = store default */
-    uint64_t memstore_flushsize;       /* 0 = store default */
-    enum wc_durability durability;     /* USE_DEFAULT = SYNC_WAL */
+    uint64_t max_filesize;         /* split threshold; 0 = store default */
+    uint64_t memstore_flushsize;   /* 0 = store default */
+    enum wc_durability durability; /* USE_DEFAULT = SYNC_WAL */
     bool readonly;
-    bool compaction_enabled;           /* default true */
-    bool enabled;                      /* describe only; ignored by create/alter */
+    bool compaction_enabled; /* default true */
+    bool enabled;            /* describe only; ignored by create/alter */
 };
 
 /* Fills d with table defaults, the given name and no families. */
@@ -218,8 +218,8 @@ CT_MUST_CHECK int wc_table_compact(struct wc_store *s, const char *name, const c
                                    bool major, struct ct_err *err);
 /* Splits the region holding `key` at `key` (CT_EINVAL if key already starts a region), or, with
  * key NULL, every region at its midpoint. */
-CT_MUST_CHECK int wc_table_split(struct wc_store *s, const char *name,
-                                 const struct wc_bytes *key, struct ct_err *err);
+CT_MUST_CHECK int wc_table_split(struct wc_store *s, const char *name, const struct wc_bytes *key,
+                                 struct ct_err *err);
 
 /* One region of a table and its statistics (spec: status 'detailed'). */
 struct wc_region_info {
@@ -284,8 +284,7 @@ CT_MUST_CHECK int wc_split_keys_range(enum wc_split_algo algo, struct wc_bytes f
  * Returns a new key in *out, freed with free((void *)out->data); CT_EINVAL if the region is too
  * small to split (the midpoint would equal start). */
 CT_MUST_CHECK int wc_split_midpoint(enum wc_split_algo algo, struct wc_bytes start,
-                                    struct wc_bytes end, struct wc_bytes *out,
-                                    struct ct_err *err);
+                                    struct wc_bytes end, struct wc_bytes *out, struct ct_err *err);
 
 /* ---- table handles and writes --------------------------------------------------------- */
 
@@ -327,8 +326,8 @@ CT_MUST_CHECK int wc_mutate_row(struct wc_table *t, const struct wc_row_mutation
                                 enum wc_durability d, struct ct_err *err);
 /* Applies many rows. Each row is atomic; the batch as a whole is not (a failure reports the
  * first failing row in err, and rows before it may be applied). Shares one log write. */
-CT_MUST_CHECK int wc_mutate_batch(struct wc_table *t, const struct wc_row_mutation *rows,
-                                  size_t n, enum wc_durability d, struct ct_err *err);
+CT_MUST_CHECK int wc_mutate_batch(struct wc_table *t, const struct wc_row_mutation *rows, size_t n,
+                                  enum wc_durability d, struct ct_err *err);
 
 /* Adds delta to the 8-byte big-endian signed value at (row, family, qualifier) (absent = 0;
  * another width is CT_EINVAL) atomically; the new value in *out. */
@@ -376,15 +375,15 @@ typedef enum wc_row_decision (*wc_row_filter_fn)(void *arg, const uint8_t *row, 
 /* Scan and get options. Initialise with wc_scan_options_init(). Byte strings and arrays are
  * borrowed until the scanner is closed (or the get returns). */
 struct wc_scan_options {
-    struct wc_bytes start_row; /* forward: inclusive lower bound; reversed: inclusive upper */
-    struct wc_bytes stop_row;  /* forward: exclusive upper bound; reversed: exclusive lower */
+    struct wc_bytes start_row;  /* forward: inclusive lower bound; reversed: inclusive upper */
+    struct wc_bytes stop_row;   /* forward: exclusive upper bound; reversed: exclusive lower */
     struct wc_bytes row_prefix; /* only rows starting with it (len 0 = no filter) */
     bool reversed;
     const struct wc_column *columns; /* NULL/0 = every family */
     size_t ncolumns;
-    int64_t tmin_ms;       /* time range [tmin, tmax); default [0, WC_TS_LATEST) */
+    int64_t tmin_ms; /* time range [tmin, tmax); default [0, WC_TS_LATEST) */
     int64_t tmax_ms;
-    uint32_t max_versions; /* default 1; capped by each family's VERSIONS unless raw */
+    uint32_t max_versions;            /* default 1; capped by each family's VERSIONS unless raw */
     struct wc_bytes qualifier_prefix; /* ColumnPrefixFilter (len 0 = none) */
     bool has_qualifier_range;         /* ColumnRangeFilter */
     struct wc_bytes qualifier_min;    /* len 0 with has_qualifier_range = unbounded */

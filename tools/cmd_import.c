@@ -26,16 +26,16 @@
 #include "tsd/tlog.h"
 
 #define IMPORT_MAX_FILES 4096
-#define IMPORT_LINE_MAX (64u << 10)
+#define IMPORT_LINE_MAX  (64u << 10)
 
 struct import_state {
     struct ingest *ingest;
     char **files;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    size_t inflight;   /* [mu] */
-    uint64_t written;  /* [mu] */
-    uint64_t failed;   /* [mu] */
+    size_t inflight;  /* [mu] */
+    uint64_t written; /* [mu] */
+    uint64_t failed;  /* [mu] */
 };
 
 static void import_usage(FILE *out)
@@ -248,8 +248,8 @@ static int import_run(int argc, char **argv)
                     pthread_mutex_lock(&s.mu);
                     uint64_t w = s.written, fl = s.failed;
                     pthread_mutex_unlock(&s.mu);
-                    import_progress(tty, done_before + (uint64_t)gzoffset(gz), total, w,
-                                    bad + fl, (double)(now - t0) / 1e9, false);
+                    import_progress(tty, done_before + (uint64_t)gzoffset(gz), total, w, bad + fl,
+                                    (double)(now - t0) / 1e9, false);
                 }
             }
         }
@@ -290,5 +290,5 @@ out:
     return status;
 }
 
-const struct tool_command tool_cmd_import = {"import", "bulk-load OpenTSDB import files (plain or gzip)",
-                                             import_run};
+const struct tool_command tool_cmd_import = {
+    "import", "bulk-load OpenTSDB import files (plain or gzip)", import_run};

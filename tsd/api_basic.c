@@ -77,16 +77,18 @@ void api_dropcaches_handle(struct http_req *r)
 void api_serializers_handle(struct http_req *r)
 {
     static const char *const formatters[] = {
-        "formatPutV1",        "formatSuggestV1",   "formatSerializersV1", "formatAggregatorsV1",
-        "formatVersionV1",    "formatDropCachesV1", "formatQueryV1",      "formatLastPointQueryV1",
-        "formatUidAssignV1",  "formatTSMetaV1",    "formatUidMetaV1",     "formatAnnotationV1",
-        "formatStatsV1",      "formatConfigV1",    "formatFilterConfigV1", "formatSearchResultsV1",
-        "formatAnnotationsV1", "formatErrorV1",    "formatNotFoundV1",
+        "formatPutV1",           "formatSuggestV1",        "formatSerializersV1",
+        "formatAggregatorsV1",   "formatVersionV1",        "formatDropCachesV1",
+        "formatQueryV1",         "formatLastPointQueryV1", "formatUidAssignV1",
+        "formatTSMetaV1",        "formatUidMetaV1",        "formatAnnotationV1",
+        "formatStatsV1",         "formatConfigV1",         "formatFilterConfigV1",
+        "formatSearchResultsV1", "formatAnnotationsV1",    "formatErrorV1",
+        "formatNotFoundV1",
     };
     static const char *const parsers[] = {
-        "parsePutV1",        "parseSuggestV1",   "parseUidAssignV1",  "parseUidRenameV1",
-        "parseQueryV1",      "parseLastPointQueryV1", "parseTSMetaV1", "parseUidMetaV1",
-        "parseAnnotationV1", "parseAnnotationsV1", "parseSearchQueryV1",
+        "parsePutV1",        "parseSuggestV1",        "parseUidAssignV1",   "parseUidRenameV1",
+        "parseQueryV1",      "parseLastPointQueryV1", "parseTSMetaV1",      "parseUidMetaV1",
+        "parseAnnotationV1", "parseAnnotationsV1",    "parseSearchQueryV1",
     };
     cJSON *a = cJSON_CreateArray();
     cJSON *o = cJSON_CreateObject();
@@ -255,7 +257,8 @@ static void api_storage_work(struct http_req *r, void *arg)
         cJSON_AddNumberToObject(so, "cache_hits", (double)st.cache_hits);
         cJSON_AddNumberToObject(so, "cache_misses", (double)st.cache_misses);
         uint64_t tot = st.cache_hits + st.cache_misses;
-        cJSON_AddNumberToObject(so, "cache_hit_ratio", tot ? (double)st.cache_hits / (double)tot : 0);
+        cJSON_AddNumberToObject(so, "cache_hit_ratio",
+                                tot ? (double)st.cache_hits / (double)tot : 0);
         cJSON_AddNumberToObject(so, "cache_bytes", (double)st.cache_bytes);
         cJSON_AddNumberToObject(so, "cache_capacity_bytes", (double)st.cache_capacity_bytes);
         cJSON_AddNumberToObject(so, "flushes", (double)st.flushes);

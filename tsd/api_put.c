@@ -379,7 +379,8 @@ void api_put_handle(struct http_req *r)
 {
     struct tsd *t = http_req_tsd(r);
     if (t->read_only) {
-        http_reply_error(r, 404, "Endpoint not found", "the TSD is in read-only mode (tsd.mode=ro)");
+        http_reply_error(r, 404, "Endpoint not found",
+                         "the TSD is in read-only mode (tsd.mode=ro)");
         return;
     }
     struct ct_err err = {0};

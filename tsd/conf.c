@@ -429,8 +429,8 @@ int conf_load_file(struct conf *c, const char *path, conf_warn_fn warn, void *ar
         }
         if (unknown && warn) {
             char msg[512];
-            snprintf(msg, sizeof(msg), "%s:%d: unknown configuration key %s (kept, unused)",
-                     path, lineno, key);
+            snprintf(msg, sizeof(msg), "%s:%d: unknown configuration key %s (kept, unused)", path,
+                     lineno, key);
             warn(arg, msg);
         }
     }

@@ -194,31 +194,56 @@ bool http_req_client_gone(const struct http_req *r)
 const char *http_status_text(int status)
 {
     switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 301: return "Moved Permanently";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 406: return "Not Acceptable";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 413: return "Request Entity Too Large";
-    case 414: return "Request-URI Too Long";
-    case 415: return "Unsupported Media Type";
-    case 417: return "Expectation Failed";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
+    case 100:
+        return "Continue";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 204:
+        return "No Content";
+    case 301:
+        return "Moved Permanently";
+    case 304:
+        return "Not Modified";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 411:
+        return "Length Required";
+    case 413:
+        return "Request Entity Too Large";
+    case 414:
+        return "Request-URI Too Long";
+    case 415:
+        return "Unsupported Media Type";
+    case 417:
+        return "Expectation Failed";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 503:
+        return "Service Unavailable";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return status < 300 ? "OK" : status < 500 ? "Bad Request" : "Internal Server Error";
     }
 }
 
@@ -421,8 +446,8 @@ void http_stream_begin(struct http_req *r, int status, const char *content_type)
     bool chunked = r->minor >= 1;
     if (!chunked)
         r->keep_alive = false;
-    evbuffer_add_printf(b, "HTTP/1.%d %d %s\r\nContent-Type: %s\r\n", r->minor >= 1 ? 1 : 0,
-                        status, http_status_text(status), r->content_type);
+    evbuffer_add_printf(b, "HTTP/1.%d %d %s\r\nContent-Type: %s\r\n", r->minor >= 1 ? 1 : 0, status,
+                        http_status_text(status), r->content_type);
     if (chunked)
         evbuffer_add_printf(b, "Transfer-Encoding: chunked\r\n");
     http_req_write_common_headers(r, b);

@@ -50,7 +50,7 @@ enum http_conn_state {
 
 #define HTTP_READ_HIGH (1u << 20)
 #define HTTP_WRITE_LOW (256u << 10)
-#define HTTP_OUT_HIGH (4u << 20) /* no new request is started while more than this is unsent */
+#define HTTP_OUT_HIGH  (4u << 20) /* no new request is started while more than this is unsent */
 
 static void http_conn_process(struct http_conn *c);
 static void http_conn_free(struct http_conn *c);
@@ -258,8 +258,8 @@ static enum http_method http_method_parse(const char *m)
     static const struct {
         const char *name;
         enum http_method m;
-    } tab[] = {{"GET", HTTP_GET},         {"POST", HTTP_POST},       {"PUT", HTTP_PUT},
-               {"DELETE", HTTP_DELETE},   {"OPTIONS", HTTP_OPTIONS}, {"HEAD", HTTP_HEAD}};
+    } tab[] = {{"GET", HTTP_GET},       {"POST", HTTP_POST},       {"PUT", HTTP_PUT},
+               {"DELETE", HTTP_DELETE}, {"OPTIONS", HTTP_OPTIONS}, {"HEAD", HTTP_HEAD}};
     for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
         if (!strcmp(m, tab[i].name))
             return tab[i].m;
@@ -770,7 +770,8 @@ static void http_conn_write_cb(struct bufferevent *bev, void *arg)
     c->drain_gen++;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
-    if (c->state == HC_CLOSING && !c->req && evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+    if (c->state == HC_CLOSING && !c->req &&
+        evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         http_conn_free(c);
         return;
     }

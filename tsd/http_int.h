@@ -21,7 +21,7 @@ struct bufferevent;
 struct evbuffer;
 struct tsd;
 
-#define HTTP_MAX_HEADERS 100
+#define HTTP_MAX_HEADERS       100
 #define HTTP_MAX_EXTRA_HEADERS 16
 
 struct http_kv {
@@ -34,7 +34,7 @@ struct http_req {
     enum http_method method;      /* after method_override */
     enum http_method wire_method; /* as sent; 0 for an unknown verb */
     char method_name[16];
-    int minor;      /* HTTP/1.minor */
+    int minor; /* HTTP/1.minor */
     bool keep_alive;
     char *head;     /* the request head, NUL-separated in place; header strings point here */
     char *raw_path; /* owned */
@@ -51,7 +51,7 @@ struct http_req {
     const char *jsonp; /* param value or NULL */
 
     /* reply [w] */
-    bool replied;   /* a whole reply is ready, or a stream began */
+    bool replied; /* a whole reply is ready, or a stream began */
     bool streaming;
     bool stream_ended;
     bool stream_jsonp;
@@ -84,8 +84,8 @@ struct http_conn {
     uint64_t id;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint64_t drain_gen; /* [mu] bumped each time the output drains below the low mark */
-    bool gone;          /* [mu] client closed or errored */
+    uint64_t drain_gen;            /* [mu] bumped each time the output drains below the low mark */
+    bool gone;                     /* [mu] client closed or errored */
     struct http_conn *next, *prev; /* the tsd's list of open HTTP connections */
 };
 

@@ -15,8 +15,8 @@
 #include <string.h>
 
 #define INGEST_MAX_MSGS 32
-#define INGEST_MSG_LEN 256
-#define INGEST_SLACK (64u << 10) /* arena room beyond batch_bytes: one point always fits */
+#define INGEST_MSG_LEN  256
+#define INGEST_SLACK    (64u << 10) /* arena room beyond batch_bytes: one point always fits */
 
 struct ingest_rec {
     uint32_t key_off; /* metric, then k\0v\0 pairs */

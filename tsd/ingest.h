@@ -44,10 +44,10 @@ typedef int (*ingest_write_fn)(void *arg, struct ingest_batch *b, struct ct_err 
 typedef void (*ingest_done_fn)(void *arg, struct ingest_batch *b);
 
 struct ingest_options {
-    int writers;          /* writer threads; default 1 */
-    size_t batches;       /* batches in the pool (the memory bound); default 8 */
-    size_t batch_points;  /* points per batch before it counts as full; default 4096 */
-    size_t batch_bytes;   /* arena bytes per batch before it counts as full; default 512 KiB */
+    int writers;         /* writer threads; default 1 */
+    size_t batches;      /* batches in the pool (the memory bound); default 8 */
+    size_t batch_points; /* points per batch before it counts as full; default 4096 */
+    size_t batch_bytes;  /* arena bytes per batch before it counts as full; default 512 KiB */
 };
 void ingest_options_init(struct ingest_options *o);
 
@@ -99,8 +99,7 @@ void ingest_batch_point(const struct ingest_batch *b, size_t i, struct ingest_po
 void ingest_batch_set_outcome(struct ingest_batch *b, size_t i, enum ingest_outcome o,
                               const char *msg);
 /* Point i's outcome and its reason ("" if none). */
-enum ingest_outcome ingest_batch_outcome(const struct ingest_batch *b, size_t i,
-                                         const char **msg);
+enum ingest_outcome ingest_batch_outcome(const struct ingest_batch *b, size_t i, const char **msg);
 /* The batch-level result: CT_OK or the write function's error. */
 int ingest_batch_result(const struct ingest_batch *b, const char **msg);
 /* A producer's sequence number for the batch (set freely by the producer). */

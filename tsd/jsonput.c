@@ -98,14 +98,30 @@ static bool jp_string(struct jp *j, struct put_str *out)
         char e = j->p[1];
         j->p += 2;
         switch (e) {
-        case '"': *w++ = '"'; break;
-        case '\\': *w++ = '\\'; break;
-        case '/': *w++ = '/'; break;
-        case 'b': *w++ = '\b'; break;
-        case 'f': *w++ = '\f'; break;
-        case 'n': *w++ = '\n'; break;
-        case 'r': *w++ = '\r'; break;
-        case 't': *w++ = '\t'; break;
+        case '"':
+            *w++ = '"';
+            break;
+        case '\\':
+            *w++ = '\\';
+            break;
+        case '/':
+            *w++ = '/';
+            break;
+        case 'b':
+            *w++ = '\b';
+            break;
+        case 'f':
+            *w++ = '\f';
+            break;
+        case 'n':
+            *w++ = '\n';
+            break;
+        case 'r':
+            *w++ = '\r';
+            break;
+        case 't':
+            *w++ = '\t';
+            break;
         case 'u': {
             if (j->end - j->p < 4 || jp_hex4(j->p) < 0) {
                 jp_fail(j, "bad \\u escape");
@@ -220,7 +236,11 @@ static bool jp_value(struct jp *j, int depth, struct put_str *text, char *kind)
     char c = *j->p;
     const char *b = j->p;
     if (kind)
-        *kind = c == '"' ? 's' : c == '{' ? 'o' : c == '[' ? 'a' : (c == '-' || (c >= '0' && c <= '9')) ? 'n' : 'l';
+        *kind = c == '"'                               ? 's'
+                : c == '{'                             ? 'o'
+                : c == '['                             ? 'a'
+                : (c == '-' || (c >= '0' && c <= '9')) ? 'n'
+                                                       : 'l';
     if (c == '"')
         return jp_string(j, text);
     if (c == '-' || (c >= '0' && c <= '9'))
@@ -333,7 +353,8 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt)
                         char vk;
                         if (!jp_value(j, 2, &tv, &vk))
                             return false;
-                        if (vk == 'o' || vk == 'a' || (vk == 'l' && tv.len == 4 && !memcmp(tv.p, "null", 4)))
+                        if (vk == 'o' || vk == 'a' ||
+                            (vk == 'l' && tv.len == 4 && !memcmp(tv.p, "null", 4)))
                             tv.p = NULL, tv.len = 0;
                         bool dup = false;
                         for (size_t i = 0; i < pt->ntags; i++) {

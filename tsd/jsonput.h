@@ -16,7 +16,7 @@
 /* The fields of one datapoint object. Spans point into the body or the scratch buffer and are
  * valid during the callback only. */
 struct jsonput_point {
-    struct put_str metric; /* p NULL if absent or null */
+    struct put_str metric;    /* p NULL if absent or null */
     struct put_str timestamp; /* text of the number, or of the string */
     bool timestamp_is_string;
     struct put_str value; /* text of the number or string; p NULL if absent or null */

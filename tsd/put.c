@@ -20,7 +20,7 @@
 #include <string.h>
 
 #define PUT_SECOND_MASK 0xFFFFFFFF00000000ULL
-#define PUT_MAX_MS_TS 9999999999999LL
+#define PUT_MAX_MS_TS   9999999999999LL
 
 static void put_msg(char *msg, size_t size, const char *fmt, ...) CT_PRINTF(3, 4);
 static void put_msg(char *msg, size_t size, const char *fmt, ...)
@@ -137,7 +137,7 @@ static bool put_letter(uint32_t cp)
         return false;
     if (cp >= 0xFF00 && cp <= 0xFF20) /* fullwidth punctuation and digits */
         return false;
-    if (cp >= 0x1F000) /* emoji, symbols */
+    if (cp >= 0x1F000)                         /* emoji, symbols */
         return cp >= 0x20000 && cp <= 0x3134F; /* CJK extension ideographs */
     return true;
 }
@@ -350,7 +350,8 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
         size_t n = 0;
         int w;
         if (p->ntags == 0)
-            w = snprintf(msg, msg_size, "illegal argument: Need at least one tag (metric=%.*s, tags=",
+            w = snprintf(msg, msg_size,
+                         "illegal argument: Need at least one tag (metric=%.*s, tags=",
                          (int)p->metric.len, p->metric.p);
         else
             w = snprintf(msg, msg_size,
@@ -395,13 +396,14 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
         }
         if (!put_name_valid(names[i].s.p, names[i].s.len, sc, &bad)) {
             uint32_t cp;
-            size_t cl = put_utf8((const unsigned char *)names[i].s.p + bad,
-                                 names[i].s.len - bad, &cp);
+            size_t cl =
+                put_utf8((const unsigned char *)names[i].s.p + bad, names[i].s.len - bad, &cp);
             if (cl == 0)
                 cl = 1;
-            put_msg(msg, msg_size, "illegal argument: Invalid %s%.*s%s (\"%.*s\"): illegal character: %.*s",
-                    what, olen, names[i].other.p, close, (int)names[i].s.len, names[i].s.p,
-                    (int)cl, names[i].s.p + bad);
+            put_msg(msg, msg_size,
+                    "illegal argument: Invalid %s%.*s%s (\"%.*s\"): illegal character: %.*s", what,
+                    olen, names[i].other.p, close, (int)names[i].s.len, names[i].s.p, (int)cl,
+                    names[i].s.p + bad);
             return PUT_EARG;
         }
     }
@@ -441,8 +443,8 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
                 total++;
     }
     if (total < 5) {
-        put_msg(msg, msg_size, "put: illegal argument: not enough arguments (need least 4, got %zu)",
-                total - 1);
+        put_msg(msg, msg_size,
+                "put: illegal argument: not enough arguments (need least 4, got %zu)", total - 1);
         return PUT_EARG;
     }
     out->metric = tok[1];
@@ -509,9 +511,9 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
                         break;
                     }
                     size_t n = 0;
-                    int w = snprintf(msg, msg_size,
-                                     "put: illegal argument: duplicate tag: %.*s, tags=", (int)tl,
-                                     p);
+                    int w =
+                        snprintf(msg, msg_size,
+                                 "put: illegal argument: duplicate tag: %.*s, tags=", (int)tl, p);
                     if (w > 0)
                         n = (size_t)w < msg_size ? (size_t)w : msg_size - 1;
                     put_tags_text(out, msg, msg_size, &n);
@@ -520,9 +522,10 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
             }
             if (!dup) {
                 if (out->ntags == PUT_MAX_TAGS) {
-                    put_msg(msg, msg_size,
-                            "put: illegal argument: Too many tags: more than %d maximum allowed: %d",
-                            PUT_MAX_TAGS, rules->max_tags);
+                    put_msg(
+                        msg, msg_size,
+                        "put: illegal argument: Too many tags: more than %d maximum allowed: %d",
+                        PUT_MAX_TAGS, rules->max_tags);
                     return PUT_EARG;
                 }
                 out->tagk[out->ntags] = k;

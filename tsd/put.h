@@ -47,8 +47,8 @@ struct put_point {
 
 /* The settings the checks depend on. */
 struct put_rules {
-    int max_tags;               /* tsd.storage.max_tags */
-    const char *special_chars;  /* tsd.core.tag.allow_specialchars; NULL = "" */
+    int max_tags;              /* tsd.storage.max_tags */
+    const char *special_chars; /* tsd.core.tag.allow_specialchars; NULL = "" */
 };
 
 /* Outcome classes: which OpenTSDB exception family the error belongs to. The telnet reply is

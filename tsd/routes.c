@@ -19,7 +19,7 @@ struct routes_entry {
 };
 
 static const struct routes_entry routes_table[] = {
-#define ROUTE(path, methods, fn) {path, (methods), fn, false},
+#define ROUTE(path, methods, fn)        {path, (methods), fn, false},
 #define ROUTE_PREFIX(path, methods, fn) {path, (methods), fn, true},
 #include "tsd/routes.def"
 #undef ROUTE

@@ -24,7 +24,7 @@
 
 typedef void (*routes_handler_fn)(struct http_req *r);
 
-#define ROUTE(path, methods, fn) void fn(struct http_req *r);
+#define ROUTE(path, methods, fn)        void fn(struct http_req *r);
 #define ROUTE_PREFIX(path, methods, fn) void fn(struct http_req *r);
 #include "tsd/routes.def"
 #undef ROUTE

@@ -24,11 +24,11 @@
 #include "storage/wc.h"
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
-#include "tsd/tlog.h"
 #include "tsd/store.h"
+#include "tsd/tlog.h"
 #include "tsd/tstats.h"
 
-#define STORE_CACHE_MAX (1u << 18)
+#define STORE_CACHE_MAX   (1u << 18)
 #define STORE_MAX_WRITERS 64
 
 struct store_entry {
@@ -194,8 +194,7 @@ static void tsdstore_log(void *arg, const char *msg)
     tlog_warn("storage: %s", msg);
 }
 
-int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out,
-                  struct ct_err *err)
+int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, struct ct_err *err)
 {
     struct tsdstore *st = calloc(1, sizeof(*st));
     if (!st)

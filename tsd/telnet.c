@@ -36,8 +36,8 @@
 #include "tsd/tstats.h"
 
 #define TELNET_READ_HIGH (256u << 10)
-#define TELNET_OUT_HIGH (1u << 20) /* stop reading while more replies than this are unsent */
-#define TELNET_OUT_LOW (64u << 10)
+#define TELNET_OUT_HIGH  (1u << 20) /* stop reading while more replies than this are unsent */
+#define TELNET_OUT_LOW   (64u << 10)
 
 enum telnet_state {
     TC_RUNNING = 0,
@@ -52,9 +52,9 @@ struct telnet_conn {
     uint64_t id;
     enum telnet_state state;
     uint64_t pending_seq;
-    bool discarding; /* inside an over-long line */
-    bool eof;        /* the client half-closed: close once everything is answered */
-    bool out_full;   /* reading paused: the client does not read its replies (5) */
+    bool discarding;          /* inside an over-long line */
+    bool eof;                 /* the client half-closed: close once everything is answered */
+    bool out_full;            /* reading paused: the client does not read its replies (5) */
     struct telnet_conn *next; /* waiting or blocked list */
     char peer[64];
     struct auth_session auth; /* tsd/auth.h: `auth <token>` state */
@@ -543,8 +543,7 @@ static void telnet_process(struct telnet_conn *c)
                 } else if (n > TELNET_MAX_LINE) {
                     line = NULL;
                 }
-                enum telnet_action a =
-                    line ? telnet_line(c, line, len) : telnet_too_long(c);
+                enum telnet_action a = line ? telnet_line(c, line, len) : telnet_too_long(c);
                 if (a == TA_PAUSE) {
                     stop = true;
                     break;

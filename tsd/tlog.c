@@ -47,8 +47,8 @@ void tlog_write(enum tlog_level level, const char *fmt, ...)
     struct tm tm;
     gmtime_r(&s, &tm);
     int n = snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ %-5s ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, (int)(now % 1000), tlog_names[level]);
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     (int)(now % 1000), tlog_names[level]);
     if (n < 0)
         return;
     va_list ap;

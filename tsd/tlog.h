@@ -24,8 +24,8 @@ int tlog_enabled(enum tlog_level level);
 void tlog_write(enum tlog_level level, const char *fmt, ...) CT_PRINTF(2, 3);
 
 #define tlog_error(...) tlog_write(TLOG_ERROR, __VA_ARGS__)
-#define tlog_warn(...) tlog_write(TLOG_WARN, __VA_ARGS__)
-#define tlog_info(...) tlog_write(TLOG_INFO, __VA_ARGS__)
+#define tlog_warn(...)  tlog_write(TLOG_WARN, __VA_ARGS__)
+#define tlog_info(...)  tlog_write(TLOG_INFO, __VA_ARGS__)
 #define tlog_debug(...)                                                                            \
     do {                                                                                           \
         if (tlog_enabled(TLOG_DEBUG))                                                              \

@@ -39,7 +39,7 @@
 #include "tsd/tstats.h"
 #include "tsd/workpool.h"
 
-#define TSD_SNIFF_TIMEOUT_S 60
+#define TSD_SNIFF_TIMEOUT_S   60
 #define TSD_SHUTDOWN_GRACE_MS 30000
 
 const struct conf *tsd_conf(const struct tsd *t)

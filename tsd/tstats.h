@@ -11,28 +11,28 @@
 #include <stdint.h>
 
 enum tstats_counter {
-    TSTATS_CONN_TELNET,        /* telnet connections accepted */
-    TSTATS_CONN_HTTP,          /* HTTP connections accepted */
-    TSTATS_CONN_OPEN,          /* currently open connections (gauge) */
-    TSTATS_CONN_REJECTED,      /* refused: tsd.core.connections.limit */
-    TSTATS_CONN_TIMEOUT,       /* closed idle: tsd.core.socket.timeout */
-    TSTATS_RPC_PUT,            /* telnet put lines */
-    TSTATS_RPC_OTHER_TELNET,   /* other telnet commands */
-    TSTATS_RPC_UNKNOWN,        /* unknown telnet commands */
-    TSTATS_HTTP_REQUESTS,      /* HTTP requests */
-    TSTATS_HTTP_PUT,           /* /api/put requests */
+    TSTATS_CONN_TELNET,      /* telnet connections accepted */
+    TSTATS_CONN_HTTP,        /* HTTP connections accepted */
+    TSTATS_CONN_OPEN,        /* currently open connections (gauge) */
+    TSTATS_CONN_REJECTED,    /* refused: tsd.core.connections.limit */
+    TSTATS_CONN_TIMEOUT,     /* closed idle: tsd.core.socket.timeout */
+    TSTATS_RPC_PUT,          /* telnet put lines */
+    TSTATS_RPC_OTHER_TELNET, /* other telnet commands */
+    TSTATS_RPC_UNKNOWN,      /* unknown telnet commands */
+    TSTATS_HTTP_REQUESTS,    /* HTTP requests */
+    TSTATS_HTTP_PUT,         /* /api/put requests */
     TSTATS_HTTP_4XX,
     TSTATS_HTTP_5XX,
-    TSTATS_POINTS_ADDED,       /* datapoints accepted into a batch */
-    TSTATS_POINTS_WRITTEN,     /* datapoints in the write-ahead log */
-    TSTATS_POINTS_FAILED,      /* rejected by storage (unknown metric, store error) */
-    TSTATS_ILLEGAL_ARGUMENTS,  /* put: illegal argument */
-    TSTATS_INVALID_VALUES,     /* put: invalid value */
+    TSTATS_POINTS_ADDED,      /* datapoints accepted into a batch */
+    TSTATS_POINTS_WRITTEN,    /* datapoints in the write-ahead log */
+    TSTATS_POINTS_FAILED,     /* rejected by storage (unknown metric, store error) */
+    TSTATS_ILLEGAL_ARGUMENTS, /* put: illegal argument */
+    TSTATS_INVALID_VALUES,    /* put: invalid value */
     TSTATS_UNKNOWN_METRICS,
-    TSTATS_STORAGE_ERRORS,     /* failed batch writes */
+    TSTATS_STORAGE_ERRORS, /* failed batch writes */
     TSTATS_BATCHES_WRITTEN,
-    TSTATS_WRITE_NS,           /* total nanoseconds inside batch writes */
-    TSTATS_BACKPRESSURE,       /* times reading was paused because the store fell behind */
+    TSTATS_WRITE_NS,     /* total nanoseconds inside batch writes */
+    TSTATS_BACKPRESSURE, /* times reading was paused because the store fell behind */
     TSTATS_LINES_TOO_LONG,
     TSTATS_NCOUNTERS
 };

@@ -92,8 +92,7 @@ struct sst_read_options {
  * cache. Returns a new file with one reference, dropped with sst_unref(). Borrows `cache`
  * (may be NULL) for the life of the file. */
 CT_MUST_CHECK int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
-                           const struct sst_read_options *o, struct sst **out,
-                           struct ct_err *err);
+                           const struct sst_read_options *o, struct sst **out, struct ct_err *err);
 void sst_ref(struct sst *f);
 /* Drops a reference; the last one closes the file, and unlinks it if sst_mark_obsolete() was
  * called. Accepts NULL. */
@@ -122,8 +121,7 @@ void sst_iter_free(struct sst_iter *it); /* accepts NULL */
 CT_MUST_CHECK int sst_iter_seek_first(struct sst_iter *it, struct ct_err *err);
 CT_MUST_CHECK int sst_iter_seek_last(struct sst_iter *it, struct ct_err *err);
 /* First cell >= target. */
-CT_MUST_CHECK int sst_iter_seek(struct sst_iter *it, const struct cell *target,
-                                struct ct_err *err);
+CT_MUST_CHECK int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err *err);
 /* Last cell <= target. */
 CT_MUST_CHECK int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target,
                                          struct ct_err *err);

@@ -59,8 +59,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             int rl = snprintf(row, sizeof(row), "row%05d", i / 3);
             int vl = snprintf(val, sizeof(val), "value-%d-%d", i, i * 7);
             uint8_t qual[2] = {(uint8_t)'q', (uint8_t)('a' + i % 3)};
-            struct cell c = {(const uint8_t *)row, qual, (const uint8_t *)val, (uint32_t)rl, 2,
-                             (uint32_t)vl, 4, 1000 + i, (uint64_t)i + 1};
+            struct cell c = {(const uint8_t *)row,
+                             qual,
+                             (const uint8_t *)val,
+                             (uint32_t)rl,
+                             2,
+                             (uint32_t)vl,
+                             4,
+                             1000 + i,
+                             (uint64_t)i + 1};
             if (sst_writer_add(w, &c, &err) != CT_OK)
                 abort();
         }
@@ -108,8 +115,8 @@ static void fuzz_walk(struct sst *f)
         while (sst_iter_valid(it) && steps++ < 5000)
             if (sst_iter_prev(it, &err) != CT_OK)
                 break;
-    struct cell target = {(const uint8_t *)"row00050", (const uint8_t *)"qb", NULL, 8, 2, 0,
-                          4, 1200, 0};
+    struct cell target = {
+        (const uint8_t *)"row00050", (const uint8_t *)"qb", NULL, 8, 2, 0, 4, 1200, 0};
     if (sst_iter_seek(it, &target, &err) == CT_OK && sst_iter_valid(it))
         (void)sst_iter_next(it, &err);
     if (sst_iter_seek_for_prev(it, &target, &err) == CT_OK && sst_iter_valid(it))

@@ -40,8 +40,8 @@ static void fuzz_write_segment(const char *dir, uint64_t num, bool header, const
                                size_t len)
 {
     char path[256];
-    snprintf(path, sizeof(path), "%s/%s%020llu%s", dir, WAL_SEGMENT_PREFIX,
-             (unsigned long long)num, WAL_SEGMENT_SUFFIX);
+    snprintf(path, sizeof(path), "%s/%s%020llu%s", dir, WAL_SEGMENT_PREFIX, (unsigned long long)num,
+             WAL_SEGMENT_SUFFIX);
     FILE *f = fopen(path, "wb");
     if (!f)
         abort();

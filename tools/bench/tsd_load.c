@@ -56,10 +56,10 @@ static long long start = 1356998400;
 static int http_mode = 0, ack = 0;
 
 static const char *const metric_names[] = {
-    "cpu.user", "cpu.system", "cpu.idle", "cpu.iowait", "mem.used", "mem.free", "mem.cached",
-    "disk.read_bytes", "disk.write_bytes", "disk.used_pct", "net.rx_bytes", "net.tx_bytes",
-    "net.rx_errors", "net.tx_errors", "load.1m", "load.5m", "load.15m", "procs.running",
-    "procs.blocked", "tcp.established"};
+    "cpu.user",     "cpu.system",   "cpu.idle",        "cpu.iowait",       "mem.used",
+    "mem.free",     "mem.cached",   "disk.read_bytes", "disk.write_bytes", "disk.used_pct",
+    "net.rx_bytes", "net.tx_bytes", "net.rx_errors",   "net.tx_errors",    "load.1m",
+    "load.5m",      "load.15m",     "procs.running",   "procs.blocked",    "tcp.established"};
 
 /* value of (host, metric, interval): deterministic; integers for counters, floats otherwise */
 static void value_of(int h, int m, int k, char *out, size_t n)
@@ -77,8 +77,8 @@ static void value_of(int h, int m, int k, char *out, size_t n)
 
 static void tags_of(int h, char *out, size_t n)
 {
-    snprintf(out, n, "host=host_%d dc=dc_%d rack=rack_%d service=svc_%d os=os_%d", h, h % 3,
-             h % 40, h % 10, h % 2);
+    snprintf(out, n, "host=host_%d dc=dc_%d rack=rack_%d service=svc_%d os=os_%d", h, h % 3, h % 40,
+             h % 10, h % 2);
 }
 
 static int connect_to(void)
@@ -145,8 +145,8 @@ static int read_response(int fd, char *rb, size_t cap, size_t *have)
 
 struct worker {
     int id;
-    struct buf stream;   /* telnet: all lines; http: concatenated request bodies */
-    size_t *bodies;      /* http: body boundaries */
+    struct buf stream; /* telnet: all lines; http: concatenated request bodies */
+    size_t *bodies;    /* http: body boundaries */
     size_t nbodies;
     long points;
     pthread_t th;
@@ -197,16 +197,26 @@ int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--host") && v) host = argv[++i];
-        else if (!strcmp(a, "--port") && v) port = atoi(argv[++i]);
-        else if (!strcmp(a, "--conns") && v) conns = atoi(argv[++i]);
-        else if (!strcmp(a, "--hosts") && v) hosts = atoi(argv[++i]);
-        else if (!strcmp(a, "--metrics") && v) metrics = atoi(argv[++i]);
-        else if (!strcmp(a, "--intervals") && v) intervals = atoi(argv[++i]);
-        else if (!strcmp(a, "--batch") && v) batch = atoi(argv[++i]);
-        else if (!strcmp(a, "--start") && v) start = atoll(argv[++i]);
-        else if (!strcmp(a, "--mode") && v) http_mode = !strcmp(argv[++i], "http");
-        else if (!strcmp(a, "--ack")) ack = 1;
+        if (!strcmp(a, "--host") && v)
+            host = argv[++i];
+        else if (!strcmp(a, "--port") && v)
+            port = atoi(argv[++i]);
+        else if (!strcmp(a, "--conns") && v)
+            conns = atoi(argv[++i]);
+        else if (!strcmp(a, "--hosts") && v)
+            hosts = atoi(argv[++i]);
+        else if (!strcmp(a, "--metrics") && v)
+            metrics = atoi(argv[++i]);
+        else if (!strcmp(a, "--intervals") && v)
+            intervals = atoi(argv[++i]);
+        else if (!strcmp(a, "--batch") && v)
+            batch = atoi(argv[++i]);
+        else if (!strcmp(a, "--start") && v)
+            start = atoll(argv[++i]);
+        else if (!strcmp(a, "--mode") && v)
+            http_mode = !strcmp(argv[++i], "http");
+        else if (!strcmp(a, "--ack"))
+            ack = 1;
         else if (!strcmp(a, "--print")) { /* dump the telnet stream to stdout and exit */
             conns = 1;
             http_mode = 0;
@@ -232,8 +242,8 @@ int main(int argc, char **argv)
                 long long ts = start + (long long)k * 10;
                 int n;
                 if (!http_mode) {
-                    n = snprintf(line, sizeof(line), "put sys.%s %lld %s %s\n", metric_names[m],
-                                 ts, val, tags);
+                    n = snprintf(line, sizeof(line), "put sys.%s %lld %s %s\n", metric_names[m], ts,
+                                 val, tags);
                 } else {
                     n = snprintf(line, sizeof(line),
                                  "%s{\"metric\":\"sys.%s\",\"timestamp\":%lld,\"value\":%s,"

@@ -125,8 +125,8 @@ static void test_family_defaults_and_checks(void **state)
 static void test_cell_order_is_spec_order(void **state)
 {
     (void)state;
-    struct wc_cell a = {wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("q"),
-                        wc_bytes_str("v"), 5, WC_TYPE_PUT};
+    struct wc_cell a = {
+        wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("v"), 5, WC_TYPE_PUT};
     struct wc_cell b = a;
     b.ts_ms = 4; /* older sorts later */
     assert_true(wc_cell_compare(&a, &b) < 0);

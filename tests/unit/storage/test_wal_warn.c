@@ -22,8 +22,7 @@ static void warn_record(void *arg, const char *msg)
     snprintf(l->last, sizeof l->last, "%s", msg);
 }
 
-static int count_record(void *arg, uint64_t seq, const uint8_t *p, size_t len,
-                        struct ct_err *err)
+static int count_record(void *arg, uint64_t seq, const uint8_t *p, size_t len, struct ct_err *err)
 {
     (void)seq;
     (void)p;

@@ -95,7 +95,8 @@ static void test_conf_file_with_comments_unknown_keys_and_walk_order(void **stat
     assert_int_equal(conf_get_int(c, "tsd.network.port"), 4343);
     assert_string_equal(conf_get_str(c, "tsd.http.request.cors_domains"), "*");
     assert_int_equal(x.warns, 2);
-    assert_non_null(strstr(x.last_warn, "opentsdb.conf:7: unknown configuration key tsd.aaa.custom"));
+    assert_non_null(
+        strstr(x.last_warn, "opentsdb.conf:7: unknown configuration key tsd.aaa.custom"));
     conf_each(c, collect_key, &x);
     /* sorted walk, unknown keys merged in */
     const char *a = strstr(x.keys, "tsd.aaa.custom\n");

@@ -2,8 +2,8 @@
  * fields intact, full batches, the bounded pool (the backpressure), outcomes set by the write
  * function, batch-level failures, and done callbacks. */
 #include <pthread.h>
-#include <stdio.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tests/lib/ctest.h"
@@ -30,7 +30,8 @@ static int sink_write(void *arg, struct ingest_batch *b, struct ct_err *err)
         if (i == 0 && p.ntags > 1)
             snprintf(s->tag1, sizeof(s->tag1), "%s=%s", p.tagk[1], p.tagv[1]);
         if (s->reject_odd && p.owner % 2 == 1)
-            ingest_batch_set_outcome(b, i, INGEST_UNKNOWN_METRIC, "No such name for 'metrics': 'x'");
+            ingest_batch_set_outcome(b, i, INGEST_UNKNOWN_METRIC,
+                                     "No such name for 'metrics': 'x'");
     }
     atomic_fetch_add(&s->batches, 1);
     atomic_fetch_add(&s->points, (int)n);

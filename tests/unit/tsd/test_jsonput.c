@@ -164,8 +164,8 @@ static void test_jsonput_resets_every_field_between_points(void **state)
     int flags = 0;
     size_t np = 0;
     char msg[256];
-    assert_int_equal(jsonput_parse(body, n, scratch, pt, count_flags, &flags, &np, msg, sizeof(msg)),
-                     0);
+    assert_int_equal(
+        jsonput_parse(body, n, scratch, pt, count_flags, &flags, &np, msg, sizeof(msg)), 0);
     assert_int_equal(np, 2);
     assert_int_equal(flags, 1); /* only the first point */
     free(body);

@@ -87,7 +87,8 @@ static void test_put_runs_of_spaces_in_tag_positions_and_cr(void **state)
 static void test_put_error_1_not_enough_arguments(void **state)
 {
     (void)state;
-    expect_err("put", PUT_EARG, "put: illegal argument: not enough arguments (need least 4, got 0)");
+    expect_err("put", PUT_EARG,
+               "put: illegal argument: not enough arguments (need least 4, got 0)");
     expect_err("put m 1 2", PUT_EARG,
                "put: illegal argument: not enough arguments (need least 4, got 3)");
 }
@@ -192,7 +193,8 @@ static void test_put_errors_come_in_opentsdb_order(void **state)
 {
     (void)state;
     /* timestamp before value and tags */
-    expect_err("put m 12x y a=b=c", PUT_ENUMBER, "put: invalid value: Invalid character 'x' in 12x");
+    expect_err("put m 12x y a=b=c", PUT_ENUMBER,
+               "put: invalid value: Invalid character 'x' in 12x");
     /* tags are split before the value is typed */
     expect_err("put m 1 y a=b=c", PUT_EARG, "put: illegal argument: invalid tag: a=b=c");
     /* the value before the tag count */
