@@ -493,9 +493,10 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
                 }
                 if (rk && dpcodec_bitr_get(&r, rk, &low))
                     return -1;
-                if (rk < 64 && q > (UINT64_MAX >> rk))
+                if (rk >= 64 ? q != 0 : q > (UINT64_MAX >> rk))
                     return -1;
-                res[done + j] = (int64_t)((uint64_t)mn + (uint64_t)coding_unzigzag(q << rk | low));
+                uint64_t high = rk >= 64 ? 0 : q << rk; /* a shift by 64 is undefined */
+                res[done + j] = (int64_t)((uint64_t)mn + (uint64_t)coding_unzigzag(high | low));
             }
             p += (r.pos + 7) / 8;
             done += cnt;

@@ -91,7 +91,7 @@ static inline size_t coding_get_varint64(const uint8_t *p, const uint8_t *end, u
 /* Zig-zag mapping of signed to unsigned so small magnitudes make short varints. */
 static inline uint64_t coding_zigzag(int64_t v)
 {
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+    return ((uint64_t)v << 1) ^ (0 - ((uint64_t)v >> 63)); /* all ones when v < 0 */
 }
 static inline int64_t coding_unzigzag(uint64_t v)
 {

@@ -363,7 +363,7 @@ static int http_parse_head(struct http_conn *c, struct http_req *r, const char *
     if (mo && *mo) {
         char up[16];
         size_t i = 0;
-        for (; mo[i] && i < sizeof(up) - 1; i++)
+        for (; i < sizeof(up) - 1 && mo[i]; i++)
             up[i] = (char)toupper((unsigned char)mo[i]);
         up[i] = '\0';
         enum http_method m = http_method_parse(up);
