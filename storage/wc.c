@@ -147,6 +147,48 @@ int wc_namespace_list(struct wc_store *s, wc_name_fn fn, void *arg, struct ct_er
     return s->ops->namespace_list(s, fn, arg, err);
 }
 
+int wc_namespace_create_config(struct wc_store *s, const char *ns, const char *const *kv,
+                               size_t npairs, struct ct_err *err)
+{
+    if (npairs == 0)
+        return wc_namespace_create(s, ns, err);
+    int rc = wc_check_ns_name(ns, err);
+    if (rc != CT_OK)
+        return rc;
+    for (size_t i = 0; i < npairs; i++) {
+        if (!kv[2 * i] || !*kv[2 * i] || !kv[2 * i + 1])
+            return ct_err_set(err, CT_EINVAL, "namespace %s: configuration keys must not be empty",
+                              ns);
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(kv[2 * i], kv[2 * j]))
+                return ct_err_set(err, CT_EINVAL, "namespace %s: configuration key %s given twice",
+                                  ns, kv[2 * i]);
+    }
+    if (!s->ops->namespace_create_config)
+        return ct_err_set(err, CT_EUNSUPPORTED,
+                          "the %s backend keeps no namespace configuration", s->ops->name);
+    return s->ops->namespace_create_config(s, ns, kv, npairs, err);
+}
+
+int wc_namespace_get_config(struct wc_store *s, const char *ns, char ***kv, size_t *npairs,
+                            struct ct_err *err)
+{
+    *kv = NULL;
+    *npairs = 0;
+    if (!s->ops->namespace_get_config)
+        return s->ops->namespace_exists(s, ns, err);
+    return s->ops->namespace_get_config(s, ns, kv, npairs, err);
+}
+
+void wc_namespace_config_free(char **kv, size_t npairs)
+{
+    if (!kv)
+        return;
+    for (size_t i = 0; i < 2 * npairs; i++)
+        free(kv[i]);
+    free(kv);
+}
+
 /* ---- descriptors ---------------------------------------------------------------------- */
 
 void wc_family_desc_init(struct wc_family_desc *f, const char *name)

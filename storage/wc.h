@@ -118,6 +118,19 @@ CT_MUST_CHECK int wc_namespace_exists(struct wc_store *s, const char *ns, struct
 typedef int (*wc_name_fn)(void *arg, const char *name);
 CT_MUST_CHECK int wc_namespace_list(struct wc_store *s, wc_name_fn fn, void *arg,
                                     struct ct_err *err);
+/* Creates a namespace with a configuration (HBase's create_namespace 'ns', {'k' => 'v'}):
+ * kv holds npairs key/value strings, key first; keys are non-empty and unique. Borrows kv.
+ * CT_EUNSUPPORTED (nothing created) on a backend that keeps no namespace configuration when
+ * npairs > 0. */
+CT_MUST_CHECK int wc_namespace_create_config(struct wc_store *s, const char *ns,
+                                             const char *const *kv, size_t npairs,
+                                             struct ct_err *err);
+/* Returns a namespace's configuration as a new array of 2 * *npairs strings (key, value, ...)
+ * in creation order, freed with wc_namespace_config_free(); *kv is NULL when there is none.
+ * CT_NOTFOUND if the namespace does not exist. */
+CT_MUST_CHECK int wc_namespace_get_config(struct wc_store *s, const char *ns, char ***kv,
+                                          size_t *npairs, struct ct_err *err);
+void wc_namespace_config_free(char **kv, size_t npairs); /* accepts NULL */
 
 /* ---- table descriptors ---------------------------------------------------------------- */
 

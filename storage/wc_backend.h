@@ -35,6 +35,11 @@ struct wc_backend_ops {
     int (*namespace_drop)(struct wc_store *s, const char *ns, struct ct_err *err);
     int (*namespace_exists)(struct wc_store *s, const char *ns, struct ct_err *err);
     int (*namespace_list)(struct wc_store *s, wc_name_fn fn, void *arg, struct ct_err *err);
+    /* Optional (NULL = the backend keeps no namespace configuration). kv is checked by wc.c. */
+    int (*namespace_create_config)(struct wc_store *s, const char *ns, const char *const *kv,
+                                   size_t npairs, struct ct_err *err);
+    int (*namespace_get_config)(struct wc_store *s, const char *ns, char ***kv, size_t *npairs,
+                                struct ct_err *err);
 
     /* Names passed to table operations are already normalised to "ns:qual". */
     int (*table_create)(struct wc_store *s, const struct wc_table_desc *d,

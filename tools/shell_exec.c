@@ -1204,22 +1204,38 @@ static int cmd_create_namespace(struct shell *sh, const struct shell_cmd *c, str
     int rc = shell_ns_arg(sh, c, "create_namespace 'ns'", 2, &ns, false, err);
     if (rc != CT_OK)
         return rc;
-    if (c->nargs == 2) {
-        const struct shell_val *cfg = &c->args[1];
-        if (cfg->kind != SHELL_VAL_DICT)
-            return arg_error(err, c, "create_namespace 'ns'");
-        if (cfg->n)
-            return ct_err_set(err, CT_EUNSUPPORTED,
-                              "namespace configuration ('%s' => ...) is not supported by this "
-                              "store",
-                              dict_key(cfg, 0));
+    /* the configuration pairs, values as text: {'k' => 'v', 'n' => 5} */
+    const struct shell_val *cfg = c->nargs == 2 ? &c->args[1] : NULL;
+    if (cfg && cfg->kind != SHELL_VAL_DICT)
+        return arg_error(err, c, "create_namespace 'ns'[, {'key' => 'value', ...}]");
+    size_t npairs = cfg ? cfg->n : 0;
+    const char **kv = calloc(2 * npairs + 1, sizeof(char *));
+    char (*nums)[24] = calloc(npairs + 1, sizeof(*nums));
+    if (!kv || !nums) {
+        free(kv);
+        free(nums);
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
     }
-    rc = wc_namespace_exists(sh->store, ns, err);
-    if (rc == CT_OK)
-        return ct_err_set(err, CT_EEXIST, "Namespace %s already exists!", ns);
-    if (rc != CT_NOTFOUND)
-        return rc;
-    return wc_namespace_create(sh->store, ns, err);
+    for (size_t i = 0; i < npairs && rc == CT_OK; i++) {
+        const struct shell_val *v = dict_val(cfg, i);
+        kv[2 * i] = dict_key(cfg, i);
+        if (v->kind == SHELL_VAL_INT) {
+            snprintf(nums[i], sizeof nums[i], "%lld", (long long)v->num);
+            kv[2 * i + 1] = nums[i];
+        } else {
+            rc = val_cstr(v, "a namespace configuration value", &kv[2 * i + 1], err);
+        }
+    }
+    if (rc == CT_OK) {
+        rc = wc_namespace_exists(sh->store, ns, err);
+        if (rc == CT_OK)
+            rc = ct_err_set(err, CT_EEXIST, "Namespace %s already exists!", ns);
+        else if (rc == CT_NOTFOUND)
+            rc = wc_namespace_create_config(sh->store, ns, kv, npairs, err);
+    }
+    free(kv);
+    free(nums);
+    return rc;
 }
 
 static int cmd_drop_namespace(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
@@ -1284,7 +1300,15 @@ static int cmd_describe_namespace(struct shell *sh, const struct shell_cmd *c, s
     int rc = shell_ns_arg(sh, c, "describe_namespace 'ns'", 1, &ns, true, err);
     if (rc != CT_OK)
         return rc;
-    fprintf(sh->o.out, "DESCRIPTION\n{NAME => '%s'}\n1 row(s)\n", ns);
+    char **kv = NULL;
+    size_t n = 0;
+    if ((rc = wc_namespace_get_config(sh->store, ns, &kv, &n, err)) != CT_OK)
+        return rc == CT_NOTFOUND ? ct_err_set(err, CT_NOTFOUND, "Unknown namespace %s!", ns) : rc;
+    fprintf(sh->o.out, "DESCRIPTION\n{NAME => '%s'", ns);
+    for (size_t i = 0; i < n; i++) /* HBase shows configuration keys bare, values quoted */
+        fprintf(sh->o.out, ", %s => '%s'", kv[2 * i], kv[2 * i + 1]);
+    fprintf(sh->o.out, "}\n1 row(s)\n");
+    wc_namespace_config_free(kv, n);
     return CT_OK;
 }
 
@@ -2256,7 +2280,7 @@ static const struct shell_command_def shell_commands[] = {
     {"create", cmd_create,
      "create 't', 'f1', {NAME => 'f2', VERSIONS => 5}, {SPLITS => [...]} | {NUMREGIONS => n, "
      "SPLITALGO => 'HexStringSplit'}"},
-    {"create_namespace", cmd_create_namespace, "create_namespace 'ns'"},
+    {"create_namespace", cmd_create_namespace, "create_namespace 'ns'[, {'key' => 'value'}]"},
     {"delete", cmd_delete, "delete 't', 'r', 'f:q' | 'f'[, ts]"},
     {"deleteall", cmd_delete, "deleteall 't', 'r'[, 'f:q' | 'f' | ''[, ts]]"},
     {"desc", cmd_describe, "desc 't'"},

@@ -75,7 +75,7 @@ int catalog_save(struct estore *s, struct ct_err *err)
     cb_var(&b, atomic_load(&s->visible_seq));
     cb_var(&b, s->nnamespaces);
     for (size_t i = 0; i < s->nnamespaces; i++)
-        cb_str(&b, s->namespaces[i], strlen(s->namespaces[i]));
+        cb_str(&b, s->namespaces[i], engine_ns_blob_len(s->namespaces[i]));
     cb_var(&b, s->ntables);
     for (size_t i = 0; i < s->ntables; i++) {
         struct etable *t = s->tables[i];
@@ -225,7 +225,7 @@ int catalog_load(struct estore *s, struct ct_err *err)
     for (uint64_t i = 0; i < nns && !r.bad; i++) {
         size_t n;
         const uint8_t *p = cr_str(&r, &n);
-        char *name = malloc(n + 1);
+        char *name = malloc(n + 2); /* a name alone (no pairs) gets its two NULs here */
         char **nv = realloc(s->namespaces, (s->nnamespaces + 1) * sizeof(char *));
         if (!name || !nv) {
             free(name);
@@ -237,6 +237,13 @@ int catalog_load(struct estore *s, struct ct_err *err)
         s->namespaces = nv;
         memcpy(name, p, n);
         name[n] = 0;
+        name[n + 1] = 0;
+        if (n && p[n - 1] != 0 && memchr(p, 0, n)) {
+            /* a blob must end with its terminating NUL */
+            free(name);
+            rc = ct_err_set(err, CT_ECORRUPT, "%s: malformed namespace entry", path);
+            goto out;
+        }
         s->namespaces[s->nnamespaces++] = name;
     }
     uint64_t ntables = cr_var(&r);

@@ -12,7 +12,9 @@
  *   17+N    4     crc32c_mask(crc32c(payload)), big-endian
  *
  *   payload  := next_file_id next_region_id next_table_id last_seq
- *               nns:varint (name:str)*  ntables:varint table*
+ *               nns:varint (namespace:str)*  ntables:varint table*
+ *   namespace:= name, or name NUL (key NUL value NUL)* NUL   (its configuration pairs; a
+ *               reader that stops at the first NUL sees the name, so the version stays 1)
  *   table    := id:varint name:str enabled:u8 max_filesize:varint memstore_flushsize:varint
  *               durability:u8 readonly:u8 compaction_enabled:u8
  *               nfams:varint family* nregions:varint region*

@@ -126,7 +126,7 @@ struct estore {
     struct block_cache *cache;
 
     pthread_mutex_t cat_mu;
-    char **namespaces; /* sorted */
+    char **namespaces; /* sorted by name; each an ns_blob (see engine_ns_blob_len) */
     size_t nnamespaces;
     struct etable **tables; /* sorted by name */
     size_t ntables;
@@ -317,5 +317,10 @@ CT_MUST_CHECK int engine_split_region(struct estore *s, struct etable *t, struct
 bool engine_region_wants_split(struct estore *s, struct etable *t, struct eregion *r);
 /* Runs one background job. */
 void engine_run_job(struct estore *s, struct ejob *j);
+
+/* A namespace entry is a "blob": the NUL-terminated name, then each configuration pair as
+ * "key\0value\0", then one more NUL (keys are never empty). strcmp() on it compares the name.
+ * Returns the blob's length including the final NUL. */
+size_t engine_ns_blob_len(const char *blob);
 
 #endif

@@ -541,9 +541,40 @@ static long find_ns(const struct estore *s, const char *ns)
     return -1;
 }
 
-static int add_ns(struct estore *s, const char *ns, struct ct_err *err)
+size_t engine_ns_blob_len(const char *blob)
 {
-    char *d = strdup(ns);
+    size_t n = strlen(blob) + 1;
+    while (blob[n]) {              /* a key ... */
+        n += strlen(blob + n) + 1; /* ... and its value */
+        n += strlen(blob + n) + 1;
+    }
+    return n + 1;
+}
+
+/* Builds a namespace blob from a name and npairs key/value strings. */
+static char *ns_blob_new(const char *ns, const char *const *kv, size_t npairs)
+{
+    size_t n = strlen(ns) + 2;
+    for (size_t i = 0; i < 2 * npairs; i++)
+        n += strlen(kv[i]) + 1;
+    char *b = malloc(n);
+    if (!b)
+        return NULL;
+    size_t at = 0;
+    memcpy(b, ns, strlen(ns) + 1);
+    at += strlen(ns) + 1;
+    for (size_t i = 0; i < 2 * npairs; i++) {
+        memcpy(b + at, kv[i], strlen(kv[i]) + 1);
+        at += strlen(kv[i]) + 1;
+    }
+    b[at] = '\0';
+    return b;
+}
+
+static int add_ns_config(struct estore *s, const char *ns, const char *const *kv, size_t npairs,
+                         struct ct_err *err)
+{
+    char *d = ns_blob_new(ns, kv, npairs);
     char **nv = realloc(s->namespaces, (s->nnamespaces + 1) * sizeof(char *));
     if (!d || !nv) {
         free(d);
@@ -562,6 +593,11 @@ static int add_ns(struct estore *s, const char *ns, struct ct_err *err)
     return CT_OK;
 }
 
+static int add_ns(struct estore *s, const char *ns, struct ct_err *err)
+{
+    return add_ns_config(s, ns, NULL, 0, err);
+}
+
 static void remove_ns(struct estore *s, long i)
 {
     free(s->namespaces[i]);
@@ -570,7 +606,8 @@ static void remove_ns(struct estore *s, long i)
     s->nnamespaces--;
 }
 
-static int op_namespace_create(struct wc_store *ws, const char *ns, struct ct_err *err)
+static int op_namespace_create_config(struct wc_store *ws, const char *ns, const char *const *kv,
+                                      size_t npairs, struct ct_err *err)
 {
     struct estore *s = estore_of(ws);
     if (s->opt.read_only)
@@ -579,9 +616,54 @@ static int op_namespace_create(struct wc_store *ws, const char *ns, struct ct_er
     int rc;
     if (find_ns(s, ns) >= 0) {
         rc = ct_err_set(err, CT_EEXIST, "namespace %s already exists", ns);
-    } else if ((rc = add_ns(s, ns, err)) == CT_OK && (rc = catalog_save(s, err)) != CT_OK) {
+    } else if ((rc = add_ns_config(s, ns, kv, npairs, err)) == CT_OK &&
+               (rc = catalog_save(s, err)) != CT_OK) {
         remove_ns(s, find_ns(s, ns));
     }
+    pthread_mutex_unlock(&s->cat_mu);
+    return rc;
+}
+
+static int op_namespace_create(struct wc_store *ws, const char *ns, struct ct_err *err)
+{
+    return op_namespace_create_config(ws, ns, NULL, 0, err);
+}
+
+static int op_namespace_get_config(struct wc_store *ws, const char *ns, char ***out,
+                                   size_t *npairs, struct ct_err *err)
+{
+    struct estore *s = estore_of(ws);
+    pthread_mutex_lock(&s->cat_mu);
+    long i = find_ns(s, ns);
+    int rc = CT_OK;
+    if (i < 0) {
+        rc = CT_NOTFOUND;
+        goto out;
+    }
+    const char *b = s->namespaces[i];
+    size_t at = strlen(b) + 1, n = 0;
+    for (size_t k = at; b[k]; n++) {
+        k += strlen(b + k) + 1;
+        k += strlen(b + k) + 1;
+    }
+    if (n == 0)
+        goto out;
+    char **kv = calloc(2 * n, sizeof(char *));
+    for (size_t j = 0; kv && j < 2 * n; j++) {
+        if (!(kv[j] = strdup(b + at))) {
+            wc_namespace_config_free(kv, n);
+            kv = NULL;
+            break;
+        }
+        at += strlen(b + at) + 1;
+    }
+    if (!kv) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory reading namespace %s", ns);
+        goto out;
+    }
+    *out = kv;
+    *npairs = n;
+out:
     pthread_mutex_unlock(&s->cat_mu);
     return rc;
 }
@@ -607,16 +689,19 @@ static int op_namespace_drop(struct wc_store *ws, const char *ns, struct ct_err 
                             ns);
             goto out;
         }
-    char *saved = strdup(ns);
-    if (!saved) {
-        rc = ct_err_set(err, CT_ENOMEM, "out of memory");
-        goto out;
+    /* keep the entry (with its configuration) to put back if the save fails */
+    char *saved = s->namespaces[i];
+    memmove(&s->namespaces[i], &s->namespaces[i + 1],
+            (s->nnamespaces - (size_t)i - 1) * sizeof(char *));
+    s->nnamespaces--;
+    if ((rc = catalog_save(s, err)) != CT_OK) {
+        memmove(&s->namespaces[i + 1], &s->namespaces[i],
+                (s->nnamespaces - (size_t)i) * sizeof(char *));
+        s->namespaces[i] = saved; /* the array still has room: it never shrinks */
+        s->nnamespaces++;
+    } else {
+        free(saved);
     }
-    remove_ns(s, i);
-    if ((rc = catalog_save(s, err)) != CT_OK && add_ns(s, saved, err) != CT_OK) {
-        /* memory and disk still agree: the save failed, the name is lost only from memory */
-    }
-    free(saved);
 out:
     pthread_mutex_unlock(&s->cat_mu);
     return rc;
@@ -1489,6 +1574,8 @@ static const struct wc_backend_ops engine_ops = {
     .namespace_drop = op_namespace_drop,
     .namespace_exists = op_namespace_exists,
     .namespace_list = op_namespace_list,
+    .namespace_create_config = op_namespace_create_config,
+    .namespace_get_config = op_namespace_get_config,
     .table_create = op_table_create,
     .table_alter = op_table_alter,
     .table_describe = op_table_describe,
