@@ -26,7 +26,7 @@ void wc_options_init(struct wc_options *o)
     o->data_dir = "data";
     o->create_if_missing = true;
     o->block_cache_bytes = 64u << 20;
-    o->memstore_flush_bytes = 64u << 20;
+    o->memstore_flush_bytes = 16u << 20;
     o->wal_segment_bytes = 64u << 20;
     o->region_split_bytes = 1ull << 30;
     o->background_threads = 2;

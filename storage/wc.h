@@ -75,7 +75,7 @@ struct wc_options {
     const char *data_dir;        /* created (mode 0700) if absent */
     bool create_if_missing;      /* default true */
     size_t block_cache_bytes;    /* shared LRU block cache; default 64 MiB */
-    size_t memstore_flush_bytes; /* per region memstore flush threshold; default 64 MiB */
+    size_t memstore_flush_bytes; /* per region memstore flush threshold; default 16 MiB */
     size_t wal_segment_bytes;    /* log segment rotation size; default 64 MiB */
     uint64_t region_split_bytes; /* automatic split threshold (MAX_FILESIZE default); 1 GiB */
     int background_threads;      /* flush and compaction workers; default 2 */
