@@ -19,6 +19,7 @@
 #include "schema/tsdb.h"
 #include "storage/coding.h"
 #include "tools/tool.h"
+#include "tools/tool_opts.h"
 
 static void fsck_usage(FILE *out)
 {
@@ -459,20 +460,8 @@ static int fsck_run(int argc, char **argv)
         } else if (opt == 'o') {
             f.delete_orphans = true;
         } else if (opt == 's') {
-            char *eq = strchr(optarg, '=');
-            if (!eq) {
-                fprintf(stderr, "ctsdb fsck: --set needs KEY=VALUE, got '%s'\n", optarg);
+            if (tool_opts_set("fsck", &c, optarg, &keep_layout) != 0)
                 return 2;
-            }
-            *eq = 0;
-            int rc = tsdb_config_set(&c, optarg, eq + 1, &err);
-            if (rc != CT_OK) {
-                fprintf(stderr, "ctsdb fsck: %s\n",
-                        rc == CT_NOTFOUND ? "unknown config key" : err.msg);
-                return 2;
-            }
-            keep_layout |= !strncmp(optarg, "tsd.storage.salt.", 17) ||
-                           !strncmp(optarg, "tsd.storage.uid.width.", 22);
         } else if (opt == 'h') {
             fsck_usage(stdout);
             return 0;

@@ -12,6 +12,7 @@
 #include "schema/tsdb.h"
 #include "storage/clock.h"
 #include "tools/tool.h"
+#include "tools/tool_opts.h"
 
 #define SCAN_MAX_POINTS 4096 /* decode buffer; rows with more points grow it */
 
@@ -255,20 +256,8 @@ static int scan_run(int argc, char **argv)
         } else if (opt == 'i') {
             import = true;
         } else if (opt == 's') {
-            char *eq = strchr(optarg, '=');
-            if (!eq) {
-                fprintf(stderr, "ctsdb scan: --set needs KEY=VALUE, got '%s'\n", optarg);
+            if (tool_opts_set("scan", &c, optarg, &keep_layout) != 0)
                 return 2;
-            }
-            *eq = 0;
-            int rc = tsdb_config_set(&c, optarg, eq + 1, &err);
-            if (rc != CT_OK) {
-                fprintf(stderr, "ctsdb scan: %s\n",
-                        rc == CT_NOTFOUND ? "unknown config key" : err.msg);
-                return 2;
-            }
-            keep_layout |= !strncmp(optarg, "tsd.storage.salt.", 17) ||
-                           !strncmp(optarg, "tsd.storage.uid.width.", 22);
         } else if (opt == 'h') {
             scan_usage(stdout);
             return 0;

@@ -8,6 +8,7 @@
 
 #include "schema/tsdb.h"
 #include "tools/tool.h"
+#include "tools/tool_opts.h"
 
 static void uid_cli_usage(FILE *out)
 {
@@ -221,20 +222,8 @@ static int uid_cli_run(int argc, char **argv)
         if (opt == 'd') {
             data = optarg;
         } else if (opt == 's') {
-            char *eq = strchr(optarg, '=');
-            if (!eq) {
-                fprintf(stderr, "ctsdb uid: --set needs KEY=VALUE, got '%s'\n", optarg);
+            if (tool_opts_set("uid", &c, optarg, &keep_layout) != 0)
                 return 2;
-            }
-            *eq = 0;
-            int rc = tsdb_config_set(&c, optarg, eq + 1, &err);
-            if (rc != CT_OK) {
-                fprintf(stderr, "ctsdb uid: %s\n",
-                        rc == CT_NOTFOUND ? "unknown config key" : err.msg);
-                return 2;
-            }
-            keep_layout |= !strncmp(optarg, "tsd.storage.salt.", 17) ||
-                           !strncmp(optarg, "tsd.storage.uid.width.", 22);
         } else if (opt == 'h') {
             uid_cli_usage(stdout);
             return 0;
