@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # run_all.sh - what `make test` runs after building: the unit tests plainly and under
-# ASan+UBSan, then the integration tests, then every fuzz target briefly; ends with one totals line "N passed, N failed".
+# ASan+UBSan, then the integration tests (the daemon suites twice: release and ASan+UBSan
+# binaries), then every fuzz target briefly; ends with one totals line "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 total_p=0
@@ -22,6 +23,10 @@ run_phase() {
 run_phase tests/run_unit.sh build/release
 run_phase tests/run_unit.sh build/asan
 run_phase tests/integration/run.sh
+# the daemon's protocol, query and hostile-input suites again with the ASan+UBSan binary
+run_phase env CTSDB="$PWD/build/asan/bin/ctsdb" IT_LABEL="integration (asan daemon)" \
+  IT_ONLY="test_tsd_telnet test_tsd_http test_query_api test_hostile_tsd test_tsd_durability" \
+  tests/integration/run.sh
 run_phase make --no-print-directory fuzz-short
 echo
 echo "total: $total_p passed, $total_f failed"
