@@ -853,28 +853,42 @@ int tsdb_annotation_put(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len, 
     return wc_mutate_row(t->data, &rm, WC_DURABILITY_USE_DEFAULT, err);
 }
 
+/* Reads the annotation cell of a series (or the global row) starting at start_ms: fills the row
+ * key and qualifier (row: ROWKEY_MAX_BYTES, q: 5 bytes) and *r holding exactly that cell, which
+ * the caller releases. CT_NOTFOUND (with OpenTSDB's message) when there is none. */
+static int tsdb_annotation_find(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len,
+                                int64_t start_ms, uint8_t *row, size_t *rl, uint8_t *q, size_t *ql,
+                                struct wc_result *r, struct ct_err *err)
+{
+    *rl = tsdb_annotation_row(t, tsuid, tsuid_len, start_ms, row, err);
+    if (!*rl)
+        return err->code;
+    int64_t base = rowkey_base_hour_s(start_ms / 1000);
+    *ql = dpcodec_annotation_qualifier(base, start_ms, start_ms % 1000 != 0, q);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), wc_bytes_of(q, *ql), true};
+    o.columns = &col;
+    o.ncolumns = 1;
+    int rc = wc_get(t->data, wc_bytes_of(row, *rl), &o, r, err);
+    if (rc != CT_OK)
+        return rc;
+    if (r->row.ncells == 0) {
+        wc_result_release(r);
+        return ct_err_set(err, CT_NOTFOUND, "Unable to locate annotation in storage");
+    }
+    return CT_OK;
+}
+
 int tsdb_annotation_get(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len, int64_t start_ms,
                         char **json, size_t *json_len, struct ct_err *err)
 {
     uint8_t row[ROWKEY_MAX_BYTES], q[5];
-    size_t rl = tsdb_annotation_row(t, tsuid, tsuid_len, start_ms, row, err);
-    if (!rl)
-        return err->code;
-    int64_t base = rowkey_base_hour_s(start_ms / 1000);
-    size_t ql = dpcodec_annotation_qualifier(base, start_ms, start_ms % 1000 != 0, q);
-    struct wc_scan_options o;
-    wc_scan_options_init(&o);
-    struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), wc_bytes_of(q, ql), true};
-    o.columns = &col;
-    o.ncolumns = 1;
+    size_t rl, ql;
     struct wc_result r;
-    int rc = wc_get(t->data, wc_bytes_of(row, rl), &o, &r, err);
+    int rc = tsdb_annotation_find(t, tsuid, tsuid_len, start_ms, row, &rl, q, &ql, &r, err);
     if (rc != CT_OK)
         return rc;
-    if (r.row.ncells == 0) {
-        wc_result_release(&r);
-        return ct_err_set(err, CT_NOTFOUND, "Unable to locate annotation in storage");
-    }
     const struct wc_bytes *v = &r.row.cells[0].value;
     char *s = malloc(v->len + 1);
     if (!s) {
@@ -893,26 +907,13 @@ int tsdb_annotation_delete(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_le
                            struct ct_err *err)
 {
     uint8_t row[ROWKEY_MAX_BYTES], q[5];
-    size_t rl = tsdb_annotation_row(t, tsuid, tsuid_len, start_ms, row, err);
-    if (!rl)
-        return err->code;
-    int64_t base = rowkey_base_hour_s(start_ms / 1000);
-    size_t ql = dpcodec_annotation_qualifier(base, start_ms, start_ms % 1000 != 0, q);
-    /* delete at the stored cell's timestamp, not "now": a put right after the delete (same
-     * millisecond) must not be masked (HBase semantics) */
-    struct wc_scan_options o;
-    wc_scan_options_init(&o);
-    struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), wc_bytes_of(q, ql), true};
-    o.columns = &col;
-    o.ncolumns = 1;
+    size_t rl, ql;
     struct wc_result r;
-    int rc = wc_get(t->data, wc_bytes_of(row, rl), &o, &r, err);
+    int rc = tsdb_annotation_find(t, tsuid, tsuid_len, start_ms, row, &rl, q, &ql, &r, err);
     if (rc != CT_OK)
         return rc;
-    if (r.row.ncells == 0) {
-        wc_result_release(&r);
-        return ct_err_set(err, CT_NOTFOUND, "Unable to locate annotation in storage");
-    }
+    /* delete at the stored cell's timestamp, not "now": a put right after the delete (same
+     * millisecond) must not be masked (HBase semantics) */
     int64_t ts = r.row.cells[0].ts_ms;
     wc_result_release(&r);
     struct wc_mutation m = {
