@@ -91,15 +91,18 @@ check_contains "status detailed names a region by table and start key" "$out" '"
 check_contains "status summary" "$out" "1 active master, 0 backup masters, 1 servers, 0 dead, 3.0000 average load"
 
 if command -v script >/dev/null 2>&1; then
+  # script(1) runs its command through $SHELL -c (or /bin/sh when SHELL is unset, as in CI); `exec`
+  # makes the shell itself the terminal's foreground process, so Ctrl-C reaches only the shell and
+  # not a wrapping dash that would die of it.
   out=$(printf "list\nput 't', 'x', 'bad:q', 'v'\ncreate 'i', {NAME => 'f',\nVERSIONS => 2}\nexists 'i'\nexit\n" |
-    HOME=$dir timeout 30 script -qec "$CTSDB shell --data $data --now 1700000000000" /dev/null 2>&1)
+    HOME=$dir timeout 30 script -qec "exec $CTSDB shell --data $data --now 1700000000000" /dev/null 2>&1)
   check_contains "interactive: prompt" "$out" "ctsdb(main):001:0>"
   check_contains "interactive: continuation prompt" "$out" "ctsdb(main):004:1*"
   check_contains "interactive: errors do not stop the loop" "$out" "Table i does exist"
   check_contains "interactive: error printed" "$out" "ERROR: Unknown column family!"
   check "interactive: history saved" test -s "$dir/.ctsdb_shell_history"
   printf "put 't', 'x', 'bad:q', 'v'\nlist\n" |
-    HOME=$dir timeout 30 script -qec "$CTSDB shell -n --data $data --now 1700000000000" /dev/null \
+    HOME=$dir timeout 30 script -qec "exec $CTSDB shell -n --data $data --now 1700000000000" /dev/null \
       >"$dir/n.out" 2>&1
   check_eq "-n: a terminal's input is a script that stops at the first error" 1 $?
   check "-n: nothing after the error ran" bash -c "! grep -q '^TABLE' '$dir/n.out'"
@@ -108,7 +111,7 @@ if command -v script >/dev/null 2>&1; then
   # FIFO, each piece sent once the expected prompt is on screen (bounded waits, no timing).
   fifo=$dir/tty.in
   mkfifo "$fifo"
-  HOME=$dir timeout 60 script -qfec "$CTSDB shell --data $data --now 1700000000000" "$dir/tty.log" \
+  HOME=$dir timeout 60 script -qfec "exec $CTSDB shell --data $data --now 1700000000000" "$dir/tty.log" \
     <"$fifo" >/dev/null 2>&1 &
   spid=$!
   IT_PIDS+=("$spid")
