@@ -797,6 +797,16 @@ static int tsdb_order_cmp(const struct tsdb_order *x, const struct tsdb_order *y
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* True if entries a and c are the same cell (row and qualifier). */
+static bool tsdb_same_cell(const struct tsdb_batch *b, const struct tsdb_entry *a,
+                           const struct tsdb_entry *c)
+{
+    return a->q_len == c->q_len && a->row_len == c->row_len &&
+           !memcmp(b->arena + a->q_off, b->arena + c->q_off, a->q_len) &&
+           (a->row_off == c->row_off ||
+            !memcmp(b->arena + a->row_off, b->arena + c->row_off, a->row_len));
+}
+
 /* Sorts b->ord[0..n): insertion sort for short runs, merge sort (through the muts array as
  * scratch, which is rewritten afterwards) above that. No allocation. */
 static void tsdb_order_sort(struct tsdb_batch *b, struct tsdb_order *o, size_t n,
@@ -833,7 +843,8 @@ int tsdb_batch_write(struct tsdb *t, struct tsdb_batch *b, enum wc_durability d,
         return CT_OK;
     /* Cells go to the store in its own key order: each memstore insert then lands next to the
      * previous one, so the skiplist nodes it passes are still in the CPU cache, and the points
-     * of one row become one row mutation. */
+     * of one row become one row mutation. A cell given twice in the batch is written once,
+     * with its last value: the value a read would have returned anyway. */
     for (size_t i = 0; i < b->n; i++) {
         const struct tsdb_entry *e = &b->e[i];
         const uint8_t *row = b->arena + e->row_off;
@@ -845,12 +856,14 @@ int tsdb_batch_write(struct tsdb *t, struct tsdb_batch *b, enum wc_durability d,
     _Static_assert(sizeof(struct wc_mutation) >= sizeof(struct tsdb_order),
                    "merge scratch must fit in the mutation array");
     tsdb_order_sort(b, b->ord, b->n, (struct tsdb_order *)(void *)b->muts);
-    size_t nrows = 0;
+    size_t nrows = 0, nm = 0;
     const struct wc_bytes fam = wc_bytes_str(TSDB_DATA_FAMILY);
     const struct tsdb_entry *prev = NULL;
     for (size_t i = 0; i < b->n; i++) {
         const struct tsdb_entry *e = &b->e[b->ord[i].idx];
-        struct wc_mutation *m = &b->muts[i];
+        if (i + 1 < b->n && tsdb_same_cell(b, e, &b->e[b->ord[i + 1].idx]))
+            continue; /* the same cell again later in the batch: the later write wins */
+        struct wc_mutation *m = &b->muts[nm++];
         m->op = WC_OP_PUT;
         m->family = fam;
         m->qualifier = wc_bytes_of(b->arena + e->q_off, e->q_len);
