@@ -1742,7 +1742,7 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     if (!o->read_only) {
         snprintf(path, sizeof(path), "%s/wal", s->dir);
         struct wal_options wo = {s->opt.wal_segment_bytes, s->opt.log_fn, s->opt.log_arg};
-        if ((rc = wal_open(path, &wo, &s->wal, err)) != CT_OK)
+        if ((rc = wal_open_mapped(path, &wo, &s->wal, err)) != CT_OK)
             goto fail;
         if ((rc = engine_replay(s, err)) != CT_OK)
             goto fail;
