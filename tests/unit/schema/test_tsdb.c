@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "schema/tsdb.h"
+#include "storage/clock.h"
 #include "tests/lib/ctest.h"
 
 #define BASE    1356998400LL /* an hour long past: compaction may merge it */
@@ -35,6 +36,7 @@ static int teardown(void **state)
     ctest_rmdir(f->dir);
     free(f);
     unsetenv("CTSDB_NOW_MS");
+    clock_reload();
     return 0;
 }
 
@@ -256,6 +258,7 @@ static void test_compaction_leaves_the_current_hour_alone(void **state)
     char now[32];
     snprintf(now, sizeof(now), "%lld", (long long)(BASE_MS + 1800000)); /* mid-hour */
     setenv("CTSDB_NOW_MS", now, 1);
+    clock_reload();
     struct tsdb_config c;
     tsdb_config_init(&c);
     open_tsdb(f, &c);
@@ -394,6 +397,7 @@ static void test_annotations_series_and_global(void **state)
     /* a pinned clock: the store stamps cells with it, and the re-put below must come after the
      * delete's millisecond (a delete masks puts of its own millisecond, as in HBase) */
     setenv("CTSDB_NOW_MS", "1400000000000", 1);
+    clock_reload();
     open_tsdb(f, &c);
     struct ct_err err = {0};
     uint8_t a[ROWKEY_MAX_TSUID];
@@ -433,6 +437,7 @@ static void test_annotations_series_and_global(void **state)
                      CT_NOTFOUND);
     /* annotations survive compaction next to the merged points */
     setenv("CTSDB_NOW_MS", "1400000000001", 1);
+    clock_reload();
     write_hour(f, a, al, false);
     assert_int_equal(tsdb_annotation_put(f->t, a, al, BASE_MS + 60000, j1, strlen(j1), &err),
                      CT_OK);
