@@ -335,20 +335,73 @@ static void dpcodec_bitw_put(struct dpcodec_bitw *w, uint64_t v, unsigned n)
     }
 }
 
+/* MSB-first bit reader over nbits bits (a whole number of bytes) at p. Reads take whole
+ * big-endian 64-bit windows (never a byte beyond p + nbits / 8), not one bit at a time. */
 struct dpcodec_bitr {
     const uint8_t *p;
     size_t nbits, pos;
 };
 
-static int dpcodec_bitr_get(struct dpcodec_bitr *r, unsigned n, uint64_t *out)
+/* The 8 bytes at p[byte..] big-endian, bytes at or past nbytes read as zero. */
+static inline uint64_t dpcodec_be64_at(const uint8_t *p, size_t nbytes, size_t byte)
+{
+    if (byte + 8 <= nbytes)
+        return coding_get_be64(p + byte);
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8; i++)
+        v = v << 8 | (byte + i < nbytes ? p[byte + i] : 0);
+    return v;
+}
+
+/* The next n bits (0..64) at the reader's position, without checking or moving. */
+static inline uint64_t dpcodec_bitr_peek(const struct dpcodec_bitr *r, unsigned n)
+{
+    if (n == 0)
+        return 0;
+    size_t nbytes = r->nbits >> 3, byte = r->pos >> 3;
+    unsigned sh = (unsigned)(r->pos & 7);
+    uint64_t v = (dpcodec_be64_at(r->p, nbytes, byte) << sh) >> (64 - n);
+    if (sh + n > 64) { /* the last 1..7 bits are in a ninth byte */
+        unsigned extra = sh + n - 64;
+        uint64_t b9 = byte + 8 < nbytes ? r->p[byte + 8] : 0;
+        v |= b9 >> (8 - extra);
+    }
+    return v;
+}
+
+static inline int dpcodec_bitr_get(struct dpcodec_bitr *r, unsigned n, uint64_t *out)
 {
     if (r->pos + n > r->nbits)
         return -1;
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++, r->pos++)
-        v = v << 1 | ((r->p[r->pos >> 3] >> (7 - (r->pos & 7))) & 1);
-    *out = v;
+    *out = dpcodec_bitr_peek(r, n);
+    r->pos += n;
     return 0;
+}
+
+/* Counts the one-bits before the next zero-bit and moves past that zero-bit (a Rice code's
+ * unary part). -1 if the bits end first. */
+static inline int dpcodec_bitr_unary(struct dpcodec_bitr *r, uint64_t *count)
+{
+    uint64_t q = 0;
+    size_t nbytes = r->nbits >> 3;
+    for (;;) {
+        if (r->pos >= r->nbits)
+            return -1;
+        /* at least 57 valid bits at the top of the window */
+        uint64_t x = dpcodec_be64_at(r->p, nbytes, r->pos >> 3) << (r->pos & 7);
+        unsigned ones = ~x ? (unsigned)__builtin_clzll(~x) : 64;
+        if (ones < 57) {
+            if (r->pos + ones + 1 > r->nbits)
+                return -1;
+            r->pos += ones + 1;
+            *count = q + ones;
+            return 0;
+        }
+        q += 56;
+        r->pos += 56;
+        if (r->pos > r->nbits)
+            return -1;
+    }
 }
 
 static int dpcodec_svarint(const uint8_t **p, const uint8_t *end, int64_t *out)
@@ -391,25 +444,63 @@ static void dpcodec_big_mul_add(struct dpcodec_big *b, uint64_t mul, uint64_t ad
         b->l[b->n++] = (uint64_t)carry;
 }
 
+/* (hi:lo) / d and its remainder, for hi < d (so the quotient fits 64 bits): one hardware
+ * division on x86-64 instead of the generic 128-bit library routine. */
+static inline uint64_t dpcodec_div128(uint64_t hi, uint64_t lo, uint64_t d, uint64_t *rem)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    uint64_t q, r;
+    __asm__("divq %[d]" : "=a"(q), "=d"(r) : [d] "rm"(d), "a"(lo), "d"(hi));
+    *rem = r;
+    return q;
+#else
+    unsigned __int128 t = (unsigned __int128)hi << 64 | lo;
+    *rem = (uint64_t)(t % d);
+    return (uint64_t)(t / d);
+#endif
+}
+
 static uint64_t dpcodec_big_divmod(struct dpcodec_big *b, uint64_t div)
 {
-    unsigned __int128 rem = 0;
-    for (size_t i = b->n; i-- > 0;) {
-        unsigned __int128 t = rem << 64 | b->l[i];
-        b->l[i] = (uint64_t)(t / div);
-        rem = t % div;
-    }
+    uint64_t rem = 0;
+    for (size_t i = b->n; i-- > 0;)
+        b->l[i] = dpcodec_div128(rem, b->l[i], div, &rem);
     while (b->n && !b->l[b->n - 1])
         b->n--;
-    return (uint64_t)rem;
+    return rem;
+}
+
+/* The largest power r^m that fits 64 bits (r >= 2), with m in *m. */
+static uint64_t dpcodec_radix_chunk(uint64_t r, unsigned *m)
+{
+    uint64_t p = r;
+    unsigned k = 1;
+    while (p <= UINT64_MAX / r) {
+        p *= r;
+        k++;
+    }
+    *m = k;
+    return p;
+}
+
+static uint64_t dpcodec_pow(uint64_t r, unsigned k)
+{
+    uint64_t p = 1;
+    while (k--)
+        p *= r;
+    return p;
 }
 
 /* Bits needed to write any of the r^cnt values of cnt digits in base r. */
 static size_t dpcodec_radix_bits(uint64_t r, size_t cnt)
 {
     struct dpcodec_big p = {{1}, 1};
-    for (size_t i = 0; i < cnt; i++)
-        dpcodec_big_mul_add(&p, r, 0);
+    unsigned m;
+    uint64_t chunk = dpcodec_radix_chunk(r, &m);
+    for (size_t i = 0; i + m <= cnt; i += m) /* r^cnt = chunk^(cnt / m) * r^(cnt % m) */
+        dpcodec_big_mul_add(&p, chunk, 0);
+    if (cnt % m)
+        dpcodec_big_mul_add(&p, dpcodec_pow(r, (unsigned)(cnt % m)), 0);
     /* p - 1 */
     for (size_t i = 0; i < p.n; i++)
         if (p.l[i]-- != 0)
@@ -419,6 +510,39 @@ static size_t dpcodec_radix_bits(uint64_t r, size_t cnt)
     if (!p.n)
         return 0;
     return 64 * (p.n - 1) + (64 - (size_t)__builtin_clzll(p.l[p.n - 1]));
+}
+
+/* Reads a radix block's number (bits bits right-aligned in `bytes` big-endian bytes; the
+ * padding bits before it are ignored) and writes its cnt base-r digits, least significant
+ * first, each plus mn, into res. -1 if the number is r^cnt or more (never written so). */
+static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint64_t r,
+                              uint64_t cnt, int64_t mn, int64_t *res)
+{
+    struct dpcodec_big big;
+    if ((bytes + 7) / 8 > DPCODEC_BIG_LIMBS)
+        return -1;
+    memset(big.l, 0, (bytes + 7) / 8 * sizeof(uint64_t));
+    for (size_t k = 0; k < bytes; k++) { /* k-th byte from the least significant end */
+        uint64_t b = p[bytes - 1 - k];
+        if (k == bytes - 1 && bytes * 8 > bits)
+            b &= 0xFFu >> (bytes * 8 - bits);
+        big.l[k / 8] |= b << (8 * (k % 8));
+    }
+    big.n = (bytes + 7) / 8;
+    while (big.n && !big.l[big.n - 1])
+        big.n--;
+    /* m digits at a time: N mod r^m holds the next m digits */
+    unsigned m;
+    uint64_t chunk = dpcodec_radix_chunk(r, &m);
+    for (uint64_t j = 0; j < cnt;) {
+        unsigned c = cnt - j < m ? (unsigned)(cnt - j) : m;
+        uint64_t rem = dpcodec_big_divmod(&big, c == m ? chunk : dpcodec_pow(r, c));
+        for (unsigned k = 0; k < c; k++, j++) {
+            res[j] = (int64_t)((uint64_t)mn + rem % r);
+            rem /= r;
+        }
+    }
+    return big.n ? -1 : 0;
 }
 
 /* Reads an integer stream of order k with n entries into xs (dpcodec_format.h). */
@@ -456,26 +580,9 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
                 return -1;
             p += k2;
             size_t bits = dpcodec_radix_bits(r, (size_t)cnt), bytes = (bits + 7) / 8;
-            if ((size_t)(end - p) < bytes)
+            if ((size_t)(end - p) < bytes ||
+                dpcodec_radix_read(p, bytes, bits, r, cnt, mn, res + done))
                 return -1;
-            struct dpcodec_big big = {{0}, 0};
-            struct dpcodec_bitr br = {p, bytes * 8, bytes * 8 - bits};
-            for (size_t i = bits; i-- > 0;) {
-                uint64_t bit;
-                if (dpcodec_bitr_get(&br, 1, &bit))
-                    return -1;
-                if (bit) {
-                    if (i / 64 >= DPCODEC_BIG_LIMBS)
-                        return -1;
-                    big.l[i / 64] |= 1ull << (i % 64);
-                    if (big.n < i / 64 + 1)
-                        big.n = i / 64 + 1;
-                }
-            }
-            for (uint64_t j = 0; j < cnt; j++)
-                res[done + j] = (int64_t)((uint64_t)mn + dpcodec_big_divmod(&big, r));
-            if (big.n)
-                return -1; /* a number beyond r^cnt: not written by this encoder */
             p += bytes;
             done += cnt;
             continue;
@@ -483,14 +590,9 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
         if (w == DPCODEC_RICE_BLOCK) {
             struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
             for (uint64_t j = 0; j < cnt; j++) {
-                uint64_t q = 0, bit, low = 0;
-                for (;;) {
-                    if (dpcodec_bitr_get(&r, 1, &bit))
-                        return -1;
-                    if (!bit)
-                        break;
-                    q++;
-                }
+                uint64_t q = 0, low = 0;
+                if (dpcodec_bitr_unary(&r, &q))
+                    return -1;
                 if (rk && dpcodec_bitr_get(&r, rk, &low))
                     return -1;
                 if (rk >= 64 ? q != 0 : q > (UINT64_MAX >> rk))
@@ -517,12 +619,18 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
         size_t bytes = (size_t)((cnt * w + 7) / 8);
         if ((size_t)(end - p) < bytes)
             return -1;
-        struct dpcodec_bitr r = {p, bytes * 8, 0};
-        for (uint64_t j = 0; j < cnt; j++) {
-            uint64_t u = 0;
-            if (w && dpcodec_bitr_get(&r, w, &u))
-                return -1;
-            res[done + j] = (int64_t)((uint64_t)mn + u);
+        if (w == 0) {
+            for (uint64_t j = 0; j < cnt; j++)
+                res[done + j] = mn;
+        } else {
+            /* cnt * w bits fit in the block: unchecked window reads (the reader spans the rest
+             * of the stream so that whole 8-byte loads are possible near the block's end) */
+            struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
+            for (uint64_t j = 0; j < cnt; j++) {
+                uint64_t u = dpcodec_bitr_peek(&r, w);
+                r.pos += w;
+                res[done + j] = (int64_t)((uint64_t)mn + u);
+            }
         }
         p += bytes;
         done += cnt;
