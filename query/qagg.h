@@ -80,8 +80,12 @@ struct qagg_ds {
 };
 
 /* Parses a specifier with OpenTSDB's errors ("Invalid downsampling specifier ...",
- * "cannot use the NONE aggregator for downsampling", "No such fill policy: ..."). */
+ * "cannot use the NONE aggregator for downsampling", "No such fill policy: ..."). The fill part
+ * may be "scalar(<number>)" (ctsdb: the scalar policy with its value; "scalar" alone fills 0, as
+ * OpenTSDB's NumericFillPolicy defaults). */
 CT_MUST_CHECK int qagg_ds_parse(const char *spec, struct qagg_ds *out, struct ct_err *err);
+/* Parses a scalar fill value (a finite number, Java Double syntax). */
+CT_MUST_CHECK int qagg_fill_scalar_parse(const char *s, double *out, struct ct_err *err);
 /* The fill policy's name ("none", "nan", "null", "zero", "scalar"). */
 const char *qagg_fill_name(enum qagg_fill f);
 /* Parses a fill policy name (case-insensitive); CT_EINVAL with OpenTSDB's message. */
