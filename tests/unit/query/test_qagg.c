@@ -285,9 +285,8 @@ static void test_qagg_downsample_scalar_fill_value(void **state)
         const char *spec;
         double value;
     } ok[] = {
-        {"1m-sum-scalar(42)", 42.0},     {"1m-sum-scalar(-1.5)", -1.5},
-        {"1m-sum-SCALAR(1e3)", 1000.0},  {"1m-sum-scalar", 0.0},
-        {"1m-sum-scalar(0.25)", 0.25},
+        {"1m-sum-scalar(42)", 42.0}, {"1m-sum-scalar(-1.5)", -1.5}, {"1m-sum-SCALAR(1e3)", 1000.0},
+        {"1m-sum-scalar", 0.0},      {"1m-sum-scalar(0.25)", 0.25},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         assert_int_equal(qagg_ds_parse(ok[i].spec, &ds, &err), CT_OK);
