@@ -321,14 +321,8 @@ static int bt_meta_put(struct bt_store *s, const char *rowkey, const char *col, 
         return ct_err_set(err, CT_ENOMEM, "out of memory encoding metadata %s", rowkey);
     /* replace every version at once: with a pinned clock (CTSDB_NOW_MS) a new cell may be
      * older than the one it replaces */
-    struct wc_mutation m[2] = {
-        {WC_OP_DELETE_COLUMN, wc_bytes_str(BT_META_FAMILY), wc_bytes_str(col), wc_bytes_of(NULL, 0),
-         INT64_MAX / 1000 - 1},
-        {WC_OP_PUT, wc_bytes_str(BT_META_FAMILY), wc_bytes_str(col), wc_bytes_str(text),
-         WC_TS_LATEST},
-    };
-    struct wc_row_mutation rm = {wc_bytes_str(rowkey), m, 2};
-    int rc = wc_mutate_row(&s->meta->base, &rm, WC_DURABILITY_USE_DEFAULT, err);
+    int rc = bt_replace_cell(s->meta, wc_bytes_str(rowkey), wc_bytes_str(BT_META_FAMILY),
+                             wc_bytes_str(col), wc_bytes_str(text), err);
     free(text);
     atomic_fetch_add(&s->admin_epoch, 1);
     return rc;
@@ -337,8 +331,9 @@ static int bt_meta_put(struct bt_store *s, const char *rowkey, const char *col, 
 static int bt_meta_delete(struct bt_store *s, const char *rowkey, struct ct_err *err)
 {
     atomic_fetch_add(&s->admin_epoch, 1);
+    /* every cell, whatever clock wrote it (a delete at "now" would spare newer cells) */
     struct wc_mutation m = {WC_OP_DELETE_ROW, wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0),
-                            wc_bytes_of(NULL, 0), WC_TS_LATEST};
+                            wc_bytes_of(NULL, 0), WC_TS_LATEST - 1};
     struct wc_row_mutation rm = {wc_bytes_str(rowkey), &m, 1};
     return wc_mutate_row(&s->meta->base, &rm, WC_DURABILITY_USE_DEFAULT, err);
 }
