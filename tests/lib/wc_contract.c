@@ -1011,6 +1011,37 @@ static void test_namespaces(void **state)
     assert_true(wc_namespace_drop(c->s, "default", &err) < 0);
 }
 
+static void test_namespace_configuration_round_trips(void **state)
+{
+    struct cctx *c = *state;
+    struct ct_err err;
+    char ns[48];
+    snprintf(ns, sizeof(ns), "ctccf%u_%ld", g.counter, (long)getpid());
+    const char *kv[] = {"owner", "ops", "quota", "10 \"GB\""};
+    assert_int_equal(wc_namespace_create_config(c->s, ns, kv, 2, &err), CT_OK);
+    assert_int_equal(wc_namespace_create_config(c->s, ns, kv, 2, &err), CT_EEXIST);
+    char **got = NULL;
+    size_t n = 0;
+    assert_int_equal(wc_namespace_get_config(c->s, ns, &got, &n, &err), CT_OK);
+    assert_int_equal(n, 2);
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(got[i], kv[i]);
+    wc_namespace_config_free(got, n);
+    /* no configuration: none returned; an unknown namespace: CT_NOTFOUND */
+    assert_int_equal(wc_namespace_get_config(c->s, "default", &got, &n, &err), CT_OK);
+    assert_int_equal(n, 0);
+    assert_null(got);
+    char other[64];
+    snprintf(other, sizeof(other), "%sx", ns);
+    assert_int_equal(wc_namespace_get_config(c->s, other, &got, &n, &err), CT_NOTFOUND);
+    assert_int_equal(wc_namespace_create(c->s, other, &err), CT_OK);
+    assert_int_equal(wc_namespace_get_config(c->s, other, &got, &n, &err), CT_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(wc_namespace_drop(c->s, other, &err), CT_OK);
+    assert_int_equal(wc_namespace_drop(c->s, ns, &err), CT_OK);
+    assert_int_equal(wc_namespace_get_config(c->s, ns, &got, &n, &err), CT_NOTFOUND);
+}
+
 int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, void *arg)
 {
     g.open = open_store;
@@ -1067,6 +1098,8 @@ int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, v
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_table_admin_lifecycle, cc_setup, cc_teardown),
         cmocka_unit_test_setup_teardown(test_namespaces, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_namespace_configuration_round_trips, cc_setup,
+                                        cc_teardown),
     };
     char group[128];
     snprintf(group, sizeof(group), "wc contract (%s)", backend_label);
