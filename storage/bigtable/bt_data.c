@@ -132,6 +132,12 @@ static int64_t bt_us(int64_t ms)
     return ms <= 0 ? 0 : ms >= INT64_MAX / 1000 ? INT64_MAX / 1000 * 1000 : ms * 1000;
 }
 
+/* The exclusive end of a time range in microseconds: 0 (unbounded) past what Bigtable holds. */
+static int64_t bt_us_end(int64_t ms)
+{
+    return ms > BT_MAX_TS_MS ? 0 : bt_us(ms);
+}
+
 static Btpb__Mutation *bt_mut_new(struct bt_pool *p)
 {
     Btpb__Mutation *m = bt_pool_alloc(p, sizeof(*m));
@@ -154,7 +160,7 @@ static Btpb__Mutation *bt_mut_delete_column(struct bt_pool *p, const char *fam, 
     d->column_qualifier.data = (uint8_t *)q.data;
     d->column_qualifier.len = q.len;
     tr->start_timestamp_micros = bt_us(from_ms);
-    tr->end_timestamp_micros = bt_us(to_ms);
+    tr->end_timestamp_micros = bt_us_end(to_ms);
     d->time_range = tr;
     m->mutation_case = BTPB__MUTATION__MUTATION_DELETE_FROM_COLUMN;
     m->delete_from_column = d;
@@ -467,10 +473,14 @@ static int bt_convert_row(struct bt_table *t, const struct wc_row_mutation *rm, 
         char *fam = NULL;
         if ((rc = bt_conv_family(cx, t, m->family, &fam, err)) != CT_OK)
             return rc;
-        if (m->value.len > BT_MAX_VALUE_BYTES)
-            return ct_err_set(err, CT_ELIMIT,
-                              "value of %zu bytes exceeds Bigtable's %u-byte cell limit",
-                              m->value.len, BT_MAX_VALUE_BYTES);
+        if (m->value.len > BT_MAX_CELL_BYTES)
+            return ct_err_set(err, CT_EINVAL, "cell of %zu bytes exceeds the %u-byte limit",
+                              m->value.len, BT_MAX_CELL_BYTES);
+        if (ts > BT_MAX_TS_MS)
+            return ct_err_set(err, CT_EINVAL,
+                              "timestamp %lld ms is beyond Bigtable's largest (%lld ms: "
+                              "microseconds in 64 bits)",
+                              (long long)ts, (long long)BT_MAX_TS_MS);
         if (nmk && bt_put_masked(mk, nmk, fam, m->qualifier, ts))
             continue;
         if (cx->nputs == cx->puts_cap)
@@ -515,7 +525,7 @@ static Btpb__RowFilter *bt_filter_ts(struct bt_pool *p, int64_t from_ms, int64_t
         return NULL;
     btpb__timestamp_range__init(tr);
     tr->start_timestamp_micros = bt_us(from_ms);
-    tr->end_timestamp_micros = to_ms ? bt_us(to_ms) : 0; /* 0 = unbounded */
+    tr->end_timestamp_micros = to_ms ? bt_us_end(to_ms) : 0; /* 0 = unbounded */
     f->filter_case = BTPB__ROW_FILTER__FILTER_TIMESTAMP_RANGE_FILTER;
     f->timestamp_range_filter = tr;
     return f;

@@ -288,7 +288,7 @@ static struct bt_tail bt_family_tail(const struct wc_scan_options *o,
     int64_t oldest = bt_oldest_ms(fam, now_ms);
     if (fam->min_versions == 0 && !o->raw && oldest > start_ms)
         start_ms = oldest;
-    t.end_us = o->tmax_ms >= INT64_MAX / 1000 ? 0 : o->tmax_ms * 1000;
+    t.end_us = o->tmax_ms > BT_MAX_TS_MS ? 0 : o->tmax_ms * 1000;
     t.start_us = start_ms <= 0 ? 0 : start_ms >= INT64_MAX / 1000 ? INT64_MAX : start_ms * 1000;
     t.maxv = bt_max_versions(o, fam);
     return t;

@@ -864,6 +864,24 @@ static void test_batch_mixes_plain_rows_and_read_dependent_deletes(void **state)
     assert_string_equal(scan_str(c, &o), "a: f:q@5=1 | b: f:a@1=x | d: f:q@5=1");
 }
 
+static void test_cell_over_the_size_limit_is_refused_and_writes_nothing(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    size_t big_len = (10u << 20) + 1; /* spec §1: 10 MiB */
+    uint8_t *big = calloc(1, big_len);
+    assert_non_null(big);
+    struct wc_mutation m[2] = {
+        {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("small"), wc_bytes_str("v"), 1},
+        {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("big"), wc_bytes_of(big, big_len), 1},
+    };
+    struct wc_row_mutation rm = {wc_bytes_str("r"), m, 2};
+    struct ct_err err;
+    assert_int_equal(wc_mutate_row(c->t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
+    free(big);
+    assert_string_equal(get_str(c, "r", NULL), "");
+}
+
 static void test_pre_split_table_scans_across_regions(void **state)
 {
     struct cctx *c = *state;
@@ -1094,6 +1112,8 @@ int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, v
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_batch_mixes_plain_rows_and_read_dependent_deletes, cc_setup,
                                         cc_teardown),
+        cmocka_unit_test_setup_teardown(test_cell_over_the_size_limit_is_refused_and_writes_nothing,
+                                        cc_setup, cc_teardown),
         cmocka_unit_test_setup_teardown(test_pre_split_table_scans_across_regions, cc_setup,
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_table_admin_lifecycle, cc_setup, cc_teardown),

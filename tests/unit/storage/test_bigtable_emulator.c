@@ -502,6 +502,59 @@ static void test_large_batch_and_client_side_limits(void **state)
     wc_close(s);
 }
 
+/* Timestamps are stored as microseconds in 64 bits: the largest millisecond timestamp that fits
+ * round-trips exactly, one more is refused (not silently capped). Cells over the wide-column
+ * 10 MiB limit are refused as by the engine, although Bigtable would take 100 MiB. */
+static void test_timestamp_and_cell_size_edges(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f;
+    wc_family_desc_init(&f, "f");
+    f.versions = 3;
+    make_table(s, "edges1", &f, 1, NULL, 0);
+    struct wc_table *t;
+    OK(wc_table_open(s, "edges1", &t, &err));
+    const int64_t max_ms = INT64_MAX / 1000;
+    put(t, "r", "f", "q", "top", max_ms);
+    put(t, "r", "f", "q", "below", max_ms - 1);
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("over"),
+                            max_ms + 1};
+    struct wc_row_mutation rm = {wc_bytes_str("r"), &m, 1};
+    assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "timestamp"));
+    char out[256];
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 3;
+    scan_text(t, &o, out, sizeof(out));
+    assert_string_equal(out, "r/f:q@9223372036854775=top r/f:q@9223372036854774=below");
+    /* a delete of exactly the top version, then of the latest */
+    struct wc_mutation d = {WC_OP_DELETE_VERSION, wc_bytes_str("f"), wc_bytes_str("q"),
+                            wc_bytes_of(NULL, 0), max_ms};
+    rm.mutations = &d;
+    OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
+    scan_text(t, &o, out, sizeof(out));
+    assert_string_equal(out, "r/f:q@9223372036854774=below");
+    d.ts_ms = WC_TS_LATEST;
+    OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
+    scan_text(t, &o, out, sizeof(out));
+    assert_string_equal(out, "");
+    size_t big_len = (10u << 20) + 1;
+    uint8_t *big = calloc(1, big_len);
+    assert_non_null(big);
+    m.ts_ms = 1;
+    m.value = wc_bytes_of(big, big_len);
+    rm.mutations = &m;
+    assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
+    free(big);
+    wc_table_close(t);
+    drop_table(s, "edges1");
+    wc_close(s);
+}
+
 /* ---- read-dependent deletes under concurrent writers ------------------------------------ */
 
 struct deleter {
@@ -1060,6 +1113,7 @@ int main(void)
         cmocka_unit_test(test_deletes_increment_and_check_and_mutate),
         cmocka_unit_test(test_large_batch_and_client_side_limits),
         cmocka_unit_test(test_threads_share_one_store_and_handle),
+        cmocka_unit_test(test_timestamp_and_cell_size_edges),
         cmocka_unit_test(test_concurrent_delete_latest_removes_one_version_each),
         cmocka_unit_test(test_family_deletes_are_atomic_against_a_concurrent_writer),
         cmocka_unit_test(test_family_version_delete_over_thousands_of_columns),
