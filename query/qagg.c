@@ -8,6 +8,8 @@
  * exhausted), exactly the two halves of AggregationIterator's arrays. */
 #include "query/qagg.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -367,6 +369,41 @@ int qagg_fill_parse(const char *s, enum qagg_fill *out, struct ct_err *err)
                       "No such fill policy: '%s': must be one of: none zero nan null scalar", s);
 }
 
+int qagg_fill_scalar_parse(const char *s, double *out, struct ct_err *err)
+{
+    char *end;
+    errno = 0;
+    double d = s && *s && !isspace((unsigned char)*s) ? strtod(s, &end) : NAN;
+    if (!s || !*s || isspace((unsigned char)*s) || *end || errno == ERANGE || !isfinite(d))
+        return ct_err_set(err, CT_EINVAL, "Invalid scalar fill value '%s': must be a finite number",
+                          s ? s : "");
+    *out = d;
+    return CT_OK;
+}
+
+/* The third part of a specifier: a fill policy name, or "scalar(<number>)" (ctsdb's way to give
+ * the scalar policy its value in a string specifier; plain "scalar" fills with 0, the default
+ * value of OpenTSDB's NumericFillPolicy). */
+static int parse_fill_part(char *part, const char *spec, struct qagg_ds *out, struct ct_err *err)
+{
+    char *open = strchr(part, '(');
+    out->scalar = 0.0;
+    if (!open)
+        return qagg_fill_parse(part, &out->fill, err);
+    size_t len = strlen(part);
+    *open = 0;
+    if (strcasecmp(part, "scalar") != 0 || part[len - 1] != ')') {
+        *open = '(';
+        return ct_err_set(err, CT_EINVAL,
+                          "Invalid downsampling specifier '%s': only the scalar fill policy "
+                          "takes a value, as scalar(<number>)",
+                          spec);
+    }
+    part[len - 1] = 0;
+    out->fill = QAGG_FILL_SCALAR;
+    return qagg_fill_scalar_parse(open + 1, &out->scalar, err);
+}
+
 int qagg_ds_parse(const char *spec, struct qagg_ds *out, struct ct_err *err)
 {
     memset(out, 0, sizeof(*out));
@@ -377,18 +414,24 @@ int qagg_ds_parse(const char *spec, struct qagg_ds *out, struct ct_err *err)
     snprintf(out->text, sizeof(out->text), "%s", spec);
     char buf[64], *parts[4];
     snprintf(buf, sizeof(buf), "%s", spec);
-    int np = 0;
-    char *p = buf;
-    for (;;) {
-        if (np < 4)
-            parts[np] = p;
-        np++;
-        char *dash = strchr(p, '-');
-        if (!dash)
-            break;
-        *dash = 0;
-        p = dash + 1;
+    /* split on '-' as String.split("-") does, except inside the parentheses of a scalar fill
+     * value ("1m-avg-scalar(-1.5)") */
+    int np = 0, depth = 0;
+    parts[np++] = buf;
+    for (char *p = buf; *p; p++) {
+        if (*p == '(')
+            depth++;
+        else if (*p == ')' && depth > 0)
+            depth--;
+        else if (*p == '-' && depth == 0) {
+            *p = 0;
+            if (np < 4)
+                parts[np] = p + 1;
+            np++;
+        }
     }
+    while (np > 1 && np <= 4 && !*parts[np - 1]) /* split() drops trailing empty strings */
+        np--;
     if (np < 2)
         return ct_err_set(err, CT_EINVAL,
                           "Invalid downsampling specifier '%s': must provide at least interval "
@@ -419,7 +462,7 @@ int qagg_ds_parse(const char *spec, struct qagg_ds *out, struct ct_err *err)
         return ct_err_set(err, CT_EINVAL, "No such downsampling function: %s", parts[1]);
     out->fill = QAGG_FILL_NONE;
     if (np == 3) {
-        int rc = qagg_fill_parse(parts[2], &out->fill, err);
+        int rc = parse_fill_part(parts[2], spec, out, err);
         if (rc != CT_OK)
             return rc;
     }
@@ -449,6 +492,15 @@ void qagg_window_compute(int64_t start_ms, int64_t end_ms, const struct qagg_ds 
         se = e + (3600 - e % 3600);
     }
     w->win_end_ms = se * 1000;
+}
+
+void qagg_window_pad(struct qagg_window *w, const struct qagg_ds *ds)
+{
+    int64_t pad = 3600000;
+    if (ds && ds->enabled && !ds->all && ds->interval_ms > pad)
+        pad = (ds->interval_ms + 3599999) / 3600000 * 3600000;
+    w->win_start_ms = w->win_start_ms > pad ? w->win_start_ms - pad : 0;
+    w->win_end_ms += pad;
 }
 
 static int64_t align_ts(int64_t ts, int64_t iv)

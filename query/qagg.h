@@ -80,8 +80,12 @@ struct qagg_ds {
 };
 
 /* Parses a specifier with OpenTSDB's errors ("Invalid downsampling specifier ...",
- * "cannot use the NONE aggregator for downsampling", "No such fill policy: ..."). */
+ * "cannot use the NONE aggregator for downsampling", "No such fill policy: ..."). The fill part
+ * may be "scalar(<number>)" (ctsdb: the scalar policy with its value; "scalar" alone fills 0, as
+ * OpenTSDB's NumericFillPolicy defaults). */
 CT_MUST_CHECK int qagg_ds_parse(const char *spec, struct qagg_ds *out, struct ct_err *err);
+/* Parses a scalar fill value (a finite number, Java Double syntax). */
+CT_MUST_CHECK int qagg_fill_scalar_parse(const char *s, double *out, struct ct_err *err);
 /* The fill policy's name ("none", "nan", "null", "zero", "scalar"). */
 const char *qagg_fill_name(enum qagg_fill f);
 /* Parses a fill policy name (case-insensitive); CT_EINVAL with OpenTSDB's message. */
@@ -107,6 +111,10 @@ struct qagg_window {
 /* Computes the window for a query [start_ms, end_ms] with downsampler ds (may be NULL). */
 void qagg_window_compute(int64_t start_ms, int64_t end_ms, const struct qagg_ds *ds,
                          struct qagg_window *w);
+/* Widens w for `padding` by one hour row, or one downsample interval when that is longer
+ * (rounded up to whole hours), on each side, so that the points just outside the query's bounds
+ * are read and aggregated too. The query's own bounds are unchanged. */
+void qagg_window_pad(struct qagg_window *w, const struct qagg_ds *ds);
 
 /* Downsamples one series (points ascending by time, within the window) into out (appended),
  * as Downsampler / FillingDownsampler seeked to w->win_start_ms do. Calendar buckets use tz. */

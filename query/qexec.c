@@ -199,6 +199,10 @@ struct xscan {
     uint64_t max_dps;
     uint64_t deadline_ns; /* 0 = none */
     bool keep_rows;       /* remember each row's hour (delete queries) */
+    /* downsampling inside the scan (row_downsample): the interval divides an hour, so every
+     * bucket lies in one row and a row's buckets are final */
+    const struct qagg_ds *ds; /* NULL: series keep their raw points */
+    int64_t ds_seek_ms;       /* the Downsampler's first bucket start */
     atomic_int stop;
     /* per bucket */
     struct xset *sets;
@@ -262,6 +266,38 @@ static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_byte
     return 0;
 }
 
+/* Appends the buckets of one row's points (ascending) to out, as the plain Downsampler makes
+ * them (qagg_downsample without fill): each bucket's values in time order through the
+ * downsampling function. Only used when the interval divides an hour, so that no bucket spans
+ * two rows and the row's buckets are the series' buckets. vals and scratch hold c->n doubles. */
+static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c,
+                          struct qagg_buf *out, double *vals, double *scratch,
+                          struct ct_err *err)
+{
+    int64_t iv = x->ds->interval_ms;
+    size_t i = 0, n = c->n;
+    while (i < n && c->ts[i] < x->ds_seek_ms)
+        i++;
+    if (i == n)
+        return CT_OK;
+    int64_t first = c->ts[i] - c->ts[i] % iv;
+    size_t most = (size_t)((c->ts[n - 1] - first) / iv) + 1;
+    int rc = qagg_buf_reserve(out, most, err);
+    if (rc != CT_OK)
+        return rc;
+    while (i < n) {
+        int64_t bstart = c->ts[i] - c->ts[i] % iv, bend = bstart + iv;
+        size_t nv = 0;
+        for (; i < n && c->ts[i] < bend; i++)
+            vals[nv++] = dpcodec_cols_double(c, i);
+        struct qagg_point *pt = &out->p[out->n++];
+        pt->ts_ms = bstart;
+        pt->is_int = false;
+        pt->v.d = qagg_run_double(x->ds->fn, vals, nv, scratch);
+    }
+    return CT_OK;
+}
+
 /* Scans bucket b's rows with base hours in [bottom_s, top_s], newest first. */
 static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t top_s,
                        struct xset *set, struct ct_err *err)
@@ -286,12 +322,10 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
     int rc = wc_scanner_open(tsdb_data_table(x->t), &so, &sc, err);
     if (rc != CT_OK)
         return rc;
-    size_t dcap = 4096;
-    struct dpcodec_point *dp = malloc(dcap * sizeof(*dp));
-    if (!dp) {
-        wc_scanner_close(sc);
-        return ct_err_set(err, CT_ENOMEM, "out of memory scanning");
-    }
+    struct dpcodec_cols cols; /* reused for every row of the scan */
+    dpcodec_cols_init(&cols);
+    double *dsv = NULL; /* a bucket's values and qagg_run_double's scratch (2 x dsv_cap) */
+    size_t dsv_cap = 0;
     struct wc_row row;
     while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
         if (atomic_load(&x->stop)) {
@@ -309,22 +343,10 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
         size_t tl = rowkey_tsuid_of(l, row.key.data, row.key.len, ts, sizeof(ts));
         if (!tl)
             continue;
-        size_t n = 0;
-        for (;;) {
-            rc = dpcodec_row_decode(parts.base_s, row.cells, row.ncells, dp, dcap, &n, NULL, err);
-            if (rc != CT_ELIMIT)
-                break;
-            size_t nc = n + 64;
-            struct dpcodec_point *nd = realloc(dp, nc * sizeof(*nd));
-            if (!nd) {
-                rc = ct_err_set(err, CT_ENOMEM, "out of memory decoding %zu points", n);
-                break;
-            }
-            dp = nd;
-            dcap = nc;
-        }
-        if (rc != CT_OK)
+        if ((rc = dpcodec_row_decode_cols(parts.base_s, row.cells, row.ncells, &cols, NULL,
+                                          err)) != CT_OK)
             break;
+        size_t n = cols.n;
         bool has_ann = false;
         for (size_t c = 0; c < row.ncells && !has_ann; c++)
             has_ann = dpcodec_qualifier_kind(row.cells[c].qualifier.data,
@@ -362,18 +384,35 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
                 s->capchunks = nc;
             }
             s->chunks[s->nchunks++] = s->pts.n;
-            if ((rc = qagg_buf_reserve(&s->pts, n, err)) != CT_OK)
-                break;
-            struct qagg_point *o = s->pts.p + s->pts.n;
-            for (size_t i = 0; i < n; i++) {
-                o[i].ts_ms = dp[i].ts_ms;
-                o[i].is_int = dp[i].type == DPCODEC_INT;
-                if (o[i].is_int)
-                    o[i].v.i = dp[i].i;
-                else
-                    o[i].v.d = dp[i].f;
+            if (x->ds) {
+                if (n > dsv_cap) {
+                    size_t nc = dsv_cap ? dsv_cap : 512;
+                    while (nc < n)
+                        nc *= 2;
+                    double *nv = realloc(dsv, 2 * nc * sizeof(double));
+                    if (!nv) {
+                        rc = ct_err_set(err, CT_ENOMEM, "out of memory downsampling");
+                        break;
+                    }
+                    dsv = nv;
+                    dsv_cap = nc;
+                }
+                if ((rc = row_downsample(x, &cols, &s->pts, dsv, dsv + dsv_cap, err)) != CT_OK)
+                    break;
+            } else {
+                if ((rc = qagg_buf_reserve(&s->pts, n, err)) != CT_OK)
+                    break;
+                struct qagg_point *o = s->pts.p + s->pts.n;
+                for (size_t i = 0; i < n; i++) {
+                    o[i].ts_ms = cols.ts[i];
+                    o[i].is_int = cols.is_int[i];
+                    if (o[i].is_int)
+                        o[i].v.i = (int64_t)cols.val[i];
+                    else
+                        o[i].v.d = dpcodec_cols_double(&cols, i);
+                }
+                s->pts.n += n;
             }
-            s->pts.n += n;
             uint64_t total = atomic_fetch_add(&x->dps, n) + n;
             if (x->max_dps && total > x->max_dps) {
                 rc = ct_err_set(err, CT_ELIMIT,
@@ -404,7 +443,8 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
     }
     if (rc == CT_NOTFOUND)
         rc = CT_OK;
-    free(dp);
+    dpcodec_cols_free(&cols);
+    free(dsv);
     wc_scanner_close(sc);
     return rc;
 }
@@ -487,6 +527,7 @@ struct xsub {
     size_t nser;
     struct xset *sets;
     unsigned nsets;
+    bool ds_done; /* the scan downsampled the series already (xscan.ds) */
 };
 
 static void xsub_free(struct xsub *xs)
@@ -794,12 +835,22 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     }
     struct qagg_window w;
     qagg_window_compute(q->start_ms, q->end_ms, &sub->ds, &w);
+    if (q->padding)
+        qagg_window_pad(&w, &sub->ds);
     x.t = t;
     x.l = l;
     x.metric = xs->metric;
     x.win_start_s = w.win_start_ms / 1000;
     x.win_end_s = w.win_end_ms / 1000;
     x.rf = rf;
+    if (!o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
+        sub->ds.fill == QAGG_FILL_NONE &&
+        sub->ds.interval_ms > 0 && (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0) {
+        int64_t iv = sub->ds.interval_ms, seek = w.win_start_ms + iv - 1;
+        x.ds = &sub->ds;
+        x.ds_seek_ms = seek - seek % iv;
+    }
+    xs->ds_done = x.ds != NULL;
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
@@ -920,13 +971,41 @@ struct xout {
     void *fn_arg;
     const char *metric;
     const char *tags;
+    /* padding: the last point before the start, written before the first one after it */
+    struct qagg_point pad;
+    bool has_pad, pad_after;
 };
 
+static int write_point(struct xout *xo, const struct qagg_point *pt);
+
+/* Keeps the points within [start, end]; with padding also the one just before and the one just
+ * after (points arrive in time order). */
 static int emit_point(void *arg, const struct qagg_point *pt)
 {
     struct xout *xo = arg;
-    if (pt->ts_ms < xo->q->start_ms || pt->ts_ms > xo->q->end_ms)
+    if (pt->ts_ms < xo->q->start_ms) {
+        if (xo->q->padding) {
+            xo->pad = *pt;
+            xo->has_pad = true;
+        }
         return 0;
+    }
+    if (xo->has_pad) {
+        xo->has_pad = false;
+        int rc = write_point(xo, &xo->pad);
+        if (rc)
+            return rc;
+    }
+    if (pt->ts_ms > xo->q->end_ms) {
+        if (!xo->q->padding || xo->pad_after)
+            return 0;
+        xo->pad_after = true;
+    }
+    return write_point(xo, pt);
+}
+
+static int write_point(struct xout *xo, const struct qagg_point *pt)
+{
     xo->emitted++;
     if (xo->fn)
         return xo->fn(xo->fn_arg, xo->metric, xo->tags, pt);
@@ -941,8 +1020,11 @@ static int emit_point(void *arg, const struct qagg_point *pt)
         qjson_raw(j, ",", 1);
     } else {
         char b[32];
-        int n = snprintf(b, sizeof(b), "\"%lld\":", (long long)ts);
-        qjson_raw(j, b, (size_t)n);
+        b[0] = '"';
+        size_t n = 1 + qjson_format_i64(ts, b + 1);
+        b[n++] = '"';
+        b[n++] = ':';
+        qjson_raw(j, b, n);
     }
     if (pt->is_int)
         qjson_i64(j, pt->v.i);
@@ -956,11 +1038,14 @@ static int emit_point(void *arg, const struct qagg_point *pt)
 }
 
 /* Transforms each series of a group (downsample, rate) and aggregates it through xo. */
-static int run_group(const struct qspec *q, const struct qspec_sub *sub, struct xser **ser,
-                     size_t n, struct xout *xo, struct ct_err *err)
+static int run_group(const struct qspec *q, const struct xsub *xs, struct xser **ser, size_t n,
+                     struct xout *xo, struct ct_err *err)
 {
+    const struct qspec_sub *sub = xs->sub;
     struct qagg_window w;
     qagg_window_compute(q->start_ms, q->end_ms, &sub->ds, &w);
+    if (q->padding)
+        qagg_window_pad(&w, &sub->ds);
     struct qagg_series *ss = calloc(n, sizeof(*ss));
     struct qagg_buf *bufs = calloc(n * 2, sizeof(*bufs));
     int rc = CT_OK;
@@ -972,7 +1057,7 @@ static int run_group(const struct qspec *q, const struct qspec_sub *sub, struct 
     for (size_t i = 0; i < n && rc == CT_OK; i++) {
         const struct qagg_point *p = ser[i]->pts.p;
         size_t np = ser[i]->pts.n;
-        if (sub->ds.enabled) {
+        if (sub->ds.enabled && !xs->ds_done) {
             rc = qagg_downsample(p, np, &sub->ds, &w, q->tz, &bufs[2 * i], err);
             p = bufs[2 * i].p;
             np = bufs[2 * i].n;
@@ -988,6 +1073,8 @@ static int run_group(const struct qspec *q, const struct qspec_sub *sub, struct 
     if (rc == CT_OK)
         rc = qagg_group_run(sub->agg, ss, n, w.win_start_ms, w.win_end_ms, sub->rate, emit_point,
                             xo, err);
+    if (rc == CT_OK && xo->has_pad) /* nothing at or after the start: the padding point alone */
+        rc = write_point(xo, &xo->pad);
     for (size_t i = 0; i < 2 * n; i++)
         qagg_buf_free(&bufs[i]);
     free(bufs);
@@ -1263,7 +1350,7 @@ static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser
     qjson_lit(j, q->arrays ? ",\"dps\":[" : ",\"dps\":{");
     struct xout xo = {.q = q, .sub = sub, .j = j, .first_dp = true};
     uint64_t t0 = clock_mono_ns();
-    int rc = run_group(q, sub, ser, n, &xo, err);
+    int rc = run_group(q, xs, ser, n, &xo, err);
     if (st) {
         st->agg_ns += clock_mono_ns() - t0;
         st->emitted_dps += xo.emitted;
@@ -1420,7 +1507,7 @@ static int points_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t
                       .fn_arg = p->arg,
                       .metric = xs->metric_name,
                       .tags = tags};
-    return run_group(p->q, xs->sub, ser, n, &xo, p->err);
+    return run_group(p->q, xs, ser, n, &xo, p->err);
 }
 
 int qexec_run_points(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,

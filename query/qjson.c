@@ -132,11 +132,84 @@ void qjson_str(struct qjson *j, const char *s)
     qjson_strn(j, s, strlen(s));
 }
 
+/* Decimal digits of v into out (room 20), returns the length. */
+static size_t qjson_u64_digits(uint64_t v, char *out)
+{
+    char t[20];
+    size_t n = 0;
+    do {
+        t[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        out[i] = t[n - 1 - i];
+    return n;
+}
+
+size_t qjson_format_i64(int64_t v, char *out)
+{
+    if (v < 0) {
+        out[0] = '-';
+        return 1 + qjson_u64_digits(0 - (uint64_t)v, out + 1);
+    }
+    return qjson_u64_digits((uint64_t)v, out);
+}
+
 void qjson_i64(struct qjson *j, int64_t v)
 {
+    if (j->err == CT_OK && j->cap - j->len >= 21) {
+        j->len += qjson_format_i64(v, j->buf + j->len);
+        return;
+    }
     char b[24];
-    int n = snprintf(b, sizeof(b), "%lld", (long long)v);
-    qjson_raw(j, b, (size_t)n);
+    qjson_raw(j, b, qjson_format_i64(v, b));
+}
+
+static const double qjson_p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
+                                   1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
+
+/* Java's plain layout for 1e-3 <= |v| < 1e7 when v is exactly the double nearest to some
+ * decimal m / 10^k with at most 15 significant digits (m < 10^15): then that decimal is the
+ * unique 15-digit correct rounding of v (a double's half-ulp is below half a unit of the 15th
+ * digit), i.e. what the general path below finds with "%.14e", so both give the same text. The
+ * smallest such k is the form without trailing zeros. m / 10^k is computed exactly rounded
+ * (both are exact doubles), like strtod. Returns the length, or 0 to use the general path. */
+static size_t qjson_format_short(double v, char *out)
+{
+    double a = fabs(v);
+    if (!(a >= 1e-3 && a < 1e7))
+        return 0;
+    for (int k = 0; k < 18; k++) {
+        double s = a * qjson_p10[k];
+        if (s >= 1e15)
+            return 0;
+        double m = nearbyint(s);
+        if (m / qjson_p10[k] != a)
+            continue;
+        uint64_t mi = (uint64_t)m, pk = 1;
+        for (int i = 0; i < k; i++)
+            pk *= 10;
+        size_t o = 0;
+        if (v < 0)
+            out[o++] = '-';
+        o += qjson_u64_digits(mi / pk, out + o);
+        out[o++] = '.';
+        if (k == 0) {
+            out[o++] = '0';
+        } else {
+            uint64_t f = mi % pk; /* k digits, zero-padded */
+            for (int i = k - 1; i >= 0; i--) {
+                out[o + (size_t)i] = (char)('0' + f % 10);
+                f /= 10;
+            }
+            o += (size_t)k;
+            while (out[o - 1] == '0' && out[o - 2] != '.') /* (k is minimal: defensive) */
+                o--;
+        }
+        out[o] = 0;
+        return o;
+    }
+    return 0;
 }
 
 size_t qjson_format_double(double v, char *out)
@@ -148,11 +221,9 @@ size_t qjson_format_double(double v, char *out)
     if (v == 0)
         return (size_t)sprintf(out, signbit(v) ? "-0.0" : "0.0");
     char e[40];
-    double a0 = fabs(v);
-    if (a0 < 1e7 && a0 >= 1 && v == (double)(int64_t)v) {
-        /* the common case of whole numbers: "40.0" */
-        return (size_t)sprintf(out, "%lld.0", (long long)v);
-    }
+    size_t sn = qjson_format_short(v, out);
+    if (sn)
+        return sn;
     /* 15 significant digits read back exactly for almost every double (and then, with the
      * trailing zeros cut, are the shortest form); else 16, else 17 */
     int prec;

@@ -66,16 +66,6 @@ struct tsdstore {
     enum wc_durability durability;
 };
 
-static uint64_t store_hash(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ULL;
-    }
-    return h ^ (h >> 29);
-}
-
 static void store_cache_clear(struct store_cache *c)
 {
     if (c->slots)
@@ -353,13 +343,15 @@ int tsdstore_write(void *arg, struct ingest_batch *b, struct ct_err *err)
     uint8_t tsuid[ROWKEY_MAX_TSUID];
     int rc = CT_OK;
     for (size_t i = 0; i < n; i++) {
-        struct ingest_point p;
-        ingest_batch_point(b, i, &p);
-        uint64_t h = store_hash(p.series_key, p.series_key_len);
+        struct ingest_point_brief pb;
+        ingest_batch_point_brief(b, i, &pb);
+        uint64_t h = pb.series_hash;
         size_t tlen = 0;
-        const uint8_t *ts = store_cache_get(&w->cache, p.series_key, p.series_key_len, h, &tlen);
+        const uint8_t *ts = store_cache_get(&w->cache, pb.series_key, pb.series_key_len, h, &tlen);
         struct ct_err perr = {0};
         if (!ts) {
+            struct ingest_point p; /* a new series: its names, for the UID lookups */
+            ingest_batch_point(b, i, &p);
             int r = tsdb_series_resolve(st->tsdb, p.metric, p.tagk, p.tagv, p.ntags, tsuid,
                                         sizeof(tsuid), &tlen, &perr);
             if (r == CT_NOTFOUND) {
@@ -381,9 +373,9 @@ int tsdstore_write(void *arg, struct ingest_batch *b, struct ct_err *err)
             store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen);
             ts = tsuid;
         }
-        struct dpcodec_point dp = p.value.kind == PUT_INT
-                                      ? dpcodec_point_int(p.ts_ms, p.ms, p.value.i)
-                                      : dpcodec_point_real(p.ts_ms, p.ms, p.value.d);
+        struct dpcodec_point dp = pb.value.kind == PUT_INT
+                                      ? dpcodec_point_int(pb.ts_ms, pb.ms, pb.value.i)
+                                      : dpcodec_point_real(pb.ts_ms, pb.ms, pb.value.d);
         int r = tsdb_batch_add(w->batch, layout, ts, tlen, &dp, &perr);
         if (r == CT_EINVAL) {
             ingest_batch_set_outcome(b, i, INGEST_ILLEGAL, perr.msg);

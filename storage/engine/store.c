@@ -1510,8 +1510,8 @@ static void store_free(struct estore *s)
     pthread_mutex_destroy(&s->err_mu);
     pthread_mutex_destroy(&s->snap_mu);
     free(s->snaps);
-    for (int i = 0; i < 64; i++)
-        pthread_mutex_destroy(&s->row_mu[i]);
+    for (int i = 0; i < ENGINE_ROW_STRIPES; i++)
+        pthread_rwlock_destroy(&s->row_lk[i]);
     free(s->dir);
     free(s);
 }
@@ -1683,8 +1683,13 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     pthread_cond_init(&s->done_cv, NULL);
     pthread_mutex_init(&s->err_mu, NULL);
     pthread_mutex_init(&s->snap_mu, NULL);
-    for (int i = 0; i < 64; i++)
-        pthread_mutex_init(&s->row_mu[i], NULL);
+    pthread_rwlockattr_t rwa;
+    pthread_rwlockattr_init(&rwa);
+    /* increments must not starve behind a stream of puts */
+    pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    for (int i = 0; i < ENGINE_ROW_STRIPES; i++)
+        pthread_rwlock_init(&s->row_lk[i], &rwa);
+    pthread_rwlockattr_destroy(&rwa);
     atomic_init(&s->next_seq, 1);
     atomic_init(&s->visible_seq, 0);
     s->dir = strdup(o->data_dir);
@@ -1742,7 +1747,7 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     if (!o->read_only) {
         snprintf(path, sizeof(path), "%s/wal", s->dir);
         struct wal_options wo = {s->opt.wal_segment_bytes, s->opt.log_fn, s->opt.log_arg};
-        if ((rc = wal_open(path, &wo, &s->wal, err)) != CT_OK)
+        if ((rc = wal_open_mapped(path, &wo, &s->wal, err)) != CT_OK)
             goto fail;
         if ((rc = engine_replay(s, err)) != CT_OK)
             goto fail;

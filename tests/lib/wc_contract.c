@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "storage/clock.h"
 #include "storage/coding.h"
 #include "tests/lib/ctest.h"
 
@@ -66,6 +67,7 @@ static int cc_teardown(void **state)
         setenv("CTSDB_NOW_MS", c->saved_now, 1);
     else
         unsetenv("CTSDB_NOW_MS");
+    clock_reload();
     free(c);
     return 0;
 }
@@ -75,6 +77,7 @@ static void pin_now(int64_t ms)
     char b[32];
     snprintf(b, sizeof(b), "%lld", (long long)ms);
     setenv("CTSDB_NOW_MS", b, 1);
+    clock_reload();
 }
 
 /* Creates c->name with families given as "name[:versions[:min_versions[:ttl_s]]]" and opens

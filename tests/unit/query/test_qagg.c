@@ -271,6 +271,61 @@ static void test_qagg_downsample_specifier_errors(void **state)
     assert_true(ds.interval_ms == 3600000 && ds.fill == QAGG_FILL_NULL && !ds.calendar);
 }
 
+/* The scalar fill policy with its value: "scalar(<number>)" in a string specifier (negative
+ * values keep their '-'), plain "scalar" fills 0.0; empty buckets get the value, real ones theirs. */
+static void test_qagg_downsample_scalar_fill_value(void **state)
+{
+    (void)state;
+    const struct qagg_point in[] = {ip(0, 1), ip(30, 2), ip(150, 5)};
+    struct ct_err err = {0};
+    struct qagg_ds ds;
+    struct qagg_window w;
+    struct qagg_buf out = {0};
+    static const struct {
+        const char *spec;
+        double value;
+    } ok[] = {
+        {"1m-sum-scalar(42)", 42.0}, {"1m-sum-scalar(-1.5)", -1.5}, {"1m-sum-SCALAR(1e3)", 1000.0},
+        {"1m-sum-scalar", 0.0},      {"1m-sum-scalar(0.25)", 0.25},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        assert_int_equal(qagg_ds_parse(ok[i].spec, &ds, &err), CT_OK);
+        assert_int_equal(ds.fill, QAGG_FILL_SCALAR);
+        assert_string_equal(ds.text, ok[i].spec);
+        qagg_window_compute(0, 200000, &ds, &w);
+        out.n = 0;
+        assert_int_equal(qagg_downsample(in, 3, &ds, &w, NULL, &out, &err), CT_OK);
+        assert_int_equal(out.n, 60);
+        assert_true(out.p[0].ts_ms == 0 && out.p[0].v.d == 3.0);
+        assert_true(out.p[1].ts_ms == 60000 && out.p[1].v.d == ok[i].value); /* empty */
+        assert_true(out.p[2].ts_ms == 120000 && out.p[2].v.d == 5.0);
+        assert_true(out.p[59].ts_ms == 3540000 && out.p[59].v.d == ok[i].value);
+        assert_false(out.p[1].is_int);
+    }
+    qagg_buf_free(&out);
+    /* a trailing '-' is dropped as Java's split() does */
+    assert_int_equal(qagg_ds_parse("1m-avg-", &ds, &err), CT_OK);
+    assert_int_equal(ds.fill, QAGG_FILL_NONE);
+    static const struct {
+        const char *spec, *msg;
+    } bad[] = {
+        {"1m-avg-scalar(x)", "Invalid scalar fill value 'x': must be a finite number"},
+        {"1m-avg-scalar()", "Invalid scalar fill value '': must be a finite number"},
+        {"1m-avg-scalar(NaN)", "Invalid scalar fill value 'NaN': must be a finite number"},
+        {"1m-avg-zero(1)", "Invalid downsampling specifier '1m-avg-zero(1)': only the scalar "
+                           "fill policy takes a value, as scalar(<number>)"},
+        {"1m-avg-scalar(1", "Invalid downsampling specifier '1m-avg-scalar(1': only the scalar "
+                            "fill policy takes a value, as scalar(<number>)"},
+        {"1m-avg-scalar(1)-x", "Invalid downsampling specifier '1m-avg-scalar(1)-x': must "
+                               "consist of interval, function, and optional fill policy"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(qagg_ds_parse(bad[i].spec, &ds, &err), CT_EINVAL);
+        if (strcmp(err.msg, bad[i].msg))
+            fail_msg("case %zu: got [%s] want [%s]", i, err.msg, bad[i].msg);
+    }
+}
+
 static void test_qagg_rate_and_counter_options(void **state)
 {
     (void)state;
@@ -321,6 +376,19 @@ static void test_qagg_window_matches_tsdbquery_scan_bounds(void **state)
     assert_int_equal(qagg_ds_parse("1d-avg", &ds, &err), CT_OK);
     qagg_window_compute(1357002000000LL, 1357005000000LL, &ds, &w);
     assert_true(w.win_start_ms == 1356998400000LL); /* aligned down to the day */
+    /* padding: one more hour row on each side, or the downsample interval when longer */
+    qagg_window_compute(1356998430000LL, 1357002000000LL, NULL, &w);
+    qagg_window_pad(&w, NULL);
+    assert_true(w.win_start_ms == 1356994800000LL && w.win_end_ms == 1357009200000LL);
+    assert_true(w.q_start_ms == 1356998430000LL && w.q_end_ms == 1357002000000LL);
+    assert_int_equal(qagg_ds_parse("90m-avg", &ds, &err), CT_OK);
+    qagg_window_compute(1356998430000LL, 1357002000000LL, &ds, &w);
+    int64_t s0 = w.win_start_ms, e0 = w.win_end_ms;
+    qagg_window_pad(&w, &ds);
+    assert_true(w.win_start_ms == s0 - 7200000 && w.win_end_ms == e0 + 7200000);
+    w.win_start_ms = 1000;
+    qagg_window_pad(&w, NULL);
+    assert_true(w.win_start_ms == 0); /* never before the epoch */
 }
 
 int main(void)
@@ -330,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_qagg_values_integer_and_double_forms),
         cmocka_unit_test(test_qagg_group_interpolates_per_aggregator),
         cmocka_unit_test(test_qagg_downsample_buckets_and_fill),
+        cmocka_unit_test(test_qagg_downsample_scalar_fill_value),
         cmocka_unit_test(test_qagg_downsample_specifier_errors),
         cmocka_unit_test(test_qagg_rate_and_counter_options),
         cmocka_unit_test(test_qagg_window_matches_tsdbquery_scan_bounds),

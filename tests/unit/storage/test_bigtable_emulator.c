@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "storage/clock.h"
 #include "storage/coding.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
@@ -312,6 +313,7 @@ static void test_versions_ttl_and_min_versions_apply_at_read(void **state)
     struct wc_table *t;
     OK(wc_table_open(s, "ttl1", &t, &err));
     setenv("CTSDB_NOW_MS", "1000000", 1);
+    clock_reload();
     for (int64_t ts = 1000; ts <= 4000; ts += 1000) {
         put(t, "r", "v", "q", "x", 800000 + ts);
         put(t, "r", "m", "q", "y", ts); /* all long expired */
@@ -324,6 +326,7 @@ static void test_versions_ttl_and_min_versions_apply_at_read(void **state)
     /* v: expiry at 900000 hides everything -> nothing; m: newest one survives (MIN_VERSIONS 1) */
     assert_string_equal(out, "r/m:q@4000=y");
     setenv("CTSDB_NOW_MS", "850000", 1);
+    clock_reload();
     scan_text(t, &o, out, sizeof(out));
     assert_string_equal(out, "r/m:q@4000=y r/v:q@804000=x r/v:q@803000=x");
     o.tmin_ms = 801000;
@@ -331,6 +334,7 @@ static void test_versions_ttl_and_min_versions_apply_at_read(void **state)
     scan_text(t, &o, out, sizeof(out));
     assert_string_equal(out, "r/v:q@802000=x r/v:q@801000=x");
     unsetenv("CTSDB_NOW_MS");
+    clock_reload();
     wc_table_close(t);
     drop_table(s, "ttl1");
     wc_close(s);

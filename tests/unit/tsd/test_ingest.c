@@ -123,6 +123,58 @@ static void test_ingest_points_round_trip_and_are_written(void **state)
     ingest_free(g);
 }
 
+static void test_ingest_series_hash_and_brief_form_match_the_full_point(void **state)
+{
+    (void)state;
+    struct sink s = {0};
+    struct ct_err err = {0};
+    struct ingest *g = NULL;
+    assert_int_equal(ingest_new(NULL, sink_write, &s, &g, &err), CT_OK);
+    struct ingest_batch *b = ingest_batch_get(g);
+    struct put_point p = point("sys.cpu", 1000), q = point("sys.cpu", 2000);
+    q.tagv[1] = (struct put_str){"us", 2}; /* another series */
+    p.value.kind = PUT_DOUBLE;
+    p.value.d = 0.25;
+    assert_true(ingest_batch_add(b, &p, 1));
+    assert_true(ingest_batch_add(b, &q, 2));
+    p.ts_ms = 3000;
+    assert_true(ingest_batch_add(b, &p, 3));
+    struct ingest_point full[3];
+    struct ingest_point_brief brief[3];
+    for (size_t i = 0; i < 3; i++) {
+        ingest_batch_point(b, i, &full[i]);
+        ingest_batch_point_brief(b, i, &brief[i]);
+        assert_ptr_equal(brief[i].series_key, full[i].series_key);
+        assert_int_equal(brief[i].series_key_len, full[i].series_key_len);
+        assert_true(brief[i].series_hash == full[i].series_hash);
+        assert_true(brief[i].ts_ms == full[i].ts_ms);
+        assert_int_equal(brief[i].value.kind, full[i].value.kind);
+        assert_true(brief[i].value.i == full[i].value.i && brief[i].value.d == full[i].value.d);
+    }
+    assert_true(brief[0].value.kind == PUT_DOUBLE && brief[0].value.d == 0.25);
+    /* the same series hashes alike, another series (almost surely) not */
+    assert_true(brief[0].series_hash == brief[2].series_hash);
+    assert_true(brief[0].series_hash != brief[1].series_hash);
+    ingest_batch_release(g, b);
+    ingest_free(g);
+
+    /* the hash itself: deterministic per seed, sensitive to every byte and to the seed */
+    char buf[200];
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (char)(i * 7);
+    for (size_t n = 0; n <= sizeof(buf); n += 13) {
+        uint64_t h = ingest_hash(buf, n, 42);
+        assert_true(h == ingest_hash(buf, n, 42));
+        assert_true(h != ingest_hash(buf, n, 43));
+        if (n > 0) {
+            buf[n - 1] ^= 1;
+            assert_true(h != ingest_hash(buf, n, 42));
+            buf[n - 1] ^= 1;
+            assert_true(h != ingest_hash(buf, n - 1, 42));
+        }
+    }
+}
+
 static void test_ingest_pool_is_bounded_and_batches_fill(void **state)
 {
     (void)state;
@@ -189,6 +241,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ingest_points_round_trip_and_are_written),
+        cmocka_unit_test(test_ingest_series_hash_and_brief_form_match_the_full_point),
         cmocka_unit_test(test_ingest_pool_is_bounded_and_batches_fill),
         cmocka_unit_test(test_ingest_outcomes_and_batch_failure),
     };
