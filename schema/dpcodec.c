@@ -529,6 +529,28 @@ static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint6
     big.n = (bytes + 7) / 8;
     while (big.n && !big.l[big.n - 1])
         big.n--;
+    if (r <= UINT32_MAX) {
+        /* m digits at a time with r^m < 2^32: N mod r^m holds the next m digits, split by
+         * multiplying with ceil(2^64 / r) (exact division of 32-bit numbers, Lemire et al.)
+         * instead of a hardware division per digit */
+        unsigned m = 1;
+        uint64_t chunk = r;
+        while (chunk * r <= UINT32_MAX) {
+            chunk *= r;
+            m++;
+        }
+        uint64_t inv = UINT64_MAX / r + 1;
+        for (uint64_t j = 0; j < cnt;) {
+            unsigned c = cnt - j < m ? (unsigned)(cnt - j) : m;
+            uint64_t rem = dpcodec_big_divmod(&big, c == m ? chunk : dpcodec_pow(r, c));
+            for (unsigned k = 0; k < c; k++, j++) {
+                uint64_t q = (uint64_t)(((unsigned __int128)inv * rem) >> 64);
+                res[j] = (int64_t)((uint64_t)mn + (rem - q * r));
+                rem = q;
+            }
+        }
+        return big.n ? -1 : 0;
+    }
     /* m digits at a time: N mod r^m holds the next m digits */
     unsigned m;
     uint64_t chunk = dpcodec_radix_chunk(r, &m);
