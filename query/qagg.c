@@ -494,6 +494,15 @@ void qagg_window_compute(int64_t start_ms, int64_t end_ms, const struct qagg_ds 
     w->win_end_ms = se * 1000;
 }
 
+void qagg_window_pad(struct qagg_window *w, const struct qagg_ds *ds)
+{
+    int64_t pad = 3600000;
+    if (ds && ds->enabled && !ds->all && ds->interval_ms > pad)
+        pad = (ds->interval_ms + 3599999) / 3600000 * 3600000;
+    w->win_start_ms = w->win_start_ms > pad ? w->win_start_ms - pad : 0;
+    w->win_end_ms += pad;
+}
+
 static int64_t align_ts(int64_t ts, int64_t iv)
 {
     return ts - ts % iv;

@@ -111,6 +111,10 @@ struct qagg_window {
 /* Computes the window for a query [start_ms, end_ms] with downsampler ds (may be NULL). */
 void qagg_window_compute(int64_t start_ms, int64_t end_ms, const struct qagg_ds *ds,
                          struct qagg_window *w);
+/* Widens w for `padding` by one hour row, or one downsample interval when that is longer
+ * (rounded up to whole hours), on each side, so that the points just outside the query's bounds
+ * are read and aggregated too. The query's own bounds are unchanged. */
+void qagg_window_pad(struct qagg_window *w, const struct qagg_ds *ds);
 
 /* Downsamples one series (points ascending by time, within the window) into out (appended),
  * as Downsampler / FillingDownsampler seeked to w->win_start_ms do. Calendar buckets use tz. */

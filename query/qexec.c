@@ -835,6 +835,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     }
     struct qagg_window w;
     qagg_window_compute(q->start_ms, q->end_ms, &sub->ds, &w);
+    if (q->padding)
+        qagg_window_pad(&w, &sub->ds);
     x.t = t;
     x.l = l;
     x.metric = xs->metric;
@@ -969,13 +971,41 @@ struct xout {
     void *fn_arg;
     const char *metric;
     const char *tags;
+    /* padding: the last point before the start, written before the first one after it */
+    struct qagg_point pad;
+    bool has_pad, pad_after;
 };
 
+static int write_point(struct xout *xo, const struct qagg_point *pt);
+
+/* Keeps the points within [start, end]; with padding also the one just before and the one just
+ * after (points arrive in time order). */
 static int emit_point(void *arg, const struct qagg_point *pt)
 {
     struct xout *xo = arg;
-    if (pt->ts_ms < xo->q->start_ms || pt->ts_ms > xo->q->end_ms)
+    if (pt->ts_ms < xo->q->start_ms) {
+        if (xo->q->padding) {
+            xo->pad = *pt;
+            xo->has_pad = true;
+        }
         return 0;
+    }
+    if (xo->has_pad) {
+        xo->has_pad = false;
+        int rc = write_point(xo, &xo->pad);
+        if (rc)
+            return rc;
+    }
+    if (pt->ts_ms > xo->q->end_ms) {
+        if (!xo->q->padding || xo->pad_after)
+            return 0;
+        xo->pad_after = true;
+    }
+    return write_point(xo, pt);
+}
+
+static int write_point(struct xout *xo, const struct qagg_point *pt)
+{
     xo->emitted++;
     if (xo->fn)
         return xo->fn(xo->fn_arg, xo->metric, xo->tags, pt);
@@ -1014,6 +1044,8 @@ static int run_group(const struct qspec *q, const struct xsub *xs, struct xser *
     const struct qspec_sub *sub = xs->sub;
     struct qagg_window w;
     qagg_window_compute(q->start_ms, q->end_ms, &sub->ds, &w);
+    if (q->padding)
+        qagg_window_pad(&w, &sub->ds);
     struct qagg_series *ss = calloc(n, sizeof(*ss));
     struct qagg_buf *bufs = calloc(n * 2, sizeof(*bufs));
     int rc = CT_OK;
@@ -1041,6 +1073,8 @@ static int run_group(const struct qspec *q, const struct xsub *xs, struct xser *
     if (rc == CT_OK)
         rc = qagg_group_run(sub->agg, ss, n, w.win_start_ms, w.win_end_ms, sub->rate, emit_point,
                             xo, err);
+    if (rc == CT_OK && xo->has_pad) /* nothing at or after the start: the padding point alone */
+        rc = write_point(xo, &xo->pad);
     for (size_t i = 0; i < 2 * n; i++)
         qagg_buf_free(&bufs[i]);
     free(bufs);

@@ -512,8 +512,7 @@ static int parse_numeric_fill_policy(const cJSON *o, struct qagg_ds *ds, struct 
         break;
     case QAGG_FILL_SCALAR:
         if (!isfinite(v))
-            return ct_err_set(err, CT_EINVAL,
-                              "Invalid scalar fill value: must be a finite number");
+            return ct_err_set(err, CT_EINVAL, "Invalid scalar fill value: must be a finite number");
         break;
     }
     ds->fill = f;
@@ -532,8 +531,7 @@ static int parse_numeric_fill_policy(const cJSON *o, struct qagg_ds *ds, struct 
                 break;
         }
         snprintf(ds->text + l, sizeof(ds->text) - l, "-scalar(%s)", num);
-    }
-    else if (f != QAGG_FILL_NONE)
+    } else if (f != QAGG_FILL_NONE)
         snprintf(ds->text + l, sizeof(ds->text) - l, "-%s", qagg_fill_name(f));
     return CT_OK;
 }

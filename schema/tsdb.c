@@ -798,10 +798,11 @@ static int tsdb_order_cmp(const struct tsdb_order *x, const struct tsdb_order *y
 }
 
 /* True if entries a and c are the same cell (row and qualifier). */
-static bool tsdb_same_cell(const struct tsdb_batch *b, const struct tsdb_entry *a,
-                           const struct tsdb_entry *c)
+static bool tsdb_same_cell(const struct tsdb_batch *b, const struct tsdb_order *x,
+                           const struct tsdb_order *y)
 {
-    return a->q_len == c->q_len && a->row_len == c->row_len &&
+    const struct tsdb_entry *a = &b->e[x->idx], *c = &b->e[y->idx];
+    return x->k0 == y->k0 && x->k1 == y->k1 && a->q_len == c->q_len && a->row_len == c->row_len &&
            !memcmp(b->arena + a->q_off, b->arena + c->q_off, a->q_len) &&
            (a->row_off == c->row_off ||
             !memcmp(b->arena + a->row_off, b->arena + c->row_off, a->row_len));
@@ -861,7 +862,7 @@ int tsdb_batch_write(struct tsdb *t, struct tsdb_batch *b, enum wc_durability d,
     const struct tsdb_entry *prev = NULL;
     for (size_t i = 0; i < b->n; i++) {
         const struct tsdb_entry *e = &b->e[b->ord[i].idx];
-        if (i + 1 < b->n && tsdb_same_cell(b, e, &b->e[b->ord[i + 1].idx]))
+        if (i + 1 < b->n && tsdb_same_cell(b, &b->ord[i], &b->ord[i + 1]))
             continue; /* the same cell again later in the batch: the later write wins */
         struct wc_mutation *m = &b->muts[nm++];
         m->op = WC_OP_PUT;

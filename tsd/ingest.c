@@ -225,6 +225,11 @@ void ingest_batch_point(const struct ingest_batch *b, size_t i, struct ingest_po
     p->series_hash = r->hash;
 }
 
+uint64_t ingest_batch_series_hash(const struct ingest_batch *b, size_t i)
+{
+    return b->recs[i].hash;
+}
+
 void ingest_batch_point_brief(const struct ingest_batch *b, size_t i, struct ingest_point_brief *p)
 {
     const struct ingest_rec *r = &b->recs[i];

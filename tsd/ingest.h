@@ -110,6 +110,9 @@ struct ingest_point_brief {
 /* Fills *p with the brief form of point i (0 <= i < count). */
 void ingest_batch_point_brief(const struct ingest_batch *b, size_t i, struct ingest_point_brief *p);
 
+/* Point i's series_hash alone (to prefetch a cache slot ahead of use). */
+uint64_t ingest_batch_series_hash(const struct ingest_batch *b, size_t i);
+
 /* The 64-bit hash of n bytes under a seed that the series keys of batches use (computed when a
  * point is added, so writers need not hash). Exposed for tests; not stable across versions. */
 uint64_t ingest_hash(const void *data, size_t n, uint64_t seed);

@@ -6,7 +6,11 @@
  *
  * Series cache: resolving a series (metric and tags -> TSUID) costs 2n+1 UID lookups, so each
  * writer keeps a map from the point's series key ("metric\0k\0v\0...", as the client sent it) to
- * its TSUID. Invariants: (1) the map is bounded (STORE_CACHE_MAX entries, then emptied), its
+ * its TSUID. The key's hash comes with the point (computed by the producer), so the writer
+ * thread, the pipeline's bottleneck, only probes: open addressing, each slot holding the upper
+ * half of the hash and the offset of an arena entry (header, key, TSUID together), and the slot
+ * and entry of points a few places ahead are prefetched, so a hit costs no cache-miss wait.
+ * Invariants: (1) the map is bounded (STORE_CACHE_MAX entries, then emptied), its
  * memory allocated in blocks that are reused, so writing a point never allocates once warm;
  * (2) a writer state is used by one writer thread at a time (taken from a locked free stack);
  * (3) `dropcaches` bumps drop_gen and every writer empties its map before its next batch. */
@@ -31,18 +35,21 @@
 #define STORE_CACHE_MAX   (1u << 18)
 #define STORE_MAX_WRITERS 64
 
+/* One cached series in the arena: this header, the key, then the TSUID, padded to 8 bytes, so a
+ * hit reads one slot and one run of bytes. */
 struct store_entry {
     uint64_t hash;
-    uint32_t key_off, key_len;
-    uint32_t tsuid_off;
+    uint32_t key_len;
     uint16_t tsuid_len;
+    uint16_t pad;
 };
 
+#define STORE_SLOT_TAG(h) ((h) & 0xFFFFFFFF00000000ULL) /* the hash's upper half */
+
 struct store_cache {
-    uint32_t *slots; /* entry index + 1; 0 = empty; nslots a power of two */
-    size_t nslots;
-    struct store_entry *entries;
-    size_t n, cap;
+    uint64_t *slots; /* 0 = empty, else STORE_SLOT_TAG(hash) | (arena offset / 8 + 1) */
+    size_t nslots;   /* a power of two, at least twice n */
+    size_t n;
     uint8_t *arena;
     size_t used, arena_cap;
     uint64_t gen;
@@ -77,34 +84,75 @@ static void store_cache_clear(struct store_cache *c)
 static void store_cache_free(struct store_cache *c)
 {
     free(c->slots);
-    free(c->entries);
     free(c->arena);
     memset(c, 0, sizeof(*c));
 }
 
-static const uint8_t *store_cache_get(struct store_cache *c, const char *key, size_t klen,
+static size_t store_entry_size(size_t klen, size_t tlen)
+{
+    return (sizeof(struct store_entry) + klen + tlen + 7) & ~(size_t)7;
+}
+
+static const struct store_entry *store_slot_entry(const struct store_cache *c, uint64_t s)
+{
+    return (const struct store_entry *)(const void *)(c->arena + ((s & 0xFFFFFFFFu) - 1) * 8);
+}
+
+/* Starts loading the slot of hash h (for a lookup a few points later). */
+static inline void store_cache_prefetch_slot(const struct store_cache *c, uint64_t h)
+{
+    if (c->slots)
+        __builtin_prefetch(&c->slots[h & (c->nslots - 1)]);
+}
+
+/* Starts loading the entry the slot of h names, if its tag matches. */
+static inline void store_cache_prefetch_entry(const struct store_cache *c, uint64_t h)
+{
+    if (!c->slots)
+        return;
+    uint64_t s = c->slots[h & (c->nslots - 1)];
+    if (s && (s & ~0xFFFFFFFFULL) == STORE_SLOT_TAG(h)) {
+        const char *e = (const char *)store_slot_entry(c, s);
+        __builtin_prefetch(e);
+        __builtin_prefetch(e + 64);
+    }
+}
+
+static const uint8_t *store_cache_get(const struct store_cache *c, const char *key, size_t klen,
                                       uint64_t h, size_t *tsuid_len)
 {
     if (!c->slots)
         return NULL;
     size_t mask = c->nslots - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
-        uint32_t s = c->slots[i];
+        uint64_t s = c->slots[i];
         if (s == 0)
             return NULL;
-        const struct store_entry *e = &c->entries[s - 1];
-        if (e->hash == h && e->key_len == klen && !memcmp(c->arena + e->key_off, key, klen)) {
+        if ((s & ~0xFFFFFFFFULL) != STORE_SLOT_TAG(h))
+            continue;
+        const struct store_entry *e = store_slot_entry(c, s);
+        const uint8_t *k = (const uint8_t *)(e + 1);
+        if (e->hash == h && e->key_len == klen && !memcmp(k, key, klen)) {
             *tsuid_len = e->tsuid_len;
-            return c->arena + e->tsuid_off;
+            return k + klen;
         }
     }
+}
+
+static void store_slot_insert(uint64_t *slots, size_t nslots, uint64_t h, size_t off)
+{
+    size_t j = h & (nslots - 1);
+    while (slots[j])
+        j = (j + 1) & (nslots - 1);
+    slots[j] = STORE_SLOT_TAG(h) | (uint64_t)(off / 8 + 1);
 }
 
 /* Adds an entry; on allocation failure the cache simply does not remember it. */
 static void store_cache_put(struct store_cache *c, const char *key, size_t klen, uint64_t h,
                             const uint8_t *tsuid, size_t tlen)
 {
-    if (c->n >= STORE_CACHE_MAX)
+    size_t sz = store_entry_size(klen, tlen);
+    if (c->n >= STORE_CACHE_MAX || (c->used + sz) / 8 >= 0xFFFFFFFFu)
         store_cache_clear(c);
     if (!c->slots) {
         c->nslots = 1024;
@@ -114,30 +162,21 @@ static void store_cache_put(struct store_cache *c, const char *key, size_t klen,
     }
     if ((c->n + 1) * 2 > c->nslots) {
         size_t ns = c->nslots * 2;
-        uint32_t *nsl = calloc(ns, sizeof(*nsl));
+        uint64_t *nsl = calloc(ns, sizeof(*nsl));
         if (!nsl)
             return;
-        for (size_t i = 0; i < c->n; i++) {
-            size_t j = c->entries[i].hash & (ns - 1);
-            while (nsl[j])
-                j = (j + 1) & (ns - 1);
-            nsl[j] = (uint32_t)(i + 1);
+        for (size_t off = 0; off < c->used;) {
+            const struct store_entry *e = (const void *)(c->arena + off);
+            store_slot_insert(nsl, ns, e->hash, off);
+            off += store_entry_size(e->key_len, e->tsuid_len);
         }
         free(c->slots);
         c->slots = nsl;
         c->nslots = ns;
     }
-    if (c->n == c->cap) {
-        size_t nc = c->cap ? c->cap * 2 : 1024;
-        struct store_entry *ne = realloc(c->entries, nc * sizeof(*ne));
-        if (!ne)
-            return;
-        c->entries = ne;
-        c->cap = nc;
-    }
-    if (c->used + klen + tlen > c->arena_cap) {
+    if (c->used + sz > c->arena_cap) {
         size_t na = c->arena_cap ? c->arena_cap * 2 : 1u << 16;
-        while (na < c->used + klen + tlen)
+        while (na < c->used + sz)
             na *= 2;
         uint8_t *nar = realloc(c->arena, na);
         if (!nar)
@@ -145,20 +184,16 @@ static void store_cache_put(struct store_cache *c, const char *key, size_t klen,
         c->arena = nar;
         c->arena_cap = na;
     }
-    struct store_entry *e = &c->entries[c->n];
+    struct store_entry *e = (struct store_entry *)(void *)(c->arena + c->used);
     e->hash = h;
-    e->key_off = (uint32_t)c->used;
     e->key_len = (uint32_t)klen;
-    memcpy(c->arena + c->used, key, klen);
-    c->used += klen;
-    e->tsuid_off = (uint32_t)c->used;
     e->tsuid_len = (uint16_t)tlen;
-    memcpy(c->arena + c->used, tsuid, tlen);
-    c->used += tlen;
-    size_t j = h & (c->nslots - 1);
-    while (c->slots[j])
-        j = (j + 1) & (c->nslots - 1);
-    c->slots[j] = (uint32_t)(c->n + 1);
+    e->pad = 0;
+    uint8_t *k = (uint8_t *)(e + 1);
+    memcpy(k, key, klen);
+    memcpy(k + klen, tsuid, tlen);
+    store_slot_insert(c->slots, c->nslots, h, c->used);
+    c->used += sz;
     c->n++;
 }
 
@@ -343,6 +378,11 @@ int tsdstore_write(void *arg, struct ingest_batch *b, struct ct_err *err)
     uint8_t tsuid[ROWKEY_MAX_TSUID];
     int rc = CT_OK;
     for (size_t i = 0; i < n; i++) {
+        /* the lookups of later points start now: slot of i+8, entry of i+4 (hashes known) */
+        if (i + 8 < n)
+            store_cache_prefetch_slot(&w->cache, ingest_batch_series_hash(b, i + 8));
+        if (i + 4 < n)
+            store_cache_prefetch_entry(&w->cache, ingest_batch_series_hash(b, i + 4));
         struct ingest_point_brief pb;
         ingest_batch_point_brief(b, i, &pb);
         uint64_t h = pb.series_hash;

@@ -72,7 +72,8 @@ check_contains "uidmeta POST stores a field" "$r" '"description":"requests"'
 check_contains "uidmeta keeps it" "$(get "/api/uid/uidmeta?uid=$mid&type=metric")" '"description":"requests"'
 check_contains "uidmeta unknown uid" "$(get "/api/uid/uidmeta?uid=FFFFFF&type=metric")" "404 "
 r=$(get "/api/uid/tsmeta?tsuid=$tsuid")
-check_contains "tsmeta GET" "$r" "200 {\"tsuid\":\"$tsuid\",\"metric\":{\"uid\":\"$mid\""
+check_contains "tsmeta GET before any TSMeta was written (test_query_uid.sh writes them)" "$r" \
+  '404 {"error":{"code":404,"message":"Could not find Timeseries meta data"'
 
 # ---- annotations --------------------------------------------------------------------------
 r=$(send POST /api/annotation "{\"tsuid\":\"$tsuid\",\"startTime\":$t1,\"description\":\"deploy\",\"custom\":{\"owner\":\"ops\"}}")

@@ -285,9 +285,8 @@ static void test_qagg_downsample_scalar_fill_value(void **state)
         const char *spec;
         double value;
     } ok[] = {
-        {"1m-sum-scalar(42)", 42.0},     {"1m-sum-scalar(-1.5)", -1.5},
-        {"1m-sum-SCALAR(1e3)", 1000.0},  {"1m-sum-scalar", 0.0},
-        {"1m-sum-scalar(0.25)", 0.25},
+        {"1m-sum-scalar(42)", 42.0}, {"1m-sum-scalar(-1.5)", -1.5}, {"1m-sum-SCALAR(1e3)", 1000.0},
+        {"1m-sum-scalar", 0.0},      {"1m-sum-scalar(0.25)", 0.25},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
         assert_int_equal(qagg_ds_parse(ok[i].spec, &ds, &err), CT_OK);
@@ -377,6 +376,19 @@ static void test_qagg_window_matches_tsdbquery_scan_bounds(void **state)
     assert_int_equal(qagg_ds_parse("1d-avg", &ds, &err), CT_OK);
     qagg_window_compute(1357002000000LL, 1357005000000LL, &ds, &w);
     assert_true(w.win_start_ms == 1356998400000LL); /* aligned down to the day */
+    /* padding: one more hour row on each side, or the downsample interval when longer */
+    qagg_window_compute(1356998430000LL, 1357002000000LL, NULL, &w);
+    qagg_window_pad(&w, NULL);
+    assert_true(w.win_start_ms == 1356994800000LL && w.win_end_ms == 1357009200000LL);
+    assert_true(w.q_start_ms == 1356998430000LL && w.q_end_ms == 1357002000000LL);
+    assert_int_equal(qagg_ds_parse("90m-avg", &ds, &err), CT_OK);
+    qagg_window_compute(1356998430000LL, 1357002000000LL, &ds, &w);
+    int64_t s0 = w.win_start_ms, e0 = w.win_end_ms;
+    qagg_window_pad(&w, &ds);
+    assert_true(w.win_start_ms == s0 - 7200000 && w.win_end_ms == e0 + 7200000);
+    w.win_start_ms = 1000;
+    qagg_window_pad(&w, NULL);
+    assert_true(w.win_start_ms == 0); /* never before the epoch */
 }
 
 int main(void)

@@ -102,10 +102,10 @@ static void test_qfilter_regexp_follows_java_pattern_syntax(void **state)
         {"^\\Qa.b\\E$", "a.b", true},
         {"^\\Qa.b\\E$", "axb", false},
         {"^(?<h>web)\\d", "web1", true},
-        {"^\\p{L}+$", "caf\xc3\xa9", true},  /* UTF-8 letters are one character each */
+        {"^\\p{L}+$", "caf\xc3\xa9", true}, /* UTF-8 letters are one character each */
         {"^caf.$", "caf\xc3\xa9", true},
         {"x{2,3}", "axxb", true},
-        {"[[:digit:]]", "a1", true},            /* POSIX classes work inside brackets too */
+        {"[[:digit:]]", "a1", true}, /* POSIX classes work inside brackets too */
         {"lga", "sjc", false},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -186,8 +186,7 @@ static void test_qspec_json_scalar_fill_forms(void **state)
         {"\"downsample\":\"1m-avg-nan\",\"fillPolicy\":{\"value\":9}", QAGG_FILL_SCALAR, 9.0},
         {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"value\":0}", QAGG_FILL_ZERO, 0},
         {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"null\"}", QAGG_FILL_NULL, 0},
-        {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"scalar\"}", QAGG_FILL_SCALAR,
-         0},
+        {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"scalar\"}", QAGG_FILL_SCALAR, 0},
         {"\"fillPolicy\":{\"policy\":\"scalar\",\"value\":1}", QAGG_FILL_NONE, 0},
     };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
