@@ -282,12 +282,7 @@ static size_t qjson_format_exact(double v, char *out)
         if (!reads_back)
             continue;
         char digits[24];
-        size_t nd = 0;
-        char t[24];
-        for (u128 x = q; x; x /= 10)
-            t[nd++] = (char)('0' + (int)(x % 10));
-        for (size_t i = 0; i < nd; i++)
-            digits[i] = t[nd - 1 - i];
+        size_t nd = qjson_u64_digits((uint64_t)q, digits); /* q < 10^17 */
         while (nd > 1 && digits[nd - 1] == '0')
             nd--;
         return qjson_plain_layout(v < 0, digits, nd, ex, out);
