@@ -506,6 +506,331 @@ static void test_large_batch_and_client_side_limits(void **state)
     wc_close(s);
 }
 
+/* Timestamps are stored as microseconds in 64 bits: the largest millisecond timestamp that fits
+ * round-trips exactly, one more is refused (not silently capped). Cells over the wide-column
+ * 10 MiB limit are refused as by the engine, although Bigtable would take 100 MiB. */
+static void test_timestamp_and_cell_size_edges(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f;
+    wc_family_desc_init(&f, "f");
+    f.versions = 3;
+    make_table(s, "edges1", &f, 1, NULL, 0);
+    struct wc_table *t;
+    OK(wc_table_open(s, "edges1", &t, &err));
+    const int64_t max_ms = INT64_MAX / 1000;
+    put(t, "r", "f", "q", "top", max_ms);
+    put(t, "r", "f", "q", "below", max_ms - 1);
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("over"),
+                            max_ms + 1};
+    struct wc_row_mutation rm = {wc_bytes_str("r"), &m, 1};
+    assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "timestamp"));
+    char out[256];
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 3;
+    scan_text(t, &o, out, sizeof(out));
+    assert_string_equal(out, "r/f:q@9223372036854775=top r/f:q@9223372036854774=below");
+    /* a delete of exactly the top version, then of the latest */
+    struct wc_mutation d = {WC_OP_DELETE_VERSION, wc_bytes_str("f"), wc_bytes_str("q"),
+                            wc_bytes_of(NULL, 0), max_ms};
+    rm.mutations = &d;
+    OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
+    scan_text(t, &o, out, sizeof(out));
+    assert_string_equal(out, "r/f:q@9223372036854774=below");
+    d.ts_ms = WC_TS_LATEST;
+    OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
+    scan_text(t, &o, out, sizeof(out));
+    assert_string_equal(out, "");
+    size_t big_len = (10u << 20) + 1;
+    uint8_t *big = calloc(1, big_len);
+    assert_non_null(big);
+    m.ts_ms = 1;
+    m.value = wc_bytes_of(big, big_len);
+    rm.mutations = &m;
+    assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
+    free(big);
+    wc_table_close(t);
+    drop_table(s, "edges1");
+    wc_close(s);
+}
+
+/* ---- read-dependent deletes under concurrent writers ------------------------------------ */
+
+struct deleter {
+    struct wc_table *t;
+    struct wc_mutation m; /* the delete to repeat */
+    int times;            /* > 0: exactly this many; 0: until *stop */
+    atomic_int *stop;
+    int done;
+    int failures;
+    char msg[256];
+};
+
+static void *deleter_main(void *arg)
+{
+    struct deleter *d = arg;
+    struct wc_row_mutation rm = {wc_bytes_str("r"), &d->m, 1};
+    /* bounded by count, or by the writer's end (at most 100000 rounds) */
+    for (int i = 0; d->times ? i < d->times : !atomic_load(d->stop) && i < 100000; i++) {
+        struct ct_err err = {0};
+        if (wc_mutate_row(d->t, &rm, WC_DURABILITY_USE_DEFAULT, &err) != CT_OK) {
+            if (!d->failures++)
+                snprintf(d->msg, sizeof(d->msg), "%s", err.msg);
+            continue;
+        }
+        d->done++;
+    }
+    return NULL;
+}
+
+/* Versions of r f:a, oldest first, as "1,2,3". */
+static void versions_text(struct wc_table *t, char *out, size_t size)
+{
+    struct ct_err err = {0};
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 100000;
+    struct wc_result res;
+    OK(wc_get(t, wc_bytes_str("r"), &o, &res, &err));
+    size_t pos = 0;
+    out[0] = 0;
+    for (size_t i = res.row.ncells; i-- > 0 && pos + 24 < size;)
+        pos += (size_t)snprintf(out + pos, size - pos, "%s%lld", pos ? "," : "",
+                                (long long)res.row.cells[i].ts_ms);
+    wc_result_release(&res);
+}
+
+/* Four threads delete the latest version of one column 30 times each: every delete removes a
+ * different version (a read-then-delete loses deletes when two threads read the same latest). */
+static void test_concurrent_delete_latest_removes_one_version_each(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f;
+    wc_family_desc_init(&f, "f");
+    f.versions = 1000;
+    make_table(s, "dlatest", &f, 1, NULL, 0);
+    struct wc_table *t;
+    OK(wc_table_open(s, "dlatest", &t, &err));
+    enum {
+        NT = 4,
+        EACH = 30,
+        NV = 160
+    };
+    struct wc_mutation puts[NV];
+    for (int i = 0; i < NV; i++)
+        puts[i] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("a"),
+                                       wc_bytes_str("v"), i + 1};
+    struct wc_row_mutation prm = {wc_bytes_str("r"), puts, NV};
+    OK(wc_mutate_row(t, &prm, WC_DURABILITY_USE_DEFAULT, &err));
+    struct deleter d[NT];
+    pthread_t th[NT];
+    for (int i = 0; i < NT; i++) {
+        d[i] = (struct deleter){t,
+                                {WC_OP_DELETE_VERSION, wc_bytes_str("f"), wc_bytes_str("a"),
+                                 wc_bytes_of(NULL, 0), WC_TS_LATEST},
+                                EACH,
+                                NULL,
+                                0,
+                                0,
+                                ""};
+        assert_int_equal(pthread_create(&th[i], NULL, deleter_main, &d[i]), 0);
+    }
+    for (int i = 0; i < NT; i++) {
+        pthread_join(th[i], NULL);
+        if (d[i].failures)
+            fail_msg("deleter %d: %d failures: %s", i, d[i].failures, d[i].msg);
+    }
+    char out[4096], want[4096];
+    versions_text(t, out, sizeof(out));
+    size_t pos = 0;
+    for (int v = 1; v <= NV - NT * EACH; v++)
+        pos += (size_t)snprintf(want + pos, sizeof(want) - pos, "%s%d", v > 1 ? "," : "", v);
+    assert_string_equal(out, want);
+    wc_table_close(t);
+    drop_table(s, "dlatest");
+    wc_close(s);
+}
+
+/* A writer puts {a@T = i, n<i>@T = i} in one row mutation and then reads the row, while another
+ * thread repeats a delete that covers T. Each delete must be atomic against each write: whenever
+ * some n<j> is visible, `a` (written with every n<j>) must be too. A delete that reads the
+ * columns first and deletes them later removes `a` of a write that landed in between and leaves
+ * its n<i>. */
+struct pair_writer {
+    struct wc_table *t;
+    int64_t ts;
+    int rounds;
+    atomic_int *stop;
+    int violations, failures;
+    char msg[256];
+};
+
+static void *pair_writer_main(void *arg)
+{
+    struct pair_writer *w = arg;
+    for (int i = 0; i < w->rounds; i++) {
+        char q[32], v[32];
+        snprintf(q, sizeof(q), "n%05d", i);
+        snprintf(v, sizeof(v), "%d", i);
+        struct wc_mutation m[2] = {
+            {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("a"), wc_bytes_str(v), w->ts},
+            {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str(q), wc_bytes_str(v), w->ts},
+        };
+        struct wc_row_mutation rm = {wc_bytes_str("r"), m, 2};
+        struct ct_err err = {0};
+        struct wc_scan_options o;
+        wc_scan_options_init(&o);
+        o.tmin_ms = w->ts;
+        o.tmax_ms = w->ts + 1;
+        struct wc_result res;
+        if (wc_mutate_row(w->t, &rm, WC_DURABILITY_USE_DEFAULT, &err) != CT_OK ||
+            wc_get(w->t, wc_bytes_str("r"), &o, &res, &err) != CT_OK) {
+            if (!w->failures++)
+                snprintf(w->msg, sizeof(w->msg), "%s", err.msg);
+            continue;
+        }
+        bool has_a = false, has_n = false;
+        for (size_t k = 0; k < res.row.ncells; k++) {
+            struct wc_bytes cq = res.row.cells[k].qualifier;
+            if (cq.len == 1 && cq.data[0] == 'a')
+                has_a = true;
+            else if (cq.len && cq.data[0] == 'n')
+                has_n = true;
+        }
+        wc_result_release(&res);
+        if (has_n && !has_a)
+            w->violations++;
+    }
+    atomic_store(w->stop, 1);
+    return NULL;
+}
+
+static void run_pair_race(struct wc_table *t, enum wc_mutation_op op, int64_t delete_ts,
+                          int64_t write_ts, int *deletes_done)
+{
+    atomic_int stop = 0;
+    struct pair_writer w = {t, write_ts, 300, &stop, 0, 0, ""};
+    struct deleter d = {t,
+                        {op, wc_bytes_str("f"), wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0),
+                         delete_ts},
+                        0,
+                        &stop,
+                        0,
+                        0,
+                        ""};
+    pthread_t tw, td;
+    assert_int_equal(pthread_create(&td, NULL, deleter_main, &d), 0);
+    assert_int_equal(pthread_create(&tw, NULL, pair_writer_main, &w), 0);
+    pthread_join(tw, NULL);
+    pthread_join(td, NULL);
+    if (w.failures)
+        fail_msg("writer: %d failures: %s", w.failures, w.msg);
+    if (d.failures)
+        fail_msg("deleter: %d failures: %s", d.failures, d.msg);
+    print_message("%d writes, %d deletes, %d half-deleted writes seen\n", w.rounds, d.done,
+                  w.violations);
+    assert_int_equal(w.violations, 0);
+    *deletes_done = d.done;
+}
+
+static void test_family_deletes_are_atomic_against_a_concurrent_writer(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f;
+    wc_family_desc_init(&f, "f");
+    f.versions = 5;
+    make_table(s, "dpair", &f, 1, NULL, 0);
+    struct wc_table *t;
+    OK(wc_table_open(s, "dpair", &t, &err));
+    int done = 0;
+    /* DeleteFamilyVersion at exactly the writer's timestamp */
+    run_pair_race(t, WC_OP_DELETE_FAMILY_VERSION, 5000, 5000, &done);
+    assert_true(done > 0);
+    /* DeleteFamily <= T while a cell newer than T exists: the column-by-column path */
+    put(t, "r", "f", "future", "stays", 9000);
+    run_pair_race(t, WC_OP_DELETE_FAMILY, 6000, 5000, &done);
+    assert_true(done > 0);
+    char out[8192];
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.tmin_ms = 9000;
+    scan_text(t, &o, out, sizeof(out));
+    assert_string_equal(out, "r/f:future@9000=stays");
+    wc_table_close(t);
+    drop_table(s, "dpair");
+    wc_close(s);
+}
+
+/* A DeleteFamilyVersion over more columns than one request's predicate may name is sent in
+ * qualifier-range steps: every column loses exactly its cell at T. */
+static void test_family_version_delete_over_thousands_of_columns(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f[2];
+    wc_family_desc_init(&f[0], "f");
+    f[0].versions = 5;
+    wc_family_desc_init(&f[1], "g");
+    make_table(s, "dwide", f, 2, NULL, 0);
+    struct wc_table *t;
+    OK(wc_table_open(s, "dwide", &t, &err));
+    enum {
+        NC = 2500
+    };
+    static char quals[NC][8];
+    static struct wc_mutation m[2 * NC + 1];
+    for (int i = 0; i < NC; i++) {
+        snprintf(quals[i], sizeof(quals[i]), "c%05d", i);
+        m[2 * i] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str(quals[i]),
+                                        wc_bytes_str("x"), 5};
+        m[2 * i + 1] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str(quals[i]),
+                                            wc_bytes_str("y"), 6};
+    }
+    m[2 * NC] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("g"), wc_bytes_str("k"),
+                                     wc_bytes_str("z"), 5};
+    struct wc_row_mutation rm = {wc_bytes_str("r"), m, 2 * NC + 1};
+    OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
+    struct wc_mutation dm = {WC_OP_DELETE_FAMILY_VERSION, wc_bytes_str("f"), wc_bytes_of(NULL, 0),
+                             wc_bytes_of(NULL, 0), 5};
+    struct wc_row_mutation drm = {wc_bytes_str("r"), &dm, 1};
+    OK(wc_mutate_row(t, &drm, WC_DURABILITY_USE_DEFAULT, &err));
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 5;
+    struct wc_result res;
+    OK(wc_get(t, wc_bytes_str("r"), &o, &res, &err));
+    size_t at5 = 0, at6 = 0, other = 0;
+    for (size_t i = 0; i < res.row.ncells; i++) {
+        const struct wc_cell *c = &res.row.cells[i];
+        if (c->family.len == 1 && c->family.data[0] == 'g')
+            other++;
+        else if (c->ts_ms == 5)
+            at5++;
+        else if (c->ts_ms == 6)
+            at6++;
+    }
+    wc_result_release(&res);
+    assert_int_equal(at5, 0);
+    assert_int_equal(at6, NC);
+    assert_int_equal(other, 1);
+    wc_table_close(t);
+    drop_table(s, "dwide");
+    wc_close(s);
+}
+
 struct worker {
     struct wc_table *t;
     int id;
@@ -792,6 +1117,10 @@ int main(void)
         cmocka_unit_test(test_deletes_increment_and_check_and_mutate),
         cmocka_unit_test(test_large_batch_and_client_side_limits),
         cmocka_unit_test(test_threads_share_one_store_and_handle),
+        cmocka_unit_test(test_timestamp_and_cell_size_edges),
+        cmocka_unit_test(test_concurrent_delete_latest_removes_one_version_each),
+        cmocka_unit_test(test_family_deletes_are_atomic_against_a_concurrent_writer),
+        cmocka_unit_test(test_family_version_delete_over_thousands_of_columns),
         cmocka_unit_test(test_scan_and_batch_survive_connection_drops),
     };
     return cmocka_run_group_tests(tests, emulator_start, emulator_stop);
