@@ -5,8 +5,9 @@
  *      to each row key before materialising the row (wc_scan_options.row_filter);
  *   3. one reversed scan per salt bucket over the hour rows of the scan window (TsdbQuery's
  *      getScanStartTimeSeconds / getScanEndTimeSeconds), buckets spread over threads; with
- *      fewer buckets than threads each bucket's hours are cut into time slices (newest first)
- *      whose series are appended back together before step 5;
+ *      fewer than four buckets per thread each bucket's hours are cut into time slices
+ *      (newest first) taken by whichever thread is free, whose series are chained back
+ *      together before step 5;
  *   4. decode every cell layout of each row (dpcodec_row_decode) into its series, keep the row's
  *      annotations;
  *   5. resolve tag names, apply every filter by name (regexp, wildcard, case-insensitive ones),
@@ -966,9 +967,12 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
     if (nth > 64)
         nth = 64;
-    /* fewer buckets than threads: split each bucket's hours into time slices */
+    /* fewer than four pieces of work per thread: split each bucket's hours into time slices.
+     * Threads take pieces as they come free, so a thread that starts late or is preempted on a
+     * busy machine leaves its share to the others instead of holding up the query. */
     int64_t hours = (x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S;
-    x.nslices = x.nbuckets >= nth ? 1 : (nth + x.nbuckets - 1) / x.nbuckets;
+    unsigned want = 4 * nth;
+    x.nslices = x.nbuckets >= want ? 1 : (want + x.nbuckets - 1) / x.nbuckets;
     if (hours < 1)
         hours = 1;
     if ((int64_t)x.nslices > hours)

@@ -584,9 +584,17 @@ static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint6
     return big.n ? -1 : 0;
 }
 
-/* Reads an integer stream of order k with n entries into xs (dpcodec_format.h). */
-static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
-                               int64_t *xs)
+/* What dpcodec_stream_read() found when every residual is 0: x_i = h0 + i * h1 (64-bit
+ * wrap-around; h1 = 0 below order 2, h0 = 0 at order 0). */
+struct dpcodec_prog {
+    bool is;
+    int64_t h0, h1;
+};
+
+/* Reads an integer stream of order k with n entries into xs. With prog non-NULL, a stream
+ * whose residuals are all 0 is reported there instead and xs is not written. */
+static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsigned k,
+                                    uint64_t n, int64_t *xs, struct dpcodec_prog *prog)
 {
     const uint8_t *p = *pp;
     uint64_t heads = k < n ? k : n;
@@ -686,8 +694,17 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
         done += cnt;
     }
     if (zeros) { /* the closed forms of the sums */
-        for (uint64_t i = 0; i < n; i++)
-            xs[i] = k == 0 ? 0 : k == 1 ? h[0] : dpcodec_add(h[0], (int64_t)((uint64_t)h[1] * i));
+        int64_t x = k == 0 ? 0 : h[0], d = k == 2 ? h[1] : 0;
+        if (prog) {
+            prog->is = true;
+            prog->h0 = x;
+            prog->h1 = d;
+        } else {
+            for (uint64_t i = 0; i < n; i++) {
+                xs[i] = x;
+                x = dpcodec_add(x, d);
+            }
+        }
     } else if (k == 1 && n > 0) {
         xs[0] = h[0];
         for (uint64_t i = 1; i < n; i++)
@@ -702,8 +719,16 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             xs[i] = dpcodec_add(xs[i - 1], d);
         }
     }
+    if (prog && !zeros)
+        prog->is = false;
     *pp = p;
     return 0;
+}
+
+static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
+                               int64_t *xs)
+{
+    return dpcodec_stream_read_prog(pp, end, k, n, xs, NULL);
 }
 
 static double dpcodec_decimal(int64_t m, unsigned e, enum dpcodec_type t)
@@ -856,9 +881,30 @@ static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t 
             return dpcodec_cerr(ql, vl, err, "bad decimal exponent");
         e10 = *p++;
     }
-    if (dpcodec_stream_read(&p, end, 2, n, cts))
+    struct dpcodec_prog prog;
+    if (dpcodec_stream_read_prog(&p, end, 2, n, cts, &prog))
         return dpcodec_cerr(ql, vl, err, "timestamp stream truncated");
     int64_t unit = (cflags & DPCODEC_CF_SECONDS) ? 1000 : 1, limit = DPCODEC_HOUR_MS / unit;
+    if (prog.is) {
+        /* regular timestamps o_i = h0 + i h1: ascending when h1 > 0 (or one point) and the
+         * last one does not wrap around; then the first and the last bound the range */
+        __int128 last = (__int128)prog.h0 + (__int128)prog.h1 * (__int128)(n - 1);
+        if ((n == 1 || prog.h1 > 0) && last <= INT64_MAX) {
+            if (prog.h0 < 0 || last >= limit)
+                return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
+            int64_t t = base_ms + prog.h0 * unit, step = prog.h1 * unit;
+            for (uint64_t i = 0; i < n; i++, t += step)
+                cts[i] = t;
+            if (ascending)
+                *ascending = true;
+            goto values;
+        }
+        int64_t x = prog.h0; /* not ascending: write the offsets and check them one by one */
+        for (uint64_t i = 0; i < n; i++) {
+            cts[i] = x;
+            x = dpcodec_add(x, prog.h1);
+        }
+    }
     /* every offset in [0, limit): for ascending offsets the first and the last tell */
     bool asc = true;
     for (uint64_t i = 1; i < n && asc; i++)
@@ -872,6 +918,7 @@ static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t 
         cts[i] = base_ms + cts[i] * unit;
     if (ascending)
         *ascending = asc;
+values:;
     int64_t *iv = (int64_t *)cval;
     switch (kind) {
     case DPCODEC_VK_INT:
