@@ -1390,14 +1390,18 @@ int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **
     } else if (hex) {
         bool given = false;
         cJSON *probe = tsm_canonical(thex, NULL);
-        if (probe && tsm_apply(probe, req, false, &given, err) == CT_OK && !given) {
-            cJSON_Delete(probe);
-            *out = NULL;
-            *status = 304; /* no changes is checked first */
-            rc = CT_OK;
+        rc = probe ? tsm_apply(probe, req, false, &given, err)
+                   : ct_err_set(err, CT_ENOMEM, "out of memory");
+        cJSON_Delete(probe);
+        if (rc != CT_OK) { /* a malformed field is reported first, as the body's parse is */
+            *status = rc == CT_EINVAL ? 400 : 500;
             goto out;
         }
-        cJSON_Delete(probe);
+        if (!given) {
+            *out = NULL;
+            *status = 304; /* no changes is checked before storage */
+            goto out;
+        }
         rc = ct_err_set(err, CT_EINVAL, "Requested TSMeta did not exist");
         *status = 400;
         goto out;

@@ -233,6 +233,10 @@ static void test_qmeta_tsmeta_create_update_delete(void **state)
     expect(f, qmeta_tsmeta, QMETA_GET, req, 404, "ERR Could not find Timeseries meta data");
     snprintf(req, sizeof(req), "{\"tsuid\":\"%s\",\"description\":\"d\"}", TS_A);
     expect(f, qmeta_tsmeta, QMETA_POST, req, 400, "ERR Requested TSMeta did not exist");
+    snprintf(req, sizeof(req), "{\"tsuid\":\"%s\"}", TS_A);
+    expect(f, qmeta_tsmeta, QMETA_POST, req, 304, "");
+    snprintf(req, sizeof(req), "{\"tsuid\":\"%s\",\"min\":\"low\"}", TS_A);
+    expect(f, qmeta_tsmeta, QMETA_POST, req, 400, "ERR Unable to parse 'min' value");
     expect(f, qmeta_tsmeta, QMETA_POST, "{\"m\":\"sys.cpu{host=a,dc=x}\",\"description\":\"d\"}",
            400, "ERR Could not find TSMeta, specify \"create=true\" to create a new one.");
     expect(f, qmeta_tsmeta, QMETA_POST,
