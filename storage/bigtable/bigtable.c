@@ -529,7 +529,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
 {
     struct wc_family_desc *fams;
     size_t n;
-    bool enabled = true;
+    bool enabled = true, readonly = false;
     uint64_t epoch = atomic_load(&t->s->admin_epoch);
     if (!strcmp(t->full, BT_META_TABLE)) {
         fams = calloc(1, sizeof(*fams));
@@ -545,6 +545,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
         fams = d->families;
         n = d->nfamilies;
         enabled = d->enabled;
+        readonly = d->readonly;
         d->families = NULL;
         wc_table_desc_free(d);
     }
@@ -553,6 +554,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
     t->fams = fams;
     t->nfams = n;
     t->enabled = enabled;
+    t->readonly = readonly;
     t->state_epoch = epoch;
     t->state_checked_ns = clock_mono_ns();
     pthread_mutex_unlock(&t->mu);
@@ -676,6 +678,17 @@ int bt_table_check_enabled(struct bt_table *t, struct ct_err *err)
     bool enabled = t->enabled;
     pthread_mutex_unlock(&t->mu);
     return enabled ? CT_OK : ct_err_set(err, CT_EBUSY, "Table %s is disabled!", t->full);
+}
+
+int bt_table_check_writable(struct bt_table *t, struct ct_err *err)
+{
+    int rc = bt_table_check_enabled(t, err);
+    if (rc != CT_OK)
+        return rc;
+    pthread_mutex_lock(&t->mu);
+    bool ro = t->readonly;
+    pthread_mutex_unlock(&t->mu);
+    return ro ? ct_err_set(err, CT_EINVAL, "Table %s is read-only.", t->full) : CT_OK;
 }
 
 static int bt_table_open(struct wc_store *sbase, const char *name, struct wc_table **out,

@@ -1016,7 +1016,7 @@ int bt_mutate_batch(struct wc_table *tbase, const struct wc_row_mutation *rows, 
 {
     (void)d; /* Bigtable acknowledges only durable writes */
     struct bt_table *t = (struct bt_table *)tbase;
-    int rc0 = bt_table_check_enabled(t, err);
+    int rc0 = bt_table_check_writable(t, err);
     if (rc0 != CT_OK)
         return rc0;
     int64_t now_ms = clock_now_ms();
@@ -1149,7 +1149,7 @@ int bt_increment(struct wc_table *tbase, struct wc_bytes row, struct wc_bytes fa
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_check_enabled(t, err);
+    int rc = bt_table_check_writable(t, err);
     if (rc == CT_OK)
         rc = bt_table_family(t, family, &fd, err);
     if (rc != CT_OK)
@@ -1358,7 +1358,7 @@ int bt_check_and_mutate(struct wc_table *tbase, struct wc_bytes row, struct wc_b
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_check_enabled(t, err);
+    int rc = bt_table_check_writable(t, err);
     if (rc == CT_OK)
         rc = bt_table_family(t, family, &fd, err);
     if (rc != CT_OK)
