@@ -1044,11 +1044,26 @@ static int bt_write_meta(struct bt_store *s, const struct wc_table_desc *d,
     return rc;
 }
 
+/* Refuses family attributes whose meaning Bigtable cannot give: KEEP_DELETED_CELLS needs delete
+ * markers, and Bigtable deletes cells at once. */
+static int bt_check_families(const struct wc_table_desc *d, struct ct_err *err)
+{
+    for (size_t i = 0; i < d->nfamilies; i++)
+        if (d->families[i].keep_deleted != WC_KEEP_DELETED_FALSE)
+            return ct_err_set(err, CT_EUNSUPPORTED,
+                              "family %s of %s: KEEP_DELETED_CELLS needs delete markers, which "
+                              "Bigtable does not have (it deletes cells at once)",
+                              d->families[i].name, d->name);
+    return CT_OK;
+}
+
 static int bt_table_create(struct wc_store *sbase, const struct wc_table_desc *d,
                            const struct wc_bytes *splits, size_t nsplits, struct ct_err *err)
 {
     struct bt_store *s = (struct bt_store *)sbase;
-    int rc = bt_check_namespace(s, d->name, err);
+    int rc = bt_check_families(d, err);
+    if (rc == CT_OK)
+        rc = bt_check_namespace(s, d->name, err);
     if (rc != CT_OK)
         return rc;
     for (size_t i = 0; i < nsplits; i++)
@@ -1073,8 +1088,10 @@ static int bt_table_alter(struct wc_store *sbase, const struct wc_table_desc *d,
     struct bt_store *s = (struct bt_store *)sbase;
     struct wc_table_desc *cur;
     cJSON *j = NULL;
-    int rc = bt_describe(s, d->name, &cur, &j, err);
+    int rc = bt_check_families(d, err);
     if (rc != CT_OK)
+        return rc;
+    if ((rc = bt_describe(s, d->name, &cur, &j, err)) != CT_OK)
         return rc;
     size_t nmax = d->nfamilies + cur->nfamilies;
     struct bt_gc_mem *gc = calloc(nmax, sizeof(*gc));
