@@ -821,7 +821,7 @@ static void test_family_version_delete_over_thousands_of_columns(void **state)
     enum {
         NC = 2500
     };
-    static char quals[NC][8];
+    static char quals[NC][16];
     static struct wc_mutation m[2 * NC + 1];
     for (int i = 0; i < NC; i++) {
         snprintf(quals[i], sizeof(quals[i]), "c%05d", i);
