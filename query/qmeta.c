@@ -701,10 +701,20 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
 {
     struct uid *u = tsdb_uid(t);
     const char *hex = str_field(req, "uid"), *type = str_field(req, "type");
+    /* UniqueIdRpc: a GET (query string) names the missing parameter; a body is UIDMeta's
+     * "Missing UID" / "Missing type" */
     if (!hex || !*hex)
-        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing UID"), err);
+        return fail(
+            status, 400,
+            ct_err_set(err, CT_EINVAL, "%s",
+                       m == QMETA_GET ? "Missing parameter <code>uid</code>" : "Missing UID"),
+            err);
     if (!type || !*type)
-        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing type"), err);
+        return fail(
+            status, 400,
+            ct_err_set(err, CT_EINVAL, "%s",
+                       m == QMETA_GET ? "Missing parameter <code>type</code>" : "Missing type"),
+            err);
     enum uid_kind k;
     if (!strcasecmp(type, "metric") || !strcasecmp(type, "metrics"))
         k = UID_METRIC;
@@ -713,12 +723,15 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
     else if (!strcasecmp(type, "tagv"))
         k = UID_TAGV;
     else
-        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Invalid UID type: %s", type), err);
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Invalid type requested: %s", type),
+                    err);
     uint64_t id;
     if (uid_parse_hex(hex, uid_width(u, k), &id, err) != CT_OK)
         return fail(status, 400, CT_EINVAL, err);
     cJSON *o = NULL;
     int rc = uidmeta_build(t, k, id, &o, err);
+    if (rc == CT_NOTFOUND)
+        ct_err_set(err, CT_NOTFOUND, "Could not find the requested UID");
     if (rc != CT_OK)
         return fail(status, rc == CT_NOTFOUND ? 404 : 500, rc, err);
     uint8_t row[8];
@@ -739,6 +752,8 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
         bool changed = false;
         for (size_t i = 0; i < 4; i++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, fields[i]);
+            if (!v && i == 3) /* the query-string form's name (parseUIDMetaQS) */
+                v = cJSON_GetObjectItemCaseSensitive(req, "display_name");
             cJSON *nv = NULL;
             if (v)
                 nv = cJSON_Duplicate(v, true);
@@ -748,9 +763,11 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
                 cJSON_ReplaceItemInObjectCaseSensitive(o, fields[i], nv);
             changed |= v != NULL;
         }
-        if (!changed) {
+        if (!changed) { /* UIDMeta.syncToStorage: nothing to write -> 304 Not Modified */
             cJSON_Delete(o);
-            return fail(status, 400, ct_err_set(err, CT_EINVAL, "No changes detected"), err);
+            *out = NULL;
+            *status = 304;
+            return CT_OK;
         }
         cJSON_ReplaceItemInObjectCaseSensitive(o, "created",
                                                cJSON_CreateNumber((double)(now_ms / 1000)));

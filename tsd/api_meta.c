@@ -219,7 +219,8 @@ void api_uid_other_handle(struct http_req *r)
 
 void api_uid_uidmeta_handle(struct http_req *r)
 {
-    static const char *const names[] = {"uid", "type", "description", "displayName", "notes", NULL};
+    static const char *const names[] = {"uid",   "type",         "description", "displayName",
+                                        "notes", "display_name", NULL};
     run(r, META_UIDMETA, names, NULL);
 }
 

@@ -70,6 +70,10 @@ struct eregion {
                                  * guarded by mu */
     atomic_uint_fast64_t reads;
     atomic_uint_fast64_t writes;
+    /* the log trimmer (store.c trim_wal): `writes` at its last check and how many checks in a
+     * row saw no new write (an idle region); guarded by mu */
+    uint64_t trim_writes_seen;
+    int trim_idle_checks;
 };
 
 /* ---- table ---------------------------------------------------------------------------- */

@@ -358,10 +358,16 @@ static void queue_major_all(struct estore *s)
 }
 
 /* When the log holds many segments, flushes the region whose memstore holds its oldest edit
- * so the log can be trimmed (spec §10: "flush ... when the WAL must be trimmed"); flushes
- * memstores whose first edit is an hour old. */
-#define WAL_MAX_SEGMENTS     8
-#define ENGINE_IDLE_FLUSH_MS (3600 * 1000)
+ * so the log can be trimmed (spec §10: "flush ... when the WAL must be trimmed"; HBase's
+ * maxlogs); sooner when that region is idle: an idle table's small memstore would otherwise pin
+ * every segment written since its last edit (WAL_PINNED_IDLE_SEGMENTS closed segments, the
+ * region without a write for ENGINE_IDLE_CHECKS checks ~1 s apart). Flushes memstores whose
+ * first edit is an hour old. Once everything is flushed the log keeps no segment at all (the
+ * active one is released too, wal.c). */
+#define WAL_MAX_SEGMENTS         8
+#define WAL_PINNED_IDLE_SEGMENTS 2
+#define ENGINE_IDLE_CHECKS       2
+#define ENGINE_IDLE_FLUSH_MS     (3600 * 1000)
 
 /* All memstores of the store together: past max(4 x flush size, 256 MiB) the largest regions
  * are flushed (HBase bounds memstores globally too, at 40% of the heap). */
@@ -418,7 +424,9 @@ static void trim_wal(struct estore *s)
     struct etable *bt = NULL;
     struct eregion *br = NULL;
     uint64_t best = UINT64_MAX;
+    int best_idle = 0;
     bool too_long = ws.segments > WAL_MAX_SEGMENTS;
+    bool pinned = ws.segments > WAL_PINNED_IDLE_SEGMENTS; /* closed segments + the active one */
     int64_t now = mono_ms();
     pthread_mutex_lock(&s->cat_mu);
     for (size_t i = 0; i < s->ntables; i++) {
@@ -426,13 +434,20 @@ static void trim_wal(struct estore *s)
         for (size_t r = 0; r < t->nregions; r++) {
             struct eregion *rg = t->regions[r];
             pthread_mutex_lock(&rg->mu);
+            uint64_t w = atomic_load_explicit(&rg->writes, memory_order_relaxed);
+            if (w != rg->trim_writes_seen) {
+                rg->trim_writes_seen = w;
+                rg->trim_idle_checks = 0;
+            } else if (rg->trim_idle_checks < ENGINE_IDLE_CHECKS) {
+                rg->trim_idle_checks++;
+            }
             /* periodic flush of memstores holding edits for an hour (HBase's default) */
             if (rg->first_edit_mono_ms && now - rg->first_edit_mono_ms > ENGINE_IDLE_FLUSH_MS &&
                 !rg->flush_queued) {
                 rg->flush_queued = true;
                 estore_queue_job(s, EJOB_FLUSH, t, rg, false);
             }
-            if (!too_long) {
+            if (!too_long && !pinned) {
                 pthread_mutex_unlock(&rg->mu);
                 continue;
             }
@@ -443,6 +458,7 @@ static void trim_wal(struct estore *s)
                         m = memstore_min_seq(rg->fams[f].frozen[k]);
                 if (m < best && !rg->flush_queued) {
                     best = m;
+                    best_idle = rg->trim_idle_checks;
                     bt = t;
                     br = rg;
                 }
@@ -450,7 +466,7 @@ static void trim_wal(struct estore *s)
             pthread_mutex_unlock(&rg->mu);
         }
     }
-    if (br) {
+    if (br && (too_long || best_idle >= ENGINE_IDLE_CHECKS)) {
         pthread_mutex_lock(&br->mu);
         br->flush_queued = true;
         pthread_mutex_unlock(&br->mu);

@@ -82,4 +82,22 @@ check_eq "regexp with an inline flag and a lookahead (POST)" \
 r=$(getq /api/query "start=$H" 'm=sum:m{}{host=regexp(web[)}')
 check_contains "an invalid regexp is a 400 naming the index" "$r" '400 {"error":{"code":400,"message":"'
 check_contains "an invalid regexp names where" "$r" 'near index 4'
+# ---- the other request fields of issue #7, in the JSON form -----------------------------------
+J="\"start\":$((H + 15)),\"end\":$((H + 25))"
+r=$(post /api/query "{$J,\"showTSUIDs\":true,\"showSummary\":true,\"showStats\":true,\"queries\":[{\"aggregator\":\"sum\",\"metric\":\"m\",\"tags\":{\"host\":\"web02\"}}]}")
+check_contains "showTSUIDs lists the series" "$r" '"tsuids":["000001000001000002"]'
+check_contains "showStats adds the sub query's stats" "$r" '"stats":{'
+check_contains "showSummary ends with statsSummary" "$r" '{"statsSummary":{'
+check_contains "show_stats in the URL form" "$(get "/api/query?start=$((H + 15))&end=$((H + 25))&m=sum:m&show_stats")" '"stats":{'
+r=$(post /api/query "{$J,\"queries\":[{\"aggregator\":\"sum\",\"metric\":\"m\",\"explicitTags\":true,\"filters\":[{\"type\":\"literal_or\",\"tagk\":\"host\",\"filter\":\"web02|db1\",\"groupBy\":false}]}]}")
+check_contains "explicitTags with filters" "$r" '"aggregateTags":["host"],"dps":{"1356998420":1100}'
+r=$(post /api/query "{\"start\":$((H - 86400)),\"end\":$((H + 86400)),\"timezone\":\"America/New_York\",\"useCalendar\":true,\"queries\":[{\"aggregator\":\"sum\",\"metric\":\"m\",\"downsample\":\"1d-sum\",\"tags\":{\"host\":\"web02\"}}]}")
+check_contains "useCalendar buckets at local midnight" "$r" '"dps":{"1356930000":100.0}'
+r=$(getq /api/query "start=$((H - 86400))" "end=$((H + 86400))" 'm=sum:1d-sum:m{host=web02}' timezone=America/New_York use_calendar)
+check_contains "use_calendar in the URL form" "$r" '"dps":{"1356930000":100.0}'
+r=$(post /api/query "{$J,\"msResolution\":true,\"noAnnotations\":true,\"globalAnnotations\":true,\"queries\":[{\"aggregator\":\"sum\",\"tsuids\":[\"000001000001000002\"],\"rate\":true,\"rateOptions\":{\"counter\":true,\"counterMax\":1000,\"resetValue\":10,\"dropResets\":true}}]}")
+check_eq "tsuids with rate options and msResolution" '200 [{"metric":"m","tags":{"host":"web02"},"aggregateTags":[],"dps":{}}]' "$r"
+check_contains "delete without allow_delete" \
+  "$(post /api/query "{$J,\"delete\":true,\"queries\":[{\"aggregator\":\"sum\",\"metric\":\"m\"}]}")" \
+  'Deleting data is not enabled'
 it_done

@@ -352,12 +352,47 @@ static void test_qmeta_tsmeta_reports_the_counter(void **state)
     free(got);
 }
 
+static int uidmeta_fn(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **out,
+                      int *status, struct ct_err *err)
+{
+    return qmeta_uidmeta(t, m, req, 1357000000000LL, out, status, err);
+}
+
+/* UIDMeta writes answer as UniqueIdRpc does: 304 without changes, 404 `Could not find the
+ * requested UID`, the query-string name display_name, OpenTSDB's parameter messages. */
+static void test_qmeta_uidmeta_answers_as_opentsdb(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    int st;
+    char *got = call(f, uidmeta_fn, QMETA_POST,
+                     "{\"uid\":\"000001\",\"type\":\"metric\",\"display_name\":\"CPU\"}", &st);
+    assert_int_equal(st, 200);
+    assert_string_equal(field_str(got, "displayName"), "\"CPU\"");
+    assert_string_equal(field_str(got, "created"), "1357000000");
+    free(got);
+    expect(f, uidmeta_fn, QMETA_POST, "{\"uid\":\"000001\",\"type\":\"metric\"}", 304, "");
+    expect(f, uidmeta_fn, QMETA_GET, "{\"uid\":\"0000FF\",\"type\":\"metric\"}", 404,
+           "ERR Could not find the requested UID");
+    expect(f, uidmeta_fn, QMETA_POST, "{\"uid\":\"0000FF\",\"type\":\"tagk\",\"notes\":\"n\"}", 404,
+           "ERR Could not find the requested UID");
+    expect(f, uidmeta_fn, QMETA_GET, "{\"uid\":\"000001\",\"type\":\"host\"}", 400,
+           "ERR Invalid type requested: host");
+    expect(f, uidmeta_fn, QMETA_GET, "{\"type\":\"metric\"}", 400,
+           "ERR Missing parameter <code>uid</code>");
+    expect(f, uidmeta_fn, QMETA_GET, "{\"uid\":\"000001\"}", 400,
+           "ERR Missing parameter <code>type</code>");
+    expect(f, uidmeta_fn, QMETA_POST, "{\"type\":\"metric\"}", 400, "ERR Missing UID");
+    expect(f, uidmeta_fn, QMETA_DELETE, "{\"uid\":\"000001\",\"type\":\"metric\"}", 204, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_qmeta_uid_rename_answers_as_opentsdb, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qmeta_tsmeta_create_update_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qmeta_tsmeta_reports_the_counter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qmeta_uidmeta_answers_as_opentsdb, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

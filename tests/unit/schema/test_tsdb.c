@@ -319,6 +319,7 @@ static void test_batch_in_any_order_reads_back_and_later_write_of_a_cell_wins(vo
     char now[32];
     snprintf(now, sizeof(now), "%lld", (long long)(BASE_MS + 1800000)); /* no compaction */
     setenv("CTSDB_NOW_MS", now, 1);
+    clock_reload();
     struct tsdb_config c;
     tsdb_config_init(&c);
     open_tsdb(f, &c);
