@@ -350,6 +350,12 @@ static void test_qmeta_tsmeta_reports_the_counter(void **state)
     assert_string_equal(field_str(got, "totalDatapoints"), "42");
     assert_true(atof(field_str(got, "lastReceived")) > 1.5e9);
     free(got);
+    /* a UID deleted under a stored TSMeta: 404 for the TSUID and for the metric's list */
+    assert_int_equal(uid_delete(tsdb_uid(f->t), UID_TAGV, "x", &err), CT_OK);
+    expect(f, qmeta_tsmeta, QMETA_GET, "{\"tsuid\":\"000002000001000001000002000002\"}", 404,
+           "ERR Unable to find one of the UIDs");
+    expect(f, qmeta_tsmeta, QMETA_GET, "{\"m\":\"sys.mem\"}", 404,
+           "ERR Unable to find one of the UIDs");
 }
 
 static int uidmeta_fn(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **out,
