@@ -310,6 +310,24 @@ double qagg_run_double(const struct qagg *a, const double *v, size_t n, double *
     return NAN;
 }
 
+enum qagg_stream qagg_stream_kind(const struct qagg *a)
+{
+    switch (a->kind) {
+    case K_SUM:
+        return QAGG_STREAM_SUM;
+    case K_AVG:
+        return QAGG_STREAM_AVG;
+    case K_MIN:
+        return QAGG_STREAM_MIN;
+    case K_MAX:
+        return QAGG_STREAM_MAX;
+    case K_COUNT:
+        return QAGG_STREAM_COUNT;
+    default:
+        return QAGG_STREAM_NO;
+    }
+}
+
 /* ---- buffers ------------------------------------------------------------------------ */
 
 void qagg_buf_free(struct qagg_buf *b)
@@ -726,9 +744,75 @@ static double slot_double(const struct gslot *s)
     return s->f ? s->d : (double)s->i;
 }
 
+/* The aligned case of qagg_group_run(): every series, from its first point at or after
+ * win_start_ms, has the same timestamps and only doubles. Then AggregationIterator moves all
+ * series together: at each timestamp every series' current point is at that timestamp (so no
+ * value is interpolated, and no point is an integer), the first point is skipped with rate (it
+ * only primes the current value), and iteration stops past win_end_ms. *done is false (and
+ * nothing emitted) when the series are not aligned, or when a point sits at time 0 (which the
+ * iterator takes for "no current point"). */
+static int group_run_aligned(const struct qagg *a, const struct qagg_series *s, size_t ns,
+                             int64_t win_start_ms, int64_t win_end_ms, bool rate,
+                             qagg_emit_fn emit, void *arg, bool *done, struct ct_err *err)
+{
+    enum {
+        MAXS = 256
+    };
+    *done = false;
+    if (ns < 2 || ns > MAXS)
+        return CT_OK;
+    size_t from[MAXS];
+    size_t len = 0;
+    for (size_t i = 0; i < ns; i++) {
+        size_t f = 0;
+        while (f < s[i].n && s[i].p[f].ts_ms < win_start_ms)
+            f++;
+        from[i] = f;
+        if (i == 0)
+            len = s[i].n - f;
+        else if (s[i].n - f != len)
+            return CT_OK;
+    }
+    const struct qagg_point *p0 = s[0].p + from[0];
+    if (len && p0[0].ts_ms <= 0)
+        return CT_OK;
+    for (size_t i = 0; i < ns; i++) {
+        const struct qagg_point *pi = s[i].p + from[i];
+        for (size_t k = 0; k < len; k++)
+            if (pi[k].ts_ms != p0[k].ts_ms || pi[k].is_int)
+                return CT_OK;
+    }
+    *done = true;
+    double *dv = malloc(ns * 2 * sizeof(double));
+    if (!dv)
+        return ct_err_set(err, CT_ENOMEM, "out of memory aggregating %zu series", ns);
+    int rc = CT_OK;
+    for (size_t k = rate ? 1 : 0; k < len && p0[k].ts_ms <= win_end_ms; k++) {
+        for (size_t i = 0; i < ns; i++)
+            dv[i] = s[i].p[from[i] + k].v.d;
+        struct qagg_point out = {.ts_ms = p0[k].ts_ms, .is_int = false};
+        out.v.d = qagg_run_double(a, dv, ns, dv + ns);
+        if ((rc = emit(arg, &out)) != 0)
+            break;
+    }
+    free(dv);
+    return rc;
+}
+
 int qagg_group_run(const struct qagg *a, const struct qagg_series *s, size_t ns,
                    int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
                    void *arg, struct ct_err *err)
+{
+    bool done;
+    int rc = group_run_aligned(a, s, ns, win_start_ms, win_end_ms, rate, emit, arg, &done, err);
+    if (done)
+        return rc;
+    return qagg_group_run_general(a, s, ns, win_start_ms, win_end_ms, rate, emit, arg, err);
+}
+
+int qagg_group_run_general(const struct qagg *a, const struct qagg_series *s, size_t ns,
+                           int64_t win_start_ms, int64_t win_end_ms, bool rate,
+                           qagg_emit_fn emit, void *arg, struct ct_err *err)
 {
     if (ns == 0)
         return CT_OK;

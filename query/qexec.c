@@ -19,6 +19,7 @@
  * series_finish() ran (rows arrive newest first; their chunks are reversed). */
 #include "query/qexec.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -203,6 +204,7 @@ struct xscan {
      * bucket lies in one row and a row's buckets are final */
     const struct qagg_ds *ds; /* NULL: series keep their raw points */
     int64_t ds_seek_ms;       /* the Downsampler's first bucket start */
+    enum qagg_stream ds_stream; /* ds->fn folded in one pass, or QAGG_STREAM_NO */
     atomic_int stop;
     /* per bucket */
     struct xset *sets;
@@ -275,25 +277,63 @@ static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c,
                           struct ct_err *err)
 {
     int64_t iv = x->ds->interval_ms;
+    const int64_t *ts = c->ts;
     size_t i = 0, n = c->n;
-    while (i < n && c->ts[i] < x->ds_seek_ms)
+    while (i < n && ts[i] < x->ds_seek_ms)
         i++;
     if (i == n)
         return CT_OK;
-    int64_t first = c->ts[i] - c->ts[i] % iv;
-    size_t most = (size_t)((c->ts[n - 1] - first) / iv) + 1;
+    int64_t first = ts[i] - ts[i] % iv;
+    size_t most = (size_t)((ts[n - 1] - first) / iv) + 1;
     int rc = qagg_buf_reserve(out, most, err);
     if (rc != CT_OK)
         return rc;
+    /* the values as doubles (qagg_point_double), then one tight loop per bucket */
+    for (size_t k = i; k < n; k++)
+        vals[k] = dpcodec_cols_double(c, k);
+    enum qagg_stream kind = x->ds_stream;
     while (i < n) {
-        int64_t bstart = c->ts[i] - c->ts[i] % iv, bend = bstart + iv;
-        size_t nv = 0;
-        for (; i < n && c->ts[i] < bend; i++)
-            vals[nv++] = dpcodec_cols_double(c, i);
+        int64_t bstart = ts[i] - ts[i] % iv, bend = bstart + iv;
+        size_t b = i, k = 0;
+        while (i < n && ts[i] < bend)
+            i++;
+        double r = 0;
+        /* qagg_run_double's single passes (NaN skipped), or the call itself */
+        switch (kind) {
+        case QAGG_STREAM_SUM:
+        case QAGG_STREAM_AVG:
+            for (size_t j = b; j < i; j++)
+                if (!isnan(vals[j])) {
+                    r += vals[j];
+                    k++;
+                }
+            r = k == 0 ? NAN : kind == QAGG_STREAM_AVG ? r / (double)k : r;
+            break;
+        case QAGG_STREAM_MIN:
+            for (size_t j = b; j < i; j++)
+                if (!isnan(vals[j]) && (k++ == 0 || vals[j] < r))
+                    r = vals[j];
+            r = k == 0 ? NAN : r;
+            break;
+        case QAGG_STREAM_MAX:
+            for (size_t j = b; j < i; j++)
+                if (!isnan(vals[j]) && (k++ == 0 || vals[j] > r))
+                    r = vals[j];
+            r = k == 0 ? NAN : r;
+            break;
+        case QAGG_STREAM_COUNT:
+            for (size_t j = b; j < i; j++)
+                k += !isnan(vals[j]);
+            r = k == 0 ? NAN : (double)k;
+            break;
+        default:
+            r = qagg_run_double(x->ds->fn, vals + b, i - b, scratch);
+            break;
+        }
         struct qagg_point *pt = &out->p[out->n++];
         pt->ts_ms = bstart;
         pt->is_int = false;
-        pt->v.d = qagg_run_double(x->ds->fn, vals, nv, scratch);
+        pt->v.d = r;
     }
     return CT_OK;
 }
@@ -384,6 +424,17 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
                 s->capchunks = nc;
             }
             s->chunks[s->nchunks++] = s->pts.n;
+            if (s->pts.cap == 0) {
+                /* the series' first row in this scan: room for the whole slice (buckets, or
+                 * this row's count for every hour), so that it rarely grows */
+                uint64_t hours = (uint64_t)(top_s - bottom_s) / ROWKEY_HOUR_S + 1;
+                uint64_t guess = x->ds ? hours * ROWKEY_HOUR_S * 1000 / (uint64_t)x->ds->interval_ms
+                                       : hours * n;
+                if (guess > 1u << 20)
+                    guess = 1u << 20;
+                if ((rc = qagg_buf_reserve(&s->pts, (size_t)guess, err)) != CT_OK)
+                    break;
+            }
             if (x->ds) {
                 if (n > dsv_cap) {
                     size_t nc = dsv_cap ? dsv_cap : 512;
@@ -527,7 +578,8 @@ struct xsub {
     size_t nser;
     struct xset *sets;
     unsigned nsets;
-    bool ds_done; /* the scan downsampled the series already (xscan.ds) */
+    bool ds_done;      /* the scan downsampled the series already (xscan.ds) */
+    bool general_only; /* qexec_options.general_only */
 };
 
 static void xsub_free(struct xsub *xs)
@@ -849,8 +901,10 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         int64_t iv = sub->ds.interval_ms, seek = w.win_start_ms + iv - 1;
         x.ds = &sub->ds;
         x.ds_seek_ms = seek - seek % iv;
+        x.ds_stream = o->general_only ? QAGG_STREAM_NO : qagg_stream_kind(sub->ds.fn);
     }
     xs->ds_done = x.ds != NULL;
+    xs->general_only = o->general_only;
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
@@ -1071,8 +1125,8 @@ static int run_group(const struct qspec *q, const struct xsub *xs, struct xser *
         ss[i].n = np;
     }
     if (rc == CT_OK)
-        rc = qagg_group_run(sub->agg, ss, n, w.win_start_ms, w.win_end_ms, sub->rate, emit_point,
-                            xo, err);
+        rc = (xs->general_only ? qagg_group_run_general : qagg_group_run)(
+            sub->agg, ss, n, w.win_start_ms, w.win_end_ms, sub->rate, emit_point, xo, err);
     if (rc == CT_OK && xo->has_pad) /* nothing at or after the start: the padding point alone */
         rc = write_point(xo, &xo->pad);
     for (size_t i = 0; i < 2 * n; i++)

@@ -1,6 +1,7 @@
 /* query_micro.c - runs one /api/query JSON body in-process against a data directory (read-only)
  * RUNS times and prints the median, min and max wall time of qexec_run (JSON written to a
- * counting sink) with the statsSummary counters. No HTTP: it isolates the query layer and the
+ * counting sink), the process CPU time per query (less sensitive to a loaded machine than wall
+ * time) and the statsSummary counters. No HTTP: it isolates the query layer and the
  * store's read path for profiling (perf record -g -- query_micro ...).
  *
  * Usage: query_micro DATA_DIR RUNS 'JSON BODY' [threads]
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "query/qexec.h"
 #include "query/qjson.h"
@@ -66,6 +68,8 @@ int main(int argc, char **argv)
     uint64_t *ns = calloc((size_t)runs, sizeof(uint64_t));
     struct qexec_stats st = {0};
     size_t bytes = 0;
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
     for (int r = 0; r < runs; r++) {
         struct sink sk = {0, NULL};
         if (r == 0 && argc > 5)
@@ -87,10 +91,16 @@ int main(int argc, char **argv)
         }
         bytes = sk.bytes;
     }
+    getrusage(RUSAGE_SELF, &ru1);
+    double cpu_ms = ((ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1e3 +
+                     (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e3 +
+                     (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3 +
+                     (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e3) /
+                    runs;
     qsort(ns, (size_t)runs, sizeof(uint64_t), cmp_u64);
-    printf("median %.3f ms  min %.3f  max %.3f  | rows %llu raw %llu series %llu emitted %llu "
+    printf("cpu %.3f ms/query | median %.3f ms  min %.3f  max %.3f  | rows %llu raw %llu series %llu emitted %llu "
            "bytes %zu | scan %.3f agg %.3f ms (last run)\n",
-           ns[runs / 2] / 1e6, ns[0] / 1e6, ns[runs - 1] / 1e6, (unsigned long long)st.rows,
+           cpu_ms, ns[runs / 2] / 1e6, ns[0] / 1e6, ns[runs - 1] / 1e6, (unsigned long long)st.rows,
            (unsigned long long)st.raw_dps, (unsigned long long)st.series,
            (unsigned long long)st.emitted_dps, bytes, st.scan_ns / 1e6, st.agg_ns / 1e6);
     free(ns);
