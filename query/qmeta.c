@@ -1193,6 +1193,8 @@ static int tsmeta_list(struct tsdb *t, const char *m, cJSON **out, int *status, 
         nw++;
     }
     cJSON_Delete(lr);
+    if (rc == CT_NOTFOUND) /* UniqueIdRpc's text for a NoSuchUniqueName here */
+        ct_err_set(err, CT_NOTFOUND, "Unable to find one of the UIDs");
     if (rc != CT_OK)
         return fail(status, rc == CT_NOTFOUND ? 404 : rc == CT_EINVAL ? 400 : 500, rc, err);
     cJSON *list = cJSON_CreateArray();
