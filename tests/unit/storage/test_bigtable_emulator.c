@@ -559,6 +559,37 @@ static void test_timestamp_and_cell_size_edges(void **state)
     wc_close(s);
 }
 
+/* KEEP_DELETED_CELLS needs delete markers: refused at create and alter, nothing changed. */
+static void test_keep_deleted_cells_is_refused(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f;
+    wc_family_desc_init(&f, "f");
+    f.keep_deleted = WC_KEEP_DELETED_TRUE;
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "kdc1");
+    d.families = &f;
+    d.nfamilies = 1;
+    assert_int_equal(wc_table_create(s, &d, NULL, 0, &err), CT_EUNSUPPORTED);
+    assert_non_null(strstr(err.msg, "KEEP_DELETED_CELLS"));
+    assert_int_equal(wc_table_exists(s, "kdc1", &err), CT_NOTFOUND);
+    f.keep_deleted = WC_KEEP_DELETED_FALSE;
+    OK(wc_table_create(s, &d, NULL, 0, &err));
+    f.keep_deleted = WC_KEEP_DELETED_TTL;
+    f.versions = 4;
+    assert_int_equal(wc_table_alter(s, &d, &err), CT_EUNSUPPORTED);
+    struct wc_table_desc *got;
+    OK(wc_table_describe(s, "kdc1", &got, &err));
+    assert_int_equal(got->families[0].keep_deleted, WC_KEEP_DELETED_FALSE);
+    assert_int_equal(got->families[0].versions, 1);
+    wc_table_desc_free(got);
+    drop_table(s, "kdc1");
+    wc_close(s);
+}
+
 /* ---- read-dependent deletes under concurrent writers ------------------------------------ */
 
 struct deleter {
@@ -790,7 +821,7 @@ static void test_family_version_delete_over_thousands_of_columns(void **state)
     enum {
         NC = 2500
     };
-    static char quals[NC][8];
+    static char quals[NC][16];
     static struct wc_mutation m[2 * NC + 1];
     for (int i = 0; i < NC; i++) {
         snprintf(quals[i], sizeof(quals[i]), "c%05d", i);
@@ -1118,6 +1149,7 @@ int main(void)
         cmocka_unit_test(test_large_batch_and_client_side_limits),
         cmocka_unit_test(test_threads_share_one_store_and_handle),
         cmocka_unit_test(test_timestamp_and_cell_size_edges),
+        cmocka_unit_test(test_keep_deleted_cells_is_refused),
         cmocka_unit_test(test_concurrent_delete_latest_removes_one_version_each),
         cmocka_unit_test(test_family_deletes_are_atomic_against_a_concurrent_writer),
         cmocka_unit_test(test_family_version_delete_over_thousands_of_columns),
