@@ -666,6 +666,9 @@ int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rat
     struct qagg_point zero = {.ts_ms = 0, .is_int = true};
     zero.v.i = 0;
     const struct qagg_point *prev = &zero;
+    int rc = qagg_buf_reserve(out, n, err); /* at most one rate per point */
+    if (rc != CT_OK)
+        return rc;
     for (size_t i = 0; i < n; i++) {
         const struct qagg_point *dp = &in[i];
         if (dp->ts_ms <= prev->ts_ms)
@@ -687,9 +690,7 @@ int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rat
         } else {
             pt.v.d = diff / tdelta;
         }
-        int rc = qagg_buf_push(out, &pt, err);
-        if (rc != CT_OK)
-            return rc;
+        out->p[out->n++] = pt;
         prev = dp;
     }
     return CT_OK;
@@ -752,8 +753,8 @@ static double slot_double(const struct gslot *s)
  * nothing emitted) when the series are not aligned, or when a point sits at time 0 (which the
  * iterator takes for "no current point"). */
 static int group_run_aligned(const struct qagg *a, const struct qagg_series *s, size_t ns,
-                             int64_t win_start_ms, int64_t win_end_ms, bool rate,
-                             qagg_emit_fn emit, void *arg, bool *done, struct ct_err *err)
+                             int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
+                             void *arg, bool *done, struct ct_err *err)
 {
     enum {
         MAXS = 256
@@ -811,8 +812,8 @@ int qagg_group_run(const struct qagg *a, const struct qagg_series *s, size_t ns,
 }
 
 int qagg_group_run_general(const struct qagg *a, const struct qagg_series *s, size_t ns,
-                           int64_t win_start_ms, int64_t win_end_ms, bool rate,
-                           qagg_emit_fn emit, void *arg, struct ct_err *err)
+                           int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
+                           void *arg, struct ct_err *err)
 {
     if (ns == 0)
         return CT_OK;

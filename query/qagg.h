@@ -171,7 +171,7 @@ int qagg_group_run(const struct qagg *a, const struct qagg_series *s, size_t ns,
                    void *arg, struct ct_err *err);
 /* qagg_group_run() without the aligned-series fast path (tests compare the two). */
 int qagg_group_run_general(const struct qagg *a, const struct qagg_series *s, size_t ns,
-                           int64_t win_start_ms, int64_t win_end_ms, bool rate,
-                           qagg_emit_fn emit, void *arg, struct ct_err *err);
+                           int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
+                           void *arg, struct ct_err *err);
 
 #endif

@@ -5,8 +5,9 @@
  *      to each row key before materialising the row (wc_scan_options.row_filter);
  *   3. one reversed scan per salt bucket over the hour rows of the scan window (TsdbQuery's
  *      getScanStartTimeSeconds / getScanEndTimeSeconds), buckets spread over threads; with
- *      fewer buckets than threads each bucket's hours are cut into time slices (newest first)
- *      whose series are appended back together before step 5;
+ *      fewer than four buckets per thread each bucket's hours are cut into time slices
+ *      (newest first) taken by whichever thread is free, whose series are chained back
+ *      together before step 5;
  *   4. decode every cell layout of each row (dpcodec_row_decode) into its series, keep the row's
  *      annotations;
  *   5. resolve tag names, apply every filter by name (regexp, wildcard, case-insensitive ones),
@@ -54,6 +55,9 @@ struct xser {
     size_t nanns;
     int64_t *row_base; /* base hour of every row read (only for delete queries) */
     size_t nrows, caprows;
+    /* the same series' points in the older time slices of its bucket, newest first (owned;
+     * series_finish() folds them in) */
+    struct xser *older, *oldest;
     /* after the scan */
     size_t ntags;
     uint64_t *tagk_id, *tagv_id;
@@ -66,6 +70,7 @@ static void xser_free(struct xser *s)
 {
     if (!s)
         return;
+    xser_free(s->older);
     free(s->tsuid);
     qagg_buf_free(&s->pts);
     free(s->chunks);
@@ -161,23 +166,43 @@ static struct xser *xset_get(struct xset *x, const uint8_t *tsuid, size_t len)
     return s;
 }
 
-/* Puts the points of a series in ascending order (rows were read newest first). */
+/* Puts the points of a series in ascending order, in one copy: rows were read newest first
+ * (each row a chunk) and older time slices hang off s->older. */
 static int series_finish(struct xser *s, struct ct_err *err)
 {
-    if (s->nchunks <= 1)
+    if (s->nchunks <= 1 && !s->older)
         return CT_OK;
-    struct qagg_point *np = malloc(s->pts.n * sizeof(*np));
-    if (!np && s->pts.n)
-        return ct_err_set(err, CT_ENOMEM, "out of memory ordering %zu points", s->pts.n);
-    size_t o = 0;
-    for (size_t c = s->nchunks; c-- > 0;) {
-        size_t b = s->chunks[c], e = c + 1 < s->nchunks ? s->chunks[c + 1] : s->pts.n;
-        memcpy(np + o, s->pts.p + b, (e - b) * sizeof(*np));
-        o += e - b;
+    size_t total = 0, nparts = 0;
+    for (const struct xser *e = s; e; e = e->older) {
+        total += e->pts.n;
+        nparts++;
     }
+    struct qagg_point *np = malloc((total ? total : 1) * sizeof(*np));
+    const struct xser **parts = malloc(nparts * sizeof(*parts));
+    if (!np || !parts) {
+        free(np);
+        free(parts);
+        return ct_err_set(err, CT_ENOMEM, "out of memory ordering %zu points", total);
+    }
+    size_t k = 0;
+    for (const struct xser *e = s; e; e = e->older)
+        parts[k++] = e;
+    size_t o = 0;
+    while (k-- > 0) { /* the oldest slice first, its oldest row first */
+        const struct xser *e = parts[k];
+        for (size_t c = e->nchunks; c-- > 0;) {
+            size_t b = e->chunks[c], end = c + 1 < e->nchunks ? e->chunks[c + 1] : e->pts.n;
+            memcpy(np + o, e->pts.p + b, (end - b) * sizeof(*np));
+            o += end - b;
+        }
+    }
+    free(parts);
+    xser_free(s->older);
+    s->older = s->oldest = NULL;
     free(s->pts.p);
     s->pts.p = np;
-    s->pts.cap = s->pts.n;
+    s->pts.n = s->pts.cap = total;
+    s->nchunks = 1;
     return CT_OK;
 }
 
@@ -202,8 +227,8 @@ struct xscan {
     bool keep_rows;       /* remember each row's hour (delete queries) */
     /* downsampling inside the scan (row_downsample): the interval divides an hour, so every
      * bucket lies in one row and a row's buckets are final */
-    const struct qagg_ds *ds; /* NULL: series keep their raw points */
-    int64_t ds_seek_ms;       /* the Downsampler's first bucket start */
+    const struct qagg_ds *ds;   /* NULL: series keep their raw points */
+    int64_t ds_seek_ms;         /* the Downsampler's first bucket start */
     enum qagg_stream ds_stream; /* ds->fn folded in one pass, or QAGG_STREAM_NO */
     atomic_int stop;
     /* per bucket */
@@ -272,9 +297,8 @@ static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_byte
  * them (qagg_downsample without fill): each bucket's values in time order through the
  * downsampling function. Only used when the interval divides an hour, so that no bucket spans
  * two rows and the row's buckets are the series' buckets. vals and scratch hold c->n doubles. */
-static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c,
-                          struct qagg_buf *out, double *vals, double *scratch,
-                          struct ct_err *err)
+static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c, struct qagg_buf *out,
+                          double *vals, double *scratch, struct ct_err *err)
 {
     int64_t iv = x->ds->interval_ms;
     const int64_t *ts = c->ts;
@@ -288,10 +312,42 @@ static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c,
     int rc = qagg_buf_reserve(out, most, err);
     if (rc != CT_OK)
         return rc;
-    /* the values as doubles (qagg_point_double), then one tight loop per bucket */
-    for (size_t k = i; k < n; k++)
-        vals[k] = dpcodec_cols_double(c, k);
+    bool nan_free = c->kinds == DPCODEC_COLS_INTS; /* integers are never NaN */
     enum qagg_stream kind = x->ds_stream;
+    if (nan_free && (kind == QAGG_STREAM_SUM || kind == QAGG_STREAM_AVG)) {
+        /* the common case in one pass: integer values summed (as doubles, in time order) */
+        const uint64_t *val = c->val;
+        int64_t bstart = ts[i] - ts[i] % iv, bend = bstart + iv;
+        size_t b = i;
+        double r = 0;
+        for (; i < n; i++) {
+            if (ts[i] >= bend) {
+                struct qagg_point *pt = &out->p[out->n++];
+                pt->ts_ms = bstart;
+                pt->is_int = false;
+                pt->v.d = kind == QAGG_STREAM_AVG ? r / (double)(i - b) : r;
+                bstart = ts[i] - ts[i] % iv;
+                bend = bstart + iv;
+                b = i;
+                r = 0;
+            }
+            r += (double)(int64_t)val[i];
+        }
+        struct qagg_point *pt = &out->p[out->n++];
+        pt->ts_ms = bstart;
+        pt->is_int = false;
+        pt->v.d = kind == QAGG_STREAM_AVG ? r / (double)(i - b) : r;
+        return CT_OK;
+    }
+    /* the values as doubles (qagg_point_double), then one tight loop per bucket */
+    if (nan_free)
+        for (size_t k = i; k < n; k++)
+            vals[k] = (double)(int64_t)c->val[k];
+    else if (c->kinds == DPCODEC_COLS_REALS)
+        memcpy(vals + i, c->val + i, (n - i) * sizeof(double));
+    else
+        for (size_t k = i; k < n; k++)
+            vals[k] = dpcodec_cols_double(c, k);
     while (i < n) {
         int64_t bstart = ts[i] - ts[i] % iv, bend = bstart + iv;
         size_t b = i, k = 0;
@@ -302,11 +358,17 @@ static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c,
         switch (kind) {
         case QAGG_STREAM_SUM:
         case QAGG_STREAM_AVG:
-            for (size_t j = b; j < i; j++)
-                if (!isnan(vals[j])) {
+            if (nan_free) {
+                for (size_t j = b; j < i; j++)
                     r += vals[j];
-                    k++;
-                }
+                k = i - b;
+            } else {
+                for (size_t j = b; j < i; j++)
+                    if (!isnan(vals[j])) {
+                        r += vals[j];
+                        k++;
+                    }
+            }
             r = k == 0 ? NAN : kind == QAGG_STREAM_AVG ? r / (double)k : r;
             break;
         case QAGG_STREAM_MIN:
@@ -383,8 +445,8 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
         size_t tl = rowkey_tsuid_of(l, row.key.data, row.key.len, ts, sizeof(ts));
         if (!tl)
             continue;
-        if ((rc = dpcodec_row_decode_cols(parts.base_s, row.cells, row.ncells, &cols, NULL,
-                                          err)) != CT_OK)
+        if ((rc = dpcodec_row_decode_cols(parts.base_s, row.cells, row.ncells, &cols, NULL, err)) !=
+            CT_OK)
             break;
         size_t n = cols.n;
         bool has_ann = false;
@@ -428,8 +490,8 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
                 /* the series' first row in this scan: room for the whole slice (buckets, or
                  * this row's count for every hour), so that it rarely grows */
                 uint64_t hours = (uint64_t)(top_s - bottom_s) / ROWKEY_HOUR_S + 1;
-                uint64_t guess = x->ds ? hours * ROWKEY_HOUR_S * 1000 / (uint64_t)x->ds->interval_ms
-                                       : hours * n;
+                uint64_t guess =
+                    x->ds ? hours * ROWKEY_HOUR_S * 1000 / (uint64_t)x->ds->interval_ms : hours * n;
                 if (guess > 1u << 20)
                     guess = 1u << 20;
                 if ((rc = qagg_buf_reserve(&s->pts, (size_t)guess, err)) != CT_OK)
@@ -519,27 +581,22 @@ static void *scan_thread(void *arg)
     return NULL;
 }
 
-/* Appends series src (an older time slice of the same bucket) to dst's series. */
-static int xset_merge(struct xset *dst, const struct xset *src, struct ct_err *err)
+/* Hands the series of src (an older time slice of the same bucket) to dst's series: the
+ * points are chained (d->older, copied once by series_finish()), annotations and row hours
+ * appended. src keeps no series. */
+static int xset_merge(struct xset *dst, struct xset *src, struct ct_err *err)
 {
     for (size_t i = 0; i < src->n; i++) {
-        const struct xser *s = src->ser[i];
+        struct xser *s = src->ser[i];
         struct xser *d = xset_get(dst, s->tsuid, s->tsuid_len);
-        if (!d || qagg_buf_reserve(&d->pts, s->pts.n, err) != CT_OK)
+        if (!d)
             return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
-        size_t need = d->nchunks + s->nchunks;
-        if (need > d->capchunks) {
-            size_t *nc = realloc(d->chunks, need * sizeof(size_t));
-            if (!nc)
-                return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
-            d->chunks = nc;
-            d->capchunks = need;
-        }
-        for (size_t c = 0; c < s->nchunks; c++)
-            d->chunks[d->nchunks++] = d->pts.n + s->chunks[c];
-        if (s->pts.n)
-            memcpy(d->pts.p + d->pts.n, s->pts.p, s->pts.n * sizeof(struct qagg_point));
-        d->pts.n += s->pts.n;
+        src->ser[i] = NULL;
+        if (d->oldest)
+            d->oldest->older = s;
+        else
+            d->older = s;
+        d->oldest = s;
         for (size_t a = 0; a < s->nanns; a++) {
             struct wc_bytes v = wc_bytes_str(s->anns[a].json);
             if (add_annotation(d, s->anns[a].start_ms, &v) != 0)
@@ -896,8 +953,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     x.win_end_s = w.win_end_ms / 1000;
     x.rf = rf;
     if (!o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
-        sub->ds.fill == QAGG_FILL_NONE &&
-        sub->ds.interval_ms > 0 && (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0) {
+        sub->ds.fill == QAGG_FILL_NONE && sub->ds.interval_ms > 0 &&
+        (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0) {
         int64_t iv = sub->ds.interval_ms, seek = w.win_start_ms + iv - 1;
         x.ds = &sub->ds;
         x.ds_seek_ms = seek - seek % iv;
@@ -910,9 +967,12 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
     if (nth > 64)
         nth = 64;
-    /* fewer buckets than threads: split each bucket's hours into time slices */
+    /* fewer than four pieces of work per thread: split each bucket's hours into time slices.
+     * Threads take pieces as they come free, so a thread that starts late or is preempted on a
+     * busy machine leaves its share to the others instead of holding up the query. */
     int64_t hours = (x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S;
-    x.nslices = x.nbuckets >= nth ? 1 : (nth + x.nbuckets - 1) / x.nbuckets;
+    unsigned want = 4 * nth;
+    x.nslices = x.nbuckets >= want ? 1 : (want + x.nbuckets - 1) / x.nbuckets;
     if (hours < 1)
         hours = 1;
     if ((int64_t)x.nslices > hours)

@@ -132,18 +132,29 @@ void qjson_str(struct qjson *j, const char *s)
     qjson_strn(j, s, strlen(s));
 }
 
-/* Decimal digits of v into out (room 20), returns the length. */
+/* Decimal digits of v into out (room 20), returns the length. Two digits per step. */
 static size_t qjson_u64_digits(uint64_t v, char *out)
 {
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char t[20];
-    size_t n = 0;
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        out[i] = t[n - 1 - i];
-    return n;
+    size_t n = 20;
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        t[--n] = pairs[2 * r + 1];
+        t[--n] = pairs[2 * r];
+    }
+    if (v >= 10) {
+        t[--n] = pairs[2 * v + 1];
+        t[--n] = pairs[2 * v];
+    } else {
+        t[--n] = (char)('0' + v);
+    }
+    memcpy(out, t + n, 20 - n);
+    return 20 - n;
 }
 
 size_t qjson_format_i64(int64_t v, char *out)
@@ -164,7 +175,6 @@ void qjson_i64(struct qjson *j, int64_t v)
     char b[24];
     qjson_raw(j, b, qjson_format_i64(v, b));
 }
-
 
 /* Writes digits (nd of them, trailing zeros already cut) of a value d.ddd x 10^exp10 with
  * 1e-3 <= |value| < 1e7 in Java's plain layout; returns the length. */
@@ -243,10 +253,10 @@ static size_t qjson_format_exact(double v, char *out)
     double a = fabs(v);
     if (!(a >= 1e-3 && a < 1e7))
         return 0;
-    int e2;
-    double fr = frexp(a, &e2); /* a = fr 2^e2, fr in [0.5, 1) */
-    uint64_t m = (uint64_t)ldexp(fr, 53);
-    int s = 53 - e2; /* a = m 2^-s */
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof(bits)); /* a normal double: m = 1.fraction, 53 bits */
+    uint64_t m = (bits & ((1ULL << 52) - 1)) | (1ULL << 52);
+    int s = 1075 - (int)(bits >> 52); /* a = m 2^-s */
     if (s <= 0 || s > 100)
         return 0;
     /* exp10 with 10^exp10 <= a < 10^(exp10 + 1): powers of ten from 1e-3 to 1e7 are compared

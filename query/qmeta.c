@@ -1193,6 +1193,8 @@ static int tsmeta_list(struct tsdb *t, const char *m, cJSON **out, int *status, 
         nw++;
     }
     cJSON_Delete(lr);
+    if (rc == CT_NOTFOUND) /* UniqueIdRpc's text for a NoSuchUniqueName here */
+        ct_err_set(err, CT_NOTFOUND, "Unable to find one of the UIDs");
     if (rc != CT_OK)
         return fail(status, rc == CT_NOTFOUND ? 404 : rc == CT_EINVAL ? 400 : 500, rc, err);
     cJSON *list = cJSON_CreateArray();
@@ -1390,14 +1392,18 @@ int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **
     } else if (hex) {
         bool given = false;
         cJSON *probe = tsm_canonical(thex, NULL);
-        if (probe && tsm_apply(probe, req, false, &given, err) == CT_OK && !given) {
-            cJSON_Delete(probe);
-            *out = NULL;
-            *status = 304; /* no changes is checked first */
-            rc = CT_OK;
+        rc = probe ? tsm_apply(probe, req, false, &given, err)
+                   : ct_err_set(err, CT_ENOMEM, "out of memory");
+        cJSON_Delete(probe);
+        if (rc != CT_OK) { /* a malformed field is reported first, as the body's parse is */
+            *status = rc == CT_EINVAL ? 400 : 500;
             goto out;
         }
-        cJSON_Delete(probe);
+        if (!given) {
+            *out = NULL;
+            *status = 304; /* no changes is checked before storage */
+            goto out;
+        }
         rc = ct_err_set(err, CT_EINVAL, "Requested TSMeta did not exist");
         *status = 400;
         goto out;

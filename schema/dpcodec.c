@@ -531,14 +531,14 @@ static size_t dpcodec_radix_bits_memo(uint64_t r, size_t cnt)
 /* Reads a radix block's number (bits bits right-aligned in `bytes` big-endian bytes; the
  * padding bits before it are ignored) and writes its cnt base-r digits, least significant
  * first, each plus mn, into res. -1 if the number is r^cnt or more (never written so). */
-static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint64_t r,
-                              uint64_t cnt, int64_t mn, int64_t *res)
+static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint64_t r, uint64_t cnt,
+                              int64_t mn, int64_t *res)
 {
     struct dpcodec_big big;
     if ((bytes + 7) / 8 > DPCODEC_BIG_LIMBS)
         return -1;
     memset(big.l, 0, (bytes + 7) / 8 * sizeof(uint64_t));
-    size_t b = 0; /* bytes from the least significant end */
+    size_t b = 0;                  /* bytes from the least significant end */
     for (; b + 8 <= bytes; b += 8) /* whole limbs */
         big.l[b / 8] = coding_get_be64(p + bytes - b - 8);
     for (; b < bytes; b++)
@@ -584,9 +584,17 @@ static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint6
     return big.n ? -1 : 0;
 }
 
-/* Reads an integer stream of order k with n entries into xs (dpcodec_format.h). */
-static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
-                               int64_t *xs)
+/* What dpcodec_stream_read() found when every residual is 0: x_i = h0 + i * h1 (64-bit
+ * wrap-around; h1 = 0 below order 2, h0 = 0 at order 0). */
+struct dpcodec_prog {
+    bool is;
+    int64_t h0, h1;
+};
+
+/* Reads an integer stream of order k with n entries into xs. With prog non-NULL, a stream
+ * whose residuals are all 0 is reported there instead and xs is not written. */
+static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsigned k,
+                                    uint64_t n, int64_t *xs, struct dpcodec_prog *prog)
 {
     const uint8_t *p = *pp;
     uint64_t heads = k < n ? k : n;
@@ -596,6 +604,9 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             return -1;
     uint64_t m = n - heads, done = 0;
     int64_t *res = xs + heads;
+    /* while every residual so far is 0 (zero-width blocks of minimum 0: a regular series) they
+     * are not written; the first other block writes them */
+    bool zeros = true;
     while (done < m) {
         if (p == end)
             return -1;
@@ -612,6 +623,14 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             dpcodec_svarint(&p, end, &mn))
             return -1;
         uint64_t cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
+        if (zeros) {
+            if (w == 0 && mn == 0) {
+                done += cnt;
+                continue;
+            }
+            memset(res, 0, done * sizeof(*res));
+            zeros = false;
+        }
         if (w == DPCODEC_RADIX_BLOCK) {
             uint64_t r;
             size_t k2 = coding_get_varint64(p, end, &r);
@@ -674,7 +693,19 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
         p += bytes;
         done += cnt;
     }
-    if (k == 1 && n > 0) {
+    if (zeros) { /* the closed forms of the sums */
+        int64_t x = k == 0 ? 0 : h[0], d = k == 2 ? h[1] : 0;
+        if (prog) {
+            prog->is = true;
+            prog->h0 = x;
+            prog->h1 = d;
+        } else {
+            for (uint64_t i = 0; i < n; i++) {
+                xs[i] = x;
+                x = dpcodec_add(x, d);
+            }
+        }
+    } else if (k == 1 && n > 0) {
         xs[0] = h[0];
         for (uint64_t i = 1; i < n; i++)
             xs[i] = dpcodec_add(xs[i - 1], xs[i]);
@@ -688,8 +719,16 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             xs[i] = dpcodec_add(xs[i - 1], d);
         }
     }
+    if (prog && !zeros)
+        prog->is = false;
     *pp = p;
     return 0;
+}
+
+static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
+                               int64_t *xs)
+{
+    return dpcodec_stream_read_prog(pp, end, k, n, xs, NULL);
 }
 
 static double dpcodec_decimal(int64_t m, unsigned e, enum dpcodec_type t)
@@ -743,9 +782,9 @@ static int dpcodec_cerr(size_t qlen, size_t vlen, struct ct_err *err, const char
 struct dpcodec_chdr {
     unsigned order, kind;
     uint8_t cflags;
-    uint64_t n, raw;      /* points; raw payload bytes when deflated (else 0) */
+    uint64_t n, raw;        /* points; raw payload bytes when deflated (else 0) */
     const uint8_t *p, *end; /* the payload */
-    size_t qlen, vlen;    /* for error messages */
+    size_t qlen, vlen;      /* for error messages */
 };
 
 static int dpcodec_chead(const uint8_t *v, size_t vlen, size_t qlen, struct dpcodec_chdr *h,
@@ -842,21 +881,44 @@ static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t 
             return dpcodec_cerr(ql, vl, err, "bad decimal exponent");
         e10 = *p++;
     }
-    if (dpcodec_stream_read(&p, end, 2, n, cts))
+    struct dpcodec_prog prog;
+    if (dpcodec_stream_read_prog(&p, end, 2, n, cts, &prog))
         return dpcodec_cerr(ql, vl, err, "timestamp stream truncated");
     int64_t unit = (cflags & DPCODEC_CF_SECONDS) ? 1000 : 1, limit = DPCODEC_HOUR_MS / unit;
-    bool asc = true;
-    int64_t prev = -1;
-    for (uint64_t i = 0; i < n; i++) {
-        int64_t o = cts[i];
-        if (o < 0 || o >= limit)
-            return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
-        asc &= o > prev;
-        prev = o;
-        cts[i] = base_ms + o * unit;
+    if (prog.is) {
+        /* regular timestamps o_i = h0 + i h1: ascending when h1 > 0 (or one point) and the
+         * last one does not wrap around; then the first and the last bound the range */
+        __int128 last = (__int128)prog.h0 + (__int128)prog.h1 * (__int128)(n - 1);
+        if ((n == 1 || prog.h1 > 0) && last <= INT64_MAX) {
+            if (prog.h0 < 0 || last >= limit)
+                return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
+            int64_t t = base_ms + prog.h0 * unit, step = prog.h1 * unit;
+            for (uint64_t i = 0; i < n; i++, t += step)
+                cts[i] = t;
+            if (ascending)
+                *ascending = true;
+            goto values;
+        }
+        int64_t x = prog.h0; /* not ascending: write the offsets and check them one by one */
+        for (uint64_t i = 0; i < n; i++) {
+            cts[i] = x;
+            x = dpcodec_add(x, prog.h1);
+        }
     }
+    /* every offset in [0, limit): for ascending offsets the first and the last tell */
+    bool asc = true;
+    for (uint64_t i = 1; i < n && asc; i++)
+        asc = cts[i] > cts[i - 1];
+    if (asc ? cts[0] < 0 || cts[n - 1] >= limit : false)
+        return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
+    for (uint64_t i = 0; i < n && !asc; i++)
+        if (cts[i] < 0 || cts[i] >= limit)
+            return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
+    for (uint64_t i = 0; i < n; i++)
+        cts[i] = base_ms + cts[i] * unit;
     if (ascending)
         *ascending = asc;
+values:;
     int64_t *iv = (int64_t *)cval;
     switch (kind) {
     case DPCODEC_VK_INT:
@@ -871,8 +933,8 @@ static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t 
         break;
     case DPCODEC_VK_RAW:
         for (uint64_t i = 0; i < n; i++) {
-            enum dpcodec_type t = dsc ? (enum dpcodec_type)(dsc[i] & 3)
-                                      : (enum dpcodec_type)((cflags >> 4) & 3);
+            enum dpcodec_type t =
+                dsc ? (enum dpcodec_type)(dsc[i] & 3) : (enum dpcodec_type)((cflags >> 4) & 3);
             if (t == DPCODEC_INT) {
                 if (dpcodec_svarint(&p, end, &iv[i]))
                     return dpcodec_cerr(ql, vl, err, "value stream truncated");
@@ -890,13 +952,12 @@ static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t 
         break;
     }
     bool rule = (cflags & DPCODEC_CF_RULE_TYPES) != 0;
-    if (rule && (dsc || (kind != DPCODEC_VK_DECIMAL && kind != DPCODEC_VK_XOR &&
-                         kind != DPCODEC_VK_BITS)))
+    if (rule &&
+        (dsc || (kind != DPCODEC_VK_DECIMAL && kind != DPCODEC_VK_XOR && kind != DPCODEC_VK_BITS)))
         return dpcodec_cerr(ql, vl, err, "rule-typed cell with descriptors or integers");
     if (!dsc && kind != DPCODEC_VK_RAW) {
         /* one type for every point: checked once */
-        enum dpcodec_type t =
-            rule ? DPCODEC_DOUBLE : (enum dpcodec_type)((cflags >> 4) & 3);
+        enum dpcodec_type t = rule ? DPCODEC_DOUBLE : (enum dpcodec_type)((cflags >> 4) & 3);
         if ((kind == DPCODEC_VK_INT) != (t == DPCODEC_INT))
             return dpcodec_cerr(ql, vl, err, "value kind does not match the point types");
         if (kind == DPCODEC_VK_DECIMAL)
@@ -919,8 +980,7 @@ static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t 
 static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
 {
     struct dpcodec_chdr h;
-    int rc = dpcodec_chead(it->v, (size_t)(it->vend - it->v), (size_t)(it->qend - it->q), &h,
-                           err);
+    int rc = dpcodec_chead(it->v, (size_t)(it->vend - it->v), (size_t)(it->qend - it->q), &h, err);
     if (rc != CT_OK) {
         it->failed = true;
         return rc;
@@ -938,8 +998,7 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
     it->cval = (uint64_t *)(it->scratch + h.n * 8);
     uint8_t *zbuf = it->scratch + h.n * 16, *desc = zbuf + h.raw;
     bool has_desc;
-    rc = dpcodec_cbody(&h, it->base_ms, it->cts, it->cval, desc, &has_desc, NULL, zbuf, NULL,
-                       err);
+    rc = dpcodec_cbody(&h, it->base_ms, it->cts, it->cval, desc, &has_desc, NULL, zbuf, NULL, err);
     if (rc != CT_OK) {
         it->failed = true;
         return rc;
@@ -1151,20 +1210,25 @@ static int dpcodec_cols_compressed(int64_t base_s, const struct wc_cell *cell,
         c->zs = zs;
     }
     bool has_desc, ascending;
-    rc = dpcodec_cbody(&h, base_s * 1000, c->ts, c->val, c->is_int, &has_desc, &ascending,
-                       c->zbuf, c->zs, err);
+    rc = dpcodec_cbody(&h, base_s * 1000, c->ts, c->val, c->is_int, &has_desc, &ascending, c->zbuf,
+                       c->zs, err);
     if (rc != CT_OK)
         return rc;
     if (!ascending)
         return DPCODEC_UNSORTED;
     size_t n = (size_t)h.n;
     if (has_desc) { /* descriptors were written over is_int */
-        for (size_t i = 0; i < n; i++)
+        int kinds = 0;
+        for (size_t i = 0; i < n; i++) {
             c->is_int[i] = (c->is_int[i] & 3) == DPCODEC_INT;
+            kinds |= c->is_int[i] ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+        }
+        c->kinds = kinds;
     } else {
         bool ints = !(h.cflags & DPCODEC_CF_RULE_TYPES) &&
                     ((h.cflags >> DPCODEC_CF_TYPE_SHIFT) & 3) == DPCODEC_INT;
         memset(c->is_int, ints, n);
+        c->kinds = ints ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
     }
     c->n = n;
     return CT_OK;
@@ -1174,6 +1238,7 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
                             struct dpcodec_cols *c, size_t *dups, struct ct_err *err)
 {
     c->n = 0;
+    c->kinds = 0;
     if (dups)
         *dups = 0;
     size_t ndp = 0, npoint = 0, last = 0;
@@ -1189,8 +1254,8 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
     }
     if (ndp == 0)
         return CT_OK;
-    if (ndp == 1 && dpcodec_qualifier_kind(cells[last].qualifier.data,
-                                           cells[last].qualifier.len) == DPCODEC_Q_COMPRESSED) {
+    if (ndp == 1 && dpcodec_qualifier_kind(cells[last].qualifier.data, cells[last].qualifier.len) ==
+                        DPCODEC_Q_COMPRESSED) {
         int rc = dpcodec_cols_compressed(base_s, &cells[last], c, err);
         if (rc != DPCODEC_UNSORTED)
             return rc == CT_OK ? CT_OK : ct_err_prefix(err, "cell %zu of the row", last);
@@ -1203,6 +1268,7 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
             return rc;
         size_t n = 0;
         bool sorted = true;
+        int kinds = 0;
         for (size_t i = 0; i < ncells && sorted; i++) {
             const struct wc_cell *cell = &cells[i];
             if (dpcodec_qualifier_kind(cell->qualifier.data, cell->qualifier.len) !=
@@ -1218,9 +1284,11 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
             c->ts[n] = p.ts_ms;
             c->is_int[n] = p.type == DPCODEC_INT;
             c->val[n++] = p.type == DPCODEC_INT ? (uint64_t)p.i : dpcodec_dbits(p.f);
+            kinds |= p.type == DPCODEC_INT ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
         }
         if (sorted) {
             c->n = n;
+            c->kinds = kinds;
             return CT_OK;
         }
     }
@@ -1244,13 +1312,16 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
         return rc;
     if ((rc = dpcodec_cols_reserve(c, n, err)) != CT_OK)
         return rc;
+    int kinds = 0;
     for (size_t i = 0; i < n; i++) {
         const struct dpcodec_point *p = &c->pts[i];
         c->ts[i] = p->ts_ms;
         c->is_int[i] = p->type == DPCODEC_INT;
         c->val[i] = p->type == DPCODEC_INT ? (uint64_t)p->i : dpcodec_dbits(p->f);
+        kinds |= p->type == DPCODEC_INT ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
     }
     c->n = n;
+    c->kinds = kinds;
     return CT_OK;
 }
 

@@ -576,6 +576,10 @@ static void check_cols_like_row(const struct wc_cell *cells, size_t ncells,
     }
     assert_int_equal(cols->n, n);
     assert_int_equal(d2, d1);
+    int kinds = 0;
+    for (size_t i = 0; i < n; i++)
+        kinds |= out[i].type == DPCODEC_INT ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+    assert_int_equal(cols->kinds, kinds);
     for (size_t i = 0; i < n; i++) {
         assert_true(cols->ts[i] == out[i].ts_ms);
         assert_int_equal(cols->is_int[i], out[i].type == DPCODEC_INT);
