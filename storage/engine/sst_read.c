@@ -1,24 +1,16 @@
 /* sst_read.c - the block file reader and iterator (sst.h); the format is in sst_format.h.
  *
  * An open file keeps its footer, metadata, index and bloom bits in memory; data blocks are read
- * on demand, checked (CRC32C), decompressed and VALIDATED once (every entry parses inside the
- * block, every restart offset is an entry whose key is stored whole), and that contents buffer
- * is what the block cache holds: no decoded copy, so a cached block costs its own size. An
- * iterator walks a block as LevelDB's does: seeks binary-search the restart points (whose keys
- * are stored whole and are compared in place) and then step forward, rebuilding the current key
- * (row | qualifier) in the iterator's own buffer from the shared prefix and the entry's suffix;
- * prev() re-walks at most one restart interval. The block index is searched through dense
- * arrays of the first 8 row bytes of every block's first and last key (one cache line holds 8
- * blocks), so a seek compares whole keys only where those prefixes tie.
+ * on demand, checked (CRC32C), decompressed and DECODED once into an array of entries with
+ * their full keys (struct sst_block), which is what the block cache holds. Iterators therefore
+ * move in either direction in O(1) within a block and binary-search it for seeks; the restart
+ * points of the format are validated but not needed for that.
  *
- * Invariants: (1) an sst_block is immutable once read and shared through the cache's refcount
+ * Invariants: (1) an sst_block is immutable once built and shared through the cache's refcount
  * (or owned by one iterator when the family does not cache); (2) every offset and length taken
  * from the file is bounds-checked before use: damage gives CT_ECORRUPT naming the file and the
- * offset, never a crash - a block is validated before anyone walks it, and the walk still
- * bounds-checks every entry; (3) an iterator holds a file reference, so the file outlives it;
- * (4) it->valid implies it->blk is loaded, it->bi is its block number, it->pos is the offset
- * of an entry of it (reached by walking forward from a restart point), it->key holds that
- * entry's whole key and restarts[it->ri] <= it->pos < restarts[it->ri + 1] (or the block end).
+ * offset, never a crash; (3) an iterator holds a file reference, so the file outlives it;
+ * (4) it->valid implies it->blk is loaded, it->bi is its block number and 0 <= it->i < blk->n.
  * Threading: struct sst is immutable after sst_open() except its atomic refcount and obsolete
  * flag; pread() on the shared descriptor needs no lock. An iterator belongs to one thread. */
 #include <errno.h>
@@ -40,15 +32,26 @@
 #include "storage/engine/sst.h"
 #include "storage/engine/sst_format.h"
 
-#define SST_MAX_BLOCK_BYTES (1u << 30)
+#define SST_MAX_BLOCK_BYTES  (1u << 30)
+#define SST_STACK_READ_BYTES (16u << 10)
 
-/* A data block's contents, validated: entries in [0, limit), then nrestarts be32 offsets. One
- * allocation (header, then the contents). */
+struct sst_dentry {
+    uint32_t key_off; /* into blk->keys: row | qual */
+    uint32_t key_len;
+    uint32_t val_off; /* into blk->raw */
+    uint32_t val_len;
+    uint32_t row_len;
+    uint8_t type;
+    int64_t ts;
+    uint64_t seq;
+};
+
 struct sst_block {
-    uint32_t limit;
-    uint32_t nrestarts;
+    uint32_t n;
+    struct sst_dentry *e;
+    uint8_t *keys;
+    uint8_t *raw; /* decompressed contents: the values point into it */
     size_t charge;
-    uint8_t *data;
 };
 
 struct sst_index_entry {
@@ -80,8 +83,8 @@ struct sst {
     uint8_t bloom_kind;
 };
 
-/* Reusable buffers for reading compressed blocks: `in` receives the bytes read, `out` the
- * decompressed contents (index, bloom and meta blocks at open). */
+/* Reusable buffers for reading blocks: `in` receives the bytes read, `out` the decompressed
+ * contents. Owned by an iterator, so loading a data block costs one malloc (the block). */
 struct sst_scratch {
     uint8_t *in;
     size_t in_cap;
@@ -89,29 +92,14 @@ struct sst_scratch {
     size_t out_cap;
 };
 
-#define SST_KEY_INLINE 64
-
 struct sst_iter {
     struct sst *f;
     struct sst_block *blk;
     struct block_cache_handle *h; /* NULL: blk is owned by the iterator */
     int64_t bi;
+    int64_t i;
     bool valid;
-    uint32_t pos;  /* the current entry */
-    uint32_t next; /* the entry after it (== blk->limit at the last one) */
-    uint32_t ri;   /* restart interval holding pos */
-    /* the current entry, decoded */
-    uint32_t row_len;
-    uint32_t val_off;
-    uint32_t val_len;
-    uint8_t type;
-    int64_t ts;
-    uint64_t seq;
-    uint8_t *key; /* row | qualifier; key_inline or the heap */
-    size_t key_len;
-    size_t key_cap;
     struct sst_scratch scratch;
-    uint8_t key_inline[SST_KEY_INLINE];
 };
 
 /* The first 8 bytes of a row as a big-endian integer (zero-padded): rows whose prefixes differ
@@ -122,11 +110,12 @@ static inline uint64_t sst_row_prefix(const uint8_t *row, uint32_t len)
     memcpy(b, row, len < 8 ? len : 8);
     return coding_get_be64(b);
 }
+
 /* ---- blocks --------------------------------------------------------------------------------- */
 
 static void sst_block_free(void *p)
 {
-    free(p); /* one allocation: header and contents */
+    free(p); /* one allocation: header, entries, keys and contents */
 }
 
 static bool sst_scratch_fit(uint8_t **p, size_t *cap, size_t need)
@@ -153,12 +142,29 @@ static void sst_scratch_free(struct sst_scratch *s)
     s->in_cap = s->out_cap = 0;
 }
 
-/* Decompresses block contents buf[0, len) of compression `type` (already read and checked)
- * into the scratch's `out` buffer; *out and *outlen are buf itself for SST_COMPRESS_NONE. */
-static int sst_decompress(const struct sst *f, uint64_t off, const char *what, uint8_t type,
-                          const uint8_t *buf, size_t len, struct sst_scratch *sc,
-                          const uint8_t **out, size_t *outlen, struct ct_err *err)
+/* Reads and checks the block at [off, off+len) + trailer; *out points at its (decompressed)
+ * contents of *outlen bytes inside the scratch buffers, valid until the scratch is reused. */
+static int sst_read_raw(const struct sst *f, uint64_t off, uint64_t len, const char *what,
+                        struct sst_scratch *sc, const uint8_t **out, size_t *outlen,
+                        struct ct_err *err)
 {
+    if (len > SST_MAX_BLOCK_BYTES || off < SST_HEADER_BYTES ||
+        off + len + SST_BLOCK_TRAILER_BYTES > f->file_size - SST_FOOTER_BYTES)
+        return ct_err_set(err, CT_ECORRUPT,
+                          "corrupt %s block at offset %llu in %s: length %llu out of bounds", what,
+                          (unsigned long long)off, f->path, (unsigned long long)len);
+    if (!sst_scratch_fit(&sc->in, &sc->in_cap, len + SST_BLOCK_TRAILER_BYTES))
+        return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
+    uint8_t *buf = sc->in;
+    int rc = eio_pread_all(f->fd, buf, len + SST_BLOCK_TRAILER_BYTES, off, f->path, err);
+    if (rc != CT_OK)
+        return rc;
+    uint32_t want = coding_get_be32(buf + len + 1);
+    if (crc32c_mask(crc32c_value(buf, len + 1)) != want)
+        return ct_err_set(err, CT_ECORRUPT,
+                          "corrupt %s block at offset %llu in %s: checksum mismatch", what,
+                          (unsigned long long)off, f->path);
+    uint8_t type = buf[len];
     if (type == SST_COMPRESS_NONE) {
         *out = buf;
         *outlen = len;
@@ -199,48 +205,6 @@ static int sst_decompress(const struct sst *f, uint64_t off, const char *what, u
     return CT_OK;
 }
 
-/* Checks that [off, off+len) + trailer lies inside the file's block area. */
-static int sst_check_handle(const struct sst *f, uint64_t off, uint64_t len, const char *what,
-                            struct ct_err *err)
-{
-    if (len > SST_MAX_BLOCK_BYTES || off < SST_HEADER_BYTES ||
-        off + len + SST_BLOCK_TRAILER_BYTES > f->file_size - SST_FOOTER_BYTES)
-        return ct_err_set(err, CT_ECORRUPT,
-                          "corrupt %s block at offset %llu in %s: length %llu out of bounds", what,
-                          (unsigned long long)off, f->path, (unsigned long long)len);
-    return CT_OK;
-}
-
-/* Reads block [off, off+len) + trailer into buf (len + SST_BLOCK_TRAILER_BYTES bytes) and
- * checks its CRC. */
-static int sst_read_checked(const struct sst *f, uint64_t off, uint64_t len, const char *what,
-                            uint8_t *buf, struct ct_err *err)
-{
-    int rc = eio_pread_all(f->fd, buf, len + SST_BLOCK_TRAILER_BYTES, off, f->path, err);
-    if (rc != CT_OK)
-        return rc;
-    if (crc32c_mask(crc32c_value(buf, len + 1)) != coding_get_be32(buf + len + 1))
-        return ct_err_set(err, CT_ECORRUPT, "corrupt %s block at offset %llu in %s: checksum mismatch",
-                          what, (unsigned long long)off, f->path);
-    return CT_OK;
-}
-
-/* Reads and checks the block at [off, off+len) + trailer; *out points at its (decompressed)
- * contents of *outlen bytes inside the scratch buffers, valid until the scratch is reused. */
-static int sst_read_raw(const struct sst *f, uint64_t off, uint64_t len, const char *what,
-                        struct sst_scratch *sc, const uint8_t **out, size_t *outlen,
-                        struct ct_err *err)
-{
-    int rc = sst_check_handle(f, off, len, what, err);
-    if (rc != CT_OK)
-        return rc;
-    if (!sst_scratch_fit(&sc->in, &sc->in_cap, len + SST_BLOCK_TRAILER_BYTES))
-        return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
-    if ((rc = sst_read_checked(f, off, len, what, sc->in, err)) != CT_OK)
-        return rc;
-    return sst_decompress(f, off, what, sc->in[len], sc->in, len, sc, out, outlen, err);
-}
-
 /* Like sst_read_raw() but returns a new buffer (freed with free()) for blocks kept for the
  * life of the file: index, bloom, meta. */
 static int sst_read_owned(const struct sst *f, uint64_t off, uint64_t len, const char *what,
@@ -263,6 +227,7 @@ static int sst_read_owned(const struct sst *f, uint64_t off, uint64_t len, const
     return rc;
 }
 
+/* Decodes data-block contents into a new block (one allocation holding a copy of raw). */
 /* One entry's header as parsed from a data block. */
 struct sst_parsed {
     uint64_t shared, unshared, row_len, vlen, zts, seq;
@@ -313,106 +278,99 @@ static inline bool sst_parse_entry(const uint8_t *raw, size_t *pos, size_t limit
     return true;
 }
 
-static inline uint32_t sst_restart(const struct sst_block *b, uint32_t r)
-{
-    return coding_get_be32(b->data + b->limit + 4 * (size_t)r);
-}
+#define SST_DECODE_STACK 256 /* entries parsed once and kept on the stack (a 4 KiB block: ~35) */
 
-/* Validates data-block contents: every entry parses inside the entry area with consistent
- * lengths, and the restart offsets are exactly ascending entry starts whose keys are stored
- * whole (the first entry among them). NULL if sound, else why not. */
-static const char *sst_block_check(const uint8_t *d, size_t n, uint32_t *limit_out,
-                                   uint32_t *nr_out)
+/* Decodes data-block contents into a new block (one allocation holding a copy of raw). */
+static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *raw, size_t rawlen,
+                            struct sst_block **out, struct ct_err *err)
 {
-    if (n < 4)
-        return "too short";
-    uint32_t nr = coding_get_be32(d + n - 4);
-    if (nr == 0 || (uint64_t)nr * 4 + 4 > n)
-        return "bad restart count";
-    size_t limit = n - 4 - (size_t)nr * 4;
-    const uint8_t *rs = d + limit;
-    size_t p = 0, prevlen = 0, count = 0;
-    uint32_t r = 0, next_restart = coding_get_be32(rs);
+    const char *why = NULL;
+    struct sst_parsed ps[SST_DECODE_STACK];
+    if (rawlen < 4) {
+        why = "too short";
+        goto bad;
+    }
+    uint32_t nr = coding_get_be32(raw + rawlen - 4);
+    if (nr == 0 || (uint64_t)nr * 4 + 4 > rawlen) {
+        why = "bad restart count";
+        goto bad;
+    }
+    size_t limit = rawlen - 4 - (size_t)nr * 4;
+    /* pass 1: validate, count entries and key bytes */
+    size_t p = 0, count = 0, keybytes = 0, prevlen = 0;
     while (p < limit) {
-        if (r < nr && next_restart < p)
-            return "bad restart offset"; /* not at an entry start */
-        bool at_restart = r < nr && next_restart == p;
-        if (!at_restart && p == 0)
-            return "bad restart offset"; /* the first entry is always one */
         struct sst_parsed e;
-        if (!sst_parse_entry(d, &p, limit, &e))
-            return "truncated entry or bad lengths";
-        if (e.shared > prevlen || e.row_len > e.shared + e.unshared ||
-            e.row_len > WC_MAX_ROW_BYTES)
-            return "bad entry lengths";
-        if (at_restart) {
-            if (e.shared)
-                return "bad restart entry";
-            if (++r < nr)
-                next_restart = coding_get_be32(rs + 4 * (size_t)r);
+        if (!sst_parse_entry(raw, &p, limit, &e)) {
+            why = "truncated entry or bad lengths";
+            goto bad;
         }
+        if (e.shared > prevlen || e.row_len > e.shared + e.unshared ||
+            e.row_len > WC_MAX_ROW_BYTES) {
+            why = "bad entry lengths";
+            goto bad;
+        }
+        if (count < SST_DECODE_STACK)
+            ps[count] = e;
         prevlen = e.shared + e.unshared;
+        keybytes += prevlen;
         count++;
     }
-    if (count == 0)
-        return "no entries";
-    if (r != nr)
-        return "bad restart offset";
-    if (limit > UINT32_MAX)
-        return "too large";
-    *limit_out = (uint32_t)limit;
-    *nr_out = nr;
-    return NULL;
-}
-
-/* A new block of `len` content bytes (uninitialised), or NULL. */
-static struct sst_block *sst_block_alloc(size_t len)
-{
-    struct sst_block *b = malloc(sizeof(*b) + (len ? len : 1));
-    if (!b)
-        return NULL;
-    b->data = (uint8_t *)(b + 1);
-    b->charge = sizeof(*b) + len;
-    return b;
-}
-
-/* Reads, checks, decompresses and validates data block bi into a new block. Uncompressed
- * blocks are read straight into it (no copy). */
-static int sst_read_block(const struct sst *f, uint32_t bi, struct sst_scratch *sc,
-                          struct sst_block **out, struct ct_err *err)
-{
-    const struct sst_index_entry *ie = &f->idx[bi];
-    uint64_t off = ie->off, len = ie->len;
-    int rc = sst_check_handle(f, off, len, "data", err);
-    if (rc != CT_OK)
-        return rc;
-    struct sst_block *b = sst_block_alloc(len + SST_BLOCK_TRAILER_BYTES);
+    if (count == 0) {
+        why = "no entries";
+        goto bad;
+    }
+    for (uint32_t r = 0; r < nr; r++)
+        if (coding_get_be32(raw + limit + 4 * r) >= limit) {
+            why = "bad restart offset";
+            goto bad;
+        }
+    size_t esz = count * sizeof(struct sst_dentry);
+    size_t total = sizeof(struct sst_block) + esz + keybytes + rawlen + 1;
+    struct sst_block *b = malloc(total);
     if (!b)
         return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
-    if ((rc = sst_read_checked(f, off, len, "data", b->data, err)) != CT_OK) {
-        free(b);
-        return rc;
-    }
-    size_t n = len;
-    b->charge = sizeof(*b) + len;
-    if (b->data[len] != SST_COMPRESS_NONE) {
-        const uint8_t *d = NULL;
-        rc = sst_decompress(f, off, "data", b->data[len], b->data, len, sc, &d, &n, err);
-        free(b);
-        if (rc != CT_OK)
-            return rc;
-        if (!(b = sst_block_alloc(n)))
-            return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
-        memcpy(b->data, d, n);
-    }
-    const char *why = sst_block_check(b->data, n, &b->limit, &b->nrestarts);
-    if (why) {
-        free(b);
-        return ct_err_set(err, CT_ECORRUPT, "corrupt data block at offset %llu in %s: %s",
-                          (unsigned long long)off, f->path, why);
+    b->n = (uint32_t)count;
+    b->e = (struct sst_dentry *)(b + 1);
+    b->keys = (uint8_t *)b->e + esz;
+    b->raw = b->keys + keybytes;
+    memcpy(b->raw, raw, rawlen);
+    raw = b->raw;
+    b->charge = total;
+    /* pass 2: fill (already validated; re-parse only past the stack array) */
+    p = 0;
+    size_t ko = 0, prev_off = 0;
+    for (size_t i = 0; i < count; i++) {
+        struct sst_parsed e;
+        if (i < SST_DECODE_STACK) {
+            e = ps[i];
+        } else {
+            p = i == SST_DECODE_STACK ? ps[i - 1].suffix + ps[i - 1].unshared + ps[i - 1].vlen : p;
+            if (!sst_parse_entry(raw, &p, limit, &e)) {
+                free(b);
+                why = "entry changed while decoding"; /* cannot happen: raw is our copy */
+                goto bad;
+            }
+        }
+        struct sst_dentry *d = &b->e[i];
+        if (e.shared)
+            memmove(b->keys + ko, b->keys + prev_off, e.shared);
+        memcpy(b->keys + ko + e.shared, raw + e.suffix, e.unshared);
+        d->key_off = (uint32_t)ko;
+        d->key_len = (uint32_t)(e.shared + e.unshared);
+        d->row_len = (uint32_t)e.row_len;
+        d->val_off = (uint32_t)(e.suffix + e.unshared);
+        d->val_len = (uint32_t)e.vlen;
+        d->type = e.type;
+        d->ts = coding_unzigzag(e.zts);
+        d->seq = e.seq;
+        prev_off = ko;
+        ko += d->key_len;
     }
     *out = b;
     return CT_OK;
+bad:
+    return ct_err_set(err, CT_ECORRUPT, "corrupt data block at offset %llu in %s: %s",
+                      (unsigned long long)off, f->path, why);
 }
 
 /* Gets data block bi: from the cache or the file. *h is the cache reference (NULL: the caller
@@ -430,9 +388,28 @@ static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc, str
             return CT_OK;
         }
     }
-    struct sst_block *b = NULL;
-    int rc = sst_read_block(f, bi, sc, &b, err);
+    const uint8_t *raw = NULL;
+    size_t rawlen = 0;
+    /* small blocks are read into the stack: a short-lived iterator (one per get) then makes
+     * one allocation per block, the block itself */
+    uint8_t stack_in[SST_STACK_READ_BYTES];
+    struct sst_scratch local = {0}, *use = sc;
+    if (!sc->in && (size_t)ie->len + SST_BLOCK_TRAILER_BYTES <= sizeof stack_in) {
+        local.in = stack_in;
+        local.in_cap = sizeof stack_in;
+        local.out = sc->out;
+        local.out_cap = sc->out_cap;
+        use = &local;
+    }
+    int rc = sst_read_raw(f, ie->off, ie->len, "data", use, &raw, &rawlen, err);
+    if (use == &local) { /* adopt a decompression buffer it may have grown */
+        sc->out = local.out;
+        sc->out_cap = local.out_cap;
+    }
     if (rc != CT_OK)
+        return rc;
+    struct sst_block *b = NULL;
+    if ((rc = sst_block_decode(f, ie->off, raw, rawlen, &b, err)) != CT_OK)
         return rc;
     if (!use_cache) {
         *out = b;
@@ -752,7 +729,22 @@ size_t sst_middle_row(const struct sst *f, uint8_t *buf)
     memcpy(buf, c->row, c->row_len);
     return c->row_len;
 }
+
 /* ---- iterator ------------------------------------------------------------------------------- */
+
+static inline void sst_entry_cell(const struct sst_block *b, uint32_t i, struct cell *c)
+{
+    const struct sst_dentry *d = &b->e[i];
+    c->row = b->keys + d->key_off;
+    c->row_len = d->row_len;
+    c->qual = c->row + d->row_len;
+    c->qual_len = d->key_len - d->row_len;
+    c->value = b->raw + d->val_off;
+    c->value_len = d->val_len;
+    c->type = d->type;
+    c->ts_ms = d->ts;
+    c->seq = d->seq;
+}
 
 int sst_iter_new(struct sst *f, struct sst_iter **out, struct ct_err *err)
 {
@@ -762,8 +754,6 @@ int sst_iter_new(struct sst *f, struct sst_iter **out, struct ct_err *err)
     sst_ref(f);
     it->f = f;
     it->bi = -1;
-    it->key = it->key_inline;
-    it->key_cap = sizeof(it->key_inline);
     *out = it;
     return CT_OK;
 }
@@ -785,8 +775,6 @@ void sst_iter_free(struct sst_iter *it)
         return;
     sst_iter_drop_block(it);
     sst_scratch_free(&it->scratch);
-    if (it->key != it->key_inline)
-        free(it->key);
     sst_unref(it->f);
     free(it);
 }
@@ -808,126 +796,15 @@ static int sst_iter_load(struct sst_iter *it, int64_t bi, struct ct_err *err)
     return CT_OK;
 }
 
-static int sst_iter_bad(const struct sst_iter *it, uint32_t off, struct ct_err *err)
-{
-    /* a validated block walked from a restart point never gets here */
-    return ct_err_set(err, CT_ECORRUPT, "corrupt data block at offset %llu in %s: entry at %u",
-                      (unsigned long long)it->f->idx[it->bi].off, it->f->path, off);
-}
-
-/* Decodes the entry at `off` of the loaded block into the iterator; it->key holds the previous
- * entry's key (nothing is needed from it when the entry is a restart point). */
-static int sst_iter_decode(struct sst_iter *it, uint32_t off, struct ct_err *err)
-{
-    const struct sst_block *b = it->blk;
-    size_t p = off;
-    struct sst_parsed e;
-    if (!sst_parse_entry(b->data, &p, b->limit, &e) || e.shared > it->key_len)
-        return sst_iter_bad(it, off, err);
-    size_t klen = e.shared + e.unshared;
-    if (klen > it->key_cap) {
-        size_t cap = klen > 2 * it->key_cap ? klen : 2 * it->key_cap;
-        uint8_t *nk = malloc(cap);
-        if (!nk)
-            return ct_err_set(err, CT_ENOMEM, "out of memory for a %zu-byte key in %s", klen,
-                              it->f->path);
-        memcpy(nk, it->key, e.shared);
-        if (it->key != it->key_inline)
-            free(it->key);
-        it->key = nk;
-        it->key_cap = cap;
-    }
-    memcpy(it->key + e.shared, b->data + e.suffix, e.unshared);
-    it->key_len = klen;
-    it->row_len = (uint32_t)e.row_len;
-    it->val_off = e.suffix + (uint32_t)e.unshared;
-    it->val_len = (uint32_t)e.vlen;
-    it->type = e.type;
-    it->ts = coding_unzigzag(e.zts);
-    it->seq = e.seq;
-    it->pos = off;
-    it->next = (uint32_t)p;
-    return CT_OK;
-}
-
-/* Positions on restart point r of the loaded block. */
-static int sst_iter_restart(struct sst_iter *it, uint32_t r, struct ct_err *err)
-{
-    it->key_len = 0;
-    it->ri = r;
-    return sst_iter_decode(it, sst_restart(it->blk, r), err);
-}
-
-/* Moves to the next entry of the loaded block (REQUIRES it->next < blk->limit). */
-static int sst_iter_step(struct sst_iter *it, struct ct_err *err)
-{
-    uint32_t off = it->next;
-    int rc = sst_iter_decode(it, off, err);
-    if (rc == CT_OK && it->ri + 1 < it->blk->nrestarts && sst_restart(it->blk, it->ri + 1) == off)
-        it->ri++;
-    return rc;
-}
-
-/* Walks from restart r to the entry at `pos`. */
-static int sst_iter_goto(struct sst_iter *it, uint32_t r, uint32_t pos, struct ct_err *err)
-{
-    int rc = sst_iter_restart(it, r, err);
-    while (rc == CT_OK && it->pos < pos && it->next < it->blk->limit)
-        rc = sst_iter_step(it, err);
-    return rc;
-}
-
-/* Positions on the last entry of the loaded block. */
-static int sst_iter_block_last(struct sst_iter *it, struct ct_err *err)
-{
-    int rc = sst_iter_restart(it, it->blk->nrestarts - 1, err);
-    while (rc == CT_OK && it->next < it->blk->limit)
-        rc = sst_iter_step(it, err);
-    return rc;
-}
-
-/* The cell at restart point r, in place (its key is stored whole). */
-static bool sst_restart_cell(const struct sst_block *b, uint32_t r, struct cell *c)
-{
-    size_t p = sst_restart(b, r);
-    struct sst_parsed e;
-    if (!sst_parse_entry(b->data, &p, b->limit, &e) || e.shared || e.row_len > e.unshared)
-        return false;
-    c->row = b->data + e.suffix;
-    c->row_len = (uint32_t)e.row_len;
-    c->qual = c->row + e.row_len;
-    c->qual_len = (uint32_t)(e.unshared - e.row_len);
-    c->value = c->row + e.unshared;
-    c->value_len = (uint32_t)e.vlen;
-    c->type = e.type;
-    c->ts_ms = coding_unzigzag(e.zts);
-    c->seq = e.seq;
-    return true;
-}
-
-static inline void sst_iter_cur(const struct sst_iter *it, struct cell *c)
-{
-    c->row = it->key;
-    c->row_len = it->row_len;
-    c->qual = it->key + it->row_len;
-    c->qual_len = (uint32_t)(it->key_len - it->row_len);
-    c->value = it->blk->data + it->val_off;
-    c->value_len = it->val_len;
-    c->type = it->type;
-    c->ts_ms = it->ts;
-    c->seq = it->seq;
-}
-
 int sst_iter_seek_first(struct sst_iter *it, struct ct_err *err)
 {
     it->valid = false;
     if (it->f->nblocks == 0)
         return CT_OK;
     int rc = sst_iter_load(it, 0, err);
-    if (rc == CT_OK)
-        rc = sst_iter_restart(it, 0, err);
     if (rc != CT_OK)
         return rc;
+    it->i = 0;
     it->valid = true;
     return CT_OK;
 }
@@ -938,23 +815,26 @@ int sst_iter_seek_last(struct sst_iter *it, struct ct_err *err)
     if (it->f->nblocks == 0)
         return CT_OK;
     int rc = sst_iter_load(it, it->f->nblocks - 1, err);
-    if (rc == CT_OK)
-        rc = sst_iter_block_last(it, err);
     if (rc != CT_OK)
         return rc;
+    it->i = it->blk->n - 1;
     it->valid = true;
     return CT_OK;
 }
 
-/* Whether target lies within [first, last] cell of the loaded block (as the index records
- * them): then both the first cell >= target and the last cell <= target are in it, and the
- * index need not be searched (scans that seek row by row stay in one block for many seeks). */
+/* Whether target lies within [first, last] cell of the loaded block: then both the first cell
+ * >= target and the last cell <= target are in it, and the index need not be searched (scans
+ * that seek row by row, reversed ones above all, stay in one block for many seeks). */
 static bool sst_iter_block_covers(const struct sst_iter *it, const struct cell *target)
 {
     if (!it->blk)
         return false;
-    const struct sst_index_entry *ie = &it->f->idx[it->bi];
-    return cell_compare(&ie->first, target) <= 0 && cell_compare(&ie->last, target) >= 0;
+    struct cell c;
+    sst_entry_cell(it->blk, 0, &c);
+    if (cell_compare(&c, target) > 0)
+        return false;
+    sst_entry_cell(it->blk, it->blk->n - 1, &c);
+    return cell_compare(&c, target) >= 0;
 }
 
 /* Index order of block key (prefix k, cell c) against the target (prefix tk). */
@@ -969,23 +849,12 @@ static inline int sst_idx_cmp(uint64_t k, const struct cell *c, uint64_t tk,
 int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err *err)
 {
     const struct sst *f = it->f;
+    it->valid = false;
     uint32_t lo = 0, hi = f->nblocks;
-    int rc;
     if (sst_iter_block_covers(it, target)) {
-        /* moving forward inside the block: step on from the current entry unless the next
-         * restart point is still below the target */
-        if (it->valid) {
-            struct cell c;
-            sst_iter_cur(it, &c);
-            if (cell_compare(&c, target) < 0 &&
-                (it->ri + 1 >= it->blk->nrestarts ||
-                 (sst_restart_cell(it->blk, it->ri + 1, &c) && cell_compare(&c, target) >= 0)))
-                goto walk;
-        }
         lo = (uint32_t)it->bi;
         goto in_block;
     }
-    it->valid = false;
     /* first block whose last cell >= target */
     uint64_t tk = sst_row_prefix(target->row, target->row_len);
     while (lo < hi) {
@@ -997,41 +866,29 @@ int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err 
     }
     if (lo == f->nblocks)
         return CT_OK;
-in_block:
-    it->valid = false;
-    if ((rc = sst_iter_load(it, lo, err)) != CT_OK)
+in_block:;
+    int rc = sst_iter_load(it, lo, err);
+    if (rc != CT_OK)
         return rc;
-    {
-        /* last restart point whose key < target */
-        const struct sst_block *b = it->blk;
-        uint32_t l = 0, h = b->nrestarts - 1;
-        while (l < h) {
-            uint32_t mid = l + (h - l + 1) / 2;
-            struct cell c;
-            if (!sst_restart_cell(b, mid, &c))
-                return sst_iter_bad(it, sst_restart(b, mid), err);
-            if (cell_compare(&c, target) < 0)
-                l = mid;
-            else
-                h = mid - 1;
-        }
-        if ((rc = sst_iter_restart(it, l, err)) != CT_OK)
-            return rc;
-    }
-walk:
-    it->valid = true;
-    for (;;) {
+    const struct sst_block *b = it->blk;
+    uint32_t l = 0, h = b->n;
+    while (l < h) {
+        uint32_t mid = l + (h - l) / 2;
         struct cell c;
-        sst_iter_cur(it, &c);
-        if (cell_compare(&c, target) >= 0)
-            return CT_OK;
-        if (it->next >= it->blk->limit) /* index and block disagree: a damaged file */
-            return sst_iter_next(it, err);
-        if ((rc = sst_iter_step(it, err)) != CT_OK) {
-            it->valid = false;
-            return rc;
-        }
+        sst_entry_cell(b, mid, &c);
+        if (cell_compare(&c, target) < 0)
+            l = mid + 1;
+        else
+            h = mid;
     }
+    if (l == b->n) { /* index and block disagree: only a damaged file does this */
+        it->valid = true;
+        it->i = b->n - 1;
+        return sst_iter_next(it, err);
+    }
+    it->i = l;
+    it->valid = true;
+    return CT_OK;
 }
 
 int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target, struct ct_err *err)
@@ -1039,7 +896,6 @@ int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target, struc
     const struct sst *f = it->f;
     it->valid = false;
     uint32_t lo = 0, hi = f->nblocks;
-    int rc;
     if (sst_iter_block_covers(it, target)) {
         lo = (uint32_t)it->bi + 1;
         goto in_block;
@@ -1055,43 +911,27 @@ int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target, struc
     }
     if (lo == 0)
         return CT_OK;
-in_block:
-    if ((rc = sst_iter_load(it, lo - 1, err)) != CT_OK)
+in_block:;
+    int rc = sst_iter_load(it, lo - 1, err);
+    if (rc != CT_OK)
         return rc;
     const struct sst_block *b = it->blk;
-    struct cell c;
-    if (!sst_restart_cell(b, 0, &c))
-        return sst_iter_bad(it, 0, err);
-    if (cell_compare(&c, target) > 0) { /* index and block disagree: a damaged file */
-        if ((rc = sst_iter_restart(it, 0, err)) != CT_OK)
-            return rc;
+    uint32_t l = 0, h = b->n; /* first entry > target */
+    while (l < h) {
+        uint32_t mid = l + (h - l) / 2;
+        struct cell c;
+        sst_entry_cell(b, mid, &c);
+        if (cell_compare(&c, target) <= 0)
+            l = mid + 1;
+        else
+            h = mid;
+    }
+    if (l == 0) { /* index and block disagree: only a damaged file does this */
         it->valid = true;
+        it->i = 0;
         return sst_iter_prev(it, err);
     }
-    /* last restart point whose key <= target, then forward while the next entry is <= target */
-    uint32_t l = 0, h = b->nrestarts - 1;
-    while (l < h) {
-        uint32_t mid = l + (h - l + 1) / 2;
-        if (!sst_restart_cell(b, mid, &c))
-            return sst_iter_bad(it, sst_restart(b, mid), err);
-        if (cell_compare(&c, target) <= 0)
-            l = mid;
-        else
-            h = mid - 1;
-    }
-    if ((rc = sst_iter_restart(it, l, err)) != CT_OK)
-        return rc;
-    while (it->next < b->limit) {
-        uint32_t r = it->ri, pos = it->pos;
-        if ((rc = sst_iter_step(it, err)) != CT_OK)
-            return rc;
-        sst_iter_cur(it, &c);
-        if (cell_compare(&c, target) > 0) { /* one too far: walk back to pos */
-            if ((rc = sst_iter_goto(it, r, pos, err)) != CT_OK)
-                return rc;
-            break;
-        }
-    }
+    it->i = l - 1;
     it->valid = true;
     return CT_OK;
 }
@@ -1100,18 +940,15 @@ int sst_iter_next(struct sst_iter *it, struct ct_err *err)
 {
     if (!it->valid)
         return CT_OK;
-    int rc;
-    if (it->next < it->blk->limit) {
-        if ((rc = sst_iter_step(it, err)) != CT_OK)
-            it->valid = false;
-        return rc;
-    }
+    if (++it->i < it->blk->n)
+        return CT_OK;
     it->valid = false;
     if (it->bi + 1 >= (int64_t)it->f->nblocks)
         return CT_OK;
-    if ((rc = sst_iter_load(it, it->bi + 1, err)) != CT_OK ||
-        (rc = sst_iter_restart(it, 0, err)) != CT_OK)
+    int rc = sst_iter_load(it, it->bi + 1, err);
+    if (rc != CT_OK)
         return rc;
+    it->i = 0;
     it->valid = true;
     return CT_OK;
 }
@@ -1120,27 +957,15 @@ int sst_iter_prev(struct sst_iter *it, struct ct_err *err)
 {
     if (!it->valid)
         return CT_OK;
-    int rc;
-    if (it->pos > 0) {
-        /* re-walk the restart interval holding the previous entry */
-        uint32_t pos = it->pos, r = it->ri;
-        if (sst_restart(it->blk, r) == pos)
-            r--; /* pos > 0 is a restart point, so r > 0 */
-        if ((rc = sst_iter_restart(it, r, err)) == CT_OK)
-            while (rc == CT_OK && it->next < pos)
-                rc = sst_iter_step(it, err);
-        if (rc == CT_OK && it->next != pos)
-            rc = sst_iter_bad(it, pos, err);
-        if (rc != CT_OK)
-            it->valid = false;
-        return rc;
-    }
+    if (--it->i >= 0)
+        return CT_OK;
     it->valid = false;
     if (it->bi == 0)
         return CT_OK;
-    if ((rc = sst_iter_load(it, it->bi - 1, err)) != CT_OK ||
-        (rc = sst_iter_block_last(it, err)) != CT_OK)
+    int rc = sst_iter_load(it, it->bi - 1, err);
+    if (rc != CT_OK)
         return rc;
+    it->i = it->blk->n - 1;
     it->valid = true;
     return CT_OK;
 }
@@ -1152,5 +977,5 @@ bool sst_iter_valid(const struct sst_iter *it)
 
 void sst_iter_cell(const struct sst_iter *it, struct cell *out)
 {
-    sst_iter_cur(it, out);
+    sst_entry_cell(it->blk, (uint32_t)it->i, out);
 }
