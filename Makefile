@@ -27,7 +27,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototyp
 CFLAGS  := -std=c11 -D_GNU_SOURCE -I. -I$(BUILD)/gen -g $(OPT) $(WARN) -MMD -MP -pthread \
            -DCTSDB_VERSION='"$(VERSION)"' -DCTSDB_GIT_REV='"$(GITREV)"' $(EXTRA_CFLAGS)
 LDFLAGS := -pthread $(SANLD) $(EXTRA_LDFLAGS)
-LDLIBS  := -levent -levent_pthreads -lsnappy -lcjson -lz -ledit -lm $(EXTRA_LDLIBS)
+LDLIBS  := -levent -levent_pthreads -lsnappy -lcjson -lz -ledit -lpcre2-8 -lm $(EXTRA_LDLIBS)
 
 LIB_SRCS  := $(wildcard storage/*.c storage/engine/*.c schema/*.c query/*.c tsd/*.c)
 TOOL_SRCS := $(filter-out tools/main.c,$(wildcard tools/*.c))

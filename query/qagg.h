@@ -55,6 +55,19 @@ bool qagg_is_none(const struct qagg *a);
 int64_t qagg_run_long(const struct qagg *a, const int64_t *vals, size_t n, double *scratch);
 double qagg_run_double(const struct qagg *a, const double *vals, size_t n, double *scratch);
 
+/* Aggregators whose qagg_run_double() is a single pass without a buffer, so that a caller can
+ * fold values as they come and get the same bits: the sum (NaN skipped; NaN if none), avg (the
+ * same sum divided by the count), min and max (NaN skipped), count (of non-NaN values). */
+enum qagg_stream {
+    QAGG_STREAM_NO = 0, /* needs qagg_run_double over the whole buffer */
+    QAGG_STREAM_SUM,
+    QAGG_STREAM_AVG,
+    QAGG_STREAM_MIN,
+    QAGG_STREAM_MAX,
+    QAGG_STREAM_COUNT,
+};
+enum qagg_stream qagg_stream_kind(const struct qagg *a);
+
 /* ---- downsampling --------------------------------------------------------------------- */
 
 enum qagg_fill {
@@ -80,8 +93,12 @@ struct qagg_ds {
 };
 
 /* Parses a specifier with OpenTSDB's errors ("Invalid downsampling specifier ...",
- * "cannot use the NONE aggregator for downsampling", "No such fill policy: ..."). */
+ * "cannot use the NONE aggregator for downsampling", "No such fill policy: ..."). The fill part
+ * may be "scalar(<number>)" (ctsdb: the scalar policy with its value; "scalar" alone fills 0, as
+ * OpenTSDB's NumericFillPolicy defaults). */
 CT_MUST_CHECK int qagg_ds_parse(const char *spec, struct qagg_ds *out, struct ct_err *err);
+/* Parses a scalar fill value (a finite number, Java Double syntax). */
+CT_MUST_CHECK int qagg_fill_scalar_parse(const char *s, double *out, struct ct_err *err);
 /* The fill policy's name ("none", "nan", "null", "zero", "scalar"). */
 const char *qagg_fill_name(enum qagg_fill f);
 /* Parses a fill policy name (case-insensitive); CT_EINVAL with OpenTSDB's message. */
@@ -107,6 +124,10 @@ struct qagg_window {
 /* Computes the window for a query [start_ms, end_ms] with downsampler ds (may be NULL). */
 void qagg_window_compute(int64_t start_ms, int64_t end_ms, const struct qagg_ds *ds,
                          struct qagg_window *w);
+/* Widens w for `padding` by one hour row, or one downsample interval when that is longer
+ * (rounded up to whole hours), on each side, so that the points just outside the query's bounds
+ * are read and aggregated too. The query's own bounds are unchanged. */
+void qagg_window_pad(struct qagg_window *w, const struct qagg_ds *ds);
 
 /* Downsamples one series (points ascending by time, within the window) into out (appended),
  * as Downsampler / FillingDownsampler seeked to w->win_start_ms do. Calendar buckets use tz. */
@@ -142,9 +163,15 @@ typedef int (*qagg_emit_fn)(void *arg, const struct qagg_point *pt);
 
 /* Aggregates ns series point-wise over [win_start_ms, win_end_ms] with a's interpolation, as
  * AggregationIterator does (rate selects its rate rules). Returns CT_OK, an emit's non-zero
- * value, or CT_ENOMEM. */
+ * value, or CT_ENOMEM. When every series holds doubles at the same timestamps (what
+ * downsampling usually leaves) nothing is ever interpolated and a direct pass over the columns
+ * gives the same points. */
 int qagg_group_run(const struct qagg *a, const struct qagg_series *s, size_t ns,
                    int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
                    void *arg, struct ct_err *err);
+/* qagg_group_run() without the aligned-series fast path (tests compare the two). */
+int qagg_group_run_general(const struct qagg *a, const struct qagg_series *s, size_t ns,
+                           int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
+                           void *arg, struct ct_err *err);
 
 #endif

@@ -1,17 +1,23 @@
 /* qfilter.c - see qfilter.h. Follows OpenTSDB 2.4's TagVLiteralOrFilter, TagVWildcardFilter,
- * TagVRegexFilter and TagVNotKeyFilter. Regular expressions are POSIX extended (regcomp) used
- * with search ("find") semantics, the nearest C equivalent of java.util.regex.
+ * TagVRegexFilter and TagVNotKeyFilter. Regular expressions are PCRE2 (Perl syntax, the nearest
+ * C library to java.util.regex: \d \w \s, lazy and possessive quantifiers, lookaround,
+ * (?i) flags, \Q..\E), compiled in UTF mode and matched with TagVRegexFilter's
+ * Pattern.matcher(tagv).find() semantics: the pattern may match anywhere in the value (use ^ and
+ * $ to anchor).
  *
  * Invariants: (1) case-insensitive filters store their literals / wildcard lower-cased; (2) a
- * filter never changes after qfilter_new returns (regexec on a compiled regex_t is thread-safe). */
+ * filter never changes after qfilter_new returns (a compiled pcre2_code is shared read-only by
+ * threads; each match uses its own match data). */
 #include "query/qfilter.h"
 
 #include <ctype.h>
-#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
 
 struct qfilter {
     enum qfilter_type type;
@@ -21,8 +27,7 @@ struct qfilter {
     char *buf;   /* literal storage / lower-cased wildcard */
     char **lits; /* literal values (pointing into buf) */
     size_t nlits;
-    bool regex_ok;
-    regex_t re;
+    pcre2_code *re; /* regexp only */
 };
 
 static const char *const type_names[] = {
@@ -99,8 +104,7 @@ void qfilter_free(struct qfilter *f)
 {
     if (!f)
         return;
-    if (f->regex_ok)
-        regfree(&f->re);
+    pcre2_code_free(f->re);
     free(f->tagk);
     free(f->expr);
     free(f->buf);
@@ -182,14 +186,24 @@ int qfilter_new(const char *type, const char *tagk, const char *expr, bool group
         }
         break;
     case QFILTER_REGEXP: {
-        int rc = regcomp(&f->re, expr, REG_EXTENDED | REG_NOSUB);
-        if (rc != 0) {
-            char msg[128];
-            regerror(rc, &f->re, msg, sizeof(msg));
+        /* Pattern.compile(filter): a syntax error is a 400 whose text, like Java's
+         * PatternSyntaxException, names the problem, the index and the pattern */
+        int ec;
+        PCRE2_SIZE off;
+        f->re = pcre2_compile((PCRE2_SPTR)expr, PCRE2_ZERO_TERMINATED,
+                              PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &ec, &off, NULL);
+        if (!f->re) {
+            PCRE2_UCHAR msg[160];
+            if (pcre2_get_error_message(ec, msg, sizeof(msg)) < 0)
+                snprintf((char *)msg, sizeof(msg), "error %d", ec);
+            int rc = ct_err_set(err, CT_EINVAL, "%s near index %zu\n%s", (const char *)msg,
+                                (size_t)off, expr);
             qfilter_free(f);
-            return ct_err_set(err, CT_EINVAL, "Invalid regular expression '%s': %s", expr, msg);
+            return rc;
         }
-        f->regex_ok = true;
+        /* JIT is an optimisation only: without it (unsupported CPU, no executable memory)
+         * pcre2_match interprets the same pattern */
+        (void)pcre2_jit_compile(f->re, PCRE2_JIT_COMPLETE);
         break;
     }
     case QFILTER_NOT_KEY:
@@ -297,6 +311,18 @@ static bool in_lits(const struct qfilter *f, const char *v, bool ci)
     return false;
 }
 
+/* Matcher.find(): true if the pattern matches anywhere in s. Called once per series (not per
+ * datapoint), so the small match-data allocation per call is not on a hot path. */
+static bool regex_find(const pcre2_code *re, const char *s)
+{
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    if (!md)
+        return false;
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL);
+    pcre2_match_data_free(md);
+    return rc >= 0;
+}
+
 bool qfilter_match(const struct qfilter *f, const char *tagv)
 {
     switch (f->type) {
@@ -335,7 +361,7 @@ bool qfilter_match(const struct qfilter *f, const char *tagv)
         return glob(f->buf, tmp);
     }
     case QFILTER_REGEXP:
-        return regexec(&f->re, tagv, 0, NULL, 0) == 0;
+        return regex_find(f->re, tagv);
     default:
         return false;
     }

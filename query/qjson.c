@@ -132,11 +132,172 @@ void qjson_str(struct qjson *j, const char *s)
     qjson_strn(j, s, strlen(s));
 }
 
+/* Decimal digits of v into out (room 20), returns the length. Two digits per step. */
+static size_t qjson_u64_digits(uint64_t v, char *out)
+{
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    char t[20];
+    size_t n = 20;
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        t[--n] = pairs[2 * r + 1];
+        t[--n] = pairs[2 * r];
+    }
+    if (v >= 10) {
+        t[--n] = pairs[2 * v + 1];
+        t[--n] = pairs[2 * v];
+    } else {
+        t[--n] = (char)('0' + v);
+    }
+    memcpy(out, t + n, 20 - n);
+    return 20 - n;
+}
+
+size_t qjson_format_i64(int64_t v, char *out)
+{
+    if (v < 0) {
+        out[0] = '-';
+        return 1 + qjson_u64_digits(0 - (uint64_t)v, out + 1);
+    }
+    return qjson_u64_digits((uint64_t)v, out);
+}
+
 void qjson_i64(struct qjson *j, int64_t v)
 {
+    if (j->err == CT_OK && j->cap - j->len >= 21) {
+        j->len += qjson_format_i64(v, j->buf + j->len);
+        return;
+    }
     char b[24];
-    int n = snprintf(b, sizeof(b), "%lld", (long long)v);
-    qjson_raw(j, b, (size_t)n);
+    qjson_raw(j, b, qjson_format_i64(v, b));
+}
+
+/* Writes digits (nd of them, trailing zeros already cut) of a value d.ddd x 10^exp10 with
+ * 1e-3 <= |value| < 1e7 in Java's plain layout; returns the length. */
+static size_t qjson_plain_layout(bool neg, const char *digits, size_t nd, int exp10, char *out)
+{
+    size_t o = 0;
+    if (neg)
+        out[o++] = '-';
+    if (exp10 >= 0) {
+        for (int i = 0; i <= exp10; i++)
+            out[o++] = (size_t)i < nd ? digits[i] : '0';
+        out[o++] = '.';
+        if ((size_t)exp10 + 1 < nd)
+            for (size_t i = (size_t)exp10 + 1; i < nd; i++)
+                out[o++] = digits[i];
+        else
+            out[o++] = '0';
+    } else {
+        out[o++] = '0';
+        out[o++] = '.';
+        for (int i = -1; i > exp10; i--)
+            out[o++] = '0';
+        for (size_t i = 0; i < nd; i++)
+            out[o++] = digits[i];
+    }
+    out[o] = 0;
+    return o;
+}
+
+typedef unsigned __int128 u128;
+
+/* 10^k for k <= 38. */
+static u128 qjson_p10u(int k)
+{
+    u128 p;
+    static const uint64_t small[20] = {1ULL,
+                                       10ULL,
+                                       100ULL,
+                                       1000ULL,
+                                       10000ULL,
+                                       100000ULL,
+                                       1000000ULL,
+                                       10000000ULL,
+                                       100000000ULL,
+                                       1000000000ULL,
+                                       10000000000ULL,
+                                       100000000000ULL,
+                                       1000000000000ULL,
+                                       10000000000000ULL,
+                                       100000000000000ULL,
+                                       1000000000000000ULL,
+                                       10000000000000000ULL,
+                                       100000000000000000ULL,
+                                       1000000000000000000ULL,
+                                       10000000000000000000ULL};
+    if (k < 20)
+        return small[k];
+    p = small[19];
+    for (int i = 19; i < k; i++)
+        p *= 10;
+    return p;
+}
+
+/* 1e-3 .. 1e7 (index exp10 + 3) */
+static const double qjson_p10d[] = {1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7};
+
+/* What the general path below prints for 1e-3 <= |v| < 1e7, computed exactly with 128-bit
+ * integers instead of printf and strtod: for n = 15, 16, 17 significant digits the correctly
+ * rounded (ties to even, as printf) n-digit decimal q x 10^-k of |v| = M x 2^-s, taken at the
+ * first n whose decimal reads back as v (|q 2^s - M 10^k| under half a gap of v, scaled by
+ * 10^k 2^s; an exact tie reads back iff M is even, as strtod rounds); n = 17 always. Here s is
+ * 30..62 and k = n - 1 - exp10 is 8..19, so M 10^k < 2^117 and q 2^s < 2^120. Returns 0 when v
+ * is outside that range. */
+static size_t qjson_format_exact(double v, char *out)
+{
+    double a = fabs(v);
+    if (!(a >= 1e-3 && a < 1e7))
+        return 0;
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof(bits)); /* a normal double: m = 1.fraction, 53 bits */
+    uint64_t m = (bits & ((1ULL << 52) - 1)) | (1ULL << 52);
+    int s = 1075 - (int)(bits >> 52); /* a = m 2^-s */
+    if (s <= 0 || s > 100)
+        return 0;
+    /* exp10 with 10^exp10 <= a < 10^(exp10 + 1): powers of ten from 1e-3 to 1e7 are compared
+     * as doubles (1e-3 is not exact, but a < 1e-3 was excluded with the same constant) */
+    int exp10 = -3;
+    while (exp10 < 6 && a >= qjson_p10d[exp10 + 4])
+        exp10++;
+    for (int n = 15; n <= 17; n++) {
+        int k = n - 1 - exp10;
+        if (k < 0 || k > 19)
+            return 0;
+        u128 p10 = qjson_p10u(k);
+        u128 am = (u128)m * p10; /* |v| 10^k 2^s */
+        u128 q = am >> s, r = am & (((u128)1 << s) - 1), half = (u128)1 << (s - 1);
+        if (r > half || (r == half && (q & 1)))
+            q++;
+        u128 lo = qjson_p10u(n - 1);
+        int ex = exp10;
+        if (q >= lo * 10) { /* rounded up to 10^n: 1.000e(exp10 + 1) */
+            q /= 10;
+            ex++;
+        }
+        if (q < lo)
+            return 0; /* exp10 was off: leave it to printf */
+        bool reads_back = n == 17;
+        if (!reads_back) {
+            u128 qs = q << s, diff = qs > am ? qs - am : am - qs;
+            /* the gap below a power of two is half the gap above it */
+            bool below_pow2 = qs < am && m == (1ULL << 52);
+            u128 lhs = diff * (below_pow2 ? 4 : 2);
+            reads_back = lhs < p10 || (lhs == p10 && !(m & 1));
+        }
+        if (!reads_back)
+            continue;
+        char digits[24];
+        size_t nd = qjson_u64_digits((uint64_t)q, digits); /* q < 10^17 */
+        while (nd > 1 && digits[nd - 1] == '0')
+            nd--;
+        return qjson_plain_layout(v < 0, digits, nd, ex, out);
+    }
+    return 0;
 }
 
 size_t qjson_format_double(double v, char *out)
@@ -148,11 +309,9 @@ size_t qjson_format_double(double v, char *out)
     if (v == 0)
         return (size_t)sprintf(out, signbit(v) ? "-0.0" : "0.0");
     char e[40];
-    double a0 = fabs(v);
-    if (a0 < 1e7 && a0 >= 1 && v == (double)(int64_t)v) {
-        /* the common case of whole numbers: "40.0" */
-        return (size_t)sprintf(out, "%lld.0", (long long)v);
-    }
+    size_t sn = qjson_format_exact(v, out);
+    if (sn)
+        return sn;
     /* 15 significant digits read back exactly for almost every double (and then, with the
      * trailing zeros cut, are the shortest form); else 16, else 17 */
     int prec;

@@ -7,6 +7,7 @@
  * results can copy it verbatim; (2) every reply document is complete before it is returned. */
 #include "query/qmeta.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -519,6 +520,119 @@ int qmeta_uid_assign(struct tsdb *t, const cJSON *req, cJSON **out, int *status,
     return CT_OK;
 }
 
+/* ---- uid rename ------------------------------------------------------------------------ */
+
+/* The reply of a rename that failed on its names: 400 with {"result":"false","error":msg}. */
+static int rename_failed(const char *msg, cJSON **out, int *status, struct ct_err *err)
+{
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc || !cJSON_AddStringToObject(doc, "result", "false") ||
+        !cJSON_AddStringToObject(doc, "error", msg)) {
+        cJSON_Delete(doc);
+        return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
+    }
+    *out = doc;
+    *status = 400;
+    return CT_OK;
+}
+
+int qmeta_uid_rename(struct tsdb *t, const cJSON *req, cJSON **out, int *status, struct ct_err *err)
+{
+    /* UniqueIdRpc.handleRename: one of metric|tagk|tagv = old name, and name = new name (when
+     * several types are given the last of metric, tagk, tagv wins, as OpenTSDB's HashMap walk
+     * of a JSON body does); any other key of a body is taken as the type */
+    const char *type = NULL, *old_name = NULL, *new_name = NULL;
+    const cJSON *it;
+    static const char *const order[3] = {"metric", "tagk", "tagv"};
+    for (int i = 0; i < 3; i++) {
+        const char *v = str_field(req, order[i]);
+        if (v && *v) {
+            type = order[i];
+            old_name = v;
+        }
+    }
+    cJSON_ArrayForEach(it, req)
+    {
+        if (!it->string || !cJSON_IsString(it) || !*it->valuestring)
+            continue;
+        if (!strcmp(it->string, "name"))
+            new_name = it->valuestring;
+        else if (!type && strcasecmp(it->string, "metric") && strcasecmp(it->string, "tagk") &&
+                 strcasecmp(it->string, "tagv")) {
+            type = it->string;
+            old_name = it->valuestring;
+        }
+    }
+    if (!type || !old_name || !new_name)
+        return fail(status, 400,
+                    ct_err_set(err, CT_EINVAL, "Missing necessary values to rename UID"), err);
+    /* TSDB.renameUid: both names are validated as the type's names first */
+    const char *allow = tsdb_get_config(t)->allow_special;
+    struct ct_err e = {0};
+    if (uid_name_check(type, old_name, strlen(old_name), allow, &e) != CT_OK ||
+        uid_name_check(type, new_name, strlen(new_name), allow, &e) != CT_OK)
+        return rename_failed(e.msg, out, status, err);
+    enum uid_kind k;
+    if (!strcasecmp(type, "metric"))
+        k = UID_METRIC;
+    else if (!strcasecmp(type, "tagk"))
+        k = UID_TAGK;
+    else if (!strcasecmp(type, "tagv"))
+        k = UID_TAGV;
+    else
+        return rename_failed("Unknown type name", out, status, err);
+    struct uid *u = tsdb_uid(t);
+    uint64_t id;
+    int rc = uid_get_id(u, k, old_name, strlen(old_name), &id, &e);
+    if (rc == CT_NOTFOUND) {
+        char msg[UID_MAX_NAME + 64];
+        snprintf(msg, sizeof(msg), "Name(\"%s\") does not exist", old_name);
+        return rename_failed(msg, out, status, err);
+    }
+    if (rc != CT_OK)
+        return fail(status, 500, rc, (*err = e, err));
+    /* the same rename `ctsdb uid rename` does (schema/uid.h) */
+    rc = uid_rename(u, k, old_name, new_name, &e);
+    if (rc == CT_EEXIST) {
+        /* UniqueId.rename's message names the table, kind, width and the taken id's bytes */
+        uint64_t taken = 0;
+        if (uid_get_id(u, k, new_name, strlen(new_name), &taken, &e) != CT_OK)
+            taken = 0; /* raced with a delete: the message still says it was assigned */
+        unsigned w = uid_width(u, k);
+        char bytes[8 * 6 + 3], msg[2 * UID_MAX_NAME + 256];
+        size_t bl = 0;
+        bytes[bl++] = '[';
+        for (unsigned i = 0; i < w; i++) {
+            int8_t b = (int8_t)(uint8_t)(taken >> (8 * (w - 1 - i)));
+            bl += (size_t)snprintf(bytes + bl, sizeof(bytes) - bl, "%s%d", i ? ", " : "", b);
+        }
+        snprintf(bytes + bl, sizeof(bytes) - bl, "]");
+        snprintf(msg, sizeof(msg),
+                 "When trying rename(\"%s\", \"%s\") on UniqueId(%s, %s, %u): new name already "
+                 "assigned ID=%s",
+                 old_name, new_name, tsdb_get_config(t)->uid_table, uid_kind_qualifier(k), w,
+                 bytes);
+        return rename_failed(msg, out, status, err);
+    }
+    if (rc == CT_NOTFOUND) {
+        char msg[UID_MAX_NAME + 64];
+        snprintf(msg, sizeof(msg), "Name(\"%s\") does not exist", old_name);
+        return rename_failed(msg, out, status, err);
+    }
+    if (rc != CT_OK) {
+        *err = e;
+        return fail(status, 500, rc, err);
+    }
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc || !cJSON_AddStringToObject(doc, "result", "true")) {
+        cJSON_Delete(doc);
+        return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
+    }
+    *out = doc;
+    *status = 200;
+    return CT_OK;
+}
+
 /* ---- UID meta -------------------------------------------------------------------------- */
 
 static const char *kind_upper(enum uid_kind k)
@@ -587,10 +701,20 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
 {
     struct uid *u = tsdb_uid(t);
     const char *hex = str_field(req, "uid"), *type = str_field(req, "type");
+    /* UniqueIdRpc: a GET (query string) names the missing parameter; a body is UIDMeta's
+     * "Missing UID" / "Missing type" */
     if (!hex || !*hex)
-        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing UID"), err);
+        return fail(
+            status, 400,
+            ct_err_set(err, CT_EINVAL, "%s",
+                       m == QMETA_GET ? "Missing parameter <code>uid</code>" : "Missing UID"),
+            err);
     if (!type || !*type)
-        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing type"), err);
+        return fail(
+            status, 400,
+            ct_err_set(err, CT_EINVAL, "%s",
+                       m == QMETA_GET ? "Missing parameter <code>type</code>" : "Missing type"),
+            err);
     enum uid_kind k;
     if (!strcasecmp(type, "metric") || !strcasecmp(type, "metrics"))
         k = UID_METRIC;
@@ -599,12 +723,15 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
     else if (!strcasecmp(type, "tagv"))
         k = UID_TAGV;
     else
-        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Invalid UID type: %s", type), err);
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Invalid type requested: %s", type),
+                    err);
     uint64_t id;
     if (uid_parse_hex(hex, uid_width(u, k), &id, err) != CT_OK)
         return fail(status, 400, CT_EINVAL, err);
     cJSON *o = NULL;
     int rc = uidmeta_build(t, k, id, &o, err);
+    if (rc == CT_NOTFOUND)
+        ct_err_set(err, CT_NOTFOUND, "Could not find the requested UID");
     if (rc != CT_OK)
         return fail(status, rc == CT_NOTFOUND ? 404 : 500, rc, err);
     uint8_t row[8];
@@ -625,6 +752,8 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
         bool changed = false;
         for (size_t i = 0; i < 4; i++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, fields[i]);
+            if (!v && i == 3) /* the query-string form's name (parseUIDMetaQS) */
+                v = cJSON_GetObjectItemCaseSensitive(req, "display_name");
             cJSON *nv = NULL;
             if (v)
                 nv = cJSON_Duplicate(v, true);
@@ -634,9 +763,11 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
                 cJSON_ReplaceItemInObjectCaseSensitive(o, fields[i], nv);
             changed |= v != NULL;
         }
-        if (!changed) {
+        if (!changed) { /* UIDMeta.syncToStorage: nothing to write -> 304 Not Modified */
             cJSON_Delete(o);
-            return fail(status, 400, ct_err_set(err, CT_EINVAL, "No changes detected"), err);
+            *out = NULL;
+            *status = 304;
+            return CT_OK;
         }
         cJSON_ReplaceItemInObjectCaseSensitive(o, "created",
                                                cJSON_CreateNumber((double)(now_ms / 1000)));
@@ -666,60 +797,275 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
     return CT_OK;
 }
 
-int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **out, int *status,
-                 struct ct_err *err)
+/* ---- TSMeta ---------------------------------------------------------------------------- */
+
+/* OpenTSDB's TSMeta storage in tsdb-meta: row = TSUID bytes, family "name"; qualifier "ts_meta"
+ * holds the JSON written by tsm_storage_json() (TSMeta.getStorageJSON's fields and order:
+ * tsuid, displayName, description, notes, created, custom, units, dataType, retention, max, min;
+ * NaN written as "NaN"), qualifier "ts_ctr" an 8-byte big-endian count of datapoints whose cell
+ * timestamp is the last time it was written (reported as totalDatapoints and lastReceived). */
+#define TSMETA_QUALIFIER "ts_meta"
+#define TSMETA_COUNTER   "ts_ctr"
+
+/* The user-editable fields: JSON name, query-string name (NULL: JSON only) and kind. */
+enum tsm_kind {
+    TSM_STR,
+    TSM_CUSTOM,
+    TSM_INT,
+    TSM_DOUBLE
+};
+static const struct {
+    const char *json, *qs;
+    enum tsm_kind kind;
+} tsm_fields[] = {
+    {"displayName", "display_name", TSM_STR},
+    {"description", "description", TSM_STR},
+    {"notes", "notes", TSM_STR},
+    {"custom", NULL, TSM_CUSTOM},
+    {"units", "units", TSM_STR},
+    {"dataType", "data_type", TSM_STR},
+    {"retention", "retention", TSM_INT},
+    {"max", "max", TSM_DOUBLE},
+    {"min", "min", TSM_DOUBLE},
+};
+#define TSM_NFIELDS (sizeof(tsm_fields) / sizeof(tsm_fields[0]))
+
+/* The stored state of one TSUID's meta. */
+struct tsm_stored {
+    cJSON *meta; /* parsed ts_meta, NULL if absent */
+    char *raw;   /* the ts_meta bytes as stored (the check-and-put's expected value) */
+    size_t raw_len;
+    bool has_ctr;
+    int64_t ctr, ctr_ts_ms;
+};
+
+static bool qual_is(struct wc_bytes q, const char *name)
+{
+    size_t n = strlen(name);
+    return q.len == n && memcmp(q.data, name, n) == 0;
+}
+
+static void tsm_stored_clear(struct tsm_stored *st)
+{
+    cJSON_Delete(st->meta);
+    free(st->raw);
+    memset(st, 0, sizeof(*st));
+}
+
+static int tsm_load(struct tsdb *t, const uint8_t *ts, size_t tl, struct tsm_stored *st,
+                    struct ct_err *err)
+{
+    memset(st, 0, sizeof(*st));
+    struct wc_column cols[2] = {
+        {wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(TSMETA_QUALIFIER), true},
+        {wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(TSMETA_COUNTER), true},
+    };
+    struct wc_scan_options so;
+    wc_scan_options_init(&so);
+    so.columns = cols;
+    so.ncolumns = 2;
+    struct wc_result res;
+    int rc = wc_get(tsdb_meta_table(t), wc_bytes_of(ts, tl), &so, &res, err);
+    if (rc != CT_OK)
+        return rc;
+    for (size_t i = 0; i < res.row.ncells && rc == CT_OK; i++) {
+        const struct wc_cell *c = &res.row.cells[i];
+        if (qual_is(c->qualifier, TSMETA_COUNTER)) {
+            if (c->value.len != 8) {
+                rc = ct_err_set(err, CT_ECORRUPT, "bad TSMeta counter (%zu bytes) in %s",
+                                c->value.len, tsdb_get_config(t)->meta_table);
+                break;
+            }
+            st->has_ctr = true;
+            st->ctr = (int64_t)rowkey_get_uid(c->value.data, 8);
+            st->ctr_ts_ms = c->ts_ms;
+        } else if (qual_is(c->qualifier, TSMETA_QUALIFIER)) {
+            st->meta = cJSON_ParseWithLength((const char *)c->value.data, c->value.len);
+            st->raw = malloc(c->value.len ? c->value.len : 1);
+            if (!st->meta || !cJSON_IsObject(st->meta)) {
+                rc = ct_err_set(err, CT_ECORRUPT, "bad TSMeta JSON in %s",
+                                tsdb_get_config(t)->meta_table);
+            } else if (!st->raw) {
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+            } else {
+                memcpy(st->raw, c->value.data, c->value.len);
+                st->raw_len = c->value.len;
+            }
+        }
+    }
+    wc_result_release(&res);
+    if (rc != CT_OK)
+        tsm_stored_clear(st);
+    return rc;
+}
+
+/* A double as Jackson writes it: Java's Double.toString, NaN quoted. Returns a raw cJSON item. */
+static cJSON *java_double_item(double v)
+{
+    char b[40];
+    if (isnan(v))
+        return cJSON_CreateRaw("\"NaN\"");
+    if (isinf(v))
+        return cJSON_CreateRaw(v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
+    qjson_format_double(v, b);
+    return cJSON_CreateRaw(b);
+}
+
+/* The value of a double field as stored (number or "NaN"); NaN when absent or unreadable. */
+static double stored_double(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (cJSON_IsNumber(v))
+        return v->valuedouble;
+    if (cJSON_IsString(v)) {
+        char *end;
+        double d = strtod(v->valuestring, &end);
+        if (*v->valuestring && !*end)
+            return d;
+    }
+    return NAN;
+}
+
+static int64_t stored_long(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+}
+
+static const char *stored_str(const cJSON *o, const char *key)
+{
+    const char *v = str_field(o, key);
+    return v ? v : "";
+}
+
+/* Builds the canonical meta (every field, storage order) from src (NULL: defaults). */
+static cJSON *tsm_canonical(const char *tsuid_hex, const cJSON *src)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    bool ok = cJSON_AddStringToObject(o, "tsuid", tsuid_hex) &&
+              cJSON_AddStringToObject(o, "displayName", stored_str(src, "displayName")) &&
+              cJSON_AddStringToObject(o, "description", stored_str(src, "description")) &&
+              cJSON_AddStringToObject(o, "notes", stored_str(src, "notes")) &&
+              cJSON_AddNumberToObject(o, "created", (double)stored_long(src, "created"));
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(src, "custom");
+    ok = ok && cJSON_AddItemToObject(
+                   o, "custom", cJSON_IsObject(c) ? cJSON_Duplicate(c, true) : cJSON_CreateNull());
+    ok = ok && cJSON_AddStringToObject(o, "units", stored_str(src, "units")) &&
+         cJSON_AddStringToObject(o, "dataType", stored_str(src, "dataType")) &&
+         cJSON_AddNumberToObject(o, "retention", (double)stored_long(src, "retention")) &&
+         cJSON_AddItemToObject(o, "max", java_double_item(src ? stored_double(src, "max") : NAN)) &&
+         cJSON_AddItemToObject(o, "min", java_double_item(src ? stored_double(src, "min") : NAN));
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Applies the request's fields to meta (a canonical object). *changed: whether any was given.
+ * PUT (overwrite) first resets every user field to its default, as TSMeta.syncMeta does. */
+static int tsm_apply(cJSON *meta, const cJSON *req, bool overwrite, bool *changed,
+                     struct ct_err *err)
+{
+    *changed = false;
+    if (overwrite) {
+        cJSON *def = tsm_canonical(stored_str(meta, "tsuid"), NULL);
+        if (!def)
+            return ct_err_set(err, CT_ENOMEM, "out of memory");
+        for (size_t i = 0; i < TSM_NFIELDS; i++)
+            cJSON_ReplaceItemInObjectCaseSensitive(
+                meta, tsm_fields[i].json,
+                cJSON_DetachItemFromObjectCaseSensitive(def, tsm_fields[i].json));
+        cJSON_Delete(def);
+    }
+    for (size_t i = 0; i < TSM_NFIELDS; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(req, tsm_fields[i].json);
+        const char *name = tsm_fields[i].json;
+        if (!v && tsm_fields[i].qs) {
+            v = cJSON_GetObjectItemCaseSensitive(req, tsm_fields[i].qs);
+            name = tsm_fields[i].qs;
+        }
+        if (!v)
+            continue;
+        cJSON *nv = NULL;
+        switch (tsm_fields[i].kind) {
+        case TSM_STR:
+            if (cJSON_IsNull(v))
+                nv = cJSON_CreateString("");
+            else if (cJSON_IsString(v))
+                nv = cJSON_CreateString(v->valuestring);
+            else
+                return ct_err_set(err, CT_EINVAL,
+                                  "Unable to parse the given JSON: '%s' must be a string", name);
+            break;
+        case TSM_CUSTOM: {
+            const cJSON *e;
+            if (cJSON_IsNull(v)) {
+                nv = cJSON_CreateNull();
+                break;
+            }
+            if (!cJSON_IsObject(v))
+                return ct_err_set(err, CT_EINVAL,
+                                  "Unable to parse the given JSON: 'custom' must be an object of "
+                                  "strings");
+            cJSON_ArrayForEach(e, v)
+            {
+                if (!cJSON_IsString(e))
+                    return ct_err_set(err, CT_EINVAL,
+                                      "Unable to parse the given JSON: 'custom' must be an object "
+                                      "of strings");
+            }
+            nv = cJSON_Duplicate(v, true);
+            break;
+        }
+        case TSM_INT: {
+            int64_t x;
+            bool bad;
+            if (!num_field(req, name, &x, &bad) || x < INT32_MIN || x > INT32_MAX)
+                return ct_err_set(err, CT_EINVAL, "Unable to parse '%s' value", tsm_fields[i].qs);
+            nv = cJSON_CreateNumber((double)x);
+            break;
+        }
+        case TSM_DOUBLE: {
+            double d;
+            if (cJSON_IsNumber(v)) {
+                d = v->valuedouble;
+            } else if (cJSON_IsString(v) && !strcmp(v->valuestring, "NaN")) {
+                d = NAN;
+            } else if (!cJSON_IsString(v) ||
+                       qagg_fill_scalar_parse(v->valuestring, &d, err) != CT_OK) {
+                return ct_err_set(err, CT_EINVAL, "Unable to parse '%s' value", tsm_fields[i].qs);
+            }
+            nv = java_double_item(d);
+            break;
+        }
+        }
+        if (!nv)
+            return ct_err_set(err, CT_ENOMEM, "out of memory");
+        cJSON_ReplaceItemInObjectCaseSensitive(meta, tsm_fields[i].json, nv);
+        *changed = true;
+    }
+    return CT_OK;
+}
+
+/* The reply object of a stored TSMeta: its fields with the UIDMeta of the metric and of every
+ * tag key and value merged in, and the counter's totalDatapoints / lastReceived. */
+static int tsm_reply(struct tsdb *t, const uint8_t *ts, size_t tl, const struct tsm_stored *st,
+                     cJSON **out, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
-    struct uid *u = tsdb_uid(t);
-    const char *hex = str_field(req, "tsuid");
-    uint8_t ts[ROWKEY_MAX_TSUID];
-    size_t tl = 0;
-    if (m != QMETA_GET)
-        return fail(status, 501,
-                    ct_err_set(err, CT_EUNSUPPORTED, "TSMeta updates are not supported"), err);
-    if (!hex || !*hex) {
-        const char *mm = str_field(req, "m");
-        if (!mm || !*mm)
-            return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing TSUID"), err);
-        /* metric{k=v,...}: the exact series */
-        cJSON *lr = lookup_req_from_m(mm, err);
-        if (!lr)
-            return fail(status, 400, CT_EINVAL, err);
-        const char *metric = str_field(lr, "metric");
-        const cJSON *tg, *tags = cJSON_GetObjectItemCaseSensitive(lr, "tags");
-        size_t n = (size_t)cJSON_GetArraySize(tags), i = 0;
-        const char **tk = calloc(n + 1, sizeof(char *)), **tv = calloc(n + 1, sizeof(char *));
-        cJSON_ArrayForEach(tg, tags)
-        {
-            tk[i] = str_field(tg, "key");
-            tv[i++] = str_field(tg, "value");
-        }
-        struct tsdb_config cfg = *tsdb_get_config(t);
-        (void)cfg;
-        uint64_t mid;
-        int rc = uid_get_id(u, UID_METRIC, metric, strlen(metric), &mid, err);
-        struct rowkey_tag rt[ROWKEY_MAX_TAGS];
-        for (size_t k = 0; rc == CT_OK && k < n && k < ROWKEY_MAX_TAGS; k++) {
-            rc = uid_get_id(u, UID_TAGK, tk[k], strlen(tk[k]), &rt[k].tagk, err);
-            if (rc == CT_OK)
-                rc = uid_get_id(u, UID_TAGV, tv[k], strlen(tv[k]), &rt[k].tagv, err);
-        }
-        if (rc == CT_OK)
-            rc = rowkey_tsuid_build(l, mid, rt, n, ts, sizeof(ts), &tl, err);
-        free(tk);
-        free(tv);
-        cJSON_Delete(lr);
-        if (rc != CT_OK)
-            return fail(status, rc == CT_NOTFOUND ? 404 : 400, rc, err);
-    } else if (hex_to_bytes(hex, ts, sizeof(ts), &tl) != 0 || !tsuid_valid(l, tl)) {
-        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", hex), err);
-    }
-    char thex[2 * ROWKEY_MAX_TSUID + 1];
-    bytes_to_hex(ts, tl, thex);
+    char hex[2 * ROWKEY_MAX_TSUID + 1];
+    bytes_to_hex(ts, tl, hex);
+    cJSON *canon = tsm_canonical(hex, st->meta);
     cJSON *o = cJSON_CreateObject(), *mo = NULL, *tags = NULL;
-    if (!o)
-        return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
-    cJSON_AddStringToObject(o, "tsuid", thex);
+    if (!o || !canon) {
+        cJSON_Delete(o);
+        cJSON_Delete(canon);
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    }
+    cJSON_AddStringToObject(o, "tsuid", hex);
     int rc = uidmeta_build(t, UID_METRIC, rowkey_get_uid(ts, l->metric_width), &mo, err);
     if (rc == CT_OK) {
         cJSON_AddItemToObject(o, "metric", mo);
@@ -738,25 +1084,367 @@ int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **
             }
         }
     }
-    if (rc != CT_OK) {
-        cJSON_Delete(o);
-        return fail(status, rc == CT_NOTFOUND ? 404 : 500, rc, err);
+    static const char *const order[] = {"description", "displayName", "notes",    "created",
+                                        "custom",      "units",       "dataType", "retention",
+                                        "max",         "min"};
+    for (size_t i = 0; rc == CT_OK && i < sizeof(order) / sizeof(order[0]); i++)
+        cJSON_AddItemToObject(o, order[i],
+                              cJSON_DetachItemFromObjectCaseSensitive(canon, order[i]));
+    cJSON_Delete(canon);
+    if (rc == CT_OK) {
+        cJSON_AddNumberToObject(o, "lastReceived",
+                                (double)(st->has_ctr ? st->ctr_ts_ms / 1000 : 0));
+        cJSON_AddNumberToObject(o, "totalDatapoints", (double)(st->has_ctr ? st->ctr : 0));
+        *out = o;
+        return CT_OK;
     }
-    cJSON_AddStringToObject(o, "description", "");
-    cJSON_AddStringToObject(o, "displayName", "");
-    cJSON_AddStringToObject(o, "notes", "");
-    cJSON_AddNumberToObject(o, "created", 0);
-    cJSON_AddNullToObject(o, "custom");
-    cJSON_AddStringToObject(o, "units", "");
-    cJSON_AddStringToObject(o, "dataType", "");
-    cJSON_AddNumberToObject(o, "retention", 0);
-    cJSON_AddStringToObject(o, "max", "NaN");
-    cJSON_AddStringToObject(o, "min", "NaN");
-    cJSON_AddNumberToObject(o, "lastReceived", 0);
-    cJSON_AddNumberToObject(o, "totalDatapoints", 0);
-    *out = o;
+    cJSON_Delete(o);
+    return rc;
+}
+
+/* The ts_meta bytes of a canonical object (storage order, compact). Returns a new string. */
+static char *tsm_storage_json(const cJSON *canon)
+{
+    return cJSON_PrintUnformatted(canon);
+}
+
+/* Writes the meta with a check-and-put against what was loaded (expected NULL: must not exist),
+ * as TSMeta.syncToStorage / storeNew do. *applied false: storage changed in between. */
+static int tsm_store(struct tsdb *t, const uint8_t *ts, size_t tl, const cJSON *canon,
+                     const struct tsm_stored *st, bool *applied, struct ct_err *err)
+{
+    char *json = tsm_storage_json(canon);
+    if (!json)
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    struct wc_mutation mu = {WC_OP_PUT, wc_bytes_str(TSDB_META_FAMILY),
+                             wc_bytes_str(TSMETA_QUALIFIER), wc_bytes_str(json), WC_TS_LATEST};
+    struct wc_row_mutation rm = {wc_bytes_of(ts, tl), &mu, 1};
+    struct wc_bytes expected = wc_bytes_of(st->raw, st->raw_len);
+    int rc = wc_check_and_mutate(tsdb_meta_table(t), rm.row, mu.family, mu.qualifier,
+                                 st->meta ? &expected : NULL, &rm, WC_DURABILITY_USE_DEFAULT,
+                                 applied, err);
+    free(json);
+    return rc;
+}
+
+/* Resolves "metric{k=v,...}" to the TSUID of exactly that series (UniqueIdRpc.getTSUIDForMetric).
+ * CT_NOTFOUND when a name has no UID. */
+static int tsuid_of_m(struct tsdb *t, const char *m, uint8_t *ts, size_t cap, size_t *tl,
+                      struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    struct uid *u = tsdb_uid(t);
+    cJSON *lr = lookup_req_from_m(m, err);
+    if (!lr)
+        return err->code;
+    const char *metric = str_field(lr, "metric");
+    const cJSON *tg, *tags = cJSON_GetObjectItemCaseSensitive(lr, "tags");
+    struct rowkey_tag rt[ROWKEY_MAX_TAGS];
+    size_t n = 0;
+    uint64_t mid;
+    int rc = uid_get_id(u, UID_METRIC, metric, strlen(metric), &mid, err);
+    cJSON_ArrayForEach(tg, tags)
+    {
+        if (rc != CT_OK)
+            break;
+        const char *k = str_field(tg, "key"), *v = str_field(tg, "value");
+        if (n == ROWKEY_MAX_TAGS) {
+            rc = ct_err_set(err, CT_EINVAL, "Too many tags in: %s", m);
+            break;
+        }
+        if ((rc = uid_get_id(u, UID_TAGK, k, strlen(k), &rt[n].tagk, err)) == CT_OK &&
+            (rc = uid_get_id(u, UID_TAGV, v, strlen(v), &rt[n].tagv, err)) == CT_OK)
+            n++;
+    }
+    if (rc == CT_OK)
+        rc = rowkey_tsuid_build(l, mid, rt, n, ts, cap, tl, err);
+    cJSON_Delete(lr);
+    return rc;
+}
+
+/* GET by m: every stored TSMeta of the metric whose series has all the given tag pairs (a value
+ * of "*" only needs the key), as TSUIDQuery.getTSMetas, in TSUID order. */
+static int tsmeta_list(struct tsdb *t, const char *m, cJSON **out, int *status, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    struct uid *u = tsdb_uid(t);
+    cJSON *lr = lookup_req_from_m(m, err);
+    if (!lr)
+        return fail(status, err->code == CT_ENOMEM ? 500 : 400, err->code, err);
+    const char *metric = str_field(lr, "metric");
+    const cJSON *tg, *tags = cJSON_GetObjectItemCaseSensitive(lr, "tags");
+    uint64_t mid, want_k[ROWKEY_MAX_TAGS], want_v[ROWKEY_MAX_TAGS];
+    bool any_v[ROWKEY_MAX_TAGS];
+    size_t nw = 0;
+    int rc = uid_get_id(u, UID_METRIC, metric, strlen(metric), &mid, err);
+    cJSON_ArrayForEach(tg, tags)
+    {
+        if (rc != CT_OK)
+            break;
+        if (nw == ROWKEY_MAX_TAGS) {
+            rc = ct_err_set(err, CT_EINVAL, "Too many tags in: %s", m);
+            break;
+        }
+        const char *k = str_field(tg, "key"), *v = str_field(tg, "value");
+        any_v[nw] = !strcmp(v, "*");
+        want_v[nw] = 0;
+        if ((rc = uid_get_id(u, UID_TAGK, k, strlen(k), &want_k[nw], err)) == CT_OK && !any_v[nw])
+            rc = uid_get_id(u, UID_TAGV, v, strlen(v), &want_v[nw], err);
+        nw++;
+    }
+    cJSON_Delete(lr);
+    if (rc == CT_NOTFOUND) /* UniqueIdRpc's text for a NoSuchUniqueName here */
+        ct_err_set(err, CT_NOTFOUND, "Unable to find one of the UIDs");
+    if (rc != CT_OK)
+        return fail(status, rc == CT_NOTFOUND ? 404 : rc == CT_EINVAL ? 400 : 500, rc, err);
+    cJSON *list = cJSON_CreateArray();
+    if (!list)
+        return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
+    uint8_t prefix[ROWKEY_MAX_UID_WIDTH];
+    rowkey_put_uid(prefix, mid, l->metric_width);
+    struct wc_column col = {wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(TSMETA_QUALIFIER), true};
+    struct wc_scan_options so;
+    wc_scan_options_init(&so);
+    so.row_prefix = wc_bytes_of(prefix, l->metric_width);
+    so.columns = &col;
+    so.ncolumns = 1;
+    struct wc_scanner *sc = NULL;
+    if ((rc = wc_scanner_open(tsdb_meta_table(t), &so, &sc, err)) != CT_OK) {
+        cJSON_Delete(list);
+        return fail(status, 500, rc, err);
+    }
+    struct wc_row row;
+    size_t pair = l->tagk_width + l->tagv_width;
+    while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+        const uint8_t *ts = row.key.data;
+        size_t tl = row.key.len;
+        if (!tsuid_valid(l, tl) || tl > ROWKEY_MAX_TSUID || !row.ncells)
+            continue; /* not a TSUID row (ctsdb's layout record) */
+        bool match = true;
+        for (size_t w = 0; w < nw && match; w++) {
+            bool found = false;
+            for (size_t i = 0; i < (tl - l->metric_width) / pair && !found; i++) {
+                const uint8_t *p = ts + l->metric_width + i * pair;
+                found = rowkey_get_uid(p, l->tagk_width) == want_k[w] &&
+                        (any_v[w] || rowkey_get_uid(p + l->tagk_width, l->tagv_width) == want_v[w]);
+            }
+            match = found;
+        }
+        if (!match)
+            continue;
+        struct tsm_stored st;
+        cJSON *one = NULL;
+        int lrc = tsm_load(t, ts, tl, &st, err);
+        if (lrc == CT_OK && st.meta)
+            lrc = tsm_reply(t, ts, tl, &st, &one, err);
+        tsm_stored_clear(&st);
+        if (lrc != CT_OK) {
+            /* a UID of a stored TSMeta no longer resolves: OpenTSDB fails the whole request */
+            wc_scanner_close(sc);
+            cJSON_Delete(list);
+            if (lrc == CT_NOTFOUND)
+                ct_err_set(err, CT_NOTFOUND, "Unable to find one of the UIDs");
+            return fail(status, lrc == CT_NOTFOUND ? 404 : 500, lrc, err);
+        }
+        if (one)
+            cJSON_AddItemToArray(list, one);
+    }
+    wc_scanner_close(sc);
+    if (rc != CT_NOTFOUND) { /* the scan failed */
+        cJSON_Delete(list);
+        return fail(status, 500, rc, err);
+    }
+    *out = list;
     *status = 200;
     return CT_OK;
+}
+
+/* The TSUID named by the request's "tsuid" (hex) into ts. */
+static int tsuid_of_req(struct tsdb *t, const char *hex, uint8_t *ts, size_t *tl,
+                        struct ct_err *err)
+{
+    if (hex_to_bytes(hex, ts, ROWKEY_MAX_TSUID, tl) != 0 || !tsuid_valid(tsdb_layout(t), *tl))
+        return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", hex);
+    return CT_OK;
+}
+
+int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **out, int *status,
+                 struct ct_err *err)
+{
+    const char *hex = str_field(req, "tsuid");
+    uint8_t ts[ROWKEY_MAX_TSUID];
+    size_t tl = 0;
+    struct tsm_stored st = {0};
+    cJSON *canon = NULL;
+    int rc;
+    if (!cJSON_IsObject(req))
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON"), err);
+    if (hex && !*hex)
+        hex = NULL;
+    if (m == QMETA_GET) {
+        if (!hex) {
+            const char *mm = str_field(req, "m");
+            if (!mm || !*mm)
+                return fail(status, 400,
+                            ct_err_set(err, CT_EINVAL, "Missing parameter <code>m</code>"), err);
+            return tsmeta_list(t, mm, out, status, err);
+        }
+        if ((rc = tsuid_of_req(t, hex, ts, &tl, err)) != CT_OK)
+            return fail(status, 400, rc, err);
+        if ((rc = tsm_load(t, ts, tl, &st, err)) != CT_OK)
+            return fail(status, 500, rc, err);
+        if (!st.meta) {
+            tsm_stored_clear(&st);
+            return fail(status, 404,
+                        ct_err_set(err, CT_NOTFOUND, "Could not find Timeseries meta data"), err);
+        }
+        rc = tsm_reply(t, ts, tl, &st, out, err);
+        tsm_stored_clear(&st);
+        if (rc == CT_NOTFOUND) /* a UID was deleted but its TSMeta left behind */
+            ct_err_set(err, CT_NOTFOUND, "Unable to find one of the UIDs");
+        if (rc != CT_OK)
+            return fail(status, rc == CT_NOTFOUND ? 404 : 500, rc, err);
+        *status = 200;
+        return CT_OK;
+    }
+    if (m == QMETA_DELETE) {
+        /* TSMeta.delete: the ts_meta column only (the counter stays) */
+        if (!hex)
+            return fail(status, 400,
+                        ct_err_set(err, CT_EINVAL, "Unable to delete TSMeta information"), err);
+        if ((rc = tsuid_of_req(t, hex, ts, &tl, err)) != CT_OK)
+            return fail(status, 400, rc, err);
+        struct wc_mutation mu = {WC_OP_DELETE_COLUMN,
+                                 wc_bytes_str(TSDB_META_FAMILY),
+                                 wc_bytes_str(TSMETA_QUALIFIER),
+                                 {NULL, 0},
+                                 WC_TS_LATEST};
+        struct wc_row_mutation rm = {wc_bytes_of(ts, tl), &mu, 1};
+        if ((rc = wc_mutate_row(tsdb_meta_table(t), &rm, WC_DURABILITY_USE_DEFAULT, err)) != CT_OK)
+            return fail(status, 500, rc, err);
+        *out = NULL;
+        *status = 204;
+        return CT_OK;
+    }
+    /* POST merges the given fields into the stored meta, PUT replaces every user field */
+    bool overwrite = m == QMETA_PUT, create = false, changed = false, applied = false;
+    if (hex) {
+        if ((rc = tsuid_of_req(t, hex, ts, &tl, err)) != CT_OK)
+            return fail(status, 400, rc, err);
+    } else {
+        const char *mm = str_field(req, "m"), *cr = str_field(req, "create");
+        if (!mm || !*mm)
+            return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing parameter <code>m</code>"),
+                        err);
+        create = cr && !strcmp(cr, "true");
+        if ((rc = tsuid_of_m(t, mm, ts, sizeof(ts), &tl, err)) != CT_OK) {
+            if (rc == CT_NOTFOUND)
+                ct_err_set(err, CT_NOTFOUND, "Unable to find one or more UIDs");
+            return fail(status, rc == CT_NOTFOUND ? 404 : rc == CT_EINVAL ? 400 : 500, rc, err);
+        }
+    }
+    char thex[2 * ROWKEY_MAX_TSUID + 1];
+    bytes_to_hex(ts, tl, thex);
+    if ((rc = tsm_load(t, ts, tl, &st, err)) != CT_OK)
+        return fail(status, 500, rc, err);
+    if (!st.meta && create) {
+        /* storeNew: a blank meta with the given fields, and a zero counter if there is none */
+        if (!(canon = tsm_canonical(thex, NULL))) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+            *status = 500;
+            goto out;
+        }
+        if ((rc = tsm_apply(canon, req, false, &changed, err)) != CT_OK) {
+            *status = rc == CT_EINVAL ? 400 : 500;
+            goto out;
+        }
+        if (!st.has_ctr) {
+            uint8_t zero[8] = {0};
+            struct wc_mutation cm = {WC_OP_PUT, wc_bytes_str(TSDB_META_FAMILY),
+                                     wc_bytes_str(TSMETA_COUNTER), wc_bytes_of(zero, 8),
+                                     WC_TS_LATEST};
+            struct wc_row_mutation crm = {wc_bytes_of(ts, tl), &cm, 1};
+            bool put;
+            if ((rc = wc_check_and_mutate(tsdb_meta_table(t), crm.row, cm.family, cm.qualifier,
+                                          NULL, &crm, WC_DURABILITY_USE_DEFAULT, &put, err)) !=
+                CT_OK) {
+                *status = 500;
+                goto out;
+            }
+        }
+    } else if (st.meta) {
+        /* syncToStorage: only with changes (else 304), every UID must still exist */
+        if (!(canon = tsm_canonical(thex, st.meta))) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+            *status = 500;
+            goto out;
+        }
+        if ((rc = tsm_apply(canon, req, overwrite, &changed, err)) != CT_OK) {
+            *status = rc == CT_EINVAL ? 400 : 500;
+            goto out;
+        }
+        if (!changed) {
+            *out = NULL;
+            *status = 304;
+            rc = CT_OK;
+            goto out;
+        }
+    } else if (hex) {
+        bool given = false;
+        cJSON *probe = tsm_canonical(thex, NULL);
+        rc = probe ? tsm_apply(probe, req, false, &given, err)
+                   : ct_err_set(err, CT_ENOMEM, "out of memory");
+        cJSON_Delete(probe);
+        if (rc != CT_OK) { /* a malformed field is reported first, as the body's parse is */
+            *status = rc == CT_EINVAL ? 400 : 500;
+            goto out;
+        }
+        if (!given) {
+            *out = NULL;
+            *status = 304; /* no changes is checked before storage */
+            goto out;
+        }
+        rc = ct_err_set(err, CT_EINVAL, "Requested TSMeta did not exist");
+        *status = 400;
+        goto out;
+    } else {
+        rc = ct_err_set(err, CT_EINVAL,
+                        "Could not find TSMeta, specify \"create=true\" to create a new one.");
+        *status = 400;
+        goto out;
+    }
+    /* the metric and tag UIDs must resolve (the reply merges their UIDMeta) */
+    cJSON *probe_reply = NULL;
+    if ((rc = tsm_reply(t, ts, tl, &st, &probe_reply, err)) != CT_OK) {
+        if (rc == CT_NOTFOUND)
+            ct_err_set(err, CT_NOTFOUND, "Unable to find one or more UIDs");
+        *status = rc == CT_NOTFOUND ? 404 : 500;
+        goto out;
+    }
+    cJSON_Delete(probe_reply);
+    if ((rc = tsm_store(t, ts, tl, canon, &st, &applied, err)) != CT_OK) {
+        *status = 500;
+        goto out;
+    }
+    if (!applied) {
+        rc = ct_err_set(err, CT_EIO,
+                        "Failed to save the TSMeta to storage: this may be caused by another "
+                        "process modifying storage data");
+        *status = 500;
+        goto out;
+    }
+    /* answer what is now stored */
+    tsm_stored_clear(&st);
+    if ((rc = tsm_load(t, ts, tl, &st, err)) != CT_OK ||
+        (rc = tsm_reply(t, ts, tl, &st, out, err)) != CT_OK) {
+        *status = 500;
+        goto out;
+    }
+    *status = 200;
+out:
+    cJSON_Delete(canon);
+    tsm_stored_clear(&st);
+    return rc;
 }
 
 /* ---- annotations ----------------------------------------------------------------------- */

@@ -1,6 +1,6 @@
 /* qmeta.h - the metadata endpoints' logic, independent of HTTP: /api/suggest,
  * /api/search/lookup, /api/uid/assign, /api/uid/uidmeta, /api/uid/tsmeta, /api/annotation(s)
- * (single and bulk), /api/aggregators and /api/config/filters, with OpenTSDB 2.4's request
+ * (single and bulk), /api/uid/rename, /api/aggregators and /api/config/filters, with OpenTSDB 2.4's request
  * fields, reply shapes and error messages. Each function takes the request as a cJSON object
  * (the tsd handler builds it from the query string or parses the body), and returns the reply
  * document plus the HTTP status; on a 4xx/5xx the reply is OpenTSDB's error text in err.
@@ -39,6 +39,12 @@ CT_MUST_CHECK int qmeta_lookup(struct tsdb *t, const struct cJSON *req, int64_t 
                                struct cJSON **out, int *status, struct ct_err *err);
 /* {"metric":["a"],"tagk":[..],"tagv":[..]} -> {"metric":{"a":"000001"},"metric_errors":{..}}. */
 CT_MUST_CHECK int qmeta_uid_assign(struct tsdb *t, const struct cJSON *req, struct cJSON **out,
+                                   int *status, struct ct_err *err);
+/* /api/uid/rename: {"metric"|"tagk"|"tagv":"old","name":"new"} -> {"result":"true"}; a bad or
+ * unknown name -> status 400 with {"result":"false","error":"..."} (OpenTSDB's reply, returned
+ * as a document with CT_OK); no type or no new name -> 400 `Missing necessary values to rename
+ * UID` (error). Renames through schema/uid.h's uid_rename(), as `ctsdb uid rename` does. */
+CT_MUST_CHECK int qmeta_uid_rename(struct tsdb *t, const struct cJSON *req, struct cJSON **out,
                                    int *status, struct ct_err *err);
 /* uidmeta: GET {"uid":"hex","type":"metric"}; POST/PUT with description, displayName, notes,
  * custom; DELETE. */

@@ -464,6 +464,103 @@ static int json_long(const cJSON *o, const char *key, int64_t *out, struct ct_er
     return ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON: '%s' is not a number", key);
 }
 
+/* OpenTSDB 2.3's NumericFillPolicy {"policy":"scalar","value":1.5} with its validate() rules: a
+ * missing policy is inferred from the value (0 -> zero, NaN -> nan, else scalar); none, nan and
+ * null take no value but NaN (or 0); zero takes 0; scalar any number (default 0). */
+static int parse_numeric_fill_policy(const cJSON *o, struct qagg_ds *ds, struct ct_err *err)
+{
+    if (!cJSON_IsObject(o))
+        return ct_err_set(err, CT_EINVAL,
+                          "Unable to parse the given JSON: 'fillPolicy' must be an object");
+    const cJSON *jp = cJSON_GetObjectItemCaseSensitive(o, "policy");
+    const cJSON *jv = cJSON_GetObjectItemCaseSensitive(o, "value");
+    double v = 0.0;
+    if (cJSON_IsNumber(jv)) {
+        v = jv->valuedouble;
+    } else if (cJSON_IsString(jv)) {
+        if (!strcasecmp(jv->valuestring, "NaN"))
+            v = NAN;
+        else if (qagg_fill_scalar_parse(jv->valuestring, &v, err) != CT_OK)
+            return CT_EINVAL;
+    } else if (jv && !cJSON_IsNull(jv)) {
+        return ct_err_set(err, CT_EINVAL,
+                          "Unable to parse the given JSON: the fill policy 'value' must be a "
+                          "number");
+    }
+    enum qagg_fill f;
+    if (!jp || cJSON_IsNull(jp)) {
+        f = v == 0.0 ? QAGG_FILL_ZERO : isnan(v) ? QAGG_FILL_NAN : QAGG_FILL_SCALAR;
+    } else if (!cJSON_IsString(jp)) {
+        return ct_err_set(err, CT_EINVAL,
+                          "Unable to parse the given JSON: the fill 'policy' must be a string");
+    } else if (qagg_fill_parse(jp->valuestring, &f, err) != CT_OK) {
+        return CT_EINVAL;
+    }
+    switch (f) {
+    case QAGG_FILL_NONE:
+    case QAGG_FILL_NAN:
+        if (v != 0.0 && !isnan(v))
+            return ct_err_set(err, CT_EINVAL, "The value for NONE and NAN must be NaN");
+        break;
+    case QAGG_FILL_NULL:
+        if (v != 0.0 && !isnan(v))
+            return ct_err_set(err, CT_EINVAL, "The value for NULL must be 0");
+        break;
+    case QAGG_FILL_ZERO:
+        if (v != 0.0)
+            return ct_err_set(err, CT_EINVAL, "The value for ZERO must be 0");
+        break;
+    case QAGG_FILL_SCALAR:
+        if (!isfinite(v))
+            return ct_err_set(err, CT_EINVAL, "Invalid scalar fill value: must be a finite number");
+        break;
+    }
+    ds->fill = f;
+    ds->scalar = f == QAGG_FILL_SCALAR ? v : 0.0;
+    /* the specifier text (echoed by showQuery) states the policy that applies */
+    char *dash = strchr(ds->text, '-');
+    dash = dash ? strchr(dash + 1, '-') : NULL;
+    if (dash)
+        *dash = 0;
+    size_t l = strlen(ds->text);
+    if (f == QAGG_FILL_SCALAR) {
+        char num[32];
+        for (int prec = 1; prec <= 17; prec++) { /* the shortest text that reads back as v */
+            snprintf(num, sizeof(num), "%.*g", prec, v);
+            if (strtod(num, NULL) == v)
+                break;
+        }
+        snprintf(ds->text + l, sizeof(ds->text) - l, "-scalar(%s)", num);
+    } else if (f != QAGG_FILL_NONE)
+        snprintf(ds->text + l, sizeof(ds->text) - l, "-%s", qagg_fill_name(f));
+    return CT_OK;
+}
+
+/* The downsampler object of OpenTSDB 2.3's query pojo: {"interval":"1m","aggregator":"avg",
+ * "fillPolicy":{"policy":"scalar","value":0}} with Downsampler.validate()'s messages. */
+static int parse_json_downsampler(const cJSON *o, struct qagg_ds *ds, struct ct_err *err)
+{
+    const cJSON *ji = cJSON_GetObjectItemCaseSensitive(o, "interval");
+    const cJSON *ja = cJSON_GetObjectItemCaseSensitive(o, "aggregator");
+    if (!cJSON_IsString(ji) || !*ji->valuestring)
+        return ct_err_set(err, CT_EINVAL, "Missing or empty interval");
+    if (!cJSON_IsString(ja) || !*ja->valuestring)
+        return ct_err_set(err, CT_EINVAL, "Missing or empty aggregator");
+    char spec[sizeof(ds->text)];
+    int n = snprintf(spec, sizeof(spec), "%s-%s", ji->valuestring, ja->valuestring);
+    if (n < 0 || (size_t)n >= sizeof(spec) || strchr(ji->valuestring, '-') ||
+        strchr(ja->valuestring, '-'))
+        return ct_err_set(err, CT_EINVAL, "Invalid downsampler: interval '%s', aggregator '%s'",
+                          ji->valuestring, ja->valuestring);
+    int rc = qagg_ds_parse(spec, ds, err);
+    if (rc != CT_OK)
+        return rc;
+    const cJSON *jfp = cJSON_GetObjectItemCaseSensitive(o, "fillPolicy");
+    if (jfp && !cJSON_IsNull(jfp))
+        return parse_numeric_fill_policy(jfp, ds, err);
+    return CT_OK;
+}
+
 static int parse_json_sub(const cJSON *jq, struct qspec_sub *s, struct ct_err *err)
 {
     int rc;
@@ -537,13 +634,25 @@ static int parse_json_sub(const cJSON *jq, struct qspec_sub *s, struct ct_err *e
                 return rc;
         }
     }
-    char *ds = NULL;
-    if ((rc = json_text(jq, "downsample", &ds, err)) != CT_OK)
-        return rc;
-    if (ds && *ds)
-        rc = qagg_ds_parse(ds, &s->ds, err);
-    free(ds);
+    const cJSON *jds = cJSON_GetObjectItemCaseSensitive(jq, "downsample");
+    if (cJSON_IsObject(jds)) {
+        rc = parse_json_downsampler(jds, &s->ds, err);
+    } else {
+        char *ds = NULL;
+        if ((rc = json_text(jq, "downsample", &ds, err)) != CT_OK)
+            return rc;
+        if (ds && *ds)
+            rc = qagg_ds_parse(ds, &s->ds, err);
+        free(ds);
+    }
     if (rc != CT_OK)
+        return rc;
+    /* "fillPolicy" beside a string downsample overrides its policy (NumericFillPolicy, as the
+     * metrics of OpenTSDB's /api/query/exp carry it); without a downsampler there is nothing to
+     * fill and it is ignored */
+    const cJSON *jfp = cJSON_GetObjectItemCaseSensitive(jq, "fillPolicy");
+    if (jfp && !cJSON_IsNull(jfp) && s->ds.enabled &&
+        (rc = parse_numeric_fill_policy(jfp, &s->ds, err)) != CT_OK)
         return rc;
     s->rate = json_bool(jq, "rate");
     s->explicit_tags = json_bool(jq, "explicitTags");

@@ -167,10 +167,8 @@ void dpcodec_iter_init(struct dpcodec_iter *it, int64_t base_s, const uint8_t *q
 
 void dpcodec_iter_end(struct dpcodec_iter *it)
 {
-    free(it->scratch);
+    free(it->scratch); /* a compressed cell's points and descriptors */
     it->scratch = NULL;
-    if (it->kind == DPCODEC_Q_COMPRESSED)
-        free((void *)(uintptr_t)it->desc); /* compressed cells own their decoded descriptors */
     it->desc = NULL;
 }
 
@@ -335,20 +333,73 @@ static void dpcodec_bitw_put(struct dpcodec_bitw *w, uint64_t v, unsigned n)
     }
 }
 
+/* MSB-first bit reader over nbits bits (a whole number of bytes) at p. Reads take whole
+ * big-endian 64-bit windows (never a byte beyond p + nbits / 8), not one bit at a time. */
 struct dpcodec_bitr {
     const uint8_t *p;
     size_t nbits, pos;
 };
 
-static int dpcodec_bitr_get(struct dpcodec_bitr *r, unsigned n, uint64_t *out)
+/* The 8 bytes at p[byte..] big-endian, bytes at or past nbytes read as zero. */
+static inline uint64_t dpcodec_be64_at(const uint8_t *p, size_t nbytes, size_t byte)
+{
+    if (byte + 8 <= nbytes)
+        return coding_get_be64(p + byte);
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8; i++)
+        v = v << 8 | (byte + i < nbytes ? p[byte + i] : 0);
+    return v;
+}
+
+/* The next n bits (0..64) at the reader's position, without checking or moving. */
+static inline uint64_t dpcodec_bitr_peek(const struct dpcodec_bitr *r, unsigned n)
+{
+    if (n == 0)
+        return 0;
+    size_t nbytes = r->nbits >> 3, byte = r->pos >> 3;
+    unsigned sh = (unsigned)(r->pos & 7);
+    uint64_t v = (dpcodec_be64_at(r->p, nbytes, byte) << sh) >> (64 - n);
+    if (sh + n > 64) { /* the last 1..7 bits are in a ninth byte */
+        unsigned extra = sh + n - 64;
+        uint64_t b9 = byte + 8 < nbytes ? r->p[byte + 8] : 0;
+        v |= b9 >> (8 - extra);
+    }
+    return v;
+}
+
+static inline int dpcodec_bitr_get(struct dpcodec_bitr *r, unsigned n, uint64_t *out)
 {
     if (r->pos + n > r->nbits)
         return -1;
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++, r->pos++)
-        v = v << 1 | ((r->p[r->pos >> 3] >> (7 - (r->pos & 7))) & 1);
-    *out = v;
+    *out = dpcodec_bitr_peek(r, n);
+    r->pos += n;
     return 0;
+}
+
+/* Counts the one-bits before the next zero-bit and moves past that zero-bit (a Rice code's
+ * unary part). -1 if the bits end first. */
+static inline int dpcodec_bitr_unary(struct dpcodec_bitr *r, uint64_t *count)
+{
+    uint64_t q = 0;
+    size_t nbytes = r->nbits >> 3;
+    for (;;) {
+        if (r->pos >= r->nbits)
+            return -1;
+        /* at least 57 valid bits at the top of the window */
+        uint64_t x = dpcodec_be64_at(r->p, nbytes, r->pos >> 3) << (r->pos & 7);
+        unsigned ones = ~x ? (unsigned)__builtin_clzll(~x) : 64;
+        if (ones < 57) {
+            if (r->pos + ones + 1 > r->nbits)
+                return -1;
+            r->pos += ones + 1;
+            *count = q + ones;
+            return 0;
+        }
+        q += 56;
+        r->pos += 56;
+        if (r->pos > r->nbits)
+            return -1;
+    }
 }
 
 static int dpcodec_svarint(const uint8_t **p, const uint8_t *end, int64_t *out)
@@ -391,25 +442,63 @@ static void dpcodec_big_mul_add(struct dpcodec_big *b, uint64_t mul, uint64_t ad
         b->l[b->n++] = (uint64_t)carry;
 }
 
+/* (hi:lo) / d and its remainder, for hi < d (so the quotient fits 64 bits): one hardware
+ * division on x86-64 instead of the generic 128-bit library routine. */
+static inline uint64_t dpcodec_div128(uint64_t hi, uint64_t lo, uint64_t d, uint64_t *rem)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    uint64_t q, r;
+    __asm__("divq %[d]" : "=a"(q), "=d"(r) : [d] "rm"(d), "a"(lo), "d"(hi));
+    *rem = r;
+    return q;
+#else
+    unsigned __int128 t = (unsigned __int128)hi << 64 | lo;
+    *rem = (uint64_t)(t % d);
+    return (uint64_t)(t / d);
+#endif
+}
+
 static uint64_t dpcodec_big_divmod(struct dpcodec_big *b, uint64_t div)
 {
-    unsigned __int128 rem = 0;
-    for (size_t i = b->n; i-- > 0;) {
-        unsigned __int128 t = rem << 64 | b->l[i];
-        b->l[i] = (uint64_t)(t / div);
-        rem = t % div;
-    }
+    uint64_t rem = 0;
+    for (size_t i = b->n; i-- > 0;)
+        b->l[i] = dpcodec_div128(rem, b->l[i], div, &rem);
     while (b->n && !b->l[b->n - 1])
         b->n--;
-    return (uint64_t)rem;
+    return rem;
+}
+
+/* The largest power r^m that fits 64 bits (r >= 2), with m in *m. */
+static uint64_t dpcodec_radix_chunk(uint64_t r, unsigned *m)
+{
+    uint64_t p = r;
+    unsigned k = 1;
+    while (p <= UINT64_MAX / r) {
+        p *= r;
+        k++;
+    }
+    *m = k;
+    return p;
+}
+
+static uint64_t dpcodec_pow(uint64_t r, unsigned k)
+{
+    uint64_t p = 1;
+    while (k--)
+        p *= r;
+    return p;
 }
 
 /* Bits needed to write any of the r^cnt values of cnt digits in base r. */
 static size_t dpcodec_radix_bits(uint64_t r, size_t cnt)
 {
     struct dpcodec_big p = {{1}, 1};
-    for (size_t i = 0; i < cnt; i++)
-        dpcodec_big_mul_add(&p, r, 0);
+    unsigned m;
+    uint64_t chunk = dpcodec_radix_chunk(r, &m);
+    for (size_t i = 0; i + m <= cnt; i += m) /* r^cnt = chunk^(cnt / m) * r^(cnt % m) */
+        dpcodec_big_mul_add(&p, chunk, 0);
+    if (cnt % m)
+        dpcodec_big_mul_add(&p, dpcodec_pow(r, (unsigned)(cnt % m)), 0);
     /* p - 1 */
     for (size_t i = 0; i < p.n; i++)
         if (p.l[i]-- != 0)
@@ -421,9 +510,91 @@ static size_t dpcodec_radix_bits(uint64_t r, size_t cnt)
     return 64 * (p.n - 1) + (64 - (size_t)__builtin_clzll(p.l[p.n - 1]));
 }
 
-/* Reads an integer stream of order k with n entries into xs (dpcodec_format.h). */
-static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
-                               int64_t *xs)
+/* dpcodec_radix_bits() through a small per-thread memo: a stream's blocks repeat the same few
+ * radixes, and the bignum power costs more than decoding the block. */
+static size_t dpcodec_radix_bits_memo(uint64_t r, size_t cnt)
+{
+    static _Thread_local struct {
+        uint64_t r;
+        uint32_t cnt, bits;
+    } memo[64]; /* r = 0: empty (a radix is >= 2) */
+    size_t h = (size_t)(((r * 0x9E3779B97F4A7C15ULL) >> 58) ^ (cnt & 63));
+    if (memo[h].r == r && memo[h].cnt == cnt)
+        return memo[h].bits;
+    size_t bits = dpcodec_radix_bits(r, cnt);
+    memo[h].r = r;
+    memo[h].cnt = (uint32_t)cnt;
+    memo[h].bits = (uint32_t)bits;
+    return bits;
+}
+
+/* Reads a radix block's number (bits bits right-aligned in `bytes` big-endian bytes; the
+ * padding bits before it are ignored) and writes its cnt base-r digits, least significant
+ * first, each plus mn, into res. -1 if the number is r^cnt or more (never written so). */
+static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint64_t r, uint64_t cnt,
+                              int64_t mn, int64_t *res)
+{
+    struct dpcodec_big big;
+    if ((bytes + 7) / 8 > DPCODEC_BIG_LIMBS)
+        return -1;
+    memset(big.l, 0, (bytes + 7) / 8 * sizeof(uint64_t));
+    size_t b = 0;                  /* bytes from the least significant end */
+    for (; b + 8 <= bytes; b += 8) /* whole limbs */
+        big.l[b / 8] = coding_get_be64(p + bytes - b - 8);
+    for (; b < bytes; b++)
+        big.l[b / 8] |= (uint64_t)p[bytes - 1 - b] << (8 * (b % 8));
+    if (bytes * 8 > bits) /* clear the padding bits before the number */
+        big.l[(bytes - 1) / 8] &= ~(~(uint64_t)0 << (bits - ((bytes - 1) / 8) * 64));
+    big.n = (bytes + 7) / 8;
+    while (big.n && !big.l[big.n - 1])
+        big.n--;
+    if (r <= UINT32_MAX) {
+        /* m digits at a time with r^m < 2^32: N mod r^m holds the next m digits, split by
+         * multiplying with ceil(2^64 / r) (exact division of 32-bit numbers, Lemire et al.)
+         * instead of a hardware division per digit */
+        unsigned m = 1;
+        uint64_t chunk = r;
+        while (chunk * r <= UINT32_MAX) {
+            chunk *= r;
+            m++;
+        }
+        uint64_t inv = UINT64_MAX / r + 1;
+        for (uint64_t j = 0; j < cnt;) {
+            unsigned c = cnt - j < m ? (unsigned)(cnt - j) : m;
+            uint64_t rem = dpcodec_big_divmod(&big, c == m ? chunk : dpcodec_pow(r, c));
+            for (unsigned k = 0; k < c; k++, j++) {
+                uint64_t q = (uint64_t)(((unsigned __int128)inv * rem) >> 64);
+                res[j] = (int64_t)((uint64_t)mn + (rem - q * r));
+                rem = q;
+            }
+        }
+        return big.n ? -1 : 0;
+    }
+    /* m digits at a time: N mod r^m holds the next m digits */
+    unsigned m;
+    uint64_t chunk = dpcodec_radix_chunk(r, &m);
+    for (uint64_t j = 0; j < cnt;) {
+        unsigned c = cnt - j < m ? (unsigned)(cnt - j) : m;
+        uint64_t rem = dpcodec_big_divmod(&big, c == m ? chunk : dpcodec_pow(r, c));
+        for (unsigned k = 0; k < c; k++, j++) {
+            res[j] = (int64_t)((uint64_t)mn + rem % r);
+            rem /= r;
+        }
+    }
+    return big.n ? -1 : 0;
+}
+
+/* What dpcodec_stream_read() found when every residual is 0: x_i = h0 + i * h1 (64-bit
+ * wrap-around; h1 = 0 below order 2, h0 = 0 at order 0). */
+struct dpcodec_prog {
+    bool is;
+    int64_t h0, h1;
+};
+
+/* Reads an integer stream of order k with n entries into xs. With prog non-NULL, a stream
+ * whose residuals are all 0 is reported there instead and xs is not written. */
+static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
+                                    int64_t *xs, struct dpcodec_prog *prog)
 {
     const uint8_t *p = *pp;
     uint64_t heads = k < n ? k : n;
@@ -433,6 +604,9 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             return -1;
     uint64_t m = n - heads, done = 0;
     int64_t *res = xs + heads;
+    /* while every residual so far is 0 (zero-width blocks of minimum 0: a regular series) they
+     * are not written; the first other block writes them */
+    bool zeros = true;
     while (done < m) {
         if (p == end)
             return -1;
@@ -449,33 +623,24 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             dpcodec_svarint(&p, end, &mn))
             return -1;
         uint64_t cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
+        if (zeros) {
+            if (w == 0 && mn == 0) {
+                done += cnt;
+                continue;
+            }
+            memset(res, 0, done * sizeof(*res));
+            zeros = false;
+        }
         if (w == DPCODEC_RADIX_BLOCK) {
             uint64_t r;
             size_t k2 = coding_get_varint64(p, end, &r);
             if (!k2 || r < 2 || r >= (1ull << 63))
                 return -1;
             p += k2;
-            size_t bits = dpcodec_radix_bits(r, (size_t)cnt), bytes = (bits + 7) / 8;
-            if ((size_t)(end - p) < bytes)
+            size_t bits = dpcodec_radix_bits_memo(r, (size_t)cnt), bytes = (bits + 7) / 8;
+            if ((size_t)(end - p) < bytes ||
+                dpcodec_radix_read(p, bytes, bits, r, cnt, mn, res + done))
                 return -1;
-            struct dpcodec_big big = {{0}, 0};
-            struct dpcodec_bitr br = {p, bytes * 8, bytes * 8 - bits};
-            for (size_t i = bits; i-- > 0;) {
-                uint64_t bit;
-                if (dpcodec_bitr_get(&br, 1, &bit))
-                    return -1;
-                if (bit) {
-                    if (i / 64 >= DPCODEC_BIG_LIMBS)
-                        return -1;
-                    big.l[i / 64] |= 1ull << (i % 64);
-                    if (big.n < i / 64 + 1)
-                        big.n = i / 64 + 1;
-                }
-            }
-            for (uint64_t j = 0; j < cnt; j++)
-                res[done + j] = (int64_t)((uint64_t)mn + dpcodec_big_divmod(&big, r));
-            if (big.n)
-                return -1; /* a number beyond r^cnt: not written by this encoder */
             p += bytes;
             done += cnt;
             continue;
@@ -483,14 +648,9 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
         if (w == DPCODEC_RICE_BLOCK) {
             struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
             for (uint64_t j = 0; j < cnt; j++) {
-                uint64_t q = 0, bit, low = 0;
-                for (;;) {
-                    if (dpcodec_bitr_get(&r, 1, &bit))
-                        return -1;
-                    if (!bit)
-                        break;
-                    q++;
-                }
+                uint64_t q = 0, low = 0;
+                if (dpcodec_bitr_unary(&r, &q))
+                    return -1;
                 if (rk && dpcodec_bitr_get(&r, rk, &low))
                     return -1;
                 if (rk >= 64 ? q != 0 : q > (UINT64_MAX >> rk))
@@ -517,17 +677,35 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
         size_t bytes = (size_t)((cnt * w + 7) / 8);
         if ((size_t)(end - p) < bytes)
             return -1;
-        struct dpcodec_bitr r = {p, bytes * 8, 0};
-        for (uint64_t j = 0; j < cnt; j++) {
-            uint64_t u = 0;
-            if (w && dpcodec_bitr_get(&r, w, &u))
-                return -1;
-            res[done + j] = (int64_t)((uint64_t)mn + u);
+        if (w == 0) {
+            for (uint64_t j = 0; j < cnt; j++)
+                res[done + j] = mn;
+        } else {
+            /* cnt * w bits fit in the block: unchecked window reads (the reader spans the rest
+             * of the stream so that whole 8-byte loads are possible near the block's end) */
+            struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
+            for (uint64_t j = 0; j < cnt; j++) {
+                uint64_t u = dpcodec_bitr_peek(&r, w);
+                r.pos += w;
+                res[done + j] = (int64_t)((uint64_t)mn + u);
+            }
         }
         p += bytes;
         done += cnt;
     }
-    if (k == 1 && n > 0) {
+    if (zeros) { /* the closed forms of the sums */
+        int64_t x = k == 0 ? 0 : h[0], d = k == 2 ? h[1] : 0;
+        if (prog) {
+            prog->is = true;
+            prog->h0 = x;
+            prog->h1 = d;
+        } else {
+            for (uint64_t i = 0; i < n; i++) {
+                xs[i] = x;
+                x = dpcodec_add(x, d);
+            }
+        }
+    } else if (k == 1 && n > 0) {
         xs[0] = h[0];
         for (uint64_t i = 1; i < n; i++)
             xs[i] = dpcodec_add(xs[i - 1], xs[i]);
@@ -541,8 +719,16 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             xs[i] = dpcodec_add(xs[i - 1], d);
         }
     }
+    if (prog && !zeros)
+        prog->is = false;
     *pp = p;
     return 0;
+}
+
+static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
+                               int64_t *xs)
+{
+    return dpcodec_stream_read_prog(pp, end, k, n, xs, NULL);
 }
 
 static double dpcodec_decimal(int64_t m, unsigned e, enum dpcodec_type t)
@@ -584,143 +770,240 @@ static int dpcodec_xor_read(const uint8_t *p, const uint8_t *end, uint64_t n, ui
     return 0;
 }
 
-static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
+static int dpcodec_cerr(size_t qlen, size_t vlen, struct ct_err *err, const char *what)
 {
-    const uint8_t *p = it->v, *end = it->vend;
+    return ct_err_set(err, CT_ECORRUPT,
+                      "malformed datapoint cell (qualifier of %zu bytes, value "
+                      "of %zu bytes): %s",
+                      qlen, vlen, what);
+}
+
+/* A compressed cell's header. */
+struct dpcodec_chdr {
+    unsigned order, kind;
+    uint8_t cflags;
+    uint64_t n, raw;        /* points; raw payload bytes when deflated (else 0) */
+    const uint8_t *p, *end; /* the payload */
+    size_t qlen, vlen;      /* for error messages */
+};
+
+static int dpcodec_chead(const uint8_t *v, size_t vlen, size_t qlen, struct dpcodec_chdr *h,
+                         struct ct_err *err)
+{
+    const uint8_t *p = v, *end = v + vlen;
+    h->qlen = qlen;
+    h->vlen = vlen;
     if (end - p < 4)
-        return dpcodec_corrupt(it, err, "compressed cell shorter than its header");
-    if (p[0] != DPCODEC_CVERSION) {
-        it->failed = true;
+        return dpcodec_cerr(qlen, vlen, err, "compressed cell shorter than its header");
+    if (p[0] != DPCODEC_CVERSION)
         return ct_err_set(err, CT_ECORRUPT,
                           "unsupported compressed cell version %u (this build reads %d)", p[0],
                           DPCODEC_CVERSION);
-    }
-    unsigned order = p[1] & 3, kind = p[1] >> 2;
-    it->cflags = p[2];
-    if (order > 2 || kind > DPCODEC_VK_BITS)
-        return dpcodec_corrupt(it, err, "unknown value encoding");
+    h->order = p[1] & 3;
+    h->kind = p[1] >> 2;
+    h->cflags = p[2];
+    if (h->order > 2 || h->kind > DPCODEC_VK_BITS)
+        return dpcodec_cerr(qlen, vlen, err, "unknown value encoding");
     p += 3;
-    size_t k = coding_get_varint64(p, end, &it->n);
-    if (!k || it->n == 0 || it->n > (uint64_t)DPCODEC_HOUR_MS)
-        return dpcodec_corrupt(it, err, "bad point count");
+    size_t k = coding_get_varint64(p, end, &h->n);
+    if (!k || h->n == 0 || h->n > (uint64_t)DPCODEC_HOUR_MS)
+        return dpcodec_cerr(qlen, vlen, err, "bad point count");
     p += k;
-    uint64_t raw = 0;
-    if (it->cflags & DPCODEC_CF_DEFLATED) {
-        k = coding_get_varint64(p, end, &raw);
-        if (!k || raw > it->n * 24 + 64)
-            return dpcodec_corrupt(it, err, "bad raw payload length");
+    h->raw = 0;
+    if (h->cflags & DPCODEC_CF_DEFLATED) {
+        k = coding_get_varint64(p, end, &h->raw);
+        if (!k || h->raw > h->n * 24 + 64)
+            return dpcodec_cerr(qlen, vlen, err, "bad raw payload length");
         p += k;
     }
-    it->scratch = malloc((size_t)(it->n * 16 + raw + 1));
-    if (!it->scratch) {
-        it->failed = true;
-        return ct_err_set(err, CT_ENOMEM, "out of memory decoding %llu points",
-                          (unsigned long long)it->n);
-    }
-    it->cts = (int64_t *)it->scratch;
-    it->cval = (uint64_t *)(it->scratch + it->n * 8);
-    if (raw) {
-        uint8_t *buf = it->scratch + it->n * 16;
-        z_stream zs;
-        memset(&zs, 0, sizeof(zs));
-        if (inflateInit2(&zs, -15) != Z_OK) {
-            it->failed = true;
+    h->p = p;
+    h->end = end;
+    return CT_OK;
+}
+
+/* Decodes a compressed cell's payload (header h) into cts (ms) and cval (int64 or double bits),
+ * n each, and, when the cell has descriptors, desc (n bytes; *has_desc set). *ascending (may be
+ * NULL) tells whether the timestamps are strictly ascending. zbuf holds h->raw bytes; zs is a
+ * reusable raw-inflate state, or NULL for a temporary one. */
+static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t *cts,
+                         uint64_t *cval, uint8_t *desc, bool *has_desc, bool *ascending,
+                         uint8_t *zbuf, z_stream *zs, struct ct_err *err)
+{
+    const uint8_t *p = h->p, *end = h->end;
+    uint64_t n = h->n;
+    unsigned kind = h->kind;
+    uint8_t cflags = h->cflags;
+    size_t ql = h->qlen, vl = h->vlen;
+    *has_desc = false;
+    if (h->raw) {
+        z_stream tmpzs;
+        z_stream *z = zs;
+        if (!z) {
+            memset(&tmpzs, 0, sizeof(tmpzs));
+            if (inflateInit2(&tmpzs, -15) != Z_OK)
+                return ct_err_set(err, CT_ENOMEM, "cannot start inflate");
+            z = &tmpzs;
+        } else if (inflateReset(z) != Z_OK) {
             return ct_err_set(err, CT_ENOMEM, "cannot start inflate");
         }
-        zs.next_in = (Bytef *)(uintptr_t)p;
-        zs.avail_in = (uInt)(end - p);
-        zs.next_out = buf;
-        zs.avail_out = (uInt)raw;
-        int zrc = inflate(&zs, Z_FINISH);
-        size_t got = (size_t)raw - zs.avail_out;
-        inflateEnd(&zs);
-        if (zrc != Z_STREAM_END || got != raw)
-            return dpcodec_corrupt(it, err, "deflated payload does not inflate");
-        p = buf;
-        end = buf + raw;
+        z->next_in = (Bytef *)(uintptr_t)p;
+        z->avail_in = (uInt)(end - p);
+        z->next_out = zbuf;
+        z->avail_out = (uInt)h->raw;
+        int zrc = inflate(z, Z_FINISH);
+        size_t got = (size_t)h->raw - z->avail_out;
+        if (!zs)
+            inflateEnd(&tmpzs);
+        if (zrc != Z_STREAM_END || got != h->raw)
+            return dpcodec_cerr(ql, vl, err, "deflated payload does not inflate");
+        p = zbuf;
+        end = zbuf + h->raw;
     }
-    if (it->cflags & DPCODEC_CF_DESCRIPTORS) {
-        /* an order-0 integer stream, decoded into the value array then narrowed to bytes in
-         * the spare room after the timestamps (cval is filled later) */
-        int64_t *tmp = (int64_t *)it->cval;
-        if (dpcodec_stream_read(&p, end, 0, it->n, tmp))
-            return dpcodec_corrupt(it, err, "descriptors truncated");
-        uint8_t *d = malloc((size_t)it->n);
-        if (!d) {
-            it->failed = true;
-            return ct_err_set(err, CT_ENOMEM, "out of memory decoding descriptors");
+    if (cflags & DPCODEC_CF_DESCRIPTORS) {
+        /* an order-0 integer stream, decoded into the value array then narrowed to bytes
+         * (cval is filled later) */
+        int64_t *tmp = (int64_t *)cval;
+        if (dpcodec_stream_read(&p, end, 0, n, tmp))
+            return dpcodec_cerr(ql, vl, err, "descriptors truncated");
+        for (uint64_t i = 0; i < n; i++) {
+            if (tmp[i] < 0 || tmp[i] > 7 || (tmp[i] & 3) > DPCODEC_DOUBLE)
+                return dpcodec_cerr(ql, vl, err, "bad point descriptor");
+            desc[i] = (uint8_t)tmp[i];
         }
-        for (uint64_t i = 0; i < it->n; i++) {
-            if (tmp[i] < 0 || tmp[i] > 7 || (tmp[i] & 3) > DPCODEC_DOUBLE) {
-                free(d);
-                return dpcodec_corrupt(it, err, "bad point descriptor");
-            }
-            d[i] = (uint8_t)tmp[i];
-        }
-        it->desc = d;
-    } else if (((it->cflags >> DPCODEC_CF_TYPE_SHIFT) & 3) > DPCODEC_DOUBLE) {
-        return dpcodec_corrupt(it, err, "bad point type");
+        *has_desc = true;
+    } else if (((cflags >> DPCODEC_CF_TYPE_SHIFT) & 3) > DPCODEC_DOUBLE) {
+        return dpcodec_cerr(ql, vl, err, "bad point type");
     }
+    const uint8_t *dsc = *has_desc ? desc : NULL;
     unsigned e10 = 0;
     if (kind == DPCODEC_VK_DECIMAL) {
         if (p == end || *p > DPCODEC_MAX_EXP10)
-            return dpcodec_corrupt(it, err, "bad decimal exponent");
+            return dpcodec_cerr(ql, vl, err, "bad decimal exponent");
         e10 = *p++;
     }
-    if (dpcodec_stream_read(&p, end, 2, it->n, it->cts))
-        return dpcodec_corrupt(it, err, "timestamp stream truncated");
-    int64_t unit = (it->cflags & DPCODEC_CF_SECONDS) ? 1000 : 1;
-    for (uint64_t i = 0; i < it->n; i++) {
-        int64_t o = it->cts[i];
-        if (o < 0 || o >= DPCODEC_HOUR_MS / unit)
-            return dpcodec_corrupt(it, err, "timestamp beyond the hour");
-        it->cts[i] = it->base_ms + o * unit;
+    struct dpcodec_prog prog;
+    if (dpcodec_stream_read_prog(&p, end, 2, n, cts, &prog))
+        return dpcodec_cerr(ql, vl, err, "timestamp stream truncated");
+    int64_t unit = (cflags & DPCODEC_CF_SECONDS) ? 1000 : 1, limit = DPCODEC_HOUR_MS / unit;
+    if (prog.is) {
+        /* regular timestamps o_i = h0 + i h1: ascending when h1 > 0 (or one point) and the
+         * last one does not wrap around; then the first and the last bound the range */
+        __int128 last = (__int128)prog.h0 + (__int128)prog.h1 * (__int128)(n - 1);
+        if ((n == 1 || prog.h1 > 0) && last <= INT64_MAX) {
+            if (prog.h0 < 0 || last >= limit)
+                return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
+            int64_t t = base_ms + prog.h0 * unit, step = prog.h1 * unit;
+            for (uint64_t i = 0; i < n; i++, t += step)
+                cts[i] = t;
+            if (ascending)
+                *ascending = true;
+            goto values;
+        }
+        int64_t x = prog.h0; /* not ascending: write the offsets and check them one by one */
+        for (uint64_t i = 0; i < n; i++) {
+            cts[i] = x;
+            x = dpcodec_add(x, prog.h1);
+        }
     }
-    int64_t *iv = (int64_t *)it->cval;
+    /* every offset in [0, limit): for ascending offsets the first and the last tell */
+    bool asc = true;
+    for (uint64_t i = 1; i < n && asc; i++)
+        asc = cts[i] > cts[i - 1];
+    if (asc ? cts[0] < 0 || cts[n - 1] >= limit : false)
+        return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
+    for (uint64_t i = 0; i < n && !asc; i++)
+        if (cts[i] < 0 || cts[i] >= limit)
+            return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
+    for (uint64_t i = 0; i < n; i++)
+        cts[i] = base_ms + cts[i] * unit;
+    if (ascending)
+        *ascending = asc;
+values:;
+    int64_t *iv = (int64_t *)cval;
     switch (kind) {
     case DPCODEC_VK_INT:
     case DPCODEC_VK_DECIMAL:
     case DPCODEC_VK_BITS:
-        if (dpcodec_stream_read(&p, end, order, it->n, iv))
-            return dpcodec_corrupt(it, err, "value stream truncated");
+        if (dpcodec_stream_read(&p, end, h->order, n, iv))
+            return dpcodec_cerr(ql, vl, err, "value stream truncated");
         break;
     case DPCODEC_VK_XOR:
-        if (dpcodec_xor_read(p, end, it->n, it->cval))
-            return dpcodec_corrupt(it, err, "xor stream truncated");
+        if (dpcodec_xor_read(p, end, n, cval))
+            return dpcodec_cerr(ql, vl, err, "xor stream truncated");
         break;
     case DPCODEC_VK_RAW:
-        for (uint64_t i = 0; i < it->n; i++) {
-            enum dpcodec_type t = it->desc ? (enum dpcodec_type)(it->desc[i] & 3)
-                                           : (enum dpcodec_type)((it->cflags >> 4) & 3);
+        for (uint64_t i = 0; i < n; i++) {
+            enum dpcodec_type t =
+                dsc ? (enum dpcodec_type)(dsc[i] & 3) : (enum dpcodec_type)((cflags >> 4) & 3);
             if (t == DPCODEC_INT) {
                 if (dpcodec_svarint(&p, end, &iv[i]))
-                    return dpcodec_corrupt(it, err, "value stream truncated");
+                    return dpcodec_cerr(ql, vl, err, "value stream truncated");
                 continue;
             }
             size_t len = t == DPCODEC_FLOAT ? 4 : 8;
             if ((size_t)(end - p) < len)
-                return dpcodec_corrupt(it, err, "value stream truncated");
+                return dpcodec_cerr(ql, vl, err, "value stream truncated");
             struct dpcodec_point tmp;
             if (dpcodec_read_value(p, len, DPCODEC_FLAG_FLOAT, &tmp))
-                return dpcodec_corrupt(it, err, "bad raw value");
-            it->cval[i] = dpcodec_dbits(tmp.f);
+                return dpcodec_cerr(ql, vl, err, "bad raw value");
+            cval[i] = dpcodec_dbits(tmp.f);
             p += len;
         }
         break;
     }
-    bool rule = (it->cflags & DPCODEC_CF_RULE_TYPES) != 0;
-    if (rule && (it->desc ||
-                 (kind != DPCODEC_VK_DECIMAL && kind != DPCODEC_VK_XOR && kind != DPCODEC_VK_BITS)))
-        return dpcodec_corrupt(it, err, "rule-typed cell with descriptors or integers");
-    for (uint64_t i = 0; i < it->n; i++) {
-        enum dpcodec_type t = it->desc ? (enum dpcodec_type)(it->desc[i] & 3)
-                              : rule   ? DPCODEC_DOUBLE /* decoded as a double, typed after */
-                                       : (enum dpcodec_type)((it->cflags >> 4) & 3);
-        if ((kind == DPCODEC_VK_INT) != (t == DPCODEC_INT) && kind != DPCODEC_VK_RAW)
-            return dpcodec_corrupt(it, err, "value kind does not match the point types");
+    bool rule = (cflags & DPCODEC_CF_RULE_TYPES) != 0;
+    if (rule &&
+        (dsc || (kind != DPCODEC_VK_DECIMAL && kind != DPCODEC_VK_XOR && kind != DPCODEC_VK_BITS)))
+        return dpcodec_cerr(ql, vl, err, "rule-typed cell with descriptors or integers");
+    if (!dsc && kind != DPCODEC_VK_RAW) {
+        /* one type for every point: checked once */
+        enum dpcodec_type t = rule ? DPCODEC_DOUBLE : (enum dpcodec_type)((cflags >> 4) & 3);
+        if ((kind == DPCODEC_VK_INT) != (t == DPCODEC_INT))
+            return dpcodec_cerr(ql, vl, err, "value kind does not match the point types");
         if (kind == DPCODEC_VK_DECIMAL)
-            it->cval[i] = dpcodec_dbits(dpcodec_decimal(iv[i], e10, t));
+            for (uint64_t i = 0; i < n; i++)
+                cval[i] = dpcodec_dbits(dpcodec_decimal(iv[i], e10, t));
+        return CT_OK;
     }
+    for (uint64_t i = 0; i < n; i++) {
+        enum dpcodec_type t = dsc    ? (enum dpcodec_type)(dsc[i] & 3)
+                              : rule ? DPCODEC_DOUBLE /* decoded as a double, typed after */
+                                     : (enum dpcodec_type)((cflags >> 4) & 3);
+        if ((kind == DPCODEC_VK_INT) != (t == DPCODEC_INT) && kind != DPCODEC_VK_RAW)
+            return dpcodec_cerr(ql, vl, err, "value kind does not match the point types");
+        if (kind == DPCODEC_VK_DECIMAL)
+            cval[i] = dpcodec_dbits(dpcodec_decimal(iv[i], e10, t));
+    }
+    return CT_OK;
+}
+
+static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
+{
+    struct dpcodec_chdr h;
+    int rc = dpcodec_chead(it->v, (size_t)(it->vend - it->v), (size_t)(it->qend - it->q), &h, err);
+    if (rc != CT_OK) {
+        it->failed = true;
+        return rc;
+    }
+    it->cflags = h.cflags;
+    it->n = h.n;
+    /* timestamps, values, the inflated payload, descriptors */
+    it->scratch = malloc((size_t)(h.n * 17 + h.raw + 1));
+    if (!it->scratch) {
+        it->failed = true;
+        return ct_err_set(err, CT_ENOMEM, "out of memory decoding %llu points",
+                          (unsigned long long)h.n);
+    }
+    it->cts = (int64_t *)it->scratch;
+    it->cval = (uint64_t *)(it->scratch + h.n * 8);
+    uint8_t *zbuf = it->scratch + h.n * 16, *desc = zbuf + h.raw;
+    bool has_desc;
+    rc = dpcodec_cbody(&h, it->base_ms, it->cts, it->cval, desc, &has_desc, NULL, zbuf, NULL, err);
+    if (rc != CT_OK) {
+        it->failed = true;
+        return rc;
+    }
+    it->desc = has_desc ? desc : NULL;
     return CT_OK;
 }
 
@@ -852,6 +1135,194 @@ int dpcodec_row_decode(int64_t base_s, const struct wc_cell *cells, size_t ncell
                        struct ct_err *err)
 {
     return dpcodec_collect(base_s, cells, ncells, out, cap, n, dups, NULL, NULL, err);
+}
+
+/* ---- columnar row decoding ---------------------------------------------------------------- */
+
+void dpcodec_cols_init(struct dpcodec_cols *c)
+{
+    memset(c, 0, sizeof(*c));
+}
+
+void dpcodec_cols_free(struct dpcodec_cols *c)
+{
+    free(c->ts);
+    free(c->val);
+    free(c->is_int);
+    free(c->pts);
+    free(c->zbuf);
+    if (c->zs) {
+        inflateEnd(c->zs);
+        free(c->zs);
+    }
+    memset(c, 0, sizeof(*c));
+}
+
+/* Room for n points in the columns. */
+static int dpcodec_cols_reserve(struct dpcodec_cols *c, size_t n, struct ct_err *err)
+{
+    if (n <= c->cap)
+        return CT_OK;
+    size_t nc = c->cap ? c->cap : 512;
+    while (nc < n)
+        nc *= 2;
+    int64_t *ts = realloc(c->ts, nc * sizeof(*ts));
+    if (ts)
+        c->ts = ts;
+    uint64_t *val = realloc(c->val, nc * sizeof(*val));
+    if (val)
+        c->val = val;
+    uint8_t *ii = realloc(c->is_int, nc);
+    if (ii)
+        c->is_int = ii;
+    if (!ts || !val || !ii)
+        return ct_err_set(err, CT_ENOMEM, "out of memory decoding %zu points", n);
+    c->cap = nc;
+    return CT_OK;
+}
+
+#define DPCODEC_UNSORTED 1 /* dpcodec_cols_compressed(): fall back to the general path */
+
+/* The single compressed cell of a row straight into the columns. DPCODEC_UNSORTED (nothing
+ * decoded) when its timestamps are not strictly ascending: the general path then sorts them. */
+static int dpcodec_cols_compressed(int64_t base_s, const struct wc_cell *cell,
+                                   struct dpcodec_cols *c, struct ct_err *err)
+{
+    struct dpcodec_chdr h;
+    int rc = dpcodec_chead(cell->value.data, cell->value.len, cell->qualifier.len, &h, err);
+    if (rc != CT_OK)
+        return rc;
+    if ((rc = dpcodec_cols_reserve(c, (size_t)h.n, err)) != CT_OK)
+        return rc;
+    if (h.raw > c->zcap) {
+        uint8_t *z = realloc(c->zbuf, (size_t)h.raw);
+        if (!z)
+            return ct_err_set(err, CT_ENOMEM, "out of memory inflating a cell");
+        c->zbuf = z;
+        c->zcap = (size_t)h.raw;
+    }
+    if (h.raw && !c->zs) {
+        z_stream *zs = calloc(1, sizeof(*zs));
+        if (!zs || inflateInit2(zs, -15) != Z_OK) {
+            free(zs);
+            return ct_err_set(err, CT_ENOMEM, "cannot start inflate");
+        }
+        c->zs = zs;
+    }
+    bool has_desc, ascending;
+    rc = dpcodec_cbody(&h, base_s * 1000, c->ts, c->val, c->is_int, &has_desc, &ascending, c->zbuf,
+                       c->zs, err);
+    if (rc != CT_OK)
+        return rc;
+    if (!ascending)
+        return DPCODEC_UNSORTED;
+    size_t n = (size_t)h.n;
+    if (has_desc) { /* descriptors were written over is_int */
+        int kinds = 0;
+        for (size_t i = 0; i < n; i++) {
+            c->is_int[i] = (c->is_int[i] & 3) == DPCODEC_INT;
+            kinds |= c->is_int[i] ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+        }
+        c->kinds = kinds;
+    } else {
+        bool ints = !(h.cflags & DPCODEC_CF_RULE_TYPES) &&
+                    ((h.cflags >> DPCODEC_CF_TYPE_SHIFT) & 3) == DPCODEC_INT;
+        memset(c->is_int, ints, n);
+        c->kinds = ints ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+    }
+    c->n = n;
+    return CT_OK;
+}
+
+int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t ncells,
+                            struct dpcodec_cols *c, size_t *dups, struct ct_err *err)
+{
+    c->n = 0;
+    c->kinds = 0;
+    if (dups)
+        *dups = 0;
+    size_t ndp = 0, npoint = 0, last = 0;
+    for (size_t i = 0; i < ncells; i++) {
+        enum dpcodec_qkind k =
+            dpcodec_qualifier_kind(cells[i].qualifier.data, cells[i].qualifier.len);
+        if (k == DPCODEC_Q_POINT || k == DPCODEC_Q_COMPACTED || k == DPCODEC_Q_APPEND ||
+            k == DPCODEC_Q_COMPRESSED) {
+            ndp++;
+            npoint += k == DPCODEC_Q_POINT;
+            last = i;
+        }
+    }
+    if (ndp == 0)
+        return CT_OK;
+    if (ndp == 1 && dpcodec_qualifier_kind(cells[last].qualifier.data, cells[last].qualifier.len) ==
+                        DPCODEC_Q_COMPRESSED) {
+        int rc = dpcodec_cols_compressed(base_s, &cells[last], c, err);
+        if (rc != DPCODEC_UNSORTED)
+            return rc == CT_OK ? CT_OK : ct_err_prefix(err, "cell %zu of the row", last);
+    }
+    if (npoint == ndp) {
+        /* only single-point cells (an hour not merged yet): in time order unless seconds and
+         * ms qualifiers mix (then the general path sorts) */
+        int rc = dpcodec_cols_reserve(c, npoint, err);
+        if (rc != CT_OK)
+            return rc;
+        size_t n = 0;
+        bool sorted = true;
+        int kinds = 0;
+        for (size_t i = 0; i < ncells && sorted; i++) {
+            const struct wc_cell *cell = &cells[i];
+            if (dpcodec_qualifier_kind(cell->qualifier.data, cell->qualifier.len) !=
+                DPCODEC_Q_POINT)
+                continue;
+            struct dpcodec_iter it;
+            dpcodec_iter_init(&it, base_s, cell->qualifier.data, cell->qualifier.len,
+                              cell->value.data, cell->value.len);
+            struct dpcodec_point p;
+            if ((rc = dpcodec_iter_next(&it, &p, err)) != CT_OK)
+                return ct_err_prefix(err, "cell %zu of the row", i);
+            sorted = n == 0 || p.ts_ms > c->ts[n - 1];
+            c->ts[n] = p.ts_ms;
+            c->is_int[n] = p.type == DPCODEC_INT;
+            c->val[n++] = p.type == DPCODEC_INT ? (uint64_t)p.i : dpcodec_dbits(p.f);
+            kinds |= p.type == DPCODEC_INT ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+        }
+        if (sorted) {
+            c->n = n;
+            c->kinds = kinds;
+            return CT_OK;
+        }
+    }
+    /* the general path: every layout, sorted and de-duplicated as dpcodec_row_decode() */
+    size_t n = 0;
+    int rc;
+    for (;;) {
+        rc = dpcodec_row_decode(base_s, cells, ncells, c->pts, c->pcap, &n, dups, err);
+        if (rc != CT_ELIMIT)
+            break;
+        size_t nc = c->pcap ? c->pcap : 512;
+        while (nc < n)
+            nc *= 2;
+        struct dpcodec_point *np = realloc(c->pts, nc * sizeof(*np));
+        if (!np)
+            return ct_err_set(err, CT_ENOMEM, "out of memory decoding %zu points", n);
+        c->pts = np;
+        c->pcap = nc;
+    }
+    if (rc != CT_OK)
+        return rc;
+    if ((rc = dpcodec_cols_reserve(c, n, err)) != CT_OK)
+        return rc;
+    int kinds = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct dpcodec_point *p = &c->pts[i];
+        c->ts[i] = p->ts_ms;
+        c->is_int[i] = p->type == DPCODEC_INT;
+        c->val[i] = p->type == DPCODEC_INT ? (uint64_t)p->i : dpcodec_dbits(p->f);
+        kinds |= p->type == DPCODEC_INT ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+    }
+    c->n = n;
+    c->kinds = kinds;
+    return CT_OK;
 }
 
 /* ---- annotations -------------------------------------------------------------------------- */

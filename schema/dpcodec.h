@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "storage/ct_err.h"
 #include "storage/wc.h"
@@ -139,6 +140,46 @@ void dpcodec_iter_end(struct dpcodec_iter *it);
 CT_MUST_CHECK int dpcodec_row_decode(int64_t base_s, const struct wc_cell *cells, size_t ncells,
                                      struct dpcodec_point *out, size_t cap, size_t *n, size_t *dups,
                                      struct ct_err *err);
+
+/* ---- columnar row decoding (the query path) ----------------------------------------------- */
+
+/* A row's points as columns, with only what a query needs of a point: its time and its value as
+ * an integer or a double (the stored width, the ms flag and the cell time are dropped). The
+ * struct is reusable across rows: buffers grow to the largest row and are kept until
+ * dpcodec_cols_free(), so decoding a row allocates nothing once warm (a deflated compressed cell
+ * reuses one inflate state). Fields other than ts, val, is_int and n are private. */
+struct dpcodec_cols {
+    int64_t *ts;     /* ms, ascending, one point per timestamp */
+    uint64_t *val;   /* is_int[i]: the int64 (two's complement); else the IEEE double's bits */
+    uint8_t *is_int; /* 1 = integer, 0 = float or double */
+    size_t n;
+    int kinds; /* DPCODEC_COLS_INTS | DPCODEC_COLS_REALS: which kinds of value the row holds */
+    /* private */
+    size_t cap;
+    struct dpcodec_point *pts; /* the general path's buffer */
+    size_t pcap;
+    uint8_t *zbuf; /* an inflated payload */
+    size_t zcap;
+    void *zs; /* z_stream, or NULL */
+};
+#define DPCODEC_COLS_INTS  1
+#define DPCODEC_COLS_REALS 2
+void dpcodec_cols_init(struct dpcodec_cols *c);
+void dpcodec_cols_free(struct dpcodec_cols *c); /* then c may be reused after init */
+/* Decodes every datapoint of a row into c (replacing what it held) exactly as
+ * dpcodec_row_decode() does: sorted, duplicates resolved the same way, the same errors. A row
+ * whose only datapoint cell is one compressed cell is decoded straight into the columns. */
+CT_MUST_CHECK int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells,
+                                          size_t ncells, struct dpcodec_cols *c, size_t *dups,
+                                          struct ct_err *err);
+static inline double dpcodec_cols_double(const struct dpcodec_cols *c, size_t i)
+{
+    if (c->is_int[i])
+        return (double)(int64_t)c->val[i];
+    double d;
+    memcpy(&d, &c->val[i], sizeof(d));
+    return d;
+}
 
 /* Annotations: the qualifier of an annotation starting at start_ms (ms qualifier iff ms), and
  * the start time of an annotation qualifier (CT_EINVAL if it is not one). */

@@ -618,6 +618,13 @@ struct tsdb_entry {
     uint8_t q_len, v_len;
 };
 
+/* A point's place in the write order: its row's first 16 bytes as two big-endian integers
+ * (most comparisons end there), then the whole row, qualifier and the point's index. */
+struct tsdb_order {
+    uint64_t k0, k1;
+    uint32_t idx;
+};
+
 struct tsdb_batch {
     uint8_t *arena;
     size_t arena_len, arena_cap;
@@ -625,6 +632,7 @@ struct tsdb_batch {
     size_t n, cap;
     struct wc_mutation *muts; /* cap entries, filled at write */
     struct wc_row_mutation *rows;
+    struct tsdb_order *ord; /* cap entries, filled at write */
 };
 
 static int tsdb_batch_grow(struct tsdb_batch *b, size_t want_points, size_t want_bytes,
@@ -646,6 +654,10 @@ static int tsdb_batch_grow(struct tsdb_batch *b, size_t want_points, size_t want
         if (!r)
             return ct_err_set(err, CT_ENOMEM, "out of memory for a batch of %zu points", nc);
         b->rows = r;
+        struct tsdb_order *o = realloc(b->ord, nc * sizeof(*o));
+        if (!o)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for a batch of %zu points", nc);
+        b->ord = o;
         b->cap = nc;
     }
     if (want_bytes > b->arena_cap) {
@@ -685,6 +697,7 @@ void tsdb_batch_free(struct tsdb_batch *b)
     free(b->e);
     free(b->muts);
     free(b->rows);
+    free(b->ord);
     free(b);
 }
 
@@ -749,22 +762,118 @@ int tsdb_batch_add(struct tsdb_batch *b, const struct rowkey_layout *l, const ui
     return CT_OK;
 }
 
+static uint64_t tsdb_be64_prefix(const uint8_t *p, size_t len)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8; i++)
+        v = v << 8 | (i < len ? p[i] : 0);
+    return v;
+}
+
+/* Memstore order (row bytes, then qualifier bytes), then arrival order: the sort is stable, so
+ * two writes of one cell in a batch keep their order and the later one still wins. */
+static int tsdb_order_cmp(const struct tsdb_order *x, const struct tsdb_order *y,
+                          const struct tsdb_batch *b)
+{
+    if (x->k0 != y->k0)
+        return x->k0 < y->k0 ? -1 : 1;
+    if (x->k1 != y->k1)
+        return x->k1 < y->k1 ? -1 : 1;
+    const struct tsdb_entry *a = &b->e[x->idx], *c = &b->e[y->idx];
+    if (a->row_off != c->row_off) {
+        size_t n = a->row_len < c->row_len ? a->row_len : c->row_len;
+        int r = n > 16 ? memcmp(b->arena + a->row_off + 16, b->arena + c->row_off + 16, n - 16) : 0;
+        if (r)
+            return r;
+        if (a->row_len != c->row_len)
+            return a->row_len < c->row_len ? -1 : 1;
+    }
+    size_t n = a->q_len < c->q_len ? a->q_len : c->q_len;
+    int r = memcmp(b->arena + a->q_off, b->arena + c->q_off, n);
+    if (r)
+        return r;
+    if (a->q_len != c->q_len)
+        return a->q_len < c->q_len ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* True if entries a and c are the same cell (row and qualifier). */
+static bool tsdb_same_cell(const struct tsdb_batch *b, const struct tsdb_order *x,
+                           const struct tsdb_order *y)
+{
+    const struct tsdb_entry *a = &b->e[x->idx], *c = &b->e[y->idx];
+    return x->k0 == y->k0 && x->k1 == y->k1 && a->q_len == c->q_len && a->row_len == c->row_len &&
+           !memcmp(b->arena + a->q_off, b->arena + c->q_off, a->q_len) &&
+           (a->row_off == c->row_off ||
+            !memcmp(b->arena + a->row_off, b->arena + c->row_off, a->row_len));
+}
+
+/* Sorts b->ord[0..n): insertion sort for short runs, merge sort (through the muts array as
+ * scratch, which is rewritten afterwards) above that. No allocation. */
+static void tsdb_order_sort(struct tsdb_batch *b, struct tsdb_order *o, size_t n,
+                            struct tsdb_order *tmp)
+{
+    if (n <= 16) {
+        for (size_t i = 1; i < n; i++) {
+            struct tsdb_order v = o[i];
+            size_t j = i;
+            while (j > 0 && tsdb_order_cmp(&v, &o[j - 1], b) < 0) {
+                o[j] = o[j - 1];
+                j--;
+            }
+            o[j] = v;
+        }
+        return;
+    }
+    size_t h = n / 2;
+    tsdb_order_sort(b, o, h, tmp);
+    tsdb_order_sort(b, o + h, n - h, tmp);
+    if (tsdb_order_cmp(&o[h - 1], &o[h], b) <= 0)
+        return; /* already in order (the common case for sorted input) */
+    memcpy(tmp, o, h * sizeof(*o));
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        o[k++] = tsdb_order_cmp(&o[j], &tmp[i], b) < 0 ? o[j++] : tmp[i++];
+    while (i < h)
+        o[k++] = tmp[i++];
+}
+
 int tsdb_batch_write(struct tsdb *t, struct tsdb_batch *b, enum wc_durability d, struct ct_err *err)
 {
     if (b->n == 0)
         return CT_OK;
-    size_t nrows = 0;
-    const struct wc_bytes fam = wc_bytes_str(TSDB_DATA_FAMILY);
+    /* Cells go to the store in its own key order: each memstore insert then lands next to the
+     * previous one, so the skiplist nodes it passes are still in the CPU cache, and the points
+     * of one row become one row mutation. A cell given twice in the batch is written once,
+     * with its last value: the value a read would have returned anyway. */
     for (size_t i = 0; i < b->n; i++) {
         const struct tsdb_entry *e = &b->e[i];
-        struct wc_mutation *m = &b->muts[i];
+        const uint8_t *row = b->arena + e->row_off;
+        b->ord[i].k0 = tsdb_be64_prefix(row, e->row_len);
+        b->ord[i].k1 = e->row_len > 8 ? tsdb_be64_prefix(row + 8, e->row_len - 8u) : 0;
+        b->ord[i].idx = (uint32_t)i;
+    }
+    /* the merge scratch: half the order entries fit in the muts array, filled only below */
+    _Static_assert(sizeof(struct wc_mutation) >= sizeof(struct tsdb_order),
+                   "merge scratch must fit in the mutation array");
+    tsdb_order_sort(b, b->ord, b->n, (struct tsdb_order *)(void *)b->muts);
+    size_t nrows = 0, nm = 0;
+    const struct wc_bytes fam = wc_bytes_str(TSDB_DATA_FAMILY);
+    const struct tsdb_entry *prev = NULL;
+    for (size_t i = 0; i < b->n; i++) {
+        const struct tsdb_entry *e = &b->e[b->ord[i].idx];
+        if (i + 1 < b->n && tsdb_same_cell(b, &b->ord[i], &b->ord[i + 1]))
+            continue; /* the same cell again later in the batch: the later write wins */
+        struct wc_mutation *m = &b->muts[nm++];
         m->op = WC_OP_PUT;
         m->family = fam;
         m->qualifier = wc_bytes_of(b->arena + e->q_off, e->q_len);
         m->value = wc_bytes_of(b->arena + e->v_off, e->v_len);
         m->ts_ms = WC_TS_LATEST;
-        /* consecutive points of one row become one row mutation */
-        if (nrows > 0 && i > 0 && e->row_off == b->e[i - 1].row_off) {
+        /* the points of one row become one row mutation */
+        if (prev && (e->row_off == prev->row_off ||
+                     (e->row_len == prev->row_len &&
+                      !memcmp(b->arena + e->row_off, b->arena + prev->row_off, e->row_len)))) {
             b->rows[nrows - 1].n++;
             continue;
         }
@@ -772,6 +881,7 @@ int tsdb_batch_write(struct tsdb *t, struct tsdb_batch *b, enum wc_durability d,
         b->rows[nrows].mutations = m;
         b->rows[nrows].n = 1;
         nrows++;
+        prev = e;
     }
     return wc_mutate_batch(t->data, b->rows, nrows, d, err);
 }

@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "storage/clock.h"
 #include "tools/shell.h"
 #include "tools/tool.h"
 
@@ -127,6 +128,7 @@ static int shell_main(int argc, char **argv)
             goto out;
         }
         setenv("CTSDB_NOW_MS", now, 1); /* before anything reads the clock */
+        clock_reload();
     }
     struct shell_options o = {0};
     if (!strcmp(backend, "embedded")) {

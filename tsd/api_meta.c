@@ -1,6 +1,7 @@
 /* api_meta.c - the metadata endpoints: /api/suggest, /api/search/lookup (the other search types
- * answer 501 as OpenTSDB without a search plugin), /api/uid/assign, /api/uid/uidmeta,
- * /api/uid/tsmeta, /api/annotation(s) with /bulk, and /api/config/filters.
+ * answer 501 as OpenTSDB without a search plugin), /api/uid/assign, /api/uid/rename,
+ * /api/uid/uidmeta, /api/uid/tsmeta (other /api/uid/ paths: 501), /api/annotation(s) with /bulk,
+ * and /api/config/filters.
  * Each handler turns the query string (GET) or the body (POST/PUT/DELETE with a body) into one
  * request object, runs query/qmeta.h on a worker and replies with its document or OpenTSDB's
  * error object. Invariant: the request object is owned by the job and freed by the worker. */
@@ -20,6 +21,7 @@ enum meta_kind {
     META_SUGGEST,
     META_LOOKUP,
     META_ASSIGN,
+    META_RENAME,
     META_UIDMETA,
     META_TSMETA,
     META_ANNOTATION,
@@ -63,6 +65,13 @@ static void meta_work(struct http_req *r, void *arg)
         break;
     case META_ASSIGN:
         rc = qmeta_uid_assign(t, job->req, &out, &status, &err);
+        break;
+    case META_RENAME:
+        rc = qmeta_uid_rename(t, job->req, &out, &status, &err);
+        /* the ingest writers cache series by name: drop them, so that a put under the old name
+         * resolves it again (a new UID, as in OpenTSDB) instead of reaching the renamed UID */
+        if (rc == CT_OK && status == 200)
+            tsd_drop_caches(http_req_tsd(r));
         break;
     case META_UIDMETA:
         rc = qmeta_uidmeta(t, job->m, job->req, now, &out, &status, &err);
@@ -130,8 +139,9 @@ static void run(struct http_req *r, enum meta_kind kind, const char *const *name
                 const char *const *list)
 {
     /* tsd.mode=ro: no UID assignment, no annotation or meta writes (as the put endpoint) */
-    bool writes = kind == META_ASSIGN || kind == META_BULK ||
-                  ((kind == META_ANNOTATION || kind == META_UIDMETA) && method_of(r) != QMETA_GET);
+    bool writes = kind == META_ASSIGN || kind == META_RENAME || kind == META_BULK ||
+                  ((kind == META_ANNOTATION || kind == META_UIDMETA || kind == META_TSMETA) &&
+                   method_of(r) != QMETA_GET);
     if (writes && !strcmp(conf_get_str(tsd_conf(http_req_tsd(r)), "tsd.mode"), "ro")) {
         http_reply_error(r, 404, "Endpoint not found",
                          "the TSD is in read-only mode (tsd.mode=ro)");
@@ -145,6 +155,19 @@ static void run(struct http_req *r, enum meta_kind kind, const char *const *name
         else
             http_reply_error(r, 500, "out of memory", NULL);
         return;
+    }
+    if (kind == META_TSMETA && cJSON_IsObject(req)) {
+        /* a TSMeta body still takes m= and create= from the query string (UniqueIdRpc) */
+        static const char *const url_only[] = {"m", "create"};
+        for (size_t i = 0; i < 2; i++) {
+            const char *v = http_req_param(r, url_only[i]);
+            cJSON_DeleteItemFromObjectCaseSensitive(req, url_only[i]);
+            if (v && !cJSON_AddStringToObject(req, url_only[i], v)) {
+                cJSON_Delete(req);
+                http_reply_error(r, 500, "out of memory", NULL);
+                return;
+            }
+        }
     }
     struct meta_job *job = malloc(sizeof(*job));
     if (!job) {
@@ -186,15 +209,30 @@ void api_uid_assign_handle(struct http_req *r)
     run(r, META_ASSIGN, NULL, list);
 }
 
+void api_uid_rename_handle(struct http_req *r)
+{
+    static const char *const names[] = {"metric", "tagk", "tagv", "name", NULL};
+    run(r, META_RENAME, names, NULL);
+}
+
+/* OpenTSDB's UniqueIdRpc answers any other /api/uid/<x> with 501. */
+void api_uid_other_handle(struct http_req *r)
+{
+    http_reply_error(r, 501, "Other UID endpoints have not been implemented yet", NULL);
+}
+
 void api_uid_uidmeta_handle(struct http_req *r)
 {
-    static const char *const names[] = {"uid", "type", "description", "displayName", "notes", NULL};
+    static const char *const names[] = {"uid",   "type",         "description", "displayName",
+                                        "notes", "display_name", NULL};
     run(r, META_UIDMETA, names, NULL);
 }
 
 void api_uid_tsmeta_handle(struct http_req *r)
 {
-    static const char *const names[] = {"tsuid", "m", "create", NULL};
+    static const char *const names[] = {"tsuid",       "m",     "create", "display_name",
+                                        "description", "notes", "units",  "data_type",
+                                        "retention",   "max",   "min",    NULL};
     run(r, META_TSMETA, names, NULL);
 }
 

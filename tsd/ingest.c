@@ -3,8 +3,8 @@
  * Invariants: (1) a batch's arena and record array are allocated once, at fixed capacity, so
  * adding a point never allocates and pointers into the arena stay valid; a point's strings are
  * stored together, "metric\0k1\0v1\0...", which is also its series key;
- * (2) every batch is in exactly one place: the free list, a producer, the write queue, a writer,
- * or a done callback; in_use counts those outside the free list; (3) the write queue is FIFO.
+ * (2) every batch is in exactly one place: the free list, a producer, the write queue, a writer
+ * (alone or in a group of queued batches written together), or a done callback; in_use counts those outside the free list; (3) the write queue is FIFO.
  * Locking: mu guards free list, queue, in_use and stopping; free_cv signals a released batch,
  * queue_cv a queued batch or stopping. */
 #include "tsd/ingest.h"
@@ -13,12 +13,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 #define INGEST_MAX_MSGS 32
 #define INGEST_MSG_LEN  256
 #define INGEST_SLACK    (64u << 10) /* arena room beyond batch_bytes: one point always fits */
 
 struct ingest_rec {
+    uint64_t hash;    /* ingest_hash() of the series key, with the pipeline's seed */
     uint32_t key_off; /* metric, then k\0v\0 pairs */
     uint32_t key_len;
     uint16_t ntags;
@@ -42,6 +45,7 @@ struct ingest_batch {
     int result;
     char result_msg[INGEST_MSG_LEN];
     uint64_t seq;
+    uint64_t seed; /* the pipeline's hash seed */
     ingest_done_fn done;
     void *done_arg;
     struct ingest_batch *next;
@@ -58,9 +62,50 @@ struct ingest {
     size_t nall;
     pthread_t *writers;
     int nwriters;
+    size_t group_points;
     ingest_write_fn fn;
     void *arg;
 };
+
+/* ---- the series-key hash ------------------------------------------------------------------
+ * Computed by the producer while it copies the point, so the writer thread (the pipeline's
+ * bottleneck) finds a known series with one probe. 16 bytes per step through a 64x64->128-bit
+ * multiply (the wyhash construction); the seed is random per pipeline, so clients cannot aim
+ * for collisions in the writers' series caches. */
+
+static inline uint64_t ingest_mix(uint64_t a, uint64_t b)
+{
+    __uint128_t r = (__uint128_t)a * b;
+    return (uint64_t)r ^ (uint64_t)(r >> 64);
+}
+
+static inline uint64_t ingest_load64(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+uint64_t ingest_hash(const void *data, size_t n, uint64_t seed)
+{
+    const unsigned char *p = data;
+    uint64_t h = seed ^ ((uint64_t)n * 0x9E3779B97F4A7C15ULL);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        h = ingest_mix(ingest_load64(p + i) ^ 0xA0761D6478BD642FULL ^ h,
+                       ingest_load64(p + i + 8) ^ 0xE7037ED1A0B428DBULL);
+    uint64_t a = 0, b = 0;
+    size_t r = n - i;
+    if (r >= 8) {
+        a = ingest_load64(p + i);
+        b = ingest_load64(p + n - 8);
+    } else if (r > 0) {
+        unsigned char t[8] = {0};
+        memcpy(t, p + i, r);
+        a = ingest_load64(t);
+    }
+    return ingest_mix(h ^ a ^ 0x8EBC6AF09C88C6E3ULL, b ^ 0x589965CC75374CC3ULL ^ (uint64_t)n);
+}
 
 void ingest_options_init(struct ingest_options *o)
 {
@@ -68,6 +113,7 @@ void ingest_options_init(struct ingest_options *o)
     o->batches = 8;
     o->batch_points = 4096;
     o->batch_bytes = 512u << 10;
+    o->group_points = 16384;
 }
 
 static void ingest_batch_destroy(struct ingest_batch *b)
@@ -142,6 +188,7 @@ bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_
         w[p->tagv[i].len] = '\0';
         w += p->tagv[i].len + 1;
     }
+    r->hash = ingest_hash(b->arena + r->key_off, need, b->seed);
     b->used += need;
     b->n++;
     return true;
@@ -177,6 +224,25 @@ void ingest_batch_point(const struct ingest_batch *b, size_t i, struct ingest_po
     p->owner = r->owner;
     p->series_key = b->arena + r->key_off;
     p->series_key_len = r->key_len;
+    p->series_hash = r->hash;
+}
+
+uint64_t ingest_batch_series_hash(const struct ingest_batch *b, size_t i)
+{
+    return b->recs[i].hash;
+}
+
+void ingest_batch_point_brief(const struct ingest_batch *b, size_t i, struct ingest_point_brief *p)
+{
+    const struct ingest_rec *r = &b->recs[i];
+    p->series_key = b->arena + r->key_off;
+    p->series_key_len = r->key_len;
+    p->series_hash = r->hash;
+    p->ts_ms = r->ts_ms;
+    p->ms = r->ms;
+    p->value.kind = (enum put_kind)r->kind;
+    p->value.i = r->i;
+    p->value.d = r->d;
 }
 
 void ingest_batch_set_outcome(struct ingest_batch *b, size_t i, enum ingest_outcome o,
@@ -226,39 +292,54 @@ uint64_t ingest_batch_seq(const struct ingest_batch *b)
 static void *ingest_writer_main(void *arg)
 {
     struct ingest *g = arg;
+    struct ingest_batch *group[INGEST_MAX_GROUP];
     for (;;) {
         pthread_mutex_lock(&g->mu);
         while (!g->q_head && !g->stopping)
             pthread_cond_wait(&g->queue_cv, &g->mu);
-        struct ingest_batch *b = g->q_head;
-        if (!b) {
+        if (!g->q_head) {
             pthread_mutex_unlock(&g->mu);
             break;
         }
-        g->q_head = b->next;
+        /* Take the queued batches up to group_points together (never waiting for more): a
+         * writer that has fallen behind writes bigger sorted groups, one store write each. */
+        size_t nb = 0, points = 0;
+        while (g->q_head && nb < INGEST_MAX_GROUP &&
+               (nb == 0 || points + g->q_head->n <= g->group_points)) {
+            struct ingest_batch *b = g->q_head;
+            g->q_head = b->next;
+            b->next = NULL;
+            points += b->n;
+            group[nb++] = b;
+        }
         if (!g->q_head)
             g->q_tail = NULL;
-        b->next = NULL;
         pthread_mutex_unlock(&g->mu);
 
         struct ct_err err = {0};
-        int rc = b->n > 0 ? g->fn(g->arg, b, &err) : CT_OK;
-        b->result = rc;
-        if (rc != CT_OK)
-            snprintf(b->result_msg, sizeof(b->result_msg), "%s", err.msg);
-        for (size_t i = 0; i < b->n; i++) {
-            if (b->recs[i].outcome != INGEST_PENDING)
-                continue;
-            if (rc == CT_OK) {
-                b->recs[i].outcome = INGEST_WRITTEN;
-            } else {
-                ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, err.msg);
+        int rc = points > 0 ? g->fn(g->arg, group, nb, &err) : CT_OK;
+        for (size_t k = 0; k < nb; k++) {
+            struct ingest_batch *b = group[k];
+            b->result = rc;
+            if (rc != CT_OK)
+                snprintf(b->result_msg, sizeof(b->result_msg), "%s", err.msg);
+            for (size_t i = 0; i < b->n; i++) {
+                if (b->recs[i].outcome != INGEST_PENDING)
+                    continue;
+                if (rc == CT_OK) {
+                    b->recs[i].outcome = INGEST_WRITTEN;
+                } else {
+                    ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, err.msg);
+                }
             }
         }
-        if (b->done)
-            b->done(b->done_arg, b);
-        else
-            ingest_batch_release(g, b);
+        for (size_t k = 0; k < nb; k++) { /* in queue order */
+            struct ingest_batch *b = group[k];
+            if (b->done)
+                b->done(b->done_arg, b);
+            else
+                ingest_batch_release(g, b);
+        }
     }
     return NULL;
 }
@@ -278,6 +359,7 @@ int ingest_new(const struct ingest_options *o, ingest_write_fn fn, void *arg, st
     pthread_cond_init(&g->queue_cv, NULL);
     g->fn = fn;
     g->arg = arg;
+    g->group_points = o->group_points;
     struct ingest_options oo = *o;
     if (oo.batches < 2)
         oo.batches = 2;
@@ -287,6 +369,13 @@ int ingest_new(const struct ingest_options *o, ingest_write_fn fn, void *arg, st
         oo.batch_bytes = 4096;
     if (oo.writers < 1)
         oo.writers = 1;
+    uint64_t seed;
+    if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed)) {
+        struct timespec ts; /* no entropy yet (early boot): the clock still varies per run */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        seed = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ULL ^ (uint64_t)ts.tv_sec ^
+               (uint64_t)(uintptr_t)g;
+    }
     g->all = calloc(oo.batches, sizeof(*g->all));
     g->writers = calloc((size_t)oo.writers, sizeof(*g->writers));
     if (!g->all || !g->writers)
@@ -296,6 +385,7 @@ int ingest_new(const struct ingest_options *o, ingest_write_fn fn, void *arg, st
         if (!b)
             goto oom;
         ingest_batch_reset(b);
+        b->seed = seed;
         g->all[g->nall++] = b;
         b->next = g->free_list;
         g->free_list = b;

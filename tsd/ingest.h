@@ -34,11 +34,14 @@ enum ingest_outcome {
     INGEST_STORE_ERROR = 4,    /* the store failed the write */
 };
 
-/* The write function: writes every point of b (ingest_batch_point gives them), setting each
- * point's outcome with ingest_batch_set_outcome(). Returns CT_OK, or an error for the batch as a
- * whole (then points still PENDING count as INGEST_STORE_ERROR with err's message). Called
- * from writer threads, one batch per call; arg is the one given to ingest_new(). */
-typedef int (*ingest_write_fn)(void *arg, struct ingest_batch *b, struct ct_err *err);
+/* The write function: writes every point of the nb batches b[0..nb) (ingest_batch_point gives
+ * them; nb >= 1: the batches that were queued when the writer took them, in queue order, up to
+ * group_points in all), setting each point's outcome with ingest_batch_set_outcome(). Returns
+ * CT_OK, or an error for the group as a whole (then points still PENDING count as
+ * INGEST_STORE_ERROR with err's message). Called from writer threads; arg is the one given to
+ * ingest_new(). */
+typedef int (*ingest_write_fn)(void *arg, struct ingest_batch *const *b, size_t nb,
+                               struct ct_err *err);
 /* Called on the writer thread once b is written (or failed). The callee owns b and must give
  * it back with ingest_batch_release() (on any thread). */
 typedef void (*ingest_done_fn)(void *arg, struct ingest_batch *b);
@@ -48,7 +51,11 @@ struct ingest_options {
     size_t batches;      /* batches in the pool (the memory bound); default 8 */
     size_t batch_points; /* points per batch before it counts as full; default 4096 */
     size_t batch_bytes;  /* arena bytes per batch before it counts as full; default 512 KiB */
+    size_t group_points; /* a writer takes queued batches together up to this many points
+                            (the first batch always); default 16384 */
 };
+/* Most batches one write function call gets. */
+#define INGEST_MAX_GROUP 16
 void ingest_options_init(struct ingest_options *o);
 
 /* Starts the writer threads. Returns a new pipeline in *out, freed with ingest_free(). */
@@ -92,9 +99,30 @@ struct ingest_point {
     uint64_t owner;
     const char *series_key; /* "metric\0k1\0v1\0..." as added: the cache key of the series */
     size_t series_key_len;
+    uint64_t series_hash; /* ingest_hash() of series_key with the pipeline's seed */
 };
 /* Fills *p with point i (0 <= i < count). */
 void ingest_batch_point(const struct ingest_batch *b, size_t i, struct ingest_point *p);
+
+/* The part of a point a writer needs for a series it already knows: no walk over the tags.
+ * Strings valid until the batch is released. Held by value. */
+struct ingest_point_brief {
+    const char *series_key;
+    size_t series_key_len;
+    uint64_t series_hash;
+    int64_t ts_ms;
+    bool ms;
+    struct put_value value;
+};
+/* Fills *p with the brief form of point i (0 <= i < count). */
+void ingest_batch_point_brief(const struct ingest_batch *b, size_t i, struct ingest_point_brief *p);
+
+/* Point i's series_hash alone (to prefetch a cache slot ahead of use). */
+uint64_t ingest_batch_series_hash(const struct ingest_batch *b, size_t i);
+
+/* The 64-bit hash of n bytes under a seed that the series keys of batches use (computed when a
+ * point is added, so writers need not hash). Exposed for tests; not stable across versions. */
+uint64_t ingest_hash(const void *data, size_t n, uint64_t seed);
 /* Sets point i's outcome; msg (copied, may be NULL) is the reason for a failure. */
 void ingest_batch_set_outcome(struct ingest_batch *b, size_t i, enum ingest_outcome o,
                               const char *msg);

@@ -142,13 +142,27 @@ static bool put_letter(uint32_t cp)
     return true;
 }
 
+/* The ASCII name characters every name may use: letters, digits, '-', '_', '.', '/'. */
+static const bool put_name_char[256] = {
+    ['-'] = 1, ['.'] = 1, ['/'] = 1, ['_'] = 1,
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1,
+    ['A'] = 1, ['B'] = 1, ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1,
+    ['I'] = 1, ['J'] = 1, ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1,
+    ['Q'] = 1, ['R'] = 1, ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1,
+    ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1,
+};
+
 bool put_name_valid(const char *s, size_t len, const char *special, size_t *bad_at)
 {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
         unsigned char c = u[i];
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '/') {
+        if (put_name_char[c]) {
             i++;
             continue;
         }
@@ -208,9 +222,51 @@ static void put_tags_text(const struct put_point *p, char *buf, size_t size, siz
     *pos = n < size ? n : size - 1;
 }
 
+/* The common case of a decimal value, [+-]digits[.digits] with at most 15 significant digits
+ * and 22 after the point: the digits as an integer m < 2^53 and 10^frac are both exact doubles,
+ * so m / 10^frac, one correctly rounded IEEE division, is exactly what strtod (and Java) give
+ * (Clinger's fast path). Anything else returns false for the general parser. */
+static bool put_parse_decimal_fast(const char *s, size_t n, double *out)
+{
+    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    size_t i = 0;
+    bool neg = false, dot = false, any = false;
+    if (n > 0 && (s[0] == '-' || s[0] == '+')) {
+        neg = s[0] == '-';
+        i = 1;
+    }
+    uint64_t m = 0;
+    int sig = 0, frac = 0;
+    for (; i < n; i++) {
+        char c = s[i];
+        if (c >= '0' && c <= '9') {
+            any = true;
+            frac += dot;
+            if (sig == 0 && c == '0')
+                continue; /* a leading zero is not significant */
+            if (++sig > 15)
+                return false;
+            m = m * 10 + (uint64_t)(c - '0');
+        } else if (c == '.' && !dot) {
+            dot = true;
+        } else {
+            return false;
+        }
+    }
+    if (!any || frac > 22)
+        return false;
+    double d = (double)m / pow10[frac];
+    *out = neg ? -d : d;
+    return true;
+}
+
 /* Java's Double.parseDouble on the value text; false with the NumberFormatException message. */
 static bool put_parse_double(const char *s, size_t n, double *out, char *msg, size_t msg_size)
 {
+    if (put_parse_decimal_fast(s, n, out))
+        return true;
     char tmp[1100];
     size_t b = 0, e = n;
     while (b < e && (unsigned char)s[b] <= ' ')
@@ -294,8 +350,11 @@ static void put_value_bytes_text(const struct put_value *v, char *buf, size_t si
         snprintf(buf + n, size - n, "]/%d", flags);
 }
 
-enum put_status put_check_point(struct put_point *p, struct put_str value,
-                                const struct put_rules *rules, char *msg, size_t msg_size)
+/* put_check_point; names_plain: the caller has seen that every byte of the metric and of
+ * every tag name and value is a put_name_char, so the name rules need not run again. */
+static enum put_status put_check(struct put_point *p, struct put_str value,
+                                 const struct put_rules *rules, bool names_plain, char *msg,
+                                 size_t msg_size)
 {
     char num[256];
     /* Value typing (Tags.looksLikeInteger / fitsInFloat). */
@@ -366,6 +425,15 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
         }
         return PUT_EARG;
     }
+    if (names_plain) {
+        for (size_t i = 0; i < p->ntags; i++)
+            if (p->tagk[i].len == 0 || p->tagv[i].len == 0)
+                goto names; /* an empty name: its message comes from the full check */
+        if (p->metric.len == 0)
+            goto names;
+        goto names_ok;
+    }
+names:;
     const char *sc = rules->special_chars;
     size_t bad;
     struct {
@@ -407,9 +475,16 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
             return PUT_EARG;
         }
     }
+names_ok:
     p->ms = ((uint64_t)ts & PUT_SECOND_MASK) != 0;
     p->ts_ms = p->ms ? ts : ts * 1000;
     return PUT_OK;
+}
+
+enum put_status put_check_point(struct put_point *p, struct put_str value,
+                                const struct put_rules *rules, char *msg, size_t msg_size)
+{
+    return put_check(p, value, rules, false, msg, msg_size);
 }
 
 enum put_status put_parse_line(const char *line, size_t len, const struct put_rules *rules,
@@ -435,13 +510,8 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
         if (ntok == 4)
             rest = p;
     }
-    size_t total = ntok;
-    if (rest) {
-        total++;
-        for (const char *q = rest; q < end; q++)
-            if (*q == ' ')
-                total++;
-    }
+    /* With a fifth token (rest) there are enough arguments: the count only matters without. */
+    size_t total = rest ? 5 : ntok;
     if (total < 5) {
         put_msg(msg, msg_size,
                 "put: illegal argument: not enough arguments (need least 4, got %zu)", total - 1);
@@ -492,13 +562,26 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
     /* Tags (Tags.parse): each non-empty token must split on '=' into exactly two non-empty
      * parts; an identical repeat is ignored, a conflicting one is an error. */
     out->ntags = 0;
+    bool plain = true;
+    for (size_t i = 0; i < tok[1].len; i++)
+        plain &= put_name_char[(unsigned char)tok[1].p[i]];
     for (p = rest; p && p <= end;) {
-        const char *sp = memchr(p, ' ', (size_t)(end - p));
-        const char *te = sp ? sp : end;
+        /* one pass over the token: its end, its first '=', whether there is another, and
+         * whether every other byte is a plain name character */
+        const char *te = p, *eq = NULL;
+        bool two_eq = false;
+        for (; te < end && *te != ' '; te++) {
+            if (*te == '=') {
+                two_eq = eq != NULL;
+                eq = eq ? eq : te;
+            } else {
+                plain &= put_name_char[(unsigned char)*te];
+            }
+        }
+        const char *sp = te < end ? te : NULL;
         size_t tl = (size_t)(te - p);
         if (tl > 0) {
-            const char *eq = memchr(p, '=', tl);
-            if (!eq || eq == p || eq == te - 1 || memchr(eq + 1, '=', (size_t)(te - eq - 1))) {
+            if (!eq || eq == p || eq == te - 1 || two_eq) {
                 put_msg(msg, msg_size, "put: illegal argument: invalid tag: %.*s", (int)tl, p);
                 return PUT_EARG;
             }
@@ -539,7 +622,7 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
     }
     out->ts_ms = ts;
     char m2[1024];
-    enum put_status st = put_check_point(out, tok[3], rules, m2, sizeof(m2));
+    enum put_status st = put_check(out, tok[3], rules, plain, m2, sizeof(m2));
     if (st != PUT_OK)
         put_msg(msg, msg_size, "put: %s", m2);
     return st;

@@ -321,14 +321,8 @@ static int bt_meta_put(struct bt_store *s, const char *rowkey, const char *col, 
         return ct_err_set(err, CT_ENOMEM, "out of memory encoding metadata %s", rowkey);
     /* replace every version at once: with a pinned clock (CTSDB_NOW_MS) a new cell may be
      * older than the one it replaces */
-    struct wc_mutation m[2] = {
-        {WC_OP_DELETE_COLUMN, wc_bytes_str(BT_META_FAMILY), wc_bytes_str(col), wc_bytes_of(NULL, 0),
-         INT64_MAX / 1000 - 1},
-        {WC_OP_PUT, wc_bytes_str(BT_META_FAMILY), wc_bytes_str(col), wc_bytes_str(text),
-         WC_TS_LATEST},
-    };
-    struct wc_row_mutation rm = {wc_bytes_str(rowkey), m, 2};
-    int rc = wc_mutate_row(&s->meta->base, &rm, WC_DURABILITY_USE_DEFAULT, err);
+    int rc = bt_replace_cell(s->meta, wc_bytes_str(rowkey), wc_bytes_str(BT_META_FAMILY),
+                             wc_bytes_str(col), wc_bytes_str(text), err);
     free(text);
     atomic_fetch_add(&s->admin_epoch, 1);
     return rc;
@@ -337,8 +331,9 @@ static int bt_meta_put(struct bt_store *s, const char *rowkey, const char *col, 
 static int bt_meta_delete(struct bt_store *s, const char *rowkey, struct ct_err *err)
 {
     atomic_fetch_add(&s->admin_epoch, 1);
+    /* every cell, whatever clock wrote it (a delete at "now" would spare newer cells) */
     struct wc_mutation m = {WC_OP_DELETE_ROW, wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0),
-                            wc_bytes_of(NULL, 0), WC_TS_LATEST};
+                            wc_bytes_of(NULL, 0), WC_TS_LATEST - 1};
     struct wc_row_mutation rm = {wc_bytes_str(rowkey), &m, 1};
     return wc_mutate_row(&s->meta->base, &rm, WC_DURABILITY_USE_DEFAULT, err);
 }
@@ -534,7 +529,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
 {
     struct wc_family_desc *fams;
     size_t n;
-    bool enabled = true;
+    bool enabled = true, readonly = false;
     uint64_t epoch = atomic_load(&t->s->admin_epoch);
     if (!strcmp(t->full, BT_META_TABLE)) {
         fams = calloc(1, sizeof(*fams));
@@ -550,6 +545,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
         fams = d->families;
         n = d->nfamilies;
         enabled = d->enabled;
+        readonly = d->readonly;
         d->families = NULL;
         wc_table_desc_free(d);
     }
@@ -558,6 +554,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
     t->fams = fams;
     t->nfams = n;
     t->enabled = enabled;
+    t->readonly = readonly;
     t->state_epoch = epoch;
     t->state_checked_ns = clock_mono_ns();
     pthread_mutex_unlock(&t->mu);
@@ -683,6 +680,17 @@ int bt_table_check_enabled(struct bt_table *t, struct ct_err *err)
     return enabled ? CT_OK : ct_err_set(err, CT_EBUSY, "Table %s is disabled!", t->full);
 }
 
+int bt_table_check_writable(struct bt_table *t, struct ct_err *err)
+{
+    int rc = bt_table_check_enabled(t, err);
+    if (rc != CT_OK)
+        return rc;
+    pthread_mutex_lock(&t->mu);
+    bool ro = t->readonly;
+    pthread_mutex_unlock(&t->mu);
+    return ro ? ct_err_set(err, CT_EINVAL, "Table %s is read-only.", t->full) : CT_OK;
+}
+
 static int bt_table_open(struct wc_store *sbase, const char *name, struct wc_table **out,
                          struct ct_err *err)
 {
@@ -715,24 +723,90 @@ static int bt_namespace_exists(struct wc_store *sbase, const char *ns, struct ct
     return rc;
 }
 
-static int bt_namespace_create(struct wc_store *sbase, const char *ns, struct ct_err *err)
+static int bt_namespace_create_config(struct wc_store *sbase, const char *ns,
+                                      const char *const *kv, size_t npairs, struct ct_err *err)
 {
     struct bt_store *s = (struct bt_store *)sbase;
     if (bt_ns_builtin(ns))
         return ct_err_set(err, CT_EEXIST, "namespace %s already exists", ns);
     char key[WC_MAX_TABLE_NAME + 8];
     snprintf(key, sizeof(key), BT_META_NS_PREFIX "%s", ns);
-    char value[32];
-    snprintf(value, sizeof(value), "{\"v\":%d}", BT_META_VERSION);
+    cJSON *j = cJSON_CreateObject();
+    cJSON *conf = npairs ? cJSON_CreateArray() : NULL;
+    bool ok = j && cJSON_AddNumberToObject(j, "v", BT_META_VERSION) &&
+              (!npairs || (conf && cJSON_AddItemToObject(j, "config", conf)));
+    if (npairs && !ok)
+        cJSON_Delete(conf);
+    for (size_t i = 0; ok && i < npairs; i++) {
+        cJSON *pair = cJSON_CreateStringArray(kv + 2 * i, 2);
+        ok = pair && cJSON_AddItemToArray(conf, pair);
+        if (!ok)
+            cJSON_Delete(pair);
+    }
+    char *value = ok ? cJSON_PrintUnformatted(j) : NULL;
+    cJSON_Delete(j);
+    if (!value)
+        return ct_err_set(err, CT_ENOMEM, "out of memory encoding namespace %s", ns);
     struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(BT_META_FAMILY),
                             wc_bytes_str(BT_META_NS_COLUMN), wc_bytes_str(value), WC_TS_LATEST};
     struct wc_row_mutation rm = {wc_bytes_str(key), &m, 1};
     bool applied = false;
     int rc = wc_check_and_mutate(&s->meta->base, rm.row, m.family, m.qualifier, NULL, &rm,
                                  WC_DURABILITY_USE_DEFAULT, &applied, err);
+    free(value);
     if (rc != CT_OK)
         return rc;
     return applied ? CT_OK : ct_err_set(err, CT_EEXIST, "namespace %s already exists", ns);
+}
+
+static int bt_namespace_create(struct wc_store *sbase, const char *ns, struct ct_err *err)
+{
+    return bt_namespace_create_config(sbase, ns, NULL, 0, err);
+}
+
+static int bt_namespace_get_config(struct wc_store *sbase, const char *ns, char ***out,
+                                   size_t *npairs, struct ct_err *err)
+{
+    struct bt_store *s = (struct bt_store *)sbase;
+    if (bt_ns_builtin(ns))
+        return CT_OK;
+    char key[WC_MAX_TABLE_NAME + 8];
+    snprintf(key, sizeof(key), BT_META_NS_PREFIX "%s", ns);
+    cJSON *j = NULL;
+    int rc = bt_meta_get(s, key, BT_META_NS_COLUMN, &j, err);
+    if (rc != CT_OK)
+        return rc;
+    const cJSON *conf = cJSON_GetObjectItemCaseSensitive(j, "config");
+    size_t n = cJSON_IsArray(conf) ? (size_t)cJSON_GetArraySize(conf) : 0;
+    char **kv = n ? calloc(2 * n, sizeof(char *)) : NULL;
+    if (n && !kv)
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory reading namespace %s", ns);
+    size_t i = 0;
+    const cJSON *pair;
+    cJSON_ArrayForEach(pair, conf)
+    {
+        if (rc != CT_OK || i >= n)
+            break;
+        const cJSON *k = cJSON_GetArrayItem(pair, 0), *v = cJSON_GetArrayItem(pair, 1);
+        if (!cJSON_IsString(k) || !cJSON_IsString(v)) {
+            rc = ct_err_set(err, CT_ECORRUPT, "metadata %s: a configuration entry is not a "
+                                              "pair of strings", key);
+            break;
+        }
+        kv[2 * i] = strdup(k->valuestring);
+        kv[2 * i + 1] = strdup(v->valuestring);
+        if (!kv[2 * i] || !kv[2 * i + 1])
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory reading namespace %s", ns);
+        i++;
+    }
+    cJSON_Delete(j);
+    if (rc != CT_OK) {
+        wc_namespace_config_free(kv, n);
+        return rc;
+    }
+    *out = kv;
+    *npairs = n;
+    return CT_OK;
 }
 
 /* Calls fn(arg, id) for each Bigtable table id of the instance. */
@@ -970,11 +1044,26 @@ static int bt_write_meta(struct bt_store *s, const struct wc_table_desc *d,
     return rc;
 }
 
+/* Refuses family attributes whose meaning Bigtable cannot give: KEEP_DELETED_CELLS needs delete
+ * markers, and Bigtable deletes cells at once. */
+static int bt_check_families(const struct wc_table_desc *d, struct ct_err *err)
+{
+    for (size_t i = 0; i < d->nfamilies; i++)
+        if (d->families[i].keep_deleted != WC_KEEP_DELETED_FALSE)
+            return ct_err_set(err, CT_EUNSUPPORTED,
+                              "family %s of %s: KEEP_DELETED_CELLS needs delete markers, which "
+                              "Bigtable does not have (it deletes cells at once)",
+                              d->families[i].name, d->name);
+    return CT_OK;
+}
+
 static int bt_table_create(struct wc_store *sbase, const struct wc_table_desc *d,
                            const struct wc_bytes *splits, size_t nsplits, struct ct_err *err)
 {
     struct bt_store *s = (struct bt_store *)sbase;
-    int rc = bt_check_namespace(s, d->name, err);
+    int rc = bt_check_families(d, err);
+    if (rc == CT_OK)
+        rc = bt_check_namespace(s, d->name, err);
     if (rc != CT_OK)
         return rc;
     for (size_t i = 0; i < nsplits; i++)
@@ -999,8 +1088,10 @@ static int bt_table_alter(struct wc_store *sbase, const struct wc_table_desc *d,
     struct bt_store *s = (struct bt_store *)sbase;
     struct wc_table_desc *cur;
     cJSON *j = NULL;
-    int rc = bt_describe(s, d->name, &cur, &j, err);
+    int rc = bt_check_families(d, err);
     if (rc != CT_OK)
+        return rc;
+    if ((rc = bt_describe(s, d->name, &cur, &j, err)) != CT_OK)
         return rc;
     size_t nmax = d->nfamilies + cur->nfamilies;
     struct bt_gc_mem *gc = calloc(nmax, sizeof(*gc));
@@ -1369,6 +1460,8 @@ static const struct wc_backend_ops bt_ops = {
     .namespace_drop = bt_namespace_drop,
     .namespace_exists = bt_namespace_exists,
     .namespace_list = bt_namespace_list,
+    .namespace_create_config = bt_namespace_create_config,
+    .namespace_get_config = bt_namespace_get_config,
     .table_create = bt_table_create,
     .table_alter = bt_table_alter,
     .table_describe = bt_table_describe,

@@ -21,7 +21,10 @@
 #define BT_MAX_ROW_KEY_BYTES         4096
 #define BT_MAX_MUTATIONS_PER_REQUEST 100000
 #define BT_MAX_ROW_BYTES             (256u << 20)
-#define BT_MAX_VALUE_BYTES           (100u << 20)
+/* The wide-column cell limit (spec §1; the engine's too), below Bigtable's own 100 MiB. */
+#define BT_MAX_CELL_BYTES (10u << 20)
+/* The largest timestamp Bigtable can hold: timestamp_micros = ms * 1000 in an int64. */
+#define BT_MAX_TS_MS (INT64_MAX / 1000)
 #define BT_MAX_TABLE_ID              50
 /* A MutateRows request is closed at this many encoded bytes; several are sent at once. */
 #define BT_BATCH_REQUEST_BYTES (8u << 20)
@@ -62,6 +65,7 @@ struct bt_table {
     size_t nfams;
     bool is_meta;              /* the metadata table itself: never disabled */
     bool enabled;              /* cached enabled flag */
+    bool readonly;             /* cached READONLY table attribute */
     uint64_t state_epoch;      /* admin_epoch when `enabled` was read */
     uint64_t state_checked_ns; /* clock_mono_ns() when `enabled` was read */
 };
@@ -88,6 +92,8 @@ CT_MUST_CHECK int bt_table_families(struct bt_table *t, struct wc_family_desc **
                                     struct ct_err *err);
 /* CT_OK if the table is enabled (cached, see BT_STATE_RECHECK_MS), CT_EBUSY if disabled. */
 CT_MUST_CHECK int bt_table_check_enabled(struct bt_table *t, struct ct_err *err);
+/* As bt_table_check_enabled, and CT_EINVAL if the table is READONLY: for every write. */
+CT_MUST_CHECK int bt_table_check_writable(struct bt_table *t, struct ct_err *err);
 /* Opens a handle on a Bigtable table id without checking the enabled flag. */
 CT_MUST_CHECK int bt_table_open_id(struct bt_store *s, const char *full, struct bt_table **out,
                                    struct ct_err *err);
@@ -116,12 +122,29 @@ void bt_arena_init(struct bt_arena *a);
 void bt_arena_reset(struct bt_arena *a);
 void bt_arena_destroy(struct bt_arena *a);
 
+/* Row filters built in a pool (bt_scan.c); NULL when out of memory. */
+Btpb__RowFilter *bt_filter_new(struct bt_pool *p);
+/* A column_range_filter of `family` (copied) from lo to hi; an unset bound is open-ended (an
+ * unset lo includes the empty qualifier). The bounds' bytes are borrowed. */
+Btpb__RowFilter *bt_filter_column_range(struct bt_pool *p, const char *family, struct wc_bytes lo,
+                                        bool lo_set, bool lo_closed, struct wc_bytes hi,
+                                        bool hi_set, bool hi_closed);
+/* A chain (or interleave) of n >= 1 filters; the filter itself when n == 1. */
+Btpb__RowFilter *bt_filter_group(struct bt_pool *p, Btpb__RowFilter **fs, size_t n, bool chain);
+
 /* Packs a message into b (replacing its contents); CT_ENOMEM. */
 CT_MUST_CHECK int bt_pack(const ProtobufCMessage *m, struct bt_buf *b, struct ct_err *err);
 
 /* ---- entry points of bt_data.c and bt_scan.c, used through the ops table ---- */
 int bt_mutate_batch(struct wc_table *t, const struct wc_row_mutation *rows, size_t n,
                     enum wc_durability d, struct ct_err *err);
+/* Replaces every version of one cell with `value` at clock_now_ms(), atomically: DeleteFromColumn
+ * of all time, then SetCell, in one MutateRow (retried when retryable; the timestamp is
+ * explicit). For the metadata table, whose cells must be replaced whole even under a pinned
+ * clock; a wc row mutation cannot say this, because its deletes mask its own puts. */
+CT_MUST_CHECK int bt_replace_cell(struct bt_table *t, struct wc_bytes row, struct wc_bytes family,
+                                  struct wc_bytes qualifier, struct wc_bytes value,
+                                  struct ct_err *err);
 int bt_increment(struct wc_table *t, struct wc_bytes row, struct wc_bytes family,
                  struct wc_bytes qualifier, int64_t delta, enum wc_durability d, int64_t *out,
                  struct ct_err *err);

@@ -5,7 +5,9 @@
  * Table id "hbase.ctsdb_meta" (ctsdb name hbase:ctsdb_meta, hidden from lists), one family "m"
  * (GC: max_versions(1)). Rows, all values UTF-8 JSON objects with "v": BT_META_VERSION:
  *
- *   row "ns:<name>"     column m:"ns"     {"v":1}                    one per user namespace
+ *   row "ns:<name>"     column m:"ns"     {"v":1, "config":[["k","v"], ...]}
+ *                                          one per user namespace; "config" (optional) holds
+ *                                          its configuration pairs in creation order
  *   row "t:<ns:qual>"   column m:"desc"   {"v":1, "enabled":true, "durability":0,
  *                                          "readonly":false, "compaction":true,
  *                                          "max_filesize":0, "memstore_flushsize":0,

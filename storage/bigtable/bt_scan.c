@@ -199,7 +199,7 @@ static int64_t bt_oldest_ms(const struct wc_family_desc *f, int64_t now_ms)
     return f->ttl_s >= WC_TTL_FOREVER ? INT64_MIN : now_ms - f->ttl_s * 1000;
 }
 
-static Btpb__RowFilter *bt_filter_new(struct bt_pool *p)
+Btpb__RowFilter *bt_filter_new(struct bt_pool *p)
 {
     Btpb__RowFilter *f = bt_pool_alloc(p, sizeof(*f));
     if (f)
@@ -207,9 +207,9 @@ static Btpb__RowFilter *bt_filter_new(struct bt_pool *p)
     return f;
 }
 
-static Btpb__RowFilter *bt_filter_column_range(struct bt_pool *p, const char *family,
-                                               struct wc_bytes lo, bool lo_set, bool lo_closed,
-                                               struct wc_bytes hi, bool hi_set, bool hi_closed)
+Btpb__RowFilter *bt_filter_column_range(struct bt_pool *p, const char *family, struct wc_bytes lo,
+                                        bool lo_set, bool lo_closed, struct wc_bytes hi,
+                                        bool hi_set, bool hi_closed)
 {
     Btpb__RowFilter *f = bt_filter_new(p);
     Btpb__ColumnRange *cr = bt_pool_alloc(p, sizeof(*cr));
@@ -243,9 +243,7 @@ static Btpb__RowFilter *bt_filter_column_range(struct bt_pool *p, const char *fa
     return f;
 }
 
-/* A chain or interleave of n filters (the filter itself when n == 1). */
-static Btpb__RowFilter *bt_filter_group(struct bt_pool *p, Btpb__RowFilter **fs, size_t n,
-                                        bool chain)
+Btpb__RowFilter *bt_filter_group(struct bt_pool *p, Btpb__RowFilter **fs, size_t n, bool chain)
 {
     if (n == 1)
         return fs[0];
@@ -290,7 +288,7 @@ static struct bt_tail bt_family_tail(const struct wc_scan_options *o,
     int64_t oldest = bt_oldest_ms(fam, now_ms);
     if (fam->min_versions == 0 && !o->raw && oldest > start_ms)
         start_ms = oldest;
-    t.end_us = o->tmax_ms >= INT64_MAX / 1000 ? 0 : o->tmax_ms * 1000;
+    t.end_us = o->tmax_ms > BT_MAX_TS_MS ? 0 : o->tmax_ms * 1000;
     t.start_us = start_ms <= 0 ? 0 : start_ms >= INT64_MAX / 1000 ? INT64_MAX : start_ms * 1000;
     t.maxv = bt_max_versions(o, fam);
     return t;

@@ -7,6 +7,7 @@
  * memstores waiting for flush, block files oldest first).
  *
  * Locking (outer to inner; never take an outer lock while holding an inner one):
+ *   estore.row_lk     striped row locks of the write path (several stripes: ascending order)
  *   etable.maint_lock rwlock: flushes and compactions shared; split, alter, truncate, drop
  *                     exclusive (so they never change a region a job is working on)
  *   eregion.maint_mu  one flush / compaction of the region at a time
@@ -69,6 +70,10 @@ struct eregion {
                                  * guarded by mu */
     atomic_uint_fast64_t reads;
     atomic_uint_fast64_t writes;
+    /* the log trimmer (store.c trim_wal): `writes` at its last check and how many checks in a
+     * row saw no new write (an idle region); guarded by mu */
+    uint64_t trim_writes_seen;
+    int trim_idle_checks;
 };
 
 /* ---- table ---------------------------------------------------------------------------- */
@@ -101,6 +106,8 @@ struct etable {
 };
 
 /* ---- store ---------------------------------------------------------------------------- */
+
+#define ENGINE_ROW_STRIPES 64 /* row lock stripes (a power of two, at most 64: one bit each) */
 
 enum ejob_kind {
     EJOB_FLUSH = 0,
@@ -139,7 +146,11 @@ struct estore {
     pthread_cond_t pub_cv;
     atomic_uint_fast64_t visible_seq; /* every seq <= this is applied */
 
-    pthread_mutex_t row_mu[64]; /* striped row locks for read-modify-write operations */
+    /* striped row locks (write.c): plain mutations hold the stripes of their rows shared,
+     * increments and check-and-mutate hold their row's stripe exclusive, so a read-modify-write
+     * never interleaves with a write of the same row. Outermost of the write path (before
+     * map_lock); writer-preferring. */
+    pthread_rwlock_t row_lk[ENGINE_ROW_STRIPES];
 
     pthread_mutex_t snap_mu; /* open scanners' snapshots (read points) */
     uint64_t *snaps;

@@ -1,10 +1,20 @@
 /* memstore.c - skiplist over an arena (see memstore.h).
  *
- * Invariants: (1) level-0 links list every node in cell_compare() order; (2) a node and the
- * bytes it points at never change after the release-store that links it at level 0, so readers
- * that load links with acquire semantics see complete nodes without a lock; (3) the arena only
- * grows; everything is freed with the memstore; (4) bytes == sum of the sizes of inserted nodes
- * (0 when empty).
+ * Invariants: (1) level-0 links list every node in cell_compare() order; (2) a node, its cell
+ * and the bytes the cell points at never change after the release-store that links the node at
+ * level 0, so readers that load links with acquire semantics see complete nodes without a lock;
+ * (3) the arenas only grow; everything is freed with the memstore; (4) bytes == sum of the sizes
+ * of inserted nodes and cells (0 when empty); (5) the writer's finger (last, finger[]) is the
+ * last inserted node and, while it is the largest node, finger[i] is the last node of level i
+ * for i >= its height (it is only trusted when last->next[0] is NULL).
+ *
+ * Layout (profiled: a random insert into a 64 MiB memstore was ~40% cache misses in the
+ * search): search nodes are small and packed together in their own arena chunks (the first 16
+ * row bytes as two integers, the cell pointer, the links: 32-40 bytes for most nodes), and the
+ * cell with its row, qualifier and value lives in a separate data arena. A search compares the
+ * integer prefix and only reads the cell on a tie, so the nodes a search walks are ~6x denser
+ * in the cache than node+value records. While walking right at one level the search prefetches
+ * the candidate of the level below.
  *
  * Locking: one writer at a time (caller's mutex); readers lock-free. Statistics are relaxed
  * atomics. */
@@ -20,19 +30,16 @@
 #define MS_CHUNK_BYTES (256u << 10)
 
 /* k0/k1 hold the first 16 bytes of the row (big-endian, zero-padded) so most comparisons in a
- * search are two integer compares on the node's first cache line. */
+ * search are two integer compares on the node itself. */
 struct ms_node {
     uint64_t k0, k1;
-    uint64_t height;
-    _Atomic(struct ms_node *) next[]; /* height entries, then the struct cell, then its bytes */
+    const struct cell *cell; /* in the data arena; NULL for the head */
+    _Atomic(struct ms_node *) next[]; /* the node's height of links */
 };
-
-/* Nodes start on a cache line: k0, k1 and the first links of most nodes share one line. */
-#define MS_NODE_ALIGN 64
 
 static inline struct cell *ms_cell(const struct ms_node *n)
 {
-    return (struct cell *)(uintptr_t)&n->next[n->height];
+    return (struct cell *)(uintptr_t)n->cell;
 }
 
 static inline void ms_row_prefix(const uint8_t *row, uint32_t len, uint64_t *k0, uint64_t *k1)
@@ -59,17 +66,19 @@ static inline int ms_cmp(const struct ms_node *n, uint64_t k0, uint64_t k1,
     return cell_compare(ms_cell(n), target);
 }
 
+/* An arena: a list of chunks, bump-allocated. */
 struct ms_chunk {
     struct ms_chunk *prev;
     size_t used;
     size_t cap;
-    _Alignas(MS_NODE_ALIGN) uint8_t data[];
+    _Alignas(16) uint8_t data[];
 };
 
 struct memstore {
     atomic_int refs;
-    struct ms_chunk *chunk;
-    struct ms_node *head; /* sentinel with MS_MAX_HEIGHT links */
+    struct ms_chunk *nodes; /* search nodes */
+    struct ms_chunk *data;  /* cells and their bytes */
+    struct ms_node *head;   /* sentinel with MS_MAX_HEIGHT links */
     atomic_int height;
     uint32_t rnd;
     atomic_size_t bytes;
@@ -82,6 +91,10 @@ struct memstore {
     uint32_t bloom_bits;
     const uint8_t *last_row; /* the last row added to the bloom (writer only) */
     uint32_t last_row_len;
+    /* the writer's finger (invariant (5)) */
+    struct ms_node *last;
+    int last_height;
+    struct ms_node *finger[MS_MAX_HEIGHT];
 };
 
 #define MS_BLOOM_PROBES 4
@@ -106,30 +119,40 @@ bool memstore_may_contain_row(const struct memstore *m, const uint8_t *row, size
     return true;
 }
 
-static void *ms_alloc(struct memstore *m, size_t n)
+/* Bump allocation of n bytes (8-aligned) from arena *a; a big request gets a chunk of its own
+ * kept behind the current one. NULL when out of memory. */
+static void *ms_alloc(struct ms_chunk **a, size_t n)
 {
-    n = (n + MS_NODE_ALIGN - 1) & ~(size_t)(MS_NODE_ALIGN - 1);
-    struct ms_chunk *c = m->chunk;
+    n = (n + 7) & ~(size_t)7;
+    struct ms_chunk *c = *a;
     if (!c || c->cap - c->used < n) {
         size_t cap = n > MS_CHUNK_BYTES / 4 ? n : MS_CHUNK_BYTES;
-        struct ms_chunk *nc = aligned_alloc(MS_NODE_ALIGN, sizeof(*nc) + cap);
+        struct ms_chunk *nc = malloc(sizeof(*nc) + cap);
         if (!nc)
             return NULL;
         nc->used = 0;
         nc->cap = cap;
         if (cap == n && c) {
-            /* a big cell gets its own chunk, kept behind the current one */
             nc->prev = c->prev;
             c->prev = nc;
         } else {
             nc->prev = c;
-            m->chunk = nc;
+            *a = nc;
         }
         c = nc;
     }
     void *p = c->data + c->used;
     c->used += n;
     return p;
+}
+
+static void ms_free_chunks(struct ms_chunk *c)
+{
+    while (c) {
+        struct ms_chunk *p = c->prev;
+        free(c);
+        c = p;
+    }
 }
 
 int memstore_new(struct memstore **out, uint32_t bloom_bits, struct ct_err *err)
@@ -149,16 +172,14 @@ int memstore_new(struct memstore **out, uint32_t bloom_bits, struct ct_err *err)
     atomic_init(&m->height, 1);
     atomic_init(&m->min_seq, UINT64_MAX);
     m->rnd = 0x9e3779b9u ^ (uint32_t)(uintptr_t)m;
-    m->head =
-        ms_alloc(m, sizeof(struct ms_node) + MS_MAX_HEIGHT * sizeof(void *) + sizeof(struct cell));
+    size_t hsize = sizeof(struct ms_node) + MS_MAX_HEIGHT * sizeof(void *);
+    m->head = ms_alloc(&m->nodes, hsize);
     if (!m->head) {
         free(m->bloom);
         free(m);
         return ct_err_set(err, CT_ENOMEM, "out of memory creating a memstore");
     }
-    memset(m->head, 0,
-           sizeof(struct ms_node) + MS_MAX_HEIGHT * sizeof(void *) + sizeof(struct cell));
-    m->head->height = MS_MAX_HEIGHT;
+    memset(m->head, 0, hsize);
     *out = m;
     return CT_OK;
 }
@@ -172,12 +193,8 @@ void memstore_unref(struct memstore *m)
 {
     if (!m || atomic_fetch_sub(&m->refs, 1) != 1)
         return;
-    struct ms_chunk *c = m->chunk;
-    while (c) {
-        struct ms_chunk *p = c->prev;
-        free(c);
-        c = p;
-    }
+    ms_free_chunks(m->nodes);
+    ms_free_chunks(m->data);
     free(m->bloom);
     free(m);
 }
@@ -213,6 +230,10 @@ static struct ms_node *ms_find_ge(const struct memstore *m, const struct cell *t
     const struct ms_node *known_ge = NULL; /* compared >= target already */
     for (;;) {
         struct ms_node *nx = ms_next(x, level);
+        /* the candidate one level down (if the search stops here) is read from x's links, which
+         * are in the cache: start fetching it while nx is compared */
+        if (level > 0)
+            __builtin_prefetch(ms_next(x, level - 1));
         if (nx && nx != known_ge && ms_cmp(nx, k0, k1, target) < 0) {
             x = nx;
             continue;
@@ -266,19 +287,27 @@ static struct ms_node *ms_find_last(const struct memstore *m)
 int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err)
 {
     struct ms_node *prev[MS_MAX_HEIGHT];
-    ms_find_ge(m, c, prev);
-    int h = ms_random_height(m);
     int cur = atomic_load_explicit(&m->height, memory_order_relaxed);
-    size_t need = sizeof(struct ms_node) + (size_t)h * sizeof(void *) + sizeof(struct cell) +
-                  c->row_len + c->qual_len + c->value_len;
-    struct ms_node *n = ms_alloc(m, need);
-    if (!n)
+    uint64_t k0, k1;
+    ms_row_prefix(c->row, c->row_len, &k0, &k1);
+    /* sequential inserts (a new largest cell) splice after the finger without a search */
+    if (m->last && ms_next(m->last, 0) == NULL && ms_cmp(m->last, k0, k1, c) < 0) {
+        for (int i = 0; i < cur; i++)
+            prev[i] = i < m->last_height ? m->last : m->finger[i];
+    } else {
+        ms_find_ge(m, c, prev);
+    }
+    int h = ms_random_height(m);
+    size_t nsize = sizeof(struct ms_node) + (size_t)h * sizeof(void *);
+    size_t dsize = sizeof(struct cell) + c->row_len + c->qual_len + c->value_len;
+    struct ms_node *n = ms_alloc(&m->nodes, nsize);
+    struct cell *nc = n ? ms_alloc(&m->data, dsize) : NULL;
+    if (!nc)
         return ct_err_set(err, CT_ENOMEM, "out of memory adding a %zu-byte cell to a memstore",
-                          need);
-    n->height = (uint64_t)h;
-    struct cell *nc = ms_cell(n);
+                          nsize + dsize);
     uint8_t *p = (uint8_t *)(nc + 1);
-    ms_row_prefix(c->row, c->row_len, &n->k0, &n->k1);
+    n->k0 = k0;
+    n->k1 = k1;
     *nc = *c;
     if (c->row_len)
         memcpy(p, c->row, c->row_len);
@@ -291,6 +320,7 @@ int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err)
     if (c->value_len)
         memcpy(p, c->value, c->value_len);
     nc->value = p;
+    n->cell = nc;
     if (m->bloom && (!m->last_row || m->last_row_len != c->row_len ||
                      memcmp(m->last_row, c->row, c->row_len) != 0)) {
         uint64_t bh = bloom_hash_row(c->row, c->row_len);
@@ -313,7 +343,13 @@ int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err)
         atomic_store_explicit(&n->next[i], ms_next(prev[i], i), memory_order_relaxed);
         atomic_store_explicit(&prev[i]->next[i], n, memory_order_release);
     }
-    atomic_fetch_add_explicit(&m->bytes, need, memory_order_relaxed);
+    /* the finger: levels at or above the new node's height keep their predecessor */
+    int top = h > cur ? h : cur;
+    for (int i = h; i < top; i++)
+        m->finger[i] = prev[i];
+    m->last = n;
+    m->last_height = h;
+    atomic_fetch_add_explicit(&m->bytes, nsize + dsize, memory_order_relaxed);
     atomic_fetch_add_explicit(&m->count, 1, memory_order_relaxed);
     if (c->seq < atomic_load_explicit(&m->min_seq, memory_order_relaxed))
         atomic_store_explicit(&m->min_seq, c->seq, memory_order_relaxed);

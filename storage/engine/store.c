@@ -358,10 +358,16 @@ static void queue_major_all(struct estore *s)
 }
 
 /* When the log holds many segments, flushes the region whose memstore holds its oldest edit
- * so the log can be trimmed (spec §10: "flush ... when the WAL must be trimmed"); flushes
- * memstores whose first edit is an hour old. */
-#define WAL_MAX_SEGMENTS     8
-#define ENGINE_IDLE_FLUSH_MS (3600 * 1000)
+ * so the log can be trimmed (spec §10: "flush ... when the WAL must be trimmed"; HBase's
+ * maxlogs); sooner when that region is idle: an idle table's small memstore would otherwise pin
+ * every segment written since its last edit (WAL_PINNED_IDLE_SEGMENTS closed segments, the
+ * region without a write for ENGINE_IDLE_CHECKS checks ~1 s apart). Flushes memstores whose
+ * first edit is an hour old. Once everything is flushed the log keeps no segment at all (the
+ * active one is released too, wal.c). */
+#define WAL_MAX_SEGMENTS         8
+#define WAL_PINNED_IDLE_SEGMENTS 2
+#define ENGINE_IDLE_CHECKS       2
+#define ENGINE_IDLE_FLUSH_MS     (3600 * 1000)
 
 /* All memstores of the store together: past max(4 x flush size, 256 MiB) the largest regions
  * are flushed (HBase bounds memstores globally too, at 40% of the heap). */
@@ -418,7 +424,9 @@ static void trim_wal(struct estore *s)
     struct etable *bt = NULL;
     struct eregion *br = NULL;
     uint64_t best = UINT64_MAX;
+    int best_idle = 0;
     bool too_long = ws.segments > WAL_MAX_SEGMENTS;
+    bool pinned = ws.segments > WAL_PINNED_IDLE_SEGMENTS; /* closed segments + the active one */
     int64_t now = mono_ms();
     pthread_mutex_lock(&s->cat_mu);
     for (size_t i = 0; i < s->ntables; i++) {
@@ -426,13 +434,20 @@ static void trim_wal(struct estore *s)
         for (size_t r = 0; r < t->nregions; r++) {
             struct eregion *rg = t->regions[r];
             pthread_mutex_lock(&rg->mu);
+            uint64_t w = atomic_load_explicit(&rg->writes, memory_order_relaxed);
+            if (w != rg->trim_writes_seen) {
+                rg->trim_writes_seen = w;
+                rg->trim_idle_checks = 0;
+            } else if (rg->trim_idle_checks < ENGINE_IDLE_CHECKS) {
+                rg->trim_idle_checks++;
+            }
             /* periodic flush of memstores holding edits for an hour (HBase's default) */
             if (rg->first_edit_mono_ms && now - rg->first_edit_mono_ms > ENGINE_IDLE_FLUSH_MS &&
                 !rg->flush_queued) {
                 rg->flush_queued = true;
                 estore_queue_job(s, EJOB_FLUSH, t, rg, false);
             }
-            if (!too_long) {
+            if (!too_long && !pinned) {
                 pthread_mutex_unlock(&rg->mu);
                 continue;
             }
@@ -443,6 +458,7 @@ static void trim_wal(struct estore *s)
                         m = memstore_min_seq(rg->fams[f].frozen[k]);
                 if (m < best && !rg->flush_queued) {
                     best = m;
+                    best_idle = rg->trim_idle_checks;
                     bt = t;
                     br = rg;
                 }
@@ -450,7 +466,7 @@ static void trim_wal(struct estore *s)
             pthread_mutex_unlock(&rg->mu);
         }
     }
-    if (br) {
+    if (br && (too_long || best_idle >= ENGINE_IDLE_CHECKS)) {
         pthread_mutex_lock(&br->mu);
         br->flush_queued = true;
         pthread_mutex_unlock(&br->mu);
@@ -1510,8 +1526,8 @@ static void store_free(struct estore *s)
     pthread_mutex_destroy(&s->err_mu);
     pthread_mutex_destroy(&s->snap_mu);
     free(s->snaps);
-    for (int i = 0; i < 64; i++)
-        pthread_mutex_destroy(&s->row_mu[i]);
+    for (int i = 0; i < ENGINE_ROW_STRIPES; i++)
+        pthread_rwlock_destroy(&s->row_lk[i]);
     free(s->dir);
     free(s);
 }
@@ -1684,8 +1700,13 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     pthread_cond_init(&s->done_cv, NULL);
     pthread_mutex_init(&s->err_mu, NULL);
     pthread_mutex_init(&s->snap_mu, NULL);
-    for (int i = 0; i < 64; i++)
-        pthread_mutex_init(&s->row_mu[i], NULL);
+    pthread_rwlockattr_t rwa;
+    pthread_rwlockattr_init(&rwa);
+    /* increments must not starve behind a stream of puts */
+    pthread_rwlockattr_setkind_np(&rwa, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    for (int i = 0; i < ENGINE_ROW_STRIPES; i++)
+        pthread_rwlock_init(&s->row_lk[i], &rwa);
+    pthread_rwlockattr_destroy(&rwa);
     atomic_init(&s->next_seq, 1);
     atomic_init(&s->visible_seq, 0);
     s->dir = strdup(o->data_dir);
@@ -1743,7 +1764,7 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     if (!o->read_only) {
         snprintf(path, sizeof(path), "%s/wal", s->dir);
         struct wal_options wo = {s->opt.wal_segment_bytes, s->opt.log_fn, s->opt.log_arg};
-        if ((rc = wal_open(path, &wo, &s->wal, err)) != CT_OK)
+        if ((rc = wal_open_mapped(path, &wo, &s->wal, err)) != CT_OK)
             goto fail;
         if ((rc = engine_replay(s, err)) != CT_OK)
             goto fail;

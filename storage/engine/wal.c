@@ -20,10 +20,18 @@
  *     starts writing to it), and is never deleted by wal_release_upto().
  * (6) mmap_tail mode: appenders copy records into the active segment's MAP_SHARED mapping
  *     under mu (written_lsn == appended_lsn at all times: the bytes are in the page cache);
- *     the pending buffer stays empty and a leader only runs fdatasync. The segment is
- *     preallocated to map_cap bytes; rotation and close cut it to map_used (so only the last
- *     segment of a crashed process can end in zeros, which replay treats as a torn tail) and
- *     wait until no leader is syncing the descriptor they close.
+ *     the pending buffer stays empty and a leader only runs fdatasync. The mapping spans
+ *     map_cap bytes (the segment size) but the file is only extended (fallocate) in steps of
+ *     WAL_MAP_CHUNK as records need room: map_used <= map_alloc <= map_cap, and nothing at or
+ *     past map_alloc is ever touched (it is past the end of the file). Rotation and close cut
+ *     the segment to map_used (so only the last segment of a crashed process ends in zeros;
+ *     replay reads an all-zero tail as the end of a segment) and wait until no leader is
+ *     syncing the descriptor they close. Appends stay under mu so that no acknowledged record
+ *     can follow a torn one: a process killed mid-copy leaves at most one torn record, last.
+ * (7) The active segment itself is released (closed, deleted, has_active cleared) by
+ *     wal_release_upto() once every record in it is released and no write is pending or in
+ *     flight; the next append opens a new segment. So a store whose edits are all flushed keeps
+ *     no log bytes at all.
  * Locking: mu guards every field except those marked "leader only" (touched only by the thread
  * that holds the leader role, outside mu). cv is broadcast when a leader finishes; bg_cv wakes
  * the background syncer. */
@@ -52,6 +60,8 @@
 #define WAL_ASYNC_INTERVAL_MS 1000
 #define WAL_ASYNC_MAX_BUFFER  (4u << 20) /* an ASYNC appender writes itself past this */
 #define WAL_DEFAULT_SEGMENT   (64u << 20)
+#define WAL_MAP_CHUNK         (1u << 20) /* mmap_tail: the file grows by this much at a time */
+#define WAL_PAGE              4096u
 
 struct wal_segment {
     uint64_t num;
@@ -83,7 +93,8 @@ struct wal {
     bool mmap_tail;
     uint8_t *map; /* MAP_SHARED mapping of the active segment, map_cap bytes */
     size_t map_cap;
-    size_t map_used; /* bytes of the segment in use (header + records) */
+    size_t map_alloc; /* the file's length: bytes [0, map_alloc) of the mapping are backed */
+    size_t map_used;  /* bytes of the segment in use (header + records) */
 
     uint8_t *buf; /* pending records */
     size_t buf_len;
@@ -399,13 +410,31 @@ static int wal_unmap_active(struct wal *w, struct ct_err *err)
     }
     munmap(w->map, w->map_cap);
     w->map = NULL;
-    w->map_cap = w->map_used = 0;
+    w->map_cap = w->map_alloc = w->map_used = 0;
     eio_close(w->active_fd);
     w->active_fd = -1;
     return rc;
 }
 
-/* mmap_tail: opens a new preallocated, mapped segment with room for `need` more bytes.
+/* mmap_tail: extends the active segment's file so that [0, upto) is backed, by at least
+ * WAL_MAP_CHUNK (never past map_cap). Out of space shows up here. REQUIRES: w->mu held. */
+static int wal_map_grow(struct wal *w, size_t upto, struct ct_err *err)
+{
+    size_t want = w->map_alloc + WAL_MAP_CHUNK;
+    if (want < upto)
+        want = upto;
+    want = (want + WAL_PAGE - 1) / WAL_PAGE * WAL_PAGE;
+    if (want > w->map_cap)
+        want = w->map_cap;
+    if (eio_fallocate(w->active_fd, (off_t)w->map_alloc, (off_t)(want - w->map_alloc)) != 0)
+        return ct_err_errno(err, CT_EIO, errno, "cannot preallocate %zu bytes for wal segment %s",
+                            want - w->map_alloc, w->active_path);
+    w->map_alloc = want;
+    return CT_OK;
+}
+
+/* mmap_tail: opens a new mapped segment with room for `need` more bytes: the mapping spans the
+ * whole segment, the file is extended in WAL_MAP_CHUNK steps (wal_map_grow).
  * REQUIRES: w->mu held, no leader. */
 static int wal_map_new(struct wal *w, size_t need, struct ct_err *err)
 {
@@ -415,21 +444,27 @@ static int wal_map_new(struct wal *w, size_t need, struct ct_err *err)
     uint64_t num = w->next_num++;
     char path[sizeof w->active_path];
     wal_segment_path(w, num, path, sizeof path);
-    size_t page = 4096;
     size_t cap = w->segment_bytes;
     if (cap < WAL_SEGMENT_HEADER_BYTES + need)
         cap = WAL_SEGMENT_HEADER_BYTES + need;
-    cap = (cap + page - 1) / page * page;
+    cap = (cap + WAL_PAGE - 1) / WAL_PAGE * WAL_PAGE;
     int fd = eio_open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0)
         return ct_err_errno(err, CT_EIO, errno, "cannot create wal segment %s", path);
-    uint8_t *map = MAP_FAILED;
-    if (eio_fallocate(fd, 0, (off_t)cap) != 0) {
-        rc = ct_err_errno(err, CT_EIO, errno, "cannot preallocate %zu bytes for wal segment %s",
-                          cap, path);
-    } else if ((map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+    /* a mapping may extend past the end of the file; only backed pages are touched */
+    uint8_t *map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (map == MAP_FAILED) {
         rc = ct_err_errno(err, CT_EIO, errno, "cannot map wal segment %s", path);
     } else {
+        w->active_fd = fd;
+        memcpy(w->active_path, path, sizeof path);
+        w->map = map;
+        w->map_cap = cap;
+        w->map_alloc = 0;
+        w->map_used = 0;
+        rc = wal_map_grow(w, WAL_SEGMENT_HEADER_BYTES + need, err);
+    }
+    if (rc == CT_OK) {
         coding_put_be32(map, WAL_MAGIC);
         map[4] = WAL_VERSION;
         map[5] = map[6] = map[7] = 0;
@@ -442,6 +477,9 @@ static int wal_map_new(struct wal *w, size_t need, struct ct_err *err)
         if (map != MAP_FAILED)
             munmap(map, cap);
         eio_close(fd);
+        w->active_fd = -1;
+        w->map = NULL;
+        w->map_cap = w->map_alloc = w->map_used = 0;
         if (eio_unlink(path) != 0) { /* best effort: an empty segment replays as nothing */
         }
         return rc;
@@ -450,10 +488,6 @@ static int wal_map_new(struct wal *w, size_t need, struct ct_err *err)
     w->segs[w->nsegs - 1].max_known = true;
     w->stats.segments = w->nsegs;
     w->stats.bytes_written += WAL_SEGMENT_HEADER_BYTES;
-    w->active_fd = fd;
-    memcpy(w->active_path, path, sizeof path);
-    w->map = map;
-    w->map_cap = cap;
     w->map_used = WAL_SEGMENT_HEADER_BYTES;
     w->active_bytes = WAL_SEGMENT_HEADER_BYTES;
     return CT_OK;
@@ -476,6 +510,11 @@ static int wal_append_mapped(struct wal *w, uint64_t seq, const void *payload, s
             w->err_code = rc;
             goto sticky;
         }
+    }
+    if (w->map_used + need > w->map_alloc &&
+        (rc = wal_map_grow(w, w->map_used + need, &w->sticky)) != CT_OK) {
+        w->err_code = rc;
+        goto sticky;
     }
     uint8_t *p = w->map + w->map_used;
     coding_put_be32(p + 4, (uint32_t)len);
@@ -625,29 +664,31 @@ void wal_get_stats(struct wal *w, struct wal_stats *out)
 
 /* ---- reading ------------------------------------------------------------------------------ */
 
-/* Tells the owner (wal_options.warn_fn) that [off, size) of the last segment is cut off, unless
- * those bytes are all zeros (a preallocated, never-written tail is no news). A tail that held
- * data may have held acknowledged records if the file was damaged, so it must be visible. */
-static void wal_warn_dropped_tail(struct wal *w, int fd, const char *path, uint64_t off,
-                                  uint64_t size, const char *why)
+/* Whether bytes [off, size) of the file are all zeros (a preallocated, never-written tail of a
+ * mapped segment). A read error counts as "not zeros". */
+static bool wal_tail_is_zero(int fd, uint64_t off, uint64_t size)
 {
-    if (!w->warn_fn || off >= size)
-        return;
     uint8_t buf[4096];
-    bool zeros = true;
-    for (uint64_t at = off; at < size && zeros;) {
+    for (uint64_t at = off; at < size;) {
         size_t n = size - at < sizeof buf ? (size_t)(size - at) : sizeof buf;
         ssize_t got = pread(fd, buf, n, (off_t)at);
         if (got <= 0)
-            break;
+            return false;
         for (ssize_t i = 0; i < got; i++)
-            if (buf[i]) {
-                zeros = false;
-                break;
-            }
+            if (buf[i])
+                return false;
         at += (uint64_t)got;
     }
-    if (zeros)
+    return true;
+}
+
+/* Tells the owner (wal_options.warn_fn) that [off, size) of the last segment is cut off (the
+ * caller has checked those bytes are not all zeros). A tail that held data may have held
+ * acknowledged records if the file was damaged, so it must be visible. */
+static void wal_warn_dropped_tail(struct wal *w, const char *path, uint64_t off, uint64_t size,
+                                  const char *why)
+{
+    if (!w->warn_fn || off >= size)
         return;
     char msg[PATH_MAX + 512];
     snprintf(msg, sizeof msg,
@@ -687,6 +728,10 @@ static int wal_scan_segment(struct wal *w, size_t idx, bool is_last, wal_replay_
     if ((rc = eio_pread_all(fd, hdr, sizeof hdr, 0, path, err)) != CT_OK)
         goto out;
     if (coding_get_be32(hdr) != WAL_MAGIC) {
+        if (wal_tail_is_zero(fd, 0, size)) { /* created and extended, header never stored */
+            why = "empty segment";
+            goto bad;
+        }
         rc = ct_err_set(err, CT_ECORRUPT, "%s is not a wal segment (bad magic)", path);
         goto out;
     }
@@ -738,13 +783,20 @@ static int wal_scan_segment(struct wal *w, size_t idx, bool is_last, wal_replay_
     }
     goto done;
 bad:
-    if (!is_last) {
+    if (wal_tail_is_zero(fd, off, size)) {
+        /* the zero-filled preallocated tail of a mapped segment: the end of its records, in
+         * any segment (only the last one can have it, but a zero tail is never corruption) */
+        if (!is_last || off == size)
+            goto done;
+        why = NULL;
+    } else if (!is_last) {
         rc = ct_err_set(err, CT_ECORRUPT, "corrupt wal segment %s at offset %llu: %s", path,
                         (unsigned long long)off, why);
         goto out;
     }
-    /* a torn tail of the last segment: what a crash mid-write leaves; cut it off */
-    wal_warn_dropped_tail(w, fd, path, off, size, why);
+    /* a torn (or zero) tail of the last segment: what a crash mid-write leaves; cut it off */
+    if (why)
+        wal_warn_dropped_tail(w, path, off, size, why);
     if (eio_ftruncate(fd, (off_t)off) != 0) {
         rc = ct_err_errno(err, CT_EIO, errno, "cannot truncate the torn tail of %s at %llu", path,
                           (unsigned long long)off);
@@ -800,6 +852,30 @@ int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err)
             rc = ct_err_errno(err, CT_EIO, errno, "cannot remove wal segment %s", path);
             break;
         }
+    }
+    /* invariant (7): the active segment goes too once all of it is released and nothing is
+     * pending (write(2) mode: no leader writing, nothing buffered; mmap_tail: appends happen
+     * under mu). Without a leader, mu protects the fields a leader would use. */
+    if (rc == CT_OK && i == limit && w->has_active && i < w->nsegs && !w->leader &&
+        w->buf_len == 0 && w->err_code == CT_OK && w->segs[i].max_seq <= seq) {
+        if (w->map) {
+            munmap(w->map, w->map_cap);
+            w->map = NULL;
+            w->map_cap = w->map_alloc = w->map_used = 0;
+        }
+        if (w->active_fd >= 0)
+            eio_close(w->active_fd);
+        w->active_fd = -1;
+        w->active_bytes = 0;
+        w->has_active = false;
+        if (w->synced_lsn < w->written_lsn) /* its records are released: nothing to sync */
+            w->synced_lsn = w->written_lsn;
+        char path[PATH_MAX + 64];
+        wal_segment_path(w, w->segs[i].num, path, sizeof path);
+        if (eio_unlink(path) != 0 && errno != ENOENT) /* stays listed: retried next time */
+            rc = ct_err_errno(err, CT_EIO, errno, "cannot remove wal segment %s", path);
+        else
+            i++;
     }
     keep = w->nsegs - i;
     if (i > 0 && keep > 0)

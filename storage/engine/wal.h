@@ -4,7 +4,7 @@
  * A log is a directory of numbered segments (wal-<20-digit number>.log). Records carry a CRC32C,
  * a length and the batch's first sequence number; payloads are opaque to the log (the engine
  * encodes its batches). Segments rotate past a size; a segment is removed once the engine says
- * every edit in it is flushed (wal_release_upto()).
+ * every edit in it is flushed (wal_release_upto()), the active one included.
  *
  * Group commit: concurrent wal_append() callers are gathered by a leader that performs one
  * write(2) (and for FSYNC one fdatasync) for all of them; each caller returns once the write (or
@@ -40,14 +40,13 @@ struct wal_options {
  * closed with wal_close(). */
 CT_MUST_CHECK int wal_open(const char *dir, const struct wal_options *o, struct wal **out,
                            struct ct_err *err);
-/* Like wal_open(), but appends by copying each record into a MAP_SHARED mapping of a
- * preallocated (fallocate) segment instead of calling write(2). A record copied into the
- * mapping is in the kernel's page cache when wal_append() returns, so WAL_SYNC_WRITE keeps its
- * guarantee (survives kill -9, not power loss) without a system call per append; WAL_SYNC_FSYNC
- * still shares one fdatasync per group; ASYNC behaves like WRITE and is synced within ~1 s.
- * Running out of space shows up when a segment is preallocated (CT_EIO, sticky). Same format:
- * either mode replays the other's segments. wal_open() (one write(2) per group) is what the
- * spec describes for SYNC_WAL; this is the faster alternative. */
+/* Like wal_open(), but appends by copying each record into a MAP_SHARED mapping of the active
+ * segment instead of calling write(2); the file grows by fallocate in 1 MiB steps. A record
+ * copied into the mapping is in the kernel's page cache when wal_append() returns, so
+ * WAL_SYNC_WRITE keeps its guarantee (survives kill -9, not power loss) without a system call
+ * per append; WAL_SYNC_FSYNC still shares one fdatasync per group; ASYNC behaves like WRITE and
+ * is synced within ~1 s. Running out of space shows up when the file is extended (CT_EIO,
+ * sticky). Same format: either mode replays the other's segments. The engine uses this one. */
 CT_MUST_CHECK int wal_open_mapped(const char *dir, const struct wal_options *o, struct wal **out,
                                   struct ct_err *err);
 /* Flushes and syncs buffered records, stops the background thread, frees; accepts NULL. */
@@ -55,7 +54,8 @@ void wal_close(struct wal *w);
 
 /* Replays every complete record of every segment in order, calling fn(arg, seq, payload, len).
  * Stops at a torn or corrupt tail of the LAST segment without failing (the tail is truncated
- * away); corruption in an earlier segment is CT_ECORRUPT naming segment and offset. Must be
+ * away); an all-zero tail ends any segment's records (a mapped segment's preallocated end);
+ * other corruption in an earlier segment is CT_ECORRUPT naming segment and offset. Must be
  * called before the first wal_append(). fn returning non-OK stops replay with that code. */
 typedef int (*wal_replay_fn)(void *arg, uint64_t seq, const uint8_t *payload, size_t len,
                              struct ct_err *err);
@@ -68,7 +68,8 @@ CT_MUST_CHECK int wal_append(struct wal *w, uint64_t seq, const void *payload, s
 /* Writes and syncs everything buffered so far. */
 CT_MUST_CHECK int wal_sync(struct wal *w, struct ct_err *err);
 /* Tells the log that every record with seq <= seq is durable elsewhere (flushed to files):
- * segments holding only such records are deleted. */
+ * segments holding only such records are deleted, the active one included when nothing is
+ * pending (the next append opens a new segment). */
 CT_MUST_CHECK int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err);
 
 struct wal_stats {

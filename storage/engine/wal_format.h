@@ -18,7 +18,10 @@
  *
  * A record never spans segments. Crash consistency: the writer only appends, so a crash leaves
  * at most a torn (incomplete or checksum-failing) tail in the segment being written, which is
- * the last one; replay truncates that tail. A bad record anywhere else is corruption.
+ * the last one; replay truncates that tail. A mapped writer (wal_open_mapped) extends the file
+ * ahead of its records, so a crash may also leave zeros after the last record: an all-zero tail
+ * is the end of a segment's records wherever it is (a zero record header never passes the
+ * CRC). A bad record anywhere else is corruption.
  *
  * Version history: 1 - initial. */
 #ifndef CT_ENGINE_WAL_FORMAT_H

@@ -9,9 +9,12 @@
  * never see part of a row mutation; (4) a writer holds its table's map_lock shared from seq
  * assignment to publication, so splits, alters and truncates see no write in flight.
  *
- * Read-modify-write operations (increment, check-and-mutate) serialise on a striped row lock;
- * plain mutations do not take it (a plain put racing an increment of the same cell may be lost,
- * as with any last-writer-wins update). */
+ * (5) Row locks (estore.row_lk, striped by table and row): a plain mutation or batch holds the
+ * stripes of all its rows SHARED (taken in ascending stripe order, each once) from before its
+ * reads (delete-latest) until it is published; increment and check-and-mutate hold their row's
+ * stripe EXCLUSIVE around read, compute and write. So a put never lands between an increment's
+ * read and its write (no lost update), while plain writers of one stripe do not wait for each
+ * other. Nobody waits for memstore room while holding a stripe. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,8 +273,40 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
     return rc;
 }
 
-int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows, size_t n,
-                        enum wc_durability d, struct ct_err *err)
+/* Stripe of the row lock covering (table, row). */
+static unsigned row_stripe(const struct etable *t, const uint8_t *row, size_t len)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)t->id;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ row[i]) * 16777619u;
+    h ^= h >> 15;
+    return h & (ENGINE_ROW_STRIPES - 1);
+}
+
+/* Takes the stripes of every row shared, in ascending order; returns the set to unlock. */
+static uint64_t rows_lock_shared(struct estore *s, const struct etable *t,
+                                 const struct wc_row_mutation *rows, size_t n)
+{
+    uint64_t mask = 0;
+    for (size_t i = 0; i < n && mask != UINT64_MAX; i++)
+        mask |= 1ull << row_stripe(t, rows[i].row.data, rows[i].row.len);
+    for (unsigned b = 0; b < ENGINE_ROW_STRIPES; b++)
+        if (mask & (1ull << b))
+            pthread_rwlock_rdlock(&s->row_lk[b]);
+    return mask;
+}
+
+static void rows_unlock(struct estore *s, uint64_t mask)
+{
+    for (unsigned b = 0; b < ENGINE_ROW_STRIPES; b++)
+        if (mask & (1ull << b))
+            pthread_rwlock_unlock(&s->row_lk[b]);
+}
+
+/* The mutation itself; REQUIRES the row locks of every row held (shared or exclusive). Sets
+ * *blocked when the caller must wait for memstore room (after letting go of the row locks). */
+static int mutate_batch_locked(struct wc_table *wt, const struct wc_row_mutation *rows, size_t n,
+                               enum wc_durability d, bool *blocked, struct ct_err *err)
 {
     struct etable_handle *h = (struct etable_handle *)wt;
     struct etable *t = h->t;
@@ -314,7 +349,6 @@ int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows,
     }
     struct rcell stack_cells[64];
     size_t stack_rows[64];
-    bool blocked = false;
     struct rcell *cells = stack_cells;
     size_t *row_cells = stack_rows;
     size_t ncells = 0, cap = 0;
@@ -369,7 +403,7 @@ int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows,
         }
     }
     if (ncells)
-        rc = apply_batch(s, t, rows, n, cells, row_cells, ncells, durability_of(t, d), &blocked,
+        rc = apply_batch(s, t, rows, n, cells, row_cells, ncells, durability_of(t, d), blocked,
                          err);
 out:
     pthread_rwlock_unlock(&t->map_lock);
@@ -378,17 +412,30 @@ out:
     if (row_cells != stack_rows)
         free(row_cells);
     free(latest);
-    if (rc == CT_OK && blocked)
+    return rc;
+}
+
+int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows, size_t n,
+                        enum wc_durability d, struct ct_err *err)
+{
+    struct etable *t = ((struct etable_handle *)wt)->t;
+    struct estore *s = estore_of(wt->store);
+    bool blocked = false;
+    uint64_t mask = rows_lock_shared(s, t, rows, n);
+    int rc = mutate_batch_locked(wt, rows, n, d, &blocked, err);
+    rows_unlock(s, mask);
+    if (rc == CT_OK && blocked && n > 0)
         wait_for_memstore_room(s, t, rows[n - 1].row);
     return rc;
 }
 
-static pthread_mutex_t *row_lock(struct estore *s, const struct etable *t, struct wc_bytes row)
+/* Takes the row's stripe exclusive (read-modify-write); returns it for row_unlock_excl(). */
+static pthread_rwlock_t *row_lock_excl(struct estore *s, const struct etable *t,
+                                       struct wc_bytes row)
 {
-    uint32_t h = 2166136261u ^ (uint32_t)t->id;
-    for (size_t i = 0; i < row.len; i++)
-        h = (h ^ row.data[i]) * 16777619u;
-    return &s->row_mu[h % 64];
+    pthread_rwlock_t *l = &s->row_lk[row_stripe(t, row.data, row.len)];
+    pthread_rwlock_wrlock(l);
+    return l;
 }
 
 int engine_increment(struct wc_table *wt, struct wc_bytes row, struct wc_bytes family,
@@ -397,8 +444,8 @@ int engine_increment(struct wc_table *wt, struct wc_bytes row, struct wc_bytes f
 {
     struct etable_handle *h = (struct etable_handle *)wt;
     struct estore *s = estore_of(wt->store);
-    pthread_mutex_t *mu = row_lock(s, h->t, row);
-    pthread_mutex_lock(mu);
+    pthread_rwlock_t *lk = row_lock_excl(s, h->t, row);
+    bool blocked = false;
     int64_t ts = 0, now = clock_now_ms();
     uint8_t *val = NULL;
     size_t vlen = 0;
@@ -422,12 +469,14 @@ int engine_increment(struct wc_table *wt, struct wc_bytes row, struct wc_bytes f
     coding_put_be64(buf, (uint64_t)cur);
     struct wc_mutation m = {WC_OP_PUT, family, qualifier, wc_bytes_of(buf, 8), ts > now ? ts : now};
     struct wc_row_mutation rm = {row, &m, 1};
-    rc = engine_mutate_batch(wt, &rm, 1, d, err);
+    rc = mutate_batch_locked(wt, &rm, 1, d, &blocked, err);
     if (rc == CT_OK)
         *out = cur;
 out:
-    pthread_mutex_unlock(mu);
+    pthread_rwlock_unlock(lk);
     free(val);
+    if (rc == CT_OK && blocked)
+        wait_for_memstore_room(s, h->t, row);
     return rc;
 }
 
@@ -438,8 +487,8 @@ int engine_check_and_mutate(struct wc_table *wt, struct wc_bytes row, struct wc_
 {
     struct etable_handle *h = (struct etable_handle *)wt;
     struct estore *s = estore_of(wt->store);
-    pthread_mutex_t *mu = row_lock(s, h->t, row);
-    pthread_mutex_lock(mu);
+    pthread_rwlock_t *lk = row_lock_excl(s, h->t, row);
+    bool blocked = false;
     int64_t ts;
     uint8_t *val = NULL;
     size_t vlen = 0;
@@ -453,12 +502,14 @@ int engine_check_and_mutate(struct wc_table *wt, struct wc_bytes row, struct wc_
                           : rc == CT_NOTFOUND;
     rc = CT_OK;
     if (match) {
-        rc = engine_mutate_batch(wt, rm, 1, d, err);
+        rc = mutate_batch_locked(wt, rm, 1, d, &blocked, err);
         *applied = rc == CT_OK;
     }
 out:
-    pthread_mutex_unlock(mu);
+    pthread_rwlock_unlock(lk);
     free(val);
+    if (rc == CT_OK && blocked)
+        wait_for_memstore_room(s, h->t, row);
     return rc;
 }
 

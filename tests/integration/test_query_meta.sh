@@ -70,9 +70,17 @@ check_contains "uidmeta GET" "$r" "200 {\"uid\":\"$mid\",\"type\":\"METRIC\",\"n
 r=$(send POST "/api/uid/uidmeta" "{\"uid\":\"$mid\",\"type\":\"metric\",\"description\":\"requests\"}")
 check_contains "uidmeta POST stores a field" "$r" '"description":"requests"'
 check_contains "uidmeta keeps it" "$(get "/api/uid/uidmeta?uid=$mid&type=metric")" '"description":"requests"'
-check_contains "uidmeta unknown uid" "$(get "/api/uid/uidmeta?uid=FFFFFF&type=metric")" "404 "
+check_contains "uidmeta unknown uid" "$(get "/api/uid/uidmeta?uid=FFFFFF&type=metric")" \
+  '404 {"error":{"code":404,"message":"Could not find the requested UID"'
+r=$(curl -s -m 20 -o /dev/null -w '%{http_code}' -X POST "$B/api/uid/uidmeta?uid=$mid&type=metric")
+check_eq "uidmeta POST without a change is 304" 304 "$r"
+r=$(curl -s -m 20 -w ' %{http_code}' -X POST "$B/api/uid/uidmeta?uid=$mid&type=metric&display_name=Requests")
+check_contains "uidmeta POST from the query string (display_name)" "$r" '"displayName":"Requests"'
+check_contains "uidmeta GET without a type" "$(get "/api/uid/uidmeta?uid=$mid")" \
+  '400 {"error":{"code":400,"message":"Missing parameter <code>type</code>"'
 r=$(get "/api/uid/tsmeta?tsuid=$tsuid")
-check_contains "tsmeta GET" "$r" "200 {\"tsuid\":\"$tsuid\",\"metric\":{\"uid\":\"$mid\""
+check_contains "tsmeta GET before any TSMeta was written (test_query_uid.sh writes them)" "$r" \
+  '404 {"error":{"code":404,"message":"Could not find Timeseries meta data"'
 
 # ---- annotations --------------------------------------------------------------------------
 r=$(send POST /api/annotation "{\"tsuid\":\"$tsuid\",\"startTime\":$t1,\"description\":\"deploy\",\"custom\":{\"owner\":\"ops\"}}")

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "storage/clock.h"
 #include "storage/coding.h"
 #include "tests/lib/ctest.h"
 
@@ -66,6 +67,7 @@ static int cc_teardown(void **state)
         setenv("CTSDB_NOW_MS", c->saved_now, 1);
     else
         unsetenv("CTSDB_NOW_MS");
+    clock_reload();
     free(c);
     return 0;
 }
@@ -75,6 +77,7 @@ static void pin_now(int64_t ms)
     char b[32];
     snprintf(b, sizeof(b), "%lld", (long long)ms);
     setenv("CTSDB_NOW_MS", b, 1);
+    clock_reload();
 }
 
 /* Creates c->name with families given as "name[:versions[:min_versions[:ttl_s]]]" and opens
@@ -661,6 +664,256 @@ static void test_neutral_deletes(void **state)
     assert_string_equal(get_str(c, "s", &o), "s: f:a@1=x");
 }
 
+static void test_delete_latest_removes_the_newest_visible_version(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:5"));
+    for (int ts = 1; ts <= 3; ts++)
+        put_ts(c, "r", "f", "a", ts == 3 ? "new" : "old", ts);
+    put_ts(c, "r", "f", "b", "y", 7);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 5;
+    del(c, "r", WC_OP_DELETE_VERSION, "f", "a", WC_TS_LATEST);
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@2=old f:a@1=old f:b@7=y");
+    del(c, "r", WC_OP_DELETE_VERSION, "f", "a", WC_TS_LATEST);
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@1=old f:b@7=y");
+    del(c, "r", WC_OP_DELETE_VERSION, "f", "a", WC_TS_LATEST);
+    assert_string_equal(get_str(c, "r", &o), "r: f:b@7=y");
+    /* nothing left in the column, and a row that does not exist: no error, nothing changes */
+    del(c, "r", WC_OP_DELETE_VERSION, "f", "a", WC_TS_LATEST);
+    del(c, "nothing", WC_OP_DELETE_VERSION, "f", "a", WC_TS_LATEST);
+    assert_string_equal(get_str(c, "r", &o), "r: f:b@7=y");
+    assert_string_equal(get_str(c, "nothing", &o), "");
+}
+
+static void test_delete_one_version_with_a_timestamp_removes_exactly_it(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:5"));
+    for (int ts = 1000; ts <= 1002; ts++)
+        put_ts(c, "r", "f", "a", "x", ts);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 5;
+    /* exactly 1001 ms: neither neighbour one millisecond away */
+    del(c, "r", WC_OP_DELETE_VERSION, "f", "a", 1001);
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@1002=x f:a@1000=x");
+    del(c, "r", WC_OP_DELETE_VERSION, "f", "a", 999); /* nothing there */
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@1002=x f:a@1000=x");
+}
+
+static void test_delete_family_version_removes_every_column_at_exactly_ts(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:5", "g"));
+    for (int ts = 1; ts <= 3; ts++)
+        put_ts(c, "r", "f", "a", "x", ts);
+    put_ts(c, "r", "f", "b", "y", 2);
+    put_ts(c, "r", "f", "", "e", 2); /* the empty qualifier */
+    put_ts(c, "r", "f", "c", "z", 3);
+    put_ts(c, "r", "g", "x", "w", 2);
+    put_ts(c, "s", "f", "a", "x", 2);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 5;
+    del(c, "r", WC_OP_DELETE_FAMILY_VERSION, "f", NULL, 2);
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@3=x f:a@1=x f:c@3=z g:x@2=w");
+    assert_string_equal(get_str(c, "s", &o), "s: f:a@2=x");
+    del(c, "r", WC_OP_DELETE_FAMILY_VERSION, "f", NULL, 5); /* nothing at 5 */
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@3=x f:a@1=x f:c@3=z g:x@2=w");
+}
+
+static void test_family_and_row_deletes_with_a_timestamp_spare_newer_cells(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:5", "g:5"));
+    put_ts(c, "r", "f", "a", "1", 5);
+    put_ts(c, "r", "f", "a", "2", 15);
+    put_ts(c, "r", "f", "b", "3", 10);
+    put_ts(c, "r", "g", "c", "4", 5);
+    put_ts(c, "r", "g", "c", "5", 25);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 5;
+    del(c, "r", WC_OP_DELETE_FAMILY, "f", NULL, 10); /* <= 10, the boundary included */
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@15=2 g:c@25=5 g:c@5=4");
+    del(c, "r", WC_OP_DELETE_ROW, NULL, NULL, 20);
+    assert_string_equal(get_str(c, "r", &o), "r: g:c@25=5");
+    /* without a timestamp: "now", so a cell in the future survives */
+    pin_now(1000);
+    put_ts(c, "t", "f", "a", "past", 999);
+    put_ts(c, "t", "f", "a", "future", 5000);
+    put_ts(c, "t", "g", "c", "past", 1000);
+    del(c, "t", WC_OP_DELETE_ROW, NULL, NULL, WC_TS_LATEST);
+    assert_string_equal(get_str(c, "t", &o), "t: f:a@5000=future");
+    put_ts(c, "u", "f", "a", "past", 10);
+    put_ts(c, "u", "f", "b", "future", 2000);
+    put_ts(c, "u", "g", "c", "past", 10);
+    del(c, "u", WC_OP_DELETE_FAMILY, "f", NULL, WC_TS_LATEST);
+    assert_string_equal(get_str(c, "u", &o), "u: f:b@2000=future g:c@10=past");
+}
+
+static void test_deletes_mask_the_puts_of_their_own_row_mutation(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:5", "g"));
+    put_ts(c, "r", "f", "old", "o", 3);
+    struct wc_mutation m[6] = {
+        {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("a"), wc_bytes_str("masked"), 5},
+        {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("a"), wc_bytes_str("newer"), 20},
+        {WC_OP_DELETE_FAMILY, wc_bytes_str("f"), wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0), 10},
+        /* a delete listed before the put still masks it */
+        {WC_OP_DELETE_VERSION, wc_bytes_str("g"), wc_bytes_str("b"), wc_bytes_of(NULL, 0), 7},
+        {WC_OP_PUT, wc_bytes_str("g"), wc_bytes_str("b"), wc_bytes_str("masked"), 7},
+        {WC_OP_PUT, wc_bytes_str("g"), wc_bytes_str("b"), wc_bytes_str("kept"), 8},
+    };
+    struct wc_row_mutation rm = {wc_bytes_str("r"), m, 6};
+    struct ct_err err;
+    assert_int_equal(wc_mutate_row(c->t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 5;
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@20=newer g:b@8=kept");
+    /* a column delete and a family-version delete in one mutation with puts */
+    struct wc_mutation m2[4] = {
+        {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("c"), wc_bytes_str("masked"), 4},
+        {WC_OP_DELETE_COLUMN, wc_bytes_str("f"), wc_bytes_str("c"), wc_bytes_of(NULL, 0), 4},
+        {WC_OP_DELETE_FAMILY_VERSION, wc_bytes_str("f"), wc_bytes_of(NULL, 0),
+         wc_bytes_of(NULL, 0), 20},
+        {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("d"), wc_bytes_str("masked"), 20},
+    };
+    struct wc_row_mutation rm2 = {wc_bytes_str("r"), m2, 4};
+    assert_int_equal(wc_mutate_row(c->t, &rm2, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    assert_string_equal(get_str(c, "r", &o), "r: g:b@8=kept");
+}
+
+static void test_check_and_mutate_with_read_dependent_deletes(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:5", "g"));
+    put_ts(c, "r", "g", "lock", "held", 1);
+    put_ts(c, "r", "f", "a", "x", 10);
+    put_ts(c, "r", "f", "b", "y", 10);
+    put_ts(c, "r", "f", "a", "z", 11);
+    struct wc_mutation m[2] = {
+        {WC_OP_DELETE_FAMILY_VERSION, wc_bytes_str("f"), wc_bytes_of(NULL, 0),
+         wc_bytes_of(NULL, 0), 10},
+        {WC_OP_DELETE_VERSION, wc_bytes_str("f"), wc_bytes_str("a"), wc_bytes_of(NULL, 0),
+         WC_TS_LATEST},
+    };
+    struct wc_row_mutation rm = {wc_bytes_str("r"), m, 2};
+    struct ct_err err;
+    bool applied = true;
+    struct wc_bytes wrong = wc_bytes_str("free");
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 5;
+    assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("g"),
+                                         wc_bytes_str("lock"), &wrong, &rm,
+                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                     CT_OK);
+    assert_false(applied);
+    assert_string_equal(get_str(c, "r", &o), "r: f:a@11=z f:a@10=x f:b@10=y g:lock@1=held");
+    /* expected absent, but the column has a value: not applied either */
+    assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("g"),
+                                         wc_bytes_str("lock"), NULL, &rm,
+                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                     CT_OK);
+    assert_false(applied);
+    struct wc_bytes right = wc_bytes_str("held");
+    assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("g"),
+                                         wc_bytes_str("lock"), &right, &rm,
+                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                     CT_OK);
+    assert_true(applied);
+    assert_string_equal(get_str(c, "r", &o), "r: g:lock@1=held");
+    /* expected absent and the column is empty: applies */
+    put_ts(c, "s", "f", "a", "x", 10);
+    rm.row = wc_bytes_str("s");
+    assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("s"), wc_bytes_str("g"),
+                                         wc_bytes_str("lock"), NULL, &rm,
+                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                     CT_OK);
+    assert_true(applied);
+    assert_string_equal(get_str(c, "s", &o), "");
+}
+
+static void test_batch_mixes_plain_rows_and_read_dependent_deletes(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:5"));
+    put_ts(c, "b", "f", "a", "x", 1);
+    put_ts(c, "b", "f", "a", "y", 2);
+    put_ts(c, "c", "f", "a", "x", 3);
+    put_ts(c, "c", "f", "b", "x", 3);
+    struct wc_mutation put1 = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("1"),
+                               5};
+    struct wc_mutation latest = {WC_OP_DELETE_VERSION, wc_bytes_str("f"), wc_bytes_str("a"),
+                                 wc_bytes_of(NULL, 0), WC_TS_LATEST};
+    struct wc_mutation fv = {WC_OP_DELETE_FAMILY_VERSION, wc_bytes_str("f"), wc_bytes_of(NULL, 0),
+                             wc_bytes_of(NULL, 0), 3};
+    struct wc_row_mutation rows[4] = {
+        {wc_bytes_str("a"), &put1, 1},
+        {wc_bytes_str("b"), &latest, 1},
+        {wc_bytes_str("c"), &fv, 1},
+        {wc_bytes_str("d"), &put1, 1},
+    };
+    struct ct_err err;
+    assert_int_equal(wc_mutate_batch(c->t, rows, 4, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 5;
+    assert_string_equal(scan_str(c, &o), "a: f:q@5=1 | b: f:a@1=x | d: f:q@5=1");
+}
+
+static void test_cell_over_the_size_limit_is_refused_and_writes_nothing(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    size_t big_len = (10u << 20) + 1; /* spec §1: 10 MiB */
+    uint8_t *big = calloc(1, big_len);
+    assert_non_null(big);
+    struct wc_mutation m[2] = {
+        {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("small"), wc_bytes_str("v"), 1},
+        {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("big"), wc_bytes_of(big, big_len), 1},
+    };
+    struct wc_row_mutation rm = {wc_bytes_str("r"), m, 2};
+    struct ct_err err;
+    assert_int_equal(wc_mutate_row(c->t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
+    free(big);
+    assert_string_equal(get_str(c, "r", NULL), "");
+}
+
+static void test_readonly_table_refuses_every_write(void **state)
+{
+    struct cctx *c = *state;
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "f");
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, c->name);
+    d.families = &fd;
+    d.nfamilies = 1;
+    d.readonly = true;
+    struct ct_err err;
+    assert_int_equal(wc_table_create(c->s, &d, NULL, 0, &err), CT_OK);
+    assert_int_equal(wc_table_open(c->s, c->name, &c->t, &err), CT_OK);
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("v"), 1};
+    struct wc_row_mutation rm = {wc_bytes_str("r"), &m, 1};
+    assert_int_equal(wc_mutate_row(c->t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
+    int64_t v;
+    assert_true(wc_increment(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("n"), 1,
+                             WC_DURABILITY_USE_DEFAULT, &v, &err) < 0);
+    bool applied = true;
+    assert_true(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("q"),
+                                    NULL, &rm, WC_DURABILITY_USE_DEFAULT, &applied, &err) < 0);
+    assert_string_equal(get_str(c, "r", NULL), ""); /* reads still work */
+    d.readonly = false;
+    assert_int_equal(wc_table_alter(c->s, &d, &err), CT_OK);
+    assert_int_equal(wc_mutate_row(c->t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    assert_string_equal(get_str(c, "r", NULL), "r: f:q@1=v");
+}
+
 static void test_pre_split_table_scans_across_regions(void **state)
 {
     struct cctx *c = *state;
@@ -808,6 +1061,37 @@ static void test_namespaces(void **state)
     assert_true(wc_namespace_drop(c->s, "default", &err) < 0);
 }
 
+static void test_namespace_configuration_round_trips(void **state)
+{
+    struct cctx *c = *state;
+    struct ct_err err;
+    char ns[48];
+    snprintf(ns, sizeof(ns), "ctccf%u_%ld", g.counter, (long)getpid());
+    const char *kv[] = {"owner", "ops", "quota", "10 \"GB\""};
+    assert_int_equal(wc_namespace_create_config(c->s, ns, kv, 2, &err), CT_OK);
+    assert_int_equal(wc_namespace_create_config(c->s, ns, kv, 2, &err), CT_EEXIST);
+    char **got = NULL;
+    size_t n = 0;
+    assert_int_equal(wc_namespace_get_config(c->s, ns, &got, &n, &err), CT_OK);
+    assert_int_equal(n, 2);
+    for (size_t i = 0; i < 4; i++)
+        assert_string_equal(got[i], kv[i]);
+    wc_namespace_config_free(got, n);
+    /* no configuration: none returned; an unknown namespace: CT_NOTFOUND */
+    assert_int_equal(wc_namespace_get_config(c->s, "default", &got, &n, &err), CT_OK);
+    assert_int_equal(n, 0);
+    assert_null(got);
+    char other[64];
+    snprintf(other, sizeof(other), "%sx", ns);
+    assert_int_equal(wc_namespace_get_config(c->s, other, &got, &n, &err), CT_NOTFOUND);
+    assert_int_equal(wc_namespace_create(c->s, other, &err), CT_OK);
+    assert_int_equal(wc_namespace_get_config(c->s, other, &got, &n, &err), CT_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(wc_namespace_drop(c->s, other, &err), CT_OK);
+    assert_int_equal(wc_namespace_drop(c->s, ns, &err), CT_OK);
+    assert_int_equal(wc_namespace_get_config(c->s, ns, &got, &n, &err), CT_NOTFOUND);
+}
+
 int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, void *arg)
 {
     g.open = open_store;
@@ -846,10 +1130,30 @@ int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, v
         cmocka_unit_test_setup_teardown(test_durability_levels_all_acknowledge, cc_setup,
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_neutral_deletes, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_latest_removes_the_newest_visible_version, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_one_version_with_a_timestamp_removes_exactly_it, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_family_version_removes_every_column_at_exactly_ts, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_family_and_row_deletes_with_a_timestamp_spare_newer_cells, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_deletes_mask_the_puts_of_their_own_row_mutation, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_check_and_mutate_with_read_dependent_deletes, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_batch_mixes_plain_rows_and_read_dependent_deletes, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_cell_over_the_size_limit_is_refused_and_writes_nothing,
+                                        cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_readonly_table_refuses_every_write, cc_setup,
+                                        cc_teardown),
         cmocka_unit_test_setup_teardown(test_pre_split_table_scans_across_regions, cc_setup,
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_table_admin_lifecycle, cc_setup, cc_teardown),
         cmocka_unit_test_setup_teardown(test_namespaces, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_namespace_configuration_round_trips, cc_setup,
+                                        cc_teardown),
     };
     char group[128];
     snprintf(group, sizeof(group), "wc contract (%s)", backend_label);

@@ -114,6 +114,14 @@ def main():
     ap.add_argument("--tsd-opt", action="append", default=[],
                     help="extra `ctsdb tsd` option, e.g. --tsd-opt=--tsd.storage.salt.width=1")
     ap.add_argument("--only", default="", help="comma list of query names to run")
+    ap.add_argument("--keep-dir", action="store_true",
+                    help="keep the work directory (data of both stores) and print its path")
+    ap.add_argument("--perf", default="",
+                    help="record `perf record -g` of the TSD during ctsdb's timed runs of each "
+                         "query into PREFIX<name>.data")
+    ap.add_argument("--show-cells", action="store_true",
+                    help="print how the hour rows of host_0's cpu.usage_user are stored "
+                         "(`ctsdb scan` cell layouts) after the restart")
     args = ap.parse_args()
     ctsdb = os.environ.get("CTSDB", os.path.join(ROOT, "bin", "ctsdb"))
     vm_bin = shutil.which("victoria-metrics") or shutil.which("victoria-metrics-prod")
@@ -185,6 +193,17 @@ def main():
         tsd = subprocess.Popen(tsd_cmd, stderr=log)
         procs.append(tsd)
         cport = tsd_port(log)
+        if args.show_cells:
+            out = subprocess.run([ctsdb, "scan", "--data", os.path.join(work, "ctsdb")] +
+                                 [str(now_s - args.hours * 3600), str(now_s), "cpu.usage_user",
+                                  "hostname=host_0"], capture_output=True, text=True)
+            kinds = {}
+            for line in out.stdout.splitlines():
+                m = re.match(r"\s+(\S+ ?\S*) cell", line)
+                if m:
+                    kinds[m.group(1)] = kinds.get(m.group(1), 0) + 1
+            print("host_0 cpu.usage_user cells by layout:", kinds or out.stdout[:2000],
+                  out.stderr[:500])
 
         # ---- queries ------------------------------------------------------------------
         start = now_s - args.hours * 3600
@@ -232,10 +251,19 @@ def main():
                     timed(conn, path)
                 times = []
                 size = 0
+                rec = None
+                if args.perf and side == "ctsdb":
+                    rec = subprocess.Popen(["perf", "record", "-g", "-q", "-p", str(tsd.pid),
+                                            "-o", args.perf + name + ".data"],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                    time.sleep(0.5)
                 for _ in range(args.runs):
                     dt, data = timed(conn, path)
                     times.append(dt)
                     size = len(data)
+                if rec:
+                    rec.send_signal(signal.SIGINT)
+                    rec.wait(timeout=120)
                 res[side] = (statistics.median(times) * 1000, size)
             rows.append((name, res))
         print("dataset: %d hosts x 2 metrics x %d h at 10 s = %d points; load ctsdb %.1f s "
@@ -257,7 +285,10 @@ def main():
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
-        shutil.rmtree(work, ignore_errors=True)
+        if args.keep_dir:
+            print("work directory kept: %s" % work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -142,6 +142,79 @@ static void check_group(const char *agg, const struct qagg_point *a, size_t na,
     }
 }
 
+/* Collects every emitted point (growing). */
+struct allpts {
+    struct qagg_point *p;
+    size_t n, cap;
+};
+
+static int collect_all(void *arg, const struct qagg_point *pt)
+{
+    struct allpts *c = arg;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 256;
+        c->p = realloc(c->p, c->cap * sizeof(*c->p));
+    }
+    c->p[c->n++] = *pt;
+    return 0;
+}
+
+static void test_qagg_group_fast_path_matches_the_iterator(void **state)
+{
+    (void)state;
+    /* random groups, aligned (the fast path) and not, of ints, doubles, NaNs and mixes, with
+     * and without rate, windows cutting the ends: qagg_group_run must emit exactly what the
+     * general iterator does, bit for bit, for every aggregator */
+    enum {
+        NS = 6,
+        NP = 40
+    };
+    static struct qagg_point pts[NS][NP];
+    unsigned seed = 5;
+    int aligned_runs = 0;
+    for (int round = 0; round < 400; round++) {
+        size_t ns = 1 + (size_t)(rand_r(&seed) % NS), np = 1 + (size_t)(rand_r(&seed) % NP);
+        int mix = rand_r(&seed) % 4; /* 0 ints, 1 doubles, 2 mixed, 3 doubles with NaN */
+        bool aligned = rand_r(&seed) % 4 != 0;
+        aligned_runs += aligned;
+        struct qagg_series s[NS];
+        for (size_t i = 0; i < ns; i++) {
+            int64_t ts = 1000 + (aligned ? 0 : rand_r(&seed) % 3) * 1000;
+            for (size_t k = 0; k < np; k++) {
+                ts += aligned ? 10000 : 1000 * (1 + rand_r(&seed) % 15);
+                bool is_int = mix == 0 || (mix == 2 && rand_r(&seed) % 2);
+                pts[i][k] = is_int ? ip(ts / 1000, rand_r(&seed) % 1000 - 500)
+                                   : dp(ts / 1000, (rand_r(&seed) % 100000) / 64.0);
+                if (mix == 3 && rand_r(&seed) % 5 == 0)
+                    pts[i][k].v.d = NAN;
+            }
+            s[i].p = pts[i];
+            s[i].n = np;
+        }
+        bool rate = rand_r(&seed) % 3 == 0;
+        int64_t ws = rand_r(&seed) % 2 ? 0 : 30000, we = rand_r(&seed) % 2 ? 10000000 : 200000;
+        for (size_t a = 0; a < qagg_count(); a++) {
+            const struct qagg *ag = qagg_at(a);
+            struct allpts f = {0}, g = {0};
+            struct ct_err err = {0};
+            assert_int_equal(qagg_group_run(ag, s, ns, ws, we, rate, collect_all, &f, &err), CT_OK);
+            assert_int_equal(qagg_group_run_general(ag, s, ns, ws, we, rate, collect_all, &g, &err),
+                             CT_OK);
+            if (f.n != g.n)
+                fail_msg("round %d %s: %zu points, iterator %zu", round, qagg_name(ag), f.n, g.n);
+            for (size_t k = 0; k < f.n; k++) {
+                assert_true(f.p[k].ts_ms == g.p[k].ts_ms);
+                assert_int_equal(f.p[k].is_int, g.p[k].is_int);
+                if (memcmp(&f.p[k].v, &g.p[k].v, sizeof(f.p[k].v)))
+                    fail_msg("round %d %s point %zu differs", round, qagg_name(ag), k);
+            }
+            free(f.p);
+            free(g.p);
+        }
+    }
+    assert_true(aligned_runs > 200);
+}
+
 static void test_qagg_group_interpolates_per_aggregator(void **state)
 {
     (void)state;
@@ -271,6 +344,61 @@ static void test_qagg_downsample_specifier_errors(void **state)
     assert_true(ds.interval_ms == 3600000 && ds.fill == QAGG_FILL_NULL && !ds.calendar);
 }
 
+/* The scalar fill policy with its value: "scalar(<number>)" in a string specifier (negative
+ * values keep their '-'), plain "scalar" fills 0.0; empty buckets get the value, real ones theirs. */
+static void test_qagg_downsample_scalar_fill_value(void **state)
+{
+    (void)state;
+    const struct qagg_point in[] = {ip(0, 1), ip(30, 2), ip(150, 5)};
+    struct ct_err err = {0};
+    struct qagg_ds ds;
+    struct qagg_window w;
+    struct qagg_buf out = {0};
+    static const struct {
+        const char *spec;
+        double value;
+    } ok[] = {
+        {"1m-sum-scalar(42)", 42.0}, {"1m-sum-scalar(-1.5)", -1.5}, {"1m-sum-SCALAR(1e3)", 1000.0},
+        {"1m-sum-scalar", 0.0},      {"1m-sum-scalar(0.25)", 0.25},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        assert_int_equal(qagg_ds_parse(ok[i].spec, &ds, &err), CT_OK);
+        assert_int_equal(ds.fill, QAGG_FILL_SCALAR);
+        assert_string_equal(ds.text, ok[i].spec);
+        qagg_window_compute(0, 200000, &ds, &w);
+        out.n = 0;
+        assert_int_equal(qagg_downsample(in, 3, &ds, &w, NULL, &out, &err), CT_OK);
+        assert_int_equal(out.n, 60);
+        assert_true(out.p[0].ts_ms == 0 && out.p[0].v.d == 3.0);
+        assert_true(out.p[1].ts_ms == 60000 && out.p[1].v.d == ok[i].value); /* empty */
+        assert_true(out.p[2].ts_ms == 120000 && out.p[2].v.d == 5.0);
+        assert_true(out.p[59].ts_ms == 3540000 && out.p[59].v.d == ok[i].value);
+        assert_false(out.p[1].is_int);
+    }
+    qagg_buf_free(&out);
+    /* a trailing '-' is dropped as Java's split() does */
+    assert_int_equal(qagg_ds_parse("1m-avg-", &ds, &err), CT_OK);
+    assert_int_equal(ds.fill, QAGG_FILL_NONE);
+    static const struct {
+        const char *spec, *msg;
+    } bad[] = {
+        {"1m-avg-scalar(x)", "Invalid scalar fill value 'x': must be a finite number"},
+        {"1m-avg-scalar()", "Invalid scalar fill value '': must be a finite number"},
+        {"1m-avg-scalar(NaN)", "Invalid scalar fill value 'NaN': must be a finite number"},
+        {"1m-avg-zero(1)", "Invalid downsampling specifier '1m-avg-zero(1)': only the scalar "
+                           "fill policy takes a value, as scalar(<number>)"},
+        {"1m-avg-scalar(1", "Invalid downsampling specifier '1m-avg-scalar(1': only the scalar "
+                            "fill policy takes a value, as scalar(<number>)"},
+        {"1m-avg-scalar(1)-x", "Invalid downsampling specifier '1m-avg-scalar(1)-x': must "
+                               "consist of interval, function, and optional fill policy"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(qagg_ds_parse(bad[i].spec, &ds, &err), CT_EINVAL);
+        if (strcmp(err.msg, bad[i].msg))
+            fail_msg("case %zu: got [%s] want [%s]", i, err.msg, bad[i].msg);
+    }
+}
+
 static void test_qagg_rate_and_counter_options(void **state)
 {
     (void)state;
@@ -321,6 +449,19 @@ static void test_qagg_window_matches_tsdbquery_scan_bounds(void **state)
     assert_int_equal(qagg_ds_parse("1d-avg", &ds, &err), CT_OK);
     qagg_window_compute(1357002000000LL, 1357005000000LL, &ds, &w);
     assert_true(w.win_start_ms == 1356998400000LL); /* aligned down to the day */
+    /* padding: one more hour row on each side, or the downsample interval when longer */
+    qagg_window_compute(1356998430000LL, 1357002000000LL, NULL, &w);
+    qagg_window_pad(&w, NULL);
+    assert_true(w.win_start_ms == 1356994800000LL && w.win_end_ms == 1357009200000LL);
+    assert_true(w.q_start_ms == 1356998430000LL && w.q_end_ms == 1357002000000LL);
+    assert_int_equal(qagg_ds_parse("90m-avg", &ds, &err), CT_OK);
+    qagg_window_compute(1356998430000LL, 1357002000000LL, &ds, &w);
+    int64_t s0 = w.win_start_ms, e0 = w.win_end_ms;
+    qagg_window_pad(&w, &ds);
+    assert_true(w.win_start_ms == s0 - 7200000 && w.win_end_ms == e0 + 7200000);
+    w.win_start_ms = 1000;
+    qagg_window_pad(&w, NULL);
+    assert_true(w.win_start_ms == 0); /* never before the epoch */
 }
 
 int main(void)
@@ -329,7 +470,9 @@ int main(void)
         cmocka_unit_test(test_qagg_lists_every_opentsdb_aggregator),
         cmocka_unit_test(test_qagg_values_integer_and_double_forms),
         cmocka_unit_test(test_qagg_group_interpolates_per_aggregator),
+        cmocka_unit_test(test_qagg_group_fast_path_matches_the_iterator),
         cmocka_unit_test(test_qagg_downsample_buckets_and_fill),
+        cmocka_unit_test(test_qagg_downsample_scalar_fill_value),
         cmocka_unit_test(test_qagg_downsample_specifier_errors),
         cmocka_unit_test(test_qagg_rate_and_counter_options),
         cmocka_unit_test(test_qagg_window_matches_tsdbquery_scan_bounds),

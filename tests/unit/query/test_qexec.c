@@ -123,6 +123,7 @@ static const char *get_param(void *arg, const char *name, size_t idx)
 }
 
 static unsigned scan_threads; /* 0 = default */
+static bool general_only;     /* qexec_options.general_only */
 
 static char *run_query(struct fixture *f, const char *const *params, bool allow_delete)
 {
@@ -140,6 +141,7 @@ static char *run_query(struct fixture *f, const char *const *params, bool allow_
     qexec_options_init(&o);
     o.allow_delete = allow_delete;
     o.scan_threads = scan_threads;
+    o.general_only = general_only;
     enum qexec_status st;
     int rc = qexec_run(f->t, q, &o, j, &st, NULL, &err);
     if (rc == CT_OK)
@@ -390,6 +392,97 @@ static void test_qexec_time_slices_keep_points_in_order(void **state)
     scan_threads = 0;
 }
 
+/* Writes n points of a series; is_int selects integer or double values (a random walk). */
+static void put_series(struct tsdb *t, const char *host, const char *dc, int64_t from_s,
+                       int64_t step_s, int n, int kind, bool gaps, unsigned *seed)
+{
+    double x = 50;
+    int64_t c = 1000;
+    for (int i = 0; i < n; i++) {
+        int64_t ts = from_s + i * step_s;
+        if (gaps && rand_r(seed) % 13 == 0)
+            continue;
+        x += (rand_r(seed) % 2001 - 1000) / 1000.0;
+        c += rand_r(seed) % 50;
+        if (rand_r(seed) % 40 == 0)
+            c = rand_r(seed) % 100; /* counter resets */
+        if (kind == 0)
+            put(t, host, dc, ts, true, c, 0);
+        else if (kind == 1)
+            put(t, host, dc, ts, false, 0, x);
+        else
+            put(t, host, dc, ts, i % 3 == 0, c, x); /* ints and floats mixed in one series */
+    }
+}
+
+static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    struct ct_err err = {0};
+    unsigned seed = 7;
+    const int64_t base = 1356998400;
+    /* six series over five hours, merged into compressed hour cells ... */
+    const char *hosts[] = {"h0", "h1", "h2", "h3", "h4", "h5"};
+    for (int h = 0; h < 6; h++)
+        put_series(f->t, hosts[h], h % 2 ? "d1" : "d0", base + h, 7 + h % 3, 5 * 3600 / 8, h % 3,
+                   true, &seed);
+    /* and four series at the same timestamps (aligned: the group fast path) */
+    const char *ahosts[] = {"a0", "a1", "a2", "a3"};
+    for (int h = 0; h < 4; h++)
+        put_series(f->t, ahosts[h], "d9", base, 10, 5 * 360, h < 2 ? 1 : 0, false, &seed);
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    assert_int_equal(wc_table_compact(f->s, "tsdb", NULL, true, &err), CT_OK);
+    /* ... then late points and a conflicting duplicate in merged hours: rows of a compressed
+     * cell plus single cells, read through the general row decoder */
+    put(f->t, "h1", "d1", base + 3600 + 1, true, 5, 0);
+    put(f->t, "h1", "d1", base + 7200 + 3, false, 0, 1.25);
+    put(f->t, "h3", "d1", base + 7, true, 99, 0);
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    const char *ms[] = {
+        "m=sum:1m-avg:sys.cpu",
+        "m=max:5m-max:sys.cpu{host=*}",
+        "m=sum:1m-avg:rate{counter}:sys.cpu{dc=*}",
+        "m=avg:10s-sum:sys.cpu",
+        "m=p95:15m-p50:sys.cpu{dc=d0}",
+        "m=none:30m-count:sys.cpu",
+        "m=sum:7m-avg:sys.cpu",
+        "m=dev:1h-dev:sys.cpu{host=h1|h2}",
+        "m=zimsum:2m-last:sys.cpu{host=*}",
+        "m=mimmin:1m-min:rate:sys.cpu",
+        "m=sum:sys.cpu{host=h2}",
+        "m=count:1m-first:sys.cpu{dc=*}",
+        "m=sum:500ms-avg:sys.cpu{host=h0}",
+        "m=sum:1m-avg:sys.cpu{dc=d9}",
+        "m=max:5m-avg:rate{counter}:sys.cpu{dc=d9}",
+        "m=avg:sys.cpu{host=a0|a1}",
+        "m=sum:rate:sys.cpu{host=a0|a1}",
+        "m=p90:10m-p75:sys.cpu{dc=d9}",
+        "m=min:1m-max:sys.cpu{dc=d9}",
+        "m=count:1m-sum:sys.cpu{dc=d9}",
+        "m=mimmax:30s-min:sys.cpu{dc=d9}",
+    };
+    const char *starts[] = {"start=1356998400", "start=1357000123"};
+    const char *ends[] = {"end=1357016400", "end=1357009999"};
+    int nonempty = 0;
+    for (size_t m = 0; m < sizeof(ms) / sizeof(ms[0]); m++) {
+        for (int r = 0; r < 2; r++) {
+            const char *p[] = {starts[r], ends[r], ms[m], r ? "ms=true" : "arrays=false", NULL};
+            general_only = true;
+            char *want = run_query(f, p, false);
+            general_only = false;
+            char *got = run_query(f, p, false);
+            if (strcmp(got, want))
+                fail_msg("%s %s %s:\n fast    %.300s\n general %.300s", p[0], p[1], p[2], got,
+                         want);
+            nonempty += strstr(want, "\"dps\":{\"") != NULL;
+            free(want);
+            free(got);
+        }
+    }
+    assert_int_equal(nonempty, 2 * (int)(sizeof(ms) / sizeof(ms[0])));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +493,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_qmeta_suggest_lookup_assign, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_delete_removes_the_rows_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_time_slices_keep_points_in_order, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_qexec_fast_paths_answer_like_the_general_path, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

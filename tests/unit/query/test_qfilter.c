@@ -76,8 +76,47 @@ static void test_qfilter_errors_use_opentsdb_messages(void **state)
     }
     struct qfilter *f = NULL;
     struct ct_err err = {0};
-    assert_int_equal(qfilter_new("regexp", "host", "(", false, &f, &err), CT_EINVAL);
-    assert_non_null(strstr(err.msg, "Invalid regular expression"));
+    assert_int_equal(qfilter_new("regexp", "host", "(web", false, &f, &err), CT_EINVAL);
+    /* like Java's PatternSyntaxException: the problem, "near index N", then the pattern */
+    assert_non_null(strstr(err.msg, "near index 4\n(web"));
+    assert_null(f);
+}
+
+/* java.util.regex syntax that POSIX ERE lacks, matched with Matcher.find() (unanchored). */
+static void test_qfilter_regexp_follows_java_pattern_syntax(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *expr, *value;
+        bool want;
+    } cases[] = {
+        {"web\\d+", "web01", true},
+        {"^web\\d+$", "web0x", false},
+        {"\\w+\\.lga", "db-1.lga", true},
+        {"^\\S+$", "a b", false},
+        {"(?i)^WEB", "web01", true},
+        {"^web(?=0)", "web01", true},
+        {"^web(?!0)", "web01", false},
+        {"^web.*?1$", "web011", true},
+        {"^a++b", "aab", true},
+        {"^\\Qa.b\\E$", "a.b", true},
+        {"^\\Qa.b\\E$", "axb", false},
+        {"^(?<h>web)\\d", "web1", true},
+        {"^\\p{L}+$", "caf\xc3\xa9", true}, /* UTF-8 letters are one character each */
+        {"^caf.$", "caf\xc3\xa9", true},
+        {"x{2,3}", "axxb", true},
+        {"[[:digit:]]", "a1", true}, /* POSIX classes work inside brackets too */
+        {"lga", "sjc", false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct qfilter *f = NULL;
+        struct ct_err err = {0};
+        if (qfilter_new("regexp", "host", cases[i].expr, false, &f, &err) != CT_OK)
+            fail_msg("case %zu: %s does not compile: %s", i, cases[i].expr, err.msg);
+        if (qfilter_match(f, cases[i].value) != cases[i].want)
+            fail_msg("case %zu: /%s/ on %s", i, cases[i].expr, cases[i].value);
+        qfilter_free(f);
+    }
 }
 
 static void test_qfilter_shorthand_picks_the_type(void **state)
@@ -125,6 +164,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qfilter_match_rules_per_type),
         cmocka_unit_test(test_qfilter_errors_use_opentsdb_messages),
+        cmocka_unit_test(test_qfilter_regexp_follows_java_pattern_syntax),
         cmocka_unit_test(test_qfilter_shorthand_picks_the_type),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /* test_qspec.c - /api/query request parsing: the GET form (m=, tsuid=, flags) and the JSON body,
  * with OpenTSDB's validation messages, table-driven. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,6 +166,81 @@ static void test_qspec_json_body_every_field(void **state)
     qspec_free(q);
 }
 
+/* The scalar fill value in a JSON sub query: in the downsample string, as OpenTSDB 2.3's
+ * downsampler object, or as a "fillPolicy" (NumericFillPolicy) beside a string downsample. */
+static void test_qspec_json_scalar_fill_forms(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *sub;
+        enum qagg_fill fill;
+        double value;
+    } ok[] = {
+        {"\"downsample\":\"1m-avg-scalar(7.5)\"", QAGG_FILL_SCALAR, 7.5},
+        {"\"downsample\":{\"interval\":\"1m\",\"aggregator\":\"avg\",\"fillPolicy\":"
+         "{\"policy\":\"scalar\",\"value\":-3}}",
+         QAGG_FILL_SCALAR, -3.0},
+        {"\"downsample\":{\"interval\":\"1m\",\"aggregator\":\"avg\"}", QAGG_FILL_NONE, 0},
+        {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"scalar\",\"value\":2}",
+         QAGG_FILL_SCALAR, 2.0},
+        {"\"downsample\":\"1m-avg-nan\",\"fillPolicy\":{\"value\":9}", QAGG_FILL_SCALAR, 9.0},
+        {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"value\":0}", QAGG_FILL_ZERO, 0},
+        {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"null\"}", QAGG_FILL_NULL, 0},
+        {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"scalar\"}", QAGG_FILL_SCALAR, 0},
+        {"\"fillPolicy\":{\"policy\":\"scalar\",\"value\":1}", QAGG_FILL_NONE, 0},
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        char body[512];
+        snprintf(body, sizeof(body),
+                 "{\"start\":1356998400,\"queries\":[{\"aggregator\":\"sum\",\"metric\":"
+                 "\"m\",%s}]}",
+                 ok[i].sub);
+        struct qspec *q = NULL;
+        struct ct_err err = {0};
+        if (qspec_parse_json(body, strlen(body), NOW, &q, &err) != CT_OK)
+            fail_msg("case %zu: %s", i, err.msg);
+        assert_int_equal(q->subs[0].ds.fill, ok[i].fill);
+        assert_true(q->subs[0].ds.scalar == ok[i].value);
+        if (i == 1) {
+            assert_int_equal(q->subs[0].ds.interval_ms, 60000);
+            assert_string_equal(q->subs[0].ds.text, "1m-avg-scalar(-3)");
+        }
+        if (i == 4)
+            assert_string_equal(q->subs[0].ds.text, "1m-avg-scalar(9)");
+        qspec_free(q);
+    }
+    static const struct {
+        const char *sub, *msg;
+    } bad[] = {
+        {"\"downsample\":{\"aggregator\":\"avg\"}", "Missing or empty interval"},
+        {"\"downsample\":{\"interval\":\"1m\"}", "Missing or empty aggregator"},
+        {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"zero\",\"value\":1}",
+         "The value for ZERO must be 0"},
+        {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"nan\",\"value\":1}",
+         "The value for NONE and NAN must be NaN"},
+        {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"null\",\"value\":1}",
+         "The value for NULL must be 0"},
+        {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"bad\"}",
+         "No such fill policy: 'bad': must be one of: none zero nan null scalar"},
+        {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"scalar\",\"value\":\"x\"}",
+         "Invalid scalar fill value 'x': must be a finite number"},
+        {"\"downsample\":\"1m-avg\",\"fillPolicy\":3",
+         "Unable to parse the given JSON: 'fillPolicy' must be an object"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char body[512];
+        snprintf(body, sizeof(body),
+                 "{\"start\":1356998400,\"queries\":[{\"aggregator\":\"sum\",\"metric\":"
+                 "\"m\",%s}]}",
+                 bad[i].sub);
+        struct qspec *q = NULL;
+        struct ct_err err = {0};
+        assert_int_equal(qspec_parse_json(body, strlen(body), NOW, &q, &err), CT_EINVAL);
+        if (strcmp(err.msg, bad[i].msg))
+            fail_msg("case %zu: got [%s] want [%s]", i, err.msg, bad[i].msg);
+    }
+}
+
 static void test_qspec_json_errors(void **state)
 {
     (void)state;
@@ -209,6 +285,7 @@ int main(void)
         cmocka_unit_test(test_qspec_get_form_errors),
         cmocka_unit_test(test_qspec_tsuid_and_dropcounter_forms),
         cmocka_unit_test(test_qspec_json_body_every_field),
+        cmocka_unit_test(test_qspec_json_scalar_fill_forms),
         cmocka_unit_test(test_qspec_json_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -556,6 +556,156 @@ static void test_decoder_survives_damaged_cells(void **state)
     free(q);
 }
 
+/* dpcodec_row_decode_cols() must answer exactly as dpcodec_row_decode(): same code, same
+ * message, same points (as int or double bits). */
+static void check_cols_like_row(const struct wc_cell *cells, size_t ncells,
+                                struct dpcodec_cols *cols, int *fast_ok)
+{
+    enum {
+        CAP = 4096
+    };
+    static struct dpcodec_point out[CAP];
+    struct ct_err e1 = {0}, e2 = {0};
+    size_t n = 0, d1 = 0, d2 = 0;
+    int rc1 = dpcodec_row_decode(BASE, cells, ncells, out, CAP, &n, &d1, &e1);
+    int rc2 = dpcodec_row_decode_cols(BASE, cells, ncells, cols, &d2, &e2);
+    assert_int_equal(rc2, rc1);
+    if (rc1 != CT_OK) {
+        assert_string_equal(e2.msg, e1.msg);
+        return;
+    }
+    assert_int_equal(cols->n, n);
+    assert_int_equal(d2, d1);
+    int kinds = 0;
+    for (size_t i = 0; i < n; i++)
+        kinds |= out[i].type == DPCODEC_INT ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+    assert_int_equal(cols->kinds, kinds);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(cols->ts[i] == out[i].ts_ms);
+        assert_int_equal(cols->is_int[i], out[i].type == DPCODEC_INT);
+        if (out[i].type == DPCODEC_INT) {
+            assert_true((int64_t)cols->val[i] == out[i].i);
+        } else {
+            uint64_t u;
+            memcpy(&u, &out[i].f, 8);
+            assert_true(cols->val[i] == u);
+            assert_true(memcmp(&out[i].f, &cols->val[i], 8) == 0);
+        }
+    }
+    if (n)
+        (*fast_ok)++;
+}
+
+static void test_cols_decode_matches_row_decode(void **state)
+{
+    (void)state;
+    enum {
+        N = 360
+    };
+    struct dpcodec_point p[N];
+    uint8_t *v = malloc(dpcodec_compressed_bound(N) + 64);
+    uint8_t *v2 = malloc(dpcodec_compressed_bound(N) + 64);
+    struct dpcodec_cols cols;
+    dpcodec_cols_init(&cols);
+    struct ct_err err = {0};
+    srand(3);
+    int ok = 0;
+    for (int round = 0; round < 600; round++) {
+        /* a compressed cell of one of several value kinds (int, decimal, XOR/BITS, mixed with
+         * descriptors, ms timestamps, Rice and radix blocks, deflated payloads) */
+        int kind = round % 7, n = 1 + rand() % N;
+        int64_t walk = rand() % 1000;
+        double x = rand() % 100;
+        for (int i = 0; i < n; i++) {
+            int64_t ts = BASE_MS + i * 10000LL + (kind == 5 ? rand() % 7 : 0);
+            switch (kind) {
+            case 0:
+                walk += rand() % 7 - 3;
+                p[i] = dpcodec_point_int(ts, false, walk);
+                break;
+            case 1:
+                p[i] = dpcodec_point_real(ts, false, (rand() % 5000) / 100.0);
+                break;
+            case 2:
+                x += rand() / (double)RAND_MAX - 0.5;
+                p[i] = dpcodec_point_real(ts, false, x);
+                break;
+            case 3:
+                p[i] = i % 3 ? dpcodec_point_real(ts, i % 2, x + i) : dpcodec_point_int(ts, 1, i);
+                break;
+            case 4:
+                walk += 1000 + rand() % 4001;
+                p[i] = dpcodec_point_int(ts, false, walk);
+                break;
+            case 5:
+                p[i] = dpcodec_point_int(ts, true, rand() % 9999);
+                break;
+            default:
+                p[i] = dpcodec_point_real(ts, false, i % 4 ? 0.5 : 0.25);
+                break;
+            }
+        }
+        size_t vl;
+        assert_int_equal(dpcodec_compressed_encode(BASE, p, (size_t)n, v, &vl, &err), CT_OK);
+        uint8_t cq[DPCODEC_CQ_LEN];
+        dpcodec_compressed_qualifier(p, (size_t)n, cq);
+        size_t cl = vl;
+        memcpy(v2, v, vl);
+        if (round % 3 == 1) { /* damage: flipped bytes or truncation */
+            if (rand() % 2)
+                v2[rand() % cl] ^= (uint8_t)(1 + rand() % 255);
+            else
+                cl = (size_t)rand() % vl;
+        }
+        struct hour h = {0};
+        uint8_t aq[3] = {0x01, 0x00, 0x05};
+        if (round % 5 == 0) /* an annotation next to it */
+            h.cells[h.n++] = cell_of(aq, 3, (const uint8_t *)"{}", 2, 10);
+        h.cells[h.n++] = cell_of(cq, sizeof(cq), v2, cl, 100);
+        check_cols_like_row(h.cells, h.n, &cols, &ok);
+        /* plus late single cells (the general path): a new point and a duplicate of an
+         * existing timestamp from an older and from a newer write */
+        if (round % 4 == 2) {
+            hour_add(&h, dpcodec_point_int(BASE_MS + 3599000, false, 77), 200);
+            hour_add(&h, dpcodec_point_real(p[0].ts_ms, false, 1.5), round % 8 == 2 ? 50 : 300);
+            check_cols_like_row(h.cells, h.n, &cols, &ok);
+        }
+    }
+    /* rows without a compressed cell: singles (unsorted, duplicates) and nothing at all */
+    struct hour h = {0};
+    for (int i = 20; i >= 0; i--)
+        hour_add(&h, dpcodec_point_int(BASE_MS + i * 1000LL, i % 2, i), 100 + i);
+    hour_add(&h, dpcodec_point_real(BASE_MS + 3000, false, 0.1), 50);
+    check_cols_like_row(h.cells, h.n, &cols, &ok);
+    /* singles in time order (a current hour), with ints, floats, doubles and an annotation */
+    struct hour hs = {0};
+    for (int i = 0; i < 40; i++)
+        hour_add(&hs,
+                 i % 3 ? dpcodec_point_int(BASE_MS + i * 10000LL, false, i * 1000 - 7)
+                       : dpcodec_point_real(BASE_MS + i * 10000LL, false, i % 2 ? 0.1 * i : 0.5),
+                 100);
+    uint8_t aq2[3] = {0x01, 0x00, 0x07};
+    hs.cells[hs.n++] = cell_of(aq2, 3, (const uint8_t *)"{}", 2, 10);
+    check_cols_like_row(hs.cells, hs.n, &cols, &ok);
+    /* seconds then ms qualifiers (their store order), not in time order */
+    struct hour hm = {0};
+    for (int i = 0; i < 10; i++)
+        hour_add(&hm, dpcodec_point_int(BASE_MS + i * 2000LL, false, i), 100);
+    for (int i = 0; i < 10; i++)
+        hour_add(&hm, dpcodec_point_int(BASE_MS + i * 2000LL + 1500, true, -i), 100);
+    check_cols_like_row(hm.cells, hm.n, &cols, &ok);
+    /* a damaged single cell among sorted ones: the same error */
+    hs.v[5][0] = 0xFF;
+    hs.cells[5].value.len = 3; /* a float flag with a 3-byte value */
+    check_cols_like_row(hs.cells, hs.n, &cols, &ok);
+    check_cols_like_row(h.cells, 0, &cols, &ok);
+    assert_int_equal(cols.n, 0);
+    assert_true(ok > 400);
+    dpcodec_cols_free(&cols);
+    free(v);
+    free(v2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -569,6 +719,7 @@ int main(void)
         cmocka_unit_test(test_compaction_duplicates_follow_fix_duplicates),
         cmocka_unit_test(test_row_decode_sorts_dedups_and_reports_small_buffers),
         cmocka_unit_test(test_decoder_survives_damaged_cells),
+        cmocka_unit_test(test_cols_decode_matches_row_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

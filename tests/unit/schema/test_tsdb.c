@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "schema/tsdb.h"
+#include "storage/clock.h"
 #include "tests/lib/ctest.h"
 
 #define BASE    1356998400LL /* an hour long past: compaction may merge it */
@@ -35,6 +36,7 @@ static int teardown(void **state)
     ctest_rmdir(f->dir);
     free(f);
     unsetenv("CTSDB_NOW_MS");
+    clock_reload();
     return 0;
 }
 
@@ -256,6 +258,7 @@ static void test_compaction_leaves_the_current_hour_alone(void **state)
     char now[32];
     snprintf(now, sizeof(now), "%lld", (long long)(BASE_MS + 1800000)); /* mid-hour */
     setenv("CTSDB_NOW_MS", now, 1);
+    clock_reload();
     struct tsdb_config c;
     tsdb_config_init(&c);
     open_tsdb(f, &c);
@@ -308,6 +311,64 @@ static void test_late_points_after_a_merged_hour_are_kept(void **state)
     check_hour(pts, 360, false);
 }
 
+static void test_batch_in_any_order_reads_back_and_later_write_of_a_cell_wins(void **state)
+{
+    /* tsdb_batch_write puts cells into store order; the points of every series must come
+     * back whole, and a cell written twice in one batch must keep the later value */
+    struct fixture *f = *state;
+    char now[32];
+    snprintf(now, sizeof(now), "%lld", (long long)(BASE_MS + 1800000)); /* no compaction */
+    setenv("CTSDB_NOW_MS", now, 1);
+    clock_reload();
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    open_tsdb(f, &c);
+    struct ct_err err = {0};
+    enum { NS = 7, NP = 50 };
+    uint8_t ts[NS][ROWKEY_MAX_TSUID];
+    size_t tl[NS];
+    const char *k[2] = {"host", "dc"};
+    for (int s = 0; s < NS; s++) {
+        char host[16];
+        snprintf(host, sizeof(host), "h%d", (s * 5) % NS);
+        const char *v[2] = {host, s % 2 ? "eu" : "us"};
+        assert_int_equal(tsdb_series_resolve(f->t, s % 3 ? "m.a" : "m.b", k, v, 2, ts[s],
+                                             sizeof(ts[s]), &tl[s], &err),
+                         CT_OK);
+    }
+    struct tsdb_batch *b;
+    assert_int_equal(tsdb_batch_new(8, &b, &err), CT_OK);
+    /* series interleaved, time descending within each, two hours */
+    for (int i = NP - 1; i >= 0; i--) {
+        for (int s = NS - 1; s >= 0; s--) {
+            int64_t t = BASE_MS - 1800000 + i * 60000LL;
+            struct dpcodec_point p = dpcodec_point_int(t, false, s * 1000 + i);
+            assert_int_equal(tsdb_batch_add(b, tsdb_layout(f->t), ts[s], tl[s], &p, &err),
+                             CT_OK);
+        }
+    }
+    struct dpcodec_point again = dpcodec_point_int(BASE_MS + 60000, false, -1000);
+    assert_int_equal(tsdb_batch_add(b, tsdb_layout(f->t), ts[3], tl[3], &again, &err), CT_OK);
+    assert_int_equal(tsdb_batch_write(f->t, b, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    tsdb_batch_free(b);
+    for (int s = 0; s < NS; s++) {
+        struct dpcodec_point pts[NP];
+        size_t n0 = read_hour(f, ts[s], tl[s], BASE - 3600, pts, NP, NULL);
+        assert_int_equal(n0, 30);
+        for (size_t i = 0; i < n0; i++)
+            assert_true(pts[i].ts_ms == BASE_MS - 1800000 + (int64_t)i * 60000 &&
+                        pts[i].i == s * 1000 + (int64_t)i);
+        size_t n1 = read_hour(f, ts[s], tl[s], BASE, pts, NP, NULL);
+        assert_int_equal(n1, 20);
+        for (size_t i = 0; i < n1; i++) {
+            int64_t want = s == 3 && i == 1 ? -1000 : s * 1000 + 30 + (int64_t)i;
+            if (!(pts[i].ts_ms == BASE_MS + (int64_t)i * 60000 && pts[i].i == want))
+                fail_msg("series %d point %zu: ts %lld value %lld, want %lld", s, i,
+                         (long long)pts[i].ts_ms, (long long)pts[i].i, (long long)want);
+        }
+    }
+}
+
 struct ann_acc {
     int n;
     int64_t when[4];
@@ -337,6 +398,7 @@ static void test_annotations_series_and_global(void **state)
     /* a pinned clock: the store stamps cells with it, and the re-put below must come after the
      * delete's millisecond (a delete masks puts of its own millisecond, as in HBase) */
     setenv("CTSDB_NOW_MS", "1400000000000", 1);
+    clock_reload();
     open_tsdb(f, &c);
     struct ct_err err = {0};
     uint8_t a[ROWKEY_MAX_TSUID];
@@ -376,6 +438,7 @@ static void test_annotations_series_and_global(void **state)
                      CT_NOTFOUND);
     /* annotations survive compaction next to the merged points */
     setenv("CTSDB_NOW_MS", "1400000000001", 1);
+    clock_reload();
     write_hour(f, a, al, false);
     assert_int_equal(tsdb_annotation_put(f->t, a, al, BASE_MS + 60000, j1, strlen(j1), &err),
                      CT_OK);
@@ -423,6 +486,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_late_points_after_a_merged_hour_are_kept, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_annotations_series_and_global, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_batch_in_any_order_reads_back_and_later_write_of_a_cell_wins, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "storage/clock.h"
 #include "storage/coding.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
@@ -312,6 +313,7 @@ static void test_versions_ttl_and_min_versions_apply_at_read(void **state)
     struct wc_table *t;
     OK(wc_table_open(s, "ttl1", &t, &err));
     setenv("CTSDB_NOW_MS", "1000000", 1);
+    clock_reload();
     for (int64_t ts = 1000; ts <= 4000; ts += 1000) {
         put(t, "r", "v", "q", "x", 800000 + ts);
         put(t, "r", "m", "q", "y", ts); /* all long expired */
@@ -324,6 +326,7 @@ static void test_versions_ttl_and_min_versions_apply_at_read(void **state)
     /* v: expiry at 900000 hides everything -> nothing; m: newest one survives (MIN_VERSIONS 1) */
     assert_string_equal(out, "r/m:q@4000=y");
     setenv("CTSDB_NOW_MS", "850000", 1);
+    clock_reload();
     scan_text(t, &o, out, sizeof(out));
     assert_string_equal(out, "r/m:q@4000=y r/v:q@804000=x r/v:q@803000=x");
     o.tmin_ms = 801000;
@@ -331,6 +334,7 @@ static void test_versions_ttl_and_min_versions_apply_at_read(void **state)
     scan_text(t, &o, out, sizeof(out));
     assert_string_equal(out, "r/v:q@802000=x r/v:q@801000=x");
     unsetenv("CTSDB_NOW_MS");
+    clock_reload();
     wc_table_close(t);
     drop_table(s, "ttl1");
     wc_close(s);
@@ -499,6 +503,409 @@ static void test_large_batch_and_client_side_limits(void **state)
     free(rows);
     wc_table_close(t);
     drop_table(s, "batch1");
+    wc_close(s);
+}
+
+/* Timestamps are stored as microseconds in 64 bits: the largest millisecond timestamp that fits
+ * round-trips exactly, one more is refused (not silently capped). Cells over the wide-column
+ * 10 MiB limit are refused as by the engine, although Bigtable would take 100 MiB. */
+static void test_timestamp_and_cell_size_edges(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f;
+    wc_family_desc_init(&f, "f");
+    f.versions = 3;
+    make_table(s, "edges1", &f, 1, NULL, 0);
+    struct wc_table *t;
+    OK(wc_table_open(s, "edges1", &t, &err));
+    const int64_t max_ms = INT64_MAX / 1000;
+    put(t, "r", "f", "q", "top", max_ms);
+    put(t, "r", "f", "q", "below", max_ms - 1);
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("over"),
+                            max_ms + 1};
+    struct wc_row_mutation rm = {wc_bytes_str("r"), &m, 1};
+    assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "timestamp"));
+    char out[256];
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 3;
+    scan_text(t, &o, out, sizeof(out));
+    assert_string_equal(out, "r/f:q@9223372036854775=top r/f:q@9223372036854774=below");
+    /* a delete of exactly the top version, then of the latest */
+    struct wc_mutation d = {WC_OP_DELETE_VERSION, wc_bytes_str("f"), wc_bytes_str("q"),
+                            wc_bytes_of(NULL, 0), max_ms};
+    rm.mutations = &d;
+    OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
+    scan_text(t, &o, out, sizeof(out));
+    assert_string_equal(out, "r/f:q@9223372036854774=below");
+    d.ts_ms = WC_TS_LATEST;
+    OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
+    scan_text(t, &o, out, sizeof(out));
+    assert_string_equal(out, "");
+    size_t big_len = (10u << 20) + 1;
+    uint8_t *big = calloc(1, big_len);
+    assert_non_null(big);
+    m.ts_ms = 1;
+    m.value = wc_bytes_of(big, big_len);
+    rm.mutations = &m;
+    assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
+    free(big);
+    wc_table_close(t);
+    drop_table(s, "edges1");
+    wc_close(s);
+}
+
+/* KEEP_DELETED_CELLS needs delete markers: refused at create and alter, nothing changed. */
+static void test_keep_deleted_cells_is_refused(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f;
+    wc_family_desc_init(&f, "f");
+    f.keep_deleted = WC_KEEP_DELETED_TRUE;
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "kdc1");
+    d.families = &f;
+    d.nfamilies = 1;
+    assert_int_equal(wc_table_create(s, &d, NULL, 0, &err), CT_EUNSUPPORTED);
+    assert_non_null(strstr(err.msg, "KEEP_DELETED_CELLS"));
+    assert_int_equal(wc_table_exists(s, "kdc1", &err), CT_NOTFOUND);
+    f.keep_deleted = WC_KEEP_DELETED_FALSE;
+    OK(wc_table_create(s, &d, NULL, 0, &err));
+    f.keep_deleted = WC_KEEP_DELETED_TTL;
+    f.versions = 4;
+    assert_int_equal(wc_table_alter(s, &d, &err), CT_EUNSUPPORTED);
+    struct wc_table_desc *got;
+    OK(wc_table_describe(s, "kdc1", &got, &err));
+    assert_int_equal(got->families[0].keep_deleted, WC_KEEP_DELETED_FALSE);
+    assert_int_equal(got->families[0].versions, 1);
+    wc_table_desc_free(got);
+    drop_table(s, "kdc1");
+    wc_close(s);
+}
+
+/* ---- read-dependent deletes under concurrent writers ------------------------------------ */
+
+struct deleter {
+    struct wc_table *t;
+    struct wc_mutation m; /* the delete to repeat */
+    int times;            /* > 0: exactly this many; 0: until *stop */
+    atomic_int *stop;
+    atomic_int *pause;  /* NULL, or: while set, the deleter waits between deletes ... */
+    atomic_int *paused; /* ... and says so here */
+    int done;
+    int conflicts; /* CT_ECONFLICT: gave up after repeated concurrent changes (allowed) */
+    int failures;
+    char msg[256];
+};
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {0, ms * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void *deleter_main(void *arg)
+{
+    struct deleter *d = arg;
+    struct wc_row_mutation rm = {wc_bytes_str("r"), &d->m, 1};
+    /* bounded by count, or by the writer's end (at most 100000 rounds) */
+    for (int i = 0; d->times ? i < d->times : !atomic_load(d->stop) && i < 100000; i++) {
+        if (d->pause && atomic_load(d->pause)) {
+            atomic_store(d->paused, 1);
+            for (int w = 0; w < 10000 && atomic_load(d->pause) && !atomic_load(d->stop); w++)
+                sleep_ms(1); /* at most ~10 s */
+            atomic_store(d->paused, 0);
+            continue;
+        }
+        struct ct_err err = {0};
+        int rc = wc_mutate_row(d->t, &rm, WC_DURABILITY_USE_DEFAULT, &err);
+        if (rc == CT_ECONFLICT) {
+            d->conflicts++;
+        } else if (rc != CT_OK) {
+            if (!d->failures++)
+                snprintf(d->msg, sizeof(d->msg), "%s", err.msg);
+        } else {
+            d->done++;
+        }
+    }
+    return NULL;
+}
+
+/* Versions of r f:a, oldest first, as "1,2,3". */
+static void versions_text(struct wc_table *t, char *out, size_t size)
+{
+    struct ct_err err = {0};
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 100000;
+    struct wc_result res;
+    OK(wc_get(t, wc_bytes_str("r"), &o, &res, &err));
+    size_t pos = 0;
+    out[0] = 0;
+    for (size_t i = res.row.ncells; i-- > 0 && pos + 24 < size;)
+        pos += (size_t)snprintf(out + pos, size - pos, "%s%lld", pos ? "," : "",
+                                (long long)res.row.cells[i].ts_ms);
+    wc_result_release(&res);
+}
+
+/* Four threads delete the latest version of one column 30 times each: every delete removes a
+ * different version (a read-then-delete loses deletes when two threads read the same latest). */
+static void test_concurrent_delete_latest_removes_one_version_each(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f;
+    wc_family_desc_init(&f, "f");
+    f.versions = 1000;
+    make_table(s, "dlatest", &f, 1, NULL, 0);
+    struct wc_table *t;
+    OK(wc_table_open(s, "dlatest", &t, &err));
+    enum {
+        NT = 4,
+        EACH = 30,
+        NV = 160
+    };
+    struct wc_mutation puts[NV];
+    for (int i = 0; i < NV; i++)
+        puts[i] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("a"),
+                                       wc_bytes_str("v"), i + 1};
+    struct wc_row_mutation prm = {wc_bytes_str("r"), puts, NV};
+    OK(wc_mutate_row(t, &prm, WC_DURABILITY_USE_DEFAULT, &err));
+    struct deleter d[NT];
+    pthread_t th[NT];
+    for (int i = 0; i < NT; i++) {
+        d[i] = (struct deleter){t,
+                                {WC_OP_DELETE_VERSION, wc_bytes_str("f"), wc_bytes_str("a"),
+                                 wc_bytes_of(NULL, 0), WC_TS_LATEST},
+                                EACH,
+                                NULL,
+                                NULL,
+                                NULL,
+                                0,
+                                0,
+                                0,
+                                ""};
+        assert_int_equal(pthread_create(&th[i], NULL, deleter_main, &d[i]), 0);
+    }
+    for (int i = 0; i < NT; i++) {
+        pthread_join(th[i], NULL);
+        if (d[i].failures || d[i].conflicts)
+            fail_msg("deleter %d: %d failures, %d conflicts: %s", i, d[i].failures,
+                     d[i].conflicts, d[i].msg);
+    }
+    char out[4096], want[4096];
+    versions_text(t, out, sizeof(out));
+    size_t pos = 0;
+    for (int v = 1; v <= NV - NT * EACH; v++)
+        pos += (size_t)snprintf(want + pos, sizeof(want) - pos, "%s%d", v > 1 ? "," : "", v);
+    assert_string_equal(out, want);
+    wc_table_close(t);
+    drop_table(s, "dlatest");
+    wc_close(s);
+}
+
+/* A writer puts {a@T = i, n<i>@T = i} in one row mutation, while another thread repeats a
+ * delete that covers T. Each delete must be atomic against each write: whenever some n<j> is
+ * visible, `a` (written with every n<j>) must be too. A delete that reads the columns first and
+ * deletes them later removes `a` of a write that landed in between and leaves its n<i>.
+ *
+ * After each write the writer pauses the deleter (its delete in flight, the one that may race
+ * with the write, completes first) and then reads: the emulator's reads can be torn while a
+ * DeleteFromColumn removes a column (its row copy shares the column-name array), so the check
+ * reads a quiet row. */
+struct pair_writer {
+    struct wc_table *t;
+    int64_t ts;
+    int rounds;
+    atomic_int *stop, *pause, *paused;
+    int violations, failures;
+    char msg[256];
+};
+
+static void *pair_writer_main(void *arg)
+{
+    struct pair_writer *w = arg;
+    for (int i = 0; i < w->rounds; i++) {
+        char q[32], v[32];
+        snprintf(q, sizeof(q), "n%05d", i);
+        snprintf(v, sizeof(v), "%d", i);
+        struct wc_mutation m[2] = {
+            {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("a"), wc_bytes_str(v), w->ts},
+            {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str(q), wc_bytes_str(v), w->ts},
+        };
+        struct wc_row_mutation rm = {wc_bytes_str("r"), m, 2};
+        struct ct_err err = {0};
+        if (wc_mutate_row(w->t, &rm, WC_DURABILITY_USE_DEFAULT, &err) != CT_OK) {
+            if (!w->failures++)
+                snprintf(w->msg, sizeof(w->msg), "%s", err.msg);
+            continue;
+        }
+        atomic_store(w->pause, 1);
+        for (int k = 0; k < 10000 && !atomic_load(w->paused); k++)
+            sleep_ms(1); /* at most ~10 s */
+        if (!atomic_load(w->paused)) {
+            if (!w->failures++)
+                snprintf(w->msg, sizeof(w->msg), "the deleter did not pause");
+            atomic_store(w->pause, 0);
+            break;
+        }
+        struct wc_scan_options o;
+        wc_scan_options_init(&o);
+        o.tmin_ms = w->ts;
+        o.tmax_ms = w->ts + 1;
+        struct wc_result res;
+        int rc = wc_get(w->t, wc_bytes_str("r"), &o, &res, &err);
+        atomic_store(w->pause, 0);
+        for (int k = 0; k < 10000 && atomic_load(w->paused); k++)
+            sleep_ms(1); /* let it run again before the next write */
+        if (rc != CT_OK) {
+            if (!w->failures++)
+                snprintf(w->msg, sizeof(w->msg), "%s", err.msg);
+            continue;
+        }
+        bool has_a = false, has_n = false;
+        for (size_t k = 0; k < res.row.ncells; k++) {
+            struct wc_bytes cq = res.row.cells[k].qualifier;
+            if (cq.len == 1 && cq.data[0] == 'a')
+                has_a = true;
+            else if (cq.len && cq.data[0] == 'n')
+                has_n = true;
+        }
+        wc_result_release(&res);
+        if (has_n && !has_a)
+            w->violations++;
+    }
+    atomic_store(w->stop, 1);
+    return NULL;
+}
+
+static void run_pair_race(struct wc_table *t, enum wc_mutation_op op, int64_t delete_ts,
+                          int64_t write_ts, int *deletes_done)
+{
+    atomic_int stop = 0, pause = 0, paused = 0;
+    struct pair_writer w = {t, write_ts, 300, &stop, &pause, &paused, 0, 0, ""};
+    struct deleter d = {t,
+                        {op, wc_bytes_str("f"), wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0),
+                         delete_ts},
+                        0,
+                        &stop,
+                        &pause,
+                        &paused,
+                        0,
+                        0,
+                        0,
+                        ""};
+    pthread_t tw, td;
+    assert_int_equal(pthread_create(&td, NULL, deleter_main, &d), 0);
+    assert_int_equal(pthread_create(&tw, NULL, pair_writer_main, &w), 0);
+    pthread_join(tw, NULL);
+    pthread_join(td, NULL);
+    if (w.failures)
+        fail_msg("writer: %d failures: %s", w.failures, w.msg);
+    if (d.failures)
+        fail_msg("deleter: %d failures: %s", d.failures, d.msg);
+    print_message("%d writes, %d deletes (%d gave up on conflicts), %d half-deleted writes seen\n",
+                  w.rounds, d.done, d.conflicts, w.violations);
+    assert_int_equal(w.violations, 0);
+    *deletes_done = d.done;
+}
+
+static void test_family_deletes_are_atomic_against_a_concurrent_writer(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f;
+    wc_family_desc_init(&f, "f");
+    f.versions = 5;
+    make_table(s, "dpair", &f, 1, NULL, 0);
+    struct wc_table *t;
+    OK(wc_table_open(s, "dpair", &t, &err));
+    int done = 0;
+    /* DeleteFamilyVersion at exactly the writer's timestamp */
+    run_pair_race(t, WC_OP_DELETE_FAMILY_VERSION, 5000, 5000, &done);
+    assert_true(done > 0);
+    /* DeleteFamily <= T while a cell newer than T exists: the column-by-column path */
+    put(t, "r", "f", "future", "stays", 9000);
+    run_pair_race(t, WC_OP_DELETE_FAMILY, 6000, 5000, &done);
+    assert_true(done > 0);
+    char out[8192];
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.tmin_ms = 9000;
+    scan_text(t, &o, out, sizeof(out));
+    assert_string_equal(out, "r/f:future@9000=stays");
+    wc_table_close(t);
+    drop_table(s, "dpair");
+    wc_close(s);
+}
+
+/* A DeleteFamilyVersion over more columns than one request's predicate may name is sent in
+ * qualifier-range steps: every column loses exactly its cell at T. */
+static void test_family_version_delete_over_thousands_of_columns(void **state)
+{
+    (void)state;
+    SKIP_WITHOUT_EMULATOR();
+    struct wc_store *s = open_store();
+    struct ct_err err = {0};
+    struct wc_family_desc f[2];
+    wc_family_desc_init(&f[0], "f");
+    f[0].versions = 5;
+    wc_family_desc_init(&f[1], "g");
+    make_table(s, "dwide", f, 2, NULL, 0);
+    struct wc_table *t;
+    OK(wc_table_open(s, "dwide", &t, &err));
+    enum {
+        NC = 2500
+    };
+    static char quals[NC][16];
+    static struct wc_mutation m[2 * NC + 1];
+    for (int i = 0; i < NC; i++) {
+        snprintf(quals[i], sizeof(quals[i]), "c%05d", i);
+        m[2 * i] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str(quals[i]),
+                                        wc_bytes_str("x"), 5};
+        m[2 * i + 1] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str(quals[i]),
+                                            wc_bytes_str("y"), 6};
+    }
+    m[2 * NC] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("g"), wc_bytes_str("k"),
+                                     wc_bytes_str("z"), 5};
+    struct wc_row_mutation rm = {wc_bytes_str("r"), m, 2 * NC + 1};
+    OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
+    struct wc_mutation dm = {WC_OP_DELETE_FAMILY_VERSION, wc_bytes_str("f"), wc_bytes_of(NULL, 0),
+                             wc_bytes_of(NULL, 0), 5};
+    struct wc_row_mutation drm = {wc_bytes_str("r"), &dm, 1};
+    OK(wc_mutate_row(t, &drm, WC_DURABILITY_USE_DEFAULT, &err));
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.max_versions = 5;
+    struct wc_result res;
+    OK(wc_get(t, wc_bytes_str("r"), &o, &res, &err));
+    size_t at5 = 0, at6 = 0, other = 0;
+    for (size_t i = 0; i < res.row.ncells; i++) {
+        const struct wc_cell *c = &res.row.cells[i];
+        if (c->family.len == 1 && c->family.data[0] == 'g')
+            other++;
+        else if (c->ts_ms == 5)
+            at5++;
+        else if (c->ts_ms == 6)
+            at6++;
+    }
+    wc_result_release(&res);
+    assert_int_equal(at5, 0);
+    assert_int_equal(at6, NC);
+    assert_int_equal(other, 1);
+    wc_table_close(t);
+    drop_table(s, "dwide");
     wc_close(s);
 }
 
@@ -788,6 +1195,11 @@ int main(void)
         cmocka_unit_test(test_deletes_increment_and_check_and_mutate),
         cmocka_unit_test(test_large_batch_and_client_side_limits),
         cmocka_unit_test(test_threads_share_one_store_and_handle),
+        cmocka_unit_test(test_timestamp_and_cell_size_edges),
+        cmocka_unit_test(test_keep_deleted_cells_is_refused),
+        cmocka_unit_test(test_concurrent_delete_latest_removes_one_version_each),
+        cmocka_unit_test(test_family_deletes_are_atomic_against_a_concurrent_writer),
+        cmocka_unit_test(test_family_version_delete_over_thousands_of_columns),
         cmocka_unit_test(test_scan_and_batch_survive_connection_drops),
     };
     return cmocka_run_group_tests(tests, emulator_start, emulator_stop);

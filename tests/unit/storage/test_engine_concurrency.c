@@ -2,13 +2,15 @@
  * several columns, one value per mutation), scanners in both directions and gets checking that
  * a row is never seen half-written, while flushes, compactions and splits run in the
  * background (tiny memstore, small split size); increments from several threads never lose an
- * update. Bounded in operations, not time. */
+ * update, and plain puts racing increments of the same cell are not lost. Bounded in operations,
+ * not time. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/clock.h"
 #include "storage/coding.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
@@ -259,11 +261,133 @@ static void test_concurrent_increments_lose_no_update(void **state)
     ctest_rmdir(dir);
 }
 
+/* Plain puts and increments of one cell are serialised: a putter stores k << 32 (k = 1, 2, ...)
+ * and reads the cell back, which must show a value >= k << 32 (an increment that read the
+ * value before the put and wrote after it would have lost the put). The clock is pinned, so
+ * every write has the same timestamp and the newest write wins. Half of the puts go through
+ * two-row batches (several row locks at once). */
+#define MIX_PUTS  400
+#define MIX_INCRS 1500
+
+struct mix_ctx {
+    struct wc_table *t;
+    atomic_int bad;
+    atomic_int putter_done;
+    char msg[200];
+};
+
+static int64_t mix_read(struct mix_ctx *c)
+{
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_result r;
+    struct ct_err err;
+    if (wc_get(c->t, wc_bytes_str("ctr"), &o, &r, &err) != CT_OK || r.row.ncells != 1 ||
+        r.row.cells[0].value.len != 8) {
+        if (err.code == CT_OK)
+            wc_result_release(&r);
+        return -1;
+    }
+    int64_t v = (int64_t)coding_get_be64(r.row.cells[0].value.data);
+    wc_result_release(&r);
+    return v;
+}
+
+static void *mix_putter(void *arg)
+{
+    struct mix_ctx *c = arg;
+    for (int64_t k = 1; k <= MIX_PUTS; k++) {
+        uint8_t buf[8];
+        coding_put_be64(buf, (uint64_t)k << 32);
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("a"), wc_bytes_str("n"),
+                                wc_bytes_of(buf, 8), WC_TS_LATEST};
+        struct wc_mutation other = {WC_OP_PUT, wc_bytes_str("a"), wc_bytes_str("x"),
+                                    wc_bytes_str("y"), WC_TS_LATEST};
+        struct wc_row_mutation rows[2] = {{wc_bytes_str("ctr"), &m, 1},
+                                          {wc_bytes_str("other-row"), &other, 1}};
+        struct ct_err err;
+        int rc = k % 2 ? wc_mutate_batch(c->t, rows, 2, WC_DURABILITY_SYNC_WAL, &err)
+                       : wc_mutate_row(c->t, &rows[0], WC_DURABILITY_SYNC_WAL, &err);
+        if (rc != CT_OK) {
+            atomic_fetch_add(&c->bad, 1);
+            break;
+        }
+        int64_t v = mix_read(c);
+        if (v < (k << 32) && atomic_fetch_add(&c->bad, 1) == 0)
+            snprintf(c->msg, sizeof c->msg, "after put %lld the cell holds %lld:%lld",
+                     (long long)k, (long long)(v >> 32), (long long)(v & 0xffffffff));
+    }
+    atomic_store(&c->putter_done, 1);
+    return NULL;
+}
+
+static void *mix_incrementer(void *arg)
+{
+    struct mix_ctx *c = arg;
+    int64_t prev = 0;
+    for (int i = 0; i < MIX_INCRS || !atomic_load(&c->putter_done); i++) {
+        if (i > 20 * MIX_INCRS)
+            break; /* bounded */
+        int64_t v;
+        struct ct_err err;
+        if (wc_increment(c->t, wc_bytes_str("ctr"), wc_bytes_str("a"), wc_bytes_str("n"), 1,
+                         WC_DURABILITY_SYNC_WAL, &v, &err) != CT_OK) {
+            atomic_fetch_add(&c->bad, 1);
+            break;
+        }
+        /* puts only raise the high half; this thread's results never go back */
+        if ((v >> 32) < (prev >> 32) && atomic_fetch_add(&c->bad, 1) == 0)
+            snprintf(c->msg, sizeof c->msg, "increment went back from %lld to %lld",
+                     (long long)prev, (long long)v);
+        prev = v;
+    }
+    return NULL;
+}
+
+static void test_increments_and_plain_puts_of_one_cell_are_serialised(void **state)
+{
+    (void)state;
+    setenv("CTSDB_NOW_MS", "1700000000000", 1);
+    clock_reload();
+    char *dir = ctest_mkdtemp();
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = dir;
+    o.memstore_flush_bytes = 64 << 10;
+    struct wc_store *s;
+    struct ct_err err;
+    assert_int_equal(wc_open(&o, &s, &err), CT_OK);
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "a");
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "mix");
+    d.families = &fd;
+    d.nfamilies = 1;
+    assert_int_equal(wc_table_create(s, &d, NULL, 0, &err), CT_OK);
+    struct mix_ctx c = {0};
+    assert_int_equal(wc_table_open(s, "mix", &c.t, &err), CT_OK);
+    pthread_t th[3];
+    assert_int_equal(pthread_create(&th[0], NULL, mix_putter, &c), 0);
+    assert_int_equal(pthread_create(&th[1], NULL, mix_incrementer, &c), 0);
+    assert_int_equal(pthread_create(&th[2], NULL, mix_incrementer, &c), 0);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    if (atomic_load(&c.bad))
+        fail_msg("%d violations; first: %s", atomic_load(&c.bad), c.msg);
+    assert_true(mix_read(&c) >> 32 == MIX_PUTS); /* the last put is never lost */
+    wc_table_close(c.t);
+    wc_close(s);
+    ctest_rmdir(dir);
+    unsetenv("CTSDB_NOW_MS");
+    clock_reload();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_are_atomic_under_concurrent_writes_flushes_and_splits),
         cmocka_unit_test(test_concurrent_increments_lose_no_update),
+        cmocka_unit_test(test_increments_and_plain_puts_of_one_cell_are_serialised),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

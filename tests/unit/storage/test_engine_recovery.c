@@ -1,13 +1,15 @@
 /* test_engine_recovery.c - durability of the embedded engine: the log replays through a reopen
  * (puts, every marker, several families, altered and truncated tables), a process SIGKILLed at
  * random moments while writing with SYNC_WAL loses no acknowledged mutation and the store
- * opens, and a failed background flush is a sticky error. */
+ * opens, a failed background flush is a sticky error, and a store whose memstores are all
+ * flushed keeps no log (an idle table's small memstore pinning the log is flushed). */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -390,6 +392,152 @@ static void test_long_log_flushes_the_oldest_memstore(void **state)
     ctest_rmdir(dir);
 }
 
+/* Bytes of every log segment in dir/wal. */
+static long long wal_bytes(const char *dir)
+{
+    char p[4096];
+    snprintf(p, sizeof(p), "%s/wal", dir);
+    DIR *d = opendir(p);
+    assert_non_null(d);
+    long long n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strstr(de->d_name, ".log"))
+            continue;
+        char f[4400];
+        snprintf(f, sizeof(f), "%s/%s", p, de->d_name);
+        struct stat sb;
+        if (stat(f, &sb) == 0)
+            n += (long long)sb.st_size;
+    }
+    closedir(d);
+    return n;
+}
+
+/* Once every table's memstores are flushed, the log is rolled and no segment is kept: a store
+ * whose data is all in block files carries no log bytes, while running and after a clean close;
+ * the data is intact after reopening and writes go on into a new segment. */
+static void test_flushed_store_keeps_no_log_bytes(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 << 20);
+    create(s, "a", (const char *const[]){"f"}, 1);
+    create(s, "b", (const char *const[]){"f"}, 1);
+    struct wc_table *a, *b;
+    struct ct_err err;
+    assert_int_equal(wc_table_open(s, "a", &a, &err), CT_OK);
+    assert_int_equal(wc_table_open(s, "b", &b, &err), CT_OK);
+    for (int i = 0; i < 300; i++) {
+        char row[16];
+        snprintf(row, sizeof(row), "r%04d", i);
+        assert_int_equal(mut(a, row, WC_OP_PUT, "f", "q", "va", 5, WC_DURABILITY_SYNC_WAL), CT_OK);
+        assert_int_equal(mut(b, row, WC_OP_PUT, "f", "q", "vb", 5, WC_DURABILITY_SYNC_WAL), CT_OK);
+    }
+    assert_true(wal_bytes(dir) > 300 * 2 * 20);
+    assert_int_equal(wc_table_flush(s, "a", &err), CT_OK);
+    assert_true(wal_bytes(dir) > 0); /* b's edits still need the log */
+    assert_int_equal(wc_table_flush(s, "b", &err), CT_OK);
+    assert_int_equal(wal_bytes(dir), 0);
+    assert_int_equal(wal_segments(dir), 0);
+    /* writes go on into a new segment; a clean close leaves no log either */
+    assert_int_equal(mut(a, "later", WC_OP_PUT, "f", "q", "v2", 6, WC_DURABILITY_FSYNC_WAL),
+                     CT_OK);
+    assert_int_equal(wal_segments(dir), 1);
+    wc_table_close(a);
+    wc_table_close(b);
+    wc_close(s);
+    assert_int_equal(wal_bytes(dir), 0);
+    s = open_store(dir, 64 << 20);
+    assert_int_equal(wc_table_open(s, "a", &a, &err), CT_OK);
+    assert_int_equal(wc_table_open(s, "b", &b, &err), CT_OK);
+    char got[64];
+    row_str(a, "r0123", got, sizeof(got));
+    assert_string_equal(got, "f:q@5=va");
+    row_str(b, "r0299", got, sizeof(got));
+    assert_string_equal(got, "f:q@5=vb");
+    row_str(a, "later", got, sizeof(got));
+    assert_string_equal(got, "f:q@6=v2");
+    /* a write after the reopen is kept across the next close and open */
+    assert_int_equal(mut(b, "after", WC_OP_PUT, "f", "q", "v3", 7, WC_DURABILITY_SYNC_WAL), CT_OK);
+    wc_table_close(a);
+    wc_table_close(b);
+    wc_close(s);
+    s = open_store(dir, 64 << 20);
+    assert_int_equal(wc_table_open(s, "b", &b, &err), CT_OK);
+    row_str(b, "after", got, sizeof(got));
+    assert_string_equal(got, "f:q@7=v3");
+    wc_table_close(b);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+static uint64_t table_files(struct wc_store *s, const char *name, uint64_t *memstore_bytes)
+{
+    struct wc_region_info *ri = NULL;
+    size_t n = 0;
+    struct ct_err err;
+    if (wc_table_regions(s, name, &ri, &n, &err) != CT_OK)
+        fail_msg("regions of %s: %s", name, err.msg);
+    uint64_t files = 0;
+    *memstore_bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        files += ri[i].store_files;
+        *memstore_bytes += ri[i].memstore_bytes;
+    }
+    wc_region_info_free(ri, n);
+    return files;
+}
+
+/* An idle table's small memstore that pins closed log segments is flushed (HBase's log roller)
+ * long before the log reaches its segment limit (8), so that once the busy table is flushed
+ * the log keeps nothing. */
+static void test_idle_small_memstore_pinning_the_log_is_flushed(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = dir;
+    o.block_cache_bytes = 1 << 20;
+    o.wal_segment_bytes = 8 << 10;
+    struct wc_store *s;
+    struct ct_err err;
+    assert_int_equal(wc_open(&o, &s, &err), CT_OK);
+    create(s, "quiet", (const char *const[]){"f"}, 1);
+    create(s, "busy", (const char *const[]){"f"}, 1);
+    struct wc_table *q, *b;
+    assert_int_equal(wc_table_open(s, "quiet", &q, &err), CT_OK);
+    assert_int_equal(wc_table_open(s, "busy", &b, &err), CT_OK);
+    assert_int_equal(mut(q, "once", WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+    char val[200];
+    memset(val, 'x', sizeof(val) - 1);
+    val[sizeof(val) - 1] = 0;
+    for (int i = 0; i < 150; i++) { /* ~36 KB of log: 4-5 segments of 8 KiB */
+        char row[16];
+        snprintf(row, sizeof(row), "r%05d", i);
+        assert_int_equal(mut(b, row, WC_OP_PUT, "f", "q", val, 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+    }
+    size_t segs = wal_segments(dir);
+    assert_true(segs >= 3 && segs <= 8);
+    uint64_t ms = 0, files = table_files(s, "quiet", &ms);
+    for (int tries = 0; tries < 150 && files == 0; tries++) { /* at most ~15 s */
+        usleep(100 * 1000);
+        files = table_files(s, "quiet", &ms);
+    }
+    assert_int_equal(files, 1);
+    assert_int_equal(ms, 0);
+    assert_int_equal(wc_table_flush(s, "busy", &err), CT_OK);
+    assert_int_equal(wal_bytes(dir), 0);
+    char got[64];
+    row_str(q, "once", got, sizeof(got));
+    assert_string_equal(got, "f:q@1=v");
+    wc_table_close(q);
+    wc_table_close(b);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
 /* A read-only open reads the block files, refuses writes and leaves the directory alone. */
 static void test_read_only_open_reads_and_refuses_writes(void **state)
 {
@@ -504,6 +652,8 @@ int main(void)
         cmocka_unit_test(test_sigkill_loses_no_acknowledged_write),
         cmocka_unit_test(test_failed_background_flush_is_sticky),
         cmocka_unit_test(test_long_log_flushes_the_oldest_memstore),
+        cmocka_unit_test(test_flushed_store_keeps_no_log_bytes),
+        cmocka_unit_test(test_idle_small_memstore_pinning_the_log_is_flushed),
         cmocka_unit_test(test_read_only_open_reads_and_refuses_writes),
         cmocka_unit_test(test_failed_catalog_write_changes_nothing),
     };

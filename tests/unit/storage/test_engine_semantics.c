@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/clock.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
 
@@ -503,6 +504,7 @@ static int teardown(void **state)
     wc_close(g_store);
     ctest_rmdir(g_dir);
     unsetenv("CTSDB_NOW_MS");
+    clock_reload();
     return 0;
 }
 
@@ -532,6 +534,7 @@ static void run_scenario(size_t idx, const struct scenario *sc, bool reversed)
     snprintf(name, sizeof(name), "sem%zu%s", idx, reversed ? "r" : "");
     snprintf(now, sizeof(now), "%lld", (long long)(sc->now ? sc->now : 1000000000000LL));
     setenv("CTSDB_NOW_MS", now, 1);
+    clock_reload();
     struct wc_family_desc fd;
     wc_family_desc_init(&fd, "f");
     fd.versions = sc->versions;

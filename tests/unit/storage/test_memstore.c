@@ -1,5 +1,6 @@
 /* test_memstore.c - the memstore skiplist: cell order of spec §2 (with seq), seeks in both
- * directions, and readers iterating while a writer inserts. */
+ * directions, readers iterating while a writer inserts, and sequential inserts through the
+ * writer's finger mixed with inserts in the middle. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -197,6 +198,75 @@ static void test_memstore_readers_run_while_a_writer_inserts(void **state)
     memstore_unref(r.m);
 }
 
+/* Sequential inserts take the writer's finger (no search); mixing them with inserts in the
+ * middle, newer versions of the last cell and rows longer than the 16-byte integer prefix must
+ * keep the order, every seek and both directions exact. */
+static void test_memstore_sequential_and_mixed_inserts_keep_order(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct memstore *m;
+    assert_int_equal(memstore_new(&m, 4096, &err), CT_OK);
+    enum { N = 3000 };
+    static char rows[N][40];
+    uint64_t seq = 1;
+    /* even keys ascending (appends), every 7th followed by a newer version of itself, then the
+     * odd keys (inserts in the middle), then more appends past the end */
+    for (int i = 0; i < N; i += 2) {
+        snprintf(rows[i], sizeof rows[i], "prefix-longer-than-16-%08d", i);
+        struct cell c = mk(rows[i], "q", 10, WC_TYPE_PUT, seq++, "v");
+        assert_int_equal(memstore_add(m, &c, &err), CT_OK);
+        if (i % 7 == 0) {
+            struct cell c2 = mk(rows[i], "q", 5, WC_TYPE_PUT, seq++, "old"); /* sorts after */
+            assert_int_equal(memstore_add(m, &c2, &err), CT_OK);
+        }
+    }
+    for (int i = 1; i < N; i += 2) {
+        snprintf(rows[i], sizeof rows[i], "prefix-longer-than-16-%08d", i);
+        struct cell c = mk(rows[i], "q", 10, WC_TYPE_PUT, seq++, "v");
+        assert_int_equal(memstore_add(m, &c, &err), CT_OK);
+    }
+    char tail[N / 2][40];
+    for (int i = 0; i < N / 2; i++) {
+        snprintf(tail[i], sizeof tail[i], "z%06d", i);
+        struct cell c = mk(tail[i], "q", 10, WC_TYPE_PUT, seq++, "t");
+        assert_int_equal(memstore_add(m, &c, &err), CT_OK);
+    }
+    size_t want = N + (N / 2 + 6) / 7 + N / 2;
+    assert_int_equal(memstore_count(m), want);
+    struct memstore_iter it;
+    memstore_iter_init(&it, m);
+    size_t n = 0;
+    const struct cell *prev = NULL;
+    for (memstore_iter_seek_first(&it); memstore_iter_valid(&it); memstore_iter_next(&it), n++) {
+        const struct cell *c = memstore_iter_cell(&it);
+        if (prev)
+            assert_true(cell_compare(prev, c) < 0);
+        prev = c;
+    }
+    assert_int_equal(n, want);
+    n = 0;
+    for (memstore_iter_seek_last(&it); memstore_iter_valid(&it); memstore_iter_prev(&it))
+        n++;
+    assert_int_equal(n, want);
+    for (int i = 0; i < N; i++) {
+        struct cell t = mk(rows[i], "q", 10, WC_TYPE_PUT, UINT64_MAX, "");
+        memstore_iter_seek(&it, &t);
+        assert_true(memstore_iter_valid(&it));
+        const struct cell *c = memstore_iter_cell(&it);
+        assert_int_equal(c->row_len, strlen(rows[i]));
+        assert_memory_equal(c->row, rows[i], c->row_len);
+        assert_int_equal(c->ts_ms, 10);
+    }
+    for (int i = 0; i < N / 2; i++) {
+        struct cell t = mk(tail[i], "q", 10, WC_TYPE_PUT, 0, "");
+        memstore_iter_seek_for_prev(&it, &t);
+        assert_true(memstore_iter_valid(&it));
+        assert_memory_equal(memstore_iter_cell(&it)->row, tail[i], strlen(tail[i]));
+    }
+    memstore_unref(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -204,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_memstore_copies_cell_bytes_and_counts_size),
         cmocka_unit_test(test_memstore_readers_run_while_a_writer_inserts),
         cmocka_unit_test(test_memstore_row_bloom_has_no_false_negatives),
+        cmocka_unit_test(test_memstore_sequential_and_mixed_inserts_keep_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -409,17 +409,18 @@ static void test_wal_release_deletes_flushed_segments(void **state)
     wal_get_stats(w, &after);
     assert_true(after.segments < before.segments);
     assert_true(after.segments > 1);
-    assert_int_equal(wal_release_upto(w, 1000, &err), CT_OK);
+    assert_int_equal(wal_release_upto(w, 99, &err), CT_OK);
     wal_get_stats(w, &after);
-    assert_int_equal(after.segments, 1); /* the active segment stays */
+    assert_int_equal(after.segments, 1); /* the active segment holds seq 100: it stays */
+    append_n(w, 101, 1, 100, WAL_SYNC_WRITE);
     wal_close(w);
 
     assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
     struct collected *c = calloc(1, sizeof(*c));
     assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
     assert_true(c->n < 100);
-    assert_int_equal(c->seqs[c->n - 1], 100);
-    assert_int_equal(wal_release_upto(w, 100, &err), CT_OK); /* replayed segments go too */
+    assert_int_equal(c->seqs[c->n - 1], 101);
+    assert_int_equal(wal_release_upto(w, 101, &err), CT_OK); /* replayed segments go too */
     wal_get_stats(w, &after);
     assert_int_equal(after.segments, 0);
     wal_close(w);
@@ -532,6 +533,245 @@ static void test_wal_random_damage_gives_prefix_or_corruption(void **state)
     }
 }
 
+static int count_segments(const char *dir)
+{
+    int n = 0;
+    for (uint64_t num = 1; num < 64; num++) {
+        char p[600];
+        seg_path(dir, num, p, sizeof p);
+        struct stat sb;
+        if (stat(p, &sb) == 0)
+            n++;
+    }
+    return n;
+}
+
+struct warned {
+    int n;
+    char last[1024];
+};
+
+static void warn_collect(void *arg, const char *msg)
+{
+    struct warned *wn = arg;
+    wn->n++;
+    snprintf(wn->last, sizeof wn->last, "%s", msg);
+}
+
+/* A process killed after its appends returned leaves the mapped segment with its preallocated
+ * zero tail: replay reads every record, treats the zeros as the end (no warning), cuts the
+ * file to its records, and appends go on. */
+static void test_wal_mapped_crash_zero_tail_is_end_of_log(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct wal *w = NULL;
+        if (wal_open_mapped(dir, NULL, &w, &err) != CT_OK)
+            _exit(2);
+        uint8_t buf[100];
+        for (uint64_t seq = 1; seq <= 50; seq++) {
+            payload_for(seq, buf, sizeof buf);
+            if (wal_append(w, seq, buf, sizeof buf, WAL_SYNC_WRITE, &err) != CT_OK)
+                _exit(3);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char p[600];
+    seg_path(dir, 1, p, sizeof p);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    off_t used = WAL_SEGMENT_HEADER_BYTES + 50 * (WAL_RECORD_HEADER_BYTES + 100);
+    assert_true(sb.st_size > used);           /* a zero tail was preallocated ... */
+    assert_true(sb.st_size <= (2 << 20));     /* ... but modestly, not the 64 MiB segment */
+    struct warned wn = {0};
+    struct wal_options o = {.warn_fn = warn_collect, .warn_arg = &wn};
+    struct wal *w = NULL;
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 50);
+    assert_int_equal(wn.n, 0); /* zeros are no news */
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_size, used);
+    append_n(w, 51, 3, 100, WAL_SYNC_WRITE);
+    wal_close(w);
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
+    memset(c, 0, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 53);
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+/* What a kill in the middle of copying a record into the mapping leaves: its header stored, half
+ * its payload, the checksum not yet (zero), then the zero tail. Replay keeps the records before
+ * it, cuts the torn one (and says so: it is not all zeros), and the next open is clean. */
+static void test_wal_mapped_torn_record_is_cut(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct wal *w = NULL;
+        if (wal_open_mapped(dir, NULL, &w, &err) != CT_OK)
+            _exit(2);
+        uint8_t buf[100];
+        for (uint64_t seq = 1; seq <= 20; seq++) {
+            payload_for(seq, buf, sizeof buf);
+            if (wal_append(w, seq, buf, sizeof buf, WAL_SYNC_WRITE, &err) != CT_OK)
+                _exit(3);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char p[600];
+    seg_path(dir, 1, p, sizeof p);
+    int fd = open(p, O_RDWR);
+    assert_true(fd >= 0);
+    off_t last = WAL_SEGMENT_HEADER_BYTES + 19 * (WAL_RECORD_HEADER_BYTES + 100);
+    uint8_t zeros[4 + 50] = {0};
+    assert_int_equal(pwrite(fd, zeros, 4, last), 4); /* checksum not stored yet */
+    assert_int_equal(pwrite(fd, zeros + 4, 50, last + WAL_RECORD_HEADER_BYTES + 50), 50);
+    close(fd);
+    struct warned wn = {0};
+    struct wal_options o = {.warn_fn = warn_collect, .warn_arg = &wn};
+    struct wal *w = NULL;
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 19);
+    assert_int_equal(wn.n, 1);
+    assert_non_null(strstr(wn.last, "checksum mismatch"));
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_size, last);
+    wal_close(w);
+    wn.n = 0;
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
+    memset(c, 0, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 19);
+    assert_int_equal(wn.n, 0);
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+/* A zero tail is the end of a segment's records wherever it is, never corruption; a segment
+ * that is all zeros (created and extended, header never stored) replays as empty. */
+static void test_wal_zero_tail_in_any_segment_is_not_corruption(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    struct wal_options o = {.segment_bytes = 1024};
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
+    append_n(w, 1, 30, 100, WAL_SYNC_WRITE);
+    wal_close(w);
+    assert_true(count_segments(dir) >= 3);
+    char p[600];
+    seg_path(dir, 1, p, sizeof p);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(truncate(p, sb.st_size + 8192), 0); /* zero tail in the FIRST segment */
+    uint64_t next = (uint64_t)count_segments(dir) + 1;
+    seg_path(dir, next, p, sizeof p);
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, 4096), 0); /* an all-zero last segment */
+    close(fd);
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 30);
+    for (size_t i = 0; i < 30; i++)
+        assert_int_equal(c->seqs[i], i + 1);
+    append_n(w, 31, 1, 100, WAL_SYNC_WRITE);
+    wal_close(w);
+    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
+    memset(c, 0, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 31);
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+/* Once every record is released the active segment goes too: no log bytes are left, and the
+ * next append opens a new segment. */
+static void test_wal_release_of_everything_removes_the_active_segment(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
+    append_n(w, 1, 10, 100, WAL_SYNC_WRITE);
+    assert_int_equal(count_segments(dir), 1);
+    assert_int_equal(wal_release_upto(w, 9, &err), CT_OK);
+    assert_int_equal(count_segments(dir), 1);
+    assert_int_equal(wal_release_upto(w, 10, &err), CT_OK);
+    assert_int_equal(count_segments(dir), 0);
+    struct wal_stats st;
+    wal_get_stats(w, &st);
+    assert_int_equal(st.segments, 0);
+    assert_int_equal(wal_sync(w, &err), CT_OK);
+    append_n(w, 11, 2, 100, WAL_SYNC_FSYNC);
+    assert_int_equal(count_segments(dir), 1);
+    char p[600];
+    seg_path(dir, 2, p, sizeof p);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    wal_close(w);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_size, WAL_SEGMENT_HEADER_BYTES + 2 * (WAL_RECORD_HEADER_BYTES + 100));
+    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
+    struct collected *c = calloc(1, sizeof(*c));
+    assert_int_equal(wal_replay(w, collect_fn, c, &err), CT_OK);
+    assert_int_equal(c->n, 2);
+    assert_int_equal(c->seqs[0], 11);
+    wal_close(w);
+    free(c);
+    ctest_rmdir(dir);
+}
+
+/* Mapped segments grow in modest steps while in use and are cut to their records at close. */
+static void test_wal_mapped_segment_grows_in_steps_and_is_cut_at_close(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(wal_open_mapped(dir, NULL, &w, &err), CT_OK); /* 64 MiB segments */
+    append_n(w, 1, 3, 100, WAL_SYNC_WRITE);
+    char p[600];
+    seg_path(dir, 1, p, sizeof p);
+    struct stat sb;
+    assert_int_equal(stat(p, &sb), 0);
+    assert_true(sb.st_size <= (1 << 20));
+    append_n(w, 4, 20000, 100, WAL_SYNC_WRITE); /* ~2.3 MB: past two steps */
+    assert_int_equal(stat(p, &sb), 0);
+    off_t used = WAL_SEGMENT_HEADER_BYTES + 20003 * (off_t)(WAL_RECORD_HEADER_BYTES + 100);
+    assert_true(sb.st_size >= used && sb.st_size <= used + (1 << 20) + 4096);
+    wal_close(w);
+    assert_int_equal(stat(p, &sb), 0);
+    assert_int_equal(sb.st_size, used);
+    ctest_rmdir(dir);
+}
+
 #define BOTH(t) cmocka_unit_test_setup(t, set_plain), cmocka_unit_test_setup(t, set_mapped)
 
 int main(void)
@@ -551,6 +791,11 @@ int main(void)
         BOTH(test_wal_replay_callback_error_stops_replay),
         BOTH(test_wal_sync_write_records_survive_process_death),
         BOTH(test_wal_random_damage_gives_prefix_or_corruption),
+        BOTH(test_wal_zero_tail_in_any_segment_is_not_corruption),
+        BOTH(test_wal_release_of_everything_removes_the_active_segment),
+        cmocka_unit_test(test_wal_mapped_crash_zero_tail_is_end_of_log),
+        cmocka_unit_test(test_wal_mapped_torn_record_is_cut),
+        cmocka_unit_test(test_wal_mapped_segment_grows_in_steps_and_is_cut_at_close),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/clock.h"
 #include "tests/lib/ctest.h"
 #include "tools/shell.h"
 
@@ -59,6 +60,7 @@ static void exec_free(struct exec_run *r)
 static int exec_setup(void **state)
 {
     setenv("CTSDB_NOW_MS", "1700000000000", 1);
+    clock_reload();
     *state = ctest_mkdtemp();
     return 0;
 }
@@ -67,6 +69,7 @@ static int exec_teardown(void **state)
 {
     ctest_rmdir(*state);
     unsetenv("CTSDB_NOW_MS");
+    clock_reload();
     return 0;
 }
 

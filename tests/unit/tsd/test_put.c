@@ -2,6 +2,7 @@
  * error text of spec §1.3, in OpenTSDB's order, and the accepted forms. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/lib/ctest.h"
@@ -244,6 +245,48 @@ static void test_put_parse_long_edges(void **state)
     assert_string_equal(msg, "Just a sign, no value: -");
 }
 
+static void test_put_decimal_values_equal_strtod_bit_for_bit(void **state)
+{
+    /* the decimal fast path must give exactly the double the general parser gives */
+    (void)state;
+    static const char *const fixed[] = {
+        "0.1", "-0.0", "+2.5", "1.", ".5", "-.75", "123456789012345.6", "0.000000000000000000001",
+        "99999999999999.9", "1234567890.12345", "0.30000000000000004", "00012.500",
+        "9007199254740993.0", "1.7976931348623157", "4.9406564584124654", "100000000000000000.5",
+    };
+    unsigned x = 12345;
+    char line[128], v[64];
+    for (int i = 0; i < 20000 + (int)(sizeof(fixed) / sizeof(fixed[0])); i++) {
+        if (i < (int)(sizeof(fixed) / sizeof(fixed[0]))) {
+            snprintf(v, sizeof(v), "%s", fixed[i]);
+        } else {
+            size_t n = 0;
+            x = x * 1103515245u + 12345u;
+            if (x >> 31)
+                v[n++] = '-';
+            int intd = (int)((x >> 8) % 12), fracd = 1 + (int)((x >> 16) % 12);
+            for (int d = 0; d < intd; d++) {
+                x = x * 1103515245u + 12345u;
+                v[n++] = (char)('0' + (x >> 16) % 10);
+            }
+            v[n++] = '.';
+            for (int d = 0; d < fracd; d++) {
+                x = x * 1103515245u + 12345u;
+                v[n++] = (char)('0' + (x >> 16) % 10);
+            }
+            v[n] = '\0';
+        }
+        snprintf(line, sizeof(line), "put m 1 %s a=b", v);
+        if (parse(line) != PUT_OK)
+            fail_msg("value %s: %s", v, msg);
+        double want = strtod(v, NULL);
+        if (memcmp(&pt.value.d, &want, sizeof(want)) != 0)
+            fail_msg("value %s: got %.17g, strtod %.17g", v, pt.value.d, want);
+        enum put_kind k = (double)(float)want == want ? PUT_FLOAT : PUT_DOUBLE;
+        assert_int_equal(pt.value.kind, k);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +306,7 @@ int main(void)
         cmocka_unit_test(test_put_errors_come_in_opentsdb_order),
         cmocka_unit_test(test_put_check_point_used_by_http),
         cmocka_unit_test(test_put_parse_long_edges),
+        cmocka_unit_test(test_put_decimal_values_equal_strtod_bit_for_bit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,246 @@
+/* test_qfeatures.c - /api/query features end to end on a real embedded store in a temporary
+ * directory: `padding` (the point just before the start and just after the end, read from the
+ * neighbouring hour rows), the scalar fill policy's value in the JSON answer, and regexp filters
+ * with java.util.regex syntax selecting series. Answers are compared with JSON worked out by
+ * hand. Skipped when this build has no embedded engine. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/qexec.h"
+#include "query/qjson.h"
+#include "query/qspec.h"
+#include "schema/tsdb.h"
+#include "storage/wc.h"
+#include "tests/lib/ctest.h"
+
+struct fixture {
+    char *dir;
+    struct wc_store *s;
+    struct tsdb *t;
+};
+
+static const int64_t NOW = 1357100000000LL;
+static const int64_t H = 1356998400; /* an hour boundary */
+
+static void put(struct tsdb *t, const char *host, int64_t ts_s, int64_t v)
+{
+    const char *k[1] = {"host"}, *vals[1] = {host};
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t len;
+    struct ct_err err = {0};
+    assert_int_equal(tsdb_series_resolve(t, "m", k, vals, 1, tsuid, sizeof(tsuid), &len, &err),
+                     CT_OK);
+    struct tsdb_batch *b = NULL;
+    assert_int_equal(tsdb_batch_new(4, &b, &err), CT_OK);
+    struct dpcodec_point p = dpcodec_point_int(ts_s * 1000, false, v);
+    assert_int_equal(tsdb_batch_add(b, tsdb_layout(t), tsuid, len, &p, &err), CT_OK);
+    assert_int_equal(tsdb_batch_write(t, b, WC_DURABILITY_SKIP_WAL, &err), CT_OK);
+    tsdb_batch_free(b);
+}
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof(*f));
+    f->dir = ctest_mkdtemp();
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = f->dir;
+    struct ct_err err = {0};
+    int rc = wc_open(&o, &f->s, &err);
+    if (rc == CT_EUNSUPPORTED) {
+        ctest_rmdir(f->dir);
+        free(f);
+        *state = NULL;
+        return 0;
+    }
+    assert_int_equal(rc, CT_OK);
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    c.layout.salt_width = 1;
+    c.layout.salt_buckets = 3;
+    assert_int_equal(tsdb_open(f->s, &c, &f->t, &err), CT_OK);
+    /* web01: one point half an hour back, four in hour H, one an hour later, one two hours later */
+    put(f->t, "web01", H - 1800, 1);
+    put(f->t, "web01", H, 2);
+    put(f->t, "web01", H + 10, 3);
+    put(f->t, "web01", H + 20, 4);
+    put(f->t, "web01", H + 30, 5);
+    put(f->t, "web01", H + 3700, 6);
+    put(f->t, "web01", H + 7300, 7);
+    put(f->t, "web02", H + 20, 100);
+    put(f->t, "db1", H + 20, 1000);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    if (!f)
+        return 0;
+    tsdb_close(f->t);
+    wc_close(f->s);
+    ctest_rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+struct sinkbuf {
+    char *data;
+    size_t len, cap;
+};
+
+static int sink(void *arg, const char *d, size_t n)
+{
+    struct sinkbuf *b = arg;
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->data = realloc(b->data, b->cap);
+    }
+    memcpy(b->data + b->len, d, n);
+    b->len += n;
+    b->data[b->len] = 0;
+    return CT_OK;
+}
+
+/* Runs a JSON query; returns the answer or "ERR <message>". */
+static char *run_json(struct fixture *f, const char *body)
+{
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    char *out = malloc(512);
+    if (qspec_parse_json(body, strlen(body), NOW, &q, &err) != CT_OK) {
+        snprintf(out, 512, "ERR %s", err.msg);
+        return out;
+    }
+    struct sinkbuf b = {0};
+    struct qjson *j = qjson_new(sink, &b, 64);
+    struct qexec_options o;
+    qexec_options_init(&o);
+    enum qexec_status st;
+    int rc = qexec_run(f->t, q, &o, j, &st, NULL, &err);
+    if (rc == CT_OK)
+        assert_int_equal(qjson_flush(j), CT_OK);
+    qjson_free(j);
+    qspec_free(q);
+    if (rc != CT_OK) {
+        snprintf(out, 512, "ERR %s", err.msg);
+        free(b.data);
+        return out;
+    }
+    free(out);
+    return b.data ? b.data : strdup("");
+}
+
+#define SKIP_IF_NO_ENGINE(state)                                                                   \
+    do {                                                                                           \
+        if (!*(state))                                                                             \
+            skip();                                                                                \
+    } while (0)
+
+static void check(struct fixture *f, const char *body, const char *want)
+{
+    char *got = run_json(f, body);
+    if (strcmp(got, want))
+        fail_msg("%s\n got: %s\nwant: %s", body, got, want);
+    free(got);
+}
+
+static void test_qfeatures_padding_adds_the_neighbouring_points(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    /* [H+5, H+25]: padding adds H (same hour) and H+30 */
+    check(f,
+          "{\"start\":1356998405,\"end\":1356998425,\"queries\":[{\"aggregator\":\"sum\","
+          "\"metric\":\"m\",\"tags\":{\"host\":\"web01\"}}]}",
+          "[{\"metric\":\"m\",\"tags\":{\"host\":\"web01\"},\"aggregateTags\":[],\"dps\":{"
+          "\"1356998410\":3,\"1356998420\":4}}]");
+    check(f,
+          "{\"start\":1356998405,\"end\":1356998425,\"padding\":true,\"queries\":[{\"aggregator\":"
+          "\"sum\",\"metric\":\"m\",\"tags\":{\"host\":\"web01\"}}]}",
+          "[{\"metric\":\"m\",\"tags\":{\"host\":\"web01\"},\"aggregateTags\":[],\"dps\":{"
+          "\"1356998400\":2,\"1356998410\":3,\"1356998420\":4,\"1356998430\":5}}]");
+    /* [H, H+30]: the neighbours are in the hour rows before and after, read only with padding */
+    check(f,
+          "{\"start\":1356998400,\"end\":1356998430,\"padding\":true,\"queries\":[{\"aggregator\":"
+          "\"sum\",\"metric\":\"m\",\"tags\":{\"host\":\"web01\"}}]}",
+          "[{\"metric\":\"m\",\"tags\":{\"host\":\"web01\"},\"aggregateTags\":[],\"dps\":{"
+          "\"1356996600\":1,\"1356998400\":2,\"1356998410\":3,\"1356998420\":4,\"1356998430\":5,"
+          "\"1357002100\":6}}]");
+    /* a range with no point inside: just the two neighbours */
+    check(f,
+          "{\"start\":1356998440,\"end\":1356998500,\"padding\":true,\"queries\":[{\"aggregator\":"
+          "\"sum\",\"metric\":\"m\",\"tags\":{\"host\":\"web01\"}}]}",
+          "[{\"metric\":\"m\",\"tags\":{\"host\":\"web01\"},\"aggregateTags\":[],\"dps\":{"
+          "\"1356998430\":5,\"1357002100\":6}}]");
+    /* downsampled: the neighbouring buckets */
+    check(f,
+          "{\"start\":1356998400,\"end\":1356998459,\"padding\":true,\"queries\":[{\"aggregator\":"
+          "\"sum\",\"metric\":\"m\",\"downsample\":\"1m-sum\",\"tags\":{\"host\":\"web01\"}}]}",
+          "[{\"metric\":\"m\",\"tags\":{\"host\":\"web01\"},\"aggregateTags\":[],\"dps\":{"
+          "\"1356996600\":1.0,\"1356998400\":14.0,\"1357002060\":6.0}}]");
+}
+
+static void test_qfeatures_scalar_fill_in_answers(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    const char *want = "[{\"metric\":\"m\",\"tags\":{\"host\":\"web02\"},\"aggregateTags\":[],"
+                       "\"dps\":{\"1356998400\":100.0,\"1356998460\":-1.5,\"1356998520\":-1.5}}]";
+    check(f,
+          "{\"start\":1356998400,\"end\":1356998520,\"queries\":[{\"aggregator\":\"sum\","
+          "\"metric\":\"m\",\"downsample\":\"1m-sum-scalar(-1.5)\",\"tags\":{\"host\":"
+          "\"web02\"}}]}",
+          want);
+    check(f,
+          "{\"start\":1356998400,\"end\":1356998520,\"queries\":[{\"aggregator\":\"sum\","
+          "\"metric\":\"m\",\"downsample\":{\"interval\":\"1m\",\"aggregator\":\"sum\","
+          "\"fillPolicy\":{\"policy\":\"scalar\",\"value\":-1.5}},\"tags\":{\"host\":\"web02\"}}]}",
+          want);
+    /* the fill value takes part in the cross-series sum like any value */
+    check(f,
+          "{\"start\":1356998400,\"end\":1356998460,\"queries\":[{\"aggregator\":\"sum\","
+          "\"metric\":\"m\",\"downsample\":\"1m-sum-scalar(10)\",\"filters\":[{\"type\":"
+          "\"regexp\",\"tagk\":\"host\",\"filter\":\"^web\\\\d+$\"}]}]}",
+          "[{\"metric\":\"m\",\"tags\":{},\"aggregateTags\":[\"host\"],\"dps\":{\"1356998400\":"
+          "114.0,\"1356998460\":20.0}}]");
+}
+
+static void test_qfeatures_regexp_filters_use_java_syntax(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    /* \d and find(): "b1" ends "db1"; web01's "b0" is not at the end */
+    check(f,
+          "{\"start\":1356998415,\"end\":1356998425,\"queries\":[{\"aggregator\":\"sum\","
+          "\"metric\":\"m\",\"filters\":[{\"type\":\"regexp\",\"tagk\":\"host\",\"filter\":"
+          "\"b\\\\d$\",\"groupBy\":true}]}]}",
+          "[{\"metric\":\"m\",\"tags\":{\"host\":\"db1\"},\"aggregateTags\":[],\"dps\":{"
+          "\"1356998420\":1000}}]");
+    check(f,
+          "{\"start\":1356998415,\"end\":1356998425,\"queries\":[{\"aggregator\":\"sum\","
+          "\"metric\":\"m\",\"filters\":[{\"type\":\"regexp\",\"tagk\":\"host\",\"filter\":"
+          "\"(?i)^WEB0(?!1)\",\"groupBy\":true}]}]}",
+          "[{\"metric\":\"m\",\"tags\":{\"host\":\"web02\"},\"aggregateTags\":[],\"dps\":{"
+          "\"1356998420\":100}}]");
+    char *got = run_json(f, "{\"start\":1356998415,\"queries\":[{\"aggregator\":\"sum\","
+                            "\"metric\":\"m\",\"filters\":[{\"type\":\"regexp\",\"tagk\":"
+                            "\"host\",\"filter\":\"web(\"}]}]}");
+    assert_non_null(strstr(got, "ERR "));
+    assert_non_null(strstr(got, "near index 4\nweb("));
+    free(got);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_qfeatures_padding_adds_the_neighbouring_points, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_qfeatures_scalar_fill_in_answers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qfeatures_regexp_filters_use_java_syntax, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

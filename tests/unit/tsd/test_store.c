@@ -1,0 +1,197 @@
+/* test_store.c - the TSD's write function (tsd/store.h) on a real embedded store: every point
+ * of thousands of series, written in batches through the ingest pipeline, lands in its own
+ * series' row (the writers' series cache, grown past its first size, never hands a point
+ * another series' TSUID), also after `dropcaches`; bad points get their own outcome. Skipped
+ * when the embedded engine is not in this build. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/tsdb.h"
+#include "tests/lib/ctest.h"
+#include "tsd/conf.h"
+#include "tsd/ingest.h"
+#include "tsd/store.h"
+
+#define BASE_S 1356998400LL /* an hour long past */
+#define NSER   3000         /* the cache starts at 1024 slots: grows twice */
+
+static void open_all(const char *dir, struct conf **c, struct tsdstore **st)
+{
+    struct ct_err err = {0};
+    assert_int_equal(conf_new(c, &err), CT_OK);
+    assert_int_equal(conf_set(*c, "tsd.storage.directory", dir, NULL, &err), CT_OK);
+    /* no hourly merge while the test reads single cells */
+    assert_int_equal(conf_set(*c, "tsd.storage.enable_compaction", "false", NULL, &err), CT_OK);
+    int rc = tsdstore_open(*c, false, st, &err);
+    if (rc == CT_EUNSUPPORTED)
+        skip();
+    if (rc != CT_OK)
+        fail_msg("tsdstore_open: %s", err.msg);
+}
+
+static void series_point(int s, int round, char *host, size_t hn, char *svc, size_t sn,
+                         struct put_point *p)
+{
+    snprintf(host, hn, "host_%d", s / 20);
+    snprintf(svc, sn, "svc_%d", s % 20);
+    memset(p, 0, sizeof(*p));
+    p->metric = (struct put_str){s % 2 ? "cpu.user" : "cpu.idle", 8};
+    p->ts_ms = (BASE_S + round * 10) * 1000;
+    p->value.kind = PUT_INT;
+    p->value.i = s * 10 + round;
+    p->ntags = 2;
+    p->tagk[0] = (struct put_str){"host", 4};
+    p->tagv[0] = (struct put_str){host, strlen(host)};
+    p->tagk[1] = (struct put_str){"service", 7};
+    p->tagv[1] = (struct put_str){svc, strlen(svc)};
+}
+
+/* Writes one point of every series for `round` (series in a shuffled order, batches of 700). */
+static void write_round(struct ingest *g, int round)
+{
+    struct ingest_batch *b = ingest_batch_get(g);
+    for (int i = 0; i < NSER; i++) {
+        int s = (int)(((unsigned)i * 1237u + (unsigned)round) % NSER);
+        char host[32], svc[32];
+        struct put_point p;
+        series_point(s, round, host, sizeof(host), svc, sizeof(svc), &p);
+        if (!ingest_batch_add(b, &p, (uint64_t)s)) {
+            ingest_submit(g, b, NULL, NULL);
+            b = ingest_batch_get(g);
+            assert_true(ingest_batch_add(b, &p, (uint64_t)s));
+        }
+    }
+    ingest_submit(g, b, NULL, NULL);
+}
+
+static void check_range(struct tsdstore *st, int from, int to, int rounds)
+{
+    struct tsdb *t = tsdstore_tsdb(st);
+    struct ct_err err = {0};
+    for (int s = from; s < to; s++) {
+        char host[32], svc[32];
+        struct put_point p;
+        series_point(s, 0, host, sizeof(host), svc, sizeof(svc), &p);
+        const char *k[2] = {"host", "service"}, *v[2] = {host, svc};
+        uint8_t tsuid[ROWKEY_MAX_TSUID], row[ROWKEY_MAX_BYTES];
+        size_t tl;
+        assert_int_equal(tsdb_series_resolve(t, s % 2 ? "cpu.user" : "cpu.idle", k, v, 2, tsuid,
+                                             sizeof(tsuid), &tl, &err),
+                         CT_OK);
+        size_t rl = rowkey_encode(tsdb_layout(t), tsuid, tl, BASE_S, row);
+        struct wc_scan_options o;
+        wc_scan_options_init(&o);
+        struct wc_result r;
+        assert_int_equal(wc_get(tsdb_data_table(t), wc_bytes_of(row, rl), &o, &r, &err), CT_OK);
+        struct dpcodec_point pts[8];
+        size_t n = 0, dups = 0;
+        assert_int_equal(dpcodec_row_decode(BASE_S, r.row.cells, r.row.ncells, pts, 8, &n, &dups,
+                                            &err),
+                         CT_OK);
+        wc_result_release(&r);
+        if (n != (size_t)rounds)
+            fail_msg("series %d: %zu points, want %d", s, n, rounds);
+        for (int i = 0; i < rounds; i++)
+            if (pts[i].i != s * 10 + i || pts[i].ts_ms != (BASE_S + i * 10) * 1000)
+                fail_msg("series %d point %d: value %lld at %lld", s, i, (long long)pts[i].i,
+                         (long long)pts[i].ts_ms);
+    }
+}
+
+static void check_series(struct tsdstore *st, int rounds)
+{
+    check_range(st, 0, NSER, rounds);
+}
+
+/* Series s holds exactly the points of rounds 0..last. */
+static void check_series_point(struct tsdstore *st, int s, int last)
+{
+    check_range(st, s, s + 1, last + 1);
+}
+
+static void test_store_every_point_lands_in_its_own_series(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct conf *c = NULL;
+    struct tsdstore *st = NULL;
+    open_all(dir, &c, &st);
+    struct ingest_options o;
+    ingest_options_init(&o);
+    o.batch_points = 700;
+    struct ingest *g = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(ingest_new(&o, tsdstore_write, st, &g, &err), CT_OK);
+    write_round(g, 0); /* every series new: resolved, cached */
+    write_round(g, 1); /* every series cached */
+    tsdstore_drop_caches(st);
+    write_round(g, 2); /* resolved again after dropcaches */
+    ingest_free(g);    /* writes everything submitted */
+    check_series(st, 3);
+    tsdstore_close(st);
+    conf_free(c);
+    ctest_rmdir(dir);
+}
+
+struct outcomes {
+    struct ingest *g;
+    enum ingest_outcome o[3];
+    char msg[3][256];
+    int result;
+};
+
+static void record_outcomes(void *arg, struct ingest_batch *b)
+{
+    struct outcomes *x = arg;
+    x->result = ingest_batch_result(b, NULL);
+    for (size_t i = 0; i < ingest_batch_count(b) && i < 3; i++) {
+        const char *m;
+        x->o[i] = ingest_batch_outcome(b, i, &m);
+        snprintf(x->msg[i], sizeof(x->msg[i]), "%s", m);
+    }
+    ingest_batch_release(x->g, b);
+}
+
+static void test_store_a_bad_point_fails_alone(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct conf *c = NULL;
+    struct tsdstore *st = NULL;
+    open_all(dir, &c, &st);
+    struct ingest *g = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(ingest_new(NULL, tsdstore_write, st, &g, &err), CT_OK);
+    struct outcomes x = {.g = g};
+    struct ingest_batch *b = ingest_batch_get(g);
+    char host[32], svc[32];
+    struct put_point p;
+    series_point(7, 0, host, sizeof(host), svc, sizeof(svc), &p);
+    assert_true(ingest_batch_add(b, &p, 0));
+    p.ts_ms = 99999999999999LL; /* beyond what a row key holds */
+    assert_true(ingest_batch_add(b, &p, 1));
+    p.ts_ms = (BASE_S + 10) * 1000; /* round 1 of series 7 */
+    p.value.i = 71;
+    assert_true(ingest_batch_add(b, &p, 2));
+    ingest_submit(g, b, record_outcomes, &x);
+    ingest_free(g); /* the done callback has run when this returns */
+    assert_int_equal(x.result, CT_OK);
+    assert_int_equal(x.o[0], INGEST_WRITTEN);
+    assert_int_equal(x.o[1], INGEST_ILLEGAL);
+    assert_non_null(strstr(x.msg[1], "timestamp"));
+    assert_int_equal(x.o[2], INGEST_WRITTEN);
+    check_series_point(st, 7, 1);
+    tsdstore_close(st);
+    conf_free(c);
+    ctest_rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_store_every_point_lands_in_its_own_series),
+        cmocka_unit_test(test_store_a_bad_point_fails_alone),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
