@@ -3,8 +3,8 @@
  * Invariants: (1) a batch's arena and record array are allocated once, at fixed capacity, so
  * adding a point never allocates and pointers into the arena stay valid; a point's strings are
  * stored together, "metric\0k1\0v1\0...", which is also its series key;
- * (2) every batch is in exactly one place: the free list, a producer, the write queue, a writer,
- * or a done callback; in_use counts those outside the free list; (3) the write queue is FIFO.
+ * (2) every batch is in exactly one place: the free list, a producer, the write queue, a writer
+ * (alone or in a group of queued batches written together), or a done callback; in_use counts those outside the free list; (3) the write queue is FIFO.
  * Locking: mu guards free list, queue, in_use and stopping; free_cv signals a released batch,
  * queue_cv a queued batch or stopping. */
 #include "tsd/ingest.h"
@@ -62,6 +62,7 @@ struct ingest {
     size_t nall;
     pthread_t *writers;
     int nwriters;
+    size_t group_points;
     ingest_write_fn fn;
     void *arg;
 };
@@ -112,6 +113,7 @@ void ingest_options_init(struct ingest_options *o)
     o->batches = 8;
     o->batch_points = 4096;
     o->batch_bytes = 512u << 10;
+    o->group_points = 16384;
 }
 
 static void ingest_batch_destroy(struct ingest_batch *b)
@@ -290,39 +292,54 @@ uint64_t ingest_batch_seq(const struct ingest_batch *b)
 static void *ingest_writer_main(void *arg)
 {
     struct ingest *g = arg;
+    struct ingest_batch *group[INGEST_MAX_GROUP];
     for (;;) {
         pthread_mutex_lock(&g->mu);
         while (!g->q_head && !g->stopping)
             pthread_cond_wait(&g->queue_cv, &g->mu);
-        struct ingest_batch *b = g->q_head;
-        if (!b) {
+        if (!g->q_head) {
             pthread_mutex_unlock(&g->mu);
             break;
         }
-        g->q_head = b->next;
+        /* Take the queued batches up to group_points together (never waiting for more): a
+         * writer that has fallen behind writes bigger sorted groups, one store write each. */
+        size_t nb = 0, points = 0;
+        while (g->q_head && nb < INGEST_MAX_GROUP &&
+               (nb == 0 || points + g->q_head->n <= g->group_points)) {
+            struct ingest_batch *b = g->q_head;
+            g->q_head = b->next;
+            b->next = NULL;
+            points += b->n;
+            group[nb++] = b;
+        }
         if (!g->q_head)
             g->q_tail = NULL;
-        b->next = NULL;
         pthread_mutex_unlock(&g->mu);
 
         struct ct_err err = {0};
-        int rc = b->n > 0 ? g->fn(g->arg, b, &err) : CT_OK;
-        b->result = rc;
-        if (rc != CT_OK)
-            snprintf(b->result_msg, sizeof(b->result_msg), "%s", err.msg);
-        for (size_t i = 0; i < b->n; i++) {
-            if (b->recs[i].outcome != INGEST_PENDING)
-                continue;
-            if (rc == CT_OK) {
-                b->recs[i].outcome = INGEST_WRITTEN;
-            } else {
-                ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, err.msg);
+        int rc = points > 0 ? g->fn(g->arg, group, nb, &err) : CT_OK;
+        for (size_t k = 0; k < nb; k++) {
+            struct ingest_batch *b = group[k];
+            b->result = rc;
+            if (rc != CT_OK)
+                snprintf(b->result_msg, sizeof(b->result_msg), "%s", err.msg);
+            for (size_t i = 0; i < b->n; i++) {
+                if (b->recs[i].outcome != INGEST_PENDING)
+                    continue;
+                if (rc == CT_OK) {
+                    b->recs[i].outcome = INGEST_WRITTEN;
+                } else {
+                    ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, err.msg);
+                }
             }
         }
-        if (b->done)
-            b->done(b->done_arg, b);
-        else
-            ingest_batch_release(g, b);
+        for (size_t k = 0; k < nb; k++) { /* in queue order */
+            struct ingest_batch *b = group[k];
+            if (b->done)
+                b->done(b->done_arg, b);
+            else
+                ingest_batch_release(g, b);
+        }
     }
     return NULL;
 }
@@ -342,6 +359,7 @@ int ingest_new(const struct ingest_options *o, ingest_write_fn fn, void *arg, st
     pthread_cond_init(&g->queue_cv, NULL);
     g->fn = fn;
     g->arg = arg;
+    g->group_points = o->group_points;
     struct ingest_options oo = *o;
     if (oo.batches < 2)
         oo.batches = 2;

@@ -34,11 +34,14 @@ enum ingest_outcome {
     INGEST_STORE_ERROR = 4,    /* the store failed the write */
 };
 
-/* The write function: writes every point of b (ingest_batch_point gives them), setting each
- * point's outcome with ingest_batch_set_outcome(). Returns CT_OK, or an error for the batch as a
- * whole (then points still PENDING count as INGEST_STORE_ERROR with err's message). Called
- * from writer threads, one batch per call; arg is the one given to ingest_new(). */
-typedef int (*ingest_write_fn)(void *arg, struct ingest_batch *b, struct ct_err *err);
+/* The write function: writes every point of the nb batches b[0..nb) (ingest_batch_point gives
+ * them; nb >= 1: the batches that were queued when the writer took them, in queue order, up to
+ * group_points in all), setting each point's outcome with ingest_batch_set_outcome(). Returns
+ * CT_OK, or an error for the group as a whole (then points still PENDING count as
+ * INGEST_STORE_ERROR with err's message). Called from writer threads; arg is the one given to
+ * ingest_new(). */
+typedef int (*ingest_write_fn)(void *arg, struct ingest_batch *const *b, size_t nb,
+                               struct ct_err *err);
 /* Called on the writer thread once b is written (or failed). The callee owns b and must give
  * it back with ingest_batch_release() (on any thread). */
 typedef void (*ingest_done_fn)(void *arg, struct ingest_batch *b);
@@ -48,7 +51,11 @@ struct ingest_options {
     size_t batches;      /* batches in the pool (the memory bound); default 8 */
     size_t batch_points; /* points per batch before it counts as full; default 4096 */
     size_t batch_bytes;  /* arena bytes per batch before it counts as full; default 512 KiB */
+    size_t group_points; /* a writer takes queued batches together up to this many points
+                            (the first batch always); default 16384 */
 };
+/* Most batches one write function call gets. */
+#define INGEST_MAX_GROUP 16
 void ingest_options_init(struct ingest_options *o);
 
 /* Starts the writer threads. Returns a new pipeline in *out, freed with ingest_free(). */

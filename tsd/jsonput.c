@@ -50,13 +50,26 @@ static int jp_hex4(const char *p)
     return v;
 }
 
+/* Bytes that end the plain run of a string: the quote, a backslash, control characters. */
+static const bool jp_str_stop[256] = {
+    [0x00] = 1, [0x01] = 1, [0x02] = 1, [0x03] = 1, [0x04] = 1, [0x05] = 1, [0x06] = 1,
+    [0x07] = 1, [0x08] = 1, [0x09] = 1, [0x0A] = 1, [0x0B] = 1, [0x0C] = 1, [0x0D] = 1,
+    [0x0E] = 1, [0x0F] = 1, [0x10] = 1, [0x11] = 1, [0x12] = 1, [0x13] = 1, [0x14] = 1,
+    [0x15] = 1, [0x16] = 1, [0x17] = 1, [0x18] = 1, [0x19] = 1, [0x1A] = 1, [0x1B] = 1,
+    [0x1C] = 1, [0x1D] = 1, [0x1E] = 1, [0x1F] = 1, ['"'] = 1,  ['\\'] = 1,
+};
+
 /* Reads a string at j->p ('"'); out (may be NULL) gets its unescaped bytes. */
 static bool jp_string(struct jp *j, struct put_str *out)
 {
     j->p++; /* opening quote */
     const char *start = j->p;
     const char *q = start;
-    while (q < j->end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20)
+    while (q + 4 <= j->end && !jp_str_stop[(unsigned char)q[0]] &&
+           !jp_str_stop[(unsigned char)q[1]] && !jp_str_stop[(unsigned char)q[2]] &&
+           !jp_str_stop[(unsigned char)q[3]])
+        q += 4;
+    while (q < j->end && !jp_str_stop[(unsigned char)*q])
         q++;
     if (q < j->end && *q == '"') {
         if (out) {

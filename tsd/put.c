@@ -350,8 +350,11 @@ static void put_value_bytes_text(const struct put_value *v, char *buf, size_t si
         snprintf(buf + n, size - n, "]/%d", flags);
 }
 
-enum put_status put_check_point(struct put_point *p, struct put_str value,
-                                const struct put_rules *rules, char *msg, size_t msg_size)
+/* put_check_point; names_plain: the caller has seen that every byte of the metric and of
+ * every tag name and value is a put_name_char, so the name rules need not run again. */
+static enum put_status put_check(struct put_point *p, struct put_str value,
+                                 const struct put_rules *rules, bool names_plain, char *msg,
+                                 size_t msg_size)
 {
     char num[256];
     /* Value typing (Tags.looksLikeInteger / fitsInFloat). */
@@ -422,6 +425,15 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
         }
         return PUT_EARG;
     }
+    if (names_plain) {
+        for (size_t i = 0; i < p->ntags; i++)
+            if (p->tagk[i].len == 0 || p->tagv[i].len == 0)
+                goto names; /* an empty name: its message comes from the full check */
+        if (p->metric.len == 0)
+            goto names;
+        goto names_ok;
+    }
+names:;
     const char *sc = rules->special_chars;
     size_t bad;
     struct {
@@ -463,9 +475,16 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
             return PUT_EARG;
         }
     }
+names_ok:
     p->ms = ((uint64_t)ts & PUT_SECOND_MASK) != 0;
     p->ts_ms = p->ms ? ts : ts * 1000;
     return PUT_OK;
+}
+
+enum put_status put_check_point(struct put_point *p, struct put_str value,
+                                const struct put_rules *rules, char *msg, size_t msg_size)
+{
+    return put_check(p, value, rules, false, msg, msg_size);
 }
 
 enum put_status put_parse_line(const char *line, size_t len, const struct put_rules *rules,
@@ -543,14 +562,20 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
     /* Tags (Tags.parse): each non-empty token must split on '=' into exactly two non-empty
      * parts; an identical repeat is ignored, a conflicting one is an error. */
     out->ntags = 0;
+    bool plain = true;
+    for (size_t i = 0; i < tok[1].len; i++)
+        plain &= put_name_char[(unsigned char)tok[1].p[i]];
     for (p = rest; p && p <= end;) {
-        /* one pass over the token: its end, its first '=' and whether there is another */
+        /* one pass over the token: its end, its first '=', whether there is another, and
+         * whether every other byte is a plain name character */
         const char *te = p, *eq = NULL;
         bool two_eq = false;
         for (; te < end && *te != ' '; te++) {
             if (*te == '=') {
                 two_eq = eq != NULL;
                 eq = eq ? eq : te;
+            } else {
+                plain &= put_name_char[(unsigned char)*te];
             }
         }
         const char *sp = te < end ? te : NULL;
@@ -597,7 +622,7 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
     }
     out->ts_ms = ts;
     char m2[1024];
-    enum put_status st = put_check_point(out, tok[3], rules, m2, sizeof(m2));
+    enum put_status st = put_check(out, tok[3], rules, plain, m2, sizeof(m2));
     if (st != PUT_OK)
         put_msg(msg, msg_size, "put: %s", m2);
     return st;

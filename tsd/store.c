@@ -361,22 +361,19 @@ static void store_writer_give(struct tsdstore *st, struct store_writer *w)
     pthread_mutex_unlock(&st->mu);
 }
 
-int tsdstore_write(void *arg, struct ingest_batch *b, struct ct_err *err)
+struct store_counts {
+    size_t n, added, failed, unknown;
+};
+
+/* Adds the points of b to w's schema batch (resolving new series), setting the outcome of
+ * every point that cannot be written. Returns CT_OK or an error for the whole write. */
+static int store_add_points(struct tsdstore *st, struct store_writer *w, struct ingest_batch *b,
+                            struct store_counts *k, struct ct_err *err)
 {
-    struct tsdstore *st = arg;
-    struct store_writer *w = store_writer_take(st, err);
-    if (!w)
-        return err->code;
-    uint64_t gen = atomic_load(&st->drop_gen);
-    if (w->cache.gen != gen) {
-        store_cache_clear(&w->cache);
-        w->cache.gen = gen;
-    }
-    tsdb_batch_reset(w->batch);
     const struct rowkey_layout *layout = tsdb_layout(st->tsdb);
-    size_t n = ingest_batch_count(b), added = 0, failed = 0, unknown = 0;
+    size_t n = ingest_batch_count(b);
     uint8_t tsuid[ROWKEY_MAX_TSUID];
-    int rc = CT_OK;
+    k->n += n;
     for (size_t i = 0; i < n; i++) {
         /* the lookups of later points start now: slot of i+8, entry of i+4 (hashes known) */
         if (i + 8 < n)
@@ -396,18 +393,18 @@ int tsdstore_write(void *arg, struct ingest_batch *b, struct ct_err *err)
                                         sizeof(tsuid), &tlen, &perr);
             if (r == CT_NOTFOUND) {
                 ingest_batch_set_outcome(b, i, INGEST_UNKNOWN_METRIC, perr.msg);
-                unknown++;
-                failed++;
+                k->unknown++;
+                k->failed++;
                 continue;
             }
             if (r == CT_EINVAL || r == CT_ELIMIT) {
                 ingest_batch_set_outcome(b, i, INGEST_ILLEGAL, perr.msg);
-                failed++;
+                k->failed++;
                 continue;
             }
             if (r != CT_OK) {
                 ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, perr.msg);
-                failed++;
+                k->failed++;
                 continue;
             }
             store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen);
@@ -419,33 +416,52 @@ int tsdstore_write(void *arg, struct ingest_batch *b, struct ct_err *err)
         int r = tsdb_batch_add(w->batch, layout, ts, tlen, &dp, &perr);
         if (r == CT_EINVAL) {
             ingest_batch_set_outcome(b, i, INGEST_ILLEGAL, perr.msg);
-            failed++;
+            k->failed++;
             continue;
         }
         if (r != CT_OK) {
-            rc = r;
             *err = perr;
-            break;
+            return r;
         }
-        added++;
+        k->added++;
     }
-    if (rc == CT_OK && added > 0) {
+    return CT_OK;
+}
+
+int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct ct_err *err)
+{
+    struct tsdstore *st = arg;
+    struct store_writer *w = store_writer_take(st, err);
+    if (!w)
+        return err->code;
+    uint64_t gen = atomic_load(&st->drop_gen);
+    if (w->cache.gen != gen) {
+        store_cache_clear(&w->cache);
+        w->cache.gen = gen;
+    }
+    tsdb_batch_reset(w->batch);
+    struct store_counts k = {0, 0, 0, 0};
+    int rc = CT_OK;
+    for (size_t i = 0; i < nb && rc == CT_OK; i++)
+        rc = store_add_points(st, w, b[i], &k, err);
+    if (rc == CT_OK && k.added > 0) {
+        /* one store write for the whole group: one log record, cells in store order */
         uint64_t t0 = clock_mono_ns();
         rc = tsdb_batch_write(st->tsdb, w->batch, st->durability, err);
         tstats_add(TSTATS_WRITE_NS, clock_mono_ns() - t0);
         tstats_add(TSTATS_BATCHES_WRITTEN, 1);
     }
     store_writer_give(st, w);
-    if (unknown)
-        tstats_add(TSTATS_UNKNOWN_METRICS, unknown);
+    if (k.unknown)
+        tstats_add(TSTATS_UNKNOWN_METRICS, k.unknown);
     if (rc != CT_OK) {
         tstats_add(TSTATS_STORAGE_ERRORS, 1);
-        tstats_add(TSTATS_POINTS_FAILED, n);
-        tlog_error("writing %zu datapoints failed: %s", added, err->msg);
+        tstats_add(TSTATS_POINTS_FAILED, k.n);
+        tlog_error("writing %zu datapoints failed: %s", k.added, err->msg);
         return rc;
     }
-    tstats_add(TSTATS_POINTS_WRITTEN, added);
-    tstats_add(TSTATS_POINTS_FAILED, failed);
+    tstats_add(TSTATS_POINTS_WRITTEN, k.added);
+    tstats_add(TSTATS_POINTS_FAILED, k.failed);
     return CT_OK;
 }
 

@@ -1,7 +1,7 @@
 /* store.h - the TSD's handle on storage: the wide-column store and the OpenTSDB layout opened
  * from the configuration (tsd.storage.*, tsd.core.auto_create_*, ...), and the ingest write
  * function that turns batches of parsed points into schema batches (series cached per writer,
- * one wc_mutate_batch per batch at tsd.storage.wal.durability). Shared by the daemon and
+ * one wc_mutate_batch per group of queued batches at tsd.storage.wal.durability). Shared by the daemon and
  * `ctsdb import`.
  * Threading: tsdstore_write may run on several threads at once (each takes its own writer
  * state); the rest is called from one thread. */
@@ -29,8 +29,9 @@ struct wc_store *tsdstore_wc(struct tsdstore *st);
 struct tsdb *tsdstore_tsdb(struct tsdstore *st);
 
 /* The ingest write function (tsd/ingest.h) with arg = the tsdstore: sets each point's outcome
- * (unknown metric, illegal name, store error) and writes the rest. */
-int tsdstore_write(void *arg, struct ingest_batch *b, struct ct_err *err);
+ * (unknown metric, illegal name, store error) and writes the rest of the nb batches with one
+ * schema batch write. */
+int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct ct_err *err);
 /* Drops the UID caches and every writer's series cache. */
 void tsdstore_drop_caches(struct tsdstore *st);
 

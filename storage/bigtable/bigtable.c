@@ -529,7 +529,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
 {
     struct wc_family_desc *fams;
     size_t n;
-    bool enabled = true;
+    bool enabled = true, readonly = false;
     uint64_t epoch = atomic_load(&t->s->admin_epoch);
     if (!strcmp(t->full, BT_META_TABLE)) {
         fams = calloc(1, sizeof(*fams));
@@ -545,6 +545,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
         fams = d->families;
         n = d->nfamilies;
         enabled = d->enabled;
+        readonly = d->readonly;
         d->families = NULL;
         wc_table_desc_free(d);
     }
@@ -553,6 +554,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
     t->fams = fams;
     t->nfams = n;
     t->enabled = enabled;
+    t->readonly = readonly;
     t->state_epoch = epoch;
     t->state_checked_ns = clock_mono_ns();
     pthread_mutex_unlock(&t->mu);
@@ -676,6 +678,17 @@ int bt_table_check_enabled(struct bt_table *t, struct ct_err *err)
     bool enabled = t->enabled;
     pthread_mutex_unlock(&t->mu);
     return enabled ? CT_OK : ct_err_set(err, CT_EBUSY, "Table %s is disabled!", t->full);
+}
+
+int bt_table_check_writable(struct bt_table *t, struct ct_err *err)
+{
+    int rc = bt_table_check_enabled(t, err);
+    if (rc != CT_OK)
+        return rc;
+    pthread_mutex_lock(&t->mu);
+    bool ro = t->readonly;
+    pthread_mutex_unlock(&t->mu);
+    return ro ? ct_err_set(err, CT_EINVAL, "Table %s is read-only.", t->full) : CT_OK;
 }
 
 static int bt_table_open(struct wc_store *sbase, const char *name, struct wc_table **out,
@@ -1031,11 +1044,26 @@ static int bt_write_meta(struct bt_store *s, const struct wc_table_desc *d,
     return rc;
 }
 
+/* Refuses family attributes whose meaning Bigtable cannot give: KEEP_DELETED_CELLS needs delete
+ * markers, and Bigtable deletes cells at once. */
+static int bt_check_families(const struct wc_table_desc *d, struct ct_err *err)
+{
+    for (size_t i = 0; i < d->nfamilies; i++)
+        if (d->families[i].keep_deleted != WC_KEEP_DELETED_FALSE)
+            return ct_err_set(err, CT_EUNSUPPORTED,
+                              "family %s of %s: KEEP_DELETED_CELLS needs delete markers, which "
+                              "Bigtable does not have (it deletes cells at once)",
+                              d->families[i].name, d->name);
+    return CT_OK;
+}
+
 static int bt_table_create(struct wc_store *sbase, const struct wc_table_desc *d,
                            const struct wc_bytes *splits, size_t nsplits, struct ct_err *err)
 {
     struct bt_store *s = (struct bt_store *)sbase;
-    int rc = bt_check_namespace(s, d->name, err);
+    int rc = bt_check_families(d, err);
+    if (rc == CT_OK)
+        rc = bt_check_namespace(s, d->name, err);
     if (rc != CT_OK)
         return rc;
     for (size_t i = 0; i < nsplits; i++)
@@ -1060,8 +1088,10 @@ static int bt_table_alter(struct wc_store *sbase, const struct wc_table_desc *d,
     struct bt_store *s = (struct bt_store *)sbase;
     struct wc_table_desc *cur;
     cJSON *j = NULL;
-    int rc = bt_describe(s, d->name, &cur, &j, err);
+    int rc = bt_check_families(d, err);
     if (rc != CT_OK)
+        return rc;
+    if ((rc = bt_describe(s, d->name, &cur, &j, err)) != CT_OK)
         return rc;
     size_t nmax = d->nfamilies + cur->nfamilies;
     struct bt_gc_mem *gc = calloc(nmax, sizeof(*gc));

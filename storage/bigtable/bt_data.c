@@ -11,8 +11,8 @@
  *   DeleteColumn T          -> DeleteFromColumn [0, T]            (one mutation, no read)
  *   Delete T                -> DeleteFromColumn [T, T+1 ms)       (one mutation, no read)
  *   Delete latest           -> read the newest visible version L, then DeleteFromColumn
- *                              [L, L+1 ms) in a CheckAndMutateRow whose predicate fails unless
- *                              L is still the column's newest cell (pin BT_PIN_LATEST)
+ *                              [L, L+1 ms) in a CheckAndMutateRow whose predicate fails if the
+ *                              column's newest cell is another one (pin BT_PIN_LATEST)
  *   DeleteFamily T          -> DeleteFromFamily, in a CheckAndMutateRow that fails if the
  *                              family has a cell newer than T (pin BT_PIN_NEWER); after such a
  *                              failure: read the columns with cells <= T and delete [0, T] from
@@ -55,8 +55,8 @@ enum bt_pin_kind {
      * open bounds lo..hi are checked; unset = unbounded); the pin's own deletes remove
      * [from, to) from each of quals */
     BT_PIN_COLUMNS,
-    /* found: the newest cell of column quals[0] is at `from`; not found: the column has no cell
-     * at or after `from` (its oldest visible time) */
+    /* found: the column quals[0] has no newest cell other than one at `from`; not found: the
+     * column has no cell at or after `from` (its oldest visible time) */
     BT_PIN_LATEST,
 };
 
@@ -608,17 +608,29 @@ static Btpb__RowFilter *bt_pin_filter(struct bt_pool *p, const struct bt_pin *pn
             Btpb__RowFilter *parts[2] = {col, bt_filter_ts(p, pn->from, 0)};
             return parts[0] && parts[1] ? bt_filter_group(p, parts, 2, true) : NULL;
         }
-        /* conflict unless the column's newest cell is at `from` (or the row is empty) */
+        /* conflict iff the column's newest cell is not at `from`: a newer version arrived or
+         * `from` went away with older versions left (a column emptied meanwhile needs no retry:
+         * the delete then removes nothing, as a delete of the latest of nothing would) */
         Btpb__RowFilter *lim = bt_filter_new(p);
         if (!lim)
             return NULL;
         lim->filter_case = BTPB__ROW_FILTER__FILTER_CELLS_PER_COLUMN_LIMIT_FILTER;
         lim->cells_per_column_limit_filter = 1;
-        Btpb__RowFilter *parts[3] = {col, lim, bt_filter_ts(p, pn->from, pn->from + 1)};
-        if (!parts[0] || !parts[2])
+        Btpb__RowFilter *other[2];
+        size_t no = 0;
+        if (pn->from > 0)
+            other[no++] = bt_filter_ts(p, 0, pn->from);
+        if (pn->from < BT_MAX_TS_MS)
+            other[no++] = bt_filter_ts(p, pn->from + 1, 0);
+        for (size_t i = 0; i < no; i++)
+            if (!other[i])
+                return NULL;
+        if (no == 0) { /* cannot happen for a valid timestamp; keep the filter valid */
+            *none = true;
             return NULL;
-        return bt_filter_cond(p, bt_filter_group(p, parts, 3, true), bt_filter_flag(p, false),
-                              bt_filter_flag(p, true));
+        }
+        Btpb__RowFilter *parts[3] = {col, lim, bt_filter_group(p, other, no, false)};
+        return parts[0] && parts[2] ? bt_filter_group(p, parts, 3, true) : NULL;
     }
     case BT_PIN_COLUMNS: {
         /* the open gaps (lo, q0), (q0, q1), ..., (q_n-1, hi) between the read columns */
@@ -1016,7 +1028,7 @@ int bt_mutate_batch(struct wc_table *tbase, const struct wc_row_mutation *rows, 
 {
     (void)d; /* Bigtable acknowledges only durable writes */
     struct bt_table *t = (struct bt_table *)tbase;
-    int rc0 = bt_table_check_enabled(t, err);
+    int rc0 = bt_table_check_writable(t, err);
     if (rc0 != CT_OK)
         return rc0;
     int64_t now_ms = clock_now_ms();
@@ -1149,7 +1161,7 @@ int bt_increment(struct wc_table *tbase, struct wc_bytes row, struct wc_bytes fa
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_check_enabled(t, err);
+    int rc = bt_table_check_writable(t, err);
     if (rc == CT_OK)
         rc = bt_table_family(t, family, &fd, err);
     if (rc != CT_OK)
@@ -1358,7 +1370,7 @@ int bt_check_and_mutate(struct wc_table *tbase, struct wc_bytes row, struct wc_b
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_check_enabled(t, err);
+    int rc = bt_table_check_writable(t, err);
     if (rc == CT_OK)
         rc = bt_table_family(t, family, &fd, err);
     if (rc != CT_OK)

@@ -885,6 +885,35 @@ static void test_cell_over_the_size_limit_is_refused_and_writes_nothing(void **s
     assert_string_equal(get_str(c, "r", NULL), "");
 }
 
+static void test_readonly_table_refuses_every_write(void **state)
+{
+    struct cctx *c = *state;
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "f");
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, c->name);
+    d.families = &fd;
+    d.nfamilies = 1;
+    d.readonly = true;
+    struct ct_err err;
+    assert_int_equal(wc_table_create(c->s, &d, NULL, 0, &err), CT_OK);
+    assert_int_equal(wc_table_open(c->s, c->name, &c->t, &err), CT_OK);
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("v"), 1};
+    struct wc_row_mutation rm = {wc_bytes_str("r"), &m, 1};
+    assert_int_equal(wc_mutate_row(c->t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
+    int64_t v;
+    assert_true(wc_increment(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("n"), 1,
+                             WC_DURABILITY_USE_DEFAULT, &v, &err) < 0);
+    bool applied = true;
+    assert_true(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("f"), wc_bytes_str("q"),
+                                    NULL, &rm, WC_DURABILITY_USE_DEFAULT, &applied, &err) < 0);
+    assert_string_equal(get_str(c, "r", NULL), ""); /* reads still work */
+    d.readonly = false;
+    assert_int_equal(wc_table_alter(c->s, &d, &err), CT_OK);
+    assert_int_equal(wc_mutate_row(c->t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    assert_string_equal(get_str(c, "r", NULL), "r: f:q@1=v");
+}
+
 static void test_pre_split_table_scans_across_regions(void **state)
 {
     struct cctx *c = *state;
@@ -1117,6 +1146,8 @@ int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, v
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_cell_over_the_size_limit_is_refused_and_writes_nothing,
                                         cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_readonly_table_refuses_every_write, cc_setup,
+                                        cc_teardown),
         cmocka_unit_test_setup_teardown(test_pre_split_table_scans_across_regions, cc_setup,
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_table_admin_lifecycle, cc_setup, cc_teardown),

@@ -10,6 +10,10 @@
 #include "tsd/ingest.h"
 
 struct sink {
+    pthread_mutex_t gate_mu; /* with gate_closed: the first write waits until the test opens it */
+    pthread_cond_t gate_cv;
+    bool gate_closed, in_write;
+    atomic_int calls;
     atomic_int batches;
     atomic_int points;
     bool fail;
@@ -18,9 +22,8 @@ struct sink {
     char tag1[64];
 };
 
-static int sink_write(void *arg, struct ingest_batch *b, struct ct_err *err)
+static int sink_write_one(struct sink *s, struct ingest_batch *b)
 {
-    struct sink *s = arg;
     size_t n = ingest_batch_count(b);
     for (size_t i = 0; i < n; i++) {
         struct ingest_point p;
@@ -35,6 +38,23 @@ static int sink_write(void *arg, struct ingest_batch *b, struct ct_err *err)
     }
     atomic_fetch_add(&s->batches, 1);
     atomic_fetch_add(&s->points, (int)n);
+    return CT_OK;
+}
+
+static int sink_write(void *arg, struct ingest_batch *const *b, size_t nb, struct ct_err *err)
+{
+    struct sink *s = arg;
+    if (s->gate_closed) {
+        pthread_mutex_lock(&s->gate_mu);
+        s->in_write = true;
+        pthread_cond_broadcast(&s->gate_cv);
+        while (s->gate_closed)
+            pthread_cond_wait(&s->gate_cv, &s->gate_mu);
+        pthread_mutex_unlock(&s->gate_mu);
+    }
+    atomic_fetch_add(&s->calls, 1);
+    for (size_t i = 0; i < nb; i++)
+        sink_write_one(s, b[i]);
     if (s->fail)
         return ct_err_set(err, CT_EIO, "disk on fire");
     return CT_OK;
@@ -237,11 +257,78 @@ static void test_ingest_outcomes_and_batch_failure(void **state)
     ingest_free(g);
 }
 
+struct order {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct ingest *g;
+    uint64_t seqs[8];
+    int n;
+};
+
+static void on_done_order(void *arg, struct ingest_batch *b)
+{
+    struct order *o = arg;
+    uint64_t seq = ingest_batch_seq(b);
+    ingest_batch_release(o->g, b);
+    pthread_mutex_lock(&o->mu);
+    o->seqs[o->n++] = seq;
+    pthread_cond_broadcast(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+}
+
+static void test_ingest_a_busy_writer_takes_queued_batches_together_in_order(void **state)
+{
+    (void)state;
+    struct sink s = {0};
+    pthread_mutex_init(&s.gate_mu, NULL);
+    pthread_cond_init(&s.gate_cv, NULL);
+    s.gate_closed = true;
+    struct order o = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, {0}, 0};
+    struct ingest_options opt;
+    ingest_options_init(&opt);
+    opt.batch_points = 10;
+    opt.group_points = 25; /* two full batches and a part of a third fit, not three */
+    struct ct_err err = {0};
+    struct ingest *g = NULL;
+    assert_int_equal(ingest_new(&opt, sink_write, &s, &g, &err), CT_OK);
+    o.g = g;
+    struct put_point p = point("m", 1);
+    for (uint64_t k = 1; k <= 5; k++) {
+        struct ingest_batch *b = ingest_batch_get(g);
+        for (int i = 0; i < (k == 4 ? 5 : 10); i++)
+            assert_true(ingest_batch_add(b, &p, k));
+        ingest_batch_set_seq(b, k);
+        ingest_submit(g, b, on_done_order, &o);
+        if (k == 1) { /* the writer holds batch 1 before the others are queued */
+            pthread_mutex_lock(&s.gate_mu);
+            while (!s.in_write)
+                pthread_cond_wait(&s.gate_cv, &s.gate_mu);
+            pthread_mutex_unlock(&s.gate_mu);
+        }
+    }
+    pthread_mutex_lock(&s.gate_mu);
+    s.gate_closed = false;
+    pthread_cond_broadcast(&s.gate_cv);
+    pthread_mutex_unlock(&s.gate_mu);
+    pthread_mutex_lock(&o.mu);
+    while (o.n < 5)
+        pthread_cond_wait(&o.cv, &o.mu);
+    pthread_mutex_unlock(&o.mu);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(o.seqs[i], (uint64_t)i + 1); /* done in queue order */
+    assert_int_equal(atomic_load(&s.batches), 5);
+    assert_int_equal(atomic_load(&s.points), 45);
+    assert_int_equal(atomic_load(&s.calls), 3); /* {1}, {2, 3, 4} = 25 points, {5} */
+    assert_int_equal(ingest_in_use(g), 0);
+    ingest_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ingest_points_round_trip_and_are_written),
         cmocka_unit_test(test_ingest_series_hash_and_brief_form_match_the_full_point),
+        cmocka_unit_test(test_ingest_a_busy_writer_takes_queued_batches_together_in_order),
         cmocka_unit_test(test_ingest_pool_is_bounded_and_batches_fill),
         cmocka_unit_test(test_ingest_outcomes_and_batch_failure),
     };
