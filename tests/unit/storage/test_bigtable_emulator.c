@@ -699,8 +699,8 @@ static void test_concurrent_delete_latest_removes_one_version_each(void **state)
     for (int i = 0; i < NT; i++) {
         pthread_join(th[i], NULL);
         if (d[i].failures || d[i].conflicts)
-            fail_msg("deleter %d: %d failures, %d conflicts: %s", i, d[i].failures,
-                     d[i].conflicts, d[i].msg);
+            fail_msg("deleter %d: %d failures, %d conflicts: %s", i, d[i].failures, d[i].conflicts,
+                     d[i].msg);
     }
     char out[4096], want[4096];
     versions_text(t, out, sizeof(out));
@@ -793,17 +793,12 @@ static void run_pair_race(struct wc_table *t, enum wc_mutation_op op, int64_t de
 {
     atomic_int stop = 0, pause = 0, paused = 0;
     struct pair_writer w = {t, write_ts, 300, &stop, &pause, &paused, 0, 0, ""};
-    struct deleter d = {t,
-                        {op, wc_bytes_str("f"), wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0),
-                         delete_ts},
-                        0,
-                        &stop,
-                        &pause,
-                        &paused,
-                        0,
-                        0,
-                        0,
-                        ""};
+    struct deleter d = {
+        t,      {op, wc_bytes_str("f"), wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0), delete_ts},
+        0,      &stop,
+        &pause, &paused,
+        0,      0,
+        0,      ""};
     pthread_t tw, td;
     assert_int_equal(pthread_create(&td, NULL, deleter_main, &d), 0);
     assert_int_equal(pthread_create(&tw, NULL, pair_writer_main, &w), 0);
@@ -877,8 +872,8 @@ static void test_family_version_delete_over_thousands_of_columns(void **state)
         m[2 * i + 1] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str(quals[i]),
                                             wc_bytes_str("y"), 6};
     }
-    m[2 * NC] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str("g"), wc_bytes_str("k"),
-                                     wc_bytes_str("z"), 5};
+    m[2 * NC] =
+        (struct wc_mutation){WC_OP_PUT, wc_bytes_str("g"), wc_bytes_str("k"), wc_bytes_str("z"), 5};
     struct wc_row_mutation rm = {wc_bytes_str("r"), m, 2 * NC + 1};
     OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
     struct wc_mutation dm = {WC_OP_DELETE_FAMILY_VERSION, wc_bytes_str("f"), wc_bytes_of(NULL, 0),
