@@ -58,6 +58,7 @@ struct xser {
     /* the same series' points in the older time slices of its bucket, newest first (owned;
      * series_finish() folds them in) */
     struct xser *older, *oldest;
+    bool pts_borrowed; /* pts.p lies in the sub-query's block (xsub.pts_block), not owned */
     /* after the scan */
     size_t ntags;
     uint64_t *tagk_id, *tagv_id;
@@ -72,7 +73,8 @@ static void xser_free(struct xser *s)
         return;
     xser_free(s->older);
     free(s->tsuid);
-    qagg_buf_free(&s->pts);
+    if (!s->pts_borrowed)
+        qagg_buf_free(&s->pts);
     free(s->chunks);
     for (size_t i = 0; i < s->nanns; i++)
         free(s->anns[i].json);
@@ -166,9 +168,20 @@ static struct xser *xset_get(struct xset *x, const uint8_t *tsuid, size_t len)
     return s;
 }
 
-/* Puts the points of a series in ascending order, in one copy: rows were read newest first
- * (each row a chunk) and older time slices hang off s->older. */
-static int series_finish(struct xser *s, struct ct_err *err)
+/* Points series_finish() copies for s (0: already in order). */
+static size_t series_finish_size(const struct xser *s)
+{
+    if (s->nchunks <= 1 && !s->older)
+        return 0;
+    size_t total = 0;
+    for (const struct xser *e = s; e; e = e->older)
+        total += e->pts.n;
+    return total;
+}
+
+/* Puts the points of a series in ascending order, in one copy to *dst (advanced past them):
+ * rows were read newest first (each row a chunk) and older time slices hang off s->older. */
+static int series_finish(struct xser *s, struct qagg_point **dst, struct ct_err *err)
 {
     if (s->nchunks <= 1 && !s->older)
         return CT_OK;
@@ -177,13 +190,11 @@ static int series_finish(struct xser *s, struct ct_err *err)
         total += e->pts.n;
         nparts++;
     }
-    struct qagg_point *np = malloc((total ? total : 1) * sizeof(*np));
+    struct qagg_point *np = *dst;
     const struct xser **parts = malloc(nparts * sizeof(*parts));
-    if (!np || !parts) {
-        free(np);
-        free(parts);
+    if (!parts)
         return ct_err_set(err, CT_ENOMEM, "out of memory ordering %zu points", total);
-    }
+    *dst += total;
     size_t k = 0;
     for (const struct xser *e = s; e; e = e->older)
         parts[k++] = e;
@@ -199,9 +210,11 @@ static int series_finish(struct xser *s, struct ct_err *err)
     free(parts);
     xser_free(s->older);
     s->older = s->oldest = NULL;
-    free(s->pts.p);
+    if (!s->pts_borrowed)
+        free(s->pts.p);
     s->pts.p = np;
     s->pts.n = s->pts.cap = total;
+    s->pts_borrowed = true;
     s->nchunks = 1;
     return CT_OK;
 }
@@ -635,8 +648,9 @@ struct xsub {
     size_t nser;
     struct xset *sets;
     unsigned nsets;
-    bool ds_done;      /* the scan downsampled the series already (xscan.ds) */
-    bool general_only; /* qexec_options.general_only */
+    struct qagg_point *pts_block; /* the finished series' points (series_finish) */
+    bool ds_done;                 /* the scan downsampled the series already (xscan.ds) */
+    bool general_only;            /* qexec_options.general_only */
 };
 
 static void xsub_free(struct xsub *xs)
@@ -647,6 +661,7 @@ static void xsub_free(struct xsub *xs)
     for (unsigned i = 0; i < xs->nsets; i++)
         xset_clear(&xs->sets[i]);
     free(xs->sets);
+    free(xs->pts_block);
     memset(xs, 0, sizeof(*xs));
 }
 
@@ -1043,13 +1058,29 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         for (size_t i = 0; i < x.sets[wi].n; i++) {
             struct xser *s = x.sets[wi].ser[i];
             bool keep = false;
-            if ((rc = series_finish(s, err)) != CT_OK ||
-                (rc = ser_resolve(t, xs, s, &keep, err)) != CT_OK) {
+            if ((rc = ser_resolve(t, xs, s, &keep, err)) != CT_OK) {
                 *status = QEXEC_INTERNAL;
                 goto out;
             }
             if (keep)
                 xs->ser[xs->nser++] = s;
+        }
+    }
+    /* the kept series in time order, all in one block (one large allocation, which malloc
+     * keeps for the next query, instead of one per series) */
+    size_t block = 0;
+    for (size_t i = 0; i < xs->nser; i++)
+        block += series_finish_size(xs->ser[i]);
+    if (block && !(xs->pts_block = malloc(block * sizeof(struct qagg_point)))) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory ordering %zu points", block);
+        *status = QEXEC_INTERNAL;
+        goto out;
+    }
+    struct qagg_point *dst = xs->pts_block;
+    for (size_t i = 0; i < xs->nser; i++) {
+        if ((rc = series_finish(xs->ser[i], &dst, err)) != CT_OK) {
+            *status = QEXEC_INTERNAL;
+            goto out;
         }
     }
     if (xs->nser > 1)
@@ -1168,6 +1199,24 @@ static int run_group(const struct qspec *q, const struct xsub *xs, struct xser *
         free(bufs);
         return ct_err_set(err, CT_ENOMEM, "out of memory aggregating");
     }
+    /* rates of already downsampled (or raw) series go to one block for the whole group: one
+     * large allocation is reused by malloc from query to query where many medium ones would be
+     * returned to the system and faulted in again */
+    struct qagg_point *rate_block = NULL;
+    bool one_block = sub->rate && (!sub->ds.enabled || xs->ds_done);
+    if (one_block) {
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += ser[i]->pts.n;
+        rate_block = malloc((total ? total : 1) * sizeof(*rate_block));
+        if (!rate_block) {
+            free(ss);
+            free(bufs);
+            return ct_err_set(err, CT_ENOMEM, "out of memory aggregating");
+        }
+        for (size_t i = 0, off = 0; i < n; off += ser[i]->pts.n, i++)
+            bufs[2 * i + 1] = (struct qagg_buf){rate_block + off, 0, ser[i]->pts.n};
+    }
     for (size_t i = 0; i < n && rc == CT_OK; i++) {
         const struct qagg_point *p = ser[i]->pts.p;
         size_t np = ser[i]->pts.n;
@@ -1190,7 +1239,9 @@ static int run_group(const struct qspec *q, const struct xsub *xs, struct xser *
     if (rc == CT_OK && xo->has_pad) /* nothing at or after the start: the padding point alone */
         rc = write_point(xo, &xo->pad);
     for (size_t i = 0; i < 2 * n; i++)
-        qagg_buf_free(&bufs[i]);
+        if (!one_block || i % 2 == 0) /* the rate buffers live in rate_block */
+            qagg_buf_free(&bufs[i]);
+    free(rate_block);
     free(bufs);
     free(ss);
     return rc;

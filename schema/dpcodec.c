@@ -593,8 +593,8 @@ struct dpcodec_prog {
 
 /* Reads an integer stream of order k with n entries into xs. With prog non-NULL, a stream
  * whose residuals are all 0 is reported there instead and xs is not written. */
-static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsigned k,
-                                    uint64_t n, int64_t *xs, struct dpcodec_prog *prog)
+static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
+                                    int64_t *xs, struct dpcodec_prog *prog)
 {
     const uint8_t *p = *pp;
     uint64_t heads = k < n ? k : n;

@@ -458,6 +458,9 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
         "m=avg:sys.cpu{host=a0|a1}",
         "m=sum:rate:sys.cpu{host=a0|a1}",
         "m=p90:10m-p75:sys.cpu{dc=d9}",
+        "m=min:1m-max:sys.cpu{dc=d9}",
+        "m=count:1m-sum:sys.cpu{dc=d9}",
+        "m=mimmax:30s-min:sys.cpu{dc=d9}",
     };
     const char *starts[] = {"start=1356998400", "start=1357000123"};
     const char *ends[] = {"end=1357016400", "end=1357009999"};
