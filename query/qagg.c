@@ -310,6 +310,24 @@ double qagg_run_double(const struct qagg *a, const double *v, size_t n, double *
     return NAN;
 }
 
+enum qagg_stream qagg_stream_kind(const struct qagg *a)
+{
+    switch (a->kind) {
+    case K_SUM:
+        return QAGG_STREAM_SUM;
+    case K_AVG:
+        return QAGG_STREAM_AVG;
+    case K_MIN:
+        return QAGG_STREAM_MIN;
+    case K_MAX:
+        return QAGG_STREAM_MAX;
+    case K_COUNT:
+        return QAGG_STREAM_COUNT;
+    default:
+        return QAGG_STREAM_NO;
+    }
+}
+
 /* ---- buffers ------------------------------------------------------------------------ */
 
 void qagg_buf_free(struct qagg_buf *b)
@@ -648,6 +666,9 @@ int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rat
     struct qagg_point zero = {.ts_ms = 0, .is_int = true};
     zero.v.i = 0;
     const struct qagg_point *prev = &zero;
+    int rc = qagg_buf_reserve(out, n, err); /* at most one rate per point */
+    if (rc != CT_OK)
+        return rc;
     for (size_t i = 0; i < n; i++) {
         const struct qagg_point *dp = &in[i];
         if (dp->ts_ms <= prev->ts_ms)
@@ -669,9 +690,7 @@ int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rat
         } else {
             pt.v.d = diff / tdelta;
         }
-        int rc = qagg_buf_push(out, &pt, err);
-        if (rc != CT_OK)
-            return rc;
+        out->p[out->n++] = pt;
         prev = dp;
     }
     return CT_OK;
@@ -726,9 +745,143 @@ static double slot_double(const struct gslot *s)
     return s->f ? s->d : (double)s->i;
 }
 
+/* The aligned case of qagg_group_run(): every series, from its first point at or after
+ * win_start_ms, has the same timestamps. Then AggregationIterator moves all series together: at
+ * each timestamp every series' current point is at that timestamp, so no value is interpolated
+ * (each series gives its own value); the point is an integer when, without rate, every series'
+ * current and next points are integers (the next one may lie past win_end_ms); the first point
+ * is skipped with rate (it only primes the current value); iteration stops past win_end_ms.
+ * *done is false (and nothing emitted) when the series are not aligned, or when a point sits at
+ * time 0 (which the iterator takes for "no current point"). */
+static int group_run_aligned(const struct qagg *a, const struct qagg_series *s, size_t ns,
+                             int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
+                             void *arg, bool *done, struct ct_err *err)
+{
+    enum {
+        MAXS = 256
+    };
+    *done = false;
+    if (ns < 1 || ns > MAXS)
+        return CT_OK;
+    size_t from[MAXS];
+    size_t len = 0;
+    for (size_t i = 0; i < ns; i++) {
+        size_t f = 0;
+        while (f < s[i].n && s[i].p[f].ts_ms < win_start_ms)
+            f++;
+        from[i] = f;
+        if (i == 0)
+            len = s[i].n - f;
+        else if (s[i].n - f != len)
+            return CT_OK;
+    }
+    const struct qagg_point *p0 = s[0].p + from[0];
+    if (len && p0[0].ts_ms <= 0)
+        return CT_OK;
+    bool any_int = false;
+    for (size_t i = 0; i < ns; i++) {
+        const struct qagg_point *pi = s[i].p + from[i];
+        for (size_t k = 0; k < len; k++) {
+            if (pi[k].ts_ms != p0[k].ts_ms)
+                return CT_OK;
+            any_int |= pi[k].is_int;
+        }
+    }
+    *done = true;
+    size_t k0 = rate ? 1 : 0, k1 = k0;
+    while (k1 < len && p0[k1].ts_ms <= win_end_ms)
+        k1++;
+    enum qagg_stream kind = qagg_stream_kind(a);
+    if (!any_int && kind != QAGG_STREAM_NO && k1 > k0) {
+        /* series by series into one accumulator per timestamp: each series is read in order
+         * (not one cache line of every series per timestamp), and every accumulator still sees
+         * the series in the same order as qagg_run_double's loop, so the bits are the same */
+        double *acc = calloc(k1 - k0, sizeof(double));
+        size_t *cnt = calloc(k1 - k0, sizeof(size_t));
+        if (!acc || !cnt) {
+            free(acc);
+            free(cnt);
+            return ct_err_set(err, CT_ENOMEM, "out of memory aggregating %zu series", ns);
+        }
+        for (size_t i = 0; i < ns; i++) {
+            const struct qagg_point *pi = s[i].p + from[i];
+            for (size_t k = k0; k < k1; k++) {
+                double v = pi[k].v.d;
+                if (isnan(v))
+                    continue;
+                double *r = &acc[k - k0];
+                size_t *c = &cnt[k - k0];
+                if (kind == QAGG_STREAM_MIN   ? (*c == 0 || v < *r)
+                    : kind == QAGG_STREAM_MAX ? (*c == 0 || v > *r)
+                                              : false)
+                    *r = v;
+                else if (kind == QAGG_STREAM_SUM || kind == QAGG_STREAM_AVG)
+                    *r += v;
+                (*c)++;
+            }
+        }
+        int rc = CT_OK;
+        for (size_t k = k0; k < k1; k++) {
+            double r = acc[k - k0];
+            size_t c = cnt[k - k0];
+            struct qagg_point out = {.ts_ms = p0[k].ts_ms, .is_int = false};
+            out.v.d = c == 0                      ? NAN
+                      : kind == QAGG_STREAM_AVG   ? r / (double)c
+                      : kind == QAGG_STREAM_COUNT ? (double)c
+                                                  : r;
+            if ((rc = emit(arg, &out)) != 0)
+                break;
+        }
+        free(acc);
+        free(cnt);
+        return rc;
+    }
+    double *dv = malloc(ns * 2 * sizeof(double));
+    int64_t *lv = malloc(ns * sizeof(int64_t));
+    if (!dv || !lv) {
+        free(dv);
+        free(lv);
+        return ct_err_set(err, CT_ENOMEM, "out of memory aggregating %zu series", ns);
+    }
+    int rc = CT_OK;
+    for (size_t k = k0; k < k1; k++) {
+        bool is_int = !rate;
+        for (size_t i = 0; i < ns && is_int; i++) {
+            const struct qagg_point *pi = s[i].p + from[i];
+            is_int = pi[k].is_int && (k + 1 == len || pi[k + 1].is_int);
+        }
+        struct qagg_point out = {.ts_ms = p0[k].ts_ms, .is_int = is_int};
+        if (is_int) {
+            for (size_t i = 0; i < ns; i++)
+                lv[i] = s[i].p[from[i] + k].v.i;
+            out.v.i = qagg_run_long(a, lv, ns, dv + ns);
+        } else {
+            for (size_t i = 0; i < ns; i++)
+                dv[i] = qagg_point_double(&s[i].p[from[i] + k]);
+            out.v.d = qagg_run_double(a, dv, ns, dv + ns);
+        }
+        if ((rc = emit(arg, &out)) != 0)
+            break;
+    }
+    free(dv);
+    free(lv);
+    return rc;
+}
+
 int qagg_group_run(const struct qagg *a, const struct qagg_series *s, size_t ns,
                    int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
                    void *arg, struct ct_err *err)
+{
+    bool done;
+    int rc = group_run_aligned(a, s, ns, win_start_ms, win_end_ms, rate, emit, arg, &done, err);
+    if (done)
+        return rc;
+    return qagg_group_run_general(a, s, ns, win_start_ms, win_end_ms, rate, emit, arg, err);
+}
+
+int qagg_group_run_general(const struct qagg *a, const struct qagg_series *s, size_t ns,
+                           int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
+                           void *arg, struct ct_err *err)
 {
     if (ns == 0)
         return CT_OK;

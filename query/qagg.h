@@ -55,6 +55,19 @@ bool qagg_is_none(const struct qagg *a);
 int64_t qagg_run_long(const struct qagg *a, const int64_t *vals, size_t n, double *scratch);
 double qagg_run_double(const struct qagg *a, const double *vals, size_t n, double *scratch);
 
+/* Aggregators whose qagg_run_double() is a single pass without a buffer, so that a caller can
+ * fold values as they come and get the same bits: the sum (NaN skipped; NaN if none), avg (the
+ * same sum divided by the count), min and max (NaN skipped), count (of non-NaN values). */
+enum qagg_stream {
+    QAGG_STREAM_NO = 0, /* needs qagg_run_double over the whole buffer */
+    QAGG_STREAM_SUM,
+    QAGG_STREAM_AVG,
+    QAGG_STREAM_MIN,
+    QAGG_STREAM_MAX,
+    QAGG_STREAM_COUNT,
+};
+enum qagg_stream qagg_stream_kind(const struct qagg *a);
+
 /* ---- downsampling --------------------------------------------------------------------- */
 
 enum qagg_fill {
@@ -150,9 +163,15 @@ typedef int (*qagg_emit_fn)(void *arg, const struct qagg_point *pt);
 
 /* Aggregates ns series point-wise over [win_start_ms, win_end_ms] with a's interpolation, as
  * AggregationIterator does (rate selects its rate rules). Returns CT_OK, an emit's non-zero
- * value, or CT_ENOMEM. */
+ * value, or CT_ENOMEM. When every series holds doubles at the same timestamps (what
+ * downsampling usually leaves) nothing is ever interpolated and a direct pass over the columns
+ * gives the same points. */
 int qagg_group_run(const struct qagg *a, const struct qagg_series *s, size_t ns,
                    int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
                    void *arg, struct ct_err *err);
+/* qagg_group_run() without the aligned-series fast path (tests compare the two). */
+int qagg_group_run_general(const struct qagg *a, const struct qagg_series *s, size_t ns,
+                           int64_t win_start_ms, int64_t win_end_ms, bool rate, qagg_emit_fn emit,
+                           void *arg, struct ct_err *err);
 
 #endif

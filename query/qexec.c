@@ -5,8 +5,9 @@
  *      to each row key before materialising the row (wc_scan_options.row_filter);
  *   3. one reversed scan per salt bucket over the hour rows of the scan window (TsdbQuery's
  *      getScanStartTimeSeconds / getScanEndTimeSeconds), buckets spread over threads; with
- *      fewer buckets than threads each bucket's hours are cut into time slices (newest first)
- *      whose series are appended back together before step 5;
+ *      fewer than four buckets per thread each bucket's hours are cut into time slices
+ *      (newest first) taken by whichever thread is free, whose series are chained back
+ *      together before step 5;
  *   4. decode every cell layout of each row (dpcodec_row_decode) into its series, keep the row's
  *      annotations;
  *   5. resolve tag names, apply every filter by name (regexp, wildcard, case-insensitive ones),
@@ -19,6 +20,7 @@
  * series_finish() ran (rows arrive newest first; their chunks are reversed). */
 #include "query/qexec.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -53,6 +55,10 @@ struct xser {
     size_t nanns;
     int64_t *row_base; /* base hour of every row read (only for delete queries) */
     size_t nrows, caprows;
+    /* the same series' points in the older time slices of its bucket, newest first (owned;
+     * series_finish() folds them in) */
+    struct xser *older, *oldest;
+    bool pts_borrowed; /* pts.p lies in the sub-query's block (xsub.pts_block), not owned */
     /* after the scan */
     size_t ntags;
     uint64_t *tagk_id, *tagv_id;
@@ -65,8 +71,10 @@ static void xser_free(struct xser *s)
 {
     if (!s)
         return;
+    xser_free(s->older);
     free(s->tsuid);
-    qagg_buf_free(&s->pts);
+    if (!s->pts_borrowed)
+        qagg_buf_free(&s->pts);
     free(s->chunks);
     for (size_t i = 0; i < s->nanns; i++)
         free(s->anns[i].json);
@@ -160,23 +168,54 @@ static struct xser *xset_get(struct xset *x, const uint8_t *tsuid, size_t len)
     return s;
 }
 
-/* Puts the points of a series in ascending order (rows were read newest first). */
-static int series_finish(struct xser *s, struct ct_err *err)
+/* Points series_finish() copies for s (0: already in order). */
+static size_t series_finish_size(const struct xser *s)
 {
-    if (s->nchunks <= 1)
+    if (s->nchunks <= 1 && !s->older)
+        return 0;
+    size_t total = 0;
+    for (const struct xser *e = s; e; e = e->older)
+        total += e->pts.n;
+    return total;
+}
+
+/* Puts the points of a series in ascending order, in one copy to *dst (advanced past them):
+ * rows were read newest first (each row a chunk) and older time slices hang off s->older. */
+static int series_finish(struct xser *s, struct qagg_point **dst, struct ct_err *err)
+{
+    if (s->nchunks <= 1 && !s->older)
         return CT_OK;
-    struct qagg_point *np = malloc(s->pts.n * sizeof(*np));
-    if (!np && s->pts.n)
-        return ct_err_set(err, CT_ENOMEM, "out of memory ordering %zu points", s->pts.n);
-    size_t o = 0;
-    for (size_t c = s->nchunks; c-- > 0;) {
-        size_t b = s->chunks[c], e = c + 1 < s->nchunks ? s->chunks[c + 1] : s->pts.n;
-        memcpy(np + o, s->pts.p + b, (e - b) * sizeof(*np));
-        o += e - b;
+    size_t total = 0, nparts = 0;
+    for (const struct xser *e = s; e; e = e->older) {
+        total += e->pts.n;
+        nparts++;
     }
-    free(s->pts.p);
+    struct qagg_point *np = *dst;
+    const struct xser **parts = malloc(nparts * sizeof(*parts));
+    if (!parts)
+        return ct_err_set(err, CT_ENOMEM, "out of memory ordering %zu points", total);
+    *dst += total;
+    size_t k = 0;
+    for (const struct xser *e = s; e; e = e->older)
+        parts[k++] = e;
+    size_t o = 0;
+    while (k-- > 0) { /* the oldest slice first, its oldest row first */
+        const struct xser *e = parts[k];
+        for (size_t c = e->nchunks; c-- > 0;) {
+            size_t b = e->chunks[c], end = c + 1 < e->nchunks ? e->chunks[c + 1] : e->pts.n;
+            memcpy(np + o, e->pts.p + b, (end - b) * sizeof(*np));
+            o += end - b;
+        }
+    }
+    free(parts);
+    xser_free(s->older);
+    s->older = s->oldest = NULL;
+    if (!s->pts_borrowed)
+        free(s->pts.p);
     s->pts.p = np;
-    s->pts.cap = s->pts.n;
+    s->pts.n = s->pts.cap = total;
+    s->pts_borrowed = true;
+    s->nchunks = 1;
     return CT_OK;
 }
 
@@ -201,8 +240,9 @@ struct xscan {
     bool keep_rows;       /* remember each row's hour (delete queries) */
     /* downsampling inside the scan (row_downsample): the interval divides an hour, so every
      * bucket lies in one row and a row's buckets are final */
-    const struct qagg_ds *ds; /* NULL: series keep their raw points */
-    int64_t ds_seek_ms;       /* the Downsampler's first bucket start */
+    const struct qagg_ds *ds;   /* NULL: series keep their raw points */
+    int64_t ds_seek_ms;         /* the Downsampler's first bucket start */
+    enum qagg_stream ds_stream; /* ds->fn folded in one pass, or QAGG_STREAM_NO */
     atomic_int stop;
     /* per bucket */
     struct xset *sets;
@@ -270,30 +310,105 @@ static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_byte
  * them (qagg_downsample without fill): each bucket's values in time order through the
  * downsampling function. Only used when the interval divides an hour, so that no bucket spans
  * two rows and the row's buckets are the series' buckets. vals and scratch hold c->n doubles. */
-static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c,
-                          struct qagg_buf *out, double *vals, double *scratch,
-                          struct ct_err *err)
+static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c, struct qagg_buf *out,
+                          double *vals, double *scratch, struct ct_err *err)
 {
     int64_t iv = x->ds->interval_ms;
+    const int64_t *ts = c->ts;
     size_t i = 0, n = c->n;
-    while (i < n && c->ts[i] < x->ds_seek_ms)
+    while (i < n && ts[i] < x->ds_seek_ms)
         i++;
     if (i == n)
         return CT_OK;
-    int64_t first = c->ts[i] - c->ts[i] % iv;
-    size_t most = (size_t)((c->ts[n - 1] - first) / iv) + 1;
+    int64_t first = ts[i] - ts[i] % iv;
+    size_t most = (size_t)((ts[n - 1] - first) / iv) + 1;
     int rc = qagg_buf_reserve(out, most, err);
     if (rc != CT_OK)
         return rc;
-    while (i < n) {
-        int64_t bstart = c->ts[i] - c->ts[i] % iv, bend = bstart + iv;
-        size_t nv = 0;
-        for (; i < n && c->ts[i] < bend; i++)
-            vals[nv++] = dpcodec_cols_double(c, i);
+    bool nan_free = c->kinds == DPCODEC_COLS_INTS; /* integers are never NaN */
+    enum qagg_stream kind = x->ds_stream;
+    if (nan_free && (kind == QAGG_STREAM_SUM || kind == QAGG_STREAM_AVG)) {
+        /* the common case in one pass: integer values summed (as doubles, in time order) */
+        const uint64_t *val = c->val;
+        int64_t bstart = ts[i] - ts[i] % iv, bend = bstart + iv;
+        size_t b = i;
+        double r = 0;
+        for (; i < n; i++) {
+            if (ts[i] >= bend) {
+                struct qagg_point *pt = &out->p[out->n++];
+                pt->ts_ms = bstart;
+                pt->is_int = false;
+                pt->v.d = kind == QAGG_STREAM_AVG ? r / (double)(i - b) : r;
+                bstart = ts[i] - ts[i] % iv;
+                bend = bstart + iv;
+                b = i;
+                r = 0;
+            }
+            r += (double)(int64_t)val[i];
+        }
         struct qagg_point *pt = &out->p[out->n++];
         pt->ts_ms = bstart;
         pt->is_int = false;
-        pt->v.d = qagg_run_double(x->ds->fn, vals, nv, scratch);
+        pt->v.d = kind == QAGG_STREAM_AVG ? r / (double)(i - b) : r;
+        return CT_OK;
+    }
+    /* the values as doubles (qagg_point_double), then one tight loop per bucket */
+    if (nan_free)
+        for (size_t k = i; k < n; k++)
+            vals[k] = (double)(int64_t)c->val[k];
+    else if (c->kinds == DPCODEC_COLS_REALS)
+        memcpy(vals + i, c->val + i, (n - i) * sizeof(double));
+    else
+        for (size_t k = i; k < n; k++)
+            vals[k] = dpcodec_cols_double(c, k);
+    while (i < n) {
+        int64_t bstart = ts[i] - ts[i] % iv, bend = bstart + iv;
+        size_t b = i, k = 0;
+        while (i < n && ts[i] < bend)
+            i++;
+        double r = 0;
+        /* qagg_run_double's single passes (NaN skipped), or the call itself */
+        switch (kind) {
+        case QAGG_STREAM_SUM:
+        case QAGG_STREAM_AVG:
+            if (nan_free) {
+                for (size_t j = b; j < i; j++)
+                    r += vals[j];
+                k = i - b;
+            } else {
+                for (size_t j = b; j < i; j++)
+                    if (!isnan(vals[j])) {
+                        r += vals[j];
+                        k++;
+                    }
+            }
+            r = k == 0 ? NAN : kind == QAGG_STREAM_AVG ? r / (double)k : r;
+            break;
+        case QAGG_STREAM_MIN:
+            for (size_t j = b; j < i; j++)
+                if (!isnan(vals[j]) && (k++ == 0 || vals[j] < r))
+                    r = vals[j];
+            r = k == 0 ? NAN : r;
+            break;
+        case QAGG_STREAM_MAX:
+            for (size_t j = b; j < i; j++)
+                if (!isnan(vals[j]) && (k++ == 0 || vals[j] > r))
+                    r = vals[j];
+            r = k == 0 ? NAN : r;
+            break;
+        case QAGG_STREAM_COUNT:
+            for (size_t j = b; j < i; j++)
+                k += !isnan(vals[j]);
+            r = k == 0 ? NAN : (double)k;
+            break;
+        default:
+            r = qagg_run_double(x->ds->fn, vals + b, i - b, scratch);
+            break;
+        }
+        struct qagg_point *pt = &out->p[out->n++];
+        pt->ts_ms = bstart;
+        pt->is_int = false;
+        pt->v.d = r;
     }
     return CT_OK;
 }
@@ -343,8 +458,8 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
         size_t tl = rowkey_tsuid_of(l, row.key.data, row.key.len, ts, sizeof(ts));
         if (!tl)
             continue;
-        if ((rc = dpcodec_row_decode_cols(parts.base_s, row.cells, row.ncells, &cols, NULL,
-                                          err)) != CT_OK)
+        if ((rc = dpcodec_row_decode_cols(parts.base_s, row.cells, row.ncells, &cols, NULL, err)) !=
+            CT_OK)
             break;
         size_t n = cols.n;
         bool has_ann = false;
@@ -384,6 +499,17 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
                 s->capchunks = nc;
             }
             s->chunks[s->nchunks++] = s->pts.n;
+            if (s->pts.cap == 0) {
+                /* the series' first row in this scan: room for the whole slice (buckets, or
+                 * this row's count for every hour), so that it rarely grows */
+                uint64_t hours = (uint64_t)(top_s - bottom_s) / ROWKEY_HOUR_S + 1;
+                uint64_t guess =
+                    x->ds ? hours * ROWKEY_HOUR_S * 1000 / (uint64_t)x->ds->interval_ms : hours * n;
+                if (guess > 1u << 20)
+                    guess = 1u << 20;
+                if ((rc = qagg_buf_reserve(&s->pts, (size_t)guess, err)) != CT_OK)
+                    break;
+            }
             if (x->ds) {
                 if (n > dsv_cap) {
                     size_t nc = dsv_cap ? dsv_cap : 512;
@@ -468,27 +594,22 @@ static void *scan_thread(void *arg)
     return NULL;
 }
 
-/* Appends series src (an older time slice of the same bucket) to dst's series. */
-static int xset_merge(struct xset *dst, const struct xset *src, struct ct_err *err)
+/* Hands the series of src (an older time slice of the same bucket) to dst's series: the
+ * points are chained (d->older, copied once by series_finish()), annotations and row hours
+ * appended. src keeps no series. */
+static int xset_merge(struct xset *dst, struct xset *src, struct ct_err *err)
 {
     for (size_t i = 0; i < src->n; i++) {
-        const struct xser *s = src->ser[i];
+        struct xser *s = src->ser[i];
         struct xser *d = xset_get(dst, s->tsuid, s->tsuid_len);
-        if (!d || qagg_buf_reserve(&d->pts, s->pts.n, err) != CT_OK)
+        if (!d)
             return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
-        size_t need = d->nchunks + s->nchunks;
-        if (need > d->capchunks) {
-            size_t *nc = realloc(d->chunks, need * sizeof(size_t));
-            if (!nc)
-                return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
-            d->chunks = nc;
-            d->capchunks = need;
-        }
-        for (size_t c = 0; c < s->nchunks; c++)
-            d->chunks[d->nchunks++] = d->pts.n + s->chunks[c];
-        if (s->pts.n)
-            memcpy(d->pts.p + d->pts.n, s->pts.p, s->pts.n * sizeof(struct qagg_point));
-        d->pts.n += s->pts.n;
+        src->ser[i] = NULL;
+        if (d->oldest)
+            d->oldest->older = s;
+        else
+            d->older = s;
+        d->oldest = s;
         for (size_t a = 0; a < s->nanns; a++) {
             struct wc_bytes v = wc_bytes_str(s->anns[a].json);
             if (add_annotation(d, s->anns[a].start_ms, &v) != 0)
@@ -527,7 +648,9 @@ struct xsub {
     size_t nser;
     struct xset *sets;
     unsigned nsets;
-    bool ds_done; /* the scan downsampled the series already (xscan.ds) */
+    struct qagg_point *pts_block; /* the finished series' points (series_finish) */
+    bool ds_done;                 /* the scan downsampled the series already (xscan.ds) */
+    bool general_only;            /* qexec_options.general_only */
 };
 
 static void xsub_free(struct xsub *xs)
@@ -538,6 +661,7 @@ static void xsub_free(struct xsub *xs)
     for (unsigned i = 0; i < xs->nsets; i++)
         xset_clear(&xs->sets[i]);
     free(xs->sets);
+    free(xs->pts_block);
     memset(xs, 0, sizeof(*xs));
 }
 
@@ -844,21 +968,26 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     x.win_end_s = w.win_end_ms / 1000;
     x.rf = rf;
     if (!o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
-        sub->ds.fill == QAGG_FILL_NONE &&
-        sub->ds.interval_ms > 0 && (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0) {
+        sub->ds.fill == QAGG_FILL_NONE && sub->ds.interval_ms > 0 &&
+        (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0) {
         int64_t iv = sub->ds.interval_ms, seek = w.win_start_ms + iv - 1;
         x.ds = &sub->ds;
         x.ds_seek_ms = seek - seek % iv;
+        x.ds_stream = o->general_only ? QAGG_STREAM_NO : qagg_stream_kind(sub->ds.fn);
     }
     xs->ds_done = x.ds != NULL;
+    xs->general_only = o->general_only;
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
     if (nth > 64)
         nth = 64;
-    /* fewer buckets than threads: split each bucket's hours into time slices */
+    /* fewer than four pieces of work per thread: split each bucket's hours into time slices.
+     * Threads take pieces as they come free, so a thread that starts late or is preempted on a
+     * busy machine leaves its share to the others instead of holding up the query. */
     int64_t hours = (x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S;
-    x.nslices = x.nbuckets >= nth ? 1 : (nth + x.nbuckets - 1) / x.nbuckets;
+    unsigned want = 4 * nth;
+    x.nslices = x.nbuckets >= want ? 1 : (want + x.nbuckets - 1) / x.nbuckets;
     if (hours < 1)
         hours = 1;
     if ((int64_t)x.nslices > hours)
@@ -929,13 +1058,29 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         for (size_t i = 0; i < x.sets[wi].n; i++) {
             struct xser *s = x.sets[wi].ser[i];
             bool keep = false;
-            if ((rc = series_finish(s, err)) != CT_OK ||
-                (rc = ser_resolve(t, xs, s, &keep, err)) != CT_OK) {
+            if ((rc = ser_resolve(t, xs, s, &keep, err)) != CT_OK) {
                 *status = QEXEC_INTERNAL;
                 goto out;
             }
             if (keep)
                 xs->ser[xs->nser++] = s;
+        }
+    }
+    /* the kept series in time order, all in one block (one large allocation, which malloc
+     * keeps for the next query, instead of one per series) */
+    size_t block = 0;
+    for (size_t i = 0; i < xs->nser; i++)
+        block += series_finish_size(xs->ser[i]);
+    if (block && !(xs->pts_block = malloc(block * sizeof(struct qagg_point)))) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory ordering %zu points", block);
+        *status = QEXEC_INTERNAL;
+        goto out;
+    }
+    struct qagg_point *dst = xs->pts_block;
+    for (size_t i = 0; i < xs->nser; i++) {
+        if ((rc = series_finish(xs->ser[i], &dst, err)) != CT_OK) {
+            *status = QEXEC_INTERNAL;
+            goto out;
         }
     }
     if (xs->nser > 1)
@@ -1009,31 +1154,36 @@ static int write_point(struct xout *xo, const struct qagg_point *pt)
     xo->emitted++;
     if (xo->fn)
         return xo->fn(xo->fn_arg, xo->metric, xo->tags, pt);
-    struct qjson *j = xo->j;
+    /* the whole point in one piece: [,]"ts":value or [,][ts,value] */
     int64_t ts = xo->q->ms_resolution ? pt->ts_ms : pt->ts_ms / 1000;
+    char b[96];
+    size_t n = 0;
     if (!xo->first_dp)
-        qjson_raw(j, ",", 1);
+        b[n++] = ',';
     xo->first_dp = false;
+    b[n++] = xo->q->arrays ? '[' : '"';
+    n += qjson_format_i64(ts, b + n);
     if (xo->q->arrays) {
-        qjson_raw(j, "[", 1);
-        qjson_i64(j, ts);
-        qjson_raw(j, ",", 1);
+        b[n++] = ',';
     } else {
-        char b[32];
-        b[0] = '"';
-        size_t n = 1 + qjson_format_i64(ts, b + 1);
         b[n++] = '"';
         b[n++] = ':';
-        qjson_raw(j, b, n);
     }
-    if (pt->is_int)
-        qjson_i64(j, pt->v.i);
-    else if (pt->v.d != pt->v.d && xo->sub->ds.enabled && xo->sub->ds.fill == QAGG_FILL_NULL)
-        qjson_lit(j, "null");
-    else
-        qjson_double(j, pt->v.d);
+    if (pt->is_int) {
+        n += qjson_format_i64(pt->v.i, b + n);
+    } else if (pt->v.d != pt->v.d && xo->sub->ds.enabled && xo->sub->ds.fill == QAGG_FILL_NULL) {
+        memcpy(b + n, "null", 4);
+        n += 4;
+    } else if (isnan(pt->v.d) || isinf(pt->v.d)) { /* quoted, as qjson_double() */
+        b[n++] = '"';
+        n += qjson_format_double(pt->v.d, b + n);
+        b[n++] = '"';
+    } else {
+        n += qjson_format_double(pt->v.d, b + n);
+    }
     if (xo->q->arrays)
-        qjson_raw(j, "]", 1);
+        b[n++] = ']';
+    qjson_raw(xo->j, b, n);
     return 0;
 }
 
@@ -1054,6 +1204,24 @@ static int run_group(const struct qspec *q, const struct xsub *xs, struct xser *
         free(bufs);
         return ct_err_set(err, CT_ENOMEM, "out of memory aggregating");
     }
+    /* rates of already downsampled (or raw) series go to one block for the whole group: one
+     * large allocation is reused by malloc from query to query where many medium ones would be
+     * returned to the system and faulted in again */
+    struct qagg_point *rate_block = NULL;
+    bool one_block = sub->rate && (!sub->ds.enabled || xs->ds_done);
+    if (one_block) {
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++)
+            total += ser[i]->pts.n;
+        rate_block = malloc((total ? total : 1) * sizeof(*rate_block));
+        if (!rate_block) {
+            free(ss);
+            free(bufs);
+            return ct_err_set(err, CT_ENOMEM, "out of memory aggregating");
+        }
+        for (size_t i = 0, off = 0; i < n; off += ser[i]->pts.n, i++)
+            bufs[2 * i + 1] = (struct qagg_buf){rate_block + off, 0, ser[i]->pts.n};
+    }
     for (size_t i = 0; i < n && rc == CT_OK; i++) {
         const struct qagg_point *p = ser[i]->pts.p;
         size_t np = ser[i]->pts.n;
@@ -1071,12 +1239,14 @@ static int run_group(const struct qspec *q, const struct xsub *xs, struct xser *
         ss[i].n = np;
     }
     if (rc == CT_OK)
-        rc = qagg_group_run(sub->agg, ss, n, w.win_start_ms, w.win_end_ms, sub->rate, emit_point,
-                            xo, err);
+        rc = (xs->general_only ? qagg_group_run_general : qagg_group_run)(
+            sub->agg, ss, n, w.win_start_ms, w.win_end_ms, sub->rate, emit_point, xo, err);
     if (rc == CT_OK && xo->has_pad) /* nothing at or after the start: the padding point alone */
         rc = write_point(xo, &xo->pad);
     for (size_t i = 0; i < 2 * n; i++)
-        qagg_buf_free(&bufs[i]);
+        if (!one_block || i % 2 == 0) /* the rate buffers live in rate_block */
+            qagg_buf_free(&bufs[i]);
+    free(rate_block);
     free(bufs);
     free(ss);
     return rc;

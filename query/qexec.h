@@ -24,7 +24,7 @@ struct qexec_options {
     unsigned scan_threads;   /* parallel scans (buckets, or time slices of a bucket);
                                 0 = min(online CPUs, 4) */
     bool allow_delete;       /* tsd.http.query.allow_delete */
-    bool general_only; /* tests: run every query through the general path (no fast path); the
+    bool general_only;       /* tests: run every query through the general path (no fast path); the
                           answers must be byte-identical either way */
 };
 void qexec_options_init(struct qexec_options *o);

@@ -132,18 +132,29 @@ void qjson_str(struct qjson *j, const char *s)
     qjson_strn(j, s, strlen(s));
 }
 
-/* Decimal digits of v into out (room 20), returns the length. */
+/* Decimal digits of v into out (room 20), returns the length. Two digits per step. */
 static size_t qjson_u64_digits(uint64_t v, char *out)
 {
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
     char t[20];
-    size_t n = 0;
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        out[i] = t[n - 1 - i];
-    return n;
+    size_t n = 20;
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        t[--n] = pairs[2 * r + 1];
+        t[--n] = pairs[2 * r];
+    }
+    if (v >= 10) {
+        t[--n] = pairs[2 * v + 1];
+        t[--n] = pairs[2 * v];
+    } else {
+        t[--n] = (char)('0' + v);
+    }
+    memcpy(out, t + n, 20 - n);
+    return 20 - n;
 }
 
 size_t qjson_format_i64(int64_t v, char *out)
@@ -165,49 +176,126 @@ void qjson_i64(struct qjson *j, int64_t v)
     qjson_raw(j, b, qjson_format_i64(v, b));
 }
 
-static const double qjson_p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,
-                                   1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17};
+/* Writes digits (nd of them, trailing zeros already cut) of a value d.ddd x 10^exp10 with
+ * 1e-3 <= |value| < 1e7 in Java's plain layout; returns the length. */
+static size_t qjson_plain_layout(bool neg, const char *digits, size_t nd, int exp10, char *out)
+{
+    size_t o = 0;
+    if (neg)
+        out[o++] = '-';
+    if (exp10 >= 0) {
+        for (int i = 0; i <= exp10; i++)
+            out[o++] = (size_t)i < nd ? digits[i] : '0';
+        out[o++] = '.';
+        if ((size_t)exp10 + 1 < nd)
+            for (size_t i = (size_t)exp10 + 1; i < nd; i++)
+                out[o++] = digits[i];
+        else
+            out[o++] = '0';
+    } else {
+        out[o++] = '0';
+        out[o++] = '.';
+        for (int i = -1; i > exp10; i--)
+            out[o++] = '0';
+        for (size_t i = 0; i < nd; i++)
+            out[o++] = digits[i];
+    }
+    out[o] = 0;
+    return o;
+}
 
-/* Java's plain layout for 1e-3 <= |v| < 1e7 when v is exactly the double nearest to some
- * decimal m / 10^k with at most 15 significant digits (m < 10^15): then that decimal is the
- * unique 15-digit correct rounding of v (a double's half-ulp is below half a unit of the 15th
- * digit), i.e. what the general path below finds with "%.14e", so both give the same text. The
- * smallest such k is the form without trailing zeros. m / 10^k is computed exactly rounded
- * (both are exact doubles), like strtod. Returns the length, or 0 to use the general path. */
-static size_t qjson_format_short(double v, char *out)
+typedef unsigned __int128 u128;
+
+/* 10^k for k <= 38. */
+static u128 qjson_p10u(int k)
+{
+    u128 p;
+    static const uint64_t small[20] = {1ULL,
+                                       10ULL,
+                                       100ULL,
+                                       1000ULL,
+                                       10000ULL,
+                                       100000ULL,
+                                       1000000ULL,
+                                       10000000ULL,
+                                       100000000ULL,
+                                       1000000000ULL,
+                                       10000000000ULL,
+                                       100000000000ULL,
+                                       1000000000000ULL,
+                                       10000000000000ULL,
+                                       100000000000000ULL,
+                                       1000000000000000ULL,
+                                       10000000000000000ULL,
+                                       100000000000000000ULL,
+                                       1000000000000000000ULL,
+                                       10000000000000000000ULL};
+    if (k < 20)
+        return small[k];
+    p = small[19];
+    for (int i = 19; i < k; i++)
+        p *= 10;
+    return p;
+}
+
+/* 1e-3 .. 1e7 (index exp10 + 3) */
+static const double qjson_p10d[] = {1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7};
+
+/* What the general path below prints for 1e-3 <= |v| < 1e7, computed exactly with 128-bit
+ * integers instead of printf and strtod: for n = 15, 16, 17 significant digits the correctly
+ * rounded (ties to even, as printf) n-digit decimal q x 10^-k of |v| = M x 2^-s, taken at the
+ * first n whose decimal reads back as v (|q 2^s - M 10^k| under half a gap of v, scaled by
+ * 10^k 2^s; an exact tie reads back iff M is even, as strtod rounds); n = 17 always. Here s is
+ * 30..62 and k = n - 1 - exp10 is 8..19, so M 10^k < 2^117 and q 2^s < 2^120. Returns 0 when v
+ * is outside that range. */
+static size_t qjson_format_exact(double v, char *out)
 {
     double a = fabs(v);
     if (!(a >= 1e-3 && a < 1e7))
         return 0;
-    for (int k = 0; k < 18; k++) {
-        double s = a * qjson_p10[k];
-        if (s >= 1e15)
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof(bits)); /* a normal double: m = 1.fraction, 53 bits */
+    uint64_t m = (bits & ((1ULL << 52) - 1)) | (1ULL << 52);
+    int s = 1075 - (int)(bits >> 52); /* a = m 2^-s */
+    if (s <= 0 || s > 100)
+        return 0;
+    /* exp10 with 10^exp10 <= a < 10^(exp10 + 1): powers of ten from 1e-3 to 1e7 are compared
+     * as doubles (1e-3 is not exact, but a < 1e-3 was excluded with the same constant) */
+    int exp10 = -3;
+    while (exp10 < 6 && a >= qjson_p10d[exp10 + 4])
+        exp10++;
+    for (int n = 15; n <= 17; n++) {
+        int k = n - 1 - exp10;
+        if (k < 0 || k > 19)
             return 0;
-        double m = nearbyint(s);
-        if (m / qjson_p10[k] != a)
-            continue;
-        uint64_t mi = (uint64_t)m, pk = 1;
-        for (int i = 0; i < k; i++)
-            pk *= 10;
-        size_t o = 0;
-        if (v < 0)
-            out[o++] = '-';
-        o += qjson_u64_digits(mi / pk, out + o);
-        out[o++] = '.';
-        if (k == 0) {
-            out[o++] = '0';
-        } else {
-            uint64_t f = mi % pk; /* k digits, zero-padded */
-            for (int i = k - 1; i >= 0; i--) {
-                out[o + (size_t)i] = (char)('0' + f % 10);
-                f /= 10;
-            }
-            o += (size_t)k;
-            while (out[o - 1] == '0' && out[o - 2] != '.') /* (k is minimal: defensive) */
-                o--;
+        u128 p10 = qjson_p10u(k);
+        u128 am = (u128)m * p10; /* |v| 10^k 2^s */
+        u128 q = am >> s, r = am & (((u128)1 << s) - 1), half = (u128)1 << (s - 1);
+        if (r > half || (r == half && (q & 1)))
+            q++;
+        u128 lo = qjson_p10u(n - 1);
+        int ex = exp10;
+        if (q >= lo * 10) { /* rounded up to 10^n: 1.000e(exp10 + 1) */
+            q /= 10;
+            ex++;
         }
-        out[o] = 0;
-        return o;
+        if (q < lo)
+            return 0; /* exp10 was off: leave it to printf */
+        bool reads_back = n == 17;
+        if (!reads_back) {
+            u128 qs = q << s, diff = qs > am ? qs - am : am - qs;
+            /* the gap below a power of two is half the gap above it */
+            bool below_pow2 = qs < am && m == (1ULL << 52);
+            u128 lhs = diff * (below_pow2 ? 4 : 2);
+            reads_back = lhs < p10 || (lhs == p10 && !(m & 1));
+        }
+        if (!reads_back)
+            continue;
+        char digits[24];
+        size_t nd = qjson_u64_digits((uint64_t)q, digits); /* q < 10^17 */
+        while (nd > 1 && digits[nd - 1] == '0')
+            nd--;
+        return qjson_plain_layout(v < 0, digits, nd, ex, out);
     }
     return 0;
 }
@@ -221,7 +309,7 @@ size_t qjson_format_double(double v, char *out)
     if (v == 0)
         return (size_t)sprintf(out, signbit(v) ? "-0.0" : "0.0");
     char e[40];
-    size_t sn = qjson_format_short(v, out);
+    size_t sn = qjson_format_exact(v, out);
     if (sn)
         return sn;
     /* 15 significant digits read back exactly for almost every double (and then, with the

@@ -1193,6 +1193,8 @@ static int tsmeta_list(struct tsdb *t, const char *m, cJSON **out, int *status, 
         nw++;
     }
     cJSON_Delete(lr);
+    if (rc == CT_NOTFOUND) /* UniqueIdRpc's text for a NoSuchUniqueName here */
+        ct_err_set(err, CT_NOTFOUND, "Unable to find one of the UIDs");
     if (rc != CT_OK)
         return fail(status, rc == CT_NOTFOUND ? 404 : rc == CT_EINVAL ? 400 : 500, rc, err);
     cJSON *list = cJSON_CreateArray();
@@ -1232,20 +1234,25 @@ static int tsmeta_list(struct tsdb *t, const char *m, cJSON **out, int *status, 
             continue;
         struct tsm_stored st;
         cJSON *one = NULL;
-        if ((rc = tsm_load(t, ts, tl, &st, err)) != CT_OK)
-            break;
-        if (st.meta)
-            rc = tsm_reply(t, ts, tl, &st, &one, err);
+        int lrc = tsm_load(t, ts, tl, &st, err);
+        if (lrc == CT_OK && st.meta)
+            lrc = tsm_reply(t, ts, tl, &st, &one, err);
         tsm_stored_clear(&st);
-        if (rc != CT_OK)
-            break;
+        if (lrc != CT_OK) {
+            /* a UID of a stored TSMeta no longer resolves: OpenTSDB fails the whole request */
+            wc_scanner_close(sc);
+            cJSON_Delete(list);
+            if (lrc == CT_NOTFOUND)
+                ct_err_set(err, CT_NOTFOUND, "Unable to find one of the UIDs");
+            return fail(status, lrc == CT_NOTFOUND ? 404 : 500, lrc, err);
+        }
         if (one)
             cJSON_AddItemToArray(list, one);
     }
     wc_scanner_close(sc);
-    if (rc != CT_NOTFOUND) {
+    if (rc != CT_NOTFOUND) { /* the scan failed */
         cJSON_Delete(list);
-        return fail(status, rc == CT_NOTFOUND ? 404 : 500, rc == CT_OK ? CT_EIO : rc, err);
+        return fail(status, 500, rc, err);
     }
     *out = list;
     *status = 200;
@@ -1293,6 +1300,8 @@ int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **
         }
         rc = tsm_reply(t, ts, tl, &st, out, err);
         tsm_stored_clear(&st);
+        if (rc == CT_NOTFOUND) /* a UID was deleted but its TSMeta left behind */
+            ct_err_set(err, CT_NOTFOUND, "Unable to find one of the UIDs");
         if (rc != CT_OK)
             return fail(status, rc == CT_NOTFOUND ? 404 : 500, rc, err);
         *status = 200;
@@ -1383,14 +1392,18 @@ int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **
     } else if (hex) {
         bool given = false;
         cJSON *probe = tsm_canonical(thex, NULL);
-        if (probe && tsm_apply(probe, req, false, &given, err) == CT_OK && !given) {
-            cJSON_Delete(probe);
-            *out = NULL;
-            *status = 304; /* no changes is checked first */
-            rc = CT_OK;
+        rc = probe ? tsm_apply(probe, req, false, &given, err)
+                   : ct_err_set(err, CT_ENOMEM, "out of memory");
+        cJSON_Delete(probe);
+        if (rc != CT_OK) { /* a malformed field is reported first, as the body's parse is */
+            *status = rc == CT_EINVAL ? 400 : 500;
             goto out;
         }
-        cJSON_Delete(probe);
+        if (!given) {
+            *out = NULL;
+            *status = 304; /* no changes is checked before storage */
+            goto out;
+        }
         rc = ct_err_set(err, CT_EINVAL, "Requested TSMeta did not exist");
         *status = 400;
         goto out;

@@ -510,25 +510,87 @@ static size_t dpcodec_radix_bits(uint64_t r, size_t cnt)
     return 64 * (p.n - 1) + (64 - (size_t)__builtin_clzll(p.l[p.n - 1]));
 }
 
+/* dpcodec_radix_bits() through a small per-thread memo: a stream's blocks repeat the same few
+ * radixes, and the bignum power costs more than decoding the block. */
+static size_t dpcodec_radix_bits_memo(uint64_t r, size_t cnt)
+{
+    static _Thread_local struct {
+        uint64_t r;
+        uint32_t cnt, bits;
+    } memo[64]; /* r = 0: empty (a radix is >= 2) */
+    size_t h = (size_t)(((r * 0x9E3779B97F4A7C15ULL) >> 58) ^ (cnt & 63));
+    if (memo[h].r == r && memo[h].cnt == cnt)
+        return memo[h].bits;
+    size_t bits = dpcodec_radix_bits(r, cnt);
+    memo[h].r = r;
+    memo[h].cnt = (uint32_t)cnt;
+    memo[h].bits = (uint32_t)bits;
+    return bits;
+}
+
 /* Reads a radix block's number (bits bits right-aligned in `bytes` big-endian bytes; the
  * padding bits before it are ignored) and writes its cnt base-r digits, least significant
  * first, each plus mn, into res. -1 if the number is r^cnt or more (never written so). */
-static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint64_t r,
-                              uint64_t cnt, int64_t mn, int64_t *res)
+static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint64_t r, uint64_t cnt,
+                              int64_t mn, int64_t *res)
 {
     struct dpcodec_big big;
     if ((bytes + 7) / 8 > DPCODEC_BIG_LIMBS)
         return -1;
     memset(big.l, 0, (bytes + 7) / 8 * sizeof(uint64_t));
-    for (size_t k = 0; k < bytes; k++) { /* k-th byte from the least significant end */
-        uint64_t b = p[bytes - 1 - k];
-        if (k == bytes - 1 && bytes * 8 > bits)
-            b &= 0xFFu >> (bytes * 8 - bits);
-        big.l[k / 8] |= b << (8 * (k % 8));
-    }
+    size_t b = 0;                  /* bytes from the least significant end */
+    for (; b + 8 <= bytes; b += 8) /* whole limbs */
+        big.l[b / 8] = coding_get_be64(p + bytes - b - 8);
+    for (; b < bytes; b++)
+        big.l[b / 8] |= (uint64_t)p[bytes - 1 - b] << (8 * (b % 8));
+    if (bytes * 8 > bits) /* clear the padding bits before the number */
+        big.l[(bytes - 1) / 8] &= ~(~(uint64_t)0 << (bits - ((bytes - 1) / 8) * 64));
     big.n = (bytes + 7) / 8;
     while (big.n && !big.l[big.n - 1])
         big.n--;
+    if (r <= UINT32_MAX) {
+        /* m digits at a time with r^m < 2^32: N mod r^m holds the next m digits, split by
+         * multiplying with ceil(2^64 / r) (exact division of 32-bit numbers, Lemire et al.)
+         * instead of a hardware division per digit */
+        unsigned m = 1;
+        uint64_t chunk = r;
+        while (chunk * r <= UINT32_MAX) {
+            chunk *= r;
+            m++;
+        }
+        uint64_t inv = UINT64_MAX / r + 1;
+        /* two chunks per hardware division (r^2m < 2^64), split apart by a multiplication
+         * (floor(x floor((2^64 - 1) / R) / 2^64) is the quotient or one less), then two
+         * independent digit chains */
+        uint64_t chunk2 = chunk * chunk, cinv = UINT64_MAX / chunk;
+        uint64_t j = 0;
+        for (; cnt - j >= 2 * (uint64_t)m; j += 2 * m) {
+            uint64_t rem = dpcodec_big_divmod(&big, chunk2);
+            uint64_t hi = (uint64_t)(((unsigned __int128)cinv * rem) >> 64);
+            uint64_t lo = rem - hi * chunk;
+            uint64_t fix = lo >= chunk;
+            hi += fix;
+            lo -= fix * chunk;
+            for (unsigned k = 0; k < m; k++) {
+                uint64_t ql = (uint64_t)(((unsigned __int128)inv * lo) >> 64);
+                uint64_t qh = (uint64_t)(((unsigned __int128)inv * hi) >> 64);
+                res[j + k] = (int64_t)((uint64_t)mn + (lo - ql * r));
+                res[j + m + k] = (int64_t)((uint64_t)mn + (hi - qh * r));
+                lo = ql;
+                hi = qh;
+            }
+        }
+        while (j < cnt) {
+            unsigned c = cnt - j < m ? (unsigned)(cnt - j) : m;
+            uint64_t rem = dpcodec_big_divmod(&big, c == m ? chunk : dpcodec_pow(r, c));
+            for (unsigned k = 0; k < c; k++, j++) {
+                uint64_t q = (uint64_t)(((unsigned __int128)inv * rem) >> 64);
+                res[j] = (int64_t)((uint64_t)mn + (rem - q * r));
+                rem = q;
+            }
+        }
+        return big.n ? -1 : 0;
+    }
     /* m digits at a time: N mod r^m holds the next m digits */
     unsigned m;
     uint64_t chunk = dpcodec_radix_chunk(r, &m);
@@ -543,9 +605,17 @@ static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint6
     return big.n ? -1 : 0;
 }
 
-/* Reads an integer stream of order k with n entries into xs (dpcodec_format.h). */
-static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
-                               int64_t *xs)
+/* What dpcodec_stream_read() found when every residual is 0: x_i = h0 + i * h1 (64-bit
+ * wrap-around; h1 = 0 below order 2, h0 = 0 at order 0). */
+struct dpcodec_prog {
+    bool is;
+    int64_t h0, h1;
+};
+
+/* Reads an integer stream of order k with n entries into xs. With prog non-NULL, a stream
+ * whose residuals are all 0 is reported there instead and xs is not written. */
+static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
+                                    int64_t *xs, struct dpcodec_prog *prog)
 {
     const uint8_t *p = *pp;
     uint64_t heads = k < n ? k : n;
@@ -555,6 +625,9 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             return -1;
     uint64_t m = n - heads, done = 0;
     int64_t *res = xs + heads;
+    /* while every residual so far is 0 (zero-width blocks of minimum 0: a regular series) they
+     * are not written; the first other block writes them */
+    bool zeros = true;
     while (done < m) {
         if (p == end)
             return -1;
@@ -571,13 +644,21 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             dpcodec_svarint(&p, end, &mn))
             return -1;
         uint64_t cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
+        if (zeros) {
+            if (w == 0 && mn == 0) {
+                done += cnt;
+                continue;
+            }
+            memset(res, 0, done * sizeof(*res));
+            zeros = false;
+        }
         if (w == DPCODEC_RADIX_BLOCK) {
             uint64_t r;
             size_t k2 = coding_get_varint64(p, end, &r);
             if (!k2 || r < 2 || r >= (1ull << 63))
                 return -1;
             p += k2;
-            size_t bits = dpcodec_radix_bits(r, (size_t)cnt), bytes = (bits + 7) / 8;
+            size_t bits = dpcodec_radix_bits_memo(r, (size_t)cnt), bytes = (bits + 7) / 8;
             if ((size_t)(end - p) < bytes ||
                 dpcodec_radix_read(p, bytes, bits, r, cnt, mn, res + done))
                 return -1;
@@ -633,7 +714,19 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
         p += bytes;
         done += cnt;
     }
-    if (k == 1 && n > 0) {
+    if (zeros) { /* the closed forms of the sums */
+        int64_t x = k == 0 ? 0 : h[0], d = k == 2 ? h[1] : 0;
+        if (prog) {
+            prog->is = true;
+            prog->h0 = x;
+            prog->h1 = d;
+        } else {
+            for (uint64_t i = 0; i < n; i++) {
+                xs[i] = x;
+                x = dpcodec_add(x, d);
+            }
+        }
+    } else if (k == 1 && n > 0) {
         xs[0] = h[0];
         for (uint64_t i = 1; i < n; i++)
             xs[i] = dpcodec_add(xs[i - 1], xs[i]);
@@ -647,8 +740,16 @@ static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned 
             xs[i] = dpcodec_add(xs[i - 1], d);
         }
     }
+    if (prog && !zeros)
+        prog->is = false;
     *pp = p;
     return 0;
+}
+
+static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
+                               int64_t *xs)
+{
+    return dpcodec_stream_read_prog(pp, end, k, n, xs, NULL);
 }
 
 static double dpcodec_decimal(int64_t m, unsigned e, enum dpcodec_type t)
@@ -702,9 +803,9 @@ static int dpcodec_cerr(size_t qlen, size_t vlen, struct ct_err *err, const char
 struct dpcodec_chdr {
     unsigned order, kind;
     uint8_t cflags;
-    uint64_t n, raw;      /* points; raw payload bytes when deflated (else 0) */
+    uint64_t n, raw;        /* points; raw payload bytes when deflated (else 0) */
     const uint8_t *p, *end; /* the payload */
-    size_t qlen, vlen;    /* for error messages */
+    size_t qlen, vlen;      /* for error messages */
 };
 
 static int dpcodec_chead(const uint8_t *v, size_t vlen, size_t qlen, struct dpcodec_chdr *h,
@@ -742,11 +843,12 @@ static int dpcodec_chead(const uint8_t *v, size_t vlen, size_t qlen, struct dpco
 }
 
 /* Decodes a compressed cell's payload (header h) into cts (ms) and cval (int64 or double bits),
- * n each, and, when the cell has descriptors, desc (n bytes; *has_desc set). zbuf holds h->raw
- * bytes; zs is a reusable raw-inflate state, or NULL for a temporary one. */
+ * n each, and, when the cell has descriptors, desc (n bytes; *has_desc set). *ascending (may be
+ * NULL) tells whether the timestamps are strictly ascending. zbuf holds h->raw bytes; zs is a
+ * reusable raw-inflate state, or NULL for a temporary one. */
 static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t *cts,
-                         uint64_t *cval, uint8_t *desc, bool *has_desc, uint8_t *zbuf,
-                         z_stream *zs, struct ct_err *err)
+                         uint64_t *cval, uint8_t *desc, bool *has_desc, bool *ascending,
+                         uint8_t *zbuf, z_stream *zs, struct ct_err *err)
 {
     const uint8_t *p = h->p, *end = h->end;
     uint64_t n = h->n;
@@ -800,15 +902,44 @@ static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t 
             return dpcodec_cerr(ql, vl, err, "bad decimal exponent");
         e10 = *p++;
     }
-    if (dpcodec_stream_read(&p, end, 2, n, cts))
+    struct dpcodec_prog prog;
+    if (dpcodec_stream_read_prog(&p, end, 2, n, cts, &prog))
         return dpcodec_cerr(ql, vl, err, "timestamp stream truncated");
-    int64_t unit = (cflags & DPCODEC_CF_SECONDS) ? 1000 : 1;
-    for (uint64_t i = 0; i < n; i++) {
-        int64_t o = cts[i];
-        if (o < 0 || o >= DPCODEC_HOUR_MS / unit)
-            return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
-        cts[i] = base_ms + o * unit;
+    int64_t unit = (cflags & DPCODEC_CF_SECONDS) ? 1000 : 1, limit = DPCODEC_HOUR_MS / unit;
+    if (prog.is) {
+        /* regular timestamps o_i = h0 + i h1: ascending when h1 > 0 (or one point) and the
+         * last one does not wrap around; then the first and the last bound the range */
+        __int128 last = (__int128)prog.h0 + (__int128)prog.h1 * (__int128)(n - 1);
+        if ((n == 1 || prog.h1 > 0) && last <= INT64_MAX) {
+            if (prog.h0 < 0 || last >= limit)
+                return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
+            int64_t t = base_ms + prog.h0 * unit, step = prog.h1 * unit;
+            for (uint64_t i = 0; i < n; i++, t += step)
+                cts[i] = t;
+            if (ascending)
+                *ascending = true;
+            goto values;
+        }
+        int64_t x = prog.h0; /* not ascending: write the offsets and check them one by one */
+        for (uint64_t i = 0; i < n; i++) {
+            cts[i] = x;
+            x = dpcodec_add(x, prog.h1);
+        }
     }
+    /* every offset in [0, limit): for ascending offsets the first and the last tell */
+    bool asc = true;
+    for (uint64_t i = 1; i < n && asc; i++)
+        asc = cts[i] > cts[i - 1];
+    if (asc ? cts[0] < 0 || cts[n - 1] >= limit : false)
+        return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
+    for (uint64_t i = 0; i < n && !asc; i++)
+        if (cts[i] < 0 || cts[i] >= limit)
+            return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
+    for (uint64_t i = 0; i < n; i++)
+        cts[i] = base_ms + cts[i] * unit;
+    if (ascending)
+        *ascending = asc;
+values:;
     int64_t *iv = (int64_t *)cval;
     switch (kind) {
     case DPCODEC_VK_INT:
@@ -823,8 +954,8 @@ static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t 
         break;
     case DPCODEC_VK_RAW:
         for (uint64_t i = 0; i < n; i++) {
-            enum dpcodec_type t = dsc ? (enum dpcodec_type)(dsc[i] & 3)
-                                      : (enum dpcodec_type)((cflags >> 4) & 3);
+            enum dpcodec_type t =
+                dsc ? (enum dpcodec_type)(dsc[i] & 3) : (enum dpcodec_type)((cflags >> 4) & 3);
             if (t == DPCODEC_INT) {
                 if (dpcodec_svarint(&p, end, &iv[i]))
                     return dpcodec_cerr(ql, vl, err, "value stream truncated");
@@ -842,13 +973,12 @@ static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t 
         break;
     }
     bool rule = (cflags & DPCODEC_CF_RULE_TYPES) != 0;
-    if (rule && (dsc || (kind != DPCODEC_VK_DECIMAL && kind != DPCODEC_VK_XOR &&
-                         kind != DPCODEC_VK_BITS)))
+    if (rule &&
+        (dsc || (kind != DPCODEC_VK_DECIMAL && kind != DPCODEC_VK_XOR && kind != DPCODEC_VK_BITS)))
         return dpcodec_cerr(ql, vl, err, "rule-typed cell with descriptors or integers");
     if (!dsc && kind != DPCODEC_VK_RAW) {
         /* one type for every point: checked once */
-        enum dpcodec_type t =
-            rule ? DPCODEC_DOUBLE : (enum dpcodec_type)((cflags >> 4) & 3);
+        enum dpcodec_type t = rule ? DPCODEC_DOUBLE : (enum dpcodec_type)((cflags >> 4) & 3);
         if ((kind == DPCODEC_VK_INT) != (t == DPCODEC_INT))
             return dpcodec_cerr(ql, vl, err, "value kind does not match the point types");
         if (kind == DPCODEC_VK_DECIMAL)
@@ -871,8 +1001,7 @@ static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t 
 static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
 {
     struct dpcodec_chdr h;
-    int rc = dpcodec_chead(it->v, (size_t)(it->vend - it->v), (size_t)(it->qend - it->q), &h,
-                           err);
+    int rc = dpcodec_chead(it->v, (size_t)(it->vend - it->v), (size_t)(it->qend - it->q), &h, err);
     if (rc != CT_OK) {
         it->failed = true;
         return rc;
@@ -890,7 +1019,7 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
     it->cval = (uint64_t *)(it->scratch + h.n * 8);
     uint8_t *zbuf = it->scratch + h.n * 16, *desc = zbuf + h.raw;
     bool has_desc;
-    rc = dpcodec_cbody(&h, it->base_ms, it->cts, it->cval, desc, &has_desc, zbuf, NULL, err);
+    rc = dpcodec_cbody(&h, it->base_ms, it->cts, it->cval, desc, &has_desc, NULL, zbuf, NULL, err);
     if (rc != CT_OK) {
         it->failed = true;
         return rc;
@@ -1101,22 +1230,26 @@ static int dpcodec_cols_compressed(int64_t base_s, const struct wc_cell *cell,
         }
         c->zs = zs;
     }
-    bool has_desc;
-    rc = dpcodec_cbody(&h, base_s * 1000, c->ts, c->val, c->is_int, &has_desc, c->zbuf, c->zs,
-                       err);
+    bool has_desc, ascending;
+    rc = dpcodec_cbody(&h, base_s * 1000, c->ts, c->val, c->is_int, &has_desc, &ascending, c->zbuf,
+                       c->zs, err);
     if (rc != CT_OK)
         return rc;
+    if (!ascending)
+        return DPCODEC_UNSORTED;
     size_t n = (size_t)h.n;
-    for (size_t i = 1; i < n; i++)
-        if (c->ts[i] <= c->ts[i - 1])
-            return DPCODEC_UNSORTED;
     if (has_desc) { /* descriptors were written over is_int */
-        for (size_t i = 0; i < n; i++)
+        int kinds = 0;
+        for (size_t i = 0; i < n; i++) {
             c->is_int[i] = (c->is_int[i] & 3) == DPCODEC_INT;
+            kinds |= c->is_int[i] ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+        }
+        c->kinds = kinds;
     } else {
         bool ints = !(h.cflags & DPCODEC_CF_RULE_TYPES) &&
                     ((h.cflags >> DPCODEC_CF_TYPE_SHIFT) & 3) == DPCODEC_INT;
         memset(c->is_int, ints, n);
+        c->kinds = ints ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
     }
     c->n = n;
     return CT_OK;
@@ -1126,25 +1259,59 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
                             struct dpcodec_cols *c, size_t *dups, struct ct_err *err)
 {
     c->n = 0;
+    c->kinds = 0;
     if (dups)
         *dups = 0;
-    size_t ndp = 0, last = 0;
+    size_t ndp = 0, npoint = 0, last = 0;
     for (size_t i = 0; i < ncells; i++) {
         enum dpcodec_qkind k =
             dpcodec_qualifier_kind(cells[i].qualifier.data, cells[i].qualifier.len);
         if (k == DPCODEC_Q_POINT || k == DPCODEC_Q_COMPACTED || k == DPCODEC_Q_APPEND ||
             k == DPCODEC_Q_COMPRESSED) {
             ndp++;
+            npoint += k == DPCODEC_Q_POINT;
             last = i;
         }
     }
     if (ndp == 0)
         return CT_OK;
-    if (ndp == 1 && dpcodec_qualifier_kind(cells[last].qualifier.data,
-                                           cells[last].qualifier.len) == DPCODEC_Q_COMPRESSED) {
+    if (ndp == 1 && dpcodec_qualifier_kind(cells[last].qualifier.data, cells[last].qualifier.len) ==
+                        DPCODEC_Q_COMPRESSED) {
         int rc = dpcodec_cols_compressed(base_s, &cells[last], c, err);
         if (rc != DPCODEC_UNSORTED)
             return rc == CT_OK ? CT_OK : ct_err_prefix(err, "cell %zu of the row", last);
+    }
+    if (npoint == ndp) {
+        /* only single-point cells (an hour not merged yet): in time order unless seconds and
+         * ms qualifiers mix (then the general path sorts) */
+        int rc = dpcodec_cols_reserve(c, npoint, err);
+        if (rc != CT_OK)
+            return rc;
+        size_t n = 0;
+        bool sorted = true;
+        int kinds = 0;
+        for (size_t i = 0; i < ncells && sorted; i++) {
+            const struct wc_cell *cell = &cells[i];
+            if (dpcodec_qualifier_kind(cell->qualifier.data, cell->qualifier.len) !=
+                DPCODEC_Q_POINT)
+                continue;
+            struct dpcodec_iter it;
+            dpcodec_iter_init(&it, base_s, cell->qualifier.data, cell->qualifier.len,
+                              cell->value.data, cell->value.len);
+            struct dpcodec_point p;
+            if ((rc = dpcodec_iter_next(&it, &p, err)) != CT_OK)
+                return ct_err_prefix(err, "cell %zu of the row", i);
+            sorted = n == 0 || p.ts_ms > c->ts[n - 1];
+            c->ts[n] = p.ts_ms;
+            c->is_int[n] = p.type == DPCODEC_INT;
+            c->val[n++] = p.type == DPCODEC_INT ? (uint64_t)p.i : dpcodec_dbits(p.f);
+            kinds |= p.type == DPCODEC_INT ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+        }
+        if (sorted) {
+            c->n = n;
+            c->kinds = kinds;
+            return CT_OK;
+        }
     }
     /* the general path: every layout, sorted and de-duplicated as dpcodec_row_decode() */
     size_t n = 0;
@@ -1166,13 +1333,16 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
         return rc;
     if ((rc = dpcodec_cols_reserve(c, n, err)) != CT_OK)
         return rc;
+    int kinds = 0;
     for (size_t i = 0; i < n; i++) {
         const struct dpcodec_point *p = &c->pts[i];
         c->ts[i] = p->ts_ms;
         c->is_int[i] = p->type == DPCODEC_INT;
         c->val[i] = p->type == DPCODEC_INT ? (uint64_t)p->i : dpcodec_dbits(p->f);
+        kinds |= p->type == DPCODEC_INT ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
     }
     c->n = n;
+    c->kinds = kinds;
     return CT_OK;
 }
 

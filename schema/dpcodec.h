@@ -153,6 +153,7 @@ struct dpcodec_cols {
     uint64_t *val;   /* is_int[i]: the int64 (two's complement); else the IEEE double's bits */
     uint8_t *is_int; /* 1 = integer, 0 = float or double */
     size_t n;
+    int kinds; /* DPCODEC_COLS_INTS | DPCODEC_COLS_REALS: which kinds of value the row holds */
     /* private */
     size_t cap;
     struct dpcodec_point *pts; /* the general path's buffer */
@@ -161,6 +162,8 @@ struct dpcodec_cols {
     size_t zcap;
     void *zs; /* z_stream, or NULL */
 };
+#define DPCODEC_COLS_INTS  1
+#define DPCODEC_COLS_REALS 2
 void dpcodec_cols_init(struct dpcodec_cols *c);
 void dpcodec_cols_free(struct dpcodec_cols *c); /* then c may be reused after init */
 /* Decodes every datapoint of a row into c (replacing what it held) exactly as

@@ -68,6 +68,10 @@ static void meta_work(struct http_req *r, void *arg)
         break;
     case META_RENAME:
         rc = qmeta_uid_rename(t, job->req, &out, &status, &err);
+        /* the ingest writers cache series by name: drop them, so that a put under the old name
+         * resolves it again (a new UID, as in OpenTSDB) instead of reaching the renamed UID */
+        if (rc == CT_OK && status == 200)
+            tsd_drop_caches(http_req_tsd(r));
         break;
     case META_UIDMETA:
         rc = qmeta_uidmeta(t, job->m, job->req, now, &out, &status, &err);

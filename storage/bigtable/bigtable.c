@@ -529,7 +529,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
 {
     struct wc_family_desc *fams;
     size_t n;
-    bool enabled = true;
+    bool enabled = true, readonly = false;
     uint64_t epoch = atomic_load(&t->s->admin_epoch);
     if (!strcmp(t->full, BT_META_TABLE)) {
         fams = calloc(1, sizeof(*fams));
@@ -545,6 +545,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
         fams = d->families;
         n = d->nfamilies;
         enabled = d->enabled;
+        readonly = d->readonly;
         d->families = NULL;
         wc_table_desc_free(d);
     }
@@ -553,6 +554,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
     t->fams = fams;
     t->nfams = n;
     t->enabled = enabled;
+    t->readonly = readonly;
     t->state_epoch = epoch;
     t->state_checked_ns = clock_mono_ns();
     pthread_mutex_unlock(&t->mu);
@@ -678,6 +680,17 @@ int bt_table_check_enabled(struct bt_table *t, struct ct_err *err)
     return enabled ? CT_OK : ct_err_set(err, CT_EBUSY, "Table %s is disabled!", t->full);
 }
 
+int bt_table_check_writable(struct bt_table *t, struct ct_err *err)
+{
+    int rc = bt_table_check_enabled(t, err);
+    if (rc != CT_OK)
+        return rc;
+    pthread_mutex_lock(&t->mu);
+    bool ro = t->readonly;
+    pthread_mutex_unlock(&t->mu);
+    return ro ? ct_err_set(err, CT_EINVAL, "Table %s is read-only.", t->full) : CT_OK;
+}
+
 static int bt_table_open(struct wc_store *sbase, const char *name, struct wc_table **out,
                          struct ct_err *err)
 {
@@ -710,8 +723,8 @@ static int bt_namespace_exists(struct wc_store *sbase, const char *ns, struct ct
     return rc;
 }
 
-static int bt_namespace_create_config(struct wc_store *sbase, const char *ns,
-                                      const char *const *kv, size_t npairs, struct ct_err *err)
+static int bt_namespace_create_config(struct wc_store *sbase, const char *ns, const char *const *kv,
+                                      size_t npairs, struct ct_err *err)
 {
     struct bt_store *s = (struct bt_store *)sbase;
     if (bt_ns_builtin(ns))
@@ -776,8 +789,10 @@ static int bt_namespace_get_config(struct wc_store *sbase, const char *ns, char 
             break;
         const cJSON *k = cJSON_GetArrayItem(pair, 0), *v = cJSON_GetArrayItem(pair, 1);
         if (!cJSON_IsString(k) || !cJSON_IsString(v)) {
-            rc = ct_err_set(err, CT_ECORRUPT, "metadata %s: a configuration entry is not a "
-                                              "pair of strings", key);
+            rc = ct_err_set(err, CT_ECORRUPT,
+                            "metadata %s: a configuration entry is not a "
+                            "pair of strings",
+                            key);
             break;
         }
         kv[2 * i] = strdup(k->valuestring);
@@ -1031,11 +1046,26 @@ static int bt_write_meta(struct bt_store *s, const struct wc_table_desc *d,
     return rc;
 }
 
+/* Refuses family attributes whose meaning Bigtable cannot give: KEEP_DELETED_CELLS needs delete
+ * markers, and Bigtable deletes cells at once. */
+static int bt_check_families(const struct wc_table_desc *d, struct ct_err *err)
+{
+    for (size_t i = 0; i < d->nfamilies; i++)
+        if (d->families[i].keep_deleted != WC_KEEP_DELETED_FALSE)
+            return ct_err_set(err, CT_EUNSUPPORTED,
+                              "family %s of %s: KEEP_DELETED_CELLS needs delete markers, which "
+                              "Bigtable does not have (it deletes cells at once)",
+                              d->families[i].name, d->name);
+    return CT_OK;
+}
+
 static int bt_table_create(struct wc_store *sbase, const struct wc_table_desc *d,
                            const struct wc_bytes *splits, size_t nsplits, struct ct_err *err)
 {
     struct bt_store *s = (struct bt_store *)sbase;
-    int rc = bt_check_namespace(s, d->name, err);
+    int rc = bt_check_families(d, err);
+    if (rc == CT_OK)
+        rc = bt_check_namespace(s, d->name, err);
     if (rc != CT_OK)
         return rc;
     for (size_t i = 0; i < nsplits; i++)
@@ -1060,8 +1090,10 @@ static int bt_table_alter(struct wc_store *sbase, const struct wc_table_desc *d,
     struct bt_store *s = (struct bt_store *)sbase;
     struct wc_table_desc *cur;
     cJSON *j = NULL;
-    int rc = bt_describe(s, d->name, &cur, &j, err);
+    int rc = bt_check_families(d, err);
     if (rc != CT_OK)
+        return rc;
+    if ((rc = bt_describe(s, d->name, &cur, &j, err)) != CT_OK)
         return rc;
     size_t nmax = d->nfamilies + cur->nfamilies;
     struct bt_gc_mem *gc = calloc(nmax, sizeof(*gc));

@@ -11,8 +11,8 @@
  *   DeleteColumn T          -> DeleteFromColumn [0, T]            (one mutation, no read)
  *   Delete T                -> DeleteFromColumn [T, T+1 ms)       (one mutation, no read)
  *   Delete latest           -> read the newest visible version L, then DeleteFromColumn
- *                              [L, L+1 ms) in a CheckAndMutateRow whose predicate fails unless
- *                              L is still the column's newest cell (pin BT_PIN_LATEST)
+ *                              [L, L+1 ms) in a CheckAndMutateRow whose predicate fails if the
+ *                              column's newest cell is another one (pin BT_PIN_LATEST)
  *   DeleteFamily T          -> DeleteFromFamily, in a CheckAndMutateRow that fails if the
  *                              family has a cell newer than T (pin BT_PIN_NEWER); after such a
  *                              failure: read the columns with cells <= T and delete [0, T] from
@@ -55,8 +55,8 @@ enum bt_pin_kind {
      * open bounds lo..hi are checked; unset = unbounded); the pin's own deletes remove
      * [from, to) from each of quals */
     BT_PIN_COLUMNS,
-    /* found: the newest cell of column quals[0] is at `from`; not found: the column has no cell
-     * at or after `from` (its oldest visible time) */
+    /* found: the column quals[0] has no newest cell other than one at `from`; not found: the
+     * column has no cell at or after `from` (its oldest visible time) */
     BT_PIN_LATEST,
 };
 
@@ -340,9 +340,8 @@ static int bt_convert_delete(struct bt_table *t, struct wc_bytes row, const stru
             bool found = res.row.ncells > 0;
             int64_t latest = found ? res.row.cells[0].ts_ms : 0;
             wc_result_release(&res);
-            int64_t oldest = fd.min_versions == 0 && fd.ttl_s < WC_TTL_FOREVER
-                                 ? now_ms - fd.ttl_s * 1000
-                                 : 0;
+            int64_t oldest =
+                fd.min_versions == 0 && fd.ttl_s < WC_TTL_FOREVER ? now_ms - fd.ttl_s * 1000 : 0;
             struct bt_pin *pn = bt_conv_pin(cx, c, BT_PIN_LATEST, fam, found ? latest : oldest, 0);
             struct wc_bytes *q1 = bt_pool_alloc(p, sizeof(*q1));
             char *qc = bt_pool_strndup(p, m->qualifier.data, m->qualifier.len);
@@ -595,7 +594,7 @@ static Btpb__RowFilter *bt_pin_filter(struct bt_pool *p, const struct bt_pin *pn
         Btpb__RowFilter *parts[2];
         size_t np = 0;
         if (pn->fam && !(parts[np++] = bt_filter_column_range(p, pn->fam, nob, false, false, nob,
-                                                                false, false)))
+                                                              false, false)))
             return NULL;
         if (!(parts[np++] = bt_filter_ts(p, pn->to, 0)))
             return NULL;
@@ -608,17 +607,29 @@ static Btpb__RowFilter *bt_pin_filter(struct bt_pool *p, const struct bt_pin *pn
             Btpb__RowFilter *parts[2] = {col, bt_filter_ts(p, pn->from, 0)};
             return parts[0] && parts[1] ? bt_filter_group(p, parts, 2, true) : NULL;
         }
-        /* conflict unless the column's newest cell is at `from` (or the row is empty) */
+        /* conflict iff the column's newest cell is not at `from`: a newer version arrived or
+         * `from` went away with older versions left (a column emptied meanwhile needs no retry:
+         * the delete then removes nothing, as a delete of the latest of nothing would) */
         Btpb__RowFilter *lim = bt_filter_new(p);
         if (!lim)
             return NULL;
         lim->filter_case = BTPB__ROW_FILTER__FILTER_CELLS_PER_COLUMN_LIMIT_FILTER;
         lim->cells_per_column_limit_filter = 1;
-        Btpb__RowFilter *parts[3] = {col, lim, bt_filter_ts(p, pn->from, pn->from + 1)};
-        if (!parts[0] || !parts[2])
+        Btpb__RowFilter *other[2];
+        size_t no = 0;
+        if (pn->from > 0)
+            other[no++] = bt_filter_ts(p, 0, pn->from);
+        if (pn->from < BT_MAX_TS_MS)
+            other[no++] = bt_filter_ts(p, pn->from + 1, 0);
+        for (size_t i = 0; i < no; i++)
+            if (!other[i])
+                return NULL;
+        if (no == 0) { /* cannot happen for a valid timestamp; keep the filter valid */
+            *none = true;
             return NULL;
-        return bt_filter_cond(p, bt_filter_group(p, parts, 3, true), bt_filter_flag(p, false),
-                              bt_filter_flag(p, true));
+        }
+        Btpb__RowFilter *parts[3] = {col, lim, bt_filter_group(p, other, no, false)};
+        return parts[0] && parts[2] ? bt_filter_group(p, parts, 3, true) : NULL;
     }
     case BT_PIN_COLUMNS: {
         /* the open gaps (lo, q0), (q0, q1), ..., (q_n-1, hi) between the read columns */
@@ -633,8 +644,8 @@ static Btpb__RowFilter *bt_pin_filter(struct bt_pool *p, const struct bt_pin *pn
             struct wc_bytes hi = i < pn->nquals ? pn->quals[i] : pn->hi;
             if (hi_set && (lo_set ? bt_bytes_eq(lo, hi) : hi.len == 0))
                 continue; /* an empty range */
-            if (!(gaps[ng++] = bt_filter_column_range(p, pn->fam, lo, lo_set, false, hi, hi_set,
-                                                      false)))
+            if (!(gaps[ng++] =
+                      bt_filter_column_range(p, pn->fam, lo, lo_set, false, hi, hi_set, false)))
                 return NULL;
         }
         if (ng == 0) {
@@ -788,7 +799,8 @@ static int bt_send_pinned(struct bt_table *t, struct wc_bytes row, struct bt_con
         /* peel chunks of about half the budget off the front while the pin is oversized */
         while (bt_pin_bytes(pn) > BT_MAX_PREDICATE_BYTES / 2 && pn->nquals > 1) {
             size_t k = 0, b = 48 + strlen(pn->fam);
-            while (k + 1 < pn->nquals && (k == 0 || b + bt_gap_bytes(pn, k) <= BT_MAX_PREDICATE_BYTES / 2))
+            while (k + 1 < pn->nquals &&
+                   (k == 0 || b + bt_gap_bytes(pn, k) <= BT_MAX_PREDICATE_BYTES / 2))
                 b += bt_gap_bytes(pn, k++);
             struct bt_pin chunk = *pn;
             chunk.nquals = k;
@@ -852,8 +864,8 @@ static int bt_apply_pinned(struct bt_table *t, const struct wc_row_mutation *rm,
         struct bt_conv c;
         int rc = bt_conv_ctx_init(&cx, rm->n) != 0
                      ? ct_err_set(err, CT_ENOMEM, "out of memory converting a row mutation")
-                     : bt_convert_row(t, rm, now_ms, attempt ? BT_CONV_READ : BT_CONV_FAST, &cx,
-                                      &c, err);
+                     : bt_convert_row(t, rm, now_ms, attempt ? BT_CONV_READ : BT_CONV_FAST, &cx, &c,
+                                      err);
         bool conflict = false;
         if (rc == CT_OK)
             rc = bt_send_pinned(t, rm->row, &cx, &c, &conflict, err);
@@ -1016,7 +1028,7 @@ int bt_mutate_batch(struct wc_table *tbase, const struct wc_row_mutation *rows, 
 {
     (void)d; /* Bigtable acknowledges only durable writes */
     struct bt_table *t = (struct bt_table *)tbase;
-    int rc0 = bt_table_check_enabled(t, err);
+    int rc0 = bt_table_check_writable(t, err);
     if (rc0 != CT_OK)
         return rc0;
     int64_t now_ms = clock_now_ms();
@@ -1149,7 +1161,7 @@ int bt_increment(struct wc_table *tbase, struct wc_bytes row, struct wc_bytes fa
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_check_enabled(t, err);
+    int rc = bt_table_check_writable(t, err);
     if (rc == CT_OK)
         rc = bt_table_family(t, family, &fd, err);
     if (rc != CT_OK)
@@ -1287,11 +1299,10 @@ static Btpb__RowFilter *bt_check_filter(struct bt_pool *p, const struct wc_famil
  * column has a value or a conflict" (mutations on false). When a pinned attempt does not apply,
  * the check is re-read: if it fails now, that is the answer (*retry false); if it holds, the
  * attempt lost to a concurrent change and *retry is set. */
-static int bt_cam_attempt(struct bt_table *t, const struct wc_family_desc *fd,
-                          struct wc_bytes row, struct wc_bytes qualifier,
-                          const struct wc_bytes *expected, const struct wc_row_mutation *rm,
-                          int64_t now_ms, enum bt_conv_mode mode, bool *applied, bool *retry,
-                          struct ct_err *err)
+static int bt_cam_attempt(struct bt_table *t, const struct wc_family_desc *fd, struct wc_bytes row,
+                          struct wc_bytes qualifier, const struct wc_bytes *expected,
+                          const struct wc_row_mutation *rm, int64_t now_ms, enum bt_conv_mode mode,
+                          bool *applied, bool *retry, struct ct_err *err)
 {
     *retry = false;
     struct bt_conv_ctx cx;
@@ -1316,8 +1327,9 @@ static int bt_cam_attempt(struct bt_table *t, const struct wc_family_desc *fd,
                         t->full);
     if (rc != CT_OK || nm == 0) { /* nothing to write: answer the check as of now */
         bt_conv_ctx_free(&cx);
-        return rc != CT_OK ? rc : bt_check_now(t, row, wc_bytes_str(fd->name), qualifier, expected,
-                                               applied, err);
+        return rc != CT_OK ? rc
+                           : bt_check_now(t, row, wc_bytes_str(fd->name), qualifier, expected,
+                                          applied, err);
     }
     struct bt_pool *p = &cx.pool;
     Btpb__RowFilter *check = bt_check_filter(p, fd, qualifier, expected, now_ms);
@@ -1358,7 +1370,7 @@ int bt_check_and_mutate(struct wc_table *tbase, struct wc_bytes row, struct wc_b
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_check_enabled(t, err);
+    int rc = bt_table_check_writable(t, err);
     if (rc == CT_OK)
         rc = bt_table_family(t, family, &fd, err);
     if (rc != CT_OK)

@@ -24,8 +24,8 @@
 /* The wide-column cell limit (spec §1; the engine's too), below Bigtable's own 100 MiB. */
 #define BT_MAX_CELL_BYTES (10u << 20)
 /* The largest timestamp Bigtable can hold: timestamp_micros = ms * 1000 in an int64. */
-#define BT_MAX_TS_MS (INT64_MAX / 1000)
-#define BT_MAX_TABLE_ID              50
+#define BT_MAX_TS_MS    (INT64_MAX / 1000)
+#define BT_MAX_TABLE_ID 50
 /* A MutateRows request is closed at this many encoded bytes; several are sent at once. */
 #define BT_BATCH_REQUEST_BYTES (8u << 20)
 #define BT_BATCH_IN_FLIGHT     4
@@ -65,6 +65,7 @@ struct bt_table {
     size_t nfams;
     bool is_meta;              /* the metadata table itself: never disabled */
     bool enabled;              /* cached enabled flag */
+    bool readonly;             /* cached READONLY table attribute */
     uint64_t state_epoch;      /* admin_epoch when `enabled` was read */
     uint64_t state_checked_ns; /* clock_mono_ns() when `enabled` was read */
 };
@@ -91,6 +92,8 @@ CT_MUST_CHECK int bt_table_families(struct bt_table *t, struct wc_family_desc **
                                     struct ct_err *err);
 /* CT_OK if the table is enabled (cached, see BT_STATE_RECHECK_MS), CT_EBUSY if disabled. */
 CT_MUST_CHECK int bt_table_check_enabled(struct bt_table *t, struct ct_err *err);
+/* As bt_table_check_enabled, and CT_EINVAL if the table is READONLY: for every write. */
+CT_MUST_CHECK int bt_table_check_writable(struct bt_table *t, struct ct_err *err);
 /* Opens a handle on a Bigtable table id without checking the enabled flag. */
 CT_MUST_CHECK int bt_table_open_id(struct bt_store *s, const char *full, struct bt_table **out,
                                    struct ct_err *err);

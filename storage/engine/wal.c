@@ -23,7 +23,10 @@
  *     the pending buffer stays empty and a leader only runs fdatasync. The mapping spans
  *     map_cap bytes (the segment size) but the file is only extended (fallocate) in steps of
  *     WAL_MAP_CHUNK as records need room: map_used <= map_alloc <= map_cap, and nothing at or
- *     past map_alloc is ever touched (it is past the end of the file). Rotation and close cut
+ *     past map_alloc is ever touched (it is past the end of the file). The background thread
+ *     extends the file (fallocate) and pre-faults the new pages (MADV_POPULATE_WRITE) before
+ *     appenders need them (`growing`, outside mu; nobody else grows or unmaps the segment
+ *     meanwhile), so appends neither fault nor call into the kernel. Rotation and close cut
  *     the segment to map_used (so only the last segment of a crashed process ends in zeros;
  *     replay reads an all-zero tail as the end of a segment) and wait until no leader is
  *     syncing the descriptor they close. Appends stay under mu so that no acknowledged record
@@ -61,6 +64,7 @@
 #define WAL_ASYNC_MAX_BUFFER  (4u << 20) /* an ASYNC appender writes itself past this */
 #define WAL_DEFAULT_SEGMENT   (64u << 20)
 #define WAL_MAP_CHUNK         (1u << 20) /* mmap_tail: the file grows by this much at a time */
+#define WAL_MAP_AHEAD         (WAL_MAP_CHUNK / 2) /* ... in the background, when less is left */
 #define WAL_PAGE              4096u
 
 struct wal_segment {
@@ -95,6 +99,9 @@ struct wal {
     size_t map_cap;
     size_t map_alloc; /* the file's length: bytes [0, map_alloc) of the mapping are backed */
     size_t map_used;  /* bytes of the segment in use (header + records) */
+    bool want_grow;   /* appenders ask the background thread to extend the file ahead */
+    bool growing;     /* the background thread extends [map_alloc, ...) outside mu: the
+                       * segment is neither grown by others nor unmapped meanwhile */
 
     uint8_t *buf; /* pending records */
     size_t buf_len;
@@ -398,6 +405,8 @@ static int wal_wait_lsn(struct wal *w, uint64_t lsn, bool sync, struct ct_err *e
  * REQUIRES: w->mu held, no leader. */
 static int wal_unmap_active(struct wal *w, struct ct_err *err)
 {
+    while (w->growing)
+        pthread_cond_wait(&w->cv, &w->mu);
     if (w->active_fd < 0)
         return CT_OK;
     int rc = CT_OK;
@@ -429,8 +438,35 @@ static int wal_map_grow(struct wal *w, size_t upto, struct ct_err *err)
     if (eio_fallocate(w->active_fd, (off_t)w->map_alloc, (off_t)(want - w->map_alloc)) != 0)
         return ct_err_errno(err, CT_EIO, errno, "cannot preallocate %zu bytes for wal segment %s",
                             want - w->map_alloc, w->active_path);
+    /* one call instead of a page fault per page (an old kernel without it: faults later) */
+    (void)madvise(w->map + w->map_alloc, want - w->map_alloc, MADV_POPULATE_WRITE);
     w->map_alloc = want;
     return CT_OK;
+}
+
+/* mmap_tail, background thread: extends the active segment by WAL_MAP_CHUNK ahead of the
+ * appenders, outside mu (invariant (6)). A failure is left for the appender that needs the
+ * room (it grows inline and reports it). REQUIRES: w->mu held; returns with it held. */
+static void wal_bg_grow(struct wal *w)
+{
+    w->want_grow = false;
+    if (!w->map || w->growing || w->err_code != CT_OK || w->map_alloc >= w->map_cap ||
+        w->map_alloc - w->map_used >= WAL_MAP_AHEAD) /* an appender grew it meanwhile */
+        return;
+    size_t from = w->map_alloc;
+    size_t to = from + WAL_MAP_CHUNK > w->map_cap ? w->map_cap : from + WAL_MAP_CHUNK;
+    int fd = w->active_fd;
+    uint8_t *map = w->map;
+    w->growing = true;
+    pthread_mutex_unlock(&w->mu);
+    bool ok = eio_fallocate(fd, (off_t)from, (off_t)(to - from)) == 0;
+    if (ok)
+        (void)madvise(map + from, to - from, MADV_POPULATE_WRITE);
+    pthread_mutex_lock(&w->mu);
+    w->growing = false;
+    if (ok && w->map == map && w->map_alloc == from)
+        w->map_alloc = to;
+    pthread_cond_broadcast(&w->cv);
 }
 
 /* mmap_tail: opens a new mapped segment with room for `need` more bytes: the mapping spans the
@@ -501,20 +537,28 @@ static int wal_append_mapped(struct wal *w, uint64_t seq, const void *payload, s
     int rc = CT_OK;
     if (w->err_code != CT_OK)
         goto sticky;
-    if (w->active_fd < 0 || w->map_used + need > w->map_cap || (w->map_used >= w->segment_bytes)) {
-        while (w->leader)
-            pthread_cond_wait(&w->cv, &w->mu);
+    for (;;) {
         if (w->err_code != CT_OK)
             goto sticky;
-        if ((rc = wal_map_new(w, need, &w->sticky)) != CT_OK) {
+        bool rotate = w->active_fd < 0 || w->map_used + need > w->map_cap ||
+                      w->map_used >= w->segment_bytes;
+        bool grow = !rotate && w->map_used + need > w->map_alloc;
+        if ((rotate && w->leader) || ((rotate || grow) && w->growing)) {
+            pthread_cond_wait(&w->cv, &w->mu); /* a sync or a background extension */
+            continue;
+        }
+        if (rotate) {
+            if ((rc = wal_map_new(w, need, &w->sticky)) != CT_OK) {
+                w->err_code = rc;
+                goto sticky;
+            }
+            continue;
+        }
+        if (grow && (rc = wal_map_grow(w, w->map_used + need, &w->sticky)) != CT_OK) {
             w->err_code = rc;
             goto sticky;
         }
-    }
-    if (w->map_used + need > w->map_alloc &&
-        (rc = wal_map_grow(w, w->map_used + need, &w->sticky)) != CT_OK) {
-        w->err_code = rc;
-        goto sticky;
+        break;
     }
     uint8_t *p = w->map + w->map_used;
     coding_put_be32(p + 4, (uint32_t)len);
@@ -531,6 +575,11 @@ static int wal_append_mapped(struct wal *w, uint64_t seq, const void *payload, s
     w->written_lsn = w->appended_lsn;
     w->stats.appends++;
     w->stats.bytes_written += need;
+    if (w->map_alloc - w->map_used < WAL_MAP_AHEAD && w->map_alloc < w->map_cap &&
+        !w->growing && !w->want_grow) {
+        w->want_grow = true;
+        pthread_cond_signal(&w->bg_cv);
+    }
     if (sync == WAL_SYNC_FSYNC)
         rc = wal_wait_lsn(w, w->appended_lsn, true, err);
     pthread_mutex_unlock(&w->mu);
@@ -606,13 +655,23 @@ static void *wal_bg_main(void *arg)
 {
     struct wal *w = arg;
     pthread_mutex_lock(&w->mu);
+    struct timespec next_sync;
+    clock_gettime(CLOCK_MONOTONIC, &next_sync);
+    next_sync.tv_sec += WAL_ASYNC_INTERVAL_MS / 1000;
     while (!w->closing) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += WAL_ASYNC_INTERVAL_MS / 1000;
-        pthread_cond_timedwait(&w->bg_cv, &w->mu, &ts);
+        if (!w->want_grow)
+            pthread_cond_timedwait(&w->bg_cv, &w->mu, &next_sync);
         if (w->closing)
             break;
+        if (w->want_grow)
+            wal_bg_grow(w);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec < next_sync.tv_sec ||
+            (now.tv_sec == next_sync.tv_sec && now.tv_nsec < next_sync.tv_nsec))
+            continue; /* woken to grow the segment: the sync is not due yet */
+        next_sync = now;
+        next_sync.tv_sec += WAL_ASYNC_INTERVAL_MS / 1000;
         if (w->err_code == CT_OK && !w->leader &&
             (w->buf_len > 0 || w->synced_lsn < w->written_lsn))
             wal_lead(w, true);
@@ -857,7 +916,7 @@ int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err)
      * pending (write(2) mode: no leader writing, nothing buffered; mmap_tail: appends happen
      * under mu). Without a leader, mu protects the fields a leader would use. */
     if (rc == CT_OK && i == limit && w->has_active && i < w->nsegs && !w->leader &&
-        w->buf_len == 0 && w->err_code == CT_OK && w->segs[i].max_seq <= seq) {
+        !w->growing && w->buf_len == 0 && w->err_code == CT_OK && w->segs[i].max_seq <= seq) {
         if (w->map) {
             munmap(w->map, w->map_cap);
             w->map = NULL;

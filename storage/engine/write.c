@@ -290,17 +290,15 @@ static uint64_t rows_lock_shared(struct estore *s, const struct etable *t,
     uint64_t mask = 0;
     for (size_t i = 0; i < n && mask != UINT64_MAX; i++)
         mask |= 1ull << row_stripe(t, rows[i].row.data, rows[i].row.len);
-    for (unsigned b = 0; b < ENGINE_ROW_STRIPES; b++)
-        if (mask & (1ull << b))
-            pthread_rwlock_rdlock(&s->row_lk[b]);
+    for (uint64_t m = mask; m; m &= m - 1) /* set bits, lowest first */
+        pthread_rwlock_rdlock(&s->row_lk[__builtin_ctzll(m)]);
     return mask;
 }
 
 static void rows_unlock(struct estore *s, uint64_t mask)
 {
-    for (unsigned b = 0; b < ENGINE_ROW_STRIPES; b++)
-        if (mask & (1ull << b))
-            pthread_rwlock_unlock(&s->row_lk[b]);
+    for (uint64_t m = mask; m; m &= m - 1)
+        pthread_rwlock_unlock(&s->row_lk[__builtin_ctzll(m)]);
 }
 
 /* The mutation itself; REQUIRES the row locks of every row held (shared or exclusive). Sets

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_bigtable_shell.sh - `ctsdb shell --backend bigtable` against Google's Bigtable emulator:
 # create with families, GC attributes and splits, put/get/scan both ways, describe, incr,
-# namespaces, deleteall, truncate, drop; two shell processes sharing one store see each other's
+# namespaces with configuration, delete (latest, one version, family version), deleteall,
+# truncate, drop; two shell processes sharing one store see each other's
 # writes and never hand out one counter value twice.
 #
 # The emulator runs on 127.0.0.1 port 0 (its "running on" line gives the port) and is stopped by
@@ -117,6 +118,30 @@ check_eq "drop table and namespace" "NAMESPACE
 default
 hbase
 2 row(s)" "$out"
+
+out=$(bt -e "create_namespace 'ns2', {'owner' => 'ops', 'tier' => 'gold'}" -e "describe_namespace 'ns2'" -e "drop_namespace 'ns2'")
+check_eq "namespace configuration kept and described" "DESCRIPTION
+{NAME => 'ns2', owner => 'ops', tier => 'gold'}
+1 row(s)" "$out"
+
+# the shell's deletes (spec §6.2): latest version, one version, family version, family <= T
+out=$(bt -e "create 'd1', {NAME => 'f', VERSIONS => 5}, 'g'" \
+  -e "put 'd1', 'r', 'f:a', 'a1', 100" -e "put 'd1', 'r', 'f:a', 'a2', 200" \
+  -e "put 'd1', 'r', 'f:a', 'a3', 300" -e "put 'd1', 'r', 'f:b', 'b2', 200" \
+  -e "put 'd1', 'r', 'f:c', 'c4', 400" -e "put 'd1', 'r', 'g:x', 'x2', 200" \
+  -e "delete 'd1', 'r', 'f:a'" -e "delete 'd1', 'r', 'f:a', 100" -e "delete 'd1', 'r', 'f', 200" \
+  -e "scan 'd1', {VERSIONS => 5}")
+check_eq "delete latest, one version and a family version" "Created table d1
+ROW  COLUMN+CELL
+ r column=f:c, timestamp=400, value=c4
+ r column=g:x, timestamp=200, value=x2
+1 row(s)" "$out"
+out=$(bt -e "put 'd1', 'r', 'f:a', 'a5', 500" -e "deleteall 'd1', 'r', 'f', 450" -e "scan 'd1'" \
+  -e "disable 'd1'" -e "drop 'd1'")
+check_eq "deleteall of a family <= T spares newer cells" "ROW  COLUMN+CELL
+ r column=f:a, timestamp=500, value=a5
+ r column=g:x, timestamp=200, value=x2
+1 row(s)" "$out"
 
 out=$(bt -e "deleteall 't1', 'r1'" -e "count 't1'")
 check_eq "deleteall removes the row" "3 row(s)" "$out"

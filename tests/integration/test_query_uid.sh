@@ -25,6 +25,12 @@ check_contains "the data answers to the new name" "$r" '"metric":"new.cpu"'
 check_contains "the old name is unknown" "$(get "$Q&m=sum:old.cpu")" "400 "
 check_eq "suggest lists the new name only" '200 ["new.cpu"]' "$(get "/api/suggest?type=metrics&q=new")"
 check_eq "suggest no longer lists the old one" '200 []' "$(get "/api/suggest?type=metrics&q=old")"
+r=$(send POST /api/put '{"metric":"old.cpu","timestamp":1356998470,"value":9,"tags":{"host":"web01","dc":"lga"}}')
+check_eq "a put under the old name after the rename" "204 " "$r"
+check_eq "... makes a new metric, not more data for the renamed one" \
+  '200 [{"metric":"old.cpu","tags":{"dc":"lga","host":"web01"},"aggregateTags":[],"dps":{"1356998470":9}}]' \
+  "$(get "$Q&m=sum:old.cpu")"
+check_contains "the renamed metric keeps only its own points" "$(get "$Q&m=sum:new.cpu")" '"dps":{"1356998400":5,"1356998460":7}}'
 check_eq "rename a tag value (POST form)" '200 {"result":"true"}' \
   "$(send POST /api/uid/rename '{"tagv":"web02","name":"web-02"}')"
 r=$(get "$Q&m=sum:new.cpu{host=*}")

@@ -10,8 +10,10 @@
  *   readseq     one forward iteration over everything
  *   readreverse one backward iteration over everything
  *   seekrandom  N iterator seeks to random keys, reading the entry found
- * Settings are the same for every engine: no fsync per write but every write goes to the log
- * with write(2) (ctsdb SYNC_WAL, LevelDB/RocksDB sync=false with the WAL on), no compression,
+ * Settings are the same for every engine: no fsync per write but every write is handed to the
+ * OS in the log before the put returns, so it survives kill -9 (LevelDB/RocksDB sync=false with
+ * the WAL on: one write(2) per put; ctsdb SYNC_WAL: a copy into the log's MAP_SHARED mapping,
+ * i.e. into the same page cache without a system call), no compression,
  * a 10-bits-per-key bloom filter, 4 KiB data blocks (LevelDB's and RocksDB's default; ctsdb's
  * family default is HBase's 64 KiB), one LRU block cache of -c MiB. Write buffer / memstore size:
  * each library's default unless -w is given.

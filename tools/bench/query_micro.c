@@ -1,16 +1,20 @@
 /* query_micro.c - runs one /api/query JSON body in-process against a data directory (read-only)
  * RUNS times and prints the median, min and max wall time of qexec_run (JSON written to a
- * counting sink) with the statsSummary counters. No HTTP: it isolates the query layer and the
+ * counting sink), the process CPU time per query (less sensitive to a loaded machine than wall
+ * time) and the statsSummary counters. No HTTP: it isolates the query layer and the
  * store's read path for profiling (perf record -g -- query_micro ...).
  *
- * Usage: query_micro DATA_DIR RUNS 'JSON BODY' [threads]
+ * Usage: query_micro DATA_DIR RUNS 'JSON BODY' [threads [dump-file]]
+ * (a body "LAST:{...}" runs an /api/query/last request)
  * Build: make tools/bench/query_micro (see bench.mk). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "query/qexec.h"
 #include "query/qjson.h"
+#include "query/qlast.h"
 #include "query/qspec.h"
 #include "schema/tsdb.h"
 #include "storage/clock.h"
@@ -55,7 +59,13 @@ int main(int argc, char **argv)
         return 1;
     }
     struct qspec *q = NULL;
-    if (qspec_parse_json(argv[3], strlen(argv[3]), clock_now_ms(), &q, &err) != CT_OK) {
+    struct qlast_req *lq = NULL;
+    if (!strncmp(argv[3], "LAST:", 5)) { /* an /api/query/last body */
+        if (qlast_parse_json(argv[3] + 5, strlen(argv[3] + 5), &lq, &err) != CT_OK) {
+            fprintf(stderr, "query_micro: %s\n", err.msg);
+            return 1;
+        }
+    } else if (qspec_parse_json(argv[3], strlen(argv[3]), clock_now_ms(), &q, &err) != CT_OK) {
         fprintf(stderr, "query_micro: %s\n", err.msg);
         return 1;
     }
@@ -66,6 +76,8 @@ int main(int argc, char **argv)
     uint64_t *ns = calloc((size_t)runs, sizeof(uint64_t));
     struct qexec_stats st = {0};
     size_t bytes = 0;
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0);
     for (int r = 0; r < runs; r++) {
         struct sink sk = {0, NULL};
         if (r == 0 && argc > 5)
@@ -74,7 +86,8 @@ int main(int argc, char **argv)
         enum qexec_status status;
         memset(&st, 0, sizeof(st));
         uint64_t t0 = clock_mono_ns();
-        int rc = qexec_run(t, q, &o, j, &status, &st, &err);
+        int rc = lq ? qlast_run(t, lq, clock_now_ms(), j, &status, &err)
+                    : qexec_run(t, q, &o, j, &status, &st, &err);
         if (rc == CT_OK)
             rc = qjson_flush(j);
         ns[r] = clock_mono_ns() - t0;
@@ -87,14 +100,22 @@ int main(int argc, char **argv)
         }
         bytes = sk.bytes;
     }
+    getrusage(RUSAGE_SELF, &ru1);
+    double cpu_ms = ((ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1e3 +
+                     (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e3 +
+                     (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3 +
+                     (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e3) /
+                    runs;
     qsort(ns, (size_t)runs, sizeof(uint64_t), cmp_u64);
-    printf("median %.3f ms  min %.3f  max %.3f  | rows %llu raw %llu series %llu emitted %llu "
+    printf("cpu %.3f ms/query | median %.3f ms  min %.3f  max %.3f  | rows %llu raw %llu series "
+           "%llu emitted %llu "
            "bytes %zu | scan %.3f agg %.3f ms (last run)\n",
-           ns[runs / 2] / 1e6, ns[0] / 1e6, ns[runs - 1] / 1e6, (unsigned long long)st.rows,
+           cpu_ms, ns[runs / 2] / 1e6, ns[0] / 1e6, ns[runs - 1] / 1e6, (unsigned long long)st.rows,
            (unsigned long long)st.raw_dps, (unsigned long long)st.series,
            (unsigned long long)st.emitted_dps, bytes, st.scan_ns / 1e6, st.agg_ns / 1e6);
     free(ns);
     qspec_free(q);
+    qlast_req_free(lq);
     tsdb_close(t);
     wc_close(s);
     return 0;

@@ -142,6 +142,79 @@ static void check_group(const char *agg, const struct qagg_point *a, size_t na,
     }
 }
 
+/* Collects every emitted point (growing). */
+struct allpts {
+    struct qagg_point *p;
+    size_t n, cap;
+};
+
+static int collect_all(void *arg, const struct qagg_point *pt)
+{
+    struct allpts *c = arg;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 256;
+        c->p = realloc(c->p, c->cap * sizeof(*c->p));
+    }
+    c->p[c->n++] = *pt;
+    return 0;
+}
+
+static void test_qagg_group_fast_path_matches_the_iterator(void **state)
+{
+    (void)state;
+    /* random groups, aligned (the fast path) and not, of ints, doubles, NaNs and mixes, with
+     * and without rate, windows cutting the ends: qagg_group_run must emit exactly what the
+     * general iterator does, bit for bit, for every aggregator */
+    enum {
+        NS = 6,
+        NP = 40
+    };
+    static struct qagg_point pts[NS][NP];
+    unsigned seed = 5;
+    int aligned_runs = 0;
+    for (int round = 0; round < 400; round++) {
+        size_t ns = 1 + (size_t)(rand_r(&seed) % NS), np = 1 + (size_t)(rand_r(&seed) % NP);
+        int mix = rand_r(&seed) % 4; /* 0 ints, 1 doubles, 2 mixed, 3 doubles with NaN */
+        bool aligned = rand_r(&seed) % 4 != 0;
+        aligned_runs += aligned;
+        struct qagg_series s[NS];
+        for (size_t i = 0; i < ns; i++) {
+            int64_t ts = 1000 + (aligned ? 0 : rand_r(&seed) % 3) * 1000;
+            for (size_t k = 0; k < np; k++) {
+                ts += aligned ? 10000 : 1000 * (1 + rand_r(&seed) % 15);
+                bool is_int = mix == 0 || (mix == 2 && rand_r(&seed) % 2);
+                pts[i][k] = is_int ? ip(ts / 1000, rand_r(&seed) % 1000 - 500)
+                                   : dp(ts / 1000, (rand_r(&seed) % 100000) / 64.0);
+                if (mix == 3 && rand_r(&seed) % 5 == 0)
+                    pts[i][k].v.d = NAN;
+            }
+            s[i].p = pts[i];
+            s[i].n = np;
+        }
+        bool rate = rand_r(&seed) % 3 == 0;
+        int64_t ws = rand_r(&seed) % 2 ? 0 : 30000, we = rand_r(&seed) % 2 ? 10000000 : 200000;
+        for (size_t a = 0; a < qagg_count(); a++) {
+            const struct qagg *ag = qagg_at(a);
+            struct allpts f = {0}, g = {0};
+            struct ct_err err = {0};
+            assert_int_equal(qagg_group_run(ag, s, ns, ws, we, rate, collect_all, &f, &err), CT_OK);
+            assert_int_equal(qagg_group_run_general(ag, s, ns, ws, we, rate, collect_all, &g, &err),
+                             CT_OK);
+            if (f.n != g.n)
+                fail_msg("round %d %s: %zu points, iterator %zu", round, qagg_name(ag), f.n, g.n);
+            for (size_t k = 0; k < f.n; k++) {
+                assert_true(f.p[k].ts_ms == g.p[k].ts_ms);
+                assert_int_equal(f.p[k].is_int, g.p[k].is_int);
+                if (memcmp(&f.p[k].v, &g.p[k].v, sizeof(f.p[k].v)))
+                    fail_msg("round %d %s point %zu differs", round, qagg_name(ag), k);
+            }
+            free(f.p);
+            free(g.p);
+        }
+    }
+    assert_true(aligned_runs > 200);
+}
+
 static void test_qagg_group_interpolates_per_aggregator(void **state)
 {
     (void)state;
@@ -397,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_qagg_lists_every_opentsdb_aggregator),
         cmocka_unit_test(test_qagg_values_integer_and_double_forms),
         cmocka_unit_test(test_qagg_group_interpolates_per_aggregator),
+        cmocka_unit_test(test_qagg_group_fast_path_matches_the_iterator),
         cmocka_unit_test(test_qagg_downsample_buckets_and_fill),
         cmocka_unit_test(test_qagg_downsample_scalar_fill_value),
         cmocka_unit_test(test_qagg_downsample_specifier_errors),

@@ -394,14 +394,14 @@ static void test_qexec_time_slices_keep_points_in_order(void **state)
 
 /* Writes n points of a series; is_int selects integer or double values (a random walk). */
 static void put_series(struct tsdb *t, const char *host, const char *dc, int64_t from_s,
-                       int64_t step_s, int n, int kind, unsigned *seed)
+                       int64_t step_s, int n, int kind, bool gaps, unsigned *seed)
 {
     double x = 50;
     int64_t c = 1000;
     for (int i = 0; i < n; i++) {
         int64_t ts = from_s + i * step_s;
-        if (rand_r(seed) % 13 == 0)
-            continue; /* gaps */
+        if (gaps && rand_r(seed) % 13 == 0)
+            continue;
         x += (rand_r(seed) % 2001 - 1000) / 1000.0;
         c += rand_r(seed) % 50;
         if (rand_r(seed) % 40 == 0)
@@ -426,7 +426,11 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
     const char *hosts[] = {"h0", "h1", "h2", "h3", "h4", "h5"};
     for (int h = 0; h < 6; h++)
         put_series(f->t, hosts[h], h % 2 ? "d1" : "d0", base + h, 7 + h % 3, 5 * 3600 / 8, h % 3,
-                   &seed);
+                   true, &seed);
+    /* and four series at the same timestamps (aligned: the group fast path) */
+    const char *ahosts[] = {"a0", "a1", "a2", "a3"};
+    for (int h = 0; h < 4; h++)
+        put_series(f->t, ahosts[h], "d9", base, 10, 5 * 360, h < 2 ? 1 : 0, false, &seed);
     assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
     assert_int_equal(wc_table_compact(f->s, "tsdb", NULL, true, &err), CT_OK);
     /* ... then late points and a conflicting duplicate in merged hours: rows of a compressed
@@ -449,6 +453,14 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
         "m=sum:sys.cpu{host=h2}",
         "m=count:1m-first:sys.cpu{dc=*}",
         "m=sum:500ms-avg:sys.cpu{host=h0}",
+        "m=sum:1m-avg:sys.cpu{dc=d9}",
+        "m=max:5m-avg:rate{counter}:sys.cpu{dc=d9}",
+        "m=avg:sys.cpu{host=a0|a1}",
+        "m=sum:rate:sys.cpu{host=a0|a1}",
+        "m=p90:10m-p75:sys.cpu{dc=d9}",
+        "m=min:1m-max:sys.cpu{dc=d9}",
+        "m=count:1m-sum:sys.cpu{dc=d9}",
+        "m=mimmax:30s-min:sys.cpu{dc=d9}",
     };
     const char *starts[] = {"start=1356998400", "start=1357000123"};
     const char *ends[] = {"end=1357016400", "end=1357009999"};

@@ -233,6 +233,10 @@ static void test_qmeta_tsmeta_create_update_delete(void **state)
     expect(f, qmeta_tsmeta, QMETA_GET, req, 404, "ERR Could not find Timeseries meta data");
     snprintf(req, sizeof(req), "{\"tsuid\":\"%s\",\"description\":\"d\"}", TS_A);
     expect(f, qmeta_tsmeta, QMETA_POST, req, 400, "ERR Requested TSMeta did not exist");
+    snprintf(req, sizeof(req), "{\"tsuid\":\"%s\"}", TS_A);
+    expect(f, qmeta_tsmeta, QMETA_POST, req, 304, "");
+    snprintf(req, sizeof(req), "{\"tsuid\":\"%s\",\"min\":\"low\"}", TS_A);
+    expect(f, qmeta_tsmeta, QMETA_POST, req, 400, "ERR Unable to parse 'min' value");
     expect(f, qmeta_tsmeta, QMETA_POST, "{\"m\":\"sys.cpu{host=a,dc=x}\",\"description\":\"d\"}",
            400, "ERR Could not find TSMeta, specify \"create=true\" to create a new one.");
     expect(f, qmeta_tsmeta, QMETA_POST,
@@ -315,9 +319,10 @@ static void test_qmeta_tsmeta_create_update_delete(void **state)
     cJSON_Delete(list);
     free(got);
     expect(f, qmeta_tsmeta, QMETA_GET, "{\"m\":\"sys.mem\"}", 200, "[]");
-    got = call(f, qmeta_tsmeta, QMETA_GET, "{\"m\":\"nope\"}", &st);
-    assert_int_equal(st, 404);
-    free(got);
+    expect(f, qmeta_tsmeta, QMETA_GET, "{\"m\":\"nope\"}", 404,
+           "ERR Unable to find one of the UIDs");
+    expect(f, qmeta_tsmeta, QMETA_GET, "{\"m\":\"sys.cpu{rack=r1}\"}", 404,
+           "ERR Unable to find one of the UIDs");
     /* DELETE drops ts_meta, keeps the counter; then GET is 404 again */
     snprintf(req, sizeof(req), "{\"tsuid\":\"%s\"}", TS_A);
     expect(f, qmeta_tsmeta, QMETA_DELETE, req, 204, "");
@@ -350,6 +355,12 @@ static void test_qmeta_tsmeta_reports_the_counter(void **state)
     assert_string_equal(field_str(got, "totalDatapoints"), "42");
     assert_true(atof(field_str(got, "lastReceived")) > 1.5e9);
     free(got);
+    /* a UID deleted under a stored TSMeta: 404 for the TSUID and for the metric's list */
+    assert_int_equal(uid_delete(tsdb_uid(f->t), UID_TAGV, "x", &err), CT_OK);
+    expect(f, qmeta_tsmeta, QMETA_GET, "{\"tsuid\":\"000002000001000001000002000002\"}", 404,
+           "ERR Unable to find one of the UIDs");
+    expect(f, qmeta_tsmeta, QMETA_GET, "{\"m\":\"sys.mem\"}", 404,
+           "ERR Unable to find one of the UIDs");
 }
 
 static int uidmeta_fn(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **out,
@@ -386,6 +397,37 @@ static void test_qmeta_uidmeta_answers_as_opentsdb(void **state)
     expect(f, uidmeta_fn, QMETA_DELETE, "{\"uid\":\"000001\",\"type\":\"metric\"}", 204, "");
 }
 
+/* Requests of the wrong shape are 400s with a message, never a crash or a write. */
+static void test_qmeta_bad_shapes_are_refused(void **state)
+{
+    SKIP_IF_NO_ENGINE(state);
+    struct fixture *f = *state;
+    static const struct {
+        meta_fn fn;
+        enum qmeta_method m;
+        const char *req, *want;
+    } bad[] = {
+        {rename_fn, QMETA_POST, "[\"metric\",\"a\"]", "ERR Missing necessary values to rename UID"},
+        {rename_fn, QMETA_POST, "{\"metric\":1,\"name\":\"x\"}",
+         "ERR Missing necessary values to rename UID"},
+        {qmeta_tsmeta, QMETA_POST, "[1,2]", "ERR Unable to parse the given JSON"},
+        {qmeta_tsmeta, QMETA_GET, "{\"tsuid\":12}", "ERR Missing parameter <code>m</code>"},
+        {qmeta_tsmeta, QMETA_GET, "{\"tsuid\":\"000001\"}", "ERR Invalid TSUID: 000001"},
+        {qmeta_tsmeta, QMETA_POST,
+         "{\"m\":\"sys.cpu{host=a,dc=x}\",\"create\":\"true\",\"custom\":{\"k\":1}}",
+         "ERR Unable to parse the given JSON: 'custom' must be an object of strings"},
+        {qmeta_tsmeta, QMETA_POST,
+         "{\"m\":\"sys.cpu{host=a,dc=x}\",\"create\":\"true\",\"units\":[\"%\"]}",
+         "ERR Unable to parse the given JSON: 'units' must be a string"},
+        {qmeta_tsmeta, QMETA_POST, "{\"m\":\"sys.cpu{host=a\",\"create\":\"true\"}",
+         "ERR Missing '}' at the end of: sys.cpu{host=a"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        expect(f, bad[i].fn, bad[i].m, bad[i].req, 400, bad[i].want);
+    /* nothing was created by the refused requests */
+    expect(f, qmeta_tsmeta, QMETA_GET, "{\"m\":\"sys.cpu\"}", 200, "[]");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,6 +435,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_qmeta_tsmeta_create_update_delete, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qmeta_tsmeta_reports_the_counter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qmeta_uidmeta_answers_as_opentsdb, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qmeta_bad_shapes_are_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -576,6 +576,10 @@ static void check_cols_like_row(const struct wc_cell *cells, size_t ncells,
     }
     assert_int_equal(cols->n, n);
     assert_int_equal(d2, d1);
+    int kinds = 0;
+    for (size_t i = 0; i < n; i++)
+        kinds |= out[i].type == DPCODEC_INT ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+    assert_int_equal(cols->kinds, kinds);
     for (size_t i = 0; i < n; i++) {
         assert_true(cols->ts[i] == out[i].ts_ms);
         assert_int_equal(cols->is_int[i], out[i].type == DPCODEC_INT);
@@ -673,6 +677,27 @@ static void test_cols_decode_matches_row_decode(void **state)
         hour_add(&h, dpcodec_point_int(BASE_MS + i * 1000LL, i % 2, i), 100 + i);
     hour_add(&h, dpcodec_point_real(BASE_MS + 3000, false, 0.1), 50);
     check_cols_like_row(h.cells, h.n, &cols, &ok);
+    /* singles in time order (a current hour), with ints, floats, doubles and an annotation */
+    struct hour hs = {0};
+    for (int i = 0; i < 40; i++)
+        hour_add(&hs,
+                 i % 3 ? dpcodec_point_int(BASE_MS + i * 10000LL, false, i * 1000 - 7)
+                       : dpcodec_point_real(BASE_MS + i * 10000LL, false, i % 2 ? 0.1 * i : 0.5),
+                 100);
+    uint8_t aq2[3] = {0x01, 0x00, 0x07};
+    hs.cells[hs.n++] = cell_of(aq2, 3, (const uint8_t *)"{}", 2, 10);
+    check_cols_like_row(hs.cells, hs.n, &cols, &ok);
+    /* seconds then ms qualifiers (their store order), not in time order */
+    struct hour hm = {0};
+    for (int i = 0; i < 10; i++)
+        hour_add(&hm, dpcodec_point_int(BASE_MS + i * 2000LL, false, i), 100);
+    for (int i = 0; i < 10; i++)
+        hour_add(&hm, dpcodec_point_int(BASE_MS + i * 2000LL + 1500, true, -i), 100);
+    check_cols_like_row(hm.cells, hm.n, &cols, &ok);
+    /* a damaged single cell among sorted ones: the same error */
+    hs.v[5][0] = 0xFF;
+    hs.cells[5].value.len = 3; /* a float flag with a 3-byte value */
+    check_cols_like_row(hs.cells, hs.n, &cols, &ok);
     check_cols_like_row(h.cells, 0, &cols, &ok);
     assert_int_equal(cols.n, 0);
     assert_true(ok > 400);
