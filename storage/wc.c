@@ -518,15 +518,21 @@ void wc_scan_options_init(struct wc_scan_options *o)
     o->qualifier_max_inclusive = true;
 }
 
-int wc_scanner_open(struct wc_table *t, const struct wc_scan_options *o, struct wc_scanner **out,
-                    struct ct_err *err)
+static int wc_check_scan_options(const struct wc_scan_options *o, struct ct_err *err)
 {
     if (o->tmin_ms < 0 || o->tmax_ms < o->tmin_ms)
         return ct_err_set(err, CT_EINVAL, "bad time range [%lld, %lld)", (long long)o->tmin_ms,
                           (long long)o->tmax_ms);
     if (o->max_versions == 0)
         return ct_err_set(err, CT_EINVAL, "max versions must be >= 1");
-    return t->ops->scanner_open(t, o, out, err);
+    return CT_OK;
+}
+
+int wc_scanner_open(struct wc_table *t, const struct wc_scan_options *o, struct wc_scanner **out,
+                    struct ct_err *err)
+{
+    int rc = wc_check_scan_options(o, err);
+    return rc != CT_OK ? rc : t->ops->scanner_open(t, o, out, err);
 }
 
 int wc_scanner_next(struct wc_scanner *sc, struct wc_row *row, struct ct_err *err)
@@ -546,6 +552,11 @@ int wc_get(struct wc_table *t, struct wc_bytes row, const struct wc_scan_options
     memset(out, 0, sizeof(*out));
     if (row.len == 0 || row.len > WC_MAX_ROW_BYTES)
         return ct_err_set(err, CT_EINVAL, "row key length %zu out of range", row.len);
+    /* the backend's point read if it has one (a row filter needs the scanner's protocol) */
+    if (t->ops->get && !o->row_filter) {
+        int rc = wc_check_scan_options(o, err);
+        return rc != CT_OK ? rc : t->ops->get(t, row, o, out, err);
+    }
     uint8_t stop[WC_MAX_ROW_BYTES + 1];
     memcpy(stop, row.data, row.len);
     stop[row.len] = 0; /* the smallest key after `row` */

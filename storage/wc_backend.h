@@ -79,6 +79,12 @@ struct wc_backend_ops {
                         struct wc_scanner **out, struct ct_err *err);
     int (*scanner_next)(struct wc_scanner *sc, struct wc_row *row, struct ct_err *err);
     void (*scanner_close)(struct wc_scanner *sc);
+    /* Optional (NULL: wc_get() opens a one-row scanner). A point read with wc_get()'s contract
+     * and result: out->mem is one malloc'd block holding everything out->row points at (freed
+     * by wc_result_release), or zero when the row has no visible cell. Options are already
+     * checked; never called with a row filter. */
+    int (*get)(struct wc_table *t, struct wc_bytes row, const struct wc_scan_options *o,
+               struct wc_result *out, struct ct_err *err);
     /* Optional (NULL = not supported). */
     int (*set_compact_hook)(struct wc_store *s, const char *table, const char *family,
                             wc_compact_hook_fn fn, void *arg, struct ct_err *err);

@@ -290,6 +290,11 @@ CT_MUST_CHECK int engine_scanner_open(struct wc_table *wt, const struct wc_scan_
 CT_MUST_CHECK int engine_scanner_next(struct wc_scanner *sc, struct wc_row *row,
                                       struct ct_err *err);
 void engine_scanner_close(struct wc_scanner *sc);
+/* wc_get() of the engine (wc_backend_ops.get): one row read without a scanner, with exactly a
+ * one-row scan's result. */
+CT_MUST_CHECK int engine_get(struct wc_table *wt, struct wc_bytes row,
+                             const struct wc_scan_options *o, struct wc_result *out,
+                             struct ct_err *err);
 /* Newest visible version of one column (for delete-latest, increment, check-and-mutate):
  * CT_OK with *ts and the value copied into a new buffer *val (freed by the caller) of *val_len
  * bytes, or CT_NOTFOUND. */

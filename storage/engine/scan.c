@@ -234,7 +234,7 @@ struct matcher {
     int64_t F;
     struct i64set fv;
     /* column */
-    uint8_t *qual;
+    uint8_t *qual; /* qual_inline or the heap */
     size_t qual_len, qual_cap;
     bool have_col;
     int64_t C;
@@ -244,7 +244,15 @@ struct matcher {
     bool have_last;
     int64_t last_ts;
     uint8_t last_type;
+    uint8_t qual_inline[64];
 };
+
+static void matcher_init(struct matcher *m)
+{
+    memset(m, 0, offsetof(struct matcher, qual_inline));
+    m->qual = m->qual_inline;
+    m->qual_cap = sizeof(m->qual_inline);
+}
 
 static void matcher_start_family(struct matcher *m, const struct sfam *f)
 {
@@ -309,9 +317,11 @@ static int matcher_cell(struct matcher *m, const struct cell *c, struct ct_err *
     if (!m->have_col || bytes_cmp(m->qual, m->qual_len, c->qual, c->qual_len) != 0) {
         if (c->qual_len > m->qual_cap) {
             size_t cap = c->qual_len * 2 + 16;
-            uint8_t *nq = realloc(m->qual, cap);
+            uint8_t *nq = malloc(cap);
             if (!nq)
                 return ct_err_set(err, CT_ENOMEM, "out of memory in a scan");
+            if (m->qual != m->qual_inline)
+                free(m->qual);
             m->qual = nq;
             m->qual_cap = cap;
         }
@@ -407,7 +417,8 @@ static void matcher_destroy(struct matcher *m)
 {
     free(m->fv.v);
     free(m->dts.v);
-    free(m->qual);
+    if (m->qual != m->qual_inline)
+        free(m->qual);
 }
 
 /* ---- scanner --------------------------------------------------------------------------- */
@@ -473,12 +484,13 @@ struct escanner {
     size_t key_cap;
     uint8_t *tmp;
     size_t tmp_cap;
-    uint8_t key_inline[128];
-    uint8_t tmp_inline[128];
     /* small allocations of the scanner's lifetime (families, regions, inputs, children): a bump
      * pool, inline first, so a Get makes few malloc calls; freed at close */
     struct spool_block *pool_heap;
     size_t pool_used;
+    /* from here on nothing is zeroed at open (scanner_open_internal) */
+    uint8_t key_inline[128];
+    uint8_t tmp_inline[128];
     _Alignas(16) uint8_t pool_inline[2048];
 };
 
@@ -981,9 +993,11 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
                                  const struct wc_scan_options *o, struct escanner **out,
                                  struct ct_err *err)
 {
-    struct escanner *sc = calloc(1, sizeof(*sc));
+    struct escanner *sc = malloc(sizeof(*sc));
     if (!sc)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+    memset(sc, 0, offsetof(struct escanner, key_inline)); /* the inline buffers need no zeroing */
+    matcher_init(&sc->m);
     sc->key = sc->key_inline;
     sc->key_cap = sizeof(sc->key_inline);
     sc->tmp = sc->tmp_inline;
@@ -1274,5 +1288,379 @@ int engine_read_latest(struct estore *s, struct etable *t, const uint8_t *row, s
     }
     engine_scanner_close(&sc->base);
     (void)bytes_le_key;
+    return rc;
+}
+
+/* ---- point reads ------------------------------------------------------------------------- */
+
+/* A Get (wc_get) without a scanner. The inputs of the row's region are captured under the
+ * region's mutex - memstores whose row bloom may hold the row, files that pass file_may_hold()
+ * (key range, time range, TTL, bloom) - and the snapshot is visible_seq read while that mutex is
+ * held: every flush or compaction whose output is among the captured files computed its read
+ * point before, so it is <= the snapshot and no version the snapshot needs was dropped; the
+ * snapshot therefore need not be registered. Per selected family the inputs are sought to the
+ * row and merged (a single input is walked without comparisons) through the same matcher as a
+ * scan, so the result is exactly what a one-row scan returns. Emitted cells are gathered in a
+ * stack buffer and copied once into the result. */
+
+#define GET_INLINE_KIDS  8
+#define GET_INLINE_FAMS  4
+#define GET_INLINE_CELLS 16
+#define GET_INLINE_BYTES 2048
+
+struct gcell {
+    uint32_t fam; /* index into the selected families */
+    uint8_t type;
+    int64_t ts;
+    size_t qoff, qlen, voff, vlen; /* into the gathered bytes */
+};
+
+struct gout {
+    struct gcell *cells;
+    size_t n, cap;
+    uint8_t *bytes;
+    size_t len, bcap;
+    struct gcell cells_inline[GET_INLINE_CELLS];
+    uint8_t bytes_inline[GET_INLINE_BYTES];
+};
+
+static int gout_push(struct gout *g, uint32_t fam, const struct cell *c, struct ct_err *err)
+{
+    if (g->n == g->cap) {
+        size_t cap = g->cap * 2;
+        struct gcell *nc = malloc(cap * sizeof(*nc));
+        if (!nc)
+            return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+        memcpy(nc, g->cells, g->n * sizeof(*nc));
+        if (g->cells != g->cells_inline)
+            free(g->cells);
+        g->cells = nc;
+        g->cap = cap;
+    }
+    size_t need = (size_t)c->qual_len + c->value_len;
+    if (g->len + need > g->bcap) {
+        size_t cap = g->bcap * 2;
+        while (cap < g->len + need)
+            cap *= 2;
+        uint8_t *nb = malloc(cap);
+        if (!nb)
+            return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+        memcpy(nb, g->bytes, g->len);
+        if (g->bytes != g->bytes_inline)
+            free(g->bytes);
+        g->bytes = nb;
+        g->bcap = cap;
+    }
+    struct gcell *o = &g->cells[g->n++];
+    o->fam = fam;
+    o->type = c->type;
+    o->ts = c->ts_ms;
+    o->qoff = g->len;
+    o->qlen = c->qual_len;
+    if (c->qual_len)
+        memcpy(g->bytes + g->len, c->qual, c->qual_len);
+    g->len += c->qual_len;
+    o->voff = g->len;
+    o->vlen = c->value_len;
+    if (c->value_len)
+        memcpy(g->bytes + g->len, c->value, c->value_len);
+    g->len += c->value_len;
+    return CT_OK;
+}
+
+/* Reads row `key` of one family from its children (already sought to the row) through m. */
+static int get_family(struct echild *kids, size_t nk, const uint8_t *key, size_t key_len,
+                      struct matcher *m, uint32_t fam, struct gout *g, struct ct_err *err)
+{
+    int rc;
+    for (;;) {
+        struct echild *best = NULL;
+        for (size_t i = 0; i < nk; i++) {
+            struct echild *c = &kids[i];
+            if (!child_on_row(c, key, key_len))
+                continue;
+            if (!best || cell_compare(&c->cur, &best->cur) < 0)
+                best = c;
+        }
+        if (!best)
+            return CT_OK;
+        if (nk == 1) { /* one input: its cells are already in order */
+            while (child_on_row(best, key, key_len)) {
+                if ((rc = matcher_cell(m, &best->cur, err)) < 0)
+                    return rc;
+                if (rc == M_EMIT && (rc = gout_push(g, fam, &best->cur, err)) != CT_OK)
+                    return rc;
+                if ((rc = echild_next(best, err)) != CT_OK)
+                    return rc;
+            }
+            return CT_OK;
+        }
+        if ((rc = matcher_cell(m, &best->cur, err)) < 0)
+            return rc;
+        if (rc == M_EMIT && (rc = gout_push(g, fam, &best->cur, err)) != CT_OK)
+            return rc;
+        if ((rc = echild_next(best, err)) != CT_OK)
+            return rc;
+    }
+}
+
+/* The families a read selects (spec §8 COLUMNS), in table order, into sf[] (room for
+ * t->nfams); qualifier arrays point into `quals` (room for o->ncolumns) and borrow o's bytes. */
+static int get_families(const struct etable *t, const struct wc_scan_options *o, int64_t now,
+                        struct sfam *sf, size_t *nsf, struct wc_bytes *quals, struct ct_err *err)
+{
+    *nsf = 0;
+    size_t qn = 0;
+    for (size_t i = 0; i < o->ncolumns; i++) {
+        const struct wc_column *c = &o->columns[i];
+        if (etable_family_index(t, c->family.data, c->family.len) < 0) {
+            char fams[128] = "";
+            size_t fl = 0;
+            for (size_t k = 0; k < t->nfams && fl + 8 < sizeof(fams); k++)
+                fl += (size_t)snprintf(fams + fl, sizeof(fams) - fl, "%s%s:*", k ? ", " : "",
+                                       t->fams[k].name);
+            return ct_err_set(err, CT_EINVAL, "Unknown column family %.*s! Valid column names: %s",
+                              (int)(c->family.len > 64 ? 64 : c->family.len),
+                              (const char *)c->family.data, fams);
+        }
+    }
+    for (size_t fi = 0; fi < t->nfams; fi++) {
+        bool whole = !o->ncolumns;
+        size_t q0 = qn;
+        for (size_t i = 0; i < o->ncolumns; i++) {
+            const struct wc_column *c = &o->columns[i];
+            if (etable_family_index(t, c->family.data, c->family.len) != (int)fi)
+                continue;
+            if (c->has_qualifier)
+                quals[qn++] = c->qualifier;
+            else
+                whole = true;
+        }
+        if (!whole && qn == q0)
+            continue;
+        struct sfam *f = &sf[(*nsf)++];
+        memset(f, 0, sizeof(*f));
+        f->idx = (int)fi;
+        f->d = t->fams[fi];
+        f->whole = whole;
+        f->oldest = f->d.ttl_s >= WC_TTL_FOREVER ? INT64_MIN : now - f->d.ttl_s * 1000;
+        if (!whole) {
+            f->quals = quals + q0;
+            f->nquals = qn - q0;
+            qsort(f->quals, f->nquals, sizeof(*f->quals), wc_bytes_cmp_q);
+        }
+    }
+    return CT_OK;
+}
+
+/* Copies the gathered cells into one allocation owned by *out (wc_result_release frees it). */
+static int get_result(const struct gout *g, const struct sfam *sf, size_t nsf,
+                      const uint8_t *row, size_t row_len, struct wc_result *out,
+                      struct ct_err *err)
+{
+    size_t bytes = g->n * sizeof(struct wc_cell) + row_len + g->len;
+    for (size_t f = 0; f < nsf; f++)
+        bytes += strlen(sf[f].d.name);
+    uint8_t *mem = malloc(bytes);
+    if (!mem)
+        return ct_err_set(err, CT_ENOMEM, "out of memory copying a row of %zu cells", g->n);
+    struct wc_cell *cells = (struct wc_cell *)mem;
+    uint8_t *p = mem + g->n * sizeof(struct wc_cell);
+    struct wc_bytes key = wc_bytes_of(p, row_len);
+    memcpy(p, row, row_len);
+    p += row_len;
+    const uint8_t *body = p;
+    if (g->len)
+        memcpy(p, g->bytes, g->len);
+    p += g->len;
+    for (size_t i = 0; i < g->n; i++) {
+        const struct gcell *c = &g->cells[i];
+        cells[i] = (struct wc_cell){.row = key,
+                                    .qualifier = wc_bytes_of(body + c->qoff, c->qlen),
+                                    .value = wc_bytes_of(body + c->voff, c->vlen),
+                                    .ts_ms = c->ts,
+                                    .type = (enum wc_cell_type)c->type};
+    }
+    /* each family's name once; cells of a family come together, in family order */
+    for (size_t f = 0, i = 0; f < nsf; f++) {
+        size_t l = strlen(sf[f].d.name);
+        memcpy(p, sf[f].d.name, l);
+        for (; i < g->n && g->cells[i].fam == f; i++)
+            cells[i].family = wc_bytes_of(p, l);
+        p += l;
+    }
+    out->row.key = key;
+    out->row.cells = cells;
+    out->row.ncells = g->n;
+    out->mem = mem;
+    return CT_OK;
+}
+
+int engine_get(struct wc_table *wt, struct wc_bytes row, const struct wc_scan_options *o,
+               struct wc_result *out, struct ct_err *err)
+{
+    struct etable *t = ((struct etable_handle *)wt)->t;
+    struct estore *s = estore_of(wt->store);
+    memset(out, 0, sizeof(*out));
+    uint8_t hi[WC_MAX_ROW_BYTES + 1];
+    memcpy(hi, row.data, row.len);
+    hi[row.len] = 0;
+    struct sregion sr = {.lo = (uint8_t *)row.data, .lo_len = row.len, .hi = hi,
+                         .hi_len = row.len + 1};
+
+    struct sfam sf_inline[GET_INLINE_FAMS], *sf = sf_inline;
+    struct wc_bytes q_inline[8], *quals = q_inline;
+    struct sinputs in_inline[GET_INLINE_FAMS], *in = in_inline;
+    struct memstore *ms_inline[GET_INLINE_KIDS];
+    struct sst *fl_inline[GET_INLINE_KIDS];
+    struct memstore **msv = ms_inline;
+    struct sst **flv = fl_inline;
+    struct eregion *er = NULL;
+    size_t nsf = 0, nms = 0, nfl = 0;
+    uint64_t snap = 0;
+    int rc = pthread_rwlock_rdlock(&t->map_lock);
+    if (rc != 0)
+        return ct_err_set(err, CT_EIO, "cannot lock table %s", t->name);
+    if (atomic_load(&t->dropped)) {
+        rc = ct_err_set(err, CT_NOTFOUND, "Table %s does not exist.", t->name);
+        goto unlock;
+    }
+    if (!atomic_load(&t->enabled)) {
+        rc = ct_err_set(err, CT_EBUSY, "Table %s is disabled.", t->name);
+        goto unlock;
+    }
+    if (t->nfams > GET_INLINE_FAMS) {
+        sf = malloc(t->nfams * sizeof(*sf));
+        in = malloc(t->nfams * sizeof(*in));
+    }
+    if (o->ncolumns > sizeof(q_inline) / sizeof(q_inline[0]))
+        quals = malloc(o->ncolumns * sizeof(*quals));
+    if (!sf || !in || !quals) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+        goto unlock;
+    }
+    if ((rc = get_families(t, o, clock_now_ms(), sf, &nsf, quals, err)) != CT_OK)
+        goto unlock;
+    er = t->regions[etable_region_index(t, row.data, row.len)];
+    eregion_ref(er);
+    pthread_mutex_lock(&er->mu);
+    /* count the inputs first so that the capture never allocates under the mutex twice */
+    size_t cap = 0;
+    for (size_t f = 0; f < nsf; f++) {
+        const struct efam *ef = &er->fams[sf[f].idx];
+        cap += 1 + ef->nfrozen + ef->nfiles;
+    }
+    if (cap > GET_INLINE_KIDS) {
+        msv = malloc(cap * sizeof(*msv));
+        flv = malloc(cap * sizeof(*flv));
+        if (!msv || !flv) {
+            pthread_mutex_unlock(&er->mu);
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+            goto unlock;
+        }
+    }
+    for (size_t f = 0; f < nsf; f++) {
+        const struct efam *ef = &er->fams[sf[f].idx];
+        in[f].ms = msv + nms;
+        in[f].files = flv + nfl;
+        in[f].nms = in[f].nfiles = 0;
+        if (memstore_count(ef->active) &&
+            memstore_may_contain_row(ef->active, row.data, row.len)) {
+            memstore_ref(ef->active);
+            in[f].ms[in[f].nms++] = ef->active;
+        }
+        for (size_t k = 0; k < ef->nfrozen; k++) {
+            if (!memstore_may_contain_row(ef->frozen[k], row.data, row.len))
+                continue;
+            memstore_ref(ef->frozen[k]);
+            in[f].ms[in[f].nms++] = ef->frozen[k];
+        }
+        for (size_t k = 0; k < ef->nfiles; k++) {
+            struct sst *fp = ef->files[k].sst;
+            if (!file_may_hold(fp, &sr, &sf[f], o, true))
+                continue;
+            sst_ref(fp);
+            in[f].files[in[f].nfiles++] = fp;
+        }
+        nms += in[f].nms;
+        nfl += in[f].nfiles;
+    }
+    snap = atomic_load(&s->visible_seq);
+    pthread_mutex_unlock(&er->mu);
+    pthread_rwlock_unlock(&t->map_lock);
+
+    /* read each family's inputs at the row */
+    struct gout g;
+    g.cells = g.cells_inline;
+    g.cap = GET_INLINE_CELLS;
+    g.n = 0;
+    g.bytes = g.bytes_inline;
+    g.bcap = sizeof(g.bytes_inline);
+    g.len = 0;
+    struct matcher m;
+    matcher_init(&m);
+    m.tmin = o->tmin_ms;
+    m.tmax = o->tmax_ms;
+    m.req_versions = o->max_versions ? o->max_versions : 1;
+    m.raw = o->raw;
+    m.o = o;
+    struct echild kids_inline[GET_INLINE_KIDS], *kids = kids_inline;
+    size_t kcap = 0;
+    for (size_t f = 0; f < nsf; f++)
+        if (in[f].nms + in[f].nfiles > kcap)
+            kcap = in[f].nms + in[f].nfiles;
+    if (kcap > GET_INLINE_KIDS && !(kids = malloc(kcap * sizeof(*kids))))
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+    struct cell start;
+    ecell_row_start(&start, row.data, row.len);
+    for (size_t f = 0; f < nsf && rc == CT_OK; f++) {
+        size_t nk = 0;
+        for (size_t i = 0; i < in[f].nms; i++)
+            echild_init_ms(&kids[nk++], in[f].ms[i], snap);
+        for (size_t i = 0; i < in[f].nfiles && rc == CT_OK; i++)
+            if ((rc = echild_init_sst(&kids[nk], in[f].files[i], snap, err)) == CT_OK)
+                nk++;
+        for (size_t i = 0; i < nk && rc == CT_OK; i++)
+            rc = echild_seek(&kids[i], &start, err);
+        if (rc == CT_OK) {
+            matcher_start_family(&m, &sf[f]);
+            rc = get_family(kids, nk, row.data, row.len, &m, (uint32_t)f, &g, err);
+        }
+        for (size_t i = 0; i < nk; i++)
+            echild_destroy(&kids[i]);
+    }
+    if (rc == CT_OK && g.n) {
+        rc = get_result(&g, sf, nsf, row.data, row.len, out, err);
+        if (rc == CT_OK)
+            atomic_fetch_add_explicit(&er->reads, 1, memory_order_relaxed);
+    }
+    matcher_destroy(&m);
+    if (kids != kids_inline)
+        free(kids);
+    if (g.cells != g.cells_inline)
+        free(g.cells);
+    if (g.bytes != g.bytes_inline)
+        free(g.bytes);
+    goto release;
+
+unlock:
+    pthread_rwlock_unlock(&t->map_lock);
+release:
+    for (size_t i = 0; i < nms; i++)
+        memstore_unref(msv[i]);
+    for (size_t i = 0; i < nfl; i++)
+        sst_unref(flv[i]);
+    if (er)
+        eregion_unref(er);
+    if (msv != ms_inline)
+        free(msv);
+    if (flv != fl_inline)
+        free(flv);
+    if (sf != sf_inline)
+        free(sf);
+    if (in != in_inline)
+        free(in);
+    if (quals != q_inline)
+        free(quals);
     return rc;
 }

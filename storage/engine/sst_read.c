@@ -73,6 +73,8 @@ struct sst {
     struct sst_meta meta;
     uint32_t nblocks;
     struct sst_index_entry *idx;
+    uint64_t *idx_first_k; /* first 8 row bytes (big-endian, zero-padded) of each block's first */
+    uint64_t *idx_last_k;  /* ... and last cell: the index search compares these first */
     uint8_t *idx_raw;
     uint8_t *bloom_raw;
     const uint8_t *bloom_bits;
@@ -99,6 +101,15 @@ struct sst_iter {
     bool valid;
     struct sst_scratch scratch;
 };
+
+/* The first 8 bytes of a row as a big-endian integer (zero-padded): rows whose prefixes differ
+ * compare as the prefixes do. */
+static inline uint64_t sst_row_prefix(const uint8_t *row, uint32_t len)
+{
+    uint8_t b[8] = {0};
+    memcpy(b, row, len < 8 ? len : 8);
+    return coding_get_be64(b);
+}
 
 /* ---- blocks --------------------------------------------------------------------------------- */
 
@@ -463,7 +474,9 @@ static int sst_load_index(struct sst *f, uint64_t off, uint64_t len, struct ct_e
         goto bad;
     p += n;
     f->idx = calloc(count ? count : 1, sizeof(*f->idx));
-    if (!f->idx)
+    f->idx_first_k = calloc(count ? count : 1, sizeof(*f->idx_first_k));
+    f->idx_last_k = calloc(count ? count : 1, sizeof(*f->idx_last_k));
+    if (!f->idx || !f->idx_first_k || !f->idx_last_k)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening %s", f->path);
     for (uint64_t i = 0; i < count; i++) {
         struct sst_index_entry *e = &f->idx[i];
@@ -484,6 +497,8 @@ static int sst_load_index(struct sst *f, uint64_t off, uint64_t len, struct ct_e
         if (!(n = sst_get_cell_key(p, end, &e->last)))
             goto bad;
         p += n;
+        f->idx_first_k[i] = sst_row_prefix(e->first.row, e->first.row_len);
+        f->idx_last_k[i] = sst_row_prefix(e->last.row, e->last.row_len);
         if (cell_compare(&e->first, &e->last) > 0 ||
             (i > 0 && cell_compare(&f->idx[i - 1].last, &e->first) >= 0))
             goto bad;
@@ -569,6 +584,8 @@ static void sst_free(struct sst *f)
     if (f->fd >= 0)
         eio_close(f->fd);
     free(f->idx);
+    free(f->idx_first_k);
+    free(f->idx_last_k);
     free(f->idx_raw);
     free(f->bloom_raw);
     free(f);
@@ -820,6 +837,15 @@ static bool sst_iter_block_covers(const struct sst_iter *it, const struct cell *
     return cell_compare(&c, target) >= 0;
 }
 
+/* Index order of block key (prefix k, cell c) against the target (prefix tk). */
+static inline int sst_idx_cmp(uint64_t k, const struct cell *c, uint64_t tk,
+                              const struct cell *target)
+{
+    if (k != tk)
+        return k < tk ? -1 : 1;
+    return cell_compare(c, target);
+}
+
 int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err *err)
 {
     const struct sst *f = it->f;
@@ -830,9 +856,10 @@ int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err 
         goto in_block;
     }
     /* first block whose last cell >= target */
+    uint64_t tk = sst_row_prefix(target->row, target->row_len);
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (cell_compare(&f->idx[mid].last, target) < 0)
+        if (sst_idx_cmp(f->idx_last_k[mid], &f->idx[mid].last, tk, target) < 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -874,9 +901,10 @@ int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target, struc
         goto in_block;
     }
     /* last block whose first cell <= target */
+    uint64_t tk = sst_row_prefix(target->row, target->row_len);
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (cell_compare(&f->idx[mid].first, target) <= 0)
+        if (sst_idx_cmp(f->idx_first_k[mid], &f->idx[mid].first, tk, target) <= 0)
             lo = mid + 1;
         else
             hi = mid;

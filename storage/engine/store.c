@@ -1614,6 +1614,7 @@ static const struct wc_backend_ops engine_ops = {
     .scanner_open = engine_scanner_open,
     .scanner_next = engine_scanner_next,
     .scanner_close = engine_scanner_close,
+    .get = engine_get,
     .set_compact_hook = op_set_compact_hook,
 };
 

@@ -1,0 +1,291 @@
+/* test_engine_get.c - the engine's point read (wc_get through wc_backend_ops.get, storage/engine/
+ * scan.c engine_get) against the generic path (a one-row scanner): random puts and every kind of
+ * delete marker over rows, two families and four columns, with flushes, minor and major
+ * compactions in between, and after each round every row read both ways under a set of read
+ * options (versions, columns, time ranges, qualifier filters, TTL with MIN_VERSIONS, raw). The two
+ * must agree cell for cell. A pass-through row filter sends wc_get down the generic path, and a
+ * one-row scan is compared as well. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/wc.h"
+#include "tests/lib/ctest.h"
+
+static char *g_dir;
+static struct wc_store *g_store;
+
+static int setup(void **state)
+{
+    (void)state;
+    g_dir = ctest_mkdtemp();
+    setenv("CTSDB_NOW_MS", "1000000", 1);
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = g_dir;
+    o.block_cache_bytes = 256 << 10; /* small: blocks are evicted and read again */
+    struct ct_err err;
+    if (wc_open(&o, &g_store, &err) != CT_OK) {
+        fprintf(stderr, "open: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    wc_close(g_store);
+    ctest_rmdir(g_dir);
+    unsetenv("CTSDB_NOW_MS");
+    return 0;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+static enum wc_row_decision pass_all(void *arg, const uint8_t *row, size_t len)
+{
+    (void)arg;
+    (void)row;
+    (void)len;
+    return WC_ROW_INCLUDE;
+}
+
+static void fmt_row(char *out, size_t size, const struct wc_row *r)
+{
+    size_t l = strlen(out);
+    for (size_t i = 0; i < r->ncells && l + 1 < size; i++) {
+        const struct wc_cell *c = &r->cells[i];
+        l += (size_t)snprintf(out + l, size - l, "%s%.*s|%.*s:%.*s@%lld/%d=%.*s", l ? " " : "",
+                              (int)r->key.len, (const char *)r->key.data, (int)c->family.len,
+                              (const char *)c->family.data, (int)c->qualifier.len,
+                              (const char *)c->qualifier.data, (long long)c->ts_ms, (int)c->type,
+                              (int)c->value.len, (const char *)c->value.data);
+        if (l >= size)
+            l = size - 1;
+    }
+}
+
+#define OUT_BYTES 16384
+
+/* wc_get through the engine's point read, through the generic path, and a one-row scan. */
+static void read_three(struct wc_table *t, const char *row, const struct wc_scan_options *base,
+                       char *fast, char *generic, char *scan)
+{
+    struct ct_err err;
+    struct wc_result r;
+    fast[0] = generic[0] = scan[0] = 0;
+    assert_int_equal(wc_get(t, wc_bytes_str(row), base, &r, &err), CT_OK);
+    fmt_row(fast, OUT_BYTES, &r.row);
+    wc_result_release(&r);
+
+    struct wc_scan_options o = *base;
+    o.row_filter = pass_all;
+    assert_int_equal(wc_get(t, wc_bytes_str(row), &o, &r, &err), CT_OK);
+    fmt_row(generic, OUT_BYTES, &r.row);
+    wc_result_release(&r);
+
+    char stop[64];
+    size_t rl = strlen(row);
+    memcpy(stop, row, rl);
+    stop[rl] = 0;
+    o = *base;
+    o.start_row = wc_bytes_str(row);
+    o.stop_row = wc_bytes_of(stop, rl + 1);
+    struct wc_scanner *sc;
+    assert_int_equal(wc_scanner_open(t, &o, &sc, &err), CT_OK);
+    struct wc_row wr;
+    int rc;
+    while ((rc = wc_scanner_next(sc, &wr, &err)) == CT_OK)
+        fmt_row(scan, OUT_BYTES, &wr);
+    assert_int_equal(rc, CT_NOTFOUND);
+    wc_scanner_close(sc);
+}
+
+static void test_point_read_equals_one_row_scan_under_random_history(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct wc_family_desc fd[2];
+    wc_family_desc_init(&fd[0], "f");
+    fd[0].versions = 3;
+    fd[0].min_versions = 1;
+    fd[0].ttl_s = 600; /* now = 1000 s: cells below ts 400000 are expired */
+    fd[0].bloom = WC_BLOOM_ROWCOL;
+    fd[0].blocksize = 1024;
+    wc_family_desc_init(&fd[1], "g");
+    fd[1].versions = 1;
+    fd[1].blocksize = 1024;
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "gt");
+    d.families = fd;
+    d.nfamilies = 2;
+    d.compaction_enabled = false; /* compactions only where the test asks */
+    struct wc_bytes split = wc_bytes_str("r1");
+    assert_int_equal(wc_table_create(g_store, &d, &split, 1, &err), CT_OK);
+    struct wc_table *t;
+    assert_int_equal(wc_table_open(g_store, "gt", &t, &err), CT_OK);
+
+    static const char *quals[] = {"", "a", "ab", "b"};
+    static const char *fams[] = {"f", "g"};
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    char fast[OUT_BYTES], generic[OUT_BYTES], scan[OUT_BYTES];
+    size_t compared = 0, nonempty = 0;
+    for (int round = 0; round < 12; round++) {
+        for (int i = 0; i < 150; i++) {
+            char row[8], val[16];
+            snprintf(row, sizeof row, "r%d", (int)(rnd(&seed) % 20));
+            snprintf(val, sizeof val, "v%d.%d", round, i);
+            struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fams[rnd(&seed) % 2]),
+                                    wc_bytes_str(quals[rnd(&seed) % 4]), wc_bytes_str(val),
+                                    (int64_t)(350000 + rnd(&seed) % 12 * 50000)};
+            uint64_t k = rnd(&seed) % 20;
+            if (k < 2)
+                m.op = WC_OP_DELETE_VERSION;
+            else if (k == 2)
+                m.op = WC_OP_DELETE_COLUMN;
+            else if (k == 3)
+                m.op = WC_OP_DELETE_FAMILY;
+            else if (k == 4)
+                m.op = WC_OP_DELETE_FAMILY_VERSION;
+            else if (k == 5 && i % 7 == 0)
+                m.op = WC_OP_DELETE_ROW;
+            if (m.op == WC_OP_DELETE_FAMILY || m.op == WC_OP_DELETE_FAMILY_VERSION ||
+                m.op == WC_OP_DELETE_ROW)
+                m.qualifier = wc_bytes_of(NULL, 0);
+            struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
+            assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_SKIP_WAL, &err), CT_OK);
+        }
+        if (round % 3 == 1)
+            assert_int_equal(wc_table_flush(g_store, "gt", &err), CT_OK);
+        if (round == 5)
+            assert_int_equal(wc_table_compact(g_store, "gt", NULL, false, &err), CT_OK);
+        if (round == 8)
+            assert_int_equal(wc_table_compact(g_store, "gt", NULL, true, &err), CT_OK);
+
+        struct wc_column cols[2] = {{wc_bytes_str("f"), wc_bytes_str("ab"), true},
+                                    {wc_bytes_str("g"), wc_bytes_of(NULL, 0), false}};
+        struct wc_column col_a = {wc_bytes_str("f"), wc_bytes_str("a"), true};
+        for (int v = 0; v < 8; v++) {
+            struct wc_scan_options o;
+            wc_scan_options_init(&o);
+            switch (v) {
+            case 1:
+                o.max_versions = 3;
+                break;
+            case 2:
+                o.columns = cols;
+                o.ncolumns = 2;
+                o.max_versions = 2;
+                break;
+            case 3:
+                o.tmin_ms = 400000;
+                o.tmax_ms = 700000;
+                o.max_versions = 3;
+                break;
+            case 4:
+                o.qualifier_prefix = wc_bytes_str("a");
+                o.max_versions = 3;
+                break;
+            case 5:
+                o.has_qualifier_range = true;
+                o.qualifier_min = wc_bytes_str("a");
+                o.qualifier_min_inclusive = false;
+                o.qualifier_max = wc_bytes_str("b");
+                break;
+            case 6:
+                o.raw = true;
+                o.max_versions = 10;
+                break;
+            case 7:
+                o.columns = &col_a; /* one column: a ROWCOL bloom is asked for it */
+                o.ncolumns = 1;
+                o.max_versions = 3;
+                break;
+            default:
+                break;
+            }
+            for (int r = 0; r < 20; r++) {
+                char row[8];
+                snprintf(row, sizeof row, "r%d", r);
+                read_three(t, row, &o, fast, generic, scan);
+                if (strcmp(fast, generic) != 0 || strcmp(fast, scan) != 0)
+                    fail_msg("round %d options %d row %s:\n fast    %s\n generic %s\n scan    %s",
+                             round, v, row, fast, generic, scan);
+                compared++;
+                nonempty += fast[0] != 0;
+            }
+        }
+    }
+    /* the history must have produced both empty and non-empty reads */
+    assert_true(nonempty > compared / 4);
+    assert_true(nonempty < compared);
+    wc_table_close(t);
+}
+
+static void test_point_read_errors_match_the_scanner(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "f");
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "ge");
+    d.families = &fd;
+    d.nfamilies = 1;
+    assert_int_equal(wc_table_create(g_store, &d, NULL, 0, &err), CT_OK);
+    struct wc_table *t;
+    assert_int_equal(wc_table_open(g_store, "ge", &t, &err), CT_OK);
+    struct wc_result r;
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+
+    /* a missing row is an empty result, not an error */
+    assert_int_equal(wc_get(t, wc_bytes_str("nope"), &o, &r, &err), CT_OK);
+    assert_int_equal(r.row.ncells, 0);
+    wc_result_release(&r);
+
+    /* unknown family, bad time range, zero versions: the same errors on both paths */
+    struct wc_column bad = {wc_bytes_str("zz"), wc_bytes_of(NULL, 0), false};
+    for (int generic = 0; generic < 2; generic++) {
+        wc_scan_options_init(&o);
+        if (generic)
+            o.row_filter = pass_all;
+        o.columns = &bad;
+        o.ncolumns = 1;
+        assert_int_equal(wc_get(t, wc_bytes_str("r"), &o, &r, &err), CT_EINVAL);
+        assert_non_null(strstr(err.msg, "Unknown column family zz"));
+        o.ncolumns = 0;
+        o.tmin_ms = 10;
+        o.tmax_ms = 5;
+        assert_int_equal(wc_get(t, wc_bytes_str("r"), &o, &r, &err), CT_EINVAL);
+        o.tmin_ms = 0;
+        o.tmax_ms = WC_TS_LATEST;
+        o.max_versions = 0;
+        assert_int_equal(wc_get(t, wc_bytes_str("r"), &o, &r, &err), CT_EINVAL);
+    }
+
+    /* a disabled table */
+    assert_int_equal(wc_table_disable(g_store, "ge", &err), CT_OK);
+    wc_scan_options_init(&o);
+    assert_int_equal(wc_get(t, wc_bytes_str("r"), &o, &r, &err), CT_EBUSY);
+    assert_non_null(strstr(err.msg, "disabled"));
+    wc_table_close(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_point_read_equals_one_row_scan_under_random_history),
+        cmocka_unit_test(test_point_read_errors_match_the_scanner),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
