@@ -1,7 +1,7 @@
 /* store.c - the TSD's storage side (tsd/store.h): opens the wide-column store and the OpenTSDB
  * layout on it (schema/tsdb.h) from the configuration, and is the ingest write function: each
- * batch of points becomes one schema batch written with one wc_mutate_batch() at the configured
- * WAL durability (tsd.storage.wal.durability, default sync: in the log before the call returns).
+ * group of queued batches becomes one schema batch written with one wc_mutate_batch() at the
+ * configured WAL durability (tsd.storage.wal.durability, default sync: in the log before the call returns).
  * Used by the daemon and by `ctsdb import`.
  *
  * Series cache: resolving a series (metric and tags -> TSUID) costs 2n+1 UID lookups, so each
