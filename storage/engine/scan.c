@@ -168,6 +168,14 @@ int echild_seek_for_prev(struct echild *c, const struct cell *target, struct ct_
 
 int echild_next(struct echild *c, struct ct_err *err)
 {
+    if (!c->is_ms) { /* one call per cell: move and fetch */
+        int rc;
+        do {
+            if ((rc = sst_iter_next_cell(c->si, &c->cur, &c->valid, err)) != CT_OK)
+                return rc;
+        } while (c->valid && c->cur.seq > c->snap);
+        return CT_OK;
+    }
     int rc = echild_raw_next(c, err);
     if (rc != CT_OK)
         return rc;
@@ -215,6 +223,7 @@ static bool i64set_has(const struct i64set *s, int64_t x)
 struct sfam {
     int idx; /* in the table's family list at open */
     struct wc_family_desc d;
+    size_t name_len; /* strlen(d.name) */
     bool whole;
     struct wc_bytes *quals; /* explicit qualifiers, sorted; when !whole */
     size_t nquals;
@@ -766,7 +775,7 @@ static int scanner_push_cell(struct escanner *sc, const struct sfam *f, const st
     }
     struct wc_cell *o = &sc->cells[sc->ncells++];
     o->row = wc_bytes_of(sc->key, sc->key_len);
-    o->family = wc_bytes_of(f->d.name, strlen(f->d.name));
+    o->family = wc_bytes_of(f->d.name, f->name_len);
     o->ts_ms = c->cur.ts_ms;
     o->type = (enum wc_cell_type)c->cur.type;
     if (c->is_ms) {
@@ -796,15 +805,30 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
         size_t a = sc->kid_start[f], b = sc->kid_start[f + 1];
         for (;;) {
             struct echild *best = NULL;
+            size_t on = 0;
             for (size_t i = a; i < b; i++) {
                 struct echild *c = &sc->kids[i];
                 if (!child_on_row(c, sc->key, sc->key_len))
                     continue;
+                on++;
                 if (!best || cell_compare(&c->cur, &best->cur) < 0)
                     best = c;
             }
             if (!best)
                 break;
+            if (on == 1) { /* the only input on this row: walk it without merging */
+                do {
+                    int rc = matcher_cell(&sc->m, &best->cur, err);
+                    if (rc < 0)
+                        return rc;
+                    if (rc == M_EMIT &&
+                        (rc = scanner_push_cell(sc, &sc->fams[f], best, err)) != CT_OK)
+                        return rc;
+                    if ((rc = echild_next(best, err)) != CT_OK)
+                        return rc;
+                } while (child_on_row(best, sc->key, sc->key_len));
+                break;
+            }
             int rc = matcher_cell(&sc->m, &best->cur, err);
             if (rc < 0)
                 return rc;
@@ -1130,6 +1154,7 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
             struct sfam *sf = &sc->fams[sc->nsf++];
             sf->idx = (int)fi;
             sf->d = t->fams[fi];
+            sf->name_len = strlen(sf->d.name);
             sf->whole = !o->ncolumns || whole[fi];
             sf->oldest = sf->d.ttl_s >= WC_TTL_FOREVER ? INT64_MIN : now - sf->d.ttl_s * 1000;
             if (!sf->whole) {
@@ -1442,6 +1467,7 @@ static int get_families(const struct etable *t, const struct wc_scan_options *o,
         memset(f, 0, sizeof(*f));
         f->idx = (int)fi;
         f->d = t->fams[fi];
+        f->name_len = strlen(f->d.name);
         f->whole = whole;
         f->oldest = f->d.ttl_s >= WC_TTL_FOREVER ? INT64_MIN : now - f->d.ttl_s * 1000;
         if (!whole) {
