@@ -498,6 +498,8 @@ struct escanner {
     struct spool_block *pool_heap;
     size_t pool_used;
     /* from here on nothing is zeroed at open (scanner_open_internal) */
+    struct wc_cell cells_inline[8];
+    _Alignas(16) uint8_t arena_inline[sizeof(struct sarena_chunk) + 1024];
     uint8_t key_inline[128];
     uint8_t tmp_inline[128];
     _Alignas(16) uint8_t pool_inline[2048];
@@ -573,7 +575,7 @@ static void *sarena_alloc(struct escanner *sc, size_t n)
     while (c && c->cap - c->used < n)
         c = c->next;
     if (!c) {
-        size_t cap = sc->arena ? 65536 : 4096;
+        size_t cap = sc->arena->next ? 65536 : 4096; /* after the inline chunk: 4 KiB */
         if (cap < n)
             cap = n;
         c = malloc(sizeof(*c) + cap);
@@ -766,10 +768,13 @@ static int scanner_push_cell(struct escanner *sc, const struct sfam *f, const st
                              struct ct_err *err)
 {
     if (sc->ncells == sc->cells_cap) {
-        size_t cap = sc->cells_cap ? sc->cells_cap * 2 : 64;
-        struct wc_cell *nc = realloc(sc->cells, cap * sizeof(*nc));
+        size_t cap = sc->cells_cap * 2;
+        struct wc_cell *nc = sc->cells == sc->cells_inline ? malloc(cap * sizeof(*nc))
+                                                           : realloc(sc->cells, cap * sizeof(*nc));
         if (!nc)
             return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+        if (sc->cells == sc->cells_inline)
+            memcpy(nc, sc->cells_inline, sizeof(sc->cells_inline));
         sc->cells = nc;
         sc->cells_cap = cap;
     }
@@ -931,10 +936,12 @@ void engine_scanner_close(struct wc_scanner *wsc)
     struct sarena_chunk *c = sc->arena;
     while (c) {
         struct sarena_chunk *n = c->next;
-        free(c);
+        if (c != (struct sarena_chunk *)(void *)sc->arena_inline)
+            free(c);
         c = n;
     }
-    free(sc->cells);
+    if (sc->cells != sc->cells_inline)
+        free(sc->cells);
     struct spool_block *pb = sc->pool_heap;
     while (pb) {
         struct spool_block *nb = pb->next;
@@ -1020,7 +1027,13 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
     struct escanner *sc = malloc(sizeof(*sc));
     if (!sc)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
-    memset(sc, 0, offsetof(struct escanner, key_inline)); /* the inline buffers need no zeroing */
+    memset(sc, 0, offsetof(struct escanner, cells_inline)); /* the inline buffers need none */
+    sc->cells = sc->cells_inline;
+    sc->cells_cap = sizeof(sc->cells_inline) / sizeof(sc->cells_inline[0]);
+    sc->arena = sc->arena_cur = (struct sarena_chunk *)(void *)sc->arena_inline;
+    sc->arena->next = NULL;
+    sc->arena->used = 0;
+    sc->arena->cap = sizeof(sc->arena_inline) - sizeof(struct sarena_chunk);
     matcher_init(&sc->m);
     sc->key = sc->key_inline;
     sc->key_cap = sizeof(sc->key_inline);

@@ -875,9 +875,64 @@ static inline int sst_idx_cmp(uint64_t k, const struct cell *c, uint64_t tk,
     return cell_compare(c, target);
 }
 
+/* Seeks near the current entry: scans at most SST_NEAR_STEPS entries of the loaded block from
+ * it->i towards the answer (the first cell >= target, or with `prev` the last cell <= target).
+ * True with the iterator positioned if the answer is inside the block and found that way;
+ * false (iterator untouched) if the caller must search. Scans that seek row by row - reversed
+ * scans above all, and skipped rows - find their answer within a few entries. */
+#define SST_NEAR_STEPS 8
+
+static inline int sst_entry_cmp(const struct sst_block *b, int64_t i, const struct cell *t)
+{
+    struct cell c;
+    sst_entry_cell(b, (uint32_t)i, &c);
+    return cell_compare(&c, t);
+}
+
+static bool sst_iter_seek_near(struct sst_iter *it, const struct cell *target, bool prev)
+{
+    if (!it->valid)
+        return false;
+    const struct sst_block *b = it->blk;
+    int64_t n = b->n, i = it->i;
+    int c = sst_entry_cmp(b, i, target);
+    if (!prev) {
+        if (c >= 0) { /* answer at or before i: the first j <= i with cell(j - 1) < target */
+            for (int s = 0; s < SST_NEAR_STEPS && i > 0; s++, i--)
+                if (sst_entry_cmp(b, i - 1, target) < 0) {
+                    it->i = i;
+                    return true;
+                }
+            return false;
+        }
+        for (int s = 0; s < SST_NEAR_STEPS && i + 1 < n; s++) /* answer after i */
+            if (sst_entry_cmp(b, ++i, target) >= 0) {
+                it->i = i;
+                return true;
+            }
+        return false;
+    }
+    if (c <= 0) { /* answer at or after i: the last j >= i with cell(j + 1) > target */
+        for (int s = 0; s < SST_NEAR_STEPS && i + 1 < n; s++, i++)
+            if (sst_entry_cmp(b, i + 1, target) > 0) {
+                it->i = i;
+                return true;
+            }
+        return false;
+    }
+    for (int s = 0; s < SST_NEAR_STEPS && i > 0; s++) /* answer before i */
+        if (sst_entry_cmp(b, --i, target) <= 0) {
+            it->i = i;
+            return true;
+        }
+    return false;
+}
+
 int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err *err)
 {
     const struct sst *f = it->f;
+    if (sst_iter_seek_near(it, target, false))
+        return CT_OK;
     it->valid = false;
     uint32_t lo = 0, hi = f->nblocks;
     if (sst_iter_block_covers(it, target)) {
@@ -923,6 +978,8 @@ in_block:;
 int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target, struct ct_err *err)
 {
     const struct sst *f = it->f;
+    if (sst_iter_seek_near(it, target, true))
+        return CT_OK;
     it->valid = false;
     uint32_t lo = 0, hi = f->nblocks;
     if (sst_iter_block_covers(it, target)) {
