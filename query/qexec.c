@@ -1154,31 +1154,36 @@ static int write_point(struct xout *xo, const struct qagg_point *pt)
     xo->emitted++;
     if (xo->fn)
         return xo->fn(xo->fn_arg, xo->metric, xo->tags, pt);
-    struct qjson *j = xo->j;
+    /* the whole point in one piece: [,]"ts":value or [,][ts,value] */
     int64_t ts = xo->q->ms_resolution ? pt->ts_ms : pt->ts_ms / 1000;
+    char b[96];
+    size_t n = 0;
     if (!xo->first_dp)
-        qjson_raw(j, ",", 1);
+        b[n++] = ',';
     xo->first_dp = false;
+    b[n++] = xo->q->arrays ? '[' : '"';
+    n += qjson_format_i64(ts, b + n);
     if (xo->q->arrays) {
-        qjson_raw(j, "[", 1);
-        qjson_i64(j, ts);
-        qjson_raw(j, ",", 1);
+        b[n++] = ',';
     } else {
-        char b[32];
-        b[0] = '"';
-        size_t n = 1 + qjson_format_i64(ts, b + 1);
         b[n++] = '"';
         b[n++] = ':';
-        qjson_raw(j, b, n);
     }
-    if (pt->is_int)
-        qjson_i64(j, pt->v.i);
-    else if (pt->v.d != pt->v.d && xo->sub->ds.enabled && xo->sub->ds.fill == QAGG_FILL_NULL)
-        qjson_lit(j, "null");
-    else
-        qjson_double(j, pt->v.d);
+    if (pt->is_int) {
+        n += qjson_format_i64(pt->v.i, b + n);
+    } else if (pt->v.d != pt->v.d && xo->sub->ds.enabled && xo->sub->ds.fill == QAGG_FILL_NULL) {
+        memcpy(b + n, "null", 4);
+        n += 4;
+    } else if (isnan(pt->v.d) || isinf(pt->v.d)) { /* quoted, as qjson_double() */
+        b[n++] = '"';
+        n += qjson_format_double(pt->v.d, b + n);
+        b[n++] = '"';
+    } else {
+        n += qjson_format_double(pt->v.d, b + n);
+    }
     if (xo->q->arrays)
-        qjson_raw(j, "]", 1);
+        b[n++] = ']';
+    qjson_raw(xo->j, b, n);
     return 0;
 }
 

@@ -559,7 +559,28 @@ static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint6
             m++;
         }
         uint64_t inv = UINT64_MAX / r + 1;
-        for (uint64_t j = 0; j < cnt;) {
+        /* two chunks per hardware division (r^2m < 2^64), split apart by a multiplication
+         * (floor(x floor((2^64 - 1) / R) / 2^64) is the quotient or one less), then two
+         * independent digit chains */
+        uint64_t chunk2 = chunk * chunk, cinv = UINT64_MAX / chunk;
+        uint64_t j = 0;
+        for (; cnt - j >= 2 * (uint64_t)m; j += 2 * m) {
+            uint64_t rem = dpcodec_big_divmod(&big, chunk2);
+            uint64_t hi = (uint64_t)(((unsigned __int128)cinv * rem) >> 64);
+            uint64_t lo = rem - hi * chunk;
+            uint64_t fix = lo >= chunk;
+            hi += fix;
+            lo -= fix * chunk;
+            for (unsigned k = 0; k < m; k++) {
+                uint64_t ql = (uint64_t)(((unsigned __int128)inv * lo) >> 64);
+                uint64_t qh = (uint64_t)(((unsigned __int128)inv * hi) >> 64);
+                res[j + k] = (int64_t)((uint64_t)mn + (lo - ql * r));
+                res[j + m + k] = (int64_t)((uint64_t)mn + (hi - qh * r));
+                lo = ql;
+                hi = qh;
+            }
+        }
+        while (j < cnt) {
             unsigned c = cnt - j < m ? (unsigned)(cnt - j) : m;
             uint64_t rem = dpcodec_big_divmod(&big, c == m ? chunk : dpcodec_pow(r, c));
             for (unsigned k = 0; k < c; k++, j++) {

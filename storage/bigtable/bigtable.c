@@ -723,8 +723,8 @@ static int bt_namespace_exists(struct wc_store *sbase, const char *ns, struct ct
     return rc;
 }
 
-static int bt_namespace_create_config(struct wc_store *sbase, const char *ns,
-                                      const char *const *kv, size_t npairs, struct ct_err *err)
+static int bt_namespace_create_config(struct wc_store *sbase, const char *ns, const char *const *kv,
+                                      size_t npairs, struct ct_err *err)
 {
     struct bt_store *s = (struct bt_store *)sbase;
     if (bt_ns_builtin(ns))
@@ -789,8 +789,10 @@ static int bt_namespace_get_config(struct wc_store *sbase, const char *ns, char 
             break;
         const cJSON *k = cJSON_GetArrayItem(pair, 0), *v = cJSON_GetArrayItem(pair, 1);
         if (!cJSON_IsString(k) || !cJSON_IsString(v)) {
-            rc = ct_err_set(err, CT_ECORRUPT, "metadata %s: a configuration entry is not a "
-                                              "pair of strings", key);
+            rc = ct_err_set(err, CT_ECORRUPT,
+                            "metadata %s: a configuration entry is not a "
+                            "pair of strings",
+                            key);
             break;
         }
         kv[2 * i] = strdup(k->valuestring);

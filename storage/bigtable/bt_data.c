@@ -237,8 +237,17 @@ static bool bt_row_pinned(const struct wc_row_mutation *rm)
     return false;
 }
 
+static int bt_qual_cmp(const void *a, const void *b)
+{
+    const struct wc_bytes *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->data, y->data, n) : 0;
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
 /* Reads the distinct columns of family `fam` of `row` holding a cell (expired ones included) in
- * [tmin, tmax) into pin pn (sorted; bytes copied to the pool). */
+ * [tmin, tmax) into pin pn (bytes copied to the pool). Sorted and deduplicated here, whatever
+ * order the answer had: the gaps of the pin's predicate are only right over a sorted list. */
 static int bt_pin_read_columns(struct bt_table *t, struct wc_bytes row, struct bt_pin *pn,
                                int64_t tmin, int64_t tmax, struct bt_pool *p, struct ct_err *err)
 {
@@ -259,8 +268,7 @@ static int bt_pin_read_columns(struct bt_table *t, struct wc_bytes row, struct b
         rc = ct_err_set(err, CT_ENOMEM, "out of memory converting a delete");
     for (size_t i = 0; i < res.row.ncells && rc == CT_OK; i++) {
         struct wc_bytes q = res.row.cells[i].qualifier;
-        if (pn->nquals && pn->quals[pn->nquals - 1].len == q.len &&
-            !memcmp(pn->quals[pn->nquals - 1].data, q.data, q.len))
+        if (pn->nquals && bt_qual_cmp(&pn->quals[pn->nquals - 1], &q) == 0)
             continue;
         char *copy = bt_pool_strndup(p, q.data, q.len);
         if (!copy) {
@@ -270,6 +278,14 @@ static int bt_pin_read_columns(struct bt_table *t, struct wc_bytes row, struct b
         pn->quals[pn->nquals++] = wc_bytes_of(copy, q.len);
     }
     wc_result_release(&res);
+    if (rc == CT_OK && pn->nquals > 1) {
+        qsort(pn->quals, pn->nquals, sizeof(*pn->quals), bt_qual_cmp);
+        size_t k = 1;
+        for (size_t i = 1; i < pn->nquals; i++)
+            if (bt_qual_cmp(&pn->quals[i], &pn->quals[k - 1]) != 0)
+                pn->quals[k++] = pn->quals[i];
+        pn->nquals = k;
+    }
     return rc;
 }
 
@@ -340,9 +356,8 @@ static int bt_convert_delete(struct bt_table *t, struct wc_bytes row, const stru
             bool found = res.row.ncells > 0;
             int64_t latest = found ? res.row.cells[0].ts_ms : 0;
             wc_result_release(&res);
-            int64_t oldest = fd.min_versions == 0 && fd.ttl_s < WC_TTL_FOREVER
-                                 ? now_ms - fd.ttl_s * 1000
-                                 : 0;
+            int64_t oldest =
+                fd.min_versions == 0 && fd.ttl_s < WC_TTL_FOREVER ? now_ms - fd.ttl_s * 1000 : 0;
             struct bt_pin *pn = bt_conv_pin(cx, c, BT_PIN_LATEST, fam, found ? latest : oldest, 0);
             struct wc_bytes *q1 = bt_pool_alloc(p, sizeof(*q1));
             char *qc = bt_pool_strndup(p, m->qualifier.data, m->qualifier.len);
@@ -595,7 +610,7 @@ static Btpb__RowFilter *bt_pin_filter(struct bt_pool *p, const struct bt_pin *pn
         Btpb__RowFilter *parts[2];
         size_t np = 0;
         if (pn->fam && !(parts[np++] = bt_filter_column_range(p, pn->fam, nob, false, false, nob,
-                                                                false, false)))
+                                                              false, false)))
             return NULL;
         if (!(parts[np++] = bt_filter_ts(p, pn->to, 0)))
             return NULL;
@@ -645,8 +660,8 @@ static Btpb__RowFilter *bt_pin_filter(struct bt_pool *p, const struct bt_pin *pn
             struct wc_bytes hi = i < pn->nquals ? pn->quals[i] : pn->hi;
             if (hi_set && (lo_set ? bt_bytes_eq(lo, hi) : hi.len == 0))
                 continue; /* an empty range */
-            if (!(gaps[ng++] = bt_filter_column_range(p, pn->fam, lo, lo_set, false, hi, hi_set,
-                                                      false)))
+            if (!(gaps[ng++] =
+                      bt_filter_column_range(p, pn->fam, lo, lo_set, false, hi, hi_set, false)))
                 return NULL;
         }
         if (ng == 0) {
@@ -800,7 +815,8 @@ static int bt_send_pinned(struct bt_table *t, struct wc_bytes row, struct bt_con
         /* peel chunks of about half the budget off the front while the pin is oversized */
         while (bt_pin_bytes(pn) > BT_MAX_PREDICATE_BYTES / 2 && pn->nquals > 1) {
             size_t k = 0, b = 48 + strlen(pn->fam);
-            while (k + 1 < pn->nquals && (k == 0 || b + bt_gap_bytes(pn, k) <= BT_MAX_PREDICATE_BYTES / 2))
+            while (k + 1 < pn->nquals &&
+                   (k == 0 || b + bt_gap_bytes(pn, k) <= BT_MAX_PREDICATE_BYTES / 2))
                 b += bt_gap_bytes(pn, k++);
             struct bt_pin chunk = *pn;
             chunk.nquals = k;
@@ -864,8 +880,8 @@ static int bt_apply_pinned(struct bt_table *t, const struct wc_row_mutation *rm,
         struct bt_conv c;
         int rc = bt_conv_ctx_init(&cx, rm->n) != 0
                      ? ct_err_set(err, CT_ENOMEM, "out of memory converting a row mutation")
-                     : bt_convert_row(t, rm, now_ms, attempt ? BT_CONV_READ : BT_CONV_FAST, &cx,
-                                      &c, err);
+                     : bt_convert_row(t, rm, now_ms, attempt ? BT_CONV_READ : BT_CONV_FAST, &cx, &c,
+                                      err);
         bool conflict = false;
         if (rc == CT_OK)
             rc = bt_send_pinned(t, rm->row, &cx, &c, &conflict, err);
@@ -1299,11 +1315,10 @@ static Btpb__RowFilter *bt_check_filter(struct bt_pool *p, const struct wc_famil
  * column has a value or a conflict" (mutations on false). When a pinned attempt does not apply,
  * the check is re-read: if it fails now, that is the answer (*retry false); if it holds, the
  * attempt lost to a concurrent change and *retry is set. */
-static int bt_cam_attempt(struct bt_table *t, const struct wc_family_desc *fd,
-                          struct wc_bytes row, struct wc_bytes qualifier,
-                          const struct wc_bytes *expected, const struct wc_row_mutation *rm,
-                          int64_t now_ms, enum bt_conv_mode mode, bool *applied, bool *retry,
-                          struct ct_err *err)
+static int bt_cam_attempt(struct bt_table *t, const struct wc_family_desc *fd, struct wc_bytes row,
+                          struct wc_bytes qualifier, const struct wc_bytes *expected,
+                          const struct wc_row_mutation *rm, int64_t now_ms, enum bt_conv_mode mode,
+                          bool *applied, bool *retry, struct ct_err *err)
 {
     *retry = false;
     struct bt_conv_ctx cx;
@@ -1328,8 +1343,9 @@ static int bt_cam_attempt(struct bt_table *t, const struct wc_family_desc *fd,
                         t->full);
     if (rc != CT_OK || nm == 0) { /* nothing to write: answer the check as of now */
         bt_conv_ctx_free(&cx);
-        return rc != CT_OK ? rc : bt_check_now(t, row, wc_bytes_str(fd->name), qualifier, expected,
-                                               applied, err);
+        return rc != CT_OK ? rc
+                           : bt_check_now(t, row, wc_bytes_str(fd->name), qualifier, expected,
+                                          applied, err);
     }
     struct bt_pool *p = &cx.pool;
     Btpb__RowFilter *check = bt_check_filter(p, fd, qualifier, expected, now_ms);

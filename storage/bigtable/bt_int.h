@@ -24,8 +24,8 @@
 /* The wide-column cell limit (spec §1; the engine's too), below Bigtable's own 100 MiB. */
 #define BT_MAX_CELL_BYTES (10u << 20)
 /* The largest timestamp Bigtable can hold: timestamp_micros = ms * 1000 in an int64. */
-#define BT_MAX_TS_MS (INT64_MAX / 1000)
-#define BT_MAX_TABLE_ID              50
+#define BT_MAX_TS_MS    (INT64_MAX / 1000)
+#define BT_MAX_TABLE_ID 50
 /* A MutateRows request is closed at this many encoded bytes; several are sent at once. */
 #define BT_BATCH_REQUEST_BYTES (8u << 20)
 #define BT_BATCH_IN_FLIGHT     4

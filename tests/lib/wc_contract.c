@@ -779,8 +779,8 @@ static void test_deletes_mask_the_puts_of_their_own_row_mutation(void **state)
     struct wc_mutation m2[4] = {
         {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("c"), wc_bytes_str("masked"), 4},
         {WC_OP_DELETE_COLUMN, wc_bytes_str("f"), wc_bytes_str("c"), wc_bytes_of(NULL, 0), 4},
-        {WC_OP_DELETE_FAMILY_VERSION, wc_bytes_str("f"), wc_bytes_of(NULL, 0),
-         wc_bytes_of(NULL, 0), 20},
+        {WC_OP_DELETE_FAMILY_VERSION, wc_bytes_str("f"), wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0),
+         20},
         {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("d"), wc_bytes_str("masked"), 20},
     };
     struct wc_row_mutation rm2 = {wc_bytes_str("r"), m2, 4};
@@ -797,8 +797,8 @@ static void test_check_and_mutate_with_read_dependent_deletes(void **state)
     put_ts(c, "r", "f", "b", "y", 10);
     put_ts(c, "r", "f", "a", "z", 11);
     struct wc_mutation m[2] = {
-        {WC_OP_DELETE_FAMILY_VERSION, wc_bytes_str("f"), wc_bytes_of(NULL, 0),
-         wc_bytes_of(NULL, 0), 10},
+        {WC_OP_DELETE_FAMILY_VERSION, wc_bytes_str("f"), wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0),
+         10},
         {WC_OP_DELETE_VERSION, wc_bytes_str("f"), wc_bytes_str("a"), wc_bytes_of(NULL, 0),
          WC_TS_LATEST},
     };
@@ -817,8 +817,8 @@ static void test_check_and_mutate_with_read_dependent_deletes(void **state)
     assert_string_equal(get_str(c, "r", &o), "r: f:a@11=z f:a@10=x f:b@10=y g:lock@1=held");
     /* expected absent, but the column has a value: not applied either */
     assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("r"), wc_bytes_str("g"),
-                                         wc_bytes_str("lock"), NULL, &rm,
-                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                                         wc_bytes_str("lock"), NULL, &rm, WC_DURABILITY_USE_DEFAULT,
+                                         &applied, &err),
                      CT_OK);
     assert_false(applied);
     struct wc_bytes right = wc_bytes_str("held");
@@ -832,8 +832,8 @@ static void test_check_and_mutate_with_read_dependent_deletes(void **state)
     put_ts(c, "s", "f", "a", "x", 10);
     rm.row = wc_bytes_str("s");
     assert_int_equal(wc_check_and_mutate(c->t, wc_bytes_str("s"), wc_bytes_str("g"),
-                                         wc_bytes_str("lock"), NULL, &rm,
-                                         WC_DURABILITY_USE_DEFAULT, &applied, &err),
+                                         wc_bytes_str("lock"), NULL, &rm, WC_DURABILITY_USE_DEFAULT,
+                                         &applied, &err),
                      CT_OK);
     assert_true(applied);
     assert_string_equal(get_str(c, "s", &o), "");
@@ -1130,20 +1130,20 @@ int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, v
         cmocka_unit_test_setup_teardown(test_durability_levels_all_acknowledge, cc_setup,
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_neutral_deletes, cc_setup, cc_teardown),
-        cmocka_unit_test_setup_teardown(test_delete_latest_removes_the_newest_visible_version, cc_setup,
-                                        cc_teardown),
-        cmocka_unit_test_setup_teardown(test_delete_one_version_with_a_timestamp_removes_exactly_it, cc_setup,
-                                        cc_teardown),
-        cmocka_unit_test_setup_teardown(test_delete_family_version_removes_every_column_at_exactly_ts, cc_setup,
-                                        cc_teardown),
-        cmocka_unit_test_setup_teardown(test_family_and_row_deletes_with_a_timestamp_spare_newer_cells, cc_setup,
-                                        cc_teardown),
-        cmocka_unit_test_setup_teardown(test_deletes_mask_the_puts_of_their_own_row_mutation, cc_setup,
-                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_latest_removes_the_newest_visible_version,
+                                        cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_delete_one_version_with_a_timestamp_removes_exactly_it,
+                                        cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_delete_family_version_removes_every_column_at_exactly_ts, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_family_and_row_deletes_with_a_timestamp_spare_newer_cells, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_deletes_mask_the_puts_of_their_own_row_mutation,
+                                        cc_setup, cc_teardown),
         cmocka_unit_test_setup_teardown(test_check_and_mutate_with_read_dependent_deletes, cc_setup,
                                         cc_teardown),
-        cmocka_unit_test_setup_teardown(test_batch_mixes_plain_rows_and_read_dependent_deletes, cc_setup,
-                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_batch_mixes_plain_rows_and_read_dependent_deletes,
+                                        cc_setup, cc_teardown),
         cmocka_unit_test_setup_teardown(test_cell_over_the_size_limit_is_refused_and_writes_nothing,
                                         cc_setup, cc_teardown),
         cmocka_unit_test_setup_teardown(test_readonly_table_refuses_every_write, cc_setup,
