@@ -501,8 +501,8 @@ static int http_finish_body(struct http_conn *c, struct http_req *r, const char 
         r->body_len = 0;
         return 0;
     }
-    unsigned char *flat = evbuffer_pullup(c->body, -1);
     if (gz || df) {
+        unsigned char *flat = evbuffer_pullup(c->body, -1);
         int st = http_inflate(r, flat, n, gz, c->tsd->max_body, &r->body, &r->body_len, msg);
         evbuffer_drain(c->body, n);
         return st;
@@ -512,10 +512,13 @@ static int http_finish_body(struct http_conn *c, struct http_req *r, const char 
         *msg = "Out of memory";
         return 500;
     }
-    memcpy(r->body, flat, n);
+    /* one copy straight out of the buffer's chains (no pullup into one chain first) */
+    if (evbuffer_remove(c->body, r->body, n) != (int)n) {
+        *msg = "cannot read the request body";
+        return 500;
+    }
     r->body[n] = '\0';
     r->body_len = n;
-    evbuffer_drain(c->body, n);
     return 0;
 }
 

@@ -237,8 +237,17 @@ static bool bt_row_pinned(const struct wc_row_mutation *rm)
     return false;
 }
 
+static int bt_qual_cmp(const void *a, const void *b)
+{
+    const struct wc_bytes *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->data, y->data, n) : 0;
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
 /* Reads the distinct columns of family `fam` of `row` holding a cell (expired ones included) in
- * [tmin, tmax) into pin pn (sorted; bytes copied to the pool). */
+ * [tmin, tmax) into pin pn (bytes copied to the pool). Sorted and deduplicated here, whatever
+ * order the answer had: the gaps of the pin's predicate are only right over a sorted list. */
 static int bt_pin_read_columns(struct bt_table *t, struct wc_bytes row, struct bt_pin *pn,
                                int64_t tmin, int64_t tmax, struct bt_pool *p, struct ct_err *err)
 {
@@ -259,8 +268,7 @@ static int bt_pin_read_columns(struct bt_table *t, struct wc_bytes row, struct b
         rc = ct_err_set(err, CT_ENOMEM, "out of memory converting a delete");
     for (size_t i = 0; i < res.row.ncells && rc == CT_OK; i++) {
         struct wc_bytes q = res.row.cells[i].qualifier;
-        if (pn->nquals && pn->quals[pn->nquals - 1].len == q.len &&
-            !memcmp(pn->quals[pn->nquals - 1].data, q.data, q.len))
+        if (pn->nquals && bt_qual_cmp(&pn->quals[pn->nquals - 1], &q) == 0)
             continue;
         char *copy = bt_pool_strndup(p, q.data, q.len);
         if (!copy) {
@@ -270,6 +278,14 @@ static int bt_pin_read_columns(struct bt_table *t, struct wc_bytes row, struct b
         pn->quals[pn->nquals++] = wc_bytes_of(copy, q.len);
     }
     wc_result_release(&res);
+    if (rc == CT_OK && pn->nquals > 1) {
+        qsort(pn->quals, pn->nquals, sizeof(*pn->quals), bt_qual_cmp);
+        size_t k = 1;
+        for (size_t i = 1; i < pn->nquals; i++)
+            if (bt_qual_cmp(&pn->quals[i], &pn->quals[k - 1]) != 0)
+                pn->quals[k++] = pn->quals[i];
+        pn->nquals = k;
+    }
     return rc;
 }
 

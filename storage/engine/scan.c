@@ -168,6 +168,14 @@ int echild_seek_for_prev(struct echild *c, const struct cell *target, struct ct_
 
 int echild_next(struct echild *c, struct ct_err *err)
 {
+    if (!c->is_ms) { /* one call per cell: move and fetch */
+        int rc;
+        do {
+            if ((rc = sst_iter_next_cell(c->si, &c->cur, &c->valid, err)) != CT_OK)
+                return rc;
+        } while (c->valid && c->cur.seq > c->snap);
+        return CT_OK;
+    }
     int rc = echild_raw_next(c, err);
     if (rc != CT_OK)
         return rc;
@@ -215,6 +223,7 @@ static bool i64set_has(const struct i64set *s, int64_t x)
 struct sfam {
     int idx; /* in the table's family list at open */
     struct wc_family_desc d;
+    size_t name_len; /* strlen(d.name) */
     bool whole;
     struct wc_bytes *quals; /* explicit qualifiers, sorted; when !whole */
     size_t nquals;
@@ -489,6 +498,8 @@ struct escanner {
     struct spool_block *pool_heap;
     size_t pool_used;
     /* from here on nothing is zeroed at open (scanner_open_internal) */
+    struct wc_cell cells_inline[8];
+    _Alignas(16) uint8_t arena_inline[sizeof(struct sarena_chunk) + 1024];
     uint8_t key_inline[128];
     uint8_t tmp_inline[128];
     _Alignas(16) uint8_t pool_inline[2048];
@@ -564,7 +575,7 @@ static void *sarena_alloc(struct escanner *sc, size_t n)
     while (c && c->cap - c->used < n)
         c = c->next;
     if (!c) {
-        size_t cap = sc->arena ? 65536 : 4096;
+        size_t cap = sc->arena->next ? 65536 : 4096; /* after the inline chunk: 4 KiB */
         if (cap < n)
             cap = n;
         c = malloc(sizeof(*c) + cap);
@@ -757,16 +768,19 @@ static int scanner_push_cell(struct escanner *sc, const struct sfam *f, const st
                              struct ct_err *err)
 {
     if (sc->ncells == sc->cells_cap) {
-        size_t cap = sc->cells_cap ? sc->cells_cap * 2 : 64;
-        struct wc_cell *nc = realloc(sc->cells, cap * sizeof(*nc));
+        size_t cap = sc->cells_cap * 2;
+        struct wc_cell *nc = sc->cells == sc->cells_inline ? malloc(cap * sizeof(*nc))
+                                                           : realloc(sc->cells, cap * sizeof(*nc));
         if (!nc)
             return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+        if (sc->cells == sc->cells_inline)
+            memcpy(nc, sc->cells_inline, sizeof(sc->cells_inline));
         sc->cells = nc;
         sc->cells_cap = cap;
     }
     struct wc_cell *o = &sc->cells[sc->ncells++];
     o->row = wc_bytes_of(sc->key, sc->key_len);
-    o->family = wc_bytes_of(f->d.name, strlen(f->d.name));
+    o->family = wc_bytes_of(f->d.name, f->name_len);
     o->ts_ms = c->cur.ts_ms;
     o->type = (enum wc_cell_type)c->cur.type;
     if (c->is_ms) {
@@ -796,15 +810,30 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
         size_t a = sc->kid_start[f], b = sc->kid_start[f + 1];
         for (;;) {
             struct echild *best = NULL;
+            size_t on = 0;
             for (size_t i = a; i < b; i++) {
                 struct echild *c = &sc->kids[i];
                 if (!child_on_row(c, sc->key, sc->key_len))
                     continue;
+                on++;
                 if (!best || cell_compare(&c->cur, &best->cur) < 0)
                     best = c;
             }
             if (!best)
                 break;
+            if (on == 1) { /* the only input on this row: walk it without merging */
+                do {
+                    int rc = matcher_cell(&sc->m, &best->cur, err);
+                    if (rc < 0)
+                        return rc;
+                    if (rc == M_EMIT &&
+                        (rc = scanner_push_cell(sc, &sc->fams[f], best, err)) != CT_OK)
+                        return rc;
+                    if ((rc = echild_next(best, err)) != CT_OK)
+                        return rc;
+                } while (child_on_row(best, sc->key, sc->key_len));
+                break;
+            }
             int rc = matcher_cell(&sc->m, &best->cur, err);
             if (rc < 0)
                 return rc;
@@ -907,10 +936,12 @@ void engine_scanner_close(struct wc_scanner *wsc)
     struct sarena_chunk *c = sc->arena;
     while (c) {
         struct sarena_chunk *n = c->next;
-        free(c);
+        if (c != (struct sarena_chunk *)(void *)sc->arena_inline)
+            free(c);
         c = n;
     }
-    free(sc->cells);
+    if (sc->cells != sc->cells_inline)
+        free(sc->cells);
     struct spool_block *pb = sc->pool_heap;
     while (pb) {
         struct spool_block *nb = pb->next;
@@ -996,7 +1027,13 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
     struct escanner *sc = malloc(sizeof(*sc));
     if (!sc)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
-    memset(sc, 0, offsetof(struct escanner, key_inline)); /* the inline buffers need no zeroing */
+    memset(sc, 0, offsetof(struct escanner, cells_inline)); /* the inline buffers need none */
+    sc->cells = sc->cells_inline;
+    sc->cells_cap = sizeof(sc->cells_inline) / sizeof(sc->cells_inline[0]);
+    sc->arena = sc->arena_cur = (struct sarena_chunk *)(void *)sc->arena_inline;
+    sc->arena->next = NULL;
+    sc->arena->used = 0;
+    sc->arena->cap = sizeof(sc->arena_inline) - sizeof(struct sarena_chunk);
     matcher_init(&sc->m);
     sc->key = sc->key_inline;
     sc->key_cap = sizeof(sc->key_inline);
@@ -1130,6 +1167,7 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
             struct sfam *sf = &sc->fams[sc->nsf++];
             sf->idx = (int)fi;
             sf->d = t->fams[fi];
+            sf->name_len = strlen(sf->d.name);
             sf->whole = !o->ncolumns || whole[fi];
             sf->oldest = sf->d.ttl_s >= WC_TTL_FOREVER ? INT64_MIN : now - sf->d.ttl_s * 1000;
             if (!sf->whole) {
@@ -1442,6 +1480,7 @@ static int get_families(const struct etable *t, const struct wc_scan_options *o,
         memset(f, 0, sizeof(*f));
         f->idx = (int)fi;
         f->d = t->fams[fi];
+        f->name_len = strlen(f->d.name);
         f->whole = whole;
         f->oldest = f->d.ttl_s >= WC_TTL_FOREVER ? INT64_MIN : now - f->d.ttl_s * 1000;
         if (!whole) {

@@ -130,5 +130,9 @@ CT_MUST_CHECK int sst_iter_prev(struct sst_iter *it, struct ct_err *err);
 bool sst_iter_valid(const struct sst_iter *it);
 /* The current cell; its bytes are valid until the iterator moves or is freed. */
 void sst_iter_cell(const struct sst_iter *it, struct cell *out);
+/* sst_iter_next(), then *valid = sst_iter_valid() and, if valid, the new current cell in *out:
+ * one call per cell for merging readers. */
+CT_MUST_CHECK int sst_iter_next_cell(struct sst_iter *it, struct cell *out, bool *valid,
+                                     struct ct_err *err);
 
 #endif

@@ -73,8 +73,12 @@ struct sst {
     struct sst_meta meta;
     uint32_t nblocks;
     struct sst_index_entry *idx;
-    uint64_t *idx_first_k; /* first 8 row bytes (big-endian, zero-padded) of each block's first */
-    uint64_t *idx_last_k;  /* ... and last cell: the index search compares these first */
+    /* the index search compares 8 row bytes first: those after the prefix every row of the
+     * file shares (idx_lcp bytes, the common prefix of the first and last row), big-endian and
+     * zero-padded, of each block's first and last cell */
+    uint32_t idx_lcp;
+    uint64_t *idx_first_k;
+    uint64_t *idx_last_k;
     uint8_t *idx_raw;
     uint8_t *bloom_raw;
     const uint8_t *bloom_bits;
@@ -102,13 +106,28 @@ struct sst_iter {
     struct sst_scratch scratch;
 };
 
-/* The first 8 bytes of a row as a big-endian integer (zero-padded): rows whose prefixes differ
- * compare as the prefixes do. */
-static inline uint64_t sst_row_prefix(const uint8_t *row, uint32_t len)
+/* Bytes [skip, skip + 8) of a row as a big-endian integer, zero-padded: rows that share their
+ * first `skip` bytes and whose windows differ compare as the windows do. */
+static inline uint64_t sst_row_window(const uint8_t *row, uint32_t len, uint32_t skip)
 {
     uint8_t b[8] = {0};
-    memcpy(b, row, len < 8 ? len : 8);
+    if (len > skip)
+        memcpy(b, row + skip, len - skip < 8 ? len - skip : 8);
     return coding_get_be64(b);
+}
+
+/* The target's window for the index search of f: every row of f starts with the common prefix,
+ * so a target that does not is below (0) or above (UINT64_MAX) all of them; ties fall back to
+ * cell_compare, so the extremes need not be exact. */
+static inline uint64_t sst_target_window(const struct sst *f, const struct cell *t)
+{
+    uint32_t l = f->idx_lcp;
+    const uint8_t *p = f->idx[0].first.row;
+    size_t n = t->row_len < l ? t->row_len : l;
+    int c = n ? memcmp(t->row, p, n) : 0;
+    if (c == 0 && t->row_len >= l)
+        return sst_row_window(t->row, t->row_len, l);
+    return c < 0 || (c == 0 && t->row_len < l) ? 0 : UINT64_MAX;
 }
 
 /* ---- blocks --------------------------------------------------------------------------------- */
@@ -497,8 +516,6 @@ static int sst_load_index(struct sst *f, uint64_t off, uint64_t len, struct ct_e
         if (!(n = sst_get_cell_key(p, end, &e->last)))
             goto bad;
         p += n;
-        f->idx_first_k[i] = sst_row_prefix(e->first.row, e->first.row_len);
-        f->idx_last_k[i] = sst_row_prefix(e->last.row, e->last.row_len);
         if (cell_compare(&e->first, &e->last) > 0 ||
             (i > 0 && cell_compare(&f->idx[i - 1].last, &e->first) >= 0))
             goto bad;
@@ -506,6 +523,18 @@ static int sst_load_index(struct sst *f, uint64_t off, uint64_t len, struct ct_e
     if (p != end)
         goto bad;
     f->nblocks = (uint32_t)count;
+    if (count) {
+        const struct cell *a = &f->idx[0].first, *z = &f->idx[count - 1].last;
+        uint32_t l = 0;
+        while (l < a->row_len && l < z->row_len && a->row[l] == z->row[l])
+            l++;
+        f->idx_lcp = l;
+        for (uint64_t i = 0; i < count; i++) {
+            const struct sst_index_entry *e = &f->idx[i];
+            f->idx_first_k[i] = sst_row_window(e->first.row, e->first.row_len, l);
+            f->idx_last_k[i] = sst_row_window(e->last.row, e->last.row_len, l);
+        }
+    }
     return CT_OK;
 bad:
     return ct_err_set(err, CT_ECORRUPT, "corrupt index block at offset %llu in %s",
@@ -846,9 +875,64 @@ static inline int sst_idx_cmp(uint64_t k, const struct cell *c, uint64_t tk,
     return cell_compare(c, target);
 }
 
+/* Seeks near the current entry: scans at most SST_NEAR_STEPS entries of the loaded block from
+ * it->i towards the answer (the first cell >= target, or with `prev` the last cell <= target).
+ * True with the iterator positioned if the answer is inside the block and found that way;
+ * false (iterator untouched) if the caller must search. Scans that seek row by row - reversed
+ * scans above all, and skipped rows - find their answer within a few entries. */
+#define SST_NEAR_STEPS 8
+
+static inline int sst_entry_cmp(const struct sst_block *b, int64_t i, const struct cell *t)
+{
+    struct cell c;
+    sst_entry_cell(b, (uint32_t)i, &c);
+    return cell_compare(&c, t);
+}
+
+static bool sst_iter_seek_near(struct sst_iter *it, const struct cell *target, bool prev)
+{
+    if (!it->valid)
+        return false;
+    const struct sst_block *b = it->blk;
+    int64_t n = b->n, i = it->i;
+    int c = sst_entry_cmp(b, i, target);
+    if (!prev) {
+        if (c >= 0) { /* answer at or before i: the first j <= i with cell(j - 1) < target */
+            for (int s = 0; s < SST_NEAR_STEPS && i > 0; s++, i--)
+                if (sst_entry_cmp(b, i - 1, target) < 0) {
+                    it->i = i;
+                    return true;
+                }
+            return false;
+        }
+        for (int s = 0; s < SST_NEAR_STEPS && i + 1 < n; s++) /* answer after i */
+            if (sst_entry_cmp(b, ++i, target) >= 0) {
+                it->i = i;
+                return true;
+            }
+        return false;
+    }
+    if (c <= 0) { /* answer at or after i: the last j >= i with cell(j + 1) > target */
+        for (int s = 0; s < SST_NEAR_STEPS && i + 1 < n; s++, i++)
+            if (sst_entry_cmp(b, i + 1, target) > 0) {
+                it->i = i;
+                return true;
+            }
+        return false;
+    }
+    for (int s = 0; s < SST_NEAR_STEPS && i > 0; s++) /* answer before i */
+        if (sst_entry_cmp(b, --i, target) <= 0) {
+            it->i = i;
+            return true;
+        }
+    return false;
+}
+
 int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err *err)
 {
     const struct sst *f = it->f;
+    if (sst_iter_seek_near(it, target, false))
+        return CT_OK;
     it->valid = false;
     uint32_t lo = 0, hi = f->nblocks;
     if (sst_iter_block_covers(it, target)) {
@@ -856,7 +940,7 @@ int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err 
         goto in_block;
     }
     /* first block whose last cell >= target */
-    uint64_t tk = sst_row_prefix(target->row, target->row_len);
+    uint64_t tk = sst_target_window(f, target);
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (sst_idx_cmp(f->idx_last_k[mid], &f->idx[mid].last, tk, target) < 0)
@@ -894,6 +978,8 @@ in_block:;
 int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target, struct ct_err *err)
 {
     const struct sst *f = it->f;
+    if (sst_iter_seek_near(it, target, true))
+        return CT_OK;
     it->valid = false;
     uint32_t lo = 0, hi = f->nblocks;
     if (sst_iter_block_covers(it, target)) {
@@ -901,7 +987,7 @@ int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target, struc
         goto in_block;
     }
     /* last block whose first cell <= target */
-    uint64_t tk = sst_row_prefix(target->row, target->row_len);
+    uint64_t tk = sst_target_window(f, target);
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (sst_idx_cmp(f->idx_first_k[mid], &f->idx[mid].first, tk, target) <= 0)
@@ -978,4 +1064,18 @@ bool sst_iter_valid(const struct sst_iter *it)
 void sst_iter_cell(const struct sst_iter *it, struct cell *out)
 {
     sst_entry_cell(it->blk, (uint32_t)it->i, out);
+}
+
+int sst_iter_next_cell(struct sst_iter *it, struct cell *out, bool *valid, struct ct_err *err)
+{
+    if (it->valid && it->i + 1 < it->blk->n) { /* within the block */
+        sst_entry_cell(it->blk, (uint32_t)++it->i, out);
+        *valid = true;
+        return CT_OK;
+    }
+    int rc = sst_iter_next(it, err);
+    *valid = it->valid;
+    if (rc == CT_OK && it->valid)
+        sst_entry_cell(it->blk, (uint32_t)it->i, out);
+    return rc;
 }

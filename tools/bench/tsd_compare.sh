@@ -42,10 +42,12 @@ points=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --print | wc -l)
 start=$(( $(date +%s) / 3600 * 3600 - 3 * 3600 ))
 echo "stream: $points points per protocol (${load_args[*]:-defaults}), $CONNS connections, start $start"
 results=()
+declare -A rates
 
 report() { # NAME PROTO POINTS NS CPU_TICKS
   local rate cpu
   rate=$(python3 -c "print(round($3 / ($4 / 1e9)))")
+  rates["$1 $2"]=$rate
   cpu=$(python3 -c "print(round($5 / 100.0 / ($3 / 1e6), 2))")
   results+=("$(printf '%-16s %-7s %12s %14s' "$1" "$2" "$rate" "$cpu")")
   echo "  $1 $2: $rate points/s, $cpu CPU s per million points"
@@ -106,14 +108,23 @@ if [ -n "$VM" ]; then
     else
       "$dir/tsd_load" --port "$2" --mode http --conns "$CONNS" --start "$3" "${load_args[@]}" >/dev/null
     fi
+    # poll until every sample counts; if the count stops growing for 10 s (VictoriaMetrics
+    # dropped some), stop and rate what it did store up to the last growth
+    local last=-1 t_last c_last since=0
+    t_last=$(now_ns); c_last=$(cpu_ticks "$vpid")
     for _ in $(seq 1 1200); do
       n=$(vm_count $(($3 + 1800)))
+      if [ "$n" -gt "$last" ]; then
+        last=$n; t_last=$(now_ns); c_last=$(cpu_ticks "$vpid"); since=$(date +%s)
+      fi
       [ "$n" -ge "$points" ] && break
+      [ $(($(date +%s) - since)) -ge 10 ] && break
       sleep 0.1
     done
-    t1=$(now_ns); c1=$(cpu_ticks "$vpid")
-    [ "$n" -ge "$points" ] || echo "  WARNING: VictoriaMetrics shows $n of $points $1 points"
-    report victoria-metrics "$1" "$points" $((t1 - t0)) $((c1 - c0))
+    t1=$t_last; c1=$c_last
+    [ "$n" -ge "$points" ] || echo "  WARNING: VictoriaMetrics shows $n of $points $1 points (rated on those)"
+    [ "$last" -gt 0 ] || last=1
+    report victoria-metrics "$1" "$last" $((t1 - t0)) $((c1 - c0))
   }
   vm_run telnet "$vt" "$start"
   vm_run http "$vp" $((start + 3600))
@@ -132,4 +143,15 @@ printf '%-16s %10s %14s\n' target peak_rss_MB disk_B/point
 printf '%-16s %10s %14s\n' baseline $((base_hwm / 1024)) -
 printf '%-16s %10s %14s\n' ctsdb $((ctsdb_hwm / 1024)) "$(python3 -c "print(round($ctsdb_disk / (2 * $points), 1))")"
 [ -n "$VM" ] && printf '%-16s %10s %14s\n' victoria-metrics $((vm_hwm / 1024)) "$(python3 -c "print(round($vm_disk / (2 * $points), 1))")"
+ratio() { # A B: A / B, or - when either is missing
+  if [ -n "${rates[$1]:-}" ] && [ -n "${rates[$2]:-}" ]; then
+    python3 -c "print(f'{${rates[$1]} / ${rates[$2]}:.2f}')"
+  else
+    echo -
+  fi
+}
+echo
+echo "ctsdb telnet / bare reader: $(ratio 'ctsdb telnet' 'baseline telnet') (target >= 0.50)"
+echo "ctsdb / VictoriaMetrics: telnet $(ratio 'ctsdb telnet' 'victoria-metrics telnet')," \
+  "http $(ratio 'ctsdb http' 'victoria-metrics http') (target >= 1.5)"
 rm -rf "$dir/ctsdb" "$dir/vm"

@@ -599,6 +599,10 @@ struct deleter {
     atomic_int *stop;
     atomic_int *pause;  /* NULL, or: while set, the deleter waits between deletes ... */
     atomic_int *paused; /* ... and says so here */
+    /* as a check-and-mutate on g:lock == "held" (which always holds). In another family than
+     * the raced columns: the emulator's reads of a family can be torn while a column of it is
+     * added or removed (see pair_writer), and the check is re-read after a conflict */
+    bool via_check;
     int done;
     int conflicts; /* CT_ECONFLICT: gave up after repeated concurrent changes (allowed) */
     int failures;
@@ -625,7 +629,17 @@ static void *deleter_main(void *arg)
             continue;
         }
         struct ct_err err = {0};
-        int rc = wc_mutate_row(d->t, &rm, WC_DURABILITY_USE_DEFAULT, &err);
+        int rc;
+        if (d->via_check) {
+            struct wc_bytes held = wc_bytes_str("held");
+            bool applied = false;
+            rc = wc_check_and_mutate(d->t, rm.row, wc_bytes_str("g"), wc_bytes_str("lock"), &held,
+                                     &rm, WC_DURABILITY_USE_DEFAULT, &applied, &err);
+            if (rc == CT_OK && !applied)
+                rc = ct_err_set(&err, CT_EIO, "check-and-mutate on a holding check not applied");
+        } else {
+            rc = wc_mutate_row(d->t, &rm, WC_DURABILITY_USE_DEFAULT, &err);
+        }
         if (rc == CT_ECONFLICT) {
             d->conflicts++;
         } else if (rc != CT_OK) {
@@ -710,17 +724,10 @@ static void test_concurrent_delete_latest_removes_one_version_each(void **state)
     struct version_writer vw = {t, NW, 10001, 0, ""};
     assert_int_equal(pthread_create(&tw, NULL, version_writer_main, &vw), 0);
     for (int i = 0; i < NT; i++) {
-        d[i] = (struct deleter){t,
-                                {WC_OP_DELETE_VERSION, wc_bytes_str("f"), wc_bytes_str("a"),
-                                 wc_bytes_of(NULL, 0), WC_TS_LATEST},
-                                EACH,
-                                NULL,
-                                NULL,
-                                NULL,
-                                0,
-                                0,
-                                0,
-                                ""};
+        d[i] = (struct deleter){.t = t,
+                                .m = {WC_OP_DELETE_VERSION, wc_bytes_str("f"), wc_bytes_str("a"),
+                                      wc_bytes_of(NULL, 0), WC_TS_LATEST},
+                                .times = EACH};
         assert_int_equal(pthread_create(&th[i], NULL, deleter_main, &d[i]), 0);
     }
     for (int i = 0; i < NT; i++) {
@@ -754,8 +761,8 @@ static void test_concurrent_delete_latest_removes_one_version_each(void **state)
  *
  * After each write the writer pauses the deleter (its delete in flight, the one that may race
  * with the write, completes first) and then reads: the emulator's reads can be torn while a
- * DeleteFromColumn removes a column (its row copy shares the column-name array), so the check
- * reads a quiet row. */
+ * column of the family is added or removed (the row copy a read works on shares the family's
+ * column-name array, which writes and deletes change in place), so the check reads a quiet row. */
 struct pair_writer {
     struct wc_table *t;
     int64_t ts;
@@ -823,16 +830,18 @@ static void *pair_writer_main(void *arg)
 }
 
 static void run_pair_race(struct wc_table *t, enum wc_mutation_op op, int64_t delete_ts,
-                          int64_t write_ts, int *deletes_done)
+                          int64_t write_ts, bool via_check, int *deletes_done)
 {
     atomic_int stop = 0, pause = 0, paused = 0;
     struct pair_writer w = {t, write_ts, 300, &stop, &pause, &paused, 0, 0, ""};
     struct deleter d = {
-        t,      {op, wc_bytes_str("f"), wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0), delete_ts},
-        0,      &stop,
-        &pause, &paused,
-        0,      0,
-        0,      ""};
+        .t = t,
+        .m = {op, wc_bytes_str("f"), wc_bytes_of(NULL, 0), wc_bytes_of(NULL, 0), delete_ts},
+        .stop = &stop,
+        .pause = &pause,
+        .paused = &paused,
+        .via_check = via_check,
+    };
     pthread_t tw, td;
     assert_int_equal(pthread_create(&td, NULL, deleter_main, &d), 0);
     assert_int_equal(pthread_create(&tw, NULL, pair_writer_main, &w), 0);
@@ -854,19 +863,24 @@ static void test_family_deletes_are_atomic_against_a_concurrent_writer(void **st
     SKIP_WITHOUT_EMULATOR();
     struct wc_store *s = open_store();
     struct ct_err err = {0};
-    struct wc_family_desc f;
-    wc_family_desc_init(&f, "f");
-    f.versions = 5;
-    make_table(s, "dpair", &f, 1, NULL, 0);
+    struct wc_family_desc f[2];
+    wc_family_desc_init(&f[0], "f");
+    f[0].versions = 5;
+    wc_family_desc_init(&f[1], "g");
+    make_table(s, "dpair", f, 2, NULL, 0);
     struct wc_table *t;
     OK(wc_table_open(s, "dpair", &t, &err));
     int done = 0;
     /* DeleteFamilyVersion at exactly the writer's timestamp */
-    run_pair_race(t, WC_OP_DELETE_FAMILY_VERSION, 5000, 5000, &done);
+    run_pair_race(t, WC_OP_DELETE_FAMILY_VERSION, 5000, 5000, false, &done);
+    assert_true(done > 0);
+    /* the same inside a check-and-mutate whose check always holds */
+    put(t, "r", "g", "lock", "held", 1);
+    run_pair_race(t, WC_OP_DELETE_FAMILY_VERSION, 5000, 5000, true, &done);
     assert_true(done > 0);
     /* DeleteFamily <= T while a cell newer than T exists: the column-by-column path */
     put(t, "r", "f", "future", "stays", 9000);
-    run_pair_race(t, WC_OP_DELETE_FAMILY, 6000, 5000, &done);
+    run_pair_race(t, WC_OP_DELETE_FAMILY, 6000, 5000, false, &done);
     assert_true(done > 0);
     char out[8192];
     struct wc_scan_options o;

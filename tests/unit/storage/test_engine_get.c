@@ -141,7 +141,7 @@ static void test_point_read_equals_one_row_scan_under_random_history(void **stat
     size_t compared = 0, nonempty = 0;
     for (int round = 0; round < 12; round++) {
         for (int i = 0; i < 150; i++) {
-            char row[8], val[16];
+            char row[16], val[32];
             snprintf(row, sizeof row, "r%d", (int)(rnd(&seed) % 20));
             snprintf(val, sizeof val, "v%d.%d", round, i);
             struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fams[rnd(&seed) % 2]),
@@ -214,7 +214,7 @@ static void test_point_read_equals_one_row_scan_under_random_history(void **stat
                 break;
             }
             for (int r = 0; r < 20; r++) {
-                char row[8];
+                char row[16];
                 snprintf(row, sizeof row, "r%d", r);
                 read_three(t, row, &o, fast, generic, scan);
                 if (strcmp(fast, generic) != 0 || strcmp(fast, scan) != 0)
