@@ -7,7 +7,8 @@
  * compaction_delay_s <= now) and never drops a point: conflicting duplicates without
  * fix_duplicates leave the row untouched; (3) a batch never allocates once it has grown to its
  * working size: rows, qualifiers and values live in one byte arena addressed by offsets, turned
- * into wc mutations only in tsdb_batch_write().
+ * into wc mutations only in tsdb_batch_write(), which hands them to the store sorted in its key
+ * order (stable: of two writes of one cell only the later is written).
  * Threading: the handle is read-only after tsdb_open() except through uid (thread-safe) and the
  * store (thread-safe). */
 #include "schema/tsdb.h"
