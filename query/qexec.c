@@ -385,12 +385,24 @@ static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c, s
             r = k == 0 ? NAN : kind == QAGG_STREAM_AVG ? r / (double)k : r;
             break;
         case QAGG_STREAM_MIN:
+            if (nan_free) { /* the first value, then each smaller one */
+                r = vals[b];
+                for (size_t j = b + 1; j < i; j++)
+                    r = vals[j] < r ? vals[j] : r;
+                break;
+            }
             for (size_t j = b; j < i; j++)
                 if (!isnan(vals[j]) && (k++ == 0 || vals[j] < r))
                     r = vals[j];
             r = k == 0 ? NAN : r;
             break;
         case QAGG_STREAM_MAX:
+            if (nan_free) {
+                r = vals[b];
+                for (size_t j = b + 1; j < i; j++)
+                    r = vals[j] > r ? vals[j] : r;
+                break;
+            }
             for (size_t j = b; j < i; j++)
                 if (!isnan(vals[j]) && (k++ == 0 || vals[j] > r))
                     r = vals[j];
