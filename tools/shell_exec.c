@@ -1210,7 +1210,7 @@ static int cmd_create_namespace(struct shell *sh, const struct shell_cmd *c, str
         return arg_error(err, c, "create_namespace 'ns'[, {'key' => 'value', ...}]");
     size_t npairs = cfg ? cfg->n : 0;
     const char **kv = calloc(2 * npairs + 1, sizeof(char *));
-    char (*nums)[24] = calloc(npairs + 1, sizeof(*nums));
+    char(*nums)[24] = calloc(npairs + 1, sizeof(*nums));
     if (!kv || !nums) {
         free(kv);
         free(nums);
