@@ -9,8 +9,8 @@
  * Layouts: schema/dpcodec_format.h. Allocation: none on the single-cell paths; the compressed
  * encoder uses temporary buffers, the iterator over a compressed cell one scratch buffer, the
  * columnar reader its reused columns. Reading is sized for speed: bits come in 64-bit windows,
- * radix blocks are split with few hardware divisions, regular timestamps in closed form; two
- * small per-thread memos (radix bit lengths) are the only shared-looking state. */
+ * radix blocks are split with few hardware divisions, regular timestamps in closed form; a
+ * small per-thread memo of radix bit lengths is the only state kept between calls. */
 #include "schema/dpcodec.h"
 
 #include <math.h>
