@@ -8,16 +8,21 @@
  *      fewer than four buckets per thread each bucket's hours are cut into time slices
  *      (newest first) taken by whichever thread is free, whose series are chained back
  *      together before step 5;
- *   4. decode every cell layout of each row (dpcodec_row_decode) into its series, keep the row's
- *      annotations;
+ *   4. decode every cell layout of each row into reused columns (dpcodec_row_decode_cols), keep
+ *      the row's annotations; when the downsampling interval divides an hour (no fill, no
+ *      calendar) the row's buckets are computed right there (row_downsample: no bucket spans
+ *      two rows), else the row's points are kept;
  *   5. resolve tag names, apply every filter by name (regexp, wildcard, case-insensitive ones),
  *      explicitTags, group by the group-by keys (series lacking one are dropped, as OpenTSDB);
- *   6. per series downsample, then rate; aggregate each group (qagg_group_run); emit the points
- *      inside [start, end].
+ *      put the kept series' points in order, into one block;
+ *   6. per series downsample (unless step 4 did), then rate; aggregate each group
+ *      (qagg_group_run); emit the points inside [start, end].
  * Invariants: (1) every scan of every sub-query finishes before the first output byte, so errors
  * (400/408/413) never follow partial output; (2) a series lives in exactly one salt bucket, so
  * per-bucket results are concatenated, never merged; (3) points of a series are ascending once
- * series_finish() ran (rows arrive newest first; their chunks are reversed). */
+ * series_finish() ran (rows arrive newest first; their chunks are reversed); (4) every fast path
+ * (in-scan downsampling, aligned groups) answers byte for byte as the general path
+ * (qexec_options.general_only; test_qexec compares them). */
 #include "query/qexec.h"
 
 #include <math.h>
