@@ -947,10 +947,12 @@ static int delete_rows(struct tsdb *t, struct xsub *xs, struct ct_err *err)
     return CT_OK;
 }
 
-/* True when every CPU already has a runnable thread (Linux /proc/loadavg: the 1-minute load
- * average, or the threads runnable right now besides this one). Then a helper scan thread mostly
- * waits for a CPU, and the query, which needs every piece, waits for it (measured: 2-3x slower
- * medians at load 7 on 2 CPUs than one thread doing everything), so the query runs alone. */
+/* True when every CPU already has a runnable thread (Linux /proc/loadavg: the threads runnable
+ * right now besides this one, or a 1-minute load average of twice the CPUs; the load average
+ * alone would also count a burst that just ended, such as an ingest). Then a helper scan thread
+ * mostly waits for a CPU, and the query, which needs every piece, waits for it (measured: 2-3x
+ * slower medians at load 7 on 2 CPUs than one thread doing everything), so the query runs
+ * alone. */
 static bool cpus_busy(long ncpu)
 {
     FILE *f = fopen("/proc/loadavg", "r");
@@ -960,7 +962,7 @@ static bool cpus_busy(long ncpu)
     long running = 0, total = 0;
     int got = fscanf(f, "%lf %*f %*f %ld/%ld", &la1, &running, &total);
     fclose(f);
-    return got == 3 && ncpu > 0 && (la1 >= (double)ncpu || running - 1 >= ncpu);
+    return got == 3 && ncpu > 0 && (la1 >= 2.0 * (double)ncpu || running - 1 >= ncpu);
 }
 
 static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub *sub,
