@@ -1156,9 +1156,32 @@ struct xout {
     /* padding: the last point before the start, written before the first one after it */
     struct qagg_point pad;
     bool has_pad, pad_after;
+    /* the digits of the last timestamp / 10000, which consecutive points share */
+    int64_t ts_hi;
+    char ts_hi_digits[24];
+    size_t ts_hi_len; /* 0: none yet */
 };
 
 static int write_point(struct xout *xo, const struct qagg_point *pt);
+
+/* The decimal digits of a timestamp: those of ts / 10000 (cached) and four more. */
+static size_t format_ts(struct xout *xo, int64_t ts, char *out)
+{
+    if (ts < 10000)
+        return qjson_format_i64(ts, out);
+    int64_t hi = ts / 10000, lo = ts % 10000;
+    if (!xo->ts_hi_len || hi != xo->ts_hi) {
+        xo->ts_hi = hi;
+        xo->ts_hi_len = qjson_format_i64(hi, xo->ts_hi_digits);
+    }
+    memcpy(out, xo->ts_hi_digits, xo->ts_hi_len);
+    char *o = out + xo->ts_hi_len;
+    o[0] = (char)('0' + lo / 1000);
+    o[1] = (char)('0' + lo / 100 % 10);
+    o[2] = (char)('0' + lo / 10 % 10);
+    o[3] = (char)('0' + lo % 10);
+    return xo->ts_hi_len + 4;
+}
 
 /* Keeps the points within [start, end]; with padding also the one just before and the one just
  * after (points arrive in time order). */
@@ -1199,7 +1222,7 @@ static int write_point(struct xout *xo, const struct qagg_point *pt)
         b[n++] = ',';
     xo->first_dp = false;
     b[n++] = xo->q->arrays ? '[' : '"';
-    n += qjson_format_i64(ts, b + n);
+    n += format_ts(xo, ts, b + n);
     if (xo->q->arrays) {
         b[n++] = ',';
     } else {
