@@ -468,7 +468,10 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
     for (size_t m = 0; m < sizeof(ms) / sizeof(ms[0]); m++) {
         for (int r = 0; r < 3; r++) {
             const char *p[] = {starts[r % 2], ends[r % 2], ms[m],
-                               r == 2 ? "padding" : r ? "ms=true" : "arrays=false", NULL};
+                               r == 2 ? "padding"
+                               : r    ? "ms=true"
+                                      : "arrays=false",
+                               NULL};
             general_only = true;
             char *want = run_query(f, p, false);
             general_only = false;
