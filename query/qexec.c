@@ -8,16 +8,21 @@
  *      fewer than four buckets per thread each bucket's hours are cut into time slices
  *      (newest first) taken by whichever thread is free, whose series are chained back
  *      together before step 5;
- *   4. decode every cell layout of each row (dpcodec_row_decode) into its series, keep the row's
- *      annotations;
+ *   4. decode every cell layout of each row into reused columns (dpcodec_row_decode_cols), keep
+ *      the row's annotations; when the downsampling interval divides an hour (no fill, no
+ *      calendar) the row's buckets are computed right there (row_downsample: no bucket spans
+ *      two rows), else the row's points are kept;
  *   5. resolve tag names, apply every filter by name (regexp, wildcard, case-insensitive ones),
  *      explicitTags, group by the group-by keys (series lacking one are dropped, as OpenTSDB);
- *   6. per series downsample, then rate; aggregate each group (qagg_group_run); emit the points
- *      inside [start, end].
+ *      put the kept series' points in order, into one block;
+ *   6. per series downsample (unless step 4 did), then rate; aggregate each group
+ *      (qagg_group_run); emit the points inside [start, end].
  * Invariants: (1) every scan of every sub-query finishes before the first output byte, so errors
  * (400/408/413) never follow partial output; (2) a series lives in exactly one salt bucket, so
  * per-bucket results are concatenated, never merged; (3) points of a series are ascending once
- * series_finish() ran (rows arrive newest first; their chunks are reversed). */
+ * series_finish() ran (rows arrive newest first; their chunks are reversed); (4) every fast path
+ * (in-scan downsampling, aligned groups) answers byte for byte as the general path
+ * (qexec_options.general_only; test_qexec compares them). */
 #include "query/qexec.h"
 
 #include <math.h>
@@ -385,12 +390,24 @@ static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c, s
             r = k == 0 ? NAN : kind == QAGG_STREAM_AVG ? r / (double)k : r;
             break;
         case QAGG_STREAM_MIN:
+            if (nan_free) { /* the first value, then each smaller one */
+                r = vals[b];
+                for (size_t j = b + 1; j < i; j++)
+                    r = vals[j] < r ? vals[j] : r;
+                break;
+            }
             for (size_t j = b; j < i; j++)
                 if (!isnan(vals[j]) && (k++ == 0 || vals[j] < r))
                     r = vals[j];
             r = k == 0 ? NAN : r;
             break;
         case QAGG_STREAM_MAX:
+            if (nan_free) {
+                r = vals[b];
+                for (size_t j = b + 1; j < i; j++)
+                    r = vals[j] > r ? vals[j] : r;
+                break;
+            }
             for (size_t j = b; j < i; j++)
                 if (!isnan(vals[j]) && (k++ == 0 || vals[j] > r))
                     r = vals[j];
@@ -930,6 +947,24 @@ static int delete_rows(struct tsdb *t, struct xsub *xs, struct ct_err *err)
     return CT_OK;
 }
 
+/* True when every CPU already has a runnable thread (Linux /proc/loadavg: the threads runnable
+ * right now besides this one, or a 1-minute load average of twice the CPUs; the load average
+ * alone would also count a burst that just ended, such as an ingest). Then a helper scan thread
+ * mostly waits for a CPU, and the query, which needs every piece, waits for it (measured: 2-3x
+ * slower medians at load 7 on 2 CPUs than one thread doing everything), so the query runs
+ * alone. */
+static bool cpus_busy(long ncpu)
+{
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f)
+        return false;
+    double la1 = 0;
+    long running = 0, total = 0;
+    int got = fscanf(f, "%lf %*f %*f %ld/%ld", &la1, &running, &total);
+    fclose(f);
+    return got == 3 && ncpu > 0 && (la1 >= 2.0 * (double)ncpu || running - 1 >= ncpu);
+}
+
 static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub *sub,
                    const struct qexec_options *o, struct xsub *xs, enum qexec_status *status,
                    struct qexec_stats *st, uint64_t deadline_ns, struct ct_err *err)
@@ -980,6 +1015,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
+    if (!o->scan_threads && nth > 1 && cpus_busy(ncpu))
+        nth = 1;
     if (nth > 64)
         nth = 64;
     /* fewer than four pieces of work per thread: split each bucket's hours into time slices.
@@ -1119,9 +1156,32 @@ struct xout {
     /* padding: the last point before the start, written before the first one after it */
     struct qagg_point pad;
     bool has_pad, pad_after;
+    /* the digits of the last timestamp / 10000, which consecutive points share */
+    int64_t ts_hi;
+    char ts_hi_digits[24];
+    size_t ts_hi_len; /* 0: none yet */
 };
 
 static int write_point(struct xout *xo, const struct qagg_point *pt);
+
+/* The decimal digits of a timestamp: those of ts / 10000 (cached) and four more. */
+static size_t format_ts(struct xout *xo, int64_t ts, char *out)
+{
+    if (ts < 10000)
+        return qjson_format_i64(ts, out);
+    int64_t hi = ts / 10000, lo = ts % 10000;
+    if (!xo->ts_hi_len || hi != xo->ts_hi) {
+        xo->ts_hi = hi;
+        xo->ts_hi_len = qjson_format_i64(hi, xo->ts_hi_digits);
+    }
+    memcpy(out, xo->ts_hi_digits, xo->ts_hi_len);
+    char *o = out + xo->ts_hi_len;
+    o[0] = (char)('0' + lo / 1000);
+    o[1] = (char)('0' + lo / 100 % 10);
+    o[2] = (char)('0' + lo / 10 % 10);
+    o[3] = (char)('0' + lo % 10);
+    return xo->ts_hi_len + 4;
+}
 
 /* Keeps the points within [start, end]; with padding also the one just before and the one just
  * after (points arrive in time order). */
@@ -1162,7 +1222,7 @@ static int write_point(struct xout *xo, const struct qagg_point *pt)
         b[n++] = ',';
     xo->first_dp = false;
     b[n++] = xo->q->arrays ? '[' : '"';
-    n += qjson_format_i64(ts, b + n);
+    n += format_ts(xo, ts, b + n);
     if (xo->q->arrays) {
         b[n++] = ',';
     } else {

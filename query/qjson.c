@@ -309,6 +309,12 @@ size_t qjson_format_double(double v, char *out)
     if (v == 0)
         return (size_t)sprintf(out, signbit(v) ? "-0.0" : "0.0");
     char e[40];
+    double a = fabs(v);
+    if (a >= 1 && a < 1e7 && v == (double)(int64_t)v) { /* whole numbers: "40.0" */
+        size_t n = qjson_format_i64((int64_t)v, out);
+        memcpy(out + n, ".0", 3);
+        return n + 2;
+    }
     size_t sn = qjson_format_exact(v, out);
     if (sn)
         return sn;
@@ -336,7 +342,6 @@ size_t qjson_format_double(double v, char *out)
     size_t o = 0;
     if (neg)
         out[o++] = '-';
-    double a = fabs(v);
     if (a >= 1e-3 && a < 1e7) {
         if (exp10 >= 0) {
             for (int i = 0; i <= exp10; i++)

@@ -4,9 +4,13 @@
  * Invariants: (1) encoding then decoding any point gives back its timestamp, type, ms flag and
  * value bits; (2) dpcodec_row_decode() output is sorted by timestamp with one point per
  * timestamp, the one of the newest cell; (3) the compressed encoder only picks a value encoding
- * after checking that it reproduces every value bit for bit (so it is lossless by construction).
+ * after checking that it reproduces every value bit for bit (so it is lossless by construction);
+ * (4) dpcodec_row_decode_cols() gives exactly the points (and errors) of dpcodec_row_decode().
  * Layouts: schema/dpcodec_format.h. Allocation: none on the single-cell paths; the compressed
- * encoder uses temporary buffers, the reader of a deflated compressed cell one scratch buffer. */
+ * encoder uses temporary buffers, the iterator over a compressed cell one scratch buffer, the
+ * columnar reader its reused columns. Reading is sized for speed: bits come in 64-bit windows,
+ * radix blocks are split with few hardware divisions, regular timestamps in closed form; a
+ * small per-thread memo of radix bit lengths is the only state kept between calls. */
 #include "schema/dpcodec.h"
 
 #include <math.h>

@@ -17,8 +17,10 @@
  * histograms 0x06, anything unknown) are not datapoints and readers skip them.
  *
  * Allocation: the single-cell, compacted-cell and append paths never allocate. Reading a
- * compressed cell takes one buffer per cell (freed by dpcodec_iter_end()); encoding one and
- * dpcodec_compact() take per-row buffers (compaction time, never per datapoint). */
+ * compressed cell through the iterator takes one buffer per cell (freed by dpcodec_iter_end());
+ * the columnar reader (dpcodec_row_decode_cols) reuses its buffers from row to row. Encoding a
+ * compressed cell and dpcodec_compact() take per-row buffers (compaction time, never per
+ * datapoint). */
 #ifndef CT_SCHEMA_DPCODEC_H
 #define CT_SCHEMA_DPCODEC_H
 
@@ -168,10 +170,13 @@ void dpcodec_cols_init(struct dpcodec_cols *c);
 void dpcodec_cols_free(struct dpcodec_cols *c); /* then c may be reused after init */
 /* Decodes every datapoint of a row into c (replacing what it held) exactly as
  * dpcodec_row_decode() does: sorted, duplicates resolved the same way, the same errors. A row
- * whose only datapoint cell is one compressed cell is decoded straight into the columns. */
+ * whose only datapoint cell is one compressed cell, or whose datapoint cells are single points
+ * in time order, is decoded straight into the columns; other rows go through
+ * dpcodec_row_decode(). */
 CT_MUST_CHECK int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells,
                                           size_t ncells, struct dpcodec_cols *c, size_t *dups,
                                           struct ct_err *err);
+/* Point i's value as a double (integers converted). */
 static inline double dpcodec_cols_double(const struct dpcodec_cols *c, size_t i)
 {
     if (c->is_int[i])

@@ -7,7 +7,8 @@
  * compaction_delay_s <= now) and never drops a point: conflicting duplicates without
  * fix_duplicates leave the row untouched; (3) a batch never allocates once it has grown to its
  * working size: rows, qualifiers and values live in one byte arena addressed by offsets, turned
- * into wc mutations only in tsdb_batch_write().
+ * into wc mutations only in tsdb_batch_write(), which hands them to the store sorted in its key
+ * order (stable: of two writes of one cell only the later is written).
  * Threading: the handle is read-only after tsdb_open() except through uid (thread-safe) and the
  * store (thread-safe). */
 #include "schema/tsdb.h"
@@ -562,11 +563,21 @@ static int tsdb_tags_text(const char *const *tagk, const char *const *tagv, size
     return 0;
 }
 
-static int tsdb_resolve_one(struct tsdb *t, enum uid_kind k, bool create, const char *what,
-                            const char *name, uint64_t *id, struct ct_err *err)
+/* Resolves one name. Its description for an error message is what_pre, then what_arg and "]"
+ * when what_arg is given (e.g. "tag name with value [" "web01" "]"); it is only formatted when
+ * the name is refused, so resolving a valid series formats nothing. */
+static int tsdb_resolve_one(struct tsdb *t, enum uid_kind k, bool create, const char *what_pre,
+                            const char *what_arg, const char *name, uint64_t *id,
+                            struct ct_err *err)
 {
     size_t len = strlen(name);
-    int rc = uid_name_check(what, name, len, t->c.allow_special, err);
+    int rc = uid_name_check(what_pre, name, len, t->c.allow_special, err);
+    if (rc != CT_OK && what_arg) {
+        char what[UID_MAX_NAME + 40];
+        snprintf(what, sizeof(what), "%s%s]", what_pre, what_arg);
+        ct_err_clear(err);
+        rc = uid_name_check(what, name, len, t->c.allow_special, err);
+    }
     if (rc != CT_OK)
         return rc;
     return create ? uid_get_or_create_id(t->uid, k, name, len, id, err)
@@ -586,19 +597,18 @@ int tsdb_series_resolve(struct tsdb *t, const char *metric, const char *const *t
                           t->c.max_tags, tags);
     }
     uint64_t mid;
-    int rc =
-        tsdb_resolve_one(t, UID_METRIC, t->c.auto_create_metrics, "metric name", metric, &mid, err);
+    int rc = tsdb_resolve_one(t, UID_METRIC, t->c.auto_create_metrics, "metric name", NULL, metric,
+                              &mid, err);
     if (rc != CT_OK)
         return rc;
     struct rowkey_tag rt[ROWKEY_MAX_TAGS];
-    char what[UID_MAX_NAME + 40];
     for (size_t i = 0; i < ntags; i++) {
-        snprintf(what, sizeof(what), "tag name with value [%s]", tagv[i]);
-        rc = tsdb_resolve_one(t, UID_TAGK, t->c.auto_create_tagks, what, tagk[i], &rt[i].tagk, err);
+        rc = tsdb_resolve_one(t, UID_TAGK, t->c.auto_create_tagks, "tag name with value [", tagv[i],
+                              tagk[i], &rt[i].tagk, err);
         if (rc != CT_OK)
             return rc;
-        snprintf(what, sizeof(what), "tag value with key [%s]", tagk[i]);
-        rc = tsdb_resolve_one(t, UID_TAGV, t->c.auto_create_tagvs, what, tagv[i], &rt[i].tagv, err);
+        rc = tsdb_resolve_one(t, UID_TAGV, t->c.auto_create_tagvs, "tag value with key [", tagk[i],
+                              tagv[i], &rt[i].tagv, err);
         if (rc != CT_OK)
             return rc;
     }

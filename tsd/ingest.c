@@ -2,9 +2,11 @@
  *
  * Invariants: (1) a batch's arena and record array are allocated once, at fixed capacity, so
  * adding a point never allocates and pointers into the arena stay valid; a point's strings are
- * stored together, "metric\0k1\0v1\0...", which is also its series key;
- * (2) every batch is in exactly one place: the free list, a producer, the write queue, a writer
- * (alone or in a group of queued batches written together), or a done callback; in_use counts those outside the free list; (3) the write queue is FIFO.
+ * stored together, "metric\0k1\0v1\0...", which is also its series key, hashed (ingest_hash)
+ * when the point is added; (2) every batch is in exactly one place: the free list, a producer,
+ * the write queue, a writer (alone or in a group of queued batches written together), or a done
+ * callback; in_use counts those outside the free list; (3) the write queue is FIFO, and a group's
+ * done callbacks run in queue order.
  * Locking: mu guards free list, queue, in_use and stopping; free_cv signals a released batch,
  * queue_cv a queued batch or stopping. */
 #include "tsd/ingest.h"

@@ -1,8 +1,8 @@
 /* store.c - the TSD's storage side (tsd/store.h): opens the wide-column store and the OpenTSDB
  * layout on it (schema/tsdb.h) from the configuration, and is the ingest write function: each
- * batch of points becomes one schema batch written with one wc_mutate_batch() at the configured
- * WAL durability (tsd.storage.wal.durability, default sync: in the log before the call returns).
- * Used by the daemon and by `ctsdb import`.
+ * group of queued batches becomes one schema batch written with one wc_mutate_batch() at the
+ * configured WAL durability (tsd.storage.wal.durability, default sync: in the log before the call
+ * returns). Used by the daemon and by `ctsdb import`.
  *
  * Series cache: resolving a series (metric and tags -> TSUID) costs 2n+1 UID lookups, so each
  * writer keeps a map from the point's series key ("metric\0k\0v\0...", as the client sent it) to
@@ -44,7 +44,7 @@ struct store_entry {
     uint16_t pad;
 };
 
-#define STORE_SLOT_TAG(h) ((h) & 0xFFFFFFFF00000000ULL) /* the hash's upper half */
+#define STORE_SLOT_TAG(h) ((h)&0xFFFFFFFF00000000ULL) /* the hash's upper half */
 
 struct store_cache {
     uint64_t *slots; /* 0 = empty, else STORE_SLOT_TAG(hash) | (arena offset / 8 + 1) */

@@ -35,9 +35,9 @@
 #include "tsd/tsd_int.h"
 #include "tsd/tstats.h"
 
-#define TELNET_READ_HIGH (256u << 10)
-#define TELNET_OUT_HIGH  (1u << 20) /* stop reading while more replies than this are unsent */
-#define TELNET_OUT_LOW   (64u << 10)
+#define TELNET_READ_HIGH       (256u << 10)
+#define TELNET_OUT_HIGH        (1u << 20) /* stop reading while more replies than this are unsent */
+#define TELNET_OUT_LOW         (64u << 10)
 #define TELNET_MAX_SINGLE_READ (64u << 10)
 
 enum telnet_state {

@@ -66,6 +66,9 @@
 #define WAL_MAP_CHUNK         (1u << 20) /* mmap_tail: the file grows by this much at a time */
 #define WAL_MAP_AHEAD         (WAL_MAP_CHUNK / 2) /* ... in the background, when less is left */
 #define WAL_PAGE              4096u
+#ifndef MADV_POPULATE_WRITE /* Linux 5.14; older headers: the madvise fails, pages fault later */
+#define MADV_POPULATE_WRITE 23
+#endif
 
 struct wal_segment {
     uint64_t num;

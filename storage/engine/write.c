@@ -10,8 +10,9 @@
  * assignment to publication, so splits, alters and truncates see no write in flight.
  *
  * (5) Row locks (estore.row_lk, striped by table and row): a plain mutation or batch holds the
- * stripes of all its rows SHARED (taken in ascending stripe order, each once) from before its
- * reads (delete-latest) until it is published; increment and check-and-mutate hold their row's
+ * stripes of all its rows SHARED (taken in ascending stripe order, each once) until it is
+ * published, EXCLUSIVE when it deletes a latest version (read, then write: two concurrent
+ * delete-latests never pick the same version); increment and check-and-mutate hold their row's
  * stripe EXCLUSIVE around read, compute and write. So a put never lands between an increment's
  * read and its write (no lost update), while plain writers of one stripe do not wait for each
  * other. Nobody waits for memstore room while holding a stripe. */
@@ -283,15 +284,32 @@ static unsigned row_stripe(const struct etable *t, const uint8_t *row, size_t le
     return h & (ENGINE_ROW_STRIPES - 1);
 }
 
-/* Takes the stripes of every row shared, in ascending order; returns the set to unlock. */
-static uint64_t rows_lock_shared(struct estore *s, const struct etable *t,
-                                 const struct wc_row_mutation *rows, size_t n)
+/* True when a mutation of the batch deletes "the latest version", which it must read first. */
+static bool batch_reads_latest(const struct wc_row_mutation *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < rows[i].n; k++)
+            if (rows[i].mutations[k].op == WC_OP_DELETE_VERSION &&
+                rows[i].mutations[k].ts_ms == WC_TS_LATEST)
+                return true;
+    return false;
+}
+
+/* Takes the stripes of every row, in ascending order: shared, or exclusive when the batch reads
+ * before it writes (delete-latest: two such deletes must not both pick the same version);
+ * returns the set to unlock. */
+static uint64_t rows_lock(struct estore *s, const struct etable *t,
+                          const struct wc_row_mutation *rows, size_t n, bool exclusive)
 {
     uint64_t mask = 0;
     for (size_t i = 0; i < n && mask != UINT64_MAX; i++)
         mask |= 1ull << row_stripe(t, rows[i].row.data, rows[i].row.len);
-    for (uint64_t m = mask; m; m &= m - 1) /* set bits, lowest first */
-        pthread_rwlock_rdlock(&s->row_lk[__builtin_ctzll(m)]);
+    for (uint64_t m = mask; m; m &= m - 1) { /* set bits, lowest first */
+        if (exclusive)
+            pthread_rwlock_wrlock(&s->row_lk[__builtin_ctzll(m)]);
+        else
+            pthread_rwlock_rdlock(&s->row_lk[__builtin_ctzll(m)]);
+    }
     return mask;
 }
 
@@ -419,7 +437,7 @@ int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows,
     struct etable *t = ((struct etable_handle *)wt)->t;
     struct estore *s = estore_of(wt->store);
     bool blocked = false;
-    uint64_t mask = rows_lock_shared(s, t, rows, n);
+    uint64_t mask = rows_lock(s, t, rows, n, batch_reads_latest(rows, n));
     int rc = mutate_batch_locked(wt, rows, n, d, &blocked, err);
     rows_unlock(s, mask);
     if (rc == CT_OK && blocked && n > 0)

@@ -17,8 +17,9 @@ Queries (ctsdb m= / PromQL):
   rate_by_dc    the counter's rate summed by dc (1m buckets)
   last_point    the last point of one series
 
-Each query runs WARMUP times, then RUNS times; the median wall time of a full HTTP answer
-(keep-alive connection, body read to the end) is reported, with the ratio ctsdb / VM.
+Each query runs WARMUP times on each side, then RUNS times with the two sides alternating run
+by run (so both meet the same load on a shared machine); the median wall time of a full HTTP
+answer (keep-alive connection, body read to the end) is reported, with the ratio ctsdb / VM.
 
 Usage: tools/bench/query_bench.py [--hosts N] [--hours H] [--runs R]
 Needs bin/ctsdb (make) and victoria-metrics (deps/bench.txt). Prints a markdown table.
@@ -246,25 +247,30 @@ def main():
             if args.only and name not in args.only.split(","):
                 continue
             res = {}
-            for side, conn, path in (("ctsdb", cc, cq[name]), ("vm", vc, vq[name])):
+            sides = (("ctsdb", cc, cq[name]), ("vm", vc, vq[name]))
+            for side, conn, path in sides:
                 for _ in range(args.warmup):
                     timed(conn, path)
-                times = []
-                size = 0
-                rec = None
-                if args.perf and side == "ctsdb":
-                    rec = subprocess.Popen(["perf", "record", "-g", "-q", "-p", str(tsd.pid),
-                                            "-o", args.perf + name + ".data"],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                    time.sleep(0.5)
-                for _ in range(args.runs):
+            rec = None
+            if args.perf:
+                rec = subprocess.Popen(["perf", "record", "-g", "-q", "-p", str(tsd.pid),
+                                        "-o", args.perf + name + ".data"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(0.5)
+            # the two sides alternate run by run, so that both see the same load on a shared
+            # machine (back to back blocks of runs each met a different moment)
+            times = {"ctsdb": [], "vm": []}
+            size = {}
+            for _ in range(args.runs):
+                for side, conn, path in sides:
                     dt, data = timed(conn, path)
-                    times.append(dt)
-                    size = len(data)
-                if rec:
-                    rec.send_signal(signal.SIGINT)
-                    rec.wait(timeout=120)
-                res[side] = (statistics.median(times) * 1000, size)
+                    times[side].append(dt)
+                    size[side] = len(data)
+            if rec:
+                rec.send_signal(signal.SIGINT)
+                rec.wait(timeout=120)
+            for side, _, _ in sides:
+                res[side] = (statistics.median(times[side]) * 1000, size[side])
             rows.append((name, res))
         print("dataset: %d hosts x 2 metrics x %d h at 10 s = %d points; load ctsdb %.1f s "
               "(telnet), VictoriaMetrics %.1f s (import)" % (args.hosts, args.hours, npts,

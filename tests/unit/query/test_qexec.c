@@ -466,8 +466,12 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
     const char *ends[] = {"end=1357016400", "end=1357009999"};
     int nonempty = 0;
     for (size_t m = 0; m < sizeof(ms) / sizeof(ms[0]); m++) {
-        for (int r = 0; r < 2; r++) {
-            const char *p[] = {starts[r], ends[r], ms[m], r ? "ms=true" : "arrays=false", NULL};
+        for (int r = 0; r < 3; r++) {
+            const char *p[] = {starts[r % 2], ends[r % 2], ms[m],
+                               r == 2 ? "padding"
+                               : r    ? "ms=true"
+                                      : "arrays=false",
+                               NULL};
             general_only = true;
             char *want = run_query(f, p, false);
             general_only = false;
@@ -480,7 +484,7 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
             free(got);
         }
     }
-    assert_int_equal(nonempty, 2 * (int)(sizeof(ms) / sizeof(ms[0])));
+    assert_int_equal(nonempty, 3 * (int)(sizeof(ms) / sizeof(ms[0])));
 }
 
 int main(void)

@@ -324,7 +324,10 @@ static void test_batch_in_any_order_reads_back_and_later_write_of_a_cell_wins(vo
     tsdb_config_init(&c);
     open_tsdb(f, &c);
     struct ct_err err = {0};
-    enum { NS = 7, NP = 50 };
+    enum {
+        NS = 7,
+        NP = 50
+    };
     uint8_t ts[NS][ROWKEY_MAX_TSUID];
     size_t tl[NS];
     const char *k[2] = {"host", "dc"};
@@ -343,8 +346,7 @@ static void test_batch_in_any_order_reads_back_and_later_write_of_a_cell_wins(vo
         for (int s = NS - 1; s >= 0; s--) {
             int64_t t = BASE_MS - 1800000 + i * 60000LL;
             struct dpcodec_point p = dpcodec_point_int(t, false, s * 1000 + i);
-            assert_int_equal(tsdb_batch_add(b, tsdb_layout(f->t), ts[s], tl[s], &p, &err),
-                             CT_OK);
+            assert_int_equal(tsdb_batch_add(b, tsdb_layout(f->t), ts[s], tl[s], &p, &err), CT_OK);
         }
     }
     struct dpcodec_point again = dpcodec_point_int(BASE_MS + 60000, false, -1000);

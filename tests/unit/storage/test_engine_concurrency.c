@@ -2,7 +2,8 @@
  * several columns, one value per mutation), scanners in both directions and gets checking that
  * a row is never seen half-written, while flushes, compactions and splits run in the
  * background (tiny memstore, small split size); increments from several threads never lose an
- * update, and plain puts racing increments of the same cell are not lost. Bounded in operations,
+ * update, plain puts racing increments of the same cell are not lost, and concurrent
+ * deletes of a cell's latest version each remove a different version. Bounded in operations,
  * not time. */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -382,12 +383,88 @@ static void test_increments_and_plain_puts_of_one_cell_are_serialised(void **sta
     clock_reload();
 }
 
+/* Concurrent deletes of the latest version each remove a different version: DL_THREADS threads
+ * each delete the latest version of one cell DL_EACH times; the cell started with DL_VERSIONS
+ * versions (explicit timestamps 1..DL_VERSIONS), so exactly DL_VERSIONS - DL_THREADS * DL_EACH
+ * remain. Two deletes that resolved "latest" to the same version would leave more. */
+#define DL_THREADS  4
+#define DL_EACH     40
+#define DL_VERSIONS 400
+
+struct dl_ctx {
+    struct wc_table *t;
+    atomic_int bad;
+};
+
+static void *dl_deleter(void *arg)
+{
+    struct dl_ctx *c = arg;
+    for (int i = 0; i < DL_EACH; i++) {
+        struct wc_mutation m = {WC_OP_DELETE_VERSION, wc_bytes_str("a"), wc_bytes_str("q"),
+                                {0}, WC_TS_LATEST};
+        struct wc_row_mutation rm = {wc_bytes_str("dl"), &m, 1};
+        struct ct_err err;
+        if (wc_mutate_row(c->t, &rm, WC_DURABILITY_SYNC_WAL, &err) != CT_OK) {
+            atomic_fetch_add(&c->bad, 1);
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void test_concurrent_delete_latest_remove_distinct_versions(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = dir;
+    struct wc_store *s;
+    struct ct_err err;
+    assert_int_equal(wc_open(&o, &s, &err), CT_OK);
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "a");
+    fd.versions = 1000;
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "dl");
+    d.families = &fd;
+    d.nfamilies = 1;
+    assert_int_equal(wc_table_create(s, &d, NULL, 0, &err), CT_OK);
+    struct dl_ctx c = {0};
+    assert_int_equal(wc_table_open(s, "dl", &c.t, &err), CT_OK);
+    for (int v = 1; v <= DL_VERSIONS; v++) {
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("a"), wc_bytes_str("q"),
+                                wc_bytes_str("v"), v};
+        struct wc_row_mutation rm = {wc_bytes_str("dl"), &m, 1};
+        assert_int_equal(wc_mutate_row(c.t, &rm, WC_DURABILITY_SKIP_WAL, &err), CT_OK);
+    }
+    pthread_t th[DL_THREADS];
+    for (int i = 0; i < DL_THREADS; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, dl_deleter, &c), 0);
+    for (int i = 0; i < DL_THREADS; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(atomic_load(&c.bad), 0);
+    struct wc_scan_options so;
+    wc_scan_options_init(&so);
+    so.max_versions = 1000;
+    struct wc_result r;
+    assert_int_equal(wc_get(c.t, wc_bytes_str("dl"), &so, &r, &err), CT_OK);
+    assert_int_equal(r.row.ncells, DL_VERSIONS - DL_THREADS * DL_EACH);
+    /* the survivors are the oldest versions */
+    assert_int_equal(r.row.cells[0].ts_ms, DL_VERSIONS - DL_THREADS * DL_EACH);
+    wc_result_release(&r);
+    wc_table_close(c.t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows_are_atomic_under_concurrent_writes_flushes_and_splits),
         cmocka_unit_test(test_concurrent_increments_lose_no_update),
         cmocka_unit_test(test_increments_and_plain_puts_of_one_cell_are_serialised),
+        cmocka_unit_test(test_concurrent_delete_latest_remove_distinct_versions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

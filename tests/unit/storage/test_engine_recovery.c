@@ -518,8 +518,7 @@ static void test_idle_small_memstore_pinning_the_log_is_flushed(void **state)
         snprintf(row, sizeof(row), "r%05d", i);
         assert_int_equal(mut(b, row, WC_OP_PUT, "f", "q", val, 1, WC_DURABILITY_SYNC_WAL), CT_OK);
     }
-    size_t segs = wal_segments(dir);
-    assert_true(segs >= 3 && segs <= 8);
+    assert_true(wal_segments(dir) <= 8); /* below the 8-segment rule: the idle rule acts */
     uint64_t ms = 0, files = table_files(s, "quiet", &ms);
     for (int tries = 0; tries < 150 && files == 0; tries++) { /* at most ~15 s */
         usleep(100 * 1000);

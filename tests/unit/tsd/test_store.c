@@ -86,9 +86,8 @@ static void check_range(struct tsdstore *st, int from, int to, int rounds)
         assert_int_equal(wc_get(tsdb_data_table(t), wc_bytes_of(row, rl), &o, &r, &err), CT_OK);
         struct dpcodec_point pts[8];
         size_t n = 0, dups = 0;
-        assert_int_equal(dpcodec_row_decode(BASE_S, r.row.cells, r.row.ncells, pts, 8, &n, &dups,
-                                            &err),
-                         CT_OK);
+        assert_int_equal(
+            dpcodec_row_decode(BASE_S, r.row.cells, r.row.ncells, pts, 8, &n, &dups, &err), CT_OK);
         wc_result_release(&r);
         if (n != (size_t)rounds)
             fail_msg("series %d: %zu points, want %d", s, n, rounds);
