@@ -260,6 +260,18 @@ static inline size_t sst_varint(const uint8_t *p, const uint8_t *end, uint64_t *
         *v = *p;
         return 1;
     }
+    if (end - p >= CODING_VARINT64_MAX) { /* timestamps, seqs: no bounds check per byte */
+        uint64_t r = 0;
+        for (size_t i = 0; i < CODING_VARINT64_MAX; i++) {
+            uint64_t b = p[i];
+            r |= (b & 0x7f) << (7 * i);
+            if (b < 0x80) {
+                *v = r;
+                return i + 1;
+            }
+        }
+        return 0;
+    }
     return coding_get_varint64(p, end, v);
 }
 
