@@ -222,6 +222,9 @@ static char *bt_hex(const uint8_t *p, size_t n)
 
 /* ---- admin calls ------------------------------------------------------------------------- */
 
+/* Calls admin method `method` with request `req`, routed by `param_key`=`param_val`. The reply
+ * goes into *resp (the caller frees it with bt_buf_free, also on error), or is dropped when
+ * resp is NULL. */
 static int bt_admin(struct bt_store *s, const char *method, const char *param_key,
                     const char *param_val, const ProtobufCMessage *req, struct bt_buf *resp,
                     struct ct_err *err)
@@ -236,8 +239,10 @@ static int bt_admin(struct bt_store *s, const char *method, const char *param_ke
         return rc;
     char full_method[160];
     snprintf(full_method, sizeof(full_method), BT_METHOD_ADMIN "%s", method);
+    struct bt_buf dropped = {0};
     rc = bt_rpc_unary(s->rpc, BT_CHANNEL_ADMIN, full_method, md, 1, body.p, body.len,
-                      s->deadline_ms, resp, NULL, err);
+                      s->deadline_ms, resp ? resp : &dropped, NULL, err);
+    bt_buf_free(&dropped);
     bt_buf_free(&body);
     return rc;
 }
@@ -1017,9 +1022,7 @@ static int bt_create(struct bt_store *s, const struct wc_table_desc *d,
     rq.table = &tb;
     rq.n_initial_splits = nsplits;
     rq.initial_splits = spp;
-    struct bt_buf resp = {0};
-    rc = bt_admin(s, "CreateTable", "parent", s->instance, &rq.base, &resp, err);
-    bt_buf_free(&resp);
+    rc = bt_admin(s, "CreateTable", "parent", s->instance, &rq.base, NULL, err);
     if (rc == CT_EEXIST)
         rc = ct_err_set(err, CT_EEXIST, "Table %s already exists", d->name);
 done:
@@ -1146,9 +1149,7 @@ static int bt_table_alter(struct wc_store *sbase, const struct wc_table_desc *d,
     rq.name = path;
     rq.n_modifications = nm;
     rq.modifications = mp;
-    struct bt_buf resp = {0};
-    rc = bt_admin(s, "ModifyColumnFamilies", "name", path, &rq.base, &resp, err);
-    bt_buf_free(&resp);
+    rc = bt_admin(s, "ModifyColumnFamilies", "name", path, &rq.base, NULL, err);
     if (rc != CT_OK)
         goto done;
     struct wc_bytes *splits = NULL;
@@ -1227,9 +1228,7 @@ static int bt_delete_table(struct bt_store *s, const char *name, struct ct_err *
     Btpb__DeleteTableRequest rq;
     btpb__delete_table_request__init(&rq);
     rq.name = path;
-    struct bt_buf resp = {0};
-    rc = bt_admin(s, "DeleteTable", "name", path, &rq.base, &resp, err);
-    bt_buf_free(&resp);
+    rc = bt_admin(s, "DeleteTable", "name", path, &rq.base, NULL, err);
     if (rc == CT_NOTFOUND)
         return ct_err_set(err, CT_NOTFOUND, "Table %s does not exist.", name);
     return rc;
@@ -1275,9 +1274,7 @@ static int bt_table_truncate(struct wc_store *sbase, const char *name, bool pres
         rq.name = path;
         rq.target_case = BTPB__DROP_ROW_RANGE_REQUEST__TARGET_DELETE_ALL_DATA_FROM_TABLE;
         rq.delete_all_data_from_table = 1;
-        struct bt_buf resp = {0};
-        rc = bt_admin(s, "DropRowRange", "name", path, &rq.base, &resp, err);
-        bt_buf_free(&resp);
+        rc = bt_admin(s, "DropRowRange", "name", path, &rq.base, NULL, err);
         if (rc == CT_OK && (rc = bt_json_splits(j, &splits, &nsplits, err)) == CT_OK)
             rc = bt_write_meta(s, d, splits, nsplits, true, err);
     } else {
