@@ -252,15 +252,25 @@ static void bt_table_path(const struct bt_store *s, const char *id, char *out, s
     snprintf(out, size, "%s/tables/%s", s->instance, id);
 }
 
+/* The admin path of table `full` (namespace:qualifier): bt_table_id, then bt_table_path. */
+static int bt_table_path_of(const struct bt_store *s, const char *full, char *out, size_t size,
+                            struct ct_err *err)
+{
+    char id[128];
+    int rc = bt_table_id(full, id, sizeof(id), err);
+    if (rc == CT_OK)
+        bt_table_path(s, id, out, size);
+    return rc;
+}
+
 /* GetTable: CT_OK and a new table in *out (free with btpb__table__free_unpacked), CT_NOTFOUND. */
 static int bt_get_table(struct bt_store *s, const char *full, Btpb__Table__View view,
                         Btpb__Table **out, struct ct_err *err)
 {
-    char id[128], path[512];
-    int rc = bt_table_id(full, id, sizeof(id), err);
+    char path[512];
+    int rc = bt_table_path_of(s, full, path, sizeof(path), err);
     if (rc != CT_OK)
         return rc;
-    bt_table_path(s, id, path, sizeof(path));
     Btpb__GetTableRequest rq;
     btpb__get_table_request__init(&rq);
     rq.name = path;
@@ -1140,10 +1150,9 @@ static int bt_table_alter(struct wc_store *sbase, const struct wc_table_desc *d,
         mp[nm] = &mods[nm];
         nm++;
     }
-    char id[128], path[512];
-    if ((rc = bt_table_id(d->name, id, sizeof(id), err)) != CT_OK)
+    char path[512];
+    if ((rc = bt_table_path_of(s, d->name, path, sizeof(path), err)) != CT_OK)
         goto done;
-    bt_table_path(s, id, path, sizeof(path));
     Btpb__ModifyColumnFamiliesRequest rq;
     btpb__modify_column_families_request__init(&rq);
     rq.name = path;
@@ -1220,11 +1229,10 @@ static int bt_table_disable(struct wc_store *s, const char *name, struct ct_err 
 
 static int bt_delete_table(struct bt_store *s, const char *name, struct ct_err *err)
 {
-    char id[128], path[512];
-    int rc = bt_table_id(name, id, sizeof(id), err);
+    char path[512];
+    int rc = bt_table_path_of(s, name, path, sizeof(path), err);
     if (rc != CT_OK)
         return rc;
-    bt_table_path(s, id, path, sizeof(path));
     Btpb__DeleteTableRequest rq;
     btpb__delete_table_request__init(&rq);
     rq.name = path;
@@ -1265,10 +1273,9 @@ static int bt_table_truncate(struct wc_store *sbase, const char *name, bool pres
     size_t nsplits = 0;
     if (preserve_splits) {
         /* Bigtable keeps the table's tablets: drop every row in place */
-        char id[128], path[512];
-        if ((rc = bt_table_id(name, id, sizeof(id), err)) != CT_OK)
+        char path[512];
+        if ((rc = bt_table_path_of(s, name, path, sizeof(path), err)) != CT_OK)
             goto done;
-        bt_table_path(s, id, path, sizeof(path));
         Btpb__DropRowRangeRequest rq;
         btpb__drop_row_range_request__init(&rq);
         rq.name = path;
