@@ -442,34 +442,18 @@ static int fsck_run(int argc, char **argv)
         {"delete-orphans", no_argument, 0, 'o'}, {"set", required_argument, 0, 's'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
-    const char *data = "data";
-    struct tsdb_config c;
-    tsdb_config_init(&c);
-    bool keep_layout = false;
+    struct tool_opts to;
+    tool_opts_init(&to, "fsck", fsck_usage);
     struct fsck f;
     memset(&f, 0, sizeof(f));
-    struct ct_err err = {0};
-    int opt;
-    optind = 1;
-    opterr = 0;
+    int opt, st;
     while ((opt = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
-        if (opt == 'd') {
-            data = optarg;
-        } else if (opt == 'f') {
+        if (opt == 'f')
             f.fix = true;
-        } else if (opt == 'o') {
+        else if (opt == 'o')
             f.delete_orphans = true;
-        } else if (opt == 's') {
-            if (tool_opts_set("fsck", &c, optarg, &keep_layout) != 0)
-                return 2;
-        } else if (opt == 'h') {
-            fsck_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "ctsdb fsck: unknown or incomplete option '%s'\n", argv[optind - 1]);
-            fsck_usage(stderr);
-            return 2;
-        }
+        else if ((st = tool_opts_handle(&to, opt, argv)) >= 0)
+            return st;
     }
     if (optind < argc) {
         fprintf(stderr, "ctsdb fsck: unexpected argument '%s'\n", argv[optind]);
@@ -479,12 +463,10 @@ static int fsck_run(int argc, char **argv)
         fprintf(stderr, "ctsdb fsck: --delete-orphans needs --fix\n");
         return 2;
     }
-    c.read_only = !f.fix;
+    to.config.read_only = !f.fix;
     struct wc_store *s = NULL;
-    if (tsdb_open_dir(data, &c, keep_layout, &s, &f.t, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb fsck: %s\n", err.msg);
+    if (tool_opts_open(&to, &s, &f.t) != 0)
         return 1;
-    }
     f.format = tsdb_get_config(f.t)->format;
     int rc = fsck_data(&f);
     if (rc == 0)

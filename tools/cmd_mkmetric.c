@@ -27,30 +27,12 @@ static int mkmetric_run(int argc, char **argv)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const char *data = "data";
-    struct tsdb_config c;
-    tsdb_config_init(&c);
-    bool keep_layout = false;
-    struct ct_err err = {0};
-    int opt;
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
-        if (opt == 'd') {
-            data = optarg;
-        } else if (opt == 's') {
-            if (tool_opts_set("mkmetric", &c, optarg, &keep_layout) != 0)
-                return 2;
-        } else if (opt == 'h') {
-            mkmetric_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "ctsdb mkmetric: unknown or incomplete option '%s'\n",
-                    argv[optind - 1]);
-            mkmetric_usage(stderr);
-            return 2;
-        }
-    }
+    struct tool_opts to;
+    tool_opts_init(&to, "mkmetric", mkmetric_usage);
+    int opt, st;
+    while ((opt = getopt_long(argc, argv, "h", longs, NULL)) != -1)
+        if ((st = tool_opts_handle(&to, opt, argv)) >= 0)
+            return st;
     if (optind >= argc) {
         fprintf(stderr, "ctsdb mkmetric: no metric name given\n");
         mkmetric_usage(stderr);
@@ -58,10 +40,9 @@ static int mkmetric_run(int argc, char **argv)
     }
     struct wc_store *s = NULL;
     struct tsdb *t = NULL;
-    if (tsdb_open_dir(data, &c, keep_layout, &s, &t, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb mkmetric: %s\n", err.msg);
+    if (tool_opts_open(&to, &s, &t) != 0)
         return 1;
-    }
+    struct ct_err err = {0};
     struct uid *u = tsdb_uid(t);
     int status = 0;
     for (int i = optind; i < argc; i++) {

@@ -242,30 +242,15 @@ static int scan_run(int argc, char **argv)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const char *data = "data";
-    struct tsdb_config c;
-    tsdb_config_init(&c);
-    bool keep_layout = false, import = false;
-    struct ct_err err = {0};
-    int opt;
-    optind = 1;
-    opterr = 0;
+    struct tool_opts to;
+    tool_opts_init(&to, "scan", scan_usage);
+    bool import = false;
+    int opt, st;
     while ((opt = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
-        if (opt == 'd') {
-            data = optarg;
-        } else if (opt == 'i') {
+        if (opt == 'i')
             import = true;
-        } else if (opt == 's') {
-            if (tool_opts_set("scan", &c, optarg, &keep_layout) != 0)
-                return 2;
-        } else if (opt == 'h') {
-            scan_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "ctsdb scan: unknown or incomplete option '%s'\n", argv[optind - 1]);
-            scan_usage(stderr);
-            return 2;
-        }
+        else if ((st = tool_opts_handle(&to, opt, argv)) >= 0)
+            return st;
     }
     int i = optind;
     if (i >= argc) {
@@ -299,13 +284,12 @@ static int scan_run(int argc, char **argv)
         return 2;
     }
     const char *metric = argv[i++];
-    c.read_only = true;
+    to.config.read_only = true;
     struct wc_store *s = NULL;
     struct tsdb *t = NULL;
-    if (tsdb_open_dir(data, &c, keep_layout, &s, &t, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb scan: %s\n", err.msg);
+    if (tool_opts_open(&to, &s, &t) != 0)
         return 1;
-    }
+    struct ct_err err = {0};
     int status = 1;
     struct rowkey_filter *f = NULL;
     struct uid *u = tsdb_uid(t);

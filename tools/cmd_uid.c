@@ -210,41 +210,22 @@ static int uid_cli_run(int argc, char **argv)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const char *data = "data";
-    struct tsdb_config c;
-    tsdb_config_init(&c);
-    bool keep_layout = false;
-    struct ct_err err = {0};
-    int opt;
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "+h", longs, NULL)) != -1) {
-        if (opt == 'd') {
-            data = optarg;
-        } else if (opt == 's') {
-            if (tool_opts_set("uid", &c, optarg, &keep_layout) != 0)
-                return 2;
-        } else if (opt == 'h') {
-            uid_cli_usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "ctsdb uid: unknown or incomplete option '%s'\n", argv[optind - 1]);
-            uid_cli_usage(stderr);
-            return 2;
-        }
-    }
+    struct tool_opts to;
+    tool_opts_init(&to, "uid", uid_cli_usage);
+    int opt, st;
+    while ((opt = getopt_long(argc, argv, "+h", longs, NULL)) != -1)
+        if ((st = tool_opts_handle(&to, opt, argv)) >= 0)
+            return st;
     if (optind >= argc) {
         uid_cli_usage(stderr);
         return 2;
     }
     const char *cmd = argv[optind];
-    c.read_only = strcmp(cmd, "assign") && strcmp(cmd, "rename") && strcmp(cmd, "delete");
+    to.config.read_only = strcmp(cmd, "assign") && strcmp(cmd, "rename") && strcmp(cmd, "delete");
     struct wc_store *s = NULL;
     struct tsdb *t = NULL;
-    if (tsdb_open_dir(data, &c, keep_layout, &s, &t, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb uid: %s\n", err.msg);
+    if (tool_opts_open(&to, &s, &t) != 0)
         return 1;
-    }
     int rc = uid_cli_command(t, argc - optind, argv + optind);
     tsdb_close(t);
     wc_close(s);

@@ -1210,7 +1210,7 @@ static int cmd_create_namespace(struct shell *sh, const struct shell_cmd *c, str
         return arg_error(err, c, "create_namespace 'ns'[, {'key' => 'value', ...}]");
     size_t npairs = cfg ? cfg->n : 0;
     const char **kv = calloc(2 * npairs + 1, sizeof(char *));
-    char (*nums)[24] = calloc(npairs + 1, sizeof(*nums));
+    char(*nums)[24] = calloc(npairs + 1, sizeof(*nums));
     if (!kv || !nums) {
         free(kv);
         free(nums);
@@ -1977,30 +1977,35 @@ static int shell_scan_setup(struct shell *sh, const struct shell_cmd *c, enum sh
     return rc;
 }
 
-static int cmd_scan(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
+/* What scan or count does with each row read; adds to *rows what it counts. */
+typedef void (*shell_row_fn)(struct shell *sh, const struct shell_read *r, const struct wc_row *row,
+                             uint64_t *rows);
+
+/* Runs a scan or a count: reads the table's rows with the command's options, hands each to
+ * row_fn until the end, an error or an interrupt (rows already printed stay printed), then
+ * prints "N row(s)" when all went well. */
+static int shell_read_rows(struct shell *sh, const struct shell_cmd *c, enum shell_read_kind kind,
+                           const char *usage, shell_row_fn row_fn, struct ct_err *err)
 {
     struct shell_read r;
     struct wc_table_desc *d;
     struct wc_table *t;
-    int rc = shell_scan_setup(sh, c, SHELL_READ_SCAN, "scan 't'[, {STARTROW => 'r', ...}]", &r, &d,
-                              &t, err);
+    int rc = shell_scan_setup(sh, c, kind, usage, &r, &d, &t, err);
     struct wc_scanner *sc = NULL;
     bool any = shell_read_merge_prefix(&r);
     if (rc == CT_OK && any)
         rc = wc_scanner_open(t, &r.o, &sc, err);
     uint64_t rows = 0;
     if (rc == CT_OK) {
-        /* Rows are printed as they come; a failure after the first row still reports it. */
-        shell_header(sh, "ROW", "COLUMN+CELL");
+        if (kind == SHELL_READ_SCAN)
+            shell_header(sh, "ROW", "COLUMN+CELL");
         struct wc_row row;
         while (sc && (rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
             if (shell_interrupted(sh)) {
                 rc = ct_err_set(err, CT_ECLOSED, "interrupted");
                 break;
             }
-            for (size_t i = 0; i < row.ncells; i++)
-                shell_print_cell(sh, &row.cells[i], true);
-            rows++;
+            row_fn(sh, &r, &row, &rows);
         }
         if (rc == CT_NOTFOUND || !sc)
             rc = CT_OK;
@@ -2013,41 +2018,37 @@ static int cmd_scan(struct shell *sh, const struct shell_cmd *c, struct ct_err *
     return rc;
 }
 
+static void shell_scan_row(struct shell *sh, const struct shell_read *r, const struct wc_row *row,
+                           uint64_t *rows)
+{
+    (void)r;
+    for (size_t i = 0; i < row->ncells; i++)
+        shell_print_cell(sh, &row->cells[i], true);
+    (*rows)++;
+}
+
+static int cmd_scan(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
+{
+    return shell_read_rows(sh, c, SHELL_READ_SCAN, "scan 't'[, {STARTROW => 'r', ...}]",
+                           shell_scan_row, err);
+}
+
+/* Counts rows with cells, printing every r->interval-th. */
+static void shell_count_row(struct shell *sh, const struct shell_read *r, const struct wc_row *row,
+                            uint64_t *rows)
+{
+    if (row->ncells == 0)
+        return;
+    (*rows)++;
+    if (*rows % r->interval == 0)
+        fprintf(sh->o.out, "Current count: %" PRIu64 ", row: %s\n", *rows,
+                sbuf_binary(&sh->b1, row->key.data, row->key.len));
+}
+
 static int cmd_count(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
 {
-    struct shell_read r;
-    struct wc_table_desc *d;
-    struct wc_table *t;
-    int rc = shell_scan_setup(sh, c, SHELL_READ_COUNT, "count 't'[, INTERVAL => n, CACHE => n]", &r,
-                              &d, &t, err);
-    struct wc_scanner *sc = NULL;
-    bool any = shell_read_merge_prefix(&r);
-    if (rc == CT_OK && any)
-        rc = wc_scanner_open(t, &r.o, &sc, err);
-    uint64_t rows = 0;
-    if (rc == CT_OK) {
-        struct wc_row row;
-        while (sc && (rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
-            if (shell_interrupted(sh)) {
-                rc = ct_err_set(err, CT_ECLOSED, "interrupted");
-                break;
-            }
-            if (row.ncells == 0)
-                continue;
-            rows++;
-            if (rows % r.interval == 0)
-                fprintf(sh->o.out, "Current count: %" PRIu64 ", row: %s\n", rows,
-                        sbuf_binary(&sh->b1, row.key.data, row.key.len));
-        }
-        if (rc == CT_NOTFOUND || !sc)
-            rc = CT_OK;
-        if (rc == CT_OK)
-            fprintf(sh->o.out, "%" PRIu64 " row(s)\n", rows);
-    }
-    wc_scanner_close(sc);
-    shell_data_close(d, t);
-    shell_read_free(&r);
-    return rc;
+    return shell_read_rows(sh, c, SHELL_READ_COUNT, "count 't'[, INTERVAL => n, CACHE => n]",
+                           shell_count_row, err);
 }
 
 /* ---- maintenance and regions ------------------------------------------------------------ */

@@ -1,8 +1,47 @@
 /* tool_opts.c - see tool_opts.h. */
 #include "tools/tool_opts.h"
 
-#include <stdio.h>
+#include <getopt.h>
 #include <string.h>
+
+void tool_opts_init(struct tool_opts *o, const char *cmd, void (*usage)(FILE *out))
+{
+    o->cmd = cmd;
+    o->usage = usage;
+    o->data = "data";
+    tsdb_config_init(&o->config);
+    o->keep_layout = false;
+    optind = 1;
+    opterr = 0;
+}
+
+int tool_opts_handle(struct tool_opts *o, int opt, char **argv)
+{
+    switch (opt) {
+    case 'd':
+        o->data = optarg;
+        return -1;
+    case 's':
+        return tool_opts_set(o->cmd, &o->config, optarg, &o->keep_layout) != 0 ? 2 : -1;
+    case 'h':
+        o->usage(stdout);
+        return 0;
+    default:
+        fprintf(stderr, "ctsdb %s: unknown or incomplete option '%s'\n", o->cmd, argv[optind - 1]);
+        o->usage(stderr);
+        return 2;
+    }
+}
+
+int tool_opts_open(struct tool_opts *o, struct wc_store **s, struct tsdb **t)
+{
+    struct ct_err err = {0};
+    if (tsdb_open_dir(o->data, &o->config, o->keep_layout, s, t, &err) != CT_OK) {
+        fprintf(stderr, "ctsdb %s: %s\n", o->cmd, err.msg);
+        return 1;
+    }
+    return 0;
+}
 
 int tool_opts_set(const char *cmd, struct tsdb_config *c, char *kv, bool *keep_layout)
 {

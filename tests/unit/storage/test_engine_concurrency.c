@@ -15,6 +15,7 @@
 #include "storage/coding.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
+#include "tests/lib/fixture.h"
 
 #define WRITERS           3
 #define READERS           2
@@ -234,18 +235,11 @@ static void test_concurrent_increments_lose_no_update(void **state)
     wc_options_init(&o);
     o.data_dir = dir;
     o.memstore_flush_bytes = 8 << 10;
-    struct wc_store *s;
-    struct ct_err err;
-    assert_int_equal(wc_open(&o, &s, &err), CT_OK);
-    struct wc_family_desc fd;
-    wc_family_desc_init(&fd, "a");
-    struct wc_table_desc d;
-    wc_table_desc_init(&d, "ctr");
-    d.families = &fd;
-    d.nfamilies = 1;
-    assert_int_equal(wc_table_create(s, &d, NULL, 0, &err), CT_OK);
+    struct wc_store *s = fixture_store_open(&o);
+    fixture_table_create(s, "ctr", (const char *const[]){"a"}, 1, 0);
     struct incr_ctx c = {0};
-    assert_int_equal(wc_table_open(s, "ctr", &c.t, &err), CT_OK);
+    c.t = fixture_table_open(s, "ctr");
+    struct ct_err err;
     pthread_t th[4];
     for (int i = 0; i < 4; i++)
         assert_int_equal(pthread_create(&th[i], NULL, incrementer, &c), 0);
@@ -315,8 +309,8 @@ static void *mix_putter(void *arg)
         }
         int64_t v = mix_read(c);
         if (v < (k << 32) && atomic_fetch_add(&c->bad, 1) == 0)
-            snprintf(c->msg, sizeof c->msg, "after put %lld the cell holds %lld:%lld",
-                     (long long)k, (long long)(v >> 32), (long long)(v & 0xffffffff));
+            snprintf(c->msg, sizeof c->msg, "after put %lld the cell holds %lld:%lld", (long long)k,
+                     (long long)(v >> 32), (long long)(v & 0xffffffff));
     }
     atomic_store(&c->putter_done, 1);
     return NULL;
@@ -355,18 +349,10 @@ static void test_increments_and_plain_puts_of_one_cell_are_serialised(void **sta
     wc_options_init(&o);
     o.data_dir = dir;
     o.memstore_flush_bytes = 64 << 10;
-    struct wc_store *s;
-    struct ct_err err;
-    assert_int_equal(wc_open(&o, &s, &err), CT_OK);
-    struct wc_family_desc fd;
-    wc_family_desc_init(&fd, "a");
-    struct wc_table_desc d;
-    wc_table_desc_init(&d, "mix");
-    d.families = &fd;
-    d.nfamilies = 1;
-    assert_int_equal(wc_table_create(s, &d, NULL, 0, &err), CT_OK);
+    struct wc_store *s = fixture_store_open(&o);
+    fixture_table_create(s, "mix", (const char *const[]){"a"}, 1, 0);
     struct mix_ctx c = {0};
-    assert_int_equal(wc_table_open(s, "mix", &c.t, &err), CT_OK);
+    c.t = fixture_table_open(s, "mix");
     pthread_t th[3];
     assert_int_equal(pthread_create(&th[0], NULL, mix_putter, &c), 0);
     assert_int_equal(pthread_create(&th[1], NULL, mix_incrementer, &c), 0);
@@ -400,8 +386,8 @@ static void *dl_deleter(void *arg)
 {
     struct dl_ctx *c = arg;
     for (int i = 0; i < DL_EACH; i++) {
-        struct wc_mutation m = {WC_OP_DELETE_VERSION, wc_bytes_str("a"), wc_bytes_str("q"),
-                                {0}, WC_TS_LATEST};
+        struct wc_mutation m = {
+            WC_OP_DELETE_VERSION, wc_bytes_str("a"), wc_bytes_str("q"), {0}, WC_TS_LATEST};
         struct wc_row_mutation rm = {wc_bytes_str("dl"), &m, 1};
         struct ct_err err;
         if (wc_mutate_row(c->t, &rm, WC_DURABILITY_SYNC_WAL, &err) != CT_OK) {
@@ -419,22 +405,14 @@ static void test_concurrent_delete_latest_remove_distinct_versions(void **state)
     struct wc_options o;
     wc_options_init(&o);
     o.data_dir = dir;
-    struct wc_store *s;
-    struct ct_err err;
-    assert_int_equal(wc_open(&o, &s, &err), CT_OK);
-    struct wc_family_desc fd;
-    wc_family_desc_init(&fd, "a");
-    fd.versions = 1000;
-    struct wc_table_desc d;
-    wc_table_desc_init(&d, "dl");
-    d.families = &fd;
-    d.nfamilies = 1;
-    assert_int_equal(wc_table_create(s, &d, NULL, 0, &err), CT_OK);
+    struct wc_store *s = fixture_store_open(&o);
+    fixture_table_create(s, "dl", (const char *const[]){"a"}, 1, 1000);
     struct dl_ctx c = {0};
-    assert_int_equal(wc_table_open(s, "dl", &c.t, &err), CT_OK);
+    c.t = fixture_table_open(s, "dl");
+    struct ct_err err;
     for (int v = 1; v <= DL_VERSIONS; v++) {
-        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("a"), wc_bytes_str("q"),
-                                wc_bytes_str("v"), v};
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("a"), wc_bytes_str("q"), wc_bytes_str("v"),
+                                v};
         struct wc_row_mutation rm = {wc_bytes_str("dl"), &m, 1};
         assert_int_equal(wc_mutate_row(c.t, &rm, WC_DURABILITY_SKIP_WAL, &err), CT_OK);
     }

@@ -13,6 +13,7 @@
 #include "storage/engine/engine_int.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
+#include "tests/lib/fixture.h"
 
 #define MIB (1ull << 20)
 
@@ -26,11 +27,7 @@ static struct wc_store *open_store(const char *dir, size_t flush_bytes, uint64_t
     o.block_cache_bytes = 1 << 20;
     o.memstore_flush_bytes = flush_bytes;
     o.region_split_bytes = split_bytes;
-    struct wc_store *s = NULL;
-    struct ct_err err;
-    if (wc_open(&o, &s, &err) != CT_OK)
-        fail_msg("open %s: %s", dir, err.msg);
-    return s;
+    return fixture_store_open(&o);
 }
 
 static struct wc_table *mk_table(struct wc_store *s, const char *name, uint32_t versions,
@@ -51,10 +48,7 @@ static struct wc_table *mk_table(struct wc_store *s, const char *name, uint32_t 
     struct ct_err err;
     if (wc_table_create(s, &d, sp, ns, &err) != CT_OK)
         fail_msg("create %s: %s", name, err.msg);
-    struct wc_table *t;
-    if (wc_table_open(s, name, &t, &err) != CT_OK)
-        fail_msg("open %s: %s", name, err.msg);
-    return t;
+    return fixture_table_open(s, name);
 }
 
 static void put(struct wc_table *t, const char *row, const char *qual, const char *val, size_t vlen,

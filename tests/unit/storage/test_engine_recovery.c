@@ -17,6 +17,7 @@
 #include "storage/engine/eio.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
+#include "tests/lib/fixture.h"
 
 static struct wc_store *open_store(const char *dir, size_t flush_bytes)
 {
@@ -27,27 +28,12 @@ static struct wc_store *open_store(const char *dir, size_t flush_bytes)
     o.memstore_flush_bytes = flush_bytes;
     o.wal_segment_bytes = 256 << 10;
     o.region_split_bytes = 512 << 10;
-    struct wc_store *s = NULL;
-    struct ct_err err;
-    if (wc_open(&o, &s, &err) != CT_OK)
-        fail_msg("open %s: %s", dir, err.msg);
-    return s;
+    return fixture_store_open(&o);
 }
 
 static void create(struct wc_store *s, const char *name, const char *const *fams, size_t nf)
 {
-    struct wc_family_desc fd[4];
-    for (size_t i = 0; i < nf; i++) {
-        wc_family_desc_init(&fd[i], fams[i]);
-        fd[i].versions = 3;
-    }
-    struct wc_table_desc d;
-    wc_table_desc_init(&d, name);
-    d.families = fd;
-    d.nfamilies = nf;
-    struct ct_err err;
-    if (wc_table_create(s, &d, NULL, 0, &err) != CT_OK)
-        fail_msg("create %s: %s", name, err.msg);
+    fixture_table_create(s, name, fams, nf, 3);
 }
 
 static int mut(struct wc_table *t, const char *row, enum wc_mutation_op op, const char *fam,
@@ -350,33 +336,41 @@ static size_t wal_segments(const char *dir)
     return n;
 }
 
-/* Memstores far below their flush size still get flushed when the log grows long. */
-static void test_long_log_flushes_the_oldest_memstore(void **state)
+/* A store in dir with 8 KiB log segments and two one-family tables: "quiet", which gets one
+ * row ("once", f:q@1=v), then "busy", which gets `busy_rows` rows of 199 bytes (r00000, ...),
+ * all logged with SYNC_WAL. Returns the store, *q and *b the open tables. */
+static struct wc_store *open_quiet_and_busy(const char *dir, int busy_rows, struct wc_table **q,
+                                            struct wc_table **b)
 {
-    (void)state;
-    char *dir = ctest_mkdtemp();
     struct wc_options o;
     wc_options_init(&o);
     o.data_dir = dir;
     o.block_cache_bytes = 1 << 20;
     o.wal_segment_bytes = 8 << 10;
-    struct wc_store *s;
-    struct ct_err err;
-    assert_int_equal(wc_open(&o, &s, &err), CT_OK);
+    struct wc_store *s = fixture_store_open(&o);
     create(s, "quiet", (const char *const[]){"f"}, 1);
     create(s, "busy", (const char *const[]){"f"}, 1);
-    struct wc_table *q, *b;
-    assert_int_equal(wc_table_open(s, "quiet", &q, &err), CT_OK);
-    assert_int_equal(wc_table_open(s, "busy", &b, &err), CT_OK);
-    assert_int_equal(mut(q, "once", WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+    *q = fixture_table_open(s, "quiet");
+    *b = fixture_table_open(s, "busy");
+    assert_int_equal(mut(*q, "once", WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_SYNC_WAL), CT_OK);
     char val[200];
     memset(val, 'x', sizeof(val) - 1);
     val[sizeof(val) - 1] = 0;
-    for (int i = 0; i < 2000; i++) {
+    for (int i = 0; i < busy_rows; i++) {
         char row[16];
         snprintf(row, sizeof(row), "r%05d", i);
-        assert_int_equal(mut(b, row, WC_OP_PUT, "f", "q", val, 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+        assert_int_equal(mut(*b, row, WC_OP_PUT, "f", "q", val, 1, WC_DURABILITY_SYNC_WAL), CT_OK);
     }
+    return s;
+}
+
+/* Memstores far below their flush size still get flushed when the log grows long. */
+static void test_long_log_flushes_the_oldest_memstore(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_table *q, *b;
+    struct wc_store *s = open_quiet_and_busy(dir, 2000, &q, &b);
     size_t n = wal_segments(dir);
     for (int tries = 0; tries < 100 && n > 12; tries++) { /* at most ~10 s */
         usleep(100 * 1000);
@@ -441,8 +435,7 @@ static void test_flushed_store_keeps_no_log_bytes(void **state)
     assert_int_equal(wal_bytes(dir), 0);
     assert_int_equal(wal_segments(dir), 0);
     /* writes go on into a new segment; a clean close leaves no log either */
-    assert_int_equal(mut(a, "later", WC_OP_PUT, "f", "q", "v2", 6, WC_DURABILITY_FSYNC_WAL),
-                     CT_OK);
+    assert_int_equal(mut(a, "later", WC_OP_PUT, "f", "q", "v2", 6, WC_DURABILITY_FSYNC_WAL), CT_OK);
     assert_int_equal(wal_segments(dir), 1);
     wc_table_close(a);
     wc_table_close(b);
@@ -496,28 +489,10 @@ static void test_idle_small_memstore_pinning_the_log_is_flushed(void **state)
 {
     (void)state;
     char *dir = ctest_mkdtemp();
-    struct wc_options o;
-    wc_options_init(&o);
-    o.data_dir = dir;
-    o.block_cache_bytes = 1 << 20;
-    o.wal_segment_bytes = 8 << 10;
-    struct wc_store *s;
-    struct ct_err err;
-    assert_int_equal(wc_open(&o, &s, &err), CT_OK);
-    create(s, "quiet", (const char *const[]){"f"}, 1);
-    create(s, "busy", (const char *const[]){"f"}, 1);
     struct wc_table *q, *b;
-    assert_int_equal(wc_table_open(s, "quiet", &q, &err), CT_OK);
-    assert_int_equal(wc_table_open(s, "busy", &b, &err), CT_OK);
-    assert_int_equal(mut(q, "once", WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_SYNC_WAL), CT_OK);
-    char val[200];
-    memset(val, 'x', sizeof(val) - 1);
-    val[sizeof(val) - 1] = 0;
-    for (int i = 0; i < 150; i++) { /* ~36 KB of log: 4-5 segments of 8 KiB */
-        char row[16];
-        snprintf(row, sizeof(row), "r%05d", i);
-        assert_int_equal(mut(b, row, WC_OP_PUT, "f", "q", val, 1, WC_DURABILITY_SYNC_WAL), CT_OK);
-    }
+    /* 150 rows: ~36 KB of log, 4-5 segments of 8 KiB */
+    struct wc_store *s = open_quiet_and_busy(dir, 150, &q, &b);
+    struct ct_err err;
     assert_true(wal_segments(dir) <= 8); /* below the 8-segment rule: the idle rule acts */
     uint64_t ms = 0, files = table_files(s, "quiet", &ms);
     for (int tries = 0; tries < 150 && files == 0; tries++) { /* at most ~15 s */

@@ -455,29 +455,38 @@ static void test_wal_replay_callback_error_stops_replay(void **state)
     ctest_rmdir(dir);
 }
 
+/* Forks a child that opens a log in `dir` (mapped or not, with options `o`), appends records
+ * 1..n of 100 bytes with WAL_SYNC_WRITE and dies without wal_close (like kill -9 after the last
+ * append returned); waits for it and checks that every append succeeded. */
+static void append_then_die(const char *dir, bool mapped, const struct wal_options *o, uint64_t n)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct ct_err err = {0};
+        struct wal *w = NULL;
+        if ((mapped ? wal_open_mapped(dir, o, &w, &err) : wal_open(dir, o, &w, &err)) != CT_OK)
+            _exit(2);
+        uint8_t buf[100];
+        for (uint64_t seq = 1; seq <= n; seq++) {
+            payload_for(seq, buf, sizeof buf);
+            if (wal_append(w, seq, buf, sizeof buf, WAL_SYNC_WRITE, &err) != CT_OK)
+                _exit(3);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
 static void test_wal_sync_write_records_survive_process_death(void **state)
 {
     (void)state;
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        struct wal *w = NULL;
-        struct wal_options o = {.segment_bytes = 8192};
-        if (open_wal(dir, &o, &w, &err) != CT_OK)
-            _exit(2);
-        uint8_t buf[100];
-        for (uint64_t seq = 1; seq <= 200; seq++) {
-            payload_for(seq, buf, sizeof buf);
-            if (wal_append(w, seq, buf, sizeof buf, WAL_SYNC_WRITE, &err) != CT_OK)
-                _exit(3);
-        }
-        _exit(0); /* no wal_close: like kill -9 after the last append returned */
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct wal_options o = {.segment_bytes = 8192};
+    append_then_die(dir, g_mapped, &o, 200);
     struct wal *w = NULL;
     assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     struct collected *c = calloc(1, sizeof(*c));
@@ -567,30 +576,14 @@ static void test_wal_mapped_crash_zero_tail_is_end_of_log(void **state)
     (void)state;
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        struct wal *w = NULL;
-        if (wal_open_mapped(dir, NULL, &w, &err) != CT_OK)
-            _exit(2);
-        uint8_t buf[100];
-        for (uint64_t seq = 1; seq <= 50; seq++) {
-            payload_for(seq, buf, sizeof buf);
-            if (wal_append(w, seq, buf, sizeof buf, WAL_SYNC_WRITE, &err) != CT_OK)
-                _exit(3);
-        }
-        _exit(0);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    append_then_die(dir, true, NULL, 50);
     char p[600];
     seg_path(dir, 1, p, sizeof p);
     struct stat sb;
     assert_int_equal(stat(p, &sb), 0);
     off_t used = WAL_SEGMENT_HEADER_BYTES + 50 * (WAL_RECORD_HEADER_BYTES + 100);
-    assert_true(sb.st_size > used);           /* a zero tail was preallocated ... */
-    assert_true(sb.st_size <= (2 << 20));     /* ... but modestly, not the 64 MiB segment */
+    assert_true(sb.st_size > used);       /* a zero tail was preallocated ... */
+    assert_true(sb.st_size <= (2 << 20)); /* ... but modestly, not the 64 MiB segment */
     struct warned wn = {0};
     struct wal_options o = {.warn_fn = warn_collect, .warn_arg = &wn};
     struct wal *w = NULL;
@@ -620,23 +613,7 @@ static void test_wal_mapped_torn_record_is_cut(void **state)
     (void)state;
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        struct wal *w = NULL;
-        if (wal_open_mapped(dir, NULL, &w, &err) != CT_OK)
-            _exit(2);
-        uint8_t buf[100];
-        for (uint64_t seq = 1; seq <= 20; seq++) {
-            payload_for(seq, buf, sizeof buf);
-            if (wal_append(w, seq, buf, sizeof buf, WAL_SYNC_WRITE, &err) != CT_OK)
-                _exit(3);
-        }
-        _exit(0);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    append_then_die(dir, true, NULL, 20);
     char p[600];
     seg_path(dir, 1, p, sizeof p);
     int fd = open(p, O_RDWR);
@@ -796,8 +773,7 @@ static void *stress_appender(void *arg)
     return NULL;
 }
 
-static int stress_collect(void *arg, uint64_t seq, const uint8_t *p, size_t len,
-                          struct ct_err *err)
+static int stress_collect(void *arg, uint64_t seq, const uint8_t *p, size_t len, struct ct_err *err)
 {
     (void)err;
     uint8_t *seen = arg;
