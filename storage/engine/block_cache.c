@@ -4,6 +4,9 @@
  * "in-memory" for IN_MEMORY families) and moves to "multi" on its second access. When a shard is
  * over capacity, the section most over its share loses its least recently used block; a section
  * under its share keeps its blocks, so in-memory blocks survive a flood of single-access reads.
+ * Recency within the multi and in-memory lists is kept CLOCK-style: a hit only sets the block's
+ * reference bit, and the evictor moves a referenced tail block to the front (clearing the bit)
+ * instead of evicting it, so a hit costs no list surgery.
  *
  * Invariants: (1) an entry is in its shard's hash table and exactly one section list iff
  * e->in_cache; (2) e->refs counts the cache's own reference (while in_cache) plus one per
@@ -40,6 +43,7 @@ struct block_cache_handle {
     uint32_t refs;
     uint8_t section;
     bool in_cache;
+    bool referenced; /* hit since it was last put at the front of its list (second chance) */
 };
 
 struct bc_shard {
@@ -162,6 +166,12 @@ static void bc_evict(struct bc_shard *s)
         struct block_cache_handle *e = s->lru[victim].prev;
         if (e == &s->lru[victim])
             return;
+        if (e->referenced) { /* hit since it was last moved: second chance */
+            e->referenced = false;
+            bc_list_remove(e);
+            bc_list_push(s, e);
+            continue;
+        }
         bc_remove(s, e);
         s->evictions++;
     }
@@ -208,13 +218,17 @@ struct block_cache_handle *block_cache_lookup(struct block_cache *c, uint64_t fi
     }
     s->hits++;
     e->refs++;
-    bc_list_remove(e);
-    if (e->section == BC_SINGLE) {
+    if (e->section == BC_SINGLE) { /* second access: to the front of the multi-access list */
+        bc_list_remove(e);
         s->sec_bytes[BC_SINGLE] -= e->charge;
         e->section = BC_MULTI;
         s->sec_bytes[BC_MULTI] += e->charge;
+        bc_list_push(s, e);
+    } else {
+        /* no list surgery per hit (it touches two neighbours' cache lines): the evictor moves
+         * a referenced block to the front instead of evicting it */
+        e->referenced = true;
     }
-    bc_list_push(s, e);
     pthread_mutex_unlock(&s->mu);
     return e;
 }

@@ -125,6 +125,29 @@ static void test_block_cache_second_access_promotes_to_multi_section(void **stat
     block_cache_free(c);
 }
 
+static void test_block_cache_recent_hit_survives_eviction_of_older_blocks(void **state)
+{
+    (void)state;
+    struct ct_err err = {0};
+    struct block_cache *c = NULL;
+    assert_int_equal(block_cache_new(10000, &c, &err), CT_OK);
+    for (uint64_t i = 1; i <= 8; i++) { /* eight multi-access blocks, M1 the least recent */
+        put(c, 4, i, 1000, false);
+        assert_true(has(c, 4, i));
+    }
+    assert_true(has(c, 4, 1)); /* M1 hit again: now the most recently used */
+    put(c, 1, 1, 1000, false);
+    put(c, 1, 2, 1000, false);
+    put(c, 1, 3, 1000, false); /* over capacity; the multi section is the most over its share */
+    struct block_cache_stats st;
+    block_cache_get_stats(c, &st);
+    assert_int_equal(st.evictions, 1);
+    assert_false(has(c, 4, 2)); /* the least recently used multi block went */
+    assert_true(has(c, 4, 1));
+    assert_true(has(c, 4, 3));
+    block_cache_free(c);
+}
+
 static void test_block_cache_reference_outlives_eviction_and_clear(void **state)
 {
     (void)state;
@@ -229,6 +252,7 @@ int main(void)
         cmocka_unit_test(test_block_cache_evicts_least_recently_used_over_capacity),
         cmocka_unit_test(test_block_cache_in_memory_blocks_survive_a_flood_of_single_reads),
         cmocka_unit_test(test_block_cache_second_access_promotes_to_multi_section),
+        cmocka_unit_test(test_block_cache_recent_hit_survives_eviction_of_older_blocks),
         cmocka_unit_test(test_block_cache_reference_outlives_eviction_and_clear),
         cmocka_unit_test(test_block_cache_erase_file_drops_only_that_file),
         cmocka_unit_test(test_block_cache_disabled_caches_nothing),
