@@ -645,8 +645,8 @@ static int op_namespace_create(struct wc_store *ws, const char *ns, struct ct_er
     return op_namespace_create_config(ws, ns, NULL, 0, err);
 }
 
-static int op_namespace_get_config(struct wc_store *ws, const char *ns, char ***out,
-                                   size_t *npairs, struct ct_err *err)
+static int op_namespace_get_config(struct wc_store *ws, const char *ns, char ***out, size_t *npairs,
+                                   struct ct_err *err)
 {
     struct estore *s = estore_of(ws);
     pthread_mutex_lock(&s->cat_mu);
