@@ -222,6 +222,9 @@ static char *bt_hex(const uint8_t *p, size_t n)
 
 /* ---- admin calls ------------------------------------------------------------------------- */
 
+/* Calls admin method `method` with request `req`, routed by `param_key`=`param_val`. The reply
+ * goes into *resp (the caller frees it with bt_buf_free, also on error), or is dropped when
+ * resp is NULL. */
 static int bt_admin(struct bt_store *s, const char *method, const char *param_key,
                     const char *param_val, const ProtobufCMessage *req, struct bt_buf *resp,
                     struct ct_err *err)
@@ -236,8 +239,10 @@ static int bt_admin(struct bt_store *s, const char *method, const char *param_ke
         return rc;
     char full_method[160];
     snprintf(full_method, sizeof(full_method), BT_METHOD_ADMIN "%s", method);
+    struct bt_buf dropped = {0};
     rc = bt_rpc_unary(s->rpc, BT_CHANNEL_ADMIN, full_method, md, 1, body.p, body.len,
-                      s->deadline_ms, resp, NULL, err);
+                      s->deadline_ms, resp ? resp : &dropped, NULL, err);
+    bt_buf_free(&dropped);
     bt_buf_free(&body);
     return rc;
 }
@@ -247,15 +252,25 @@ static void bt_table_path(const struct bt_store *s, const char *id, char *out, s
     snprintf(out, size, "%s/tables/%s", s->instance, id);
 }
 
+/* The admin path of table `full` (namespace:qualifier): bt_table_id, then bt_table_path. */
+static int bt_table_path_of(const struct bt_store *s, const char *full, char *out, size_t size,
+                            struct ct_err *err)
+{
+    char id[128];
+    int rc = bt_table_id(full, id, sizeof(id), err);
+    if (rc == CT_OK)
+        bt_table_path(s, id, out, size);
+    return rc;
+}
+
 /* GetTable: CT_OK and a new table in *out (free with btpb__table__free_unpacked), CT_NOTFOUND. */
 static int bt_get_table(struct bt_store *s, const char *full, Btpb__Table__View view,
                         Btpb__Table **out, struct ct_err *err)
 {
-    char id[128], path[512];
-    int rc = bt_table_id(full, id, sizeof(id), err);
+    char path[512];
+    int rc = bt_table_path_of(s, full, path, sizeof(path), err);
     if (rc != CT_OK)
         return rc;
-    bt_table_path(s, id, path, sizeof(path));
     Btpb__GetTableRequest rq;
     btpb__get_table_request__init(&rq);
     rq.name = path;
@@ -421,10 +436,47 @@ static void bt_json_family(const cJSON *j, struct wc_family_desc *f)
     }
 }
 
-/* Describes a table: families from Bigtable (GC rules), attributes from the metadata.
- * *meta (may be NULL) receives the metadata JSON (freed by the caller), or NULL if none. */
+/* The split keys recorded in the metadata JSON, as a new array of n keys (bytes owned). */
+static int bt_json_splits(const cJSON *j, struct wc_bytes **out, size_t *n, struct ct_err *err)
+{
+    const cJSON *sp = j ? cJSON_GetObjectItemCaseSensitive(j, "splits") : NULL;
+    size_t count = (size_t)cJSON_GetArraySize(sp);
+    *out = NULL;
+    *n = 0;
+    if (!count)
+        return CT_OK;
+    struct wc_bytes *keys = calloc(count, sizeof(*keys));
+    if (!keys)
+        return ct_err_set(err, CT_ENOMEM, "out of memory reading split keys");
+    const cJSON *h;
+    size_t k = 0;
+    cJSON_ArrayForEach(h, sp)
+    {
+        if (!cJSON_IsString(h))
+            continue;
+        size_t len = strlen(h->valuestring) / 2;
+        uint8_t *b = malloc(len ? len : 1);
+        if (!b) {
+            wc_split_keys_free(keys, k);
+            return ct_err_set(err, CT_ENOMEM, "out of memory reading split keys");
+        }
+        for (size_t i = 0; i < len; i++) {
+            unsigned v = 0;
+            sscanf(h->valuestring + 2 * i, "%2x", &v);
+            b[i] = (uint8_t)v;
+        }
+        keys[k++] = wc_bytes_of(b, len);
+    }
+    *out = keys;
+    *n = k;
+    return CT_OK;
+}
+
+/* Describes a table: families from Bigtable (GC rules), attributes from the metadata. When
+ * splits is not NULL, *splits and *nsplits receive the split keys recorded in the metadata (see
+ * bt_json_splits; freed by the caller with wc_split_keys_free), also on success only. */
 static int bt_describe(struct bt_store *s, const char *full, struct wc_table_desc **out,
-                       cJSON **meta, struct ct_err *err)
+                       struct wc_bytes **splits, size_t *nsplits, struct ct_err *err)
 {
     Btpb__Table *tb = NULL;
     cJSON *j = NULL;
@@ -473,11 +525,10 @@ static int bt_describe(struct bt_store *s, const char *full, struct wc_table_des
         d->max_filesize = (uint64_t)bt_jnum(j, "max_filesize", 0);
         d->memstore_flushsize = (uint64_t)bt_jnum(j, "memstore_flushsize", 0);
     }
+    if (splits && (rc = bt_json_splits(j, splits, nsplits, err)) != CT_OK)
+        goto fail;
     btpb__table__free_unpacked(tb, NULL);
-    if (meta)
-        *meta = j;
-    else
-        cJSON_Delete(j);
+    cJSON_Delete(j);
     *out = d;
     return CT_OK;
 fail:
@@ -485,42 +536,6 @@ fail:
     wc_table_desc_free(d);
     cJSON_Delete(j);
     return rc;
-}
-
-/* The split keys recorded in the metadata JSON, as a new array of n keys (bytes owned). */
-static int bt_json_splits(const cJSON *j, struct wc_bytes **out, size_t *n, struct ct_err *err)
-{
-    const cJSON *sp = j ? cJSON_GetObjectItemCaseSensitive(j, "splits") : NULL;
-    size_t count = (size_t)cJSON_GetArraySize(sp);
-    *out = NULL;
-    *n = 0;
-    if (!count)
-        return CT_OK;
-    struct wc_bytes *keys = calloc(count, sizeof(*keys));
-    if (!keys)
-        return ct_err_set(err, CT_ENOMEM, "out of memory reading split keys");
-    const cJSON *h;
-    size_t k = 0;
-    cJSON_ArrayForEach(h, sp)
-    {
-        if (!cJSON_IsString(h))
-            continue;
-        size_t len = strlen(h->valuestring) / 2;
-        uint8_t *b = malloc(len ? len : 1);
-        if (!b) {
-            wc_split_keys_free(keys, k);
-            return ct_err_set(err, CT_ENOMEM, "out of memory reading split keys");
-        }
-        for (size_t i = 0; i < len; i++) {
-            unsigned v = 0;
-            sscanf(h->valuestring + 2 * i, "%2x", &v);
-            b[i] = (uint8_t)v;
-        }
-        keys[k++] = wc_bytes_of(b, len);
-    }
-    *out = keys;
-    *n = k;
-    return CT_OK;
 }
 
 /* ---- table handles and the family cache ---------------------------------------------- */
@@ -539,7 +554,7 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
         n = 1;
     } else {
         struct wc_table_desc *d;
-        int rc = bt_describe(t->s, t->full, &d, NULL, err);
+        int rc = bt_describe(t->s, t->full, &d, NULL, NULL, err);
         if (rc != CT_OK)
             return rc;
         fams = d->families;
@@ -1017,9 +1032,7 @@ static int bt_create(struct bt_store *s, const struct wc_table_desc *d,
     rq.table = &tb;
     rq.n_initial_splits = nsplits;
     rq.initial_splits = spp;
-    struct bt_buf resp = {0};
-    rc = bt_admin(s, "CreateTable", "parent", s->instance, &rq.base, &resp, err);
-    bt_buf_free(&resp);
+    rc = bt_admin(s, "CreateTable", "parent", s->instance, &rq.base, NULL, err);
     if (rc == CT_EEXIST)
         rc = ct_err_set(err, CT_EEXIST, "Table %s already exists", d->name);
 done:
@@ -1082,18 +1095,19 @@ static int bt_table_create(struct wc_store *sbase, const struct wc_table_desc *d
 static int bt_table_describe(struct wc_store *sbase, const char *name, struct wc_table_desc **out,
                              struct ct_err *err)
 {
-    return bt_describe((struct bt_store *)sbase, name, out, NULL, err);
+    return bt_describe((struct bt_store *)sbase, name, out, NULL, NULL, err);
 }
 
 static int bt_table_alter(struct wc_store *sbase, const struct wc_table_desc *d, struct ct_err *err)
 {
     struct bt_store *s = (struct bt_store *)sbase;
     struct wc_table_desc *cur;
-    cJSON *j = NULL;
+    struct wc_bytes *splits = NULL;
+    size_t nsplits = 0;
     int rc = bt_check_families(d, err);
     if (rc != CT_OK)
         return rc;
-    if ((rc = bt_describe(s, d->name, &cur, &j, err)) != CT_OK)
+    if ((rc = bt_describe(s, d->name, &cur, &splits, &nsplits, err)) != CT_OK)
         return rc;
     size_t nmax = d->nfamilies + cur->nfamilies;
     struct bt_gc_mem *gc = calloc(nmax, sizeof(*gc));
@@ -1137,33 +1151,25 @@ static int bt_table_alter(struct wc_store *sbase, const struct wc_table_desc *d,
         mp[nm] = &mods[nm];
         nm++;
     }
-    char id[128], path[512];
-    if ((rc = bt_table_id(d->name, id, sizeof(id), err)) != CT_OK)
+    char path[512];
+    if ((rc = bt_table_path_of(s, d->name, path, sizeof(path), err)) != CT_OK)
         goto done;
-    bt_table_path(s, id, path, sizeof(path));
     Btpb__ModifyColumnFamiliesRequest rq;
     btpb__modify_column_families_request__init(&rq);
     rq.name = path;
     rq.n_modifications = nm;
     rq.modifications = mp;
-    struct bt_buf resp = {0};
-    rc = bt_admin(s, "ModifyColumnFamilies", "name", path, &rq.base, &resp, err);
-    bt_buf_free(&resp);
+    rc = bt_admin(s, "ModifyColumnFamilies", "name", path, &rq.base, NULL, err);
     if (rc != CT_OK)
         goto done;
-    struct wc_bytes *splits = NULL;
-    size_t nsplits = 0;
-    if ((rc = bt_json_splits(j, &splits, &nsplits, err)) != CT_OK)
-        goto done;
     rc = bt_write_meta(s, d, splits, nsplits, cur->enabled, err);
-    wc_split_keys_free(splits, nsplits);
 done:
     free(gc);
     free(cfs);
     free(mods);
     free(mp);
+    wc_split_keys_free(splits, nsplits);
     wc_table_desc_free(cur);
-    cJSON_Delete(j);
     return rc;
 }
 
@@ -1192,18 +1198,14 @@ static int bt_set_enabled(struct wc_store *sbase, const char *name, bool enabled
 {
     struct bt_store *s = (struct bt_store *)sbase;
     struct wc_table_desc *d;
-    cJSON *j = NULL;
-    int rc = bt_describe(s, name, &d, &j, err);
+    struct wc_bytes *splits;
+    size_t nsplits;
+    int rc = bt_describe(s, name, &d, &splits, &nsplits, err);
     if (rc != CT_OK)
         return rc;
-    struct wc_bytes *splits = NULL;
-    size_t nsplits = 0;
-    rc = bt_json_splits(j, &splits, &nsplits, err);
-    if (rc == CT_OK)
-        rc = bt_write_meta(s, d, splits, nsplits, enabled, err);
+    rc = bt_write_meta(s, d, splits, nsplits, enabled, err);
     wc_split_keys_free(splits, nsplits);
     wc_table_desc_free(d);
-    cJSON_Delete(j);
     return rc;
 }
 
@@ -1219,17 +1221,14 @@ static int bt_table_disable(struct wc_store *s, const char *name, struct ct_err 
 
 static int bt_delete_table(struct bt_store *s, const char *name, struct ct_err *err)
 {
-    char id[128], path[512];
-    int rc = bt_table_id(name, id, sizeof(id), err);
+    char path[512];
+    int rc = bt_table_path_of(s, name, path, sizeof(path), err);
     if (rc != CT_OK)
         return rc;
-    bt_table_path(s, id, path, sizeof(path));
     Btpb__DeleteTableRequest rq;
     btpb__delete_table_request__init(&rq);
     rq.name = path;
-    struct bt_buf resp = {0};
-    rc = bt_admin(s, "DeleteTable", "name", path, &rq.base, &resp, err);
-    bt_buf_free(&resp);
+    rc = bt_admin(s, "DeleteTable", "name", path, &rq.base, NULL, err);
     if (rc == CT_NOTFOUND)
         return ct_err_set(err, CT_NOTFOUND, "Table %s does not exist.", name);
     return rc;
@@ -1239,7 +1238,7 @@ static int bt_table_drop(struct wc_store *sbase, const char *name, struct ct_err
 {
     struct bt_store *s = (struct bt_store *)sbase;
     struct wc_table_desc *d;
-    int rc = bt_describe(s, name, &d, NULL, err);
+    int rc = bt_describe(s, name, &d, NULL, NULL, err);
     if (rc != CT_OK)
         return rc;
     bool enabled = d->enabled;
@@ -1258,27 +1257,23 @@ static int bt_table_truncate(struct wc_store *sbase, const char *name, bool pres
 {
     struct bt_store *s = (struct bt_store *)sbase;
     struct wc_table_desc *d;
-    cJSON *j = NULL;
-    int rc = bt_describe(s, name, &d, &j, err);
-    if (rc != CT_OK)
-        return rc;
     struct wc_bytes *splits = NULL;
     size_t nsplits = 0;
+    int rc = bt_describe(s, name, &d, preserve_splits ? &splits : NULL, &nsplits, err);
+    if (rc != CT_OK)
+        return rc;
     if (preserve_splits) {
         /* Bigtable keeps the table's tablets: drop every row in place */
-        char id[128], path[512];
-        if ((rc = bt_table_id(name, id, sizeof(id), err)) != CT_OK)
+        char path[512];
+        if ((rc = bt_table_path_of(s, name, path, sizeof(path), err)) != CT_OK)
             goto done;
-        bt_table_path(s, id, path, sizeof(path));
         Btpb__DropRowRangeRequest rq;
         btpb__drop_row_range_request__init(&rq);
         rq.name = path;
         rq.target_case = BTPB__DROP_ROW_RANGE_REQUEST__TARGET_DELETE_ALL_DATA_FROM_TABLE;
         rq.delete_all_data_from_table = 1;
-        struct bt_buf resp = {0};
-        rc = bt_admin(s, "DropRowRange", "name", path, &rq.base, &resp, err);
-        bt_buf_free(&resp);
-        if (rc == CT_OK && (rc = bt_json_splits(j, &splits, &nsplits, err)) == CT_OK)
+        rc = bt_admin(s, "DropRowRange", "name", path, &rq.base, NULL, err);
+        if (rc == CT_OK)
             rc = bt_write_meta(s, d, splits, nsplits, true, err);
     } else {
         /* HBase 2.x truncate: recreate the table without its split keys */
@@ -1289,7 +1284,6 @@ static int bt_table_truncate(struct wc_store *sbase, const char *name, bool pres
 done:
     wc_split_keys_free(splits, nsplits);
     wc_table_desc_free(d);
-    cJSON_Delete(j);
     return rc;
 }
 
@@ -1322,17 +1316,12 @@ static int bt_table_regions(struct wc_store *sbase, const char *name, struct wc_
 {
     struct bt_store *s = (struct bt_store *)sbase;
     struct wc_table_desc *d;
-    cJSON *j = NULL;
-    int rc = bt_describe(s, name, &d, &j, err);
+    struct wc_bytes *splits;
+    size_t nsplits;
+    int rc = bt_describe(s, name, &d, &splits, &nsplits, err);
     if (rc != CT_OK)
         return rc;
     wc_table_desc_free(d);
-    struct wc_bytes *splits = NULL;
-    size_t nsplits = 0;
-    rc = bt_json_splits(j, &splits, &nsplits, err);
-    cJSON_Delete(j);
-    if (rc != CT_OK)
-        return rc;
     struct wc_region_info *r = calloc(nsplits + 1, sizeof(*r));
     if (!r) {
         wc_split_keys_free(splits, nsplits);

@@ -645,8 +645,8 @@ static int op_namespace_create(struct wc_store *ws, const char *ns, struct ct_er
     return op_namespace_create_config(ws, ns, NULL, 0, err);
 }
 
-static int op_namespace_get_config(struct wc_store *ws, const char *ns, char ***out,
-                                   size_t *npairs, struct ct_err *err)
+static int op_namespace_get_config(struct wc_store *ws, const char *ns, char ***out, size_t *npairs,
+                                   struct ct_err *err)
 {
     struct estore *s = estore_of(ws);
     pthread_mutex_lock(&s->cat_mu);
@@ -880,10 +880,12 @@ out:
 }
 
 /* Takes a table for an exclusive administrative change: the maintenance lock (no flush or
- * compaction runs), the catalog mutex and the map lock. */
+ * compaction runs), the catalog mutex and the map lock. Refused in a read-only store. */
 static int lock_table_admin(struct estore *s, const char *name, struct etable **out,
                             struct ct_err *err)
 {
+    if (s->opt.read_only)
+        return ct_err_set(err, CT_EINVAL, "the store was opened read-only");
     struct etable *t;
     int rc = get_table(s, name, &t, err);
     if (rc != CT_OK)
@@ -931,8 +933,6 @@ bool etable_file_shared(struct etable *t, struct eregion *except, size_t f, uint
 static int op_table_alter(struct wc_store *ws, const struct wc_table_desc *d, struct ct_err *err)
 {
     struct estore *s = estore_of(ws);
-    if (s->opt.read_only)
-        return ct_err_set(err, CT_EINVAL, "the store was opened read-only");
     struct etable *t;
     int rc = lock_table_admin(s, d->name, &t, err);
     if (rc != CT_OK)
@@ -1175,8 +1175,6 @@ static void drop_regions(struct eregion **regions, size_t n)
 static int op_table_drop(struct wc_store *ws, const char *name, struct ct_err *err)
 {
     struct estore *s = estore_of(ws);
-    if (s->opt.read_only)
-        return ct_err_set(err, CT_EINVAL, "the store was opened read-only");
     struct etable *t;
     int rc = lock_table_admin(s, name, &t, err);
     if (rc != CT_OK)
@@ -1209,8 +1207,6 @@ static int op_table_truncate(struct wc_store *ws, const char *name, bool preserv
                              struct ct_err *err)
 {
     struct estore *s = estore_of(ws);
-    if (s->opt.read_only)
-        return ct_err_set(err, CT_EINVAL, "the store was opened read-only");
     struct etable *t;
     int rc = lock_table_admin(s, name, &t, err);
     if (rc != CT_OK)

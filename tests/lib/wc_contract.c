@@ -183,8 +183,17 @@ static void fmt_row(char *out, size_t size, const struct wc_row *r)
 
 static char g_out[8192];
 
-/* Scans with o; returns the formatted rows (a static buffer). */
-static const char *scan_str(struct cctx *c, const struct wc_scan_options *o)
+/* Appends r's key to out, after a comma unless out is empty. */
+static void fmt_key(char *out, size_t size, const struct wc_row *r)
+{
+    if (*out)
+        strncat(out, ",", size - strlen(out) - 1);
+    append_bytes(out, size, r->key);
+}
+
+/* Scans with o, rendering each row into g_out with fmt; returns g_out. */
+static const char *scan_render(struct cctx *c, const struct wc_scan_options *o,
+                               void (*fmt)(char *out, size_t size, const struct wc_row *r))
 {
     struct wc_scanner *sc;
     struct ct_err err;
@@ -194,32 +203,23 @@ static const char *scan_str(struct cctx *c, const struct wc_scan_options *o)
         fail_msg("scanner open: %s", err.msg);
     struct wc_row r;
     while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK)
-        fmt_row(g_out, sizeof(g_out), &r);
+        fmt(g_out, sizeof(g_out), &r);
     wc_scanner_close(sc);
     if (rc != CT_NOTFOUND)
         fail_msg("scanner next: %s", err.msg);
     return g_out;
 }
 
+/* Scans with o; returns the formatted rows (a static buffer). */
+static const char *scan_str(struct cctx *c, const struct wc_scan_options *o)
+{
+    return scan_render(c, o, fmt_row);
+}
+
 /* Row keys only: "a,b,c". */
 static const char *scan_keys(struct cctx *c, const struct wc_scan_options *o)
 {
-    struct wc_scanner *sc;
-    struct ct_err err;
-    g_out[0] = 0;
-    int rc = wc_scanner_open(c->t, o, &sc, &err);
-    if (rc != CT_OK)
-        fail_msg("scanner open: %s", err.msg);
-    struct wc_row r;
-    while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK) {
-        if (*g_out)
-            strncat(g_out, ",", sizeof(g_out) - strlen(g_out) - 1);
-        append_bytes(g_out, sizeof(g_out), r.key);
-    }
-    wc_scanner_close(sc);
-    if (rc != CT_NOTFOUND)
-        fail_msg("scanner next: %s", err.msg);
-    return g_out;
+    return scan_render(c, o, fmt_key);
 }
 
 static const char *get_str(struct cctx *c, const char *row, const struct wc_scan_options *o)

@@ -77,6 +77,25 @@ static void drop_table(struct wc_store *s, const char *name)
     OK(wc_table_drop(s, name, &err));
 }
 
+/* make_table, then opens the new table. */
+static struct wc_table *new_table(struct wc_store *s, const char *name, struct wc_family_desc *fams,
+                                  size_t n, const struct wc_bytes *splits, size_t nsplits)
+{
+    make_table(s, name, fams, n, splits, nsplits);
+    struct ct_err err = {0};
+    struct wc_table *t;
+    OK(wc_table_open(s, name, &t, &err));
+    return t;
+}
+
+/* The end of a test: closes t, drops its table `name`, closes the store. */
+static void end_test(struct wc_store *s, struct wc_table *t, const char *name)
+{
+    wc_table_close(t);
+    drop_table(s, name);
+    wc_close(s);
+}
+
 static void put(struct wc_table *t, const char *row, const char *fam, const char *q, const char *v,
                 int64_t ts)
 {
@@ -246,9 +265,7 @@ static void test_scans_forward_reversed_prefix_limit_and_columns(void **state)
     struct wc_family_desc f[2];
     wc_family_desc_init(&f[0], "f");
     wc_family_desc_init(&f[1], "g");
-    make_table(s, "scan1", f, 2, NULL, 0);
-    struct wc_table *t;
-    OK(wc_table_open(s, "scan1", &t, &err));
+    struct wc_table *t = new_table(s, "scan1", f, 2, NULL, 0);
     const char *rows[] = {"a1", "a2", "b1", "b2", "c1"};
     for (int i = 0; i < 5; i++) {
         put(t, rows[i], "f", "q", rows[i], 1000);
@@ -290,9 +307,7 @@ static void test_scans_forward_reversed_prefix_limit_and_columns(void **state)
     struct wc_row_mutation rm = {wc_bytes_str("r"), &m, 1};
     assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
     assert_non_null(strstr(err.msg, "Unknown column family"));
-    wc_table_close(t);
-    drop_table(s, "scan1");
-    wc_close(s);
+    end_test(s, t, "scan1");
 }
 
 static void test_versions_ttl_and_min_versions_apply_at_read(void **state)
@@ -300,7 +315,6 @@ static void test_versions_ttl_and_min_versions_apply_at_read(void **state)
     (void)state;
     SKIP_WITHOUT_EMULATOR();
     struct wc_store *s = open_store();
-    struct ct_err err = {0};
     struct wc_family_desc f[2];
     wc_family_desc_init(&f[0], "v");
     f[0].versions = 2;
@@ -309,9 +323,7 @@ static void test_versions_ttl_and_min_versions_apply_at_read(void **state)
     f[1].versions = 3;
     f[1].ttl_s = 100;
     f[1].min_versions = 1;
-    make_table(s, "ttl1", f, 2, NULL, 0);
-    struct wc_table *t;
-    OK(wc_table_open(s, "ttl1", &t, &err));
+    struct wc_table *t = new_table(s, "ttl1", f, 2, NULL, 0);
     setenv("CTSDB_NOW_MS", "1000000", 1);
     clock_reload();
     for (int64_t ts = 1000; ts <= 4000; ts += 1000) {
@@ -335,9 +347,7 @@ static void test_versions_ttl_and_min_versions_apply_at_read(void **state)
     assert_string_equal(out, "r/v:q@802000=x r/v:q@801000=x");
     unsetenv("CTSDB_NOW_MS");
     clock_reload();
-    wc_table_close(t);
-    drop_table(s, "ttl1");
-    wc_close(s);
+    end_test(s, t, "ttl1");
 }
 
 static void test_deletes_increment_and_check_and_mutate(void **state)
@@ -349,9 +359,7 @@ static void test_deletes_increment_and_check_and_mutate(void **state)
     struct wc_family_desc f;
     wc_family_desc_init(&f, "f");
     f.versions = 5;
-    make_table(s, "ops1", &f, 1, NULL, 0);
-    struct wc_table *t;
-    OK(wc_table_open(s, "ops1", &t, &err));
+    struct wc_table *t = new_table(s, "ops1", &f, 1, NULL, 0);
     put(t, "r", "f", "a", "1", 1000);
     put(t, "r", "f", "a", "2", 2000);
     put(t, "r", "f", "a", "3", 3000);
@@ -414,9 +422,7 @@ static void test_deletes_increment_and_check_and_mutate(void **state)
     OK(wc_check_and_mutate(t, prm.row, pm.family, pm.qualifier, &want, &prm,
                            WC_DURABILITY_USE_DEFAULT, &applied, &err));
     assert_true(applied);
-    wc_table_close(t);
-    drop_table(s, "ops1");
-    wc_close(s);
+    end_test(s, t, "ops1");
 }
 
 static void test_large_batch_and_client_side_limits(void **state)
@@ -428,9 +434,7 @@ static void test_large_batch_and_client_side_limits(void **state)
     struct wc_family_desc f;
     wc_family_desc_init(&f, "f");
     struct wc_bytes splits[1] = {wc_bytes_str("r05000")};
-    make_table(s, "batch1", &f, 1, splits, 1);
-    struct wc_table *t;
-    OK(wc_table_open(s, "batch1", &t, &err));
+    struct wc_table *t = new_table(s, "batch1", &f, 1, splits, 1);
     enum {
         NROWS = 10000,
         NCELLS = 12
@@ -501,9 +505,7 @@ static void test_large_batch_and_client_side_limits(void **state)
     free(keys);
     free(muts);
     free(rows);
-    wc_table_close(t);
-    drop_table(s, "batch1");
-    wc_close(s);
+    end_test(s, t, "batch1");
 }
 
 /* Timestamps are stored as microseconds in 64 bits: the largest millisecond timestamp that fits
@@ -518,9 +520,7 @@ static void test_timestamp_and_cell_size_edges(void **state)
     struct wc_family_desc f;
     wc_family_desc_init(&f, "f");
     f.versions = 3;
-    make_table(s, "edges1", &f, 1, NULL, 0);
-    struct wc_table *t;
-    OK(wc_table_open(s, "edges1", &t, &err));
+    struct wc_table *t = new_table(s, "edges1", &f, 1, NULL, 0);
     const int64_t max_ms = INT64_MAX / 1000;
     put(t, "r", "f", "q", "top", max_ms);
     put(t, "r", "f", "q", "below", max_ms - 1);
@@ -554,9 +554,7 @@ static void test_timestamp_and_cell_size_edges(void **state)
     rm.mutations = &m;
     assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
     free(big);
-    wc_table_close(t);
-    drop_table(s, "edges1");
-    wc_close(s);
+    end_test(s, t, "edges1");
 }
 
 /* KEEP_DELETED_CELLS needs delete markers: refused at create and alter, nothing changed. */
@@ -704,9 +702,7 @@ static void test_concurrent_delete_latest_removes_one_version_each(void **state)
     struct wc_family_desc f;
     wc_family_desc_init(&f, "f");
     f.versions = 1000;
-    make_table(s, "dlatest", &f, 1, NULL, 0);
-    struct wc_table *t;
-    OK(wc_table_open(s, "dlatest", &t, &err));
+    struct wc_table *t = new_table(s, "dlatest", &f, 1, NULL, 0);
     enum {
         NT = 4,
         EACH = 30,
@@ -749,9 +745,7 @@ static void test_concurrent_delete_latest_removes_one_version_each(void **state)
         pos += (size_t)snprintf(want + pos, sizeof(want) - pos, "%d,", v);
     if (strncmp(out, want, pos) != 0)
         fail_msg("the oldest versions went: %s", out);
-    wc_table_close(t);
-    drop_table(s, "dlatest");
-    wc_close(s);
+    end_test(s, t, "dlatest");
 }
 
 /* A writer puts {a@T = i, n<i>@T = i} in one row mutation, while another thread repeats a
@@ -862,14 +856,11 @@ static void test_family_deletes_are_atomic_against_a_concurrent_writer(void **st
     (void)state;
     SKIP_WITHOUT_EMULATOR();
     struct wc_store *s = open_store();
-    struct ct_err err = {0};
     struct wc_family_desc f[2];
     wc_family_desc_init(&f[0], "f");
     f[0].versions = 5;
     wc_family_desc_init(&f[1], "g");
-    make_table(s, "dpair", f, 2, NULL, 0);
-    struct wc_table *t;
-    OK(wc_table_open(s, "dpair", &t, &err));
+    struct wc_table *t = new_table(s, "dpair", f, 2, NULL, 0);
     int done = 0;
     /* DeleteFamilyVersion at exactly the writer's timestamp */
     run_pair_race(t, WC_OP_DELETE_FAMILY_VERSION, 5000, 5000, false, &done);
@@ -888,9 +879,7 @@ static void test_family_deletes_are_atomic_against_a_concurrent_writer(void **st
     o.tmin_ms = 9000;
     scan_text(t, &o, out, sizeof(out));
     assert_string_equal(out, "r/f:future@9000=stays");
-    wc_table_close(t);
-    drop_table(s, "dpair");
-    wc_close(s);
+    end_test(s, t, "dpair");
 }
 
 /* A DeleteFamilyVersion over more columns than one request's predicate may name is sent in
@@ -905,9 +894,7 @@ static void test_family_version_delete_over_thousands_of_columns(void **state)
     wc_family_desc_init(&f[0], "f");
     f[0].versions = 5;
     wc_family_desc_init(&f[1], "g");
-    make_table(s, "dwide", f, 2, NULL, 0);
-    struct wc_table *t;
-    OK(wc_table_open(s, "dwide", &t, &err));
+    struct wc_table *t = new_table(s, "dwide", f, 2, NULL, 0);
     enum {
         NC = 2500
     };
@@ -947,9 +934,7 @@ static void test_family_version_delete_over_thousands_of_columns(void **state)
     assert_int_equal(at5, 0);
     assert_int_equal(at6, NC);
     assert_int_equal(other, 1);
-    wc_table_close(t);
-    drop_table(s, "dwide");
-    wc_close(s);
+    end_test(s, t, "dwide");
 }
 
 struct worker {
@@ -996,9 +981,7 @@ static void test_threads_share_one_store_and_handle(void **state)
     struct ct_err err = {0};
     struct wc_family_desc f;
     wc_family_desc_init(&f, "f");
-    make_table(s, "threads1", &f, 1, NULL, 0);
-    struct wc_table *t;
-    OK(wc_table_open(s, "threads1", &t, &err));
+    struct wc_table *t = new_table(s, "threads1", &f, 1, NULL, 0);
     enum {
         NT = 4
     };
@@ -1027,9 +1010,7 @@ static void test_threads_share_one_store_and_handle(void **state)
         rows++;
     wc_scanner_close(sc);
     assert_int_equal(rows, NT * 100);
-    wc_table_close(t);
-    drop_table(s, "threads1");
-    wc_close(s);
+    end_test(s, t, "threads1");
 }
 
 /* ---- a loopback proxy that cuts its first connection once armed ---------------------------- */
@@ -1155,9 +1136,7 @@ static void test_scan_and_batch_survive_connection_drops(void **state)
     struct ct_err err = {0};
     struct wc_family_desc f;
     wc_family_desc_init(&f, "f");
-    make_table(s, "retry1", &f, 1, NULL, 0);
-    struct wc_table *t;
-    OK(wc_table_open(s, "retry1", &t, &err));
+    struct wc_table *t = new_table(s, "retry1", &f, 1, NULL, 0);
     enum {
         NROWS = 3000
     };
@@ -1219,9 +1198,7 @@ static void test_scan_and_batch_survive_connection_drops(void **state)
     free(muts);
     free(rows);
     free(keys);
-    wc_table_close(t);
-    drop_table(s, "retry1");
-    wc_close(s);
+    end_test(s, t, "retry1");
     atomic_store(&p.stop, 1);
     pthread_join(p.thread, NULL);
     close(p.listen_fd);
