@@ -34,6 +34,9 @@ CT_MUST_CHECK int memstore_add(struct memstore *m, const struct cell *c, struct 
 
 size_t memstore_bytes(const struct memstore *m); /* bytes of inserted cells and nodes */
 uint64_t memstore_count(const struct memstore *m);
+/* Checks the skiplist itself (for tests): every level's links in strictly increasing order.
+ * Readers only need level 0 to be right; the levels above decide how fast searches are. */
+bool memstore_links_ordered(const struct memstore *m);
 uint64_t memstore_min_seq(const struct memstore *m); /* UINT64_MAX when empty */
 uint64_t memstore_max_seq(const struct memstore *m); /* 0 when empty */
 

@@ -419,8 +419,8 @@ static int mutate_batch_locked(struct wc_table *wt, const struct wc_row_mutation
         }
     }
     if (ncells)
-        rc = apply_batch(s, t, rows, n, cells, row_cells, ncells, durability_of(t, d), blocked,
-                         err);
+        rc =
+            apply_batch(s, t, rows, n, cells, row_cells, ncells, durability_of(t, d), blocked, err);
 out:
     pthread_rwlock_unlock(&t->map_lock);
     if (cells != stack_cells)

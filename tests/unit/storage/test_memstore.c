@@ -207,7 +207,9 @@ static void test_memstore_sequential_and_mixed_inserts_keep_order(void **state)
     struct ct_err err;
     struct memstore *m;
     assert_int_equal(memstore_new(&m, 4096, &err), CT_OK);
-    enum { N = 3000 };
+    enum {
+        N = 3000
+    };
     static char rows[N][40];
     uint64_t seq = 1;
     /* even keys ascending (appends), every 7th followed by a newer version of itself, then the
@@ -234,6 +236,7 @@ static void test_memstore_sequential_and_mixed_inserts_keep_order(void **state)
     }
     size_t want = N + (N / 2 + 6) / 7 + N / 2;
     assert_int_equal(memstore_count(m), want);
+    assert_true(memstore_links_ordered(m));
     struct memstore_iter it;
     memstore_iter_init(&it, m);
     size_t n = 0;
@@ -267,6 +270,70 @@ static void test_memstore_sequential_and_mixed_inserts_keep_order(void **state)
     memstore_unref(m);
 }
 
+/* The time-series pattern: rounds over the same rows in ascending order, each round adding one
+ * column after the row's earlier ones (every insert lands just after the previous insert's row,
+ * found from the writer's finger), with random inserts between rounds (searched from the head,
+ * moving the finger backwards). The order, the count and a seek to every cell stay exact. */
+static void test_memstore_rounds_of_sorted_inserts_keep_order(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct memstore *m;
+    assert_int_equal(memstore_new(&m, 4096, &err), CT_OK);
+    enum {
+        ROWS = 400,
+        ROUNDS = 24,
+        RANDOM = 50
+    };
+    static char rows[ROWS][48], quals[ROUNDS + 1][16];
+    for (int i = 0; i < ROWS; i++)
+        snprintf(rows[i], sizeof rows[i], "salt%02d-metric-hour-host%06d", i * 7 / ROWS, i * 13);
+    for (int k = 0; k <= ROUNDS; k++)
+        snprintf(quals[k], sizeof quals[k], "q%03d", k);
+    uint64_t seq = 1;
+    unsigned r = 12345;
+    size_t want = 0;
+    for (int k = 0; k < ROUNDS; k++) {
+        for (int i = 0; i < ROWS; i++) { /* rows[] is in key order */
+            struct cell c = mk(rows[i], quals[k], 100, WC_TYPE_PUT, seq++, "v");
+            assert_int_equal(memstore_add(m, &c, &err), CT_OK);
+            want++;
+        }
+        for (int j = 0; j < RANDOM; j++) { /* a newer version somewhere */
+            r = r * 1103515245u + 12345u;
+            struct cell c =
+                mk(rows[(r >> 8) % ROWS], quals[k], 100 + k + 1, WC_TYPE_PUT, seq++, "n");
+            assert_int_equal(memstore_add(m, &c, &err), CT_OK);
+            want++;
+        }
+    }
+    assert_int_equal(memstore_count(m), want);
+    assert_true(memstore_links_ordered(m)); /* every level, not only the one readers walk */
+    struct memstore_iter it;
+    memstore_iter_init(&it, m);
+    size_t n = 0;
+    const struct cell *prev = NULL;
+    for (memstore_iter_seek_first(&it); memstore_iter_valid(&it); memstore_iter_next(&it), n++) {
+        const struct cell *c = memstore_iter_cell(&it);
+        if (prev)
+            assert_true(cell_compare(prev, c) < 0);
+        prev = c;
+    }
+    assert_int_equal(n, want);
+    for (int i = 0; i < ROWS; i++) {
+        for (int k = 0; k < ROUNDS; k++) {
+            struct cell t = mk(rows[i], quals[k], 100, WC_TYPE_PUT, 0, "");
+            memstore_iter_seek_for_prev(&it, &t); /* the oldest version: ts 100 */
+            assert_true(memstore_iter_valid(&it));
+            const struct cell *c = memstore_iter_cell(&it);
+            assert_int_equal(c->ts_ms, 100);
+            assert_memory_equal(c->row, rows[i], strlen(rows[i]));
+            assert_memory_equal(c->qual, quals[k], strlen(quals[k]));
+        }
+    }
+    memstore_unref(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_memstore_readers_run_while_a_writer_inserts),
         cmocka_unit_test(test_memstore_row_bloom_has_no_false_negatives),
         cmocka_unit_test(test_memstore_sequential_and_mixed_inserts_keep_order),
+        cmocka_unit_test(test_memstore_rounds_of_sorted_inserts_keep_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
