@@ -1521,6 +1521,15 @@ struct dpcodec_block {
     size_t bytes;     /* encoded size including the header */
 };
 
+/* Bits of cnt values u Rice-coded with parameter k (no u >> k above 2^20, so no overflow). */
+static uint64_t dpcodec_rice_bits(const uint64_t *u, size_t cnt, unsigned k)
+{
+    uint64_t bits = cnt * (uint64_t)(k + 1);
+    for (size_t j = 0; j < cnt; j++)
+        bits += u[j] >> k;
+    return bits;
+}
+
 /* The k-th smallest of a[0..n) (k < n), a reordered: Hoare quickselect with a median-of-three
  * pivot (the value sorting would put at a[k], without sorting). */
 static int64_t dpcodec_select(int64_t *a, size_t n, size_t k)
@@ -1584,36 +1593,57 @@ static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_bl
     int64_t sorted[DPCODEC_BLOCK];
     memcpy(sorted, r, cnt * sizeof(*r));
     int64_t med = dpcodec_select(sorted, cnt, cnt / 2);
-    /* Rice parameter k costs cnt (k + 1) + S(k) bits, S(k) = sum of u_j >> k, for every k
-     * where no u_j >> k exceeds 2^20 (a unary run that long is never the cheapest). With c_i
-     * the number of u_j having bit i set, S(k) = sum over i >= k of c_i 2^(i - k), so
-     * S(k) = 2 S(k + 1) + c_k: 64 sums from one pass over the bits that are set. */
-    uint32_t setbits[64] = {0};
-    uint64_t umax = 0;
+    /* Rice parameter k costs bits(k) = cnt (k + 1) + sum of (u_j >> k) bits, for every k where
+     * no u_j >> k exceeds 2^20 (a unary run that long is never the cheapest); the writer takes
+     * the first k of fewest bytes when that beats the form above. bits(k) is convex in k (its
+     * step bits(k + 1) - bits(k) = cnt - sum of ceil((u_j >> k) / 2) never decreases), so the
+     * first k of fewest bits is found by walking from a guess near log2(mean u), and the first
+     * k of fewest bytes lies at or just below it. */
+    uint64_t u[DPCODEC_BLOCK], umax = 0, usum = 0;
     for (size_t j = 0; j < cnt; j++) {
-        uint64_t u = coding_zigzag(dpcodec_sub(r[j], med));
-        if (u > umax)
-            umax = u;
-        for (; u; u &= u - 1)
-            setbits[__builtin_ctzll(u)]++;
+        u[j] = coding_zigzag(dpcodec_sub(r[j], med));
+        if (u[j] > umax)
+            umax = u[j];
+        usum += u[j] >> 8; /* a guess only: no overflow for any u */
     }
     unsigned kmin = 0;
     while ((umax >> kmin) > (1u << 20))
         kmin++;
-    uint64_t sum[65];
-    sum[64] = 0;
-    for (unsigned k = 64; k-- > kmin;)
-        sum[k] = 2 * sum[k + 1] + setbits[k];
-    for (unsigned k = kmin; k < 64; k++) {
-        uint64_t bits = cnt * (k + 1) + sum[k];
-        size_t bytes = 2 + dpcodec_varint_len(coding_zigzag(med)) + (size_t)((bits + 7) / 8);
-        if (bytes < b->bytes) {
-            b->rice = true;
-            b->radix = false;
-            b->base = med;
-            b->width = k;
-            b->bytes = bytes;
+    uint64_t mean = (usum / cnt) << 8;
+    unsigned k = mean ? 63u - (unsigned)__builtin_clzll(mean) : 0;
+    k = k < kmin ? kmin : k;
+    uint64_t bk = dpcodec_rice_bits(u, cnt, k);
+    if (k < 63) {
+        uint64_t up = dpcodec_rice_bits(u, cnt, k + 1);
+        if (up < bk) {
+            k++;
+            bk = up;
+            while (k < 63 && (up = dpcodec_rice_bits(u, cnt, k + 1)) < bk) {
+                k++;
+                bk = up;
+            }
+            goto found;
         }
+    }
+    while (k > kmin) {
+        uint64_t down = dpcodec_rice_bits(u, cnt, k - 1);
+        if (down > bk)
+            break;
+        k--;
+        bk = down;
+    }
+found:;
+    size_t hdr = 2 + dpcodec_varint_len(coding_zigzag(med));
+    size_t bytes = hdr + (size_t)((bk + 7) / 8);
+    /* bits fall strictly towards k: earlier k of the same byte count come first */
+    while (k > kmin && hdr + (size_t)((dpcodec_rice_bits(u, cnt, k - 1) + 7) / 8) == bytes)
+        k--;
+    if (bytes < b->bytes) {
+        b->rice = true;
+        b->radix = false;
+        b->base = med;
+        b->width = k;
+        b->bytes = bytes;
     }
 }
 
