@@ -14,6 +14,7 @@
 #include "schema/dpcodec.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -1880,21 +1881,82 @@ static size_t dpcodec_payload(const struct dpcodec_plan *pl, bool varint_blocks,
     return o;
 }
 
-/* Raw DEFLATE of in into out (cap); 0 if it fails or does not fit. */
-static size_t dpcodec_deflate(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
+/* Per-thread encoder state, kept between rows (flush threads compact row after row): one raw
+ * deflate stream, reset between payloads instead of set up and torn down twice per row, and
+ * one scratch buffer that grows to the largest row up to DPCODEC_SCRATCH_MAX bytes (a larger
+ * row takes a temporary buffer). Freed by the thread-exit destructor of a pthread key. */
+#define DPCODEC_SCRATCH_MAX (4u << 20)
+struct dpcodec_enc {
+    z_stream zs;
+    bool zok;
+    uint8_t *buf;
+    size_t cap;
+};
+static pthread_key_t dpcodec_enc_key;
+static pthread_once_t dpcodec_enc_once = PTHREAD_ONCE_INIT;
+static bool dpcodec_enc_keyed;
+
+static void dpcodec_enc_free(void *arg)
+{
+    struct dpcodec_enc *e = arg;
+    if (e->zok)
+        deflateEnd(&e->zs);
+    free(e->buf);
+    free(e);
+}
+
+static void dpcodec_enc_init_key(void)
+{
+    dpcodec_enc_keyed = pthread_key_create(&dpcodec_enc_key, dpcodec_enc_free) == 0;
+}
+
+/* This thread's encoder state, or NULL (then every row sets up its own). */
+static struct dpcodec_enc *dpcodec_enc_get(void)
+{
+    pthread_once(&dpcodec_enc_once, dpcodec_enc_init_key);
+    if (!dpcodec_enc_keyed)
+        return NULL;
+    struct dpcodec_enc *e = pthread_getspecific(dpcodec_enc_key);
+    if (e)
+        return e;
+    e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    if (pthread_setspecific(dpcodec_enc_key, e) != 0) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* Raw DEFLATE (level 6, window 15, memLevel 8: the parameters are part of the output bytes) of
+ * in into out (cap); 0 if it fails or does not fit. Uses e's stream when e is non-NULL. */
+static size_t dpcodec_deflate(struct dpcodec_enc *e, const uint8_t *in, size_t n, uint8_t *out,
+                              size_t cap)
 {
     if (n <= 32)
         return 0;
-    z_stream zs;
-    memset(&zs, 0, sizeof(zs));
-    if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        return 0;
-    zs.next_in = (Bytef *)(uintptr_t)in;
-    zs.avail_in = (uInt)n;
-    zs.next_out = out;
-    zs.avail_out = (uInt)cap;
-    size_t got = deflate(&zs, Z_FINISH) == Z_STREAM_END ? cap - zs.avail_out : 0;
-    deflateEnd(&zs);
+    z_stream tmp, *zs = &tmp;
+    if (e && e->zok) {
+        zs = &e->zs;
+        if (deflateReset(zs) != Z_OK)
+            return 0;
+    } else {
+        if (e)
+            zs = &e->zs;
+        memset(zs, 0, sizeof(*zs));
+        if (deflateInit2(zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+            return 0;
+        if (e)
+            e->zok = true;
+    }
+    zs->next_in = (Bytef *)(uintptr_t)in;
+    zs->avail_in = (uInt)n;
+    zs->next_out = out;
+    zs->avail_out = (uInt)cap;
+    size_t got = deflate(zs, Z_FINISH) == Z_STREAM_END ? cap - zs->avail_out : 0;
+    if (zs == &tmp)
+        deflateEnd(&tmp);
     return got;
 }
 
@@ -1921,16 +1983,30 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
         else
             all_int = false;
     }
-    size_t rawcap = dpcodec_compressed_bound(n);
-    uint8_t *raw = malloc(rawcap);
-    int64_t *xs = malloc(n * sizeof(int64_t));
-    int64_t *res = malloc(n * sizeof(int64_t));
-    int64_t *ts = calloc(n, sizeof(int64_t));
-    uint8_t *z = NULL;
-    if (!raw || !xs || !res || !ts) {
-        rc = ct_err_set(err, CT_ENOMEM, "out of memory compressing %zu points", n);
-        goto done;
+    /* scratch: xs, res, ts (n each), then the two raw payloads and the two deflated ones */
+    size_t rawcap = dpcodec_compressed_bound(n), zcap = rawcap + 64;
+    size_t need = 3 * n * sizeof(int64_t) + 2 * rawcap + 2 * zcap;
+    struct dpcodec_enc *enc = dpcodec_enc_get();
+    uint8_t *mem = NULL, *own = NULL;
+    if (enc && need <= DPCODEC_SCRATCH_MAX) {
+        if (enc->cap < need) {
+            uint8_t *nb = malloc(need);
+            if (nb) {
+                free(enc->buf);
+                enc->buf = nb;
+                enc->cap = need;
+            }
+        }
+        if (enc->cap >= need)
+            mem = enc->buf;
     }
+    if (!mem)
+        mem = own = malloc(need);
+    if (!mem)
+        return ct_err_set(err, CT_ENOMEM, "out of memory compressing %zu points", n);
+    int64_t *xs = (int64_t *)mem, *res = xs + n, *ts = res + n;
+    uint8_t *raw = (uint8_t *)(ts + n), *rawb = raw + rawcap, *z1 = rawb + rawcap, *z2 = z1 + zcap;
+    memset(ts, 0, n * sizeof(*ts));
     if (!no_int)
         rule = false;
     /* choose the value encoding (invariant 3: decimal only when exact) */
@@ -1987,28 +2063,20 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     size_t zlen = 0, best = o;
     const uint8_t *payload = raw;
     bool deflated = false;
-    z = malloc(2 * (rawcap + 64));
-    if (z) {
-        uint8_t *z1 = z, *z2 = z + rawcap + 64, *rawb = NULL;
-        zlen = dpcodec_deflate(raw, o, z1, rawcap + 64);
-        if (zlen && zlen + dpcodec_varint_len(o) < best) {
-            best = zlen + dpcodec_varint_len(o);
-            payload = z1;
-            deflated = true;
-        }
-        rawb = malloc(rawcap);
-        if (rawb) {
-            size_t ob = dpcodec_payload(&plan, true, rawb);
-            size_t zb = dpcodec_deflate(rawb, ob, z2, rawcap + 64);
-            if (zb && zb + dpcodec_varint_len(ob) < best) {
-                best = zb + dpcodec_varint_len(ob);
-                payload = z2;
-                deflated = true;
-                zlen = zb;
-                o = ob;
-            }
-            free(rawb);
-        }
+    zlen = dpcodec_deflate(enc, raw, o, z1, zcap);
+    if (zlen && zlen + dpcodec_varint_len(o) < best) {
+        best = zlen + dpcodec_varint_len(o);
+        payload = z1;
+        deflated = true;
+    }
+    size_t ob = dpcodec_payload(&plan, true, rawb);
+    size_t zb = dpcodec_deflate(enc, rawb, ob, z2, zcap);
+    if (zb && zb + dpcodec_varint_len(ob) < best) {
+        best = zb + dpcodec_varint_len(ob);
+        payload = z2;
+        deflated = true;
+        zlen = zb;
+        o = ob;
     }
     size_t h = 0;
     v[h++] = DPCODEC_CVERSION;
@@ -2026,14 +2094,8 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     }
     v[flags_at] = flags;
     *vlen = h;
-    rc = CT_OK;
-done:
-    free(raw);
-    free(xs);
-    free(res);
-    free(ts);
-    free(z);
-    return rc;
+    free(own);
+    return CT_OK;
 }
 
 /* ---- compaction --------------------------------------------------------------------------- */
