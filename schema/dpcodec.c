@@ -325,16 +325,29 @@ struct dpcodec_bitw {
     size_t bits;
 };
 
+/* Appends the low n bits of v (n <= 64), MSB first; a byte is zeroed when first written, so
+ * the padding bits of the last byte are 0. Whole bytes at a time, not one bit at a time. */
 static void dpcodec_bitw_put(struct dpcodec_bitw *w, uint64_t v, unsigned n)
 {
-    for (unsigned i = n; i-- > 0;) {
+    while (n > 0) {
         size_t byte = w->bits >> 3;
-        if ((w->bits & 7) == 0)
+        unsigned off = (unsigned)(w->bits & 7), take = 8 - off < n ? 8 - off : n;
+        if (off == 0)
             w->p[byte] = 0;
-        if ((v >> i) & 1)
-            w->p[byte] |= (uint8_t)(0x80u >> (w->bits & 7));
-        w->bits++;
+        unsigned chunk = (unsigned)(v >> (n - take)) & ((1u << take) - 1);
+        w->p[byte] |= (uint8_t)(chunk << (8 - off - take));
+        w->bits += take;
+        n -= take;
     }
+}
+
+/* Appends q one-bits. */
+static void dpcodec_bitw_ones(struct dpcodec_bitw *w, uint64_t q)
+{
+    for (; q >= 56; q -= 56)
+        dpcodec_bitw_put(w, (1ull << 56) - 1, 56);
+    if (q)
+        dpcodec_bitw_put(w, (1ull << q) - 1, (unsigned)q);
 }
 
 /* MSB-first bit reader over nbits bits (a whole number of bytes) at p. Reads take whole
@@ -512,6 +525,19 @@ static size_t dpcodec_radix_bits(uint64_t r, size_t cnt)
     if (!p.n)
         return 0;
     return 64 * (p.n - 1) + (64 - (size_t)__builtin_clzll(p.l[p.n - 1]));
+}
+
+/* dpcodec_radix_bits() for the encoder: bitlen(r^cnt - 1) is floor(cnt log2 r) + 1 when r is no
+ * power of two (r^cnt is then no power of two either); the logarithm decides unless cnt log2 r
+ * lies within 1e-6 of an integer (its error is below 1e-12), else the exact bignum does. */
+static size_t dpcodec_radix_bits_fast(uint64_t r, size_t cnt)
+{
+    if (cnt == 0 || (r & (r - 1)) == 0)
+        return dpcodec_radix_bits(r, cnt);
+    long double l = (long double)cnt * log2l((long double)r), f = floorl(l);
+    if (l - f > 1e-6L && f + 1 - l > 1e-6L)
+        return (size_t)f + 1;
+    return dpcodec_radix_bits(r, cnt);
 }
 
 /* dpcodec_radix_bits() through a small per-thread memo: a stream's blocks repeat the same few
@@ -1495,10 +1521,35 @@ struct dpcodec_block {
     size_t bytes;     /* encoded size including the header */
 };
 
-static int dpcodec_i64_cmp(const void *a, const void *b)
+/* The k-th smallest of a[0..n) (k < n), a reordered: Hoare quickselect with a median-of-three
+ * pivot (the value sorting would put at a[k], without sorting). */
+static int64_t dpcodec_select(int64_t *a, size_t n, size_t k)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
+    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
+    while (lo < hi) {
+        int64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi];
+        int64_t pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        ptrdiff_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < pivot)
+                i++;
+            while (a[j] > pivot)
+                j--;
+            if (i <= j) {
+                int64_t t = a[i];
+                a[i++] = a[j];
+                a[j--] = t;
+            }
+        }
+        /* a[lo..j] <= pivot <= a[i..hi], and a[j+1..i-1] == pivot */
+        if (kk <= j)
+            hi = j;
+        else if (kk >= i)
+            lo = i;
+        else
+            return a[kk];
+    }
+    return a[kk];
 }
 
 static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_block *b)
@@ -1521,7 +1572,7 @@ static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_bl
     if (w >= 2 && range < (1ull << 62) && ((range + 1) & range) != 0) {
         uint64_t rr = range + 1;
         size_t bytes = 1 + dpcodec_varint_len(coding_zigzag(mn)) + dpcodec_varint_len(rr) +
-                       (dpcodec_radix_bits(rr, cnt) + 7) / 8;
+                       (dpcodec_radix_bits_fast(rr, cnt) + 7) / 8;
         if (bytes < b->bytes) {
             b->radix = true;
             b->radix_r = rr;
@@ -1532,22 +1583,29 @@ static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_bl
         return; /* nothing to gain on narrow blocks */
     int64_t sorted[DPCODEC_BLOCK];
     memcpy(sorted, r, cnt * sizeof(*r));
-    qsort(sorted, cnt, sizeof(*sorted), dpcodec_i64_cmp);
-    int64_t med = sorted[cnt / 2];
-    uint64_t u[DPCODEC_BLOCK];
-    for (size_t j = 0; j < cnt; j++)
-        u[j] = coding_zigzag(dpcodec_sub(r[j], med));
-    for (unsigned k = 0; k < 64; k++) {
-        uint64_t bits = cnt * (k + 1);
-        bool ok = true;
-        for (size_t j = 0; j < cnt && ok; j++) {
-            uint64_t q = u[j] >> k;
-            if (q > (1u << 20))
-                ok = false; /* a unary run that long is never the cheapest */
-            bits += q;
-        }
-        if (!ok)
-            continue;
+    int64_t med = dpcodec_select(sorted, cnt, cnt / 2);
+    /* Rice parameter k costs cnt (k + 1) + S(k) bits, S(k) = sum of u_j >> k, for every k
+     * where no u_j >> k exceeds 2^20 (a unary run that long is never the cheapest). With c_i
+     * the number of u_j having bit i set, S(k) = sum over i >= k of c_i 2^(i - k), so
+     * S(k) = 2 S(k + 1) + c_k: 64 sums from one pass over the bits that are set. */
+    uint32_t setbits[64] = {0};
+    uint64_t umax = 0;
+    for (size_t j = 0; j < cnt; j++) {
+        uint64_t u = coding_zigzag(dpcodec_sub(r[j], med));
+        if (u > umax)
+            umax = u;
+        for (; u; u &= u - 1)
+            setbits[__builtin_ctzll(u)]++;
+    }
+    unsigned kmin = 0;
+    while ((umax >> kmin) > (1u << 20))
+        kmin++;
+    uint64_t sum[65];
+    sum[64] = 0;
+    for (unsigned k = 64; k-- > kmin;)
+        sum[k] = 2 * sum[k + 1] + setbits[k];
+    for (unsigned k = kmin; k < 64; k++) {
+        uint64_t bits = cnt * (k + 1) + sum[k];
         size_t bytes = 2 + dpcodec_varint_len(coding_zigzag(med)) + (size_t)((bits + 7) / 8);
         if (bytes < b->bytes) {
             b->rice = true;
@@ -1607,13 +1665,13 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
             struct dpcodec_big big = {{0}, 0};
             for (size_t j = cnt; j-- > 0;) /* Horner: digit 0 ends least significant */
                 dpcodec_big_mul_add(&big, b.radix_r, (uint64_t)res[done + j] - (uint64_t)b.base);
-            size_t bits = dpcodec_radix_bits(b.radix_r, cnt);
-            struct dpcodec_bitw bw = {p + o, 0};
-            /* pad at the front so that the number ends on the byte boundary */
-            dpcodec_bitw_put(&bw, 0, (unsigned)((8 - bits % 8) % 8));
-            for (size_t i = bits; i-- > 0;)
-                dpcodec_bitw_put(&bw, i / 64 < big.n ? (big.l[i / 64] >> (i % 64)) & 1 : 0, 1);
-            o += (bw.bits + 7) / 8;
+            /* the number big-endian, right-aligned in ceil(bits / 8) bytes (zero padding
+             * first) */
+            size_t bytes = (dpcodec_radix_bits_fast(b.radix_r, cnt) + 7) / 8;
+            for (size_t i = 0; i < bytes; i++)
+                p[o + bytes - 1 - i] =
+                    i / 8 < big.n ? (uint8_t)(big.l[i / 8] >> (8 * (i % 8))) : 0;
+            o += bytes;
             continue;
         }
         if (b.rice) {
@@ -1623,8 +1681,7 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
             struct dpcodec_bitw bw = {p + o, 0};
             for (size_t j = 0; j < cnt; j++) {
                 uint64_t u = coding_zigzag(dpcodec_sub(res[done + j], b.base));
-                for (uint64_t q = u >> b.width; q > 0; q--)
-                    dpcodec_bitw_put(&bw, 1, 1);
+                dpcodec_bitw_ones(&bw, u >> b.width);
                 dpcodec_bitw_put(&bw, 0, 1);
                 if (b.width)
                     dpcodec_bitw_put(&bw, u & ((b.width < 64 ? (1ull << b.width) : 0) - 1),
