@@ -1886,11 +1886,15 @@ static size_t dpcodec_payload(const struct dpcodec_plan *pl, bool varint_blocks,
  * one scratch buffer that grows to the largest row up to DPCODEC_SCRATCH_MAX bytes (a larger
  * row takes a temporary buffer). Freed by the thread-exit destructor of a pthread key. */
 #define DPCODEC_SCRATCH_MAX (4u << 20)
+#define DPCODEC_TRI_SLOTS 8192 /* dpcodec_deflate_floor(): open-addressed 3-byte strings */
+#define DPCODEC_TRI_MAX   4095 /* longest input it bounds (load < 1/2, one deflate block) */
 struct dpcodec_enc {
     z_stream zs;
     bool zok;
     uint8_t *buf;
     size_t cap;
+    uint32_t tri[DPCODEC_TRI_SLOTS]; /* gen << 24 | string; other generations are empty */
+    uint32_t gen;                    /* 1..255 */
 };
 static pthread_key_t dpcodec_enc_key;
 static pthread_once_t dpcodec_enc_once = PTHREAD_ONCE_INIT;
@@ -1927,6 +1931,70 @@ static struct dpcodec_enc *dpcodec_enc_get(void)
         return NULL;
     }
     return e;
+}
+
+/* A floor under the size of the raw DEFLATE of in (n bytes, n <= DPCODEC_TRI_MAX), in bytes.
+ * Such an input is one block (zlib splits blocks every 16383 symbols). A match copies only
+ * bytes whose 3-byte string occurred before, so the bytes covered by no repeated 3-byte string
+ * are literals; whatever code the block uses (stored, fixed or dynamic Huffman: all prefix
+ * codes), they cost at least the Huffman cost of their histogram, plus the 3-bit block header.
+ * On random-looking payloads this is within a few percent of what deflate writes, which is
+ * enough to prove that deflating cannot beat the raw payload without running it. */
+static size_t dpcodec_deflate_floor(struct dpcodec_enc *e, const uint8_t *in, size_t n)
+{
+    uint8_t covered[DPCODEC_TRI_MAX];
+    memset(covered, 0, n);
+    if (++e->gen > 255) {
+        memset(e->tri, 0, sizeof(e->tri));
+        e->gen = 1;
+    }
+    for (size_t p = 0; p + 3 <= n; p++) {
+        uint32_t t = (uint32_t)in[p] << 16 | (uint32_t)in[p + 1] << 8 | in[p + 2];
+        uint32_t want = e->gen << 24 | t;
+        size_t h = (size_t)((t * 2654435761u) >> 19) & (DPCODEC_TRI_SLOTS - 1);
+        for (;; h = (h + 1) & (DPCODEC_TRI_SLOTS - 1)) {
+            if (e->tri[h] >> 24 != e->gen) { /* empty: first time this string occurs */
+                e->tri[h] = want;
+                break;
+            }
+            if (e->tri[h] == want) { /* a repeat: these bytes may be inside a match */
+                covered[p] = covered[p + 1] = covered[p + 2] = 1;
+                break;
+            }
+        }
+    }
+    uint32_t cnt[256] = {0};
+    for (size_t p = 0; p < n; p++)
+        cnt[in[p]] += !covered[p];
+    /* Huffman cost = the sum of the merged weights: sorted leaves and a queue of merged nodes */
+    uint32_t leaf[256], node[256], tmp[256];
+    size_t nl = 0;
+    for (unsigned c = 0; c < 256; c++)
+        if (cnt[c])
+            tmp[nl++] = cnt[c];
+    /* counts are <= DPCODEC_TRI_MAX < 2^12: two stable 6-bit counting-sort passes */
+    for (unsigned shift = 0; shift < 12; shift += 6) {
+        const uint32_t *src = shift ? leaf : tmp;
+        uint32_t *dst = shift ? tmp : leaf;
+        size_t pos[65] = {0};
+        for (size_t i = 0; i < nl; i++)
+            pos[((src[i] >> shift) & 63) + 1]++;
+        for (unsigned d = 1; d <= 64; d++)
+            pos[d] += pos[d - 1];
+        for (size_t i = 0; i < nl; i++)
+            dst[pos[(src[i] >> shift) & 63]++] = src[i];
+    }
+    memcpy(leaf, tmp, nl * sizeof(*leaf));
+    size_t li = 0, nh = 0, nt = 0;
+    uint64_t cost = 0;
+    for (size_t left = nl; left > 1; left--) {
+        uint32_t w[2];
+        for (int j = 0; j < 2; j++)
+            w[j] = li < nl && (nh == nt || leaf[li] <= node[nh]) ? leaf[li++] : node[nh++];
+        node[nt++] = w[0] + w[1];
+        cost += (uint64_t)w[0] + w[1];
+    }
+    return (size_t)((3 + cost + 7) / 8);
 }
 
 /* Raw DEFLATE (level 6, window 15, memLevel 8: the parameters are part of the output bytes) of
@@ -2063,14 +2131,19 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     size_t zlen = 0, best = o;
     const uint8_t *payload = raw;
     bool deflated = false;
-    zlen = dpcodec_deflate(enc, raw, o, z1, zcap);
+    /* a deflated payload is kept only if smaller: skip deflating when it provably is not */
+    if (!enc || o > DPCODEC_TRI_MAX ||
+        dpcodec_deflate_floor(enc, raw, o) + dpcodec_varint_len(o) < best)
+        zlen = dpcodec_deflate(enc, raw, o, z1, zcap);
     if (zlen && zlen + dpcodec_varint_len(o) < best) {
         best = zlen + dpcodec_varint_len(o);
         payload = z1;
         deflated = true;
     }
-    size_t ob = dpcodec_payload(&plan, true, rawb);
-    size_t zb = dpcodec_deflate(enc, rawb, ob, z2, zcap);
+    size_t ob = dpcodec_payload(&plan, true, rawb), zb = 0;
+    if (!enc || ob > DPCODEC_TRI_MAX ||
+        dpcodec_deflate_floor(enc, rawb, ob) + dpcodec_varint_len(ob) < best)
+        zb = dpcodec_deflate(enc, rawb, ob, z2, zcap);
     if (zb && zb + dpcodec_varint_len(ob) < best) {
         best = zb + dpcodec_varint_len(ob);
         payload = z2;
