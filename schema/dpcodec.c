@@ -1700,8 +1700,7 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
              * first) */
             size_t bytes = (dpcodec_radix_bits_fast(b.radix_r, cnt) + 7) / 8;
             for (size_t i = 0; i < bytes; i++)
-                p[o + bytes - 1 - i] =
-                    i / 8 < big.n ? (uint8_t)(big.l[i / 8] >> (8 * (i % 8))) : 0;
+                p[o + bytes - 1 - i] = i / 8 < big.n ? (uint8_t)(big.l[i / 8] >> (8 * (i % 8))) : 0;
             o += bytes;
             continue;
         }
@@ -1886,8 +1885,8 @@ static size_t dpcodec_payload(const struct dpcodec_plan *pl, bool varint_blocks,
  * one scratch buffer that grows to the largest row up to DPCODEC_SCRATCH_MAX bytes (a larger
  * row takes a temporary buffer). Freed by the thread-exit destructor of a pthread key. */
 #define DPCODEC_SCRATCH_MAX (4u << 20)
-#define DPCODEC_TRI_SLOTS 8192 /* dpcodec_deflate_floor(): open-addressed 3-byte strings */
-#define DPCODEC_TRI_MAX   4095 /* longest input it bounds (load < 1/2, one deflate block) */
+#define DPCODEC_TRI_SLOTS   8192 /* dpcodec_deflate_floor(): open-addressed 3-byte strings */
+#define DPCODEC_TRI_MAX     4095 /* longest input it bounds (load < 1/2, one deflate block) */
 struct dpcodec_enc {
     z_stream zs;
     bool zok;
@@ -1933,6 +1932,18 @@ static struct dpcodec_enc *dpcodec_enc_get(void)
     return e;
 }
 
+/* One stable counting-sort pass of n values by their 6 bits at shift, src into dst. */
+static void dpcodec_sort_pass(const uint32_t *src, uint32_t *dst, size_t n, unsigned shift)
+{
+    size_t pos[65] = {0};
+    for (size_t i = 0; i < n; i++)
+        pos[((src[i] >> shift) & 63) + 1]++;
+    for (unsigned d = 1; d <= 64; d++)
+        pos[d] += pos[d - 1];
+    for (size_t i = 0; i < n; i++)
+        dst[pos[(src[i] >> shift) & 63]++] = src[i];
+}
+
 /* A floor under the size of the raw DEFLATE of in (n bytes, n <= DPCODEC_TRI_MAX), in bytes.
  * Such an input is one block (zlib splits blocks every 16383 symbols). A match copies only
  * bytes whose 3-byte string occurred before, so the bytes covered by no repeated 3-byte string
@@ -1973,18 +1984,8 @@ static size_t dpcodec_deflate_floor(struct dpcodec_enc *e, const uint8_t *in, si
         if (cnt[c])
             tmp[nl++] = cnt[c];
     /* counts are <= DPCODEC_TRI_MAX < 2^12: two stable 6-bit counting-sort passes */
-    for (unsigned shift = 0; shift < 12; shift += 6) {
-        const uint32_t *src = shift ? leaf : tmp;
-        uint32_t *dst = shift ? tmp : leaf;
-        size_t pos[65] = {0};
-        for (size_t i = 0; i < nl; i++)
-            pos[((src[i] >> shift) & 63) + 1]++;
-        for (unsigned d = 1; d <= 64; d++)
-            pos[d] += pos[d - 1];
-        for (size_t i = 0; i < nl; i++)
-            dst[pos[(src[i] >> shift) & 63]++] = src[i];
-    }
-    memcpy(leaf, tmp, nl * sizeof(*leaf));
+    dpcodec_sort_pass(tmp, node, nl, 0);
+    dpcodec_sort_pass(node, leaf, nl, 6);
     size_t li = 0, nh = 0, nt = 0;
     uint64_t cost = 0;
     for (size_t left = nl; left > 1; left--) {
@@ -2026,6 +2027,19 @@ static size_t dpcodec_deflate(struct dpcodec_enc *e, const uint8_t *in, size_t n
     if (zs == &tmp)
         deflateEnd(&tmp);
     return got;
+}
+
+/* dpcodec_deflate(), or 0 without running it when the deflated payload (with its length
+ * varint) provably takes best bytes or more, i.e. would not be kept. */
+static size_t dpcodec_deflate_below(struct dpcodec_enc *e, const uint8_t *in, size_t n,
+                                    uint8_t *out, size_t cap, size_t best)
+{
+    if (n <= 32)
+        return 0; /* never deflated */
+    if (e && n <= DPCODEC_TRI_MAX &&
+        dpcodec_deflate_floor(e, in, n) + dpcodec_varint_len(n) >= best)
+        return 0;
+    return dpcodec_deflate(e, in, n, out, cap);
 }
 
 int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n, uint8_t *v,
@@ -2131,19 +2145,14 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     size_t zlen = 0, best = o;
     const uint8_t *payload = raw;
     bool deflated = false;
-    /* a deflated payload is kept only if smaller: skip deflating when it provably is not */
-    if (!enc || o > DPCODEC_TRI_MAX ||
-        dpcodec_deflate_floor(enc, raw, o) + dpcodec_varint_len(o) < best)
-        zlen = dpcodec_deflate(enc, raw, o, z1, zcap);
+    zlen = dpcodec_deflate_below(enc, raw, o, z1, zcap, best);
     if (zlen && zlen + dpcodec_varint_len(o) < best) {
         best = zlen + dpcodec_varint_len(o);
         payload = z1;
         deflated = true;
     }
-    size_t ob = dpcodec_payload(&plan, true, rawb), zb = 0;
-    if (!enc || ob > DPCODEC_TRI_MAX ||
-        dpcodec_deflate_floor(enc, rawb, ob) + dpcodec_varint_len(ob) < best)
-        zb = dpcodec_deflate(enc, rawb, ob, z2, zcap);
+    size_t ob = dpcodec_payload(&plan, true, rawb);
+    size_t zb = dpcodec_deflate_below(enc, rawb, ob, z2, zcap, best);
     if (zb && zb + dpcodec_varint_len(ob) < best) {
         best = zb + dpcodec_varint_len(ob);
         payload = z2;

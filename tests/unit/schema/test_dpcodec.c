@@ -757,7 +757,8 @@ static size_t gold_row(int shape, size_t n, struct dpcodec_point *p)
             p[i] = dpcodec_point_int(ts, false, (int64_t)(r % 10000000) + (int64_t)i * 1000);
             break;
         case 6: /* mostly one value */
-            p[i] = dpcodec_point_real(ts, false, i % 50 == 7 ? (double)(r % 1000) / 3.0 : 1.0 / 3.0);
+            p[i] =
+                dpcodec_point_real(ts, false, i % 50 == 7 ? (double)(r % 1000) / 3.0 : 1.0 / 3.0);
             break;
         case 7: /* mixed types and qualifier kinds, jittered ms timestamps */
             ts = BASE_MS + (int64_t)i * 997 + (int64_t)(r % 3);
@@ -785,8 +786,8 @@ static size_t gold_row(int shape, size_t n, struct dpcodec_point *p)
             p[i] = dpcodec_point_int(ts, ts % 1000 != 0, (int64_t)r);
             break;
         case 12: /* extremes */
-            p[i] = dpcodec_point_int(ts, false, r & 1 ? INT64_MAX - (int64_t)(r % 9)
-                                                      : INT64_MIN + (int64_t)(r % 9));
+            p[i] = dpcodec_point_int(
+                ts, false, r & 1 ? INT64_MAX - (int64_t)(r % 9) : INT64_MIN + (int64_t)(r % 9));
             break;
         default: /* three-decimal gauge drifting, with float and double points mixed */
             x += (double)(r % 2001) / 1000.0 - 1.0;
