@@ -5,7 +5,7 @@
  * replies only fill r->status / content_type / reply_body, and the connection code sends them
  * (http_conn_send_reply) on the loop thread; (3) streamed replies write to the connection's
  * bufferevent directly, which is thread-safe for HTTP connections, with bounded buffering;
- * (4) a streamed reply is held in reply_body until it passes HTTP_STREAM_HOLD bytes: one that
+ * (4) a streamed reply is held in reply_body until it passes HTTP_STREAM_HOLD bytes (256 KiB): one that
  * ends before is sent as a whole reply (Content-Length, one write on the loop thread, no
  * chunk framing and no write from the worker), and until then it can still be retracted.
  * See http_int.h for which thread touches what. */
@@ -26,7 +26,7 @@
 #include "tsd/tlog.h"
 
 #define HTTP_STREAM_HIGH (1u << 20) /* a worker waits while more than this is unsent */
-#define HTTP_STREAM_HOLD (64u << 10) /* a streamed reply up to this size is sent whole */
+#define HTTP_STREAM_HOLD (256u << 10) /* a streamed reply up to this size is sent whole */
 
 static const char http_json_type[] = "application/json; charset=UTF-8";
 

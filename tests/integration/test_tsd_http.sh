@@ -135,10 +135,10 @@ trav=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TS
 check_eq "encoded .. is not served" "404" "$trav"
 check_contains "unknown pages get an HTML 404" "$(req GET /nope.html)" "404 <!DOCTYPE html>"
 
-# Query answers: up to 64 KiB the answer is sent whole (Content-Length), beyond that streamed in
+# Query answers: up to 256 KiB the answer is sent whole (Content-Length), beyond that streamed in
 # chunks; both are complete JSON.
-python3 -c 'import json; print(json.dumps([{"metric":"http.big","timestamp":1356998400+i,"value":i,"tags":{"host":"a"}} for i in range(6000)]))' >"$tmp/big.json"
-check_eq "put of 6000 points" "204 " "$(req POST /api/put --data-binary @"$tmp/big.json")"
+python3 -c 'import json; print(json.dumps([{"metric":"http.big","timestamp":1356998400+i,"value":i,"tags":{"host":"a"}} for i in range(20000)]))' >"$tmp/big.json"
+check_eq "put of 20000 points" "204 " "$(req POST /api/put --data-binary @"$tmp/big.json")"
 qs='/api/query?start=1356998400&end=1356998409&m=sum:http.big'
 hd=$(curl -s -D - -o "$tmp/small" "http://127.0.0.1:$TSD_PORT$qs")
 check_contains "a small query answer has a Content-Length" "$hd" "Content-Length: $(wc -c <"$tmp/small")"
@@ -147,13 +147,13 @@ check_contains "the small answer is the query's" "$(cat "$tmp/small")" '"metric"
 check_contains "a small answer with jsonp" "$(req GET "$qs&jsonp=cb")" '200 cb([{"metric":"http.big"'
 hd=$(curl -s --http1.0 -D - -o /dev/null "http://127.0.0.1:$TSD_PORT$qs")
 check_contains "HTTP/1.0 gets a small answer with a Content-Length" "$hd" "Content-Length:"
-hd=$(curl -s -D - -o "$tmp/large" "http://127.0.0.1:$TSD_PORT/api/query?start=1356998000&end=1357010000&m=sum:http.big")
+hd=$(curl -s -D - -o "$tmp/large" "http://127.0.0.1:$TSD_PORT/api/query?start=1356998000&end=1357030000&m=sum:http.big")
 check_contains "a large query answer is chunked" "$hd" "Transfer-Encoding: chunked"
-check_eq "the large answer is whole" 6000 \
+check_eq "the large answer is whole" 20000 \
   "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))[0]["dps"]))' "$tmp/large")"
 hd=$(curl -s -D - "http://127.0.0.1:$TSD_PORT/api/query/last?timeseries=http.big%7Bhost=a%7D&back_scan=1000000")
 check_contains "a last point answers whole" "$hd" "Content-Length:"
-check_contains "the last point" "$hd" '[{"timestamp":1357004399000,"value":"5999","tsuid":"'
+check_contains "the last point" "$hd" '[{"timestamp":1357018399000,"value":"19999","tsuid":"'
 
 # CORS
 pre=$(curl -s -D - -o /dev/null -X OPTIONS -H 'Origin: http://b.example' "http://127.0.0.1:$TSD_PORT/api/put")
