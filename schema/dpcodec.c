@@ -14,6 +14,7 @@
 #include "schema/dpcodec.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -325,16 +326,29 @@ struct dpcodec_bitw {
     size_t bits;
 };
 
+/* Appends the low n bits of v (n <= 64), MSB first; a byte is zeroed when first written, so
+ * the padding bits of the last byte are 0. Whole bytes at a time, not one bit at a time. */
 static void dpcodec_bitw_put(struct dpcodec_bitw *w, uint64_t v, unsigned n)
 {
-    for (unsigned i = n; i-- > 0;) {
+    while (n > 0) {
         size_t byte = w->bits >> 3;
-        if ((w->bits & 7) == 0)
+        unsigned off = (unsigned)(w->bits & 7), take = 8 - off < n ? 8 - off : n;
+        if (off == 0)
             w->p[byte] = 0;
-        if ((v >> i) & 1)
-            w->p[byte] |= (uint8_t)(0x80u >> (w->bits & 7));
-        w->bits++;
+        unsigned chunk = (unsigned)(v >> (n - take)) & ((1u << take) - 1);
+        w->p[byte] |= (uint8_t)(chunk << (8 - off - take));
+        w->bits += take;
+        n -= take;
     }
+}
+
+/* Appends q one-bits. */
+static void dpcodec_bitw_ones(struct dpcodec_bitw *w, uint64_t q)
+{
+    for (; q >= 56; q -= 56)
+        dpcodec_bitw_put(w, (1ull << 56) - 1, 56);
+    if (q)
+        dpcodec_bitw_put(w, (1ull << q) - 1, (unsigned)q);
 }
 
 /* MSB-first bit reader over nbits bits (a whole number of bytes) at p. Reads take whole
@@ -512,6 +526,19 @@ static size_t dpcodec_radix_bits(uint64_t r, size_t cnt)
     if (!p.n)
         return 0;
     return 64 * (p.n - 1) + (64 - (size_t)__builtin_clzll(p.l[p.n - 1]));
+}
+
+/* dpcodec_radix_bits() for the encoder: bitlen(r^cnt - 1) is floor(cnt log2 r) + 1 when r is no
+ * power of two (r^cnt is then no power of two either); the logarithm decides unless cnt log2 r
+ * lies within 1e-6 of an integer (its error is below 1e-12), else the exact bignum does. */
+static size_t dpcodec_radix_bits_fast(uint64_t r, size_t cnt)
+{
+    if (cnt == 0 || (r & (r - 1)) == 0)
+        return dpcodec_radix_bits(r, cnt);
+    long double l = (long double)cnt * log2l((long double)r), f = floorl(l);
+    if (l - f > 1e-6L && f + 1 - l > 1e-6L)
+        return (size_t)f + 1;
+    return dpcodec_radix_bits(r, cnt);
 }
 
 /* dpcodec_radix_bits() through a small per-thread memo: a stream's blocks repeat the same few
@@ -1495,10 +1522,44 @@ struct dpcodec_block {
     size_t bytes;     /* encoded size including the header */
 };
 
-static int dpcodec_i64_cmp(const void *a, const void *b)
+/* Bits of cnt values u Rice-coded with parameter k (no u >> k above 2^20, so no overflow). */
+static uint64_t dpcodec_rice_bits(const uint64_t *u, size_t cnt, unsigned k)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
+    uint64_t bits = cnt * (uint64_t)(k + 1);
+    for (size_t j = 0; j < cnt; j++)
+        bits += u[j] >> k;
+    return bits;
+}
+
+/* The k-th smallest of a[0..n) (k < n), a reordered: Hoare quickselect with a median-of-three
+ * pivot (the value sorting would put at a[k], without sorting). */
+static int64_t dpcodec_select(int64_t *a, size_t n, size_t k)
+{
+    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, kk = (ptrdiff_t)k;
+    while (lo < hi) {
+        int64_t x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi];
+        int64_t pivot = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        ptrdiff_t i = lo, j = hi;
+        while (i <= j) {
+            while (a[i] < pivot)
+                i++;
+            while (a[j] > pivot)
+                j--;
+            if (i <= j) {
+                int64_t t = a[i];
+                a[i++] = a[j];
+                a[j--] = t;
+            }
+        }
+        /* a[lo..j] <= pivot <= a[i..hi], and a[j+1..i-1] == pivot */
+        if (kk <= j)
+            hi = j;
+        else if (kk >= i)
+            lo = i;
+        else
+            return a[kk];
+    }
+    return a[kk];
 }
 
 static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_block *b)
@@ -1521,7 +1582,7 @@ static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_bl
     if (w >= 2 && range < (1ull << 62) && ((range + 1) & range) != 0) {
         uint64_t rr = range + 1;
         size_t bytes = 1 + dpcodec_varint_len(coding_zigzag(mn)) + dpcodec_varint_len(rr) +
-                       (dpcodec_radix_bits(rr, cnt) + 7) / 8;
+                       (dpcodec_radix_bits_fast(rr, cnt) + 7) / 8;
         if (bytes < b->bytes) {
             b->radix = true;
             b->radix_r = rr;
@@ -1532,30 +1593,58 @@ static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_bl
         return; /* nothing to gain on narrow blocks */
     int64_t sorted[DPCODEC_BLOCK];
     memcpy(sorted, r, cnt * sizeof(*r));
-    qsort(sorted, cnt, sizeof(*sorted), dpcodec_i64_cmp);
-    int64_t med = sorted[cnt / 2];
-    uint64_t u[DPCODEC_BLOCK];
-    for (size_t j = 0; j < cnt; j++)
+    int64_t med = dpcodec_select(sorted, cnt, cnt / 2);
+    /* Rice parameter k costs bits(k) = cnt (k + 1) + sum of (u_j >> k) bits, for every k where
+     * no u_j >> k exceeds 2^20 (a unary run that long is never the cheapest); the writer takes
+     * the first k of fewest bytes when that beats the form above. bits(k) is convex in k (its
+     * step bits(k + 1) - bits(k) = cnt - sum of ceil((u_j >> k) / 2) never decreases), so the
+     * first k of fewest bits is found by walking from a guess near log2(mean u), and the first
+     * k of fewest bytes lies at or just below it. */
+    uint64_t u[DPCODEC_BLOCK], umax = 0, usum = 0;
+    for (size_t j = 0; j < cnt; j++) {
         u[j] = coding_zigzag(dpcodec_sub(r[j], med));
-    for (unsigned k = 0; k < 64; k++) {
-        uint64_t bits = cnt * (k + 1);
-        bool ok = true;
-        for (size_t j = 0; j < cnt && ok; j++) {
-            uint64_t q = u[j] >> k;
-            if (q > (1u << 20))
-                ok = false; /* a unary run that long is never the cheapest */
-            bits += q;
+        if (u[j] > umax)
+            umax = u[j];
+        usum += u[j] >> 8; /* a guess only: no overflow for any u */
+    }
+    unsigned kmin = 0;
+    while ((umax >> kmin) > (1u << 20))
+        kmin++;
+    uint64_t mean = (usum / cnt) << 8;
+    unsigned k = mean ? 63u - (unsigned)__builtin_clzll(mean) : 0;
+    k = k < kmin ? kmin : k;
+    uint64_t bk = dpcodec_rice_bits(u, cnt, k);
+    if (k < 63) {
+        uint64_t up = dpcodec_rice_bits(u, cnt, k + 1);
+        if (up < bk) {
+            k++;
+            bk = up;
+            while (k < 63 && (up = dpcodec_rice_bits(u, cnt, k + 1)) < bk) {
+                k++;
+                bk = up;
+            }
+            goto found;
         }
-        if (!ok)
-            continue;
-        size_t bytes = 2 + dpcodec_varint_len(coding_zigzag(med)) + (size_t)((bits + 7) / 8);
-        if (bytes < b->bytes) {
-            b->rice = true;
-            b->radix = false;
-            b->base = med;
-            b->width = k;
-            b->bytes = bytes;
-        }
+    }
+    while (k > kmin) {
+        uint64_t down = dpcodec_rice_bits(u, cnt, k - 1);
+        if (down > bk)
+            break;
+        k--;
+        bk = down;
+    }
+found:;
+    size_t hdr = 2 + dpcodec_varint_len(coding_zigzag(med));
+    size_t bytes = hdr + (size_t)((bk + 7) / 8);
+    /* bits fall strictly towards k: earlier k of the same byte count come first */
+    while (k > kmin && hdr + (size_t)((dpcodec_rice_bits(u, cnt, k - 1) + 7) / 8) == bytes)
+        k--;
+    if (bytes < b->bytes) {
+        b->rice = true;
+        b->radix = false;
+        b->base = med;
+        b->width = k;
+        b->bytes = bytes;
     }
 }
 
@@ -1607,13 +1696,13 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
             struct dpcodec_big big = {{0}, 0};
             for (size_t j = cnt; j-- > 0;) /* Horner: digit 0 ends least significant */
                 dpcodec_big_mul_add(&big, b.radix_r, (uint64_t)res[done + j] - (uint64_t)b.base);
-            size_t bits = dpcodec_radix_bits(b.radix_r, cnt);
-            struct dpcodec_bitw bw = {p + o, 0};
-            /* pad at the front so that the number ends on the byte boundary */
-            dpcodec_bitw_put(&bw, 0, (unsigned)((8 - bits % 8) % 8));
-            for (size_t i = bits; i-- > 0;)
-                dpcodec_bitw_put(&bw, i / 64 < big.n ? (big.l[i / 64] >> (i % 64)) & 1 : 0, 1);
-            o += (bw.bits + 7) / 8;
+            /* the number big-endian, right-aligned in ceil(bits / 8) bytes (zero padding
+             * first) */
+            size_t bytes = (dpcodec_radix_bits_fast(b.radix_r, cnt) + 7) / 8;
+            for (size_t i = 0; i < bytes; i++)
+                p[o + bytes - 1 - i] =
+                    i / 8 < big.n ? (uint8_t)(big.l[i / 8] >> (8 * (i % 8))) : 0;
+            o += bytes;
             continue;
         }
         if (b.rice) {
@@ -1623,8 +1712,7 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
             struct dpcodec_bitw bw = {p + o, 0};
             for (size_t j = 0; j < cnt; j++) {
                 uint64_t u = coding_zigzag(dpcodec_sub(res[done + j], b.base));
-                for (uint64_t q = u >> b.width; q > 0; q--)
-                    dpcodec_bitw_put(&bw, 1, 1);
+                dpcodec_bitw_ones(&bw, u >> b.width);
                 dpcodec_bitw_put(&bw, 0, 1);
                 if (b.width)
                     dpcodec_bitw_put(&bw, u & ((b.width < 64 ? (1ull << b.width) : 0) - 1),
@@ -1793,21 +1881,82 @@ static size_t dpcodec_payload(const struct dpcodec_plan *pl, bool varint_blocks,
     return o;
 }
 
-/* Raw DEFLATE of in into out (cap); 0 if it fails or does not fit. */
-static size_t dpcodec_deflate(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
+/* Per-thread encoder state, kept between rows (flush threads compact row after row): one raw
+ * deflate stream, reset between payloads instead of set up and torn down twice per row, and
+ * one scratch buffer that grows to the largest row up to DPCODEC_SCRATCH_MAX bytes (a larger
+ * row takes a temporary buffer). Freed by the thread-exit destructor of a pthread key. */
+#define DPCODEC_SCRATCH_MAX (4u << 20)
+struct dpcodec_enc {
+    z_stream zs;
+    bool zok;
+    uint8_t *buf;
+    size_t cap;
+};
+static pthread_key_t dpcodec_enc_key;
+static pthread_once_t dpcodec_enc_once = PTHREAD_ONCE_INIT;
+static bool dpcodec_enc_keyed;
+
+static void dpcodec_enc_free(void *arg)
+{
+    struct dpcodec_enc *e = arg;
+    if (e->zok)
+        deflateEnd(&e->zs);
+    free(e->buf);
+    free(e);
+}
+
+static void dpcodec_enc_init_key(void)
+{
+    dpcodec_enc_keyed = pthread_key_create(&dpcodec_enc_key, dpcodec_enc_free) == 0;
+}
+
+/* This thread's encoder state, or NULL (then every row sets up its own). */
+static struct dpcodec_enc *dpcodec_enc_get(void)
+{
+    pthread_once(&dpcodec_enc_once, dpcodec_enc_init_key);
+    if (!dpcodec_enc_keyed)
+        return NULL;
+    struct dpcodec_enc *e = pthread_getspecific(dpcodec_enc_key);
+    if (e)
+        return e;
+    e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    if (pthread_setspecific(dpcodec_enc_key, e) != 0) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* Raw DEFLATE (level 6, window 15, memLevel 8: the parameters are part of the output bytes) of
+ * in into out (cap); 0 if it fails or does not fit. Uses e's stream when e is non-NULL. */
+static size_t dpcodec_deflate(struct dpcodec_enc *e, const uint8_t *in, size_t n, uint8_t *out,
+                              size_t cap)
 {
     if (n <= 32)
         return 0;
-    z_stream zs;
-    memset(&zs, 0, sizeof(zs));
-    if (deflateInit2(&zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-        return 0;
-    zs.next_in = (Bytef *)(uintptr_t)in;
-    zs.avail_in = (uInt)n;
-    zs.next_out = out;
-    zs.avail_out = (uInt)cap;
-    size_t got = deflate(&zs, Z_FINISH) == Z_STREAM_END ? cap - zs.avail_out : 0;
-    deflateEnd(&zs);
+    z_stream tmp, *zs = &tmp;
+    if (e && e->zok) {
+        zs = &e->zs;
+        if (deflateReset(zs) != Z_OK)
+            return 0;
+    } else {
+        if (e)
+            zs = &e->zs;
+        memset(zs, 0, sizeof(*zs));
+        if (deflateInit2(zs, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+            return 0;
+        if (e)
+            e->zok = true;
+    }
+    zs->next_in = (Bytef *)(uintptr_t)in;
+    zs->avail_in = (uInt)n;
+    zs->next_out = out;
+    zs->avail_out = (uInt)cap;
+    size_t got = deflate(zs, Z_FINISH) == Z_STREAM_END ? cap - zs->avail_out : 0;
+    if (zs == &tmp)
+        deflateEnd(&tmp);
     return got;
 }
 
@@ -1834,16 +1983,30 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
         else
             all_int = false;
     }
-    size_t rawcap = dpcodec_compressed_bound(n);
-    uint8_t *raw = malloc(rawcap);
-    int64_t *xs = malloc(n * sizeof(int64_t));
-    int64_t *res = malloc(n * sizeof(int64_t));
-    int64_t *ts = calloc(n, sizeof(int64_t));
-    uint8_t *z = NULL;
-    if (!raw || !xs || !res || !ts) {
-        rc = ct_err_set(err, CT_ENOMEM, "out of memory compressing %zu points", n);
-        goto done;
+    /* scratch: xs, res, ts (n each), then the two raw payloads and the two deflated ones */
+    size_t rawcap = dpcodec_compressed_bound(n), zcap = rawcap + 64;
+    size_t need = 3 * n * sizeof(int64_t) + 2 * rawcap + 2 * zcap;
+    struct dpcodec_enc *enc = dpcodec_enc_get();
+    uint8_t *mem = NULL, *own = NULL;
+    if (enc && need <= DPCODEC_SCRATCH_MAX) {
+        if (enc->cap < need) {
+            uint8_t *nb = malloc(need);
+            if (nb) {
+                free(enc->buf);
+                enc->buf = nb;
+                enc->cap = need;
+            }
+        }
+        if (enc->cap >= need)
+            mem = enc->buf;
     }
+    if (!mem)
+        mem = own = malloc(need);
+    if (!mem)
+        return ct_err_set(err, CT_ENOMEM, "out of memory compressing %zu points", n);
+    int64_t *xs = (int64_t *)mem, *res = xs + n, *ts = res + n;
+    uint8_t *raw = (uint8_t *)(ts + n), *rawb = raw + rawcap, *z1 = rawb + rawcap, *z2 = z1 + zcap;
+    memset(ts, 0, n * sizeof(*ts));
     if (!no_int)
         rule = false;
     /* choose the value encoding (invariant 3: decimal only when exact) */
@@ -1900,28 +2063,20 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     size_t zlen = 0, best = o;
     const uint8_t *payload = raw;
     bool deflated = false;
-    z = malloc(2 * (rawcap + 64));
-    if (z) {
-        uint8_t *z1 = z, *z2 = z + rawcap + 64, *rawb = NULL;
-        zlen = dpcodec_deflate(raw, o, z1, rawcap + 64);
-        if (zlen && zlen + dpcodec_varint_len(o) < best) {
-            best = zlen + dpcodec_varint_len(o);
-            payload = z1;
-            deflated = true;
-        }
-        rawb = malloc(rawcap);
-        if (rawb) {
-            size_t ob = dpcodec_payload(&plan, true, rawb);
-            size_t zb = dpcodec_deflate(rawb, ob, z2, rawcap + 64);
-            if (zb && zb + dpcodec_varint_len(ob) < best) {
-                best = zb + dpcodec_varint_len(ob);
-                payload = z2;
-                deflated = true;
-                zlen = zb;
-                o = ob;
-            }
-            free(rawb);
-        }
+    zlen = dpcodec_deflate(enc, raw, o, z1, zcap);
+    if (zlen && zlen + dpcodec_varint_len(o) < best) {
+        best = zlen + dpcodec_varint_len(o);
+        payload = z1;
+        deflated = true;
+    }
+    size_t ob = dpcodec_payload(&plan, true, rawb);
+    size_t zb = dpcodec_deflate(enc, rawb, ob, z2, zcap);
+    if (zb && zb + dpcodec_varint_len(ob) < best) {
+        best = zb + dpcodec_varint_len(ob);
+        payload = z2;
+        deflated = true;
+        zlen = zb;
+        o = ob;
     }
     size_t h = 0;
     v[h++] = DPCODEC_CVERSION;
@@ -1939,14 +2094,8 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     }
     v[flags_at] = flags;
     *vlen = h;
-    rc = CT_OK;
-done:
-    free(raw);
-    free(xs);
-    free(res);
-    free(ts);
-    free(z);
-    return rc;
+    free(own);
+    return CT_OK;
 }
 
 /* ---- compaction --------------------------------------------------------------------------- */

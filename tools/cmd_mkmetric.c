@@ -21,18 +21,11 @@ static void mkmetric_usage(FILE *out)
 
 static int mkmetric_run(int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"data", required_argument, 0, 'd'},
-        {"set", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     struct tool_opts to;
     tool_opts_init(&to, "mkmetric", mkmetric_usage);
-    int opt, st;
-    while ((opt = getopt_long(argc, argv, "h", longs, NULL)) != -1)
-        if ((st = tool_opts_handle(&to, opt, argv)) >= 0)
-            return st;
+    int st = tool_opts_parse(&to, argc, argv, "h");
+    if (st >= 0)
+        return st;
     if (optind >= argc) {
         fprintf(stderr, "ctsdb mkmetric: no metric name given\n");
         mkmetric_usage(stderr);

@@ -204,18 +204,11 @@ static int uid_cli_command(struct tsdb *t, int argc, char **argv)
 
 static int uid_cli_run(int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"data", required_argument, 0, 'd'},
-        {"set", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
     struct tool_opts to;
     tool_opts_init(&to, "uid", uid_cli_usage);
-    int opt, st;
-    while ((opt = getopt_long(argc, argv, "+h", longs, NULL)) != -1)
-        if ((st = tool_opts_handle(&to, opt, argv)) >= 0)
-            return st;
+    int st = tool_opts_parse(&to, argc, argv, "+h");
+    if (st >= 0)
+        return st;
     if (optind >= argc) {
         uid_cli_usage(stderr);
         return 2;

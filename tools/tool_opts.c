@@ -33,6 +33,21 @@ int tool_opts_handle(struct tool_opts *o, int opt, char **argv)
     }
 }
 
+int tool_opts_parse(struct tool_opts *o, int argc, char **argv, const char *shortopts)
+{
+    static const struct option longs[] = {
+        {"data", required_argument, 0, 'd'},
+        {"set", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    int opt, st;
+    while ((opt = getopt_long(argc, argv, shortopts, longs, NULL)) != -1)
+        if ((st = tool_opts_handle(o, opt, argv)) >= 0)
+            return st;
+    return -1;
+}
+
 int tool_opts_open(struct tool_opts *o, struct wc_store **s, struct tsdb **t)
 {
     struct ct_err err = {0};

@@ -27,6 +27,12 @@ void tool_opts_init(struct tool_opts *o, const char *cmd, void (*usage)(FILE *ou
  * on stderr, then for a bad option the usage). */
 int tool_opts_handle(struct tool_opts *o, int opt, char **argv);
 
+/* The whole getopt_long loop of a tool that takes only --data, --set and --help (short options
+ * `shortopts`, e.g. "h", or "+h" to stop at the first operand), after tool_opts_init. Returns -1
+ * when the options are parsed (operands from optind on), else the exit status the tool returns
+ * at once (see tool_opts_handle). */
+int tool_opts_parse(struct tool_opts *o, int argc, char **argv, const char *shortopts);
+
 /* Opens the store and tsdb in o->data with o->config (see tsdb_open_dir). Returns 0 with *s and
  * *t to be closed by the caller (tsdb_close, then wc_close), or prints "ctsdb <cmd>: <why>" to
  * stderr and returns 1 (the tool's exit status). */

@@ -706,6 +706,170 @@ static void test_cols_decode_matches_row_decode(void **state)
     free(v2);
 }
 
+/* ---- encoder output pinned byte for byte ---------------------------------------------------- */
+
+static uint64_t gold_rng;
+static uint64_t gold_rand(void)
+{
+    gold_rng ^= gold_rng << 13;
+    gold_rng ^= gold_rng >> 7;
+    gold_rng ^= gold_rng << 17;
+    return gold_rng;
+}
+
+/* Row `shape` of n points (n <= 3600): the series kinds the encoder meets (walks, counters,
+ * decimal gauges, noisy doubles, bell-shaped and uniform residuals, repeats, mixed types, ms
+ * jitter, gaps, extremes). Deterministic for a given gold_rng. */
+static size_t gold_row(int shape, size_t n, struct dpcodec_point *p)
+{
+    int64_t step = shape % 4 == 3 ? 1000 : 10000;
+    double x = 50;
+    int64_t w = 1000;
+    for (size_t i = 0; i < n; i++) {
+        int64_t ts = BASE_MS + (int64_t)i * (n > 360 ? 1000 : step);
+        uint64_t r = gold_rand();
+        switch (shape) {
+        case 0: /* bounded cpu-style walk */
+            w += (int64_t)(r % 11) - 5;
+            w = w < 0 ? 0 : w > 100 ? 100 : w;
+            p[i] = dpcodec_point_int(ts, false, w);
+            break;
+        case 1: /* counter */
+            w += (int64_t)(r % 20000);
+            p[i] = dpcodec_point_int(ts, false, w);
+            break;
+        case 2: /* two-decimal gauge */
+            p[i] = dpcodec_point_real(ts, false, (double)(r % 10000) / 100.0);
+            break;
+        case 3: /* noisy doubles */
+            x += (double)(r % 1000000) / 1e6 - 0.5;
+            p[i] = dpcodec_point_real(ts, false, x);
+            break;
+        case 4: { /* bell-shaped integer steps */
+            int64_t s = 0;
+            for (int k = 0; k < 12; k++)
+                s += (int64_t)((r >> (k * 5)) % 31) - 15;
+            w += s * 7;
+            p[i] = dpcodec_point_int(ts, false, w);
+            break;
+        }
+        case 5: /* uniform ints in a range that is not a power of two (tsd_load's counters) */
+            p[i] = dpcodec_point_int(ts, false, (int64_t)(r % 10000000) + (int64_t)i * 1000);
+            break;
+        case 6: /* mostly one value */
+            p[i] = dpcodec_point_real(ts, false, i % 50 == 7 ? (double)(r % 1000) / 3.0 : 1.0 / 3.0);
+            break;
+        case 7: /* mixed types and qualifier kinds, jittered ms timestamps */
+            ts = BASE_MS + (int64_t)i * 997 + (int64_t)(r % 3);
+            if (r % 5 == 0)
+                p[i] = dpcodec_point_int(ts, ((r >> 8) & 1) || ts % 1000, (int64_t)(r >> 3));
+            else if (r % 5 == 1)
+                p[i] = dpcodec_point_real(ts, true, -0.0);
+            else if (r % 5 == 2)
+                p[i] = dpcodec_point_real(ts, ts % 1000 != 0, 1e300 / (double)(i + 1));
+            else
+                p[i] = dpcodec_point_real(ts, true, (float)(r % 1000) / 3.0f);
+            break;
+        case 8: /* constant */
+            p[i] = dpcodec_point_int(ts, false, 42);
+            break;
+        case 9: /* floats exact in single precision, with OpenTSDB's typing */
+            p[i] = dpcodec_point_real(ts, false, (double)(float)((r % 4096) / 16.0));
+            break;
+        case 10: /* ms timestamps with jitter, small ints */
+            ts = BASE_MS + (int64_t)i * 997 + (int64_t)(r % 7);
+            p[i] = dpcodec_point_int(ts, true, (int64_t)(r % 300));
+            break;
+        case 11: /* irregular gaps, wide values */
+            ts = BASE_MS + (int64_t)i * 997 + (int64_t)(r % 2) * 500;
+            p[i] = dpcodec_point_int(ts, ts % 1000 != 0, (int64_t)r);
+            break;
+        case 12: /* extremes */
+            p[i] = dpcodec_point_int(ts, false, r & 1 ? INT64_MAX - (int64_t)(r % 9)
+                                                      : INT64_MIN + (int64_t)(r % 9));
+            break;
+        default: /* three-decimal gauge drifting, with float and double points mixed */
+            x += (double)(r % 2001) / 1000.0 - 1.0;
+            p[i] = dpcodec_point_real(ts, false, round(x * 1000.0) / 1000.0);
+            break;
+        }
+    }
+    return n;
+}
+
+#define GOLD_SHAPES 14
+static const size_t gold_sizes[] = {1, 2, 3, 5, 33, 127, 128, 129, 130, 256, 300, 360, 1000, 3600};
+
+/* FNV-1a 64 over every compressed value and qualifier the encoder writes for the rows above,
+ * and their total length: captured from the encoder before it was optimised, so any change of
+ * a single output byte (format or encoder choice) fails here. */
+#define GOLD_HASH  0x1a13a879494e6074ULL
+#define GOLD_BYTES 425712
+
+static uint64_t gold_fnv(uint64_t h, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+static void test_encoder_output_bytes_are_pinned(void **state)
+{
+    (void)state;
+    struct dpcodec_point *p = malloc(3600 * sizeof(*p));
+    uint8_t *v = malloc(dpcodec_compressed_bound(3600));
+    uint8_t *q = malloc(4 * 3600), *cv = malloc(8 * 3600 + 1);
+    assert_non_null(p);
+    assert_non_null(v);
+    assert_non_null(q);
+    assert_non_null(cv);
+    uint64_t h = 14695981039346656037ull;
+    size_t total = 0;
+    struct ct_err err = {0};
+    for (int seed = 1; seed <= 2; seed++) {
+        for (int s = 0; s < GOLD_SHAPES; s++) {
+            for (size_t z = 0; z < sizeof(gold_sizes) / sizeof(gold_sizes[0]); z++) {
+                gold_rng = 0x9E3779B97F4A7C15ull * (uint64_t)(seed * 1000 + s * 31 + (int)z) | 1;
+                size_t n = gold_row(s, gold_sizes[z], p);
+                size_t vlen = 0;
+                assert_int_equal(dpcodec_compressed_encode(BASE, p, n, v, &vlen, &err), CT_OK);
+                uint8_t lenb[4] = {(uint8_t)vlen, (uint8_t)(vlen >> 8), (uint8_t)(vlen >> 16), 0};
+                h = gold_fnv(h, lenb, sizeof(lenb));
+                h = gold_fnv(h, v, vlen);
+                total += vlen;
+                /* and through compaction: the OpenTSDB compacted cell as the input (one point
+                 * would make a single cell, not a compacted one) */
+                if (n < 2)
+                    continue;
+                size_t ql, cvl;
+                assert_int_equal(dpcodec_compacted_encode(BASE, p, n, q, &ql, cv, &cvl, &err),
+                                 CT_OK);
+                struct wc_cell cell = {0};
+                cell.qualifier = wc_bytes_of(q, ql);
+                cell.value = wc_bytes_of(cv, cvl);
+                cell.ts_ms = 1;
+                cell.type = WC_TYPE_PUT;
+                struct dpcodec_compacted out;
+                int crc =
+                    dpcodec_compact(BASE, &cell, 1, DPCODEC_FORMAT_COMPRESSED, false, &out, &err);
+                assert_int_equal(crc, CT_OK);
+                assert_int_equal(out.ncells, 1);
+                assert_int_equal(out.cells[0].value.len, vlen);
+                assert_memory_equal(out.cells[0].value.data, v, vlen);
+                h = gold_fnv(h, out.cells[0].qualifier.data, out.cells[0].qualifier.len);
+                dpcodec_compacted_free(&out);
+            }
+        }
+    }
+    print_message("encoder output: %zu bytes, hash 0x%016llx\n", total, (unsigned long long)h);
+    assert_int_equal(total, GOLD_BYTES);
+    assert_true(h == GOLD_HASH);
+    free(p);
+    free(v);
+    free(q);
+    free(cv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -720,6 +884,7 @@ int main(void)
         cmocka_unit_test(test_row_decode_sorts_dedups_and_reports_small_buffers),
         cmocka_unit_test(test_decoder_survives_damaged_cells),
         cmocka_unit_test(test_cols_decode_matches_row_decode),
+        cmocka_unit_test(test_encoder_output_bytes_are_pinned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

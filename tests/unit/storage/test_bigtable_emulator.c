@@ -129,6 +129,14 @@ static void scan_text(struct wc_table *t, const struct wc_scan_options *o, char 
     wc_scanner_close(sc);
 }
 
+/* Fails the test unless scanning t with o renders (scan_text) as `want`. */
+static void assert_scan(struct wc_table *t, const struct wc_scan_options *o, const char *want)
+{
+    char out[8192];
+    scan_text(t, o, out, sizeof(out));
+    assert_string_equal(out, want);
+}
+
 static void test_admin_round_trips_families_gc_rules_and_splits(void **state)
 {
     (void)state;
@@ -271,31 +279,27 @@ static void test_scans_forward_reversed_prefix_limit_and_columns(void **state)
         put(t, rows[i], "f", "q", rows[i], 1000);
         put(t, rows[i], "g", "x", "gx", 1000);
     }
-    char out[4096];
     struct wc_scan_options o;
     wc_scan_options_init(&o);
     struct wc_column col = {wc_bytes_str("f"), wc_bytes_of(NULL, 0), false};
     o.columns = &col;
     o.ncolumns = 1;
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "a1/f:q@1000=a1 a2/f:q@1000=a2 b1/f:q@1000=b1 b2/f:q@1000=b2 "
-                             "c1/f:q@1000=c1");
+    assert_scan(t, &o,
+                "a1/f:q@1000=a1 a2/f:q@1000=a2 b1/f:q@1000=b1 b2/f:q@1000=b2 "
+                "c1/f:q@1000=c1");
     o.reversed = true;
     o.start_row = wc_bytes_str("b2");
     o.stop_row = wc_bytes_str("a1");
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "b2/f:q@1000=b2 b1/f:q@1000=b1 a2/f:q@1000=a2");
+    assert_scan(t, &o, "b2/f:q@1000=b2 b1/f:q@1000=b1 a2/f:q@1000=a2");
     wc_scan_options_init(&o);
     o.reversed = true;
     o.row_prefix = wc_bytes_str("a");
     o.limit_rows = 1;
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "a2/f:q@1000=a2 a2/g:x@1000=gx");
+    assert_scan(t, &o, "a2/f:q@1000=a2 a2/g:x@1000=gx");
     wc_scan_options_init(&o);
     o.start_row = wc_bytes_str("b");
     o.qualifier_prefix = wc_bytes_str("x");
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "b1/g:x@1000=gx b2/g:x@1000=gx c1/g:x@1000=gx");
+    assert_scan(t, &o, "b1/g:x@1000=gx b2/g:x@1000=gx c1/g:x@1000=gx");
     struct wc_column bad = {wc_bytes_str("zz"), wc_bytes_of(NULL, 0), false};
     wc_scan_options_init(&o);
     o.columns = &bad;
@@ -339,12 +343,10 @@ static void test_versions_ttl_and_min_versions_apply_at_read(void **state)
     assert_string_equal(out, "r/m:q@4000=y");
     setenv("CTSDB_NOW_MS", "850000", 1);
     clock_reload();
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "r/m:q@4000=y r/v:q@804000=x r/v:q@803000=x");
+    assert_scan(t, &o, "r/m:q@4000=y r/v:q@804000=x r/v:q@803000=x");
     o.tmin_ms = 801000;
     o.tmax_ms = 803000; /* versions are counted inside the time range */
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "r/v:q@802000=x r/v:q@801000=x");
+    assert_scan(t, &o, "r/v:q@802000=x r/v:q@801000=x");
     unsetenv("CTSDB_NOW_MS");
     clock_reload();
     end_test(s, t, "ttl1");
@@ -364,7 +366,6 @@ static void test_deletes_increment_and_check_and_mutate(void **state)
     put(t, "r", "f", "a", "2", 2000);
     put(t, "r", "f", "a", "3", 3000);
     put(t, "r", "f", "b", "b", 2000);
-    char out[4096];
     struct wc_scan_options o;
     wc_scan_options_init(&o);
     o.max_versions = 5;
@@ -373,8 +374,7 @@ static void test_deletes_increment_and_check_and_mutate(void **state)
                             wc_bytes_of(NULL, 0), WC_TS_LATEST};
     struct wc_row_mutation rm = {wc_bytes_str("r"), &m, 1};
     OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "r/f:a@2000=2 r/f:a@1000=1 r/f:b@2000=b");
+    assert_scan(t, &o, "r/f:a@2000=2 r/f:a@1000=1 r/f:b@2000=b");
     m.op = WC_OP_DELETE_FAMILY_VERSION;
     m.ts_ms = 1000;
     OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
@@ -382,13 +382,11 @@ static void test_deletes_increment_and_check_and_mutate(void **state)
     m.qualifier = wc_bytes_str("b");
     m.ts_ms = 2000;
     OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "r/f:a@2000=2");
+    assert_scan(t, &o, "r/f:a@2000=2");
     m.op = WC_OP_DELETE_ROW;
     m.ts_ms = WC_TS_LATEST;
     OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "");
+    assert_scan(t, &o, "");
 
     int64_t v = 0;
     OK(wc_increment(t, wc_bytes_str("c"), wc_bytes_str("f"), wc_bytes_str("n"), 5,
@@ -529,23 +527,19 @@ static void test_timestamp_and_cell_size_edges(void **state)
     struct wc_row_mutation rm = {wc_bytes_str("r"), &m, 1};
     assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_EINVAL);
     assert_non_null(strstr(err.msg, "timestamp"));
-    char out[256];
     struct wc_scan_options o;
     wc_scan_options_init(&o);
     o.max_versions = 3;
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "r/f:q@9223372036854775=top r/f:q@9223372036854774=below");
+    assert_scan(t, &o, "r/f:q@9223372036854775=top r/f:q@9223372036854774=below");
     /* a delete of exactly the top version, then of the latest */
     struct wc_mutation d = {WC_OP_DELETE_VERSION, wc_bytes_str("f"), wc_bytes_str("q"),
                             wc_bytes_of(NULL, 0), max_ms};
     rm.mutations = &d;
     OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "r/f:q@9223372036854774=below");
+    assert_scan(t, &o, "r/f:q@9223372036854774=below");
     d.ts_ms = WC_TS_LATEST;
     OK(wc_mutate_row(t, &rm, WC_DURABILITY_USE_DEFAULT, &err));
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "");
+    assert_scan(t, &o, "");
     size_t big_len = (10u << 20) + 1;
     uint8_t *big = calloc(1, big_len);
     assert_non_null(big);
@@ -873,12 +867,10 @@ static void test_family_deletes_are_atomic_against_a_concurrent_writer(void **st
     put(t, "r", "f", "future", "stays", 9000);
     run_pair_race(t, WC_OP_DELETE_FAMILY, 6000, 5000, false, &done);
     assert_true(done > 0);
-    char out[8192];
     struct wc_scan_options o;
     wc_scan_options_init(&o);
     o.tmin_ms = 9000;
-    scan_text(t, &o, out, sizeof(out));
-    assert_string_equal(out, "r/f:future@9000=stays");
+    assert_scan(t, &o, "r/f:future@9000=stays");
     end_test(s, t, "dpair");
 }
 

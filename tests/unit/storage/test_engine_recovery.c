@@ -66,6 +66,14 @@ static void row_str(struct wc_table *t, const char *row, char *out, size_t size)
     wc_result_release(&res);
 }
 
+/* Fails the test unless row `row` of t renders (row_str) as `want`. */
+static void assert_row(struct wc_table *t, const char *row, const char *want)
+{
+    char got[512];
+    row_str(t, row, got, sizeof(got));
+    assert_string_equal(got, want);
+}
+
 /* A child writes, then dies without closing the store; the parent reopens. */
 static void test_log_replays_every_kind_of_mutation_after_a_crash(void **state)
 {
@@ -124,28 +132,20 @@ static void test_log_replays_every_kind_of_mutation_after_a_crash(void **state)
     struct ct_err err;
     assert_int_equal(wc_table_open(s, "rp", &t, &err), CT_OK);
     assert_int_equal(wc_table_open(s, "tr", &t2, &err), CT_OK);
-    char got[512];
-    row_str(t, "r1", got, sizeof(got));
     /* r1's g:x was in family g, removed and re-added after it was written */
-    assert_string_equal(got, "f:q@3=v f:q@2=v f:q@1=v");
-    row_str(t, "r2", got, sizeof(got));
-    assert_string_equal(got, "");
-    row_str(t, "r3", got, sizeof(got));
-    assert_string_equal(got, "");
-    row_str(t, "r4", got, sizeof(got));
-    assert_string_equal(got, "");
-    row_str(t2, "old", got, sizeof(got));
-    assert_string_equal(got, "");
-    row_str(t2, "new", got, sizeof(got));
-    assert_string_equal(got, "f:q@1=new");
+    assert_row(t, "r1", "f:q@3=v f:q@2=v f:q@1=v");
+    assert_row(t, "r2", "");
+    assert_row(t, "r3", "");
+    assert_row(t, "r4", "");
+    assert_row(t2, "old", "");
+    assert_row(t2, "new", "f:q@1=new");
     /* and once more after a clean close (flushed this time) */
     wc_table_close(t);
     wc_table_close(t2);
     wc_close(s);
     s = open_store(dir, 64 << 20);
     assert_int_equal(wc_table_open(s, "rp", &t, &err), CT_OK);
-    row_str(t, "r1", got, sizeof(got));
-    assert_string_equal(got, "f:q@3=v f:q@2=v f:q@1=v");
+    assert_row(t, "r1", "f:q@3=v f:q@2=v f:q@1=v");
     wc_table_close(t);
     wc_close(s);
     ctest_rmdir(dir);
@@ -169,9 +169,7 @@ static void test_async_wal_survives_a_clean_close(void **state)
     wc_close(s);
     s = open_store(dir, 64 << 20);
     assert_int_equal(wc_table_open(s, "as", &t, &err), CT_OK);
-    char got[128];
-    row_str(t, "r099", got, sizeof(got));
-    assert_string_equal(got, "f:q@1=v");
+    assert_row(t, "r099", "f:q@1=v");
     wc_table_close(t);
     wc_close(s);
     ctest_rmdir(dir);
@@ -313,9 +311,7 @@ static void test_failed_background_flush_is_sticky(void **state)
     /* nothing acknowledged was lost: the log still has it */
     s = open_store(dir, 64 << 20);
     assert_int_equal(wc_table_open(s, "bg", &t, &err), CT_OK);
-    char got[128];
-    row_str(t, "r00000", got, sizeof(got));
-    assert_string_equal(got, "f:q@1=some value bytes");
+    assert_row(t, "r00000", "f:q@1=some value bytes");
     wc_table_close(t);
     wc_close(s);
     ctest_rmdir(dir);
@@ -377,9 +373,7 @@ static void test_long_log_flushes_the_oldest_memstore(void **state)
         n = wal_segments(dir);
     }
     assert_true(n <= 12);
-    char got[64];
-    row_str(q, "once", got, sizeof(got));
-    assert_string_equal(got, "f:q@1=v");
+    assert_row(q, "once", "f:q@1=v");
     wc_table_close(q);
     wc_table_close(b);
     wc_close(s);
@@ -444,13 +438,9 @@ static void test_flushed_store_keeps_no_log_bytes(void **state)
     s = open_store(dir, 64 << 20);
     assert_int_equal(wc_table_open(s, "a", &a, &err), CT_OK);
     assert_int_equal(wc_table_open(s, "b", &b, &err), CT_OK);
-    char got[64];
-    row_str(a, "r0123", got, sizeof(got));
-    assert_string_equal(got, "f:q@5=va");
-    row_str(b, "r0299", got, sizeof(got));
-    assert_string_equal(got, "f:q@5=vb");
-    row_str(a, "later", got, sizeof(got));
-    assert_string_equal(got, "f:q@6=v2");
+    assert_row(a, "r0123", "f:q@5=va");
+    assert_row(b, "r0299", "f:q@5=vb");
+    assert_row(a, "later", "f:q@6=v2");
     /* a write after the reopen is kept across the next close and open */
     assert_int_equal(mut(b, "after", WC_OP_PUT, "f", "q", "v3", 7, WC_DURABILITY_SYNC_WAL), CT_OK);
     wc_table_close(a);
@@ -458,8 +448,7 @@ static void test_flushed_store_keeps_no_log_bytes(void **state)
     wc_close(s);
     s = open_store(dir, 64 << 20);
     assert_int_equal(wc_table_open(s, "b", &b, &err), CT_OK);
-    row_str(b, "after", got, sizeof(got));
-    assert_string_equal(got, "f:q@7=v3");
+    assert_row(b, "after", "f:q@7=v3");
     wc_table_close(b);
     wc_close(s);
     ctest_rmdir(dir);
@@ -503,9 +492,7 @@ static void test_idle_small_memstore_pinning_the_log_is_flushed(void **state)
     assert_int_equal(ms, 0);
     assert_int_equal(wc_table_flush(s, "busy", &err), CT_OK);
     assert_int_equal(wal_bytes(dir), 0);
-    char got[64];
-    row_str(q, "once", got, sizeof(got));
-    assert_string_equal(got, "f:q@1=v");
+    assert_row(q, "once", "f:q@1=v");
     wc_table_close(q);
     wc_table_close(b);
     wc_close(s);
@@ -531,9 +518,7 @@ static void test_read_only_open_reads_and_refuses_writes(void **state)
     o.read_only = true;
     assert_int_equal(wc_open(&o, &s, &err), CT_OK);
     assert_int_equal(wc_table_open(s, "ro", &t, &err), CT_OK);
-    char got[64];
-    row_str(t, "r", got, sizeof(got));
-    assert_string_equal(got, "f:q@1=v");
+    assert_row(t, "r", "f:q@1=v");
     assert_true(mut(t, "r2", WC_OP_PUT, "f", "q", "v", 1, WC_DURABILITY_SYNC_WAL) < 0);
     struct wc_family_desc fd;
     wc_family_desc_init(&fd, "f");
@@ -599,9 +584,7 @@ static void test_failed_catalog_write_changes_nothing(void **state)
     assert_int_equal(desc->families[0].versions, 3);
     assert_true(desc->enabled);
     wc_table_desc_free(desc);
-    char got[64];
-    row_str(t, "r", got, sizeof(got));
-    assert_string_equal(got, "f:q@1=v");
+    assert_row(t, "r", "f:q@1=v");
     assert_int_equal(mut(t, "r", WC_OP_PUT, "f", "q", "w", 2, WC_DURABILITY_SYNC_WAL), CT_OK);
     wc_table_close(t);
     wc_close(s);
@@ -611,8 +594,7 @@ static void test_failed_catalog_write_changes_nothing(void **state)
     assert_int_equal(desc->nfamilies, 1);
     wc_table_desc_free(desc);
     assert_int_equal(wc_table_open(s, "keep", &t, &err), CT_OK);
-    row_str(t, "r", got, sizeof(got));
-    assert_string_equal(got, "f:q@2=w f:q@1=v");
+    assert_row(t, "r", "f:q@2=w f:q@1=v");
     wc_table_close(t);
     wc_close(s);
     ctest_rmdir(dir);

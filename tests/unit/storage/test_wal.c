@@ -84,6 +84,17 @@ static void append_n(struct wal *w, uint64_t first_seq, size_t n, size_t len, en
     }
 }
 
+/* Writes a log in dir (options o, may be NULL) of records 1..n with len-byte payloads, each
+ * synced to the file (WAL_SYNC_WRITE), and closes it. */
+static void write_log(const char *dir, const struct wal_options *o, size_t n, size_t len)
+{
+    struct ct_err err = {0};
+    struct wal *w = NULL;
+    assert_int_equal(open_wal(dir, o, &w, &err), CT_OK);
+    append_n(w, 1, n, len, WAL_SYNC_WRITE);
+    wal_close(w);
+}
+
 static void test_wal_round_trips_records_across_segments(void **state)
 {
     (void)state;
@@ -120,9 +131,7 @@ static void test_wal_replay_drops_torn_tail(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
-    append_n(w, 1, 10, 50, WAL_SYNC_WRITE);
-    wal_close(w);
+    write_log(dir, NULL, 10, 50);
     char p[600];
     seg_path(dir, 1, p, sizeof p);
     struct stat sb;
@@ -155,9 +164,7 @@ static void test_wal_replay_drops_garbage_tail(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
-    append_n(w, 1, 5, 20, WAL_SYNC_WRITE);
-    wal_close(w);
+    write_log(dir, NULL, 5, 20);
     char p[600];
     seg_path(dir, 1, p, sizeof p);
     int fd = open(p, O_WRONLY | O_APPEND);
@@ -181,9 +188,7 @@ static void test_wal_corruption_in_earlier_segment_names_segment_and_offset(void
     struct ct_err err = {0};
     struct wal *w = NULL;
     struct wal_options o = {.segment_bytes = 1024};
-    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
-    append_n(w, 1, 50, 100, WAL_SYNC_WRITE);
-    wal_close(w);
+    write_log(dir, &o, 50, 100);
     char p[600];
     seg_path(dir, 1, p, sizeof p);
     int fd = open(p, O_RDWR);
@@ -214,9 +219,7 @@ static void test_wal_rejects_unknown_version(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
-    append_n(w, 1, 3, 10, WAL_SYNC_WRITE);
-    wal_close(w);
+    write_log(dir, NULL, 3, 10);
     char p[600];
     seg_path(dir, 1, p, sizeof p);
     int fd = open(p, O_RDWR);
@@ -445,9 +448,7 @@ static void test_wal_replay_callback_error_stops_replay(void **state)
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct wal *w = NULL;
-    assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
-    append_n(w, 1, 5, 10, WAL_SYNC_WRITE);
-    wal_close(w);
+    write_log(dir, NULL, 5, 10);
     assert_int_equal(open_wal(dir, NULL, &w, &err), CT_OK);
     assert_int_equal(wal_replay(w, stop_fn, NULL, &err), CT_EINVAL);
     assert_string_equal(err.msg, "stop at 3");
@@ -510,9 +511,7 @@ static void test_wal_random_damage_gives_prefix_or_corruption(void **state)
         struct ct_err err = {0};
         struct wal *w = NULL;
         struct wal_options o = {.segment_bytes = 2048};
-        assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
-        append_n(w, 1, 60, 40, WAL_SYNC_WRITE);
-        wal_close(w);
+        write_log(dir, &o, 60, 40);
         uint64_t nseg = 1 + (unsigned)rand_r(&seed) % 2;
         char p[600];
         seg_path(dir, nseg, p, sizeof p);
@@ -656,9 +655,7 @@ static void test_wal_zero_tail_in_any_segment_is_not_corruption(void **state)
     struct ct_err err = {0};
     struct wal *w = NULL;
     struct wal_options o = {.segment_bytes = 1024};
-    assert_int_equal(open_wal(dir, &o, &w, &err), CT_OK);
-    append_n(w, 1, 30, 100, WAL_SYNC_WRITE);
-    wal_close(w);
+    write_log(dir, &o, 30, 100);
     assert_true(count_segments(dir) >= 3);
     char p[600];
     seg_path(dir, 1, p, sizeof p);
