@@ -1,12 +1,14 @@
 /* api_query.c - /api/query (GET, POST; DELETE when tsd.http.query.allow_delete) and
  * /api/query/last (GET, POST): parse on the event loop (cheap, and a 400 needs no worker), run
  * on a worker (query/qexec.h, query/qlast.h) and stream the JSON answer in chunks as it is
- * written, so a large answer is never held whole in memory.
+ * written, so a large answer is never held whole in memory (http.h holds up to 256 KiB, so a
+ * small answer goes out whole, in one write on the loop thread).
  *
  * Invariants: (1) an error found before the first byte of the answer gets OpenTSDB's error object
  * with its status (400 bad query or unknown name, 408 tsd.query.timeout, 413 datapoint limit,
- * 500 otherwise); (2) the stream is begun lazily at the first flush, so an answer that fails
- * before any output is never a truncated 200. */
+ * 500 otherwise); (2) the stream is begun lazily at the first flush, and an answer that fails
+ * while its bytes are still held (http_stream_retract) gets its error status too, so only an
+ * answer that failed after 256 KiB went out is a truncated 200. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,7 +58,7 @@ static void read_options(struct http_req *r, struct qexec_options *o)
 static void reply_failure(struct http_req *r, struct stream *s, int status,
                           const struct ct_err *err)
 {
-    if (s->begun) {
+    if (s->begun && !http_stream_retract(r)) {
         http_stream_end(r); /* too late for a status: the answer is cut short */
         return;
     }

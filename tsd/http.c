@@ -4,7 +4,10 @@
  * ignored with a warning in the log (a handler bug must not corrupt the stream); (2) whole
  * replies only fill r->status / content_type / reply_body, and the connection code sends them
  * (http_conn_send_reply) on the loop thread; (3) streamed replies write to the connection's
- * bufferevent directly, which is thread-safe for HTTP connections, with bounded buffering.
+ * bufferevent directly, which is thread-safe for HTTP connections, with bounded buffering;
+ * (4) a streamed reply is held in reply_body until it passes HTTP_STREAM_HOLD bytes (256 KiB): one that
+ * ends before is sent as a whole reply (Content-Length, one write on the loop thread, no
+ * chunk framing and no write from the worker), and until then it can still be retracted.
  * See http_int.h for which thread touches what. */
 #include "tsd/http.h"
 
@@ -23,6 +26,7 @@
 #include "tsd/tlog.h"
 
 #define HTTP_STREAM_HIGH (1u << 20) /* a worker waits while more than this is unsent */
+#define HTTP_STREAM_HOLD (256u << 10) /* a streamed reply up to this size is sent whole */
 
 static const char http_json_type[] = "application/json; charset=UTF-8";
 
@@ -431,39 +435,69 @@ static int http_stream_put(struct http_req *r, struct evbuffer *b)
     return http_stream_wait(r);
 }
 
+/* Sends the status line, the headers and what was held, and streams from now on. */
+static int http_stream_release(struct http_req *r)
+{
+    r->stream_held = false;
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+        r->stream_ended = true;
+        return CT_ENOMEM;
+    }
+    bool chunked = r->minor >= 1;
+    if (!chunked)
+        r->keep_alive = false;
+    int rc = evbuffer_add_printf(b, "HTTP/1.%d %d %s\r\nContent-Type: %s\r\n",
+                                 r->minor >= 1 ? 1 : 0, r->status, http_status_text(r->status),
+                                 r->content_type) < 0;
+    if (chunked)
+        rc |= evbuffer_add_printf(b, "Transfer-Encoding: chunked\r\n") < 0;
+    http_req_write_common_headers(r, b);
+    rc |= evbuffer_add(b, "\r\n", 2);
+    size_t held = evbuffer_get_length(r->reply_body);
+    if (r->wire_method == HTTP_HEAD) {
+        r->stream_ended = true; /* no body: the rest is dropped */
+        evbuffer_drain(r->reply_body, held);
+    } else if (held > 0) {
+        if (chunked)
+            rc |= evbuffer_add_printf(b, "%zx\r\n", held) < 0;
+        rc |= evbuffer_add_buffer(b, r->reply_body);
+        if (chunked)
+            rc |= evbuffer_add(b, "\r\n", 2);
+    }
+    int out = rc ? CT_ENOMEM : http_stream_put(r, b);
+    evbuffer_free(b);
+    if (out != CT_OK)
+        r->stream_ended = true;
+    return out;
+}
+
 void http_stream_begin(struct http_req *r, int status, const char *content_type)
 {
     if (!http_reply_claim(r))
         return;
     r->streaming = true;
+    r->stream_held = true;
     r->status = status;
     http_set_type(r, content_type);
-    struct evbuffer *b = evbuffer_new();
-    if (!b) {
-        r->stream_ended = true;
-        return;
-    }
-    bool chunked = r->minor >= 1;
-    if (!chunked)
-        r->keep_alive = false;
-    evbuffer_add_printf(b, "HTTP/1.%d %d %s\r\nContent-Type: %s\r\n", r->minor >= 1 ? 1 : 0, status,
-                        http_status_text(status), r->content_type);
-    if (chunked)
-        evbuffer_add_printf(b, "Transfer-Encoding: chunked\r\n");
-    http_req_write_common_headers(r, b);
-    evbuffer_add(b, "\r\n", 2);
-    if (r->wire_method == HTTP_HEAD) {
-        r->stream_ended = true; /* no body: the rest is dropped */
-    }
-    if (http_stream_put(r, b) != CT_OK)
-        r->stream_ended = true;
-    evbuffer_free(b);
     if (r->jsonp && strstr(r->content_type, "json")) {
         r->stream_jsonp = true;
-        if (http_stream_printf(r, "%s(", r->jsonp) != CT_OK) {
-            /* the client went away; later writes report it */
-        }
+        if (evbuffer_add_printf(r->reply_body, "%s(", r->jsonp) < 0)
+            r->status = 500;
     }
+}
+
+bool http_stream_retract(struct http_req *r)
+{
+    if (!r->streaming || !r->stream_held)
+        return false;
+    evbuffer_drain(r->reply_body, evbuffer_get_length(r->reply_body));
+    r->streaming = false;
+    r->stream_held = false;
+    r->stream_ended = false;
+    r->stream_jsonp = false;
+    r->replied = false;
+    return true;
 }
 
 int http_stream_write(struct http_req *r, const void *data, size_t len)
@@ -474,6 +508,13 @@ int http_stream_write(struct http_req *r, const void *data, size_t len)
         return r->wire_method == HTTP_HEAD ? CT_OK : CT_ECLOSED;
     if (len == 0)
         return CT_OK;
+    if (r->stream_held) {
+        if (evbuffer_add(r->reply_body, data, len) != 0)
+            return CT_ENOMEM;
+        if (evbuffer_get_length(r->reply_body) <= HTTP_STREAM_HOLD)
+            return CT_OK;
+        return http_stream_release(r);
+    }
     struct evbuffer *b = evbuffer_new();
     if (!b)
         return CT_ENOMEM;
@@ -515,6 +556,12 @@ int http_stream_printf(struct http_req *r, const char *fmt, ...)
 void http_stream_end(struct http_req *r)
 {
     if (!r->streaming || r->stream_ended) {
+        r->stream_ended = true;
+        return;
+    }
+    if (r->stream_held) { /* the loop sends it whole (http_conn_finish) */
+        if (r->stream_jsonp && evbuffer_add(r->reply_body, ")", 1) != 0)
+            r->status = 500;
         r->stream_ended = true;
         return;
     }

@@ -99,7 +99,8 @@ void http_reply_raw(struct http_req *r, int status, const char *content_type, co
  * before http_stream_begin). Copied. At most 16 extra headers. */
 void http_reply_header(struct http_req *r, const char *name, const char *value);
 
-/* ---- streamed replies (chunked transfer encoding; close-delimited for HTTP/1.0) ---------- */
+/* ---- streamed replies (chunked transfer encoding; close-delimited for HTTP/1.0; a reply
+ *      of at most 256 KiB is sent whole with Content-Length instead) ---------------------- */
 
 /* Starts a streamed reply with the status and content type (NULL = JSON). When jsonp is asked
  * for and the type is JSON, the `fn(` prefix is written here and the `)` by http_stream_end;
@@ -111,6 +112,10 @@ CT_MUST_CHECK int http_stream_write(struct http_req *r, const void *data, size_t
 CT_MUST_CHECK int http_stream_printf(struct http_req *r, const char *fmt, ...) CT_PRINTF(2, 3);
 /* Ends the streamed reply. */
 void http_stream_end(struct http_req *r);
+/* A streamed reply is held by the server until it passes 256 KiB (one that ends before is sent
+ * whole, with Content-Length). While nothing was sent, this drops it and lets the request be
+ * answered again (e.g. with an error status) and returns true; false once bytes went out. */
+bool http_stream_retract(struct http_req *r);
 
 /* ---- work off the event loop ------------------------------------------------------------ */
 

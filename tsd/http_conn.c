@@ -188,18 +188,37 @@ static bool http_want_gzip(const struct http_req *r, size_t blen)
            strstr(ct, "svg");
 }
 
-void http_conn_send_reply(struct http_req *r)
+/* Queues out on the connection (loop thread, or the worker that has the request). When nothing else is waiting to be sent, it is
+ * first written to the socket right here: a small reply then costs one writev and no
+ * enabling/disabling of the write event (two epoll_ctl calls and a loop turn). What the socket
+ * does not take goes to the bufferevent as usual. Holding the bufferevent lock keeps a worker
+ * or the loop from writing in between (in practice neither does: one request per connection is
+ * in flight, and the loop leaves it alone while a worker has it). */
+static int http_conn_write(struct http_conn *c, struct evbuffer *out)
 {
-    struct http_conn *c = r->conn;
-    if (!r->keep_alive)
-        c->close_after = true;
-    struct evbuffer *out = evbuffer_new();
-    if (!out) {
-        c->close_after = true;
-        return;
+    int rc = 0;
+    bufferevent_lock(c->bev);
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    if (fd >= 0 && evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+        for (int i = 0; i < 4 && evbuffer_get_length(out) > 0; i++)
+            if (evbuffer_write(out, fd) <= 0)
+                break; /* EAGAIN, or an error the bufferevent will report */
     }
+    if (evbuffer_get_length(out) > 0)
+        rc = bufferevent_write_buffer(c->bev, out);
+    bufferevent_unlock(c->bev);
+    return rc;
+}
+
+/* Builds r's whole reply (status line, headers, body) and writes it (http_conn_write); false if
+ * it could not be queued. Loop thread, or the worker of r's deferred work (the reply is then
+ * sent before the loop hears the work is done: one wake-up less on the answer's path). */
+static bool http_reply_write(struct http_req *r)
+{
+    struct evbuffer *out = evbuffer_new();
+    if (!out)
+        return false;
     int status = r->status;
-    http_count_status(status);
     bool no_body = status == 204 || status == 304 || (status >= 100 && status < 200);
     size_t blen = evbuffer_get_length(r->reply_body);
     struct evbuffer *gz = NULL;
@@ -222,9 +241,24 @@ void http_conn_send_reply(struct http_req *r)
         evbuffer_add_buffer(out, gz ? gz : r->reply_body);
     if (gz)
         evbuffer_free(gz);
-    if (bufferevent_write_buffer(c->bev, out) != 0)
-        c->close_after = true;
+    bool ok = http_conn_write(r->conn, out) == 0;
     evbuffer_free(out);
+    return ok;
+}
+
+void http_conn_send_reply(struct http_req *r)
+{
+    struct http_conn *c = r->conn;
+    if (!r->keep_alive)
+        c->close_after = true;
+    if (r->sent) { /* by the worker */
+        if (r->send_failed)
+            c->close_after = true;
+        return;
+    }
+    http_count_status(r->status);
+    if (!http_reply_write(r))
+        c->close_after = true;
 }
 
 /* A framing-level error: reply with OpenTSDB's error object and close. */
@@ -531,9 +565,9 @@ static void http_conn_finish(struct http_conn *c)
         tlog_error("http: handler for %s %s did not reply", r->method_name, r->path);
         http_reply_error(r, 500, "handler did not reply", NULL);
     }
-    if (r->streaming) {
-        if (!r->stream_ended)
-            http_stream_end(r);
+    if (r->streaming && !r->stream_ended)
+        http_stream_end(r);
+    if (r->streaming && !r->stream_held) {
         http_count_status(r->status);
         if (!r->keep_alive)
             c->close_after = true;
@@ -881,6 +915,20 @@ static void http_work_trampoline(void *arg)
     struct http_req *r = arg;
     r->on_worker = true;
     r->work(r, r->work_arg);
+    /* A whole reply (or a streamed one still held) goes out from here. */
+    if (r->replied && (!r->streaming || r->stream_held)) {
+        struct http_conn *c = r->conn;
+        if (r->streaming && !r->stream_ended)
+            http_stream_end(r);
+        pthread_mutex_lock(&c->mu);
+        bool gone = c->gone;
+        pthread_mutex_unlock(&c->mu);
+        if (!gone) {
+            http_count_status(r->status);
+            r->send_failed = !http_reply_write(r);
+            r->sent = true;
+        }
+    }
     tsd_post_done(r->conn->tsd, r);
 }
 

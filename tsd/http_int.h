@@ -53,6 +53,8 @@ struct http_req {
     /* reply [w] */
     bool replied; /* a whole reply is ready, or a stream began */
     bool streaming;
+    bool stream_held; /* streamed bytes so far are in reply_body, nothing sent: a reply that
+                         ends while held is sent whole (Content-Length) by the loop */
     bool stream_ended;
     bool stream_jsonp;
     int status;
@@ -60,7 +62,9 @@ struct http_req {
     struct evbuffer *reply_body; /* whole replies */
     struct http_kv extra[HTTP_MAX_EXTRA_HEADERS];
     size_t nextra;
-    bool on_worker; /* deferred work is running on a worker */
+    bool sent;        /* the whole reply was written by the worker (http_work_trampoline) */
+    bool send_failed; /* ... and could not be queued: close the connection */
+    bool on_worker;   /* deferred work is running on a worker */
     bool deferred;
     http_work_fn work;
     void *work_arg;

@@ -90,9 +90,13 @@ int workpool_submit(struct workpool *p, workpool_fn fn, void *arg, struct ct_err
     } else {
         p->jobs[(p->head + p->count) % p->cap] = (struct workpool_job){fn, arg};
         p->count++;
-        pthread_cond_signal(&p->cv);
     }
     pthread_mutex_unlock(&p->mu);
+    /* Signalled after unlocking, so that the woken worker does not at once block on mu while the
+     * submitter still holds it (a second futex sleep and wake-up per job: seen in perf). A
+     * worker that is not yet waiting sees count > 0 before it waits. */
+    if (rc == CT_OK)
+        pthread_cond_signal(&p->cv);
     return rc;
 }
 

@@ -22,7 +22,8 @@ CT_MUST_CHECK int workpool_new(int nthreads, size_t max_queued, struct workpool 
  * borrowed until fn runs. */
 CT_MUST_CHECK int workpool_submit(struct workpool *p, workpool_fn fn, void *arg,
                                   struct ct_err *err);
-/* Runs what is queued, stops the threads and frees the pool; accepts NULL. */
+/* Runs what is queued, stops the threads and frees the pool; accepts NULL. No submit may run
+ * concurrently (submit signals the workers after releasing the queue's lock). */
 void workpool_free(struct workpool *p);
 /* Number of threads. */
 int workpool_threads(const struct workpool *p);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_tsd_http.sh - the HTTP side of the TSD: /api/put variants (204, summary, details, gzip,
 # deflate, chunked off and on, limits, errors), OpenTSDB's 404/405 error shapes, /api/v1 and
-# trailing slashes, the small endpoints, jsonp and pretty, keep-alive with pipelining, CORS,
+# trailing slashes, the small endpoints, jsonp and pretty, keep-alive with pipelining, query
+# answers sent whole (small) or chunked (large), CORS,
 # and static files (content types, caching, no way out of the root).
 source "$(dirname "$0")/lib.sh"
 
@@ -133,6 +134,26 @@ check_eq ".. is not served" "404" "$trav"
 trav=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TSD_PORT/css/%2e%2e/%2e%2e/outside/secret.txt")
 check_eq "encoded .. is not served" "404" "$trav"
 check_contains "unknown pages get an HTML 404" "$(req GET /nope.html)" "404 <!DOCTYPE html>"
+
+# Query answers: up to 256 KiB the answer is sent whole (Content-Length), beyond that streamed in
+# chunks; both are complete JSON.
+python3 -c 'import json; print(json.dumps([{"metric":"http.big","timestamp":1356998400+i,"value":i,"tags":{"host":"a"}} for i in range(20000)]))' >"$tmp/big.json"
+check_eq "put of 20000 points" "204 " "$(req POST /api/put --data-binary @"$tmp/big.json")"
+qs='/api/query?start=1356998400&end=1356998409&m=sum:http.big'
+hd=$(curl -s -D - -o "$tmp/small" "http://127.0.0.1:$TSD_PORT$qs")
+check_contains "a small query answer has a Content-Length" "$hd" "Content-Length: $(wc -c <"$tmp/small")"
+check_eq "a small query answer is not chunked" "" "$(printf '%s' "$hd" | grep -i 'Transfer-Encoding')"
+check_contains "the small answer is the query's" "$(cat "$tmp/small")" '"metric":"http.big"'
+check_contains "a small answer with jsonp" "$(req GET "$qs&jsonp=cb")" '200 cb([{"metric":"http.big"'
+hd=$(curl -s --http1.0 -D - -o /dev/null "http://127.0.0.1:$TSD_PORT$qs")
+check_contains "HTTP/1.0 gets a small answer with a Content-Length" "$hd" "Content-Length:"
+hd=$(curl -s -D - -o "$tmp/large" "http://127.0.0.1:$TSD_PORT/api/query?start=1356998000&end=1357030000&m=sum:http.big")
+check_contains "a large query answer is chunked" "$hd" "Transfer-Encoding: chunked"
+check_eq "the large answer is whole" 20000 \
+  "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))[0]["dps"]))' "$tmp/large")"
+hd=$(curl -s -D - "http://127.0.0.1:$TSD_PORT/api/query/last?timeseries=http.big%7Bhost=a%7D&back_scan=1000000")
+check_contains "a last point answers whole" "$hd" "Content-Length:"
+check_contains "the last point" "$hd" '[{"timestamp":1357018399000,"value":"19999","tsuid":"'
 
 # CORS
 pre=$(curl -s -D - -o /dev/null -X OPTIONS -H 'Origin: http://b.example' "http://127.0.0.1:$TSD_PORT/api/put")

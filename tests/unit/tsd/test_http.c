@@ -1,6 +1,7 @@
 /* test_http.c - the HTTP helpers behind tsd/http.h: query-string decoding with presence-only
  * and repeated parameters, path normalisation, jsonp names, and the reply builders (OpenTSDB
- * error objects, jsonp wrapping, pretty printing, one reply per request). Requests are built
+ * error objects, jsonp wrapping, pretty printing, one reply per request), and small streamed
+ * replies held whole (jsonp included) and retractable for an error status. Requests are built
  * directly on the private struct (tsd/http_int.h); the server itself is covered by the
  * integration tests. */
 #include <cjson/cJSON.h>
@@ -141,6 +142,46 @@ static void test_http_jsonp_and_pretty_and_single_reply(void **state)
     assert_string_equal(http_status_text(413), "Request Entity Too Large");
 }
 
+static void test_http_small_stream_is_held_whole_with_jsonp(void **state)
+{
+    (void)state;
+    struct http_req *r = req_new("jsonp=cb");
+    r->jsonp = http_req_param(r, "jsonp");
+    http_stream_begin(r, 200, NULL);
+    assert_int_equal(http_stream_write(r, "[1,", 3), CT_OK);
+    assert_int_equal(http_stream_printf(r, "%d]", 2), CT_OK);
+    http_stream_end(r);
+    /* nothing went to a socket: the loop sends the body whole */
+    assert_true(r->streaming);
+    assert_true(r->stream_held);
+    assert_true(r->stream_ended);
+    char *s = body_of(r);
+    assert_string_equal(s, "cb([1,2])");
+    assert_int_equal(r->status, 200);
+    free(s);
+    /* once ended, writes are refused */
+    assert_int_equal(http_stream_write(r, "x", 1), CT_ECLOSED);
+    http_req_free(r);
+}
+
+static void test_http_held_stream_can_be_retracted_for_an_error(void **state)
+{
+    (void)state;
+    struct http_req *r = req_new("");
+    http_stream_begin(r, 200, NULL);
+    assert_int_equal(http_stream_write(r, "[{\"metric\":", 11), CT_OK);
+    assert_true(http_stream_retract(r));
+    assert_false(r->streaming);
+    http_reply_error(r, 413, "Too many data points", NULL);
+    char *s = body_of(r);
+    assert_string_equal(s, "{\"error\":{\"code\":413,\"message\":\"Too many data points\"}}");
+    assert_int_equal(r->status, 413);
+    free(s);
+    /* a whole reply is not a stream: nothing to retract */
+    assert_false(http_stream_retract(r));
+    http_req_free(r);
+}
+
 int main(void)
 {
     pthread_mutex_init(&conn.mu, NULL);
@@ -150,6 +191,8 @@ int main(void)
         cmocka_unit_test(test_http_path_normalisation_and_decoding),
         cmocka_unit_test(test_http_error_object_shape),
         cmocka_unit_test(test_http_jsonp_and_pretty_and_single_reply),
+        cmocka_unit_test(test_http_small_stream_is_held_whole_with_jsonp),
+        cmocka_unit_test(test_http_held_stream_can_be_retracted_for_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
