@@ -7,10 +7,14 @@
  * after checking that it reproduces every value bit for bit (so it is lossless by construction);
  * (4) dpcodec_row_decode_cols() gives exactly the points (and errors) of dpcodec_row_decode().
  * Layouts: schema/dpcodec_format.h. Allocation: none on the single-cell paths; the compressed
- * encoder uses temporary buffers, the iterator over a compressed cell one scratch buffer, the
- * columnar reader its reused columns. Reading is sized for speed: bits come in 64-bit windows,
- * radix blocks are split with few hardware divisions, regular timestamps in closed form; a
- * small per-thread memo of radix bit lengths is the only state kept between calls. */
+ * encoder keeps per-thread state (a deflate stream and a scratch buffer, see dpcodec_enc), the
+ * iterator over a compressed cell one scratch buffer, the columnar reader its reused columns.
+ * Reading is sized for speed: bits come in 64-bit windows, radix blocks are split with few
+ * hardware divisions, regular timestamps in closed form; a small per-thread memo of radix bit
+ * lengths is kept between calls. Encoding is sized for speed without changing a byte of what
+ * it writes: every search (order, value kind, block kind, Rice parameter, deflate) keeps the
+ * choices of the plain exhaustive search, with exact shortcuts (convexity, closed forms, lower
+ * bounds that rule a candidate out); test_dpcodec pins the output bytes. */
 #include "schema/dpcodec.h"
 
 #include <math.h>
