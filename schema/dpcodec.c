@@ -1948,13 +1948,75 @@ static void dpcodec_sort_pass(const uint32_t *src, uint32_t *dst, size_t n, unsi
         dst[pos[(src[i] >> shift) & 63]++] = src[i];
 }
 
+/* Huffman cost (bits) of nl weights, sorted ascending in leaf: the sum of the merged weights,
+ * from the sorted leaves and a queue of merged nodes (node: room nl). */
+static uint64_t dpcodec_huffman_cost(const uint32_t *leaf, size_t nl, uint32_t *node)
+{
+    size_t li = 0, nh = 0, nt = 0;
+    uint64_t cost = 0;
+    for (size_t left = nl; left > 1; left--) {
+        uint32_t w[2];
+        for (int j = 0; j < 2; j++)
+            w[j] = li < nl && (nh == nt || leaf[li] <= node[nh]) ? leaf[li++] : node[nh++];
+        node[nt++] = w[0] + w[1];
+        cost += (uint64_t)w[0] + w[1];
+    }
+    return cost;
+}
+
+/* A floor (bits) under a dynamic block's code-length sequence for literal/length entries 0..256
+ * where the entries in `must` are non-zero (used literals, end of block), those in `may` may be
+ * (bytes a match may hide), the rest are 0. Each code-length symbol costs >= 1 bit; a run of z
+ * zero entries takes >= min(z, 3) bits (zeros at 1 bit, or a 16/17/18 with >= 2 extra bits), a
+ * run of m non-zero entries >= min(m, 4) (its first length, then lengths or a 16); a dynamic
+ * program takes the cheapest choice of the `may` entries. */
+static unsigned dpcodec_lengths_floor(const uint8_t *must, const uint8_t *may)
+{
+    enum {
+        INF = 1u << 20
+    };
+    unsigned z[4] = {INF, INF, INF, INF}, m[5] = {INF, INF, INF, INF, INF}; /* [run, capped] */
+    unsigned start = 0;
+    for (unsigned i = 0; i <= 256; i++) {
+        bool nz_ok = i == 256 || must[i] || may[i], z_ok = i < 256 && !must[i];
+        unsigned bz = start, bm = start; /* cheapest way to end the other kind's run here */
+        for (int c = 1; c <= 3; c++)
+            bm = z[c] < bm ? z[c] : bm;
+        for (int c = 1; c <= 4; c++)
+            bz = m[c] < bz ? m[c] : bz;
+        unsigned nzz[4] = {INF, INF, INF, INF}, nm[5] = {INF, INF, INF, INF, INF};
+        if (z_ok) {
+            nzz[1] = bz + 1;
+            nzz[2] = z[1] + 1;
+            nzz[3] = (z[2] + 1 < z[3] ? z[2] + 1 : z[3]);
+        }
+        if (nz_ok) {
+            nm[1] = bm + 1;
+            nm[2] = m[1] + 1;
+            nm[3] = m[2] + 1;
+            nm[4] = (m[3] + 1 < m[4] ? m[3] + 1 : m[4]);
+        }
+        memcpy(z, nzz, sizeof(z));
+        memcpy(m, nm, sizeof(m));
+        start = INF;
+    }
+    unsigned best = INF;
+    for (int c = 1; c <= 4; c++)
+        best = m[c] < best ? m[c] : best; /* entry 256 is non-zero */
+    return best;
+}
+
 /* A floor under the size of the raw DEFLATE of in (n bytes, n <= DPCODEC_TRI_MAX), in bytes.
  * Such an input is one block (zlib splits blocks every 16383 symbols). A match copies only
  * bytes whose 3-byte string occurred before, so the bytes covered by no repeated 3-byte string
- * are literals; whatever code the block uses (stored, fixed or dynamic Huffman: all prefix
- * codes), they cost at least the Huffman cost of their histogram, plus the 3-bit block header.
- * On random-looking payloads this is within a few percent of what deflate writes, which is
- * enough to prove that deflating cannot beat the raw payload without running it. */
+ * are literals, and the block is one of:
+ *   stored: 3 header bits padded to a byte, LEN, NLEN, the n bytes: n + 5 bytes;
+ *   fixed Huffman: 3 bits, those literals at 8 (bytes < 144) or 9 bits, end of block 7 bits;
+ *   dynamic Huffman: 3 bits, HLIT/HDIST/HCLEN 14 bits, >= 4 code-length lengths 12 bits, the
+ *     code-length sequence (dpcodec_lengths_floor, plus >= 1 bit of distance lengths), and the
+ *     literals and the end of block under a prefix code: >= the Huffman cost of their counts.
+ * Whichever is the smallest is a floor. On random-looking payloads it is within a few percent
+ * of what deflate writes, enough to prove that deflating cannot beat the raw payload. */
 static size_t dpcodec_deflate_floor(struct dpcodec_enc *e, const uint8_t *in, size_t n)
 {
     uint8_t covered[DPCODEC_TRI_MAX];
@@ -1979,27 +2041,32 @@ static size_t dpcodec_deflate_floor(struct dpcodec_enc *e, const uint8_t *in, si
         }
     }
     uint32_t cnt[256] = {0};
-    for (size_t p = 0; p < n; p++)
-        cnt[in[p]] += !covered[p];
-    /* Huffman cost = the sum of the merged weights: sorted leaves and a queue of merged nodes */
-    uint32_t leaf[256], node[256], tmp[256];
+    uint8_t must[256] = {0}, may[256] = {0};
+    uint64_t fixed = 3 + 7;
+    for (size_t p = 0; p < n; p++) {
+        if (covered[p]) {
+            may[in[p]] = 1;
+        } else {
+            cnt[in[p]]++;
+            must[in[p]] = 1;
+            fixed += in[p] < 144 ? 8 : 9;
+        }
+    }
+    uint32_t leaf[257], node[257], tmp[257];
     size_t nl = 0;
+    tmp[nl++] = 1; /* end of block */
     for (unsigned c = 0; c < 256; c++)
         if (cnt[c])
             tmp[nl++] = cnt[c];
     /* counts are <= DPCODEC_TRI_MAX < 2^12: two stable 6-bit counting-sort passes */
     dpcodec_sort_pass(tmp, node, nl, 0);
     dpcodec_sort_pass(node, leaf, nl, 6);
-    size_t li = 0, nh = 0, nt = 0;
-    uint64_t cost = 0;
-    for (size_t left = nl; left > 1; left--) {
-        uint32_t w[2];
-        for (int j = 0; j < 2; j++)
-            w[j] = li < nl && (nh == nt || leaf[li] <= node[nh]) ? leaf[li++] : node[nh++];
-        node[nt++] = w[0] + w[1];
-        cost += (uint64_t)w[0] + w[1];
-    }
-    return (size_t)((3 + cost + 7) / 8);
+    uint64_t dynamic =
+        3 + 14 + 12 + 1 + dpcodec_lengths_floor(must, may) + dpcodec_huffman_cost(leaf, nl, node);
+    uint64_t bits = 8 * ((uint64_t)n + 5);
+    bits = fixed < bits ? fixed : bits;
+    bits = dynamic < bits ? dynamic : bits;
+    return (size_t)((bits + 7) / 8);
 }
 
 /* Raw DEFLATE (level 6, window 15, memLevel 8: the parameters are part of the output bytes) of
