@@ -7,10 +7,14 @@
  * after checking that it reproduces every value bit for bit (so it is lossless by construction);
  * (4) dpcodec_row_decode_cols() gives exactly the points (and errors) of dpcodec_row_decode().
  * Layouts: schema/dpcodec_format.h. Allocation: none on the single-cell paths; the compressed
- * encoder uses temporary buffers, the iterator over a compressed cell one scratch buffer, the
- * columnar reader its reused columns. Reading is sized for speed: bits come in 64-bit windows,
- * radix blocks are split with few hardware divisions, regular timestamps in closed form; a
- * small per-thread memo of radix bit lengths is the only state kept between calls. */
+ * encoder keeps per-thread state (a deflate stream and a scratch buffer, see dpcodec_enc), the
+ * iterator over a compressed cell one scratch buffer, the columnar reader its reused columns.
+ * Reading is sized for speed: bits come in 64-bit windows, radix blocks are split with few
+ * hardware divisions, regular timestamps in closed form; a small per-thread memo of radix bit
+ * lengths is kept between calls. Encoding is sized for speed without changing a byte of what
+ * it writes: every search (order, value kind, block kind, Rice parameter, deflate) keeps the
+ * choices of the plain exhaustive search, with exact shortcuts (convexity, closed forms, lower
+ * bounds that rule a candidate out); test_dpcodec pins the output bytes. */
 #include "schema/dpcodec.h"
 
 #include <math.h>
@@ -1700,8 +1704,7 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
              * first) */
             size_t bytes = (dpcodec_radix_bits_fast(b.radix_r, cnt) + 7) / 8;
             for (size_t i = 0; i < bytes; i++)
-                p[o + bytes - 1 - i] =
-                    i / 8 < big.n ? (uint8_t)(big.l[i / 8] >> (8 * (i % 8))) : 0;
+                p[o + bytes - 1 - i] = i / 8 < big.n ? (uint8_t)(big.l[i / 8] >> (8 * (i % 8))) : 0;
             o += bytes;
             continue;
         }
@@ -1886,11 +1889,15 @@ static size_t dpcodec_payload(const struct dpcodec_plan *pl, bool varint_blocks,
  * one scratch buffer that grows to the largest row up to DPCODEC_SCRATCH_MAX bytes (a larger
  * row takes a temporary buffer). Freed by the thread-exit destructor of a pthread key. */
 #define DPCODEC_SCRATCH_MAX (4u << 20)
+#define DPCODEC_TRI_SLOTS   8192 /* dpcodec_deflate_floor(): open-addressed 3-byte strings */
+#define DPCODEC_TRI_MAX     4095 /* longest input it bounds (load < 1/2, one deflate block) */
 struct dpcodec_enc {
     z_stream zs;
     bool zok;
     uint8_t *buf;
     size_t cap;
+    uint32_t tri[DPCODEC_TRI_SLOTS]; /* gen << 24 | string; other generations are empty */
+    uint32_t gen;                    /* 1..255 */
 };
 static pthread_key_t dpcodec_enc_key;
 static pthread_once_t dpcodec_enc_once = PTHREAD_ONCE_INIT;
@@ -1929,6 +1936,139 @@ static struct dpcodec_enc *dpcodec_enc_get(void)
     return e;
 }
 
+/* One stable counting-sort pass of n values by their 6 bits at shift, src into dst. */
+static void dpcodec_sort_pass(const uint32_t *src, uint32_t *dst, size_t n, unsigned shift)
+{
+    size_t pos[65] = {0};
+    for (size_t i = 0; i < n; i++)
+        pos[((src[i] >> shift) & 63) + 1]++;
+    for (unsigned d = 1; d <= 64; d++)
+        pos[d] += pos[d - 1];
+    for (size_t i = 0; i < n; i++)
+        dst[pos[(src[i] >> shift) & 63]++] = src[i];
+}
+
+/* Huffman cost (bits) of nl weights, sorted ascending in leaf: the sum of the merged weights,
+ * from the sorted leaves and a queue of merged nodes (node: room nl). */
+static uint64_t dpcodec_huffman_cost(const uint32_t *leaf, size_t nl, uint32_t *node)
+{
+    size_t li = 0, nh = 0, nt = 0;
+    uint64_t cost = 0;
+    for (size_t left = nl; left > 1; left--) {
+        uint32_t w[2];
+        for (int j = 0; j < 2; j++)
+            w[j] = li < nl && (nh == nt || leaf[li] <= node[nh]) ? leaf[li++] : node[nh++];
+        node[nt++] = w[0] + w[1];
+        cost += (uint64_t)w[0] + w[1];
+    }
+    return cost;
+}
+
+/* A floor (bits) under a dynamic block's code-length sequence for literal/length entries 0..256
+ * where the entries in `must` are non-zero (used literals, end of block), those in `may` may be
+ * (bytes a match may hide), the rest are 0. Each code-length symbol costs >= 1 bit; a run of z
+ * zero entries takes >= min(z, 3) bits (zeros at 1 bit, or a 16/17/18 with >= 2 extra bits), a
+ * run of m non-zero entries >= min(m, 4) (its first length, then lengths or a 16); a dynamic
+ * program takes the cheapest choice of the `may` entries. */
+static unsigned dpcodec_lengths_floor(const uint8_t *must, const uint8_t *may)
+{
+    enum {
+        INF = 1u << 20
+    };
+    unsigned z[4] = {INF, INF, INF, INF}, m[5] = {INF, INF, INF, INF, INF}; /* [run, capped] */
+    unsigned start = 0;
+    for (unsigned i = 0; i <= 256; i++) {
+        bool nz_ok = i == 256 || must[i] || may[i], z_ok = i < 256 && !must[i];
+        unsigned bz = start, bm = start; /* cheapest way to end the other kind's run here */
+        for (int c = 1; c <= 3; c++)
+            bm = z[c] < bm ? z[c] : bm;
+        for (int c = 1; c <= 4; c++)
+            bz = m[c] < bz ? m[c] : bz;
+        unsigned nzz[4] = {INF, INF, INF, INF}, nm[5] = {INF, INF, INF, INF, INF};
+        if (z_ok) {
+            nzz[1] = bz + 1;
+            nzz[2] = z[1] + 1;
+            nzz[3] = (z[2] + 1 < z[3] ? z[2] + 1 : z[3]);
+        }
+        if (nz_ok) {
+            nm[1] = bm + 1;
+            nm[2] = m[1] + 1;
+            nm[3] = m[2] + 1;
+            nm[4] = (m[3] + 1 < m[4] ? m[3] + 1 : m[4]);
+        }
+        memcpy(z, nzz, sizeof(z));
+        memcpy(m, nm, sizeof(m));
+        start = INF;
+    }
+    unsigned best = INF;
+    for (int c = 1; c <= 4; c++)
+        best = m[c] < best ? m[c] : best; /* entry 256 is non-zero */
+    return best;
+}
+
+/* A floor under the size of the raw DEFLATE of in (n bytes, n <= DPCODEC_TRI_MAX), in bytes.
+ * Such an input is one block (zlib splits blocks every 16383 symbols). A match copies only
+ * bytes whose 3-byte string occurred before, so the bytes covered by no repeated 3-byte string
+ * are literals, and the block is one of:
+ *   stored: 3 header bits padded to a byte, LEN, NLEN, the n bytes: n + 5 bytes;
+ *   fixed Huffman: 3 bits, those literals at 8 (bytes < 144) or 9 bits, end of block 7 bits;
+ *   dynamic Huffman: 3 bits, HLIT/HDIST/HCLEN 14 bits, >= 4 code-length lengths 12 bits, the
+ *     code-length sequence (dpcodec_lengths_floor, plus >= 1 bit of distance lengths), and the
+ *     literals and the end of block under a prefix code: >= the Huffman cost of their counts.
+ * Whichever is the smallest is a floor. On random-looking payloads it is within a few percent
+ * of what deflate writes, enough to prove that deflating cannot beat the raw payload. */
+static size_t dpcodec_deflate_floor(struct dpcodec_enc *e, const uint8_t *in, size_t n)
+{
+    uint8_t covered[DPCODEC_TRI_MAX];
+    memset(covered, 0, n);
+    if (++e->gen > 255) {
+        memset(e->tri, 0, sizeof(e->tri));
+        e->gen = 1;
+    }
+    for (size_t p = 0; p + 3 <= n; p++) {
+        uint32_t t = (uint32_t)in[p] << 16 | (uint32_t)in[p + 1] << 8 | in[p + 2];
+        uint32_t want = e->gen << 24 | t;
+        size_t h = (size_t)((t * 2654435761u) >> 19) & (DPCODEC_TRI_SLOTS - 1);
+        for (;; h = (h + 1) & (DPCODEC_TRI_SLOTS - 1)) {
+            if (e->tri[h] >> 24 != e->gen) { /* empty: first time this string occurs */
+                e->tri[h] = want;
+                break;
+            }
+            if (e->tri[h] == want) { /* a repeat: these bytes may be inside a match */
+                covered[p] = covered[p + 1] = covered[p + 2] = 1;
+                break;
+            }
+        }
+    }
+    uint32_t cnt[256] = {0};
+    uint8_t must[256] = {0}, may[256] = {0};
+    uint64_t fixed = 3 + 7;
+    for (size_t p = 0; p < n; p++) {
+        if (covered[p]) {
+            may[in[p]] = 1;
+        } else {
+            cnt[in[p]]++;
+            must[in[p]] = 1;
+            fixed += in[p] < 144 ? 8 : 9;
+        }
+    }
+    uint32_t leaf[257], node[257], tmp[257];
+    size_t nl = 0;
+    tmp[nl++] = 1; /* end of block */
+    for (unsigned c = 0; c < 256; c++)
+        if (cnt[c])
+            tmp[nl++] = cnt[c];
+    /* counts are <= DPCODEC_TRI_MAX < 2^12: two stable 6-bit counting-sort passes */
+    dpcodec_sort_pass(tmp, node, nl, 0);
+    dpcodec_sort_pass(node, leaf, nl, 6);
+    uint64_t dynamic =
+        3 + 14 + 12 + 1 + dpcodec_lengths_floor(must, may) + dpcodec_huffman_cost(leaf, nl, node);
+    uint64_t bits = 8 * ((uint64_t)n + 5);
+    bits = fixed < bits ? fixed : bits;
+    bits = dynamic < bits ? dynamic : bits;
+    return (size_t)((bits + 7) / 8);
+}
+
 /* Raw DEFLATE (level 6, window 15, memLevel 8: the parameters are part of the output bytes) of
  * in into out (cap); 0 if it fails or does not fit. Uses e's stream when e is non-NULL. */
 static size_t dpcodec_deflate(struct dpcodec_enc *e, const uint8_t *in, size_t n, uint8_t *out,
@@ -1958,6 +2098,19 @@ static size_t dpcodec_deflate(struct dpcodec_enc *e, const uint8_t *in, size_t n
     if (zs == &tmp)
         deflateEnd(&tmp);
     return got;
+}
+
+/* dpcodec_deflate(), or 0 without running it when the deflated payload (with its length
+ * varint) provably takes best bytes or more, i.e. would not be kept. */
+static size_t dpcodec_deflate_below(struct dpcodec_enc *e, const uint8_t *in, size_t n,
+                                    uint8_t *out, size_t cap, size_t best)
+{
+    if (n <= 32)
+        return 0; /* never deflated */
+    if (e && n <= DPCODEC_TRI_MAX &&
+        dpcodec_deflate_floor(e, in, n) + dpcodec_varint_len(n) >= best)
+        return 0;
+    return dpcodec_deflate(e, in, n, out, cap);
 }
 
 int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, size_t n, uint8_t *v,
@@ -2063,14 +2216,14 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
     size_t zlen = 0, best = o;
     const uint8_t *payload = raw;
     bool deflated = false;
-    zlen = dpcodec_deflate(enc, raw, o, z1, zcap);
+    zlen = dpcodec_deflate_below(enc, raw, o, z1, zcap, best);
     if (zlen && zlen + dpcodec_varint_len(o) < best) {
         best = zlen + dpcodec_varint_len(o);
         payload = z1;
         deflated = true;
     }
     size_t ob = dpcodec_payload(&plan, true, rawb);
-    size_t zb = dpcodec_deflate(enc, rawb, ob, z2, zcap);
+    size_t zb = dpcodec_deflate_below(enc, rawb, ob, z2, zcap, best);
     if (zb && zb + dpcodec_varint_len(ob) < best) {
         best = zb + dpcodec_varint_len(ob);
         payload = z2;

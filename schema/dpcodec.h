@@ -19,8 +19,9 @@
  * Allocation: the single-cell, compacted-cell and append paths never allocate. Reading a
  * compressed cell through the iterator takes one buffer per cell (freed by dpcodec_iter_end());
  * the columnar reader (dpcodec_row_decode_cols) reuses its buffers from row to row. Encoding a
- * compressed cell and dpcodec_compact() take per-row buffers (compaction time, never per
- * datapoint). */
+ * compressed cell keeps per-thread state (one deflate stream, one scratch buffer grown to the
+ * largest row up to 4 MiB; freed when the thread exits), so a row allocates nothing once warm;
+ * dpcodec_compact() allocates its result (one block per row, never per datapoint). */
 #ifndef CT_SCHEMA_DPCODEC_H
 #define CT_SCHEMA_DPCODEC_H
 
@@ -211,8 +212,9 @@ size_t dpcodec_compressed_bound(size_t n);
 void dpcodec_compressed_qualifier(const struct dpcodec_point *pts, size_t n, uint8_t *q);
 /* Encodes n points (sorted, unique timestamps, inside the hour) as ctsdb's compressed cell value
  * into v (room dpcodec_compressed_bound(n)); see dpcodec_compressed_qualifier(). Lossless: decoding
- * gives back every timestamp, type, ms flag and value bit for bit. Uses temporary buffers (freed
- * before return); CT_ENOMEM if they cannot be had. */
+ * gives back every timestamp, type, ms flag and value bit for bit. Uses this thread's encoder
+ * state (or a temporary buffer for rows above its limit); CT_ENOMEM if memory cannot be had.
+ * Thread-safe: threads never share that state. */
 CT_MUST_CHECK int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts,
                                             size_t n, uint8_t *v, size_t *vlen, struct ct_err *err);
 

@@ -1,8 +1,11 @@
 /* test_dpcodec.c - datapoint cells: byte-exact OpenTSDB qualifier/value vectors written from the
  * format description, decoding of every layout (single, compacted, append, legacy float,
  * annotations skipped), the compressed format's round trips and corruption checks, and
- * compaction in both formats (ms/s mixed, duplicates with fix_duplicates on and off). */
+ * compaction in both formats (ms/s mixed, duplicates with fix_duplicates on and off), and the
+ * compressed encoder's output pinned byte for byte (a hash captured before it was optimised),
+ * also from several threads at once. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -708,26 +711,25 @@ static void test_cols_decode_matches_row_decode(void **state)
 
 /* ---- encoder output pinned byte for byte ---------------------------------------------------- */
 
-static uint64_t gold_rng;
-static uint64_t gold_rand(void)
+static uint64_t gold_rand(uint64_t *s)
 {
-    gold_rng ^= gold_rng << 13;
-    gold_rng ^= gold_rng >> 7;
-    gold_rng ^= gold_rng << 17;
-    return gold_rng;
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
 }
 
 /* Row `shape` of n points (n <= 3600): the series kinds the encoder meets (walks, counters,
  * decimal gauges, noisy doubles, bell-shaped and uniform residuals, repeats, mixed types, ms
- * jitter, gaps, extremes). Deterministic for a given gold_rng. */
-static size_t gold_row(int shape, size_t n, struct dpcodec_point *p)
+ * jitter, gaps, extremes). Deterministic for a given *rng. */
+static size_t gold_row(int shape, size_t n, struct dpcodec_point *p, uint64_t *rng)
 {
     int64_t step = shape % 4 == 3 ? 1000 : 10000;
     double x = 50;
     int64_t w = 1000;
     for (size_t i = 0; i < n; i++) {
         int64_t ts = BASE_MS + (int64_t)i * (n > 360 ? 1000 : step);
-        uint64_t r = gold_rand();
+        uint64_t r = gold_rand(rng);
         switch (shape) {
         case 0: /* bounded cpu-style walk */
             w += (int64_t)(r % 11) - 5;
@@ -757,7 +759,8 @@ static size_t gold_row(int shape, size_t n, struct dpcodec_point *p)
             p[i] = dpcodec_point_int(ts, false, (int64_t)(r % 10000000) + (int64_t)i * 1000);
             break;
         case 6: /* mostly one value */
-            p[i] = dpcodec_point_real(ts, false, i % 50 == 7 ? (double)(r % 1000) / 3.0 : 1.0 / 3.0);
+            p[i] =
+                dpcodec_point_real(ts, false, i % 50 == 7 ? (double)(r % 1000) / 3.0 : 1.0 / 3.0);
             break;
         case 7: /* mixed types and qualifier kinds, jittered ms timestamps */
             ts = BASE_MS + (int64_t)i * 997 + (int64_t)(r % 3);
@@ -785,8 +788,8 @@ static size_t gold_row(int shape, size_t n, struct dpcodec_point *p)
             p[i] = dpcodec_point_int(ts, ts % 1000 != 0, (int64_t)r);
             break;
         case 12: /* extremes */
-            p[i] = dpcodec_point_int(ts, false, r & 1 ? INT64_MAX - (int64_t)(r % 9)
-                                                      : INT64_MIN + (int64_t)(r % 9));
+            p[i] = dpcodec_point_int(
+                ts, false, r & 1 ? INT64_MAX - (int64_t)(r % 9) : INT64_MIN + (int64_t)(r % 9));
             break;
         default: /* three-decimal gauge drifting, with float and double points mixed */
             x += (double)(r % 2001) / 1000.0 - 1.0;
@@ -829,8 +832,9 @@ static void test_encoder_output_bytes_are_pinned(void **state)
     for (int seed = 1; seed <= 2; seed++) {
         for (int s = 0; s < GOLD_SHAPES; s++) {
             for (size_t z = 0; z < sizeof(gold_sizes) / sizeof(gold_sizes[0]); z++) {
-                gold_rng = 0x9E3779B97F4A7C15ull * (uint64_t)(seed * 1000 + s * 31 + (int)z) | 1;
-                size_t n = gold_row(s, gold_sizes[z], p);
+                uint64_t rng =
+                    0x9E3779B97F4A7C15ull * (uint64_t)(seed * 1000 + s * 31 + (int)z) | 1;
+                size_t n = gold_row(s, gold_sizes[z], p, &rng);
                 size_t vlen = 0;
                 assert_int_equal(dpcodec_compressed_encode(BASE, p, n, v, &vlen, &err), CT_OK);
                 uint8_t lenb[4] = {(uint8_t)vlen, (uint8_t)(vlen >> 8), (uint8_t)(vlen >> 16), 0};
@@ -870,6 +874,56 @@ static void test_encoder_output_bytes_are_pinned(void **state)
     free(cv);
 }
 
+/* One thread's pass over the pinned rows (seed 1): the hash of every value it encodes. */
+struct gold_job {
+    uint64_t hash;
+    int rc;
+};
+
+static void *gold_thread(void *arg)
+{
+    struct gold_job *job = arg;
+    struct dpcodec_point *p = malloc(3600 * sizeof(*p));
+    uint8_t *v = malloc(dpcodec_compressed_bound(3600));
+    struct ct_err err = {0};
+    job->hash = 14695981039346656037ull;
+    job->rc = p && v ? CT_OK : CT_ENOMEM;
+    for (int s = 0; s < GOLD_SHAPES && job->rc == CT_OK; s++) {
+        for (size_t z = 0; z < sizeof(gold_sizes) / sizeof(gold_sizes[0]); z++) {
+            uint64_t rng = 0x9E3779B97F4A7C15ull * (uint64_t)(1000 + s * 31 + (int)z) | 1;
+            size_t n = gold_row(s, gold_sizes[z], p, &rng), vlen = 0;
+            job->rc = dpcodec_compressed_encode(BASE, p, n, v, &vlen, &err);
+            if (job->rc != CT_OK)
+                break;
+            job->hash = gold_fnv(job->hash, v, vlen);
+        }
+    }
+    free(p);
+    free(v);
+    return NULL;
+}
+
+/* The encoder keeps per-thread state (deflate stream, scratch): threads encoding at once get
+ * exactly the bytes one thread gets, and the state is freed when they exit (sanitizer build). */
+static void test_encoder_threads_write_the_same_bytes(void **state)
+{
+    (void)state;
+    enum {
+        T = 4
+    };
+    struct gold_job one, jobs[T];
+    gold_thread(&one);
+    assert_int_equal(one.rc, CT_OK);
+    pthread_t th[T];
+    for (int i = 0; i < T; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, gold_thread, &jobs[i]), 0);
+    for (int i = 0; i < T; i++) {
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+        assert_int_equal(jobs[i].rc, CT_OK);
+        assert_true(jobs[i].hash == one.hash);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -885,6 +939,7 @@ int main(void)
         cmocka_unit_test(test_decoder_survives_damaged_cells),
         cmocka_unit_test(test_cols_decode_matches_row_decode),
         cmocka_unit_test(test_encoder_output_bytes_are_pinned),
+        cmocka_unit_test(test_encoder_threads_write_the_same_bytes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
