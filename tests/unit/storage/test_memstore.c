@@ -334,6 +334,45 @@ static void test_memstore_rounds_of_sorted_inserts_keep_order(void **state)
     memstore_unref(m);
 }
 
+/* The inline byte comparison of cell.h agrees in sign with memcmp plus the length rule on keys
+ * of every length 0..80 (word loop, overlapping last word, byte loop, memcmp past 64 bytes),
+ * with the first difference at every position and in either direction. */
+static int ref_bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    size_t n = alen < blen ? alen : blen;
+    int c = n ? memcmp(a, b, n) : 0;
+    if (c)
+        return c < 0 ? -1 : 1;
+    return alen < blen ? -1 : alen > blen;
+}
+
+static void test_cell_bytes_cmp_matches_memcmp(void **state)
+{
+    (void)state;
+    uint8_t a[80], b[80];
+    unsigned r = 7;
+    for (size_t alen = 0; alen <= 80; alen++) {
+        for (size_t blen = alen > 3 ? alen - 3 : 0; blen <= alen + 3 && blen <= 80; blen++) {
+            size_t n = alen < blen ? alen : blen;
+            for (size_t diff = 0; diff <= n; diff++) { /* diff == n: equal common prefix */
+                for (size_t i = 0; i < 80; i++) {
+                    r = r * 1103515245u + 12345u;
+                    a[i] = b[i] = (uint8_t)(r >> 16);
+                }
+                if (diff < n)
+                    b[diff] = (uint8_t)(a[diff] ^ (1u << (r % 8))); /* high or low bit */
+                int got = cell_bytes_cmp(a, alen, b, blen);
+                int want = ref_bytes_cmp(a, alen, b, blen);
+                if ((got > 0) - (got < 0) != want)
+                    fail_msg("alen %zu blen %zu diff %zu: got %d want %d", alen, blen, diff, got,
+                             want);
+                assert_int_equal(-((got > 0) - (got < 0)),
+                                 ref_bytes_cmp(b, blen, a, alen)); /* antisymmetric */
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -343,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_memstore_row_bloom_has_no_false_negatives),
         cmocka_unit_test(test_memstore_sequential_and_mixed_inserts_keep_order),
         cmocka_unit_test(test_memstore_rounds_of_sorted_inserts_keep_order),
+        cmocka_unit_test(test_cell_bytes_cmp_matches_memcmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
