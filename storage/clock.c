@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <time.h>
 
-enum { CLOCK_UNKNOWN = 0, CLOCK_WALL = 1, CLOCK_PINNED = 2 };
+enum {
+    CLOCK_UNKNOWN = 0,
+    CLOCK_WALL = 1,
+    CLOCK_PINNED = 2
+};
 
 static _Atomic int clock_state = CLOCK_UNKNOWN;
 static _Atomic int64_t clock_pinned;

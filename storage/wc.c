@@ -165,8 +165,8 @@ int wc_namespace_create_config(struct wc_store *s, const char *ns, const char *c
                                   ns, kv[2 * i]);
     }
     if (!s->ops->namespace_create_config)
-        return ct_err_set(err, CT_EUNSUPPORTED,
-                          "the %s backend keeps no namespace configuration", s->ops->name);
+        return ct_err_set(err, CT_EUNSUPPORTED, "the %s backend keeps no namespace configuration",
+                          s->ops->name);
     return s->ops->namespace_create_config(s, ns, kv, npairs, err);
 }
 

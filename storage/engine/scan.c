@@ -1493,9 +1493,8 @@ static int get_families(const struct etable *t, const struct wc_scan_options *o,
 }
 
 /* Copies the gathered cells into one allocation owned by *out (wc_result_release frees it). */
-static int get_result(const struct gout *g, const struct sfam *sf, size_t nsf,
-                      const uint8_t *row, size_t row_len, struct wc_result *out,
-                      struct ct_err *err)
+static int get_result(const struct gout *g, const struct sfam *sf, size_t nsf, const uint8_t *row,
+                      size_t row_len, struct wc_result *out, struct ct_err *err)
 {
     size_t bytes = g->n * sizeof(struct wc_cell) + row_len + g->len;
     for (size_t f = 0; f < nsf; f++)
@@ -1544,8 +1543,8 @@ int engine_get(struct wc_table *wt, struct wc_bytes row, const struct wc_scan_op
     uint8_t hi[WC_MAX_ROW_BYTES + 1];
     memcpy(hi, row.data, row.len);
     hi[row.len] = 0;
-    struct sregion sr = {.lo = (uint8_t *)row.data, .lo_len = row.len, .hi = hi,
-                         .hi_len = row.len + 1};
+    struct sregion sr = {
+        .lo = (uint8_t *)row.data, .lo_len = row.len, .hi = hi, .hi_len = row.len + 1};
 
     struct sfam sf_inline[GET_INLINE_FAMS], *sf = sf_inline;
     struct wc_bytes q_inline[8], *quals = q_inline;
@@ -1603,8 +1602,7 @@ int engine_get(struct wc_table *wt, struct wc_bytes row, const struct wc_scan_op
         in[f].ms = msv + nms;
         in[f].files = flv + nfl;
         in[f].nms = in[f].nfiles = 0;
-        if (memstore_count(ef->active) &&
-            memstore_may_contain_row(ef->active, row.data, row.len)) {
+        if (memstore_count(ef->active) && memstore_may_contain_row(ef->active, row.data, row.len)) {
             memstore_ref(ef->active);
             in[f].ms[in[f].nms++] = ef->active;
         }

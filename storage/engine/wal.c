@@ -543,8 +543,8 @@ static int wal_append_mapped(struct wal *w, uint64_t seq, const void *payload, s
     for (;;) {
         if (w->err_code != CT_OK)
             goto sticky;
-        bool rotate = w->active_fd < 0 || w->map_used + need > w->map_cap ||
-                      w->map_used >= w->segment_bytes;
+        bool rotate =
+            w->active_fd < 0 || w->map_used + need > w->map_cap || w->map_used >= w->segment_bytes;
         bool grow = !rotate && w->map_used + need > w->map_alloc;
         if ((rotate && w->leader) || ((rotate || grow) && w->growing)) {
             pthread_cond_wait(&w->cv, &w->mu); /* a sync or a background extension */
@@ -578,8 +578,8 @@ static int wal_append_mapped(struct wal *w, uint64_t seq, const void *payload, s
     w->written_lsn = w->appended_lsn;
     w->stats.appends++;
     w->stats.bytes_written += need;
-    if (w->map_alloc - w->map_used < WAL_MAP_AHEAD && w->map_alloc < w->map_cap &&
-        !w->growing && !w->want_grow) {
+    if (w->map_alloc - w->map_used < WAL_MAP_AHEAD && w->map_alloc < w->map_cap && !w->growing &&
+        !w->want_grow) {
         w->want_grow = true;
         pthread_cond_signal(&w->bg_cv);
     }
@@ -918,8 +918,8 @@ int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err)
     /* invariant (7): the active segment goes too once all of it is released and nothing is
      * pending (write(2) mode: no leader writing, nothing buffered; mmap_tail: appends happen
      * under mu). Without a leader, mu protects the fields a leader would use. */
-    if (rc == CT_OK && i == limit && w->has_active && i < w->nsegs && !w->leader &&
-        !w->growing && w->buf_len == 0 && w->err_code == CT_OK && w->segs[i].max_seq <= seq) {
+    if (rc == CT_OK && i == limit && w->has_active && i < w->nsegs && !w->leader && !w->growing &&
+        w->buf_len == 0 && w->err_code == CT_OK && w->segs[i].max_seq <= seq) {
         if (w->map) {
             munmap(w->map, w->map_cap);
             w->map = NULL;
