@@ -533,14 +533,15 @@ static size_t dpcodec_radix_bits(uint64_t r, size_t cnt)
 }
 
 /* dpcodec_radix_bits() for the encoder: bitlen(r^cnt - 1) is floor(cnt log2 r) + 1 when r is no
- * power of two (r^cnt is then no power of two either); the logarithm decides unless cnt log2 r
- * lies within 1e-6 of an integer (its error is below 1e-12), else the exact bignum does. */
+ * power of two (r^cnt is then no power of two either); the double logarithm decides unless
+ * cnt log2 r lies within 1e-6 of an integer (its error is below 1e-11 for cnt <= 128 and
+ * r < 2^63), else the exact bignum does. */
 static size_t dpcodec_radix_bits_fast(uint64_t r, size_t cnt)
 {
-    if (cnt == 0 || (r & (r - 1)) == 0)
+    if (cnt == 0 || cnt > DPCODEC_BLOCK || (r & (r - 1)) == 0)
         return dpcodec_radix_bits(r, cnt);
-    long double l = (long double)cnt * log2l((long double)r), f = floorl(l);
-    if (l - f > 1e-6L && f + 1 - l > 1e-6L)
+    double l = (double)cnt * log2((double)r), f = floor(l);
+    if (l - f > 1e-6 && f + 1 - l > 1e-6)
         return (size_t)f + 1;
     return dpcodec_radix_bits(r, cnt);
 }
