@@ -1889,7 +1889,7 @@ static size_t dpcodec_payload(const struct dpcodec_plan *pl, bool varint_blocks,
  * one scratch buffer that grows to the largest row up to DPCODEC_SCRATCH_MAX bytes (a larger
  * row takes a temporary buffer). Freed by the thread-exit destructor of a pthread key. */
 #define DPCODEC_SCRATCH_MAX (4u << 20)
-#define DPCODEC_TRI_SLOTS   8192 /* dpcodec_deflate_floor(): open-addressed 3-byte strings */
+#define DPCODEC_TRI_SLOTS   8192 /* dpcodec_deflate_loses(): open-addressed 3-byte strings */
 #define DPCODEC_TRI_MAX     4095 /* longest input it bounds (load < 1/2, one deflate block) */
 struct dpcodec_enc {
     z_stream zs;
@@ -1970,8 +1970,19 @@ static uint64_t dpcodec_huffman_cost(const uint32_t *leaf, size_t nl, uint32_t *
  * zero entries takes >= min(z, 3) bits (zeros at 1 bit, or a 16/17/18 with >= 2 extra bits), a
  * run of m non-zero entries >= min(m, 4) (its first length, then lengths or a 16); a dynamic
  * program takes the cheapest choice of the `may` entries. */
-static unsigned dpcodec_lengths_floor(const uint8_t *must, const uint8_t *may)
+static unsigned dpcodec_lengths_floor(const uint8_t *must, const uint8_t *may, bool any_may)
 {
+    if (!any_may) { /* no choice: the runs are known */
+        unsigned bits = 0, run = 0;
+        bool prev = false;
+        for (unsigned i = 0; i <= 256; i++) {
+            bool nz = i == 256 || must[i];
+            run = i > 0 && nz == prev ? run + 1 : 1;
+            prev = nz;
+            bits += run <= (nz ? 4u : 3u);
+        }
+        return bits;
+    }
     enum {
         INF = 1u << 20
     };
@@ -2006,7 +2017,9 @@ static unsigned dpcodec_lengths_floor(const uint8_t *must, const uint8_t *may)
     return best;
 }
 
-/* A floor under the size of the raw DEFLATE of in (n bytes, n <= DPCODEC_TRI_MAX), in bytes.
+/* Whether the raw DEFLATE of in (n bytes, n <= DPCODEC_TRI_MAX) provably takes limit bytes or
+ * more: a floor under its size reaches limit (cheapest bounds first, stopping once one falls
+ * short).
  * Such an input is one block (zlib splits blocks every 16383 symbols). A match copies only
  * bytes whose 3-byte string occurred before, so the bytes covered by no repeated 3-byte string
  * are literals, and the block is one of:
@@ -2015,10 +2028,12 @@ static unsigned dpcodec_lengths_floor(const uint8_t *must, const uint8_t *may)
  *   dynamic Huffman: 3 bits, HLIT/HDIST/HCLEN 14 bits, >= 4 code-length lengths 12 bits, the
  *     code-length sequence (dpcodec_lengths_floor, plus >= 1 bit of distance lengths), and the
  *     literals and the end of block under a prefix code: >= the Huffman cost of their counts.
- * Whichever is the smallest is a floor. On random-looking payloads it is within a few percent
+ * The smallest of the three is a floor. On random-looking payloads it is within a few percent
  * of what deflate writes, enough to prove that deflating cannot beat the raw payload. */
-static size_t dpcodec_deflate_floor(struct dpcodec_enc *e, const uint8_t *in, size_t n)
+static bool dpcodec_deflate_loses(struct dpcodec_enc *e, const uint8_t *in, size_t n, size_t limit)
 {
+    if (n + 5 < limit)
+        return false; /* a stored block could be smaller */
     uint8_t covered[DPCODEC_TRI_MAX];
     memset(covered, 0, n);
     if (++e->gen > 255) {
@@ -2043,15 +2058,19 @@ static size_t dpcodec_deflate_floor(struct dpcodec_enc *e, const uint8_t *in, si
     uint32_t cnt[256] = {0};
     uint8_t must[256] = {0}, may[256] = {0};
     uint64_t fixed = 3 + 7;
+    bool any_may = false;
     for (size_t p = 0; p < n; p++) {
         if (covered[p]) {
             may[in[p]] = 1;
+            any_may = true;
         } else {
             cnt[in[p]]++;
             must[in[p]] = 1;
             fixed += in[p] < 144 ? 8 : 9;
         }
     }
+    if ((fixed + 7) / 8 < limit)
+        return false;
     uint32_t leaf[257], node[257], tmp[257];
     size_t nl = 0;
     tmp[nl++] = 1; /* end of block */
@@ -2061,12 +2080,11 @@ static size_t dpcodec_deflate_floor(struct dpcodec_enc *e, const uint8_t *in, si
     /* counts are <= DPCODEC_TRI_MAX < 2^12: two stable 6-bit counting-sort passes */
     dpcodec_sort_pass(tmp, node, nl, 0);
     dpcodec_sort_pass(node, leaf, nl, 6);
-    uint64_t dynamic =
-        3 + 14 + 12 + 1 + dpcodec_lengths_floor(must, may) + dpcodec_huffman_cost(leaf, nl, node);
-    uint64_t bits = 8 * ((uint64_t)n + 5);
-    bits = fixed < bits ? fixed : bits;
-    bits = dynamic < bits ? dynamic : bits;
-    return (size_t)((bits + 7) / 8);
+    uint64_t dynamic = 3 + 14 + 12 + 1 + dpcodec_huffman_cost(leaf, nl, node);
+    if ((dynamic + 7) / 8 >= limit)
+        return true;
+    dynamic += dpcodec_lengths_floor(must, may, any_may);
+    return (dynamic + 7) / 8 >= limit;
 }
 
 /* Raw DEFLATE (level 6, window 15, memLevel 8: the parameters are part of the output bytes) of
@@ -2107,8 +2125,8 @@ static size_t dpcodec_deflate_below(struct dpcodec_enc *e, const uint8_t *in, si
 {
     if (n <= 32)
         return 0; /* never deflated */
-    if (e && n <= DPCODEC_TRI_MAX &&
-        dpcodec_deflate_floor(e, in, n) + dpcodec_varint_len(n) >= best)
+    if (e && n <= DPCODEC_TRI_MAX && dpcodec_varint_len(n) < best &&
+        dpcodec_deflate_loses(e, in, n, best - dpcodec_varint_len(n)))
         return 0;
     return dpcodec_deflate(e, in, n, out, cap);
 }
