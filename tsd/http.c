@@ -25,7 +25,7 @@
 #include "tsd/http_int.h"
 #include "tsd/tlog.h"
 
-#define HTTP_STREAM_HIGH (1u << 20) /* a worker waits while more than this is unsent */
+#define HTTP_STREAM_HIGH (1u << 20)   /* a worker waits while more than this is unsent */
 #define HTTP_STREAM_HOLD (256u << 10) /* a streamed reply up to this size is sent whole */
 
 static const char http_json_type[] = "application/json; charset=UTF-8";
@@ -447,9 +447,9 @@ static int http_stream_release(struct http_req *r)
     bool chunked = r->minor >= 1;
     if (!chunked)
         r->keep_alive = false;
-    int rc = evbuffer_add_printf(b, "HTTP/1.%d %d %s\r\nContent-Type: %s\r\n",
-                                 r->minor >= 1 ? 1 : 0, r->status, http_status_text(r->status),
-                                 r->content_type) < 0;
+    int rc =
+        evbuffer_add_printf(b, "HTTP/1.%d %d %s\r\nContent-Type: %s\r\n", r->minor >= 1 ? 1 : 0,
+                            r->status, http_status_text(r->status), r->content_type) < 0;
     if (chunked)
         rc |= evbuffer_add_printf(b, "Transfer-Encoding: chunked\r\n") < 0;
     http_req_write_common_headers(r, b);
