@@ -350,6 +350,15 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
     t->read_only = !strcmp(conf_get_str(c, "tsd.mode"), "ro");
     t->socket_timeout_s = conf_get_int(c, "tsd.core.socket.timeout");
     t->connections_limit = conf_get_int(c, "tsd.core.connections.limit");
+    /* OpenTSDB's automatic meta data is not written by this TSD: say so instead of ignoring it */
+    static const char *const meta_keys[] = {
+        "tsd.core.meta.enable_realtime_ts", "tsd.core.meta.enable_realtime_uid",
+        "tsd.core.meta.enable_tsuid_incrementing", "tsd.core.meta.enable_tsuid_tracking"};
+    for (size_t i = 0; i < sizeof(meta_keys) / sizeof(meta_keys[0]); i++)
+        if (conf_get_bool(c, meta_keys[i]))
+            tlog_warn("%s=true is not supported: ctsdb writes TSMeta and UIDMeta only through "
+                      "/api/uid/tsmeta and /api/uid/uidmeta; ingest goes on without them",
+                      meta_keys[i]);
     /* CORS list: comma-separated, case-insensitive, or "*" alone */
     const char *cd = conf_get_str(c, "tsd.http.request.cors_domains");
     size_t n = 0;

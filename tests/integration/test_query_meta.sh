@@ -122,4 +122,12 @@ B="http://127.0.0.1:$TSD_PORT"
 check_contains "ro: uid assign refused" "$(get "/api/uid/assign?metric=x.y")" "404 "
 check_contains "ro: annotation POST refused" "$(send POST /api/annotation "{\"startTime\":$t1}")" "404 "
 check_contains "ro: queries still answer" "$(get "/api/query?start=$((now - 300))&m=sum:app.req")" '"metric":"app.req"'
+tsd_stop
+
+# ---- automatic meta data is not written: a key asking for it says so at start --------------
+tsd_start --tsd.core.meta.enable_realtime_ts=true
+B="http://127.0.0.1:$TSD_PORT"
+check_contains "enable_realtime_ts=true warns that it is not supported" "$(cat "$TSD_LOG")" \
+  "tsd.core.meta.enable_realtime_ts=true is not supported"
+check_contains "the TSD still serves" "$(get /api/version)" '"version"'
 it_done
