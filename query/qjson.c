@@ -339,37 +339,19 @@ size_t qjson_format_double(double v, char *out)
     int exp10 = atoi(p + 1);
     while (nd > 1 && digits[nd - 1] == '0')
         nd--;
+    if (a >= 1e-3 && a < 1e7)
+        return qjson_plain_layout(neg, digits, nd, exp10, out);
     size_t o = 0;
     if (neg)
         out[o++] = '-';
-    if (a >= 1e-3 && a < 1e7) {
-        if (exp10 >= 0) {
-            for (int i = 0; i <= exp10; i++)
-                out[o++] = (size_t)i < nd ? digits[i] : '0';
-            out[o++] = '.';
-            if ((size_t)exp10 + 1 < nd)
-                for (size_t i = (size_t)exp10 + 1; i < nd; i++)
-                    out[o++] = digits[i];
-            else
-                out[o++] = '0';
-        } else {
-            out[o++] = '0';
-            out[o++] = '.';
-            for (int i = -1; i > exp10; i--)
-                out[o++] = '0';
-            for (size_t i = 0; i < nd; i++)
-                out[o++] = digits[i];
-        }
-    } else {
-        out[o++] = digits[0];
-        out[o++] = '.';
-        if (nd > 1)
-            for (size_t i = 1; i < nd; i++)
-                out[o++] = digits[i];
-        else
-            out[o++] = '0';
-        o += (size_t)sprintf(out + o, "E%d", exp10);
-    }
+    out[o++] = digits[0];
+    out[o++] = '.';
+    if (nd > 1)
+        for (size_t i = 1; i < nd; i++)
+            out[o++] = digits[i];
+    else
+        out[o++] = '0';
+    o += (size_t)sprintf(out + o, "E%d", exp10);
     out[o] = 0;
     return o;
 }
