@@ -71,6 +71,20 @@ $(BUILD)/gen/tool_commands.inc: $(TOOL_SRCS)
 
 $(BUILD)/tools/main.o: $(BUILD)/gen/tool_commands.inc
 
+# The revision (-DCTSDB_GIT_REV) is compiled into the objects that print it. $(REV_FLAG) holds
+# the last one built and is rewritten only when it differs, so those objects, and only they, are
+# rebuilt after a commit or pull: an incremental build never reports an older revision.
+REV_FLAG := $(BUILD)/gen/git_rev.flag
+ifeq ($(filter test deps deps-build clean lint,$(MAKECMDGOALS)),)
+REV_FLAG_SYNC := $(shell mkdir -p $(BUILD)/gen && \
+  (echo '$(GITREV)' | cmp -s - $(REV_FLAG) || echo '$(GITREV)' > $(REV_FLAG)))
+endif
+$(REV_FLAG):
+	@mkdir -p $(dir $@)
+	echo '$(GITREV)' > $@
+$(BUILD)/tsd/telnet.o $(BUILD)/tsd/api_basic.o $(BUILD)/tools/cmd_version.o \
+  $(BUILD)/tools/shell_exec.o: $(REV_FLAG)
+
 $(CTSDB_BIN): $(BUILD)/tools/main.o $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
