@@ -17,12 +17,7 @@
 #include "schema/tsdb.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
-
-struct fixture {
-    char *dir;
-    struct wc_store *s;
-    struct tsdb *t;
-};
+#include "tests/lib/tsdb_fixture.h"
 
 static const int64_t NOW = 1356998500000LL;
 
@@ -30,41 +25,18 @@ static void put(struct tsdb *t, const char *host, const char *dc, int64_t ts_s, 
                 int64_t iv, double dv)
 {
     const char *k[2] = {"host", "dc"}, *v[2] = {host, dc};
-    uint8_t tsuid[ROWKEY_MAX_TSUID];
-    size_t len;
-    struct ct_err err = {0};
-    assert_int_equal(tsdb_series_resolve(t, "sys.cpu", k, v, 2, tsuid, sizeof(tsuid), &len, &err),
-                     CT_OK);
-    struct tsdb_batch *b = NULL;
-    assert_int_equal(tsdb_batch_new(4, &b, &err), CT_OK);
-    struct dpcodec_point p = is_int ? dpcodec_point_int(ts_s * 1000, false, iv)
-                                    : dpcodec_point_real(ts_s * 1000, false, dv);
-    assert_int_equal(tsdb_batch_add(b, tsdb_layout(t), tsuid, len, &p, &err), CT_OK);
-    assert_int_equal(tsdb_batch_write(t, b, WC_DURABILITY_SKIP_WAL, &err), CT_OK);
-    tsdb_batch_free(b);
+    tsdb_fixture_put(t, "sys.cpu", k, v, 2,
+                     is_int ? dpcodec_point_int(ts_s * 1000, false, iv)
+                            : dpcodec_point_real(ts_s * 1000, false, dv));
 }
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    f->dir = ctest_mkdtemp();
-    struct wc_options o;
-    wc_options_init(&o);
-    o.data_dir = f->dir;
-    struct ct_err err = {0};
-    int rc = wc_open(&o, &f->s, &err);
-    if (rc == CT_EUNSUPPORTED) {
-        ctest_rmdir(f->dir);
-        free(f);
+    struct tsdb_fixture *f = tsdb_fixture_open(4);
+    if (!f) {
         *state = NULL;
         return 0;
     }
-    assert_int_equal(rc, CT_OK);
-    struct tsdb_config c;
-    tsdb_config_init(&c);
-    c.layout.salt_width = 1;
-    c.layout.salt_buckets = 4;
-    assert_int_equal(tsdb_open(f->s, &c, &f->t, &err), CT_OK);
     put(f->t, "a", "x", 1356998400, true, 10, 0);
     put(f->t, "a", "x", 1356998430, true, 30, 0);
     put(f->t, "b", "x", 1356998415, true, 20, 0);
@@ -75,32 +47,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    if (!f)
-        return 0;
-    tsdb_close(f->t);
-    wc_close(f->s);
-    ctest_rmdir(f->dir);
-    free(f);
+    tsdb_fixture_close(*state);
     return 0;
-}
-
-struct sinkbuf {
-    char *data;
-    size_t len, cap;
-};
-
-static int sink(void *arg, const char *d, size_t n)
-{
-    struct sinkbuf *b = arg;
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->data = realloc(b->data, b->cap);
-    }
-    memcpy(b->data + b->len, d, n);
-    b->len += n;
-    b->data[b->len] = 0;
-    return CT_OK;
 }
 
 /* Runs a query given as URL parameters "start&end&m" and returns the JSON (or the error message
@@ -125,7 +73,7 @@ static const char *get_param(void *arg, const char *name, size_t idx)
 static unsigned scan_threads; /* 0 = default */
 static bool general_only;     /* qexec_options.general_only */
 
-static char *run_query(struct fixture *f, const char *const *params, bool allow_delete)
+static char *run_query(struct tsdb_fixture *f, const char *const *params, bool allow_delete)
 {
     struct kv kv = {params};
     struct qspec *q = NULL;
@@ -135,8 +83,8 @@ static char *run_query(struct fixture *f, const char *const *params, bool allow_
         snprintf(out, 512, "400 %s", err.msg);
         return out;
     }
-    struct sinkbuf b = {0};
-    struct qjson *j = qjson_new(sink, &b, 64);
+    struct tsdb_fixture_buf b = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 64);
     struct qexec_options o;
     qexec_options_init(&o);
     o.allow_delete = allow_delete;
@@ -167,7 +115,7 @@ static char *run_query(struct fixture *f, const char *const *params, bool allow_
 static void test_qexec_answers_match_opentsdb(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     static const struct {
         const char *p[8];
         const char *want;
@@ -225,7 +173,7 @@ static void test_qexec_answers_match_opentsdb(void **state)
 static void test_qexec_annotations_and_tsuids_in_results(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     const char *p0[] = {"start=1356998400", "end=1356998500", "show_tsuids",
                         "m=sum:sys.cpu{host=a}", NULL};
     char *got = run_query(f, p0, false);
@@ -282,14 +230,14 @@ static void test_qexec_annotations_and_tsuids_in_results(void **state)
 static void test_qlast_finds_the_newest_point(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     const char *body = "{\"queries\":[{\"metric\":\"sys.cpu\",\"tags\":{\"host\":\"b\"}}],"
                        "\"resolveNames\":true,\"backScan\":2}";
     struct qlast_req *r = NULL;
     struct ct_err err = {0};
     assert_int_equal(qlast_parse_json(body, strlen(body), &r, &err), CT_OK);
-    struct sinkbuf b = {0};
-    struct qjson *j = qjson_new(sink, &b, 0);
+    struct tsdb_fixture_buf b = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 0);
     enum qexec_status st;
     assert_int_equal(qlast_run(f->t, r, NOW, j, &st, &err), CT_OK);
     assert_int_equal(qjson_flush(j), CT_OK);
@@ -305,7 +253,7 @@ static void test_qlast_finds_the_newest_point(void **state)
 static void test_qmeta_suggest_lookup_assign(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     struct ct_err err = {0};
     cJSON *out = NULL, *req = cJSON_Parse("{\"type\":\"tagv\",\"q\":\"\",\"max\":\"10\"}");
     int status = 0;
@@ -342,15 +290,15 @@ static void test_qmeta_suggest_lookup_assign(void **state)
 static void test_qexec_delete_removes_the_rows_read(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     const char *p[] = {"start=1356998400", "end=1356998500", "m=sum:sys.cpu{host=b}", NULL};
     struct kv kv = {p};
     struct qspec *q = NULL;
     struct ct_err err = {0};
     assert_int_equal(qspec_parse_params(get_param, &kv, NOW, &q, &err), CT_OK);
     q->delete_data = true;
-    struct sinkbuf b = {0};
-    struct qjson *j = qjson_new(sink, &b, 0);
+    struct tsdb_fixture_buf b = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 0);
     struct qexec_options o;
     qexec_options_init(&o);
     o.allow_delete = true;
@@ -373,7 +321,7 @@ static void test_qexec_delete_removes_the_rows_read(void **state)
 static void test_qexec_time_slices_keep_points_in_order(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     /* six hours of one series: with 16 threads over 4 buckets each bucket's hours are split
      * into slices scanned in parallel, then stitched back in time order */
     for (int k = 0; k < 6; k++)
@@ -418,7 +366,7 @@ static void put_series(struct tsdb *t, const char *host, const char *dc, int64_t
 static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     struct ct_err err = {0};
     unsigned seed = 7;
     const int64_t base = 1356998400;

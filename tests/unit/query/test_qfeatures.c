@@ -13,12 +13,7 @@
 #include "schema/tsdb.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
-
-struct fixture {
-    char *dir;
-    struct wc_store *s;
-    struct tsdb *t;
-};
+#include "tests/lib/tsdb_fixture.h"
 
 static const int64_t NOW = 1357100000000LL;
 static const int64_t H = 1356998400; /* an hour boundary */
@@ -26,40 +21,16 @@ static const int64_t H = 1356998400; /* an hour boundary */
 static void put(struct tsdb *t, const char *host, int64_t ts_s, int64_t v)
 {
     const char *k[1] = {"host"}, *vals[1] = {host};
-    uint8_t tsuid[ROWKEY_MAX_TSUID];
-    size_t len;
-    struct ct_err err = {0};
-    assert_int_equal(tsdb_series_resolve(t, "m", k, vals, 1, tsuid, sizeof(tsuid), &len, &err),
-                     CT_OK);
-    struct tsdb_batch *b = NULL;
-    assert_int_equal(tsdb_batch_new(4, &b, &err), CT_OK);
-    struct dpcodec_point p = dpcodec_point_int(ts_s * 1000, false, v);
-    assert_int_equal(tsdb_batch_add(b, tsdb_layout(t), tsuid, len, &p, &err), CT_OK);
-    assert_int_equal(tsdb_batch_write(t, b, WC_DURABILITY_SKIP_WAL, &err), CT_OK);
-    tsdb_batch_free(b);
+    tsdb_fixture_put(t, "m", k, vals, 1, dpcodec_point_int(ts_s * 1000, false, v));
 }
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    f->dir = ctest_mkdtemp();
-    struct wc_options o;
-    wc_options_init(&o);
-    o.data_dir = f->dir;
-    struct ct_err err = {0};
-    int rc = wc_open(&o, &f->s, &err);
-    if (rc == CT_EUNSUPPORTED) {
-        ctest_rmdir(f->dir);
-        free(f);
+    struct tsdb_fixture *f = tsdb_fixture_open(3);
+    if (!f) {
         *state = NULL;
         return 0;
     }
-    assert_int_equal(rc, CT_OK);
-    struct tsdb_config c;
-    tsdb_config_init(&c);
-    c.layout.salt_width = 1;
-    c.layout.salt_buckets = 3;
-    assert_int_equal(tsdb_open(f->s, &c, &f->t, &err), CT_OK);
     /* web01: one point half an hour back, four in hour H, one an hour later, one two hours later */
     put(f->t, "web01", H - 1800, 1);
     put(f->t, "web01", H, 2);
@@ -76,36 +47,12 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    if (!f)
-        return 0;
-    tsdb_close(f->t);
-    wc_close(f->s);
-    ctest_rmdir(f->dir);
-    free(f);
+    tsdb_fixture_close(*state);
     return 0;
 }
 
-struct sinkbuf {
-    char *data;
-    size_t len, cap;
-};
-
-static int sink(void *arg, const char *d, size_t n)
-{
-    struct sinkbuf *b = arg;
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->data = realloc(b->data, b->cap);
-    }
-    memcpy(b->data + b->len, d, n);
-    b->len += n;
-    b->data[b->len] = 0;
-    return CT_OK;
-}
-
 /* Runs a JSON query; returns the answer or "ERR <message>". */
-static char *run_json(struct fixture *f, const char *body)
+static char *run_json(struct tsdb_fixture *f, const char *body)
 {
     struct qspec *q = NULL;
     struct ct_err err = {0};
@@ -114,8 +61,8 @@ static char *run_json(struct fixture *f, const char *body)
         snprintf(out, 512, "ERR %s", err.msg);
         return out;
     }
-    struct sinkbuf b = {0};
-    struct qjson *j = qjson_new(sink, &b, 64);
+    struct tsdb_fixture_buf b = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 64);
     struct qexec_options o;
     qexec_options_init(&o);
     enum qexec_status st;
@@ -139,7 +86,7 @@ static char *run_json(struct fixture *f, const char *body)
             skip();                                                                                \
     } while (0)
 
-static void check(struct fixture *f, const char *body, const char *want)
+static void check(struct tsdb_fixture *f, const char *body, const char *want)
 {
     char *got = run_json(f, body);
     if (strcmp(got, want))
@@ -150,7 +97,7 @@ static void check(struct fixture *f, const char *body, const char *want)
 static void test_qfeatures_padding_adds_the_neighbouring_points(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     /* [H+5, H+25]: padding adds H (same hour) and H+30 */
     check(f,
           "{\"start\":1356998405,\"end\":1356998425,\"queries\":[{\"aggregator\":\"sum\","
@@ -186,7 +133,7 @@ static void test_qfeatures_padding_adds_the_neighbouring_points(void **state)
 static void test_qfeatures_scalar_fill_in_answers(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     const char *want = "[{\"metric\":\"m\",\"tags\":{\"host\":\"web02\"},\"aggregateTags\":[],"
                        "\"dps\":{\"1356998400\":100.0,\"1356998460\":-1.5,\"1356998520\":-1.5}}]";
     check(f,
@@ -211,7 +158,7 @@ static void test_qfeatures_scalar_fill_in_answers(void **state)
 static void test_qfeatures_regexp_filters_use_java_syntax(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     /* \d and find(): "b1" ends "db1"; web01's "b0" is not at the end */
     check(f,
           "{\"start\":1356998415,\"end\":1356998425,\"queries\":[{\"aggregator\":\"sum\","

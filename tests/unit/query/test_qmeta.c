@@ -14,49 +14,22 @@
 #include "schema/tsdb.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
-
-struct fixture {
-    char *dir;
-    struct wc_store *s;
-    struct tsdb *t;
-};
+#include "tests/lib/tsdb_fixture.h"
 
 static void put(struct tsdb *t, const char *metric, const char *host, const char *dc, int64_t ts_s,
                 int64_t v)
 {
     const char *k[2] = {"host", "dc"}, *vals[2] = {host, dc};
-    uint8_t tsuid[ROWKEY_MAX_TSUID];
-    size_t len;
-    struct ct_err err = {0};
-    assert_int_equal(tsdb_series_resolve(t, metric, k, vals, 2, tsuid, sizeof(tsuid), &len, &err),
-                     CT_OK);
-    struct tsdb_batch *b = NULL;
-    assert_int_equal(tsdb_batch_new(4, &b, &err), CT_OK);
-    struct dpcodec_point p = dpcodec_point_int(ts_s * 1000, false, v);
-    assert_int_equal(tsdb_batch_add(b, tsdb_layout(t), tsuid, len, &p, &err), CT_OK);
-    assert_int_equal(tsdb_batch_write(t, b, WC_DURABILITY_SKIP_WAL, &err), CT_OK);
-    tsdb_batch_free(b);
+    tsdb_fixture_put(t, metric, k, vals, 2, dpcodec_point_int(ts_s * 1000, false, v));
 }
 
 static int setup(void **state)
 {
-    struct fixture *f = calloc(1, sizeof(*f));
-    f->dir = ctest_mkdtemp();
-    struct wc_options o;
-    wc_options_init(&o);
-    o.data_dir = f->dir;
-    struct ct_err err = {0};
-    int rc = wc_open(&o, &f->s, &err);
-    if (rc == CT_EUNSUPPORTED) {
-        ctest_rmdir(f->dir);
-        free(f);
+    struct tsdb_fixture *f = tsdb_fixture_open(0);
+    if (!f) {
         *state = NULL;
         return 0;
     }
-    assert_int_equal(rc, CT_OK);
-    struct tsdb_config c;
-    tsdb_config_init(&c);
-    assert_int_equal(tsdb_open(f->s, &c, &f->t, &err), CT_OK);
     /* UIDs in order: sys.cpu=1 sys.mem=2; host=1 dc=2; a=1 x=2 b=3 */
     put(f->t, "sys.cpu", "a", "x", 1356998400, 1);
     put(f->t, "sys.cpu", "b", "x", 1356998400, 2);
@@ -67,13 +40,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    struct fixture *f = *state;
-    if (!f)
-        return 0;
-    tsdb_close(f->t);
-    wc_close(f->s);
-    ctest_rmdir(f->dir);
-    free(f);
+    tsdb_fixture_close(*state);
     return 0;
 }
 
@@ -95,7 +62,7 @@ static int rename_fn(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSO
     return qmeta_uid_rename(t, req, out, status, err);
 }
 
-static char *call(struct fixture *f, meta_fn fn, enum qmeta_method m, const char *req_json,
+static char *call(struct tsdb_fixture *f, meta_fn fn, enum qmeta_method m, const char *req_json,
                   int *status)
 {
     cJSON *req = cJSON_Parse(req_json);
@@ -119,7 +86,7 @@ static char *call(struct fixture *f, meta_fn fn, enum qmeta_method m, const char
     return s;
 }
 
-static void expect(struct fixture *f, meta_fn fn, enum qmeta_method m, const char *req,
+static void expect(struct tsdb_fixture *f, meta_fn fn, enum qmeta_method m, const char *req,
                    int want_status, const char *want)
 {
     int status;
@@ -132,7 +99,7 @@ static void expect(struct fixture *f, meta_fn fn, enum qmeta_method m, const cha
 static void test_qmeta_uid_rename_answers_as_opentsdb(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     expect(f, rename_fn, QMETA_POST, "{\"metric\":\"sys.cpu\",\"name\":\"sys.cpu2\"}", 200,
            "{\"result\":\"true\"}");
     /* the id kept its data: the new name resolves to UID 1, the old one is gone */
@@ -177,7 +144,7 @@ static const char *const TS_A = "000001000001000001000002000002"; /* sys.cpu{hos
 static const char *const TS_B = "000001000001000003000002000002"; /* sys.cpu{host=b,dc=x} */
 
 /* The meta table cells of a TSUID: "<ts_meta JSON>|<counter or ->". */
-static char *cells(struct fixture *f, const char *hex)
+static char *cells(struct tsdb_fixture *f, const char *hex)
 {
     uint8_t row[32];
     size_t n = strlen(hex) / 2;
@@ -225,7 +192,7 @@ static const char *field_str(const char *json, const char *key)
 static void test_qmeta_tsmeta_create_update_delete(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     int st;
     char req[512], *got;
     /* nothing stored yet: GET 404, POST by tsuid 400, by m without create 400 */
@@ -338,7 +305,7 @@ static void test_qmeta_tsmeta_create_update_delete(void **state)
 static void test_qmeta_tsmeta_reports_the_counter(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     int st;
     char *got = call(f, qmeta_tsmeta, QMETA_POST,
                      "{\"m\":\"sys.mem{host=a,dc=x}\",\"create\":\"true\"}", &st);
@@ -374,7 +341,7 @@ static int uidmeta_fn(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJS
 static void test_qmeta_uidmeta_answers_as_opentsdb(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     int st;
     char *got = call(f, uidmeta_fn, QMETA_POST,
                      "{\"uid\":\"000001\",\"type\":\"metric\",\"display_name\":\"CPU\"}", &st);
@@ -401,7 +368,7 @@ static void test_qmeta_uidmeta_answers_as_opentsdb(void **state)
 static void test_qmeta_bad_shapes_are_refused(void **state)
 {
     SKIP_IF_NO_ENGINE(state);
-    struct fixture *f = *state;
+    struct tsdb_fixture *f = *state;
     static const struct {
         meta_fn fn;
         enum qmeta_method m;

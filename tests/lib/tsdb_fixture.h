@@ -1,0 +1,39 @@
+/* tsdb_fixture.h - a real embedded store holding the OpenTSDB tables in a temporary directory,
+ * shared by the query unit tests: open and close it, write single points by name, and collect
+ * output through a sink. Helpers fail the running cmocka test on any error, so a test body holds
+ * only what it is about. */
+#ifndef CT_TSDB_FIXTURE_H
+#define CT_TSDB_FIXTURE_H
+
+#include <stddef.h>
+
+#include "schema/dpcodec.h"
+#include "schema/tsdb.h"
+#include "storage/wc.h"
+
+struct tsdb_fixture {
+    char *dir;
+    struct wc_store *s;
+    struct tsdb *t;
+};
+
+/* Opens a store in a fresh temporary directory and the tsdb tables on it, with 1-byte salts over
+ * salt_buckets buckets (0: the default, unsalted layout). Returns NULL when this build has no
+ * embedded engine (the caller skips its tests). */
+struct tsdb_fixture *tsdb_fixture_open(unsigned salt_buckets);
+
+/* Closes the tables and the store and removes the directory; accepts NULL. */
+void tsdb_fixture_close(struct tsdb_fixture *f);
+
+/* Writes point p of metric{k[0]=v[0],...} (n tags), assigning UIDs as needed, without the log. */
+void tsdb_fixture_put(struct tsdb *t, const char *metric, const char *const *k,
+                      const char *const *v, size_t n, struct dpcodec_point p);
+
+/* An output sink (qjson_new's) appending to a NUL-terminated heap buffer; free(data) after. */
+struct tsdb_fixture_buf {
+    char *data;
+    size_t len, cap;
+};
+int tsdb_fixture_sink(void *arg, const char *d, size_t n);
+
+#endif
