@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "query/qjson.h"
 #include "schema/rowkey.h"
 #include "tests/lib/ctest.h"
 
@@ -71,5 +72,26 @@ int tsdb_fixture_sink(void *arg, const char *d, size_t n)
     memcpy(b->data + b->len, d, n);
     b->len += n;
     b->data[b->len] = 0;
+    return CT_OK;
+}
+
+int tsdb_fixture_run(struct tsdb *t, struct qspec *q, const struct qexec_options *o, char **json,
+                     enum qexec_status *st, struct ct_err *err)
+{
+    struct tsdb_fixture_buf b = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 64);
+    assert_non_null(j);
+    int rc = qexec_run(t, q, o, j, st, NULL, err);
+    if (rc == CT_OK)
+        assert_int_equal(qjson_flush(j), CT_OK);
+    qjson_free(j);
+    qspec_free(q);
+    if (rc != CT_OK) {
+        assert_int_equal(b.len, 0); /* errors never follow partial output */
+        free(b.data);
+        *json = NULL;
+        return rc;
+    }
+    *json = b.data ? b.data : strdup("");
     return CT_OK;
 }

@@ -1,12 +1,14 @@
 /* tsdb_fixture.h - a real embedded store holding the OpenTSDB tables in a temporary directory,
- * shared by the query unit tests: open and close it, write single points by name, and collect
- * output through a sink. Helpers fail the running cmocka test on any error, so a test body holds
+ * shared by the query unit tests: open and close it, write single points by name, collect
+ * output through a sink and run a query to its whole JSON answer. Helpers fail the running cmocka test on any error, so a test body holds
  * only what it is about. */
 #ifndef CT_TSDB_FIXTURE_H
 #define CT_TSDB_FIXTURE_H
 
 #include <stddef.h>
 
+#include "query/qexec.h"
+#include "query/qspec.h"
 #include "schema/dpcodec.h"
 #include "schema/tsdb.h"
 #include "storage/wc.h"
@@ -35,5 +37,17 @@ struct tsdb_fixture_buf {
     size_t len, cap;
 };
 int tsdb_fixture_sink(void *arg, const char *d, size_t n);
+
+/* Runs q (freed here) on t with options o. CT_OK: *json is the whole answer (free it). Otherwise
+ * the error is in err and *st, and the test fails if any output came before it. */
+int tsdb_fixture_run(struct tsdb *t, struct qspec *q, const struct qexec_options *o, char **json,
+                     enum qexec_status *st, struct ct_err *err);
+
+/* Skips a test whose setup found no embedded engine (tsdb_fixture_open returned NULL). */
+#define TSDB_FIXTURE_SKIP_IF_NONE(state)                                                           \
+    do {                                                                                           \
+        if (!*(state))                                                                             \
+            skip();                                                                                \
+    } while (0)
 
 #endif

@@ -83,38 +83,24 @@ static char *run_query(struct tsdb_fixture *f, const char *const *params, bool a
         snprintf(out, 512, "400 %s", err.msg);
         return out;
     }
-    struct tsdb_fixture_buf b = {0};
-    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 64);
     struct qexec_options o;
     qexec_options_init(&o);
     o.allow_delete = allow_delete;
     o.scan_threads = scan_threads;
     o.general_only = general_only;
     enum qexec_status st;
-    int rc = qexec_run(f->t, q, &o, j, &st, NULL, &err);
-    if (rc == CT_OK)
-        assert_int_equal(qjson_flush(j), CT_OK);
-    qjson_free(j);
-    qspec_free(q);
-    if (rc != CT_OK) {
+    char *json;
+    if (tsdb_fixture_run(f->t, q, &o, &json, &st, &err) != CT_OK) {
         snprintf(out, 512, "%d %s", (int)st, err.msg);
-        assert_int_equal(b.len, 0); /* errors never follow partial output */
-        free(b.data);
         return out;
     }
     free(out);
-    return b.data ? b.data : strdup("");
+    return json;
 }
-
-#define SKIP_IF_NO_ENGINE(state)                                                                   \
-    do {                                                                                           \
-        if (!*(state))                                                                             \
-            skip();                                                                                \
-    } while (0)
 
 static void test_qexec_answers_match_opentsdb(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     static const struct {
         const char *p[8];
@@ -172,7 +158,7 @@ static void test_qexec_answers_match_opentsdb(void **state)
 
 static void test_qexec_annotations_and_tsuids_in_results(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     const char *p0[] = {"start=1356998400", "end=1356998500", "show_tsuids",
                         "m=sum:sys.cpu{host=a}", NULL};
@@ -229,7 +215,7 @@ static void test_qexec_annotations_and_tsuids_in_results(void **state)
 
 static void test_qlast_finds_the_newest_point(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     const char *body = "{\"queries\":[{\"metric\":\"sys.cpu\",\"tags\":{\"host\":\"b\"}}],"
                        "\"resolveNames\":true,\"backScan\":2}";
@@ -252,7 +238,7 @@ static void test_qlast_finds_the_newest_point(void **state)
 
 static void test_qmeta_suggest_lookup_assign(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     struct ct_err err = {0};
     cJSON *out = NULL, *req = cJSON_Parse("{\"type\":\"tagv\",\"q\":\"\",\"max\":\"10\"}");
@@ -289,7 +275,7 @@ static void test_qmeta_suggest_lookup_assign(void **state)
 
 static void test_qexec_delete_removes_the_rows_read(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     const char *p[] = {"start=1356998400", "end=1356998500", "m=sum:sys.cpu{host=b}", NULL};
     struct kv kv = {p};
@@ -320,7 +306,7 @@ static void test_qexec_delete_removes_the_rows_read(void **state)
 
 static void test_qexec_time_slices_keep_points_in_order(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     /* six hours of one series: with 16 threads over 4 buckets each bucket's hours are split
      * into slices scanned in parallel, then stitched back in time order */
@@ -365,7 +351,7 @@ static void put_series(struct tsdb *t, const char *host, const char *dc, int64_t
 
 static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     struct ct_err err = {0};
     unsigned seed = 7;

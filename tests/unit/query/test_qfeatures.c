@@ -61,30 +61,17 @@ static char *run_json(struct tsdb_fixture *f, const char *body)
         snprintf(out, 512, "ERR %s", err.msg);
         return out;
     }
-    struct tsdb_fixture_buf b = {0};
-    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 64);
     struct qexec_options o;
     qexec_options_init(&o);
     enum qexec_status st;
-    int rc = qexec_run(f->t, q, &o, j, &st, NULL, &err);
-    if (rc == CT_OK)
-        assert_int_equal(qjson_flush(j), CT_OK);
-    qjson_free(j);
-    qspec_free(q);
-    if (rc != CT_OK) {
+    char *json;
+    if (tsdb_fixture_run(f->t, q, &o, &json, &st, &err) != CT_OK) {
         snprintf(out, 512, "ERR %s", err.msg);
-        free(b.data);
         return out;
     }
     free(out);
-    return b.data ? b.data : strdup("");
+    return json;
 }
-
-#define SKIP_IF_NO_ENGINE(state)                                                                   \
-    do {                                                                                           \
-        if (!*(state))                                                                             \
-            skip();                                                                                \
-    } while (0)
 
 static void check(struct tsdb_fixture *f, const char *body, const char *want)
 {
@@ -96,7 +83,7 @@ static void check(struct tsdb_fixture *f, const char *body, const char *want)
 
 static void test_qfeatures_padding_adds_the_neighbouring_points(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     /* [H+5, H+25]: padding adds H (same hour) and H+30 */
     check(f,
@@ -132,7 +119,7 @@ static void test_qfeatures_padding_adds_the_neighbouring_points(void **state)
 
 static void test_qfeatures_scalar_fill_in_answers(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     const char *want = "[{\"metric\":\"m\",\"tags\":{\"host\":\"web02\"},\"aggregateTags\":[],"
                        "\"dps\":{\"1356998400\":100.0,\"1356998460\":-1.5,\"1356998520\":-1.5}}]";
@@ -157,7 +144,7 @@ static void test_qfeatures_scalar_fill_in_answers(void **state)
 
 static void test_qfeatures_regexp_filters_use_java_syntax(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     /* \d and find(): "b1" ends "db1"; web01's "b0" is not at the end */
     check(f,

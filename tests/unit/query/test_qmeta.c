@@ -44,12 +44,6 @@ static int teardown(void **state)
     return 0;
 }
 
-#define SKIP_IF_NO_ENGINE(state)                                                                   \
-    do {                                                                                           \
-        if (!*(state))                                                                             \
-            skip();                                                                                \
-    } while (0)
-
 /* Runs fn on the JSON request text; returns the reply (or "" for none) and sets *status. On an
  * error return the result is "ERR <message>". */
 typedef int (*meta_fn)(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **out,
@@ -98,7 +92,7 @@ static void expect(struct tsdb_fixture *f, meta_fn fn, enum qmeta_method m, cons
 
 static void test_qmeta_uid_rename_answers_as_opentsdb(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     expect(f, rename_fn, QMETA_POST, "{\"metric\":\"sys.cpu\",\"name\":\"sys.cpu2\"}", 200,
            "{\"result\":\"true\"}");
@@ -191,7 +185,7 @@ static const char *field_str(const char *json, const char *key)
 
 static void test_qmeta_tsmeta_create_update_delete(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     int st;
     char req[512], *got;
@@ -304,7 +298,7 @@ static void test_qmeta_tsmeta_create_update_delete(void **state)
  * its write time as lastReceived. */
 static void test_qmeta_tsmeta_reports_the_counter(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     int st;
     char *got = call(f, qmeta_tsmeta, QMETA_POST,
@@ -340,7 +334,7 @@ static int uidmeta_fn(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJS
  * requested UID`, the query-string name display_name, OpenTSDB's parameter messages. */
 static void test_qmeta_uidmeta_answers_as_opentsdb(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     int st;
     char *got = call(f, uidmeta_fn, QMETA_POST,
@@ -367,7 +361,7 @@ static void test_qmeta_uidmeta_answers_as_opentsdb(void **state)
 /* Requests of the wrong shape are 400s with a message, never a crash or a write. */
 static void test_qmeta_bad_shapes_are_refused(void **state)
 {
-    SKIP_IF_NO_ENGINE(state);
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     static const struct {
         meta_fn fn;
