@@ -364,6 +364,28 @@ const char *conf_get_str(const struct conf *c, const char *key)
     return c->values[i];
 }
 
+/* OpenTSDB's keys that ctsdb accepts but does not act on when set (its automatic meta data). */
+static const char *const conf_unsupported[] = {
+    "tsd.core.meta.enable_realtime_ts", "tsd.core.meta.enable_realtime_uid",
+    "tsd.core.meta.enable_tsuid_incrementing", "tsd.core.meta.enable_tsuid_tracking"};
+
+void conf_report_unsupported(const struct conf *c, conf_warn_fn warn, void *arg)
+{
+    for (size_t u = 0; u < sizeof(conf_unsupported) / sizeof(conf_unsupported[0]); u++) {
+        int i = conf_key_index(conf_unsupported[u]);
+        assert(i >= 0);
+        bool changed = conf_keys[i].type == CONF_BOOL
+                           ? conf_get_bool(c, conf_keys[i].key) != !strcmp(conf_keys[i].def, "true")
+                           : strcmp(c->values[i], conf_keys[i].def) != 0;
+        if (!changed)
+            continue;
+        char msg[512];
+        snprintf(msg, sizeof(msg), "%s=%s is not supported by ctsdb (accepted, no effect)",
+                 conf_keys[i].key, c->values[i]);
+        warn(arg, msg);
+    }
+}
+
 int conf_each(const struct conf *c, conf_each_fn fn, void *arg)
 {
     size_t i = 0, j = 0;

@@ -332,6 +332,12 @@ void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
 
 /* ---- settings -------------------------------------------------------------------------------- */
 
+static void tsd_warn_config(void *arg, const char *msg)
+{
+    (void)arg;
+    tlog_warn("%s", msg);
+}
+
 static int tsd_settings(struct tsd *t, struct ct_err *err)
 {
     const struct conf *c = t->conf;
@@ -350,15 +356,7 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
     t->read_only = !strcmp(conf_get_str(c, "tsd.mode"), "ro");
     t->socket_timeout_s = conf_get_int(c, "tsd.core.socket.timeout");
     t->connections_limit = conf_get_int(c, "tsd.core.connections.limit");
-    /* OpenTSDB's automatic meta data is not written by this TSD: say so instead of ignoring it */
-    static const char *const meta_keys[] = {
-        "tsd.core.meta.enable_realtime_ts", "tsd.core.meta.enable_realtime_uid",
-        "tsd.core.meta.enable_tsuid_incrementing", "tsd.core.meta.enable_tsuid_tracking"};
-    for (size_t i = 0; i < sizeof(meta_keys) / sizeof(meta_keys[0]); i++)
-        if (conf_get_bool(c, meta_keys[i]))
-            tlog_warn("%s=true is not supported: ctsdb writes TSMeta and UIDMeta only through "
-                      "/api/uid/tsmeta and /api/uid/uidmeta; ingest goes on without them",
-                      meta_keys[i]);
+    conf_report_unsupported(c, tsd_warn_config, NULL);
     /* CORS list: comma-separated, case-insensitive, or "*" alone */
     const char *cd = conf_get_str(c, "tsd.http.request.cors_domains");
     size_t n = 0;

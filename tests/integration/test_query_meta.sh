@@ -128,6 +128,6 @@ tsd_stop
 tsd_start --tsd.core.meta.enable_realtime_ts=true
 B="http://127.0.0.1:$TSD_PORT"
 check_contains "enable_realtime_ts=true warns that it is not supported" "$(cat "$TSD_LOG")" \
-  "tsd.core.meta.enable_realtime_ts=true is not supported"
+  "tsd.core.meta.enable_realtime_ts=true is not supported by ctsdb"
 check_contains "the TSD still serves" "$(get /api/version)" '"version"'
 it_done

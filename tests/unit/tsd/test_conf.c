@@ -139,10 +139,42 @@ static void test_conf_file_bad_value_names_file_and_line(void **state)
     ctest_rmdir(dir);
 }
 
+/* Keys ctsdb accepts but does not act on are reported only when set away from their default,
+ * whatever spelling of the boolean was used. */
+static int warned;
+static char last_warning[512];
+static void count_warning(void *arg, const char *msg)
+{
+    (void)arg;
+    warned++;
+    snprintf(last_warning, sizeof(last_warning), "%s", msg);
+}
+
+static void test_conf_reports_unsupported_keys_only_when_set(void **state)
+{
+    (void)state;
+    struct conf *c;
+    struct ct_err err;
+    assert_int_equal(conf_new(&c, &err), CT_OK);
+    warned = 0;
+    conf_report_unsupported(c, count_warning, NULL);
+    assert_int_equal(warned, 0);
+    assert_int_equal(conf_set(c, "tsd.core.meta.enable_realtime_uid", "NO", NULL, &err), CT_OK);
+    conf_report_unsupported(c, count_warning, NULL);
+    assert_int_equal(warned, 0);
+    assert_int_equal(conf_set(c, "tsd.core.meta.enable_tsuid_tracking", "YES", NULL, &err), CT_OK);
+    conf_report_unsupported(c, count_warning, NULL);
+    assert_int_equal(warned, 1);
+    assert_non_null(
+        strstr(last_warning, "tsd.core.meta.enable_tsuid_tracking=YES is not supported"));
+    conf_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conf_defaults_work_with_nothing_set),
+        cmocka_unit_test(test_conf_reports_unsupported_keys_only_when_set),
         cmocka_unit_test(test_conf_set_validates_types_with_clear_messages),
         cmocka_unit_test(test_conf_file_with_comments_unknown_keys_and_walk_order),
         cmocka_unit_test(test_conf_file_bad_value_names_file_and_line),
