@@ -512,6 +512,15 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
         "m=min:1m-max:sys.cpu{dc=d9}",
         "m=count:1m-sum:sys.cpu{dc=d9}",
         "m=mimmax:30s-min:sys.cpu{dc=d9}",
+        /* groups of one series (none, or a group-by that leaves one series per group) */
+        "m=none:sys.cpu",
+        "m=none:sys.cpu{host=h2}",
+        "m=dev:sys.cpu{host=*}",
+        "m=p50:sys.cpu{host=a2}",
+        "m=diff:rate:sys.cpu{host=a3}",
+        "m=mult:sys.cpu{host=h5}",
+        "m=max:5m-max:sys.cpu{host=*,dc=d9}",
+        "m=count:sys.cpu{host=h3}",
     };
     const char *starts[] = {"start=1356998400", "start=1357000123"};
     const char *ends[] = {"end=1357016400", "end=1357009999"};
