@@ -182,19 +182,7 @@ check_eq "enable_api=false: /api/version is 404" \
   '404 {"error":{"code":404,"message":"Endpoint not found"}}' "$(req GET /api/version)"
 check_eq "enable_api=false: /api/put is 404" "404" "$(req POST /api/put -d "$pt" | cut -c1-3)"
 check_eq "enable_api=false: the page is still served" "200 <html>ctsdb</html>" "$(req GET /)"
-tver=$(python3 -c '
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
-s.sendall(b"version\n")
-s.shutdown(socket.SHUT_WR)
-out = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    out += b
-print(out.decode("utf-8", "replace"))
-' "$TSD_PORT")
+tver=$(printf 'version\n' | tsd_talk)
 check_contains "enable_api=false: telnet still answers" "$tver" "ctsdb"
 check_contains "a key with no effect warns at start" "$(cat "$TSD_LOG")" \
   "tsd.storage.hbase.zk_quorum=zk1 is not supported by ctsdb"
