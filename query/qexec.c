@@ -1188,7 +1188,8 @@ struct xout {
 
 static int write_point(struct xout *xo, const struct qagg_point *pt);
 
-/* The decimal digits of a timestamp: those of ts / 10000 (cached) and four more. */
+/* The decimal digits of a timestamp: those of ts / 10000 (cached) and four more. out has room
+ * for 24 bytes (the cached digits are copied as one 16-byte block). */
 static size_t format_ts(struct xout *xo, int64_t ts, char *out)
 {
     if (ts < 10000)
@@ -1198,12 +1199,16 @@ static size_t format_ts(struct xout *xo, int64_t ts, char *out)
         xo->ts_hi = hi;
         xo->ts_hi_len = qjson_format_i64(hi, xo->ts_hi_digits);
     }
-    memcpy(out, xo->ts_hi_digits, xo->ts_hi_len);
+    if (xo->ts_hi_len <= 16)
+        memcpy(out, xo->ts_hi_digits, 16);
+    else
+        memcpy(out, xo->ts_hi_digits, xo->ts_hi_len);
     char *o = out + xo->ts_hi_len;
-    o[0] = (char)('0' + lo / 1000);
-    o[1] = (char)('0' + lo / 100 % 10);
-    o[2] = (char)('0' + lo / 10 % 10);
-    o[3] = (char)('0' + lo % 10);
+    unsigned l = (unsigned)lo, h2 = l / 100, l2 = l % 100;
+    o[0] = (char)('0' + h2 / 10);
+    o[1] = (char)('0' + h2 % 10);
+    o[2] = (char)('0' + l2 / 10);
+    o[3] = (char)('0' + l2 % 10);
     return xo->ts_hi_len + 4;
 }
 
@@ -1238,9 +1243,14 @@ static int write_point(struct xout *xo, const struct qagg_point *pt)
     xo->emitted++;
     if (xo->fn)
         return xo->fn(xo->fn_arg, xo->metric, xo->tags, pt);
-    /* the whole point in one piece: [,]"ts":value or [,][ts,value] */
+    /* the whole point in one piece: [,]"ts":value or [,][ts,value], written in place when the
+     * writer's buffer has room */
     int64_t ts = xo->q->ms_resolution ? pt->ts_ms : pt->ts_ms / 1000;
-    char b[96];
+    char tmp[128];
+    char *b = qjson_reserve(xo->j, sizeof(tmp));
+    bool direct = b != NULL;
+    if (!direct)
+        b = tmp;
     size_t n = 0;
     if (!xo->first_dp)
         b[n++] = ',';
@@ -1267,7 +1277,10 @@ static int write_point(struct xout *xo, const struct qagg_point *pt)
     }
     if (xo->q->arrays)
         b[n++] = ']';
-    qjson_raw(xo->j, b, n);
+    if (direct)
+        qjson_commit(xo->j, n);
+    else
+        qjson_raw(xo->j, b, n);
     return 0;
 }
 

@@ -73,6 +73,20 @@ void qjson_raw(struct qjson *j, const char *s, size_t n)
     }
 }
 
+char *qjson_reserve(struct qjson *j, size_t n)
+{
+    if (j->err != CT_OK || n > j->cap)
+        return NULL;
+    if (j->cap - j->len < n && qjson_flush(j) != CT_OK)
+        return NULL;
+    return j->buf + j->len;
+}
+
+void qjson_commit(struct qjson *j, size_t used)
+{
+    j->len += used;
+}
+
 void qjson_lit(struct qjson *j, const char *s)
 {
     qjson_raw(j, s, strlen(s));
@@ -133,28 +147,57 @@ void qjson_str(struct qjson *j, const char *s)
 }
 
 /* Decimal digits of v into out (room 20), returns the length. Two digits per step. */
+/* The number of decimal digits of v (1 for 0). */
+static size_t qjson_ndigits(uint64_t v)
+{
+    static const uint64_t p10[20] = {1ULL,
+                                     10ULL,
+                                     100ULL,
+                                     1000ULL,
+                                     10000ULL,
+                                     100000ULL,
+                                     1000000ULL,
+                                     10000000ULL,
+                                     100000000ULL,
+                                     1000000000ULL,
+                                     10000000000ULL,
+                                     100000000000ULL,
+                                     1000000000000ULL,
+                                     10000000000000ULL,
+                                     100000000000000ULL,
+                                     1000000000000000ULL,
+                                     10000000000000000ULL,
+                                     100000000000000000ULL,
+                                     1000000000000000000ULL,
+                                     10000000000000000000ULL};
+    /* floor(log10(v)) is floor(bitlen(v) * log10(2)) (~1233 / 4096) or one more; v | 1 makes 0
+     * count as 1 (10^t is even for t >= 1, so it changes no other answer) */
+    unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233 >> 12;
+    return t + ((v | 1) >= p10[t]);
+}
+
+/* Writes v's digits at out (no NUL), two at a time from the end; returns their number. */
 static size_t qjson_u64_digits(uint64_t v, char *out)
 {
     static const char pairs[] =
         "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
         "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
         "8081828384858687888990919293949596979899";
-    char t[20];
-    size_t n = 20;
+    size_t n = qjson_ndigits(v);
+    char *p = out + n;
     while (v >= 100) {
         unsigned r = (unsigned)(v % 100);
         v /= 100;
-        t[--n] = pairs[2 * r + 1];
-        t[--n] = pairs[2 * r];
+        p -= 2;
+        memcpy(p, pairs + 2 * r, 2);
     }
     if (v >= 10) {
-        t[--n] = pairs[2 * v + 1];
-        t[--n] = pairs[2 * v];
+        p -= 2;
+        memcpy(p, pairs + 2 * v, 2);
     } else {
-        t[--n] = (char)('0' + v);
+        *--p = (char)('0' + v);
     }
-    memcpy(out, t + n, 20 - n);
-    return 20 - n;
+    return n;
 }
 
 size_t qjson_format_i64(int64_t v, char *out)
