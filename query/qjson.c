@@ -247,6 +247,43 @@ static size_t qjson_plain_layout(bool neg, const char *digits, size_t nd, int ex
     return o;
 }
 
+/* Writes v < 10^8 as exactly 8 digits (leading zeros) at out. */
+static void qjson_digits8(uint32_t v, char *out)
+{
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    uint32_t a = v / 10000, b = v % 10000;
+    memcpy(out, pairs + 2 * (a / 100), 2);
+    memcpy(out + 2, pairs + 2 * (a % 100), 2);
+    memcpy(out + 4, pairs + 2 * (b / 100), 2);
+    memcpy(out + 6, pairs + 2 * (b % 100), 2);
+}
+
+/* qjson_plain_layout() for digits followed by at least 24 readable '0' bytes: copies fixed-size
+ * blocks instead of character loops (writes at most 30 bytes of out, NUL included). */
+static size_t qjson_plain_layout_padded(bool neg, const char *digits, size_t nd, int exp10,
+                                        char *out)
+{
+    size_t o = neg ? 1 : 0;
+    out[0] = '-';
+    if (exp10 >= 0) { /* 1 <= integer digits <= 7 */
+        size_t ip = (size_t)exp10 + 1;
+        memcpy(out + o, digits, 8);
+        out[o + ip] = '.';
+        memcpy(out + o + ip + 1, digits + ip, 16); /* nd <= 17: at most 16 after the point */
+        o += ip + 1 + (nd > ip ? nd - ip : 1);     /* "x.0" when nothing follows */
+    } else { /* 0.00ddd: -exp10 - 1 <= 2 zeros after the point */
+        size_t z = (size_t)(-exp10 - 1);
+        memcpy(out + o, "0.00", 4);
+        memcpy(out + o + 2 + z, digits, 24);
+        o += 2 + z + nd;
+    }
+    out[o] = 0;
+    return o;
+}
+
 typedef unsigned __int128 u128;
 
 /* 10^k for k <= 38. */
@@ -334,11 +371,19 @@ static size_t qjson_format_exact(double v, char *out)
         }
         if (!reads_back)
             continue;
-        char digits[24];
-        size_t nd = qjson_u64_digits((uint64_t)q, digits); /* q < 10^17 */
-        while (nd > 1 && digits[nd - 1] == '0')
+        /* q < 10^17 as 17 digits with leading zeros, then '0' padding (so that the layout can
+         * copy fixed-size blocks) */
+        char d[48];
+        memset(d, '0', sizeof(d));
+        uint64_t hi = (uint64_t)q / 100000000u;
+        qjson_digits8((uint32_t)((uint64_t)q % 100000000u), d + 9);
+        qjson_digits8((uint32_t)(hi % 100000000u), d + 1);
+        d[0] = (char)('0' + hi / 100000000u);
+        size_t nd = qjson_ndigits((uint64_t)q);
+        const char *dig = d + 17 - nd;
+        while (nd > 1 && dig[nd - 1] == '0')
             nd--;
-        return qjson_plain_layout(v < 0, digits, nd, ex, out);
+        return qjson_plain_layout_padded(v < 0, dig, nd, ex, out);
     }
     return 0;
 }
