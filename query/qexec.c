@@ -221,6 +221,10 @@ struct xscan {
     uint64_t metric;
     int64_t win_start_s, win_end_s;
     struct rowkey_filter *rf;
+    /* the leading tags rf pins (rowkey_filter_lead): values of tagk uids 1 .. nlead */
+    size_t nlead;
+    const uint64_t *lead_vals[ROWKEY_MAX_TAGS];
+    size_t lead_n[ROWKEY_MAX_TAGS];
     uint8_t **tsuids; /* sorted; a tsuid query's series */
     size_t *tsuid_lens;
     size_t ntsuids;
@@ -447,21 +451,28 @@ static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c, s
     return CT_OK;
 }
 
-/* Scans bucket b's rows with base hours in [bottom_s, top_s], in key order: a series' rows
- * come oldest first (forward: the store steps from row to row, where a reversed scan seeks
- * again for every row, and a series' points need no reordering). */
-static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t top_s,
-                       struct xset *set, struct ct_err *err)
+/* At most this many key ranges per hour when the filter pins the leading tags (beyond, the
+ * hour's rows are walked whole). */
+#define QEXEC_LEAD_RANGES 64
+
+/* What the scans of one piece of work reuse from range to range. */
+struct xscratch {
+    struct dpcodec_cols cols;
+    double *dsv; /* a bucket's values and qagg_run_double's scratch (2 x dsv_cap) */
+    size_t dsv_cap;
+};
+
+/* Scans the rows of [start, stop) (in bucket b, hours bottom_s..top_s), in key order. */
+static int scan_range(struct xscan *x, const uint8_t *start, size_t start_len, const uint8_t *stop,
+                      size_t stop_len, int64_t bottom_s, int64_t top_s, struct xset *set,
+                      struct xscratch *xs, struct ct_err *err)
 {
     const struct rowkey_layout *l = x->l;
-    uint8_t lo[ROWKEY_MAX_BYTES], hi[ROWKEY_MAX_BYTES];
-    size_t lol = rowkey_scan_start(l, b, x->metric, bottom_s, lo);
-    size_t hil = rowkey_scan_stop(l, b, x->metric, top_s, hi);
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
     struct wc_scan_options so;
     wc_scan_options_init(&so);
-    so.start_row = wc_bytes_of(lo, lol);
-    so.stop_row = wc_bytes_of(hi, hil);
+    so.start_row = wc_bytes_of(start, start_len);
+    so.stop_row = wc_bytes_of(stop, stop_len);
     so.columns = &col;
     so.ncolumns = 1;
     so.row_filter = xscan_row_filter;
@@ -470,10 +481,9 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
     int rc = wc_scanner_open(tsdb_data_table(x->t), &so, &sc, err);
     if (rc != CT_OK)
         return rc;
-    struct dpcodec_cols cols; /* reused for every row of the scan */
-    dpcodec_cols_init(&cols);
-    double *dsv = NULL; /* a bucket's values and qagg_run_double's scratch (2 x dsv_cap) */
-    size_t dsv_cap = 0;
+    struct dpcodec_cols cols = xs->cols; /* reused for every row (given back below) */
+    double *dsv = xs->dsv;
+    size_t dsv_cap = xs->dsv_cap;
     struct wc_row row;
     while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
         if (atomic_load(&x->stop)) {
@@ -591,9 +601,52 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
     }
     if (rc == CT_NOTFOUND)
         rc = CT_OK;
-    dpcodec_cols_free(&cols);
-    free(dsv);
+    xs->cols = cols;
+    xs->dsv = dsv;
+    xs->dsv_cap = dsv_cap;
     wc_scanner_close(sc);
+    return rc;
+}
+
+/* Scans bucket b's rows with base hours in [bottom_s, top_s], in key order: a series' rows
+ * come oldest first (forward: the store steps from row to row, where a reversed scan seeks
+ * again for every row, and a series' points need no reordering). When the row filter pins the
+ * leading tags (rowkey_filter_lead), each hour is read as the few key ranges its accepted rows
+ * can lie in, so the rows of other series are never walked. */
+static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t top_s,
+                       struct xset *set, struct ct_err *err)
+{
+    const struct rowkey_layout *l = x->l;
+    uint8_t lo[ROWKEY_MAX_BYTES], hi[ROWKEY_MAX_BYTES];
+    struct xscratch xs;
+    memset(&xs, 0, sizeof(xs));
+    dpcodec_cols_init(&xs.cols);
+    int rc = CT_OK;
+    if (!x->nlead) {
+        size_t lol = rowkey_scan_start(l, b, x->metric, bottom_s, lo);
+        size_t hil = rowkey_scan_stop(l, b, x->metric, top_s, hi);
+        rc = scan_range(x, lo, lol, hi, hil, bottom_s, top_s, set, &xs, err);
+    }
+    int64_t first_h = rowkey_base_hour_s(bottom_s), last_h = rowkey_base_hour_s(top_s);
+    for (int64_t h = first_h; x->nlead && h <= last_h && rc == CT_OK; h += ROWKEY_HOUR_S) {
+        size_t pos[ROWKEY_MAX_TAGS] = {0}; /* the combination of lead values, an odometer */
+        for (;;) {
+            uint64_t v[ROWKEY_MAX_TAGS];
+            for (size_t i = 0; i < x->nlead; i++)
+                v[i] = x->lead_vals[i][pos[i]];
+            size_t hil = 0;
+            size_t lol = rowkey_lead_range(l, b, x->metric, h, v, x->nlead, lo, hi, &hil);
+            if ((rc = scan_range(x, lo, lol, hi, hil, bottom_s, top_s, set, &xs, err)) != CT_OK)
+                break;
+            size_t i = x->nlead;
+            while (i > 0 && ++pos[i - 1] == x->lead_n[i - 1])
+                pos[--i] = 0;
+            if (i == 0)
+                break;
+        }
+    }
+    dpcodec_cols_free(&xs.cols);
+    free(xs.dsv);
     return rc;
 }
 
@@ -1107,6 +1160,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     x.win_start_s = w.win_start_ms / 1000;
     x.win_end_s = w.win_end_ms / 1000;
     x.rf = rf;
+    if (rf && !o->general_only) /* general_only: the tests' reference reads whole hours */
+        x.nlead = rowkey_filter_lead(rf, QEXEC_LEAD_RANGES, x.lead_vals, x.lead_n);
     if (!o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
         sub->ds.fill == QAGG_FILL_NONE && sub->ds.interval_ms > 0 &&
         (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0) {
