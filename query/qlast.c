@@ -497,30 +497,54 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
     int64_t top = rowkey_base_hour_s(now_s), bottom = top - back_h * ROWKEY_HOUR_S;
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
     struct lastfind f = {l, rf, set, {0}, false};
+    /* when the tags pin the leading tag keys, only the key ranges of each hour that can hold
+     * a matching row are read (rowkey_filter_lead) */
+    const uint64_t *lead_vals[ROWKEY_MAX_TAGS];
+    size_t lead_n[ROWKEY_MAX_TAGS];
+    size_t nlead = rowkey_filter_lead(rf, 64, lead_vals, lead_n);
     for (unsigned b = 0; b < nb && rc == CT_OK; b++) {
-        uint8_t lo[ROWKEY_MAX_BYTES], hi[ROWKEY_MAX_BYTES];
-        size_t lol = rowkey_scan_start(l, b, metric, bottom, lo);
-        size_t hil = rowkey_scan_stop(l, b, metric, top, hi);
-        struct wc_scan_options so;
-        wc_scan_options_init(&so);
-        so.start_row = wc_bytes_of(lo, lol);
-        so.stop_row = wc_bytes_of(hi, hil);
-        so.columns = &col;
-        so.ncolumns = 1;
-        so.row_filter = lastfind_filter;
-        so.row_filter_arg = &f;
-        struct wc_scanner *sc = NULL;
-        if ((rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK)
-            break;
-        struct wc_row row;
-        while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
-            /* the filter skips every row */
+        int64_t h = bottom;
+        size_t pos[ROWKEY_MAX_TAGS] = {0}; /* the combination of lead values, an odometer */
+        for (;;) {
+            uint8_t lo[ROWKEY_MAX_BYTES], hi[ROWKEY_MAX_BYTES];
+            size_t lol, hil;
+            if (nlead) {
+                uint64_t v[ROWKEY_MAX_TAGS];
+                for (size_t i = 0; i < nlead; i++)
+                    v[i] = lead_vals[i][pos[i]];
+                lol = rowkey_lead_range(l, b, metric, h, v, nlead, lo, hi, &hil);
+            } else {
+                lol = rowkey_scan_start(l, b, metric, bottom, lo);
+                hil = rowkey_scan_stop(l, b, metric, top, hi);
+            }
+            struct wc_scan_options so;
+            wc_scan_options_init(&so);
+            so.start_row = wc_bytes_of(lo, lol);
+            so.stop_row = wc_bytes_of(hi, hil);
+            so.columns = &col;
+            so.ncolumns = 1;
+            so.row_filter = lastfind_filter;
+            so.row_filter_arg = &f;
+            struct wc_scanner *sc = NULL;
+            if ((rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK)
+                break;
+            struct wc_row row;
+            while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+                /* the filter skips every row */
+            }
+            if (rc == CT_NOTFOUND)
+                rc = CT_OK;
+            wc_scanner_close(sc);
+            if (rc == CT_OK && f.oom)
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+            if (rc != CT_OK || !nlead)
+                break;
+            size_t i = nlead; /* the next combination, then the next hour */
+            while (i > 0 && ++pos[i - 1] == lead_n[i - 1])
+                pos[--i] = 0;
+            if (i == 0 && (h += ROWKEY_HOUR_S) > top)
+                break;
         }
-        if (rc == CT_NOTFOUND)
-            rc = CT_OK;
-        wc_scanner_close(sc);
-        if (rc == CT_OK && f.oom)
-            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < f.found.n && rc == CT_OK; i++) {
         const struct lastpt *e = &f.found.a[i];
