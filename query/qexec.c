@@ -1189,7 +1189,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
      * busy machine leaves its share to the others instead of holding up the query. */
     int64_t hours = (x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S;
     unsigned want = 4 * nth;
-    x.nslices = x.nbuckets >= want ? 1 : (want + x.nbuckets - 1) / x.nbuckets;
+    /* one thread: whole buckets (a series' points then need no stitching) */
+    x.nslices = nth == 1 || x.nbuckets >= want ? 1 : (want + x.nbuckets - 1) / x.nbuckets;
     if (hours < 1)
         hours = 1;
     if ((int64_t)x.nslices > hours)

@@ -319,29 +319,26 @@ static int lastset_add(struct lastset *s, const uint8_t *ts, size_t len,
     return lastset_insert(s, h, ts, len, p) ? -1 : 1;
 }
 
-/* The newest point of a row's cells (CT_NOTFOUND if none). */
+/* The newest point of a row's cells (CT_NOTFOUND if none), decoded as the range queries
+ * decode rows (dpcodec_row_decode_cols: ascending, one point per timestamp). */
 static int row_last(int64_t base_s, const struct wc_cell *cells, size_t n,
-                    struct dpcodec_point **buf, size_t *cap, struct dpcodec_point *out,
-                    struct ct_err *err)
+                    struct dpcodec_cols *cols, struct dpcodec_point *out, struct ct_err *err)
 {
-    size_t np = 0;
-    for (;;) {
-        int rc = dpcodec_row_decode(base_s, cells, n, *buf, *cap, &np, NULL, err);
-        if (rc == CT_ELIMIT) {
-            struct dpcodec_point *nb = realloc(*buf, (np + 16) * sizeof(**buf));
-            if (!nb)
-                return ct_err_set(err, CT_ENOMEM, "out of memory decoding a row");
-            *buf = nb;
-            *cap = np + 16;
-            continue;
-        }
-        if (rc != CT_OK)
-            return rc;
-        break;
-    }
-    if (np == 0)
+    int rc = dpcodec_row_decode_cols(base_s, cells, n, cols, NULL, err);
+    if (rc != CT_OK)
+        return rc;
+    if (cols->n == 0)
         return CT_NOTFOUND;
-    *out = (*buf)[np - 1];
+    size_t i = cols->n - 1;
+    memset(out, 0, sizeof(*out));
+    out->ts_ms = cols->ts[i];
+    if (cols->is_int[i]) {
+        out->type = DPCODEC_INT;
+        out->i = (int64_t)cols->val[i];
+    } else {
+        out->type = DPCODEC_DOUBLE; /* only "not an integer" matters to the answer */
+        out->f = dpcodec_cols_double(cols, i);
+    }
     return CT_OK;
 }
 
@@ -363,8 +360,8 @@ static int hex_to_bytes(const char *h, uint8_t *out, size_t cap, size_t *len)
 /* The series' newest point in its hour rows from top_h down to bottom_h, read with point gets
  * newest first (stopping at the first hour holding a point); added to set. */
 static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t top_h,
-                        int64_t bottom_h, struct lastset *set, struct dpcodec_point **buf,
-                        size_t *cap, enum qexec_status *status, struct ct_err *err)
+                        int64_t bottom_h, struct lastset *set, struct dpcodec_cols *cols,
+                        enum qexec_status *status, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
@@ -382,7 +379,7 @@ static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t to
             return rc;
         }
         struct dpcodec_point p;
-        rc = res.row.ncells ? row_last(h, res.row.cells, res.row.ncells, buf, cap, &p, err)
+        rc = res.row.ncells ? row_last(h, res.row.cells, res.row.ncells, cols, &p, err)
                             : CT_NOTFOUND;
         wc_result_release(&res);
         if (rc == CT_OK) {
@@ -399,8 +396,8 @@ static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t to
 }
 
 static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t back_h,
-                         struct lastset *set, struct dpcodec_point **buf, size_t *cap,
-                         enum qexec_status *status, struct ct_err *err)
+                         struct lastset *set, struct dpcodec_cols *cols, enum qexec_status *status,
+                         struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     uint8_t ts[ROWKEY_MAX_TSUID];
@@ -412,7 +409,7 @@ static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t
         return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", hex);
     }
     int64_t top = rowkey_base_hour_s(now_s);
-    return last_by_gets(t, ts, tl, top, top - back_h * ROWKEY_HOUR_S, set, buf, cap, status, err);
+    return last_by_gets(t, ts, tl, top, top - back_h * ROWKEY_HOUR_S, set, cols, status, err);
 }
 
 /* What the discovery scan of a metric query collects: each matching series not yet in the
@@ -459,8 +456,8 @@ static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_
 }
 
 static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t now_s,
-                          int64_t back_h, struct lastset *set, struct dpcodec_point **buf,
-                          size_t *cap, enum qexec_status *status, struct ct_err *err)
+                          int64_t back_h, struct lastset *set, struct dpcodec_cols *cols,
+                          enum qexec_status *status, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     struct uid *u = tsdb_uid(t);
@@ -548,7 +545,7 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
     }
     for (size_t i = 0; i < f.found.n && rc == CT_OK; i++) {
         const struct lastpt *e = &f.found.a[i];
-        rc = last_by_gets(t, e->tsuid, e->len, e->p.ts_ms, bottom, set, buf, cap, status, err);
+        rc = last_by_gets(t, e->tsuid, e->len, e->p.ts_ms, bottom, set, cols, status, err);
     }
     free(f.found.a);
     free(f.found.ht);
@@ -626,17 +623,17 @@ int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms, struct 
               enum qexec_status *status, struct ct_err *err)
 {
     struct lastset set = {0};
-    size_t cap = 1024;
-    struct dpcodec_point *buf = malloc(cap * sizeof(*buf));
+    struct dpcodec_cols cols; /* reused for every row */
+    dpcodec_cols_init(&cols);
     int64_t back = r->back_scan_h > 0 ? r->back_scan_h : QLAST_DEFAULT_BACK_SCAN_H;
-    int rc = buf ? CT_OK : ct_err_set(err, CT_ENOMEM, "out of memory");
+    int rc = CT_OK;
     *status = QEXEC_INTERNAL;
     for (size_t i = 0; i < r->nq && rc == CT_OK; i++) {
         const struct qlast_query *q = &r->q[i];
         if (q->metric)
-            rc = last_of_metric(t, q, now_ms / 1000, back, &set, &buf, &cap, status, err);
+            rc = last_of_metric(t, q, now_ms / 1000, back, &set, &cols, status, err);
         for (size_t k = 0; k < q->ntsuids && rc == CT_OK; k++)
-            rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, &buf, &cap, status, err);
+            rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, &cols, status, err);
     }
     if (rc == CT_OK) {
         *status = QEXEC_OK;
@@ -649,7 +646,7 @@ int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms, struct 
         if (rc != CT_OK)
             *status = QEXEC_INTERNAL;
     }
-    free(buf);
+    dpcodec_cols_free(&cols);
     free(set.a);
     free(set.ht);
     return rc;
