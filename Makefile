@@ -22,10 +22,17 @@ CC      ?= cc
 NPROC   := $(shell nproc 2>/dev/null || echo 2)
 VERSION := 0.1.0
 GITREV  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+GITFULL := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+GITSTAT := $(shell git diff --quiet HEAD -- 2>/dev/null && echo MINT || echo MODIFIED)
+GITBRANCH := $(shell git rev-parse --abbrev-ref HEAD 2>/dev/null || echo unknown)
+BUILDUSER := $(shell id -un 2>/dev/null || echo unknown)
+BUILDINFO := $(GITREV) $(GITFULL) $(GITSTAT) $(GITBRANCH) $(BUILDUSER)
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 \
            -Wno-format-nonliteral
 CFLAGS  := -std=c11 -D_GNU_SOURCE -I. -I$(BUILD)/gen -g $(OPT) $(WARN) -MMD -MP -pthread \
-           -DCTSDB_VERSION='"$(VERSION)"' -DCTSDB_GIT_REV='"$(GITREV)"' $(EXTRA_CFLAGS)
+           -DCTSDB_VERSION='"$(VERSION)"' -DCTSDB_GIT_REV='"$(GITREV)"' \
+           -DCTSDB_GIT_FULL='"$(GITFULL)"' -DCTSDB_REPO_STATUS='"$(GITSTAT)"' \
+           -DCTSDB_GIT_BRANCH='"$(GITBRANCH)"' -DCTSDB_BUILD_USER='"$(BUILDUSER)"' $(EXTRA_CFLAGS)
 LDFLAGS := -pthread $(SANLD) $(EXTRA_LDFLAGS)
 LDLIBS  := -levent -levent_pthreads -lsnappy -lcjson -lz -ledit -lpcre2-8 -lm $(EXTRA_LDLIBS)
 
@@ -71,17 +78,18 @@ $(BUILD)/gen/tool_commands.inc: $(TOOL_SRCS)
 
 $(BUILD)/tools/main.o: $(BUILD)/gen/tool_commands.inc
 
-# The revision (-DCTSDB_GIT_REV) is compiled into the objects that print it. $(REV_FLAG) holds
-# the last one built and is rewritten only when it differs, so those objects, and only they, are
-# rebuilt after a commit or pull: an incremental build never reports an older revision.
+# The build information (-DCTSDB_GIT_REV, _FULL, _BRANCH, CTSDB_REPO_STATUS MINT or MODIFIED as
+# OpenTSDB reports it, CTSDB_BUILD_USER) is compiled into the objects that print it. $(REV_FLAG)
+# holds the last one built and is rewritten only when it differs, so those objects, and only
+# they, are rebuilt after a commit, a pull or a first edit: a build never reports older data.
 REV_FLAG := $(BUILD)/gen/git_rev.flag
 ifeq ($(filter test deps deps-build clean lint,$(MAKECMDGOALS)),)
 REV_FLAG_SYNC := $(shell mkdir -p $(BUILD)/gen && \
-  (echo '$(GITREV)' | cmp -s - $(REV_FLAG) || echo '$(GITREV)' > $(REV_FLAG)))
+  (echo '$(BUILDINFO)' | cmp -s - $(REV_FLAG) || echo '$(BUILDINFO)' > $(REV_FLAG)))
 endif
 $(REV_FLAG):
 	@mkdir -p $(dir $@)
-	echo '$(GITREV)' > $@
+	echo '$(BUILDINFO)' > $@
 $(BUILD)/tsd/telnet.o $(BUILD)/tsd/api_basic.o $(BUILD)/tools/cmd_version.o \
   $(BUILD)/tools/shell_exec.o: $(REV_FLAG)
 

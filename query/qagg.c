@@ -779,7 +779,7 @@ static int group_run_aligned(const struct qagg *a, const struct qagg_series *s, 
     if (len && p0[0].ts_ms <= 0)
         return CT_OK;
     bool any_int = false;
-    for (size_t i = 0; i < ns; i++) {
+    for (size_t i = 0; i < ns && ns > 1; i++) {
         const struct qagg_point *pi = s[i].p + from[i];
         for (size_t k = 0; k < len; k++) {
             if (pi[k].ts_ms != p0[k].ts_ms)
@@ -791,6 +791,27 @@ static int group_run_aligned(const struct qagg *a, const struct qagg_series *s, 
     size_t k0 = rate ? 1 : 0, k1 = k0;
     while (k1 < len && p0[k1].ts_ms <= win_end_ms)
         k1++;
+    if (ns == 1) {
+        /* one series: every timestamp aggregates one value, as the loop below would do it
+         * (qagg_run_long of one value is the value itself for these kinds) */
+        bool ident = a->kind == K_SUM || a->kind == K_MIN || a->kind == K_MAX || a->kind == K_AVG ||
+                     a->kind == K_FIRST || a->kind == K_NONE || a->kind == K_LAST;
+        double scratch[2];
+        for (size_t k = k0; k < k1; k++) {
+            struct qagg_point out = {.ts_ms = p0[k].ts_ms};
+            out.is_int = !rate && p0[k].is_int && (k + 1 == len || p0[k + 1].is_int);
+            if (out.is_int) {
+                out.v.i = ident ? p0[k].v.i : qagg_run_long(a, &p0[k].v.i, 1, scratch);
+            } else {
+                double d = qagg_point_double(&p0[k]);
+                out.v.d = qagg_run_double(a, &d, 1, scratch);
+            }
+            int rc = emit(arg, &out);
+            if (rc != 0)
+                return rc;
+        }
+        return CT_OK;
+    }
     enum qagg_stream kind = qagg_stream_kind(a);
     if (!any_int && kind != QAGG_STREAM_NO && k1 > k0) {
         /* series by series into one accumulator per timestamp: each series is read in order
@@ -803,21 +824,45 @@ static int group_run_aligned(const struct qagg *a, const struct qagg_series *s, 
             free(cnt);
             return ct_err_set(err, CT_ENOMEM, "out of memory aggregating %zu series", ns);
         }
+        size_t m = k1 - k0;
         for (size_t i = 0; i < ns; i++) {
-            const struct qagg_point *pi = s[i].p + from[i];
-            for (size_t k = k0; k < k1; k++) {
-                double v = pi[k].v.d;
-                if (isnan(v))
-                    continue;
-                double *r = &acc[k - k0];
-                size_t *c = &cnt[k - k0];
-                if (kind == QAGG_STREAM_MIN   ? (*c == 0 || v < *r)
-                    : kind == QAGG_STREAM_MAX ? (*c == 0 || v > *r)
-                                              : false)
-                    *r = v;
-                else if (kind == QAGG_STREAM_SUM || kind == QAGG_STREAM_AVG)
-                    *r += v;
-                (*c)++;
+            const struct qagg_point *pi = s[i].p + from[i] + k0;
+            /* one loop per kind (NaN skipped, as qagg_run_double) */
+            switch (kind) {
+            case QAGG_STREAM_SUM:
+            case QAGG_STREAM_AVG:
+                for (size_t k = 0; k < m; k++) {
+                    double v = pi[k].v.d;
+                    if (!isnan(v)) {
+                        acc[k] += v;
+                        cnt[k]++;
+                    }
+                }
+                break;
+            case QAGG_STREAM_MIN:
+                for (size_t k = 0; k < m; k++) {
+                    double v = pi[k].v.d;
+                    if (!isnan(v)) {
+                        if (cnt[k] == 0 || v < acc[k])
+                            acc[k] = v;
+                        cnt[k]++;
+                    }
+                }
+                break;
+            case QAGG_STREAM_MAX:
+                for (size_t k = 0; k < m; k++) {
+                    double v = pi[k].v.d;
+                    if (!isnan(v)) {
+                        if (cnt[k] == 0 || v > acc[k])
+                            acc[k] = v;
+                        cnt[k]++;
+                    }
+                }
+                break;
+            default: /* QAGG_STREAM_COUNT */
+                for (size_t k = 0; k < m; k++)
+                    cnt[k] += !isnan(pi[k].v.d);
+                break;
             }
         }
         int rc = CT_OK;

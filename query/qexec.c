@@ -357,6 +357,30 @@ static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c, s
         pt->v.d = kind == QAGG_STREAM_AVG ? r / (double)(i - b) : r;
         return CT_OK;
     }
+    if (nan_free && kind != QAGG_STREAM_NO) {
+        /* min, max and count of integers as integers (no conversion pass): the min and max of
+         * the integers are those of their doubles, the conversion being monotonic */
+        const int64_t *v = (const int64_t *)(const void *)c->val;
+        while (i < n) {
+            int64_t bstart = ts[i] - ts[i] % iv, bend = bstart + iv;
+            size_t b = i;
+            int64_t m = v[i++];
+            if (kind == QAGG_STREAM_MIN)
+                for (; i < n && ts[i] < bend; i++)
+                    m = v[i] < m ? v[i] : m;
+            else if (kind == QAGG_STREAM_MAX)
+                for (; i < n && ts[i] < bend; i++)
+                    m = v[i] > m ? v[i] : m;
+            else /* count */
+                while (i < n && ts[i] < bend)
+                    i++;
+            struct qagg_point *pt = &out->p[out->n++];
+            pt->ts_ms = bstart;
+            pt->is_int = false;
+            pt->v.d = kind == QAGG_STREAM_COUNT ? (double)(i - b) : (double)m;
+        }
+        return CT_OK;
+    }
     /* the values as doubles (qagg_point_double), then one tight loop per bucket */
     if (nan_free)
         for (size_t k = i; k < n; k++)

@@ -16,6 +16,7 @@
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
+#include "storage/coding.h"
 
 static void query_clear(struct qlast_query *q)
 {
@@ -254,35 +255,40 @@ static uint64_t hb(const uint8_t *p, size_t n)
     return h;
 }
 
-/* Adds a series' point unless the series is already there; returns 1 if added, 0 if present,
- * -1 on allocation failure. */
-static int lastset_add(struct lastset *s, const uint8_t *ts, size_t len,
-                       const struct dpcodec_point *p)
+/* The entry of a series: its index in s->a, or -1 if absent (*h is then its free hash slot).
+ * Grows the hash table first when needed; -2 on allocation failure. */
+static long lastset_find(struct lastset *s, const uint8_t *ts, size_t len, size_t *h)
 {
     if ((s->n + 1) * 2 > s->htcap) {
         size_t nc = s->htcap ? s->htcap * 2 : 64;
         size_t *nh = calloc(nc, sizeof(size_t));
         if (!nh)
-            return -1;
+            return -2;
         for (size_t i = 0; i < s->n; i++) {
-            size_t h = hb(s->a[i].tsuid, s->a[i].len) & (nc - 1);
-            while (nh[h])
-                h = (h + 1) & (nc - 1);
-            nh[h] = i + 1;
+            size_t k = hb(s->a[i].tsuid, s->a[i].len) & (nc - 1);
+            while (nh[k])
+                k = (k + 1) & (nc - 1);
+            nh[k] = i + 1;
         }
         free(s->ht);
         s->ht = nh;
         s->htcap = nc;
     }
-    size_t h = hb(ts, len) & (s->htcap - 1);
-    while (s->ht[h]) {
-        const struct lastpt *e = &s->a[s->ht[h] - 1];
+    size_t k = hb(ts, len) & (s->htcap - 1);
+    while (s->ht[k]) {
+        const struct lastpt *e = &s->a[s->ht[k] - 1];
         if (e->len == len && !memcmp(e->tsuid, ts, len))
-            return 0;
-        h = (h + 1) & (s->htcap - 1);
+            return (long)(s->ht[k] - 1);
+        k = (k + 1) & (s->htcap - 1);
     }
-    if (!p)
-        return 1; /* lookup only */
+    *h = k;
+    return -1;
+}
+
+/* Appends a series absent from s (h from lastset_find); -1 on allocation failure. */
+static int lastset_insert(struct lastset *s, size_t h, const uint8_t *ts, size_t len,
+                          const struct dpcodec_point *p)
+{
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 16;
         struct lastpt *na = realloc(s->a, nc * sizeof(*na));
@@ -296,7 +302,21 @@ static int lastset_add(struct lastset *s, const uint8_t *ts, size_t len,
     s->a[s->n].p = *p;
     s->n++;
     s->ht[h] = s->n;
-    return 1;
+    return 0;
+}
+
+/* Adds a series' point unless the series is already there; returns 1 if added, 0 if present,
+ * -1 on allocation failure. */
+static int lastset_add(struct lastset *s, const uint8_t *ts, size_t len,
+                       const struct dpcodec_point *p)
+{
+    size_t h = 0;
+    long i = lastset_find(s, ts, len, &h);
+    if (i == -2)
+        return -1;
+    if (i >= 0)
+        return 0;
+    return lastset_insert(s, h, ts, len, p) ? -1 : 1;
 }
 
 /* The newest point of a row's cells (CT_NOTFOUND if none). */
@@ -340,26 +360,19 @@ static int hex_to_bytes(const char *h, uint8_t *out, size_t cap, size_t *len)
     return 0;
 }
 
-static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t back_h,
-                         struct lastset *set, struct dpcodec_point **buf, size_t *cap,
-                         enum qexec_status *status, struct ct_err *err)
+/* The series' newest point in its hour rows from top_h down to bottom_h, read with point gets
+ * newest first (stopping at the first hour holding a point); added to set. */
+static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t top_h,
+                        int64_t bottom_h, struct lastset *set, struct dpcodec_point **buf,
+                        size_t *cap, enum qexec_status *status, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
-    uint8_t ts[ROWKEY_MAX_TSUID];
-    size_t tl;
-    size_t pair = l->tagk_width + l->tagv_width;
-    if (hex_to_bytes(hex, ts, sizeof(ts), &tl) != 0 || tl < l->metric_width + pair ||
-        (tl - l->metric_width) % pair) {
-        *status = QEXEC_BAD_REQUEST;
-        return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", hex);
-    }
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
     struct wc_scan_options so;
     wc_scan_options_init(&so);
     so.columns = &col;
     so.ncolumns = 1;
-    int64_t top = rowkey_base_hour_s(now_s);
-    for (int64_t h = top; h >= top - back_h * ROWKEY_HOUR_S; h -= ROWKEY_HOUR_S) {
+    for (int64_t h = top_h; h >= bottom_h; h -= ROWKEY_HOUR_S) {
         uint8_t key[ROWKEY_MAX_BYTES];
         size_t kl = rowkey_encode(l, ts, tl, h, key);
         struct wc_result res;
@@ -383,6 +396,66 @@ static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t
         }
     }
     return CT_OK;
+}
+
+static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t back_h,
+                         struct lastset *set, struct dpcodec_point **buf, size_t *cap,
+                         enum qexec_status *status, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    uint8_t ts[ROWKEY_MAX_TSUID];
+    size_t tl;
+    size_t pair = l->tagk_width + l->tagv_width;
+    if (hex_to_bytes(hex, ts, sizeof(ts), &tl) != 0 || tl < l->metric_width + pair ||
+        (tl - l->metric_width) % pair) {
+        *status = QEXEC_BAD_REQUEST;
+        return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", hex);
+    }
+    int64_t top = rowkey_base_hour_s(now_s);
+    return last_by_gets(t, ts, tl, top, top - back_h * ROWKEY_HOUR_S, set, buf, cap, status, err);
+}
+
+/* What the discovery scan of a metric query collects: each matching series not yet in the
+ * answer, with the newest hour in which it has a row (in p.ts_ms). */
+struct lastfind {
+    const struct rowkey_layout *l;
+    const struct rowkey_filter *rf;
+    struct lastset *done; /* series the answer already has (earlier sub-queries) */
+    struct lastset found;
+    bool oom;
+};
+
+/* The discovery scan's row filter: records the row's series and hour, and materialises no row
+ * (every key is WC_ROW_SKIP: a forward scan then steps over the row's cells without reading
+ * them). Keys arrive in ascending order, so within a salt bucket, which holds all of a series'
+ * rows, a series' later key is a newer hour. */
+static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_t len)
+{
+    struct lastfind *f = arg;
+    if (f->oom || !rowkey_filter_match(f->rf, row, len))
+        return WC_ROW_SKIP;
+    uint8_t ts[ROWKEY_MAX_TSUID];
+    size_t tl = rowkey_tsuid_of(f->l, row, len, ts, sizeof(ts));
+    if (!tl)
+        return WC_ROW_SKIP;
+    size_t h = 0;
+    if (f->done->n && lastset_find(f->done, ts, tl, &h) >= 0)
+        return WC_ROW_SKIP; /* already answered */
+    /* the key fits the layout (rowkey_filter_match checked it) */
+    int64_t base = coding_get_be32(row + f->l->salt_width + f->l->metric_width);
+    long i = lastset_find(&f->found, ts, tl, &h);
+    if (i == -2) {
+        f->oom = true;
+    } else if (i >= 0) {
+        f->found.a[i].p.ts_ms = base;
+    } else {
+        struct dpcodec_point p;
+        memset(&p, 0, sizeof(p));
+        p.ts_ms = base;
+        if (lastset_insert(&f->found, h, ts, tl, &p) != 0)
+            f->oom = true;
+    }
+    return WC_ROW_SKIP;
 }
 
 static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t now_s,
@@ -414,53 +487,47 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
             return CT_EINVAL;
         }
     }
+    /* 1. which series have rows in the window, and their newest hour: one forward scan of the
+     *    metric's rows whose row filter only takes notes (no row is materialised, and a forward
+     *    scan steps over a skipped row; a reversed one seeks again for every row);
+     * 2. per series, point gets of its hour rows from that newest one down (the newest row
+     *    normally holds a point: one get). Same answer as one reversed scan keeping, per series,
+     *    the newest point of the first row holding one (test_qlast compares the two). */
     unsigned nb = l->salt_width ? l->salt_buckets : 1;
     int64_t top = rowkey_base_hour_s(now_s), bottom = top - back_h * ROWKEY_HOUR_S;
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
+    struct lastfind f = {l, rf, set, {0}, false};
     for (unsigned b = 0; b < nb && rc == CT_OK; b++) {
-        uint8_t lo[ROWKEY_MAX_BYTES], hi[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID];
+        uint8_t lo[ROWKEY_MAX_BYTES], hi[ROWKEY_MAX_BYTES];
         size_t lol = rowkey_scan_start(l, b, metric, bottom, lo);
-        size_t hil = rowkey_scan_start(l, b, metric, top, hi);
-        memset(hi + hil, 0xFF, ROWKEY_MAX_TSUID);
-        hil += ROWKEY_MAX_TSUID;
+        size_t hil = rowkey_scan_stop(l, b, metric, top, hi);
         struct wc_scan_options so;
         wc_scan_options_init(&so);
-        so.reversed = true;
-        so.start_row = wc_bytes_of(hi, hil);
-        so.stop_row = wc_bytes_of(lo, lol);
+        so.start_row = wc_bytes_of(lo, lol);
+        so.stop_row = wc_bytes_of(hi, hil);
         so.columns = &col;
         so.ncolumns = 1;
-        so.row_filter = rowkey_filter_fn;
-        so.row_filter_arg = rf;
+        so.row_filter = lastfind_filter;
+        so.row_filter_arg = &f;
         struct wc_scanner *sc = NULL;
         if ((rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK)
             break;
         struct wc_row row;
         while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
-            uint8_t ts[ROWKEY_MAX_TSUID];
-            size_t tl = rowkey_tsuid_of(l, row.key.data, row.key.len, ts, sizeof(ts));
-            if (!tl || lastset_add(set, ts, tl, NULL) == 0)
-                continue; /* already has its newest point */
-            struct rowkey_parts parts;
-            if ((rc = rowkey_decode(l, row.key.data, row.key.len, &parts, err)) != CT_OK)
-                break;
-            struct dpcodec_point p;
-            rc = row_last(parts.base_s, row.cells, row.ncells, buf, cap, &p, err);
-            if (rc == CT_NOTFOUND) {
-                rc = CT_OK;
-                continue;
-            }
-            if (rc != CT_OK)
-                break;
-            if (lastset_add(set, ts, tl, &p) < 0) {
-                rc = ct_err_set(err, CT_ENOMEM, "out of memory");
-                break;
-            }
+            /* the filter skips every row */
         }
         if (rc == CT_NOTFOUND)
             rc = CT_OK;
         wc_scanner_close(sc);
+        if (rc == CT_OK && f.oom)
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
     }
+    for (size_t i = 0; i < f.found.n && rc == CT_OK; i++) {
+        const struct lastpt *e = &f.found.a[i];
+        rc = last_by_gets(t, e->tsuid, e->len, e->p.ts_ms, bottom, set, buf, cap, status, err);
+    }
+    free(f.found.a);
+    free(f.found.ht);
     rowkey_filter_free(rf);
     if (rc != CT_OK)
         *status = QEXEC_INTERNAL;

@@ -15,8 +15,10 @@ static int version_run(int argc, char **argv)
         fprintf(stderr, "ctsdb version: unexpected argument '%s'\n", argv[1]);
         return 2;
     }
-    printf("ctsdb %s built at revision %s\n", CTSDB_VERSION, CTSDB_GIT_REV);
-    printf("Built on %s %s with %s%s\n", __DATE__, __TIME__, "gcc " __VERSION__,
+    printf("ctsdb %s built at revision %s (%s, branch %s)\n", CTSDB_VERSION, CTSDB_GIT_FULL,
+           CTSDB_REPO_STATUS, CTSDB_GIT_BRANCH);
+    printf("Built on %s %s by %s with %s%s\n", __DATE__, __TIME__, CTSDB_BUILD_USER,
+           "gcc " __VERSION__,
 #ifdef CTSDB_WITH_BIGTABLE
            ", bigtable backend"
 #else

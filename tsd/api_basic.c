@@ -32,13 +32,13 @@ void api_version_handle(struct http_req *r)
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "version", CTSDB_VERSION);
     cJSON_AddStringToObject(o, "short_revision", CTSDB_GIT_REV);
-    cJSON_AddStringToObject(o, "full_revision", CTSDB_GIT_REV);
+    cJSON_AddStringToObject(o, "full_revision", CTSDB_GIT_FULL);
     cJSON_AddStringToObject(o, "timestamp", __DATE__ " " __TIME__);
-    cJSON_AddStringToObject(o, "repo_status", "MODIFIED");
-    cJSON_AddStringToObject(o, "user", "ctsdb");
+    cJSON_AddStringToObject(o, "repo_status", CTSDB_REPO_STATUS);
+    cJSON_AddStringToObject(o, "user", CTSDB_BUILD_USER);
     cJSON_AddStringToObject(o, "host", tsd_hostname(t));
     cJSON_AddStringToObject(o, "repo", "ctsdb");
-    cJSON_AddStringToObject(o, "branch", "main");
+    cJSON_AddStringToObject(o, "branch", CTSDB_GIT_BRANCH);
     http_reply_cjson(r, 200, o);
 }
 

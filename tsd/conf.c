@@ -30,7 +30,7 @@ struct conf_key {
 };
 
 /* Every key this build knows, sorted (1). OpenTSDB 2.4's names; ctsdb's own keys are marked in
- * docs/tsd.md. Keys OpenTSDB has but ctsdb ignores are listed so they do not warn. */
+ * docs/tsd.md. Keys OpenTSDB has but ctsdb ignores are listed too (conf_unsupported). */
 static const struct conf_key conf_keys[] = {
     {"tsd.core.auth.allow", CONF_STR, "", 0, 0, NULL},      /* tsd/auth.h */
     {"tsd.core.auth.token", CONF_STR, "", 0, 0, NULL},      /* tsd/auth.h */
@@ -364,10 +364,34 @@ const char *conf_get_str(const struct conf *c, const char *key)
     return c->values[i];
 }
 
-/* OpenTSDB's keys that ctsdb accepts but does not act on when set (its automatic meta data). */
+/* OpenTSDB's keys that ctsdb accepts but does not act on: its automatic meta data, the HBase
+ * client and JVM settings, the features ctsdb does not have (trees, plugins, appends, the
+ * gnuplot cache, stack traces) and query options it does not implement. Setting one away from
+ * its default warns at start (conf_report_unsupported), so a migrated opentsdb.conf still
+ * loads but nobody believes a setting took effect. */
 static const char *const conf_unsupported[] = {
-    "tsd.core.meta.enable_realtime_ts", "tsd.core.meta.enable_realtime_uid",
-    "tsd.core.meta.enable_tsuid_incrementing", "tsd.core.meta.enable_tsuid_tracking"};
+    "tsd.core.meta.enable_realtime_ts",
+    "tsd.core.meta.enable_realtime_uid",
+    "tsd.core.meta.enable_tsuid_incrementing",
+    "tsd.core.meta.enable_tsuid_tracking",
+    "tsd.core.plugin_path",
+    "tsd.core.preload_uid_cache",
+    "tsd.core.timezone",
+    "tsd.http.cachedir",
+    "tsd.http.show_stack_trace",
+    "tsd.network.async_io",
+    "tsd.network.worker_threads",
+    "tsd.query.allow_simultaneous_duplicates",
+    "tsd.query.enable_fuzzy_filter",
+    "tsd.query.filter.expansion_limit",
+    "tsd.query.skip_unresolved_tagvs",
+    "tsd.stats.canonical",
+    "tsd.storage.enable_appends",
+    "tsd.storage.flush_interval",
+    "tsd.storage.hbase.tree_table",
+    "tsd.storage.hbase.zk_basedir",
+    "tsd.storage.hbase.zk_quorum",
+};
 
 void conf_report_unsupported(const struct conf *c, conf_warn_fn warn, void *arg)
 {

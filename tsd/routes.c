@@ -1,5 +1,7 @@
 /* routes.c - request dispatch over the route table of routes.def (see routes.h for the order of
- * checks). CORS per tsd.http.request.cors_domains (spec §2.1).
+ * checks). CORS per tsd.http.request.cors_domains (spec §2.1). With tsd.core.enable_api or
+ * enable_ui false, every /api path or every other path answers 404: OpenTSDB leaves those
+ * handlers out.
  * Invariant: every request leaves routes_dispatch() answered or deferred. */
 #include "tsd/routes.h"
 
@@ -95,6 +97,10 @@ void routes_dispatch(struct http_req *r)
         return;
     }
     bool api = !strncmp(r->path, "/api", 4) && (r->path[4] == '/' || r->path[4] == '\0');
+    if (api ? !t->enable_api : !t->enable_ui) { /* tsd.core.enable_api / enable_ui = false */
+        http_reply_error(r, 404, "Endpoint not found", NULL);
+        return;
+    }
     const struct routes_entry *e = routes_lookup(r->path);
     if (!e) {
         if (api) {

@@ -354,6 +354,8 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
     t->return_errors = conf_get_bool(c, "tsd.rpc.telnet.return_errors");
     t->no_diediedie = conf_get_bool(c, "tsd.no_diediedie");
     t->read_only = !strcmp(conf_get_str(c, "tsd.mode"), "ro");
+    t->enable_api = conf_get_bool(c, "tsd.core.enable_api");
+    t->enable_ui = conf_get_bool(c, "tsd.core.enable_ui");
     t->socket_timeout_s = conf_get_int(c, "tsd.core.socket.timeout");
     t->connections_limit = conf_get_int(c, "tsd.core.connections.limit");
     conf_report_unsupported(c, tsd_warn_config, NULL);

@@ -98,6 +98,7 @@ struct tsd {
     bool return_errors;
     bool no_diediedie;
     bool read_only;
+    bool enable_api, enable_ui; /* tsd.core.enable_api / enable_ui */
     int64_t socket_timeout_s;
     int64_t connections_limit;
     struct auth *auth; /* tsd/auth.h: write/admin protection; read-only after start */

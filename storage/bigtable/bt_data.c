@@ -1170,6 +1170,14 @@ done:
     return rc;
 }
 
+/* The prologue of the single-row atomic operations: the table takes writes and has the family. */
+static int bt_writable_family(struct bt_table *t, struct wc_bytes family,
+                              struct wc_family_desc *fd, struct ct_err *err)
+{
+    int rc = bt_table_check_writable(t, err);
+    return rc != CT_OK ? rc : bt_table_family(t, family, fd, err);
+}
+
 int bt_increment(struct wc_table *tbase, struct wc_bytes row, struct wc_bytes family,
                  struct wc_bytes qualifier, int64_t delta, enum wc_durability d, int64_t *out,
                  struct ct_err *err)
@@ -1177,9 +1185,7 @@ int bt_increment(struct wc_table *tbase, struct wc_bytes row, struct wc_bytes fa
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_check_writable(t, err);
-    if (rc == CT_OK)
-        rc = bt_table_family(t, family, &fd, err);
+    int rc = bt_writable_family(t, family, &fd, err);
     if (rc != CT_OK)
         return rc;
     if (row.len > BT_MAX_ROW_KEY_BYTES)
@@ -1386,9 +1392,7 @@ int bt_check_and_mutate(struct wc_table *tbase, struct wc_bytes row, struct wc_b
     (void)d;
     struct bt_table *t = (struct bt_table *)tbase;
     struct wc_family_desc fd;
-    int rc = bt_table_check_writable(t, err);
-    if (rc == CT_OK)
-        rc = bt_table_family(t, family, &fd, err);
+    int rc = bt_writable_family(t, family, &fd, err);
     if (rc != CT_OK)
         return rc;
     int64_t now_ms = clock_now_ms();

@@ -83,6 +83,25 @@ tsd_start() {
   exit 1
 }
 
+# tsd_talk [PORT]: sends stdin on one telnet connection to PORT (default $TSD_PORT), half-closes,
+# prints everything the TSD answers until it closes.
+tsd_talk() {
+  python3 -c '
+import socket, sys
+data = sys.stdin.buffer.read()
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(data)
+s.shutdown(socket.SHUT_WR)
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.decode("utf-8", "replace"))
+' "${1:-$TSD_PORT}"
+}
+
 # tsd_stop: SIGTERM, wait up to 20 s, then SIGKILL; returns the daemon's exit status.
 tsd_stop() {
   local pid=$TSD_PID

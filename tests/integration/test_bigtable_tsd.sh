@@ -49,23 +49,12 @@ B_PID=$TSD_PID
 # get PORT PATH: prints the body (10 s at most)
 get() { curl -s -m 10 "http://127.0.0.1:$1$2"; }
 post() { curl -s -m 10 -X POST "http://127.0.0.1:$1$2" -d "$3"; }
-# telnet PORT: sends stdin on one connection and half-closes
-telnet() {
-  python3 -c '
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
-s.sendall(sys.stdin.buffer.read())
-s.shutdown(socket.SHUT_WR)
-while s.recv(65536):
-    pass
-' "$1"
-}
 
 now=$(date +%s)
 t0=$((now - 120))
 out=$(post "$A_PORT" "/api/put?summary" "[{\"metric\":\"bt.cpu\",\"timestamp\":$t0,\"value\":1,\"tags\":{\"host\":\"a\"}},{\"metric\":\"bt.cpu\",\"timestamp\":$((t0 + 60)),\"value\":2,\"tags\":{\"host\":\"a\"}}]")
 check_eq "HTTP put through TSD A" '{"failed":0,"success":2}' "$out"
-printf 'put bt.cpu %s 10 host=b\nput bt.cpu %s 20 host=b\n' "$t0" "$((t0 + 60))" | telnet "$B_PORT"
+printf 'put bt.cpu %s 10 host=b\nput bt.cpu %s 20 host=b\n' "$t0" "$((t0 + 60))" | tsd_talk "$B_PORT" >/dev/null
 # the telnet put is asynchronous: wait (bounded) until B's points are readable through A
 q="/api/query?start=$((t0 - 10))&end=$((t0 + 100))&m=sum:bt.cpu%7Bhost=*%7D"
 for _ in $(seq 1 100); do

@@ -8,6 +8,10 @@ check_contains "--help lists version" "$out" "version"
 out=$("$CTSDB" version)
 check_contains "version prints the version" "$out" "ctsdb 0."
 check_contains "version prints the revision" "$out" "built at revision"
+if head=$(git -C "$(dirname "$0")" rev-parse HEAD 2>/dev/null); then
+  check_contains "version prints the checkout's full revision" "$out" "built at revision $head ("
+  check_contains "version prints the branch" "$out" "branch $(git -C "$(dirname "$0")" rev-parse --abbrev-ref HEAD))"
+fi
 "$CTSDB" no-such-command 2>/dev/null
 check_eq "unknown command exits 2" 2 $?
 err=$("$CTSDB" no-such-command 2>&1)

@@ -18,24 +18,6 @@ req() {
   echo "$(cat "$tmp/code") $(cat "$tmp/body")"
 }
 
-# tsd_talk: sends stdin on one telnet connection, half-closes, prints every answer.
-tsd_talk() {
-  python3 -c '
-import socket, sys
-data = sys.stdin.buffer.read()
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
-s.sendall(data)
-s.shutdown(socket.SHUT_WR)
-out = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    out += b
-sys.stdout.write(out.decode("utf-8", "replace"))
-' "$TSD_PORT"
-}
-
 # points METRIC: how many datapoints a query finds for the metric (reads are always open).
 points() {
   curl -s "http://127.0.0.1:$TSD_PORT/api/query?start=1356998000&end=1357000000&m=sum:$1" |

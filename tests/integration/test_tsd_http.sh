@@ -174,5 +174,24 @@ check_eq "chunked bodies over max_chunk are 413" \
   '413 {"error":{"code":413,"message":"Chunked request body larger than tsd.http.request.max_chunk (300 bytes)"}}' \
   "$(req POST /api/put -d "$long" -H 'Transfer-Encoding: chunked')"
 tsd_stop
+
+# tsd.core.enable_api / enable_ui: OpenTSDB leaves the disabled handlers out (404); telnet stays.
+TSD_DATA=
+tsd_start --staticroot "$tmp/web" --tsd.core.enable_api=false --tsd.storage.hbase.zk_quorum=zk1
+check_eq "enable_api=false: /api/version is 404" \
+  '404 {"error":{"code":404,"message":"Endpoint not found"}}' "$(req GET /api/version)"
+check_eq "enable_api=false: /api/put is 404" "404" "$(req POST /api/put -d "$pt" | cut -c1-3)"
+check_eq "enable_api=false: the page is still served" "200 <html>ctsdb</html>" "$(req GET /)"
+tver=$(printf 'version\n' | tsd_talk)
+check_contains "enable_api=false: telnet still answers" "$tver" "ctsdb"
+check_contains "a key with no effect warns at start" "$(cat "$TSD_LOG")" \
+  "tsd.storage.hbase.zk_quorum=zk1 is not supported by ctsdb"
+tsd_stop
+TSD_DATA=
+tsd_start --staticroot "$tmp/web" --tsd.core.enable_ui=false
+check_eq "enable_ui=false: / is 404" "404" "$(req GET / | cut -c1-3)"
+check_eq "enable_ui=false: static files are 404" "404" "$(req GET /css/site.css | cut -c1-3)"
+check_eq "enable_ui=false: the API still answers" "200" "$(req GET /api/version | cut -c1-3)"
+tsd_stop
 check_eq "tsd exits 0" 0 "$?"
 it_done

@@ -5,25 +5,6 @@
 # and its gate; then the points are found in the store.
 source "$(dirname "$0")/lib.sh"
 
-# tsd_talk: sends stdin to the TSD on one connection, half-closes, prints everything the TSD
-# answers.
-tsd_talk() {
-  python3 -c '
-import socket, sys, time
-data = sys.stdin.buffer.read()
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
-s.sendall(data)
-s.shutdown(socket.SHUT_WR)
-out = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    out += b
-sys.stdout.write(out.decode("utf-8", "replace"))
-' "$TSD_PORT"
-}
-
 tsd_start --tsd.core.enable_admin=true
 
 out=$(printf 'put sys.cpu.user 1356998400 42 host=web01 cpu=0\nput sys.cpu.user 1356998401 42.5 host=web01 cpu=0\n' | tsd_talk)

@@ -236,6 +236,123 @@ static void test_qlast_finds_the_newest_point(void **state)
     qlast_req_free(r);
 }
 
+/* Runs a /api/query/last JSON body at NOW; returns the JSON answer (free it). */
+static char *run_last(struct tsdb_fixture *f, const char *body)
+{
+    struct qlast_req *r = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(qlast_parse_json(body, strlen(body), &r, &err), CT_OK);
+    struct tsdb_fixture_buf b = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 0);
+    enum qexec_status st;
+    if (qlast_run(f->t, r, NOW, j, &st, &err) != CT_OK)
+        fail_msg("qlast_run: %s", err.msg);
+    assert_int_equal(qjson_flush(j), CT_OK);
+    qjson_free(j);
+    qlast_req_free(r);
+    return b.data;
+}
+
+static void test_qlast_metric_query_takes_each_series_newest_row_with_a_point(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    /* NOW lies in hour H; backScan 3 covers hours H-3h .. H. Per series (dc=q unless said):
+     *   l0: points in H-3h .. H          -> its point in H
+     *   l1: points in H-3h, H-2h         -> its newest in H-2h
+     *   l2: points in H-1h, and in H only an annotation (a row without points) -> its newest
+ *       in H-1h
+     *   l3: a point in H-5h only (outside the window) -> absent
+     *   l4: dc=other                     -> filtered out */
+    const int64_t H = NOW / 1000 - NOW / 1000 % 3600;
+    const char *k[2] = {"host", "dc"};
+    for (int h = 3; h >= 0; h--) {
+        const char *v0[2] = {"l0", "q"};
+        tsdb_fixture_put(f->t, "sys.lat", k, v0, 2,
+                         dpcodec_point_int((H - h * 3600 + 10 + h) * 1000, false, 100 + h));
+        tsdb_fixture_put(f->t, "sys.lat", k, v0, 2,
+                         dpcodec_point_int((H - h * 3600 + 5) * 1000, false, 200 + h));
+    }
+    const char *v1[2] = {"l1", "q"}, *v2[2] = {"l2", "q"}, *v3[2] = {"l3", "q"};
+    const char *v4[2] = {"l4", "other"};
+    tsdb_fixture_put(f->t, "sys.lat", k, v1, 2,
+                     dpcodec_point_int((H - 3 * 3600) * 1000, false, 13));
+    tsdb_fixture_put(f->t, "sys.lat", k, v1, 2, dpcodec_point_real((H - 7000) * 1000, false, 1.5));
+    tsdb_fixture_put(f->t, "sys.lat", k, v1, 2, dpcodec_point_int((H - 7100) * 1000, false, 12));
+    tsdb_fixture_put(f->t, "sys.lat", k, v2, 2, dpcodec_point_int((H - 60) * 1000, false, 22));
+    tsdb_fixture_put(f->t, "sys.lat", k, v2, 2, dpcodec_point_int((H - 3000) * 1000, false, 21));
+    tsdb_fixture_put(f->t, "sys.lat", k, v3, 2, dpcodec_point_int((H - 5 * 3600) * 1000, false, 3));
+    tsdb_fixture_put(f->t, "sys.lat", k, v4, 2, dpcodec_point_int((H - 10) * 1000, false, 4));
+    /* l2's annotation in hour H: its TSUID from a tsuid-resolving query */
+    char *got = run_last(f, "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"l2\"}}],"
+                            "\"backScan\":3}");
+    const char *tp = strstr(got, "\"tsuid\":\"");
+    assert_non_null(tp);
+    char tsuid[64];
+    snprintf(tsuid, sizeof(tsuid), "%.*s", (int)strcspn(tp + 9, "\""), tp + 9);
+    free(got);
+    char body[256];
+    snprintf(body, sizeof(body), "{\"tsuid\":\"%s\",\"startTime\":%lld,\"description\":\"x\"}",
+             tsuid, (long long)(H + 30));
+    cJSON *req = cJSON_Parse(body), *out = NULL;
+    int status = 0;
+    struct ct_err err = {0};
+    assert_int_equal(qmeta_annotation(f->t, QMETA_POST, req, &out, &status, &err), CT_OK);
+    cJSON_Delete(out);
+    cJSON_Delete(req);
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 1: rows in files and in the memstore at once (the same answer) */
+        got = run_last(f, "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"dc\":\"q\"}}],"
+                          "\"resolveNames\":true,\"backScan\":3}");
+        cJSON *doc = cJSON_Parse(got);
+        assert_non_null(doc);
+        assert_int_equal(cJSON_GetArraySize(doc), 3);
+        long long want_ts[3] = {H + 10, H - 7000, H - 60};
+        const char *want_v[3] = {"100", "1.5", "22"};
+        const char *want_h[3] = {"l0", "l1", "l2"};
+        for (int i = 0; i < 3; i++) {
+            bool found = false;
+            for (int e = 0; e < 3; e++) {
+                const cJSON *it = cJSON_GetArrayItem(doc, e);
+                const cJSON *tags = cJSON_GetObjectItemCaseSensitive(it, "tags");
+                const cJSON *host = cJSON_GetObjectItemCaseSensitive(tags, "host");
+                if (!host || strcmp(host->valuestring, want_h[i]))
+                    continue;
+                found = true;
+                assert_true(cJSON_GetObjectItemCaseSensitive(it, "timestamp")->valuedouble ==
+                            (double)want_ts[i] * 1000);
+                assert_string_equal(cJSON_GetObjectItemCaseSensitive(it, "value")->valuestring,
+                                    want_v[i]);
+            }
+            if (!found)
+                fail_msg("pass %d: no %s in %s", pass, want_h[i], got);
+        }
+        cJSON_Delete(doc);
+        free(got);
+        /* a TSUID query first: l2 is answered once */
+        snprintf(body, sizeof(body),
+                 "{\"queries\":[{\"tsuids\":[\"%s\"]},{\"metric\":\"sys.lat\",\"tags\":{\"host\":"
+                 "\"l2\"}}],\"backScan\":3}",
+                 tsuid);
+        got = run_last(f, body);
+        char one[256];
+        snprintf(one, sizeof(one), "[{\"timestamp\":%lld000,\"value\":\"22\",\"tsuid\":\"%s\"}]",
+                 (long long)(H - 60), tsuid);
+        assert_string_equal(got, one);
+        free(got);
+        /* backScan 1: l1 (newest in H-2h) is outside */
+        got = run_last(f, "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"l1\"}}],"
+                          "\"backScan\":1}");
+        assert_string_equal(got, "[]");
+        free(got);
+        if (pass == 0) {
+            assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+            tsdb_fixture_put(f->t, "sys.lat", k, v1, 2,
+                             dpcodec_point_int((H - 3 * 3600 + 1) * 1000, false, 14));
+        }
+    }
+}
+
 static void test_qmeta_suggest_lookup_assign(void **state)
 {
     TSDB_FIXTURE_SKIP_IF_NONE(state);
@@ -395,6 +512,15 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
         "m=min:1m-max:sys.cpu{dc=d9}",
         "m=count:1m-sum:sys.cpu{dc=d9}",
         "m=mimmax:30s-min:sys.cpu{dc=d9}",
+        /* groups of one series (none, or a group-by that leaves one series per group) */
+        "m=none:sys.cpu",
+        "m=none:sys.cpu{host=h2}",
+        "m=dev:sys.cpu{host=*}",
+        "m=p50:sys.cpu{host=a2}",
+        "m=diff:rate:sys.cpu{host=a3}",
+        "m=mult:sys.cpu{host=h5}",
+        "m=max:5m-max:sys.cpu{host=*,dc=d9}",
+        "m=count:sys.cpu{host=h3}",
     };
     const char *starts[] = {"start=1356998400", "start=1357000123"};
     const char *ends[] = {"end=1357016400", "end=1357009999"};
@@ -428,6 +554,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_qexec_annotations_and_tsuids_in_results, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qlast_finds_the_newest_point, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_qlast_metric_query_takes_each_series_newest_row_with_a_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qmeta_suggest_lookup_assign, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_delete_removes_the_rows_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_time_slices_keep_points_in_order, setup,
