@@ -326,6 +326,15 @@ int eio_pread_all(int fd, void *buf, size_t n, uint64_t off, const char *path, s
     return CT_OK;
 }
 
+int eio_mapped_read(int fd, size_t n, uint64_t off, const char *path, struct ct_err *err)
+{
+    int e = 0;
+    if (eio_check(EIO_OP_READ, NULL, fd, &e) == EIO_PASS)
+        return CT_OK;
+    return ct_err_errno(err, CT_EIO, e, "cannot read %zu bytes at offset %llu of %s", n,
+                        (unsigned long long)off, path);
+}
+
 int eio_sync(int fd, bool datasync, const char *path, struct ct_err *err)
 {
     int r = datasync ? eio_fdatasync(fd) : eio_fsync(fd);

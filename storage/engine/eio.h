@@ -56,6 +56,11 @@ CT_MUST_CHECK int eio_pwrite_all(int fd, const void *buf, size_t n, uint64_t off
  * end of file reading n bytes at offset off") if the file ends first. */
 CT_MUST_CHECK int eio_pread_all(int fd, void *buf, size_t n, uint64_t off, const char *path,
                                 struct ct_err *err);
+/* A read of n bytes at off served from a memory mapping of fd (block files are mapped): no
+ * system call, but it counts as one EIO_OP_READ call for fault injection, and an injected
+ * failure returns CT_EIO worded like eio_pread_all's. CT_OK otherwise. */
+CT_MUST_CHECK int eio_mapped_read(int fd, size_t n, uint64_t off, const char *path,
+                                  struct ct_err *err);
 /* fsync(fd) (datasync: fdatasync) with "cannot fsync <path>: ..." on failure. */
 CT_MUST_CHECK int eio_sync(int fd, bool datasync, const char *path, struct ct_err *err);
 /* fsyncs a directory (after creating, renaming or removing an entry in it). */

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
@@ -50,7 +51,7 @@ struct sst_block {
     uint32_t n;
     struct sst_dentry *e;
     uint8_t *keys;
-    uint8_t *raw; /* decompressed contents: the values point into it */
+    const uint8_t *raw; /* decompressed contents (a copy, or the file's mapping): values */
     size_t charge;
 };
 
@@ -68,6 +69,10 @@ struct sst {
     int fd;
     uint64_t file_id;
     uint64_t file_size;
+    /* the whole file mapped read-only (NULL: blocks are read with pread): a block is checked
+     * and decoded from the mapping without a copy, and an uncompressed block's values stay
+     * there (the page cache), so the cached decoded block holds only entries and keys */
+    const uint8_t *map;
     struct block_cache *cache;
     struct sst_read_options ro;
     struct sst_meta meta;
@@ -172,12 +177,20 @@ static int sst_read_raw(const struct sst *f, uint64_t off, uint64_t len, const c
         return ct_err_set(err, CT_ECORRUPT,
                           "corrupt %s block at offset %llu in %s: length %llu out of bounds", what,
                           (unsigned long long)off, f->path, (unsigned long long)len);
-    if (!sst_scratch_fit(&sc->in, &sc->in_cap, len + SST_BLOCK_TRAILER_BYTES))
-        return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
-    uint8_t *buf = sc->in;
-    int rc = eio_pread_all(f->fd, buf, len + SST_BLOCK_TRAILER_BYTES, off, f->path, err);
-    if (rc != CT_OK)
-        return rc;
+    const uint8_t *buf;
+    if (f->map) {
+        int rc = eio_mapped_read(f->fd, len + SST_BLOCK_TRAILER_BYTES, off, f->path, err);
+        if (rc != CT_OK)
+            return rc;
+        buf = f->map + off;
+    } else {
+        if (!sst_scratch_fit(&sc->in, &sc->in_cap, len + SST_BLOCK_TRAILER_BYTES))
+            return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
+        int rc = eio_pread_all(f->fd, sc->in, len + SST_BLOCK_TRAILER_BYTES, off, f->path, err);
+        if (rc != CT_OK)
+            return rc;
+        buf = sc->in;
+    }
     uint32_t want = coding_get_be32(buf + len + 1);
     if (crc32c_mask(crc32c_value(buf, len + 1)) != want)
         return ct_err_set(err, CT_ECORRUPT,
@@ -237,9 +250,13 @@ static int sst_read_owned(const struct sst *f, uint64_t off, uint64_t len, const
         if (p == sc.in) {
             *out = sc.in;
             sc.in = NULL;
-        } else {
+        } else if (p == sc.out) {
             *out = sc.out;
             sc.out = NULL;
+        } else if ((*out = malloc(*outlen ? *outlen : 1)) != NULL) { /* in the mapping */
+            memcpy(*out, p, *outlen);
+        } else {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
         }
     }
     sst_scratch_free(&sc);
@@ -311,9 +328,11 @@ static inline bool sst_parse_entry(const uint8_t *raw, size_t *pos, size_t limit
 
 #define SST_DECODE_STACK 256 /* entries parsed once and kept on the stack (a 4 KiB block: ~35) */
 
-/* Decodes data-block contents into a new block (one allocation holding a copy of raw). */
+/* Decodes data-block contents into a new block: one allocation holding the entries, the keys
+ * and a copy of raw, or, when `stable` (raw lies in the file's mapping, which outlives every
+ * block of the file), no copy: the values are read from the mapping. */
 static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *raw, size_t rawlen,
-                            struct sst_block **out, struct ct_err *err)
+                            bool stable, struct sst_block **out, struct ct_err *err)
 {
     const char *why = NULL;
     struct sst_parsed ps[SST_DECODE_STACK];
@@ -356,16 +375,21 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
             goto bad;
         }
     size_t esz = count * sizeof(struct sst_dentry);
-    size_t total = sizeof(struct sst_block) + esz + keybytes + rawlen + 1;
+    size_t total = sizeof(struct sst_block) + esz + keybytes + (stable ? 0 : rawlen) + 1;
     struct sst_block *b = malloc(total);
     if (!b)
         return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
     b->n = (uint32_t)count;
     b->e = (struct sst_dentry *)(b + 1);
     b->keys = (uint8_t *)b->e + esz;
-    b->raw = b->keys + keybytes;
-    memcpy(b->raw, raw, rawlen);
-    raw = b->raw;
+    if (stable) {
+        b->raw = raw;
+    } else {
+        uint8_t *copy = b->keys + keybytes;
+        memcpy(copy, raw, rawlen);
+        b->raw = copy;
+        raw = copy;
+    }
     b->charge = total;
     /* pass 2: fill (already validated; re-parse only past the stack array) */
     p = 0;
@@ -425,7 +449,7 @@ static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc, str
      * one allocation per block, the block itself */
     uint8_t stack_in[SST_STACK_READ_BYTES];
     struct sst_scratch local = {0}, *use = sc;
-    if (!sc->in && (size_t)ie->len + SST_BLOCK_TRAILER_BYTES <= sizeof stack_in) {
+    if (!f->map && !sc->in && (size_t)ie->len + SST_BLOCK_TRAILER_BYTES <= sizeof stack_in) {
         local.in = stack_in;
         local.in_cap = sizeof stack_in;
         local.out = sc->out;
@@ -440,7 +464,8 @@ static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc, str
     if (rc != CT_OK)
         return rc;
     struct sst_block *b = NULL;
-    if ((rc = sst_block_decode(f, ie->off, raw, rawlen, &b, err)) != CT_OK)
+    bool stable = f->map && raw >= f->map && raw < f->map + f->file_size;
+    if ((rc = sst_block_decode(f, ie->off, raw, rawlen, stable, &b, err)) != CT_OK)
         return rc;
     if (!use_cache) {
         *out = b;
@@ -622,6 +647,8 @@ static int sst_load_bloom(struct sst *f, uint64_t off, uint64_t len, struct ct_e
 
 static void sst_free(struct sst *f)
 {
+    if (f->map)
+        munmap((void *)(uintptr_t)f->map, f->file_size);
     if (f->fd >= 0)
         eio_close(f->fd);
     free(f->idx);
@@ -692,6 +719,12 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
                         (unsigned long long)foff, path);
         goto fail;
     }
+    /* map the file for reading; without a mapping (address space exhausted) blocks are read
+     * with pread. The file is immutable and sized above, so the mapping covers every byte the
+     * bounds checks allow. */
+    void *mp = mmap(NULL, f->file_size, PROT_READ, MAP_SHARED, f->fd, 0);
+    if (mp != MAP_FAILED)
+        f->map = mp;
     uint8_t hd[SST_HEADER_BYTES];
     if ((rc = eio_pread_all(f->fd, hd, sizeof hd, 0, path, err)) != CT_OK)
         goto fail;

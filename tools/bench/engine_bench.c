@@ -525,7 +525,8 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: engine_bench [-n N] [-b bench,...] [-e engine,...] [-d dir] [-c cache_mb]\n"
-            "                    [-w write_buffer_mb] [-s seed]\n"
+            "                    [-w write_buffer_mb] [-s seed] [-k]\n"
+            "  -k keeps the databases (<dir>/<engine>) for a later run of read benchmarks\n"
             "  benches: fillseq,fillrandom,overwrite,readrandom,readseq,readreverse,seekrandom\n"
             "  engines: ctsdb,leveldb,rocksdb\n");
 }
@@ -534,8 +535,9 @@ int main(int argc, char **argv)
 {
     struct cfg c = {.n = 1000000, .cache_bytes = 64u << 20, .dir = "build/bench-data", .seed = 301};
     const char *benches = NULL, *engines = "ctsdb,leveldb,rocksdb";
+    bool keep = false;
     int opt;
-    while ((opt = getopt(argc, argv, "n:b:e:d:c:w:s:h")) != -1) {
+    while ((opt = getopt(argc, argv, "n:b:e:d:c:w:s:kh")) != -1) {
         switch (opt) {
         case 'n':
             c.n = strtoull(optarg, NULL, 10);
@@ -557,6 +559,9 @@ int main(int argc, char **argv)
             break;
         case 's':
             c.seed = strtoull(optarg, NULL, 10) | 1;
+            break;
+        case 'k':
+            keep = true;
             break;
         default:
             usage();
@@ -652,7 +657,8 @@ int main(int argc, char **argv)
     for (size_t e = 0; e < ne; e++) {
         if (open[e])
             dbs[e].ops->close(&dbs[e]);
-        rm_rf(dirs[e]);
+        if (!keep)
+            rm_rf(dirs[e]);
     }
     /* the table */
     printf("\n| benchmark |");
