@@ -145,6 +145,12 @@ size_t rowkey_filter_lead(const struct rowkey_filter *f, size_t max_ranges, cons
 size_t rowkey_lead_range(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
                          int64_t hour_s, const uint64_t *v, size_t n, uint8_t *start, uint8_t *stop,
                          size_t *stop_len);
+/* The same range as reversed-scan bounds: upper (inclusive: the prefix then ROWKEY_MAX_TSUID
+ * 0xFF bytes) and lower (exclusive: the greatest byte string below the prefix that no key with
+ * the prefix follows). Both buffers need ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID bytes. */
+void rowkey_lead_range_reversed(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
+                                int64_t hour_s, const uint64_t *v, size_t n, uint8_t *upper,
+                                size_t *upper_len, uint8_t *lower, size_t *lower_len);
 /* Evaluates the filter on a row key (no allocation). */
 bool rowkey_filter_match(const struct rowkey_filter *f, const uint8_t *row, size_t len);
 /* The filter as a wc_row_filter_fn: pass rowkey_filter_fn with the filter as arg. Rows that do
