@@ -467,8 +467,6 @@ void memstore_iter_seek_last(struct memstore_iter *it)
 void memstore_iter_seek(struct memstore_iter *it, const struct cell *target)
 {
     it->node = ms_find_ge(it->m, target, NULL);
-    if (it->node)
-        ms_walk_prefetch(it->node);
 }
 
 void memstore_iter_seek_for_prev(struct memstore_iter *it, const struct cell *target)

@@ -50,6 +50,12 @@ struct sst_dentry {
 
 struct sst_block {
     uint32_t n;
+    /* the in-block search compares 8 row bytes first, as the index search does: the bytes after
+     * the prefix the block's first and last row share (lcp bytes), big-endian, one word per
+     * entry in a dense array, so a binary search reads a few lines of wk and the entries
+     * only on ties (profiled: the entry loads were most of sst_iter_seek's time) */
+    uint32_t lcp;
+    uint64_t *wk;
     struct sst_dentry *e;
     uint8_t *keys;
     const uint8_t *raw; /* decompressed contents (a copy, or the file's mapping): values */
@@ -129,6 +135,18 @@ static inline uint64_t sst_target_window(const struct sst *f, const struct cell 
 {
     uint32_t l = f->idx_lcp;
     const uint8_t *p = f->idx[0].first.row;
+    size_t n = t->row_len < l ? t->row_len : l;
+    int c = n ? memcmp(t->row, p, n) : 0;
+    if (c == 0 && t->row_len >= l)
+        return sst_row_window(t->row, t->row_len, l);
+    return c < 0 || (c == 0 && t->row_len < l) ? 0 : UINT64_MAX;
+}
+
+/* The target's window for the in-block search of b (as sst_target_window for the index). */
+static inline uint64_t sst_block_target_window(const struct sst_block *b, const struct cell *t)
+{
+    uint32_t l = b->lcp;
+    const uint8_t *p = b->keys + b->e[0].key_off;
     size_t n = t->row_len < l ? t->row_len : l;
     int c = n ? memcmp(t->row, p, n) : 0;
     if (c == 0 && t->row_len >= l)
@@ -375,13 +393,14 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
             why = "bad restart offset";
             goto bad;
         }
-    size_t esz = count * sizeof(struct sst_dentry);
-    size_t total = sizeof(struct sst_block) + esz + keybytes + (stable ? 0 : rawlen) + 1;
+    size_t esz = count * sizeof(struct sst_dentry), wsz = count * sizeof(uint64_t);
+    size_t total = sizeof(struct sst_block) + wsz + esz + keybytes + (stable ? 0 : rawlen) + 1;
     struct sst_block *b = malloc(total);
     if (!b)
         return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
     b->n = (uint32_t)count;
-    b->e = (struct sst_dentry *)(b + 1);
+    b->wk = (uint64_t *)(b + 1);
+    b->e = (struct sst_dentry *)(b->wk + count);
     b->keys = (uint8_t *)b->e + esz;
     if (stable) {
         b->raw = raw;
@@ -422,6 +441,13 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
         prev_off = ko;
         ko += d->key_len;
     }
+    const struct sst_dentry *d0 = &b->e[0], *dn = &b->e[count - 1];
+    uint32_t l = 0;
+    while (l < d0->row_len && l < dn->row_len && b->keys[d0->key_off + l] == b->keys[dn->key_off + l])
+        l++;
+    b->lcp = l;
+    for (size_t i = 0; i < count; i++)
+        b->wk[i] = sst_row_window(b->keys + b->e[i].key_off, b->e[i].row_len, l);
     *out = b;
     return CT_OK;
 bad:
@@ -977,6 +1003,15 @@ static inline int sst_entry_cmp(const struct sst_block *b, int64_t i, const stru
     return cell_compare(&c, t);
 }
 
+/* Order of entry i of b against the target (window tw): the windows, then whole cells on a tie. */
+static inline int sst_wk_cmp(const struct sst_block *b, uint32_t i, uint64_t tw,
+                             const struct cell *target)
+{
+    if (b->wk[i] != tw)
+        return b->wk[i] < tw ? -1 : 1;
+    return sst_entry_cmp(b, i, target);
+}
+
 static bool sst_iter_seek_near(struct sst_iter *it, const struct cell *target, bool prev)
 {
     if (!it->valid)
@@ -1044,11 +1079,10 @@ in_block:;
         return rc;
     const struct sst_block *b = it->blk;
     uint32_t l = 0, h = b->n;
+    uint64_t tw = sst_block_target_window(b, target);
     while (l < h) {
         uint32_t mid = l + (h - l) / 2;
-        struct cell c;
-        sst_entry_cell(b, mid, &c);
-        if (cell_compare(&c, target) < 0)
+        if (sst_wk_cmp(b, mid, tw, target) < 0)
             l = mid + 1;
         else
             h = mid;
@@ -1091,11 +1125,10 @@ in_block:;
         return rc;
     const struct sst_block *b = it->blk;
     uint32_t l = 0, h = b->n; /* first entry > target */
+    uint64_t tw = sst_block_target_window(b, target);
     while (l < h) {
         uint32_t mid = l + (h - l) / 2;
-        struct cell c;
-        sst_entry_cell(b, mid, &c);
-        if (cell_compare(&c, target) <= 0)
+        if (sst_wk_cmp(b, mid, tw, target) <= 0)
             l = mid + 1;
         else
             h = mid;
