@@ -669,15 +669,27 @@ int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rat
     int rc = qagg_buf_reserve(out, n, err); /* at most one rate per point */
     if (rc != CT_OK)
         return rc;
+    /* rates are written field by field (a whole struct built on the stack and copied made the
+     * store forwarding stall on every point), and the seconds between points are divided only
+     * when they change (downsampled series: always the interval) */
+    struct qagg_point *o = out->p + out->n;
+    size_t no = 0;
+    int64_t last_dt = -1;
+    double last_tdelta = 0;
     for (size_t i = 0; i < n; i++) {
         const struct qagg_point *dp = &in[i];
         if (dp->ts_ms <= prev->ts_ms)
             continue; /* RateSpan requires strictly increasing times */
-        double tdelta = (double)(dp->ts_ms - prev->ts_ms) / 1000.0;
+        int64_t dt = dp->ts_ms - prev->ts_ms;
+        if (dt != last_dt) {
+            last_dt = dt;
+            last_tdelta = (double)dt / 1000.0;
+        }
+        double tdelta = last_tdelta;
         bool ints = prev->is_int && dp->is_int;
         double diff = ints ? (double)wsub(dp->v.i, prev->v.i)
                            : qagg_point_double(dp) - qagg_point_double(prev);
-        struct qagg_point pt = {.ts_ms = dp->ts_ms, .is_int = false};
+        double v;
         if (r->counter && diff < 0) {
             if (r->drop_resets) {
                 prev = dp;
@@ -686,13 +698,17 @@ int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rat
             diff = ints ? (double)wadd(wsub(r->counter_max, prev->v.i), dp->v.i)
                         : (double)r->counter_max - qagg_point_double(prev) + qagg_point_double(dp);
             double rate = diff / tdelta;
-            pt.v.d = (r->reset_value > 0 && rate > (double)r->reset_value) ? 0.0 : rate;
+            v = (r->reset_value > 0 && rate > (double)r->reset_value) ? 0.0 : rate;
         } else {
-            pt.v.d = diff / tdelta;
+            v = diff / tdelta;
         }
-        out->p[out->n++] = pt;
+        o[no].ts_ms = dp->ts_ms;
+        o[no].v.d = v;
+        o[no].is_int = false;
+        no++;
         prev = dp;
     }
+    out->n += no;
     return CT_OK;
 }
 

@@ -73,6 +73,20 @@ void qjson_raw(struct qjson *j, const char *s, size_t n)
     }
 }
 
+char *qjson_reserve(struct qjson *j, size_t n)
+{
+    if (j->err != CT_OK || n > j->cap)
+        return NULL;
+    if (j->cap - j->len < n && qjson_flush(j) != CT_OK)
+        return NULL;
+    return j->buf + j->len;
+}
+
+void qjson_commit(struct qjson *j, size_t used)
+{
+    j->len += used;
+}
+
 void qjson_lit(struct qjson *j, const char *s)
 {
     qjson_raw(j, s, strlen(s));
@@ -133,28 +147,57 @@ void qjson_str(struct qjson *j, const char *s)
 }
 
 /* Decimal digits of v into out (room 20), returns the length. Two digits per step. */
+/* The number of decimal digits of v (1 for 0). */
+static size_t qjson_ndigits(uint64_t v)
+{
+    static const uint64_t p10[20] = {1ULL,
+                                     10ULL,
+                                     100ULL,
+                                     1000ULL,
+                                     10000ULL,
+                                     100000ULL,
+                                     1000000ULL,
+                                     10000000ULL,
+                                     100000000ULL,
+                                     1000000000ULL,
+                                     10000000000ULL,
+                                     100000000000ULL,
+                                     1000000000000ULL,
+                                     10000000000000ULL,
+                                     100000000000000ULL,
+                                     1000000000000000ULL,
+                                     10000000000000000ULL,
+                                     100000000000000000ULL,
+                                     1000000000000000000ULL,
+                                     10000000000000000000ULL};
+    /* floor(log10(v)) is floor(bitlen(v) * log10(2)) (~1233 / 4096) or one more; v | 1 makes 0
+     * count as 1 (10^t is even for t >= 1, so it changes no other answer) */
+    unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233 >> 12;
+    return t + ((v | 1) >= p10[t]);
+}
+
+/* Writes v's digits at out (no NUL), two at a time from the end; returns their number. */
 static size_t qjson_u64_digits(uint64_t v, char *out)
 {
     static const char pairs[] =
         "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
         "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
         "8081828384858687888990919293949596979899";
-    char t[20];
-    size_t n = 20;
+    size_t n = qjson_ndigits(v);
+    char *p = out + n;
     while (v >= 100) {
         unsigned r = (unsigned)(v % 100);
         v /= 100;
-        t[--n] = pairs[2 * r + 1];
-        t[--n] = pairs[2 * r];
+        p -= 2;
+        memcpy(p, pairs + 2 * r, 2);
     }
     if (v >= 10) {
-        t[--n] = pairs[2 * v + 1];
-        t[--n] = pairs[2 * v];
+        p -= 2;
+        memcpy(p, pairs + 2 * v, 2);
     } else {
-        t[--n] = (char)('0' + v);
+        *--p = (char)('0' + v);
     }
-    memcpy(out, t + n, 20 - n);
-    return 20 - n;
+    return n;
 }
 
 size_t qjson_format_i64(int64_t v, char *out)
@@ -199,6 +242,43 @@ static size_t qjson_plain_layout(bool neg, const char *digits, size_t nd, int ex
             out[o++] = '0';
         for (size_t i = 0; i < nd; i++)
             out[o++] = digits[i];
+    }
+    out[o] = 0;
+    return o;
+}
+
+/* Writes v < 10^8 as exactly 8 digits (leading zeros) at out. */
+static void qjson_digits8(uint32_t v, char *out)
+{
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    uint32_t a = v / 10000, b = v % 10000;
+    memcpy(out, pairs + 2 * (a / 100), 2);
+    memcpy(out + 2, pairs + 2 * (a % 100), 2);
+    memcpy(out + 4, pairs + 2 * (b / 100), 2);
+    memcpy(out + 6, pairs + 2 * (b % 100), 2);
+}
+
+/* qjson_plain_layout() for digits followed by at least 24 readable '0' bytes: copies fixed-size
+ * blocks instead of character loops (writes at most 30 bytes of out, NUL included). */
+static size_t qjson_plain_layout_padded(bool neg, const char *digits, size_t nd, int exp10,
+                                        char *out)
+{
+    size_t o = neg ? 1 : 0;
+    out[0] = '-';
+    if (exp10 >= 0) { /* 1 <= integer digits <= 7 */
+        size_t ip = (size_t)exp10 + 1;
+        memcpy(out + o, digits, 8);
+        out[o + ip] = '.';
+        memcpy(out + o + ip + 1, digits + ip, 16); /* nd <= 17: at most 16 after the point */
+        o += ip + 1 + (nd > ip ? nd - ip : 1);     /* "x.0" when nothing follows */
+    } else { /* 0.00ddd: -exp10 - 1 <= 2 zeros after the point */
+        size_t z = (size_t)(-exp10 - 1);
+        memcpy(out + o, "0.00", 4);
+        memcpy(out + o + 2 + z, digits, 24);
+        o += 2 + z + nd;
     }
     out[o] = 0;
     return o;
@@ -291,11 +371,19 @@ static size_t qjson_format_exact(double v, char *out)
         }
         if (!reads_back)
             continue;
-        char digits[24];
-        size_t nd = qjson_u64_digits((uint64_t)q, digits); /* q < 10^17 */
-        while (nd > 1 && digits[nd - 1] == '0')
+        /* q < 10^17 as 17 digits with leading zeros, then '0' padding (so that the layout can
+         * copy fixed-size blocks) */
+        char d[48];
+        memset(d, '0', sizeof(d));
+        uint64_t hi = (uint64_t)q / 100000000u;
+        qjson_digits8((uint32_t)((uint64_t)q % 100000000u), d + 9);
+        qjson_digits8((uint32_t)(hi % 100000000u), d + 1);
+        d[0] = (char)('0' + hi / 100000000u);
+        size_t nd = qjson_ndigits((uint64_t)q);
+        const char *dig = d + 17 - nd;
+        while (nd > 1 && dig[nd - 1] == '0')
             nd--;
-        return qjson_plain_layout(v < 0, digits, nd, ex, out);
+        return qjson_plain_layout_padded(v < 0, dig, nd, ex, out);
     }
     return 0;
 }

@@ -27,6 +27,11 @@ void qjson_free(struct qjson *j); /* does not flush; accepts NULL */
 
 void qjson_raw(struct qjson *j, const char *s, size_t len);
 void qjson_lit(struct qjson *j, const char *s); /* raw NUL-terminated text */
+/* Room for up to n bytes written in place: a pointer into the buffer (flushed first when it has
+ * less room), then qjson_commit(j, used) with used <= n. NULL when the buffer is smaller than
+ * n or the writer has failed: write through qjson_raw() instead. */
+char *qjson_reserve(struct qjson *j, size_t n);
+void qjson_commit(struct qjson *j, size_t used);
 void qjson_str(struct qjson *j, const char *s); /* quoted and escaped */
 void qjson_strn(struct qjson *j, const char *s, size_t len);
 void qjson_i64(struct qjson *j, int64_t v);

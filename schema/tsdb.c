@@ -774,9 +774,13 @@ int tsdb_batch_add(struct tsdb_batch *b, const struct rowkey_layout *l, const ui
 
 static uint64_t tsdb_be64_prefix(const uint8_t *p, size_t len)
 {
-    uint64_t v = 0;
-    for (size_t i = 0; i < 8; i++)
-        v = v << 8 | (i < len ? p[i] : 0);
+    uint8_t b[8] = {0};
+    memcpy(b, p, len < 8 ? len : 8); /* one load and a byte swap, not 8 shifts */
+    uint64_t v;
+    memcpy(&v, b, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
     return v;
 }
 

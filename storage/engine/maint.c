@@ -20,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "storage/clock.h"
 #include "storage/engine/eio.h"
@@ -1046,10 +1048,34 @@ int engine_split_region(struct estore *s, struct etable *t, struct eregion *r, c
 
 /* ---- jobs ---------------------------------------------------------------------------------- */
 
+/* Background jobs run at a lower CPU priority than the threads that write (RocksDB lowers its
+ * compaction pool's priority the same way): on a saturated machine the writers, whose callers
+ * wait for them, go first, and flushes and compactions use the CPU the writers leave. They are
+ * never starved for good: a writer that reaches the memstore bound (4x the flush size) or the
+ * file bound waits for them (wait_for_memstore_room), which frees its CPU. Set once per worker
+ * thread (Linux applies setpriority(PRIO_PROCESS, tid) to one thread); failures are ignored. */
+#define ENGINE_BG_NICE 10
+
+static void lower_bg_priority(void)
+{
+    static _Thread_local bool lowered;
+    if (lowered)
+        return;
+    lowered = true;
+    id_t tid = (id_t)gettid();
+    errno = 0;
+    int cur = getpriority(PRIO_PROCESS, tid);
+    if (cur == -1 && errno != 0)
+        return;
+    int want = cur + ENGINE_BG_NICE > 19 ? 19 : cur + ENGINE_BG_NICE;
+    (void)setpriority(PRIO_PROCESS, tid, want);
+}
+
 void engine_run_job(struct estore *s, struct ejob *j)
 {
     struct ct_err err;
     ct_err_clear(&err);
+    lower_bg_priority();
     if (atomic_load(&j->table->dropped))
         return;
     int rc = CT_OK;

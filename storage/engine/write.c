@@ -277,11 +277,25 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
 /* Stripe of the row lock covering (table, row). */
 static unsigned row_stripe(const struct etable *t, const uint8_t *row, size_t len)
 {
-    uint32_t h = 2166136261u ^ (uint32_t)t->id;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ row[i]) * 16777619u;
-    h ^= h >> 15;
-    return h & (ENGINE_ROW_STRIPES - 1);
+    /* 8 bytes per step (a batch of 16,384 time-series rows hashed a byte at a time cost ~4 % of
+     * the TSD's writer thread); stripes are in memory only, so the function may change */
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)t->id ^ ((uint64_t)len << 32);
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, row + i, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 29;
+    }
+    if (i < len) {
+        uint64_t w = 0;
+        memcpy(&w, row + i, len - i);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+    }
+    h ^= h >> 32;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    h ^= h >> 29;
+    return (unsigned)(h & (ENGINE_ROW_STRIPES - 1));
 }
 
 /* True when a mutation of the batch deletes "the latest version", which it must read first. */

@@ -4,6 +4,7 @@
  * (AggregationIterator interpolation and integer/float typing, SpanGroup tags, downsampling and
  * fill, RateSpan, group-by, explicitTags, filters, annotations, delete). Skipped when this build
  * has no embedded engine. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -547,6 +548,74 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
     assert_int_equal(nonempty, 3 * (int)(sizeof(ms) / sizeof(ms[0])));
 }
 
+/* Queries run at once from several threads share the helper scan threads (a pool: each query
+ * queues its scan, takes pieces itself and waits for the helpers on it): every answer is the one
+ * a query gets alone on one thread. */
+struct conc_arg {
+    struct tsdb_fixture *f;
+    const char *const (*ps)[4];
+    size_t nps;
+    char **want;
+    int bad;
+};
+
+static void *conc_main(void *arg)
+{
+    struct conc_arg *a = arg;
+    for (int rep = 0; rep < 12; rep++) {
+        for (size_t i = 0; i < a->nps; i++) {
+            char *got = run_query(a->f, a->ps[(i + (size_t)rep) % a->nps], false);
+            if (strcmp(got, a->want[(i + (size_t)rep) % a->nps]))
+                a->bad++;
+            free(got);
+        }
+    }
+    return NULL;
+}
+
+static void test_qexec_concurrent_queries_share_the_scan_helpers(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    unsigned seed = 11;
+    const char *hosts[] = {"p0", "p1", "p2", "p3", "p4"};
+    for (int h = 0; h < 5; h++)
+        put_series(f->t, hosts[h], h % 2 ? "e1" : "e0", 1356998400 + h, 30, 6 * 120, h % 3, h == 3,
+                   &seed);
+    static const char *const ps[][4] = {
+        {"start=1356998400", "end=1357020000", "m=sum:1m-avg:sys.cpu{dc=e0|e1}", NULL},
+        {"start=1356998400", "end=1357020000", "m=max:5m-max:sys.cpu{host=*,dc=e0}", NULL},
+        {"start=1356998400", "end=1357020000", "m=none:sys.cpu{host=p2}", NULL},
+        {"start=1356999999", "end=1357012345", "m=sum:rate:sys.cpu{dc=*}", NULL},
+    };
+    size_t nps = sizeof(ps) / sizeof(ps[0]);
+    char *want[sizeof(ps) / sizeof(ps[0])];
+    scan_threads = 1;
+    for (size_t i = 0; i < nps; i++) {
+        want[i] = run_query(f, ps[i], false);
+        assert_non_null(strstr(want[i], "\"dps\":{\""));
+    }
+    scan_threads = 4;
+    enum {
+        NT = 4
+    };
+    pthread_t th[NT];
+    struct conc_arg args[NT];
+    for (int t = 0; t < NT; t++) {
+        args[t] = (struct conc_arg){f, ps, nps, want, 0};
+        assert_int_equal(pthread_create(&th[t], NULL, conc_main, &args[t]), 0);
+    }
+    int bad = 0;
+    for (int t = 0; t < NT; t++) {
+        pthread_join(th[t], NULL);
+        bad += args[t].bad;
+    }
+    scan_threads = 0;
+    for (size_t i = 0; i < nps; i++)
+        free(want[i]);
+    assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -559,6 +628,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_qmeta_suggest_lookup_assign, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_delete_removes_the_rows_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_time_slices_keep_points_in_order, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_qexec_concurrent_queries_share_the_scan_helpers, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qexec_fast_paths_answer_like_the_general_path, setup,
                                         teardown),

@@ -161,6 +161,18 @@ static void test_qjson_fast_number_forms_print_like_the_general_form(void **stat
         snprintf(b, sizeof(b), "%lld", (long long)iv);
         assert_string_equal(a, b);
     }
+    /* every digit count's edges: 0, 10^k - 1, 10^k, 10^k + 1 and their negatives */
+    for (int k = 0; k <= 18; k++) {
+        int64_t p = 1;
+        for (int e = 0; e < k; e++)
+            p *= 10;
+        const int64_t vs[] = {p - 1, p, p + 1, -(p - 1), -p, -(p + 1)};
+        for (size_t m = 0; m < sizeof(vs) / sizeof(vs[0]); m++) {
+            a[qjson_format_i64(vs[m], a)] = 0;
+            snprintf(b, sizeof(b), "%lld", (long long)vs[m]);
+            assert_string_equal(a, b);
+        }
+    }
 }
 
 static void test_qjson_streams_through_a_small_buffer(void **state)

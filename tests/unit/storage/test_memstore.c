@@ -1,6 +1,7 @@
 /* test_memstore.c - the memstore skiplist: cell order of spec §2 (with seq), seeks in both
- * directions, readers iterating while a writer inserts, and sequential inserts through the
- * writer's finger mixed with inserts in the middle. */
+ * directions, readers iterating while a writer inserts, sequential inserts through the
+ * writer's finger mixed with inserts in the middle, and the writer's row hints (a cell after the
+ * greatest of its row linked without a search) under random rows, columns and versions. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -334,6 +335,101 @@ static void test_memstore_rounds_of_sorted_inserts_keep_order(void **state)
     memstore_unref(m);
 }
 
+/* qsort comparator over cells (the reference order). */
+static int ref_cell_cmp(const void *a, const void *b)
+{
+    return cell_compare((const struct cell *)a, (const struct cell *)b);
+}
+
+/* The row hints (memstore.c invariant (6)): random inserts over rows built to defeat every shortcut
+ * - rows shorter than 16 bytes, rows sharing their first 16 bytes and differing only after them,
+ * rows that are prefixes of other rows (a hint of one must never serve the other), more rows
+ * than the hint table has slots at first (collisions, growth) - with columns appended after a
+ * row's greatest (the hinted path), older columns and other versions of existing columns
+ * inserted below it, and new rows in between. The memstore must list exactly the reference
+ * order, on every level. */
+static void test_memstore_row_hints_keep_exact_order(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct memstore *m;
+    assert_int_equal(memstore_new(&m, 1u << 14, &err), CT_OK);
+    enum {
+        ROWS = 24000,
+        OPS = 200000
+    };
+    static char rows[ROWS][48];
+    static int next_col[ROWS];
+    static char quals[OPS][12];
+    static struct cell ref[OPS];
+    for (int i = 0; i < ROWS; i++) {
+        switch (i % 4) {
+        case 0: /* under 16 bytes */
+            snprintf(rows[i], sizeof rows[i], "s%05d", i);
+            break;
+        case 1: /* the same first 16 bytes as every row of cases 1-3 */
+            snprintf(rows[i], sizeof rows[i], "same-16-byte-pfx%06d", i);
+            break;
+        case 2: /* row i-1 and one more byte */
+            snprintf(rows[i], sizeof rows[i], "same-16-byte-pfx%06dx", i - 1);
+            break;
+        default: /* the first 16 bytes alone: a prefix of all of them */
+            snprintf(rows[i], sizeof rows[i], "same-16-byte-pfx");
+            break;
+        }
+    }
+    unsigned r = 777;
+    int live = 100; /* rows in use so far; more join over time (new rows in the middle) */
+    size_t n = 0;
+    uint64_t seq = 1;
+    int row = 0, burst = 0;
+    for (int op = 0; op < OPS; op++) {
+        r = r * 1103515245u + 12345u;
+        unsigned pick = (r >> 8) % 100;
+        if (pick < 15 && live < ROWS)
+            live++;
+        r = r * 1103515245u + 12345u;
+        if (burst-- <= 0) { /* 1-3 cells in a row on one row: a wrong entry is used at once */
+            row = (int)((r >> 8) % (unsigned)live);
+            burst = (int)(r % 3);
+        }
+        int col;
+        int64_t ts = 100;
+        if (pick < 75 || next_col[row] == 0) { /* the row's next column: after its greatest */
+            col = next_col[row]++;
+        } else if (pick < 90) {                /* an older column, below the greatest */
+            col = (int)((r >> 4) % (unsigned)next_col[row]);
+            ts = 50 + (int64_t)(r % 40);
+        } else {                               /* another version of the greatest column */
+            col = next_col[row] - 1;
+            ts = 90 + (int64_t)(r % 20);
+        }
+        snprintf(quals[op], sizeof quals[op], "x%06d", col);
+        struct cell c = mk(rows[row], quals[op], ts, WC_TYPE_PUT, seq++, "v");
+        assert_int_equal(memstore_add(m, &c, &err), CT_OK);
+        ref[n++] = c;
+    }
+    qsort(ref, n, sizeof(ref[0]), ref_cell_cmp);
+    assert_int_equal(memstore_count(m), n);
+    assert_true(memstore_links_ordered(m));
+    struct memstore_iter it;
+    memstore_iter_init(&it, m);
+    size_t k = 0;
+    for (memstore_iter_seek_first(&it); memstore_iter_valid(&it); memstore_iter_next(&it), k++) {
+        assert_true(k < n);
+        const struct cell *c = memstore_iter_cell(&it);
+        assert_int_equal(cell_compare(c, &ref[k]), 0);
+        assert_int_equal(c->seq, ref[k].seq);
+    }
+    assert_int_equal(k, n);
+    for (size_t i = 0; i < n; i += 97) { /* seeks land on the exact cell */
+        memstore_iter_seek(&it, &ref[i]);
+        assert_true(memstore_iter_valid(&it));
+        assert_int_equal(memstore_iter_cell(&it)->seq, ref[i].seq);
+    }
+    memstore_unref(m);
+}
+
 /* The inline byte comparison of cell.h agrees in sign with memcmp plus the length rule on keys
  * of every length 0..80 (word loop, overlapping last word, byte loop, memcmp past 64 bytes),
  * with the first difference at every position and in either direction. */
@@ -382,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_memstore_row_bloom_has_no_false_negatives),
         cmocka_unit_test(test_memstore_sequential_and_mixed_inserts_keep_order),
         cmocka_unit_test(test_memstore_rounds_of_sorted_inserts_keep_order),
+        cmocka_unit_test(test_memstore_row_hints_keep_exact_order),
         cmocka_unit_test(test_cell_bytes_cmp_matches_memcmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
