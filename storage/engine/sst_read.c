@@ -1200,3 +1200,65 @@ int sst_iter_next_cell(struct sst_iter *it, struct cell *out, bool *valid, struc
         sst_entry_cell(it->blk, (uint32_t)it->i, out);
     return rc;
 }
+
+void sst_iter_tell(const struct sst_iter *it, struct sst_pos *out)
+{
+    out->bi = it->bi;
+    out->i = it->i;
+}
+
+int sst_iter_prev_of(struct sst_iter *it, const struct sst_pos *p, struct ct_err *err)
+{
+    it->valid = false;
+    if (p->bi < 0 || p->bi >= (int64_t)it->f->nblocks)
+        return CT_OK;
+    if (p->i > 0) { /* in the same block: one step back */
+        int rc = sst_iter_load(it, p->bi, err);
+        if (rc != CT_OK)
+            return rc;
+        if (p->i - 1 >= (int64_t)it->blk->n)
+            return CT_OK; /* not a position of this file */
+        it->i = p->i - 1;
+        it->valid = true;
+        return CT_OK;
+    }
+    if (p->bi == 0)
+        return CT_OK;
+    int rc = sst_iter_load(it, p->bi - 1, err);
+    if (rc != CT_OK)
+        return rc;
+    it->i = it->blk->n - 1;
+    it->valid = true;
+    return CT_OK;
+}
+
+int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
+{
+    if (!it->valid)
+        return CT_OK;
+    for (;;) {
+        const struct sst_block *b = it->blk;
+        const struct sst_dentry *d = &b->e[it->i];
+        const uint8_t *row = b->keys + d->key_off;
+        uint32_t rl = d->row_len;
+        int64_t i = it->i;
+        while (i > 0) { /* within the block */
+            const struct sst_dentry *p = &b->e[i - 1];
+            if (p->row_len != rl || memcmp(b->keys + p->key_off, row, rl) != 0)
+                break;
+            i--;
+        }
+        it->i = i;
+        if (i > 0 || it->bi == 0)
+            return CT_OK;
+        /* the row may begin in an earlier block: its last cell decides */
+        const struct sst_index_entry *pe = &it->f->idx[it->bi - 1];
+        if (pe->last.row_len != rl || memcmp(pe->last.row, row, rl) != 0)
+            return CT_OK;
+        int rc = sst_iter_load(it, it->bi - 1, err);
+        if (rc != CT_OK)
+            return rc;
+        it->i = it->blk->n - 1;
+        it->valid = true;
+    }
+}
