@@ -11,7 +11,8 @@
  * with the region's range, so inputs shared by split daughters never leak rows.
  *
  * Cells returned point into memstore arenas (stable while referenced) or, for block-file cells,
- * into the scanner's row arena (reset per row). */
+ * into the scanner's row arena (reset per row), except the values of uncompressed blocks of mapped
+ * files, which point into the file's mapping (stable while the scanner holds the file). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -901,6 +902,16 @@ static int scanner_push_cell(struct escanner *sc, const struct sfam *f, const st
     o->type = (enum wc_cell_type)c->cur.type;
     if (c->is_ms) {
         o->qualifier = wc_bytes_of(c->cur.qual, c->cur.qual_len);
+        o->value = wc_bytes_of(c->cur.value, c->cur.value_len);
+    } else if (sst_iter_value_pinned(c->si)) {
+        /* the value stays in the file's mapping while the scanner holds the file: only the
+         * qualifier (in the decoded block, released when the iterator moves on) is copied */
+        uint8_t *p = sarena_alloc(sc, c->cur.qual_len + 1);
+        if (!p)
+            return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+        if (c->cur.qual_len)
+            memcpy(p, c->cur.qual, c->cur.qual_len);
+        o->qualifier = wc_bytes_of(p, c->cur.qual_len);
         o->value = wc_bytes_of(c->cur.value, c->cur.value_len);
     } else {
         uint8_t *p = sarena_alloc(sc, c->cur.qual_len + c->cur.value_len + 1);

@@ -130,6 +130,14 @@ CT_MUST_CHECK int sst_iter_prev(struct sst_iter *it, struct ct_err *err);
 bool sst_iter_valid(const struct sst_iter *it);
 /* The current cell; its bytes are valid until the iterator moves or is freed. */
 void sst_iter_cell(const struct sst_iter *it, struct cell *out);
+/* Blocks this iterator reads from the file are not put into the block cache (hits are still
+ * used): for compactions, which read each block once and would otherwise evict what readers
+ * use (HBase's compaction scanners do not cache blocks either). */
+void sst_iter_set_fill_cache(struct sst_iter *it, bool fill);
+/* Whether the current cell's value lies in the file's read-only mapping (an uncompressed block
+ * of a mapped file): then its bytes stay valid while the file is referenced, not only until the
+ * iterator moves (REQUIRES valid). */
+bool sst_iter_value_pinned(const struct sst_iter *it);
 /* A position of an iterator, to come back to (reversed scans step back from the first cell of
  * the row they read last). Only meaningful for the file it was taken from. */
 struct sst_pos {

@@ -50,6 +50,7 @@ struct sst_dentry {
 
 struct sst_block {
     uint32_t n;
+    bool mapped; /* raw is the file's mapping: values stay valid while the file is referenced */
     /* the in-block search compares 8 row bytes first, as the index search does: the bytes after
      * the prefix the block's first and last row share (lcp bytes), big-endian, one word per
      * entry in a dense array, so a binary search reads a few lines of wk and the entries
@@ -115,6 +116,7 @@ struct sst_iter {
     int64_t bi;
     int64_t i;
     bool valid;
+    bool no_fill; /* blocks read from the file are owned, not cached */
     struct sst_scratch scratch;
 };
 
@@ -402,6 +404,7 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
     b->wk = (uint64_t *)(b + 1);
     b->e = (struct sst_dentry *)(b->wk + count);
     b->keys = (uint8_t *)b->e + esz;
+    b->mapped = stable;
     if (stable) {
         b->raw = raw;
     } else {
@@ -457,8 +460,9 @@ bad:
 
 /* Gets data block bi: from the cache or the file. *h is the cache reference (NULL: the caller
  * owns *out and frees it with sst_block_free). */
-static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc, struct sst_block **out,
-                         struct block_cache_handle **h, struct ct_err *err)
+static int sst_get_block(struct sst *f, uint32_t bi, bool fill, struct sst_scratch *sc,
+                         struct sst_block **out, struct block_cache_handle **h,
+                         struct ct_err *err)
 {
     const struct sst_index_entry *ie = &f->idx[bi];
     bool use_cache = f->cache && f->ro.blockcache;
@@ -494,7 +498,7 @@ static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc, str
     bool stable = f->map && raw >= f->map && raw < f->map + f->file_size;
     if ((rc = sst_block_decode(f, ie->off, raw, rawlen, stable, &b, err)) != CT_OK)
         return rc;
-    if (!use_cache) {
+    if (!use_cache || !fill) {
         *out = b;
         *h = NULL;
         return CT_OK;
@@ -930,7 +934,7 @@ static int sst_iter_load(struct sst_iter *it, int64_t bi, struct ct_err *err)
     it->valid = false;
     struct sst_block *b = NULL;
     struct block_cache_handle *h = NULL;
-    int rc = sst_get_block(it->f, (uint32_t)bi, &it->scratch, &b, &h, err);
+    int rc = sst_get_block(it->f, (uint32_t)bi, !it->no_fill, &it->scratch, &b, &h, err);
     if (rc != CT_OK)
         return rc;
     it->blk = b;
@@ -1261,4 +1265,14 @@ int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
         it->i = it->blk->n - 1;
         it->valid = true;
     }
+}
+
+bool sst_iter_value_pinned(const struct sst_iter *it)
+{
+    return it->blk->mapped;
+}
+
+void sst_iter_set_fill_cache(struct sst_iter *it, bool fill)
+{
+    it->no_fill = !fill;
 }

@@ -458,6 +458,52 @@ static void test_sst_row_start_and_prev_of_match_sorted_array(void **state)
     ctest_rmdir(dir);
 }
 
+/* An iterator told not to fill the cache reads every cell right and leaves the cache empty, but
+ * still uses blocks already cached; a normal iterator fills it. */
+static void test_sst_iterator_without_cache_fill_leaves_the_cache_alone(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    size_t n = 0;
+    struct tcell *v = make_cells(40, 4, 3, &n);
+    struct ct_err err = {0};
+    char path[600];
+    snprintf(path, sizeof path, "%s/nf.sst", dir);
+    struct sst_writer_options o = {.blocksize = 700, .bloom = WC_BLOOM_ROW};
+    write_file(path, v, n, &o, NULL);
+    struct block_cache *bc = NULL;
+    assert_int_equal(block_cache_new(4u << 20, &bc, &err), CT_OK);
+    struct sst *f = NULL;
+    assert_int_equal(sst_open(path, 1, bc, NULL, &f, &err), CT_OK);
+    struct sst_iter *it = NULL;
+    assert_int_equal(sst_iter_new(f, &it, &err), CT_OK);
+    sst_iter_set_fill_cache(it, false);
+    size_t i = 0;
+    assert_int_equal(sst_iter_seek_first(it, &err), CT_OK);
+    for (; sst_iter_valid(it); i++) {
+        struct cell c;
+        sst_iter_cell(it, &c);
+        assert_cell_eq(&c, &v[i]);
+        assert_int_equal(sst_iter_next(it, &err), CT_OK);
+    }
+    assert_int_equal(i, n);
+    struct block_cache_stats st;
+    block_cache_get_stats(bc, &st);
+    assert_int_equal(st.bytes, 0);
+    check_scan_both_ways(f, v, n); /* a normal iterator fills it */
+    block_cache_get_stats(bc, &st);
+    assert_true(st.bytes > 0);
+    uint64_t hits = st.hits;
+    assert_int_equal(sst_iter_seek_first(it, &err), CT_OK); /* and the other one hits */
+    block_cache_get_stats(bc, &st);
+    assert_true(st.hits > hits);
+    sst_iter_free(it);
+    sst_unref(f);
+    block_cache_free(bc);
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
 static void test_sst_cell_larger_than_block_gets_its_own_block(void **state)
 {
     (void)state;
@@ -891,6 +937,7 @@ int main(void)
         cmocka_unit_test(test_sst_seek_and_seek_for_prev_match_sorted_array_exhaustively),
         cmocka_unit_test(test_sst_seeks_with_prefix_rows_and_zero_bytes_match_sorted_array),
         cmocka_unit_test(test_sst_row_start_and_prev_of_match_sorted_array),
+        cmocka_unit_test(test_sst_iterator_without_cache_fill_leaves_the_cache_alone),
         cmocka_unit_test(test_sst_cell_larger_than_block_gets_its_own_block),
         cmocka_unit_test(test_sst_empty_file_has_no_cells),
         cmocka_unit_test(test_sst_writer_rejects_out_of_order_cells),
