@@ -59,13 +59,8 @@ static inline void ms_row_prefix(const uint8_t *row, uint32_t len, uint64_t *k0,
 {
     uint8_t b[16] = {0};
     memcpy(b, row, len < 16 ? len : 16);
-    uint64_t a = 0, c = 0;
-    for (int i = 0; i < 8; i++) {
-        a = a << 8 | b[i];
-        c = c << 8 | b[8 + i];
-    }
-    *k0 = a;
-    *k1 = c;
+    *k0 = cell_load_be64(b); /* big-endian: integer order is byte order */
+    *k1 = cell_load_be64(b + 8);
 }
 
 /* cell_compare(&n->c, target) with the target's prefix precomputed. */
