@@ -26,9 +26,11 @@ static void jp_fail(struct jp *j, const char *what)
     j->failed = true;
 }
 
-static void jp_ws(struct jp *j)
+static inline void jp_ws(struct jp *j)
 {
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+    /* JSON whitespace is all below '!': one compare for the common case of none */
+    while (j->p < j->end && (unsigned char)*j->p <= ' ' &&
+           (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
         j->p++;
 }
 

@@ -173,6 +173,68 @@ static void test_jsonput_resets_every_field_between_points(void **state)
     free(pt);
 }
 
+static int on_metric(void *arg, size_t index, struct jsonput_point *p)
+{
+    (void)index;
+    struct put_str *out = arg;
+    *out = p->metric;
+    return 0;
+}
+
+/* The string scanner looks at 8 bytes at a time: every byte value that ends a plain run ('"',
+ * '\\', each control character) and every one that does not (UTF-8 bytes included), at every
+ * position of the word and past the last whole word, is seen exactly where a byte-by-byte scan
+ * sees it: plain strings come back whole, escapes are unescaped, raw control characters fail. */
+static void test_jsonput_string_scan_finds_every_stop_byte_at_every_position(void **state)
+{
+    (void)state;
+    char body[128], want[64], msg[256];
+    char *scratch = malloc(sizeof body);
+    struct jsonput_point *pt = malloc(sizeof(*pt));
+    for (int len = 0; len <= 20; len++) {
+        for (int at = 0; at <= len; at++) {
+            for (int c = 0; c < 256; c++) {
+                /* a metric of len bytes whose byte `at` (if < len) is c, the rest plain or
+                 * UTF-8; then the closing quote */
+                int n = 0;
+                for (int i = 0; i < len; i++)
+                    want[n++] = i == at ? (char)c : (i % 3 == 2 ? (char)0xC3 : (char)('a' + i));
+                int b = snprintf(body, sizeof body, "{\"metric\":\"");
+                memcpy(body + b, want, (size_t)n);
+                b += n;
+                b += snprintf(body + b, sizeof body - (size_t)b, "\",\"value\":1}");
+                struct put_str got = {NULL, 0};
+                size_t np = 0;
+                int rc = jsonput_parse(body, (size_t)b, scratch, pt, on_metric, &got, &np, msg,
+                                       sizeof msg);
+                bool stop_here = at < len && (c == '"' || c == '\\' || c < 0x20);
+                if (!stop_here) {
+                    assert_int_equal(rc, 0);
+                    assert_int_equal(got.len, (size_t)n);
+                    assert_memory_equal(got.p, want, (size_t)n);
+                } else if (c < 0x20) {
+                    assert_int_equal(rc, -1); /* a raw control character */
+                } else if (c == '"') {
+                    assert_int_equal(rc, -1); /* the string ends early: the rest is garbage */
+                } else {
+                    /* a backslash escapes the next byte: 'b', 'f', 'n', 'r', 't' are escapes
+                     * (one byte shorter), other letters and UTF-8 are not; before the closing
+                     * quote it escapes the quote and the string never ends */
+                    char next = at + 1 < len ? want[at + 1] : '"';
+                    if (next != '"' && strchr("bfnrt", next)) {
+                        assert_int_equal(rc, 0);
+                        assert_int_equal(got.len, (size_t)n - 1);
+                    } else {
+                        assert_int_equal(rc, -1);
+                    }
+                }
+            }
+        }
+    }
+    free(scratch);
+    free(pt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_jsonput_empty_array_has_no_points),
         cmocka_unit_test(test_jsonput_malformed_bodies_report_nothing),
         cmocka_unit_test(test_jsonput_resets_every_field_between_points),
+        cmocka_unit_test(test_jsonput_string_scan_finds_every_stop_byte_at_every_position),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
