@@ -320,6 +320,68 @@ int rowkey_filter_add(struct rowkey_filter *f, uint64_t tagk, const uint64_t *ta
     return CT_OK;
 }
 
+size_t rowkey_filter_lead(const struct rowkey_filter *f, size_t max_ranges, const uint64_t **vals,
+                          size_t *nvals)
+{
+    size_t j = 0, ranges = 1;
+    while (j < ROWKEY_MAX_TAGS) {
+        const struct rowkey_clause *c = NULL;
+        for (size_t i = 0; i < f->nclauses && !c; i++)
+            if (f->clauses[i].tagk == j + 1 && !f->clauses[i].exclude && f->clauses[i].n)
+                c = &f->clauses[i]; /* the first one: a superset of them all */
+        if (!c || ranges * c->n > max_ranges)
+            break;
+        ranges *= c->n;
+        vals[j] = c->tagvs;
+        nvals[j] = c->n;
+        j++;
+    }
+    return j;
+}
+
+size_t rowkey_lead_range(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
+                         int64_t hour_s, const uint64_t *v, size_t n, uint8_t *start, uint8_t *stop,
+                         size_t *stop_len)
+{
+    size_t len = rowkey_scan_key(l, bucket, metric, rowkey_base_hour_s(hour_s), start);
+    for (size_t i = 0; i < n; i++) {
+        rowkey_put_uid(start + len, i + 1, l->tagk_width);
+        len += l->tagk_width;
+        rowkey_put_uid(start + len, v[i], l->tagv_width);
+        len += l->tagv_width;
+    }
+    /* the first key after every key with this prefix */
+    size_t sl = len;
+    memcpy(stop, start, len);
+    while (sl && stop[sl - 1] == 0xFF)
+        sl--;
+    if (sl)
+        stop[sl - 1]++;
+    *stop_len = sl;
+    return len;
+}
+
+void rowkey_lead_range_reversed(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
+                                int64_t hour_s, const uint64_t *v, size_t n, uint8_t *upper,
+                                size_t *upper_len, uint8_t *lower, size_t *lower_len)
+{
+    uint8_t stop[ROWKEY_MAX_BYTES];
+    size_t stop_len = 0;
+    size_t len = rowkey_lead_range(l, bucket, metric, hour_s, v, n, upper, stop, &stop_len);
+    memcpy(lower, upper, len);
+    memset(upper + len, 0xFF, ROWKEY_MAX_TSUID);
+    *upper_len = len + ROWKEY_MAX_TSUID;
+    /* below the prefix P: P minus its last byte when that byte is 0 (nothing lies between), else
+     * P with its last byte decremented then 0xFF bytes (above every key of that shorter run) */
+    if (lower[len - 1] == 0) {
+        *lower_len = len - 1;
+        return;
+    }
+    lower[len - 1]--;
+    memset(lower + len, 0xFF, ROWKEY_MAX_TSUID);
+    *lower_len = len + ROWKEY_MAX_TSUID;
+}
+
 bool rowkey_filter_match(const struct rowkey_filter *f, const uint8_t *row, size_t len)
 {
     const struct rowkey_layout *l = &f->l;

@@ -131,6 +131,26 @@ void rowkey_filter_set_metric(struct rowkey_filter *f, uint64_t metric);
  * tagvs is copied. CT_ENOMEM possible. */
 CT_MUST_CHECK int rowkey_filter_add(struct rowkey_filter *f, uint64_t tagk, const uint64_t *tagvs,
                                     size_t n, bool exclude, struct ct_err *err);
+/* The leading tags every row key the filter accepts begins with: when the filter pins tagk uid
+ * 1 to listed values (an including clause), and uid 2, and so on up to uid j, vals[i] / nvals[i]
+ * get the sorted values of uid i + 1 (borrowed from the filter). Tags are sorted by tagk uid in
+ * a key and uids start at 1 (rowkey_tsuid_build refuses 0), so an accepted row of an hour lies
+ * in one of the prod(nvals) ranges rowkey_lead_range() gives. Stops before the product would
+ * pass max_ranges. Returns j (0: the filter does not pin uid 1). */
+size_t rowkey_filter_lead(const struct rowkey_filter *f, size_t max_ranges, const uint64_t **vals,
+                          size_t *nvals);
+/* The key range [start, stop) of the rows of bucket, metric and the hour of hour_s whose first
+ * tags are (1, v[0]), ..., (n, v[n-1]). Both buffers need ROWKEY_MAX_BYTES; returns the length
+ * of start, and the length of stop in *stop_len. */
+size_t rowkey_lead_range(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
+                         int64_t hour_s, const uint64_t *v, size_t n, uint8_t *start, uint8_t *stop,
+                         size_t *stop_len);
+/* The same range as reversed-scan bounds: upper (inclusive: the prefix then ROWKEY_MAX_TSUID
+ * 0xFF bytes) and lower (exclusive: the greatest byte string below the prefix that no key with
+ * the prefix follows). Both buffers need ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID bytes. */
+void rowkey_lead_range_reversed(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
+                                int64_t hour_s, const uint64_t *v, size_t n, uint8_t *upper,
+                                size_t *upper_len, uint8_t *lower, size_t *lower_len);
 /* Evaluates the filter on a row key (no allocation). */
 bool rowkey_filter_match(const struct rowkey_filter *f, const uint8_t *row, size_t len);
 /* The filter as a wc_row_filter_fn: pass rowkey_filter_fn with the filter as arg. Rows that do

@@ -8,8 +8,14 @@
  * reference bit, and the evictor moves a referenced tail block to the front (clearing the bit)
  * instead of evicting it, so a hit costs no list surgery.
  *
+ * The hash table is open-addressed (linear probing, backward-shift deletion) over slots that
+ * hold each entry's hash next to its pointer, so a probe reads one slot array line and only the
+ * matching entry (profiled: walking chained entries was most of block_cache_lookup's time in
+ * seekrandom, one cache miss per entry on the chain).
+ *
  * Invariants: (1) an entry is in its shard's hash table and exactly one section list iff
- * e->in_cache; (2) e->refs counts the cache's own reference (while in_cache) plus one per
+ * e->in_cache; (1b) the table is at most half full, and every in-cache entry is reachable from
+ * its home slot (hash & (nslots - 1)) by probing forward without crossing an empty slot; (2) e->refs counts the cache's own reference (while in_cache) plus one per
  * handle given out; the entry and its value are freed when refs reaches 0; (3) shard->bytes is
  * the sum of charges of in_cache entries, sec_bytes[s] the sum per section.
  * Locking: one mutex per shard guards everything in the shard; counters are per shard and
@@ -30,7 +36,6 @@ enum {
 static const unsigned bc_share_pct[BC_NSECTIONS] = {25, 50, 25};
 
 struct block_cache_handle {
-    struct block_cache_handle *hnext; /* hash chain */
     struct block_cache_handle *prev;  /* section LRU list (head = most recent) */
     struct block_cache_handle *next;
     struct bc_shard *shard;
@@ -46,10 +51,15 @@ struct block_cache_handle {
     bool referenced; /* hit since it was last put at the front of its list (second chance) */
 };
 
+struct bc_slot {
+    uint64_t hash;
+    struct block_cache_handle *e;
+};
+
 struct bc_shard {
     pthread_mutex_t mu;
-    struct block_cache_handle **buckets;
-    size_t nbuckets; /* power of two */
+    struct bc_slot *slots; /* open addressing; e == NULL: empty */
+    size_t nslots;         /* power of two */
     size_t count;
     struct block_cache_handle lru[BC_NSECTIONS]; /* circular list heads */
     size_t capacity;
@@ -95,9 +105,9 @@ int block_cache_new(size_t capacity_bytes, struct block_cache **out, struct ct_e
         s->capacity = capacity_bytes / c->nshards;
         for (int k = 0; k < BC_NSECTIONS; k++)
             s->lru[k].prev = s->lru[k].next = &s->lru[k];
-        s->nbuckets = 256;
-        s->buckets = calloc(s->nbuckets, sizeof(*s->buckets));
-        if (!s->buckets) {
+        s->nslots = 512;
+        s->slots = calloc(s->nslots, sizeof(*s->slots));
+        if (!s->slots) {
             c->nshards = i + 1;
             block_cache_free(c);
             return ct_err_set(err, CT_ENOMEM, "out of memory creating the block cache");
@@ -131,13 +141,47 @@ static void bc_list_push(struct bc_shard *s, struct block_cache_handle *e)
     head->next = e;
 }
 
+/* The slot of the in-cache entry for (h, file_id, offset), or of the empty slot ending its probe
+ * run. REQUIRES: s->mu held. */
+static size_t bc_find(const struct bc_shard *s, uint64_t h, uint64_t file_id, uint64_t offset)
+{
+    size_t mask = s->nslots - 1, i = h & mask;
+    for (;; i = (i + 1) & mask) {
+        const struct bc_slot *sl = &s->slots[i];
+        if (!sl->e ||
+            (sl->hash == h && sl->e->file_id == file_id && sl->e->offset == offset))
+            return i;
+    }
+}
+
+/* Empties slot i and moves later entries of the run back so that every entry stays reachable
+ * from its home slot (backward-shift deletion). REQUIRES: s->mu held. */
+static void bc_slot_clear(struct bc_shard *s, size_t i)
+{
+    size_t mask = s->nslots - 1, j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!s->slots[j].e)
+            break;
+        size_t home = s->slots[j].hash & mask;
+        /* the entry at j may move to i if its home is not in the cyclic range (i, j] */
+        bool in_range = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (!in_range) {
+            s->slots[i] = s->slots[j];
+            i = j;
+        }
+    }
+    s->slots[i].e = NULL;
+    s->slots[i].hash = 0;
+}
+
 /* Unlinks e from table and list and drops the cache's reference. REQUIRES: s->mu held. */
 static void bc_remove(struct bc_shard *s, struct block_cache_handle *e)
 {
-    struct block_cache_handle **pp = &s->buckets[e->hash & (s->nbuckets - 1)];
-    while (*pp != e)
-        pp = &(*pp)->hnext;
-    *pp = e->hnext;
+    size_t mask = s->nslots - 1, i = e->hash & mask;
+    while (s->slots[i].e != e)
+        i = (i + 1) & mask;
+    bc_slot_clear(s, i);
     bc_list_remove(e);
     s->count--;
     s->bytes -= e->charge;
@@ -177,24 +221,25 @@ static void bc_evict(struct bc_shard *s)
     }
 }
 
-static void bc_grow(struct bc_shard *s)
+/* Doubles the table. False when out of memory (the caller then must not insert). */
+static bool bc_grow(struct bc_shard *s)
 {
-    size_t n = s->nbuckets * 2;
-    struct block_cache_handle **b = calloc(n, sizeof(*b));
+    size_t n = s->nslots * 2, mask = n - 1;
+    struct bc_slot *b = calloc(n, sizeof(*b));
     if (!b)
-        return; /* longer chains, still correct */
-    for (size_t i = 0; i < s->nbuckets; i++) {
-        struct block_cache_handle *e = s->buckets[i];
-        while (e) {
-            struct block_cache_handle *nx = e->hnext;
-            e->hnext = b[e->hash & (n - 1)];
-            b[e->hash & (n - 1)] = e;
-            e = nx;
-        }
+        return false;
+    for (size_t i = 0; i < s->nslots; i++) {
+        if (!s->slots[i].e)
+            continue;
+        size_t j = s->slots[i].hash & mask;
+        while (b[j].e)
+            j = (j + 1) & mask;
+        b[j] = s->slots[i];
     }
-    free(s->buckets);
-    s->buckets = b;
-    s->nbuckets = n;
+    free(s->slots);
+    s->slots = b;
+    s->nslots = n;
+    return true;
 }
 
 static struct bc_shard *bc_shard_of(struct block_cache *c, uint64_t h)
@@ -208,9 +253,7 @@ struct block_cache_handle *block_cache_lookup(struct block_cache *c, uint64_t fi
     uint64_t h = bc_hash(file_id, offset);
     struct bc_shard *s = bc_shard_of(c, h);
     pthread_mutex_lock(&s->mu);
-    struct block_cache_handle *e = s->buckets[h & (s->nbuckets - 1)];
-    while (e && !(e->hash == h && e->file_id == file_id && e->offset == offset))
-        e = e->hnext;
+    struct block_cache_handle *e = s->slots[bc_find(s, h, file_id, offset)].e;
     if (!e) {
         s->misses++;
         pthread_mutex_unlock(&s->mu);
@@ -256,22 +299,27 @@ struct block_cache_handle *block_cache_insert(struct block_cache *c, uint64_t fi
     if (charge > s->capacity)
         return e; /* uncached: lives until released */
     pthread_mutex_lock(&s->mu);
-    struct block_cache_handle **pp = &s->buckets[h & (s->nbuckets - 1)];
-    while (*pp && !((*pp)->hash == h && (*pp)->file_id == file_id && (*pp)->offset == offset))
-        pp = &(*pp)->hnext;
-    if (*pp)
-        bc_remove(s, *pp);
+    size_t i = bc_find(s, h, file_id, offset);
+    if (s->slots[i].e) {
+        bc_remove(s, s->slots[i].e);
+        i = bc_find(s, h, file_id, offset);
+    }
+    if ((s->count + 1) * 2 > s->nslots) {
+        if (!bc_grow(s)) { /* uncached: lives until released */
+            pthread_mutex_unlock(&s->mu);
+            return e;
+        }
+        i = bc_find(s, h, file_id, offset);
+    }
     e->refs++;
     e->in_cache = true;
-    e->hnext = s->buckets[h & (s->nbuckets - 1)];
-    s->buckets[h & (s->nbuckets - 1)] = e;
+    s->slots[i].hash = h;
+    s->slots[i].e = e;
     bc_list_push(s, e);
     s->count++;
     s->bytes += charge;
     s->sec_bytes[e->section] += charge;
     bc_evict(s);
-    if (s->count > s->nbuckets)
-        bc_grow(s);
     pthread_mutex_unlock(&s->mu);
     return e;
 }
@@ -295,10 +343,11 @@ void block_cache_release(struct block_cache *c, struct block_cache_handle *h)
 static void bc_clear_shard(struct bc_shard *s, bool all, uint64_t file_id)
 {
     pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < s->nbuckets; i++) {
-        struct block_cache_handle *e = s->buckets[i];
-        while (e) {
-            struct block_cache_handle *nx = e->hnext;
+    /* every in-cache entry is on exactly one section list; removal keeps `next` valid */
+    for (int k = 0; k < BC_NSECTIONS; k++) {
+        struct block_cache_handle *head = &s->lru[k], *e = head->next;
+        while (e != head) {
+            struct block_cache_handle *nx = e->next;
             if (all || e->file_id == file_id)
                 bc_remove(s, e);
             e = nx;
@@ -345,7 +394,7 @@ void block_cache_free(struct block_cache *c)
     block_cache_clear(c);
     for (size_t i = 0; i < c->nshards; i++) {
         pthread_mutex_destroy(&c->shards[i].mu);
-        free(c->shards[i].buckets);
+        free(c->shards[i].slots);
     }
     free(c->shards);
     free(c);

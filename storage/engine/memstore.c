@@ -546,6 +546,21 @@ uint64_t memstore_max_seq(const struct memstore *m)
     return atomic_load_explicit(&((struct memstore *)m)->max_seq, memory_order_relaxed);
 }
 
+/* Prefetches for an in-order walk: the node after n (read now: it was prefetched one step
+ * earlier) has its cell (struct and first row bytes) and its successor fetched, so a walk takes
+ * about one cache miss per step's worth of work instead of two in a row (node, then cell).
+ * Profiled: readseq over a 64 MiB memstore was dominated by those two misses per cell. */
+static inline void ms_walk_prefetch(const struct ms_node *n)
+{
+    const struct ms_node *nx = ms_next(n, 0);
+    if (!nx)
+        return;
+    const uint8_t *c = (const uint8_t *)nx->cell;
+    __builtin_prefetch(c);
+    __builtin_prefetch(c + 64);
+    __builtin_prefetch(ms_next(nx, 0));
+}
+
 void memstore_iter_init(struct memstore_iter *it, struct memstore *m)
 {
     it->m = m;
@@ -555,6 +570,8 @@ void memstore_iter_init(struct memstore_iter *it, struct memstore *m)
 void memstore_iter_seek_first(struct memstore_iter *it)
 {
     it->node = ms_next(it->m->head, 0);
+    if (it->node)
+        ms_walk_prefetch(it->node);
 }
 
 void memstore_iter_seek_last(struct memstore_iter *it)
@@ -581,7 +598,10 @@ void memstore_iter_seek_for_prev(struct memstore_iter *it, const struct cell *ta
 
 void memstore_iter_next(struct memstore_iter *it)
 {
-    it->node = ms_next(it->node, 0);
+    struct ms_node *n = ms_next(it->node, 0);
+    it->node = n;
+    if (n)
+        ms_walk_prefetch(n);
 }
 
 void memstore_iter_prev(struct memstore_iter *it)

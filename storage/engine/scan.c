@@ -475,6 +475,15 @@ struct escanner {
     struct matcher m;
     /* reversed: the exclusive upper bound of the next row (inf until the first row) */
     bool bound_inf;
+    /* Forward fast path (scanner_find_row): after a full search, `lead` is the input holding
+     * the smallest row and `runner` (-1: none) the input holding the smallest row among the
+     * others. While only the lead moves, a row of the lead below the runner's row is the next
+     * row, held by the lead alone: found with one comparison, read without merging. Valid
+     * while fast_ok; anything that moves another input clears it. */
+    bool fast_ok;
+    bool row_single; /* the current row is held by kids[lead] alone */
+    size_t lead;
+    ptrdiff_t runner;
     size_t key_len;
     /* output */
     struct sarena_chunk *arena;
@@ -510,6 +519,51 @@ struct spool_block {
     size_t cap, used;
     _Alignas(16) uint8_t data[];
 };
+
+/* One closed scanner kept per thread for the next open: a scanner is ~4 KiB, and allocating
+ * that much per seek made malloc consolidate its free lists every time (callgrind: ~1,000
+ * instructions per seekrandom op). Freed at thread exit through spare_key's destructor. */
+static _Thread_local struct escanner *spare_sc;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void spare_free(void *unused)
+{
+    (void)unused;
+    free(spare_sc);
+    spare_sc = NULL;
+}
+
+static void spare_key_init(void)
+{
+    if (pthread_key_create(&spare_key, spare_free) != 0)
+        spare_key = (pthread_key_t)-1;
+}
+
+static struct escanner *scanner_alloc(void)
+{
+    struct escanner *sc = spare_sc;
+    if (sc) {
+        spare_sc = NULL;
+        return sc;
+    }
+    return malloc(sizeof(*sc));
+}
+
+static void scanner_free(struct escanner *sc)
+{
+    if (spare_sc) {
+        free(sc);
+        return;
+    }
+    pthread_once(&spare_once, spare_key_init);
+    /* without the key a thread's spare would outlive it: free instead */
+    if (spare_key == (pthread_key_t)-1 || pthread_setspecific(spare_key, (void *)1) != 0) {
+        free(sc);
+        return;
+    }
+    spare_sc = sc;
+}
 
 /* Zeroed memory valid until the scanner closes; NULL when out of memory. */
 static void *sc_zalloc(struct escanner *sc, size_t n)
@@ -606,6 +660,7 @@ static int bytes_le_key(const uint8_t *a, size_t al, const uint8_t *b, size_t bl
 
 static void scanner_close_region(struct escanner *sc)
 {
+    sc->fast_ok = false;
     for (size_t i = 0; i < sc->nkids; i++)
         echild_destroy(&sc->kids[i]);
     sc->kids = NULL; /* pool memory */
@@ -677,12 +732,44 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     *found = false;
     if (!sc->o.reversed) {
         const struct cell *best = NULL;
-        for (size_t i = 0; i < sc->nkids; i++) {
-            struct echild *c = &sc->kids[i];
-            if (!c->valid || !row_below_hi(r, c->cur.row, c->cur.row_len))
-                continue;
-            if (!best || bytes_cmp(c->cur.row, c->cur.row_len, best->row, best->row_len) < 0)
+        sc->row_single = false;
+        if (sc->fast_ok) {
+            const struct echild *c = &sc->kids[sc->lead];
+            const struct cell *rc = sc->runner >= 0 ? &sc->kids[sc->runner].cur : NULL;
+            if (c->valid && row_below_hi(r, c->cur.row, c->cur.row_len) &&
+                (!rc || bytes_cmp(c->cur.row, c->cur.row_len, rc->row, rc->row_len) < 0)) {
                 best = &c->cur;
+                sc->row_single = true;
+            }
+        }
+        if (!best) { /* full search: the smallest row, and the smallest among the others */
+            ptrdiff_t bi = -1, ru = -1;
+            for (size_t i = 0; i < sc->nkids; i++) {
+                struct echild *c = &sc->kids[i];
+                if (!c->valid || !row_below_hi(r, c->cur.row, c->cur.row_len))
+                    continue;
+                if (!best) {
+                    best = &c->cur;
+                    bi = (ptrdiff_t)i;
+                    continue;
+                }
+                if (bytes_cmp(c->cur.row, c->cur.row_len, best->row, best->row_len) < 0) {
+                    ru = bi;
+                    best = &c->cur;
+                    bi = (ptrdiff_t)i;
+                } else if (ru < 0 || bytes_cmp(c->cur.row, c->cur.row_len,
+                                               sc->kids[ru].cur.row, sc->kids[ru].cur.row_len) < 0) {
+                    ru = (ptrdiff_t)i;
+                }
+            }
+            if (best) {
+                sc->fast_ok = true;
+                sc->lead = (size_t)bi;
+                sc->runner = ru;
+                const struct cell *rc = ru >= 0 ? &sc->kids[ru].cur : NULL;
+                sc->row_single =
+                    !rc || bytes_cmp(best->row, best->row_len, rc->row, rc->row_len) < 0;
+            }
         }
         if (best) {
             int rc = KEY_RESERVE(sc, best->row_len + 1);
@@ -747,6 +834,7 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
 /* Moves every input past row sc->key (forward direction). */
 static int scanner_skip_row(struct escanner *sc, struct ct_err *err)
 {
+    sc->fast_ok = false;
     int rc0 = TMP_RESERVE(sc, sc->key_len + 2);
     if (rc0 != CT_OK)
         return rc0;
@@ -805,6 +893,24 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
 {
     sc->ncells = 0;
     sarena_reset(sc);
+    if (sc->row_single) { /* one input holds the row (fast path): walk it, nothing to merge */
+        struct echild *best = &sc->kids[sc->lead];
+        size_t f = 0;
+        while (sc->lead >= sc->kid_start[f + 1])
+            f++;
+        matcher_start_family(&sc->m, &sc->fams[f]);
+        do {
+            int rc = matcher_cell(&sc->m, &best->cur, err);
+            if (rc < 0)
+                return rc;
+            if (rc == M_EMIT && (rc = scanner_push_cell(sc, &sc->fams[f], best, err)) != CT_OK)
+                return rc;
+            if ((rc = echild_next(best, err)) != CT_OK)
+                return rc;
+        } while (child_on_row(best, sc->key, sc->key_len));
+        return CT_OK;
+    }
+    sc->fast_ok = false; /* several inputs may move */
     for (size_t f = 0; f < sc->nsf; f++) {
         matcher_start_family(&sc->m, &sc->fams[f]);
         size_t a = sc->kid_start[f], b = sc->kid_start[f + 1];
@@ -956,7 +1062,7 @@ void engine_scanner_close(struct wc_scanner *wsc)
         estore_snapshot_release(sc->s, sc->snap);
     if (sc->t)
         etable_unref(sc->t);
-    free(sc);
+    scanner_free(sc);
 }
 
 /* ---- open ------------------------------------------------------------------------------ */
@@ -1024,7 +1130,7 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
                                  const struct wc_scan_options *o, struct escanner **out,
                                  struct ct_err *err)
 {
-    struct escanner *sc = malloc(sizeof(*sc));
+    struct escanner *sc = scanner_alloc();
     if (!sc)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
     memset(sc, 0, offsetof(struct escanner, cells_inline)); /* the inline buffers need none */

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <snappy-c.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -49,6 +50,12 @@ struct sst_dentry {
 
 struct sst_block {
     uint32_t n;
+    /* the in-block search compares 8 row bytes first, as the index search does: the bytes after
+     * the prefix the block's first and last row share (lcp bytes), big-endian, one word per
+     * entry in a dense array, so a binary search reads a few lines of wk and the entries
+     * only on ties (profiled: the entry loads were most of sst_iter_seek's time) */
+    uint32_t lcp;
+    uint64_t *wk;
     struct sst_dentry *e;
     uint8_t *keys;
     const uint8_t *raw; /* decompressed contents (a copy, or the file's mapping): values */
@@ -128,6 +135,18 @@ static inline uint64_t sst_target_window(const struct sst *f, const struct cell 
 {
     uint32_t l = f->idx_lcp;
     const uint8_t *p = f->idx[0].first.row;
+    size_t n = t->row_len < l ? t->row_len : l;
+    int c = n ? memcmp(t->row, p, n) : 0;
+    if (c == 0 && t->row_len >= l)
+        return sst_row_window(t->row, t->row_len, l);
+    return c < 0 || (c == 0 && t->row_len < l) ? 0 : UINT64_MAX;
+}
+
+/* The target's window for the in-block search of b (as sst_target_window for the index). */
+static inline uint64_t sst_block_target_window(const struct sst_block *b, const struct cell *t)
+{
+    uint32_t l = b->lcp;
+    const uint8_t *p = b->keys + b->e[0].key_off;
     size_t n = t->row_len < l ? t->row_len : l;
     int c = n ? memcmp(t->row, p, n) : 0;
     if (c == 0 && t->row_len >= l)
@@ -374,13 +393,14 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
             why = "bad restart offset";
             goto bad;
         }
-    size_t esz = count * sizeof(struct sst_dentry);
-    size_t total = sizeof(struct sst_block) + esz + keybytes + (stable ? 0 : rawlen) + 1;
+    size_t esz = count * sizeof(struct sst_dentry), wsz = count * sizeof(uint64_t);
+    size_t total = sizeof(struct sst_block) + wsz + esz + keybytes + (stable ? 0 : rawlen) + 1;
     struct sst_block *b = malloc(total);
     if (!b)
         return ct_err_set(err, CT_ENOMEM, "out of memory reading %s", f->path);
     b->n = (uint32_t)count;
-    b->e = (struct sst_dentry *)(b + 1);
+    b->wk = (uint64_t *)(b + 1);
+    b->e = (struct sst_dentry *)(b->wk + count);
     b->keys = (uint8_t *)b->e + esz;
     if (stable) {
         b->raw = raw;
@@ -421,6 +441,13 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
         prev_off = ko;
         ko += d->key_len;
     }
+    const struct sst_dentry *d0 = &b->e[0], *dn = &b->e[count - 1];
+    uint32_t l = 0;
+    while (l < d0->row_len && l < dn->row_len && b->keys[d0->key_off + l] == b->keys[dn->key_off + l])
+        l++;
+    b->lcp = l;
+    for (size_t i = 0; i < count; i++)
+        b->wk[i] = sst_row_window(b->keys + b->e[i].key_off, b->e[i].row_len, l);
     *out = b;
     return CT_OK;
 bad:
@@ -820,9 +847,42 @@ static inline void sst_entry_cell(const struct sst_block *b, uint32_t i, struct 
     c->seq = d->seq;
 }
 
+/* Freed iterators kept per thread (up to SST_SPARE_ITERS) with their read buffers for the next
+ * sst_iter_new: a Get or a seek creates one per file it reads (callgrind: calloc and free were
+ * ~1,800 instructions per seekrandom op). Freed at thread exit through sst_spare_key. */
+#define SST_SPARE_ITERS 16
+static _Thread_local struct sst_iter *sst_spare[SST_SPARE_ITERS];
+static _Thread_local unsigned sst_nspare;
+static pthread_key_t sst_spare_key;
+static pthread_once_t sst_spare_once = PTHREAD_ONCE_INIT;
+static bool sst_spare_ok;
+
+static void sst_spare_free(void *unused)
+{
+    (void)unused;
+    while (sst_nspare) {
+        struct sst_iter *it = sst_spare[--sst_nspare];
+        sst_scratch_free(&it->scratch);
+        free(it);
+    }
+}
+
+static void sst_spare_init(void)
+{
+    sst_spare_ok = pthread_key_create(&sst_spare_key, sst_spare_free) == 0;
+}
+
 int sst_iter_new(struct sst *f, struct sst_iter **out, struct ct_err *err)
 {
-    struct sst_iter *it = calloc(1, sizeof(*it));
+    struct sst_iter *it;
+    if (sst_nspare) {
+        it = sst_spare[--sst_nspare];
+        struct sst_scratch keep = it->scratch;
+        memset(it, 0, sizeof(*it));
+        it->scratch = keep;
+    } else {
+        it = calloc(1, sizeof(*it));
+    }
     if (!it)
         return ct_err_set(err, CT_ENOMEM, "out of memory creating an iterator over %s", f->path);
     sst_ref(f);
@@ -848,8 +908,17 @@ void sst_iter_free(struct sst_iter *it)
     if (!it)
         return;
     sst_iter_drop_block(it);
-    sst_scratch_free(&it->scratch);
     sst_unref(it->f);
+    it->f = NULL;
+    if (sst_nspare < SST_SPARE_ITERS && it->scratch.in_cap + it->scratch.out_cap <= (256u << 10)) {
+        pthread_once(&sst_spare_once, sst_spare_init);
+        /* the key's destructor frees the spares when the thread exits */
+        if (sst_spare_ok && (sst_nspare || pthread_setspecific(sst_spare_key, (void *)1) == 0)) {
+            sst_spare[sst_nspare++] = it;
+            return;
+        }
+    }
+    sst_scratch_free(&it->scratch);
     free(it);
 }
 
@@ -934,6 +1003,15 @@ static inline int sst_entry_cmp(const struct sst_block *b, int64_t i, const stru
     return cell_compare(&c, t);
 }
 
+/* Order of entry i of b against the target (window tw): the windows, then whole cells on a tie. */
+static inline int sst_wk_cmp(const struct sst_block *b, uint32_t i, uint64_t tw,
+                             const struct cell *target)
+{
+    if (b->wk[i] != tw)
+        return b->wk[i] < tw ? -1 : 1;
+    return sst_entry_cmp(b, i, target);
+}
+
 static bool sst_iter_seek_near(struct sst_iter *it, const struct cell *target, bool prev)
 {
     if (!it->valid)
@@ -1001,11 +1079,10 @@ in_block:;
         return rc;
     const struct sst_block *b = it->blk;
     uint32_t l = 0, h = b->n;
+    uint64_t tw = sst_block_target_window(b, target);
     while (l < h) {
         uint32_t mid = l + (h - l) / 2;
-        struct cell c;
-        sst_entry_cell(b, mid, &c);
-        if (cell_compare(&c, target) < 0)
+        if (sst_wk_cmp(b, mid, tw, target) < 0)
             l = mid + 1;
         else
             h = mid;
@@ -1048,11 +1125,10 @@ in_block:;
         return rc;
     const struct sst_block *b = it->blk;
     uint32_t l = 0, h = b->n; /* first entry > target */
+    uint64_t tw = sst_block_target_window(b, target);
     while (l < h) {
         uint32_t mid = l + (h - l) / 2;
-        struct cell c;
-        sst_entry_cell(b, mid, &c);
-        if (cell_compare(&c, target) <= 0)
+        if (sst_wk_cmp(b, mid, tw, target) <= 0)
             l = mid + 1;
         else
             h = mid;

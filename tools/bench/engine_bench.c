@@ -51,6 +51,7 @@ struct result {
     const char *bench;
     const char *db;
     double ops_per_s;
+    double cpu_ns_per_op; /* CPU time of the benchmarking thread per operation */
     double mb_per_s;
     uint64_t ops;
     uint64_t found;
@@ -89,6 +90,15 @@ struct bdb {
     rocksdb_writeoptions_t *rwo;
     rocksdb_readoptions_t *rro;
 };
+
+/* CPU time of the calling thread: what a workload cost the benchmarking thread, without the
+ * time it waited for a CPU on a loaded machine (background threads are not counted). */
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static double now_s(void)
 {
@@ -482,7 +492,7 @@ static int run_one(struct bdb *b, const char *bench, const struct cfg *c, const 
     uint64_t seed = c->seed;
     char key[KEY_BYTES];
     uint64_t ops = 0, bytes = 0, found = 0;
-    double t0 = now_s();
+    double t0 = now_s(), c0 = thread_cpu_s();
     int rc = 0;
     if (strcmp(bench, "fillseq") == 0 || strcmp(bench, "fillrandom") == 0 ||
         strcmp(bench, "overwrite") == 0) {
@@ -511,6 +521,7 @@ static int run_one(struct bdb *b, const char *bench, const struct cfg *c, const 
         found = ops;
     }
     double dt = now_s() - t0;
+    r->cpu_ns_per_op = ops ? (thread_cpu_s() - c0) * 1e9 / (double)ops : 0;
     if (rc != 0)
         return -1;
     r->ops = ops;
@@ -649,9 +660,10 @@ int main(int argc, char **argv)
                 continue;
             }
             fprintf(stderr,
-                    "%-8s %-12s %12.0f ops/s %8.1f MB/s (%" PRIu64 " ops, %" PRIu64 " found)\n",
+                    "%-8s %-12s %12.0f ops/s %8.1f MB/s (%" PRIu64 " ops, %" PRIu64
+                    " found) %8.0f thread-CPU ns/op\n",
                     eng[e]->name, list[k], res[e][k].ops_per_s, res[e][k].mb_per_s, res[e][k].ops,
-                    res[e][k].found);
+                    res[e][k].found, res[e][k].cpu_ns_per_op);
         }
     }
     for (size_t e = 0; e < ne; e++) {

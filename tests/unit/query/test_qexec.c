@@ -522,6 +522,10 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
         "m=mult:sys.cpu{host=h5}",
         "m=max:5m-max:sys.cpu{host=*,dc=d9}",
         "m=count:sys.cpu{host=h3}",
+        /* the leading tag (host, uid 1) pinned: each hour read as key ranges */
+        "m=sum:sys.cpu{host=a0|a1,dc=d9}",
+        "m=sum:1m-avg:sys.cpu{host=h1|h3|a2}",
+        "m=max:sys.cpu{host=h4,dc=*}",
     };
     const char *starts[] = {"start=1356998400", "start=1357000123"};
     const char *ends[] = {"end=1357016400", "end=1357009999"};

@@ -1,5 +1,6 @@
 /* test_rowkey.c - row keys, TSUIDs, OpenTSDB's salt (Java Arrays.hashCode semantics) and the
  * tag-uid row filter. Vectors are computed by hand from the format description. */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -184,6 +185,104 @@ static void test_row_filter_clauses(void **state)
     rowkey_filter_free(f);
 }
 
+/* A key lies in [start, stop) (stop_len 0: no upper bound). */
+static bool key_in(const uint8_t *k, size_t kl, const uint8_t *a, size_t al, const uint8_t *b,
+                   size_t bl)
+{
+    size_t m = kl < al ? kl : al;
+    int c = memcmp(k, a, m);
+    if (c < 0 || (c == 0 && kl < al))
+        return false;
+    if (bl == 0)
+        return true;
+    m = kl < bl ? kl : bl;
+    c = memcmp(k, b, m);
+    return c < 0 || (c == 0 && kl < bl);
+}
+
+static void test_lead_ranges_hold_every_row_the_filter_accepts(void **state)
+{
+    (void)state;
+    struct rowkey_layout l;
+    rowkey_layout_init(&l);
+    struct ct_err err = {0};
+    struct rowkey_filter *f;
+    assert_int_equal(rowkey_filter_new(&l, &f, &err), CT_OK);
+    rowkey_filter_set_metric(f, 7);
+    uint64_t k1[] = {3, 2}, k2[] = {1}, k4[] = {2, 4};
+    assert_int_equal(rowkey_filter_add(f, 1, k1, 2, false, &err), CT_OK);
+    assert_int_equal(rowkey_filter_add(f, 2, k2, 1, false, &err), CT_OK);
+    assert_int_equal(rowkey_filter_add(f, 4, k4, 2, false, &err), CT_OK);
+    const uint64_t *vals[ROWKEY_MAX_TAGS];
+    size_t nvals[ROWKEY_MAX_TAGS];
+    assert_int_equal(rowkey_filter_lead(f, 64, vals, nvals), 2); /* uid 3 is not pinned */
+    assert_int_equal(nvals[0], 2);
+    assert_int_equal(vals[0][0], 2); /* sorted */
+    assert_int_equal(nvals[1], 1);
+    assert_int_equal(rowkey_filter_lead(f, 1, vals, nvals), 0); /* two ranges are too many */
+    /* every row over tag uids 1..4 (each present or not) with values 1..4 */
+    int accepted = 0;
+    for (unsigned mask = 1; mask < 16; mask++) {
+        for (unsigned code = 0; code < 256; code++) {
+            struct rowkey_tag t[4];
+            size_t n = 0;
+            for (unsigned k = 0; k < 4; k++)
+                if (mask >> k & 1)
+                    t[n++] = (struct rowkey_tag){k + 1, 1 + (code >> (2 * k) & 3)};
+            uint8_t row[ROWKEY_MAX_BYTES];
+            size_t rl = make_row(&l, 7, t, n, row);
+            if (!rowkey_filter_match(f, row, rl))
+                continue;
+            accepted++;
+            int in = 0;
+            for (size_t a = 0; a < nvals[0]; a++) {
+                uint64_t v[2] = {vals[0][a], vals[1][0]};
+                uint8_t lo[ROWKEY_MAX_BYTES], hi[ROWKEY_MAX_BYTES];
+                size_t hl = 0, ll = rowkey_lead_range(&l, 0, 7, 1356998400 + 59, v, 2, lo, hi, &hl);
+                in += key_in(row, rl, lo, ll, hi, hl);
+                /* the reversed bounds: lower < row <= upper */
+                uint8_t up[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID],
+                    dn[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID];
+                size_t ul = 0, dl = 0;
+                rowkey_lead_range_reversed(&l, 0, 7, 1356998400, v, 2, up, &ul, dn, &dl);
+                bool in_rev =
+                    !key_in(row, rl, up, ul, NULL, 0) || (rl == ul && !memcmp(row, up, rl));
+                in_rev = in_rev && key_in(row, rl, dn, dl, NULL, 0) &&
+                         !(rl == dl && !memcmp(row, dn, dl));
+                assert_int_equal(in_rev, key_in(row, rl, lo, ll, hi, hl));
+                /* the same hour's other metric and the next hour are outside */
+                size_t ol = rowkey_lead_range(&l, 0, 7, 1356998400 + 3600, v, 2, lo, hi, &hl);
+                assert_false(key_in(row, rl, lo, ol, hi, hl));
+            }
+            assert_int_equal(in, 1);
+        }
+    }
+    assert_true(accepted > 0);
+    /* an excluding clause, or none on uid 1, pins nothing */
+    struct rowkey_filter *g;
+    assert_int_equal(rowkey_filter_new(&l, &g, &err), CT_OK);
+    assert_int_equal(rowkey_filter_add(g, 1, k1, 2, true, &err), CT_OK);
+    assert_int_equal(rowkey_filter_add(g, 2, k2, 1, false, &err), CT_OK);
+    assert_int_equal(rowkey_filter_lead(g, 64, vals, nvals), 0);
+    rowkey_filter_free(g);
+    /* a prefix ending in 0xFF bytes: the range ends at the next possible prefix */
+    uint64_t big[1] = {0xFFFFFF};
+    uint8_t lo[ROWKEY_MAX_BYTES], hi[ROWKEY_MAX_BYTES];
+    size_t hl = 0, ll = rowkey_lead_range(&l, 0, 7, 1356998400, big, 1, lo, hi, &hl);
+    assert_int_equal(ll, 3 + 4 + 6);
+    assert_int_equal(hl, 3 + 4 + 3); /* [metric][hour][00 00 02] */
+    assert_int_equal(hi[hl - 1], 0x02);
+    /* reversed: a prefix ending in 0x00 has the prefix without it as its lower bound */
+    uint64_t low[1] = {0x000100};
+    uint8_t up[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID], dn[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID];
+    size_t ul = 0, dl = 0;
+    rowkey_lead_range_reversed(&l, 0, 7, 1356998400, low, 1, up, &ul, dn, &dl);
+    assert_int_equal(ul, 3 + 4 + 6 + ROWKEY_MAX_TSUID);
+    assert_int_equal(dl, 3 + 4 + 5);
+    assert_int_equal(dn[dl - 1], 0x01);
+    rowkey_filter_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +293,7 @@ int main(void)
         cmocka_unit_test(test_tsuid_build_rejects_bad_input),
         cmocka_unit_test(test_base_hour_and_scan_bounds),
         cmocka_unit_test(test_row_filter_clauses),
+        cmocka_unit_test(test_lead_ranges_hold_every_row_the_filter_accepts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* test_block_cache.c - the shared block cache: hits, misses and eviction counters, LRU order,
  * the in-memory and multi-access sections' priority, references that outlive eviction, a
- * disabled cache, and concurrent use. */
+ * disabled cache, the hash table against a model under random inserts and erases, and
+ * concurrent use. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -198,6 +199,45 @@ static void test_block_cache_erase_file_drops_only_that_file(void **state)
     block_cache_free(c);
 }
 
+/* The open-addressed table under many inserts, replacements and removals (table growth,
+ * backward shifts across runs, erase_file in the middle of runs), checked against a model: with
+ * room for everything, exactly the blocks inserted and not erased are found, each with its own
+ * value. */
+static void test_block_cache_table_matches_a_model_under_random_inserts_and_erases(void **state)
+{
+    (void)state;
+    enum { FILES = 7, OFFS = 900 };
+    static bool model[FILES][OFFS];
+    memset(model, 0, sizeof(model));
+    struct block_cache *c = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(block_cache_new(16u << 20, &c, &err), CT_OK); /* one shard */
+    unsigned seed = 42;
+    for (int round = 0; round < 20000; round++) {
+        unsigned r = (unsigned)rand_r(&seed);
+        uint64_t f = r % FILES, off = (r / FILES) % OFFS;
+        if (r % 97 == 0) {
+            block_cache_erase_file(c, f);
+            memset(model[f], 0, sizeof(model[f]));
+        } else {
+            put(c, f, off * 4096, 16, false); /* a second put replaces the block */
+            model[f][off] = true;
+        }
+        if (round % 2000 == 1999 || round == 19999)
+            for (uint64_t ff = 0; ff < FILES; ff++)
+                for (uint64_t o = 0; o < OFFS; o++)
+                    assert_int_equal(has(c, ff, o * 4096), model[ff][o]);
+    }
+    struct block_cache_stats st;
+    block_cache_get_stats(c, &st);
+    assert_int_equal(st.evictions, 0);
+    block_cache_clear(c);
+    for (uint64_t ff = 0; ff < FILES; ff++)
+        for (uint64_t o = 0; o < OFFS; o++)
+            assert_false(has(c, ff, o * 4096));
+    block_cache_free(c);
+}
+
 static void test_block_cache_disabled_caches_nothing(void **state)
 {
     (void)state;
@@ -255,6 +295,7 @@ int main(void)
         cmocka_unit_test(test_block_cache_recent_hit_survives_eviction_of_older_blocks),
         cmocka_unit_test(test_block_cache_reference_outlives_eviction_and_clear),
         cmocka_unit_test(test_block_cache_erase_file_drops_only_that_file),
+        cmocka_unit_test(test_block_cache_table_matches_a_model_under_random_inserts_and_erases),
         cmocka_unit_test(test_block_cache_disabled_caches_nothing),
         cmocka_unit_test(test_block_cache_is_consistent_under_concurrent_use),
     };

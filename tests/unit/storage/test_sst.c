@@ -313,6 +313,92 @@ static void test_sst_seek_and_seek_for_prev_match_sorted_array_exhaustively(void
     ctest_rmdir(dir);
 }
 
+static int tcell_cmp(const void *a, const void *b)
+{
+    struct cell x = as_cell(a), y = as_cell(b);
+    return cell_compare(&x, &y);
+}
+
+/* Rows that stress the 8-byte row windows of the index and in-block searches: zero and 0xff
+ * bytes, rows that are prefixes of others ("a" < "a\0" < "a\0\0"), rows shorter and longer
+ * than a block's common prefix, and a 12-byte shared prefix. Every cell, every row start and
+ * every row end is sought both ways, from a fresh iterator and from a positioned one, in
+ * several block sizes; answers are checked against the sorted array. */
+static void test_sst_seeks_with_prefix_rows_and_zero_bytes_match_sorted_array(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    static const uint8_t alpha[4] = {0x00, 0x01, 'a', 0xff};
+    size_t cap = 2 * (1 + 4 + 16 + 64) * 2, n = 0;
+    struct tcell *v = calloc(cap, sizeof(*v));
+    assert_non_null(v);
+    uint64_t seq = 1;
+    for (int pre = 0; pre < 2; pre++)
+        for (int len = 0; len <= 3; len++)
+            for (int code = 0; code < (1 << (2 * len)); code++) {
+                uint8_t row[16];
+                size_t rl = 0;
+                if (pre)
+                    for (; rl < 12; rl++)
+                        row[rl] = 'p';
+                for (int k = 0; k < len; k++)
+                    row[rl++] = alpha[(code >> (2 * k)) & 3];
+                if (rl == 0)
+                    continue;
+                for (int ver = 0; ver < 1 + (code % 2); ver++) {
+                    struct tcell *t = &v[n++];
+                    memcpy(t->row, row, rl);
+                    t->row_len = (uint32_t)rl;
+                    t->qual[0] = 'q';
+                    t->qual_len = 1;
+                    t->ts = 5000 - ver * 10;
+                    t->type = 4;
+                    t->seq = seq++;
+                    t->value_len = 3;
+                    t->value = malloc(3);
+                    assert_non_null(t->value);
+                    memcpy(t->value, "val", 3);
+                }
+            }
+    qsort(v, n, sizeof(*v), tcell_cmp);
+    struct ct_err err = {0};
+    const uint32_t sizes[] = {64, 300, 4096};
+    for (size_t s = 0; s < 3; s++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/p%zu.sst", dir, s);
+        struct sst_writer_options o = {.blocksize = sizes[s], .bloom = WC_BLOOM_ROW};
+        write_file(path, v, n, &o, NULL);
+        struct block_cache *bc = NULL;
+        assert_int_equal(block_cache_new(1u << 20, &bc, &err), CT_OK);
+        struct sst *f = NULL;
+        assert_int_equal(sst_open(path, 1, bc, NULL, &f, &err), CT_OK);
+        struct sst_iter *it = NULL;
+        assert_int_equal(sst_iter_new(f, &it, &err), CT_OK);
+        for (size_t i = 0; i < n; i++) {
+            struct cell t = as_cell(&v[i]);
+            struct cell starts[3] = {t, t, t};
+            starts[1].qual_len = 0; /* the row's first possible cell */
+            starts[1].ts_ms = INT64_MAX;
+            starts[1].type = 255;
+            starts[1].seq = UINT64_MAX;
+            starts[2].qual = (const uint8_t *)"\xff\xff"; /* after the row's cells */
+            starts[2].qual_len = 2;
+            for (int k = 0; k < 3; k++) {
+                check_seek(it, v, n, &starts[k]);
+                struct sst_iter *fresh = NULL;
+                assert_int_equal(sst_iter_new(f, &fresh, &err), CT_OK);
+                check_seek(fresh, v, n, &starts[k]);
+                sst_iter_free(fresh);
+            }
+        }
+        sst_iter_free(it);
+        sst_unref(f);
+        block_cache_free(bc);
+    }
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
 static void test_sst_cell_larger_than_block_gets_its_own_block(void **state)
 {
     (void)state;
@@ -744,6 +830,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sst_round_trips_every_compression_bloom_and_blocksize),
         cmocka_unit_test(test_sst_seek_and_seek_for_prev_match_sorted_array_exhaustively),
+        cmocka_unit_test(test_sst_seeks_with_prefix_rows_and_zero_bytes_match_sorted_array),
         cmocka_unit_test(test_sst_cell_larger_than_block_gets_its_own_block),
         cmocka_unit_test(test_sst_empty_file_has_no_cells),
         cmocka_unit_test(test_sst_writer_rejects_out_of_order_cells),

@@ -1,0 +1,256 @@
+/* test_engine_scan.c - the engine's full scans (storage/engine/scan.c) against its point reads:
+ * a random history of puts and every kind of delete marker over 60 rows in two regions, two
+ * families (one with versions, TTL and MIN_VERSIONS) and four columns, spread over memstores and
+ * several block files by flushes (and compactions in some rounds), so that many rows are held by
+ * one input only (the scanner's single-input fast path) and others by several. After every round
+ * a forward and a reversed full scan, under a set of read options, must return exactly the rows
+ * and cells that wc_get returns row by row (engine_get: separate code that merges per row), in
+ * order; a forward scan with a pass-through row filter and one cut into 1-cell batches too. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/wc.h"
+#include "tests/lib/ctest.h"
+
+static char *g_dir;
+static struct wc_store *g_store;
+
+static int setup(void **state)
+{
+    (void)state;
+    g_dir = ctest_mkdtemp();
+    setenv("CTSDB_NOW_MS", "1000000", 1);
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = g_dir;
+    o.block_cache_bytes = 256 << 10; /* small: blocks are evicted and read again */
+    struct ct_err err;
+    if (wc_open(&o, &g_store, &err) != CT_OK) {
+        fprintf(stderr, "open: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    wc_close(g_store);
+    ctest_rmdir(g_dir);
+    unsetenv("CTSDB_NOW_MS");
+    return 0;
+}
+
+static uint64_t rnd(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+static enum wc_row_decision pass_all(void *arg, const uint8_t *row, size_t len)
+{
+    (void)arg;
+    (void)row;
+    (void)len;
+    return WC_ROW_INCLUDE;
+}
+
+#define NROWS     60
+#define ROW_BYTES 4096
+
+/* Appends one row's cells (or nothing for an empty row) as text. */
+static void fmt_row(char *out, size_t size, const struct wc_row *r)
+{
+    size_t l = strlen(out);
+    for (size_t i = 0; i < r->ncells && l + 1 < size; i++) {
+        const struct wc_cell *c = &r->cells[i];
+        l += (size_t)snprintf(out + l, size - l, "%.*s|%.*s:%.*s@%lld/%d=%.*s;", (int)r->key.len,
+                              (const char *)r->key.data, (int)c->family.len,
+                              (const char *)c->family.data, (int)c->qualifier.len,
+                              (const char *)c->qualifier.data, (long long)c->ts_ms, (int)c->type,
+                              (int)c->value.len, (const char *)c->value.data);
+        if (l >= size)
+            l = size - 1;
+    }
+}
+
+/* A full scan into per-row texts (rows in the order returned; batches of a row joined). */
+static size_t scan_rows(struct wc_table *t, const struct wc_scan_options *o, char rows[][ROW_BYTES],
+                        char keys[][16])
+{
+    struct ct_err err;
+    struct wc_scanner *sc;
+    assert_int_equal(wc_scanner_open(t, o, &sc, &err), CT_OK);
+    struct wc_row wr;
+    int rc;
+    size_t n = 0;
+    while ((rc = wc_scanner_next(sc, &wr, &err)) == CT_OK) {
+        assert_true(wr.key.len < 16);
+        bool same = n > 0 && strlen(keys[n - 1]) == wr.key.len &&
+                    memcmp(keys[n - 1], wr.key.data, wr.key.len) == 0;
+        if (!same) {
+            assert_true(n < NROWS);
+            memcpy(keys[n], wr.key.data, wr.key.len);
+            keys[n][wr.key.len] = 0;
+            rows[n][0] = 0;
+            n++;
+        }
+        fmt_row(rows[n - 1], ROW_BYTES, &wr);
+    }
+    assert_int_equal(rc, CT_NOTFOUND);
+    wc_scanner_close(sc);
+    return n;
+}
+
+static void check_scans(struct wc_table *t, const struct wc_scan_options *base, int round, int v,
+                        size_t *nonempty)
+{
+    static char want[NROWS][ROW_BYTES], got[NROWS][ROW_BYTES];
+    static char wkeys[NROWS][16], gkeys[NROWS][16];
+    struct ct_err err;
+    size_t nw = 0;
+    for (int r = 0; r < NROWS; r++) {
+        char row[16];
+        snprintf(row, sizeof row, "r%03d", r);
+        struct wc_result res;
+        assert_int_equal(wc_get(t, wc_bytes_str(row), base, &res, &err), CT_OK);
+        if (res.row.ncells) {
+            snprintf(wkeys[nw], sizeof wkeys[nw], "%s", row);
+            want[nw][0] = 0;
+            fmt_row(want[nw], ROW_BYTES, &res.row);
+            nw++;
+        }
+        wc_result_release(&res);
+    }
+    *nonempty += nw;
+    for (int mode = 0; mode < 4; mode++) {
+        struct wc_scan_options o = *base;
+        if (mode == 1)
+            o.reversed = true;
+        if (mode == 2)
+            o.row_filter = pass_all;
+        if (mode == 3)
+            o.batch_cells = 1;
+        size_t ng = scan_rows(t, &o, got, gkeys);
+        if (ng != nw)
+            fail_msg("round %d options %d mode %d: %zu rows scanned, %zu read", round, v, mode, ng,
+                     nw);
+        for (size_t i = 0; i < nw; i++) {
+            size_t j = o.reversed ? nw - 1 - i : i;
+            if (strcmp(gkeys[j], wkeys[i]) != 0 || strcmp(got[j], want[i]) != 0)
+                fail_msg("round %d options %d mode %d row %s:\n scan %s %s\n get  %s", round, v,
+                         mode, wkeys[i], gkeys[j], got[j], want[i]);
+        }
+    }
+}
+
+static void test_full_scans_equal_point_reads_under_random_history(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct wc_family_desc fd[2];
+    wc_family_desc_init(&fd[0], "f");
+    fd[0].versions = 3;
+    fd[0].min_versions = 1;
+    fd[0].ttl_s = 600; /* now = 1000 s: cells below ts 400000 are expired */
+    fd[0].blocksize = 1024;
+    wc_family_desc_init(&fd[1], "g");
+    fd[1].versions = 1;
+    fd[1].blocksize = 1024;
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "st");
+    d.families = fd;
+    d.nfamilies = 2;
+    d.compaction_enabled = false; /* compactions only where the test asks */
+    struct wc_bytes split = wc_bytes_str("r030");
+    assert_int_equal(wc_table_create(g_store, &d, &split, 1, &err), CT_OK);
+    struct wc_table *t;
+    assert_int_equal(wc_table_open(g_store, "st", &t, &err), CT_OK);
+
+    static const char *quals[] = {"", "a", "ab", "b"};
+    static const char *fams[] = {"f", "g"};
+    uint64_t seed = 0x243f6a8885a308d3ull;
+    size_t nonempty = 0, checks = 0;
+    for (int round = 0; round < 10; round++) {
+        int nput = round < 4 ? 25 : 80; /* early rounds: sparse files, many single-input rows */
+        for (int i = 0; i < nput; i++) {
+            char row[16], val[32];
+            snprintf(row, sizeof row, "r%03d", (int)(rnd(&seed) % NROWS));
+            snprintf(val, sizeof val, "v%d.%d", round, i);
+            struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fams[rnd(&seed) % 2]),
+                                    wc_bytes_str(quals[rnd(&seed) % 4]), wc_bytes_str(val),
+                                    (int64_t)(350000 + rnd(&seed) % 12 * 50000)};
+            uint64_t k = rnd(&seed) % 20;
+            if (k < 2)
+                m.op = WC_OP_DELETE_VERSION;
+            else if (k == 2)
+                m.op = WC_OP_DELETE_COLUMN;
+            else if (k == 3)
+                m.op = WC_OP_DELETE_FAMILY;
+            else if (k == 4)
+                m.op = WC_OP_DELETE_FAMILY_VERSION;
+            else if (k == 5 && i % 5 == 0)
+                m.op = WC_OP_DELETE_ROW;
+            if (m.op == WC_OP_DELETE_FAMILY || m.op == WC_OP_DELETE_FAMILY_VERSION ||
+                m.op == WC_OP_DELETE_ROW)
+                m.qualifier = wc_bytes_of(NULL, 0);
+            struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
+            assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_SKIP_WAL, &err), CT_OK);
+        }
+        if (round % 2 == 0 || round == 7) /* most rounds end in a file of their own */
+            assert_int_equal(wc_table_flush(g_store, "st", &err), CT_OK);
+        if (round == 6)
+            assert_int_equal(wc_table_compact(g_store, "st", NULL, false, &err), CT_OK);
+        if (round == 8)
+            assert_int_equal(wc_table_compact(g_store, "st", NULL, true, &err), CT_OK);
+
+        struct wc_column cols[2] = {{wc_bytes_str("f"), wc_bytes_str("ab"), true},
+                                    {wc_bytes_str("g"), wc_bytes_of(NULL, 0), false}};
+        for (int v = 0; v < 6; v++) {
+            struct wc_scan_options o;
+            wc_scan_options_init(&o);
+            switch (v) {
+            case 1:
+                o.max_versions = 3;
+                break;
+            case 2:
+                o.columns = cols;
+                o.ncolumns = 2;
+                o.max_versions = 2;
+                break;
+            case 3:
+                o.tmin_ms = 400000;
+                o.tmax_ms = 700000;
+                o.max_versions = 3;
+                break;
+            case 4:
+                o.qualifier_prefix = wc_bytes_str("a");
+                o.max_versions = 3;
+                break;
+            case 5:
+                o.raw = true;
+                o.max_versions = 10;
+                break;
+            default:
+                break;
+            }
+            check_scans(t, &o, round, v, &nonempty);
+            checks++;
+        }
+    }
+    assert_true(nonempty > checks * 10); /* the history left rows to compare */
+    wc_table_close(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_full_scans_equal_point_reads_under_random_history),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
