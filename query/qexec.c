@@ -520,8 +520,8 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
         size_t n = cols.n;
         bool has_ann = false;
         for (size_t c = 0; c < row.ncells && !has_ann; c++)
-            has_ann = dpcodec_qualifier_kind(row.cells[c].qualifier.data,
-                                             row.cells[c].qualifier.len) == DPCODEC_Q_ANNOTATION;
+            has_ann =
+                dpcodec_is_annotation_q(row.cells[c].qualifier.data, row.cells[c].qualifier.len);
         if (n == 0 && !has_ann)
             continue;
         atomic_fetch_add(&x->rows, 1);
@@ -607,8 +607,7 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
         }
         for (size_t c = 0; c < row.ncells && has_ann; c++) {
             const struct wc_cell *cell = &row.cells[c];
-            if (dpcodec_qualifier_kind(cell->qualifier.data, cell->qualifier.len) !=
-                DPCODEC_Q_ANNOTATION)
+            if (!dpcodec_is_annotation_q(cell->qualifier.data, cell->qualifier.len))
                 continue;
             int64_t st;
             struct ct_err e2 = {0};

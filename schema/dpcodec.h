@@ -106,6 +106,13 @@ enum dpcodec_qkind {
     DPCODEC_Q_OTHER = 5,      /* histogram or unknown odd-length: skipped */
 };
 enum dpcodec_qkind dpcodec_qualifier_kind(const uint8_t *q, size_t qlen);
+/* dpcodec_qualifier_kind(q, qlen) == DPCODEC_Q_ANNOTATION, inline (for loops over every cell):
+ * no other kind has an odd length of 3 or 5 starting with 0x01 (the append qualifier starts
+ * with 0x05, the compressed one is 11 bytes). */
+static inline bool dpcodec_is_annotation_q(const uint8_t *q, size_t qlen)
+{
+    return (qlen == 3 || qlen == 5) && q[0] == DPCODEC_ANNOTATION_PREFIX;
+}
 
 /* ---- decoding every layout -------------------------------------------------------------- */
 

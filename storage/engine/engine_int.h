@@ -259,6 +259,8 @@ struct echild {
     bool is_ms;
     bool valid;
     bool rev_ok; /* reversed scans: positioned on the last visible cell below the bound */
+    bool has_start; /* reversed scans, files: `start` is the first cell of the row read last */
+    struct sst_pos start;
     struct memstore_iter mi;
     struct sst_iter *si;
     uint64_t snap;
@@ -277,6 +279,12 @@ CT_MUST_CHECK int echild_seek_last(struct echild *c, struct ct_err *err);
 CT_MUST_CHECK int echild_seek_for_prev(struct echild *c, const struct cell *target,
                                        struct ct_err *err);
 CT_MUST_CHECK int echild_next(struct echild *c, struct ct_err *err);
+/* Reversed scans. echild_rewind_row: moves a child positioned on some cell of a row to that
+ * row's first visible cell (= echild_seek to the row's start; files remember where it is).
+ * echild_prev_row: moves a child that was rewound and then read forward to the last visible
+ * cell before that row start (= echild_seek_for_prev of the row's start). */
+CT_MUST_CHECK int echild_rewind_row(struct echild *c, struct ct_err *err);
+CT_MUST_CHECK int echild_prev_row(struct echild *c, struct ct_err *err);
 /* The smallest possible cell of a row (sorts before every real cell of it). */
 void ecell_row_start(struct cell *c, const uint8_t *row, size_t len);
 

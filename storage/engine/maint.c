@@ -792,8 +792,10 @@ static int compact_store(struct estore *s, struct etable *t, struct eregion *r, 
     size_t nk = 0;
     for (size_t i = 0; i < count && rc == CT_OK; i++) {
         m.expected_cells += sst_get_meta(in[i].sst)->cells;
-        if ((rc = echild_init_sst(&kids[i], in[i].sst, UINT64_MAX, err)) == CT_OK)
+        if ((rc = echild_init_sst(&kids[i], in[i].sst, UINT64_MAX, err)) == CT_OK) {
+            sst_iter_set_fill_cache(kids[i].si, false); /* read once: keep readers' blocks */
             nk++;
+        }
     }
     if (rc == CT_OK)
         rc = merge_to_file(&m, kids, nk, &out, err);

@@ -11,7 +11,8 @@
  * with the region's range, so inputs shared by split daughters never leak rows.
  *
  * Cells returned point into memstore arenas (stable while referenced) or, for block-file cells,
- * into the scanner's row arena (reset per row). */
+ * into the scanner's row arena (reset per row), except the values of uncompressed blocks of mapped
+ * files, which point into the file's mapping (stable while the scanner holds the file). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +184,34 @@ int echild_next(struct echild *c, struct ct_err *err)
         if ((rc = echild_raw_next(c, err)) != CT_OK)
             return rc;
     return CT_OK;
+}
+
+int echild_rewind_row(struct echild *c, struct ct_err *err)
+{
+    if (c->is_ms || !c->valid) { /* memstores have no back links: search */
+        struct cell start;
+        ecell_row_start(&start, c->cur.row, c->cur.row_len);
+        c->has_start = false;
+        return echild_seek(c, &start, err);
+    }
+    int rc = sst_iter_row_start(c->si, err);
+    if (rc == CT_OK)
+        rc = echild_skip_fwd(c, err);
+    /* cells stepped over by skip_fwd are invisible: stepping back from here finds the same
+     * cell as from the row's first cell */
+    c->has_start = rc == CT_OK && c->valid;
+    if (c->has_start)
+        sst_iter_tell(c->si, &c->start);
+    return rc;
+}
+
+int echild_prev_row(struct echild *c, struct ct_err *err)
+{
+    c->has_start = false;
+    int rc = sst_iter_prev_of(c->si, &c->start, err);
+    if (rc != CT_OK)
+        return rc;
+    return echild_skip_back(c, err);
 }
 
 /* ---- the matcher (spec §5 rules 1-7, §6.3 tracking) --------------------------------------- */
@@ -799,7 +828,9 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
         struct echild *c = &sc->kids[i];
         /* an input that held no cell of the last row still sits on its last cell below it */
         if (!c->rev_ok) {
-            int rc = use_last ? echild_seek_last(c, err) : echild_seek_for_prev(c, &target, err);
+            int rc = use_last      ? echild_seek_last(c, err)
+                     : c->has_start ? echild_prev_row(c, err)
+                                    : echild_seek_for_prev(c, &target, err);
             if (rc != CT_OK)
                 return rc;
             c->rev_ok = true;
@@ -816,13 +847,11 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     memcpy(sc->key, best->row, best->row_len);
     sc->key_len = best->row_len;
     sc->bound_inf = false;
-    struct cell start;
-    ecell_row_start(&start, sc->key, sc->key_len);
     for (size_t i = 0; i < sc->nkids; i++) {
         struct echild *c = &sc->kids[i];
         if (!child_on_row(c, sc->key, sc->key_len))
             continue;
-        int rc = echild_seek(c, &start, err);
+        int rc = echild_rewind_row(c, err);
         if (rc != CT_OK)
             return rc;
         c->rev_ok = false;
@@ -873,6 +902,16 @@ static int scanner_push_cell(struct escanner *sc, const struct sfam *f, const st
     o->type = (enum wc_cell_type)c->cur.type;
     if (c->is_ms) {
         o->qualifier = wc_bytes_of(c->cur.qual, c->cur.qual_len);
+        o->value = wc_bytes_of(c->cur.value, c->cur.value_len);
+    } else if (sst_iter_value_pinned(c->si)) {
+        /* the value stays in the file's mapping while the scanner holds the file: only the
+         * qualifier (in the decoded block, released when the iterator moves on) is copied */
+        uint8_t *p = sarena_alloc(sc, c->cur.qual_len + 1);
+        if (!p)
+            return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+        if (c->cur.qual_len)
+            memcpy(p, c->cur.qual, c->cur.qual_len);
+        o->qualifier = wc_bytes_of(p, c->cur.qual_len);
         o->value = wc_bytes_of(c->cur.value, c->cur.value_len);
     } else {
         uint8_t *p = sarena_alloc(sc, c->cur.qual_len + c->cur.value_len + 1);

@@ -130,6 +130,28 @@ CT_MUST_CHECK int sst_iter_prev(struct sst_iter *it, struct ct_err *err);
 bool sst_iter_valid(const struct sst_iter *it);
 /* The current cell; its bytes are valid until the iterator moves or is freed. */
 void sst_iter_cell(const struct sst_iter *it, struct cell *out);
+/* Blocks this iterator reads from the file are not put into the block cache (hits are still
+ * used): for compactions, which read each block once and would otherwise evict what readers
+ * use (HBase's compaction scanners do not cache blocks either). */
+void sst_iter_set_fill_cache(struct sst_iter *it, bool fill);
+/* Whether the current cell's value lies in the file's read-only mapping (an uncompressed block
+ * of a mapped file): then its bytes stay valid while the file is referenced, not only until the
+ * iterator moves (REQUIRES valid). */
+bool sst_iter_value_pinned(const struct sst_iter *it);
+/* A position of an iterator, to come back to (reversed scans step back from the first cell of
+ * the row they read last). Only meaningful for the file it was taken from. */
+struct sst_pos {
+    int64_t bi, i;
+};
+/* The current position (REQUIRES valid). */
+void sst_iter_tell(const struct sst_iter *it, struct sst_pos *out);
+/* Positions the iterator on the cell just before position p (not valid if p is the file's first
+ * cell). Errors as for the other moves. */
+CT_MUST_CHECK int sst_iter_prev_of(struct sst_iter *it, const struct sst_pos *p,
+                                   struct ct_err *err);
+/* Moves back to the first cell of the current cell's row (REQUIRES valid): the same as
+ * sst_iter_seek() to the row's smallest possible cell, by comparing rows only. */
+CT_MUST_CHECK int sst_iter_row_start(struct sst_iter *it, struct ct_err *err);
 /* sst_iter_next(), then *valid = sst_iter_valid() and, if valid, the new current cell in *out:
  * one call per cell for merging readers. */
 CT_MUST_CHECK int sst_iter_next_cell(struct sst_iter *it, struct cell *out, bool *valid,

@@ -50,6 +50,7 @@ struct sst_dentry {
 
 struct sst_block {
     uint32_t n;
+    bool mapped; /* raw is the file's mapping: values stay valid while the file is referenced */
     /* the in-block search compares 8 row bytes first, as the index search does: the bytes after
      * the prefix the block's first and last row share (lcp bytes), big-endian, one word per
      * entry in a dense array, so a binary search reads a few lines of wk and the entries
@@ -115,6 +116,7 @@ struct sst_iter {
     int64_t bi;
     int64_t i;
     bool valid;
+    bool no_fill; /* blocks read from the file are owned, not cached */
     struct sst_scratch scratch;
 };
 
@@ -402,6 +404,7 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
     b->wk = (uint64_t *)(b + 1);
     b->e = (struct sst_dentry *)(b->wk + count);
     b->keys = (uint8_t *)b->e + esz;
+    b->mapped = stable;
     if (stable) {
         b->raw = raw;
     } else {
@@ -457,8 +460,9 @@ bad:
 
 /* Gets data block bi: from the cache or the file. *h is the cache reference (NULL: the caller
  * owns *out and frees it with sst_block_free). */
-static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc, struct sst_block **out,
-                         struct block_cache_handle **h, struct ct_err *err)
+static int sst_get_block(struct sst *f, uint32_t bi, bool fill, struct sst_scratch *sc,
+                         struct sst_block **out, struct block_cache_handle **h,
+                         struct ct_err *err)
 {
     const struct sst_index_entry *ie = &f->idx[bi];
     bool use_cache = f->cache && f->ro.blockcache;
@@ -494,7 +498,7 @@ static int sst_get_block(struct sst *f, uint32_t bi, struct sst_scratch *sc, str
     bool stable = f->map && raw >= f->map && raw < f->map + f->file_size;
     if ((rc = sst_block_decode(f, ie->off, raw, rawlen, stable, &b, err)) != CT_OK)
         return rc;
-    if (!use_cache) {
+    if (!use_cache || !fill) {
         *out = b;
         *h = NULL;
         return CT_OK;
@@ -930,7 +934,7 @@ static int sst_iter_load(struct sst_iter *it, int64_t bi, struct ct_err *err)
     it->valid = false;
     struct sst_block *b = NULL;
     struct block_cache_handle *h = NULL;
-    int rc = sst_get_block(it->f, (uint32_t)bi, &it->scratch, &b, &h, err);
+    int rc = sst_get_block(it->f, (uint32_t)bi, !it->no_fill, &it->scratch, &b, &h, err);
     if (rc != CT_OK)
         return rc;
     it->blk = b;
@@ -1199,4 +1203,76 @@ int sst_iter_next_cell(struct sst_iter *it, struct cell *out, bool *valid, struc
     if (rc == CT_OK && it->valid)
         sst_entry_cell(it->blk, (uint32_t)it->i, out);
     return rc;
+}
+
+void sst_iter_tell(const struct sst_iter *it, struct sst_pos *out)
+{
+    out->bi = it->bi;
+    out->i = it->i;
+}
+
+int sst_iter_prev_of(struct sst_iter *it, const struct sst_pos *p, struct ct_err *err)
+{
+    it->valid = false;
+    if (p->bi < 0 || p->bi >= (int64_t)it->f->nblocks)
+        return CT_OK;
+    if (p->i > 0) { /* in the same block: one step back */
+        int rc = sst_iter_load(it, p->bi, err);
+        if (rc != CT_OK)
+            return rc;
+        if (p->i - 1 >= (int64_t)it->blk->n)
+            return CT_OK; /* not a position of this file */
+        it->i = p->i - 1;
+        it->valid = true;
+        return CT_OK;
+    }
+    if (p->bi == 0)
+        return CT_OK;
+    int rc = sst_iter_load(it, p->bi - 1, err);
+    if (rc != CT_OK)
+        return rc;
+    it->i = it->blk->n - 1;
+    it->valid = true;
+    return CT_OK;
+}
+
+int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
+{
+    if (!it->valid)
+        return CT_OK;
+    for (;;) {
+        const struct sst_block *b = it->blk;
+        const struct sst_dentry *d = &b->e[it->i];
+        const uint8_t *row = b->keys + d->key_off;
+        uint32_t rl = d->row_len;
+        int64_t i = it->i;
+        while (i > 0) { /* within the block */
+            const struct sst_dentry *p = &b->e[i - 1];
+            if (p->row_len != rl || memcmp(b->keys + p->key_off, row, rl) != 0)
+                break;
+            i--;
+        }
+        it->i = i;
+        if (i > 0 || it->bi == 0)
+            return CT_OK;
+        /* the row may begin in an earlier block: its last cell decides */
+        const struct sst_index_entry *pe = &it->f->idx[it->bi - 1];
+        if (pe->last.row_len != rl || memcmp(pe->last.row, row, rl) != 0)
+            return CT_OK;
+        int rc = sst_iter_load(it, it->bi - 1, err);
+        if (rc != CT_OK)
+            return rc;
+        it->i = it->blk->n - 1;
+        it->valid = true;
+    }
+}
+
+bool sst_iter_value_pinned(const struct sst_iter *it)
+{
+    return it->blk->mapped;
+}
+
+void sst_iter_set_fill_cache(struct sst_iter *it, bool fill)
+{
+    it->no_fill = !fill;
 }

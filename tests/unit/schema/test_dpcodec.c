@@ -924,6 +924,28 @@ static void test_encoder_threads_write_the_same_bytes(void **state)
     }
 }
 
+static void test_annotation_test_inline_matches_qualifier_kind(void **state)
+{
+    (void)state;
+    uint8_t q[16];
+    for (size_t len = 0; len <= sizeof(q); len++) {
+        for (int first = 0; first < 256; first++) {
+            for (int fill = 0; fill < 3; fill++) { /* the other bytes: 0, 0xFF, or the CT tag */
+                for (size_t i = 0; i < len; i++)
+                    q[i] = fill == 0   ? 0
+                           : fill == 1 ? 0xFF
+                                       : (uint8_t) "\x07"
+                                                   "CT"[i % 3];
+                if (len)
+                    q[0] = (uint8_t)first;
+                bool kind = dpcodec_qualifier_kind(q, len) == DPCODEC_Q_ANNOTATION;
+                if (kind != dpcodec_is_annotation_q(q, len))
+                    fail_msg("len %zu first 0x%02x fill %d", len, first, fill);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -940,6 +962,7 @@ int main(void)
         cmocka_unit_test(test_cols_decode_matches_row_decode),
         cmocka_unit_test(test_encoder_output_bytes_are_pinned),
         cmocka_unit_test(test_encoder_threads_write_the_same_bytes),
+        cmocka_unit_test(test_annotation_test_inline_matches_qualifier_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -399,6 +399,111 @@ static void test_sst_seeks_with_prefix_rows_and_zero_bytes_match_sorted_array(vo
     ctest_rmdir(dir);
 }
 
+/* sst_iter_row_start and sst_iter_prev_of (reversed scans) against the sorted array, from every
+ * cell, with rows spanning several blocks (64-byte blocks) and not (64 KiB). */
+static void test_sst_row_start_and_prev_of_match_sorted_array(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    size_t n = 0;
+    struct tcell *v = make_cells(30, 4, 3, &n);
+    struct ct_err err = {0};
+    const uint32_t sizes[] = {64, 700, 65536};
+    for (size_t s = 0; s < 3; s++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/r%zu.sst", dir, s);
+        struct sst_writer_options o = {.blocksize = sizes[s], .bloom = WC_BLOOM_ROW};
+        write_file(path, v, n, &o, NULL);
+        struct sst *f = NULL;
+        assert_int_equal(sst_open(path, 1, NULL, NULL, &f, &err), CT_OK);
+        struct sst_iter *it = NULL, *other = NULL;
+        assert_int_equal(sst_iter_new(f, &it, &err), CT_OK);
+        assert_int_equal(sst_iter_new(f, &other, &err), CT_OK);
+        for (size_t i = 0; i < n; i++) {
+            struct cell t = as_cell(&v[i]), c;
+            assert_int_equal(sst_iter_seek(it, &t, &err), CT_OK);
+            assert_true(sst_iter_valid(it));
+            struct sst_pos pos;
+            sst_iter_tell(it, &pos);
+            /* the cell before i, reached from another iterator somewhere else */
+            assert_int_equal(sst_iter_seek_last(other, &err), CT_OK);
+            assert_int_equal(sst_iter_prev_of(other, &pos, &err), CT_OK);
+            if (i == 0) {
+                assert_false(sst_iter_valid(other));
+            } else {
+                assert_true(sst_iter_valid(other));
+                sst_iter_cell(other, &c);
+                assert_cell_eq(&c, &v[i - 1]);
+            }
+            /* the first cell of i's row */
+            size_t first = i;
+            while (first > 0 && v[first - 1].row_len == v[i].row_len &&
+                   memcmp(v[first - 1].row, v[i].row, v[i].row_len) == 0)
+                first--;
+            assert_int_equal(sst_iter_row_start(it, &err), CT_OK);
+            assert_true(sst_iter_valid(it));
+            sst_iter_cell(it, &c);
+            assert_cell_eq(&c, &v[first]);
+            assert_int_equal(sst_iter_next(it, &err), CT_OK); /* and on from there */
+            if (first + 1 < n) {
+                sst_iter_cell(it, &c);
+                assert_cell_eq(&c, &v[first + 1]);
+            }
+        }
+        sst_iter_free(it);
+        sst_iter_free(other);
+        sst_unref(f);
+    }
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
+/* An iterator told not to fill the cache reads every cell right and leaves the cache empty, but
+ * still uses blocks already cached; a normal iterator fills it. */
+static void test_sst_iterator_without_cache_fill_leaves_the_cache_alone(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    size_t n = 0;
+    struct tcell *v = make_cells(40, 4, 3, &n);
+    struct ct_err err = {0};
+    char path[600];
+    snprintf(path, sizeof path, "%s/nf.sst", dir);
+    struct sst_writer_options o = {.blocksize = 700, .bloom = WC_BLOOM_ROW};
+    write_file(path, v, n, &o, NULL);
+    struct block_cache *bc = NULL;
+    assert_int_equal(block_cache_new(4u << 20, &bc, &err), CT_OK);
+    struct sst *f = NULL;
+    assert_int_equal(sst_open(path, 1, bc, NULL, &f, &err), CT_OK);
+    struct sst_iter *it = NULL;
+    assert_int_equal(sst_iter_new(f, &it, &err), CT_OK);
+    sst_iter_set_fill_cache(it, false);
+    size_t i = 0;
+    assert_int_equal(sst_iter_seek_first(it, &err), CT_OK);
+    for (; sst_iter_valid(it); i++) {
+        struct cell c;
+        sst_iter_cell(it, &c);
+        assert_cell_eq(&c, &v[i]);
+        assert_int_equal(sst_iter_next(it, &err), CT_OK);
+    }
+    assert_int_equal(i, n);
+    struct block_cache_stats st;
+    block_cache_get_stats(bc, &st);
+    assert_int_equal(st.bytes, 0);
+    check_scan_both_ways(f, v, n); /* a normal iterator fills it */
+    block_cache_get_stats(bc, &st);
+    assert_true(st.bytes > 0);
+    uint64_t hits = st.hits;
+    assert_int_equal(sst_iter_seek_first(it, &err), CT_OK); /* and the other one hits */
+    block_cache_get_stats(bc, &st);
+    assert_true(st.hits > hits);
+    sst_iter_free(it);
+    sst_unref(f);
+    block_cache_free(bc);
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
 static void test_sst_cell_larger_than_block_gets_its_own_block(void **state)
 {
     (void)state;
@@ -831,6 +936,8 @@ int main(void)
         cmocka_unit_test(test_sst_round_trips_every_compression_bloom_and_blocksize),
         cmocka_unit_test(test_sst_seek_and_seek_for_prev_match_sorted_array_exhaustively),
         cmocka_unit_test(test_sst_seeks_with_prefix_rows_and_zero_bytes_match_sorted_array),
+        cmocka_unit_test(test_sst_row_start_and_prev_of_match_sorted_array),
+        cmocka_unit_test(test_sst_iterator_without_cache_fill_leaves_the_cache_alone),
         cmocka_unit_test(test_sst_cell_larger_than_block_gets_its_own_block),
         cmocka_unit_test(test_sst_empty_file_has_no_cells),
         cmocka_unit_test(test_sst_writer_rejects_out_of_order_cells),
