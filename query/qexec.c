@@ -523,8 +523,10 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
 }
 
 /* At most this many key ranges per hour when the filter pins the leading tags (beyond, the
- * hour's rows are walked whole). */
-#define QEXEC_LEAD_RANGES 64
+ * hour's rows are walked whole): a range costs a scanner and a seek, worth a few rows that the
+ * row filter would reject (~1,600 instructions each), and nothing says how many series a range
+ * holds, so a long list of values is read the usual way. */
+#define QEXEC_LEAD_RANGES 8
 
 /* What the scans of one piece of work reuse from range to range. */
 struct xscratch {
