@@ -353,7 +353,7 @@ static bool qual_selected(const struct matcher *m, const uint8_t *q, size_t ql)
 
 static int matcher_cell(struct matcher *m, const struct cell *c, struct ct_err *err)
 {
-    if (!m->have_col || bytes_cmp(m->qual, m->qual_len, c->qual, c->qual_len) != 0) {
+    if (!m->have_col || !cell_bytes_eq(m->qual, m->qual_len, c->qual, c->qual_len)) {
         if (c->qual_len > m->qual_cap) {
             size_t cap = c->qual_len * 2 + 16;
             uint8_t *nq = malloc(cap);
@@ -753,7 +753,7 @@ static bool row_below_hi(const struct sregion *r, const uint8_t *row, size_t len
 
 static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
 {
-    return c->valid && bytes_cmp(c->cur.row, c->cur.row_len, row, len) == 0;
+    return c->valid && cell_bytes_eq(c->cur.row, c->cur.row_len, row, len);
 }
 
 /* Finds the next candidate row of the open region into sc->key; false if none. */
