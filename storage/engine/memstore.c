@@ -43,7 +43,7 @@
 #define MS_MAX_HEIGHT  12
 #define MS_CHUNK_BYTES (256u << 10)
 #define MS_HINT_MIN    256u       /* row hint slots at first (a power of two) */
-#define MS_HINT_MAX    (1u << 16) /* most row hint slots: 1.5 MiB per memstore */
+#define MS_HINT_MAX    (1u << 15) /* most row hint slots: 768 KiB per memstore */
 
 /* k0/k1 hold the first 16 bytes of the row (big-endian, zero-padded) so most comparisons in a
  * search are two integer compares on the node itself. */
