@@ -1359,21 +1359,24 @@ static size_t format_ts(struct xout *xo, int64_t ts, char *out)
 {
     if (ts < 10000)
         return qjson_format_i64(ts, out);
-    int64_t hi = ts / 10000, lo = ts % 10000;
-    if (!xo->ts_hi_len || hi != xo->ts_hi) {
-        xo->ts_hi = hi;
-        xo->ts_hi_len = qjson_format_i64(hi, xo->ts_hi_digits);
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    int64_t lo = ts - xo->ts_hi * 10000; /* points come in time order: mostly the same block */
+    if (!xo->ts_hi_len || lo < 0 || lo >= 10000) {
+        xo->ts_hi = ts / 10000;
+        xo->ts_hi_len = qjson_format_i64(xo->ts_hi, xo->ts_hi_digits);
+        lo = ts - xo->ts_hi * 10000;
     }
     if (xo->ts_hi_len <= 16)
         memcpy(out, xo->ts_hi_digits, 16);
     else
         memcpy(out, xo->ts_hi_digits, xo->ts_hi_len);
     char *o = out + xo->ts_hi_len;
-    unsigned l = (unsigned)lo, h2 = l / 100, l2 = l % 100;
-    o[0] = (char)('0' + h2 / 10);
-    o[1] = (char)('0' + h2 % 10);
-    o[2] = (char)('0' + l2 / 10);
-    o[3] = (char)('0' + l2 % 10);
+    unsigned l = (unsigned)lo;
+    memcpy(o, pairs + 2 * (l / 100), 2);
+    memcpy(o + 2, pairs + 2 * (l % 100), 2);
     return xo->ts_hi_len + 4;
 }
 
