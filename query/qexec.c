@@ -323,10 +323,70 @@ static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_byte
  * them (qagg_downsample without fill): each bucket's values in time order through the
  * downsampling function. Only used when the interval divides an hour, so that no bucket spans
  * two rows and the row's buckets are the series' buckets. vals and scratch hold c->n doubles. */
-static int row_downsample(const struct xscan *x, const struct dpcodec_cols *c, struct qagg_buf *out,
+/* row_downsample() for a row of regular timestamps left unwritten (dpcodec_cols.ts_regular)
+ * whose step divides the interval, and a single-pass function of integers: every bucket after
+ * the first holds exactly interval / step points, so its points are counted, not compared.
+ * The same buckets and bits as the loops of row_downsample(). */
+static int row_downsample_regular(const struct xscan *x, const struct dpcodec_cols *c,
+                                  struct qagg_buf *out, struct ct_err *err)
+{
+    int64_t iv = x->ds->interval_ms, t0 = c->ts_first, st = c->ts_step;
+    size_t n = c->n, i = 0;
+    if (x->ds_seek_ms > t0)
+        i = (size_t)((x->ds_seek_ms - t0 + st - 1) / st);
+    if (i >= n)
+        return CT_OK;
+    int64_t ti = t0 + (int64_t)i * st, tlast = t0 + (int64_t)(n - 1) * st;
+    int64_t bstart = ti - ti % iv;
+    int rc = qagg_buf_reserve(out, (size_t)((tlast - bstart) / iv) + 1, err);
+    if (rc != CT_OK)
+        return rc;
+    enum qagg_stream kind = x->ds_stream;
+    const int64_t *v = (const int64_t *)(const void *)c->val;
+    size_t k = (size_t)(iv / st);
+    /* the first bucket ends at the first point at or after bstart + iv */
+    size_t e = (size_t)((bstart + iv - t0 + st - 1) / st);
+    for (; i < n; bstart += iv, e = i + k) {
+        if (e > n)
+            e = n;
+        double r;
+        if (kind == QAGG_STREAM_SUM || kind == QAGG_STREAM_AVG) {
+            r = 0;
+            for (size_t j = i; j < e; j++)
+                r += (double)v[j];
+            if (kind == QAGG_STREAM_AVG)
+                r /= (double)(e - i);
+        } else if (kind == QAGG_STREAM_COUNT) {
+            r = (double)(e - i);
+        } else {
+            int64_t m = v[i];
+            if (kind == QAGG_STREAM_MIN)
+                for (size_t j = i + 1; j < e; j++)
+                    m = v[j] < m ? v[j] : m;
+            else
+                for (size_t j = i + 1; j < e; j++)
+                    m = v[j] > m ? v[j] : m;
+            r = (double)m;
+        }
+        struct qagg_point *pt = &out->p[out->n++];
+        pt->ts_ms = bstart;
+        pt->is_int = false;
+        pt->v.d = r;
+        i = e;
+    }
+    return CT_OK;
+}
+
+static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct qagg_buf *out,
                           double *vals, double *scratch, struct ct_err *err)
 {
     int64_t iv = x->ds->interval_ms;
+    if (c->ts_regular) {
+        if (c->kinds == DPCODEC_COLS_INTS && x->ds_stream != QAGG_STREAM_NO && c->ts_step > 0 &&
+            iv % c->ts_step == 0)
+            return row_downsample_regular(x, c, out, err);
+        dpcodec_cols_fill_ts(c);
+    }
     const int64_t *ts = c->ts;
     size_t i = 0, n = c->n;
     while (i < n && ts[i] < x->ds_seek_ms)
@@ -520,8 +580,8 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
         size_t n = cols.n;
         bool has_ann = false;
         for (size_t c = 0; c < row.ncells && !has_ann; c++)
-            has_ann = dpcodec_qualifier_kind(row.cells[c].qualifier.data,
-                                             row.cells[c].qualifier.len) == DPCODEC_Q_ANNOTATION;
+            has_ann =
+                dpcodec_is_annotation_q(row.cells[c].qualifier.data, row.cells[c].qualifier.len);
         if (n == 0 && !has_ann)
             continue;
         atomic_fetch_add(&x->rows, 1);
@@ -607,8 +667,7 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
         }
         for (size_t c = 0; c < row.ncells && has_ann; c++) {
             const struct wc_cell *cell = &row.cells[c];
-            if (dpcodec_qualifier_kind(cell->qualifier.data, cell->qualifier.len) !=
-                DPCODEC_Q_ANNOTATION)
+            if (!dpcodec_is_annotation_q(cell->qualifier.data, cell->qualifier.len))
                 continue;
             int64_t st;
             struct ct_err e2 = {0};
@@ -647,6 +706,7 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
     struct xscratch xs;
     memset(&xs, 0, sizeof(xs));
     dpcodec_cols_init(&xs.cols);
+    xs.cols.lazy_ts = x->ds != NULL; /* only row_downsample() reads ts then */
     int rc = CT_OK;
     if (!x->nlead) {
         size_t lol = rowkey_scan_start(l, b, x->metric, bottom_s, lo);
@@ -1360,21 +1420,24 @@ static size_t format_ts(struct xout *xo, int64_t ts, char *out)
 {
     if (ts < 10000)
         return qjson_format_i64(ts, out);
-    int64_t hi = ts / 10000, lo = ts % 10000;
-    if (!xo->ts_hi_len || hi != xo->ts_hi) {
-        xo->ts_hi = hi;
-        xo->ts_hi_len = qjson_format_i64(hi, xo->ts_hi_digits);
+    static const char pairs[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    int64_t lo = ts - xo->ts_hi * 10000; /* points come in time order: mostly the same block */
+    if (!xo->ts_hi_len || lo < 0 || lo >= 10000) {
+        xo->ts_hi = ts / 10000;
+        xo->ts_hi_len = qjson_format_i64(xo->ts_hi, xo->ts_hi_digits);
+        lo = ts - xo->ts_hi * 10000;
     }
     if (xo->ts_hi_len <= 16)
         memcpy(out, xo->ts_hi_digits, 16);
     else
         memcpy(out, xo->ts_hi_digits, xo->ts_hi_len);
     char *o = out + xo->ts_hi_len;
-    unsigned l = (unsigned)lo, h2 = l / 100, l2 = l % 100;
-    o[0] = (char)('0' + h2 / 10);
-    o[1] = (char)('0' + h2 % 10);
-    o[2] = (char)('0' + l2 / 10);
-    o[3] = (char)('0' + l2 % 10);
+    unsigned l = (unsigned)lo;
+    memcpy(o, pairs + 2 * (l / 100), 2);
+    memcpy(o + 2, pairs + 2 * (l % 100), 2);
     return xo->ts_hi_len + 4;
 }
 

@@ -882,9 +882,15 @@ static int dpcodec_chead(const uint8_t *v, size_t vlen, size_t qlen, struct dpco
  * n each, and, when the cell has descriptors, desc (n bytes; *has_desc set). *ascending (may be
  * NULL) tells whether the timestamps are strictly ascending. zbuf holds h->raw bytes; zs is a
  * reusable raw-inflate state, or NULL for a temporary one. */
+/* Regular timestamps a caller lets dpcodec_cbody() leave unwritten (NULL: always written). */
+struct dpcodec_tsreg {
+    bool on; /* set: cts was not written; t_i = first + i * step */
+    int64_t first, step;
+};
+
 static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t *cts,
                          uint64_t *cval, uint8_t *desc, bool *has_desc, bool *ascending,
-                         uint8_t *zbuf, z_stream *zs, struct ct_err *err)
+                         struct dpcodec_tsreg *reg, uint8_t *zbuf, z_stream *zs, struct ct_err *err)
 {
     const uint8_t *p = h->p, *end = h->end;
     uint64_t n = h->n;
@@ -950,8 +956,14 @@ static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t 
             if (prog.h0 < 0 || last >= limit)
                 return dpcodec_cerr(ql, vl, err, "timestamp beyond the hour");
             int64_t t = base_ms + prog.h0 * unit, step = prog.h1 * unit;
-            for (uint64_t i = 0; i < n; i++, t += step)
-                cts[i] = t;
+            if (reg) {
+                reg->on = true;
+                reg->first = t;
+                reg->step = step;
+            } else {
+                for (uint64_t i = 0; i < n; i++, t += step)
+                    cts[i] = t;
+            }
             if (ascending)
                 *ascending = true;
             goto values;
@@ -1055,7 +1067,8 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
     it->cval = (uint64_t *)(it->scratch + h.n * 8);
     uint8_t *zbuf = it->scratch + h.n * 16, *desc = zbuf + h.raw;
     bool has_desc;
-    rc = dpcodec_cbody(&h, it->base_ms, it->cts, it->cval, desc, &has_desc, NULL, zbuf, NULL, err);
+    rc = dpcodec_cbody(&h, it->base_ms, it->cts, it->cval, desc, &has_desc, NULL, NULL, zbuf, NULL,
+                       err);
     if (rc != CT_OK) {
         it->failed = true;
         return rc;
@@ -1201,6 +1214,16 @@ void dpcodec_cols_init(struct dpcodec_cols *c)
     memset(c, 0, sizeof(*c));
 }
 
+void dpcodec_cols_fill_ts(struct dpcodec_cols *c)
+{
+    if (!c->ts_regular)
+        return;
+    int64_t t = c->ts_first;
+    for (size_t i = 0; i < c->n; i++, t += c->ts_step)
+        c->ts[i] = t;
+    c->ts_regular = false;
+}
+
 void dpcodec_cols_free(struct dpcodec_cols *c)
 {
     free(c->ts);
@@ -1267,10 +1290,14 @@ static int dpcodec_cols_compressed(int64_t base_s, const struct wc_cell *cell,
         c->zs = zs;
     }
     bool has_desc, ascending;
-    rc = dpcodec_cbody(&h, base_s * 1000, c->ts, c->val, c->is_int, &has_desc, &ascending, c->zbuf,
-                       c->zs, err);
+    struct dpcodec_tsreg reg = {false, 0, 0};
+    rc = dpcodec_cbody(&h, base_s * 1000, c->ts, c->val, c->is_int, &has_desc, &ascending,
+                       c->lazy_ts ? &reg : NULL, c->zbuf, c->zs, err);
     if (rc != CT_OK)
         return rc;
+    c->ts_regular = reg.on;
+    c->ts_first = reg.first;
+    c->ts_step = reg.step;
     if (!ascending)
         return DPCODEC_UNSORTED;
     size_t n = (size_t)h.n;
@@ -1296,6 +1323,7 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
 {
     c->n = 0;
     c->kinds = 0;
+    c->ts_regular = false;
     if (dups)
         *dups = 0;
     size_t ndp = 0, npoint = 0, last = 0;

@@ -106,6 +106,13 @@ enum dpcodec_qkind {
     DPCODEC_Q_OTHER = 5,      /* histogram or unknown odd-length: skipped */
 };
 enum dpcodec_qkind dpcodec_qualifier_kind(const uint8_t *q, size_t qlen);
+/* dpcodec_qualifier_kind(q, qlen) == DPCODEC_Q_ANNOTATION, inline (for loops over every cell):
+ * no other kind has an odd length of 3 or 5 starting with 0x01 (the append qualifier starts
+ * with 0x05, the compressed one is 11 bytes). */
+static inline bool dpcodec_is_annotation_q(const uint8_t *q, size_t qlen)
+{
+    return (qlen == 3 || qlen == 5) && q[0] == DPCODEC_ANNOTATION_PREFIX;
+}
 
 /* ---- decoding every layout -------------------------------------------------------------- */
 
@@ -157,6 +164,12 @@ struct dpcodec_cols {
     uint8_t *is_int; /* 1 = integer, 0 = float or double */
     size_t n;
     int kinds; /* DPCODEC_COLS_INTS | DPCODEC_COLS_REALS: which kinds of value the row holds */
+    /* Set lazy_ts to let a row of regular timestamps (a compressed cell whose times are
+     * ts_first + i * ts_step, ascending) leave ts unwritten: ts_regular then tells so, and
+     * dpcodec_cols_fill_ts() writes them when needed. ts_regular is false otherwise. */
+    bool lazy_ts;
+    bool ts_regular;
+    int64_t ts_first, ts_step;
     /* private */
     size_t cap;
     struct dpcodec_point *pts; /* the general path's buffer */
@@ -169,6 +182,8 @@ struct dpcodec_cols {
 #define DPCODEC_COLS_REALS 2
 void dpcodec_cols_init(struct dpcodec_cols *c);
 void dpcodec_cols_free(struct dpcodec_cols *c); /* then c may be reused after init */
+/* Writes the timestamps of a ts_regular row into ts (and clears ts_regular). */
+void dpcodec_cols_fill_ts(struct dpcodec_cols *c);
 /* Decodes every datapoint of a row into c (replacing what it held) exactly as
  * dpcodec_row_decode() does: sorted, duplicates resolved the same way, the same errors. A row
  * whose only datapoint cell is one compressed cell, or whose datapoint cells are single points

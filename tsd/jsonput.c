@@ -1,11 +1,13 @@
 /* jsonput.c - the /api/put body reader (see jsonput.h).
- * Invariants: (1) no allocation: spans point into the body or the scratch buffer; (2) the scratch
+ * Invariants: (1) no allocation (but in jsonput_syntax_full, for tests): spans point into the
+ * body or the scratch buffer; (2) the scratch
  * write position only grows within one point and is reset per point, and unescaping never
  * lengthens a string, so len + 1 bytes of scratch always suffice; (3) nesting deeper than
  * JSONPUT_MAX_DEPTH is a syntax error (bounded recursion). */
 #include "tsd/jsonput.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define JSONPUT_MAX_DEPTH 64
@@ -26,9 +28,11 @@ static void jp_fail(struct jp *j, const char *what)
     j->failed = true;
 }
 
-static void jp_ws(struct jp *j)
+static inline void jp_ws(struct jp *j)
 {
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+    /* JSON whitespace is all below '!': one compare for the common case of none */
+    while (j->p < j->end && (unsigned char)*j->p <= ' ' &&
+           (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
         j->p++;
 }
 
@@ -426,18 +430,176 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt)
     return true;
 }
 
+#define JP_QUICK_DEPTH 32
+
+/* Whether p..end starts with a JSON number as jp_number() reads it; *out: its end. */
+static bool jp_quick_number(const char *p, const char *end, const char **out)
+{
+    if (p < end && *p == '-')
+        p++;
+    if (p >= end || *p < '0' || *p > '9')
+        return false;
+    if (*p == '0')
+        p++;
+    else
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    if (p < end && *p == '.') {
+        p++;
+        if (p >= end || *p < '0' || *p > '9')
+            return false;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-'))
+            p++;
+        if (p >= end || *p < '0' || *p > '9')
+            return false;
+        while (p < end && *p >= '0' && *p <= '9')
+            p++;
+    }
+    *out = p;
+    return true;
+}
+
+/* A plain string at p ('"'): no escape, no control character; *out: past its closing quote. */
+static bool jp_quick_string(const char *p, const char *end, const char **out)
+{
+    p++;
+    while (p + 4 <= end && !jp_str_stop[(unsigned char)p[0]] &&
+           !jp_str_stop[(unsigned char)p[1]] && !jp_str_stop[(unsigned char)p[2]] &&
+           !jp_str_stop[(unsigned char)p[3]])
+        p += 4;
+    while (p < end && !jp_str_stop[(unsigned char)*p])
+        p++;
+    if (p >= end || *p != '"')
+        return false;
+    *out = p + 1;
+    return true;
+}
+
+/* The quick syntax check (jsonput.h): the grammar of jp_value() walked with an explicit stack
+ * instead of recursion, giving up (false) on anything it does not handle itself. Every token it
+ * accepts is one jp_value() accepts the same way, so true implies the full check passes. */
+bool jsonput_syntax_quick(const char *body, size_t len)
+{
+    const char *p = body, *end = body + len;
+    char stack[JP_QUICK_DEPTH];
+    int depth = 0;
+#define JP_QWS()                                                                                   \
+    while (p < end && (unsigned char)*p <= ' ' &&                                                  \
+           (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))                                   \
+    p++
+    JP_QWS();
+value:
+    if (p >= end)
+        return false;
+    switch (*p) {
+    case '"':
+        if (!jp_quick_string(p, end, &p))
+            return false;
+        break;
+    case '{':
+    case '[':
+        if (depth == JP_QUICK_DEPTH)
+            return false;
+        stack[depth++] = *p == '{' ? '}' : ']';
+        p++;
+        JP_QWS();
+        if (p < end && *p == stack[depth - 1]) {
+            p++;
+            depth--;
+            break;
+        }
+        if (stack[depth - 1] == '}')
+            goto key;
+        goto value;
+    case 't':
+        if (end - p < 4 || memcmp(p, "true", 4) != 0)
+            return false;
+        p += 4;
+        break;
+    case 'f':
+        if (end - p < 5 || memcmp(p, "false", 5) != 0)
+            return false;
+        p += 5;
+        break;
+    case 'n':
+        if (end - p < 4 || memcmp(p, "null", 4) != 0)
+            return false;
+        p += 4;
+        break;
+    default:
+        if (!jp_quick_number(p, end, &p))
+            return false;
+        break;
+    }
+    /* after a value */
+    for (;;) {
+        JP_QWS();
+        if (depth == 0)
+            return p == end;
+        if (p >= end)
+            return false;
+        if (*p == ',') {
+            p++;
+            JP_QWS();
+            if (stack[depth - 1] == '}')
+                goto key;
+            goto value;
+        }
+        if (*p != stack[depth - 1])
+            return false;
+        p++;
+        depth--;
+    }
+key:
+    if (p >= end || *p != '"' || !jp_quick_string(p, end, &p))
+        return false;
+    JP_QWS();
+    if (p >= end || *p != ':')
+        return false;
+    p++;
+    JP_QWS();
+    goto value;
+#undef JP_QWS
+}
+
+bool jsonput_syntax_full(const char *body, size_t len)
+{
+    char msg[8];
+    char *scratch = malloc(len + 1); /* strings are unescaped into it */
+    if (!scratch)
+        return false;
+    struct jp j = {body, body + len, body, scratch, 0, msg, sizeof msg, false};
+    bool ok = jp_value(&j, 0, NULL, NULL);
+    jp_ws(&j);
+    free(scratch);
+    return ok && j.p == j.end;
+}
+
 int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_point *point,
                   jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size)
 {
     struct jp j = {body, body + len, body, scratch, 0, msg, msg_size, false};
-    /* pass 1: syntax */
-    char kind;
-    if (!jp_value(&j, 0, NULL, &kind))
-        return -1;
+    /* pass 1: syntax (the quick check first; the full one decides and words any error) */
+    j.p = body;
     jp_ws(&j);
-    if (j.p != j.end) {
-        jp_fail(&j, "trailing characters after the JSON value");
-        return -1;
+    char kind = j.p >= j.end ? 'l'
+                : *j.p == '{' ? 'o'
+                : *j.p == '[' ? 'a'
+                              : 'l';
+    j.p = body;
+    if (!jsonput_syntax_quick(body, len)) {
+        if (!jp_value(&j, 0, NULL, &kind))
+            return -1;
+        jp_ws(&j);
+        if (j.p != j.end) {
+            jp_fail(&j, "trailing characters after the JSON value");
+            return -1;
+        }
     }
     if (kind != 'o' && kind != 'a') {
         snprintf(msg, msg_size, "expected a datapoint object or an array of them");

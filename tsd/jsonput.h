@@ -41,4 +41,11 @@ typedef int (*jsonput_fn)(void *arg, size_t index, struct jsonput_point *p);
 int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_point *point,
                   jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size);
 
+/* The two syntax checks jsonput_parse() runs, exposed for tests: the quick one accepts a subset
+ * of JSON (no escapes or control characters in strings, nesting below 32) and returns true only
+ * for a body the full one accepts; false means "not known", and the full check decides (and
+ * words the error). */
+bool jsonput_syntax_quick(const char *body, size_t len);
+bool jsonput_syntax_full(const char *body, size_t len);
+
 #endif

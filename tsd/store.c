@@ -385,7 +385,9 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
         uint64_t h = pb.series_hash;
         size_t tlen = 0;
         const uint8_t *ts = store_cache_get(&w->cache, pb.series_key, pb.series_key_len, h, &tlen);
-        struct ct_err perr = {0};
+        struct ct_err perr; /* set by whatever fails (zeroing 260 bytes per point showed) */
+        perr.code = CT_OK;
+        perr.msg[0] = '\0';
         if (!ts) {
             struct ingest_point p; /* a new series: its names, for the UID lookups */
             ingest_batch_point(b, i, &p);

@@ -160,19 +160,27 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                        size_t n, const struct rcell *cells, const size_t *row_cells, size_t ncells,
                        int dur, bool *blocked, struct ct_err *err)
 {
-    /* encode */
+    /* encode (family name lengths once per batch, not per cell) */
+    size_t fam_len_stack[8], *fam_len = fam_len_stack;
+    if (t->nfams > 8 && !(fam_len = malloc(t->nfams * sizeof(*fam_len))))
+        return ct_err_set(err, CT_ENOMEM, "out of memory encoding a batch");
+    for (size_t f = 0; f < t->nfams; f++)
+        fam_len[f] = strlen(t->fams[f].name);
     size_t size = 1 + 2 * CODING_VARINT64_MAX;
     for (size_t i = 0; i < n; i++)
         size += 2 * CODING_VARINT64_MAX + rows[i].row.len;
     for (size_t j = 0; j < ncells; j++)
-        size += 1 + 4 * CODING_VARINT64_MAX + strlen(t->fams[cells[j].fam].name) +
-                cells[j].qual_len + cells[j].value_len;
+        size += 1 + 4 * CODING_VARINT64_MAX + fam_len[cells[j].fam] + cells[j].qual_len +
+                cells[j].value_len;
     uint8_t stackbuf[4096];
     uint8_t *buf = NULL;
     if (dur != WC_DURABILITY_SKIP_WAL) {
         buf = size <= sizeof(stackbuf) ? stackbuf : malloc(size);
-        if (!buf)
+        if (!buf) {
+            if (fam_len != fam_len_stack)
+                free(fam_len);
             return ct_err_set(err, CT_ENOMEM, "out of memory encoding a %zu-byte batch", size);
+        }
     }
     size_t len = 0;
     if (buf) {
@@ -188,7 +196,7 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
             for (size_t k = 0; k < row_cells[i]; k++, j++) {
                 const struct rcell *c = &cells[j];
                 const char *fn = t->fams[c->fam].name;
-                size_t fl = strlen(fn);
+                size_t fl = fam_len[c->fam];
                 buf[len++] = c->type;
                 len += coding_put_varint64(buf + len, fl);
                 memcpy(buf + len, fn, fl);
@@ -216,13 +224,20 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
         if (buf != stackbuf)
             free(buf);
     }
+    if (fam_len != fam_len_stack)
+        free(fam_len);
     if (rc == CT_OK) {
         size_t j = 0;
         uint64_t flush_bytes = etable_flush_bytes(s, t);
         struct eregion *locked = NULL;
+        /* each row's region is looked up once: as the next row of the previous iteration */
+        struct eregion *next_r =
+            n ? t->regions[etable_region_index(t, rows[0].row.data, rows[0].row.len)] : NULL;
         for (size_t i = 0; i < n && rc == CT_OK; i++) {
-            struct eregion *r =
-                t->regions[etable_region_index(t, rows[i].row.data, rows[i].row.len)];
+            struct eregion *r = next_r;
+            next_r = i + 1 < n ? t->regions[etable_region_index(t, rows[i + 1].row.data,
+                                                                 rows[i + 1].row.len)]
+                               : NULL;
             if (r != locked) {
                 if (locked)
                     pthread_mutex_unlock(&locked->mu);
@@ -248,9 +263,7 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
             }
             atomic_fetch_add_explicit(&r->writes, 1, memory_order_relaxed);
             /* flush trigger: checked once per region run */
-            if (i + 1 == n ||
-                t->regions[etable_region_index(t, rows[i + 1].row.data, rows[i + 1].row.len)] !=
-                    r) {
+            if (next_r != r) {
                 uint64_t bytes = 0;
                 for (size_t f = 0; f < r->nfams; f++)
                     bytes += memstore_bytes(r->fams[f].active);
@@ -395,6 +408,8 @@ static int mutate_batch_locked(struct wc_table *wt, const struct wc_row_mutation
     }
     if ((rc = check_table_writable(t, err)) != CT_OK)
         goto out;
+    int last_fi = -1; /* the family of the previous mutation (most batches have one) */
+    struct wc_bytes last_fam = {NULL, 0};
     for (size_t i = 0, m = 0; i < n; i++) {
         row_cells[i] = 0;
         for (size_t k = 0; k < rows[i].n; k++, m++) {
@@ -410,7 +425,13 @@ static int mutate_batch_locked(struct wc_table *wt, const struct wc_row_mutation
                 }
                 continue;
             }
-            int fi = etable_family_index(t, mu->family.data, mu->family.len);
+            int fi = last_fi;
+            if (fi < 0 || mu->family.len != last_fam.len ||
+                (mu->family.data != last_fam.data &&
+                 memcmp(mu->family.data, last_fam.data, last_fam.len) != 0))
+                fi = etable_family_index(t, mu->family.data, mu->family.len);
+            last_fi = fi;
+            last_fam = mu->family;
             if (fi < 0) {
                 rc = unknown_family(t, mu->family, err);
                 goto out;

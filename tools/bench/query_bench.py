@@ -21,6 +21,10 @@ Each query runs WARMUP times on each side, then RUNS times with the two sides al
 by run (so both meet the same load on a shared machine); the median wall time of a full HTTP
 answer (keep-alive connection, body read to the end) is reported, with the ratio ctsdb / VM.
 
+After the table it prints the median of a request that does no query work on either side
+(ctsdb /api/version, VictoriaMetrics /health): the HTTP client, loopback and request handling
+floor that every answer's time includes (it bounds the ratio of the tiniest queries).
+
 Usage: tools/bench/query_bench.py [--hosts N] [--hours H] [--runs R]
 Needs bin/ctsdb (make) and victoria-metrics (deps/bench.txt). Prints a markdown table.
 """
@@ -242,6 +246,12 @@ def main():
             if json.loads(body) and json.loads(vbody)["data"]["result"]:
                 break
             time.sleep(0.1)
+        # the floor every answer pays: a request that does no query work on either side (HTTP
+        # client, loopback, request parsing, one small reply), measured the same way
+        floor = {"ctsdb": [], "vm": []}
+        for _ in range(args.runs):
+            for side, conn, path in (("ctsdb", cc, "/api/version"), ("vm", vc, "/health")):
+                floor[side].append(timed(conn, path)[0])
         rows = []
         for name in cq:
             if args.only and name not in args.only.split(","):
@@ -283,6 +293,10 @@ def main():
             c, v = res["ctsdb"], res["vm"]
             print("| %s | %.2f | %.2f | %.2f | %d | %d |" % (name, c[0], v[0], c[0] / v[0],
                                                               c[1], v[1]))
+        print()
+        print("no-work request (ctsdb /api/version, VictoriaMetrics /health): %.3f / %.3f ms "
+              "median" % (statistics.median(floor["ctsdb"]) * 1000,
+                          statistics.median(floor["vm"]) * 1000))
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)

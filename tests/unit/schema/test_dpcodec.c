@@ -608,8 +608,11 @@ static void test_cols_decode_matches_row_decode(void **state)
     struct dpcodec_point p[N];
     uint8_t *v = malloc(dpcodec_compressed_bound(N) + 64);
     uint8_t *v2 = malloc(dpcodec_compressed_bound(N) + 64);
-    struct dpcodec_cols cols;
+    struct dpcodec_cols cols, lazy;
     dpcodec_cols_init(&cols);
+    dpcodec_cols_init(&lazy);
+    lazy.lazy_ts = true;
+    int regular = 0;
     struct ct_err err = {0};
     srand(3);
     int ok = 0;
@@ -666,6 +669,21 @@ static void test_cols_decode_matches_row_decode(void **state)
             h.cells[h.n++] = cell_of(aq, 3, (const uint8_t *)"{}", 2, 10);
         h.cells[h.n++] = cell_of(cq, sizeof(cq), v2, cl, 100);
         check_cols_like_row(h.cells, h.n, &cols, &ok);
+        /* regular timestamps left unwritten (lazy_ts): the same row once they are filled */
+        struct ct_err e1 = {0}, e2 = {0};
+        int r1 = dpcodec_row_decode_cols(BASE, h.cells, h.n, &cols, NULL, &e1);
+        int r2 = dpcodec_row_decode_cols(BASE, h.cells, h.n, &lazy, NULL, &e2);
+        assert_int_equal(r1, r2);
+        if (r1 == CT_OK) {
+            regular += lazy.ts_regular;
+            dpcodec_cols_fill_ts(&lazy);
+            assert_false(lazy.ts_regular);
+            assert_int_equal(lazy.n, cols.n);
+            assert_int_equal(lazy.kinds, cols.kinds);
+            assert_memory_equal(lazy.ts, cols.ts, cols.n * sizeof(int64_t));
+            assert_memory_equal(lazy.val, cols.val, cols.n * sizeof(uint64_t));
+            assert_memory_equal(lazy.is_int, cols.is_int, cols.n);
+        }
         /* plus late single cells (the general path): a new point and a duplicate of an
          * existing timestamp from an older and from a newer write */
         if (round % 4 == 2) {
@@ -704,6 +722,8 @@ static void test_cols_decode_matches_row_decode(void **state)
     check_cols_like_row(h.cells, 0, &cols, &ok);
     assert_int_equal(cols.n, 0);
     assert_true(ok > 400);
+    assert_true(regular > 100);
+    dpcodec_cols_free(&lazy);
     dpcodec_cols_free(&cols);
     free(v);
     free(v2);
@@ -924,6 +944,28 @@ static void test_encoder_threads_write_the_same_bytes(void **state)
     }
 }
 
+static void test_annotation_test_inline_matches_qualifier_kind(void **state)
+{
+    (void)state;
+    uint8_t q[16];
+    for (size_t len = 0; len <= sizeof(q); len++) {
+        for (int first = 0; first < 256; first++) {
+            for (int fill = 0; fill < 3; fill++) { /* the other bytes: 0, 0xFF, or the CT tag */
+                for (size_t i = 0; i < len; i++)
+                    q[i] = fill == 0   ? 0
+                           : fill == 1 ? 0xFF
+                                       : (uint8_t) "\x07"
+                                                   "CT"[i % 3];
+                if (len)
+                    q[0] = (uint8_t)first;
+                bool kind = dpcodec_qualifier_kind(q, len) == DPCODEC_Q_ANNOTATION;
+                if (kind != dpcodec_is_annotation_q(q, len))
+                    fail_msg("len %zu first 0x%02x fill %d", len, first, fill);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -940,6 +982,7 @@ int main(void)
         cmocka_unit_test(test_cols_decode_matches_row_decode),
         cmocka_unit_test(test_encoder_output_bytes_are_pinned),
         cmocka_unit_test(test_encoder_threads_write_the_same_bytes),
+        cmocka_unit_test(test_annotation_test_inline_matches_qualifier_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

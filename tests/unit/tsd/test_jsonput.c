@@ -173,6 +173,158 @@ static void test_jsonput_resets_every_field_between_points(void **state)
     free(pt);
 }
 
+static int on_metric(void *arg, size_t index, struct jsonput_point *p)
+{
+    (void)index;
+    struct put_str *out = arg;
+    *out = p->metric;
+    return 0;
+}
+
+/* The string scanner looks at 8 bytes at a time: every byte value that ends a plain run ('"',
+ * '\\', each control character) and every one that does not (UTF-8 bytes included), at every
+ * position of the word and past the last whole word, is seen exactly where a byte-by-byte scan
+ * sees it: plain strings come back whole, escapes are unescaped, raw control characters fail. */
+static void test_jsonput_string_scan_finds_every_stop_byte_at_every_position(void **state)
+{
+    (void)state;
+    char body[128], want[64], msg[256];
+    char *scratch = malloc(sizeof body);
+    struct jsonput_point *pt = malloc(sizeof(*pt));
+    for (int len = 0; len <= 20; len++) {
+        for (int at = 0; at <= len; at++) {
+            for (int c = 0; c < 256; c++) {
+                /* a metric of len bytes whose byte `at` (if < len) is c, the rest plain or
+                 * UTF-8; then the closing quote */
+                int n = 0;
+                for (int i = 0; i < len; i++)
+                    want[n++] = i == at ? (char)c : (i % 3 == 2 ? (char)0xC3 : (char)('a' + i));
+                int b = snprintf(body, sizeof body, "{\"metric\":\"");
+                memcpy(body + b, want, (size_t)n);
+                b += n;
+                b += snprintf(body + b, sizeof body - (size_t)b, "\",\"value\":1}");
+                struct put_str got = {NULL, 0};
+                size_t np = 0;
+                int rc = jsonput_parse(body, (size_t)b, scratch, pt, on_metric, &got, &np, msg,
+                                       sizeof msg);
+                bool stop_here = at < len && (c == '"' || c == '\\' || c < 0x20);
+                if (!stop_here) {
+                    assert_int_equal(rc, 0);
+                    assert_int_equal(got.len, (size_t)n);
+                    assert_memory_equal(got.p, want, (size_t)n);
+                } else if (c < 0x20) {
+                    assert_int_equal(rc, -1); /* a raw control character */
+                } else if (c == '"') {
+                    assert_int_equal(rc, -1); /* the string ends early: the rest is garbage */
+                } else {
+                    /* a backslash escapes the next byte: 'b', 'f', 'n', 'r', 't' are escapes
+                     * (one byte shorter), other letters and UTF-8 are not; before the closing
+                     * quote it escapes the quote and the string never ends */
+                    char next = at + 1 < len ? want[at + 1] : '"';
+                    if (next != '"' && strchr("bfnrt", next)) {
+                        assert_int_equal(rc, 0);
+                        assert_int_equal(got.len, (size_t)n - 1);
+                    } else {
+                        assert_int_equal(rc, -1);
+                    }
+                }
+            }
+        }
+    }
+    free(scratch);
+    free(pt);
+}
+
+static unsigned fz_next(unsigned *r)
+{
+    *r = *r * 1103515245u + 12345u;
+    return *r >> 8;
+}
+
+/* Appends a random JSON value (depth-limited) to b at *n (b holds 4096 bytes). */
+static void fz_value(char *b, size_t *n, unsigned *r, int depth)
+{
+    static const char *const atoms[] = {"0",      "-1",   "12.5",   "1e9",      "-0.25E-3", "true",
+                                        "false",  "null", "\"\"",    "\"sys.cpu\"", "\"h\\\"x\"",
+                                        "\"\\u00e9\"", "\"\xc3\xa9\"", "\"a b\"", "123456789"};
+    if (*n > 3000)
+        depth = 9;
+    unsigned k = fz_next(r) % (depth >= 8 ? 3u : 5u);
+    if (k < 3) {
+        const char *a = atoms[fz_next(r) % (sizeof atoms / sizeof atoms[0])];
+        size_t l = strlen(a);
+        memcpy(b + *n, a, l);
+        *n += l;
+        return;
+    }
+    bool obj = k == 3;
+    b[(*n)++] = obj ? '{' : '[';
+    unsigned m = fz_next(r) % 4;
+    for (unsigned i = 0; i < m; i++) {
+        if (i)
+            b[(*n)++] = ',';
+        if (fz_next(r) % 4 == 0)
+            b[(*n)++] = ' ';
+        if (obj) {
+            *n += (size_t)sprintf(b + *n, "\"k%u\"%s:", fz_next(r) % 9, fz_next(r) % 3 ? "" : " ");
+        }
+        fz_value(b, n, r, depth + 1);
+    }
+    b[(*n)++] = obj ? '}' : ']';
+}
+
+/* The quick syntax check never accepts a body the full check rejects (random bodies, and the
+ * same bodies with a byte deleted, inserted or replaced by a JSON-significant one), and it
+ * accepts the plain bodies clients send, so the full check is the exception. */
+static void test_jsonput_quick_syntax_check_implies_the_full_one(void **state)
+{
+    (void)state;
+    static const char sig[] = "{}[]:,\"\\ \t\n-+.eE0123456789tfnulrsa\x01\x7f\xc3";
+    unsigned r = 4242;
+    char b[4096 + 64];
+    size_t quick = 0, full = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t n = 0;
+        if (fz_next(&r) % 8 == 0)
+            b[n++] = ' ';
+        fz_value(b, &n, &r, 0);
+        if (fz_next(&r) % 8 == 0)
+            b[n++] = '\n';
+        for (int mut = 0; mut < 3; mut++) {
+            bool q = jsonput_syntax_quick(b, n), f = jsonput_syntax_full(b, n);
+            quick += q;
+            full += f;
+            if (q && !f)
+                fail_msg("quick accepts what full rejects: %.*s", (int)n, b);
+            if (n == 0)
+                break;
+            size_t at = fz_next(&r) % n;
+            switch (fz_next(&r) % 3) {
+            case 0: /* delete */
+                memmove(b + at, b + at + 1, n - at - 1);
+                n--;
+                break;
+            case 1: /* insert */
+                memmove(b + at + 1, b + at, n - at);
+                b[at] = sig[fz_next(&r) % (sizeof sig - 1)];
+                n++;
+                break;
+            default: /* replace */
+                b[at] = sig[fz_next(&r) % (sizeof sig - 1)];
+                break;
+            }
+        }
+    }
+    assert_true(quick > 1000);   /* it does accept */
+    assert_true(full > quick);   /* and leaves some to the full check */
+    const char *plain = "[{\"metric\":\"sys.cpu.user\",\"timestamp\":1356998400,\"value\":42.5,"
+                        "\"tags\":{\"host\":\"web01\",\"dc\":\"lga\"}},{\"metric\":\"m\","
+                        "\"timestamp\":1356998400123,\"value\":-7,\"tags\":{\"a\":\"b\"}}]";
+    assert_true(jsonput_syntax_quick(plain, strlen(plain)));
+    const char *pretty = "[\n  {\"metric\": \"m\", \"value\": 1e3, \"tags\": {}}\n]\n";
+    assert_true(jsonput_syntax_quick(pretty, strlen(pretty)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -181,6 +333,8 @@ int main(void)
         cmocka_unit_test(test_jsonput_empty_array_has_no_points),
         cmocka_unit_test(test_jsonput_malformed_bodies_report_nothing),
         cmocka_unit_test(test_jsonput_resets_every_field_between_points),
+        cmocka_unit_test(test_jsonput_string_scan_finds_every_stop_byte_at_every_position),
+        cmocka_unit_test(test_jsonput_quick_syntax_check_implies_the_full_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
