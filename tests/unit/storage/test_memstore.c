@@ -430,6 +430,55 @@ static void test_memstore_row_hints_keep_exact_order(void **state)
     memstore_unref(m);
 }
 
+/* The row hints and the writer's finger together (memstore.c (5), (6)): an insert through a
+ * hint that lands BEFORE the finger's node must not leave the finger wrong at the levels it
+ * links. Per step: a new row just above row R (searched: it becomes the finger's node), the
+ * next column of R (a hinted insert before it), then a new row just above the first (searched
+ * from the finger). Every level must stay ordered. */
+static void test_memstore_row_hints_keep_the_finger_valid(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct memstore *m;
+    assert_int_equal(memstore_new(&m, 0, &err), CT_OK);
+    enum {
+        ROWS = 500,
+        STEPS = 20000
+    };
+    static char rows[ROWS][32], xrow[STEPS][40], yrow[STEPS][40], quals[64][8];
+    static int ncol[ROWS];
+    for (int k = 0; k < 64; k++)
+        snprintf(quals[k], sizeof quals[k], "q%03d", k);
+    uint64_t seq = 1;
+    size_t want = 0;
+    for (int i = 0; i < ROWS; i++) { /* rows with a few columns each (some nodes tall) */
+        snprintf(rows[i], sizeof rows[i], "row-%06d", i * 10);
+        for (ncol[i] = 0; ncol[i] < 6; ncol[i]++, want++) {
+            struct cell c = mk(rows[i], quals[ncol[i]], 1, WC_TYPE_PUT, seq++, "v");
+            assert_int_equal(memstore_add(m, &c, &err), CT_OK);
+        }
+    }
+    unsigned r = 99;
+    for (int s = 0; s < STEPS; s++) {
+        r = r * 1103515245u + 12345u;
+        int i = (int)((r >> 8) % ROWS);
+        if (ncol[i] == 64)
+            continue;
+        snprintf(xrow[s], sizeof xrow[s], "row-%06d-x%06d", i * 10, s); /* above row i */
+        snprintf(yrow[s], sizeof yrow[s], "row-%06d-x%06dy", i * 10, s); /* just above that */
+        struct cell x = mk(xrow[s], "q", 1, WC_TYPE_PUT, seq++, "x");
+        struct cell a = mk(rows[i], quals[ncol[i]++], 1, WC_TYPE_PUT, seq++, "a");
+        struct cell y = mk(yrow[s], "q", 1, WC_TYPE_PUT, seq++, "y");
+        assert_int_equal(memstore_add(m, &x, &err), CT_OK);
+        assert_int_equal(memstore_add(m, &a, &err), CT_OK);
+        assert_int_equal(memstore_add(m, &y, &err), CT_OK);
+        want += 3;
+    }
+    assert_int_equal(memstore_count(m), want);
+    assert_true(memstore_links_ordered(m));
+    memstore_unref(m);
+}
+
 /* The inline byte comparison of cell.h agrees in sign with memcmp plus the length rule on keys
  * of every length 0..80 (word loop, overlapping last word, byte loop, memcmp past 64 bytes),
  * with the first difference at every position and in either direction. */
@@ -479,6 +528,7 @@ int main(void)
         cmocka_unit_test(test_memstore_sequential_and_mixed_inserts_keep_order),
         cmocka_unit_test(test_memstore_rounds_of_sorted_inserts_keep_order),
         cmocka_unit_test(test_memstore_row_hints_keep_exact_order),
+        cmocka_unit_test(test_memstore_row_hints_keep_the_finger_valid),
         cmocka_unit_test(test_cell_bytes_cmp_matches_memcmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
