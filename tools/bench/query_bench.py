@@ -25,7 +25,10 @@ After the table it prints the median of a request that does no query work on eit
 (ctsdb /api/version, VictoriaMetrics /health): the HTTP client, loopback and request handling
 floor that every answer's time includes (it bounds the ratio of the tiniest queries).
 
-Usage: tools/bench/query_bench.py [--hosts N] [--hours H] [--runs R]
+The timed requests go through one small socket client (RawConn), the same for both servers;
+--client http.client uses Python's http.client instead (slower on both sides).
+
+Usage: tools/bench/query_bench.py [--hosts N] [--hours H] [--runs R] [--client raw|http.client]
 Needs bin/ctsdb (make) and victoria-metrics (deps/bench.txt). Prints a markdown table.
 """
 import argparse
@@ -99,7 +102,113 @@ def wait_http(host, port, path, timeout=30):
     return False
 
 
+class RawConn:
+    """A minimal keep-alive HTTP/1.1 client on a plain socket: the request is a few bytes
+    written at once, the answer is read by Content-Length or chunked framing. The same class
+    serves both servers, so both pay the same (smaller) client cost; http.client's header parsing
+    (email.parser) added tens of microseconds to every answer on both sides. Same interface as
+    the part of http.client.HTTPConnection that timed() uses."""
+
+    def __init__(self, host, port, timeout=600):
+        self.host, self.port, self.timeout = host, port, timeout
+        self.sock = None
+        self.buf = bytearray()
+
+    def _connect(self):
+        self.sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = bytearray()
+
+    def close(self):
+        if self.sock:
+            self.sock.close()
+            self.sock = None
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise ConnectionError("connection closed by the server")
+        self.buf += chunk
+
+    def _line(self):
+        while True:
+            i = self.buf.find(b"\r\n")
+            if i >= 0:
+                line = bytes(self.buf[:i])
+                del self.buf[:i + 2]
+                return line
+            self._fill()
+
+    def _take(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        data = bytes(self.buf[:n])
+        del self.buf[:n]
+        return data
+
+    def request(self, method, path, body=None):
+        if self.sock is None:
+            self._connect()
+        head = "%s %s HTTP/1.1\r\nHost: %s:%d\r\nAccept-Encoding: identity\r\n" % (
+            method, path, self.host, self.port)
+        if body is not None:
+            if isinstance(body, str):
+                body = body.encode()
+            head += "Content-Length: %d\r\n" % len(body)
+        self.sock.sendall(head.encode() + b"\r\n" + (body or b""))
+
+    def response(self):
+        """(status, body bytes) of the next answer."""
+        status = int(self._line().split(b" ", 2)[1])
+        length, chunked, close = None, False, False
+        while True:
+            line = self._line()
+            if not line:
+                break
+            k, _, v = line.partition(b":")
+            k = k.strip().lower()
+            v = v.strip().lower()
+            if k == b"content-length":
+                length = int(v)
+            elif k == b"transfer-encoding" and b"chunked" in v:
+                chunked = True
+            elif k == b"connection" and v == b"close":
+                close = True
+        if chunked:
+            parts = []
+            while True:
+                n = int(self._line().split(b";")[0], 16)
+                if n == 0:
+                    while self._line():  # trailers, then the blank line
+                        pass
+                    break
+                parts.append(self._take(n))
+                self._take(2)
+            data = b"".join(parts)
+        elif length is not None:
+            data = self._take(length)
+        else:  # read to the end
+            try:
+                while True:
+                    self._fill()
+            except ConnectionError:
+                pass
+            data, self.buf = bytes(self.buf), bytearray()
+            close = True
+        if close:
+            self.close()
+        return status, data
+
+
 def timed(conn, path, method="GET", body=None):
+    if isinstance(conn, RawConn):
+        t0 = time.perf_counter()
+        conn.request(method, path, body=body)
+        status, data = conn.response()
+        dt = time.perf_counter() - t0
+        if status != 200:
+            raise RuntimeError("%s -> %d %s" % (path, status, data[:200]))
+        return dt, data
     t0 = time.perf_counter()
     conn.request(method, path, body=body)
     r = conn.getresponse()
@@ -118,6 +227,11 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--tsd-opt", action="append", default=[],
                     help="extra `ctsdb tsd` option, e.g. --tsd-opt=--tsd.storage.salt.width=1")
+    ap.add_argument("--client", choices=("raw", "http.client"), default="raw",
+                    help="HTTP client of the timed requests, the same for both servers: raw (a "
+                         "minimal socket client, default) or http.client (Python's; what "
+                         "session 3's first-round figures used: tens of microseconds more per "
+                         "answer on both sides)")
     ap.add_argument("--only", default="", help="comma list of query names to run")
     ap.add_argument("--keep-dir", action="store_true",
                     help="keep the work directory (data of both stores) and print its path")
@@ -237,8 +351,10 @@ def main():
             "last_point": "/api/v1/query?" + urllib.parse.urlencode(
                 {"query": "last_over_time(cpu_usage_user{%s}[1h])" % sel0, "time": e}),
         }
-        cc = http.client.HTTPConnection("127.0.0.1", cport, timeout=600)
-        vc = http.client.HTTPConnection("127.0.0.1", vport, timeout=600)
+        # the same client class for both sides (see --client)
+        client = RawConn if args.client == "raw" else http.client.HTTPConnection
+        cc = client("127.0.0.1", cport, timeout=600)
+        vc = client("127.0.0.1", vport, timeout=600)
         # wait (bounded) until both see the last point
         for _ in range(600):
             _, body = timed(cc, cq["last_point"])
@@ -295,8 +411,8 @@ def main():
                                                               c[1], v[1]))
         print()
         print("no-work request (ctsdb /api/version, VictoriaMetrics /health): %.3f / %.3f ms "
-              "median" % (statistics.median(floor["ctsdb"]) * 1000,
-                          statistics.median(floor["vm"]) * 1000))
+              "median (client: %s)" % (statistics.median(floor["ctsdb"]) * 1000,
+                                       statistics.median(floor["vm"]) * 1000, args.client))
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
