@@ -513,6 +513,11 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
         "m=min:1m-max:sys.cpu{dc=d9}",
         "m=count:1m-sum:sys.cpu{dc=d9}",
         "m=mimmax:30s-min:sys.cpu{dc=d9}",
+        /* whole buckets of regular integer rows summed two points per step (k = 2, 3, 4, 6) */
+        "m=sum:20s-avg:sys.cpu{dc=d9}",
+        "m=sum:30s-sum:sys.cpu{dc=d9}",
+        "m=max:40s-avg:sys.cpu{host=*,dc=d9}",
+        "m=sum:1m-sum:sys.cpu{host=a0|a1}",
         /* groups of one series (none, or a group-by that leaves one series per group) */
         "m=none:sys.cpu",
         "m=none:sys.cpu{host=h2}",
