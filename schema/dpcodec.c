@@ -258,29 +258,44 @@ static int dpcodec_read_value(const uint8_t *v, size_t len, uint8_t flags, struc
     return -1;
 }
 
-static int dpcodec_next_point(struct dpcodec_iter *it, struct dpcodec_point *p, struct ct_err *err)
+/* Decodes a single-point cell (qualifier q..qend, value v..vend) into p: 0, or -1 with *why. */
+static int dpcodec_point_cell(int64_t base_ms, const uint8_t *q, const uint8_t *qend,
+                              const uint8_t *v, const uint8_t *vend, struct dpcodec_point *p,
+                              const char **why)
 {
-    if (it->started)
-        return CT_NOTFOUND;
-    it->started = true;
-    const uint8_t *q = it->q;
     uint8_t flags;
-    int rc = dpcodec_unit(&q, it->qend, it->base_ms, &p->ts_ms, &p->ms, &flags);
-    if (rc)
-        return dpcodec_corrupt(it, err, rc == -2 ? "offset beyond the hour" : "short qualifier");
+    int rc = dpcodec_unit(&q, qend, base_ms, &p->ts_ms, &p->ms, &flags);
+    if (rc) {
+        *why = rc == -2 ? "offset beyond the hour" : "short qualifier";
+        return -1;
+    }
     size_t flen = dpcodec_flags_value_len(flags);
-    size_t vlen = (size_t)(it->vend - it->v);
-    const uint8_t *v = it->v;
+    size_t vlen = (size_t)(vend - v);
     if (vlen == flen + 1 && (v[flen] == 0 || v[flen] == DPCODEC_MS_MIXED_COMPACT))
         vlen = flen; /* a one-point compacted cell */
     else if ((flags & DPCODEC_FLAG_FLOAT) && flen == 4 && vlen == 8)
         v += 4, vlen = 4; /* legacy: a float on 8 bytes with a 4-byte flag */
     else if (!(flags & DPCODEC_FLAG_FLOAT))
         ; /* integers: the value's own length rules (OpenTSDB reads value.length) */
-    else if (vlen != flen)
-        return dpcodec_corrupt(it, err, "value length does not match the qualifier flags");
-    if (dpcodec_read_value(v, vlen, flags, p))
-        return dpcodec_corrupt(it, err, "bad value length");
+    else if (vlen != flen) {
+        *why = "value length does not match the qualifier flags";
+        return -1;
+    }
+    if (dpcodec_read_value(v, vlen, flags, p)) {
+        *why = "bad value length";
+        return -1;
+    }
+    return 0;
+}
+
+static int dpcodec_next_point(struct dpcodec_iter *it, struct dpcodec_point *p, struct ct_err *err)
+{
+    if (it->started)
+        return CT_NOTFOUND;
+    it->started = true;
+    const char *why = NULL;
+    if (dpcodec_point_cell(it->base_ms, it->q, it->qend, it->v, it->vend, p, &why))
+        return dpcodec_corrupt(it, err, why);
     return CT_OK;
 }
 
@@ -1359,12 +1374,16 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
             if (dpcodec_qualifier_kind(cell->qualifier.data, cell->qualifier.len) !=
                 DPCODEC_Q_POINT)
                 continue;
-            struct dpcodec_iter it;
-            dpcodec_iter_init(&it, base_s, cell->qualifier.data, cell->qualifier.len,
-                              cell->value.data, cell->value.len);
-            struct dpcodec_point p;
-            if ((rc = dpcodec_iter_next(&it, &p, err)) != CT_OK)
-                return ct_err_prefix(err, "cell %zu of the row", i);
+            /* what dpcodec_iter_next() does for the cell, without an iterator */
+            struct dpcodec_point p = {0};
+            const char *why = NULL;
+            const uint8_t *q = cell->qualifier.data, *v = cell->value.data;
+            if (dpcodec_point_cell(base_s * 1000, q, q + cell->qualifier.len, v,
+                                   v + cell->value.len, &p, &why))
+                return ct_err_set(err, CT_ECORRUPT,
+                                  "cell %zu of the row: malformed datapoint cell (qualifier of "
+                                  "%zu bytes, value of %zu bytes): %s",
+                                  i, cell->qualifier.len, cell->value.len, why);
             sorted = n == 0 || p.ts_ms > c->ts[n - 1];
             c->ts[n] = p.ts_ms;
             c->is_int[n] = p.type == DPCODEC_INT;

@@ -719,6 +719,57 @@ static void test_cols_decode_matches_row_decode(void **state)
     hs.v[5][0] = 0xFF;
     hs.cells[5].value.len = 3; /* a float flag with a 3-byte value */
     check_cols_like_row(hs.cells, hs.n, &cols, &ok);
+    /* hand-made single cells in time order, read without an iterator by the singles path:
+     * integers whose value length differs from the flags (OpenTSDB reads value.length), a
+     * one-point compacted value (trailing 0x00 / 0x01), a legacy float on 8 bytes, ms
+     * qualifiers; then each malformed one in turn (same code and message as the iterator) */
+    static const struct {
+        uint8_t q[4], ql, v[9], vl;
+    } sc[] = {
+        {{0x00, 0x10}, 2, {0x7F}, 1},                                     /* 1 s: 1 byte, 127 */
+        {{0x00, 0x21}, 2, {0xFF, 0x38}, 2},                               /* 2 s: -200 */
+        {{0x00, 0x33}, 2, {0x80, 0, 0, 0}, 4},                            /* 3 s: INT32_MIN */
+        {{0x00, 0x47}, 2, {0x80, 0, 0, 0, 0, 0, 0, 1}, 8},                /* 4 s: 8 bytes */
+        {{0x00, 0x50}, 2, {0x00, 0x05}, 2},                               /* flags 1 byte, 2 */
+        {{0x00, 0x60}, 2, {0x05, 0x00}, 2},                               /* one-point compacted */
+        {{0x00, 0x70}, 2, {0x06, 0x01}, 2},                               /* ... mixed marker */
+        {{0x00, 0x8B}, 2, {0, 0, 0, 0, 0x3F, 0xC0, 0, 0}, 8},             /* legacy float 1.5 */
+        {{0x00, 0x9F}, 2, {0x3F, 0xF8, 0, 0, 0, 0, 0, 0}, 8},             /* double 1.5 */
+        {{0xF0, 0x09, 0xC4, 0x00}, 4, {0x2A}, 1},                         /* 10,000 ms: 42 */
+        {{0xF0, 0x09, 0xC4, 0x4B}, 4, {0x3F, 0xC0, 0, 0}, 4},             /* 10,001 ms float */
+    };
+    static const struct {
+        uint8_t q[4], ql, v[9], vl;
+    } bad[] = {
+        {{0xE1, 0x00}, 2, {1}, 1},                   /* offset 3600: beyond the hour */
+        {{0x00, 0x0B}, 2, {0, 0, 0}, 3},             /* float flags, 3 bytes */
+        {{0x00, 0x00}, 2, {1, 2, 3}, 3},             /* an int of 3 bytes */
+    };
+    for (size_t b = 0; b <= sizeof(bad) / sizeof(bad[0]); b++) {
+        struct wc_cell row[16];
+        size_t nr = 0;
+        for (size_t i = 0; i < sizeof(sc) / sizeof(sc[0]); i++) {
+            if (b < sizeof(bad) / sizeof(bad[0]) && i == 4)
+                row[nr++] = cell_of(bad[b].q, bad[b].ql, bad[b].v, bad[b].vl, 100);
+            row[nr++] = cell_of(sc[i].q, sc[i].ql, sc[i].v, sc[i].vl, 100);
+        }
+        struct ct_err e = {0};
+        int before = ok;
+        check_cols_like_row(row, nr, &cols, &ok);
+        if (b == sizeof(bad) / sizeof(bad[0])) { /* the clean row: every point, as written */
+            assert_int_equal(ok, before + 1);
+            assert_int_equal(cols.n, sizeof(sc) / sizeof(sc[0]));
+            assert_true((int64_t)cols.val[0] == 127 && (int64_t)cols.val[1] == -200);
+            assert_true((int64_t)cols.val[2] == INT32_MIN && (int64_t)cols.val[4] == 5);
+            assert_true((int64_t)cols.val[3] == INT64_MIN + 1);
+            assert_true((int64_t)cols.val[5] == 5 && (int64_t)cols.val[6] == 6);
+            assert_false(cols.is_int[7]);
+            assert_true(cols.ts[9] == BASE_MS + 10000 && (int64_t)cols.val[9] == 42);
+        } else {
+            assert_int_equal(dpcodec_row_decode_cols(BASE, row, nr, &cols, NULL, &e), CT_ECORRUPT);
+            assert_non_null(strstr(e.msg, "cell 4 of the row: malformed datapoint cell"));
+        }
+    }
     check_cols_like_row(h.cells, 0, &cols, &ok);
     assert_int_equal(cols.n, 0);
     assert_true(ok > 400);
