@@ -138,7 +138,7 @@ static inline uint64_t sst_target_window(const struct sst *f, const struct cell 
     uint32_t l = f->idx_lcp;
     const uint8_t *p = f->idx[0].first.row;
     size_t n = t->row_len < l ? t->row_len : l;
-    int c = n ? memcmp(t->row, p, n) : 0;
+    int c = cell_bytes_cmp(t->row, n, p, n); /* inline: no libc call per seek */
     if (c == 0 && t->row_len >= l)
         return sst_row_window(t->row, t->row_len, l);
     return c < 0 || (c == 0 && t->row_len < l) ? 0 : UINT64_MAX;
@@ -150,7 +150,7 @@ static inline uint64_t sst_block_target_window(const struct sst_block *b, const 
     uint32_t l = b->lcp;
     const uint8_t *p = b->keys + b->e[0].key_off;
     size_t n = t->row_len < l ? t->row_len : l;
-    int c = n ? memcmp(t->row, p, n) : 0;
+    int c = cell_bytes_cmp(t->row, n, p, n); /* inline: no libc call per seek */
     if (c == 0 && t->row_len >= l)
         return sst_row_window(t->row, t->row_len, l);
     return c < 0 || (c == 0 && t->row_len < l) ? 0 : UINT64_MAX;
