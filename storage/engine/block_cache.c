@@ -16,13 +16,16 @@
  * Invariants: (1) an entry is in its shard's hash table and exactly one section list iff
  * e->in_cache; (1b) the table is at most half full, and every in-cache entry is reachable from
  * its home slot (hash & (nslots - 1)) by probing forward without crossing an empty slot; (2) e->refs counts the cache's own reference (while in_cache) plus one per
- * handle given out; the entry and its value are freed when refs reaches 0; (3) shard->bytes is
+ * handle given out; the entry and its value are freed when refs reaches 0 (a release takes no
+ * lock: see block_cache_release); (3) shard->bytes is
  * the sum of charges of in_cache entries, sec_bytes[s] the sum per section.
- * Locking: one mutex per shard guards everything in the shard; counters are per shard and
+ * Locking: one mutex per shard guards everything in the shard but reference drops (atomic, so
+ * a release takes no lock); counters are per shard and
  * summed by block_cache_get_stats(). Small caches use one shard so that LRU order is exact. */
 #include "storage/engine/block_cache.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +48,7 @@ struct block_cache_handle {
     void *value;
     block_cache_free_fn free_fn;
     size_t charge;
-    uint32_t refs;
+    atomic_uint refs; /* changed under the shard mutex, except by block_cache_release */
     uint8_t section;
     bool in_cache;
     bool referenced; /* hit since it was last put at the front of its list (second chance) */
@@ -119,7 +122,7 @@ int block_cache_new(size_t capacity_bytes, struct block_cache **out, struct ct_e
 
 static void bc_unref(struct block_cache_handle *e)
 {
-    if (--e->refs == 0) {
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1) {
         e->free_fn(e->value);
         free(e);
     }
@@ -260,7 +263,7 @@ struct block_cache_handle *block_cache_lookup(struct block_cache *c, uint64_t fi
         return NULL;
     }
     s->hits++;
-    e->refs++;
+    atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
     if (e->section == BC_SINGLE) { /* second access: to the front of the multi-access list */
         bc_list_remove(e);
         s->sec_bytes[BC_SINGLE] -= e->charge;
@@ -294,7 +297,7 @@ struct block_cache_handle *block_cache_insert(struct block_cache *c, uint64_t fi
     e->value = value;
     e->free_fn = free_fn;
     e->charge = charge;
-    e->refs = 1;
+    atomic_init(&e->refs, 1);
     e->section = in_memory ? BC_INMEM : BC_SINGLE;
     if (charge > s->capacity)
         return e; /* uncached: lives until released */
@@ -311,7 +314,7 @@ struct block_cache_handle *block_cache_insert(struct block_cache *c, uint64_t fi
         }
         i = bc_find(s, h, file_id, offset);
     }
-    e->refs++;
+    atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
     e->in_cache = true;
     s->slots[i].hash = h;
     s->slots[i].e = e;
@@ -334,10 +337,10 @@ void block_cache_release(struct block_cache *c, struct block_cache_handle *h)
     (void)c;
     if (!h)
         return;
-    struct bc_shard *s = h->shard;
-    pthread_mutex_lock(&s->mu);
+    /* no lock: while the entry is in the cache the cache's own reference keeps refs above 0, so
+     * only a handle of an entry already removed can drop the last reference, and nothing can
+     * find that entry any more */
     bc_unref(h);
-    pthread_mutex_unlock(&s->mu);
 }
 
 static void bc_clear_shard(struct bc_shard *s, bool all, uint64_t file_id)

@@ -67,6 +67,32 @@ static inline int cell_bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b
     return alen < blen ? -1 : alen > blen;
 }
 
+/* Whether two byte strings are equal: lengths first, then 8 bytes at a time (no byte swaps, no
+ * order), for the "is this input still on the row" checks made for every cell of a scan. */
+static inline int cell_bytes_eq(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+    if (alen != blen)
+        return 0;
+    size_t i = 0;
+    for (; i + 8 <= alen; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        if (x != y)
+            return 0;
+    }
+    if (i < alen && alen >= 8) { /* the last 8 bytes, overlapping what is known equal */
+        uint64_t x, y;
+        memcpy(&x, a + alen - 8, 8);
+        memcpy(&y, b + alen - 8, 8);
+        return x == y;
+    }
+    for (; i < alen; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
 /* Total order of cells (see top of file). */
 static inline int cell_compare(const struct cell *a, const struct cell *b)
 {

@@ -132,9 +132,13 @@ static void ms_bloom_probe(uint64_t h, uint32_t nbits, uint32_t *bit, int i)
 
 bool memstore_may_contain_row(const struct memstore *m, const uint8_t *row, size_t len)
 {
+    return !m->bloom || memstore_may_contain_row_hash(m, bloom_hash_row(row, len));
+}
+
+bool memstore_may_contain_row_hash(const struct memstore *m, uint64_t h)
+{
     if (!m->bloom)
         return true;
-    uint64_t h = bloom_hash_row(row, len);
     for (int i = 0; i < MS_BLOOM_PROBES; i++) {
         uint32_t b;
         ms_bloom_probe(h, m->bloom_bits, &b, i);

@@ -25,6 +25,8 @@ CT_MUST_CHECK int memstore_new(struct memstore **out, uint32_t bloom_bits, struc
 /* False means no cell of that row was inserted before the caller's snapshot was published
  * (always true without a bloom filter). */
 bool memstore_may_contain_row(const struct memstore *m, const uint8_t *row, size_t len);
+/* The same with the row's bloom_hash_row() computed by the caller (once for many inputs). */
+bool memstore_may_contain_row_hash(const struct memstore *m, uint64_t row_hash);
 void memstore_ref(struct memstore *m);
 void memstore_unref(struct memstore *m); /* accepts NULL; the last reference frees */
 

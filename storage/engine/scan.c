@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "storage/clock.h"
+#include "storage/engine/bloom.h"
 #include "storage/engine/engine_int.h"
 
 /* ---- children --------------------------------------------------------------------------- */
@@ -352,7 +353,7 @@ static bool qual_selected(const struct matcher *m, const uint8_t *q, size_t ql)
 
 static int matcher_cell(struct matcher *m, const struct cell *c, struct ct_err *err)
 {
-    if (!m->have_col || bytes_cmp(m->qual, m->qual_len, c->qual, c->qual_len) != 0) {
+    if (!m->have_col || !cell_bytes_eq(m->qual, m->qual_len, c->qual, c->qual_len)) {
         if (c->qual_len > m->qual_cap) {
             size_t cap = c->qual_len * 2 + 16;
             uint8_t *nq = malloc(cap);
@@ -476,6 +477,7 @@ struct sregion {
     uint8_t *hi;
     size_t hi_len;
     bool hi_inf;
+    uint64_t row_hash;  /* one-row reads: bloom_hash_row(lo), computed once for every input */
     struct sinputs *in; /* nsf entries */
 };
 
@@ -751,7 +753,7 @@ static bool row_below_hi(const struct sregion *r, const uint8_t *row, size_t len
 
 static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
 {
-    return c->valid && bytes_cmp(c->cur.row, c->cur.row_len, row, len) == 0;
+    return c->valid && cell_bytes_eq(c->cur.row, c->cur.row_len, row, len);
 }
 
 /* Finds the next candidate row of the open region into sc->key; false if none. */
@@ -1146,7 +1148,7 @@ static bool file_may_hold(const struct sst *f, const struct sregion *r, const st
     /* TTL: everything expired */
     if (!o->raw && sf->d.min_versions == 0 && m->max_ts_ms < sf->oldest)
         return false;
-    if (single_row && !sst_may_contain_row(f, r->lo, r->lo_len))
+    if (single_row && !sst_may_contain_row_hash(f, r->row_hash))
         return false;
     /* a family-wide marker sits at the empty qualifier: check it too */
     if (single_row && !sf->whole && sf->nquals == 1 &&
@@ -1374,6 +1376,8 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
                 sr->hi_inf = hi_inf;
             }
             sr->in = sc_zalloc(sc, (sc->nsf ? sc->nsf : 1) * sizeof(*sr->in));
+            if (sc->single_row)
+                sr->row_hash = bloom_hash_row(lo, lo_len);
             if (!sr->lo || !sr->hi || !sr->in) {
                 rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
                 goto fail_unlock;
@@ -1389,12 +1393,12 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
                     break;
                 }
                 if (memstore_count(ef->active) &&
-                    (!sc->single_row || memstore_may_contain_row(ef->active, lo, lo_len))) {
+                    (!sc->single_row || memstore_may_contain_row_hash(ef->active, sr->row_hash))) {
                     memstore_ref(ef->active);
                     in->ms[in->nms++] = ef->active;
                 }
                 for (size_t k = 0; k < ef->nfrozen; k++) {
-                    if (sc->single_row && !memstore_may_contain_row(ef->frozen[k], lo, lo_len))
+                    if (sc->single_row && !memstore_may_contain_row_hash(ef->frozen[k], sr->row_hash))
                         continue;
                     memstore_ref(ef->frozen[k]);
                     in->ms[in->nms++] = ef->frozen[k];
@@ -1688,8 +1692,11 @@ int engine_get(struct wc_table *wt, struct wc_bytes row, const struct wc_scan_op
     uint8_t hi[WC_MAX_ROW_BYTES + 1];
     memcpy(hi, row.data, row.len);
     hi[row.len] = 0;
-    struct sregion sr = {
-        .lo = (uint8_t *)row.data, .lo_len = row.len, .hi = hi, .hi_len = row.len + 1};
+    struct sregion sr = {.lo = (uint8_t *)row.data,
+                         .lo_len = row.len,
+                         .hi = hi,
+                         .hi_len = row.len + 1,
+                         .row_hash = bloom_hash_row(row.data, row.len)};
 
     struct sfam sf_inline[GET_INLINE_FAMS], *sf = sf_inline;
     struct wc_bytes q_inline[8], *quals = q_inline;
@@ -1747,12 +1754,12 @@ int engine_get(struct wc_table *wt, struct wc_bytes row, const struct wc_scan_op
         in[f].ms = msv + nms;
         in[f].files = flv + nfl;
         in[f].nms = in[f].nfiles = 0;
-        if (memstore_count(ef->active) && memstore_may_contain_row(ef->active, row.data, row.len)) {
+        if (memstore_count(ef->active) && memstore_may_contain_row_hash(ef->active, sr.row_hash)) {
             memstore_ref(ef->active);
             in[f].ms[in[f].nms++] = ef->active;
         }
         for (size_t k = 0; k < ef->nfrozen; k++) {
-            if (!memstore_may_contain_row(ef->frozen[k], row.data, row.len))
+            if (!memstore_may_contain_row_hash(ef->frozen[k], sr.row_hash))
                 continue;
             memstore_ref(ef->frozen[k]);
             in[f].ms[in[f].nms++] = ef->frozen[k];

@@ -104,6 +104,8 @@ const char *sst_path(const struct sst *f);
 /* Bloom checks: false means the file certainly holds no cell of that row (row+qualifier).
  * With a ROW filter sst_may_contain_rowcol() checks the row only; with NONE both return true. */
 bool sst_may_contain_row(const struct sst *f, const uint8_t *row, size_t len);
+/* The same with the row's bloom_hash_row() computed by the caller (once for many files). */
+bool sst_may_contain_row_hash(const struct sst *f, uint64_t row_hash);
 bool sst_may_contain_rowcol(const struct sst *f, const uint8_t *row, size_t row_len,
                             const uint8_t *qual, size_t qual_len);
 /* The row of the middle data block's first cell (for splits). Copies into buf (WC_MAX_ROW_BYTES)

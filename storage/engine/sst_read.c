@@ -807,6 +807,13 @@ const char *sst_path(const struct sst *f)
     return f->path;
 }
 
+bool sst_may_contain_row_hash(const struct sst *f, uint64_t row_hash)
+{
+    if (!f->bloom_bits)
+        return true;
+    return bloom_may_contain(f->bloom_bits, f->bloom_nbits, f->bloom_probes, row_hash);
+}
+
 bool sst_may_contain_row(const struct sst *f, const uint8_t *row, size_t len)
 {
     if (!f->bloom_bits)
