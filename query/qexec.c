@@ -523,8 +523,12 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
 }
 
 /* At most this many key ranges per hour when the filter pins the leading tags (beyond, the
- * hour's rows are walked whole). */
-#define QEXEC_LEAD_RANGES 64
+ * hour's rows are walked whole): a range costs a scanner and a seek, worth a few rows that the
+ * row filter would reject (~1,600 instructions each), and nothing says how many series a range
+ * holds, so a long list of values is read the usual way. */
+#define QEXEC_LEAD_RANGES 8
+/* ... and at most this many in a whole scan window */
+#define QEXEC_LEAD_MAX 2048
 
 /* What the scans of one piece of work reuse from range to range. */
 struct xscratch {
@@ -1253,8 +1257,16 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     x.win_start_s = w.win_start_ms / 1000;
     x.win_end_s = w.win_end_ms / 1000;
     x.rf = rf;
-    if (rf && !o->general_only) /* general_only: the tests' reference reads whole hours */
+    if (rf && !o->general_only) { /* general_only: the tests' reference reads whole hours */
         x.nlead = rowkey_filter_lead(rf, QEXEC_LEAD_RANGES, x.lead_vals, x.lead_n);
+        /* every hour of the window costs its ranges even when it holds nothing: a long window
+         * (sparse data) is walked whole instead */
+        uint64_t ranges = (uint64_t)((x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S + 1);
+        for (size_t i = 0; i < x.nlead; i++)
+            ranges *= x.lead_n[i];
+        if (ranges > QEXEC_LEAD_MAX)
+            x.nlead = 0;
+    }
     if (!o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
         sub->ds.fill == QAGG_FILL_NONE && sub->ds.interval_ms > 0 &&
         (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0) {

@@ -498,7 +498,12 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
      * a matching row are read (rowkey_filter_lead) */
     const uint64_t *lead_vals[ROWKEY_MAX_TAGS];
     size_t lead_n[ROWKEY_MAX_TAGS];
-    size_t nlead = rowkey_filter_lead(rf, 64, lead_vals, lead_n);
+    size_t nlead = rowkey_filter_lead(rf, 8, lead_vals, lead_n); /* as QEXEC_LEAD_RANGES */
+    uint64_t ranges = (uint64_t)back_h + 1; /* and at most 2,048 in all (QEXEC_LEAD_MAX) */
+    for (size_t i = 0; i < nlead; i++)
+        ranges *= lead_n[i];
+    if (ranges > 2048)
+        nlead = 0;
     for (unsigned b = 0; b < nb && rc == CT_OK; b++) {
         int64_t h = top;
         size_t pos[ROWKEY_MAX_TAGS]; /* the combination of lead values, an odometer counting down */

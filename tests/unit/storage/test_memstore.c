@@ -445,7 +445,7 @@ static void test_memstore_row_hints_keep_the_finger_valid(void **state)
         ROWS = 500,
         STEPS = 20000
     };
-    static char rows[ROWS][32], xrow[STEPS][40], yrow[STEPS][40], quals[64][8];
+    static char rows[ROWS][32], xrow[STEPS][40], yrow[STEPS][40], quals[64][16];
     static int ncol[ROWS];
     for (int k = 0; k < 64; k++)
         snprintf(quals[k], sizeof quals[k], "q%03d", k);
