@@ -609,7 +609,9 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
             struct put_str k = {p, (size_t)(eq - p)}, v = {eq + 1, (size_t)(te - eq - 1)};
             bool dup = false;
             for (size_t i = 0; i < out->ntags; i++) {
-                if (out->tagk[i].len == k.len && !memcmp(out->tagk[i].p, k.p, k.len)) {
+                /* k.len > 0 here: the first bytes tell most keys apart without a call */
+                if (out->tagk[i].len == k.len && out->tagk[i].p[0] == k.p[0] &&
+                    !memcmp(out->tagk[i].p, k.p, k.len)) {
                     if (out->tagv[i].len == v.len && !memcmp(out->tagv[i].p, v.p, v.len)) {
                         dup = true;
                         break;
