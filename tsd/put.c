@@ -56,8 +56,19 @@ bool put_parse_long(const char *s, size_t n, int64_t *out, char *msg, size_t msg
         put_msg(msg, msg_size, "Value too long: %.*s", (int)n, s);
         return false;
     }
-    /* Accumulate negatively, as Java does, so INT64_MIN parses. */
+    /* Accumulate negatively, as Java does, so INT64_MIN parses. Up to 18 digits cannot
+     * overflow: no check per digit (timestamps have 10 or 13). */
     int64_t v = 0;
+    if (n - i <= 18) {
+        for (; i < n; i++) {
+            unsigned d = (unsigned)(unsigned char)s[i] - '0';
+            if (d > 9) {
+                put_msg(msg, msg_size, "Invalid character '%c' in %.*s", s[i], (int)n, s);
+                return false;
+            }
+            v = v * 10 - (int64_t)d;
+        }
+    }
     for (; i < n; i++) {
         char c = s[i];
         if (c < '0' || c > '9') {
@@ -598,7 +609,9 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
             struct put_str k = {p, (size_t)(eq - p)}, v = {eq + 1, (size_t)(te - eq - 1)};
             bool dup = false;
             for (size_t i = 0; i < out->ntags; i++) {
-                if (out->tagk[i].len == k.len && !memcmp(out->tagk[i].p, k.p, k.len)) {
+                /* k.len > 0 here: the first bytes tell most keys apart without a call */
+                if (out->tagk[i].len == k.len && out->tagk[i].p[0] == k.p[0] &&
+                    !memcmp(out->tagk[i].p, k.p, k.len)) {
                     if (out->tagv[i].len == v.len && !memcmp(out->tagv[i].p, v.p, v.len)) {
                         dup = true;
                         break;

@@ -268,6 +268,7 @@ struct matcher {
     const struct wc_scan_options *o;
     /* family */
     const struct sfam *f;
+    bool qfilter; /* a column list, qualifier prefix or range applies: qual_selected() needed */
     uint32_t maxv, minv;
     bool kdc;
     int64_t F;
@@ -299,6 +300,7 @@ static void matcher_start_family(struct matcher *m, const struct sfam *f)
     m->maxv = m->raw ? m->req_versions
                      : (m->req_versions < f->d.versions ? m->req_versions : f->d.versions);
     m->minv = f->d.min_versions;
+    m->qfilter = !f->whole || m->o->qualifier_prefix.len || m->o->has_qualifier_range;
     m->kdc = f->d.keep_deleted != WC_KEEP_DELETED_FALSE;
     m->F = INT64_MIN;
     m->fv.n = 0;
@@ -376,7 +378,8 @@ static int matcher_cell(struct matcher *m, const struct cell *c, struct ct_err *
     }
     int64_t ts = c->ts_ms;
     if (m->raw) {
-        if (ts >= m->tmax || ts < m->tmin || !qual_selected(m, c->qual, c->qual_len))
+        if (ts >= m->tmax || ts < m->tmin ||
+            (m->qfilter && !qual_selected(m, c->qual, c->qual_len)))
             return M_SKIP;
         if (c->type != WC_TYPE_PUT)
             return M_EMIT;
@@ -430,7 +433,7 @@ static int matcher_cell(struct matcher *m, const struct cell *c, struct ct_err *
         return M_SKIP;
     }
     /* rule 5 */
-    if (!qual_selected(m, c->qual, c->qual_len)) {
+    if (m->qfilter && !qual_selected(m, c->qual, c->qual_len)) {
         m->col_done = true;
         return M_SKIP;
     }

@@ -56,6 +56,8 @@ struct sst_block {
      * entry in a dense array, so a binary search reads a few lines of wk and the entries
      * only on ties (profiled: the entry loads were most of sst_iter_seek's time) */
     uint32_t lcp;
+    const uint8_t *pre; /* the lcp shared bytes: `pre_inline` when they fit (no extra miss) */
+    uint8_t pre_inline[16];
     uint64_t *wk;
     struct sst_dentry *e;
     uint8_t *keys;
@@ -90,6 +92,8 @@ struct sst {
      * file shares (idx_lcp bytes, the common prefix of the first and last row), big-endian and
      * zero-padded, of each block's first and last cell */
     uint32_t idx_lcp;
+    const uint8_t *idx_pre; /* the idx_lcp shared bytes: idx_pre_inline when they fit */
+    uint8_t idx_pre_inline[32];
     uint64_t *idx_first_k;
     uint64_t *idx_last_k;
     uint8_t *idx_raw;
@@ -136,9 +140,9 @@ static inline uint64_t sst_row_window(const uint8_t *row, uint32_t len, uint32_t
 static inline uint64_t sst_target_window(const struct sst *f, const struct cell *t)
 {
     uint32_t l = f->idx_lcp;
-    const uint8_t *p = f->idx[0].first.row;
+    const uint8_t *p = f->idx_pre;
     size_t n = t->row_len < l ? t->row_len : l;
-    int c = n ? memcmp(t->row, p, n) : 0;
+    int c = cell_bytes_cmp(t->row, n, p, n); /* inline: no libc call per seek */
     if (c == 0 && t->row_len >= l)
         return sst_row_window(t->row, t->row_len, l);
     return c < 0 || (c == 0 && t->row_len < l) ? 0 : UINT64_MAX;
@@ -148,9 +152,9 @@ static inline uint64_t sst_target_window(const struct sst *f, const struct cell 
 static inline uint64_t sst_block_target_window(const struct sst_block *b, const struct cell *t)
 {
     uint32_t l = b->lcp;
-    const uint8_t *p = b->keys + b->e[0].key_off;
+    const uint8_t *p = b->pre;
     size_t n = t->row_len < l ? t->row_len : l;
-    int c = n ? memcmp(t->row, p, n) : 0;
+    int c = cell_bytes_cmp(t->row, n, p, n); /* inline: no libc call per seek */
     if (c == 0 && t->row_len >= l)
         return sst_row_window(t->row, t->row_len, l);
     return c < 0 || (c == 0 && t->row_len < l) ? 0 : UINT64_MAX;
@@ -449,6 +453,12 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
     while (l < d0->row_len && l < dn->row_len && b->keys[d0->key_off + l] == b->keys[dn->key_off + l])
         l++;
     b->lcp = l;
+    if (l <= sizeof(b->pre_inline)) {
+        memcpy(b->pre_inline, b->keys + d0->key_off, l);
+        b->pre = b->pre_inline;
+    } else {
+        b->pre = b->keys + d0->key_off;
+    }
     for (size_t i = 0; i < count; i++)
         b->wk[i] = sst_row_window(b->keys + b->e[i].key_off, b->e[i].row_len, l);
     *out = b;
@@ -597,6 +607,12 @@ static int sst_load_index(struct sst *f, uint64_t off, uint64_t len, struct ct_e
         while (l < a->row_len && l < z->row_len && a->row[l] == z->row[l])
             l++;
         f->idx_lcp = l;
+        if (l <= sizeof(f->idx_pre_inline)) {
+            memcpy(f->idx_pre_inline, a->row, l);
+            f->idx_pre = f->idx_pre_inline;
+        } else {
+            f->idx_pre = a->row;
+        }
         for (uint64_t i = 0; i < count; i++) {
             const struct sst_index_entry *e = &f->idx[i];
             f->idx_first_k[i] = sst_row_window(e->first.row, e->first.row_len, l);

@@ -323,6 +323,42 @@ static void test_ingest_a_busy_writer_takes_queued_batches_together_in_order(voi
     ingest_free(g);
 }
 
+/* Names of every length 0..40 (the copy into the batch takes 4- and 8-byte words for short
+ * names) come back byte for byte, each NUL-terminated, with the series key their concatenation;
+ * the source bytes around each name are never part of it. */
+static void test_ingest_names_of_every_length_are_copied_exactly(void **state)
+{
+    (void)state;
+    struct sink s = {0};
+    struct ct_err err = {0};
+    struct ingest *g = NULL;
+    assert_int_equal(ingest_new(NULL, sink_write, &s, &g, &err), CT_OK);
+    char src[3][64];
+    for (size_t len = 0; len <= 40; len++) {
+        for (int k = 0; k < 3; k++) /* '#' around each name: must not be copied */
+            for (size_t i = 0; i < sizeof src[k]; i++)
+                src[k][i] = i >= 8 && i < 8 + len ? (char)('a' + (i * 7 + (size_t)k) % 26) : '#';
+        struct put_point p = point("m", 1);
+        p.metric = (struct put_str){src[0] + 8, len};
+        p.ntags = 1;
+        p.tagk[0] = (struct put_str){src[1] + 8, len};
+        p.tagv[0] = (struct put_str){src[2] + 8, len};
+        struct ingest_batch *b = ingest_batch_get(g);
+        assert_true(ingest_batch_add(b, &p, 1));
+        struct ingest_point ip;
+        ingest_batch_point(b, 0, &ip);
+        assert_int_equal(strlen(ip.metric), len);
+        assert_memory_equal(ip.metric, src[0] + 8, len);
+        assert_int_equal(strlen(ip.tagk[0]), len);
+        assert_memory_equal(ip.tagk[0], src[1] + 8, len);
+        assert_int_equal(strlen(ip.tagv[0]), len);
+        assert_memory_equal(ip.tagv[0], src[2] + 8, len);
+        assert_int_equal(ip.series_key_len, 3 * (len + 1));
+        ingest_batch_release(g, b);
+    }
+    ingest_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_ingest_a_busy_writer_takes_queued_batches_together_in_order),
         cmocka_unit_test(test_ingest_pool_is_bounded_and_batches_fill),
         cmocka_unit_test(test_ingest_outcomes_and_batch_failure),
+        cmocka_unit_test(test_ingest_names_of_every_length_are_copied_exactly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -243,6 +243,31 @@ static void test_put_parse_long_edges(void **state)
     assert_int_equal(v, 12);
     assert_false(put_parse_long("-", 1, &v, msg, sizeof(msg)));
     assert_string_equal(msg, "Just a sign, no value: -");
+    assert_true(put_parse_long("-9223372036854775808", 20, &v, msg, sizeof(msg)));
+    assert_true(v == INT64_MIN);
+    /* every length up to 19 digits (18 and fewer take the path without overflow checks), with
+     * and without a sign, equals strtoll; a bad character at any position gives its message */
+    char num[32], want[96];
+    for (int len = 1; len <= 19; len++) {
+        for (int sign = 0; sign < 3; sign++) {
+            int n = 0;
+            if (sign)
+                num[n++] = sign == 1 ? '+' : '-';
+            for (int i = 0; i < len; i++)
+                num[n++] = (char)('0' + (i == 0 ? (len == 19 ? 8 : 9) : (i * 7 + len) % 10));
+            num[n] = '\0';
+            assert_true(put_parse_long(num, (size_t)n, &v, msg, sizeof(msg)));
+            assert_true(v == strtoll(num, NULL, 10));
+            for (int at = sign ? 1 : 0; at < n; at++) {
+                char bad[32];
+                memcpy(bad, num, (size_t)n + 1);
+                bad[at] = at % 2 ? 'x' : '/';
+                assert_false(put_parse_long(bad, (size_t)n, &v, msg, sizeof(msg)));
+                snprintf(want, sizeof want, "Invalid character '%c' in %s", bad[at], bad);
+                assert_string_equal(msg, want);
+            }
+        }
+    }
 }
 
 static void test_put_decimal_values_equal_strtod_bit_for_bit(void **state)
