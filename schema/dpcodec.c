@@ -756,7 +756,25 @@ static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsi
             /* cnt * w bits fit in the block: unchecked window reads (the reader spans the rest
              * of the stream so that whole 8-byte loads are possible near the block's end) */
             struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
-            for (uint64_t j = 0; j < cnt; j++) {
+            uint64_t j = 0;
+            size_t avail = (size_t)(end - p);
+            if (w <= 57 && avail >= 8) {
+                /* dpcodec_bitr_peek() without its tests while a whole 8-byte load at the
+                 * entry's byte stays inside the stream (entries j with floor(j w / 8) + 8 <=
+                 * avail), and sh + w <= 64 never needs a ninth byte */
+                uint64_t fast = (uint64_t)((avail - 8) * 8 + 7) / w + 1;
+                if (fast > cnt)
+                    fast = cnt;
+                const unsigned down = 64 - w;
+                uint64_t pos = 0;
+                int64_t *o = res + done;
+                for (; j < fast; j++, pos += w) {
+                    uint64_t u = (coding_get_be64(p + (pos >> 3)) << (pos & 7)) >> down;
+                    o[j] = (int64_t)((uint64_t)mn + u);
+                }
+                r.pos = (size_t)pos;
+            }
+            for (; j < cnt; j++) {
                 uint64_t u = dpcodec_bitr_peek(&r, w);
                 r.pos += w;
                 res[done + j] = (int64_t)((uint64_t)mn + u);
@@ -778,9 +796,18 @@ static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsi
             }
         }
     } else if (k == 1 && n > 0) {
+        /* the running sum in a register, four entries per step (the loop's own overhead was
+         * as large as the additions) */
+        uint64_t acc = (uint64_t)h[0], i = 1;
         xs[0] = h[0];
-        for (uint64_t i = 1; i < n; i++)
-            xs[i] = dpcodec_add(xs[i - 1], xs[i]);
+        for (; i + 4 <= n; i += 4) {
+            xs[i] = (int64_t)(acc += (uint64_t)xs[i]);
+            xs[i + 1] = (int64_t)(acc += (uint64_t)xs[i + 1]);
+            xs[i + 2] = (int64_t)(acc += (uint64_t)xs[i + 2]);
+            xs[i + 3] = (int64_t)(acc += (uint64_t)xs[i + 3]);
+        }
+        for (; i < n; i++)
+            xs[i] = (int64_t)(acc += (uint64_t)xs[i]);
     } else if (k == 2 && n > 0) {
         xs[0] = h[0];
         if (n > 1)

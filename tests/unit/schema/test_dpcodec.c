@@ -224,6 +224,22 @@ static void test_compressed_round_trips_every_value_kind(void **state)
         p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, 1000 + rand() % 9999);
     assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_INT);
     assert_true(bytes < (N * 14) / 8);
+    /* uniform values over a power-of-two range: bit-packed blocks of every width, with
+     * counts that end a block at every byte offset (the block reader's unchecked 8-byte loads
+     * stop 8 bytes before the stream's end; truncations are checked by roundtrip_compressed) */
+    for (unsigned w = 1; w <= 64; w++) {
+        for (int n = 1 + (int)w % 7; n <= N; n += 37 + (int)w) {
+            for (int i = 0; i < n; i++) {
+                uint64_t u = ((uint64_t)rand() << 42) ^ ((uint64_t)rand() << 21) ^ (uint64_t)rand();
+                if (w < 64)
+                    u &= (1ULL << w) - 1;
+                if (i % 2 && w < 64)
+                    u = i % 4 == 1 ? 0 : (1ULL << w) - 1; /* both ends of the range */
+                p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, (int64_t)u);
+            }
+            assert_int_equal(roundtrip_compressed(p, (size_t)n, NULL), DPCODEC_VK_INT);
+        }
+    }
     /* a value that mostly repeats: XOR's one-bit repeats win */
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false,
