@@ -516,6 +516,10 @@ struct escanner {
      * while fast_ok; anything that moves another input clears it. */
     bool fast_ok;
     bool row_single; /* the current row is held by kids[lead] alone */
+    /* rows returned from region reads_er not yet added to its `reads` statistic (added when the
+     * scan moves to another region and at close: one atomic add per region, not per row) */
+    struct eregion *reads_er;
+    uint64_t reads_pending;
     size_t lead;
     ptrdiff_t runner;
     size_t key_len;
@@ -996,6 +1000,13 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
     return CT_OK;
 }
 
+static void scanner_flush_reads(struct escanner *sc)
+{
+    if (sc->reads_er && sc->reads_pending)
+        atomic_fetch_add_explicit(&sc->reads_er->reads, sc->reads_pending, memory_order_relaxed);
+    sc->reads_pending = 0;
+}
+
 int engine_scanner_next(struct wc_scanner *wsc, struct wc_row *row, struct ct_err *err)
 {
     struct escanner *sc = (struct escanner *)wsc;
@@ -1047,7 +1058,12 @@ int engine_scanner_next(struct wc_scanner *wsc, struct wc_row *row, struct ct_er
         if (sc->ncells == 0)
             continue;
         sc->rows++;
-        atomic_fetch_add_explicit(&scanner_region(sc)->er->reads, 1, memory_order_relaxed);
+        struct eregion *er = scanner_region(sc)->er;
+        if (er != sc->reads_er) {
+            scanner_flush_reads(sc);
+            sc->reads_er = er;
+        }
+        sc->reads_pending++;
         sc->have_row = true;
         size_t n = sc->ncells;
         if (sc->o.batch_cells && n > sc->o.batch_cells)
@@ -1075,6 +1091,7 @@ void engine_scanner_close(struct wc_scanner *wsc)
     if (!sc)
         return;
     scanner_close_region(sc);
+    scanner_flush_reads(sc);
     for (size_t r = 0; r < sc->nregs; r++) {
         if (sc->regs[r].in)
             for (size_t f = 0; f < sc->nsf; f++)
