@@ -260,6 +260,8 @@ struct echild {
     bool valid;
     bool rev_ok; /* reversed scans: positioned on the last visible cell below the bound */
     bool has_start; /* reversed scans, files: `start` is the first cell of the row read last */
+    bool lazy; /* forward scans (scan.c): not sought yet, its row bloom rules out the scan's
+                * first row; `valid` is false until the seek */
     struct sst_pos start;
     struct memstore_iter mi;
     struct sst_iter *si;

@@ -8,7 +8,10 @@
  * so flushes and compactions keep every version it may still read (estore_read_point); (3) a reversed scan finds the previous row
  * with seek_for_prev on every input, then reads that row forward, so cells inside a row are in
  * forward order in both directions; (4) rows are bounded by [lo, hi) of the scan intersected
- * with the region's range, so inputs shared by split daughters never leak rows.
+ * with the region's range, so inputs shared by split daughters never leak rows; (5) a forward
+ * scan may defer the seek of an input whose row bloom rules out the region's first row (`lazy`:
+ * not valid until sought); it is sought before any row other than that first one is chosen
+ * (scanner_find_row_lazy), so no row of it is ever passed over.
  *
  * Cells returned point into memstore arenas (stable while referenced) or, for block-file cells,
  * into the scanner's row arena (reset per row), except the values of uncompressed blocks of mapped
@@ -516,6 +519,11 @@ struct escanner {
      * while fast_ok; anything that moves another input clears it. */
     bool fast_ok;
     bool row_single; /* the current row is held by kids[lead] alone */
+    /* Lazy seeks (scanner_open_region, forward): nlazy inputs are not sought yet because their
+     * row blooms rule out the region's first row lo; lazy_first while that row has not been
+     * looked for. */
+    size_t nlazy;
+    bool lazy_first;
     /* rows returned from region reads_er not yet added to its `reads` statistic (added when the
      * scan moves to another region and at close: one atomic add per region, not per row) */
     struct eregion *reads_er;
@@ -721,17 +729,38 @@ static int scanner_open_region(struct escanner *sc, struct ct_err *err)
     sc->kids = sc_zalloc(sc, (n ? n : 1) * sizeof(*sc->kids));
     if (!sc->kids)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening a scan");
+    /* Lazy seeks (HBase's lazy seek with row blooms): a forward scan starting at row lo need
+     * not seek an input whose row bloom rules lo out, as long as another input holds lo: that
+     * input's cells at or after lo are all of later rows, so it has nothing for row lo. It is
+     * sought when the scan looks past lo (scanner_find_row). A seek that hits an existing row
+     * (the common case of a scan opened at a known row, e.g. a one-row read) then searches only
+     * the inputs that may hold it. Not for one-row scans (their inputs passed the bloom
+     * already) nor an empty lo (no row is empty: every input would be sought anyway). */
+    bool lazy = !sc->o.reversed && !sc->single_row && r->lo_len > 0 && n > 1;
+    uint64_t lo_hash = lazy ? bloom_hash_row(r->lo, r->lo_len) : 0;
+    sc->nlazy = 0;
+    sc->lazy_first = lazy;
     size_t k = 0;
     for (size_t f = 0; f < sc->nsf; f++) {
         sc->kid_start[f] = k;
-        for (size_t i = 0; i < r->in[f].nms; i++)
-            echild_init_ms(&sc->kids[k++], r->in[f].ms[i], sc->snap);
+        for (size_t i = 0; i < r->in[f].nms; i++) {
+            echild_init_ms(&sc->kids[k], r->in[f].ms[i], sc->snap);
+            if (lazy && !memstore_may_contain_row_hash(r->in[f].ms[i], lo_hash)) {
+                sc->kids[k].lazy = true;
+                sc->nlazy++;
+            }
+            k++;
+        }
         for (size_t i = 0; i < r->in[f].nfiles; i++) {
             int rc = echild_init_sst(&sc->kids[k], r->in[f].files[i], sc->snap, err);
             if (rc != CT_OK) {
                 sc->nkids = k;
                 scanner_close_region(sc);
                 return rc;
+            }
+            if (lazy && !sst_may_contain_row_hash(r->in[f].files[i], lo_hash)) {
+                sc->kids[k].lazy = true;
+                sc->nlazy++;
             }
             k++;
         }
@@ -743,6 +772,8 @@ static int scanner_open_region(struct escanner *sc, struct ct_err *err)
         struct cell target;
         ecell_row_start(&target, r->lo, r->lo_len);
         for (size_t i = 0; i < k; i++) {
+            if (sc->kids[i].lazy)
+                continue; /* valid stays false: every merge step passes over it */
             int rc = echild_seek(&sc->kids[i], &target, err);
             if (rc != CT_OK)
                 return rc;
@@ -763,61 +794,121 @@ static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
     return c->valid && cell_bytes_eq(c->cur.row, c->cur.row_len, row, len);
 }
 
+/* Seeks the inputs whose seek scanner_open_region deferred (to row lo: they hold none of its
+ * cells, so this is where they would be after any row up to lo). */
+static int scanner_seek_lazy(struct escanner *sc, const struct sregion *r, struct ct_err *err)
+{
+    struct cell target;
+    ecell_row_start(&target, r->lo, r->lo_len);
+    for (size_t i = 0; i < sc->nkids; i++) {
+        struct echild *c = &sc->kids[i];
+        if (!c->lazy)
+            continue;
+        c->lazy = false;
+        int rc = echild_seek(c, &target, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    sc->nlazy = 0;
+    sc->fast_ok = false; /* lead and runner were chosen without these inputs */
+    return CT_OK;
+}
+
+static int scanner_find_row_lazy(struct escanner *sc, const struct sregion *r, bool *found,
+                                 struct ct_err *err);
+
+/* Forward: the next candidate row into sc->key. With lazy, a full search while some inputs'
+ * seeks are deferred goes to scanner_find_row_lazy (the fast path is off while they are: see
+ * there); without, the search covers the inputs already sought. */
+static inline __attribute__((always_inline)) int
+scanner_find_fwd(struct escanner *sc, const struct sregion *r, bool lazy, bool *found,
+                 struct ct_err *err)
+{
+    *found = false;
+    const struct cell *best = NULL;
+    sc->row_single = false;
+    if (sc->fast_ok) {
+        const struct echild *c = &sc->kids[sc->lead];
+        const struct cell *rc = sc->runner >= 0 ? &sc->kids[sc->runner].cur : NULL;
+        if (c->valid && row_below_hi(r, c->cur.row, c->cur.row_len) &&
+            (!rc || bytes_cmp(c->cur.row, c->cur.row_len, rc->row, rc->row_len) < 0)) {
+            best = &c->cur;
+            sc->row_single = true;
+        }
+    }
+    if (!best) { /* full search: the smallest row, and the smallest among the others */
+        if (lazy && __builtin_expect(sc->nlazy != 0, 0))
+            return scanner_find_row_lazy(sc, r, found, err);
+        ptrdiff_t bi = -1, ru = -1;
+        for (size_t i = 0; i < sc->nkids; i++) {
+            struct echild *c = &sc->kids[i];
+            if (!c->valid || !row_below_hi(r, c->cur.row, c->cur.row_len))
+                continue;
+            if (!best) {
+                best = &c->cur;
+                bi = (ptrdiff_t)i;
+                continue;
+            }
+            if (bytes_cmp(c->cur.row, c->cur.row_len, best->row, best->row_len) < 0) {
+                ru = bi;
+                best = &c->cur;
+                bi = (ptrdiff_t)i;
+            } else if (ru < 0 || bytes_cmp(c->cur.row, c->cur.row_len,
+                                           sc->kids[ru].cur.row, sc->kids[ru].cur.row_len) < 0) {
+                ru = (ptrdiff_t)i;
+            }
+        }
+        if (best) {
+            sc->fast_ok = true;
+            sc->lead = (size_t)bi;
+            sc->runner = ru;
+            const struct cell *rc = ru >= 0 ? &sc->kids[ru].cur : NULL;
+            sc->row_single =
+                !rc || bytes_cmp(best->row, best->row_len, rc->row, rc->row_len) < 0;
+        }
+    }
+    if (best) {
+        int rc = KEY_RESERVE(sc, best->row_len + 1);
+        if (rc != CT_OK)
+            return rc;
+        memcpy(sc->key, best->row, best->row_len);
+        sc->key_len = best->row_len;
+        *found = true;
+    }
+    return CT_OK;
+}
+
+/* scanner_find_row while some inputs' seeks are deferred: the first time, the region's first
+ * row lo is taken from the other inputs if one of them holds it (the deferred ones hold nothing
+ * of it and nothing before it); otherwise, and on every later call, the deferred inputs are
+ * sought first. */
+static __attribute__((noinline)) int scanner_find_row_lazy(struct escanner *sc,
+                                                           const struct sregion *r, bool *found,
+                                                           struct ct_err *err)
+{
+    if (sc->lazy_first) {
+        sc->lazy_first = false;
+        int rc = scanner_find_fwd(sc, r, false, found, err);
+        if (rc != CT_OK || (*found && cell_bytes_eq(sc->key, sc->key_len, r->lo, r->lo_len))) {
+            /* lead and runner leave the deferred inputs out: the next search is a full one,
+             * which comes back here and seeks them first */
+            sc->fast_ok = false;
+            return rc;
+        }
+    }
+    int rc = scanner_seek_lazy(sc, r, err);
+    if (rc != CT_OK)
+        return rc;
+    return scanner_find_fwd(sc, r, false, found, err);
+}
+
 /* Finds the next candidate row of the open region into sc->key; false if none. */
 static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err)
 {
     struct sregion *r = scanner_region(sc);
     *found = false;
     if (!sc->o.reversed) {
-        const struct cell *best = NULL;
-        sc->row_single = false;
-        if (sc->fast_ok) {
-            const struct echild *c = &sc->kids[sc->lead];
-            const struct cell *rc = sc->runner >= 0 ? &sc->kids[sc->runner].cur : NULL;
-            if (c->valid && row_below_hi(r, c->cur.row, c->cur.row_len) &&
-                (!rc || bytes_cmp(c->cur.row, c->cur.row_len, rc->row, rc->row_len) < 0)) {
-                best = &c->cur;
-                sc->row_single = true;
-            }
-        }
-        if (!best) { /* full search: the smallest row, and the smallest among the others */
-            ptrdiff_t bi = -1, ru = -1;
-            for (size_t i = 0; i < sc->nkids; i++) {
-                struct echild *c = &sc->kids[i];
-                if (!c->valid || !row_below_hi(r, c->cur.row, c->cur.row_len))
-                    continue;
-                if (!best) {
-                    best = &c->cur;
-                    bi = (ptrdiff_t)i;
-                    continue;
-                }
-                if (bytes_cmp(c->cur.row, c->cur.row_len, best->row, best->row_len) < 0) {
-                    ru = bi;
-                    best = &c->cur;
-                    bi = (ptrdiff_t)i;
-                } else if (ru < 0 || bytes_cmp(c->cur.row, c->cur.row_len,
-                                               sc->kids[ru].cur.row, sc->kids[ru].cur.row_len) < 0) {
-                    ru = (ptrdiff_t)i;
-                }
-            }
-            if (best) {
-                sc->fast_ok = true;
-                sc->lead = (size_t)bi;
-                sc->runner = ru;
-                const struct cell *rc = ru >= 0 ? &sc->kids[ru].cur : NULL;
-                sc->row_single =
-                    !rc || bytes_cmp(best->row, best->row_len, rc->row, rc->row_len) < 0;
-            }
-        }
-        if (best) {
-            int rc = KEY_RESERVE(sc, best->row_len + 1);
-            if (rc != CT_OK)
-                return rc;
-            memcpy(sc->key, best->row, best->row_len);
-            sc->key_len = best->row_len;
-            *found = true;
-        }
-        return CT_OK;
+        return scanner_find_fwd(sc, r, true, found, err);
     }
     /* reversed: previous row below the bound (key holds the last row returned) */
     struct cell target;
