@@ -936,6 +936,38 @@ static int scanner_push_cell(struct escanner *sc, const struct sfam *f, const st
     return CT_OK;
 }
 
+/* After this many cells skipped in a row of a column the matcher is done with (versions beyond
+ * the wanted ones, older than the time range or TTL), the input seeks past the column instead of
+ * stepping: a counter incremented N times holds N versions in the memstore until a flush, and
+ * reading it (wc_increment's read of the latest value, a Get) would otherwise walk them all. */
+#define SCAN_SKIPS_BEFORE_SEEK 8
+
+/* Moves input c past the cell the matcher just judged: one step, or a seek past the rest of the
+ * matcher's column when it is done with it and has skipped many of its cells in a row. The seek
+ * target sorts after every cell of (row, column): timestamps run newest first and none is below
+ * INT64_MIN. Only for forward reads (may_seek): a reversed scan's inputs keep their place in the
+ * row to step back from. Skipping is safe because what follows in a done column are older
+ * versions and older markers of that column only; the empty-qualifier column is never skipped,
+ * because the family-wide markers live there, among its puts, and apply to every column. */
+static int child_advance(struct echild *c, const struct matcher *m, const uint8_t *row,
+                         size_t row_len, bool may_seek, unsigned *skips, struct ct_err *err)
+{
+    if (!may_seek || !m->col_done || m->raw || m->qual_len == 0) {
+        *skips = 0;
+        return echild_next(c, err);
+    }
+    if (++*skips < SCAN_SKIPS_BEFORE_SEEK)
+        return echild_next(c, err);
+    *skips = 0;
+    struct cell past = {0};
+    past.row = row;
+    past.row_len = (uint32_t)row_len;
+    past.qual = m->qual;
+    past.qual_len = (uint32_t)m->qual_len;
+    past.ts_ms = INT64_MIN;
+    return echild_seek(c, &past, err);
+}
+
 /* Reads row sc->key from every family's inputs through the matcher. */
 static int scanner_read_row(struct escanner *sc, struct ct_err *err)
 {
@@ -947,13 +979,15 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
         while (sc->lead >= sc->kid_start[f + 1])
             f++;
         matcher_start_family(&sc->m, &sc->fams[f]);
+        unsigned skips = 0;
         do {
             int rc = matcher_cell(&sc->m, &best->cur, err);
             if (rc < 0)
                 return rc;
             if (rc == M_EMIT && (rc = scanner_push_cell(sc, &sc->fams[f], best, err)) != CT_OK)
                 return rc;
-            if ((rc = echild_next(best, err)) != CT_OK)
+            if ((rc = child_advance(best, &sc->m, sc->key, sc->key_len, !sc->o.reversed, &skips,
+                                    err)) != CT_OK)
                 return rc;
         } while (child_on_row(best, sc->key, sc->key_len));
         return CT_OK;
@@ -962,6 +996,7 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
     for (size_t f = 0; f < sc->nsf; f++) {
         matcher_start_family(&sc->m, &sc->fams[f]);
         size_t a = sc->kid_start[f], b = sc->kid_start[f + 1];
+        unsigned skips = 0;
         for (;;) {
             struct echild *best = NULL;
             size_t on = 0;
@@ -983,7 +1018,8 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
                     if (rc == M_EMIT &&
                         (rc = scanner_push_cell(sc, &sc->fams[f], best, err)) != CT_OK)
                         return rc;
-                    if ((rc = echild_next(best, err)) != CT_OK)
+                    if ((rc = child_advance(best, &sc->m, sc->key, sc->key_len, !sc->o.reversed,
+                                            &skips, err)) != CT_OK)
                         return rc;
                 } while (child_on_row(best, sc->key, sc->key_len));
                 break;
@@ -993,7 +1029,8 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
                 return rc;
             if (rc == M_EMIT && (rc = scanner_push_cell(sc, &sc->fams[f], best, err)) != CT_OK)
                 return rc;
-            if ((rc = echild_next(best, err)) != CT_OK)
+            if ((rc = child_advance(best, &sc->m, sc->key, sc->key_len, !sc->o.reversed, &skips,
+                                    err)) != CT_OK)
                 return rc;
         }
     }
@@ -1580,6 +1617,7 @@ static int get_family(struct echild *kids, size_t nk, const uint8_t *key, size_t
                       struct matcher *m, uint32_t fam, struct gout *g, struct ct_err *err)
 {
     int rc;
+    unsigned skips = 0;
     for (;;) {
         struct echild *best = NULL;
         for (size_t i = 0; i < nk; i++) {
@@ -1597,7 +1635,7 @@ static int get_family(struct echild *kids, size_t nk, const uint8_t *key, size_t
                     return rc;
                 if (rc == M_EMIT && (rc = gout_push(g, fam, &best->cur, err)) != CT_OK)
                     return rc;
-                if ((rc = echild_next(best, err)) != CT_OK)
+                if ((rc = child_advance(best, m, key, key_len, true, &skips, err)) != CT_OK)
                     return rc;
             }
             return CT_OK;
@@ -1606,7 +1644,7 @@ static int get_family(struct echild *kids, size_t nk, const uint8_t *key, size_t
             return rc;
         if (rc == M_EMIT && (rc = gout_push(g, fam, &best->cur, err)) != CT_OK)
             return rc;
-        if ((rc = echild_next(best, err)) != CT_OK)
+        if ((rc = child_advance(best, m, key, key_len, true, &skips, err)) != CT_OK)
             return rc;
     }
 }
