@@ -579,6 +579,29 @@ static size_t dpcodec_radix_bits_memo(uint64_t r, size_t cnt)
     return bits;
 }
 
+/* Digit tables for small radixes: for r in 2..DPCODEC_TAB_RMAX and x < r^3, tab[r][x] holds x's
+ * three base-r digits, least significant in the low byte. Built once per process, read-only
+ * after. */
+#define DPCODEC_TAB_RMAX 16
+static uint32_t *dpcodec_digit_tab[DPCODEC_TAB_RMAX + 1];
+static pthread_once_t dpcodec_digit_once = PTHREAD_ONCE_INIT;
+
+static void dpcodec_digit_tab_build(void)
+{
+    size_t total = 0;
+    for (unsigned r = 2; r <= DPCODEC_TAB_RMAX; r++)
+        total += (size_t)r * r * r;
+    uint32_t *all = malloc(total * sizeof(uint32_t)); /* kept for the process's life */
+    if (!all)
+        return; /* tables stay NULL: the digit-by-digit path is used */
+    for (unsigned r = 2; r <= DPCODEC_TAB_RMAX; r++) {
+        dpcodec_digit_tab[r] = all;
+        for (uint32_t x = 0; x < r * r * r; x++)
+            all[x] = x % r | (x / r % r) << 8 | (x / (r * r)) << 16;
+        all += (size_t)r * r * r;
+    }
+}
+
 /* Reads a radix block's number (bits bits right-aligned in `bytes` big-endian bytes; the
  * padding bits before it are ignored) and writes its cnt base-r digits, least significant
  * first, each plus mn, into res. -1 if the number is r^cnt or more (never written so). */
@@ -614,6 +637,15 @@ static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint6
          * (floor(x floor((2^64 - 1) / R) / 2^64) is the quotient or one less), then two
          * independent digit chains */
         uint64_t chunk2 = chunk * chunk, cinv = UINT64_MAX / chunk;
+        /* small radixes: r^3 < 2^32 splits three digits at once (the same exact
+         * multiplication), the table gives them */
+        const uint32_t *tab = NULL;
+        uint64_t r3 = r * r * r, inv3 = 0;
+        if (r <= DPCODEC_TAB_RMAX && m >= 3) {
+            pthread_once(&dpcodec_digit_once, dpcodec_digit_tab_build);
+            tab = dpcodec_digit_tab[r];
+            inv3 = UINT64_MAX / r3 + 1;
+        }
         uint64_t j = 0;
         for (; cnt - j >= 2 * (uint64_t)m; j += 2 * m) {
             uint64_t rem = dpcodec_big_divmod(&big, chunk2);
@@ -622,7 +654,30 @@ static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint6
             uint64_t fix = lo >= chunk;
             hi += fix;
             lo -= fix * chunk;
-            for (unsigned k = 0; k < m; k++) {
+            unsigned k = 0;
+            if (tab) { /* three digits per multiplication, from the table */
+                int64_t *ol = res + j, *oh = res + j + m;
+                for (; k + 3 <= m; k += 3) {
+                    uint64_t ql = (uint64_t)(((unsigned __int128)inv3 * lo) >> 64);
+                    uint64_t qh = (uint64_t)(((unsigned __int128)inv3 * hi) >> 64);
+                    uint32_t tl = tab[lo - ql * r3], th = tab[hi - qh * r3];
+                    ol[k] = (int64_t)((uint64_t)mn + (tl & 0xFF));
+                    ol[k + 1] = (int64_t)((uint64_t)mn + (tl >> 8 & 0xFF));
+                    ol[k + 2] = (int64_t)((uint64_t)mn + (tl >> 16));
+                    oh[k] = (int64_t)((uint64_t)mn + (th & 0xFF));
+                    oh[k + 1] = (int64_t)((uint64_t)mn + (th >> 8 & 0xFF));
+                    oh[k + 2] = (int64_t)((uint64_t)mn + (th >> 16));
+                    lo = ql;
+                    hi = qh;
+                }
+                /* the last one or two digits: lo and hi are below r^2 now */
+                uint32_t tl = tab[lo], th = tab[hi];
+                for (; k < m; k++, tl >>= 8, th >>= 8) {
+                    ol[k] = (int64_t)((uint64_t)mn + (tl & 0xFF));
+                    oh[k] = (int64_t)((uint64_t)mn + (th & 0xFF));
+                }
+            }
+            for (; k < m; k++) {
                 uint64_t ql = (uint64_t)(((unsigned __int128)inv * lo) >> 64);
                 uint64_t qh = (uint64_t)(((unsigned __int128)inv * hi) >> 64);
                 res[j + k] = (int64_t)((uint64_t)mn + (lo - ql * r));

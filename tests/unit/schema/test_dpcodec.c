@@ -240,6 +240,23 @@ static void test_compressed_round_trips_every_value_kind(void **state)
             assert_int_equal(roundtrip_compressed(p, (size_t)n, NULL), DPCODEC_VK_INT);
         }
     }
+    /* small radixes (residual ranges of 2..17 values: a random walk's steps, uniform values),
+     * whose digits come three at a time from a table, for every count of digits left over */
+    for (int r = 2; r <= 17; r++) {
+        for (int n = 2 + r % 5; n <= N; n += 29 + r) {
+            int64_t level = 1000;
+            for (int i = 0; i < n; i++) {
+                if (r % 2) { /* steps in [-(r / 2), r / 2] */
+                    level += rand() % r - r / 2;
+                    p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, level);
+                } else { /* uniform in [0, r), both ends */
+                    int64_t u = i % 5 == 0 ? 0 : i % 5 == 1 ? r - 1 : rand() % r;
+                    p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, u);
+                }
+            }
+            assert_int_equal(roundtrip_compressed(p, (size_t)n, NULL), DPCODEC_VK_INT);
+        }
+    }
     /* a value that mostly repeats: XOR's one-bit repeats win */
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_real(BASE_MS + i * 10000LL, false,
