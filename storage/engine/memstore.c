@@ -277,21 +277,48 @@ static struct ms_node *ms_find_ge(const struct memstore *m, const struct cell *t
     }
 }
 
-/* Last node < target (head if none). */
-static struct ms_node *ms_find_lt(const struct memstore *m, const struct cell *target)
+_Static_assert(MEMSTORE_PATH_MAX == MS_MAX_HEIGHT, "an iterator's path holds every level");
+
+/* Last node < target (head if none), searched from the iterator's path as a finger (invariant of
+ * struct memstore_iter: path[i] is a node of height > i, or the head), and the new path stored.
+ * The search starts at the lowest level i whose path node is still a predecessor of the target
+ * at level i (path[i] < target and its level-i successor is not), so a target next to the last
+ * one costs a few comparisons; with no such level it starts from the head. Starting from any
+ * node below the target at a level it has is a correct skiplist search; nodes linked since the
+ * path was stored are found by walking right like any others. Entries above the starting level
+ * keep older nodes: they stay nodes of their height, checked again before any use. */
+static struct ms_node *ms_find_lt_path(const struct memstore *m, const struct cell *target,
+                                       struct memstore_iter *it)
 {
-    struct ms_node *x = m->head;
-    int level = atomic_load_explicit(&((struct memstore *)m)->height, memory_order_relaxed) - 1;
     uint64_t k0, k1;
     ms_row_prefix(target->row, target->row_len, &k0, &k1);
+    struct ms_node *x = m->head;
+    int level = atomic_load_explicit(&((struct memstore *)m)->height, memory_order_relaxed) - 1;
+    int top = level;
+    for (int i = 0; i < it->path_h && i <= top; i++) {
+        struct ms_node *p = (struct ms_node *)(uintptr_t)it->path[i];
+        if (p != m->head && ms_cmp(p, k0, k1, target) >= 0)
+            continue; /* past the target: a level up is further left */
+        struct ms_node *nx = ms_next(p, i);
+        if (nx && ms_cmp(nx, k0, k1, target) < 0)
+            continue; /* the target is further right: a level up goes there faster */
+        x = p;
+        level = i;
+        break;
+    }
+    if (level == top)
+        it->path_h = top + 1;
     const struct ms_node *known_ge = NULL;
     for (;;) {
         struct ms_node *nx = ms_next(x, level);
+        if (level > 0)
+            __builtin_prefetch(ms_next(x, level - 1));
         if (nx && nx != known_ge && ms_cmp(nx, k0, k1, target) < 0) {
             x = nx;
             continue;
         }
         known_ge = nx;
+        it->path[level] = x;
         if (level == 0)
             return x;
         level--;
@@ -586,6 +613,7 @@ void memstore_iter_init(struct memstore_iter *it, struct memstore *m)
 {
     it->m = m;
     it->node = NULL;
+    it->path_h = 0;
 }
 
 void memstore_iter_seek_first(struct memstore_iter *it)
@@ -606,9 +634,14 @@ void memstore_iter_seek(struct memstore_iter *it, const struct cell *target)
     it->node = ms_find_ge(it->m, target, NULL);
 }
 
+void memstore_iter_seek_near(struct memstore_iter *it, const struct cell *target)
+{
+    it->node = ms_next(ms_find_lt_path(it->m, target, it), 0);
+}
+
 void memstore_iter_seek_for_prev(struct memstore_iter *it, const struct cell *target)
 {
-    struct ms_node *lt = ms_find_lt(it->m, target);
+    struct ms_node *lt = ms_find_lt_path(it->m, target, it);
     struct ms_node *nx = ms_next(lt, 0);
     if (nx && cell_compare(ms_cell(nx), target) == 0) {
         it->node = nx;
@@ -628,7 +661,7 @@ void memstore_iter_next(struct memstore_iter *it)
 void memstore_iter_prev(struct memstore_iter *it)
 {
     const struct ms_node *cur = it->node;
-    struct ms_node *lt = ms_find_lt(it->m, ms_cell(cur));
+    struct ms_node *lt = ms_find_lt_path(it->m, ms_cell(cur), it);
     it->node = lt == it->m->head ? NULL : lt;
 }
 

@@ -45,9 +45,16 @@ uint64_t memstore_max_seq(const struct memstore *m); /* 0 when empty */
 /* An iterator; held by value (its layout is public so callers can embed it). It borrows a
  * reference the caller holds on the memstore. Cells returned by memstore_iter_cell() stay valid
  * while that reference is held. */
+#define MEMSTORE_PATH_MAX 12 /* the skiplist's greatest height */
+
 struct memstore_iter {
     struct memstore *m;
     const void *node; /* NULL = not valid */
+    /* the search path of the iterator's last backward search (seek_for_prev, prev, seek_near):
+     * path[i] (i < path_h) is a node of height > i (or the head); used as a finger by the next
+     * one, which checks each entry before starting from it (memstore.c) */
+    int path_h;
+    const void *path[MEMSTORE_PATH_MAX];
 };
 
 void memstore_iter_init(struct memstore_iter *it, struct memstore *m);
@@ -59,6 +66,10 @@ void memstore_iter_seek_first(struct memstore_iter *it);
 void memstore_iter_seek_last(struct memstore_iter *it);
 void memstore_iter_seek(struct memstore_iter *it, const struct cell *target); /* first >= */
 void memstore_iter_seek_for_prev(struct memstore_iter *it, const struct cell *target); /* last <= */
+/* memstore_iter_seek() for a target close to (at or before) the iterator's last backward search:
+ * searched from that search's path instead of from the head, so a reversed scan's step back
+ * to a row's first cell costs a few comparisons. Any target is correct, only slower. */
+void memstore_iter_seek_near(struct memstore_iter *it, const struct cell *target);
 void memstore_iter_next(struct memstore_iter *it);
 void memstore_iter_prev(struct memstore_iter *it);
 /* The current cell (REQUIRES valid). */

@@ -192,7 +192,14 @@ int echild_next(struct echild *c, struct ct_err *err)
 
 int echild_rewind_row(struct echild *c, struct ct_err *err)
 {
-    if (c->is_ms || !c->valid) { /* memstores have no back links: search */
+    if (c->is_ms && c->valid) { /* no back links: search, from the path of the step back */
+        struct cell start;
+        ecell_row_start(&start, c->cur.row, c->cur.row_len);
+        c->has_start = false;
+        memstore_iter_seek_near(&c->mi, &start);
+        return echild_skip_fwd(c, err);
+    }
+    if (!c->valid) {
         struct cell start;
         ecell_row_start(&start, c->cur.row, c->cur.row_len);
         c->has_start = false;

@@ -1,7 +1,8 @@
 /* test_memstore.c - the memstore skiplist: cell order of spec §2 (with seq), seeks in both
  * directions, readers iterating while a writer inserts, sequential inserts through the
  * writer's finger mixed with inserts in the middle, and the writer's row hints (a cell after the
- * greatest of its row linked without a search) under random rows, columns and versions. */
+ * greatest of its row linked without a search) under random rows, columns and versions, and
+ * backward searches from the iterator's last search path against a reference. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -482,6 +483,123 @@ static void test_memstore_row_hints_keep_the_finger_valid(void **state)
 /* The inline byte comparison of cell.h agrees in sign with memcmp plus the length rule on keys
  * of every length 0..80 (word loop, overlapping last word, byte loop, memcmp past 64 bytes),
  * with the first difference at every position and in either direction. */
+/* The first cell any row's cells can have (sorts before all of them). */
+static void row_start(struct cell *c, const uint8_t *row, uint32_t len)
+{
+    *c = mk("", "", INT64_MAX, 255, UINT64_MAX, "");
+    c->row = row;
+    c->row_len = len;
+}
+
+/* Index of the first reference cell >= t (n if none). */
+static size_t ref_lower(const struct cell *ref, size_t n, const struct cell *t)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cell_compare(&ref[mid], t) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The iterator's search path as a finger (memstore_iter_seek_for_prev, _prev, _seek_near search
+ * from the path of the previous backward search): random walks mixing the reversed-scan pattern
+ * (step back before a row, then to that row's first cell) with jumps far left and far right,
+ * plain seeks and steps that leave the path behind, and inserts between rounds (nodes linked
+ * after a path was stored, some at levels above it). Every position must be the reference's:
+ * a finger used where it is no longer a predecessor at its level lands on a wrong cell. */
+static void test_memstore_backward_searches_from_the_path_land_exactly(void **state)
+{
+    (void)state;
+    struct ct_err err;
+    struct memstore *m;
+    assert_int_equal(memstore_new(&m, 1u << 12, &err), CT_OK);
+    enum {
+        ROWS = 3000,
+        MAXC = 12000
+    };
+    static char rows[ROWS][24];
+    static char quals[MAXC][8];
+    static struct cell ref[MAXC];
+    static const char *qs[] = {"", "a", "b", "bb"};
+    for (int i = 0; i < ROWS; i++) /* odd rows never get cells: targets between rows */
+        snprintf(rows[i], sizeof rows[i], i % 3 ? "r%05d" : "same-16-byte-pfx%05d", i);
+    unsigned r = 4242;
+    size_t n = 0;
+    uint64_t seq = 1;
+    struct memstore_iter it;
+    memstore_iter_init(&it, m);
+    size_t checks = 0;
+    for (int round = 0; round < 6; round++) {
+        for (int k = 0; k < 2000 && n < MAXC; k++) {
+            r = r * 1103515245u + 12345u;
+            int row = (int)((r >> 8) % ROWS) & ~1;
+            snprintf(quals[n], sizeof quals[n], "%s", qs[(r >> 3) % 4]);
+            struct cell c = mk(rows[row], quals[n], 100 + (int64_t)(r % 5), WC_TYPE_PUT, seq++, "v");
+            assert_int_equal(memstore_add(m, &c, &err), CT_OK);
+            ref[n++] = c;
+        }
+        qsort(ref, n, sizeof(ref[0]), ref_cell_cmp);
+        size_t pos = n; /* the reference index the iterator is on (n = not valid) */
+        for (int op = 0; op < 20000; op++) {
+            r = r * 1103515245u + 12345u;
+            unsigned kind = (r >> 8) % 10;
+            struct cell t;
+            if (kind < 3 && pos < n) { /* the reversed-scan pattern: before this row, then its start */
+                row_start(&t, ref[pos].row, ref[pos].row_len);
+                memstore_iter_seek_for_prev(&it, &t);
+                size_t lo = ref_lower(ref, n, &t);
+                pos = lo == 0 ? n : lo - 1;
+                if (pos < n) {
+                    assert_true(memstore_iter_valid(&it));
+                    assert_int_equal(memstore_iter_cell(&it)->seq, ref[pos].seq);
+                    row_start(&t, ref[pos].row, ref[pos].row_len);
+                    memstore_iter_seek_near(&it, &t);
+                    pos = ref_lower(ref, n, &t);
+                }
+            } else if (kind < 7) { /* anywhere: a row (with or without cells), a column, a time */
+                int row = (int)((r >> 4) % ROWS);
+                r = r * 1103515245u + 12345u;
+                t = mk(rows[row], qs[(r >> 5) % 4], 99 + (int64_t)(r % 7), WC_TYPE_PUT,
+                       (r >> 9) % (seq + 1), "");
+                if (kind == 3) {
+                    memstore_iter_seek_for_prev(&it, &t);
+                    size_t lo = ref_lower(ref, n, &t);
+                    pos = lo < n && cell_compare(&ref[lo], &t) == 0 ? lo : lo == 0 ? n : lo - 1;
+                } else if (kind == 4) {
+                    memstore_iter_seek_near(&it, &t);
+                    pos = ref_lower(ref, n, &t);
+                } else if (kind == 5) {
+                    memstore_iter_seek(&it, &t); /* forward: leaves the path where it was */
+                    pos = ref_lower(ref, n, &t);
+                } else {
+                    memstore_iter_seek_for_prev(&it, &t);
+                    size_t lo = ref_lower(ref, n, &t);
+                    pos = lo < n && cell_compare(&ref[lo], &t) == 0 ? lo : lo == 0 ? n : lo - 1;
+                }
+            } else if (kind < 9 && pos < n) {
+                memstore_iter_prev(&it);
+                pos = pos == 0 ? n : pos - 1;
+            } else if (pos < n) {
+                memstore_iter_next(&it);
+                pos++;
+            }
+            if (pos < n) {
+                assert_true(memstore_iter_valid(&it));
+                assert_int_equal(memstore_iter_cell(&it)->seq, ref[pos].seq);
+                checks++;
+            } else {
+                assert_false(memstore_iter_valid(&it));
+            }
+        }
+    }
+    assert_true(checks > 50000);
+    memstore_unref(m);
+}
+
 static int ref_bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
     size_t n = alen < blen ? alen : blen;
@@ -529,6 +647,7 @@ int main(void)
         cmocka_unit_test(test_memstore_rounds_of_sorted_inserts_keep_order),
         cmocka_unit_test(test_memstore_row_hints_keep_exact_order),
         cmocka_unit_test(test_memstore_row_hints_keep_the_finger_valid),
+        cmocka_unit_test(test_memstore_backward_searches_from_the_path_land_exactly),
         cmocka_unit_test(test_cell_bytes_cmp_matches_memcmp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
