@@ -23,4 +23,20 @@ void fixture_table_create(struct wc_store *s, const char *name, const char *cons
  * ("open <name>: <why>") if it cannot. */
 struct wc_table *fixture_table_open(struct wc_store *s, const char *name);
 
+/* The store of the random-history read tests: a fresh temporary directory (*dir, for
+ * fixture_history_close), the clock pinned at 1,000 s (CTSDB_NOW_MS) so TTLs are deterministic,
+ * and a 256 KiB block cache so blocks are evicted and read again. */
+struct wc_store *fixture_history_open(char **dir);
+void fixture_history_close(struct wc_store *s, char *dir);
+
+/* xorshift64*: the tests' deterministic random numbers (state must start non-zero). */
+uint64_t fixture_rnd(uint64_t *state);
+
+/* A row filter that keeps every row: sends a read down the scanner path. */
+enum wc_row_decision fixture_pass_all(void *arg, const uint8_t *row, size_t len);
+
+/* Appends a row's cells to out as text ("row|fam:qual@ts/type=value", space-separated, nothing
+ * for an empty row), truncated to size; comparing these texts compares reads cell for cell. */
+void fixture_fmt_row(char *out, size_t size, const struct wc_row *r);
+
 #endif

@@ -11,6 +11,7 @@
 
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
+#include "tests/lib/fixture.h"
 
 static char *g_dir;
 static struct wc_store *g_store;
@@ -18,60 +19,15 @@ static struct wc_store *g_store;
 static int setup(void **state)
 {
     (void)state;
-    g_dir = ctest_mkdtemp();
-    setenv("CTSDB_NOW_MS", "1000000", 1);
-    struct wc_options o;
-    wc_options_init(&o);
-    o.data_dir = g_dir;
-    o.block_cache_bytes = 256 << 10; /* small: blocks are evicted and read again */
-    struct ct_err err;
-    if (wc_open(&o, &g_store, &err) != CT_OK) {
-        fprintf(stderr, "open: %s\n", err.msg);
-        return -1;
-    }
+    g_store = fixture_history_open(&g_dir);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    wc_close(g_store);
-    ctest_rmdir(g_dir);
-    unsetenv("CTSDB_NOW_MS");
+    fixture_history_close(g_store, g_dir);
     return 0;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
-static enum wc_row_decision pass_all(void *arg, const uint8_t *row, size_t len)
-{
-    (void)arg;
-    (void)row;
-    (void)len;
-    return WC_ROW_INCLUDE;
-}
-
-static void fmt_row(char *out, size_t size, const struct wc_row *r)
-{
-    size_t l = strlen(out);
-    for (size_t i = 0; i < r->ncells && l + 1 < size; i++) {
-        const struct wc_cell *c = &r->cells[i];
-        l += (size_t)snprintf(out + l, size - l, "%s%.*s|%.*s:%.*s@%lld/%d=%.*s", l ? " " : "",
-                              (int)r->key.len, (const char *)r->key.data, (int)c->family.len,
-                              (const char *)c->family.data, (int)c->qualifier.len,
-                              (const char *)c->qualifier.data, (long long)c->ts_ms, (int)c->type,
-                              (int)c->value.len, (const char *)c->value.data);
-        if (l >= size)
-            l = size - 1;
-    }
 }
 
 #define OUT_BYTES 16384
@@ -84,13 +40,13 @@ static void read_three(struct wc_table *t, const char *row, const struct wc_scan
     struct wc_result r;
     fast[0] = generic[0] = scan[0] = 0;
     assert_int_equal(wc_get(t, wc_bytes_str(row), base, &r, &err), CT_OK);
-    fmt_row(fast, OUT_BYTES, &r.row);
+    fixture_fmt_row(fast, OUT_BYTES, &r.row);
     wc_result_release(&r);
 
     struct wc_scan_options o = *base;
-    o.row_filter = pass_all;
+    o.row_filter = fixture_pass_all;
     assert_int_equal(wc_get(t, wc_bytes_str(row), &o, &r, &err), CT_OK);
-    fmt_row(generic, OUT_BYTES, &r.row);
+    fixture_fmt_row(generic, OUT_BYTES, &r.row);
     wc_result_release(&r);
 
     char stop[64];
@@ -105,7 +61,7 @@ static void read_three(struct wc_table *t, const char *row, const struct wc_scan
     struct wc_row wr;
     int rc;
     while ((rc = wc_scanner_next(sc, &wr, &err)) == CT_OK)
-        fmt_row(scan, OUT_BYTES, &wr);
+        fixture_fmt_row(scan, OUT_BYTES, &wr);
     assert_int_equal(rc, CT_NOTFOUND);
     wc_scanner_close(sc);
 }
@@ -142,12 +98,12 @@ static void test_point_read_equals_one_row_scan_under_random_history(void **stat
     for (int round = 0; round < 12; round++) {
         for (int i = 0; i < 150; i++) {
             char row[16], val[32];
-            snprintf(row, sizeof row, "r%d", (int)(rnd(&seed) % 20));
+            snprintf(row, sizeof row, "r%d", (int)(fixture_rnd(&seed) % 20));
             snprintf(val, sizeof val, "v%d.%d", round, i);
-            struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fams[rnd(&seed) % 2]),
-                                    wc_bytes_str(quals[rnd(&seed) % 4]), wc_bytes_str(val),
-                                    (int64_t)(350000 + rnd(&seed) % 12 * 50000)};
-            uint64_t k = rnd(&seed) % 20;
+            struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fams[fixture_rnd(&seed) % 2]),
+                                    wc_bytes_str(quals[fixture_rnd(&seed) % 4]), wc_bytes_str(val),
+                                    (int64_t)(350000 + fixture_rnd(&seed) % 12 * 50000)};
+            uint64_t k = fixture_rnd(&seed) % 20;
             if (k < 2)
                 m.op = WC_OP_DELETE_VERSION;
             else if (k == 2)
@@ -258,7 +214,7 @@ static void test_point_read_errors_match_the_scanner(void **state)
     for (int generic = 0; generic < 2; generic++) {
         wc_scan_options_init(&o);
         if (generic)
-            o.row_filter = pass_all;
+            o.row_filter = fixture_pass_all;
         o.columns = &bad;
         o.ncolumns = 1;
         assert_int_equal(wc_get(t, wc_bytes_str("r"), &o, &r, &err), CT_EINVAL);
@@ -341,8 +297,9 @@ static void test_reads_skip_the_versions_of_a_long_column_exactly(void **state)
         {1, 0, WC_TS_LATEST, "r|f:a@3/4=v3 r|f:b@40/4=v40 r|f:c@2/4=v2"},
         {3, 12, 37, "r|f:b@36/4=v36 r|f:b@34/4=v34 r|f:b@33/4=v33"},
         /* the flush kept b's 3 newest of 1..20 (VERSIONS applies at flush, as in HBase) */
-        {3, 0, 20, "r|f:a@3/4=v3 r|f:a@2/4=v2 r|f:a@1/4=v1 r|f:b@19/4=v19 r|f:b@18/4=v18 "
-                   "r|f:c@2/4=v2 r|f:c@1/4=v1"},
+        {3, 0, 20,
+         "r|f:a@3/4=v3 r|f:a@2/4=v2 r|f:a@1/4=v1 r|f:b@19/4=v19 r|f:b@18/4=v18 "
+         "r|f:c@2/4=v2 r|f:c@1/4=v1"},
         {3, 0, 18, "r|f:a@3/4=v3 r|f:a@2/4=v2 r|f:a@1/4=v1 r|f:c@2/4=v2 r|f:c@1/4=v1"},
     };
     char fast[OUT_BYTES], generic[OUT_BYTES], scan[OUT_BYTES], rev[OUT_BYTES];
@@ -362,7 +319,7 @@ static void test_reads_skip_the_versions_of_a_long_column_exactly(void **state)
         struct wc_row wr;
         rev[0] = 0;
         while (wc_scanner_next(sc, &wr, &err) == CT_OK)
-            fmt_row(rev, OUT_BYTES, &wr);
+            fixture_fmt_row(rev, OUT_BYTES, &wr);
         wc_scanner_close(sc);
         assert_string_equal(rev, cases[i].want);
     }
@@ -391,8 +348,8 @@ static void test_reads_skip_the_versions_of_a_long_column_exactly(void **state)
     /* a counter incremented many times reads back its latest value */
     int64_t v = 0;
     for (int i = 0; i < 300; i++)
-        assert_int_equal(wc_increment(t, wc_bytes_str("ctr"), wc_bytes_str("f"),
-                                      wc_bytes_str("n"), 2, WC_DURABILITY_SKIP_WAL, &v, &err),
+        assert_int_equal(wc_increment(t, wc_bytes_str("ctr"), wc_bytes_str("f"), wc_bytes_str("n"),
+                                      2, WC_DURABILITY_SKIP_WAL, &v, &err),
                          CT_OK);
     assert_int_equal(v, 600);
     wc_table_close(t);

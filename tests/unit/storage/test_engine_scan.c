@@ -13,6 +13,7 @@
 
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
+#include "tests/lib/fixture.h"
 
 static char *g_dir;
 static struct wc_store *g_store;
@@ -20,65 +21,19 @@ static struct wc_store *g_store;
 static int setup(void **state)
 {
     (void)state;
-    g_dir = ctest_mkdtemp();
-    setenv("CTSDB_NOW_MS", "1000000", 1);
-    struct wc_options o;
-    wc_options_init(&o);
-    o.data_dir = g_dir;
-    o.block_cache_bytes = 256 << 10; /* small: blocks are evicted and read again */
-    struct ct_err err;
-    if (wc_open(&o, &g_store, &err) != CT_OK) {
-        fprintf(stderr, "open: %s\n", err.msg);
-        return -1;
-    }
+    g_store = fixture_history_open(&g_dir);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    wc_close(g_store);
-    ctest_rmdir(g_dir);
-    unsetenv("CTSDB_NOW_MS");
+    fixture_history_close(g_store, g_dir);
     return 0;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * 0x2545f4914f6cdd1dull;
-}
-
-static enum wc_row_decision pass_all(void *arg, const uint8_t *row, size_t len)
-{
-    (void)arg;
-    (void)row;
-    (void)len;
-    return WC_ROW_INCLUDE;
 }
 
 #define NROWS     60
 #define ROW_BYTES 4096
-
-/* Appends one row's cells (or nothing for an empty row) as text. */
-static void fmt_row(char *out, size_t size, const struct wc_row *r)
-{
-    size_t l = strlen(out);
-    for (size_t i = 0; i < r->ncells && l + 1 < size; i++) {
-        const struct wc_cell *c = &r->cells[i];
-        l += (size_t)snprintf(out + l, size - l, "%.*s|%.*s:%.*s@%lld/%d=%.*s;", (int)r->key.len,
-                              (const char *)r->key.data, (int)c->family.len,
-                              (const char *)c->family.data, (int)c->qualifier.len,
-                              (const char *)c->qualifier.data, (long long)c->ts_ms, (int)c->type,
-                              (int)c->value.len, (const char *)c->value.data);
-        if (l >= size)
-            l = size - 1;
-    }
-}
 
 /* A full scan into per-row texts (rows in the order returned; batches of a row joined). */
 static size_t scan_rows(struct wc_table *t, const struct wc_scan_options *o, char rows[][ROW_BYTES],
@@ -101,7 +56,7 @@ static size_t scan_rows(struct wc_table *t, const struct wc_scan_options *o, cha
             rows[n][0] = 0;
             n++;
         }
-        fmt_row(rows[n - 1], ROW_BYTES, &wr);
+        fixture_fmt_row(rows[n - 1], ROW_BYTES, &wr);
     }
     assert_int_equal(rc, CT_NOTFOUND);
     wc_scanner_close(sc);
@@ -123,7 +78,7 @@ static void check_scans(struct wc_table *t, const struct wc_scan_options *base, 
         if (res.row.ncells) {
             snprintf(wkeys[nw], sizeof wkeys[nw], "%s", row);
             want[nw][0] = 0;
-            fmt_row(want[nw], ROW_BYTES, &res.row);
+            fixture_fmt_row(want[nw], ROW_BYTES, &res.row);
             nw++;
         }
         wc_result_release(&res);
@@ -134,7 +89,7 @@ static void check_scans(struct wc_table *t, const struct wc_scan_options *base, 
         if (mode == 1)
             o.reversed = true;
         if (mode == 2)
-            o.row_filter = pass_all;
+            o.row_filter = fixture_pass_all;
         if (mode == 3)
             o.batch_cells = 1;
         size_t ng = scan_rows(t, &o, got, gkeys);
@@ -169,8 +124,8 @@ static void check_scans(struct wc_table *t, const struct wc_scan_options *base, 
             size_t ng = scan_rows(t, &o, got, gkeys);
             size_t expect = lim && nw - first > 1 ? 1 : nw - first;
             if (ng != expect)
-                fail_msg("round %d options %d start %s limit %d: %zu rows scanned, %zu read",
-                         round, v, start, lim, ng, expect);
+                fail_msg("round %d options %d start %s limit %d: %zu rows scanned, %zu read", round,
+                         v, start, lim, ng, expect);
             for (size_t i = 0; i < ng; i++)
                 if (strcmp(gkeys[i], wkeys[first + i]) != 0 || strcmp(got[i], want[first + i]))
                     fail_msg("round %d options %d start %s limit %d row %s:\n scan %s %s\n get  %s",
@@ -211,12 +166,12 @@ static void test_full_scans_equal_point_reads_under_random_history(void **state)
         int nput = round < 4 ? 25 : 80; /* early rounds: sparse files, many single-input rows */
         for (int i = 0; i < nput; i++) {
             char row[16], val[32];
-            snprintf(row, sizeof row, "r%03d", (int)(rnd(&seed) % NROWS));
+            snprintf(row, sizeof row, "r%03d", (int)(fixture_rnd(&seed) % NROWS));
             snprintf(val, sizeof val, "v%d.%d", round, i);
-            struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fams[rnd(&seed) % 2]),
-                                    wc_bytes_str(quals[rnd(&seed) % 4]), wc_bytes_str(val),
-                                    (int64_t)(350000 + rnd(&seed) % 12 * 50000)};
-            uint64_t k = rnd(&seed) % 20;
+            struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fams[fixture_rnd(&seed) % 2]),
+                                    wc_bytes_str(quals[fixture_rnd(&seed) % 4]), wc_bytes_str(val),
+                                    (int64_t)(350000 + fixture_rnd(&seed) % 12 * 50000)};
+            uint64_t k = fixture_rnd(&seed) % 20;
             if (k < 2)
                 m.op = WC_OP_DELETE_VERSION;
             else if (k == 2)
