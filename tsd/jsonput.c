@@ -468,9 +468,8 @@ static bool jp_quick_number(const char *p, const char *end, const char **out)
 static bool jp_quick_string(const char *p, const char *end, const char **out)
 {
     p++;
-    while (p + 4 <= end && !jp_str_stop[(unsigned char)p[0]] &&
-           !jp_str_stop[(unsigned char)p[1]] && !jp_str_stop[(unsigned char)p[2]] &&
-           !jp_str_stop[(unsigned char)p[3]])
+    while (p + 4 <= end && !jp_str_stop[(unsigned char)p[0]] && !jp_str_stop[(unsigned char)p[1]] &&
+           !jp_str_stop[(unsigned char)p[2]] && !jp_str_stop[(unsigned char)p[3]])
         p += 4;
     while (p < end && !jp_str_stop[(unsigned char)*p])
         p++;
@@ -490,7 +489,7 @@ bool jsonput_syntax_quick(const char *body, size_t len)
     int depth = 0;
 #define JP_QWS()                                                                                   \
     while (p < end && (unsigned char)*p <= ' ' &&                                                  \
-           (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))                                   \
+           (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))                                  \
     p++
     JP_QWS();
 value:
@@ -587,10 +586,7 @@ int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_po
     /* pass 1: syntax (the quick check first; the full one decides and words any error) */
     j.p = body;
     jp_ws(&j);
-    char kind = j.p >= j.end ? 'l'
-                : *j.p == '{' ? 'o'
-                : *j.p == '[' ? 'a'
-                              : 'l';
+    char kind = j.p >= j.end ? 'l' : *j.p == '{' ? 'o' : *j.p == '[' ? 'a' : 'l';
     j.p = body;
     if (!jsonput_syntax_quick(body, len)) {
         if (!jp_value(&j, 0, NULL, &kind))

@@ -430,8 +430,8 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
         return TA_NEXT; /* blank line */
     tstats_add(TSTATS_RPC_OTHER_TELNET, 1);
     if (!strcmp(cmd, "version")) {
-        telnet_printf(c, "net.opentsdb.tools ctsdb %s built at revision %s (%s)\n",
-                      CTSDB_VERSION, CTSDB_GIT_REV, CTSDB_REPO_STATUS);
+        telnet_printf(c, "net.opentsdb.tools ctsdb %s built at revision %s (%s)\n", CTSDB_VERSION,
+                      CTSDB_GIT_REV, CTSDB_REPO_STATUS);
         telnet_printf(c, "Built on %s %s by %s@%s\n", __DATE__, __TIME__, CTSDB_BUILD_USER,
                       tsd_hostname(t));
     } else if (!strcmp(cmd, "help")) {

@@ -1171,8 +1171,8 @@ done:
 }
 
 /* The prologue of the single-row atomic operations: the table takes writes and has the family. */
-static int bt_writable_family(struct bt_table *t, struct wc_bytes family,
-                              struct wc_family_desc *fd, struct ct_err *err)
+static int bt_writable_family(struct bt_table *t, struct wc_bytes family, struct wc_family_desc *fd,
+                              struct ct_err *err)
 {
     int rc = bt_table_check_writable(t, err);
     return rc != CT_OK ? rc : bt_table_family(t, family, fd, err);

@@ -39,7 +39,7 @@ enum {
 static const unsigned bc_share_pct[BC_NSECTIONS] = {25, 50, 25};
 
 struct block_cache_handle {
-    struct block_cache_handle *prev;  /* section LRU list (head = most recent) */
+    struct block_cache_handle *prev; /* section LRU list (head = most recent) */
     struct block_cache_handle *next;
     struct bc_shard *shard;
     uint64_t file_id;
@@ -151,8 +151,7 @@ static size_t bc_find(const struct bc_shard *s, uint64_t h, uint64_t file_id, ui
     size_t mask = s->nslots - 1, i = h & mask;
     for (;; i = (i + 1) & mask) {
         const struct bc_slot *sl = &s->slots[i];
-        if (!sl->e ||
-            (sl->hash == h && sl->e->file_id == file_id && sl->e->offset == offset))
+        if (!sl->e || (sl->hash == h && sl->e->file_id == file_id && sl->e->offset == offset))
             return i;
     }
 }

@@ -258,9 +258,9 @@ CT_MUST_CHECK int engine_replay(struct estore *s, struct ct_err *err);
 struct echild {
     bool is_ms;
     bool valid;
-    bool rev_ok; /* reversed scans: positioned on the last visible cell below the bound */
+    bool rev_ok;    /* reversed scans: positioned on the last visible cell below the bound */
     bool has_start; /* reversed scans, files: `start` is the first cell of the row read last */
-    bool lazy; /* forward scans (scan.c): not sought yet, its row bloom rules out the scan's
+    bool lazy;      /* forward scans (scan.c): not sought yet, its row bloom rules out the scan's
                 * first row; `valid` is false until the seek */
     struct sst_pos start;
     struct memstore_iter mi;

@@ -460,8 +460,8 @@ int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err)
     uint64_t rh = ms_row_hash(c->row, c->row_len, k0, k1);
     struct ms_hint *hs = m->hints ? &m->hints[rh & (m->nhints - 1)] : NULL;
     /* the greatest cell of c's row, if the hints know it (invariant (6)) */
-    bool row_known = hs && hs->node && hs->hash == rh &&
-                     ms_same_row(hs->node, k0, k1, c->row, c->row_len);
+    bool row_known =
+        hs && hs->node && hs->hash == rh && ms_same_row(hs->node, k0, k1, c->row, c->row_len);
     bool after_hint = row_known && ms_cmp_same_row(ms_cell(hs->node), c) < 0;
     int h = ms_random_height(m);
     bool searched = true;

@@ -827,9 +827,10 @@ static int scanner_find_row_lazy(struct escanner *sc, const struct sregion *r, b
 /* Forward: the next candidate row into sc->key. With lazy, a full search while some inputs'
  * seeks are deferred goes to scanner_find_row_lazy (the fast path is off while they are: see
  * there); without, the search covers the inputs already sought. */
-static inline __attribute__((always_inline)) int
-scanner_find_fwd(struct escanner *sc, const struct sregion *r, bool lazy, bool *found,
-                 struct ct_err *err)
+static inline __attribute__((always_inline)) int scanner_find_fwd(struct escanner *sc,
+                                                                  const struct sregion *r,
+                                                                  bool lazy, bool *found,
+                                                                  struct ct_err *err)
 {
     *found = false;
     const struct cell *best = NULL;
@@ -860,8 +861,8 @@ scanner_find_fwd(struct escanner *sc, const struct sregion *r, bool lazy, bool *
                 ru = bi;
                 best = &c->cur;
                 bi = (ptrdiff_t)i;
-            } else if (ru < 0 || bytes_cmp(c->cur.row, c->cur.row_len,
-                                           sc->kids[ru].cur.row, sc->kids[ru].cur.row_len) < 0) {
+            } else if (ru < 0 || bytes_cmp(c->cur.row, c->cur.row_len, sc->kids[ru].cur.row,
+                                           sc->kids[ru].cur.row_len) < 0) {
                 ru = (ptrdiff_t)i;
             }
         }
@@ -870,8 +871,7 @@ scanner_find_fwd(struct escanner *sc, const struct sregion *r, bool lazy, bool *
             sc->lead = (size_t)bi;
             sc->runner = ru;
             const struct cell *rc = ru >= 0 ? &sc->kids[ru].cur : NULL;
-            sc->row_single =
-                !rc || bytes_cmp(best->row, best->row_len, rc->row, rc->row_len) < 0;
+            sc->row_single = !rc || bytes_cmp(best->row, best->row_len, rc->row, rc->row_len) < 0;
         }
     }
     if (best) {
@@ -889,9 +889,8 @@ scanner_find_fwd(struct escanner *sc, const struct sregion *r, bool lazy, bool *
  * row lo is taken from the other inputs if one of them holds it (the deferred ones hold nothing
  * of it and nothing before it); otherwise, and on every later call, the deferred inputs are
  * sought first. */
-static __attribute__((noinline)) int scanner_find_row_lazy(struct escanner *sc,
-                                                           const struct sregion *r, bool *found,
-                                                           struct ct_err *err)
+static __attribute__((noinline)) int
+scanner_find_row_lazy(struct escanner *sc, const struct sregion *r, bool *found, struct ct_err *err)
 {
     if (sc->lazy_first) {
         sc->lazy_first = false;
@@ -935,7 +934,7 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
         struct echild *c = &sc->kids[i];
         /* an input that held no cell of the last row still sits on its last cell below it */
         if (!c->rev_ok) {
-            int rc = use_last      ? echild_seek_last(c, err)
+            int rc = use_last       ? echild_seek_last(c, err)
                      : c->has_start ? echild_prev_row(c, err)
                                     : echild_seek_for_prev(c, &target, err);
             if (rc != CT_OK)
@@ -1553,7 +1552,8 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
                     in->ms[in->nms++] = ef->active;
                 }
                 for (size_t k = 0; k < ef->nfrozen; k++) {
-                    if (sc->single_row && !memstore_may_contain_row_hash(ef->frozen[k], sr->row_hash))
+                    if (sc->single_row &&
+                        !memstore_may_contain_row_hash(ef->frozen[k], sr->row_hash))
                         continue;
                     memstore_ref(ef->frozen[k]);
                     in->ms[in->nms++] = ef->frozen[k];

@@ -450,7 +450,8 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
     }
     const struct sst_dentry *d0 = &b->e[0], *dn = &b->e[count - 1];
     uint32_t l = 0;
-    while (l < d0->row_len && l < dn->row_len && b->keys[d0->key_off + l] == b->keys[dn->key_off + l])
+    while (l < d0->row_len && l < dn->row_len &&
+           b->keys[d0->key_off + l] == b->keys[dn->key_off + l])
         l++;
     b->lcp = l;
     if (l <= sizeof(b->pre_inline)) {
@@ -471,8 +472,7 @@ bad:
 /* Gets data block bi: from the cache or the file. *h is the cache reference (NULL: the caller
  * owns *out and frees it with sst_block_free). */
 static int sst_get_block(struct sst *f, uint32_t bi, bool fill, struct sst_scratch *sc,
-                         struct sst_block **out, struct block_cache_handle **h,
-                         struct ct_err *err)
+                         struct sst_block **out, struct block_cache_handle **h, struct ct_err *err)
 {
     const struct sst_index_entry *ie = &f->idx[bi];
     bool use_cache = f->cache && f->ro.blockcache;

@@ -102,12 +102,12 @@ struct wal {
     bool mmap_tail;
     uint8_t *map; /* MAP_SHARED mapping of the active segment, map_cap bytes */
     size_t map_cap;
-    size_t map_alloc; /* the file's length: bytes [0, map_alloc) of the mapping are backed */
-    size_t map_used;  /* bytes of the segment in use (header + records) */
+    size_t map_alloc;   /* the file's length: bytes [0, map_alloc) of the mapping are backed */
+    size_t map_used;    /* bytes of the segment in use (header + records) */
     size_t map_dropped; /* [0, map_dropped) is written and unmapped from this process (its
                          * pages stay in the page cache): the log does not count in the RSS */
-    bool want_grow;   /* appenders ask the background thread to extend the file ahead */
-    bool growing;     /* the background thread extends [map_alloc, ...) outside mu: the
+    bool want_grow;     /* appenders ask the background thread to extend the file ahead */
+    bool growing;       /* the background thread extends [map_alloc, ...) outside mu: the
                        * segment is neither grown by others nor unmapped meanwhile */
 
     uint8_t *buf; /* pending records */
@@ -475,8 +475,8 @@ static void wal_bg_grow(struct wal *w)
      * cache (dirty pages stay dirty and are written back as before; kill -9 loses nothing), so
      * the log costs page cache, as with write(2), instead of ~60 bytes of RSS per datapoint
      * until its segment is released. A failure only leaves the pages mapped. */
-    bool dropped = drop_to > drop_from &&
-                   madvise(map + drop_from, drop_to - drop_from, MADV_DONTNEED) == 0;
+    bool dropped =
+        drop_to > drop_from && madvise(map + drop_from, drop_to - drop_from, MADV_DONTNEED) == 0;
     pthread_mutex_lock(&w->mu);
     w->growing = false;
     if (ok && w->map == map && w->map_alloc == from)

@@ -235,9 +235,10 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
             n ? t->regions[etable_region_index(t, rows[0].row.data, rows[0].row.len)] : NULL;
         for (size_t i = 0; i < n && rc == CT_OK; i++) {
             struct eregion *r = next_r;
-            next_r = i + 1 < n ? t->regions[etable_region_index(t, rows[i + 1].row.data,
-                                                                 rows[i + 1].row.len)]
-                               : NULL;
+            next_r =
+                i + 1 < n
+                    ? t->regions[etable_region_index(t, rows[i + 1].row.data, rows[i + 1].row.len)]
+                    : NULL;
             if (r != locked) {
                 if (locked)
                     pthread_mutex_unlock(&locked->mu);

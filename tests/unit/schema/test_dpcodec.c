@@ -759,24 +759,24 @@ static void test_cols_decode_matches_row_decode(void **state)
     static const struct {
         uint8_t q[4], ql, v[9], vl;
     } sc[] = {
-        {{0x00, 0x10}, 2, {0x7F}, 1},                                     /* 1 s: 1 byte, 127 */
-        {{0x00, 0x21}, 2, {0xFF, 0x38}, 2},                               /* 2 s: -200 */
-        {{0x00, 0x33}, 2, {0x80, 0, 0, 0}, 4},                            /* 3 s: INT32_MIN */
-        {{0x00, 0x47}, 2, {0x80, 0, 0, 0, 0, 0, 0, 1}, 8},                /* 4 s: 8 bytes */
-        {{0x00, 0x50}, 2, {0x00, 0x05}, 2},                               /* flags 1 byte, 2 */
-        {{0x00, 0x60}, 2, {0x05, 0x00}, 2},                               /* one-point compacted */
-        {{0x00, 0x70}, 2, {0x06, 0x01}, 2},                               /* ... mixed marker */
-        {{0x00, 0x8B}, 2, {0, 0, 0, 0, 0x3F, 0xC0, 0, 0}, 8},             /* legacy float 1.5 */
-        {{0x00, 0x9F}, 2, {0x3F, 0xF8, 0, 0, 0, 0, 0, 0}, 8},             /* double 1.5 */
-        {{0xF0, 0x09, 0xC4, 0x00}, 4, {0x2A}, 1},                         /* 10,000 ms: 42 */
-        {{0xF0, 0x09, 0xC4, 0x4B}, 4, {0x3F, 0xC0, 0, 0}, 4},             /* 10,001 ms float */
+        {{0x00, 0x10}, 2, {0x7F}, 1},                         /* 1 s: 1 byte, 127 */
+        {{0x00, 0x21}, 2, {0xFF, 0x38}, 2},                   /* 2 s: -200 */
+        {{0x00, 0x33}, 2, {0x80, 0, 0, 0}, 4},                /* 3 s: INT32_MIN */
+        {{0x00, 0x47}, 2, {0x80, 0, 0, 0, 0, 0, 0, 1}, 8},    /* 4 s: 8 bytes */
+        {{0x00, 0x50}, 2, {0x00, 0x05}, 2},                   /* flags 1 byte, 2 */
+        {{0x00, 0x60}, 2, {0x05, 0x00}, 2},                   /* one-point compacted */
+        {{0x00, 0x70}, 2, {0x06, 0x01}, 2},                   /* ... mixed marker */
+        {{0x00, 0x8B}, 2, {0, 0, 0, 0, 0x3F, 0xC0, 0, 0}, 8}, /* legacy float 1.5 */
+        {{0x00, 0x9F}, 2, {0x3F, 0xF8, 0, 0, 0, 0, 0, 0}, 8}, /* double 1.5 */
+        {{0xF0, 0x09, 0xC4, 0x00}, 4, {0x2A}, 1},             /* 10,000 ms: 42 */
+        {{0xF0, 0x09, 0xC4, 0x4B}, 4, {0x3F, 0xC0, 0, 0}, 4}, /* 10,001 ms float */
     };
     static const struct {
         uint8_t q[4], ql, v[9], vl;
     } bad[] = {
-        {{0xE1, 0x00}, 2, {1}, 1},                   /* offset 3600: beyond the hour */
-        {{0x00, 0x0B}, 2, {0, 0, 0}, 3},             /* float flags, 3 bytes */
-        {{0x00, 0x00}, 2, {1, 2, 3}, 3},             /* an int of 3 bytes */
+        {{0xE1, 0x00}, 2, {1}, 1},       /* offset 3600: beyond the hour */
+        {{0x00, 0x0B}, 2, {0, 0, 0}, 3}, /* float flags, 3 bytes */
+        {{0x00, 0x00}, 2, {1, 2, 3}, 3}, /* an int of 3 bytes */
     };
     for (size_t b = 0; b <= sizeof(bad) / sizeof(bad[0]); b++) {
         struct wc_cell row[16];

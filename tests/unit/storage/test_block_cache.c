@@ -206,7 +206,10 @@ static void test_block_cache_erase_file_drops_only_that_file(void **state)
 static void test_block_cache_table_matches_a_model_under_random_inserts_and_erases(void **state)
 {
     (void)state;
-    enum { FILES = 7, OFFS = 900 };
+    enum {
+        FILES = 7,
+        OFFS = 900
+    };
     static bool model[FILES][OFFS];
     memset(model, 0, sizeof(model));
     struct block_cache *c = NULL;

@@ -398,10 +398,10 @@ static void test_memstore_row_hints_keep_exact_order(void **state)
         int64_t ts = 100;
         if (pick < 75 || next_col[row] == 0) { /* the row's next column: after its greatest */
             col = next_col[row]++;
-        } else if (pick < 90) {                /* an older column, below the greatest */
+        } else if (pick < 90) { /* an older column, below the greatest */
             col = (int)((r >> 4) % (unsigned)next_col[row]);
             ts = 50 + (int64_t)(r % 40);
-        } else {                               /* another version of the greatest column */
+        } else { /* another version of the greatest column */
             col = next_col[row] - 1;
             ts = 90 + (int64_t)(r % 20);
         }
@@ -465,7 +465,7 @@ static void test_memstore_row_hints_keep_the_finger_valid(void **state)
         int i = (int)((r >> 8) % ROWS);
         if (ncol[i] == 64)
             continue;
-        snprintf(xrow[s], sizeof xrow[s], "row-%06d-x%06d", i * 10, s); /* above row i */
+        snprintf(xrow[s], sizeof xrow[s], "row-%06d-x%06d", i * 10, s);  /* above row i */
         snprintf(yrow[s], sizeof yrow[s], "row-%06d-x%06dy", i * 10, s); /* just above that */
         struct cell x = mk(xrow[s], "q", 1, WC_TYPE_PUT, seq++, "x");
         struct cell a = mk(rows[i], quals[ncol[i]++], 1, WC_TYPE_PUT, seq++, "a");
@@ -538,7 +538,8 @@ static void test_memstore_backward_searches_from_the_path_land_exactly(void **st
             r = r * 1103515245u + 12345u;
             int row = (int)((r >> 8) % ROWS) & ~1;
             snprintf(quals[n], sizeof quals[n], "%s", qs[(r >> 3) % 4]);
-            struct cell c = mk(rows[row], quals[n], 100 + (int64_t)(r % 5), WC_TYPE_PUT, seq++, "v");
+            struct cell c =
+                mk(rows[row], quals[n], 100 + (int64_t)(r % 5), WC_TYPE_PUT, seq++, "v");
             assert_int_equal(memstore_add(m, &c, &err), CT_OK);
             ref[n++] = c;
         }
@@ -548,7 +549,8 @@ static void test_memstore_backward_searches_from_the_path_land_exactly(void **st
             r = r * 1103515245u + 12345u;
             unsigned kind = (r >> 8) % 10;
             struct cell t;
-            if (kind < 3 && pos < n) { /* the reversed-scan pattern: before this row, then its start */
+            if (kind < 3 &&
+                pos < n) { /* the reversed-scan pattern: before this row, then its start */
                 row_start(&t, ref[pos].row, ref[pos].row_len);
                 memstore_iter_seek_for_prev(&it, &t);
                 size_t lo = ref_lower(ref, n, &t);

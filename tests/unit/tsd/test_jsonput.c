@@ -244,9 +244,10 @@ static unsigned fz_next(unsigned *r)
 /* Appends a random JSON value (depth-limited) to b at *n (b holds 4096 bytes). */
 static void fz_value(char *b, size_t *n, unsigned *r, int depth)
 {
-    static const char *const atoms[] = {"0",      "-1",   "12.5",   "1e9",      "-0.25E-3", "true",
-                                        "false",  "null", "\"\"",    "\"sys.cpu\"", "\"h\\\"x\"",
-                                        "\"\\u00e9\"", "\"\xc3\xa9\"", "\"a b\"", "123456789"};
+    static const char *const atoms[] = {
+        "0",          "-1",          "12.5",         "1e9",     "-0.25E-3",
+        "true",       "false",       "null",         "\"\"",    "\"sys.cpu\"",
+        "\"h\\\"x\"", "\"\\u00e9\"", "\"\xc3\xa9\"", "\"a b\"", "123456789"};
     if (*n > 3000)
         depth = 9;
     unsigned k = fz_next(r) % (depth >= 8 ? 3u : 5u);
@@ -315,8 +316,8 @@ static void test_jsonput_quick_syntax_check_implies_the_full_one(void **state)
             }
         }
     }
-    assert_true(quick > 1000);   /* it does accept */
-    assert_true(full > quick);   /* and leaves some to the full check */
+    assert_true(quick > 1000); /* it does accept */
+    assert_true(full > quick); /* and leaves some to the full check */
     const char *plain = "[{\"metric\":\"sys.cpu.user\",\"timestamp\":1356998400,\"value\":42.5,"
                         "\"tags\":{\"host\":\"web01\",\"dc\":\"lga\"}},{\"metric\":\"m\","
                         "\"timestamp\":1356998400123,\"value\":-7,\"tags\":{\"a\":\"b\"}}]";
