@@ -146,34 +146,35 @@ void qjson_str(struct qjson *j, const char *s)
     qjson_strn(j, s, strlen(s));
 }
 
-/* Decimal digits of v into out (room 20), returns the length. Two digits per step. */
+/* 10^0 .. 10^19: every power of ten a uint64_t holds. */
+static const uint64_t qjson_pow10[20] = {1ULL,
+                                         10ULL,
+                                         100ULL,
+                                         1000ULL,
+                                         10000ULL,
+                                         100000ULL,
+                                         1000000ULL,
+                                         10000000ULL,
+                                         100000000ULL,
+                                         1000000000ULL,
+                                         10000000000ULL,
+                                         100000000000ULL,
+                                         1000000000000ULL,
+                                         10000000000000ULL,
+                                         100000000000000ULL,
+                                         1000000000000000ULL,
+                                         10000000000000000ULL,
+                                         100000000000000000ULL,
+                                         1000000000000000000ULL,
+                                         10000000000000000000ULL};
+
 /* The number of decimal digits of v (1 for 0). */
 static size_t qjson_ndigits(uint64_t v)
 {
-    static const uint64_t p10[20] = {1ULL,
-                                     10ULL,
-                                     100ULL,
-                                     1000ULL,
-                                     10000ULL,
-                                     100000ULL,
-                                     1000000ULL,
-                                     10000000ULL,
-                                     100000000ULL,
-                                     1000000000ULL,
-                                     10000000000ULL,
-                                     100000000000ULL,
-                                     1000000000000ULL,
-                                     10000000000000ULL,
-                                     100000000000000ULL,
-                                     1000000000000000ULL,
-                                     10000000000000000ULL,
-                                     100000000000000000ULL,
-                                     1000000000000000000ULL,
-                                     10000000000000000000ULL};
     /* floor(log10(v)) is floor(bitlen(v) * log10(2)) (~1233 / 4096) or one more; v | 1 makes 0
      * count as 1 (10^t is even for t >= 1, so it changes no other answer) */
     unsigned t = (unsigned)(64 - __builtin_clzll(v | 1)) * 1233 >> 12;
-    return t + ((v | 1) >= p10[t]);
+    return t + ((v | 1) >= qjson_pow10[t]);
 }
 
 /* Writes v's digits at out (no NUL), two at a time from the end; returns their number. */
@@ -290,29 +291,9 @@ typedef unsigned __int128 u128;
 static u128 qjson_p10u(int k)
 {
     u128 p;
-    static const uint64_t small[20] = {1ULL,
-                                       10ULL,
-                                       100ULL,
-                                       1000ULL,
-                                       10000ULL,
-                                       100000ULL,
-                                       1000000ULL,
-                                       10000000ULL,
-                                       100000000ULL,
-                                       1000000000ULL,
-                                       10000000000ULL,
-                                       100000000000ULL,
-                                       1000000000000ULL,
-                                       10000000000000ULL,
-                                       100000000000000ULL,
-                                       1000000000000000ULL,
-                                       10000000000000000ULL,
-                                       100000000000000000ULL,
-                                       1000000000000000000ULL,
-                                       10000000000000000000ULL};
     if (k < 20)
-        return small[k];
-    p = small[19];
+        return qjson_pow10[k];
+    p = qjson_pow10[19];
     for (int i = 19; i < k; i++)
         p *= 10;
     return p;
