@@ -94,3 +94,91 @@ void fixture_fmt_row(char *out, size_t size, const struct wc_row *r)
             l = size - 1;
     }
 }
+
+struct wc_table *fixture_history_table(struct wc_store *s, const char *name, const char *split,
+                                       enum wc_bloom f_bloom)
+{
+    struct wc_family_desc fd[2];
+    wc_family_desc_init(&fd[0], "f");
+    fd[0].versions = 3;
+    fd[0].min_versions = 1;
+    fd[0].ttl_s = 600; /* now = 1000 s: cells below ts 400000 are expired */
+    fd[0].bloom = f_bloom;
+    fd[0].blocksize = 1024;
+    wc_family_desc_init(&fd[1], "g");
+    fd[1].versions = 1;
+    fd[1].blocksize = 1024;
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, name);
+    d.families = fd;
+    d.nfamilies = 2;
+    d.compaction_enabled = false; /* compactions only where the test asks */
+    struct wc_bytes sp = wc_bytes_str(split);
+    struct ct_err err = {0};
+    if (wc_table_create(s, &d, &sp, 1, &err) != CT_OK)
+        fail_msg("create %s: %s", name, err.msg);
+    return fixture_table_open(s, name);
+}
+
+void fixture_history_write(struct wc_table *t, uint64_t *seed, int round, int n, int nrows,
+                           const char *row_fmt, int row_delete_every)
+{
+    static const char *quals[] = {"", "a", "ab", "b"};
+    static const char *fams[] = {"f", "g"};
+    struct ct_err err = {0};
+    for (int i = 0; i < n; i++) {
+        char row[16], val[32];
+        snprintf(row, sizeof row, row_fmt, (int)(fixture_rnd(seed) % (uint64_t)nrows));
+        snprintf(val, sizeof val, "v%d.%d", round, i);
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fams[fixture_rnd(seed) % 2]),
+                                wc_bytes_str(quals[fixture_rnd(seed) % 4]), wc_bytes_str(val),
+                                (int64_t)(350000 + fixture_rnd(seed) % 12 * 50000)};
+        uint64_t k = fixture_rnd(seed) % 20;
+        if (k < 2)
+            m.op = WC_OP_DELETE_VERSION;
+        else if (k == 2)
+            m.op = WC_OP_DELETE_COLUMN;
+        else if (k == 3)
+            m.op = WC_OP_DELETE_FAMILY;
+        else if (k == 4)
+            m.op = WC_OP_DELETE_FAMILY_VERSION;
+        else if (k == 5 && i % row_delete_every == 0)
+            m.op = WC_OP_DELETE_ROW;
+        if (m.op == WC_OP_DELETE_FAMILY || m.op == WC_OP_DELETE_FAMILY_VERSION ||
+            m.op == WC_OP_DELETE_ROW)
+            m.qualifier = wc_bytes_of(NULL, 0);
+        struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
+        if (wc_mutate_row(t, &rm, WC_DURABILITY_SKIP_WAL, &err) != CT_OK)
+            fail_msg("mutate %s: %s", row, err.msg);
+    }
+}
+
+bool fixture_history_options(int v, struct wc_scan_options *o, struct wc_column *cols)
+{
+    wc_scan_options_init(o);
+    cols[0] = (struct wc_column){wc_bytes_str("f"), wc_bytes_str("ab"), true};
+    cols[1] = (struct wc_column){wc_bytes_str("g"), wc_bytes_of(NULL, 0), false};
+    switch (v) {
+    case 0:
+        return true;
+    case 1:
+        o->max_versions = 3;
+        return true;
+    case 2:
+        o->columns = cols;
+        o->ncolumns = 2;
+        o->max_versions = 2;
+        return true;
+    case 3:
+        o->tmin_ms = 400000;
+        o->tmax_ms = 700000;
+        o->max_versions = 3;
+        return true;
+    case 4:
+        o->qualifier_prefix = wc_bytes_str("a");
+        o->max_versions = 3;
+        return true;
+    default:
+        return false;
+    }
+}

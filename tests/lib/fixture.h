@@ -4,6 +4,7 @@
 #ifndef CT_FIXTURE_H
 #define CT_FIXTURE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,6 +29,25 @@ struct wc_table *fixture_table_open(struct wc_store *s, const char *name);
  * and a 256 KiB block cache so blocks are evicted and read again. */
 struct wc_store *fixture_history_open(char **dir);
 void fixture_history_close(struct wc_store *s, char *dir);
+
+/* The random-history table: family "f" (3 versions, MIN_VERSIONS 1, TTL 600 s, bloom `f_bloom`)
+ * and "g" (1 version), 1 KiB blocks, compactions only on request, two regions split at
+ * `split`. Returns it open. */
+struct wc_table *fixture_history_table(struct wc_store *s, const char *name, const char *split,
+                                       enum wc_bloom f_bloom);
+
+/* Writes n random mutations to rows sprintf(row_fmt, rnd % nrows) (row_fmt takes one int): puts
+ * over the families, qualifiers "", "a", "ab", "b" and 12 timestamps from 350,000 ms, and about
+ * one in four a delete marker of every kind (a whole-row delete at most every row_delete_every
+ * mutations). Values name the round and the mutation. */
+void fixture_history_write(struct wc_table *t, uint64_t *seed, int round, int n, int nrows,
+                           const char *row_fmt, int row_delete_every);
+
+/* The read option sets both random-history tests use: v = 0 defaults, 1 three versions, 2 an
+ * explicit column list (f:ab, all of g) with two versions, 3 a time range with three versions,
+ * 4 a qualifier prefix with three versions. Returns false (o left at defaults) for other v;
+ * cols (room 2) must outlive o. */
+bool fixture_history_options(int v, struct wc_scan_options *o, struct wc_column *cols);
 
 /* xorshift64*: the tests' deterministic random numbers (state must start non-zero). */
 uint64_t fixture_rnd(uint64_t *state);

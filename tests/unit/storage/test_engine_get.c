@@ -70,56 +70,12 @@ static void test_point_read_equals_one_row_scan_under_random_history(void **stat
 {
     (void)state;
     struct ct_err err;
-    struct wc_family_desc fd[2];
-    wc_family_desc_init(&fd[0], "f");
-    fd[0].versions = 3;
-    fd[0].min_versions = 1;
-    fd[0].ttl_s = 600; /* now = 1000 s: cells below ts 400000 are expired */
-    fd[0].bloom = WC_BLOOM_ROWCOL;
-    fd[0].blocksize = 1024;
-    wc_family_desc_init(&fd[1], "g");
-    fd[1].versions = 1;
-    fd[1].blocksize = 1024;
-    struct wc_table_desc d;
-    wc_table_desc_init(&d, "gt");
-    d.families = fd;
-    d.nfamilies = 2;
-    d.compaction_enabled = false; /* compactions only where the test asks */
-    struct wc_bytes split = wc_bytes_str("r1");
-    assert_int_equal(wc_table_create(g_store, &d, &split, 1, &err), CT_OK);
-    struct wc_table *t;
-    assert_int_equal(wc_table_open(g_store, "gt", &t, &err), CT_OK);
-
-    static const char *quals[] = {"", "a", "ab", "b"};
-    static const char *fams[] = {"f", "g"};
+    struct wc_table *t = fixture_history_table(g_store, "gt", "r1", WC_BLOOM_ROWCOL);
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     char fast[OUT_BYTES], generic[OUT_BYTES], scan[OUT_BYTES];
     size_t compared = 0, nonempty = 0;
     for (int round = 0; round < 12; round++) {
-        for (int i = 0; i < 150; i++) {
-            char row[16], val[32];
-            snprintf(row, sizeof row, "r%d", (int)(fixture_rnd(&seed) % 20));
-            snprintf(val, sizeof val, "v%d.%d", round, i);
-            struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fams[fixture_rnd(&seed) % 2]),
-                                    wc_bytes_str(quals[fixture_rnd(&seed) % 4]), wc_bytes_str(val),
-                                    (int64_t)(350000 + fixture_rnd(&seed) % 12 * 50000)};
-            uint64_t k = fixture_rnd(&seed) % 20;
-            if (k < 2)
-                m.op = WC_OP_DELETE_VERSION;
-            else if (k == 2)
-                m.op = WC_OP_DELETE_COLUMN;
-            else if (k == 3)
-                m.op = WC_OP_DELETE_FAMILY;
-            else if (k == 4)
-                m.op = WC_OP_DELETE_FAMILY_VERSION;
-            else if (k == 5 && i % 7 == 0)
-                m.op = WC_OP_DELETE_ROW;
-            if (m.op == WC_OP_DELETE_FAMILY || m.op == WC_OP_DELETE_FAMILY_VERSION ||
-                m.op == WC_OP_DELETE_ROW)
-                m.qualifier = wc_bytes_of(NULL, 0);
-            struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
-            assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_SKIP_WAL, &err), CT_OK);
-        }
+        fixture_history_write(t, &seed, round, 150, 20, "r%d", 7);
         if (round % 3 == 1)
             assert_int_equal(wc_table_flush(g_store, "gt", &err), CT_OK);
         if (round == 5)
@@ -127,30 +83,12 @@ static void test_point_read_equals_one_row_scan_under_random_history(void **stat
         if (round == 8)
             assert_int_equal(wc_table_compact(g_store, "gt", NULL, true, &err), CT_OK);
 
-        struct wc_column cols[2] = {{wc_bytes_str("f"), wc_bytes_str("ab"), true},
-                                    {wc_bytes_str("g"), wc_bytes_of(NULL, 0), false}};
+        struct wc_column cols[2];
         struct wc_column col_a = {wc_bytes_str("f"), wc_bytes_str("a"), true};
         for (int v = 0; v < 8; v++) {
             struct wc_scan_options o;
-            wc_scan_options_init(&o);
-            switch (v) {
-            case 1:
-                o.max_versions = 3;
-                break;
-            case 2:
-                o.columns = cols;
-                o.ncolumns = 2;
-                o.max_versions = 2;
-                break;
-            case 3:
-                o.tmin_ms = 400000;
-                o.tmax_ms = 700000;
-                o.max_versions = 3;
-                break;
-            case 4:
-                o.qualifier_prefix = wc_bytes_str("a");
-                o.max_versions = 3;
-                break;
+            bool shared = fixture_history_options(v, &o, cols); /* sets 0-4 */
+            switch (shared ? -1 : v) {                          /* this test's own */
             case 5:
                 o.has_qualifier_range = true;
                 o.qualifier_min = wc_bytes_str("a");

@@ -139,55 +139,12 @@ static void test_full_scans_equal_point_reads_under_random_history(void **state)
 {
     (void)state;
     struct ct_err err;
-    struct wc_family_desc fd[2];
-    wc_family_desc_init(&fd[0], "f");
-    fd[0].versions = 3;
-    fd[0].min_versions = 1;
-    fd[0].ttl_s = 600; /* now = 1000 s: cells below ts 400000 are expired */
-    fd[0].blocksize = 1024;
-    wc_family_desc_init(&fd[1], "g");
-    fd[1].versions = 1;
-    fd[1].blocksize = 1024;
-    struct wc_table_desc d;
-    wc_table_desc_init(&d, "st");
-    d.families = fd;
-    d.nfamilies = 2;
-    d.compaction_enabled = false; /* compactions only where the test asks */
-    struct wc_bytes split = wc_bytes_str("r030");
-    assert_int_equal(wc_table_create(g_store, &d, &split, 1, &err), CT_OK);
-    struct wc_table *t;
-    assert_int_equal(wc_table_open(g_store, "st", &t, &err), CT_OK);
-
-    static const char *quals[] = {"", "a", "ab", "b"};
-    static const char *fams[] = {"f", "g"};
+    struct wc_table *t = fixture_history_table(g_store, "st", "r030", WC_BLOOM_ROW);
     uint64_t seed = 0x243f6a8885a308d3ull;
     size_t nonempty = 0, checks = 0;
     for (int round = 0; round < 10; round++) {
         int nput = round < 4 ? 25 : 80; /* early rounds: sparse files, many single-input rows */
-        for (int i = 0; i < nput; i++) {
-            char row[16], val[32];
-            snprintf(row, sizeof row, "r%03d", (int)(fixture_rnd(&seed) % NROWS));
-            snprintf(val, sizeof val, "v%d.%d", round, i);
-            struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(fams[fixture_rnd(&seed) % 2]),
-                                    wc_bytes_str(quals[fixture_rnd(&seed) % 4]), wc_bytes_str(val),
-                                    (int64_t)(350000 + fixture_rnd(&seed) % 12 * 50000)};
-            uint64_t k = fixture_rnd(&seed) % 20;
-            if (k < 2)
-                m.op = WC_OP_DELETE_VERSION;
-            else if (k == 2)
-                m.op = WC_OP_DELETE_COLUMN;
-            else if (k == 3)
-                m.op = WC_OP_DELETE_FAMILY;
-            else if (k == 4)
-                m.op = WC_OP_DELETE_FAMILY_VERSION;
-            else if (k == 5 && i % 5 == 0)
-                m.op = WC_OP_DELETE_ROW;
-            if (m.op == WC_OP_DELETE_FAMILY || m.op == WC_OP_DELETE_FAMILY_VERSION ||
-                m.op == WC_OP_DELETE_ROW)
-                m.qualifier = wc_bytes_of(NULL, 0);
-            struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
-            assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_SKIP_WAL, &err), CT_OK);
-        }
+        fixture_history_write(t, &seed, round, nput, NROWS, "r%03d", 5);
         if (round % 2 == 0 || round == 7) /* most rounds end in a file of their own */
             assert_int_equal(wc_table_flush(g_store, "st", &err), CT_OK);
         if (round == 6)
@@ -195,29 +152,11 @@ static void test_full_scans_equal_point_reads_under_random_history(void **state)
         if (round == 8)
             assert_int_equal(wc_table_compact(g_store, "st", NULL, true, &err), CT_OK);
 
-        struct wc_column cols[2] = {{wc_bytes_str("f"), wc_bytes_str("ab"), true},
-                                    {wc_bytes_str("g"), wc_bytes_of(NULL, 0), false}};
+        struct wc_column cols[2];
         for (int v = 0; v < 6; v++) {
             struct wc_scan_options o;
-            wc_scan_options_init(&o);
-            switch (v) {
-            case 1:
-                o.max_versions = 3;
-                break;
-            case 2:
-                o.columns = cols;
-                o.ncolumns = 2;
-                o.max_versions = 2;
-                break;
-            case 3:
-                o.tmin_ms = 400000;
-                o.tmax_ms = 700000;
-                o.max_versions = 3;
-                break;
-            case 4:
-                o.qualifier_prefix = wc_bytes_str("a");
-                o.max_versions = 3;
-                break;
+            bool shared = fixture_history_options(v, &o, cols); /* sets 0-4 */
+            switch (shared ? -1 : v) {                          /* this test's own */
             case 5:
                 o.raw = true;
                 o.max_versions = 10;
