@@ -134,13 +134,11 @@ static inline uint64_t sst_row_window(const uint8_t *row, uint32_t len, uint32_t
     return coding_get_be64(b);
 }
 
-/* The target's window for the index search of f: every row of f starts with the common prefix,
- * so a target that does not is below (0) or above (UINT64_MAX) all of them; ties fall back to
- * cell_compare, so the extremes need not be exact. */
-static inline uint64_t sst_target_window(const struct sst *f, const struct cell *t)
+/* The target's window for a search over rows that all start with the l-byte prefix p (a file's
+ * index, or one block): a target that does not start with it is below (0) or above (UINT64_MAX)
+ * all of them; ties fall back to cell_compare, so the extremes need not be exact. */
+static inline uint64_t sst_prefix_window(uint32_t l, const uint8_t *p, const struct cell *t)
 {
-    uint32_t l = f->idx_lcp;
-    const uint8_t *p = f->idx_pre;
     size_t n = t->row_len < l ? t->row_len : l;
     int c = cell_bytes_cmp(t->row, n, p, n); /* inline: no libc call per seek */
     if (c == 0 && t->row_len >= l)
@@ -148,16 +146,14 @@ static inline uint64_t sst_target_window(const struct sst *f, const struct cell 
     return c < 0 || (c == 0 && t->row_len < l) ? 0 : UINT64_MAX;
 }
 
-/* The target's window for the in-block search of b (as sst_target_window for the index). */
+static inline uint64_t sst_target_window(const struct sst *f, const struct cell *t)
+{
+    return sst_prefix_window(f->idx_lcp, f->idx_pre, t);
+}
+
 static inline uint64_t sst_block_target_window(const struct sst_block *b, const struct cell *t)
 {
-    uint32_t l = b->lcp;
-    const uint8_t *p = b->pre;
-    size_t n = t->row_len < l ? t->row_len : l;
-    int c = cell_bytes_cmp(t->row, n, p, n); /* inline: no libc call per seek */
-    if (c == 0 && t->row_len >= l)
-        return sst_row_window(t->row, t->row_len, l);
-    return c < 0 || (c == 0 && t->row_len < l) ? 0 : UINT64_MAX;
+    return sst_prefix_window(b->lcp, b->pre, t);
 }
 
 /* ---- blocks --------------------------------------------------------------------------------- */
