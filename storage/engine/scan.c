@@ -1065,6 +1065,24 @@ static int child_advance(struct echild *c, const struct matcher *m, const uint8_
     return echild_seek(c, &past, err);
 }
 
+/* Walks input c through the rest of row sc->key (the only input on it, so no merge), each cell
+ * through the matcher, emitted cells pushed. */
+static inline int scanner_walk_input(struct escanner *sc, const struct sfam *f, struct echild *c,
+                                     unsigned *skips, struct ct_err *err)
+{
+    do {
+        int rc = matcher_cell(&sc->m, &c->cur, err);
+        if (rc < 0)
+            return rc;
+        if (rc == M_EMIT && (rc = scanner_push_cell(sc, f, c, err)) != CT_OK)
+            return rc;
+        if ((rc = child_advance(c, &sc->m, sc->key, sc->key_len, !sc->o.reversed, skips, err)) !=
+            CT_OK)
+            return rc;
+    } while (child_on_row(c, sc->key, sc->key_len));
+    return CT_OK;
+}
+
 /* Reads row sc->key from every family's inputs through the matcher. */
 static int scanner_read_row(struct escanner *sc, struct ct_err *err)
 {
@@ -1077,17 +1095,7 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
             f++;
         matcher_start_family(&sc->m, &sc->fams[f]);
         unsigned skips = 0;
-        do {
-            int rc = matcher_cell(&sc->m, &best->cur, err);
-            if (rc < 0)
-                return rc;
-            if (rc == M_EMIT && (rc = scanner_push_cell(sc, &sc->fams[f], best, err)) != CT_OK)
-                return rc;
-            if ((rc = child_advance(best, &sc->m, sc->key, sc->key_len, !sc->o.reversed, &skips,
-                                    err)) != CT_OK)
-                return rc;
-        } while (child_on_row(best, sc->key, sc->key_len));
-        return CT_OK;
+        return scanner_walk_input(sc, &sc->fams[f], best, &skips, err);
     }
     sc->fast_ok = false; /* several inputs may move */
     for (size_t f = 0; f < sc->nsf; f++) {
@@ -1108,17 +1116,9 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
             if (!best)
                 break;
             if (on == 1) { /* the only input on this row: walk it without merging */
-                do {
-                    int rc = matcher_cell(&sc->m, &best->cur, err);
-                    if (rc < 0)
-                        return rc;
-                    if (rc == M_EMIT &&
-                        (rc = scanner_push_cell(sc, &sc->fams[f], best, err)) != CT_OK)
-                        return rc;
-                    if ((rc = child_advance(best, &sc->m, sc->key, sc->key_len, !sc->o.reversed,
-                                            &skips, err)) != CT_OK)
-                        return rc;
-                } while (child_on_row(best, sc->key, sc->key_len));
+                int rc = scanner_walk_input(sc, &sc->fams[f], best, &skips, err);
+                if (rc != CT_OK)
+                    return rc;
                 break;
             }
             int rc = matcher_cell(&sc->m, &best->cur, err);
