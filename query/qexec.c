@@ -739,10 +739,8 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
     xs.cols.lazy_ts = x->ds != NULL; /* only row_downsample() reads ts then */
     int rc = CT_OK;
     if (!x->nlead) {
-        size_t lol = rowkey_scan_start(l, b, x->metric, bottom_s, lo);
-        size_t hil = rowkey_scan_start(l, b, x->metric, top_s, hi);
-        memset(hi + hil, 0xFF, ROWKEY_MAX_TSUID);
-        hil += ROWKEY_MAX_TSUID;
+        size_t lol = 0, hil = 0;
+        rowkey_scan_window_reversed(l, b, x->metric, bottom_s, top_s, hi, &hil, lo, &lol);
         rc = scan_range(x, hi, hil, lo, lol, bottom_s, top_s, set, &xs, err);
     }
     int64_t first_h = rowkey_base_hour_s(bottom_s), last_h = rowkey_base_hour_s(top_s);

@@ -519,10 +519,7 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
                     v[i] = lead_vals[i][pos[i]];
                 rowkey_lead_range_reversed(l, b, metric, h, v, nlead, hi, &hil, lo, &lol);
             } else {
-                lol = rowkey_scan_start(l, b, metric, bottom, lo);
-                hil = rowkey_scan_start(l, b, metric, top, hi);
-                memset(hi + hil, 0xFF, ROWKEY_MAX_TSUID);
-                hil += ROWKEY_MAX_TSUID;
+                rowkey_scan_window_reversed(l, b, metric, bottom, top, hi, &hil, lo, &lol);
             }
             struct wc_scan_options so;
             wc_scan_options_init(&so);

@@ -248,6 +248,16 @@ size_t rowkey_scan_stop(const struct rowkey_layout *l, uint32_t bucket, uint64_t
     return rowkey_scan_key(l, bucket, metric, rowkey_base_hour_s(end_s) + ROWKEY_HOUR_S, out);
 }
 
+void rowkey_scan_window_reversed(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
+                                 int64_t bottom_s, int64_t top_s, uint8_t *upper, size_t *upper_len,
+                                 uint8_t *lower, size_t *lower_len)
+{
+    *lower_len = rowkey_scan_start(l, bucket, metric, bottom_s, lower);
+    size_t len = rowkey_scan_start(l, bucket, metric, top_s, upper);
+    memset(upper + len, 0xFF, ROWKEY_MAX_TSUID);
+    *upper_len = len + ROWKEY_MAX_TSUID;
+}
+
 /* ---- row filter ------------------------------------------------------------------------ */
 
 struct rowkey_clause {

@@ -106,6 +106,14 @@ size_t rowkey_scan_start(const struct rowkey_layout *l, uint32_t bucket, uint64_
 size_t rowkey_scan_stop(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
                         int64_t end_s, uint8_t *out);
 
+/* The same window [bottom_s, top_s] as reversed-scan bounds: upper (inclusive: the key of
+ * top_s's hour then ROWKEY_MAX_TSUID 0xFF bytes, above every row of that hour) and lower
+ * (exclusive: the key of bottom_s's hour, below every row of it). upper needs
+ * ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID bytes, lower ROWKEY_MAX_BYTES. */
+void rowkey_scan_window_reversed(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
+                                 int64_t bottom_s, int64_t top_s, uint8_t *upper, size_t *upper_len,
+                                 uint8_t *lower, size_t *lower_len);
+
 /* Uids as big-endian width-byte strings. */
 void rowkey_put_uid(uint8_t *out, uint64_t id, unsigned width);
 uint64_t rowkey_get_uid(const uint8_t *p, unsigned width);

@@ -138,6 +138,17 @@ static void test_base_hour_and_scan_bounds(void **state)
     const uint8_t wb[] = {3, 0, 0, 1, 0x50, 0xE2, 0x35, 0x10};
     assert_memory_equal(a, wa, 8);
     assert_memory_equal(b, wb, 8);
+    /* the reversed window over two hours: lower is the first hour's key (every row of it is
+     * above), upper the second hour's key then 0xFF bytes (every row of it is at or below) */
+    uint8_t up[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID], lo[ROWKEY_MAX_BYTES];
+    size_t ul = 0, ll = 0;
+    rowkey_scan_window_reversed(&l, 3, 1, 1356998400 + 10, 1356998400 + 3600 + 5, up, &ul, lo, &ll);
+    assert_int_equal(ll, 8);
+    assert_memory_equal(lo, wa, 8);
+    assert_int_equal(ul, 8 + ROWKEY_MAX_TSUID);
+    assert_memory_equal(up, wb, 8);
+    for (size_t i = 8; i < ul; i++)
+        assert_int_equal(up[i], 0xFF);
 }
 
 static size_t make_row(const struct rowkey_layout *l, uint64_t metric, struct rowkey_tag *t,
