@@ -93,13 +93,11 @@ static inline int cell_bytes_eq(const uint8_t *a, size_t alen, const uint8_t *b,
     return 1;
 }
 
-/* Total order of cells (see top of file). */
-static inline int cell_compare(const struct cell *a, const struct cell *b)
+/* cell_compare() of two cells known to have the same row: qualifier, then newest first. */
+static inline int cell_compare_same_row(const struct cell *a, const struct cell *b)
 {
-    int c = cell_bytes_cmp(a->row, a->row_len, b->row, b->row_len);
+    int c = cell_bytes_cmp(a->qual, a->qual_len, b->qual, b->qual_len);
     if (c)
-        return c;
-    if ((c = cell_bytes_cmp(a->qual, a->qual_len, b->qual, b->qual_len)))
         return c;
     if (a->ts_ms != b->ts_ms)
         return a->ts_ms > b->ts_ms ? -1 : 1;
@@ -108,6 +106,13 @@ static inline int cell_compare(const struct cell *a, const struct cell *b)
     if (a->seq != b->seq)
         return a->seq > b->seq ? -1 : 1;
     return 0;
+}
+
+/* Total order of cells (see top of file). */
+static inline int cell_compare(const struct cell *a, const struct cell *b)
+{
+    int c = cell_bytes_cmp(a->row, a->row_len, b->row, b->row_len);
+    return c ? c : cell_compare_same_row(a, b);
 }
 
 #endif

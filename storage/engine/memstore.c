@@ -418,21 +418,6 @@ static uint64_t ms_row_hash(const uint8_t *row, uint32_t len, uint64_t k0, uint6
     return h;
 }
 
-/* cell_compare() of two cells of the same row (the row bytes are known equal). */
-static inline int ms_cmp_same_row(const struct cell *a, const struct cell *b)
-{
-    int r = cell_bytes_cmp(a->qual, a->qual_len, b->qual, b->qual_len);
-    if (r)
-        return r;
-    if (a->ts_ms != b->ts_ms)
-        return a->ts_ms > b->ts_ms ? -1 : 1;
-    if (a->type != b->type)
-        return a->type > b->type ? -1 : 1;
-    if (a->seq != b->seq)
-        return a->seq > b->seq ? -1 : 1;
-    return 0;
-}
-
 /* Grows the hint table (a cache: entries that collide after rehashing are dropped). */
 static void ms_hints_grow(struct memstore *m)
 {
@@ -462,7 +447,7 @@ int memstore_add(struct memstore *m, const struct cell *c, struct ct_err *err)
     /* the greatest cell of c's row, if the hints know it (invariant (6)) */
     bool row_known =
         hs && hs->node && hs->hash == rh && ms_same_row(hs->node, k0, k1, c->row, c->row_len);
-    bool after_hint = row_known && ms_cmp_same_row(ms_cell(hs->node), c) < 0;
+    bool after_hint = row_known && cell_compare_same_row(ms_cell(hs->node), c) < 0;
     int h = ms_random_height(m);
     bool searched = true;
     bool after_last = m->last && ms_cmp(m->last, k0, k1, c) < 0;
