@@ -127,12 +127,13 @@ struct sst_iter {
      * misses (profiled readseq: the cache lookup and the first touch of each block were ~25% of
      * its time). ahead_h is that looked-up block's reference (NULL: none), for block ahead_bi;
      * sst_iter_load adopts it or releases it. `run` counts sst_iter_next_cell steps since the
-     * block was loaded, so that seeks reading a cell or two never look ahead. */
+     * block was loaded or the iterator was positioned, so that seeks reading a cell or two and
+     * reversed scans (which read each row forward after stepping back) never look ahead. */
     struct block_cache_handle *ahead_h;
     int64_t ahead_bi;
     uint32_t run;
     bool ahead_cached; /* the next block was in the cache when its entry was prefetched */
-    struct sst_scratch scratch;
+    struct sst_scratch scratch; /* last: sst_iter_new keeps it in a reused iterator */
 };
 
 /* Bytes [skip, skip + 8) of a row as a big-endian integer, zero-padded: rows that share their
@@ -911,9 +912,7 @@ int sst_iter_new(struct sst *f, struct sst_iter **out, struct ct_err *err)
     struct sst_iter *it;
     if (sst_nspare) {
         it = sst_spare[--sst_nspare];
-        struct sst_scratch keep = it->scratch;
-        memset(it, 0, sizeof(*it));
-        it->scratch = keep;
+        memset(it, 0, offsetof(struct sst_iter, scratch)); /* the buffers (last) are kept */
     } else {
         it = calloc(1, sizeof(*it));
     }
@@ -995,6 +994,7 @@ static int sst_iter_load(struct sst_iter *it, int64_t bi, struct ct_err *err)
 
 int sst_iter_seek_first(struct sst_iter *it, struct ct_err *err)
 {
+    it->run = 0; /* no read-ahead before a run of forward steps */
     it->valid = false;
     if (it->f->nblocks == 0)
         return CT_OK;
@@ -1008,6 +1008,7 @@ int sst_iter_seek_first(struct sst_iter *it, struct ct_err *err)
 
 int sst_iter_seek_last(struct sst_iter *it, struct ct_err *err)
 {
+    it->run = 0; /* no read-ahead before a run of forward steps */
     it->valid = false;
     if (it->f->nblocks == 0)
         return CT_OK;
@@ -1107,6 +1108,7 @@ static bool sst_iter_seek_near(struct sst_iter *it, const struct cell *target, b
 
 int sst_iter_seek(struct sst_iter *it, const struct cell *target, struct ct_err *err)
 {
+    it->run = 0; /* no read-ahead before a run of forward steps */
     const struct sst *f = it->f;
     if (sst_iter_seek_near(it, target, false))
         return CT_OK;
@@ -1153,6 +1155,7 @@ in_block:;
 
 int sst_iter_seek_for_prev(struct sst_iter *it, const struct cell *target, struct ct_err *err)
 {
+    it->run = 0; /* no read-ahead before a run of forward steps */
     const struct sst *f = it->f;
     if (sst_iter_seek_near(it, target, true))
         return CT_OK;
@@ -1216,6 +1219,7 @@ int sst_iter_next(struct sst_iter *it, struct ct_err *err)
 
 int sst_iter_prev(struct sst_iter *it, struct ct_err *err)
 {
+    it->run = 0; /* no read-ahead before a run of forward steps */
     if (!it->valid)
         return CT_OK;
     if (--it->i >= 0)
@@ -1314,6 +1318,7 @@ void sst_iter_tell(const struct sst_iter *it, struct sst_pos *out)
 
 int sst_iter_prev_of(struct sst_iter *it, const struct sst_pos *p, struct ct_err *err)
 {
+    it->run = 0; /* no read-ahead before a run of forward steps */
     it->valid = false;
     if (p->bi < 0 || p->bi >= (int64_t)it->f->nblocks)
         return CT_OK;
@@ -1339,6 +1344,7 @@ int sst_iter_prev_of(struct sst_iter *it, const struct sst_pos *p, struct ct_err
 
 int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
 {
+    it->run = 0; /* no read-ahead before a run of forward steps */
     if (!it->valid)
         return CT_OK;
     for (;;) {
