@@ -826,11 +826,6 @@ const struct sst_meta *sst_get_meta(const struct sst *f)
     return &f->meta;
 }
 
-const char *sst_path(const struct sst *f)
-{
-    return f->path;
-}
-
 bool sst_may_contain_row_hash(const struct sst *f, uint64_t row_hash)
 {
     if (!f->bloom_bits)
