@@ -135,18 +135,6 @@ int echild_seek(struct echild *c, const struct cell *target, struct ct_err *err)
     return echild_skip_fwd(c, err);
 }
 
-int echild_seek_first(struct echild *c, struct ct_err *err)
-{
-    if (c->is_ms) {
-        memstore_iter_seek_first(&c->mi);
-    } else {
-        int rc = sst_iter_seek_first(c->si, err);
-        if (rc != CT_OK)
-            return rc;
-    }
-    return echild_skip_fwd(c, err);
-}
-
 int echild_seek_last(struct echild *c, struct ct_err *err)
 {
     if (c->is_ms) {
