@@ -28,6 +28,16 @@
 
 #define DPCODEC_HOUR_MS 3600000LL
 
+/* The hot decoding functions start on a cache line, so that their loops keep one alignment
+ * whatever code comes before them in the program (unrelated changes elsewhere moved them and
+ * swung an aggregating query's time by 5-6 %). */
+#define DPCODEC_HOT __attribute__((aligned(64)))
+
+/* The hot decoding functions start on a cache line, so that their loops keep one alignment
+ * whatever code comes before them in the program (unrelated changes elsewhere moved them and
+ * swung an aggregating query's time by 5-6 %). */
+#define DPCODEC_HOT __attribute__((aligned(64)))
+
 static const double dpcodec_p10[DPCODEC_MAX_EXP10 + 1] = {
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
 
@@ -700,7 +710,7 @@ struct dpcodec_rblock {
         uint64_t u0_ = L[i] << s | (i ? (L[i - 1] >> t) >> 1 : 0);                                 \
         L[i] = dpcodec_div_inv(R, u0_, d, v, &R);                                                  \
     } while (0)
-static void dpcodec_rpass(uint64_t *l0, uint64_t *l1, uint64_t *l2, unsigned nb, size_t n,
+DPCODEC_HOT DPCODEC_HOT static void dpcodec_rpass(uint64_t *l0, uint64_t *l1, uint64_t *l2, unsigned nb, size_t n,
                           const struct dpcodec_rplan *pl, uint64_t *rem)
 {
     const uint64_t d = pl->d, v = pl->v;
@@ -732,7 +742,7 @@ static void dpcodec_rpass(uint64_t *l0, uint64_t *l1, uint64_t *l2, unsigned nb,
 
 /* Writes cnt (<= m) base-r digits of x (x < r^cnt), least significant first, each plus mn into
  * out; with acc, the running sum *acc + (mn + d0) + (mn + d1) + ... instead (and *acc moves). */
-static inline void dpcodec_rdigits(const struct dpcodec_rplan *pl, uint64_t x, unsigned cnt,
+DPCODEC_HOT DPCODEC_HOT static inline void dpcodec_rdigits(const struct dpcodec_rplan *pl, uint64_t x, unsigned cnt,
                                    int64_t mn, int64_t *out, uint64_t *acc)
 {
     unsigned k = 0;
@@ -797,7 +807,7 @@ static inline void dpcodec_rdigits64(const struct dpcodec_rplan *pl, uint64_t x,
 /* Reads the numbers of nb (1..3) radix blocks (r < 2^32), whose limbs are loaded, and writes
  * their digits in block order (with acc: as one running sum across the blocks). -1 if a block's
  * number is r^cnt or more (never written so). */
-static int dpcodec_rblocks_read(struct dpcodec_rblock *blk, unsigned nb, uint64_t *acc)
+DPCODEC_HOT DPCODEC_HOT static int dpcodec_rblocks_read(struct dpcodec_rblock *blk, unsigned nb, uint64_t *acc)
 {
     struct dpcodec_rblock *b[3];
     size_t n = 0, left = nb;
@@ -930,7 +940,7 @@ static inline void dpcodec_run_sum(int64_t *x, uint64_t cnt, bool run, uint64_t 
 
 /* Reads an integer stream of order k with n entries into xs. With prog non-NULL, a stream
  * whose residuals are all 0 is reported there instead and xs is not written. */
-static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
+DPCODEC_HOT DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
                                     int64_t *xs, struct dpcodec_prog *prog)
 {
     const uint8_t *p = *pp;
@@ -1224,7 +1234,7 @@ struct dpcodec_tsreg {
     int64_t first, step;
 };
 
-static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t *cts,
+DPCODEC_HOT DPCODEC_HOT static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t *cts,
                          uint64_t *cval, uint8_t *desc, bool *has_desc, bool *ascending,
                          struct dpcodec_tsreg *reg, uint8_t *zbuf, z_stream *zs, struct ct_err *err)
 {
