@@ -804,6 +804,64 @@ static inline void dpcodec_rdigits64(const struct dpcodec_rplan *pl, uint64_t x,
     dpcodec_rdigits(pl, hi, cnt - pl->m, mn, out + pl->m, acc);
 }
 
+/* The digits of the m digits of a 32-bit half x (r <= 16: tables), written at out[0..m) as
+ * dpcodec_rdigits() does; run: as running sums from *a. */
+static inline __attribute__((always_inline)) void
+dpcodec_rhalf_tab(const struct dpcodec_rplan *pl, uint64_t x, unsigned m3, unsigned m,
+                  uint64_t umn, int64_t *out, uint64_t *a, bool run)
+{
+    unsigned k = 0;
+    for (; k < m3; k += 3) {
+        uint64_t q = (uint64_t)(((unsigned __int128)pl->inv3 * x) >> 64);
+        uint64_t i = x - q * pl->r3;
+        if (run) {
+            uint32_t t = pl->ps[i];
+            out[k] = (int64_t)(*a + umn + (t & 0xFF));
+            out[k + 1] = (int64_t)(*a + 2 * umn + (t >> 8 & 0xFF));
+            *a += 3 * umn + (t >> 16);
+            out[k + 2] = (int64_t)*a;
+        } else {
+            uint32_t t = pl->tab[i];
+            out[k] = (int64_t)(umn + (t & 0xFF));
+            out[k + 1] = (int64_t)(umn + (t >> 8 & 0xFF));
+            out[k + 2] = (int64_t)(umn + (t >> 16));
+        }
+        x = q;
+    }
+    uint32_t t = pl->tab[x]; /* x < r^2: the last one or two digits */
+    for (; k < m; k++, t >>= 8)
+        out[k] = (int64_t)(run ? (*a += umn + (t & 0xFF)) : umn + (t & 0xFF));
+}
+
+/* The 2m digits of each of the n remainders rem[] (r <= 16), block order, into out (2m each);
+ * with run as one running sum from *acc. One call per block: the table, the split and the
+ * choice of running sums are set once, not per remainder. */
+static DPCODEC_HOT void dpcodec_rdigits_tab(const struct dpcodec_rplan *pl, const uint64_t *rem,
+                                           uint64_t n, int64_t mn, int64_t *out, uint64_t *acc,
+                                           bool run)
+{
+    const unsigned m = pl->m, m3 = m / 3 * 3;
+    const uint64_t chunk = pl->chunk, cinv = pl->cinv, umn = (uint64_t)mn;
+    uint64_t a = run ? *acc : 0;
+    for (uint64_t k = 0; k < n; k++, out += 2 * m) {
+        uint64_t x = rem[k];
+        uint64_t hi = (uint64_t)(((unsigned __int128)cinv * x) >> 64);
+        uint64_t lo = x - hi * chunk;
+        uint64_t fix = lo >= chunk;
+        hi += fix;
+        lo -= fix * chunk;
+        if (run) {
+            dpcodec_rhalf_tab(pl, lo, m3, m, umn, out, &a, true);
+            dpcodec_rhalf_tab(pl, hi, m3, m, umn, out + m, &a, true);
+        } else {
+            dpcodec_rhalf_tab(pl, lo, m3, m, umn, out, &a, false);
+            dpcodec_rhalf_tab(pl, hi, m3, m, umn, out + m, &a, false);
+        }
+    }
+    if (run)
+        *acc = a;
+}
+
 /* Reads the numbers of nb (1..3) radix blocks (r < 2^32), whose limbs are loaded, and writes
  * their digits in block order (with acc: as one running sum across the blocks). -1 if a block's
  * number is r^cnt or more (never written so). */
@@ -863,8 +921,13 @@ DPCODEC_HOT DPCODEC_HOT static int dpcodec_rblocks_read(struct dpcodec_rblock *b
         uint64_t last = x->l[0];
         if (top > 1 || last >= pl->pw[tail])
             return -1;
-        for (uint64_t k = 0; k < passes[q]; k++)
-            dpcodec_rdigits64(pl, x->rem[k], m2, x->mn, x->out + k * m2, acc);
+        if (pl->tab && acc)
+            dpcodec_rdigits_tab(pl, x->rem, passes[q], x->mn, x->out, acc, true);
+        else if (pl->tab)
+            dpcodec_rdigits_tab(pl, x->rem, passes[q], x->mn, x->out, NULL, false);
+        else
+            for (uint64_t k = 0; k < passes[q]; k++)
+                dpcodec_rdigits64(pl, x->rem[k], m2, x->mn, x->out + k * m2, acc);
         if (tail)
             dpcodec_rdigits64(pl, last, tail, x->mn, x->out + passes[q] * m2, acc);
     }
