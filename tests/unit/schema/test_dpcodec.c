@@ -1289,6 +1289,91 @@ static void test_radix_blocks_decode_every_radix_and_digit_count(void **state)
     assert_int_equal(checked, 24 * (int)(sizeof(radixes) / sizeof(radixes[0])));
 }
 
+/* Rows of integer single cells with 2-byte qualifiers (a current hour: read in one pass by the
+ * columnar reader), against the iterator's row decoder: every value width with both signs,
+ * non-datapoint cells among them (annotations, a histogram, an unknown odd qualifier), and now
+ * and then a cell the one-pass reader leaves to the general path (a duplicate timestamp of
+ * another width, a float, an ms qualifier, an append cell, a value longer than its flags). */
+static void test_cols_reads_rows_of_integer_cells_like_row_decode(void **state)
+{
+    (void)state;
+    enum {
+        MAXC = 48
+    };
+    struct dpcodec_cols cols;
+    dpcodec_cols_init(&cols);
+    uint64_t seed = 12345;
+    int ok = 0, all_fast_shape = 0;
+    for (int round = 0; round < 3000; round++) {
+        uint8_t q[MAXC][4], v[MAXC][9];
+        struct wc_cell row[MAXC];
+        size_t nr = 0;
+        int ncell = 1 + (int)(radix_rand(&seed) % 40);
+        int extra = round % 10; /* 0..5: only integers and non-datapoint cells */
+        uint32_t off = (uint32_t)(radix_rand(&seed) % 50);
+        for (int i = 0; i < ncell && off < 3600; i++, off += 1 + (uint32_t)(radix_rand(&seed) % 90)) {
+            static const uint8_t widths[4] = {1, 2, 4, 8};
+            uint8_t w = widths[radix_rand(&seed) % 4];
+            int64_t x = (int64_t)radix_rand(&seed);
+            x >>= 64 - 8 * w; /* a value of w bytes, either sign */
+            uint16_t qu = (uint16_t)(off << 4 | (uint32_t)(w - 1));
+            coding_put_be16(q[nr], qu);
+            for (unsigned b = 0; b < w; b++)
+                v[nr][b] = (uint8_t)((uint64_t)x >> (8 * (w - 1 - b)));
+            row[nr] = cell_of(q[nr], 2, v[nr], w, 100 + i);
+            nr++;
+            if (extra == 6 && i == ncell / 2) { /* the same second again, another width */
+                coding_put_be16(q[nr], (uint16_t)(off << 4 | (w == 1 ? 1 : 0)));
+                v[nr][0] = 0xF0;
+                v[nr][1] = 0x01;
+                row[nr] = cell_of(q[nr], 2, v[nr], w == 1 ? 2 : 1, 50 + 100 * (round % 2));
+                nr++;
+            }
+        }
+        if (extra == 7 && nr > 1) { /* a float */
+            coding_put_be16(q[0], (uint16_t)((q[0][0] << 8 | q[0][1]) & 0xFFF0) | 0x0B);
+            memcpy(v[0], "\x3F\xC0\x00\x00", 4);
+            row[0].value.len = 4;
+        }
+        if (extra == 8 && nr > 1) /* an integer value longer than its flags say */
+            row[nr / 2].value.len = row[nr / 2].value.len == 1 ? 2 : row[nr / 2].value.len;
+        size_t ndp = nr;
+        /* non-datapoint cells, and (extra 9) an ms qualifier and an append cell; the store
+         * orders a row's cells by qualifier bytes */
+        static const uint8_t ann[3] = {0x01, 0x00, 0x07}, hist[3] = {0x06, 0x00, 0x01},
+                             odd[5] = {0x09, 1, 2, 3, 4}, msq[4] = {0xF0, 0x00, 0x00, 0x40},
+                             app[3] = {0x05, 0x00, 0x00}, appv[3] = {0x00, 0x30, 0x07};
+        if (round % 3 == 0)
+            row[nr++] = cell_of(ann, 3, (const uint8_t *)"{}", 2, 10);
+        if (round % 5 == 0)
+            row[nr++] = cell_of(hist, 3, (const uint8_t *)"h", 1, 10);
+        if (round % 7 == 0)
+            row[nr++] = cell_of(odd, 5, (const uint8_t *)"u", 1, 10);
+        if (extra == 9 && round % 20 == 9)
+            row[nr++] = cell_of(msq, 4, (const uint8_t *)"\x05", 1, 10);
+        if (extra == 9 && round % 20 == 19)
+            row[nr++] = cell_of(app, 3, appv, 3, 10);
+        for (size_t i = 1; i < nr; i++) { /* insertion sort by qualifier bytes */
+            struct wc_cell c = row[i];
+            size_t j = i;
+            for (; j > 0; j--) {
+                const struct wc_cell *o = &row[j - 1];
+                size_t ml = o->qualifier.len < c.qualifier.len ? o->qualifier.len : c.qualifier.len;
+                int cmp = memcmp(o->qualifier.data, c.qualifier.data, ml);
+                if (cmp < 0 || (cmp == 0 && o->qualifier.len <= c.qualifier.len))
+                    break;
+                row[j] = row[j - 1];
+            }
+            row[j] = c;
+        }
+        all_fast_shape += extra <= 5 && ndp > 0;
+        check_cols_like_row(row, nr, &cols, &ok);
+    }
+    dpcodec_cols_free(&cols);
+    assert_true(all_fast_shape > 1500);
+    assert_true(ok > 2500);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1307,6 +1392,7 @@ int main(void)
         cmocka_unit_test(test_encoder_threads_write_the_same_bytes),
         cmocka_unit_test(test_annotation_test_inline_matches_qualifier_kind),
         cmocka_unit_test(test_radix_blocks_decode_every_radix_and_digit_count),
+        cmocka_unit_test(test_cols_reads_rows_of_integer_cells_like_row_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
