@@ -26,7 +26,7 @@ static void put_pt(struct tsdb *t, const char *metric, const char *host, const c
 static void load(struct tsdb *t)
 {
     for (int s = 0; s < 10; s++) {
-        char host[8];
+        char host[16];
         snprintf(host, sizeof(host), "l%d", s);
         if (s == 3) {
             put_pt(t, "sys.lat", host, "q", H - 5 * 3600 + 7, 3);
@@ -42,7 +42,7 @@ static void load(struct tsdb *t)
     for (int i = 0; i < 600; i++)
         put_pt(t, "sys.big", "b", "q", H - 3600 + 6 * i, i);
     for (int i = 0; i < 60; i++) {
-        char host[8];
+        char host[16];
         snprintf(host, sizeof(host), "w%02d", i);
         put_pt(t, "sys.wide", host, "q", H + i, i);
     }
