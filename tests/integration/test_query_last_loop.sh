@@ -175,6 +175,15 @@ elif mode == "late":
         if not st.startswith("HTTP/1.1 200") or n != (1 if i % 2 == 0 else 300):
             bad += 1
     print("answers in order" if bad == 0 else "%d answers out of order" % bad)
+elif mode == "hold":
+    # an answered request, then an idle keep-alive connection until the server closes it
+    s = connect(port)
+    s.settimeout(25)
+    s.sendall(request("GET", WIDE))
+    r = Reader(s)
+    st, _, body = r.answer()
+    print(st.split()[1], body.count(b'"tsuid"'), flush=True)
+    print("closed by the server" if r.closed() else "not closed", flush=True)
 elif mode == "halfclose":
     s = connect(port)
     s.sendall(request("GET", L1))
@@ -209,5 +218,19 @@ check_eq "the loop and the workers give the same answers" "$off" "$on2"
 check_eq "pipelining with the loop path off" \
   "200:last=4242 204:empty 200:last=4242 200:query 200:last*300 200:version 200:last=4242 closed" \
   "$(python3 "$py" pipeline "$TSD_PORT" "$H")"
+check_eq "a client reading late gets 200 worker answers in order" \
+  "answers in order" "$(python3 "$py" late "$TSD_PORT")"
+check_eq "a half-closed connection gets its worker's answer, then is closed" "200 1 closed" \
+  "$(python3 "$py" halfclose "$TSD_PORT")"
+# a worker's finished request on an idle keep-alive connection (left to the loop's next
+# callback) does not hold up the shutdown
+hold=$(it_tmpdir)/hold.out
+python3 "$py" hold "$TSD_PORT" >"$hold" 2>&1 &
+hold_pid=$!
+for _ in $(seq 1 100); do grep -q '^200' "$hold" && break; sleep 0.1; done
+check_eq "an idle connection after a worker's answer" "200 300" "$(head -1 "$hold")"
 tsd_stop
+wait "$hold_pid"
+check_eq "shutdown closes it" "closed by the server" "$(sed -n 2p "$hold")"
+check_contains "shutdown completes" "$(cat "$TSD_LOG")" "shutdown complete"
 it_done
