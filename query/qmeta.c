@@ -90,20 +90,6 @@ static bool tsuid_valid(const struct rowkey_layout *l, size_t len)
 
 /* ---- static documents ------------------------------------------------------------------ */
 
-cJSON *qmeta_aggregators_doc(void)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (size_t i = 0; a && i < qagg_count(); i++) {
-        cJSON *s = cJSON_CreateString(qagg_name(qagg_at(i)));
-        if (!s || !cJSON_AddItemToArray(a, s)) {
-            cJSON_Delete(s);
-            cJSON_Delete(a);
-            return NULL;
-        }
-    }
-    return a;
-}
-
 cJSON *qmeta_filters_doc(void)
 {
     size_t n;

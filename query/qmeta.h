@@ -64,8 +64,6 @@ CT_MUST_CHECK int qmeta_annotation_bulk(struct tsdb *t, enum qmeta_method m,
                                         const struct cJSON *req, int64_t now_ms, struct cJSON **out,
                                         int *status, struct ct_err *err);
 
-/* ["sum","min",...]: every aggregator of query/qagg.h. NULL when out of memory. */
-struct cJSON *qmeta_aggregators_doc(void);
 /* {"literal_or":{"examples":..,"description":..},...} */
 struct cJSON *qmeta_filters_doc(void);
 

@@ -580,10 +580,12 @@ static size_t dpcodec_radix_bits_memo(uint64_t r, size_t cnt)
 }
 
 /* Digit tables for small radixes: for r in 2..DPCODEC_TAB_RMAX and x < r^3, tab[r][x] holds x's
- * three base-r digits, least significant in the low byte. Built once per process, read-only
- * after. */
+ * three base-r digits d0 d1 d2 (least significant first) in bytes 0, 1, 2, and psum[r][x] their
+ * running sums d0, d0 + d1, d0 + d1 + d2 (for order-1 streams, whose values are the running sum
+ * of the digits). Built once per process, read-only after. */
 #define DPCODEC_TAB_RMAX 16
 static uint32_t *dpcodec_digit_tab[DPCODEC_TAB_RMAX + 1];
+static uint32_t *dpcodec_psum_tab[DPCODEC_TAB_RMAX + 1];
 static pthread_once_t dpcodec_digit_once = PTHREAD_ONCE_INIT;
 
 static void dpcodec_digit_tab_build(void)
@@ -591,112 +593,302 @@ static void dpcodec_digit_tab_build(void)
     size_t total = 0;
     for (unsigned r = 2; r <= DPCODEC_TAB_RMAX; r++)
         total += (size_t)r * r * r;
-    uint32_t *all = malloc(total * sizeof(uint32_t)); /* kept for the process's life */
+    uint32_t *all = malloc(2 * total * sizeof(uint32_t)); /* kept for the process's life */
     if (!all)
         return; /* tables stay NULL: the digit-by-digit path is used */
     for (unsigned r = 2; r <= DPCODEC_TAB_RMAX; r++) {
-        dpcodec_digit_tab[r] = all;
-        for (uint32_t x = 0; x < r * r * r; x++)
-            all[x] = x % r | (x / r % r) << 8 | (x / (r * r)) << 16;
-        all += (size_t)r * r * r;
+        uint32_t *t = all, *ps = all + (size_t)r * r * r;
+        for (uint32_t x = 0; x < r * r * r; x++) {
+            uint32_t d0 = x % r, d1 = x / r % r, d2 = x / (r * r);
+            t[x] = d0 | d1 << 8 | d2 << 16;
+            ps[x] = d0 | (d0 + d1) << 8 | (d0 + d1 + d2) << 16;
+        }
+        dpcodec_digit_tab[r] = t;
+        dpcodec_psum_tab[r] = ps;
+        all += 2 * (size_t)r * r * r;
     }
 }
 
-/* Reads a radix block's number (bits bits right-aligned in `bytes` big-endian bytes; the
- * padding bits before it are ignored) and writes its cnt base-r digits, least significant
- * first, each plus mn, into res. -1 if the number is r^cnt or more (never written so). */
+/* How radix-r blocks (r < 2^32) are split: the number N is divided by C = r^(2m) (the largest
+ * such power below 2^64, m digits per 32-bit half) once per 2m digits, with Moeller and
+ * Granlund's division by an invariant divisor (two multiplications instead of a hardware
+ * division: the divisions of up to three blocks then overlap), and each remainder's digits
+ * come by exact multiplications (and three at a time from a table when r <= 16). */
+struct dpcodec_rplan {
+    uint64_t r;                /* 0: unused memo slot */
+    unsigned m;                /* r^m < 2^32 <= r^(m+1), or r^(m+1) >= 2^32 */
+    uint64_t chunk, chunk2;    /* r^m, C = r^(2m) */
+    uint64_t cinv, inv;        /* floor((2^64 - 1) / r^m), ceil(2^64 / r) */
+    uint64_t d, v;             /* C << s (top bit set) and floor((2^128 - 1) / d) - 2^64 */
+    unsigned s;                /* leading zero bits of C */
+    const uint32_t *tab, *ps;  /* digit and running-sum tables, or NULL */
+    uint64_t r3, inv3;         /* r^3, ceil(2^64 / r^3), with the tables */
+    uint64_t pw[64];           /* r^c for c < 2m */
+};
+
+/* The plan of radix r (2 <= r <= UINT32_MAX) from a small per-thread memo. */
+static const struct dpcodec_rplan *dpcodec_rplan_get(uint64_t r)
+{
+    static _Thread_local struct dpcodec_rplan memo[4];
+    struct dpcodec_rplan *pl = &memo[(r * 0x9E3779B97F4A7C15ULL) >> 62];
+    if (pl->r == r)
+        return pl;
+    memset(pl, 0, sizeof(*pl));
+    pl->m = 1;
+    pl->chunk = r;
+    while (pl->chunk * r <= UINT32_MAX) {
+        pl->chunk *= r;
+        pl->m++;
+    }
+    pl->chunk2 = pl->chunk * pl->chunk;
+    pl->cinv = UINT64_MAX / pl->chunk;
+    pl->inv = UINT64_MAX / r + 1;
+    pl->s = (unsigned)__builtin_clzll(pl->chunk2);
+    pl->d = pl->chunk2 << pl->s;
+    pl->v = (uint64_t)(~(unsigned __int128)0 / pl->d); /* the quotient minus 2^64 */
+    pl->pw[0] = 1;
+    for (unsigned c = 1; c < 2 * pl->m; c++)
+        pl->pw[c] = pl->pw[c - 1] * r;
+    if (r <= DPCODEC_TAB_RMAX && pl->m >= 3) {
+        pthread_once(&dpcodec_digit_once, dpcodec_digit_tab_build);
+        pl->tab = dpcodec_digit_tab[r];
+        pl->ps = dpcodec_psum_tab[r];
+        pl->r3 = r * r * r;
+        pl->inv3 = UINT64_MAX / pl->r3 + 1;
+    }
+    pl->r = r;
+    return pl;
+}
+
+/* (u1:u0) / d and its remainder for u1 < d, d with its top bit set and v its reciprocal
+ * (Moeller and Granlund, "Improved division by invariant integers", algorithm 4). */
+static inline uint64_t dpcodec_div_inv(uint64_t u1, uint64_t u0, uint64_t d, uint64_t v,
+                                       uint64_t *rem)
+{
+    unsigned __int128 q = (unsigned __int128)v * u1;
+    q += (unsigned __int128)(u1 + 1) << 64 | u0;
+    uint64_t q1 = (uint64_t)(q >> 64), q0 = (uint64_t)q;
+    uint64_t r = u0 - q1 * d;
+    uint64_t fix = -(uint64_t)(r > q0); /* branch-free: taken about half the time */
+    q1 += fix;
+    r += fix & d;
+    if (__builtin_expect(r >= d, 0)) {
+        q1++;
+        r -= d;
+    }
+    *rem = r;
+    return q1;
+}
+
+/* One radix block being read: its number as limbs, and where its digits go. */
+struct dpcodec_rblock {
+    const struct dpcodec_rplan *pl;
+    uint64_t l[DPCODEC_BIG_LIMBS]; /* the number, then its quotients; little-endian */
+    size_t n;                      /* limbs in use */
+    uint64_t cnt;                  /* digits */
+    int64_t mn;
+    int64_t *out;
+    uint64_t rem[DPCODEC_BLOCK / 2 + 1]; /* remainders mod C, least significant first */
+};
+
+/* One pass over up to three numbers of n limbs (zero-padded) with the same divisor C = d >> s:
+ * each is replaced by its quotient and its remainder returned in rem[]. The lanes are written
+ * out (not a loop over lanes) so that their states stay in registers: the three chains of
+ * dependent divisions then overlap. A lane pointer may repeat lane 0's number (nb < 3). */
+#define DPCODEC_LANE_STEP(L, R)                                                                    \
+    do {                                                                                           \
+        uint64_t u0_ = L[i] << s | (i ? (L[i - 1] >> t) >> 1 : 0);                                 \
+        L[i] = dpcodec_div_inv(R, u0_, d, v, &R);                                                  \
+    } while (0)
+static void dpcodec_rpass(uint64_t *l0, uint64_t *l1, uint64_t *l2, unsigned nb, size_t n,
+                          const struct dpcodec_rplan *pl, uint64_t *rem)
+{
+    const uint64_t d = pl->d, v = pl->v;
+    const unsigned s = pl->s, t = 63 - s;
+    uint64_t r0 = (l0[n - 1] >> t) >> 1; /* the bits shifted out on top */
+    if (nb == 1) {
+        for (size_t i = n; i-- > 0;)
+            DPCODEC_LANE_STEP(l0, r0);
+    } else if (nb == 2) {
+        uint64_t r1 = (l1[n - 1] >> t) >> 1;
+        for (size_t i = n; i-- > 0;) {
+            DPCODEC_LANE_STEP(l0, r0);
+            DPCODEC_LANE_STEP(l1, r1);
+        }
+        rem[1] = r1 >> s;
+    } else {
+        uint64_t r1 = (l1[n - 1] >> t) >> 1, r2 = (l2[n - 1] >> t) >> 1;
+        for (size_t i = n; i-- > 0;) {
+            DPCODEC_LANE_STEP(l0, r0);
+            DPCODEC_LANE_STEP(l1, r1);
+            DPCODEC_LANE_STEP(l2, r2);
+        }
+        rem[1] = r1 >> s;
+        rem[2] = r2 >> s;
+    }
+    rem[0] = r0 >> s;
+}
+#undef DPCODEC_LANE_STEP
+
+/* Writes cnt (<= m) base-r digits of x (x < r^cnt), least significant first, each plus mn into
+ * out; with acc, the running sum *acc + (mn + d0) + (mn + d1) + ... instead (and *acc moves). */
+static inline void dpcodec_rdigits(const struct dpcodec_rplan *pl, uint64_t x, unsigned cnt,
+                                   int64_t mn, int64_t *out, uint64_t *acc)
+{
+    unsigned k = 0;
+    uint64_t umn = (uint64_t)mn;
+    if (pl->tab) {
+        if (acc) {
+            uint64_t a = *acc;
+            for (; k + 3 <= cnt; k += 3) {
+                uint64_t q = (uint64_t)(((unsigned __int128)pl->inv3 * x) >> 64);
+                uint32_t t = pl->ps[x - q * pl->r3];
+                out[k] = (int64_t)(a + umn + (t & 0xFF));
+                out[k + 1] = (int64_t)(a + 2 * umn + (t >> 8 & 0xFF));
+                a += 3 * umn + (t >> 16);
+                out[k + 2] = (int64_t)a;
+                x = q;
+            }
+            uint32_t t = pl->tab[x]; /* x < r^2 now: the last one or two digits */
+            for (; k < cnt; k++, t >>= 8)
+                out[k] = (int64_t)(a += umn + (t & 0xFF));
+            *acc = a;
+            return;
+        }
+        for (; k + 3 <= cnt; k += 3) {
+            uint64_t q = (uint64_t)(((unsigned __int128)pl->inv3 * x) >> 64);
+            uint32_t t = pl->tab[x - q * pl->r3];
+            out[k] = (int64_t)(umn + (t & 0xFF));
+            out[k + 1] = (int64_t)(umn + (t >> 8 & 0xFF));
+            out[k + 2] = (int64_t)(umn + (t >> 16));
+            x = q;
+        }
+        uint32_t t = pl->tab[x];
+        for (; k < cnt; k++, t >>= 8)
+            out[k] = (int64_t)(umn + (t & 0xFF));
+        return;
+    }
+    for (; k < cnt; k++) { /* x < 2^32: ceil(2^64 / r) divides exactly */
+        uint64_t q = (uint64_t)(((unsigned __int128)pl->inv * x) >> 64);
+        uint64_t d = umn + (x - q * pl->r);
+        out[k] = (int64_t)(acc ? (*acc += d) : d);
+        x = q;
+    }
+}
+
+/* Writes the digits of x < r^cnt (cnt < 2m): its two halves mod r^m. */
+static inline void dpcodec_rdigits64(const struct dpcodec_rplan *pl, uint64_t x, unsigned cnt,
+                                     int64_t mn, int64_t *out, uint64_t *acc)
+{
+    if (cnt <= pl->m) {
+        dpcodec_rdigits(pl, x, cnt, mn, out, acc);
+        return;
+    }
+    /* floor(x floor((2^64 - 1) / R) / 2^64) is the quotient or one less */
+    uint64_t hi = (uint64_t)(((unsigned __int128)pl->cinv * x) >> 64);
+    uint64_t lo = x - hi * pl->chunk;
+    uint64_t fix = lo >= pl->chunk;
+    hi += fix;
+    lo -= fix * pl->chunk;
+    dpcodec_rdigits(pl, lo, pl->m, mn, out, acc);
+    dpcodec_rdigits(pl, hi, cnt - pl->m, mn, out + pl->m, acc);
+}
+
+/* Reads the numbers of nb (1..3) radix blocks (r < 2^32), whose limbs are loaded, and writes
+ * their digits in block order (with acc: as one running sum across the blocks). -1 if a block's
+ * number is r^cnt or more (never written so). */
+static int dpcodec_rblocks_read(struct dpcodec_rblock *blk, unsigned nb, uint64_t *acc)
+{
+    struct dpcodec_rblock *b[3];
+    size_t n = 0, left = nb;
+    uint64_t passes[3];
+    for (unsigned q = 0; q < nb; q++) {
+        b[q] = &blk[q];
+        passes[q] = blk[q].cnt / (2 * blk[q].pl->m);
+        n = blk[q].n > n ? blk[q].n : n;
+    }
+    if (n == 0)
+        n = 1;
+    for (unsigned q = 0; q < nb; q++) /* one length for the lock step */
+        for (size_t i = blk[q].n; i < n; i++)
+            blk[q].l[i] = 0;
+    /* lanes of one radix divide together; blocks of different radixes one by one */
+    bool same = true;
+    for (unsigned q = 1; q < nb; q++)
+        same &= blk[q].pl == blk[0].pl;
+    for (size_t k = 0; left > 0; k++) {
+        unsigned w = 0;
+        for (unsigned q = 0; q < left; q++) /* the lanes still dividing: b[0..left) */
+            if (k < passes[b[q] - blk])
+                b[w++] = b[q];
+        left = w;
+        while (n > 1) { /* shrink the common length while every lane's top limb is 0 */
+            bool zero = true;
+            for (unsigned q = 0; q < left; q++)
+                zero &= b[q]->l[n - 1] == 0;
+            if (!zero)
+                break;
+            n--;
+        }
+        uint64_t r[3];
+        if (same && left > 1) {
+            dpcodec_rpass(b[0]->l, b[1]->l, b[left - 1]->l, left, n, b[0]->pl, r);
+            for (unsigned q = 0; q < left; q++)
+                b[q]->rem[k] = r[q];
+        } else {
+            for (unsigned q = 0; q < left; q++) {
+                dpcodec_rpass(b[q]->l, NULL, NULL, 1, n, b[q]->pl, r);
+                b[q]->rem[k] = r[0];
+            }
+        }
+    }
+    for (unsigned q = 0; q < nb; q++) {
+        struct dpcodec_rblock *x = &blk[q];
+        const struct dpcodec_rplan *pl = x->pl;
+        unsigned m2 = 2 * pl->m, tail = (unsigned)(x->cnt - passes[q] * m2);
+        /* what is left of the number after the passes holds the last `tail` digits */
+        size_t top = x->n;
+        while (top > 1 && x->l[top - 1] == 0)
+            top--;
+        uint64_t last = x->l[0];
+        if (top > 1 || last >= pl->pw[tail])
+            return -1;
+        for (uint64_t k = 0; k < passes[q]; k++)
+            dpcodec_rdigits64(pl, x->rem[k], m2, x->mn, x->out + k * m2, acc);
+        if (tail)
+            dpcodec_rdigits64(pl, last, tail, x->mn, x->out + passes[q] * m2, acc);
+    }
+    return 0;
+}
+
+/* Loads a radix block's number (bits bits right-aligned in `bytes` big-endian bytes; the
+ * padding bits before it are ignored) as little-endian limbs. -1 if it cannot fit. */
+static int dpcodec_radix_load(const uint8_t *p, size_t bytes, size_t bits, uint64_t *l, size_t *n)
+{
+    if ((bytes + 7) / 8 > DPCODEC_BIG_LIMBS)
+        return -1;
+    memset(l, 0, (bytes + 7) / 8 * sizeof(uint64_t));
+    size_t b = 0;                  /* bytes from the least significant end */
+    for (; b + 8 <= bytes; b += 8) /* whole limbs */
+        l[b / 8] = coding_get_be64(p + bytes - b - 8);
+    for (; b < bytes; b++)
+        l[b / 8] |= (uint64_t)p[bytes - 1 - b] << (8 * (b % 8));
+    if (bytes * 8 > bits) /* clear the padding bits before the number */
+        l[(bytes - 1) / 8] &= ~(~(uint64_t)0 << (bits - ((bytes - 1) / 8) * 64));
+    *n = (bytes + 7) / 8;
+    while (*n && !l[*n - 1])
+        (*n)--;
+    return 0;
+}
+
+/* A radix block of any radix (r >= 2^32 included), digit by digit: its cnt base-r digits, least
+ * significant first, each plus mn, into res. -1 if the number is r^cnt or more. */
 static int dpcodec_radix_read(const uint8_t *p, size_t bytes, size_t bits, uint64_t r, uint64_t cnt,
                               int64_t mn, int64_t *res)
 {
     struct dpcodec_big big;
-    if ((bytes + 7) / 8 > DPCODEC_BIG_LIMBS)
+    if (dpcodec_radix_load(p, bytes, bits, big.l, &big.n))
         return -1;
-    memset(big.l, 0, (bytes + 7) / 8 * sizeof(uint64_t));
-    size_t b = 0;                  /* bytes from the least significant end */
-    for (; b + 8 <= bytes; b += 8) /* whole limbs */
-        big.l[b / 8] = coding_get_be64(p + bytes - b - 8);
-    for (; b < bytes; b++)
-        big.l[b / 8] |= (uint64_t)p[bytes - 1 - b] << (8 * (b % 8));
-    if (bytes * 8 > bits) /* clear the padding bits before the number */
-        big.l[(bytes - 1) / 8] &= ~(~(uint64_t)0 << (bits - ((bytes - 1) / 8) * 64));
-    big.n = (bytes + 7) / 8;
-    while (big.n && !big.l[big.n - 1])
-        big.n--;
-    if (r <= UINT32_MAX) {
-        /* m digits at a time with r^m < 2^32: N mod r^m holds the next m digits, split by
-         * multiplying with ceil(2^64 / r) (exact division of 32-bit numbers, Lemire et al.)
-         * instead of a hardware division per digit */
-        unsigned m = 1;
-        uint64_t chunk = r;
-        while (chunk * r <= UINT32_MAX) {
-            chunk *= r;
-            m++;
-        }
-        uint64_t inv = UINT64_MAX / r + 1;
-        /* two chunks per hardware division (r^2m < 2^64), split apart by a multiplication
-         * (floor(x floor((2^64 - 1) / R) / 2^64) is the quotient or one less), then two
-         * independent digit chains */
-        uint64_t chunk2 = chunk * chunk, cinv = UINT64_MAX / chunk;
-        /* small radixes: r^3 < 2^32 splits three digits at once (the same exact
-         * multiplication), the table gives them */
-        const uint32_t *tab = NULL;
-        uint64_t r3 = r * r * r, inv3 = 0;
-        if (r <= DPCODEC_TAB_RMAX && m >= 3) {
-            pthread_once(&dpcodec_digit_once, dpcodec_digit_tab_build);
-            tab = dpcodec_digit_tab[r];
-            inv3 = UINT64_MAX / r3 + 1;
-        }
-        uint64_t j = 0;
-        for (; cnt - j >= 2 * (uint64_t)m; j += 2 * m) {
-            uint64_t rem = dpcodec_big_divmod(&big, chunk2);
-            uint64_t hi = (uint64_t)(((unsigned __int128)cinv * rem) >> 64);
-            uint64_t lo = rem - hi * chunk;
-            uint64_t fix = lo >= chunk;
-            hi += fix;
-            lo -= fix * chunk;
-            unsigned k = 0;
-            if (tab) { /* three digits per multiplication, from the table */
-                int64_t *ol = res + j, *oh = res + j + m;
-                for (; k + 3 <= m; k += 3) {
-                    uint64_t ql = (uint64_t)(((unsigned __int128)inv3 * lo) >> 64);
-                    uint64_t qh = (uint64_t)(((unsigned __int128)inv3 * hi) >> 64);
-                    uint32_t tl = tab[lo - ql * r3], th = tab[hi - qh * r3];
-                    ol[k] = (int64_t)((uint64_t)mn + (tl & 0xFF));
-                    ol[k + 1] = (int64_t)((uint64_t)mn + (tl >> 8 & 0xFF));
-                    ol[k + 2] = (int64_t)((uint64_t)mn + (tl >> 16));
-                    oh[k] = (int64_t)((uint64_t)mn + (th & 0xFF));
-                    oh[k + 1] = (int64_t)((uint64_t)mn + (th >> 8 & 0xFF));
-                    oh[k + 2] = (int64_t)((uint64_t)mn + (th >> 16));
-                    lo = ql;
-                    hi = qh;
-                }
-                /* the last one or two digits: lo and hi are below r^2 now */
-                uint32_t tl = tab[lo], th = tab[hi];
-                for (; k < m; k++, tl >>= 8, th >>= 8) {
-                    ol[k] = (int64_t)((uint64_t)mn + (tl & 0xFF));
-                    oh[k] = (int64_t)((uint64_t)mn + (th & 0xFF));
-                }
-            }
-            for (; k < m; k++) {
-                uint64_t ql = (uint64_t)(((unsigned __int128)inv * lo) >> 64);
-                uint64_t qh = (uint64_t)(((unsigned __int128)inv * hi) >> 64);
-                res[j + k] = (int64_t)((uint64_t)mn + (lo - ql * r));
-                res[j + m + k] = (int64_t)((uint64_t)mn + (hi - qh * r));
-                lo = ql;
-                hi = qh;
-            }
-        }
-        while (j < cnt) {
-            unsigned c = cnt - j < m ? (unsigned)(cnt - j) : m;
-            uint64_t rem = dpcodec_big_divmod(&big, c == m ? chunk : dpcodec_pow(r, c));
-            for (unsigned k = 0; k < c; k++, j++) {
-                uint64_t q = (uint64_t)(((unsigned __int128)inv * rem) >> 64);
-                res[j] = (int64_t)((uint64_t)mn + (rem - q * r));
-                rem = q;
-            }
-        }
-        return big.n ? -1 : 0;
-    }
     /* m digits at a time: N mod r^m holds the next m digits */
     unsigned m;
     uint64_t chunk = dpcodec_radix_chunk(r, &m);
@@ -718,6 +910,24 @@ struct dpcodec_prog {
     int64_t h0, h1;
 };
 
+/* With run: the cnt entries of x become their running sum continuing *acc (64-bit wrap-around),
+ * four per step (the loop's own overhead was as large as the additions). */
+static inline void dpcodec_run_sum(int64_t *x, uint64_t cnt, bool run, uint64_t *acc)
+{
+    if (!run)
+        return;
+    uint64_t a = *acc, i = 0;
+    for (; i + 4 <= cnt; i += 4) {
+        x[i] = (int64_t)(a += (uint64_t)x[i]);
+        x[i + 1] = (int64_t)(a += (uint64_t)x[i + 1]);
+        x[i + 2] = (int64_t)(a += (uint64_t)x[i + 2]);
+        x[i + 3] = (int64_t)(a += (uint64_t)x[i + 3]);
+    }
+    for (; i < cnt; i++)
+        x[i] = (int64_t)(a += (uint64_t)x[i]);
+    *acc = a;
+}
+
 /* Reads an integer stream of order k with n entries into xs. With prog non-NULL, a stream
  * whose residuals are all 0 is reported there instead and xs is not written. */
 static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
@@ -731,6 +941,11 @@ static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsi
             return -1;
     uint64_t m = n - heads, done = 0;
     int64_t *res = xs + heads;
+    /* order 1: each block's entries become the running sum as the block is read (the values
+     * x_i = x_0 + r_1 + ... + r_i), while the block is in cache (radix blocks as their digits
+     * are written) */
+    bool run = k == 1;
+    uint64_t acc = (uint64_t)h[0];
     /* while every residual so far is 0 (zero-width blocks of minimum 0: a regular series) they
      * are not written; the first other block writes them */
     bool zeros = true;
@@ -755,21 +970,53 @@ static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsi
                 done += cnt;
                 continue;
             }
-            memset(res, 0, done * sizeof(*res));
+            for (uint64_t j = 0; j < done; j++) /* residuals 0: the values stay x_0 */
+                res[j] = run ? h[0] : 0;
             zeros = false;
         }
         if (w == DPCODEC_RADIX_BLOCK) {
-            uint64_t r;
-            size_t k2 = coding_get_varint64(p, end, &r);
-            if (!k2 || r < 2 || r >= (1ull << 63))
+            /* this radix block and up to two more right after it (their divisions overlap) */
+            struct dpcodec_rblock blk[3];
+            unsigned nb = 0;
+            for (;;) {
+                uint64_t r;
+                size_t k2 = coding_get_varint64(p, end, &r);
+                if (!k2 || r < 2 || r >= (1ull << 63))
+                    return -1;
+                p += k2;
+                size_t bits = dpcodec_radix_bits_memo(r, (size_t)cnt), bytes = (bits + 7) / 8;
+                if ((size_t)(end - p) < bytes)
+                    return -1;
+                if (r > UINT32_MAX) { /* alone, digit by digit */
+                    if (nb && dpcodec_rblocks_read(blk, nb, run ? &acc : NULL))
+                        return -1;
+                    nb = 0;
+                    if (dpcodec_radix_read(p, bytes, bits, r, cnt, mn, res + done))
+                        return -1;
+                    for (uint64_t j = 0; run && j < cnt; j++)
+                        res[done + j] = (int64_t)(acc += (uint64_t)res[done + j]);
+                } else {
+                    struct dpcodec_rblock *x = &blk[nb++];
+                    if (dpcodec_radix_load(p, bytes, bits, x->l, &x->n))
+                        return -1;
+                    x->pl = dpcodec_rplan_get(r);
+                    x->cnt = cnt;
+                    x->mn = mn;
+                    x->out = res + done;
+                }
+                p += bytes;
+                done += cnt;
+                /* another radix block next? */
+                if (nb == 3 || done >= m || p == end || *p != DPCODEC_RADIX_BLOCK)
+                    break;
+                const uint8_t *q = p + 1;
+                if (dpcodec_svarint(&q, end, &mn))
+                    return -1;
+                p = q;
+                cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
+            }
+            if (nb && dpcodec_rblocks_read(blk, nb, run ? &acc : NULL))
                 return -1;
-            p += k2;
-            size_t bits = dpcodec_radix_bits_memo(r, (size_t)cnt), bytes = (bits + 7) / 8;
-            if ((size_t)(end - p) < bytes ||
-                dpcodec_radix_read(p, bytes, bits, r, cnt, mn, res + done))
-                return -1;
-            p += bytes;
-            done += cnt;
             continue;
         }
         if (w == DPCODEC_RICE_BLOCK) {
@@ -786,6 +1033,7 @@ static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsi
                 res[done + j] = (int64_t)((uint64_t)mn + (uint64_t)coding_unzigzag(high | low));
             }
             p += (r.pos + 7) / 8;
+            dpcodec_run_sum(res + done, cnt, run, &acc);
             done += cnt;
             continue;
         }
@@ -798,6 +1046,7 @@ static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsi
                 p += k2;
                 res[done + j] = (int64_t)((uint64_t)mn + u);
             }
+            dpcodec_run_sum(res + done, cnt, run, &acc);
             done += cnt;
             continue;
         }
@@ -836,6 +1085,7 @@ static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsi
             }
         }
         p += bytes;
+        dpcodec_run_sum(res + done, cnt, run, &acc);
         done += cnt;
     }
     if (zeros) { /* the closed forms of the sums */
@@ -851,18 +1101,7 @@ static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsi
             }
         }
     } else if (k == 1 && n > 0) {
-        /* the running sum in a register, four entries per step (the loop's own overhead was
-         * as large as the additions) */
-        uint64_t acc = (uint64_t)h[0], i = 1;
-        xs[0] = h[0];
-        for (; i + 4 <= n; i += 4) {
-            xs[i] = (int64_t)(acc += (uint64_t)xs[i]);
-            xs[i + 1] = (int64_t)(acc += (uint64_t)xs[i + 1]);
-            xs[i + 2] = (int64_t)(acc += (uint64_t)xs[i + 2]);
-            xs[i + 3] = (int64_t)(acc += (uint64_t)xs[i + 3]);
-        }
-        for (; i < n; i++)
-            xs[i] = (int64_t)(acc += (uint64_t)xs[i]);
+        xs[0] = h[0]; /* the rest was summed block by block */
     } else if (k == 2 && n > 0) {
         xs[0] = h[0];
         if (n > 1)

@@ -544,10 +544,6 @@ struct wc_table *tsdb_meta_table(struct tsdb *t)
 {
     return t->meta;
 }
-struct wc_store *tsdb_store(struct tsdb *t)
-{
-    return t->s;
-}
 
 /* ---- series ------------------------------------------------------------------------------- */
 

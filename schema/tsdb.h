@@ -100,7 +100,6 @@ struct uid *tsdb_uid(struct tsdb *t);
 struct wc_table *tsdb_data_table(struct tsdb *t);
 struct wc_table *tsdb_uid_table(struct tsdb *t);
 struct wc_table *tsdb_meta_table(struct tsdb *t);
-struct wc_store *tsdb_store(struct tsdb *t);
 
 /* Resolves a series to its TSUID (metric uid + tag pairs sorted by tagk uid) into tsuid (cap
  * bytes, ROWKEY_MAX_TSUID always enough); *len its length. Checks every name (uid_name_check, with

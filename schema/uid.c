@@ -34,11 +34,6 @@ const char *uid_kind_qualifier(enum uid_kind k)
     return uid_qualifiers[k];
 }
 
-const char *uid_kind_name(enum uid_kind k)
-{
-    return uid_names[k];
-}
-
 int uid_kind_parse(const char *s, enum uid_kind *out, struct ct_err *err)
 {
     if (!strcmp(s, "metric") || !strcmp(s, "metrics"))

@@ -37,8 +37,6 @@ enum uid_kind {
 const char *uid_kind_qualifier(enum uid_kind k);
 /* Parses "metric", "metrics", "tagk" or "tagv" (case-sensitive). CT_EINVAL otherwise. */
 CT_MUST_CHECK int uid_kind_parse(const char *s, enum uid_kind *out, struct ct_err *err);
-/* The word used in messages: "metric", "tagk", "tagv". */
-const char *uid_kind_name(enum uid_kind k);
 
 /* Checks a name against OpenTSDB's rules (spec §1.3 item 9): non-empty, only a-z A-Z 0-9 - _ . /,
  * Unicode letters (UTF-8), or characters of allow_special (NULL = none). `what` is the subject of

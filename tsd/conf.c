@@ -155,11 +155,6 @@ static bool conf_table_sorted(void)
     return true;
 }
 
-bool conf_key_known(const char *key)
-{
-    return conf_key_index(key) >= 0;
-}
-
 static int conf_parse_bool(const char *v, bool *out)
 {
     static const char *const yes[] = {"true", "yes", "1", "on"};

@@ -46,8 +46,6 @@ const char *conf_get_str(const struct conf *c, const char *key);
 /* Calls warn for each key set away from its default that ctsdb accepts for compatibility but
  * does not act on (marked so in the key table). */
 void conf_report_unsupported(const struct conf *c, conf_warn_fn warn, void *arg);
-/* True if the key is a known key of this build. */
-bool conf_key_known(const char *key);
 
 /* Calls fn for every key (known and set-unknown) in byte order of the key, with its current
  * value; fn returning non-zero stops the walk and that value is returned. */

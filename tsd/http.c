@@ -128,14 +128,6 @@ const char *http_req_path(const struct http_req *r)
 {
     return r->path;
 }
-const char *http_req_raw_path(const struct http_req *r)
-{
-    return r->raw_path;
-}
-const char *http_req_query_string(const struct http_req *r)
-{
-    return r->query ? r->query : "";
-}
 const char *http_req_peer(const struct http_req *r)
 {
     return r->conn ? r->conn->peer : "";
@@ -184,15 +176,6 @@ const char *http_req_body(const struct http_req *r, size_t *len)
     if (len)
         *len = r->body ? r->body_len : 0;
     return r->body ? r->body : "";
-}
-
-bool http_req_client_gone(const struct http_req *r)
-{
-    struct http_conn *c = r->conn;
-    pthread_mutex_lock(&c->mu);
-    bool g = c->gone;
-    pthread_mutex_unlock(&c->mu);
-    return g;
 }
 
 const char *http_status_text(int status)
@@ -376,16 +359,6 @@ void http_reply_error(struct http_req *r, int status, const char *message, const
         doc = NULL;
     }
     http_reply_cjson(r, status, doc);
-}
-
-void http_reply_errorf(struct http_req *r, int status, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    http_reply_error(r, status, msg, NULL);
 }
 
 /* ---- streaming ---------------------------------------------------------------------------- */

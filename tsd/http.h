@@ -55,10 +55,6 @@ const char *http_req_method_name(const struct http_req *r);
 /* The percent-decoded path without the query string, normalised: `/api/v1/x` -> `/api/x`, one
  * trailing slash removed (except for "/"). E.g. "/api/query/last". */
 const char *http_req_path(const struct http_req *r);
-/* The path as sent (before normalisation and decoding), without the query string. */
-const char *http_req_raw_path(const struct http_req *r);
-/* The query string as sent (after '?', not decoded), or "" if none. */
-const char *http_req_query_string(const struct http_req *r);
 
 /* Query parameters, decoded ('+' is a space, %XX escapes). A parameter given without '=' (a
  * presence-only flag such as `?details`) has the value "". Returns the first value, or NULL if
@@ -88,8 +84,6 @@ void http_reply_cjson(struct http_req *r, int status, struct cJSON *doc);
 /* Sends OpenTSDB's error object {"error":{"code":status,"message":..,"details":..}} with the
  * status; details NULL or "" is left out. Strings are copied. */
 void http_reply_error(struct http_req *r, int status, const char *message, const char *details);
-/* printf-style message variant of http_reply_error without details. */
-void http_reply_errorf(struct http_req *r, int status, const char *fmt, ...) CT_PRINTF(3, 4);
 /* An empty reply with the status (e.g. 204, or 200 for an OPTIONS preflight). */
 void http_reply_status(struct http_req *r, int status);
 /* Any body with its content type; body copied. */
@@ -127,9 +121,6 @@ bool http_stream_retract(struct http_req *r);
 typedef void (*http_work_fn)(struct http_req *r, void *arg);
 CT_MUST_CHECK int http_req_defer(struct http_req *r, http_work_fn work, void *arg,
                                  struct ct_err *err);
-
-/* True once the client connection is gone (a worker can stop early). */
-bool http_req_client_gone(const struct http_req *r);
 
 /* The reason phrase for a status ("Not Found"). */
 const char *http_status_text(int status);

@@ -99,7 +99,6 @@ void http_req_free(struct http_req *r)
     if (!r)
         return;
     free(r->head);
-    free(r->raw_path);
     free(r->path);
     free(r->query);
     free(r->params);
@@ -345,10 +344,9 @@ static int http_parse_head(struct http_conn *c, struct http_req *r, const char *
     char *q = strchr(target, '?');
     if (q)
         *q = '\0';
-    r->raw_path = strdup(target);
     r->query = strdup(q ? q + 1 : "");
     r->path = strdup(target);
-    if (!r->raw_path || !r->query || !r->path) {
+    if (!r->query || !r->path) {
         *msg = "Out of memory";
         return 500;
     }

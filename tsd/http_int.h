@@ -37,7 +37,6 @@ struct http_req {
     int minor; /* HTTP/1.minor */
     bool keep_alive;
     char *head;     /* the request head, NUL-separated in place; header strings point here */
-    char *raw_path; /* owned */
     char *path;     /* owned, decoded and normalised */
     char *query;    /* owned, as sent */
     struct http_kv headers[HTTP_MAX_HEADERS];

@@ -749,11 +749,6 @@ void telnet_close_all(struct tsd *t)
     }
 }
 
-size_t telnet_open_count(struct tsd *t)
-{
-    return t->ntconn_slots - t->ntconn_free;
-}
-
 void telnet_free_all(struct tsd *t)
 {
     for (size_t i = 0; i < t->ntconn_slots; i++) {

@@ -116,7 +116,6 @@ void telnet_ingest_destroy(struct tsd *t);
 void telnet_flush(struct tsd *t);
 /* True when no telnet batch is being filled or written. */
 bool telnet_ingest_idle(struct tsd *t);
-size_t telnet_open_count(struct tsd *t);
 int telnet_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err);
 void telnet_close_all(struct tsd *t);
 /* Frees every telnet connection at once (after the loop ended). */

@@ -278,6 +278,30 @@ struct block_cache_handle *block_cache_lookup(struct block_cache *c, uint64_t fi
     return e;
 }
 
+bool block_cache_prefetch(struct block_cache *c, uint64_t file_id, uint64_t offset, bool entry)
+{
+    uint64_t h = bc_hash(file_id, offset);
+    struct bc_shard *s = bc_shard_of(c, h);
+    bool found = false;
+    pthread_mutex_lock(&s->mu);
+    size_t mask = s->nslots - 1, i = h & mask;
+    if (!entry) {
+        __builtin_prefetch(&s->slots[i]);
+    } else {
+        /* a full 64-bit hash match is taken as the block without reading the entry (that read
+         * is the miss being prefetched); a rare false match only costs a counted miss later */
+        for (; s->slots[i].e; i = (i + 1) & mask) {
+            if (s->slots[i].hash == h) {
+                __builtin_prefetch(s->slots[i].e);
+                found = true;
+                break;
+            }
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
 struct block_cache_handle *block_cache_insert(struct block_cache *c, uint64_t file_id,
                                               uint64_t offset, void *value, size_t charge,
                                               bool in_memory, block_cache_free_fn free_fn)

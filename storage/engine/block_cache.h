@@ -31,6 +31,13 @@ struct block_cache_handle *block_cache_lookup(struct block_cache *c, uint64_t fi
 struct block_cache_handle *block_cache_insert(struct block_cache *c, uint64_t file_id,
                                               uint64_t offset, void *value, size_t charge,
                                               bool in_memory, block_cache_free_fn free_fn);
+/* Brings the cache's own memory for (file_id, offset) towards the CPU cache without looking the
+ * block up: the hash slot, or with `entry` the matching entry the slot points to (no reference,
+ * no statistics, no change of recency). Read-ahead of sequential scans (sst_read.c): the later
+ * lookup then finds both in the CPU cache instead of stalling on them. With `entry`, returns
+ * whether the block is cached now (so that a read-ahead looks up only blocks that are there and
+ * never counts a miss the real read will count again); without, false. */
+bool block_cache_prefetch(struct block_cache *c, uint64_t file_id, uint64_t offset, bool entry);
 void *block_cache_value(const struct block_cache_handle *h);
 /* Drops the reference taken by lookup or insert; accepts NULL. */
 void block_cache_release(struct block_cache *c, struct block_cache_handle *h);

@@ -137,20 +137,6 @@ int eio_close(int fd)
     return close(fd);
 }
 
-ssize_t eio_read(int fd, void *buf, size_t n)
-{
-    int e = 0;
-    if (eio_check(EIO_OP_READ, NULL, fd, &e) != EIO_PASS) {
-        errno = e;
-        return -1;
-    }
-    ssize_t r;
-    do
-        r = read(fd, buf, n);
-    while (r < 0 && errno == EINTR);
-    return r;
-}
-
 ssize_t eio_pread(int fd, void *buf, size_t n, off_t off)
 {
     int e = 0;
@@ -286,24 +272,6 @@ int eio_write_all(int fd, const void *buf, size_t n, const char *path, struct ct
                               path);
         p += r;
         left -= (size_t)r;
-    }
-    return CT_OK;
-}
-
-int eio_pwrite_all(int fd, const void *buf, size_t n, uint64_t off, const char *path,
-                   struct ct_err *err)
-{
-    const uint8_t *p = buf;
-    size_t done = 0;
-    while (done < n) {
-        ssize_t r = eio_pwrite(fd, p + done, n - done, (off_t)(off + done));
-        if (r < 0)
-            return ct_err_errno(err, CT_EIO, errno, "cannot write %zu bytes at offset %llu to %s",
-                                n, (unsigned long long)off, path);
-        if (r == 0)
-            return ct_err_set(err, CT_EIO, "cannot write %zu bytes at offset %llu to %s", n,
-                              (unsigned long long)off, path);
-        done += (size_t)r;
     }
     return CT_OK;
 }

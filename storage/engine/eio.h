@@ -30,7 +30,6 @@
 
 int eio_open(const char *path, int flags, mode_t mode);
 int eio_close(int fd);
-ssize_t eio_read(int fd, void *buf, size_t n);
 ssize_t eio_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t eio_write(int fd, const void *buf, size_t n);
 ssize_t eio_pwrite(int fd, const void *buf, size_t n, off_t off);
@@ -49,9 +48,6 @@ int eio_fallocate(int fd, off_t off, off_t len);
  * in the message: "cannot write 4096 bytes to <path>: No space left on device" (CT_EIO). */
 CT_MUST_CHECK int eio_write_all(int fd, const void *buf, size_t n, const char *path,
                                 struct ct_err *err);
-/* Writes all n bytes at offset off. */
-CT_MUST_CHECK int eio_pwrite_all(int fd, const void *buf, size_t n, uint64_t off, const char *path,
-                                 struct ct_err *err);
 /* Reads exactly n bytes at offset off: CT_EIO if the read fails, CT_ECORRUPT ("<path>: unexpected
  * end of file reading n bytes at offset off") if the file ends first. */
 CT_MUST_CHECK int eio_pread_all(int fd, void *buf, size_t n, uint64_t off, const char *path,

@@ -200,7 +200,6 @@ void eregion_unref(struct eregion *r);
 size_t etable_region_index(const struct etable *t, const uint8_t *row, size_t len);
 /* Index of family `name` in t->fams or -1. */
 int etable_family_index(const struct etable *t, const uint8_t *name, size_t len);
-bool eregion_contains(const struct eregion *r, const uint8_t *row, size_t len);
 /* Takes a snapshot (visible_seq) and registers it so flushes and compactions keep every version
  * it may read; released with estore_snapshot_release(). CT_ENOMEM if it cannot register. */
 CT_MUST_CHECK int estore_snapshot_acquire(struct estore *s, uint64_t *snap, struct ct_err *err);
@@ -275,7 +274,6 @@ CT_MUST_CHECK int echild_init_sst(struct echild *c, struct sst *f, uint64_t snap
                                   struct ct_err *err);
 void echild_destroy(struct echild *c);
 CT_MUST_CHECK int echild_seek(struct echild *c, const struct cell *target, struct ct_err *err);
-CT_MUST_CHECK int echild_seek_first(struct echild *c, struct ct_err *err);
 CT_MUST_CHECK int echild_seek_last(struct echild *c, struct ct_err *err);
 /* Last cell <= target. */
 CT_MUST_CHECK int echild_seek_for_prev(struct echild *c, const struct cell *target,

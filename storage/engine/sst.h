@@ -100,7 +100,6 @@ void sst_unref(struct sst *f);
 /* Asks for the file to be deleted once no reference remains (after a compaction replaced it). */
 void sst_mark_obsolete(struct sst *f);
 const struct sst_meta *sst_get_meta(const struct sst *f);
-const char *sst_path(const struct sst *f);
 /* Bloom checks: false means the file certainly holds no cell of that row (row+qualifier).
  * With a ROW filter sst_may_contain_rowcol() checks the row only; with NONE both return true. */
 bool sst_may_contain_row(const struct sst *f, const uint8_t *row, size_t len);

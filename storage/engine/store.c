@@ -116,13 +116,6 @@ uint64_t etable_flush_bytes(const struct estore *s, const struct etable *t)
     return t->memstore_flushsize ? t->memstore_flushsize : s->opt.memstore_flush_bytes;
 }
 
-bool eregion_contains(const struct eregion *r, const uint8_t *row, size_t len)
-{
-    if (bcmp_(row, len, r->start, r->start_len) < 0)
-        return false;
-    return r->end_len == 0 || bcmp_(row, len, r->end, r->end_len) < 0;
-}
-
 size_t etable_region_index(const struct etable *t, const uint8_t *row, size_t len)
 {
     /* last region whose start <= row */

@@ -11,6 +11,7 @@
 
 #include "schema/dpcodec.h"
 #include "schema/dpcodec_format.h"
+#include "storage/coding.h"
 #include "tests/lib/ctest.h"
 
 #define BASE    1356998400LL /* 2013-01-01T00:00:00Z, a base hour */
@@ -1050,6 +1051,244 @@ static void test_annotation_test_inline_matches_qualifier_kind(void **state)
     }
 }
 
+/* ---- radix blocks, from cells built by hand ---------------------------------------------- */
+
+/* The test's own big numbers (base 2^32, least significant first), independent of the decoder's
+ * limbs and divisions: Horner multiply-adds, powers, bit lengths, big-endian bytes. */
+enum {
+    TBIG = 260
+};
+struct tbig {
+    uint32_t w[TBIG];
+    size_t n;
+};
+
+static void tbig_mul_add(struct tbig *b, uint64_t mul, uint64_t add)
+{
+    /* mul and add < 2^64: the product of 32-bit words by a 64-bit factor in two halves */
+    unsigned __int128 carry = add;
+    for (size_t i = 0; i < b->n; i++) {
+        unsigned __int128 t = (unsigned __int128)b->w[i] * mul + carry;
+        b->w[i] = (uint32_t)t;
+        carry = t >> 32;
+    }
+    while (carry) {
+        assert_true(b->n < TBIG);
+        b->w[b->n++] = (uint32_t)carry;
+        carry >>= 32;
+    }
+}
+
+static size_t tbig_bits(const struct tbig *b)
+{
+    size_t n = b->n;
+    while (n && !b->w[n - 1])
+        n--;
+    return n ? 32 * (n - 1) + (32 - (size_t)__builtin_clz(b->w[n - 1])) : 0;
+}
+
+/* bitlen(r^cnt - 1): the bits a block of cnt digits in radix r takes */
+static size_t tbig_radix_bits(uint64_t r, size_t cnt)
+{
+    struct tbig p = {{1}, 1};
+    for (size_t i = 0; i < cnt; i++)
+        tbig_mul_add(&p, r, 0);
+    for (size_t i = 0; i < p.n; i++) /* minus one */
+        if (p.w[i]-- != 0)
+            break;
+    return tbig_bits(&p);
+}
+
+/* Appends a radix block (width byte 0x82, zigzag minimum, radix, number) of the digits d[0..cnt)
+ * (least significant first) to p; with *over the number is instead r^cnt, the smallest invalid
+ * one, if it fits the block's bits (else the digits are written and *over is cleared). */
+static size_t put_radix_block(uint8_t *p, uint64_t r, int64_t mn, const uint64_t *d, size_t cnt,
+                              bool *over)
+{
+    size_t o = 0;
+    p[o++] = DPCODEC_RADIX_BLOCK;
+    o += coding_put_varint64(p + o, coding_zigzag(mn));
+    o += coding_put_varint64(p + o, r);
+    struct tbig nb = {{0}, 0};
+    size_t bits = tbig_radix_bits(r, cnt), bytes = (bits + 7) / 8;
+    if (*over) {
+        nb = (struct tbig){{1}, 1};
+        for (size_t i = 0; i < cnt; i++) /* r^cnt */
+            tbig_mul_add(&nb, r, 0);
+        if (tbig_bits(&nb) > bits) /* a power of two: every number of the bits is valid */
+            *over = false;
+    }
+    if (!*over) {
+        memset(&nb, 0, sizeof(nb));
+        for (size_t i = cnt; i-- > 0;) /* Horner from the most significant digit */
+            tbig_mul_add(&nb, r, d[i]);
+    }
+    for (size_t i = 0; i < bytes; i++) { /* big-endian, right-aligned */
+        size_t bit = 8 * (bytes - 1 - i), wi = bit / 32;
+        p[o + i] = wi < nb.n ? (uint8_t)(nb.w[wi] >> (bit % 32)) : 0;
+    }
+    return o + bytes;
+}
+
+static uint64_t radix_rand(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+/* Decodes the compressed cell v (n integer points at BASE + i s) both ways (columns and the
+ * iterator's row decoder) and checks the values against want; or that it is refused. */
+static void check_radix_cell(const uint8_t *v, size_t vl, size_t n, const int64_t *want,
+                             bool valid, struct dpcodec_cols *cols)
+{
+    struct dpcodec_point *pts = malloc(n * sizeof(*pts));
+    for (size_t i = 0; i < n; i++)
+        pts[i] = dpcodec_point_int(BASE_MS + (int64_t)i * 1000, false, 0);
+    uint8_t q[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(pts, n, q);
+    struct wc_cell c = cell_of(q, sizeof(q), v, vl, 1);
+    struct ct_err e1 = {0}, e2 = {0};
+    size_t got = 0;
+    int rc1 = dpcodec_row_decode(BASE, &c, 1, pts, n, &got, NULL, &e1);
+    int rc2 = dpcodec_row_decode_cols(BASE, &c, 1, cols, NULL, &e2);
+    if (!valid) {
+        assert_int_equal(rc1, CT_ECORRUPT);
+        assert_int_equal(rc2, CT_ECORRUPT);
+        free(pts);
+        return;
+    }
+    if (rc1 != CT_OK || rc2 != CT_OK)
+        fail_msg("%zu points: %d %s / %d %s", n, rc1, e1.msg, rc2, e2.msg);
+    assert_int_equal(got, n);
+    assert_int_equal(cols->n, n);
+    for (size_t i = 0; i < n; i++) {
+        if (pts[i].i != want[i] || (int64_t)cols->val[i] != want[i] ||
+            pts[i].ts_ms != BASE_MS + (int64_t)i * 1000)
+            fail_msg("point %zu of %zu: want %lld, iterator %lld, columns %lld", i, n,
+                     (long long)want[i], (long long)pts[i].i, (long long)cols->val[i]);
+    }
+    free(pts);
+}
+
+static void test_radix_blocks_decode_every_radix_and_digit_count(void **state)
+{
+    (void)state;
+    /* radixes of every path: the digit tables (2..16), exact multiplications per digit (up to
+     * 2^32 - 1, with C = r^2m normalised or not), one digit per 32-bit half (r > 65535), and
+     * the digit-by-digit reader (r >= 2^32) */
+    static const uint64_t radixes[] = {2,     3,     4,     5,     6,         7,          8,
+                                       9,     10,    11,    13,    15,        16,         17,
+                                       100,   343,   1000,  1625,  1626,      9999,       65535,
+                                       65536, 65537, 99991, 1u << 31, 4294967295u, 4294967296ull,
+                                       (1ull << 40) + 3,    (1ull << 62) + 1};
+    enum {
+        MAXN = 3 * DPCODEC_BLOCK + 40
+    };
+    static uint8_t v[16 * MAXN + 256];
+    static uint64_t dig[MAXN];
+    static int64_t want[MAXN];
+    struct dpcodec_cols cols;
+    dpcodec_cols_init(&cols);
+    uint64_t seed = 0x9E3779B97F4A7C15ULL;
+    int checked = 0;
+    for (size_t ri = 0; ri < sizeof(radixes) / sizeof(radixes[0]); ri++) {
+        for (int round = 0; round < 24; round++) {
+            uint64_t r = radixes[ri];
+            unsigned order = (unsigned)round % 3; /* values, running sums, sums of sums */
+            /* point counts ending the last block at every length (1..128) over the rounds,
+             * with one, two or three full blocks before it */
+            size_t n = order + 1 + (size_t)(round % 4) * DPCODEC_BLOCK +
+                       (size_t)(round * 37 + (int)ri * 11) % DPCODEC_BLOCK;
+            if (n > MAXN)
+                n = MAXN;
+            int shape = round % 6; /* random, all 0, all r - 1, then random again */
+            int64_t mn = round % 5 == 0 ? INT64_MIN + round : (int64_t)(radix_rand(&seed) % 2001) - 1000;
+            size_t o = 0;
+            v[o++] = DPCODEC_CVERSION;
+            v[o++] = DPCODEC_VENC(DPCODEC_VK_INT, order);
+            v[o++] = DPCODEC_CF_SECONDS; /* integer points, no descriptors, not deflated */
+            o += coding_put_varint64(v + o, n);
+            /* timestamps: offsets 0, 1, 2, ... (heads 0 and 1, zero-width blocks) */
+            v[o++] = 0;
+            if (n > 1)
+                v[o++] = (uint8_t)coding_zigzag(1);
+            for (size_t left = n > 2 ? n - 2 : 0; left > 0;) {
+                size_t c = left < DPCODEC_BLOCK ? left : DPCODEC_BLOCK;
+                v[o++] = 0;
+                v[o++] = 0;
+                left -= c;
+            }
+            /* values: heads, then radix blocks; now and then a block of zero residuals first
+             * (not written until a block that is not) or a bit-packed block in between (another
+             * radix, too: lanes of different radixes) */
+            int64_t heads[2] = {(int64_t)(radix_rand(&seed) % 100000) - 50000, 7};
+            for (unsigned h = 0; h < order && h < n; h++)
+                o += coding_put_varint64(v + o, coding_zigzag(heads[h]));
+            size_t m = n > order ? n - order : 0;
+            int64_t res[MAXN];
+            bool over = false;
+            for (size_t done = 0, blk = 0; done < m; blk++) {
+                size_t cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
+                uint64_t br = blk == 1 && round % 4 == 3 && r > 2 ? r - 1 : r;
+                if (blk == 0 && round % 8 == 5 && cnt < m) { /* residuals 0 first */
+                    v[o++] = 0;
+                    v[o++] = 0;
+                    for (size_t j = 0; j < cnt; j++)
+                        res[done + j] = 0;
+                    done += cnt;
+                    continue;
+                }
+                if (blk == 2 && round % 7 == 6) { /* a bit-packed block of width 3 */
+                    v[o++] = 3;
+                    o += coding_put_varint64(v + o, coding_zigzag(mn));
+                    memset(v + o, 0, (cnt * 3 + 7) / 8);
+                    for (size_t j = 0; j < cnt; j++) {
+                        uint64_t u = radix_rand(&seed) % 8;
+                        for (unsigned b = 0; b < 3; b++)
+                            if (u >> (2 - b) & 1)
+                                v[o + (j * 3 + b) / 8] |= (uint8_t)(0x80 >> ((j * 3 + b) % 8));
+                        res[done + j] = (int64_t)((uint64_t)mn + u);
+                    }
+                    o += (cnt * 3 + 7) / 8;
+                    done += cnt;
+                    continue;
+                }
+                for (size_t j = 0; j < cnt; j++) {
+                    dig[j] = shape == 1   ? 0
+                             : shape == 2 ? br - 1
+                                          : radix_rand(&seed) % br;
+                    res[done + j] = (int64_t)((uint64_t)mn + dig[j]);
+                }
+                /* the last round of each radix: the last block's number one too large */
+                bool bad = round == 23 && done + cnt == m;
+                o += put_radix_block(v + o, br, mn, dig, cnt, &bad);
+                over |= bad;
+                done += cnt;
+            }
+            /* the expected values: sums in 64-bit wrap-around */
+            uint64_t x = (uint64_t)heads[0], dd = (uint64_t)heads[1];
+            for (size_t i = 0; i < n; i++) {
+                if (order == 0)
+                    want[i] = res[i];
+                else if (order == 1)
+                    want[i] = (int64_t)(x = i == 0 ? x : x + (uint64_t)res[i - 1]);
+                else if (i == 0)
+                    want[i] = (int64_t)x;
+                else if (i == 1)
+                    want[i] = (int64_t)(x += dd);
+                else
+                    want[i] = (int64_t)(x += (dd += (uint64_t)res[i - 2]));
+            }
+            check_radix_cell(v, o, n, want, !over, &cols);
+            checked++;
+        }
+    }
+    dpcodec_cols_free(&cols);
+    assert_int_equal(checked, 24 * (int)(sizeof(radixes) / sizeof(radixes[0])));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1067,6 +1306,7 @@ int main(void)
         cmocka_unit_test(test_encoder_output_bytes_are_pinned),
         cmocka_unit_test(test_encoder_threads_write_the_same_bytes),
         cmocka_unit_test(test_annotation_test_inline_matches_qualifier_kind),
+        cmocka_unit_test(test_radix_blocks_decode_every_radix_and_digit_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

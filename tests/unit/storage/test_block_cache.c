@@ -1,7 +1,7 @@
 /* test_block_cache.c - the shared block cache: hits, misses and eviction counters, LRU order,
  * the in-memory and multi-access sections' priority, references that outlive eviction, a
- * disabled cache, the hash table against a model under random inserts and erases, and
- * concurrent use. */
+ * disabled cache, prefetches (presence, no side effects), the hash table against a model under
+ * random inserts and erases, and concurrent use. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -65,6 +65,30 @@ static void test_block_cache_counts_hits_and_misses(void **state)
     assert_int_equal(st.bytes, 200);
     assert_int_equal(st.capacity_bytes, 100000);
     assert_int_equal(st.evictions, 0);
+    block_cache_free(c);
+}
+
+static void test_block_cache_prefetch_reports_presence_and_changes_nothing(void **state)
+{
+    (void)state;
+    struct ct_err err = {0};
+    struct block_cache *c = NULL;
+    assert_int_equal(block_cache_new(100000, &c, &err), CT_OK);
+    for (uint64_t i = 0; i < 300; i++)
+        put(c, 1 + i % 3, i * 4096, 100, false);
+    struct block_cache_stats a, b;
+    block_cache_get_stats(c, &a);
+    for (uint64_t i = 0; i < 300; i++) {
+        assert_true(block_cache_prefetch(c, 1 + i % 3, i * 4096, true));
+        assert_false(block_cache_prefetch(c, 1 + i % 3, i * 4096, false));
+        assert_false(block_cache_prefetch(c, 1 + i % 3, i * 4096 + 1, true));
+        assert_false(block_cache_prefetch(c, 9, i * 4096, true));
+    }
+    block_cache_get_stats(c, &b);
+    assert_int_equal(b.hits, a.hits);
+    assert_int_equal(b.misses, a.misses);
+    assert_int_equal(b.bytes, a.bytes);
+    assert_int_equal(b.evictions, a.evictions);
     block_cache_free(c);
 }
 
@@ -292,6 +316,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_cache_counts_hits_and_misses),
+        cmocka_unit_test(test_block_cache_prefetch_reports_presence_and_changes_nothing),
         cmocka_unit_test(test_block_cache_evicts_least_recently_used_over_capacity),
         cmocka_unit_test(test_block_cache_in_memory_blocks_survive_a_flood_of_single_reads),
         cmocka_unit_test(test_block_cache_second_access_promotes_to_multi_section),

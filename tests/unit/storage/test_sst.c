@@ -1,7 +1,8 @@
 /* test_sst.c - block files: round trips with every compression, bloom kind and tiny to huge
  * block sizes; cells larger than a block; seek / seek_for_prev / next / prev checked
  * exhaustively against a sorted array; damage (flipped bytes in data and index blocks,
- * truncation, unknown version) reported as CT_ECORRUPT naming the file; the cache path. */
+ * truncation, unknown version) reported as CT_ECORRUPT naming the file; the cache path and the
+ * forward read-ahead (exact cells across seeks, each block looked up once). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -504,6 +505,95 @@ static void test_sst_iterator_without_cache_fill_leaves_the_cache_alone(void **s
     ctest_rmdir(dir);
 }
 
+/* Forward walks with sst_iter_next_cell look the next block up in the cache before reaching it
+ * (read-ahead) and adopt that reference on entering it: every cell must still be exactly the
+ * sorted array's, whatever moves come between (seeks to other blocks or back into the same one
+ * drop or keep the looked-up block), with a cache big enough to hit and one so small that the
+ * looked-up blocks are evicted while held. */
+static void test_sst_next_cell_read_ahead_keeps_every_move_exact(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    size_t n = 0;
+    struct tcell *v = make_cells(500, 2, 2, &n); /* 2,000 cells, ~50 per 4 KiB block */
+    struct ct_err err = {0};
+    char path[600];
+    snprintf(path, sizeof path, "%s/ra.sst", dir);
+    struct sst_writer_options o = {.blocksize = 4096, .bloom = WC_BLOOM_ROW};
+    write_file(path, v, n, &o, NULL);
+    const size_t caps[] = {8u << 20, 6000};
+    for (size_t ci = 0; ci < 2; ci++) {
+        struct block_cache *bc = NULL;
+        assert_int_equal(block_cache_new(caps[ci], &bc, &err), CT_OK);
+        struct sst *f = NULL;
+        assert_int_equal(sst_open(path, 1, bc, NULL, &f, &err), CT_OK);
+        struct sst_iter *it = NULL;
+        assert_int_equal(sst_iter_new(f, &it, &err), CT_OK);
+        for (int pass = 0; pass < 2; pass++) { /* the second pass of the big cache hits */
+            struct block_cache_stats st0, st1;
+            block_cache_get_stats(bc, &st0);
+            assert_int_equal(sst_iter_seek_first(it, &err), CT_OK);
+            size_t i = 0;
+            bool valid = sst_iter_valid(it);
+            while (valid) {
+                struct cell c;
+                sst_iter_cell(it, &c);
+                assert_true(i < n);
+                assert_cell_eq(&c, &v[i]);
+                assert_int_equal(sst_iter_next_cell(it, &c, &valid, &err), CT_OK);
+                i++;
+                if (valid)
+                    assert_cell_eq(&c, &v[i]);
+            }
+            assert_int_equal(i, n);
+            block_cache_get_stats(bc, &st1);
+            if (ci == 0 && pass == 1) {
+                /* every block was looked up exactly once: by the read-ahead or by the load,
+                 * never by both (an adopted block is not looked up again) */
+                assert_int_equal(st1.misses, st0.misses);
+                assert_int_equal(st1.hits - st0.hits, st0.misses);
+            }
+        }
+        if (ci == 0) {
+            /* the read-ahead happens inside the first block, before the walk reaches the second */
+            struct block_cache_stats a, b;
+            assert_int_equal(sst_iter_seek_first(it, &err), CT_OK);
+            block_cache_get_stats(bc, &a);
+            bool valid = true;
+            struct cell c;
+            for (int k = 0; k < 24; k++)
+                assert_int_equal(sst_iter_next_cell(it, &c, &valid, &err), CT_OK);
+            assert_cell_eq(&c, &v[24]);
+            block_cache_get_stats(bc, &b);
+            assert_int_equal(b.hits, a.hits + 1);
+        }
+        /* random seeks between runs of next_cell, forward and back, near and far */
+        uint64_t rnd = 12345 + ci;
+        for (int round = 0; round < 400; round++) {
+            rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+            size_t at = (size_t)(rnd >> 33) % n;
+            struct cell t = as_cell(&v[at]);
+            assert_int_equal(sst_iter_seek(it, &t, &err), CT_OK);
+            assert_true(sst_iter_valid(it));
+            size_t steps = (size_t)(rnd >> 20) % 120, i = at;
+            bool valid = true;
+            for (size_t k = 0; k < steps && valid; k++) {
+                struct cell c;
+                assert_int_equal(sst_iter_next_cell(it, &c, &valid, &err), CT_OK);
+                i++;
+                assert_int_equal(valid, i < n);
+                if (valid)
+                    assert_cell_eq(&c, &v[i]);
+            }
+        }
+        sst_iter_free(it);
+        sst_unref(f);
+        block_cache_free(bc);
+    }
+    free_cells(v, n);
+    ctest_rmdir(dir);
+}
+
 static void test_sst_cell_larger_than_block_gets_its_own_block(void **state)
 {
     (void)state;
@@ -938,6 +1028,7 @@ int main(void)
         cmocka_unit_test(test_sst_seeks_with_prefix_rows_and_zero_bytes_match_sorted_array),
         cmocka_unit_test(test_sst_row_start_and_prev_of_match_sorted_array),
         cmocka_unit_test(test_sst_iterator_without_cache_fill_leaves_the_cache_alone),
+        cmocka_unit_test(test_sst_next_cell_read_ahead_keeps_every_move_exact),
         cmocka_unit_test(test_sst_cell_larger_than_block_gets_its_own_block),
         cmocka_unit_test(test_sst_empty_file_has_no_cells),
         cmocka_unit_test(test_sst_writer_rejects_out_of_order_cells),

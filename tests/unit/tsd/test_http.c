@@ -24,7 +24,6 @@ static struct http_req *req_new(const char *query)
     r->reply_body = evbuffer_new();
     r->query = strdup(query);
     r->path = strdup("/api/x");
-    r->raw_path = strdup("/api/x");
     assert_int_equal(http_parse_query(r), 0);
     return r;
 }
