@@ -597,6 +597,11 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
                 break;
         }
     }
+    /* each series found takes at least one row read: a bounded run that cannot afford them
+     * stops before reading any */
+    if (rc == CT_OK && lim->b && lim->scans + f.found.n > lim->b->max_scans)
+        rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads",
+                        (unsigned)lim->b->max_scans);
     for (size_t i = 0; i < f.found.n && rc == CT_OK; i++) {
         const struct lastpt *e = &f.found.a[i];
         rc = last_by_gets(t, e->tsuid, e->len, e->p.ts_ms, bottom, set, cols, lim, status, err);

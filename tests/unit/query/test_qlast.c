@@ -170,7 +170,8 @@ static void test_bounded_runs_answer_like_unbounded_ones_or_write_nothing(void *
 
 /* The counts behind the TSD's loop budget: a fully tagged series over the default layout costs
  * one discovery scan per hour of the window and one row read; more series, hours or cells than
- * the budget ends the run. */
+ * the budget ends the run, and series that cannot all be read within it end it before any row
+ * is read. */
 static void test_each_bound_ends_a_run_that_passes_it(void **state)
 {
     TSDB_FIXTURE_SKIP_IF_NONE(state);
@@ -197,6 +198,19 @@ static void test_each_bound_ends_a_run_that_passes_it(void **state)
     free(o.out);
     rows.max_rows = 60;
     o = run(f, wide, &rows);
+    assert_int_equal(o.rc, CT_OK);
+    free(o.out);
+    /* 60 series need 60 row reads after the discovery scan: a budget of 60 scans stops before
+     * reading any row (else a budget of 0 cells would have stopped it at the first row) */
+    struct qlast_budget reads = {60, 1000, 0};
+    o = run(f, wide, &reads);
+    assert_int_equal(o.rc, CT_ELIMIT);
+    assert_string_equal(o.out, "");
+    assert_non_null(strstr(o.msg, "more than 60 row reads"));
+    free(o.out);
+    reads.max_scans = 61;
+    reads.max_cells = 60;
+    o = run(f, wide, &reads);
     assert_int_equal(o.rc, CT_OK);
     free(o.out);
     /* sys.big's newest row holds 600 cells */
