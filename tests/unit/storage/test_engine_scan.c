@@ -172,10 +172,138 @@ static void test_full_scans_equal_point_reads_under_random_history(void **state)
     wc_table_close(t);
 }
 
+/* Rows of every length from 1 to 40 bytes, each with qualifiers of lengths 0 to 40, read back
+ * byte for byte by a forward and a reversed scan: from the memstore, from a block file (whose
+ * qualifiers the scanner copies) and from both. The scanner copies row keys and qualifiers with
+ * word moves chosen by length (0, 1-3, 4-7, 8-16, longer); a wrong case shows up here. */
+#define LEN_ROWS 40
+static const size_t qlens[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 40};
+#define NQLENS (sizeof qlens / sizeof qlens[0])
+
+static void len_row(size_t len, uint8_t *out)
+{
+    for (size_t i = 0; i < len; i++)
+        out[i] = (uint8_t)('a' + (i * 7 + len) % 26);
+}
+
+static void len_qual(size_t row_len, size_t qlen, uint8_t *out)
+{
+    for (size_t i = 0; i < qlen; i++)
+        out[i] = (uint8_t)('A' + (i * 5 + qlen + row_len) % 26);
+}
+
+static int cmp_len_rows(const void *a, const void *b)
+{
+    uint8_t x[LEN_ROWS], y[LEN_ROWS];
+    size_t lx = *(const size_t *)a, ly = *(const size_t *)b;
+    len_row(lx, x);
+    len_row(ly, y);
+    int c = memcmp(x, y, lx < ly ? lx : ly);
+    return c ? c : (lx > ly) - (lx < ly);
+}
+
+static int cmp_qlens(size_t row_len, size_t a, size_t b)
+{
+    uint8_t x[64], y[64];
+    len_qual(row_len, a, x);
+    len_qual(row_len, b, y);
+    int c = memcmp(x, y, a < b ? a : b);
+    return c ? c : (a > b) - (a < b);
+}
+
+static void check_len_scan(struct wc_table *t, bool reversed, const size_t *order)
+{
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.reversed = reversed;
+    struct wc_scanner *sc = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(wc_scanner_open(t, &o, &sc, &err), CT_OK);
+    struct wc_row r;
+    size_t n = 0;
+    int rc;
+    while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK) {
+        assert_true(n < LEN_ROWS);
+        size_t len = order[reversed ? LEN_ROWS - 1 - n : n];
+        uint8_t row[LEN_ROWS];
+        len_row(len, row);
+        assert_int_equal(r.key.len, len);
+        assert_memory_equal(r.key.data, row, len);
+        /* qualifiers in byte order */
+        size_t qo[NQLENS];
+        memcpy(qo, qlens, sizeof qo);
+        for (size_t i = 1; i < NQLENS; i++)
+            for (size_t j = i; j > 0 && cmp_qlens(len, qo[j - 1], qo[j]) > 0; j--) {
+                size_t x = qo[j];
+                qo[j] = qo[j - 1];
+                qo[j - 1] = x;
+            }
+        assert_int_equal(r.ncells, NQLENS);
+        for (size_t q = 0; q < NQLENS; q++) {
+            const struct wc_cell *c = &r.cells[q];
+            uint8_t qual[64];
+            len_qual(len, qo[q], qual);
+            assert_int_equal(c->row.len, len);
+            assert_memory_equal(c->row.data, row, len);
+            assert_int_equal(c->qualifier.len, qo[q]);
+            if (qo[q])
+                assert_memory_equal(c->qualifier.data, qual, qo[q]);
+            char want[32];
+            snprintf(want, sizeof want, "v%zu.%zu", len, qo[q]);
+            assert_int_equal(c->value.len, strlen(want));
+            assert_memory_equal(c->value.data, want, strlen(want));
+        }
+        n++;
+    }
+    assert_int_equal(rc, CT_NOTFOUND);
+    assert_int_equal(n, LEN_ROWS);
+    wc_scanner_close(sc);
+}
+
+static void test_scans_return_rows_and_qualifiers_of_every_length_byte_exact(void **state)
+{
+    (void)state;
+    const char *fams[] = {"f"};
+    fixture_table_create(g_store, "lens", fams, 1, 0);
+    struct wc_table *t = fixture_table_open(g_store, "lens");
+    size_t order[LEN_ROWS];
+    for (size_t i = 0; i < LEN_ROWS; i++)
+        order[i] = i + 1;
+    qsort(order, LEN_ROWS, sizeof order[0], cmp_len_rows);
+    struct ct_err err = {0};
+    for (int stage = 0; stage < 3; stage++) {
+        /* stage 0: memstore only; 1: flushed to a file; 2: rewritten over the file, so every
+         * row is in both (the newer cell of each column from the memstore) */
+        if (stage != 1) {
+            for (size_t len = 1; len <= LEN_ROWS; len++) {
+                uint8_t row[LEN_ROWS];
+                len_row(len, row);
+                for (size_t q = 0; q < NQLENS; q++) {
+                    uint8_t qual[64];
+                    char val[32];
+                    len_qual(len, qlens[q], qual);
+                    snprintf(val, sizeof val, "v%zu.%zu", len, qlens[q]);
+                    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"),
+                                            wc_bytes_of(qual, qlens[q]), wc_bytes_str(val),
+                                            (int64_t)(1000 + stage)};
+                    struct wc_row_mutation rm = {wc_bytes_of(row, len), &m, 1};
+                    assert_int_equal(wc_mutate_row(t, &rm, WC_DURABILITY_ASYNC_WAL, &err), CT_OK);
+                }
+            }
+        } else {
+            assert_int_equal(wc_table_flush(g_store, "lens", &err), CT_OK);
+        }
+        check_len_scan(t, false, order);
+        check_len_scan(t, true, order);
+    }
+    wc_table_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_full_scans_equal_point_reads_under_random_history),
+        cmocka_unit_test(test_scans_return_rows_and_qualifiers_of_every_length_byte_exact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
