@@ -949,12 +949,16 @@ static int dpcodec_radix_load(const uint8_t *p, size_t bytes, size_t bits, uint6
 {
     if ((bytes + 7) / 8 > DPCODEC_BIG_LIMBS)
         return -1;
-    memset(l, 0, (bytes + 7) / 8 * sizeof(uint64_t));
     size_t b = 0;                  /* bytes from the least significant end */
     for (; b + 8 <= bytes; b += 8) /* whole limbs */
         l[b / 8] = coding_get_be64(p + bytes - b - 8);
-    for (; b < bytes; b++)
-        l[b / 8] |= (uint64_t)p[bytes - 1 - b] << (8 * (b % 8));
+    if (b < bytes && bytes >= 8) { /* the top limb's 1..7 bytes: the first 8, shifted */
+        l[b / 8] = coding_get_be64(p) >> (8 * (8 - (bytes - b)));
+    } else if (b < bytes) {
+        l[0] = 0;
+        for (; b < bytes; b++)
+            l[b / 8] |= (uint64_t)p[bytes - 1 - b] << (8 * (b % 8));
+    }
     if (bytes * 8 > bits) /* clear the padding bits before the number */
         l[(bytes - 1) / 8] &= ~(~(uint64_t)0 << (bits - ((bytes - 1) / 8) * 64));
     *n = (bytes + 7) / 8;
