@@ -185,7 +185,10 @@ int echild_seek_for_prev(struct echild *c, const struct cell *target, struct ct_
     return echild_skip_back(c, err);
 }
 
-int echild_next(struct echild *c, struct ct_err *err)
+/* echild_next, inlined into the scan's per-cell steps (child_advance); exported below for
+ * compactions. */
+static inline __attribute__((always_inline)) int echild_next_inl(struct echild *c,
+                                                                 struct ct_err *err)
 {
     if (!c->is_ms) { /* one call per cell: move and fetch */
         int rc;
@@ -202,6 +205,11 @@ int echild_next(struct echild *c, struct ct_err *err)
         if ((rc = echild_raw_next(c, err)) != CT_OK)
             return rc;
     return CT_OK;
+}
+
+int echild_next(struct echild *c, struct ct_err *err)
+{
+    return echild_next_inl(c, err);
 }
 
 int echild_rewind_row(struct echild *c, struct ct_err *err)
@@ -1031,8 +1039,9 @@ static int scanner_skip_row(struct escanner *sc, struct ct_err *err)
     return CT_OK;
 }
 
-static int scanner_push_cell(struct escanner *sc, const struct sfam *f, const struct echild *c,
-                             struct ct_err *err)
+static inline __attribute__((always_inline)) int
+scanner_push_cell(struct escanner *sc, const struct sfam *f, const struct echild *c,
+                  struct ct_err *err)
 {
     if (sc->ncells == sc->cells_cap) {
         size_t cap = sc->cells_cap * 2;
@@ -1095,10 +1104,10 @@ static inline int child_advance(struct echild *c, const struct matcher *m, const
 {
     if (!may_seek || !m->col_done || m->raw || m->qual_len == 0) {
         *skips = 0;
-        return echild_next(c, err);
+        return echild_next_inl(c, err);
     }
     if (++*skips < SCAN_SKIPS_BEFORE_SEEK)
-        return echild_next(c, err);
+        return echild_next_inl(c, err);
     *skips = 0;
     struct cell past = {0};
     past.row = row;

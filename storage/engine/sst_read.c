@@ -1278,14 +1278,12 @@ static __attribute__((noinline)) void sst_iter_read_ahead(struct sst_iter *it)
         }
         break;
     default: /* the entries and keys, 8 lines per step until they are all asked for */
-        if (it->ahead_h) {
+        if (it->ahead_h) { /* entries and keys are one range: keys follow the entries */
             const struct sst_block *b = block_cache_value(it->ahead_h);
-            const uint8_t *e = (const uint8_t *)b->e;
-            size_t elines = ((size_t)b->n * sizeof(*b->e) + 63) / 64;
-            size_t klines = (b->keybytes + 63) / 64;
-            size_t from = (size_t)(it->run / SST_AHEAD_STEP - 4) * 8;
-            for (size_t l = from; l < from + 8 && l < elines + klines; l++)
-                __builtin_prefetch(l < elines ? e + 64 * l : b->keys + 64 * (l - elines));
+            const uint8_t *p = (const uint8_t *)b->e + (it->run / SST_AHEAD_STEP - 4) * 8 * 64;
+            const uint8_t *end = b->keys + b->keybytes;
+            for (unsigned l = 0; l < 8 && p < end; l++, p += 64)
+                __builtin_prefetch(p);
         }
         break;
     }
