@@ -5,7 +5,10 @@
  * series' newest hour without reading rows, then reads each series as a TSUID query does from
  * that hour down (when the tags pin the leading tag keys, only the key ranges that can hold a
  * matching row are scanned).
- * Invariants: (1) results are unique per TSUID; (2) output is sorted by TSUID bytes. */
+ * Invariants: (1) results are unique per TSUID; (2) output is sorted by TSUID bytes; (3) nothing
+ * is written to the output before every read is done, so a bounded run that stops at its budget
+ * (qlast_run_bounded: struct qlast_limit counts scanners, row keys and cells) has written
+ * nothing. */
 #include "query/qlast.h"
 
 #include <stdio.h>
@@ -321,6 +324,23 @@ static int lastset_add(struct lastset *s, const uint8_t *ts, size_t len,
     return lastset_insert(s, h, ts, len, p) ? -1 : 1;
 }
 
+/* A run's budget (qlast_run_bounded) and what it used so far; b NULL = unbounded. */
+struct qlast_limit {
+    const struct qlast_budget *b;
+    uint32_t scans, rows;
+    size_t cells;
+    bool over_rows; /* a discovery scan stopped at max_rows */
+};
+
+/* Counts one more scanner (or point read) against the budget: CT_ELIMIT when it would pass it. */
+static int limit_scan(struct qlast_limit *lim, struct ct_err *err)
+{
+    if (lim->b && ++lim->scans > lim->b->max_scans)
+        return ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads",
+                          (unsigned)lim->b->max_scans);
+    return CT_OK;
+}
+
 /* The newest point of a row's cells (CT_NOTFOUND if none), decoded as the range queries
  * decode rows (dpcodec_row_decode_cols: ascending, one point per timestamp). */
 static int row_last(int64_t base_s, const struct wc_cell *cells, size_t n,
@@ -363,7 +383,7 @@ static int hex_to_bytes(const char *h, uint8_t *out, size_t cap, size_t *len)
  * newest first (stopping at the first hour holding a point); added to set. */
 static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t top_h,
                         int64_t bottom_h, struct lastset *set, struct dpcodec_cols *cols,
-                        enum qexec_status *status, struct ct_err *err)
+                        struct qlast_limit *lim, enum qexec_status *status, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
@@ -375,10 +395,20 @@ static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t to
         uint8_t key[ROWKEY_MAX_BYTES];
         size_t kl = rowkey_encode(l, ts, tl, h, key);
         struct wc_result res;
-        int rc = wc_get(tsdb_data_table(t), wc_bytes_of(key, kl), &so, &res, err);
+        int rc = limit_scan(lim, err);
+        if (rc == CT_OK)
+            rc = wc_get(tsdb_data_table(t), wc_bytes_of(key, kl), &so, &res, err);
         if (rc != CT_OK) {
             *status = QEXEC_INTERNAL;
             return rc;
+        }
+        /* a row's size is known only once it is read: a bounded run stops at the row that
+         * takes it past max_cells (that row, one series-hour, is read once) */
+        if (lim->b && (lim->cells += res.row.ncells) > lim->b->max_cells) {
+            wc_result_release(&res);
+            *status = QEXEC_INTERNAL;
+            return ct_err_set(err, CT_ELIMIT, "last query: more than %u cells read",
+                              (unsigned)lim->b->max_cells);
         }
         struct dpcodec_point p;
         rc = res.row.ncells ? row_last(h, res.row.cells, res.row.ncells, cols, &p, err)
@@ -398,8 +428,8 @@ static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t to
 }
 
 static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t back_h,
-                         struct lastset *set, struct dpcodec_cols *cols, enum qexec_status *status,
-                         struct ct_err *err)
+                         struct lastset *set, struct dpcodec_cols *cols, struct qlast_limit *lim,
+                         enum qexec_status *status, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     uint8_t ts[ROWKEY_MAX_TSUID];
@@ -411,7 +441,8 @@ static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t
         return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", hex);
     }
     int64_t top = rowkey_base_hour_s(now_s);
-    return last_by_gets(t, ts, tl, top, top - back_h * ROWKEY_HOUR_S, set, cols, status, err);
+    return last_by_gets(t, ts, tl, top, top - back_h * ROWKEY_HOUR_S, set, cols, lim, status,
+                        err);
 }
 
 /* What the discovery scan of a metric query collects: each matching series not yet in the
@@ -422,6 +453,7 @@ struct lastfind {
     struct lastset *done; /* series the answer already has (earlier sub-queries) */
     struct lastset found;
     bool oom;
+    struct qlast_limit *lim;
 };
 
 /* The discovery scan's row filter: records the row's series and hour, and materialises no row
@@ -431,6 +463,11 @@ struct lastfind {
 static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_t len)
 {
     struct lastfind *f = arg;
+    struct qlast_limit *lim = f->lim;
+    if (lim->b && ++lim->rows > lim->b->max_rows) {
+        lim->over_rows = true;
+        return WC_ROW_STOP;
+    }
     if (f->oom || !rowkey_filter_match(f->rf, row, len))
         return WC_ROW_SKIP;
     uint8_t ts[ROWKEY_MAX_TSUID];
@@ -457,7 +494,8 @@ static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_
 
 static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t now_s,
                           int64_t back_h, struct lastset *set, struct dpcodec_cols *cols,
-                          enum qexec_status *status, struct ct_err *err)
+                          struct qlast_limit *lim, enum qexec_status *status,
+                          struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     struct uid *u = tsdb_uid(t);
@@ -493,7 +531,7 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
     unsigned nb = l->salt_width ? l->salt_buckets : 1;
     int64_t top = rowkey_base_hour_s(now_s), bottom = top - back_h * ROWKEY_HOUR_S;
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
-    struct lastfind f = {l, rf, set, {0}, false};
+    struct lastfind f = {l, rf, set, {0}, false, lim};
     /* when the tags pin the leading tag keys, only the key ranges of each hour that can hold
      * a matching row are read (rowkey_filter_lead) */
     const uint64_t *lead_vals[ROWKEY_MAX_TAGS];
@@ -531,7 +569,8 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
             so.row_filter = lastfind_filter;
             so.row_filter_arg = &f;
             struct wc_scanner *sc = NULL;
-            if ((rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK)
+            if ((rc = limit_scan(lim, err)) != CT_OK ||
+                (rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK)
                 break;
             struct wc_row row;
             while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
@@ -542,6 +581,9 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
             wc_scanner_close(sc);
             if (rc == CT_OK && f.oom)
                 rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+            if (rc == CT_OK && lim->over_rows)
+                rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row keys",
+                                (unsigned)lim->b->max_rows);
             if (rc != CT_OK || !nlead)
                 break;
             size_t i = nlead; /* the previous combination, then the previous hour */
@@ -555,9 +597,14 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
                 break;
         }
     }
+    /* each series found takes at least one row read: a bounded run that cannot afford them
+     * stops before reading any */
+    if (rc == CT_OK && lim->b && lim->scans + f.found.n > lim->b->max_scans)
+        rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads",
+                        (unsigned)lim->b->max_scans);
     for (size_t i = 0; i < f.found.n && rc == CT_OK; i++) {
         const struct lastpt *e = &f.found.a[i];
-        rc = last_by_gets(t, e->tsuid, e->len, e->p.ts_ms, bottom, set, cols, status, err);
+        rc = last_by_gets(t, e->tsuid, e->len, e->p.ts_ms, bottom, set, cols, lim, status, err);
     }
     free(f.found.a);
     free(f.found.ht);
@@ -631,8 +678,9 @@ static int write_point(struct tsdb *t, const struct lastpt *lp, bool resolve, bo
     return CT_OK;
 }
 
-int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms, struct qjson *j,
-              enum qexec_status *status, struct ct_err *err)
+static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
+                    struct qlast_limit *lim, struct qjson *j, enum qexec_status *status,
+                    struct ct_err *err)
 {
     struct lastset set = {0};
     struct dpcodec_cols cols; /* reused for every row */
@@ -643,9 +691,10 @@ int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms, struct 
     for (size_t i = 0; i < r->nq && rc == CT_OK; i++) {
         const struct qlast_query *q = &r->q[i];
         if (q->metric)
-            rc = last_of_metric(t, q, now_ms / 1000, back, &set, &cols, status, err);
+            rc = last_of_metric(t, q, now_ms / 1000, back, &set, &cols, lim, status, err);
         for (size_t k = 0; k < q->ntsuids && rc == CT_OK; k++)
-            rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, &cols, status, err);
+            rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, &cols, lim, status,
+                               err);
     }
     if (rc == CT_OK) {
         *status = QEXEC_OK;
@@ -662,4 +711,19 @@ int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms, struct 
     free(set.a);
     free(set.ht);
     return rc;
+}
+
+int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms, struct qjson *j,
+              enum qexec_status *status, struct ct_err *err)
+{
+    struct qlast_limit lim = {NULL, 0, 0, 0, false};
+    return last_run(t, r, now_ms, &lim, j, status, err);
+}
+
+int qlast_run_bounded(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
+                      const struct qlast_budget *b, struct qjson *j, enum qexec_status *status,
+                      struct ct_err *err)
+{
+    struct qlast_limit lim = {b, 0, 0, 0, false};
+    return last_run(t, r, now_ms, &lim, j, status, err);
 }

@@ -3,7 +3,9 @@
  * LastPointQuery with back_scan; ctsdb has no TSUID meta counters, so a back_scan of 0 means the
  * default window, QLAST_DEFAULT_BACK_SCAN_H hours).
  *
- * Threading: qlast_run blocks on the store; call it from a worker. */
+ * Threading: qlast_run blocks on the store; call it from a worker. qlast_run_bounded does a
+ * bounded amount of store work (below) and may be run where a long run would hurt (the TSD's
+ * network loop), giving up with CT_ELIMIT when the bound would be passed. */
 #ifndef CT_QLAST_H
 #define CT_QLAST_H
 
@@ -49,5 +51,23 @@ void qlast_req_free(struct qlast_req *r);
  * bad TSUID) or 500 on error; nothing is written then. */
 CT_MUST_CHECK int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
                             struct qjson *j, enum qexec_status *status, struct ct_err *err);
+
+/* The work a bounded run may do: max_scans scanners and point reads (a metric query's
+ * discovery ranges: salt buckets x hours x leading-tag combinations; one read per series-hour
+ * row), max_rows row keys looked at by the discovery scans, max_cells cells in the rows read.
+ * Scans and keys are counted before the work is done; a row's cells only once it is read, so
+ * the row that passes max_cells (one series' hour) is the last one read. A run that would pass
+ * a bound ends with CT_ELIMIT. */
+struct qlast_budget {
+    uint32_t max_scans;
+    uint32_t max_rows;
+    uint32_t max_cells;
+};
+
+/* qlast_run within the budget b: the same answer, or CT_ELIMIT (err says which bound) having
+ * written nothing to j once the run would pass a bound (run it again unbounded elsewhere). */
+CT_MUST_CHECK int qlast_run_bounded(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
+                                    const struct qlast_budget *b, struct qjson *j,
+                                    enum qexec_status *status, struct ct_err *err);
 
 #endif

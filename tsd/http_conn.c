@@ -13,7 +13,13 @@
  * gets 413 and the connection is closed, since the rest of its stream cannot be framed; (3) the
  * connection is freed only when refs drops to 0: the loop holds 1 while it is open, a worker 1
  * while it runs the request's deferred work; (4) while more than HTTP_OUT_HIGH bytes of answers
- * are unsent, no further request is read (the write callback resumes).
+ * are unsent, no further request is read (the write callback resumes); (5) a worker that wrote
+ * a whole reply finishes its request without waking the loop when the loop is sure to come back
+ * to the connection anyway: it keeps reading (EV_READ enabled, keep-alive) and nothing is
+ * waiting in its input, so the next request, the client's close or a timeout brings a callback,
+ * and every callback (and shutdown) first finishes the parked request (http_conn_unpark). The
+ * check and the parking happen under the bufferevent's lock, under which libevent also fills
+ * the input, so input that arrives after the check brings its read callback after the parking.
  * Locking: HTTP bufferevents are thread-safe with unlocked deferred callbacks, so a worker may
  * stream a reply; conn->mu guards gone/drain_gen only (never held across a bufferevent call). */
 #include <cjson/cJSON.h>
@@ -54,6 +60,7 @@ enum http_conn_state {
 
 static void http_conn_process(struct http_conn *c);
 static void http_conn_free(struct http_conn *c);
+static bool http_conn_unpark(struct http_conn *c);
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -795,6 +802,8 @@ static void http_conn_process(struct http_conn *c)
 static void http_conn_read_cb(struct bufferevent *bev, void *arg)
 {
     (void)bev;
+    if (!http_conn_unpark(arg))
+        return;
     http_conn_process(arg);
 }
 
@@ -805,6 +814,8 @@ static void http_conn_write_cb(struct bufferevent *bev, void *arg)
     c->drain_gen++;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
+    if (!http_conn_unpark(c))
+        return;
     if (c->state == HC_CLOSING && !c->req &&
         evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
         http_conn_free(c);
@@ -821,6 +832,8 @@ static void http_conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
     struct http_conn *c = arg;
     (void)bev;
+    if (!http_conn_unpark(c))
+        return;
     if (what & BEV_EVENT_TIMEOUT)
         tstats_add(TSTATS_CONN_TIMEOUT, 1);
     if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !(what & BEV_EVENT_TIMEOUT) &&
@@ -908,6 +921,47 @@ int http_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err)
 
 /* ---- deferred work --------------------------------------------------------------------------- */
 
+/* Worker, after writing r's whole reply: parks r on its connection (invariant 5) and returns
+ * true, or returns false when the loop must be woken (tsd_post_done). */
+static bool http_conn_park(struct http_req *r)
+{
+    struct http_conn *c = r->conn;
+    bool parked = false;
+    bufferevent_lock(c->bev);
+    if ((bufferevent_get_enabled(c->bev) & EV_READ) &&
+        evbuffer_get_length(bufferevent_get_input(c->bev)) == 0) {
+        pthread_mutex_lock(&c->mu);
+        if (!c->gone && !c->parked) {
+            c->parked = r;
+            parked = true;
+        }
+        pthread_mutex_unlock(&c->mu);
+    }
+    bufferevent_unlock(c->bev);
+    return parked;
+}
+
+/* Loop: finishes c's parked request, if any, as http_conn_work_done does (which may go on to
+ * the next pipelined request, or close c). Returns false if c was closed meanwhile (then it
+ * may be freed: do not touch it). */
+static bool http_conn_unpark(struct http_conn *c)
+{
+    pthread_mutex_lock(&c->mu);
+    struct http_req *r = c->parked;
+    c->parked = NULL;
+    pthread_mutex_unlock(&c->mu);
+    if (!r)
+        return true;
+    c->refs++;
+    http_conn_work_done(r);
+    bool open = !c->closed;
+    if (--c->refs == 0) {
+        http_conn_free(c);
+        return false;
+    }
+    return open;
+}
+
 static void http_work_trampoline(void *arg)
 {
     struct http_req *r = arg;
@@ -927,6 +981,8 @@ static void http_work_trampoline(void *arg)
             r->sent = true;
         }
     }
+    if (r->sent && !r->send_failed && r->keep_alive && http_conn_park(r))
+        return;
     tsd_post_done(r->conn->tsd, r);
 }
 
@@ -978,6 +1034,13 @@ void http_conn_close_all(struct tsd *t)
             http_conn_free(c);
         } else {
             c->close_after = true;
+            /* no worker parks a request from now on (invariant 5); one parked before is
+             * finished here (and c closed when its reply is out) */
+            bufferevent_disable(c->bev, EV_READ);
+            if (!http_conn_unpark(c)) {
+                c = next;
+                continue;
+            }
         }
         c = next;
     }

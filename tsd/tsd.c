@@ -41,6 +41,7 @@
 
 #define TSD_SNIFF_TIMEOUT_S   60
 #define TSD_SHUTDOWN_GRACE_MS 30000
+#define TSD_LAST_LOOP_OFF_MS  10000 /* see tsd_last_loop_overrun */
 
 const struct conf *tsd_conf(const struct tsd *t)
 {
@@ -72,6 +73,14 @@ const char *tsd_status(const struct tsd *t)
     default:
         return "shutting-down";
     }
+}
+bool tsd_last_on_loop(const struct tsd *t, int64_t now_ms)
+{
+    return t->last_on_loop && now_ms >= t->last_loop_off_until_ms;
+}
+void tsd_last_loop_overrun(struct tsd *t, int64_t now_ms)
+{
+    t->last_loop_off_until_ms = now_ms + TSD_LAST_LOOP_OFF_MS;
 }
 void tsd_drop_caches(struct tsd *t)
 {
@@ -358,6 +367,8 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
     t->enable_ui = conf_get_bool(c, "tsd.core.enable_ui");
     t->socket_timeout_s = conf_get_int(c, "tsd.core.socket.timeout");
     t->connections_limit = conf_get_int(c, "tsd.core.connections.limit");
+    t->last_on_loop = conf_get_bool(c, "tsd.query.last.on_loop") &&
+                      strcmp(conf_get_str(c, "tsd.storage.backend"), "bigtable") != 0;
     conf_report_unsupported(c, tsd_warn_config, NULL);
     /* CORS list: comma-separated, case-insensitive, or "*" alone */
     const char *cd = conf_get_str(c, "tsd.http.request.cors_domains");

@@ -11,6 +11,7 @@
 #ifndef CT_TSD_TSD_H
 #define CT_TSD_TSD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "storage/ct_err.h"
@@ -40,5 +41,11 @@ const char *tsd_status(const struct tsd *t);
 const char *tsd_hostname(const struct tsd *t);
 /* Start time in ms since the epoch. */
 int64_t tsd_start_ms(const struct tsd *t);
+/* /api/query/last's bounded run on the network loop (api_query.c; loop thread only): true if
+ * it may be tried now (tsd.query.last.on_loop, an embedded store, and no overrun in the last
+ * 10 s); tsd_last_loop_overrun() reports a run that went over its budget or its time, which
+ * sends every last query to the workers for the next 10 s. */
+bool tsd_last_on_loop(const struct tsd *t, int64_t now_ms);
+void tsd_last_loop_overrun(struct tsd *t, int64_t now_ms);
 
 #endif

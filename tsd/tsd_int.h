@@ -102,6 +102,11 @@ struct tsd {
     int64_t socket_timeout_s;
     int64_t connections_limit;
     struct auth *auth; /* tsd/auth.h: write/admin protection; read-only after start */
+
+    /* /api/query/last on the network loop (tsd.query.last.on_loop, embedded store only;
+     * api_query.c): loop thread only */
+    bool last_on_loop;
+    int64_t last_loop_off_until_ms; /* after an overrun the loop leaves last queries alone */
 };
 
 /* telnet.c */

@@ -1,0 +1,244 @@
+/* test_qlast.c - qlast_run_bounded (/api/query/last within a budget of store work, as the TSD
+ * runs it on its network loop): within the budget it answers byte for byte like qlast_run
+ * (also its errors), and a run that would pass any bound ends with CT_ELIMIT having written
+ * nothing; a bigger budget never fails where a smaller one passed. Real store in a temp dir. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/qlast.h"
+#include "schema/tsdb.h"
+#include "tests/lib/ctest.h"
+#include "tests/lib/tsdb_fixture.h"
+
+static const int64_t NOW = 1356998500000LL;
+#define H (NOW / 1000 - NOW / 1000 % 3600) /* the base hour of NOW */
+
+static void put_pt(struct tsdb *t, const char *metric, const char *host, const char *dc,
+                   int64_t ts_s, int64_t v)
+{
+    const char *k[2] = {"host", "dc"}, *vals[2] = {host, dc};
+    tsdb_fixture_put(t, metric, k, vals, 2, dpcodec_point_int(ts_s * 1000, false, v));
+}
+
+/* sys.lat: ten series over the last 4 hours (l3 only 5 hours back, l7 a double);
+ * sys.big: one series with 600 points in hour H; sys.wide: 60 series with a point in H. */
+static void load(struct tsdb *t)
+{
+    for (int s = 0; s < 10; s++) {
+        char host[16];
+        snprintf(host, sizeof(host), "l%d", s);
+        if (s == 3) {
+            put_pt(t, "sys.lat", host, "q", H - 5 * 3600 + 7, 3);
+            continue;
+        }
+        for (int h = 0; h < 4; h++)
+            if ((s + h) % 3 != 0 || h == 3)
+                put_pt(t, "sys.lat", host, s % 2 ? "q" : "r", H - h * 3600 + 10 * s + h,
+                       100 * s + h);
+    }
+    const char *k[2] = {"host", "dc"}, *v7[2] = {"l7", "q"};
+    tsdb_fixture_put(t, "sys.lat", k, v7, 2, dpcodec_point_real((H + 90) * 1000, false, 2.5));
+    for (int i = 0; i < 600; i++)
+        put_pt(t, "sys.big", "b", "q", H - 3600 + 6 * i, i);
+    for (int i = 0; i < 60; i++) {
+        char host[16];
+        snprintf(host, sizeof(host), "w%02d", i);
+        put_pt(t, "sys.wide", host, "q", H + i, i);
+    }
+}
+
+static int setup_with(void **state, unsigned salt_buckets)
+{
+    struct tsdb_fixture *f = tsdb_fixture_open(salt_buckets);
+    *state = f;
+    if (f)
+        load(f->t);
+    return 0;
+}
+static int setup_unsalted(void **state)
+{
+    return setup_with(state, 0);
+}
+static int setup_salted(void **state)
+{
+    return setup_with(state, 4);
+}
+static int teardown(void **state)
+{
+    tsdb_fixture_close(*state);
+    return 0;
+}
+
+/* One run's outcome: rc, status and what was written (or the error message). */
+struct outcome {
+    int rc;
+    enum qexec_status st;
+    char *out; /* the answer, or "" */
+    char msg[256];
+};
+
+static struct outcome run(struct tsdb_fixture *f, const char *body, const struct qlast_budget *b)
+{
+    struct qlast_req *r = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(qlast_parse_json(body, strlen(body), &r, &err), CT_OK);
+    struct tsdb_fixture_buf buf = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &buf, 0);
+    assert_non_null(j);
+    struct outcome o = {0};
+    o.rc = b ? qlast_run_bounded(f->t, r, NOW, b, j, &o.st, &err)
+             : qlast_run(f->t, r, NOW, j, &o.st, &err);
+    if (o.rc == CT_OK)
+        assert_int_equal(qjson_flush(j), CT_OK);
+    else
+        snprintf(o.msg, sizeof(o.msg), "%s", err.msg);
+    qjson_free(j);
+    qlast_req_free(r);
+    o.out = buf.data ? buf.data : strdup("");
+    return o;
+}
+
+static const char *const bodies[] = {
+    "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"l1\",\"dc\":\"q\"}}],"
+    "\"backScan\":2}",
+    "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"l6\"}}],\"backScan\":1}",
+    "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"dc\":\"q\"}}],\"resolveNames\":true,"
+    "\"backScan\":3}",
+    "{\"queries\":[{\"metric\":\"sys.lat\"}],\"backScan\":6}",
+    "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"l7\"}},{\"metric\":\"sys.big\"}],"
+    "\"resolveNames\":true}",
+    "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"l3\"}}],\"backScan\":4}",
+    "{\"queries\":[{\"metric\":\"sys.wide\",\"tags\":{\"host\":\"w07\"}}]}",
+    "{\"queries\":[{\"metric\":\"sys.nope\"}]}",
+    "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"nobody\"}}]}",
+    "{\"queries\":[{\"tsuids\":[\"00\"]}]}",
+};
+#define NBODIES (sizeof(bodies) / sizeof(bodies[0]))
+
+/* Every budget from tiny to ample, each bound varied alone and all together: the run either
+ * answers exactly like qlast_run or ends with CT_ELIMIT having written nothing, and once a
+ * budget passes every bigger one passes. */
+static void check_budgets(struct tsdb_fixture *f)
+{
+    for (size_t i = 0; i < NBODIES; i++) {
+        struct outcome want = run(f, bodies[i], NULL);
+        const struct qlast_budget ample = {1000, 100000, 1000000};
+        struct outcome got = run(f, bodies[i], &ample);
+        assert_int_equal(got.rc, want.rc);
+        assert_int_equal(got.st, want.st);
+        assert_string_equal(got.out, want.out);
+        assert_string_equal(got.msg, want.msg);
+        free(got.out);
+        for (int dim = 0; dim < 4; dim++) {
+            bool passed = false;
+            for (uint32_t n = 0; n <= 700; n += n < 40 ? 1 : 60) {
+                struct qlast_budget b = ample;
+                if (dim == 0 || dim == 3)
+                    b.max_scans = n;
+                if (dim == 1 || dim == 3)
+                    b.max_rows = n;
+                if (dim == 2 || dim == 3)
+                    b.max_cells = n;
+                got = run(f, bodies[i], &b);
+                if (got.rc == CT_ELIMIT) {
+                    if (passed)
+                        fail_msg("%s: budget dim %d n %u fails after a smaller one passed",
+                                 bodies[i], dim, n);
+                    assert_string_equal(got.out, "");
+                } else {
+                    passed = true;
+                    assert_int_equal(got.rc, want.rc);
+                    assert_int_equal(got.st, want.st);
+                    assert_string_equal(got.out, want.out);
+                    assert_string_equal(got.msg, want.msg);
+                }
+                free(got.out);
+            }
+            if (!passed)
+                fail_msg("%s: budget dim %d never passes up to 700", bodies[i], dim);
+        }
+        free(want.out);
+    }
+}
+
+static void test_bounded_runs_answer_like_unbounded_ones_or_write_nothing(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    check_budgets(*state);
+}
+
+/* The counts behind the TSD's loop budget: a fully tagged series over the default layout costs
+ * one discovery scan per hour of the window and one row read; more series, hours or cells than
+ * the budget ends the run, and series that cannot all be read within it end it before any row
+ * is read. */
+static void test_each_bound_ends_a_run_that_passes_it(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    const char *one = bodies[0]; /* l1, backScan 2: 3 hour scans + 1 row read */
+    struct qlast_budget b = {4, 100, 100};
+    struct outcome o = run(f, one, &b);
+    assert_int_equal(o.rc, CT_OK);
+    assert_non_null(strstr(o.out, "\"value\":\"100\""));
+    free(o.out);
+    b.max_scans = 3;
+    o = run(f, one, &b);
+    assert_int_equal(o.rc, CT_ELIMIT);
+    assert_string_equal(o.out, "");
+    assert_non_null(strstr(o.msg, "more than 3 row reads"));
+    free(o.out);
+    /* sys.wide has 60 series in hour H: 60 keys for one discovery scan */
+    const char *wide = "{\"queries\":[{\"metric\":\"sys.wide\"}],\"backScan\":1}";
+    struct qlast_budget rows = {1000, 59, 100000};
+    o = run(f, wide, &rows);
+    assert_int_equal(o.rc, CT_ELIMIT);
+    assert_string_equal(o.out, "");
+    assert_non_null(strstr(o.msg, "more than 59 row keys"));
+    free(o.out);
+    rows.max_rows = 60;
+    o = run(f, wide, &rows);
+    assert_int_equal(o.rc, CT_OK);
+    free(o.out);
+    /* 60 series need 60 row reads after the discovery scan: a budget of 60 scans stops before
+     * reading any row (else a budget of 0 cells would have stopped it at the first row) */
+    struct qlast_budget reads = {60, 1000, 0};
+    o = run(f, wide, &reads);
+    assert_int_equal(o.rc, CT_ELIMIT);
+    assert_string_equal(o.out, "");
+    assert_non_null(strstr(o.msg, "more than 60 row reads"));
+    free(o.out);
+    reads.max_scans = 61;
+    reads.max_cells = 60;
+    o = run(f, wide, &reads);
+    assert_int_equal(o.rc, CT_OK);
+    free(o.out);
+    /* sys.big's newest row holds 600 cells */
+    const char *big = "{\"queries\":[{\"metric\":\"sys.big\"}],\"backScan\":1}";
+    struct qlast_budget cells = {1000, 1000, 599};
+    o = run(f, big, &cells);
+    assert_int_equal(o.rc, CT_ELIMIT);
+    assert_string_equal(o.out, "");
+    assert_non_null(strstr(o.msg, "more than 599 cells"));
+    free(o.out);
+    cells.max_cells = 600;
+    o = run(f, big, &cells);
+    assert_int_equal(o.rc, CT_OK);
+    assert_non_null(strstr(o.out, "\"value\":\"599\""));
+    free(o.out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            test_bounded_runs_answer_like_unbounded_ones_or_write_nothing, setup_unsalted,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_bounded_runs_answer_like_unbounded_ones_or_write_nothing, setup_salted,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_each_bound_ends_a_run_that_passes_it,
+                                        setup_unsalted, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
