@@ -617,6 +617,13 @@ static void check_cols_like_row(const struct wc_cell *cells, size_t ncells,
     for (size_t i = 0; i < n; i++)
         kinds |= out[i].type == DPCODEC_INT ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
     assert_int_equal(cols->kinds, kinds);
+    for (size_t i = 0; i < n; i++) { /* the integers' bound holds for every value */
+        int64_t x = (int64_t)cols->val[i];
+        uint64_t ax = x < 0 ? (uint64_t)0 - (uint64_t)x : (uint64_t)x;
+        if (kinds == DPCODEC_COLS_INTS && ax > cols->int_bound)
+            fail_msg("point %zu: |%lld| above the bound %llu (venc %02x flags %02x)", i, (long long)x,
+                     (unsigned long long)cols->int_bound, ncells ? cells[ncells-1].value.data[1] : 0, ncells ? cells[ncells-1].value.data[2] : 0);
+    }
     for (size_t i = 0; i < n; i++) {
         assert_true(cols->ts[i] == out[i].ts_ms);
         assert_int_equal(cols->is_int[i], out[i].type == DPCODEC_INT);
@@ -1141,7 +1148,7 @@ static uint64_t radix_rand(uint64_t *s)
 /* Decodes the compressed cell v (n integer points at BASE + i s) both ways (columns and the
  * iterator's row decoder) and checks the values against want; or that it is refused. */
 static void check_radix_cell(const uint8_t *v, size_t vl, size_t n, const int64_t *want,
-                             bool valid, struct dpcodec_cols *cols)
+                             bool valid, bool bound_known, struct dpcodec_cols *cols)
 {
     struct dpcodec_point *pts = malloc(n * sizeof(*pts));
     for (size_t i = 0; i < n; i++)
@@ -1163,6 +1170,15 @@ static void check_radix_cell(const uint8_t *v, size_t vl, size_t n, const int64_
         fail_msg("%zu points: %d %s / %d %s", n, rc1, e1.msg, rc2, e2.msg);
     assert_int_equal(got, n);
     assert_int_equal(cols->n, n);
+    /* the bound of the integers holds, and is known for order 0 and 1 below 2^32 */
+    uint64_t most = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t ax = want[i] < 0 ? (uint64_t)0 - (uint64_t)want[i] : (uint64_t)want[i];
+        most = ax > most ? ax : most;
+    }
+    assert_true(most <= cols->int_bound);
+    if (bound_known)
+        assert_true(cols->int_bound < UINT64_MAX);
     for (size_t i = 0; i < n; i++) {
         if (pts[i].i != want[i] || (int64_t)cols->val[i] != want[i] ||
             pts[i].ts_ms != BASE_MS + (int64_t)i * 1000)
@@ -1231,7 +1247,13 @@ static void test_radix_blocks_decode_every_radix_and_digit_count(void **state)
             bool over = false;
             for (size_t done = 0, blk = 0; done < m; blk++) {
                 size_t cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
-                uint64_t br = blk == 1 && round % 4 == 3 && r > 2 ? r - 1 : r;
+                /* now and then blocks of other radixes (two, then three in one stream: the
+                 * decoder's plans of several radixes at once) */
+                uint64_t br = r;
+                if (round % 4 == 3 && blk > 0 && r > 4)
+                    br = blk == 1 ? r - 1 : r - 2;
+                else if (round % 4 == 1 && blk > 0)
+                    br = radixes[(ri + blk * 5 + (size_t)round) % 17];
                 if (blk == 0 && round % 8 == 5 && cnt < m) { /* residuals 0 first */
                     v[o++] = 0;
                     v[o++] = 0;
@@ -1281,12 +1303,98 @@ static void test_radix_blocks_decode_every_radix_and_digit_count(void **state)
                 else
                     want[i] = (int64_t)(x += (dd += (uint64_t)res[i - 2]));
             }
-            check_radix_cell(v, o, n, want, !over, &cols);
+            check_radix_cell(v, o, n, want, !over,
+                             order < 2 && r <= UINT32_MAX && round % 5 != 0 && n > order, &cols);
             checked++;
         }
     }
     dpcodec_cols_free(&cols);
     assert_int_equal(checked, 24 * (int)(sizeof(radixes) / sizeof(radixes[0])));
+}
+
+/* Rows of integer single cells with 2-byte qualifiers (a current hour: read in one pass by the
+ * columnar reader), against the iterator's row decoder: every value width with both signs,
+ * non-datapoint cells among them (annotations, a histogram, an unknown odd qualifier), and now
+ * and then a cell the one-pass reader leaves to the general path (a duplicate timestamp of
+ * another width, a float, an ms qualifier, an append cell, a value longer than its flags). */
+static void test_cols_reads_rows_of_integer_cells_like_row_decode(void **state)
+{
+    (void)state;
+    enum {
+        MAXC = 48
+    };
+    struct dpcodec_cols cols;
+    dpcodec_cols_init(&cols);
+    uint64_t seed = 12345;
+    int ok = 0, all_fast_shape = 0;
+    for (int round = 0; round < 3000; round++) {
+        uint8_t q[MAXC][4], v[MAXC][9];
+        struct wc_cell row[MAXC];
+        size_t nr = 0;
+        int ncell = 1 + (int)(radix_rand(&seed) % 40);
+        int extra = round % 10; /* 0..5: only integers and non-datapoint cells */
+        uint32_t off = (uint32_t)(radix_rand(&seed) % 50);
+        for (int i = 0; i < ncell && off < 3600; i++, off += 1 + (uint32_t)(radix_rand(&seed) % 90)) {
+            static const uint8_t widths[4] = {1, 2, 4, 8};
+            uint8_t w = widths[radix_rand(&seed) % 4];
+            int64_t x = (int64_t)radix_rand(&seed);
+            x >>= 64 - 8 * w; /* a value of w bytes, either sign */
+            uint16_t qu = (uint16_t)(off << 4 | (uint32_t)(w - 1));
+            coding_put_be16(q[nr], qu);
+            for (unsigned b = 0; b < w; b++)
+                v[nr][b] = (uint8_t)((uint64_t)x >> (8 * (w - 1 - b)));
+            row[nr] = cell_of(q[nr], 2, v[nr], w, 100 + i);
+            nr++;
+            if (extra == 6 && i == ncell / 2) { /* the same second again, another width */
+                coding_put_be16(q[nr], (uint16_t)(off << 4 | (w == 1 ? 1 : 0)));
+                v[nr][0] = 0xF0;
+                v[nr][1] = 0x01;
+                row[nr] = cell_of(q[nr], 2, v[nr], w == 1 ? 2 : 1, 50 + 100 * (round % 2));
+                nr++;
+            }
+        }
+        if (extra == 7 && nr > 1) { /* a float */
+            coding_put_be16(q[0], (uint16_t)((q[0][0] << 8 | q[0][1]) & 0xFFF0) | 0x0B);
+            memcpy(v[0], "\x3F\xC0\x00\x00", 4);
+            row[0].value.len = 4;
+        }
+        if (extra == 8 && nr > 1) /* an integer value longer than its flags say */
+            row[nr / 2].value.len = row[nr / 2].value.len == 1 ? 2 : row[nr / 2].value.len;
+        size_t ndp = nr;
+        /* non-datapoint cells, and (extra 9) an ms qualifier and an append cell; the store
+         * orders a row's cells by qualifier bytes */
+        static const uint8_t ann[3] = {0x01, 0x00, 0x07}, hist[3] = {0x06, 0x00, 0x01},
+                             odd[5] = {0x09, 1, 2, 3, 4}, msq[4] = {0xF0, 0x00, 0x00, 0x40},
+                             app[3] = {0x05, 0x00, 0x00}, appv[3] = {0x00, 0x30, 0x07};
+        if (round % 3 == 0)
+            row[nr++] = cell_of(ann, 3, (const uint8_t *)"{}", 2, 10);
+        if (round % 5 == 0)
+            row[nr++] = cell_of(hist, 3, (const uint8_t *)"h", 1, 10);
+        if (round % 7 == 0)
+            row[nr++] = cell_of(odd, 5, (const uint8_t *)"u", 1, 10);
+        if (extra == 9 && round % 20 == 9)
+            row[nr++] = cell_of(msq, 4, (const uint8_t *)"\x05", 1, 10);
+        if (extra == 9 && round % 20 == 19)
+            row[nr++] = cell_of(app, 3, appv, 3, 10);
+        for (size_t i = 1; i < nr; i++) { /* insertion sort by qualifier bytes */
+            struct wc_cell c = row[i];
+            size_t j = i;
+            for (; j > 0; j--) {
+                const struct wc_cell *o = &row[j - 1];
+                size_t ml = o->qualifier.len < c.qualifier.len ? o->qualifier.len : c.qualifier.len;
+                int cmp = memcmp(o->qualifier.data, c.qualifier.data, ml);
+                if (cmp < 0 || (cmp == 0 && o->qualifier.len <= c.qualifier.len))
+                    break;
+                row[j] = row[j - 1];
+            }
+            row[j] = c;
+        }
+        all_fast_shape += extra <= 5 && ndp > 0;
+        check_cols_like_row(row, nr, &cols, &ok);
+    }
+    dpcodec_cols_free(&cols);
+    assert_true(all_fast_shape > 1500);
+    assert_true(ok > 2500);
 }
 
 int main(void)
@@ -1307,6 +1415,7 @@ int main(void)
         cmocka_unit_test(test_encoder_threads_write_the_same_bytes),
         cmocka_unit_test(test_annotation_test_inline_matches_qualifier_kind),
         cmocka_unit_test(test_radix_blocks_decode_every_radix_and_digit_count),
+        cmocka_unit_test(test_cols_reads_rows_of_integer_cells_like_row_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
