@@ -185,7 +185,10 @@ int echild_seek_for_prev(struct echild *c, const struct cell *target, struct ct_
     return echild_skip_back(c, err);
 }
 
-int echild_next(struct echild *c, struct ct_err *err)
+/* echild_next, inlined into the scan's per-cell steps (child_advance); exported below for
+ * compactions. */
+static inline __attribute__((always_inline)) int echild_next_inl(struct echild *c,
+                                                                 struct ct_err *err)
 {
     if (!c->is_ms) { /* one call per cell: move and fetch */
         int rc;
@@ -202,6 +205,11 @@ int echild_next(struct echild *c, struct ct_err *err)
         if ((rc = echild_raw_next(c, err)) != CT_OK)
             return rc;
     return CT_OK;
+}
+
+int echild_next(struct echild *c, struct ct_err *err)
+{
+    return echild_next_inl(c, err);
 }
 
 int echild_rewind_row(struct echild *c, struct ct_err *err)
@@ -541,6 +549,8 @@ struct escanner {
     bool region_open;
     struct echild *kids;
     size_t nkids;
+    size_t *on_row; /* scanner_read_row's merge: indexes of the inputs on the row (nkids room,
+                     * allocated at the region's first merge) */
     size_t *kid_start; /* nsf + 1 */
     uint64_t snap;
     bool snap_registered;
@@ -761,6 +771,7 @@ static void scanner_close_region(struct escanner *sc)
     for (size_t i = 0; i < sc->nkids; i++)
         echild_destroy(&sc->kids[i]);
     sc->kids = NULL; /* pool memory */
+    sc->on_row = NULL;
     sc->nkids = 0;
     sc->region_open = false;
 }
@@ -1031,8 +1042,9 @@ static int scanner_skip_row(struct escanner *sc, struct ct_err *err)
     return CT_OK;
 }
 
-static int scanner_push_cell(struct escanner *sc, const struct sfam *f, const struct echild *c,
-                             struct ct_err *err)
+static inline __attribute__((always_inline)) int
+scanner_push_cell(struct escanner *sc, const struct sfam *f, const struct echild *c,
+                  struct ct_err *err)
 {
     if (sc->ncells == sc->cells_cap) {
         size_t cap = sc->cells_cap * 2;
@@ -1095,10 +1107,10 @@ static inline int child_advance(struct echild *c, const struct matcher *m, const
 {
     if (!may_seek || !m->col_done || m->raw || m->qual_len == 0) {
         *skips = 0;
-        return echild_next(c, err);
+        return echild_next_inl(c, err);
     }
     if (++*skips < SCAN_SKIPS_BEFORE_SEEK)
-        return echild_next(c, err);
+        return echild_next_inl(c, err);
     *skips = 0;
     struct cell past = {0};
     past.row = row;
@@ -1142,29 +1154,26 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
         return scanner_walk_input(sc, &sc->fams[f], best, &skips, err);
     }
     sc->fast_ok = false; /* several inputs may move */
+    if (!sc->on_row && !(sc->on_row = sc_zalloc(sc, sc->nkids * sizeof(*sc->on_row))))
+        return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
     for (size_t f = 0; f < sc->nsf; f++) {
         matcher_start_family(&sc->m, &sc->fams[f]);
-        size_t a = sc->kid_start[f], b = sc->kid_start[f + 1];
+        /* The family's inputs on the row, in input order, found once: the merge compares only
+         * their cells, and after the row (cell_compare_same_row); an input leaves the list when
+         * it moves past the row and never comes back (inputs only move forward), and no other
+         * input can join. Ties between equal cells go to the first input, as before. */
+        size_t non = 0;
+        for (size_t i = sc->kid_start[f]; i < sc->kid_start[f + 1]; i++)
+            if (child_on_row(&sc->kids[i], sc->key, sc->key_len))
+                sc->on_row[non++] = i;
         unsigned skips = 0;
-        for (;;) {
-            struct echild *best = NULL;
-            size_t on = 0;
-            for (size_t i = a; i < b; i++) {
-                struct echild *c = &sc->kids[i];
-                if (!child_on_row(c, sc->key, sc->key_len))
-                    continue;
-                on++;
-                if (!best || cell_compare(&c->cur, &best->cur) < 0)
-                    best = c;
-            }
-            if (!best)
-                break;
-            if (on == 1) { /* the only input on this row: walk it without merging */
-                int rc = scanner_walk_input(sc, &sc->fams[f], best, &skips, err);
-                if (rc != CT_OK)
-                    return rc;
-                break;
-            }
+        while (non > 1) {
+            size_t bj = 0;
+            for (size_t j = 1; j < non; j++)
+                if (cell_compare_same_row(&sc->kids[sc->on_row[j]].cur,
+                                          &sc->kids[sc->on_row[bj]].cur) < 0)
+                    bj = j;
+            struct echild *best = &sc->kids[sc->on_row[bj]];
             int rc = matcher_cell(&sc->m, &best->cur, err);
             if (rc < 0)
                 return rc;
@@ -1172,6 +1181,15 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
                 return rc;
             if ((rc = child_advance(best, &sc->m, sc->key, sc->key_len, !sc->o.reversed, &skips,
                                     err)) != CT_OK)
+                return rc;
+            if (!child_on_row(best, sc->key, sc->key_len)) {
+                memmove(&sc->on_row[bj], &sc->on_row[bj + 1], (non - bj - 1) * sizeof(size_t));
+                non--;
+            }
+        }
+        if (non == 1) { /* the only input left on this row: walk it without merging */
+            int rc = scanner_walk_input(sc, &sc->fams[f], &sc->kids[sc->on_row[0]], &skips, err);
+            if (rc != CT_OK)
                 return rc;
         }
     }

@@ -481,8 +481,9 @@ static void test_memstore_row_hints_keep_the_finger_valid(void **state)
 }
 
 /* The inline byte comparison of cell.h agrees in sign with memcmp plus the length rule on keys
- * of every length 0..80 (word loop, overlapping last word, byte loop, memcmp past 64 bytes),
- * with the first difference at every position and in either direction. */
+ * of every length 0..80 (word loop, overlapping last word, byte loop,
+ * memcmp past 64 bytes), with the first difference at every position and in either direction;
+ * cell_bytes_eq agrees with it. */
 /* The first cell any row's cells can have (sorts before all of them). */
 static void row_start(struct cell *c, const uint8_t *row, uint32_t len)
 {
@@ -633,6 +634,7 @@ static void test_cell_bytes_cmp_matches_memcmp(void **state)
                              want);
                 assert_int_equal(-((got > 0) - (got < 0)),
                                  ref_bytes_cmp(b, blen, a, alen)); /* antisymmetric */
+                assert_int_equal(cell_bytes_eq(a, alen, b, blen) != 0, want == 0);
             }
         }
     }
