@@ -5,7 +5,9 @@
 # jsonp, gzip, errors); on one keep-alive connection, pipelined last queries mixed with puts,
 # slow range queries and over-budget last queries are answered in request order, a put is seen
 # by the last query after it, a client that reads late gets every answer in order, and
-# Connection: close and a half-closed socket end the connection after the answer.
+# Connection: close and a half-closed socket end the connection after the answer; a worker's
+# request finished without waking the loop (parked) does not hold up shutdown or the socket
+# timeout of its idle connection.
 source "$(dirname "$0")/lib.sh"
 
 # the windows are relative to the current hour: keep clear of an hour's last minute
@@ -233,4 +235,13 @@ tsd_stop
 wait "$hold_pid"
 check_eq "shutdown closes it" "closed by the server" "$(sed -n 2p "$hold")"
 check_contains "shutdown completes" "$(cat "$TSD_LOG")" "shutdown complete"
+
+# the same with tsd.core.socket.timeout: the idle connection's timeout finds the parked request
+tsd_start --tsd.query.last.on_loop=false --tsd.core.socket.timeout=1
+python3 "$py" hold "$TSD_PORT" >"$hold" 2>&1
+check_eq "a parked request's idle connection is closed by its timeout" \
+  "200 300|closed by the server" "$(head -1 "$hold")|$(sed -n 2p "$hold")"
+check "the TSD still answers after the timeout" curl -sf -m 10 "http://127.0.0.1:$TSD_PORT/api/version" -o /dev/null
+tsd_stop
+check_contains "shutdown completes after the timeout" "$(cat "$TSD_LOG")" "shutdown complete"
 it_done
