@@ -33,6 +33,7 @@
 #include "tsd/routes.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd.h"
+#include "tsd/tstats.h"
 
 static const char *param_at(void *arg, const char *name, size_t idx)
 {
@@ -218,12 +219,16 @@ static bool last_on_loop(struct http_req *r, struct qlast_req *q)
         qjson_free(j);
     }
     if (waits < 0 || (waited != 0 && took > LAST_LOOP_WAIT_NS)) {
+        tstats_add(TSTATS_LAST_LOOP_WAITS, 1);
         tsd_last_loop_overrun(t, now);
         tlog_warn("a last query waited on the network loop for %.3f ms (a disk read or a "
                   "lock): last queries go to the workers for 10 s", (double)took / 1e6);
     }
-    if (rc == CT_ELIMIT)
+    if (rc == CT_ELIMIT) {
+        tstats_add(TSTATS_LAST_LOOP_OVER, 1);
         return false;
+    }
+    tstats_add(TSTATS_LAST_LOOP, 1);
     qlast_req_free(q);
     return true;
 }
