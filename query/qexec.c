@@ -1957,10 +1957,14 @@ static int write_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t 
 
 /* ---- groups written in parallel --------------------------------------------------------- */
 
-/* At most this many points (in every series of every sub-query) for groups to be written in
- * parallel: each group's JSON is then held in memory until its turn (below this it is a few
- * MB at most); larger answers stream group by group as they are made. */
+/* Points (in every series of every sub-query) for groups to be written in parallel: at most
+ * the maximum, since each group's JSON is then held in memory until its turn (a few MB at
+ * most; larger answers stream group by group as they are made), and at least the minimum,
+ * below which waking a helper and the copies cost more than they save (max_by_host, 13 groups
+ * of 3,744 points in all: 5 % slower in parallel; rate_by_dc, 4 groups of 72,000: 13 %
+ * faster on two threads). */
 #define QEXEC_RENDER_MAX_POINTS (1u << 18)
+#define QEXEC_RENDER_MIN_POINTS (1u << 14)
 
 /* A growing memory buffer as a qjson sink. */
 struct mbuf {
@@ -2064,7 +2068,7 @@ static int write_groups(const struct qspec *q, const struct qexec_options *o, st
     struct rjob r = {.q = w->q, .globals = w->globals};
     atomic_init(&r.next, 0);
     int rc = CT_OK;
-    if (nth > 1 && points <= QEXEC_RENDER_MAX_POINTS)
+    if (nth > 1 && points >= QEXEC_RENDER_MIN_POINTS && points <= QEXEC_RENDER_MAX_POINTS)
         for (size_t i = 0; i < q->nsubs && rc == CT_OK; i++)
             rc = for_each_group(&xs[i], collect_group_cb, &r);
     if (rc != CT_OK || r.ng < 2 || !w->first) { /* group by group */
