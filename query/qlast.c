@@ -21,6 +21,7 @@
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
+#include "storage/clock.h"
 #include "storage/coding.h"
 
 static void query_clear(struct qlast_query *q)
@@ -328,16 +329,25 @@ static int lastset_add(struct lastset *s, const uint8_t *ts, size_t len,
 struct qlast_limit {
     const struct qlast_budget *b;
     uint32_t scans, rows;
+    uint32_t series; /* found by the discovery scans of earlier sub-queries */
     size_t cells;
-    bool over_rows; /* a discovery scan stopped at max_rows */
+    uint64_t deadline_ns; /* clock_mono_ns() past which the run stops; 0 = none */
+    bool over_time;       /* a discovery scan stopped at the deadline */
+    bool over_rows;  /* a discovery scan stopped at max_rows */
+    bool over_reads; /* ... at more series than row reads left */
 };
 
 /* Counts one more scanner (or point read) against the budget: CT_ELIMIT when it would pass it. */
 static int limit_scan(struct qlast_limit *lim, struct ct_err *err)
 {
-    if (lim->b && ++lim->scans > lim->b->max_scans)
+    if (!lim->b)
+        return CT_OK;
+    if (++lim->scans > lim->b->max_scans)
         return ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads",
                           (unsigned)lim->b->max_scans);
+    if (lim->deadline_ns && clock_mono_ns() > lim->deadline_ns)
+        return ct_err_set(err, CT_ELIMIT, "last query: more than %llu us",
+                          (unsigned long long)(lim->b->max_ns / 1000));
     return CT_OK;
 }
 
@@ -468,6 +478,12 @@ static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_
         lim->over_rows = true;
         return WC_ROW_STOP;
     }
+    /* stepping from key to key costs the engine up to a row's cells (a reversed scan walks
+     * back over them): the deadline bounds what the key count does not */
+    if (lim->deadline_ns && clock_mono_ns() > lim->deadline_ns) {
+        lim->over_time = true;
+        return WC_ROW_STOP;
+    }
     if (f->oom || !rowkey_filter_match(f->rf, row, len))
         return WC_ROW_SKIP;
     uint8_t ts[ROWKEY_MAX_TSUID];
@@ -483,6 +499,13 @@ static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_
     if (i == -2) {
         f->oom = true;
     } else if (i < 0) {
+        /* each series found takes at least one row read: a bounded run stops as soon as it
+         * cannot afford them */
+        if (lim->b && (lim->scans + f->found.n + 1 > lim->b->max_scans ||
+                       lim->series + f->found.n + 1 > lim->b->max_series)) {
+            lim->over_reads = true;
+            return WC_ROW_STOP;
+        }
         struct dpcodec_point p;
         memset(&p, 0, sizeof(p));
         p.ts_ms = base;
@@ -584,6 +607,13 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
             if (rc == CT_OK && lim->over_rows)
                 rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row keys",
                                 (unsigned)lim->b->max_rows);
+            if (rc == CT_OK && lim->over_time)
+                rc = ct_err_set(err, CT_ELIMIT, "last query: more than %llu us",
+                                (unsigned long long)(lim->b->max_ns / 1000));
+            if (rc == CT_OK && lim->over_reads)
+                rc = ct_err_set(err, CT_ELIMIT,
+                                "last query: more than %u row reads or %u series",
+                                (unsigned)lim->b->max_scans, (unsigned)lim->b->max_series);
             if (rc != CT_OK || !nlead)
                 break;
             size_t i = nlead; /* the previous combination, then the previous hour */
@@ -600,8 +630,10 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
     /* each series found takes at least one row read: a bounded run that cannot afford them
      * stops before reading any */
     if (rc == CT_OK && lim->b && lim->scans + f.found.n > lim->b->max_scans)
-        rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads",
-                        (unsigned)lim->b->max_scans);
+        rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads or %u series",
+                        (unsigned)lim->b->max_scans, (unsigned)lim->b->max_series);
+    if (lim->b)
+        lim->series += (uint32_t)f.found.n;
     for (size_t i = 0; i < f.found.n && rc == CT_OK; i++) {
         const struct lastpt *e = &f.found.a[i];
         rc = last_by_gets(t, e->tsuid, e->len, e->p.ts_ms, bottom, set, cols, lim, status, err);
@@ -716,7 +748,7 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
 int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms, struct qjson *j,
               enum qexec_status *status, struct ct_err *err)
 {
-    struct qlast_limit lim = {NULL, 0, 0, 0, false};
+    struct qlast_limit lim = {NULL, 0, 0, 0, 0, 0, false, false, false};
     return last_run(t, r, now_ms, &lim, j, status, err);
 }
 
@@ -724,6 +756,8 @@ int qlast_run_bounded(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
                       const struct qlast_budget *b, struct qjson *j, enum qexec_status *status,
                       struct ct_err *err)
 {
-    struct qlast_limit lim = {b, 0, 0, 0, false};
+    struct qlast_limit lim = {b, 0, 0, 0, 0, 0, false, false, false};
+    if (b->max_ns)
+        lim.deadline_ns = clock_mono_ns() + b->max_ns;
     return last_run(t, r, now_ms, &lim, j, status, err);
 }

@@ -30,13 +30,15 @@
 
 /* The hot decoding functions start on a cache line, so that their loops keep one alignment
  * whatever code comes before them in the program (unrelated changes elsewhere moved them and
- * swung an aggregating query's time by 5-6 %). */
+ * swung an aggregating query's time by 5-6 %), and are built twice, for x86-64-v3 (BMI2's
+ * shifts by any register and flag-free multiplications, AVX2) and for the baseline, the loader
+ * picking one (GCC's target_clones, an ifunc): rate_by_dc -9 % CPU on an AVX2 machine, the
+ * bit-packed reader's variable shifts no longer going through CL. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DPCODEC_HOT __attribute__((aligned(64), target_clones("arch=x86-64-v3", "default")))
+#else
 #define DPCODEC_HOT __attribute__((aligned(64)))
-
-/* The hot decoding functions start on a cache line, so that their loops keep one alignment
- * whatever code comes before them in the program (unrelated changes elsewhere moved them and
- * swung an aggregating query's time by 5-6 %). */
-#define DPCODEC_HOT __attribute__((aligned(64)))
+#endif
 
 static const double dpcodec_p10[DPCODEC_MAX_EXP10 + 1] = {
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
@@ -947,12 +949,16 @@ static int dpcodec_radix_load(const uint8_t *p, size_t bytes, size_t bits, uint6
 {
     if ((bytes + 7) / 8 > DPCODEC_BIG_LIMBS)
         return -1;
-    memset(l, 0, (bytes + 7) / 8 * sizeof(uint64_t));
     size_t b = 0;                  /* bytes from the least significant end */
     for (; b + 8 <= bytes; b += 8) /* whole limbs */
         l[b / 8] = coding_get_be64(p + bytes - b - 8);
-    for (; b < bytes; b++)
-        l[b / 8] |= (uint64_t)p[bytes - 1 - b] << (8 * (b % 8));
+    if (b < bytes && bytes >= 8) { /* the top limb's 1..7 bytes: the first 8, shifted */
+        l[b / 8] = coding_get_be64(p) >> (8 * (8 - (bytes - b)));
+    } else if (b < bytes) {
+        l[0] = 0;
+        for (; b < bytes; b++)
+            l[b / 8] |= (uint64_t)p[bytes - 1 - b] << (8 * (b % 8));
+    }
     if (bytes * 8 > bits) /* clear the padding bits before the number */
         l[(bytes - 1) / 8] &= ~(~(uint64_t)0 << (bits - ((bytes - 1) / 8) * 64));
     *n = (bytes + 7) / 8;
@@ -1008,30 +1014,10 @@ static inline void dpcodec_run_sum(int64_t *x, uint64_t cnt, bool run, uint64_t 
     *acc = a;
 }
 
-/* |x| for every x in [mn, mn + span] (span >= 0 read as unsigned), saturated at UINT64_MAX. */
-static uint64_t dpcodec_range_abs(int64_t mn, uint64_t span)
-{
-    __int128 lo = mn, hi = (__int128)mn + span;
-    __int128 a = lo < 0 ? -lo : lo, b = hi < 0 ? -hi : hi;
-    __int128 m = a > b ? a : b;
-    return m > (__int128)UINT64_MAX ? UINT64_MAX : (uint64_t)m;
-}
-
-/* a + b * c saturated at UINT64_MAX */
-static uint64_t dpcodec_sat_madd(uint64_t a, uint64_t b, uint64_t c)
-{
-    unsigned __int128 t = (unsigned __int128)b * c + a;
-    return t > UINT64_MAX ? UINT64_MAX : (uint64_t)t;
-}
-
 /* Reads an integer stream of order k with n entries into xs. With prog non-NULL, a stream
- * whose residuals are all 0 is reported there instead and xs is not written. With bound
- * non-NULL, *bound gets a bound of every |x_i| from the blocks' ranges (order 0: the largest
- * |residual|; order 1: |x_0| + the sum of the blocks' |residual| bounds; UINT64_MAX when a
- * block's range is not known up front (varint and Rice blocks) or at order 2). */
+ * whose residuals are all 0 is reported there instead and xs is not written. */
 DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsigned k,
-                                                uint64_t n, int64_t *xs, struct dpcodec_prog *prog,
-                                                uint64_t *bound)
+                                                uint64_t n, int64_t *xs, struct dpcodec_prog *prog)
 {
     const uint8_t *p = *pp;
     uint64_t heads = k < n ? k : n;
@@ -1046,8 +1032,6 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
      * are written) */
     bool run = k == 1;
     uint64_t acc = (uint64_t)h[0];
-    /* order 0: the largest block bound; order 1: |x_0| plus each block's bound times its count */
-    uint64_t bnd = k == 0 ? 0 : k == 1 ? dpcodec_range_abs(h[0], 0) : UINT64_MAX;
     /* while every residual so far is 0 (zero-width blocks of minimum 0: a regular series) they
      * are not written; the first other block writes them */
     bool zeros = true;
@@ -1090,7 +1074,6 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
                 if ((size_t)(end - p) < bytes)
                     return -1;
                 if (r > UINT32_MAX) { /* alone, digit by digit */
-                    bnd = UINT64_MAX; /* (not worth a bound) */
                     if (nb && dpcodec_rblocks_read(blk, nb, run ? &acc : NULL))
                         return -1;
                     nb = 0;
@@ -1099,8 +1082,6 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
                     for (uint64_t j = 0; run && j < cnt; j++)
                         res[done + j] = (int64_t)(acc += (uint64_t)res[done + j]);
                 } else {
-                    uint64_t b = dpcodec_range_abs(mn, r - 1);
-                    bnd = k == 0 ? (b > bnd ? b : bnd) : dpcodec_sat_madd(bnd, b, cnt);
                     /* a pending block's plan in the slot this radix would rewrite: read the
                      * pending ones first */
                     const struct dpcodec_rplan *slot = dpcodec_rplan_slot(r);
@@ -1135,8 +1116,6 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
                 return -1;
             continue;
         }
-        if (w == DPCODEC_RICE_BLOCK || w == DPCODEC_VARINT_BLOCK)
-            bnd = UINT64_MAX; /* ranges not known up front */
         if (w == DPCODEC_RICE_BLOCK) {
             struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
             for (uint64_t j = 0; j < cnt; j++) {
@@ -1171,10 +1150,6 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
         size_t bytes = (size_t)((cnt * w + 7) / 8);
         if ((size_t)(end - p) < bytes)
             return -1;
-        if (bnd != UINT64_MAX) { /* a bit-packed block: [mn, mn + 2^w - 1] */
-            uint64_t b = w >= 64 ? UINT64_MAX : dpcodec_range_abs(mn, (1ull << w) - 1);
-            bnd = k == 0 ? (b > bnd ? b : bnd) : dpcodec_sat_madd(bnd, b, cnt);
-        }
         if (w == 0) {
             for (uint64_t j = 0; j < cnt; j++)
                 res[done + j] = mn;
@@ -1236,8 +1211,6 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
     }
     if (prog && !zeros)
         prog->is = false;
-    if (bound)
-        *bound = bnd;
     *pp = p;
     return 0;
 }
@@ -1245,7 +1218,7 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
 static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
                                int64_t *xs)
 {
-    return dpcodec_stream_read_prog(pp, end, k, n, xs, NULL, NULL);
+    return dpcodec_stream_read_prog(pp, end, k, n, xs, NULL);
 }
 
 static double dpcodec_decimal(int64_t m, unsigned e, enum dpcodec_type t)
@@ -1350,8 +1323,8 @@ struct dpcodec_tsreg {
 
 DPCODEC_HOT static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_ms, int64_t *cts,
                                      uint64_t *cval, uint8_t *desc, bool *has_desc, bool *ascending,
-                                     struct dpcodec_tsreg *reg, uint64_t *ibound, uint8_t *zbuf,
-                                     z_stream *zs, struct ct_err *err)
+                                     struct dpcodec_tsreg *reg, uint8_t *zbuf, z_stream *zs,
+                                     struct ct_err *err)
 {
     const uint8_t *p = h->p, *end = h->end;
     uint64_t n = h->n;
@@ -1406,7 +1379,7 @@ DPCODEC_HOT static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_
         e10 = *p++;
     }
     struct dpcodec_prog prog;
-    if (dpcodec_stream_read_prog(&p, end, 2, n, cts, &prog, NULL))
+    if (dpcodec_stream_read_prog(&p, end, 2, n, cts, &prog))
         return dpcodec_cerr(ql, vl, err, "timestamp stream truncated");
     int64_t unit = (cflags & DPCODEC_CF_SECONDS) ? 1000 : 1, limit = DPCODEC_HOUR_MS / unit;
     if (prog.is) {
@@ -1450,15 +1423,11 @@ DPCODEC_HOT static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_
         *ascending = asc;
 values:;
     int64_t *iv = (int64_t *)cval;
-    if (ibound)
-        *ibound = UINT64_MAX;
     switch (kind) {
     case DPCODEC_VK_INT:
     case DPCODEC_VK_DECIMAL:
     case DPCODEC_VK_BITS:
-        /* the bound is of the integers: only INT's integers are the values */
-        if (dpcodec_stream_read_prog(&p, end, h->order, n, iv, NULL,
-                                     kind == DPCODEC_VK_INT ? ibound : NULL))
+        if (dpcodec_stream_read(&p, end, h->order, n, iv))
             return dpcodec_cerr(ql, vl, err, "value stream truncated");
         break;
     case DPCODEC_VK_XOR:
@@ -1532,7 +1501,7 @@ static int dpcodec_compressed_start(struct dpcodec_iter *it, struct ct_err *err)
     it->cval = (uint64_t *)(it->scratch + h.n * 8);
     uint8_t *zbuf = it->scratch + h.n * 16, *desc = zbuf + h.raw;
     bool has_desc;
-    rc = dpcodec_cbody(&h, it->base_ms, it->cts, it->cval, desc, &has_desc, NULL, NULL, NULL, zbuf, NULL,
+    rc = dpcodec_cbody(&h, it->base_ms, it->cts, it->cval, desc, &has_desc, NULL, NULL, zbuf, NULL,
                        err);
     if (rc != CT_OK) {
         it->failed = true;
@@ -1756,9 +1725,8 @@ static int dpcodec_cols_compressed(int64_t base_s, const struct wc_cell *cell,
     }
     bool has_desc, ascending;
     struct dpcodec_tsreg reg = {false, 0, 0};
-    uint64_t ibound = UINT64_MAX;
     rc = dpcodec_cbody(&h, base_s * 1000, c->ts, c->val, c->is_int, &has_desc, &ascending,
-                       c->lazy_ts ? &reg : NULL, &ibound, c->zbuf, c->zs, err);
+                       c->lazy_ts ? &reg : NULL, c->zbuf, c->zs, err);
     if (rc != CT_OK)
         return rc;
     c->ts_regular = reg.on;
@@ -1779,7 +1747,6 @@ static int dpcodec_cols_compressed(int64_t base_s, const struct wc_cell *cell,
                     ((h.cflags >> DPCODEC_CF_TYPE_SHIFT) & 3) == DPCODEC_INT;
         memset(c->is_int, ints, n);
         c->kinds = ints ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
-        c->int_bound = ints ? ibound : UINT64_MAX;
     }
     c->n = n;
     return CT_OK;
@@ -1795,7 +1762,6 @@ static bool dpcodec_cols_int_cells(int64_t base_s, const struct wc_cell *cells, 
 {
     int64_t base_ms = base_s * 1000, prev = INT64_MIN;
     size_t n = 0;
-    uint64_t ones = 0;
     for (size_t i = 0; i < ncells; i++) {
         const uint8_t *q = cells[i].qualifier.data, *v = cells[i].value.data;
         size_t ql = cells[i].qualifier.len, vl = cells[i].value.len;
@@ -1834,11 +1800,9 @@ static bool dpcodec_cols_int_cells(int64_t base_s, const struct wc_cell *cells, 
         prev = ts;
         c->ts[n] = ts;
         c->val[n++] = (uint64_t)x;
-        ones |= (uint64_t)(x ^ (x >> 63)); /* |x| - 1 for x < 0: one bit pattern per value */
     }
     if (n == 0)
         return false; /* nothing but other cells: the general path decides */
-    c->int_bound = ones == UINT64_MAX ? ones : ones + 1; /* the OR bounds each |x| - 1 */
     memset(c->is_int, 1, n);
     c->n = n;
     c->kinds = DPCODEC_COLS_INTS;
@@ -1851,7 +1815,6 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
     c->n = 0;
     c->kinds = 0;
     c->ts_regular = false;
-    c->int_bound = UINT64_MAX;
     if (dups)
         *dups = 0;
     if (ncells > 1 && cells[0].qualifier.len == 2) {

@@ -170,10 +170,6 @@ struct dpcodec_cols {
     bool lazy_ts;
     bool ts_regular;
     int64_t ts_first, ts_step;
-    /* When kinds == DPCODEC_COLS_INTS: every |value| <= int_bound (a bound the decoder knows
-     * without a pass over the values, e.g. from a stream's block ranges; UINT64_MAX when it
-     * knows none). Callers may use it to prove integer arithmetic exact. */
-    uint64_t int_bound;
     /* private */
     size_t cap;
     struct dpcodec_point *pts; /* the general path's buffer */

@@ -13,9 +13,10 @@
  * scanners, keys and cells; an answer of at most a few series), and handed to a worker as any
  * query when it would pass the budget (nothing was sent then); a loop run during which the
  * loop thread had to wait (a voluntary context switch: a disk read, a lock held by a writer)
- * makes the loop leave last queries to the workers for 10 s (tsd_last_loop_overrun), so the
- * loop waits at most once per 10 s that way. The loop saves the two thread hand-offs (a worker's wake-up and the loop's
- * wake-up for the completion), which cost more than a small last query. */
+ * for more than LAST_LOOP_WAIT_NS in all makes the loop leave last queries to the workers for
+ * 10 s (tsd_last_loop_overrun), so the loop waits that long at most once per 10 s. The loop
+ * saves the two thread hand-offs (a worker's wake-up and the loop's wake-up for the
+ * completion), which cost more than a small last query. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -32,6 +33,7 @@
 #include "tsd/routes.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd.h"
+#include "tsd/tstats.h"
 
 static const char *param_at(void *arg, const char *name, size_t idx)
 {
@@ -163,11 +165,17 @@ static void last_work(struct http_req *r, void *arg)
 
 /* The budget of a last query on the network loop (see (3)): the default back_scan of a
  * fully tagged series is 25 discovery scans and one row read, a series at 1 s resolution has
- * 3,600 cells in an hour row. From memory that is at most ~0.2 ms of loop time (about 1.5 us
- * a scanner, 0.3 us a key, 25 ns a cell); the bench's last_point takes ~10 us. */
-#define LAST_LOOP_MAX_SCANS 32
-#define LAST_LOOP_MAX_ROWS  128
-#define LAST_LOOP_MAX_CELLS 4096
+ * 3,600 cells in an hour row; the bench's last_point takes ~10 us. The wall-time bound caps
+ * what the counts do not (stepping over a long row in a reversed scan): at most 200 us plus
+ * one such step or row read, then a worker runs the query. */
+#define LAST_LOOP_MAX_SCANS  32
+#define LAST_LOOP_MAX_ROWS   128
+#define LAST_LOOP_MAX_CELLS  4096
+#define LAST_LOOP_MAX_SERIES 8 /* a query for more goes to a worker after at most 8 keys */
+#define LAST_LOOP_MAX_NS     200000
+/* A run that had to wait (see loop_waits) and took longer than this stops the loop path for
+ * 10 s; a shorter wait (a lock held for a moment by another reader or a writer) does not. */
+#define LAST_LOOP_WAIT_NS 50000
 
 /* The loop thread's voluntary context switches: it makes one only when it waits (a disk read,
  * a lock held elsewhere), never when it is merely preempted. -1 if unknown. */
@@ -182,7 +190,8 @@ static long loop_waits(void)
 static bool last_on_loop(struct http_req *r, struct qlast_req *q)
 {
     static const struct qlast_budget budget = {LAST_LOOP_MAX_SCANS, LAST_LOOP_MAX_ROWS,
-                                                LAST_LOOP_MAX_CELLS};
+                                                LAST_LOOP_MAX_CELLS, LAST_LOOP_MAX_SERIES,
+                                                LAST_LOOP_MAX_NS};
     struct tsd *t = http_req_tsd(r);
     int64_t now = clock_now_ms();
     if (!tsd_last_on_loop(t, now))
@@ -194,7 +203,9 @@ static bool last_on_loop(struct http_req *r, struct qlast_req *q)
     struct ct_err err = {0};
     enum qexec_status status = QEXEC_INTERNAL;
     long waits = loop_waits();
+    uint64_t t0 = clock_mono_ns();
     int rc = qlast_run_bounded(tsd_tsdb(t), q, now, &budget, j, &status, &err);
+    uint64_t took = clock_mono_ns() - t0;
     long waited = loop_waits() - waits;
     if (rc == CT_ELIMIT) {
         qjson_free(j); /* nothing was written: the answer is written only at the end */
@@ -207,13 +218,17 @@ static bool last_on_loop(struct http_req *r, struct qlast_req *q)
             reply_failure(r, &s, (int)status, &err);
         qjson_free(j);
     }
-    if (waits < 0 || waited != 0) {
+    if (waits < 0 || (waited != 0 && took > LAST_LOOP_WAIT_NS)) {
+        tstats_add(TSTATS_LAST_LOOP_WAITS, 1);
         tsd_last_loop_overrun(t, now);
-        tlog_warn("a last query waited on the network loop (a disk read or a lock): last "
-                  "queries go to the workers for 10 s");
+        tlog_warn("a last query waited on the network loop for %.3f ms (a disk read or a "
+                  "lock): last queries go to the workers for 10 s", (double)took / 1e6);
     }
-    if (rc == CT_ELIMIT)
+    if (rc == CT_ELIMIT) {
+        tstats_add(TSTATS_LAST_LOOP_OVER, 1);
         return false;
+    }
+    tstats_add(TSTATS_LAST_LOOP, 1);
     qlast_req_free(q);
     return true;
 }

@@ -34,6 +34,9 @@ enum tstats_counter {
     TSTATS_WRITE_NS,     /* total nanoseconds inside batch writes */
     TSTATS_BACKPRESSURE, /* times reading was paused because the store fell behind */
     TSTATS_LINES_TOO_LONG,
+    TSTATS_LAST_LOOP,       /* /api/query/last answered on the network loop */
+    TSTATS_LAST_LOOP_OVER,  /* ... tried there, past the budget, sent to a worker */
+    TSTATS_LAST_LOOP_WAITS, /* ... runs that waited there: the loop path stopped for 10 s */
     TSTATS_NCOUNTERS
 };
 

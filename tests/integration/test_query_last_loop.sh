@@ -5,7 +5,9 @@
 # jsonp, gzip, errors); on one keep-alive connection, pipelined last queries mixed with puts,
 # slow range queries and over-budget last queries are answered in request order, a put is seen
 # by the last query after it, a client that reads late gets every answer in order, and
-# Connection: close and a half-closed socket end the connection after the answer.
+# Connection: close and a half-closed socket end the connection after the answer; a worker's
+# request finished without waking the loop (parked) does not hold up shutdown or the socket
+# timeout of its idle connection.
 source "$(dirname "$0")/lib.sh"
 
 # the windows are relative to the current hour: keep clear of an hour's last minute
@@ -194,6 +196,17 @@ elif mode == "halfclose":
 EOF
 
 on=$(python3 "$py" answers "$TSD_PORT")
+stat() { curl -s -m 10 "http://127.0.0.1:$TSD_PORT/api/stats" | python3 -c '
+import json, sys
+for d in json.load(sys.stdin):
+    if d["metric"] == "tsd.query.last" and d["tags"].get("type") == sys.argv[1]:
+        print(d["value"])' "$1"; }
+# of the 14: the loop answered 7 queries of 1-6 series and 3 with an unknown name or a bad
+# TSUID (found there); the two sys.wide ones (300 series) went past its budget; the 2 with a
+# bad back_scan were refused by the parser before
+check_eq "last queries answered on the loop" 10 "$(stat loop)"
+check_eq "last queries past the loop's budget" 2 "$(stat over_loop_budget)"
+check_eq "no waits on the loop" 0 "$(stat loop_waits)"
 check_contains "the loop answers a fully tagged series" "$on" '"timestamp":'"$((H + 7))"'000,"value":"100","tsuid":'
 check_contains "the loop answers a double" "$on" '"value":"2.5"'
 check_contains "an over-budget query is answered (gzipped, 300 series)" "$on" 'gunzipped:[{"metric":"sys.wide"'
@@ -214,6 +227,8 @@ tsd_stop
 # the same data with every last query on the workers: the same bytes
 tsd_start --tsd.query.last.on_loop=false
 off=$(python3 "$py" answers "$TSD_PORT")
+check_eq "with tsd.query.last.on_loop=false no last query runs on the loop" "0 0" \
+  "$(stat loop) $(stat over_loop_budget)"
 check_eq "the loop and the workers give the same answers" "$off" "$on2"
 check_eq "pipelining with the loop path off" \
   "200:last=4242 204:empty 200:last=4242 200:query 200:last*300 200:version 200:last=4242 closed" \
@@ -233,4 +248,13 @@ tsd_stop
 wait "$hold_pid"
 check_eq "shutdown closes it" "closed by the server" "$(sed -n 2p "$hold")"
 check_contains "shutdown completes" "$(cat "$TSD_LOG")" "shutdown complete"
+
+# the same with tsd.core.socket.timeout: the idle connection's timeout finds the parked request
+tsd_start --tsd.query.last.on_loop=false --tsd.core.socket.timeout=1
+python3 "$py" hold "$TSD_PORT" >"$hold" 2>&1
+check_eq "a parked request's idle connection is closed by its timeout" \
+  "200 300|closed by the server" "$(head -1 "$hold")|$(sed -n 2p "$hold")"
+check "the TSD still answers after the timeout" curl -sf -m 10 "http://127.0.0.1:$TSD_PORT/api/version" -o /dev/null
+tsd_stop
+check_contains "shutdown completes after the timeout" "$(cat "$TSD_LOG")" "shutdown complete"
 it_done

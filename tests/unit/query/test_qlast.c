@@ -70,6 +70,14 @@ static int teardown(void **state)
     return 0;
 }
 
+static size_t count_of(const char *s, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = s; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
 /* One run's outcome: rc, status and what was written (or the error message). */
 struct outcome {
     int rc;
@@ -116,33 +124,37 @@ static const char *const bodies[] = {
 };
 #define NBODIES (sizeof(bodies) / sizeof(bodies[0]))
 
-/* Every budget from tiny to ample, each bound varied alone and all together: the run either
- * answers exactly like qlast_run or ends with CT_ELIMIT having written nothing, and once a
- * budget passes every bigger one passes. */
+/* Every budget from tiny to ample, each bound varied alone and all counts together, and
+ * deadlines of 0-700 us: the run either answers exactly like qlast_run or ends with CT_ELIMIT
+ * having written nothing, and once a count budget passes every bigger one passes. */
 static void check_budgets(struct tsdb_fixture *f)
 {
     for (size_t i = 0; i < NBODIES; i++) {
         struct outcome want = run(f, bodies[i], NULL);
-        const struct qlast_budget ample = {1000, 100000, 1000000};
+        const struct qlast_budget ample = {1000, 100000, 1000000, 1000, 0};
         struct outcome got = run(f, bodies[i], &ample);
         assert_int_equal(got.rc, want.rc);
         assert_int_equal(got.st, want.st);
         assert_string_equal(got.out, want.out);
         assert_string_equal(got.msg, want.msg);
         free(got.out);
-        for (int dim = 0; dim < 4; dim++) {
+        for (int dim = 0; dim < 6; dim++) {
             bool passed = false;
             for (uint32_t n = 0; n <= 700; n += n < 40 ? 1 : 60) {
                 struct qlast_budget b = ample;
-                if (dim == 0 || dim == 3)
+                if (dim == 0 || dim == 4)
                     b.max_scans = n;
-                if (dim == 1 || dim == 3)
+                if (dim == 1 || dim == 4)
                     b.max_rows = n;
-                if (dim == 2 || dim == 3)
+                if (dim == 2 || dim == 4)
                     b.max_cells = n;
+                if (dim == 3 || dim == 4)
+                    b.max_series = n;
+                if (dim == 5) /* a deadline: either outcome, never a partial answer */
+                    b.max_ns = n ? (uint64_t)n * 1000 : 1;
                 got = run(f, bodies[i], &b);
                 if (got.rc == CT_ELIMIT) {
-                    if (passed)
+                    if (passed && dim != 5) /* time is not monotonic on a busy machine */
                         fail_msg("%s: budget dim %d n %u fails after a smaller one passed",
                                  bodies[i], dim, n);
                     assert_string_equal(got.out, "");
@@ -155,7 +167,7 @@ static void check_budgets(struct tsdb_fixture *f)
                 }
                 free(got.out);
             }
-            if (!passed)
+            if (!passed && dim != 5)
                 fail_msg("%s: budget dim %d never passes up to 700", bodies[i], dim);
         }
         free(want.out);
@@ -177,7 +189,7 @@ static void test_each_bound_ends_a_run_that_passes_it(void **state)
     TSDB_FIXTURE_SKIP_IF_NONE(state);
     struct tsdb_fixture *f = *state;
     const char *one = bodies[0]; /* l1, backScan 2: 3 hour scans + 1 row read */
-    struct qlast_budget b = {4, 100, 100};
+    struct qlast_budget b = {4, 100, 100, 1, 0};
     struct outcome o = run(f, one, &b);
     assert_int_equal(o.rc, CT_OK);
     assert_non_null(strstr(o.out, "\"value\":\"100\""));
@@ -190,7 +202,7 @@ static void test_each_bound_ends_a_run_that_passes_it(void **state)
     free(o.out);
     /* sys.wide has 60 series in hour H: 60 keys for one discovery scan */
     const char *wide = "{\"queries\":[{\"metric\":\"sys.wide\"}],\"backScan\":1}";
-    struct qlast_budget rows = {1000, 59, 100000};
+    struct qlast_budget rows = {1000, 59, 100000, 1000, 0};
     o = run(f, wide, &rows);
     assert_int_equal(o.rc, CT_ELIMIT);
     assert_string_equal(o.out, "");
@@ -202,7 +214,7 @@ static void test_each_bound_ends_a_run_that_passes_it(void **state)
     free(o.out);
     /* 60 series need 60 row reads after the discovery scan: a budget of 60 scans stops before
      * reading any row (else a budget of 0 cells would have stopped it at the first row) */
-    struct qlast_budget reads = {60, 1000, 0};
+    struct qlast_budget reads = {60, 1000, 0, 1000, 0};
     o = run(f, wide, &reads);
     assert_int_equal(o.rc, CT_ELIMIT);
     assert_string_equal(o.out, "");
@@ -213,9 +225,34 @@ static void test_each_bound_ends_a_run_that_passes_it(void **state)
     o = run(f, wide, &reads);
     assert_int_equal(o.rc, CT_OK);
     free(o.out);
+    /* ... and so does a budget of 59 series, or of 8 over two sub-queries of 5 series each */
+    struct qlast_budget series = {1000, 1000, 0, 59, 0};
+    o = run(f, wide, &series);
+    assert_int_equal(o.rc, CT_ELIMIT);
+    assert_non_null(strstr(o.msg, "or 59 series"));
+    free(o.out);
+    const char *two = "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"dc\":\"q\"}},"
+                      "{\"metric\":\"sys.lat\",\"tags\":{\"dc\":\"r\"}}],\"backScan\":6}";
+    struct qlast_budget eight = {1000, 1000, 100000, 8, 0};
+    o = run(f, two, &eight);
+    assert_int_equal(o.rc, CT_ELIMIT);
+    assert_string_equal(o.out, "");
+    free(o.out);
+    /* a deadline already passed stops the run at its first check, whatever else */
+    struct qlast_budget late = {1000, 1000, 100000, 1000, 1};
+    o = run(f, one, &late);
+    assert_int_equal(o.rc, CT_ELIMIT);
+    assert_string_equal(o.out, "");
+    assert_non_null(strstr(o.msg, "more than 0 us"));
+    free(o.out);
+    eight.max_series = 10;
+    o = run(f, two, &eight);
+    assert_int_equal(o.rc, CT_OK);
+    assert_int_equal(count_of(o.out, "\"tsuid\""), 10);
+    free(o.out);
     /* sys.big's newest row holds 600 cells */
     const char *big = "{\"queries\":[{\"metric\":\"sys.big\"}],\"backScan\":1}";
-    struct qlast_budget cells = {1000, 1000, 599};
+    struct qlast_budget cells = {1000, 1000, 599, 1000, 0};
     o = run(f, big, &cells);
     assert_int_equal(o.rc, CT_ELIMIT);
     assert_string_equal(o.out, "");
