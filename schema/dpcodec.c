@@ -1169,6 +1169,14 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
                 const unsigned down = 64 - w;
                 uint64_t pos = 0;
                 int64_t *o = res + done;
+                const uint64_t umn = (uint64_t)mn, w2 = 2 * (uint64_t)w, w3 = 3 * (uint64_t)w;
+                for (; j + 4 <= fast; j += 4, pos += 4 * (uint64_t)w) { /* four per step */
+                    uint64_t p1 = pos + w, p2 = pos + w2, p3 = pos + w3;
+                    o[j] = (int64_t)(umn + ((coding_get_be64(p + (pos >> 3)) << (pos & 7)) >> down));
+                    o[j + 1] = (int64_t)(umn + ((coding_get_be64(p + (p1 >> 3)) << (p1 & 7)) >> down));
+                    o[j + 2] = (int64_t)(umn + ((coding_get_be64(p + (p2 >> 3)) << (p2 & 7)) >> down));
+                    o[j + 3] = (int64_t)(umn + ((coding_get_be64(p + (p3 >> 3)) << (p3 & 7)) >> down));
+                }
                 for (; j < fast; j++, pos += w) {
                     uint64_t u = (coding_get_be64(p + (pos >> 3)) << (pos & 7)) >> down;
                     o[j] = (int64_t)((uint64_t)mn + u);
