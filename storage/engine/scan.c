@@ -1174,7 +1174,7 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
                                           &sc->kids[sc->on_row[bj]].cur) < 0)
                     bj = j;
             struct echild *best = &sc->kids[sc->on_row[bj]];
-            int rc = matcher_cell(&sc->m, &best->cur, err);
+            int rc = matcher_cell_inl(&sc->m, &best->cur, err);
             if (rc < 0)
                 return rc;
             if (rc == M_EMIT && (rc = scanner_push_cell(sc, &sc->fams[f], best, err)) != CT_OK)
@@ -1182,8 +1182,9 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
             if ((rc = child_advance(best, &sc->m, sc->key, sc->key_len, !sc->o.reversed, &skips,
                                     err)) != CT_OK)
                 return rc;
-            if (!child_on_row(best, sc->key, sc->key_len)) {
-                memmove(&sc->on_row[bj], &sc->on_row[bj + 1], (non - bj - 1) * sizeof(size_t));
+            if (!child_on_row(best, sc->key, sc->key_len)) { /* a few entries: no memmove call */
+                for (size_t j = bj; j + 1 < non; j++)
+                    sc->on_row[j] = sc->on_row[j + 1];
                 non--;
             }
         }
