@@ -329,7 +329,7 @@ static void matcher_init(struct matcher *m)
 /* Starts a family's cells (every row starts its families again). What depends only on the
  * family and the request is computed when the family changes: the request fields (tmin, tmax,
  * req_versions, raw, o) are set before the first start and never change. */
-static void matcher_start_family(struct matcher *m, const struct sfam *f)
+static inline void matcher_start_family(struct matcher *m, const struct sfam *f)
 {
     if (m->f != f) {
         m->f = f;
@@ -569,8 +569,9 @@ struct escanner {
      * looked for. */
     size_t nlazy;
     bool lazy_first;
-    /* rows returned from region reads_er not yet added to its `reads` statistic (added when the
-     * scan moves to another region and at close: one atomic add per region, not per row) */
+    /* rows returned from region reads_er (the open region's, set at its open) not yet added to
+     * its `reads` statistic (added when the scan opens another region and at close: one atomic
+     * add per region, not per row) */
     struct eregion *reads_er;
     uint64_t reads_pending;
     size_t lead;
@@ -755,6 +756,10 @@ static inline void *sarena_alloc(struct escanner *sc, size_t n)
 
 static void sarena_reset(struct escanner *sc)
 {
+    if (!sc->arena->next) { /* only the inline chunk (rows up to ~1 KiB of copies) */
+        sc->arena->used = 0;
+        return;
+    }
     for (struct sarena_chunk *c = sc->arena; c; c = c->next)
         c->used = 0;
     sc->arena_cur = sc->arena;
@@ -763,6 +768,13 @@ static void sarena_reset(struct escanner *sc)
 static int bytes_le_key(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 {
     return bytes_cmp(a, al, b, bl);
+}
+
+static void scanner_flush_reads(struct escanner *sc)
+{
+    if (sc->reads_er && sc->reads_pending)
+        atomic_fetch_add_explicit(&sc->reads_er->reads, sc->reads_pending, memory_order_relaxed);
+    sc->reads_pending = 0;
 }
 
 static void scanner_close_region(struct escanner *sc)
@@ -785,6 +797,10 @@ static struct sregion *scanner_region(struct escanner *sc)
 static int scanner_open_region(struct escanner *sc, struct ct_err *err)
 {
     struct sregion *r = scanner_region(sc);
+    if (r->er != sc->reads_er) { /* rows counted so far were the previous region's */
+        scanner_flush_reads(sc);
+        sc->reads_er = r->er;
+    }
     size_t n = 0;
     for (size_t f = 0; f < sc->nsf; f++)
         n += r->in[f].nms + r->in[f].nfiles;
@@ -1197,13 +1213,6 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
     return CT_OK;
 }
 
-static void scanner_flush_reads(struct escanner *sc)
-{
-    if (sc->reads_er && sc->reads_pending)
-        atomic_fetch_add_explicit(&sc->reads_er->reads, sc->reads_pending, memory_order_relaxed);
-    sc->reads_pending = 0;
-}
-
 int engine_scanner_next(struct wc_scanner *wsc, struct wc_row *row, struct ct_err *err)
 {
     struct escanner *sc = (struct escanner *)wsc;
@@ -1255,12 +1264,7 @@ int engine_scanner_next(struct wc_scanner *wsc, struct wc_row *row, struct ct_er
         if (sc->ncells == 0)
             continue;
         sc->rows++;
-        struct eregion *er = scanner_region(sc)->er;
-        if (er != sc->reads_er) {
-            scanner_flush_reads(sc);
-            sc->reads_er = er;
-        }
-        sc->reads_pending++;
+        sc->reads_pending++; /* for reads_er, the open region */
         sc->have_row = true;
         size_t n = sc->ncells;
         if (sc->o.batch_cells && n > sc->o.batch_cells)
