@@ -1117,17 +1117,11 @@ scanner_push_cell(struct escanner *sc, const struct sfam *f, const struct echild
  * row to step back from. Skipping is safe because what follows in a done column are older
  * versions and older markers of that column only; the empty-qualifier column is never skipped,
  * because the family-wide markers live there, among its puts, and apply to every column. */
-static inline int child_advance(struct echild *c, const struct matcher *m, const uint8_t *row,
-                                size_t row_len, bool may_seek, unsigned *skips,
-                                struct ct_err *err)
+static __attribute__((noinline)) int child_seek_past_column(struct echild *c,
+                                                            const struct matcher *m,
+                                                            const uint8_t *row, size_t row_len,
+                                                            struct ct_err *err)
 {
-    if (!may_seek || !m->col_done || m->raw || m->qual_len == 0) {
-        *skips = 0;
-        return echild_next_inl(c, err);
-    }
-    if (++*skips < SCAN_SKIPS_BEFORE_SEEK)
-        return echild_next_inl(c, err);
-    *skips = 0;
     struct cell past = {0};
     past.row = row;
     past.row_len = (uint32_t)row_len;
@@ -1135,6 +1129,21 @@ static inline int child_advance(struct echild *c, const struct matcher *m, const
     past.qual_len = (uint32_t)m->qual_len;
     past.ts_ms = INT64_MIN;
     return echild_seek(c, &past, err);
+}
+
+static inline __attribute__((always_inline)) int child_advance(struct echild *c,
+                                                               const struct matcher *m,
+                                                               const uint8_t *row, size_t row_len,
+                                                               bool may_seek, unsigned *skips,
+                                                               struct ct_err *err)
+{
+    if (!may_seek || !m->col_done || m->raw || m->qual_len == 0) {
+        *skips = 0;
+    } else if (++*skips >= SCAN_SKIPS_BEFORE_SEEK) {
+        *skips = 0;
+        return child_seek_past_column(c, m, row, row_len, err);
+    }
+    return echild_next_inl(c, err);
 }
 
 /* Walks input c through the rest of row sc->key (the only input on it, so no merge), each cell
