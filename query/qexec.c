@@ -226,6 +226,16 @@ static int series_finish(struct xser *s, struct qagg_point **dst, struct ct_err 
 
 /* ---- scanning -------------------------------------------------------------------------- */
 
+/* Work the helper pool (pool_run) and the query's thread do together: fn(arg) takes pieces of
+ * it until none are left. The pool's lock guards next, busy and want. */
+struct pjob {
+    void (*fn)(void *arg);
+    void *arg;
+    struct pjob *next; /* the queue of jobs open to helpers */
+    unsigned busy;     /* helpers working on this job */
+    unsigned want;     /* helpers this job may still take */
+};
+
 struct xscan {
     struct tsdb *t;
     const struct rowkey_layout *l;
@@ -258,10 +268,7 @@ struct xscan {
     int *rcs;
     struct ct_err *errs;
     atomic_uint_fast64_t rows;
-    /* the helper pool (scan_pool_*): pool.mu guards these */
-    struct xscan *pool_next; /* the queue of scans open to helpers */
-    unsigned pool_busy;      /* helpers working on this scan */
-    unsigned pool_want;      /* helpers this scan may still take */
+    struct pjob job; /* on the helper pool (pool_run) */
 };
 
 static int tsuid_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
@@ -771,7 +778,7 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
     return rc;
 }
 
-static void *scan_thread(void *arg)
+static void scan_thread(void *arg)
 {
     struct xscan *x = arg;
     for (;;) {
@@ -787,21 +794,21 @@ static void *scan_thread(void *arg)
         if (x->rcs[w] != CT_OK)
             atomic_store(&x->stop, 1);
     }
-    return NULL;
 }
 
-/* Helper scan threads, started once per process and kept (a query used to create and join a
+/* Helper threads, started once per process and kept (a query used to create and join a
  * thread each time: tens of microseconds, and a new thread's first run on a busy machine comes
- * late). A query puts its scan in the queue, wakes as many helpers as it wants, takes pieces
- * itself, then takes its scan off the queue and waits for the helpers still on a piece of it.
- * A helper takes pieces of the first queued scan that still wants one. */
+ * late). A query puts its job (its scan's pieces, or its groups to render) in the queue, wakes
+ * as many helpers as it wants, takes pieces itself, then takes its job off the queue and waits
+ * for the helpers still on a piece of it. A helper takes pieces of the first queued job that
+ * still wants one. */
 #define SCAN_POOL_MAX 3 /* helpers: a query uses at most min(CPUs, 4) threads */
 static struct {
     pthread_once_t once;
     pthread_mutex_t mu;
-    pthread_cond_t work; /* a scan was queued */
-    pthread_cond_t idle; /* a helper left a scan */
-    struct xscan *head;
+    pthread_cond_t work; /* a job was queued */
+    pthread_cond_t idle; /* a helper left a job */
+    struct pjob *head;
     unsigned nthreads;
 } scan_pool = {PTHREAD_ONCE_INIT,
                PTHREAD_MUTEX_INITIALIZER,
@@ -815,19 +822,19 @@ static void *scan_pool_main(void *arg)
     (void)arg;
     pthread_mutex_lock(&scan_pool.mu);
     for (;;) {
-        struct xscan *x = scan_pool.head;
-        while (x && x->pool_want == 0)
-            x = x->pool_next;
+        struct pjob *x = scan_pool.head;
+        while (x && x->want == 0)
+            x = x->next;
         if (!x) {
             pthread_cond_wait(&scan_pool.work, &scan_pool.mu);
             continue;
         }
-        x->pool_want--;
-        x->pool_busy++;
+        x->want--;
+        x->busy++;
         pthread_mutex_unlock(&scan_pool.mu);
-        scan_thread(x);
+        x->fn(x->arg);
         pthread_mutex_lock(&scan_pool.mu);
-        if (--x->pool_busy == 0)
+        if (--x->busy == 0)
             pthread_cond_broadcast(&scan_pool.idle);
     }
     return NULL;
@@ -849,8 +856,8 @@ static void scan_pool_start(void)
     pthread_attr_destroy(&a);
 }
 
-/* Runs every piece of x on this thread and up to `helpers` pool threads. */
-static void scan_run(struct xscan *x, unsigned helpers)
+/* Runs job x (x->fn, x->arg set) on this thread and up to `helpers` pool threads. */
+static void pool_run(struct pjob *x, unsigned helpers)
 {
     if (helpers) {
         pthread_once(&scan_pool.once, scan_pool_start);
@@ -858,25 +865,25 @@ static void scan_run(struct xscan *x, unsigned helpers)
             helpers = scan_pool.nthreads;
     }
     if (!helpers) {
-        scan_thread(x);
+        x->fn(x->arg);
         return;
     }
     pthread_mutex_lock(&scan_pool.mu);
-    x->pool_want = helpers;
-    x->pool_busy = 0;
-    x->pool_next = scan_pool.head;
+    x->want = helpers;
+    x->busy = 0;
+    x->next = scan_pool.head;
     scan_pool.head = x;
     pthread_mutex_unlock(&scan_pool.mu);
     for (unsigned i = 0; i < helpers; i++)
         pthread_cond_signal(&scan_pool.work);
-    scan_thread(x); /* this thread takes pieces too */
+    x->fn(x->arg); /* this thread takes pieces too */
     pthread_mutex_lock(&scan_pool.mu);
-    struct xscan **pp = &scan_pool.head;
+    struct pjob **pp = &scan_pool.head;
     while (*pp != x)
-        pp = &(*pp)->pool_next;
-    *pp = x->pool_next;
-    x->pool_want = 0;
-    while (x->pool_busy)
+        pp = &(*pp)->next;
+    *pp = x->next;
+    x->want = 0;
+    while (x->busy)
         pthread_cond_wait(&scan_pool.idle, &scan_pool.mu);
     pthread_mutex_unlock(&scan_pool.mu);
 }
@@ -1244,6 +1251,22 @@ static bool cpus_busy(long ncpu)
     return b;
 }
 
+/* Threads a query's parallel parts may use: qexec_options.scan_threads, else min(CPUs, 4), or
+ * one when every CPU is already busy (cpus_busy). */
+static unsigned query_threads(const struct qexec_options *o)
+{
+    static atomic_long ncpus; /* sysconf reads /sys on every call: once */
+    long ncpu = atomic_load_explicit(&ncpus, memory_order_relaxed);
+    if (!ncpu) {
+        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        atomic_store_explicit(&ncpus, ncpu, memory_order_relaxed);
+    }
+    unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
+    if (!o->scan_threads && nth > 1 && cpus_busy(ncpu))
+        nth = 1;
+    return nth > 64 ? 64 : nth;
+}
+
 static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub *sub,
                    const struct qexec_options *o, struct xsub *xs, enum qexec_status *status,
                    struct qexec_stats *st, uint64_t deadline_ns, struct ct_err *err)
@@ -1302,17 +1325,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     xs->ds_done = x.ds != NULL;
     xs->general_only = o->general_only;
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
-    static atomic_long ncpus; /* sysconf reads /sys on every call: once */
-    long ncpu = atomic_load_explicit(&ncpus, memory_order_relaxed);
-    if (!ncpu) {
-        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        atomic_store_explicit(&ncpus, ncpu, memory_order_relaxed);
-    }
-    unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
-    if (!o->scan_threads && nth > 1 && cpus_busy(ncpu))
-        nth = 1;
-    if (nth > 64)
-        nth = 64;
+    unsigned nth = query_threads(o);
     /* fewer than four pieces of work per thread: split each bucket's hours into time slices.
      * Threads take pieces as they come free, so a thread that starts late or is preempted on a
      * busy machine leaves its share to the others instead of holding up the query. */
@@ -1343,7 +1356,9 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     uint64_t t0 = clock_mono_ns();
     if (nth > nwork)
         nth = nwork;
-    scan_run(&x, nth - 1);
+    x.job.fn = scan_thread;
+    x.job.arg = &x;
+    pool_run(&x.job, nth - 1);
     for (unsigned wi = 0; wi < nwork; wi++) {
         if (x.rcs[wi] != CT_OK && x.rcs[wi] != CT_ECLOSED) {
             rc = x.rcs[wi];
@@ -1940,6 +1955,150 @@ static int write_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t 
     return write_group(w->q, xs, ser, n, w->globals, w->j, &w->first, w->st, w->err);
 }
 
+/* ---- groups written in parallel --------------------------------------------------------- */
+
+/* Points (in every series of every sub-query) for groups to be written in parallel: at most
+ * the maximum, since each group's JSON is then held in memory until its turn (a few MB at
+ * most; larger answers stream group by group as they are made), and at least the minimum,
+ * below which waking a helper and the copies cost more than they save (max_by_host, 13 groups
+ * of 3,744 points in all: 5 % slower in parallel; rate_by_dc, 4 groups of 72,000: 13 %
+ * faster on two threads). */
+#define QEXEC_RENDER_MAX_POINTS (1u << 18)
+#define QEXEC_RENDER_MIN_POINTS (1u << 14)
+
+/* A growing memory buffer as a qjson sink. */
+struct mbuf {
+    char *p;
+    size_t n, cap;
+};
+
+static int mbuf_sink(void *arg, const char *data, size_t len)
+{
+    struct mbuf *m = arg;
+    if (m->n + len > m->cap) {
+        size_t nc = m->cap ? m->cap : 16384;
+        while (nc < m->n + len)
+            nc *= 2;
+        char *np = realloc(m->p, nc);
+        if (!np)
+            return CT_ENOMEM;
+        m->p = np;
+        m->cap = nc;
+    }
+    memcpy(m->p + m->n, data, len);
+    m->n += len;
+    return CT_OK;
+}
+
+/* One group written to memory, its statistics and error apart. */
+struct grender {
+    struct xsub *xs;
+    struct xser **ser;
+    size_t n;
+    bool first; /* the answer's first group (no comma before it) */
+    struct mbuf out;
+    struct qexec_stats st;
+    struct ct_err err;
+    int rc;
+};
+
+struct rjob {
+    const struct qspec *q;
+    const struct gann *globals;
+    struct grender *g;
+    size_t ng, cap;
+    atomic_size_t next;
+};
+
+static int collect_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t n)
+{
+    struct rjob *r = arg;
+    if (r->ng == r->cap) {
+        size_t nc = r->cap ? r->cap * 2 : 16;
+        struct grender *ng = realloc(r->g, nc * sizeof(*ng));
+        if (!ng)
+            return CT_ENOMEM;
+        r->g = ng;
+        r->cap = nc;
+    }
+    struct grender *g = &r->g[r->ng];
+    memset(g, 0, sizeof(*g));
+    g->xs = xs;
+    g->ser = ser;
+    g->n = n;
+    g->first = r->ng == 0;
+    r->ng++;
+    return CT_OK;
+}
+
+/* Takes groups to write until none are left (a pool job). */
+static void render_thread(void *arg)
+{
+    struct rjob *r = arg;
+    for (;;) {
+        size_t i = atomic_fetch_add(&r->next, 1);
+        if (i >= r->ng)
+            break;
+        struct grender *g = &r->g[i];
+        struct qjson *jg = qjson_new(mbuf_sink, &g->out, 0);
+        if (!jg) {
+            g->rc = ct_err_set(&g->err, CT_ENOMEM, "out of memory writing a group");
+            continue;
+        }
+        bool first = g->first;
+        g->rc = write_group(r->q, g->xs, g->ser, g->n, r->globals, jg, &first, &g->st, &g->err);
+        int frc = qjson_flush(jg);
+        if (g->rc == CT_OK && frc != CT_OK)
+            g->rc = ct_err_set(&g->err, frc, "out of memory writing a group");
+        qjson_free(jg);
+    }
+}
+
+/* Writes every group of every sub-query to j: in parallel into memory, then in order, when
+ * the query may use several threads, has several groups and few enough points; else group by
+ * group straight to j. The bytes are the same either way. */
+static int write_groups(const struct qspec *q, const struct qexec_options *o, struct xsub *xs,
+                        struct wctx *w)
+{
+    unsigned nth = query_threads(o);
+    size_t points = 0;
+    for (size_t i = 0; i < q->nsubs; i++)
+        for (size_t k = 0; k < xs[i].nser; k++)
+            points += xs[i].ser[k]->pts.n;
+    struct rjob r = {.q = w->q, .globals = w->globals};
+    atomic_init(&r.next, 0);
+    int rc = CT_OK;
+    if (nth > 1 && points >= QEXEC_RENDER_MIN_POINTS && points <= QEXEC_RENDER_MAX_POINTS)
+        for (size_t i = 0; i < q->nsubs && rc == CT_OK; i++)
+            rc = for_each_group(&xs[i], collect_group_cb, &r);
+    if (rc != CT_OK || r.ng < 2 || !w->first) { /* group by group */
+        free(r.g);
+        rc = CT_OK;
+        for (size_t i = 0; i < q->nsubs && rc == CT_OK; i++)
+            rc = for_each_group(&xs[i], write_group_cb, w);
+        return rc;
+    }
+    struct pjob job = {.fn = render_thread, .arg = &r};
+    pool_run(&job, (unsigned)(r.ng - 1 < nth - 1 ? r.ng - 1 : nth - 1));
+    for (size_t i = 0; i < r.ng; i++) {
+        struct grender *g = &r.g[i];
+        if (rc == CT_OK && g->rc != CT_OK) {
+            rc = g->rc;
+            *w->err = g->err;
+        }
+        if (rc == CT_OK) {
+            qjson_raw(w->j, g->out.p, g->out.n);
+            w->first = false;
+            w->st->agg_ns += g->st.agg_ns;
+            w->st->emitted_dps += g->st.emitted_dps;
+            w->st->groups += g->st.groups;
+        }
+        free(g->out.p);
+    }
+    free(r.g);
+    return rc;
+}
+
 /* Runs every sub-query's scans (phase 1). */
 static int run_all(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
                    struct xsub *xs, enum qexec_status *status, struct qexec_stats *st,
@@ -1980,8 +2139,7 @@ int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options 
         *status = QEXEC_OK;
         struct wctx w = {q, &globals, j, true, st, err};
         qjson_raw(j, "[", 1);
-        for (size_t i = 0; i < q->nsubs && rc == CT_OK; i++)
-            rc = for_each_group(&xs[i], write_group_cb, &w);
+        rc = write_groups(q, o, xs, &w);
         if (rc == CT_OK && q->show_summary) {
             st->total_ns = clock_mono_ns() - t0;
             char b[400];

@@ -627,15 +627,15 @@ static void dpcodec_digit_tab_build(void)
  * division: the divisions of up to three blocks then overlap), and each remainder's digits
  * come by exact multiplications (and three at a time from a table when r <= 16). */
 struct dpcodec_rplan {
-    uint64_t r;                /* 0: unused memo slot */
-    unsigned m;                /* r^m < 2^32 <= r^(m+1), or r^(m+1) >= 2^32 */
-    uint64_t chunk, chunk2;    /* r^m, C = r^(2m) */
-    uint64_t cinv, inv;        /* floor((2^64 - 1) / r^m), ceil(2^64 / r) */
-    uint64_t d, v;             /* C << s (top bit set) and floor((2^128 - 1) / d) - 2^64 */
-    unsigned s;                /* leading zero bits of C */
-    const uint32_t *tab, *ps;  /* digit and running-sum tables, or NULL */
-    uint64_t r3, inv3;         /* r^3, ceil(2^64 / r^3), with the tables */
-    uint64_t pw[64];           /* r^c for c < 2m */
+    uint64_t r;               /* 0: unused memo slot */
+    unsigned m;               /* r^m < 2^32 <= r^(m+1), or r^(m+1) >= 2^32 */
+    uint64_t chunk, chunk2;   /* r^m, C = r^(2m) */
+    uint64_t cinv, inv;       /* floor((2^64 - 1) / r^m), ceil(2^64 / r) */
+    uint64_t d, v;            /* C << s (top bit set) and floor((2^128 - 1) / d) - 2^64 */
+    unsigned s;               /* leading zero bits of C */
+    const uint32_t *tab, *ps; /* digit and running-sum tables, or NULL */
+    uint64_t r3, inv3;        /* r^3, ceil(2^64 / r^3), with the tables */
+    uint64_t pw[64];          /* r^c for c < 2m */
 };
 
 /* The memo slot of radix r's plan (per thread). A slot holds one radix: getting another radix
@@ -719,8 +719,8 @@ struct dpcodec_rblock {
         uint64_t u0_ = L[i] << s | (i ? (L[i - 1] >> t) >> 1 : 0);                                 \
         L[i] = dpcodec_div_inv(R, u0_, d, v, &R);                                                  \
     } while (0)
-DPCODEC_HOT static void dpcodec_rpass(uint64_t *l0, uint64_t *l1, uint64_t *l2, unsigned nb, size_t n,
-                          const struct dpcodec_rplan *pl, uint64_t *rem)
+DPCODEC_HOT static void dpcodec_rpass(uint64_t *l0, uint64_t *l1, uint64_t *l2, unsigned nb,
+                                      size_t n, const struct dpcodec_rplan *pl, uint64_t *rem)
 {
     const uint64_t d = pl->d, v = pl->v;
     const unsigned s = pl->s, t = 63 - s;
@@ -751,8 +751,9 @@ DPCODEC_HOT static void dpcodec_rpass(uint64_t *l0, uint64_t *l1, uint64_t *l2, 
 
 /* Writes cnt (<= m) base-r digits of x (x < r^cnt), least significant first, each plus mn into
  * out; with acc, the running sum *acc + (mn + d0) + (mn + d1) + ... instead (and *acc moves). */
-DPCODEC_HOT static inline void dpcodec_rdigits(const struct dpcodec_rplan *pl, uint64_t x, unsigned cnt,
-                                   int64_t mn, int64_t *out, uint64_t *acc)
+DPCODEC_HOT static inline void dpcodec_rdigits(const struct dpcodec_rplan *pl, uint64_t x,
+                                               unsigned cnt, int64_t mn, int64_t *out,
+                                               uint64_t *acc)
 {
     unsigned k = 0;
     uint64_t umn = (uint64_t)mn;
@@ -816,8 +817,8 @@ static inline void dpcodec_rdigits64(const struct dpcodec_rplan *pl, uint64_t x,
 /* The digits of the m digits of a 32-bit half x (r <= 16: tables), written at out[0..m) as
  * dpcodec_rdigits() does; run: as running sums from *a. */
 static inline __attribute__((always_inline)) void
-dpcodec_rhalf_tab(const struct dpcodec_rplan *pl, uint64_t x, unsigned m3, unsigned m,
-                  uint64_t umn, int64_t *out, uint64_t *a, bool run)
+dpcodec_rhalf_tab(const struct dpcodec_rplan *pl, uint64_t x, unsigned m3, unsigned m, uint64_t umn,
+                  int64_t *out, uint64_t *a, bool run)
 {
     unsigned k = 0;
     for (; k < m3; k += 3) {
@@ -846,8 +847,8 @@ dpcodec_rhalf_tab(const struct dpcodec_rplan *pl, uint64_t x, unsigned m3, unsig
  * with run as one running sum from *acc. One call per block: the table, the split and the
  * choice of running sums are set once, not per remainder. */
 static DPCODEC_HOT void dpcodec_rdigits_tab(const struct dpcodec_rplan *pl, const uint64_t *rem,
-                                           uint64_t n, int64_t mn, int64_t *out, uint64_t *acc,
-                                           bool run)
+                                            uint64_t n, int64_t mn, int64_t *out, uint64_t *acc,
+                                            bool run)
 {
     const unsigned m = pl->m, m3 = m / 3 * 3;
     const uint64_t chunk = pl->chunk, cinv = pl->cinv, umn = (uint64_t)mn;
@@ -878,7 +879,7 @@ DPCODEC_HOT static int dpcodec_rblocks_read(struct dpcodec_rblock *blk, unsigned
 {
     struct dpcodec_rblock *b[3];
     size_t n = 0, left = nb;
-    uint64_t passes[3];
+    uint64_t passes[3] = {0, 0, 0};
     for (unsigned q = 0; q < nb; q++) {
         b[q] = &blk[q];
         passes[q] = blk[q].cnt / (2 * blk[q].pl->m);
@@ -1172,10 +1173,14 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
                 const uint64_t umn = (uint64_t)mn, w2 = 2 * (uint64_t)w, w3 = 3 * (uint64_t)w;
                 for (; j + 4 <= fast; j += 4, pos += 4 * (uint64_t)w) { /* four per step */
                     uint64_t p1 = pos + w, p2 = pos + w2, p3 = pos + w3;
-                    o[j] = (int64_t)(umn + ((coding_get_be64(p + (pos >> 3)) << (pos & 7)) >> down));
-                    o[j + 1] = (int64_t)(umn + ((coding_get_be64(p + (p1 >> 3)) << (p1 & 7)) >> down));
-                    o[j + 2] = (int64_t)(umn + ((coding_get_be64(p + (p2 >> 3)) << (p2 & 7)) >> down));
-                    o[j + 3] = (int64_t)(umn + ((coding_get_be64(p + (p3 >> 3)) << (p3 & 7)) >> down));
+                    o[j] =
+                        (int64_t)(umn + ((coding_get_be64(p + (pos >> 3)) << (pos & 7)) >> down));
+                    o[j + 1] =
+                        (int64_t)(umn + ((coding_get_be64(p + (p1 >> 3)) << (p1 & 7)) >> down));
+                    o[j + 2] =
+                        (int64_t)(umn + ((coding_get_be64(p + (p2 >> 3)) << (p2 & 7)) >> down));
+                    o[j + 3] =
+                        (int64_t)(umn + ((coding_get_be64(p + (p3 >> 3)) << (p3 & 7)) >> down));
                 }
                 for (; j < fast; j++, pos += w) {
                     uint64_t u = (coding_get_be64(p + (pos >> 3)) << (pos & 7)) >> down;

@@ -549,6 +549,14 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
             if (strcmp(got, want))
                 fail_msg("%s %s %s:\n fast    %.300s\n general %.300s", p[0], p[1], p[2], got,
                          want);
+            /* four threads: time slices, and groups written in parallel into memory */
+            scan_threads = 4;
+            char *par = run_query(f, p, false);
+            scan_threads = 0;
+            if (strcmp(par, want))
+                fail_msg("%s %s %s:\n 4 threads %.300s\n general   %.300s", p[0], p[1], p[2], par,
+                         want);
+            free(par);
             nonempty += strstr(want, "\"dps\":{\"") != NULL;
             free(want);
             free(got);

@@ -1140,8 +1140,8 @@ static uint64_t radix_rand(uint64_t *s)
 
 /* Decodes the compressed cell v (n integer points at BASE + i s) both ways (columns and the
  * iterator's row decoder) and checks the values against want; or that it is refused. */
-static void check_radix_cell(const uint8_t *v, size_t vl, size_t n, const int64_t *want,
-                             bool valid, struct dpcodec_cols *cols)
+static void check_radix_cell(const uint8_t *v, size_t vl, size_t n, const int64_t *want, bool valid,
+                             struct dpcodec_cols *cols)
 {
     struct dpcodec_point *pts = malloc(n * sizeof(*pts));
     for (size_t i = 0; i < n; i++)
@@ -1178,11 +1178,35 @@ static void test_radix_blocks_decode_every_radix_and_digit_count(void **state)
     /* radixes of every path: the digit tables (2..16), exact multiplications per digit (up to
      * 2^32 - 1, with C = r^2m normalised or not), one digit per 32-bit half (r > 65535), and
      * the digit-by-digit reader (r >= 2^32) */
-    static const uint64_t radixes[] = {2,     3,     4,     5,     6,         7,          8,
-                                       9,     10,    11,    13,    15,        16,         17,
-                                       100,   343,   1000,  1625,  1626,      9999,       65535,
-                                       65536, 65537, 99991, 1u << 31, 4294967295u, 4294967296ull,
-                                       (1ull << 40) + 3,    (1ull << 62) + 1};
+    static const uint64_t radixes[] = {2,
+                                       3,
+                                       4,
+                                       5,
+                                       6,
+                                       7,
+                                       8,
+                                       9,
+                                       10,
+                                       11,
+                                       13,
+                                       15,
+                                       16,
+                                       17,
+                                       100,
+                                       343,
+                                       1000,
+                                       1625,
+                                       1626,
+                                       9999,
+                                       65535,
+                                       65536,
+                                       65537,
+                                       99991,
+                                       1u << 31,
+                                       4294967295u,
+                                       4294967296ull,
+                                       (1ull << 40) + 3,
+                                       (1ull << 62) + 1};
     enum {
         MAXN = 3 * DPCODEC_BLOCK + 40
     };
@@ -1204,7 +1228,8 @@ static void test_radix_blocks_decode_every_radix_and_digit_count(void **state)
             if (n > MAXN)
                 n = MAXN;
             int shape = round % 6; /* random, all 0, all r - 1, then random again */
-            int64_t mn = round % 5 == 0 ? INT64_MIN + round : (int64_t)(radix_rand(&seed) % 2001) - 1000;
+            int64_t mn =
+                round % 5 == 0 ? INT64_MIN + round : (int64_t)(radix_rand(&seed) % 2001) - 1000;
             size_t o = 0;
             v[o++] = DPCODEC_CVERSION;
             v[o++] = DPCODEC_VENC(DPCODEC_VK_INT, order);
@@ -1262,9 +1287,7 @@ static void test_radix_blocks_decode_every_radix_and_digit_count(void **state)
                     continue;
                 }
                 for (size_t j = 0; j < cnt; j++) {
-                    dig[j] = shape == 1   ? 0
-                             : shape == 2 ? br - 1
-                                          : radix_rand(&seed) % br;
+                    dig[j] = shape == 1 ? 0 : shape == 2 ? br - 1 : radix_rand(&seed) % br;
                     res[done + j] = (int64_t)((uint64_t)mn + dig[j]);
                 }
                 /* the last round of each radix: the last block's number one too large */
@@ -1317,7 +1340,8 @@ static void test_cols_reads_rows_of_integer_cells_like_row_decode(void **state)
         int ncell = 1 + (int)(radix_rand(&seed) % 40);
         int extra = round % 10; /* 0..5: only integers and non-datapoint cells */
         uint32_t off = (uint32_t)(radix_rand(&seed) % 50);
-        for (int i = 0; i < ncell && off < 3600; i++, off += 1 + (uint32_t)(radix_rand(&seed) % 90)) {
+        for (int i = 0; i < ncell && off < 3600;
+             i++, off += 1 + (uint32_t)(radix_rand(&seed) % 90)) {
             static const uint8_t widths[4] = {1, 2, 4, 8};
             uint8_t w = widths[radix_rand(&seed) % 4];
             int64_t x = (int64_t)radix_rand(&seed);
