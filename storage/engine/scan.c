@@ -329,7 +329,7 @@ static void matcher_init(struct matcher *m)
 /* Starts a family's cells (every row starts its families again). What depends only on the
  * family and the request is computed when the family changes: the request fields (tmin, tmax,
  * req_versions, raw, o) are set before the first start and never change. */
-static void matcher_start_family(struct matcher *m, const struct sfam *f)
+static inline void matcher_start_family(struct matcher *m, const struct sfam *f)
 {
     if (m->f != f) {
         m->f = f;
@@ -569,8 +569,9 @@ struct escanner {
      * looked for. */
     size_t nlazy;
     bool lazy_first;
-    /* rows returned from region reads_er not yet added to its `reads` statistic (added when the
-     * scan moves to another region and at close: one atomic add per region, not per row) */
+    /* rows returned from region reads_er (the open region's, set at its open) not yet added to
+     * its `reads` statistic (added when the scan opens another region and at close: one atomic
+     * add per region, not per row) */
     struct eregion *reads_er;
     uint64_t reads_pending;
     size_t lead;
@@ -755,6 +756,10 @@ static inline void *sarena_alloc(struct escanner *sc, size_t n)
 
 static void sarena_reset(struct escanner *sc)
 {
+    if (!sc->arena->next) { /* only the inline chunk (rows up to ~1 KiB of copies) */
+        sc->arena->used = 0;
+        return;
+    }
     for (struct sarena_chunk *c = sc->arena; c; c = c->next)
         c->used = 0;
     sc->arena_cur = sc->arena;
@@ -763,6 +768,13 @@ static void sarena_reset(struct escanner *sc)
 static int bytes_le_key(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 {
     return bytes_cmp(a, al, b, bl);
+}
+
+static void scanner_flush_reads(struct escanner *sc)
+{
+    if (sc->reads_er && sc->reads_pending)
+        atomic_fetch_add_explicit(&sc->reads_er->reads, sc->reads_pending, memory_order_relaxed);
+    sc->reads_pending = 0;
 }
 
 static void scanner_close_region(struct escanner *sc)
@@ -785,6 +797,10 @@ static struct sregion *scanner_region(struct escanner *sc)
 static int scanner_open_region(struct escanner *sc, struct ct_err *err)
 {
     struct sregion *r = scanner_region(sc);
+    if (r->er != sc->reads_er) { /* rows counted so far were the previous region's */
+        scanner_flush_reads(sc);
+        sc->reads_er = r->er;
+    }
     size_t n = 0;
     for (size_t f = 0; f < sc->nsf; f++)
         n += r->in[f].nms + r->in[f].nfiles;
@@ -1101,17 +1117,11 @@ scanner_push_cell(struct escanner *sc, const struct sfam *f, const struct echild
  * row to step back from. Skipping is safe because what follows in a done column are older
  * versions and older markers of that column only; the empty-qualifier column is never skipped,
  * because the family-wide markers live there, among its puts, and apply to every column. */
-static inline int child_advance(struct echild *c, const struct matcher *m, const uint8_t *row,
-                                size_t row_len, bool may_seek, unsigned *skips,
-                                struct ct_err *err)
+static __attribute__((noinline)) int child_seek_past_column(struct echild *c,
+                                                            const struct matcher *m,
+                                                            const uint8_t *row, size_t row_len,
+                                                            struct ct_err *err)
 {
-    if (!may_seek || !m->col_done || m->raw || m->qual_len == 0) {
-        *skips = 0;
-        return echild_next_inl(c, err);
-    }
-    if (++*skips < SCAN_SKIPS_BEFORE_SEEK)
-        return echild_next_inl(c, err);
-    *skips = 0;
     struct cell past = {0};
     past.row = row;
     past.row_len = (uint32_t)row_len;
@@ -1119,6 +1129,21 @@ static inline int child_advance(struct echild *c, const struct matcher *m, const
     past.qual_len = (uint32_t)m->qual_len;
     past.ts_ms = INT64_MIN;
     return echild_seek(c, &past, err);
+}
+
+static inline __attribute__((always_inline)) int child_advance(struct echild *c,
+                                                               const struct matcher *m,
+                                                               const uint8_t *row, size_t row_len,
+                                                               bool may_seek, unsigned *skips,
+                                                               struct ct_err *err)
+{
+    if (!may_seek || !m->col_done || m->raw || m->qual_len == 0) {
+        *skips = 0;
+    } else if (++*skips >= SCAN_SKIPS_BEFORE_SEEK) {
+        *skips = 0;
+        return child_seek_past_column(c, m, row, row_len, err);
+    }
+    return echild_next_inl(c, err);
 }
 
 /* Walks input c through the rest of row sc->key (the only input on it, so no merge), each cell
@@ -1197,13 +1222,6 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
     return CT_OK;
 }
 
-static void scanner_flush_reads(struct escanner *sc)
-{
-    if (sc->reads_er && sc->reads_pending)
-        atomic_fetch_add_explicit(&sc->reads_er->reads, sc->reads_pending, memory_order_relaxed);
-    sc->reads_pending = 0;
-}
-
 int engine_scanner_next(struct wc_scanner *wsc, struct wc_row *row, struct ct_err *err)
 {
     struct escanner *sc = (struct escanner *)wsc;
@@ -1255,12 +1273,7 @@ int engine_scanner_next(struct wc_scanner *wsc, struct wc_row *row, struct ct_er
         if (sc->ncells == 0)
             continue;
         sc->rows++;
-        struct eregion *er = scanner_region(sc)->er;
-        if (er != sc->reads_er) {
-            scanner_flush_reads(sc);
-            sc->reads_er = er;
-        }
-        sc->reads_pending++;
+        sc->reads_pending++; /* for reads_er, the open region */
         sc->have_row = true;
         size_t n = sc->ncells;
         if (sc->o.batch_cells && n > sc->o.batch_cells)
