@@ -16,7 +16,9 @@
  *      explicitTags, group by the group-by keys (series lacking one are dropped, as OpenTSDB);
  *      put the kept series' points in order, into one block;
  *   6. per series downsample (unless step 4 did), then rate; aggregate each group
- *      (qagg_group_run); emit the points inside [start, end].
+ *      (qagg_group_run); emit the points inside [start, end] (with several threads and a
+ *      mid-size answer the groups are made in parallel, each into memory, then sent in order:
+ *      write_groups).
  * Invariants: (1) every scan of every sub-query finishes before the first output byte, so errors
  * (400/408/413) never follow partial output; (2) a series lives in exactly one salt bucket, so
  * per-bucket results are concatenated, never merged; (3) points of a series are ascending once

@@ -1151,6 +1151,7 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
         size_t bytes = (size_t)((cnt * w + 7) / 8);
         if ((size_t)(end - p) < bytes)
             return -1;
+        uint64_t summed = 0; /* the block's first entries already made running sums */
         if (w == 0) {
             for (uint64_t j = 0; j < cnt; j++)
                 res[done + j] = mn;
@@ -1171,6 +1172,22 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
                 uint64_t pos = 0;
                 int64_t *o = res + done;
                 const uint64_t umn = (uint64_t)mn, w2 = 2 * (uint64_t)w, w3 = 3 * (uint64_t)w;
+                if (run) { /* order 1: running sums straight away (no second pass) */
+                    uint64_t a = acc;
+                    for (; j + 4 <= fast; j += 4, pos += 4 * (uint64_t)w) {
+                        uint64_t p1 = pos + w, p2 = pos + w2, p3 = pos + w3;
+                        uint64_t u0 = (coding_get_be64(p + (pos >> 3)) << (pos & 7)) >> down;
+                        uint64_t u1 = (coding_get_be64(p + (p1 >> 3)) << (p1 & 7)) >> down;
+                        uint64_t u2 = (coding_get_be64(p + (p2 >> 3)) << (p2 & 7)) >> down;
+                        uint64_t u3 = (coding_get_be64(p + (p3 >> 3)) << (p3 & 7)) >> down;
+                        o[j] = (int64_t)(a += umn + u0);
+                        o[j + 1] = (int64_t)(a += umn + u1);
+                        o[j + 2] = (int64_t)(a += umn + u2);
+                        o[j + 3] = (int64_t)(a += umn + u3);
+                    }
+                    acc = a;
+                    summed = j;
+                }
                 for (; j + 4 <= fast; j += 4, pos += 4 * (uint64_t)w) { /* four per step */
                     uint64_t p1 = pos + w, p2 = pos + w2, p3 = pos + w3;
                     o[j] =
@@ -1195,7 +1212,7 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
             }
         }
         p += bytes;
-        dpcodec_run_sum(res + done, cnt, run, &acc);
+        dpcodec_run_sum(res + done + summed, cnt - summed, run, &acc);
         done += cnt;
     }
     if (zeros) { /* the closed forms of the sums */
