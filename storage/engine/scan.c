@@ -390,8 +390,8 @@ static bool qual_selected(const struct matcher *m, const uint8_t *q, size_t ql)
     return true;
 }
 
-/* The rules for one cell; inlined into the scan's single-input walk (the per-row hot loop),
- * called through matcher_cell() elsewhere. */
+/* The rules for one cell; inlined into the scan's per-cell loops (the single-input walk and
+ * the merge of a row several inputs hold), called through matcher_cell() by Gets. */
 static inline __attribute__((always_inline)) int matcher_cell_inl(struct matcher *m,
                                                                   const struct cell *c,
                                                                   struct ct_err *err)

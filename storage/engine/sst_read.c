@@ -10,7 +10,11 @@
  * (or owned by one iterator when the family does not cache); (2) every offset and length taken
  * from the file is bounds-checked before use: damage gives CT_ECORRUPT naming the file and the
  * offset, never a crash; (3) an iterator holds a file reference, so the file outlives it;
- * (4) it->valid implies it->blk is loaded, it->bi is its block number and 0 <= it->i < blk->n.
+ * (4) it->valid implies it->blk is loaded, it->bi is its block number and 0 <= it->i < blk->n;
+ * (5) besides its block an iterator holds at most one more cache reference, the read-ahead's
+ * (it->ahead_h, for block it->ahead_bi != it->bi), which loading that block adopts and any other
+ * load or sst_iter_free releases; a block is CRC-checked once per load from the file, never
+ * again while cached, and the read-ahead loads nothing (it only looks up cached blocks).
  * Threading: struct sst is immutable after sst_open() except its atomic refcount and obsolete
  * flag; pread() on the shared descriptor needs no lock. An iterator belongs to one thread. */
 #include <errno.h>
