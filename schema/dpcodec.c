@@ -751,9 +751,8 @@ DPCODEC_HOT static void dpcodec_rpass(uint64_t *l0, uint64_t *l1, uint64_t *l2, 
 
 /* Writes cnt (<= m) base-r digits of x (x < r^cnt), least significant first, each plus mn into
  * out; with acc, the running sum *acc + (mn + d0) + (mn + d1) + ... instead (and *acc moves). */
-DPCODEC_HOT static inline void dpcodec_rdigits(const struct dpcodec_rplan *pl, uint64_t x,
-                                               unsigned cnt, int64_t mn, int64_t *out,
-                                               uint64_t *acc)
+static inline void dpcodec_rdigits(const struct dpcodec_rplan *pl, uint64_t x, unsigned cnt,
+                                   int64_t mn, int64_t *out, uint64_t *acc)
 {
     unsigned k = 0;
     uint64_t umn = (uint64_t)mn;
