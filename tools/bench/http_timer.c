@@ -42,7 +42,7 @@ struct conn {
 };
 
 static struct conn conns[MAX_CONNS];
-static char *body;      /* the answer's body, de-chunked */
+static char *body; /* the answer's body, de-chunked */
 static size_t body_len, body_cap;
 
 static uint64_t now_ns(void)
@@ -254,9 +254,8 @@ int main(int argc, char **argv)
         }
         struct conn *c = &conns[ci];
         req = grow(req, &req_cap, strlen(path) + blen + 256);
-        int hl = sprintf(req,
-                         "%s %s HTTP/1.1\r\nHost: %s:%d\r\nAccept-Encoding: identity\r\n", method,
-                         path, c->host, c->port);
+        int hl = sprintf(req, "%s %s HTTP/1.1\r\nHost: %s:%d\r\nAccept-Encoding: identity\r\n",
+                         method, path, c->host, c->port);
         if (blen > 0 || strcmp(method, "GET") != 0)
             hl += sprintf(req + hl, "Content-Length: %lu\r\n", blen);
         hl += sprintf(req + hl, "\r\n");
@@ -268,8 +267,8 @@ int main(int argc, char **argv)
         }
         int close_after = 0;
         uint64_t t0 = now_ns();
-        int status = send_all(c->fd, req, (size_t)hl + blen) == 0 ? read_answer(c, &close_after)
-                                                                  : -1;
+        int status =
+            send_all(c->fd, req, (size_t)hl + blen) == 0 ? read_answer(c, &close_after) : -1;
         uint64_t dt = now_ns() - t0;
         if (status < 0) {
             conn_close(c);
