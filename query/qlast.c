@@ -333,8 +333,8 @@ struct qlast_limit {
     size_t cells;
     uint64_t deadline_ns; /* clock_mono_ns() past which the run stops; 0 = none */
     bool over_time;       /* a discovery scan stopped at the deadline */
-    bool over_rows;  /* a discovery scan stopped at max_rows */
-    bool over_reads; /* ... at more series than row reads left */
+    bool over_rows;       /* a discovery scan stopped at max_rows */
+    bool over_reads;      /* ... at more series than row reads left */
 };
 
 /* Counts one more scanner (or point read) against the budget: CT_ELIMIT when it would pass it. */
@@ -451,8 +451,7 @@ static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t
         return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", hex);
     }
     int64_t top = rowkey_base_hour_s(now_s);
-    return last_by_gets(t, ts, tl, top, top - back_h * ROWKEY_HOUR_S, set, cols, lim, status,
-                        err);
+    return last_by_gets(t, ts, tl, top, top - back_h * ROWKEY_HOUR_S, set, cols, lim, status, err);
 }
 
 /* What the discovery scan of a metric query collects: each matching series not yet in the
@@ -517,8 +516,7 @@ static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_
 
 static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t now_s,
                           int64_t back_h, struct lastset *set, struct dpcodec_cols *cols,
-                          struct qlast_limit *lim, enum qexec_status *status,
-                          struct ct_err *err)
+                          struct qlast_limit *lim, enum qexec_status *status, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     struct uid *u = tsdb_uid(t);
@@ -611,8 +609,7 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
                 rc = ct_err_set(err, CT_ELIMIT, "last query: more than %llu us",
                                 (unsigned long long)(lim->b->max_ns / 1000));
             if (rc == CT_OK && lim->over_reads)
-                rc = ct_err_set(err, CT_ELIMIT,
-                                "last query: more than %u row reads or %u series",
+                rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads or %u series",
                                 (unsigned)lim->b->max_scans, (unsigned)lim->b->max_series);
             if (rc != CT_OK || !nlead)
                 break;
@@ -725,8 +722,7 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
         if (q->metric)
             rc = last_of_metric(t, q, now_ms / 1000, back, &set, &cols, lim, status, err);
         for (size_t k = 0; k < q->ntsuids && rc == CT_OK; k++)
-            rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, &cols, lim, status,
-                               err);
+            rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, &cols, lim, status, err);
     }
     if (rc == CT_OK) {
         *status = QEXEC_OK;

@@ -190,8 +190,8 @@ static long loop_waits(void)
 static bool last_on_loop(struct http_req *r, struct qlast_req *q)
 {
     static const struct qlast_budget budget = {LAST_LOOP_MAX_SCANS, LAST_LOOP_MAX_ROWS,
-                                                LAST_LOOP_MAX_CELLS, LAST_LOOP_MAX_SERIES,
-                                                LAST_LOOP_MAX_NS};
+                                               LAST_LOOP_MAX_CELLS, LAST_LOOP_MAX_SERIES,
+                                               LAST_LOOP_MAX_NS};
     struct tsd *t = http_req_tsd(r);
     int64_t now = clock_now_ms();
     if (!tsd_last_on_loop(t, now))
@@ -222,7 +222,8 @@ static bool last_on_loop(struct http_req *r, struct qlast_req *q)
         tstats_add(TSTATS_LAST_LOOP_WAITS, 1);
         tsd_last_loop_overrun(t, now);
         tlog_warn("a last query waited on the network loop for %.3f ms (a disk read or a "
-                  "lock): last queries go to the workers for 10 s", (double)took / 1e6);
+                  "lock): last queries go to the workers for 10 s",
+                  (double)took / 1e6);
     }
     if (rc == CT_ELIMIT) {
         tstats_add(TSTATS_LAST_LOOP_OVER, 1);

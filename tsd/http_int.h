@@ -36,9 +36,9 @@ struct http_req {
     char method_name[16];
     int minor; /* HTTP/1.minor */
     bool keep_alive;
-    char *head;     /* the request head, NUL-separated in place; header strings point here */
-    char *path;     /* owned, decoded and normalised */
-    char *query;    /* owned, as sent */
+    char *head;  /* the request head, NUL-separated in place; header strings point here */
+    char *path;  /* owned, decoded and normalised */
+    char *query; /* owned, as sent */
     struct http_kv headers[HTTP_MAX_HEADERS];
     size_t nheaders;
     struct http_kv *params; /* owned array; strings in params_buf */

@@ -392,9 +392,8 @@ static bool qual_selected(const struct matcher *m, const uint8_t *q, size_t ql)
 
 /* The rules for one cell; inlined into the scan's per-cell loops (the single-input walk and
  * the merge of a row several inputs hold), called through matcher_cell() by Gets. */
-static inline __attribute__((always_inline)) int matcher_cell_inl(struct matcher *m,
-                                                                  const struct cell *c,
-                                                                  struct ct_err *err)
+static inline __attribute__((always_inline)) int
+matcher_cell_inl(struct matcher *m, const struct cell *c, struct ct_err *err)
 {
     if (!m->have_col || !cell_bytes_eq(m->qual, m->qual_len, c->qual, c->qual_len)) {
         if (c->qual_len > m->qual_cap) {
@@ -549,7 +548,7 @@ struct escanner {
     bool region_open;
     struct echild *kids;
     size_t nkids;
-    size_t *on_row; /* scanner_read_row's merge: indexes of the inputs on the row (nkids room,
+    size_t *on_row;    /* scanner_read_row's merge: indexes of the inputs on the row (nkids room,
                      * allocated at the region's first merge) */
     size_t *kid_start; /* nsf + 1 */
     uint64_t snap;
@@ -712,11 +711,13 @@ static int sc_reserve(uint8_t **buf, size_t *cap, uint8_t *inl, size_t need, str
 }
 
 #define KEY_RESERVE(sc, need)                                                                      \
-    ((need) <= (sc)->key_cap ? CT_OK                                                               \
-                             : sc_reserve(&(sc)->key, &(sc)->key_cap, (sc)->key_inline, (need), err))
+    ((need) <= (sc)->key_cap                                                                       \
+         ? CT_OK                                                                                   \
+         : sc_reserve(&(sc)->key, &(sc)->key_cap, (sc)->key_inline, (need), err))
 #define TMP_RESERVE(sc, need)                                                                      \
-    ((need) <= (sc)->tmp_cap ? CT_OK                                                               \
-                             : sc_reserve(&(sc)->tmp, &(sc)->tmp_cap, (sc)->tmp_inline, (need), err))
+    ((need) <= (sc)->tmp_cap                                                                       \
+         ? CT_OK                                                                                   \
+         : sc_reserve(&(sc)->tmp, &(sc)->tmp_cap, (sc)->tmp_inline, (need), err))
 
 static __attribute__((noinline)) void *sarena_alloc_slow(struct escanner *sc, size_t n)
 {
@@ -1058,9 +1059,10 @@ static int scanner_skip_row(struct escanner *sc, struct ct_err *err)
     return CT_OK;
 }
 
-static inline __attribute__((always_inline)) int
-scanner_push_cell(struct escanner *sc, const struct sfam *f, const struct echild *c,
-                  struct ct_err *err)
+static inline __attribute__((always_inline)) int scanner_push_cell(struct escanner *sc,
+                                                                   const struct sfam *f,
+                                                                   const struct echild *c,
+                                                                   struct ct_err *err)
 {
     if (sc->ncells == sc->cells_cap) {
         size_t cap = sc->cells_cap * 2;
@@ -1131,11 +1133,9 @@ static __attribute__((noinline)) int child_seek_past_column(struct echild *c,
     return echild_seek(c, &past, err);
 }
 
-static inline __attribute__((always_inline)) int child_advance(struct echild *c,
-                                                               const struct matcher *m,
-                                                               const uint8_t *row, size_t row_len,
-                                                               bool may_seek, unsigned *skips,
-                                                               struct ct_err *err)
+static inline __attribute__((always_inline)) int
+child_advance(struct echild *c, const struct matcher *m, const uint8_t *row, size_t row_len,
+              bool may_seek, unsigned *skips, struct ct_err *err)
 {
     if (!may_seek || !m->col_done || m->raw || m->qual_len == 0) {
         *skips = 0;

@@ -65,7 +65,7 @@ struct sst_block {
     uint64_t *wk;
     struct sst_dentry *e;
     uint8_t *keys;
-    size_t keybytes; /* of keys */
+    size_t keybytes;    /* of keys */
     const uint8_t *raw; /* decompressed contents (a copy, or the file's mapping): values */
     size_t charge;
 };
@@ -137,7 +137,7 @@ struct sst_iter {
     struct block_cache_handle *ahead_h;
     int64_t ahead_bi;
     uint32_t run;
-    bool ahead_cached; /* the next block was in the cache when its entry was prefetched */
+    bool ahead_cached;          /* the next block was in the cache when its entry was prefetched */
     struct sst_scratch scratch; /* last: sst_iter_new keeps it in a reused iterator */
 };
 
@@ -1281,7 +1281,7 @@ static __attribute__((noinline)) void sst_iter_read_ahead(struct sst_iter *it)
             __builtin_prefetch(b + 64);
         }
         break;
-    default: /* the entries and keys, 8 lines per step until they are all asked for */
+    default:               /* the entries and keys, 8 lines per step until they are all asked for */
         if (it->ahead_h) { /* entries and keys are one range: keys follow the entries */
             const struct sst_block *b = block_cache_value(it->ahead_h);
             const uint8_t *p = (const uint8_t *)b->e + (it->run / SST_AHEAD_STEP - 4) * 8 * 64;

@@ -25,10 +25,15 @@ After the table it prints the median of a request that does no query work on eit
 (ctsdb /api/version, VictoriaMetrics /health): the HTTP client, loopback and request handling
 floor that every answer's time includes (it bounds the ratio of the tiniest queries).
 
-The timed requests go through one small socket client (RawConn), the same for both servers;
---client http.client uses Python's http.client instead (slower on both sides).
+The timed requests go through one client, the same for both servers: by default a small C
+program (tools/bench/http_timer.c, built into the work directory) that times each request from
+the write of the request to the last byte of the answer, so that the script's own per-request
+cost is not in the figures; --client raw uses a minimal Python socket client (RawConn, which
+adds ~0.02-0.04 ms to every answer on both sides) and --client http.client Python's
+http.client (slower still).
 
-Usage: tools/bench/query_bench.py [--hosts N] [--hours H] [--runs R] [--client raw|http.client]
+Usage: tools/bench/query_bench.py [--hosts N] [--hours H] [--runs R]
+                                  [--client c|raw|http.client]
 Needs bin/ctsdb (make) and victoria-metrics (deps/bench.txt). Prints a markdown table.
 """
 import argparse
@@ -200,7 +205,54 @@ class RawConn:
         return status, data
 
 
+class CTimer:
+    """The http_timer co-process (tools/bench/http_timer.c): one keep-alive connection per
+    endpoint, requests timed in C (see the module's docstring)."""
+
+    def __init__(self, work, endpoints):
+        exe = os.path.join(work, "http_timer")
+        subprocess.run(["cc", "-O2", "-o", exe, os.path.join(ROOT, "tools/bench/http_timer.c")],
+                       check=True)
+        self.proc = subprocess.Popen([exe] + ["127.0.0.1:%d" % p for p in endpoints],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.index = {p: i for i, p in enumerate(endpoints)}
+
+    def conn(self, port):
+        return CConn(self, self.index[port])
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+class CConn:
+    """One of CTimer's connections; timed() takes the time measured in C."""
+
+    def __init__(self, timer, index):
+        self.timer, self.index = timer, index
+
+    def run(self, method, path, body=None):
+        """(seconds, status, body bytes)."""
+        if isinstance(body, str):
+            body = body.encode()
+        body = body or b""
+        p = self.timer.proc
+        p.stdin.write(b"%d %s %s %d\n" % (self.index, method.encode(), path.encode(), len(body)))
+        p.stdin.write(body)
+        p.stdin.flush()
+        head = p.stdout.readline().split()
+        if not head or head[0] == b"error":
+            raise RuntimeError("http_timer: %s" % b" ".join(head).decode())
+        data = p.stdout.read(int(head[2]))
+        return int(head[0]) / 1e9, int(head[1]), data
+
+
 def timed(conn, path, method="GET", body=None):
+    if isinstance(conn, CConn):
+        dt, status, data = conn.run(method, path, body)
+        if status != 200:
+            raise RuntimeError("%s -> %d %s" % (path, status, data[:200]))
+        return dt, data
     if isinstance(conn, RawConn):
         t0 = time.perf_counter()
         conn.request(method, path, body=body)
@@ -227,11 +279,11 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--tsd-opt", action="append", default=[],
                     help="extra `ctsdb tsd` option, e.g. --tsd-opt=--tsd.storage.salt.width=1")
-    ap.add_argument("--client", choices=("raw", "http.client"), default="raw",
-                    help="HTTP client of the timed requests, the same for both servers: raw (a "
-                         "minimal socket client, default) or http.client (Python's; what "
-                         "session 3's first-round figures used: tens of microseconds more per "
-                         "answer on both sides)")
+    ap.add_argument("--client", choices=("c", "raw", "http.client"), default="c",
+                    help="HTTP client of the timed requests, the same for both servers: c "
+                         "(tools/bench/http_timer.c, timed in C; default), raw (a minimal Python "
+                         "socket client: ~0.02-0.04 ms more per answer) or http.client (Python's; "
+                         "what session 3's first-round figures used: tens of microseconds more)")
     ap.add_argument("--only", default="", help="comma list of query names to run")
     ap.add_argument("--keep-dir", action="store_true",
                     help="keep the work directory (data of both stores) and print its path")
@@ -352,9 +404,14 @@ def main():
                 {"query": "last_over_time(cpu_usage_user{%s}[1h])" % sel0, "time": e}),
         }
         # the same client class for both sides (see --client)
-        client = RawConn if args.client == "raw" else http.client.HTTPConnection
-        cc = client("127.0.0.1", cport, timeout=600)
-        vc = client("127.0.0.1", vport, timeout=600)
+        if args.client == "c":
+            timer = CTimer(work, [cport, vport])
+            procs.append(timer.proc)
+            cc, vc = timer.conn(cport), timer.conn(vport)
+        else:
+            client = RawConn if args.client == "raw" else http.client.HTTPConnection
+            cc = client("127.0.0.1", cport, timeout=600)
+            vc = client("127.0.0.1", vport, timeout=600)
         # wait (bounded) until both see the last point
         for _ in range(600):
             _, body = timed(cc, cq["last_point"])

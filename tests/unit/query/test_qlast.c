@@ -272,10 +272,9 @@ int main(void)
             test_bounded_runs_answer_like_unbounded_ones_or_write_nothing, setup_unsalted,
             teardown),
         cmocka_unit_test_setup_teardown(
-            test_bounded_runs_answer_like_unbounded_ones_or_write_nothing, setup_salted,
-            teardown),
-        cmocka_unit_test_setup_teardown(test_each_bound_ends_a_run_that_passes_it,
-                                        setup_unsalted, teardown),
+            test_bounded_runs_answer_like_unbounded_ones_or_write_nothing, setup_salted, teardown),
+        cmocka_unit_test_setup_teardown(test_each_bound_ends_a_run_that_passes_it, setup_unsalted,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -301,8 +301,7 @@ static void test_scans_return_rows_and_qualifiers_of_every_length_byte_exact(voi
 
 /* One put or marker (family f) of the merge test below. */
 static void mput(struct wc_table *t, const char *row, enum wc_mutation_op op, const char *q,
-                 int64_t ts,
-                 const char *v)
+                 int64_t ts, const char *v)
 {
     struct wc_mutation m = {op, wc_bytes_str("f"), wc_bytes_str(q), wc_bytes_str(v), ts};
     struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
@@ -325,13 +324,13 @@ static size_t merge_scan(struct wc_table *t, bool reversed, uint32_t versions, c
     int rc;
     while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK) {
         assert_true(n < 8);
-        size_t len = (size_t)snprintf(out[n], 256, "%.*s:", (int)r.key.len, (const char *)r.key.data);
+        size_t len =
+            (size_t)snprintf(out[n], 256, "%.*s:", (int)r.key.len, (const char *)r.key.data);
         for (size_t i = 0; i < r.ncells && len < 256; i++)
-            len += (size_t)snprintf(out[n] + len, 256 - len, " %.*s@%lld=%.*s",
-                                    (int)r.cells[i].qualifier.len,
-                                    (const char *)r.cells[i].qualifier.data,
-                                    (long long)r.cells[i].ts_ms, (int)r.cells[i].value.len,
-                                    (const char *)r.cells[i].value.data);
+            len += (size_t)snprintf(
+                out[n] + len, 256 - len, " %.*s@%lld=%.*s", (int)r.cells[i].qualifier.len,
+                (const char *)r.cells[i].qualifier.data, (long long)r.cells[i].ts_ms,
+                (int)r.cells[i].value.len, (const char *)r.cells[i].value.data);
         n++;
     }
     assert_int_equal(rc, CT_NOTFOUND);
@@ -373,7 +372,8 @@ static void test_scan_merges_a_row_over_files_and_memstore_with_later_markers(vo
     mput(t, "r1", WC_OP_DELETE_FAMILY, "", 20, "");
     mput(t, "r3", WC_OP_PUT, "q1", 100, "z0");
     char got[8][256];
-    const char *want3[] = {"r0: q1@100=x0", "r1: q1@120=a120 q1@100=a100 q2@110=b110 q2@105=b105 q2@100=b100",
+    const char *want3[] = {"r0: q1@100=x0",
+                           "r1: q1@120=a120 q1@100=a100 q2@110=b110 q2@105=b105 q2@100=b100",
                            "r2: q1@100=y0", "r3: q1@100=z0"};
     const char *want1[] = {"r0: q1@100=x0", "r1: q1@120=a120 q2@110=b110", "r2: q1@100=y0",
                            "r3: q1@100=z0"};
