@@ -692,8 +692,8 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
             uint64_t hint = 0;
             if (!s->pts_base) {
                 uint64_t hours = (uint64_t)(top_s - bottom_s) / ROWKEY_HOUR_S + 1;
-                hint = x->ds ? hours * ROWKEY_HOUR_S * 1000 / (uint64_t)x->ds->interval_ms
-                             : hours * n;
+                hint =
+                    x->ds ? hours * ROWKEY_HOUR_S * 1000 / (uint64_t)x->ds->interval_ms : hours * n;
                 if (hint > 1u << 20)
                     hint = 1u << 20;
             }

@@ -470,7 +470,10 @@ static void test_qexec_rows_of_any_size_come_out_in_time_order(void **state)
      * the smallest (so the room its first row makes is outgrown) and some minutes empty (a
      * downsampled row then fills fewer buckets than it spans); expected: the points as written,
      * and their 1-minute sums, in time order */
-    enum { HOURS = 12, MAXP = HOURS * 41 };
+    enum {
+        HOURS = 12,
+        MAXP = HOURS * 41
+    };
     const int64_t base = 1357002000;
     static int64_t pts[MAXP], sums_ts[MAXP], got_ts[MAXP];
     static double pv[MAXP], sums[MAXP], got_v[MAXP];
@@ -492,8 +495,7 @@ static void test_qexec_rows_of_any_size_come_out_in_time_order(void **state)
         }
     }
     const char *raw[] = {"start=1357002000", "end=1357045200", "m=sum:sys.cpu{host=g}", NULL};
-    const char *ds[] = {"start=1357002000", "end=1357045200", "m=sum:1m-sum:sys.cpu{host=g}",
-                        NULL};
+    const char *ds[] = {"start=1357002000", "end=1357045200", "m=sum:1m-sum:sys.cpu{host=g}", NULL};
     for (unsigned th = 1; th <= 16; th *= 4) {
         scan_threads = th;
         char *got = run_query(f, raw, false);
