@@ -22,7 +22,8 @@
  * Invariants: (1) every scan of every sub-query finishes before the first output byte, so errors
  * (400/408/413) never follow partial output; (2) a series lives in exactly one salt bucket, so
  * per-bucket results are concatenated, never merged; (3) points of a series are ascending once
- * series_finish() ran (rows arrive newest first; their chunks are reversed); (4) every fast path
+ * they are written (rows arrive newest first and are put below the newer ones: series_room();
+ * series_finish() only joins the time slices of a bucket); (4) every fast path
  * (in-scan downsampling, aligned groups) answers byte for byte as the general path
  * (qexec_options.general_only; test_qexec compares them). */
 #include "query/qexec.h"
@@ -55,9 +56,11 @@ struct xann {
 struct xser {
     uint8_t *tsuid;
     size_t tsuid_len;
+    /* the points read, ascending: pts.p = pts_base + (pts_top - pts.n), pts.cap = pts.n; rows
+     * arrive newest first, so each row's points go below the newer ones (series_room()) */
     struct qagg_buf pts;
-    size_t *chunks; /* start index of each row's points, in scan (newest first) order */
-    size_t nchunks, capchunks;
+    struct qagg_point *pts_base; /* the allocation (NULL once pts_borrowed) */
+    size_t pts_top;              /* its size in points */
     struct xann *anns;
     size_t nanns;
     int64_t *row_base; /* base hour of every row read (only for delete queries) */
@@ -81,8 +84,7 @@ static void xser_free(struct xser *s)
     xser_free(s->older);
     free(s->tsuid);
     if (!s->pts_borrowed)
-        qagg_buf_free(&s->pts);
-    free(s->chunks);
+        free(s->pts_base);
     for (size_t i = 0; i < s->nanns; i++)
         free(s->anns[i].json);
     free(s->anns);
@@ -175,10 +177,45 @@ static struct xser *xset_get(struct xset *x, const uint8_t *tsuid, size_t len)
     return s;
 }
 
-/* Points series_finish() copies for s (0: already in order). */
+/* Room for `most` points of a row below the series' points, at the returned pointer (NULL:
+ * out of memory); series_put() then places the m <= most written there. hint: the points to
+ * make room for at the first row. */
+static struct qagg_point *series_room(struct xser *s, size_t most, size_t hint)
+{
+    size_t lo = s->pts_top - s->pts.n;
+    if (lo < most) { /* grow; the points move to the top of the new allocation */
+        size_t nc = s->pts_top ? 2 * s->pts_top : hint;
+        if (nc < s->pts.n + most)
+            nc = s->pts.n + most;
+        struct qagg_point *nb = malloc(nc * sizeof(*nb));
+        if (!nb)
+            return NULL;
+        if (s->pts.n)
+            memcpy(nb + nc - s->pts.n, s->pts.p, s->pts.n * sizeof(*nb));
+        free(s->pts_base);
+        s->pts_base = nb;
+        s->pts_top = nc;
+        s->pts.p = nb + nc - s->pts.n;
+        lo = nc - s->pts.n;
+    }
+    return s->pts_base + lo - most;
+}
+
+/* Puts the m points written at series_room(s, most)'s pointer before the series' points. */
+static void series_put(struct xser *s, size_t most, size_t m)
+{
+    struct qagg_point *at = s->pts.p - most;
+    if (m < most) /* a row with empty buckets: its points end where the newer ones start */
+        memmove(at + (most - m), at, m * sizeof(*at));
+    s->pts.p -= m;
+    s->pts.n += m;
+    s->pts.cap = s->pts.n;
+}
+
+/* Points series_finish() copies for s (0: already in order, one time slice). */
 static size_t series_finish_size(const struct xser *s)
 {
-    if (s->nchunks <= 1 && !s->older)
+    if (!s->older)
         return 0;
     size_t total = 0;
     for (const struct xser *e = s; e; e = e->older)
@@ -186,11 +223,12 @@ static size_t series_finish_size(const struct xser *s)
     return total;
 }
 
-/* Puts the points of a series in ascending order, in one copy to *dst (advanced past them):
- * rows were read newest first (each row a chunk) and older time slices hang off s->older. */
+/* Puts the points of a series read in several time slices (s, then the older ones chained on
+ * s->older, each already ascending) in ascending order, in one copy to *dst (advanced past
+ * them). */
 static int series_finish(struct xser *s, struct qagg_point **dst, struct ct_err *err)
 {
-    if (s->nchunks <= 1 && !s->older)
+    if (!s->older)
         return CT_OK;
     size_t total = 0, nparts = 0;
     for (const struct xser *e = s; e; e = e->older) {
@@ -206,23 +244,22 @@ static int series_finish(struct xser *s, struct qagg_point **dst, struct ct_err 
     for (const struct xser *e = s; e; e = e->older)
         parts[k++] = e;
     size_t o = 0;
-    while (k-- > 0) { /* the oldest slice first, its oldest row first */
+    while (k-- > 0) { /* the oldest slice first */
         const struct xser *e = parts[k];
-        for (size_t c = e->nchunks; c-- > 0;) {
-            size_t b = e->chunks[c], end = c + 1 < e->nchunks ? e->chunks[c + 1] : e->pts.n;
-            memcpy(np + o, e->pts.p + b, (end - b) * sizeof(*np));
-            o += end - b;
-        }
+        if (e->pts.n)
+            memcpy(np + o, e->pts.p, e->pts.n * sizeof(*np));
+        o += e->pts.n;
     }
     free(parts);
     xser_free(s->older);
     s->older = s->oldest = NULL;
     if (!s->pts_borrowed)
-        free(s->pts.p);
+        free(s->pts_base);
+    s->pts_base = NULL;
+    s->pts_top = 0;
     s->pts.p = np;
     s->pts.n = s->pts.cap = total;
     s->pts_borrowed = true;
-    s->nchunks = 1;
     return CT_OK;
 }
 
@@ -337,7 +374,7 @@ static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_byte
  * the first holds exactly interval / step points, so its points are counted, not compared.
  * The same buckets and bits as the loops of row_downsample(). */
 static int row_downsample_regular(const struct xscan *x, const struct dpcodec_cols *c,
-                                  struct qagg_buf *out, struct ct_err *err)
+                                  struct xser *s, size_t hint, struct ct_err *err)
 {
     int64_t iv = x->ds->interval_ms, t0 = c->ts_first, st = c->ts_step;
     size_t n = c->n, i = 0;
@@ -347,9 +384,10 @@ static int row_downsample_regular(const struct xscan *x, const struct dpcodec_co
         return CT_OK;
     int64_t ti = t0 + (int64_t)i * st, tlast = t0 + (int64_t)(n - 1) * st;
     int64_t bstart = ti - ti % iv;
-    int rc = qagg_buf_reserve(out, (size_t)((tlast - bstart) / iv) + 1, err);
-    if (rc != CT_OK)
-        return rc;
+    size_t most = (size_t)((tlast - bstart) / iv) + 1;
+    struct qagg_buf ob = {series_room(s, most, hint), 0, most}, *out = &ob;
+    if (!ob.p)
+        return ct_err_set(err, CT_ENOMEM, "out of memory growing a series by %zu points", most);
     enum qagg_stream kind = x->ds_stream;
     const int64_t *v = (const int64_t *)(const void *)c->val;
     size_t k = (size_t)(iv / st);
@@ -409,17 +447,20 @@ static int row_downsample_regular(const struct xscan *x, const struct dpcodec_co
         pt->v.d = r;
         i = e;
     }
+    series_put(s, most, ob.n);
     return CT_OK;
 }
 
-static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct qagg_buf *out,
-                          double *vals, double *scratch, struct ct_err *err)
+/* Downsamples a row's points (c) into series s's buckets (placed by series_room()/series_put();
+ * hint: series_room()'s). */
+static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct xser *s,
+                          size_t hint, double *vals, double *scratch, struct ct_err *err)
 {
     int64_t iv = x->ds->interval_ms;
     if (c->ts_regular) {
         if (c->kinds == DPCODEC_COLS_INTS && x->ds_stream != QAGG_STREAM_NO && c->ts_step > 0 &&
             iv % c->ts_step == 0)
-            return row_downsample_regular(x, c, out, err);
+            return row_downsample_regular(x, c, s, hint, err);
         dpcodec_cols_fill_ts(c);
     }
     const int64_t *ts = c->ts;
@@ -430,9 +471,9 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
         return CT_OK;
     int64_t first = ts[i] - ts[i] % iv;
     size_t most = (size_t)((ts[n - 1] - first) / iv) + 1;
-    int rc = qagg_buf_reserve(out, most, err);
-    if (rc != CT_OK)
-        return rc;
+    struct qagg_buf ob = {series_room(s, most, hint), 0, most}, *out = &ob;
+    if (!ob.p)
+        return ct_err_set(err, CT_ENOMEM, "out of memory growing a series by %zu points", most);
     bool nan_free = c->kinds == DPCODEC_COLS_INTS; /* integers are never NaN */
     enum qagg_stream kind = x->ds_stream;
     if (nan_free && (kind == QAGG_STREAM_SUM || kind == QAGG_STREAM_AVG)) {
@@ -458,6 +499,7 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
         pt->ts_ms = bstart;
         pt->is_int = false;
         pt->v.d = kind == QAGG_STREAM_AVG ? r / (double)(i - b) : r;
+        series_put(s, most, ob.n);
         return CT_OK;
     }
     if (nan_free && kind != QAGG_STREAM_NO) {
@@ -482,6 +524,7 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
             pt->is_int = false;
             pt->v.d = kind == QAGG_STREAM_COUNT ? (double)(i - b) : (double)m;
         }
+        series_put(s, most, ob.n);
         return CT_OK;
     }
     /* the values as doubles (qagg_point_double), then one tight loop per bucket */
@@ -554,6 +597,7 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
         pt->is_int = false;
         pt->v.d = r;
     }
+    series_put(s, most, ob.n);
     return CT_OK;
 }
 
@@ -643,27 +687,15 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
             s->row_base[s->nrows++] = parts.base_s;
         }
         if (n) {
-            if (s->nchunks == s->capchunks) {
-                size_t nc = s->capchunks ? s->capchunks * 2 : 8;
-                size_t *ncks = realloc(s->chunks, nc * sizeof(size_t));
-                if (!ncks) {
-                    rc = ct_err_set(err, CT_ENOMEM, "out of memory adding a row");
-                    break;
-                }
-                s->chunks = ncks;
-                s->capchunks = nc;
-            }
-            s->chunks[s->nchunks++] = s->pts.n;
-            if (s->pts.cap == 0) {
-                /* the series' first row in this scan: room for the whole slice (buckets, or
-                 * this row's count for every hour), so that it rarely grows */
+            /* the series' first row in this scan makes room for the whole slice (buckets, or
+             * this row's count for every hour), so that it rarely grows */
+            uint64_t hint = 0;
+            if (!s->pts_base) {
                 uint64_t hours = (uint64_t)(top_s - bottom_s) / ROWKEY_HOUR_S + 1;
-                uint64_t guess =
+                hint =
                     x->ds ? hours * ROWKEY_HOUR_S * 1000 / (uint64_t)x->ds->interval_ms : hours * n;
-                if (guess > 1u << 20)
-                    guess = 1u << 20;
-                if ((rc = qagg_buf_reserve(&s->pts, (size_t)guess, err)) != CT_OK)
-                    break;
+                if (hint > 1u << 20)
+                    hint = 1u << 20;
             }
             if (x->ds) {
                 if (n > dsv_cap) {
@@ -678,12 +710,16 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
                     dsv = nv;
                     dsv_cap = nc;
                 }
-                if ((rc = row_downsample(x, &cols, &s->pts, dsv, dsv + dsv_cap, err)) != CT_OK)
+                if ((rc = row_downsample(x, &cols, s, (size_t)hint, dsv, dsv + dsv_cap, err)) !=
+                    CT_OK)
                     break;
             } else {
-                if ((rc = qagg_buf_reserve(&s->pts, n, err)) != CT_OK)
+                struct qagg_point *o = series_room(s, n, (size_t)hint);
+                if (!o) {
+                    rc = ct_err_set(err, CT_ENOMEM, "out of memory growing a series by %zu points",
+                                    n);
                     break;
-                struct qagg_point *o = s->pts.p + s->pts.n;
+                }
                 for (size_t i = 0; i < n; i++) {
                     o[i].ts_ms = cols.ts[i];
                     o[i].is_int = cols.is_int[i];
@@ -692,7 +728,7 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
                     else
                         o[i].v.d = dpcodec_cols_double(&cols, i);
                 }
-                s->pts.n += n;
+                series_put(s, n, n);
             }
             uint64_t total = atomic_fetch_add(&x->dps, n) + n;
             if (x->max_dps && total > x->max_dps) {

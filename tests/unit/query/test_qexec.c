@@ -444,6 +444,82 @@ static void test_qexec_time_slices_keep_points_in_order(void **state)
     scan_threads = 0;
 }
 
+/* The points of series host=g in the answer's first group, as (seconds, value) pairs; -1 if the
+ * answer is not one group. */
+static int answer_points(const char *json, int64_t *ts, double *val, int max)
+{
+    cJSON *a = cJSON_Parse(json);
+    int n = -1;
+    if (a && cJSON_GetArraySize(a) == 1) {
+        cJSON *dps = cJSON_GetObjectItem(cJSON_GetArrayItem(a, 0), "dps");
+        n = 0;
+        for (cJSON *c = dps ? dps->child : NULL; c && n < max; c = c->next, n++) {
+            ts[n] = strtoll(c->string, NULL, 10);
+            val[n] = c->valuedouble;
+        }
+    }
+    cJSON_Delete(a);
+    return n;
+}
+
+static void test_qexec_rows_of_any_size_come_out_in_time_order(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    /* twelve hours of one series, rows of 0 to 40 points at irregular offsets, the newest row
+     * the smallest (so the room its first row makes is outgrown) and some minutes empty (a
+     * downsampled row then fills fewer buckets than it spans); expected: the points as written,
+     * and their 1-minute sums, in time order */
+    enum {
+        HOURS = 12,
+        MAXP = HOURS * 41
+    };
+    const int64_t base = 1357002000;
+    static int64_t pts[MAXP], sums_ts[MAXP], got_ts[MAXP];
+    static double pv[MAXP], sums[MAXP], got_v[MAXP];
+    int np = 0, nsum = 0;
+    for (int h = 0; h < HOURS; h++) {
+        int cnt = h == HOURS - 1 ? 1 : h == 3 ? 0 : (h * 17 + 5) % 41;
+        for (int j = 0; j < cnt; j++) {
+            int64_t ts = base + h * 3600 + (int64_t)j * 3600 / cnt + (h + j) % 7;
+            int64_t v = h * 1000 + j;
+            put(f->t, "g", "q", ts, true, v, 0);
+            pts[np] = ts;
+            pv[np++] = (double)v;
+            if (nsum && sums_ts[nsum - 1] == ts - ts % 60) {
+                sums[nsum - 1] += (double)v;
+            } else {
+                sums_ts[nsum] = ts - ts % 60;
+                sums[nsum++] = (double)v;
+            }
+        }
+    }
+    const char *raw[] = {"start=1357002000", "end=1357045200", "m=sum:sys.cpu{host=g}", NULL};
+    const char *ds[] = {"start=1357002000", "end=1357045200", "m=sum:1m-sum:sys.cpu{host=g}", NULL};
+    for (unsigned th = 1; th <= 16; th *= 4) {
+        scan_threads = th;
+        char *got = run_query(f, raw, false);
+        int n = answer_points(got, got_ts, got_v, MAXP);
+        if (n != np)
+            fail_msg("threads %u: %d points, want %d: %.300s", th, n, np, got);
+        for (int i = 0; i < n; i++)
+            if (got_ts[i] != pts[i] || got_v[i] != pv[i])
+                fail_msg("threads %u: point %d is %lld %g, want %lld %g", th, i,
+                         (long long)got_ts[i], got_v[i], (long long)pts[i], pv[i]);
+        free(got);
+        got = run_query(f, ds, false);
+        n = answer_points(got, got_ts, got_v, MAXP);
+        if (n != nsum)
+            fail_msg("threads %u: %d buckets, want %d: %.300s", th, n, nsum, got);
+        for (int i = 0; i < n; i++)
+            if (got_ts[i] != sums_ts[i] || got_v[i] != sums[i])
+                fail_msg("threads %u: bucket %d is %lld %g, want %lld %g", th, i,
+                         (long long)got_ts[i], got_v[i], (long long)sums_ts[i], sums[i]);
+        free(got);
+    }
+    scan_threads = 0;
+}
+
 /* Writes n points of a series; is_int selects integer or double values (a random walk). */
 static void put_series(struct tsdb *t, const char *host, const char *dc, int64_t from_s,
                        int64_t step_s, int n, int kind, bool gaps, unsigned *seed)
@@ -645,6 +721,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_qmeta_suggest_lookup_assign, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_delete_removes_the_rows_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_time_slices_keep_points_in_order, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_qexec_rows_of_any_size_come_out_in_time_order, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qexec_concurrent_queries_share_the_scan_helpers, setup,
                                         teardown),
