@@ -881,8 +881,7 @@ static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
  * says stayed on the row needs no compare (rows of many small cells: one compare per cell
  * before). */
 static inline __attribute__((always_inline)) bool child_still_on_row(const struct echild *c,
-                                                                     const uint8_t *row,
-                                                                     size_t len)
+                                                                     const uint8_t *row, size_t len)
 {
     return c->valid && (c->same_row || cell_bytes_eq(c->cur.row, c->cur.row_len, row, len));
 }

@@ -59,8 +59,8 @@ static void apply(struct wc_table *t, int f, int r, int q, enum wc_mutation_op o
     if (op == WC_OP_PUT) {
         if (c->nput == MAXPUT)
             return;
-        size_t vl = fixture_rnd(seed) % 8 == 0 ? 17 + fixture_rnd(seed) % 24
-                                                : 1 + fixture_rnd(seed) % 12;
+        size_t vl =
+            fixture_rnd(seed) % 8 == 0 ? 17 + fixture_rnd(seed) % 24 : 1 + fixture_rnd(seed) % 12;
         for (size_t i = 0; i < vl; i++)
             vb[i] = (uint8_t)fixture_rnd(seed);
         m.value = wc_bytes_of(vb, vl);
@@ -158,7 +158,8 @@ static void fmt_wc_row(const struct wc_row *wr, char *out, size_t size)
     for (size_t i = 0; i < wr->ncells; i++) {
         const struct wc_cell *c = &wr->cells[i];
         char row[16], fam[8];
-        assert_true(c->row.len < sizeof row && c->family.len < sizeof fam && c->qualifier.len == QL);
+        assert_true(c->row.len < sizeof row && c->family.len < sizeof fam &&
+                    c->qualifier.len == QL);
         memcpy(row, c->row.data, c->row.len);
         row[c->row.len] = 0;
         memcpy(fam, c->family.data, c->family.len);
@@ -166,7 +167,6 @@ static void fmt_wc_row(const struct wc_row *wr, char *out, size_t size)
         fmt_cell(&p, end, row, fam, c->qualifier.data, c->ts_ms, c->value.data, c->value.len);
     }
 }
-
 
 #define ROWTXT (NFAMS * NQUALS * MAXPUT * 110)
 
@@ -213,8 +213,8 @@ static void check_reads(struct wc_table *t, const char *stage, const struct rq *
         fmt_wc_row(&res.row, got, ROWTXT);
         wc_result_release(&res);
         if (strcmp(got, want[r]) != 0)
-            fail_msg("%s v%u get %s:\n got  %.300s\n want %.300s", stage, q->versions, rows[r],
-                     got, want[r]);
+            fail_msg("%s v%u get %s:\n got  %.300s\n want %.300s", stage, q->versions, rows[r], got,
+                     want[r]);
     }
     for (int rev = 0; rev < 2; rev++) {
         o.reversed = rev;
@@ -244,10 +244,8 @@ static void check_reads(struct wc_table *t, const char *stage, const struct rq *
 static void check_all(struct wc_table *t, const char *stage)
 {
     const struct rq qs[] = {
-        {1, 0, WC_TS_LATEST, 0, NQUALS - 1, -1},
-        {3, 0, WC_TS_LATEST, 0, NQUALS - 1, -1},
-        {2, 0, WC_TS_LATEST, 0, NQUALS - 1, 1},
-        {3, g_ts / 3, g_ts * 2 / 3, 0, NQUALS - 1, -1},
+        {1, 0, WC_TS_LATEST, 0, NQUALS - 1, -1}, {3, 0, WC_TS_LATEST, 0, NQUALS - 1, -1},
+        {2, 0, WC_TS_LATEST, 0, NQUALS - 1, 1},  {3, g_ts / 3, g_ts * 2 / 3, 0, NQUALS - 1, -1},
         {1, 0, WC_TS_LATEST, 40, 222, 0},
     };
     for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++)
