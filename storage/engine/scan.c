@@ -30,23 +30,29 @@
  * (callgrind: the calls were ~45 instructions of readseq's ~950 per row). */
 static inline void scan_copy(uint8_t *d, const uint8_t *s, size_t n)
 {
-    if (n >= 8 && n <= 16) {
-        uint64_t a, b;
-        memcpy(&a, s, 8);
-        memcpy(&b, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + n - 8, &b, 8);
-    } else if (n >= 4 && n < 8) {
-        uint32_t a, b;
-        memcpy(&a, s, 4);
-        memcpy(&b, s + n - 4, 4);
-        memcpy(d, &a, 4);
-        memcpy(d + n - 4, &b, 4);
-    } else if (n > 0 && n < 4) { /* 1..3 bytes: first, middle, last (some the same) */
-        d[0] = s[0];
-        d[n / 2] = s[n / 2];
-        d[n - 1] = s[n - 1];
-    } else if (n > 16) {
+    if (n <= 16) { /* time-series qualifiers are 2 or 4 bytes, single-point values 1-8 */
+        if (n >= 8) {
+            uint64_t a, b;
+            memcpy(&a, s, 8);
+            memcpy(&b, s + n - 8, 8);
+            memcpy(d, &a, 8);
+            memcpy(d + n - 8, &b, 8);
+        } else if (n >= 4) {
+            uint32_t a, b;
+            memcpy(&a, s, 4);
+            memcpy(&b, s + n - 4, 4);
+            memcpy(d, &a, 4);
+            memcpy(d + n - 4, &b, 4);
+        } else if (n >= 2) {
+            uint16_t a, b;
+            memcpy(&a, s, 2);
+            memcpy(&b, s + n - 2, 2);
+            memcpy(d, &a, 2);
+            memcpy(d + n - 2, &b, 2);
+        } else if (n == 1) {
+            d[0] = s[0];
+        }
+    } else {
         memcpy(d, s, n);
     }
 }
@@ -194,7 +200,7 @@ static inline __attribute__((always_inline)) int echild_next_inl(struct echild *
         int rc;
         bool same = true, step;
         do {
-            if ((rc = sst_iter_next_cell(c->si, &c->cur, &c->valid, &step, err)) != CT_OK)
+            if ((rc = sst_iter_next_cell_inl(c->si, &c->cur, &c->valid, &step, err)) != CT_OK)
                 return rc;
             same &= step; /* every step on the same row: still the starting cell's row */
         } while (c->valid && c->cur.seq > c->snap);
@@ -415,8 +421,38 @@ matcher_cell_inl(struct matcher *m, const struct cell *c, struct ct_err *err)
         m->have_col = true;
         m->C = INT64_MIN;
         m->dts.n = 0;
-        m->n = 0;
         m->col_done = false;
+        if (!m->raw && c->type == WC_TYPE_PUT) {
+            /* A put opening its column (every cell of a row of single-point cells): the rules
+             * below with the column's fresh state (no column markers, no version counted, no
+             * previous cell) folded in. */
+            int64_t ts = c->ts_ms;
+            m->n = 1;
+            m->have_last = true;
+            m->last_ts = ts;
+            m->last_type = c->type;
+            if (m->minv == 0 && ts < m->f->oldest) { /* rule 1 */
+                m->n = 0;
+                m->have_last = false;
+                return M_SKIP;
+            }
+            if (ts <= m->F || ts == INT64_MIN || i64set_has(&m->fv, ts) || ts >= m->tmax) {
+                m->n = 0; /* rules 3 and 4 */
+                m->have_last = false;
+                return M_SKIP;
+            }
+            if (ts < m->tmin || (m->qfilter && !qual_selected(m, c->qual, c->qual_len))) {
+                m->n = 0; /* rules 4 and 5 */
+                m->have_last = false;
+                m->col_done = true;
+                return M_SKIP;
+            }
+            if (m->maxv >= 1 && (m->minv >= 1 || ts >= m->f->oldest)) /* rule 7 */
+                return M_EMIT;
+            m->col_done = true;
+            return M_SKIP;
+        }
+        m->n = 0;
         m->have_last = false;
     }
     int64_t ts = c->ts_ms;
@@ -1096,7 +1132,7 @@ static inline __attribute__((always_inline)) int scanner_push_cell(struct escann
     if (c->is_ms) {
         o->qualifier = wc_bytes_of(c->cur.qual, c->cur.qual_len);
         o->value = wc_bytes_of(c->cur.value, c->cur.value_len);
-    } else if (sst_iter_value_pinned(c->si)) {
+    } else if (c->si->blk->mapped) { /* sst_iter_value_pinned(), inline */
         /* the value stays in the file's mapping while the scanner holds the file: only the
          * qualifier (in the decoded block, released when the iterator moves on) is copied */
         uint8_t *p = sarena_alloc(sc, c->cur.qual_len + 1);
