@@ -1792,7 +1792,9 @@ struct gout {
     uint8_t bytes_inline[GET_INLINE_BYTES];
 };
 
-static int gout_push(struct gout *g, uint32_t fam, const struct cell *c, struct ct_err *err)
+/* Makes room in g for one more cell of `need` bytes (out of line: rows of many cells grow the
+ * arrays a few times, then every push fits). */
+static __attribute__((noinline)) int gout_grow(struct gout *g, size_t need, struct ct_err *err)
 {
     if (g->n == g->cap) {
         size_t cap = g->cap * 2;
@@ -1805,7 +1807,6 @@ static int gout_push(struct gout *g, uint32_t fam, const struct cell *c, struct 
         g->cells = nc;
         g->cap = cap;
     }
-    size_t need = (size_t)c->qual_len + c->value_len;
     if (g->len + need > g->bcap) {
         size_t cap = g->bcap * 2;
         while (cap < g->len + need)
@@ -1819,19 +1820,31 @@ static int gout_push(struct gout *g, uint32_t fam, const struct cell *c, struct 
         g->bytes = nb;
         g->bcap = cap;
     }
+    return CT_OK;
+}
+
+/* Appends cell c (its qualifier and value copied) to g: inline, with word moves for the small
+ * qualifiers and values of single-point cells (a Get of a row of many cells pushes each). */
+static inline __attribute__((always_inline)) int gout_push(struct gout *g, uint32_t fam,
+                                                           const struct cell *c, struct ct_err *err)
+{
+    size_t need = (size_t)c->qual_len + c->value_len;
+    if (__builtin_expect(g->n == g->cap || g->len + need > g->bcap, 0)) {
+        int rc = gout_grow(g, need, err);
+        if (rc != CT_OK)
+            return rc;
+    }
     struct gcell *o = &g->cells[g->n++];
     o->fam = fam;
     o->type = c->type;
     o->ts = c->ts_ms;
     o->qoff = g->len;
     o->qlen = c->qual_len;
-    if (c->qual_len)
-        memcpy(g->bytes + g->len, c->qual, c->qual_len);
+    scan_copy(g->bytes + g->len, c->qual, c->qual_len);
     g->len += c->qual_len;
     o->voff = g->len;
     o->vlen = c->value_len;
-    if (c->value_len)
-        memcpy(g->bytes + g->len, c->value, c->value_len);
+    scan_copy(g->bytes + g->len, c->value, c->value_len);
     g->len += c->value_len;
     return CT_OK;
 }
@@ -1854,8 +1867,8 @@ static int get_family(struct echild *kids, size_t nk, const uint8_t *key, size_t
         if (!best)
             return CT_OK;
         if (nk == 1) { /* one input: its cells are already in order */
-            do {
-                if ((rc = matcher_cell(m, &best->cur, err)) < 0)
+            do {       /* the matcher inline: a Get of a row of many cells runs it per cell */
+                if ((rc = matcher_cell_inl(m, &best->cur, err)) < 0)
                     return rc;
                 if (rc == M_EMIT && (rc = gout_push(g, fam, &best->cur, err)) != CT_OK)
                     return rc;
