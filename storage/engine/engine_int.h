@@ -261,6 +261,8 @@ struct echild {
     bool has_start; /* reversed scans, files: `start` is the first cell of the row read last */
     bool lazy;      /* forward scans (scan.c): not sought yet, its row bloom rules out the scan's
                 * first row; `valid` is false until the seek */
+    bool same_row;  /* set by echild_next (files): the step stayed on the previous cell's row
+                     * (block entry flags, no compare); false says nothing: compare rows */
     struct sst_pos start;
     struct memstore_iter mi;
     struct sst_iter *si;

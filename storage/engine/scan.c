@@ -192,12 +192,16 @@ static inline __attribute__((always_inline)) int echild_next_inl(struct echild *
 {
     if (!c->is_ms) { /* one call per cell: move and fetch */
         int rc;
+        bool same = true, step;
         do {
-            if ((rc = sst_iter_next_cell(c->si, &c->cur, &c->valid, err)) != CT_OK)
+            if ((rc = sst_iter_next_cell(c->si, &c->cur, &c->valid, &step, err)) != CT_OK)
                 return rc;
+            same &= step; /* every step on the same row: still the starting cell's row */
         } while (c->valid && c->cur.seq > c->snap);
+        c->same_row = same;
         return CT_OK;
     }
+    c->same_row = false;
     int rc = echild_raw_next(c, err);
     if (rc != CT_OK)
         return rc;
@@ -873,6 +877,15 @@ static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
     return c->valid && cell_bytes_eq(c->cur.row, c->cur.row_len, row, len);
 }
 
+/* child_on_row() right after child_advance() moved c from a cell of row `row`: a step the block
+ * says stayed on the row needs no compare (rows of many small cells: one compare per cell
+ * before). */
+static inline __attribute__((always_inline)) bool child_still_on_row(const struct echild *c,
+                                                                     const uint8_t *row, size_t len)
+{
+    return c->valid && (c->same_row || cell_bytes_eq(c->cur.row, c->cur.row_len, row, len));
+}
+
 /* Seeks the inputs whose seek scanner_open_region deferred (to row lo: they hold none of its
  * cells, so this is where they would be after any row up to lo). */
 static int scanner_seek_lazy(struct escanner *sc, const struct sregion *r, struct ct_err *err)
@@ -1096,10 +1109,10 @@ static inline __attribute__((always_inline)) int scanner_push_cell(struct escann
         uint8_t *p = sarena_alloc(sc, c->cur.qual_len + c->cur.value_len + 1);
         if (!p)
             return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
-        if (c->cur.qual_len)
-            memcpy(p, c->cur.qual, c->cur.qual_len);
-        if (c->cur.value_len)
-            memcpy(p + c->cur.qual_len, c->cur.value, c->cur.value_len);
+        /* inline word moves for the small qualifiers and values of single-point cells (two
+         * libc calls per cell before), memcpy for large values (scan_copy) */
+        scan_copy(p, c->cur.qual, c->cur.qual_len);
+        scan_copy(p + c->cur.qual_len, c->cur.value, c->cur.value_len);
         o->qualifier = wc_bytes_of(p, c->cur.qual_len);
         o->value = wc_bytes_of(p + c->cur.qual_len, c->cur.value_len);
     }
@@ -1130,6 +1143,7 @@ static __attribute__((noinline)) int child_seek_past_column(struct echild *c,
     past.qual = m->qual;
     past.qual_len = (uint32_t)m->qual_len;
     past.ts_ms = INT64_MIN;
+    c->same_row = false;
     return echild_seek(c, &past, err);
 }
 
@@ -1160,7 +1174,7 @@ static inline int scanner_walk_input(struct escanner *sc, const struct sfam *f, 
         if ((rc = child_advance(c, &sc->m, sc->key, sc->key_len, !sc->o.reversed, skips, err)) !=
             CT_OK)
             return rc;
-    } while (child_on_row(c, sc->key, sc->key_len));
+    } while (child_still_on_row(c, sc->key, sc->key_len));
     return CT_OK;
 }
 
@@ -1207,7 +1221,7 @@ static int scanner_read_row(struct escanner *sc, struct ct_err *err)
             if ((rc = child_advance(best, &sc->m, sc->key, sc->key_len, !sc->o.reversed, &skips,
                                     err)) != CT_OK)
                 return rc;
-            if (!child_on_row(best, sc->key, sc->key_len)) { /* a few entries: no memmove call */
+            if (!child_still_on_row(best, sc->key, sc->key_len)) { /* a few: no memmove call */
                 for (size_t j = bj; j + 1 < non; j++)
                     sc->on_row[j] = sc->on_row[j + 1];
                 non--;
@@ -1804,14 +1818,14 @@ static int get_family(struct echild *kids, size_t nk, const uint8_t *key, size_t
         if (!best)
             return CT_OK;
         if (nk == 1) { /* one input: its cells are already in order */
-            while (child_on_row(best, key, key_len)) {
+            do {
                 if ((rc = matcher_cell(m, &best->cur, err)) < 0)
                     return rc;
                 if (rc == M_EMIT && (rc = gout_push(g, fam, &best->cur, err)) != CT_OK)
                     return rc;
                 if ((rc = child_advance(best, m, key, key_len, true, &skips, err)) != CT_OK)
                     return rc;
-            }
+            } while (child_still_on_row(best, key, key_len));
             return CT_OK;
         }
         if ((rc = matcher_cell(m, &best->cur, err)) < 0)

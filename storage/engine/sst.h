@@ -154,8 +154,10 @@ CT_MUST_CHECK int sst_iter_prev_of(struct sst_iter *it, const struct sst_pos *p,
  * sst_iter_seek() to the row's smallest possible cell, by comparing rows only. */
 CT_MUST_CHECK int sst_iter_row_start(struct sst_iter *it, struct ct_err *err);
 /* sst_iter_next(), then *valid = sst_iter_valid() and, if valid, the new current cell in *out:
- * one call per cell for merging readers. */
+ * one call per cell for merging readers. *same_row: true only if the new cell is known to be on
+ * the previous cell's row (same block, row bytes shared with the previous entry); false says
+ * nothing (compare the rows). */
 CT_MUST_CHECK int sst_iter_next_cell(struct sst_iter *it, struct cell *out, bool *valid,
-                                     struct ct_err *err);
+                                     bool *same_row, struct ct_err *err);
 
 #endif

@@ -48,6 +48,11 @@ struct sst_dentry {
     uint32_t val_len;
     uint32_t row_len;
     uint8_t type;
+    /* 1: this entry's row is the previous entry's (its shared prefix covers the row and the
+     * row lengths are equal); 0 for the block's first entry. Lets a reader stepping through a
+     * row of many cells know it is still on the row without comparing rows (in the padding
+     * before ts: no size cost). */
+    uint8_t same_row;
     int64_t ts;
     uint64_t seq;
 };
@@ -434,7 +439,7 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
     b->charge = total;
     /* pass 2: fill (already validated; re-parse only past the stack array) */
     p = 0;
-    size_t ko = 0, prev_off = 0;
+    size_t ko = 0, prev_off = 0, prev_row_len = 0;
     for (size_t i = 0; i < count; i++) {
         struct sst_parsed e;
         if (i < SST_DECODE_STACK) {
@@ -457,8 +462,10 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
         d->val_off = (uint32_t)(e.suffix + e.unshared);
         d->val_len = (uint32_t)e.vlen;
         d->type = e.type;
+        d->same_row = i > 0 && e.row_len == prev_row_len && e.shared >= e.row_len;
         d->ts = coding_unzigzag(e.zts);
         d->seq = e.seq;
+        prev_row_len = e.row_len;
         prev_off = ko;
         ko += d->key_len;
     }
@@ -1293,11 +1300,13 @@ static __attribute__((noinline)) void sst_iter_read_ahead(struct sst_iter *it)
     }
 }
 
-int sst_iter_next_cell(struct sst_iter *it, struct cell *out, bool *valid, struct ct_err *err)
+int sst_iter_next_cell(struct sst_iter *it, struct cell *out, bool *valid, bool *same_row,
+                       struct ct_err *err)
 {
     if (it->valid && it->i + 1 < it->blk->n) { /* within the block */
         sst_entry_cell(it->blk, (uint32_t)++it->i, out);
         *valid = true;
+        *same_row = it->blk->e[it->i].same_row;
         if (++it->run % SST_AHEAD_STEP == 0 && it->run <= SST_AHEAD_LAST &&
             it->bi + 1 < (int64_t)it->f->nblocks)
             sst_iter_read_ahead(it);
@@ -1305,6 +1314,7 @@ int sst_iter_next_cell(struct sst_iter *it, struct cell *out, bool *valid, struc
     }
     int rc = sst_iter_next(it, err);
     *valid = it->valid;
+    *same_row = false; /* a new block: the caller compares rows */
     if (rc == CT_OK && it->valid)
         sst_entry_cell(it->blk, (uint32_t)it->i, out);
     return rc;
@@ -1353,10 +1363,12 @@ int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
         const uint8_t *row = b->keys + d->key_off;
         uint32_t rl = d->row_len;
         int64_t i = it->i;
-        while (i > 0) { /* within the block */
-            const struct sst_dentry *p = &b->e[i - 1];
-            if (p->row_len != rl || memcmp(b->keys + p->key_off, row, rl) != 0)
-                break;
+        while (i > 0) { /* within the block: the flag, or a row compare at restart points */
+            if (!b->e[i].same_row) {
+                const struct sst_dentry *p = &b->e[i - 1];
+                if (p->row_len != rl || memcmp(b->keys + p->key_off, row, rl) != 0)
+                    break;
+            }
             i--;
         }
         it->i = i;
