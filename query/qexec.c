@@ -11,10 +11,11 @@
  *   4. decode every cell layout of each row into reused columns (dpcodec_row_decode_cols), keep
  *      the row's annotations; when the downsampling interval divides an hour (no fill, no
  *      calendar) the row's buckets are computed right there (row_downsample: no bucket spans
- *      two rows), else the row's points are kept;
+ *      two rows), else the row's points are kept; either way they go below the series'
+ *      newer points (series_room/series_put), so a series read by one scan is in order;
  *   5. resolve tag names, apply every filter by name (regexp, wildcard, case-insensitive ones),
  *      explicitTags, group by the group-by keys (series lacking one are dropped, as OpenTSDB);
- *      put the kept series' points in order, into one block;
+ *      join the time slices of the kept series, into one block (series_finish);
  *   6. per series downsample (unless step 4 did), then rate; aggregate each group
  *      (qagg_group_run); emit the points inside [start, end] (with several threads and a
  *      mid-size answer the groups are made in parallel, each into memory, then sent in order:
