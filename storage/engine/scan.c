@@ -30,23 +30,29 @@
  * (callgrind: the calls were ~45 instructions of readseq's ~950 per row). */
 static inline void scan_copy(uint8_t *d, const uint8_t *s, size_t n)
 {
-    if (n >= 8 && n <= 16) {
-        uint64_t a, b;
-        memcpy(&a, s, 8);
-        memcpy(&b, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + n - 8, &b, 8);
-    } else if (n >= 4 && n < 8) {
-        uint32_t a, b;
-        memcpy(&a, s, 4);
-        memcpy(&b, s + n - 4, 4);
-        memcpy(d, &a, 4);
-        memcpy(d + n - 4, &b, 4);
-    } else if (n > 0 && n < 4) { /* 1..3 bytes: first, middle, last (some the same) */
-        d[0] = s[0];
-        d[n / 2] = s[n / 2];
-        d[n - 1] = s[n - 1];
-    } else if (n > 16) {
+    if (n <= 16) { /* time-series qualifiers are 2 or 4 bytes, single-point values 1-8 */
+        if (n >= 8) {
+            uint64_t a, b;
+            memcpy(&a, s, 8);
+            memcpy(&b, s + n - 8, 8);
+            memcpy(d, &a, 8);
+            memcpy(d + n - 8, &b, 8);
+        } else if (n >= 4) {
+            uint32_t a, b;
+            memcpy(&a, s, 4);
+            memcpy(&b, s + n - 4, 4);
+            memcpy(d, &a, 4);
+            memcpy(d + n - 4, &b, 4);
+        } else if (n >= 2) {
+            uint16_t a, b;
+            memcpy(&a, s, 2);
+            memcpy(&b, s + n - 2, 2);
+            memcpy(d, &a, 2);
+            memcpy(d + n - 2, &b, 2);
+        } else if (n == 1) {
+            d[0] = s[0];
+        }
+    } else {
         memcpy(d, s, n);
     }
 }
@@ -194,7 +200,7 @@ static inline __attribute__((always_inline)) int echild_next_inl(struct echild *
         int rc;
         bool same = true, step;
         do {
-            if ((rc = sst_iter_next_cell(c->si, &c->cur, &c->valid, &step, err)) != CT_OK)
+            if ((rc = sst_iter_next_cell_inl(c->si, &c->cur, &c->valid, &step, err)) != CT_OK)
                 return rc;
             same &= step; /* every step on the same row: still the starting cell's row */
         } while (c->valid && c->cur.seq > c->snap);
@@ -415,8 +421,38 @@ matcher_cell_inl(struct matcher *m, const struct cell *c, struct ct_err *err)
         m->have_col = true;
         m->C = INT64_MIN;
         m->dts.n = 0;
-        m->n = 0;
         m->col_done = false;
+        if (!m->raw && c->type == WC_TYPE_PUT) {
+            /* A put opening its column (every cell of a row of single-point cells): the rules
+             * below with the column's fresh state (no column markers, no version counted, no
+             * previous cell) folded in. */
+            int64_t ts = c->ts_ms;
+            m->n = 1;
+            m->have_last = true;
+            m->last_ts = ts;
+            m->last_type = c->type;
+            if (m->minv == 0 && ts < m->f->oldest) { /* rule 1 */
+                m->n = 0;
+                m->have_last = false;
+                return M_SKIP;
+            }
+            if (ts <= m->F || ts == INT64_MIN || i64set_has(&m->fv, ts) || ts >= m->tmax) {
+                m->n = 0; /* rules 3 and 4 */
+                m->have_last = false;
+                return M_SKIP;
+            }
+            if (ts < m->tmin || (m->qfilter && !qual_selected(m, c->qual, c->qual_len))) {
+                m->n = 0; /* rules 4 and 5 */
+                m->have_last = false;
+                m->col_done = true;
+                return M_SKIP;
+            }
+            if (m->maxv >= 1 && (m->minv >= 1 || ts >= m->f->oldest)) /* rule 7 */
+                return M_EMIT;
+            m->col_done = true;
+            return M_SKIP;
+        }
+        m->n = 0;
         m->have_last = false;
     }
     int64_t ts = c->ts_ms;
@@ -1096,7 +1132,7 @@ static inline __attribute__((always_inline)) int scanner_push_cell(struct escann
     if (c->is_ms) {
         o->qualifier = wc_bytes_of(c->cur.qual, c->cur.qual_len);
         o->value = wc_bytes_of(c->cur.value, c->cur.value_len);
-    } else if (sst_iter_value_pinned(c->si)) {
+    } else if (c->si->blk->mapped) { /* sst_iter_value_pinned(), inline */
         /* the value stays in the file's mapping while the scanner holds the file: only the
          * qualifier (in the decoded block, released when the iterator moves on) is copied */
         uint8_t *p = sarena_alloc(sc, c->cur.qual_len + 1);
@@ -1756,7 +1792,9 @@ struct gout {
     uint8_t bytes_inline[GET_INLINE_BYTES];
 };
 
-static int gout_push(struct gout *g, uint32_t fam, const struct cell *c, struct ct_err *err)
+/* Makes room in g for one more cell of `need` bytes (out of line: rows of many cells grow the
+ * arrays a few times, then every push fits). */
+static __attribute__((noinline)) int gout_grow(struct gout *g, size_t need, struct ct_err *err)
 {
     if (g->n == g->cap) {
         size_t cap = g->cap * 2;
@@ -1769,7 +1807,6 @@ static int gout_push(struct gout *g, uint32_t fam, const struct cell *c, struct 
         g->cells = nc;
         g->cap = cap;
     }
-    size_t need = (size_t)c->qual_len + c->value_len;
     if (g->len + need > g->bcap) {
         size_t cap = g->bcap * 2;
         while (cap < g->len + need)
@@ -1783,19 +1820,31 @@ static int gout_push(struct gout *g, uint32_t fam, const struct cell *c, struct 
         g->bytes = nb;
         g->bcap = cap;
     }
+    return CT_OK;
+}
+
+/* Appends cell c (its qualifier and value copied) to g: inline, with word moves for the small
+ * qualifiers and values of single-point cells (a Get of a row of many cells pushes each). */
+static inline __attribute__((always_inline)) int gout_push(struct gout *g, uint32_t fam,
+                                                           const struct cell *c, struct ct_err *err)
+{
+    size_t need = (size_t)c->qual_len + c->value_len;
+    if (__builtin_expect(g->n == g->cap || g->len + need > g->bcap, 0)) {
+        int rc = gout_grow(g, need, err);
+        if (rc != CT_OK)
+            return rc;
+    }
     struct gcell *o = &g->cells[g->n++];
     o->fam = fam;
     o->type = c->type;
     o->ts = c->ts_ms;
     o->qoff = g->len;
     o->qlen = c->qual_len;
-    if (c->qual_len)
-        memcpy(g->bytes + g->len, c->qual, c->qual_len);
+    scan_copy(g->bytes + g->len, c->qual, c->qual_len);
     g->len += c->qual_len;
     o->voff = g->len;
     o->vlen = c->value_len;
-    if (c->value_len)
-        memcpy(g->bytes + g->len, c->value, c->value_len);
+    scan_copy(g->bytes + g->len, c->value, c->value_len);
     g->len += c->value_len;
     return CT_OK;
 }
@@ -1818,8 +1867,8 @@ static int get_family(struct echild *kids, size_t nk, const uint8_t *key, size_t
         if (!best)
             return CT_OK;
         if (nk == 1) { /* one input: its cells are already in order */
-            do {
-                if ((rc = matcher_cell(m, &best->cur, err)) < 0)
+            do {       /* the matcher inline: a Get of a row of many cells runs it per cell */
+                if ((rc = matcher_cell_inl(m, &best->cur, err)) < 0)
                     return rc;
                 if (rc == M_EMIT && (rc = gout_push(g, fam, &best->cur, err)) != CT_OK)
                     return rc;

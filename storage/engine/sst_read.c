@@ -41,40 +41,6 @@
 #define SST_MAX_BLOCK_BYTES  (1u << 30)
 #define SST_STACK_READ_BYTES (16u << 10)
 
-struct sst_dentry {
-    uint32_t key_off; /* into blk->keys: row | qual */
-    uint32_t key_len;
-    uint32_t val_off; /* into blk->raw */
-    uint32_t val_len;
-    uint32_t row_len;
-    uint8_t type;
-    /* 1: this entry's row is the previous entry's (its shared prefix covers the row and the
-     * row lengths are equal); 0 for the block's first entry. Lets a reader stepping through a
-     * row of many cells know it is still on the row without comparing rows (in the padding
-     * before ts: no size cost). */
-    uint8_t same_row;
-    int64_t ts;
-    uint64_t seq;
-};
-
-struct sst_block {
-    uint32_t n;
-    bool mapped; /* raw is the file's mapping: values stay valid while the file is referenced */
-    /* the in-block search compares 8 row bytes first, as the index search does: the bytes after
-     * the prefix the block's first and last row share (lcp bytes), big-endian, one word per
-     * entry in a dense array, so a binary search reads a few lines of wk and the entries
-     * only on ties (profiled: the entry loads were most of sst_iter_seek's time) */
-    uint32_t lcp;
-    const uint8_t *pre; /* the lcp shared bytes: `pre_inline` when they fit (no extra miss) */
-    uint8_t pre_inline[16];
-    uint64_t *wk;
-    struct sst_dentry *e;
-    uint8_t *keys;
-    size_t keybytes;    /* of keys */
-    const uint8_t *raw; /* decompressed contents (a copy, or the file's mapping): values */
-    size_t charge;
-};
-
 struct sst_index_entry {
     uint64_t off;
     uint32_t len;
@@ -112,38 +78,6 @@ struct sst {
     uint32_t bloom_nbits;
     uint8_t bloom_probes;
     uint8_t bloom_kind;
-};
-
-/* Reusable buffers for reading blocks: `in` receives the bytes read, `out` the decompressed
- * contents. Owned by an iterator, so loading a data block costs one malloc (the block). */
-struct sst_scratch {
-    uint8_t *in;
-    size_t in_cap;
-    uint8_t *out;
-    size_t out_cap;
-};
-
-struct sst_iter {
-    struct sst *f;
-    struct sst_block *blk;
-    struct block_cache_handle *h; /* NULL: blk is owned by the iterator */
-    int64_t bi;
-    int64_t i;
-    bool valid;
-    bool no_fill; /* blocks read from the file are owned, not cached */
-    /* Forward read-ahead (sst_iter_read_ahead): while sst_iter_next_cell walks a block, the next
-     * block's cache slot, cache entry, and (once looked up) its header, entries and keys are
-     * prefetched a few cells apart, so that entering it does not stall on a chain of
-     * misses (profiled readseq: the cache lookup and the first touch of each block were ~25% of
-     * its time). ahead_h is that looked-up block's reference (NULL: none), for block ahead_bi;
-     * sst_iter_load adopts it or releases it. `run` counts sst_iter_next_cell steps since the
-     * block was loaded or the iterator was positioned, so that seeks reading a cell or two and
-     * reversed scans (which read each row forward after stepping back) never look ahead. */
-    struct block_cache_handle *ahead_h;
-    int64_t ahead_bi;
-    uint32_t run;
-    bool ahead_cached;          /* the next block was in the cache when its entry was prefetched */
-    struct sst_scratch scratch; /* last: sst_iter_new keeps it in a reused iterator */
 };
 
 /* Bytes [skip, skip + 8) of a row as a big-endian integer, zero-padded: rows that share their
@@ -1259,8 +1193,6 @@ void sst_iter_cell(const struct sst_iter *it, struct cell *out)
  * arrays, 8 lines per step (a 4 KiB block of the benchmark decodes to ~32 lines; prefetching
  * only the first few left a miss per entry line in readseq's profile). Only for cached, filling iterators that read on: a compaction's iterator (no fill) and
  * a block not in the cache are left to sst_iter_load. */
-#define SST_AHEAD_STEP 4
-#define SST_AHEAD_LAST (8 * SST_AHEAD_STEP)
 
 static __attribute__((noinline)) void sst_iter_read_ahead(struct sst_iter *it)
 {
