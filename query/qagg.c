@@ -794,20 +794,11 @@ static int group_run_aligned(const struct qagg *a, const struct qagg_series *s, 
     const struct qagg_point *p0 = s[0].p + from[0];
     if (len && p0[0].ts_ms <= 0)
         return CT_OK;
-    bool any_int = false;
-    for (size_t i = 0; i < ns && ns > 1; i++) {
-        const struct qagg_point *pi = s[i].p + from[i];
-        for (size_t k = 0; k < len; k++) {
-            if (pi[k].ts_ms != p0[k].ts_ms)
-                return CT_OK;
-            any_int |= pi[k].is_int;
-        }
-    }
-    *done = true;
     size_t k0 = rate ? 1 : 0, k1 = k0;
     while (k1 < len && p0[k1].ts_ms <= win_end_ms)
         k1++;
     if (ns == 1) {
+        *done = true;
         /* one series: every timestamp aggregates one value, as the loop below would do it
          * (qagg_run_long of one value is the value itself for these kinds) */
         bool ident = a->kind == K_SUM || a->kind == K_MIN || a->kind == K_MAX || a->kind == K_AVG ||
@@ -828,59 +819,76 @@ static int group_run_aligned(const struct qagg *a, const struct qagg_series *s, 
         }
         return CT_OK;
     }
+    /* with a single-pass kind and no integer point, series by series into one accumulator per
+     * timestamp: each series is read in order (not one cache line of every series per
+     * timestamp), and every accumulator still sees the series in the same order as
+     * qagg_run_double's loop, so the bits are the same. A series is checked (its timestamps
+     * are p0's, it has no integer) just before it is summed, while in cache; an integer point
+     * drops the sums for the per-timestamp loop below, a timestamp apart gives up. */
     enum qagg_stream kind = qagg_stream_kind(a);
-    if (!any_int && kind != QAGG_STREAM_NO && k1 > k0) {
-        /* series by series into one accumulator per timestamp: each series is read in order
-         * (not one cache line of every series per timestamp), and every accumulator still sees
-         * the series in the same order as qagg_run_double's loop, so the bits are the same */
-        double *acc = calloc(k1 - k0, sizeof(double));
-        size_t *cnt = calloc(k1 - k0, sizeof(size_t));
-        if (!acc || !cnt) {
-            free(acc);
-            free(cnt);
-            return ct_err_set(err, CT_ENOMEM, "out of memory aggregating %zu series", ns);
-        }
-        size_t m = k1 - k0;
-        for (size_t i = 0; i < ns; i++) {
-            const struct qagg_point *pi = s[i].p + from[i] + k0;
-            /* one loop per kind (NaN skipped, as qagg_run_double) */
-            switch (kind) {
-            case QAGG_STREAM_SUM:
-            case QAGG_STREAM_AVG:
-                for (size_t k = 0; k < m; k++) {
-                    double v = pi[k].v.d;
-                    if (!isnan(v)) {
-                        acc[k] += v;
-                        cnt[k]++;
-                    }
-                }
-                break;
-            case QAGG_STREAM_MIN:
-                for (size_t k = 0; k < m; k++) {
-                    double v = pi[k].v.d;
-                    if (!isnan(v)) {
-                        if (cnt[k] == 0 || v < acc[k])
-                            acc[k] = v;
-                        cnt[k]++;
-                    }
-                }
-                break;
-            case QAGG_STREAM_MAX:
-                for (size_t k = 0; k < m; k++) {
-                    double v = pi[k].v.d;
-                    if (!isnan(v)) {
-                        if (cnt[k] == 0 || v > acc[k])
-                            acc[k] = v;
-                        cnt[k]++;
-                    }
-                }
-                break;
-            default: /* QAGG_STREAM_COUNT */
-                for (size_t k = 0; k < m; k++)
-                    cnt[k] += !isnan(pi[k].v.d);
-                break;
+    bool stream = kind != QAGG_STREAM_NO && k1 > k0;
+    size_t m = stream ? k1 - k0 : 0;
+    double *acc = NULL;
+    size_t *cnt = NULL;
+    if (stream && (!(acc = calloc(m, sizeof(double))) || !(cnt = calloc(m, sizeof(size_t))))) {
+        free(acc);
+        *done = true;
+        return ct_err_set(err, CT_ENOMEM, "out of memory aggregating %zu series", ns);
+    }
+    bool any_int = false;
+    for (size_t i = 0; i < ns; i++) {
+        const struct qagg_point *pa = s[i].p + from[i];
+        for (size_t k = 0; k < len; k++) {
+            if (pa[k].ts_ms != p0[k].ts_ms) {
+                free(acc);
+                free(cnt);
+                return CT_OK;
             }
+            any_int |= pa[k].is_int;
         }
+        if (!stream || any_int)
+            continue;
+        const struct qagg_point *pi = pa + k0;
+        /* one loop per kind (NaN skipped, as qagg_run_double) */
+        switch (kind) {
+        case QAGG_STREAM_SUM:
+        case QAGG_STREAM_AVG:
+            for (size_t k = 0; k < m; k++) {
+                double v = pi[k].v.d;
+                if (!isnan(v)) {
+                    acc[k] += v;
+                    cnt[k]++;
+                }
+            }
+            break;
+        case QAGG_STREAM_MIN:
+            for (size_t k = 0; k < m; k++) {
+                double v = pi[k].v.d;
+                if (!isnan(v)) {
+                    if (cnt[k] == 0 || v < acc[k])
+                        acc[k] = v;
+                    cnt[k]++;
+                }
+            }
+            break;
+        case QAGG_STREAM_MAX:
+            for (size_t k = 0; k < m; k++) {
+                double v = pi[k].v.d;
+                if (!isnan(v)) {
+                    if (cnt[k] == 0 || v > acc[k])
+                        acc[k] = v;
+                    cnt[k]++;
+                }
+            }
+            break;
+        default: /* QAGG_STREAM_COUNT */
+            for (size_t k = 0; k < m; k++)
+                cnt[k] += !isnan(pi[k].v.d);
+            break;
+        }
+    }
+    *done = true;
+    if (stream && !any_int) {
         int rc = CT_OK;
         for (size_t k = k0; k < k1; k++) {
             double r = acc[k - k0];
@@ -897,6 +905,8 @@ static int group_run_aligned(const struct qagg *a, const struct qagg_series *s, 
         free(cnt);
         return rc;
     }
+    free(acc);
+    free(cnt);
     double *dv = malloc(ns * 2 * sizeof(double));
     int64_t *lv = malloc(ns * sizeof(int64_t));
     if (!dv || !lv) {
