@@ -1298,7 +1298,7 @@ int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
         while (i > 0) { /* within the block: the flag, or a row compare at restart points */
             if (!b->e[i].same_row) {
                 const struct sst_dentry *p = &b->e[i - 1];
-                if (p->row_len != rl || memcmp(b->keys + p->key_off, row, rl) != 0)
+                if (!cell_bytes_eq(b->keys + p->key_off, p->row_len, row, rl))
                     break;
             }
             i--;
@@ -1308,7 +1308,7 @@ int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
             return CT_OK;
         /* the row may begin in an earlier block: its last cell decides */
         const struct sst_index_entry *pe = &it->f->idx[it->bi - 1];
-        if (pe->last.row_len != rl || memcmp(pe->last.row, row, rl) != 0)
+        if (!cell_bytes_eq(pe->last.row, pe->last.row_len, row, rl))
             return CT_OK;
         int rc = sst_iter_load(it, it->bi - 1, err);
         if (rc != CT_OK)
