@@ -1198,14 +1198,100 @@ child_advance(struct echild *c, const struct matcher *m, const uint8_t *row, siz
 
 /* Walks input c through the rest of row sc->key (the only input on it, so no merge), each cell
  * through the matcher, emitted cells pushed. */
+/* The run of puts after a file input's current cell (which the matcher has just judged) that
+ * the matcher would each emit as the only version of a new column: pushed straight from the
+ * block's entries, without a cell to fill, a matcher step or a row compare per cell (a row of
+ * single-point cells is such a run from its second cell on: ~200 instructions per cell before).
+ * A run stops before the first entry that is not one: another row or block, a marker, an entry
+ * of the snapshot's future, a second version of a column, a time outside the read's range, the
+ * family's delete markers or TTL, a read-ahead step of the iterator, a full cell array, a long
+ * qualifier. The generic step takes that entry. Afterwards the input and the matcher are where
+ * the generic steps would have left them on the run's last cell. REQUIRES: c a file input on
+ * its current cell, the matcher past it, and the family's request options not raw and without
+ * a qualifier filter or family delete-version markers, F < INT64_MAX (scanner_walk_input
+ * checks). */
+static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, const struct sfam *f,
+                                                       struct echild *c, unsigned *skips,
+                                                       struct ct_err *err)
+{
+    struct sst_iter *it = c->si;
+    const struct sst_block *b = it->blk;
+    struct matcher *m = &sc->m;
+    int64_t i = it->i, i0 = i;
+    uint32_t run = it->run;
+    int64_t lo = m->tmin > m->F ? m->tmin : m->F + 1; /* ts >= tmin and ts > F (< INT64_MAX) */
+    if (m->minv == 0 && m->f->oldest > lo)
+        lo = m->f->oldest; /* rules 1 and 7: the TTL */
+    if (lo == INT64_MIN)
+        lo = INT64_MIN + 1; /* a fresh column's C is INT64_MIN: ts > C */
+    int64_t hi = m->tmax;
+    bool pinned = b->mapped;
+    struct wc_bytes fam = wc_bytes_of(f->d.name, f->name_len),
+                    key = wc_bytes_of(sc->key, sc->key_len);
+    while (i + 1 < (int64_t)b->n) {
+        const struct sst_dentry *d = &b->e[i + 1], *p = &b->e[i];
+        if (!d->same_row || d->type != WC_TYPE_PUT || d->seq > c->snap || d->ts < lo ||
+            d->ts >= hi || sc->ncells == sc->cells_cap || d->key_len - d->row_len > m->qual_cap ||
+            (run < SST_AHEAD_LAST && (run + 1) % SST_AHEAD_STEP == 0))
+            break;
+        uint32_t ql = d->key_len - d->row_len;
+        const uint8_t *q = b->keys + d->key_off + d->row_len;
+        if (ql == p->key_len - p->row_len &&
+            cell_bytes_eq(q, ql, b->keys + p->key_off + p->row_len, ql))
+            break; /* another version of the same column */
+        uint8_t *a = sarena_alloc(sc, ql + (pinned ? 0 : d->val_len) + 1);
+        if (!a)
+            return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
+        struct wc_cell *o = &sc->cells[sc->ncells++];
+        o->row = key;
+        o->family = fam;
+        o->ts_ms = d->ts;
+        o->type = WC_TYPE_PUT;
+        scan_copy(a, q, ql);
+        o->qualifier = wc_bytes_of(a, ql);
+        if (pinned) {
+            o->value = wc_bytes_of(b->raw + d->val_off, d->val_len);
+        } else {
+            scan_copy(a + ql, b->raw + d->val_off, d->val_len);
+            o->value = wc_bytes_of(a + ql, d->val_len);
+        }
+        i++;
+        run++;
+    }
+    if (i == i0)
+        return CT_OK;
+    /* the input on the run's last cell, the matcher as after judging it (a put that opened its
+     * column, emitted: matcher_cell_inl's folded path) */
+    it->i = i;
+    it->run = run;
+    sst_iter_cell(it, &c->cur);
+    scan_copy(m->qual, c->cur.qual, c->cur.qual_len);
+    m->qual_len = c->cur.qual_len;
+    m->have_col = true;
+    m->C = INT64_MIN;
+    m->dts.n = 0;
+    m->col_done = false;
+    m->n = 1;
+    m->have_last = true;
+    m->last_ts = c->cur.ts_ms;
+    m->last_type = c->cur.type;
+    *skips = 0;
+    return CT_OK;
+}
+
 static inline int scanner_walk_input(struct escanner *sc, const struct sfam *f, struct echild *c,
                                      unsigned *skips, struct ct_err *err)
 {
+    /* runs of single-version puts go through scanner_walk_puts when the read allows it */
+    bool runs = !c->is_ms && !sc->m.raw && !sc->m.qfilter && sc->m.fv.n == 0 && sc->m.maxv >= 1;
     do {
         int rc = matcher_cell_inl(&sc->m, &c->cur, err);
         if (rc < 0)
             return rc;
         if (rc == M_EMIT && (rc = scanner_push_cell(sc, f, c, err)) != CT_OK)
+            return rc;
+        if (runs && sc->m.fv.n == 0 && sc->m.F != INT64_MAX &&
+            (rc = scanner_walk_puts(sc, f, c, skips, err)) != CT_OK)
             return rc;
         if ((rc = child_advance(c, &sc->m, sc->key, sc->key_len, !sc->o.reversed, skips, err)) !=
             CT_OK)

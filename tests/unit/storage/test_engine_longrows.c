@@ -3,6 +3,9 @@
  * checked against a model of spec §5/§6 kept by the test: versions, delete-column and
  * delete-version markers, time ranges and qualifier ranges.
  *
+ * Runs of single-version puts in a file's block are pushed straight from the block's entries
+ * (scan.c scanner_walk_puts), stopping at second versions, markers and times outside the read;
+ * the reads below with several versions, a time range and a qualifier range cover its exits.
  * The scanner steps through such rows with the block's "same row as the previous entry" flags
  * instead of comparing row keys, and a reversed scan finds a row's first cell the same way; the
  * flags are false at restart points (no shared prefix) and across blocks. Rows here are chosen
