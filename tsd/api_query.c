@@ -77,6 +77,20 @@ static void reply_failure(struct http_req *r, struct stream *s, int status,
     http_reply_error(r, status, err->msg, NULL);
 }
 
+/* Ends an answer whose run returned rc: the rest of j flushed and the stream ended, or the
+ * failure replied (reply_failure); j is freed either way. */
+static void answer_finish(struct http_req *r, struct stream *s, struct qjson *j, int rc,
+                          enum qexec_status status, const struct ct_err *err)
+{
+    if (rc == CT_OK)
+        rc = qjson_flush(j);
+    if (rc == CT_OK || (s->begun && rc == CT_ECLOSED))
+        http_stream_end(r);
+    else
+        reply_failure(r, s, (int)status, err);
+    qjson_free(j);
+}
+
 static void query_work(struct http_req *r, void *arg)
 {
     struct qspec *q = arg;
@@ -92,13 +106,7 @@ static void query_work(struct http_req *r, void *arg)
         return;
     }
     int rc = qexec_run(tsd_tsdb(http_req_tsd(r)), q, &o, j, &status, NULL, &err);
-    if (rc == CT_OK)
-        rc = qjson_flush(j);
-    if (rc == CT_OK || (s.begun && rc == CT_ECLOSED))
-        http_stream_end(r);
-    else
-        reply_failure(r, &s, (int)status, &err);
-    qjson_free(j);
+    answer_finish(r, &s, j, rc, status, &err);
     qspec_free(q);
 }
 
@@ -153,13 +161,7 @@ static void last_work(struct http_req *r, void *arg)
         return;
     }
     int rc = qlast_run(tsd_tsdb(http_req_tsd(r)), q, clock_now_ms(), j, &status, &err);
-    if (rc == CT_OK)
-        rc = qjson_flush(j);
-    if (rc == CT_OK || (s.begun && rc == CT_ECLOSED))
-        http_stream_end(r);
-    else
-        reply_failure(r, &s, (int)status, &err);
-    qjson_free(j);
+    answer_finish(r, &s, j, rc, status, &err);
     qlast_req_free(q);
 }
 
@@ -207,17 +209,10 @@ static bool last_on_loop(struct http_req *r, struct qlast_req *q)
     int rc = qlast_run_bounded(tsd_tsdb(t), q, now, &budget, j, &status, &err);
     uint64_t took = clock_mono_ns() - t0;
     long waited = loop_waits() - waits;
-    if (rc == CT_ELIMIT) {
+    if (rc == CT_ELIMIT)
         qjson_free(j); /* nothing was written: the answer is written only at the end */
-    } else {
-        if (rc == CT_OK)
-            rc = qjson_flush(j);
-        if (rc == CT_OK || (s.begun && rc == CT_ECLOSED))
-            http_stream_end(r);
-        else
-            reply_failure(r, &s, (int)status, &err);
-        qjson_free(j);
-    }
+    else
+        answer_finish(r, &s, j, rc, status, &err);
     if (waits < 0 || (waited != 0 && took > LAST_LOOP_WAIT_NS)) {
         tstats_add(TSTATS_LAST_LOOP_WAITS, 1);
         tsd_last_loop_overrun(t, now);
