@@ -1228,11 +1228,17 @@ static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, cons
     bool pinned = b->mapped;
     struct wc_bytes fam = wc_bytes_of(f->d.name, f->name_len),
                     key = wc_bytes_of(sc->key, sc->key_len);
-    while (i + 1 < (int64_t)b->n) {
+    /* the last entry the run may reach: the block's last, no more than the cell array holds,
+     * and before the iterator's next read-ahead step (sst_iter_next_cell takes that one) */
+    int64_t end = (int64_t)b->n - 1, room = (int64_t)(sc->cells_cap - sc->ncells);
+    if (end > i + room)
+        end = i + room;
+    if (run < SST_AHEAD_LAST && end > i + (SST_AHEAD_STEP - 1) - (int64_t)(run % SST_AHEAD_STEP))
+        end = i + (SST_AHEAD_STEP - 1) - (int64_t)(run % SST_AHEAD_STEP);
+    while (i < end) {
         const struct sst_dentry *d = &b->e[i + 1], *p = &b->e[i];
         if (!d->same_row || d->type != WC_TYPE_PUT || d->seq > c->snap || d->ts < lo ||
-            d->ts >= hi || sc->ncells == sc->cells_cap || d->key_len - d->row_len > m->qual_cap ||
-            (run < SST_AHEAD_LAST && (run + 1) % SST_AHEAD_STEP == 0))
+            d->ts >= hi || d->key_len - d->row_len > m->qual_cap)
             break;
         uint32_t ql = d->key_len - d->row_len;
         const uint8_t *q = b->keys + d->key_off + d->row_len;
@@ -1256,10 +1262,10 @@ static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, cons
             o->value = wc_bytes_of(a + ql, d->val_len);
         }
         i++;
-        run++;
     }
     if (i == i0)
         return CT_OK;
+    run += (uint32_t)(i - i0);
     /* the input on the run's last cell, the matcher as after judging it (a put that opened its
      * column, emitted: matcher_cell_inl's folded path) */
     it->i = i;
