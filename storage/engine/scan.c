@@ -1207,9 +1207,9 @@ child_advance(struct echild *c, const struct matcher *m, const uint8_t *row, siz
  * family's delete markers or TTL, a read-ahead step of the iterator, a full cell array, a long
  * qualifier. The generic step takes that entry. Afterwards the input and the matcher are where
  * the generic steps would have left them on the run's last cell. REQUIRES: c a file input on
- * its current cell, the matcher past it, and the family's request options not raw and without
- * a qualifier filter or family delete-version markers, F < INT64_MAX (scanner_walk_input
- * checks). */
+ * its current cell, the matcher past it, and the read not raw and without a qualifier filter
+ * (scanner_walk_input checks); a row with family delete-version markers (or a family marker at
+ * INT64_MAX) takes the generic step. */
 static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, const struct sfam *f,
                                                        struct echild *c, unsigned *skips,
                                                        struct ct_err *err)
@@ -1217,6 +1217,8 @@ static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, cons
     struct sst_iter *it = c->si;
     const struct sst_block *b = it->blk;
     struct matcher *m = &sc->m;
+    if (m->fv.n != 0 || m->F == INT64_MAX) /* family delete-version markers: the generic step */
+        return CT_OK;
     int64_t i = it->i, i0 = i;
     uint32_t run = it->run;
     int64_t lo = m->tmin > m->F ? m->tmin : m->F + 1; /* ts >= tmin and ts > F (< INT64_MAX) */
@@ -1285,18 +1287,35 @@ static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, cons
     return CT_OK;
 }
 
-static inline int scanner_walk_input(struct escanner *sc, const struct sfam *f, struct echild *c,
-                                     unsigned *skips, struct ct_err *err)
+/* Whether the entry after file iterator it's current one (in the same block) is a put of the
+ * same row and another column: a run for scanner_walk_puts may start there. Checked inline so
+ * that rows of one cell, or of versions of one column (db_bench's rows), do not pay the call. */
+static inline __attribute__((always_inline)) bool sst_next_opens_column(const struct sst_iter *it)
 {
-    /* runs of single-version puts go through scanner_walk_puts when the read allows it */
-    bool runs = !c->is_ms && !sc->m.raw && !sc->m.qfilter && sc->m.fv.n == 0 && sc->m.maxv >= 1;
+    const struct sst_block *b = it->blk;
+    if (it->i + 1 >= (int64_t)b->n)
+        return false;
+    const struct sst_dentry *d = &b->e[it->i + 1], *p = &b->e[it->i];
+    return d->same_row && d->type == WC_TYPE_PUT &&
+           !cell_bytes_eq(b->keys + d->key_off + d->row_len, d->key_len - d->row_len,
+                          b->keys + p->key_off + p->row_len, p->key_len - p->row_len);
+}
+
+static inline __attribute__((always_inline)) int
+scanner_walk_input(struct escanner *sc, const struct sfam *f, struct echild *c, unsigned *skips,
+                   struct ct_err *err)
+{
     do {
         int rc = matcher_cell_inl(&sc->m, &c->cur, err);
         if (rc < 0)
             return rc;
         if (rc == M_EMIT && (rc = scanner_push_cell(sc, f, c, err)) != CT_OK)
             return rc;
-        if (runs && sc->m.fv.n == 0 && sc->m.F != INT64_MAX &&
+        /* runs of single-version puts go through scanner_walk_puts when the read allows it,
+         * from a row's second cell on (same_row: the step onto this cell stayed on the row, so
+         * rows of one cell pay one test) */
+        if (c->same_row && !c->is_ms && sst_next_opens_column(c->si) && !sc->m.raw &&
+            !sc->m.qfilter && sc->m.maxv >= 1 &&
             (rc = scanner_walk_puts(sc, f, c, skips, err)) != CT_OK)
             return rc;
         if ((rc = child_advance(c, &sc->m, sc->key, sc->key_len, !sc->o.reversed, skips, err)) !=
