@@ -30,28 +30,28 @@
  * (callgrind: the calls were ~45 instructions of readseq's ~950 per row). */
 static inline void scan_copy(uint8_t *d, const uint8_t *s, size_t n)
 {
-    if (n <= 16) { /* time-series qualifiers are 2 or 4 bytes, single-point values 1-8 */
-        if (n >= 8) {
-            uint64_t a, b;
-            memcpy(&a, s, 8);
-            memcpy(&b, s + n - 8, 8);
-            memcpy(d, &a, 8);
-            memcpy(d + n - 8, &b, 8);
-        } else if (n >= 4) {
-            uint32_t a, b;
-            memcpy(&a, s, 4);
-            memcpy(&b, s + n - 4, 4);
-            memcpy(d, &a, 4);
-            memcpy(d + n - 4, &b, 4);
-        } else if (n >= 2) {
-            uint16_t a, b;
-            memcpy(&a, s, 2);
-            memcpy(&b, s + n - 2, 2);
-            memcpy(d, &a, 2);
-            memcpy(d + n - 2, &b, 2);
+    if (n < 4) { /* time-series qualifiers are 2 bytes, most single-point values 1 */
+        if (n >= 2) {
+            uint16_t x, y;
+            memcpy(&x, s, 2);
+            memcpy(&y, s + n - 2, 2);
+            memcpy(d, &x, 2);
+            memcpy(d + n - 2, &y, 2);
         } else if (n == 1) {
             d[0] = s[0];
         }
+    } else if (n <= 8) {
+        uint32_t x, y;
+        memcpy(&x, s, 4);
+        memcpy(&y, s + n - 4, 4);
+        memcpy(d, &x, 4);
+        memcpy(d + n - 4, &y, 4);
+    } else if (n <= 16) {
+        uint64_t x, y;
+        memcpy(&x, s, 8);
+        memcpy(&y, s + n - 8, 8);
+        memcpy(d, &x, 8);
+        memcpy(d + n - 8, &y, 8);
     } else {
         memcpy(d, s, n);
     }
