@@ -236,6 +236,21 @@ struct sst_iter {
     struct sst_scratch scratch; /* last: sst_iter_new keeps it in a reused iterator */
 };
 
+/* Entry i of block b as a cell (pointing into the block). */
+static inline void sst_entry_cell(const struct sst_block *b, uint32_t i, struct cell *c)
+{
+    const struct sst_dentry *d = &b->e[i];
+    c->row = b->keys + d->key_off;
+    c->row_len = d->row_len;
+    c->qual = c->row + d->row_len;
+    c->qual_len = d->key_len - d->row_len;
+    c->value = b->raw + d->val_off;
+    c->value_len = d->val_len;
+    c->type = d->type;
+    c->ts_ms = d->ts;
+    c->seq = d->seq;
+}
+
 /* sst_iter_next_cell(), with the common case inline: the next cell of the same block when no
  * read-ahead step is due (scans of rows of many small cells call it once per cell). */
 static inline __attribute__((always_inline)) int sst_iter_next_cell_inl(struct sst_iter *it,
@@ -245,20 +260,10 @@ static inline __attribute__((always_inline)) int sst_iter_next_cell_inl(struct s
 {
     if (it->valid && it->i + 1 < it->blk->n &&
         (it->run >= SST_AHEAD_LAST || (it->run + 1) % SST_AHEAD_STEP != 0)) {
-        const struct sst_block *b = it->blk;
-        const struct sst_dentry *d = &b->e[++it->i];
         it->run++;
-        out->row = b->keys + d->key_off;
-        out->row_len = d->row_len;
-        out->qual = out->row + d->row_len;
-        out->qual_len = d->key_len - d->row_len;
-        out->value = b->raw + d->val_off;
-        out->value_len = d->val_len;
-        out->type = d->type;
-        out->ts_ms = d->ts;
-        out->seq = d->seq;
+        sst_entry_cell(it->blk, (uint32_t)++it->i, out);
         *valid = true;
-        *same_row = d->same_row;
+        *same_row = it->blk->e[it->i].same_row;
         return CT_OK;
     }
     return sst_iter_next_cell(it, out, valid, same_row, err);

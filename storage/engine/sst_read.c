@@ -810,20 +810,6 @@ size_t sst_middle_row(const struct sst *f, uint8_t *buf)
 
 /* ---- iterator ------------------------------------------------------------------------------- */
 
-static inline void sst_entry_cell(const struct sst_block *b, uint32_t i, struct cell *c)
-{
-    const struct sst_dentry *d = &b->e[i];
-    c->row = b->keys + d->key_off;
-    c->row_len = d->row_len;
-    c->qual = c->row + d->row_len;
-    c->qual_len = d->key_len - d->row_len;
-    c->value = b->raw + d->val_off;
-    c->value_len = d->val_len;
-    c->type = d->type;
-    c->ts_ms = d->ts;
-    c->seq = d->seq;
-}
-
 /* Freed iterators kept per thread (up to SST_SPARE_ITERS) with their read buffers for the next
  * sst_iter_new: a Get or a seek creates one per file it reads (callgrind: calloc and free were
  * ~1,800 instructions per seekrandom op). Freed at thread exit through sst_spare_key. */
