@@ -17,7 +17,8 @@ Queries (ctsdb m= / PromQL):
   rate_by_dc    the counter's rate summed by dc (1m buckets)
   last_point    the last point of one series
 
-Each query runs WARMUP times on each side, then RUNS times with the two sides alternating run
+Before timing, both servers are left to finish the background work of the load (until neither
+used CPU for 0.5 s, at most 60 s). Each query runs WARMUP times on each side, then RUNS times with the two sides alternating run
 by run (so both meet the same load on a shared machine); the median wall time of a full HTTP
 answer (keep-alive connection, body read to the end) is reported, with the ratio ctsdb / VM.
 
@@ -247,6 +248,25 @@ class CConn:
         return int(head[0]) / 1e9, int(head[1]), data
 
 
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def wait_idle(pids, quiet_s, limit_s):
+    """Waits until none of pids used CPU for quiet_s seconds, at most limit_s; True if so."""
+    end = time.time() + limit_s
+    last = [cpu_ticks(p) for p in pids]
+    while time.time() < end:
+        time.sleep(quiet_s)
+        now = [cpu_ticks(p) for p in pids]
+        if now == last:
+            return True
+        last = now
+    return False
+
+
 def timed(conn, path, method="GET", body=None):
     if isinstance(conn, CConn):
         dt, status, data = conn.run(method, path, body)
@@ -419,6 +439,10 @@ def main():
             if json.loads(body) and json.loads(vbody)["data"]["result"]:
                 break
             time.sleep(0.1)
+        # both servers settle first: the timed runs should not meet the background work the
+        # load left behind (ctsdb's flushes and compactions after the restart, VictoriaMetrics'
+        # merges), so wait (bounded) until neither used CPU for 0.5 s
+        settled = wait_idle([tsd.pid, vm.pid], quiet_s=0.5, limit_s=60)
         # the floor every answer pays: a request that does no query work on either side (HTTP
         # client, loopback, request parsing, one small reply), measured the same way
         floor = {"ctsdb": [], "vm": []}
@@ -458,6 +482,8 @@ def main():
         print("dataset: %d hosts x 2 metrics x %d h at 10 s = %d points; load ctsdb %.1f s "
               "(telnet), VictoriaMetrics %.1f s (import)" % (args.hosts, args.hours, npts,
                                                             load_ctsdb, load_vm))
+        if not settled:
+            print("warning: the servers were still using CPU after 60 s; timed anyway")
         print()
         print("| query | ctsdb median ms | VictoriaMetrics median ms | ctsdb / VM | ctsdb bytes |"
               " VM bytes |")
