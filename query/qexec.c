@@ -1263,16 +1263,20 @@ static int delete_rows(struct tsdb *t, struct xsub *xs, struct ct_err *err)
     return CT_OK;
 }
 
-/* True when every CPU already has a runnable thread (Linux /proc/loadavg: the threads runnable
- * right now besides this one, or a 1-minute load average of twice the CPUs; the load average
- * alone would also count a burst that just ended, such as an ingest). Then a helper scan thread
- * mostly waits for a CPU, and the query, which needs every piece, waits for it (measured: 2-3x
- * slower medians at load 7 on 2 CPUs than one thread doing everything), so the query runs
- * alone. */
+/* True when every CPU already has a runnable thread (Linux /proc/loadavg), so that a helper scan
+ * thread would mostly wait for a CPU and the query, which needs every piece, would wait for it
+ * (measured: 2-3x slower medians at load 7 on 2 CPUs than one thread doing everything); then the
+ * query runs alone. The measure is the threads runnable besides this one, averaged over the
+ * checks of about the last second (an exponential average of samples at least 100 ms apart,
+ * started from the 1-minute load average after a pause of over 2 s), or a 1-minute load average
+ * of twice the CPUs. One sample alone misjudged: another process' threads runnable for a moment
+ * (a Go server's spinning threads after an answer, a client) made queries run on one thread
+ * for the next 100 ms on an otherwise idle machine; the 1-minute average alone would count a
+ * burst that just ended, such as an ingest. */
 static bool cpus_busy(long ncpu)
 {
-    /* read at most every 100 ms (an open, a read and a parse per query otherwise) */
     static _Atomic uint64_t checked_ns;
+    static _Atomic double others; /* the average of runnable threads besides this one */
     static atomic_bool busy;
     uint64_t now = clock_mono_ns(), then = atomic_load_explicit(&checked_ns, memory_order_relaxed);
     if (then && now - then < 100 * 1000 * 1000ULL)
@@ -1285,7 +1289,14 @@ static bool cpus_busy(long ncpu)
     long running = 0, total = 0;
     int got = fscanf(f, "%lf %*f %*f %ld/%ld", &la1, &running, &total);
     fclose(f);
-    bool b = got == 3 && ncpu > 0 && (la1 >= 2.0 * (double)ncpu || running - 1 >= ncpu);
+    if (got != 3 || ncpu <= 0)
+        return false;
+    double avg = atomic_load_explicit(&others, memory_order_relaxed);
+    if (!then || now - then > 2000 * 1000 * 1000ULL)
+        avg = la1;
+    avg = 0.75 * avg + 0.25 * (double)(running - 1);
+    atomic_store_explicit(&others, avg, memory_order_relaxed);
+    bool b = la1 >= 2.0 * (double)ncpu || avg >= (double)ncpu;
     atomic_store_explicit(&busy, b, memory_order_relaxed);
     return b;
 }
