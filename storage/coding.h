@@ -1,5 +1,6 @@
 /* coding.h - explicit byte-order encoding helpers for on-disk and on-wire integers, and
- * LEB128-style varints. Never write a struct to disk: encode each field with these.
+ * LEB128-style varints, and a copy of short byte strings. Never write a struct to disk: encode
+ * each field with these.
  * All functions are inline and allocation-free. */
 #ifndef CT_CODING_H
 #define CT_CODING_H
@@ -7,6 +8,40 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* memcpy(d, s, n) for short byte strings (keys, qualifiers, names) without a call into libc:
+ * up to 16 bytes by two overlapping loads and stores that stay inside [s, s + n) and
+ * [d, d + n), longer ones by memcpy. The ranges must not overlap. */
+static inline void coding_copy_short(void *dst, const void *src, size_t n)
+{
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    if (n < 4) {
+        if (n >= 2) {
+            uint16_t x, y;
+            memcpy(&x, s, 2);
+            memcpy(&y, s + n - 2, 2);
+            memcpy(d, &x, 2);
+            memcpy(d + n - 2, &y, 2);
+        } else if (n == 1) {
+            d[0] = s[0];
+        }
+    } else if (n <= 8) {
+        uint32_t x, y;
+        memcpy(&x, s, 4);
+        memcpy(&y, s + n - 4, 4);
+        memcpy(d, &x, 4);
+        memcpy(d + n - 4, &y, 4);
+    } else if (n <= 16) {
+        uint64_t x, y;
+        memcpy(&x, s, 8);
+        memcpy(&y, s + n - 8, 8);
+        memcpy(d, &x, 8);
+        memcpy(d + n - 8, &y, 8);
+    } else {
+        memcpy(d, s, n);
+    }
+}
 
 static inline void coding_put_be16(uint8_t *p, uint16_t v)
 {

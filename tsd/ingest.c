@@ -18,6 +18,8 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "storage/coding.h"
+
 #define INGEST_MAX_MSGS 32
 #define INGEST_MSG_LEN  256
 #define INGEST_SLACK    (64u << 10) /* arena room beyond batch_bytes: one point always fits */
@@ -157,27 +159,6 @@ static void ingest_batch_reset(struct ingest_batch *b)
     b->next = NULL;
 }
 
-/* memcpy of a short name without a call into libc: names are mostly 2-16 bytes, copied by two
- * overlapping loads that stay inside [s, s + n) */
-static inline void ingest_copy(char *d, const char *s, size_t n)
-{
-    if (n >= 8 && n <= 16) {
-        uint64_t a, z;
-        memcpy(&a, s, 8);
-        memcpy(&z, s + n - 8, 8);
-        memcpy(d, &a, 8);
-        memcpy(d + n - 8, &z, 8);
-    } else if (n >= 4 && n < 8) {
-        uint32_t a, z;
-        memcpy(&a, s, 4);
-        memcpy(&z, s + n - 4, 4);
-        memcpy(d, &a, 4);
-        memcpy(d + n - 4, &z, 4);
-    } else {
-        memcpy(d, s, n);
-    }
-}
-
 bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_t owner)
 {
     if (b->n == b->cap_recs || b->used >= b->soft_cap || p->ntags > INGEST_MAX_TAGS)
@@ -200,14 +181,14 @@ bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_
     r->d = p->value.d;
     r->owner = owner;
     char *w = b->arena + b->used;
-    ingest_copy(w, p->metric.p, p->metric.len);
+    coding_copy_short(w, p->metric.p, p->metric.len);
     w[p->metric.len] = '\0';
     w += p->metric.len + 1;
     for (size_t i = 0; i < p->ntags; i++) {
-        ingest_copy(w, p->tagk[i].p, p->tagk[i].len);
+        coding_copy_short(w, p->tagk[i].p, p->tagk[i].len);
         w[p->tagk[i].len] = '\0';
         w += p->tagk[i].len + 1;
-        ingest_copy(w, p->tagv[i].p, p->tagv[i].len);
+        coding_copy_short(w, p->tagv[i].p, p->tagv[i].len);
         w[p->tagv[i].len] = '\0';
         w += p->tagv[i].len + 1;
     }

@@ -22,40 +22,9 @@
 #include <string.h>
 
 #include "storage/clock.h"
+#include "storage/coding.h"
 #include "storage/engine/bloom.h"
 #include "storage/engine/engine_int.h"
-
-/* Copies n bytes: keys and qualifiers of up to 16 bytes (the benchmark's rows, time-series
- * qualifiers) with a few overlapping word moves instead of a libc call per row and per cell
- * (callgrind: the calls were ~45 instructions of readseq's ~950 per row). */
-static inline void scan_copy(uint8_t *d, const uint8_t *s, size_t n)
-{
-    if (n < 4) { /* time-series qualifiers are 2 bytes, most single-point values 1 */
-        if (n >= 2) {
-            uint16_t x, y;
-            memcpy(&x, s, 2);
-            memcpy(&y, s + n - 2, 2);
-            memcpy(d, &x, 2);
-            memcpy(d + n - 2, &y, 2);
-        } else if (n == 1) {
-            d[0] = s[0];
-        }
-    } else if (n <= 8) {
-        uint32_t x, y;
-        memcpy(&x, s, 4);
-        memcpy(&y, s + n - 4, 4);
-        memcpy(d, &x, 4);
-        memcpy(d + n - 4, &y, 4);
-    } else if (n <= 16) {
-        uint64_t x, y;
-        memcpy(&x, s, 8);
-        memcpy(&y, s + n - 8, 8);
-        memcpy(d, &x, 8);
-        memcpy(d + n - 8, &y, 8);
-    } else {
-        memcpy(d, s, n);
-    }
-}
 
 /* ---- children --------------------------------------------------------------------------- */
 
@@ -416,7 +385,7 @@ matcher_cell_inl(struct matcher *m, const struct cell *c, struct ct_err *err)
             m->qual = nq;
             m->qual_cap = cap;
         }
-        scan_copy(m->qual, c->qual, c->qual_len);
+        coding_copy_short(m->qual, c->qual, c->qual_len);
         m->qual_len = c->qual_len;
         m->have_col = true;
         m->C = INT64_MIN;
@@ -999,7 +968,7 @@ static inline __attribute__((always_inline)) int scanner_find_fwd(struct escanne
         int rc = KEY_RESERVE(sc, best->row_len + 1);
         if (rc != CT_OK)
             return rc;
-        scan_copy(sc->key, best->row, best->row_len);
+        coding_copy_short(sc->key, best->row, best->row_len);
         sc->key_len = best->row_len;
         *found = true;
     }
@@ -1138,7 +1107,7 @@ static inline __attribute__((always_inline)) int scanner_push_cell(struct escann
         uint8_t *p = sarena_alloc(sc, c->cur.qual_len + 1);
         if (!p)
             return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
-        scan_copy(p, c->cur.qual, c->cur.qual_len);
+        coding_copy_short(p, c->cur.qual, c->cur.qual_len);
         o->qualifier = wc_bytes_of(p, c->cur.qual_len);
         o->value = wc_bytes_of(c->cur.value, c->cur.value_len);
     } else {
@@ -1146,9 +1115,9 @@ static inline __attribute__((always_inline)) int scanner_push_cell(struct escann
         if (!p)
             return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");
         /* inline word moves for the small qualifiers and values of single-point cells (two
-         * libc calls per cell before), memcpy for large values (scan_copy) */
-        scan_copy(p, c->cur.qual, c->cur.qual_len);
-        scan_copy(p + c->cur.qual_len, c->cur.value, c->cur.value_len);
+         * libc calls per cell before), memcpy for large values (coding_copy_short) */
+        coding_copy_short(p, c->cur.qual, c->cur.qual_len);
+        coding_copy_short(p + c->cur.qual_len, c->cur.value, c->cur.value_len);
         o->qualifier = wc_bytes_of(p, c->cur.qual_len);
         o->value = wc_bytes_of(p + c->cur.qual_len, c->cur.value_len);
     }
@@ -1255,12 +1224,12 @@ static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, cons
         o->family = fam;
         o->ts_ms = d->ts;
         o->type = WC_TYPE_PUT;
-        scan_copy(a, q, ql);
+        coding_copy_short(a, q, ql);
         o->qualifier = wc_bytes_of(a, ql);
         if (pinned) {
             o->value = wc_bytes_of(b->raw + d->val_off, d->val_len);
         } else {
-            scan_copy(a + ql, b->raw + d->val_off, d->val_len);
+            coding_copy_short(a + ql, b->raw + d->val_off, d->val_len);
             o->value = wc_bytes_of(a + ql, d->val_len);
         }
         i++;
@@ -1273,7 +1242,7 @@ static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, cons
     it->i = i;
     it->run = run;
     sst_iter_cell(it, &c->cur);
-    scan_copy(m->qual, c->cur.qual, c->cur.qual_len);
+    coding_copy_short(m->qual, c->cur.qual, c->cur.qual_len);
     m->qual_len = c->cur.qual_len;
     m->have_col = true;
     m->C = INT64_MIN;
@@ -1951,11 +1920,11 @@ static inline __attribute__((always_inline)) int gout_push(struct gout *g, uint3
     o->ts = c->ts_ms;
     o->qoff = g->len;
     o->qlen = c->qual_len;
-    scan_copy(g->bytes + g->len, c->qual, c->qual_len);
+    coding_copy_short(g->bytes + g->len, c->qual, c->qual_len);
     g->len += c->qual_len;
     o->voff = g->len;
     o->vlen = c->value_len;
-    scan_copy(g->bytes + g->len, c->value, c->value_len);
+    coding_copy_short(g->bytes + g->len, c->value, c->value_len);
     g->len += c->value_len;
     return CT_OK;
 }

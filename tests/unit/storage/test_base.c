@@ -30,6 +30,28 @@ static void test_err_truncates_long_messages(void **state)
     assert_int_equal(strlen(err.msg), sizeof(err.msg) - 1);
 }
 
+/* Every length 0..40 at every source offset 0..7 copies exactly n bytes: nothing before or after
+ * the destination range is touched, and the bytes equal the source's. */
+static void test_coding_copy_short_copies_exactly_n_bytes(void **state)
+{
+    (void)state;
+    uint8_t src[64], dst[64];
+    for (size_t i = 0; i < sizeof(src); i++)
+        src[i] = (uint8_t)(i * 37 + 11);
+    for (size_t off = 0; off < 8; off++) {
+        for (size_t n = 0; n <= 40; n++) {
+            memset(dst, 0xEE, sizeof(dst));
+            coding_copy_short(dst + 8, src + off, n);
+            for (size_t i = 0; i < sizeof(dst); i++) {
+                if (i >= 8 && i < 8 + n)
+                    assert_int_equal(dst[i], src[off + i - 8]);
+                else
+                    assert_int_equal(dst[i], 0xEE);
+            }
+        }
+    }
+}
+
 static void test_coding_round_trips_and_byte_order(void **state)
 {
     (void)state;
@@ -153,6 +175,7 @@ int main(void)
         cmocka_unit_test(test_err_prefix_keeps_code_and_detail),
         cmocka_unit_test(test_err_truncates_long_messages),
         cmocka_unit_test(test_coding_round_trips_and_byte_order),
+        cmocka_unit_test(test_coding_copy_short_copies_exactly_n_bytes),
         cmocka_unit_test(test_crc32c_matches_rfc3720_vectors),
         cmocka_unit_test(test_clock_can_be_pinned),
         cmocka_unit_test(test_table_names_parse_with_default_namespace),
