@@ -920,18 +920,24 @@ static int sst_iter_load(struct sst_iter *it, int64_t bi, struct ct_err *err)
     return CT_OK;
 }
 
+/* Loads block bi and stands on its first cell (last == false) or its last cell. */
+static int sst_iter_enter(struct sst_iter *it, int64_t bi, bool last, struct ct_err *err)
+{
+    int rc = sst_iter_load(it, bi, err);
+    if (rc != CT_OK)
+        return rc;
+    it->i = last ? (int64_t)it->blk->n - 1 : 0;
+    it->valid = true;
+    return CT_OK;
+}
+
 int sst_iter_seek_first(struct sst_iter *it, struct ct_err *err)
 {
     it->run = 0; /* no read-ahead before a run of forward steps */
     it->valid = false;
     if (it->f->nblocks == 0)
         return CT_OK;
-    int rc = sst_iter_load(it, 0, err);
-    if (rc != CT_OK)
-        return rc;
-    it->i = 0;
-    it->valid = true;
-    return CT_OK;
+    return sst_iter_enter(it, 0, false, err);
 }
 
 int sst_iter_seek_last(struct sst_iter *it, struct ct_err *err)
@@ -940,12 +946,7 @@ int sst_iter_seek_last(struct sst_iter *it, struct ct_err *err)
     it->valid = false;
     if (it->f->nblocks == 0)
         return CT_OK;
-    int rc = sst_iter_load(it, it->f->nblocks - 1, err);
-    if (rc != CT_OK)
-        return rc;
-    it->i = it->blk->n - 1;
-    it->valid = true;
-    return CT_OK;
+    return sst_iter_enter(it, it->f->nblocks - 1, true, err);
 }
 
 /* Whether target lies within [first, last] cell of the loaded block: then both the first cell
@@ -1137,12 +1138,7 @@ int sst_iter_next(struct sst_iter *it, struct ct_err *err)
     it->valid = false;
     if (it->bi + 1 >= (int64_t)it->f->nblocks)
         return CT_OK;
-    int rc = sst_iter_load(it, it->bi + 1, err);
-    if (rc != CT_OK)
-        return rc;
-    it->i = 0;
-    it->valid = true;
-    return CT_OK;
+    return sst_iter_enter(it, it->bi + 1, false, err);
 }
 
 int sst_iter_prev(struct sst_iter *it, struct ct_err *err)
@@ -1155,12 +1151,7 @@ int sst_iter_prev(struct sst_iter *it, struct ct_err *err)
     it->valid = false;
     if (it->bi == 0)
         return CT_OK;
-    int rc = sst_iter_load(it, it->bi - 1, err);
-    if (rc != CT_OK)
-        return rc;
-    it->i = it->blk->n - 1;
-    it->valid = true;
-    return CT_OK;
+    return sst_iter_enter(it, it->bi - 1, true, err);
 }
 
 bool sst_iter_valid(const struct sst_iter *it)
@@ -1262,12 +1253,7 @@ int sst_iter_prev_of(struct sst_iter *it, const struct sst_pos *p, struct ct_err
     }
     if (p->bi == 0)
         return CT_OK;
-    int rc = sst_iter_load(it, p->bi - 1, err);
-    if (rc != CT_OK)
-        return rc;
-    it->i = it->blk->n - 1;
-    it->valid = true;
-    return CT_OK;
+    return sst_iter_enter(it, p->bi - 1, true, err);
 }
 
 int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
@@ -1296,11 +1282,9 @@ int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
         const struct sst_index_entry *pe = &it->f->idx[it->bi - 1];
         if (!cell_bytes_eq(pe->last.row, pe->last.row_len, row, rl))
             return CT_OK;
-        int rc = sst_iter_load(it, it->bi - 1, err);
+        int rc = sst_iter_enter(it, it->bi - 1, true, err);
         if (rc != CT_OK)
             return rc;
-        it->i = it->blk->n - 1;
-        it->valid = true;
     }
 }
 
