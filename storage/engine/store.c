@@ -1758,6 +1758,8 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
             goto fail;
     } else if (rc != CT_OK) {
         goto fail;
+    } else if (s->quarantined && (rc = catalog_save(s, err)) != CT_OK) {
+        goto fail; /* the catalog stops listing the quarantined files */
     }
     if (!o->read_only && (rc = remove_orphans(s, err)) != CT_OK)
         goto fail;
