@@ -474,9 +474,12 @@ static int fsck_drop_quarantined(const char *dir)
 static int fsck_run(int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"data", required_argument, 0, 'd'},     {"fix", no_argument, 0, 'f'},
-        {"delete-orphans", no_argument, 0, 'o'}, {"set", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},           {"quarantine", no_argument, 0, 'q'},
+        {"data", required_argument, 0, 'd'},
+        {"fix", no_argument, 0, 'f'},
+        {"delete-orphans", no_argument, 0, 'o'},
+        {"set", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},
+        {"quarantine", no_argument, 0, 'q'},
         {0, 0, 0, 0},
     };
     bool quarantine = false;

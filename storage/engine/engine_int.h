@@ -179,7 +179,7 @@ struct estore {
     const char *failpoint; /* tests: name of a step at which to _exit(0) (see engine_failpoint) */
     bool failpoint_kill;   /* armed from CTSDB_FAILPOINT: the step raises SIGKILL instead */
     const char *failpoint_gate; /* CTSDB_FAILPOINT_GATE: a file that must exist to fire */
-    size_t quarantined; /* block files set aside by catalog_load (opt.quarantine_damaged) */
+    size_t quarantined;         /* block files set aside by catalog_load (opt.quarantine_damaged) */
 };
 
 static inline struct estore *estore_of(struct wc_store *s)
