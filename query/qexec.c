@@ -1302,8 +1302,8 @@ static bool cpus_busy(long ncpu)
 }
 
 /* Threads a query's parallel parts may use: qexec_options.scan_threads, else min(CPUs, 4), or
- * one when every CPU is already busy (cpus_busy). */
-static unsigned query_threads(const struct qexec_options *o)
+ * one when every CPU is already busy (cpus_busy; then *busy is set, busy may be NULL). */
+static unsigned query_threads(const struct qexec_options *o, bool *busy)
 {
     static atomic_long ncpus; /* sysconf reads /sys on every call: once */
     long ncpu = atomic_load_explicit(&ncpus, memory_order_relaxed);
@@ -1312,8 +1312,11 @@ static unsigned query_threads(const struct qexec_options *o)
         atomic_store_explicit(&ncpus, ncpu, memory_order_relaxed);
     }
     unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
-    if (!o->scan_threads && nth > 1 && cpus_busy(ncpu))
+    if (!o->scan_threads && nth > 1 && cpus_busy(ncpu)) {
         nth = 1;
+        if (busy)
+            *busy = true;
+    }
     return nth > 64 ? 64 : nth;
 }
 
@@ -1375,7 +1378,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     xs->ds_done = x.ds != NULL;
     xs->general_only = o->general_only;
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
-    unsigned nth = query_threads(o);
+    unsigned nth = query_threads(o, &st->busy_one_thread);
     /* fewer than four pieces of work per thread: split each bucket's hours into time slices.
      * Threads take pieces as they come free, so a thread that starts late or is preempted on a
      * busy machine leaves its share to the others instead of holding up the query. */
@@ -1406,6 +1409,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     uint64_t t0 = clock_mono_ns();
     if (nth > nwork)
         nth = nwork;
+    if (nth > st->scan_threads)
+        st->scan_threads = nth;
     x.job.fn = scan_thread;
     x.job.arg = &x;
     pool_run(&x.job, nth - 1);
@@ -2110,7 +2115,7 @@ static void render_thread(void *arg)
 static int write_groups(const struct qspec *q, const struct qexec_options *o, struct xsub *xs,
                         struct wctx *w)
 {
-    unsigned nth = query_threads(o);
+    unsigned nth = query_threads(o, NULL);
     size_t points = 0;
     for (size_t i = 0; i < q->nsubs; i++)
         for (size_t k = 0; k < xs[i].nser; k++)

@@ -62,6 +62,7 @@ static void read_options(struct http_req *r, struct qexec_options *o)
     qexec_options_init(o);
     o->timeout_ms = conf_get_int(c, "tsd.query.timeout");
     o->allow_delete = conf_get_bool(c, "tsd.http.query.allow_delete");
+    o->scan_threads = (unsigned)conf_get_int(c, "tsd.query.scan_threads");
     const char *lim = conf_get(c, "tsd.query.limits.data_points.default");
     if (lim)
         o->max_datapoints = strtoull(lim, NULL, 10);
@@ -105,7 +106,12 @@ static void query_work(struct http_req *r, void *arg)
         qspec_free(q);
         return;
     }
-    int rc = qexec_run(tsd_tsdb(http_req_tsd(r)), q, &o, j, &status, NULL, &err);
+    struct qexec_stats st = {0};
+    int rc = qexec_run(tsd_tsdb(http_req_tsd(r)), q, &o, j, &status, &st, &err);
+    if (st.scan_threads > 1)
+        tstats_add(TSTATS_QUERY_PARALLEL, 1);
+    if (st.busy_one_thread)
+        tstats_add(TSTATS_QUERY_BUSY_ONE, 1);
     answer_finish(r, &s, j, rc, status, &err);
     qspec_free(q);
 }

@@ -338,6 +338,8 @@ void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
     TSD_STAT("tsd.query.last", tstats_get(TSTATS_LAST_LOOP), "type=loop");
     TSD_STAT("tsd.query.last", tstats_get(TSTATS_LAST_LOOP_OVER), "type=over_loop_budget");
     TSD_STAT("tsd.query.last", tstats_get(TSTATS_LAST_LOOP_WAITS), "type=loop_waits");
+    TSD_STAT("tsd.query.scans", tstats_get(TSTATS_QUERY_PARALLEL), "type=parallel");
+    TSD_STAT("tsd.query.scans", tstats_get(TSTATS_QUERY_BUSY_ONE), "type=one_thread_cpus_busy");
 #undef TSD_STAT
     tsdstore_stats(t->tstore, t->hostname, fn, arg, now);
 }

@@ -7,7 +7,8 @@
 # by the last query after it, a client that reads late gets every answer in order, and
 # Connection: close and a half-closed socket end the connection after the answer; a worker's
 # request finished without waking the loop (parked) does not hold up shutdown or the socket
-# timeout of its idle connection.
+# timeout of its idle connection. Range queries: tsd.query.scan_threads and the tsd.query.scans
+# counters.
 source "$(dirname "$0")/lib.sh"
 
 # the windows are relative to the current hour: keep clear of an hour's last minute
@@ -257,4 +258,24 @@ check_eq "a parked request's idle connection is closed by its timeout" \
 check "the TSD still answers after the timeout" curl -sf -m 10 "http://127.0.0.1:$TSD_PORT/api/version" -o /dev/null
 tsd_stop
 check_contains "shutdown completes after the timeout" "$(cat "$TSD_LOG")" "shutdown complete"
+
+# range queries: tsd.query.scan_threads and the /api/stats counters of the threads they used
+# (a 3-hour window is cut into time slices, so two threads share it)
+scans() { curl -s -m 10 "http://127.0.0.1:$TSD_PORT/api/stats" | python3 -c '
+import json, sys
+v = {d["tags"].get("type"): d["value"] for d in json.load(sys.stdin) if d["metric"] == "tsd.query.scans"}
+print(v.get("parallel"), v.get("one_thread_cpus_busy"))'; }
+range_q="/api/query?start=$((H - 3 * 3600))&m=sum:sys.lat"
+for threads in 2 1; do
+  tsd_start --tsd.query.scan_threads=$threads
+  a=$(curl -s -m 10 "http://127.0.0.1:$TSD_PORT$range_q")
+  b=$(curl -s -m 10 "http://127.0.0.1:$TSD_PORT$range_q")
+  check_contains "scan_threads=$threads: the range query answers" "$a" '"metric":"sys.lat"'
+  check_eq "scan_threads=$threads: the same answer twice" "$a" "$b"
+  [ "$threads" = 2 ] && two=$a
+  [ "$threads" = 1 ] && check_eq "one thread and two give the same answer" "$two" "$a"
+  check_eq "scan_threads=$threads: queries on several threads / on one for busy CPUs" \
+    "$([ "$threads" = 2 ] && echo 2 || echo 0) 0" "$(scans)"
+  tsd_stop
+done
 it_done

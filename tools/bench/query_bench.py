@@ -291,6 +291,15 @@ def timed(conn, path, method="GET", body=None):
     return dt, data
 
 
+def scan_counts(conn):
+    """ctsdb's /api/stats counters of range queries: (scans on several threads, on one thread
+    because every CPU was busy)."""
+    _, data = timed(conn, "/api/stats")
+    v = {d["tags"].get("type"): int(d["value"]) for d in json.loads(data)
+         if d["metric"] == "tsd.query.scans"}
+    return v.get("parallel", 0), v.get("one_thread_cpus_busy", 0)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", type=int, default=int(os.environ.get("HOSTS", 50)))
@@ -450,6 +459,7 @@ def main():
             for side, conn, path in (("ctsdb", cc, "/api/version"), ("vm", vc, "/health")):
                 floor[side].append(timed(conn, path)[0])
         rows = []
+        threads = {}
         for name in cq:
             if args.only and name not in args.only.split(","):
                 continue
@@ -468,6 +478,7 @@ def main():
             # machine (back to back blocks of runs each met a different moment)
             times = {"ctsdb": [], "vm": []}
             size = {}
+            scans0 = scan_counts(cc)
             for _ in range(args.runs):
                 for side, conn, path in sides:
                     dt, data = timed(conn, path)
@@ -478,6 +489,8 @@ def main():
                 rec.wait(timeout=120)
             for side, _, _ in sides:
                 res[side] = (statistics.median(times[side]) * 1000, size[side])
+            scans1 = scan_counts(cc)
+            threads[name] = (scans1[0] - scans0[0], scans1[1] - scans0[1])
             rows.append((name, res))
         print("dataset: %d hosts x 2 metrics x %d h at 10 s = %d points; load ctsdb %.1f s "
               "(telnet), VictoriaMetrics %.1f s (import)" % (args.hosts, args.hours, npts,
@@ -493,6 +506,9 @@ def main():
             print("| %s | %.2f | %.2f | %.2f | %d | %d |" % (name, c[0], v[0], c[0] / v[0],
                                                               c[1], v[1]))
         print()
+        print("ctsdb range queries of the timed runs on several scan threads / on one because every "
+              "CPU was busy: " + ", ".join("%s %d/%d" % (n, threads[n][0], threads[n][1])
+                                           for n, _ in rows if n != "last_point"))
         print("no-work request (ctsdb /api/version, VictoriaMetrics /health): %.3f / %.3f ms "
               "median (client: %s)" % (statistics.median(floor["ctsdb"]) * 1000,
                                        statistics.median(floor["vm"]) * 1000, args.client))
