@@ -6,6 +6,7 @@
  * and an alter of them applies to the open files at once (HBase reopens the regions). Results
  * never change. */
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,7 +114,7 @@ static void check_rows(struct wc_table *t, int n)
 
 /* The block files of the data directory: their names and the meta each was written with. */
 struct file_list {
-    char names[16][64];
+    char names[16][NAME_MAX + 1];
     struct sst_meta meta[16];
     size_t n;
 };
@@ -132,7 +133,7 @@ static void list_files(const char *dir, struct file_list *out)
             continue;
         assert_true(out->n < 16);
         snprintf(out->names[out->n], sizeof(out->names[0]), "%s", e->d_name);
-        char path[4200];
+        char path[sizeof(p) + NAME_MAX + 2];
         snprintf(path, sizeof(path), "%s/%s", p, e->d_name);
         struct sst *f;
         struct ct_err err;
