@@ -409,6 +409,7 @@ void block_cache_get_stats(struct block_cache *c, struct block_cache_stats *out)
         out->misses += s->misses;
         out->bytes += s->bytes;
         out->evictions += s->evictions;
+        out->in_memory_bytes += s->sec_bytes[BC_INMEM];
         pthread_mutex_unlock(&s->mu);
     }
 }

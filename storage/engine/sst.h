@@ -35,6 +35,7 @@ struct block_cache_stats {
     uint64_t bytes;
     uint64_t capacity_bytes;
     uint64_t evictions;
+    uint64_t in_memory_bytes; /* the part of bytes in the in-memory section (IN_MEMORY families) */
 };
 void block_cache_get_stats(struct block_cache *c, struct block_cache_stats *out);
 /* Drops every cached block (e.g. `dropcaches`). */
@@ -62,6 +63,13 @@ struct sst_meta {
     uint32_t first_row_len;
     uint8_t last_row[WC_MAX_ROW_BYTES];
     uint32_t last_row_len;
+    /* the family settings the file was written with (its meta block): an `alter` changes what
+     * later flushes and compactions write, never an existing file */
+    uint32_t data_blocks;
+    uint32_t blocksize;
+    enum wc_compression compression;
+    enum wc_bloom bloom;
+    enum wc_block_encoding encoding;
 };
 
 struct sst_writer;
@@ -101,6 +109,12 @@ void sst_unref(struct sst *f);
 /* Asks for the file to be deleted once no reference remains (after a compaction replaced it). */
 void sst_mark_obsolete(struct sst *f);
 const struct sst_meta *sst_get_meta(const struct sst *f);
+/* Changes how the file's data blocks use the cache from now on (an `alter` of BLOCKCACHE or
+ * IN_MEMORY applies to open files at once, as HBase's region reopen does). Blocks already cached
+ * stay until evicted; with blockcache false they are no longer looked up. Thread-safe. */
+void sst_set_read_options(struct sst *f, const struct sst_read_options *o);
+/* The cache options in force. */
+struct sst_read_options sst_get_read_options(const struct sst *f);
 /* Bloom checks: false means the file certainly holds no cell of that row (row+qualifier).
  * With a ROW filter sst_may_contain_rowcol() checks the row only; with NONE both return true. */
 bool sst_may_contain_row(const struct sst *f, const uint8_t *row, size_t len);

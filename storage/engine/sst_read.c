@@ -15,8 +15,9 @@
  * (it->ahead_h, for block it->ahead_bi != it->bi), which loading that block adopts and any other
  * load or sst_iter_free releases; a block is CRC-checked once per load from the file, never
  * again while cached, and the read-ahead loads nothing (it only looks up cached blocks).
- * Threading: struct sst is immutable after sst_open() except its atomic refcount and obsolete
- * flag; pread() on the shared descriptor needs no lock. An iterator belongs to one thread. */
+ * Threading: struct sst is immutable after sst_open() except its atomic refcount, obsolete flag
+ * and cache options (sst_set_read_options: each block fetch reads them once, so a change between
+ * two fetches is safe); pread() on the shared descriptor needs no lock. An iterator belongs to one thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -60,7 +61,9 @@ struct sst {
      * there (the page cache), so the cached decoded block holds only entries and keys */
     const uint8_t *map;
     struct block_cache *cache;
-    struct sst_read_options ro;
+    /* the family's BLOCKCACHE and IN_MEMORY: atomic, an alter changes them on open files */
+    atomic_bool ro_blockcache;
+    atomic_bool ro_in_memory;
     struct sst_meta meta;
     uint32_t nblocks;
     struct sst_index_entry *idx;
@@ -430,7 +433,7 @@ static int sst_get_block(struct sst *f, uint32_t bi, bool fill, struct sst_scrat
                          struct sst_block **out, struct block_cache_handle **h, struct ct_err *err)
 {
     const struct sst_index_entry *ie = &f->idx[bi];
-    bool use_cache = f->cache && f->ro.blockcache;
+    bool use_cache = f->cache && atomic_load_explicit(&f->ro_blockcache, memory_order_relaxed);
     if (use_cache) {
         struct block_cache_handle *ch = block_cache_lookup(f->cache, f->file_id, ie->off);
         if (ch) {
@@ -468,8 +471,9 @@ static int sst_get_block(struct sst *f, uint32_t bi, bool fill, struct sst_scrat
         *h = NULL;
         return CT_OK;
     }
-    struct block_cache_handle *ch = block_cache_insert(f->cache, f->file_id, ie->off, b, b->charge,
-                                                       f->ro.in_memory, sst_block_free);
+    struct block_cache_handle *ch = block_cache_insert(
+        f->cache, f->file_id, ie->off, b, b->charge,
+        atomic_load_explicit(&f->ro_in_memory, memory_order_relaxed), sst_block_free);
     if (!ch)
         return ct_err_set(err, CT_ENOMEM, "out of memory caching a block of %s", f->path);
     *out = b;
@@ -596,8 +600,13 @@ static int sst_load_meta(struct sst *f, uint64_t off, uint64_t len, struct ct_er
     x->max_ts_ms = (int64_t)coding_get_be64(m + 24);
     x->max_seq = coding_get_be64(m + 32);
     uint32_t nblocks = coding_get_be32(m + 40);
-    if (m[48] > SST_COMPRESS_ZLIB || m[49] > SST_BLOOM_ROWCOL)
+    if (m[48] > SST_COMPRESS_ZLIB || m[49] > SST_BLOOM_ROWCOL || m[50] > WC_ENCODING_ROW_INDEX_V1)
         goto bad;
+    x->data_blocks = nblocks;
+    x->blocksize = coding_get_be32(m + 44);
+    x->compression = (enum wc_compression)m[48];
+    x->bloom = (enum wc_bloom)m[49];
+    x->encoding = (enum wc_block_encoding)m[50];
     size_t o = SST_META_FIXED_BYTES;
     uint32_t fl = coding_get_be16(m + o);
     o += 2;
@@ -676,10 +685,8 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
     atomic_init(&f->obsolete, false);
     f->file_id = file_id;
     f->cache = cache;
-    if (o)
-        f->ro = *o;
-    else
-        f->ro.blockcache = true;
+    atomic_init(&f->ro_blockcache, o ? o->blockcache : true);
+    atomic_init(&f->ro_in_memory, o ? o->in_memory : false);
     int rc;
     f->fd = eio_open(path, O_RDONLY, 0);
     if (f->fd < 0) {
@@ -766,6 +773,18 @@ void sst_unref(struct sst *f)
 void sst_mark_obsolete(struct sst *f)
 {
     atomic_store(&f->obsolete, true);
+}
+
+void sst_set_read_options(struct sst *f, const struct sst_read_options *o)
+{
+    atomic_store(&f->ro_blockcache, o->blockcache);
+    atomic_store(&f->ro_in_memory, o->in_memory);
+}
+
+struct sst_read_options sst_get_read_options(const struct sst *f)
+{
+    struct sst_read_options o = {atomic_load(&f->ro_blockcache), atomic_load(&f->ro_in_memory)};
+    return o;
 }
 
 const struct sst_meta *sst_get_meta(const struct sst *f)
@@ -1174,7 +1193,8 @@ void sst_iter_cell(const struct sst_iter *it, struct cell *out)
 static __attribute__((noinline)) void sst_iter_read_ahead(struct sst_iter *it)
 {
     struct sst *f = it->f;
-    if (!f->cache || !f->ro.blockcache || it->no_fill || it->bi + 1 >= (int64_t)f->nblocks)
+    if (!f->cache || !atomic_load_explicit(&f->ro_blockcache, memory_order_relaxed) ||
+        it->no_fill || it->bi + 1 >= (int64_t)f->nblocks)
         return;
     uint64_t off = f->idx[it->bi + 1].off;
     switch (it->run / SST_AHEAD_STEP) {

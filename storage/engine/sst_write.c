@@ -465,6 +465,11 @@ static int sw_finish(struct sst_writer *w, struct sst_meta *meta, struct ct_err 
     coding_put_be64(mb + 16, (uint64_t)m->min_ts_ms);
     coding_put_be64(mb + 24, (uint64_t)m->max_ts_ms);
     coding_put_be64(mb + 32, m->max_seq);
+    m->data_blocks = (uint32_t)w->nblocks;
+    m->blocksize = w->o.blocksize;
+    m->compression = w->o.compression;
+    m->bloom = w->o.bloom;
+    m->encoding = w->o.encoding;
     coding_put_be32(mb + 40, (uint32_t)w->nblocks);
     coding_put_be32(mb + 44, w->o.blocksize);
     mb[48] = (uint8_t)w->o.compression;

@@ -929,6 +929,29 @@ bool etable_file_shared(struct etable *t, struct eregion *except, size_t f, uint
     return false;
 }
 
+/* After an alter: BLOCKCACHE and IN_MEMORY apply to the open files of a kept family at once (HBase
+ * reopens the regions, which rereads them), while the other storage settings wait for files to
+ * be rewritten. t->fams is the new family array, map[i] the old index of new family i (or -1).
+ * REQUIRES the table's admin locks (lock_table_admin). */
+static void alter_cache_options(struct etable *t, const struct wc_family_desc *old_fams,
+                                const long *map)
+{
+    for (size_t i = 0; i < t->nfams; i++) {
+        const struct wc_family_desc *nf = &t->fams[i];
+        if (map[i] < 0 || (old_fams[map[i]].blockcache == nf->blockcache &&
+                           old_fams[map[i]].in_memory == nf->in_memory))
+            continue;
+        struct sst_read_options ro = {nf->blockcache, nf->in_memory};
+        for (size_t r = 0; r < t->nregions; r++) {
+            struct eregion *rg = t->regions[r];
+            pthread_mutex_lock(&rg->mu);
+            for (size_t k = 0; k < rg->fams[i].nfiles; k++)
+                sst_set_read_options(rg->fams[i].files[k].sst, &ro);
+            pthread_mutex_unlock(&rg->mu);
+        }
+    }
+}
+
 static int op_table_alter(struct wc_store *ws, const struct wc_table_desc *d, struct ct_err *err)
 {
     struct estore *s = estore_of(ws);
@@ -1004,6 +1027,8 @@ static int op_table_alter(struct wc_store *ws, const struct wc_table_desc *d, st
     hooks = NULL;
     set_table_attrs(s, t, d);
     rc = catalog_save(s, err);
+    if (rc == CT_OK)
+        alter_cache_options(t, old_fams, map);
     if (rc != CT_OK) {
         /* a failed alter changes nothing: move the stores back */
         for (size_t r = 0; r < t->nregions; r++) {

@@ -90,6 +90,29 @@ check_eq "status detailed has one line per region" 3 "$(grep -c '^        "[^"]*
 check_contains "status detailed names a region by table and start key" "$out" '"ps,m,'
 check_contains "status summary" "$out" "1 active master, 0 backup masters, 1 servers, 0 dead, 3.0000 average load"
 
+# Per-region statistics show a hotspot: four writes and the reads of rows below 'g' land in the
+# first region, one write in the second, none in the third (request counts, memstore bytes until
+# a flush, then store files and their bytes).
+hot_before=$(sh -e "create 'hot', 'f', SPLITS => ['g', 'p']" -e "put 'hot', 'a1', 'f:q', 'v', 1" \
+  -e "put 'hot', 'a2', 'f:q', 'v', 1" -e "put 'hot', 'a3', 'f:q', 'v', 1" \
+  -e "put 'hot', 'a4', 'f:q', 'v', 1" -e "put 'hot', 'h', 'f:q', 'v', 1" -e "get 'hot', 'a1'" \
+  -e "get 'hot', 'h'" -e "status 'detailed'" | grep '"hot,')
+check "status detailed: the hot region's writes and memstore" grep -q \
+  '"hot,,[0-9]*" readRequestsCount=1, writeRequestsCount=4, memstoreSizeBytes=[1-9][0-9]*, storefiles=0, storefileSizeBytes=0$' <<<"$hot_before"
+check "status detailed: the second region's" grep -q \
+  '"hot,g,[0-9]*" readRequestsCount=1, writeRequestsCount=1, memstoreSizeBytes=[1-9][0-9]*, storefiles=0, storefileSizeBytes=0$' <<<"$hot_before"
+check "status detailed: the idle region's" grep -q \
+  '"hot,p,[0-9]*" readRequestsCount=0, writeRequestsCount=0, memstoreSizeBytes=0, storefiles=0, storefileSizeBytes=0$' <<<"$hot_before"
+# (a new process: the counters start again at zero, as HBase's do when a region reopens)
+hot_after=$(sh -e "flush 'hot'" -e "scan 'hot', {STARTROW => 'a', STOPROW => 'b'}" -e "count 'hot'" \
+  -e "status 'detailed'" | grep '"hot,')
+check "status detailed after a flush and reads: files and read counts" grep -q \
+  '"hot,,[0-9]*" readRequestsCount=8, writeRequestsCount=0, memstoreSizeBytes=0, storefiles=1, storefileSizeBytes=[1-9][0-9]*$' <<<"$hot_after"
+check "status detailed after a flush: the second region's" grep -q \
+  '"hot,g,[0-9]*" readRequestsCount=1, writeRequestsCount=0, memstoreSizeBytes=0, storefiles=1, storefileSizeBytes=[1-9][0-9]*$' <<<"$hot_after"
+check "status detailed after a flush: the idle region's" grep -q \
+  '"hot,p,[0-9]*" readRequestsCount=0, writeRequestsCount=0, memstoreSizeBytes=0, storefiles=0, storefileSizeBytes=0$' <<<"$hot_after"
+
 if command -v script >/dev/null 2>&1; then
   # script(1) runs its command through $SHELL -c (or /bin/sh when SHELL is unset, as in CI); `exec`
   # makes the shell itself the terminal's foreground process, so Ctrl-C reaches only the shell and
@@ -106,6 +129,20 @@ if command -v script >/dev/null 2>&1; then
       >"$dir/n.out" 2>&1
   check_eq "-n: a terminal's input is a script that stops at the first error" 1 $?
   check "-n: nothing after the error ran" bash -c "! grep -q '^TABLE' '$dir/n.out'"
+
+  # Line editing and history (libedit, emacs keys): Ctrl-A moves to the start of the line, Ctrl-B
+  # one character back, Up recalls earlier lines, also those of an earlier session (the history
+  # file). None of these keys means anything to the terminal's own line discipline, so only the
+  # line editor can turn them into the commands checked here.
+  mkdir -p "$dir/edhome"
+  out=$(printf "create 'ed', 'f'\nist\001l\nexists 'e'\002d\n\033[A\033[A\nexit\n" |
+    HOME=$dir/edhome timeout 30 script -qec "exec $CTSDB shell --data $data --now 1700000000000" /dev/null 2>&1)
+  check_contains "line editing: Ctrl-B inserts before the cursor" "$out" "Table ed does exist"
+  check_eq "line editing: Ctrl-A, then Up Up recall 'list'" 2 "$(grep -c '^TABLE' <<<"$(tr -d '\r' <<<"$out")")"
+  check_eq "line editing: no mangled command reached the shell" 0 "$(grep -c 'ERROR' <<<"$out")"
+  out=$(printf "\033[A\033[A\033[A\nexit\n" |
+    HOME=$dir/edhome timeout 30 script -qec "exec $CTSDB shell --data $data --now 1700000000000" /dev/null 2>&1)
+  check_contains "history: a new session recalls the last one's lines" "$out" "Table ed does exist"
 
   # Ctrl-C at the prompt drops the pending lines instead of ending the shell. Input goes through a
   # FIFO, each piece sent once the expected prompt is on screen (bounded waits, no timing).
