@@ -659,6 +659,38 @@ test('API errors are shown in the page', async () => {
   await shot('10-error');
 });
 
+test('failing suggestion and aggregator lookups are shown in the page', async () => {
+  // The TSD is made to fail here by intercepting its answers in the browser.
+  await page.route('**/api/aggregators', (route) => route.fulfill({
+    status: 500, contentType: 'application/json',
+    body: JSON.stringify({ error: { code: 500, message: 'no aggregators today' } }),
+  }));
+  await page.route('**/api/suggest?*', (route) => route.fulfill({
+    status: 400, contentType: 'application/json',
+    body: JSON.stringify({ error: { code: 400, message: 'suggest refused', details: 'e2e' } }),
+  }));
+  try {
+    await open(`#view=graph&${range3h()}`);
+    await page.waitForSelector('#errors .error[data-key="aggregators"]', { timeout: WAIT });
+    assert.match(await page.textContent('#errors'), /\/api\/aggregators: 500 no aggregators today/);
+    // The empty page's metric list and the metric box's suggestions both report the failure.
+    await page.waitForSelector('#errors .error[data-key="quick"]', { timeout: WAIT });
+    await page.click('#add-query');
+    await page.locator('.query .metric-input').fill('e2e.c');
+    await page.waitForSelector('#errors .error[data-key="suggest-0"]', { timeout: WAIT });
+    assert.match(await page.textContent('#errors .error[data-key="suggest-0"]'), /\/api\/suggest: 400 suggest refused \(e2e\)/);
+    // The input stays usable: typing the whole name still plots it.
+    const g = await runGen();
+    await page.locator('.query .metric-input').fill('e2e.cpu');
+    await page.press('.query .metric-input', 'Enter');
+    const p = await nextPlot(g);
+    assert.equal(p.series[0].points, N);
+  } finally {
+    await page.unroute('**/api/aggregators');
+    await page.unroute('**/api/suggest?*');
+  }
+});
+
 test('a bad URL query is reported, not ignored', async () => {
   await open('#view=graph&m=garbage');
   await page.waitForSelector('#errors .error[data-key="url"]', { timeout: WAIT });
