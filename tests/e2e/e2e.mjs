@@ -364,6 +364,35 @@ test('changing the downsample function in the builder re-queries', async () => {
   assert.match((await hashParams()).m[0], /^sum:10m-min:e2e\.cpu/);
 });
 
+test('the downsample interval and fill policy are edited in the builder', async () => {
+  // 30 minute buckets over the 90 minutes of data.
+  const start = Math.floor(BASE / 1800) * 1800;
+  await open(`#view=graph&start=${start}&end=${LAST}&m=${encodeURIComponent('sum:e2e.gap')}`);
+  let p = await nextPlot(0);
+  assert.equal(p.series[0].points, 60);
+  let g = await runGen();
+  await page.fill('.query .ds-interval', '1m');
+  await page.press('.query .ds-interval', 'Tab');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:1m-avg:e2e.gap']);
+  // Without a fill policy the empty minutes are simply absent (one gap drawn for the hole).
+  assert.deepEqual([p.series[0].points, p.series[0].gaps], [60, 1]);
+  g = await runGen();
+  await page.selectOption('.query .ds-fill', 'zero');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:1m-avg-zero:e2e.gap']);
+  // Zero fills every empty minute of the range, the 30 of the hole and those before the data.
+  assert.deepEqual([p.series[0].points, p.series[0].gaps, p.series[0].min], [(LAST - start) / 60 + 1, 0, 0]);
+  g = await runGen();
+  await page.fill('.query .ds-interval', '30m');
+  await page.press('.query .ds-interval', 'Tab');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:30m-avg-zero:e2e.gap']);
+  const buckets = Math.floor(LAST / 1800) - Math.floor(BASE / 1800) + 1;
+  assert.equal(p.series[0].points, buckets);
+  assert.equal(p.series[0].max, 7);
+});
+
 test('rate turns the counter into its per-second rate', async () => {
   await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.counter')}`);
   let p = await nextPlot(0);
