@@ -5,6 +5,7 @@
 //   e2e.counter  host=web01 value 120*i (a counter rising 2 per second), same times
 //   e2e.gap      host=web01 value 7, minutes 0..29 and 60..89 only (a 30 minute hole)
 //   e2e.big      host=web01 20000 points one second apart ending at the last e2e.cpu minute
+//   e2e.huge     host=h1..h5 value 1000*h + (k % 600), at the times of e2e.big (100,000 points)
 //   e2e.wrap     host=web01 value (60*i) % 1000: a counter rising 1 per second, wrapping at 1000
 //                five times (so its plain rate dips below zero five times)
 // Point i is at E2E_BASE + 60*i seconds. Each test prints ok/not ok; screenshots go to
@@ -364,6 +365,35 @@ test('changing the downsample function in the builder re-queries', async () => {
   assert.match((await hashParams()).m[0], /^sum:10m-min:e2e\.cpu/);
 });
 
+test('the downsample interval and fill policy are edited in the builder', async () => {
+  // 30 minute buckets over the 90 minutes of data.
+  const start = Math.floor(BASE / 1800) * 1800;
+  await open(`#view=graph&start=${start}&end=${LAST}&m=${encodeURIComponent('sum:e2e.gap')}`);
+  let p = await nextPlot(0);
+  assert.equal(p.series[0].points, 60);
+  let g = await runGen();
+  await page.fill('.query .ds-interval', '1m');
+  await page.press('.query .ds-interval', 'Tab');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:1m-avg:e2e.gap']);
+  // Without a fill policy the empty minutes are simply absent (one gap drawn for the hole).
+  assert.deepEqual([p.series[0].points, p.series[0].gaps], [60, 1]);
+  g = await runGen();
+  await page.selectOption('.query .ds-fill', 'zero');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:1m-avg-zero:e2e.gap']);
+  // Zero fills every empty minute of the range, the 30 of the hole and those before the data.
+  assert.deepEqual([p.series[0].points, p.series[0].gaps, p.series[0].min], [(LAST - start) / 60 + 1, 0, 0]);
+  g = await runGen();
+  await page.fill('.query .ds-interval', '30m');
+  await page.press('.query .ds-interval', 'Tab');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:30m-avg-zero:e2e.gap']);
+  const buckets = Math.floor(LAST / 1800) - Math.floor(BASE / 1800) + 1;
+  assert.equal(p.series[0].points, buckets);
+  assert.equal(p.series[0].max, 7);
+});
+
 test('rate turns the counter into its per-second rate', async () => {
   await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.counter')}`);
   let p = await nextPlot(0);
@@ -543,6 +573,32 @@ test('twenty thousand points plot in one chart', async () => {
   await shot('08-big');
 });
 
+test('a hundred thousand points in five series plot, and the read-out follows the mouse', async () => {
+  await open(`#view=graph&start=${LAST - 20000 - 60}&end=${LAST + 60}&m=${encodeURIComponent('sum:e2e.huge{host=*}')}`);
+  const p = await nextPlot(0);
+  assert.equal(p.series.length, 5);
+  assert.equal(p.series.reduce((a, s) => a + s.points, 0), 100000);
+  console.log(`# draw of 100000 points in 5 series: ${await page.getAttribute('#status', 'data-draw-ms')} ms`);
+  // An auto-refresh style re-run draws into the same chart (setData).
+  const g = await runGen();
+  await page.click('#run');
+  await nextPlot(g);
+  console.log(`# redraw of 100000 points: ${await page.getAttribute('#status', 'data-draw-ms')} ms`);
+  const t0 = Date.now();
+  for (let j = 1; j <= 8; j++) {
+    const rows = await hoverAt(LAST - 20000 + j * 2200);
+    const t = Date.parse(`${rows[0].value.replace(' ', 'T')}Z`) / 1000;
+    const k = t - (LAST - 19999);
+    for (let h = 1; h <= 5; h++) {
+      const row = rows.find((r) => r.label === `e2e.huge{host=h${h}}`);
+      assert.ok(row, JSON.stringify(rows));
+      assert.equal(Number(row.value.replace(/,/g, '')), 1000 * h + (k % 600), `h${h} at ${rows[0].value}`);
+    }
+  }
+  console.log(`# 8 hover read-outs over 100000 points: ${Date.now() - t0} ms (each with a 100 ms settle)`);
+  await shot('08b-huge');
+});
+
 test('dragging across the chart zooms in to that time range', async () => {
   await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.cpu')}`);
   const before = await nextPlot(0);
@@ -657,6 +713,38 @@ test('API errors are shown in the page', async () => {
   assert.match(await page.textContent('.query .query-error'), /no\.such\.metric/);
   assert.equal(await page.getAttribute('#chart', 'data-state'), 'error');
   await shot('10-error');
+});
+
+test('failing suggestion and aggregator lookups are shown in the page', async () => {
+  // The TSD is made to fail here by intercepting its answers in the browser.
+  await page.route('**/api/aggregators', (route) => route.fulfill({
+    status: 500, contentType: 'application/json',
+    body: JSON.stringify({ error: { code: 500, message: 'no aggregators today' } }),
+  }));
+  await page.route('**/api/suggest?*', (route) => route.fulfill({
+    status: 400, contentType: 'application/json',
+    body: JSON.stringify({ error: { code: 400, message: 'suggest refused', details: 'e2e' } }),
+  }));
+  try {
+    await open(`#view=graph&${range3h()}`);
+    await page.waitForSelector('#errors .error[data-key="aggregators"]', { timeout: WAIT });
+    assert.match(await page.textContent('#errors'), /\/api\/aggregators: 500 no aggregators today/);
+    // The empty page's metric list and the metric box's suggestions both report the failure.
+    await page.waitForSelector('#errors .error[data-key="quick"]', { timeout: WAIT });
+    await page.click('#add-query');
+    await page.locator('.query .metric-input').fill('e2e.c');
+    await page.waitForSelector('#errors .error[data-key="suggest-0"]', { timeout: WAIT });
+    assert.match(await page.textContent('#errors .error[data-key="suggest-0"]'), /\/api\/suggest: 400 suggest refused \(e2e\)/);
+    // The input stays usable: typing the whole name still plots it.
+    const g = await runGen();
+    await page.locator('.query .metric-input').fill('e2e.cpu');
+    await page.press('.query .metric-input', 'Enter');
+    const p = await nextPlot(g);
+    assert.equal(p.series[0].points, N);
+  } finally {
+    await page.unroute('**/api/aggregators');
+    await page.unroute('**/api/suggest?*');
+  }
 });
 
 test('a bad URL query is reported, not ignored', async () => {
