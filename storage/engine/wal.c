@@ -83,6 +83,7 @@ struct wal {
     size_t segment_bytes;
     void (*warn_fn)(void *arg, const char *msg); /* wal_options.warn_fn; read-only */
     void *warn_arg;
+    char quarantine_dir[PATH_MAX]; /* wal_set_quarantine_dir() ("" = keep no copies) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_cond_t bg_cv;
@@ -784,16 +785,20 @@ static bool wal_records_follow(int fd, uint64_t off, uint64_t size)
     return found;
 }
 
-/* Copies the segment as it is to <data>/quarantine/ (the log folder's sibling) before its
- * damaged tail is cut, so that records behind the damage are not destroyed unseen. Writes the
- * copy's path into qpath (empty on failure). */
+void wal_set_quarantine_dir(struct wal *w, const char *dir)
+{
+    snprintf(w->quarantine_dir, sizeof w->quarantine_dir, "%s", dir ? dir : "");
+}
+
+/* Copies the segment as it is to wal_set_quarantine_dir()'s folder (the store: <data>/quarantine)
+ * before its damaged tail is cut, so that records behind the damage are not destroyed unseen.
+ * Writes the copy's path into qpath (empty on failure or without a quarantine folder). */
 static void wal_keep_damaged(struct wal *w, const char *path, int fd, uint64_t size, char *qpath,
                              size_t cap)
 {
     qpath[0] = 0;
-    char qdir[PATH_MAX + 32];
-    snprintf(qdir, sizeof qdir, "%s/../quarantine", w->dir);
-    if (mkdir(qdir, 0700) != 0 && errno != EEXIST)
+    const char *qdir = w->quarantine_dir;
+    if (!qdir[0] || (mkdir(qdir, 0700) != 0 && errno != EEXIST))
         return;
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
     snprintf(qpath, cap, "%s/%s", qdir, base);
