@@ -818,13 +818,34 @@ bool sst_may_contain_rowcol(const struct sst *f, const uint8_t *row, size_t row_
                              bloom_hash_rowcol(row, row_len, qual, qual_len));
 }
 
-size_t sst_middle_row(const struct sst *f, uint8_t *buf)
+size_t sst_middle_row(struct sst *f, uint8_t *buf)
 {
     if (f->nblocks == 0)
         return 0;
-    const struct cell *c = &f->idx[f->nblocks / 2].first;
-    memcpy(buf, c->row, c->row_len);
-    return c->row_len;
+    if (f->nblocks > 1 || f->meta.cells < 2) {
+        const struct cell *c = &f->idx[f->nblocks / 2].first;
+        memcpy(buf, c->row, c->row_len);
+        return c->row_len;
+    }
+    /* One block: its first cell is the file's first row, never a split point; walk to the
+     * middle cell instead (at most one block, read without filling the cache). */
+    struct sst_iter *it;
+    struct ct_err err;
+    if (sst_iter_new(f, &it, &err) != CT_OK)
+        return 0;
+    sst_iter_set_fill_cache(it, false);
+    int rc = sst_iter_seek_first(it, &err);
+    for (uint64_t i = 0; rc == CT_OK && sst_iter_valid(it) && i < f->meta.cells / 2; i++)
+        rc = sst_iter_next(it, &err);
+    size_t n = 0;
+    if (rc == CT_OK && sst_iter_valid(it)) {
+        struct cell c;
+        sst_iter_cell(it, &c);
+        memcpy(buf, c.row, c.row_len);
+        n = c.row_len;
+    }
+    sst_iter_free(it);
+    return n;
 }
 
 /* ---- iterator ------------------------------------------------------------------------------- */
