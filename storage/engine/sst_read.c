@@ -65,6 +65,7 @@ struct sst {
     atomic_bool ro_blockcache;
     atomic_bool ro_in_memory;
     struct sst_meta meta;
+    bool deltas; /* data blocks store ts and seq as deltas (sst_format.h, version 2) */
     uint32_t nblocks;
     struct sst_index_entry *idx;
     /* the index search compares 8 row bytes first: those after the prefix every row of the
@@ -400,8 +401,13 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
         d->val_len = (uint32_t)e.vlen;
         d->type = e.type;
         d->same_row = i > 0 && e.row_len == prev_row_len && e.shared >= e.row_len;
-        d->ts = coding_unzigzag(e.zts);
-        d->seq = e.seq;
+        if (f->deltas && i > 0) {
+            d->ts = (int64_t)((uint64_t)b->e[i - 1].ts + (uint64_t)coding_unzigzag(e.zts));
+            d->seq = b->e[i - 1].seq + (uint64_t)coding_unzigzag(e.seq);
+        } else {
+            d->ts = coding_unzigzag(e.zts);
+            d->seq = e.seq;
+        }
         prev_row_len = e.row_len;
         prev_off = ko;
         ko += d->key_len;
@@ -717,7 +723,7 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
                         path, (unsigned long long)foff);
         goto fail;
     }
-    if (ft[40] != SST_VERSION) {
+    if (ft[40] < 1 || ft[40] > SST_VERSION) {
         rc = ct_err_set(err, CT_ECORRUPT,
                         "unsupported block file version %u in %s (this build reads <= %u)", ft[40],
                         path, SST_VERSION);
@@ -737,7 +743,7 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
     uint8_t hd[SST_HEADER_BYTES];
     if ((rc = eio_pread_all(f->fd, hd, sizeof hd, 0, path, err)) != CT_OK)
         goto fail;
-    if (coding_get_be32(hd) != SST_MAGIC || hd[4] != SST_VERSION) {
+    if (coding_get_be32(hd) != SST_MAGIC || hd[4] != ft[40]) {
         rc = ct_err_set(err, CT_ECORRUPT, "corrupt header at offset 0 in %s", path);
         goto fail;
     }
@@ -746,6 +752,7 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
             CT_OK ||
         (rc = sst_load_meta(f, coding_get_be64(ft + 24), coding_get_be32(ft + 32), err)) != CT_OK)
         goto fail;
+    f->deltas = ft[40] >= SST_VERSION_DELTAS && sst_encoding_deltas(f->meta.encoding);
     *out = f;
     return CT_OK;
 fail:
