@@ -81,6 +81,12 @@ struct wc_options {
     int background_threads;      /* flush and compaction workers; default 2 */
     int64_t major_compaction_period_ms; /* 0 = none; default 7 days (with +-50% jitter) */
     bool read_only;                     /* open without writing (tools such as fsck, scan) */
+    /* Open even when a block file is damaged: a file that fails its checks at open (footer,
+     * index, metadata CRCs), or that `ctsdb fsck --quarantine` already moved, is set aside in
+     * <data_dir>/quarantine/ and dropped from the catalog; its cells are no longer served and
+     * each one is reported through log_fn. Default false: such a file fails the open, naming
+     * it. Ignored with read_only. */
+    bool quarantine_damaged;
     /* Bigtable backend */
     const char *bt_project;
     const char *bt_instance;

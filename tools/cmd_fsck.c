@@ -1,5 +1,7 @@
-/* cmd_fsck.c - `ctsdb fsck [--fix]`: checks the data and UID tables like OpenTSDB's `tsdb fsck`
- * and `tsdb uid fsck`, and repairs what can be repaired without guessing.
+/* cmd_fsck.c - `ctsdb fsck [--fix] [--quarantine]`: checks the data directory's files byte by
+ * byte (cmd_fsck_files.c: catalog, block files, log segments; --quarantine sets damaged ones
+ * aside), then the data and UID tables like OpenTSDB's `tsdb fsck` and `tsdb uid fsck`, and
+ * repairs what can be repaired without guessing.
  *
  * Data table, every row: a key that does not decode (bad row); a salt that is not the series'
  * bucket (wrong salt: --fix moves the row); metric or tag UIDs with no name (orphan row:
@@ -18,6 +20,7 @@
 
 #include "schema/tsdb.h"
 #include "storage/coding.h"
+#include "tools/cmd_fsck_files.h"
 #include "tools/tool.h"
 #include "tools/tool_opts.h"
 
@@ -25,12 +28,17 @@ static void fsck_usage(FILE *out)
 {
     fprintf(out,
             "usage: ctsdb fsck [options]\n\n"
-            "Checks every row of the data table and every mapping of the UID table and reports\n"
-            "bad row keys, rows in the wrong salt bucket, rows with unknown UIDs, undecodable\n"
-            "cells, duplicate timestamps and inconsistent or orphaned UIDs. Exit status 0 when\n"
+            "First checks every file of the data directory (the catalog, every block of every\n"
+            "block file, every log record) and names each damaged file. Then checks every row\n"
+            "of the data table and every mapping of the UID table and reports bad row keys,\n"
+            "rows in the wrong salt bucket, rows with unknown UIDs, undecodable cells,\n"
+            "duplicate timestamps and inconsistent or orphaned UIDs. Exit status 0 when\n"
             "nothing is wrong (or everything found was fixed), 1 otherwise.\n\n"
             "options:\n"
             "  --data DIR          data directory (default ./data)\n"
+            "  --quarantine        set damaged files aside in DIR/quarantine/ so that the store\n"
+            "                      opens again (a block file's cells are lost; a log segment is\n"
+            "                      cut at its last good record); the catalog is only reported\n"
             "  --fix               repair: move wrongly salted rows, delete undecodable cells,\n"
             "                      merge duplicates (latest write wins), fix UID mappings\n"
             "  --delete-orphans    with --fix: delete rows whose UIDs have no name\n"
@@ -435,13 +443,46 @@ static int fsck_uids(struct fsck *f)
     return 0;
 }
 
+static void fsck_store_log(void *arg, const char *msg)
+{
+    (void)arg;
+    printf("fsck: store: %s\n", msg);
+}
+
+/* After --quarantine moved block files away: one read-write open with
+ * wc_options.quarantine_damaged drops them from the catalog (and replays the log), so that the
+ * TSD and the table checks below open the store again. */
+static int fsck_drop_quarantined(const char *dir)
+{
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = dir;
+    o.create_if_missing = false;
+    o.quarantine_damaged = true;
+    o.major_compaction_period_ms = 0;
+    o.log_fn = fsck_store_log;
+    struct wc_store *s = NULL;
+    struct ct_err err = {0};
+    if (wc_open(&o, &s, &err) != CT_OK) {
+        fprintf(stderr, "ctsdb fsck: %s\n", err.msg);
+        return -1;
+    }
+    wc_close(s);
+    return 0;
+}
+
 static int fsck_run(int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"data", required_argument, 0, 'd'},     {"fix", no_argument, 0, 'f'},
-        {"delete-orphans", no_argument, 0, 'o'}, {"set", required_argument, 0, 's'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+        {"data", required_argument, 0, 'd'},
+        {"fix", no_argument, 0, 'f'},
+        {"delete-orphans", no_argument, 0, 'o'},
+        {"set", required_argument, 0, 's'},
+        {"help", no_argument, 0, 'h'},
+        {"quarantine", no_argument, 0, 'q'},
+        {0, 0, 0, 0},
     };
+    bool quarantine = false;
     struct tool_opts to;
     tool_opts_init(&to, "fsck", fsck_usage);
     struct fsck f;
@@ -450,6 +491,8 @@ static int fsck_run(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         if (opt == 'f')
             f.fix = true;
+        else if (opt == 'q')
+            quarantine = true;
         else if (opt == 'o')
             f.delete_orphans = true;
         else if ((st = tool_opts_handle(&to, opt, argv)) >= 0)
@@ -463,6 +506,11 @@ static int fsck_run(int argc, char **argv)
         fprintf(stderr, "ctsdb fsck: --delete-orphans needs --fix\n");
         return 2;
     }
+    struct fsck_files_result fr;
+    if (fsck_files_check(to.data, quarantine, &fr) != 0)
+        return 1;
+    if (fr.quarantined && fsck_drop_quarantined(to.data) != 0)
+        return 1;
     to.config.read_only = !f.fix;
     struct wc_store *s = NULL;
     if (tool_opts_open(&to, &s, &f.t) != 0)
@@ -488,7 +536,7 @@ static int fsck_run(int argc, char **argv)
            problems + (rc != 0) == 1 ? "" : "s", f.fixed);
     tsdb_close(f.t);
     wc_close(s);
-    if (rc != 0)
+    if (rc != 0 || fr.damaged > fr.quarantined)
         return 1;
     /* success when nothing is wrong, or when --fix repaired everything it reported (orphan rows
      * are only repaired with --delete-orphans, inconsistent uids never automatically) */

@@ -108,6 +108,7 @@ static const struct conf_key conf_keys[] = {
     {"tsd.storage.hbase.zk_quorum", CONF_STR, "localhost", 0, 0, NULL},
     {"tsd.storage.max_tags", CONF_INT, "8", 1, 64, NULL},
     {"tsd.storage.memstore_flush_bytes", CONF_INT, "16777216", 65536, (int64_t)1 << 40, NULL},
+    {"tsd.storage.quarantine_damaged", CONF_BOOL, "false", 0, 0, NULL}, /* wc_options */
     {"tsd.storage.region_split_bytes", CONF_INT, "1073741824", 65536, (int64_t)1 << 50, NULL},
     {"tsd.storage.salt.buckets", CONF_INT, "20", 1, 65536, NULL},
     {"tsd.storage.salt.width", CONF_INT, "0", 0, 8, NULL},

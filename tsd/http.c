@@ -319,6 +319,60 @@ void http_reply_json(struct http_req *r, int status, const char *json, size_t le
     http_add_json(r, json, len);
 }
 
+/* Length of the valid UTF-8 sequence at p[0..n) (1..4), or 0 if it is not one (overlong
+ * forms, surrogates and code points past U+10FFFF are not). */
+static size_t http_utf8_seq(const unsigned char *p, size_t n)
+{
+    if (p[0] < 0x80)
+        return 1;
+    size_t len = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
+    if (!len || len > n || p[0] > 0xF4)
+        return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0) ||
+        (p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] >= 0x90))
+        return 0;
+    return len;
+}
+
+/* JSON is UTF-8 (RFC 8259), but cJSON copies string bytes as they are, so a name or message
+ * echoing a client's invalid bytes would make the whole reply unparseable. Returns NULL when
+ * s[0..n) is valid UTF-8, else a new string (length in *out_n) with each invalid byte written
+ * as the escape \ufffd (invalid bytes can only be inside JSON strings). */
+static char *http_utf8_fix(const char *s, size_t n, size_t *out_n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0, bad = 0;
+    while (i < n) {
+        size_t l = http_utf8_seq(p + i, n - i);
+        bad += l == 0;
+        i += l ? l : 1;
+    }
+    if (!bad)
+        return NULL;
+    char *o = malloc(n + bad * 5 + 1);
+    if (!o)
+        return NULL;
+    size_t k = 0;
+    for (i = 0; i < n;) {
+        size_t l = http_utf8_seq(p + i, n - i);
+        if (l) {
+            memcpy(o + k, s + i, l);
+            k += l;
+            i += l;
+        } else {
+            memcpy(o + k, "\\ufffd", 6);
+            k += 6;
+            i++;
+        }
+    }
+    o[k] = 0;
+    *out_n = k;
+    return o;
+}
+
 void http_reply_cjson(struct http_req *r, int status, cJSON *doc)
 {
     if (!doc) {
@@ -344,7 +398,13 @@ void http_reply_cjson(struct http_req *r, int status, cJSON *doc)
         return;
     }
     r->status = status;
-    http_add_json(r, s, strlen(s));
+    size_t n = strlen(s), fixed_n = 0;
+    char *fixed = http_utf8_fix(s, n, &fixed_n);
+    if (fixed)
+        http_add_json(r, fixed, fixed_n);
+    else
+        http_add_json(r, s, n);
+    free(fixed);
     free(s);
 }
 

@@ -253,6 +253,7 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         o.block_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.block_cache_bytes");
         o.memstore_flush_bytes = (size_t)conf_get_int(c, "tsd.storage.memstore_flush_bytes");
         o.region_split_bytes = (uint64_t)conf_get_int(c, "tsd.storage.region_split_bytes");
+        o.quarantine_damaged = conf_get_bool(c, "tsd.storage.quarantine_damaged");
     }
     o.log_fn = tsdstore_log;
     o.log_arg = NULL;

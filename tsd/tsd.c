@@ -104,6 +104,16 @@ void tsd_conn_closed(struct tsd *t)
         tsd_ingest_idle_check(t);
 }
 
+/* How long a connection may stay silent before its first byte: TSD_SNIFF_TIMEOUT_S, or
+ * tsd.core.socket.timeout when that is shorter (a client that never speaks is idle too). */
+static struct timeval tsd_sniff_timeout(const struct tsd *t)
+{
+    struct timeval tv = {TSD_SNIFF_TIMEOUT_S, 0};
+    if (t->socket_timeout_s > 0 && t->socket_timeout_s < TSD_SNIFF_TIMEOUT_S)
+        tv.tv_sec = (time_t)t->socket_timeout_s;
+    return tv;
+}
+
 static void tsd_sniff_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct tsd_sniff *s = arg;
@@ -111,7 +121,7 @@ static void tsd_sniff_cb(evutil_socket_t fd, short what, void *arg)
     unsigned char b;
     ssize_t n = (what & EV_TIMEOUT) ? 0 : recv(fd, &b, 1, MSG_PEEK);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-        struct timeval tv = {TSD_SNIFF_TIMEOUT_S, 0};
+        struct timeval tv = tsd_sniff_timeout(t);
         event_add(s->ev, &tv);
         return;
     }
@@ -176,7 +186,7 @@ static void tsd_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct s
     }
     t->nconns++;
     tstats_add(TSTATS_CONN_OPEN, 1);
-    struct timeval tv = {TSD_SNIFF_TIMEOUT_S, 0};
+    struct timeval tv = tsd_sniff_timeout(t);
     event_add(s->ev, &tv);
 }
 

@@ -3,7 +3,8 @@
 # The version is pinned exactly in web/npm/package.json and web/npm/package-lock.json (with its
 # sha512 integrity). `npm ci` installs it into build/web-npm/ (outside the served tree, so no
 # node_modules is ever served), then uPlot's dist files and its LICENSE are copied to
-# web/vendor/ (gitignored). Runs again only when the lock file changes. Needs node and npm and
+# web/vendor/ (gitignored; the license as LICENSE.uPlot.txt, served as text and linked from
+# the page's footer). Runs again only when the lock file changes. Needs node and npm and
 # the npm registry, as every build of ctsdb does; a build without them fails here with a clear
 # message rather than serving a page without its chart.
 
@@ -12,7 +13,7 @@
 
 WEB_NPM_DIR   := build/web-npm
 WEB_VENDOR    := web/vendor
-WEB_VENDORED  := $(WEB_VENDOR)/uPlot.iife.min.js $(WEB_VENDOR)/uPlot.min.css $(WEB_VENDOR)/LICENSE.uPlot
+WEB_VENDORED  := $(WEB_VENDOR)/uPlot.iife.min.js $(WEB_VENDOR)/uPlot.min.css $(WEB_VENDOR)/LICENSE.uPlot.txt
 
 $(WEB_VENDOR)/.stamp: web/npm/package.json web/npm/package-lock.json
 	@command -v npm >/dev/null || { echo "web: npm is needed to vendor uPlot (apt-get install npm)" >&2; exit 1; }
@@ -21,7 +22,7 @@ $(WEB_VENDOR)/.stamp: web/npm/package.json web/npm/package-lock.json
 	cd $(WEB_NPM_DIR) && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
 	cp $(WEB_NPM_DIR)/node_modules/uplot/dist/uPlot.iife.min.js $(WEB_VENDOR)/uPlot.iife.min.js
 	cp $(WEB_NPM_DIR)/node_modules/uplot/dist/uPlot.min.css $(WEB_VENDOR)/uPlot.min.css
-	cp $(WEB_NPM_DIR)/node_modules/uplot/LICENSE $(WEB_VENDOR)/LICENSE.uPlot
+	cp $(WEB_NPM_DIR)/node_modules/uplot/LICENSE $(WEB_VENDOR)/LICENSE.uPlot.txt
 	@touch $@
 
 $(WEB_VENDORED): $(WEB_VENDOR)/.stamp

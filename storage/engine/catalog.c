@@ -3,10 +3,15 @@
  * Invariants: (1) catalog_save() runs with cat_mu held and writes the in-memory state as it is
  * (region file lists read under each region's mutex); (2) catalog_load() runs at open before
  * any other thread exists, opens every listed block file and fails (CT_ECORRUPT) if one is
- * missing or damaged rather than silently losing data. */
+ * missing or damaged rather than silently losing data, unless opt.quarantine_damaged asks to
+ * set such a file aside in quarantine/ (reported through log_fn; the open then saves the
+ * catalog without it). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "storage/coding.h"
 #include "storage/crc32c.h"
@@ -187,6 +192,40 @@ static int open_file(struct estore *s, const struct wc_family_desc *d, uint64_t 
     return sst_open(path, id, s->cache, &ro, &out->sst, err);
 }
 
+/* opt.quarantine_damaged: block file `id` could not be opened (`why`). If it is damaged, it is
+ * moved to <dir>/quarantine/; if it is missing from sst/ but present there (moved by `ctsdb fsck
+ * --quarantine`), it stays there. Either way the caller drops it from the catalog (CT_OK).
+ * Anything else (an I/O error, a file missing everywhere) returns `why` unchanged. */
+static int quarantine_file(struct estore *s, uint64_t id, int why_rc, struct ct_err *why)
+{
+    char path[4096], qdir[4200], qpath[8400];
+    estore_file_path(s, id, path, sizeof(path));
+    snprintf(qdir, sizeof(qdir), "%s/quarantine", s->dir);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    snprintf(qpath, sizeof(qpath), "%s/%s", qdir, base);
+    bool here = access(path, F_OK) == 0;
+    if (!here && access(qpath, F_OK) != 0)
+        return why_rc;
+    if (here && why_rc != CT_ECORRUPT)
+        return why_rc;
+    if (here) {
+        if (mkdir(qdir, 0700) != 0 && errno != EEXIST)
+            return ct_err_errno(why, CT_EIO, errno, "cannot create %s to quarantine %s", qdir,
+                                path);
+        if (eio_rename(path, qpath) != 0)
+            return ct_err_errno(why, CT_EIO, errno, "cannot quarantine %s", path);
+    }
+    s->quarantined++;
+    if (s->opt.log_fn) {
+        char msg[14000];
+        snprintf(msg, sizeof(msg),
+                 "quarantined damaged block file %s (now %s): %s; its cells are no longer served",
+                 path, qpath, here ? why->msg : "set aside by ctsdb fsck --quarantine");
+        s->opt.log_fn(s->opt.log_arg, msg);
+    }
+    return CT_OK;
+}
+
 int catalog_load(struct estore *s, struct ct_err *err)
 {
     char path[4096];
@@ -352,6 +391,11 @@ int catalog_load(struct estore *s, struct ct_err *err)
                         continue;
                     }
                     rc = open_file(s, &t->fams[f], fid, &ef->files[ef->nfiles], err);
+                    if (rc != CT_OK && s->opt.quarantine_damaged && !s->opt.read_only) {
+                        rc = quarantine_file(s, fid, rc, err);
+                        if (rc == CT_OK)
+                            continue; /* dropped: catalog_save() after the load persists it */
+                    }
                     if (rc != CT_OK) {
                         ct_err_prefix(err, "table %s", t->name);
                         goto out;

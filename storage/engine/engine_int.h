@@ -177,6 +177,9 @@ struct estore {
     atomic_uint_fast64_t n_major;
     atomic_uint_fast64_t n_splits;
     const char *failpoint; /* tests: name of a step at which to _exit(0) (see engine_failpoint) */
+    bool failpoint_kill;   /* armed from CTSDB_FAILPOINT: the step raises SIGKILL instead */
+    const char *failpoint_gate; /* CTSDB_FAILPOINT_GATE: a file that must exist to fire */
+    size_t quarantined;         /* block files set aside by catalog_load (opt.quarantine_damaged) */
 };
 
 static inline struct estore *estore_of(struct wc_store *s)
@@ -214,7 +217,11 @@ int estore_check_bg_error(struct estore *s, struct ct_err *err);
 /* Queues a background job (takes references on table and region). */
 void estore_queue_job(struct estore *s, enum ejob_kind kind, struct etable *t, struct eregion *r,
                       bool major);
-/* Tests: if `name` is the armed failpoint, the process exits immediately (a simulated crash). */
+/* Tests: if `name` is the armed failpoint, the process exits immediately (a simulated crash):
+ * _exit(0) when armed by engine_set_failpoint(), SIGKILL when armed by the CTSDB_FAILPOINT
+ * environment variable read at open (the crash test lands daemon kills inside a flush,
+ * compaction or split that way: tests/integration/crash_tsd.py); with CTSDB_FAILPOINT_GATE
+ * set too, only once the file it names exists (so the kill lands under load, not at open). */
 void engine_failpoint(struct estore *s, const char *name);
 /* Path of file `id` into buf (PATH_MAX). */
 void estore_file_path(const struct estore *s, uint64_t id, char *buf, size_t size);

@@ -696,6 +696,7 @@ static int flush_locked(struct estore *s, struct etable *t, struct eregion *r, s
         goto out;
     }
     atomic_fetch_add(&s->n_flushes, 1);
+    engine_failpoint(s, "flush_after_catalog"); /* the log still holds what was flushed */
     estore_release_wal(s);
     queue_followups(s, t, r);
 out:

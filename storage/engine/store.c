@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +41,13 @@ void estore_file_path(const struct estore *s, uint64_t id, char *buf, size_t siz
 
 void engine_failpoint(struct estore *s, const char *name)
 {
-    if (s->failpoint && !strcmp(s->failpoint, name))
+    if (s->failpoint && !strcmp(s->failpoint, name)) {
+        if (s->failpoint_gate && access(s->failpoint_gate, F_OK) != 0)
+            return; /* not opened yet */
+        if (s->failpoint_kill)
+            raise(SIGKILL);
         _exit(0);
+    }
 }
 
 void estore_set_bg_error(struct estore *s, const struct ct_err *err)
@@ -1706,6 +1712,13 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     s->opt.data_dir = NULL;
     s->opt.bt_project = s->opt.bt_instance = s->opt.bt_data_endpoint = NULL;
     s->opt.bt_admin_endpoint = s->opt.bt_credentials = NULL;
+    const char *fp = getenv("CTSDB_FAILPOINT"); /* tests only: see engine_failpoint() */
+    if (fp && *fp) {
+        s->failpoint = fp;
+        s->failpoint_kill = true;
+        const char *gate = getenv("CTSDB_FAILPOINT_GATE");
+        s->failpoint_gate = gate && *gate ? gate : NULL;
+    }
     pthread_mutex_init(&s->cat_mu, NULL);
     pthread_mutex_init(&s->pub_mu, NULL);
     pthread_cond_init(&s->pub_cv, NULL);
@@ -1770,6 +1783,8 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
             goto fail;
     } else if (rc != CT_OK) {
         goto fail;
+    } else if (s->quarantined && (rc = catalog_save(s, err)) != CT_OK) {
+        goto fail; /* the catalog stops listing the quarantined files */
     }
     if (!o->read_only && (rc = remove_orphans(s, err)) != CT_OK)
         goto fail;

@@ -5,6 +5,8 @@
 //   e2e.counter  host=web01 value 120*i (a counter rising 2 per second), same times
 //   e2e.gap      host=web01 value 7, minutes 0..29 and 60..89 only (a 30 minute hole)
 //   e2e.big      host=web01 20000 points one second apart ending at the last e2e.cpu minute
+//   e2e.wrap     host=web01 value (60*i) % 1000: a counter rising 1 per second, wrapping at 1000
+//                five times (so its plain rate dips below zero five times)
 // Point i is at E2E_BASE + 60*i seconds. Each test prints ok/not ok; screenshots go to
 // E2E_OUT (test-output/web/). Every wait is bounded.
 import fs from 'node:fs';
@@ -81,6 +83,38 @@ function hashParams() {
   return page.evaluate(() => Object.fromEntries([...new URLSearchParams(location.hash.slice(1))].map(([k]) => [k, new URLSearchParams(location.hash.slice(1)).getAll(k)])));
 }
 
+// How many pixels of the given colour (r, g, b) the chart's canvas has in the plot area's
+// column at time tSec (seconds): the line really drawn there, whatever the summary says.
+async function inkAt(tSec, rgb) {
+  const p = await plot();
+  return page.evaluate(({ t, range, rgb: [r, g, b] }) => {
+    const canvas = document.querySelector('#chart canvas');
+    const over = document.querySelector('#chart .u-over');
+    const cb = canvas.getBoundingClientRect();
+    const ob = over.getBoundingClientRect();
+    const k = canvas.width / cb.width;
+    const x = Math.round((ob.left - cb.left + ((t * 1000 - range[0]) / (range[1] - range[0])) * ob.width) * k);
+    const y0 = Math.round((ob.top - cb.top) * k);
+    const h = Math.round(ob.height * k);
+    const px = canvas.getContext('2d').getImageData(x - 1, y0, 3, h).data;
+    let n = 0;
+    for (let i = 0; i < px.length; i += 4) {
+      if (px[i + 3] > 100 && Math.abs(px[i] - r) + Math.abs(px[i + 1] - g) + Math.abs(px[i + 2] - b) < 90) n++;
+    }
+    return n;
+  }, { t: tSec, range: p.range, rgb });
+}
+
+// The y scales uPlot drew the latest run with ({y: {min, max, distr}, y2: ...}).
+async function drawnScales() {
+  const run = await runGen();
+  await page.waitForFunction((r) => {
+    const s = document.getElementById('chart').dataset.scales;
+    return s && JSON.parse(s).run === r;
+  }, run, { timeout: WAIT });
+  return JSON.parse(await page.getAttribute('#chart', 'data-scales'));
+}
+
 function range3h() {
   return `start=${BASE - 300}&end=${LAST + 300}`;
 }
@@ -109,6 +143,11 @@ test('the page loads at / with its scripts, the version and no script errors', a
   assert.equal(await page.evaluate(() => typeof window.uPlot), 'function');
   assert.match(await page.textContent('#version'), /^v/);
   assert.equal(await page.isHidden('#errors'), true, await page.textContent('#errors'));
+  // The footer links the vendored uPlot's license, served from web/vendor/.
+  const href = await page.getAttribute('#uplot-license', 'href');
+  const lic = await page.evaluate(async (h) => { const r = await fetch(h); return [r.status, await r.text()]; }, href);
+  assert.equal(lic[0], 200);
+  assert.match(lic[1], /The MIT License/);
 });
 
 test('an empty page offers the stored metrics from /api/suggest', async () => {
@@ -211,6 +250,93 @@ test('a literal list is completed one value at a time', async () => {
   assert.deepEqual((await hashParams()).m, ['sum:e2e.cpu{host=web01|web02}']);
 });
 
+test('a filter without group-by aggregates the matching series into one line', async () => {
+  assert.equal(await page.isChecked('.query .groupby'), true);
+  let g = await runGen();
+  await page.uncheck('.query .groupby');
+  let p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:e2e.cpu{}{host=web01|web02}']);
+  assert.equal(p.series.length, 1, JSON.stringify(p));
+  assert.deepEqual(p.series[0].first, [BASE * 1000, 100]);
+  assert.deepEqual(p.series[0].last, [LAST * 1000, 100 + 2 * (N - 1)]);
+  // The filter still selects: web01 alone, not grouped, is web01's values.
+  const val = page.locator('.query .tagv-input').first();
+  g = await runGen();
+  await val.fill('web01');
+  await val.press('Tab');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:e2e.cpu{}{host=web01}']);
+  assert.equal(p.series.length, 1);
+  assert.deepEqual(p.series[0].first, [BASE * 1000, 0]);
+  assert.deepEqual(p.series[0].last, [LAST * 1000, N - 1]);
+});
+
+test('every control of the graph view is restored from the URL, and edits go back into it', async () => {
+  const m1 = 'max:10m-avg-null:explicit_tags:e2e.cpu{host=wildcard(web*)}{dc=lga}';
+  const m2 = 'sum:rate{counter,1000,100}:e2e.wrap';
+  await open(`#view=graph&start=${BASE - 300}&end=${LAST + 300}&m=${encodeURIComponent(m1)}&m=${encodeURIComponent(m2)}&y2=1&log=1&tz=local&refresh=30`);
+  const p = await nextPlot(0);
+  assert.equal(p.series.length, 3, JSON.stringify(p));
+  assert.deepEqual([p.log, p.rightAxis], [true, true]);
+  const cards = page.locator('.query');
+  assert.equal(await cards.count(), 2);
+  const c1 = cards.nth(0);
+  const c2 = cards.nth(1);
+  assert.deepEqual(
+    [await c1.locator('.agg').inputValue(), await c1.locator('.metric-input').inputValue(),
+      await c1.locator('.ds-interval').inputValue(), await c1.locator('.ds-fn').inputValue(),
+      await c1.locator('.ds-fill').inputValue(), await c1.locator('.explicit-tags').isChecked(),
+      await c1.locator('.axis').inputValue()],
+    ['max', 'e2e.cpu', '10m', 'avg', 'null', true, 'left']);
+  const filters = await c1.locator('.filter').evaluateAll((rows) => rows.map((r) => [
+    r.querySelector('.tagk-input').value, r.querySelector('.filter-type').value,
+    r.querySelector('.tagv-input').value, r.querySelector('.groupby').checked]));
+  assert.deepEqual(filters, [['host', 'wildcard', 'web*', true], ['dc', 'literal_or', 'lga', false]]);
+  assert.deepEqual(
+    [await c2.locator('.agg').inputValue(), await c2.locator('.rate').isChecked(),
+      await c2.locator('.counter').isChecked(), await c2.locator('.counter-max').inputValue(),
+      await c2.locator('.counter-reset').inputValue(), await c2.locator('.axis').inputValue()],
+    ['sum', true, true, '1000', '100', 'right']);
+  assert.deepEqual(
+    [await page.inputValue('#start'), await page.inputValue('#end'), await page.isChecked('#log'),
+      await page.inputValue('#tz'), await page.inputValue('#refresh')],
+    [String(BASE - 300), String(LAST + 300), true, 'local', '30']);
+  // An edit in the page is in the URL at once, and a reload of that URL keeps it.
+  await page.selectOption('#refresh', '60');
+  assert.deepEqual((await hashParams()).refresh, ['60']);
+  const g = await runGen();
+  await page.uncheck('#log');
+  await nextPlot(g);
+  const url = page.url();
+  assert.equal((await hashParams()).log, undefined);
+  await page.goto('about:blank');
+  await page.goto(url);
+  await nextPlot(0);
+  assert.deepEqual([await page.inputValue('#refresh'), await page.isChecked('#log')], ['60', false]);
+  assert.deepEqual((await hashParams()).m, [m1, m2]);
+});
+
+test('the aggregator list comes from /api/aggregators and picking one re-queries', async () => {
+  const fromApi = await (await fetch(`${TSD}/api/aggregators`)).json();
+  assert.ok(fromApi.length >= 10, JSON.stringify(fromApi));
+  await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.cpu')}`);
+  let p = await nextPlot(0);
+  const opts = await page.$$eval('.query .agg option', (o) => o.map((x) => x.value));
+  assert.deepEqual(opts, [...fromApi].sort());
+  // The downsample functions are the same list without `none`.
+  const fns = await page.$$eval('.query .ds-fn option', (o) => o.map((x) => x.value));
+  assert.deepEqual(fns, [...fromApi].filter((a) => a !== 'none').sort());
+  // web01 is i, web02 is 100+i: each aggregator gives its own known line.
+  for (const [agg, first, last] of [['max', 100, 100 + N - 1], ['min', 0, N - 1], ['avg', 50, 50 + N - 1], ['count', 2, 2]]) {
+    const g = await runGen();
+    await page.selectOption('.query .agg', agg);
+    p = await nextPlot(g);
+    assert.deepEqual((await hashParams()).m, [`${agg}:e2e.cpu`]);
+    assert.equal(p.series[0].points, N, agg);
+    assert.deepEqual([p.series[0].first[1], p.series[0].last[1]], [first, last], agg);
+  }
+});
+
 test('downsampling with a function gives one point per bucket', async () => {
   // The range starts on a bucket boundary so that every bucket is inside it.
   const start = Math.floor(BASE / 600) * 600;
@@ -256,6 +382,58 @@ test('rate turns the counter into its per-second rate', async () => {
   assert.equal(p.series[0].max, 2);
 });
 
+test('counter options: counter max, reset value and drop resets handle a wrapping counter', async () => {
+  const wraps = 5;
+  await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:rate:e2e.wrap')}`);
+  let p = await nextPlot(0);
+  // A plain rate goes negative where the counter wrapped.
+  assert.equal(p.series[0].points, N - 1);
+  assert.equal(p.series[0].max, 1);
+  assert.ok(p.series[0].min < 0, JSON.stringify(p.series[0]));
+  assert.equal(await page.isHidden('.query .counter-opts'), true);
+  let g = await runGen();
+  await page.check('.query .counter');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:rate{counter}:e2e.wrap']);
+  // As a counter with the default maximum (2^63-1) a wrap is a huge rise.
+  assert.ok(p.series[0].max > 1e15, JSON.stringify(p.series[0]));
+  assert.equal(await page.isVisible('.query .counter-max'), true);
+  g = await runGen();
+  await page.fill('.query .counter-max', '1000');
+  await page.press('.query .counter-max', 'Tab');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:rate{counter,1000}:e2e.wrap']);
+  assert.deepEqual([p.series[0].points, p.series[0].min, p.series[0].max], [N - 1, 1, 1]);
+  // A reset value instead: a rate above it is a reset and reads 0.
+  g = await runGen();
+  await page.fill('.query .counter-max', '');
+  await page.press('.query .counter-max', 'Tab');
+  await nextPlot(g);
+  g = await runGen();
+  await page.fill('.query .counter-reset', '100');
+  await page.press('.query .counter-reset', 'Tab');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:rate{counter,,100}:e2e.wrap']);
+  assert.deepEqual([p.series[0].points, p.series[0].min, p.series[0].max, p.series[0].sum], [N - 1, 0, 1, N - 1 - wraps]);
+  // Drop resets: the wrapped points are left out.
+  g = await runGen();
+  await page.fill('.query .counter-reset', '');
+  await page.press('.query .counter-reset', 'Tab');
+  await nextPlot(g);
+  g = await runGen();
+  await page.check('.query .drop-resets');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:rate{dropcounter}:e2e.wrap']);
+  assert.deepEqual([p.series[0].points, p.series[0].min, p.series[0].max], [N - 1 - wraps, 1, 1]);
+  // And the URL brings all of it back.
+  await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:rate{counter,1000,100}:e2e.wrap')}`);
+  p = await nextPlot(0);
+  assert.equal(await page.isChecked('.query .counter'), true);
+  assert.equal(await page.inputValue('.query .counter-max'), '1000');
+  assert.equal(await page.inputValue('.query .counter-reset'), '100');
+  assert.deepEqual([p.series[0].min, p.series[0].max], [1, 1]);
+});
+
 test('two queries share the chart, the second on a right axis, then a log y axis', async () => {
   const m1 = encodeURIComponent('sum:e2e.cpu{host=web01}');
   const m2 = encodeURIComponent('sum:e2e.counter');
@@ -263,12 +441,20 @@ test('two queries share the chart, the second on a right axis, then a log y axis
   let p = await nextPlot(0);
   assert.equal(p.series.length, 2);
   assert.equal(p.rightAxis, false);
+  // One axis: the counter (up to 120*89) squeezes the cpu line (up to 89) to the bottom.
+  let sc = await drawnScales();
+  assert.ok(sc.y.max >= 120 * (N - 1), JSON.stringify(sc));
+  assert.equal(sc.y2, undefined);
   let g = await runGen();
   await page.locator('.query').nth(1).locator('.axis').selectOption('right');
   p = await nextPlot(g);
   assert.equal(p.rightAxis, true);
   assert.deepEqual(p.series.map((s) => s.axis), ['left', 'right']);
   assert.equal(await page.locator('#chart .u-axis').count(), 3);
+  // Each axis is scaled to its own query.
+  sc = await drawnScales();
+  assert.ok(sc.y.max >= N - 1 && sc.y.max < 200, JSON.stringify(sc));
+  assert.ok(sc.y2.max >= 120 * (N - 1), JSON.stringify(sc));
   assert.equal((await hashParams()).y2[0], '1');
   const legend = await page.$$eval('#chart .u-legend .u-label', (l) => l.map((x) => x.textContent));
   assert.deepEqual(legend.slice(1), ['#1 e2e.cpu{dc=lga,host=web01}', '#2 e2e.counter{host=web01}']);
@@ -277,6 +463,9 @@ test('two queries share the chart, the second on a right axis, then a log y axis
   await page.check('#log');
   p = await nextPlot(g);
   assert.equal(p.log, true);
+  sc = await drawnScales();
+  assert.deepEqual([sc.y.distr, sc.y2.distr], [3, 3], JSON.stringify(sc));
+  assert.ok(sc.y.min > 0 && sc.y2.min > 0, JSON.stringify(sc));
   // Zero is not on a log axis: e2e.cpu web01 starts at 0, that point is dropped.
   assert.equal(p.series[0].points, N - 1);
   assert.equal((await hashParams()).log[0], '1');
@@ -306,6 +495,11 @@ test('a hole in the data is drawn as a gap', async () => {
   const s = p.series[0];
   assert.equal(s.points, 60);
   assert.equal(s.gaps, 1);
+  // And on the canvas: the line is there on both sides of the hole and not across it.
+  const blue = [0x1f, 0x77, 0xb4];
+  assert.ok(await inkAt(BASE + 60 * 15, blue) > 0, 'the line is drawn before the hole');
+  assert.ok(await inkAt(BASE + 60 * 75, blue) > 0, 'the line is drawn after the hole');
+  assert.equal(await inkAt(BASE + 60 * 45, blue), 0, 'nothing is drawn in the hole');
   await shot('07-gap');
 });
 
@@ -332,8 +526,20 @@ test('twenty thousand points plot in one chart', async () => {
   assert.equal(p.series[0].points, 20000);
   const ms = await page.getAttribute('#status', 'data-draw-ms');
   console.log(`# draw of 20000 points: ${ms} ms`);
-  const rows = await hoverAt(LAST - 5000);
-  assert.notEqual(rows[1].value, '—');
+  // The read-out follows the mouse across the 20000 points and shows the stored value of the
+  // time it names (e2e.big's values are a known function of the time).
+  const bigValue = (t) => {
+    const k = t - (LAST - 19999);
+    return Math.round(1000 * Math.sin(k / 500)) / 10 + 200;
+  };
+  const t0 = Date.now();
+  for (let j = 1; j <= 12; j++) {
+    const rows = await hoverAt(LAST - 20000 + j * 1500);
+    const t = Date.parse(`${rows[0].value.replace(' ', 'T')}Z`) / 1000;
+    assert.ok(Math.abs(t - (LAST - 20000 + j * 1500)) <= 60, `${rows[0].value} near the mouse`);
+    assert.equal(Number(rows[1].value.replace(/,/g, '')), bigValue(t), `value at ${rows[0].value}`);
+  }
+  console.log(`# 12 hover read-outs over 20000 points: ${Date.now() - t0} ms (each with a 100 ms settle)`);
   await shot('08-big');
 });
 
@@ -378,6 +584,66 @@ test('time presets and absolute dates set the range', async () => {
   assert.deepEqual(p.range, [(BASE + 600) * 1000, LAST * 1000]);
   assert.equal(p.series[0].first[0], (BASE + 600) * 1000);
   assert.equal(p.series[0].points, N - 10);
+});
+
+// 2026-11-22T10:00:00 for a time in seconds, shifted by offMin minutes (a datetime-local value).
+function pickValue(tSec, offMin = 0) {
+  return new Date(tSec * 1000 + offMin * 60000).toISOString().slice(0, 19);
+}
+
+// A datetime-local input's value with its seconds (Chromium leaves out ":00").
+async function pickInput(sel) {
+  const v = await page.inputValue(sel);
+  return v.length === 16 ? `${v}:00` : v;
+}
+
+// 2026/11/22-10:00:00 (UTC) for a time in seconds: how ctsdb reads absolute dates.
+function absSpec(tSec) {
+  return new Date(tSec * 1000).toISOString().slice(0, 19).replace(/-/g, '/').replace('T', '-');
+}
+
+test('the date pickers write absolute dates, in UTC or in the local time zone', async () => {
+  await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.cpu')}`);
+  await nextPlot(0);
+  // The pickers show the range of the URL.
+  assert.equal(await pickInput('#end-pick'), pickValue(LAST + 300));
+  let g = await runGen();
+  await page.fill('#start-pick', pickValue(BASE + 1200));
+  let p = await nextPlot(g);
+  assert.equal(await page.inputValue('#start'), absSpec(BASE + 1200));
+  assert.deepEqual((await hashParams()).start, [absSpec(BASE + 1200)]);
+  assert.equal(p.range[0], (BASE + 1200) * 1000);
+  assert.deepEqual(p.series[0].first, [(BASE + 1200) * 1000, 100 + 2 * 20]);
+  // In local time (the browser's zone made UTC+05:30 here), the pickers and the read-out are in
+  // that zone while the fields and the URL keep UTC.
+  const cdp = await context.newCDPSession(page);
+  try {
+    await cdp.send('Emulation.setTimezoneOverride', { timezoneId: 'Asia/Kolkata' });
+    await open(`#view=graph&${range3h()}&tz=local&m=${encodeURIComponent('sum:e2e.cpu')}`);
+    await nextPlot(0);
+    assert.equal(await page.inputValue('#tz'), 'local');
+    assert.equal(await pickInput('#end-pick'), pickValue(LAST + 300, 330));
+    g = await runGen();
+    await page.fill('#start-pick', pickValue(BASE + 2400, 330));
+    p = await nextPlot(g);
+    assert.equal(await page.inputValue('#start'), absSpec(BASE + 2400));
+    assert.equal(p.range[0], (BASE + 2400) * 1000);
+    const rows = await hoverAt(BASE + 60 * 45);
+    assert.equal(rows[0].label, 'time');
+    assert.equal(rows[0].value, pickValue(BASE + 60 * 45, 330).replace('T', ' '));
+    // Switching to UTC in the page keeps the range and shows it in UTC.
+    g = await runGen();
+    await page.selectOption('#tz', 'utc');
+    await nextPlot(g);
+    assert.equal((await hashParams()).tz, undefined);
+    assert.equal(await pickInput('#start-pick'), pickValue(BASE + 2400));
+    const utcRows = await hoverAt(BASE + 60 * 45);
+    assert.equal(utcRows[0].label, 'time (UTC)');
+    assert.equal(utcRows[0].value, pickValue(BASE + 60 * 45).replace('T', ' '));
+  } finally {
+    await cdp.send('Emulation.setTimezoneOverride', { timezoneId: '' }).catch(() => {});
+    await cdp.detach().catch(() => {});
+  }
 });
 
 test('API errors are shown in the page', async () => {
@@ -463,10 +729,12 @@ async function latestWrites() {
 
 test('writes and queries over many series light up several regions, and the ingest rate shows', async () => {
   const reading = (async () => {
-    // Six series of four metrics: their salt buckets put these reads on several regions.
+    // Seven series of five metrics: their salt buckets put these reads on several regions;
+    // e2e.big is in store files (the TSD's memstores flush at 64 KiB here), so reading it again
+    // and again goes through the block cache.
     const stop = Date.now() + 3500;
     for (let i = 0; Date.now() < stop && i < 100; i++) {
-      const r = await fetch(`${TSD}/api/query?start=2h-ago&m=sum:e2e.cpu&m=sum:e2e.counter&m=sum:e2e.gap&m=sum:e2e.live`);
+      const r = await fetch(`${TSD}/api/query?start=2h-ago&m=sum:e2e.cpu&m=sum:e2e.counter&m=sum:e2e.gap&m=sum:e2e.live&m=sum:e2e.big`);
       assert.equal(r.status, 200);
       await r.text();
       await new Promise((res) => setTimeout(res, 100));
@@ -489,6 +757,30 @@ test('writes and queries over many series light up several regions, and the inge
   await shot('11-storage-spread');
 });
 
+test('the ingest rate and the block-cache hit ratio are drawn over time from /api/stats', async () => {
+  const series = (id) => page.evaluate((x) => JSON.parse(document.getElementById(x).dataset.series || '{}'), id);
+  // The writes and reads of the test before ran over several 1 s polls.
+  await page.waitForFunction(() => {
+    const s = JSON.parse(document.getElementById('ingest-chart').dataset.series || '{}');
+    return s.points >= 2;
+  }, null, { timeout: WAIT });
+  const ingest = await series('ingest-chart');
+  assert.ok(ingest.polls >= 3, JSON.stringify(ingest));
+  // About 200 points every 100-odd ms were written: well over 100 per second at the peak.
+  assert.ok(ingest.max > 100, JSON.stringify(ingest));
+  assert.ok(ingest.min >= 0, JSON.stringify(ingest));
+  const cache = await series('cache-chart');
+  assert.ok(cache.points >= 1, JSON.stringify(cache));
+  assert.ok(cache.min >= 0 && cache.max <= 1 && cache.max > 0, JSON.stringify(cache));
+  // Both are real charts (uPlot canvases), and the cache card agrees with /api/stats.
+  assert.equal(await page.locator('#ingest-chart canvas').count(), 1);
+  assert.equal(await page.locator('#cache-chart canvas').count(), 1);
+  const stats = await (await fetch(`${TSD}/api/stats`)).json();
+  const stat = (m) => Number(stats.find((x) => x.metric === m).value);
+  assert.ok(stat('tsd.storage.cache.hits') > 0, 'the reads hit the block cache');
+  assert.match(await page.textContent('#card-cache .card-value'), /^\d+(\.\d)?%$/);
+});
+
 test('writes to one series show as a single hot region', async () => {
   const writing = writeFor(4000, 1, 'e2e.hot');
   await page.waitForFunction(() => {
@@ -502,6 +794,49 @@ test('writes to one series show as a single hot region', async () => {
   await page.selectOption('#heat-scale', 'log');
   assert.deepEqual((await hashParams()).heat, ['log']);
   await shot('13-storage-log-scale');
+});
+
+test('the storage view is restored from the URL: table, poll period and heat map scale', async () => {
+  const uid = (await (await fetch(`${TSD}/api/storage`)).json()).tables.map((t) => t.name).find((n) => /(^|:)tsdb-uid$/.test(n));
+  await open(`#view=storage&table=${encodeURIComponent(uid)}&poll=2&heat=log`);
+  await page.waitForFunction(() => document.getElementById('storage-view').dataset.state === 'ready', null, { timeout: WAIT });
+  assert.equal(await page.inputValue('#table-select'), uid);
+  assert.equal(await page.inputValue('#poll-select'), '2');
+  assert.equal(await page.inputValue('#heat-scale'), 'log');
+  assert.match(await page.textContent('#table-info h3'), new RegExp(`Table ${uid}`));
+  const fams = await page.$$eval('#families tbody tr', (r) => r.map((x) => x.dataset.family));
+  assert.deepEqual(fams.sort(), ['id', 'name']);
+  // Picking a table in the page goes into the URL.
+  const data = (await page.$$eval('#table-select option', (o) => o.map((x) => x.value))).find((t) => /(^|:)tsdb$/.test(t));
+  await page.selectOption('#table-select', data);
+  assert.deepEqual((await hashParams()).table, [data]);
+  await page.selectOption('#poll-select', '1');
+  assert.deepEqual((await hashParams()).poll, ['1']);
+  assert.deepEqual(await page.$$eval('#families tbody tr', (r) => r.map((x) => x.dataset.family)), ['t']);
+});
+
+test('storage API errors are shown in the page, and cleared when the API answers again', async () => {
+  // The TSD is made to fail here by intercepting its answers in the browser.
+  await page.route('**/api/storage', (route) => route.fulfill({
+    status: 503, contentType: 'application/json',
+    body: JSON.stringify({ error: { code: 503, message: 'the store is closing', details: 'e2e' } }),
+  }));
+  await page.route('**/api/stats', (route) => route.fulfill({ status: 500, contentType: 'text/plain', body: 'broken' }));
+  try {
+    await open('#view=storage&poll=1');
+    await page.waitForSelector('#errors .error[data-key="storage"]', { timeout: WAIT });
+    await page.waitForSelector('#errors .error[data-key="stats"]', { timeout: WAIT });
+    const text = await page.textContent('#errors');
+    assert.match(text, /\/api\/storage: 503 the store is closing \(e2e\)/);
+    assert.match(text, /\/api\/stats: 500/);
+    assert.equal(await page.getAttribute('#storage-view', 'data-state'), 'error');
+    await shot('14-storage-error');
+  } finally {
+    await page.unroute('**/api/storage');
+    await page.unroute('**/api/stats');
+  }
+  await page.waitForFunction(() => document.getElementById('storage-view').dataset.state === 'ready', null, { timeout: WAIT });
+  await page.waitForFunction(() => !document.querySelector('#errors .error[data-key="storage"], #errors .error[data-key="stats"]'), null, { timeout: WAIT });
 });
 
 test('switching to Storage and back keeps the graph and its queries', async () => {
@@ -547,7 +882,9 @@ run({
       executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
       headless: true,
       viewport: { width: 1400, height: 1000 },
-      timezoneId: 'UTC',
+      // The browser's zone is UTC through its environment, not an emulation, so that a test can
+      // put it elsewhere for a while (Emulation.setTimezoneOverride) and then clear that.
+      env: { ...process.env, TZ: 'UTC' },
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     });

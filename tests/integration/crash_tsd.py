@@ -4,14 +4,25 @@
 Each run starts `ctsdb tsd` on 127.0.0.1 (port 0) over the SAME data directory, with a small
 memstore flush size and region split size so that flushes, compactions and splits happen while
 the load runs, drives it with telnet writers (a put batch is acknowledged when the reply to a
-following `version` arrives) and HTTP writers (acknowledged by 204), and SIGKILLs it at a random
-moment. After the last run the TSD is started once more and every series is queried:
+following `version` arrives) and HTTP writers (acknowledged by 204), and kills it with SIGKILL.
+Runs cycle through PHASES, so that kills land in each kind of moment:
+  * "ingest": the harness sends SIGKILL at a random moment of the load;
+  * "flush_before_catalog", "flush_after_catalog", "compact_before_catalog",
+    "compact_after_catalog", "split_before_catalog", "split_after_catalog": the daemon runs with
+    CTSDB_FAILPOINT=<phase> and the engine raises SIGKILL on itself at that step of the first
+    memstore flush, compaction or region split that runs once the writers are going (the
+    harness creates the CTSDB_FAILPOINT_GATE file then; storage/engine/store.c
+    engine_failpoint); the run fails if the daemon does not die by SIGKILL within PHASE_WAIT
+    seconds of load (the phase was never reached).
+After the last run the TSD is started once more and every series is queried:
   * every acknowledged point is present with its value (values are a function of the timestamp);
-  * no point is present that was never sent (a point written twice cannot be seen through
-    /api/query, whose decoder keeps one point per timestamp, so duplicates are not checked);
-  * the store opened after every kill.
-Bounded: RUNS runs, each at most a few seconds of load; every socket has a timeout.
-Prints "ok - ..." / "not ok - ..." lines and a summary line.
+  * no point is present that was never sent;
+  * the store opened after every kill;
+  * after a clean shutdown, `ctsdb fsck` reads every row and finds no duplicate timestamp
+    (a point written twice, e.g. by a log replay over data already flushed) and no bad cell.
+Bounded: RUNS runs, each at most a few seconds of load (PHASE_WAIT s for failpoint runs); every
+socket has a timeout. Prints "ok - ..." / "not ok - ..." lines and a summary line with runs,
+kills per phase and points checked.
 """
 import json
 import os
@@ -27,7 +38,10 @@ import time
 import urllib.request
 
 CTSDB = os.environ.get("CTSDB", os.path.join(os.path.dirname(__file__), "../../bin/ctsdb"))
-RUNS = int(os.environ.get("CRASH_RUNS", "6"))
+PHASES = ["ingest", "flush_before_catalog", "flush_after_catalog", "compact_before_catalog",
+          "compact_after_catalog", "split_before_catalog", "split_after_catalog"]
+RUNS = int(os.environ.get("CRASH_RUNS", str(len(PHASES))))
+PHASE_WAIT = float(os.environ.get("CRASH_PHASE_WAIT", "30"))
 SEED = int(os.environ.get("CRASH_SEED", str(int(time.time()))))
 BASE_TS = 1700000000  # seconds; each writer owns its own series
 SPREAD = 40  # series per writer (tag s), so that rows are many and regions can split
@@ -52,11 +66,16 @@ def value_of(ts):
     return (ts * 7919) % 100003
 
 
-def start_tsd(data, log):
+def start_tsd(data, log, failpoint=None, gate=None):
     args = [CTSDB, "tsd", "--bind", "127.0.0.1", "--port", "0", "--data", data] + EXTRA
     logf = open(log, "ab")
     offset = logf.tell()  # the log is shared by every run: read only this run's lines
-    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=logf)
+    env = dict(os.environ)
+    env.pop("CTSDB_FAILPOINT", None)
+    if failpoint:
+        env["CTSDB_FAILPOINT"] = failpoint
+        env["CTSDB_FAILPOINT_GATE"] = gate
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=logf, env=env)
     deadline = time.time() + 30
     port = None
     while time.time() < deadline and port is None:
@@ -150,10 +169,15 @@ def main():
     next_ts = {}
     total_acked = 0
     activity = {"flushes": 0, "compactions": 0, "splits": 0}
+    kills = {}  # phase -> kills landed there
     p = None
     try:
         for run in range(RUNS):
-            p, port = start_tsd(data, log)
+            phase = PHASES[run % len(PHASES)]
+            gate = os.path.join(work, "failpoint-gate")
+            if os.path.exists(gate):
+                os.unlink(gate)
+            p, port = start_tsd(data, log, None if phase == "ingest" else phase, gate)
             if port is None:
                 not_ok("run %d: the TSD starts over the data left by the previous kill" % run)
                 sys.stdout.write(open(log, errors="replace").read()[-3000:])
@@ -168,17 +192,32 @@ def main():
                     w = Writer(port, kind, i, ts0, stop)
                     writers.append((key, w))
                     w.start()
-            time.sleep(random.uniform(0.3, 2.5))
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/api/storage" % port, timeout=5) as r:
-                    st = json.loads(r.read())["store"]
-                    activity["flushes"] += st["flushes"]
-                    activity["compactions"] += st["minor_compactions"] + st["major_compactions"]
-                    activity["splits"] += st["splits"]
-            except (OSError, ValueError, KeyError):
-                pass
-            p.send_signal(signal.SIGKILL)
-            p.wait()
+            if phase == "ingest":
+                time.sleep(random.uniform(0.3, 2.5))
+                try:
+                    with urllib.request.urlopen("http://127.0.0.1:%d/api/storage" % port, timeout=5) as r:
+                        st = json.loads(r.read())["store"]
+                        activity["flushes"] += st["flushes"]
+                        activity["compactions"] += st["minor_compactions"] + st["major_compactions"]
+                        activity["splits"] += st["splits"]
+                except (OSError, ValueError, KeyError):
+                    pass
+                p.send_signal(signal.SIGKILL)
+                p.wait()
+                kills[phase] = kills.get(phase, 0) + 1
+            else:
+                open(gate, "w").close()  # arm the failpoint now that the writers run
+                try:
+                    rc = p.wait(PHASE_WAIT)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                    rc = None
+                if rc == -signal.SIGKILL:
+                    kills[phase] = kills.get(phase, 0) + 1
+                else:
+                    not_ok("run %d: the daemon died by SIGKILL at failpoint %s within %.0f s (exit %r)"
+                           % (run, phase, PHASE_WAIT, rc))
             stop.set()
             for key, w in writers:
                 w.join(15)
@@ -187,7 +226,7 @@ def main():
                 acked.update(w.acked)
                 next_ts[key] = w.ts + 10  # never reuse a timestamp across runs
                 total_acked += len(w.acked)
-            print("# run %d: killed after %d acknowledged points in all" % (run, total_acked), flush=True)
+            print("# run %d (%s): killed after %d acknowledged points in all" % (run, phase, total_acked), flush=True)
         p, port = start_tsd(data, log)
         if port is None:
             not_ok("the TSD starts after the last kill")
@@ -226,9 +265,25 @@ def main():
             ok("clean shutdown after the checks")
         else:
             not_ok("clean shutdown after the checks (exit %r)" % rc)
-        print("# crash test: %d runs, %d acknowledged points checked; the killed processes had run %d flushes, "
-              "%d compactions and %d splits" % (RUNS, checked, activity["flushes"], activity["compactions"],
-                                                activity["splits"]), flush=True)
+        # duplicates: /api/query keeps one point per timestamp, fsck reads the cells themselves
+        f = subprocess.run([CTSDB, "fsck", "--data", data], capture_output=True, timeout=300)
+        out = f.stdout.decode(errors="replace") + f.stderr.decode(errors="replace")
+        m = re.search(r"(\d+) points checked", out)
+        dup = re.search(r"(\d+) rows with duplicates, (\d+) rows with conflicting duplicates", out)
+        if f.returncode == 0 and m and dup and dup.group(1) == "0" and dup.group(2) == "0":
+            ok("fsck finds no duplicated point and no bad cell (%s points read)" % m.group(1))
+        else:
+            not_ok("fsck after the runs (exit %d): %s" % (f.returncode, out[-600:]))
+        landed = ", ".join("%s %d" % (ph, kills.get(ph, 0)) for ph in PHASES)
+        missed = [ph for ph in PHASES[:min(RUNS, len(PHASES))] if not kills.get(ph)]
+        if missed:
+            not_ok("kills landed in every phase (none in %s)" % ", ".join(missed))
+        else:
+            ok("kills landed in every phase: %s" % landed)
+        print("# crash test: %d runs, %d kills (%s), %d acknowledged points checked; the randomly killed "
+              "processes had run %d flushes, %d compactions and %d splits"
+              % (RUNS, sum(kills.values()), landed, checked, activity["flushes"], activity["compactions"],
+                 activity["splits"]), flush=True)
     finally:
         if p is not None and p.poll() is None:
             p.kill()

@@ -23,6 +23,18 @@ if [ ! -f web/vendor/uPlot.iife.min.js ]; then
   make --no-print-directory web-vendor >/dev/null 2>&1
 fi
 check "web/vendor holds uPlot (vendored by make)" test -f web/vendor/uPlot.iife.min.js
+# The version is pinned exactly (package.json and the lock file, with its sha512 integrity) and
+# the vendored file is that version, with its license beside it.
+uplot_pin=$(node -p 'require(process.argv[1]).dependencies.uplot' "$IT_ROOT/web/npm/package.json" 2>/dev/null)
+check "uPlot is pinned to an exact version in web/npm/package.json" \
+  grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+$' <<<"$uplot_pin"
+lock=$(node -p 'const p = require(process.argv[1]).packages["node_modules/uplot"];
+  p.version + " " + p.integrity' "$IT_ROOT/web/npm/package-lock.json" 2>/dev/null)
+check_contains "the lock file pins the same uPlot with a sha512 integrity" "$lock" "$uplot_pin sha512-"
+check_contains "web/vendor/uPlot.iife.min.js is the pinned version" \
+  "$(head -c 200 web/vendor/uPlot.iife.min.js)" "uPlot (v$uplot_pin)"
+check_contains "uPlot's license is vendored beside it" "$(cat web/vendor/LICENSE.uPlot.txt 2>/dev/null)" \
+  "The MIT License"
 # (Re)install when node_modules is missing or holds another version than the lock file pins.
 pinned=$(node -p 'require(process.argv[1]).packages["node_modules/playwright-core"].version' \
   "$E2E/package-lock.json" 2>/dev/null)
@@ -37,7 +49,10 @@ if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
 fi
 
 # Salted (one byte, 8 buckets, so the data table is pre-split into 8 regions) for the storage page.
-tsd_start --staticroot "$IT_ROOT/web" --tsd.storage.salt.width=1 --tsd.storage.salt.buckets=8
+# A small memstore flush size puts the loaded data in store files, so that queries read it through
+# the block cache and the storage page has a cache hit ratio to draw.
+tsd_start --staticroot "$IT_ROOT/web" --tsd.storage.salt.width=1 --tsd.storage.salt.buckets=8 \
+  --tsd.storage.memstore_flush_bytes=65536
 URL="http://127.0.0.1:$TSD_PORT"
 tmp=$(it_tmpdir)
 
@@ -58,6 +73,11 @@ check_contains "/style.css is CSS" "$(ctype /style.css)" "200 text/css"
 check_contains "/vendor/uPlot.iife.min.js is JavaScript" "$(ctype /vendor/uPlot.iife.min.js)" "200 application/javascript"
 check_contains "/vendor/uPlot.min.css is CSS" "$(ctype /vendor/uPlot.min.css)" "200 text/css"
 check_contains "/favicon.svg is SVG" "$(ctype /favicon.svg)" "200 image/svg+xml"
+check_contains "uPlot's license is served as text" "$(ctype /vendor/LICENSE.uPlot.txt)" "200 text/plain"
+check_contains "the vendored uPlot served is the pinned version" \
+  "$(curl -s --max-time 10 "$URL/vendor/uPlot.iife.min.js" | head -c 200)" "uPlot (v$uplot_pin)"
+check_contains "stylesheets may be cached (Cache-Control)" "$(header /style.css Cache-Control)" "max-age="
+check_contains "index.html by name is revalidated too" "$(header /index.html Cache-Control)" "no-cache"
 check_contains "a missing file is 404" "$(ctype /no-such-file.js)" "404"
 check_contains "the page is revalidated (Cache-Control)" "$(header / Cache-Control)" "no-cache"
 check_contains "scripts may be cached (Cache-Control)" "$(header /js/app.js Cache-Control)" "max-age="
@@ -95,6 +115,8 @@ for (let i = 0; i < 90; i++) {
   lines.push(`put e2e.cpu ${ts} ${100 + i} host=web02 dc=lga`);
   lines.push(`put e2e.counter ${ts} ${120 * i} host=web01`);
   if (i < 30 || i >= 60) lines.push(`put e2e.gap ${ts} 7 host=web01`);
+  // A counter rising 1 per second that wraps at 1000 (5 times in 90 minutes).
+  lines.push(`put e2e.wrap ${ts} ${(60 * i) % 1000} host=web01`);
 }
 lines.push(`put e2e.live ${base} 1 host=web01`);
 const last = base + 60 * 89;

@@ -6,9 +6,10 @@
 // and re-runs the queries, so what is drawn always matches the URL. Each run has a generation
 // number; results of an older run are dropped. Every query is its own /api/query request, so
 // one failing query is reported on its card while the others still plot. The chart element
-// carries `data-state` (idle|loading|ready|error) and `data-plot` (JSON summary of each plotted
-// series) and `data-run` (the generation of the last finished run) for people reading the DOM
-// and for the end-to-end tests.
+// carries `data-state` (idle|loading|ready|error), `data-plot` (JSON summary of each plotted
+// series), `data-run` (the generation of the last finished run) and `data-scales` (the y
+// scales uPlot drew with, and the run whose data they hold) for people reading the DOM and for
+// the end-to-end tests.
 
 import { apiGet, apiUrl } from './api.js';
 import { attachAutocomplete } from './autocomplete.js';
@@ -63,6 +64,7 @@ export function createGraphView(root, ctx) {
   let controllers = [];
   let refreshTimer = 0;
   let lastRange = null;
+  let dataRun = 0;
 
   // ---- layout --------------------------------------------------------------------------------
   const presetBar = el('div', { class: 'presets', role: 'group', 'aria-label': 'time range presets' });
@@ -379,6 +381,7 @@ export function createGraphView(root, ctx) {
     const tq = performance.now() - t0;
     const failed = results.filter((r) => r.error).length;
     const t1 = performance.now();
+    dataRun = gen;
     const info = drawChart(results.filter((r) => r.data), startMs, endMs, tq);
     const td = performance.now() - t1;
     chartEl.dataset.state = failed === results.length ? 'error' : 'ready';
@@ -477,6 +480,14 @@ export function createGraphView(root, ctx) {
       focus: { alpha: 0.35 },
       hooks: {
         setLegend: [showLatest],
+        // What was drawn: each y scale's range and kind (3 = log), for people and the tests.
+        draw: [(u) => {
+          const sc = {};
+          for (const k of ['y', 'y2']) {
+            if (u.scales[k] && u.scales[k].min != null) sc[k] = { min: u.scales[k].min, max: u.scales[k].max, distr: u.scales[k].distr };
+          }
+          chartEl.dataset.scales = JSON.stringify({ run: dataRun, ...sc });
+        }],
         setSelect: [(u) => {
           if (u.select.width < 4) return;
           const a = u.posToVal(u.select.left, 'x') * 1000;

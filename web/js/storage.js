@@ -7,8 +7,9 @@
 // Rates are differences of the cumulative counters between two polls (model.regionRates); the
 // first poll has no rates yet, so the region table is shaded by each region's share of all
 // requests so far. History lives in memory only (a reload starts over). The root element
-// carries data-state (loading|ready|error) and the heat map canvases data-heat (the latest
-// column, the busiest cell, how many regions had requests in the history) for the tests.
+// carries data-state (loading|ready|error), the heat map canvases data-heat (the latest
+// column, the busiest cell, how many regions had requests in the history) and the two charts
+// over time data-series (polls, points with a value, min, max, latest) for the tests.
 
 import { apiGet } from './api.js';
 import { regionRates, heatColor, displayKey, timeTicks } from './model.js';
@@ -297,6 +298,22 @@ export function createStorageView(root, ctx) {
     else ingestChart.setData([statHistory.t, statHistory.ingest]);
     if (!cacheChart) cacheChart = mk(cacheEl, 'hit ratio', '#2ca02c', [0, 1], [statHistory.t, statHistory.hit]);
     else cacheChart.setData([statHistory.t, statHistory.hit]);
+    ingestEl.dataset.series = JSON.stringify(miniSummary(statHistory.ingest));
+    cacheEl.dataset.series = JSON.stringify(miniSummary(statHistory.hit));
+  }
+
+  // What a mini chart plots, for people reading the DOM and for the tests: how many polls it
+  // holds, how many have a value (null = no change to measure, drawn as a gap), their range and
+  // the latest value.
+  function miniSummary(v) {
+    const vals = v.filter((x) => x !== null && Number.isFinite(x));
+    return {
+      polls: v.length,
+      points: vals.length,
+      min: vals.length ? Math.min(...vals) : null,
+      max: vals.length ? Math.max(...vals) : null,
+      last: v.length ? v[v.length - 1] : null,
+    };
   }
 
   function render() {
