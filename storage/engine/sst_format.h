@@ -63,8 +63,8 @@
 #define CT_ENGINE_SST_FORMAT_H
 
 #define SST_MAGIC               0x43545346u /* "CTSF" */
-#define SST_VERSION             2 /* written; readers take 1..SST_VERSION */
-#define SST_VERSION_DELTAS      2 /* the first version with DIFF / FAST_DIFF deltas */
+#define SST_VERSION             2           /* written; readers take 1..SST_VERSION */
+#define SST_VERSION_DELTAS      2           /* the first version with DIFF / FAST_DIFF deltas */
 #define SST_HEADER_BYTES        8
 #define SST_FOOTER_BYTES        48
 #define SST_BLOCK_TRAILER_BYTES 5
