@@ -825,29 +825,35 @@ bool sst_may_contain_rowcol(const struct sst *f, const uint8_t *row, size_t row_
                              bloom_hash_rowcol(row, row_len, qual, qual_len));
 }
 
+static int sst_iter_load(struct sst_iter *it, int64_t bi, struct ct_err *err);
+
 size_t sst_middle_row(struct sst *f, uint8_t *buf)
 {
     if (f->nblocks == 0)
         return 0;
-    if (f->nblocks > 1 || f->meta.cells < 2) {
-        const struct cell *c = &f->idx[f->nblocks / 2].first;
-        memcpy(buf, c->row, c->row_len);
-        return c->row_len;
-    }
-    /* One block: its first cell is the file's first row, never a split point; walk to the
-     * middle cell instead (at most one block, read without filling the cache). */
+    /* The cell at the middle of the data by bytes: the block holding the middle byte, and in it
+     * the entry as far in as that byte is. (HBase's midkey, the middle block's first key, is
+     * fine for thousands of blocks but not for a few: of two blocks, the second's first row can
+     * be 90% of the way in, and a file of one block has only its own first row.) */
+    const struct sst_index_entry *last = &f->idx[f->nblocks - 1];
+    uint64_t lo = f->idx[0].off, hi = last->off + last->len + SST_BLOCK_TRAILER_BYTES;
+    uint64_t target = lo + (hi - lo) / 2;
+    uint32_t b = 0;
+    while (b + 1 < f->nblocks && f->idx[b + 1].off <= target)
+        b++;
+    const struct sst_index_entry *ie = &f->idx[b];
+    uint64_t into = target - ie->off, span = (uint64_t)ie->len + SST_BLOCK_TRAILER_BYTES;
     struct sst_iter *it;
     struct ct_err err;
     if (sst_iter_new(f, &it, &err) != CT_OK)
         return 0;
     sst_iter_set_fill_cache(it, false);
-    int rc = sst_iter_seek_first(it, &err);
-    for (uint64_t i = 0; rc == CT_OK && sst_iter_valid(it) && i < f->meta.cells / 2; i++)
-        rc = sst_iter_next(it, &err);
     size_t n = 0;
-    if (rc == CT_OK && sst_iter_valid(it)) {
+    if (sst_iter_load(it, b, &err) == CT_OK) {
+        uint64_t cnt = it->blk->n;
+        uint64_t i = into >= span ? cnt - 1 : into * cnt / span;
         struct cell c;
-        sst_iter_cell(it, &c);
+        sst_entry_cell(it->blk, (uint32_t)i, &c);
         memcpy(buf, c.row, c.row_len);
         n = c.row_len;
     }

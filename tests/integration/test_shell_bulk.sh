@@ -3,8 +3,8 @@
 # count's progress lines at the default INTERVAL, full scans in both directions equal to the
 # sorted key list (across region boundaries, memstore and files), split at region midpoints,
 # and automatic splits of a table whose MAX_FILESIZE and MEMSTORE_FLUSHSIZE are small.
-# BLOCKSIZE is 1 KiB so each file has several blocks: a region's midpoint is the middle key of
-# its largest file's block index (a one-block file's midpoint is its middle cell's row).
+# BLOCKSIZE is 1 KiB so each file has several blocks; a region's midpoint is the row of the cell
+# in the middle of its largest file's data.
 source "$(dirname "$0")/lib.sh"
 # it_tmpdir runs in a subshell under $(...), where its cleanup registration is lost: make one
 # directory here, registered in this shell, and use subdirectories of it.
