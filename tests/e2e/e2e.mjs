@@ -364,6 +364,35 @@ test('changing the downsample function in the builder re-queries', async () => {
   assert.match((await hashParams()).m[0], /^sum:10m-min:e2e\.cpu/);
 });
 
+test('the downsample interval and fill policy are edited in the builder', async () => {
+  // 30 minute buckets over the 90 minutes of data.
+  const start = Math.floor(BASE / 1800) * 1800;
+  await open(`#view=graph&start=${start}&end=${LAST}&m=${encodeURIComponent('sum:e2e.gap')}`);
+  let p = await nextPlot(0);
+  assert.equal(p.series[0].points, 60);
+  let g = await runGen();
+  await page.fill('.query .ds-interval', '1m');
+  await page.press('.query .ds-interval', 'Tab');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:1m-avg:e2e.gap']);
+  // Without a fill policy the empty minutes are simply absent (one gap drawn for the hole).
+  assert.deepEqual([p.series[0].points, p.series[0].gaps], [60, 1]);
+  g = await runGen();
+  await page.selectOption('.query .ds-fill', 'zero');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:1m-avg-zero:e2e.gap']);
+  // Zero fills every empty minute of the range, the 30 of the hole and those before the data.
+  assert.deepEqual([p.series[0].points, p.series[0].gaps, p.series[0].min], [(LAST - start) / 60 + 1, 0, 0]);
+  g = await runGen();
+  await page.fill('.query .ds-interval', '30m');
+  await page.press('.query .ds-interval', 'Tab');
+  p = await nextPlot(g);
+  assert.deepEqual((await hashParams()).m, ['sum:30m-avg-zero:e2e.gap']);
+  const buckets = Math.floor(LAST / 1800) - Math.floor(BASE / 1800) + 1;
+  assert.equal(p.series[0].points, buckets);
+  assert.equal(p.series[0].max, 7);
+});
+
 test('rate turns the counter into its per-second rate', async () => {
   await open(`#view=graph&${range3h()}&m=${encodeURIComponent('sum:e2e.counter')}`);
   let p = await nextPlot(0);
@@ -657,6 +686,38 @@ test('API errors are shown in the page', async () => {
   assert.match(await page.textContent('.query .query-error'), /no\.such\.metric/);
   assert.equal(await page.getAttribute('#chart', 'data-state'), 'error');
   await shot('10-error');
+});
+
+test('failing suggestion and aggregator lookups are shown in the page', async () => {
+  // The TSD is made to fail here by intercepting its answers in the browser.
+  await page.route('**/api/aggregators', (route) => route.fulfill({
+    status: 500, contentType: 'application/json',
+    body: JSON.stringify({ error: { code: 500, message: 'no aggregators today' } }),
+  }));
+  await page.route('**/api/suggest?*', (route) => route.fulfill({
+    status: 400, contentType: 'application/json',
+    body: JSON.stringify({ error: { code: 400, message: 'suggest refused', details: 'e2e' } }),
+  }));
+  try {
+    await open(`#view=graph&${range3h()}`);
+    await page.waitForSelector('#errors .error[data-key="aggregators"]', { timeout: WAIT });
+    assert.match(await page.textContent('#errors'), /\/api\/aggregators: 500 no aggregators today/);
+    // The empty page's metric list and the metric box's suggestions both report the failure.
+    await page.waitForSelector('#errors .error[data-key="quick"]', { timeout: WAIT });
+    await page.click('#add-query');
+    await page.locator('.query .metric-input').fill('e2e.c');
+    await page.waitForSelector('#errors .error[data-key="suggest-0"]', { timeout: WAIT });
+    assert.match(await page.textContent('#errors .error[data-key="suggest-0"]'), /\/api\/suggest: 400 suggest refused \(e2e\)/);
+    // The input stays usable: typing the whole name still plots it.
+    const g = await runGen();
+    await page.locator('.query .metric-input').fill('e2e.cpu');
+    await page.press('.query .metric-input', 'Enter');
+    const p = await nextPlot(g);
+    assert.equal(p.series[0].points, N);
+  } finally {
+    await page.unroute('**/api/aggregators');
+    await page.unroute('**/api/suggest?*');
+  }
 });
 
 test('a bad URL query is reported, not ignored', async () => {
