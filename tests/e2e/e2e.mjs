@@ -5,6 +5,7 @@
 //   e2e.counter  host=web01 value 120*i (a counter rising 2 per second), same times
 //   e2e.gap      host=web01 value 7, minutes 0..29 and 60..89 only (a 30 minute hole)
 //   e2e.big      host=web01 20000 points one second apart ending at the last e2e.cpu minute
+//   e2e.huge     host=h1..h5 value 1000*h + (k % 600), at the times of e2e.big (100,000 points)
 //   e2e.wrap     host=web01 value (60*i) % 1000: a counter rising 1 per second, wrapping at 1000
 //                five times (so its plain rate dips below zero five times)
 // Point i is at E2E_BASE + 60*i seconds. Each test prints ok/not ok; screenshots go to
@@ -570,6 +571,32 @@ test('twenty thousand points plot in one chart', async () => {
   }
   console.log(`# 12 hover read-outs over 20000 points: ${Date.now() - t0} ms (each with a 100 ms settle)`);
   await shot('08-big');
+});
+
+test('a hundred thousand points in five series plot, and the read-out follows the mouse', async () => {
+  await open(`#view=graph&start=${LAST - 20000 - 60}&end=${LAST + 60}&m=${encodeURIComponent('sum:e2e.huge{host=*}')}`);
+  const p = await nextPlot(0);
+  assert.equal(p.series.length, 5);
+  assert.equal(p.series.reduce((a, s) => a + s.points, 0), 100000);
+  console.log(`# draw of 100000 points in 5 series: ${await page.getAttribute('#status', 'data-draw-ms')} ms`);
+  // An auto-refresh style re-run draws into the same chart (setData).
+  const g = await runGen();
+  await page.click('#run');
+  await nextPlot(g);
+  console.log(`# redraw of 100000 points: ${await page.getAttribute('#status', 'data-draw-ms')} ms`);
+  const t0 = Date.now();
+  for (let j = 1; j <= 8; j++) {
+    const rows = await hoverAt(LAST - 20000 + j * 2200);
+    const t = Date.parse(`${rows[0].value.replace(' ', 'T')}Z`) / 1000;
+    const k = t - (LAST - 19999);
+    for (let h = 1; h <= 5; h++) {
+      const row = rows.find((r) => r.label === `e2e.huge{host=h${h}}`);
+      assert.ok(row, JSON.stringify(rows));
+      assert.equal(Number(row.value.replace(/,/g, '')), 1000 * h + (k % 600), `h${h} at ${rows[0].value}`);
+    }
+  }
+  console.log(`# 8 hover read-outs over 100000 points: ${Date.now() - t0} ms (each with a 100 ms settle)`);
+  await shot('08b-huge');
 });
 
 test('dragging across the chart zooms in to that time range', async () => {

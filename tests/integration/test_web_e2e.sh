@@ -123,6 +123,10 @@ const last = base + 60 * 89;
 for (let k = 0; k < 20000; k++) {
   lines.push(`put e2e.big ${last - 19999 + k} ${(Math.round(1000 * Math.sin(k / 500)) / 10 + 200).toFixed(1)} host=web01`);
 }
+// 100,000 points: five series of 20000, value 1000*h + (k % 600).
+for (let h = 1; h <= 5; h++) {
+  for (let k = 0; k < 20000; k++) lines.push(`put e2e.huge ${last - 19999 + k} ${1000 * h + (k % 600)} host=h${h}`);
+}
 fs.writeFileSync(`${dir}/points.txt`, lines.join('\n') + '\n');
 JS
 check "known data is written over telnet" node "$E2E/load.mjs" "$TSD_PORT" "$tmp/points.txt"

@@ -383,6 +383,9 @@ export function createGraphView(root, ctx) {
     const t1 = performance.now();
     dataRun = gen;
     const info = drawChart(results.filter((r) => r.data), startMs, endMs, tq);
+    // uPlot draws in a microtask queued by setData (or its constructor): let it run, so that the
+    // draw time below includes the drawing itself.
+    await Promise.resolve();
     const td = performance.now() - t1;
     chartEl.dataset.state = failed === results.length ? 'error' : 'ready';
     chartEl.dataset.run = String(gen);
