@@ -5,7 +5,8 @@
 # whatever is set; an allow-list that excludes 127.0.0.1 (403 for writes, reads fine) and one
 # that includes it; admin actions (dropcaches, diediedie) gated by tsd.core.enable_admin; query
 # deletes refused by default; the token hidden from /api/config; bad settings stop the start;
-# and the data directory created owner-only. Loopback only (127.0.0.1 and ::1).
+# and the data directory created owner-only (also under umask 000). Loopback only (127.0.0.1
+# and ::1).
 source "$(dirname "$0")/lib.sh"
 
 tmp=$(it_tmpdir)
@@ -300,5 +301,23 @@ check_contains "bad allow-list: the error names key and entry" "$(cat "$tmp/bad.
 check_eq "bad enable_admin: exit status 2" 2 "$?"
 check_contains "bad enable_admin: the error lists the choices" "$(cat "$tmp/bad2.log")" \
   "expected one of false|loopback|true"
+
+# ---- owner-only data even under a permissive umask -----------------------------------------------
+# (the checks above ran under the test's umask; the modes come from the code, not the umask)
+old_umask=$(umask)
+umask 000
+TSD_DATA=$tmp/umask0-data
+tsd_start --tsd.storage.memstore_flush_bytes=65536
+req POST /api/put -d "$(pt sec.umask 1356998400)" >/dev/null
+tsd_stop
+umask "$old_umask"
+check_eq "umask 000: the data directory is still 0700" 700 "$(stat -c %a "$TSD_DATA")"
+check "umask 000: block files were written" test -n "$(find "$TSD_DATA/sst" -type f | head -1)"
+check_eq "umask 000: no file or directory under data is group/world accessible" "" \
+  "$(find "$TSD_DATA" -perm /077 | head -3)"
+"$CTSDB" fsck --data "$TSD_DATA" --quarantine >/dev/null 2>&1
+check_eq "umask 000: fsck leaves nothing group/world accessible" "" \
+  "$(find "$TSD_DATA" -perm /077 | head -3)"
+unset TSD_DATA
 
 it_done
