@@ -923,12 +923,12 @@ static int split_locked(struct estore *s, struct etable *t, struct eregion *r, c
             pthread_mutex_unlock(&r->mu);
             return CT_NOTFOUND;
         }
-        const struct sst *best = NULL;
+        struct sst *best = NULL;
         const uint8_t *first = NULL;
         size_t first_len = 0;
         for (size_t f = 0; f < r->nfams; f++)
             for (size_t k = 0; k < r->fams[f].nfiles; k++) {
-                const struct sst *fl = r->fams[f].files[k].sst;
+                struct sst *fl = r->fams[f].files[k].sst;
                 const struct sst_meta *m = sst_get_meta(fl);
                 if (!m->cells)
                     continue;

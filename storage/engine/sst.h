@@ -122,9 +122,10 @@ bool sst_may_contain_row(const struct sst *f, const uint8_t *row, size_t len);
 bool sst_may_contain_row_hash(const struct sst *f, uint64_t row_hash);
 bool sst_may_contain_rowcol(const struct sst *f, const uint8_t *row, size_t row_len,
                             const uint8_t *qual, size_t qual_len);
-/* The row of the middle data block's first cell (for splits). Copies into buf (WC_MAX_ROW_BYTES)
- * and returns its length, 0 if the file is empty. */
-size_t sst_middle_row(const struct sst *f, uint8_t *buf);
+/* The file's middle row (for splits): the row of the cell at the middle of its data by bytes
+ * (reads that one block). Copies into buf (WC_MAX_ROW_BYTES) and returns its length, 0 if the
+ * file is empty or the block cannot be read. */
+size_t sst_middle_row(struct sst *f, uint8_t *buf);
 
 /* An iterator over one file, in either direction. Holds a reference to the file. */
 struct sst_iter;

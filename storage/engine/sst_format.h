@@ -24,7 +24,11 @@
  * previous entry's key (shared = 0 at restart points, every SST_RESTART_INTERVAL entries):
  *   varint shared | varint unshared | varint row_len | varint value_len | zz ts_ms | u8 type |
  *   varint seq | key suffix[unshared] | value[value_len]
- * (qualifier length = shared + unshared - row_len). A block holds at least one entry; it is
+ * (qualifier length = shared + unshared - row_len). In files of version 2 whose encoding (meta
+ * byte 50) is DIFF or FAST_DIFF, every entry but a block's first stores `zz ts_ms` as the zig-zag
+ * of (ts - previous entry's ts) and `varint seq` as the zig-zag of (seq - previous seq), both
+ * computed in wrapping 64-bit unsigned arithmetic; other encodings (NONE, PREFIX, ROW_INDEX_V1)
+ * store them whole, as every version-1 file does. A block holds at least one entry; it is
  * closed once its contents reach BLOCKSIZE, so a cell larger than BLOCKSIZE gets its own block.
  *
  * Index block contents: varint count, then per data block in file order:
@@ -52,13 +56,15 @@
  * The version and magic sit at fixed places at the end so a reader can name a version it does
  * not know before it trusts anything else.
  *
- * Version history: 1 - initial. Codes (compression, bloom kinds, cell types) are never
- * renumbered. */
+ * Version history: 1 - initial; 2 - DIFF / FAST_DIFF blocks store timestamp and sequence deltas
+ * (a reader takes version 1 files as they are: their blocks are never delta-encoded, whatever
+ * their encoding byte). Codes (compression, bloom kinds, cell types) are never renumbered. */
 #ifndef CT_ENGINE_SST_FORMAT_H
 #define CT_ENGINE_SST_FORMAT_H
 
 #define SST_MAGIC               0x43545346u /* "CTSF" */
-#define SST_VERSION             1
+#define SST_VERSION             2           /* written; readers take 1..SST_VERSION */
+#define SST_VERSION_DELTAS      2           /* the first version with DIFF / FAST_DIFF deltas */
 #define SST_HEADER_BYTES        8
 #define SST_FOOTER_BYTES        48
 #define SST_BLOCK_TRAILER_BYTES 5
@@ -68,6 +74,9 @@
 #define SST_COMPRESS_NONE   0
 #define SST_COMPRESS_SNAPPY 1
 #define SST_COMPRESS_ZLIB   2
+
+/* Whether blocks written with this DATA_BLOCK_ENCODING store deltas (from version 2 on). */
+#define sst_encoding_deltas(enc) ((enc) == WC_ENCODING_DIFF || (enc) == WC_ENCODING_FAST_DIFF)
 
 #define SST_BLOOM_NONE   0
 #define SST_BLOOM_ROW    1

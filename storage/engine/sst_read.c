@@ -65,6 +65,7 @@ struct sst {
     atomic_bool ro_blockcache;
     atomic_bool ro_in_memory;
     struct sst_meta meta;
+    bool deltas; /* data blocks store ts and seq as deltas (sst_format.h, version 2) */
     uint32_t nblocks;
     struct sst_index_entry *idx;
     /* the index search compares 8 row bytes first: those after the prefix every row of the
@@ -400,8 +401,13 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
         d->val_len = (uint32_t)e.vlen;
         d->type = e.type;
         d->same_row = i > 0 && e.row_len == prev_row_len && e.shared >= e.row_len;
-        d->ts = coding_unzigzag(e.zts);
-        d->seq = e.seq;
+        if (f->deltas && i > 0) {
+            d->ts = (int64_t)((uint64_t)b->e[i - 1].ts + (uint64_t)coding_unzigzag(e.zts));
+            d->seq = b->e[i - 1].seq + (uint64_t)coding_unzigzag(e.seq);
+        } else {
+            d->ts = coding_unzigzag(e.zts);
+            d->seq = e.seq;
+        }
         prev_row_len = e.row_len;
         prev_off = ko;
         ko += d->key_len;
@@ -717,7 +723,7 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
                         path, (unsigned long long)foff);
         goto fail;
     }
-    if (ft[40] != SST_VERSION) {
+    if (ft[40] < 1 || ft[40] > SST_VERSION) {
         rc = ct_err_set(err, CT_ECORRUPT,
                         "unsupported block file version %u in %s (this build reads <= %u)", ft[40],
                         path, SST_VERSION);
@@ -737,7 +743,7 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
     uint8_t hd[SST_HEADER_BYTES];
     if ((rc = eio_pread_all(f->fd, hd, sizeof hd, 0, path, err)) != CT_OK)
         goto fail;
-    if (coding_get_be32(hd) != SST_MAGIC || hd[4] != SST_VERSION) {
+    if (coding_get_be32(hd) != SST_MAGIC || hd[4] != ft[40]) {
         rc = ct_err_set(err, CT_ECORRUPT, "corrupt header at offset 0 in %s", path);
         goto fail;
     }
@@ -746,6 +752,7 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
             CT_OK ||
         (rc = sst_load_meta(f, coding_get_be64(ft + 24), coding_get_be32(ft + 32), err)) != CT_OK)
         goto fail;
+    f->deltas = ft[40] >= SST_VERSION_DELTAS && sst_encoding_deltas(f->meta.encoding);
     *out = f;
     return CT_OK;
 fail:
@@ -818,13 +825,40 @@ bool sst_may_contain_rowcol(const struct sst *f, const uint8_t *row, size_t row_
                              bloom_hash_rowcol(row, row_len, qual, qual_len));
 }
 
-size_t sst_middle_row(const struct sst *f, uint8_t *buf)
+static int sst_iter_load(struct sst_iter *it, int64_t bi, struct ct_err *err);
+
+size_t sst_middle_row(struct sst *f, uint8_t *buf)
 {
     if (f->nblocks == 0)
         return 0;
-    const struct cell *c = &f->idx[f->nblocks / 2].first;
-    memcpy(buf, c->row, c->row_len);
-    return c->row_len;
+    /* The cell at the middle of the data by bytes: the block holding the middle byte, and in it
+     * the entry as far in as that byte is. (HBase's midkey, the middle block's first key, is
+     * fine for thousands of blocks but not for a few: of two blocks, the second's first row can
+     * be 90% of the way in, and a file of one block has only its own first row.) */
+    const struct sst_index_entry *last = &f->idx[f->nblocks - 1];
+    uint64_t lo = f->idx[0].off, hi = last->off + last->len + SST_BLOCK_TRAILER_BYTES;
+    uint64_t target = lo + (hi - lo) / 2;
+    uint32_t b = 0;
+    while (b + 1 < f->nblocks && f->idx[b + 1].off <= target)
+        b++;
+    const struct sst_index_entry *ie = &f->idx[b];
+    uint64_t into = target - ie->off, span = (uint64_t)ie->len + SST_BLOCK_TRAILER_BYTES;
+    struct sst_iter *it;
+    struct ct_err err;
+    if (sst_iter_new(f, &it, &err) != CT_OK)
+        return 0;
+    sst_iter_set_fill_cache(it, false);
+    size_t n = 0;
+    if (sst_iter_load(it, b, &err) == CT_OK) {
+        uint64_t cnt = it->blk->n;
+        uint64_t i = into >= span ? cnt - 1 : into * cnt / span;
+        struct cell c;
+        sst_entry_cell(it->blk, (uint32_t)i, &c);
+        memcpy(buf, c.row, c.row_len);
+        n = c.row_len;
+    }
+    sst_iter_free(it);
+    return n;
 }
 
 /* ---- iterator ------------------------------------------------------------------------------- */

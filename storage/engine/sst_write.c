@@ -335,9 +335,18 @@ int sst_writer_add(struct sst_writer *w, const struct cell *c, struct ct_err *er
     n += coding_put_varint64(p + n, unshared);
     n += coding_put_varint64(p + n, c->row_len);
     n += coding_put_varint64(p + n, c->value_len);
-    n += coding_put_varint64(p + n, coding_zigzag(c->ts_ms));
-    p[n++] = c->type;
-    n += coding_put_varint64(p + n, c->seq);
+    if (w->blk_entries > 0 && sst_encoding_deltas(w->o.encoding)) {
+        /* DIFF / FAST_DIFF: timestamp and sequence as deltas from the previous entry (wrapping
+         * unsigned arithmetic, so any two int64 timestamps round-trip) */
+        n += coding_put_varint64(
+            p + n, coding_zigzag((int64_t)((uint64_t)c->ts_ms - (uint64_t)w->last_ts)));
+        p[n++] = c->type;
+        n += coding_put_varint64(p + n, coding_zigzag((int64_t)(c->seq - w->last_seq)));
+    } else {
+        n += coding_put_varint64(p + n, coding_zigzag(c->ts_ms));
+        p[n++] = c->type;
+        n += coding_put_varint64(p + n, c->seq);
+    }
     for (size_t i = shared; i < key_len; i++)
         p[n++] = i < c->row_len ? c->row[i] : c->qual[i - c->row_len];
     if (c->value_len)

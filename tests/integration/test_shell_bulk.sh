@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # test_shell_bulk.sh - the shell over a few thousand rows in a HexStringSplit pre-split table:
 # count's progress lines at the default INTERVAL, full scans in both directions equal to the
-# sorted key list (across region boundaries, memstore and files), split at region midpoints.
-# BLOCKSIZE is 1 KiB so each file has several blocks: a region's midpoint is the middle key of
-# its largest file's block index, and a one-block file's midpoint is its first row (no split).
+# sorted key list (across region boundaries, memstore and files), split at region midpoints,
+# and automatic splits of a table whose MAX_FILESIZE and MEMSTORE_FLUSHSIZE are small.
+# BLOCKSIZE is 1 KiB so each file has several blocks; a region's midpoint is the row of the cell
+# in the middle of its largest file's data.
 source "$(dirname "$0")/lib.sh"
 # it_tmpdir runs in a subshell under $(...), where its cleanup registration is lost: make one
 # directory here, registered in this shell, and use subdirectories of it.
@@ -75,4 +76,36 @@ out=$(sh -e "scan 'bulk', {REVERSED => true}" | grep -v '^Took ')
 check_eq "reversed scan unchanged after the split" "$(cat "$dir/rev.exp")" "$out"
 out=$(sh -e "count 'bulk', INTERVAL => 100000" | grep -v '^Took ')
 check_eq "count after the split" "$N row(s)" "$out"
+
+# Automatic splits (spec §10, stepping policy): 2 x MEMSTORE_FLUSHSIZE while the table has one
+# region, MAX_FILESIZE afterwards; the writes come in a scattered order.
+python3 - "$dir" <<'PY'
+import sys
+d = sys.argv[1]
+with open(d + "/auto.rb", "w") as f:
+    f.write("create 'auto', 'f', MAX_FILESIZE => 65536, MEMSTORE_FLUSHSIZE => 16384\n")
+    for i in range(3000):
+        f.write("put 'auto', 'r%05d', 'f:q', '%s'\n" % ((i * 7919) % 3000, "x" * 60))
+with open(d + "/auto_rev.exp", "w") as f:
+    f.write("ROW  COLUMN+CELL\n")
+    for i in reversed(range(3000)):
+        f.write(" r%05d column=f:q, timestamp=1700000000000, value=%s\n" % (i, "x" * 60))
+    f.write("3000 row(s)\n")
+PY
+sh "$dir/auto.rb" >/dev/null 2>&1
+check_eq "load of the auto-split table exits 0" 0 $?
+out=$(sh -e "get_splits 'auto'" | grep -v '^Took ')
+regions=$(head -1 <<<"$out" | sed 's/.*= //')
+check "the table split by itself (regions: $regions)" test "$regions" -ge 2
+keys=$(tail -n +2 <<<"$out")
+check_eq "automatic split keys are sorted" "$(sort <<<"$keys")" "$keys"
+# a midpoint halves its region's data: no region ends up with a sliver of it
+gap=$(printf 'r00000\n%s\nr03000\n' "$keys" |
+  awk '{ v = substr($0, 2) + 0; if (NR > 1 && (m == "" || v - p < m)) m = v - p; p = v } END { print m }')
+check "every automatically split region holds at least 200 of the 3000 rows (smallest: $gap)" \
+  test "$gap" -ge 200
+out=$(sh -e "scan 'auto', {REVERSED => true}" | grep -v '^Took ')
+check_eq "reversed scan over the automatically split regions" "$(cat "$dir/auto_rev.exp")" "$out"
+out=$(sh -e "count 'auto', INTERVAL => 100000" | grep -v '^Took ')
+check_eq "count over the automatically split regions" "3000 row(s)" "$out"
 it_done

@@ -105,6 +105,7 @@ struct wc_table *fixture_history_table(struct wc_store *s, const char *name, con
     fd[0].ttl_s = 600; /* now = 1000 s: cells below ts 400000 are expired */
     fd[0].bloom = f_bloom;
     fd[0].blocksize = 1024;
+    fd[0].encoding = WC_ENCODING_FAST_DIFF; /* delta-coded blocks under every history read */
     wc_family_desc_init(&fd[1], "g");
     fd[1].versions = 1;
     fd[1].blocksize = 1024;

@@ -30,9 +30,9 @@ struct wc_table *fixture_table_open(struct wc_store *s, const char *name);
 struct wc_store *fixture_history_open(char **dir);
 void fixture_history_close(struct wc_store *s, char *dir);
 
-/* The random-history table: family "f" (3 versions, MIN_VERSIONS 1, TTL 600 s, bloom `f_bloom`)
- * and "g" (1 version), 1 KiB blocks, compactions only on request, two regions split at
- * `split`. Returns it open. */
+/* The random-history table: family "f" (3 versions, MIN_VERSIONS 1, TTL 600 s, bloom `f_bloom`,
+ * FAST_DIFF blocks) and "g" (1 version), 1 KiB blocks, compactions only on request, two regions
+ * split at `split`. Returns it open. */
 struct wc_table *fixture_history_table(struct wc_store *s, const char *name, const char *split,
                                        enum wc_bloom f_bloom);
 

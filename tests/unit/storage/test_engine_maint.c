@@ -380,6 +380,93 @@ static void test_split_at_key_and_at_midpoints(void **state)
     ctest_rmdir(dir);
 }
 
+/* Splits table `name` (one family "f" of `blocksize`, rows r00000..r00099 of 30-byte values,
+ * flushed into one file) at its midpoint; returns the new boundary's row number. */
+static int midpoint_split_row(struct wc_store *s, const char *name, uint32_t blocksize)
+{
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "f");
+    fd.blocksize = blocksize;
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, name);
+    d.families = &fd;
+    d.nfamilies = 1;
+    d.compaction_enabled = false;
+    struct ct_err err;
+    assert_int_equal(wc_table_create(s, &d, NULL, 0, &err), CT_OK);
+    struct wc_table *t = fixture_table_open(s, name);
+    put_rows(t, 0, 100, "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
+    assert_int_equal(wc_table_flush(s, name, &err), CT_OK);
+    assert_int_equal(wc_table_split(s, name, NULL, &err), CT_OK);
+    struct wc_region_info *ri;
+    size_t n;
+    assert_int_equal(wc_table_regions(s, name, &ri, &n, &err), CT_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ri[1].start_len, 6);
+    int row = atoi((const char *)ri[1].start_key + 1);
+    wc_region_info_free(ri, n);
+    assert_int_equal(count_rows(t, false, NULL), 100);
+    assert_int_equal(count_rows(t, true, NULL), 100);
+    wc_table_close(t);
+    return row;
+}
+
+/* The midpoint is the cell in the middle of the file's data: for a file of one block (whose
+ * first row is the file's first row, no split point) and for one of two uneven blocks (whose
+ * second block starts at row 82: HBase's midkey) alike. */
+static void test_midpoint_split_halves_files_of_one_or_two_blocks(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 * MIB, 1ull << 30);
+    int one = midpoint_split_row(s, "mid1", 65536);
+    assert_true(one >= 48 && one <= 52);
+    int two = midpoint_split_row(s, "mid2", 3300); /* 2 blocks: 82 rows, 18 rows */
+    assert_true(two >= 45 && two <= 55);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+/* A file of one block (the default 64 KiB BLOCKSIZE and a small region): the middle block's
+ * first row is the file's first row, so the midpoint is the row of its middle cell. */
+static void test_midpoint_split_of_a_one_block_file_uses_its_middle_row(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 * MIB, 1ull << 30);
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "f");
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, "one");
+    d.families = &fd;
+    d.nfamilies = 1;
+    d.compaction_enabled = false;
+    struct ct_err err;
+    assert_int_equal(wc_table_create(s, &d, NULL, 0, &err), CT_OK);
+    struct wc_table *t = fixture_table_open(s, "one");
+    put_rows(t, 0, 100, "v");
+    assert_int_equal(wc_table_flush(s, "one", &err), CT_OK);
+    assert_int_equal(wc_table_split(s, "one", NULL, &err), CT_OK);
+    struct wc_region_info *ri;
+    size_t n;
+    assert_int_equal(wc_table_regions(s, "one", &ri, &n, &err), CT_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ri[1].start_len, 6);
+    assert_memory_equal(ri[1].start_key, "r00050", 6);
+    wc_region_info_free(ri, n);
+    assert_int_equal(count_rows(t, false, "v"), 100);
+    assert_int_equal(count_rows(t, true, "v"), 100);
+    /* a region of one row has no midpoint: nothing splits, nothing fails */
+    assert_int_equal(wc_table_truncate(s, "one", false, &err), CT_OK);
+    put_rows(t, 0, 1, "v");
+    assert_int_equal(wc_table_flush(s, "one", &err), CT_OK);
+    assert_int_equal(wc_table_split(s, "one", NULL, &err), CT_OK);
+    assert_int_equal(nregions(s, "one", NULL), 1);
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
 static void test_automatic_split_under_bounded_write_load(void **state)
 {
     (void)state;
@@ -542,6 +629,8 @@ int main(void)
         cmocka_unit_test(test_minor_compaction_keeps_markers_major_drops_them),
         cmocka_unit_test(test_compaction_hook_rewrites_rows),
         cmocka_unit_test(test_split_at_key_and_at_midpoints),
+        cmocka_unit_test(test_midpoint_split_of_a_one_block_file_uses_its_middle_row),
+        cmocka_unit_test(test_midpoint_split_halves_files_of_one_or_two_blocks),
         cmocka_unit_test(test_automatic_split_under_bounded_write_load),
         cmocka_unit_test(test_region_stats_track_memstore_files_and_requests),
         cmocka_unit_test(test_split_interrupted_before_the_catalog_is_rolled_back),
