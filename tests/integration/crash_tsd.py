@@ -40,6 +40,8 @@ import urllib.request
 CTSDB = os.environ.get("CTSDB", os.path.join(os.path.dirname(__file__), "../../bin/ctsdb"))
 PHASES = ["ingest", "flush_before_catalog", "flush_after_catalog", "compact_before_catalog",
           "compact_after_catalog", "split_before_catalog", "split_after_catalog"]
+if os.environ.get("CRASH_PHASES"):  # e.g. CRASH_PHASES=ingest,flush_after_catalog (to chase one)
+    PHASES = os.environ["CRASH_PHASES"].split(",")
 RUNS = int(os.environ.get("CRASH_RUNS", str(len(PHASES))))
 PHASE_WAIT = float(os.environ.get("CRASH_PHASE_WAIT", "30"))
 SEED = int(os.environ.get("CRASH_SEED", str(int(time.time()))))
@@ -288,7 +290,10 @@ def main():
         if p is not None and p.poll() is None:
             p.kill()
             p.wait()
-        subprocess.run(["rm", "-rf", work])
+        if os.environ.get("CRASH_KEEP"):  # keep the data directory to inspect a failure
+            print("# kept %s" % work, flush=True)
+        else:
+            subprocess.run(["rm", "-rf", work])
 
 
 if __name__ == "__main__":
