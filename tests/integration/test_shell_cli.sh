@@ -56,6 +56,15 @@ check_contains "unterminated bracket is reported" "$err" "ERROR: syntax error at
 out=$("$CTSDB" shell --data "$data" --now 1700000001234 -e "put 't', 'n', 'f:q', 'x'" -e "get 't', 'n'")
 check_contains "--now pins the write timestamp" "$out" "timestamp=1700000001234"
 
+# the environment alone pins the clock, for writes and for TTL expiry (strict at now - TTL)
+out=$(CTSDB_NOW_MS=1700000003000 "$CTSDB" shell --data "$dir/envdata" -e "create 'ttlenv', {NAME => 'f', TTL => 2}" \
+  -e "put 'ttlenv', 'e', 'f:q', 'x'" -e "get 'ttlenv', 'e'")
+check_contains "CTSDB_NOW_MS pins the write timestamp" "$out" "timestamp=1700000003000"
+out=$(CTSDB_NOW_MS=1700000005000 "$CTSDB" shell --data "$dir/envdata" -e "count 'ttlenv'")
+check_contains "CTSDB_NOW_MS: a cell exactly TTL old is live" "$out" "1 row(s)"
+out=$(CTSDB_NOW_MS=1700000005001 "$CTSDB" shell --data "$dir/envdata" -e "count 'ttlenv'")
+check_contains "CTSDB_NOW_MS: one millisecond later it has expired" "$out" "0 row(s)"
+
 out=$(CTSDB_NOW_MS=1700000005000 "$CTSDB" shell --data "$data" --now 1700000006000 -e "put 't', 'm', 'f:q', 'x'" -e "get 't', 'm'")
 check_contains "--now wins over the environment" "$out" "timestamp=1700000006000"
 
