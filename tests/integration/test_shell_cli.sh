@@ -99,6 +99,12 @@ check_eq "status detailed has one line per region" 3 "$(grep -c '^        "[^"]*
 check_contains "status detailed names a region by table and start key" "$out" '"ps,m,'
 check_contains "status summary" "$out" "1 active master, 0 backup masters, 1 servers, 0 dead, 3.0000 average load"
 
+# hbase:meta is built for each command in a scratch store under $TMPDIR and removed after it
+mkdir -p "$dir/metatmp"
+out=$(TMPDIR=$dir/metatmp sh -e "scan 'hbase:meta', {COLUMNS => 'table:state'}" -e "count 'hbase:meta'")
+check_contains "hbase:meta lists the tables" "$out" " t column=table:state, timestamp="
+check_eq "hbase:meta leaves nothing in TMPDIR" "" "$(ls -A "$dir/metatmp")"
+
 # Per-region statistics show a hotspot: four writes and the reads of rows below 'g' land in the
 # first region, one write in the second, none in the third (request counts, memstore bytes until
 # a flush, then store files and their bytes).
