@@ -870,11 +870,31 @@ test('the ingest rate and the block-cache hit ratio are drawn over time from /ap
 });
 
 test('writes to one series show as a single hot region', async () => {
+  await page.evaluate(async () => { window.e2eModel = await import('/js/model.js'); });
   const writing = writeFor(4000, 1, 'e2e.hot');
   await page.waitForFunction(() => {
     const h = JSON.parse(document.getElementById('heat-writes').dataset.heat || '{}');
     return h.latest && h.latest.filter((v) => v > 0).length === 1;
   }, null, { timeout: WAIT });
+  // On the canvas: the latest column has one row in the hottest colour and the rest in the
+  // coldest, each cell the colour of its share of the busiest region.
+  const drawn = await page.waitForFunction(() => {
+    const c = document.getElementById('heat-writes');
+    const h = JSON.parse(c.dataset.heat || '{}');
+    if (!h.latest || h.latest.filter((v) => v > 0).length !== 1) return false;
+    const rowH = (c.height - 18) / h.regions;
+    const top = Math.max(...h.latest.map((v) => v || 0));
+    const g = c.getContext('2d');
+    const cells = h.latest.map((v, ri) => {
+      const px = g.getImageData(c.width - 2, Math.floor(ri * rowH + rowH / 2), 1, 1).data;
+      return { got: `rgb(${px[0]},${px[1]},${px[2]})`, want: window.e2eModel.heatColor((v || 0) / top) };
+    });
+    return cells;
+  }, null, { timeout: WAIT });
+  const cells = await drawn.jsonValue();
+  for (const [ri, cell] of cells.entries()) assert.equal(cell.got, cell.want, `region ${ri + 1}`);
+  assert.equal(cells.filter((cell) => cell.got === 'rgb(230,57,70)').length, 1, JSON.stringify(cells));
+  assert.equal(cells.filter((cell) => cell.got === 'rgb(18,24,48)').length, cells.length - 1, JSON.stringify(cells));
   await writing;
   const heat = await latestWrites();
   assert.equal(heat.latest.filter((v) => v > 0).length, 1);
