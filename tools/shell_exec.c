@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <regex.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -100,6 +101,19 @@ static int arg_error(struct ct_err *err, const struct shell_cmd *c, const char *
     return ct_err_set(err, CT_EINVAL, "wrong arguments for '%s'. Usage: %s", c->name, usage);
 }
 
+/* An error about value v (an argument, an option's key or value): the message, then where v is,
+ * "(line L, column C)", so a long script's error points at its place. */
+static int __attribute__((format(printf, 3, 4)))
+val_fail(struct ct_err *err, const struct shell_val *v, const char *fmt, ...)
+{
+    char msg[sizeof(err->msg)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return ct_err_set(err, CT_EINVAL, "%s (line %d, column %d)", msg, v->line, v->col);
+}
+
 /* The string of a value that must be a string (INT is accepted and shown in decimal, as Ruby's
  * to_s does). `tmp` holds the decimal text (>= 24 bytes). */
 static int val_bytes(const struct shell_val *v, const char *what, char *tmp, struct wc_bytes *out,
@@ -148,9 +162,10 @@ static int val_int(const struct shell_val *v, const char *what, int64_t *out, st
         }
     }
     if (v->kind == SHELL_VAL_STR)
-        return ct_err_set(err, CT_EINVAL, "%s must be an integer (got '%s')", what, v->str);
-    return ct_err_set(err, CT_EINVAL, "%s must be an integer, not %s", what,
-                      shell_val_kind_name(v->kind));
+        return ct_err_set(err, CT_EINVAL, "%s must be an integer (got '%s') (line %d, column %d)",
+                          what, v->str, v->line, v->col);
+    return ct_err_set(err, CT_EINVAL, "%s must be an integer, not %s (line %d, column %d)", what,
+                      shell_val_kind_name(v->kind), v->line, v->col);
 }
 
 static int val_int_range(const struct shell_val *v, const char *what, int64_t lo, int64_t hi,
@@ -161,11 +176,13 @@ static int val_int_range(const struct shell_val *v, const char *what, int64_t lo
         return rc;
     if (*out < lo || *out > hi) {
         if (hi == INT64_MAX)
-            return ct_err_set(err, CT_EINVAL, "%s must be >= %" PRId64 " (got %" PRId64 ")", what,
-                              lo, *out);
+            return ct_err_set(err, CT_EINVAL,
+                              "%s must be >= %" PRId64 " (got %" PRId64 ") (line %d, column %d)",
+                              what, lo, *out, v->line, v->col);
         return ct_err_set(err, CT_EINVAL,
-                          "%s must be between %" PRId64 " and %" PRId64 " (got %" PRId64 ")", what,
-                          lo, hi, *out);
+                          "%s must be between %" PRId64 " and %" PRId64 " (got %" PRId64
+                          ") (line %d, column %d)",
+                          what, lo, hi, *out, v->line, v->col);
     }
     return CT_OK;
 }
@@ -184,7 +201,8 @@ static int val_bool(const struct shell_val *v, const char *what, bool *out, stru
         *out = false;
         return CT_OK;
     }
-    return ct_err_set(err, CT_EINVAL, "%s must be true or false", what);
+    return ct_err_set(err, CT_EINVAL, "%s must be true or false (line %d, column %d)", what,
+                      v->line, v->col);
 }
 
 /* A timestamp a user may give: 0 <= ts < 2^63-1 (spec §1). */
@@ -195,8 +213,9 @@ static int val_ts(const struct shell_val *v, const char *what, int64_t *out, str
         return rc;
     if (*out < 0 || *out == INT64_MAX)
         return ct_err_set(err, CT_EINVAL,
-                          "%s must be >= 0 and < 9223372036854775807 (got %" PRId64 ")", what,
-                          *out);
+                          "%s must be >= 0 and < 9223372036854775807 (got %" PRId64
+                          ") (line %d, column %d)",
+                          what, *out, v->line, v->col);
     return CT_OK;
 }
 
@@ -242,7 +261,8 @@ static int val_enum(const struct shell_val *v, const char *what, const char *con
             break;
         at += (size_t)k;
     }
-    return ct_err_set(err, CT_EINVAL, "%s must be one of %s (got '%s')", what, allowed, s);
+    return ct_err_set(err, CT_EINVAL, "%s must be one of %s (got '%s') (line %d, column %d)", what,
+                      allowed, s, v->line, v->col);
 }
 
 /* ---- store, tables, families ------------------------------------------------------------ */
@@ -422,9 +442,8 @@ static int shell_family_apply(struct wc_family_desc *fd, const struct shell_val 
             } else {
                 rc = val_int(v, "TTL", &x, err);
                 if (rc == CT_OK && (x <= 0 || x > WC_TTL_FOREVER))
-                    rc = ct_err_set(err, CT_EINVAL,
-                                    "TTL must be > 0 and <= 2147483647 seconds (got %" PRId64 ")",
-                                    x);
+                    rc = val_fail(err, v,
+                                  "TTL must be > 0 and <= 2147483647 seconds (got %" PRId64 ")", x);
                 if (rc == CT_OK)
                     fd->ttl_s = x;
             }
@@ -442,8 +461,8 @@ static int shell_family_apply(struct wc_family_desc *fd, const struct shell_val 
         } else if (!strcmp(k, "BLOCKSIZE")) {
             if ((rc = val_int(v, "BLOCKSIZE", &x, err)) == CT_OK) {
                 if (x < 1024 || x > 16777216)
-                    rc = ct_err_set(
-                        err, CT_EINVAL,
+                    rc = val_fail(
+                        err, v,
                         "BLOCKSIZE must be between 1024 and 16777216 bytes (got %" PRId64 ")", x);
                 else
                     fd->blocksize = (uint32_t)x;
@@ -462,14 +481,14 @@ static int shell_family_apply(struct wc_family_desc *fd, const struct shell_val 
                 fd->encoding = (enum wc_block_encoding)e;
         } else if (!strcmp(k, "REPLICATION_SCOPE")) {
             if ((rc = val_int(v, "REPLICATION_SCOPE", &x, err)) == CT_OK && x != 0)
-                rc = ct_err_set(err, CT_EINVAL, "REPLICATION_SCOPE must be 0 (got %" PRId64 ")", x);
+                rc = val_fail(err, v, "REPLICATION_SCOPE must be 0 (got %" PRId64 ")", x);
         } else {
-            rc = ct_err_set(err, CT_EINVAL,
-                            "unknown column family attribute %s (known: NAME, VERSIONS, "
-                            "MIN_VERSIONS, TTL, KEEP_DELETED_CELLS, BLOOMFILTER, BLOCKSIZE, "
-                            "BLOCKCACHE, IN_MEMORY, COMPRESSION, DATA_BLOCK_ENCODING, "
-                            "REPLICATION_SCOPE)",
-                            k);
+            rc = val_fail(err, &d->items[2 * i],
+                          "unknown column family attribute %s (known: NAME, VERSIONS, "
+                          "MIN_VERSIONS, TTL, KEEP_DELETED_CELLS, BLOOMFILTER, BLOCKSIZE, "
+                          "BLOCKCACHE, IN_MEMORY, COMPRESSION, DATA_BLOCK_ENCODING, "
+                          "REPLICATION_SCOPE)",
+                          k);
         }
         if (rc != CT_OK)
             return rc;
@@ -577,11 +596,11 @@ static int shell_splits_build(const struct shell_val *splits, const struct shell
     memset(out, 0, sizeof(*out));
     if (splits) {
         if (splits->kind != SHELL_VAL_ARRAY)
-            return ct_err_set(err, CT_EINVAL, "SPLITS must be an array of keys");
+            return val_fail(err, splits, "SPLITS must be an array of keys");
         size_t total = 0;
         for (size_t i = 0; i < splits->n; i++) {
             if (splits->items[i].kind != SHELL_VAL_STR)
-                return ct_err_set(err, CT_EINVAL, "SPLITS must be an array of strings");
+                return val_fail(err, &splits->items[i], "SPLITS must be an array of strings");
             total += splits->items[i].len;
         }
         out->keys = calloc(splits->n ? splits->n : 1, sizeof(*out->keys));
@@ -634,9 +653,9 @@ static int shell_splits_build(const struct shell_val *splits, const struct shell
     if (rc != CT_OK)
         return rc;
     if (n < 2)
-        return ct_err_set(err, CT_EINVAL, "NUMREGIONS must be at least 2 (got %" PRId64 ")", n);
+        return val_fail(err, numregions, "NUMREGIONS must be at least 2 (got %" PRId64 ")", n);
     if (n > 65536)
-        return ct_err_set(err, CT_EINVAL, "NUMREGIONS must be at most 65536 (got %" PRId64 ")", n);
+        return val_fail(err, numregions, "NUMREGIONS must be at most 65536 (got %" PRId64 ")", n);
     const char *a;
     if ((rc = val_cstr(algo, "SPLITALGO", &a, err)) != CT_OK)
         return rc;
@@ -651,8 +670,8 @@ static int shell_splits_build(const struct shell_val *splits, const struct shell
     else if (!strcmp(base, "UniformSplit"))
         al = WC_SPLIT_UNIFORM;
     else
-        return ct_err_set(err, CT_EINVAL,
-                          "SPLITALGO must be HexStringSplit or UniformSplit (got '%s')", a);
+        return val_fail(err, algo, "SPLITALGO must be HexStringSplit or UniformSplit (got '%s')",
+                        a);
     if ((rc = wc_split_keys(al, (unsigned)n, &out->keys, err)) != CT_OK)
         return rc;
     out->n = (size_t)n - 1;
@@ -758,8 +777,8 @@ static int cmd_create(struct shell *sh, const struct shell_cmd *c, struct ct_err
                 else if (shell_is_table_attr(key))
                     rc = shell_table_attr_apply(&td, key, dict_val(a, k), err);
                 else
-                    rc = ct_err_set(
-                        err, CT_EINVAL,
+                    rc = val_fail(
+                        err, &a->items[2 * k],
                         "unknown table attribute %s (known: SPLITS, SPLITS_FILE, "
                         "NUMREGIONS, SPLITALGO, MAX_FILESIZE, MEMSTORE_FLUSHSIZE, DURABILITY, "
                         "READONLY, COMPACTION_ENABLED; a family needs NAME)",
@@ -933,11 +952,11 @@ static int cmd_alter(struct shell *sh, const struct shell_cmd *c, struct ct_err 
                 if (shell_is_table_attr(key))
                     rc = shell_table_attr_apply(&td, key, dict_val(a, k), err);
                 else
-                    rc = ct_err_set(err, CT_EINVAL,
-                                    "unknown table attribute %s (known: MAX_FILESIZE, "
-                                    "MEMSTORE_FLUSHSIZE, DURABILITY, READONLY, "
-                                    "COMPACTION_ENABLED; a family needs NAME)",
-                                    key);
+                    rc = val_fail(err, &a->items[2 * k],
+                                  "unknown table attribute %s (known: MAX_FILESIZE, "
+                                  "MEMSTORE_FLUSHSIZE, DURABILITY, READONLY, "
+                                  "COMPACTION_ENABLED; a family needs NAME)",
+                                  key);
             }
         }
     }
@@ -1600,7 +1619,7 @@ static int shell_read_add_column(struct shell_read *r, const struct shell_val *v
     if (rc != CT_OK)
         return rc;
     if (v->kind == SHELL_VAL_INT)
-        return ct_err_set(err, CT_EINVAL, "a column must be a string 'family:qualifier'");
+        return val_fail(err, v, "a column must be a string 'family:qualifier'");
     struct wc_column *nc = realloc(r->cols, (r->ncols + 1) * sizeof(*nc));
     if (!nc)
         return ct_err_set(err, CT_ENOMEM, "out of memory");
@@ -1797,7 +1816,7 @@ static int shell_read_options(struct shell_read *r, const struct shell_val *d,
         } else if (!strcmp(k, "TIMERANGE") && kind != SHELL_READ_COUNT) {
             int64_t a, b;
             if (v->kind != SHELL_VAL_ARRAY || v->n != 2)
-                rc = ct_err_set(err, CT_EINVAL, "TIMERANGE must be [min, max]");
+                rc = val_fail(err, v, "TIMERANGE must be [min, max]");
             else if ((rc = val_int_range(&v->items[0], "TIMERANGE min", 0, INT64_MAX, &a, err)) ==
                          CT_OK &&
                      (rc = val_int_range(&v->items[1], "TIMERANGE max", 0, INT64_MAX, &b, err)) ==
@@ -1821,12 +1840,12 @@ static int shell_read_options(struct shell_read *r, const struct shell_val *d,
             char tmp[24];
             if ((rc = val_bytes(v, "STARTROW", tmp, &r->o.start_row, err)) == CT_OK &&
                 v->kind != SHELL_VAL_STR)
-                rc = ct_err_set(err, CT_EINVAL, "STARTROW must be a string");
+                rc = val_fail(err, v, "STARTROW must be a string");
         } else if (scan && (!strcmp(k, "STOPROW") || !strcmp(k, "ENDROW"))) {
             char tmp[24];
             if ((rc = val_bytes(v, k, tmp, &r->o.stop_row, err)) == CT_OK &&
                 v->kind != SHELL_VAL_STR)
-                rc = ct_err_set(err, CT_EINVAL, "%s must be a string", k);
+                rc = val_fail(err, v, "%s must be a string", k);
         } else if (scan && !strcmp(k, "ROWPREFIXFILTER")) {
             char tmp[24];
             if ((rc = val_bytes(v, k, tmp, &r->o.row_prefix, err)) == CT_OK &&
@@ -1856,7 +1875,7 @@ static int shell_read_options(struct shell_read *r, const struct shell_val *d,
                 "STARTROW, STOPROW, ROWPREFIXFILTER, COLUMNS, VERSIONS, TIMERANGE, TIMESTAMP, "
                 "LIMIT, REVERSED, CACHE, BATCH, FILTER, RAW",
                 "INTERVAL, CACHE, STARTROW, STOPROW, ROWPREFIXFILTER, COLUMNS, FILTER"};
-            rc = ct_err_set(err, CT_EINVAL, "unknown option %s (known: %s)", k, known[kind]);
+            rc = val_fail(err, &d->items[2 * i], "unknown option %s (known: %s)", k, known[kind]);
         }
         if (rc != CT_OK)
             return rc;

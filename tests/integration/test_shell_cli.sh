@@ -45,6 +45,14 @@ check_eq "script error message on stderr" "ERROR: Unknown column family! Valid c
 out=$(sh -e "count 't'")
 check_eq "rows before the error were written, none after it" "2 row(s)" "$(grep -v '^Took ' <<<"$out")"
 
+printf "scan 't', {LIMIT => 1}\nscan 't', {\n  STARTROW => 'a', BOGUS => 1}\n" >"$dir/opt.rb"
+err=$(sh "$dir/opt.rb" 2>&1 >/dev/null)
+check_contains "an unknown option's error points at its line and column" "$err" "unknown option BOGUS"
+check_contains "the unknown option BOGUS is at line 3, column 20 of the script" "$err" "(line 3, column 20)"
+err=$(sh -e "create 'pos', {NAME => 'f', TTL => -5}" 2>&1 >/dev/null)
+check_eq "a bad attribute value's error points at the value" \
+  "ERROR: TTL must be > 0 and <= 2147483647 seconds (got -5) (line 1, column 36)" "$err"
+
 out=$(printf "list\nexit\nput 't', 'r9', 'f:q', 'x'\n" | sh 2>&1)
 check_eq "exit ends a script with status 0" 0 $?
 check_eq "exit stops reading" "2 row(s)" "$(sh -e "count 't'" | grep -v '^Took ')"
