@@ -221,6 +221,22 @@ static void ff_check_ssts(const char *dir, bool quarantine, struct fsck_files_re
     ff_free_list(names, n);
 }
 
+/* Whether a whole record with a valid checksum starts after `off` (the engine's rule too,
+ * storage/engine/wal.c: then the bad record is damage, not a crash's torn tail). */
+static bool ff_records_follow(const uint8_t *d, size_t n, size_t off)
+{
+    for (size_t p = off + 1; p + WAL_RECORD_HEADER_BYTES <= n; p++) {
+        uint32_t len = coding_get_be32(d + p + 4);
+        if (len > n - p - WAL_RECORD_HEADER_BYTES || coding_get_be64(d + p + 8) == 0)
+            continue;
+        uint32_t crc = crc32c_extend(crc32c_value(d + p + 4, WAL_RECORD_HEADER_BYTES - 4),
+                                     d + p + WAL_RECORD_HEADER_BYTES, len);
+        if (crc32c_mask(crc) == coding_get_be32(d + p))
+            return true;
+    }
+    return false;
+}
+
 /* Scans one log segment's bytes. Returns the offset of the first bad byte (== n when the
  * segment is whole) and sets *why; *torn when the bad part is only a torn last record. */
 static size_t ff_scan_wal(const uint8_t *d, size_t n, bool is_last, const char **why, bool *torn)
@@ -247,27 +263,20 @@ static size_t ff_scan_wal(const uint8_t *d, size_t n, bool is_last, const char *
             zero = d[i] == 0;
         if (zero)
             return n;
-        if (n - off < WAL_RECORD_HEADER_BYTES) {
+        uint32_t len = n - off < WAL_RECORD_HEADER_BYTES ? 0 : coding_get_be32(d + off + 4);
+        if (n - off < WAL_RECORD_HEADER_BYTES)
             *why = "truncated record header";
-            *torn = is_last;
-            return off;
-        }
-        uint32_t len = coding_get_be32(d + off + 4);
-        if (len > WAL_MAX_RECORD_BYTES) {
+        else if (len > WAL_MAX_RECORD_BYTES)
             *why = "bad record length";
-            return off;
-        }
-        if (len > n - off - WAL_RECORD_HEADER_BYTES) {
+        else if (len > n - off - WAL_RECORD_HEADER_BYTES)
             *why = "truncated record";
-            *torn = is_last;
-            return off;
-        }
-        uint32_t crc = crc32c_extend(crc32c_value(d + off + 4, WAL_RECORD_HEADER_BYTES - 4),
-                                     d + off + WAL_RECORD_HEADER_BYTES, len);
-        if (crc32c_mask(crc) != coding_get_be32(d + off)) {
+        else if (crc32c_mask(crc32c_extend(crc32c_value(d + off + 4, WAL_RECORD_HEADER_BYTES - 4),
+                                           d + off + WAL_RECORD_HEADER_BYTES, len)) !=
+                 coding_get_be32(d + off))
             *why = "record checksum mismatch";
-            /* torn only if this is the newest segment's last record */
-            *torn = is_last && off + WAL_RECORD_HEADER_BYTES + len == n;
+        if (*why) {
+            /* the newest segment's tail is torn (a crash) unless valid records follow it */
+            *torn = is_last && !ff_records_follow(d, n, off);
             return off;
         }
         off += WAL_RECORD_HEADER_BYTES + len;

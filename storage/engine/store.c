@@ -1795,6 +1795,8 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
         struct wal_options wo = {s->opt.wal_segment_bytes, s->opt.log_fn, s->opt.log_arg};
         if ((rc = wal_open_mapped(path, &wo, &s->wal, err)) != CT_OK)
             goto fail;
+        snprintf(path, sizeof(path), "%s/quarantine", s->dir);
+        wal_set_quarantine_dir(s->wal, path); /* damaged segments are kept there before a cut */
         if ((rc = engine_replay(s, err)) != CT_OK)
             goto fail;
     }

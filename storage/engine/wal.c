@@ -83,6 +83,7 @@ struct wal {
     size_t segment_bytes;
     void (*warn_fn)(void *arg, const char *msg); /* wal_options.warn_fn; read-only */
     void *warn_arg;
+    char quarantine_dir[PATH_MAX]; /* wal_set_quarantine_dir() ("" = keep no copies) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     pthread_cond_t bg_cv;
@@ -759,19 +760,82 @@ static bool wal_tail_is_zero(int fd, uint64_t off, uint64_t size)
     return true;
 }
 
+/* Whether a whole record with a valid checksum starts anywhere after `off` in the segment: then
+ * the bad record at `off` is not a torn tail (a killed process leaves at most one torn record,
+ * last: invariant (6)) but damage with records behind it. Reads [off, size) (a damaged path
+ * only, at most one segment). A read or allocation failure counts as "none follow". */
+static bool wal_records_follow(int fd, uint64_t off, uint64_t size)
+{
+    size_t n = (size_t)(size - off);
+    uint8_t *b = n > WAL_RECORD_HEADER_BYTES ? malloc(n) : NULL;
+    if (!b || pread(fd, b, n, (off_t)off) != (ssize_t)n) {
+        free(b);
+        return false;
+    }
+    bool found = false;
+    for (size_t p = 1; p + WAL_RECORD_HEADER_BYTES <= n && !found; p++) {
+        uint32_t len = coding_get_be32(b + p + 4);
+        if (len > n - p - WAL_RECORD_HEADER_BYTES || coding_get_be64(b + p + 8) == 0)
+            continue;
+        uint32_t crc = crc32c_extend(crc32c_value(b + p + 4, WAL_RECORD_HEADER_BYTES - 4),
+                                     b + p + WAL_RECORD_HEADER_BYTES, len);
+        found = crc32c_mask(crc) == coding_get_be32(b + p);
+    }
+    free(b);
+    return found;
+}
+
+void wal_set_quarantine_dir(struct wal *w, const char *dir)
+{
+    snprintf(w->quarantine_dir, sizeof w->quarantine_dir, "%s", dir ? dir : "");
+}
+
+/* Copies the segment as it is to wal_set_quarantine_dir()'s folder (the store: <data>/quarantine)
+ * before its damaged tail is cut, so that records behind the damage are not destroyed unseen.
+ * Writes the copy's path into qpath (empty on failure or without a quarantine folder). */
+static void wal_keep_damaged(struct wal *w, const char *path, int fd, uint64_t size, char *qpath,
+                             size_t cap)
+{
+    qpath[0] = 0;
+    const char *qdir = w->quarantine_dir;
+    if (!qdir[0] || (mkdir(qdir, 0700) != 0 && errno != EEXIST))
+        return;
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    snprintf(qpath, cap, "%s/%s", qdir, base);
+    int out = eio_open(qpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    bool ok = out >= 0;
+    uint8_t buf[65536];
+    for (uint64_t at = 0; ok && at < size;) {
+        size_t k = size - at < sizeof buf ? (size_t)(size - at) : sizeof buf;
+        ok = pread(fd, buf, k, (off_t)at) == (ssize_t)k && eio_write(out, buf, k) == (ssize_t)k;
+        at += k;
+    }
+    if (ok)
+        ok = eio_fsync(out) == 0;
+    if (out >= 0)
+        eio_close(out);
+    if (!ok)
+        qpath[0] = 0;
+}
+
 /* Tells the owner (wal_options.warn_fn) that [off, size) of the last segment is cut off (the
  * caller has checked those bytes are not all zeros). A tail that held data may have held
- * acknowledged records if the file was damaged, so it must be visible. */
+ * acknowledged records if the file was damaged, so it must be visible; `kept` names the copy
+ * wal_keep_damaged() made when records followed the damage. */
 static void wal_warn_dropped_tail(struct wal *w, const char *path, uint64_t off, uint64_t size,
-                                  const char *why)
+                                  const char *why, const char *kept)
 {
     if (!w->warn_fn || off >= size)
         return;
-    char msg[PATH_MAX + 512];
+    char msg[3 * PATH_MAX + 512];
     snprintf(msg, sizeof msg,
              "wal segment %s: cut off %llu bytes after the last complete record at offset %llu "
-             "(%s)",
-             path, (unsigned long long)(size - off), (unsigned long long)off, why);
+             "(%s)%s%s%s",
+             path, (unsigned long long)(size - off), (unsigned long long)off, why,
+             kept ? "; records with valid checksums follow the damage: the segment as it was is "
+                    "kept in "
+                  : "",
+             kept ? kept : "", kept ? " (see ctsdb fsck)" : "");
     w->warn_fn(w->warn_arg, msg);
 }
 
@@ -871,9 +935,16 @@ bad:
                         (unsigned long long)off, why);
         goto out;
     }
-    /* a torn (or zero) tail of the last segment: what a crash mid-write leaves; cut it off */
-    if (why)
-        wal_warn_dropped_tail(w, path, off, size, why);
+    /* a torn (or zero) tail of the last segment: what a crash mid-write leaves; cut it off
+     * (damage with records behind it too, as RocksDB's point-in-time recovery does, after
+     * keeping a copy of the segment) */
+    if (why) {
+        char kept[2 * PATH_MAX + 128];
+        kept[0] = 0;
+        if (wal_records_follow(fd, off, size))
+            wal_keep_damaged(w, path, fd, size, kept, sizeof kept);
+        wal_warn_dropped_tail(w, path, off, size, why, kept[0] ? kept : NULL);
+    }
     if (eio_ftruncate(fd, (off_t)off) != 0) {
         rc = ct_err_errno(err, CT_EIO, errno, "cannot truncate the torn tail of %s at %llu", path,
                           (unsigned long long)off);

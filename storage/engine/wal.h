@@ -51,6 +51,10 @@ CT_MUST_CHECK int wal_open_mapped(const char *dir, const struct wal_options *o, 
                                   struct ct_err *err);
 /* Flushes and syncs buffered records, stops the background thread, frees; accepts NULL. */
 void wal_close(struct wal *w);
+/* Where replay keeps a copy of a newest segment whose damage has valid records behind it
+ * before cutting it (created 0700 when needed; without this call no copy is kept). Call
+ * before wal_replay(). The store passes <data>/quarantine. */
+void wal_set_quarantine_dir(struct wal *w, const char *dir);
 
 /* Replays every complete record of every segment in order, calling fn(arg, seq, payload, len).
  * Stops at a torn or corrupt tail of the LAST segment without failing (the tail is truncated

@@ -5,7 +5,8 @@ A store is built through the real TSD (HTTP puts, clean shutdown, so there are b
 catalog and log segments; the catalog is also the store's manifest: it lists every region's
 block files). Then, for every file and for each kind of damage (a flipped byte in the middle, a
 flipped byte at the start where the magic number lives, the file cut in half), a copy of the
-store is damaged and:
+store is damaged (log segments also get a flipped bit inside their first record, with records
+behind it) and:
   1. `ctsdb fsck`, before anything opens the store, names the file as damaged with exit status 1
      (a newest log segment whose only damage is its last record is reported as a torn tail,
      which is what a crash leaves);
@@ -130,10 +131,11 @@ def build_store(data, log):
     # a flush makes block files; a later batch stays in the log only
     stop(p)
     p, port = start(data, log)
-    body = [{"metric": "corrupt.m", "timestamp": T0 + 20000 + i, "value": value_of(T0 + 20000 + i),
-             "tags": {"host": "h%d" % (i % 4)}} for i in range(500)]
-    req = urllib.request.Request("http://127.0.0.1:%d/api/put" % port, data=json.dumps(body).encode(), method="POST")
-    urllib.request.urlopen(req, timeout=30).read()
+    for b in range(5):  # five log records, so that damage inside the log has records behind it
+        body = [{"metric": "corrupt.m", "timestamp": T0 + 20000 + b * 100 + i,
+                 "value": value_of(T0 + 20000 + b * 100 + i), "tags": {"host": "h%d" % (i % 4)}} for i in range(100)]
+        req = urllib.request.Request("http://127.0.0.1:%d/api/put" % port, data=json.dumps(body).encode(), method="POST")
+        urllib.request.urlopen(req, timeout=30).read()
     p.kill()  # leave the last batch in the log
     p.wait()
 
@@ -164,6 +166,11 @@ def damage(path, kind):
             f.write(bytes([b[0] ^ 0xFF]))
         elif kind == "truncate":
             f.truncate(size // 2)
+        elif kind == "flip-record":  # log segments: inside the first record, records behind it
+            f.seek(40)
+            b = f.read(1)
+            f.seek(40)
+            f.write(bytes([b[0] ^ 0x01]))
     return True
 
 
@@ -184,7 +191,7 @@ def main():
         checked = 0
         stats = {"refused": 0, "served": 0, "quarantined": 0, "fsck": 0}
         for rel in files:
-            for kind in ("flip-middle", "flip-start", "truncate"):
+            for kind in ("flip-middle", "flip-start", "truncate") + (("flip-record",) if rel.startswith("wal/") else ()):
                 data = os.path.join(work, "case")
                 shutil.rmtree(data, ignore_errors=True)
                 shutil.copytree(pristine, data)
@@ -281,6 +288,12 @@ def main():
                         ok("%s: answers are right (%d of %d points%s)" % (what, got, EXPECTED,
                                                                         ", damage reported" if name in text else ""))
                         stats["served"] += 1
+                    if rel.startswith("wal/") and ("damaged %s" % os.path.join(data, rel)) in out:
+                        # records behind the damage: the engine cuts the log but keeps the segment
+                        kept = os.path.join(data, "quarantine", name)
+                        check("kept in %s" % kept in text and os.path.exists(kept),
+                              "%s: the TSD keeps the damaged segment in quarantine/ before cutting it" % what,
+                              text[-400:])
                 else:
                     body = res if isinstance(res, bytes) else json.dumps(res).encode()
                     if error_names(body, name):
