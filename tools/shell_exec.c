@@ -26,7 +26,8 @@ struct shell_sbuf {
 
 struct shell {
     struct shell_options o;
-    struct wc_store *store; /* opened on first use */
+    struct wc_store *store;  /* opened on first use */
+    struct shell_meta *meta; /* the hbase:meta view of the running command, or NULL */
     bool exit_requested;
     volatile sig_atomic_t *interrupted; /* set by SIGINT (interactive only); NULL = none */
     struct shell_sbuf b1, b2, b3;       /* formatting scratch */
@@ -282,13 +283,45 @@ static const char *shell_display_name(const char *full)
     return strncmp(full, "default:", 8) ? full : full + 8;
 }
 
+static bool shell_is_meta(const char *name)
+{
+    return !strcmp(name, SHELL_META_TABLE);
+}
+
+/* The store that holds table `name` and its name there: the user's store, or for hbase:meta
+ * the view built (once per command) from it. REQUIRES shell_store() done. */
+static int shell_store_of(struct shell *sh, const char *name, struct wc_store **st,
+                          const char **there, struct ct_err *err)
+{
+    *st = sh->store;
+    *there = name;
+    if (!shell_is_meta(name))
+        return CT_OK;
+    int rc = CT_OK;
+    if (!sh->meta)
+        rc = shell_meta_build(sh->store,
+                              sh->o.backend == WC_BACKEND_BIGTABLE ? "bigtable" : "embedded",
+                              &sh->meta, err);
+    if (rc == CT_OK) {
+        *st = shell_meta_store(sh->meta);
+        *there = SHELL_META_SCRATCH;
+    }
+    return rc;
+}
+
 /* Describes a table that must exist: "Table t does not exist." otherwise. */
 static int shell_describe(struct shell *sh, const char *name, struct wc_table_desc **out,
                           struct ct_err *err)
 {
-    int rc = wc_table_describe(sh->store, name, out, err);
+    struct wc_store *st;
+    const char *there;
+    int rc = shell_store_of(sh, name, &st, &there, err);
+    if (rc == CT_OK)
+        rc = wc_table_describe(st, there, out, err);
     if (rc == CT_NOTFOUND)
         return ct_err_set(err, CT_NOTFOUND, "Table %s does not exist.", name);
+    if (rc == CT_OK && there != name)
+        snprintf((*out)->name, sizeof((*out)->name), "%s", name);
     return rc;
 }
 
@@ -1097,7 +1130,7 @@ static int cmd_exists(struct shell *sh, const struct shell_cmd *c, struct ct_err
         return arg_error(err, c, "exists 't'");
     if ((rc = shell_store(sh, err)) != CT_OK)
         return rc;
-    rc = wc_table_exists(sh->store, name, err);
+    rc = shell_is_meta(name) ? CT_OK : wc_table_exists(sh->store, name, err);
     if (rc != CT_OK && rc != CT_NOTFOUND)
         return rc;
     fprintf(sh->o.out, "Table %s %s\n", name, rc == CT_OK ? "does exist" : "does not exist");
@@ -1325,6 +1358,10 @@ static int cmd_list_namespace_tables(struct shell *sh, const struct shell_cmd *c
     shell_names_sort(tl.v, tl.n);
     size_t nlen = strlen(ns), shown = 0;
     fputs("TABLE\n", sh->o.out);
+    if (!strcmp(ns, "hbase")) { /* the catalog's view; user tables are never there */
+        fprintf(sh->o.out, "%s\n", SHELL_META_TABLE + strlen("hbase:"));
+        shown++;
+    }
     for (size_t i = 0; i < tl.n; i++)
         if (!strncmp(tl.v[i], ns, nlen) && tl.v[i][nlen] == ':') {
             fprintf(sh->o.out, "%s\n", tl.v[i] + nlen + 1);
@@ -1348,8 +1385,11 @@ static int shell_data_open(struct shell *sh, const struct shell_cmd *c, const ch
     if (rc != CT_OK || (rc = shell_store(sh, err)) != CT_OK ||
         (rc = shell_describe(sh, *name, d, err)) != CT_OK)
         return rc;
-    if ((rc = shell_require_enabled(*d, *name, err)) == CT_OK)
-        rc = wc_table_open(sh->store, *name, t, err);
+    struct wc_store *st;
+    const char *there;
+    if ((rc = shell_require_enabled(*d, *name, err)) == CT_OK &&
+        (rc = shell_store_of(sh, *name, &st, &there, err)) == CT_OK)
+        rc = wc_table_open(st, there, t, err);
     if (rc == CT_NOTFOUND)
         rc = ct_err_set(err, CT_NOTFOUND, "Table %s does not exist.", *name);
     if (rc != CT_OK) {
@@ -2118,7 +2158,10 @@ static int cmd_get_splits(struct shell *sh, const struct shell_cmd *c, struct ct
     wc_table_desc_free(d);
     struct wc_region_info *regions;
     size_t n;
-    if ((rc = wc_table_regions(sh->store, name, &regions, &n, err)) != CT_OK)
+    struct wc_store *st;
+    const char *there;
+    if ((rc = shell_store_of(sh, name, &st, &there, err)) != CT_OK ||
+        (rc = wc_table_regions(st, there, &regions, &n, err)) != CT_OK)
         return rc;
     fprintf(sh->o.out, "Total number of splits = %zu\n", n);
     for (size_t i = 1; i < n; i++)
@@ -2347,6 +2390,7 @@ void shell_free(struct shell *sh)
 {
     if (!sh)
         return;
+    shell_meta_free(sh->meta);
     wc_close(sh->store);
     free(sh->b1.p);
     free(sh->b2.p);
@@ -2369,12 +2413,31 @@ bool shell_exit_requested(const struct shell *sh)
     return sh->exit_requested;
 }
 
+/* The commands that may name hbase:meta: it is a read-only view of the catalog. */
+static bool shell_meta_allowed(const char *cmd)
+{
+    static const char *const ok[] = {"count",      "desc",        "describe",   "exists",
+                                     "get",        "get_counter", "get_splits", "is_disabled",
+                                     "is_enabled", "scan"};
+    for (size_t i = 0; i < SHELL_NELEM(ok); i++)
+        if (!strcmp(cmd, ok[i]))
+            return true;
+    return false;
+}
+
 int shell_exec(struct shell *sh, const struct shell_cmd *cmd, struct ct_err *err)
 {
     ct_err_clear(err);
+    if (cmd->nargs >= 1 && cmd->args[0].kind == SHELL_VAL_STR && shell_is_meta(cmd->args[0].str) &&
+        !shell_meta_allowed(cmd->name))
+        return ct_err_set(err, CT_EINVAL,
+                          "%s is a read-only view of the catalog: '%s' cannot be used on it",
+                          SHELL_META_TABLE, cmd->name);
     for (size_t i = 0; i < SHELL_NELEM(shell_commands); i++)
         if (!strcmp(cmd->name, shell_commands[i].name)) {
             int rc = shell_commands[i].fn(sh, cmd, err);
+            shell_meta_free(sh->meta); /* built for this command only */
+            sh->meta = NULL;
             if (rc == CT_NOTFOUND && !err->msg[0])
                 ct_err_set(err, CT_NOTFOUND, "not found");
             if (rc != CT_OK && !err->msg[0])
