@@ -6,6 +6,7 @@
  *   shell_parse.c   lexer and parser: text -> commands with typed arguments (§12.1)
  *   shell_format.c  binary-string form, TTL display, describe's family line (§12.2)
  *   shell_exec.c    the commands (§12.3) mapped onto wc.h calls, and their output
+ *   shell_meta.c    the read-only hbase:meta view of the catalog
  *   shell_run.c     reading scripts and interactive lines, continuation, errors, Took lines */
 #ifndef CT_SHELL_H
 #define CT_SHELL_H
@@ -96,6 +97,24 @@ const char *shell_compression_name(enum wc_compression c);
 const char *shell_encoding_name(enum wc_block_encoding e);
 const char *shell_keep_deleted_name(enum wc_keep_deleted k);
 const char *shell_durability_name(enum wc_durability d);
+
+/* ---- the hbase:meta view (shell_meta.c) -------------------------------------------------- */
+
+#define SHELL_META_TABLE   "hbase:meta" /* the name users read */
+#define SHELL_META_SCRATCH "meta"       /* the table inside the view's scratch store */
+
+struct shell_meta; /* opaque */
+
+/* Builds the read-only hbase:meta view of the store `src`: a scratch embedded store (in a new
+ * directory under $TMPDIR, or /tmp) holding table SHELL_META_SCRATCH with one row per table
+ * ("<table>", table:state ENABLED or DISABLED) and one per region ("<table>,<start key>,<id>",
+ * info:regioninfo "{ENCODED => id, NAME => '...', STARTKEY => '...', ENDKEY => '...'}",
+ * info:server `server`, info:state OPEN or CLOSED); table names without "default:". Returns a
+ * new view in *out, freed (store closed, directory removed) with shell_meta_free(). */
+CT_MUST_CHECK int shell_meta_build(struct wc_store *src, const char *server,
+                                   struct shell_meta **out, struct ct_err *err);
+struct wc_store *shell_meta_store(const struct shell_meta *m);
+void shell_meta_free(struct shell_meta *m); /* accepts NULL */
 
 /* ---- the shell (shell_exec.c, shell_run.c) ------------------------------------------------ */
 

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <regex.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,7 +27,8 @@ struct shell_sbuf {
 
 struct shell {
     struct shell_options o;
-    struct wc_store *store; /* opened on first use */
+    struct wc_store *store;  /* opened on first use */
+    struct shell_meta *meta; /* the hbase:meta view of the running command, or NULL */
     bool exit_requested;
     volatile sig_atomic_t *interrupted; /* set by SIGINT (interactive only); NULL = none */
     struct shell_sbuf b1, b2, b3;       /* formatting scratch */
@@ -99,6 +101,19 @@ static int arg_error(struct ct_err *err, const struct shell_cmd *c, const char *
     return ct_err_set(err, CT_EINVAL, "wrong arguments for '%s'. Usage: %s", c->name, usage);
 }
 
+/* An error about value v (an argument, an option's key or value): the message, then where v is,
+ * "(line L, column C)", so a long script's error points at its place. */
+static int __attribute__((format(printf, 3, 4)))
+val_fail(struct ct_err *err, const struct shell_val *v, const char *fmt, ...)
+{
+    char msg[sizeof(err->msg)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return ct_err_set(err, CT_EINVAL, "%s (line %d, column %d)", msg, v->line, v->col);
+}
+
 /* The string of a value that must be a string (INT is accepted and shown in decimal, as Ruby's
  * to_s does). `tmp` holds the decimal text (>= 24 bytes). */
 static int val_bytes(const struct shell_val *v, const char *what, char *tmp, struct wc_bytes *out,
@@ -147,9 +162,10 @@ static int val_int(const struct shell_val *v, const char *what, int64_t *out, st
         }
     }
     if (v->kind == SHELL_VAL_STR)
-        return ct_err_set(err, CT_EINVAL, "%s must be an integer (got '%s')", what, v->str);
-    return ct_err_set(err, CT_EINVAL, "%s must be an integer, not %s", what,
-                      shell_val_kind_name(v->kind));
+        return ct_err_set(err, CT_EINVAL, "%s must be an integer (got '%s') (line %d, column %d)",
+                          what, v->str, v->line, v->col);
+    return ct_err_set(err, CT_EINVAL, "%s must be an integer, not %s (line %d, column %d)", what,
+                      shell_val_kind_name(v->kind), v->line, v->col);
 }
 
 static int val_int_range(const struct shell_val *v, const char *what, int64_t lo, int64_t hi,
@@ -160,11 +176,13 @@ static int val_int_range(const struct shell_val *v, const char *what, int64_t lo
         return rc;
     if (*out < lo || *out > hi) {
         if (hi == INT64_MAX)
-            return ct_err_set(err, CT_EINVAL, "%s must be >= %" PRId64 " (got %" PRId64 ")", what,
-                              lo, *out);
+            return ct_err_set(err, CT_EINVAL,
+                              "%s must be >= %" PRId64 " (got %" PRId64 ") (line %d, column %d)",
+                              what, lo, *out, v->line, v->col);
         return ct_err_set(err, CT_EINVAL,
-                          "%s must be between %" PRId64 " and %" PRId64 " (got %" PRId64 ")", what,
-                          lo, hi, *out);
+                          "%s must be between %" PRId64 " and %" PRId64 " (got %" PRId64
+                          ") (line %d, column %d)",
+                          what, lo, hi, *out, v->line, v->col);
     }
     return CT_OK;
 }
@@ -183,7 +201,8 @@ static int val_bool(const struct shell_val *v, const char *what, bool *out, stru
         *out = false;
         return CT_OK;
     }
-    return ct_err_set(err, CT_EINVAL, "%s must be true or false", what);
+    return ct_err_set(err, CT_EINVAL, "%s must be true or false (line %d, column %d)", what,
+                      v->line, v->col);
 }
 
 /* A timestamp a user may give: 0 <= ts < 2^63-1 (spec §1). */
@@ -194,8 +213,9 @@ static int val_ts(const struct shell_val *v, const char *what, int64_t *out, str
         return rc;
     if (*out < 0 || *out == INT64_MAX)
         return ct_err_set(err, CT_EINVAL,
-                          "%s must be >= 0 and < 9223372036854775807 (got %" PRId64 ")", what,
-                          *out);
+                          "%s must be >= 0 and < 9223372036854775807 (got %" PRId64
+                          ") (line %d, column %d)",
+                          what, *out, v->line, v->col);
     return CT_OK;
 }
 
@@ -241,7 +261,8 @@ static int val_enum(const struct shell_val *v, const char *what, const char *con
             break;
         at += (size_t)k;
     }
-    return ct_err_set(err, CT_EINVAL, "%s must be one of %s (got '%s')", what, allowed, s);
+    return ct_err_set(err, CT_EINVAL, "%s must be one of %s (got '%s') (line %d, column %d)", what,
+                      allowed, s, v->line, v->col);
 }
 
 /* ---- store, tables, families ------------------------------------------------------------ */
@@ -282,13 +303,45 @@ static const char *shell_display_name(const char *full)
     return strncmp(full, "default:", 8) ? full : full + 8;
 }
 
+static bool shell_is_meta(const char *name)
+{
+    return !strcmp(name, SHELL_META_TABLE);
+}
+
+/* The store that holds table `name` and its name there: the user's store, or for hbase:meta
+ * the view built (once per command) from it. REQUIRES shell_store() done. */
+static int shell_store_of(struct shell *sh, const char *name, struct wc_store **st,
+                          const char **there, struct ct_err *err)
+{
+    *st = sh->store;
+    *there = name;
+    if (!shell_is_meta(name))
+        return CT_OK;
+    int rc = CT_OK;
+    if (!sh->meta)
+        rc = shell_meta_build(sh->store,
+                              sh->o.backend == WC_BACKEND_BIGTABLE ? "bigtable" : "embedded",
+                              &sh->meta, err);
+    if (rc == CT_OK) {
+        *st = shell_meta_store(sh->meta);
+        *there = SHELL_META_SCRATCH;
+    }
+    return rc;
+}
+
 /* Describes a table that must exist: "Table t does not exist." otherwise. */
 static int shell_describe(struct shell *sh, const char *name, struct wc_table_desc **out,
                           struct ct_err *err)
 {
-    int rc = wc_table_describe(sh->store, name, out, err);
+    struct wc_store *st;
+    const char *there;
+    int rc = shell_store_of(sh, name, &st, &there, err);
+    if (rc == CT_OK)
+        rc = wc_table_describe(st, there, out, err);
     if (rc == CT_NOTFOUND)
         return ct_err_set(err, CT_NOTFOUND, "Table %s does not exist.", name);
+    if (rc == CT_OK && there != name)
+        snprintf((*out)->name, sizeof((*out)->name), "%s", name);
     return rc;
 }
 
@@ -389,9 +442,8 @@ static int shell_family_apply(struct wc_family_desc *fd, const struct shell_val 
             } else {
                 rc = val_int(v, "TTL", &x, err);
                 if (rc == CT_OK && (x <= 0 || x > WC_TTL_FOREVER))
-                    rc = ct_err_set(err, CT_EINVAL,
-                                    "TTL must be > 0 and <= 2147483647 seconds (got %" PRId64 ")",
-                                    x);
+                    rc = val_fail(err, v,
+                                  "TTL must be > 0 and <= 2147483647 seconds (got %" PRId64 ")", x);
                 if (rc == CT_OK)
                     fd->ttl_s = x;
             }
@@ -409,8 +461,8 @@ static int shell_family_apply(struct wc_family_desc *fd, const struct shell_val 
         } else if (!strcmp(k, "BLOCKSIZE")) {
             if ((rc = val_int(v, "BLOCKSIZE", &x, err)) == CT_OK) {
                 if (x < 1024 || x > 16777216)
-                    rc = ct_err_set(
-                        err, CT_EINVAL,
+                    rc = val_fail(
+                        err, v,
                         "BLOCKSIZE must be between 1024 and 16777216 bytes (got %" PRId64 ")", x);
                 else
                     fd->blocksize = (uint32_t)x;
@@ -429,14 +481,14 @@ static int shell_family_apply(struct wc_family_desc *fd, const struct shell_val 
                 fd->encoding = (enum wc_block_encoding)e;
         } else if (!strcmp(k, "REPLICATION_SCOPE")) {
             if ((rc = val_int(v, "REPLICATION_SCOPE", &x, err)) == CT_OK && x != 0)
-                rc = ct_err_set(err, CT_EINVAL, "REPLICATION_SCOPE must be 0 (got %" PRId64 ")", x);
+                rc = val_fail(err, v, "REPLICATION_SCOPE must be 0 (got %" PRId64 ")", x);
         } else {
-            rc = ct_err_set(err, CT_EINVAL,
-                            "unknown column family attribute %s (known: NAME, VERSIONS, "
-                            "MIN_VERSIONS, TTL, KEEP_DELETED_CELLS, BLOOMFILTER, BLOCKSIZE, "
-                            "BLOCKCACHE, IN_MEMORY, COMPRESSION, DATA_BLOCK_ENCODING, "
-                            "REPLICATION_SCOPE)",
-                            k);
+            rc = val_fail(err, &d->items[2 * i],
+                          "unknown column family attribute %s (known: NAME, VERSIONS, "
+                          "MIN_VERSIONS, TTL, KEEP_DELETED_CELLS, BLOOMFILTER, BLOCKSIZE, "
+                          "BLOCKCACHE, IN_MEMORY, COMPRESSION, DATA_BLOCK_ENCODING, "
+                          "REPLICATION_SCOPE)",
+                          k);
         }
         if (rc != CT_OK)
             return rc;
@@ -544,11 +596,11 @@ static int shell_splits_build(const struct shell_val *splits, const struct shell
     memset(out, 0, sizeof(*out));
     if (splits) {
         if (splits->kind != SHELL_VAL_ARRAY)
-            return ct_err_set(err, CT_EINVAL, "SPLITS must be an array of keys");
+            return val_fail(err, splits, "SPLITS must be an array of keys");
         size_t total = 0;
         for (size_t i = 0; i < splits->n; i++) {
             if (splits->items[i].kind != SHELL_VAL_STR)
-                return ct_err_set(err, CT_EINVAL, "SPLITS must be an array of strings");
+                return val_fail(err, &splits->items[i], "SPLITS must be an array of strings");
             total += splits->items[i].len;
         }
         out->keys = calloc(splits->n ? splits->n : 1, sizeof(*out->keys));
@@ -601,9 +653,9 @@ static int shell_splits_build(const struct shell_val *splits, const struct shell
     if (rc != CT_OK)
         return rc;
     if (n < 2)
-        return ct_err_set(err, CT_EINVAL, "NUMREGIONS must be at least 2 (got %" PRId64 ")", n);
+        return val_fail(err, numregions, "NUMREGIONS must be at least 2 (got %" PRId64 ")", n);
     if (n > 65536)
-        return ct_err_set(err, CT_EINVAL, "NUMREGIONS must be at most 65536 (got %" PRId64 ")", n);
+        return val_fail(err, numregions, "NUMREGIONS must be at most 65536 (got %" PRId64 ")", n);
     const char *a;
     if ((rc = val_cstr(algo, "SPLITALGO", &a, err)) != CT_OK)
         return rc;
@@ -618,8 +670,8 @@ static int shell_splits_build(const struct shell_val *splits, const struct shell
     else if (!strcmp(base, "UniformSplit"))
         al = WC_SPLIT_UNIFORM;
     else
-        return ct_err_set(err, CT_EINVAL,
-                          "SPLITALGO must be HexStringSplit or UniformSplit (got '%s')", a);
+        return val_fail(err, algo, "SPLITALGO must be HexStringSplit or UniformSplit (got '%s')",
+                        a);
     if ((rc = wc_split_keys(al, (unsigned)n, &out->keys, err)) != CT_OK)
         return rc;
     out->n = (size_t)n - 1;
@@ -725,8 +777,8 @@ static int cmd_create(struct shell *sh, const struct shell_cmd *c, struct ct_err
                 else if (shell_is_table_attr(key))
                     rc = shell_table_attr_apply(&td, key, dict_val(a, k), err);
                 else
-                    rc = ct_err_set(
-                        err, CT_EINVAL,
+                    rc = val_fail(
+                        err, &a->items[2 * k],
                         "unknown table attribute %s (known: SPLITS, SPLITS_FILE, "
                         "NUMREGIONS, SPLITALGO, MAX_FILESIZE, MEMSTORE_FLUSHSIZE, DURABILITY, "
                         "READONLY, COMPACTION_ENABLED; a family needs NAME)",
@@ -900,11 +952,11 @@ static int cmd_alter(struct shell *sh, const struct shell_cmd *c, struct ct_err 
                 if (shell_is_table_attr(key))
                     rc = shell_table_attr_apply(&td, key, dict_val(a, k), err);
                 else
-                    rc = ct_err_set(err, CT_EINVAL,
-                                    "unknown table attribute %s (known: MAX_FILESIZE, "
-                                    "MEMSTORE_FLUSHSIZE, DURABILITY, READONLY, "
-                                    "COMPACTION_ENABLED; a family needs NAME)",
-                                    key);
+                    rc = val_fail(err, &a->items[2 * k],
+                                  "unknown table attribute %s (known: MAX_FILESIZE, "
+                                  "MEMSTORE_FLUSHSIZE, DURABILITY, READONLY, "
+                                  "COMPACTION_ENABLED; a family needs NAME)",
+                                  key);
             }
         }
     }
@@ -1097,7 +1149,7 @@ static int cmd_exists(struct shell *sh, const struct shell_cmd *c, struct ct_err
         return arg_error(err, c, "exists 't'");
     if ((rc = shell_store(sh, err)) != CT_OK)
         return rc;
-    rc = wc_table_exists(sh->store, name, err);
+    rc = shell_is_meta(name) ? CT_OK : wc_table_exists(sh->store, name, err);
     if (rc != CT_OK && rc != CT_NOTFOUND)
         return rc;
     fprintf(sh->o.out, "Table %s %s\n", name, rc == CT_OK ? "does exist" : "does not exist");
@@ -1325,6 +1377,10 @@ static int cmd_list_namespace_tables(struct shell *sh, const struct shell_cmd *c
     shell_names_sort(tl.v, tl.n);
     size_t nlen = strlen(ns), shown = 0;
     fputs("TABLE\n", sh->o.out);
+    if (!strcmp(ns, "hbase")) { /* the catalog's view; user tables are never there */
+        fprintf(sh->o.out, "%s\n", SHELL_META_TABLE + strlen("hbase:"));
+        shown++;
+    }
     for (size_t i = 0; i < tl.n; i++)
         if (!strncmp(tl.v[i], ns, nlen) && tl.v[i][nlen] == ':') {
             fprintf(sh->o.out, "%s\n", tl.v[i] + nlen + 1);
@@ -1348,8 +1404,11 @@ static int shell_data_open(struct shell *sh, const struct shell_cmd *c, const ch
     if (rc != CT_OK || (rc = shell_store(sh, err)) != CT_OK ||
         (rc = shell_describe(sh, *name, d, err)) != CT_OK)
         return rc;
-    if ((rc = shell_require_enabled(*d, *name, err)) == CT_OK)
-        rc = wc_table_open(sh->store, *name, t, err);
+    struct wc_store *st;
+    const char *there;
+    if ((rc = shell_require_enabled(*d, *name, err)) == CT_OK &&
+        (rc = shell_store_of(sh, *name, &st, &there, err)) == CT_OK)
+        rc = wc_table_open(st, there, t, err);
     if (rc == CT_NOTFOUND)
         rc = ct_err_set(err, CT_NOTFOUND, "Table %s does not exist.", *name);
     if (rc != CT_OK) {
@@ -1560,7 +1619,7 @@ static int shell_read_add_column(struct shell_read *r, const struct shell_val *v
     if (rc != CT_OK)
         return rc;
     if (v->kind == SHELL_VAL_INT)
-        return ct_err_set(err, CT_EINVAL, "a column must be a string 'family:qualifier'");
+        return val_fail(err, v, "a column must be a string 'family:qualifier'");
     struct wc_column *nc = realloc(r->cols, (r->ncols + 1) * sizeof(*nc));
     if (!nc)
         return ct_err_set(err, CT_ENOMEM, "out of memory");
@@ -1757,7 +1816,7 @@ static int shell_read_options(struct shell_read *r, const struct shell_val *d,
         } else if (!strcmp(k, "TIMERANGE") && kind != SHELL_READ_COUNT) {
             int64_t a, b;
             if (v->kind != SHELL_VAL_ARRAY || v->n != 2)
-                rc = ct_err_set(err, CT_EINVAL, "TIMERANGE must be [min, max]");
+                rc = val_fail(err, v, "TIMERANGE must be [min, max]");
             else if ((rc = val_int_range(&v->items[0], "TIMERANGE min", 0, INT64_MAX, &a, err)) ==
                          CT_OK &&
                      (rc = val_int_range(&v->items[1], "TIMERANGE max", 0, INT64_MAX, &b, err)) ==
@@ -1781,12 +1840,12 @@ static int shell_read_options(struct shell_read *r, const struct shell_val *d,
             char tmp[24];
             if ((rc = val_bytes(v, "STARTROW", tmp, &r->o.start_row, err)) == CT_OK &&
                 v->kind != SHELL_VAL_STR)
-                rc = ct_err_set(err, CT_EINVAL, "STARTROW must be a string");
+                rc = val_fail(err, v, "STARTROW must be a string");
         } else if (scan && (!strcmp(k, "STOPROW") || !strcmp(k, "ENDROW"))) {
             char tmp[24];
             if ((rc = val_bytes(v, k, tmp, &r->o.stop_row, err)) == CT_OK &&
                 v->kind != SHELL_VAL_STR)
-                rc = ct_err_set(err, CT_EINVAL, "%s must be a string", k);
+                rc = val_fail(err, v, "%s must be a string", k);
         } else if (scan && !strcmp(k, "ROWPREFIXFILTER")) {
             char tmp[24];
             if ((rc = val_bytes(v, k, tmp, &r->o.row_prefix, err)) == CT_OK &&
@@ -1816,7 +1875,7 @@ static int shell_read_options(struct shell_read *r, const struct shell_val *d,
                 "STARTROW, STOPROW, ROWPREFIXFILTER, COLUMNS, VERSIONS, TIMERANGE, TIMESTAMP, "
                 "LIMIT, REVERSED, CACHE, BATCH, FILTER, RAW",
                 "INTERVAL, CACHE, STARTROW, STOPROW, ROWPREFIXFILTER, COLUMNS, FILTER"};
-            rc = ct_err_set(err, CT_EINVAL, "unknown option %s (known: %s)", k, known[kind]);
+            rc = val_fail(err, &d->items[2 * i], "unknown option %s (known: %s)", k, known[kind]);
         }
         if (rc != CT_OK)
             return rc;
@@ -2118,7 +2177,10 @@ static int cmd_get_splits(struct shell *sh, const struct shell_cmd *c, struct ct
     wc_table_desc_free(d);
     struct wc_region_info *regions;
     size_t n;
-    if ((rc = wc_table_regions(sh->store, name, &regions, &n, err)) != CT_OK)
+    struct wc_store *st;
+    const char *there;
+    if ((rc = shell_store_of(sh, name, &st, &there, err)) != CT_OK ||
+        (rc = wc_table_regions(st, there, &regions, &n, err)) != CT_OK)
         return rc;
     fprintf(sh->o.out, "Total number of splits = %zu\n", n);
     for (size_t i = 1; i < n; i++)
@@ -2347,6 +2409,7 @@ void shell_free(struct shell *sh)
 {
     if (!sh)
         return;
+    shell_meta_free(sh->meta);
     wc_close(sh->store);
     free(sh->b1.p);
     free(sh->b2.p);
@@ -2369,12 +2432,31 @@ bool shell_exit_requested(const struct shell *sh)
     return sh->exit_requested;
 }
 
+/* The commands that may name hbase:meta: it is a read-only view of the catalog. */
+static bool shell_meta_allowed(const char *cmd)
+{
+    static const char *const ok[] = {"count",      "desc",        "describe",   "exists",
+                                     "get",        "get_counter", "get_splits", "is_disabled",
+                                     "is_enabled", "scan"};
+    for (size_t i = 0; i < SHELL_NELEM(ok); i++)
+        if (!strcmp(cmd, ok[i]))
+            return true;
+    return false;
+}
+
 int shell_exec(struct shell *sh, const struct shell_cmd *cmd, struct ct_err *err)
 {
     ct_err_clear(err);
+    if (cmd->nargs >= 1 && cmd->args[0].kind == SHELL_VAL_STR && shell_is_meta(cmd->args[0].str) &&
+        !shell_meta_allowed(cmd->name))
+        return ct_err_set(err, CT_EINVAL,
+                          "%s is a read-only view of the catalog: '%s' cannot be used on it",
+                          SHELL_META_TABLE, cmd->name);
     for (size_t i = 0; i < SHELL_NELEM(shell_commands); i++)
         if (!strcmp(cmd->name, shell_commands[i].name)) {
             int rc = shell_commands[i].fn(sh, cmd, err);
+            shell_meta_free(sh->meta); /* built for this command only */
+            sh->meta = NULL;
             if (rc == CT_NOTFOUND && !err->msg[0])
                 ct_err_set(err, CT_NOTFOUND, "not found");
             if (rc != CT_OK && !err->msg[0])

@@ -489,6 +489,17 @@ test('two queries share the chart, the second on a right axis, then a log y axis
   const legend = await page.$$eval('#chart .u-legend .u-label', (l) => l.map((x) => x.textContent));
   assert.deepEqual(legend.slice(1), ['#1 e2e.cpu{dc=lga,host=web01}', '#2 e2e.counter{host=web01}']);
   await shot('05-two-axes');
+  // Clicking a legend entry hides that line, clicking again shows it.
+  const red = [0xd6, 0x27, 0x28];
+  const mid = BASE + 60 * 45;
+  assert.ok(await inkAt(mid, red) > 0, 'the second line is drawn');
+  const entry = page.locator('#chart .u-legend .u-series').nth(2);
+  await entry.click();
+  await page.waitForFunction(() => document.querySelectorAll('#chart .u-legend .u-series')[2].classList.contains('u-off'), null, { timeout: WAIT });
+  assert.equal(await inkAt(mid, red), 0, 'the hidden line is not drawn');
+  await entry.click();
+  await page.waitForFunction(() => !document.querySelectorAll('#chart .u-legend .u-series')[2].classList.contains('u-off'), null, { timeout: WAIT });
+  assert.ok(await inkAt(mid, red) > 0, 'the line is drawn again');
   g = await runGen();
   await page.check('#log');
   p = await nextPlot(g);

@@ -45,6 +45,14 @@ check_eq "script error message on stderr" "ERROR: Unknown column family! Valid c
 out=$(sh -e "count 't'")
 check_eq "rows before the error were written, none after it" "2 row(s)" "$(grep -v '^Took ' <<<"$out")"
 
+printf "scan 't', {LIMIT => 1}\nscan 't', {\n  STARTROW => 'a', BOGUS => 1}\n" >"$dir/opt.rb"
+err=$(sh "$dir/opt.rb" 2>&1 >/dev/null)
+check_contains "an unknown option's error points at its line and column" "$err" "unknown option BOGUS"
+check_contains "the unknown option BOGUS is at line 3, column 20 of the script" "$err" "(line 3, column 20)"
+err=$(sh -e "create 'pos', {NAME => 'f', TTL => -5}" 2>&1 >/dev/null)
+check_eq "a bad attribute value's error points at the value" \
+  "ERROR: TTL must be > 0 and <= 2147483647 seconds (got -5) (line 1, column 36)" "$err"
+
 out=$(printf "list\nexit\nput 't', 'r9', 'f:q', 'x'\n" | sh 2>&1)
 check_eq "exit ends a script with status 0" 0 $?
 check_eq "exit stops reading" "2 row(s)" "$(sh -e "count 't'" | grep -v '^Took ')"
@@ -55,6 +63,15 @@ check_contains "unterminated bracket is reported" "$err" "ERROR: syntax error at
 
 out=$("$CTSDB" shell --data "$data" --now 1700000001234 -e "put 't', 'n', 'f:q', 'x'" -e "get 't', 'n'")
 check_contains "--now pins the write timestamp" "$out" "timestamp=1700000001234"
+
+# the environment alone pins the clock, for writes and for TTL expiry (strict at now - TTL)
+out=$(CTSDB_NOW_MS=1700000003000 "$CTSDB" shell --data "$dir/envdata" -e "create 'ttlenv', {NAME => 'f', TTL => 2}" \
+  -e "put 'ttlenv', 'e', 'f:q', 'x'" -e "get 'ttlenv', 'e'")
+check_contains "CTSDB_NOW_MS pins the write timestamp" "$out" "timestamp=1700000003000"
+out=$(CTSDB_NOW_MS=1700000005000 "$CTSDB" shell --data "$dir/envdata" -e "count 'ttlenv'")
+check_contains "CTSDB_NOW_MS: a cell exactly TTL old is live" "$out" "1 row(s)"
+out=$(CTSDB_NOW_MS=1700000005001 "$CTSDB" shell --data "$dir/envdata" -e "count 'ttlenv'")
+check_contains "CTSDB_NOW_MS: one millisecond later it has expired" "$out" "0 row(s)"
 
 out=$(CTSDB_NOW_MS=1700000005000 "$CTSDB" shell --data "$data" --now 1700000006000 -e "put 't', 'm', 'f:q', 'x'" -e "get 't', 'm'")
 check_contains "--now wins over the environment" "$out" "timestamp=1700000006000"
@@ -89,6 +106,12 @@ check_contains "status simple shows the server line" "$out" "numberOfOnlineRegio
 check_eq "status detailed has one line per region" 3 "$(grep -c '^        "[^"]*" readRequestsCount=[0-9]*, writeRequestsCount=[0-9]*, memstoreSizeBytes=[0-9]*, storefiles=[0-9]*, storefileSizeBytes=[0-9]*$' <<<"$out")"
 check_contains "status detailed names a region by table and start key" "$out" '"ps,m,'
 check_contains "status summary" "$out" "1 active master, 0 backup masters, 1 servers, 0 dead, 3.0000 average load"
+
+# hbase:meta is built for each command in a scratch store under $TMPDIR and removed after it
+mkdir -p "$dir/metatmp"
+out=$(TMPDIR=$dir/metatmp sh -e "scan 'hbase:meta', {COLUMNS => 'table:state'}" -e "count 'hbase:meta'")
+check_contains "hbase:meta lists the tables" "$out" " t column=table:state, timestamp="
+check_eq "hbase:meta leaves nothing in TMPDIR" "" "$(ls -A "$dir/metatmp")"
 
 # Per-region statistics show a hotspot: four writes and the reads of rows below 'g' land in the
 # first region, one write in the second, none in the third (request counts, memstore bytes until

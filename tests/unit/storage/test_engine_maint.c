@@ -622,6 +622,85 @@ static void test_compaction_interrupted_after_the_catalog_loses_nothing(void **s
     run_crash("compact_after_catalog", 1, 1);
 }
 
+/* A split's second half: the daughters' background major compactions rewrite their part of the
+ * parent's shared files, and the last one to stop listing a shared file deletes it. A crash in
+ * the middle of one (before or after its catalog write) loses and duplicates nothing, leaves no
+ * orphan, and the next compactions finish the job. */
+static void crash_daughters_child(const char *dir, const char *failpoint)
+{
+    struct wc_store *s = open_store(dir, 64 * MIB, 1ull << 30);
+    struct ct_err err;
+    struct wc_table *t;
+    if (wc_table_open(s, "dc", &t, &err) != CT_OK)
+        _exit(3);
+    put_rows(t, 1000, 1200, "a"); /* in the log and the memstore only */
+    engine_set_failpoint(s, failpoint);
+    struct wc_bytes key = wc_bytes_str("r00600");
+    if (wc_table_split(s, "dc", &key, &err) != CT_OK)
+        _exit(5);
+    for (int i = 0; i < 400; i++) /* the background compaction exits at the failpoint */
+        usleep(50 * 1000);
+    _exit(4);
+}
+
+static void run_crash_daughters(const char *failpoint)
+{
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 * MIB, 1ull << 30);
+    struct wc_table *t = mk_table(s, "dc", 1, true, NULL, 0);
+    struct ct_err err;
+    put_rows(t, 0, 500, "a");
+    assert_int_equal(wc_table_flush(s, "dc", &err), CT_OK);
+    put_rows(t, 500, 1000, "a");
+    assert_int_equal(wc_table_flush(s, "dc", &err), CT_OK);
+    wc_table_close(t);
+    wc_close(s);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        crash_daughters_child(dir, failpoint);
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0); /* died at the failpoint */
+    s = open_store(dir, 64 * MIB, 1ull << 30);
+    assert_int_equal(wc_table_open(s, "dc", &t, &err), CT_OK);
+    assert_int_equal(nregions(s, "dc", NULL), 2);
+    assert_int_equal(count_rows(t, false, "a"), 1200);
+    assert_int_equal(count_rows(t, true, "a"), 1200);
+    uint64_t files;
+    nregions(s, "dc", &files);
+    assert_true(files_in_dir(dir) <= files); /* no orphan */
+    /* finishing the job: afterwards no file is shared and every listed file exists once */
+    assert_int_equal(wc_table_flush(s, "dc", &err), CT_OK);
+    assert_int_equal(wc_table_compact(s, "dc", NULL, true, &err), CT_OK);
+    nregions(s, "dc", &files);
+    assert_int_equal(files, 2);
+    assert_int_equal(files_in_dir(dir), 2);
+    assert_int_equal(count_rows(t, false, "a"), 1200);
+    assert_int_equal(count_rows(t, true, "a"), 1200);
+    wc_table_close(t);
+    wc_close(s);
+    s = open_store(dir, 64 * MIB, 1ull << 30);
+    assert_int_equal(wc_table_open(s, "dc", &t, &err), CT_OK);
+    assert_int_equal(count_rows(t, true, "a"), 1200);
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+static void test_split_daughter_compaction_interrupted_before_the_catalog(void **state)
+{
+    (void)state;
+    run_crash_daughters("compact_before_catalog");
+}
+
+static void test_split_daughter_compaction_interrupted_after_the_catalog(void **state)
+{
+    (void)state;
+    run_crash_daughters("compact_after_catalog");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -637,6 +716,8 @@ int main(void)
         cmocka_unit_test(test_split_interrupted_after_the_catalog_is_complete),
         cmocka_unit_test(test_compaction_interrupted_before_the_catalog_loses_nothing),
         cmocka_unit_test(test_compaction_interrupted_after_the_catalog_loses_nothing),
+        cmocka_unit_test(test_split_daughter_compaction_interrupted_before_the_catalog),
+        cmocka_unit_test(test_split_daughter_compaction_interrupted_after_the_catalog),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
