@@ -1378,7 +1378,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     xs->ds_done = x.ds != NULL;
     xs->general_only = o->general_only;
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
-    unsigned nth = query_threads(o, &st->busy_one_thread);
+    unsigned nth = query_threads(o, st ? &st->busy_one_thread : NULL);
     /* fewer than four pieces of work per thread: split each bucket's hours into time slices.
      * Threads take pieces as they come free, so a thread that starts late or is preempted on a
      * busy machine leaves its share to the others instead of holding up the query. */
@@ -1409,7 +1409,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     uint64_t t0 = clock_mono_ns();
     if (nth > nwork)
         nth = nwork;
-    if (nth > st->scan_threads)
+    if (st && nth > st->scan_threads)
         st->scan_threads = nth;
     x.job.fn = scan_thread;
     x.job.arg = &x;

@@ -1378,7 +1378,7 @@ static int cmd_list_namespace_tables(struct shell *sh, const struct shell_cmd *c
     size_t nlen = strlen(ns), shown = 0;
     fputs("TABLE\n", sh->o.out);
     if (!strcmp(ns, "hbase")) { /* the catalog's view; user tables are never there */
-        fprintf(sh->o.out, "%s\n", SHELL_META_TABLE + strlen("hbase:"));
+        fprintf(sh->o.out, "%s\n", &SHELL_META_TABLE[sizeof("hbase:") - 1]);
         shown++;
     }
     for (size_t i = 0; i < tl.n; i++)
