@@ -57,29 +57,6 @@ static void uid_locale_init(void)
     uid_utf8_locale = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 }
 
-/* Decodes one UTF-8 sequence; returns its length or 0 if invalid. */
-static size_t uid_utf8(const unsigned char *p, size_t n, uint32_t *cp)
-{
-    if (p[0] < 0x80) {
-        *cp = p[0];
-        return 1;
-    }
-    size_t len = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
-    if (!len || len > n || p[0] > 0xF4)
-        return 0;
-    uint32_t c = p[0] & (0x7F >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        c = c << 6 | (p[i] & 0x3F);
-    }
-    if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
-        (c >= 0xD800 && c <= 0xDFFF))
-        return 0;
-    *cp = c;
-    return len;
-}
-
 static bool uid_is_letter(uint32_t cp)
 {
     pthread_once(&uid_locale_once, uid_locale_init);
@@ -107,7 +84,7 @@ int uid_name_check(const char *what, const char *name, size_t len, const char *a
             continue;
         }
         uint32_t cp;
-        size_t n = uid_utf8(p + i, len - i, &cp);
+        size_t n = coding_utf8_decode(p + i, len - i, &cp);
         if (n == 0)
             return ct_err_set(err, CT_EINVAL,
                               "Invalid %s (\"%.*s\"): illegal character: byte 0x%02x is not "

@@ -1,5 +1,5 @@
 /* coding.h - explicit byte-order encoding helpers for on-disk and on-wire integers, and
- * LEB128-style varints, and a copy of short byte strings. Never write a struct to disk: encode
+ * LEB128-style varints, a copy of short byte strings and a UTF-8 decoder. Never write a struct to disk: encode
  * each field with these.
  * All functions are inline and allocation-free. */
 #ifndef CT_CODING_H
@@ -8,6 +8,31 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* Decodes the UTF-8 sequence at p[0..n) (n >= 1): its length (1..4) with the code point in *cp,
+ * or 0 when it is not valid UTF-8 (RFC 3629: overlong forms, surrogates, code points past
+ * U+10FFFF and truncated sequences are not). */
+static inline size_t coding_utf8_decode(const unsigned char *p, size_t n, uint32_t *cp)
+{
+    if (p[0] < 0x80) {
+        *cp = p[0];
+        return 1;
+    }
+    size_t len = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
+    if (!len || len > n || p[0] > 0xF4)
+        return 0;
+    uint32_t c = p[0] & (0x7Fu >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        c = c << 6 | (p[i] & 0x3Fu);
+    }
+    if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
+        (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    *cp = c;
+    return len;
+}
 
 /* memcpy(d, s, n) for short byte strings (keys, qualifiers, names) without a call into libc:
  * up to 16 bytes by two overlapping loads and stores that stay inside [s, s + n) and

@@ -10,6 +10,7 @@
  * chunk framing and no write from the worker), and until then it can still be retracted.
  * See http_int.h for which thread touches what. */
 #include "tsd/http.h"
+#include "storage/coding.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -319,24 +320,6 @@ void http_reply_json(struct http_req *r, int status, const char *json, size_t le
     http_add_json(r, json, len);
 }
 
-/* Length of the valid UTF-8 sequence at p[0..n) (1..4), or 0 if it is not one (overlong
- * forms, surrogates and code points past U+10FFFF are not). */
-static size_t http_utf8_seq(const unsigned char *p, size_t n)
-{
-    if (p[0] < 0x80)
-        return 1;
-    size_t len = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
-    if (!len || len > n || p[0] > 0xF4)
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-    if ((p[0] == 0xE0 && p[1] < 0xA0) || (p[0] == 0xED && p[1] >= 0xA0) ||
-        (p[0] == 0xF0 && p[1] < 0x90) || (p[0] == 0xF4 && p[1] >= 0x90))
-        return 0;
-    return len;
-}
-
 /* JSON is UTF-8 (RFC 8259), but cJSON copies string bytes as they are, so a name or message
  * echoing a client's invalid bytes would make the whole reply unparseable. Returns NULL when
  * s[0..n) is valid UTF-8, else a new string (length in *out_n) with each invalid byte written
@@ -346,7 +329,8 @@ static char *http_utf8_fix(const char *s, size_t n, size_t *out_n)
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, bad = 0;
     while (i < n) {
-        size_t l = http_utf8_seq(p + i, n - i);
+        uint32_t cp;
+        size_t l = coding_utf8_decode(p + i, n - i, &cp);
         bad += l == 0;
         i += l ? l : 1;
     }
@@ -357,7 +341,8 @@ static char *http_utf8_fix(const char *s, size_t n, size_t *out_n)
         return NULL;
     size_t k = 0;
     for (i = 0; i < n;) {
-        size_t l = http_utf8_seq(p + i, n - i);
+        uint32_t cp;
+        size_t l = coding_utf8_decode(p + i, n - i, &cp);
         if (l) {
             memcpy(o + k, s + i, l);
             k += l;

@@ -10,6 +10,7 @@
  * code point outside the common punctuation, symbol, mark and control ranges (documented in
  * docs/tsd.md). */
 #include "tsd/put.h"
+#include "storage/coding.h"
 
 #include "storage/ct_err.h"
 
@@ -93,41 +94,6 @@ bool put_parse_long(const char *s, size_t n, int64_t *out, char *msg, size_t msg
     return true;
 }
 
-/* Decodes one UTF-8 code point at s[0..n); returns its length or 0 if malformed. */
-static size_t put_utf8(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned char c = s[0];
-    size_t len;
-    uint32_t v;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-        len = 2;
-        v = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3;
-        v = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4;
-        v = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = v << 6 | (s[i] & 0x3F);
-    }
-    if ((len == 3 && v < 0x800) || (len == 4 && (v < 0x10000 || v > 0x10FFFF)) ||
-        (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return len;
-}
-
 /* Approximates Java's Character.isLetter for code points >= 0x80. */
 static bool put_letter(uint32_t cp)
 {
@@ -184,7 +150,7 @@ bool put_name_valid(const char *s, size_t len, const char *special, size_t *bad_
             return false;
         }
         uint32_t cp;
-        size_t l = put_utf8(u + i, len - i, &cp);
+        size_t l = coding_utf8_decode(u + i, len - i, &cp);
         if (l == 0) {
             *bad_at = i;
             return false;
@@ -473,8 +439,8 @@ names:;
         }
         if (!put_name_valid(names[i].s.p, names[i].s.len, sc, &bad)) {
             uint32_t cp;
-            size_t cl =
-                put_utf8((const unsigned char *)names[i].s.p + bad, names[i].s.len - bad, &cp);
+            size_t cl = coding_utf8_decode((const unsigned char *)names[i].s.p + bad,
+                                           names[i].s.len - bad, &cp);
             if (cl == 0)
                 cl = 1;
             put_msg(msg, msg_size,

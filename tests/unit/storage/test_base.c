@@ -32,6 +32,63 @@ static void test_err_truncates_long_messages(void **state)
 
 /* Every length 0..40 at every source offset 0..7 copies exactly n bytes: nothing before or after
  * the destination range is touched, and the bytes equal the source's. */
+/* coding_utf8_decode: every code point's encoding decodes to it (checked against a plain
+ * encoder here), and each kind of invalid sequence is refused. */
+static void test_coding_utf8_decode_accepts_valid_and_refuses_invalid(void **state)
+{
+    (void)state;
+    for (uint32_t c = 0; c <= 0x10FFFF; c += c < 0x3000 ? 1 : 97) {
+        if (c >= 0xD800 && c <= 0xDFFF)
+            continue;
+        unsigned char b[4];
+        size_t n;
+        if (c < 0x80) {
+            b[0] = (unsigned char)c;
+            n = 1;
+        } else if (c < 0x800) {
+            b[0] = (unsigned char)(0xC0 | c >> 6);
+            b[1] = (unsigned char)(0x80 | (c & 0x3F));
+            n = 2;
+        } else if (c < 0x10000) {
+            b[0] = (unsigned char)(0xE0 | c >> 12);
+            b[1] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
+            b[2] = (unsigned char)(0x80 | (c & 0x3F));
+            n = 3;
+        } else {
+            b[0] = (unsigned char)(0xF0 | c >> 18);
+            b[1] = (unsigned char)(0x80 | (c >> 12 & 0x3F));
+            b[2] = (unsigned char)(0x80 | (c >> 6 & 0x3F));
+            b[3] = (unsigned char)(0x80 | (c & 0x3F));
+            n = 4;
+        }
+        uint32_t got = 0xFFFFFFFF;
+        assert_int_equal(coding_utf8_decode(b, n, &got), n);
+        assert_int_equal(got, c);
+        if (n > 1) /* truncated */
+            assert_int_equal(coding_utf8_decode(b, n - 1, &got), 0);
+    }
+    static const struct {
+        const char *s;
+        size_t n;
+    } bad[] = {
+        {"\x80", 1},             /* lone continuation byte */
+        {"\xC0\x80", 2},         /* overlong NUL */
+        {"\xC1\xBF", 2},         /* overlong */
+        {"\xE0\x9F\xBF", 3},     /* overlong 3-byte */
+        {"\xED\xA0\x80", 3},     /* surrogate U+D800 */
+        {"\xED\xBF\xBF", 3},     /* surrogate U+DFFF */
+        {"\xF0\x8F\xBF\xBF", 4}, /* overlong 4-byte */
+        {"\xF4\x90\x80\x80", 4}, /* past U+10FFFF */
+        {"\xF5\x80\x80\x80", 4}, /* bad lead byte */
+        {"\xFF", 1},             /* bad lead byte */
+        {"\xC3\x28", 2},         /* second byte not a continuation */
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        uint32_t got;
+        assert_int_equal(coding_utf8_decode((const unsigned char *)bad[i].s, bad[i].n, &got), 0);
+    }
+}
+
 static void test_coding_copy_short_copies_exactly_n_bytes(void **state)
 {
     (void)state;
@@ -176,6 +233,7 @@ int main(void)
         cmocka_unit_test(test_err_truncates_long_messages),
         cmocka_unit_test(test_coding_round_trips_and_byte_order),
         cmocka_unit_test(test_coding_copy_short_copies_exactly_n_bytes),
+        cmocka_unit_test(test_coding_utf8_decode_accepts_valid_and_refuses_invalid),
         cmocka_unit_test(test_crc32c_matches_rfc3720_vectors),
         cmocka_unit_test(test_clock_can_be_pinned),
         cmocka_unit_test(test_table_names_parse_with_default_namespace),
