@@ -76,6 +76,11 @@ struct wc_options {
     bool create_if_missing;      /* default true */
     size_t block_cache_bytes;    /* shared LRU block cache; default 64 MiB */
     size_t memstore_flush_bytes; /* per region memstore flush threshold; default 16 MiB */
+    /* All memstores of the store together (active and being flushed): past this the largest
+     * regions are flushed, checked every 100 ms. 0 (default) = max(4 x memstore_flush_bytes,
+     * 256 MiB), checked every second. wc_store_stats().memstore_bytes reports the total, so a
+     * caller can hold its writes while it is over. */
+    size_t memstore_total_bytes;
     size_t wal_segment_bytes;    /* log segment rotation size; default 64 MiB */
     uint64_t region_split_bytes; /* automatic split threshold (MAX_FILESIZE default); 1 GiB */
     int background_threads;      /* flush and compaction workers; default 2 */
@@ -272,6 +277,7 @@ struct wc_store_stats {
     uint64_t wal_bytes;
     uint64_t wal_syncs;
     uint64_t regions;
+    uint64_t memstore_bytes; /* all memstores now, active and being flushed (0: Bigtable) */
 };
 CT_MUST_CHECK int wc_store_stats(struct wc_store *s, struct wc_store_stats *out,
                                  struct ct_err *err);
