@@ -167,6 +167,7 @@ struct estore {
     int running_jobs;
     int64_t next_major_ms;      /* monotonic ms of the next scheduled major compaction */
     int64_t next_trim_check_ms; /* monotonic ms of the next log size check */
+    int64_t next_mem_check_ms;  /* monotonic ms of the next opt.memstore_total_bytes check */
 
     pthread_mutex_t err_mu;
     struct ct_err bg_err;   /* first background error; code CT_OK if none */
