@@ -192,7 +192,7 @@ struct estore {
     /* tests: called at named steps of the write and flush paths (see engine_test_step) */
     void (*test_step)(void *arg, const char *step);
     void *test_step_arg;
-    size_t quarantined;         /* block files set aside by catalog_load (opt.quarantine_damaged) */
+    size_t quarantined; /* block files set aside by catalog_load (opt.quarantine_damaged) */
 };
 
 static inline struct estore *estore_of(struct wc_store *s)

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "storage/engine/engine_int.h"
@@ -872,9 +872,8 @@ static void test_flush_racing_two_writers_writes_a_seq_prefix(void **state)
     char all[128] = "";
     for (size_t i = 0; i < res.row.ncells; i++)
         snprintf(all + strlen(all), sizeof(all) - strlen(all), "%.*s:%.*s ",
-                 (int)res.row.cells[i].qualifier.len,
-                 (const char *)res.row.cells[i].qualifier.data, (int)res.row.cells[i].value.len,
-                 (const char *)res.row.cells[i].value.data);
+                 (int)res.row.cells[i].qualifier.len, (const char *)res.row.cells[i].qualifier.data,
+                 (int)res.row.cells[i].value.len, (const char *)res.row.cells[i].value.data);
     wc_result_release(&res);
     /* each write once: the flushed file holds both batches (joined), the replay adds neither
      * again (with a flush of B alone below A's seq, B's cells came back beside "merged:BC") */
