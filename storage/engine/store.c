@@ -176,6 +176,7 @@ int eregion_new(uint64_t id, const uint8_t *start, size_t start_len, const uint8
     r->nfams = nfams;
     pthread_mutex_init(&r->mu, NULL);
     pthread_mutex_init(&r->maint_mu, NULL);
+    pthread_cond_init(&r->fence_cv, NULL);
     if (!r->start || !r->end || !r->fams) {
         eregion_unref(r);
         return ct_err_set(err, CT_ENOMEM, "out of memory creating a region");
@@ -215,6 +216,7 @@ void eregion_unref(struct eregion *r)
     free(r->end);
     pthread_mutex_destroy(&r->mu);
     pthread_mutex_destroy(&r->maint_mu);
+    pthread_cond_destroy(&r->fence_cv);
     free(r);
 }
 
@@ -1725,6 +1727,12 @@ static int remove_orphans(struct estore *s, struct ct_err *err)
 void engine_set_failpoint(struct wc_store *ws, const char *name)
 {
     estore_of(ws)->failpoint = name;
+}
+
+void engine_set_test_step(struct wc_store *ws, void (*fn)(void *arg, const char *step), void *arg)
+{
+    estore_of(ws)->test_step_arg = arg;
+    estore_of(ws)->test_step = fn;
 }
 
 int engine_store_open(const struct wc_options *o, struct wc_store **out, struct ct_err *err)
