@@ -37,7 +37,7 @@ static struct wc_table *mk_table(struct wc_store *s)
     d.families = &fd;
     d.nfamilies = 1;
     struct wc_bytes sp[NREGIONS - 1];
-    char keys[NREGIONS - 1][8];
+    char keys[NREGIONS - 1][16];
     for (int i = 0; i < NREGIONS - 1; i++) {
         snprintf(keys[i], sizeof(keys[i]), "r%d", i + 1);
         sp[i] = wc_bytes_str(keys[i]);
