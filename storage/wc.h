@@ -81,6 +81,11 @@ struct wc_options {
      * 256 MiB), checked every second. wc_store_stats().memstore_bytes reports the total, so a
      * caller can hold its writes while it is over. */
     size_t memstore_total_bytes;
+    /* Read block files with pread through the block cache instead of mapping them. Mapped
+     * pages count in the process's RSS and grow with the data read; with pread only what the
+     * block cache keeps stays resident (the TSD sets it under tsd.core.memory_limit_bytes).
+     * Default false (mapped). */
+    bool pread_block_files;
     size_t wal_segment_bytes;    /* log segment rotation size; default 64 MiB */
     uint64_t region_split_bytes; /* automatic split threshold (MAX_FILESIZE default); 1 GiB */
     int background_threads;      /* flush and compaction workers; default 2 */
