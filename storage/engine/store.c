@@ -1815,6 +1815,7 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     }
     if ((rc = block_cache_new(o->block_cache_bytes, &s->cache, err)) != CT_OK)
         goto fail;
+    block_cache_set_pread(s->cache, o->pread_block_files);
     rc = catalog_load(s, err);
     if (rc == CT_NOTFOUND) {
         if (o->read_only) {

@@ -1,8 +1,10 @@
 /* test_engine_memory.c - the all-memstores ceiling of the embedded engine
  * (wc_options.memstore_total_bytes): with it set, the largest regions are flushed once all
  * memstores together pass it, although no region reached its own flush size; without it the
- * old ceiling (max(4 x flush size, 256 MiB)) applies and the same writes flush nothing; and
- * wc_store_stats().memstore_bytes reports the total the TSD holds its writes on. */
+ * old ceiling (max(4 x flush size, 256 MiB)) applies and the same writes flush nothing;
+ * wc_store_stats().memstore_bytes reports the total the TSD holds its writes on; and with
+ * pread_block_files no block file is mapped (mapped pages would count in RSS). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -164,12 +166,80 @@ static void test_store_stats_report_all_memstores(void **state)
     ctest_rmdir(dir);
 }
 
+/* How many lines of /proc/self/maps name a block file under dir. */
+static int mapped_block_files(const char *dir)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        fail_msg("cannot read /proc/self/maps");
+    char line[8192], want[4200];
+    snprintf(want, sizeof(want), "%s/sst/", dir);
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, want))
+            n++;
+    fclose(f);
+    return n;
+}
+
+/* Block files are mapped by default, and with pread_block_files read through the cache
+ * instead (nothing of them mapped), with the same rows read back. */
+static void run_block_file_reads(bool pread, int *mapped, int *rows)
+{
+    char *dir = ctest_mkdtemp();
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = dir;
+    o.block_cache_bytes = 64 << 10; /* smaller than the data: blocks are read again */
+    o.memstore_flush_bytes = 4 * MIB;
+    o.pread_block_files = pread;
+    struct wc_store *s = fixture_store_open(&o);
+    struct wc_table *t = mk_table(s);
+    fill(t, 128 * KIB);
+    struct ct_err err;
+    assert_int_equal(wc_table_flush(s, "m", &err), CT_OK);
+    *rows = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        struct wc_scan_options so;
+        wc_scan_options_init(&so);
+        so.reversed = pass == 1;
+        struct wc_scanner *sc;
+        assert_int_equal(wc_scanner_open(t, &so, &sc, &err), CT_OK);
+        struct wc_row r;
+        int rc;
+        while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK) {
+            assert_int_equal(r.cells[0].value.len, 4096);
+            (*rows)++;
+        }
+        assert_int_equal(rc, CT_NOTFOUND);
+        wc_scanner_close(sc);
+    }
+    *mapped = mapped_block_files(dir);
+    assert_true(stats(s).cache_misses > 0);
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+static void test_pread_block_files_maps_nothing_and_reads_the_same(void **state)
+{
+    (void)state;
+    int mapped = 0, rows = 0;
+    run_block_file_reads(false, &mapped, &rows);
+    assert_true(mapped >= NREGIONS); /* the default: every flushed file mapped */
+    assert_int_equal(rows, 2 * NREGIONS * 32);
+    run_block_file_reads(true, &mapped, &rows);
+    assert_int_equal(mapped, 0);
+    assert_int_equal(rows, 2 * NREGIONS * 32);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_configured_ceiling_flushes_regions_under_their_flush_size),
         cmocka_unit_test(test_without_a_ceiling_the_same_writes_stay_in_memstores),
         cmocka_unit_test(test_store_stats_report_all_memstores),
+        cmocka_unit_test(test_pread_block_files_maps_nothing_and_reads_the_same),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
