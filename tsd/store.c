@@ -258,6 +258,9 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         o.quarantine_damaged = conf_get_bool(c, "tsd.storage.quarantine_damaged");
         o.memstore_total_bytes = (size_t)conf_get_int(c, "tsd.storage.memstore_total_bytes");
         st->memstore_ceiling = o.memstore_total_bytes;
+        /* under a memory limit, block files are read through the (bounded) cache: mapped
+         * pages would count in RSS and grow with the data read */
+        o.pread_block_files = conf_get_int(c, "tsd.core.memory_limit_bytes") > 0;
     }
     o.log_fn = tsdstore_log;
     o.log_arg = NULL;
