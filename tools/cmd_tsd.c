@@ -61,6 +61,7 @@ static int tsd_cmd_run(int argc, char **argv)
         fprintf(stderr, "ctsdb tsd: %s\n", err.msg);
         goto out;
     }
+    membudget_tune_allocator(&mb);
     if (mb.limit) {
         char line[768];
         membudget_describe(&mb, line, sizeof(line));

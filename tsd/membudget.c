@@ -7,6 +7,7 @@
 #include "tsd/membudget.h"
 
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -197,6 +198,12 @@ int membudget_apply(struct conf *c, struct membudget *out, struct ct_err *err)
         return rc;
     *out = b;
     return CT_OK;
+}
+
+void membudget_tune_allocator(const struct membudget *b)
+{
+    if (b->limit > 0)
+        (void)mallopt(M_ARENA_MAX, MEMBUDGET_MALLOC_ARENAS); /* 0 = refused: keep the default */
 }
 
 void membudget_describe(const struct membudget *b, char *buf, size_t size)
