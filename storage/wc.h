@@ -76,6 +76,16 @@ struct wc_options {
     bool create_if_missing;      /* default true */
     size_t block_cache_bytes;    /* shared LRU block cache; default 64 MiB */
     size_t memstore_flush_bytes; /* per region memstore flush threshold; default 16 MiB */
+    /* All memstores of the store together (active and being flushed): past this the largest
+     * regions are flushed, checked every 100 ms. 0 (default) = max(4 x memstore_flush_bytes,
+     * 256 MiB), checked every second. wc_store_stats().memstore_bytes reports the total, so a
+     * caller can hold its writes while it is over. */
+    size_t memstore_total_bytes;
+    /* Read block files with pread through the block cache instead of mapping them. Mapped
+     * pages count in the process's RSS and grow with the data read; with pread only what the
+     * block cache keeps stays resident (the TSD sets it under tsd.core.memory_limit_bytes).
+     * Default false (mapped). */
+    bool pread_block_files;
     size_t wal_segment_bytes;    /* log segment rotation size; default 64 MiB */
     uint64_t region_split_bytes; /* automatic split threshold (MAX_FILESIZE default); 1 GiB */
     int background_threads;      /* flush and compaction workers; default 2 */
@@ -272,6 +282,7 @@ struct wc_store_stats {
     uint64_t wal_bytes;
     uint64_t wal_syncs;
     uint64_t regions;
+    uint64_t memstore_bytes; /* all memstores now, active and being flushed (0: Bigtable) */
 };
 CT_MUST_CHECK int wc_store_stats(struct wc_store *s, struct wc_store_stats *out,
                                  struct ct_err *err);

@@ -1,13 +1,16 @@
 /* cmd_tsd.c - `ctsdb tsd`: runs the daemon. Builds the configuration (defaults, then --config
  * FILE, then command-line overrides in order: conf_apply_argv), sets the log level, and calls
- * tsd_run(). Exit status: 0 after a clean shutdown, 1 on a runtime failure (cannot bind, store
- * fails to open), 2 on a usage or configuration error. */
+ * tsd_run(). With tsd.core.memory_limit_bytes set, splits it first (tsd/membudget.h) and
+ * refuses to start when the explicit settings do not fit. Exit status: 0 after a clean
+ * shutdown, 1 on a runtime failure (cannot bind, store fails to open), 2 on a usage or
+ * configuration error (a memory limit that is too small included). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tools/tool.h"
 #include "tsd/conf.h"
+#include "tsd/membudget.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd.h"
 
@@ -52,6 +55,17 @@ static int tsd_cmd_run(int argc, char **argv)
     if (tlog_set_level_name(conf_get_str(c, "tsd.logging.level"), &err) != CT_OK) {
         fprintf(stderr, "ctsdb tsd: %s\n", err.msg);
         goto out;
+    }
+    struct membudget mb;
+    if (membudget_apply(c, &mb, &err) != CT_OK) {
+        fprintf(stderr, "ctsdb tsd: %s\n", err.msg);
+        goto out;
+    }
+    membudget_tune_allocator(&mb);
+    if (mb.limit) {
+        char line[768];
+        membudget_describe(&mb, line, sizeof(line));
+        tlog_info("memory: %s", line);
     }
     conf_set_global(c);
     if (tsd_run(c, &err) != CT_OK) {

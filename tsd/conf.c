@@ -42,6 +42,7 @@ static const struct conf_key conf_keys[] = {
     {"tsd.core.enable_admin", CONF_ENUM, "false", 0, 0, "false|loopback|true"}, /* auth.h */
     {"tsd.core.enable_api", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.core.enable_ui", CONF_BOOL, "true", 0, 0, NULL},
+    {"tsd.core.memory_limit_bytes", CONF_INT, "0", 0, (int64_t)1 << 50, NULL}, /* membudget.h */
     {"tsd.core.meta.enable_realtime_ts", CONF_BOOL, "false", 0, 0, NULL},
     {"tsd.core.meta.enable_realtime_uid", CONF_BOOL, "false", 0, 0, NULL},
     {"tsd.core.meta.enable_tsuid_incrementing", CONF_BOOL, "false", 0, 0, NULL},
@@ -108,6 +109,7 @@ static const struct conf_key conf_keys[] = {
     {"tsd.storage.hbase.zk_quorum", CONF_STR, "localhost", 0, 0, NULL},
     {"tsd.storage.max_tags", CONF_INT, "8", 1, 64, NULL},
     {"tsd.storage.memstore_flush_bytes", CONF_INT, "16777216", 65536, (int64_t)1 << 40, NULL},
+    {"tsd.storage.memstore_total_bytes", CONF_INT, "0", 0, (int64_t)1 << 50, NULL},
     {"tsd.storage.quarantine_damaged", CONF_BOOL, "false", 0, 0, NULL}, /* wc_options */
     {"tsd.storage.region_split_bytes", CONF_INT, "1073741824", 65536, (int64_t)1 << 50, NULL},
     {"tsd.storage.salt.buckets", CONF_INT, "20", 1, 65536, NULL},
@@ -127,6 +129,7 @@ struct conf_extra {
 
 struct conf {
     char *values[CONF_NKEYS]; /* (2) */
+    bool set[CONF_NKEYS];     /* given to conf_set (file, command line or code) */
     struct conf_extra *extra; /* (3) */
     size_t nextra, capextra;
 };
@@ -321,7 +324,15 @@ int conf_set(struct conf *c, const char *key, const char *value, bool *unknown, 
         return ct_err_set(err, CT_ENOMEM, "out of memory setting %s", key);
     free(c->values[i]);
     c->values[i] = v;
+    c->set[i] = true;
     return CT_OK;
+}
+
+bool conf_is_set(const struct conf *c, const char *key)
+{
+    int i = conf_key_index(key);
+    assert(i >= 0);
+    return c->set[i];
 }
 
 const char *conf_get(const struct conf *c, const char *key)

@@ -43,6 +43,9 @@ const char *conf_get(const struct conf *c, const char *key);
 int64_t conf_get_int(const struct conf *c, const char *key);
 bool conf_get_bool(const struct conf *c, const char *key);
 const char *conf_get_str(const struct conf *c, const char *key);
+/* Whether a known key was set (conf_set, a file or the command line), even to its default:
+ * derived settings (tsd/membudget.h) leave such keys alone. */
+bool conf_is_set(const struct conf *c, const char *key);
 /* Calls warn for each key set away from its default that ctsdb accepts for compatibility but
  * does not act on (marked so in the key table). */
 void conf_report_unsupported(const struct conf *c, conf_warn_fn warn, void *arg);

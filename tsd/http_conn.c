@@ -37,6 +37,7 @@
 
 #include "tsd/conf.h"
 #include "tsd/http_int.h"
+#include "tsd/membudget.h"
 #include "tsd/routes.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd_int.h"
@@ -54,9 +55,10 @@ enum http_conn_state {
     HC_CLOSING,
 };
 
-#define HTTP_READ_HIGH (1u << 20)
+#define HTTP_READ_HIGH TSD_HTTP_READ_HIGH
 #define HTTP_WRITE_LOW (256u << 10)
-#define HTTP_OUT_HIGH  (4u << 20) /* no new request is started while more than this is unsent */
+#define HTTP_OUT_HIGH                                                                              \
+    TSD_HTTP_OUT_HIGH /* no new request is started while more than this is unsent */
 
 static void http_conn_process(struct http_conn *c);
 static void http_conn_free(struct http_conn *c);

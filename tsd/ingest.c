@@ -120,6 +120,13 @@ void ingest_options_init(struct ingest_options *o)
     o->group_points = 16384;
 }
 
+size_t ingest_pool_bytes(const struct ingest_options *o)
+{
+    /* what ingest_batch_create allocates, per batch */
+    return o->batches * (sizeof(struct ingest_batch) + o->batch_bytes + INGEST_SLACK +
+                         o->batch_points * sizeof(struct ingest_rec));
+}
+
 static void ingest_batch_destroy(struct ingest_batch *b)
 {
     if (!b)

@@ -57,6 +57,9 @@ struct ingest_options {
 /* Most batches one write function call gets. */
 #define INGEST_MAX_GROUP 16
 void ingest_options_init(struct ingest_options *o);
+/* The most memory a pipeline with options o holds in its batches (arenas, point records and
+ * the batches themselves): what the pool adds to the TSD's memory budget (tsd/membudget.h). */
+size_t ingest_pool_bytes(const struct ingest_options *o);
 
 /* Starts the writer threads. Returns a new pipeline in *out, freed with ingest_free(). */
 CT_MUST_CHECK int ingest_new(const struct ingest_options *o, ingest_write_fn fn, void *arg,

@@ -31,14 +31,16 @@
 #include "tsd/auth.h"
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
+#include "tsd/membudget.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd_int.h"
 #include "tsd/tstats.h"
 
-#define TELNET_READ_HIGH       (256u << 10)
-#define TELNET_OUT_HIGH        (1u << 20) /* stop reading while more replies than this are unsent */
+#define TELNET_READ_HIGH TSD_TELNET_READ_HIGH
+#define TELNET_OUT_HIGH                                                                            \
+    TSD_TELNET_OUT_HIGH /* stop reading while more replies than this are unsent */
 #define TELNET_OUT_LOW         (64u << 10)
-#define TELNET_MAX_SINGLE_READ (64u << 10)
+#define TELNET_MAX_SINGLE_READ TSD_TELNET_SINGLE_READ
 
 enum telnet_state {
     TC_RUNNING = 0,

@@ -77,7 +77,18 @@ struct block_cache {
     size_t capacity;
     size_t nshards;
     struct bc_shard *shards;
+    bool pread; /* files read through the cache, not mapped (set before any file opens) */
 };
+
+void block_cache_set_pread(struct block_cache *c, bool on)
+{
+    c->pread = on;
+}
+
+bool block_cache_pread(const struct block_cache *c)
+{
+    return c->pread;
+}
 
 static uint64_t bc_hash(uint64_t file_id, uint64_t offset)
 {

@@ -68,6 +68,16 @@ struct eregion {
     bool flush_queued;          /* guarded by mu */
     int64_t first_edit_mono_ms; /* when the active memstores got their first cell (0 = empty);
                                  * guarded by mu */
+    /* The flush fence (maint.c flush_locked, write.c apply_batch). A flush must write a PREFIX
+     * of the region's seqs (flushed_upto = W says every cell <= W is in a file and nothing above
+     * W is, so the log replay skips exactly what the files hold). Seqs are handed out before a
+     * batch takes region locks, so a later batch can be in a memstore while an earlier one has
+     * not inserted yet; the flush then sets fence = max_seq and waits for visible_seq >= fence,
+     * and writers whose batch starts above the fence wait on fence_cv until the freeze.
+     * All three guarded by mu. */
+    uint64_t max_seq; /* largest seq a writer inserted into this region's memstores */
+    uint64_t fence;   /* 0 = no flush waiting */
+    pthread_cond_t fence_cv;
     atomic_uint_fast64_t reads;
     atomic_uint_fast64_t writes;
     /* the log trimmer (store.c trim_wal): `writes` at its last check and how many checks in a
@@ -167,6 +177,7 @@ struct estore {
     int running_jobs;
     int64_t next_major_ms;      /* monotonic ms of the next scheduled major compaction */
     int64_t next_trim_check_ms; /* monotonic ms of the next log size check */
+    int64_t next_mem_check_ms;  /* monotonic ms of the next opt.memstore_total_bytes check */
 
     pthread_mutex_t err_mu;
     struct ct_err bg_err;   /* first background error; code CT_OK if none */
@@ -179,7 +190,10 @@ struct estore {
     const char *failpoint; /* tests: name of a step at which to _exit(0) (see engine_failpoint) */
     bool failpoint_kill;   /* armed from CTSDB_FAILPOINT: the step raises SIGKILL instead */
     const char *failpoint_gate; /* CTSDB_FAILPOINT_GATE: a file that must exist to fire */
-    size_t quarantined;         /* block files set aside by catalog_load (opt.quarantine_damaged) */
+    /* tests: called at named steps of the write and flush paths (see engine_test_step) */
+    void (*test_step)(void *arg, const char *step);
+    void *test_step_arg;
+    size_t quarantined; /* block files set aside by catalog_load (opt.quarantine_damaged) */
 };
 
 static inline struct estore *estore_of(struct wc_store *s)
@@ -195,6 +209,18 @@ struct etable *etable_new_empty(void);
 bool etable_file_shared(struct etable *t, struct eregion *except, size_t f, uint64_t id);
 /* Tests: arms a failpoint by name (see engine_failpoint); NULL disarms. */
 void engine_set_failpoint(struct wc_store *s, const char *name);
+/* Tests: fn(arg, step) is called at the steps "write_before_insert" (a batch has its seqs and is
+ * in the log, before any memstore insert), "write_before_publish" (its cells are in the
+ * memstores) and "flush_waits_for_writers" (a flush found an unpublished seq in the region's
+ * memstores and is about to wait), each with no engine mutex held (a batch holds its row stripes
+ * and map_lock shared), so a test can interleave writers and flushes deterministically. NULL
+ * disarms. */
+void engine_set_test_step(struct wc_store *s, void (*fn)(void *arg, const char *step), void *arg);
+static inline void engine_test_step(struct estore *s, const char *step)
+{
+    if (s->test_step)
+        s->test_step(s->test_step_arg, step);
+}
 void etable_ref(struct etable *t);
 void etable_unref(struct etable *t);
 void eregion_ref(struct eregion *r);

@@ -12,7 +12,9 @@
  * every merge is bounded to [start, end); (4) a split only rewrites the catalog: the daughters
  * share the parent's files and memstores until their own flushes and compactions rewrite them,
  * so it is atomic (the catalog lists the parent or the daughters) and loses nothing after a
- * crash (the log replays into whichever regions the catalog lists).
+ * crash (the log replays into whichever regions the catalog lists); (5) a flush writes a prefix
+ * of the region's seqs and records it as flushed_upto (the flush fence, engine_int.h), so the
+ * replay after a crash adds back exactly the cells no file holds.
  *
  * Locking: etable.maint_lock shared + eregion.maint_mu around flushes and compactions;
  * maint_lock exclusive + cat_mu + map_lock exclusive around a split (engine_int.h). */
@@ -596,6 +598,27 @@ static int flush_locked(struct estore *s, struct etable *t, struct eregion *r, s
         pthread_mutex_unlock(&r->mu);
         goto out;
     }
+    /* Write a prefix of the seqs: while a batch that holds a lower seq than one already in the
+     * memstores has not published, fence off later batches and wait for it (engine_int.h,
+     * eregion.fence). Afterwards every cell in the memstores has seq <= visible_seq and every
+     * cell with seq <= visible_seq is in them, so the watermark below is exact. */
+    uint64_t fence = r->max_seq;
+    if (atomic_load(&s->visible_seq) < fence) {
+        r->fence = fence;
+        pthread_mutex_unlock(&r->mu);
+        engine_test_step(s, "flush_waits_for_writers");
+        pthread_mutex_lock(&s->pub_mu);
+        while (atomic_load(&s->visible_seq) < fence)
+            pthread_cond_wait(&s->pub_cv, &s->pub_mu);
+        pthread_mutex_unlock(&s->pub_mu);
+        pthread_mutex_lock(&r->mu);
+        if (r->dead) {
+            r->fence = 0;
+            pthread_cond_broadcast(&r->fence_cv);
+            pthread_mutex_unlock(&r->mu);
+            goto out;
+        }
+    }
     r->flush_queued = false;
     r->first_edit_mono_ms = 0;
     for (size_t f = 0; f < nf && rc == CT_OK; f++) {
@@ -615,6 +638,10 @@ static int flush_locked(struct estore *s, struct etable *t, struct eregion *r, s
         }
     }
     uint64_t watermark = atomic_load(&s->visible_seq);
+    if (r->fence) { /* frozen: the fenced-off batches go to the fresh memstores */
+        r->fence = 0;
+        pthread_cond_broadcast(&r->fence_cv);
+    }
     for (size_t f = 0; f < nf && rc == CT_OK; f++) {
         struct efam *ef = &r->fams[f];
         if (!ef->nfrozen)

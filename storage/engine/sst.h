@@ -40,6 +40,11 @@ struct block_cache_stats {
 void block_cache_get_stats(struct block_cache *c, struct block_cache_stats *out);
 /* Drops every cached block (e.g. `dropcaches`). */
 void block_cache_clear(struct block_cache *c);
+/* Whether files opened with this cache read their blocks with pread (through the cache) instead
+ * of mapping them (wc_options.pread_block_files): mapped pages count in the process's RSS and
+ * grow with the data read. Set before any file is opened with the cache; default false. */
+void block_cache_set_pread(struct block_cache *c, bool on);
+bool block_cache_pread(const struct block_cache *c);
 
 /* ---- writing ------------------------------------------------------------------------- */
 

@@ -734,10 +734,12 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
                         (unsigned long long)foff, path);
         goto fail;
     }
-    /* map the file for reading; without a mapping (address space exhausted) blocks are read
-     * with pread. The file is immutable and sized above, so the mapping covers every byte the
-     * bounds checks allow. */
-    void *mp = mmap(NULL, f->file_size, PROT_READ, MAP_SHARED, f->fd, 0);
+    /* map the file for reading; without a mapping (address space exhausted, or a cache that
+     * reads with pread: block_cache_pread) blocks are read with pread. The file is immutable
+     * and sized above, so the mapping covers every byte the bounds checks allow. */
+    void *mp = cache && block_cache_pread(cache)
+                   ? MAP_FAILED
+                   : mmap(NULL, f->file_size, PROT_READ, MAP_SHARED, f->fd, 0);
     if (mp != MAP_FAILED)
         f->map = mp;
     uint8_t hd[SST_HEADER_BYTES];

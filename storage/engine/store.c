@@ -176,6 +176,7 @@ int eregion_new(uint64_t id, const uint8_t *start, size_t start_len, const uint8
     r->nfams = nfams;
     pthread_mutex_init(&r->mu, NULL);
     pthread_mutex_init(&r->maint_mu, NULL);
+    pthread_cond_init(&r->fence_cv, NULL);
     if (!r->start || !r->end || !r->fams) {
         eregion_unref(r);
         return ct_err_set(err, CT_ENOMEM, "out of memory creating a region");
@@ -215,6 +216,7 @@ void eregion_unref(struct eregion *r)
     free(r->end);
     pthread_mutex_destroy(&r->mu);
     pthread_mutex_destroy(&r->maint_mu);
+    pthread_cond_destroy(&r->fence_cv);
     free(r);
 }
 
@@ -367,14 +369,22 @@ static void queue_major_all(struct estore *s)
 #define WAL_PINNED_IDLE_SEGMENTS 2
 #define ENGINE_IDLE_CHECKS       2
 #define ENGINE_IDLE_FLUSH_MS     (3600 * 1000)
+#define ENGINE_MEM_CHECK_MS      100 /* period of the configured memstore ceiling's check */
 
-/* All memstores of the store together: past max(4 x flush size, 256 MiB) the largest regions
- * are flushed (HBase bounds memstores globally too, at 40% of the heap). */
+/* All memstores of the store together: past opt.memstore_total_bytes, or when that is 0
+ * max(4 x flush size, 256 MiB), the largest regions are flushed (HBase bounds memstores
+ * globally too, at 40% of the heap). */
+static uint64_t global_memstore_ceiling(const struct estore *s)
+{
+    if (s->opt.memstore_total_bytes)
+        return s->opt.memstore_total_bytes;
+    uint64_t limit = 4 * (uint64_t)s->opt.memstore_flush_bytes;
+    return limit < (256ull << 20) ? 256ull << 20 : limit;
+}
+
 static void global_memstore_limit(struct estore *s)
 {
-    uint64_t limit = 4 * (uint64_t)s->opt.memstore_flush_bytes;
-    if (limit < (256ull << 20))
-        limit = 256ull << 20;
+    uint64_t limit = global_memstore_ceiling(s);
     uint64_t total = 0;
     pthread_mutex_lock(&s->cat_mu);
     for (int round = 0; round < 64; round++) {
@@ -472,7 +482,8 @@ static void trim_wal(struct estore *s)
         estore_queue_job(s, EJOB_FLUSH, bt, br, false);
     }
     pthread_mutex_unlock(&s->cat_mu);
-    global_memstore_limit(s);
+    if (!s->opt.memstore_total_bytes) /* else worker_main checks it more often */
+        global_memstore_limit(s);
 }
 
 static void *worker_main(void *arg)
@@ -501,6 +512,14 @@ static void *worker_main(void *arg)
             pthread_mutex_lock(&s->bg_mu);
             continue;
         }
+        /* a configured ceiling is a memory bound: checked every ENGINE_MEM_CHECK_MS */
+        if (s->opt.memstore_total_bytes && mono_ms() >= s->next_mem_check_ms) {
+            s->next_mem_check_ms = mono_ms() + ENGINE_MEM_CHECK_MS;
+            pthread_mutex_unlock(&s->bg_mu);
+            global_memstore_limit(s);
+            pthread_mutex_lock(&s->bg_mu);
+            continue;
+        }
         if (s->opt.major_compaction_period_ms > 0 && mono_ms() >= s->next_major_ms) {
             schedule_major(s);
             pthread_mutex_unlock(&s->bg_mu);
@@ -510,7 +529,15 @@ static void *worker_main(void *arg)
         }
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
+        if (s->opt.memstore_total_bytes) {
+            ts.tv_nsec += ENGINE_MEM_CHECK_MS * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+        } else {
+            ts.tv_sec += 1;
+        }
         pthread_cond_timedwait(&s->bg_cv, &s->bg_mu, &ts);
     }
     pthread_mutex_unlock(&s->bg_mu);
@@ -1459,8 +1486,20 @@ static int op_store_stats(struct wc_store *ws, struct wc_store_stats *out, struc
     out->wal_bytes = ws_.bytes_written;
     out->wal_syncs = ws_.syncs;
     pthread_mutex_lock(&s->cat_mu);
-    for (size_t i = 0; i < s->ntables; i++)
-        out->regions += s->tables[i]->nregions;
+    for (size_t i = 0; i < s->ntables; i++) {
+        struct etable *t = s->tables[i];
+        out->regions += t->nregions;
+        for (size_t r = 0; r < t->nregions; r++) {
+            struct eregion *rg = t->regions[r];
+            pthread_mutex_lock(&rg->mu);
+            for (size_t f = 0; f < rg->nfams; f++) {
+                out->memstore_bytes += memstore_bytes(rg->fams[f].active);
+                for (size_t k = 0; k < rg->fams[f].nfrozen; k++)
+                    out->memstore_bytes += memstore_bytes(rg->fams[f].frozen[k]);
+            }
+            pthread_mutex_unlock(&rg->mu);
+        }
+    }
     pthread_mutex_unlock(&s->cat_mu);
     return CT_OK;
 }
@@ -1690,6 +1729,12 @@ void engine_set_failpoint(struct wc_store *ws, const char *name)
     estore_of(ws)->failpoint = name;
 }
 
+void engine_set_test_step(struct wc_store *ws, void (*fn)(void *arg, const char *step), void *arg)
+{
+    estore_of(ws)->test_step_arg = arg;
+    estore_of(ws)->test_step = fn;
+}
+
 int engine_store_open(const struct wc_options *o, struct wc_store **out, struct ct_err *err)
 {
     if (!o->data_dir || !*o->data_dir)
@@ -1770,6 +1815,7 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     }
     if ((rc = block_cache_new(o->block_cache_bytes, &s->cache, err)) != CT_OK)
         goto fail;
+    block_cache_set_pread(s->cache, o->pread_block_files);
     rc = catalog_load(s, err);
     if (rc == CT_NOTFOUND) {
         if (o->read_only) {

@@ -15,7 +15,13 @@
  * delete-latests never pick the same version); increment and check-and-mutate hold their row's
  * stripe EXCLUSIVE around read, compute and write. So a put never lands between an increment's
  * read and its write (no lost update), while plain writers of one stripe do not wait for each
- * other. Nobody waits for memstore room while holding a stripe. */
+ * other. Nobody waits for memstore room while holding a stripe.
+ *
+ * (6) Flush fence: a batch whose first seq is above a region's fence waits (region mutex
+ * released) until the flush waiting for that fence has frozen the memstore, so a flush writes a
+ * prefix of the seqs (eregion.fence in engine_int.h). No deadlock: a flush waits only for batches
+ * starting at or below its fence, which no fence at or above it holds back, and those hold every
+ * row stripe and the map lock they need before they get their seqs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +233,7 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
     if (fam_len != fam_len_stack)
         free(fam_len);
     if (rc == CT_OK) {
+        engine_test_step(s, "write_before_insert");
         size_t j = 0;
         uint64_t flush_bytes = etable_flush_bytes(s, t);
         struct eregion *locked = NULL;
@@ -244,6 +251,11 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                     pthread_mutex_unlock(&locked->mu);
                 pthread_mutex_lock(&r->mu);
                 locked = r;
+                /* a flush waits for every seq up to its fence to be published: a batch that
+                 * starts above it must not reach the memstore the flush is about to freeze
+                 * (engine_int.h, eregion.fence); one that starts at or below it goes on */
+                while (r->fence && first > r->fence)
+                    pthread_cond_wait(&r->fence_cv, &r->mu);
                 if (!r->first_edit_mono_ms)
                     r->first_edit_mono_ms = (int64_t)(clock_mono_ns() / 1000000) | 1;
             }
@@ -262,6 +274,8 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                 };
                 rc = memstore_add(r->fams[rc_->fam].active, &c, err);
             }
+            if (first + j - 1 > r->max_seq) /* seq of the batch's last cell added so far */
+                r->max_seq = first + j - 1;
             atomic_fetch_add_explicit(&r->writes, 1, memory_order_relaxed);
             /* flush trigger: checked once per region run */
             if (next_r != r) {
@@ -284,6 +298,7 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
         if (rc != CT_OK) /* a row may be half inserted: the store must not go on */
             estore_set_bg_error(s, err);
     }
+    engine_test_step(s, "write_before_publish");
     publish(s, first, last);
     return rc;
 }

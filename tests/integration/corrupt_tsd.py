@@ -2,8 +2,8 @@
 """corrupt_tsd.py - damage every kind of file in a data directory and check the TSD's reaction.
 
 A store is built through the real TSD (HTTP puts, clean shutdown, so there are block files, a
-catalog and log segments; the catalog is also the store's manifest: it lists every region's
-block files). Then, for every file and for each kind of damage (a flipped byte in the middle, a
+catalog and log segments - an older one and the newest, each left by a kill; the catalog is also
+the store's manifest: it lists every region's block files). Then, for every file and for each kind of damage (a flipped byte in the middle, a
 flipped byte at the start where the magic number lives, the file cut in half), a copy of the
 store is damaged (log segments also get a flipped bit inside their first record, with records
 behind it) and:
@@ -130,14 +130,21 @@ def build_store(data, log):
         urllib.request.urlopen(req, timeout=30).read()
     # a flush makes block files; a later batch stays in the log only
     stop(p)
-    p, port = start(data, log)
-    for b in range(5):  # five log records, so that damage inside the log has records behind it
-        body = [{"metric": "corrupt.m", "timestamp": T0 + 20000 + b * 100 + i,
-                 "value": value_of(T0 + 20000 + b * 100 + i), "tags": {"host": "h%d" % (i % 4)}} for i in range(100)]
-        req = urllib.request.Request("http://127.0.0.1:%d/api/put" % port, data=json.dumps(body).encode(), method="POST")
-        urllib.request.urlopen(req, timeout=30).read()
-    p.kill()  # leave the last batch in the log
-    p.wait()
+    # five log records, so that damage inside the log has records behind it: three, a kill, two
+    # more and a kill leave two segments (the restart replays the first into memstores and
+    # writes to a new one), so damage in an OLDER segment, which a crash never leaves, is
+    # covered as well as damage in the newest
+    for lo, hi in ((0, 3), (3, 5)):
+        p, port = start(data, log)
+        for b in range(lo, hi):
+            body = [{"metric": "corrupt.m", "timestamp": T0 + 20000 + b * 100 + i,
+                     "value": value_of(T0 + 20000 + b * 100 + i), "tags": {"host": "h%d" % (i % 4)}}
+                    for i in range(100)]
+            req = urllib.request.Request("http://127.0.0.1:%d/api/put" % port, data=json.dumps(body).encode(),
+                                         method="POST")
+            urllib.request.urlopen(req, timeout=30).read()
+        p.kill()  # leave the batches in the log
+        p.wait()
 
 
 def query_all(port):
@@ -188,6 +195,7 @@ def main():
         global last_wal
         wals = [f for f in files if f.startswith("wal/")]
         last_wal = wals[-1] if wals else None
+        check(len(wals) >= 2, "the store to damage has an older log segment and the newest (%s)" % ", ".join(wals))
         checked = 0
         stats = {"refused": 0, "served": 0, "quarantined": 0, "fsck": 0}
         for rel in files:

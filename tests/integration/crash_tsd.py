@@ -45,9 +45,6 @@ if os.environ.get("CRASH_PHASES"):  # e.g. CRASH_PHASES=ingest,flush_after_catal
 RUNS = int(os.environ.get("CRASH_RUNS", str(len(PHASES))))
 PHASE_WAIT = float(os.environ.get("CRASH_PHASE_WAIT", "30"))
 SEED = int(os.environ.get("CRASH_SEED", str(int(time.time()))))
-# identical duplicate points found by fsck fail the run only when set (make stress sets it):
-# the open bug of docs/security.md
-STRICT_DUPS = os.environ.get("CRASH_STRICT_DUPS", "") not in ("", "0")
 BASE_TS = 1700000000  # seconds; each writer owns its own series
 SPREAD = 40  # series per writer (tag s), so that rows are many and regions can split
 # Small memstores and regions, so that flushes, compactions and splits run during the load.
@@ -277,18 +274,6 @@ def main():
         dup = re.search(r"(\d+) rows with duplicates, (\d+) rows with conflicting duplicates", out)
         if f.returncode == 0 and m and dup and dup.group(1) == "0" and dup.group(2) == "0":
             ok("fsck finds no duplicated point and no bad cell (%s points read)" % m.group(1))
-        elif not STRICT_DUPS and m and dup and dup.group(2) == "0" and \
-                all(re.search(r"(?<!\d)0 " + w, out) for w in (
-                    "damaged", "bad row keys", "wrongly salted rows", "orphan rows", "bad cells",
-                    "without reverse", "orphaned reverse", "inconsistent", "low counters")):
-            # the open bug of docs/security.md ("Known problem"): identical duplicates after a
-            # kill, about one full run in six; reported here, a failure under `make stress`
-            # (CRASH_STRICT_DUPS=1) until it is fixed. Conflicting duplicates always fail.
-            print("# KNOWN OPEN BUG: fsck found %s rows holding identical duplicate points "
-                  "(docs/security.md); output: %s" % (dup.group(1), out[-300:].replace("\n", " | ")),
-                  flush=True)
-            ok("fsck finds no conflicting duplicate and no bad cell (%s points read; %s rows with "
-               "identical duplicates: the known open bug)" % (m.group(1), dup.group(1)))
         else:
             not_ok("fsck after the runs (exit %d): %s" % (f.returncode, out[-600:]))
         landed = ", ".join("%s %d" % (ph, kills.get(ph, 0)) for ph in PHASES)

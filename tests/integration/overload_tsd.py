@@ -6,14 +6,15 @@ Writers (telnet and HTTP, the crash test's Writer class: acknowledged = reply to
 lines over telnet without waiting for anything (megabytes at a time: only the TSD's
 backpressure, which stops reading their sockets, holds them back; their points are
 acknowledged by one `version` at the end). A prober measures /api/version and a small
-/api/query, and the TSD's resident memory is sampled from /proc. Checks:
+/api/query, and the TSD's resident memory is sampled from /proc (every 0.2 s, and every 50 ms
+by a separate sampler thread). Checks:
   * the TSD applied backpressure: its `tsd.ingest.backpressure` counter (times it stopped
     reading sockets because every ingest batch was in use) grew during the load;
   * /api/version and a query keep answering during the overload (each within 10 s);
-  * peak RSS stays under the memory bound that follows from the configuration the TSD runs
-    with (see memory_bound_mb: block cache + the store's memstore ceiling + the ingest batch
-    pool + per-connection buffers + a fixed base for the program itself), or RSS_LIMIT_MB if
-    given;
+  * peak RSS stays under the one memory setting the TSD runs with,
+    tsd.core.memory_limit_bytes = MEMORY_LIMIT_MB (default 320 MiB), from which it derives
+    everything else, during the load and the verification queries after it (the anonymous
+    part, RssAnon, is printed too);
   * after the load stops, every acknowledged point is queryable (nothing acknowledged is lost).
 Prints "ok - ..." / "not ok - ..." and the figures.
 """
@@ -30,25 +31,14 @@ sys.path.insert(0, os.path.dirname(__file__))
 import crash_tsd  # noqa: E402  (shares the writers and the TSD launcher)
 
 LOAD_SECONDS = float(os.environ.get("LOAD_SECONDS", "12"))
-BLOCK_CACHE = 16 << 20
-FLUSH_BYTES = 4 << 20
+# The one memory setting the TSD runs with (tsd.core.memory_limit_bytes): the TSD derives its
+# block cache, memstore ceiling, flush size, connection limit and largest HTTP body from it
+# (tsd/membudget.h, docs/tsd.md "Memory limit"), and its peak RSS must stay under it.
+MEMORY_LIMIT_MB = int(os.environ.get("MEMORY_LIMIT_MB", "320"))
 TEL, HTTP, FLOOD = 6, 4, 4
-WINDOW = 400000  # seconds (= points per writer) per verification query
-TSD_ARGS = ["--tsd.storage.block_cache_bytes=%d" % BLOCK_CACHE, "--tsd.storage.memstore_flush_bytes=%d" % FLUSH_BYTES]
-
-
-def memory_bound_mb():
-    """The most the TSD should hold with this configuration (docs/tsd.md, storage/engine):
-    the block cache; all memstores together, flushed past max(4 x flush size, 256 MiB) and
-    writes blocked per region past 4 x flush size; the ingest pool (8 batches of 512 KiB); per
-    connection at most 256 KiB telnet input + 1 MiB unsent output, or 1 MiB HTTP input + 4 MiB
-    unsent output; and 64 MiB for the program, its threads' stacks and allocator slack."""
-    memstores = max(4 * FLUSH_BYTES, 256 << 20)
-    conns = (TEL + FLOOD + 2) * (256 << 10) + (TEL + FLOOD + 2) * (1 << 20) + (HTTP + 2) * (5 << 20)
-    return (BLOCK_CACHE + memstores + 8 * (512 << 10) + conns + (64 << 20)) / float(1 << 20)
-
-
-RSS_LIMIT_MB = float(os.environ.get("RSS_LIMIT_MB", "0")) or memory_bound_mb()
+WINDOW = 100000  # seconds (= points per writer) per verification query: under the derived
+# tsd.query.limits.data_points.default
+TSD_ARGS = ["--tsd.core.memory_limit_bytes=%d" % (MEMORY_LIMIT_MB << 20)] + os.environ.get("OVERLOAD_TSD_ARGS", "").split()
 
 
 class Flood(threading.Thread):
@@ -91,14 +81,41 @@ def stat_value(port, name):
     return None
 
 
-def rss_mb(pid):
+def rss_mb(pid, field="VmRSS"):
     try:
         for line in open("/proc/%d/status" % pid):
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024.0
     except OSError:
         pass
     return 0.0
+
+
+def rejected(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/api/stats" % port, timeout=30) as r:
+        for d in json.loads(r.read()):
+            if d.get("metric") == "tsd.connectionmgr.exceptions" and d.get("tags", {}).get("type") == "rejected":
+                return int(float(d["value"]))
+    return 0
+
+
+class RssSampler(threading.Thread):
+    """The TSD's resident memory every 50 ms; peak is the largest seen (peak_anon: RssAnon)."""
+
+    def __init__(self, pid, stop):
+        super().__init__(daemon=True)
+        self.pid, self.stop, self.peak, self.peak_anon = pid, stop, 0.0, 0.0
+
+    def run(self):
+        while not self.stop.is_set():
+            self.peak = max(self.peak, rss_mb(self.pid))
+            self.peak_anon = max(self.peak_anon, rss_mb(self.pid, "RssAnon"))
+            time.sleep(0.05)
+
+
+def config(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/api/config" % port, timeout=30) as r:
+        return json.loads(r.read())
 
 
 def main():
@@ -111,6 +128,21 @@ def main():
         crash_tsd.not_ok("the TSD starts")
         return
     bp0 = stat_value(port, "tsd.ingest.backpressure") or 0
+    cfg = config(port)
+    derived = ("tsd.core.connections.limit", "tsd.storage.block_cache_bytes",
+               "tsd.storage.memstore_total_bytes", "tsd.storage.memstore_flush_bytes",
+               "tsd.http.request.max_body")
+    print("# derived from tsd.core.memory_limit_bytes=%s: %s"
+          % (cfg.get("tsd.core.memory_limit_bytes"), ", ".join("%s=%s" % (k, cfg.get(k)) for k in derived)),
+          flush=True)
+    if all(int(cfg.get(k, "0")) > 0 for k in derived):
+        crash_tsd.ok("the TSD derived its connection limit, block cache, memstore ceiling, flush size "
+                     "and largest body from the memory limit")
+    else:
+        crash_tsd.not_ok("the TSD did not derive every setting from the memory limit: %r" % cfg)
+    sampler_stop = threading.Event()
+    sampler = RssSampler(p.pid, sampler_stop)
+    sampler.start()
     stop = threading.Event()
     writers = []
     for kind, n in (("tel", TEL), ("http", HTTP), ("flood", FLOOD)):
@@ -144,16 +176,18 @@ def main():
         while w.is_alive() and time.time() < t_end + 120:
             w.join(0.5)
             peak = max(peak, rss_mb(p.pid))
-    peak = max(peak, rss_mb(p.pid))
+    peak = max(peak, rss_mb(p.pid), sampler.peak)  # the verification queries below are sampled too
+    waits = stat_value(port, "tsd.ingest.memstore_waits") or 0
     bp = (stat_value(port, "tsd.ingest.backpressure") or 0) - bp0
     acked = sum(len(w.acked) for _, w in writers)
     flood_blocked = sum(w.blocked_s for (k, _), w in writers if k == "flood")
     lat.sort()
     print("# overload: %d points acknowledged in %.0f s (%.0f points/s; %d writers: %d telnet, %d HTTP, %d flood), "
           "backpressure %d times (flood senders blocked %.1f s in all), probe p50 %.3f s, worst %.3f s, "
-          "peak RSS %.0f MiB, bound %.0f MiB"
+          "peak RSS %.0f MiB, limit %d MiB (tsd.core.memory_limit_bytes), writes held for the memstore "
+          "ceiling %d times"
           % (acked, LOAD_SECONDS, acked / LOAD_SECONDS, len(writers), TEL, HTTP, FLOOD, bp, flood_blocked,
-             lat[len(lat) // 2], worst, peak, RSS_LIMIT_MB), flush=True)
+             lat[len(lat) // 2], worst, peak, MEMORY_LIMIT_MB, waits), flush=True)
     if bp > 0:
         crash_tsd.ok("the TSD applied backpressure (%d times it stopped reading sockets)" % bp)
     else:
@@ -162,10 +196,6 @@ def main():
         crash_tsd.ok("/api/version and a query kept answering under overload (%d probes, worst %.2f s)" % (len(lat), worst))
     else:
         crash_tsd.not_ok("%d of %d probes failed under overload" % (probe_fail, len(lat)))
-    if peak < RSS_LIMIT_MB:
-        crash_tsd.ok("peak RSS %.0f MiB stays under the configured bound %.0f MiB" % (peak, RSS_LIMIT_MB))
-    else:
-        crash_tsd.not_ok("peak RSS %.0f MiB exceeds the configured bound %.0f MiB" % (peak, RSS_LIMIT_MB))
     lost = 0
     for (kind, idx), w in writers:
         if not w.acked:
@@ -185,6 +215,23 @@ def main():
         crash_tsd.ok("all %d acknowledged points are queryable after the overload" % acked)
     else:
         crash_tsd.not_ok("%d acknowledged points lost under overload" % lost)
+    sampler_stop.set()
+    sampler.join(5)
+    peak_all = max(peak, sampler.peak)
+    print("# peak RSS during the load %.0f MiB, including the verification queries %.0f MiB "
+          "(anonymous %.0f MiB); connections refused by the derived limit: %d"
+          % (peak, peak_all, sampler.peak_anon, rejected(port)), flush=True)
+    peak = peak_all
+    if peak < MEMORY_LIMIT_MB:
+        crash_tsd.ok("peak RSS %.0f MiB stays under tsd.core.memory_limit_bytes (%d MiB)" % (peak, MEMORY_LIMIT_MB))
+    else:
+        crash_tsd.not_ok("peak RSS %.0f MiB exceeds tsd.core.memory_limit_bytes (%d MiB)" % (peak, MEMORY_LIMIT_MB))
+    # for the record: the budget's parts other than connection buffers (docs/tsd.md: connections
+    # x (5 MiB + max_header + 2 x max_body)), which this test's connections hardly use
+    conns_mb = int(cfg["tsd.core.connections.limit"]) * (
+        5 * 1024 * 1024 + int(cfg["tsd.http.request.max_header"]) + 2 * int(cfg["tsd.http.request.max_body"])) / float(1 << 20)
+    print("# peak anonymous memory %.0f MiB; the limit less the connection buffers' part: %.0f MiB"
+          % (sampler.peak_anon, MEMORY_LIMIT_MB - conns_mb), flush=True)
     p.terminate()
     try:
         p.wait(60)

@@ -1,26 +1,33 @@
 /* test_store.c - the TSD's write function (tsd/store.h) on a real embedded store: every point
  * of thousands of series, written in batches through the ingest pipeline, lands in its own
  * series' row (the writers' series cache, grown past its first size, never hands a point
- * another series' TSUID), also after `dropcaches`; bad points get their own outcome. Skipped
+ * another series' TSUID), also after `dropcaches`; bad points get their own outcome; writes
+ * wait for a configured memstore ceiling. Skipped
  * when the embedded engine is not in this build. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "schema/tsdb.h"
+#include "storage/wc.h"
 #include "tests/lib/ctest.h"
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
 #include "tsd/store.h"
+#include "tsd/tstats.h"
 
 #define BASE_S 1356998400LL /* an hour long past */
 #define NSER   3000         /* the cache starts at 1024 slots: grows twice */
 
-static void open_all(const char *dir, struct conf **c, struct tsdstore **st)
+/* Opens the store in dir with the settings kv[0..n) (key, value, ...) on top of the test's. */
+static void open_with(const char *dir, const char *const *kv, size_t n, struct conf **c,
+                      struct tsdstore **st)
 {
     struct ct_err err = {0};
     assert_int_equal(conf_new(c, &err), CT_OK);
     assert_int_equal(conf_set(*c, "tsd.storage.directory", dir, NULL, &err), CT_OK);
+    for (size_t i = 0; i + 1 < n; i += 2)
+        assert_int_equal(conf_set(*c, kv[i], kv[i + 1], NULL, &err), CT_OK);
     /* no hourly merge while the test reads single cells */
     assert_int_equal(conf_set(*c, "tsd.storage.enable_compaction", "false", NULL, &err), CT_OK);
     int rc = tsdstore_open(*c, false, st, &err);
@@ -28,6 +35,11 @@ static void open_all(const char *dir, struct conf **c, struct tsdstore **st)
         skip();
     if (rc != CT_OK)
         fail_msg("tsdstore_open: %s", err.msg);
+}
+
+static void open_all(const char *dir, struct conf **c, struct tsdstore **st)
+{
+    open_with(dir, NULL, 0, c, st);
 }
 
 static void series_point(int s, int round, char *host, size_t hn, char *svc, size_t sn,
@@ -152,6 +164,42 @@ static void record_outcomes(void *arg, struct ingest_batch *b)
     ingest_batch_release(x->g, b);
 }
 
+/* With tsd.storage.memstore_total_bytes at 256 KiB (and a 64 MiB flush size, which alone would
+ * flush nothing), the writes wait while the memstores are over the ceiling, the engine flushes
+ * them, and every point is still written. */
+static void test_store_writes_wait_for_the_memstore_ceiling(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct conf *c = NULL;
+    struct tsdstore *st = NULL;
+    open_with(dir,
+              (const char *const[]){"tsd.storage.memstore_total_bytes", "262144",
+                                    "tsd.storage.memstore_flush_bytes", "67108864"},
+              4, &c, &st);
+    uint64_t waits0 = tstats_get(TSTATS_MEMSTORE_WAITS);
+    struct ingest_options o;
+    ingest_options_init(&o);
+    o.batch_points = 700;
+    struct ingest *g = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(ingest_new(&o, tsdstore_write, st, &g, &err), CT_OK);
+    for (int round = 0; round < 8; round++)
+        write_round(g, round);
+    ingest_free(g);
+    struct wc_store_stats ss;
+    assert_int_equal(wc_store_stats(tsdstore_wc(st), &ss, &err), CT_OK);
+    print_message("memstore ceiling 256 KiB: %llu waits, %llu flushes, %llu bytes left\n",
+                  (unsigned long long)(tstats_get(TSTATS_MEMSTORE_WAITS) - waits0),
+                  (unsigned long long)ss.flushes, (unsigned long long)ss.memstore_bytes);
+    assert_true(tstats_get(TSTATS_MEMSTORE_WAITS) > waits0);
+    assert_true(ss.flushes > 0);
+    check_series(st, 8);
+    tsdstore_close(st);
+    conf_free(c);
+    ctest_rmdir(dir);
+}
+
 static void test_store_a_bad_point_fails_alone(void **state)
 {
     (void)state;
@@ -191,6 +239,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_store_every_point_lands_in_its_own_series),
         cmocka_unit_test(test_store_a_bad_point_fails_alone),
+        cmocka_unit_test(test_store_writes_wait_for_the_memstore_ceiling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,220 @@
+/* membudget.c - splitting tsd.core.memory_limit_bytes (see membudget.h).
+ *
+ * Invariant: a split returned CT_OK has fixed + ingest_pool + conns + queries + block_cache +
+ * memstores <= limit, every part the operator set equal to what they set, and at least
+ * MEMBUDGET_MIN_CONNS connections and MEMBUDGET_MIN_MEMSTORES of memstores (embedded store).
+ * Pure arithmetic except membudget_apply, which reads and writes the configuration. */
+#include "tsd/membudget.h"
+
+#include <inttypes.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tsd/conf.h"
+#include "tsd/ingest.h"
+
+#define MIB_F(x) ((double)(x) / (double)(1u << 20))
+
+uint64_t membudget_per_conn(uint64_t max_body, bool chunked, uint64_t max_chunk,
+                            uint64_t max_header)
+{
+    uint64_t telnet = TSD_TELNET_READ_HIGH + TSD_TELNET_SINGLE_READ + TSD_TELNET_OUT_HIGH;
+    uint64_t body = max_body;
+    if (chunked && max_chunk > body)
+        body = max_chunk;
+    uint64_t http = TSD_HTTP_READ_HIGH + TSD_HTTP_OUT_HIGH + max_header + 2 * body;
+    return http > telnet ? http : telnet;
+}
+
+/* "fixed 48.0 + ingest 6.3 + 23 conns x 7.0 + ..." (short: it goes into a struct ct_err). */
+static void describe_parts(const struct membudget *b, char *buf, size_t size)
+{
+    snprintf(buf, size,
+             "fixed %.1f + ingest %.1f + %" PRId64 " conns x %.1f + queries %.1f (%" PRIu64
+             " dps) + cache %.1f + memstores %.1f MiB",
+             MIB_F(b->fixed), MIB_F(b->ingest_pool), b->connections, MIB_F(b->per_conn),
+             MIB_F(b->queries), b->query_dps, MIB_F(b->block_cache), MIB_F(b->memstores));
+}
+
+static int too_small(const struct membudget_in *in, const struct membudget *b, const char *why,
+                     struct ct_err *err)
+{
+    char parts[512];
+    describe_parts(b, parts, sizeof(parts));
+    return ct_err_set(err, CT_EINVAL, "tsd.core.memory_limit_bytes (%.1f MiB) is too small: %s: %s",
+                      MIB_F(in->limit), why, parts);
+}
+
+int membudget_split(const struct membudget_in *in, struct membudget *out, struct ct_err *err)
+{
+    struct membudget b;
+    memset(&b, 0, sizeof(b));
+    b.limit = in->limit;
+    b.fixed = MEMBUDGET_FIXED_BYTES +
+              (uint64_t)(in->writers > 0 ? in->writers : 1) * MEMBUDGET_PER_WRITER_BYTES;
+    b.ingest_pool = in->ingest_pool;
+    b.max_body = in->max_body_set ? in->max_body : MEMBUDGET_DERIVED_MAX_BODY;
+    b.per_conn = membudget_per_conn(b.max_body, in->chunked, in->max_chunk, in->max_header);
+    b.block_cache = in->embedded && in->block_cache_set ? in->block_cache : 0;
+    b.memstores = in->embedded && in->memstores_set ? in->memstores : 0;
+    b.connections = in->connections_set ? in->connections : 0;
+    b.query_dps = in->query_dps_set ? in->query_dps : 0;
+    uint64_t per_query_dp =
+        (uint64_t)(in->query_threads > 0 ? in->query_threads : 1) * MEMBUDGET_QUERY_POINT_BYTES;
+    if (in->limit == 0)
+        return ct_err_set(err, CT_EINVAL, "membudget_split needs a limit");
+    if (in->connections_set && in->connections == 0)
+        return too_small(in, &b,
+                         "tsd.core.connections.limit=0 (no limit) cannot be bounded: set a "
+                         "number of connections or leave it unset",
+                         err);
+    uint64_t base = b.fixed + b.ingest_pool;
+    if (in->query_dps_set && in->query_dps == 0)
+        return too_small(in, &b,
+                         "tsd.query.limits.data_points.default=0 (no limit) cannot be bounded: "
+                         "set a number of datapoints or leave it unset",
+                         err);
+    if (base >= in->limit)
+        return too_small(in, &b, "the fixed part and the ingest pool alone do not fit", err);
+    uint64_t left = in->limit - base;
+    uint64_t left0 = left;
+    if (!in->connections_set) {
+        uint64_t n = left / 2 / b.per_conn;
+        if (n < MEMBUDGET_MIN_CONNS) {
+            b.connections = MEMBUDGET_MIN_CONNS;
+            b.conns = MEMBUDGET_MIN_CONNS * b.per_conn;
+            return too_small(in, &b, "fewer than 4 connections would fit", err);
+        }
+        b.connections = (int64_t)n;
+    }
+    b.conns = (uint64_t)b.connections * b.per_conn;
+    if (b.conns > left)
+        return too_small(in, &b, "tsd.core.connections.limit connections do not fit", err);
+    left -= b.conns;
+    if (!in->query_dps_set) {
+        b.query_dps = left0 / 5 / per_query_dp;
+        if (b.query_dps < MEMBUDGET_MIN_QUERY_DPS) {
+            b.query_dps = MEMBUDGET_MIN_QUERY_DPS;
+            b.queries = b.query_dps * per_query_dp;
+            return too_small(in, &b, "queries of fewer than 100000 datapoints would fit", err);
+        }
+    }
+    b.queries = b.query_dps * per_query_dp;
+    if (b.queries > left)
+        return too_small(in, &b, "queries of tsd.query.limits.data_points.default do not fit", err);
+    left -= b.queries;
+    if (in->embedded) {
+        if (in->block_cache_set && in->memstores_set) {
+            if (b.block_cache + b.memstores > left)
+                return too_small(in, &b, "the block cache and the memstores do not fit", err);
+        } else if (in->block_cache_set) {
+            if (b.block_cache > left)
+                return too_small(in, &b, "tsd.storage.block_cache_bytes does not fit", err);
+            b.memstores = left - b.block_cache;
+        } else if (in->memstores_set) {
+            if (b.memstores > left)
+                return too_small(in, &b, "tsd.storage.memstore_total_bytes does not fit", err);
+            b.block_cache = left - b.memstores;
+        } else {
+            b.block_cache = left * 3 / 10;
+            b.memstores = left - b.block_cache;
+        }
+        if (b.memstores < MEMBUDGET_MIN_MEMSTORES)
+            return too_small(in, &b, "less than 4 MiB would be left for the memstores", err);
+        if (in->flush_bytes_set) {
+            b.flush_bytes = in->flush_bytes;
+        } else {
+            b.flush_bytes = b.memstores / 8;
+            if (b.flush_bytes < (64u << 10))
+                b.flush_bytes = 64u << 10;
+            if (b.flush_bytes > (16u << 20))
+                b.flush_bytes = 16u << 20;
+        }
+    } else {
+        b.flush_bytes = in->flush_bytes;
+    }
+    *out = b;
+    return CT_OK;
+}
+
+static int set_u64(struct conf *c, const char *key, uint64_t v, struct ct_err *err)
+{
+    char s[32];
+    snprintf(s, sizeof(s), "%" PRIu64, v);
+    return conf_set(c, key, s, NULL, err);
+}
+
+int membudget_apply(struct conf *c, struct membudget *out, struct ct_err *err)
+{
+    memset(out, 0, sizeof(*out));
+    struct membudget_in in;
+    memset(&in, 0, sizeof(in));
+    in.limit = (uint64_t)conf_get_int(c, "tsd.core.memory_limit_bytes");
+    if (in.limit == 0)
+        return CT_OK;
+    in.writers = (int)conf_get_int(c, "tsd.storage.write_threads");
+    in.embedded = !strcmp(conf_get_str(c, "tsd.storage.backend"), "embedded");
+    struct ingest_options io;
+    ingest_options_init(&io);
+    in.ingest_pool = ingest_pool_bytes(&io);
+    in.block_cache = (uint64_t)conf_get_int(c, "tsd.storage.block_cache_bytes");
+    in.block_cache_set = conf_is_set(c, "tsd.storage.block_cache_bytes");
+    in.memstores = (uint64_t)conf_get_int(c, "tsd.storage.memstore_total_bytes");
+    in.memstores_set = conf_is_set(c, "tsd.storage.memstore_total_bytes");
+    in.flush_bytes = (uint64_t)conf_get_int(c, "tsd.storage.memstore_flush_bytes");
+    in.flush_bytes_set = conf_is_set(c, "tsd.storage.memstore_flush_bytes");
+    in.connections = conf_get_int(c, "tsd.core.connections.limit");
+    in.connections_set = conf_is_set(c, "tsd.core.connections.limit");
+    in.max_body = (uint64_t)conf_get_int(c, "tsd.http.request.max_body");
+    in.max_body_set = conf_is_set(c, "tsd.http.request.max_body");
+    in.max_chunk = (uint64_t)conf_get_int(c, "tsd.http.request.max_chunk");
+    in.chunked = conf_get_bool(c, "tsd.http.request.enable_chunked");
+    in.max_header = (uint64_t)conf_get_int(c, "tsd.http.request.max_header");
+    in.query_threads = (int)conf_get_int(c, "tsd.query.threads");
+    if (in.query_threads <= 0) { /* as workpool_new resolves it */
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        in.query_threads = n > 0 ? (int)n : 2;
+    }
+    in.query_dps = (uint64_t)conf_get_int(c, "tsd.query.limits.data_points.default");
+    in.query_dps_set = conf_is_set(c, "tsd.query.limits.data_points.default");
+    if (in.memstores_set && in.memstores == 0)
+        return ct_err_set(err, CT_EINVAL,
+                          "tsd.storage.memstore_total_bytes=0 (the engine's own ceiling) cannot "
+                          "be bounded by tsd.core.memory_limit_bytes: set a size or leave it "
+                          "unset");
+    struct membudget b;
+    int rc = membudget_split(&in, &b, err);
+    if (rc != CT_OK)
+        return rc;
+    if ((rc = set_u64(c, "tsd.core.connections.limit", (uint64_t)b.connections, err)) ||
+        (rc = set_u64(c, "tsd.http.request.max_body", b.max_body, err)) ||
+        (rc = set_u64(c, "tsd.query.limits.data_points.default", b.query_dps, err)))
+        return rc;
+    if (in.embedded && ((rc = set_u64(c, "tsd.storage.block_cache_bytes", b.block_cache, err)) ||
+                        (rc = set_u64(c, "tsd.storage.memstore_total_bytes", b.memstores, err)) ||
+                        (rc = set_u64(c, "tsd.storage.memstore_flush_bytes", b.flush_bytes, err))))
+        return rc;
+    *out = b;
+    return CT_OK;
+}
+
+void membudget_tune_allocator(const struct membudget *b)
+{
+    if (b->limit > 0)
+        (void)mallopt(M_ARENA_MAX, MEMBUDGET_MALLOC_ARENAS); /* 0 = refused: keep the default */
+}
+
+void membudget_describe(const struct membudget *b, char *buf, size_t size)
+{
+    char parts[512];
+    describe_parts(b, parts, sizeof(parts));
+    snprintf(buf, size,
+             "limit %.1f MiB = %s (+ %.1f MiB unassigned); flush size %.1f MiB, largest "
+             "HTTP body %.1f MiB",
+             MIB_F(b->limit), parts,
+             MIB_F(b->limit - b->fixed - b->ingest_pool - b->conns - b->queries - b->block_cache -
+                   b->memstores),
+             MIB_F(b->flush_bytes), MIB_F(b->max_body));
+}

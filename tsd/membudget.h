@@ -1,0 +1,117 @@
+/* membudget.h - the TSD's one memory bound, tsd.core.memory_limit_bytes, split into the parts
+ * that hold memory: a fixed part for the program itself, the ingest batch pool, connection
+ * buffers (connections x the most one connection holds), queries (worker threads x the raw
+ * datapoints one query may read x MEMBUDGET_QUERY_POINT_BYTES), the store's block cache and all
+ * of its memstores together. Settings the operator gave explicitly are kept and checked; the others
+ * are derived from what is left (docs/tsd.md, "Memory limit"). A limit the explicit settings do
+ * not fit in is refused with the figures, so the TSD never starts over its bound.
+ *
+ * The per-connection buffer caps live here so that telnet.c and http_conn.c enforce the same
+ * numbers this file counts. */
+#ifndef CT_TSD_MEMBUDGET_H
+#define CT_TSD_MEMBUDGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/ct_err.h"
+
+struct conf;
+
+/* Per-connection buffers. Telnet: input stops being read past READ_HIGH (libevent reads at
+ * most SINGLE_READ more at a time), replies stop the reading past OUT_HIGH unsent. HTTP: input
+ * past READ_HIGH, no new request past OUT_HIGH unsent, plus the request body being read and its
+ * contiguous (or decompressed) copy: twice the largest body. */
+#define TSD_TELNET_READ_HIGH   (256u << 10)
+#define TSD_TELNET_SINGLE_READ (64u << 10)
+#define TSD_TELNET_OUT_HIGH    (1u << 20)
+#define TSD_HTTP_READ_HIGH     (1u << 20)
+#define TSD_HTTP_OUT_HIGH      (4u << 20)
+
+/* The fixed part: the program and its libraries, thread stacks, allocator slack, UID caches,
+ * flush and compaction buffers (~20 MiB measured under load, rounded up), plus per writer
+ * thread its schema batch and series cache at typical series names. */
+#define MEMBUDGET_FIXED_BYTES      (40ull << 20)
+#define MEMBUDGET_PER_WRITER_BYTES (8ull << 20)
+/* What a query holds per raw datapoint it reads: the decoded point (24 bytes) in growing
+ * arrays, its copy in time order, rate and aggregation buffers (query/qexec.c), rounded up. */
+#define MEMBUDGET_QUERY_POINT_BYTES 128
+/* Smallest derived parts: a limit that leaves less is refused. */
+#define MEMBUDGET_MIN_MEMSTORES (4ull << 20)
+#define MEMBUDGET_MIN_CONNS     4
+#define MEMBUDGET_MIN_QUERY_DPS 100000
+/* tsd.http.request.max_body when a limit is set and the key is not: 1 MiB (~7,000 points). */
+#define MEMBUDGET_DERIVED_MAX_BODY (1ull << 20)
+
+/* The inputs of the split, each with whether the operator set it (else it is derived). */
+struct membudget_in {
+    uint64_t limit;       /* tsd.core.memory_limit_bytes; 0 = no limit (nothing derived) */
+    int writers;          /* tsd.storage.write_threads */
+    bool embedded;        /* tsd.storage.backend=embedded: block cache and memstores are local */
+    uint64_t ingest_pool; /* ingest_pool_bytes() of the pipeline's options */
+    uint64_t block_cache;
+    bool block_cache_set;
+    uint64_t memstores; /* tsd.storage.memstore_total_bytes */
+    bool memstores_set;
+    uint64_t flush_bytes; /* tsd.storage.memstore_flush_bytes */
+    bool flush_bytes_set;
+    int64_t connections; /* tsd.core.connections.limit (0 = unlimited) */
+    bool connections_set;
+    uint64_t max_body; /* tsd.http.request.max_body */
+    bool max_body_set;
+    uint64_t max_chunk; /* tsd.http.request.max_chunk, counted when chunked bodies are on */
+    bool chunked;
+    uint64_t max_header; /* tsd.http.request.max_header */
+    int query_threads;   /* worker threads (tsd.query.threads, 0 resolved to the CPUs) */
+    uint64_t query_dps;  /* tsd.query.limits.data_points.default (0 = unlimited) */
+    bool query_dps_set;
+};
+
+/* The split: the parts add up to at most limit. */
+struct membudget {
+    uint64_t limit;
+    uint64_t fixed;       /* MEMBUDGET_FIXED_BYTES + writers x MEMBUDGET_PER_WRITER_BYTES */
+    uint64_t ingest_pool; /* the ingest batches */
+    uint64_t per_conn;    /* the most one connection holds (telnet or HTTP) */
+    int64_t connections;  /* tsd.core.connections.limit */
+    uint64_t conns;       /* connections x per_conn */
+    uint64_t query_dps;   /* tsd.query.limits.data_points.default */
+    uint64_t queries;     /* query_threads x query_dps x MEMBUDGET_QUERY_POINT_BYTES */
+    uint64_t block_cache; /* tsd.storage.block_cache_bytes (0 with Bigtable) */
+    uint64_t memstores;   /* tsd.storage.memstore_total_bytes (0 with Bigtable) */
+    uint64_t flush_bytes; /* tsd.storage.memstore_flush_bytes */
+    uint64_t max_body;    /* tsd.http.request.max_body */
+};
+
+/* The most one connection holds with these HTTP body and header limits. */
+uint64_t membudget_per_conn(uint64_t max_body, bool chunked, uint64_t max_chunk,
+                            uint64_t max_header);
+
+/* Splits in->limit (which must be > 0). Unset parts, of what is left after the fixed part and
+ * the ingest pool: connections half (at least MEMBUDGET_MIN_CONNS of them), queries a fifth (at
+ * least MEMBUDGET_MIN_QUERY_DPS datapoints each), then the block cache 30% and the memstores
+ * 70% of the rest (the memstores at least MEMBUDGET_MIN_MEMSTORES),
+ * the flush size an eighth of the memstores (64 KiB .. 16 MiB), the largest body
+ * MEMBUDGET_DERIVED_MAX_BODY. Set parts are taken as given. CT_EINVAL, with every figure in the
+ * message, when they do not fit. */
+CT_MUST_CHECK int membudget_split(const struct membudget_in *in, struct membudget *out,
+                                  struct ct_err *err);
+
+/* Reads the inputs from c, splits when tsd.core.memory_limit_bytes > 0 and writes the derived
+ * values back into c (so the store, the listener and /api/config see them). With no limit c is
+ * unchanged and out->limit is 0. */
+CT_MUST_CHECK int membudget_apply(struct conf *c, struct membudget *out, struct ct_err *err);
+
+/* glibc malloc arenas under a limit. By default glibc gives threads up to 8 arenas per CPU,
+ * each keeping what its threads freed: in a 60 s overload with its verification queries (2
+ * CPUs) the anonymous peak was 167 MiB with them and 127 MiB with 2, at the same throughput. */
+#define MEMBUDGET_MALLOC_ARENAS 2
+/* With a limit (b->limit > 0), caps malloc's arenas at MEMBUDGET_MALLOC_ARENAS. Call before any
+ * thread starts. */
+void membudget_tune_allocator(const struct membudget *b);
+
+/* One line describing the split, for the log. */
+void membudget_describe(const struct membudget *b, char *buf, size_t size);
+
+#endif
