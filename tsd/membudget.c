@@ -66,16 +66,20 @@ int membudget_split(const struct membudget_in *in, struct membudget *out, struct
     if (in->limit == 0)
         return ct_err_set(err, CT_EINVAL, "membudget_split needs a limit");
     if (in->connections_set && in->connections == 0)
-        return too_small(in, &b,
-                         "tsd.core.connections.limit=0 (no limit) cannot be bounded: set a "
-                         "number of connections or leave it unset",
-                         err);
-    uint64_t base = b.fixed + b.ingest_pool;
+        return ct_err_set(err, CT_EINVAL,
+                          "tsd.core.connections.limit=0 (no limit) cannot be bounded by "
+                          "tsd.core.memory_limit_bytes: set a number of connections or leave it "
+                          "unset");
     if (in->query_dps_set && in->query_dps == 0)
-        return too_small(in, &b,
-                         "tsd.query.limits.data_points.default=0 (no limit) cannot be bounded: "
-                         "set a number of datapoints or leave it unset",
-                         err);
+        return ct_err_set(err, CT_EINVAL,
+                          "tsd.query.limits.data_points.default=0 (no limit) cannot be bounded "
+                          "by tsd.core.memory_limit_bytes: set a number of datapoints or leave it "
+                          "unset");
+    if (in->query_dps_set && in->query_dps > UINT64_MAX / 2 / per_query_dp) {
+        b.queries = UINT64_MAX;
+        return too_small(in, &b, "queries of tsd.query.limits.data_points.default do not fit", err);
+    }
+    uint64_t base = b.fixed + b.ingest_pool;
     if (base >= in->limit)
         return too_small(in, &b, "the fixed part and the ingest pool alone do not fit", err);
     uint64_t left = in->limit - base;

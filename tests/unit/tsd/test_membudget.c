@@ -209,6 +209,12 @@ static void test_settings_that_do_not_fit_are_refused_with_the_figures(void **st
     expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "536870912",
                                          "tsd.query.limits.data_points.default", "50000000"},
                    4, "queries of tsd.query.limits.data_points.default do not fit");
+    /* the largest datapoint limit on the most worker threads does not wrap around */
+    expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "1125899906842624",
+                                         "tsd.query.threads", "1024",
+                                         "tsd.query.limits.data_points.default",
+                                         "1125899906842624"},
+                   6, "queries of tsd.query.limits.data_points.default do not fit");
     /* the engine's own ceiling cannot be bounded */
     struct conf *c = conf_with((const char *const[]){"tsd.core.memory_limit_bytes", "268435456",
                                                      "tsd.storage.memstore_total_bytes", "0"},
