@@ -693,9 +693,11 @@ static const struct dpcodec_rplan *dpcodec_rplan_get(uint64_t r)
 static inline uint64_t dpcodec_div_inv(uint64_t u1, uint64_t u0, uint64_t d, uint64_t v,
                                        uint64_t *rem)
 {
-    unsigned __int128 q = (unsigned __int128)v * u1;
-    q += (unsigned __int128)(u1 + 1) << 64 | u0;
-    uint64_t q1 = (uint64_t)(q >> 64), q0 = (uint64_t)q;
+    /* (q1:q0) = v u1 + ((u1 + 1):u0), in 64-bit halves (an __int128 sum went through the
+     * stack) */
+    unsigned __int128 p = (unsigned __int128)v * u1;
+    uint64_t q0 = (uint64_t)p + u0;
+    uint64_t q1 = (uint64_t)(p >> 64) + u1 + 1 + (q0 < u0);
     uint64_t r = u0 - q1 * d;
     uint64_t fix = -(uint64_t)(r > q0); /* branch-free: taken about half the time */
     q1 += fix;
