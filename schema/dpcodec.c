@@ -591,33 +591,39 @@ static size_t dpcodec_radix_bits_memo(uint64_t r, size_t cnt)
     return bits;
 }
 
-/* Digit tables for small radixes: for r in 2..DPCODEC_TAB_RMAX and x < r^3, tab[r][x] holds x's
- * three base-r digits d0 d1 d2 (least significant first) in bytes 0, 1, 2, and psum[r][x] their
- * running sums d0, d0 + d1, d0 + d1 + d2 (for order-1 streams, whose values are the running sum
- * of the digits). Built once per process, read-only after. */
+/* Digit tables for small radixes: for r in 2..DPCODEC_TAB_RMAX, G = dpcodec_tab_g(r) digits per
+ * entry (4 while r^4 <= 4096, else 3: at most 4096 entries, 16 KiB) and x < r^G, tab[r][x]
+ * holds x's G base-r digits, least significant first, one per byte in memory order (its bytes
+ * past G are 0), so that one 4-byte copy writes G digit bytes. Built once per process,
+ * read-only after. */
 #define DPCODEC_TAB_RMAX 16
 static uint32_t *dpcodec_digit_tab[DPCODEC_TAB_RMAX + 1];
-static uint32_t *dpcodec_psum_tab[DPCODEC_TAB_RMAX + 1];
 static pthread_once_t dpcodec_digit_once = PTHREAD_ONCE_INIT;
+
+static unsigned dpcodec_tab_g(unsigned r)
+{
+    return r * r * r * r <= 4096 ? 4 : 3;
+}
 
 static void dpcodec_digit_tab_build(void)
 {
     size_t total = 0;
     for (unsigned r = 2; r <= DPCODEC_TAB_RMAX; r++)
-        total += (size_t)r * r * r;
-    uint32_t *all = malloc(2 * total * sizeof(uint32_t)); /* kept for the process's life */
+        total += (size_t)dpcodec_pow(r, dpcodec_tab_g(r));
+    uint32_t *all = malloc(total * sizeof(uint32_t)); /* kept for the process's life */
     if (!all)
         return; /* tables stay NULL: the digit-by-digit path is used */
     for (unsigned r = 2; r <= DPCODEC_TAB_RMAX; r++) {
-        uint32_t *t = all, *ps = all + (size_t)r * r * r;
-        for (uint32_t x = 0; x < r * r * r; x++) {
-            uint32_t d0 = x % r, d1 = x / r % r, d2 = x / (r * r);
-            t[x] = d0 | d1 << 8 | d2 << 16;
-            ps[x] = d0 | (d0 + d1) << 8 | (d0 + d1 + d2) << 16;
+        unsigned g = dpcodec_tab_g(r);
+        uint32_t size = (uint32_t)dpcodec_pow(r, g);
+        for (uint32_t x = 0; x < size; x++) {
+            uint8_t b[4] = {0, 0, 0, 0};
+            for (unsigned j = 0, y = x; j < g; j++, y /= r)
+                b[j] = (uint8_t)(y % r);
+            memcpy(&all[x], b, 4);
         }
-        dpcodec_digit_tab[r] = t;
-        dpcodec_psum_tab[r] = ps;
-        all += 2 * (size_t)r * r * r;
+        dpcodec_digit_tab[r] = all;
+        all += size;
     }
 }
 
@@ -625,17 +631,19 @@ static void dpcodec_digit_tab_build(void)
  * such power below 2^64, m digits per 32-bit half) once per 2m digits, with Moeller and
  * Granlund's division by an invariant divisor (two multiplications instead of a hardware
  * division: the divisions of up to three blocks then overlap), and each remainder's digits
- * come by exact multiplications (and three at a time from a table when r <= 16). */
+ * come by exact multiplications (r > 16), or for r <= 16 three or four at a time from a table
+ * as bytes (dpcodec_rdigit_bytes) then made values in a second pass (dpcodec_rexpand). */
 struct dpcodec_rplan {
-    uint64_t r;               /* 0: unused memo slot */
-    unsigned m;               /* r^m < 2^32 <= r^(m+1), or r^(m+1) >= 2^32 */
-    uint64_t chunk, chunk2;   /* r^m, C = r^(2m) */
-    uint64_t cinv, inv;       /* floor((2^64 - 1) / r^m), ceil(2^64 / r) */
-    uint64_t d, v;            /* C << s (top bit set) and floor((2^128 - 1) / d) - 2^64 */
-    unsigned s;               /* leading zero bits of C */
-    const uint32_t *tab, *ps; /* digit and running-sum tables, or NULL */
-    uint64_t r3, inv3;        /* r^3, ceil(2^64 / r^3), with the tables */
-    uint64_t pw[64];          /* r^c for c < 2m */
+    uint64_t r;             /* 0: unused memo slot */
+    unsigned m;             /* r^m < 2^32 <= r^(m+1), or r^(m+1) >= 2^32 */
+    uint64_t chunk, chunk2; /* r^m, C = r^(2m) */
+    uint64_t cinv, inv;     /* floor((2^64 - 1) / r^m), ceil(2^64 / r) */
+    uint64_t d, v;          /* C << s (top bit set) and floor((2^128 - 1) / d) - 2^64 */
+    unsigned s;             /* leading zero bits of C */
+    const uint32_t *tab;    /* the digit table (r <= DPCODEC_TAB_RMAX), or NULL */
+    unsigned g, ng;         /* with the table: G digits per entry, (m - 1) / G entries whole */
+    uint64_t rg, invg;      /* r^G, ceil(2^64 / r^G) */
+    uint64_t pw[64];        /* r^c for c < 2m */
 };
 
 /* The memo slot of radix r's plan (per thread). A slot holds one radix: getting another radix
@@ -671,9 +679,10 @@ static const struct dpcodec_rplan *dpcodec_rplan_get(uint64_t r)
     if (r <= DPCODEC_TAB_RMAX && pl->m >= 3) {
         pthread_once(&dpcodec_digit_once, dpcodec_digit_tab_build);
         pl->tab = dpcodec_digit_tab[r];
-        pl->ps = dpcodec_psum_tab[r];
-        pl->r3 = r * r * r;
-        pl->inv3 = UINT64_MAX / pl->r3 + 1;
+        pl->g = dpcodec_tab_g((unsigned)r);
+        pl->ng = (pl->m - 1) / pl->g;
+        pl->rg = dpcodec_pow(r, pl->g);
+        pl->invg = UINT64_MAX / pl->rg + 1;
     }
     pl->r = r;
     return pl;
@@ -754,40 +763,8 @@ DPCODEC_HOT static void dpcodec_rpass(uint64_t *l0, uint64_t *l1, uint64_t *l2, 
 static inline void dpcodec_rdigits(const struct dpcodec_rplan *pl, uint64_t x, unsigned cnt,
                                    int64_t mn, int64_t *out, uint64_t *acc)
 {
-    unsigned k = 0;
     uint64_t umn = (uint64_t)mn;
-    if (pl->tab) {
-        if (acc) {
-            uint64_t a = *acc;
-            for (; k + 3 <= cnt; k += 3) {
-                uint64_t q = (uint64_t)(((unsigned __int128)pl->inv3 * x) >> 64);
-                uint32_t t = pl->ps[x - q * pl->r3];
-                out[k] = (int64_t)(a + umn + (t & 0xFF));
-                out[k + 1] = (int64_t)(a + 2 * umn + (t >> 8 & 0xFF));
-                a += 3 * umn + (t >> 16);
-                out[k + 2] = (int64_t)a;
-                x = q;
-            }
-            uint32_t t = pl->tab[x]; /* x < r^2 now: the last one or two digits */
-            for (; k < cnt; k++, t >>= 8)
-                out[k] = (int64_t)(a += umn + (t & 0xFF));
-            *acc = a;
-            return;
-        }
-        for (; k + 3 <= cnt; k += 3) {
-            uint64_t q = (uint64_t)(((unsigned __int128)pl->inv3 * x) >> 64);
-            uint32_t t = pl->tab[x - q * pl->r3];
-            out[k] = (int64_t)(umn + (t & 0xFF));
-            out[k + 1] = (int64_t)(umn + (t >> 8 & 0xFF));
-            out[k + 2] = (int64_t)(umn + (t >> 16));
-            x = q;
-        }
-        uint32_t t = pl->tab[x];
-        for (; k < cnt; k++, t >>= 8)
-            out[k] = (int64_t)(umn + (t & 0xFF));
-        return;
-    }
-    for (; k < cnt; k++) { /* x < 2^32: ceil(2^64 / r) divides exactly */
+    for (unsigned k = 0; k < cnt; k++) { /* x < 2^32: ceil(2^64 / r) divides exactly */
         uint64_t q = (uint64_t)(((unsigned __int128)pl->inv * x) >> 64);
         uint64_t d = umn + (x - q * pl->r);
         out[k] = (int64_t)(acc ? (*acc += d) : d);
@@ -813,62 +790,129 @@ static inline void dpcodec_rdigits64(const struct dpcodec_rplan *pl, uint64_t x,
     dpcodec_rdigits(pl, hi, cnt - pl->m, mn, out + pl->m, acc);
 }
 
-/* The digits of the m digits of a 32-bit half x (r <= 16: tables), written at out[0..m) as
- * dpcodec_rdigits() does; run: as running sums from *a. */
+/* The m digits of a 32-bit half x < r^m (r <= DPCODEC_TAB_RMAX), least significant first, one
+ * per byte into d[0..m): ng table entries of G digits (x mod r^G by an exact multiplication:
+ * x < 2^32 and r^G <= 4096, so ceil(2^64 / r^G) divides exactly), then the last 1..G digits
+ * (x < r^G by then) from one more entry. Each entry is a 4-byte copy: bytes up to d[m + 3] may
+ * be written with zeros, which a later half (written after this one) overwrites. */
 static inline __attribute__((always_inline)) void
-dpcodec_rhalf_tab(const struct dpcodec_rplan *pl, uint64_t x, unsigned m3, unsigned m, uint64_t umn,
-                  int64_t *out, uint64_t *a, bool run)
+dpcodec_rhalf_bytes(const struct dpcodec_rplan *pl, uint64_t x, uint8_t *d)
 {
-    unsigned k = 0;
-    for (; k < m3; k += 3) {
-        uint64_t q = (uint64_t)(((unsigned __int128)pl->inv3 * x) >> 64);
-        uint64_t i = x - q * pl->r3;
-        if (run) {
-            uint32_t t = pl->ps[i];
-            out[k] = (int64_t)(*a + umn + (t & 0xFF));
-            out[k + 1] = (int64_t)(*a + 2 * umn + (t >> 8 & 0xFF));
-            *a += 3 * umn + (t >> 16);
-            out[k + 2] = (int64_t)*a;
-        } else {
-            uint32_t t = pl->tab[i];
-            out[k] = (int64_t)(umn + (t & 0xFF));
-            out[k + 1] = (int64_t)(umn + (t >> 8 & 0xFF));
-            out[k + 2] = (int64_t)(umn + (t >> 16));
-        }
+    const uint32_t *tab = pl->tab;
+    for (unsigned i = 0; i < pl->ng; i++, d += pl->g) {
+        uint64_t q = (uint64_t)(((unsigned __int128)pl->invg * x) >> 64);
+        memcpy(d, &tab[x - q * pl->rg], 4);
         x = q;
     }
-    uint32_t t = pl->tab[x]; /* x < r^2: the last one or two digits */
-    for (; k < m; k++, t >>= 8)
-        out[k] = (int64_t)(run ? (*a += umn + (t & 0xFF)) : umn + (t & 0xFF));
+    memcpy(d, &tab[x], 4);
 }
 
-/* The 2m digits of each of the n remainders rem[] (r <= 16), block order, into out (2m each);
- * with run as one running sum from *acc. One call per block: the table, the split and the
- * choice of running sums are set once, not per remainder. */
-static DPCODEC_HOT void dpcodec_rdigits_tab(const struct dpcodec_rplan *pl, const uint64_t *rem,
-                                            uint64_t n, int64_t mn, int64_t *out, uint64_t *acc,
-                                            bool run)
+/* Bytes dpcodec_rdigit_bytes() may write past a block's last digit. */
+#define DPCODEC_RDIGIT_SPARE (2 * 31 + 4)
+
+/* The digits of a radix block (r <= DPCODEC_TAB_RMAX) as bytes: the 2m digits of each of the n
+ * remainders rem[] mod C (block order), then those of last (< r^tail, tail < 2m: its digits past
+ * tail are zeros), each remainder split into its 32-bit halves mod r^m. d gets n * 2m + 2m
+ * digit bytes and may get zero bytes up to 4 past them: room DPCODEC_BLOCK +
+ * DPCODEC_RDIGIT_SPARE. The halves' multiplication chains are independent: they overlap. */
+static DPCODEC_HOT void dpcodec_rdigit_bytes(const struct dpcodec_rplan *pl, const uint64_t *rem,
+                                             uint64_t n, uint64_t last, uint8_t *d)
 {
-    const unsigned m = pl->m, m3 = m / 3 * 3;
-    const uint64_t chunk = pl->chunk, cinv = pl->cinv, umn = (uint64_t)mn;
-    uint64_t a = run ? *acc : 0;
-    for (uint64_t k = 0; k < n; k++, out += 2 * m) {
-        uint64_t x = rem[k];
+    const unsigned m = pl->m;
+    const uint64_t chunk = pl->chunk, cinv = pl->cinv;
+    for (uint64_t k = 0; k <= n; k++, d += 2 * m) {
+        uint64_t x = k < n ? rem[k] : last;
+        /* floor(x floor((2^64 - 1) / r^m) / 2^64) is the quotient or one less */
         uint64_t hi = (uint64_t)(((unsigned __int128)cinv * x) >> 64);
         uint64_t lo = x - hi * chunk;
         uint64_t fix = lo >= chunk;
         hi += fix;
         lo -= fix * chunk;
-        if (run) {
-            dpcodec_rhalf_tab(pl, lo, m3, m, umn, out, &a, true);
-            dpcodec_rhalf_tab(pl, hi, m3, m, umn, out + m, &a, true);
-        } else {
-            dpcodec_rhalf_tab(pl, lo, m3, m, umn, out, &a, false);
-            dpcodec_rhalf_tab(pl, hi, m3, m, umn, out + m, &a, false);
-        }
+        dpcodec_rhalf_bytes(pl, lo, d);
+        dpcodec_rhalf_bytes(pl, hi, d + m); /* after lo: overwrites its spare bytes */
     }
-    if (run)
+}
+
+/* Turns cnt digit bytes d[] (each < 16; 8 bytes readable from any k < cnt) into the block's
+ * values: out[k] = mn + d[k], or with acc the running sums *acc + (mn + d[0]) + ... + (mn + d[k])
+ * (64-bit wrap-around; *acc moves to the last). The AVX2 version (chosen once by CPUID) does
+ * eight at a time: the running sums of eight digits come from one multiplication by
+ * 0x0101010101010101 (byte j of the product is d[0] + ... + d[j] <= 8 * 15 < 256, so no byte
+ * carries into the next), widened to two vectors of four 64-bit lanes and added to
+ * a + (j + 1) mn. */
+static void dpcodec_rexpand_plain(const uint8_t *d, uint64_t cnt, int64_t mn, int64_t *out,
+                                  uint64_t *acc)
+{
+    const uint64_t umn = (uint64_t)mn;
+    if (acc) {
+        uint64_t a = *acc;
+        for (uint64_t k = 0; k < cnt; k++)
+            out[k] = (int64_t)(a += umn + d[k]);
         *acc = a;
+        return;
+    }
+    for (uint64_t k = 0; k < cnt; k++)
+        out[k] = (int64_t)(umn + d[k]);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define DPCODEC_AVX2 1
+__attribute__((target("avx2"))) static void
+dpcodec_rexpand_avx2(const uint8_t *d, uint64_t cnt, int64_t mn, int64_t *out, uint64_t *acc)
+{
+    const uint64_t umn = (uint64_t)mn;
+    uint64_t k = 0;
+    if (acc) {
+        uint64_t a = *acc;
+        const __m256i s0 = _mm256_set_epi64x((long long)(4 * umn), (long long)(3 * umn),
+                                             (long long)(2 * umn), (long long)umn);
+        const __m256i s1 = _mm256_add_epi64(s0, _mm256_set1_epi64x((long long)(4 * umn)));
+        for (; k + 8 <= cnt; k += 8) {
+            uint64_t w;
+            memcpy(&w, d + k, 8);
+            uint64_t p = w * 0x0101010101010101ULL; /* byte j: d[k] + ... + d[k + j] */
+            __m128i pv = _mm_cvtsi64_si128((long long)p);
+            __m256i av = _mm256_set1_epi64x((long long)a);
+            __m256i v0 = _mm256_cvtepu8_epi64(pv);
+            __m256i v1 = _mm256_cvtepu8_epi64(_mm_srli_epi64(pv, 32));
+            v0 = _mm256_add_epi64(v0, _mm256_add_epi64(av, s0));
+            v1 = _mm256_add_epi64(v1, _mm256_add_epi64(av, s1));
+            _mm256_storeu_si256((__m256i *)(void *)(out + k), v0);
+            _mm256_storeu_si256((__m256i *)(void *)(out + k + 4), v1);
+            a += 8 * umn + (p >> 56);
+        }
+        for (; k < cnt; k++)
+            out[k] = (int64_t)(a += umn + d[k]);
+        *acc = a;
+    } else {
+        const __m256i mv = _mm256_set1_epi64x((long long)umn);
+        for (; k + 4 <= cnt; k += 4) {
+            int32_t w;
+            memcpy(&w, d + k, 4);
+            __m256i v = _mm256_add_epi64(_mm256_cvtepu8_epi64(_mm_cvtsi32_si128(w)), mv);
+            _mm256_storeu_si256((__m256i *)(void *)(out + k), v);
+        }
+        for (; k < cnt; k++)
+            out[k] = (int64_t)(umn + d[k]);
+    }
+    /* the callers are SSE code: clear the upper halves (GCC left it out before a tail call) */
+    _mm256_zeroupper();
+}
+#endif
+
+static void dpcodec_rexpand(const uint8_t *d, uint64_t cnt, int64_t mn, int64_t *out, uint64_t *acc)
+{
+#ifdef DPCODEC_AVX2
+    static int avx2 = -1; /* a benign race: every thread finds the same answer */
+    if (__builtin_expect(avx2 < 0, 0))
+        avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    if (avx2) {
+        dpcodec_rexpand_avx2(d, cnt, mn, out, acc);
+        return;
+    }
+#endif
+    dpcodec_rexpand_plain(d, cnt, mn, out, acc);
 }
 
 /* Reads the numbers of nb (1..3) radix blocks (r < 2^32), whose limbs are loaded, and writes
@@ -930,13 +974,14 @@ DPCODEC_HOT static int dpcodec_rblocks_read(struct dpcodec_rblock *blk, unsigned
         uint64_t last = x->l[0];
         if (top > 1 || last >= pl->pw[tail])
             return -1;
-        if (pl->tab && acc)
-            dpcodec_rdigits_tab(pl, x->rem, passes[q], x->mn, x->out, acc, true);
-        else if (pl->tab)
-            dpcodec_rdigits_tab(pl, x->rem, passes[q], x->mn, x->out, NULL, false);
-        else
-            for (uint64_t k = 0; k < passes[q]; k++)
-                dpcodec_rdigits64(pl, x->rem[k], m2, x->mn, x->out + k * m2, acc);
+        if (pl->tab) {
+            uint8_t dg[DPCODEC_BLOCK + DPCODEC_RDIGIT_SPARE];
+            dpcodec_rdigit_bytes(pl, x->rem, passes[q], last, dg);
+            dpcodec_rexpand(dg, x->cnt, x->mn, x->out, acc);
+            continue;
+        }
+        for (uint64_t k = 0; k < passes[q]; k++)
+            dpcodec_rdigits64(pl, x->rem[k], m2, x->mn, x->out + k * m2, acc);
         if (tail)
             dpcodec_rdigits64(pl, last, tail, x->mn, x->out + passes[q] * m2, acc);
     }

@@ -6,6 +6,10 @@
  *
  * Usage: query_micro DATA_DIR RUNS 'JSON BODY' [threads [dump-file]]
  * (a body "LAST:{...}" runs an /api/query/last request)
+ * Environment: QM_THRASH_MB=N writes an N MiB buffer between runs (not timed, and its CPU time
+ * left out of the per-query CPU figure), so that each query starts with the caches holding
+ * other data, as when another server answers between two queries (query_bench.py alternates
+ * ctsdb and VictoriaMetrics run by run).
  * Build: make tools/bench/query_micro (see bench.mk). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,8 +81,17 @@ int main(int argc, char **argv)
     struct qexec_stats st = {0};
     size_t bytes = 0;
     struct rusage ru0, ru1;
+    const char *thrash_env = getenv("QM_THRASH_MB");
+    size_t thrash_len = thrash_env ? (size_t)atoi(thrash_env) << 20 : 0;
+    unsigned char *thrash = thrash_len ? malloc(thrash_len) : NULL;
+    uint64_t thrash_ns = 0;
     getrusage(RUSAGE_SELF, &ru0);
     for (int r = 0; r < runs; r++) {
+        if (thrash) {
+            uint64_t t0 = clock_mono_ns();
+            memset(thrash, r, thrash_len);
+            thrash_ns += clock_mono_ns() - t0;
+        }
         struct sink sk = {0, NULL};
         if (r == 0 && argc > 5)
             sk.dump = fopen(argv[5], "w");
@@ -105,7 +118,9 @@ int main(int argc, char **argv)
                      (ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e3 +
                      (ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1e3 +
                      (ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e3) /
-                    runs;
+                        runs -
+                    thrash_ns / 1e6 / runs; /* the thrashing was one thread's CPU time */
+    free(thrash);
     qsort(ns, (size_t)runs, sizeof(uint64_t), cmp_u64);
     printf("cpu %.3f ms/query | median %.3f ms  min %.3f  max %.3f  | rows %llu raw %llu series "
            "%llu emitted %llu "

@@ -1318,6 +1318,77 @@ static void test_radix_blocks_decode_every_radix_and_digit_count(void **state)
     assert_int_equal(checked, 24 * (int)(sizeof(radixes) / sizeof(radixes[0])));
 }
 
+/* One cell per (radix, digit count 1..128, order 0 or 1, shape): a single radix block after the
+ * heads, so that every split of a block (whole remainders mod r^2m, the tail, the table entries
+ * of 3 or 4 digits and the last 1..G digits of a half, the eight-at-a-time running sums and
+ * their tail) meets every length; digits all 0, all r - 1 (the largest number of the block),
+ * random, or r - 1 only in the last place. Checked against the values summed here. */
+static void test_radix_blocks_of_every_length_match_the_reference(void **state)
+{
+    (void)state;
+    static const uint64_t radixes[] = {2,  3,  4,  5,  6,  7,  8,   9,    10,    11,         12,
+                                       13, 14, 15, 16, 17, 31, 255, 4001, 65537, 4294967295u};
+    enum {
+        MAXN = DPCODEC_BLOCK + 2
+    };
+    static uint8_t v[16 * MAXN + 256];
+    uint64_t dig[MAXN];
+    int64_t want[MAXN], res[MAXN];
+    struct dpcodec_cols cols;
+    dpcodec_cols_init(&cols);
+    uint64_t seed = 0x2545F4914F6CDD1DULL;
+    int checked = 0;
+    for (size_t ri = 0; ri < sizeof(radixes) / sizeof(radixes[0]); ri++) {
+        uint64_t r = radixes[ri];
+        for (size_t cnt = 1; cnt <= DPCODEC_BLOCK; cnt++) {
+            for (int variant = 0; variant < 8; variant++) {
+                unsigned order = (unsigned)variant & 1;
+                int shape = variant >> 1; /* 0 random, 1 zeros, 2 all r - 1, 3 top digit r - 1 */
+                size_t n = order + cnt;
+                int64_t mn =
+                    variant == 5 ? INT64_MAX - 3 : (int64_t)(radix_rand(&seed) % 201) - 100;
+                size_t o = 0;
+                v[o++] = DPCODEC_CVERSION;
+                v[o++] = DPCODEC_VENC(DPCODEC_VK_INT, order);
+                v[o++] = DPCODEC_CF_SECONDS;
+                o += coding_put_varint64(v + o, n);
+                v[o++] = 0; /* timestamps 0, 1, 2, ...: heads 0 and 1, zero-width blocks */
+                if (n > 1)
+                    v[o++] = (uint8_t)coding_zigzag(1);
+                for (size_t left = n > 2 ? n - 2 : 0; left > 0;) {
+                    size_t c = left < DPCODEC_BLOCK ? left : DPCODEC_BLOCK;
+                    v[o++] = 0;
+                    v[o++] = 0;
+                    left -= c;
+                }
+                int64_t head = (int64_t)(radix_rand(&seed) % 1000) - 500;
+                if (order)
+                    o += coding_put_varint64(v + o, coding_zigzag(head));
+                for (size_t j = 0; j < cnt; j++) {
+                    dig[j] = shape == 1   ? 0
+                             : shape == 2 ? r - 1
+                             : shape == 3 ? (j + 1 == cnt ? r - 1 : 0)
+                                          : radix_rand(&seed) % r;
+                    res[j] = (int64_t)((uint64_t)mn + dig[j]);
+                }
+                bool over = false;
+                o += put_radix_block(v + o, r, mn, dig, cnt, &over);
+                uint64_t x = (uint64_t)head;
+                for (size_t i = 0; i < n; i++) {
+                    if (order == 0)
+                        want[i] = res[i];
+                    else
+                        want[i] = (int64_t)(x = i == 0 ? x : x + (uint64_t)res[i - 1]);
+                }
+                check_radix_cell(v, o, n, want, true, &cols);
+                checked++;
+            }
+        }
+    }
+    dpcodec_cols_free(&cols);
+    assert_int_equal(checked, 8 * DPCODEC_BLOCK * (int)(sizeof(radixes) / sizeof(radixes[0])));
+}
+
 /* Rows of integer single cells with 2-byte qualifiers (a current hour: read in one pass by the
  * columnar reader), against the iterator's row decoder: every value width with both signs,
  * non-datapoint cells among them (annotations, a histogram, an unknown odd qualifier), and now
@@ -1422,6 +1493,7 @@ int main(void)
         cmocka_unit_test(test_encoder_threads_write_the_same_bytes),
         cmocka_unit_test(test_annotation_test_inline_matches_qualifier_kind),
         cmocka_unit_test(test_radix_blocks_decode_every_radix_and_digit_count),
+        cmocka_unit_test(test_radix_blocks_of_every_length_match_the_reference),
         cmocka_unit_test(test_cols_reads_rows_of_integer_cells_like_row_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
