@@ -693,9 +693,11 @@ static const struct dpcodec_rplan *dpcodec_rplan_get(uint64_t r)
 static inline uint64_t dpcodec_div_inv(uint64_t u1, uint64_t u0, uint64_t d, uint64_t v,
                                        uint64_t *rem)
 {
-    unsigned __int128 q = (unsigned __int128)v * u1;
-    q += (unsigned __int128)(u1 + 1) << 64 | u0;
-    uint64_t q1 = (uint64_t)(q >> 64), q0 = (uint64_t)q;
+    /* (q1:q0) = v u1 + ((u1 + 1):u0), in 64-bit halves (an __int128 sum went through the
+     * stack) */
+    unsigned __int128 p = (unsigned __int128)v * u1;
+    uint64_t q0 = (uint64_t)p + u0;
+    uint64_t q1 = (uint64_t)(p >> 64) + u1 + 1 + (q0 < u0);
     uint64_t r = u0 - q1 * d;
     uint64_t fix = -(uint64_t)(r > q0); /* branch-free: taken about half the time */
     q1 += fix;
@@ -1216,7 +1218,22 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
                 uint64_t pos = 0;
                 int64_t *o = res + done;
                 const uint64_t umn = (uint64_t)mn, w2 = 2 * (uint64_t)w, w3 = 3 * (uint64_t)w;
-                if (run) { /* order 1: running sums straight away (no second pass) */
+                if (run && w <= 28) {
+                    /* order 1, two entries per 8-byte load: entry j starts at bit pos & 7 <= 7
+                     * of the load and j + 1 ends by bit 7 + 2w <= 63 of it */
+                    uint64_t a = acc;
+                    for (; j + 4 <= fast; j += 4, pos += 4 * (uint64_t)w) {
+                        uint64_t p2 = pos + w2;
+                        uint64_t x0 = coding_get_be64(p + (pos >> 3)) << (pos & 7);
+                        uint64_t x1 = coding_get_be64(p + (p2 >> 3)) << (p2 & 7);
+                        o[j] = (int64_t)(a += umn + (x0 >> down));
+                        o[j + 1] = (int64_t)(a += umn + ((x0 << w) >> down));
+                        o[j + 2] = (int64_t)(a += umn + (x1 >> down));
+                        o[j + 3] = (int64_t)(a += umn + ((x1 << w) >> down));
+                    }
+                    acc = a;
+                    summed = j;
+                } else if (run) { /* order 1: running sums straight away (no second pass) */
                     uint64_t a = acc;
                     for (; j + 4 <= fast; j += 4, pos += 4 * (uint64_t)w) {
                         uint64_t p1 = pos + w, p2 = pos + w2, p3 = pos + w3;
@@ -1231,6 +1248,15 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
                     }
                     acc = a;
                     summed = j;
+                }
+                for (; w <= 28 && j + 4 <= fast; j += 4, pos += 4 * (uint64_t)w) {
+                    uint64_t p2 = pos + w2; /* two entries per load, as above */
+                    uint64_t x0 = coding_get_be64(p + (pos >> 3)) << (pos & 7);
+                    uint64_t x1 = coding_get_be64(p + (p2 >> 3)) << (p2 & 7);
+                    o[j] = (int64_t)(umn + (x0 >> down));
+                    o[j + 1] = (int64_t)(umn + ((x0 << w) >> down));
+                    o[j + 2] = (int64_t)(umn + (x1 >> down));
+                    o[j + 3] = (int64_t)(umn + ((x1 << w) >> down));
                 }
                 for (; j + 4 <= fast; j += 4, pos += 4 * (uint64_t)w) { /* four per step */
                     uint64_t p1 = pos + w, p2 = pos + w2, p3 = pos + w3;

@@ -1389,6 +1389,78 @@ static void test_radix_blocks_of_every_length_match_the_reference(void **state)
     assert_int_equal(checked, 8 * DPCODEC_BLOCK * (int)(sizeof(radixes) / sizeof(radixes[0])));
 }
 
+/* One cell per (width 1..64, entry count, order 0 or 1, shape): a single bit-packed block after
+ * the heads, at the very end of the cell (so that the readers' whole 8-byte loads stop short of
+ * the end and the last entries go through the checked path), for every count 1..128 at the
+ * widths the two-entries-per-load loops take (w <= 28) and their neighbours, a sample of counts
+ * above; entries random, all ones (the width's largest) or 0. Checked against sums made here. */
+static void test_packed_blocks_of_every_width_match_the_reference(void **state)
+{
+    (void)state;
+    enum {
+        MAXN = DPCODEC_BLOCK + 2
+    };
+    static uint8_t v[16 * MAXN + 256];
+    uint64_t u[MAXN];
+    int64_t want[MAXN];
+    struct dpcodec_cols cols;
+    dpcodec_cols_init(&cols);
+    uint64_t seed = 0x9FB21C651E98DF25ULL;
+    int checked = 0;
+    for (unsigned w = 1; w <= 64; w++) {
+        for (size_t cnt = 1; cnt <= DPCODEC_BLOCK; cnt++) {
+            if (w > 30 && cnt % 9 != 0 && cnt != DPCODEC_BLOCK && cnt > 3)
+                continue;
+            for (int variant = 0; variant < 6; variant++) {
+                unsigned order = (unsigned)variant & 1;
+                int shape = variant >> 1; /* 0 random, 1 all ones, 2 zeros */
+                size_t n = order + cnt;
+                int64_t mn = (int64_t)(radix_rand(&seed) % 2001) - 1000;
+                size_t o = 0;
+                v[o++] = DPCODEC_CVERSION;
+                v[o++] = DPCODEC_VENC(DPCODEC_VK_INT, order);
+                v[o++] = DPCODEC_CF_SECONDS;
+                o += coding_put_varint64(v + o, n);
+                v[o++] = 0; /* timestamps 0, 1, 2, ...: heads 0 and 1, zero-width blocks */
+                if (n > 1)
+                    v[o++] = (uint8_t)coding_zigzag(1);
+                for (size_t left = n > 2 ? n - 2 : 0; left > 0;) {
+                    size_t c = left < DPCODEC_BLOCK ? left : DPCODEC_BLOCK;
+                    v[o++] = 0;
+                    v[o++] = 0;
+                    left -= c;
+                }
+                int64_t head = (int64_t)(radix_rand(&seed) % 1000) - 500;
+                if (order)
+                    o += coding_put_varint64(v + o, coding_zigzag(head));
+                uint64_t top = w == 64 ? UINT64_MAX : (1ull << w) - 1;
+                v[o++] = (uint8_t)w;
+                o += coding_put_varint64(v + o, coding_zigzag(mn));
+                size_t bytes = (cnt * w + 7) / 8;
+                memset(v + o, 0, bytes);
+                for (size_t j = 0; j < cnt; j++) {
+                    u[j] = shape == 1 ? top : shape == 2 ? 0 : radix_rand(&seed) & top;
+                    for (unsigned b = 0; b < w; b++) /* MSB first */
+                        if (u[j] >> (w - 1 - b) & 1)
+                            v[o + (j * w + b) / 8] |= (uint8_t)(0x80 >> ((j * w + b) % 8));
+                }
+                o += bytes;
+                uint64_t x = (uint64_t)head;
+                for (size_t i = 0; i < n; i++) {
+                    if (order == 0)
+                        want[i] = (int64_t)((uint64_t)mn + u[i]);
+                    else
+                        want[i] = (int64_t)(x = i == 0 ? x : x + (uint64_t)mn + u[i - 1]);
+                }
+                check_radix_cell(v, o, n, want, true, &cols);
+                checked++;
+            }
+        }
+    }
+    dpcodec_cols_free(&cols);
+    assert_true(checked > 6 * DPCODEC_BLOCK * 30);
+}
+
 /* Rows of integer single cells with 2-byte qualifiers (a current hour: read in one pass by the
  * columnar reader), against the iterator's row decoder: every value width with both signs,
  * non-datapoint cells among them (annotations, a histogram, an unknown odd qualifier), and now
@@ -1494,6 +1566,7 @@ int main(void)
         cmocka_unit_test(test_annotation_test_inline_matches_qualifier_kind),
         cmocka_unit_test(test_radix_blocks_decode_every_radix_and_digit_count),
         cmocka_unit_test(test_radix_blocks_of_every_length_match_the_reference),
+        cmocka_unit_test(test_packed_blocks_of_every_width_match_the_reference),
         cmocka_unit_test(test_cols_reads_rows_of_integer_cells_like_row_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
