@@ -121,12 +121,24 @@ static void xset_clear(struct xset *x)
     memset(x, 0, sizeof(*x));
 }
 
+/* A TSUID's hash for xset's table (lookups only: the series keep their insertion order), eight
+ * bytes per multiplication (FNV-1a byte by byte was 27 dependent multiplications per row of a
+ * 4-tag series, 4 % of sum_1m_avg), finished by a multiply-xorshift so that the low bits the
+ * table uses depend on every byte. */
 static uint64_t hash_bytes(const uint8_t *p, size_t n)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
+    const uint64_t k = 0x9E3779B97F4A7C15ULL;
+    uint64_t h = n * k, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * k;
+        h ^= h >> 29;
+    }
+    w = 0;
+    memcpy(&w, p + i, n - i);
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+    return h ^ h >> 31;
 }
 
 static int xset_grow(struct xset *x)

@@ -444,6 +444,49 @@ static void test_qexec_time_slices_keep_points_in_order(void **state)
     scan_threads = 0;
 }
 
+static void test_qexec_many_series_each_keep_their_points(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    /* 1,000 series over two hours (about 250 per salt bucket: each scan's series table grows
+     * past its first size and rehashes while the newer hour is read, and the older hour's rows
+     * must then find their series), each with its own values: every series must come out
+     * once, with its own two points */
+    enum {
+        NS = 1000
+    };
+    for (int h = 0; h < NS; h++) {
+        char host[16];
+        snprintf(host, sizeof(host), "s%d", h);
+        put(f->t, host, "w", 1356998410, true, h, 0);
+        put(f->t, host, "w", 1357002020, true, 2 * h + 1, 0);
+    }
+    const char *p[] = {"start=1356998400", "end=1357003000", "m=none:sys.cpu{dc=w}", NULL};
+    for (unsigned th = 1; th <= 4; th *= 4) {
+        scan_threads = th;
+        char *got = run_query(f, p, false);
+        cJSON *a = cJSON_Parse(got);
+        assert_non_null(a);
+        assert_int_equal(cJSON_GetArraySize(a), NS);
+        static bool seen[NS];
+        memset(seen, 0, sizeof(seen));
+        for (cJSON *g = a->child; g; g = g->next) {
+            const char *host =
+                cJSON_GetObjectItem(cJSON_GetObjectItem(g, "tags"), "host")->valuestring;
+            int h = atoi(host + 1);
+            assert_true(h >= 0 && h < NS && !seen[h]);
+            seen[h] = true;
+            cJSON *dps = cJSON_GetObjectItem(g, "dps");
+            assert_int_equal(cJSON_GetArraySize(dps), 2);
+            assert_int_equal(cJSON_GetObjectItem(dps, "1356998410")->valueint, h);
+            assert_int_equal(cJSON_GetObjectItem(dps, "1357002020")->valueint, 2 * h + 1);
+        }
+        cJSON_Delete(a);
+        free(got);
+    }
+    scan_threads = 0;
+}
+
 /* The points of series host=g in the answer's first group, as (seconds, value) pairs; -1 if the
  * answer is not one group. */
 static int answer_points(const char *json, int64_t *ts, double *val, int max)
@@ -720,6 +763,8 @@ int main(void)
             test_qlast_metric_query_takes_each_series_newest_row_with_a_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qmeta_suggest_lookup_assign, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_delete_removes_the_rows_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qexec_many_series_each_keep_their_points, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_qexec_time_slices_keep_points_in_order, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qexec_rows_of_any_size_come_out_in_time_order, setup,
