@@ -12,7 +12,7 @@
  * and after content decoding) or tsd.http.request.max_chunk (chunked); past either the client
  * gets 413 and the connection is closed, since the rest of its stream cannot be framed; (3) the
  * connection is freed only when refs drops to 0: the loop holds 1 while it is open, a worker 1
- * while it runs the request's deferred work; (4) while more than HTTP_OUT_HIGH bytes of answers
+ * while it runs the request's deferred work; (4) while more than http_out_high bytes of answers
  * are unsent, no further request is read (the write callback resumes); (5) a worker that wrote
  * a whole reply finishes its request without waking the loop when the loop is sure to come back
  * to the connection anyway: it keeps reading (EV_READ enabled, keep-alive) and nothing is
@@ -55,10 +55,9 @@ enum http_conn_state {
     HC_CLOSING,
 };
 
-#define HTTP_READ_HIGH TSD_HTTP_READ_HIGH
+/* Input past c->tsd->http_read_high is not read; no new request is started while more than
+ * c->tsd->http_out_high is unsent (tsd/membudget.h: TSD_HTTP_*, smaller under a memory limit). */
 #define HTTP_WRITE_LOW (256u << 10)
-#define HTTP_OUT_HIGH                                                                              \
-    TSD_HTTP_OUT_HIGH /* no new request is started while more than this is unsent */
 
 static void http_conn_process(struct http_conn *c);
 static void http_conn_free(struct http_conn *c);
@@ -621,7 +620,7 @@ static bool http_conn_step(struct http_conn *c)
     switch (c->state) {
     case HC_HEAD: {
         /* a pipelining client that does not read its answers is not read either (4) */
-        if (evbuffer_get_length(bufferevent_get_output(c->bev)) > HTTP_OUT_HIGH) {
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) > c->tsd->http_out_high) {
             c->out_full = true;
             bufferevent_disable(c->bev, EV_READ);
             return false;
@@ -910,7 +909,7 @@ int http_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err)
         c->next->prev = c;
     t->http_conns = c;
     bufferevent_setcb(c->bev, http_conn_read_cb, http_conn_write_cb, http_conn_event_cb, c);
-    bufferevent_setwatermark(c->bev, EV_READ, 0, HTTP_READ_HIGH);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, t->http_read_high);
     bufferevent_setwatermark(c->bev, EV_WRITE, HTTP_WRITE_LOW, 0);
     if (t->socket_timeout_s > 0) {
         struct timeval tv = {(time_t)t->socket_timeout_s, 0};

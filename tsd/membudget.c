@@ -24,7 +24,7 @@ uint64_t membudget_per_conn(uint64_t max_body, bool chunked, uint64_t max_chunk,
     uint64_t body = max_body;
     if (chunked && max_chunk > body)
         body = max_chunk;
-    uint64_t http = TSD_HTTP_READ_HIGH + TSD_HTTP_OUT_HIGH + max_header + 2 * body;
+    uint64_t http = TSD_HTTP_READ_HIGH_LIMITED + TSD_HTTP_OUT_HIGH_LIMITED + max_header + 2 * body;
     return http > telnet ? http : telnet;
 }
 

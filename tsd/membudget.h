@@ -22,12 +22,16 @@ struct conf;
 /* Per-connection buffers. Telnet: input stops being read past READ_HIGH (libevent reads at
  * most SINGLE_READ more at a time), replies stop the reading past OUT_HIGH unsent. HTTP: input
  * past READ_HIGH, no new request past OUT_HIGH unsent, plus the request body being read and its
- * contiguous (or decompressed) copy: twice the largest body. */
-#define TSD_TELNET_READ_HIGH   (256u << 10)
-#define TSD_TELNET_SINGLE_READ (64u << 10)
-#define TSD_TELNET_OUT_HIGH    (1u << 20)
-#define TSD_HTTP_READ_HIGH     (1u << 20)
-#define TSD_HTTP_OUT_HIGH      (4u << 20)
+ * contiguous (or decompressed) copy: twice the largest body. Under a memory limit HTTP uses the
+ * _LIMITED caps (a body moves out of the input as it arrives, so a smaller read watermark only
+ * means more, smaller reads; unsent answers past 1 MiB stop the next pipelined request). */
+#define TSD_TELNET_READ_HIGH       (256u << 10)
+#define TSD_TELNET_SINGLE_READ     (64u << 10)
+#define TSD_TELNET_OUT_HIGH        (1u << 20)
+#define TSD_HTTP_READ_HIGH         (1u << 20)
+#define TSD_HTTP_OUT_HIGH          (4u << 20)
+#define TSD_HTTP_READ_HIGH_LIMITED (256u << 10)
+#define TSD_HTTP_OUT_HIGH_LIMITED  (1u << 20)
 
 /* The fixed part: the program and its libraries, thread stacks, allocator slack, UID caches,
  * flush and compaction buffers (~20 MiB measured under load, rounded up), plus per writer
@@ -84,7 +88,7 @@ struct membudget {
     uint64_t max_body;    /* tsd.http.request.max_body */
 };
 
-/* The most one connection holds with these HTTP body and header limits. */
+/* The most one connection holds under a memory limit with these HTTP body and header limits. */
 uint64_t membudget_per_conn(uint64_t max_body, bool chunked, uint64_t max_chunk,
                             uint64_t max_header);
 

@@ -33,6 +33,7 @@
 #include "tsd/conf.h"
 #include "tsd/http_int.h"
 #include "tsd/ingest.h"
+#include "tsd/membudget.h"
 #include "tsd/store.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd_int.h"
@@ -374,6 +375,9 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
     t->max_chunk = (size_t)conf_get_int(c, "tsd.http.request.max_chunk");
     t->max_body = (size_t)conf_get_int(c, "tsd.http.request.max_body");
     t->max_header = (size_t)conf_get_int(c, "tsd.http.request.max_header");
+    bool limited = conf_get_int(c, "tsd.core.memory_limit_bytes") > 0;
+    t->http_read_high = limited ? TSD_HTTP_READ_HIGH_LIMITED : TSD_HTTP_READ_HIGH;
+    t->http_out_high = limited ? TSD_HTTP_OUT_HIGH_LIMITED : TSD_HTTP_OUT_HIGH;
     t->cors_headers = conf_get_str(c, "tsd.http.request.cors_headers");
     t->static_root = conf_get_str(c, "tsd.http.staticroot");
     t->return_errors = conf_get_bool(c, "tsd.rpc.telnet.return_errors");

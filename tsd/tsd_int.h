@@ -91,6 +91,7 @@ struct tsd {
     char special_chars[256];
     bool enable_chunked;
     size_t max_chunk, max_body, max_header;
+    size_t http_read_high, http_out_high; /* per-connection HTTP buffers (tsd/membudget.h) */
     bool cors_enabled, cors_any;
     char cors_domains[1024]; /* comma list, lower case, spaces removed */
     const char *cors_headers;

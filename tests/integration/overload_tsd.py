@@ -12,7 +12,7 @@ by a separate sampler thread). Checks:
     reading sockets because every ingest batch was in use) grew during the load;
   * /api/version and a query keep answering during the overload (each within 10 s);
   * peak RSS stays under the one memory setting the TSD runs with,
-    tsd.core.memory_limit_bytes = MEMORY_LIMIT_MB (default 320 MiB), from which it derives
+    tsd.core.memory_limit_bytes = MEMORY_LIMIT_MB (default 256 MiB), from which it derives
     everything else, during the load and the verification queries after it (the anonymous
     part, RssAnon, is printed too);
   * after the load stops, every acknowledged point is queryable (nothing acknowledged is lost).
@@ -34,7 +34,7 @@ LOAD_SECONDS = float(os.environ.get("LOAD_SECONDS", "12"))
 # The one memory setting the TSD runs with (tsd.core.memory_limit_bytes): the TSD derives its
 # block cache, memstore ceiling, flush size, connection limit and largest HTTP body from it
 # (tsd/membudget.h, docs/tsd.md "Memory limit"), and its peak RSS must stay under it.
-MEMORY_LIMIT_MB = int(os.environ.get("MEMORY_LIMIT_MB", "320"))
+MEMORY_LIMIT_MB = int(os.environ.get("MEMORY_LIMIT_MB", "256"))
 TEL, HTTP, FLOOD = 6, 4, 4
 WINDOW = 100000  # seconds (= points per writer) per verification query: under the derived
 # tsd.query.limits.data_points.default
@@ -227,9 +227,10 @@ def main():
     else:
         crash_tsd.not_ok("peak RSS %.0f MiB exceeds tsd.core.memory_limit_bytes (%d MiB)" % (peak, MEMORY_LIMIT_MB))
     # for the record: the budget's parts other than connection buffers (docs/tsd.md: connections
-    # x (5 MiB + max_header + 2 x max_body)), which this test's connections hardly use
+    # x (1.25 MiB + max_header + 2 x max_body) under a limit), which this test's connections
+    # hardly use
     conns_mb = int(cfg["tsd.core.connections.limit"]) * (
-        5 * 1024 * 1024 + int(cfg["tsd.http.request.max_header"]) + 2 * int(cfg["tsd.http.request.max_body"])) / float(1 << 20)
+        1.25 * 1024 * 1024 + int(cfg["tsd.http.request.max_header"]) + 2 * int(cfg["tsd.http.request.max_body"])) / float(1 << 20)
     print("# peak anonymous memory %.0f MiB; the limit less the connection buffers' part: %.0f MiB"
           % (sampler.peak_anon, MEMORY_LIMIT_MB - conns_mb), flush=True)
     p.terminate()

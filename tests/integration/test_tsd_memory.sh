@@ -2,7 +2,8 @@
 # test_tsd_memory.sh - tsd.core.memory_limit_bytes, the TSD's one memory bound (docs/tsd.md,
 # "Memory limit"): explicit settings that do not fit refuse the start with the figures (exit 2,
 # nothing opened); a limit alone starts, logs its split and shows the derived settings in
-# /api/config; connections past the derived limit are refused; no limit changes nothing; and a
+# /api/config; connections past the derived limit are refused; bodies up to the derived 1 MiB
+# are read whole through the smaller HTTP buffers, larger ones refused; no limit changes nothing; and a
 # small tsd.storage.memstore_total_bytes holds writes (tsd.ingest.memstore_waits) and flushes
 # regions under their own flush size, losing nothing. Bounded: every wait has a count and time.
 source "$(dirname "$0")/lib.sh"
@@ -73,6 +74,35 @@ except OSError:
 print("refused" if refused else "accepted", len(held))
 ' "$TSD_PORT" "$nconn" 2>&1)
 check_eq "connection $((nconn + 1)) is refused, $nconn are served" "refused $nconn" "$conns"
+# under the limit HTTP reads 256 KiB at a time: a 0.9 MiB body (under the derived 1 MiB) is
+# taken whole, a 1.5 MiB one refused with 413; the points of the first are all stored
+bodies=$(timeout 60 python3 -c '
+import json, sys, urllib.request, urllib.error
+port = int(sys.argv[1])
+def put(n, base):
+    pts = [{"metric": "mem.body", "timestamp": base + i, "value": i, "tags": {"host": "a"}} for i in range(n)]
+    body = json.dumps(pts).encode()
+    try:
+        with urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%d/api/put" % port, data=body,
+                                                           headers={"Content-Type": "application/json"}), timeout=30) as r:
+            return r.status, len(body)
+    except urllib.error.HTTPError as e:
+        return e.code, len(body)
+s1, l1 = put(12000, 1356998400)
+# the big one: the TSD answers 413 from the head alone and closes, so send the head only
+import socket
+big = len(json.dumps([{"metric": "mem.body", "timestamp": 1357998400 + i, "value": i, "tags": {"host": "a"}}
+                      for i in range(20000)]))
+k = socket.create_connection(("127.0.0.1", port), timeout=30)
+k.sendall(("POST /api/put HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+           % big).encode())
+s2, l2 = int(k.makefile("rb").readline().split()[1]), big
+k.close()
+q = json.loads(urllib.request.urlopen("http://127.0.0.1:%d/api/query?start=1356998400&end=1357010399&m=sum:mem.body"
+                                      % port, timeout=30).read())
+print(s1, l1 > 900000 and l1 < 1048576, s2, l2 > 1048576, len(q[0]["dps"]) if q else 0)
+' "$TSD_PORT" 2>&1)
+check_eq "a 0.9 MiB body is stored whole, a 1.5 MiB one gets 413" "204 True 413 True 12000" "$bodies"
 tsd_stop
 check_eq "the TSD stops cleanly" 0 "$?"
 

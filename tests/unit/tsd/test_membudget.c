@@ -53,7 +53,7 @@ static void test_no_limit_changes_nothing(void **state)
 }
 
 /* 512 MiB alone: fixed 48 MiB (one writer), the ingest pool, of the rest half for connections of
- * 7 MiB (1 MiB bodies) and a fifth for queries (one per worker thread, 128 bytes a datapoint),
+ * 3.3 MiB (1 MiB bodies) and a fifth for queries (one per worker thread, 128 bytes a datapoint),
  * then 30% block cache / 70% memstores, flush size an eighth (<= 16 MiB). */
 static void test_limit_alone_is_split_and_written_back(void **state)
 {
@@ -69,7 +69,8 @@ static void test_limit_alone_is_split_and_written_back(void **state)
     assert_int_equal(b.fixed, MEMBUDGET_FIXED_BYTES + MEMBUDGET_PER_WRITER_BYTES);
     assert_int_equal(b.ingest_pool, ingest_pool_bytes(&io));
     assert_int_equal(b.max_body, MEMBUDGET_DERIVED_MAX_BODY);
-    assert_int_equal(b.per_conn, (1 + 4 + 2) * MIB + 16384);
+    /* HTTP under a limit: 256 KiB input + 1 MiB unsent + the head + 2 x the 1 MiB body */
+    assert_int_equal(b.per_conn, (256 << 10) + (1 + 2) * MIB + 16384);
     uint64_t left = 512 * MIB - b.fixed - b.ingest_pool;
     assert_int_equal(b.connections, (int64_t)(left / 2 / b.per_conn));
     assert_int_equal(b.conns, (uint64_t)b.connections * b.per_conn);
@@ -122,7 +123,7 @@ static void test_explicit_settings_are_kept_and_the_rest_derived(void **state)
     assert_int_equal(b.block_cache, 16 * MIB);
     assert_int_equal(b.connections, 10);
     assert_int_equal(b.max_body, 65536);
-    assert_int_equal(b.per_conn, 5 * MIB + 16384 + 2 * 65536);
+    assert_int_equal(b.per_conn, (256 << 10) + MIB + 16384 + 2 * 65536);
     assert_int_equal(b.flush_bytes, 4 * MIB);
     assert_int_equal(b.memstores,
                      256 * MIB - b.fixed - b.ingest_pool - b.conns - b.queries - 16 * MIB);
@@ -186,9 +187,12 @@ static void test_settings_that_do_not_fit_are_refused_with_the_figures(void **st
     /* smaller than the fixed part */
     expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "33554432"}, 2,
                    "the fixed part and the ingest pool alone do not fit");
-    /* too small for 4 connections of 7 MiB */
-    expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "100663296"}, 2,
+    /* too small for 4 connections of 3.3 MiB */
+    expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "75497472"}, 2,
                    "fewer than 4 connections would fit");
+    /* too small for queries of 100,000 datapoints */
+    expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "100663296"}, 2,
+                   "queries of fewer than 100000 datapoints would fit");
     /* many connections with the default 64 MiB bodies */
     expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "536870912",
                                          "tsd.http.request.max_body", "67108864",
