@@ -304,8 +304,6 @@ struct xscan {
     unsigned nbuckets;
     unsigned nslices; /* time slices per bucket, newest first (parallelism without salt) */
     int64_t slice_hours;
-    atomic_uint next_bucket;
-    atomic_uint_fast64_t dps;
     uint64_t max_dps;
     uint64_t deadline_ns; /* 0 = none */
     bool keep_rows;       /* remember each row's hour (delete queries) */
@@ -319,9 +317,33 @@ struct xscan {
     struct xset *sets;
     int *rcs;
     struct ct_err *errs;
-    atomic_uint_fast64_t rows;
     struct pjob job; /* on the helper pool (pool_run) */
+    /* what the scan threads write, on a cache line of its own: a count added per row next to
+     * the fields every row reads (ds, max_dps, stop) made the other thread miss on them */
+    _Alignas(64) atomic_uint next_bucket;
+    atomic_uint_fast64_t dps;
+    atomic_uint_fast64_t rows;
 };
+
+/* Points a scan counts by itself before adding them to the query's total (xscan.dps) and
+ * checking the datapoint limit: one shared addition per few dozen rows, not per row. */
+#define QEXEC_DPS_BATCH 8192
+
+/* Adds a scan's counts to the query's and checks the datapoint limit (exceeded: CT_ELIMIT, the
+ * same whenever it is found, since the total only grows). */
+static int xscan_count(struct xscan *x, uint64_t *rows, uint64_t *dps, struct ct_err *err)
+{
+    atomic_fetch_add(&x->rows, *rows);
+    uint64_t total = atomic_fetch_add(&x->dps, *dps) + *dps;
+    *rows = *dps = 0;
+    if (x->max_dps && total > x->max_dps)
+        return ct_err_set(err, CT_ELIMIT,
+                          "Sorry, you have attempted to fetch more than our limit of %llu "
+                          "data points. Please try filtering using more tags or decrease "
+                          "your time range.",
+                          (unsigned long long)x->max_dps);
+    return CT_OK;
+}
 
 static int tsuid_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 {
@@ -654,6 +676,7 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
     double *dsv = xs->dsv;
     size_t dsv_cap = xs->dsv_cap;
     struct wc_row row;
+    uint64_t my_rows = 0, my_dps = 0; /* not yet in x->rows, x->dps (xscan_count) */
     while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
         if (atomic_load(&x->stop)) {
             rc = CT_ECLOSED;
@@ -680,7 +703,7 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
                 dpcodec_is_annotation_q(row.cells[c].qualifier.data, row.cells[c].qualifier.len);
         if (n == 0 && !has_ann)
             continue;
-        atomic_fetch_add(&x->rows, 1);
+        my_rows++;
         struct xser *s = xset_get(set, ts, tl);
         if (!s) {
             rc = ct_err_set(err, CT_ENOMEM, "out of memory adding a series");
@@ -743,15 +766,9 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
                 }
                 series_put(s, n, n);
             }
-            uint64_t total = atomic_fetch_add(&x->dps, n) + n;
-            if (x->max_dps && total > x->max_dps) {
-                rc = ct_err_set(err, CT_ELIMIT,
-                                "Sorry, you have attempted to fetch more than our limit of %llu "
-                                "data points. Please try filtering using more tags or decrease "
-                                "your time range.",
-                                (unsigned long long)x->max_dps);
+            my_dps += n;
+            if (my_dps >= QEXEC_DPS_BATCH && (rc = xscan_count(x, &my_rows, &my_dps, err)) != CT_OK)
                 break;
-            }
         }
         for (size_t c = 0; c < row.ncells && has_ann; c++) {
             const struct wc_cell *cell = &row.cells[c];
@@ -772,6 +789,12 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
     }
     if (rc == CT_NOTFOUND)
         rc = CT_OK;
+    if (rc == CT_OK)
+        rc = xscan_count(x, &my_rows, &my_dps, err);
+    else { /* the statistics still count what was read; the first error stands */
+        struct ct_err e2 = {0};
+        (void)xscan_count(x, &my_rows, &my_dps, &e2);
+    }
     xs->cols = cols;
     xs->dsv = dsv;
     xs->dsv_cap = dsv_cap;
