@@ -19,6 +19,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -906,10 +907,14 @@ dpcodec_rexpand_avx2(const uint8_t *d, uint64_t cnt, int64_t mn, int64_t *out, u
 static void dpcodec_rexpand(const uint8_t *d, uint64_t cnt, int64_t mn, int64_t *out, uint64_t *acc)
 {
 #ifdef DPCODEC_AVX2
-    static int avx2 = -1; /* a benign race: every thread finds the same answer */
-    if (__builtin_expect(avx2 < 0, 0))
-        avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-    if (avx2) {
+    /* -1 until asked; threads asking at once all store the same answer */
+    static _Atomic int avx2 = -1;
+    int have = atomic_load_explicit(&avx2, memory_order_relaxed);
+    if (__builtin_expect(have < 0, 0)) {
+        have = __builtin_cpu_supports("avx2") ? 1 : 0;
+        atomic_store_explicit(&avx2, have, memory_order_relaxed);
+    }
+    if (have) {
         dpcodec_rexpand_avx2(d, cnt, mn, out, acc);
         return;
     }
