@@ -9,9 +9,11 @@
  * Layouts: schema/dpcodec_format.h. Allocation: none on the single-cell paths; the compressed
  * encoder keeps per-thread state (a deflate stream and a scratch buffer, see dpcodec_enc), the
  * iterator over a compressed cell one scratch buffer, the columnar reader its reused columns.
- * Reading is sized for speed: bits come in 64-bit windows, radix blocks are split with few
- * hardware divisions, regular timestamps in closed form; a small per-thread memo of radix bit
- * lengths is kept between calls. Encoding is sized for speed without changing a byte of what
+ * Reading is sized for speed: bits come in 64-bit windows (two narrow bit-packed entries per
+ * load), radix blocks are split with few hardware divisions (small radixes' digits as bytes from
+ * tables, made values eight at a time, with AVX2 when the CPU has it: dpcodec_rexpand),
+ * regular timestamps in closed form; a small per-thread memo of radix bit lengths is kept
+ * between calls. Encoding is sized for speed without changing a byte of what
  * it writes: every search (order, value kind, block kind, Rice parameter, deflate) keeps the
  * choices of the plain exhaustive search, with exact shortcuts (convexity, closed forms, lower
  * bounds that rule a candidate out); test_dpcodec pins the output bytes. */
