@@ -906,15 +906,22 @@ dpcodec_rexpand_avx2(const uint8_t *d, uint64_t cnt, int64_t mn, int64_t *out, u
 }
 #endif
 
+/* AVX2 use: -1 until asked (threads asking at once all store the same answer), 0 or 1; 0 also
+ * after dpcodec_set_simd(false). */
+static _Atomic int dpcodec_avx2 = -1;
+
+void dpcodec_set_simd(bool allowed)
+{
+    atomic_store_explicit(&dpcodec_avx2, allowed ? -1 : 0, memory_order_relaxed);
+}
+
 static void dpcodec_rexpand(const uint8_t *d, uint64_t cnt, int64_t mn, int64_t *out, uint64_t *acc)
 {
 #ifdef DPCODEC_AVX2
-    /* -1 until asked; threads asking at once all store the same answer */
-    static _Atomic int avx2 = -1;
-    int have = atomic_load_explicit(&avx2, memory_order_relaxed);
+    int have = atomic_load_explicit(&dpcodec_avx2, memory_order_relaxed);
     if (__builtin_expect(have < 0, 0)) {
         have = __builtin_cpu_supports("avx2") ? 1 : 0;
-        atomic_store_explicit(&avx2, have, memory_order_relaxed);
+        atomic_store_explicit(&dpcodec_avx2, have, memory_order_relaxed);
     }
     if (have) {
         dpcodec_rexpand_avx2(d, cnt, mn, out, acc);

@@ -233,6 +233,10 @@ void dpcodec_compressed_qualifier(const struct dpcodec_point *pts, size_t n, uin
 CT_MUST_CHECK int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts,
                                             size_t n, uint8_t *v, size_t *vlen, struct ct_err *err);
 
+/* Tests and benchmarks: false makes the radix decode take its plain loops even where the CPU
+ * has AVX2 (so both paths are checked on any machine); true (the default) lets CPUID choose. */
+void dpcodec_set_simd(bool allowed);
+
 /* The result of compacting one row: the cells to write in its place, in wc.h cell order. */
 struct dpcodec_compacted {
     struct wc_cell *cells; /* row/family unset (caller fills); qualifier/value point into mem */

@@ -1389,6 +1389,15 @@ static void test_radix_blocks_of_every_length_match_the_reference(void **state)
     assert_int_equal(checked, 8 * DPCODEC_BLOCK * (int)(sizeof(radixes) / sizeof(radixes[0])));
 }
 
+/* The same cells through the plain value expansion, which a machine with AVX2 takes only when
+ * told to (dpcodec_set_simd): the fallback of machines without it. */
+static void test_radix_blocks_match_the_reference_without_simd(void **state)
+{
+    dpcodec_set_simd(false);
+    test_radix_blocks_of_every_length_match_the_reference(state);
+    dpcodec_set_simd(true);
+}
+
 /* One cell per (width 1..64, entry count, order 0 or 1, shape): a single bit-packed block after
  * the heads, at the very end of the cell (so that the readers' whole 8-byte loads stop short of
  * the end and the last entries go through the checked path), for every count 1..128 at the
@@ -1566,6 +1575,7 @@ int main(void)
         cmocka_unit_test(test_annotation_test_inline_matches_qualifier_kind),
         cmocka_unit_test(test_radix_blocks_decode_every_radix_and_digit_count),
         cmocka_unit_test(test_radix_blocks_of_every_length_match_the_reference),
+        cmocka_unit_test(test_radix_blocks_match_the_reference_without_simd),
         cmocka_unit_test(test_packed_blocks_of_every_width_match_the_reference),
         cmocka_unit_test(test_cols_reads_rows_of_integer_cells_like_row_decode),
     };
