@@ -15,7 +15,7 @@
  * nothing, so a late storage error never reaches another client.
  * (4) No allocation per line: lines are read in place from the bufferevent's chunks, and a line
  * that straddles chunks is copied into the fixed per-daemon line buffer.
- * (5) Output is bounded: while more than TELNET_OUT_HIGH bytes of replies are unsent, the
+ * (5) Output is bounded: while more than TSD_TELNET_OUT_HIGH bytes of replies are unsent, the
  * connection is not read (its input stays in the kernel); the write callback resumes it.
  * All of this runs on the event-loop thread. */
 #include <event2/buffer.h>
@@ -36,11 +36,7 @@
 #include "tsd/tsd_int.h"
 #include "tsd/tstats.h"
 
-#define TELNET_READ_HIGH TSD_TELNET_READ_HIGH
-#define TELNET_OUT_HIGH                                                                            \
-    TSD_TELNET_OUT_HIGH /* stop reading while more replies than this are unsent */
-#define TELNET_OUT_LOW         (64u << 10)
-#define TELNET_MAX_SINGLE_READ TSD_TELNET_SINGLE_READ
+#define TELNET_OUT_LOW (64u << 10)
 
 enum telnet_state {
     TC_RUNNING = 0,
@@ -497,7 +493,7 @@ static void telnet_process(struct telnet_conn *c)
     struct evbuffer *in = bufferevent_get_input(c->bev);
     char *scratch = t->telnet.line;
     for (int round = 0; round < 64 && c->state == TC_RUNNING; round++) {
-        if (evbuffer_get_length(bufferevent_get_output(c->bev)) > TELNET_OUT_HIGH) {
+        if (evbuffer_get_length(bufferevent_get_output(c->bev)) > TSD_TELNET_OUT_HIGH) {
             c->out_full = true;
             bufferevent_disable(c->bev, EV_READ);
             return;
@@ -720,10 +716,10 @@ int telnet_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *er
     c->tsd = t;
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     bufferevent_setcb(c->bev, telnet_read_cb, telnet_write_cb, telnet_event_cb, c);
-    bufferevent_setwatermark(c->bev, EV_READ, 0, TELNET_READ_HIGH);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, TSD_TELNET_READ_HIGH);
     /* read up to 64 KiB per readiness (libevent's default is 16 KiB): a busy client's stream
      * then costs a quarter of the read, ioctl and epoll calls */
-    if (bufferevent_set_max_single_read(c->bev, TELNET_MAX_SINGLE_READ) != 0)
+    if (bufferevent_set_max_single_read(c->bev, TSD_TELNET_SINGLE_READ) != 0)
         tlog_warn("cannot raise the read size for %s; keeping libevent's default", peer);
     bufferevent_setwatermark(c->bev, EV_WRITE, TELNET_OUT_LOW, 0);
     if (t->socket_timeout_s > 0) {
