@@ -1,10 +1,11 @@
 /* qlast.c - see qlast.h.
  * A TSUID query reads the series' own hour rows with point gets, newest hour first, and stops at
  * the first hour holding a point. A metric query scans each salt bucket's row keys of the
- * back-scan window in reverse (newest first) with the literal tags as a row filter, noting each
- * series' newest hour without reading rows, then reads each series as a TSUID query does from
- * that hour down (when the tags pin the leading tag keys, only the key ranges that can hold a
- * matching row are scanned).
+ * back-scan window in reverse (newest first) with the literal tags as a row filter that lets
+ * through only each series' newest row (the scan reads it and takes its newest point) and skips
+ * the series' older rows unread; a series whose newest row held no point is then read as a TSUID
+ * query reads it, from the hour before down (when the tags pin the leading tag keys, only the
+ * key ranges that can hold a matching row are scanned).
  * Invariants: (1) results are unique per TSUID; (2) output is sorted by TSUID bytes; (3) nothing
  * is written to the output before every read is done, so a bounded run that stops at its budget
  * (qlast_run_bounded: struct qlast_limit counts scanners, row keys and cells) has written
@@ -244,6 +245,13 @@ struct lastpt {
     uint8_t tsuid[ROWKEY_MAX_TSUID];
     size_t len;
     struct dpcodec_point p;
+    /* a discovery entry (struct lastfind.found): p.ts_ms is the series' newest hour (s), and
+     * what the discovery scan made of that hour's row */
+    enum {
+        ROW_UNREAD,
+        ROW_NO_POINT,
+        ROW_POINT
+    } row;
 };
 
 struct lastset {
@@ -306,6 +314,7 @@ static int lastset_insert(struct lastset *s, size_t h, const uint8_t *ts, size_t
     memcpy(s->a[s->n].tsuid, ts, len);
     s->a[s->n].len = len;
     s->a[s->n].p = *p;
+    s->a[s->n].row = ROW_UNREAD;
     s->n++;
     s->ht[h] = s->n;
     return 0;
@@ -465,10 +474,10 @@ struct lastfind {
     struct qlast_limit *lim;
 };
 
-/* The discovery scan's row filter: records the row's series and hour, and materialises no row
- * (every key is WC_ROW_SKIP, so no cell is read or copied). Keys arrive in descending order, so
- * within a salt bucket, which holds all of a series' rows, a series' first key is its newest
- * hour. */
+/* The discovery scan's row filter: records the row's series and hour, and lets the scan read
+ * only a series' first row (WC_ROW_INCLUDE); every other key is WC_ROW_SKIP, so none of its cells
+ * is read or copied. Keys arrive in descending order, so within a salt bucket, which holds all of
+ * a series' rows, a series' first key is its newest hour. */
 static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_t len)
 {
     struct lastfind *f = arg;
@@ -508,10 +517,47 @@ static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_
         struct dpcodec_point p;
         memset(&p, 0, sizeof(p));
         p.ts_ms = base;
-        if (lastset_insert(&f->found, h, ts, tl, &p) != 0)
+        if (lastset_insert(&f->found, h, ts, tl, &p) != 0) {
             f->oom = true;
+            return WC_ROW_SKIP;
+        }
+        return WC_ROW_INCLUDE; /* the series' newest hour: read it in this scan */
     }
     return WC_ROW_SKIP;
+}
+
+/* Takes a row the discovery scan returned (the newest hour of a series it found): its newest
+ * point. A row without a point leaves the series to point gets from the hour before. The row
+ * read itself is the one every series found is counted for (lastfind_filter, last_of_metric);
+ * its cells are counted here. */
+static int lastfind_take_row(struct lastfind *f, const struct wc_row *row,
+                             struct dpcodec_cols *cols, struct ct_err *err)
+{
+    struct qlast_limit *lim = f->lim;
+    uint8_t ts[ROWKEY_MAX_TSUID];
+    size_t tl = rowkey_tsuid_of(f->l, row->key.data, row->key.len, ts, sizeof(ts)), h = 0;
+    long i = tl ? lastset_find(&f->found, ts, tl, &h) : -1;
+    if (i == -2)
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    if (i < 0)
+        return CT_OK; /* not a row the filter took (cannot happen) */
+    struct lastpt *e = &f->found.a[i];
+    if (e->row != ROW_UNREAD)
+        return CT_OK;
+    if (lim->b && (lim->cells += row->ncells) > lim->b->max_cells)
+        return ct_err_set(err, CT_ELIMIT, "last query: more than %u cells read",
+                          (unsigned)lim->b->max_cells);
+    int64_t base = e->p.ts_ms;
+    struct dpcodec_point p;
+    int rc = row->ncells ? row_last(base, row->cells, row->ncells, cols, &p, err) : CT_NOTFOUND;
+    if (rc == CT_OK) {
+        e->p = p;
+        e->row = ROW_POINT;
+    } else if (rc == CT_NOTFOUND) {
+        e->row = ROW_NO_POINT;
+        rc = CT_OK;
+    }
+    return rc;
 }
 
 static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t now_s,
@@ -544,11 +590,13 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
         }
     }
     /* 1. which series have rows in the window, and their newest hour: one reversed scan of the
-     *    metric's rows whose row filter only takes notes (no row is materialised);
-     * 2. per series, point gets of its hour rows from that newest one down (the newest row
-     *    normally holds a point: one get). Same answer as keeping, per series, the newest point
-     *    of the first row holding one met by a reversed scan of whole rows (test_qexec's
-     *    test_qlast_metric_query_... checks the cases where they could differ). */
+     *    metric's rows whose row filter lets through each series' newest row only (the newest
+     *    row normally holds a point, so a series normally takes this one row read, through the
+     *    scan's own cell path and not a separate get);
+     * 2. per series whose newest row held no point, point gets of its hour rows from the hour
+     *    before down. Same answer as keeping, per series, the newest point of the first row
+     *    holding one met by a reversed scan of whole rows (test_qexec's test_qlast_metric_query_...
+     *    checks the cases where they could differ). */
     unsigned nb = l->salt_width ? l->salt_buckets : 1;
     int64_t top = rowkey_base_hour_s(now_s), bottom = top - back_h * ROWKEY_HOUR_S;
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
@@ -594,8 +642,8 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
                 (rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK)
                 break;
             struct wc_row row;
-            while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
-                /* the filter skips every row */
+            while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK &&
+                   (rc = lastfind_take_row(&f, &row, cols, err)) == CT_OK) {
             }
             if (rc == CT_NOTFOUND)
                 rc = CT_OK;
@@ -624,16 +672,30 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
                 break;
         }
     }
-    /* each series found takes at least one row read: a bounded run that cannot afford them
-     * stops before reading any */
-    if (rc == CT_OK && lim->b && lim->scans + f.found.n > lim->b->max_scans)
+    /* the rows the scan read count as row reads; each series found whose newest row held no
+     * point takes at least one more: a bounded run that cannot afford them stops before
+     * reading any */
+    size_t read = 0, more = 0;
+    for (size_t i = 0; i < f.found.n; i++) {
+        read += f.found.a[i].row != ROW_UNREAD;
+        more += f.found.a[i].row != ROW_POINT;
+    }
+    lim->scans += (uint32_t)read;
+    if (rc == CT_OK && lim->b && lim->scans + more > lim->b->max_scans)
         rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads or %u series",
                         (unsigned)lim->b->max_scans, (unsigned)lim->b->max_series);
     if (lim->b)
         lim->series += (uint32_t)f.found.n;
     for (size_t i = 0; i < f.found.n && rc == CT_OK; i++) {
         const struct lastpt *e = &f.found.a[i];
-        rc = last_by_gets(t, e->tsuid, e->len, e->p.ts_ms, bottom, set, cols, lim, status, err);
+        if (e->row == ROW_POINT) {
+            if (lastset_add(set, e->tsuid, e->len, &e->p) < 0)
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+            continue;
+        }
+        int64_t from = e->row == ROW_NO_POINT ? e->p.ts_ms - ROWKEY_HOUR_S : e->p.ts_ms;
+        if (from >= bottom)
+            rc = last_by_gets(t, e->tsuid, e->len, from, bottom, set, cols, lim, status, err);
     }
     free(f.found.a);
     free(f.found.ht);

@@ -212,21 +212,29 @@ static void test_each_bound_ends_a_run_that_passes_it(void **state)
     o = run(f, wide, &rows);
     assert_int_equal(o.rc, CT_OK);
     free(o.out);
-    /* 60 series need 60 row reads after the discovery scan: a budget of 60 scans stops before
-     * reading any row (else a budget of 0 cells would have stopped it at the first row) */
-    struct qlast_budget reads = {60, 1000, 0, 1000, 0};
+    /* 60 series need 60 row reads besides the discovery scan (the scan itself reads each
+     * series' newest row): a budget of 60 scans stops the scan at the 60th series */
+    struct qlast_budget reads = {60, 1000, 100000, 1000, 0};
     o = run(f, wide, &reads);
     assert_int_equal(o.rc, CT_ELIMIT);
     assert_string_equal(o.out, "");
     assert_non_null(strstr(o.msg, "more than 60 row reads"));
     free(o.out);
+    /* the rows the scan reads count their cells (one each here) */
     reads.max_scans = 61;
+    reads.max_cells = 59;
+    o = run(f, wide, &reads);
+    assert_int_equal(o.rc, CT_ELIMIT);
+    assert_string_equal(o.out, "");
+    assert_non_null(strstr(o.msg, "more than 59 cells read"));
+    free(o.out);
     reads.max_cells = 60;
     o = run(f, wide, &reads);
     assert_int_equal(o.rc, CT_OK);
+    assert_int_equal(count_of(o.out, "\"tsuid\""), 60);
     free(o.out);
     /* ... and so does a budget of 59 series, or of 8 over two sub-queries of 5 series each */
-    struct qlast_budget series = {1000, 1000, 0, 59, 0};
+    struct qlast_budget series = {1000, 1000, 100000, 59, 0};
     o = run(f, wide, &series);
     assert_int_equal(o.rc, CT_ELIMIT);
     assert_non_null(strstr(o.msg, "or 59 series"));
