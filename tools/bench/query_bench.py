@@ -291,13 +291,15 @@ def timed(conn, path, method="GET", body=None):
     return dt, data
 
 
-def scan_counts(conn):
-    """ctsdb's /api/stats counters of range queries: (scans on several threads, on one thread
-    because every CPU was busy)."""
+def query_counts(conn):
+    """ctsdb's /api/stats counters of how queries ran: (range queries scanned on several
+    threads, on one thread because every CPU was busy, last queries answered on the network
+    loop)."""
     _, data = timed(conn, "/api/stats")
-    v = {d["tags"].get("type"): int(d["value"]) for d in json.loads(data)
-         if d["metric"] == "tsd.query.scans"}
-    return v.get("parallel", 0), v.get("one_thread_cpus_busy", 0)
+    v = {(d["metric"], d["tags"].get("type")): int(d["value"]) for d in json.loads(data)}
+    return (v.get(("tsd.query.scans", "parallel"), 0),
+            v.get(("tsd.query.scans", "one_thread_cpus_busy"), 0),
+            v.get(("tsd.query.last", "loop"), 0))
 
 
 def main():
@@ -478,7 +480,7 @@ def main():
             # machine (back to back blocks of runs each met a different moment)
             times = {"ctsdb": [], "vm": []}
             size = {}
-            scans0 = scan_counts(cc)
+            counts0 = query_counts(cc)
             for _ in range(args.runs):
                 for side, conn, path in sides:
                     dt, data = timed(conn, path)
@@ -489,8 +491,8 @@ def main():
                 rec.wait(timeout=120)
             for side, _, _ in sides:
                 res[side] = (statistics.median(times[side]) * 1000, size[side])
-            scans1 = scan_counts(cc)
-            threads[name] = (scans1[0] - scans0[0], scans1[1] - scans0[1])
+            counts1 = query_counts(cc)
+            threads[name] = tuple(b - a for a, b in zip(counts0, counts1))
             rows.append((name, res))
         print("dataset: %d hosts x 2 metrics x %d h at 10 s = %d points; load ctsdb %.1f s "
               "(telnet), VictoriaMetrics %.1f s (import)" % (args.hosts, args.hours, npts,
@@ -509,6 +511,9 @@ def main():
         print("ctsdb range queries of the timed runs on several scan threads / on one because every "
               "CPU was busy: " + ", ".join("%s %d/%d" % (n, threads[n][0], threads[n][1])
                                            for n, _ in rows if n != "last_point"))
+        if "last_point" in threads:
+            print("ctsdb last_point answers of the timed runs on the network loop (the rest on a "
+                  "worker): %d/%d" % (threads["last_point"][2], args.runs))
         print("no-work request (ctsdb /api/version, VictoriaMetrics /health): %.3f / %.3f ms "
               "median (client: %s)" % (statistics.median(floor["ctsdb"]) * 1000,
                                        statistics.median(floor["vm"]) * 1000, args.client))
