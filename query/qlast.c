@@ -145,10 +145,9 @@ int qlast_parse_params(qspec_param_fn get, void *arg, struct qlast_req **out, st
             p = c ? c + 1 : NULL;
         }
     }
+    /* QueryRpc.handleLastDataPointQuery's check, for both forms */
     if (rc == CT_OK && r->nq == 0)
-        rc = ct_err_set(err, CT_EINVAL,
-                        "Missing parameter <code>timeseries</code> or "
-                        "<code>tsuids</code>");
+        rc = ct_err_set(err, CT_EINVAL, "Missing sub queries");
     const char *rv = get(arg, "resolve", 0);
     r->resolve = rv && strcasecmp(rv, "false") != 0;
     const char *bs = get(arg, "back_scan", 0);
@@ -220,7 +219,7 @@ int qlast_parse_json(const char *body, size_t len, struct qlast_req **out, struc
         }
     }
     if (rc == CT_OK && r->nq == 0)
-        rc = ct_err_set(err, CT_EINVAL, "Missing queries");
+        rc = ct_err_set(err, CT_EINVAL, "Missing sub queries");
     r->resolve = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "resolveNames")) ||
                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "resolve"));
     const cJSON *bs = cJSON_GetObjectItemCaseSensitive(root, "backScan");

@@ -138,17 +138,22 @@ int qmeta_suggest(struct tsdb *t, const cJSON *req, cJSON **out, int *status, st
         return fail(status, 400, ct_err_set(err, CT_EINVAL, "Invalid 'type' parameter:%s", type),
                     err);
     const char *q = str_field(req, "q");
+    /* SuggestRpc: an empty max is no max; a max that is an int but not above 0 also means
+     * UniqueId's default of 25 names */
     int64_t max = 25;
-    bool bad;
-    num_field(req, "max", &max, &bad);
-    if (bad || max < 0)
-        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Unable to parse 'max' as a number"),
-                    err);
+    bool bad = false;
+    const char *ms = str_field(req, "max");
+    if (!ms || *ms) {
+        if (num_field(req, "max", &max, &bad) && max <= 0)
+            max = 25;
+        if (bad)
+            return fail(status, 400,
+                        ct_err_set(err, CT_EINVAL, "Unable to parse 'max' as a number"), err);
+    }
     cJSON *a = cJSON_CreateArray();
     if (!a)
         return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
-    int rc =
-        max == 0 ? CT_OK : uid_suggest(tsdb_uid(t), k, q ? q : "", (size_t)max, suggest_cb, a, err);
+    int rc = uid_suggest(tsdb_uid(t), k, q ? q : "", (size_t)max, suggest_cb, a, err);
     if (rc != CT_OK) {
         cJSON_Delete(a);
         return fail(status, 500, rc, err);

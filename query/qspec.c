@@ -67,9 +67,12 @@ static int add_tsuid(struct qspec_sub *sub, const char *s, size_t len, struct ct
     return CT_OK;
 }
 
-/* "k=v,k2=v2" inside braces: each pair becomes a filter (group_by as given). */
+/* "k=v,k2=v2" inside braces: each pair becomes a filter (group_by as given). A bad pair's error
+ * names it as Tags.parseWithMetricAndFilters does ("When parsing tag 'k=v': ...", "filter" for
+ * the second braces). */
 static int parse_brace_filters(char *list, bool group_by, struct qspec_sub *sub, struct ct_err *err)
 {
+    const char *what = group_by ? "tag" : "filter";
     char *p = list;
     while (p) {
         char *comma = strchr(p, ',');
@@ -77,10 +80,12 @@ static int parse_brace_filters(char *list, bool group_by, struct qspec_sub *sub,
             *comma = 0;
         char *eq = strchr(p, '=');
         if (!eq || eq == p || !eq[1] || strchr(eq + 1, '='))
-            return ct_err_set(err, CT_EINVAL, "invalid tag: %s", p);
+            return ct_err_set(err, CT_EINVAL, "When parsing %s '%s': invalid tag: %s", what, p, p);
         *eq = 0;
         struct qfilter *f = NULL;
         int rc = qfilter_new_shorthand(p, eq + 1, group_by, &f, err);
+        if (rc == CT_EINVAL)
+            ct_err_prefix(err, "When parsing %s '%s=%s'", what, p, eq + 1);
         if (rc != CT_OK)
             return rc;
         if ((rc = qspec_sub_add_filter(sub, f, err)) != CT_OK)

@@ -189,6 +189,14 @@ static void run(struct http_req *r, enum meta_kind kind, const char *const *name
 void api_suggest_handle(struct http_req *r)
 {
     static const char *const names[] = {"type", "q", "max", NULL};
+    size_t len = 0;
+    http_req_body(r, &len);
+    const char *type = http_req_param(r, "type");
+    if ((http_req_method(r) == HTTP_GET || len == 0) && (!type || !*type)) {
+        /* the URL form reads type with getRequiredQueryStringParam (SuggestRpc) */
+        http_reply_error(r, 400, "Missing parameter <code>type</code>", NULL);
+        return;
+    }
     run(r, META_SUGGEST, names, NULL);
 }
 

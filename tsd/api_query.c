@@ -19,6 +19,7 @@
  * completion), which cost more than a small last query. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 
 #include "query/qexec.h"
@@ -127,6 +128,10 @@ void api_query_handle(struct http_req *r)
         size_t len = 0;
         const char *body = http_req_body(r, &len);
         rc = qspec_parse_json(body, len, now, &q, &err);
+        /* HttpJsonSerializer reads "arrays" from the URL whatever the method */
+        const char *arrays = http_req_param(r, "arrays");
+        if (rc == CT_OK && arrays && strcasecmp(arrays, "false") != 0)
+            q->arrays = true;
     } else {
         rc = qspec_parse_params(param_at, r, now, &q, &err);
     }

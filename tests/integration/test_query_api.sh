@@ -106,6 +106,9 @@ check_eq "relative start with end defaulting to now" "200 []" "$r"
 r=$(post /api/query '{"start":1356998400,"end":1356998500,"msResolution":true,"queries":[{"aggregator":"sum","metric":"sys.cpu","downsample":"30s-max","filters":[{"type":"wildcard","tagk":"host","filter":"*","groupBy":true}]}]}')
 check_eq "POST with filters and downsample" \
   '200 [{"metric":"sys.cpu","tags":{"dc":"x","host":"a"},"aggregateTags":[],"dps":{"1356998400000":10.0,"1356998430000":30.0}},{"metric":"sys.cpu","tags":{"host":"b"},"aggregateTags":["dc"],"dps":{"1356998400000":20.0,"1356998430000":25.5}}]' "$r"
+r=$(post "/api/query?arrays" '{"start":1356998400,"end":1356998500,"queries":[{"aggregator":"sum","metric":"sys.cpu","tags":{"host":"a"}}]}')
+check_eq "POST with arrays in the URL (read from the query string whatever the method)" \
+  '200 [{"metric":"sys.cpu","tags":{"dc":"x","host":"a"},"aggregateTags":[],"dps":[[1356998400,10],[1356998430,30]]}]' "$r"
 r=$(post /api/query '{"start":"1356998400","end":"1356998500","queries":[{"aggregator":"sum","metric":"sys.ctr","rate":true,"rateOptions":{"counter":true,"counterMax":200,"resetValue":0}}]}')
 check_contains "POST rateOptions" "$r" '"1356998420":10.0'
 r=$(post /api/query '{"start":1356998400,"end":1356998500,"queries":[{"aggregator":"sum","metric":"sys.cpu","tags":{"host":"a"}}]}')

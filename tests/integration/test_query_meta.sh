@@ -44,7 +44,11 @@ check_eq "suggest metrics" '200 ["app.err","app.req"]' "$(get "/api/suggest?type
 check_eq "suggest max" '200 ["app.err"]' "$(get "/api/suggest?type=metrics&max=1")"
 check_eq "suggest tagv prefix" '200 ["web01","web02"]' "$(get "/api/suggest?type=tagv&q=web")"
 check_eq "suggest POST" '200 ["dc","host"]' "$(send POST /api/suggest '{"type":"tagk"}')"
-check_contains "suggest without type" "$(get "/api/suggest?q=a")" "400 {\"error\":{\"code\":400,\"message\":\"Missing 'type' parameter\""
+check_contains "suggest without type (URL: a required parameter)" "$(get "/api/suggest?q=a")" \
+  '400 {"error":{"code":400,"message":"Missing parameter <code>type</code>"'
+check_contains "suggest POST without type" "$(send POST /api/suggest '{"q":"a"}')" \
+  "400 {\"error\":{\"code\":400,\"message\":\"Missing 'type' parameter\""
+check_eq "suggest max=0 is the default max" '200 ["app.err","app.req"]' "$(get "/api/suggest?type=metrics&q=app&max=0")"
 check_contains "suggest bad type" "$(get "/api/suggest?type=foo")" "Invalid 'type' parameter:foo"
 check_contains "suggest bad max" "$(get "/api/suggest?type=tagk&max=x")" "Unable to parse 'max' as a number"
 

@@ -354,6 +354,55 @@ static void test_qlast_metric_query_takes_each_series_newest_row_with_a_point(vo
     }
 }
 
+/* SuggestRpc: a max that is not above 0 (or none) means UniqueId's default of 25 names; only a
+ * max that is not an integer is an error. */
+static void test_qmeta_suggest_max_below_one_is_the_default_25(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    struct ct_err err = {0};
+    int status = 0;
+    cJSON *out = NULL, *req = cJSON_Parse("{\"metric\":[]}");
+    cJSON *names = cJSON_GetObjectItemCaseSensitive(req, "metric");
+    for (int i = 0; i < 30; i++) {
+        char n[16];
+        snprintf(n, sizeof(n), "zz.m%02d", i);
+        cJSON_AddItemToArray(names, cJSON_CreateString(n));
+    }
+    assert_int_equal(qmeta_uid_assign(f->t, req, &out, &status, &err), CT_OK);
+    assert_int_equal(status, 200);
+    cJSON_Delete(out);
+    cJSON_Delete(req);
+    static const struct {
+        const char *req;
+        int n; /* names answered, or -1: a 400 */
+    } cases[] = {
+        {"{\"type\":\"metrics\",\"q\":\"zz.\"}", 25},
+        {"{\"type\":\"metrics\",\"q\":\"zz.\",\"max\":\"0\"}", 25},
+        {"{\"type\":\"metrics\",\"q\":\"zz.\",\"max\":\"-3\"}", 25},
+        {"{\"type\":\"metrics\",\"q\":\"zz.\",\"max\":\"\"}", 25},
+        {"{\"type\":\"metrics\",\"q\":\"zz.\",\"max\":\"5\"}", 5},
+        {"{\"type\":\"metrics\",\"q\":\"zz.\",\"max\":\"30\"}", 30},
+        {"{\"type\":\"metrics\",\"q\":\"zz.\",\"max\":\"x\"}", -1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        req = cJSON_Parse(cases[i].req);
+        out = NULL;
+        int rc = qmeta_suggest(f->t, req, &out, &status, &err);
+        if (cases[i].n < 0) {
+            assert_int_equal(rc, CT_EINVAL);
+            assert_int_equal(status, 400);
+            assert_string_equal(err.msg, "Unable to parse 'max' as a number");
+        } else {
+            assert_int_equal(rc, CT_OK);
+            assert_int_equal(cJSON_GetArraySize(out), cases[i].n);
+            assert_string_equal(cJSON_GetArrayItem(out, 0)->valuestring, "zz.m00");
+        }
+        cJSON_Delete(out);
+        cJSON_Delete(req);
+    }
+}
+
 static void test_qmeta_suggest_lookup_assign(void **state)
 {
     TSDB_FIXTURE_SKIP_IF_NONE(state);
@@ -485,6 +534,45 @@ static void test_qexec_many_series_each_keep_their_points(void **state)
         free(got);
     }
     scan_threads = 0;
+}
+
+/* tsd.query.timeout: a query still scanning when its time is up ends with 408 and OpenTSDB's
+ * kind of message, before any output; without a timeout (or with a generous one) the same
+ * query answers. 40,000 rows (200 series over 200 hours) take far longer than 1 ms to read. */
+static void test_qexec_timeout_ends_a_query_with_408(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    for (int h = 0; h < 200; h++)
+        for (int s = 0; s < 200; s++) {
+            char host[16];
+            snprintf(host, sizeof(host), "t%d", s);
+            put(f->t, host, "slow", 1356998410 - 3600 * h, true, s, 0);
+        }
+    const char *p[] = {"start=1356260000", "end=1356998500", "m=sum:sys.cpu{dc=slow}", NULL};
+    static const struct {
+        int64_t timeout_ms;
+        int rc;
+    } cases[] = {{1, CT_ETIMEOUT}, {0, CT_OK}, {600000, CT_OK}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct kv kv = {p};
+        struct qspec *q = NULL;
+        struct ct_err err = {0};
+        assert_int_equal(qspec_parse_params(get_param, &kv, NOW, &q, &err), CT_OK);
+        struct qexec_options o;
+        qexec_options_init(&o);
+        o.timeout_ms = cases[i].timeout_ms;
+        enum qexec_status st = QEXEC_OK;
+        char *json = NULL;
+        assert_int_equal(tsdb_fixture_run(f->t, q, &o, &json, &st, &err), cases[i].rc);
+        if (cases[i].rc == CT_OK) {
+            assert_non_null(strstr(json, "\"dps\":{\"1356282010\":19900,"));
+            free(json);
+        } else {
+            assert_int_equal(st, QEXEC_TIMEOUT);
+            assert_string_equal(err.msg, "Query timeout exceeded");
+        }
+    }
 }
 
 /* The points of series host=g in the answer's first group, as (seconds, value) pairs; -1 if the
@@ -762,6 +850,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_qlast_metric_query_takes_each_series_newest_row_with_a_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qmeta_suggest_lookup_assign, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qexec_timeout_ends_a_query_with_408, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qmeta_suggest_max_below_one_is_the_default_25, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_qexec_delete_removes_the_rows_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_many_series_each_keep_their_points, setup,
                                         teardown),

@@ -273,6 +273,48 @@ static void test_each_bound_ends_a_run_that_passes_it(void **state)
     free(o.out);
 }
 
+/* A URL's parameters for qlast_parse_params: "name=value" strings, a flag without '='. */
+static const char *params_at(void *arg, const char *name, size_t idx)
+{
+    const char *const *kv = arg;
+    size_t nl = strlen(name);
+    for (; *kv; kv++) {
+        if (strncmp(*kv, name, nl) || ((*kv)[nl] != '=' && (*kv)[nl] != 0))
+            continue;
+        if (idx-- == 0)
+            return (*kv)[nl] ? *kv + nl + 1 : "";
+    }
+    return NULL;
+}
+
+/* QueryRpc.handleLastDataPointQuery answers a request without sub queries, in either form,
+ * with "Missing sub queries", and a back_scan that is not an int with its own message. */
+static void test_parse_errors_are_opentsdbs(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *params[3]; /* GET form, or NULL: body is the POST form */
+        const char *body;
+        const char *msg;
+    } cases[] = {
+        {{NULL}, NULL, "Missing sub queries"},
+        {{"resolve", "back_scan=2"}, NULL, "Missing sub queries"},
+        {{"timeseries=sys.lat", "back_scan=x"}, NULL, "Unable to parse back_scan parameter"},
+        {{NULL}, "{\"queries\":[]}", "Missing sub queries"},
+        {{NULL}, "{\"resolveNames\":true}", "Missing sub queries"},
+        {{NULL}, "", "Missing message content"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct qlast_req *r = NULL;
+        struct ct_err err = {0};
+        int rc = cases[i].body ? qlast_parse_json(cases[i].body, strlen(cases[i].body), &r, &err)
+                               : qlast_parse_params(params_at, (void *)cases[i].params, &r, &err);
+        assert_int_equal(rc, CT_EINVAL);
+        assert_null(r);
+        assert_string_equal(err.msg, cases[i].msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +325,7 @@ int main(void)
             test_bounded_runs_answer_like_unbounded_ones_or_write_nothing, setup_salted, teardown),
         cmocka_unit_test_setup_teardown(test_each_bound_ends_a_run_that_passes_it, setup_unsalted,
                                         teardown),
+        cmocka_unit_test(test_parse_errors_are_opentsdbs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

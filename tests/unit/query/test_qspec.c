@@ -93,14 +93,20 @@ static void test_qspec_get_form_errors(void **state)
          2,
          "Reset value of counter was not a number, received 'x'"},
         {{"start=1h-ago", "m=sum:m{host=a"}, 2, "Missing '}' at the end of: m{host=a"},
-        {{"start=1h-ago", "m=sum:m{host}"}, 2, "invalid tag: host"},
+        {{"start=1h-ago", "m=sum:m{host}"}, 2, "When parsing tag 'host': invalid tag: host"},
+        {{"start=1h-ago", "m=sum:m{}{dc=}"}, 2, "When parsing filter 'dc=': invalid tag: dc="},
         {{"start=1h-ago", "end=2h-ago", "m=sum:m"},
          3,
          "End time [1356992800000] must be greater than the start time [1356996400000]"},
         {{"start=1h-ago", "timezone=Mars/Base", "m=sum:m"},
          3,
          "The timezone specification could not be found"},
-        {{"start=1h-ago", "m=sum:m{host=foo(x)}"}, 2, "Could not find a filter for type: foo"},
+        {{"start=1h-ago", "m=sum:m{host=foo(x)}"},
+         2,
+         "When parsing tag 'host=foo(x)': Could not find a filter for type: foo"},
+        {{"start=1h-ago", "m=sum:m{}{host=literal_or()}"},
+         2,
+         "When parsing filter 'host=literal_or()': Filter cannot be null or empty"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct qspec *q = NULL;
