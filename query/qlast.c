@@ -12,6 +12,9 @@
  * nothing. */
 #include "query/qlast.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,16 +151,19 @@ int qlast_parse_params(qspec_param_fn get, void *arg, struct qlast_req **out, st
     /* QueryRpc.handleLastDataPointQuery's check, for both forms */
     if (rc == CT_OK && r->nq == 0)
         rc = ct_err_set(err, CT_EINVAL, "Missing sub queries");
-    const char *rv = get(arg, "resolve", 0);
-    r->resolve = rv && strcasecmp(rv, "false") != 0;
+    /* as QueryRpc.parseLastPointQuery: resolve is on when present (whatever its value), and
+     * back_scan is any int (Integer.parseInt: an optional sign, digits, 32 bits); one not above
+     * 0 means the default window, as a missing one */
+    r->resolve = get(arg, "resolve", 0) != NULL;
     const char *bs = get(arg, "back_scan", 0);
     if (rc == CT_OK && bs) {
         char *end;
+        errno = 0;
         long long b = strtoll(bs, &end, 10);
-        if (!*bs || *end || b < 0)
+        if (!*bs || isspace((unsigned char)*bs) || *end || errno || b < INT32_MIN || b > INT32_MAX)
             rc = ct_err_set(err, CT_EINVAL, "Unable to parse back_scan parameter");
         else
-            r->back_scan_h = b;
+            r->back_scan_h = b > 0 ? b : 0;
     }
     if (rc != CT_OK) {
         qlast_req_free(r);
@@ -224,10 +230,10 @@ int qlast_parse_json(const char *body, size_t len, struct qlast_req **out, struc
                  cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "resolve"));
     const cJSON *bs = cJSON_GetObjectItemCaseSensitive(root, "backScan");
     if (rc == CT_OK && bs) {
-        if (!cJSON_IsNumber(bs) || bs->valuedouble < 0)
+        if (!cJSON_IsNumber(bs) || bs->valuedouble < INT32_MIN || bs->valuedouble > INT32_MAX)
             rc = ct_err_set(err, CT_EINVAL, "Unable to parse back_scan parameter");
-        else
-            r->back_scan_h = (int64_t)bs->valuedouble;
+        else /* an int field: one not above 0 means the default window (the GET form too) */
+            r->back_scan_h = bs->valuedouble > 0 ? (int64_t)bs->valuedouble : 0;
     }
     cJSON_Delete(root);
     if (rc != CT_OK) {

@@ -300,6 +300,10 @@ static void test_parse_errors_are_opentsdbs(void **state)
         {{NULL}, NULL, "Missing sub queries"},
         {{"resolve", "back_scan=2"}, NULL, "Missing sub queries"},
         {{"timeseries=sys.lat", "back_scan=x"}, NULL, "Unable to parse back_scan parameter"},
+        {{"timeseries=sys.lat", "back_scan=2147483648"},
+         NULL,
+         "Unable to parse back_scan parameter"},
+        {{"timeseries=sys.lat", "back_scan= 2"}, NULL, "Unable to parse back_scan parameter"},
         {{NULL}, "{\"queries\":[]}", "Missing sub queries"},
         {{NULL}, "{\"resolveNames\":true}", "Missing sub queries"},
         {{NULL}, "", "Missing message content"},
@@ -315,6 +319,39 @@ static void test_parse_errors_are_opentsdbs(void **state)
     }
 }
 
+/* What QueryRpc.parseLastPointQuery accepts: resolve is on when present, whatever its value;
+ * back_scan is any 32-bit int, one not above 0 meaning the default window. */
+static void test_params_are_read_as_opentsdb_reads_them(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *params[4];
+        bool resolve;
+        int64_t back_scan_h;
+    } cases[] = {
+        {{"timeseries=sys.lat"}, false, 0},
+        {{"timeseries=sys.lat", "resolve"}, true, 0},
+        {{"timeseries=sys.lat", "resolve=false", "back_scan=-3"}, true, 0},
+        {{"timeseries=sys.lat", "resolve=true", "back_scan=+5"}, true, 5},
+        {{"timeseries=sys.lat", "back_scan=0"}, false, 0},
+        {{"timeseries=sys.lat", "back_scan=2147483647"}, false, 2147483647},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct qlast_req *r = NULL;
+        struct ct_err err = {0};
+        assert_int_equal(qlast_parse_params(params_at, (void *)cases[i].params, &r, &err), CT_OK);
+        assert_int_equal(r->resolve, cases[i].resolve);
+        assert_int_equal(r->back_scan_h, cases[i].back_scan_h);
+        qlast_req_free(r);
+    }
+    const char *body = "{\"queries\":[{\"metric\":\"sys.lat\"}],\"backScan\":-2}";
+    struct qlast_req *r = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(qlast_parse_json(body, strlen(body), &r, &err), CT_OK);
+    assert_int_equal(r->back_scan_h, 0);
+    qlast_req_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -326,6 +363,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_each_bound_ends_a_run_that_passes_it, setup_unsalted,
                                         teardown),
         cmocka_unit_test(test_parse_errors_are_opentsdbs),
+        cmocka_unit_test(test_params_are_read_as_opentsdb_reads_them),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
