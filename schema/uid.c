@@ -116,6 +116,7 @@ struct uid_cache {
     struct uid_slot *slots; /* nslots */
     size_t nslots;
     pthread_mutex_t mu[UID_STRIPES]; /* stripe of slot i: i % UID_STRIPES */
+    atomic_size_t used;              /* slots holding a name (changed under the slot's stripe) */
 };
 
 struct uid_kind_state {
@@ -151,6 +152,7 @@ static uint64_t uid_hash_id(uint64_t id)
 static int uid_cache_init(struct uid_cache *c, size_t n)
 {
     c->nslots = n;
+    atomic_init(&c->used, 0);
     c->slots = n ? calloc(n, sizeof(*c->slots)) : NULL;
     if (n && !c->slots)
         return -1;
@@ -159,13 +161,24 @@ static int uid_cache_init(struct uid_cache *c, size_t n)
     return 0;
 }
 
+/* Empties a slot (its stripe held). */
+static void uid_slot_clear(struct uid_cache *c, struct uid_slot *s)
+{
+    if (!s->name)
+        return;
+    free(s->name);
+    s->name = NULL;
+    atomic_fetch_sub_explicit(&c->used, 1, memory_order_relaxed);
+}
+
+/* Empties every slot, each stripe's slots under one hold of its mutex. */
 static void uid_cache_clear(struct uid_cache *c)
 {
-    for (size_t i = 0; i < c->nslots; i++) {
-        pthread_mutex_lock(&c->mu[i % UID_STRIPES]);
-        free(c->slots[i].name);
-        c->slots[i].name = NULL;
-        pthread_mutex_unlock(&c->mu[i % UID_STRIPES]);
+    for (size_t k = 0; k < UID_STRIPES && k < c->nslots; k++) {
+        pthread_mutex_lock(&c->mu[k]);
+        for (size_t i = k; i < c->nslots; i += UID_STRIPES)
+            uid_slot_clear(c, &c->slots[i]);
+        pthread_mutex_unlock(&c->mu[k]);
     }
 }
 
@@ -230,7 +243,10 @@ static void uid_cache_put(struct uid_cache *c, bool by_name, const char *name, s
     copy[len] = 0;
     pthread_mutex_lock(&c->mu[i % UID_STRIPES]);
     struct uid_slot *s = &c->slots[i];
-    free(s->name);
+    if (s->name)
+        free(s->name);
+    else
+        atomic_fetch_add_explicit(&c->used, 1, memory_order_relaxed);
     s->name = copy;
     s->len = len;
     s->id = id;
@@ -247,8 +263,7 @@ static void uid_cache_forget(struct uid *u, enum uid_kind k, const char *name, s
             continue;
         size_t i = (d == 0 ? uid_hash_name(name, len) : uid_hash_id(id)) % c->nslots;
         pthread_mutex_lock(&c->mu[i % UID_STRIPES]);
-        free(c->slots[i].name);
-        c->slots[i].name = NULL;
+        uid_slot_clear(c, &c->slots[i]);
         pthread_mutex_unlock(&c->mu[i % UID_STRIPES]);
     }
 }
@@ -777,12 +792,5 @@ void uid_stats_get(struct uid *u, enum uid_kind k, struct uid_stats *out)
     out->cache_hits = atomic_load(&ks->hits);
     out->cache_misses = atomic_load(&ks->misses);
     out->assigned = atomic_load(&ks->assigned);
-    uint64_t n = 0;
-    struct uid_cache *c = &ks->by_name;
-    for (size_t i = 0; i < c->nslots; i++) {
-        pthread_mutex_lock(&c->mu[i % UID_STRIPES]);
-        n += c->slots[i].name != NULL;
-        pthread_mutex_unlock(&c->mu[i % UID_STRIPES]);
-    }
-    out->cache_entries = n;
+    out->cache_entries = atomic_load_explicit(&ks->by_name.used, memory_order_relaxed);
 }

@@ -130,9 +130,18 @@ static void test_uid_assign_lookup_and_reverse(void **state)
     uid_stats_get(u, UID_METRIC, &st);
     assert_true(st.cache_hits > 0);
     assert_int_equal(st.assigned, 2);
+    assert_int_equal(st.cache_entries, 2); /* sys.cpu and sys.mem by name */
     uid_cache_drop(u);
+    uid_stats_get(u, UID_METRIC, &st);
+    assert_int_equal(st.cache_entries, 0);
     assert_int_equal(uid_get_id(u, UID_METRIC, "sys.mem", 7, &b, &err), CT_OK);
     assert_int_equal(b, 2);
+    uid_stats_get(u, UID_METRIC, &st);
+    assert_int_equal(st.cache_entries, 1);
+    /* a delete forgets the name */
+    assert_int_equal(uid_delete(u, UID_METRIC, "sys.mem", &err), CT_OK);
+    uid_stats_get(u, UID_METRIC, &st);
+    assert_int_equal(st.cache_entries, 0);
 }
 
 static void test_uid_width_exhaustion_is_reported(void **state)
