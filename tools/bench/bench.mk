@@ -8,3 +8,11 @@ EXTRA_BENCH += $(ENGINE_BENCH)
 $(ENGINE_BENCH): tools/bench/engine_bench.c $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS) -lleveldb -lrocksdb
+
+# The query layer in-process (tools/bench/query_micro.c), for profiling; not run by `make bench`.
+QUERY_MICRO := $(BUILD)/tools/bench/query_micro
+EXTRA_BENCH += $(QUERY_MICRO)
+
+$(QUERY_MICRO): tools/bench/query_micro.c $(BUILD)/libctsdb.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)

@@ -10,7 +10,7 @@
  * left out of the per-query CPU figure), so that each query starts with the caches holding
  * other data, as when another server answers between two queries (query_bench.py alternates
  * ctsdb and VictoriaMetrics run by run).
- * Build: make tools/bench/query_micro (see bench.mk). */
+ * Build: make build/release/tools/bench/query_micro (bench.mk). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
