@@ -202,7 +202,7 @@ static void check_reads(struct wc_table *t, const char *stage, const struct rq *
     static char want[NROWS][ROWTXT], got[ROWTXT];
     struct ct_err err;
     struct wc_scan_options o;
-    struct wc_column col;
+    struct wc_column col = {{NULL, 0}, {NULL, 0}, false};
     uint8_t qmin[QL], qmax[QL];
     set_options(q, &o, &col, qmin, qmax);
     int nw = 0;

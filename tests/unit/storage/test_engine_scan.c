@@ -390,9 +390,54 @@ static void test_scan_merges_a_row_over_files_and_memstore_with_later_markers(vo
     wc_table_close(t);
 }
 
+/* A column without a qualifier (has_qualifier false) reads its whole family whatever its
+ * qualifier field holds: wc.h gives that field meaning only with has_qualifier, and a caller that
+ * left it unset once made the scanner size a copy by its garbage length (out of memory). */
+static void test_a_family_column_ignores_its_unset_qualifier(void **state)
+{
+    (void)state;
+    const char *fams[] = {"f"};
+    fixture_table_create(g_store, "fcol", fams, 1, 1);
+    struct wc_table *t = fixture_table_open(g_store, "fcol");
+    mput(t, "r0", WC_OP_PUT, "q1", 100, "x0");
+    mput(t, "r1", WC_OP_PUT, "q2", 100, "y0");
+    static const uint8_t junk[1] = {0};
+    struct wc_column col = {wc_bytes_str("f"), {junk, (size_t)1 << 60}, false};
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.columns = &col;
+    o.ncolumns = 1;
+    char got[8][256];
+    for (int rev = 0; rev < 2; rev++) {
+        o.reversed = rev;
+        struct ct_err err = {0};
+        struct wc_scanner *sc = NULL;
+        int rc = wc_scanner_open(t, &o, &sc, &err);
+        if (rc != CT_OK)
+            fail_msg("open: %s", err.msg);
+        struct wc_row wr;
+        size_t n = 0;
+        while ((rc = wc_scanner_next(sc, &wr, &err)) == CT_OK && n < 8) {
+            got[n][0] = 0;
+            fixture_fmt_row(got[n++], sizeof(got[0]), &wr);
+        }
+        assert_int_equal(rc, CT_NOTFOUND);
+        wc_scanner_close(sc);
+        assert_int_equal(n, 2);
+        assert_non_null(strstr(got[rev ? 1 : 0], "q1"));
+        assert_non_null(strstr(got[rev ? 0 : 1], "q2"));
+        struct wc_result res;
+        assert_int_equal(wc_get(t, wc_bytes_str("r1"), &o, &res, &err), CT_OK);
+        assert_int_equal(res.row.ncells, 1);
+        wc_result_release(&res);
+    }
+    wc_table_close(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_a_family_column_ignores_its_unset_qualifier),
         cmocka_unit_test(test_full_scans_equal_point_reads_under_random_history),
         cmocka_unit_test(test_scans_return_rows_and_qualifiers_of_every_length_byte_exact),
         cmocka_unit_test(test_scan_merges_a_row_over_files_and_memstore_with_later_markers),
