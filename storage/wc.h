@@ -77,9 +77,12 @@ struct wc_options {
     size_t block_cache_bytes;    /* shared LRU block cache; default 64 MiB */
     size_t memstore_flush_bytes; /* per region memstore flush threshold; default 16 MiB */
     /* All memstores of the store together (active and being flushed): past this the largest
-     * regions are flushed, checked every 100 ms. 0 (default) = max(4 x memstore_flush_bytes,
-     * 256 MiB), checked every second. wc_store_stats().memstore_bytes reports the total, so a
-     * caller can hold its writes while it is over. */
+     * regions are flushed (checked every 100 ms), and a write that finds them at or over it
+     * waits inside the engine (before it takes any lock) until flushes bring them under it;
+     * it writes anyway after 60 s in which no flush finished (reported through log_fn), or
+     * when the store has a background error (which it then returns). Counted in
+     * wc_store_stats().memstore_waits. 0 (default) = writes never wait for it: the largest
+     * regions are flushed past max(4 x memstore_flush_bytes, 256 MiB), checked every second. */
     size_t memstore_total_bytes;
     /* Read block files with pread through the block cache instead of mapping them. Mapped
      * pages count in the process's RSS and grow with the data read; with pread only what the
@@ -283,6 +286,7 @@ struct wc_store_stats {
     uint64_t wal_syncs;
     uint64_t regions;
     uint64_t memstore_bytes; /* all memstores now, active and being flushed (0: Bigtable) */
+    uint64_t memstore_waits; /* writes that waited for memstore_total_bytes (0: Bigtable) */
 };
 CT_MUST_CHECK int wc_store_stats(struct wc_store *s, struct wc_store_stats *out,
                                  struct ct_err *err);

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "schema/tsdb.h"
 #include "schema/uid.h"
@@ -72,7 +71,6 @@ struct tsdstore {
     int nall;
     _Atomic uint64_t drop_gen;
     enum wc_durability durability;
-    uint64_t memstore_ceiling; /* tsd.storage.memstore_total_bytes; 0 = writes never wait */
 };
 
 static void store_cache_clear(struct store_cache *c)
@@ -256,8 +254,9 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         o.memstore_flush_bytes = (size_t)conf_get_int(c, "tsd.storage.memstore_flush_bytes");
         o.region_split_bytes = (uint64_t)conf_get_int(c, "tsd.storage.region_split_bytes");
         o.quarantine_damaged = conf_get_bool(c, "tsd.storage.quarantine_damaged");
+        /* past it the engine flushes the largest regions and holds writes until they are
+         * under it (wc.h; tsd.ingest.memstore_waits counts the writes that waited) */
         o.memstore_total_bytes = (size_t)conf_get_int(c, "tsd.storage.memstore_total_bytes");
-        st->memstore_ceiling = o.memstore_total_bytes;
         /* under a memory limit, block files are read through the (bounded) cache: mapped
          * pages would count in RSS and grow with the data read */
         o.pread_block_files = conf_get_int(c, "tsd.core.memory_limit_bytes") > 0;
@@ -438,44 +437,6 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
     return CT_OK;
 }
 
-/* Holds a write while all memstores together are at or over tsd.storage.memstore_total_bytes,
- * until flushes (which the engine starts past that ceiling) bring them under it: the writers
- * stop, the ingest pool fills and the TSD stops reading sockets, so the memstores stay bounded
- * whatever the clients send. Gives up (and writes) only when no flush finished for
- * STORE_MEM_STALL_MS, or the store has a background error (the write then reports it). */
-#define STORE_MEM_POLL_MS  5
-#define STORE_MEM_STALL_MS 60000
-
-static void store_wait_memstore_room(struct tsdstore *st)
-{
-    if (!st->memstore_ceiling)
-        return;
-    struct ct_err e = {0};
-    struct wc_store_stats ss;
-    uint64_t flushes = 0;
-    int64_t stall_ms = 0;
-    for (bool first = true;; first = false) {
-        if (wc_store_stats(st->store, &ss, &e) != CT_OK || ss.memstore_bytes < st->memstore_ceiling)
-            return;
-        if (wc_background_error(st->store, &e) != CT_OK)
-            return;
-        if (first)
-            tstats_add(TSTATS_MEMSTORE_WAITS, 1);
-        if (first || ss.flushes != flushes) {
-            flushes = ss.flushes;
-            stall_ms = 0;
-        } else if ((stall_ms += STORE_MEM_POLL_MS) >= STORE_MEM_STALL_MS) {
-            tlog_warn("memstores (%llu bytes) over tsd.storage.memstore_total_bytes=%llu and no "
-                      "flush finished for %d s: writing anyway",
-                      (unsigned long long)ss.memstore_bytes,
-                      (unsigned long long)st->memstore_ceiling, STORE_MEM_STALL_MS / 1000);
-            return;
-        }
-        struct timespec ts = {0, STORE_MEM_POLL_MS * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-}
-
 int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct ct_err *err)
 {
     struct tsdstore *st = arg;
@@ -493,8 +454,9 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
     for (size_t i = 0; i < nb && rc == CT_OK; i++)
         rc = store_add_points(st, w, b[i], &k, err);
     if (rc == CT_OK && k.added > 0) {
-        store_wait_memstore_room(st);
-        /* one store write for the whole group: one log record, cells in store order */
+        /* one store write for the whole group: one log record, cells in store order; under
+         * tsd.storage.memstore_total_bytes the engine holds it while the memstores are over it
+         * (the writers stop, the ingest pool fills and the TSD stops reading sockets) */
         uint64_t t0 = clock_mono_ns();
         rc = tsdb_batch_write(st->tsdb, w->batch, st->durability, err);
         tstats_add(TSTATS_WRITE_NS, clock_mono_ns() - t0);
@@ -515,6 +477,13 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
 }
 
 /* ---- stats ------------------------------------------------------------------------------------ */
+
+uint64_t tsdstore_memstore_waits(struct tsdstore *st)
+{
+    struct ct_err err = {0};
+    struct wc_store_stats s;
+    return wc_store_stats(st->store, &s, &err) == CT_OK ? s.memstore_waits : 0;
+}
 
 struct store_stats_ctx {
     struct tsdstore *st;

@@ -39,7 +39,6 @@ enum tstats_counter {
     TSTATS_LAST_LOOP_WAITS, /* ... runs that waited there: the loop path stopped for 10 s */
     TSTATS_QUERY_PARALLEL,  /* /api/query runs whose scans used several threads */
     TSTATS_QUERY_BUSY_ONE,  /* ... that used one because every CPU was busy (qexec) */
-    TSTATS_MEMSTORE_WAITS,  /* batch writes held while all memstores were over their ceiling */
     TSTATS_NCOUNTERS
 };
 

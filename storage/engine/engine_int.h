@@ -183,6 +183,17 @@ struct estore {
     struct ct_err bg_err;   /* first background error; code CT_OK if none */
     atomic_bool has_bg_err; /* fast check for the write path */
 
+    /* Bytes of every memstore the regions of the store's tables list, active and frozen: the
+     * sum wc_store_stats() computes region by region (a memstore that split daughters share
+     * counts once per daughter listing it, as there), kept up to date where it changes: inserts
+     * (write.c: added under the region's mu, once per region run of a batch; the log replay),
+     * flushed memstores dropped from their region (maint.c flush_locked), splits, removed
+     * families, truncated and dropped tables (estore_memstore_add / _sub). Read without a lock
+     * by the store-wide memstore ceiling (write.c invariant (7), estore_global_memstore_limit). */
+    atomic_uint_fast64_t memstore_total;
+    atomic_uint_fast64_t n_memstore_waits; /* writes that waited for opt.memstore_total_bytes */
+    atomic_bool mem_limit_busy;            /* estore_global_memstore_limit is running */
+
     atomic_uint_fast64_t n_flushes;
     atomic_uint_fast64_t n_minor;
     atomic_uint_fast64_t n_major;
@@ -260,6 +271,21 @@ CT_MUST_CHECK int eregion_new(uint64_t id, const uint8_t *start, size_t start_le
 uint64_t etable_flush_bytes(const struct estore *s, const struct etable *t);
 /* Computes the log position below which everything is flushed and releases log segments. */
 void estore_release_wal(struct estore *s);
+/* Bytes of region r's memstores, active and frozen, of every family. REQUIRES r->mu held (or r
+ * out of every writer's reach). */
+uint64_t eregion_memstore_bytes(const struct eregion *r);
+/* Keep estore.memstore_total: a listing gained or lost `bytes` of memstore. */
+static inline void estore_memstore_add(struct estore *s, uint64_t bytes)
+{
+    atomic_fetch_add_explicit(&s->memstore_total, bytes, memory_order_relaxed);
+}
+void estore_memstore_sub(struct estore *s, uint64_t bytes); /* asserts it never goes below 0 */
+/* While all memstores together are over the store's ceiling (opt.memstore_total_bytes, or
+ * without it max(4 x flush size, 256 MiB)), queues flushes of the largest regions that have none
+ * queued until the rest is under it. Takes cat_mu and each region's mu: REQUIRES neither held
+ * (nor a row stripe or map_lock). Returns at once when the total is under the ceiling, or when
+ * another thread is running it. */
+void estore_global_memstore_limit(struct estore *s);
 
 /* ---- catalog.c --------------------------------------------------------------------------- */
 

@@ -691,8 +691,12 @@ static int flush_locked(struct estore *s, struct etable *t, struct eregion *r, s
     for (size_t f = 0; f < nf; f++) {
         struct efam *ef = &r->fams[f];
         if (nfz[f]) {
-            for (size_t k = 0; k < nfz[f]; k++)
+            uint64_t released = 0;
+            for (size_t k = 0; k < nfz[f]; k++) {
+                released += memstore_bytes(ef->frozen[k]);
                 memstore_unref(ef->frozen[k]);
+            }
+            estore_memstore_sub(s, released); /* the region lists them no more */
             memmove(ef->frozen, ef->frozen + nfz[f], (ef->nfrozen - nfz[f]) * sizeof(void *));
             ef->nfrozen -= nfz[f];
         }
@@ -1037,6 +1041,17 @@ static int split_locked(struct estore *s, struct etable *t, struct eregion *r, c
         goto fail;
     }
     engine_failpoint(s, "split_after_catalog");
+    /* the daughters list the parent's memstores (each of them, estore.memstore_total), the
+     * parent no longer does; no writer reaches any of them (map_lock exclusive) */
+    pthread_mutex_lock(&r->mu);
+    uint64_t parent_bytes = eregion_memstore_bytes(r);
+    pthread_mutex_unlock(&r->mu);
+    for (int k = 0; k < 2; k++) {
+        pthread_mutex_lock(&d[k]->mu);
+        estore_memstore_add(s, eregion_memstore_bytes(d[k]));
+        pthread_mutex_unlock(&d[k]->mu);
+    }
+    estore_memstore_sub(s, parent_bytes);
     free(old);
     eregion_unref(r); /* the array's reference */
     atomic_fetch_add(&s->n_splits, 1);

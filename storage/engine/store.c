@@ -12,6 +12,7 @@
  * last reference, so background jobs and open handles never touch freed memory; (3) block files
  * not listed by the catalog are deleted at open (leftovers of interrupted flushes, compactions
  * and splits). Locking: engine_int.h. */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -145,6 +146,29 @@ int etable_family_index(const struct etable *t, const uint8_t *name, size_t len)
 }
 
 /* ---- regions and tables ------------------------------------------------------------------ */
+
+static uint64_t efam_memstore_bytes(const struct efam *f)
+{
+    uint64_t b = f->active ? memstore_bytes(f->active) : 0;
+    for (size_t k = 0; k < f->nfrozen; k++)
+        b += memstore_bytes(f->frozen[k]);
+    return b;
+}
+
+uint64_t eregion_memstore_bytes(const struct eregion *r)
+{
+    uint64_t b = 0;
+    for (size_t f = 0; f < r->nfams; f++)
+        b += efam_memstore_bytes(&r->fams[f]);
+    return b;
+}
+
+void estore_memstore_sub(struct estore *s, uint64_t bytes)
+{
+    uint64_t was = atomic_fetch_sub_explicit(&s->memstore_total, bytes, memory_order_relaxed);
+    assert(was >= bytes); /* every byte taken off was added when it was inserted or listed */
+    (void)was;
+}
 
 static void efam_release(struct efam *f, bool obsolete_files)
 {
@@ -382,9 +406,17 @@ static uint64_t global_memstore_ceiling(const struct estore *s)
     return limit < (256ull << 20) ? 256ull << 20 : limit;
 }
 
-static void global_memstore_limit(struct estore *s)
+void estore_global_memstore_limit(struct estore *s)
 {
     uint64_t limit = global_memstore_ceiling(s);
+    /* the sum below leaves out regions with a flush queued, so it is at most this one: under
+     * the ceiling here, nothing would be queued (the periodic check costs one load) */
+    if (atomic_load_explicit(&s->memstore_total, memory_order_relaxed) <= limit)
+        return;
+    /* one caller at a time: writers waiting for room (write.c) all call it; a concurrent call
+     * would queue the same flushes */
+    if (atomic_exchange(&s->mem_limit_busy, true))
+        return;
     uint64_t total = 0;
     pthread_mutex_lock(&s->cat_mu);
     for (int round = 0; round < 64; round++) {
@@ -396,13 +428,8 @@ static void global_memstore_limit(struct estore *s)
             struct etable *t = s->tables[i];
             for (size_t r = 0; r < t->nregions; r++) {
                 struct eregion *rg = t->regions[r];
-                uint64_t b = 0;
                 pthread_mutex_lock(&rg->mu);
-                for (size_t f = 0; f < rg->nfams; f++) {
-                    b += memstore_bytes(rg->fams[f].active);
-                    for (size_t k = 0; k < rg->fams[f].nfrozen; k++)
-                        b += memstore_bytes(rg->fams[f].frozen[k]);
-                }
+                uint64_t b = eregion_memstore_bytes(rg);
                 if (!rg->flush_queued && b > biggest) {
                     biggest = b;
                     bt = t;
@@ -422,6 +449,7 @@ static void global_memstore_limit(struct estore *s)
         estore_queue_job(s, EJOB_FLUSH, bt, br, false);
     }
     pthread_mutex_unlock(&s->cat_mu);
+    atomic_store(&s->mem_limit_busy, false);
 }
 
 static void trim_wal(struct estore *s)
@@ -483,7 +511,7 @@ static void trim_wal(struct estore *s)
     }
     pthread_mutex_unlock(&s->cat_mu);
     if (!s->opt.memstore_total_bytes) /* else worker_main checks it more often */
-        global_memstore_limit(s);
+        estore_global_memstore_limit(s);
 }
 
 static void *worker_main(void *arg)
@@ -516,7 +544,7 @@ static void *worker_main(void *arg)
         if (s->opt.memstore_total_bytes && mono_ms() >= s->next_mem_check_ms) {
             s->next_mem_check_ms = mono_ms() + ENGINE_MEM_CHECK_MS;
             pthread_mutex_unlock(&s->bg_mu);
-            global_memstore_limit(s);
+            estore_global_memstore_limit(s);
             pthread_mutex_lock(&s->bg_mu);
             continue;
         }
@@ -1085,8 +1113,10 @@ static int op_table_alter(struct wc_store *ws, const struct wc_table_desc *d, st
     /* Data of removed families goes (their files were listed only by this table). */
     for (size_t r = 0; r < t->nregions; r++) {
         for (size_t i = 0; old_fa[r] && i < old_nf; i++)
-            if (old_fa[r][i].active || old_fa[r][i].nfiles || old_fa[r][i].nfrozen)
+            if (old_fa[r][i].active || old_fa[r][i].nfiles || old_fa[r][i].nfrozen) {
+                estore_memstore_sub(s, efam_memstore_bytes(&old_fa[r][i]));
                 efam_release(&old_fa[r][i], true);
+            }
         free(old_fa[r]);
     }
     free(old_fa);
@@ -1207,14 +1237,15 @@ static int op_table_disable(struct wc_store *ws, const char *name, struct ct_err
     return set_enabled(ws, name, false, err);
 }
 
-/* Marks every region of t dead and releases their data (files deleted). REQUIRES the admin
- * locks; the catalog no longer lists them. */
-static void drop_regions(struct eregion **regions, size_t n)
+/* Marks every region of t dead and releases their data (files deleted; their memstores leave
+ * estore.memstore_total). REQUIRES the admin locks; the catalog no longer lists them. */
+static void drop_regions(struct estore *s, struct eregion **regions, size_t n)
 {
     for (size_t r = 0; r < n; r++) {
         struct eregion *rg = regions[r];
         pthread_mutex_lock(&rg->mu);
         rg->dead = true;
+        estore_memstore_sub(s, eregion_memstore_bytes(rg));
         for (size_t f = 0; f < rg->nfams; f++)
             for (size_t k = 0; k < rg->fams[f].nfiles; k++)
                 sst_mark_obsolete(rg->fams[f].files[k].sst);
@@ -1242,7 +1273,7 @@ static int op_table_drop(struct wc_store *ws, const char *name, struct ct_err *e
         goto out;
     }
     atomic_store(&t->dropped, true);
-    drop_regions(t->regions, t->nregions);
+    drop_regions(s, t->regions, t->nregions);
     free(t->regions);
     t->regions = NULL;
     t->nregions = 0;
@@ -1288,7 +1319,7 @@ static int op_table_truncate(struct wc_store *ws, const char *name, bool preserv
         free(nr);
         goto out;
     }
-    drop_regions(old, nold);
+    drop_regions(s, old, nold);
     free(old);
 out:
     free(splits);
@@ -1480,6 +1511,7 @@ static int op_store_stats(struct wc_store *ws, struct wc_store_stats *out, struc
     out->minor_compactions = atomic_load(&s->n_minor);
     out->major_compactions = atomic_load(&s->n_major);
     out->splits = atomic_load(&s->n_splits);
+    out->memstore_waits = atomic_load(&s->n_memstore_waits);
     struct wal_stats ws_ = {0};
     if (s->wal)
         wal_get_stats(s->wal, &ws_);
@@ -1492,11 +1524,7 @@ static int op_store_stats(struct wc_store *ws, struct wc_store_stats *out, struc
         for (size_t r = 0; r < t->nregions; r++) {
             struct eregion *rg = t->regions[r];
             pthread_mutex_lock(&rg->mu);
-            for (size_t f = 0; f < rg->nfams; f++) {
-                out->memstore_bytes += memstore_bytes(rg->fams[f].active);
-                for (size_t k = 0; k < rg->fams[f].nfrozen; k++)
-                    out->memstore_bytes += memstore_bytes(rg->fams[f].frozen[k]);
-            }
+            out->memstore_bytes += eregion_memstore_bytes(rg);
             pthread_mutex_unlock(&rg->mu);
         }
     }

@@ -21,7 +21,23 @@
  * released) until the flush waiting for that fence has frozen the memstore, so a flush writes a
  * prefix of the seqs (eregion.fence in engine_int.h). No deadlock: a flush waits only for batches
  * starting at or below its fence, which no fence at or above it holds back, and those hold every
- * row stripe and the map lock they need before they get their seqs. */
+ * row stripe and the map lock they need before they get their seqs.
+ *
+ * (7) Store-wide memstore ceiling (opt.memstore_total_bytes, when non-zero): a write (plain,
+ * batch, increment, check-and-mutate) that finds all memstores together (estore.memstore_total,
+ * one atomic load) at or over the ceiling waits in wait_for_total_room() FIRST, before it takes a
+ * row stripe, the map lock or a seq, after making sure flushes of the largest regions are queued
+ * (estore_global_memstore_limit); woken by done_cv when a background job ends, or every 100 ms,
+ * it goes on once the total is under the ceiling, when the store has a background error (which
+ * the write then returns) or is closing, or when no flush has finished for 60 s (the safety
+ * valve: reported through opt.log_fn, and the write goes on). No deadlock: the waiter holds no
+ * engine lock and has no seq, so no flush waits for it - the fence (6) waits only for batches
+ * that already have seqs, which passed this wait before taking anything, and the per-region
+ * wait comes after publication with everything released - while the flush it waits for needs
+ * only locks that flushes, splits and other writers release without waiting for the waiter
+ * (cat_mu and a region's mu are taken by estore_global_memstore_limit with nothing else held).
+ * Neither wait is entered while holding anything, so they cannot wait for each other either.
+ * With opt.memstore_total_bytes 0 nothing of this runs (the check is `!limit`). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +177,64 @@ static void wait_for_memstore_room(struct estore *s, struct etable *t, struct wc
     }
 }
 
+/* After this long without a finished flush, a write waiting for the store-wide ceiling goes on
+ * (the TSD's old rule: the memstores stay bounded while flushes make progress, and a wedged flush
+ * does not stop every write for good). */
+#define ENGINE_TOTAL_STALL_MS 60000
+
+/* Invariant (7): waits, holding nothing, while all memstores together are at or over
+ * opt.memstore_total_bytes. */
+static void wait_for_total_room(struct estore *s)
+{
+    uint64_t limit = s->opt.memstore_total_bytes;
+    if (!limit || atomic_load_explicit(&s->memstore_total, memory_order_relaxed) < limit)
+        return;
+    atomic_fetch_add_explicit(&s->n_memstore_waits, 1, memory_order_relaxed);
+    uint64_t flushes = atomic_load(&s->n_flushes);
+    uint64_t progress_ns = clock_mono_ns();
+    for (;;) {
+        estore_global_memstore_limit(s); /* the largest regions have their flushes queued */
+        struct ct_err e;
+        if (estore_check_bg_error(s, &e) != CT_OK)
+            return; /* the write returns it */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 100 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        /* memstore_total drops (a flush releasing its memstores) before the job ends and
+         * broadcasts done_cv under bg_mu: checked under bg_mu, no wakeup is missed */
+        pthread_mutex_lock(&s->bg_mu);
+        bool over = atomic_load(&s->memstore_total) >= limit;
+        if (over && !s->stopping) {
+            pthread_cond_timedwait(&s->done_cv, &s->bg_mu, &ts);
+            over = atomic_load(&s->memstore_total) >= limit;
+        }
+        bool stopping = s->stopping;
+        pthread_mutex_unlock(&s->bg_mu);
+        if (!over || stopping)
+            return;
+        uint64_t f = atomic_load(&s->n_flushes), now = clock_mono_ns();
+        if (f != flushes) {
+            flushes = f;
+            progress_ns = now;
+        } else if (now - progress_ns >= (uint64_t)ENGINE_TOTAL_STALL_MS * 1000000) {
+            if (s->opt.log_fn) {
+                char msg[256];
+                snprintf(msg, sizeof(msg),
+                         "memstores (%llu bytes) over memstore_total_bytes=%llu and no flush "
+                         "finished for %d s: writing anyway",
+                         (unsigned long long)atomic_load(&s->memstore_total),
+                         (unsigned long long)limit, ENGINE_TOTAL_STALL_MS / 1000);
+                s->opt.log_fn(s->opt.log_arg, msg);
+            }
+            return;
+        }
+    }
+}
+
 /* Applies resolved, encoded cells: log, memstores, publication. REQUIRES map_lock shared. */
 static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_mutation *rows,
                        size_t n, const struct rcell *cells, const size_t *row_cells, size_t ncells,
@@ -237,6 +311,7 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
         size_t j = 0;
         uint64_t flush_bytes = etable_flush_bytes(s, t);
         struct eregion *locked = NULL;
+        uint64_t added = 0; /* memstore bytes inserted into `locked` (estore.memstore_total) */
         /* each row's region is looked up once: as the next row of the previous iteration */
         struct eregion *next_r =
             n ? t->regions[etable_region_index(t, rows[0].row.data, rows[0].row.len)] : NULL;
@@ -247,8 +322,12 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                     ? t->regions[etable_region_index(t, rows[i + 1].row.data, rows[i + 1].row.len)]
                     : NULL;
             if (r != locked) {
-                if (locked)
+                if (locked) {
+                    /* counted before the mu goes: a flush releasing them subtracts after */
+                    estore_memstore_add(s, added);
+                    added = 0;
                     pthread_mutex_unlock(&locked->mu);
+                }
                 pthread_mutex_lock(&r->mu);
                 locked = r;
                 /* a flush waits for every seq up to its fence to be published: a batch that
@@ -272,7 +351,10 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                     .ts_ms = rc_->ts,
                     .seq = first + j,
                 };
-                rc = memstore_add(r->fams[rc_->fam].active, &c, err);
+                struct memstore *m = r->fams[rc_->fam].active;
+                size_t before = memstore_bytes(m);
+                rc = memstore_add(m, &c, err);
+                added += memstore_bytes(m) - before;
             }
             if (first + j - 1 > r->max_seq) /* seq of the batch's last cell added so far */
                 r->max_seq = first + j - 1;
@@ -293,8 +375,10 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                         *blocked = true;
             }
         }
-        if (locked)
+        if (locked) {
+            estore_memstore_add(s, added);
             pthread_mutex_unlock(&locked->mu);
+        }
         if (rc != CT_OK) /* a row may be half inserted: the store must not go on */
             estore_set_bg_error(s, err);
     }
@@ -488,6 +572,7 @@ int engine_mutate_batch(struct wc_table *wt, const struct wc_row_mutation *rows,
     struct etable *t = ((struct etable_handle *)wt)->t;
     struct estore *s = estore_of(wt->store);
     bool blocked = false;
+    wait_for_total_room(s); /* (7): before any lock */
     uint64_t mask = rows_lock(s, t, rows, n, batch_reads_latest(rows, n));
     int rc = mutate_batch_locked(wt, rows, n, d, &blocked, err);
     rows_unlock(s, mask);
@@ -511,6 +596,7 @@ int engine_increment(struct wc_table *wt, struct wc_bytes row, struct wc_bytes f
 {
     struct etable_handle *h = (struct etable_handle *)wt;
     struct estore *s = estore_of(wt->store);
+    wait_for_total_room(s); /* (7): before any lock */
     pthread_rwlock_t *lk = row_lock_excl(s, h->t, row);
     bool blocked = false;
     int64_t ts = 0, now = clock_now_ms();
@@ -554,6 +640,7 @@ int engine_check_and_mutate(struct wc_table *wt, struct wc_bytes row, struct wc_
 {
     struct etable_handle *h = (struct etable_handle *)wt;
     struct estore *s = estore_of(wt->store);
+    wait_for_total_room(s); /* (7): before any lock */
     pthread_rwlock_t *lk = row_lock_excl(s, h->t, row);
     bool blocked = false;
     int64_t ts;
@@ -662,9 +749,12 @@ static int replay_record(void *arg, uint64_t seq, const uint8_t *p, size_t len, 
                 continue;
             struct cell ce = {row,  qual,        val, (uint32_t)rlen, (uint32_t)ql, (uint32_t)vl,
                               type, (int64_t)ts, cseq};
-            int rc = memstore_add(reg->fams[fi].active, &ce, err);
+            struct memstore *m = reg->fams[fi].active;
+            size_t before = memstore_bytes(m);
+            int rc = memstore_add(m, &ce, err);
             if (rc != CT_OK)
                 return rc;
+            estore_memstore_add(s, memstore_bytes(m) - before);
         }
     }
     (void)v;

@@ -14,7 +14,6 @@
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
 #include "tsd/store.h"
-#include "tsd/tstats.h"
 
 #define BASE_S 1356998400LL /* an hour long past */
 #define NSER   3000         /* the cache starts at 1024 slots: grows twice */
@@ -165,8 +164,9 @@ static void record_outcomes(void *arg, struct ingest_batch *b)
 }
 
 /* With tsd.storage.memstore_total_bytes at 256 KiB (and a 64 MiB flush size, which alone would
- * flush nothing), the writes wait while the memstores are over the ceiling, the engine flushes
- * them, and every point is still written. */
+ * flush nothing), the writes wait (in the engine, which the TSD reports as
+ * tsd.ingest.memstore_waits) while the memstores are over the ceiling, the engine flushes them,
+ * and every point is still written. */
 static void test_store_writes_wait_for_the_memstore_ceiling(void **state)
 {
     (void)state;
@@ -177,7 +177,8 @@ static void test_store_writes_wait_for_the_memstore_ceiling(void **state)
               (const char *const[]){"tsd.storage.memstore_total_bytes", "262144",
                                     "tsd.storage.memstore_flush_bytes", "67108864"},
               4, &c, &st);
-    uint64_t waits0 = tstats_get(TSTATS_MEMSTORE_WAITS);
+    uint64_t waits0 = tsdstore_memstore_waits(st);
+    assert_int_equal(waits0, 0);
     struct ingest_options o;
     ingest_options_init(&o);
     o.batch_points = 700;
@@ -190,9 +191,10 @@ static void test_store_writes_wait_for_the_memstore_ceiling(void **state)
     struct wc_store_stats ss;
     assert_int_equal(wc_store_stats(tsdstore_wc(st), &ss, &err), CT_OK);
     print_message("memstore ceiling 256 KiB: %llu waits, %llu flushes, %llu bytes left\n",
-                  (unsigned long long)(tstats_get(TSTATS_MEMSTORE_WAITS) - waits0),
+                  (unsigned long long)(tsdstore_memstore_waits(st) - waits0),
                   (unsigned long long)ss.flushes, (unsigned long long)ss.memstore_bytes);
-    assert_true(tstats_get(TSTATS_MEMSTORE_WAITS) > waits0);
+    assert_true(tsdstore_memstore_waits(st) > waits0);
+    assert_int_equal(ss.memstore_waits, tsdstore_memstore_waits(st));
     assert_true(ss.flushes > 0);
     check_series(st, 8);
     tsdstore_close(st);
