@@ -311,7 +311,7 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
         size_t j = 0;
         uint64_t flush_bytes = etable_flush_bytes(s, t);
         struct eregion *locked = NULL;
-        uint64_t added = 0; /* memstore bytes inserted into `locked` (estore.memstore_total) */
+        uint64_t held_bytes = 0; /* `locked`'s memstore bytes when its mu was taken */
         /* each row's region is looked up once: as the next row of the previous iteration */
         struct eregion *next_r =
             n ? t->regions[etable_region_index(t, rows[0].row.data, rows[0].row.len)] : NULL;
@@ -323,9 +323,9 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                     : NULL;
             if (r != locked) {
                 if (locked) {
-                    /* counted before the mu goes: a flush releasing them subtracts after */
-                    estore_memstore_add(s, added);
-                    added = 0;
+                    /* what this run inserted, counted before the mu goes (estore.memstore_total;
+                     * a flush releasing them subtracts after) */
+                    estore_memstore_add(s, eregion_memstore_bytes(locked) - held_bytes);
                     pthread_mutex_unlock(&locked->mu);
                 }
                 pthread_mutex_lock(&r->mu);
@@ -335,6 +335,9 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                  * (engine_int.h, eregion.fence); one that starts at or below it goes on */
                 while (r->fence && first > r->fence)
                     pthread_cond_wait(&r->fence_cv, &r->mu);
+                /* after the wait (the mu was released in it, and a flush may have dropped
+                 * memstores): nothing but this run changes them until the mu goes */
+                held_bytes = eregion_memstore_bytes(r);
                 if (!r->first_edit_mono_ms)
                     r->first_edit_mono_ms = (int64_t)(clock_mono_ns() / 1000000) | 1;
             }
@@ -351,10 +354,7 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
                     .ts_ms = rc_->ts,
                     .seq = first + j,
                 };
-                struct memstore *m = r->fams[rc_->fam].active;
-                size_t before = memstore_bytes(m);
-                rc = memstore_add(m, &c, err);
-                added += memstore_bytes(m) - before;
+                rc = memstore_add(r->fams[rc_->fam].active, &c, err);
             }
             if (first + j - 1 > r->max_seq) /* seq of the batch's last cell added so far */
                 r->max_seq = first + j - 1;
@@ -376,7 +376,7 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
             }
         }
         if (locked) {
-            estore_memstore_add(s, added);
+            estore_memstore_add(s, eregion_memstore_bytes(locked) - held_bytes);
             pthread_mutex_unlock(&locked->mu);
         }
         if (rc != CT_OK) /* a row may be half inserted: the store must not go on */

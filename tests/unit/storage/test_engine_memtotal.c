@@ -83,8 +83,7 @@ static void create_table(struct wc_store *s, const char *name, const char *const
         fail_msg("create %s: %s", name, err.msg);
 }
 
-static void alter_families(struct wc_store *s, const char *name, const char *const *fams,
-                           size_t nf)
+static void alter_families(struct wc_store *s, const char *name, const char *const *fams, size_t nf)
 {
     struct wc_family_desc fd[4];
     for (size_t i = 0; i < nf; i++)
@@ -515,8 +514,8 @@ static void *race_writer_main(void *arg)
         struct ct_err err;
         if (b % 10 == 9) { /* now and then a read-modify-write */
             int64_t v;
-            w->rc = wc_increment(w->r->t, wc_bytes_str("ctr"), wc_bytes_str("f"),
-                                 wc_bytes_str("n"), 1, WC_DURABILITY_USE_DEFAULT, &v, &err);
+            w->rc = wc_increment(w->r->t, wc_bytes_str("ctr"), wc_bytes_str("f"), wc_bytes_str("n"),
+                                 1, WC_DURABILITY_USE_DEFAULT, &v, &err);
             continue;
         }
         /* 8 rows over the whole key space (several regions), 2 KiB each */
