@@ -483,7 +483,10 @@ typedef int (*wc_compact_hook_fn)(void *arg, const struct wc_cell *cells, size_t
                                   struct wc_cell_sink *sink, struct ct_err *err);
 
 /* Installs (fn non-NULL) or removes the hook for a table's family in this open store (not
- * persisted; install it after every open). CT_EUNSUPPORTED on backends without compactions. */
+ * persisted; install it after every open). When it returns after removing or replacing a hook, no
+ * call of the old one is running or will start (it waits for running flushes and compactions
+ * that took it), so the old arg may be freed; call it holding nothing a flush needs.
+ * CT_EUNSUPPORTED on backends without compactions. */
 CT_MUST_CHECK int wc_set_compact_hook(struct wc_store *s, const char *table, const char *family,
                                       wc_compact_hook_fn fn, void *arg, struct ct_err *err);
 

@@ -143,6 +143,11 @@ struct estore {
     struct block_cache *cache;
 
     pthread_mutex_t cat_mu;
+    /* merges (flushes, compactions) running with a family's compaction hook: counted under cat_mu
+     * from mctx_init() to mctx_destroy(); wc_set_compact_hook() waits on hook_cv for 0 after it
+     * removes or replaces a hook, so the old hook's arg may be freed once it returns */
+    unsigned hook_users;
+    pthread_cond_t hook_cv;
     char **namespaces; /* sorted by name; each an ns_blob (see engine_ns_blob_len) */
     size_t nnamespaces;
     struct etable **tables; /* sorted by name */

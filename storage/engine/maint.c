@@ -436,6 +436,13 @@ static int mctx_row(struct mctx *m, struct ct_err *err)
 
 static void mctx_destroy(struct mctx *m)
 {
+    if (m->hook.fn) { /* no more calls of the hook from this merge */
+        pthread_mutex_lock(&m->s->cat_mu);
+        if (--m->s->hook_users == 0)
+            pthread_cond_broadcast(&m->s->hook_cv);
+        pthread_mutex_unlock(&m->s->cat_mu);
+        m->hook.fn = NULL;
+    }
     if (m->w)
         sst_writer_abort(m->w);
     m->w = NULL;
@@ -558,6 +565,8 @@ static void mctx_init(struct mctx *m, struct estore *s, struct etable *t, struct
     pthread_mutex_lock(&s->cat_mu);
     m->d = t->fams[f];
     m->hook = t->hooks[f];
+    if (m->hook.fn)
+        s->hook_users++; /* until mctx_destroy (estore.hook_users) */
     pthread_mutex_unlock(&s->cat_mu);
     int64_t now = clock_now_ms();
     m->oldest = m->d.ttl_s >= WC_TTL_FOREVER ? INT64_MIN : now - m->d.ttl_s * 1000;

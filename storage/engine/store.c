@@ -12,7 +12,6 @@
  * last reference, so background jobs and open handles never touch freed memory; (3) block files
  * not listed by the catalog are deleted at open (leftovers of interrupted flushes, compactions
  * and splits). Locking: engine_int.h. */
-#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -165,9 +164,14 @@ uint64_t eregion_memstore_bytes(const struct eregion *r)
 
 void estore_memstore_sub(struct estore *s, uint64_t bytes)
 {
-    uint64_t was = atomic_fetch_sub_explicit(&s->memstore_total, bytes, memory_order_relaxed);
-    assert(was >= bytes); /* every byte taken off was added when it was inserted or listed */
-    (void)was;
+    /* every byte taken off was added when it was inserted or listed (test_engine_memtotal checks
+     * the total against the regions' sum); were that ever wrong, the total stops at 0 rather than
+     * wrapping to a huge figure that would hold every write */
+    uint64_t was = atomic_load_explicit(&s->memstore_total, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&s->memstore_total, &was,
+                                                  was >= bytes ? was - bytes : 0,
+                                                  memory_order_relaxed, memory_order_relaxed)) {
+    }
 }
 
 static void efam_release(struct efam *f, bool obsolete_files)
@@ -1577,8 +1581,14 @@ static int op_set_compact_hook(struct wc_store *ws, const char *table, const cha
             rc = ct_err_set(err, CT_EINVAL, "Unknown column family %s in table %s",
                             family ? family : "(null)", table);
         } else {
+            struct ehook old = t->hooks[f];
             t->hooks[f].fn = fn;
             t->hooks[f].arg = fn ? arg : NULL;
+            /* a merge that took the old hook may still call it: the caller may free its arg
+             * once this returns (tsdb_close does), so wait until no merge holds a hook */
+            if (old.fn && (old.fn != fn || old.arg != arg))
+                while (s->hook_users)
+                    pthread_cond_wait(&s->hook_cv, &s->cat_mu);
         }
     }
     pthread_mutex_unlock(&s->cat_mu);
@@ -1610,6 +1620,7 @@ static void store_free(struct estore *s)
     pthread_mutex_destroy(&s->bg_mu);
     pthread_cond_destroy(&s->bg_cv);
     pthread_cond_destroy(&s->done_cv);
+    pthread_cond_destroy(&s->hook_cv);
     pthread_mutex_destroy(&s->err_mu);
     pthread_mutex_destroy(&s->snap_mu);
     free(s->snaps);
@@ -1798,6 +1809,7 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     pthread_mutex_init(&s->bg_mu, NULL);
     pthread_cond_init(&s->bg_cv, NULL);
     pthread_cond_init(&s->done_cv, NULL);
+    pthread_cond_init(&s->hook_cv, NULL);
     pthread_mutex_init(&s->err_mu, NULL);
     pthread_mutex_init(&s->snap_mu, NULL);
     pthread_rwlockattr_t rwa;

@@ -6,6 +6,7 @@
  * racing two writers (the flush fence: a flush writes a prefix of the seqs). */
 #include <dirent.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +315,102 @@ static void test_compaction_hook_rewrites_rows(void **state)
     /* removing the hook */
     assert_int_equal(wc_set_compact_hook(s, "hk", "f", NULL, NULL, &err), CT_OK);
     assert_true(wc_set_compact_hook(s, "hk", "nofam", merge_hook, &h, &err) < 0);
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+/* A hook that stays inside its first call until told to leave (the test's gate). */
+struct slow_hook {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int inside, calls;
+    bool leave;
+};
+
+static int slow_hook_fn(void *arg, const struct wc_cell *cells, size_t n, bool major,
+                        struct wc_cell_sink *sink, struct ct_err *err)
+{
+    (void)cells, (void)n, (void)major, (void)sink, (void)err;
+    struct slow_hook *h = arg;
+    pthread_mutex_lock(&h->mu);
+    h->inside++;
+    h->calls++;
+    pthread_cond_broadcast(&h->cv);
+    while (!h->leave)
+        pthread_cond_wait(&h->cv, &h->mu);
+    h->inside--;
+    pthread_mutex_unlock(&h->mu);
+    return CT_NOTFOUND;
+}
+
+struct flusher {
+    struct wc_store *s;
+    int rc;
+};
+
+static void *flush_thread(void *arg)
+{
+    struct flusher *f = arg;
+    struct ct_err err;
+    f->rc = wc_table_flush(f->s, "slow", &err);
+    return NULL;
+}
+
+struct unhooker {
+    struct wc_store *s;
+    int rc;
+    atomic_bool done;
+};
+
+static void *unhook_thread(void *arg)
+{
+    struct unhooker *u = arg;
+    struct ct_err err;
+    u->rc = wc_set_compact_hook(u->s, "slow", "f", NULL, NULL, &err);
+    atomic_store(&u->done, true);
+    return NULL;
+}
+
+/* Removing a hook returns only once no flush or compaction is inside it (the TSD frees the
+ * hook's arg right after: tsdb_close); a flush that starts afterwards does not call it. */
+static void test_removing_a_hook_waits_for_the_merges_inside_it(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 * MIB, 1ull << 30);
+    struct wc_table *t = mk_table(s, "slow", 1, false, NULL, 0);
+    struct slow_hook h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, false};
+    struct ct_err err;
+    assert_int_equal(wc_set_compact_hook(s, "slow", "f", slow_hook_fn, &h, &err), CT_OK);
+    put(t, "r1", "a", "A", 1, 5, WC_OP_PUT);
+    struct flusher f = {s, -1};
+    pthread_t ft, ut;
+    assert_int_equal(pthread_create(&ft, NULL, flush_thread, &f), 0);
+    pthread_mutex_lock(&h.mu);
+    while (!h.inside)
+        pthread_cond_wait(&h.cv, &h.mu);
+    pthread_mutex_unlock(&h.mu);
+    struct unhooker u = {s, -1, false};
+    assert_int_equal(pthread_create(&ut, NULL, unhook_thread, &u), 0);
+    struct timespec pause = {0, 200 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    assert_false(atomic_load(&u.done)); /* the flush is still inside the hook */
+    pthread_mutex_lock(&h.mu);
+    h.leave = true;
+    pthread_cond_broadcast(&h.cv);
+    pthread_mutex_unlock(&h.mu);
+    assert_int_equal(pthread_join(ut, NULL), 0);
+    assert_int_equal(u.rc, CT_OK);
+    pthread_mutex_lock(&h.mu);
+    assert_int_equal(h.inside, 0);
+    int calls = h.calls;
+    pthread_mutex_unlock(&h.mu);
+    assert_int_equal(pthread_join(ft, NULL), 0);
+    assert_int_equal(f.rc, CT_OK);
+    put(t, "r2", "a", "B", 1, 5, WC_OP_PUT);
+    assert_int_equal(wc_table_flush(s, "slow", &err), CT_OK);
+    assert_int_equal(h.calls, calls);
     wc_table_close(t);
     wc_close(s);
     ctest_rmdir(dir);
@@ -889,6 +986,7 @@ int main(void)
         cmocka_unit_test(test_exploring_policy_selection),
         cmocka_unit_test(test_minor_compaction_keeps_markers_major_drops_them),
         cmocka_unit_test(test_compaction_hook_rewrites_rows),
+        cmocka_unit_test(test_removing_a_hook_waits_for_the_merges_inside_it),
         cmocka_unit_test(test_split_at_key_and_at_midpoints),
         cmocka_unit_test(test_midpoint_split_of_a_one_block_file_uses_its_middle_row),
         cmocka_unit_test(test_midpoint_split_halves_files_of_one_or_two_blocks),
