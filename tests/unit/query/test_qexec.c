@@ -809,7 +809,7 @@ static void test_qexec_lead_ranges_are_one_scanner_per_piece(void **state)
     struct tsdb_fixture *f = *state;
     /* nine hosts, a point every 20 minutes over five hours, each value naming host and time */
     for (int h = 0; h < 9; h++) {
-        char host[8];
+        char host[16];
         snprintf(host, sizeof(host), "l%d", h);
         for (int i = 0; i < 15; i++)
             put(f->t, host, h % 2 ? "d1" : "d0", 1356998400 + i * 1200 + h, true, h * 100 + i, 0);
