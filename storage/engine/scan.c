@@ -1648,8 +1648,8 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
 
     /* Copy borrowed option bytes the scanner keeps using. */
     size_t ob = o->qualifier_prefix.len + o->qualifier_min.len + o->qualifier_max.len;
-    for (size_t i = 0; i < o->ncolumns; i++)
-        ob += o->columns[i].qualifier.len;
+    for (size_t i = 0; i < o->ncolumns; i++) /* a whole family's qualifier is not read */
+        ob += o->columns[i].has_qualifier ? o->columns[i].qualifier.len : 0;
     sc->owned = sc_zalloc(sc, ob + 1);
     if (!sc->owned) {
         rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
