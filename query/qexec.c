@@ -323,6 +323,8 @@ struct xscan {
     _Alignas(64) atomic_uint next_bucket;
     atomic_uint_fast64_t dps;
     atomic_uint_fast64_t rows;
+    atomic_uint_fast64_t scanners;   /* opened: one per piece of work (bucket, time slice) */
+    atomic_uint_fast64_t key_ranges; /* the row ranges they read (1 for a start/stop scan) */
 };
 
 /* Points a scan counts by itself before adding them to the query's total (xscan.dps) and
@@ -637,9 +639,9 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
 }
 
 /* At most this many key ranges per hour when the filter pins the leading tags (beyond, the
- * hour's rows are walked whole): a range costs a scanner and a seek, worth a few rows that the
- * row filter would reject (~1,600 instructions each), and nothing says how many series a range
- * holds, so a long list of values is read the usual way. */
+ * hour's rows are walked whole): a range costs a seek (and its piece of the scan's inputs),
+ * worth a few rows that the row filter would reject (~1,600 instructions each), and nothing
+ * says how many series a range holds, so a long list of values is read the usual way. */
 #define QEXEC_LEAD_RANGES 8
 /* ... and at most this many in a whole scan window */
 #define QEXEC_LEAD_MAX 2048
@@ -651,19 +653,16 @@ struct xscratch {
     size_t dsv_cap;
 };
 
-/* Scans the rows from the key upper (inclusive) down to lower (exclusive) (in bucket b, hours
- * bottom_s..top_s), newest first. */
-static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, const uint8_t *lower,
-                      size_t lower_len, int64_t bottom_s, int64_t top_s, struct xset *set,
-                      struct xscratch *xs, struct ct_err *err)
+/* Scans the rows of one piece of work (in bucket b, hours bottom_s..top_s), newest first, with
+ * one scanner: so holds the piece's rows (start_row and stop_row, or its key ranges); the rest
+ * of the options are set here. */
+static int scan_range(struct xscan *x, struct wc_scan_options *so_rows, int64_t bottom_s,
+                      int64_t top_s, struct xset *set, struct xscratch *xs, struct ct_err *err)
 {
     const struct rowkey_layout *l = x->l;
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
-    struct wc_scan_options so;
-    wc_scan_options_init(&so);
+    struct wc_scan_options so = *so_rows;
     so.reversed = true;
-    so.start_row = wc_bytes_of(upper, upper_len);
-    so.stop_row = wc_bytes_of(lower, lower_len);
     so.columns = &col;
     so.ncolumns = 1;
     so.row_filter = xscan_row_filter;
@@ -672,6 +671,8 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
     int rc = wc_scanner_open(tsdb_data_table(x->t), &so, &sc, err);
     if (rc != CT_OK)
         return rc;
+    atomic_fetch_add(&x->scanners, 1);
+    atomic_fetch_add(&x->key_ranges, so.nranges ? so.nranges : 1);
     struct dpcodec_cols cols = xs->cols; /* reused for every row (given back below) */
     double *dsv = xs->dsv;
     size_t dsv_cap = xs->dsv_cap;
@@ -802,13 +803,14 @@ static int scan_range(struct xscan *x, const uint8_t *upper, size_t upper_len, c
     return rc;
 }
 
-/* Scans bucket b's rows with base hours in [bottom_s, top_s], newest first. Reversed is the
- * planning issue #7 specifies (the query layer reverse-scans time ranges): a forward scan was
- * measured 6-10% cheaper per query (e1cbf3a, reverted) because the engine seeks again for every
- * row of a reversed scan; that cost belongs in the engine's reversed step, not in the plan.
- * When the row filter pins the leading tags (rowkey_filter_lead), each hour is read as the few
- * key ranges its accepted rows can lie in (newest hour first, each hour's ranges in descending
- * key order), so the rows of other series are never walked. */
+/* Scans bucket b's rows with base hours in [bottom_s, top_s], newest first, with one scanner.
+ * Reversed is the planning issue #7 specifies (the query layer reverse-scans time ranges): a
+ * forward scan was measured 6-10% cheaper per query (e1cbf3a, reverted) because the engine
+ * seeks again for every row of a reversed scan; that cost belongs in the engine's reversed step,
+ * not in the plan. When the row filter pins the leading tags (rowkey_filter_lead), the scan is a
+ * multi-range one (wc_scan_options.ranges) over the few key ranges each hour's accepted rows can
+ * lie in (rowkey_lead_ranges: ascending; the reversed scan visits them newest hour first, each
+ * hour's ranges in descending key order), so the rows of other series are never walked. */
 static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t top_s,
                        struct xset *set, struct ct_err *err)
 {
@@ -818,35 +820,23 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
     memset(&xs, 0, sizeof(xs));
     dpcodec_cols_init(&xs.cols);
     xs.cols.lazy_ts = x->ds != NULL; /* only row_downsample() reads ts then */
+    struct wc_scan_options so;
+    wc_scan_options_init(&so);
+    struct wc_row_range *ranges = NULL;
     int rc = CT_OK;
     if (!x->nlead) {
         size_t lol = 0, hil = 0;
         rowkey_scan_window_reversed(l, b, x->metric, bottom_s, top_s, hi, &hil, lo, &lol);
-        rc = scan_range(x, hi, hil, lo, lol, bottom_s, top_s, set, &xs, err);
+        so.start_row = wc_bytes_of(hi, hil);
+        so.stop_row = wc_bytes_of(lo, lol);
+    } else {
+        rc = rowkey_lead_ranges(l, b, x->metric, bottom_s, top_s, x->lead_vals, x->lead_n, x->nlead,
+                                &ranges, &so.nranges, err);
+        so.ranges = ranges;
     }
-    int64_t first_h = rowkey_base_hour_s(bottom_s), last_h = rowkey_base_hour_s(top_s);
-    for (int64_t h = last_h; x->nlead && h >= first_h && rc == CT_OK; h -= ROWKEY_HOUR_S) {
-        size_t pos[ROWKEY_MAX_TAGS]; /* the combination of lead values, an odometer counting down */
-        for (size_t i = 0; i < x->nlead; i++)
-            pos[i] = x->lead_n[i] - 1;
-        for (;;) {
-            uint64_t v[ROWKEY_MAX_TAGS];
-            for (size_t i = 0; i < x->nlead; i++)
-                v[i] = x->lead_vals[i][pos[i]];
-            size_t hil = 0, lol = 0;
-            rowkey_lead_range_reversed(l, b, x->metric, h, v, x->nlead, hi, &hil, lo, &lol);
-            if ((rc = scan_range(x, hi, hil, lo, lol, bottom_s, top_s, set, &xs, err)) != CT_OK)
-                break;
-            size_t i = x->nlead;
-            while (i > 0 && pos[i - 1] == 0) {
-                pos[i - 1] = x->lead_n[i - 1] - 1;
-                i--;
-            }
-            if (i == 0)
-                break;
-            pos[i - 1]--;
-        }
-    }
+    if (rc == CT_OK && (!x->nlead || so.nranges))
+        rc = scan_range(x, &so, bottom_s, top_s, set, &xs, err);
+    free(ranges);
     dpcodec_cols_free(&xs.cols);
     free(xs.dsv);
     return rc;
@@ -1473,6 +1463,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         st->scan_ns += clock_mono_ns() - t0;
         st->raw_dps += atomic_load(&x.dps);
         st->rows += atomic_load(&x.rows);
+        st->scanners += atomic_load(&x.scanners);
+        st->key_ranges += atomic_load(&x.key_ranges);
     }
     size_t total = 0;
     for (unsigned wi = 0; wi < nwork; wi++)

@@ -5,10 +5,10 @@
  * through only each series' newest row (the scan reads it and takes its newest point) and skips
  * the series' older rows unread; a series whose newest row held no point is then read as a TSUID
  * query reads it, from the hour before down (when the tags pin the leading tag keys, only the
- * key ranges that can hold a matching row are scanned).
+ * key ranges that can hold a matching row are scanned: one multi-range scanner per bucket).
  * Invariants: (1) results are unique per TSUID; (2) output is sorted by TSUID bytes; (3) nothing
  * is written to the output before every read is done, so a bounded run that stops at its budget
- * (qlast_run_bounded: struct qlast_limit counts scanners, row keys and cells) has written
+ * (qlast_run_bounded: struct qlast_limit counts key ranges and point reads, row keys and cells) has written
  * nothing. */
 #include "query/qlast.h"
 
@@ -352,11 +352,12 @@ struct qlast_limit {
 };
 
 /* Counts one more scanner (or point read) against the budget: CT_ELIMIT when it would pass it. */
-static int limit_scan(struct qlast_limit *lim, struct ct_err *err)
+/* Counts n scans (a point read, or a discovery scanner's key ranges) against the budget. */
+static int limit_scans(struct qlast_limit *lim, size_t n, struct ct_err *err)
 {
     if (!lim->b)
         return CT_OK;
-    if (++lim->scans > lim->b->max_scans)
+    if ((lim->scans += (uint32_t)n) > lim->b->max_scans || n > lim->b->max_scans)
         return ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads",
                           (unsigned)lim->b->max_scans);
     if (lim->deadline_ns && clock_mono_ns() > lim->deadline_ns)
@@ -419,7 +420,7 @@ static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t to
         uint8_t key[ROWKEY_MAX_BYTES];
         size_t kl = rowkey_encode(l, ts, tl, h, key);
         struct wc_result res;
-        int rc = limit_scan(lim, err);
+        int rc = limit_scans(lim, 1, err);
         if (rc == CT_OK)
             rc = wc_get(tsdb_data_table(t), wc_bytes_of(key, kl), &so, &res, err);
         if (rc != CT_OK) {
@@ -607,7 +608,9 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
     struct lastfind f = {l, rf, set, {0}, false, lim};
     /* when the tags pin the leading tag keys, only the key ranges of each hour that can hold
-     * a matching row are read (rowkey_filter_lead) */
+     * a matching row are read (rowkey_filter_lead), all of a bucket's in one multi-range scan
+     * (wc_scan_options.ranges; reversed: newest hour first, each hour's ranges in descending
+     * key order); each range counts as a scan in the budget, as when each had its own scanner */
     const uint64_t *lead_vals[ROWKEY_MAX_TAGS];
     size_t lead_n[ROWKEY_MAX_TAGS];
     size_t nlead = rowkey_filter_lead(rf, 8, lead_vals, lead_n); /* as QEXEC_LEAD_RANGES */
@@ -617,65 +620,52 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
     if (ranges > 2048)
         nlead = 0;
     for (unsigned b = 0; b < nb && rc == CT_OK; b++) {
-        int64_t h = top;
-        size_t pos[ROWKEY_MAX_TAGS]; /* the combination of lead values, an odometer counting down */
-        for (size_t i = 0; i < nlead; i++)
-            pos[i] = lead_n[i] - 1;
-        for (;;) {
-            uint8_t lo[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID],
-                hi[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID];
+        uint8_t lo[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID], hi[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID];
+        struct wc_scan_options so;
+        wc_scan_options_init(&so);
+        struct wc_row_range *rr = NULL;
+        if (nlead) {
+            if ((rc = rowkey_lead_ranges(l, b, metric, bottom, top, lead_vals, lead_n, nlead, &rr,
+                                         &so.nranges, err)) != CT_OK)
+                break;
+            so.ranges = rr;
+        } else {
             size_t lol = 0, hil = 0;
-            if (nlead) {
-                uint64_t v[ROWKEY_MAX_TAGS];
-                for (size_t i = 0; i < nlead; i++)
-                    v[i] = lead_vals[i][pos[i]];
-                rowkey_lead_range_reversed(l, b, metric, h, v, nlead, hi, &hil, lo, &lol);
-            } else {
-                rowkey_scan_window_reversed(l, b, metric, bottom, top, hi, &hil, lo, &lol);
-            }
-            struct wc_scan_options so;
-            wc_scan_options_init(&so);
-            so.reversed = true;
+            rowkey_scan_window_reversed(l, b, metric, bottom, top, hi, &hil, lo, &lol);
             so.start_row = wc_bytes_of(hi, hil);
             so.stop_row = wc_bytes_of(lo, lol);
-            so.columns = &col;
-            so.ncolumns = 1;
-            so.row_filter = lastfind_filter;
-            so.row_filter_arg = &f;
-            struct wc_scanner *sc = NULL;
-            if ((rc = limit_scan(lim, err)) != CT_OK ||
-                (rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK)
-                break;
-            struct wc_row row;
-            while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK &&
-                   (rc = lastfind_take_row(&f, &row, cols, err)) == CT_OK) {
-            }
-            if (rc == CT_NOTFOUND)
-                rc = CT_OK;
-            wc_scanner_close(sc);
-            if (rc == CT_OK && f.oom)
-                rc = ct_err_set(err, CT_ENOMEM, "out of memory");
-            if (rc == CT_OK && lim->over_rows)
-                rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row keys",
-                                (unsigned)lim->b->max_rows);
-            if (rc == CT_OK && lim->over_time)
-                rc = ct_err_set(err, CT_ELIMIT, "last query: more than %llu us",
-                                (unsigned long long)(lim->b->max_ns / 1000));
-            if (rc == CT_OK && lim->over_reads)
-                rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads or %u series",
-                                (unsigned)lim->b->max_scans, (unsigned)lim->b->max_series);
-            if (rc != CT_OK || !nlead)
-                break;
-            size_t i = nlead; /* the previous combination, then the previous hour */
-            while (i > 0 && pos[i - 1] == 0) {
-                pos[i - 1] = lead_n[i - 1] - 1;
-                i--;
-            }
-            if (i > 0)
-                pos[i - 1]--;
-            else if ((h -= ROWKEY_HOUR_S) < bottom)
-                break;
         }
+        so.reversed = true;
+        so.columns = &col;
+        so.ncolumns = 1;
+        so.row_filter = lastfind_filter;
+        so.row_filter_arg = &f;
+        struct wc_scanner *sc = NULL;
+        if ((rc = limit_scans(lim, nlead ? so.nranges : 1, err)) != CT_OK ||
+            (nlead && !so.nranges) ||
+            (rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK) {
+            free(rr);
+            continue; /* rc ends the loop unless the bucket simply has no range */
+        }
+        struct wc_row row;
+        while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK &&
+               (rc = lastfind_take_row(&f, &row, cols, err)) == CT_OK) {
+        }
+        if (rc == CT_NOTFOUND)
+            rc = CT_OK;
+        wc_scanner_close(sc);
+        free(rr);
+        if (rc == CT_OK && f.oom)
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+        if (rc == CT_OK && lim->over_rows)
+            rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row keys",
+                            (unsigned)lim->b->max_rows);
+        if (rc == CT_OK && lim->over_time)
+            rc = ct_err_set(err, CT_ELIMIT, "last query: more than %llu us",
+                            (unsigned long long)(lim->b->max_ns / 1000));
+        if (rc == CT_OK && lim->over_reads)
+            rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads or %u series",
+                            (unsigned)lim->b->max_scans, (unsigned)lim->b->max_series);
     }
     /* the rows the scan read count as row reads; each series found whose newest row held no
      * point takes at least one more: a bounded run that cannot afford them stops before

@@ -53,16 +53,18 @@ void qlast_req_free(struct qlast_req *r);
 CT_MUST_CHECK int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
                             struct qjson *j, enum qexec_status *status, struct ct_err *err);
 
-/* The work a bounded run may do: max_scans scanners and point reads (a metric query's
- * discovery ranges: salt buckets x hours x leading-tag combinations; one read per series-hour
- * row), max_rows row keys looked at by the discovery scans, max_cells cells in the rows read,
- * max_series series found by metric queries, and max_ns nanoseconds of wall time (0 = no
- * limit) checked before each scanner, point read and key. Scans, keys and series are counted
- * before the work is done (a discovery scan stops at the first series too many, or that could
- * not get its row read); a row's cells only once it is read, so the row that passes max_cells
- * (one series' hour) is the last one read, and the time between two checks is at most one
- * scanner's seek, one row read or one step between keys (the engine may walk a row's cells to
- * step back over it). A run that would pass a bound ends with CT_ELIMIT. */
+/* The work a bounded run may do: max_scans scans and point reads (a metric query's discovery
+ * ranges: salt buckets x hours x leading-tag combinations, read by one multi-range scanner per
+ * bucket but counted per range, all of a bucket's before its scanner opens; one read per
+ * series-hour row), max_rows row keys looked at by the discovery scans, max_cells cells in the
+ * rows read, max_series series found by metric queries, and max_ns nanoseconds of wall time
+ * (0 = no limit) checked before each bucket's scanner, point read and key. Scans, keys and
+ * series are counted before the work is done (a discovery scan stops at the first series too
+ * many, or that could not get its row read); a row's cells only once it is read, so the row
+ * that passes max_cells (one series' hour) is the last one read, and the time between two
+ * checks is at most the seeks of one scanner's ranges up to its next key, one row read or one
+ * step between keys (the engine may walk a row's cells to step back over it). A run that would
+ * pass a bound ends with CT_ELIMIT. */
 struct qlast_budget {
     uint32_t max_scans;
     uint32_t max_rows;

@@ -371,6 +371,62 @@ size_t rowkey_lead_range(const struct rowkey_layout *l, uint32_t bucket, uint64_
     return len;
 }
 
+int rowkey_lead_ranges(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
+                       int64_t first_hour_s, int64_t last_hour_s, const uint64_t *const *vals,
+                       const size_t *nvals, size_t nlead, struct wc_row_range **out, size_t *n,
+                       struct ct_err *err)
+{
+    *out = NULL;
+    *n = 0;
+    int64_t h0 = rowkey_base_hour_s(first_hour_s), h1 = rowkey_base_hour_s(last_hour_s);
+    if (h1 < h0)
+        return CT_OK;
+    uint64_t nr = (uint64_t)(h1 - h0) / ROWKEY_HOUR_S + 1;
+    for (size_t i = 0; i < nlead && nr; i++) {
+        nr *= nvals[i];
+        if (nr > (1u << 20))
+            return ct_err_set(err, CT_EINVAL, "more than %u leading-tag key ranges", 1u << 20);
+    }
+    if (!nr)
+        return CT_OK;
+    /* every key is the prefix [salt][metric][hour][tag pairs] (a stop is at most as long) */
+    size_t klen = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES +
+                  nlead * (l->tagk_width + l->tagv_width);
+    struct wc_row_range *r = malloc(nr * (sizeof(*r) + 2 * klen));
+    if (!r)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for %llu key ranges",
+                          (unsigned long long)nr);
+    uint8_t *k = (uint8_t *)(r + nr);
+    size_t i = 0;
+    for (int64_t h = h0; h <= h1; h += ROWKEY_HOUR_S) {
+        size_t pos[ROWKEY_MAX_TAGS] = {0}; /* the combination of lead values, an odometer */
+        for (;;) {
+            uint64_t v[ROWKEY_MAX_TAGS];
+            for (size_t j = 0; j < nlead; j++)
+                v[j] = vals[j][pos[j]];
+            size_t stop_len = 0;
+            size_t len = rowkey_lead_range(l, bucket, metric, h, v, nlead, k, k + klen, &stop_len);
+            assert(len == klen && stop_len <= klen && i < nr);
+            r[i].start = wc_bytes_of(k, len);
+            r[i].stop = wc_bytes_of(k + klen, stop_len);
+            i++;
+            k += 2 * klen;
+            size_t j = nlead;
+            while (j > 0 && pos[j - 1] + 1 == nvals[j - 1]) {
+                pos[j - 1] = 0;
+                j--;
+            }
+            if (j == 0)
+                break;
+            pos[j - 1]++;
+        }
+    }
+    assert(i == nr);
+    *out = r;
+    *n = i;
+    return CT_OK;
+}
+
 void rowkey_lead_range_reversed(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
                                 int64_t hour_s, const uint64_t *v, size_t n, uint8_t *upper,
                                 size_t *upper_len, uint8_t *lower, size_t *lower_len)

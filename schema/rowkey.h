@@ -159,6 +159,17 @@ size_t rowkey_lead_range(const struct rowkey_layout *l, uint32_t bucket, uint64_
 void rowkey_lead_range_reversed(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
                                 int64_t hour_s, const uint64_t *v, size_t n, uint8_t *upper,
                                 size_t *upper_len, uint8_t *lower, size_t *lower_len);
+/* The rowkey_lead_range() ranges of bucket and metric for every base hour from first_hour_s's to
+ * last_hour_s's and every combination of lead values (vals[i][0..nvals[i]) for tagk uid i + 1,
+ * sorted as rowkey_filter_lead gives them), as one multi-range scan's wc_scan_options.ranges:
+ * ascending key order (hour by hour, each hour's combinations with the last tag changing
+ * fastest), disjoint. Returns a new array in *out (count in *n; its keys live in the same
+ * allocation), freed with free(); *out is NULL when there are none. CT_EINVAL past 2^20
+ * ranges, CT_ENOMEM. */
+CT_MUST_CHECK int rowkey_lead_ranges(const struct rowkey_layout *l, uint32_t bucket,
+                                     uint64_t metric, int64_t first_hour_s, int64_t last_hour_s,
+                                     const uint64_t *const *vals, const size_t *nvals, size_t nlead,
+                                     struct wc_row_range **out, size_t *n, struct ct_err *err);
 /* Evaluates the filter on a row key (no allocation). */
 bool rowkey_filter_match(const struct rowkey_filter *f, const uint8_t *row, size_t len);
 /* The filter as a wc_row_filter_fn: pass rowkey_filter_fn with the filter as arg. Rows that do

@@ -528,10 +528,43 @@ static int wc_check_scan_options(const struct wc_scan_options *o, struct ct_err 
     return CT_OK;
 }
 
+/* The multi-range rules of wc_scan_options.ranges (see wc.h). */
+static int wc_check_scan_ranges(const struct wc_scan_options *o, struct ct_err *err)
+{
+    if (!o->nranges)
+        return CT_OK;
+    if (!o->ranges)
+        return ct_err_set(err, CT_EINVAL, "%zu row ranges given without an array", o->nranges);
+    if (o->start_row.len || o->stop_row.len || o->row_prefix.len)
+        return ct_err_set(err, CT_EINVAL,
+                          "row ranges cannot be combined with a start row, stop row or row prefix");
+    for (size_t i = 0; i < o->nranges; i++) {
+        const struct wc_row_range *r = &o->ranges[i];
+        if (r->start.len > WC_MAX_ROW_BYTES + 1 || r->stop.len > WC_MAX_ROW_BYTES + 1)
+            return ct_err_set(err, CT_EINVAL, "row range %zu: key longer than %d bytes", i,
+                              WC_MAX_ROW_BYTES + 1);
+        if (r->stop.len && wc_bytes_cmp(&r->start, &r->stop) > 0)
+            return ct_err_set(err, CT_EINVAL, "row range %zu: start above stop", i);
+        if (i + 1 == o->nranges)
+            break;
+        if (!r->stop.len)
+            return ct_err_set(err, CT_EINVAL,
+                              "row range %zu: only the last range may run to the end of the table",
+                              i);
+        if (wc_bytes_cmp(&r->stop, &o->ranges[i + 1].start) > 0)
+            return ct_err_set(err, CT_EINVAL,
+                              "row ranges %zu and %zu overlap or are out of ascending order", i,
+                              i + 1);
+    }
+    return CT_OK;
+}
+
 int wc_scanner_open(struct wc_table *t, const struct wc_scan_options *o, struct wc_scanner **out,
                     struct ct_err *err)
 {
     int rc = wc_check_scan_options(o, err);
+    if (rc == CT_OK)
+        rc = wc_check_scan_ranges(o, err);
     return rc != CT_OK ? rc : t->ops->scanner_open(t, o, out, err);
 }
 
@@ -564,6 +597,8 @@ int wc_get(struct wc_table *t, struct wc_bytes row, const struct wc_scan_options
     so.start_row = row;
     so.stop_row = wc_bytes_of(stop, row.len + 1);
     so.row_prefix = wc_bytes_of(NULL, 0);
+    so.ranges = NULL;
+    so.nranges = 0;
     so.reversed = false;
     so.limit_rows = 0;
     so.batch_cells = 0;

@@ -406,6 +406,14 @@ enum wc_row_decision {
  * thread. Must not call back into the store. */
 typedef enum wc_row_decision (*wc_row_filter_fn)(void *arg, const uint8_t *row, size_t len);
 
+/* One row range of a multi-range scan: [start, stop), start inclusive (len 0 = from the first
+ * row), stop exclusive (len 0 = to the end of the table), in either scan direction. Held by
+ * value in the caller's array; its bytes are borrowed as the scan options' are. */
+struct wc_row_range {
+    struct wc_bytes start;
+    struct wc_bytes stop;
+};
+
 /* Scan and get options. Initialise with wc_scan_options_init(). Byte strings and arrays are
  * borrowed until the scanner is closed (or the get returns). */
 struct wc_scan_options {
@@ -429,6 +437,21 @@ struct wc_scan_options {
     uint64_t limit_rows;  /* 0 = unlimited; counts rows returned */
     uint32_t batch_cells; /* 0 = whole rows; else at most this many cells per chunk */
     bool raw;             /* return markers and masked cells (embedded only) */
+    /* Several row ranges read by one scan (Bigtable's RowSet of row_ranges in one ReadRows,
+     * HBase's MultiRowRangeFilter); nranges 0 = unused (the scan's rows are start_row, stop_row
+     * and row_prefix's). ranges[0..nranges) are given in ascending key order and disjoint:
+     * each stop is non-empty and <= the next range's start (adjacent ranges are fine), so only
+     * the first may have an empty start and only the last an empty stop; start == stop is an
+     * empty range (allowed, reads nothing). A forward scan visits the ranges first to last, a
+     * reversed one last to first with rows descending inside each: the rows are those of one
+     * scan per range, concatenated in the scan's direction. Every other option applies across
+     * the whole scan: limit_rows counts rows over all ranges, batch_cells chunks rows as usual,
+     * the row filter sees every candidate row and its WC_ROW_STOP ends the whole scan.
+     * wc_scanner_open() returns CT_EINVAL when nranges > 0 and start_row, stop_row or
+     * row_prefix is set, or when ranges is NULL, a start is above its stop, or the ranges are
+     * out of order or overlap. wc_get() ignores them. */
+    const struct wc_row_range *ranges;
+    size_t nranges;
 };
 
 void wc_scan_options_init(struct wc_scan_options *o);

@@ -1,7 +1,8 @@
 /* bt_scan.c - scanners (and so gets) over Bigtable ReadRows.
  *
- * A scan becomes one ReadRows request: the row range (start/stop/prefix intersected, in either
- * direction), a filter that selects families and columns, the time range, the qualifier prefix
+ * A scan becomes one ReadRows request: the row set (the start/stop/prefix range intersected, in
+ * either direction; or every non-empty range of a multi-range scan, wc_scan_options.ranges, in
+ * one RowSet, which the service reads in the scan's direction), a filter that selects families and columns, the time range, the qualifier prefix
  * and range, TTL expiry (when MIN_VERSIONS is 0) and the per-column version limit, and a row
  * limit when nothing is filtered client-side. Answers go through the chunk merger; each
  * committed row then passes the caller's row filter and the read rules of spec §5 again on the
@@ -10,11 +11,13 @@
  *
  * Retries: a stream that fails with a retryable status (or sends nothing for deadline_ms) is
  * re-issued for the rows after the last committed key, with backoff, up to BT_RETRY_ATTEMPTS
- * times without progress. Rows already handed out are never repeated.
+ * times without progress: ranges wholly before that key (in the scan's direction) are dropped
+ * from the row set and the one holding it is cut after it. Rows already handed out are never
+ * repeated.
  *
  * Invariants: (1) cells handed out are in spec §2 order; (2) rows handed out are strictly
  * ordered in the scan's direction (the merger checks the service); (3) `req` always describes
- * the rows not yet committed. A scanner is used by one thread at a time. */
+ * the rows not yet committed; (4) rg holds nrg non-empty, disjoint ranges in ascending order. A scanner is used by one thread at a time. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,11 @@ struct bt_bound {
     bool closed;
 };
 
+/* One row range of the request, never empty (bt_range_empty). */
+struct bt_range {
+    struct bt_bound lo, hi;
+};
+
 struct bt_scanner {
     struct wc_scanner base;
     struct bt_table *t;
@@ -36,7 +44,10 @@ struct bt_scanner {
     struct wc_family_desc *fams;
     size_t nfams;
     int64_t now_ms;
-    struct bt_bound lo, hi;
+    /* the row ranges not yet read, ascending: one for a start/stop/prefix scan, the non-empty
+     * ones of wc_scan_options.ranges for a multi-range scan (nrg 0: nothing to read) */
+    struct bt_range *rg;
+    size_t nrg;
     bool empty;
     bool done;
     bool push_limit;
@@ -441,33 +452,42 @@ static int bt_scan_build(struct bt_scanner *sc, struct ct_err *err)
     rq.reversed = sc->o.reversed;
     Btpb__RowSet rs;
     btpb__row_set__init(&rs);
-    Btpb__RowRange rr;
-    btpb__row_range__init(&rr);
-    Btpb__RowRange *rrp = &rr;
-    if (sc->lo.key.len) {
-        ProtobufCBinaryData b = {sc->lo.key.len, sc->lo.key.p};
-        rr.start_key_case = sc->lo.closed ? BTPB__ROW_RANGE__START_KEY_START_KEY_CLOSED
-                                          : BTPB__ROW_RANGE__START_KEY_START_KEY_OPEN;
-        if (sc->lo.closed)
-            rr.start_key_closed = b;
-        else
-            rr.start_key_open = b;
+    Btpb__RowRange *rr = calloc(sc->nrg, sizeof(*rr));
+    Btpb__RowRange **rrp = calloc(sc->nrg, sizeof(*rrp));
+    Btpb__RowFilter **fs = NULL;
+    if (!rr || !rrp)
+        goto done;
+    for (size_t i = 0; i < sc->nrg; i++) {
+        const struct bt_range *g = &sc->rg[i];
+        btpb__row_range__init(&rr[i]);
+        rrp[i] = &rr[i];
+        if (g->lo.key.len) {
+            ProtobufCBinaryData b = {g->lo.key.len, g->lo.key.p};
+            rr[i].start_key_case = g->lo.closed ? BTPB__ROW_RANGE__START_KEY_START_KEY_CLOSED
+                                                : BTPB__ROW_RANGE__START_KEY_START_KEY_OPEN;
+            if (g->lo.closed)
+                rr[i].start_key_closed = b;
+            else
+                rr[i].start_key_open = b;
+        }
+        if (g->hi.key.len) {
+            ProtobufCBinaryData b = {g->hi.key.len, g->hi.key.p};
+            rr[i].end_key_case = g->hi.closed ? BTPB__ROW_RANGE__END_KEY_END_KEY_CLOSED
+                                              : BTPB__ROW_RANGE__END_KEY_END_KEY_OPEN;
+            if (g->hi.closed)
+                rr[i].end_key_closed = b;
+            else
+                rr[i].end_key_open = b;
+        }
     }
-    if (sc->hi.key.len) {
-        ProtobufCBinaryData b = {sc->hi.key.len, sc->hi.key.p};
-        rr.end_key_case = sc->hi.closed ? BTPB__ROW_RANGE__END_KEY_END_KEY_CLOSED
-                                        : BTPB__ROW_RANGE__END_KEY_END_KEY_OPEN;
-        if (sc->hi.closed)
-            rr.end_key_closed = b;
-        else
-            rr.end_key_open = b;
-    }
-    if (sc->lo.key.len || sc->hi.key.len) {
-        rs.n_row_ranges = 1;
-        rs.row_ranges = &rrp;
+    /* no row set reads the whole table: only for one unbounded range (bt_scan_start never
+     * builds a request for none) */
+    if (sc->nrg > 1 || sc->rg[0].lo.key.len || sc->rg[0].hi.key.len) {
+        rs.n_row_ranges = sc->nrg;
+        rs.row_ranges = rrp;
         rq.rows = &rs;
     }
-    Btpb__RowFilter **fs = calloc(sc->nfams ? sc->nfams : 1, sizeof(*fs));
+    fs = calloc(sc->nfams ? sc->nfams : 1, sizeof(*fs));
     if (!fs || !(rq.filter = bt_filter_scan(&pool, sc, fs)))
         goto done;
     if (sc->push_limit && sc->o.limit_rows)
@@ -475,6 +495,8 @@ static int bt_scan_build(struct bt_scanner *sc, struct ct_err *err)
     rc = bt_pack(&rq.base, &sc->req, err);
 done:
     free(fs);
+    free(rrp);
+    free(rr);
     bt_pool_free(&pool);
     if (rc == CT_ENOMEM && err->code != CT_ENOMEM)
         return ct_err_set(err, CT_ENOMEM, "out of memory building a ReadRows request");
@@ -493,13 +515,25 @@ static int bt_scan_start(struct bt_scanner *sc, struct ct_err *err)
             last = sk;
     }
     if (last.len) {
-        int r =
-            sc->o.reversed ? bt_lower_hi(&sc->hi, last, false) : bt_raise_lo(&sc->lo, last, false);
-        if (r)
-            return ct_err_set(err, CT_ENOMEM, "out of memory resuming a scan");
-        if (bt_range_empty(&sc->lo, &sc->hi) ||
-            (sc->push_limit && sc->o.limit_rows &&
-             bt_merge_committed(sc->merge) >= sc->o.limit_rows)) {
+        /* every range past `last` in the scan's direction is cut to what follows it, and
+         * dropped once nothing does (a range read whole, or the one read up to `last`) */
+        size_t keep = 0;
+        for (size_t i = 0; i < sc->nrg; i++) {
+            struct bt_range *g = &sc->rg[i];
+            int r = sc->o.reversed ? bt_lower_hi(&g->hi, last, false)
+                                   : bt_raise_lo(&g->lo, last, false);
+            if (r)
+                return ct_err_set(err, CT_ENOMEM, "out of memory resuming a scan");
+            if (bt_range_empty(&g->lo, &g->hi)) {
+                bt_buf_free(&g->lo.key);
+                bt_buf_free(&g->hi.key);
+                continue;
+            }
+            sc->rg[keep++] = *g;
+        }
+        sc->nrg = keep;
+        if (!sc->nrg || (sc->push_limit && sc->o.limit_rows &&
+                         bt_merge_committed(sc->merge) >= sc->o.limit_rows)) {
             sc->done = true;
             return CT_OK;
         }
@@ -723,14 +757,89 @@ void bt_scanner_close(struct wc_scanner *base)
     bt_call_free(sc->call);
     bt_merge_free(sc->merge);
     free(sc->fams);
-    bt_buf_free(&sc->lo.key);
-    bt_buf_free(&sc->hi.key);
+    for (size_t i = 0; i < sc->nrg; i++) {
+        bt_buf_free(&sc->rg[i].lo.key);
+        bt_buf_free(&sc->rg[i].hi.key);
+    }
+    free(sc->rg);
     bt_buf_free(&sc->req);
     bt_arena_destroy(&sc->arena);
     bt_buf_free(&sc->scanned);
     bt_buf_free(&sc->rowkey);
     free(sc->cells);
     free(sc);
+}
+
+/* Bigtable row keys are at most 4 KiB, and it refuses longer range keys: a longer lower bound K
+ * admits exactly the rows above K's first 4 KiB, a longer upper bound the rows up to and
+ * including them. */
+static void bt_range_clip(struct bt_range *g)
+{
+    if (g->lo.key.len > BT_MAX_ROW_KEY_BYTES) {
+        g->lo.key.len = BT_MAX_ROW_KEY_BYTES;
+        g->lo.closed = false;
+    }
+    if (g->hi.key.len > BT_MAX_ROW_KEY_BYTES) {
+        g->hi.key.len = BT_MAX_ROW_KEY_BYTES;
+        g->hi.closed = true;
+    }
+}
+
+/* The scan's row ranges into sc->rg (empty ones left out): the start/stop/prefix range
+ * (intersected, in either direction), or each of o->ranges (wc.c checked their order). */
+static int bt_scan_ranges(struct bt_scanner *sc, const struct wc_scan_options *o,
+                          struct ct_err *err)
+{
+    size_t n = o->nranges ? o->nranges : 1;
+    if (!(sc->rg = calloc(n, sizeof(*sc->rg))))
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+    int mem = 0;
+    for (size_t i = 0; i < o->nranges; i++) {
+        struct bt_range *g = &sc->rg[sc->nrg++];
+        mem |= bt_raise_lo(&g->lo, o->ranges[i].start, true);
+        mem |= bt_lower_hi(&g->hi, o->ranges[i].stop, false);
+        bt_range_clip(g);
+        if (!mem && bt_range_empty(&g->lo, &g->hi)) {
+            bt_buf_free(&g->lo.key);
+            bt_buf_free(&g->hi.key);
+            sc->nrg--;
+        }
+    }
+    if (o->nranges)
+        return mem ? ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner") : CT_OK;
+    struct bt_range *g = &sc->rg[sc->nrg++];
+    if (o->reversed) {
+        mem |= bt_lower_hi(&g->hi, o->start_row, true);
+        mem |= bt_raise_lo(&g->lo, o->stop_row, false);
+    } else {
+        mem |= bt_raise_lo(&g->lo, o->start_row, true);
+        mem |= bt_lower_hi(&g->hi, o->stop_row, false);
+    }
+    if (o->row_prefix.len) {
+        uint8_t *next = malloc(o->row_prefix.len);
+        if (!next)
+            return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+        size_t nl = bt_prefix_next(o->row_prefix, next);
+        mem |= bt_raise_lo(&g->lo, o->row_prefix, true);
+        mem |= bt_lower_hi(&g->hi, wc_bytes_of(next, nl), false);
+        free(next);
+    }
+    if (mem)
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+    bool empty = bt_range_empty(&g->lo, &g->hi);
+    if (!o->reversed && o->start_row.len && o->stop_row.len &&
+        bt_bytes_cmp(o->start_row, o->stop_row) >= 0)
+        empty = true;
+    if (o->reversed && o->start_row.len && o->stop_row.len &&
+        bt_bytes_cmp(o->start_row, o->stop_row) <= 0)
+        empty = true;
+    bt_range_clip(g);
+    if (empty || bt_range_empty(&g->lo, &g->hi)) {
+        bt_buf_free(&g->lo.key);
+        bt_buf_free(&g->hi.key);
+        sc->nrg--;
+    }
+    return CT_OK;
 }
 
 int bt_scanner_open(struct wc_table *tbase, const struct wc_scan_options *o,
@@ -770,56 +879,15 @@ int bt_scanner_open(struct wc_table *tbase, const struct wc_scan_options *o,
         }
     if ((rc = bt_merge_new(o->reversed, &sc->merge, err)) != CT_OK)
         goto fail;
-    /* the row range */
-    int mem = 0;
-    if (o->reversed) {
-        mem |= bt_lower_hi(&sc->hi, o->start_row, true);
-        mem |= bt_raise_lo(&sc->lo, o->stop_row, false);
-    } else {
-        mem |= bt_raise_lo(&sc->lo, o->start_row, true);
-        mem |= bt_lower_hi(&sc->hi, o->stop_row, false);
-    }
-    if (o->row_prefix.len) {
-        uint8_t *next = malloc(o->row_prefix.len);
-        if (!next) {
-            rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
-            goto fail;
-        }
-        size_t nl = bt_prefix_next(o->row_prefix, next);
-        mem |= bt_raise_lo(&sc->lo, o->row_prefix, true);
-        mem |= bt_lower_hi(&sc->hi, wc_bytes_of(next, nl), false);
-        free(next);
-    }
-    if (mem) {
-        rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+    if ((rc = bt_scan_ranges(sc, o, err)) != CT_OK)
         goto fail;
-    }
-    if (!o->reversed && o->start_row.len && o->stop_row.len &&
-        bt_bytes_cmp(o->start_row, o->stop_row) >= 0)
-        sc->empty = true;
-    if (o->reversed && o->start_row.len && o->stop_row.len &&
-        bt_bytes_cmp(o->start_row, o->stop_row) <= 0)
-        sc->empty = true;
-    /* Bigtable row keys are at most 4 KiB, and it refuses longer range keys: a longer lower
-     * bound K admits exactly the rows above K's first 4 KiB, a longer upper bound the rows up to
-     * and including them */
-    if (sc->lo.key.len > BT_MAX_ROW_KEY_BYTES) {
-        sc->lo.key.len = BT_MAX_ROW_KEY_BYTES;
-        sc->lo.closed = false;
-    }
-    if (sc->hi.key.len > BT_MAX_ROW_KEY_BYTES) {
-        sc->hi.key.len = BT_MAX_ROW_KEY_BYTES;
-        sc->hi.closed = true;
-    }
-    if (bt_range_empty(&sc->lo, &sc->hi))
-        sc->empty = true;
     /* push the row limit down only when the client drops no row the service returns */
     sc->push_limit = !o->row_filter;
     for (size_t i = 0; i < sc->nfams; i++)
         if (sc->fams[i].min_versions > 0 && sc->fams[i].ttl_s < WC_TTL_FOREVER)
             sc->push_limit = false;
-    if (sc->empty)
-        sc->done = true;
+    if (!sc->nrg)
+        sc->empty = sc->done = true;
     *out = &sc->base;
     return CT_OK;
 fail:

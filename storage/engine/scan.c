@@ -1519,6 +1519,99 @@ static bool file_may_hold(const struct sst *f, const struct sregion *r, const st
     return true;
 }
 
+/* Adds the sregion of region er's part of the row range [lo, hi) (hi_inf: no upper bound) to
+ * the scanner's list, capturing its inputs (REQUIRES: t->map_lock held, er meets the range). */
+static int scanner_add_region(struct escanner *sc, struct eregion *er, const uint8_t *lo,
+                              size_t lo_len, const uint8_t *hi, size_t hi_len, bool hi_inf,
+                              const struct wc_scan_options *o, struct ct_err *err)
+{
+    int rc = CT_OK;
+    struct sregion *sr = &sc->regs[sc->nregs++];
+    eregion_ref(er);
+    sr->er = er;
+    bool lo_from_region = bytes_cmp(er->start, er->start_len, lo, lo_len) > 0;
+    sr->lo_len = lo_from_region ? er->start_len : lo_len;
+    sr->lo = sc_dup(sc, lo_from_region ? er->start : lo, sr->lo_len);
+    if (er->end_len && (hi_inf || bytes_cmp(er->end, er->end_len, hi, hi_len) < 0)) {
+        sr->hi = sc_dup(sc, er->end, er->end_len);
+        sr->hi_len = er->end_len;
+        sr->hi_inf = false;
+    } else {
+        sr->hi = sc_dup(sc, hi, hi_inf ? 0 : hi_len);
+        sr->hi_len = hi_inf ? 0 : hi_len;
+        sr->hi_inf = hi_inf;
+    }
+    sr->in = sc_zalloc(sc, (sc->nsf ? sc->nsf : 1) * sizeof(*sr->in));
+    if (sc->single_row)
+        sr->row_hash = bloom_hash_row(lo, lo_len);
+    if (!sr->lo || !sr->hi || !sr->in)
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+    pthread_mutex_lock(&er->mu);
+    for (size_t f = 0; f < sc->nsf && rc == CT_OK; f++) {
+        struct efam *ef = &er->fams[sc->fams[f].idx];
+        struct sinputs *in = &sr->in[f];
+        in->ms = sc_zalloc(sc, (ef->nfrozen + 1) * sizeof(*in->ms));
+        in->files = sc_zalloc(sc, (ef->nfiles + 1) * sizeof(*in->files));
+        if (!in->ms || !in->files) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+            break;
+        }
+        if (memstore_count(ef->active) &&
+            (!sc->single_row || memstore_may_contain_row_hash(ef->active, sr->row_hash))) {
+            memstore_ref(ef->active);
+            in->ms[in->nms++] = ef->active;
+        }
+        for (size_t k = 0; k < ef->nfrozen; k++) {
+            if (sc->single_row && !memstore_may_contain_row_hash(ef->frozen[k], sr->row_hash))
+                continue;
+            memstore_ref(ef->frozen[k]);
+            in->ms[in->nms++] = ef->frozen[k];
+        }
+        for (size_t k = 0; k < ef->nfiles; k++) {
+            struct sst *fl = ef->files[k].sst;
+            if (!file_may_hold(fl, sr, &sc->fams[f], o, sc->single_row))
+                continue;
+            sst_ref(fl);
+            in->files[in->nfiles++] = fl;
+        }
+    }
+    pthread_mutex_unlock(&er->mu);
+    return rc;
+}
+
+/* The pieces of a multi-range scan (o->ranges, ascending and disjoint: wc.c checked them):
+ * every non-empty range intersected with every region it meets, in key order, counted in *n.
+ * With sc NULL only counts them; else adds them to sc's list (the caller made room for the
+ * count). REQUIRES: t->map_lock held. */
+static int scanner_range_regions(struct etable *t, const struct wc_scan_options *o,
+                                 struct escanner *sc, size_t *np, struct ct_err *err)
+{
+    size_t n = 0, j = 0;
+    int rc;
+    for (size_t i = 0; i < o->nranges; i++) {
+        const struct wc_row_range *r = &o->ranges[i];
+        bool hi_inf = r->stop.len == 0;
+        if (!hi_inf && bytes_cmp(r->start.data, r->start.len, r->stop.data, r->stop.len) >= 0)
+            continue; /* empty */
+        /* regions ending at or before the range's start hold none of it, nor of later ranges */
+        while (j + 1 < t->nregions && t->regions[j]->end_len &&
+               bytes_cmp(t->regions[j]->end, t->regions[j]->end_len, r->start.data, r->start.len) <=
+                   0)
+            j++;
+        for (size_t k = j; k < t->nregions; k++) {
+            struct eregion *er = t->regions[k];
+            if (!hi_inf && bytes_cmp(er->start, er->start_len, r->stop.data, r->stop.len) >= 0)
+                break;
+            n++;
+            if (sc && (rc = scanner_add_region(sc, er, r->start.data, r->start.len, r->stop.data,
+                                               r->stop.len, hi_inf, o, err)) != CT_OK)
+                return rc;
+        }
+    }
+    *np = n;
+    return CT_OK;
+}
+
 static uint8_t *dup_bytes(const uint8_t *p, size_t n)
 {
     uint8_t *d = malloc(n ? n : 1);
@@ -1576,6 +1669,8 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
 #undef KEEP
     sc->o.columns = NULL;
     sc->o.start_row = sc->o.stop_row = sc->o.row_prefix = wc_bytes_of(NULL, 0);
+    sc->o.ranges = NULL; /* copied into the sregions below */
+    sc->o.nranges = 0;
 
     /* Row bounds as [lo, hi). */
     uint8_t lo[WC_MAX_ROW_BYTES + 1], hi[WC_MAX_ROW_BYTES + 1], pn[WC_MAX_ROW_BYTES];
@@ -1708,7 +1803,19 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
     if ((rc = estore_snapshot_acquire(s, &sc->snap, err)) != CT_OK)
         goto fail_unlock;
     sc->snap_registered = true;
-    if (!empty) {
+    if (o->nranges) {
+        /* several ranges: each range's pieces in each region it meets, in key order (a reversed
+         * scan walks the list from its end, so the ranges come last to first) */
+        size_t n = 0;
+        if ((rc = scanner_range_regions(t, o, NULL, &n, err)) != CT_OK)
+            goto fail_unlock;
+        if (n && !(sc->regs = sc_zalloc(sc, n * sizeof(*sc->regs)))) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+            goto fail_unlock;
+        }
+        if (n && (rc = scanner_range_regions(t, o, sc, &n, err)) != CT_OK)
+            goto fail_unlock;
+    } else if (!empty) {
         sc->regs = sc_zalloc(sc, t->nregions * sizeof(*sc->regs));
         if (!sc->regs) {
             rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
@@ -1720,60 +1827,7 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
                 continue;
             if (!hi_inf && bytes_cmp(er->start, er->start_len, hi, hi_len) >= 0)
                 continue;
-            struct sregion *sr = &sc->regs[sc->nregs++];
-            eregion_ref(er);
-            sr->er = er;
-            bool lo_from_region = bytes_cmp(er->start, er->start_len, lo, lo_len) > 0;
-            sr->lo_len = lo_from_region ? er->start_len : lo_len;
-            sr->lo = sc_dup(sc, lo_from_region ? er->start : lo, sr->lo_len);
-            if (er->end_len && (hi_inf || bytes_cmp(er->end, er->end_len, hi, hi_len) < 0)) {
-                sr->hi = sc_dup(sc, er->end, er->end_len);
-                sr->hi_len = er->end_len;
-                sr->hi_inf = false;
-            } else {
-                sr->hi = sc_dup(sc, hi, hi_inf ? 0 : hi_len);
-                sr->hi_len = hi_inf ? 0 : hi_len;
-                sr->hi_inf = hi_inf;
-            }
-            sr->in = sc_zalloc(sc, (sc->nsf ? sc->nsf : 1) * sizeof(*sr->in));
-            if (sc->single_row)
-                sr->row_hash = bloom_hash_row(lo, lo_len);
-            if (!sr->lo || !sr->hi || !sr->in) {
-                rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
-                goto fail_unlock;
-            }
-            pthread_mutex_lock(&er->mu);
-            for (size_t f = 0; f < sc->nsf && rc == CT_OK; f++) {
-                struct efam *ef = &er->fams[sc->fams[f].idx];
-                struct sinputs *in = &sr->in[f];
-                in->ms = sc_zalloc(sc, (ef->nfrozen + 1) * sizeof(*in->ms));
-                in->files = sc_zalloc(sc, (ef->nfiles + 1) * sizeof(*in->files));
-                if (!in->ms || !in->files) {
-                    rc = ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
-                    break;
-                }
-                if (memstore_count(ef->active) &&
-                    (!sc->single_row || memstore_may_contain_row_hash(ef->active, sr->row_hash))) {
-                    memstore_ref(ef->active);
-                    in->ms[in->nms++] = ef->active;
-                }
-                for (size_t k = 0; k < ef->nfrozen; k++) {
-                    if (sc->single_row &&
-                        !memstore_may_contain_row_hash(ef->frozen[k], sr->row_hash))
-                        continue;
-                    memstore_ref(ef->frozen[k]);
-                    in->ms[in->nms++] = ef->frozen[k];
-                }
-                for (size_t k = 0; k < ef->nfiles; k++) {
-                    struct sst *fl = ef->files[k].sst;
-                    if (!file_may_hold(fl, sr, &sc->fams[f], o, sc->single_row))
-                        continue;
-                    sst_ref(fl);
-                    in->files[in->nfiles++] = fl;
-                }
-            }
-            pthread_mutex_unlock(&er->mu);
-            if (rc != CT_OK)
+            if ((rc = scanner_add_region(sc, er, lo, lo_len, hi, hi_len, hi_inf, o, err)) != CT_OK)
                 goto fail_unlock;
         }
     }

@@ -935,6 +935,217 @@ static void test_pre_split_table_scans_across_regions(void **state)
     assert_string_equal(get_str(c, "m", NULL), "m: f:q@1=m");
 }
 
+/* ---- multi-range scans (wc_scan_options.ranges) ------------------------------------------- */
+
+/* Ranges as "start..stop;start..stop" (empty side = open), into rr (at most 8). */
+static size_t parse_ranges(const char *spec, char buf[8][2][16], struct wc_row_range *rr)
+{
+    size_t n = 0;
+    const char *p = spec;
+    while (*p && n < 8) {
+        const char *dots = strstr(p, "..");
+        assert_non_null(dots);
+        const char *end = strchr(dots, ';');
+        size_t sl = (size_t)(dots - p), tl = end ? (size_t)(end - dots - 2) : strlen(dots + 2);
+        assert_true(sl < 16 && tl < 16);
+        memcpy(buf[n][0], p, sl);
+        buf[n][0][sl] = 0;
+        memcpy(buf[n][1], dots + 2, tl);
+        buf[n][1][tl] = 0;
+        rr[n].start = wc_bytes_str(buf[n][0]);
+        rr[n].stop = wc_bytes_str(buf[n][1]);
+        n++;
+        p = end ? end + 1 : dots + 2 + tl;
+    }
+    return n;
+}
+
+/* The model: the keys of a plain full scan that lie in one of the ranges, in the scan's
+ * direction, cut at limit (0 = none). */
+static void model_keys(struct cctx *c, const struct wc_row_range *rr, size_t n, bool reversed,
+                       uint64_t limit, char *out, size_t size)
+{
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.reversed = reversed;
+    char all[4096];
+    snprintf(all, sizeof(all), "%s", scan_keys(c, &o));
+    out[0] = 0;
+    uint64_t kept = 0;
+    for (char *k = strtok(all, ","); k && (!limit || kept < limit); k = strtok(NULL, ",")) {
+        struct wc_bytes kb = wc_bytes_str(k);
+        bool in = false;
+        for (size_t i = 0; i < n && !in; i++) {
+            size_t l1 = rr[i].start.len < kb.len ? rr[i].start.len : kb.len;
+            int c1 = memcmp(rr[i].start.data, kb.data, l1);
+            bool ge_start = c1 < 0 || (c1 == 0 && rr[i].start.len <= kb.len);
+            size_t l2 = rr[i].stop.len < kb.len ? rr[i].stop.len : kb.len;
+            int c2 = memcmp(kb.data, rr[i].stop.data, l2);
+            bool lt_stop = !rr[i].stop.len || c2 < 0 || (c2 == 0 && kb.len < rr[i].stop.len);
+            in = ge_start && lt_stop;
+        }
+        if (!in)
+            continue;
+        if (*out)
+            strncat(out, ",", size - strlen(out) - 1);
+        strncat(out, k, size - strlen(out) - 1);
+        kept++;
+    }
+}
+
+/* Range sets over the rows of a table pre-split at c, m and t: ranges inside one region, across
+ * region boundaries, adjacent ones, empty ones ([k, k)), ones holding no row, open first start
+ * and open last stop. */
+static const char *const range_sets[] = {
+    "a..b",
+    "b..n",
+    "..c;d..m;s..",
+    "a..c;c..d;d..e;n..t",
+    "bb..bb;c..c;e..f;g..h",
+    "..",
+    "a..a;b..d;dd..dd;dz..n;nn..s;t..zz",
+    "m..m\x01;z..",
+};
+
+static void test_multi_range_scans_match_the_model_in_both_directions(void **state)
+{
+    struct cctx *c = *state;
+    mk_table_split(c, FAMS("f"), (const char *const[]){"m", "c", "t"}, 3);
+    fill_rows(c, "a,b,ba,c,d,m,m\x01,n,s,t,u,z");
+    for (size_t i = 0; i < sizeof(range_sets) / sizeof(range_sets[0]); i++) {
+        char buf[8][2][16];
+        struct wc_row_range rr[8];
+        size_t n = parse_ranges(range_sets[i], buf, rr);
+        for (int rev = 0; rev < 2; rev++) {
+            for (uint64_t limit = 0; limit < 4; limit += 3) {
+                char want[1024];
+                model_keys(c, rr, n, rev, limit, want, sizeof(want));
+                struct wc_scan_options o;
+                wc_scan_options_init(&o);
+                o.ranges = rr;
+                o.nranges = n;
+                o.reversed = rev;
+                o.limit_rows = limit;
+                const char *got = scan_keys(c, &o);
+                if (strcmp(got, want) != 0)
+                    fail_msg("ranges %s reversed %d limit %u: got \"%s\", want \"%s\"",
+                             range_sets[i], rev, (unsigned)limit, got, want);
+            }
+        }
+    }
+    /* the answers the model gives, spelled out once */
+    char buf[8][2][16];
+    struct wc_row_range rr[8];
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.ranges = rr;
+    o.nranges = parse_ranges("..c;d..m;s..", buf, rr);
+    assert_string_equal(scan_keys(c, &o), "a,b,ba,d,s,t,u,z");
+    o.reversed = true;
+    assert_string_equal(scan_keys(c, &o), "z,u,t,s,d,ba,b,a");
+    o.nranges = parse_ranges("bb..bb;c..c;e..f;g..h", buf, rr);
+    assert_string_equal(scan_keys(c, &o), ""); /* empty ranges, ranges without rows */
+}
+
+static void test_multi_range_scans_with_filter_limit_and_batches(void **state)
+{
+    struct cctx *c = *state;
+    mk_table_split(c, FAMS("f"), (const char *const[]){"c"}, 1);
+    fill_rows(c, "a,b,c,d,e,f");
+    put_ts(c, "e", "f", "q2", "x", 1);
+    put_ts(c, "e", "f", "q3", "y", 1);
+    char buf[8][2][16];
+    struct wc_row_range rr[8];
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.ranges = rr;
+    o.nranges = parse_ranges("a..c;d..f", buf, rr);
+    /* the row filter sees every candidate row of every range; STOP ends the whole scan */
+    struct rf_arg a = {0};
+    o.row_filter = rf_skip_b_stop_d;
+    o.row_filter_arg = &a;
+    assert_string_equal(scan_keys(c, &o), "a");
+    assert_int_equal(a.calls, 3);
+    o.reversed = true;
+    a.calls = 0;
+    assert_string_equal(scan_keys(c, &o), "e");
+    assert_int_equal(a.calls, 2);
+    o.nranges = parse_ranges("b..c;e..f", buf, rr); /* SKIP in the first range, row of the next */
+    o.reversed = false;
+    assert_string_equal(scan_keys(c, &o), "e");
+    o.row_filter = NULL;
+    /* limit_rows counts across the ranges */
+    o.nranges = parse_ranges("a..b;c..d;e..", buf, rr);
+    o.limit_rows = 3;
+    assert_string_equal(scan_keys(c, &o), "a,c,e");
+    o.limit_rows = 2;
+    assert_string_equal(scan_keys(c, &o), "a,c");
+    o.reversed = true;
+    assert_string_equal(scan_keys(c, &o), "f,e");
+    o.limit_rows = 0;
+    /* a wide row comes back in chunks; the next range's rows follow */
+    o.batch_cells = 2;
+    o.reversed = false;
+    o.nranges = parse_ranges("a..b;e..f", buf, rr);
+    assert_string_equal(scan_str(c, &o), "a: f:q@1=a | e: f:q@1=e f:q2@1=x | e: f:q3@1=y");
+    o.reversed = true;
+    assert_string_equal(scan_str(c, &o), "e: f:q@1=e f:q2@1=x | e: f:q3@1=y | a: f:q@1=a");
+}
+
+static void test_multi_range_scans_refuse_bad_ranges(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    fill_rows(c, "a,b");
+    static const char *const bad[] = {
+        "b..a",      /* start above stop */
+        "c..d;a..b", /* out of order */
+        "a..c;b..d", /* overlapping */
+        "a..;c..d",  /* an open stop before the last range */
+        "a..b;..c",  /* an open start after the first range */
+        "a..b;c..e;d..f",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char buf[8][2][16];
+        struct wc_row_range rr[8];
+        struct wc_scan_options o;
+        wc_scan_options_init(&o);
+        o.ranges = rr;
+        o.nranges = parse_ranges(bad[i], buf, rr);
+        struct wc_scanner *sc = NULL;
+        struct ct_err err = {0};
+        if (wc_scanner_open(c->t, &o, &sc, &err) != CT_EINVAL)
+            fail_msg("ranges %s were accepted", bad[i]);
+        assert_null(sc);
+        assert_non_null(strstr(err.msg, "row range"));
+    }
+    char buf[8][2][16];
+    struct wc_row_range rr[8];
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.ranges = rr;
+    o.nranges = parse_ranges("a..b", buf, rr);
+    struct wc_bytes k = wc_bytes_str("a");
+    for (int which = 0; which < 3; which++) { /* with start_row, stop_row or row_prefix */
+        o.start_row = which == 0 ? k : wc_bytes_of(NULL, 0);
+        o.stop_row = which == 1 ? k : wc_bytes_of(NULL, 0);
+        o.row_prefix = which == 2 ? k : wc_bytes_of(NULL, 0);
+        struct wc_scanner *sc = NULL;
+        struct ct_err err = {0};
+        assert_int_equal(wc_scanner_open(c->t, &o, &sc, &err), CT_EINVAL);
+        assert_non_null(strstr(err.msg, "cannot be combined"));
+    }
+    o.start_row = o.stop_row = o.row_prefix = wc_bytes_of(NULL, 0);
+    o.ranges = NULL; /* a count without an array */
+    struct wc_scanner *sc = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(wc_scanner_open(c->t, &o, &sc, &err), CT_EINVAL);
+    /* a get ignores the ranges as it ignores the other row bounds */
+    o.ranges = rr;
+    o.start_row = k;
+    assert_string_equal(get_str(c, "b", &o), "b: f:q@1=b");
+}
+
 /* ---- administration ----------------------------------------------------------------------- */
 
 static int collect_name(void *arg, const char *name)
@@ -1149,6 +1360,12 @@ int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, v
         cmocka_unit_test_setup_teardown(test_readonly_table_refuses_every_write, cc_setup,
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_pre_split_table_scans_across_regions, cc_setup,
+                                        cc_teardown),
+        cmocka_unit_test_setup_teardown(test_multi_range_scans_match_the_model_in_both_directions,
+                                        cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_multi_range_scans_with_filter_limit_and_batches,
+                                        cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_multi_range_scans_refuse_bad_ranges, cc_setup,
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_table_admin_lifecycle, cc_setup, cc_teardown),
         cmocka_unit_test_setup_teardown(test_namespaces, cc_setup, cc_teardown),

@@ -772,6 +772,81 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
     assert_int_equal(nonempty, 3 * (int)(sizeof(ms) / sizeof(ms[0])));
 }
 
+/* Runs m= over [1356998400, 1357016400) on `threads` threads with stats: the answer (a new
+ * string) and the stats in *st. */
+static char *run_with_stats(struct tsdb_fixture *f, const char *m, unsigned threads, bool general,
+                            struct qexec_stats *st)
+{
+    const char *p[] = {"start=1356998400", "end=1357016399", m, NULL};
+    struct kv kv = {p};
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(qspec_parse_params(get_param, &kv, NOW, &q, &err), CT_OK);
+    struct qexec_options o;
+    qexec_options_init(&o);
+    o.scan_threads = threads;
+    o.general_only = general;
+    struct tsdb_fixture_buf b = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 64);
+    assert_non_null(j);
+    enum qexec_status status;
+    memset(st, 0, sizeof(*st));
+    if (qexec_run(f->t, q, &o, j, &status, st, &err) != CT_OK)
+        fail_msg("%s: %s", m, err.msg);
+    assert_int_equal(qjson_flush(j), CT_OK);
+    qjson_free(j);
+    qspec_free(q);
+    return b.data ? b.data : strdup("");
+}
+
+/* A filter that pins the leading tag (host, uid 1) reads each piece of work (salt bucket, time
+ * slice) with one scanner over all its key ranges (hours x pinned values): a range left out, or
+ * visited out of order (a series' hours must come newest first), changes the raw answer, which
+ * must equal the general path's (whole hours, no ranges) point for point. */
+static void test_qexec_lead_ranges_are_one_scanner_per_piece(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    /* nine hosts, a point every 20 minutes over five hours, each value naming host and time */
+    for (int h = 0; h < 9; h++) {
+        char host[16];
+        snprintf(host, sizeof(host), "l%d", h);
+        for (int i = 0; i < 15; i++)
+            put(f->t, host, h % 2 ? "d1" : "d0", 1356998400 + i * 1200 + h, true, h * 100 + i, 0);
+    }
+    static const struct {
+        const char *m;
+        unsigned nvals;
+    } qs[] = {
+        {"m=none:sys.cpu{host=l1|l3|l4|l8}", 4},
+        {"m=none:sys.cpu{host=l5,dc=d1}", 1},
+        {"m=sum:sys.cpu{host=l0|l7}", 2},
+        {"m=none:sys.cpu{host=l6|l2|l0}", 3}, /* values listed out of uid order */
+    };
+    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+        struct qexec_stats gst, st;
+        char *want = run_with_stats(f, qs[i].m, 1, true, &gst);
+        assert_non_null(strstr(want, "\"dps\":{\""));
+        assert_int_equal(gst.key_ranges, gst.scanners); /* whole hours: one range a scanner */
+        for (unsigned threads = 1; threads <= 4; threads += 3) {
+            char *got = run_with_stats(f, qs[i].m, threads, false, &st);
+            if (strcmp(got, want))
+                fail_msg("%s (%u threads):\n ranges  %.400s\n general %.400s", qs[i].m, threads,
+                         got, want);
+            /* 4 buckets x the 6 hours of the scan window x the pinned values, in as many
+             * scanners as pieces: one per bucket on one thread (time slices on four) */
+            assert_int_equal(st.key_ranges, 4 * 6 * qs[i].nvals);
+            if (threads == 1)
+                assert_int_equal(st.scanners, 4);
+            else
+                assert_true(st.scanners > 4 && st.scanners < st.key_ranges);
+            assert_int_equal(st.rows, gst.rows);
+            free(got);
+        }
+        free(want);
+    }
+}
+
 /* Queries run at once from several threads share the helper scan threads (a pool: each query
  * queues its scan, takes pieces itself and waits for the helpers on it): every answer is the one
  * a query gets alone on one thread. */
@@ -861,6 +936,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_qexec_rows_of_any_size_come_out_in_time_order, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qexec_concurrent_queries_share_the_scan_helpers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_qexec_lead_ranges_are_one_scanner_per_piece, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qexec_fast_paths_answer_like_the_general_path, setup,
                                         teardown),

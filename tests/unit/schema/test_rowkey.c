@@ -291,6 +291,36 @@ static void test_lead_ranges_hold_every_row_the_filter_accepts(void **state)
     assert_int_equal(ul, 3 + 4 + 6 + ROWKEY_MAX_TSUID);
     assert_int_equal(dl, 3 + 4 + 5);
     assert_int_equal(dn[dl - 1], 0x01);
+    /* every hour's ranges in one ascending, disjoint list (a multi-range scan's) */
+    struct wc_row_range *rr = NULL;
+    size_t nr = 0;
+    assert_int_equal(rowkey_lead_ranges(&l, 0, 7, 1356998400 + 59, 1356998400 + 3 * 3600 - 1, vals,
+                                        nvals, 2, &rr, &nr, &err),
+                     CT_OK);
+    assert_int_equal(nr, 3 * nvals[0] * nvals[1]);
+    for (size_t i = 0; i < nr; i++) {
+        uint64_t v[2] = {vals[0][i % nvals[0]], vals[1][0]};
+        size_t ll2 = rowkey_lead_range(&l, 0, 7, 1356998400 + (int64_t)(i / nvals[0]) * 3600, v, 2,
+                                       lo, hi, &hl);
+        assert_int_equal(rr[i].start.len, ll2);
+        assert_memory_equal(rr[i].start.data, lo, ll2);
+        assert_int_equal(rr[i].stop.len, hl);
+        assert_memory_equal(rr[i].stop.data, hi, hl);
+        if (i) { /* the previous stop <= this start */
+            const struct wc_row_range *p = &rr[i - 1];
+            int c = memcmp(p->stop.data, rr[i].start.data, hl < ll2 ? hl : ll2);
+            assert_true(c < 0 || (c == 0 && p->stop.len <= rr[i].start.len));
+        }
+    }
+    free(rr);
+    assert_int_equal(
+        rowkey_lead_ranges(&l, 0, 7, 1356998400 + 3600, 1356998400, vals, nvals, 2, &rr, &nr, &err),
+        CT_OK);
+    assert_int_equal(nr, 0);
+    assert_null(rr);
+    size_t many[2] = {1024, 1024};
+    assert_int_equal(rowkey_lead_ranges(&l, 0, 7, 0, 3600, vals, many, 2, &rr, &nr, &err),
+                     CT_EINVAL);
     rowkey_filter_free(f);
 }
 

@@ -1144,26 +1144,49 @@ static void test_scan_and_batch_survive_connection_drops(void **state)
         rows[i] = (struct wc_row_mutation){wc_bytes_str(keys[i]), &muts[i], 1};
     }
     OK(wc_mutate_batch(t, rows, NROWS, WC_DURABILITY_USE_DEFAULT, &err));
-    for (int dir = 0; dir < 2; dir++) {
-        atomic_store(&p.armed, 400000); /* ~400 rows into a ~3 MB answer */
+    /* runs 2 and 3 read four row ranges in one ReadRows, cut inside the third one they visit
+     * (forward [700, 2000) after 200 rows, reversed the same range after 300): the retried
+     * request must leave out the ranges already read and start the cut one after its last row */
+    static const int rr_lo[4] = {0, 200, 700, 2500}, rr_hi[4] = {100, 300, 2000, 2600};
+    char rr_keys[4][2][16];
+    struct wc_row_range rr[4];
+    int rr_rows[1800], nrr = 0;
+    for (int i = 0; i < 4; i++) {
+        snprintf(rr_keys[i][0], sizeof(rr_keys[i][0]), "r%05d", rr_lo[i]);
+        snprintf(rr_keys[i][1], sizeof(rr_keys[i][1]), "r%05d", rr_hi[i]);
+        rr[i].start = wc_bytes_str(rr_keys[i][0]);
+        rr[i].stop = wc_bytes_str(rr_keys[i][1]);
+        for (int k = rr_lo[i]; k < rr_hi[i]; k++)
+            rr_rows[nrr++] = k;
+    }
+    for (int run = 0; run < 4; run++) {
+        bool rev = run & 1, multi = run >= 2;
+        atomic_store(&p.armed, 400000); /* ~400 rows into a ~3 MB (~1.8 MB) answer */
         struct wc_scan_options o;
         wc_scan_options_init(&o);
-        o.reversed = dir == 1;
+        o.reversed = rev;
+        if (multi) {
+            o.ranges = rr;
+            o.nranges = 4;
+        }
+        int total = multi ? nrr : NROWS;
         struct wc_scanner *sc;
         OK(wc_scanner_open(t, &o, &sc, &err));
         struct wc_row r;
         int n = 0, rc;
         while ((rc = wc_scanner_next(sc, &r, &err)) == CT_OK) {
+            assert_true(n < total);
+            int i = rev ? total - 1 - n : n;
             char want[16];
-            snprintf(want, sizeof(want), "r%05d", dir ? NROWS - 1 - n : n);
+            snprintf(want, sizeof(want), "r%05d", multi ? rr_rows[i] : i);
             assert_memory_equal(r.key.data, want, 6); /* each row once, in order */
             n++;
         }
         if (rc != CT_NOTFOUND)
             fail_msg("scan failed: %s", err.msg);
         wc_scanner_close(sc);
-        assert_int_equal(n, NROWS);
-        assert_int_equal(atomic_load(&p.cuts), dir + 1); /* the cut really happened */
+        assert_int_equal(n, total);
+        assert_int_equal(atomic_load(&p.cuts), run + 1); /* the cut really happened */
     }
     /* a batch whose connection is cut while it is being sent: only unanswered rows are
      * re-sent (timestamps are explicit, so re-sending is harmless) and every row lands */
@@ -1171,7 +1194,7 @@ static void test_scan_and_batch_survive_connection_drops(void **state)
         muts[i].ts_ms = 2000;
     atomic_store(&p.armed_up, 1000000); /* ~1 MB into a ~3 MB batch */
     OK(wc_mutate_batch(t, rows, NROWS, WC_DURABILITY_USE_DEFAULT, &err));
-    assert_int_equal(atomic_load(&p.cuts), 3);
+    assert_int_equal(atomic_load(&p.cuts), 5);
     struct wc_scan_options o;
     wc_scan_options_init(&o);
     o.tmin_ms = 2000;

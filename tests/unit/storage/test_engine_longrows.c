@@ -191,6 +191,7 @@ static void set_options(const struct rq *q, struct wc_scan_options *o, struct wc
     }
     if (q->fam >= 0) {
         col->family = wc_bytes_str(fams[q->fam]);
+        col->qualifier = wc_bytes_of(NULL, 0);
         col->has_qualifier = false;
         o->columns = col;
         o->ncolumns = 1;
