@@ -9,6 +9,7 @@
 #define CT_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 /* Wall-clock milliseconds since the epoch, or the pinned value of CTSDB_NOW_MS. Thread-safe. */
 int64_t clock_now_ms(void);
@@ -18,5 +19,8 @@ int64_t clock_now_ms(void);
 void clock_reload(void);
 /* Monotonic nanoseconds for measuring durations (never pinned). */
 uint64_t clock_mono_ns(void);
+/* The real-time clock ms milliseconds from now (never pinned): the deadline a
+ * pthread_cond_timedwait on a default condition variable takes. */
+struct timespec clock_realtime_in(int64_t ms);
 
 #endif

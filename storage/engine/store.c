@@ -559,17 +559,8 @@ static void *worker_main(void *arg)
             pthread_mutex_lock(&s->bg_mu);
             continue;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        if (s->opt.memstore_total_bytes) {
-            ts.tv_nsec += ENGINE_MEM_CHECK_MS * 1000000L;
-            if (ts.tv_nsec >= 1000000000L) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000L;
-            }
-        } else {
-            ts.tv_sec += 1;
-        }
+        struct timespec ts =
+            clock_realtime_in(s->opt.memstore_total_bytes ? ENGINE_MEM_CHECK_MS : 1000);
         pthread_cond_timedwait(&s->bg_cv, &s->bg_mu, &ts);
     }
     pthread_mutex_unlock(&s->bg_mu);

@@ -164,13 +164,7 @@ static void wait_for_memstore_room(struct estore *s, struct etable *t, struct wc
         if (estore_check_bg_error(s, &e) != CT_OK)
             return;
         /* woken when a background job (the flush) finishes */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts = clock_realtime_in(100);
         pthread_mutex_lock(&s->bg_mu);
         pthread_cond_timedwait(&s->done_cv, &s->bg_mu, &ts);
         pthread_mutex_unlock(&s->bg_mu);
@@ -197,13 +191,7 @@ static void wait_for_total_room(struct estore *s)
         struct ct_err e;
         if (estore_check_bg_error(s, &e) != CT_OK)
             return; /* the write returns it */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 100 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000;
-        }
+        struct timespec ts = clock_realtime_in(100);
         /* memstore_total drops (a flush releasing its memstores) before the job ends and
          * broadcasts done_cv under bg_mu: checked under bg_mu, no wakeup is missed */
         pthread_mutex_lock(&s->bg_mu);

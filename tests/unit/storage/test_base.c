@@ -2,6 +2,7 @@
  * backend-neutral parts of wc.h (defaults, name and descriptor checks, the cell order). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "storage/clock.h"
 #include "storage/coding.h"
@@ -163,6 +164,28 @@ static void test_clock_can_be_pinned(void **state)
     assert_true(clock_now_ms() > 1600000000000LL);
 }
 
+/* A deadline ms from now on the real-time clock, normalised, whatever the pinned clock says. */
+static void test_clock_realtime_in_is_a_normalised_deadline(void **state)
+{
+    (void)state;
+    setenv("CTSDB_NOW_MS", "1234567", 1);
+    clock_reload();
+    static const int64_t ms[] = {0, 1, 100, 999, 1000, 1500, 60000};
+    for (size_t i = 0; i < sizeof(ms) / sizeof(ms[0]); i++) {
+        struct timespec before, after;
+        clock_gettime(CLOCK_REALTIME, &before);
+        struct timespec d = clock_realtime_in(ms[i]);
+        clock_gettime(CLOCK_REALTIME, &after);
+        assert_true(d.tv_nsec >= 0 && d.tv_nsec < 1000000000L);
+        int64_t dn = (int64_t)d.tv_sec * 1000000000 + d.tv_nsec;
+        int64_t bn = (int64_t)before.tv_sec * 1000000000 + before.tv_nsec;
+        int64_t an = (int64_t)after.tv_sec * 1000000000 + after.tv_nsec;
+        assert_true(dn >= bn + ms[i] * 1000000 && dn <= an + ms[i] * 1000000);
+    }
+    unsetenv("CTSDB_NOW_MS");
+    clock_reload();
+}
+
 static void test_table_names_parse_with_default_namespace(void **state)
 {
     (void)state;
@@ -236,6 +259,7 @@ int main(void)
         cmocka_unit_test(test_coding_utf8_decode_accepts_valid_and_refuses_invalid),
         cmocka_unit_test(test_crc32c_matches_rfc3720_vectors),
         cmocka_unit_test(test_clock_can_be_pinned),
+        cmocka_unit_test(test_clock_realtime_in_is_a_normalised_deadline),
         cmocka_unit_test(test_table_names_parse_with_default_namespace),
         cmocka_unit_test(test_family_defaults_and_checks),
         cmocka_unit_test(test_cell_order_is_spec_order),
