@@ -104,11 +104,13 @@ struct etable {
     struct wc_family_desc *fams; /* sorted by name */
     struct ehook *hooks;         /* parallel to fams */
     size_t nfams;
-    uint64_t max_filesize;
-    uint64_t memstore_flushsize;
+    /* atomic: background jobs and the write path read them without cat_mu or map_lock (an
+     * alter may change them at any time; each reader takes one value) */
+    _Atomic uint64_t max_filesize;
+    _Atomic uint64_t memstore_flushsize;
     enum wc_durability durability;
     bool readonly;
-    bool compaction_enabled;
+    atomic_bool compaction_enabled;
     struct eregion **regions; /* sorted by start key */
     size_t nregions;
     atomic_bool enabled;

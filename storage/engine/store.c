@@ -119,7 +119,8 @@ uint64_t estore_read_point(struct estore *s)
 
 uint64_t etable_flush_bytes(const struct estore *s, const struct etable *t)
 {
-    return t->memstore_flushsize ? t->memstore_flushsize : s->opt.memstore_flush_bytes;
+    uint64_t b = atomic_load_explicit(&t->memstore_flushsize, memory_order_relaxed);
+    return b ? b : s->opt.memstore_flush_bytes;
 }
 
 size_t etable_region_index(const struct etable *t, const uint8_t *row, size_t len)
