@@ -1872,8 +1872,8 @@ static int shell_read_options(struct shell_read *r, const struct shell_val *d,
         } else {
             static const char *const known[] = {
                 "COLUMN(S), VERSIONS, TIMERANGE, TIMESTAMP, FILTER",
-                "STARTROW, STOPROW, ROWPREFIXFILTER, COLUMNS, VERSIONS, TIMERANGE, TIMESTAMP, "
-                "LIMIT, REVERSED, CACHE, BATCH, FILTER, RAW",
+                ("STARTROW, STOPROW, ROWPREFIXFILTER, COLUMNS, VERSIONS, TIMERANGE, TIMESTAMP, "
+                 "LIMIT, REVERSED, CACHE, BATCH, FILTER, RAW"),
                 "INTERVAL, CACHE, STARTROW, STOPROW, ROWPREFIXFILTER, COLUMNS, FILTER"};
             rc = val_fail(err, &d->items[2 * i], "unknown option %s (known: %s)", k, known[kind]);
         }
