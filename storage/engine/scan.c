@@ -8,7 +8,8 @@
  * so flushes and compactions keep every version it may still read (estore_read_point); (3) a reversed scan finds the previous row
  * with seek_for_prev on every input, then reads that row forward, so cells inside a row are in
  * forward order in both directions; (4) rows are bounded by [lo, hi) of the scan intersected
- * with the region's range, so inputs shared by split daughters never leak rows; (5) a forward
+ * with the region's range (a multi-range scan has one such piece per range and region, in key
+ * order), so inputs shared by split daughters never leak rows; (5) a forward
  * scan may defer the seek of an input whose row bloom rules out the region's first row (`lazy`:
  * not valid until sought); it is sought before any row other than that first one is chosen
  * (scanner_find_row_lazy), so no row of it is ever passed over.
