@@ -178,14 +178,14 @@ static void last_work(struct http_req *r, void *arg)
 
 /* The budget of a last query on the network loop (see (3)): the default back_scan of a
  * fully tagged series is 25 discovery scans and one row read, a series at 1 s resolution has
- * 3,600 cells in an hour row; the bench's last_point takes ~10 us. The wall-time bound caps
- * what the counts do not (stepping over a long row in a reversed scan): at most 200 us plus
- * one such step or row read, then a worker runs the query. */
+ * 3,600 cells in an hour row; the bench's last_point takes ~10 us. The wall-time bound
+ * (tsd.query.last.loop_us, default 200 us) caps what the counts do not (stepping over a long
+ * row in a reversed scan): at most that plus one such step or row read, then a worker runs the
+ * query. */
 #define LAST_LOOP_MAX_SCANS  32
 #define LAST_LOOP_MAX_ROWS   128
 #define LAST_LOOP_MAX_CELLS  4096
 #define LAST_LOOP_MAX_SERIES 8 /* a query for more goes to a worker after at most 8 keys */
-#define LAST_LOOP_MAX_NS     200000
 /* A run that had to wait (see loop_waits) and took longer than this stops the loop path for
  * 10 s; a shorter wait (a lock held for a moment by another reader or a writer) does not. */
 #define LAST_LOOP_WAIT_NS 50000
@@ -202,10 +202,10 @@ static long loop_waits(void)
  * budget would be passed (nothing was sent; q is kept for a worker). */
 static bool last_on_loop(struct http_req *r, struct qlast_req *q)
 {
-    static const struct qlast_budget budget = {LAST_LOOP_MAX_SCANS, LAST_LOOP_MAX_ROWS,
-                                               LAST_LOOP_MAX_CELLS, LAST_LOOP_MAX_SERIES,
-                                               LAST_LOOP_MAX_NS};
     struct tsd *t = http_req_tsd(r);
+    const struct qlast_budget budget = {LAST_LOOP_MAX_SCANS, LAST_LOOP_MAX_ROWS,
+                                        LAST_LOOP_MAX_CELLS, LAST_LOOP_MAX_SERIES,
+                                        tsd_last_loop_ns(t)};
     int64_t now = clock_now_ms();
     if (!tsd_last_on_loop(t, now))
         return false;

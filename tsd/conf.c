@@ -80,6 +80,7 @@ static const struct conf_key conf_keys[] = {
     {"tsd.query.allow_simultaneous_duplicates", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.query.enable_fuzzy_filter", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.query.filter.expansion_limit", CONF_INT, "4096", 1, 1000000000, NULL},
+    {"tsd.query.last.loop_us", CONF_INT, "200", 1, 1000000, NULL},
     {"tsd.query.last.on_loop", CONF_BOOL, "true", 0, 0, NULL},
     {"tsd.query.limits.data_points.default", CONF_INT, "50000000", 0, (int64_t)1 << 50, NULL},
     {"tsd.query.scan_threads", CONF_INT, "0", 0, 64, NULL},

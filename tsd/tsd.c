@@ -79,6 +79,10 @@ bool tsd_last_on_loop(const struct tsd *t, int64_t now_ms)
 {
     return t->last_on_loop && now_ms >= t->last_loop_off_until_ms;
 }
+uint64_t tsd_last_loop_ns(const struct tsd *t)
+{
+    return t->last_loop_ns;
+}
 void tsd_last_loop_overrun(struct tsd *t, int64_t now_ms)
 {
     t->last_loop_off_until_ms = now_ms + TSD_LAST_LOOP_OFF_MS;
@@ -389,6 +393,7 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
     t->connections_limit = conf_get_int(c, "tsd.core.connections.limit");
     t->last_on_loop = conf_get_bool(c, "tsd.query.last.on_loop") &&
                       strcmp(conf_get_str(c, "tsd.storage.backend"), "bigtable") != 0;
+    t->last_loop_ns = (uint64_t)conf_get_int(c, "tsd.query.last.loop_us") * 1000;
     conf_report_unsupported(c, tsd_warn_config, NULL);
     /* CORS list: comma-separated, case-insensitive, or "*" alone */
     const char *cd = conf_get_str(c, "tsd.http.request.cors_domains");

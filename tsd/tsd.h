@@ -47,5 +47,7 @@ int64_t tsd_start_ms(const struct tsd *t);
  * sends every last query to the workers for the next 10 s. */
 bool tsd_last_on_loop(const struct tsd *t, int64_t now_ms);
 void tsd_last_loop_overrun(struct tsd *t, int64_t now_ms);
+/* The wall time a run on the loop may take (tsd.query.last.loop_us, default 200 us). */
+uint64_t tsd_last_loop_ns(const struct tsd *t);
 
 #endif

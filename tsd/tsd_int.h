@@ -107,6 +107,7 @@ struct tsd {
     /* /api/query/last on the network loop (tsd.query.last.on_loop, embedded store only;
      * api_query.c): loop thread only */
     bool last_on_loop;
+    uint64_t last_loop_ns;          /* tsd.query.last.loop_us: a loop run's time budget */
     int64_t last_loop_off_until_ms; /* after an overrun the loop leaves last queries alone */
 };
 
