@@ -3,8 +3,8 @@
 # store work, tsd.query.last.loop_us of time) and by the workers (over the budget, or with
 # tsd.query.last.on_loop=false): the same bytes either way (statuses, headers but Date, bodies;
 # GET and POST, resolve, pretty, jsonp, gzip, errors); on one keep-alive connection, pipelined
-# last queries mixed with puts,
-# slow range queries and over-budget last queries are answered in request order, a put is seen
+# last queries mixed with puts, slow range queries and over-budget last queries are answered in
+# request order, a put is seen
 # by the last query after it, a client that reads late gets every answer in order, and
 # Connection: close and a half-closed socket end the connection after the answer; a worker's
 # request finished without waking the loop (parked) does not hold up shutdown or the socket
