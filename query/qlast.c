@@ -8,8 +8,8 @@
  * key ranges that can hold a matching row are scanned: one multi-range scanner per bucket).
  * Invariants: (1) results are unique per TSUID; (2) output is sorted by TSUID bytes; (3) nothing
  * is written to the output before every read is done, so a bounded run that stops at its budget
- * (qlast_run_bounded: struct qlast_limit counts key ranges and point reads, row keys and cells) has written
- * nothing. */
+ * (qlast_run_bounded: struct qlast_limit counts key ranges and point reads, row keys and cells)
+ * has written nothing. */
 #include "query/qlast.h"
 
 #include <ctype.h>
@@ -351,8 +351,8 @@ struct qlast_limit {
     bool over_reads;      /* ... at more series than row reads left */
 };
 
-/* Counts one more scanner (or point read) against the budget: CT_ELIMIT when it would pass it. */
-/* Counts n scans (a point read, or a discovery scanner's key ranges) against the budget. */
+/* Counts n scans (a point read, or a discovery scanner's key ranges) against the budget:
+ * CT_ELIMIT when they would pass it, or when the run is past its deadline. */
 static int limit_scans(struct qlast_limit *lim, size_t n, struct ct_err *err)
 {
     if (!lim->b)

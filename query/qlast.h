@@ -38,8 +38,8 @@ struct qlast_req {
 
 /* Parses the GET form: timeseries=<metric{k=v,...}> (repeatable), tsuids=<hex,hex> (repeatable),
  * resolve (on when present), back_scan=<hours> (a 32-bit int, not above 0 = the default; else
- * "Unable to parse back_scan parameter"). Returns a new
- * request in *out, freed with qlast_req_free(). CT_EINVAL with the message on bad input. */
+ * "Unable to parse back_scan parameter"). Returns a new request in *out, freed with
+ * qlast_req_free(). CT_EINVAL with the message on bad input. */
 CT_MUST_CHECK int qlast_parse_params(qspec_param_fn get, void *arg, struct qlast_req **out,
                                      struct ct_err *err);
 /* Parses {"queries":[{"metric":..,"tags":{..}},{"tsuids":[..]}],"resolveNames":..,

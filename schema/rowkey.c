@@ -427,27 +427,6 @@ int rowkey_lead_ranges(const struct rowkey_layout *l, uint32_t bucket, uint64_t 
     return CT_OK;
 }
 
-void rowkey_lead_range_reversed(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
-                                int64_t hour_s, const uint64_t *v, size_t n, uint8_t *upper,
-                                size_t *upper_len, uint8_t *lower, size_t *lower_len)
-{
-    uint8_t stop[ROWKEY_MAX_BYTES];
-    size_t stop_len = 0;
-    size_t len = rowkey_lead_range(l, bucket, metric, hour_s, v, n, upper, stop, &stop_len);
-    memcpy(lower, upper, len);
-    memset(upper + len, 0xFF, ROWKEY_MAX_TSUID);
-    *upper_len = len + ROWKEY_MAX_TSUID;
-    /* below the prefix P: P minus its last byte when that byte is 0 (nothing lies between), else
-     * P with its last byte decremented then 0xFF bytes (above every key of that shorter run) */
-    if (lower[len - 1] == 0) {
-        *lower_len = len - 1;
-        return;
-    }
-    lower[len - 1]--;
-    memset(lower + len, 0xFF, ROWKEY_MAX_TSUID);
-    *lower_len = len + ROWKEY_MAX_TSUID;
-}
-
 bool rowkey_filter_match(const struct rowkey_filter *f, const uint8_t *row, size_t len)
 {
     const struct rowkey_layout *l = &f->l;

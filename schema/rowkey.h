@@ -153,12 +153,6 @@ size_t rowkey_filter_lead(const struct rowkey_filter *f, size_t max_ranges, cons
 size_t rowkey_lead_range(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
                          int64_t hour_s, const uint64_t *v, size_t n, uint8_t *start, uint8_t *stop,
                          size_t *stop_len);
-/* The same range as reversed-scan bounds: upper (inclusive: the prefix then ROWKEY_MAX_TSUID
- * 0xFF bytes) and lower (exclusive: the greatest byte string below the prefix that no key with
- * the prefix follows). Both buffers need ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID bytes. */
-void rowkey_lead_range_reversed(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,
-                                int64_t hour_s, const uint64_t *v, size_t n, uint8_t *upper,
-                                size_t *upper_len, uint8_t *lower, size_t *lower_len);
 /* The rowkey_lead_range() ranges of bucket and metric for every base hour from first_hour_s's to
  * last_hour_s's and every combination of lead values (vals[i][0..nvals[i]) for tagk uid i + 1,
  * sorted as rowkey_filter_lead gives them), as one multi-range scan's wc_scan_options.ranges:
