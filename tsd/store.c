@@ -478,13 +478,6 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
 
 /* ---- stats ------------------------------------------------------------------------------------ */
 
-uint64_t tsdstore_memstore_waits(struct tsdstore *st)
-{
-    struct ct_err err = {0};
-    struct wc_store_stats s;
-    return wc_store_stats(st->store, &s, &err) == CT_OK ? s.memstore_waits : 0;
-}
-
 struct store_stats_ctx {
     struct tsdstore *st;
     const char *host;
@@ -555,6 +548,8 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
         store_stat(&x, "tsd.storage.wal.bytes", s.wal_bytes, "");
         store_stat(&x, "tsd.storage.wal.syncs", s.wal_syncs, "");
         store_stat(&x, "tsd.storage.regions", s.regions, "");
+        /* writes the engine held while all memstores were over memstore_total_bytes */
+        store_stat(&x, "tsd.ingest.memstore_waits", s.memstore_waits, "");
     }
     if (wc_table_list(st->store, store_stats_table, &x, &err) != CT_OK) {
         /* stats are best effort: a failing list leaves the per-region lines out */

@@ -35,9 +35,6 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
 /* Drops the UID caches and every writer's series cache. */
 void tsdstore_drop_caches(struct tsdstore *st);
 
-/* Writes the store held while all memstores were over tsd.storage.memstore_total_bytes
- * (the engine's count, wc_store_stats().memstore_waits; tsd.ingest.memstore_waits). */
-uint64_t tsdstore_memstore_waits(struct tsdstore *st);
 /* Storage and UID figures in put-line shape: tags "host=<host> k=v ...". */
 typedef void (*tsdstore_stat_fn)(void *arg, const char *metric, int64_t ts_s, const char *value,
                                  const char *tags);

@@ -350,7 +350,6 @@ void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
     TSD_STAT("tsd.ingest.batches", tstats_get(TSTATS_BATCHES_WRITTEN), "");
     TSD_STAT("tsd.ingest.write_ms", tstats_get(TSTATS_WRITE_NS) / 1000000, "");
     TSD_STAT("tsd.ingest.backpressure", tstats_get(TSTATS_BACKPRESSURE), "");
-    TSD_STAT("tsd.ingest.memstore_waits", tsdstore_memstore_waits(t->tstore), "");
     TSD_STAT("tsd.query.last", tstats_get(TSTATS_LAST_LOOP), "type=loop");
     TSD_STAT("tsd.query.last", tstats_get(TSTATS_LAST_LOOP_OVER), "type=over_loop_budget");
     TSD_STAT("tsd.query.last", tstats_get(TSTATS_LAST_LOOP_WAITS), "type=loop_waits");
