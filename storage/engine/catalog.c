@@ -216,13 +216,8 @@ static int quarantine_file(struct estore *s, uint64_t id, int why_rc, struct ct_
             return ct_err_errno(why, CT_EIO, errno, "cannot quarantine %s", path);
     }
     s->quarantined++;
-    if (s->opt.log_fn) {
-        char msg[14000];
-        snprintf(msg, sizeof(msg),
-                 "quarantined damaged block file %s (now %s): %s; its cells are no longer served",
-                 path, qpath, here ? why->msg : "set aside by ctsdb fsck --quarantine");
-        s->opt.log_fn(s->opt.log_arg, msg);
-    }
+    estore_logf(s, "quarantined damaged block file %s (now %s): %s; its cells are no longer served",
+                path, qpath, here ? why->msg : "set aside by ctsdb fsck --quarantine");
     return CT_OK;
 }
 

@@ -286,7 +286,10 @@ static inline void estore_memstore_add(struct estore *s, uint64_t bytes)
 {
     atomic_fetch_add_explicit(&s->memstore_total, bytes, memory_order_relaxed);
 }
-void estore_memstore_sub(struct estore *s, uint64_t bytes); /* asserts it never goes below 0 */
+void estore_memstore_sub(struct estore *s, uint64_t bytes); /* stops at 0 */
+/* Reports a message through opt.log_fn (nothing without one). */
+void estore_logf(const struct estore *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* While all memstores together are over the store's ceiling (opt.memstore_total_bytes, or
  * without it max(4 x flush size, 256 MiB)), queues flushes of the largest regions that have none
  * queued until the rest is under it. Takes cat_mu and each region's mu: REQUIRES neither held

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,18 @@ uint64_t eregion_memstore_bytes(const struct eregion *r)
     for (size_t f = 0; f < r->nfams; f++)
         b += efam_memstore_bytes(&r->fams[f]);
     return b;
+}
+
+void estore_logf(const struct estore *s, const char *fmt, ...)
+{
+    if (!s->opt.log_fn)
+        return;
+    char msg[14000]; /* room for two paths and a reason */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    s->opt.log_fn(s->opt.log_arg, msg);
 }
 
 void estore_memstore_sub(struct estore *s, uint64_t bytes)

@@ -209,15 +209,11 @@ static void wait_for_total_room(struct estore *s)
             flushes = f;
             progress_ns = now;
         } else if (now - progress_ns >= (uint64_t)ENGINE_TOTAL_STALL_MS * 1000000) {
-            if (s->opt.log_fn) {
-                char msg[256];
-                snprintf(msg, sizeof(msg),
-                         "memstores (%llu bytes) over memstore_total_bytes=%llu and no flush "
-                         "finished for %d s: writing anyway",
-                         (unsigned long long)atomic_load(&s->memstore_total),
-                         (unsigned long long)limit, ENGINE_TOTAL_STALL_MS / 1000);
-                s->opt.log_fn(s->opt.log_arg, msg);
-            }
+            estore_logf(s,
+                        "memstores (%llu bytes) over memstore_total_bytes=%llu and no flush "
+                        "finished for %d s: writing anyway",
+                        (unsigned long long)atomic_load(&s->memstore_total),
+                        (unsigned long long)limit, ENGINE_TOTAL_STALL_MS / 1000);
             return;
         }
     }
