@@ -225,16 +225,27 @@ static void history_step(struct history *h, uint64_t *seed)
     }
 }
 
-static struct wc_store *open_small(const char *dir, size_t total_bytes)
+/* A store with the given flush size (0: the default), region split size (0: the default) and
+ * store-wide memstore ceiling. */
+static struct wc_store *open_store(const char *dir, size_t flush_bytes, uint64_t split_bytes,
+                                   size_t total_bytes)
 {
     struct wc_options o;
     wc_options_init(&o);
     o.data_dir = dir;
     o.block_cache_bytes = 1 << 20;
-    o.memstore_flush_bytes = 96 * KIB; /* background flushes, and splits after them */
-    o.region_split_bytes = 512 * KIB;
+    if (flush_bytes)
+        o.memstore_flush_bytes = flush_bytes;
+    if (split_bytes)
+        o.region_split_bytes = split_bytes;
     o.memstore_total_bytes = total_bytes;
     return fixture_store_open(&o);
+}
+
+/* Background flushes, and splits after them. */
+static struct wc_store *open_small(const char *dir, size_t total_bytes)
+{
+    return open_store(dir, 96 * KIB, 512 * KIB, total_bytes);
 }
 
 /* The counter after 600 random operations, checked every 6 against the slow sum. */
@@ -363,15 +374,10 @@ static void *putter_main(void *arg)
     return NULL;
 }
 
+/* No region reaches its flush size: only the ceiling flushes. */
 static struct wc_store *open_ceiling(const char *dir, size_t total_bytes)
 {
-    struct wc_options o;
-    wc_options_init(&o);
-    o.data_dir = dir;
-    o.block_cache_bytes = 1 << 20;
-    o.memstore_flush_bytes = 64 * MIB; /* no region reaches it: only the ceiling flushes */
-    o.memstore_total_bytes = total_bytes;
-    return fixture_store_open(&o);
+    return open_store(dir, 64 * MIB, 0, total_bytes);
 }
 
 /* Over a 256 KiB ceiling, with every flush held back (the table's maint_lock taken exclusive,
