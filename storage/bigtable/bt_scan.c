@@ -2,9 +2,9 @@
  *
  * A scan becomes one ReadRows request: the row set (the start/stop/prefix range intersected, in
  * either direction; or every non-empty range of a multi-range scan, wc_scan_options.ranges, in
- * one RowSet, which the service reads in the scan's direction), a filter that selects families and columns, the time range, the qualifier prefix
- * and range, TTL expiry (when MIN_VERSIONS is 0) and the per-column version limit, and a row
- * limit when nothing is filtered client-side. Answers go through the chunk merger; each
+ * one RowSet, which the service reads in the scan's direction), a filter that selects families
+ * and columns, the time range, the qualifier prefix and range, TTL expiry (when MIN_VERSIONS is
+ * 0) and the per-column version limit, and a row limit when nothing is filtered client-side. Answers go through the chunk merger; each
  * committed row then passes the caller's row filter and the read rules of spec §5 again on the
  * client (Bigtable garbage-collects lazily, MIN_VERSIONS has no filter, and the client check makes
  * results exact whatever the server applied).
@@ -17,7 +17,8 @@
  *
  * Invariants: (1) cells handed out are in spec §2 order; (2) rows handed out are strictly
  * ordered in the scan's direction (the merger checks the service); (3) `req` always describes
- * the rows not yet committed; (4) rg holds nrg non-empty, disjoint ranges in ascending order. A scanner is used by one thread at a time. */
+ * the rows not yet committed; (4) rg holds nrg non-empty, disjoint ranges in ascending order. A
+ * scanner is used by one thread at a time. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,9 +5,9 @@
  * under each region's mutex at open, so flushes and compactions never pull data from under it;
  * (2) its snapshot is the store's visible_seq read before those references were taken: cells
  * with a larger seq are stepped over by every input; the snapshot is registered with the store
- * so flushes and compactions keep every version it may still read (estore_read_point); (3) a reversed scan finds the previous row
- * with seek_for_prev on every input, then reads that row forward, so cells inside a row are in
- * forward order in both directions; (4) rows are bounded by [lo, hi) of the scan intersected
+ * so flushes and compactions keep every version it may still read (estore_read_point); (3) a
+ * reversed scan finds the previous row with seek_for_prev on every input, then reads that row
+ * forward, so cells inside a row are in forward order in both directions; (4) rows are bounded by [lo, hi) of the scan intersected
  * with the region's range (a multi-range scan has one such piece per range and region, in key
  * order), so inputs shared by split daughters never leak rows; (5) a forward
  * scan may defer the seek of an input whose row bloom rules out the region's first row (`lazy`:
