@@ -337,7 +337,7 @@ static int validate(struct qspec *q, int64_t now_ms, struct ct_err *err)
 }
 
 /* Flags given as presence-only URL parameters. */
-static bool has_flag(qspec_param_fn get, void *arg, const char *name)
+bool qspec_param_flag(qspec_param_fn get, void *arg, const char *name)
 {
     const char *v = get(arg, name, 0);
     return v && strcasecmp(v, "false") != 0;
@@ -370,16 +370,16 @@ int qspec_parse_params(qspec_param_fn get, void *arg, int64_t now_ms, struct qsp
         (rc = dup_param(get, arg, "end", &q->end_text, err)) != CT_OK ||
         (rc = dup_param(get, arg, "timezone", &q->timezone, err)) != CT_OK)
         goto fail;
-    q->padding = has_flag(get, arg, "padding");
-    q->no_annotations = has_flag(get, arg, "no_annotations");
-    q->global_annotations = has_flag(get, arg, "global_annotations");
-    q->show_tsuids = has_flag(get, arg, "show_tsuids");
-    q->ms_resolution = has_flag(get, arg, "ms");
-    q->show_query = has_flag(get, arg, "show_query");
-    q->show_stats = has_flag(get, arg, "show_stats");
-    q->show_summary = has_flag(get, arg, "show_summary");
-    q->use_calendar = has_flag(get, arg, "use_calendar");
-    q->arrays = has_flag(get, arg, "arrays");
+    q->padding = qspec_param_flag(get, arg, "padding");
+    q->no_annotations = qspec_param_flag(get, arg, "no_annotations");
+    q->global_annotations = qspec_param_flag(get, arg, "global_annotations");
+    q->show_tsuids = qspec_param_flag(get, arg, "show_tsuids");
+    q->ms_resolution = qspec_param_flag(get, arg, "ms");
+    q->show_query = qspec_param_flag(get, arg, "show_query");
+    q->show_stats = qspec_param_flag(get, arg, "show_stats");
+    q->show_summary = qspec_param_flag(get, arg, "show_summary");
+    q->use_calendar = qspec_param_flag(get, arg, "use_calendar");
+    q->arrays = qspec_param_flag(get, arg, "arrays");
     const char *v;
     static const char *const kinds[2] = {"tsuid", "m"};
     for (int kind = 0; kind < 2; kind++) {

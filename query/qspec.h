@@ -48,6 +48,9 @@ struct qspec {
  * A flag given without "=value" has the value "". */
 typedef const char *(*qspec_param_fn)(void *arg, const char *name, size_t idx);
 
+/* Whether URL flag `name` is on: present, and not "false" (any case), as OpenTSDB reads them. */
+bool qspec_param_flag(qspec_param_fn get, void *arg, const char *name);
+
 /* Parses the GET form. now_ms is "now" for relative times and a missing end. Returns a new spec
  * in *out, freed with qspec_free(). */
 CT_MUST_CHECK int qspec_parse_params(qspec_param_fn get, void *arg, int64_t now_ms,

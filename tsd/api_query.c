@@ -19,7 +19,6 @@
  * completion), which cost more than a small last query. */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 
 #include "query/qexec.h"
@@ -129,8 +128,7 @@ void api_query_handle(struct http_req *r)
         const char *body = http_req_body(r, &len);
         rc = qspec_parse_json(body, len, now, &q, &err);
         /* HttpJsonSerializer reads "arrays" from the URL whatever the method */
-        const char *arrays = http_req_param(r, "arrays");
-        if (rc == CT_OK && arrays && strcasecmp(arrays, "false") != 0)
+        if (rc == CT_OK && qspec_param_flag(param_at, r, "arrays"))
             q->arrays = true;
     } else {
         rc = qspec_parse_params(param_at, r, now, &q, &err);
