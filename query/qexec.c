@@ -646,6 +646,18 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
 /* ... and at most this many in a whole scan window */
 #define QEXEC_LEAD_MAX 2048
 
+size_t qexec_lead_tags(const struct rowkey_filter *rf, uint64_t hours, const uint64_t **vals,
+                       size_t *nvals)
+{
+    size_t n = rowkey_filter_lead(rf, QEXEC_LEAD_RANGES, vals, nvals);
+    /* every hour of the window costs its ranges even when it holds nothing: a long window
+     * (sparse data) is walked whole instead */
+    uint64_t ranges = hours;
+    for (size_t i = 0; i < n && ranges <= QEXEC_LEAD_MAX; i++)
+        ranges *= nvals[i];
+    return ranges > QEXEC_LEAD_MAX ? 0 : n;
+}
+
 /* What the scans of one piece of work reuse from range to range. */
 struct xscratch {
     struct dpcodec_cols cols;
@@ -1382,16 +1394,9 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     x.win_start_s = w.win_start_ms / 1000;
     x.win_end_s = w.win_end_ms / 1000;
     x.rf = rf;
-    if (rf && !o->general_only) { /* general_only: the tests' reference reads whole hours */
-        x.nlead = rowkey_filter_lead(rf, QEXEC_LEAD_RANGES, x.lead_vals, x.lead_n);
-        /* every hour of the window costs its ranges even when it holds nothing: a long window
-         * (sparse data) is walked whole instead */
-        uint64_t ranges = (uint64_t)((x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S + 1);
-        for (size_t i = 0; i < x.nlead; i++)
-            ranges *= x.lead_n[i];
-        if (ranges > QEXEC_LEAD_MAX)
-            x.nlead = 0;
-    }
+    if (rf && !o->general_only) /* general_only: the tests' reference reads whole hours */
+        x.nlead = qexec_lead_tags(rf, (uint64_t)((x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S + 1),
+                                  x.lead_vals, x.lead_n);
     if (!o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
         sub->ds.fill == QAGG_FILL_NONE && sub->ds.interval_ms > 0 &&
         (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0) {

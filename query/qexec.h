@@ -55,6 +55,13 @@ CT_MUST_CHECK int qexec_run(struct tsdb *t, const struct qspec *q, const struct 
                             struct qjson *j, enum qexec_status *status, struct qexec_stats *stats,
                             struct ct_err *err);
 
+/* The leading tags a scan of `hours` base hours reads as key ranges (rowkey_filter_lead), for
+ * range and last queries alike: their number (vals/nvals as rowkey_filter_lead fills them), or
+ * 0 - read the hours whole - when they would make more than 8 ranges an hour or 2,048 in all. */
+struct rowkey_filter;
+size_t qexec_lead_tags(const struct rowkey_filter *rf, uint64_t hours, const uint64_t **vals,
+                       size_t *nvals);
+
 /* One datapoint of a finished series for callers that print rather than emit JSON (ctsdb query):
  * fn is called for each output point of each group with the group's metric and tags
  * ("k=v k2=v2"). */

@@ -613,12 +613,7 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
      * key order); each range counts as a scan in the budget, as when each had its own scanner */
     const uint64_t *lead_vals[ROWKEY_MAX_TAGS];
     size_t lead_n[ROWKEY_MAX_TAGS];
-    size_t nlead = rowkey_filter_lead(rf, 8, lead_vals, lead_n); /* as QEXEC_LEAD_RANGES */
-    uint64_t ranges = (uint64_t)back_h + 1; /* and at most 2,048 in all (QEXEC_LEAD_MAX) */
-    for (size_t i = 0; i < nlead; i++)
-        ranges *= lead_n[i];
-    if (ranges > 2048)
-        nlead = 0;
+    size_t nlead = qexec_lead_tags(rf, (uint64_t)back_h + 1, lead_vals, lead_n);
     for (unsigned b = 0; b < nb && rc == CT_OK; b++) {
         uint8_t lo[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID], hi[ROWKEY_MAX_BYTES + ROWKEY_MAX_TSUID];
         struct wc_scan_options so;
