@@ -15,6 +15,7 @@
 #include "query/qlast.h"
 #include "query/qmeta.h"
 #include "query/qspec.h"
+#include "schema/rowkey.h"
 #include "schema/tsdb.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
@@ -915,9 +916,33 @@ static void test_qexec_concurrent_queries_share_the_scan_helpers(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* Leading tags become key ranges only while they make at most 8 an hour and 2,048 in all. */
+static void test_qexec_lead_tags_caps(void **state)
+{
+    (void)state;
+    struct rowkey_layout l;
+    rowkey_layout_init(&l);
+    struct ct_err err = {0};
+    struct rowkey_filter *f = NULL;
+    assert_int_equal(rowkey_filter_new(&l, &f, &err), CT_OK);
+    rowkey_filter_set_metric(f, 7);
+    uint64_t k1[] = {1, 2, 3}, k2[] = {4, 5, 6};
+    assert_int_equal(rowkey_filter_add(f, 1, k1, 3, false, &err), CT_OK);
+    assert_int_equal(rowkey_filter_add(f, 2, k2, 3, false, &err), CT_OK);
+    const uint64_t *vals[ROWKEY_MAX_TAGS];
+    size_t nvals[ROWKEY_MAX_TAGS];
+    /* 3 x 3 = 9 an hour is over 8: only uid 1's 3 values */
+    assert_int_equal(qexec_lead_tags(f, 1, vals, nvals), 1);
+    assert_int_equal(nvals[0], 3);
+    assert_int_equal(qexec_lead_tags(f, 682, vals, nvals), 1); /* 2,046 ranges */
+    assert_int_equal(qexec_lead_tags(f, 683, vals, nvals), 0); /* 2,049 */
+    rowkey_filter_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qexec_lead_tags_caps),
         cmocka_unit_test_setup_teardown(test_qexec_answers_match_opentsdb, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_annotations_and_tsuids_in_results, setup,
                                         teardown),
