@@ -613,6 +613,11 @@ struct escanner {
     uint8_t key_inline[128];
     uint8_t tmp_inline[128];
     _Alignas(16) uint8_t pool_inline[2048];
+    /* row buffers a closed scanner leaves to the next scanner of its thread (scanner_keep):
+     * a cells array and one arena chunk, each at most SCAN_KEEP_BYTES; never zeroed at open */
+    struct wc_cell *kept_cells;
+    size_t kept_cells_cap;
+    struct sarena_chunk *kept_chunk;
 };
 
 struct spool_block {
@@ -623,14 +628,32 @@ struct spool_block {
 
 /* One closed scanner kept per thread for the next open: a scanner is ~4 KiB, and allocating
  * that much per seek made malloc consolidate its free lists every time (callgrind: ~1,000
- * instructions per seekrandom op). Freed at thread exit through spare_key's destructor. */
+ * instructions per seekrandom op). Freed at thread exit through spare_key's destructor.
+ * It keeps its row buffers too (kept_cells, kept_chunk): a row of more than 8 cells grew the
+ * cells array by doubling (malloc, then a realloc and copy per doubling) and took an arena chunk
+ * from malloc in every scanner that read one, all freed at close (callgrind, a TSD last query
+ * reading a 185-cell row: 15.5 K of its 118 K instructions and ~170 cache lines written were
+ * that regrowth). Bounded: a buffer above SCAN_KEEP_BYTES is freed as before. */
+#define SCAN_KEEP_BYTES (64u << 10)
+
 static _Thread_local struct escanner *spare_sc;
 static pthread_key_t spare_key;
 static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 
+static void scanner_free_kept(struct escanner *sc)
+{
+    free(sc->kept_cells);
+    free(sc->kept_chunk);
+    sc->kept_cells = NULL;
+    sc->kept_cells_cap = 0;
+    sc->kept_chunk = NULL;
+}
+
 static void spare_free(void *unused)
 {
     (void)unused;
+    if (spare_sc)
+        scanner_free_kept(spare_sc);
     free(spare_sc);
     spare_sc = NULL;
 }
@@ -648,18 +671,25 @@ static struct escanner *scanner_alloc(void)
         spare_sc = NULL;
         return sc;
     }
-    return malloc(sizeof(*sc));
+    if ((sc = malloc(sizeof(*sc))) != NULL) {
+        sc->kept_cells = NULL;
+        sc->kept_cells_cap = 0;
+        sc->kept_chunk = NULL;
+    }
+    return sc;
 }
 
 static void scanner_free(struct escanner *sc)
 {
     if (spare_sc) {
+        scanner_free_kept(sc);
         free(sc);
         return;
     }
     pthread_once(&spare_once, spare_key_init);
     /* without the key a thread's spare would outlive it: free instead */
     if (spare_key == (pthread_key_t)-1 || pthread_setspecific(spare_key, (void *)1) != 0) {
+        scanner_free_kept(sc);
         free(sc);
         return;
     }
@@ -1441,15 +1471,27 @@ void engine_scanner_close(struct wc_scanner *wsc)
             eregion_unref(sc->regs[r].er);
     }
     matcher_destroy(&sc->m);
+    /* the row buffers: one heap chunk and the cells array stay with the scanner for its
+     * thread's next scanner when small enough (scanner_alloc's note) */
     struct sarena_chunk *c = sc->arena;
     while (c) {
         struct sarena_chunk *n = c->next;
-        if (c != (struct sarena_chunk *)(void *)sc->arena_inline)
-            free(c);
+        if (c != (struct sarena_chunk *)(void *)sc->arena_inline) {
+            if (!sc->kept_chunk && c->cap <= SCAN_KEEP_BYTES)
+                sc->kept_chunk = c;
+            else
+                free(c);
+        }
         c = n;
     }
-    if (sc->cells != sc->cells_inline)
-        free(sc->cells);
+    if (sc->cells != sc->cells_inline) {
+        if (!sc->kept_cells && sc->cells_cap * sizeof(*sc->cells) <= SCAN_KEEP_BYTES) {
+            sc->kept_cells = sc->cells;
+            sc->kept_cells_cap = sc->cells_cap;
+        } else {
+            free(sc->cells);
+        }
+    }
     struct spool_block *pb = sc->pool_heap;
     while (pb) {
         struct spool_block *nb = pb->next;
@@ -1631,10 +1673,23 @@ static int scanner_open_internal(struct estore *s, struct etable *t,
     memset(sc, 0, offsetof(struct escanner, cells_inline)); /* the inline buffers need none */
     sc->cells = sc->cells_inline;
     sc->cells_cap = sizeof(sc->cells_inline) / sizeof(sc->cells_inline[0]);
+    if (sc->kept_cells) { /* the last scanner's array (scanner_alloc's note) */
+        sc->cells = sc->kept_cells;
+        sc->cells_cap = sc->kept_cells_cap;
+        sc->kept_cells = NULL;
+        sc->kept_cells_cap = 0;
+    }
     sc->arena = sc->arena_cur = (struct sarena_chunk *)(void *)sc->arena_inline;
     sc->arena->next = NULL;
     sc->arena->used = 0;
     sc->arena->cap = sizeof(sc->arena_inline) - sizeof(struct sarena_chunk);
+    if (sc->kept_chunk) { /* the last scanner's chunk, filled first */
+        struct sarena_chunk *kc = sc->kept_chunk;
+        sc->kept_chunk = NULL;
+        kc->used = 0;
+        kc->next = sc->arena;
+        sc->arena = sc->arena_cur = kc;
+    }
     matcher_init(&sc->m);
     sc->key = sc->key_inline;
     sc->key_cap = sizeof(sc->key_inline);
