@@ -492,8 +492,8 @@ static void test_long_rows_read_in_turn_reuse_row_buffers_correctly(void **state
         const char *row;
         char tag;
         size_t n, vlen;
-    } rows[] = {{"ra", 'a', 300, 40}, {"rb", 'b', 40, 9}, {"rc", 'c', 1000, 100},
-                {"rd", 'd', 9, 200}};
+    } rows[] = {
+        {"ra", 'a', 300, 40}, {"rb", 'b', 40, 9}, {"rc", 'c', 1000, 100}, {"rd", 'd', 9, 200}};
     for (size_t k = 0; k < 4; k++) {
         for (size_t i = 0; i < rows[k].n; i++) {
             char q[32], v[256];
