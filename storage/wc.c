@@ -585,8 +585,9 @@ int wc_get(struct wc_table *t, struct wc_bytes row, const struct wc_scan_options
     memset(out, 0, sizeof(*out));
     if (row.len == 0 || row.len > WC_MAX_ROW_BYTES)
         return ct_err_set(err, CT_EINVAL, "row key length %zu out of range", row.len);
-    /* the backend's point read if it has one (a row filter needs the scanner's protocol) */
-    if (t->ops->get && !o->row_filter) {
+    /* the backend's point read if it has one (a row or cell filter needs the scanner's
+     * protocol) */
+    if (t->ops->get && !o->row_filter && !o->cell_filter) {
         int rc = wc_check_scan_options(o, err);
         return rc != CT_OK ? rc : t->ops->get(t, row, o, out, err);
     }

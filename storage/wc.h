@@ -406,6 +406,16 @@ enum wc_row_decision {
  * thread. Must not call back into the store. */
 typedef enum wc_row_decision (*wc_row_filter_fn)(void *arg, const uint8_t *row, size_t len);
 
+/* A cell filter (HBase's Filter.filterCell answering INCLUDE or SKIP): called with each cell a
+ * read would return, after every other option has judged it (versions, time range, TTL,
+ * columns and qualifier filters), in the row's cell order, from the scanning thread; true keeps
+ * the cell in the row, false leaves it out. The cell and its bytes are valid only during the
+ * call, so a filter may also read cells it leaves out without the read copying them (a
+ * reader that only folds cells into a result of its own leaves every cell out). A row whose
+ * cells are all left out is not returned (and not counted by limit_rows). Must not call back
+ * into the store. */
+typedef bool (*wc_cell_filter_fn)(void *arg, const struct wc_cell *cell);
+
 /* One row range of a multi-range scan: [start, stop), start inclusive (len 0 = from the first
  * row), stop exclusive (len 0 = to the end of the table), in either scan direction. Held by
  * value in the caller's array; its bytes are borrowed as the scan options' are. */
@@ -434,6 +444,8 @@ struct wc_scan_options {
     bool qualifier_max_inclusive;
     wc_row_filter_fn row_filter; /* NULL = none */
     void *row_filter_arg;
+    wc_cell_filter_fn cell_filter; /* NULL = none; scans and gets alike */
+    void *cell_filter_arg;
     uint64_t limit_rows;  /* 0 = unlimited; counts rows returned */
     uint32_t batch_cells; /* 0 = whole rows; else at most this many cells per chunk */
     bool raw;             /* return markers and masked cells (embedded only) */

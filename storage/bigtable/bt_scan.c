@@ -693,7 +693,8 @@ static int bt_scan_row(struct bt_scanner *sc, struct wc_bytes key, const struct 
         count++;
         if (count > bt_max_versions(&sc->o, fam))
             continue;
-        if (count <= minv || c.ts_ms >= oldest)
+        if ((count <= minv || c.ts_ms >= oldest) &&
+            (!sc->o.cell_filter || sc->o.cell_filter(sc->o.cell_filter_arg, &c)))
             sc->cells[out++] = c;
     }
     sc->ncells = out;
@@ -883,7 +884,7 @@ int bt_scanner_open(struct wc_table *tbase, const struct wc_scan_options *o,
     if ((rc = bt_scan_ranges(sc, o, err)) != CT_OK)
         goto fail;
     /* push the row limit down only when the client drops no row the service returns */
-    sc->push_limit = !o->row_filter;
+    sc->push_limit = !o->row_filter && !o->cell_filter;
     for (size_t i = 0; i < sc->nfams; i++)
         if (sc->fams[i].min_versions > 0 && sc->fams[i].ttl_s < WC_TTL_FOREVER)
             sc->push_limit = false;

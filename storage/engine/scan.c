@@ -1113,6 +1113,16 @@ static inline __attribute__((always_inline)) int scanner_push_cell(struct escann
                                                                    const struct echild *c,
                                                                    struct ct_err *err)
 {
+    if (__builtin_expect(sc->o.cell_filter != NULL, 0)) { /* the cell as it would be returned */
+        struct wc_cell tc = {wc_bytes_of(sc->key, sc->key_len),
+                             wc_bytes_of(f->d.name, f->name_len),
+                             wc_bytes_of(c->cur.qual, c->cur.qual_len),
+                             wc_bytes_of(c->cur.value, c->cur.value_len),
+                             c->cur.ts_ms,
+                             (enum wc_cell_type)c->cur.type};
+        if (!sc->o.cell_filter(sc->o.cell_filter_arg, &tc))
+            return CT_OK;
+    }
     if (sc->ncells == sc->cells_cap) {
         size_t cap = sc->cells_cap * 2;
         struct wc_cell *nc = sc->cells == sc->cells_inline ? malloc(cap * sizeof(*nc))
@@ -1228,6 +1238,7 @@ static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, cons
         lo = INT64_MIN + 1; /* a fresh column's C is INT64_MIN: ts > C */
     int64_t hi = m->tmax;
     bool pinned = b->mapped;
+    wc_cell_filter_fn filter = sc->o.cell_filter;
     struct wc_bytes fam = wc_bytes_of(f->d.name, f->name_len),
                     key = wc_bytes_of(sc->key, sc->key_len);
     /* the last entry the run may reach: the block's last, no more than the cell array holds,
@@ -1246,7 +1257,16 @@ static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, cons
         const uint8_t *q = b->keys + d->key_off + d->row_len;
         if (ql == p->key_len - p->row_len &&
             cell_bytes_eq(q, ql, b->keys + p->key_off + p->row_len, ql))
-            break; /* another version of the same column */
+            break;    /* another version of the same column */
+        if (filter) { /* the cell in place (the block is held), left out or kept */
+            struct wc_cell tc = {
+                key,   fam,        wc_bytes_of(q, ql), wc_bytes_of(b->raw + d->val_off, d->val_len),
+                d->ts, WC_TYPE_PUT};
+            if (!filter(sc->o.cell_filter_arg, &tc)) {
+                i++;
+                continue;
+            }
+        }
         uint8_t *a = sarena_alloc(sc, ql + (pinned ? 0 : d->val_len) + 1);
         if (!a)
             return ct_err_set(err, CT_ENOMEM, "out of memory reading a row");

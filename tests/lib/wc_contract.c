@@ -510,6 +510,81 @@ static void test_row_filter_skips_and_stops(void **state)
     assert_string_equal(scan_keys(c, &o), "e");
 }
 
+/* The cell filter of the test below: keeps the cells whose value starts with 'k', counts every
+ * call and checks each cell's row key against the row the scan is on. */
+struct cf_arg {
+    int calls;
+    char rows[64];
+};
+
+static bool cf_keep_k(void *arg, const struct wc_cell *cell)
+{
+    struct cf_arg *a = arg;
+    a->calls++;
+    size_t n = strlen(a->rows);
+    if (n + 2 < sizeof(a->rows) && (n == 0 || a->rows[n - 1] != (char)cell->row.data[0])) {
+        a->rows[n] = (char)cell->row.data[0]; /* rows seen, in order, once each */
+        a->rows[n + 1] = 0;
+    }
+    return cell->value.len > 0 && cell->value.data[0] == 'k';
+}
+
+/* A cell filter sees every cell the read would return (after versions and the time range), in
+ * order, and only the cells it keeps come back; a row left with none is not returned and not
+ * counted by limit_rows; gets honour it too. Rows of 40 cells, in a flushed file where the
+ * backend has one and in memory, so that the engine's run-of-puts path is filtered too. */
+static void test_cell_filter_keeps_and_leaves_out_cells(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f:3"));
+    /* rows a, c: every 3rd cell kept; row b: none kept; row d: a second version of q00 (kept
+     * only as the newest) */
+    for (int r = 0; r < 3; r++)
+        for (int i = 0; i < 40; i++) {
+            char row[2] = {(char)("abc"[r]), 0}, q[8], v[8];
+            snprintf(q, sizeof(q), "q%02d", i);
+            snprintf(v, sizeof(v), "%c%d", r != 1 && i % 3 == 0 ? 'k' : 'x', i);
+            put_ts(c, row, "f", q, v, 5);
+        }
+    struct ct_err err;
+    assert_int_equal(wc_table_flush(c->s, c->name, &err), CT_OK);
+    put_ts(c, "d", "f", "q00", "kold", 1);
+    put_ts(c, "d", "f", "q00", "xnew", 2);
+    put_ts(c, "d", "f", "q01", "knew", 2);
+    struct cf_arg a = {0};
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.cell_filter = cf_keep_k;
+    o.cell_filter_arg = &a;
+    const char *want = "a: f:q00@5=k0 f:q03@5=k3 f:q06@5=k6 f:q09@5=k9 f:q12@5=k12 f:q15@5=k15 "
+                       "f:q18@5=k18 f:q21@5=k21 f:q24@5=k24 f:q27@5=k27 f:q30@5=k30 f:q33@5=k33 "
+                       "f:q36@5=k36 f:q39@5=k39";
+    const char *wantc = "c: f:q00@5=k0 f:q03@5=k3 f:q06@5=k6 f:q09@5=k9 f:q12@5=k12 "
+                        "f:q15@5=k15 f:q18@5=k18 f:q21@5=k21 f:q24@5=k24 f:q27@5=k27 "
+                        "f:q30@5=k30 f:q33@5=k33 f:q36@5=k36 f:q39@5=k39";
+    char both[2048];
+    snprintf(both, sizeof(both), "%s | %s | d: f:q01@2=knew", want, wantc);
+    assert_string_equal(scan_str(c, &o), both);
+    assert_int_equal(a.calls, 40 * 3 + 2); /* d's older q00 is not a cell the read returns */
+    assert_string_equal(a.rows, "abcd");
+    a = (struct cf_arg){0};
+    o.reversed = true;
+    assert_string_equal(scan_keys(c, &o), "d,c,a");
+    assert_string_equal(a.rows, "dcba");
+    o.reversed = false;
+    o.limit_rows = 2; /* b, left with no cell, does not count */
+    assert_string_equal(scan_keys(c, &o), "a,c");
+    o.limit_rows = 0;
+    o.max_versions = 2; /* now the older q00 of d is one the read returns: kept */
+    assert_string_equal(get_str(c, "d", &o), "d: f:q00@1=kold f:q01@2=knew");
+    o.max_versions = 1;
+    assert_string_equal(get_str(c, "b", &o), "");
+    assert_string_equal(get_str(c, "a", &o), want);
+    o.batch_cells = 5; /* chunks of the kept cells */
+    o.start_row = wc_bytes_str("c");
+    assert_string_equal(scan_keys(c, &o), "c,c,c,d");
+}
+
 static void test_limit_and_batch_cells(void **state)
 {
     struct cctx *c = *state;
@@ -1332,6 +1407,8 @@ int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, v
         cmocka_unit_test_setup_teardown(test_columns_selection_and_qualifier_filters, cc_setup,
                                         cc_teardown),
         cmocka_unit_test_setup_teardown(test_row_filter_skips_and_stops, cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_cell_filter_keeps_and_leaves_out_cells, cc_setup,
+                                        cc_teardown),
         cmocka_unit_test_setup_teardown(test_limit_and_batch_cells, cc_setup, cc_teardown),
         cmocka_unit_test_setup_teardown(test_increment_counts_and_rejects_other_widths, cc_setup,
                                         cc_teardown),
