@@ -6,10 +6,13 @@
  * the series' older rows unread; a series whose newest row held no point is then read as a TSUID
  * query reads it, from the hour before down (when the tags pin the leading tag keys, only the
  * key ranges that can hold a matching row are scanned: one multi-range scanner per bucket).
- * Invariants: (1) results are unique per TSUID; (2) output is sorted by TSUID bytes; (3) nothing
- * is written to the output before every read is done, so a bounded run that stops at its budget
- * (qlast_run_bounded: struct qlast_limit counts key ranges and point reads, row keys and cells)
- * has written nothing. */
+ * Invariants: (1) the answer is each sub-query's answer in request order, as OpenTSDB's list of
+ * results keeps them (a series named by two sub-queries, or listed twice in one, is answered each
+ * time); a metric sub-query answers each matching series once, sorted by TSUID bytes; (2) a
+ * sub-query listing TSUIDs ignores its metric and tags (QueryRpc: TSUIDs take precedence);
+ * (3) nothing is written to the output before every read is done, so a bounded run that stops at
+ * its budget (qlast_run_bounded: struct qlast_limit counts key ranges and point reads, row keys
+ * and cells) has written nothing. */
 #include "query/qlast.h"
 
 #include <ctype.h>
@@ -474,7 +477,7 @@ static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t
 struct lastfind {
     const struct rowkey_layout *l;
     const struct rowkey_filter *rf;
-    struct lastset *done; /* series the answer already has (earlier sub-queries) */
+    struct lastset *done; /* series this sub-query's answer already has (last_run) */
     struct lastset found;
     bool oom;
     struct qlast_limit *lim;
@@ -759,11 +762,53 @@ static int write_point(struct tsdb *t, const struct lastpt *lp, bool resolve, bo
     return CT_OK;
 }
 
+/* Empties s for the next sub-query's answer, keeping its arrays (a large hash table is dropped
+ * rather than cleared: a run of many TSUIDs after a wide metric query clears one slot each). */
+static void lastset_reset(struct lastset *s)
+{
+    s->n = 0;
+    if (s->htcap > 256) {
+        free(s->ht);
+        s->ht = NULL;
+        s->htcap = 0;
+    } else if (s->ht) {
+        memset(s->ht, 0, s->htcap * sizeof(*s->ht));
+    }
+}
+
+/* The answer so far: each sub-query's points appended in request order (invariant (1)). */
+struct lastout {
+    struct lastpt *a;
+    size_t n, cap;
+};
+
+/* Appends one sub-query's answer s, sorted by TSUID first. */
+static int lastout_take(struct lastout *o, struct lastset *s, struct ct_err *err)
+{
+    if (s->n > 1)
+        qsort(s->a, s->n, sizeof(*s->a), lastpt_cmp);
+    if (o->n + s->n > o->cap) {
+        size_t nc = o->cap ? o->cap : 16;
+        while (nc < o->n + s->n)
+            nc *= 2;
+        struct lastpt *na = realloc(o->a, nc * sizeof(*na));
+        if (!na)
+            return ct_err_set(err, CT_ENOMEM, "out of memory");
+        o->a = na;
+        o->cap = nc;
+    }
+    if (s->n)
+        memcpy(o->a + o->n, s->a, s->n * sizeof(*s->a));
+    o->n += s->n;
+    return CT_OK;
+}
+
 static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
                     struct qlast_limit *lim, struct qjson *j, enum qexec_status *status,
                     struct ct_err *err)
 {
-    struct lastset set = {0};
+    struct lastset set = {0}; /* one sub-query's (or one TSUID's) answer */
+    struct lastout out = {0};
     struct dpcodec_cols cols; /* reused for every row */
     dpcodec_cols_init(&cols);
     int64_t back = r->back_scan_h > 0 ? r->back_scan_h : QLAST_DEFAULT_BACK_SCAN_H;
@@ -771,18 +816,26 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
     *status = QEXEC_INTERNAL;
     for (size_t i = 0; i < r->nq && rc == CT_OK; i++) {
         const struct qlast_query *q = &r->q[i];
-        if (q->metric)
-            rc = last_of_metric(t, q, now_ms / 1000, back, &set, &cols, lim, status, err);
-        for (size_t k = 0; k < q->ntsuids && rc == CT_OK; k++)
+        /* (2): a sub-query's TSUIDs, each answered on its own (so one listed twice is
+         * answered twice), or else its metric and tags */
+        for (size_t k = 0; k < q->ntsuids && rc == CT_OK; k++) {
+            lastset_reset(&set);
             rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, &cols, lim, status, err);
+            if (rc == CT_OK)
+                rc = lastout_take(&out, &set, err);
+        }
+        if (!q->ntsuids && q->metric && rc == CT_OK) {
+            lastset_reset(&set);
+            rc = last_of_metric(t, q, now_ms / 1000, back, &set, &cols, lim, status, err);
+            if (rc == CT_OK)
+                rc = lastout_take(&out, &set, err);
+        }
     }
     if (rc == CT_OK) {
         *status = QEXEC_OK;
-        if (set.n > 1)
-            qsort(set.a, set.n, sizeof(*set.a), lastpt_cmp);
         qjson_raw(j, "[", 1);
-        for (size_t i = 0; i < set.n && rc == CT_OK; i++)
-            rc = write_point(t, &set.a[i], r->resolve, i == 0, j, err);
+        for (size_t i = 0; i < out.n && rc == CT_OK; i++)
+            rc = write_point(t, &out.a[i], r->resolve, i == 0, j, err);
         qjson_raw(j, "]", 1);
         if (rc != CT_OK)
             *status = QEXEC_INTERNAL;
@@ -790,6 +843,7 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
     dpcodec_cols_free(&cols);
     free(set.a);
     free(set.ht);
+    free(out.a);
     return rc;
 }
 

@@ -48,8 +48,10 @@ CT_MUST_CHECK int qlast_parse_json(const char *body, size_t len, struct qlast_re
                                    struct ct_err *err);
 void qlast_req_free(struct qlast_req *r);
 
-/* Writes the JSON array of last points (sorted by TSUID) to j. *status tells 400 (unknown name,
- * bad TSUID) or 500 on error; nothing is written then. */
+/* Writes the JSON array of last points to j: each sub-query's points in request order (a metric
+ * query's series sorted by TSUID; a series named by two sub-queries, or a TSUID listed twice, is
+ * in the answer each time, as OpenTSDB answers it; a sub-query with TSUIDs ignores its metric).
+ * *status tells 400 (unknown name, bad TSUID) or 500 on error; nothing is written then. */
 CT_MUST_CHECK int qlast_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
                             struct qjson *j, enum qexec_status *status, struct ct_err *err);
 

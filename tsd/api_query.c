@@ -6,7 +6,11 @@
  *
  * Invariants: (1) an error found before the first byte of the answer gets OpenTSDB's error object
  * with its status (400 bad query or unknown name, 408 tsd.query.timeout, 413 datapoint limit,
- * 500 otherwise); (2) the stream is begun lazily at the first flush, and an answer that fails
+ * 500 otherwise); a 400 found by the run (unknown name, bad TSUID) carries its message as
+ * "details" too, as OpenTSDB's wrapped exceptions do, a 400 found by parsing does not
+ * (OpenTSDB's /api/query validation errors carry its TSQuery's toString() dump as details, which
+ * ctsdb leaves out);
+ * (2) the stream is begun lazily at the first flush, and an answer that fails
  * while its bytes are still held (http_stream_retract) gets its error status too, so only an
  * answer that failed after 256 KiB went out is a truncated 200; (3) /api/query/last is first
  * tried on the network loop within a fixed budget of store work (qlast_run_bounded: a few
@@ -75,7 +79,9 @@ static void reply_failure(struct http_req *r, struct stream *s, int status,
         http_stream_end(r); /* too late for a status: the answer is cut short */
         return;
     }
-    http_reply_error(r, status, err->msg, NULL);
+    /* a 400 found while running is a name or TSUID the store does not know: OpenTSDB wraps
+     * that exception (BadRequestException(Throwable)), whose message is also its details */
+    http_reply_error(r, status, err->msg, status == 400 ? err->msg : NULL);
 }
 
 /* Ends an answer whose run returned rc: the rest of j flushed and the stream ended, or the

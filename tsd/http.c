@@ -393,8 +393,19 @@ void http_reply_cjson(struct http_req *r, int status, cJSON *doc)
     free(s);
 }
 
+/* OpenTSDB's messages whose exception always carries the same details: every
+ * HttpJsonSerializer.parse*V1 throws "Missing message content" with this suggestion. */
+static const char *http_fixed_details(const char *message)
+{
+    if (message && !strcmp(message, "Missing message content"))
+        return "Supply valid JSON formatted data in the body of your request";
+    return NULL;
+}
+
 void http_reply_error(struct http_req *r, int status, const char *message, const char *details)
 {
+    if (!details || !*details)
+        details = http_fixed_details(message);
     cJSON *doc = cJSON_CreateObject();
     cJSON *e = cJSON_AddObjectToObject(doc, "error");
     if (!e || !cJSON_AddNumberToObject(e, "code", status) ||

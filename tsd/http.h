@@ -82,7 +82,10 @@ void http_reply_json(struct http_req *r, int status, const char *json, size_t le
  * when NULL is passed, which replies 500 "out of memory"). */
 void http_reply_cjson(struct http_req *r, int status, struct cJSON *doc);
 /* Sends OpenTSDB's error object {"error":{"code":status,"message":..,"details":..}} with the
- * status; details NULL or "" is left out. Strings are copied. */
+ * status; details NULL or "" is left out, except after a message OpenTSDB always details the
+ * same way ("Missing message content" gets "Supply valid JSON formatted data in the body of your
+ * request", as every HttpJsonSerializer.parse*V1). No "trace": OpenTSDB's is a Java stack trace
+ * (tsd.http.show_stack_trace, not supported). Strings are copied. */
 void http_reply_error(struct http_req *r, int status, const char *message, const char *details);
 /* An empty reply with the status (e.g. 204, or 200 for an OPTIONS preflight). */
 void http_reply_status(struct http_req *r, int status);

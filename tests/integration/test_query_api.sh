@@ -120,11 +120,11 @@ check_eq "missing start" '400 {"error":{"code":400,"message":"Missing parameter 
 r=$(get "/api/query?start=1h-ago")
 check_eq "missing sub queries" '400 {"error":{"code":400,"message":"Missing sub queries"}}' "$r"
 r=$(get "/api/query?$S&m=sum:nope")
-check_eq "unknown metric" "400 {\"error\":{\"code\":400,\"message\":\"No such name for 'metrics': 'nope'\"}}" "$r"
+check_eq "unknown metric" "400 {\"error\":{\"code\":400,\"message\":\"No such name for 'metrics': 'nope'\",\"details\":\"No such name for 'metrics': 'nope'\"}}" "$r"
 r=$(get "/api/query?$S&m=sum:sys.cpu{nokey=a}")
-check_eq "unknown tag key" "400 {\"error\":{\"code\":400,\"message\":\"No such name for 'tagk': 'nokey'\"}}" "$r"
+check_eq "unknown tag key" "400 {\"error\":{\"code\":400,\"message\":\"No such name for 'tagk': 'nokey'\",\"details\":\"No such name for 'tagk': 'nokey'\"}}" "$r"
 r=$(get "/api/query?$S&m=sum:sys.cpu{host=zz}")
-check_eq "unknown tag value" "400 {\"error\":{\"code\":400,\"message\":\"No such name for 'tagv': 'zz'\"}}" "$r"
+check_eq "unknown tag value" "400 {\"error\":{\"code\":400,\"message\":\"No such name for 'tagv': 'zz'\",\"details\":\"No such name for 'tagv': 'zz'\"}}" "$r"
 r=$(get "/api/query?$S&m=foo:sys.cpu")
 check_eq "unknown aggregator" '400 {"error":{"code":400,"message":"No such aggregation function: foo"}}' "$r"
 r=$(get "/api/query?$S&m=sum:1m-none:sys.cpu")
@@ -139,6 +139,33 @@ r=$(post /api/query '{"start":1356998400,"queries":[{"metric":"sys.cpu"}]}')
 check_contains "POST without aggregator" "$r" '400 {"error":{"code":400,"message":"Missing the aggregation function"'
 r=$(post /api/query '{nope')
 check_contains "POST bad JSON" "$r" '400 {"error":{"code":400,"message":"Unable to parse the given JSON"'
+r=$(post /api/query '')
+check_eq "POST without a body: OpenTSDB's suggestion as details" \
+  '400 {"error":{"code":400,"message":"Missing message content","details":"Supply valid JSON formatted data in the body of your request"}}' "$r"
+
+# /api/query/last's errors: QueryRpc.handleLastDataPointQuery wraps what the run throws
+# (NoSuchUniqueName, IllegalArgumentException) in BadRequestException(Throwable), whose details
+# are the message; what parseLastPointQuery throws itself has none. A wildcard or filter in the
+# tags is no filter there (Tags.parseWithMetric takes every value literally), so it is an
+# unknown tag value.
+r=$(get "/api/query/last?timeseries=nope")
+check_eq "last: unknown metric" "400 {\"error\":{\"code\":400,\"message\":\"No such name for 'metrics': 'nope'\",\"details\":\"No such name for 'metrics': 'nope'\"}}" "$r"
+r=$(get "/api/query/last?timeseries=sys.cpu{host=*}&back_scan=1000000")
+check_eq "last: a wildcard is a literal, unknown tag value" "400 {\"error\":{\"code\":400,\"message\":\"No such name for 'tagv': '*'\",\"details\":\"No such name for 'tagv': '*'\"}}" "$r"
+r=$(get "/api/query/last?timeseries=sys.cpu{host=a|b}")
+check_eq "last: a literal_or is a literal, unknown tag value" "400 {\"error\":{\"code\":400,\"message\":\"No such name for 'tagv': 'a|b'\",\"details\":\"No such name for 'tagv': 'a|b'\"}}" "$r"
+r=$(post /api/query/last '{"queries":[{"metric":"sys.cpu","tags":{"host":"regexp(.*)"}}]}')
+check_eq "last POST: a filter is a literal, unknown tag value" "400 {\"error\":{\"code\":400,\"message\":\"No such name for 'tagv': 'regexp(.*)'\",\"details\":\"No such name for 'tagv': 'regexp(.*)'\"}}" "$r"
+r=$(get "/api/query/last?tsuids=0001")
+check_eq "last: bad TSUID, message as details" '400 {"error":{"code":400,"message":"Invalid TSUID: 0001","details":"Invalid TSUID: 0001"}}' "$r"
+r=$(get "/api/query/last?resolve")
+check_eq "last: no sub queries, no details" '400 {"error":{"code":400,"message":"Missing sub queries"}}' "$r"
+r=$(get "/api/query/last?timeseries=sys.cpu&back_scan=x")
+check_eq "last: bad back_scan, no details" '400 {"error":{"code":400,"message":"Unable to parse back_scan parameter"}}' "$r"
+r=$(post /api/query/last '')
+check_eq "last POST without a body: OpenTSDB's suggestion as details" \
+  '400 {"error":{"code":400,"message":"Missing message content","details":"Supply valid JSON formatted data in the body of your request"}}' "$r"
+
 r=$(curl -s -m 10 -o /dev/null -w '%{http_code}' -X PUT "$B/api/query?$S&m=sum:sys.cpu")
 check_eq "PUT is not allowed" 405 "$r"
 r=$(curl -sg -m 10 -w ' %{http_code}' -X DELETE "$B/api/query?$S&m=sum:sys.cpu")

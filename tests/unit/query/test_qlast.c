@@ -2,6 +2,7 @@
  * runs it on its network loop): within the budget it answers byte for byte like qlast_run
  * (also its errors), and a run that would pass any bound ends with CT_ELIMIT having written
  * nothing; a bigger budget never fails where a smaller one passed. Real store in a temp dir. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,6 +353,76 @@ static void test_params_are_read_as_opentsdb_reads_them(void **state)
     qlast_req_free(r);
 }
 
+/* The i-th "tsuid" of an answer (copied into out), false past the last. */
+static bool nth_tsuid(const char *ans, size_t i, char *out, size_t cap)
+{
+    const char *p = ans;
+    for (size_t k = 0; (p = strstr(p, "\"tsuid\":\"")) != NULL; k++) {
+        p += 9;
+        const char *e = strchr(p, '"');
+        assert_non_null(e);
+        if (k == i) {
+            snprintf(out, cap, "%.*s", (int)(e - p), p);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* QueryRpc.handleLastDataPointQuery adds every sub-query's points to one list: a series named by
+ * two sub-queries (metric and tags twice, a metric query and a TSUID, a TSUID listed twice) is
+ * answered each time, each sub-query's points after the ones before it; and a sub-query with
+ * TSUIDs ignores its metric and tags (an unknown metric there is no error). */
+static void test_duplicate_sub_queries_are_each_answered_in_request_order(void **state)
+{
+    struct tsdb_fixture *f = *state;
+    struct outcome o =
+        run(f, "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"l1\"}}]}", NULL);
+    char l1[64], l2[64], w[64], got[64];
+    assert_true(nth_tsuid(o.out, 0, l1, sizeof(l1)));
+    free(o.out);
+    o = run(f, "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"l2\"}}]}", NULL);
+    assert_true(nth_tsuid(o.out, 0, l2, sizeof(l2)));
+    free(o.out);
+    o = run(f, "{\"queries\":[{\"metric\":\"sys.wide\",\"tags\":{\"host\":\"w07\"}}]}", NULL);
+    assert_true(nth_tsuid(o.out, 0, w, sizeof(w)));
+    free(o.out);
+    assert_true(strcmp(l1, l2) < 0);
+
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"queries\":[{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"l2\"}},"
+             "{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"l1\",\"dc\":\"q\"}},"
+             "{\"metric\":\"sys.lat\",\"tags\":{\"host\":\"l2\"}},"
+             "{\"metric\":\"sys.nope\",\"tsuids\":[\"%s\",\"%s\"]},"
+             "{\"metric\":\"sys.wide\",\"tags\":{\"host\":\"w07\"}},"
+             "{\"metric\":\"sys.lat\",\"tags\":{\"dc\":\"q\"}}]}",
+             l1, l1);
+    const char *want[] = {l2, l1, l2, l1, l1, w};
+    for (int bounded = 0; bounded < 2; bounded++) {
+        const struct qlast_budget ample = {1000, 100000, 100000, 1000, 0};
+        o = run(f, body, bounded ? &ample : NULL);
+        assert_int_equal(o.rc, CT_OK);
+        size_t i = 0;
+        for (; i < sizeof(want) / sizeof(want[0]); i++) {
+            assert_true(nth_tsuid(o.out, i, got, sizeof(got)));
+            assert_string_equal(got, want[i]);
+        }
+        /* the last sub-query: every dc=q series once, in TSUID order, l1 among them again */
+        char prev[64] = "";
+        size_t dcq = 0;
+        bool l1_again = false;
+        for (; nth_tsuid(o.out, i, got, sizeof(got)); i++, dcq++) {
+            assert_true(strcmp(prev, got) < 0);
+            l1_again |= !strcmp(got, l1);
+            snprintf(prev, sizeof(prev), "%s", got);
+        }
+        assert_true(dcq >= 2);
+        assert_true(l1_again);
+        free(o.out);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -362,6 +433,11 @@ int main(void)
             test_bounded_runs_answer_like_unbounded_ones_or_write_nothing, setup_salted, teardown),
         cmocka_unit_test_setup_teardown(test_each_bound_ends_a_run_that_passes_it, setup_unsalted,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            test_duplicate_sub_queries_are_each_answered_in_request_order, setup_unsalted,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            test_duplicate_sub_queries_are_each_answered_in_request_order, setup_salted, teardown),
         cmocka_unit_test(test_parse_errors_are_opentsdbs),
         cmocka_unit_test(test_params_are_read_as_opentsdb_reads_them),
     };
