@@ -2,8 +2,9 @@
  * A TSUID query reads the series' own hour rows with point gets, newest hour first, and stops at
  * the first hour holding a point. A metric query scans each salt bucket's row keys of the
  * back-scan window in reverse (newest first) with the literal tags as a row filter that lets
- * through only each series' newest row (the scan reads it and takes its newest point) and skips
- * the series' older rows unread; a series whose newest row held no point is then read as a TSUID
+ * through only each series' newest row and skips the series' older rows unread; a cell filter
+ * folds the newest row's cells into its newest point (dpcodec_newest) as the scan walks them,
+ * leaving every cell out, so no cell is copied and no row comes back; a series whose newest row held no point is then read as a TSUID
  * query reads it, from the hour before down (when the tags pin the leading tag keys, only the
  * key ranges that can hold a matching row are scanned: one multi-range scanner per bucket).
  * Invariants: (1) the answer is each sub-query's answer in request order, as OpenTSDB's list of
@@ -369,27 +370,19 @@ static int limit_scans(struct qlast_limit *lim, size_t n, struct ct_err *err)
     return CT_OK;
 }
 
-/* The newest point of a row's cells (CT_NOTFOUND if none), decoded as the range queries
- * decode rows (dpcodec_row_decode_cols: ascending, one point per timestamp). */
+/* The newest point of a row's cells (CT_NOTFOUND if none): the point the range queries'
+ * decoding of the row puts last (dpcodec_newest: the same duplicate rule and errors). */
 static int row_last(int64_t base_s, const struct wc_cell *cells, size_t n,
-                    struct dpcodec_cols *cols, struct dpcodec_point *out, struct ct_err *err)
+                    struct dpcodec_point *out, struct ct_err *err)
 {
-    int rc = dpcodec_row_decode_cols(base_s, cells, n, cols, NULL, err);
-    if (rc != CT_OK)
-        return rc;
-    if (cols->n == 0)
-        return CT_NOTFOUND;
-    size_t i = cols->n - 1;
-    memset(out, 0, sizeof(*out));
-    out->ts_ms = cols->ts[i];
-    if (cols->is_int[i]) {
-        out->type = DPCODEC_INT;
-        out->i = (int64_t)cols->val[i];
-    } else {
-        out->type = DPCODEC_DOUBLE; /* only "not an integer" matters to the answer */
-        out->f = dpcodec_cols_double(cols, i);
+    struct dpcodec_newest nw;
+    dpcodec_newest_init(&nw);
+    for (size_t i = 0; i < n; i++) {
+        int rc = dpcodec_newest_add(&nw, base_s, &cells[i], err);
+        if (rc != CT_OK)
+            return rc;
     }
-    return CT_OK;
+    return dpcodec_newest_get(&nw, out) ? CT_OK : CT_NOTFOUND;
 }
 
 static int hex_to_bytes(const char *h, uint8_t *out, size_t cap, size_t *len)
@@ -410,8 +403,8 @@ static int hex_to_bytes(const char *h, uint8_t *out, size_t cap, size_t *len)
 /* The series' newest point in its hour rows from top_h down to bottom_h, read with point gets
  * newest first (stopping at the first hour holding a point); added to set. */
 static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t top_h,
-                        int64_t bottom_h, struct lastset *set, struct dpcodec_cols *cols,
-                        struct qlast_limit *lim, enum qexec_status *status, struct ct_err *err)
+                        int64_t bottom_h, struct lastset *set, struct qlast_limit *lim,
+                        enum qexec_status *status, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
@@ -439,8 +432,7 @@ static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t to
                               (unsigned)lim->b->max_cells);
         }
         struct dpcodec_point p;
-        rc = res.row.ncells ? row_last(h, res.row.cells, res.row.ncells, cols, &p, err)
-                            : CT_NOTFOUND;
+        rc = res.row.ncells ? row_last(h, res.row.cells, res.row.ncells, &p, err) : CT_NOTFOUND;
         wc_result_release(&res);
         if (rc == CT_OK) {
             if (lastset_add(set, ts, tl, &p) < 0)
@@ -456,8 +448,8 @@ static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t to
 }
 
 static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t back_h,
-                         struct lastset *set, struct dpcodec_cols *cols, struct qlast_limit *lim,
-                         enum qexec_status *status, struct ct_err *err)
+                         struct lastset *set, struct qlast_limit *lim, enum qexec_status *status,
+                         struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     uint8_t ts[ROWKEY_MAX_TSUID];
@@ -469,7 +461,7 @@ static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t
         return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", hex);
     }
     int64_t top = rowkey_base_hour_s(now_s);
-    return last_by_gets(t, ts, tl, top, top - back_h * ROWKEY_HOUR_S, set, cols, lim, status, err);
+    return last_by_gets(t, ts, tl, top, top - back_h * ROWKEY_HOUR_S, set, lim, status, err);
 }
 
 /* What the discovery scan of a metric query collects: each matching series not yet in the
@@ -481,7 +473,30 @@ struct lastfind {
     struct lastset found;
     bool oom;
     struct qlast_limit *lim;
+    /* the row the scan is reading (lastfind_filter let it through): its entry in found (-1:
+     * none), its base hour and its newest point so far, folded in by lastfind_cell */
+    long cur;
+    int64_t cur_base;
+    struct dpcodec_newest nw;
+    int rc; /* the first error of lastfind_cell (in *err) */
+    struct ct_err *err;
 };
+
+/* Ends the row the scan was reading: its series gets the row's newest point (ROW_POINT), or
+ * ROW_NO_POINT when none of its cells held one (then point gets read the hours before); a row
+ * that showed no cell at all stays ROW_UNREAD (read again by a get, as before). */
+static void lastfind_end_row(struct lastfind *f)
+{
+    if (f->cur < 0)
+        return;
+    struct lastpt *e = &f->found.a[f->cur];
+    if (dpcodec_newest_get(&f->nw, &e->p)) {
+        e->row = ROW_POINT;
+    } else if (f->nw.ncells) {
+        e->row = ROW_NO_POINT;
+    }
+    f->cur = -1;
+}
 
 /* The discovery scan's row filter: records the row's series and hour, and lets the scan read
  * only a series' first row (WC_ROW_INCLUDE); every other key is WC_ROW_SKIP, so none of its cells
@@ -491,6 +506,9 @@ static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_
 {
     struct lastfind *f = arg;
     struct qlast_limit *lim = f->lim;
+    lastfind_end_row(f);
+    if (f->rc != CT_OK)
+        return WC_ROW_STOP;
     if (lim->b && ++lim->rows > lim->b->max_rows) {
         lim->over_rows = true;
         return WC_ROW_STOP;
@@ -530,48 +548,37 @@ static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_
             f->oom = true;
             return WC_ROW_SKIP;
         }
+        f->cur = (long)f->found.n - 1;
+        f->cur_base = base;
+        dpcodec_newest_init(&f->nw);
         return WC_ROW_INCLUDE; /* the series' newest hour: read it in this scan */
     }
     return WC_ROW_SKIP;
 }
 
-/* Takes a row the discovery scan returned (the newest hour of a series it found): its newest
- * point. A row without a point leaves the series to point gets from the hour before. The row
- * read itself is the one every series found is counted for (lastfind_filter, last_of_metric);
- * its cells are counted here. */
-static int lastfind_take_row(struct lastfind *f, const struct wc_row *row,
-                             struct dpcodec_cols *cols, struct ct_err *err)
+/* The discovery scan's cell filter: folds each cell of the row being read (the newest hour of
+ * a series it found) into the row's newest point, and leaves every cell out, so that the scan
+ * copies none and returns no row (the engine hands the cells in place). The row read itself is
+ * the one every series found is counted for (lastfind_filter, last_of_metric); its cells are
+ * counted here. */
+static bool lastfind_cell(void *arg, const struct wc_cell *cell)
 {
+    struct lastfind *f = arg;
     struct qlast_limit *lim = f->lim;
-    uint8_t ts[ROWKEY_MAX_TSUID];
-    size_t tl = rowkey_tsuid_of(f->l, row->key.data, row->key.len, ts, sizeof(ts)), h = 0;
-    long i = tl ? lastset_find(&f->found, ts, tl, &h) : -1;
-    if (i == -2)
-        return ct_err_set(err, CT_ENOMEM, "out of memory");
-    if (i < 0)
-        return CT_OK; /* not a row the filter took (cannot happen) */
-    struct lastpt *e = &f->found.a[i];
-    if (e->row != ROW_UNREAD)
-        return CT_OK;
-    if (lim->b && (lim->cells += row->ncells) > lim->b->max_cells)
-        return ct_err_set(err, CT_ELIMIT, "last query: more than %u cells read",
-                          (unsigned)lim->b->max_cells);
-    int64_t base = e->p.ts_ms;
-    struct dpcodec_point p;
-    int rc = row->ncells ? row_last(base, row->cells, row->ncells, cols, &p, err) : CT_NOTFOUND;
-    if (rc == CT_OK) {
-        e->p = p;
-        e->row = ROW_POINT;
-    } else if (rc == CT_NOTFOUND) {
-        e->row = ROW_NO_POINT;
-        rc = CT_OK;
+    if (f->cur < 0 || f->rc != CT_OK)
+        return false;
+    if (lim->b && ++lim->cells > lim->b->max_cells) {
+        f->rc = ct_err_set(f->err, CT_ELIMIT, "last query: more than %u cells read",
+                           (unsigned)lim->b->max_cells);
+        return false;
     }
-    return rc;
+    f->rc = dpcodec_newest_add(&f->nw, f->cur_base, cell, f->err);
+    return false;
 }
 
 static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t now_s,
-                          int64_t back_h, struct lastset *set, struct dpcodec_cols *cols,
-                          struct qlast_limit *lim, enum qexec_status *status, struct ct_err *err)
+                          int64_t back_h, struct lastset *set, struct qlast_limit *lim,
+                          enum qexec_status *status, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     struct uid *u = tsdb_uid(t);
@@ -609,7 +616,7 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
     unsigned nb = l->salt_width ? l->salt_buckets : 1;
     int64_t top = rowkey_base_hour_s(now_s), bottom = top - back_h * ROWKEY_HOUR_S;
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
-    struct lastfind f = {l, rf, set, {0}, false, lim};
+    struct lastfind f = {l, rf, set, {0}, false, lim, -1, 0, {0}, CT_OK, err};
     /* when the tags pin the leading tag keys, only the key ranges of each hour that can hold
      * a matching row are read (rowkey_filter_lead), all of a bucket's in one multi-range scan
      * (wc_scan_options.ranges; reversed: newest hour first, each hour's ranges in descending
@@ -638,6 +645,8 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
         so.ncolumns = 1;
         so.row_filter = lastfind_filter;
         so.row_filter_arg = &f;
+        so.cell_filter = lastfind_cell;
+        so.cell_filter_arg = &f;
         struct wc_scanner *sc = NULL;
         if ((rc = limit_scans(lim, nlead ? so.nranges : 1, err)) != CT_OK ||
             (nlead && !so.nranges) ||
@@ -645,13 +654,15 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
             free(rr);
             continue; /* rc ends the loop unless the bucket simply has no range */
         }
-        struct wc_row row;
-        while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK &&
-               (rc = lastfind_take_row(&f, &row, cols, err)) == CT_OK) {
+        struct wc_row row; /* none comes back: lastfind_cell leaves every cell out */
+        while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
         }
         if (rc == CT_NOTFOUND)
             rc = CT_OK;
         wc_scanner_close(sc);
+        lastfind_end_row(&f);
+        if (rc == CT_OK && f.rc != CT_OK)
+            rc = f.rc;
         free(rr);
         if (rc == CT_OK && f.oom)
             rc = ct_err_set(err, CT_ENOMEM, "out of memory");
@@ -688,7 +699,7 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
         }
         int64_t from = e->row == ROW_NO_POINT ? e->p.ts_ms - ROWKEY_HOUR_S : e->p.ts_ms;
         if (from >= bottom)
-            rc = last_by_gets(t, e->tsuid, e->len, from, bottom, set, cols, lim, status, err);
+            rc = last_by_gets(t, e->tsuid, e->len, from, bottom, set, lim, status, err);
     }
     free(f.found.a);
     free(f.found.ht);
@@ -809,8 +820,6 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
 {
     struct lastset set = {0}; /* one sub-query's (or one TSUID's) answer */
     struct lastout out = {0};
-    struct dpcodec_cols cols; /* reused for every row */
-    dpcodec_cols_init(&cols);
     int64_t back = r->back_scan_h > 0 ? r->back_scan_h : QLAST_DEFAULT_BACK_SCAN_H;
     int rc = CT_OK;
     *status = QEXEC_INTERNAL;
@@ -820,13 +829,13 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
          * answered twice), or else its metric and tags */
         for (size_t k = 0; k < q->ntsuids && rc == CT_OK; k++) {
             lastset_reset(&set);
-            rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, &cols, lim, status, err);
+            rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, lim, status, err);
             if (rc == CT_OK)
                 rc = lastout_take(&out, &set, err);
         }
         if (!q->ntsuids && q->metric && rc == CT_OK) {
             lastset_reset(&set);
-            rc = last_of_metric(t, q, now_ms / 1000, back, &set, &cols, lim, status, err);
+            rc = last_of_metric(t, q, now_ms / 1000, back, &set, lim, status, err);
             if (rc == CT_OK)
                 rc = lastout_take(&out, &set, err);
         }
@@ -840,7 +849,6 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
         if (rc != CT_OK)
             *status = QEXEC_INTERNAL;
     }
-    dpcodec_cols_free(&cols);
     free(set.a);
     free(set.ht);
     free(out.a);

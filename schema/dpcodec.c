@@ -1755,6 +1755,125 @@ int dpcodec_row_decode(int64_t base_s, const struct wc_cell *cells, size_t ncell
     return dpcodec_collect(base_s, cells, ncells, out, cap, n, dups, NULL, NULL, err);
 }
 
+/* ---- the newest point of a row ------------------------------------------------------------ */
+
+void dpcodec_newest_init(struct dpcodec_newest *n)
+{
+    memset(n, 0, sizeof(*n));
+}
+
+/* Keeps p if dpcodec_collect() would sort it after the newest so far and keep it among its
+ * duplicates: a later time, or the same time from a cell written at the same time or later (the
+ * sort is stable and the de-duplication keeps the last of equal times). */
+static inline bool dpcodec_newest_wins(const struct dpcodec_newest *n, int64_t ts, int64_t cell_ts)
+{
+    return !n->have || ts > n->p.ts_ms || (ts == n->p.ts_ms && cell_ts >= n->p.cell_ts_ms);
+}
+
+static inline void dpcodec_newest_take(struct dpcodec_newest *n, const struct dpcodec_point *p)
+{
+    if (dpcodec_newest_wins(n, p->ts_ms, p->cell_ts_ms)) {
+        n->p = *p;
+        n->have = true;
+        n->pending = false;
+    }
+}
+
+bool dpcodec_newest_get(struct dpcodec_newest *n, struct dpcodec_point *out)
+{
+    if (n->pending) { /* checked by dpcodec_newest_add: decodes */
+        const char *why = NULL;
+        int64_t cell_ts = n->p.cell_ts_ms;
+        if (dpcodec_point_cell(n->base_ms, n->pq, n->pq + 2, n->pv, n->pv + n->pvl, &n->p, &why))
+            return false; /* cannot happen */
+        n->p.cell_ts_ms = cell_ts;
+        n->pending = false;
+    }
+    if (n->have)
+        *out = n->p;
+    return n->have;
+}
+
+/* dpcodec_newest_add() for every cell but a plain seconds one: the general decoding (kept out of
+ * line so that the plain cells' path saves and restores few registers). */
+static __attribute__((noinline)) int dpcodec_newest_add_slow(struct dpcodec_newest *n,
+                                                             int64_t base_s,
+                                                             const struct wc_cell *cell, size_t c,
+                                                             struct ct_err *err)
+{
+    const uint8_t *q = cell->qualifier.data, *v = cell->value.data;
+    size_t ql = cell->qualifier.len, vl = cell->value.len;
+    enum dpcodec_qkind k = dpcodec_qualifier_kind(q, ql);
+    if (k == DPCODEC_Q_POINT) { /* dpcodec_next_point() without an iterator */
+        struct dpcodec_point p = {0};
+        const char *why = NULL;
+        if (dpcodec_point_cell(base_s * 1000, q, q + ql, v, v + vl, &p, &why))
+            return ct_err_set(err, CT_ECORRUPT,
+                              "cell %zu of the row: malformed datapoint cell (qualifier of %zu "
+                              "bytes, value of %zu bytes): %s",
+                              c, ql, vl, why);
+        p.cell_ts_ms = cell->ts_ms;
+        dpcodec_newest_take(n, &p);
+        return CT_OK;
+    }
+    if (k != DPCODEC_Q_COMPACTED && k != DPCODEC_Q_APPEND && k != DPCODEC_Q_COMPRESSED)
+        return CT_OK; /* annotations and the like hold no datapoint */
+    struct dpcodec_iter it;
+    dpcodec_iter_init(&it, base_s, q, ql, v, vl);
+    struct dpcodec_point p;
+    int rc;
+    while ((rc = dpcodec_iter_next(&it, &p, err)) == CT_OK) {
+        p.cell_ts_ms = cell->ts_ms;
+        dpcodec_newest_take(n, &p);
+    }
+    dpcodec_iter_end(&it);
+    return rc == CT_NOTFOUND ? CT_OK : ct_err_prefix(err, "cell %zu of the row", c);
+}
+
+int dpcodec_newest_add(struct dpcodec_newest *n, int64_t base_s, const struct wc_cell *cell,
+                       struct ct_err *err)
+{
+    size_t c = n->ncells++;
+    const uint8_t *q = cell->qualifier.data, *v = cell->value.data;
+    size_t ql = cell->qualifier.len, vl = cell->value.len;
+    if (ql == 2 && (q[0] & DPCODEC_MS_PREFIX) != DPCODEC_MS_PREFIX) {
+        /* a plain seconds cell: its value as long as its flags say, an int of 1, 2, 4 or 8
+         * bytes or a float of 4 or 8 (flags 0, 1, 3, 7, 11, 15: what dpcodec_point_cell()
+         * accepts as it is); only its time is needed unless it ends up the newest */
+        uint16_t u = coding_get_be16(q);
+        unsigned flags = u & DPCODEC_FLAGS_MASK;
+        if ((u >> 4) < 3600 && vl == (flags & DPCODEC_LENGTH_MASK) + 1u &&
+            ((0x888Bu >> flags) & 1u)) {
+            int64_t ts = (base_s + (int64_t)(u >> 4)) * 1000;
+            if (dpcodec_newest_wins(n, ts, cell->ts_ms)) {
+                n->have = n->pending = true;
+                n->p.ts_ms = ts;
+                n->p.cell_ts_ms = cell->ts_ms;
+                n->base_ms = base_s * 1000;
+                n->pq[0] = q[0];
+                n->pq[1] = q[1];
+                n->pvl = (uint8_t)vl;
+                switch (vl) { /* fixed-size moves, no memcpy call */
+                case 1:
+                    n->pv[0] = v[0];
+                    break;
+                case 2:
+                    memcpy(n->pv, v, 2);
+                    break;
+                case 4:
+                    memcpy(n->pv, v, 4);
+                    break;
+                default:
+                    memcpy(n->pv, v, 8);
+                    break;
+                }
+            }
+            return CT_OK;
+        }
+    }
+    return dpcodec_newest_add_slow(n, base_s, cell, c, err);
+}
+
 /* ---- columnar row decoding ---------------------------------------------------------------- */
 
 void dpcodec_cols_init(struct dpcodec_cols *c)

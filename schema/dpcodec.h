@@ -151,6 +151,31 @@ CT_MUST_CHECK int dpcodec_row_decode(int64_t base_s, const struct wc_cell *cells
                                      struct dpcodec_point *out, size_t cap, size_t *n, size_t *dups,
                                      struct ct_err *err);
 
+/* The newest datapoint of a row folded in cell by cell, for a reader that needs only that point
+ * (the last-point query): after adding a row's cells in order, dpcodec_newest_get() gives the
+ * point dpcodec_row_decode() would put last (the same duplicate rule: the newest cell's point,
+ * and between cells of one write time the later one), and a cell it would reject fails here with
+ * the same code and message. Cells may be borrowed only for the call (a scan's cell filter).
+ * Allocation-free except while a compressed cell is read (its buffer is freed before the call
+ * returns). A plain seconds cell (2-byte qualifier, value of the flags' length) is only checked
+ * and its value bytes kept; the value of the one that ends up newest is decoded by get. Fields
+ * private except ncells. */
+struct dpcodec_newest {
+    bool have;              /* a datapoint was seen */
+    struct dpcodec_point p; /* the newest so far: ts_ms and cell_ts_ms, the rest unless pending */
+    size_t ncells;          /* cells added so far (the index in error messages) */
+    bool pending;           /* p's value is still pv/pq's raw bytes */
+    uint8_t pq[2], pv[8], pvl;
+    int64_t base_ms;
+};
+void dpcodec_newest_init(struct dpcodec_newest *n);
+/* Adds the next cell of the row whose base hour is base_s: CT_OK, or CT_ECORRUPT as
+ * dpcodec_row_decode() (err prefixed "cell N of the row"). */
+CT_MUST_CHECK int dpcodec_newest_add(struct dpcodec_newest *n, int64_t base_s,
+                                     const struct wc_cell *cell, struct ct_err *err);
+/* The newest point of the cells added (with cell_ts_ms); false if none held a datapoint. */
+bool dpcodec_newest_get(struct dpcodec_newest *n, struct dpcodec_point *out);
+
 /* ---- columnar row decoding (the query path) ----------------------------------------------- */
 
 /* A row's points as columns, with only what a query needs of a point: its time and its value as

@@ -607,9 +607,31 @@ static void check_cols_like_row(const struct wc_cell *cells, size_t ncells,
     int rc1 = dpcodec_row_decode(BASE, cells, ncells, out, CAP, &n, &d1, &e1);
     int rc2 = dpcodec_row_decode_cols(BASE, cells, ncells, cols, &d2, &e2);
     assert_int_equal(rc2, rc1);
+    /* dpcodec_newest, cell by cell: the same code and message, the same last point */
+    struct dpcodec_newest nw;
+    struct ct_err e3 = {0};
+    int rc3 = CT_OK;
+    dpcodec_newest_init(&nw);
+    for (size_t i = 0; i < ncells && rc3 == CT_OK; i++)
+        rc3 = dpcodec_newest_add(&nw, BASE, &cells[i], &e3);
+    assert_int_equal(rc3, rc1);
     if (rc1 != CT_OK) {
         assert_string_equal(e2.msg, e1.msg);
+        assert_string_equal(e3.msg, e1.msg);
         return;
+    }
+    struct dpcodec_point np;
+    assert_int_equal(dpcodec_newest_get(&nw, &np), n > 0);
+    if (n) {
+        const struct dpcodec_point *w = &out[n - 1];
+        assert_true(np.ts_ms == w->ts_ms);
+        assert_true(np.cell_ts_ms == w->cell_ts_ms);
+        assert_int_equal(np.type, w->type);
+        assert_int_equal(np.ms, w->ms);
+        if (w->type == DPCODEC_INT)
+            assert_true(np.i == w->i);
+        else
+            assert_memory_equal(&np.f, &w->f, sizeof(double));
     }
     assert_int_equal(cols->n, n);
     assert_int_equal(d2, d1);
