@@ -7,7 +7,9 @@
  * bufferevent directly, which is thread-safe for HTTP connections, with bounded buffering;
  * (4) a streamed reply is held in reply_body until it passes HTTP_STREAM_HOLD bytes (256 KiB): one that
  * ends before is sent as a whole reply (Content-Length, one write on the loop thread, no
- * chunk framing and no write from the worker), and until then it can still be retracted.
+ * chunk framing and no write from the worker), and until then it can still be retracted;
+ * (5) a streamed answer counts its request's latency when its last bytes are handed over
+ * (http_stream_end, or the head of a HEAD request): http_conn.c (6).
  * See http_int.h for which thread touches what. */
 #include "tsd/http.h"
 #include "storage/coding.h"
@@ -498,6 +500,8 @@ static int http_stream_release(struct http_req *r)
     evbuffer_free(b);
     if (out != CT_OK)
         r->stream_ended = true;
+    else if (r->wire_method == HTTP_HEAD)
+        http_req_answered(r); /* the head is the whole answer */
     return out;
 }
 
@@ -598,15 +602,14 @@ void http_stream_end(struct http_req *r)
         r->stream_ended = true;
         return;
     }
+    bool out = true;
     if (r->minor >= 1) {
         struct evbuffer *b = evbuffer_new();
-        if (b) {
-            evbuffer_add(b, "0\r\n\r\n", 5);
-            if (http_stream_put(r, b) != CT_OK) {
-                /* the client went away: nothing left to tell it */
-            }
+        out = b && evbuffer_add(b, "0\r\n\r\n", 5) == 0 && http_stream_put(r, b) == CT_OK;
+        if (b)
             evbuffer_free(b);
-        }
     }
     r->stream_ended = true;
+    if (out) /* else the client went away: nothing left to tell it */
+        http_req_answered(r);
 }

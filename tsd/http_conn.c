@@ -19,7 +19,12 @@
  * waiting in its input, so the next request, the client's close or a timeout brings a callback,
  * and every callback (and shutdown) first finishes the parked request (http_conn_unpark). The
  * check and the parking happen under the bufferevent's lock, under which libevent also fills
- * the input, so input that arrives after the check brings its read callback after the parking.
+ * the input, so input that arrives after the check brings its read callback after the parking;
+ * (6) a request's latency (tstats.h) is counted once, from http_conn_dispatch (head and body
+ * framed, before decoding) to its whole answer handed to the bufferevent or socket: in
+ * http_reply_write (loop or worker), or at the end of a streamed answer (http_stream_end).
+ * Answers never handed over (client gone, framing errors before a request was whole) are not
+ * counted.
  * Locking: HTTP bufferevents are thread-safe with unlocked deferred callbacks, so a worker may
  * stream a reply; conn->mu guards gone/drain_gen only (never held across a bufferevent call). */
 #include <cjson/cJSON.h>
@@ -35,6 +40,7 @@
 #include <time.h>
 #include <zlib.h>
 
+#include "storage/clock.h"
 #include "tsd/conf.h"
 #include "tsd/http_int.h"
 #include "tsd/membudget.h"
@@ -250,7 +256,17 @@ static bool http_reply_write(struct http_req *r)
         evbuffer_free(gz);
     bool ok = http_conn_write(r->conn, out) == 0;
     evbuffer_free(out);
+    if (ok)
+        http_req_answered(r);
     return ok;
+}
+
+void http_req_answered(struct http_req *r)
+{
+    if (r->start_ns == 0)
+        return;
+    tstats_http_latency_add(clock_mono_ns() - r->start_ns);
+    r->start_ns = 0;
 }
 
 void http_conn_send_reply(struct http_req *r)
@@ -595,6 +611,7 @@ static void http_conn_finish(struct http_conn *c)
 static void http_conn_dispatch(struct http_conn *c)
 {
     struct http_req *r = c->req;
+    r->start_ns = clock_mono_ns(); /* whole: the latency counts from here (6) */
     const char *msg = NULL;
     int st = http_finish_body(c, r, &msg);
     c->state = HC_BUSY;

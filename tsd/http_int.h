@@ -61,6 +61,9 @@ struct http_req {
     struct evbuffer *reply_body; /* whole replies */
     struct http_kv extra[HTTP_MAX_EXTRA_HEADERS];
     size_t nextra;
+    /* monotonic ns when the request was whole (http_conn_dispatch); 0 for one never framed,
+     * and once its latency is counted (http_req_answered) */
+    uint64_t start_ns;
     bool sent;        /* the whole reply was written by the worker (http_work_trampoline) */
     bool send_failed; /* ... and could not be queued: close the connection */
     bool on_worker;   /* deferred work is running on a worker */
@@ -100,6 +103,9 @@ int http_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err)
 /* Runs on the loop when a worker finished r's deferred work: sends the reply or ends the
  * stream, then moves the connection on (next pipelined request, close, or free). */
 void http_conn_work_done(struct http_req *r);
+/* r's whole answer has been handed to the connection: counts its latency (tstats.h) once. Called
+ * by whichever thread has r (the loop, or the worker running its deferred work). */
+void http_req_answered(struct http_req *r);
 /* Sends r's whole reply (status line, headers, body) on the loop thread. */
 void http_conn_send_reply(struct http_req *r);
 /* Closes every idle HTTP connection and marks busy ones to close when done (shutdown). */

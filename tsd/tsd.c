@@ -343,6 +343,21 @@ void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
     TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_LINES_TOO_LONG), "type=lines_too_long");
     TSD_STAT("tsd.http.errors", tstats_get(TSTATS_HTTP_4XX), "type=4xx");
     TSD_STAT("tsd.http.errors", tstats_get(TSTATS_HTTP_5XX), "type=5xx");
+    /* OpenTSDB's HTTP latency percentiles (ms, its Histogram's bucket bounds), then ctsdb's
+     * finer ones in us under a name of its own */
+    static const int pcts[] = {50, 75, 90, 95};
+    uint64_t ms[4], us[4];
+    lathist_percentiles(&tstats_http_latency_ms, pcts, ms, 4);
+    lathist_percentiles(&tstats_http_latency_us, pcts, us, 4);
+    char name[64];
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(name, sizeof(name), "tsd.http.latency_%dpct", pcts[i]);
+        TSD_STAT(name, ms[i], "type=all");
+    }
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(name, sizeof(name), "tsd.http.latency_us_%dpct", pcts[i]);
+        TSD_STAT(name, us[i], "type=all");
+    }
     TSD_STAT("tsd.datapoints.added", tstats_get(TSTATS_POINTS_ADDED), "type=all");
     TSD_STAT("tsd.datapoints.written", tstats_get(TSTATS_POINTS_WRITTEN), "");
     TSD_STAT("tsd.datapoints.failed", tstats_get(TSTATS_POINTS_FAILED), "");

@@ -1,5 +1,5 @@
-/* tstats.h - the TSD's counters (STYLE §5: the daemon's one other global), and the list of
- * stats OpenTSDB-style tools read (telnet `stats`, /api/stats).
+/* tstats.h - the TSD's counters and latency histograms (STYLE §5: the daemon's one other
+ * global), behind the list of stats OpenTSDB-style tools read (telnet `stats`, /api/stats).
  *
  * Counters are C11 relaxed atomics bumped from any thread; readers get a consistent-enough
  * snapshot (each counter exact, the set not atomic). Per-datapoint paths bump one counter per
@@ -9,6 +9,8 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+
+#include "tsd/lathist.h"
 
 enum tstats_counter {
     TSTATS_CONN_TELNET,      /* telnet connections accepted */
@@ -56,5 +58,15 @@ static inline uint64_t tstats_get(enum tstats_counter c)
 {
     return atomic_load_explicit(&tstats_counters[c], memory_order_relaxed);
 }
+
+/* HTTP request latency, from the request being whole (head and body framed) to its whole answer
+ * handed to the connection: OpenTSDB's histogram in ms (tsd.http.latency_<p>pct) and ctsdb's
+ * in us (tsd.http.latency_us_<p>pct). Read them with lathist_percentiles(). */
+extern struct lathist tstats_http_latency_ms;
+extern struct lathist tstats_http_latency_us;
+
+/* Counts one HTTP request that took elapsed_ns: truncated to whole ms (as OpenTSDB's
+ * processingTimeMillis) into the first histogram, to whole us into the second. Any thread. */
+void tstats_http_latency_add(uint64_t elapsed_ns);
 
 #endif

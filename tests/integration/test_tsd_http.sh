@@ -3,7 +3,9 @@
 # deflate, chunked off and on, limits, errors), OpenTSDB's 404/405 error shapes, /api/v1 and
 # trailing slashes, the small endpoints, jsonp and pretty, keep-alive with pipelining, query
 # answers sent whole (small) or chunked (large), CORS,
-# and static files (content types, caching, no way out of the root).
+# and static files (content types, caching, no way out of the root), and the HTTP latency
+# percentiles of /api/stats and telnet `stats`, counted for replies sent whole from the loop,
+# written by a worker, and streamed.
 source "$(dirname "$0")/lib.sh"
 
 # req METHOD PATH [curl args...]: prints "STATUS BODY"
@@ -192,6 +194,74 @@ tsd_start --staticroot "$tmp/web" --tsd.core.enable_ui=false
 check_eq "enable_ui=false: / is 404" "404" "$(req GET / | cut -c1-3)"
 check_eq "enable_ui=false: static files are 404" "404" "$(req GET /css/site.css | cut -c1-3)"
 check_eq "enable_ui=false: the API still answers" "200" "$(req GET /api/version | cut -c1-3)"
+tsd_stop
+
+# HTTP latency: OpenTSDB's tsd.http.latency_<p>pct type=all (ms, the upper bounds of its
+# Histogram(16000, 2, 100) buckets) and ctsdb's tsd.http.latency_us_<p>pct type=all. Each fresh
+# daemon answers one kind of HTTP request and nothing else over HTTP (telnet `stats` reads the
+# figures without adding to them), so a path that failed to count its request leaves zeros.
+# lat_check WHAT STATS: STATS holds the eight figures (ms 50 75 90 95, us 50 75 90 95).
+lat_check() {
+  python3 - "$2" <<'PY' && ok "$1: latency percentiles are sane" || not_ok "$1: latency [$2]"
+import sys
+v = [int(x) for x in sys.argv[1].split()]
+ms, us = v[:4], v[4:]
+bounds = {2 * (i + 1) for i in range(50)} | {100 + (2 << k) for k in range(1, 14)} | {2147483647}
+assert len(v) == 8 and all(x > 0 for x in v), "counted"
+assert all(x in bounds for x in ms), "ms values are OpenTSDB bucket bounds"
+assert ms == sorted(ms) and us == sorted(us), "non-decreasing"
+# both histograms report the bucket of the same request, x us: the ms bucket [lo, m) holds
+# floor(x / 1000), so lo * 1000 <= x < m * 1000, and x < u <= x * 17/16 + 1
+lows = dict(zip(sorted(bounds), [0] + sorted(bounds)[:-1]))
+assert all(lows[m] * 1000 < u <= m * 1063 + 1 for m, u in zip(ms, us)), "us agrees with ms"
+PY
+}
+# lat_telnet: the eight figures from telnet `stats`, in order, after checking each has type=all
+lat_telnet() {
+  printf 'stats\n' | tsd_talk | python3 -c '
+import sys
+got = {}
+for line in sys.stdin:
+    f = line.split()
+    if f and f[0].startswith("tsd.http.latency_") and "type=all" in f[3:]:
+        got[f[0]] = f[2]
+names = ["tsd.http.latency_%s%dpct" % (u, p) for u in ("", "us_") for p in (50, 75, 90, 95)]
+print(" ".join(got.get(n, "missing") for n in names))'
+}
+TSD_DATA=
+tsd_start
+check_eq "no HTTP request yet: every latency percentile is 0" "0 0 0 0 0 0 0 0" "$(lat_telnet)"
+check_eq "a reply sent whole from the loop" "200" "$(req GET /api/version | cut -c1-3)"
+lat_check "after one reply from the loop" "$(lat_telnet)"
+for _ in $(seq 1 30); do req GET /api/status >/dev/null; done
+stats=$(req GET /api/stats)
+for p in 50 75 90 95; do
+  check_contains "/api/stats has tsd.http.latency_${p}pct" "$stats" "\"metric\":\"tsd.http.latency_${p}pct\""
+  check_contains "/api/stats has tsd.http.latency_us_${p}pct" "$stats" "\"metric\":\"tsd.http.latency_us_${p}pct\""
+done
+apilat=$(printf '%s' "${stats#* }" | python3 -c '
+import json, sys
+got = {(d["metric"], d["tags"].get("type")): d["value"] for d in json.load(sys.stdin)}
+names = ["tsd.http.latency_%s%dpct" % (u, p) for u in ("", "us_") for p in (50, 75, 90, 95)]
+print(" ".join(got.get((n, "all"), "missing") for n in names))')
+lat_check "/api/stats (values are strings, tag type=all)" "$apilat"
+tsd_stop
+TSD_DATA=
+tsd_start
+check_contains "a reply written by a worker (/api/stats)" "$(req GET /api/stats)" \
+  '"metric":"tsd.http.latency_50pct","timestamp":'
+lat_check "after one reply written by a worker" "$(lat_telnet)"
+tsd_stop
+TSD_DATA=
+tsd_start
+python3 -c '
+for i in range(20000):
+    print("put http.lat %d %d host=a" % (1356998400 + i, i))
+print("version")' | tsd_talk >/dev/null
+check_eq "telnet puts add no HTTP latency" "0 0 0 0 0 0 0 0" "$(lat_telnet)"
+hd=$(curl -s -D - -o "$tmp/lat" "http://127.0.0.1:$TSD_PORT/api/query?start=1356998000&end=1357030000&m=sum:http.lat")
+check_contains "a streamed (chunked) answer" "$hd" "Transfer-Encoding: chunked"
+lat_check "after one streamed answer" "$(lat_telnet)"
 tsd_stop
 check_eq "tsd exits 0" 0 "$?"
 it_done
