@@ -33,6 +33,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,9 +124,10 @@ void http_req_free(struct http_req *r)
 
 static struct http_req *http_req_new(struct http_conn *c)
 {
-    struct http_req *r = calloc(1, sizeof(*r));
+    struct http_req *r = malloc(sizeof(*r));
     if (!r)
         return NULL;
+    memset(r, 0, offsetof(struct http_req, headers)); /* the arrays need none (http_int.h) */
     r->conn = c;
     r->reply_body = evbuffer_new();
     if (!r->reply_body) {
@@ -140,15 +142,29 @@ static struct http_req *http_req_new(struct http_conn *c)
 
 /* ---- replies ------------------------------------------------------------------------------- */
 
+/* The Date header's value for now, formatted once a second per thread (strftime and gmtime_r
+ * cost ~1,200 instructions, a tenth of a small request's whole path). */
+static const char *http_date_now(void)
+{
+    static _Thread_local time_t at = -1;
+    static _Thread_local char date[40];
+    time_t now = time(NULL);
+    if (now != at) {
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+        at = now;
+    }
+    return date;
+}
+
 void http_req_write_common_headers(struct http_req *r, struct evbuffer *out)
 {
-    char date[64];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
     bool keep = r->keep_alive && !r->conn->close_after;
-    evbuffer_add_printf(out, "Date: %s\r\nConnection: %s\r\n", date, keep ? "keep-alive" : "close");
+    char h[96];
+    int n = snprintf(h, sizeof(h), "Date: %s\r\nConnection: %s\r\n", http_date_now(),
+                     keep ? "keep-alive" : "close");
+    evbuffer_add(out, h, (size_t)n); /* < 96: a 29-byte date and a 10-byte word */
     for (size_t i = 0; i < r->nextra; i++)
         evbuffer_add_printf(out, "%s: %s\r\n", r->extra[i].name, r->extra[i].value);
 }
@@ -240,14 +256,24 @@ static bool http_reply_write(struct http_req *r)
         evbuffer_free(gz);
         gz = NULL;
     }
-    evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, http_status_text(status));
+    /* the status line and the body's headers in one formatting, into the stack unless a
+     * handler's content type makes them longer */
+    const char *st = http_status_text(status), *ct = "", *gzh = "";
+    const char *fmt = "HTTP/1.1 %d %s\r\n%s%s%s%s";
+    char clen[48] = "";
     if (!no_body) {
-        evbuffer_add_printf(out, "Content-Type: %s\r\nContent-Length: %zu\r\n",
-                            r->content_type ? r->content_type : "application/json; charset=UTF-8",
-                            gz ? evbuffer_get_length(gz) : blen);
-        if (gz)
-            evbuffer_add_printf(out, "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
+        ct = r->content_type ? r->content_type : "application/json; charset=UTF-8";
+        snprintf(clen, sizeof(clen), "\r\nContent-Length: %zu\r\n",
+                 gz ? evbuffer_get_length(gz) : blen);
+        gzh = gz ? "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n" : "";
     }
+    const char *cth = no_body ? "" : "Content-Type: ";
+    char h[256];
+    int n = snprintf(h, sizeof(h), fmt, status, st, cth, ct, clen, gzh);
+    if (n > 0 && (size_t)n < sizeof(h))
+        evbuffer_add(out, h, (size_t)n);
+    else
+        evbuffer_add_printf(out, fmt, status, st, cth, ct, clen, gzh);
     http_req_write_common_headers(r, out);
     evbuffer_add(out, "\r\n", 2);
     if (!no_body && r->wire_method != HTTP_HEAD)

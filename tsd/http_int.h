@@ -36,11 +36,10 @@ struct http_req {
     char method_name[16];
     int minor; /* HTTP/1.minor */
     bool keep_alive;
-    char *head;  /* the request head, NUL-separated in place; header strings point here */
-    char *path;  /* owned, decoded and normalised */
-    char *query; /* owned, as sent */
-    struct http_kv headers[HTTP_MAX_HEADERS];
-    size_t nheaders;
+    char *head;      /* the request head, NUL-separated in place; header strings point here */
+    char *path;      /* owned, decoded and normalised */
+    char *query;     /* owned, as sent */
+    size_t nheaders; /* in headers[], at the end */
     struct http_kv *params; /* owned array; strings in params_buf */
     size_t nparams;
     char *params_buf;
@@ -59,8 +58,7 @@ struct http_req {
     int status;
     char *content_type;          /* owned */
     struct evbuffer *reply_body; /* whole replies */
-    struct http_kv extra[HTTP_MAX_EXTRA_HEADERS];
-    size_t nextra;
+    size_t nextra;               /* in extra[], at the end */
     /* monotonic ns when the request was whole (http_conn_dispatch); 0 for one never framed,
      * and once its latency is counted (http_req_answered) */
     uint64_t start_ns;
@@ -71,6 +69,10 @@ struct http_req {
     http_work_fn work;
     void *work_arg;
     struct http_req *done_next; /* completion queue link (tsd's done list) */
+    /* the arrays last: http_req_new zeroes only what is before them (~1.9 KiB less to write
+     * per request); entries past nheaders / nextra are garbage */
+    struct http_kv headers[HTTP_MAX_HEADERS];
+    struct http_kv extra[HTTP_MAX_EXTRA_HEADERS];
 };
 
 struct http_conn {
