@@ -32,27 +32,63 @@
 #include "storage/clock.h"
 #include "storage/coding.h"
 
-static void query_clear(struct qlast_query *q)
+/* The strings of a request, copied into chunks that live as long as it (a query of a metric and
+ * four tags made 17 allocations with a strndup per string and a realloc per tag). */
+struct qlast_strs {
+    struct qlast_strs *next;
+    size_t used, cap;
+    char data[];
+};
+
+static char *req_strndup(struct qlast_req *r, const char *s, size_t n)
 {
-    free(q->metric);
-    for (size_t i = 0; i < q->ntags; i++) {
-        free(q->tagk[i]);
-        free(q->tagv[i]);
+    struct qlast_strs *c = r->strs;
+    if (!c || c->cap - c->used < n + 1) {
+        size_t cap = n + 1 > 512 ? n + 1 : 512;
+        if (!(c = malloc(sizeof(*c) + cap)))
+            return NULL;
+        c->next = r->strs;
+        c->used = 0;
+        c->cap = cap;
+        r->strs = c;
     }
-    free(q->tagk);
-    free(q->tagv);
-    for (size_t i = 0; i < q->ntsuids; i++)
-        free(q->tsuids[i]);
-    free(q->tsuids);
+    char *d = c->data + c->used;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    c->used += n + 1;
+    return d;
+}
+
+/* Makes room for one more entry in an array of *cap (doubling from 4); false when out of
+ * memory. */
+static bool grow_ptrs(char ***a, size_t n, size_t *cap)
+{
+    if (n < *cap)
+        return true;
+    size_t nc = *cap ? *cap * 2 : 4;
+    char **na = realloc(*a, nc * sizeof(char *));
+    if (!na)
+        return false;
+    *a = na;
+    *cap = nc;
+    return true;
 }
 
 void qlast_req_free(struct qlast_req *r)
 {
     if (!r)
         return;
-    for (size_t i = 0; i < r->nq; i++)
-        query_clear(&r->q[i]);
+    for (size_t i = 0; i < r->nq; i++) {
+        free(r->q[i].tagk);
+        free(r->q[i].tagv);
+        free(r->q[i].tsuids);
+    }
     free(r->q);
+    while (r->strs) {
+        struct qlast_strs *n = r->strs->next;
+        free(r->strs);
+        r->strs = n;
+    }
     free(r);
 }
 
@@ -67,45 +103,38 @@ static int add_query(struct qlast_req *r, struct qlast_query **out, struct ct_er
     return CT_OK;
 }
 
-static int add_tag(struct qlast_query *q, const char *k, size_t kl, const char *v, size_t vl,
-                   struct ct_err *err)
+static int add_tag(struct qlast_req *r, struct qlast_query *q, const char *k, size_t kl,
+                   const char *v, size_t vl, struct ct_err *err)
 {
-    char **nk = realloc(q->tagk, (q->ntags + 1) * sizeof(char *));
-    if (!nk)
+    size_t kcap = q->tags_cap;
+    if (!grow_ptrs(&q->tagk, q->ntags, &kcap) || !grow_ptrs(&q->tagv, q->ntags, &q->tags_cap))
         return ct_err_set(err, CT_ENOMEM, "out of memory");
-    q->tagk = nk;
-    char **nv = realloc(q->tagv, (q->ntags + 1) * sizeof(char *));
-    if (!nv)
+    if (!(q->tagk[q->ntags] = req_strndup(r, k, kl)) ||
+        !(q->tagv[q->ntags] = req_strndup(r, v, vl)))
         return ct_err_set(err, CT_ENOMEM, "out of memory");
-    q->tagv = nv;
-    q->tagk[q->ntags] = strndup(k, kl);
-    q->tagv[q->ntags] = strndup(v, vl);
     q->ntags++;
-    if (!q->tagk[q->ntags - 1] || !q->tagv[q->ntags - 1])
-        return ct_err_set(err, CT_ENOMEM, "out of memory");
     return CT_OK;
 }
 
-static int add_tsuid(struct qlast_query *q, const char *s, size_t len, struct ct_err *err)
+static int add_tsuid(struct qlast_req *r, struct qlast_query *q, const char *s, size_t len,
+                     struct ct_err *err)
 {
-    char **nt = realloc(q->tsuids, (q->ntsuids + 1) * sizeof(char *));
-    if (!nt)
-        return ct_err_set(err, CT_ENOMEM, "out of memory");
-    q->tsuids = nt;
-    if (!(q->tsuids[q->ntsuids] = strndup(s, len)))
+    if (!grow_ptrs(&q->tsuids, q->ntsuids, &q->tsuids_cap) ||
+        !(q->tsuids[q->ntsuids] = req_strndup(r, s, len)))
         return ct_err_set(err, CT_ENOMEM, "out of memory");
     q->ntsuids++;
     return CT_OK;
 }
 
 /* "metric{k=v,k2=v2}" */
-static int parse_timeseries(const char *s, struct qlast_query *q, struct ct_err *err)
+static int parse_timeseries(struct qlast_req *r, const char *s, struct qlast_query *q,
+                            struct ct_err *err)
 {
     const char *brace = strchr(s, '{');
     size_t ml = brace ? (size_t)(brace - s) : strlen(s);
     if (ml == 0)
         return ct_err_set(err, CT_EINVAL, "Missing metric in timeseries: %s", s);
-    if (!(q->metric = strndup(s, ml)))
+    if (!(q->metric = req_strndup(r, s, ml)))
         return ct_err_set(err, CT_ENOMEM, "out of memory");
     if (!brace)
         return CT_OK;
@@ -119,7 +148,7 @@ static int parse_timeseries(const char *s, struct qlast_query *q, struct ct_err 
         const char *eq = memchr(p, '=', (size_t)(e - p));
         if (!eq || eq == p || eq + 1 == e)
             return ct_err_set(err, CT_EINVAL, "invalid tag: %.*s", (int)(e - p), p);
-        int rc = add_tag(q, p, (size_t)(eq - p), eq + 1, (size_t)(e - eq - 1), err);
+        int rc = add_tag(r, q, p, (size_t)(eq - p), eq + 1, (size_t)(e - eq - 1), err);
         if (rc != CT_OK)
             return rc;
         p = comma ? comma + 1 : end;
@@ -137,7 +166,7 @@ int qlast_parse_params(qspec_param_fn get, void *arg, struct qlast_req **out, st
     for (size_t i = 0; rc == CT_OK && (v = get(arg, "timeseries", i)) != NULL; i++) {
         struct qlast_query *q;
         if ((rc = add_query(r, &q, err)) == CT_OK)
-            rc = parse_timeseries(v, q, err);
+            rc = parse_timeseries(r, v, q, err);
     }
     for (size_t i = 0; rc == CT_OK && (v = get(arg, "tsuids", i)) != NULL; i++) {
         struct qlast_query *q;
@@ -148,7 +177,7 @@ int qlast_parse_params(qspec_param_fn get, void *arg, struct qlast_req **out, st
             const char *c = strchr(p, ',');
             size_t l = c ? (size_t)(c - p) : strlen(p);
             if (l)
-                rc = add_tsuid(q, p, l, err);
+                rc = add_tsuid(r, q, p, l, err);
             p = c ? c + 1 : NULL;
         }
     }
@@ -199,7 +228,8 @@ int qlast_parse_json(const char *body, size_t len, struct qlast_req **out, struc
         if ((rc = add_query(r, &q, err)) != CT_OK)
             break;
         const cJSON *m = cJSON_GetObjectItemCaseSensitive(jq, "metric");
-        if (cJSON_IsString(m) && *m->valuestring && !(q->metric = strdup(m->valuestring))) {
+        if (cJSON_IsString(m) && *m->valuestring &&
+            !(q->metric = req_strndup(r, m->valuestring, strlen(m->valuestring)))) {
             rc = ct_err_set(err, CT_ENOMEM, "out of memory");
             break;
         }
@@ -210,7 +240,7 @@ int qlast_parse_json(const char *body, size_t len, struct qlast_req **out, struc
                 rc = ct_err_set(err, CT_EINVAL, "Unable to parse the given JSON");
                 break;
             }
-            if ((rc = add_tag(q, t->string, strlen(t->string), t->valuestring,
+            if ((rc = add_tag(r, q, t->string, strlen(t->string), t->valuestring,
                               strlen(t->valuestring), err)) != CT_OK)
                 break;
         }
@@ -218,7 +248,7 @@ int qlast_parse_json(const char *body, size_t len, struct qlast_req **out, struc
         cJSON_ArrayForEach(t, ts)
         {
             if (cJSON_IsString(t) &&
-                (rc = add_tsuid(q, t->valuestring, strlen(t->valuestring), err)) != CT_OK)
+                (rc = add_tsuid(r, q, t->valuestring, strlen(t->valuestring), err)) != CT_OK)
                 break;
         }
         if (rc != CT_OK)
@@ -737,13 +767,12 @@ static int write_point(struct tsdb *t, const struct lastpt *lp, bool resolve, bo
         qjson_raw(j, ",", 1);
     }
     char b[64];
-    snprintf(b, sizeof(b), "\"timestamp\":%lld,\"value\":", (long long)lp->p.ts_ms);
-    qjson_lit(j, b);
-    if (lp->p.type == DPCODEC_INT)
-        snprintf(b, sizeof(b), "%lld", (long long)lp->p.i);
-    else
-        qjson_format_double(lp->p.f, b);
-    qjson_str(j, b);
+    qjson_lit(j, "\"timestamp\":");
+    qjson_i64(j, lp->p.ts_ms);
+    qjson_lit(j, ",\"value\":");
+    size_t bl =
+        lp->p.type == DPCODEC_INT ? qjson_format_i64(lp->p.i, b) : qjson_format_double(lp->p.f, b);
+    qjson_strn(j, b, bl);
     if (resolve) {
         qjson_lit(j, ",\"tags\":{");
         size_t pair = l->tagk_width + l->tagv_width;

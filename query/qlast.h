@@ -21,19 +21,23 @@
 
 #define QLAST_DEFAULT_BACK_SCAN_H 24
 
+/* The strings (metric, tag names and values, TSUIDs) live in their request's string chunks. */
 struct qlast_query {
     char *metric; /* NULL for a tsuid query */
     char **tagk, **tagv;
-    size_t ntags;
+    size_t ntags, tags_cap;
     char **tsuids;
-    size_t ntsuids;
+    size_t ntsuids, tsuids_cap;
 };
+
+struct qlast_strs; /* private */
 
 struct qlast_req {
     struct qlast_query *q;
     size_t nq;
     bool resolve;
     int64_t back_scan_h;
+    struct qlast_strs *strs; /* private: the queries' strings, freed with the request */
 };
 
 /* Parses the GET form: timeseries=<metric{k=v,...}> (repeatable), tsuids=<hex,hex> (repeatable),
