@@ -24,7 +24,10 @@ answer (keep-alive connection, body read to the end) is reported, with the ratio
 
 After the table it prints the median of a request that does no query work on either side
 (ctsdb /api/version, VictoriaMetrics /health): the HTTP client, loopback and request handling
-floor that every answer's time includes (it bounds the ratio of the tiniest queries).
+floor that every answer's time includes (it bounds the ratio of the tiniest queries). With
+--only last_point it also prints each server's own median time of its last_point answers
+(ctsdb's tsd.http.latency_us_50pct, VictoriaMetrics' vm_request_duration_seconds quantile 0.5
+for /api/v1/query), read right after the timed runs: the answers without the round trip.
 
 --idle poll keeps idle CPUs polling instead of halting during the timed runs
 (/dev/cpu_dma_latency held at 0, as latency benchmarks often run): on this virtual machine a
@@ -328,6 +331,24 @@ def query_counts(conn):
             v.get(("tsd.query.last", "loop"), 0))
 
 
+def server_median_ctsdb(conn):
+    """ctsdb's own median HTTP answer time in ms (/api/stats tsd.http.latency_us_50pct), or
+    NaN if absent."""
+    _, data = timed(conn, "/api/stats")
+    for d in json.loads(data):
+        if d["metric"] == "tsd.http.latency_us_50pct" and d["tags"].get("type") == "all":
+            return int(d["value"]) / 1000.0
+    return float("nan")
+
+
+def server_median_vm(conn):
+    """VictoriaMetrics' own median /api/v1/query time in ms (its /metrics summary), or NaN."""
+    _, data = timed(conn, "/metrics")
+    m = re.search(rb'vm_request_duration_seconds\{path="/api/v1/query",quantile="0.5"\} (\S+)',
+                  data)
+    return float(m.group(1)) * 1000 if m else float("nan")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hosts", type=int, default=int(os.environ.get("HOSTS", 50)))
@@ -485,13 +506,8 @@ def main():
         # merges), so wait (bounded) until neither used CPU for 0.5 s
         settled = wait_idle([tsd.pid, vm.pid], quiet_s=0.5, limit_s=60)
         qos_fd = hold_cpu_polling() if args.idle == "poll" else None
-        # the floor every answer pays: a request that does no query work on either side (HTTP
-        # client, loopback, request parsing, one small reply), measured the same way
-        floor = {"ctsdb": [], "vm": []}
-        for _ in range(args.runs):
-            for side, conn, path in (("ctsdb", cc, "/api/version"), ("vm", vc, "/health")):
-                floor[side].append(timed(conn, path)[0])
         rows = []
+        server_side = None
         threads = {}
         for name in cq:
             if args.only and name not in args.only.split(","):
@@ -522,9 +538,21 @@ def main():
                 rec.wait(timeout=120)
             for side, _, _ in sides:
                 res[side] = (statistics.median(times[side]) * 1000, size[side])
+            if name == "last_point" and args.only == "last_point":
+                # only last queries went to either server's query path so far: their own
+                # timing of the answers (ctsdb from the request read to the answer handed to the
+                # socket, VictoriaMetrics' handler time), read before anything else is asked
+                server_side = (server_median_ctsdb(cc), server_median_vm(vc))
             counts1 = query_counts(cc)
             threads[name] = tuple(b - a for a, b in zip(counts0, counts1))
             rows.append((name, res))
+        # the floor every answer pays: a request that does no query work on either side (HTTP
+        # client, loopback, request parsing, one small reply), measured the same way (after the
+        # queries, so that the servers' own timings above hold query answers only)
+        floor = {"ctsdb": [], "vm": []}
+        for _ in range(args.runs):
+            for side, conn, path in (("ctsdb", cc, "/api/version"), ("vm", vc, "/health")):
+                floor[side].append(timed(conn, path)[0])
         print("dataset: %d hosts x 2 metrics x %d h at 10 s = %d points; load ctsdb %.1f s "
               "(telnet), VictoriaMetrics %.1f s (import)" % (args.hosts, args.hours, npts,
                                                             load_ctsdb, load_vm))
@@ -545,6 +573,10 @@ def main():
         if "last_point" in threads:
             print("ctsdb last_point answers of the timed runs on the network loop (the rest on a "
                   "worker): %d/%d" % (threads["last_point"][2], args.runs))
+        if server_side:
+            print("last_point answers timed by the servers themselves, median (ctsdb "
+                  "tsd.http.latency_us_50pct, VictoriaMetrics vm_request_duration_seconds "
+                  "quantile 0.5 of /api/v1/query): %.3f / %.3f ms" % server_side)
         print("no-work request (ctsdb /api/version, VictoriaMetrics /health): %.3f / %.3f ms "
               "median (client: %s)" % (statistics.median(floor["ctsdb"]) * 1000,
                                        statistics.median(floor["vm"]) * 1000, args.client))
