@@ -541,7 +541,7 @@ static void test_cell_filter_keeps_and_leaves_out_cells(void **state)
      * only as the newest) */
     for (int r = 0; r < 3; r++)
         for (int i = 0; i < 40; i++) {
-            char row[2] = {(char)("abc"[r]), 0}, q[8], v[8];
+            char row[2] = {(char)("abc"[r]), 0}, q[16], v[16];
             snprintf(q, sizeof(q), "q%02d", i);
             snprintf(v, sizeof(v), "%c%d", r != 1 && i % 3 == 0 ? 'k' : 'x', i);
             put_ts(c, row, "f", q, v, 5);
