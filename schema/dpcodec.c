@@ -1794,13 +1794,10 @@ bool dpcodec_newest_get(struct dpcodec_newest *n, struct dpcodec_point *out)
     return n->have;
 }
 
-/* dpcodec_newest_add() for every cell but a plain seconds one: the general decoding (kept out of
- * line so that the plain cells' path saves and restores few registers). */
-static __attribute__((noinline)) int dpcodec_newest_add_slow(struct dpcodec_newest *n,
-                                                             int64_t base_s,
-                                                             const struct wc_cell *cell, size_t c,
-                                                             struct ct_err *err)
+int dpcodec_newest_add_cell(struct dpcodec_newest *n, int64_t base_s, const struct wc_cell *cell,
+                            struct ct_err *err)
 {
+    size_t c = n->ncells++;
     const uint8_t *q = cell->qualifier.data, *v = cell->value.data;
     size_t ql = cell->qualifier.len, vl = cell->value.len;
     enum dpcodec_qkind k = dpcodec_qualifier_kind(q, ql);
@@ -1828,50 +1825,6 @@ static __attribute__((noinline)) int dpcodec_newest_add_slow(struct dpcodec_newe
     }
     dpcodec_iter_end(&it);
     return rc == CT_NOTFOUND ? CT_OK : ct_err_prefix(err, "cell %zu of the row", c);
-}
-
-int dpcodec_newest_add(struct dpcodec_newest *n, int64_t base_s, const struct wc_cell *cell,
-                       struct ct_err *err)
-{
-    size_t c = n->ncells++;
-    const uint8_t *q = cell->qualifier.data, *v = cell->value.data;
-    size_t ql = cell->qualifier.len, vl = cell->value.len;
-    if (ql == 2 && (q[0] & DPCODEC_MS_PREFIX) != DPCODEC_MS_PREFIX) {
-        /* a plain seconds cell: its value as long as its flags say, an int of 1, 2, 4 or 8
-         * bytes or a float of 4 or 8 (flags 0, 1, 3, 7, 11, 15: what dpcodec_point_cell()
-         * accepts as it is); only its time is needed unless it ends up the newest */
-        uint16_t u = coding_get_be16(q);
-        unsigned flags = u & DPCODEC_FLAGS_MASK;
-        if ((u >> 4) < 3600 && vl == (flags & DPCODEC_LENGTH_MASK) + 1u &&
-            ((0x888Bu >> flags) & 1u)) {
-            int64_t ts = (base_s + (int64_t)(u >> 4)) * 1000;
-            if (dpcodec_newest_wins(n, ts, cell->ts_ms)) {
-                n->have = n->pending = true;
-                n->p.ts_ms = ts;
-                n->p.cell_ts_ms = cell->ts_ms;
-                n->base_ms = base_s * 1000;
-                n->pq[0] = q[0];
-                n->pq[1] = q[1];
-                n->pvl = (uint8_t)vl;
-                switch (vl) { /* fixed-size moves, no memcpy call */
-                case 1:
-                    n->pv[0] = v[0];
-                    break;
-                case 2:
-                    memcpy(n->pv, v, 2);
-                    break;
-                case 4:
-                    memcpy(n->pv, v, 4);
-                    break;
-                default:
-                    memcpy(n->pv, v, 8);
-                    break;
-                }
-            }
-            return CT_OK;
-        }
-    }
-    return dpcodec_newest_add_slow(n, base_s, cell, c, err);
 }
 
 /* ---- columnar row decoding ---------------------------------------------------------------- */

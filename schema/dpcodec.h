@@ -169,10 +169,51 @@ struct dpcodec_newest {
     int64_t base_ms;
 };
 void dpcodec_newest_init(struct dpcodec_newest *n);
+/* dpcodec_newest_add() for any cell (the inline function below takes plain seconds cells). */
+CT_MUST_CHECK int dpcodec_newest_add_cell(struct dpcodec_newest *n, int64_t base_s,
+                                          const struct wc_cell *cell, struct ct_err *err);
 /* Adds the next cell of the row whose base hour is base_s: CT_OK, or CT_ECORRUPT as
- * dpcodec_row_decode() (err prefixed "cell N of the row"). */
-CT_MUST_CHECK int dpcodec_newest_add(struct dpcodec_newest *n, int64_t base_s,
-                                     const struct wc_cell *cell, struct ct_err *err);
+ * dpcodec_row_decode() (err prefixed "cell N of the row"). Inline for a plain seconds cell (a
+ * 2-byte qualifier within the hour and a value as long as its flags say: an int of 1, 2, 4 or
+ * 8 bytes or a float of 4 or 8, flags 0, 1, 3, 7, 11, 15, which dpcodec_point_cell() accepts as
+ * it is): only its time is compared and, if it is the newest so far, its bytes kept. */
+CT_MUST_CHECK static inline int dpcodec_newest_add(struct dpcodec_newest *n, int64_t base_s,
+                                                   const struct wc_cell *cell, struct ct_err *err)
+{
+    const uint8_t *q = cell->qualifier.data, *v = cell->value.data;
+    size_t vl = cell->value.len;
+    if (cell->qualifier.len != 2 || (q[0] & DPCODEC_MS_PREFIX) == DPCODEC_MS_PREFIX)
+        return dpcodec_newest_add_cell(n, base_s, cell, err);
+    unsigned u = (unsigned)q[0] << 8 | q[1], flags = u & DPCODEC_FLAGS_MASK;
+    if ((u >> 4) >= 3600 || vl != (flags & DPCODEC_LENGTH_MASK) + 1u || !((0x888Bu >> flags) & 1u))
+        return dpcodec_newest_add_cell(n, base_s, cell, err);
+    n->ncells++;
+    int64_t ts = (base_s + (int64_t)(u >> 4)) * 1000;
+    if (n->have && (ts < n->p.ts_ms || (ts == n->p.ts_ms && cell->ts_ms < n->p.cell_ts_ms)))
+        return CT_OK; /* not newer (dpcodec.c: dpcodec_newest_wins) */
+    n->have = n->pending = true;
+    n->p.ts_ms = ts;
+    n->p.cell_ts_ms = cell->ts_ms;
+    n->base_ms = base_s * 1000;
+    n->pq[0] = q[0];
+    n->pq[1] = q[1];
+    n->pvl = (uint8_t)vl;
+    switch (vl) { /* fixed-size moves, no memcpy call */
+    case 1:
+        n->pv[0] = v[0];
+        break;
+    case 2:
+        memcpy(n->pv, v, 2);
+        break;
+    case 4:
+        memcpy(n->pv, v, 4);
+        break;
+    default:
+        memcpy(n->pv, v, 8);
+        break;
+    }
+    return CT_OK;
+}
 /* The newest point of the cells added (with cell_ts_ms); false if none held a datapoint. */
 bool dpcodec_newest_get(struct dpcodec_newest *n, struct dpcodec_point *out);
 

@@ -1241,6 +1241,7 @@ static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, cons
     wc_cell_filter_fn filter = sc->o.cell_filter;
     struct wc_bytes fam = wc_bytes_of(f->d.name, f->name_len),
                     key = wc_bytes_of(sc->key, sc->key_len);
+    struct wc_cell tc = {key, fam, {NULL, 0}, {NULL, 0}, 0, WC_TYPE_PUT}; /* the filter's */
     /* the last entry the run may reach: the block's last, no more than the cell array holds,
      * and before the iterator's next read-ahead step (sst_iter_next_cell takes that one) */
     int64_t end = (int64_t)b->n - 1, room = (int64_t)(sc->cells_cap - sc->ncells);
@@ -1259,9 +1260,9 @@ static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, cons
             cell_bytes_eq(q, ql, b->keys + p->key_off + p->row_len, ql))
             break;    /* another version of the same column */
         if (filter) { /* the cell in place (the block is held), left out or kept */
-            struct wc_cell tc = {
-                key,   fam,        wc_bytes_of(q, ql), wc_bytes_of(b->raw + d->val_off, d->val_len),
-                d->ts, WC_TYPE_PUT};
+            tc.qualifier = wc_bytes_of(q, ql);
+            tc.value = wc_bytes_of(b->raw + d->val_off, d->val_len);
+            tc.ts_ms = d->ts;
             if (!filter(sc->o.cell_filter_arg, &tc)) {
                 i++;
                 continue;
