@@ -1242,14 +1242,13 @@ static __attribute__((noinline)) int scanner_walk_puts(struct escanner *sc, cons
     struct wc_bytes fam = wc_bytes_of(f->d.name, f->name_len),
                     key = wc_bytes_of(sc->key, sc->key_len);
     struct wc_cell tc = {key, fam, {NULL, 0}, {NULL, 0}, 0, WC_TYPE_PUT}; /* the filter's */
-    /* the last entry the run may reach: the block's last, no more than the cell array holds,
-     * and before the iterator's next read-ahead step (sst_iter_next_cell takes that one) */
-    int64_t end = (int64_t)b->n - 1, room = (int64_t)(sc->cells_cap - sc->ncells);
-    if (end > i + room)
-        end = i + room;
+    /* the last entry the run may reach: the block's last, and before the iterator's next
+     * read-ahead step (sst_iter_next_cell takes that one); a full cell array ends it too (checked
+     * per cell: a cell filter may leave cells out) */
+    int64_t end = (int64_t)b->n - 1;
     if (run < SST_AHEAD_LAST && end > i + (SST_AHEAD_STEP - 1) - (int64_t)(run % SST_AHEAD_STEP))
         end = i + (SST_AHEAD_STEP - 1) - (int64_t)(run % SST_AHEAD_STEP);
-    while (i < end) {
+    while (i < end && sc->ncells < sc->cells_cap) {
         const struct sst_dentry *d = &b->e[i + 1], *p = &b->e[i];
         if (!d->same_row || d->type != WC_TYPE_PUT || d->seq > c->snap || d->ts < lo ||
             d->ts >= hi || d->key_len - d->row_len > m->qual_cap)
