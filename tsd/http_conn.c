@@ -158,15 +158,37 @@ static const char *http_date_now(void)
     return date;
 }
 
+/* Appends s to out. */
+static void http_add_str(struct evbuffer *out, const char *s)
+{
+    evbuffer_add(out, s, strlen(s));
+}
+
+/* Appends v in decimal to out. */
+static void http_add_u64(struct evbuffer *out, uint64_t v)
+{
+    char d[20];
+    size_t n = sizeof(d);
+    do
+        d[--n] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    evbuffer_add(out, d + n, sizeof(d) - n);
+}
+
+/* The headers are appended piece by piece: the printf family cost ~1,700 instructions a call
+ * and a few hundred lines of code to bring into the cache for every answer. */
 void http_req_write_common_headers(struct http_req *r, struct evbuffer *out)
 {
     bool keep = r->keep_alive && !r->conn->close_after;
-    char h[96];
-    int n = snprintf(h, sizeof(h), "Date: %s\r\nConnection: %s\r\n", http_date_now(),
-                     keep ? "keep-alive" : "close");
-    evbuffer_add(out, h, (size_t)n); /* < 96: a 29-byte date and a 10-byte word */
-    for (size_t i = 0; i < r->nextra; i++)
-        evbuffer_add_printf(out, "%s: %s\r\n", r->extra[i].name, r->extra[i].value);
+    evbuffer_add(out, "Date: ", 6);
+    http_add_str(out, http_date_now());
+    http_add_str(out, keep ? "\r\nConnection: keep-alive\r\n" : "\r\nConnection: close\r\n");
+    for (size_t i = 0; i < r->nextra; i++) {
+        http_add_str(out, r->extra[i].name);
+        evbuffer_add(out, ": ", 2);
+        http_add_str(out, r->extra[i].value);
+        evbuffer_add(out, "\r\n", 2);
+    }
 }
 
 static void http_count_status(int status)
@@ -256,24 +278,20 @@ static bool http_reply_write(struct http_req *r)
         evbuffer_free(gz);
         gz = NULL;
     }
-    /* the status line and the body's headers in one formatting, into the stack unless a
-     * handler's content type makes them longer */
-    const char *st = http_status_text(status), *ct = "", *gzh = "";
-    const char *fmt = "HTTP/1.1 %d %s\r\n%s%s%s%s";
-    char clen[48] = "";
+    evbuffer_add(out, "HTTP/1.1 ", 9);
+    http_add_u64(out, (uint64_t)status);
+    evbuffer_add(out, " ", 1);
+    http_add_str(out, http_status_text(status));
+    evbuffer_add(out, "\r\n", 2);
     if (!no_body) {
-        ct = r->content_type ? r->content_type : "application/json; charset=UTF-8";
-        snprintf(clen, sizeof(clen), "\r\nContent-Length: %zu\r\n",
-                 gz ? evbuffer_get_length(gz) : blen);
-        gzh = gz ? "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n" : "";
+        evbuffer_add(out, "Content-Type: ", 14);
+        http_add_str(out, r->content_type ? r->content_type : "application/json; charset=UTF-8");
+        evbuffer_add(out, "\r\nContent-Length: ", 18);
+        http_add_u64(out, gz ? evbuffer_get_length(gz) : blen);
+        evbuffer_add(out, "\r\n", 2);
+        if (gz)
+            http_add_str(out, "Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n");
     }
-    const char *cth = no_body ? "" : "Content-Type: ";
-    char h[256];
-    int n = snprintf(h, sizeof(h), fmt, status, st, cth, ct, clen, gzh);
-    if (n > 0 && (size_t)n < sizeof(h))
-        evbuffer_add(out, h, (size_t)n);
-    else
-        evbuffer_add_printf(out, fmt, status, st, cth, ct, clen, gzh);
     http_req_write_common_headers(r, out);
     evbuffer_add(out, "\r\n", 2);
     if (!no_body && r->wire_method != HTTP_HEAD)
