@@ -386,7 +386,9 @@ static int http_parse_head(struct http_conn *c, struct http_req *r, const char *
     *sp1 = '\0';
     *sp2 = '\0';
     char *target = sp1 + 1, *version = http_trim(sp2 + 1);
-    snprintf(r->method_name, sizeof(r->method_name), "%s", line);
+    size_t ml = strnlen(line, sizeof(r->method_name) - 1); /* cut as the name's buffer is */
+    memcpy(r->method_name, line, ml);
+    r->method_name[ml] = '\0';
     r->wire_method = http_method_parse(line);
     r->method = r->wire_method;
     if (!strcmp(version, "HTTP/1.1"))

@@ -68,6 +68,15 @@ static bool routes_cors_allowed(const struct tsd *t, const char *origin)
     return false;
 }
 
+/* OpenTSDB's 405 for a method the endpoint does not take. */
+static void method_not_allowed(struct http_req *r)
+{
+    char details[128];
+    snprintf(details, sizeof(details), "The HTTP method [%s] is not permitted for this endpoint",
+             http_req_method_name(r));
+    http_reply_error(r, 405, "Method not allowed", details);
+}
+
 void routes_dispatch(struct http_req *r)
 {
     struct tsd *t = r->conn->tsd;
@@ -89,11 +98,8 @@ void routes_dispatch(struct http_req *r)
             return;
         }
     }
-    char details[128];
-    snprintf(details, sizeof(details), "The HTTP method [%s] is not permitted for this endpoint",
-             r->method_name);
     if (r->wire_method == 0 || r->wire_method == HTTP_OPTIONS) {
-        http_reply_error(r, 405, "Method not allowed", details);
+        method_not_allowed(r);
         return;
     }
     bool api = !strncmp(r->path, "/api", 4) && (r->path[4] == '/' || r->path[4] == '\0');
@@ -108,7 +114,7 @@ void routes_dispatch(struct http_req *r)
             return;
         }
         if (r->method != HTTP_GET && r->method != HTTP_HEAD) {
-            http_reply_error(r, 405, "Method not allowed", details);
+            method_not_allowed(r);
             return;
         }
         static_serve(r);
@@ -116,7 +122,7 @@ void routes_dispatch(struct http_req *r)
     }
     unsigned m = r->method == HTTP_HEAD ? HTTP_GET : r->method;
     if (!(e->methods & m)) {
-        http_reply_error(r, 405, "Method not allowed", details);
+        method_not_allowed(r);
         return;
     }
     if (!auth_http_permit(r)) /* writes and admin actions (tsd/auth.h); it has replied */
