@@ -8,6 +8,7 @@
 #include "schema/rowkey.h"
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -264,23 +265,33 @@ struct rowkey_clause {
     uint64_t tagk;
     bool exclude;
     size_t n;
-    uint64_t *tagvs; /* sorted, for binary search */
+    uint64_t *tagvs; /* sorted, for binary search; &one for a single value */
+    uint64_t one;
 };
+
+/* A filter of a few clauses of one value each (a query's literal tags) takes one allocation:
+ * the first ROWKEY_FILTER_INLINE clauses live in the filter, a clause's single value in the
+ * clause (the per-clause realloc and malloc were a twentieth of a last query's instructions). */
+#define ROWKEY_FILTER_INLINE 8
 
 struct rowkey_filter {
     struct rowkey_layout l;
     bool has_metric;
     uint64_t metric;
-    struct rowkey_clause *clauses;
-    size_t nclauses;
+    struct rowkey_clause *clauses; /* inl, or the heap past ROWKEY_FILTER_INLINE */
+    size_t nclauses, cap;
+    struct rowkey_clause inl[ROWKEY_FILTER_INLINE];
 };
 
 int rowkey_filter_new(const struct rowkey_layout *l, struct rowkey_filter **out, struct ct_err *err)
 {
-    struct rowkey_filter *f = calloc(1, sizeof(*f));
+    struct rowkey_filter *f = malloc(sizeof(*f));
     if (!f)
         return ct_err_set(err, CT_ENOMEM, "out of memory for a row filter");
+    memset(f, 0, offsetof(struct rowkey_filter, inl));
     f->l = *l;
+    f->clauses = f->inl;
+    f->cap = ROWKEY_FILTER_INLINE;
     *out = f;
     return CT_OK;
 }
@@ -290,8 +301,10 @@ void rowkey_filter_free(struct rowkey_filter *f)
     if (!f)
         return;
     for (size_t i = 0; i < f->nclauses; i++)
-        free(f->clauses[i].tagvs);
-    free(f->clauses);
+        if (f->clauses[i].tagvs != &f->clauses[i].one)
+            free(f->clauses[i].tagvs);
+    if (f->clauses != f->inl)
+        free(f->clauses);
     free(f);
 }
 
@@ -310,16 +323,29 @@ static int rowkey_u64_cmp(const void *a, const void *b)
 int rowkey_filter_add(struct rowkey_filter *f, uint64_t tagk, const uint64_t *tagvs, size_t n,
                       bool exclude, struct ct_err *err)
 {
-    struct rowkey_clause *nc = realloc(f->clauses, (f->nclauses + 1) * sizeof(*nc));
-    if (!nc)
-        return ct_err_set(err, CT_ENOMEM, "out of memory for a row filter clause");
-    f->clauses = nc;
-    struct rowkey_clause *c = &nc[f->nclauses];
+    if (f->nclauses == f->cap) { /* doubled; single values move with their clauses */
+        size_t nc = f->cap * 2;
+        struct rowkey_clause *na = malloc(nc * sizeof(*na));
+        if (!na)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for a row filter clause");
+        memcpy(na, f->clauses, f->nclauses * sizeof(*na));
+        for (size_t i = 0; i < f->nclauses; i++)
+            if (f->clauses[i].tagvs == &f->clauses[i].one)
+                na[i].tagvs = &na[i].one;
+        if (f->clauses != f->inl)
+            free(f->clauses);
+        f->clauses = na;
+        f->cap = nc;
+    }
+    struct rowkey_clause *c = &f->clauses[f->nclauses];
     c->tagk = tagk;
     c->exclude = exclude;
     c->n = n;
     c->tagvs = NULL;
-    if (n) {
+    if (n == 1) {
+        c->one = tagvs[0];
+        c->tagvs = &c->one;
+    } else if (n) {
         c->tagvs = malloc(n * sizeof(uint64_t));
         if (!c->tagvs)
             return ct_err_set(err, CT_ENOMEM, "out of memory for %zu tag values", n);

@@ -196,6 +196,38 @@ static void test_row_filter_clauses(void **state)
     rowkey_filter_free(f);
 }
 
+/* Past the filter's inline clauses (8): 20 single-value clauses and two of several values,
+ * grown while single values live inside the moved clauses; every clause must still hold. */
+static void test_row_filter_with_many_clauses(void **state)
+{
+    (void)state;
+    struct rowkey_layout l = salted(1, 20);
+    struct rowkey_filter *f;
+    struct ct_err err = {0};
+    assert_int_equal(rowkey_filter_new(&l, &f, &err), CT_OK);
+    rowkey_filter_set_metric(f, 1);
+    struct rowkey_tag tags[22];
+    for (uint64_t k = 1; k <= 22; k++) {
+        uint64_t v[3] = {100 + k, 200 + k, 300 + k};
+        size_t nv = k % 11 == 0 ? 3 : 1; /* tags 11 and 22 take three values */
+        assert_int_equal(rowkey_filter_add(f, k, v, nv, false, &err), CT_OK);
+        tags[k - 1] = (struct rowkey_tag){k, nv == 3 ? 300 + k : 100 + k};
+    }
+    uint8_t row[ROWKEY_MAX_BYTES];
+    size_t n = make_row(&l, 1, tags, 22, row);
+    assert_true(rowkey_filter_match(f, row, n));
+    for (size_t k = 0; k < 22; k++) { /* any one value off: no match */
+        uint64_t keep = tags[k].tagv;
+        tags[k].tagv = 999;
+        n = make_row(&l, 1, tags, 22, row);
+        assert_false(rowkey_filter_match(f, row, n));
+        tags[k].tagv = keep;
+    }
+    n = make_row(&l, 1, tags, 21, row); /* tag 22 missing */
+    assert_false(rowkey_filter_match(f, row, n));
+    rowkey_filter_free(f);
+}
+
 /* A key lies in [start, stop) (stop_len 0: no upper bound). */
 static bool key_in(const uint8_t *k, size_t kl, const uint8_t *a, size_t al, const uint8_t *b,
                    size_t bl)
@@ -316,6 +348,7 @@ int main(void)
         cmocka_unit_test(test_tsuid_build_rejects_bad_input),
         cmocka_unit_test(test_base_hour_and_scan_bounds),
         cmocka_unit_test(test_row_filter_clauses),
+        cmocka_unit_test(test_row_filter_with_many_clauses),
         cmocka_unit_test(test_lead_ranges_hold_every_row_the_filter_accepts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
