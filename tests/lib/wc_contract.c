@@ -1167,6 +1167,42 @@ static void test_multi_range_scans_with_filter_limit_and_batches(void **state)
     assert_string_equal(scan_str(c, &o), "e: f:q@1=e f:q2@1=x | e: f:q3@1=y | a: f:q@1=a");
 }
 
+/* Range bounds longer than Bigtable's 4 KiB row keys (the Bigtable backend clips them to the
+ * same row sets): two ranges split at a 5,000-byte key "bxx..x", one from a 6,000-byte key, and
+ * a range lying wholly between two long keys that share their first 4 KiB (no stored row can be
+ * in it). Rows a, b, bx, c, d, e; both directions. */
+static void test_multi_range_scans_with_bounds_longer_than_4kib(void **state)
+{
+    struct cctx *c = *state;
+    mk_table(c, FAMS("f"));
+    fill_rows(c, "a,b,bx,c,d,e");
+    static uint8_t k5[5000], k6a[6000], k6b[6000];
+    k5[0] = 'b';
+    memset(k5 + 1, 'x', sizeof(k5) - 1); /* above "bx", below "c" */
+    k6a[0] = 'c';
+    memset(k6a + 1, 'y', sizeof(k6a) - 1); /* above "c", below "d" */
+    memcpy(k6b, k6a, sizeof(k6b));
+    k6b[5999] = 'z'; /* shares k6a's first 5,999 bytes */
+    struct wc_row_range rr[4] = {
+        {wc_bytes_str("a"), wc_bytes_of(k5, sizeof(k5))},
+        {wc_bytes_of(k5, sizeof(k5)), wc_bytes_of(k6a, sizeof(k6a))},
+        {wc_bytes_of(k6a, sizeof(k6a)), wc_bytes_of(k6b, sizeof(k6b))},
+        {wc_bytes_of(k6b, sizeof(k6b)), wc_bytes_str("e")},
+    };
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    o.ranges = rr;
+    o.nranges = 4;
+    assert_string_equal(scan_keys(c, &o), "a,b,bx,c,d");
+    o.reversed = true;
+    assert_string_equal(scan_keys(c, &o), "d,c,bx,b,a");
+    o.nranges = 1; /* [a, k5) alone: bx is below k5 */
+    assert_string_equal(scan_keys(c, &o), "bx,b,a");
+    o.ranges = rr + 2; /* [k6a, k6b) alone: nothing stored can lie there */
+    o.reversed = false;
+    assert_string_equal(scan_keys(c, &o), "");
+}
+
 static void test_multi_range_scans_refuse_bad_ranges(void **state)
 {
     struct cctx *c = *state;
@@ -1441,6 +1477,8 @@ int wc_contract_run(const char *backend_label, wc_contract_open_fn open_store, v
         cmocka_unit_test_setup_teardown(test_multi_range_scans_match_the_model_in_both_directions,
                                         cc_setup, cc_teardown),
         cmocka_unit_test_setup_teardown(test_multi_range_scans_with_filter_limit_and_batches,
+                                        cc_setup, cc_teardown),
+        cmocka_unit_test_setup_teardown(test_multi_range_scans_with_bounds_longer_than_4kib,
                                         cc_setup, cc_teardown),
         cmocka_unit_test_setup_teardown(test_multi_range_scans_refuse_bad_ranges, cc_setup,
                                         cc_teardown),
