@@ -172,7 +172,8 @@ void sst_iter_tell(const struct sst_iter *it, struct sst_pos *out);
 CT_MUST_CHECK int sst_iter_prev_of(struct sst_iter *it, const struct sst_pos *p,
                                    struct ct_err *err);
 /* Moves back to the first cell of the current cell's row (REQUIRES valid): the same as
- * sst_iter_seek() to the row's smallest possible cell, by comparing rows only. */
+ * sst_iter_seek() to the row's smallest possible cell, by comparing rows only. For a reversed
+ * scan's row read: the forward steps after it do no read-ahead of the next block. */
 CT_MUST_CHECK int sst_iter_row_start(struct sst_iter *it, struct ct_err *err);
 /* sst_iter_next(), then *valid = sst_iter_valid() and, if valid, the new current cell in *out:
  * one call per cell for merging readers. *same_row: true only if the new cell is known to be on

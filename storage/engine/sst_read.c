@@ -1314,7 +1314,10 @@ int sst_iter_prev_of(struct sst_iter *it, const struct sst_pos *p, struct ct_err
 
 int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
 {
-    it->run = 0; /* no read-ahead before a run of forward steps */
+    /* a reversed scan's rewind: the forward steps from here read this one row, and the scan
+     * then steps back to an earlier row, so no read-ahead of the next block (it was fetched for
+     * nothing, and split the row's run of puts every 4 cells over the block's first 32) */
+    it->run = SST_AHEAD_LAST + 1;
     if (!it->valid)
         return CT_OK;
     for (;;) {
