@@ -20,7 +20,19 @@
  * for more than LAST_LOOP_WAIT_NS in all makes the loop leave last queries to the workers for
  * 10 s (tsd_last_loop_overrun), so the loop waits that long at most once per 10 s. The loop
  * saves the two thread hand-offs (a worker's wake-up and the loop's wake-up for the
- * completion), which cost more than a small last query. */
+ * completion), which cost more than a small last query;
+ * (4) OpenTSDB's QueryRpc counters (tsd.http.query.*) count /api/query only, never
+ * /api/query/last (its handleLastDataPointQuery counts nothing), and only a query that passed
+ * parsing and validation: those failures (a bad aggregator, a missing start, DELETE not
+ * enabled) are thrown out of handleQuery before the counting starts, and RpcHandler counts no
+ * BadRequestException. Every query handed to a worker (or refused one) ends in exactly one
+ * counter (query_count): success when the answer went out (as SendIt; a client that left
+ * counts too, OpenTSDB writes its serialized reply to the closed channel all the same),
+ * invalid_requests for a 400 the run found (an unknown name: OpenTSDB's ErrorCB counts
+ * NoSuchUniqueName so; a malformed TSUID, which OpenTSDB fails elsewhere, is counted here
+ * too), exceptions for anything else (ErrorCB's timeouts, storage failures and
+ * QueryExceptions such as the 413 datapoint limit; ctsdb's 503 when no worker takes the
+ * query, which OpenTSDB has no counterpart for). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -85,9 +97,10 @@ static void reply_failure(struct http_req *r, struct stream *s, int status,
 }
 
 /* Ends an answer whose run returned rc: the rest of j flushed and the stream ended, or the
- * failure replied (reply_failure); j is freed either way. */
-static void answer_finish(struct http_req *r, struct stream *s, struct qjson *j, int rc,
-                          enum qexec_status status, const struct ct_err *err)
+ * failure replied (reply_failure); j is freed either way. Returns the answer's final rc
+ * (rc, or the flush's failure). */
+static int answer_finish(struct http_req *r, struct stream *s, struct qjson *j, int rc,
+                         enum qexec_status status, const struct ct_err *err)
 {
     if (rc == CT_OK)
         rc = qjson_flush(j);
@@ -96,6 +109,19 @@ static void answer_finish(struct http_req *r, struct stream *s, struct qjson *j,
     else
         reply_failure(r, s, (int)status, err);
     qjson_free(j);
+    return rc;
+}
+
+/* Counts how an /api/query answer ended (see (4)); rc as answer_finish returned it, status
+ * the run's. Any thread (relaxed atomics). */
+static void query_count(int rc, enum qexec_status status)
+{
+    if (rc == CT_OK || rc == CT_ECLOSED)
+        tstats_add(TSTATS_QUERY_SUCCESS, 1);
+    else if (status == QEXEC_BAD_REQUEST)
+        tstats_add(TSTATS_QUERY_INVALID, 1);
+    else
+        tstats_add(TSTATS_QUERY_EXCEPTIONS, 1);
 }
 
 static void query_work(struct http_req *r, void *arg)
@@ -109,6 +135,7 @@ static void query_work(struct http_req *r, void *arg)
     enum qexec_status status = QEXEC_INTERNAL;
     if (!j) {
         http_reply_error(r, 500, "out of memory", NULL);
+        tstats_add(TSTATS_QUERY_EXCEPTIONS, 1);
         qspec_free(q);
         return;
     }
@@ -118,7 +145,7 @@ static void query_work(struct http_req *r, void *arg)
         tstats_add(TSTATS_QUERY_PARALLEL, 1);
     if (st.busy_one_thread)
         tstats_add(TSTATS_QUERY_BUSY_ONE, 1);
-    answer_finish(r, &s, j, rc, status, &err);
+    query_count(answer_finish(r, &s, j, rc, status, &err), status);
     qspec_free(q);
 }
 
@@ -160,6 +187,7 @@ void api_query_handle(struct http_req *r)
     if (http_req_defer(r, query_work, q, &err) != CT_OK) {
         qspec_free(q);
         http_reply_error(r, 503, "The TSD is overloaded; retry later", err.msg);
+        tstats_add(TSTATS_QUERY_EXCEPTIONS, 1);
     }
 }
 
@@ -176,7 +204,7 @@ static void last_work(struct http_req *r, void *arg)
         return;
     }
     int rc = qlast_run(tsd_tsdb(http_req_tsd(r)), q, clock_now_ms(), j, &status, &err);
-    answer_finish(r, &s, j, rc, status, &err);
+    answer_finish(r, &s, j, rc, status, &err); /* not in tsd.http.query.* (see (4)) */
     qlast_req_free(q);
 }
 
@@ -229,7 +257,7 @@ static bool last_on_loop(struct http_req *r, struct qlast_req *q)
     if (rc == CT_ELIMIT)
         qjson_free(j); /* nothing was written: the answer is written only at the end */
     else
-        answer_finish(r, &s, j, rc, status, &err);
+        answer_finish(r, &s, j, rc, status, &err); /* not in tsd.http.query.* (see (4)) */
     if (waits < 0 || (waited != 0 && took > LAST_LOOP_WAIT_NS)) {
         tstats_add(TSTATS_LAST_LOOP_WAITS, 1);
         tsd_last_loop_overrun(t, now);

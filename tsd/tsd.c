@@ -336,6 +336,14 @@ void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
     TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_RPC_OTHER_TELNET), "type=telnet");
     TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_HTTP_REQUESTS), "type=http");
     TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_HTTP_PUT), "type=http_put");
+    /* RpcHandler.createQueryInstance counts a request under /plugin/ as http_plugin whether
+     * or not a plugin serves it; ctsdb has no HTTP RPC plugins and counts such a request
+     * (a 404) under type=http, so this is OpenTSDB's figure with nothing plugged in, 0 */
+    TSD_STAT("tsd.rpc.received", 0, "type=http_plugin");
+    /* RpcHandler counts exceptions escaping a handler (messageReceived, handleHttpQuery's
+     * catch-all; never a BadRequestException): ctsdb's handlers answer each failure
+     * themselves (5xx ones are in tsd.http.errors type=5xx), so nothing escapes: 0 */
+    TSD_STAT("tsd.rpc.exceptions", 0, "");
     TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_RPC_UNKNOWN), "type=unknown_commands");
     TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_ILLEGAL_ARGUMENTS), "type=illegal_arguments");
     TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_INVALID_VALUES), "type=invalid_values");
@@ -358,6 +366,10 @@ void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
         snprintf(name, sizeof(name), "tsd.http.latency_us_%dpct", pcts[i]);
         TSD_STAT(name, us[i], "type=all");
     }
+    /* QueryRpc.collectStats: /api/query outcomes (api_query.c (4) says which is which) */
+    TSD_STAT("tsd.http.query.invalid_requests", tstats_get(TSTATS_QUERY_INVALID), "");
+    TSD_STAT("tsd.http.query.exceptions", tstats_get(TSTATS_QUERY_EXCEPTIONS), "");
+    TSD_STAT("tsd.http.query.success", tstats_get(TSTATS_QUERY_SUCCESS), "");
     TSD_STAT("tsd.datapoints.added", tstats_get(TSTATS_POINTS_ADDED), "type=all");
     TSD_STAT("tsd.datapoints.written", tstats_get(TSTATS_POINTS_WRITTEN), "");
     TSD_STAT("tsd.datapoints.failed", tstats_get(TSTATS_POINTS_FAILED), "");

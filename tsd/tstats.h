@@ -41,6 +41,11 @@ enum tstats_counter {
     TSTATS_LAST_LOOP_WAITS, /* ... runs that waited there: the loop path stopped for 10 s */
     TSTATS_QUERY_PARALLEL,  /* /api/query runs whose scans used several threads */
     TSTATS_QUERY_BUSY_ONE,  /* ... that used one because every CPU was busy (qexec) */
+    /* /api/query requests (not /last) that passed parsing and validation, by how they ended
+     * (OpenTSDB's QueryRpc counters; api_query.c says which outcome goes where): */
+    TSTATS_QUERY_SUCCESS,    /* answered with the data */
+    TSTATS_QUERY_INVALID,    /* the run found a name the store does not know (400) */
+    TSTATS_QUERY_EXCEPTIONS, /* any other failure: 408, 413, 500, 503 */
     TSTATS_NCOUNTERS
 };
 

@@ -175,6 +175,50 @@ tsd_stop
 # ---- delete with allow_delete, datapoint limit, the data directory CLI ----------------------
 tsd_start --tsd.http.query.allow_delete=true --tsd.query.limits.data_points.default=3
 B="http://127.0.0.1:$TSD_PORT"
+
+# ---- OpenTSDB's QueryRpc counters (tsd.http.query.*), on this fresh daemon ------------------
+# qstats: "invalid_requests exceptions success" from /api/stats (each must appear once, no tags
+# but host, an integer string)
+qstats() {
+  curl -s -m 10 "$B/api/stats" | python3 -c '
+import json, sys
+got = {}
+for s in json.load(sys.stdin):
+    n = s["metric"]
+    if n.startswith("tsd.http.query."):
+        assert n not in got and list(s["tags"]) == ["host"] and s["value"].isdigit(), s
+        got[n] = s["value"]
+print(" ".join(got.get("tsd.http.query." + k, "missing")
+               for k in ("invalid_requests", "exceptions", "success")))'
+}
+check_eq "query counters start at 0" "0 0 0" "$(qstats)"
+r=$(get "/api/query?$S&m=sum:sys.cpu{host=a}")
+check_contains "counted: a query within the limit answers 200" "$r" '200 [{"metric":"sys.cpu"'
+r=$(post /api/query "{\"start\":1356998400,\"end\":1356998500,\"queries\":[{\"aggregator\":\"sum\",\"metric\":\"sys.cpu\",\"tags\":{\"host\":\"b\"}}]}")
+check_contains "counted: a POST query answers 200" "$r" '200 [{"metric":"sys.cpu"'
+r=$(get "/api/query?$S&m=nosuchagg:sys.cpu")
+check_contains "not counted: a bad aggregator is a 400 from validation" "$r" '400 '
+r=$(get "/api/query?m=sum:sys.cpu")
+check_contains "not counted: a missing start is a 400 from parsing" "$r" '400 '
+r=$(get "/api/query?$S&m=sum:no.such.metric")
+check_contains "counted: an unknown metric is a 400 from the run" "$r" '400 '
+r=$(get "/api/query?$S&m=sum:sys.cpu{nosuchtagk=a}")
+check_contains "counted: an unknown tag key is a 400 from the run" "$r" '400 '
+r=$(get "/api/query?$S&m=sum:sys.cpu")
+check_contains "counted: over the datapoint limit is a 413" "$r" '413 '
+r=$(get "/api/query/last?timeseries=sys.cpu{host=a}")
+check_contains "not counted: /api/query/last" "$r" '200 ['
+r=$(get "/api/query/last?timeseries=no.such.metric")
+check_contains "not counted: a failing /api/query/last" "$r" '400 '
+check_eq "tsd.http.query.* after 2 answers, 2 unknown names, a 413" "2 1 2" "$(qstats)"
+out=$(printf 'stats\n' | tsd_talk | grep '^tsd\.http\.query\.\|^tsd\.rpc\.exceptions \|type=http_plugin' | \
+  cut -d' ' -f1,3-)
+check_eq "telnet stats: the same counters, OpenTSDB's names and tags" \
+"tsd.rpc.received 0 host=$(hostname) type=http_plugin
+tsd.rpc.exceptions 0 host=$(hostname)
+tsd.http.query.invalid_requests 2 host=$(hostname)
+tsd.http.query.exceptions 1 host=$(hostname)
+tsd.http.query.success 2 host=$(hostname)" "$out"
 r=$(get "/api/query?$S&m=sum:sys.cpu")
 check_contains "datapoint limit gives 413" "$r" '413 {"error":{"code":413,"message":"Sorry, you have attempted to fetch more than our limit of 3 data points'
 out=$("$CTSDB" query --host "127.0.0.1:$TSD_PORT" 1356998400 1356998500 sum sys.cpu host=a)
