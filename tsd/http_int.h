@@ -94,6 +94,8 @@ struct http_conn {
     pthread_cond_t cv;
     uint64_t drain_gen;            /* [mu] bumped each time the output drains below the low mark */
     bool gone;                     /* [mu] client closed or errored */
+    struct http_req *spare;        /* [loop] the last finished request, kept for the next one (its
+                               struct and reply buffer: http_req_recycle) */
     struct http_req *parked;       /* [mu] finished by its worker, which wrote the whole reply and
                                       left the rest to the loop's next callback for this
                                       connection instead of waking the loop (http_conn_park) */
