@@ -293,9 +293,12 @@ struct lastpt {
     } row;
 };
 
+/* Series and their points: a[0, n), of which a[base, n) is the current sub-query's part, the
+ * only one the hash table (slots hold index + 1) knows, so a series is unique within it. */
 struct lastset {
     struct lastpt *a;
     size_t n, cap;
+    size_t base;
     size_t *ht;
     size_t htcap;
 };
@@ -308,16 +311,16 @@ static uint64_t hb(const uint8_t *p, size_t n)
     return h;
 }
 
-/* The entry of a series: its index in s->a, or -1 if absent (*h is then its free hash slot).
- * Grows the hash table first when needed; -2 on allocation failure. */
+/* The entry of a series in the current part: its index in s->a, or -1 if absent (*h is then
+ * its free hash slot). Grows the hash table first when needed; -2 on allocation failure. */
 static long lastset_find(struct lastset *s, const uint8_t *ts, size_t len, size_t *h)
 {
-    if ((s->n + 1) * 2 > s->htcap) {
-        size_t nc = s->htcap ? s->htcap * 2 : 64;
+    if ((s->n - s->base + 1) * 2 > s->htcap) {
+        size_t nc = s->htcap ? s->htcap * 2 : 16;
         size_t *nh = calloc(nc, sizeof(size_t));
         if (!nh)
             return -2;
-        for (size_t i = 0; i < s->n; i++) {
+        for (size_t i = s->base; i < s->n; i++) {
             size_t k = hb(s->a[i].tsuid, s->a[i].len) & (nc - 1);
             while (nh[k])
                 k = (k + 1) & (nc - 1);
@@ -342,8 +345,8 @@ static long lastset_find(struct lastset *s, const uint8_t *ts, size_t len, size_
 static int lastset_insert(struct lastset *s, size_t h, const uint8_t *ts, size_t len,
                           const struct dpcodec_point *p)
 {
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 16;
+    if (s->n == s->cap) { /* an entry is ~1 KiB (a TSUID of the widest layout): start small */
+        size_t nc = s->cap ? s->cap * 2 : 4;
         struct lastpt *na = realloc(s->a, nc * sizeof(*na));
         if (!na)
             return -1;
@@ -494,12 +497,11 @@ static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t
     return last_by_gets(t, ts, tl, top, top - back_h * ROWKEY_HOUR_S, set, lim, status, err);
 }
 
-/* What the discovery scan of a metric query collects: each matching series not yet in the
- * answer, with the newest hour in which it has a row (in p.ts_ms). */
+/* What the discovery scan of a metric query collects: each matching series, with the newest
+ * hour in which it has a row (in p.ts_ms) and what the scan made of that row. */
 struct lastfind {
     const struct rowkey_layout *l;
     const struct rowkey_filter *rf;
-    struct lastset *done; /* series this sub-query's answer already has (last_run) */
     struct lastset found;
     bool oom;
     struct qlast_limit *lim;
@@ -556,8 +558,6 @@ static enum wc_row_decision lastfind_filter(void *arg, const uint8_t *row, size_
     if (!tl)
         return WC_ROW_SKIP;
     size_t h = 0;
-    if (f->done->n && lastset_find(f->done, ts, tl, &h) >= 0)
-        return WC_ROW_SKIP; /* already answered */
     /* the key fits the layout (rowkey_filter_match checked it) */
     int64_t base = coding_get_be32(row + f->l->salt_width + f->l->metric_width);
     long i = lastset_find(&f->found, ts, tl, &h);
@@ -646,7 +646,7 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
     unsigned nb = l->salt_width ? l->salt_buckets : 1;
     int64_t top = rowkey_base_hour_s(now_s), bottom = top - back_h * ROWKEY_HOUR_S;
     struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
-    struct lastfind f = {l, rf, set, {0}, false, lim, -1, 0, {0}, CT_OK, err};
+    struct lastfind f = {l, rf, {0}, false, lim, -1, 0, {0}, CT_OK, err};
     /* when the tags pin the leading tag keys, only the key ranges of each hour that can hold
      * a matching row are read (rowkey_filter_lead), all of a bucket's in one multi-range scan
      * (wc_scan_options.ranges; reversed: newest hour first, each hour's ranges in descending
@@ -802,11 +802,12 @@ static int write_point(struct tsdb *t, const struct lastpt *lp, bool resolve, bo
     return CT_OK;
 }
 
-/* Empties s for the next sub-query's answer, keeping its arrays (a large hash table is dropped
- * rather than cleared: a run of many TSUIDs after a wide metric query clears one slot each). */
-static void lastset_reset(struct lastset *s)
+/* Starts the next sub-query's part of s (its answers so far stay before it): the hash table
+ * is emptied, or dropped when large (a run of many TSUIDs after a wide metric query would
+ * clear it once for each). */
+static void lastset_next_part(struct lastset *s)
 {
-    s->n = 0;
+    s->base = s->n;
     if (s->htcap > 256) {
         free(s->ht);
         s->ht = NULL;
@@ -816,39 +817,18 @@ static void lastset_reset(struct lastset *s)
     }
 }
 
-/* The answer so far: each sub-query's points appended in request order (invariant (1)). */
-struct lastout {
-    struct lastpt *a;
-    size_t n, cap;
-};
-
-/* Appends one sub-query's answer s, sorted by TSUID first. */
-static int lastout_take(struct lastout *o, struct lastset *s, struct ct_err *err)
+/* Ends the current part: its series sorted by TSUID (invariant (1)). */
+static void lastset_end_part(struct lastset *s)
 {
-    if (s->n > 1)
-        qsort(s->a, s->n, sizeof(*s->a), lastpt_cmp);
-    if (o->n + s->n > o->cap) {
-        size_t nc = o->cap ? o->cap : 16;
-        while (nc < o->n + s->n)
-            nc *= 2;
-        struct lastpt *na = realloc(o->a, nc * sizeof(*na));
-        if (!na)
-            return ct_err_set(err, CT_ENOMEM, "out of memory");
-        o->a = na;
-        o->cap = nc;
-    }
-    if (s->n)
-        memcpy(o->a + o->n, s->a, s->n * sizeof(*s->a));
-    o->n += s->n;
-    return CT_OK;
+    if (s->n - s->base > 1)
+        qsort(s->a + s->base, s->n - s->base, sizeof(*s->a), lastpt_cmp);
 }
 
 static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
                     struct qlast_limit *lim, struct qjson *j, enum qexec_status *status,
                     struct ct_err *err)
 {
-    struct lastset set = {0}; /* one sub-query's (or one TSUID's) answer */
-    struct lastout out = {0};
+    struct lastset set = {0}; /* the answer: a part per sub-query (or per TSUID) */
     int64_t back = r->back_scan_h > 0 ? r->back_scan_h : QLAST_DEFAULT_BACK_SCAN_H;
     int rc = CT_OK;
     *status = QEXEC_INTERNAL;
@@ -857,30 +837,26 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
         /* (2): a sub-query's TSUIDs, each answered on its own (so one listed twice is
          * answered twice), or else its metric and tags */
         for (size_t k = 0; k < q->ntsuids && rc == CT_OK; k++) {
-            lastset_reset(&set);
+            lastset_next_part(&set);
             rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, lim, status, err);
-            if (rc == CT_OK)
-                rc = lastout_take(&out, &set, err);
         }
         if (!q->ntsuids && q->metric && rc == CT_OK) {
-            lastset_reset(&set);
+            lastset_next_part(&set);
             rc = last_of_metric(t, q, now_ms / 1000, back, &set, lim, status, err);
-            if (rc == CT_OK)
-                rc = lastout_take(&out, &set, err);
+            lastset_end_part(&set);
         }
     }
     if (rc == CT_OK) {
         *status = QEXEC_OK;
         qjson_raw(j, "[", 1);
-        for (size_t i = 0; i < out.n && rc == CT_OK; i++)
-            rc = write_point(t, &out.a[i], r->resolve, i == 0, j, err);
+        for (size_t i = 0; i < set.n && rc == CT_OK; i++)
+            rc = write_point(t, &set.a[i], r->resolve, i == 0, j, err);
         qjson_raw(j, "]", 1);
         if (rc != CT_OK)
             *status = QEXEC_INTERNAL;
     }
     free(set.a);
     free(set.ht);
-    free(out.a);
     return rc;
 }
 
