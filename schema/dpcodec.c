@@ -1762,14 +1762,6 @@ void dpcodec_newest_init(struct dpcodec_newest *n)
     memset(n, 0, sizeof(*n));
 }
 
-/* Keeps p if dpcodec_collect() would sort it after the newest so far and keep it among its
- * duplicates: a later time, or the same time from a cell written at the same time or later (the
- * sort is stable and the de-duplication keeps the last of equal times). */
-static inline bool dpcodec_newest_wins(const struct dpcodec_newest *n, int64_t ts, int64_t cell_ts)
-{
-    return !n->have || ts > n->p.ts_ms || (ts == n->p.ts_ms && cell_ts >= n->p.cell_ts_ms);
-}
-
 static inline void dpcodec_newest_take(struct dpcodec_newest *n, const struct dpcodec_point *p)
 {
     if (dpcodec_newest_wins(n, p->ts_ms, p->cell_ts_ms)) {

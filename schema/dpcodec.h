@@ -169,6 +169,14 @@ struct dpcodec_newest {
     int64_t base_ms;
 };
 void dpcodec_newest_init(struct dpcodec_newest *n);
+/* Whether a point at ts from a cell written at cell_ts replaces n's newest: dpcodec_collect()
+ * would sort it after the newest so far and keep it among its duplicates (a later time, or the
+ * same time from a cell written at the same time or later: the sort is stable and the
+ * de-duplication keeps the last of equal times). */
+static inline bool dpcodec_newest_wins(const struct dpcodec_newest *n, int64_t ts, int64_t cell_ts)
+{
+    return !n->have || ts > n->p.ts_ms || (ts == n->p.ts_ms && cell_ts >= n->p.cell_ts_ms);
+}
 /* dpcodec_newest_add() for any cell (the inline function below takes plain seconds cells). */
 CT_MUST_CHECK int dpcodec_newest_add_cell(struct dpcodec_newest *n, int64_t base_s,
                                           const struct wc_cell *cell, struct ct_err *err);
@@ -189,8 +197,8 @@ CT_MUST_CHECK static inline int dpcodec_newest_add(struct dpcodec_newest *n, int
         return dpcodec_newest_add_cell(n, base_s, cell, err);
     n->ncells++;
     int64_t ts = (base_s + (int64_t)(u >> 4)) * 1000;
-    if (n->have && (ts < n->p.ts_ms || (ts == n->p.ts_ms && cell->ts_ms < n->p.cell_ts_ms)))
-        return CT_OK; /* not newer (dpcodec.c: dpcodec_newest_wins) */
+    if (!dpcodec_newest_wins(n, ts, cell->ts_ms))
+        return CT_OK;
     n->have = n->pending = true;
     n->p.ts_ms = ts;
     n->p.cell_ts_ms = cell->ts_ms;
