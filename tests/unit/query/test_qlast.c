@@ -423,9 +423,56 @@ static void test_duplicate_sub_queries_are_each_answered_in_request_order(void *
     }
 }
 
+/* The newest point of a row is not its last cell: a millisecond qualifier sorts after every
+ * seconds one, so a row holding a seconds point at 100 s and a millisecond one at 50.5 s ends
+ * with the older point; and a row whose newest point is a millisecond one, a double among
+ * integers. The scan folds every cell (dpcodec_newest); taking the last cell would answer
+ * 50,500 ms for "o1" (fails if the fold or the cell filter drops a cell). By metric and by
+ * TSUID (point gets), plain and within a budget. */
+static void test_the_newest_point_is_not_the_last_cell(void **state)
+{
+    struct tsdb_fixture *f = *state;
+    const char *k[2] = {"host", "dc"}, *o1[2] = {"o1", "q"}, *o2[2] = {"o2", "q"};
+    tsdb_fixture_put(f->t, "sys.order", k, o1, 2, dpcodec_point_int((H + 100) * 1000, false, 1));
+    tsdb_fixture_put(f->t, "sys.order", k, o1, 2,
+                     dpcodec_point_int((H + 50) * 1000 + 500, true, 2));
+    tsdb_fixture_put(f->t, "sys.order", k, o2, 2, dpcodec_point_int((H + 10) * 1000, false, 3));
+    tsdb_fixture_put(f->t, "sys.order", k, o2, 2,
+                     dpcodec_point_real((H + 20) * 1000 + 500, true, 4.25));
+    char want1[64], want2[64];
+    snprintf(want1, sizeof(want1), "\"timestamp\":%lld,\"value\":\"1\"",
+             (long long)(H + 100) * 1000);
+    snprintf(want2, sizeof(want2), "\"timestamp\":%lld,\"value\":\"4.25\"",
+             (long long)(H + 20) * 1000 + 500);
+    const struct qlast_budget ample = {1000, 100000, 100000, 1000, 0};
+    for (int bounded = 0; bounded < 2; bounded++) {
+        struct outcome o =
+            run(f, "{\"queries\":[{\"metric\":\"sys.order\",\"tags\":{\"dc\":\"q\"}}]}",
+                bounded ? &ample : NULL);
+        assert_int_equal(o.rc, CT_OK);
+        assert_non_null(strstr(o.out, want1));
+        assert_non_null(strstr(o.out, want2));
+        char t1[64], t2[64], t3[64], body[256];
+        assert_true(nth_tsuid(o.out, 0, t1, sizeof(t1)));
+        assert_true(nth_tsuid(o.out, 1, t2, sizeof(t2)));
+        assert_false(nth_tsuid(o.out, 2, t3, sizeof(t3)));
+        free(o.out);
+        snprintf(body, sizeof(body), "{\"queries\":[{\"tsuids\":[\"%s\",\"%s\"]}]}", t1, t2);
+        o = run(f, body, bounded ? &ample : NULL);
+        assert_int_equal(o.rc, CT_OK);
+        assert_non_null(strstr(o.out, want1));
+        assert_non_null(strstr(o.out, want2));
+        free(o.out);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_the_newest_point_is_not_the_last_cell, setup_unsalted,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_the_newest_point_is_not_the_last_cell, setup_salted,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_bounded_runs_answer_like_unbounded_ones_or_write_nothing, setup_unsalted,
             teardown),
