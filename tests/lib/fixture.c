@@ -44,6 +44,15 @@ struct wc_table *fixture_table_open(struct wc_store *s, const char *name)
     return t;
 }
 
+struct wc_store_stats fixture_store_stats(struct wc_store *s)
+{
+    struct wc_store_stats st;
+    struct ct_err err = {0};
+    if (wc_store_stats(s, &st, &err) != CT_OK)
+        fail_msg("stats: %s", err.msg);
+    return st;
+}
+
 struct wc_store *fixture_history_open(char **dir)
 {
     *dir = ctest_mkdtemp();

@@ -24,6 +24,9 @@ void fixture_table_create(struct wc_store *s, const char *name, const char *cons
  * ("open <name>: <why>") if it cannot. */
 struct wc_table *fixture_table_open(struct wc_store *s, const char *name);
 
+/* The store's statistics (wc_store_stats). Fails the test ("stats: <why>") if it cannot. */
+struct wc_store_stats fixture_store_stats(struct wc_store *s);
+
 /* The store of the random-history read tests: a fresh temporary directory (*dir, for
  * fixture_history_close), the clock pinned at 1,000 s (CTSDB_NOW_MS) so TTLs are deterministic,
  * and a 256 KiB block cache so blocks are evicted and read again. */

@@ -69,15 +69,6 @@ static void fill(struct wc_table *t, size_t per_region)
     }
 }
 
-static struct wc_store_stats stats(struct wc_store *s)
-{
-    struct wc_store_stats st;
-    struct ct_err err;
-    if (wc_store_stats(s, &st, &err) != CT_OK)
-        fail_msg("stats: %s", err.msg);
-    return st;
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -93,11 +84,11 @@ static void test_configured_ceiling_flushes_regions_under_their_flush_size(void 
     struct wc_store *s = open_store(dir, 4 * MIB, 1 * MIB);
     struct wc_table *t = mk_table(s);
     fill(t, 384 * KIB);
-    struct wc_store_stats st = stats(s);
+    struct wc_store_stats st = fixture_store_stats(s);
     /* at most 20 s (the check runs every 100 ms; flushes of 384 KiB are quick) */
     for (int i = 0; i < 200 && !(st.flushes > 0 && st.memstore_bytes <= 1 * MIB); i++) {
         sleep_ms(100);
-        st = stats(s);
+        st = fixture_store_stats(s);
     }
     print_message("ceiling 1 MiB: %llu flushes, %llu memstore bytes left\n",
                   (unsigned long long)st.flushes, (unsigned long long)st.memstore_bytes);
@@ -132,7 +123,7 @@ static void test_without_a_ceiling_the_same_writes_stay_in_memstores(void **stat
     struct wc_table *t = mk_table(s);
     fill(t, 384 * KIB);
     sleep_ms(1500); /* past one of the default ceiling's once-a-second checks */
-    struct wc_store_stats st = stats(s);
+    struct wc_store_stats st = fixture_store_stats(s);
     assert_int_equal(st.flushes, 0);
     assert_true(st.memstore_bytes >= NREGIONS * 384 * KIB);
     wc_table_close(t);
@@ -147,7 +138,7 @@ static void test_store_stats_report_all_memstores(void **state)
     char *dir = ctest_mkdtemp();
     struct wc_store *s = open_store(dir, 4 * MIB, 0);
     struct wc_table *t = mk_table(s);
-    assert_int_equal(stats(s).memstore_bytes, 0);
+    assert_int_equal(fixture_store_stats(s).memstore_bytes, 0);
     fill(t, 64 * KIB);
     struct wc_region_info *ri;
     size_t n;
@@ -158,9 +149,9 @@ static void test_store_stats_report_all_memstores(void **state)
         sum += ri[i].memstore_bytes;
     wc_region_info_free(ri, n);
     assert_true(sum >= NREGIONS * 64 * KIB);
-    assert_int_equal(stats(s).memstore_bytes, sum);
+    assert_int_equal(fixture_store_stats(s).memstore_bytes, sum);
     assert_int_equal(wc_table_flush(s, "m", &err), CT_OK);
-    assert_int_equal(stats(s).memstore_bytes, 0);
+    assert_int_equal(fixture_store_stats(s).memstore_bytes, 0);
     wc_table_close(t);
     wc_close(s);
     ctest_rmdir(dir);
@@ -215,7 +206,7 @@ static void run_block_file_reads(bool pread, int *mapped, int *rows)
         wc_scanner_close(sc);
     }
     *mapped = mapped_block_files(dir);
-    assert_true(stats(s).cache_misses > 0);
+    assert_true(fixture_store_stats(s).cache_misses > 0);
     wc_table_close(t);
     wc_close(s);
     ctest_rmdir(dir);

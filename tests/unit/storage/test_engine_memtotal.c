@@ -28,15 +28,6 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-static struct wc_store_stats stats(struct wc_store *s)
-{
-    struct wc_store_stats st;
-    struct ct_err err;
-    if (wc_store_stats(s, &st, &err) != CT_OK)
-        fail_msg("stats: %s", err.msg);
-    return st;
-}
-
 static uint64_t fast_total(struct wc_store *s)
 {
     return atomic_load(&estore_of(s)->memstore_total);
@@ -61,7 +52,7 @@ static void wait_idle(struct wc_store *ws)
 static void check_total(struct wc_store *s, const char *when)
 {
     wait_idle(s);
-    uint64_t slow = stats(s).memstore_bytes, fast = fast_total(s);
+    uint64_t slow = fixture_store_stats(s).memstore_bytes, fast = fast_total(s);
     if (slow != fast)
         fail_msg("%s: memstore_total %llu, regions' sum %llu", when, (unsigned long long)fast,
                  (unsigned long long)slow);
@@ -274,7 +265,7 @@ static void test_memstore_total_equals_the_regions_sum(void **state)
                 max_seen = fast_total(h.s);
         }
     }
-    struct wc_store_stats st = stats(h.s);
+    struct wc_store_stats st = fixture_store_stats(h.s);
     print_message("ops: %d batches, %d deletes, %d increments, %d cams, %d flushes, %d splits, "
                   "%d midpoint splits, %d truncates, %d alters, %d u batches, %d drops, "
                   "%d compactions; %llu flushes, %llu splits in all; largest total %llu\n",
@@ -407,7 +398,7 @@ static void test_writes_wait_over_the_ceiling_until_a_flush(void **state)
     sleep_ms(300); /* it stays held: nothing can flush */
     assert_false(atomic_load(&p.done));
     assert_int_equal(fast_total(s), over);
-    assert_int_equal(stats(s).flushes, 0);
+    assert_int_equal(fixture_store_stats(s).flushes, 0);
     /* reads go on while it waits (it holds nothing) */
     struct wc_scan_options so;
     wc_scan_options_init(&so);
@@ -422,7 +413,7 @@ static void test_writes_wait_over_the_ceiling_until_a_flush(void **state)
     assert_true(atomic_load(&p.done));
     pthread_join(th, NULL);
     assert_int_equal(p.rc, CT_OK);
-    struct wc_store_stats st = stats(s);
+    struct wc_store_stats st = fixture_store_stats(s);
     print_message("waits %llu, flushes %llu, total %llu (held at %llu)\n",
                   (unsigned long long)st.memstore_waits, (unsigned long long)st.flushes,
                   (unsigned long long)fast_total(s), (unsigned long long)over);
@@ -469,7 +460,7 @@ static void test_zero_ceiling_never_holds_a_write(void **state)
     assert_int_equal(p.rc, CT_OK);
     assert_true(fast_total(s) >= 2 * MIB);
     assert_int_equal(atomic_load(&es->n_memstore_waits), 0);
-    assert_int_equal(stats(s).memstore_waits, 0);
+    assert_int_equal(fixture_store_stats(s).memstore_waits, 0);
     check_total(s, "no ceiling");
     wc_table_close(t);
     wc_close(s);
@@ -605,7 +596,7 @@ static void test_writers_flushes_and_the_fence_do_not_deadlock(void **state)
     if (r.admin_rc != CT_OK)
         fail_msg("flush or split: %s", r.admin_msg);
     engine_set_test_step(s, NULL, NULL);
-    struct wc_store_stats st = stats(s);
+    struct wc_store_stats st = fixture_store_stats(s);
     print_message("fence waits %d, memstore waits %llu, flushes %llu, splits %llu\n",
                   atomic_load(&r.fence_waits), (unsigned long long)st.memstore_waits,
                   (unsigned long long)st.flushes, (unsigned long long)st.splits);
