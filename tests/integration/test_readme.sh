@@ -14,6 +14,8 @@
 # run in README order in one data directory, each with `set -e` so that any failing command fails
 # it; an answer carrying OpenTSDB's error object fails it too. Then the quick start's query must
 # answer the two points the quick start's puts wrote (host web01 42.5 by telnet, web02 7 by HTTP).
+# The README's other examples (query/last, suggest, a POST query, `ctsdb query`) must answer about
+# those points too.
 source "$(dirname "$0")/lib.sh"
 
 README=$IT_ROOT/README.md
@@ -116,6 +118,16 @@ for line in sys.stdin:
         break
 ' <<<"$ans")
   check_eq "the quick start's query answers both quick-start puts" "web01=42.5 web02=7.0" "$got"
+fi
+
+# The other examples answer about the same points (each command's own output, in one file per block).
+more=$(grep -l "api/query/last" "$dir"/block_*.sh "$dir"/block_*.bash 2>/dev/null | head -1)
+if [ -n "$more" ]; then
+  out=$(cat "$more.out")
+  check_contains "the README's /api/query/last example finds the quick-start series" "$out" '"metric":"sys.cpu.user"'
+  check_contains "the README's /api/suggest example lists the metric" "$out" '["sys.cpu.user"'
+  check "the README's ctsdb query example prints web01's point" grep -Eq 'sys\.cpu\.user [0-9]+ 42\.5' "$more.out"
+  check_contains "the README's POST /api/query example answers the max" "$out" '"aggregateTags":["host"]'
 fi
 
 tsd_stop
