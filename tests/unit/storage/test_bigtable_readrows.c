@@ -1,10 +1,11 @@
 /* test_bigtable_readrows.c - the Bigtable ReadRows chunk merger (storage/bigtable/bt_merge.h)
- * against the 48 public conformance vectors in shared/testdata/bigtable/readrows.json, plus the
- * reversed-order and restart rules the vectors do not cover.
+ * against the 48 public conformance vectors vendored in tests/vectors/bigtable/readrows.json
+ * (origin and licence: tests/vectors/README.md), plus the reversed-order and restart rules the
+ * vectors do not cover.
  *
- * The vectors are found beside the repository: <root>/../shared, where <root> is derived from
- * this program's path (<root>/build/<flavour>/tests/unit/storage/<name>) or the working
- * directory; a worktree one level deeper also finds <root>/../../shared. */
+ * The vectors are found inside the repository: <root>/tests/vectors, where <root> is derived
+ * from this program's path (<root>/build/<flavour>/tests/unit/storage/<name>) or is the working
+ * directory. */
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <stdio.h>
@@ -48,16 +49,14 @@ static char *load_vectors(void)
     }
     if (getcwd(roots[nroots], PATH_MAX))
         nroots++;
-    const char *rel[] = {"/../shared", "/../../shared"};
-    for (int i = 0; i < nroots; i++)
-        for (int j = 0; j < 2; j++) {
-            char path[PATH_MAX * 2];
-            snprintf(path, sizeof(path), "%s%s/testdata/bigtable/readrows.json", roots[i], rel[j]);
-            char *s = read_file_or_null(path);
-            if (s)
-                return s;
-        }
-    fail_msg("shared/testdata/bigtable/readrows.json not found beside the repository");
+    for (int i = 0; i < nroots; i++) {
+        char path[PATH_MAX * 4]; /* roots[i] as the compiler bounds it, plus the suffix */
+        snprintf(path, sizeof(path), "%s/tests/vectors/bigtable/readrows.json", roots[i]);
+        char *s = read_file_or_null(path);
+        if (s)
+            return s;
+    }
+    fail_msg("tests/vectors/bigtable/readrows.json not found in the repository");
     return NULL;
 }
 
