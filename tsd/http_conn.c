@@ -24,7 +24,14 @@
  * framed, before decoding) to its whole answer handed to the bufferevent or socket: in
  * http_reply_write (loop or worker), or at the end of a streamed answer (http_stream_end).
  * Answers never handed over (client gone, framing errors before a request was whole) are not
- * counted.
+ * counted; (7) framing follows RFC 9112 (http_header_split, http_body_framing): any framing
+ * error is answered and closes the connection, so bytes after it are never a request;
+ * (8) a client's half-close (EOF) stops reading, but every whole request already received is
+ * answered in order before the connection closes (http_conn_at_eof); (9) a connection whose
+ * unsent output does not move for tsd.http.response.write_timeout is closed (libevent's write
+ * timeout), and what it charged to the answer pool (tsd/http.c) is given back as its output
+ * drains (http_conn_answer_release) or when it is freed; a connection whose answer was cut
+ * (answer_cut) is closed without sending the rest.
  * Locking: HTTP bufferevents are thread-safe with unlocked deferred callbacks, so a worker may
  * stream a reply; conn->mu guards gone/drain_gen only (never held across a bufferevent call). */
 #include <cjson/cJSON.h>
