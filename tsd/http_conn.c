@@ -792,7 +792,8 @@ static bool http_conn_step(struct http_conn *c)
                 bad = true;
                 break;
             }
-            int d = isdigit((unsigned char)*end) ? *end - '0' : (tolower((unsigned char)*end) - 'a' + 10);
+            int d = isdigit((unsigned char)*end) ? *end - '0'
+                                                 : (tolower((unsigned char)*end) - 'a' + 10);
             sz = (sz << 4) | (uint64_t)d;
         }
         bad = bad || (*end && *end != ';' && *end != ' ' && *end != '\t');

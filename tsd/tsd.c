@@ -417,7 +417,8 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
     t->enable_ui = conf_get_bool(c, "tsd.core.enable_ui");
     t->socket_timeout_s = conf_get_int(c, "tsd.core.socket.timeout");
     t->http_write_timeout_s = conf_get_int(c, "tsd.http.response.write_timeout");
-    membudget_pool_init(&t->answers, (uint64_t)conf_get_int(c, "tsd.http.query.answer_buffer_bytes"));
+    membudget_pool_init(&t->answers,
+                        (uint64_t)conf_get_int(c, "tsd.http.query.answer_buffer_bytes"));
     t->connections_limit = conf_get_int(c, "tsd.core.connections.limit");
     t->last_on_loop = conf_get_bool(c, "tsd.query.last.on_loop") &&
                       strcmp(conf_get_str(c, "tsd.storage.backend"), "bigtable") != 0;

@@ -272,10 +272,10 @@ static void test_http_body_framing(void **state)
     assert_non_null(strstr(msg, "Conflicting"));
     assert_int_equal(FRAMING(1, false, "Content-Length: 2, 40"), 400);
     /* invalid values */
-    const char *bad[] = {"Content-Length: ",       "Content-Length: +2",  "Content-Length: -1",
-                         "Content-Length: 0x10",   "Content-Length: 1 2", "Content-Length: 2,",
-                         "Content-Length: ,2",     "Content-Length: 2a",
-                         "Content-Length: 99999999999999999999999"};
+    const char *bad[] = {
+        "Content-Length: ",     "Content-Length: +2",  "Content-Length: -1",
+        "Content-Length: 0x10", "Content-Length: 1 2", "Content-Length: 2,",
+        "Content-Length: ,2",   "Content-Length: 2a",  "Content-Length: 99999999999999999999999"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(framing(1, false, &bad[i], 1, &ch, &len, &msg), 400);
         assert_string_equal(msg, "Invalid Content-Length");

@@ -128,9 +128,8 @@ static void test_explicit_settings_are_kept_and_the_rest_derived(void **state)
     assert_int_equal(b.max_body, 65536);
     assert_int_equal(b.per_conn, (256 << 10) + MIB + 16384 + 2 * 65536);
     assert_int_equal(b.flush_bytes, 4 * MIB);
-    assert_int_equal(b.memstores,
-                     256 * MIB - b.fixed - b.ingest_pool - b.conns - b.queries - b.answers -
-                         16 * MIB);
+    assert_int_equal(b.memstores, 256 * MIB - b.fixed - b.ingest_pool - b.conns - b.queries -
+                                      b.answers - 16 * MIB);
     assert_int_equal(parts_sum(&b), 256 * MIB);
     assert_int_equal(geti(c, "tsd.storage.block_cache_bytes"), 16 * MIB);
     assert_int_equal(geti(c, "tsd.storage.memstore_total_bytes"), b.memstores);
