@@ -332,6 +332,8 @@ void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
     TSD_STAT("tsd.connectionmgr.connections", tstats_get(TSTATS_CONN_HTTP), "type=http");
     TSD_STAT("tsd.connectionmgr.exceptions", tstats_get(TSTATS_CONN_REJECTED), "type=rejected");
     TSD_STAT("tsd.connectionmgr.exceptions", tstats_get(TSTATS_CONN_TIMEOUT), "type=timeout");
+    /* ctsdb: query answer bytes held for slow readers (tsd/http.c, the answer pool) */
+    TSD_STAT("tsd.http.query.answer_buffer_bytes", membudget_pool_used(&t->answers), "");
     TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_RPC_PUT), "type=put");
     TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_RPC_OTHER_TELNET), "type=telnet");
     TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_HTTP_REQUESTS), "type=http");

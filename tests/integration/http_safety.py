@@ -8,8 +8,10 @@ answered, every point stored).
 
 Usage: http_safety.py PORT CASE [CASE...] with CASE one of
   load        store the data of the large answers (big.m, 4 series x 100,000 points)
-  slow        two clients send a large /api/query and never read; a third query is answered in
-              < 5 s; then the two are closed by the TSD (write timeout, or answer cut) in < 20 s
+  slow        two clients send a large /api/query and never read; their unsent answers are
+              charged to the answer pool; a third query is answered in < 5 s; then the two are
+              closed by the TSD (write timeout) and the pool is back to 0
+  slowcut     the same with a pool too small for the answers: they are cut instead
   framing     the RFC 9112 framing cases
   halfclose   pipelined puts in one write, then shutdown(SHUT_WR)
 Prints "ok - ..." / "not ok - ..." lines. Bounded: every socket has a timeout, every loop a
@@ -141,7 +143,16 @@ BIG = json.dumps({"start": T0, "end": T0 + POINTS,
                   "queries": [{"aggregator": "none", "metric": "big.m"}]}).encode()
 
 
-def case_slow():
+def pool_bytes():
+    """tsd.http.query.answer_buffer_bytes of /api/stats: answer bytes held for slow readers."""
+    st, body = http("GET", "/api/stats", timeout=10)
+    for d in json.loads(body):
+        if d["metric"] == "tsd.http.query.answer_buffer_bytes":
+            return int(d["value"])
+    return -1
+
+
+def case_slow(pool_room=True):
     # two slow readers: a tiny receive window, a large answer, never read
     slow = []
     for _ in range(2):
@@ -150,6 +161,12 @@ def case_slow():
                   b"Content-Length: %d\r\n\r\n%s" % (len(BIG), BIG))
         slow.append(s)
     time.sleep(1.0)  # both are on the workers, their answers written as far as they go
+    held = pool_bytes()
+    if pool_room:  # their unsent answers are held in the pool, not by the workers
+        check(held > 1 << 20, "slow readers: their unsent answers are charged to the answer "
+              "pool (%d bytes)" % held)
+    else:  # a small pool: full, or given back already by the answers cut
+        print("# answer pool while the slow readers hang: %d bytes" % held)
     t0 = time.time()
     try:
         st, body = http("GET", "/api/query?start=%d&end=%d&m=sum:1h-count:big.m{host=h0}"
@@ -171,6 +188,15 @@ def case_slow():
               % (i, len(data), time.time() - t_close),
               "closed=%s complete=%s" % (closed, ended))
         s.close()
+    # what the two held is given back to the answer pool once they are closed
+    held = -1
+    for _ in range(50):
+        held = pool_bytes()
+        if held == 0:
+            break
+        time.sleep(0.2)
+    check(held == 0, "slow readers: the answer pool is back to 0 bytes after they are closed",
+          "%d bytes still charged" % held)
     # a full read of the same answer still works (a client that reads gets all of it)
     t0 = time.time()
     st, body = http("POST", "/api/query", BIG, timeout=60)
@@ -290,8 +316,8 @@ def case_halfclose():
 
 
 def main():
-    cases = {"load": case_load, "slow": case_slow, "framing": case_framing,
-             "halfclose": case_halfclose}
+    cases = {"load": case_load, "slow": case_slow, "slowcut": lambda: case_slow(False),
+             "framing": case_framing, "halfclose": case_halfclose}
     for c in sys.argv[2:]:
         cases[c]()
     st, _ = http("GET", "/api/version", timeout=10)

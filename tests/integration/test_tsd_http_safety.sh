@@ -18,7 +18,7 @@ check_eq "clean shutdown (write timeout)" 0 $?
 # full and their clients stall, which releases the workers
 tsd_start --tsd.query.threads=2 --tsd.http.response.write_timeout=0 \
   --tsd.http.query.answer_buffer_bytes=1048576
-python3 "$py" "$TSD_PORT" slow
+python3 "$py" "$TSD_PORT" slowcut
 grep -q "answer to .* cut" "$TSD_LOG" && ok "the cut answers are logged" || not_ok "the cut answers are logged"
 tsd_stop
 check_eq "clean shutdown (answer pool)" 0 $?
