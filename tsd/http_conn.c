@@ -33,7 +33,9 @@
  * drains (http_conn_answer_release) or when it is freed; a connection whose answer was cut
  * (answer_cut) is closed without sending the rest.
  * Locking: HTTP bufferevents are thread-safe with unlocked deferred callbacks, so a worker may
- * stream a reply; conn->mu guards gone/drain_gen only (never held across a bufferevent call). */
+ * stream a reply; conn->mu guards gone, drain_gen, answer_charged and answer_cut only, and is
+ * never held across a bufferevent call; where both are held, the bufferevent's lock is taken
+ * first (http_conn_park, http_conn_answer_release, tsd/http.c http_stream_room_put). */
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <event2/buffer.h>
