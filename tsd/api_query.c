@@ -1,8 +1,10 @@
 /* api_query.c - /api/query (GET, POST; DELETE when tsd.http.query.allow_delete) and
  * /api/query/last (GET, POST): parse on the event loop (cheap, and a 400 needs no worker), run
  * on a worker (query/qexec.h, query/qlast.h) and stream the JSON answer in chunks as it is
- * written, so a large answer is never held whole in memory (http.h holds up to 256 KiB, so a
- * small answer goes out whole, in one write on the loop thread).
+ * written (http.h holds up to 256 KiB, so a small answer goes out whole, in one write on the
+ * loop thread). What a slow client has not read yet waits in its connection's buffer, charged
+ * past 1 MiB to the TSD's answer pool (tsd.http.query.answer_buffer_bytes), so the worker runs
+ * on and is released when the answer is written (tsd/http.c, http_stream_room_put).
  *
  * Invariants: (1) an error found before the first byte of the answer gets OpenTSDB's error object
  * with its status (400 bad query or unknown name, 408 tsd.query.timeout, 413 datapoint limit,

@@ -55,6 +55,8 @@ static const struct conf_key conf_keys[] = {
     {"tsd.core.uid.random_metrics", CONF_BOOL, "false", 0, 0, NULL},
     {"tsd.http.cachedir", CONF_STR, "", 0, 0, NULL},
     {"tsd.http.query.allow_delete", CONF_BOOL, "false", 0, 0, NULL},
+    {"tsd.http.query.answer_buffer_bytes", CONF_INT, "268435456", 0, (int64_t)1 << 50,
+     NULL}, /* membudget.h */
     {"tsd.http.request.cors_domains", CONF_STR, "", 0, 0, NULL},
     {"tsd.http.request.cors_headers", CONF_STR,
      "Authorization, Content-Type, Accept, Origin, User-Agent, DNT, Cache-Control, "
@@ -64,6 +66,7 @@ static const struct conf_key conf_keys[] = {
     {"tsd.http.request.max_body", CONF_INT, "67108864", 1024, (int64_t)1 << 32, NULL},
     {"tsd.http.request.max_chunk", CONF_INT, "4096", 1, (int64_t)1 << 32, NULL},
     {"tsd.http.request.max_header", CONF_INT, "16384", 1024, 1048576, NULL},
+    {"tsd.http.response.write_timeout", CONF_INT, "30", 0, 86400, NULL}, /* http_conn.c */
     {"tsd.http.show_stack_trace", CONF_BOOL, "false", 0, 0, NULL},
     {"tsd.http.staticroot", CONF_STR, "web", 0, 0, NULL},
     {"tsd.logging.level", CONF_ENUM, "info", 0, 0, "error|warn|info|debug"},

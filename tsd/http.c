@@ -4,7 +4,11 @@
  * ignored with a warning in the log (a handler bug must not corrupt the stream); (2) whole
  * replies only fill r->status / content_type / reply_body, and the connection code sends them
  * (http_conn_send_reply) on the loop thread; (3) streamed replies write to the connection's
- * bufferevent directly, which is thread-safe for HTTP connections, with bounded buffering;
+ * bufferevent directly, which is thread-safe for HTTP connections; a worker never waits for a
+ * slow client while the TSD's answer pool has room: unsent bytes past HTTP_ANSWER_FREE are
+ * charged to it (and given back by the loop as they drain, or when the connection closes), a
+ * full pool makes the worker wait while the client reads and cuts the answer of one that
+ * stalls (http_stream_room_put), so memory stays bounded and no worker stays held;
  * (4) a streamed reply is held in reply_body until it passes HTTP_STREAM_HOLD bytes (256 KiB): one that
  * ends before is sent as a whole reply (Content-Length, one write on the loop thread, no
  * chunk framing and no write from the worker), and until then it can still be retracted;
@@ -26,9 +30,9 @@
 #include <time.h>
 
 #include "tsd/http_int.h"
+#include "tsd/membudget.h"
 #include "tsd/tlog.h"
 
-#define HTTP_STREAM_HIGH (1u << 20)   /* a worker waits while more than this is unsent */
 #define HTTP_STREAM_HOLD (256u << 10) /* a streamed reply up to this size is sent whole */
 
 static const char http_json_type[] = "application/json; charset=UTF-8";
@@ -172,6 +176,170 @@ const char *http_req_header(const struct http_req *r, const char *name)
         if (!strcasecmp(r->headers[i].name, name))
             return r->headers[i].value;
     return NULL;
+}
+
+/* ---- message framing (RFC 9112 sections 5 and 6) ------------------------------------------- */
+
+/* True for a tchar of RFC 9110 section 5.6.2 (a header name's characters). */
+static bool http_tchar(unsigned char ch)
+{
+    return isalnum(ch) || (ch && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
+int http_header_split(char *line, struct http_kv *kv, const char **msg)
+{
+    if (line[0] == ' ' || line[0] == '\t') {
+        *msg = "Folded header lines (obs-fold) are not supported";
+        return 400;
+    }
+    char *colon = strchr(line, ':');
+    if (!colon) {
+        *msg = "Malformed header line";
+        return 400;
+    }
+    if (colon == line) {
+        *msg = "Empty header name";
+        return 400;
+    }
+    for (char *p = line; p < colon; p++) {
+        if (*p == ' ' || *p == '\t') {
+            *msg = "Whitespace between a header name and its colon";
+            return 400;
+        }
+        if (!http_tchar((unsigned char)*p)) {
+            *msg = "Invalid character in a header name";
+            return 400;
+        }
+    }
+    char *v = colon + 1;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    size_t n = strlen(v);
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    v[n] = '\0';
+    if (strchr(v, '\r')) {
+        *msg = "Invalid character in a header value";
+        return 400;
+    }
+    *colon = '\0';
+    kv->name = line;
+    kv->value = v;
+    return 0;
+}
+
+/* Parses one Content-Length header value (a comma list of identical decimal numbers is
+ * accepted, RFC 9112 section 6.3) into *out; false if it is not one. */
+static bool http_content_length(const char *s, uint64_t *out)
+{
+    bool have = false;
+    uint64_t first = 0;
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!isdigit((unsigned char)*p))
+            return false;
+        uint64_t v = 0;
+        for (; isdigit((unsigned char)*p); p++) {
+            if (v > (UINT64_MAX - 9) / 10)
+                return false;
+            v = v * 10 + (uint64_t)(*p - '0');
+        }
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (have && v != first)
+            return false;
+        first = v;
+        have = true;
+        if (*p == '\0')
+            break;
+        if (*p++ != ',')
+            return false;
+    }
+    *out = first;
+    return true;
+}
+
+int http_body_framing(const struct http_req *r, const struct http_framing_limits *lim,
+                      bool *chunked, uint64_t *length, const char **msg)
+{
+    bool have_cl = false, have_te = false, te_chunked = false, te_other = false;
+    uint64_t cl = 0;
+    *chunked = false;
+    *length = 0;
+    for (size_t i = 0; i < r->nheaders; i++) {
+        const struct http_kv *h = &r->headers[i];
+        if (!strcasecmp(h->name, "Content-Length")) {
+            uint64_t v;
+            if (!http_content_length(h->value, &v)) {
+                *msg = "Invalid Content-Length";
+                return 400;
+            }
+            if (have_cl && v != cl) {
+                *msg = "Conflicting Content-Length headers";
+                return 400;
+            }
+            cl = v;
+            have_cl = true;
+        } else if (!strcasecmp(h->name, "Transfer-Encoding")) {
+            /* the codings of every Transfer-Encoding line, in order: chunked must be the
+             * last, and come once */
+            const char *p = h->value;
+            have_te = true;
+            for (;;) {
+                while (*p == ' ' || *p == '\t' || *p == ',')
+                    p++;
+                if (!*p)
+                    break;
+                const char *e = p;
+                while (*e && *e != ',')
+                    e++;
+                const char *te = e;
+                while (te > p && (te[-1] == ' ' || te[-1] == '\t'))
+                    te--;
+                if (te_chunked) {
+                    *msg = "Transfer-Encoding: chunked must be the final coding, applied once";
+                    return 400;
+                }
+                if ((size_t)(te - p) == 7 && !strncasecmp(p, "chunked", 7))
+                    te_chunked = true;
+                else
+                    te_other = true;
+                p = e;
+            }
+        }
+    }
+    if (have_te) {
+        if (r->minor == 0) {
+            *msg = "Transfer-Encoding in an HTTP/1.0 request";
+            return 400;
+        }
+        if (have_cl) {
+            *msg = "Both Content-Length and Transfer-Encoding";
+            return 400;
+        }
+        if (!te_chunked) {
+            *msg = "Transfer-Encoding must end with chunked";
+            return 400;
+        }
+        if (te_other) {
+            *msg = "Unsupported Transfer-Encoding";
+            return 501;
+        }
+        if (!lim->enable_chunked) {
+            *msg = "Chunked request not supported.";
+            return 400;
+        }
+        *chunked = true;
+        return 0;
+    }
+    if (have_cl && cl > lim->max_body) {
+        *msg = "Request body too large";
+        return 413;
+    }
+    *length = cl;
+    return 0;
 }
 
 const char *http_req_body(const struct http_req *r, size_t *len)
@@ -421,26 +589,68 @@ void http_reply_error(struct http_req *r, int status, const char *message, const
 
 /* ---- streaming ---------------------------------------------------------------------------- */
 
-/* Waits (worker only) while the connection has too much unsent output. */
-static int http_stream_wait(struct http_req *r)
+/* Monotonic milliseconds. */
+static uint64_t http_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Worker: makes room for n more bytes on r's connection and queues b there (invariant 3).
+ * Up to HTTP_ANSWER_FREE unsent bytes cost nothing; past that, each byte is charged to the
+ * TSD's answer pool (released by the loop as the client reads, or when the connection closes),
+ * so a client that does not read costs its own buffer, within the pool, and no worker. Only
+ * when the pool is full does the worker wait for the client to read; one that takes less than
+ * HTTP_STALL_BYTES in HTTP_STALL_MS has its answer cut: CT_ECLOSED, and the loop closes the
+ * connection without sending the rest (http_conn_work_done). Lock order: the bufferevent,
+ * then c->mu (as http_conn_park). */
+static int http_stream_room_put(struct http_req *r, struct evbuffer *b)
 {
     struct http_conn *c = r->conn;
-    if (!r->on_worker)
-        return CT_OK;
-    for (int spins = 0;; spins++) {
+    struct membudget_pool *pool = http_conn_answers(c);
+    size_t n = evbuffer_get_length(b);
+    size_t ref = SIZE_MAX;
+    uint64_t deadline = 0;
+    for (int rounds = 0;; rounds++) {
+        bufferevent_lock(c->bev);
+        size_t out = evbuffer_get_length(bufferevent_get_output(c->bev));
+        uint64_t need = out + n > HTTP_ANSWER_FREE ? out + n - HTTP_ANSWER_FREE : 0;
         pthread_mutex_lock(&c->mu);
         bool gone = c->gone;
         uint64_t gen = c->drain_gen;
+        bool room = !gone && (need <= c->answer_charged ||
+                              membudget_pool_take(pool, need - c->answer_charged));
+        if (room && need > c->answer_charged)
+            c->answer_charged = need;
         pthread_mutex_unlock(&c->mu);
+        int rc = CT_OK;
+        if (room && bufferevent_write_buffer(c->bev, b) != 0)
+            rc = CT_ECLOSED;
+        bufferevent_unlock(c->bev);
         if (gone)
             return CT_ECLOSED;
-        if (evbuffer_get_length(bufferevent_get_output(c->bev)) <= HTTP_STREAM_HIGH)
-            return CT_OK;
+        if (room)
+            return rc;
+        /* the pool is full: wait while the client reads at least HTTP_STALL_BYTES a period */
+        uint64_t now = http_now_ms();
+        if (out + HTTP_STALL_BYTES <= ref || rounds == 0) {
+            ref = out;
+            deadline = now + HTTP_STALL_MS;
+        } else if (now >= deadline) {
+            pthread_mutex_lock(&c->mu);
+            c->answer_cut = true;
+            pthread_mutex_unlock(&c->mu);
+            tlog_warn("http: answer to %s cut: the client read less than %u bytes in %u ms with "
+                      "%zu bytes unsent and tsd.http.query.answer_buffer_bytes in use",
+                      c->peer, HTTP_STALL_BYTES, HTTP_STALL_MS, out);
+            return CT_ECLOSED;
+        }
         pthread_mutex_lock(&c->mu);
         if (c->drain_gen == gen && !c->gone) {
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 100 * 1000 * 1000;
+            ts.tv_nsec += 50 * 1000 * 1000;
             if (ts.tv_nsec >= 1000000000L) {
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000L;
@@ -461,9 +671,12 @@ static int http_stream_put(struct http_req *r, struct evbuffer *b)
         evbuffer_drain(b, evbuffer_get_length(b));
         return CT_ECLOSED;
     }
+    if (r->on_worker)
+        return http_stream_room_put(r, b);
+    /* the loop (a last query answered there: bounded by its budget) never waits */
     if (bufferevent_write_buffer(c->bev, b) != 0)
         return CT_ECLOSED;
-    return http_stream_wait(r);
+    return CT_OK;
 }
 
 /* Sends the status line, the headers and what was held, and streams from now on. */

@@ -18,9 +18,10 @@
  * Reply functions may be called from the loop thread (inside the handler) or from the worker
  * thread running the deferred work of that request, never from anywhere else. Whole replies
  * (json, error, status, raw) are buffered and sent after the handler/work returns. Streamed
- * replies go to the socket as they are written; http_stream_write() blocks a worker while the
- * client is slow (bounded buffering) and returns CT_ECLOSED once the client has gone, so the
- * work can stop early.
+ * replies go to the socket as they are written; a worker's http_stream_write() does not wait for
+ * a slow client while the TSD's answer pool (tsd.http.query.answer_buffer_bytes) has room, waits
+ * only for a client that reads when it is full, and returns CT_ECLOSED once the client has gone
+ * or its answer was cut (a stalled client with the pool full), so the work can stop early.
  *
  * JSON replies honour `?pretty` (reformatted) and `?jsonp=fn` (wrapped as `fn(...)`), and
  * carry `Content-Type: application/json; charset=UTF-8`. CORS headers are added by the server
@@ -104,7 +105,8 @@ void http_reply_header(struct http_req *r, const char *name, const char *value);
  * pretty is not applied to streamed replies. */
 void http_stream_begin(struct http_req *r, int status, const char *content_type);
 /* Appends bytes (copied). Returns CT_OK, or CT_ECLOSED if the client went away (stop writing;
- * still call http_stream_end). From a worker it may block while too much is unsent. */
+ * still call http_stream_end). From a worker it waits only when the answer pool is full and the
+ * client is reading (docs/tsd.md, "Slow readers"). */
 CT_MUST_CHECK int http_stream_write(struct http_req *r, const void *data, size_t len);
 CT_MUST_CHECK int http_stream_printf(struct http_req *r, const char *fmt, ...) CT_PRINTF(2, 3);
 /* Ends the streamed reply. */

@@ -24,9 +24,18 @@
  * framed, before decoding) to its whole answer handed to the bufferevent or socket: in
  * http_reply_write (loop or worker), or at the end of a streamed answer (http_stream_end).
  * Answers never handed over (client gone, framing errors before a request was whole) are not
- * counted.
+ * counted; (7) framing follows RFC 9112 (http_header_split, http_body_framing): any framing
+ * error is answered and closes the connection, so bytes after it are never a request;
+ * (8) a client's half-close (EOF) stops reading, but every whole request already received is
+ * answered in order before the connection closes (http_conn_at_eof); (9) a connection whose
+ * unsent output does not move for tsd.http.response.write_timeout is closed (libevent's write
+ * timeout), and what it charged to the answer pool (tsd/http.c) is given back as its output
+ * drains (http_conn_answer_release) or when it is freed; a connection whose answer was cut
+ * (answer_cut) is closed without sending the rest.
  * Locking: HTTP bufferevents are thread-safe with unlocked deferred callbacks, so a worker may
- * stream a reply; conn->mu guards gone/drain_gen only (never held across a bufferevent call). */
+ * stream a reply; conn->mu guards gone, drain_gen, answer_charged and answer_cut only, and is
+ * never held across a bufferevent call; where both are held, the bufferevent's lock is taken
+ * first (http_conn_park, http_conn_answer_release, tsd/http.c http_stream_room_put). */
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <event2/buffer.h>
@@ -67,6 +76,7 @@ enum http_conn_state {
 #define HTTP_WRITE_LOW (256u << 10)
 
 static void http_conn_process(struct http_conn *c);
+static void http_conn_at_eof(struct http_conn *c);
 static void http_conn_free(struct http_conn *c);
 static bool http_conn_unpark(struct http_conn *c);
 
@@ -454,22 +464,13 @@ static int http_parse_head(struct http_conn *c, struct http_req *r, const char *
             line[--l] = '\0';
         if (l == 0)
             break;
-        if (line[0] == ' ' || line[0] == '\t') {
-            *msg = "Folded header lines are not supported";
-            return 400;
-        }
-        char *colon = strchr(line, ':');
-        if (!colon) {
-            *msg = "Malformed header line";
-            return 400;
-        }
         if (r->nheaders == HTTP_MAX_HEADERS) {
             *msg = "Too many header lines";
             return 431;
         }
-        *colon = '\0';
-        r->headers[r->nheaders].name = http_trim(line);
-        r->headers[r->nheaders].value = http_trim(colon + 1);
+        int st = http_header_split(line, &r->headers[r->nheaders], msg);
+        if (st != 0)
+            return st;
         r->nheaders++;
     }
     const char *conn = http_req_header(r, "Connection");
@@ -505,37 +506,13 @@ static int http_parse_head(struct http_conn *c, struct http_req *r, const char *
             return 400;
         }
     }
-    /* body framing */
-    const char *te = http_req_header(r, "Transfer-Encoding");
-    const char *cl = http_req_header(r, "Content-Length");
-    c->chunked = false;
-    c->body_need = 0;
-    if (te && http_has_token(te, "chunked")) {
-        if (!c->tsd->enable_chunked) {
-            *msg = "Chunked request not supported.";
-            return 400;
-        }
-        c->chunked = true;
-    } else if (te && !http_has_token(te, "identity")) {
-        *msg = "Unsupported Transfer-Encoding";
-        return 501;
-    } else if (cl) {
-        char *end;
-        if (!*cl || !isdigit((unsigned char)*cl)) {
-            *msg = "Invalid Content-Length";
-            return 400;
-        }
-        unsigned long long v = strtoull(cl, &end, 10);
-        if (*end) {
-            *msg = "Invalid Content-Length";
-            return 400;
-        }
-        if (v > c->tsd->max_body) {
-            *msg = "Request body too large";
-            return 413;
-        }
-        c->body_need = (size_t)v;
-    }
+    /* body framing (RFC 9112 section 6; an error closes the connection: http_conn_fail) */
+    const struct http_framing_limits lim = {c->tsd->enable_chunked, c->tsd->max_body};
+    uint64_t length = 0;
+    int st = http_body_framing(r, &lim, &c->chunked, &length, msg);
+    if (st != 0)
+        return st;
+    c->body_need = (size_t)length;
     const char *ex = http_req_header(r, "Expect");
     c->expect_continue = ex && !strcasecmp(ex, "100-continue") && r->minor >= 1;
     return 0;
@@ -807,15 +784,27 @@ static bool http_conn_step(struct http_conn *c)
                 http_conn_fail(c, 400, "Malformed chunk size line");
             return avail > 1024;
         }
-        char *end;
-        unsigned long long sz = strtoull(line, &end, 16);
-        bool bad = end == line || (*end && *end != ';' && *end != ' ');
+        /* 1*HEXDIG, then optional whitespace and chunk extensions (ignored); strtoull would
+         * also take a sign, leading spaces and "0x" */
+        uint64_t sz = 0;
+        const char *end = line;
+        bool bad = !isxdigit((unsigned char)*end);
+        for (; !bad && isxdigit((unsigned char)*end); end++) {
+            if (sz > (UINT64_MAX >> 4)) {
+                bad = true;
+                break;
+            }
+            int d = isdigit((unsigned char)*end) ? *end - '0'
+                                                 : (tolower((unsigned char)*end) - 'a' + 10);
+            sz = (sz << 4) | (uint64_t)d;
+        }
+        bad = bad || (*end && *end != ';' && *end != ' ' && *end != '\t');
         free(line);
         if (bad) {
             http_conn_fail(c, 400, "Malformed chunk size line");
             return true;
         }
-        if (sz + evbuffer_get_length(c->body) > c->tsd->max_chunk) {
+        if (sz > c->tsd->max_chunk || sz + evbuffer_get_length(c->body) > c->tsd->max_chunk) {
             char m[160];
             snprintf(m, sizeof(m),
                      "Chunked request body larger than tsd.http.request.max_chunk (%zu bytes)",
@@ -867,6 +856,21 @@ static bool http_conn_step(struct http_conn *c)
     }
 }
 
+/* The client half-closed and every whole request it sent has been started: once the last is
+ * answered (not HC_BUSY) and the input holds no further whole request, close after the output
+ * is flushed. Loop thread; may free c. */
+static void http_conn_at_eof(struct http_conn *c)
+{
+    if (c->state == HC_BUSY || c->out_full || c->closed)
+        return;
+    if (c->state != HC_CLOSING) {
+        c->close_after = true;
+        c->state = HC_CLOSING;
+    }
+    if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+        http_conn_free(c);
+}
+
 static void http_conn_process(struct http_conn *c)
 {
     for (int i = 0; i < 1000000; i++) {
@@ -887,8 +891,11 @@ static void http_conn_process(struct http_conn *c)
         }
         if (c->closed)
             return;
-        if (!more)
+        if (!more) {
+            if (c->read_eof)
+                http_conn_at_eof(c);
             return;
+        }
     }
 }
 
@@ -900,9 +907,26 @@ static void http_conn_read_cb(struct bufferevent *bev, void *arg)
     http_conn_process(arg);
 }
 
+/* Loop: gives back what c charged to the answer pool (tsd/http.c, http_stream_room) beyond
+ * what its output still holds over HTTP_ANSWER_FREE. Lock order: bufferevent, then c->mu. */
+static void http_conn_answer_release(struct http_conn *c)
+{
+    bufferevent_lock(c->bev);
+    size_t out = evbuffer_get_length(bufferevent_get_output(c->bev));
+    uint64_t keep = out > HTTP_ANSWER_FREE ? out - HTTP_ANSWER_FREE : 0;
+    pthread_mutex_lock(&c->mu);
+    uint64_t give = c->answer_charged > keep ? c->answer_charged - keep : 0;
+    c->answer_charged -= give;
+    pthread_mutex_unlock(&c->mu);
+    bufferevent_unlock(c->bev);
+    if (give > 0)
+        membudget_pool_give(&c->tsd->answers, give);
+}
+
 static void http_conn_write_cb(struct bufferevent *bev, void *arg)
 {
     struct http_conn *c = arg;
+    http_conn_answer_release(c);
     pthread_mutex_lock(&c->mu);
     c->drain_gen++;
     pthread_cond_broadcast(&c->cv);
@@ -916,7 +940,8 @@ static void http_conn_write_cb(struct bufferevent *bev, void *arg)
     }
     if (c->out_full && c->state == HC_HEAD && !c->closed) {
         c->out_full = false;
-        bufferevent_enable(c->bev, EV_READ);
+        if (!c->read_eof)
+            bufferevent_enable(c->bev, EV_READ);
         http_conn_process(c);
     }
 }
@@ -929,11 +954,14 @@ static void http_conn_event_cb(struct bufferevent *bev, short what, void *arg)
         return;
     if (what & BEV_EVENT_TIMEOUT)
         tstats_add(TSTATS_CONN_TIMEOUT, 1);
-    if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !(what & BEV_EVENT_TIMEOUT) &&
-        c->state == HC_BUSY) {
-        /* Half-closed while a request is in flight: answer it, then close. */
-        c->close_after = true;
+    if ((what & BEV_EVENT_EOF) && !(what & BEV_EVENT_ERROR) && !(what & BEV_EVENT_TIMEOUT)) {
+        /* Half-closed (shutdown(SHUT_WR)): every whole request already received is still
+         * answered, in order (RFC 9112 section 9.6), then the connection is closed
+         * (http_conn_at_eof). */
+        c->read_eof = true;
         bufferevent_disable(c->bev, EV_READ);
+        if (c->state != HC_BUSY)
+            http_conn_process(c);
         return;
     }
     pthread_mutex_lock(&c->mu);
@@ -961,6 +989,9 @@ static void http_conn_free(struct http_conn *c)
     if (c->refs > 0)
         return;
 really:
+    if (c->answer_charged > 0) /* no worker has c now: no lock needed */
+        membudget_pool_give(&c->tsd->answers, c->answer_charged);
+    c->answer_charged = 0;
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -1004,10 +1035,13 @@ int http_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err)
     bufferevent_setcb(c->bev, http_conn_read_cb, http_conn_write_cb, http_conn_event_cb, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0, t->http_read_high);
     bufferevent_setwatermark(c->bev, EV_WRITE, HTTP_WRITE_LOW, 0);
-    if (t->socket_timeout_s > 0) {
-        struct timeval tv = {(time_t)t->socket_timeout_s, 0};
-        bufferevent_set_timeouts(c->bev, &tv, NULL);
-    }
+    /* read: tsd.core.socket.timeout (idle); write: tsd.http.response.write_timeout, a client
+     * that takes no byte of its pending answers for that long is closed (invariant 7) */
+    struct timeval rtv = {(time_t)t->socket_timeout_s, 0};
+    struct timeval wtv = {(time_t)t->http_write_timeout_s, 0};
+    if (t->socket_timeout_s > 0 || t->http_write_timeout_s > 0)
+        bufferevent_set_timeouts(c->bev, t->socket_timeout_s > 0 ? &rtv : NULL,
+                                 t->http_write_timeout_s > 0 ? &wtv : NULL);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     tstats_add(TSTATS_CONN_HTTP, 1);
     return CT_OK;
@@ -1106,6 +1140,13 @@ void http_conn_work_done(struct http_req *r)
             http_conn_free(c);
         return;
     }
+    pthread_mutex_lock(&c->mu);
+    bool cut = c->answer_cut;
+    pthread_mutex_unlock(&c->mu);
+    if (cut) { /* the answer was cut short (tsd/http.c): what is unsent is dropped with c */
+        http_conn_free(c);
+        return;
+    }
     c->refs++; /* keep c while finishing, which may close it */
     http_conn_finish(c);
     bool alive = !c->closed && c->state != HC_CLOSING;
@@ -1115,7 +1156,8 @@ void http_conn_work_done(struct http_req *r)
     }
     if (!alive)
         return;
-    bufferevent_enable(c->bev, EV_READ);
+    if (!c->read_eof)
+        bufferevent_enable(c->bev, EV_READ);
     http_conn_process(c);
 }
 
@@ -1156,6 +1198,11 @@ void http_conn_free_all(struct tsd *t)
         c = next;
     }
     t->http_conns = NULL;
+}
+
+struct membudget_pool *http_conn_answers(struct http_conn *c)
+{
+    return &c->tsd->answers;
 }
 
 struct tsd *http_req_tsd(const struct http_req *r)

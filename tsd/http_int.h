@@ -23,6 +23,15 @@ struct tsd;
 
 #define HTTP_MAX_HEADERS       100
 #define HTTP_MAX_EXTRA_HEADERS 16
+/* Unsent answer bytes a connection holds without charging the TSD's answer pool (t->answers):
+ * a streamed answer past this is charged byte for byte, and its worker waits only when the pool
+ * is full (tsd/http.c, http_stream_room). */
+#define HTTP_ANSWER_FREE (1u << 20)
+/* With the pool full, a worker waits for its client to read; a client that takes less than
+ * HTTP_STALL_BYTES in HTTP_STALL_MS gets its answer cut (the connection closed, the worker
+ * released). */
+#define HTTP_STALL_MS    1000
+#define HTTP_STALL_BYTES (64u << 10)
 
 struct http_kv {
     char *name;
@@ -88,11 +97,16 @@ struct http_conn {
     bool close_after; /* close once the output is flushed */
     bool out_full;    /* reading paused until the client reads its answers */
     bool closed;      /* the socket is gone or being closed */
+    bool read_eof;    /* the client half-closed: what it sent is answered, then c closes */
     int refs;         /* 1 for the loop while open + 1 while a worker has the request */
     uint64_t id;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     uint64_t drain_gen;            /* [mu] bumped each time the output drains below the low mark */
+    uint64_t answer_charged;       /* [mu] bytes charged to t->answers for this connection's
+                                      output (taken and given back under the bufferevent lock
+                                      too, which is taken first) */
+    bool answer_cut;               /* [mu] a streamed answer was cut: close, dropping output */
     bool gone;                     /* [mu] client closed or errored */
     struct http_req *spare;        /* [loop] the last finished request, kept for the next one (its
                                struct and reply buffer: http_req_recycle) */
@@ -112,6 +126,8 @@ void http_conn_work_done(struct http_req *r);
 void http_req_answered(struct http_req *r);
 /* Sends r's whole reply (status line, headers, body) on the loop thread. */
 void http_conn_send_reply(struct http_req *r);
+/* The TSD's pool of held answer bytes (tsd.http.query.answer_buffer_bytes) c charges. */
+struct membudget_pool *http_conn_answers(struct http_conn *c);
 /* Closes every idle HTTP connection and marks busy ones to close when done (shutdown). */
 void http_conn_close_all(struct tsd *t);
 /* Frees every HTTP connection at once (after the loop and the workers ended). */
@@ -126,6 +142,23 @@ int http_parse_query(struct http_req *r);
 bool http_jsonp_ok(const char *s);
 /* Normalises a decoded path in place: /api/v1/x -> /api/x, one trailing slash removed. */
 void http_normalise_path(char *p);
+/* Splits a header line (no CR/LF) in place into kv (name and value, the value without
+ * surrounding whitespace). Returns 0, or 400 with msg set for a folded line (obs-fold), no
+ * colon, an empty or invalid name, whitespace before the colon (RFC 9112 section 5.1) or a CR
+ * in the value. */
+int http_header_split(char *line, struct http_kv *kv, const char **msg);
+struct http_framing_limits {
+    bool enable_chunked; /* tsd.http.request.enable_chunked */
+    uint64_t max_body;   /* tsd.http.request.max_body */
+};
+/* How r's body is framed (RFC 9112 section 6): chunked, or *length bytes (0: none). Returns 0,
+ * or a status with msg set: 400 for an invalid or conflicting Content-Length (repeated
+ * identical values, also as a comma list, are one), Content-Length with Transfer-Encoding,
+ * Transfer-Encoding in HTTP/1.0, chunked not the final coding or applied twice, chunked
+ * requests disabled; 501 for another transfer coding before chunked; 413 for a length over
+ * lim->max_body. Every error must close the connection: the body's end is unknown. */
+int http_body_framing(const struct http_req *r, const struct http_framing_limits *lim,
+                      bool *chunked, uint64_t *length, const char **msg);
 void http_req_free(struct http_req *r);
 /* Appends the headers common to every reply (Connection, CORS, extras) to out. */
 void http_req_write_common_headers(struct http_req *r, struct evbuffer *out);

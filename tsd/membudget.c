@@ -1,11 +1,12 @@
 /* membudget.c - splitting tsd.core.memory_limit_bytes (see membudget.h).
  *
- * Invariant: a split returned CT_OK has fixed + ingest_pool + conns + queries + block_cache +
- * memstores <= limit, every part the operator set equal to what they set, and at least
+ * Invariant: a split returned CT_OK has fixed + ingest_pool + conns + queries + answers +
+ * block_cache + memstores <= limit, every part the operator set equal to what they set, and at least
  * MEMBUDGET_MIN_CONNS connections and MEMBUDGET_MIN_MEMSTORES of memstores (embedded store).
  * Pure arithmetic except membudget_apply, which reads and writes the configuration. */
 #include "tsd/membudget.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <stdio.h>
@@ -33,9 +34,10 @@ static void describe_parts(const struct membudget *b, char *buf, size_t size)
 {
     snprintf(buf, size,
              "fixed %.1f + ingest %.1f + %" PRId64 " conns x %.1f + queries %.1f (%" PRIu64
-             " dps) + cache %.1f + memstores %.1f MiB",
+             " dps) + answers %.1f + cache %.1f + memstores %.1f MiB",
              MIB_F(b->fixed), MIB_F(b->ingest_pool), b->connections, MIB_F(b->per_conn),
-             MIB_F(b->queries), b->query_dps, MIB_F(b->block_cache), MIB_F(b->memstores));
+             MIB_F(b->queries), b->query_dps, MIB_F(b->answers), MIB_F(b->block_cache),
+             MIB_F(b->memstores));
 }
 
 static int too_small(const struct membudget_in *in, const struct membudget *b, const char *why,
@@ -109,6 +111,10 @@ int membudget_split(const struct membudget_in *in, struct membudget *out, struct
     if (b.queries > left)
         return too_small(in, &b, "queries of tsd.query.limits.data_points.default do not fit", err);
     left -= b.queries;
+    b.answers = in->answers_set ? in->answers : left0 / 20;
+    if (b.answers > left)
+        return too_small(in, &b, "tsd.http.query.answer_buffer_bytes does not fit", err);
+    left -= b.answers;
     if (in->embedded) {
         if (in->block_cache_set && in->memstores_set) {
             if (b.block_cache + b.memstores > left)
@@ -183,6 +189,8 @@ int membudget_apply(struct conf *c, struct membudget *out, struct ct_err *err)
     }
     in.query_dps = (uint64_t)conf_get_int(c, "tsd.query.limits.data_points.default");
     in.query_dps_set = conf_is_set(c, "tsd.query.limits.data_points.default");
+    in.answers = (uint64_t)conf_get_int(c, "tsd.http.query.answer_buffer_bytes");
+    in.answers_set = conf_is_set(c, "tsd.http.query.answer_buffer_bytes");
     if (in.memstores_set && in.memstores == 0)
         return ct_err_set(err, CT_EINVAL,
                           "tsd.storage.memstore_total_bytes=0 (the engine's own ceiling) cannot "
@@ -194,7 +202,8 @@ int membudget_apply(struct conf *c, struct membudget *out, struct ct_err *err)
         return rc;
     if ((rc = set_u64(c, "tsd.core.connections.limit", (uint64_t)b.connections, err)) ||
         (rc = set_u64(c, "tsd.http.request.max_body", b.max_body, err)) ||
-        (rc = set_u64(c, "tsd.query.limits.data_points.default", b.query_dps, err)))
+        (rc = set_u64(c, "tsd.query.limits.data_points.default", b.query_dps, err)) ||
+        (rc = set_u64(c, "tsd.http.query.answer_buffer_bytes", b.answers, err)))
         return rc;
     if (in.embedded && ((rc = set_u64(c, "tsd.storage.block_cache_bytes", b.block_cache, err)) ||
                         (rc = set_u64(c, "tsd.storage.memstore_total_bytes", b.memstores, err)) ||
@@ -218,7 +227,36 @@ void membudget_describe(const struct membudget *b, char *buf, size_t size)
              "limit %.1f MiB = %s (+ %.1f MiB unassigned); flush size %.1f MiB, largest "
              "HTTP body %.1f MiB",
              MIB_F(b->limit), parts,
-             MIB_F(b->limit - b->fixed - b->ingest_pool - b->conns - b->queries - b->block_cache -
-                   b->memstores),
+             MIB_F(b->limit - b->fixed - b->ingest_pool - b->conns - b->queries - b->answers -
+                   b->block_cache - b->memstores),
              MIB_F(b->flush_bytes), MIB_F(b->max_body));
+}
+
+void membudget_pool_init(struct membudget_pool *p, uint64_t limit)
+{
+    atomic_init(&p->used, 0);
+    p->limit = limit;
+}
+
+bool membudget_pool_take(struct membudget_pool *p, uint64_t n)
+{
+    uint64_t cur = atomic_load_explicit(&p->used, memory_order_relaxed);
+    do {
+        if (n > p->limit || cur > p->limit - n)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&p->used, &cur, cur + n, memory_order_relaxed,
+                                                    memory_order_relaxed));
+    return true;
+}
+
+void membudget_pool_give(struct membudget_pool *p, uint64_t n)
+{
+    uint64_t prev = atomic_fetch_sub_explicit(&p->used, n, memory_order_relaxed);
+    (void)prev;
+    assert(prev >= n); /* given back more than was taken: our bug */
+}
+
+uint64_t membudget_pool_used(struct membudget_pool *p)
+{
+    return atomic_load_explicit(&p->used, memory_order_relaxed);
 }

@@ -11,6 +11,7 @@
 #ifndef CT_TSD_MEMBUDGET_H
 #define CT_TSD_MEMBUDGET_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,6 +73,8 @@ struct membudget_in {
     int query_threads;   /* worker threads (tsd.query.threads, 0 resolved to the CPUs) */
     uint64_t query_dps;  /* tsd.query.limits.data_points.default (0 = unlimited) */
     bool query_dps_set;
+    uint64_t answers; /* tsd.http.query.answer_buffer_bytes */
+    bool answers_set;
 };
 
 /* The split: the parts add up to at most limit. */
@@ -84,6 +87,7 @@ struct membudget {
     uint64_t conns;       /* connections x per_conn */
     uint64_t query_dps;   /* tsd.query.limits.data_points.default */
     uint64_t queries;     /* query_threads x query_dps x MEMBUDGET_QUERY_POINT_BYTES */
+    uint64_t answers;     /* query answers held for slow readers (struct membudget_pool) */
     uint64_t block_cache; /* tsd.storage.block_cache_bytes (0 with Bigtable) */
     uint64_t memstores;   /* tsd.storage.memstore_total_bytes (0 with Bigtable) */
     uint64_t flush_bytes; /* tsd.storage.memstore_flush_bytes */
@@ -96,7 +100,8 @@ uint64_t membudget_per_conn(uint64_t max_body, bool chunked, uint64_t max_chunk,
 
 /* Splits in->limit (which must be > 0). Unset parts, of what is left after the fixed part and
  * the ingest pool: connections half (at least MEMBUDGET_MIN_CONNS of them), queries a fifth (at
- * least MEMBUDGET_MIN_QUERY_DPS datapoints each), then the block cache 30% and the memstores
+ * least MEMBUDGET_MIN_QUERY_DPS datapoints each), held query answers a twentieth, then the
+ * block cache 30% and the memstores
  * 70% of the rest (the memstores at least MEMBUDGET_MIN_MEMSTORES),
  * the flush size an eighth of the memstores (64 KiB .. 16 MiB), the largest body
  * MEMBUDGET_DERIVED_MAX_BODY. Set parts are taken as given. CT_EINVAL, with every figure in the
@@ -116,6 +121,21 @@ CT_MUST_CHECK int membudget_apply(struct conf *c, struct membudget *out, struct 
 /* With a limit (b->limit > 0), caps malloc's arenas at MEMBUDGET_MALLOC_ARENAS. Call before any
  * thread starts. */
 void membudget_tune_allocator(const struct membudget *b);
+
+/* A byte pool shared by threads, charged before memory is held and given back after: the query
+ * answers held in connection buffers for clients that read slower than the answer is written
+ * (tsd.http.query.answer_buffer_bytes; tsd/http.c). Held by value in the TSD (so the layout is
+ * shown); `used` never exceeds `limit`. */
+struct membudget_pool {
+    _Atomic uint64_t used;
+    uint64_t limit;
+};
+void membudget_pool_init(struct membudget_pool *p, uint64_t limit);
+/* Charges n bytes; false (nothing charged) when that would pass the limit. Any thread. */
+bool membudget_pool_take(struct membudget_pool *p, uint64_t n);
+/* Gives back n bytes charged before. Any thread. */
+void membudget_pool_give(struct membudget_pool *p, uint64_t n);
+uint64_t membudget_pool_used(struct membudget_pool *p);
 
 /* One line describing the split, for the log. */
 void membudget_describe(const struct membudget *b, char *buf, size_t size);

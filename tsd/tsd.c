@@ -332,6 +332,8 @@ void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
     TSD_STAT("tsd.connectionmgr.connections", tstats_get(TSTATS_CONN_HTTP), "type=http");
     TSD_STAT("tsd.connectionmgr.exceptions", tstats_get(TSTATS_CONN_REJECTED), "type=rejected");
     TSD_STAT("tsd.connectionmgr.exceptions", tstats_get(TSTATS_CONN_TIMEOUT), "type=timeout");
+    /* ctsdb: query answer bytes held for slow readers (tsd/http.c, the answer pool) */
+    TSD_STAT("tsd.http.query.answer_buffer_bytes", membudget_pool_used(&t->answers), "");
     TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_RPC_PUT), "type=put");
     TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_RPC_OTHER_TELNET), "type=telnet");
     TSD_STAT("tsd.rpc.received", tstats_get(TSTATS_HTTP_REQUESTS), "type=http");
@@ -416,6 +418,9 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
     t->enable_api = conf_get_bool(c, "tsd.core.enable_api");
     t->enable_ui = conf_get_bool(c, "tsd.core.enable_ui");
     t->socket_timeout_s = conf_get_int(c, "tsd.core.socket.timeout");
+    t->http_write_timeout_s = conf_get_int(c, "tsd.http.response.write_timeout");
+    membudget_pool_init(&t->answers,
+                        (uint64_t)conf_get_int(c, "tsd.http.query.answer_buffer_bytes"));
     t->connections_limit = conf_get_int(c, "tsd.core.connections.limit");
     t->last_on_loop = conf_get_bool(c, "tsd.query.last.on_loop") &&
                       strcmp(conf_get_str(c, "tsd.storage.backend"), "bigtable") != 0;

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tsd/membudget.h"
 #include "tsd/put.h"
 #include "tsd/tsd.h"
 
@@ -101,6 +102,8 @@ struct tsd {
     bool read_only;
     bool enable_api, enable_ui; /* tsd.core.enable_api / enable_ui */
     int64_t socket_timeout_s;
+    int64_t http_write_timeout_s;  /* tsd.http.response.write_timeout (0 = none) */
+    struct membudget_pool answers; /* tsd.http.query.answer_buffer_bytes (tsd/http.c) */
     int64_t connections_limit;
     struct auth *auth; /* tsd/auth.h: write/admin protection; read-only after start */
 

@@ -1,11 +1,13 @@
 /* test_http.c - the HTTP helpers behind tsd/http.h: query-string decoding with presence-only
  * and repeated parameters, path normalisation, jsonp names, and the reply builders (OpenTSDB
  * error objects, jsonp wrapping, pretty printing, one reply per request), and small streamed
- * replies held whole (jsonp included) and retractable for an error status. Requests are built
+ * replies held whole (jsonp included) and retractable for an error status, and the RFC 9112
+ * framing rules (header lines, Content-Length and Transfer-Encoding). Requests are built
  * directly on the private struct (tsd/http_int.h); the server itself is covered by the
  * integration tests. */
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,6 +183,132 @@ static void test_http_held_stream_can_be_retracted_for_an_error(void **state)
     http_req_free(r);
 }
 
+/* Splits a copy of line; returns the status and, when 0, the name and value in kv. */
+static int split(const char *line, char *buf, size_t size, struct http_kv *kv, const char **msg)
+{
+    snprintf(buf, size, "%s", line);
+    *msg = NULL;
+    return http_header_split(buf, kv, msg);
+}
+
+static void test_http_header_lines(void **state)
+{
+    (void)state;
+    char buf[256];
+    struct http_kv kv;
+    const char *msg;
+    assert_int_equal(split("Content-Length:  12 \t", buf, sizeof(buf), &kv, &msg), 0);
+    assert_string_equal(kv.name, "Content-Length");
+    assert_string_equal(kv.value, "12");
+    assert_int_equal(split("X-Empty:", buf, sizeof(buf), &kv, &msg), 0);
+    assert_string_equal(kv.value, "");
+    assert_int_equal(split("X-A:b:c", buf, sizeof(buf), &kv, &msg), 0);
+    assert_string_equal(kv.value, "b:c");
+    /* RFC 9112 5.1: no whitespace between the name and the colon */
+    assert_int_equal(split("Transfer-Encoding : chunked", buf, sizeof(buf), &kv, &msg), 400);
+    assert_non_null(strstr(msg, "Whitespace"));
+    assert_int_equal(split("Content-Length\t: 5", buf, sizeof(buf), &kv, &msg), 400);
+    /* obs-fold, no colon, an empty or invalid name, a CR in the value */
+    assert_int_equal(split(" folded", buf, sizeof(buf), &kv, &msg), 400);
+    assert_non_null(strstr(msg, "obs-fold"));
+    assert_int_equal(split("\tfolded", buf, sizeof(buf), &kv, &msg), 400);
+    assert_int_equal(split("NoColon", buf, sizeof(buf), &kv, &msg), 400);
+    assert_int_equal(split(": v", buf, sizeof(buf), &kv, &msg), 400);
+    assert_int_equal(split("Bad(Name): v", buf, sizeof(buf), &kv, &msg), 400);
+    assert_int_equal(split("X-A: a\rb", buf, sizeof(buf), &kv, &msg), 400);
+}
+
+/* A request with the given header lines ("Name: value", split as the server does). */
+static struct http_req *req_headers(int minor, const char *const *lines, size_t n, char *bufs)
+{
+    struct http_req *r = req_new("");
+    r->minor = minor;
+    for (size_t i = 0; i < n; i++) {
+        char *b = bufs + i * 128;
+        snprintf(b, 128, "%s", lines[i]);
+        const char *msg = NULL;
+        assert_int_equal(http_header_split(b, &r->headers[r->nheaders], &msg), 0);
+        r->nheaders++;
+    }
+    return r;
+}
+
+/* The framing of a request with these header lines: the status, and chunked / length. */
+static int framing(int minor, bool enable_chunked, const char *const *lines, size_t n,
+                   bool *chunked, uint64_t *length, const char **msg)
+{
+    static char bufs[8 * 128];
+    assert_true(n <= 8);
+    struct http_req *r = req_headers(minor, lines, n, bufs);
+    const struct http_framing_limits lim = {enable_chunked, 1000};
+    *msg = NULL;
+    int st = http_body_framing(r, &lim, chunked, length, msg);
+    http_req_free(r);
+    return st;
+}
+
+#define FRAMING(minor, chunked_on, ...)                                                            \
+    framing(minor, chunked_on, (const char *const[]){__VA_ARGS__},                                 \
+            sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *), &ch, &len, &msg)
+
+static void test_http_body_framing(void **state)
+{
+    (void)state;
+    bool ch;
+    uint64_t len;
+    const char *msg;
+    /* no body; one length; repeated identical lengths, also as a list, are one (6.3) */
+    assert_int_equal(FRAMING(1, false, "Host: x"), 0);
+    assert_false(ch);
+    assert_int_equal(len, 0);
+    assert_int_equal(FRAMING(1, false, "Content-Length: 12"), 0);
+    assert_int_equal(len, 12);
+    assert_int_equal(FRAMING(1, false, "Content-Length: 7", "Content-Length: 7"), 0);
+    assert_int_equal(len, 7);
+    assert_int_equal(FRAMING(1, false, "Content-Length: 7 ,7, 7"), 0);
+    assert_int_equal(len, 7);
+    /* conflicting lengths, in two lines or one list */
+    assert_int_equal(FRAMING(1, false, "Content-Length: 2", "Content-Length: 40"), 400);
+    assert_non_null(strstr(msg, "Conflicting"));
+    assert_int_equal(FRAMING(1, false, "Content-Length: 2, 40"), 400);
+    /* invalid values */
+    const char *bad[] = {
+        "Content-Length: ",     "Content-Length: +2",  "Content-Length: -1",
+        "Content-Length: 0x10", "Content-Length: 1 2", "Content-Length: 2,",
+        "Content-Length: ,2",   "Content-Length: 2a",  "Content-Length: 99999999999999999999999"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(framing(1, false, &bad[i], 1, &ch, &len, &msg), 400);
+        assert_string_equal(msg, "Invalid Content-Length");
+    }
+    /* over the body limit */
+    assert_int_equal(FRAMING(1, false, "Content-Length: 1001"), 413);
+    assert_int_equal(FRAMING(1, false, "Content-Length: 1000"), 0);
+    /* chunked */
+    assert_int_equal(FRAMING(1, true, "Transfer-Encoding: chunked"), 0);
+    assert_true(ch);
+    assert_int_equal(FRAMING(1, true, "Transfer-Encoding: CHUNKED"), 0);
+    assert_true(ch);
+    assert_int_equal(FRAMING(1, false, "Transfer-Encoding: chunked"), 400);
+    assert_string_equal(msg, "Chunked request not supported.");
+    /* Content-Length with Transfer-Encoding, whichever comes first */
+    assert_int_equal(FRAMING(1, true, "Content-Length: 5", "Transfer-Encoding: chunked"), 400);
+    assert_non_null(strstr(msg, "Both"));
+    assert_int_equal(FRAMING(1, true, "Transfer-Encoding: chunked", "Content-Length: 5"), 400);
+    /* chunked not last, twice, or in HTTP/1.0 */
+    assert_int_equal(FRAMING(1, true, "Transfer-Encoding: gzip"), 400);
+    assert_int_equal(FRAMING(1, true, "Transfer-Encoding: chunked, gzip"), 400);
+    assert_int_equal(FRAMING(1, true, "Transfer-Encoding: chunked", "Transfer-Encoding: gzip"),
+                     400);
+    assert_int_equal(FRAMING(1, true, "Transfer-Encoding: chunked, chunked"), 400);
+    assert_int_equal(FRAMING(1, true, "Transfer-Encoding: identity"), 400);
+    assert_int_equal(FRAMING(0, true, "Transfer-Encoding: chunked"), 400);
+    assert_non_null(strstr(msg, "HTTP/1.0"));
+    /* another coding before chunked: understood framing, unsupported coding */
+    assert_int_equal(FRAMING(1, true, "Transfer-Encoding: gzip, chunked"), 501);
+    assert_int_equal(FRAMING(1, true, "Transfer-Encoding: gzip", "Transfer-Encoding: chunked"),
+                     501);
+}
+
 int main(void)
 {
     pthread_mutex_init(&conn.mu, NULL);
@@ -192,6 +320,8 @@ int main(void)
         cmocka_unit_test(test_http_jsonp_and_pretty_and_single_reply),
         cmocka_unit_test(test_http_small_stream_is_held_whole_with_jsonp),
         cmocka_unit_test(test_http_held_stream_can_be_retracted_for_an_error),
+        cmocka_unit_test(test_http_header_lines),
+        cmocka_unit_test(test_http_body_framing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,7 +32,8 @@ static uint64_t geti(const struct conf *c, const char *key)
 
 static uint64_t parts_sum(const struct membudget *b)
 {
-    return b->fixed + b->ingest_pool + b->conns + b->queries + b->block_cache + b->memstores;
+    return b->fixed + b->ingest_pool + b->conns + b->queries + b->answers + b->block_cache +
+           b->memstores;
 }
 
 static void test_no_limit_changes_nothing(void **state)
@@ -78,7 +79,8 @@ static void test_limit_alone_is_split_and_written_back(void **state)
     uint64_t per_dp = (uint64_t)(cpus > 0 ? cpus : 2) * MEMBUDGET_QUERY_POINT_BYTES;
     assert_int_equal(b.query_dps, left / 5 / per_dp);
     assert_int_equal(b.queries, b.query_dps * per_dp);
-    left -= b.conns + b.queries;
+    assert_int_equal(b.answers, left / 20); /* held query answers: a twentieth */
+    left -= b.conns + b.queries + b.answers;
     assert_int_equal(b.block_cache, left * 3 / 10);
     assert_int_equal(b.memstores, left - b.block_cache);
     assert_int_equal(parts_sum(&b), 512 * MIB);
@@ -90,6 +92,7 @@ static void test_limit_alone_is_split_and_written_back(void **state)
     assert_int_equal(geti(c, "tsd.storage.memstore_flush_bytes"), b.flush_bytes);
     assert_int_equal(geti(c, "tsd.http.request.max_body"), MEMBUDGET_DERIVED_MAX_BODY);
     assert_int_equal(geti(c, "tsd.query.limits.data_points.default"), b.query_dps);
+    assert_int_equal(geti(c, "tsd.http.query.answer_buffer_bytes"), b.answers);
     char line[768];
     membudget_describe(&b, line, sizeof(line));
     assert_non_null(strstr(line, "limit 512.0 MiB"));
@@ -125,8 +128,8 @@ static void test_explicit_settings_are_kept_and_the_rest_derived(void **state)
     assert_int_equal(b.max_body, 65536);
     assert_int_equal(b.per_conn, (256 << 10) + MIB + 16384 + 2 * 65536);
     assert_int_equal(b.flush_bytes, 4 * MIB);
-    assert_int_equal(b.memstores,
-                     256 * MIB - b.fixed - b.ingest_pool - b.conns - b.queries - 16 * MIB);
+    assert_int_equal(b.memstores, 256 * MIB - b.fixed - b.ingest_pool - b.conns - b.queries -
+                                      b.answers - 16 * MIB);
     assert_int_equal(parts_sum(&b), 256 * MIB);
     assert_int_equal(geti(c, "tsd.storage.block_cache_bytes"), 16 * MIB);
     assert_int_equal(geti(c, "tsd.storage.memstore_total_bytes"), b.memstores);
@@ -141,6 +144,16 @@ static void test_explicit_settings_are_kept_and_the_rest_derived(void **state)
     assert_int_equal(b.memstores, 32 * MIB);
     assert_int_equal(parts_sum(&b), 256 * MIB);
     assert_int_equal(b.flush_bytes, 4 * MIB);
+    conf_free(c);
+
+    /* the answer pool given: kept, and the block cache and memstores share what is left */
+    c = conf_with((const char *const[]){"tsd.core.memory_limit_bytes", "268435456",
+                                        "tsd.http.query.answer_buffer_bytes", "2097152"},
+                  4);
+    assert_int_equal(membudget_apply(c, &b, &err), CT_OK);
+    assert_int_equal(b.answers, 2 * MIB);
+    assert_int_equal(parts_sum(&b), 256 * MIB);
+    assert_int_equal(geti(c, "tsd.http.query.answer_buffer_bytes"), 2 * MIB);
     conf_free(c);
 }
 
@@ -204,8 +217,12 @@ static void test_settings_that_do_not_fit_are_refused_with_the_figures(void **st
                    4, "tsd.core.connections.limit=0");
     /* a block cache that leaves too little for the memstores */
     expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "268435456",
-                                         "tsd.storage.block_cache_bytes", "62914560"},
+                                         "tsd.storage.block_cache_bytes", "52428800"},
                    4, "less than 4 MiB would be left for the memstores");
+    /* an answer pool larger than what is left */
+    expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "268435456",
+                                         "tsd.http.query.answer_buffer_bytes", "134217728"},
+                   4, "tsd.http.query.answer_buffer_bytes does not fit");
     /* unlimited queries cannot be bounded; neither can too many datapoints */
     expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "536870912",
                                          "tsd.query.limits.data_points.default", "0"},
@@ -252,6 +269,28 @@ static void test_bigtable_backend_budgets_no_local_store(void **state)
 
 /* membudget_split directly: every successful split of a grid of limits and explicit settings
  * stays within its limit and keeps what was given. */
+/* The answer pool never passes its limit, and gives back what was taken. */
+static void test_answer_pool_is_bounded(void **state)
+{
+    (void)state;
+    struct membudget_pool p;
+    membudget_pool_init(&p, 3 * MIB);
+    assert_true(membudget_pool_take(&p, 2 * MIB));
+    assert_false(membudget_pool_take(&p, MIB + 1)); /* would pass the limit: nothing taken */
+    assert_int_equal(membudget_pool_used(&p), 2 * MIB);
+    assert_true(membudget_pool_take(&p, MIB)); /* exactly up to it */
+    assert_false(membudget_pool_take(&p, 1));
+    membudget_pool_give(&p, 2 * MIB);
+    assert_int_equal(membudget_pool_used(&p), MIB);
+    assert_false(membudget_pool_take(&p, UINT64_MAX)); /* no wrap-around */
+    assert_true(membudget_pool_take(&p, 2 * MIB));
+    membudget_pool_give(&p, 3 * MIB);
+    assert_int_equal(membudget_pool_used(&p), 0);
+    membudget_pool_init(&p, 0); /* a zero pool takes nothing */
+    assert_false(membudget_pool_take(&p, 1));
+    assert_true(membudget_pool_take(&p, 0));
+}
+
 static void test_every_split_fits_its_limit(void **state)
 {
     (void)state;
@@ -314,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_settings_that_do_not_fit_are_refused_with_the_figures),
         cmocka_unit_test(test_bigtable_backend_budgets_no_local_store),
         cmocka_unit_test(test_every_split_fits_its_limit),
+        cmocka_unit_test(test_answer_pool_is_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
