@@ -721,8 +721,9 @@ int wc_snapshot_name_check(const char *name, struct ct_err *err)
 
 static int wc_snapshot_unsupported(const struct wc_store *s, struct ct_err *err)
 {
-    return ct_err_set(err, CT_EUNSUPPORTED, "snapshots are not supported on the %s backend",
-                      s->ops->name);
+    const char *alt = s->ops->snapshot_alternative;
+    return ct_err_set(err, CT_EUNSUPPORTED, "snapshots are not supported on the %s backend%s%s%s",
+                      s->ops->name, alt ? " (" : "", alt ? alt : "", alt ? ")" : "");
 }
 
 int wc_snapshot_create(struct wc_store *s, const char *name, const char *table, struct ct_err *err)

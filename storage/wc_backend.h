@@ -97,6 +97,9 @@ struct wc_backend_ops {
     int (*snapshot_clone)(struct wc_store *s, const char *name, const char *table,
                           struct ct_err *err);
     int (*snapshot_delete)(struct wc_store *s, const char *name, struct ct_err *err);
+    /* With the snapshot ops NULL: what to use instead, added to the CT_EUNSUPPORTED message
+     * (NULL = nothing). */
+    const char *snapshot_alternative;
 };
 
 /* Backend entry points, called by wc_open(). Each returns a new store whose first member is a

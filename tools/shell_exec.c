@@ -2408,6 +2408,13 @@ static int shell_snap_row(void *arg, const struct wc_snapshot_info *info)
     return 0;
 }
 
+static int shell_snap_none(void *arg, const struct wc_snapshot_info *info)
+{
+    (void)arg;
+    (void)info;
+    return 1;
+}
+
 static int cmd_list_snapshots(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
 {
     if (c->nargs > 1)
@@ -2418,7 +2425,9 @@ static int cmd_list_snapshots(struct shell *sh, const struct shell_cmd *c, struc
     if (rc != CT_OK)
         return rc;
     struct shell_snap_list l = {sh, have ? &re : NULL, 0};
-    if ((rc = shell_store(sh, err)) == CT_OK) {
+    if ((rc = shell_store(sh, err)) == CT_OK)
+        rc = wc_snapshot_list(sh->store, shell_snap_none, NULL, err); /* (2): fail before output */
+    if (rc == CT_OK) {
         shell_header(sh, "SNAPSHOT", "TABLE + CREATION TIME");
         rc = wc_snapshot_list(sh->store, shell_snap_row, &l, err);
     }

@@ -419,7 +419,7 @@ int engine_snapshot_list(struct wc_store *ws, wc_snapshot_fn fn, void *arg, stru
         snap_pathf(path, sizeof(path), "%s/%s", dir, de->d_name);
         struct ct_err e2 = {0};
         memset(&v[n], 0, sizeof(v[n]));
-        snprintf(v[n].name, sizeof(v[n].name), "%s", de->d_name);
+        memcpy(v[n].name, de->d_name, strlen(de->d_name) + 1); /* length checked above */
         if (snap_info_read(path, &v[n], &e2) != CT_OK) {
             estore_logf(s, "ignoring %s: %s", path, e2.msg);
             continue;
