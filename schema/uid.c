@@ -487,14 +487,17 @@ static int uid_release_reverse(struct uid *u, enum uid_kind k, const uint8_t *id
     uint8_t buf[UID_MAX_NAME];
     size_t n;
     int64_t ts;
-    int rc = uid_read_ts(u, wc_bytes_of(idb, w), UID_FAMILY_NAME, k, buf, sizeof(buf), &n, &ts,
-                         err);
+    int rc =
+        uid_read_ts(u, wc_bytes_of(idb, w), UID_FAMILY_NAME, k, buf, sizeof(buf), &n, &ts, err);
     if (rc == CT_NOTFOUND)
         return CT_OK;
     if (rc != CT_OK)
         return rc;
-    struct wc_mutation dm = {WC_OP_DELETE_COLUMN, wc_bytes_str(UID_FAMILY_NAME),
-                             wc_bytes_str(uid_qualifiers[k]), {0}, ts};
+    struct wc_mutation dm = {WC_OP_DELETE_COLUMN,
+                             wc_bytes_str(UID_FAMILY_NAME),
+                             wc_bytes_str(uid_qualifiers[k]),
+                             {0},
+                             ts};
     struct wc_row_mutation drm = {wc_bytes_of(idb, w), &dm, 1};
     struct wc_bytes expect = wc_bytes_of(name, len);
     bool applied = false;
@@ -504,8 +507,8 @@ static int uid_release_reverse(struct uid *u, enum uid_kind k, const uint8_t *id
 
 /* Assigns a new id to name (which had none when checked). *existed tells whether another writer
  * won the forward race (then *id is the winner's). REQUIRES: the name's assign_mu stripe held. */
-static int uid_allocate_locked(struct uid *u, enum uid_kind k, const char *name, size_t len, uint64_t *id,
-                        bool *existed, struct ct_err *err)
+static int uid_allocate_locked(struct uid *u, enum uid_kind k, const char *name, size_t len,
+                               uint64_t *id, bool *existed, struct ct_err *err)
 {
     unsigned w = u->o.width[k];
     uint64_t max = uid_max_for(u, k);

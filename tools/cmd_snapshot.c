@@ -66,8 +66,9 @@ static int snapshot_run(int argc, char **argv)
     if (rc != CT_OK) {
         fprintf(stderr, "ctsdb snapshot: %s\n", err.msg);
         if (rc == CT_EBUSY)
-            fprintf(stderr, "ctsdb snapshot: a TSD runs on it: take the snapshot through it "
-                            "(POST /api/admin/snapshot?name=%s)\n",
+            fprintf(stderr,
+                    "ctsdb snapshot: a TSD runs on it: take the snapshot through it "
+                    "(POST /api/admin/snapshot?name=%s)\n",
                     name);
         goto out;
     }

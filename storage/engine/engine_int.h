@@ -320,8 +320,7 @@ CT_MUST_CHECK int engine_snapshot_restore(struct wc_store *ws, const char *name,
                                           struct ct_err *err);
 CT_MUST_CHECK int engine_snapshot_clone(struct wc_store *ws, const char *name, const char *table,
                                         struct ct_err *err);
-CT_MUST_CHECK int engine_snapshot_delete(struct wc_store *ws, const char *name,
-                                         struct ct_err *err);
+CT_MUST_CHECK int engine_snapshot_delete(struct wc_store *ws, const char *name, struct ct_err *err);
 
 /* ---- catalog.c --------------------------------------------------------------------------- */
 

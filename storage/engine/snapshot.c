@@ -30,8 +30,8 @@
  * cat_mu; restore takes each table's admin locks (lock_table_admin), clone cat_mu. */
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <ftw.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,8 +302,7 @@ int engine_snapshot_create(struct wc_store *ws, const char *name, const char *ta
     for (int i = 0; i < ENGINE_ROW_STRIPES; i++)
         pthread_rwlock_wrlock(&s->row_lk[i]);
     snap_remove_leftovers(dir);
-    snap_pathf(tmp, sizeof(tmp), "%s/.tmp-%s-%llu", dir, name,
-             (unsigned long long)clock_mono_ns());
+    snap_pathf(tmp, sizeof(tmp), "%s/.tmp-%s-%llu", dir, name, (unsigned long long)clock_mono_ns());
     snap_pathf(sub, sizeof(sub), "%s/sst", tmp);
     struct etable **tables = NULL;
     size_t n = 0;
@@ -747,7 +746,7 @@ int engine_snapshot_delete(struct wc_store *ws, const char *name, struct ct_err 
         return ct_err_set(err, CT_NOTFOUND, "Snapshot '%s' doesn't exist", name);
     /* out of the name space first (one rename), then the links (2) */
     snap_pathf(gone, sizeof(gone), "%s/.del-%s-%llu", dir, name,
-             (unsigned long long)clock_mono_ns());
+               (unsigned long long)clock_mono_ns());
     if (rename(path, gone) != 0)
         return ct_err_errno(err, CT_EIO, errno, "cannot remove snapshot %s", path);
     int rc = eio_fsync_dir(dir, err);

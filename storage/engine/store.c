@@ -944,8 +944,7 @@ out:
 
 /* Takes a table for an exclusive administrative change: the maintenance lock (no flush or
  * compaction runs), the catalog mutex and the map lock. Refused in a read-only store. */
-int lock_table_admin(struct estore *s, const char *name, struct etable **out,
-                     struct ct_err *err)
+int lock_table_admin(struct estore *s, const char *name, struct etable **out, struct ct_err *err)
 {
     if (s->opt.read_only)
         return ct_err_set(err, CT_EINVAL, "the store was opened read-only");

@@ -226,8 +226,8 @@ static void test_snapshot_restore_survives_a_crash_without_replaying_older_write
         struct wc_store *s = open_store(f->dir, false);
         struct wc_table *t, *o;
         /* an unflushed write to another table keeps the log from being released */
-        struct wc_mutation om = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"),
-                                 wc_bytes_str("x"), WC_TS_LATEST};
+        struct wc_mutation om = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str("x"),
+                                 WC_TS_LATEST};
         struct wc_row_mutation orm = {wc_bytes_str("keep"), &om, 1};
         if (wc_table_open(s, "other", &o, &err) != CT_OK ||
             wc_mutate_row(o, &orm, WC_DURABILITY_SYNC_WAL, &err) != CT_OK)
@@ -240,8 +240,8 @@ static void test_snapshot_restore_survives_a_crash_without_replaying_older_write
         struct wc_row_mutation rm = {wc_bytes_str("between"), &m, 1};
         if (wc_mutate_row(t, &rm, WC_DURABILITY_SYNC_WAL, &err) != CT_OK)
             _exit(4);
-        if (wc_table_disable(s, "t", &err) != CT_OK || wc_snapshot_restore(s, "s1", &err) != CT_OK ||
-            wc_table_enable(s, "t", &err) != CT_OK)
+        if (wc_table_disable(s, "t", &err) != CT_OK ||
+            wc_snapshot_restore(s, "s1", &err) != CT_OK || wc_table_enable(s, "t", &err) != CT_OK)
             _exit(5);
         m.value = wc_bytes_str("post");
         rm.row = wc_bytes_str("post");
@@ -433,8 +433,8 @@ static void *writer_main(void *arg)
         /* alternate between the two regions (split at "m"), so a snapshot that were not one
          * point in time across regions would miss a write older than one it holds */
         snprintf(row, sizeof(row), "%c%06d", i % 2 ? 'z' : 'a', i);
-        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"),
-                                wc_bytes_str(row), WC_TS_LATEST};
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str(row),
+                                WC_TS_LATEST};
         struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
         if (wc_mutate_row(w->t, &rm, WC_DURABILITY_SKIP_WAL, &err) != CT_OK) {
             w->failures++;

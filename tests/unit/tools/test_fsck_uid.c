@@ -263,8 +263,7 @@ static void put_cell(struct tsdb *t, struct wc_bytes row, const char *family, co
                             WC_TS_LATEST};
     struct wc_row_mutation rm = {row, &m, 1};
     struct ct_err err = {0};
-    assert_int_equal(wc_mutate_row(tsdb_uid_table(t), &rm, WC_DURABILITY_USE_DEFAULT, &err),
-                     CT_OK);
+    assert_int_equal(wc_mutate_row(tsdb_uid_table(t), &rm, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
 }
 
 static void test_fsck_race_leftover_is_benign_inconsistency_is_not(void **state)
@@ -318,8 +317,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_fsck_threads_of_one_service_waste_no_ids, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_fsck_racing_services_leave_no_orphan, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fsck_racing_services_leave_no_orphan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fsck_race_leftover_is_benign_inconsistency_is_not,
                                         setup, teardown),
     };
