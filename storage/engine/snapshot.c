@@ -548,6 +548,8 @@ static int snap_copy_fams(const struct etable *st, const struct etable *keep,
     if (!*fams || !*hooks) {
         free(*fams);
         free(*hooks);
+        *fams = NULL;
+        *hooks = NULL;
         return ct_err_set(err, CT_ENOMEM, "out of memory restoring %s", st->name);
     }
     memcpy(*fams, st->fams, st->nfams * sizeof(**fams));
