@@ -131,4 +131,12 @@ check_eq "a taken name is refused" 1 $?
 check_contains "with the reason" "$out" "Snapshot 's2' already exists"
 out=$("$CTSDB" fsck --data "$DATA" 2>&1)
 check_eq "fsck finds the restored store clean" 0 $?
+
+# ---- the endpoint is an admin action ---------------------------------------------------------
+tsd_start
+check_contains "without tsd.core.enable_admin a snapshot is refused" \
+  "$(req POST '/api/admin/snapshot?name=s3')" '403 {"error":{"code":403,"message":"Forbidden"'
+check_contains "and so is the listing" "$(req GET /api/admin/snapshot)" '403 '
+tsd_stop
+check "the refused snapshot was not taken" test ! -e "$DATA/snapshots/s3"
 it_done
