@@ -7,7 +7,8 @@
  *                                     store, tables, created in ms)
  * An admin action (tsd/auth.h: tsd.core.enable_admin, token, allow-list) for every method.
  * Errors: 400 bad or missing name, 409 name taken, 501 backend without snapshots (Bigtable),
- * 500 otherwise. Restoring is offline only (`ctsdb restore` with the TSD stopped). */
+ * 503 worker pool full, 500 otherwise. The work runs on a worker thread (http_req_defer), not
+ * on the event loop. Restoring is offline only (`ctsdb restore` with the TSD stopped). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,8 +64,10 @@ static int api_snapshot_status(int rc)
     }
 }
 
-void api_admin_snapshot_handle(struct http_req *r)
+/* Runs on a worker (http_req_defer): a snapshot flushes, so it must not hold the event loop. */
+static void api_snapshot_work(struct http_req *r, void *arg)
 {
+    (void)arg;
     struct wc_store *s = http_req_tsd(r)->store;
     struct ct_err err = {0};
     if (http_req_method(r) == HTTP_GET) {
@@ -96,4 +99,11 @@ void api_admin_snapshot_handle(struct http_req *r)
         return;
     }
     http_reply_cjson(r, 200, f.out);
+}
+
+void api_admin_snapshot_handle(struct http_req *r)
+{
+    struct ct_err err = {0};
+    if (http_req_defer(r, api_snapshot_work, NULL, &err) != CT_OK)
+        http_reply_error(r, 503, "Unable to take the request", err.msg);
 }
