@@ -4,11 +4,19 @@
  * empty cell, so a name gets at most one id; (2) a reverse row (id -> name) is only ever created
  * by check-and-put against an empty cell after the id came from the atomic counter (or a random
  * draw), so an id gets at most one name; (3) the reverse row is written before the forward row,
- * so every visible forward mapping has its reverse mapping; a lost forward race leaves an
- * orphaned reverse row that fsck reports; (4) the cache holds only mappings read from or written
- * to the table; each direction of each kind is a direct-mapped table of cache_entries slots, so
- * it never grows beyond that.
- * Locking: each cache table is split in UID_STRIPES stripes, each guarded by its own mutex. */
+ * so every visible forward mapping has its reverse mapping; (4) the cache holds only mappings
+ * read from or written to the table; each direction of each kind is a direct-mapped table of
+ * cache_entries slots, so it never grows beyond that; (5) within one uid service, assignments of
+ * the same name are serialised (assign_mu stripe of the name's hash) and the forward row is read
+ * again under the stripe, so threads of one process never race each other: no id is drawn for
+ * a name that already has one and no reverse row is left behind; (6) across services (two TSDs
+ * on one Bigtable instance) the forward check-and-put still decides; the loser deletes its own
+ * reverse row (check-and-delete: only if it still names the loser's name), so only a crash
+ * between the two writes leaves an orphaned reverse row, which fsck reports as benign. The
+ * loser's id stays unused (the counter cannot be given back).
+ * Locking: each cache table is split in UID_STRIPES stripes, each guarded by its own mutex;
+ * assign_mu[k][stripe] is taken before any cache stripe and held across the store calls of one
+ * assignment. */
 #include "schema/uid.h"
 
 #include <locale.h>
@@ -131,6 +139,7 @@ struct uid {
     struct uid_kind_state k[UID_NKINDS];
     pthread_mutex_t rnd_mu; /* guards rnd */
     uint64_t rnd;
+    pthread_mutex_t assign_mu[UID_NKINDS][UID_STRIPES]; /* (5): one assignment of a name */
 };
 
 static uint64_t uid_hash_name(const char *s, size_t n)
@@ -289,6 +298,10 @@ int uid_open(struct wc_table *t, const struct uid_options *o, struct uid **out, 
         return ct_err_set(err, CT_ENOMEM, "out of memory for the uid service");
     u->t = t;
     u->o = *o;
+    pthread_mutex_init(&u->rnd_mu, NULL);
+    for (int k = 0; k < UID_NKINDS; k++)
+        for (int i = 0; i < UID_STRIPES; i++)
+            pthread_mutex_init(&u->assign_mu[k][i], NULL);
     if (o->allow_special) {
         u->allow_special = strdup(o->allow_special);
         if (!u->allow_special)
@@ -299,7 +312,6 @@ int uid_open(struct wc_table *t, const struct uid_options *o, struct uid **out, 
         if (uid_cache_init(&u->k[k].by_name, o->cache_entries) ||
             uid_cache_init(&u->k[k].by_id, o->cache_entries))
             goto nomem;
-    pthread_mutex_init(&u->rnd_mu, NULL);
     u->rnd = (uint64_t)clock_mono_ns() ^ ((uint64_t)(uintptr_t)u << 16) ^ 0x9E3779B97F4A7C15ull;
     *out = u;
     return CT_OK;
@@ -317,6 +329,9 @@ void uid_close(struct uid *u)
         uid_cache_destroy(&u->k[k].by_id);
     }
     pthread_mutex_destroy(&u->rnd_mu);
+    for (int k = 0; k < UID_NKINDS; k++)
+        for (int i = 0; i < UID_STRIPES; i++)
+            pthread_mutex_destroy(&u->assign_mu[k][i]);
     free(u->allow_special);
     free(u);
 }
@@ -462,10 +477,38 @@ static uint64_t uid_random(struct uid *u, uint64_t max)
     return 1 + r % max;
 }
 
+/* Removes the reverse row of an id this writer claimed but lost the name's forward race with
+ * (6): a delete of that column at the cell's own timestamp (so that a later put of the same id,
+ * possible with random metric ids, is not masked), applied only while the cell still names
+ * `name` (check-and-mutate). */
+static int uid_release_reverse(struct uid *u, enum uid_kind k, const uint8_t *idb, unsigned w,
+                               const char *name, size_t len, struct ct_err *err)
+{
+    uint8_t buf[UID_MAX_NAME];
+    size_t n;
+    int64_t ts;
+    int rc =
+        uid_read_ts(u, wc_bytes_of(idb, w), UID_FAMILY_NAME, k, buf, sizeof(buf), &n, &ts, err);
+    if (rc == CT_NOTFOUND)
+        return CT_OK;
+    if (rc != CT_OK)
+        return rc;
+    struct wc_mutation dm = {WC_OP_DELETE_COLUMN,
+                             wc_bytes_str(UID_FAMILY_NAME),
+                             wc_bytes_str(uid_qualifiers[k]),
+                             {0},
+                             ts};
+    struct wc_row_mutation drm = {wc_bytes_of(idb, w), &dm, 1};
+    struct wc_bytes expect = wc_bytes_of(name, len);
+    bool applied = false;
+    return wc_check_and_mutate(u->t, drm.row, dm.family, dm.qualifier, &expect, &drm,
+                               WC_DURABILITY_USE_DEFAULT, &applied, err);
+}
+
 /* Assigns a new id to name (which had none when checked). *existed tells whether another writer
- * won the forward race (then *id is the winner's). */
-static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t len, uint64_t *id,
-                        bool *existed, struct ct_err *err)
+ * won the forward race (then *id is the winner's). REQUIRES: the name's assign_mu stripe held. */
+static int uid_allocate_locked(struct uid *u, enum uid_kind k, const char *name, size_t len,
+                               uint64_t *id, bool *existed, struct ct_err *err)
 {
     unsigned w = u->o.width[k];
     uint64_t max = uid_max_for(u, k);
@@ -511,9 +554,12 @@ static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t
             return ct_err_prefix(err, "cannot write the forward uid row of %s '%.*s'", q, (int)len,
                                  name);
         if (!applied) {
-            /* another writer assigned the name first; take its id (our reverse row is now an
-             * orphan, as in OpenTSDB) */
+            /* another service assigned the name first (6); take its id, drop our reverse row */
             *existed = true;
+            rc = uid_release_reverse(u, k, idb, w, name, len, err);
+            if (rc != CT_OK)
+                return ct_err_prefix(err, "cannot remove the unused reverse uid row of %s '%.*s'",
+                                     q, (int)len, name);
             rc = uid_lookup_store(u, k, name, len, id, err);
             if (rc == CT_NOTFOUND)
                 return ct_err_set(err, CT_ECONFLICT,
@@ -527,6 +573,23 @@ static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t
     }
     return ct_err_set(err, CT_ECONFLICT, "could not find a free %s id for '%.*s' in %d tries", q,
                       (int)len, name, UID_ASSIGN_TRIES);
+}
+
+/* (5): serialises assignments of one name in this service and looks the name up again under
+ * the lock, so a thread that waited for another's assignment of the same name takes its id
+ * (*existed true) instead of drawing a second one. */
+static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t len, uint64_t *id,
+                        bool *existed, struct ct_err *err)
+{
+    pthread_mutex_t *mu = &u->assign_mu[k][uid_hash_name(name, len) % UID_STRIPES];
+    pthread_mutex_lock(mu);
+    int rc = uid_lookup_store(u, k, name, len, id, err);
+    if (rc == CT_OK)
+        *existed = true;
+    else if (rc == CT_NOTFOUND)
+        rc = uid_allocate_locked(u, k, name, len, id, existed, err);
+    pthread_mutex_unlock(mu);
+    return rc;
 }
 
 int uid_get_or_create_id(struct uid *u, enum uid_kind k, const char *name, size_t len, uint64_t *id,

@@ -7,9 +7,12 @@
  * 8-byte big-endian last assigned id.
  *
  * Assignment: atomic increment of the counter, then check-and-put of the reverse row (must be
- * empty), then check-and-put of the forward row (must be empty). A writer losing the forward race
- * takes the winner's id (its reverse row is left orphaned, reported by fsck), so a name never
- * gets two ids and an id never two names, across threads and processes.
+ * empty), then check-and-put of the forward row (must be empty), so a name never gets two ids and
+ * an id never two names, across threads and processes. Threads of one service assigning the
+ * same name wait for each other and share one id (no id is wasted, nothing is left behind). A
+ * service losing the forward race to another service (another process on the same Bigtable
+ * instance) takes the winner's id and deletes its own reverse row; its id stays unused. Only a
+ * crash between the two writes leaves an orphaned reverse row (reported by fsck as benign).
  *
  * Threading: every function may be called from many threads at once (the cache is striped and
  * locked). */

@@ -693,3 +693,90 @@ int wc_cell_compare(const struct wc_cell *a, const struct wc_cell *b)
         return a->type > b->type ? -1 : 1;
     return 0;
 }
+
+/* ---- snapshots ---------------------------------------------------------------------------- */
+
+int wc_snapshot_name_check(const char *name, struct ct_err *err)
+{
+    if (!name || !*name)
+        return ct_err_set(err, CT_EINVAL, "snapshot name must not be empty");
+    size_t n = strlen(name);
+    if (n > WC_MAX_SNAPSHOT_NAME)
+        return ct_err_set(err, CT_EINVAL, "snapshot name '%.40s...' is longer than %d characters",
+                          name, WC_MAX_SNAPSHOT_NAME);
+    if (name[0] == '.' || name[0] == '-')
+        return ct_err_set(err, CT_EINVAL, "snapshot name '%s' must not start with '%c'", name,
+                          name[0]);
+    for (size_t i = 0; i < n; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == '-' || c == '.'))
+            return ct_err_set(err, CT_EINVAL,
+                              "illegal character in snapshot name '%s' at %zu (allowed: letters, "
+                              "digits, '_', '-', '.')",
+                              name, i);
+    }
+    return CT_OK;
+}
+
+static int wc_snapshot_unsupported(const struct wc_store *s, struct ct_err *err)
+{
+    const char *alt = s->ops->snapshot_alternative;
+    return ct_err_set(err, CT_EUNSUPPORTED, "snapshots are not supported on the %s backend%s%s%s",
+                      s->ops->name, alt ? " (" : "", alt ? alt : "", alt ? ")" : "");
+}
+
+int wc_snapshot_create(struct wc_store *s, const char *name, const char *table, struct ct_err *err)
+{
+    char full[WC_MAX_TABLE_NAME];
+    int rc = wc_snapshot_name_check(name, err);
+    if (rc == CT_OK && table)
+        rc = wc_full_name(table, full, err);
+    if (rc != CT_OK)
+        return rc;
+    if (!s->ops->snapshot_create)
+        return wc_snapshot_unsupported(s, err);
+    return s->ops->snapshot_create(s, name, table ? full : NULL, err);
+}
+
+int wc_snapshot_list(struct wc_store *s, wc_snapshot_fn fn, void *arg, struct ct_err *err)
+{
+    if (!s->ops->snapshot_list)
+        return wc_snapshot_unsupported(s, err);
+    return s->ops->snapshot_list(s, fn, arg, err);
+}
+
+int wc_snapshot_restore(struct wc_store *s, const char *name, struct ct_err *err)
+{
+    int rc = wc_snapshot_name_check(name, err);
+    if (rc != CT_OK)
+        return rc;
+    if (!s->ops->snapshot_restore)
+        return wc_snapshot_unsupported(s, err);
+    return s->ops->snapshot_restore(s, name, err);
+}
+
+int wc_snapshot_clone(struct wc_store *s, const char *name, const char *table, struct ct_err *err)
+{
+    char full[WC_MAX_TABLE_NAME];
+    int rc = wc_snapshot_name_check(name, err);
+    if (rc == CT_OK)
+        rc = wc_full_name(table, full, err);
+    if (rc != CT_OK)
+        return rc;
+    if (!strncmp(full, "hbase:", 6))
+        return ct_err_set(err, CT_EINVAL, "cannot clone into the hbase namespace: %s", full);
+    if (!s->ops->snapshot_clone)
+        return wc_snapshot_unsupported(s, err);
+    return s->ops->snapshot_clone(s, name, full, err);
+}
+
+int wc_snapshot_delete(struct wc_store *s, const char *name, struct ct_err *err)
+{
+    int rc = wc_snapshot_name_check(name, err);
+    if (rc != CT_OK)
+        return rc;
+    if (!s->ops->snapshot_delete)
+        return wc_snapshot_unsupported(s, err);
+    return s->ops->snapshot_delete(s, name, err);
+}

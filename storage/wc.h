@@ -525,6 +525,50 @@ typedef int (*wc_compact_hook_fn)(void *arg, const struct wc_cell *cells, size_t
 CT_MUST_CHECK int wc_set_compact_hook(struct wc_store *s, const char *table, const char *family,
                                       wc_compact_hook_fn fn, void *arg, struct ct_err *err);
 
+/* ---- snapshots (embedded engine) ----------------------------------------------------- */
+
+/* HBase's snapshot, list_snapshots, restore_snapshot, clone_snapshot, delete_snapshot. A
+ * snapshot is a point-in-time copy of one table, or of every table, that costs no copying: the
+ * engine flushes, then hard-links the block files and freezes a copy of the catalog entries
+ * under <data_dir>/snapshots/<name>/ (docs/engine.md). Taking one is allowed while other
+ * threads write: writes are held back for the flush (they wait, they do not fail), and the
+ * snapshot holds every write acknowledged before it and none after. On the Bigtable backend
+ * every call returns CT_EUNSUPPORTED (use Bigtable backups). */
+#define WC_MAX_SNAPSHOT_NAME 128
+
+struct wc_snapshot_info {
+    char name[WC_MAX_SNAPSHOT_NAME + 1];
+    char table[WC_MAX_TABLE_NAME]; /* the table ("ns:qual"), or "" for a whole-store snapshot */
+    size_t ntables;                /* tables it holds */
+    int64_t created_ms;            /* wall clock when it was taken */
+};
+
+/* Checks a snapshot name: 1..WC_MAX_SNAPSHOT_NAME characters of [A-Za-z0-9_.-], not starting with
+ * '.' or '-'. CT_EINVAL naming the name otherwise. */
+CT_MUST_CHECK int wc_snapshot_name_check(const char *name, struct ct_err *err);
+/* Takes snapshot `name` of `table` (NULL = every table of the store). CT_EEXIST if the name is
+ * taken, CT_NOTFOUND if the table does not exist, CT_EINVAL for a bad name or a read-only
+ * store. */
+CT_MUST_CHECK int wc_snapshot_create(struct wc_store *s, const char *name, const char *table,
+                                     struct ct_err *err);
+/* Calls fn for each snapshot in name order; fn returning non-zero stops the walk. The info is
+ * valid during the call. */
+typedef int (*wc_snapshot_fn)(void *arg, const struct wc_snapshot_info *info);
+CT_MUST_CHECK int wc_snapshot_list(struct wc_store *s, wc_snapshot_fn fn, void *arg,
+                                   struct ct_err *err);
+/* Puts every table of the snapshot back as it was when it was taken: cells, families, table
+ * attributes and region boundaries. Each table that exists must be disabled (CT_EBUSY
+ * otherwise; nothing is changed then); one that no longer exists is created. Restored tables
+ * are left disabled (enable them after), as HBase does. CT_NOTFOUND if there is no such
+ * snapshot. */
+CT_MUST_CHECK int wc_snapshot_restore(struct wc_store *s, const char *name, struct ct_err *err);
+/* Creates the new, enabled table `table` holding the snapshot's cells, families and attributes
+ * (a snapshot of one table; CT_EINVAL for a whole-store snapshot). CT_EEXIST if the table exists. */
+CT_MUST_CHECK int wc_snapshot_clone(struct wc_store *s, const char *name, const char *table,
+                                    struct ct_err *err);
+/* Deletes a snapshot (its links; the live tables are not touched). CT_NOTFOUND if absent. */
+CT_MUST_CHECK int wc_snapshot_delete(struct wc_store *s, const char *name, struct ct_err *err);
+
 /* ---- helpers -------------------------------------------------------------------------- */
 
 /* Compares two cells in the total order of spec §2 (row, family, qualifier asc; ts desc; type

@@ -88,6 +88,18 @@ struct wc_backend_ops {
     /* Optional (NULL = not supported). */
     int (*set_compact_hook)(struct wc_store *s, const char *table, const char *family,
                             wc_compact_hook_fn fn, void *arg, struct ct_err *err);
+    /* Optional (NULL = snapshots are not supported). Names are checked by wc.c (snapshot names
+     * with wc_snapshot_name_check, tables normalised to "ns:qual"); table NULL = every table. */
+    int (*snapshot_create)(struct wc_store *s, const char *name, const char *table,
+                           struct ct_err *err);
+    int (*snapshot_list)(struct wc_store *s, wc_snapshot_fn fn, void *arg, struct ct_err *err);
+    int (*snapshot_restore)(struct wc_store *s, const char *name, struct ct_err *err);
+    int (*snapshot_clone)(struct wc_store *s, const char *name, const char *table,
+                          struct ct_err *err);
+    int (*snapshot_delete)(struct wc_store *s, const char *name, struct ct_err *err);
+    /* With the snapshot ops NULL: what to use instead, added to the CT_EUNSUPPORTED message
+     * (NULL = nothing). */
+    const char *snapshot_alternative;
 };
 
 /* Backend entry points, called by wc_open(). Each returns a new store whose first member is a

@@ -8,9 +8,12 @@
  * --delete-orphans deletes it); datapoint cells that do not decode (bad cell: --fix deletes it);
  * duplicate timestamps (identical ones are merged by --fix; conflicting ones need --fix and are
  * resolved keeping the latest write, as tsd.storage.fix_duplicates does). UID table: forward
- * mappings without their reverse (--fix writes it), reverse mappings whose name maps elsewhere or
- * nowhere (orphaned or inconsistent: --fix deletes the reverse cell), ids beyond the kind's
- * counter (--fix raises the counter).
+ * mappings without their reverse (--fix writes it), reverse mappings whose name maps nowhere
+ * (orphaned: --fix deletes the reverse cell), ids beyond the kind's counter (--fix raises the
+ * counter). A reverse mapping whose name maps to another id is what an assignment that lost the
+ * forward race and crashed before removing its reverse row leaves (schema/uid.c (6)): the id was
+ * never handed out, so it is reported as a benign warning, not a problem (as OpenTSDB's uid fsck
+ * does), and --fix removes it.
  * Repairs of one row are atomic (one row mutation); a moved row is written before the old one is
  * deleted, so a crash in between leaves a duplicate row, never a lost one. */
 #include <getopt.h>
@@ -32,15 +35,17 @@ static void fsck_usage(FILE *out)
             "block file, every log record) and names each damaged file. Then checks every row\n"
             "of the data table and every mapping of the UID table and reports bad row keys,\n"
             "rows in the wrong salt bucket, rows with unknown UIDs, undecodable cells,\n"
-            "duplicate timestamps and inconsistent or orphaned UIDs. Exit status 0 when\n"
-            "nothing is wrong (or everything found was fixed), 1 otherwise.\n\n"
+            "duplicate timestamps and inconsistent or orphaned UIDs. Reverse UIDs left over\n"
+            "from a lost assignment race (the name maps to another id) are benign warnings.\n"
+            "Exit status 0 when nothing is wrong (or everything found was fixed), 1 otherwise.\n\n"
             "options:\n"
             "  --data DIR          data directory (default ./data)\n"
             "  --quarantine        set damaged files aside in DIR/quarantine/ so that the store\n"
             "                      opens again (a block file's cells are lost; a log segment is\n"
             "                      cut at its last good record); the catalog is only reported\n"
             "  --fix               repair: move wrongly salted rows, delete undecodable cells,\n"
-            "                      merge duplicates (latest write wins), fix UID mappings\n"
+            "                      merge duplicates (latest write wins), fix UID mappings,\n"
+            "                      remove race leftovers\n"
             "  --delete-orphans    with --fix: delete rows whose UIDs have no name\n"
             "  --set KEY=VALUE     schema config key\n"
             "  -h, --help          this text\n");
@@ -53,6 +58,7 @@ struct fsck {
     size_t rows, cells, points;
     size_t bad_rows, wrong_salt, orphan_rows, bad_cells, dup_rows, conflict_rows;
     size_t uid_forward_only, uid_orphan_reverse, uid_inconsistent, uid_counter_low;
+    size_t uid_lost_race, uid_lost_race_removed; /* benign: not problems */
     size_t fixed;
     uint64_t max_seen[UID_NKINDS];
 };
@@ -398,15 +404,31 @@ static int fsck_uids(struct fsck *f)
                     fprintf(stderr, "ctsdb fsck: %s\n", err.msg);
                     continue;
                 }
-                f->uid_orphan_reverse++;
-                printf("uid %s %s -> '%.*s' is orphaned (the name maps %s)%s\n", kq, hex,
-                       (int)c->value.len, (const char *)c->value.data,
-                       lr == CT_OK ? "to another id" : "nowhere", f->fix ? " (deleted)" : "");
+                bool lost_race = lr == CT_OK;
+                if (lost_race) {
+                    char fhex[17];
+                    uid_format_hex(fid, w, fhex);
+                    f->uid_lost_race++;
+                    printf("warning: uid %s %s -> '%.*s' is left over from a lost assignment "
+                           "race (the name maps to %s): benign%s\n",
+                           kq, hex, (int)c->value.len, (const char *)c->value.data, fhex,
+                           f->fix ? " (removed)" : "");
+                } else {
+                    f->uid_orphan_reverse++;
+                    printf("uid %s %s -> '%.*s' is orphaned (the name maps nowhere)%s\n", kq, hex,
+                           (int)c->value.len, (const char *)c->value.data,
+                           f->fix ? " (deleted)" : "");
+                }
                 if (f->fix) {
                     struct wc_mutation m = {
                         WC_OP_DELETE_COLUMN, c->family, c->qualifier, {0}, c->ts_ms};
                     struct wc_row_mutation rm = {row.key, &m, 1};
+                    size_t before = f->fixed;
                     fsck_apply(f, &rm, t);
+                    if (lost_race && f->fixed > before) {
+                        f->fixed = before; /* not a problem, so not counted as a repair */
+                        f->uid_lost_race_removed++;
+                    }
                 }
             }
         }
@@ -529,6 +551,10 @@ static int fsck_run(int argc, char **argv)
     printf("fsck: uids: %zu without reverse, %zu orphaned reverse, %zu inconsistent, %zu low "
            "counters\n",
            f.uid_forward_only, f.uid_orphan_reverse, f.uid_inconsistent, f.uid_counter_low);
+    if (f.uid_lost_race)
+        printf("fsck: %zu benign warning%s: reverse uids left over from lost assignment races "
+               "(%zu removed)\n",
+               f.uid_lost_race, f.uid_lost_race == 1 ? "" : "s", f.uid_lost_race_removed);
     if (rc != 0)
         printf("fsck: stopped at damaged or unreadable data (the error above names it); the "
                "counts cover what was read before it\n");

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "tools/shell.h"
 
@@ -2319,6 +2320,124 @@ static int cmd_alter_status(struct shell *sh, const struct shell_cmd *c, struct 
     return CT_OK;
 }
 
+/* ---- snapshots (HBase's snapshot commands over wc_snapshot_*) ------------------------------ */
+
+static int cmd_snapshot(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
+{
+    const char *table, *name;
+    if (c->nargs != 2)
+        return arg_error(err, c, "snapshot 't', 'snapshot_name'");
+    int rc = shell_table_arg(c, 0, &table, err);
+    if (rc == CT_OK)
+        rc = val_cstr(&c->args[1], "snapshot name", &name, err);
+    if (rc == CT_OK)
+        rc = wc_snapshot_name_check(name, err);
+    if (rc == CT_OK)
+        rc = shell_store(sh, err);
+    return rc != CT_OK ? rc : wc_snapshot_create(sh->store, name, table, err);
+}
+
+/* One snapshot name argument (restore_snapshot, delete_snapshot). */
+static int shell_snapshot_arg(const struct shell_cmd *c, const char *usage, const char **name,
+                              struct ct_err *err)
+{
+    if (c->nargs != 1)
+        return arg_error(err, c, usage);
+    int rc = val_cstr(&c->args[0], "snapshot name", name, err);
+    return rc != CT_OK ? rc : wc_snapshot_name_check(*name, err);
+}
+
+static int cmd_restore_snapshot(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
+{
+    const char *name;
+    int rc = shell_snapshot_arg(c, "restore_snapshot 'snapshot_name'", &name, err);
+    if (rc == CT_OK)
+        rc = shell_store(sh, err);
+    return rc != CT_OK ? rc : wc_snapshot_restore(sh->store, name, err);
+}
+
+static int cmd_delete_snapshot(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
+{
+    const char *name;
+    int rc = shell_snapshot_arg(c, "delete_snapshot 'snapshot_name'", &name, err);
+    if (rc == CT_OK)
+        rc = shell_store(sh, err);
+    return rc != CT_OK ? rc : wc_snapshot_delete(sh->store, name, err);
+}
+
+static int cmd_clone_snapshot(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
+{
+    const char *name, *table;
+    if (c->nargs != 2)
+        return arg_error(err, c, "clone_snapshot 'snapshot_name', 't'");
+    int rc = val_cstr(&c->args[0], "snapshot name", &name, err);
+    if (rc == CT_OK)
+        rc = wc_snapshot_name_check(name, err);
+    if (rc == CT_OK)
+        rc = shell_table_arg(c, 1, &table, err);
+    if (rc == CT_OK)
+        rc = shell_store(sh, err);
+    return rc != CT_OK ? rc : wc_snapshot_clone(sh->store, name, table, err);
+}
+
+struct shell_snap_list {
+    struct shell *sh;
+    regex_t *re; /* NULL = every snapshot */
+    size_t shown;
+};
+
+static int shell_snap_row(void *arg, const struct wc_snapshot_info *info)
+{
+    struct shell_snap_list *l = arg;
+    if (l->re && regexec(l->re, info->name, 0, NULL, 0) != 0)
+        return 0;
+    time_t secs = (time_t)(info->created_ms / 1000);
+    struct tm tm;
+    char when[40] = "?";
+    if (gmtime_r(&secs, &tm))
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S +0000", &tm);
+    char table[WC_MAX_TABLE_NAME + 32];
+    if (info->table[0])
+        snprintf(table, sizeof(table), "%s", shell_display_name(info->table));
+    else
+        snprintf(table, sizeof(table), "(all %zu tables)", info->ntables);
+    char what[WC_MAX_TABLE_NAME + 80];
+    snprintf(what, sizeof(what), "%s (%s)", table, when);
+    shell_header(l->sh, info->name, what);
+    l->shown++;
+    return 0;
+}
+
+static int shell_snap_none(void *arg, const struct wc_snapshot_info *info)
+{
+    (void)arg;
+    (void)info;
+    return 1;
+}
+
+static int cmd_list_snapshots(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
+{
+    if (c->nargs > 1)
+        return arg_error(err, c, "list_snapshots ['regex']");
+    regex_t re;
+    bool have;
+    int rc = shell_regex(c, 0, &re, &have, err);
+    if (rc != CT_OK)
+        return rc;
+    struct shell_snap_list l = {sh, have ? &re : NULL, 0};
+    if ((rc = shell_store(sh, err)) == CT_OK)
+        rc = wc_snapshot_list(sh->store, shell_snap_none, NULL, err); /* (2): fail before output */
+    if (rc == CT_OK) {
+        shell_header(sh, "SNAPSHOT", "TABLE + CREATION TIME");
+        rc = wc_snapshot_list(sh->store, shell_snap_row, &l, err);
+    }
+    if (rc == CT_OK)
+        fprintf(sh->o.out, "%zu row(s)\n", l.shown);
+    if (have)
+        regfree(&re);
+    return rc;
+}
+
 static int cmd_show_filters(struct shell *sh, const struct shell_cmd *c, struct ct_err *err)
 {
     if (c->nargs)
@@ -2337,6 +2456,7 @@ struct shell_command_def {
 
 static const struct shell_command_def shell_commands[] = {
     {"alter_status", cmd_alter_status, "alter_status 't'"},
+    {"clone_snapshot", cmd_clone_snapshot, "clone_snapshot 'snapshot_name', 't'"},
     {"alter", cmd_alter,
      "alter 't', {NAME => 'f', VERSIONS => 3} | 'delete' => 'f' | {MAX_FILESIZE => n}"},
     {"count", cmd_count, "count 't'[, INTERVAL => n, CACHE => n]"},
@@ -2346,6 +2466,7 @@ static const struct shell_command_def shell_commands[] = {
     {"create_namespace", cmd_create_namespace, "create_namespace 'ns'[, {'key' => 'value'}]"},
     {"delete", cmd_delete, "delete 't', 'r', 'f:q' | 'f'[, ts]"},
     {"deleteall", cmd_delete, "deleteall 't', 'r'[, 'f:q' | 'f' | ''[, ts]]"},
+    {"delete_snapshot", cmd_delete_snapshot, "delete_snapshot 'snapshot_name'"},
     {"desc", cmd_describe, "desc 't'"},
     {"describe", cmd_describe, "describe 't'"},
     {"describe_namespace", cmd_describe_namespace, "describe_namespace 'ns'"},
@@ -2368,6 +2489,7 @@ static const struct shell_command_def shell_commands[] = {
     {"list", cmd_list, "list ['regex']"},
     {"list_namespace", cmd_list_namespace, "list_namespace ['regex']"},
     {"list_namespace_tables", cmd_list_namespace_tables, "list_namespace_tables 'ns'"},
+    {"list_snapshots", cmd_list_snapshots, "list_snapshots ['regex']"},
     {"major_compact", cmd_compact, "major_compact 't'[, 'f']"},
     {"compact", cmd_compact, "compact 't'[, 'f']"},
     {"put", cmd_put, "put 't', 'r', 'f:q', 'value'[, ts]"},
@@ -2375,7 +2497,9 @@ static const struct shell_command_def shell_commands[] = {
     {"scan", cmd_scan,
      "scan 't'[, {STARTROW, STOPROW, ROWPREFIXFILTER, COLUMNS, VERSIONS, TIMERANGE, TIMESTAMP, "
      "LIMIT, REVERSED, CACHE, BATCH, FILTER, RAW}]"},
+    {"restore_snapshot", cmd_restore_snapshot, "restore_snapshot 'snapshot_name'"},
     {"show_filters", cmd_show_filters, "show_filters"},
+    {"snapshot", cmd_snapshot, "snapshot 't', 'snapshot_name'"},
     {"split", cmd_split, "split 't'[, 'key']"},
     {"status", cmd_status, "status ['summary' | 'simple' | 'detailed']"},
     {"truncate", cmd_truncate, "truncate 't'"},

@@ -558,6 +558,7 @@ static const struct auth_route auth_routes[] = {
     {"/api/tree/", true, AUTH_RULE_WRITE_UNLESS_GET},
     {"/api/query", false, AUTH_RULE_QUERY},
     {"/api/dropcaches", false, AUTH_RULE_ADMIN},
+    {"/api/admin/snapshot", false, AUTH_RULE_ADMIN},
     {"/diediedie", false, AUTH_RULE_ADMIN},
     {"/api/diediedie", false, AUTH_RULE_ADMIN},
 };

@@ -1476,4 +1476,5 @@ static const struct wc_backend_ops bt_ops = {
     .scanner_next = bt_scanner_next,
     .scanner_close = bt_scanner_close,
     .set_compact_hook = NULL,
+    .snapshot_alternative = "use Bigtable backups",
 };

@@ -297,6 +297,31 @@ void estore_logf(const struct estore *s, const char *fmt, ...)
  * another thread is running it. */
 void estore_global_memstore_limit(struct estore *s);
 
+/* Used by snapshot.c (defined in store.c). REQUIRES cat_mu for find_table, find_ns (index or
+ * -1), insert_table (sorted; CT_ENOMEM) and remove_table_at. lock_table_admin takes a table for
+ * an exclusive change (maint_lock, cat_mu, map_lock, a reference), unlock_table_admin gives it
+ * all back. drop_regions marks regions dead, their files obsolete, and unrefs them. */
+long find_table(const struct estore *s, const char *name);
+long find_ns(const struct estore *s, const char *ns);
+CT_MUST_CHECK int insert_table(struct estore *s, struct etable *t, struct ct_err *err);
+void remove_table_at(struct estore *s, long i);
+CT_MUST_CHECK int lock_table_admin(struct estore *s, const char *name, struct etable **out,
+                                   struct ct_err *err);
+void unlock_table_admin(struct estore *s, struct etable *t);
+void drop_regions(struct estore *s, struct eregion **regions, size_t n);
+
+/* ---- snapshot.c (wc.h snapshots; layout in snapshot.c and docs/engine.md) ------------------ */
+
+CT_MUST_CHECK int engine_snapshot_create(struct wc_store *ws, const char *name, const char *table,
+                                         struct ct_err *err);
+CT_MUST_CHECK int engine_snapshot_list(struct wc_store *ws, wc_snapshot_fn fn, void *arg,
+                                       struct ct_err *err);
+CT_MUST_CHECK int engine_snapshot_restore(struct wc_store *ws, const char *name,
+                                          struct ct_err *err);
+CT_MUST_CHECK int engine_snapshot_clone(struct wc_store *ws, const char *name, const char *table,
+                                        struct ct_err *err);
+CT_MUST_CHECK int engine_snapshot_delete(struct wc_store *ws, const char *name, struct ct_err *err);
+
 /* ---- catalog.c --------------------------------------------------------------------------- */
 
 /* Writes the whole catalog atomically. REQUIRES cat_mu held. */

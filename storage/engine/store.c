@@ -302,7 +302,7 @@ struct etable *etable_new_empty(void)
 }
 
 /* Index of table `name` in s->tables or -1. REQUIRES cat_mu. */
-static long find_table(const struct estore *s, const char *name)
+long find_table(const struct estore *s, const char *name)
 {
     for (size_t i = 0; i < s->ntables; i++)
         if (!strcmp(s->tables[i]->name, name))
@@ -612,7 +612,7 @@ void estore_release_wal(struct estore *s)
 
 /* ---- namespaces --------------------------------------------------------------------------- */
 
-static long find_ns(const struct estore *s, const char *ns)
+long find_ns(const struct estore *s, const char *ns)
 {
     for (size_t i = 0; i < s->nnamespaces; i++)
         if (!strcmp(s->namespaces[i], ns))
@@ -836,7 +836,7 @@ static int fam_cmp(const void *a, const void *b)
                   ((const struct wc_family_desc *)b)->name);
 }
 
-static int insert_table(struct estore *s, struct etable *t, struct ct_err *err)
+int insert_table(struct estore *s, struct etable *t, struct ct_err *err)
 {
     struct etable **nv = realloc(s->tables, (s->ntables + 1) * sizeof(*nv));
     if (!nv)
@@ -852,7 +852,7 @@ static int insert_table(struct estore *s, struct etable *t, struct ct_err *err)
     return CT_OK;
 }
 
-static void remove_table_at(struct estore *s, long i)
+void remove_table_at(struct estore *s, long i)
 {
     memmove(&s->tables[i], &s->tables[i + 1], (s->ntables - (size_t)i - 1) * sizeof(*s->tables));
     s->ntables--;
@@ -944,8 +944,7 @@ out:
 
 /* Takes a table for an exclusive administrative change: the maintenance lock (no flush or
  * compaction runs), the catalog mutex and the map lock. Refused in a read-only store. */
-static int lock_table_admin(struct estore *s, const char *name, struct etable **out,
-                            struct ct_err *err)
+int lock_table_admin(struct estore *s, const char *name, struct etable **out, struct ct_err *err)
 {
     if (s->opt.read_only)
         return ct_err_set(err, CT_EINVAL, "the store was opened read-only");
@@ -967,7 +966,7 @@ static int lock_table_admin(struct estore *s, const char *name, struct etable **
     return CT_OK;
 }
 
-static void unlock_table_admin(struct estore *s, struct etable *t)
+void unlock_table_admin(struct estore *s, struct etable *t)
 {
     pthread_rwlock_unlock(&t->map_lock);
     pthread_mutex_unlock(&s->cat_mu);
@@ -1248,7 +1247,7 @@ static int op_table_disable(struct wc_store *ws, const char *name, struct ct_err
 
 /* Marks every region of t dead and releases their data (files deleted; their memstores leave
  * estore.memstore_total). REQUIRES the admin locks; the catalog no longer lists them. */
-static void drop_regions(struct estore *s, struct eregion **regions, size_t n)
+void drop_regions(struct estore *s, struct eregion **regions, size_t n)
 {
     for (size_t r = 0; r < n; r++) {
         struct eregion *rg = regions[r];
@@ -1719,6 +1718,11 @@ static const struct wc_backend_ops engine_ops = {
     .scanner_close = engine_scanner_close,
     .get = engine_get,
     .set_compact_hook = op_set_compact_hook,
+    .snapshot_create = engine_snapshot_create,
+    .snapshot_list = engine_snapshot_list,
+    .snapshot_restore = engine_snapshot_restore,
+    .snapshot_clone = engine_snapshot_clone,
+    .snapshot_delete = engine_snapshot_delete,
 };
 
 static int make_dir(const char *path, struct ct_err *err)

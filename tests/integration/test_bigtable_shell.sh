@@ -152,6 +152,12 @@ out=$(bt -e "drop 't1'" 2>&1)
 check_contains "drop needs a disabled table" "$out" "Disable it first"
 out=$(bt -e "disable 't1'" -e "drop 't1'" -e "exists 't1'")
 check_eq "drop" "Table t1 does not exist" "$out"
+for cmd in "snapshot 't1', 's'" "list_snapshots" "restore_snapshot 's'" "clone_snapshot 's', 'c'" \
+  "delete_snapshot 's'"; do
+  out=$(bt -e "$cmd")
+  check_eq "$cmd is refused on Bigtable" \
+    "ERROR: snapshots are not supported on the bigtable backend (use Bigtable backups)" "$out"
+done
 
 emu_stop
 it_done
