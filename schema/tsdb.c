@@ -459,14 +459,16 @@ static int tsdb_layout_resolve(struct wc_store *s, const struct tsdb_config *c,
     int rc = tsdb_layout_stored(s, c->meta_table, &stored, err);
     if (rc == CT_OK) {
         if (c->layout_given && memcmp(&stored, &c->layout, sizeof(stored)) != 0) {
-            char a[160], b[160];
-            tsdb_layout_format(&stored, a, sizeof(a));
-            tsdb_layout_format(&c->layout, b, sizeof(b));
+            const struct rowkey_layout *l[2] = {&stored, &c->layout};
+            char d[2][80]; /* short, so that the message survives callers' prefixes */
+            for (int i = 0; i < 2; i++)
+                snprintf(d[i], sizeof(d[i]), "salt_width=%u salt_buckets=%u uid widths %u/%u/%u",
+                         l[i]->salt_width, l[i]->salt_buckets, l[i]->metric_width,
+                         l[i]->tagk_width, l[i]->tagv_width);
             return ct_err_set(err, CT_EINVAL,
-                              "the tables were created with %s but the config says %s (a store "
-                              "keeps its key layout: leave tsd.storage.salt.* and "
-                              "tsd.storage.uid.width.* unset to use the recorded one)",
-                              a, b);
+                              "the tables were created with %s, the config says %s (a store "
+                              "keeps its key layout)",
+                              d[0], d[1]);
         }
         *out = stored;
         return CT_OK;
