@@ -33,61 +33,74 @@ struct tsdb {
     bool hooked;
 };
 
-/* The schema's configuration keys, sorted by key (checked in tsdb_config_init). Every key here
- * is applied by tsdb_config_set() and read back by tsdb_config_get(); tsd/conf.c serves them
- * with its own keys and never declares one of them again. */
-static const struct ct_cfg_key tsdb_keys[] = {
-    {"tsd.core.auto_create_metrics", CT_CFG_BOOL, "true", 0, 0, NULL, TSDB_OWNER,
-     "assign a uid to an unknown metric on write (ctsdb's choice; OpenTSDB: false)"},
-    {"tsd.core.auto_create_tagks", CT_CFG_BOOL, "true", 0, 0, NULL, TSDB_OWNER,
-     "assign a uid to an unknown tag key on write"},
-    {"tsd.core.auto_create_tagvs", CT_CFG_BOOL, "true", 0, 0, NULL, TSDB_OWNER,
-     "assign a uid to an unknown tag value on write"},
-    {"tsd.core.tag.allow_specialchars", CT_CFG_STR, "", 0, 0, NULL, TSDB_OWNER,
-     "extra characters allowed in metric and tag names"},
-    {"tsd.core.uid.random_metrics", CT_CFG_BOOL, "false", 0, 0, NULL, TSDB_OWNER,
-     "random metric uids (check-and-put, retried on collision)"},
-    {"tsd.storage.ctsdb.bloom", CT_CFG_ENUM, "ROW", 0, 0, "NONE|ROW|ROWCOL", TSDB_OWNER,
-     "bloom filter of every family, at table creation"},
-    {"tsd.storage.ctsdb.compact_format", CT_CFG_ENUM, "compressed", 0, 0, "compressed|opentsdb",
-     TSDB_OWNER, "cell a complete hour is merged into: ctsdb's compressed cell or OpenTSDB's"},
-    {"tsd.storage.ctsdb.compaction_delay", CT_CFG_INT, "0", 0, 86400 * 365, NULL, TSDB_OWNER,
-     "seconds after an hour ends before its row is merged"},
-    {"tsd.storage.ctsdb.compression", CT_CFG_ENUM, "SNAPPY", 0, 0, "NONE|SNAPPY|GZ", TSDB_OWNER,
-     "block compression of every family, at table creation"},
-    {"tsd.storage.ctsdb.create_tables", CT_CFG_BOOL, "true", 0, 0, NULL, TSDB_OWNER,
-     "create missing tables on open (false: a missing table stops the start)"},
-    {"tsd.storage.ctsdb.min_versions", CT_CFG_INT, "0", 0, 1, NULL, TSDB_OWNER,
-     "MIN_VERSIONS of the data family (it keeps 1 version), at table creation"},
-    {"tsd.storage.ctsdb.regions_per_bucket", CT_CFG_INT, "1", 1, 256, NULL, TSDB_OWNER,
-     "pre-split regions per salt bucket (split on the first metric uid byte), at table creation"},
-    {"tsd.storage.ctsdb.ttl", CT_CFG_INT, "0", 0, WC_TTL_FOREVER, NULL, TSDB_OWNER,
-     "TTL of the data family in seconds (0 = forever), at table creation"},
-    {"tsd.storage.ctsdb.uid_cache_size", CT_CFG_INT, "65536", 0, 1 << 30, NULL, TSDB_OWNER,
-     "uid cache entries per kind and direction"},
-    {"tsd.storage.enable_compaction", CT_CFG_BOOL, "true", 0, 0, NULL, TSDB_OWNER,
-     "merge the cells of each complete hour into one"},
-    {"tsd.storage.fix_duplicates", CT_CFG_BOOL, "false", 0, 0, NULL, TSDB_OWNER,
-     "on merge, resolve duplicate timestamps (the latest write wins)"},
-    {"tsd.storage.hbase.data_table", CT_CFG_STR, "tsdb", 0, 0, NULL, TSDB_OWNER,
-     "the data table"},
-    {"tsd.storage.hbase.meta_table", CT_CFG_STR, "tsdb-meta", 0, 0, NULL, TSDB_OWNER,
-     "the meta table (also holds the key layout record)"},
-    {"tsd.storage.hbase.uid_table", CT_CFG_STR, "tsdb-uid", 0, 0, NULL, TSDB_OWNER,
-     "the uid table"},
-    {"tsd.storage.max_tags", CT_CFG_INT, "8", 1, ROWKEY_MAX_TAGS, NULL, TSDB_OWNER,
-     "tags per series"},
-    {"tsd.storage.salt.buckets", CT_CFG_INT, TSDB_DEFAULT_SALT_BUCKETS, 1, 65536, NULL, TSDB_OWNER,
-     "salt buckets, one pre-split region each (key layout: see docs/schema.md for the default)"},
-    {"tsd.storage.salt.width", CT_CFG_INT, "1", 0, ROWKEY_MAX_SALT_WIDTH, NULL, TSDB_OWNER,
-     "salt bytes before the metric uid, 0 = OpenTSDB's unsalted keys (key layout)"},
-    {"tsd.storage.uid.width.metric", CT_CFG_INT, "3", 1, ROWKEY_MAX_UID_WIDTH, NULL, TSDB_OWNER,
-     "metric uid bytes (key layout)"},
-    {"tsd.storage.uid.width.tagk", CT_CFG_INT, "3", 1, ROWKEY_MAX_UID_WIDTH, NULL, TSDB_OWNER,
-     "tag key uid bytes (key layout)"},
-    {"tsd.storage.uid.width.tagv", CT_CFG_INT, "3", 1, ROWKEY_MAX_UID_WIDTH, NULL, TSDB_OWNER,
-     "tag value uid bytes (key layout)"},
-};
+/* The schema's configuration keys, sorted by key (checked in tsdb_config_init), each declared
+ * once: X(how it is stored, key, field of struct tsdb_config, default, min, max, choices,
+ * meaning). The same list makes the table tsdb_config_keys() returns and the code of
+ * tsdb_config_set() and tsdb_config_get(), so a key cannot be declared without its field or
+ * twice; tsd/conf.c serves these keys with its own and never declares one of them again.
+ * How a value is stored: BOOL, STR (borrowed), UINT, TTL (0 = WC_TTL_FOREVER), LAYOUT (an
+ * unsigned field of the key layout; setting it sets layout_given), ENUM (tsdb_enum_set/get). */
+#define TSDB_KEYS(X)                                                                               \
+    X(BOOL, "tsd.core.auto_create_metrics", auto_create_metrics, "true", 0, 0, NULL,               \
+      "assign a uid to an unknown metric on write (ctsdb's choice; OpenTSDB: false)")              \
+    X(BOOL, "tsd.core.auto_create_tagks", auto_create_tagks, "true", 0, 0, NULL,                   \
+      "assign a uid to an unknown tag key on write")                                               \
+    X(BOOL, "tsd.core.auto_create_tagvs", auto_create_tagvs, "true", 0, 0, NULL,                   \
+      "assign a uid to an unknown tag value on write")                                             \
+    X(STR, "tsd.core.tag.allow_specialchars", allow_special, "", 0, 0, NULL,                       \
+      "extra characters allowed in metric and tag names")                                          \
+    X(BOOL, "tsd.core.uid.random_metrics", random_metrics, "false", 0, 0, NULL,                    \
+      "random metric uids (check-and-put, retried on collision)")                                  \
+    X(ENUM, "tsd.storage.ctsdb.bloom", bloom, "ROW", 0, 0, "NONE|ROW|ROWCOL",                      \
+      "bloom filter of every family, at table creation")                                           \
+    X(ENUM, "tsd.storage.ctsdb.compact_format", format, "compressed", 0, 0, "compressed|opentsdb", \
+      "cell a complete hour is merged into: ctsdb's compressed cell or OpenTSDB's")                \
+    X(UINT, "tsd.storage.ctsdb.compaction_delay", compaction_delay_s, "0", 0, 86400 * 365, NULL,   \
+      "seconds after an hour ends before its row is merged")                                       \
+    X(ENUM, "tsd.storage.ctsdb.compression", compression, "SNAPPY", 0, 0, "NONE|SNAPPY|GZ",        \
+      "block compression of every family, at table creation")                                      \
+    X(BOOL, "tsd.storage.ctsdb.create_tables", create_tables, "true", 0, 0, NULL,                  \
+      "create missing tables on open (false: a missing table stops the start)")                    \
+    X(UINT, "tsd.storage.ctsdb.min_versions", min_versions, "0", 0, 1, NULL,                       \
+      "MIN_VERSIONS of the data family (it keeps 1 version), at table creation")                   \
+    X(UINT, "tsd.storage.ctsdb.regions_per_bucket", regions_per_bucket, "1", 1, 256, NULL,         \
+                                                                                                   \
+      "pre-split regions per salt bucket (split on the first metric uid byte), at table creation") \
+    X(TTL, "tsd.storage.ctsdb.ttl", ttl_s, "0", 0, WC_TTL_FOREVER, NULL,                           \
+      "TTL of the data family in seconds (0 = forever), at table creation")                        \
+    X(UINT, "tsd.storage.ctsdb.uid_cache_size", uid_cache_entries, "65536", 0, 1 << 30, NULL,      \
+      "uid cache entries per kind and direction")                                                  \
+    X(BOOL, "tsd.storage.enable_compaction", enable_compaction, "true", 0, 0, NULL,                \
+      "merge the cells of each complete hour into one")                                            \
+    X(BOOL, "tsd.storage.fix_duplicates", fix_duplicates, "false", 0, 0, NULL,                     \
+      "on merge, resolve duplicate timestamps (the latest write wins)")                            \
+    X(STR, "tsd.storage.hbase.data_table", data_table, "tsdb", 0, 0, NULL, "the data table")       \
+    X(STR, "tsd.storage.hbase.meta_table", meta_table, "tsdb-meta", 0, 0, NULL,                    \
+      "the meta table (also holds the key layout record)")                                         \
+    X(STR, "tsd.storage.hbase.uid_table", uid_table, "tsdb-uid", 0, 0, NULL, "the uid table")      \
+    X(UINT, "tsd.storage.max_tags", max_tags, "8", 1, ROWKEY_MAX_TAGS, NULL, "tags per series")    \
+    X(LAYOUT, "tsd.storage.salt.buckets", layout.salt_buckets, TSDB_DEFAULT_SALT_BUCKETS, 1,       \
+      65536, NULL,                                                                                 \
+      "salt buckets, one pre-split region each (key layout: see docs/schema.md for the default)")  \
+    X(LAYOUT, "tsd.storage.salt.width", layout.salt_width, "1", 0, ROWKEY_MAX_SALT_WIDTH, NULL,    \
+      "salt bytes before the metric uid, 0 = OpenTSDB's unsalted keys (key layout)")               \
+    X(LAYOUT, "tsd.storage.uid.width.metric", layout.metric_width, "3", 1, ROWKEY_MAX_UID_WIDTH,   \
+      NULL, "metric uid bytes (key layout)")                                                       \
+    X(LAYOUT, "tsd.storage.uid.width.tagk", layout.tagk_width, "3", 1, ROWKEY_MAX_UID_WIDTH, NULL, \
+      "tag key uid bytes (key layout)")                                                            \
+    X(LAYOUT, "tsd.storage.uid.width.tagv", layout.tagv_width, "3", 1, ROWKEY_MAX_UID_WIDTH, NULL, \
+      "tag value uid bytes (key layout)")
+
+#define TSDB_TYPE_BOOL   CT_CFG_BOOL
+#define TSDB_TYPE_STR    CT_CFG_STR
+#define TSDB_TYPE_UINT   CT_CFG_INT
+#define TSDB_TYPE_TTL    CT_CFG_INT
+#define TSDB_TYPE_LAYOUT CT_CFG_INT
+#define TSDB_TYPE_ENUM   CT_CFG_ENUM
+#define TSDB_KEY_DESC(kind, key, field, def, min, max, choices, meaning)                           \
+    {key, TSDB_TYPE_##kind, def, min, max, choices, TSDB_OWNER, meaning},
+static const struct ct_cfg_key tsdb_keys[] = {TSDB_KEYS(TSDB_KEY_DESC)};
+#undef TSDB_KEY_DESC
 #define TSDB_NKEYS (sizeof(tsdb_keys) / sizeof(tsdb_keys[0]))
 
 const struct ct_cfg_key *tsdb_config_keys(size_t *n)
@@ -151,12 +164,12 @@ int tsdb_config_check(const struct tsdb_config *c, struct ct_err *err)
     return CT_OK;
 }
 
-/* The enumerations' values, in the order of their `choices`. */
-static const enum wc_compression tsdb_compressions[] = {WC_COMPRESSION_NONE, WC_COMPRESSION_SNAPPY,
-                                                        WC_COMPRESSION_GZ};
-static const enum wc_bloom tsdb_blooms[] = {WC_BLOOM_NONE, WC_BLOOM_ROW, WC_BLOOM_ROWCOL};
-static const enum dpcodec_format tsdb_formats[] = {DPCODEC_FORMAT_COMPRESSED,
-                                                   DPCODEC_FORMAT_OPENTSDB};
+/* The enumerations' values, in the order of their `choices`, named tsdb_enum_<field>. */
+static const enum wc_compression tsdb_enum_compression[] = {
+    WC_COMPRESSION_NONE, WC_COMPRESSION_SNAPPY, WC_COMPRESSION_GZ};
+static const enum wc_bloom tsdb_enum_bloom[] = {WC_BLOOM_NONE, WC_BLOOM_ROW, WC_BLOOM_ROWCOL};
+static const enum dpcodec_format tsdb_enum_format[] = {DPCODEC_FORMAT_COMPRESSED,
+                                                       DPCODEC_FORMAT_OPENTSDB};
 
 /* The index of v (already checked) among k's choices. */
 static unsigned tsdb_enum_index(const struct ct_cfg_key *k, const char *v)
@@ -183,34 +196,6 @@ static void tsdb_enum_name(const struct ct_cfg_key *k, unsigned i, char *buf, si
     snprintf(buf, cap, "%.*s", (int)(bar ? (size_t)(bar - p) : strlen(p)), p);
 }
 
-/* One row per key: where its value lives in struct tsdb_config. */
-#define TSDB_FIELD_LIST(X)                                                                         \
-    X(BOOL, "tsd.core.auto_create_metrics", auto_create_metrics)                                  \
-    X(BOOL, "tsd.core.auto_create_tagks", auto_create_tagks)                                      \
-    X(BOOL, "tsd.core.auto_create_tagvs", auto_create_tagvs)                                      \
-    X(STR, "tsd.core.tag.allow_specialchars", allow_special)                                      \
-    X(BOOL, "tsd.core.uid.random_metrics", random_metrics)                                        \
-    X(ENUM, "tsd.storage.ctsdb.bloom", bloom)                                                     \
-    X(ENUM, "tsd.storage.ctsdb.compact_format", format)                                           \
-    X(UINT, "tsd.storage.ctsdb.compaction_delay", compaction_delay_s)                             \
-    X(ENUM, "tsd.storage.ctsdb.compression", compression)                                         \
-    X(BOOL, "tsd.storage.ctsdb.create_tables", create_tables)                                     \
-    X(UINT, "tsd.storage.ctsdb.min_versions", min_versions)                                       \
-    X(UINT, "tsd.storage.ctsdb.regions_per_bucket", regions_per_bucket)                           \
-    X(TTL, "tsd.storage.ctsdb.ttl", ttl_s)                                                        \
-    X(UINT, "tsd.storage.ctsdb.uid_cache_size", uid_cache_entries)                                \
-    X(BOOL, "tsd.storage.enable_compaction", enable_compaction)                                   \
-    X(BOOL, "tsd.storage.fix_duplicates", fix_duplicates)                                         \
-    X(STR, "tsd.storage.hbase.data_table", data_table)                                            \
-    X(STR, "tsd.storage.hbase.meta_table", meta_table)                                            \
-    X(STR, "tsd.storage.hbase.uid_table", uid_table)                                              \
-    X(UINT, "tsd.storage.max_tags", max_tags)                                                     \
-    X(LAYOUT, "tsd.storage.salt.buckets", layout.salt_buckets)                                    \
-    X(LAYOUT, "tsd.storage.salt.width", layout.salt_width)                                        \
-    X(LAYOUT, "tsd.storage.uid.width.metric", layout.metric_width)                                \
-    X(LAYOUT, "tsd.storage.uid.width.tagk", layout.tagk_width)                                    \
-    X(LAYOUT, "tsd.storage.uid.width.tagv", layout.tagv_width)
-
 int tsdb_config_set(struct tsdb_config *c, const char *key, const char *v, struct ct_err *err)
 {
     const struct ct_cfg_key *k = tsdb_key_find(key);
@@ -235,21 +220,13 @@ int tsdb_config_set(struct tsdb_config *c, const char *key, const char *v, struc
         c->field = (unsigned)x;                                                                    \
         c->layout_given = true;                                                                    \
     } while (0)
-#define TSDB_SET_ENUM(field)                                                                       \
-    do {                                                                                           \
-        if (!strcmp(key, "tsd.storage.ctsdb.bloom"))                                               \
-            c->bloom = tsdb_blooms[e];                                                             \
-        else if (!strcmp(key, "tsd.storage.ctsdb.compression"))                                   \
-            c->compression = tsdb_compressions[e];                                                 \
-        else                                                                                       \
-            c->format = tsdb_formats[e];                                                           \
-    } while (0)
-#define TSDB_SET(type, name, field)                                                                \
+#define TSDB_SET_ENUM(field) c->field = tsdb_enum_##field[e]
+#define TSDB_SET(kind, name, field, def, min, max, choices, meaning)                               \
     if (!strcmp(key, name)) {                                                                      \
-        TSDB_SET_##type(field);                                                                    \
+        TSDB_SET_##kind(field);                                                                    \
         return CT_OK;                                                                              \
     }
-    TSDB_FIELD_LIST(TSDB_SET)
+    TSDB_KEYS(TSDB_SET)
 #undef TSDB_SET
 #undef TSDB_SET_BOOL
 #undef TSDB_SET_STR
@@ -264,7 +241,7 @@ int tsdb_config_set(struct tsdb_config *c, const char *key, const char *v, struc
 /* Index of the enum value x in vals (n entries). */
 #define TSDB_INDEX_OF(vals, x, out)                                                                \
     do {                                                                                           \
-        for (out = 0; out + 1 < sizeof(vals) / sizeof(vals[0]) && vals[out] != (x); out++) {      \
+        for (out = 0; out + 1 < sizeof(vals) / sizeof(vals[0]) && vals[out] != (x); out++) {       \
         }                                                                                          \
     } while (0)
 
@@ -282,20 +259,15 @@ int tsdb_config_get(const struct tsdb_config *c, const char *key, char *buf, siz
     snprintf(buf, cap, "%lld", c->field == WC_TTL_FOREVER ? 0LL : (long long)c->field)
 #define TSDB_GET_ENUM(field)                                                                       \
     do {                                                                                           \
-        if (!strcmp(key, "tsd.storage.ctsdb.bloom"))                                               \
-            TSDB_INDEX_OF(tsdb_blooms, c->bloom, e);                                               \
-        else if (!strcmp(key, "tsd.storage.ctsdb.compression"))                                   \
-            TSDB_INDEX_OF(tsdb_compressions, c->compression, e);                                   \
-        else                                                                                       \
-            TSDB_INDEX_OF(tsdb_formats, c->format, e);                                             \
+        TSDB_INDEX_OF(tsdb_enum_##field, c->field, e);                                             \
         tsdb_enum_name(k, e, buf, cap);                                                            \
     } while (0)
-#define TSDB_GET(type, name, field)                                                                \
+#define TSDB_GET(kind, name, field, def, min, max, choices, meaning)                               \
     if (!strcmp(key, name)) {                                                                      \
-        TSDB_GET_##type(field);                                                                    \
+        TSDB_GET_##kind(field);                                                                    \
         return CT_OK;                                                                              \
     }
-    TSDB_FIELD_LIST(TSDB_GET)
+    TSDB_KEYS(TSDB_GET)
 #undef TSDB_GET
 #undef TSDB_GET_BOOL
 #undef TSDB_GET_STR
@@ -463,8 +435,8 @@ static int tsdb_layout_resolve(struct wc_store *s, const struct tsdb_config *c,
             char d[2][80]; /* short, so that the message survives callers' prefixes */
             for (int i = 0; i < 2; i++)
                 snprintf(d[i], sizeof(d[i]), "salt_width=%u salt_buckets=%u uid widths %u/%u/%u",
-                         l[i]->salt_width, l[i]->salt_buckets, l[i]->metric_width,
-                         l[i]->tagk_width, l[i]->tagv_width);
+                         l[i]->salt_width, l[i]->salt_buckets, l[i]->metric_width, l[i]->tagk_width,
+                         l[i]->tagv_width);
             return ct_err_set(err, CT_EINVAL,
                               "the tables were created with %s, the config says %s (a store "
                               "keeps its key layout)",
@@ -639,8 +611,8 @@ fail:
     return rc;
 }
 
-int tsdb_open_dir(const char *data_dir, struct tsdb_config *c, struct wc_store **s,
-                  struct tsdb **t, struct ct_err *err)
+int tsdb_open_dir(const char *data_dir, struct tsdb_config *c, struct wc_store **s, struct tsdb **t,
+                  struct ct_err *err)
 {
     struct wc_options o;
     wc_options_init(&o);

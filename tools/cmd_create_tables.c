@@ -17,8 +17,8 @@ static void create_tables_usage(FILE *out)
     fprintf(out,
             "usage: ctsdb create-tables [options]\n\n"
             "Creates the tables tsdb (family t), tsdb-uid (families id, name) and tsdb-meta\n"
-            "(family name) where they are missing. With salting (the default: 1 byte, "
-            TSDB_DEFAULT_SALT_BUCKETS " buckets)\n"
+            "(family name) where they are missing. With salting (the default: 1 "
+            "byte, " TSDB_DEFAULT_SALT_BUCKETS " buckets)\n"
             "the data table gets one region per salt bucket (times regions_per_bucket).\n"
             "The tables of an existing store keep the key layout they were created with.\n\n"
             "options:\n"

@@ -31,13 +31,14 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ctsdb query [--host HOST:PORT | --data DIR] [--config FILE] [--KEY=VALUE...]\n"
-               "                   START [END] AGG[:DOWNSAMPLE][:rate] METRIC [TAGK=TAGV ...]\n\n"
-               "Runs one query and prints `metric timestamp value {tags}` per datapoint, as\n"
-               "OpenTSDB's `tsdb query`. With a data directory (--data DIR, or the key\n"
-               "tsd.storage.directory) it reads the store itself; otherwise it asks the TSD at\n"
-               "HOST:PORT (default 127.0.0.1:4242). --KEY=VALUE sets any configuration key\n"
-               "(docs/tsd.md); --set KEY=VALUE is the same.\n");
+    fprintf(f,
+            "usage: ctsdb query [--host HOST:PORT | --data DIR] [--config FILE] [--KEY=VALUE...]\n"
+            "                   START [END] AGG[:DOWNSAMPLE][:rate] METRIC [TAGK=TAGV ...]\n\n"
+            "Runs one query and prints `metric timestamp value {tags}` per datapoint, as\n"
+            "OpenTSDB's `tsdb query`. With a data directory (--data DIR, or the key\n"
+            "tsd.storage.directory) it reads the store itself; otherwise it asks the TSD at\n"
+            "HOST:PORT (default 127.0.0.1:4242). --KEY=VALUE sets any configuration key\n"
+            "(docs/tsd.md); --set KEY=VALUE is the same.\n");
 }
 
 /* The query as URL parameters. */

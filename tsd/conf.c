@@ -42,7 +42,8 @@ static const struct ct_cfg_key conf_keys[] = {
     {"tsd.core.enable_ui", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
      "false: every path but /api answers 404 (the page)"},
     {"tsd.core.memory_limit_bytes", CT_CFG_INT, "0", 0, (int64_t)1 << 50, NULL, "tsd/membudget.c",
-     "the TSD's one memory bound (0 = none); the memory settings are derived from it (docs/tsd.md, Memory limit)"},
+     "the TSD's one memory bound (0 = none); the memory settings are derived from it (docs/tsd.md, "
+     "Memory limit)"},
     {"tsd.core.meta.enable_realtime_ts", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
      "(OpenTSDB) ctsdb writes TSMeta only through /api/uid/tsmeta"},
     {"tsd.core.meta.enable_realtime_uid", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
@@ -51,16 +52,13 @@ static const struct ct_cfg_key conf_keys[] = {
      "(OpenTSDB) no TSMeta counters"},
     {"tsd.core.meta.enable_tsuid_tracking", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
      "(OpenTSDB) no TSMeta tracking"},
-    {"tsd.core.plugin_path", CT_CFG_STR, "", 0, 0, NULL, NULL,
-     "(OpenTSDB) no plugins"},
+    {"tsd.core.plugin_path", CT_CFG_STR, "", 0, 0, NULL, NULL, "(OpenTSDB) no plugins"},
     {"tsd.core.preload_uid_cache", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
      "(OpenTSDB) the uid cache fills on use"},
     {"tsd.core.socket.timeout", CT_CFG_INT, "0", 0, 86400 * 365, NULL, "tsd/tsd.c",
      "idle seconds before a connection is closed (0 = never)"},
-    {"tsd.core.timezone", CT_CFG_STR, "UTC", 0, 0, NULL, NULL,
-     "(OpenTSDB) times are UTC"},
-    {"tsd.http.cachedir", CT_CFG_STR, "", 0, 0, NULL, NULL,
-     "(OpenTSDB) no gnuplot cache"},
+    {"tsd.core.timezone", CT_CFG_STR, "UTC", 0, 0, NULL, NULL, "(OpenTSDB) times are UTC"},
+    {"tsd.http.cachedir", CT_CFG_STR, "", 0, 0, NULL, NULL, "(OpenTSDB) no gnuplot cache"},
     {"tsd.http.query.allow_delete", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/api_query.c",
      "allow delete=true in queries"},
     {"tsd.http.request.cors_domains", CT_CFG_STR, "", 0, 0, NULL, "tsd/tsd.c",
@@ -85,8 +83,7 @@ static const struct ct_cfg_key conf_keys[] = {
      "ro: telnet put answers an error, /api/put is 404"},
     {"tsd.network.async_io", CT_CFG_BOOL, "true", 0, 0, NULL, NULL,
      "(OpenTSDB) always event-driven"},
-    {"tsd.network.backlog", CT_CFG_INT, "3072", 1, 1000000, NULL, "tsd/tsd.c",
-     "listen backlog"},
+    {"tsd.network.backlog", CT_CFG_INT, "3072", 1, 1000000, NULL, "tsd/tsd.c", "listen backlog"},
     {"tsd.network.bind", CT_CFG_STR, "0.0.0.0", 0, 0, NULL, "tsd/tsd.c",
      "address to listen on (--bind)"},
     {"tsd.network.keep_alive", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
@@ -111,8 +108,8 @@ static const struct ct_cfg_key conf_keys[] = {
      "wall time (us) a last query may take on the network loop before a worker takes it"},
     {"tsd.query.last.on_loop", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
      "try /api/query/last on the network loop first (off with Bigtable)"},
-    {"tsd.query.limits.data_points.default", CT_CFG_INT, "50000000", 0, (int64_t)1 << 50, NULL, "tsd/api_query.c",
-     "most datapoints one query may read (0 = no limit)"},
+    {"tsd.query.limits.data_points.default", CT_CFG_INT, "50000000", 0, (int64_t)1 << 50, NULL,
+     "tsd/api_query.c", "most datapoints one query may read (0 = no limit)"},
     {"tsd.query.scan_threads", CT_CFG_INT, "0", 0, 64, NULL, "tsd/api_query.c",
      "threads one /api/query scans with (0 = min(CPUs, 4); docs/query.md)"},
     {"tsd.query.skip_unresolved_tagvs", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
@@ -137,10 +134,9 @@ static const struct ct_cfg_key conf_keys[] = {
      "deadline of one Bigtable call"},
     {"tsd.storage.bigtable.instance", CT_CFG_STR, "", 0, 0, NULL, "tsd/store.c",
      "Bigtable instance"},
-    {"tsd.storage.bigtable.project", CT_CFG_STR, "", 0, 0, NULL, "tsd/store.c",
-     "Bigtable project"},
-    {"tsd.storage.block_cache_bytes", CT_CFG_INT, "67108864", 0, (int64_t)1 << 40, NULL, "tsd/store.c",
-     "the engine's block cache"},
+    {"tsd.storage.bigtable.project", CT_CFG_STR, "", 0, 0, NULL, "tsd/store.c", "Bigtable project"},
+    {"tsd.storage.block_cache_bytes", CT_CFG_INT, "67108864", 0, (int64_t)1 << 40, NULL,
+     "tsd/store.c", "the engine's block cache"},
     {"tsd.storage.directory", CT_CFG_STR, "./data", 0, 0, NULL, "tsd/store.c",
      "the embedded store's directory (--data)"},
     {"tsd.storage.enable_appends", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
@@ -153,14 +149,15 @@ static const struct ct_cfg_key conf_keys[] = {
      "(OpenTSDB) no ZooKeeper"},
     {"tsd.storage.hbase.zk_quorum", CT_CFG_STR, "localhost", 0, 0, NULL, NULL,
      "(OpenTSDB) no ZooKeeper"},
-    {"tsd.storage.memstore_flush_bytes", CT_CFG_INT, "16777216", 65536, (int64_t)1 << 40, NULL, "tsd/store.c",
-     "a region's memstores are flushed at this size; writes to it wait at 4x"},
+    {"tsd.storage.memstore_flush_bytes", CT_CFG_INT, "16777216", 65536, (int64_t)1 << 40, NULL,
+     "tsd/store.c", "a region's memstores are flushed at this size; writes to it wait at 4x"},
     {"tsd.storage.memstore_total_bytes", CT_CFG_INT, "0", 0, (int64_t)1 << 50, NULL, "tsd/store.c",
-     "all memstores together: past it the largest are flushed and writes wait (0 = max(4 x flush size, 256 MiB), flush only)"},
+     "all memstores together: past it the largest are flushed and writes wait (0 = max(4 x flush "
+     "size, 256 MiB), flush only)"},
     {"tsd.storage.quarantine_damaged", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/store.c",
      "open a store with damaged files by setting them aside (wc_options)"},
-    {"tsd.storage.region_split_bytes", CT_CFG_INT, "1073741824", 65536, (int64_t)1 << 50, NULL, "tsd/store.c",
-     "a region splits at this size"},
+    {"tsd.storage.region_split_bytes", CT_CFG_INT, "1073741824", 65536, (int64_t)1 << 50, NULL,
+     "tsd/store.c", "a region splits at this size"},
     {"tsd.storage.wal.durability", CT_CFG_ENUM, "sync", 0, 0, "async|sync|fsync", "tsd/store.c",
      "async; sync: in the log before the ack; fsync: on disk before the ack"},
     {"tsd.storage.write_threads", CT_CFG_INT, "1", 1, 64, NULL, "tsd/tsd.c",
@@ -376,9 +373,8 @@ void conf_report_unsupported(const struct conf *c, conf_warn_fn warn, void *arg)
         const struct ct_cfg_key *k = c->keys[i];
         if (k->owner)
             continue;
-        bool changed = k->type == CT_CFG_BOOL
-                           ? conf_get_bool(c, k->key) != !strcmp(k->def, "true")
-                           : strcmp(c->values[i], k->def) != 0;
+        bool changed = k->type == CT_CFG_BOOL ? conf_get_bool(c, k->key) != !strcmp(k->def, "true")
+                                              : strcmp(c->values[i], k->def) != 0;
         if (!changed)
             continue;
         char msg[512];
@@ -412,9 +408,9 @@ int conf_tsdb_config(const struct conf *c, struct tsdb_config *tc, struct ct_err
             continue;
         int rc = tsdb_config_set(tc, sk[j].key, c->values[i], err);
         if (rc != CT_OK)
-            return rc == CT_NOTFOUND ? ct_err_set(err, CT_EINVAL, "%s is not a schema key",
-                                                  sk[j].key)
-                                     : rc;
+            return rc == CT_NOTFOUND
+                       ? ct_err_set(err, CT_EINVAL, "%s is not a schema key", sk[j].key)
+                       : rc;
     }
     return CT_OK;
 }

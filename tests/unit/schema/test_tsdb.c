@@ -289,8 +289,8 @@ static void test_store_without_layout_record_is_read_unsalted(void **state)
                      CT_OK);
     write_point(f, tsuid, len, 7);
     /* remove the record, as an older build's store has none */
-    struct wc_mutation m = {WC_OP_DELETE_ROW, wc_bytes_str(""), wc_bytes_str(""),
-                            wc_bytes_str(""), WC_TS_LATEST};
+    struct wc_mutation m = {WC_OP_DELETE_ROW, wc_bytes_str(""), wc_bytes_str(""), wc_bytes_str(""),
+                            WC_TS_LATEST};
     struct wc_row_mutation rm = {wc_bytes_of("\0ctsdb.layout", 13), &m, 1};
     assert_int_equal(
         wc_mutate_batch(tsdb_meta_table(f->t), &rm, 1, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
@@ -703,8 +703,8 @@ int main(void)
         cmocka_unit_test(test_every_config_key_sets_its_own_field),
         cmocka_unit_test_setup_teardown(test_default_layout_is_salted_and_presplit, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_unsalted_store_keeps_its_layout_under_the_salted_default,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_unsalted_store_keeps_its_layout_under_the_salted_default, setup, teardown),
         cmocka_unit_test_setup_teardown(test_store_without_layout_record_is_read_unsalted, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_create_tables_families_and_presplit, setup, teardown),

@@ -296,8 +296,7 @@ static void test_conf_table_keys_reach_the_tables_the_tsd_creates(void **state)
             assert_int_equal(conf_set(c, "tsd.storage.ctsdb.ttl", "86400", NULL, &err), CT_OK);
             assert_int_equal(conf_set(c, "tsd.storage.ctsdb.min_versions", "1", NULL, &err), CT_OK);
             assert_int_equal(conf_set(c, "tsd.storage.ctsdb.bloom", "rowcol", NULL, &err), CT_OK);
-            assert_int_equal(conf_set(c, "tsd.storage.ctsdb.compression", "GZ", NULL, &err),
-                             CT_OK);
+            assert_int_equal(conf_set(c, "tsd.storage.ctsdb.compression", "GZ", NULL, &err), CT_OK);
             assert_int_equal(conf_set(c, "tsd.storage.ctsdb.regions_per_bucket", "2", NULL, &err),
                              CT_OK);
         }
@@ -344,20 +343,13 @@ static void test_conf_take_argv_leaves_the_tools_own_arguments(void **state)
     fprintf(f, "tsd.storage.max_tags = 5\ntsd.storage.salt.buckets = 4\n");
     fclose(f);
     snprintf(cfgopt, sizeof(cfgopt), "--config=%s", path);
-    char *argv[] = {"scan",
-                    "--tsd.storage.max_tags=6",
-                    "--import",
-                    "--data",
-                    "/x/y",
-                    cfgopt,
-                    "--set",
-                    "tsd.core.uid.random_metrics=true",
-                    "1h-ago",
-                    "--set=tsd.storage.salt.width=0",
-                    "--fix=3",
-                    "m",
-                    "--",
-                    "--tsd.storage.max_tags=7",
+    char *argv[] = {"scan",     "--tsd.storage.max_tags=6",
+                    "--import", "--data",
+                    "/x/y",     cfgopt,
+                    "--set",    "tsd.core.uid.random_metrics=true",
+                    "1h-ago",   "--set=tsd.storage.salt.width=0",
+                    "--fix=3",  "m",
+                    "--",       "--tsd.storage.max_tags=7",
                     NULL};
     int argc = (int)(sizeof(argv) / sizeof(argv[0])) - 1;
     struct ct_err err = {0};
