@@ -554,8 +554,18 @@ static const char *conf_arg_value(int argc, char **argv, int *i, const char *nam
     return argv[++*i];
 }
 
-int conf_take_argv(struct conf *c, int *argc, char **argv, conf_warn_fn warn, void *warn_arg,
-                   struct ct_err *err)
+/* The TSD's shorthands for keys (conf_apply_argv only). */
+static const struct {
+    const char *opt, *key;
+} conf_aliases[] = {{"--port", "tsd.network.port"},
+                    {"--bind", "tsd.network.bind"},
+                    {"--staticroot", "tsd.http.staticroot"},
+                    {"--log-level", "tsd.logging.level"}};
+
+/* conf_take_argv(), also taking the TSD's shorthands when `aliases`, all in one pass so that
+ * the later of two settings of a key wins whatever their spelling. */
+static int conf_take(struct conf *c, int *argc, char **argv, bool aliases, conf_warn_fn warn,
+                     void *warn_arg, struct ct_err *err)
 {
     int n = *argc, rc;
     bool missing = false;
@@ -575,6 +585,16 @@ int conf_take_argv(struct conf *c, int *argc, char **argv, conf_warn_fn warn, vo
             continue;
         if ((v = conf_arg_value(n, argv, &i, "--data", &missing)) != NULL) {
             if ((rc = conf_set_arg(c, "tsd.storage.directory", v, warn, warn_arg, err)) != CT_OK)
+                return rc;
+            continue;
+        }
+        key = NULL;
+        for (size_t k = 0; aliases && k < sizeof(conf_aliases) / sizeof(conf_aliases[0]) && !key;
+             k++)
+            if ((v = conf_arg_value(n, argv, &i, conf_aliases[k].opt, &missing)) != NULL)
+                key = conf_aliases[k].key;
+        if (key) {
+            if ((rc = conf_set_arg(c, key, v, warn, warn_arg, err)) != CT_OK)
                 return rc;
             continue;
         }
@@ -605,6 +625,12 @@ int conf_take_argv(struct conf *c, int *argc, char **argv, conf_warn_fn warn, vo
     return CT_OK;
 }
 
+int conf_take_argv(struct conf *c, int *argc, char **argv, conf_warn_fn warn, void *warn_arg,
+                   struct ct_err *err)
+{
+    return conf_take(c, argc, argv, false, warn, warn_arg, err);
+}
+
 int conf_apply_argv(struct conf *c, int argc, char **argv, int *operands, int max_operands,
                     int *noperands, bool *help, conf_warn_fn warn, void *warn_arg,
                     struct ct_err *err)
@@ -615,13 +641,7 @@ int conf_apply_argv(struct conf *c, int argc, char **argv, int *operands, int ma
     if (!rest)
         return ct_err_set(err, CT_ENOMEM, "out of memory parsing the command line");
     memcpy(rest, argv, (size_t)argc * sizeof(*rest));
-    int nrest = argc, rc = conf_take_argv(c, &nrest, rest, warn, warn_arg, err);
-    static const struct {
-        const char *opt, *key;
-    } aliases[] = {{"--port", "tsd.network.port"},
-                   {"--bind", "tsd.network.bind"},
-                   {"--staticroot", "tsd.http.staticroot"},
-                   {"--log-level", "tsd.logging.level"}};
+    int nrest = argc, rc = conf_take(c, &nrest, rest, true, warn, warn_arg, err);
     int orig = 1; /* rest[] keeps argv's order: its operands' indexes are found walking argv */
     bool ended = false;
     for (int i = 1; rc == CT_OK && i < nrest; i++) {
@@ -644,29 +664,17 @@ int conf_apply_argv(struct conf *c, int argc, char **argv, int *operands, int ma
             operands[(*noperands)++] = orig;
             continue;
         }
-        const char *key = NULL, *value = NULL;
-        bool missing = false;
-        for (size_t k = 0; k < sizeof(aliases) / sizeof(aliases[0]) && !key && !missing; k++)
-            if ((value = conf_arg_value(nrest, rest, &i, aliases[k].opt, &missing)) != NULL)
-                key = aliases[k].key;
-        if (missing) {
-            rc = ct_err_set(err, CT_EINVAL, "%s needs a value", a);
+        /* --name=value without a dot: an unknown key, kept (OpenTSDB's tools) */
+        char keybuf[256];
+        const char *eq = strchr(a, '=');
+        size_t kl = eq ? (size_t)(eq - (a + 2)) : 0;
+        if (!eq || kl == 0 || kl >= sizeof(keybuf)) {
+            rc = ct_err_set(err, CT_EINVAL, "unknown option '%s'", a);
             break;
         }
-        char keybuf[256];
-        if (!key) { /* --name=value without a dot: an unknown key, kept (OpenTSDB's tools) */
-            const char *eq = strchr(a, '=');
-            size_t kl = eq ? (size_t)(eq - (a + 2)) : 0;
-            if (!eq || kl == 0 || kl >= sizeof(keybuf)) {
-                rc = ct_err_set(err, CT_EINVAL, "unknown option '%s'", a);
-                break;
-            }
-            memcpy(keybuf, a + 2, kl);
-            keybuf[kl] = '\0';
-            key = keybuf;
-            value = eq + 1;
-        }
-        rc = conf_set_arg(c, key, value, warn, warn_arg, err);
+        memcpy(keybuf, a + 2, kl);
+        keybuf[kl] = '\0';
+        rc = conf_set_arg(c, keybuf, eq + 1, warn, warn_arg, err);
     }
     free(rest);
     return rc;

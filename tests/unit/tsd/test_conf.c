@@ -392,6 +392,41 @@ static void test_conf_take_argv_leaves_the_tools_own_arguments(void **state)
     ctest_rmdir(dir);
 }
 
+/* The TSD's command line: every spelling of a key in one pass, the later wins; operands keep
+ * their indexes in argv. */
+static void test_conf_apply_argv_later_setting_wins_whatever_its_spelling(void **state)
+{
+    (void)state;
+    char *argv[] = {"tsd",   "--port",     "0",     "--tsd.network.port=5", "a.txt", "--data", "/d",
+                    "b.txt", "--bind=::1", "--set", "tsd.network.bind=x",   NULL};
+    int argc = (int)(sizeof(argv) / sizeof(argv[0])) - 1, ops[4], nops = 0;
+    bool help = true;
+    struct ct_err err = {0};
+    struct conf *c = NULL;
+    assert_int_equal(conf_new(&c, &err), CT_OK);
+    assert_int_equal(conf_apply_argv(c, argc, argv, ops, 4, &nops, &help, NULL, NULL, &err), CT_OK);
+    assert_false(help);
+    assert_int_equal(conf_get_int(c, "tsd.network.port"), 5);
+    assert_string_equal(conf_get_str(c, "tsd.network.bind"), "x");
+    assert_string_equal(conf_get_str(c, "tsd.storage.directory"), "/d");
+    assert_int_equal(nops, 2);
+    assert_int_equal(ops[0], 4);
+    assert_int_equal(ops[1], 7);
+    assert_string_equal(argv[3], "--tsd.network.port=5"); /* argv itself is unchanged */
+    char *argv2[] = {"tsd", "--tsd.network.port=5", "--port", "6", NULL};
+    assert_int_equal(conf_apply_argv(c, 4, argv2, ops, 0, &nops, &help, NULL, NULL, &err), CT_OK);
+    assert_int_equal(conf_get_int(c, "tsd.network.port"), 6);
+    char *argv3[] = {"tsd", "--port", NULL};
+    assert_int_equal(conf_apply_argv(c, 2, argv3, ops, 0, &nops, &help, NULL, NULL, &err),
+                     CT_EINVAL);
+    assert_string_equal(err.msg, "--port needs a value");
+    char *argv4[] = {"tsd", "x.txt", NULL};
+    assert_int_equal(conf_apply_argv(c, 2, argv4, ops, 0, &nops, &help, NULL, NULL, &err),
+                     CT_EINVAL);
+    assert_string_equal(err.msg, "unexpected argument 'x.txt'");
+    conf_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_conf_every_schema_key_reaches_the_schema),
         cmocka_unit_test(test_conf_table_keys_reach_the_tables_the_tsd_creates),
         cmocka_unit_test(test_conf_take_argv_leaves_the_tools_own_arguments),
+        cmocka_unit_test(test_conf_apply_argv_later_setting_wins_whatever_its_spelling),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
