@@ -26,13 +26,15 @@
 #define TSDB_META_FAMILY "name"
 
 /* The salt bucket count of a new store when nothing is set: 8. Salting is on by default
- * (width 1) so that writes to one metric spread over regions instead of landing in one hot
- * region. The count is chosen for a single machine: a query reads every bucket (one scan and
- * seek each), so a bucket costs every query a little; 8 buckets spread writes over 8 pre-split
- * regions (each flushed and compacted on its own, the engine's 2 background threads and the
- * write threads working on different ones) and give the query's scan threads (at most 4 by
- * default) two buckets each, enough that a query need not cut buckets into time slices to use
- * them all. OpenTSDB's 20 is made for clusters with many region servers. */
+ * (width 1) so that the series of a metric spread over regions instead of all landing at the end
+ * of one key range, one hot region. The count is chosen for a single machine: each bucket costs
+ * every query one scan (a query reads every bucket), and each region has its own memstore, so
+ * more regions flush smaller files under the same memory; fewer regions leave threads without a
+ * region of their own. 8 is twice the query's default scan threads (min(CPUs, 4); with 8 buckets
+ * each thread gets 4 pieces of work, each bucket's hours cut in 2 time slices, query/qexec.c)
+ * and four times the engine's background (flush and compaction) threads, so every thread has
+ * regions to itself. OpenTSDB's 20 is made for clusters with many region servers. Not measured
+ * against other counts. */
 #define TSDB_DEFAULT_SALT_BUCKETS "8"
 
 /* Settings, each set by one configuration key (tsdb_config_keys(), also in docs/schema.md).
