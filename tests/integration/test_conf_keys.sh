@@ -4,7 +4,8 @@
 # owner; documented schema keys take effect in the real TSD (a TTL, compression and pre-splits
 # on the tables it creates) instead of being "unknown"; the salted default and a store made
 # unsalted (OpenTSDB's layout) both work, and the store keeps its layout under the default; every
-# tool takes the same options (--config FILE, --data DIR, --KEY=VALUE, --set KEY=VALUE).
+# tool takes the same options (--config FILE, --data DIR, --KEY=VALUE, --set KEY=VALUE), the
+# shell too.
 source "$(dirname "$0")/lib.sh"
 cd "$IT_ROOT" || exit 1
 dir=$(it_tmpdir)
@@ -119,7 +120,9 @@ out=$(C fsck --config "$cfg")
 check_contains "fsck takes --config" "$out" "fsck: 0 problems found"
 out=$(C query --config "$cfg" 1356998000 1356999000 sum conf.m host=a)
 check_contains "query takes --config (the data directory from the file)" "$out" "conf.m 1356998400000 1"
-for cmd in uid mkmetric scan fsck create-tables query; do
+out=$(C shell --config "$cfg" -e "count 'tsdb-uid'" 2>&1)
+check_contains "shell takes --config (the data directory from the file)" "$out" "row(s)"
+for cmd in uid mkmetric scan fsck create-tables query shell; do
   err=$(C "$cmd" --config "$cfg" --tsd.storage.max_tags=lots x 2>&1)
   check_contains "$cmd checks --KEY=VALUE against the key table" "$err" \
     "bad value 'lots' for tsd.storage.max_tags"
