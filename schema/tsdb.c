@@ -13,13 +13,15 @@
  * store (thread-safe). */
 #include "schema/tsdb.h"
 
-#include <errno.h>
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "storage/clock.h"
+
+#define TSDB_OWNER "schema/tsdb.c"
 
 struct tsdb {
     struct wc_store *s;
@@ -31,29 +33,110 @@ struct tsdb {
     bool hooked;
 };
 
+/* The schema's configuration keys, sorted by key (checked in tsdb_config_init), each declared
+ * once: X(how it is stored, key, field of struct tsdb_config, default, min, max, choices,
+ * meaning). The same list makes the table tsdb_config_keys() returns and the code of
+ * tsdb_config_set() and tsdb_config_get(), so a key cannot be declared without its field or
+ * twice; tsd/conf.c serves these keys with its own and never declares one of them again.
+ * How a value is stored: BOOL, STR (borrowed), UINT, TTL (0 = WC_TTL_FOREVER), LAYOUT (an
+ * unsigned field of the key layout; setting it sets layout_given), ENUM (tsdb_enum_set/get). */
+#define TSDB_KEYS(X)                                                                               \
+    X(BOOL, "tsd.core.auto_create_metrics", auto_create_metrics, "true", 0, 0, NULL,               \
+      "assign a uid to an unknown metric on write (ctsdb's choice; OpenTSDB: false)")              \
+    X(BOOL, "tsd.core.auto_create_tagks", auto_create_tagks, "true", 0, 0, NULL,                   \
+      "assign a uid to an unknown tag key on write")                                               \
+    X(BOOL, "tsd.core.auto_create_tagvs", auto_create_tagvs, "true", 0, 0, NULL,                   \
+      "assign a uid to an unknown tag value on write")                                             \
+    X(STR, "tsd.core.tag.allow_specialchars", allow_special, "", 0, 0, NULL,                       \
+      "extra characters allowed in metric and tag names")                                          \
+    X(BOOL, "tsd.core.uid.random_metrics", random_metrics, "false", 0, 0, NULL,                    \
+      "random metric uids (check-and-put, retried on collision)")                                  \
+    X(ENUM, "tsd.storage.ctsdb.bloom", bloom, "ROW", 0, 0, "NONE|ROW|ROWCOL",                      \
+      "bloom filter of every family, at table creation")                                           \
+    X(ENUM, "tsd.storage.ctsdb.compact_format", format, "compressed", 0, 0, "compressed|opentsdb", \
+      "cell a complete hour is merged into: ctsdb's compressed cell or OpenTSDB's")                \
+    X(UINT, "tsd.storage.ctsdb.compaction_delay", compaction_delay_s, "0", 0, 86400 * 365, NULL,   \
+      "seconds after an hour ends before its row is merged")                                       \
+    X(ENUM, "tsd.storage.ctsdb.compression", compression, "SNAPPY", 0, 0, "NONE|SNAPPY|GZ",        \
+      "block compression of every family, at table creation")                                      \
+    X(BOOL, "tsd.storage.ctsdb.create_tables", create_tables, "true", 0, 0, NULL,                  \
+      "create missing tables on open (false: a missing table stops the start)")                    \
+    X(UINT, "tsd.storage.ctsdb.min_versions", min_versions, "0", 0, 1, NULL,                       \
+      "MIN_VERSIONS of the data family (it keeps 1 version), at table creation")                   \
+    X(UINT, "tsd.storage.ctsdb.regions_per_bucket", regions_per_bucket, "1", 1, 256, NULL,         \
+                                                                                                   \
+      "pre-split regions per salt bucket (split on the first metric uid byte), at table creation") \
+    X(TTL, "tsd.storage.ctsdb.ttl", ttl_s, "0", 0, WC_TTL_FOREVER, NULL,                           \
+      "TTL of the data family in seconds (0 = forever), at table creation")                        \
+    X(UINT, "tsd.storage.ctsdb.uid_cache_size", uid_cache_entries, "65536", 0, 1 << 30, NULL,      \
+      "uid cache entries per kind and direction")                                                  \
+    X(BOOL, "tsd.storage.enable_compaction", enable_compaction, "true", 0, 0, NULL,                \
+      "merge the cells of each complete hour into one")                                            \
+    X(BOOL, "tsd.storage.fix_duplicates", fix_duplicates, "false", 0, 0, NULL,                     \
+      "on merge, resolve duplicate timestamps (the latest write wins)")                            \
+    X(STR, "tsd.storage.hbase.data_table", data_table, "tsdb", 0, 0, NULL, "the data table")       \
+    X(STR, "tsd.storage.hbase.meta_table", meta_table, "tsdb-meta", 0, 0, NULL,                    \
+      "the meta table (also holds the key layout record)")                                         \
+    X(STR, "tsd.storage.hbase.uid_table", uid_table, "tsdb-uid", 0, 0, NULL, "the uid table")      \
+    X(UINT, "tsd.storage.max_tags", max_tags, "8", 1, ROWKEY_MAX_TAGS, NULL, "tags per series")    \
+    X(LAYOUT, "tsd.storage.salt.buckets", layout.salt_buckets, TSDB_DEFAULT_SALT_BUCKETS, 1,       \
+      65536, NULL,                                                                                 \
+      "salt buckets, one pre-split region each (key layout: see docs/schema.md for the default)")  \
+    X(LAYOUT, "tsd.storage.salt.width", layout.salt_width, "1", 0, ROWKEY_MAX_SALT_WIDTH, NULL,    \
+      "salt bytes before the metric uid, 0 = OpenTSDB's unsalted keys (key layout)")               \
+    X(LAYOUT, "tsd.storage.uid.width.metric", layout.metric_width, "3", 1, ROWKEY_MAX_UID_WIDTH,   \
+      NULL, "metric uid bytes (key layout)")                                                       \
+    X(LAYOUT, "tsd.storage.uid.width.tagk", layout.tagk_width, "3", 1, ROWKEY_MAX_UID_WIDTH, NULL, \
+      "tag key uid bytes (key layout)")                                                            \
+    X(LAYOUT, "tsd.storage.uid.width.tagv", layout.tagv_width, "3", 1, ROWKEY_MAX_UID_WIDTH, NULL, \
+      "tag value uid bytes (key layout)")
+
+#define TSDB_TYPE_BOOL   CT_CFG_BOOL
+#define TSDB_TYPE_STR    CT_CFG_STR
+#define TSDB_TYPE_UINT   CT_CFG_INT
+#define TSDB_TYPE_TTL    CT_CFG_INT
+#define TSDB_TYPE_LAYOUT CT_CFG_INT
+#define TSDB_TYPE_ENUM   CT_CFG_ENUM
+#define TSDB_KEY_DESC(kind, key, field, def, min, max, choices, meaning)                           \
+    {key, TSDB_TYPE_##kind, def, min, max, choices, TSDB_OWNER, meaning},
+static const struct ct_cfg_key tsdb_keys[] = {TSDB_KEYS(TSDB_KEY_DESC)};
+#undef TSDB_KEY_DESC
+#define TSDB_NKEYS (sizeof(tsdb_keys) / sizeof(tsdb_keys[0]))
+
+const struct ct_cfg_key *tsdb_config_keys(size_t *n)
+{
+    *n = TSDB_NKEYS;
+    return tsdb_keys;
+}
+
+static const struct ct_cfg_key *tsdb_key_find(const char *key)
+{
+    size_t lo = 0, hi = TSDB_NKEYS;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(key, tsdb_keys[mid].key);
+        if (c == 0)
+            return &tsdb_keys[mid];
+        if (c < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return NULL;
+}
+
 void tsdb_config_init(struct tsdb_config *c)
 {
+    assert(ct_cfg_sorted(tsdb_keys, TSDB_NKEYS));
     memset(c, 0, sizeof(*c));
-    c->data_table = "tsdb";
-    c->uid_table = "tsdb-uid";
-    c->meta_table = "tsdb-meta";
-    rowkey_layout_init(&c->layout);
-    c->max_tags = 8;
-    c->auto_create_metrics = true;
-    c->auto_create_tagks = true;
-    c->auto_create_tagvs = true;
-    c->uid_cache_entries = 1u << 16;
-    c->create_tables = true;
-    c->ttl_s = WC_TTL_FOREVER;
-    c->min_versions = 0;
-    c->compression = WC_COMPRESSION_SNAPPY;
-    c->bloom = WC_BLOOM_ROW;
+    for (size_t i = 0; i < TSDB_NKEYS; i++) {
+        struct ct_err err = {0};
+        if (tsdb_config_set(c, tsdb_keys[i].key, tsdb_keys[i].def, &err) != CT_OK)
+            assert(!"a default in tsdb_keys[] does not apply");
+    }
+    c->layout_given = false; /* defaults are not a choice of layout (tsdb_open) */
     c->encoding = WC_ENCODING_PREFIX;
-    c->regions_per_bucket = 1;
-    c->enable_compaction = true;
-    c->fix_duplicates = false;
-    c->format = DPCODEC_FORMAT_COMPRESSED;
-    c->compaction_delay_s = 0;
+    c->read_only = false;
 }
 
 int tsdb_config_check(const struct tsdb_config *c, struct ct_err *err)
@@ -81,105 +164,118 @@ int tsdb_config_check(const struct tsdb_config *c, struct ct_err *err)
     return CT_OK;
 }
 
-static int tsdb_parse_u64(const char *key, const char *v, uint64_t lo, uint64_t hi, uint64_t *out,
-                          struct ct_err *err)
+/* The enumerations' values, in the order of their `choices`, named tsdb_enum_<field>. */
+static const enum wc_compression tsdb_enum_compression[] = {
+    WC_COMPRESSION_NONE, WC_COMPRESSION_SNAPPY, WC_COMPRESSION_GZ};
+static const enum wc_bloom tsdb_enum_bloom[] = {WC_BLOOM_NONE, WC_BLOOM_ROW, WC_BLOOM_ROWCOL};
+static const enum dpcodec_format tsdb_enum_format[] = {DPCODEC_FORMAT_COMPRESSED,
+                                                       DPCODEC_FORMAT_OPENTSDB};
+
+/* The index of v (already checked) among k's choices. */
+static unsigned tsdb_enum_index(const struct ct_cfg_key *k, const char *v)
 {
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || end == v || *end || *v == '-' || x < lo || x > hi)
-        return ct_err_set(err, CT_EINVAL, "%s: '%s' is not a number in %llu..%llu", key, v,
-                          (unsigned long long)lo, (unsigned long long)hi);
-    *out = x;
-    return CT_OK;
+    unsigned i = 0;
+    size_t n = strlen(v);
+    for (const char *p = k->choices;; i++) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && !strncasecmp(p, v, n))
+            return i;
+        assert(bar);
+        p = bar + 1;
+    }
 }
 
-static int tsdb_parse_bool(const char *key, const char *v, bool *out, struct ct_err *err)
+/* Writes choice i of k into buf. */
+static void tsdb_enum_name(const struct ct_cfg_key *k, unsigned i, char *buf, size_t cap)
 {
-    if (!strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes"))
-        *out = true;
-    else if (!strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no"))
-        *out = false;
-    else
-        return ct_err_set(err, CT_EINVAL, "%s: '%s' is not true or false", key, v);
-    return CT_OK;
+    const char *p = k->choices;
+    for (; i > 0; i--)
+        p = strchr(p, '|') + 1;
+    const char *bar = strchr(p, '|');
+    snprintf(buf, cap, "%.*s", (int)(bar ? (size_t)(bar - p) : strlen(p)), p);
 }
 
 int tsdb_config_set(struct tsdb_config *c, const char *key, const char *v, struct ct_err *err)
 {
-    uint64_t x = 0;
-    int rc;
-#define TSDB_UINT(k, lo, hi, field)                                                                \
-    if (!strcmp(key, k)) {                                                                         \
-        if ((rc = tsdb_parse_u64(key, v, lo, hi, &x, err)) != CT_OK)                               \
-            return rc;                                                                             \
-        field = x;                                                                                 \
+    const struct ct_cfg_key *k = tsdb_key_find(key);
+    if (!k)
+        return CT_NOTFOUND;
+    int rc = ct_cfg_check(k, v, err);
+    if (rc != CT_OK)
+        return rc;
+    int64_t x = 0;
+    bool b = false;
+    if (k->type == CT_CFG_INT && ct_cfg_parse_int(v, &x) != 0)
+        assert(!"checked integer does not parse");
+    if (k->type == CT_CFG_BOOL && ct_cfg_parse_bool(v, &b) != 0)
+        assert(!"checked boolean does not parse");
+    unsigned e = k->type == CT_CFG_ENUM ? tsdb_enum_index(k, v) : 0;
+#define TSDB_SET_BOOL(field) c->field = b
+#define TSDB_SET_STR(field)  c->field = v
+#define TSDB_SET_UINT(field) c->field = (unsigned)x
+#define TSDB_SET_TTL(field)  c->field = x == 0 ? WC_TTL_FOREVER : x
+#define TSDB_SET_LAYOUT(field)                                                                     \
+    do {                                                                                           \
+        c->field = (unsigned)x;                                                                    \
+        c->layout_given = true;                                                                    \
+    } while (0)
+#define TSDB_SET_ENUM(field) c->field = tsdb_enum_##field[e]
+#define TSDB_SET(kind, name, field, def, min, max, choices, meaning)                               \
+    if (!strcmp(key, name)) {                                                                      \
+        TSDB_SET_##kind(field);                                                                    \
         return CT_OK;                                                                              \
     }
-#define TSDB_BOOL(k, field)                                                                        \
-    if (!strcmp(key, k))                                                                           \
-        return tsdb_parse_bool(key, v, &field, err);
-#define TSDB_STR(k, field)                                                                         \
-    if (!strcmp(key, k)) {                                                                         \
-        field = v;                                                                                 \
+    TSDB_KEYS(TSDB_SET)
+#undef TSDB_SET
+#undef TSDB_SET_BOOL
+#undef TSDB_SET_STR
+#undef TSDB_SET_UINT
+#undef TSDB_SET_TTL
+#undef TSDB_SET_LAYOUT
+#undef TSDB_SET_ENUM
+    assert(!"a key of tsdb_keys[] has no field");
+    return CT_NOTFOUND;
+}
+
+/* Index of the enum value x in vals (n entries). */
+#define TSDB_INDEX_OF(vals, x, out)                                                                \
+    do {                                                                                           \
+        for (out = 0; out + 1 < sizeof(vals) / sizeof(vals[0]) && vals[out] != (x); out++) {       \
+        }                                                                                          \
+    } while (0)
+
+int tsdb_config_get(const struct tsdb_config *c, const char *key, char *buf, size_t cap)
+{
+    const struct ct_cfg_key *k = tsdb_key_find(key);
+    if (!k)
+        return CT_NOTFOUND;
+    unsigned e = 0;
+#define TSDB_GET_BOOL(field)   snprintf(buf, cap, "%s", c->field ? "true" : "false")
+#define TSDB_GET_STR(field)    snprintf(buf, cap, "%s", c->field ? c->field : "")
+#define TSDB_GET_UINT(field)   snprintf(buf, cap, "%llu", (unsigned long long)c->field)
+#define TSDB_GET_LAYOUT(field) TSDB_GET_UINT(field)
+#define TSDB_GET_TTL(field)                                                                        \
+    snprintf(buf, cap, "%lld", c->field == WC_TTL_FOREVER ? 0LL : (long long)c->field)
+#define TSDB_GET_ENUM(field)                                                                       \
+    do {                                                                                           \
+        TSDB_INDEX_OF(tsdb_enum_##field, c->field, e);                                             \
+        tsdb_enum_name(k, e, buf, cap);                                                            \
+    } while (0)
+#define TSDB_GET(kind, name, field, def, min, max, choices, meaning)                               \
+    if (!strcmp(key, name)) {                                                                      \
+        TSDB_GET_##kind(field);                                                                    \
         return CT_OK;                                                                              \
     }
-    TSDB_STR("tsd.storage.hbase.data_table", c->data_table)
-    TSDB_STR("tsd.storage.hbase.uid_table", c->uid_table)
-    TSDB_STR("tsd.storage.hbase.meta_table", c->meta_table)
-    TSDB_UINT("tsd.storage.salt.width", 0, ROWKEY_MAX_SALT_WIDTH, c->layout.salt_width)
-    TSDB_UINT("tsd.storage.salt.buckets", 1, 2147483647, c->layout.salt_buckets)
-    TSDB_UINT("tsd.storage.uid.width.metric", 1, 8, c->layout.metric_width)
-    TSDB_UINT("tsd.storage.uid.width.tagk", 1, 8, c->layout.tagk_width)
-    TSDB_UINT("tsd.storage.uid.width.tagv", 1, 8, c->layout.tagv_width)
-    TSDB_UINT("tsd.storage.max_tags", 1, ROWKEY_MAX_TAGS, c->max_tags)
-    TSDB_BOOL("tsd.core.auto_create_metrics", c->auto_create_metrics)
-    TSDB_BOOL("tsd.core.auto_create_tagks", c->auto_create_tagks)
-    TSDB_BOOL("tsd.core.auto_create_tagvs", c->auto_create_tagvs)
-    TSDB_BOOL("tsd.core.uid.random_metrics", c->random_metrics)
-    TSDB_STR("tsd.core.tag.allow_specialchars", c->allow_special)
-    TSDB_BOOL("tsd.storage.enable_compaction", c->enable_compaction)
-    TSDB_BOOL("tsd.storage.fix_duplicates", c->fix_duplicates)
-    TSDB_UINT("tsd.storage.ctsdb.uid_cache_size", 0, 1u << 30, c->uid_cache_entries)
-    TSDB_BOOL("tsd.storage.ctsdb.create_tables", c->create_tables)
-    TSDB_UINT("tsd.storage.ctsdb.ttl", 1, WC_TTL_FOREVER, c->ttl_s)
-    TSDB_UINT("tsd.storage.ctsdb.min_versions", 0, 1000, c->min_versions)
-    TSDB_UINT("tsd.storage.ctsdb.regions_per_bucket", 1, 256, c->regions_per_bucket)
-    TSDB_UINT("tsd.storage.ctsdb.compaction_delay", 0, 86400 * 365, c->compaction_delay_s)
-#undef TSDB_UINT
-#undef TSDB_BOOL
-#undef TSDB_STR
-    if (!strcmp(key, "tsd.storage.ctsdb.compact_format")) {
-        if (!strcmp(v, "compressed"))
-            c->format = DPCODEC_FORMAT_COMPRESSED;
-        else if (!strcmp(v, "opentsdb"))
-            c->format = DPCODEC_FORMAT_OPENTSDB;
-        else
-            return ct_err_set(err, CT_EINVAL, "%s: '%s' is not compressed or opentsdb", key, v);
-        return CT_OK;
-    }
-    if (!strcmp(key, "tsd.storage.ctsdb.compression")) {
-        if (!strcasecmp(v, "none"))
-            c->compression = WC_COMPRESSION_NONE;
-        else if (!strcasecmp(v, "snappy"))
-            c->compression = WC_COMPRESSION_SNAPPY;
-        else if (!strcasecmp(v, "gz"))
-            c->compression = WC_COMPRESSION_GZ;
-        else
-            return ct_err_set(err, CT_EINVAL, "%s: '%s' is not NONE, SNAPPY or GZ", key, v);
-        return CT_OK;
-    }
-    if (!strcmp(key, "tsd.storage.ctsdb.bloom")) {
-        if (!strcasecmp(v, "none"))
-            c->bloom = WC_BLOOM_NONE;
-        else if (!strcasecmp(v, "row"))
-            c->bloom = WC_BLOOM_ROW;
-        else if (!strcasecmp(v, "rowcol"))
-            c->bloom = WC_BLOOM_ROWCOL;
-        else
-            return ct_err_set(err, CT_EINVAL, "%s: '%s' is not NONE, ROW or ROWCOL", key, v);
-        return CT_OK;
-    }
+    TSDB_KEYS(TSDB_GET)
+#undef TSDB_GET
+#undef TSDB_GET_BOOL
+#undef TSDB_GET_STR
+#undef TSDB_GET_UINT
+#undef TSDB_GET_LAYOUT
+#undef TSDB_GET_TTL
+#undef TSDB_GET_ENUM
+    assert(!"a key of tsdb_keys[] has no field");
     return CT_NOTFOUND;
 }
 
@@ -325,12 +421,58 @@ int tsdb_layout_stored(struct wc_store *s, const char *meta_table, struct rowkey
     return rc;
 }
 
-int tsdb_create_tables(struct wc_store *s, const struct tsdb_config *c, int *created,
-                       struct ct_err *err)
+/* Decides the key layout to use on store s with config c (tsdb.h, tsdb_open): the recorded one,
+ * c's when given (it must then equal the record), OpenTSDB's unsalted one for a data table
+ * without a record, c's for a new store. */
+static int tsdb_layout_resolve(struct wc_store *s, const struct tsdb_config *c,
+                               struct rowkey_layout *out, struct ct_err *err)
 {
-    int dummy = 0;
-    if (!created)
-        created = &dummy;
+    struct rowkey_layout stored;
+    int rc = tsdb_layout_stored(s, c->meta_table, &stored, err);
+    if (rc == CT_OK) {
+        if (c->layout_given && memcmp(&stored, &c->layout, sizeof(stored)) != 0) {
+            const struct rowkey_layout *l[2] = {&stored, &c->layout};
+            char d[2][80]; /* short, so that the message survives callers' prefixes */
+            for (int i = 0; i < 2; i++)
+                snprintf(d[i], sizeof(d[i]), "salt_width=%u salt_buckets=%u uid widths %u/%u/%u",
+                         l[i]->salt_width, l[i]->salt_buckets, l[i]->metric_width, l[i]->tagk_width,
+                         l[i]->tagv_width);
+            return ct_err_set(err, CT_EINVAL,
+                              "the tables were created with %s, the config says %s (a store "
+                              "keeps its key layout)",
+                              d[0], d[1]);
+        }
+        *out = stored;
+        return CT_OK;
+    }
+    if (rc != CT_NOTFOUND)
+        return rc;
+    ct_err_clear(err);
+    rc = wc_table_exists(s, c->data_table, err);
+    if (rc == CT_NOTFOUND) { /* a new store */
+        ct_err_clear(err);
+        *out = c->layout;
+        return CT_OK;
+    }
+    if (rc != CT_OK)
+        return rc;
+    if (c->layout_given) {
+        *out = c->layout;
+    } else {
+        /* no record: written by a build that recorded nothing, whose default was OpenTSDB's
+         * unsalted layout, or by OpenTSDB itself */
+        rowkey_layout_init(out);
+    }
+    return CT_OK;
+}
+
+/* tsdb_create_tables() with the key layout already decided. */
+static int tsdb_create_tables_in(struct wc_store *s, const struct tsdb_config *c0,
+                                 const struct rowkey_layout *l, int *created, struct ct_err *err)
+{
+    struct tsdb_config cc = *c0;
+    const struct tsdb_config *c = &cc;
+    cc.layout = *l;
     *created = 0;
     int rc = tsdb_config_check(c, err);
     if (rc != CT_OK)
@@ -364,6 +506,20 @@ int tsdb_create_tables(struct wc_store *s, const struct tsdb_config *c, int *cre
     if (rc != CT_OK)
         return rc;
     return tsdb_layout_record(s, c, err);
+}
+
+int tsdb_create_tables(struct wc_store *s, const struct tsdb_config *c, int *created,
+                       struct ct_err *err)
+{
+    int dummy = 0;
+    if (!created)
+        created = &dummy;
+    *created = 0;
+    struct rowkey_layout l;
+    int rc = tsdb_layout_resolve(s, c, &l, err);
+    if (rc != CT_OK)
+        return rc;
+    return tsdb_create_tables_in(s, c, &l, created, err);
 }
 
 /* ---- handle ------------------------------------------------------------------------------- */
@@ -414,24 +570,16 @@ int tsdb_open(struct wc_store *s, const struct tsdb_config *c, struct tsdb **out
         }
     }
     t->c.allow_special = t->allow_special;
+    rc = tsdb_layout_resolve(s, c, &t->c.layout, err);
+    if (rc != CT_OK)
+        goto fail;
     if (c->create_tables && !c->read_only) {
-        rc = tsdb_create_tables(s, c, NULL, err);
+        int created = 0;
+        rc = tsdb_create_tables_in(s, c, &t->c.layout, &created, err);
         if (rc != CT_OK)
             goto fail;
     }
-    struct rowkey_layout stored;
-    rc = tsdb_layout_stored(s, t->meta_name, &stored, err);
-    if (rc == CT_OK && memcmp(&stored, &c->layout, sizeof(stored)) != 0) {
-        char a[160], b[160];
-        tsdb_layout_format(&stored, a, sizeof(a));
-        tsdb_layout_format(&c->layout, b, sizeof(b));
-        rc = ct_err_set(err, CT_EINVAL, "the tables were created with %s but the config says %s", a,
-                        b);
-        goto fail;
-    }
-    if (rc != CT_OK && rc != CT_NOTFOUND)
-        goto fail;
-    ct_err_clear(err);
+    c = &t->c; /* from here on: the decided layout */
     if ((rc = tsdb_open_table(t, t->data_name, &t->data, err)) != CT_OK ||
         (rc = tsdb_open_table(t, t->uid_name, &t->uidt, err)) != CT_OK ||
         (rc = tsdb_open_table(t, t->meta_name, &t->meta, err)) != CT_OK)
@@ -463,8 +611,8 @@ fail:
     return rc;
 }
 
-int tsdb_open_dir(const char *data_dir, struct tsdb_config *c, bool keep_layout,
-                  struct wc_store **s, struct tsdb **t, struct ct_err *err)
+int tsdb_open_dir(const char *data_dir, struct tsdb_config *c, struct wc_store **s, struct tsdb **t,
+                  struct ct_err *err)
 {
     struct wc_options o;
     wc_options_init(&o);
@@ -475,17 +623,6 @@ int tsdb_open_dir(const char *data_dir, struct tsdb_config *c, bool keep_layout,
     int rc = wc_open(&o, &st, err);
     if (rc != CT_OK)
         return ct_err_prefix(err, "cannot open data directory %s", data_dir);
-    if (!keep_layout) {
-        struct rowkey_layout l;
-        rc = tsdb_layout_stored(st, c->meta_table, &l, err);
-        if (rc == CT_OK)
-            c->layout = l;
-        else if (rc != CT_NOTFOUND) {
-            wc_close(st);
-            return rc;
-        }
-        ct_err_clear(err);
-    }
     c->create_tables = false;
     rc = tsdb_open(st, c, t, err);
     if (rc != CT_OK) {

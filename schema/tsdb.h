@@ -18,50 +18,74 @@
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
+#include "storage/ct_cfg.h"
 #include "storage/ct_err.h"
 #include "storage/wc.h"
 
 #define TSDB_DATA_FAMILY "t"
 #define TSDB_META_FAMILY "name"
 
-/* Settings, named after OpenTSDB's config keys. Initialise with tsdb_config_init(). Strings are
- * borrowed for tsdb_open()/tsdb_create_tables() only (copied as needed). */
+/* The salt bucket count of a new store when nothing is set: 8. Salting is on by default
+ * (width 1) so that the series of a metric spread over regions instead of all landing at the end
+ * of one key range, one hot region. The count is chosen for a single machine: each bucket costs
+ * every query one scan (a query reads every bucket), and each region has its own memstore, so
+ * more regions flush smaller files under the same memory; fewer regions leave threads without a
+ * region of their own. 8 is twice the query's default scan threads (min(CPUs, 4); with 8 buckets
+ * each thread gets 4 pieces of work, each bucket's hours cut in 2 time slices, query/qexec.c)
+ * and four times the engine's background (flush and compaction) threads, so every thread has
+ * regions to itself. OpenTSDB's 20 is made for clusters with many region servers. Not measured
+ * against other counts. */
+#define TSDB_DEFAULT_SALT_BUCKETS "8"
+
+/* Settings, each set by one configuration key (tsdb_config_keys(), also in docs/schema.md).
+ * Initialise with tsdb_config_init() (every key's default), change with tsdb_config_set().
+ * Strings are borrowed for tsdb_open()/tsdb_create_tables() only (copied as needed). */
 struct tsdb_config {
-    const char *data_table;      /* tsd.storage.hbase.data_table, default "tsdb" */
-    const char *uid_table;       /* tsd.storage.hbase.uid_table, default "tsdb-uid" */
-    const char *meta_table;      /* tsd.storage.hbase.meta_table, default "tsdb-meta" */
-    struct rowkey_layout layout; /* salt width/buckets, uid widths */
-    unsigned max_tags;           /* tsd.storage.max_tags, default 8 (<= ROWKEY_MAX_TAGS) */
-    bool auto_create_metrics;    /* default true (ctsdb's choice; OpenTSDB false) */
-    bool auto_create_tagks;      /* default true */
-    bool auto_create_tagvs;      /* default true */
+    const char *data_table;      /* tsd.storage.hbase.data_table */
+    const char *uid_table;       /* tsd.storage.hbase.uid_table */
+    const char *meta_table;      /* tsd.storage.hbase.meta_table */
+    struct rowkey_layout layout; /* tsd.storage.salt.*, tsd.storage.uid.width.* */
+    bool layout_given;           /* a layout key was set (tsdb_config_set): see tsdb_open() */
+    unsigned max_tags;           /* tsd.storage.max_tags (<= ROWKEY_MAX_TAGS) */
+    bool auto_create_metrics;    /* tsd.core.auto_create_metrics (ctsdb's default true) */
+    bool auto_create_tagks;      /* tsd.core.auto_create_tagks */
+    bool auto_create_tagvs;      /* tsd.core.auto_create_tagvs */
     bool random_metrics;         /* tsd.core.uid.random_metrics */
     const char *allow_special;   /* tsd.core.tag.allow_specialchars */
-    size_t uid_cache_entries;    /* per kind and direction, default 1<<16 */
+    size_t uid_cache_entries;    /* tsd.storage.ctsdb.uid_cache_size, per kind and direction */
     /* table creation (create-tables, first start) */
-    bool create_tables;              /* create missing tables in tsdb_open(); default true */
-    int64_t ttl_s;                   /* data family TTL; default WC_TTL_FOREVER */
-    uint32_t min_versions;           /* data family MIN_VERSIONS; default 0 */
-    enum wc_compression compression; /* every family; default SNAPPY */
-    enum wc_bloom bloom;             /* data family; default ROW */
-    enum wc_block_encoding encoding; /* data family DATA_BLOCK_ENCODING; default PREFIX */
-    unsigned regions_per_bucket;     /* pre-split regions per salt bucket; default 1 */
+    bool create_tables;              /* tsd.storage.ctsdb.create_tables: in tsdb_open() */
+    int64_t ttl_s;                   /* tsd.storage.ctsdb.ttl (0 there = WC_TTL_FOREVER here) */
+    uint32_t min_versions;           /* tsd.storage.ctsdb.min_versions */
+    enum wc_compression compression; /* tsd.storage.ctsdb.compression, every family */
+    enum wc_bloom bloom;             /* tsd.storage.ctsdb.bloom, every family */
+    enum wc_block_encoding encoding; /* data family DATA_BLOCK_ENCODING; PREFIX (no key) */
+    unsigned regions_per_bucket;     /* tsd.storage.ctsdb.regions_per_bucket */
     /* cells */
-    bool enable_compaction;     /* tsd.storage.enable_compaction, default true */
-    bool fix_duplicates;        /* tsd.storage.fix_duplicates, default false */
-    enum dpcodec_format format; /* compacted-cell format; default COMPRESSED */
-    int64_t compaction_delay_s; /* an hour is complete this long after it ends; default 0 */
-    bool read_only;             /* never write (tools): no hook, no table creation */
+    bool enable_compaction;     /* tsd.storage.enable_compaction */
+    bool fix_duplicates;        /* tsd.storage.fix_duplicates */
+    enum dpcodec_format format; /* tsd.storage.ctsdb.compact_format */
+    int64_t compaction_delay_s; /* tsd.storage.ctsdb.compaction_delay */
+    bool read_only;             /* never write (tools): no hook, no table creation (no key) */
 };
+/* Every field at its key's default; layout_given false. */
 void tsdb_config_init(struct tsdb_config *c);
 CT_MUST_CHECK int tsdb_config_check(const struct tsdb_config *c, struct ct_err *err);
-/* Applies one OpenTSDB-style config key (`tsd.storage.salt.width`, `tsd.core.auto_create_metrics`,
- * ...; the full list is in docs/schema.md, ctsdb's own keys start `tsd.storage.ctsdb.`) to c.
+
+/* The schema's configuration keys (name, type, default, range, meaning, owner), sorted by key;
+ * *n gets the count. The table is static. The TSD's configuration (tsd/conf.h) serves these
+ * keys and passes them through to tsdb_config_set(). */
+const struct ct_cfg_key *tsdb_config_keys(size_t *n);
+/* Applies one key of tsdb_config_keys() to c after checking the value against the table
+ * (ct_cfg_check: the message names key and value). Setting a layout key sets c->layout_given.
  * String values (table names, allow_specialchars) are borrowed: value must outlive c's use.
- * CT_NOTFOUND if the key is not a schema key (callers may handle it elsewhere); CT_EINVAL naming
- * key and value if the value does not parse. */
+ * CT_NOTFOUND (err untouched) if the key is not a schema key; CT_EINVAL for a bad value. */
 CT_MUST_CHECK int tsdb_config_set(struct tsdb_config *c, const char *key, const char *value,
                                   struct ct_err *err);
+/* Writes the value of schema key `key` in c into buf (cap bytes) in the key's syntax (so that
+ * tsdb_config_set(key, buf) gives the same setting); CT_NOTFOUND if it is not a schema key. */
+CT_MUST_CHECK int tsdb_config_get(const struct tsdb_config *c, const char *key, char *buf,
+                                  size_t cap);
 
 /* Creates whichever of the three tables is missing, with OpenTSDB's families and c's settings;
  * the data table is pre-split at every salt bucket (times regions_per_bucket). *created (NULL
@@ -78,19 +102,25 @@ CT_MUST_CHECK int tsdb_layout_stored(struct wc_store *s, const char *meta_table,
 
 struct tsdb;
 
-/* Opens the layout on store s (borrowed until tsdb_close()): creates missing tables when
- * c->create_tables, opens them, starts the UID service and installs the compaction hook
- * (skipped on backends without compactions). Returns a new handle in *out, freed with
- * tsdb_close() (before wc_close()). CT_NOTFOUND naming the table if one is missing and
- * create_tables is off; CT_EINVAL if c's key layout differs from the recorded one. */
+/* Opens the layout on store s (borrowed until tsdb_close()): decides the key layout, creates
+ * missing tables when c->create_tables (and not read_only), opens them, starts the UID service
+ * and installs the compaction hook (skipped on backends without compactions). Returns a new
+ * handle in *out, freed with tsdb_close() (before wc_close()).
+ * The key layout: a store keeps the one it was created with (recorded in the meta table, see
+ * tsdb_layout_stored), whatever the defaults are now. Without c->layout_given the recorded one
+ * is used; with it, a layout that differs from the record is CT_EINVAL naming both. Tables
+ * without a record (made before records existed, or by OpenTSDB) hold OpenTSDB's unsalted layout
+ * unless c->layout_given says otherwise; a writable open records the layout it decided. Only a
+ * store without a data table gets c's layout (by default salted, TSDB_DEFAULT_SALT_BUCKETS).
+ * CT_NOTFOUND naming the table if one is missing and create_tables is off. */
 CT_MUST_CHECK int tsdb_open(struct wc_store *s, const struct tsdb_config *c, struct tsdb **out,
                             struct ct_err *err);
 /* For tools: opens the embedded store at data_dir (never creating it; read-only when
- * c->read_only) and the layout on it with c (create_tables forced off). Unless keep_layout, c's key
- * layout is replaced by the recorded one (tsdb_layout_stored) when there is one. Returns the
- * store in *s and the handle in *t; close with tsdb_close() then wc_close(). */
-CT_MUST_CHECK int tsdb_open_dir(const char *data_dir, struct tsdb_config *c, bool keep_layout,
-                                struct wc_store **s, struct tsdb **t, struct ct_err *err);
+ * c->read_only) and the layout on it with c (create_tables forced off), the key layout decided
+ * as tsdb_open() does. Returns the store in *s and the handle in *t; close with tsdb_close()
+ * then wc_close(). */
+CT_MUST_CHECK int tsdb_open_dir(const char *data_dir, struct tsdb_config *c, struct wc_store **s,
+                                struct tsdb **t, struct ct_err *err);
 /* Removes the hook, closes the tables; accepts NULL. */
 void tsdb_close(struct tsdb *t);
 

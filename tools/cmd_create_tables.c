@@ -1,6 +1,7 @@
 /* cmd_create_tables.c - `ctsdb create-tables`: creates the tsdb, tsdb-uid and tsdb-meta tables
  * with OpenTSDB's families and the given storage settings; the data table is pre-split at every
- * salt bucket (src/create_table.sh's job in OpenTSDB). */
+ * salt bucket (src/create_table.sh's job in OpenTSDB). Options: tools/tool_opts.h, plus
+ * shorthands for the table-creation keys. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,46 +10,36 @@
 #include "schema/tsdb.h"
 #include "storage/wc.h"
 #include "tools/tool.h"
+#include "tools/tool_opts.h"
 
 static void create_tables_usage(FILE *out)
 {
     fprintf(out,
             "usage: ctsdb create-tables [options]\n\n"
             "Creates the tables tsdb (family t), tsdb-uid (families id, name) and tsdb-meta\n"
-            "(family name) where they are missing. With salting the data table gets one region\n"
-            "per salt bucket (times --regions-per-bucket).\n\n"
+            "(family name) where they are missing. With salting (the default: 1 "
+            "byte, " TSDB_DEFAULT_SALT_BUCKETS " buckets)\n"
+            "the data table gets one region per salt bucket (times regions_per_bucket).\n"
+            "The tables of an existing store keep the key layout they were created with.\n\n"
             "options:\n"
+            "  --config FILE            configuration file (key = value, as the TSD's)\n"
             "  --data DIR               data directory (default ./data)\n"
-            "  --salt-width N           salt bytes, 0 = no salt (default 0)\n"
-            "  --salt-buckets N         salt buckets (default 20)\n"
-            "  --regions-per-bucket N   regions per salt bucket (default 1)\n"
-            "  --ttl SECONDS            TTL of the data family (default forever)\n"
-            "  --min-versions N         MIN_VERSIONS of the data family (default 0)\n"
-            "  --compression C          NONE, SNAPPY or GZ (default SNAPPY)\n"
-            "  --bloom B                NONE, ROW or ROWCOL (default ROW)\n"
-            "  --set KEY=VALUE          any schema config key (tsd.storage.uid.width.metric, ...)\n"
+            "  --KEY=VALUE              any configuration key (docs/tsd.md), e.g.\n"
+            "                           --tsd.storage.ctsdb.ttl=86400; --set KEY=VALUE: the same\n"
+            "  --salt-width N           tsd.storage.salt.width (0 = OpenTSDB's unsalted keys)\n"
+            "  --salt-buckets N         tsd.storage.salt.buckets\n"
+            "  --regions-per-bucket N   tsd.storage.ctsdb.regions_per_bucket\n"
+            "  --ttl SECONDS            tsd.storage.ctsdb.ttl (0 = forever)\n"
+            "  --min-versions N         tsd.storage.ctsdb.min_versions\n"
+            "  --compression C          tsd.storage.ctsdb.compression: NONE, SNAPPY or GZ\n"
+            "  --bloom B                tsd.storage.ctsdb.bloom: NONE, ROW or ROWCOL\n"
             "  -h, --help               this text\n");
-}
-
-static int create_tables_set(struct tsdb_config *c, const char *key, const char *val)
-{
-    struct ct_err err = {0};
-    int rc = tsdb_config_set(c, key, val, &err);
-    if (rc == CT_NOTFOUND) {
-        fprintf(stderr, "ctsdb create-tables: unknown config key '%s'\n", key);
-        return 2;
-    }
-    if (rc != CT_OK) {
-        fprintf(stderr, "ctsdb create-tables: %s\n", err.msg);
-        return 2;
-    }
-    return 0;
 }
 
 static int create_tables_run(int argc, char **argv)
 {
+    /* the shorthands: each sets one key of the one key table */
     static const struct option longs[] = {
-        {"data", required_argument, 0, 'd'},
         {"salt-width", required_argument, 0, 'w'},
         {"salt-buckets", required_argument, 0, 'b'},
         {"regions-per-bucket", required_argument, 0, 'r'},
@@ -56,72 +47,47 @@ static int create_tables_run(int argc, char **argv)
         {"min-versions", required_argument, 0, 'm'},
         {"compression", required_argument, 0, 'c'},
         {"bloom", required_argument, 0, 'f'},
-        {"set", required_argument, 0, 's'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const char *data = "data";
-    struct tsdb_config c;
-    tsdb_config_init(&c);
-    int opt, rc;
-    optind = 1;
-    opterr = 0;
+    static const struct {
+        int opt;
+        const char *key;
+    } keys[] = {{'w', "tsd.storage.salt.width"},
+                {'b', "tsd.storage.salt.buckets"},
+                {'r', "tsd.storage.ctsdb.regions_per_bucket"},
+                {'t', "tsd.storage.ctsdb.ttl"},
+                {'m', "tsd.storage.ctsdb.min_versions"},
+                {'c', "tsd.storage.ctsdb.compression"},
+                {'f', "tsd.storage.ctsdb.bloom"}};
+    struct tool_opts to;
+    int opt, rc = tool_opts_init(&to, "create-tables", create_tables_usage, &argc, argv);
+    if (rc >= 0)
+        return rc;
+    struct tsdb_config *c = &to.config;
     while ((opt = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         const char *key = NULL;
-        switch (opt) {
-        case 'd':
-            data = optarg;
-            continue;
-        case 'w':
-            key = "tsd.storage.salt.width";
-            break;
-        case 'b':
-            key = "tsd.storage.salt.buckets";
-            break;
-        case 'r':
-            key = "tsd.storage.ctsdb.regions_per_bucket";
-            break;
-        case 't':
-            key = "tsd.storage.ctsdb.ttl";
-            break;
-        case 'm':
-            key = "tsd.storage.ctsdb.min_versions";
-            break;
-        case 'c':
-            key = "tsd.storage.ctsdb.compression";
-            break;
-        case 'f':
-            key = "tsd.storage.ctsdb.bloom";
-            break;
-        case 's': {
-            char *eq = strchr(optarg, '=');
-            if (!eq) {
-                fprintf(stderr, "ctsdb create-tables: --set needs KEY=VALUE, got '%s'\n", optarg);
-                return 2;
-            }
-            *eq = 0;
-            if ((rc = create_tables_set(&c, optarg, eq + 1)) != 0)
+        for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+            if (keys[i].opt == opt)
+                key = keys[i].key;
+        if (!key) {
+            if ((rc = tool_opts_handle(&to, opt, argv)) >= 0)
                 return rc;
             continue;
         }
-        case 'h':
-            create_tables_usage(stdout);
-            return 0;
-        default:
-            fprintf(stderr, "ctsdb create-tables: unknown or incomplete option '%s'\n",
-                    argv[optind - 1]);
-            create_tables_usage(stderr);
+        struct ct_err err = {0};
+        if (tsdb_config_set(c, key, optarg, &err) != CT_OK) {
+            fprintf(stderr, "ctsdb create-tables: %s\n", err.msg);
             return 2;
         }
-        if ((rc = create_tables_set(&c, key, optarg)) != 0)
-            return rc;
     }
     if (optind < argc) {
         fprintf(stderr, "ctsdb create-tables: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
+    const char *data = to.data;
     struct ct_err err = {0};
-    if (tsdb_config_check(&c, &err) != CT_OK) {
+    if (tsdb_config_check(c, &err) != CT_OK) {
         fprintf(stderr, "ctsdb create-tables: %s\n", err.msg);
         return 2;
     }
@@ -134,13 +100,13 @@ static int create_tables_run(int argc, char **argv)
         return 1;
     }
     int created = 0;
-    rc = tsdb_create_tables(s, &c, &created, &err);
+    rc = tsdb_create_tables(s, c, &created, &err);
     if (rc != CT_OK) {
         fprintf(stderr, "ctsdb create-tables: %s\n", err.msg);
         wc_close(s);
         return 1;
     }
-    const char *names[3] = {c.data_table, c.uid_table, c.meta_table};
+    const char *names[3] = {c->data_table, c->uid_table, c->meta_table};
     for (int i = 0; i < 3; i++) {
         struct wc_region_info *ri = NULL;
         size_t n = 0;
@@ -151,6 +117,10 @@ static int create_tables_run(int argc, char **argv)
             printf("%s\n", names[i]);
         }
     }
+    struct rowkey_layout l;
+    if (tsdb_layout_stored(s, c->meta_table, &l, &err) == CT_OK)
+        printf("key layout: salt_width=%u salt_buckets=%u uid widths %u/%u/%u\n", l.salt_width,
+               l.salt_buckets, l.metric_width, l.tagk_width, l.tagv_width);
     printf("%d table%s created, %d already existed\n", created, created == 1 ? "" : "s",
            3 - created);
     wc_close(s);

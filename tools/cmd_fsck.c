@@ -39,6 +39,7 @@ static void fsck_usage(FILE *out)
             "from a lost assignment race (the name maps to another id) are benign warnings.\n"
             "Exit status 0 when nothing is wrong (or everything found was fixed), 1 otherwise.\n\n"
             "options:\n"
+            "  --config FILE       configuration file (key = value, as the TSD's)\n"
             "  --data DIR          data directory (default ./data)\n"
             "  --quarantine        set damaged files aside in DIR/quarantine/ so that the store\n"
             "                      opens again (a block file's cells are lost; a log segment is\n"
@@ -47,7 +48,7 @@ static void fsck_usage(FILE *out)
             "                      merge duplicates (latest write wins), fix UID mappings,\n"
             "                      remove race leftovers\n"
             "  --delete-orphans    with --fix: delete rows whose UIDs have no name\n"
-            "  --set KEY=VALUE     schema config key\n"
+            "  --KEY=VALUE         any configuration key (docs/tsd.md); --set KEY=VALUE: the same\n"
             "  -h, --help          this text\n");
 }
 
@@ -496,20 +497,20 @@ static int fsck_drop_quarantined(const char *dir)
 static int fsck_run(int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"data", required_argument, 0, 'd'},
         {"fix", no_argument, 0, 'f'},
         {"delete-orphans", no_argument, 0, 'o'},
-        {"set", required_argument, 0, 's'},
         {"help", no_argument, 0, 'h'},
         {"quarantine", no_argument, 0, 'q'},
         {0, 0, 0, 0},
     };
     bool quarantine = false;
     struct tool_opts to;
-    tool_opts_init(&to, "fsck", fsck_usage);
+    int st = tool_opts_init(&to, "fsck", fsck_usage, &argc, argv);
+    if (st >= 0)
+        return st;
     struct fsck f;
     memset(&f, 0, sizeof(f));
-    int opt, st;
+    int opt;
     while ((opt = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         if (opt == 'f')
             f.fix = true;

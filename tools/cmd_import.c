@@ -45,7 +45,8 @@ static void import_usage(FILE *out)
             "Loads OpenTSDB import files (lines `metric timestamp value tagk=tagv ...`, plain or\n"
             "gzip) into the store in DIR (default ./data; do not run a TSD on it at the same\n"
             "time). Bad lines are reported as FILE:LINE: message and skipped. Exit status 0 if\n"
-            "every line was imported, 1 if some were bad.\n");
+            "every line was imported, 1 if some were bad. --key=value sets any configuration\n"
+            "key (docs/tsd.md), as for the TSD; --set KEY=VALUE is the same.\n");
 }
 
 static void import_warn(void *arg, const char *msg)

@@ -10,20 +10,24 @@
 
 static void mkmetric_usage(FILE *out)
 {
-    fprintf(out, "usage: ctsdb mkmetric [--data DIR] [--set KEY=VALUE]... NAME...\n\n"
-                 "Assigns a UID to each metric name (prints `metrics NAME: [b0, b1, b2]`).\n"
-                 "A name that already has one is reported and makes the exit status 1.\n\n"
-                 "options:\n"
-                 "  --data DIR        data directory (default ./data)\n"
-                 "  --set KEY=VALUE   schema config key (e.g. tsd.core.uid.random_metrics=true)\n"
-                 "  -h, --help        this text\n");
+    fprintf(out,
+            "usage: ctsdb mkmetric [--config FILE] [--data DIR] [--KEY=VALUE]... NAME...\n\n"
+            "Assigns a UID to each metric name (prints `metrics NAME: [b0, b1, b2]`).\n"
+            "A name that already has one is reported and makes the exit status 1.\n\n"
+            "options:\n"
+            "  --config FILE     configuration file (key = value, as the TSD's)\n"
+            "  --data DIR        data directory (default ./data)\n"
+            "  --KEY=VALUE       any configuration key (docs/tsd.md), e.g.\n"
+            "                    --tsd.core.uid.random_metrics=true; --set KEY=VALUE: the same\n"
+            "  -h, --help        this text\n");
 }
 
 static int mkmetric_run(int argc, char **argv)
 {
     struct tool_opts to;
-    tool_opts_init(&to, "mkmetric", mkmetric_usage);
-    int st = tool_opts_parse(&to, argc, argv, "h");
+    int st = tool_opts_init(&to, "mkmetric", mkmetric_usage, &argc, argv);
+    if (st < 0)
+        st = tool_opts_parse(&to, argc, argv, "h");
     if (st >= 0)
         return st;
     if (optind >= argc) {

@@ -2,11 +2,13 @@
  * `tsdb query` (CliQuery): one line per datapoint, `metric timestamp_ms value {tagk=tagv, ...}`,
  * integers as integers and doubles with six decimals (Java's "%f").
  *
- *   ctsdb query [--host HOST:PORT | --data DIR [--config FILE]] START [END]
+ *   ctsdb query [--host HOST:PORT | --data DIR] [--config FILE] [--KEY=VALUE...] START [END]
  *               AGG[:DOWNSAMPLE][:rate[{counter,max,reset}]] METRIC [TAGK=TAGV ...]
  *
- * With --data the store is opened read-only in-process (query/qexec.h); otherwise the query goes
- * to a running TSD's /api/query over HTTP (default 127.0.0.1:4242). START/END take every
+ * With a data directory (--data, or tsd.storage.directory set in --config or as --KEY=VALUE)
+ * and no --host the store is opened read-only in-process (query/qexec.h); otherwise the query
+ * goes to a running TSD's /api/query over HTTP (default 127.0.0.1:4242). Options:
+ * tools/tool_opts.h. START/END take every
  * OpenTSDB time format (1h-ago, 2013/01/01-00:00:00, unix seconds or ms). */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,15 +27,18 @@
 #include "storage/clock.h"
 #include "storage/wc.h"
 #include "tools/tool.h"
-#include "tsd/conf.h"
+#include "tools/tool_opts.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ctsdb query [--host HOST:PORT | --data DIR [--config FILE]] START [END]\n"
-               "                   AGG[:DOWNSAMPLE][:rate] METRIC [TAGK=TAGV ...]\n\n"
-               "Runs one query and prints `metric timestamp value {tags}` per datapoint, as\n"
-               "OpenTSDB's `tsdb query`. Without --data it asks the TSD at HOST:PORT\n"
-               "(default 127.0.0.1:4242).\n");
+    fprintf(f,
+            "usage: ctsdb query [--host HOST:PORT | --data DIR] [--config FILE] [--KEY=VALUE...]\n"
+            "                   START [END] AGG[:DOWNSAMPLE][:rate] METRIC [TAGK=TAGV ...]\n\n"
+            "Runs one query and prints `metric timestamp value {tags}` per datapoint, as\n"
+            "OpenTSDB's `tsdb query`. With a data directory (--data DIR, or the key\n"
+            "tsd.storage.directory) it reads the store itself; otherwise it asks the TSD at\n"
+            "HOST:PORT (default 127.0.0.1:4242). --KEY=VALUE sets any configuration key\n"
+            "(docs/tsd.md); --set KEY=VALUE is the same.\n");
 }
 
 /* The query as URL parameters. */
@@ -85,58 +90,33 @@ static int print_point(void *arg, const char *metric, const char *tags, const st
     return 0;
 }
 
-static int run_local(const char *dir, const char *config, const struct qargs *a)
+static int run_local(struct tool_opts *to, const struct qargs *a)
 {
     struct ct_err err = {0};
-    struct conf *c = NULL;
     struct qspec *q = NULL;
     struct wc_store *s = NULL;
     struct tsdb *t = NULL;
     int ret = 1;
-    if (conf_new(&c, &err) != CT_OK)
-        goto out;
-    if (config && conf_load_file(c, config, NULL, NULL, &err) != CT_OK)
-        goto out;
     if (qspec_parse_params(arg_param, (void *)a, clock_now_ms(), &q, &err) != CT_OK) {
         fprintf(stderr, "ctsdb query: %s\n", err.msg);
         ret = 2;
         goto done;
     }
-    struct wc_options o;
-    wc_options_init(&o);
-    o.data_dir = dir;
-    o.create_if_missing = false;
-    o.read_only = true;
-    if (wc_open(&o, &s, &err) != CT_OK)
-        goto out;
-    struct tsdb_config tc;
-    tsdb_config_init(&tc);
-    tc.data_table = conf_get_str(c, "tsd.storage.hbase.data_table");
-    tc.uid_table = conf_get_str(c, "tsd.storage.hbase.uid_table");
-    tc.meta_table = conf_get_str(c, "tsd.storage.hbase.meta_table");
-    tc.layout.salt_width = (unsigned)conf_get_int(c, "tsd.storage.salt.width");
-    tc.layout.salt_buckets = (unsigned)conf_get_int(c, "tsd.storage.salt.buckets");
-    tc.layout.metric_width = (unsigned)conf_get_int(c, "tsd.storage.uid.width.metric");
-    tc.layout.tagk_width = (unsigned)conf_get_int(c, "tsd.storage.uid.width.tagk");
-    tc.layout.tagv_width = (unsigned)conf_get_int(c, "tsd.storage.uid.width.tagv");
-    tc.read_only = true;
-    tc.create_tables = false;
-    if (tsdb_open(s, &tc, &t, &err) != CT_OK)
-        goto out;
+    to->config.read_only = true;
+    if (tool_opts_open(to, &s, &t) != 0)
+        goto done;
     struct qexec_options qo;
     qexec_options_init(&qo);
     enum qexec_status st;
-    if (qexec_run_points(t, q, &qo, print_point, NULL, &st, &err) != CT_OK)
-        goto out;
+    if (qexec_run_points(t, q, &qo, print_point, NULL, &st, &err) != CT_OK) {
+        fprintf(stderr, "ctsdb query: %s\n", err.msg);
+        goto done;
+    }
     ret = 0;
-    goto done;
-out:
-    fprintf(stderr, "ctsdb query: %s\n", err.msg);
 done:
     tsdb_close(t);
     wc_close(s);
     qspec_free(q);
-    conf_free(c);
     return ret;
 }
 
@@ -297,7 +277,11 @@ static int run_remote(const char *hostport, const struct qargs *a)
 
 static int query_run(int argc, char **argv)
 {
-    const char *host = NULL, *data = NULL, *config = NULL;
+    const char *host = NULL;
+    struct tool_opts to;
+    int st = tool_opts_init(&to, "query", usage, &argc, argv);
+    if (st >= 0)
+        return st;
     /* options may come anywhere; the rest are positional */
     char **pos = calloc((size_t)argc + 1, sizeof(char *));
     int npos = 0;
@@ -310,10 +294,6 @@ static int query_run(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[k], "--host") && k + 1 < argc) {
             host = argv[++k];
-        } else if (!strcmp(argv[k], "--data") && k + 1 < argc) {
-            data = argv[++k];
-        } else if (!strcmp(argv[k], "--config") && k + 1 < argc) {
-            config = argv[++k];
         } else if (!strncmp(argv[k], "--", 2)) {
             fprintf(stderr, "ctsdb query: unknown option '%s'\n", argv[k]);
             free(pos);
@@ -347,7 +327,7 @@ static int query_run(int argc, char **argv)
         o += (size_t)snprintf(a.m + o, sizeof(a.m) - o, "%s%s", k == i ? "{" : ",", argv[k]);
     if (i < argc && o < sizeof(a.m))
         snprintf(a.m + o, sizeof(a.m) - o, "}");
-    int ret = data ? run_local(data, config, &a) : run_remote(host, &a);
+    int ret = to.data_set && !host ? run_local(&to, &a) : run_remote(host, &a);
     free(pos);
     return ret;
 }

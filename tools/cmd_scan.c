@@ -28,9 +28,10 @@ static void scan_usage(FILE *out)
             "Times: seconds or milliseconds since the epoch, yyyy/MM/dd[-HH:mm[:ss]] (UTC),\n"
             "or relative like 2h-ago (units s m h d w n y).\n\n"
             "options:\n"
+            "  --config FILE     configuration file (key = value, as the TSD's)\n"
             "  --data DIR        data directory (default ./data)\n"
             "  --import          print the points as import lines (metric ts value tags)\n"
-            "  --set KEY=VALUE   schema config key\n"
+            "  --KEY=VALUE       any configuration key (docs/tsd.md); --set KEY=VALUE: the same\n"
             "  -h, --help        this text\n");
 }
 
@@ -236,16 +237,16 @@ static bool scan_is_agg(const char *s)
 static int scan_run(int argc, char **argv)
 {
     static const struct option longs[] = {
-        {"data", required_argument, 0, 'd'},
         {"import", no_argument, 0, 'i'},
-        {"set", required_argument, 0, 's'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     struct tool_opts to;
-    tool_opts_init(&to, "scan", scan_usage);
+    int st = tool_opts_init(&to, "scan", scan_usage, &argc, argv);
+    if (st >= 0)
+        return st;
     bool import = false;
-    int opt, st;
+    int opt;
     while ((opt = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
         if (opt == 'i')
             import = true;

@@ -1,7 +1,7 @@
 /* cmd_shell.c - `ctsdb shell`: the HBase-shell-compatible admin shell (spec/wide-column.md §12).
  *
- *   ctsdb shell [--data DIR] [--backend embedded|bigtable] [--now MS] [-n] [-e 'command']...
- *               [SCRIPT]
+ *   ctsdb shell [--config FILE] [--data DIR] [--KEY=VALUE]... [--backend embedded|bigtable]
+ *               [--now MS] [-n] [-e 'command']... [SCRIPT]
  *
  * With -e or SCRIPT the commands run as a script; otherwise commands come from stdin, with line
  * editing and history when stdin is a terminal. In a script the first error prints
@@ -17,17 +17,22 @@
 #include "storage/clock.h"
 #include "tools/shell.h"
 #include "tools/tool.h"
+#include "tsd/conf.h"
 
 static void shell_usage(FILE *f)
 {
     fprintf(f,
-            "usage: ctsdb shell [--data DIR] [--backend embedded|bigtable] [--now MS] [-n]\n"
-            "                   [-e 'command']... [SCRIPT]\n\n"
+            "usage: ctsdb shell [--config FILE] [--data DIR] [--KEY=VALUE]...\n"
+            "                   [--backend embedded|bigtable] [--now MS] [-n] [-e 'command']...\n"
+            "                   [SCRIPT]\n\n"
             "An HBase-shell-compatible shell over the ctsdb store: create, alter, describe, list,\n"
             "put, get, scan, delete, deleteall, count, incr, get_splits, status, ... ('help').\n\n"
+            "  --config FILE  configuration file (key = value, as the TSD's)\n"
             "  --data DIR     data directory of the embedded store (default ./data)\n"
-            "  --backend B    embedded (default) or bigtable (needs a build with BIGTABLE=1 and\n"
-            "                 BIGTABLE_EMULATOR_HOST or credentials)\n"
+            "  --KEY=VALUE    any configuration key (docs/tsd.md); --set KEY=VALUE: the same\n"
+            "  --backend B    embedded or bigtable (default: tsd.storage.backend, embedded;\n"
+            "                 bigtable needs a build with BIGTABLE=1 and BIGTABLE_EMULATOR_HOST\n"
+            "                 or credentials)\n"
             "  --now MS       pin the clock to MS milliseconds since the epoch (CTSDB_NOW_MS)\n"
             "  -e 'command'   run a command (may be repeated), then exit\n"
             "  -n             read stdin as a script even from a terminal (HBase's -n)\n"
@@ -71,42 +76,52 @@ static char *shell_slurp(const char *path, size_t *len)
     return buf;
 }
 
+static void shell_warn(void *arg, const char *msg)
+{
+    (void)arg;
+    fprintf(stderr, "ctsdb shell: warning: %s\n", msg);
+}
+
 static int shell_main(int argc, char **argv)
 {
-    const char *data_dir = "data", *script = NULL, *now = NULL, *backend = "embedded";
+    const char *script = NULL, *now = NULL;
     bool noninteractive = false;
     const char **exprs = calloc((size_t)argc, sizeof(*exprs));
     size_t nexprs = 0;
     int status = 2;
-    if (!exprs) {
+    struct ct_err cerr = {0};
+    struct conf *c = NULL;
+    if (!exprs || conf_new(&c, &cerr) != CT_OK) {
         fprintf(stderr, "ctsdb shell: out of memory\n");
+        free(exprs);
         return 1;
     }
+    /* the options every subcommand shares (tsd/conf.h): --config, --data, --KEY=VALUE, --set */
+    if (conf_take_argv(c, &argc, argv, shell_warn, NULL, &cerr) != CT_OK) {
+        fprintf(stderr, "ctsdb shell: %s (see ctsdb shell --help)\n", cerr.msg);
+        goto out;
+    }
+    const char *data_dir = conf_get_str(c, "tsd.storage.directory");
+    const char *backend = conf_get_str(c, "tsd.storage.backend");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             shell_usage(stdout);
-            free(exprs);
-            return 0;
+            status = 0;
+            goto out;
         }
-        if ((!strcmp(a, "--data") || !strcmp(a, "--now") || !strcmp(a, "-e") ||
-             !strcmp(a, "--backend")) &&
-            i + 1 >= argc) {
+        if ((!strcmp(a, "--now") || !strcmp(a, "-e") || !strcmp(a, "--backend")) && i + 1 >= argc) {
             fprintf(stderr, "ctsdb shell: %s needs a value\n", a);
             goto out;
         }
         if (!strcmp(a, "-n") || !strcmp(a, "--noninteractive"))
             noninteractive = true;
-        else if (!strcmp(a, "--data"))
-            data_dir = argv[++i];
         else if (!strcmp(a, "--now"))
             now = argv[++i];
         else if (!strcmp(a, "--backend"))
             backend = argv[++i];
         else if (!strcmp(a, "-e"))
             exprs[nexprs++] = argv[++i];
-        else if (!strncmp(a, "--data=", 7))
-            data_dir = a + 7;
         else if (!strncmp(a, "--now=", 6))
             now = a + 6;
         else if (a[0] == '-' && a[1] != '\0') {
@@ -174,6 +189,7 @@ static int shell_main(int argc, char **argv)
     shell_free(sh);
 out:
     free(exprs);
+    conf_free(c);
     return status;
 }
 

@@ -13,7 +13,7 @@
 static void uid_cli_usage(FILE *out)
 {
     fprintf(out,
-            "usage: ctsdb uid [--data DIR] [--set KEY=VALUE]... <command> [args]\n\n"
+            "usage: ctsdb uid [--config FILE] [--data DIR] [--KEY=VALUE]... <command> [args]\n\n"
             "commands:\n"
             "  grep [metrics|tagk|tagv] REGEX     names matching a POSIX extended regex\n"
             "  assign metrics|tagk|tagv NAME...   assign new UIDs to names\n"
@@ -21,8 +21,10 @@ static void uid_cli_usage(FILE *out)
             "  delete metrics|tagk|tagv NAME      remove a name's forward and reverse mapping\n"
             "  [metrics|tagk|tagv] NAME|UID        look a name or a hex UID up\n\n"
             "options:\n"
+            "  --config FILE     configuration file (key = value, as the TSD's)\n"
             "  --data DIR        data directory (default ./data)\n"
-            "  --set KEY=VALUE   schema config key (e.g. tsd.storage.uid.width.metric=4)\n"
+            "  --KEY=VALUE       any configuration key (docs/tsd.md), e.g.\n"
+            "                    --tsd.storage.uid.width.metric=4; --set KEY=VALUE: the same\n"
             "  -h, --help        this text\n");
 }
 
@@ -205,8 +207,9 @@ static int uid_cli_command(struct tsdb *t, int argc, char **argv)
 static int uid_cli_run(int argc, char **argv)
 {
     struct tool_opts to;
-    tool_opts_init(&to, "uid", uid_cli_usage);
-    int st = tool_opts_parse(&to, argc, argv, "+h");
+    int st = tool_opts_init(&to, "uid", uid_cli_usage, &argc, argv);
+    if (st < 0)
+        st = tool_opts_parse(&to, argc, argv, "+h");
     if (st >= 0)
         return st;
     if (optind >= argc) {

@@ -1,28 +1,76 @@
-/* tool_opts.c - see tool_opts.h. */
+/* tool_opts.c - see tool_opts.h. The configuration is built in a struct conf (tsd/conf.h, the
+ * one key table) and freed before tool_opts_init returns: what the tool keeps (the schema's
+ * settings, the data directory) is copied into struct tool_opts, so no tool has to free it. */
 #include "tools/tool_opts.h"
 
 #include <getopt.h>
 #include <string.h>
 
-void tool_opts_init(struct tool_opts *o, const char *cmd, void (*usage)(FILE *out))
+#include "tsd/conf.h"
+
+static void tool_opts_warn(void *arg, const char *msg)
 {
+    const struct tool_opts *o = arg;
+    fprintf(stderr, "ctsdb %s: warning: %s\n", o->cmd, msg);
+}
+
+/* Copies s into buf (cap bytes); false if it does not fit. */
+static bool tool_opts_copy(char *buf, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (n >= cap)
+        return false;
+    memcpy(buf, s, n + 1);
+    return true;
+}
+
+int tool_opts_init(struct tool_opts *o, const char *cmd, void (*usage)(FILE *out), int *argc,
+                   char **argv)
+{
+    memset(o, 0, sizeof(*o));
     o->cmd = cmd;
     o->usage = usage;
-    o->data = "data";
-    tsdb_config_init(&o->config);
-    o->keep_layout = false;
     optind = 1;
     opterr = 0;
+    struct ct_err err = {0};
+    struct conf *c = NULL;
+    if (conf_new(&c, &err) != CT_OK) {
+        fprintf(stderr, "ctsdb %s: %s\n", cmd, err.msg);
+        return 1;
+    }
+    int st = 2;
+    if (conf_take_argv(c, argc, argv, tool_opts_warn, o, &err) != CT_OK ||
+        conf_tsdb_config(c, &o->config, &err) != CT_OK) {
+        fprintf(stderr, "ctsdb %s: %s (see ctsdb %s --help)\n", cmd, err.msg, cmd);
+        goto out;
+    }
+    const char *dir = conf_get_str(c, "tsd.storage.directory");
+    const char **tables[3] = {&o->config.data_table, &o->config.uid_table, &o->config.meta_table};
+    for (int i = 0; i < 3; i++) {
+        if (!tool_opts_copy(o->table_buf[i], sizeof(o->table_buf[i]), *tables[i])) {
+            fprintf(stderr, "ctsdb %s: table name '%s' is too long\n", cmd, *tables[i]);
+            goto out;
+        }
+        *tables[i] = o->table_buf[i];
+    }
+    if (!tool_opts_copy(o->data_buf, sizeof(o->data_buf), dir) ||
+        !tool_opts_copy(o->special_buf, sizeof(o->special_buf),
+                        o->config.allow_special ? o->config.allow_special : "")) {
+        fprintf(stderr, "ctsdb %s: the data directory or allow_specialchars is too long\n", cmd);
+        goto out;
+    }
+    o->data = o->data_buf;
+    o->data_set = conf_is_set(c, "tsd.storage.directory");
+    o->config.allow_special = o->special_buf;
+    st = -1;
+out:
+    conf_free(c);
+    return st;
 }
 
 int tool_opts_handle(struct tool_opts *o, int opt, char **argv)
 {
     switch (opt) {
-    case 'd':
-        o->data = optarg;
-        return -1;
-    case 's':
-        return tool_opts_set(o->cmd, &o->config, optarg, &o->keep_layout) != 0 ? 2 : -1;
     case 'h':
         o->usage(stdout);
         return 0;
@@ -36,8 +84,6 @@ int tool_opts_handle(struct tool_opts *o, int opt, char **argv)
 int tool_opts_parse(struct tool_opts *o, int argc, char **argv, const char *shortopts)
 {
     static const struct option longs[] = {
-        {"data", required_argument, 0, 'd'},
-        {"set", required_argument, 0, 's'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -51,28 +97,9 @@ int tool_opts_parse(struct tool_opts *o, int argc, char **argv, const char *shor
 int tool_opts_open(struct tool_opts *o, struct wc_store **s, struct tsdb **t)
 {
     struct ct_err err = {0};
-    if (tsdb_open_dir(o->data, &o->config, o->keep_layout, s, t, &err) != CT_OK) {
+    if (tsdb_open_dir(o->data, &o->config, s, t, &err) != CT_OK) {
         fprintf(stderr, "ctsdb %s: %s\n", o->cmd, err.msg);
         return 1;
     }
-    return 0;
-}
-
-int tool_opts_set(const char *cmd, struct tsdb_config *c, char *kv, bool *keep_layout)
-{
-    char *eq = strchr(kv, '=');
-    if (!eq) {
-        fprintf(stderr, "ctsdb %s: --set needs KEY=VALUE, got '%s'\n", cmd, kv);
-        return 2;
-    }
-    *eq = 0;
-    struct ct_err err = {0};
-    int rc = tsdb_config_set(c, kv, eq + 1, &err);
-    if (rc != CT_OK) {
-        fprintf(stderr, "ctsdb %s: %s\n", cmd, rc == CT_NOTFOUND ? "unknown config key" : err.msg);
-        return 2;
-    }
-    *keep_layout |=
-        !strncmp(kv, "tsd.storage.salt.", 17) || !strncmp(kv, "tsd.storage.uid.width.", 22);
     return 0;
 }

@@ -1,9 +1,13 @@
-/* tool_opts.h - option handling shared by the `ctsdb` tools that open a store through the
- * schema layer (uid, mkmetric, scan, fsck): --data DIR, --set KEY=VALUE (repeatable), -h/--help,
- * the messages for a bad option, and opening the store and tsdb tables with what was given. */
+/* tool_opts.h - the command line every `ctsdb` tool that opens the OpenTSDB tables shares (uid,
+ * mkmetric, scan, fsck, create-tables, query): the configuration options of conf_take_argv()
+ * (`--config FILE`, `--data DIR`, `--KEY=VALUE` for any key of the one key table, `--set
+ * KEY=VALUE` as an alias), -h/--help, the messages for a bad option, and opening the store and
+ * tsdb tables with what was given. So `ctsdb scan --tsd.storage.salt.width=1` means what it
+ * means to the TSD. */
 #ifndef CT_TOOL_OPTS_H
 #define CT_TOOL_OPTS_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -12,36 +16,37 @@
 struct tool_opts {
     const char *cmd;           /* the subcommand, for "ctsdb <cmd>: ..." messages */
     void (*usage)(FILE *out);  /* prints the subcommand's usage text */
-    const char *data;          /* --data DIR; "data" by default */
-    struct tsdb_config config; /* the defaults, then every --set in order */
-    bool keep_layout;          /* a --set named a row-key layout key (see tool_opts_set) */
+    const char *data;          /* tsd.storage.directory (--data DIR); points into data_buf */
+    bool data_set;             /* that key was set (by --data, --config or --KEY=VALUE) */
+    struct tsdb_config config; /* the schema's keys as set (conf_tsdb_config); strings point
+                                * into the buffers below */
+    char data_buf[PATH_MAX];
+    char table_buf[3][WC_MAX_TABLE_NAME];
+    char special_buf[256];
 };
 
-/* Fills o with the defaults for subcommand `cmd` (borrowed, as is `usage`, for o's life) and
- * resets getopt (optind = 1, opterr = 0) for a fresh getopt_long loop over the tool's argv. */
-void tool_opts_init(struct tool_opts *o, const char *cmd, void (*usage)(FILE *out));
+/* Fills o for subcommand `cmd` (borrowed, as is `usage`, for o's life): the configuration's
+ * defaults, then the options conf_take_argv() takes out of argv (*argc updated; the tool's own
+ * options and operands stay, in order), and resets getopt (optind = 1, opterr = 0) for a
+ * getopt_long loop over what is left. Returns -1 when parsing goes on, else the exit status the
+ * tool returns at once: 2 after a bad option or value (why on stderr), 1 if out of memory.
+ * Unknown keys are reported on stderr as warnings. */
+int tool_opts_init(struct tool_opts *o, const char *cmd, void (*usage)(FILE *out), int *argc,
+                   char **argv);
 
-/* Handles a getopt_long result the tool does not handle itself: 'd' (--data DIR), 's' (--set
- * KEY=VALUE), 'h' (-h, --help), or an unknown or incomplete option. Returns -1 when parsing goes on, else the exit status the tool
- * returns at once: 0 after --help (usage on stdout), 2 after a bad --set or a bad option (why
- * on stderr, then for a bad option the usage). */
+/* Handles a getopt_long result the tool does not handle itself: 'h' (-h, --help), or an unknown
+ * or incomplete option. Returns -1 when parsing goes on, else the exit status the tool returns at
+ * once: 0 after --help (usage on stdout), 2 after a bad option (why on stderr, then the usage). */
 int tool_opts_handle(struct tool_opts *o, int opt, char **argv);
 
-/* The whole getopt_long loop of a tool that takes only --data, --set and --help (short options
- * `shortopts`, e.g. "h", or "+h" to stop at the first operand), after tool_opts_init. Returns -1
- * when the options are parsed (operands from optind on), else the exit status the tool returns
- * at once (see tool_opts_handle). */
+/* The whole getopt_long loop of a tool without options of its own (short options `shortopts`,
+ * e.g. "h", or "+h" to stop at the first operand), after tool_opts_init. Returns -1 when the
+ * options are parsed (operands from optind on), else the exit status (see tool_opts_handle). */
 int tool_opts_parse(struct tool_opts *o, int argc, char **argv, const char *shortopts);
 
-/* Opens the store and tsdb in o->data with o->config (see tsdb_open_dir). Returns 0 with *s and
- * *t to be closed by the caller (tsdb_close, then wc_close), or prints "ctsdb <cmd>: <why>" to
- * stderr and returns 1 (the tool's exit status). */
+/* Opens the store and tsdb in o->data with o->config (see tsdb_open_dir: the store's recorded
+ * key layout unless a layout key was given). Returns 0 with *s and *t to be closed by the caller
+ * (tsdb_close, then wc_close), or prints "ctsdb <cmd>: <why>" to stderr and returns 1. */
 int tool_opts_open(struct tool_opts *o, struct wc_store **s, struct tsdb **t);
-
-/* Applies one `--set KEY=VALUE` argument (kv is modified: the '=' is cut) to c. On error prints
- * "ctsdb <cmd>: <why>" to stderr and returns 2 (the usage exit status); else returns 0 and sets
- * *keep_layout when the key is part of the row-key layout (salt, uid widths), which the tools
- * must then honour instead of the layout recorded in the store. */
-int tool_opts_set(const char *cmd, struct tsdb_config *c, char *kv, bool *keep_layout);
 
 #endif

@@ -1,9 +1,12 @@
 /* conf.c - the TSD's key = value configuration (see conf.h).
  *
- * Invariants: (1) conf_keys[] is sorted by key (checked by conf_new in debug builds through
- * conf_table_sorted()); (2) c->values[i] is the current value of conf_keys[i], never NULL, and
- * always valid for its type; (3) extra keys (unknown ones that were set) are kept sorted in
- * c->extra so conf_each() walks both lists in one merge.
+ * The keys: conf_keys[] below holds the TSD's own; the schema's come from tsdb_config_keys()
+ * (schema/tsdb.h), so a schema key's type, default and range are written once, in schema/tsdb.c,
+ * and reach the schema through conf_tsdb_config() untouched.
+ * Invariants: (1) conf_keys[] is sorted by key (asserted in conf_new) and c->keys is it merged
+ * with the schema's table, sorted, without a key twice (asserted); (2) c->values[i] is the
+ * current value of c->keys[i], never NULL, and always valid for its type; (3) extra keys (unknown
+ * ones that were set) are kept sorted in c->extra so conf_each() walks both lists in one merge.
  * Locking: none; a conf is built by one thread and read-only once published (conf.h). */
 #include "tsd/conf.h"
 
@@ -14,115 +17,157 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum conf_type {
-    CONF_STR = 0,
-    CONF_INT = 1,
-    CONF_BOOL = 2,
-    CONF_ENUM = 3, /* one of a '|'-separated list held in `choices` */
-};
+#define CONF_CORS_HEADERS                                                                          \
+    "Authorization, Content-Type, Accept, Origin, User-Agent, DNT, Cache-Control, "                \
+    "X-Mx-ReqToken, Keep-Alive, X-Requested-With, If-Modified-Since"
 
-struct conf_key {
-    const char *key;
-    enum conf_type type;
-    const char *def;
-    int64_t min, max;    /* CONF_INT only */
-    const char *choices; /* CONF_ENUM only */
-};
-
-/* Every key this build knows, sorted (1). OpenTSDB 2.4's names; ctsdb's own keys are marked in
- * docs/tsd.md. Keys OpenTSDB has but ctsdb ignores are listed too (conf_unsupported). */
-static const struct conf_key conf_keys[] = {
-    {"tsd.core.auth.allow", CONF_STR, "", 0, 0, NULL},      /* tsd/auth.h */
-    {"tsd.core.auth.token", CONF_STR, "", 0, 0, NULL},      /* tsd/auth.h */
-    {"tsd.core.auth.token_file", CONF_STR, "", 0, 0, NULL}, /* tsd/auth.h */
-    {"tsd.core.auto_create_metrics", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.core.auto_create_tagks", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.core.auto_create_tagvs", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.core.connections.limit", CONF_INT, "0", 0, 10000000, NULL},
-    {"tsd.core.enable_admin", CONF_ENUM, "false", 0, 0, "false|loopback|true"}, /* auth.h */
-    {"tsd.core.enable_api", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.core.enable_ui", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.core.memory_limit_bytes", CONF_INT, "0", 0, (int64_t)1 << 50, NULL}, /* membudget.h */
-    {"tsd.core.meta.enable_realtime_ts", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.core.meta.enable_realtime_uid", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.core.meta.enable_tsuid_incrementing", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.core.meta.enable_tsuid_tracking", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.core.plugin_path", CONF_STR, "", 0, 0, NULL},
-    {"tsd.core.preload_uid_cache", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.core.socket.timeout", CONF_INT, "0", 0, 86400 * 365, NULL},
-    {"tsd.core.tag.allow_specialchars", CONF_STR, "", 0, 0, NULL},
-    {"tsd.core.timezone", CONF_STR, "UTC", 0, 0, NULL},
-    {"tsd.core.uid.random_metrics", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.http.cachedir", CONF_STR, "", 0, 0, NULL},
-    {"tsd.http.query.allow_delete", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.http.query.answer_buffer_bytes", CONF_INT, "268435456", 0, (int64_t)1 << 50,
-     NULL}, /* membudget.h */
-    {"tsd.http.request.cors_domains", CONF_STR, "", 0, 0, NULL},
-    {"tsd.http.request.cors_headers", CONF_STR,
-     "Authorization, Content-Type, Accept, Origin, User-Agent, DNT, Cache-Control, "
-     "X-Mx-ReqToken, Keep-Alive, X-Requested-With, If-Modified-Since",
-     0, 0, NULL},
-    {"tsd.http.request.enable_chunked", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.http.request.max_body", CONF_INT, "67108864", 1024, (int64_t)1 << 32, NULL},
-    {"tsd.http.request.max_chunk", CONF_INT, "4096", 1, (int64_t)1 << 32, NULL},
-    {"tsd.http.request.max_header", CONF_INT, "16384", 1024, 1048576, NULL},
-    {"tsd.http.response.write_timeout", CONF_INT, "30", 0, 86400, NULL}, /* http_conn.c */
-    {"tsd.http.show_stack_trace", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.http.staticroot", CONF_STR, "web", 0, 0, NULL},
-    {"tsd.logging.level", CONF_ENUM, "info", 0, 0, "error|warn|info|debug"},
-    {"tsd.mode", CONF_ENUM, "rw", 0, 0, "rw|ro|wo"},
-    {"tsd.network.async_io", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.network.backlog", CONF_INT, "3072", 1, 1000000, NULL},
-    {"tsd.network.bind", CONF_STR, "0.0.0.0", 0, 0, NULL},
-    {"tsd.network.keep_alive", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.network.port", CONF_INT, "4242", 0, 65535, NULL},
-    {"tsd.network.reuse_address", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.network.tcp_no_delay", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.network.worker_threads", CONF_INT, "0", 0, 1024, NULL},
-    {"tsd.no_diediedie", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.query.allow_simultaneous_duplicates", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.query.enable_fuzzy_filter", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.query.filter.expansion_limit", CONF_INT, "4096", 1, 1000000000, NULL},
-    {"tsd.query.last.loop_us", CONF_INT, "200", 1, 1000000, NULL},
-    {"tsd.query.last.on_loop", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.query.limits.data_points.default", CONF_INT, "50000000", 0, (int64_t)1 << 50, NULL},
-    {"tsd.query.scan_threads", CONF_INT, "0", 0, 64, NULL},
-    {"tsd.query.skip_unresolved_tagvs", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.query.threads", CONF_INT, "0", 0, 1024, NULL},
-    {"tsd.query.timeout", CONF_INT, "0", 0, (int64_t)1 << 40, NULL},
-    {"tsd.rpc.telnet.return_errors", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.stats.canonical", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.storage.backend", CONF_ENUM, "embedded", 0, 0, "embedded|bigtable"},
-    {"tsd.storage.bigtable.admin_endpoint", CONF_STR, "", 0, 0, NULL},
-    {"tsd.storage.bigtable.credentials", CONF_STR, "", 0, 0, NULL},
-    {"tsd.storage.bigtable.data_endpoint", CONF_STR, "", 0, 0, NULL},
-    {"tsd.storage.bigtable.deadline_ms", CONF_INT, "30000", 1, 86400000, NULL},
-    {"tsd.storage.bigtable.instance", CONF_STR, "", 0, 0, NULL},
-    {"tsd.storage.bigtable.project", CONF_STR, "", 0, 0, NULL},
-    {"tsd.storage.block_cache_bytes", CONF_INT, "67108864", 0, (int64_t)1 << 40, NULL},
-    {"tsd.storage.directory", CONF_STR, "./data", 0, 0, NULL},
-    {"tsd.storage.enable_appends", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.storage.enable_compaction", CONF_BOOL, "true", 0, 0, NULL},
-    {"tsd.storage.fix_duplicates", CONF_BOOL, "false", 0, 0, NULL},
-    {"tsd.storage.flush_interval", CONF_INT, "1000", 0, 3600000, NULL},
-    {"tsd.storage.hbase.data_table", CONF_STR, "tsdb", 0, 0, NULL},
-    {"tsd.storage.hbase.meta_table", CONF_STR, "tsdb-meta", 0, 0, NULL},
-    {"tsd.storage.hbase.tree_table", CONF_STR, "tsdb-tree", 0, 0, NULL},
-    {"tsd.storage.hbase.uid_table", CONF_STR, "tsdb-uid", 0, 0, NULL},
-    {"tsd.storage.hbase.zk_basedir", CONF_STR, "/hbase", 0, 0, NULL},
-    {"tsd.storage.hbase.zk_quorum", CONF_STR, "localhost", 0, 0, NULL},
-    {"tsd.storage.max_tags", CONF_INT, "8", 1, 64, NULL},
-    {"tsd.storage.memstore_flush_bytes", CONF_INT, "16777216", 65536, (int64_t)1 << 40, NULL},
-    {"tsd.storage.memstore_total_bytes", CONF_INT, "0", 0, (int64_t)1 << 50, NULL},
-    {"tsd.storage.quarantine_damaged", CONF_BOOL, "false", 0, 0, NULL}, /* wc_options */
-    {"tsd.storage.region_split_bytes", CONF_INT, "1073741824", 65536, (int64_t)1 << 50, NULL},
-    {"tsd.storage.salt.buckets", CONF_INT, "20", 1, 65536, NULL},
-    {"tsd.storage.salt.width", CONF_INT, "0", 0, 8, NULL},
-    {"tsd.storage.uid.width.metric", CONF_INT, "3", 1, 8, NULL},
-    {"tsd.storage.uid.width.tagk", CONF_INT, "3", 1, 8, NULL},
-    {"tsd.storage.uid.width.tagv", CONF_INT, "3", 1, 8, NULL},
-    {"tsd.storage.wal.durability", CONF_ENUM, "sync", 0, 0, "async|sync|fsync"},
-    {"tsd.storage.write_threads", CONF_INT, "1", 1, 64, NULL},
+/* The TSD's own keys, sorted (1); the schema's keys (tsdb_config_keys()) join them in conf_new.
+ * OpenTSDB 2.4's names where OpenTSDB has the key. A key with owner NULL is one OpenTSDB has and
+ * ctsdb accepts with no effect: set away from its default it warns at start
+ * (conf_report_unsupported), so a migrated opentsdb.conf still loads but nobody believes a
+ * setting took effect. */
+static const struct ct_cfg_key conf_keys[] = {
+    {"tsd.core.auth.allow", CT_CFG_STR, "", 0, 0, NULL, "tsd/auth.c",
+     "addresses and CIDRs (comma list) allowed to write and administer; empty = any (tsd/auth.h)"},
+    {"tsd.core.auth.token", CT_CFG_STR, "", 0, 0, NULL, "tsd/auth.c",
+     "token writes and admin requests must carry; empty = none (tsd/auth.h)"},
+    {"tsd.core.auth.token_file", CT_CFG_STR, "", 0, 0, NULL, "tsd/auth.c",
+     "file holding that token (tsd/auth.h)"},
+    {"tsd.core.connections.limit", CT_CFG_INT, "0", 0, 10000000, NULL, "tsd/tsd.c",
+     "refuse connections beyond this many (0 = no limit)"},
+    {"tsd.core.enable_admin", CT_CFG_ENUM, "false", 0, 0, "false|loopback|true", "tsd/auth.c",
+     "admin actions: off, from loopback only, or on (tsd/auth.h)"},
+    {"tsd.core.enable_api", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
+     "false: every /api path answers 404"},
+    {"tsd.core.enable_ui", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
+     "false: every path but /api answers 404 (the page)"},
+    {"tsd.core.memory_limit_bytes", CT_CFG_INT, "0", 0, (int64_t)1 << 50, NULL, "tsd/membudget.c",
+     "the TSD's one memory bound (0 = none); the memory settings are derived from it (docs/tsd.md, "
+     "Memory limit)"},
+    {"tsd.core.meta.enable_realtime_ts", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
+     "(OpenTSDB) ctsdb writes TSMeta only through /api/uid/tsmeta"},
+    {"tsd.core.meta.enable_realtime_uid", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
+     "(OpenTSDB) no UIDMeta on assignment"},
+    {"tsd.core.meta.enable_tsuid_incrementing", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
+     "(OpenTSDB) no TSMeta counters"},
+    {"tsd.core.meta.enable_tsuid_tracking", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
+     "(OpenTSDB) no TSMeta tracking"},
+    {"tsd.core.plugin_path", CT_CFG_STR, "", 0, 0, NULL, NULL, "(OpenTSDB) no plugins"},
+    {"tsd.core.preload_uid_cache", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
+     "(OpenTSDB) the uid cache fills on use"},
+    {"tsd.core.socket.timeout", CT_CFG_INT, "0", 0, 86400 * 365, NULL, "tsd/tsd.c",
+     "idle seconds before a connection is closed (0 = never)"},
+    {"tsd.core.timezone", CT_CFG_STR, "UTC", 0, 0, NULL, NULL, "(OpenTSDB) times are UTC"},
+    {"tsd.http.cachedir", CT_CFG_STR, "", 0, 0, NULL, NULL, "(OpenTSDB) no gnuplot cache"},
+    {"tsd.http.query.allow_delete", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/api_query.c",
+     "allow delete=true in queries"},
+    {"tsd.http.query.answer_buffer_bytes", CT_CFG_INT, "268435456", 0, (int64_t)1 << 50, NULL,
+     "tsd/membudget.c",
+     "bytes of query answers waiting for slow readers, all connections together (derived from "
+     "tsd.core.memory_limit_bytes when that is set)"},
+    {"tsd.http.request.cors_domains", CT_CFG_STR, "", 0, 0, NULL, "tsd/tsd.c",
+     "CORS: comma list of domains (case-insensitive) or * (not both)"},
+    {"tsd.http.request.cors_headers", CT_CFG_STR, CONF_CORS_HEADERS, 0, 0, NULL, "tsd/tsd.c",
+     "CORS: headers allowed (OpenTSDB's list)"},
+    {"tsd.http.request.enable_chunked", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/tsd.c",
+     "accept chunked request bodies"},
+    {"tsd.http.request.max_body", CT_CFG_INT, "67108864", 1024, (int64_t)1 << 32, NULL, "tsd/tsd.c",
+     "largest request body in bytes, also after gzip decoding (413 beyond)"},
+    {"tsd.http.request.max_chunk", CT_CFG_INT, "4096", 1, (int64_t)1 << 32, NULL, "tsd/tsd.c",
+     "largest chunked body in bytes (413 beyond)"},
+    {"tsd.http.request.max_header", CT_CFG_INT, "16384", 1024, 1048576, NULL, "tsd/tsd.c",
+     "largest request head in bytes (431 beyond)"},
+    {"tsd.http.response.write_timeout", CT_CFG_INT, "30", 0, 86400, NULL, "tsd/tsd.c",
+     "seconds a connection's unsent answer may stay unread before it is closed (0 = never)"},
+    {"tsd.http.show_stack_trace", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
+     "(OpenTSDB) errors carry no stack trace"},
+    {"tsd.http.staticroot", CT_CFG_STR, "web", 0, 0, NULL, "tsd/tsd.c",
+     "the dashboard files served at / (--staticroot)"},
+    {"tsd.logging.level", CT_CFG_ENUM, "info", 0, 0, "error|warn|info|debug", "tools/cmd_tsd.c",
+     "log level (--log-level)"},
+    {"tsd.mode", CT_CFG_ENUM, "rw", 0, 0, "rw|ro|wo", "tsd/tsd.c",
+     "ro: telnet put answers an error, /api/put is 404"},
+    {"tsd.network.async_io", CT_CFG_BOOL, "true", 0, 0, NULL, NULL,
+     "(OpenTSDB) always event-driven"},
+    {"tsd.network.backlog", CT_CFG_INT, "3072", 1, 1000000, NULL, "tsd/tsd.c", "listen backlog"},
+    {"tsd.network.bind", CT_CFG_STR, "0.0.0.0", 0, 0, NULL, "tsd/tsd.c",
+     "address to listen on (--bind)"},
+    {"tsd.network.keep_alive", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
+     "TCP keep-alive on connections"},
+    {"tsd.network.port", CT_CFG_INT, "4242", 0, 65535, NULL, "tsd/tsd.c",
+     "port for telnet and HTTP, 0 = any free port (--port)"},
+    {"tsd.network.reuse_address", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
+     "SO_REUSEADDR on the listener"},
+    {"tsd.network.tcp_no_delay", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
+     "TCP_NODELAY on connections"},
+    {"tsd.network.worker_threads", CT_CFG_INT, "0", 0, 1024, NULL, NULL,
+     "(OpenTSDB) one network thread"},
+    {"tsd.no_diediedie", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/tsd.c",
+     "refuse the diediedie command"},
+    {"tsd.query.allow_simultaneous_duplicates", CT_CFG_BOOL, "true", 0, 0, NULL, NULL,
+     "(OpenTSDB) not checked"},
+    {"tsd.query.enable_fuzzy_filter", CT_CFG_BOOL, "true", 0, 0, NULL, NULL,
+     "(OpenTSDB) ctsdb filters rows on tag ids always"},
+    {"tsd.query.filter.expansion_limit", CT_CFG_INT, "4096", 1, 1000000000, NULL, NULL,
+     "(OpenTSDB) not limited"},
+    {"tsd.query.last.loop_us", CT_CFG_INT, "200", 1, 1000000, NULL, "tsd/tsd.c",
+     "wall time (us) a last query may take on the network loop before a worker takes it"},
+    {"tsd.query.last.on_loop", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
+     "try /api/query/last on the network loop first (off with Bigtable)"},
+    {"tsd.query.limits.data_points.default", CT_CFG_INT, "50000000", 0, (int64_t)1 << 50, NULL,
+     "tsd/api_query.c", "most datapoints one query may read (0 = no limit)"},
+    {"tsd.query.scan_threads", CT_CFG_INT, "0", 0, 64, NULL, "tsd/api_query.c",
+     "threads one /api/query scans with (0 = min(CPUs, 4); docs/query.md)"},
+    {"tsd.query.skip_unresolved_tagvs", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
+     "(OpenTSDB) unknown tag values fail the query"},
+    {"tsd.query.threads", CT_CFG_INT, "0", 0, 1024, NULL, "tsd/tsd.c",
+     "worker threads for slow requests (0 = CPUs)"},
+    {"tsd.query.timeout", CT_CFG_INT, "0", 0, (int64_t)1 << 40, NULL, "tsd/api_query.c",
+     "query time limit in ms (0 = none)"},
+    {"tsd.rpc.telnet.return_errors", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
+     "send telnet error lines"},
+    {"tsd.stats.canonical", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
+     "(OpenTSDB) host tag is the short name"},
+    {"tsd.storage.backend", CT_CFG_ENUM, "embedded", 0, 0, "embedded|bigtable", "tsd/store.c",
+     "the store: the embedded engine or Bigtable"},
+    {"tsd.storage.bigtable.admin_endpoint", CT_CFG_STR, "", 0, 0, NULL, "tsd/store.c",
+     "Bigtable admin endpoint (empty: the service's)"},
+    {"tsd.storage.bigtable.credentials", CT_CFG_STR, "", 0, 0, NULL, "tsd/store.c",
+     "Bigtable credentials file (empty: the default)"},
+    {"tsd.storage.bigtable.data_endpoint", CT_CFG_STR, "", 0, 0, NULL, "tsd/store.c",
+     "Bigtable data endpoint (empty: the service's or BIGTABLE_EMULATOR_HOST)"},
+    {"tsd.storage.bigtable.deadline_ms", CT_CFG_INT, "30000", 1, 86400000, NULL, "tsd/store.c",
+     "deadline of one Bigtable call"},
+    {"tsd.storage.bigtable.instance", CT_CFG_STR, "", 0, 0, NULL, "tsd/store.c",
+     "Bigtable instance"},
+    {"tsd.storage.bigtable.project", CT_CFG_STR, "", 0, 0, NULL, "tsd/store.c", "Bigtable project"},
+    {"tsd.storage.block_cache_bytes", CT_CFG_INT, "67108864", 0, (int64_t)1 << 40, NULL,
+     "tsd/store.c", "the engine's block cache"},
+    {"tsd.storage.directory", CT_CFG_STR, "./data", 0, 0, NULL, "tsd/store.c",
+     "the embedded store's directory (--data)"},
+    {"tsd.storage.enable_appends", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
+     "(OpenTSDB) appends are read, never written"},
+    {"tsd.storage.flush_interval", CT_CFG_INT, "1000", 0, 3600000, NULL, NULL,
+     "(OpenTSDB) the store flushes by size"},
+    {"tsd.storage.hbase.tree_table", CT_CFG_STR, "tsdb-tree", 0, 0, NULL, NULL,
+     "(OpenTSDB) no trees"},
+    {"tsd.storage.hbase.zk_basedir", CT_CFG_STR, "/hbase", 0, 0, NULL, NULL,
+     "(OpenTSDB) no ZooKeeper"},
+    {"tsd.storage.hbase.zk_quorum", CT_CFG_STR, "localhost", 0, 0, NULL, NULL,
+     "(OpenTSDB) no ZooKeeper"},
+    {"tsd.storage.memstore_flush_bytes", CT_CFG_INT, "16777216", 65536, (int64_t)1 << 40, NULL,
+     "tsd/store.c", "a region's memstores are flushed at this size; writes to it wait at 4x"},
+    {"tsd.storage.memstore_total_bytes", CT_CFG_INT, "0", 0, (int64_t)1 << 50, NULL, "tsd/store.c",
+     "all memstores together: past it the largest are flushed and writes wait (0 = max(4 x flush "
+     "size, 256 MiB), flush only)"},
+    {"tsd.storage.quarantine_damaged", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/store.c",
+     "open a store with damaged files by setting them aside (wc_options)"},
+    {"tsd.storage.region_split_bytes", CT_CFG_INT, "1073741824", 65536, (int64_t)1 << 50, NULL,
+     "tsd/store.c", "a region splits at this size"},
+    {"tsd.storage.wal.durability", CT_CFG_ENUM, "sync", 0, 0, "async|sync|fsync", "tsd/store.c",
+     "async; sync: in the log before the ack; fsync: on disk before the ack"},
+    {"tsd.storage.write_threads", CT_CFG_INT, "1", 1, 64, NULL, "tsd/tsd.c",
+     "threads writing batches to the store"},
 };
 #define CONF_NKEYS (sizeof(conf_keys) / sizeof(conf_keys[0]))
 
@@ -132,23 +177,25 @@ struct conf_extra {
 };
 
 struct conf {
-    char *values[CONF_NKEYS]; /* (2) */
-    bool set[CONF_NKEYS];     /* given to conf_set (file, command line or code) */
+    const struct ct_cfg_key **keys; /* conf_keys[] and the schema's, merged by key (1) */
+    size_t nkeys;
+    char **values;            /* (2) */
+    bool *set;                /* given to conf_set (file, command line or code) */
     struct conf_extra *extra; /* (3) */
     size_t nextra, capextra;
 };
 
 static const struct conf *conf_the_global;
 
-static int conf_key_index(const char *key)
+static int conf_key_index(const struct conf *c, const char *key)
 {
-    size_t lo = 0, hi = CONF_NKEYS;
+    size_t lo = 0, hi = c->nkeys;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        int c = strcmp(key, conf_keys[mid].key);
-        if (c == 0)
+        int r = strcmp(key, c->keys[mid]->key);
+        if (r == 0)
             return (int)mid;
-        if (c < 0)
+        if (r < 0)
             hi = mid;
         else
             lo = mid + 1;
@@ -156,100 +203,46 @@ static int conf_key_index(const char *key)
     return -1;
 }
 
-static bool conf_table_sorted(void)
+/* Merges the two sorted tables into c->keys; false if a key is in both (a schema key that
+ * conf_keys[] declares again: the bug this layout exists to rule out). */
+static bool conf_merge_keys(struct conf *c)
 {
-    for (size_t i = 1; i < CONF_NKEYS; i++)
-        if (strcmp(conf_keys[i - 1].key, conf_keys[i].key) >= 0)
+    size_t ns = 0;
+    const struct ct_cfg_key *sk = tsdb_config_keys(&ns);
+    size_t i = 0, j = 0;
+    c->nkeys = 0;
+    while (i < CONF_NKEYS || j < ns) {
+        if (i < CONF_NKEYS && j < ns && !strcmp(conf_keys[i].key, sk[j].key))
             return false;
+        if (j >= ns || (i < CONF_NKEYS && strcmp(conf_keys[i].key, sk[j].key) < 0))
+            c->keys[c->nkeys++] = &conf_keys[i++];
+        else
+            c->keys[c->nkeys++] = &sk[j++];
+    }
     return true;
-}
-
-static int conf_parse_bool(const char *v, bool *out)
-{
-    static const char *const yes[] = {"true", "yes", "1", "on"};
-    static const char *const no[] = {"false", "no", "0", "off"};
-    for (size_t i = 0; i < 4; i++) {
-        if (!strcasecmp(v, yes[i])) {
-            *out = true;
-            return 0;
-        }
-        if (!strcasecmp(v, no[i])) {
-            *out = false;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static int conf_parse_int(const char *v, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (*v == '\0')
-        return -1;
-    long long x = strtoll(v, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return -1;
-    *out = x;
-    return 0;
-}
-
-static bool conf_enum_has(const char *choices, const char *v)
-{
-    size_t n = strlen(v);
-    const char *p = choices;
-    while (*p) {
-        const char *bar = strchr(p, '|');
-        size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        if (len == n && !strncmp(p, v, n))
-            return true;
-        if (!bar)
-            break;
-        p = bar + 1;
-    }
-    return false;
-}
-
-static int conf_check(const struct conf_key *k, const char *v, struct ct_err *err)
-{
-    switch (k->type) {
-    case CONF_STR:
-        return CT_OK;
-    case CONF_BOOL: {
-        bool b;
-        if (conf_parse_bool(v, &b) != 0)
-            return ct_err_set(err, CT_EINVAL, "bad value '%s' for %s: expected true or false", v,
-                              k->key);
-        return CT_OK;
-    }
-    case CONF_INT: {
-        int64_t x;
-        if (conf_parse_int(v, &x) != 0)
-            return ct_err_set(err, CT_EINVAL, "bad value '%s' for %s: expected an integer", v,
-                              k->key);
-        if (x < k->min || x > k->max)
-            return ct_err_set(err, CT_EINVAL,
-                              "bad value '%s' for %s: expected an integer from %lld to %lld", v,
-                              k->key, (long long)k->min, (long long)k->max);
-        return CT_OK;
-    }
-    case CONF_ENUM:
-        if (!conf_enum_has(k->choices, v))
-            return ct_err_set(err, CT_EINVAL, "bad value '%s' for %s: expected one of %s", v,
-                              k->key, k->choices);
-        return CT_OK;
-    }
-    return ct_err_set(err, CT_EINVAL, "bad type for %s", k->key);
 }
 
 int conf_new(struct conf **out, struct ct_err *err)
 {
-    assert(conf_table_sorted());
+    assert(ct_cfg_sorted(conf_keys, CONF_NKEYS));
+    size_t ns = 0;
+    (void)tsdb_config_keys(&ns);
+    size_t n = CONF_NKEYS + ns;
     struct conf *c = calloc(1, sizeof(*c));
     if (!c)
         return ct_err_set(err, CT_ENOMEM, "out of memory allocating the configuration");
-    for (size_t i = 0; i < CONF_NKEYS; i++) {
-        c->values[i] = strdup(conf_keys[i].def);
+    c->keys = calloc(n, sizeof(*c->keys));
+    c->values = calloc(n, sizeof(*c->values));
+    c->set = calloc(n, sizeof(*c->set));
+    if (!c->keys || !c->values || !c->set) {
+        conf_free(c);
+        return ct_err_set(err, CT_ENOMEM, "out of memory allocating the configuration");
+    }
+    bool merged = conf_merge_keys(c);
+    assert(merged);
+    (void)merged;
+    for (size_t i = 0; i < c->nkeys; i++) {
+        c->values[i] = strdup(c->keys[i]->def);
         if (!c->values[i]) {
             conf_free(c);
             return ct_err_set(err, CT_ENOMEM, "out of memory allocating the configuration");
@@ -263,13 +256,16 @@ void conf_free(struct conf *c)
 {
     if (!c)
         return;
-    for (size_t i = 0; i < CONF_NKEYS; i++)
+    for (size_t i = 0; c->values && i < c->nkeys; i++)
         free(c->values[i]);
     for (size_t i = 0; i < c->nextra; i++) {
         free(c->extra[i].key);
         free(c->extra[i].value);
     }
     free(c->extra);
+    free(c->keys);
+    free(c->values);
+    free(c->set);
     free(c);
 }
 
@@ -314,13 +310,13 @@ int conf_set(struct conf *c, const char *key, const char *value, bool *unknown, 
         *unknown = false;
     if (*key == '\0')
         return ct_err_set(err, CT_EINVAL, "empty configuration key");
-    int i = conf_key_index(key);
+    int i = conf_key_index(c, key);
     if (i < 0) {
         if (unknown)
             *unknown = true;
         return conf_set_extra(c, key, value, err);
     }
-    int rc = conf_check(&conf_keys[i], value, err);
+    int rc = ct_cfg_check(c->keys[i], value, err);
     if (rc != CT_OK)
         return rc;
     char *v = strdup(value);
@@ -334,14 +330,14 @@ int conf_set(struct conf *c, const char *key, const char *value, bool *unknown, 
 
 bool conf_is_set(const struct conf *c, const char *key)
 {
-    int i = conf_key_index(key);
+    int i = conf_key_index(c, key);
     assert(i >= 0);
     return c->set[i];
 }
 
 const char *conf_get(const struct conf *c, const char *key)
 {
-    int i = conf_key_index(key);
+    int i = conf_key_index(c, key);
     if (i >= 0)
         return c->values[i];
     for (size_t j = 0; j < c->nextra; j++)
@@ -352,84 +348,86 @@ const char *conf_get(const struct conf *c, const char *key)
 
 int64_t conf_get_int(const struct conf *c, const char *key)
 {
-    int i = conf_key_index(key);
-    assert(i >= 0 && conf_keys[i].type == CONF_INT);
+    int i = conf_key_index(c, key);
+    assert(i >= 0 && c->keys[i]->type == CT_CFG_INT);
     int64_t x = 0;
-    if (conf_parse_int(c->values[i], &x) != 0)
+    if (ct_cfg_parse_int(c->values[i], &x) != 0)
         assert(!"validated integer does not parse");
     return x;
 }
 
 bool conf_get_bool(const struct conf *c, const char *key)
 {
-    int i = conf_key_index(key);
-    assert(i >= 0 && conf_keys[i].type == CONF_BOOL);
+    int i = conf_key_index(c, key);
+    assert(i >= 0 && c->keys[i]->type == CT_CFG_BOOL);
     bool b = false;
-    if (conf_parse_bool(c->values[i], &b) != 0)
+    if (ct_cfg_parse_bool(c->values[i], &b) != 0)
         assert(!"validated boolean does not parse");
     return b;
 }
 
 const char *conf_get_str(const struct conf *c, const char *key)
 {
-    int i = conf_key_index(key);
-    assert(i >= 0 && (conf_keys[i].type == CONF_STR || conf_keys[i].type == CONF_ENUM));
+    int i = conf_key_index(c, key);
+    assert(i >= 0 && (c->keys[i]->type == CT_CFG_STR || c->keys[i]->type == CT_CFG_ENUM));
     return c->values[i];
 }
 
-/* OpenTSDB's keys that ctsdb accepts but does not act on: its automatic meta data, the HBase
- * client and JVM settings, the features ctsdb does not have (trees, plugins, appends, the
- * gnuplot cache, stack traces) and query options it does not implement. Setting one away from
- * its default warns at start (conf_report_unsupported), so a migrated opentsdb.conf still
- * loads but nobody believes a setting took effect. */
-static const char *const conf_unsupported[] = {
-    "tsd.core.meta.enable_realtime_ts",
-    "tsd.core.meta.enable_realtime_uid",
-    "tsd.core.meta.enable_tsuid_incrementing",
-    "tsd.core.meta.enable_tsuid_tracking",
-    "tsd.core.plugin_path",
-    "tsd.core.preload_uid_cache",
-    "tsd.core.timezone",
-    "tsd.http.cachedir",
-    "tsd.http.show_stack_trace",
-    "tsd.network.async_io",
-    "tsd.network.worker_threads",
-    "tsd.query.allow_simultaneous_duplicates",
-    "tsd.query.enable_fuzzy_filter",
-    "tsd.query.filter.expansion_limit",
-    "tsd.query.skip_unresolved_tagvs",
-    "tsd.stats.canonical",
-    "tsd.storage.enable_appends",
-    "tsd.storage.flush_interval",
-    "tsd.storage.hbase.tree_table",
-    "tsd.storage.hbase.zk_basedir",
-    "tsd.storage.hbase.zk_quorum",
-};
-
 void conf_report_unsupported(const struct conf *c, conf_warn_fn warn, void *arg)
 {
-    for (size_t u = 0; u < sizeof(conf_unsupported) / sizeof(conf_unsupported[0]); u++) {
-        int i = conf_key_index(conf_unsupported[u]);
-        assert(i >= 0);
-        bool changed = conf_keys[i].type == CONF_BOOL
-                           ? conf_get_bool(c, conf_keys[i].key) != !strcmp(conf_keys[i].def, "true")
-                           : strcmp(c->values[i], conf_keys[i].def) != 0;
+    for (size_t i = 0; i < c->nkeys; i++) {
+        const struct ct_cfg_key *k = c->keys[i];
+        if (k->owner)
+            continue;
+        bool changed = k->type == CT_CFG_BOOL ? conf_get_bool(c, k->key) != !strcmp(k->def, "true")
+                                              : strcmp(c->values[i], k->def) != 0;
         if (!changed)
             continue;
         char msg[512];
-        snprintf(msg, sizeof(msg), "%s=%s is not supported by ctsdb (accepted, no effect)",
-                 conf_keys[i].key, c->values[i]);
+        snprintf(msg, sizeof(msg), "%s=%s is not supported by ctsdb (accepted, no effect)", k->key,
+                 c->values[i]);
         warn(arg, msg);
     }
+}
+
+int conf_each_key(const struct conf *c, conf_key_fn fn, void *arg)
+{
+    for (size_t i = 0; i < c->nkeys; i++) {
+        int rc = fn(arg, c->keys[i]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+int conf_tsdb_config(const struct conf *c, struct tsdb_config *tc, struct ct_err *err)
+{
+    tsdb_config_init(tc);
+    size_t ns = 0;
+    const struct ct_cfg_key *sk = tsdb_config_keys(&ns);
+    for (size_t j = 0; j < ns; j++) {
+        int i = conf_key_index(c, sk[j].key);
+        assert(i >= 0);
+        /* keys left at their default stay unset, so that tsdb_open() can tell a layout the
+         * config asks for from the default (a store keeps the layout it was created with) */
+        if (!c->set[i])
+            continue;
+        int rc = tsdb_config_set(tc, sk[j].key, c->values[i], err);
+        if (rc != CT_OK)
+            return rc == CT_NOTFOUND
+                       ? ct_err_set(err, CT_EINVAL, "%s is not a schema key", sk[j].key)
+                       : rc;
+    }
+    return CT_OK;
 }
 
 int conf_each(const struct conf *c, conf_each_fn fn, void *arg)
 {
     size_t i = 0, j = 0;
-    while (i < CONF_NKEYS || j < c->nextra) {
+    while (i < c->nkeys || j < c->nextra) {
         int rc;
-        if (j >= c->nextra || (i < CONF_NKEYS && strcmp(conf_keys[i].key, c->extra[j].key) < 0)) {
-            rc = fn(arg, conf_keys[i].key, c->values[i]);
+        if (j >= c->nextra || (i < c->nkeys && strcmp(c->keys[i]->key, c->extra[j].key) < 0)) {
+            rc = fn(arg, c->keys[i]->key, c->values[i]);
             i++;
         } else {
             rc = fn(arg, c->extra[j].key, c->extra[j].value);
@@ -509,85 +507,181 @@ const struct conf *conf_global(void)
     return conf_the_global;
 }
 
+/* The key a `--KEY=VALUE` argument names (copied into buf), or NULL if a is not one: KEY must
+ * hold a '.', which no subcommand's own option does. */
+static const char *conf_arg_key(const char *a, char *buf, size_t cap, const char **value)
+{
+    if (strncmp(a, "--", 2) != 0)
+        return NULL;
+    const char *eq = strchr(a + 2, '=');
+    if (!eq)
+        return NULL;
+    size_t kl = (size_t)(eq - (a + 2));
+    if (kl == 0 || kl >= cap || !memchr(a + 2, '.', kl))
+        return NULL;
+    memcpy(buf, a + 2, kl);
+    buf[kl] = '\0';
+    *value = eq + 1;
+    return buf;
+}
+
+/* conf_set() and the unknown-key warning of a command-line setting. */
+static int conf_set_arg(struct conf *c, const char *key, const char *value, conf_warn_fn warn,
+                        void *warn_arg, struct ct_err *err)
+{
+    bool unknown = false;
+    int rc = conf_set(c, key, value, &unknown, err);
+    if (rc != CT_OK)
+        return rc;
+    if (unknown && warn) {
+        char msg[512];
+        snprintf(msg, sizeof(msg), "unknown configuration key %s (kept, unused)", key);
+        warn(warn_arg, msg);
+    }
+    return CT_OK;
+}
+
+/* If argv[*i] is `--name VALUE` or `--name=VALUE`, returns the value (moving *i past it), else
+ * NULL; *missing is set when the value is absent. */
+static const char *conf_arg_value(int argc, char **argv, int *i, const char *name, bool *missing)
+{
+    const char *a = argv[*i];
+    size_t l = strlen(name);
+    if (strncmp(a, name, l) != 0)
+        return NULL;
+    if (a[l] == '=')
+        return a + l + 1;
+    if (a[l] != '\0')
+        return NULL;
+    if (*i + 1 >= argc) {
+        *missing = true;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+/* The TSD's shorthands for keys (conf_apply_argv only). */
+static const struct {
+    const char *opt, *key;
+} conf_aliases[] = {{"--port", "tsd.network.port"},
+                    {"--bind", "tsd.network.bind"},
+                    {"--staticroot", "tsd.http.staticroot"},
+                    {"--log-level", "tsd.logging.level"}};
+
+/* conf_take_argv(), also taking the TSD's shorthands when `aliases`, all in one pass so that
+ * the later of two settings of a key wins whatever their spelling. */
+static int conf_take(struct conf *c, int *argc, char **argv, bool aliases, conf_warn_fn warn,
+                     void *warn_arg, struct ct_err *err)
+{
+    int n = *argc, rc;
+    bool missing = false;
+    for (int i = 1; i < n && strcmp(argv[i], "--") != 0; i++) {
+        const char *file = conf_arg_value(n, argv, &i, "--config", &missing);
+        if (missing)
+            return ct_err_set(err, CT_EINVAL, "--config needs a file name");
+        if (file && (rc = conf_load_file(c, file, warn, warn_arg, err)) != CT_OK)
+            return rc;
+    }
+    int out = 1, i = 1;
+    for (; i < n && strcmp(argv[i], "--") != 0; i++) {
+        const char *a = argv[i], *v;
+        char keybuf[256];
+        const char *key;
+        if (conf_arg_value(n, argv, &i, "--config", &missing))
+            continue;
+        if ((v = conf_arg_value(n, argv, &i, "--data", &missing)) != NULL) {
+            if ((rc = conf_set_arg(c, "tsd.storage.directory", v, warn, warn_arg, err)) != CT_OK)
+                return rc;
+            continue;
+        }
+        key = NULL;
+        for (size_t k = 0; aliases && k < sizeof(conf_aliases) / sizeof(conf_aliases[0]) && !key;
+             k++)
+            if ((v = conf_arg_value(n, argv, &i, conf_aliases[k].opt, &missing)) != NULL)
+                key = conf_aliases[k].key;
+        if (key) {
+            if ((rc = conf_set_arg(c, key, v, warn, warn_arg, err)) != CT_OK)
+                return rc;
+            continue;
+        }
+        if ((v = conf_arg_value(n, argv, &i, "--set", &missing)) != NULL) {
+            const char *eq = strchr(v, '=');
+            size_t kl = eq ? (size_t)(eq - v) : 0;
+            if (kl == 0 || kl >= sizeof(keybuf))
+                return ct_err_set(err, CT_EINVAL, "--set needs KEY=VALUE, got '%s'", v);
+            memcpy(keybuf, v, kl);
+            keybuf[kl] = '\0';
+            if ((rc = conf_set_arg(c, keybuf, eq + 1, warn, warn_arg, err)) != CT_OK)
+                return rc;
+            continue;
+        }
+        if (missing)
+            return ct_err_set(err, CT_EINVAL, "%s needs a value", a);
+        if ((key = conf_arg_key(a, keybuf, sizeof(keybuf), &v)) != NULL) {
+            if ((rc = conf_set_arg(c, key, v, warn, warn_arg, err)) != CT_OK)
+                return rc;
+            continue;
+        }
+        argv[out++] = argv[i];
+    }
+    for (; i < n; i++)
+        argv[out++] = argv[i];
+    argv[out] = NULL;
+    *argc = out;
+    return CT_OK;
+}
+
+int conf_take_argv(struct conf *c, int *argc, char **argv, conf_warn_fn warn, void *warn_arg,
+                   struct ct_err *err)
+{
+    return conf_take(c, argc, argv, false, warn, warn_arg, err);
+}
+
 int conf_apply_argv(struct conf *c, int argc, char **argv, int *operands, int max_operands,
                     int *noperands, bool *help, conf_warn_fn warn, void *warn_arg,
                     struct ct_err *err)
 {
     *noperands = 0;
     *help = false;
-    for (int i = 1; i < argc; i++) {
-        const char *file = NULL;
-        if (!strcmp(argv[i], "--config")) {
-            if (i + 1 >= argc)
-                return ct_err_set(err, CT_EINVAL, "--config needs a file name");
-            file = argv[++i];
-        } else if (!strncmp(argv[i], "--config=", 9)) {
-            file = argv[i] + 9;
+    char **rest = calloc((size_t)argc + 1, sizeof(*rest));
+    if (!rest)
+        return ct_err_set(err, CT_ENOMEM, "out of memory parsing the command line");
+    memcpy(rest, argv, (size_t)argc * sizeof(*rest));
+    int nrest = argc, rc = conf_take(c, &nrest, rest, true, warn, warn_arg, err);
+    int orig = 1; /* rest[] keeps argv's order: its operands' indexes are found walking argv */
+    bool ended = false;
+    for (int i = 1; rc == CT_OK && i < nrest; i++) {
+        const char *a = rest[i];
+        if (!ended && !strcmp(a, "--")) {
+            ended = true;
+            continue;
         }
-        if (file) {
-            int rc = conf_load_file(c, file, warn, warn_arg, err);
-            if (rc != CT_OK)
-                return rc;
-        }
-    }
-    static const struct {
-        const char *opt, *key;
-    } aliases[] = {{"--port", "tsd.network.port"},
-                   {"--bind", "tsd.network.bind"},
-                   {"--data", "tsd.storage.directory"},
-                   {"--staticroot", "tsd.http.staticroot"},
-                   {"--log-level", "tsd.logging.level"}};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        if (!ended && (!strcmp(a, "--help") || !strcmp(a, "-h"))) {
             *help = true;
-            return CT_OK;
+            break;
         }
-        if (!strcmp(a, "--config")) {
-            i++;
-            continue;
-        }
-        if (!strncmp(a, "--config=", 9))
-            continue;
-        if (strncmp(a, "--", 2) != 0 || a[2] == '\0') {
-            if (*noperands >= max_operands)
-                return ct_err_set(err, CT_EINVAL, "unexpected argument '%s'", a);
-            operands[(*noperands)++] = i;
-            continue;
-        }
-        const char *key = NULL, *value = NULL;
-        char keybuf[256];
-        for (size_t k = 0; k < sizeof(aliases) / sizeof(aliases[0]) && !key; k++) {
-            size_t l = strlen(aliases[k].opt);
-            if (!strcmp(a, aliases[k].opt)) {
-                if (i + 1 >= argc)
-                    return ct_err_set(err, CT_EINVAL, "%s needs a value", a);
-                key = aliases[k].key;
-                value = argv[++i];
-            } else if (!strncmp(a, aliases[k].opt, l) && a[l] == '=') {
-                key = aliases[k].key;
-                value = a + l + 1;
+        if (ended || strncmp(a, "--", 2) != 0 || a[2] == '\0') {
+            while (argv[orig] != a)
+                orig++;
+            if (*noperands >= max_operands) {
+                rc = ct_err_set(err, CT_EINVAL, "unexpected argument '%s'", a);
+                break;
             }
+            operands[(*noperands)++] = orig;
+            continue;
         }
-        if (!key) {
-            const char *eq = strchr(a, '=');
-            size_t kl = eq ? (size_t)(eq - (a + 2)) : 0;
-            if (!eq || kl == 0 || kl >= sizeof(keybuf))
-                return ct_err_set(err, CT_EINVAL, "unknown option '%s'", a);
-            memcpy(keybuf, a + 2, kl);
-            keybuf[kl] = '\0';
-            key = keybuf;
-            value = eq + 1;
+        /* --name=value without a dot: an unknown key, kept (OpenTSDB's tools) */
+        char keybuf[256];
+        const char *eq = strchr(a, '=');
+        size_t kl = eq ? (size_t)(eq - (a + 2)) : 0;
+        if (!eq || kl == 0 || kl >= sizeof(keybuf)) {
+            rc = ct_err_set(err, CT_EINVAL, "unknown option '%s'", a);
+            break;
         }
-        bool unknown = false;
-        int rc = conf_set(c, key, value, &unknown, err);
-        if (rc != CT_OK)
-            return rc;
-        if (unknown && warn) {
-            char msg[512];
-            snprintf(msg, sizeof(msg), "unknown configuration key %s (kept, unused)", key);
-            warn(warn_arg, msg);
-        }
+        memcpy(keybuf, a + 2, kl);
+        keybuf[kl] = '\0';
+        rc = conf_set_arg(c, keybuf, eq + 1, warn, warn_arg, err);
     }
-    return CT_OK;
+    free(rest);
+    return rc;
 }

@@ -1,5 +1,10 @@
-/* conf.h - the TSD's configuration: OpenTSDB-style `key = value` settings with OpenTSDB's key
- * names (spec opentsdb-compat.md §4.5), ctsdb's defaults, typed validation and overrides.
+/* conf.h - the configuration of the TSD and of every `ctsdb` tool: OpenTSDB-style `key = value`
+ * settings with OpenTSDB's key names (spec opentsdb-compat.md §4.5), ctsdb's defaults, typed
+ * validation and overrides.
+ *
+ * One table of keys: the TSD's own (tsd/conf.c) and the schema's (tsdb_config_keys(), owned and
+ * declared by schema/tsdb.c), each with type, default, range, owner and meaning
+ * (storage/ct_cfg.h). conf_tsdb_config() hands the schema's keys to the schema unchanged.
  *
  * A conf holds every known key (with its default) plus any unknown key that was set (kept, so
  * /api/config shows it, and warned about). Values are validated when set: a bad value is an
@@ -13,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "schema/tsdb.h"
+#include "storage/ct_cfg.h"
 #include "storage/ct_err.h"
 
 struct conf; /* opaque */
@@ -47,20 +54,41 @@ const char *conf_get_str(const struct conf *c, const char *key);
  * derived settings (tsd/membudget.h) leave such keys alone. */
 bool conf_is_set(const struct conf *c, const char *key);
 /* Calls warn for each key set away from its default that ctsdb accepts for compatibility but
- * does not act on (marked so in the key table). */
+ * does not act on (owner NULL in the key table). */
 void conf_report_unsupported(const struct conf *c, conf_warn_fn warn, void *arg);
 
 /* Calls fn for every key (known and set-unknown) in byte order of the key, with its current
  * value; fn returning non-zero stops the walk and that value is returned. */
 typedef int (*conf_each_fn)(void *arg, const char *key, const char *value);
 int conf_each(const struct conf *c, conf_each_fn fn, void *arg);
+/* Calls fn for every known key's descriptor (the TSD's and the schema's) in byte order of the
+ * key; fn returning non-zero stops the walk and that value is returned. The descriptors are
+ * static. */
+typedef int (*conf_key_fn)(void *arg, const struct ct_cfg_key *k);
+int conf_each_key(const struct conf *c, conf_key_fn fn, void *arg);
 
-/* Applies command-line settings in OpenTSDB-tool style: first every `--config FILE` (or
- * `--config=FILE`), then, in order, `--port N`, `--bind ADDR`, `--data DIR`, `--staticroot DIR`,
- * `--log-level L` (also as `--opt=value`) and `--<key>=<value>` for any key. Arguments not
- * starting with "--" are operands: their indexes go to operands[] (at most max_operands, in
- * order; *noperands set). `--help`/`-h` sets *help and stops. A bad value or option is CT_EINVAL
- * with the reason. Unknown keys are kept and reported through warn. */
+/* Fills tc for the schema: tsdb_config_init(), then every schema key that was set (file,
+ * command line or code) through tsdb_config_set(); keys left at their default stay so, and
+ * tc->layout_given is true only when a key-layout key was set (see tsdb_open). Strings in tc
+ * borrow c's values: valid until those keys are set again or c is freed. */
+CT_MUST_CHECK int conf_tsdb_config(const struct conf *c, struct tsdb_config *tc,
+                                   struct ct_err *err);
+
+/* The command-line options every `ctsdb` subcommand shares, taken out of argv: first every
+ * `--config FILE` (or `--config=FILE`) is loaded, in order; then, in order, `--data DIR` (the key
+ * tsd.storage.directory), `--set KEY=VALUE` (an alias kept for older scripts) and `--KEY=VALUE`
+ * for any key (KEY holds a '.'; unknown keys are kept and reported through warn) are applied.
+ * Every other argument stays, in order, from argv[1] on; *argc is updated and argv[*argc] set to
+ * NULL. Nothing after a `--` argument is taken. A bad value, file or option is CT_EINVAL (or the
+ * file's error) with the reason. */
+CT_MUST_CHECK int conf_take_argv(struct conf *c, int *argc, char **argv, conf_warn_fn warn,
+                                 void *warn_arg, struct ct_err *err);
+
+/* The TSD's and import's whole command line: conf_take_argv() (on a copy: argv is unchanged),
+ * then `--port N`, `--bind ADDR`, `--staticroot DIR`, `--log-level L` (also as `--opt=value`)
+ * and `--name=value` (kept as an unknown key). Arguments not starting with "--" are operands:
+ * their indexes in argv go to operands[] (at most max_operands, in order; *noperands set).
+ * `--help`/`-h` sets *help and stops. A bad value or option is CT_EINVAL with the reason. */
 CT_MUST_CHECK int conf_apply_argv(struct conf *c, int argc, char **argv, int *operands,
                                   int max_operands, int *noperands, bool *help, conf_warn_fn warn,
                                   void *warn_arg, struct ct_err *err);

@@ -64,7 +64,6 @@ struct store_writer {
 struct tsdstore {
     struct wc_store *store;
     struct tsdb *tsdb;
-    char special_chars[256];
     pthread_mutex_t mu;
     struct store_writer *free_writers;
     struct store_writer *all[STORE_MAX_WRITERS];
@@ -227,8 +226,6 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
     pthread_mutex_init(&st->mu, NULL);
     if (store_parse_durability(conf_get_str(c, "tsd.storage.wal.durability"), &st->durability))
         st->durability = WC_DURABILITY_SYNC_WAL;
-    snprintf(st->special_chars, sizeof(st->special_chars), "%s",
-             conf_get_str(c, "tsd.core.tag.allow_specialchars"));
 
     struct wc_options o;
     wc_options_init(&o);
@@ -270,26 +267,14 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         tsdstore_close(st);
         return rc;
     }
-    struct tsdb_config tc;
-    tsdb_config_init(&tc);
-    tc.data_table = conf_get_str(c, "tsd.storage.hbase.data_table");
-    tc.uid_table = conf_get_str(c, "tsd.storage.hbase.uid_table");
-    tc.meta_table = conf_get_str(c, "tsd.storage.hbase.meta_table");
-    tc.layout.salt_width = (unsigned)conf_get_int(c, "tsd.storage.salt.width");
-    tc.layout.salt_buckets = (unsigned)conf_get_int(c, "tsd.storage.salt.buckets");
-    tc.layout.metric_width = (unsigned)conf_get_int(c, "tsd.storage.uid.width.metric");
-    tc.layout.tagk_width = (unsigned)conf_get_int(c, "tsd.storage.uid.width.tagk");
-    tc.layout.tagv_width = (unsigned)conf_get_int(c, "tsd.storage.uid.width.tagv");
-    tc.max_tags = (unsigned)conf_get_int(c, "tsd.storage.max_tags");
-    tc.auto_create_metrics = conf_get_bool(c, "tsd.core.auto_create_metrics");
-    tc.auto_create_tagks = conf_get_bool(c, "tsd.core.auto_create_tagks");
-    tc.auto_create_tagvs = conf_get_bool(c, "tsd.core.auto_create_tagvs");
-    tc.random_metrics = conf_get_bool(c, "tsd.core.uid.random_metrics");
-    tc.allow_special = st->special_chars;
-    tc.enable_compaction = conf_get_bool(c, "tsd.storage.enable_compaction");
-    tc.fix_duplicates = conf_get_bool(c, "tsd.storage.fix_duplicates");
+    struct tsdb_config tc; /* the schema's keys, passed through (conf.h) */
+    rc = conf_tsdb_config(c, &tc, err);
+    if (rc != CT_OK) {
+        tsdstore_close(st);
+        return rc;
+    }
     tc.read_only = read_only;
-    tc.create_tables = !read_only;
+    tc.create_tables = tc.create_tables && !read_only;
     rc = tsdb_open(st->store, &tc, &st->tsdb, err);
     if (rc != CT_OK) {
         ct_err_prefix(err, "cannot open the OpenTSDB tables");

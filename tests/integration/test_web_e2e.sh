@@ -48,11 +48,11 @@ if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
   it_done
 fi
 
-# Salted (one byte, 8 buckets, so the data table is pre-split into 8 regions) for the storage page.
-# A small memstore flush size puts the loaded data in store files, so that queries read it through
-# the block cache and the storage page has a cache hit ratio to draw.
-tsd_start --staticroot "$IT_ROOT/web" --tsd.storage.salt.width=1 --tsd.storage.salt.buckets=8 \
-  --tsd.storage.memstore_flush_bytes=65536
+# The default key layout, salted (one byte, 8 buckets, so the data table is pre-split into 8
+# regions), for the storage page. A small memstore flush size puts the loaded data in store
+# files, so that queries read it through the block cache and the storage page has a cache hit
+# ratio to draw.
+tsd_start --staticroot "$IT_ROOT/web" --tsd.storage.memstore_flush_bytes=65536
 URL="http://127.0.0.1:$TSD_PORT"
 tmp=$(it_tmpdir)
 

@@ -27,10 +27,9 @@ struct tsdb_fixture *tsdb_fixture_open(unsigned salt_buckets)
         fail_msg("open %s: %s", f->dir, err.msg);
     struct tsdb_config c;
     tsdb_config_init(&c);
-    if (salt_buckets) {
-        c.layout.salt_width = 1;
+    c.layout.salt_width = salt_buckets ? 1 : 0; /* explicit: the default is salted */
+    if (salt_buckets)
         c.layout.salt_buckets = salt_buckets;
-    }
     if (tsdb_open(f->s, &c, &f->t, &err) != CT_OK)
         fail_msg("tsdb_open: %s", err.msg);
     return f;

@@ -20,7 +20,7 @@ struct tsdb_fixture {
 };
 
 /* Opens a store in a fresh temporary directory and the tsdb tables on it, with 1-byte salts over
- * salt_buckets buckets (0: the default, unsalted layout). Returns NULL when this build has no
+ * salt_buckets buckets (0: OpenTSDB's unsalted layout). Returns NULL when this build has no
  * embedded engine (the caller skips its tests). */
 struct tsdb_fixture *tsdb_fixture_open(unsigned salt_buckets);
 

@@ -356,7 +356,8 @@ def main():
     ap.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", 15)))
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--tsd-opt", action="append", default=[],
-                    help="extra `ctsdb tsd` option, e.g. --tsd-opt=--tsd.storage.salt.width=1")
+                    help="extra `ctsdb tsd` option, e.g. --tsd-opt=--tsd.storage.salt.width=0 "
+                         "(OpenTSDB's unsalted layout; the default is salted)")
     ap.add_argument("--client", choices=("c", "raw", "http.client"), default="c",
                     help="HTTP client of the timed requests, the same for both servers: c "
                          "(tools/bench/http_timer.c, timed in C; default), raw (a minimal Python "

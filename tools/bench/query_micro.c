@@ -58,7 +58,7 @@ int main(int argc, char **argv)
     c.read_only = true;
     struct wc_store *s = NULL;
     struct tsdb *t = NULL;
-    if (tsdb_open_dir(argv[1], &c, false, &s, &t, &err) != CT_OK) {
+    if (tsdb_open_dir(argv[1], &c, &s, &t, &err) != CT_OK) {
         fprintf(stderr, "query_micro: %s\n", err.msg);
         return 1;
     }

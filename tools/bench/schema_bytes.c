@@ -99,9 +99,9 @@ struct bench_series {
 /* cells: row key + qualifier + value of each compacted hour, no store */
 static double bench_cells(enum dpcodec_format fmt, int hosts, int hours)
 {
-    struct rowkey_layout l;
-    rowkey_layout_init(&l);
-    l.salt_width = 1;
+    struct tsdb_config dc;
+    tsdb_config_init(&dc);
+    struct rowkey_layout l = dc.layout; /* the default key layout (salted) */
     enum {
         N = 3600 / BENCH_PERIOD_S
     };
@@ -154,8 +154,7 @@ static int bench_disk(enum dpcodec_format fmt, int hosts, int hours, double *bpp
         goto out;
     }
     struct tsdb_config c;
-    tsdb_config_init(&c);
-    c.layout.salt_width = 1;
+    tsdb_config_init(&c); /* the default key layout (salted) */
     c.format = fmt;
     struct tsdb *t = NULL;
     if (tsdb_open(s, &c, &t, &err) != CT_OK) {
@@ -385,8 +384,7 @@ static int bench_file(const char *path, enum dpcodec_format fmt, double *bpp, do
     struct ct_err err = {0};
     int ret = -1;
     struct tsdb_config c;
-    tsdb_config_init(&c);
-    c.layout.salt_width = 1;
+    tsdb_config_init(&c); /* the default key layout (salted) */
     c.format = fmt;
     if (!map.v || wc_open(&o, &s, &err) != CT_OK || tsdb_open(s, &c, &t, &err) != CT_OK ||
         tsdb_batch_new(8192, &b, &err) != CT_OK)

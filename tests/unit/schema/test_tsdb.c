@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "schema/tsdb.h"
 #include "storage/clock.h"
@@ -101,11 +102,17 @@ static void test_create_tables_families_and_presplit(void **state)
     assert_int_equal(tsdb_layout_stored(f->s, "tsdb-meta", &l, &err), CT_OK);
     assert_int_equal(l.salt_width, 1);
     assert_int_equal(l.salt_buckets, 8);
-    /* opening with another layout is refused with both layouts named */
+    /* opening with another layout given in the config is refused with both layouts named */
     c.layout.salt_buckets = 20;
+    c.layout_given = true;
     assert_int_equal(tsdb_open(f->s, &c, &f->t, &err), CT_EINVAL);
     assert_non_null(strstr(err.msg, "salt_buckets=8"));
+    assert_non_null(strstr(err.msg, "salt_buckets=20"));
     assert_null(f->t);
+    /* without a layout given, the recorded one is used */
+    c.layout_given = false;
+    assert_int_equal(tsdb_open(f->s, &c, &f->t, &err), CT_OK);
+    assert_int_equal(tsdb_layout(f->t)->salt_buckets, 8);
 }
 
 static void test_series_resolution_messages(void **state)
@@ -162,6 +169,147 @@ static size_t read_hour(struct fixture *f, const uint8_t *tsuid, size_t len, int
         *ncells = r.row.ncells;
     wc_result_release(&r);
     return n;
+}
+
+/* Writes one point of series tsuid at BASE_MS. */
+static void write_point(struct fixture *f, const uint8_t *tsuid, size_t len, int64_t v)
+{
+    struct tsdb_batch *b;
+    struct ct_err err = {0};
+    assert_int_equal(tsdb_batch_new(4, &b, &err), CT_OK);
+    struct dpcodec_point p = dpcodec_point_int(BASE_MS, false, v);
+    assert_int_equal(tsdb_batch_add(b, tsdb_layout(f->t), tsuid, len, &p, &err), CT_OK);
+    assert_int_equal(tsdb_batch_write(f->t, b, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    tsdb_batch_free(b);
+}
+
+/* The row keys of the data table, in order, as count and first key's length. */
+static size_t data_rows(struct fixture *f, size_t *first_len, uint8_t *first_byte)
+{
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_scanner *sc;
+    struct ct_err err = {0};
+    assert_int_equal(wc_scanner_open(tsdb_data_table(f->t), &o, &sc, &err), CT_OK);
+    size_t n = 0;
+    struct wc_row row;
+    while (wc_scanner_next(sc, &row, &err) == CT_OK) {
+        if (n++ == 0) {
+            *first_len = row.key.len;
+            *first_byte = row.key.data[0];
+        }
+    }
+    wc_scanner_close(sc);
+    return n;
+}
+
+static void reopen(struct fixture *f, const struct tsdb_config *c, int want, struct ct_err *err)
+{
+    tsdb_close(f->t);
+    f->t = NULL;
+    assert_int_equal(tsdb_open(f->s, c, &f->t, err), want);
+}
+
+static void test_default_layout_is_salted_and_presplit(void **state)
+{
+    struct fixture *f = *state;
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    assert_int_equal(c.layout.salt_width, 1);
+    assert_int_equal(c.layout.salt_buckets, atoi(TSDB_DEFAULT_SALT_BUCKETS));
+    assert_false(c.layout_given);
+    open_tsdb(f, &c);
+    struct ct_err err = {0};
+    struct wc_region_info *ri;
+    size_t n;
+    assert_int_equal(wc_table_regions(f->s, "tsdb", &ri, &n, &err), CT_OK);
+    assert_int_equal(n, (size_t)atoi(TSDB_DEFAULT_SALT_BUCKETS)); /* one region per bucket */
+    for (size_t i = 1; i < n; i++) {
+        assert_int_equal(ri[i].start_len, 1);
+        assert_int_equal(ri[i].start_key[0], i);
+    }
+    wc_region_info_free(ri, n);
+    struct rowkey_layout l;
+    assert_int_equal(tsdb_layout_stored(f->s, "tsdb-meta", &l, &err), CT_OK);
+    assert_int_equal(l.salt_width, 1);
+    assert_int_equal(l.salt_buckets, atoi(TSDB_DEFAULT_SALT_BUCKETS));
+}
+
+/* A store made unsalted (OpenTSDB's layout, one setting away) keeps being read and written
+ * unsalted under the salted default, and a config that asks for salt is refused. */
+static void test_unsalted_store_keeps_its_layout_under_the_salted_default(void **state)
+{
+    struct fixture *f = *state;
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    struct ct_err err = {0};
+    assert_int_equal(tsdb_config_set(&c, "tsd.storage.salt.width", "0", &err), CT_OK);
+    assert_true(c.layout_given);
+    open_tsdb(f, &c);
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t len;
+    const char *k[1] = {"host"}, *v[1] = {"a"};
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, v, 1, tsuid, sizeof(tsuid), &len, &err),
+                     CT_OK);
+    write_point(f, tsuid, len, 1);
+    struct tsdb_config d; /* the default: salted */
+    tsdb_config_init(&d);
+    reopen(f, &d, CT_OK, &err);
+    assert_int_equal(tsdb_layout(f->t)->salt_width, 0);
+    write_point(f, tsuid, len, 2); /* the same unsalted row */
+    struct dpcodec_point pts[4];
+    assert_int_equal(read_hour(f, tsuid, len, BASE, pts, 4, NULL), 1);
+    assert_int_equal(pts[0].i, 2);
+    size_t flen = 0;
+    uint8_t fb = 0xFF;
+    assert_int_equal(data_rows(f, &flen, &fb), 1);
+    assert_int_equal(flen, 4 + len); /* no salt byte */
+    assert_int_equal(fb, tsuid[0]);
+    /* asking for salt on it is refused, naming both layouts */
+    assert_int_equal(tsdb_config_set(&d, "tsd.storage.salt.width", "1", &err), CT_OK);
+    reopen(f, &d, CT_EINVAL, &err);
+    assert_non_null(strstr(err.msg, "salt_width=0"));
+    assert_non_null(strstr(err.msg, "salt_width=1"));
+}
+
+/* Tables made before the layout was recorded (or by OpenTSDB) are read unsalted, and a writable
+ * open records that, not the salted default. */
+static void test_store_without_layout_record_is_read_unsalted(void **state)
+{
+    struct fixture *f = *state;
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    struct ct_err err = {0};
+    assert_int_equal(tsdb_config_set(&c, "tsd.storage.salt.width", "0", &err), CT_OK);
+    open_tsdb(f, &c);
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t len;
+    const char *k[1] = {"host"}, *v[1] = {"a"};
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, v, 1, tsuid, sizeof(tsuid), &len, &err),
+                     CT_OK);
+    write_point(f, tsuid, len, 7);
+    /* remove the record, as an older build's store has none */
+    struct wc_mutation m = {WC_OP_DELETE_ROW, wc_bytes_str(""), wc_bytes_str(""), wc_bytes_str(""),
+                            WC_TS_LATEST};
+    struct wc_row_mutation rm = {wc_bytes_of("\0ctsdb.layout", 13), &m, 1};
+    assert_int_equal(
+        wc_mutate_batch(tsdb_meta_table(f->t), &rm, 1, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    struct rowkey_layout l;
+    assert_int_equal(tsdb_layout_stored(f->s, "tsdb-meta", &l, &err), CT_NOTFOUND);
+    struct tsdb_config d;
+    tsdb_config_init(&d);
+    d.read_only = true; /* first read-only: nothing is recorded */
+    reopen(f, &d, CT_OK, &err);
+    assert_int_equal(tsdb_layout(f->t)->salt_width, 0);
+    struct dpcodec_point pts[4];
+    assert_int_equal(read_hour(f, tsuid, len, BASE, pts, 4, NULL), 1);
+    assert_int_equal(pts[0].i, 7);
+    assert_int_equal(tsdb_layout_stored(f->s, "tsdb-meta", &l, &err), CT_NOTFOUND);
+    d.read_only = false;
+    reopen(f, &d, CT_OK, &err);
+    assert_int_equal(tsdb_layout(f->t)->salt_width, 0);
+    assert_int_equal(tsdb_layout_stored(f->s, "tsdb-meta", &l, &err), CT_OK);
+    assert_int_equal(l.salt_width, 0);
 }
 
 static void write_hour(struct fixture *f, const uint8_t *tsuid, size_t len, bool with_dup)
@@ -473,10 +621,92 @@ static void test_config_keys(void **state)
     assert_int_equal(tsdb_config_set(&c, "tsd.network.port", "4242", &err), CT_NOTFOUND);
 }
 
+/* A value of key k other than its default, valid for its type and range. */
+static const char *other_value(const struct ct_cfg_key *k, char *buf, size_t cap)
+{
+    switch (k->type) {
+    case CT_CFG_BOOL:
+        return strcmp(k->def, "true") ? "true" : "false";
+    case CT_CFG_INT: {
+        long long d = atoll(k->def), x = d < k->max ? d + 1 : d - 1;
+        snprintf(buf, cap, "%lld", x);
+        return buf;
+    }
+    case CT_CFG_ENUM: { /* the first choice that is not the default */
+        const char *p = k->choices;
+        for (;;) {
+            const char *bar = strchr(p, '|');
+            size_t n = bar ? (size_t)(bar - p) : strlen(p);
+            snprintf(buf, cap, "%.*s", (int)n, p);
+            if (strcasecmp(buf, k->def) != 0 || !bar)
+                return buf;
+            p = bar + 1;
+        }
+    }
+    case CT_CFG_STR:
+        snprintf(buf, cap, "%s_x", k->def);
+        return buf;
+    }
+    return NULL;
+}
+
+/* Every key of the schema's table: its default is what tsdb_config_init gives, and a value set
+ * is the value read back (so each key lands in its own field, none is dropped or crossed). */
+static void test_every_config_key_sets_its_own_field(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    const struct ct_cfg_key *keys = tsdb_config_keys(&n);
+    assert_true(n >= 25);
+    struct tsdb_config def;
+    tsdb_config_init(&def);
+    for (size_t i = 0; i < n; i++) {
+        char buf[128], want[128], got[128];
+        assert_int_equal(tsdb_config_get(&def, keys[i].key, got, sizeof(got)), CT_OK);
+        if (strcasecmp(got, keys[i].def) != 0)
+            fail_msg("%s: default '%s', tsdb_config_init gives '%s'", keys[i].key, keys[i].def,
+                     got);
+        struct tsdb_config c;
+        tsdb_config_init(&c);
+        snprintf(want, sizeof(want), "%s", other_value(&keys[i], buf, sizeof(buf)));
+        struct ct_err err = {0};
+        if (tsdb_config_set(&c, keys[i].key, want, &err) != CT_OK)
+            fail_msg("%s=%s: %s", keys[i].key, want, err.msg);
+        assert_int_equal(tsdb_config_get(&c, keys[i].key, got, sizeof(got)), CT_OK);
+        if (strcasecmp(got, want) != 0)
+            fail_msg("%s: set '%s', read back '%s'", keys[i].key, want, got);
+        /* and no other key changed */
+        for (size_t j = 0; j < n; j++) {
+            char a[128], b[128];
+            if (j == i)
+                continue;
+            assert_int_equal(tsdb_config_get(&c, keys[j].key, a, sizeof(a)), CT_OK);
+            assert_int_equal(tsdb_config_get(&def, keys[j].key, b, sizeof(b)), CT_OK);
+            if (strcmp(a, b) != 0)
+                fail_msg("setting %s changed %s", keys[i].key, keys[j].key);
+        }
+        bool layout = !strncmp(keys[i].key, "tsd.storage.salt.", 17) ||
+                      !strncmp(keys[i].key, "tsd.storage.uid.width.", 22);
+        assert_int_equal(c.layout_given, layout);
+    }
+    struct ct_err err = {0};
+    assert_int_equal(tsdb_config_set(&def, "tsd.storage.ctsdb.ttl", "0", &err), CT_OK);
+    assert_int_equal(def.ttl_s, WC_TTL_FOREVER);
+    assert_int_equal(tsdb_config_set(&def, "tsd.storage.ctsdb.compression", "gz", &err), CT_OK);
+    assert_int_equal(def.compression, WC_COMPRESSION_GZ);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_keys),
+        cmocka_unit_test(test_every_config_key_sets_its_own_field),
+        cmocka_unit_test_setup_teardown(test_default_layout_is_salted_and_presplit, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_unsalted_store_keeps_its_layout_under_the_salted_default, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_store_without_layout_record_is_read_unsalted, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_create_tables_families_and_presplit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_series_resolution_messages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compaction_compressed_format, setup, teardown),
