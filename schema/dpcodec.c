@@ -59,11 +59,6 @@ struct dpcodec_point dpcodec_point_real(int64_t ts_ms, bool ms, double v)
     return p;
 }
 
-double dpcodec_point_value(const struct dpcodec_point *p)
-{
-    return p->type == DPCODEC_INT ? (double)p->i : p->f;
-}
-
 static uint64_t dpcodec_dbits(double d);
 static double dpcodec_bitsd(uint64_t u);
 
@@ -92,7 +87,8 @@ bool dpcodec_point_same_value(const struct dpcodec_point *a, const struct dpcode
 
 /* ---- single cells ----------------------------------------------------------------------- */
 
-size_t dpcodec_qualifier(bool ms, uint32_t offset, uint8_t flags, uint8_t *q)
+/* Qualifier bytes of a point at offset (seconds or ms) with flags. */
+static size_t dpcodec_qualifier(bool ms, uint32_t offset, uint8_t flags, uint8_t *q)
 {
     if (ms) {
         coding_put_be32(q, 0xF0000000u | offset << 6 | (flags & DPCODEC_FLAGS_MASK));
