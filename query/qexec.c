@@ -41,6 +41,7 @@
 #include "schema/rowkey.h"
 #include "schema/uid.h"
 #include "storage/clock.h"
+#include "storage/hash.h"
 
 void qexec_options_init(struct qexec_options *o)
 {
@@ -108,8 +109,7 @@ static void xser_free(struct xser *s)
 struct xset {
     struct xser **ser;
     size_t n, cap;
-    size_t *ht; /* index + 1; 0 = empty */
-    size_t htcap;
+    struct hashset ht; /* of ser[], by TSUID */
 };
 
 static void xset_clear(struct xset *x)
@@ -117,59 +117,31 @@ static void xset_clear(struct xset *x)
     for (size_t i = 0; i < x->n; i++)
         xser_free(x->ser[i]);
     free(x->ser);
-    free(x->ht);
+    hashset_destroy(&x->ht);
     memset(x, 0, sizeof(*x));
 }
 
-/* A TSUID's hash for xset's table (lookups only: the series keep their insertion order), eight
- * bytes per multiplication (FNV-1a byte by byte was 27 dependent multiplications per row of a
- * 4-tag series, 4 % of sum_1m_avg), finished by a multiply-xorshift so that the low bits the
- * table uses depend on every byte. */
-static uint64_t hash_bytes(const uint8_t *p, size_t n)
+static uint64_t xset_hash_of(void *arg, size_t i)
 {
-    const uint64_t k = 0x9E3779B97F4A7C15ULL;
-    uint64_t h = n * k, w;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * k;
-        h ^= h >> 29;
-    }
-    w = 0;
-    memcpy(&w, p + i, n - i);
-    h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
-    return h ^ h >> 31;
+    const struct xset *x = arg;
+    return hash_bytes(x->ser[i]->tsuid, x->ser[i]->tsuid_len, 0);
 }
 
-static int xset_grow(struct xset *x)
+static bool xset_eq(void *arg, size_t i, const void *key, size_t len)
 {
-    size_t nc = x->htcap ? x->htcap * 2 : 256;
-    size_t *nh = calloc(nc, sizeof(size_t));
-    if (!nh)
-        return -1;
-    for (size_t i = 0; i < x->n; i++) {
-        size_t h = hash_bytes(x->ser[i]->tsuid, x->ser[i]->tsuid_len) & (nc - 1);
-        while (nh[h])
-            h = (h + 1) & (nc - 1);
-        nh[h] = i + 1;
-    }
-    free(x->ht);
-    x->ht = nh;
-    x->htcap = nc;
-    return 0;
+    const struct xser *s = ((const struct xset *)arg)->ser[i];
+    return s->tsuid_len == len && !memcmp(s->tsuid, key, len);
 }
 
 static struct xser *xset_get(struct xset *x, const uint8_t *tsuid, size_t len)
 {
-    if ((x->n + 1) * 2 > x->htcap && xset_grow(x) != 0)
+    struct ct_err err;
+    if (hashset_reserve(&x->ht, 256, xset_hash_of, x, &err) != CT_OK)
         return NULL;
-    size_t h = hash_bytes(tsuid, len) & (x->htcap - 1);
-    while (x->ht[h]) {
-        struct xser *s = x->ser[x->ht[h] - 1];
-        if (s->tsuid_len == len && !memcmp(s->tsuid, tsuid, len))
-            return s;
-        h = (h + 1) & (x->htcap - 1);
-    }
+    size_t h = 0;
+    long i = hashset_find(&x->ht, hash_bytes(tsuid, len, 0), xset_eq, x, tsuid, len, &h);
+    if (i >= 0)
+        return x->ser[i];
     if (x->n == x->cap) {
         size_t nc = x->cap ? x->cap * 2 : 64;
         struct xser **ns = realloc(x->ser, nc * sizeof(*ns));
@@ -185,8 +157,8 @@ static struct xser *xset_get(struct xset *x, const uint8_t *tsuid, size_t len)
     }
     memcpy(s->tsuid, tsuid, len);
     s->tsuid_len = len;
+    hashset_insert_at(&x->ht, h, x->n);
     x->ser[x->n++] = s;
-    x->ht[h] = x->n;
     return s;
 }
 

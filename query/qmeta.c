@@ -20,6 +20,7 @@
 #include "query/qjson.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
+#include "storage/hash.h"
 
 static int fail(int *status, int code, int rc, struct ct_err *err)
 {
@@ -169,43 +170,30 @@ struct tsset {
     uint8_t **k;
     size_t *len;
     size_t n, cap;
-    size_t *ht;
-    size_t htcap;
+    struct hashset ht; /* of k[], by bytes */
 };
 
-static uint64_t hb(const uint8_t *p, size_t n)
+static uint64_t tsset_hash_of(void *arg, size_t i)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
+    const struct tsset *s = arg;
+    return hash_bytes(s->k[i], s->len[i], 0);
+}
+
+static bool tsset_eq(void *arg, size_t i, const void *key, size_t len)
+{
+    const struct tsset *s = arg;
+    return s->len[i] == len && !memcmp(s->k[i], key, len);
 }
 
 /* 1 added, 0 present, -1 out of memory */
 static int tsset_add(struct tsset *s, const uint8_t *ts, size_t len)
 {
-    if ((s->n + 1) * 2 > s->htcap) {
-        size_t nc = s->htcap ? s->htcap * 2 : 64;
-        size_t *nh = calloc(nc, sizeof(size_t));
-        if (!nh)
-            return -1;
-        for (size_t i = 0; i < s->n; i++) {
-            size_t h = hb(s->k[i], s->len[i]) & (nc - 1);
-            while (nh[h])
-                h = (h + 1) & (nc - 1);
-            nh[h] = i + 1;
-        }
-        free(s->ht);
-        s->ht = nh;
-        s->htcap = nc;
-    }
-    size_t h = hb(ts, len) & (s->htcap - 1);
-    while (s->ht[h]) {
-        size_t i = s->ht[h] - 1;
-        if (s->len[i] == len && !memcmp(s->k[i], ts, len))
-            return 0;
-        h = (h + 1) & (s->htcap - 1);
-    }
+    struct ct_err err;
+    size_t h = 0;
+    if (hashset_reserve(&s->ht, 64, tsset_hash_of, s, &err) != CT_OK)
+        return -1;
+    if (hashset_find(&s->ht, hash_bytes(ts, len, 0), tsset_eq, s, ts, len, &h) >= 0)
+        return 0;
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 64;
         uint8_t **nk = realloc(s->k, nc * sizeof(*nk));
@@ -222,8 +210,8 @@ static int tsset_add(struct tsset *s, const uint8_t *ts, size_t len)
         return -1;
     memcpy(s->k[s->n], ts, len);
     s->len[s->n] = len;
+    hashset_insert_at(&s->ht, h, s->n);
     s->n++;
-    s->ht[h] = s->n;
     return 1;
 }
 
@@ -233,7 +221,7 @@ static void tsset_free(struct tsset *s)
         free(s->k[i]);
     free(s->k);
     free(s->len);
-    free(s->ht);
+    hashset_destroy(&s->ht);
 }
 
 /* Adds {"tsuid":..,"metric":..,"tags":{..}} for a TSUID. */
