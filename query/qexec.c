@@ -250,16 +250,6 @@ static int series_finish(struct xser *s, struct qagg_point **dst, struct ct_err 
 
 /* ---- scanning -------------------------------------------------------------------------- */
 
-/* Work the helper pool (pool_run) and the query's thread do together: fn(arg) takes pieces of
- * it until none are left. The pool's lock guards next, busy and want. */
-struct pjob {
-    void (*fn)(void *arg);
-    void *arg;
-    struct pjob *next; /* the queue of jobs open to helpers */
-    unsigned busy;     /* helpers working on this job */
-    unsigned want;     /* helpers this job may still take */
-};
-
 struct xscan {
     struct tsdb *t;
     const struct rowkey_layout *l;
@@ -289,7 +279,7 @@ struct xscan {
     struct xset *sets;
     int *rcs;
     struct ct_err *errs;
-    struct pjob job; /* on the helper pool (pool_run) */
+    struct qpool_job job; /* on the executor (qexec_options.pool) */
     /* what the scan threads write, on a cache line of its own: a count added per row next to
      * the fields every row reads (ds, max_dps, stop) made the other thread miss on them */
     _Alignas(64) atomic_uint next_bucket;
@@ -844,98 +834,6 @@ static void scan_thread(void *arg)
     }
 }
 
-/* Helper threads, started once per process and kept (a query used to create and join a
- * thread each time: tens of microseconds, and a new thread's first run on a busy machine comes
- * late). A query puts its job (its scan's pieces, or its groups to render) in the queue, wakes
- * as many helpers as it wants, takes pieces itself, then takes its job off the queue and waits
- * for the helpers still on a piece of it. A helper takes pieces of the first queued job that
- * still wants one. */
-#define SCAN_POOL_MAX 3 /* helpers: a query uses at most min(CPUs, 4) threads */
-static struct {
-    pthread_once_t once;
-    pthread_mutex_t mu;
-    pthread_cond_t work; /* a job was queued */
-    pthread_cond_t idle; /* a helper left a job */
-    struct pjob *head;
-    unsigned nthreads;
-} scan_pool = {PTHREAD_ONCE_INIT,
-               PTHREAD_MUTEX_INITIALIZER,
-               PTHREAD_COND_INITIALIZER,
-               PTHREAD_COND_INITIALIZER,
-               NULL,
-               0};
-
-static void *scan_pool_main(void *arg)
-{
-    (void)arg;
-    pthread_mutex_lock(&scan_pool.mu);
-    for (;;) {
-        struct pjob *x = scan_pool.head;
-        while (x && x->want == 0)
-            x = x->next;
-        if (!x) {
-            pthread_cond_wait(&scan_pool.work, &scan_pool.mu);
-            continue;
-        }
-        x->want--;
-        x->busy++;
-        pthread_mutex_unlock(&scan_pool.mu);
-        x->fn(x->arg);
-        pthread_mutex_lock(&scan_pool.mu);
-        if (--x->busy == 0)
-            pthread_cond_broadcast(&scan_pool.idle);
-    }
-    return NULL;
-}
-
-static void scan_pool_start(void)
-{
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned n = ncpu > 1 ? (unsigned)(ncpu < 4 ? ncpu : 4) - 1 : 0;
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    for (unsigned i = 0; i < n && i < SCAN_POOL_MAX; i++) {
-        pthread_t th;
-        if (pthread_create(&th, &a, scan_pool_main, NULL) != 0)
-            break;
-        scan_pool.nthreads++;
-    }
-    pthread_attr_destroy(&a);
-}
-
-/* Runs job x (x->fn, x->arg set) on this thread and up to `helpers` pool threads. */
-static void pool_run(struct pjob *x, unsigned helpers)
-{
-    if (helpers) {
-        pthread_once(&scan_pool.once, scan_pool_start);
-        if (helpers > scan_pool.nthreads)
-            helpers = scan_pool.nthreads;
-    }
-    if (!helpers) {
-        x->fn(x->arg);
-        return;
-    }
-    pthread_mutex_lock(&scan_pool.mu);
-    x->want = helpers;
-    x->busy = 0;
-    x->next = scan_pool.head;
-    scan_pool.head = x;
-    pthread_mutex_unlock(&scan_pool.mu);
-    for (unsigned i = 0; i < helpers; i++)
-        pthread_cond_signal(&scan_pool.work);
-    x->fn(x->arg); /* this thread takes pieces too */
-    pthread_mutex_lock(&scan_pool.mu);
-    struct pjob **pp = &scan_pool.head;
-    while (*pp != x)
-        pp = &(*pp)->next;
-    *pp = x->next;
-    x->want = 0;
-    while (x->busy)
-        pthread_cond_wait(&scan_pool.idle, &scan_pool.mu);
-    pthread_mutex_unlock(&scan_pool.mu);
-}
-
 /* Hands the series of src (an older time slice of the same bucket) to dst's series: the
  * points are chained (d->older, copied once by series_finish()), annotations and row hours
  * appended. src keeps no series. */
@@ -1272,56 +1170,13 @@ static int delete_rows(struct tsdb *t, struct xsub *xs, struct ct_err *err)
     return CT_OK;
 }
 
-/* True when every CPU already has a runnable thread (Linux /proc/loadavg), so that a helper scan
- * thread would mostly wait for a CPU and the query, which needs every piece, would wait for it
- * (measured: 2-3x slower medians at load 7 on 2 CPUs than one thread doing everything); then the
- * query runs alone. The measure is the threads runnable besides this one, averaged over the
- * checks of about the last second (an exponential average of samples at least 100 ms apart,
- * started from the 1-minute load average after a pause of over 2 s), or a 1-minute load average
- * of twice the CPUs. One sample alone misjudged: another process' threads runnable for a moment
- * (a Go server's spinning threads after an answer, a client) made queries run on one thread
- * for the next 100 ms on an otherwise idle machine; the 1-minute average alone would count a
- * burst that just ended, such as an ingest. */
-static bool cpus_busy(long ncpu)
-{
-    static _Atomic uint64_t checked_ns;
-    static _Atomic double others; /* the average of runnable threads besides this one */
-    static atomic_bool busy;
-    uint64_t now = clock_mono_ns(), then = atomic_load_explicit(&checked_ns, memory_order_relaxed);
-    if (then && now - then < 100 * 1000 * 1000ULL)
-        return atomic_load_explicit(&busy, memory_order_relaxed);
-    atomic_store_explicit(&checked_ns, now, memory_order_relaxed);
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (!f)
-        return false;
-    double la1 = 0;
-    long running = 0, total = 0;
-    int got = fscanf(f, "%lf %*f %*f %ld/%ld", &la1, &running, &total);
-    fclose(f);
-    if (got != 3 || ncpu <= 0)
-        return false;
-    double avg = atomic_load_explicit(&others, memory_order_relaxed);
-    if (!then || now - then > 2000 * 1000 * 1000ULL)
-        avg = la1;
-    avg = 0.75 * avg + 0.25 * (double)(running - 1);
-    atomic_store_explicit(&others, avg, memory_order_relaxed);
-    bool b = la1 >= 2.0 * (double)ncpu || avg >= (double)ncpu;
-    atomic_store_explicit(&busy, b, memory_order_relaxed);
-    return b;
-}
-
-/* Threads a query's parallel parts may use: qexec_options.scan_threads, else min(CPUs, 4), or
- * one when every CPU is already busy (cpus_busy; then *busy is set, busy may be NULL). */
+/* Threads a query's parallel parts may use: qexec_options.scan_threads, else the executor's
+ * (qpool_threads), or one when the executor says every CPU is already busy (then *busy is set;
+ * busy may be NULL). */
 static unsigned query_threads(const struct qexec_options *o, bool *busy)
 {
-    static atomic_long ncpus; /* sysconf reads /sys on every call: once */
-    long ncpu = atomic_load_explicit(&ncpus, memory_order_relaxed);
-    if (!ncpu) {
-        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        atomic_store_explicit(&ncpus, ncpu, memory_order_relaxed);
-    }
-    unsigned nth = o->scan_threads ? o->scan_threads : (ncpu > 0 && ncpu < 4 ? (unsigned)ncpu : 4);
-    if (!o->scan_threads && nth > 1 && cpus_busy(ncpu)) {
+    unsigned nth = o->scan_threads ? o->scan_threads : qpool_threads(o->pool);
+    if (!o->scan_threads && nth > 1 && qpool_busy(o->pool)) {
         nth = 1;
         if (busy)
             *busy = true;
@@ -1415,7 +1270,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         st->scan_threads = nth;
     x.job.fn = scan_thread;
     x.job.arg = &x;
-    pool_run(&x.job, nth - 1);
+    qpool_run(o->pool, &x.job, nth - 1);
     for (unsigned wi = 0; wi < nwork; wi++) {
         if (x.rcs[wi] != CT_OK && x.rcs[wi] != CT_ECLOSED) {
             rc = x.rcs[wi];
@@ -2137,8 +1992,8 @@ static int write_groups(const struct qspec *q, const struct qexec_options *o, st
             rc = for_each_group(&xs[i], write_group_cb, w);
         return rc;
     }
-    struct pjob job = {.fn = render_thread, .arg = &r};
-    pool_run(&job, (unsigned)(r.ng - 1 < nth - 1 ? r.ng - 1 : nth - 1));
+    struct qpool_job job = {.fn = render_thread, .arg = &r};
+    qpool_run(o->pool, &job, (unsigned)(r.ng - 1 < nth - 1 ? r.ng - 1 : nth - 1));
     for (size_t i = 0; i < r.ng; i++) {
         struct grender *g = &r.g[i];
         if (rc == CT_OK && g->rc != CT_OK) {

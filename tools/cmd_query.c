@@ -92,6 +92,7 @@ static int run_local(const char *dir, const char *config, const struct qargs *a)
     struct qspec *q = NULL;
     struct wc_store *s = NULL;
     struct tsdb *t = NULL;
+    struct qpool *pool = NULL;
     int ret = 1;
     if (conf_new(&c, &err) != CT_OK)
         goto out;
@@ -123,8 +124,13 @@ static int run_local(const char *dir, const char *config, const struct qargs *a)
     tc.create_tables = false;
     if (tsdb_open(s, &tc, &t, &err) != CT_OK)
         goto out;
+    struct qpool_options po;
+    qpool_options_system(&po);
+    if (qpool_new(&po, &pool, &err) != CT_OK)
+        goto out;
     struct qexec_options qo;
     qexec_options_init(&qo);
+    qo.pool = pool;
     enum qexec_status st;
     if (qexec_run_points(t, q, &qo, print_point, NULL, &st, &err) != CT_OK)
         goto out;
@@ -133,6 +139,7 @@ static int run_local(const char *dir, const char *config, const struct qargs *a)
 out:
     fprintf(stderr, "ctsdb query: %s\n", err.msg);
 done:
+    qpool_free(pool);
     tsdb_close(t);
     wc_close(s);
     qspec_free(q);
