@@ -417,4 +417,3 @@ size_t qjson_format_double(double v, char *out)
     out[o] = 0;
     return o;
 }
-

@@ -84,8 +84,8 @@ static void *helper_main(void *arg)
 int qpool_new(const struct qpool_options *o, struct qpool **out, struct ct_err *err)
 {
     if (o->helpers > QPOOL_MAX_HELPERS)
-        return ct_err_set(err, CT_EINVAL, "query pool: %u helper threads (at most %d)",
-                          o->helpers, QPOOL_MAX_HELPERS);
+        return ct_err_set(err, CT_EINVAL, "query pool: %u helper threads (at most %d)", o->helpers,
+                          QPOOL_MAX_HELPERS);
     struct qpool *p = calloc(1, sizeof(*p));
     if (!p || (o->helpers && !(p->th = calloc(o->helpers, sizeof(*p->th))))) {
         free(p);

@@ -101,7 +101,7 @@ static int pool_teardown(void **state)
     qpool_free(test_pool);
     return 0;
 }
-static bool general_only;     /* qexec_options.general_only */
+static bool general_only; /* qexec_options.general_only */
 
 static char *run_query(struct tsdb_fixture *f, const char *const *params, bool allow_delete)
 {
@@ -952,7 +952,7 @@ static void test_qexec_concurrent_queries_share_the_scan_helpers(void **state)
  * its busy check says every CPU is busy; without an executor, the caller's thread alone. The
  * answer is the same every way. */
 static char *run_on_pool(struct tsdb_fixture *f, const char *const *params, struct qpool *pool,
-                            struct qexec_stats *stats)
+                         struct qexec_stats *stats)
 {
     struct kv kv = {params};
     struct qspec *q = NULL;

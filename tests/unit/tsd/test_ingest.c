@@ -177,7 +177,6 @@ static void test_ingest_series_hash_and_brief_form_match_the_full_point(void **s
     assert_true(brief[0].series_hash != brief[1].series_hash);
     ingest_batch_release(g, b);
     ingest_free(g);
-
 }
 
 static void test_ingest_pool_is_bounded_and_batches_fill(void **state)
