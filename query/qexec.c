@@ -1,4 +1,5 @@
-/* qexec.c - see qexec.h. The plan of one sub-query:
+/* qexec.c - see qexec.h. The plan of one sub-query (steps 1, 2 and 5 here, 3 and 4 in
+ * qexec_scan.c, 6 in qexec_out.c; what they share in qexec_int.h):
  *   1. resolve the metric and every filter's tag key (and literal values) to UIDs; an unknown
  *      name is a 400 before anything is read;
  *   2. build a rowkey_filter (literal values, required and forbidden keys) that the store applies
