@@ -95,11 +95,6 @@ const char *qagg_name(const struct qagg *a)
     return a->name;
 }
 
-enum qagg_interp qagg_interpolation(const struct qagg *a)
-{
-    return a->interp;
-}
-
 bool qagg_is_none(const struct qagg *a)
 {
     return a->kind == K_NONE;
@@ -337,7 +332,8 @@ void qagg_buf_free(struct qagg_buf *b)
     b->n = b->cap = 0;
 }
 
-int qagg_buf_reserve(struct qagg_buf *b, size_t extra, struct ct_err *err)
+/* Makes room for `extra` more points (so callers may then fill p[n..n+extra) directly). */
+static int qagg_buf_reserve(struct qagg_buf *b, size_t extra, struct ct_err *err)
 {
     if (b->n + extra <= b->cap)
         return CT_OK;
@@ -352,7 +348,7 @@ int qagg_buf_reserve(struct qagg_buf *b, size_t extra, struct ct_err *err)
     return CT_OK;
 }
 
-int qagg_buf_push(struct qagg_buf *b, const struct qagg_point *pt, struct ct_err *err)
+static int qagg_buf_push(struct qagg_buf *b, const struct qagg_point *pt, struct ct_err *err)
 {
     if (b->n == b->cap) {
         size_t nc = b->cap ? b->cap * 2 : 64;

@@ -47,7 +47,6 @@ const struct qagg *qagg_lookup(const char *name);
 size_t qagg_count(void);
 const struct qagg *qagg_at(size_t i);
 const char *qagg_name(const struct qagg *a);
-enum qagg_interp qagg_interpolation(const struct qagg *a);
 /* true for "none": every series is its own group and is not aggregated. */
 bool qagg_is_none(const struct qagg *a);
 
@@ -110,10 +109,6 @@ struct qagg_buf {
     size_t n, cap;
 };
 void qagg_buf_free(struct qagg_buf *b);
-/* Makes room for `extra` more points (so callers may then fill p[n..n+extra) directly). */
-CT_MUST_CHECK int qagg_buf_reserve(struct qagg_buf *b, size_t extra, struct ct_err *err);
-CT_MUST_CHECK int qagg_buf_push(struct qagg_buf *b, const struct qagg_point *pt,
-                                struct ct_err *err);
 
 /* The time window a query's series are read and aggregated over (TsdbQuery's scan window):
  * [win_start_ms, win_end_ms], hour aligned, widened for downsampling. */

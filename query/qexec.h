@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "query/qjson.h"
+#include "query/qpool.h"
 #include "query/qspec.h"
 #include "schema/tsdb.h"
 #include "storage/ct_err.h"
@@ -22,7 +23,9 @@ struct qexec_options {
     int64_t timeout_ms;      /* tsd.query.timeout; 0 = none */
     uint64_t max_datapoints; /* raw datapoints read per query; 0 = no limit */
     unsigned scan_threads;   /* parallel scans (buckets, or time slices of a bucket);
-                                0 = min(online CPUs, 4) */
+                                0 = qpool_threads(pool), or 1 when qpool_busy(pool) */
+    struct qpool *pool;      /* the executor of parallel parts (borrowed for the run); NULL =
+                                every part on the caller's thread */
     bool allow_delete;       /* tsd.http.query.allow_delete */
     bool general_only;       /* tests: run every query through the general path (no fast path); the
                           answers must be byte-identical either way */

@@ -15,7 +15,6 @@ struct qjson {
     void *arg;
     char *buf;
     size_t len, cap;
-    uint64_t sent;
     int err;
 };
 
@@ -47,15 +46,9 @@ int qjson_flush(struct qjson *j)
 {
     if (j->err == CT_OK && j->len) {
         j->err = j->sink(j->arg, j->buf, j->len);
-        j->sent += j->len;
     }
     j->len = 0;
     return j->err;
-}
-
-uint64_t qjson_bytes(const struct qjson *j)
-{
-    return j->sent + j->len;
 }
 
 void qjson_raw(struct qjson *j, const char *s, size_t n)
@@ -423,17 +416,4 @@ size_t qjson_format_double(double v, char *out)
     o += (size_t)sprintf(out + o, "E%d", exp10);
     out[o] = 0;
     return o;
-}
-
-void qjson_double(struct qjson *j, double v)
-{
-    char b[40];
-    size_t n = qjson_format_double(v, b);
-    if (isnan(v) || isinf(v)) {
-        qjson_raw(j, "\"", 1);
-        qjson_raw(j, b, n);
-        qjson_raw(j, "\"", 1);
-    } else {
-        qjson_raw(j, b, n);
-    }
 }

@@ -35,15 +35,11 @@ void qjson_commit(struct qjson *j, size_t used);
 void qjson_str(struct qjson *j, const char *s); /* quoted and escaped */
 void qjson_strn(struct qjson *j, const char *s, size_t len);
 void qjson_i64(struct qjson *j, int64_t v);
-/* A double as Jackson writes it (NaN/Infinity quoted). */
-void qjson_double(struct qjson *j, double v);
 /* Formats an integer into out (room 21, not NUL-terminated); returns the length. */
 size_t qjson_format_i64(int64_t v, char *out);
 /* Formats a double as Java's Double.toString into out (room 32); returns the length. */
 size_t qjson_format_double(double v, char *out);
 /* Flushes the buffer to the sink; returns the first sink error or CT_OK. */
 int qjson_flush(struct qjson *j);
-/* Bytes handed to the sink so far plus buffered. */
-uint64_t qjson_bytes(const struct qjson *j);
 
 #endif

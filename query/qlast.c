@@ -31,6 +31,7 @@
 #include "schema/uid.h"
 #include "storage/clock.h"
 #include "storage/coding.h"
+#include "storage/hash.h"
 
 /* The strings of a request, copied into chunks that live as long as it (a query of a metric and
  * four tags made 17 allocations with a strndup per string and a realloc per tag). */
@@ -299,46 +300,29 @@ struct lastset {
     struct lastpt *a;
     size_t n, cap;
     size_t base;
-    size_t *ht;
-    size_t htcap;
+    struct hashset ht; /* of a[base, n), by TSUID */
 };
 
-static uint64_t hb(const uint8_t *p, size_t n)
+static uint64_t lastset_hash_of(void *arg, size_t i)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
+    const struct lastset *s = arg;
+    return hash_bytes(s->a[i].tsuid, s->a[i].len, 0);
+}
+
+static bool lastset_eq(void *arg, size_t i, const void *key, size_t len)
+{
+    const struct lastpt *e = &((const struct lastset *)arg)->a[i];
+    return e->len == len && !memcmp(e->tsuid, key, len);
 }
 
 /* The entry of a series in the current part: its index in s->a, or -1 if absent (*h is then
  * its free hash slot). Grows the hash table first when needed; -2 on allocation failure. */
 static long lastset_find(struct lastset *s, const uint8_t *ts, size_t len, size_t *h)
 {
-    if ((s->n - s->base + 1) * 2 > s->htcap) {
-        size_t nc = s->htcap ? s->htcap * 2 : 16;
-        size_t *nh = calloc(nc, sizeof(size_t));
-        if (!nh)
-            return -2;
-        for (size_t i = s->base; i < s->n; i++) {
-            size_t k = hb(s->a[i].tsuid, s->a[i].len) & (nc - 1);
-            while (nh[k])
-                k = (k + 1) & (nc - 1);
-            nh[k] = i + 1;
-        }
-        free(s->ht);
-        s->ht = nh;
-        s->htcap = nc;
-    }
-    size_t k = hb(ts, len) & (s->htcap - 1);
-    while (s->ht[k]) {
-        const struct lastpt *e = &s->a[s->ht[k] - 1];
-        if (e->len == len && !memcmp(e->tsuid, ts, len))
-            return (long)(s->ht[k] - 1);
-        k = (k + 1) & (s->htcap - 1);
-    }
-    *h = k;
-    return -1;
+    struct ct_err err;
+    if (hashset_reserve(&s->ht, 16, lastset_hash_of, s, &err) != CT_OK)
+        return -2;
+    return hashset_find(&s->ht, hash_bytes(ts, len, 0), lastset_eq, s, ts, len, h);
 }
 
 /* Appends a series absent from s (h from lastset_find); -1 on allocation failure. */
@@ -357,8 +341,8 @@ static int lastset_insert(struct lastset *s, size_t h, const uint8_t *ts, size_t
     s->a[s->n].len = len;
     s->a[s->n].p = *p;
     s->a[s->n].row = ROW_UNREAD;
+    hashset_insert_at(&s->ht, h, s->n);
     s->n++;
-    s->ht[h] = s->n;
     return 0;
 }
 
@@ -732,7 +716,7 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
             rc = last_by_gets(t, e->tsuid, e->len, from, bottom, set, lim, status, err);
     }
     free(f.found.a);
-    free(f.found.ht);
+    hashset_destroy(&f.found.ht);
     rowkey_filter_free(rf);
     if (rc != CT_OK)
         *status = QEXEC_INTERNAL;
@@ -808,13 +792,10 @@ static int write_point(struct tsdb *t, const struct lastpt *lp, bool resolve, bo
 static void lastset_next_part(struct lastset *s)
 {
     s->base = s->n;
-    if (s->htcap > 256) {
-        free(s->ht);
-        s->ht = NULL;
-        s->htcap = 0;
-    } else if (s->ht) {
-        memset(s->ht, 0, s->htcap * sizeof(*s->ht));
-    }
+    if (s->ht.cap > 256)
+        hashset_destroy(&s->ht);
+    else
+        hashset_clear(&s->ht);
 }
 
 /* Ends the current part: its series sorted by TSUID (invariant (1)). */
@@ -856,7 +837,7 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
             *status = QEXEC_INTERNAL;
     }
     free(set.a);
-    free(set.ht);
+    hashset_destroy(&set.ht);
     return rc;
 }
 

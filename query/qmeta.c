@@ -1,8 +1,7 @@
 /* qmeta.c - see qmeta.h. Reply shapes follow OpenTSDB 2.4's SuggestRpc, SearchRpc (LOOKUP),
  * UniqueIdRpc, AnnotationRpc and the UIDMeta / TSMeta / Annotation JSON serialisations.
  * Storage: annotations through schema/tsdb.h (OpenTSDB's layout: the series' hour row, qualifier
- * 0x01 + offset, value = the annotation JSON); UID meta in tsdb-uid, row = uid bytes, family
- * "name", qualifier "<kind>_meta" (metrics_meta is written "metric_meta" as OpenTSDB does).
+ * 0x01 + offset, value = the annotation JSON); UID meta and TSMeta through schema/meta.h.
  * Invariants: (1) a stored annotation is the canonical JSON written by ann_to_json(), so query
  * results can copy it verbatim; (2) every reply document is complete before it is returned. */
 #include "query/qmeta.h"
@@ -18,8 +17,10 @@
 #include "query/qagg.h"
 #include "query/qfilter.h"
 #include "query/qjson.h"
+#include "schema/meta.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
+#include "storage/hash.h"
 
 static int fail(int *status, int code, int rc, struct ct_err *err)
 {
@@ -169,43 +170,30 @@ struct tsset {
     uint8_t **k;
     size_t *len;
     size_t n, cap;
-    size_t *ht;
-    size_t htcap;
+    struct hashset ht; /* of k[], by bytes */
 };
 
-static uint64_t hb(const uint8_t *p, size_t n)
+static uint64_t tsset_hash_of(void *arg, size_t i)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
+    const struct tsset *s = arg;
+    return hash_bytes(s->k[i], s->len[i], 0);
+}
+
+static bool tsset_eq(void *arg, size_t i, const void *key, size_t len)
+{
+    const struct tsset *s = arg;
+    return s->len[i] == len && !memcmp(s->k[i], key, len);
 }
 
 /* 1 added, 0 present, -1 out of memory */
 static int tsset_add(struct tsset *s, const uint8_t *ts, size_t len)
 {
-    if ((s->n + 1) * 2 > s->htcap) {
-        size_t nc = s->htcap ? s->htcap * 2 : 64;
-        size_t *nh = calloc(nc, sizeof(size_t));
-        if (!nh)
-            return -1;
-        for (size_t i = 0; i < s->n; i++) {
-            size_t h = hb(s->k[i], s->len[i]) & (nc - 1);
-            while (nh[h])
-                h = (h + 1) & (nc - 1);
-            nh[h] = i + 1;
-        }
-        free(s->ht);
-        s->ht = nh;
-        s->htcap = nc;
-    }
-    size_t h = hb(ts, len) & (s->htcap - 1);
-    while (s->ht[h]) {
-        size_t i = s->ht[h] - 1;
-        if (s->len[i] == len && !memcmp(s->k[i], ts, len))
-            return 0;
-        h = (h + 1) & (s->htcap - 1);
-    }
+    struct ct_err err;
+    size_t h = 0;
+    if (hashset_reserve(&s->ht, 64, tsset_hash_of, s, &err) != CT_OK)
+        return -1;
+    if (hashset_find(&s->ht, hash_bytes(ts, len, 0), tsset_eq, s, ts, len, &h) >= 0)
+        return 0;
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 64;
         uint8_t **nk = realloc(s->k, nc * sizeof(*nk));
@@ -222,8 +210,8 @@ static int tsset_add(struct tsset *s, const uint8_t *ts, size_t len)
         return -1;
     memcpy(s->k[s->n], ts, len);
     s->len[s->n] = len;
+    hashset_insert_at(&s->ht, h, s->n);
     s->n++;
-    s->ht[h] = s->n;
     return 1;
 }
 
@@ -233,7 +221,7 @@ static void tsset_free(struct tsset *s)
         free(s->k[i]);
     free(s->k);
     free(s->len);
-    free(s->ht);
+    hashset_destroy(&s->ht);
 }
 
 /* Adds {"tsuid":..,"metric":..,"tags":{..}} for a TSUID. */
@@ -631,11 +619,6 @@ static const char *kind_upper(enum uid_kind k)
     return k == UID_METRIC ? "METRIC" : k == UID_TAGK ? "TAGK" : "TAGV";
 }
 
-static const char *meta_qualifier(enum uid_kind k)
-{
-    return k == UID_METRIC ? "metric_meta" : k == UID_TAGK ? "tagk_meta" : "tagv_meta";
-}
-
 /* Builds the UIDMeta object of (kind, id), merging what is stored. */
 static int uidmeta_build(struct tsdb *t, enum uid_kind k, uint64_t id, cJSON **out,
                          struct ct_err *err)
@@ -658,22 +641,15 @@ static int uidmeta_build(struct tsdb *t, enum uid_kind k, uint64_t id, cJSON **o
     cJSON_AddNumberToObject(o, "created", 0);
     cJSON_AddNullToObject(o, "custom");
     cJSON_AddStringToObject(o, "displayName", "");
-    uint8_t row[8];
-    rowkey_put_uid(row, id, uid_width(u, k));
-    struct wc_column col = {wc_bytes_str(UID_FAMILY_NAME), wc_bytes_str(meta_qualifier(k)), true};
-    struct wc_scan_options so;
-    wc_scan_options_init(&so);
-    so.columns = &col;
-    so.ncolumns = 1;
-    struct wc_result res;
-    rc = wc_get(tsdb_uid_table(t), wc_bytes_of(row, uid_width(u, k)), &so, &res, err);
-    if (rc != CT_OK) {
+    char *json = NULL;
+    size_t len = 0;
+    rc = meta_uid_get(t, k, id, &json, &len, err);
+    if (rc != CT_OK && rc != CT_NOTFOUND) {
         cJSON_Delete(o);
         return rc;
     }
-    if (res.row.ncells) {
-        cJSON *stored = cJSON_ParseWithLength((const char *)res.row.cells[0].value.data,
-                                              res.row.cells[0].value.len);
+    if (json) {
+        cJSON *stored = cJSON_ParseWithLength(json, len);
         static const char *fields[] = {"description", "notes", "created", "custom", "displayName"};
         for (size_t i = 0; stored && i < 5; i++) {
             cJSON *v = cJSON_GetObjectItemCaseSensitive(stored, fields[i]);
@@ -681,8 +657,8 @@ static int uidmeta_build(struct tsdb *t, enum uid_kind k, uint64_t id, cJSON **o
                 cJSON_ReplaceItemInObjectCaseSensitive(o, fields[i], cJSON_Duplicate(v, true));
         }
         cJSON_Delete(stored);
+        free(json);
     }
-    wc_result_release(&res);
     *out = o;
     return CT_OK;
 }
@@ -725,20 +701,13 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
         ct_err_set(err, CT_NOTFOUND, "Could not find the requested UID");
     if (rc != CT_OK)
         return fail(status, rc == CT_NOTFOUND ? 404 : 500, rc, err);
-    uint8_t row[8];
-    rowkey_put_uid(row, id, uid_width(u, k));
     if (m == QMETA_GET) {
         *out = o;
         *status = 200;
         return CT_OK;
     }
-    struct wc_mutation mu = {.family = wc_bytes_str(UID_FAMILY_NAME),
-                             .qualifier = wc_bytes_str(meta_qualifier(k)),
-                             .ts_ms = WC_TS_LATEST};
-    char *json = NULL;
-    if (m == QMETA_DELETE) {
-        mu.op = WC_OP_DELETE_COLUMN;
-    } else {
+    char *json = NULL; /* NULL: delete */
+    if (m != QMETA_DELETE) {
         static const char *fields[] = {"description", "notes", "custom", "displayName"};
         bool changed = false;
         for (size_t i = 0; i < 4; i++) {
@@ -767,11 +736,8 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
             cJSON_Delete(o);
             return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
         }
-        mu.op = WC_OP_PUT;
-        mu.value = wc_bytes_str(json);
     }
-    struct wc_row_mutation rm = {wc_bytes_of(row, uid_width(u, k)), &mu, 1};
-    rc = wc_mutate_row(tsdb_uid_table(t), &rm, WC_DURABILITY_USE_DEFAULT, err);
+    rc = meta_uid_put(t, k, id, json, err);
     free(json);
     if (rc != CT_OK) {
         cJSON_Delete(o);
@@ -790,13 +756,7 @@ int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t
 
 /* ---- TSMeta ---------------------------------------------------------------------------- */
 
-/* OpenTSDB's TSMeta storage in tsdb-meta: row = TSUID bytes, family "name"; qualifier "ts_meta"
- * holds the JSON written by tsm_storage_json() (TSMeta.getStorageJSON's fields and order:
- * tsuid, displayName, description, notes, created, custom, units, dataType, retention, max, min;
- * NaN written as "NaN"), qualifier "ts_ctr" an 8-byte big-endian count of datapoints whose cell
- * timestamp is the last time it was written (reported as totalDatapoints and lastReceived). */
-#define TSMETA_QUALIFIER "ts_meta"
-#define TSMETA_COUNTER   "ts_ctr"
+/* Storage: schema/meta.h (the ts_meta JSON is written by tsm_storage_json()). */
 
 /* The user-editable fields: JSON name, query-string name (NULL: JSON only) and kind. */
 enum tsm_kind {
@@ -823,23 +783,14 @@ static const struct {
 
 /* The stored state of one TSUID's meta. */
 struct tsm_stored {
-    cJSON *meta; /* parsed ts_meta, NULL if absent */
-    char *raw;   /* the ts_meta bytes as stored (the check-and-put's expected value) */
-    size_t raw_len;
-    bool has_ctr;
-    int64_t ctr, ctr_ts_ms;
+    cJSON *meta;       /* parsed ts_meta, NULL if absent */
+    struct meta_ts rs; /* as stored: the bytes (the check-and-put's expected value), counter */
 };
-
-static bool qual_is(struct wc_bytes q, const char *name)
-{
-    size_t n = strlen(name);
-    return q.len == n && memcmp(q.data, name, n) == 0;
-}
 
 static void tsm_stored_clear(struct tsm_stored *st)
 {
     cJSON_Delete(st->meta);
-    free(st->raw);
+    meta_ts_clear(&st->rs);
     memset(st, 0, sizeof(*st));
 }
 
@@ -847,46 +798,17 @@ static int tsm_load(struct tsdb *t, const uint8_t *ts, size_t tl, struct tsm_sto
                     struct ct_err *err)
 {
     memset(st, 0, sizeof(*st));
-    struct wc_column cols[2] = {
-        {wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(TSMETA_QUALIFIER), true},
-        {wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(TSMETA_COUNTER), true},
-    };
-    struct wc_scan_options so;
-    wc_scan_options_init(&so);
-    so.columns = cols;
-    so.ncolumns = 2;
-    struct wc_result res;
-    int rc = wc_get(tsdb_meta_table(t), wc_bytes_of(ts, tl), &so, &res, err);
+    int rc = meta_ts_get(t, ts, tl, &st->rs, err);
     if (rc != CT_OK)
         return rc;
-    for (size_t i = 0; i < res.row.ncells && rc == CT_OK; i++) {
-        const struct wc_cell *c = &res.row.cells[i];
-        if (qual_is(c->qualifier, TSMETA_COUNTER)) {
-            if (c->value.len != 8) {
-                rc = ct_err_set(err, CT_ECORRUPT, "bad TSMeta counter (%zu bytes) in %s",
-                                c->value.len, tsdb_get_config(t)->meta_table);
-                break;
-            }
-            st->has_ctr = true;
-            st->ctr = (int64_t)rowkey_get_uid(c->value.data, 8);
-            st->ctr_ts_ms = c->ts_ms;
-        } else if (qual_is(c->qualifier, TSMETA_QUALIFIER)) {
-            st->meta = cJSON_ParseWithLength((const char *)c->value.data, c->value.len);
-            st->raw = malloc(c->value.len ? c->value.len : 1);
-            if (!st->meta || !cJSON_IsObject(st->meta)) {
-                rc = ct_err_set(err, CT_ECORRUPT, "bad TSMeta JSON in %s",
-                                tsdb_get_config(t)->meta_table);
-            } else if (!st->raw) {
-                rc = ct_err_set(err, CT_ENOMEM, "out of memory");
-            } else {
-                memcpy(st->raw, c->value.data, c->value.len);
-                st->raw_len = c->value.len;
-            }
+    if (st->rs.json) {
+        st->meta = cJSON_ParseWithLength(st->rs.json, st->rs.json_len);
+        if (!st->meta || !cJSON_IsObject(st->meta)) {
+            rc = ct_err_set(err, CT_ECORRUPT, "bad TSMeta JSON in %s",
+                            tsdb_get_config(t)->meta_table);
+            tsm_stored_clear(st);
         }
     }
-    wc_result_release(&res);
-    if (rc != CT_OK)
-        tsm_stored_clear(st);
     return rc;
 }
 
@@ -1084,8 +1006,8 @@ static int tsm_reply(struct tsdb *t, const uint8_t *ts, size_t tl, const struct 
     cJSON_Delete(canon);
     if (rc == CT_OK) {
         cJSON_AddNumberToObject(o, "lastReceived",
-                                (double)(st->has_ctr ? st->ctr_ts_ms / 1000 : 0));
-        cJSON_AddNumberToObject(o, "totalDatapoints", (double)(st->has_ctr ? st->ctr : 0));
+                                (double)(st->rs.has_ctr ? st->rs.ctr_ts_ms / 1000 : 0));
+        cJSON_AddNumberToObject(o, "totalDatapoints", (double)(st->rs.has_ctr ? st->rs.ctr : 0));
         *out = o;
         return CT_OK;
     }
@@ -1107,13 +1029,8 @@ static int tsm_store(struct tsdb *t, const uint8_t *ts, size_t tl, const cJSON *
     char *json = tsm_storage_json(canon);
     if (!json)
         return ct_err_set(err, CT_ENOMEM, "out of memory");
-    struct wc_mutation mu = {WC_OP_PUT, wc_bytes_str(TSDB_META_FAMILY),
-                             wc_bytes_str(TSMETA_QUALIFIER), wc_bytes_str(json), WC_TS_LATEST};
-    struct wc_row_mutation rm = {wc_bytes_of(ts, tl), &mu, 1};
-    struct wc_bytes expected = wc_bytes_of(st->raw, st->raw_len);
-    int rc = wc_check_and_mutate(tsdb_meta_table(t), rm.row, mu.family, mu.qualifier,
-                                 st->meta ? &expected : NULL, &rm, WC_DURABILITY_USE_DEFAULT,
-                                 applied, err);
+    struct wc_bytes expected = wc_bytes_of(st->rs.json, st->rs.json_len);
+    int rc = meta_ts_put(t, ts, tl, json, st->meta ? &expected : NULL, applied, err);
     free(json);
     return rc;
 }
@@ -1193,7 +1110,7 @@ static int tsmeta_list(struct tsdb *t, const char *m, cJSON **out, int *status, 
         return fail(status, 500, ct_err_set(err, CT_ENOMEM, "out of memory"), err);
     uint8_t prefix[ROWKEY_MAX_UID_WIDTH];
     rowkey_put_uid(prefix, mid, l->metric_width);
-    struct wc_column col = {wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(TSMETA_QUALIFIER), true};
+    struct wc_column col = {wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(META_TS_QUALIFIER), true};
     struct wc_scan_options so;
     wc_scan_options_init(&so);
     so.row_prefix = wc_bytes_of(prefix, l->metric_width);
@@ -1305,13 +1222,7 @@ int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **
                         ct_err_set(err, CT_EINVAL, "Unable to delete TSMeta information"), err);
         if ((rc = tsuid_of_req(t, hex, ts, &tl, err)) != CT_OK)
             return fail(status, 400, rc, err);
-        struct wc_mutation mu = {WC_OP_DELETE_COLUMN,
-                                 wc_bytes_str(TSDB_META_FAMILY),
-                                 wc_bytes_str(TSMETA_QUALIFIER),
-                                 {NULL, 0},
-                                 WC_TS_LATEST};
-        struct wc_row_mutation rm = {wc_bytes_of(ts, tl), &mu, 1};
-        if ((rc = wc_mutate_row(tsdb_meta_table(t), &rm, WC_DURABILITY_USE_DEFAULT, err)) != CT_OK)
+        if ((rc = meta_ts_delete(t, ts, tl, err)) != CT_OK)
             return fail(status, 500, rc, err);
         *out = NULL;
         *status = 204;
@@ -1349,16 +1260,8 @@ int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **
             *status = rc == CT_EINVAL ? 400 : 500;
             goto out;
         }
-        if (!st.has_ctr) {
-            uint8_t zero[8] = {0};
-            struct wc_mutation cm = {WC_OP_PUT, wc_bytes_str(TSDB_META_FAMILY),
-                                     wc_bytes_str(TSMETA_COUNTER), wc_bytes_of(zero, 8),
-                                     WC_TS_LATEST};
-            struct wc_row_mutation crm = {wc_bytes_of(ts, tl), &cm, 1};
-            bool put;
-            if ((rc = wc_check_and_mutate(tsdb_meta_table(t), crm.row, cm.family, cm.qualifier,
-                                          NULL, &crm, WC_DURABILITY_USE_DEFAULT, &put, err)) !=
-                CT_OK) {
+        if (!st.rs.has_ctr) {
+            if ((rc = meta_ts_counter_init(t, ts, tl, err)) != CT_OK) {
                 *status = 500;
                 goto out;
             }

@@ -43,7 +43,8 @@ void qspec_free(struct qspec *q)
     free(q);
 }
 
-int qspec_sub_add_filter(struct qspec_sub *sub, struct qfilter *f, struct ct_err *err)
+/* Adds a filter to sub (taking f, freed by the callee even on error). */
+static int qspec_sub_add_filter(struct qspec_sub *sub, struct qfilter *f, struct ct_err *err)
 {
     struct qfilter **nf = realloc(sub->filters, (sub->nfilters + 1) * sizeof(*nf));
     if (!nf) {

@@ -67,8 +67,4 @@ CT_MUST_CHECK int qspec_parse_m(const char *m, struct qspec_sub *sub, struct ct_
 CT_MUST_CHECK int qspec_parse_tsuid_param(const char *t, struct qspec_sub *sub, struct ct_err *err);
 void qspec_sub_clear(struct qspec_sub *sub);
 
-/* Adds a filter to sub (taking f, freed by the callee even on error). */
-CT_MUST_CHECK int qspec_sub_add_filter(struct qspec_sub *sub, struct qfilter *f,
-                                       struct ct_err *err);
-
 #endif

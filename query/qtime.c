@@ -192,11 +192,6 @@ int32_t qtime_tz_offset_s(const struct qtime_tz *tz, int64_t t_s)
     return tz->off_s[lo];
 }
 
-const char *qtime_tz_name(const struct qtime_tz *tz)
-{
-    return tz ? tz->name : "UTC";
-}
-
 void qtime_tz_free(struct qtime_tz *tz)
 {
     if (!tz)

@@ -37,8 +37,6 @@ struct qtime_tz; /* opaque: a loaded time zone */
  * with "The timezone specification could not be found" (OpenTSDB's text). */
 CT_MUST_CHECK int qtime_tz_load(const char *name, struct qtime_tz **out, struct ct_err *err);
 void qtime_tz_free(struct qtime_tz *tz); /* accepts NULL */
-/* The zone's name as loaded ("UTC" for the default). */
-const char *qtime_tz_name(const struct qtime_tz *tz);
 /* Offset from UTC in seconds at the UTC instant t_s. tz NULL = UTC. */
 int32_t qtime_tz_offset_s(const struct qtime_tz *tz, int64_t t_s);
 

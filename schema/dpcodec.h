@@ -76,8 +76,6 @@ struct dpcodec_point {
 struct dpcodec_point dpcodec_point_int(int64_t ts_ms, bool ms, int64_t v);
 /* Builds a point from a double with OpenTSDB's rule: FLOAT if (float)v == v, else DOUBLE. */
 struct dpcodec_point dpcodec_point_real(int64_t ts_ms, bool ms, double v);
-/* The value as a double (ints converted). */
-double dpcodec_point_value(const struct dpcodec_point *p);
 /* True if two points carry the same value (same type and bits). */
 bool dpcodec_point_same_value(const struct dpcodec_point *a, const struct dpcodec_point *b);
 
@@ -88,8 +86,6 @@ bool dpcodec_point_same_value(const struct dpcodec_point *a, const struct dpcode
  * [base_s, base_s + 3600). */
 CT_MUST_CHECK int dpcodec_encode(int64_t base_s, const struct dpcodec_point *p, uint8_t *q,
                                  size_t *qlen, uint8_t *v, size_t *vlen, struct ct_err *err);
-/* Qualifier bytes of a point at offset (seconds or ms) with flags. */
-size_t dpcodec_qualifier(bool ms, uint32_t offset, uint8_t flags, uint8_t *q);
 /* Length in bytes of the value a qualifier's flags announce. */
 static inline size_t dpcodec_flags_value_len(uint8_t flags)
 {

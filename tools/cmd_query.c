@@ -96,6 +96,7 @@ static int run_local(struct tool_opts *to, const struct qargs *a)
     struct qspec *q = NULL;
     struct wc_store *s = NULL;
     struct tsdb *t = NULL;
+    struct qpool *pool = NULL;
     int ret = 1;
     if (qspec_parse_params(arg_param, (void *)a, clock_now_ms(), &q, &err) != CT_OK) {
         fprintf(stderr, "ctsdb query: %s\n", err.msg);
@@ -105,8 +106,15 @@ static int run_local(struct tool_opts *to, const struct qargs *a)
     to->config.read_only = true;
     if (tool_opts_open(to, &s, &t) != 0)
         goto done;
+    struct qpool_options po;
+    qpool_options_system(&po);
+    if (qpool_new(&po, &pool, &err) != CT_OK) {
+        fprintf(stderr, "ctsdb query: %s\n", err.msg);
+        goto done;
+    }
     struct qexec_options qo;
     qexec_options_init(&qo);
+    qo.pool = pool;
     enum qexec_status st;
     if (qexec_run_points(t, q, &qo, print_point, NULL, &st, &err) != CT_OK) {
         fprintf(stderr, "ctsdb query: %s\n", err.msg);
@@ -114,6 +122,7 @@ static int run_local(struct tool_opts *to, const struct qargs *a)
     }
     ret = 0;
 done:
+    qpool_free(pool);
     tsdb_close(t);
     wc_close(s);
     qspec_free(q);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "query/qtime.h"
 #include "schema/tsdb.h"
 #include "storage/clock.h"
 #include "tools/tool.h"
@@ -25,8 +26,8 @@ static void scan_usage(FILE *out)
             "decoded, each cell with its layout, and the points decoded from it. TAG=VALUE keeps\n"
             "rows with that tag (VALUE * = any value). An OpenTSDB-style aggregator prefix\n"
             "(e.g. `sum rate`) is accepted and ignored.\n"
-            "Times: seconds or milliseconds since the epoch, yyyy/MM/dd[-HH:mm[:ss]] (UTC),\n"
-            "or relative like 2h-ago (units s m h d w n y).\n\n"
+            "Times as /api/query's start and end (UTC): seconds or milliseconds since the\n"
+            "epoch, yyyy/MM/dd[-HH:mm[:ss]], or relative like 2h-ago (units ms s m h d w n y).\n\n"
             "options:\n"
             "  --config FILE     configuration file (key = value, as the TSD's)\n"
             "  --data DIR        data directory (default ./data)\n"
@@ -35,59 +36,15 @@ static void scan_usage(FILE *out)
             "  -h, --help        this text\n");
 }
 
-/* Parses a time; returns ms, or -1 with a message. */
+/* Parses a time with the query layer's parser (as /api/query's start and end, in UTC); returns
+ * ms, or -1 when s is not a time. */
 static int64_t scan_parse_time(const char *s)
 {
-    if (!strcmp(s, "now"))
-        return clock_now_ms();
-    size_t n = strlen(s);
-    if (n > 4 && !strcmp(s + n - 4, "-ago")) {
-        char *end;
-        long long v = strtoll(s, &end, 10);
-        int64_t unit = 0;
-        switch (*end) {
-        case 's':
-            unit = 1000;
-            break;
-        case 'm':
-            unit = 60000;
-            break;
-        case 'h':
-            unit = 3600000;
-            break;
-        case 'd':
-            unit = 86400000;
-            break;
-        case 'w':
-            unit = 7 * 86400000LL;
-            break;
-        case 'n':
-            unit = 30 * 86400000LL;
-            break;
-        case 'y':
-            unit = 365 * 86400000LL;
-            break;
-        }
-        if (v <= 0 || end == s || !unit || strcmp(end + 1, "-ago"))
-            return -1;
-        return clock_now_ms() - v * unit;
-    }
-    bool digits = n > 0;
-    for (size_t i = 0; i < n; i++)
-        digits = digits && isdigit((unsigned char)s[i]);
-    if (digits) {
-        long long v = strtoll(s, NULL, 10);
-        return n <= 10 ? v * 1000 : v;
-    }
-    static const char *const fmts[] = {"%Y/%m/%d-%H:%M:%S", "%Y/%m/%d-%H:%M", "%Y/%m/%d"};
-    for (size_t i = 0; i < 3; i++) {
-        struct tm tm;
-        memset(&tm, 0, sizeof(tm));
-        const char *e = strptime(s, fmts[i], &tm);
-        if (e && !*e)
-            return (int64_t)timegm(&tm) * 1000;
-    }
-    return -1;
+    int64_t ms;
+    struct ct_err err = {0};
+    if (qtime_parse(s, NULL, clock_now_ms(), &ms, &err) != CT_OK || ms < 0)
+        return -1;
+    return ms;
 }
 
 static void scan_iso(int64_t ms, char *buf, size_t cap)

@@ -2,7 +2,7 @@
  *
  * Invariants: (1) a batch's arena and record array are allocated once, at fixed capacity, so
  * adding a point never allocates and pointers into the arena stay valid; a point's strings are
- * stored together, "metric\0k1\0v1\0...", which is also its series key, hashed (ingest_hash)
+ * stored together, "metric\0k1\0v1\0...", which is also its series key, hashed (hash_bytes)
  * when the point is added; (2) every batch is in exactly one place: the free list, a producer,
  * the write queue, a writer (alone or in a group of queued batches written together), or a done
  * callback; in_use counts those outside the free list; (3) the write queue is FIFO, and a group's
@@ -19,13 +19,14 @@
 #include <time.h>
 
 #include "storage/coding.h"
+#include "storage/hash.h"
 
 #define INGEST_MAX_MSGS 32
 #define INGEST_MSG_LEN  256
 #define INGEST_SLACK    (64u << 10) /* arena room beyond batch_bytes: one point always fits */
 
 struct ingest_rec {
-    uint64_t hash;    /* ingest_hash() of the series key, with the pipeline's seed */
+    uint64_t hash;    /* hash_bytes() of the series key, with the pipeline's seed */
     uint32_t key_off; /* metric, then k\0v\0 pairs */
     uint32_t key_len;
     uint16_t ntags;
@@ -71,45 +72,9 @@ struct ingest {
     void *arg;
 };
 
-/* ---- the series-key hash ------------------------------------------------------------------
- * Computed by the producer while it copies the point, so the writer thread (the pipeline's
- * bottleneck) finds a known series with one probe. 16 bytes per step through a 64x64->128-bit
- * multiply (the wyhash construction); the seed is random per pipeline, so clients cannot aim
- * for collisions in the writers' series caches. */
-
-static inline uint64_t ingest_mix(uint64_t a, uint64_t b)
-{
-    __uint128_t r = (__uint128_t)a * b;
-    return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-static inline uint64_t ingest_load64(const unsigned char *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
-uint64_t ingest_hash(const void *data, size_t n, uint64_t seed)
-{
-    const unsigned char *p = data;
-    uint64_t h = seed ^ ((uint64_t)n * 0x9E3779B97F4A7C15ULL);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16)
-        h = ingest_mix(ingest_load64(p + i) ^ 0xA0761D6478BD642FULL ^ h,
-                       ingest_load64(p + i + 8) ^ 0xE7037ED1A0B428DBULL);
-    uint64_t a = 0, b = 0;
-    size_t r = n - i;
-    if (r >= 8) {
-        a = ingest_load64(p + i);
-        b = ingest_load64(p + n - 8);
-    } else if (r > 0) {
-        unsigned char t[8] = {0};
-        memcpy(t, p + i, r);
-        a = ingest_load64(t);
-    }
-    return ingest_mix(h ^ a ^ 0x8EBC6AF09C88C6E3ULL, b ^ 0x589965CC75374CC3ULL ^ (uint64_t)n);
-}
+/* The series-key hash (storage/hash.h) is computed by the producer while it copies the point,
+ * so the writer thread (the pipeline's bottleneck) finds a known series with one probe; the seed
+ * is random per pipeline, so clients cannot aim for collisions in the writers' series caches. */
 
 void ingest_options_init(struct ingest_options *o)
 {
@@ -199,7 +164,7 @@ bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_
         w[p->tagv[i].len] = '\0';
         w += p->tagv[i].len + 1;
     }
-    r->hash = ingest_hash(b->arena + r->key_off, need, b->seed);
+    r->hash = hash_bytes(b->arena + r->key_off, need, b->seed);
     b->used += need;
     b->n++;
     return true;

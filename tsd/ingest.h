@@ -102,7 +102,7 @@ struct ingest_point {
     uint64_t owner;
     const char *series_key; /* "metric\0k1\0v1\0..." as added: the cache key of the series */
     size_t series_key_len;
-    uint64_t series_hash; /* ingest_hash() of series_key with the pipeline's seed */
+    uint64_t series_hash; /* hash_bytes() of series_key with the pipeline's seed */
 };
 /* Fills *p with point i (0 <= i < count). */
 void ingest_batch_point(const struct ingest_batch *b, size_t i, struct ingest_point *p);
@@ -123,9 +123,6 @@ void ingest_batch_point_brief(const struct ingest_batch *b, size_t i, struct ing
 /* Point i's series_hash alone (to prefetch a cache slot ahead of use). */
 uint64_t ingest_batch_series_hash(const struct ingest_batch *b, size_t i);
 
-/* The 64-bit hash of n bytes under a seed that the series keys of batches use (computed when a
- * point is added, so writers need not hash). Exposed for tests; not stable across versions. */
-uint64_t ingest_hash(const void *data, size_t n, uint64_t seed);
 /* Sets point i's outcome; msg (copied, may be NULL) is the reason for a failure. */
 void ingest_batch_set_outcome(struct ingest_batch *b, size_t i, enum ingest_outcome o,
                               const char *msg);

@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "query/qpool.h"
 #include "storage/clock.h"
 #include "tsd/auth.h"
 #include "tsd/conf.h"
@@ -55,6 +56,10 @@ struct wc_store *tsd_store(struct tsd *t)
 struct tsdb *tsd_tsdb(struct tsd *t)
 {
     return t->tsdb;
+}
+struct qpool *tsd_qpool(struct tsd *t)
+{
+    return t->qpool;
 }
 const char *tsd_hostname(const struct tsd *t)
 {
@@ -548,6 +553,11 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     rc = workpool_new((int)conf_get_int(c, "tsd.query.threads"), 4096, &t->pool, err);
     if (rc != CT_OK)
         goto out;
+    struct qpool_options qo;
+    qpool_options_system(&qo);
+    rc = qpool_new(&qo, &t->qpool, err);
+    if (rc != CT_OK)
+        goto out;
     struct ingest_options io;
     ingest_options_init(&io);
     io.writers = (int)conf_get_int(c, "tsd.storage.write_threads");
@@ -586,6 +596,7 @@ out:
     /* Workers first (an /api/put in flight waits for the writers), then the writers, which
      * write everything submitted; the loop is gone, so their completions go unread. */
     workpool_free(t->pool);
+    qpool_free(t->qpool); /* after the workers: no query runs */
     ingest_free(t->ingest);
     if (telnet_init)
         telnet_ingest_destroy(t);

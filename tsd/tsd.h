@@ -33,6 +33,8 @@ const struct conf *tsd_conf(const struct tsd *t);
 struct wc_store *tsd_store(struct tsd *t);
 /* The OpenTSDB layout handle (UIDs, batches, annotations: schema/tsdb.h). */
 struct tsdb *tsd_tsdb(struct tsd *t);
+/* The executor of queries' parallel parts (valid while the TSD runs). */
+struct qpool *tsd_qpool(struct tsd *t);
 /* Drops the UID caches (telnet dropcaches, /api/dropcaches). */
 void tsd_drop_caches(struct tsd *t);
 /* "startup", "ok", "shutting-down" (telnet status, /api/status). */

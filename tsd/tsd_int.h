@@ -63,6 +63,7 @@ struct tsd {
     struct event *shutdown_ev; /* diediedie and signals -> orderly shutdown */
     struct event *drain_ev;    /* shutdown: poll until connections are gone */
     struct workpool *pool;
+    struct qpool *qpool; /* the query executor (qexec_options.pool) */
     struct wc_store *store;
     struct tsdb *tsdb;
     struct tsdstore *tstore; /* owns store and tsdb */

@@ -71,6 +71,11 @@ tsd_stop
 out=$(C scan --data "$data" 2013/01/01 1356999999 sys.cpu.user)
 check_contains "scan counts rows and points" "$out" "2 rows, 10 points"
 check_contains "scan decodes cells" "$out" "1356998410000	3	(2013-01-01T00:00:10.000Z)	int"
+# the query layer's time parser: OpenTSDB's "yyyy/MM/dd HH:mm:ss" form and ms end times too
+out=$(C scan --data "$data" "2013/01/01 00:00:00" 1356999999000 sys.cpu.user)
+check_contains "scan reads times as /api/query does" "$out" "2 rows, 10 points"
+err=$(C scan --data "$data" 13:00-ago sys.cpu.user 2>&1)
+check_contains "scan refuses a bad time" "$err" "invalid start time '13:00-ago'"
 out=$(C scan --data "$data" --import 1356998400 1356999999 sum sys.cpu.user host=web02)
 check_eq "scan --import prints import lines, filtered by tag" "sys.cpu.user 1356998400 0.5 host=web02 dc=eu
 sys.cpu.user 1356998410 1.5 host=web02 dc=eu

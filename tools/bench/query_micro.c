@@ -73,8 +73,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "query_micro: %s\n", err.msg);
         return 1;
     }
+    struct qpool_options po;
+    qpool_options_system(&po); /* as the TSD's */
+    struct qpool *pool = NULL;
+    if (qpool_new(&po, &pool, &err) != CT_OK) {
+        fprintf(stderr, "query_micro: %s\n", err.msg);
+        return 1;
+    }
     struct qexec_options o;
     qexec_options_init(&o);
+    o.pool = pool;
     if (argc > 4)
         o.scan_threads = (unsigned)atoi(argv[4]);
     uint64_t *ns = calloc((size_t)runs, sizeof(uint64_t));
@@ -129,6 +137,7 @@ int main(int argc, char **argv)
            (unsigned long long)st.raw_dps, (unsigned long long)st.series,
            (unsigned long long)st.emitted_dps, bytes, st.scan_ns / 1e6, st.agg_ns / 1e6);
     free(ns);
+    qpool_free(pool);
     qspec_free(q);
     qlast_req_free(lq);
     tsdb_close(t);

@@ -22,6 +22,7 @@
 
 #include "schema/tsdb.h"
 #include "storage/clock.h"
+#include "storage/hash.h"
 
 #define BENCH_METRICS  10
 #define BENCH_PERIOD_S 10
@@ -280,14 +281,6 @@ struct bench_map {
     size_t cap, n;
 };
 
-static uint64_t bench_hash(const char *s, size_t n)
-{
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
-}
-
 /* Parses one line: `put metric ts value k=v ...` (OpenTSDB) or `metric{k="v",...} value ts_ms`
  * (Prometheus text). Fills metric, tags (pointers into line, NUL-terminated in place), the series
  * key span and the point. Returns 0 or -1. */
@@ -415,7 +408,7 @@ static int bench_file(const char *path, enum dpcodec_format fmt, double *bpp, do
             k = keycopy + 4;
             keylen = strlen(k);
         }
-        uint64_t h = bench_hash(k, keylen);
+        uint64_t h = hash_bytes(k, keylen, 0);
         size_t i = h & (map.cap - 1);
         while (map.v[i].key && (strlen(map.v[i].key) != keylen || memcmp(map.v[i].key, k, keylen)))
             i = (i + 1) & (map.cap - 1);

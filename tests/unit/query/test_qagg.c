@@ -38,11 +38,6 @@ static void test_qagg_lists_every_opentsdb_aggregator(void **state)
     assert_int_equal(qagg_count(), sizeof(names) / sizeof(names[0]));
     assert_null(qagg_lookup("SUM"));
     assert_null(qagg_lookup("bogus"));
-    assert_int_equal(qagg_interpolation(qagg_lookup("zimsum")), QAGG_ZIM);
-    assert_int_equal(qagg_interpolation(qagg_lookup("mimmin")), QAGG_MAX);
-    assert_int_equal(qagg_interpolation(qagg_lookup("mimmax")), QAGG_MIN);
-    assert_int_equal(qagg_interpolation(qagg_lookup("pfsum")), QAGG_PREV);
-    assert_int_equal(qagg_interpolation(qagg_lookup("p99")), QAGG_LERP);
     assert_true(qagg_is_none(qagg_lookup("none")));
 }
 

@@ -73,7 +73,35 @@ static const char *get_param(void *arg, const char *name, size_t idx)
 }
 
 static unsigned scan_threads; /* 0 = default */
-static bool general_only;     /* qexec_options.general_only */
+/* the executor every query here runs on: 3 helpers, 4 threads a query, busy when pool_busy */
+static struct qpool *test_pool;
+static bool pool_busy;
+
+static bool pool_busy_check(void *arg)
+{
+    return *(bool *)arg;
+}
+
+static int pool_setup(void **state)
+{
+    (void)state;
+    struct qpool_options o;
+    qpool_options_init(&o);
+    o.helpers = 3;
+    o.threads = 4;
+    o.busy = pool_busy_check;
+    o.busy_arg = &pool_busy;
+    struct ct_err err = {0};
+    return qpool_new(&o, &test_pool, &err) == CT_OK ? 0 : -1;
+}
+
+static int pool_teardown(void **state)
+{
+    (void)state;
+    qpool_free(test_pool);
+    return 0;
+}
+static bool general_only; /* qexec_options.general_only */
 
 static char *run_query(struct tsdb_fixture *f, const char *const *params, bool allow_delete)
 {
@@ -89,6 +117,7 @@ static char *run_query(struct tsdb_fixture *f, const char *const *params, bool a
     qexec_options_init(&o);
     o.allow_delete = allow_delete;
     o.scan_threads = scan_threads;
+    o.pool = test_pool;
     o.general_only = general_only;
     enum qexec_status st;
     char *json;
@@ -787,6 +816,7 @@ static char *run_with_stats(struct tsdb_fixture *f, const char *m, unsigned thre
     assert_int_equal(qspec_parse_params(get_param, &kv, NOW, &q, &err), CT_OK);
     struct qexec_options o;
     qexec_options_init(&o);
+    o.pool = test_pool;
     o.scan_threads = threads;
     o.general_only = general;
     struct tsdb_fixture_buf b = {0};
@@ -918,6 +948,62 @@ static void test_qexec_concurrent_queries_share_the_scan_helpers(void **state)
     assert_int_equal(bad, 0);
 }
 
+/* The executor decides a query's threads when the query does not: its thread count, or one when
+ * its busy check says every CPU is busy; without an executor, the caller's thread alone. The
+ * answer is the same every way. */
+static char *run_on_pool(struct tsdb_fixture *f, const char *const *params, struct qpool *pool,
+                         struct qexec_stats *stats)
+{
+    struct kv kv = {params};
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(qspec_parse_params(get_param, &kv, NOW, &q, &err), CT_OK);
+    struct tsdb_fixture_buf b = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 0);
+    struct qexec_options o;
+    qexec_options_init(&o);
+    o.pool = pool;
+    enum qexec_status st;
+    memset(stats, 0, sizeof(*stats));
+    assert_int_equal(qexec_run(f->t, q, &o, j, &st, stats, &err), CT_OK);
+    assert_int_equal(qjson_flush(j), CT_OK);
+    qjson_free(j);
+    qspec_free(q);
+    return b.data;
+}
+
+static void test_qexec_threads_come_from_the_executor(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    unsigned seed = 5;
+    for (int h = 0; h < 8; h++) {
+        char host[16];
+        snprintf(host, sizeof(host), "q%d", h);
+        put_series(f->t, host, "e2", 1356998400 + h, 30, 6 * 120, h % 3, false, &seed);
+    }
+    const char *p[] = {"start=1356998400", "end=1357020000", "m=sum:1m-avg:sys.cpu{dc=e2}", NULL};
+    struct qexec_stats st;
+    pool_busy = false;
+    char *par = run_on_pool(f, p, test_pool, &st);
+    assert_true(st.scan_threads > 1);
+    assert_false(st.busy_one_thread);
+    pool_busy = true;
+    char *alone = run_on_pool(f, p, test_pool, &st);
+    pool_busy = false;
+    assert_int_equal(st.scan_threads, 1);
+    assert_true(st.busy_one_thread);
+    char *none = run_on_pool(f, p, NULL, &st);
+    assert_int_equal(st.scan_threads, 1);
+    assert_false(st.busy_one_thread);
+    assert_non_null(strstr(par, "\"dps\":{\""));
+    assert_string_equal(par, alone);
+    assert_string_equal(par, none);
+    free(par);
+    free(alone);
+    free(none);
+}
+
 /* Leading tags become key ranges only while they make at most 8 an hour and 2,048 in all. */
 static void test_qexec_lead_tags_caps(void **state)
 {
@@ -968,6 +1054,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qexec_fast_paths_answer_like_the_general_path, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_qexec_threads_come_from_the_executor, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests(tests, pool_setup, pool_teardown);
 }

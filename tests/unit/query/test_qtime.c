@@ -101,7 +101,6 @@ static void test_qtime_tz_offsets_follow_the_tz_database(void **state)
     assert_int_equal(qtime_tz_offset_s(ny, 1372636800), -14400);
     assert_int_equal(qtime_tz_offset_s(ber, 1356998400), 3600);
     assert_int_equal(qtime_tz_offset_s(utc, 1372636800), 0);
-    assert_string_equal(qtime_tz_name(ny), "America/New_York");
     assert_int_equal(qtime_tz_load("Not/AZone", &bad, &err), CT_EINVAL);
     assert_string_equal(err.msg, "The timezone specification could not be found");
     assert_int_equal(qtime_tz_load("../../etc/passwd", &bad, &err), CT_EINVAL);

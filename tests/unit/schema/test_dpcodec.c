@@ -368,7 +368,7 @@ static void check_compacted(const struct dpcodec_compacted *c, const int64_t *ts
     assert_int_equal(dups, 0);
     for (size_t i = 0; i < n; i++) {
         assert_true(out[i].ts_ms == ts[i]);
-        assert_true((int64_t)dpcodec_point_value(&out[i]) == vals[i]);
+        assert_true((out[i].type == DPCODEC_INT ? (double)out[i].i : out[i].f) == (double)vals[i]);
     }
 }
 

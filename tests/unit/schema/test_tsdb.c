@@ -348,7 +348,7 @@ static void check_hour(const struct dpcodec_point *pts, size_t n, bool dup_appli
             assert_true(pts[i].type == DPCODEC_INT && pts[i].i == i && pts[i].ms);
         } else {
             assert_true(pts[i].ts_ms == BASE_MS + i * 10000LL);
-            assert_true(dpcodec_point_value(&pts[i]) == i / 4.0);
+            assert_true(pts[i].type != DPCODEC_INT && pts[i].f == i / 4.0);
         }
     }
 }

@@ -177,22 +177,6 @@ static void test_ingest_series_hash_and_brief_form_match_the_full_point(void **s
     assert_true(brief[0].series_hash != brief[1].series_hash);
     ingest_batch_release(g, b);
     ingest_free(g);
-
-    /* the hash itself: deterministic per seed, sensitive to every byte and to the seed */
-    char buf[200];
-    for (size_t i = 0; i < sizeof(buf); i++)
-        buf[i] = (char)(i * 7);
-    for (size_t n = 0; n <= sizeof(buf); n += 13) {
-        uint64_t h = ingest_hash(buf, n, 42);
-        assert_true(h == ingest_hash(buf, n, 42));
-        assert_true(h != ingest_hash(buf, n, 43));
-        if (n > 0) {
-            buf[n - 1] ^= 1;
-            assert_true(h != ingest_hash(buf, n, 42));
-            buf[n - 1] ^= 1;
-            assert_true(h != ingest_hash(buf, n - 1, 42));
-        }
-    }
 }
 
 static void test_ingest_pool_is_bounded_and_batches_fill(void **state)

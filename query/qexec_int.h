@@ -1,0 +1,170 @@
+/* qexec_int.h - what the parts of the query executor share (not public: qexec.h is): the series
+ * and scan state (qexec_scan.c), the sub-query (qexec.c) and the output (qexec_out.c). The plan
+ * and invariants are at the top of qexec.c. */
+#ifndef CT_QEXEC_INT_H
+#define CT_QEXEC_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "query/qagg.h"
+#include "query/qexec.h"
+#include "query/qpool.h"
+#include "schema/rowkey.h"
+#include "schema/uid.h"
+#include "storage/hash.h"
+#include "storage/wc.h"
+
+/* Where finished group points go: JSON or a callback. */
+struct xout {
+    const struct qspec *q;
+    const struct qspec_sub *sub;
+    struct qjson *j;
+    bool first_dp;
+    uint64_t emitted;
+    qexec_point_fn fn;
+    void *fn_arg;
+    const char *metric;
+    const char *tags;
+    /* padding: the last point before the start, written before the first one after it */
+    struct qagg_point pad;
+    bool has_pad, pad_after;
+    /* the digits of the last timestamp / 10000, which consecutive points share */
+    int64_t ts_hi;
+    char ts_hi_digits[24];
+    size_t ts_hi_len; /* 0: none yet */
+};
+
+struct gann {
+    struct xann *a;
+    size_t n, cap;
+};
+
+struct wctx {
+    const struct qspec *q;
+    const struct gann *globals;
+    struct qjson *j;
+    bool first;
+    struct qexec_stats *st;
+    struct ct_err *err;
+};
+
+struct xsub {
+    const struct qspec_sub *sub;
+    char metric_name[UID_MAX_NAME + 1];
+    uint64_t metric;
+    struct xfilt *filts;
+    size_t nfilts;
+    uint64_t *gb_tagk; /* group-by tag key uids, ascending */
+    size_t ngb;
+    struct xser **ser; /* kept series, sorted by group key then tsuid */
+    size_t nser;
+    struct xset *sets;
+    unsigned nsets;
+    struct qagg_point *pts_block; /* the finished series' points (qexec_series_finish) */
+    bool ds_done;                 /* the scan downsampled the series already (xscan.ds) */
+    bool general_only;            /* qexec_options.general_only */
+};
+
+struct xann {
+    int64_t start_ms;
+    char *json;
+};
+
+struct xser {
+    uint8_t *tsuid;
+    size_t tsuid_len;
+    /* the points read, ascending: pts.p = pts_base + (pts_top - pts.n), pts.cap = pts.n; rows
+     * arrive newest first, so each row's points go below the newer ones (series_room()) */
+    struct qagg_buf pts;
+    struct qagg_point *pts_base; /* the allocation (NULL once pts_borrowed) */
+    size_t pts_top;              /* its size in points */
+    struct xann *anns;
+    size_t nanns;
+    int64_t *row_base; /* base hour of every row read (only for delete queries) */
+    size_t nrows, caprows;
+    /* the same series' points in the older time slices of its bucket, newest first (owned;
+     * qexec_series_finish() folds them in) */
+    struct xser *older, *oldest;
+    bool pts_borrowed; /* pts.p lies in the sub-query's block (xsub.pts_block), not owned */
+    /* after the scan */
+    size_t ntags;
+    uint64_t *tagk_id, *tagv_id;
+    char **tagk, **tagv;
+    uint8_t *gkey; /* group key: tagv ids of the group-by keys */
+    size_t gkey_len;
+};
+
+/* One bucket's (or thread's) collection of series with a hash index on the TSUID. */
+struct xset {
+    struct xser **ser;
+    size_t n, cap;
+    struct hashset ht; /* of ser[], by TSUID */
+};
+
+struct xscan {
+    struct tsdb *t;
+    const struct rowkey_layout *l;
+    uint64_t metric;
+    int64_t win_start_s, win_end_s;
+    struct rowkey_filter *rf;
+    /* the leading tags rf pins (rowkey_filter_lead): values of tagk uids 1 .. nlead */
+    size_t nlead;
+    const uint64_t *lead_vals[ROWKEY_MAX_TAGS];
+    size_t lead_n[ROWKEY_MAX_TAGS];
+    uint8_t **tsuids; /* sorted; a tsuid query's series */
+    size_t *tsuid_lens;
+    size_t ntsuids;
+    unsigned nbuckets;
+    unsigned nslices; /* time slices per bucket, newest first (parallelism without salt) */
+    int64_t slice_hours;
+    uint64_t max_dps;
+    uint64_t deadline_ns; /* 0 = none */
+    bool keep_rows;       /* remember each row's hour (delete queries) */
+    /* downsampling inside the scan (row_downsample): the interval divides an hour, so every
+     * bucket lies in one row and a row's buckets are final */
+    const struct qagg_ds *ds;   /* NULL: series keep their raw points */
+    int64_t ds_seek_ms;         /* the Downsampler's first bucket start */
+    enum qagg_stream ds_stream; /* ds->fn folded in one pass, or QAGG_STREAM_NO */
+    atomic_int stop;
+    /* per bucket */
+    struct xset *sets;
+    int *rcs;
+    struct ct_err *errs;
+    struct qpool_job job; /* on the executor (qexec_options.pool) */
+    /* what the scan threads write, on a cache line of its own: a count added per row next to
+     * the fields every row reads (ds, max_dps, stop) made the other thread miss on them */
+    _Alignas(64) atomic_uint next_bucket;
+    atomic_uint_fast64_t dps;
+    atomic_uint_fast64_t rows;
+    atomic_uint_fast64_t scanners;   /* opened: one per piece of work (bucket, time slice) */
+    atomic_uint_fast64_t key_ranges; /* the row ranges they read (1 for a start/stop scan) */
+};
+
+typedef int (*qexec_group_fn)(void *arg, struct xsub *xs, struct xser **ser, size_t n);
+
+void qexec_xset_clear(struct xset *x);
+size_t qexec_series_finish_size(const struct xser *s);
+int qexec_series_finish(struct xser *s, struct qagg_point **dst, struct ct_err *err);
+int qexec_tsuid_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl);
+int qexec_xset_merge(struct xset *dst, struct xset *src, struct ct_err *err);
+/* Threads a query's parallel parts may use: qexec_options.scan_threads, else the executor's
+ * (qpool_threads), or one when the executor says every CPU is already busy (then *busy is set;
+ * busy may be NULL). */
+unsigned qexec_query_threads(const struct qexec_options *o, bool *busy);
+/* Transforms each series of a group (downsample, rate) and aggregates it through xo. */
+int qexec_run_group(const struct qspec *q, const struct xsub *xs, struct xser **ser, size_t n,
+                    struct xout *xo, struct ct_err *err);
+int qexec_group_tags(struct xser **ser, size_t n, const char ***tk, const char ***tv, size_t *ntags,
+                     const char ***agg, size_t *nagg);
+int qexec_for_each_group(struct xsub *xs, qexec_group_fn fn, void *arg);
+int qexec_write_groups(const struct qspec *q, const struct qexec_options *o, struct xsub *xs,
+                       struct wctx *w);
+void qexec_scan_thread(void *arg);
+/* Gathers a global annotation (tsdb_annotation_scan callback) into the struct gann at arg. */
+int qexec_collect_global(void *arg, const uint8_t *tsuid, size_t tsuid_len, int64_t start_ms,
+                         const char *json, size_t json_len);
+
+#endif

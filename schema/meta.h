@@ -1,0 +1,60 @@
+/* meta.h - the stored UID meta and TSMeta records, in OpenTSDB's layouts:
+ *   UID meta: table tsdb-uid, row = the UID's bytes, family "name", qualifier "<kind>_meta"
+ *     ("metric_meta", "tagk_meta", "tagv_meta"), value = the UIDMeta JSON;
+ *   TSMeta: table tsdb-meta, row = the TSUID's bytes, family "name"; qualifier "ts_meta" holds
+ *     the TSMeta storage JSON (TSMeta.getStorageJSON's fields and order: tsuid, displayName,
+ *     description, notes, created, custom, units, dataType, retention, max, min; NaN written as
+ *     "NaN"), qualifier "ts_ctr" an 8-byte big-endian count of datapoints whose cell timestamp
+ *     is the last time it was written (reported as totalDatapoints and lastReceived).
+ * This module reads and writes the records as bytes; what the JSON holds and how requests change
+ * it is the query layer's (query/qmeta.c).
+ * Threading: as the tsdb handle (any thread). */
+#ifndef CT_META_H
+#define CT_META_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "schema/tsdb.h"
+#include "schema/uid.h"
+#include "storage/ct_err.h"
+#include "storage/wc.h"
+
+#define META_TS_QUALIFIER "ts_meta"
+#define META_TS_COUNTER   "ts_ctr"
+
+/* The UID meta qualifier of kind k ("metric_meta", as OpenTSDB writes it for metrics). */
+const char *meta_uid_qualifier(enum uid_kind k);
+/* The stored UIDMeta JSON of (k, id): CT_OK with *json a new NUL-terminated string of *len bytes
+ * (freed with free()), CT_NOTFOUND when none is stored (*json NULL). */
+CT_MUST_CHECK int meta_uid_get(struct tsdb *t, enum uid_kind k, uint64_t id, char **json,
+                               size_t *len, struct ct_err *err);
+/* Stores json as (k, id)'s UIDMeta; json NULL deletes it. */
+CT_MUST_CHECK int meta_uid_put(struct tsdb *t, enum uid_kind k, uint64_t id, const char *json,
+                               struct ct_err *err);
+
+/* One TSUID's stored TSMeta. Caller's storage; meta_ts_clear() frees what meta_ts_get filled. */
+struct meta_ts {
+    char *json; /* the ts_meta bytes as stored (NUL-terminated), NULL if absent */
+    size_t json_len;
+    bool has_ctr;
+    int64_t ctr, ctr_ts_ms; /* the counter and its cell's timestamp */
+};
+/* Reads ts's TSMeta and counter into *m (zeroed first). CT_ECORRUPT for a counter that is not
+ * 8 bytes; on error *m holds nothing. */
+CT_MUST_CHECK int meta_ts_get(struct tsdb *t, const uint8_t *ts, size_t tl, struct meta_ts *m,
+                              struct ct_err *err);
+void meta_ts_clear(struct meta_ts *m);
+/* Writes json as ts's TSMeta with a check-and-put against expected (the bytes read; NULL: there
+ * must be none), as TSMeta.syncToStorage / storeNew do. *applied false: storage changed in
+ * between and nothing was written. */
+CT_MUST_CHECK int meta_ts_put(struct tsdb *t, const uint8_t *ts, size_t tl, const char *json,
+                              const struct wc_bytes *expected, bool *applied, struct ct_err *err);
+/* Deletes ts's TSMeta (the counter stays, as TSMeta.delete). */
+CT_MUST_CHECK int meta_ts_delete(struct tsdb *t, const uint8_t *ts, size_t tl, struct ct_err *err);
+/* Puts a zero counter for ts unless one exists (storeNew). */
+CT_MUST_CHECK int meta_ts_counter_init(struct tsdb *t, const uint8_t *ts, size_t tl,
+                                       struct ct_err *err);
+
+#endif
