@@ -127,7 +127,7 @@ $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libctsdb_tools.a $(BUILD)/l
 	  $(LDFLAGS) $(LDLIBS) -lcmocka
 
 deps:
-	@tools/deps.sh deps/build.txt deps/test.txt
+	@tools/deps.sh deps/build.txt deps/test.txt deps/test-extra.txt
 
 deps-build:
 	@tools/deps.sh deps/build.txt
