@@ -109,13 +109,14 @@ $(BUILD)/tsd/telnet.o $(BUILD)/tsd/api_basic.o $(BUILD)/tools/cmd_version.o \
 # The build time (tsd/build_info.h), one number for `ctsdb version`, /api/version and telnet
 # `version`: written when any other object of the binary was recompiled (so once per build
 # that changed something), SOURCE_DATE_EPOCH when set (reproducible builds), else the clock.
-# Only tsd/build_info.o includes it.
+# Only tsd/build_info.o is compiled with it (-DCTSDB_BUILD_TIME_S).
 BUILD_TIME_INC := $(BUILD)/gen/build_time.inc
 $(BUILD_TIME_INC): $(filter-out $(BUILD)/tsd/build_info.o,$(LIB_OBJS)) $(TOOL_OBJS) \
                    $(BUILD)/tools/main.o
 	@mkdir -p $(dir $@)
 	$(call quiet,GEN,$@)echo "$${SOURCE_DATE_EPOCH:-$$(date +%s)}" > $@
 $(BUILD)/tsd/build_info.o: $(BUILD_TIME_INC)
+$(BUILD)/tsd/build_info.o: CFLAGS += -DCTSDB_BUILD_TIME_S="$$(cat $(BUILD_TIME_INC))"
 
 $(CTSDB_BIN): $(BUILD)/tools/main.o $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)

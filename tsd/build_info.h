@@ -2,9 +2,9 @@
  * (`ctsdb version`, /api/version, the telnet `version` command).
  *
  * Invariant: the value is fixed at build time and is the same in every caller. It comes from
- * $(BUILD)/gen/build_time.inc, which the Makefile writes once per build in which any object of
- * the binary was recompiled: SOURCE_DATE_EPOCH when that is set (a reproducible build), else the
- * clock at that moment. */
+ * $(BUILD)/gen/build_time.inc (given to build_info.c as -DCTSDB_BUILD_TIME_S), which the
+ * Makefile writes once per build in which any object of the binary was recompiled:
+ * SOURCE_DATE_EPOCH when that is set (a reproducible build), else the clock at that moment. */
 #ifndef CT_TSD_BUILD_INFO_H
 #define CT_TSD_BUILD_INFO_H
 
