@@ -6,6 +6,8 @@
 #               `const struct tool_command tool_cmd_<name>`, collected into a generated table)
 #   unit tests: tests/unit/<layer>/test_<module>.c, one cmocka program each
 # Optional parts hook in through their own fragments (storage/bigtable/bigtable.mk, ...).
+# Output is quiet: one "  CC      path" line per step (and `make run` folds those into one
+# progress line); V=1 prints the full commands. Compiler errors and warnings always print whole.
 
 SAN     ?= 0
 ifeq ($(SAN),1)
@@ -19,6 +21,16 @@ else
 endif
 
 CC      ?= cc
+V       ?= 0
+# $(call quiet,TAG,target) starts a recipe line: it prints "  TAG     target" and hides the
+# command, or, with V=1, prints nothing itself and lets make echo the command.
+ifeq ($(V),1)
+  quiet =
+  Q     :=
+else
+  quiet = @printf '  %-7s %s\n' '$(1)' '$(2)';
+  Q     := @
+endif
 NPROC   := $(shell nproc 2>/dev/null || echo 2)
 VERSION := 0.1.0
 GITREV  := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -54,26 +66,27 @@ CTSDB_BIN  := $(if $(filter 1,$(SAN)),$(BUILD)/bin/ctsdb,bin/ctsdb)
 # Keep intermediate objects (the test helpers) so tests are not relinked on every run.
 .SECONDARY:
 
-.PHONY: all deps deps-build test unit unit-asan integration run bench lint fuzz stress tsan clean
+.PHONY: all deps deps-build deps-lint test unit unit-asan integration run bench lint fuzz stress \
+        tsan clean
 
 all: $(CTSDB_BIN) $(TEST_BINS) $(EXTRA_ALL)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(call quiet,CC,$@)$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/libctsdb.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call quiet,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/libctsdb_tools.a: $(TOOL_OBJS)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	$(call quiet,AR,$@)rm -f $@ && ar rcs $@ $^
 
 # The subcommand table: one X(name) per `const struct tool_command tool_cmd_<name>`.
 $(BUILD)/gen/tool_commands.inc: $(TOOL_SRCS)
 	@mkdir -p $(dir $@)
-	sed -n 's/^const struct tool_command tool_cmd_\([a-z0-9_]*\).*/X(\1)/p' $(TOOL_SRCS) \
+	$(call quiet,GEN,$@)sed -n 's/^const struct tool_command tool_cmd_\([a-z0-9_]*\).*/X(\1)/p' $(TOOL_SRCS) \
 	  | sort > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/tools/main.o: $(BUILD)/gen/tool_commands.inc
@@ -83,30 +96,45 @@ $(BUILD)/tools/main.o: $(BUILD)/gen/tool_commands.inc
 # holds the last one built and is rewritten only when it differs, so those objects, and only
 # they, are rebuilt after a commit, a pull or a first edit: a build never reports older data.
 REV_FLAG := $(BUILD)/gen/git_rev.flag
-ifeq ($(filter test deps deps-build clean lint,$(MAKECMDGOALS)),)
+ifeq ($(filter test deps deps-build deps-lint clean lint,$(MAKECMDGOALS)),)
 REV_FLAG_SYNC := $(shell mkdir -p $(BUILD)/gen && \
   (echo '$(BUILDINFO)' | cmp -s - $(REV_FLAG) || echo '$(BUILDINFO)' > $(REV_FLAG)))
 endif
 $(REV_FLAG):
 	@mkdir -p $(dir $@)
-	echo '$(BUILDINFO)' > $@
+	$(Q)echo '$(BUILDINFO)' > $@
 $(BUILD)/tsd/telnet.o $(BUILD)/tsd/api_basic.o $(BUILD)/tools/cmd_version.o \
   $(BUILD)/tools/shell_exec.o: $(REV_FLAG)
 
+# The build time (tsd/build_info.h), one number for `ctsdb version`, /api/version and telnet
+# `version`: written when any other object of the binary was recompiled (so once per build
+# that changed something), SOURCE_DATE_EPOCH when set (reproducible builds), else the clock.
+# Only tsd/build_info.o is compiled with it (-DCTSDB_BUILD_TIME_S).
+BUILD_TIME_INC := $(BUILD)/gen/build_time.inc
+$(BUILD_TIME_INC): $(filter-out $(BUILD)/tsd/build_info.o,$(LIB_OBJS)) $(TOOL_OBJS) \
+                   $(BUILD)/tools/main.o
+	@mkdir -p $(dir $@)
+	$(call quiet,GEN,$@)echo "$${SOURCE_DATE_EPOCH:-$$(date +%s)}" > $@
+$(BUILD)/tsd/build_info.o: $(BUILD_TIME_INC)
+$(BUILD)/tsd/build_info.o: CFLAGS += -DCTSDB_BUILD_TIME_S="$$(cat $(BUILD_TIME_INC))"
+
 $(CTSDB_BIN): $(BUILD)/tools/main.o $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call quiet,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.a \
+	$(call quiet,CCLD,$@)$(CC) $(CFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.a \
 	  $(LDFLAGS) $(LDLIBS) -lcmocka
 
 deps:
-	@tools/deps.sh deps/build.txt deps/test.txt
+	@tools/deps.sh deps/build.txt deps/test.txt deps/test-extra.txt
 
 deps-build:
 	@tools/deps.sh deps/build.txt
+
+deps-lint:
+	@tools/deps.sh deps/lint.txt
 
 # The whole suite: deps, build, unit tests plainly and under ASan+UBSan, integration tests.
 # Always with the Bigtable backend (BIGTABLE=1), so its tests run against the emulator.
@@ -125,9 +153,27 @@ unit-asan:
 integration: all
 	@tests/integration/run.sh
 
+# The build's "  CC ..." lines folded into one progress line (rewritten in place on a terminal,
+# a count otherwise); every other line (errors, warnings, what a tool prints) passes whole, and
+# with V=1 everything does. The build's exit status is carried through the pipe on its last line.
+# ./data is created by the TSD itself, mode 0700 (docs/storage.md).
+BUILD_PROGRESS_AWK := \
+  /^ctsdb-build-exit [0-9]+$$/ { code = $$2; next } \
+  v != "1" && /^  [A-Z]+ +[^ ]+$$/ { n++; if (tty) printf "\r\033[K[%d] %s", n, $$0; next } \
+  /Nothing to be done for/ { next } \
+  { if (tty && n) printf "\r\033[K"; print; fflush() } \
+  END { if (n) { if (tty) printf "\r\033[K"; \
+                 printf "build: %d steps%s\n", n, code ? ", failed" : " done (V=1 shows the commands)" } \
+        exit code }
+# build-quiet: builds $(QB_GOAL) (default all) with that progress line; `make run` uses it.
+QB_GOAL ?= all
+.PHONY: build-quiet
+build-quiet:
+	@( $(MAKE) --no-print-directory -j$(NPROC) $(QB_GOAL) 2>&1; echo "ctsdb-build-exit $$?" ) \
+	  | awk -v tty="$$([ -t 1 ] && echo 1)" -v v='$(V)' '$(BUILD_PROGRESS_AWK)'
+
 run: deps-build
-	@$(MAKE) --no-print-directory -j$(NPROC) all
-	@mkdir -p data
+	@$(MAKE) --no-print-directory build-quiet QB_GOAL=all
 	exec bin/ctsdb tsd --data ./data --port 4242
 
 -include tools/bench/bench.mk
@@ -152,7 +198,7 @@ tsan: deps
 	  EXTRA_CFLAGS="-fsanitize=thread -O1" EXTRA_LDFLAGS="-fsanitize=thread" $(TSAN_TESTS)
 	@for t in $(TSAN_TESTS); do echo "== $$t"; TSAN_OPTIONS=halt_on_error=1 $$t || exit 1; done
 
-lint:
+lint: deps-lint
 	@tools/lint.sh
 
 clean:

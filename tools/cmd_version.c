@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "tools/tool.h"
+#include "tsd/build_info.h"
 
 static int version_run(int argc, char **argv)
 {
@@ -17,7 +18,8 @@ static int version_run(int argc, char **argv)
     }
     printf("ctsdb %s built at revision %s (%s, branch %s)\n", CTSDB_VERSION, CTSDB_GIT_FULL,
            CTSDB_REPO_STATUS, CTSDB_GIT_BRANCH);
-    printf("Built on %s %s by %s with %s%s\n", __DATE__, __TIME__, CTSDB_BUILD_USER,
+    char date[64];
+    printf("Built on %s by %s with %s%s\n", build_info_date(date, sizeof(date)), CTSDB_BUILD_USER,
            "gcc " __VERSION__,
 #ifdef CTSDB_WITH_BIGTABLE
            ", bigtable backend"

@@ -12,6 +12,7 @@
 #include "storage/clock.h"
 #include "storage/wc.h"
 #include "tsd/auth.h"
+#include "tsd/build_info.h"
 #include "tsd/conf.h"
 #include "tsd/http.h"
 #include "tsd/routes.h"
@@ -33,7 +34,9 @@ void api_version_handle(struct http_req *r)
     cJSON_AddStringToObject(o, "version", CTSDB_VERSION);
     cJSON_AddStringToObject(o, "short_revision", CTSDB_GIT_REV);
     cJSON_AddStringToObject(o, "full_revision", CTSDB_GIT_FULL);
-    cJSON_AddStringToObject(o, "timestamp", __DATE__ " " __TIME__);
+    char ts[24]; /* OpenTSDB's: the build time in seconds, as a string */
+    snprintf(ts, sizeof(ts), "%lld", (long long)build_info_time_s());
+    cJSON_AddStringToObject(o, "timestamp", ts);
     cJSON_AddStringToObject(o, "repo_status", CTSDB_REPO_STATUS);
     cJSON_AddStringToObject(o, "user", CTSDB_BUILD_USER);
     cJSON_AddStringToObject(o, "host", tsd_hostname(t));

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "tsd/auth.h"
+#include "tsd/build_info.h"
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
 #include "tsd/membudget.h"
@@ -430,8 +431,9 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     if (!strcmp(cmd, "version")) {
         telnet_printf(c, "net.opentsdb.tools ctsdb %s built at revision %s (%s)\n", CTSDB_VERSION,
                       CTSDB_GIT_REV, CTSDB_REPO_STATUS);
-        telnet_printf(c, "Built on %s %s by %s@%s\n", __DATE__, __TIME__, CTSDB_BUILD_USER,
-                      tsd_hostname(t));
+        char date[64];
+        telnet_printf(c, "Built on %s by %s@%s\n", build_info_date(date, sizeof(date)),
+                      CTSDB_BUILD_USER, tsd_hostname(t));
     } else if (!strcmp(cmd, "help")) {
         char buf[256] = "available commands: ";
         for (size_t i = 0; i < sizeof(telnet_commands) / sizeof(telnet_commands[0]); i++) {

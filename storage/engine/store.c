@@ -1845,6 +1845,13 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
         }
         if ((rc = make_dir(s->dir, err)) != CT_OK)
             goto fail;
+    } else if (!o->read_only && S_ISDIR(st.st_mode) && (st.st_mode & 077)) {
+        /* Created 0700 when the store makes it; one made by someone else is theirs to change,
+         * so it is reported, not tightened. */
+        estore_logf(s,
+                    "data directory %s is mode %04o: other users may read it (ctsdb creates it "
+                    "0700; chmod 700 %s to restrict it)",
+                    s->dir, (unsigned)(st.st_mode & 07777), s->dir);
     }
     if (!o->read_only) {
         snprintf(path, sizeof(path), "%s/sst", s->dir);

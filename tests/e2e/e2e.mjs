@@ -785,6 +785,51 @@ test('auto-refresh picks up a new point without a reload', async () => {
 
 // ---- storage -----------------------------------------------------------------------------
 
+test('the storage page says regions count requests, and shows not polled yet apart from idle', async () => {
+  // poll=5: the first poll has drawn, the second (the first with rates) is seconds away.
+  await open('#view=storage&poll=5');
+  await page.waitForFunction(() => document.getElementById('storage-view').dataset.state === 'ready', null, { timeout: WAIT });
+  const head = await page.$$eval('#regions th', (r) => r.map((x) => x.textContent));
+  for (const h of ['write requests/s', 'read requests/s', 'write requests', 'read requests']) {
+    assert.ok(head.includes(h), `${h} in ${head}`);
+  }
+  assert.ok(!head.includes('writes/s') && !head.includes('writes'), `no bare writes column: ${head}`);
+  const hint = await page.textContent('#region-counts-hint');
+  assert.match(hint, /requests, not datapoints/);
+  const h4 = await page.$$eval('#storage-view h4', (r) => r.map((x) => x.textContent));
+  assert.ok(h4.includes('Write requests/s') && h4.includes('Read requests/s'), `${h4}`);
+  assert.match(await page.textContent('#storage-view h3'), /datapoints\/s/);
+  const model = await page.evaluate(async () => {
+    const m = await import('/js/model.js');
+    return { grey: m.NOT_POLLED_COLOR, zero: m.heatColor(0) };
+  });
+  const cellsOf = () => page.$$eval('#regions tbody td.rate', (r) => r.map((x) => ({
+    state: x.dataset.rateState, text: x.textContent, bg: getComputedStyle(x).backgroundColor.replace(/ /g, ''),
+  })));
+  let cells = await cellsOf();
+  assert.equal(cells.length, 16, JSON.stringify(cells));
+  for (const c of cells) assert.deepEqual(c, { state: 'not-polled', text: 'not polled yet', bg: model.grey });
+  // The heat map: rows without a rate are the grey, not the colour of 0 requests/s.
+  const px = await page.evaluate(() => {
+    const c = document.getElementById('heat-writes');
+    const p = c.getContext('2d').getImageData(c.width - 2, 2, 1, 1).data;
+    return `rgb(${p[0]},${p[1]},${p[2]})`;
+  });
+  assert.equal(px, model.grey);
+  assert.notEqual(model.grey, model.zero);
+  const legend = await page.$$eval('#heat-legend .swatch', (r) => r.map((x) => [x.dataset.state, getComputedStyle(x).backgroundColor.replace(/ /g, '')]));
+  assert.deepEqual(legend, [['not-polled', model.grey], ['idle', model.zero]]);
+  assert.match(await page.textContent('#heat-legend'), /not polled yet.*0 requests\/s/);
+  await shot('10b-storage-not-polled');
+  // After the second poll every region has a rate: an idle one shows 0 in the coldest colour.
+  await page.waitForFunction(() => !document.querySelector('#regions td.rate[data-rate-state="not-polled"]'), null, { timeout: WAIT });
+  cells = await cellsOf();
+  assert.ok(cells.every((c) => c.state === 'idle' || c.state === 'active'), JSON.stringify(cells));
+  const idle = cells.filter((c) => c.state === 'idle');
+  assert.ok(idle.length > 0, `some region had no requests between two polls: ${JSON.stringify(cells)}`);
+  for (const c of idle) assert.deepEqual(c, { state: 'idle', text: '0', bg: model.zero });
+});
+
 test('the storage page lists tables, families and the pre-split regions with key ranges', async () => {
   await open('#view=storage&poll=1');
   await page.waitForFunction(() => document.getElementById('storage-view').dataset.state === 'ready', null, { timeout: WAIT });

@@ -7,7 +7,7 @@ import {
   parseM, formatM, newQuery, parseFilterValue, formatFilterValue, stateFromHash, hashFromState,
   defaultState, parseTimeSpec, formatAbsolute, zoomSpec, parseJsonLenient, seriesLabel,
   dpsColumns, insertGaps, alignColumns, summarizeColumn, regionRates, displayKey, timeTicks,
-  parseDurationMs,
+  parseDurationMs, rateCell, heatCellColor, heatColor, NOT_POLLED_COLOR,
 } from '../../web/js/model.js';
 import { normalizeStorage } from '../../web/js/storage.js';
 
@@ -197,6 +197,23 @@ test('region rates are counter deltas per second; new or reset regions get none'
   assert.equal(r.has('b'), false);
   assert.equal(r.has('c'), false);
   assert.equal(regionRates(null, cur, 2).size, 0);
+});
+
+test('a region not polled yet is shown apart from an idle one, in text and colour', () => {
+  for (const r of [undefined, null, NaN]) {
+    const c = rateCell(r, 10);
+    assert.deepEqual(c, { state: 'not-polled', text: 'not polled yet', level: null });
+    assert.equal(heatCellColor(c.level), NOT_POLLED_COLOR);
+  }
+  const idle = rateCell(0, 10);
+  assert.deepEqual(idle, { state: 'idle', text: '0', level: 0 });
+  assert.equal(heatCellColor(idle.level), heatColor(0));
+  assert.notEqual(heatCellColor(null), heatCellColor(0));
+  // No rate's colour is the not-polled grey.
+  for (let i = 0; i <= 100; i++) assert.notEqual(heatColor(i / 100), NOT_POLLED_COLOR, `level ${i / 100}`);
+  assert.deepEqual(rateCell(5, 10), { state: 'active', text: '5', level: 0.5 });
+  assert.deepEqual(rateCell(2.345, 0), { state: 'active', text: '2.3', level: 0 });
+  assert.equal(rateCell(20, 10).level, 1);
 });
 
 test('row keys show printable bytes as text and others escaped', () => {

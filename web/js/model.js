@@ -448,6 +448,27 @@ export function heatColor(t) {
   return `rgb(${c[0]},${c[1]},${c[2]})`;
 }
 
+// The colour of a heat map cell or rate cell with no rate yet (the region has not been polled
+// twice, or appeared since the last poll): light grey, apart from the whole heatColor ramp, so
+// "not polled yet" never reads as "0 requests/s" (heatColor(0), dark blue).
+export const NOT_POLLED_COLOR = 'rgb(221,221,221)';
+
+// What a region's rate cell shows: { state, text, level }. state is 'not-polled' (no rate yet:
+// rate undefined or null), 'idle' (0 requests/s) or 'active'; level is the heat level in [0, 1]
+// (the rate's share of max), null when not polled.
+export function rateCell(rate, max) {
+  if (rate === undefined || rate === null || !Number.isFinite(rate)) {
+    return { state: 'not-polled', text: 'not polled yet', level: null };
+  }
+  if (!(rate > 0)) return { state: 'idle', text: '0', level: 0 };
+  return { state: 'active', text: String(Math.round(rate * 10) / 10), level: max > 0 ? Math.min(1, rate / max) : 0 };
+}
+
+// The colour of a cell at heat level `level`, NOT_POLLED_COLOR for null.
+export function heatCellColor(level) {
+  return level === null || level === undefined ? NOT_POLLED_COLOR : heatColor(level);
+}
+
 // A row key (hex) shown for people: printable ASCII as is, other bytes as \xNN.
 export function displayKey(hex) {
   if (!hex) return '';

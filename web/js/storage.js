@@ -4,15 +4,17 @@
 // plus the TSD's ingest rate and block-cache hit ratio over time from /api/stats.
 //
 // It polls /api/storage and /api/stats every `state.poll` seconds while the view is open.
-// Rates are differences of the cumulative counters between two polls (model.regionRates); the
-// first poll has no rates yet, so the region table is shaded by each region's share of all
-// requests so far. History lives in memory only (a reload starts over). The root element
+// Rates are differences of the cumulative counters between two polls (model.regionRates). The
+// regions count requests (a batch of puts, a get or a scan), not datapoints as the ingest chart
+// and cards do, and the page says so. A region with no rate yet (before the second poll, or new
+// since the last) is "not polled yet": grey (model.NOT_POLLED_COLOR) on the heat maps and in
+// the table, apart from an idle region's 0/s (the coldest heat colour). History lives in memory only (a reload starts over). The root element
 // carries data-state (loading|ready|error), the heat map canvases data-heat (the latest
 // column, the busiest cell, how many regions had requests in the history) and the two charts
 // over time data-series (polls, points with a value, min, max, latest) for the tests.
 
 import { apiGet } from './api.js';
-import { regionRates, heatColor, displayKey, timeTicks } from './model.js';
+import { regionRates, heatColor, heatCellColor, rateCell, NOT_POLLED_COLOR, displayKey, timeTicks } from './model.js';
 import { fmtValue } from './graph.js';
 
 const HISTORY = 120;
@@ -166,11 +168,16 @@ export function createStorageView(root, ctx) {
       el('section', {}, el('h3', { text: 'Block cache hit ratio' }), cacheEl)),
     tableInfo,
     el('h3', { text: 'Region heat map' }),
-    el('p', { class: 'hint', text: 'One row per region in key order, one column per poll; brighter = more requests per second. A single bright row is a hotspot: salting and pre-splitting spread the load.' }),
+    el('p', { id: 'region-counts-hint', class: 'hint', text: 'Regions count requests, not datapoints: a write request is one batch of puts applied to the region (it may carry many datapoints), a read request one get or scan. The ingest chart and cards above count datapoints. One row per region in key order, one column per poll; brighter = more requests per second. A single bright row is a hotspot: salting and pre-splitting spread the load.' }),
     el('div', { class: 'two' },
-      el('section', {}, el('h4', { text: 'Writes/s' }), heatWrites),
-      el('section', {}, el('h4', { text: 'Reads/s' }), heatReads)),
-    el('div', { class: 'legend-bar' }, el('span', { text: 'low' }), el('span', { class: 'ramp' }), el('span', { text: 'high' })),
+      el('section', {}, el('h4', { text: 'Write requests/s' }), heatWrites),
+      el('section', {}, el('h4', { text: 'Read requests/s' }), heatReads)),
+    el('div', { id: 'heat-legend', class: 'legend-bar' },
+      el('span', { class: 'swatch not-polled', 'data-state': 'not-polled' }),
+      el('span', { text: 'not polled yet' }),
+      el('span', { class: 'swatch idle', 'data-state': 'idle' }),
+      el('span', { text: '0 requests/s' }),
+      el('span', { class: 'ramp' }), el('span', { text: 'busiest' })),
     el('h3', { text: 'Regions' }),
     regionTable);
 
@@ -387,7 +394,7 @@ export function createStorageView(root, ctx) {
     ids.forEach((id, ri) => {
       g.fillStyle = '#555';
       if (rowH >= 9) g.fillText(String(ri + 1), 2, ri * rowH + rowH / 2);
-      g.fillStyle = heatColor(0);
+      g.fillStyle = NOT_POLLED_COLOR; // until a poll gives this row a rate
       g.fillRect(labelW, ri * rowH, width - labelW, rowH - (rowH > 6 ? 1 : 0));
     });
     cols.forEach((c, ci) => {
@@ -399,7 +406,7 @@ export function createStorageView(root, ctx) {
       });
     });
     g.fillStyle = '#555';
-    g.fillText(cols.length ? `max ${fmtValue(Math.round(max * 10) / 10)}/s · ${cols.length} polls` : 'collecting: rates appear after the second poll', labelW, ids.length * rowH + 9);
+    g.fillText(cols.length ? `max ${fmtValue(Math.round(max * 10) / 10)} requests/s · ${cols.length} polls` : 'not polled yet: rates appear after the second poll', labelW, ids.length * rowH + 9);
     const last = cols[cols.length - 1];
     canvas.dataset.heat = JSON.stringify({
       regions: ids.length,
@@ -412,29 +419,26 @@ export function createStorageView(root, ctx) {
 
   function renderRegions(tb, h) {
     const last = h.cols[h.cols.length - 1];
-    const totR = tb.regions.reduce((a, r) => a + r.reads, 0);
-    const totW = tb.regions.reduce((a, r) => a + r.writes, 0);
     let maxR = 0;
     let maxW = 0;
     if (last) for (const v of last.rates.values()) { maxR = Math.max(maxR, v.read); maxW = Math.max(maxW, v.write); }
-    const cell = (text, frac) => {
-      const td = el('td', { class: 'num', text });
-      if (frac > 0) {
-        td.style.background = heatColor(frac);
-        td.style.color = frac > 0.55 ? '#111' : '#fff';
-      }
+    // A rate cell: not polled yet (grey, says so), idle (0, the coldest heat colour) or active.
+    const cell = (rate, max) => {
+      const c = rateCell(rate, max);
+      const td = el('td', { class: `num rate ${c.state}`, 'data-rate-state': c.state,
+        text: c.state === 'active' ? fmtValue(Number(c.text)) : c.text });
+      td.style.background = heatCellColor(c.level);
+      td.style.color = c.level === null || c.level > 0.55 ? '#111' : '#fff';
       return td;
     };
     const rows = tb.regions.map((r, i) => {
       const rr = last && last.rates.get(r.id);
-      const wFrac = rr ? (maxW ? rr.write / maxW : 0) : (totW ? r.writes / totW : 0);
-      const rFrac = rr ? (maxR ? rr.read / maxR : 0) : (totR ? r.reads / totR : 0);
       return el('tr', { 'data-region': r.id, 'data-writes': r.writes, 'data-reads': r.reads },
         el('td', { class: 'num', text: String(i + 1) }),
         el('td', { class: 'key', text: r.start || '(start)' }),
         el('td', { class: 'key', text: r.end || '(end)' }),
-        cell(rr ? fmtValue(Math.round(rr.write * 10) / 10) : '—', wFrac),
-        cell(rr ? fmtValue(Math.round(rr.read * 10) / 10) : '—', rFrac),
+        cell(rr ? rr.write : null, maxW),
+        cell(rr ? rr.read : null, maxR),
         el('td', { class: 'num', text: fmtValue(r.writes) }),
         el('td', { class: 'num', text: fmtValue(r.reads) }),
         el('td', { class: 'num', text: fmtBytes(r.memstore) }),
@@ -442,8 +446,8 @@ export function createStorageView(root, ctx) {
         el('td', { class: 'num', text: fmtBytes(r.fileBytes) }));
     });
     regionTable.replaceChildren(
-      el('thead', {}, el('tr', {}, ...['#', 'start key', 'end key', 'writes/s', 'reads/s', 'writes', 'reads',
-        'memstore', 'files', 'file size'].map((x) => el('th', { text: x })))),
+      el('thead', {}, el('tr', {}, ...['#', 'start key', 'end key', 'write requests/s', 'read requests/s',
+        'write requests', 'read requests', 'memstore', 'files', 'file size'].map((x) => el('th', { text: x })))),
       el('tbody', {}, ...rows));
   }
 
