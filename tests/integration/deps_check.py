@@ -113,6 +113,26 @@ def strip_quotes(s):
     return "".join(out)
 
 
+def strip_comment(line):
+    """The line without its comment: a # that starts a word outside quotes (a quoted
+    " #error" is text, not a comment)."""
+    quote, i = None, 0
+    while i < len(line):
+        c = line[i]
+        if quote == '"' and c == "\\":
+            i += 2
+            continue
+        if quote:
+            if c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i]
+        i += 1
+    return line
+
+
 def shell_text(text):
     """Shell source without heredoc bodies and comments."""
     lines, out, delim = text.split("\n"), [], None
@@ -125,8 +145,7 @@ def shell_text(text):
         if m and "<<<" not in line:
             delim = m.group(1)
             line = line[:m.start()]
-        line = re.sub(r"(^|\s)#.*$", "", line)
-        out.append(line)
+        out.append(strip_comment(line))
     return "\n".join(out)
 
 
