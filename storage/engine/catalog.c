@@ -192,32 +192,26 @@ static int open_file(struct estore *s, const struct wc_family_desc *d, uint64_t 
     return sst_open(path, id, s->cache, &ro, &out->sst, err);
 }
 
-/* opt.quarantine_damaged: block file `id` could not be opened (`why`). If it is damaged, it is
- * moved to <dir>/quarantine/; if it is missing from sst/ but present there (moved by `ctsdb fsck
- * --quarantine`), it stays there. Either way the caller drops it from the catalog (CT_OK).
- * Anything else (an I/O error, a file missing everywhere) returns `why` unchanged. */
+/* opt.quarantine_damaged: block file `id` could not be opened (`why`). If it is damaged or
+ * foreign, it is moved to <dir>/quarantine/; if it is missing (set aside by `ctsdb fsck`, or
+ * lost), there is nothing left to read. Either way the caller drops it from the catalog (CT_OK)
+ * and the loss is logged. Anything else (an I/O error) returns `why` unchanged. */
 static int quarantine_file(struct estore *s, uint64_t id, int why_rc, struct ct_err *why)
 {
-    char path[4096], qdir[4200], qpath[8400];
+    char path[4096], qpath[4600];
     estore_file_path(s, id, path, sizeof(path));
-    snprintf(qdir, sizeof(qdir), "%s/quarantine", s->dir);
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    snprintf(qpath, sizeof(qpath), "%s/%s", qdir, base);
     bool here = access(path, F_OK) == 0;
-    if (!here && access(qpath, F_OK) != 0)
-        return why_rc;
     if (here && why_rc != CT_ECORRUPT)
         return why_rc;
-    if (here) {
-        if (mkdir(qdir, 0700) != 0 && errno != EEXIST)
-            return ct_err_errno(why, CT_EIO, errno, "cannot create %s to quarantine %s", qdir,
-                                path);
-        if (eio_rename(path, qpath) != 0)
-            return ct_err_errno(why, CT_EIO, errno, "cannot quarantine %s", path);
-    }
+    if (here && estore_quarantine(s, path, qpath, sizeof(qpath), why) != CT_OK)
+        return why->code;
     s->quarantined++;
-    estore_logf(s, "quarantined damaged block file %s (now %s): %s; its cells are no longer served",
-                path, qpath, here ? why->msg : "set aside by ctsdb fsck --quarantine");
+    if (here)
+        estore_logf(s, "quarantined block file %s (now %s): %s; its cells are no longer served",
+                    path, qpath, why->msg);
+    else
+        estore_logf(s, "dropped missing block file %s from the catalog; its cells are no longer "
+                    "served", path);
     return CT_OK;
 }
 
@@ -390,6 +384,16 @@ int catalog_load(struct estore *s, struct ct_err *err)
                         rc = quarantine_file(s, fid, rc, err);
                         if (rc == CT_OK)
                             continue; /* dropped: catalog_save() after the load persists it */
+                    }
+                    if (rc == CT_NOTFOUND) {
+                        char fp[4096];
+                        estore_file_path(s, fid, fp, sizeof(fp));
+                        rc = ct_err_set(err, CT_ECORRUPT,
+                                        "block file %s (table %s) listed by the catalog is "
+                                        "missing; not opened, nothing changed: restore it or "
+                                        "see ctsdb fsck (--fix drops it, keeps the rest)",
+                                        fp, t->name);
+                        goto out;
                     }
                     if (rc != CT_OK) {
                         ct_err_prefix(err, "table %s", t->name);

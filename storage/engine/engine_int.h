@@ -212,6 +212,7 @@ struct estore {
     void (*test_step)(void *arg, const char *step);
     void *test_step_arg;
     size_t quarantined; /* block files set aside by catalog_load (opt.quarantine_damaged) */
+    size_t swept;       /* unlisted files the open moved to quarantine/ */
 };
 
 static inline struct estore *estore_of(struct wc_store *s)
@@ -287,6 +288,11 @@ static inline void estore_memstore_add(struct estore *s, uint64_t bytes)
     atomic_fetch_add_explicit(&s->memstore_total, bytes, memory_order_relaxed);
 }
 void estore_memstore_sub(struct estore *s, uint64_t bytes); /* stops at 0 */
+/* Moves `path` into <dir>/quarantine/ (created 0700) under its own name, or <name>.N if that is
+ * taken (an earlier quarantined file is never replaced), and syncs both directories. Writes the
+ * new path into qpath. */
+CT_MUST_CHECK int estore_quarantine(struct estore *s, const char *path, char *qpath, size_t cap,
+                                    struct ct_err *err);
 /* Reports a message through opt.log_fn (nothing without one). */
 void estore_logf(const struct estore *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -9,9 +9,13 @@
  * Invariants: (1) every catalog change is persisted (catalog_save) before the call returns, and
  * memory and disk agree after a failed save only if the change is undone; (2) a table or
  * region that was dropped, truncated or split away is marked (dropped / dead) and freed by its
- * last reference, so background jobs and open handles never touch freed memory; (3) block files
- * not listed by the catalog are deleted at open (leftovers of interrupted flushes, compactions
- * and splits). Locking: engine_int.h. */
+ * last reference, so background jobs and open handles never touch freed memory; (3) the store
+ * deletes only what it proves is garbage: block files it replaced itself (after the catalog that
+ * stops listing them is durable), its own temporary files, released log segments. Block files
+ * the catalog does not list are moved to quarantine/ at open; a file the catalog lists that is
+ * missing or not the file it recorded, or a CATALOG missing beside block files or log segments,
+ * stops the open with a message naming it (docs/engine-files.md, "Safety"). Locking:
+ * engine_int.h. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "storage/clock.h"
+#include "storage/engine/catalog_format.h"
 #include "storage/engine/eio.h"
 #include "storage/engine/engine_int.h"
 
@@ -1728,7 +1733,41 @@ static int make_dir(const char *path, struct ct_err *err)
     return CT_OK;
 }
 
-/* Deletes block files the catalog does not list and temporary files. */
+int estore_quarantine(struct estore *s, const char *path, char *qpath, size_t cap,
+                      struct ct_err *err)
+{
+    char qdir[4200];
+    snprintf(qdir, sizeof(qdir), "%s/quarantine", s->dir);
+    if (mkdir(qdir, 0700) != 0 && errno != EEXIST)
+        return ct_err_errno(err, CT_EIO, errno, "cannot create %s to quarantine %s", qdir, path);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    /* never replace an earlier quarantined file of the same name: the first free of
+     * <base>, <base>.1, <base>.2, ... (we hold the store's lock, nobody else renames here) */
+    for (unsigned k = 0;; k++) {
+        int n = k ? snprintf(qpath, cap, "%s/%s.%u", qdir, base, k)
+                  : snprintf(qpath, cap, "%s/%s", qdir, base);
+        if (n < 0 || (size_t)n >= cap)
+            return ct_err_set(err, CT_EINVAL, "path too long quarantining %s", path);
+        struct stat st;
+        if (lstat(qpath, &st) != 0 && errno == ENOENT)
+            break;
+        if (k >= 100000)
+            return ct_err_set(err, CT_EIO, "cannot find a free name in %s for %s", qdir, path);
+    }
+    if (eio_rename(path, qpath) != 0)
+        return ct_err_errno(err, CT_EIO, errno, "cannot move %s to %s", path, qpath);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%.*s", (int)(base - path - (base > path)), path);
+    int rc = eio_fsync_dir(qdir, err);
+    if (rc == CT_OK && base > path)
+        rc = eio_fsync_dir(pdir, err);
+    return rc;
+}
+
+/* The orphan sweep at open: block files the catalog does not list (leftovers of flushes,
+ * compactions and splits a crash interrupted, or files copied in from elsewhere) and temporary
+ * files are MOVED to quarantine/, never deleted: nothing proves that a file this process did
+ * not write is garbage. Each move is logged. */
 static int remove_orphans(struct estore *s, struct ct_err *err)
 {
     char path[4096];
@@ -1737,7 +1776,7 @@ static int remove_orphans(struct estore *s, struct ct_err *err)
     if (!d)
         return ct_err_errno(err, CT_EIO, errno, "cannot list %s", path);
     struct dirent *de;
-    bool removed = false;
+    int rc = CT_OK;
     while ((de = readdir(d))) {
         const char *n = de->d_name;
         if (n[0] == '.')
@@ -1756,16 +1795,34 @@ static int remove_orphans(struct estore *s, struct ct_err *err)
         }
         if (keep)
             continue;
-        char fp[4096 + 256];
+        char fp[4096 + 256], qp[4600];
         snprintf(fp, sizeof(fp), "%s/%s", path, n);
-        if (eio_unlink(fp) != 0 && errno != ENOENT) {
-            closedir(d);
-            return ct_err_errno(err, CT_EIO, errno, "cannot remove orphan file %s", fp);
-        }
-        removed = true;
+        if ((rc = estore_quarantine(s, fp, qp, sizeof(qp), err)) != CT_OK)
+            break;
+        s->swept++;
+        estore_logf(s, "moved %s, which the catalog does not list, to %s", fp, qp);
     }
     closedir(d);
-    return removed ? eio_fsync_dir(path, err) : CT_OK;
+    return rc;
+}
+
+/* The first entry (not . or ..) of <dir>/<sub> into name; false if none or no such folder. */
+static bool first_entry(const char *dir, const char *sub, char *name, size_t cap)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, sub);
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    struct dirent *de;
+    bool found = false;
+    while (!found && (de = readdir(d)))
+        if (de->d_name[0] != '.') {
+            snprintf(name, cap, "%s/%s", path, de->d_name);
+            found = true;
+        }
+    closedir(d);
+    return found;
 }
 
 void engine_set_failpoint(struct wc_store *ws, const char *name)
@@ -1862,6 +1919,17 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
         goto fail;
     block_cache_set_pread(s->cache, o->pread_block_files);
     rc = catalog_load(s, err);
+    char any[4600];
+    if (rc == CT_NOTFOUND &&
+        (first_entry(s->dir, "sst", any, sizeof(any)) || first_entry(s->dir, "wal", any, sizeof(any)))) {
+        /* never a new store on top of an old one's files: they would be swept and the log
+         * replayed into nothing */
+        rc = ct_err_set(err, CT_ECORRUPT,
+                        "%s/%s is missing but %s exists: not opened as a new store, "
+                        "nothing changed; restore the catalog or see ctsdb fsck",
+                        s->dir, CATALOG_FILE, any);
+        goto fail;
+    }
     if (rc == CT_NOTFOUND) {
         if (o->read_only) {
             rc = ct_err_set(err, CT_NOTFOUND, "no catalog in %s", s->dir);
