@@ -1,6 +1,9 @@
 /* catalog.c - writes and reads the catalog file (format: catalog_format.h).
  *
- * Invariants: (1) catalog_save() runs with cat_mu held and writes the in-memory state as it is
+ * Invariants: (0) every block file is recorded with its size and identity checksum (sst_meta
+ * .identity), and catalog_load() opens a file only if both match: a file replaced by another
+ * valid block file is refused like a damaged one; a version-1 catalog (no identities) is read
+ * and the store rewrites it as version 2 at open; (1) catalog_save() runs with cat_mu held and writes the in-memory state as it is
  * (region file lists read under each region's mutex); (2) catalog_load() runs at open before
  * any other thread exists, opens every listed block file and fails (CT_ECORRUPT) if one is
  * missing or damaged rather than silently losing data, unless opt.quarantine_damaged asks to
@@ -78,6 +81,8 @@ int catalog_save(struct estore *s, struct ct_err *err)
     cb_var(&b, s->next_region_id);
     cb_var(&b, s->next_table_id);
     cb_var(&b, atomic_load(&s->visible_seq));
+    cb_var(&b, s->wal_floor);
+    cb_var(&b, s->wal ? wal_next_num(s->wal) : s->wal_next);
     cb_var(&b, s->nnamespaces);
     for (size_t i = 0; i < s->nnamespaces; i++)
         cb_str(&b, s->namespaces[i], engine_ns_blob_len(s->namespaces[i]));
@@ -118,8 +123,12 @@ int catalog_save(struct estore *s, struct ct_err *err)
                 struct efam *ef = &rg->fams[f];
                 cb_var(&b, ef->flushed_upto);
                 cb_var(&b, ef->nfiles);
-                for (size_t k = 0; k < ef->nfiles; k++)
+                for (size_t k = 0; k < ef->nfiles; k++) {
+                    const struct sst_meta *m = sst_get_meta(ef->files[k].sst);
                     cb_var(&b, ef->files[k].id);
+                    cb_var(&b, m->file_bytes);
+                    cb_var(&b, m->identity);
+                }
             }
             pthread_mutex_unlock(&rg->mu);
         }
@@ -228,7 +237,7 @@ int catalog_load(struct estore *s, struct ct_err *err)
         free(data);
         return ct_err_set(err, CT_ECORRUPT, "%s is not a ctsdb catalog (bad magic or size)", path);
     }
-    if (data[8] != CATALOG_FORMAT_VERSION) {
+    if (data[8] < 1 || data[8] > CATALOG_FORMAT_VERSION) {
         int v = data[8];
         free(data);
         return ct_err_set(err, CT_ECORRUPT,
@@ -247,6 +256,12 @@ int catalog_load(struct estore *s, struct ct_err *err)
     s->next_region_id = cr_var(&r);
     s->next_table_id = cr_var(&r);
     uint64_t last_seq = cr_var(&r);
+    int version = data[8];
+    s->catalog_version = version;
+    if (version >= 2) {
+        s->wal_floor = cr_var(&r);
+        s->wal_next = cr_var(&r);
+    }
     atomic_store(&s->next_seq, last_seq + 1);
     atomic_store(&s->visible_seq, last_seq);
     uint64_t nns = cr_var(&r);
@@ -366,6 +381,8 @@ int catalog_load(struct estore *s, struct ct_err *err)
                 }
                 for (uint64_t q = 0; q < nfl && !r.bad; q++) {
                     uint64_t fid = cr_var(&r);
+                    uint64_t want_bytes = version >= 2 ? cr_var(&r) : 0;
+                    uint64_t want_id = version >= 2 ? cr_var(&r) : 0;
                     if (r.bad)
                         break;
                     /* a file shared by split daughters is opened once */
@@ -380,6 +397,22 @@ int catalog_load(struct estore *s, struct ct_err *err)
                         continue;
                     }
                     rc = open_file(s, &t->fams[f], fid, &ef->files[ef->nfiles], err);
+                    if (rc == CT_OK && version >= 2) {
+                        const struct sst_meta *m = sst_get_meta(ef->files[ef->nfiles].sst);
+                        if (m->file_bytes != want_bytes || m->identity != want_id) {
+                            char fp[4096];
+                            estore_file_path(s, fid, fp, sizeof(fp));
+                            rc = ct_err_set(err, CT_ECORRUPT,
+                                            "block file %s is not the file the catalog lists "
+                                            "(%llu bytes, identity %08x; found %llu, %08x)",
+                                            fp, (unsigned long long)want_bytes,
+                                            (unsigned)want_id,
+                                            (unsigned long long)m->file_bytes,
+                                            (unsigned)m->identity);
+                            sst_unref(ef->files[ef->nfiles].sst);
+                            ef->files[ef->nfiles].sst = NULL;
+                        }
+                    }
                     if (rc != CT_OK && s->opt.quarantine_damaged && !s->opt.read_only) {
                         rc = quarantine_file(s, fid, rc, err);
                         if (rc == CT_OK)

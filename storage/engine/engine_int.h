@@ -213,6 +213,13 @@ struct estore {
     void *test_step_arg;
     size_t quarantined; /* block files set aside by catalog_load (opt.quarantine_damaged) */
     size_t swept;       /* unlisted files the open moved to quarantine/ */
+    int catalog_version; /* of the CATALOG read at open (0: none) */
+    /* log accounting (catalog_format.h): wal_floor is the value the catalog on disk holds
+     * (guarded by cat_mu; raised only by estore_release_wal, saved before segments go);
+     * wal_next is the loaded value, used while no log is open (read-only) */
+    uint64_t wal_floor;
+    uint64_t wal_next;
+    bool log_loss_accepted; /* open: missing segments accepted (opt.quarantine_damaged) */
 };
 
 static inline struct estore *estore_of(struct wc_store *s)

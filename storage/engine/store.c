@@ -609,9 +609,28 @@ void estore_release_wal(struct estore *s)
             pthread_mutex_unlock(&rg->mu);
         }
     }
-    pthread_mutex_unlock(&s->cat_mu);
     struct ct_err e;
-    if (s->wal && wal_release_upto(s->wal, upto, &e) != CT_OK)
+    if (!s->wal) {
+        pthread_mutex_unlock(&s->cat_mu);
+        return;
+    }
+    /* log accounting (catalog_format.h): the catalog names the oldest segment still needed
+     * before any segment at or above the old floor goes */
+    uint64_t floor = wal_oldest_needed(s->wal, upto);
+    if (floor > s->wal_floor) {
+        uint64_t old = s->wal_floor;
+        s->wal_floor = floor;
+        if (catalog_save(s, &e) != CT_OK) {
+            s->wal_floor = old;
+            pthread_mutex_unlock(&s->cat_mu);
+            ct_err_prefix(&e, "releasing log segments");
+            estore_set_bg_error(s, &e);
+            return;
+        }
+    }
+    uint64_t below = s->wal_floor;
+    pthread_mutex_unlock(&s->cat_mu);
+    if (wal_release_before(s->wal, upto, below, &e) != CT_OK)
         estore_set_bg_error(s, &e);
 }
 
@@ -1825,6 +1844,114 @@ static bool first_entry(const char *dir, const char *sub, char *name, size_t cap
     return found;
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Numbers of the log segments in <dir>/wal (sorted) into a new array *out (freed by the
+ * caller) of *n entries; no folder is no segments. */
+static int list_segments(const struct estore *s, uint64_t **out, size_t *n, struct ct_err *err)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/wal", s->dir);
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT ? CT_OK
+                               : ct_err_errno(err, CT_EIO, errno, "cannot list %s", path);
+    struct dirent *de;
+    size_t cap = 0;
+    while ((de = readdir(d))) {
+        unsigned long long num;
+        int end = 0;
+        if (strlen(de->d_name) != 28 || sscanf(de->d_name, "wal-%20llu.log%n", &num, &end) != 1 ||
+            end != 28)
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            uint64_t *nv = realloc(*out, cap * sizeof(*nv));
+            if (!nv) {
+                closedir(d);
+                free(*out);
+                *out = NULL;
+                return ct_err_set(err, CT_ENOMEM, "out of memory listing %s", path);
+            }
+            *out = nv;
+        }
+        (*out)[(*n)++] = num;
+    }
+    closedir(d);
+    if (*n > 1)
+        qsort(*out, *n, sizeof(**out), u64_cmp);
+    return CT_OK;
+}
+
+/* Log accounting at open (catalog_format.h, wal_floor): every segment numbered wal_floor ..
+ * wal_next-1 must exist, and no number may be missing between wal_floor and the newest
+ * segment. A missing one stops the open naming it, unless opt.quarantine_damaged accepts the
+ * loss (`ctsdb fsck --fix`; logged). Version-1 catalogs carry no accounting: only the gaps. */
+static int check_log_segments(struct estore *s, struct ct_err *err)
+{
+    uint64_t *segs;
+    size_t n;
+    int rc = list_segments(s, &segs, &n, err);
+    if (rc != CT_OK)
+        return rc;
+    uint64_t floor = s->catalog_version >= 2 ? s->wal_floor : (n ? segs[0] : 0);
+    uint64_t next = s->catalog_version >= 2 ? s->wal_next : 0;
+    uint64_t missing = 0;
+    size_t i = 0;
+    while (i < n && segs[i] < floor)
+        i++;
+    uint64_t want = floor, last_missing = 0;
+    for (; i < n; i++) {
+        if (segs[i] != want) {
+            if (!missing)
+                missing = want;
+            last_missing = segs[i] - 1;
+        }
+        want = segs[i] + 1;
+    }
+    if (want < next) {
+        if (!missing)
+            missing = want;
+        last_missing = next - 1;
+    }
+    free(segs);
+    if (!missing)
+        return CT_OK;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/wal/wal-%020llu.log", s->dir, (unsigned long long)missing);
+    if (s->opt.quarantine_damaged && !s->opt.read_only) {
+        estore_logf(s, "log segment %s is missing (through number %llu); its records not yet in "
+                    "block files are lost (accepted: quarantine_damaged)", path,
+                    (unsigned long long)last_missing);
+        s->wal_floor = last_missing + 1; /* saved once the log is open */
+        s->log_loss_accepted = true;
+        return CT_OK;
+    }
+    return ct_err_set(err, CT_ECORRUPT,
+                      "log segment %s is missing (%s): not opened, nothing changed; restore it or "
+                      "see ctsdb fsck (--fix accepts the loss)",
+                      path, n ? "a gap in the log" : "wal/ is empty but the catalog needs it");
+}
+
+/* The first log segment number present, or `dflt` if none. */
+static uint64_t first_segment(const struct estore *s, uint64_t dflt)
+{
+    uint64_t *segs;
+    size_t n;
+    struct ct_err e;
+    if (list_segments(s, &segs, &n, &e) != CT_OK)
+        return dflt;
+    uint64_t v = n ? segs[0] : dflt;
+    free(segs);
+    return v;
+}
+
 void engine_set_failpoint(struct wc_store *ws, const char *name)
 {
     estore_of(ws)->failpoint = name;
@@ -1936,6 +2063,8 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
             goto fail;
         }
         s->next_file_id = s->next_region_id = s->next_table_id = 1;
+        s->wal_floor = s->wal_next = 1;
+        s->catalog_version = CATALOG_FORMAT_VERSION;
         if ((rc = add_ns(s, "default", err)) != CT_OK || (rc = add_ns(s, "hbase", err)) != CT_OK)
             goto fail;
         if ((rc = catalog_save(s, err)) != CT_OK)
@@ -1945,6 +2074,8 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     } else if (s->quarantined && (rc = catalog_save(s, err)) != CT_OK) {
         goto fail; /* the catalog stops listing the quarantined files */
     }
+    if ((rc = check_log_segments(s, err)) != CT_OK)
+        goto fail;
     if (!o->read_only && (rc = remove_orphans(s, err)) != CT_OK)
         goto fail;
     /* A read-only open neither takes the lock nor touches the log (a live writer may be
@@ -1956,6 +2087,21 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
             goto fail;
         snprintf(path, sizeof(path), "%s/quarantine", s->dir);
         wal_set_quarantine_dir(s->wal, path); /* damaged segments are kept there before a cut */
+        wal_set_next_num(s->wal, s->wal_next);
+        if (s->catalog_version < 2 || s->log_loss_accepted) {
+            /* upgrade a version-1 catalog (log accounting starts at the oldest segment), or
+             * record a loss accepted by check_log_segments */
+            if (s->catalog_version < 2)
+                s->wal_floor = first_segment(s, wal_next_num(s->wal));
+            pthread_mutex_lock(&s->cat_mu);
+            rc = catalog_save(s, err);
+            pthread_mutex_unlock(&s->cat_mu);
+            if (rc != CT_OK)
+                goto fail;
+            if (s->catalog_version < 2)
+                estore_logf(s, "upgraded %s/%s from format version %d to %d", s->dir,
+                            CATALOG_FILE, s->catalog_version, CATALOG_FORMAT_VERSION);
+        }
         if ((rc = engine_replay(s, err)) != CT_OK)
             goto fail;
     }

@@ -977,10 +977,59 @@ int wal_replay(struct wal *w, wal_replay_fn fn, void *arg, struct ct_err *err)
     return CT_OK;
 }
 
+void wal_set_next_num(struct wal *w, uint64_t num)
+{
+    pthread_mutex_lock(&w->mu);
+    if (!w->has_active && num > w->next_num)
+        w->next_num = num;
+    pthread_mutex_unlock(&w->mu);
+}
+
+uint64_t wal_next_num(struct wal *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t n = w->next_num;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+uint64_t wal_oldest_needed(struct wal *w, uint64_t seq)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t num = w->next_num;
+    for (size_t i = 0; i < w->nsegs; i++) {
+        struct wal_segment *s = &w->segs[i];
+        bool active = w->has_active && i + 1 == w->nsegs;
+        if (!s->max_known && !active) {
+            struct ct_err e;
+            if (wal_scan_segment(w, i, i + 1 == w->nsegs, NULL, NULL, &e) != CT_OK) {
+                num = s->num; /* unreadable: counted as needed */
+                break;
+            }
+        }
+        if (!s->max_known || s->max_seq > seq) {
+            num = s->num;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return num;
+}
+
 int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err)
+{
+    return wal_release_before(w, seq, UINT64_MAX, err);
+}
+
+int wal_release_before(struct wal *w, uint64_t seq, uint64_t below_num, struct ct_err *err)
 {
     pthread_mutex_lock(&w->mu);
     size_t limit = w->has_active ? w->nsegs - 1 : w->nsegs;
+    for (size_t j = 0; j < limit; j++)
+        if (w->segs[j].num >= below_num) {
+            limit = j;
+            break;
+        }
     size_t keep = 0;
     int rc = CT_OK;
     size_t i;
@@ -1004,7 +1053,8 @@ int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err)
     /* invariant (7): the active segment goes too once all of it is released and nothing is
      * pending (write(2) mode: no leader writing, nothing buffered; mmap_tail: appends happen
      * under mu). Without a leader, mu protects the fields a leader would use. */
-    if (rc == CT_OK && i == limit && w->has_active && i < w->nsegs && !w->leader && !w->growing &&
+    if (rc == CT_OK && i == limit && w->has_active && i < w->nsegs && w->segs[i].num < below_num &&
+        !w->leader && !w->growing &&
         w->buf_len == 0 && w->err_code == CT_OK && w->segs[i].max_seq <= seq) {
         if (w->map) {
             munmap(w->map, w->map_cap);

@@ -76,6 +76,21 @@ CT_MUST_CHECK int wal_sync(struct wal *w, struct ct_err *err);
  * pending (the next append opens a new segment). */
 CT_MUST_CHECK int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err);
 
+/* Like wal_release_upto(), but deletes only segments numbered below `below_num` (the engine
+ * first records in its catalog which segments it still needs, then releases the rest). */
+CT_MUST_CHECK int wal_release_before(struct wal *w, uint64_t seq, uint64_t below_num,
+                                     struct ct_err *err);
+/* The number of the oldest segment wal_release_upto(seq) would keep (one holding a record with
+ * a seq above `seq`, or one it cannot read), or the number the next new segment gets if it
+ * would keep none. */
+uint64_t wal_oldest_needed(struct wal *w, uint64_t seq);
+/* Segment numbers: new segments are numbered from at least `num` on (the engine keeps numbers
+ * growing over the store's life, so a deleted segment leaves a gap it can see). No effect once
+ * a segment is being appended to. */
+void wal_set_next_num(struct wal *w, uint64_t num);
+/* The number the next new segment gets. */
+uint64_t wal_next_num(struct wal *w);
+
 struct wal_stats {
     uint64_t bytes_written;
     uint64_t writes; /* write(2) calls: fewer than appends under group commit */

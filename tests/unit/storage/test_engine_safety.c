@@ -10,8 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "storage/coding.h"
+#include "storage/crc32c.h"
 #include "storage/engine/eio.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
@@ -74,13 +77,28 @@ static int count_rows(struct wc_store *s, const char *name)
     return n;
 }
 
+/* Table `name` with family "f", compactions off (so the block files stay as flushed). */
+static void create_table(struct wc_store *s, const char *name)
+{
+    struct wc_family_desc fd;
+    wc_family_desc_init(&fd, "f");
+    struct wc_table_desc d;
+    wc_table_desc_init(&d, name);
+    d.families = &fd;
+    d.nfamilies = 1;
+    d.compaction_enabled = false;
+    struct ct_err err;
+    if (wc_table_create(s, &d, NULL, 0, &err) != CT_OK)
+        fail_msg("create %s: %s", name, err.msg);
+}
+
 /* A store with table "t" and three block files of 300, 600 and 100 rows (the second the
  * largest), closed. */
 static char *make_store(void)
 {
     char *dir = ctest_mkdtemp();
     struct wc_store *s = open_store(dir);
-    fixture_table_create(s, "t", (const char *const[]){"f"}, 1, 1);
+    create_table(s, "t");
     struct wc_table *t = fixture_table_open(s, "t");
     const char *tags[] = {"a", "b", "c"};
     const int n[] = {300, 600, 100};
@@ -308,6 +326,284 @@ static void test_own_half_written_file_is_removed(void **state)
     ctest_rmdir(dir);
 }
 
+/* Two block files swapped (each a valid block file, just not the one the catalog lists). */
+static void test_swapped_block_files_refuse_open(void **state)
+{
+    (void)state;
+    char *dir = make_store();
+    char a[4300], b[4300], tmp[4300];
+    snprintf(a, sizeof(a), "%s/sst/0000000000000001.sst", dir);
+    snprintf(b, sizeof(b), "%s/sst/0000000000000002.sst", dir);
+    snprintf(tmp, sizeof(tmp), "%s/sst/swap", dir);
+    assert_int_equal(rename(a, tmp), 0);
+    assert_int_equal(rename(b, a), 0);
+    assert_int_equal(rename(tmp, b), 0);
+    assert_refused(dir, "0000000000000001.sst is not the file the catalog lists");
+    ctest_rmdir(dir);
+}
+
+/* A child writes ~3 log segments of unflushed rows to table "t", flushes table "u" (so the
+ * catalog is written while the log holds them), writes more and dies without closing. */
+static char *make_crashed_store(void)
+{
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir);
+    fixture_table_create(s, "t", (const char *const[]){"f"}, 1, 1);
+    fixture_table_create(s, "u", (const char *const[]){"f"}, 1, 1);
+    wc_close(s);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        s = open_store(dir);
+        struct wc_table *t = fixture_table_open(s, "t");
+        struct wc_table *u = fixture_table_open(s, "u");
+        put_rows(t, "a", 1500);
+        put_rows(u, "a", 10);
+        struct ct_err err;
+        if (wc_table_flush(s, "u", &err) != CT_OK)
+            _exit(3);
+        put_rows(t, "b", 100);
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    return dir;
+}
+
+static int count_segments(const char *dir)
+{
+    char d[4200];
+    snprintf(d, sizeof(d), "%s/wal", dir);
+    DIR *dd = opendir(d);
+    assert_non_null(dd);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(dd)))
+        n += strncmp(de->d_name, "wal-", 4) == 0;
+    closedir(dd);
+    return n;
+}
+
+static void test_crashed_store_replays_everything(void **state)
+{
+    (void)state;
+    char *dir = make_crashed_store();
+    assert_true(count_segments(dir) >= 3);
+    struct wc_store *s = open_store(dir);
+    assert_int_equal(count_rows(s, "t"), 1600);
+    assert_int_equal(count_rows(s, "u"), 10);
+    wc_close(s);
+    s = open_store(dir); /* and the next open too (the log was released at close) */
+    assert_int_equal(count_rows(s, "t"), 1600);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+static void test_deleted_log_segment_refuses_open(void **state)
+{
+    (void)state;
+    /* the oldest, one in the middle, the newest (all created before the last catalog write,
+     * which accounts for them; segments created after it are covered only by the gap check) */
+    for (int which = 0; which < 3; which++) {
+        char *dir = make_crashed_store();
+        int n = count_segments(dir);
+        assert_true(n >= 3);
+        char p[4300];
+        int num = which == 0 ? 1 : which == 1 ? 2 : n;
+        snprintf(p, sizeof(p), "%s/wal/wal-%020d.log", dir, num);
+        assert_int_equal(unlink(p), 0);
+        assert_refused(dir, strrchr(p, '/') + 1);
+        ctest_rmdir(dir);
+    }
+}
+
+static void test_emptied_log_refuses_open(void **state)
+{
+    (void)state;
+    char *dir = make_crashed_store();
+    char cmd[4300];
+    snprintf(cmd, sizeof(cmd), "rm -f '%s'/wal/*", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_refused(dir, "wal/ is empty");
+    /* quarantine_damaged (ctsdb fsck --fix) accepts the loss, keeps every block file's cells,
+     * and the store opens normally afterwards */
+    struct wc_options o = store_opts(dir);
+    o.quarantine_damaged = true;
+    struct wc_store *s = fixture_store_open(&o);
+    assert_int_equal(count_rows(s, "u"), 10);
+    assert_int_equal(count_rows(s, "t"), 0);
+    wc_close(s);
+    s = open_store(dir);
+    assert_int_equal(count_rows(s, "u"), 10);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+static uint64_t rd_var(const uint8_t **p, const uint8_t *end)
+{
+    uint64_t v = 0;
+    size_t k = coding_get_varint64(*p, end, &v);
+    assert_true(k > 0);
+    *p += k;
+    return v;
+}
+
+/* Rewrites <dir>/CATALOG (version 2) as version 1: no log accounting, no file identities. */
+static void downgrade_catalog(const char *dir)
+{
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/CATALOG", dir);
+    uint8_t *d;
+    size_t len;
+    struct ct_err err;
+    assert_int_equal(eio_read_file(path, &d, &len, &err), CT_OK);
+    assert_int_equal(d[8], 2);
+    const uint8_t *p = d + 17, *end = d + len - 4;
+    uint8_t *o = malloc(len), *w = o + 17;
+    assert_non_null(o);
+    memcpy(o, d, 17);
+    o[8] = 1;
+#define VAR() (v = rd_var(&p, end))
+#define COPYVAR() (w += coding_put_varint64(w, VAR()))
+#define COPYSTR()                                                                          \
+    do {                                                                                   \
+        COPYVAR();                                                                         \
+        memcpy(w, p, v);                                                                   \
+        w += v;                                                                            \
+        p += v;                                                                            \
+    } while (0)
+#define COPYN(n)                                                                           \
+    do {                                                                                   \
+        memcpy(w, p, n);                                                                   \
+        w += n;                                                                            \
+        p += n;                                                                            \
+    } while (0)
+    uint64_t v = 0;
+    for (int i = 0; i < 4; i++)
+        COPYVAR();
+    (void)rd_var(&p, end); /* wal_floor */
+    (void)rd_var(&p, end); /* wal_next */
+    COPYVAR();
+    for (uint64_t nns = v, i = 0; i < nns; i++)
+        COPYSTR();
+    COPYVAR();
+    for (uint64_t nt = v, i = 0; i < nt; i++) {
+        COPYVAR();
+        COPYSTR();
+        COPYN(1);
+        COPYVAR();
+        COPYVAR();
+        COPYN(3);
+        COPYVAR();
+        uint64_t nf = v;
+        for (uint64_t f = 0; f < nf; f++) {
+            COPYSTR();
+            COPYVAR();
+            COPYVAR();
+            COPYVAR();
+            COPYN(2);
+            COPYVAR();
+            COPYN(4);
+        }
+        COPYVAR();
+        for (uint64_t nr = v, r = 0; r < nr; r++) {
+            COPYVAR();
+            COPYSTR();
+            COPYSTR();
+            for (uint64_t f = 0; f < nf; f++) {
+                COPYVAR();
+                COPYVAR();
+                for (uint64_t nfl = v, k = 0; k < nfl; k++) {
+                    COPYVAR();
+                    (void)rd_var(&p, end); /* size */
+                    (void)rd_var(&p, end); /* identity */
+                }
+            }
+        }
+    }
+#undef VAR
+#undef COPYVAR
+#undef COPYSTR
+#undef COPYN
+    assert_true(p == end);
+    size_t plen = (size_t)(w - o - 17);
+    coding_put_be64(o + 9, plen);
+    coding_put_be32(w, crc32c_mask(crc32c_value(o + 17, plen)));
+    w += 4;
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(o, 1, (size_t)(w - o), f), (size_t)(w - o));
+    fclose(f);
+    free(o);
+    free(d);
+}
+
+/* A store written before this version (catalog format 1) opens, keeps every cell, and is
+ * rewritten as format 2 (after which a swapped file is detected). */
+static void test_version_1_catalog_is_upgraded(void **state)
+{
+    (void)state;
+    char *dir = make_store();
+    downgrade_catalog(dir);
+    char path[4300];
+    snprintf(path, sizeof(path), "%s/CATALOG", dir);
+    struct wc_options o = store_opts(dir);
+    o.read_only = true; /* a read-only open reads it as it is */
+    struct wc_store *s = fixture_store_open(&o);
+    assert_int_equal(count_rows(s, "t"), 1000);
+    wc_close(s);
+    uint8_t *d;
+    size_t len;
+    struct ct_err err;
+    assert_int_equal(eio_read_file(path, &d, &len, &err), CT_OK);
+    assert_int_equal(d[8], 1);
+    free(d);
+    s = open_store(dir);
+    assert_int_equal(count_rows(s, "t"), 1000);
+    wc_close(s);
+    assert_int_equal(eio_read_file(path, &d, &len, &err), CT_OK);
+    assert_int_equal(d[8], 2);
+    free(d);
+    char a[4300], b[4300], tmp[4300];
+    snprintf(a, sizeof(a), "%s/sst/0000000000000001.sst", dir);
+    snprintf(b, sizeof(b), "%s/sst/0000000000000003.sst", dir);
+    snprintf(tmp, sizeof(tmp), "%s/sst/swap", dir);
+    assert_int_equal(rename(a, tmp), 0);
+    assert_int_equal(rename(b, a), 0);
+    assert_int_equal(rename(tmp, b), 0);
+    assert_refused(dir, "not the file the catalog lists");
+    ctest_rmdir(dir);
+}
+
+/* quarantine_damaged (what `ctsdb fsck --fix` opens with): a swapped pair goes to quarantine/,
+ * the third file's cells stay. */
+static void test_quarantine_keeps_the_readable_files(void **state)
+{
+    (void)state;
+    char *dir = make_store();
+    char a[4300], b[4300], tmp[4300];
+    snprintf(a, sizeof(a), "%s/sst/0000000000000001.sst", dir);
+    snprintf(b, sizeof(b), "%s/sst/0000000000000002.sst", dir);
+    snprintf(tmp, sizeof(tmp), "%s/sst/swap", dir);
+    assert_int_equal(rename(a, tmp), 0);
+    assert_int_equal(rename(b, a), 0);
+    assert_int_equal(rename(tmp, b), 0);
+    struct wc_options o = store_opts(dir);
+    o.quarantine_damaged = true;
+    struct wc_store *s = fixture_store_open(&o);
+    assert_int_equal(count_rows(s, "t"), 100); /* file 3: rows c-* */
+    wc_close(s);
+    snprintf(a, sizeof(a), "%s/quarantine/0000000000000001.sst", dir);
+    assert_int_equal(access(a, F_OK), 0);
+    snprintf(b, sizeof(b), "%s/quarantine/0000000000000002.sst", dir);
+    assert_int_equal(access(b, F_OK), 0);
+    s = open_store(dir);
+    assert_int_equal(count_rows(s, "t"), 100);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +613,12 @@ int main(void)
         cmocka_unit_test(test_unlisted_files_go_to_quarantine),
         cmocka_unit_test(test_healthy_store_is_left_alone),
         cmocka_unit_test(test_own_half_written_file_is_removed),
+        cmocka_unit_test(test_swapped_block_files_refuse_open),
+        cmocka_unit_test(test_crashed_store_replays_everything),
+        cmocka_unit_test(test_deleted_log_segment_refuses_open),
+        cmocka_unit_test(test_emptied_log_refuses_open),
+        cmocka_unit_test(test_version_1_catalog_is_upgraded),
+        cmocka_unit_test(test_quarantine_keeps_the_readable_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
