@@ -287,6 +287,15 @@ struct wc_store_stats {
     uint64_t regions;
     uint64_t memstore_bytes; /* all memstores now, active and being flushed (0: Bigtable) */
     uint64_t memstore_waits; /* writes that waited for memstore_total_bytes (0: Bigtable) */
+    /* the embedded engine's error state: whether a background error refuses writes now, if it
+     * is retried (clears by itself when its cause does), since when (ms), how many background
+     * failures and recoveries there were, and block files set aside in quarantine/ */
+    bool bg_error_active;
+    bool bg_error_transient;
+    uint64_t bg_error_since_ms;
+    uint64_t bg_errors;
+    uint64_t bg_recoveries;
+    uint64_t quarantined_files;
 };
 CT_MUST_CHECK int wc_store_stats(struct wc_store *s, struct wc_store_stats *out,
                                  struct ct_err *err);

@@ -39,8 +39,11 @@ static void fsck_usage(FILE *out)
             "  --quarantine        set damaged files aside in DIR/quarantine/ so that the store\n"
             "                      opens again (a block file's cells are lost; a log segment is\n"
             "                      cut at its last good record); the catalog is only reported\n"
-            "  --fix               repair: move wrongly salted rows, delete undecodable cells,\n"
-            "                      merge duplicates (latest write wins), fix UID mappings\n"
+            "  --fix               repair: set damaged, missing or foreign files aside as\n"
+            "                      --quarantine does (moved, never deleted; every other\n"
+            "                      file's cells kept), move wrongly salted rows, delete\n"
+            "                      undecodable cells, merge duplicates (latest write wins),\n"
+            "                      fix UID mappings\n"
             "  --delete-orphans    with --fix: delete rows whose UIDs have no name\n"
             "  --set KEY=VALUE     schema config key\n"
             "  -h, --help          this text\n");
@@ -506,10 +509,14 @@ static int fsck_run(int argc, char **argv)
         fprintf(stderr, "ctsdb fsck: --delete-orphans needs --fix\n");
         return 2;
     }
+    /* --fix sets damaged files aside too (never deletes): moved to quarantine/, dropped from
+     * the catalog with every other file's cells kept */
+    if (f.fix)
+        quarantine = true;
     struct fsck_files_result fr;
     if (fsck_files_check(to.data, quarantine, &fr) != 0)
         return 1;
-    if (fr.quarantined && fsck_drop_quarantined(to.data) != 0)
+    if ((fr.quarantined || f.fix) && fsck_drop_quarantined(to.data) != 0)
         return 1;
     to.config.read_only = !f.fix;
     struct wc_store *s = NULL;

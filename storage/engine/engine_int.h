@@ -189,6 +189,11 @@ struct estore {
     pthread_mutex_t err_mu;
     struct ct_err bg_err;   /* first background error; code CT_OK if none */
     atomic_bool has_bg_err; /* fast check for the write path */
+    bool bg_err_transient;  /* retried and cleared by estore_recover (err_mu) */
+    int64_t bg_err_since_ms, bg_err_logged_ms; /* monotonic (err_mu) */
+    uint64_t bg_err_unlogged, n_bg_errors, n_bg_recoveries; /* (err_mu) */
+    int64_t next_recover_ms, next_wal_check_ms;             /* (bg_mu) */
+    atomic_uint_fast64_t n_quarantined_live; /* damaged files set aside by compactions */
 
     /* Bytes of every memstore the regions of the store's tables list, active and frozen: the
      * sum wc_store_stats() computes region by region (a memstore that split daughters share
@@ -262,8 +267,12 @@ void estore_snapshot_release(struct estore *s, uint64_t snap);
 /* The read point of a rewrite: min(visible_seq, every registered snapshot). Cells with a larger
  * seq are kept as they are and do not count toward versions or masking. */
 uint64_t estore_read_point(struct estore *s);
-/* Records the first background error (sticky). */
+/* Records a background error: the first is kept and returned by every write. A fatal one
+ * stays until restart; a transient one (failed flush, compaction, catalog write) is retried by
+ * the worker threads about every second and cleared when the retry succeeds. Rate-limited
+ * reports through log_fn. */
 void estore_set_bg_error(struct estore *s, const struct ct_err *err);
+void estore_set_bg_error_transient(struct estore *s, const struct ct_err *err);
 /* CT_OK or the sticky background error (copied into err). */
 int estore_check_bg_error(struct estore *s, struct ct_err *err);
 /* Queues a background job (takes references on table and region). */

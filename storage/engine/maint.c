@@ -732,7 +732,7 @@ static int flush_locked(struct estore *s, struct etable *t, struct eregion *r, s
     pthread_mutex_unlock(&s->cat_mu);
     if (rc != CT_OK) {
         ct_err_prefix(err, "flush of %s", t->name);
-        estore_set_bg_error(s, err);
+        estore_set_bg_error_transient(s, err);
         goto out;
     }
     atomic_fetch_add(&s->n_flushes, 1);
@@ -871,7 +871,7 @@ static int compact_store(struct estore *s, struct etable *t, struct eregion *r, 
         }
     } else {
         ct_err_prefix(err, "compaction of %s", t->name);
-        estore_set_bg_error(s, err);
+        estore_set_bg_error_transient(s, err);
         for (size_t i = 0; i < count; i++)
             sst_unref(in[i].sst);
     }
@@ -1154,5 +1154,5 @@ void engine_run_job(struct estore *s, struct ejob *j)
         break;
     }
     if (rc < 0)
-        estore_set_bg_error(s, &err);
+        estore_set_bg_error_transient(s, &err);
 }

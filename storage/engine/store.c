@@ -3,7 +3,8 @@
  * background job queue and its worker threads. Implements every op of struct wc_backend_ops
  * (the data ops live in write.c and scan.c, maintenance in maint.c).
  *
- * Files in the data directory: LOCK (flock'ed while open), CATALOG (catalog_format.h), wal/
+ * Files in the data directory: LOCK (flock'ed while open: exclusively by a writer, shared by a
+ * read-only open), CATALOG (catalog_format.h), wal/
  * (wal_format.h segments), sst/<id>.sst (sst_format.h block files).
  *
  * Invariants: (1) every catalog change is persisted (catalog_save) before the call returns, and
@@ -56,16 +57,129 @@ void engine_failpoint(struct estore *s, const char *name)
     }
 }
 
-void estore_set_bg_error(struct estore *s, const struct ct_err *err)
+static int64_t mono_ms(void)
+{
+    return (int64_t)(clock_mono_ns() / 1000000);
+}
+
+/* Background errors (docs/engine.md, "Errors that clear"): the first one is kept and every
+ * write returns it; a transient one (a failed flush, compaction, catalog write or log release:
+ * disk full, I/O error) is retried by estore_recover() about every second and cleared when the
+ * retry succeeds; a fatal one (a batch half inserted into the memstores) stays until restart.
+ * Reports go through log_fn rate-limited: the first, then at most one line per
+ * ENGINE_ERR_LOG_MS with the count of failures since. REQUIRES err_mu for the fields. */
+#define ENGINE_ERR_LOG_MS 10000
+
+static void record_bg_error(struct estore *s, const struct ct_err *err, bool transient)
 {
     pthread_mutex_lock(&s->err_mu);
-    if (s->bg_err.code == CT_OK) {
+    s->n_bg_errors++;
+    s->bg_err_unlogged++;
+    bool first = s->bg_err.code == CT_OK;
+    if (first) {
         s->bg_err = *err;
         if (s->bg_err.code == CT_OK)
             s->bg_err.code = CT_EIO;
+        s->bg_err_transient = transient;
+        s->bg_err_since_ms = mono_ms();
         atomic_store(&s->has_bg_err, true);
+    } else if (!transient) {
+        s->bg_err_transient = false;
+    }
+    bool log = first || mono_ms() - s->bg_err_logged_ms >= ENGINE_ERR_LOG_MS;
+    uint64_t n = s->bg_err_unlogged;
+    if (log) {
+        s->bg_err_logged_ms = mono_ms();
+        s->bg_err_unlogged = 0;
+    }
+    bool tr = s->bg_err_transient;
+    pthread_mutex_unlock(&s->err_mu);
+    if (log)
+        estore_logf(s, "background error (%s%llu failure%s since the last report): %s",
+                    tr ? "retried every second, writes refused until it clears; " : "fatal; ",
+                    (unsigned long long)n, n == 1 ? "" : "s", err->msg);
+}
+
+void estore_set_bg_error(struct estore *s, const struct ct_err *err)
+{
+    record_bg_error(s, err, false);
+}
+
+void estore_set_bg_error_transient(struct estore *s, const struct ct_err *err)
+{
+    record_bg_error(s, err, true);
+}
+
+/* Worker threads, about every second: lifts a log error that left nothing inconsistent (a full
+ * disk while extending a segment) and retries what a transient background error stopped: the
+ * catalog write and a flush of every region. Success clears the error. */
+static void estore_recover(struct estore *s)
+{
+    struct ct_err e;
+    if (s->wal) {
+        int had = wal_clear_error(s->wal, &e);
+        (void)had; /* CT_OK also when there was nothing to lift */
+    }
+    if (!atomic_load(&s->has_bg_err))
+        return;
+    pthread_mutex_lock(&s->err_mu);
+    bool tr = s->bg_err_transient;
+    int64_t since = s->bg_err_since_ms;
+    pthread_mutex_unlock(&s->err_mu);
+    if (!tr)
+        return;
+    pthread_mutex_lock(&s->cat_mu);
+    int rc = catalog_save(s, &e);
+    pthread_mutex_unlock(&s->cat_mu);
+    pthread_mutex_lock(&s->cat_mu);
+    size_t nt = s->ntables;
+    struct etable **tv = calloc(nt ? nt : 1, sizeof(*tv));
+    for (size_t i = 0; tv && i < nt; i++) {
+        tv[i] = s->tables[i];
+        etable_ref(tv[i]);
+    }
+    pthread_mutex_unlock(&s->cat_mu);
+    if (!tv)
+        rc = ct_err_set(&e, CT_ENOMEM, "out of memory retrying a background error");
+    for (size_t i = 0; tv && i < nt; i++) {
+        pthread_rwlock_rdlock(&tv[i]->map_lock);
+        size_t nr = tv[i]->nregions;
+        struct eregion **rv = calloc(nr ? nr : 1, sizeof(*rv));
+        for (size_t r = 0; rv && r < nr; r++) {
+            rv[r] = tv[i]->regions[r];
+            eregion_ref(rv[r]);
+        }
+        pthread_rwlock_unlock(&tv[i]->map_lock);
+        for (size_t r = 0; rv && r < nr; r++) {
+            if (rc == CT_OK && !atomic_load(&tv[i]->dropped))
+                rc = engine_flush_region(s, tv[i], rv[r], &e);
+            eregion_unref(rv[r]);
+        }
+        if (!rv)
+            rc = ct_err_set(&e, CT_ENOMEM, "out of memory retrying a background error");
+        free(rv);
+        etable_unref(tv[i]);
+    }
+    free(tv);
+    if (rc != CT_OK) {
+        estore_set_bg_error_transient(s, &e); /* counted, rate-limited */
+        return;
+    }
+    pthread_mutex_lock(&s->err_mu);
+    struct ct_err old = s->bg_err;
+    bool clear = s->bg_err_transient;
+    if (clear) {
+        ct_err_clear(&s->bg_err);
+        atomic_store(&s->has_bg_err, false);
+        s->n_bg_recoveries++;
+        s->bg_err_unlogged = 0;
     }
     pthread_mutex_unlock(&s->err_mu);
+    if (clear) {
+        estore_logf(s, "background error cleared after %lld ms, writes accepted again: %s",
+                    (long long)(mono_ms() - since), old.msg);
+        estore_release_wal(s);
+    }
 }
 
 int estore_check_bg_error(struct estore *s, struct ct_err *err)
@@ -379,11 +493,6 @@ static void free_job(struct ejob *j)
     free(j);
 }
 
-static int64_t mono_ms(void)
-{
-    return (int64_t)(clock_mono_ns() / 1000000);
-}
-
 static void schedule_major(struct estore *s)
 {
     int64_t p = s->opt.major_compaction_period_ms;
@@ -556,6 +665,23 @@ static void *worker_main(void *arg)
             pthread_cond_broadcast(&s->done_cv);
             continue;
         }
+        if (atomic_load(&s->has_bg_err) && mono_ms() >= s->next_recover_ms) {
+            s->next_recover_ms = mono_ms() + 1000;
+            pthread_mutex_unlock(&s->bg_mu);
+            estore_recover(s);
+            pthread_mutex_lock(&s->bg_mu);
+            continue;
+        }
+        if (s->wal && mono_ms() >= s->next_wal_check_ms) { /* a log that ran out of space */
+            s->next_wal_check_ms = mono_ms() + 1000;
+            pthread_mutex_unlock(&s->bg_mu);
+            struct ct_err e;
+            if (wal_clear_error(s->wal, &e) != CT_OK) {
+                /* a failed write or sync: stays (the writes report it) */
+            }
+            pthread_mutex_lock(&s->bg_mu);
+            continue;
+        }
         if (mono_ms() >= s->next_trim_check_ms) {
             s->next_trim_check_ms = mono_ms() + 1000;
             pthread_mutex_unlock(&s->bg_mu);
@@ -624,14 +750,14 @@ void estore_release_wal(struct estore *s)
             s->wal_floor = old;
             pthread_mutex_unlock(&s->cat_mu);
             ct_err_prefix(&e, "releasing log segments");
-            estore_set_bg_error(s, &e);
+            estore_set_bg_error_transient(s, &e);
             return;
         }
     }
     uint64_t below = s->wal_floor;
     pthread_mutex_unlock(&s->cat_mu);
     if (wal_release_before(s->wal, upto, below, &e) != CT_OK)
-        estore_set_bg_error(s, &e);
+        estore_set_bg_error_transient(s, &e);
 }
 
 /* ---- namespaces --------------------------------------------------------------------------- */
@@ -1541,6 +1667,14 @@ static int op_store_stats(struct wc_store *ws, struct wc_store_stats *out, struc
     out->cache_bytes = cs.bytes;
     out->cache_capacity_bytes = cs.capacity_bytes;
     out->flushes = atomic_load(&s->n_flushes);
+    pthread_mutex_lock(&s->err_mu);
+    out->bg_error_active = s->bg_err.code != CT_OK;
+    out->bg_error_transient = out->bg_error_active && s->bg_err_transient;
+    out->bg_errors = s->n_bg_errors;
+    out->bg_recoveries = s->n_bg_recoveries;
+    out->bg_error_since_ms = out->bg_error_active ? mono_ms() - s->bg_err_since_ms : 0;
+    pthread_mutex_unlock(&s->err_mu);
+    out->quarantined_files = s->quarantined + s->swept + atomic_load(&s->n_quarantined_live);
     out->minor_compactions = atomic_load(&s->n_minor);
     out->major_compactions = atomic_load(&s->n_major);
     out->splits = atomic_load(&s->n_splits);
@@ -2026,21 +2160,26 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
         if ((rc = make_dir(s->dir, err)) != CT_OK)
             goto fail;
     }
+    /* The lock: a writer holds LOCK exclusively, a read-only open (the tools: scan, query,
+     * fsck) shared, so a directory a running TSD holds is refused with the same error by every
+     * tool instead of being read without the log (and so looking empty), and a TSD does not
+     * start under a tool reading the files. */
     if (!o->read_only) {
         snprintf(path, sizeof(path), "%s/sst", s->dir);
         if ((rc = make_dir(path, err)) != CT_OK)
             goto fail;
-        snprintf(path, sizeof(path), "%s/LOCK", s->dir);
-        s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (s->lock_fd < 0) {
-            rc = ct_err_errno(err, CT_EIO, errno, "cannot open %s", path);
-            goto fail;
-        }
-        if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-            rc = ct_err_errno(err, CT_EBUSY, errno,
-                              "data directory %s is in use by another process (%s)", s->dir, path);
-            goto fail;
-        }
+    }
+    snprintf(path, sizeof(path), "%s/LOCK", s->dir);
+    s->lock_fd = open(path, o->read_only ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC,
+                      0600);
+    if (s->lock_fd < 0 && !(o->read_only && errno == ENOENT)) {
+        rc = ct_err_errno(err, CT_EIO, errno, "cannot open %s", path);
+        goto fail;
+    }
+    if (s->lock_fd >= 0 && flock(s->lock_fd, (o->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+        rc = ct_err_errno(err, CT_EBUSY, errno,
+                          "data directory %s is in use by another process (%s)", s->dir, path);
+        goto fail;
     }
     if ((rc = block_cache_new(o->block_cache_bytes, &s->cache, err)) != CT_OK)
         goto fail;
@@ -2078,9 +2217,16 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
         goto fail;
     if (!o->read_only && (rc = remove_orphans(s, err)) != CT_OK)
         goto fail;
-    /* A read-only open neither takes the lock nor touches the log (a live writer may be
-     * appending to it): it sees what the block files hold. */
-    if (!o->read_only) {
+    /* A read-only open replays the log into memory too (wal_open_read_only: nothing on disk
+     * changes), so the tools see what a TSD stopped without closing left in it; the shared
+     * lock keeps a writer from appending meanwhile. */
+    if (o->read_only) {
+        snprintf(path, sizeof(path), "%s/wal", s->dir);
+        struct wal_options wo = {s->opt.wal_segment_bytes, s->opt.log_fn, s->opt.log_arg};
+        if ((rc = wal_open_read_only(path, &wo, &s->wal, err)) != CT_OK ||
+            (rc = engine_replay(s, err)) != CT_OK)
+            goto fail;
+    } else {
         snprintf(path, sizeof(path), "%s/wal", s->dir);
         struct wal_options wo = {s->opt.wal_segment_bytes, s->opt.log_fn, s->opt.log_arg};
         if ((rc = wal_open_mapped(path, &wo, &s->wal, err)) != CT_OK)

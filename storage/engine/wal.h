@@ -49,6 +49,12 @@ CT_MUST_CHECK int wal_open(const char *dir, const struct wal_options *o, struct 
  * sticky). Same format: either mode replays the other's segments. The engine uses this one. */
 CT_MUST_CHECK int wal_open_mapped(const char *dir, const struct wal_options *o, struct wal **out,
                                   struct ct_err *err);
+/* Opens the log in `dir` for wal_replay() only (no directory is created, no tail is cut, no
+ * copy is kept, no thread is started; wal_append() fails): what a read-only store uses to see
+ * the records not yet in block files without changing anything. A missing `dir` is an empty
+ * log. */
+CT_MUST_CHECK int wal_open_read_only(const char *dir, const struct wal_options *o,
+                                     struct wal **out, struct ct_err *err);
 /* Flushes and syncs buffered records, stops the background thread, frees; accepts NULL. */
 void wal_close(struct wal *w);
 /* Where replay keeps a copy of a newest segment whose damage has valid records behind it
@@ -84,6 +90,10 @@ CT_MUST_CHECK int wal_release_before(struct wal *w, uint64_t seq, uint64_t below
  * a seq above `seq`, or one it cannot read), or the number the next new segment gets if it
  * would keep none. */
 uint64_t wal_oldest_needed(struct wal *w, uint64_t seq);
+/* Lifts a sticky error that left nothing inconsistent (a mapped segment that could not be
+ * created or extended, e.g. a full disk; no record was copied): CT_OK, and the next append
+ * tries again. Any other sticky error (a failed write or sync) stays and is returned. */
+CT_MUST_CHECK int wal_clear_error(struct wal *w, struct ct_err *err);
 /* Segment numbers: new segments are numbered from at least `num` on (the engine keeps numbers
  * growing over the store's life, so a deleted segment leaves a gap it can see). No effect once
  * a segment is being appended to. */

@@ -400,6 +400,32 @@ static void test_crashed_store_replays_everything(void **state)
     ctest_rmdir(dir);
 }
 
+/* A read-only open (the tools) of a store whose TSD died sees the log's rows too, and changes
+ * nothing; while it is open a writer is refused (and the other way round). */
+static void test_read_only_open_replays_the_log_and_changes_nothing(void **state)
+{
+    (void)state;
+    char *dir = make_crashed_store();
+    char before[16384], after[16384];
+    listing(dir, before, sizeof(before));
+    struct wc_options o = store_opts(dir);
+    o.read_only = true;
+    struct wc_store *s = fixture_store_open(&o);
+    assert_int_equal(count_rows(s, "t"), 1600);
+    struct wc_options w = store_opts(dir);
+    struct wc_store *ws = NULL;
+    struct ct_err err;
+    assert_int_equal(wc_open(&w, &ws, &err), CT_EBUSY);
+    wc_close(s);
+    listing(dir, after, sizeof(after));
+    assert_string_equal(before, after);
+    ws = open_store(dir);
+    assert_int_equal(wc_open(&o, &s, &err), CT_EBUSY);
+    assert_non_null(strstr(err.msg, "in use by another process"));
+    wc_close(ws);
+    ctest_rmdir(dir);
+}
+
 static void test_deleted_log_segment_refuses_open(void **state)
 {
     (void)state;
@@ -615,6 +641,7 @@ int main(void)
         cmocka_unit_test(test_own_half_written_file_is_removed),
         cmocka_unit_test(test_swapped_block_files_refuse_open),
         cmocka_unit_test(test_crashed_store_replays_everything),
+        cmocka_unit_test(test_read_only_open_replays_the_log_and_changes_nothing),
         cmocka_unit_test(test_deleted_log_segment_refuses_open),
         cmocka_unit_test(test_emptied_log_refuses_open),
         cmocka_unit_test(test_version_1_catalog_is_upgraded),
