@@ -432,6 +432,10 @@ CT_MUST_CHECK int engine_split_region(struct estore *s, struct etable *t, struct
                                       const uint8_t *key, size_t key_len, struct ct_err *err);
 /* Whether region r should split under the stepping policy. */
 bool engine_region_wants_split(struct estore *s, struct etable *t, struct eregion *r);
+/* A compaction of t failed with CT_ECORRUPT naming one of its input block files in why->msg:
+ * drops that file from t's regions, saves the catalog and moves the file to quarantine/ (the
+ * store goes on; its cells are no longer served). False if why names no file t lists. */
+bool engine_quarantine_damaged_input(struct estore *s, struct etable *t, struct ct_err *why);
 /* Runs one background job. */
 void engine_run_job(struct estore *s, struct ejob *j);
 

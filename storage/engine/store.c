@@ -1554,7 +1554,10 @@ static int compact_one(struct estore *s, struct etable *t, struct eregion *r, vo
             return ct_err_set(err, CT_EINVAL, "Unknown column family %s in table %s", a->family,
                               t->name);
     }
-    return engine_compact_region(s, t, r, fam, a->major, err);
+    int rc = engine_compact_region(s, t, r, fam, a->major, err);
+    if (rc == CT_ECORRUPT && engine_quarantine_damaged_input(s, t, err))
+        ct_err_prefix(err, "set aside in quarantine/ (writes go on)");
+    return rc;
 }
 
 static int op_table_compact(struct wc_store *ws, const char *name, const char *family, bool major,

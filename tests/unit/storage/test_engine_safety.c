@@ -630,6 +630,46 @@ static void test_quarantine_keeps_the_readable_files(void **state)
     ctest_rmdir(dir);
 }
 
+/* A compaction meeting a damaged data block sets that file aside (quarantine/), keeps every
+ * other file's cells, and the store goes on taking writes; the store opens again afterwards. */
+static void test_compaction_quarantines_a_damaged_file(void **state)
+{
+    (void)state;
+    char *dir = make_store();
+    char victim[4300];
+    snprintf(victim, sizeof(victim), "%s/sst/0000000000000002.sst", dir); /* 600 rows b-* */
+    FILE *f = fopen(victim, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 200, SEEK_SET), 0);
+    int c = fgetc(f);
+    assert_int_equal(fseek(f, 200, SEEK_SET), 0);
+    fputc(c ^ 0x5a, f);
+    fclose(f);
+    struct wc_store *s = open_store(dir); /* identity is footer + meta: the open succeeds */
+    struct ct_err err;
+    assert_int_equal(wc_table_compact(s, "t", NULL, true, &err), CT_ECORRUPT);
+    assert_non_null(strstr(err.msg, "0000000000000002.sst"));
+    assert_int_equal(wc_background_error(s, &err), CT_OK);
+    struct wc_table *t = fixture_table_open(s, "t");
+    put_rows(t, "d", 10);
+    wc_table_close(t);
+    assert_int_equal(count_rows(s, "t"), 300 + 100 + 10);
+    struct wc_store_stats st = fixture_store_stats(s);
+    assert_int_equal(st.quarantined_files, 1);
+    assert_false(st.bg_error_active);
+    /* compactions go on without it */
+    assert_int_equal(wc_table_compact(s, "t", NULL, true, &err), CT_OK);
+    wc_close(s);
+    char q[4300];
+    snprintf(q, sizeof(q), "%s/quarantine/0000000000000002.sst", dir);
+    assert_int_equal(access(q, F_OK), 0);
+    assert_int_equal(access(victim, F_OK), -1);
+    s = open_store(dir);
+    assert_int_equal(count_rows(s, "t"), 410);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -646,6 +686,7 @@ int main(void)
         cmocka_unit_test(test_emptied_log_refuses_open),
         cmocka_unit_test(test_version_1_catalog_is_upgraded),
         cmocka_unit_test(test_quarantine_keeps_the_readable_files),
+        cmocka_unit_test(test_compaction_quarantines_a_damaged_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
