@@ -13,10 +13,14 @@
  * counter (--fix raises the counter).
  * Repairs of one row are atomic (one row mutation); a moved row is written before the old one is
  * deleted, so a crash in between leaves a duplicate row, never a lost one. */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "schema/tsdb.h"
 #include "storage/coding.h"
@@ -513,8 +517,23 @@ static int fsck_run(int argc, char **argv)
      * the catalog with every other file's cells kept */
     if (f.fix)
         quarantine = true;
+    /* the file pass runs under the store's lock too (shared: the same rule as every read-only
+     * open), so fsck never reads or quarantines the files of a running TSD; released before the
+     * store itself is opened below */
+    char lockpath[4200];
+    snprintf(lockpath, sizeof(lockpath), "%s/LOCK", to.data);
+    int lock_fd = open(lockpath, O_RDONLY | O_CLOEXEC);
+    if (lock_fd >= 0 && flock(lock_fd, LOCK_SH | LOCK_NB) != 0) {
+        fprintf(stderr, "ctsdb fsck: data directory %s is in use by another process (%s): %s\n",
+                to.data, lockpath, strerror(errno));
+        close(lock_fd);
+        return 1;
+    }
     struct fsck_files_result fr;
-    if (fsck_files_check(to.data, quarantine, &fr) != 0)
+    int frc = fsck_files_check(to.data, quarantine, &fr);
+    if (lock_fd >= 0)
+        close(lock_fd);
+    if (frc != 0)
         return 1;
     if ((fr.quarantined || f.fix) && fsck_drop_quarantined(to.data) != 0)
         return 1;
