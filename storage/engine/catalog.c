@@ -216,7 +216,7 @@ static int quarantine_file(struct estore *s, uint64_t id, int why_rc, struct ct_
         return why->code;
     s->quarantined++;
     if (here)
-        estore_logf(s, "quarantined block file %s (now %s): %s; its cells are no longer served",
+        estore_logf(s, "quarantined damaged block file %s (now %s): %s; its cells are no longer served",
                     path, qpath, why->msg);
     else
         estore_logf(s, "dropped missing block file %s from the catalog; its cells are no longer "
