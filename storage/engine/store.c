@@ -1677,6 +1677,12 @@ static int op_store_stats(struct wc_store *ws, struct wc_store_stats *out, struc
     out->bg_recoveries = s->n_bg_recoveries;
     out->bg_error_since_ms = out->bg_error_active ? mono_ms() - s->bg_err_since_ms : 0;
     pthread_mutex_unlock(&s->err_mu);
+    bool wal_recoverable = false;
+    if (s->wal && !s->opt.read_only && wal_error_state(s->wal, &wal_recoverable) != CT_OK &&
+        !out->bg_error_active) {
+        out->bg_error_active = true; /* the log's own sticky error refuses writes too */
+        out->bg_error_transient = wal_recoverable;
+    }
     out->quarantined_files = s->quarantined + s->swept + atomic_load(&s->n_quarantined_live);
     out->minor_compactions = atomic_load(&s->n_minor);
     out->major_compactions = atomic_load(&s->n_major);

@@ -1016,6 +1016,15 @@ int wal_clear_error(struct wal *w, struct ct_err *err)
     return rc;
 }
 
+int wal_error_state(struct wal *w, bool *recoverable)
+{
+    pthread_mutex_lock(&w->mu);
+    int rc = w->err_code;
+    *recoverable = rc != CT_OK && w->err_space;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
 void wal_set_next_num(struct wal *w, uint64_t num)
 {
     pthread_mutex_lock(&w->mu);

@@ -15,6 +15,7 @@
 #ifndef CT_ENGINE_WAL_H
 #define CT_ENGINE_WAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,6 +95,9 @@ uint64_t wal_oldest_needed(struct wal *w, uint64_t seq);
  * created or extended, e.g. a full disk; no record was copied): CT_OK, and the next append
  * tries again. Any other sticky error (a failed write or sync) stays and is returned. */
 CT_MUST_CHECK int wal_clear_error(struct wal *w, struct ct_err *err);
+/* The sticky error's code (CT_OK if none); *recoverable tells whether wal_clear_error() may
+ * lift it. */
+int wal_error_state(struct wal *w, bool *recoverable);
 /* Segment numbers: new segments are numbered from at least `num` on (the engine keeps numbers
  * growing over the store's life, so a deleted segment leaves a gap it can see). No effect once
  * a segment is being appended to. */

@@ -361,6 +361,8 @@ static void test_full_disk_on_the_log_clears_by_itself(void **state)
     assert_true(mut(t, "b", WC_OP_PUT, "f", "q", "2", 1, WC_DURABILITY_SYNC_WAL) < 0);
     usleep(1200 * 1000);
     assert_true(mut(t, "b", WC_OP_PUT, "f", "q", "2", 1, WC_DURABILITY_SYNC_WAL) < 0);
+    struct wc_store_stats st = fixture_store_stats(s); /* the state is visible */
+    assert_true(st.bg_error_active && st.bg_error_transient);
     eio_fault_clear();
     rc = -1;
     for (int tries = 0; tries < 50 && rc != CT_OK; tries++) {
@@ -368,6 +370,7 @@ static void test_full_disk_on_the_log_clears_by_itself(void **state)
         rc = mut(t, "b", WC_OP_PUT, "f", "q", "2", 1, WC_DURABILITY_SYNC_WAL);
     }
     assert_int_equal(rc, CT_OK);
+    assert_false(fixture_store_stats(s).bg_error_active);
     wc_table_close(t);
     wc_close(s);
     s = open_store(dir, 64 << 20); /* and the log replays cleanly */
