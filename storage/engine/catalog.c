@@ -244,6 +244,8 @@ int catalog_load(struct estore *s, struct ct_err *err)
                           "unsupported catalog version %d in %s (this build reads %d)", v, path,
                           CATALOG_FORMAT_VERSION);
     }
+    size_t nbad = 0; /* listed block files missing, foreign or damaged */
+    struct ct_err first_bad = {0};
     uint64_t plen = coding_get_be64(data + 9);
     if (plen != len - CATALOG_HEADER_BYTES - 4 ||
         crc32c_unmask(coding_get_be32(data + len - 4)) !=
@@ -426,7 +428,15 @@ int catalog_load(struct estore *s, struct ct_err *err)
                                         "missing; not opened, nothing changed: restore it or "
                                         "see ctsdb fsck (--fix drops it, keeps the rest)",
                                         fp, t->name);
-                        goto out;
+                    }
+                    if (rc == CT_ECORRUPT) {
+                        /* every missing, foreign or damaged file is named (log_fn), not just
+                         * the first; the open fails with the first once the catalog is read */
+                        estore_logf(s, "%s", err->msg);
+                        if (nbad++ == 0)
+                            first_bad = *err;
+                        rc = CT_OK;
+                        continue;
                     }
                     if (rc != CT_OK) {
                         ct_err_prefix(err, "table %s", t->name);
@@ -439,6 +449,14 @@ int catalog_load(struct estore *s, struct ct_err *err)
     }
     if (r.bad || r.p != r.end)
         rc = ct_err_set(err, CT_ECORRUPT, "%s: malformed catalog payload", path);
+    else if (nbad) {
+        *err = first_bad;
+        if (nbad > 1) {
+            size_t l = strlen(err->msg);
+            snprintf(err->msg + l, sizeof(err->msg) - l, " (%zu block files in all)", nbad);
+        }
+        rc = CT_ECORRUPT;
+    }
 out:
     free(data);
     return rc;
