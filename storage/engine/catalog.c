@@ -70,6 +70,13 @@ static void cb_str(struct cbuf *b, const void *s, size_t n)
 
 int catalog_save(struct estore *s, struct ct_err *err)
 {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", s->dir, CATALOG_FILE);
+    return catalog_write_to(s, path, err);
+}
+
+int catalog_write_to(struct estore *s, const char *path, struct ct_err *err)
+{
     struct cbuf b = {0};
     cb_reserve(&b, CATALOG_HEADER_BYTES);
     if (!b.oom) {
@@ -142,8 +149,6 @@ int catalog_save(struct estore *s, struct ct_err *err)
     coding_put_be64(b.p + 9, plen);
     coding_put_be32(b.p + b.len, crc32c_mask(crc32c_value(b.p + CATALOG_HEADER_BYTES, plen)));
     b.len += 4;
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", s->dir, CATALOG_FILE);
     int rc = eio_write_file_atomic(path, b.p, b.len, err);
     free(b.p);
     return rc;

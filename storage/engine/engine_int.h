@@ -323,6 +323,10 @@ void estore_global_memstore_limit(struct estore *s);
 
 /* Writes the whole catalog atomically. REQUIRES cat_mu held. */
 CT_MUST_CHECK int catalog_save(struct estore *s, struct ct_err *err);
+/* The same catalog written atomically to `path` instead of <dir>/CATALOG (a snapshot's copy:
+ * the block files it lists, with their sizes and identities, are the ones open now).
+ * REQUIRES cat_mu held. */
+CT_MUST_CHECK int catalog_write_to(struct estore *s, const char *path, struct ct_err *err);
 /* Loads the catalog into s (tables, regions, files opened). CT_NOTFOUND if there is none. */
 CT_MUST_CHECK int catalog_load(struct estore *s, struct ct_err *err);
 
