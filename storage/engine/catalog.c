@@ -221,11 +221,14 @@ static int quarantine_file(struct estore *s, uint64_t id, int why_rc, struct ct_
         return why->code;
     s->quarantined++;
     if (here)
-        estore_logf(s, "quarantined damaged block file %s (now %s): %s; its cells are no longer served",
-                    path, qpath, why->msg);
+        estore_logf(
+            s, "quarantined damaged block file %s (now %s): %s; its cells are no longer served",
+            path, qpath, why->msg);
     else
-        estore_logf(s, "dropped missing block file %s from the catalog; its cells are no longer "
-                    "served", path);
+        estore_logf(s,
+                    "dropped missing block file %s from the catalog; its cells are no longer "
+                    "served",
+                    path);
     return CT_OK;
 }
 
@@ -412,8 +415,7 @@ int catalog_load(struct estore *s, struct ct_err *err)
                             rc = ct_err_set(err, CT_ECORRUPT,
                                             "block file %s is not the file the catalog lists "
                                             "(%llu bytes, identity %08x; found %llu, %08x)",
-                                            fp, (unsigned long long)want_bytes,
-                                            (unsigned)want_id,
+                                            fp, (unsigned long long)want_bytes, (unsigned)want_id,
                                             (unsigned long long)m->file_bytes,
                                             (unsigned)m->identity);
                             sst_unref(ef->files[ef->nfiles].sst);

@@ -187,9 +187,9 @@ struct estore {
     int64_t next_mem_check_ms;  /* monotonic ms of the next opt.memstore_total_bytes check */
 
     pthread_mutex_t err_mu;
-    struct ct_err bg_err;   /* first background error; code CT_OK if none */
-    atomic_bool has_bg_err; /* fast check for the write path */
-    bool bg_err_transient;  /* retried and cleared by estore_recover (err_mu) */
+    struct ct_err bg_err;                      /* first background error; code CT_OK if none */
+    atomic_bool has_bg_err;                    /* fast check for the write path */
+    bool bg_err_transient;                     /* retried and cleared by estore_recover (err_mu) */
     int64_t bg_err_since_ms, bg_err_logged_ms; /* monotonic (err_mu) */
     uint64_t bg_err_unlogged, n_bg_errors, n_bg_recoveries; /* (err_mu) */
     int64_t next_recover_ms, next_wal_check_ms;             /* (bg_mu) */
@@ -216,8 +216,8 @@ struct estore {
     /* tests: called at named steps of the write and flush paths (see engine_test_step) */
     void (*test_step)(void *arg, const char *step);
     void *test_step_arg;
-    size_t quarantined; /* block files set aside by catalog_load (opt.quarantine_damaged) */
-    size_t swept;       /* unlisted files the open moved to quarantine/ */
+    size_t quarantined;  /* block files set aside by catalog_load (opt.quarantine_damaged) */
+    size_t swept;        /* unlisted files the open moved to quarantine/ */
     int catalog_version; /* of the CATALOG read at open (0: none) */
     /* log accounting (catalog_format.h): wal_floor is the value the catalog on disk holds
      * (guarded by cat_mu; raised only by estore_release_wal, saved before segments go);

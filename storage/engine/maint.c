@@ -1160,7 +1160,8 @@ bool engine_quarantine_damaged_input(struct estore *s, struct etable *t, struct 
                     sst_ref(keep);
                 }
                 sst_unref(ef->files[k].sst);
-                memmove(&ef->files[k], &ef->files[k + 1], (ef->nfiles - k - 1) * sizeof(*ef->files));
+                memmove(&ef->files[k], &ef->files[k + 1],
+                        (ef->nfiles - k - 1) * sizeof(*ef->files));
                 ef->nfiles--;
                 dropped++;
             }
@@ -1187,8 +1188,10 @@ bool engine_quarantine_damaged_input(struct estore *s, struct etable *t, struct 
         estore_logf(s, "cannot move damaged block file %s (no longer listed) to quarantine/: %s",
                     path, e.msg);
     else
-        estore_logf(s, "compaction of %s met a damaged block file, moved to %s (its cells are no "
-                    "longer served; writes go on): %s", t->name, qpath, why->msg);
+        estore_logf(s,
+                    "compaction of %s met a damaged block file, moved to %s (its cells are no "
+                    "longer served; writes go on): %s",
+                    t->name, qpath, why->msg);
     atomic_fetch_add(&s->n_quarantined_live, 1);
     sst_unref(keep); /* readers holding it finish from the mapping; nothing unlinks it */
     return true;
@@ -1218,7 +1221,8 @@ void engine_run_job(struct estore *s, struct ejob *j)
         }
         break;
     }
-    if (rc == CT_ECORRUPT && j->kind == EJOB_COMPACT && engine_quarantine_damaged_input(s, j->table, &err))
+    if (rc == CT_ECORRUPT && j->kind == EJOB_COMPACT &&
+        engine_quarantine_damaged_input(s, j->table, &err))
         return; /* set aside; the next compaction goes on without it */
     if (rc < 0)
         estore_set_bg_error_transient(s, &err);

@@ -2003,8 +2003,7 @@ static int list_segments(const struct estore *s, uint64_t **out, size_t *n, stru
     *n = 0;
     DIR *d = opendir(path);
     if (!d)
-        return errno == ENOENT ? CT_OK
-                               : ct_err_errno(err, CT_EIO, errno, "cannot list %s", path);
+        return errno == ENOENT ? CT_OK : ct_err_errno(err, CT_EIO, errno, "cannot list %s", path);
     struct dirent *de;
     size_t cap = 0;
     while ((de = readdir(d))) {
@@ -2069,9 +2068,10 @@ static int check_log_segments(struct estore *s, struct ct_err *err)
     char path[4200];
     snprintf(path, sizeof(path), "%s/wal/wal-%020llu.log", s->dir, (unsigned long long)missing);
     if (s->opt.quarantine_damaged && !s->opt.read_only) {
-        estore_logf(s, "log segment %s is missing (through number %llu); its records not yet in "
-                    "block files are lost (accepted: quarantine_damaged)", path,
-                    (unsigned long long)last_missing);
+        estore_logf(s,
+                    "log segment %s is missing (through number %llu); its records not yet in "
+                    "block files are lost (accepted: quarantine_damaged)",
+                    path, (unsigned long long)last_missing);
         s->wal_floor = last_missing + 1; /* saved once the log is open */
         s->log_loss_accepted = true;
         return CT_OK;
@@ -2179,8 +2179,8 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
             goto fail;
     }
     snprintf(path, sizeof(path), "%s/LOCK", s->dir);
-    s->lock_fd = open(path, o->read_only ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC,
-                      0600);
+    s->lock_fd =
+        open(path, o->read_only ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (s->lock_fd < 0 && !(o->read_only && errno == ENOENT)) {
         rc = ct_err_errno(err, CT_EIO, errno, "cannot open %s", path);
         goto fail;
@@ -2195,8 +2195,8 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     block_cache_set_pread(s->cache, o->pread_block_files);
     rc = catalog_load(s, err);
     char any[4600];
-    if (rc == CT_NOTFOUND &&
-        (first_entry(s->dir, "sst", any, sizeof(any)) || first_entry(s->dir, "wal", any, sizeof(any)))) {
+    if (rc == CT_NOTFOUND && (first_entry(s->dir, "sst", any, sizeof(any)) ||
+                              first_entry(s->dir, "wal", any, sizeof(any)))) {
         /* never a new store on top of an old one's files: they would be swept and the log
          * replayed into nothing */
         rc = ct_err_set(err, CT_ECORRUPT,
@@ -2254,8 +2254,8 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
             if (rc != CT_OK)
                 goto fail;
             if (s->catalog_version < 2)
-                estore_logf(s, "upgraded %s/%s from format version %d to %d", s->dir,
-                            CATALOG_FILE, s->catalog_version, CATALOG_FORMAT_VERSION);
+                estore_logf(s, "upgraded %s/%s from format version %d to %d", s->dir, CATALOG_FILE,
+                            s->catalog_version, CATALOG_FORMAT_VERSION);
         }
         if ((rc = engine_replay(s, err)) != CT_OK)
             goto fail;

@@ -102,7 +102,7 @@ struct wal {
     /* mmap_tail mode (invariant (6)): guarded by mu */
     bool mmap_tail;
     bool read_only; /* wal_open_read_only(): replay only; nothing under dir is changed */
-    uint8_t *map; /* MAP_SHARED mapping of the active segment, map_cap bytes */
+    uint8_t *map;   /* MAP_SHARED mapping of the active segment, map_cap bytes */
     size_t map_cap;
     size_t map_alloc;   /* the file's length: bytes [0, map_alloc) of the mapping are backed */
     size_t map_used;    /* bytes of the segment in use (header + records) */
@@ -1102,8 +1102,8 @@ int wal_release_before(struct wal *w, uint64_t seq, uint64_t below_num, struct c
      * pending (write(2) mode: no leader writing, nothing buffered; mmap_tail: appends happen
      * under mu). Without a leader, mu protects the fields a leader would use. */
     if (rc == CT_OK && i == limit && w->has_active && i < w->nsegs && w->segs[i].num < below_num &&
-        !w->leader && !w->growing &&
-        w->buf_len == 0 && w->err_code == CT_OK && w->segs[i].max_seq <= seq) {
+        !w->leader && !w->growing && w->buf_len == 0 && w->err_code == CT_OK &&
+        w->segs[i].max_seq <= seq) {
         if (w->map) {
             munmap(w->map, w->map_cap);
             w->map = NULL;

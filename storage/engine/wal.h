@@ -54,8 +54,8 @@ CT_MUST_CHECK int wal_open_mapped(const char *dir, const struct wal_options *o, 
  * copy is kept, no thread is started; wal_append() fails): what a read-only store uses to see
  * the records not yet in block files without changing anything. A missing `dir` is an empty
  * log. */
-CT_MUST_CHECK int wal_open_read_only(const char *dir, const struct wal_options *o,
-                                     struct wal **out, struct ct_err *err);
+CT_MUST_CHECK int wal_open_read_only(const char *dir, const struct wal_options *o, struct wal **out,
+                                     struct ct_err *err);
 /* Flushes and syncs buffered records, stops the background thread, frees; accepts NULL. */
 void wal_close(struct wal *w);
 /* Where replay keeps a copy of a newest segment whose damage has valid records behind it

@@ -46,8 +46,8 @@ static void put_rows(struct wc_table *t, const char *tag, int n)
     val[100] = 0;
     for (int i = 0; i < n; i++) {
         snprintf(row, sizeof(row), "%s-%05d", tag, i);
-        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"),
-                                wc_bytes_str(val), 1};
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str("f"), wc_bytes_str("q"), wc_bytes_str(val),
+                                1};
         struct wc_row_mutation rm = {wc_bytes_str(row), &m, 1};
         struct ct_err err;
         if (wc_mutate_row(t, &rm, WC_DURABILITY_SYNC_WAL, &err) != CT_OK)
@@ -491,20 +491,20 @@ static void downgrade_catalog(const char *dir)
     assert_non_null(o);
     memcpy(o, d, 17);
     o[8] = 1;
-#define VAR() (v = rd_var(&p, end))
+#define VAR()     (v = rd_var(&p, end))
 #define COPYVAR() (w += coding_put_varint64(w, VAR()))
-#define COPYSTR()                                                                          \
-    do {                                                                                   \
-        COPYVAR();                                                                         \
-        memcpy(w, p, v);                                                                   \
-        w += v;                                                                            \
-        p += v;                                                                            \
+#define COPYSTR()                                                                                  \
+    do {                                                                                           \
+        COPYVAR();                                                                                 \
+        memcpy(w, p, v);                                                                           \
+        w += v;                                                                                    \
+        p += v;                                                                                    \
     } while (0)
-#define COPYN(n)                                                                           \
-    do {                                                                                   \
-        memcpy(w, p, n);                                                                   \
-        w += n;                                                                            \
-        p += n;                                                                            \
+#define COPYN(n)                                                                                   \
+    do {                                                                                           \
+        memcpy(w, p, n);                                                                           \
+        w += n;                                                                                    \
+        p += n;                                                                                    \
     } while (0)
     uint64_t v = 0;
     for (int i = 0; i < 4; i++)
