@@ -72,7 +72,11 @@ int catalog_save(struct estore *s, struct ct_err *err)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", s->dir, CATALOG_FILE);
-    return catalog_write_to(s, path, err);
+    uint64_t next = s->wal ? wal_next_num(s->wal) : s->wal_next; /* <= what is written */
+    int rc = catalog_write_to(s, path, err);
+    if (rc == CT_OK)
+        s->cat_wal_next = next;
+    return rc;
 }
 
 int catalog_write_to(struct estore *s, const char *path, struct ct_err *err)
@@ -271,6 +275,7 @@ int catalog_load(struct estore *s, struct ct_err *err)
     if (version >= 2) {
         s->wal_floor = cr_var(&r);
         s->wal_next = cr_var(&r);
+        s->cat_wal_next = s->wal_next;
     }
     atomic_store(&s->next_seq, last_seq + 1);
     atomic_store(&s->visible_seq, last_seq);

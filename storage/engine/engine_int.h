@@ -225,6 +225,8 @@ struct estore {
     uint64_t wal_floor;
     uint64_t wal_next;
     bool log_loss_accepted; /* open: missing segments accepted (opt.quarantine_damaged) */
+    uint64_t cat_wal_next;  /* wal_next of the catalog on disk (cat_mu): a newer segment makes
+                             * the workers save the catalog within ~1 s so it is accounted */
 };
 
 static inline struct estore *estore_of(struct wc_store *s)

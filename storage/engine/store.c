@@ -679,6 +679,16 @@ static void *worker_main(void *arg)
             if (wal_clear_error(s->wal, &e) != CT_OK) {
                 /* a failed write or sync: stays (the writes report it) */
             }
+            /* log accounting: a segment created since the last catalog write gets recorded
+             * (catalog_format.h wal_next), so deleting it later is caught at open */
+            pthread_mutex_lock(&s->cat_mu);
+            if (wal_next_num(s->wal) > s->cat_wal_next && catalog_save(s, &e) != CT_OK) {
+                pthread_mutex_unlock(&s->cat_mu);
+                ct_err_prefix(&e, "recording a new log segment");
+                estore_set_bg_error_transient(s, &e);
+            } else {
+                pthread_mutex_unlock(&s->cat_mu);
+            }
             pthread_mutex_lock(&s->bg_mu);
             continue;
         }

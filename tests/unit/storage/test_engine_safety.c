@@ -476,6 +476,35 @@ static uint64_t rd_var(const uint8_t **p, const uint8_t *end)
     return v;
 }
 
+/* A TSD that never flushed: its catalog was last written before the log's first segment
+ * existed, but the workers record new segments within about a second, so an emptied wal/ is
+ * still caught. */
+static void test_emptied_log_without_a_flush_refuses_open(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir);
+    create_table(s, "t");
+    wc_close(s);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        s = open_store(dir);
+        struct wc_table *t = fixture_table_open(s, "t");
+        put_rows(t, "a", 50);
+        usleep(2500 * 1000);
+        _exit(0);
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    char cmd[4300];
+    snprintf(cmd, sizeof(cmd), "rm -f '%s'/wal/*", dir);
+    assert_int_equal(system(cmd), 0);
+    assert_refused(dir, "wal/ is empty");
+    ctest_rmdir(dir);
+}
+
 /* Rewrites <dir>/CATALOG (version 2) as version 1: no log accounting, no file identities. */
 static void downgrade_catalog(const char *dir)
 {
@@ -685,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_read_only_open_replays_the_log_and_changes_nothing),
         cmocka_unit_test(test_deleted_log_segment_refuses_open),
         cmocka_unit_test(test_emptied_log_refuses_open),
+        cmocka_unit_test(test_emptied_log_without_a_flush_refuses_open),
         cmocka_unit_test(test_version_1_catalog_is_upgraded),
         cmocka_unit_test(test_quarantine_keeps_the_readable_files),
         cmocka_unit_test(test_compaction_quarantines_a_damaged_file),
