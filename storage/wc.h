@@ -93,12 +93,16 @@ struct wc_options {
     uint64_t region_split_bytes; /* automatic split threshold (MAX_FILESIZE default); 1 GiB */
     int background_threads;      /* flush and compaction workers; default 2 */
     int64_t major_compaction_period_ms; /* 0 = none; default 7 days (with +-50% jitter) */
-    bool read_only;                     /* open without writing (tools such as fsck, scan) */
-    /* Open even when a block file is damaged: a file that fails its checks at open (footer,
-     * index, metadata CRCs), or that `ctsdb fsck --quarantine` already moved, is set aside in
-     * <data_dir>/quarantine/ and dropped from the catalog; its cells are no longer served and
-     * each one is reported through log_fn. Default false: such a file fails the open, naming
-     * it. Ignored with read_only. */
+    /* open without writing (tools such as fsck, scan): holds the directory's lock shared (a
+     * writer holds it exclusively: either one is refused with CT_EBUSY while the other is
+     * open) and replays the log into memory without changing a file */
+    bool read_only;
+    /* Open even when files are damaged or missing: a listed block file that fails its checks
+     * at open (footer, index, metadata CRCs, size and identity) is moved to
+     * <data_dir>/quarantine/ and dropped from the catalog, a missing one is dropped, missing log
+     * segments are accepted; cells are no longer served from them and each one is reported
+     * through log_fn. Nothing is deleted. Default false: each fails the open, naming it.
+     * Ignored with read_only. */
     bool quarantine_damaged;
     /* Bigtable backend */
     const char *bt_project;
@@ -287,6 +291,15 @@ struct wc_store_stats {
     uint64_t regions;
     uint64_t memstore_bytes; /* all memstores now, active and being flushed (0: Bigtable) */
     uint64_t memstore_waits; /* writes that waited for memstore_total_bytes (0: Bigtable) */
+    /* the embedded engine's error state: whether a background error refuses writes now, if it
+     * is retried (clears by itself when its cause does), since when (ms), how many background
+     * failures and recoveries there were, and block files set aside in quarantine/ */
+    bool bg_error_active;
+    bool bg_error_transient;
+    uint64_t bg_error_since_ms;
+    uint64_t bg_errors;
+    uint64_t bg_recoveries;
+    uint64_t quarantined_files;
 };
 CT_MUST_CHECK int wc_store_stats(struct wc_store *s, struct wc_store_stats *out,
                                  struct ct_err *err);

@@ -16,10 +16,14 @@
  * does), and --fix removes it.
  * Repairs of one row are atomic (one row mutation); a moved row is written before the old one is
  * deleted, so a crash in between leaves a duplicate row, never a lost one. */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "schema/tsdb.h"
 #include "storage/coding.h"
@@ -44,9 +48,11 @@ static void fsck_usage(FILE *out)
             "  --quarantine        set damaged files aside in DIR/quarantine/ so that the store\n"
             "                      opens again (a block file's cells are lost; a log segment is\n"
             "                      cut at its last good record); the catalog is only reported\n"
-            "  --fix               repair: move wrongly salted rows, delete undecodable cells,\n"
-            "                      merge duplicates (latest write wins), fix UID mappings,\n"
-            "                      remove race leftovers\n"
+            "  --fix               repair: set damaged, missing or foreign files aside as\n"
+            "                      --quarantine does (moved, never deleted; every other\n"
+            "                      file's cells kept), move wrongly salted rows, delete\n"
+            "                      undecodable cells, merge duplicates (latest write wins),\n"
+            "                      fix UID mappings, remove race leftovers\n"
             "  --delete-orphans    with --fix: delete rows whose UIDs have no name\n"
             "  --KEY=VALUE         any configuration key (docs/tsd.md); --set KEY=VALUE: the same\n"
             "  -h, --help          this text\n");
@@ -529,10 +535,29 @@ static int fsck_run(int argc, char **argv)
         fprintf(stderr, "ctsdb fsck: --delete-orphans needs --fix\n");
         return 2;
     }
-    struct fsck_files_result fr;
-    if (fsck_files_check(to.data, quarantine, &fr) != 0)
+    /* --fix sets damaged files aside too (never deletes): moved to quarantine/, dropped from
+     * the catalog with every other file's cells kept */
+    if (f.fix)
+        quarantine = true;
+    /* the file pass runs under the store's lock too (shared: the same rule as every read-only
+     * open), so fsck never reads or quarantines the files of a running TSD; released before the
+     * store itself is opened below */
+    char lockpath[4200];
+    snprintf(lockpath, sizeof(lockpath), "%s/LOCK", to.data);
+    int lock_fd = open(lockpath, O_RDONLY | O_CLOEXEC);
+    if (lock_fd >= 0 && flock(lock_fd, LOCK_SH | LOCK_NB) != 0) {
+        fprintf(stderr, "ctsdb fsck: data directory %s is in use by another process (%s): %s\n",
+                to.data, lockpath, strerror(errno));
+        close(lock_fd);
         return 1;
-    if (fr.quarantined && fsck_drop_quarantined(to.data) != 0)
+    }
+    struct fsck_files_result fr;
+    int frc = fsck_files_check(to.data, quarantine, &fr);
+    if (lock_fd >= 0)
+        close(lock_fd);
+    if (frc != 0)
+        return 1;
+    if ((fr.quarantined || f.fix) && fsck_drop_quarantined(to.data) != 0)
         return 1;
     to.config.read_only = !f.fix;
     struct wc_store *s = NULL;

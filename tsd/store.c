@@ -535,6 +535,15 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
         store_stat(&x, "tsd.storage.regions", s.regions, "");
         /* writes the engine held while all memstores were over memstore_total_bytes */
         store_stat(&x, "tsd.ingest.memstore_waits", s.memstore_waits, "");
+        /* the engine's error state: 1 while a background error refuses writes (transient=1:
+         * retried every second, clears by itself), failures and recoveries so far, block
+         * files set aside in quarantine/ */
+        store_stat(&x, "tsd.storage.error.active", s.bg_error_active,
+                   s.bg_error_transient ? "transient=1" : "transient=0");
+        store_stat(&x, "tsd.storage.error.age_ms", s.bg_error_since_ms, "");
+        store_stat(&x, "tsd.storage.error.failures", s.bg_errors, "");
+        store_stat(&x, "tsd.storage.error.recoveries", s.bg_recoveries, "");
+        store_stat(&x, "tsd.storage.quarantined_files", s.quarantined_files, "");
     }
     if (wc_table_list(st->store, store_stats_table, &x, &err) != CT_OK) {
         /* stats are best effort: a failing list leaves the per-region lines out */

@@ -1,6 +1,9 @@
 /* catalog.c - writes and reads the catalog file (format: catalog_format.h).
  *
- * Invariants: (1) catalog_save() runs with cat_mu held and writes the in-memory state as it is
+ * Invariants: (0) every block file is recorded with its size and identity checksum (sst_meta
+ * .identity), and catalog_load() opens a file only if both match: a file replaced by another
+ * valid block file is refused like a damaged one; a version-1 catalog (no identities) is read
+ * and the store rewrites it as version 2 at open; (1) catalog_save() runs with cat_mu held and writes the in-memory state as it is
  * (region file lists read under each region's mutex); (2) catalog_load() runs at open before
  * any other thread exists, opens every listed block file and fails (CT_ECORRUPT) if one is
  * missing or damaged rather than silently losing data, unless opt.quarantine_damaged asks to
@@ -67,6 +70,17 @@ static void cb_str(struct cbuf *b, const void *s, size_t n)
 
 int catalog_save(struct estore *s, struct ct_err *err)
 {
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", s->dir, CATALOG_FILE);
+    uint64_t next = s->wal ? wal_next_num(s->wal) : s->wal_next; /* <= what is written */
+    int rc = catalog_write_to(s, path, err);
+    if (rc == CT_OK)
+        s->cat_wal_next = next;
+    return rc;
+}
+
+int catalog_write_to(struct estore *s, const char *path, struct ct_err *err)
+{
     struct cbuf b = {0};
     cb_reserve(&b, CATALOG_HEADER_BYTES);
     if (!b.oom) {
@@ -78,6 +92,8 @@ int catalog_save(struct estore *s, struct ct_err *err)
     cb_var(&b, s->next_region_id);
     cb_var(&b, s->next_table_id);
     cb_var(&b, atomic_load(&s->visible_seq));
+    cb_var(&b, s->wal_floor);
+    cb_var(&b, s->wal ? wal_next_num(s->wal) : s->wal_next);
     cb_var(&b, s->nnamespaces);
     for (size_t i = 0; i < s->nnamespaces; i++)
         cb_str(&b, s->namespaces[i], engine_ns_blob_len(s->namespaces[i]));
@@ -118,8 +134,12 @@ int catalog_save(struct estore *s, struct ct_err *err)
                 struct efam *ef = &rg->fams[f];
                 cb_var(&b, ef->flushed_upto);
                 cb_var(&b, ef->nfiles);
-                for (size_t k = 0; k < ef->nfiles; k++)
+                for (size_t k = 0; k < ef->nfiles; k++) {
+                    const struct sst_meta *m = sst_get_meta(ef->files[k].sst);
                     cb_var(&b, ef->files[k].id);
+                    cb_var(&b, m->file_bytes);
+                    cb_var(&b, m->identity);
+                }
             }
             pthread_mutex_unlock(&rg->mu);
         }
@@ -133,8 +153,6 @@ int catalog_save(struct estore *s, struct ct_err *err)
     coding_put_be64(b.p + 9, plen);
     coding_put_be32(b.p + b.len, crc32c_mask(crc32c_value(b.p + CATALOG_HEADER_BYTES, plen)));
     b.len += 4;
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", s->dir, CATALOG_FILE);
     int rc = eio_write_file_atomic(path, b.p, b.len, err);
     free(b.p);
     return rc;
@@ -192,32 +210,29 @@ static int open_file(struct estore *s, const struct wc_family_desc *d, uint64_t 
     return sst_open(path, id, s->cache, &ro, &out->sst, err);
 }
 
-/* opt.quarantine_damaged: block file `id` could not be opened (`why`). If it is damaged, it is
- * moved to <dir>/quarantine/; if it is missing from sst/ but present there (moved by `ctsdb fsck
- * --quarantine`), it stays there. Either way the caller drops it from the catalog (CT_OK).
- * Anything else (an I/O error, a file missing everywhere) returns `why` unchanged. */
+/* opt.quarantine_damaged: block file `id` could not be opened (`why`). If it is damaged or
+ * foreign, it is moved to <dir>/quarantine/; if it is missing (set aside by `ctsdb fsck`, or
+ * lost), there is nothing left to read. Either way the caller drops it from the catalog (CT_OK)
+ * and the loss is logged. Anything else (an I/O error) returns `why` unchanged. */
 static int quarantine_file(struct estore *s, uint64_t id, int why_rc, struct ct_err *why)
 {
-    char path[4096], qdir[4200], qpath[8400];
+    char path[4096], qpath[4600];
     estore_file_path(s, id, path, sizeof(path));
-    snprintf(qdir, sizeof(qdir), "%s/quarantine", s->dir);
-    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    snprintf(qpath, sizeof(qpath), "%s/%s", qdir, base);
     bool here = access(path, F_OK) == 0;
-    if (!here && access(qpath, F_OK) != 0)
-        return why_rc;
     if (here && why_rc != CT_ECORRUPT)
         return why_rc;
-    if (here) {
-        if (mkdir(qdir, 0700) != 0 && errno != EEXIST)
-            return ct_err_errno(why, CT_EIO, errno, "cannot create %s to quarantine %s", qdir,
-                                path);
-        if (eio_rename(path, qpath) != 0)
-            return ct_err_errno(why, CT_EIO, errno, "cannot quarantine %s", path);
-    }
+    if (here && estore_quarantine(s, path, qpath, sizeof(qpath), why) != CT_OK)
+        return why->code;
     s->quarantined++;
-    estore_logf(s, "quarantined damaged block file %s (now %s): %s; its cells are no longer served",
-                path, qpath, here ? why->msg : "set aside by ctsdb fsck --quarantine");
+    if (here)
+        estore_logf(
+            s, "quarantined damaged block file %s (now %s): %s; its cells are no longer served",
+            path, qpath, why->msg);
+    else
+        estore_logf(s,
+                    "dropped missing block file %s from the catalog; its cells are no longer "
+                    "served",
+                    path);
     return CT_OK;
 }
 
@@ -234,13 +249,15 @@ int catalog_load(struct estore *s, struct ct_err *err)
         free(data);
         return ct_err_set(err, CT_ECORRUPT, "%s is not a ctsdb catalog (bad magic or size)", path);
     }
-    if (data[8] != CATALOG_FORMAT_VERSION) {
+    if (data[8] < 1 || data[8] > CATALOG_FORMAT_VERSION) {
         int v = data[8];
         free(data);
         return ct_err_set(err, CT_ECORRUPT,
                           "unsupported catalog version %d in %s (this build reads %d)", v, path,
                           CATALOG_FORMAT_VERSION);
     }
+    size_t nbad = 0; /* listed block files missing, foreign or damaged */
+    struct ct_err first_bad = {0};
     uint64_t plen = coding_get_be64(data + 9);
     if (plen != len - CATALOG_HEADER_BYTES - 4 ||
         crc32c_unmask(coding_get_be32(data + len - 4)) !=
@@ -253,6 +270,13 @@ int catalog_load(struct estore *s, struct ct_err *err)
     s->next_region_id = cr_var(&r);
     s->next_table_id = cr_var(&r);
     uint64_t last_seq = cr_var(&r);
+    int version = data[8];
+    s->catalog_version = version;
+    if (version >= 2) {
+        s->wal_floor = cr_var(&r);
+        s->wal_next = cr_var(&r);
+        s->cat_wal_next = s->wal_next;
+    }
     atomic_store(&s->next_seq, last_seq + 1);
     atomic_store(&s->visible_seq, last_seq);
     uint64_t nns = cr_var(&r);
@@ -372,6 +396,8 @@ int catalog_load(struct estore *s, struct ct_err *err)
                 }
                 for (uint64_t q = 0; q < nfl && !r.bad; q++) {
                     uint64_t fid = cr_var(&r);
+                    uint64_t want_bytes = version >= 2 ? cr_var(&r) : 0;
+                    uint64_t want_id = version >= 2 ? cr_var(&r) : 0;
                     if (r.bad)
                         break;
                     /* a file shared by split daughters is opened once */
@@ -386,10 +412,43 @@ int catalog_load(struct estore *s, struct ct_err *err)
                         continue;
                     }
                     rc = open_file(s, &t->fams[f], fid, &ef->files[ef->nfiles], err);
+                    if (rc == CT_OK && version >= 2) {
+                        const struct sst_meta *m = sst_get_meta(ef->files[ef->nfiles].sst);
+                        if (m->file_bytes != want_bytes || m->identity != want_id) {
+                            char fp[4096];
+                            estore_file_path(s, fid, fp, sizeof(fp));
+                            rc = ct_err_set(err, CT_ECORRUPT,
+                                            "block file %s is not the file the catalog lists "
+                                            "(%llu bytes, identity %08x; found %llu, %08x)",
+                                            fp, (unsigned long long)want_bytes, (unsigned)want_id,
+                                            (unsigned long long)m->file_bytes,
+                                            (unsigned)m->identity);
+                            sst_unref(ef->files[ef->nfiles].sst);
+                            ef->files[ef->nfiles].sst = NULL;
+                        }
+                    }
                     if (rc != CT_OK && s->opt.quarantine_damaged && !s->opt.read_only) {
                         rc = quarantine_file(s, fid, rc, err);
                         if (rc == CT_OK)
                             continue; /* dropped: catalog_save() after the load persists it */
+                    }
+                    if (rc == CT_NOTFOUND) {
+                        char fp[4096];
+                        estore_file_path(s, fid, fp, sizeof(fp));
+                        rc = ct_err_set(err, CT_ECORRUPT,
+                                        "block file %s (table %s) listed by the catalog is "
+                                        "missing; not opened, nothing changed: restore it or "
+                                        "see ctsdb fsck (--fix drops it, keeps the rest)",
+                                        fp, t->name);
+                    }
+                    if (rc == CT_ECORRUPT) {
+                        /* every missing, foreign or damaged file is named (log_fn), not just
+                         * the first; the open fails with the first once the catalog is read */
+                        estore_logf(s, "%s", err->msg);
+                        if (nbad++ == 0)
+                            first_bad = *err;
+                        rc = CT_OK;
+                        continue;
                     }
                     if (rc != CT_OK) {
                         ct_err_prefix(err, "table %s", t->name);
@@ -402,6 +461,14 @@ int catalog_load(struct estore *s, struct ct_err *err)
     }
     if (r.bad || r.p != r.end)
         rc = ct_err_set(err, CT_ECORRUPT, "%s: malformed catalog payload", path);
+    else if (nbad) {
+        *err = first_bad;
+        if (nbad > 1) {
+            size_t l = strlen(err->msg);
+            snprintf(err->msg + l, sizeof(err->msg) - l, " (%zu block files in all)", nbad);
+        }
+        rc = CT_ECORRUPT;
+    }
 out:
     free(data);
     return rc;

@@ -187,8 +187,13 @@ struct estore {
     int64_t next_mem_check_ms;  /* monotonic ms of the next opt.memstore_total_bytes check */
 
     pthread_mutex_t err_mu;
-    struct ct_err bg_err;   /* first background error; code CT_OK if none */
-    atomic_bool has_bg_err; /* fast check for the write path */
+    struct ct_err bg_err;                      /* first background error; code CT_OK if none */
+    atomic_bool has_bg_err;                    /* fast check for the write path */
+    bool bg_err_transient;                     /* retried and cleared by estore_recover (err_mu) */
+    int64_t bg_err_since_ms, bg_err_logged_ms; /* monotonic (err_mu) */
+    uint64_t bg_err_unlogged, n_bg_errors, n_bg_recoveries; /* (err_mu) */
+    int64_t next_recover_ms, next_wal_check_ms;             /* (bg_mu) */
+    atomic_uint_fast64_t n_quarantined_live; /* damaged files set aside by compactions */
 
     /* Bytes of every memstore the regions of the store's tables list, active and frozen: the
      * sum wc_store_stats() computes region by region (a memstore that split daughters share
@@ -211,7 +216,17 @@ struct estore {
     /* tests: called at named steps of the write and flush paths (see engine_test_step) */
     void (*test_step)(void *arg, const char *step);
     void *test_step_arg;
-    size_t quarantined; /* block files set aside by catalog_load (opt.quarantine_damaged) */
+    size_t quarantined;  /* block files set aside by catalog_load (opt.quarantine_damaged) */
+    size_t swept;        /* unlisted files the open moved to quarantine/ */
+    int catalog_version; /* of the CATALOG read at open (0: none) */
+    /* log accounting (catalog_format.h): wal_floor is the value the catalog on disk holds
+     * (guarded by cat_mu; raised only by estore_release_wal, saved before segments go);
+     * wal_next is the loaded value, used while no log is open (read-only) */
+    uint64_t wal_floor;
+    uint64_t wal_next;
+    bool log_loss_accepted; /* open: missing segments accepted (opt.quarantine_damaged) */
+    uint64_t cat_wal_next;  /* wal_next of the catalog on disk (cat_mu): a newer segment makes
+                             * the workers save the catalog within ~1 s so it is accounted */
 };
 
 static inline struct estore *estore_of(struct wc_store *s)
@@ -254,8 +269,12 @@ void estore_snapshot_release(struct estore *s, uint64_t snap);
 /* The read point of a rewrite: min(visible_seq, every registered snapshot). Cells with a larger
  * seq are kept as they are and do not count toward versions or masking. */
 uint64_t estore_read_point(struct estore *s);
-/* Records the first background error (sticky). */
+/* Records a background error: the first is kept and returned by every write. A fatal one
+ * stays until restart; a transient one (failed flush, compaction, catalog write) is retried by
+ * the worker threads about every second and cleared when the retry succeeds. Rate-limited
+ * reports through log_fn. */
 void estore_set_bg_error(struct estore *s, const struct ct_err *err);
+void estore_set_bg_error_transient(struct estore *s, const struct ct_err *err);
 /* CT_OK or the sticky background error (copied into err). */
 int estore_check_bg_error(struct estore *s, struct ct_err *err);
 /* Queues a background job (takes references on table and region). */
@@ -287,6 +306,11 @@ static inline void estore_memstore_add(struct estore *s, uint64_t bytes)
     atomic_fetch_add_explicit(&s->memstore_total, bytes, memory_order_relaxed);
 }
 void estore_memstore_sub(struct estore *s, uint64_t bytes); /* stops at 0 */
+/* Moves `path` into <dir>/quarantine/ (created 0700) under its own name, or <name>.N if that is
+ * taken (an earlier quarantined file is never replaced), and syncs both directories. Writes the
+ * new path into qpath. */
+CT_MUST_CHECK int estore_quarantine(struct estore *s, const char *path, char *qpath, size_t cap,
+                                    struct ct_err *err);
 /* Reports a message through opt.log_fn (nothing without one). */
 void estore_logf(const struct estore *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -326,6 +350,10 @@ CT_MUST_CHECK int engine_snapshot_delete(struct wc_store *ws, const char *name, 
 
 /* Writes the whole catalog atomically. REQUIRES cat_mu held. */
 CT_MUST_CHECK int catalog_save(struct estore *s, struct ct_err *err);
+/* The same catalog written atomically to `path` instead of <dir>/CATALOG (a snapshot's copy:
+ * the block files it lists, with their sizes and identities, are the ones open now).
+ * REQUIRES cat_mu held. */
+CT_MUST_CHECK int catalog_write_to(struct estore *s, const char *path, struct ct_err *err);
 /* Loads the catalog into s (tables, regions, files opened). CT_NOTFOUND if there is none. */
 CT_MUST_CHECK int catalog_load(struct estore *s, struct ct_err *err);
 
@@ -435,6 +463,10 @@ CT_MUST_CHECK int engine_split_region(struct estore *s, struct etable *t, struct
                                       const uint8_t *key, size_t key_len, struct ct_err *err);
 /* Whether region r should split under the stepping policy. */
 bool engine_region_wants_split(struct estore *s, struct etable *t, struct eregion *r);
+/* A compaction of t failed with CT_ECORRUPT naming one of its input block files in why->msg:
+ * drops that file from t's regions, saves the catalog and moves the file to quarantine/ (the
+ * store goes on; its cells are no longer served). False if why names no file t lists. */
+bool engine_quarantine_damaged_input(struct estore *s, struct etable *t, struct ct_err *why);
 /* Runs one background job. */
 void engine_run_job(struct estore *s, struct ejob *j);
 

@@ -732,7 +732,7 @@ static int flush_locked(struct estore *s, struct etable *t, struct eregion *r, s
     pthread_mutex_unlock(&s->cat_mu);
     if (rc != CT_OK) {
         ct_err_prefix(err, "flush of %s", t->name);
-        estore_set_bg_error(s, err);
+        estore_set_bg_error_transient(s, err);
         goto out;
     }
     atomic_fetch_add(&s->n_flushes, 1);
@@ -871,7 +871,7 @@ static int compact_store(struct estore *s, struct etable *t, struct eregion *r, 
         }
     } else {
         ct_err_prefix(err, "compaction of %s", t->name);
-        estore_set_bg_error(s, err);
+        estore_set_bg_error_transient(s, err);
         for (size_t i = 0; i < count; i++)
             sst_unref(in[i].sst);
     }
@@ -1129,6 +1129,74 @@ static void lower_bg_priority(void)
     (void)setpriority(PRIO_PROCESS, tid, want);
 }
 
+/* A compaction met a damaged block in one of its input files (`why` names it: ".../sst/<id>.sst").
+ * The file is dropped from every region of t listing it, the catalog saved, and the file moved to
+ * quarantine/ (never deleted); its cells are no longer served, and writes and later compactions
+ * go on. Returns false (the caller records the error) if `why` names no listed file or the
+ * catalog cannot be written. */
+bool engine_quarantine_damaged_input(struct estore *s, struct etable *t, struct ct_err *why)
+{
+    const char *p = strstr(why->msg, "/sst/");
+    unsigned long long id;
+    int end = 0;
+    if (!p || sscanf(p, "/sst/%16llx.sst%n", &id, &end) != 1 || end == 0)
+        return false;
+    pthread_rwlock_wrlock(&t->maint_lock); /* no flush or compaction of t meanwhile */
+    pthread_mutex_lock(&s->cat_mu);
+    struct sst *keep = NULL;
+    size_t dropped = 0;
+    for (size_t r = 0; r < t->nregions; r++) {
+        struct eregion *rg = t->regions[r];
+        pthread_mutex_lock(&rg->mu);
+        for (size_t f = 0; f < rg->nfams; f++) {
+            struct efam *ef = &rg->fams[f];
+            for (size_t k = 0; k < ef->nfiles;) {
+                if (ef->files[k].id != id) {
+                    k++;
+                    continue;
+                }
+                if (!keep) {
+                    keep = ef->files[k].sst;
+                    sst_ref(keep);
+                }
+                sst_unref(ef->files[k].sst);
+                memmove(&ef->files[k], &ef->files[k + 1],
+                        (ef->nfiles - k - 1) * sizeof(*ef->files));
+                ef->nfiles--;
+                dropped++;
+            }
+        }
+        pthread_mutex_unlock(&rg->mu);
+    }
+    struct ct_err e;
+    int rc = dropped ? catalog_save(s, &e) : CT_NOTFOUND;
+    pthread_mutex_unlock(&s->cat_mu);
+    pthread_rwlock_unlock(&t->maint_lock);
+    if (rc == CT_NOTFOUND)
+        return false;
+    char path[4096], qpath[4600];
+    estore_file_path(s, id, path, sizeof(path));
+    if (rc != CT_OK) {
+        /* memory no longer lists it; the next successful catalog write persists that, and the
+         * file stays in sst/ (moved to quarantine/ at the next open) */
+        ct_err_prefix(&e, "setting aside %s", path);
+        estore_set_bg_error_transient(s, &e);
+        sst_unref(keep);
+        return true;
+    }
+    if (estore_quarantine(s, path, qpath, sizeof(qpath), &e) != CT_OK)
+        estore_logf(s, "cannot move damaged block file %s (no longer listed) to quarantine/: %s",
+                    path, e.msg);
+    else
+        estore_logf(s,
+                    "compaction of %s met a damaged block file, moved to %s (its cells are no "
+                    "longer served; writes go on): %s",
+                    t->name, qpath, why->msg);
+    atomic_fetch_add(&s->n_quarantined_live, 1);
+    sst_unref(keep); /* readers holding it finish from the mapping; nothing unlinks it */
+    return true;
+}
+
 void engine_run_job(struct estore *s, struct ejob *j)
 {
     struct ct_err err;
@@ -1153,6 +1221,9 @@ void engine_run_job(struct estore *s, struct ejob *j)
         }
         break;
     }
+    if (rc == CT_ECORRUPT && j->kind == EJOB_COMPACT &&
+        engine_quarantine_damaged_input(s, j->table, &err))
+        return; /* set aside; the next compaction goes on without it */
     if (rc < 0)
-        estore_set_bg_error(s, &err);
+        estore_set_bg_error_transient(s, &err);
 }

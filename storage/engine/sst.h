@@ -64,6 +64,11 @@ struct sst_meta {
     int64_t max_ts_ms;
     uint64_t max_seq;
     uint64_t file_bytes;
+    /* the file's identity checksum: crc32c over its footer and its meta block as stored (both
+     * carry their own CRCs, the meta block the file's max sequence and first/last rows), set by
+     * sst_open(); with file_bytes it is what the catalog records to tell a file from another
+     * (0 from sst_writer_finish) */
+    uint32_t identity;
     uint8_t first_row[WC_MAX_ROW_BYTES]; /* valid when cells > 0 */
     uint32_t first_row_len;
     uint8_t last_row[WC_MAX_ROW_BYTES];

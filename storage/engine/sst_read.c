@@ -598,6 +598,7 @@ static int sst_load_meta(struct sst *f, uint64_t off, uint64_t len, struct ct_er
     if (rc != CT_OK)
         return rc;
     struct sst_meta *x = &f->meta;
+    x->identity = crc32c_value(m, ml); /* sst_open() extends it with the footer */
     if (ml < SST_META_FIXED_BYTES + 4)
         goto bad;
     x->cells = coding_get_be64(m);
@@ -755,6 +756,7 @@ int sst_open(const char *path, uint64_t file_id, struct block_cache *cache,
         (rc = sst_load_meta(f, coding_get_be64(ft + 24), coding_get_be32(ft + 32), err)) != CT_OK)
         goto fail;
     f->deltas = ft[40] >= SST_VERSION_DELTAS && sst_encoding_deltas(f->meta.encoding);
+    f->meta.identity = crc32c_extend(f->meta.identity, ft, sizeof ft);
     *out = f;
     return CT_OK;
 fail:

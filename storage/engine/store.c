@@ -3,15 +3,20 @@
  * background job queue and its worker threads. Implements every op of struct wc_backend_ops
  * (the data ops live in write.c and scan.c, maintenance in maint.c).
  *
- * Files in the data directory: LOCK (flock'ed while open), CATALOG (catalog_format.h), wal/
+ * Files in the data directory: LOCK (flock'ed while open: exclusively by a writer, shared by a
+ * read-only open), CATALOG (catalog_format.h), wal/
  * (wal_format.h segments), sst/<id>.sst (sst_format.h block files).
  *
  * Invariants: (1) every catalog change is persisted (catalog_save) before the call returns, and
  * memory and disk agree after a failed save only if the change is undone; (2) a table or
  * region that was dropped, truncated or split away is marked (dropped / dead) and freed by its
- * last reference, so background jobs and open handles never touch freed memory; (3) block files
- * not listed by the catalog are deleted at open (leftovers of interrupted flushes, compactions
- * and splits). Locking: engine_int.h. */
+ * last reference, so background jobs and open handles never touch freed memory; (3) the store
+ * deletes only what it proves is garbage: block files it replaced itself (after the catalog that
+ * stops listing them is durable), its own temporary files, released log segments. Block files
+ * the catalog does not list are moved to quarantine/ at open; a file the catalog lists that is
+ * missing or not the file it recorded, or a CATALOG missing beside block files or log segments,
+ * stops the open with a message naming it (docs/engine-files.md, "Safety"). Locking:
+ * engine_int.h. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +30,7 @@
 #include <unistd.h>
 
 #include "storage/clock.h"
+#include "storage/engine/catalog_format.h"
 #include "storage/engine/eio.h"
 #include "storage/engine/engine_int.h"
 
@@ -51,16 +57,129 @@ void engine_failpoint(struct estore *s, const char *name)
     }
 }
 
-void estore_set_bg_error(struct estore *s, const struct ct_err *err)
+static int64_t mono_ms(void)
+{
+    return (int64_t)(clock_mono_ns() / 1000000);
+}
+
+/* Background errors (docs/engine.md, "Errors that clear"): the first one is kept and every
+ * write returns it; a transient one (a failed flush, compaction, catalog write or log release:
+ * disk full, I/O error) is retried by estore_recover() about every second and cleared when the
+ * retry succeeds; a fatal one (a batch half inserted into the memstores) stays until restart.
+ * Reports go through log_fn rate-limited: the first, then at most one line per
+ * ENGINE_ERR_LOG_MS with the count of failures since. REQUIRES err_mu for the fields. */
+#define ENGINE_ERR_LOG_MS 10000
+
+static void record_bg_error(struct estore *s, const struct ct_err *err, bool transient)
 {
     pthread_mutex_lock(&s->err_mu);
-    if (s->bg_err.code == CT_OK) {
+    s->n_bg_errors++;
+    s->bg_err_unlogged++;
+    bool first = s->bg_err.code == CT_OK;
+    if (first) {
         s->bg_err = *err;
         if (s->bg_err.code == CT_OK)
             s->bg_err.code = CT_EIO;
+        s->bg_err_transient = transient;
+        s->bg_err_since_ms = mono_ms();
         atomic_store(&s->has_bg_err, true);
+    } else if (!transient) {
+        s->bg_err_transient = false;
+    }
+    bool log = first || mono_ms() - s->bg_err_logged_ms >= ENGINE_ERR_LOG_MS;
+    uint64_t n = s->bg_err_unlogged;
+    if (log) {
+        s->bg_err_logged_ms = mono_ms();
+        s->bg_err_unlogged = 0;
+    }
+    bool tr = s->bg_err_transient;
+    pthread_mutex_unlock(&s->err_mu);
+    if (log)
+        estore_logf(s, "background error (%s%llu failure%s since the last report): %s",
+                    tr ? "retried every second, writes refused until it clears; " : "fatal; ",
+                    (unsigned long long)n, n == 1 ? "" : "s", err->msg);
+}
+
+void estore_set_bg_error(struct estore *s, const struct ct_err *err)
+{
+    record_bg_error(s, err, false);
+}
+
+void estore_set_bg_error_transient(struct estore *s, const struct ct_err *err)
+{
+    record_bg_error(s, err, true);
+}
+
+/* Worker threads, about every second: lifts a log error that left nothing inconsistent (a full
+ * disk while extending a segment) and retries what a transient background error stopped: the
+ * catalog write and a flush of every region. Success clears the error. */
+static void estore_recover(struct estore *s)
+{
+    struct ct_err e;
+    if (s->wal) {
+        int had = wal_clear_error(s->wal, &e);
+        (void)had; /* CT_OK also when there was nothing to lift */
+    }
+    if (!atomic_load(&s->has_bg_err))
+        return;
+    pthread_mutex_lock(&s->err_mu);
+    bool tr = s->bg_err_transient;
+    int64_t since = s->bg_err_since_ms;
+    pthread_mutex_unlock(&s->err_mu);
+    if (!tr)
+        return;
+    pthread_mutex_lock(&s->cat_mu);
+    int rc = catalog_save(s, &e);
+    pthread_mutex_unlock(&s->cat_mu);
+    pthread_mutex_lock(&s->cat_mu);
+    size_t nt = s->ntables;
+    struct etable **tv = calloc(nt ? nt : 1, sizeof(*tv));
+    for (size_t i = 0; tv && i < nt; i++) {
+        tv[i] = s->tables[i];
+        etable_ref(tv[i]);
+    }
+    pthread_mutex_unlock(&s->cat_mu);
+    if (!tv)
+        rc = ct_err_set(&e, CT_ENOMEM, "out of memory retrying a background error");
+    for (size_t i = 0; tv && i < nt; i++) {
+        pthread_rwlock_rdlock(&tv[i]->map_lock);
+        size_t nr = tv[i]->nregions;
+        struct eregion **rv = calloc(nr ? nr : 1, sizeof(*rv));
+        for (size_t r = 0; rv && r < nr; r++) {
+            rv[r] = tv[i]->regions[r];
+            eregion_ref(rv[r]);
+        }
+        pthread_rwlock_unlock(&tv[i]->map_lock);
+        for (size_t r = 0; rv && r < nr; r++) {
+            if (rc == CT_OK && !atomic_load(&tv[i]->dropped))
+                rc = engine_flush_region(s, tv[i], rv[r], &e);
+            eregion_unref(rv[r]);
+        }
+        if (!rv)
+            rc = ct_err_set(&e, CT_ENOMEM, "out of memory retrying a background error");
+        free(rv);
+        etable_unref(tv[i]);
+    }
+    free(tv);
+    if (rc != CT_OK) {
+        estore_set_bg_error_transient(s, &e); /* counted, rate-limited */
+        return;
+    }
+    pthread_mutex_lock(&s->err_mu);
+    struct ct_err old = s->bg_err;
+    bool clear = s->bg_err_transient;
+    if (clear) {
+        ct_err_clear(&s->bg_err);
+        atomic_store(&s->has_bg_err, false);
+        s->n_bg_recoveries++;
+        s->bg_err_unlogged = 0;
     }
     pthread_mutex_unlock(&s->err_mu);
+    if (clear) {
+        estore_logf(s, "background error cleared after %lld ms, writes accepted again: %s",
+                    (long long)(mono_ms() - since), old.msg);
+        estore_release_wal(s);
+    }
 }
 
 int estore_check_bg_error(struct estore *s, struct ct_err *err)
@@ -374,11 +493,6 @@ static void free_job(struct ejob *j)
     free(j);
 }
 
-static int64_t mono_ms(void)
-{
-    return (int64_t)(clock_mono_ns() / 1000000);
-}
-
 static void schedule_major(struct estore *s)
 {
     int64_t p = s->opt.major_compaction_period_ms;
@@ -551,6 +665,33 @@ static void *worker_main(void *arg)
             pthread_cond_broadcast(&s->done_cv);
             continue;
         }
+        if (atomic_load(&s->has_bg_err) && mono_ms() >= s->next_recover_ms) {
+            s->next_recover_ms = mono_ms() + 1000;
+            pthread_mutex_unlock(&s->bg_mu);
+            estore_recover(s);
+            pthread_mutex_lock(&s->bg_mu);
+            continue;
+        }
+        if (s->wal && mono_ms() >= s->next_wal_check_ms) { /* a log that ran out of space */
+            s->next_wal_check_ms = mono_ms() + 1000;
+            pthread_mutex_unlock(&s->bg_mu);
+            struct ct_err e;
+            if (wal_clear_error(s->wal, &e) != CT_OK) {
+                /* a failed write or sync: stays (the writes report it) */
+            }
+            /* log accounting: a segment created since the last catalog write gets recorded
+             * (catalog_format.h wal_next), so deleting it later is caught at open */
+            pthread_mutex_lock(&s->cat_mu);
+            if (wal_next_num(s->wal) > s->cat_wal_next && catalog_save(s, &e) != CT_OK) {
+                pthread_mutex_unlock(&s->cat_mu);
+                ct_err_prefix(&e, "recording a new log segment");
+                estore_set_bg_error_transient(s, &e);
+            } else {
+                pthread_mutex_unlock(&s->cat_mu);
+            }
+            pthread_mutex_lock(&s->bg_mu);
+            continue;
+        }
         if (mono_ms() >= s->next_trim_check_ms) {
             s->next_trim_check_ms = mono_ms() + 1000;
             pthread_mutex_unlock(&s->bg_mu);
@@ -604,10 +745,29 @@ void estore_release_wal(struct estore *s)
             pthread_mutex_unlock(&rg->mu);
         }
     }
-    pthread_mutex_unlock(&s->cat_mu);
     struct ct_err e;
-    if (s->wal && wal_release_upto(s->wal, upto, &e) != CT_OK)
-        estore_set_bg_error(s, &e);
+    if (!s->wal) {
+        pthread_mutex_unlock(&s->cat_mu);
+        return;
+    }
+    /* log accounting (catalog_format.h): the catalog names the oldest segment still needed
+     * before any segment at or above the old floor goes */
+    uint64_t floor = wal_oldest_needed(s->wal, upto);
+    if (floor > s->wal_floor) {
+        uint64_t old = s->wal_floor;
+        s->wal_floor = floor;
+        if (catalog_save(s, &e) != CT_OK) {
+            s->wal_floor = old;
+            pthread_mutex_unlock(&s->cat_mu);
+            ct_err_prefix(&e, "releasing log segments");
+            estore_set_bg_error_transient(s, &e);
+            return;
+        }
+    }
+    uint64_t below = s->wal_floor;
+    pthread_mutex_unlock(&s->cat_mu);
+    if (wal_release_before(s->wal, upto, below, &e) != CT_OK)
+        estore_set_bg_error_transient(s, &e);
 }
 
 /* ---- namespaces --------------------------------------------------------------------------- */
@@ -1403,7 +1563,10 @@ static int compact_one(struct estore *s, struct etable *t, struct eregion *r, vo
             return ct_err_set(err, CT_EINVAL, "Unknown column family %s in table %s", a->family,
                               t->name);
     }
-    return engine_compact_region(s, t, r, fam, a->major, err);
+    int rc = engine_compact_region(s, t, r, fam, a->major, err);
+    if (rc == CT_ECORRUPT && engine_quarantine_damaged_input(s, t, err))
+        ct_err_prefix(err, "set aside in quarantine/ (writes go on)");
+    return rc;
 }
 
 static int op_table_compact(struct wc_store *ws, const char *name, const char *family, bool major,
@@ -1516,6 +1679,20 @@ static int op_store_stats(struct wc_store *ws, struct wc_store_stats *out, struc
     out->cache_bytes = cs.bytes;
     out->cache_capacity_bytes = cs.capacity_bytes;
     out->flushes = atomic_load(&s->n_flushes);
+    pthread_mutex_lock(&s->err_mu);
+    out->bg_error_active = s->bg_err.code != CT_OK;
+    out->bg_error_transient = out->bg_error_active && s->bg_err_transient;
+    out->bg_errors = s->n_bg_errors;
+    out->bg_recoveries = s->n_bg_recoveries;
+    out->bg_error_since_ms = out->bg_error_active ? mono_ms() - s->bg_err_since_ms : 0;
+    pthread_mutex_unlock(&s->err_mu);
+    bool wal_recoverable = false;
+    if (s->wal && !s->opt.read_only && wal_error_state(s->wal, &wal_recoverable) != CT_OK &&
+        !out->bg_error_active) {
+        out->bg_error_active = true; /* the log's own sticky error refuses writes too */
+        out->bg_error_transient = wal_recoverable;
+    }
+    out->quarantined_files = s->quarantined + s->swept + atomic_load(&s->n_quarantined_live);
     out->minor_compactions = atomic_load(&s->n_minor);
     out->major_compactions = atomic_load(&s->n_major);
     out->splits = atomic_load(&s->n_splits);
@@ -1732,7 +1909,41 @@ static int make_dir(const char *path, struct ct_err *err)
     return CT_OK;
 }
 
-/* Deletes block files the catalog does not list and temporary files. */
+int estore_quarantine(struct estore *s, const char *path, char *qpath, size_t cap,
+                      struct ct_err *err)
+{
+    char qdir[4200];
+    snprintf(qdir, sizeof(qdir), "%s/quarantine", s->dir);
+    if (mkdir(qdir, 0700) != 0 && errno != EEXIST)
+        return ct_err_errno(err, CT_EIO, errno, "cannot create %s to quarantine %s", qdir, path);
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    /* never replace an earlier quarantined file of the same name: the first free of
+     * <base>, <base>.1, <base>.2, ... (we hold the store's lock, nobody else renames here) */
+    for (unsigned k = 0;; k++) {
+        int n = k ? snprintf(qpath, cap, "%s/%s.%u", qdir, base, k)
+                  : snprintf(qpath, cap, "%s/%s", qdir, base);
+        if (n < 0 || (size_t)n >= cap)
+            return ct_err_set(err, CT_EINVAL, "path too long quarantining %s", path);
+        struct stat st;
+        if (lstat(qpath, &st) != 0 && errno == ENOENT)
+            break;
+        if (k >= 100000)
+            return ct_err_set(err, CT_EIO, "cannot find a free name in %s for %s", qdir, path);
+    }
+    if (eio_rename(path, qpath) != 0)
+        return ct_err_errno(err, CT_EIO, errno, "cannot move %s to %s", path, qpath);
+    char pdir[4200];
+    snprintf(pdir, sizeof(pdir), "%.*s", (int)(base - path - (base > path)), path);
+    int rc = eio_fsync_dir(qdir, err);
+    if (rc == CT_OK && base > path)
+        rc = eio_fsync_dir(pdir, err);
+    return rc;
+}
+
+/* The orphan sweep at open: block files the catalog does not list (leftovers of flushes,
+ * compactions and splits a crash interrupted, or files copied in from elsewhere) and temporary
+ * files are MOVED to quarantine/, never deleted: nothing proves that a file this process did
+ * not write is garbage. Each move is logged. */
 static int remove_orphans(struct estore *s, struct ct_err *err)
 {
     char path[4096];
@@ -1741,7 +1952,7 @@ static int remove_orphans(struct estore *s, struct ct_err *err)
     if (!d)
         return ct_err_errno(err, CT_EIO, errno, "cannot list %s", path);
     struct dirent *de;
-    bool removed = false;
+    int rc = CT_OK;
     while ((de = readdir(d))) {
         const char *n = de->d_name;
         if (n[0] == '.')
@@ -1760,16 +1971,142 @@ static int remove_orphans(struct estore *s, struct ct_err *err)
         }
         if (keep)
             continue;
-        char fp[4096 + 256];
+        char fp[4096 + 256], qp[4600];
         snprintf(fp, sizeof(fp), "%s/%s", path, n);
-        if (eio_unlink(fp) != 0 && errno != ENOENT) {
-            closedir(d);
-            return ct_err_errno(err, CT_EIO, errno, "cannot remove orphan file %s", fp);
-        }
-        removed = true;
+        if ((rc = estore_quarantine(s, fp, qp, sizeof(qp), err)) != CT_OK)
+            break;
+        s->swept++;
+        estore_logf(s, "moved %s, which the catalog does not list, to %s", fp, qp);
     }
     closedir(d);
-    return removed ? eio_fsync_dir(path, err) : CT_OK;
+    return rc;
+}
+
+/* The first entry (not . or ..) of <dir>/<sub> into name; false if none or no such folder. */
+static bool first_entry(const char *dir, const char *sub, char *name, size_t cap)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, sub);
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    struct dirent *de;
+    bool found = false;
+    while (!found && (de = readdir(d)))
+        if (de->d_name[0] != '.') {
+            snprintf(name, cap, "%s/%s", path, de->d_name);
+            found = true;
+        }
+    closedir(d);
+    return found;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Numbers of the log segments in <dir>/wal (sorted) into a new array *out (freed by the
+ * caller) of *n entries; no folder is no segments. */
+static int list_segments(const struct estore *s, uint64_t **out, size_t *n, struct ct_err *err)
+{
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/wal", s->dir);
+    *out = NULL;
+    *n = 0;
+    DIR *d = opendir(path);
+    if (!d)
+        return errno == ENOENT ? CT_OK : ct_err_errno(err, CT_EIO, errno, "cannot list %s", path);
+    struct dirent *de;
+    size_t cap = 0;
+    while ((de = readdir(d))) {
+        unsigned long long num;
+        int end = 0;
+        if (strlen(de->d_name) != 28 || sscanf(de->d_name, "wal-%20llu.log%n", &num, &end) != 1 ||
+            end != 28)
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            uint64_t *nv = realloc(*out, cap * sizeof(*nv));
+            if (!nv) {
+                closedir(d);
+                free(*out);
+                *out = NULL;
+                return ct_err_set(err, CT_ENOMEM, "out of memory listing %s", path);
+            }
+            *out = nv;
+        }
+        (*out)[(*n)++] = num;
+    }
+    closedir(d);
+    if (*n > 1)
+        qsort(*out, *n, sizeof(**out), u64_cmp);
+    return CT_OK;
+}
+
+/* Log accounting at open (catalog_format.h, wal_floor): every segment numbered wal_floor ..
+ * wal_next-1 must exist, and no number may be missing between wal_floor and the newest
+ * segment. A missing one stops the open naming it, unless opt.quarantine_damaged accepts the
+ * loss (`ctsdb fsck --fix`; logged). Version-1 catalogs carry no accounting: only the gaps. */
+static int check_log_segments(struct estore *s, struct ct_err *err)
+{
+    uint64_t *segs;
+    size_t n;
+    int rc = list_segments(s, &segs, &n, err);
+    if (rc != CT_OK)
+        return rc;
+    uint64_t floor = s->catalog_version >= 2 ? s->wal_floor : (n ? segs[0] : 0);
+    uint64_t next = s->catalog_version >= 2 ? s->wal_next : 0;
+    uint64_t missing = 0;
+    size_t i = 0;
+    while (i < n && segs[i] < floor)
+        i++;
+    uint64_t want = floor, last_missing = 0;
+    for (; i < n; i++) {
+        if (segs[i] != want) {
+            if (!missing)
+                missing = want;
+            last_missing = segs[i] - 1;
+        }
+        want = segs[i] + 1;
+    }
+    if (want < next) {
+        if (!missing)
+            missing = want;
+        last_missing = next - 1;
+    }
+    free(segs);
+    if (!missing)
+        return CT_OK;
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/wal/wal-%020llu.log", s->dir, (unsigned long long)missing);
+    if (s->opt.quarantine_damaged && !s->opt.read_only) {
+        estore_logf(s,
+                    "log segment %s is missing (through number %llu); its records not yet in "
+                    "block files are lost (accepted: quarantine_damaged)",
+                    path, (unsigned long long)last_missing);
+        s->wal_floor = last_missing + 1; /* saved once the log is open */
+        s->log_loss_accepted = true;
+        return CT_OK;
+    }
+    return ct_err_set(err, CT_ECORRUPT,
+                      "log segment %s is missing (%s): not opened, nothing changed; restore it or "
+                      "see ctsdb fsck (--fix accepts the loss)",
+                      path, n ? "a gap in the log" : "wal/ is empty but the catalog needs it");
+}
+
+/* The first log segment number present, or `dflt` if none. */
+static uint64_t first_segment(const struct estore *s, uint64_t dflt)
+{
+    uint64_t *segs;
+    size_t n;
+    struct ct_err e;
+    if (list_segments(s, &segs, &n, &e) != CT_OK)
+        return dflt;
+    uint64_t v = n ? segs[0] : dflt;
+    free(segs);
+    return v;
 }
 
 void engine_set_failpoint(struct wc_store *ws, const char *name)
@@ -1853,32 +2190,50 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
                     "0700; chmod 700 %s to restrict it)",
                     s->dir, (unsigned)(st.st_mode & 07777), s->dir);
     }
+    /* The lock: a writer holds LOCK exclusively, a read-only open (the tools: scan, query,
+     * fsck) shared, so a directory a running TSD holds is refused with the same error by every
+     * tool instead of being read without the log (and so looking empty), and a TSD does not
+     * start under a tool reading the files. */
     if (!o->read_only) {
         snprintf(path, sizeof(path), "%s/sst", s->dir);
         if ((rc = make_dir(path, err)) != CT_OK)
             goto fail;
-        snprintf(path, sizeof(path), "%s/LOCK", s->dir);
-        s->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-        if (s->lock_fd < 0) {
-            rc = ct_err_errno(err, CT_EIO, errno, "cannot open %s", path);
-            goto fail;
-        }
-        if (flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-            rc = ct_err_errno(err, CT_EBUSY, errno,
-                              "data directory %s is in use by another process (%s)", s->dir, path);
-            goto fail;
-        }
+    }
+    snprintf(path, sizeof(path), "%s/LOCK", s->dir);
+    s->lock_fd =
+        open(path, o->read_only ? O_RDONLY | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (s->lock_fd < 0 && !(o->read_only && errno == ENOENT)) {
+        rc = ct_err_errno(err, CT_EIO, errno, "cannot open %s", path);
+        goto fail;
+    }
+    if (s->lock_fd >= 0 && flock(s->lock_fd, (o->read_only ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+        rc = ct_err_errno(err, CT_EBUSY, errno,
+                          "data directory %s is in use by another process (%s)", s->dir, path);
+        goto fail;
     }
     if ((rc = block_cache_new(o->block_cache_bytes, &s->cache, err)) != CT_OK)
         goto fail;
     block_cache_set_pread(s->cache, o->pread_block_files);
     rc = catalog_load(s, err);
+    char any[4600];
+    if (rc == CT_NOTFOUND && (first_entry(s->dir, "sst", any, sizeof(any)) ||
+                              first_entry(s->dir, "wal", any, sizeof(any)))) {
+        /* never a new store on top of an old one's files: they would be swept and the log
+         * replayed into nothing */
+        rc = ct_err_set(err, CT_ECORRUPT,
+                        "%s/%s is missing but %s exists: not opened as a new store, "
+                        "nothing changed; restore the catalog or see ctsdb fsck",
+                        s->dir, CATALOG_FILE, any);
+        goto fail;
+    }
     if (rc == CT_NOTFOUND) {
         if (o->read_only) {
             rc = ct_err_set(err, CT_NOTFOUND, "no catalog in %s", s->dir);
             goto fail;
         }
         s->next_file_id = s->next_region_id = s->next_table_id = 1;
+        s->wal_floor = s->wal_next = 1;
+        s->catalog_version = CATALOG_FORMAT_VERSION;
         if ((rc = add_ns(s, "default", err)) != CT_OK || (rc = add_ns(s, "hbase", err)) != CT_OK)
             goto fail;
         if ((rc = catalog_save(s, err)) != CT_OK)
@@ -1888,17 +2243,41 @@ int engine_store_open(const struct wc_options *o, struct wc_store **out, struct 
     } else if (s->quarantined && (rc = catalog_save(s, err)) != CT_OK) {
         goto fail; /* the catalog stops listing the quarantined files */
     }
+    if ((rc = check_log_segments(s, err)) != CT_OK)
+        goto fail;
     if (!o->read_only && (rc = remove_orphans(s, err)) != CT_OK)
         goto fail;
-    /* A read-only open neither takes the lock nor touches the log (a live writer may be
-     * appending to it): it sees what the block files hold. */
-    if (!o->read_only) {
+    /* A read-only open replays the log into memory too (wal_open_read_only: nothing on disk
+     * changes), so the tools see what a TSD stopped without closing left in it; the shared
+     * lock keeps a writer from appending meanwhile. */
+    if (o->read_only) {
+        snprintf(path, sizeof(path), "%s/wal", s->dir);
+        struct wal_options wo = {s->opt.wal_segment_bytes, s->opt.log_fn, s->opt.log_arg};
+        if ((rc = wal_open_read_only(path, &wo, &s->wal, err)) != CT_OK ||
+            (rc = engine_replay(s, err)) != CT_OK)
+            goto fail;
+    } else {
         snprintf(path, sizeof(path), "%s/wal", s->dir);
         struct wal_options wo = {s->opt.wal_segment_bytes, s->opt.log_fn, s->opt.log_arg};
         if ((rc = wal_open_mapped(path, &wo, &s->wal, err)) != CT_OK)
             goto fail;
         snprintf(path, sizeof(path), "%s/quarantine", s->dir);
         wal_set_quarantine_dir(s->wal, path); /* damaged segments are kept there before a cut */
+        wal_set_next_num(s->wal, s->wal_next);
+        if (s->catalog_version < 2 || s->log_loss_accepted) {
+            /* upgrade a version-1 catalog (log accounting starts at the oldest segment), or
+             * record a loss accepted by check_log_segments */
+            if (s->catalog_version < 2)
+                s->wal_floor = first_segment(s, wal_next_num(s->wal));
+            pthread_mutex_lock(&s->cat_mu);
+            rc = catalog_save(s, err);
+            pthread_mutex_unlock(&s->cat_mu);
+            if (rc != CT_OK)
+                goto fail;
+            if (s->catalog_version < 2)
+                estore_logf(s, "upgraded %s/%s from format version %d to %d", s->dir, CATALOG_FILE,
+                            s->catalog_version, CATALOG_FORMAT_VERSION);
+        }
         if ((rc = engine_replay(s, err)) != CT_OK)
             goto fail;
     }

@@ -101,7 +101,8 @@ struct wal {
     char active_path[PATH_MAX + 64];
     /* mmap_tail mode (invariant (6)): guarded by mu */
     bool mmap_tail;
-    uint8_t *map; /* MAP_SHARED mapping of the active segment, map_cap bytes */
+    bool read_only; /* wal_open_read_only(): replay only; nothing under dir is changed */
+    uint8_t *map;   /* MAP_SHARED mapping of the active segment, map_cap bytes */
     size_t map_cap;
     size_t map_alloc;   /* the file's length: bytes [0, map_alloc) of the mapping are backed */
     size_t map_used;    /* bytes of the segment in use (header + records) */
@@ -126,6 +127,9 @@ struct wal {
 
     int err_code;
     struct ct_err sticky;
+    /* the sticky error is a failure to create or extend a mapped segment: no record was
+     * copied, nothing on disk is inconsistent, so wal_clear_error() may lift it */
+    bool err_space;
     struct wal_stats stats;
 };
 
@@ -211,7 +215,7 @@ static int wal_list_segments(struct wal *w, struct ct_err *err)
 static void *wal_bg_main(void *arg);
 
 static int wal_open_mode(const char *dir, const struct wal_options *o, bool mmap_tail,
-                         struct wal **out, struct ct_err *err)
+                         bool read_only, struct wal **out, struct ct_err *err)
 {
     struct wal *w = calloc(1, sizeof(*w));
     if (!w)
@@ -232,10 +236,14 @@ static int wal_open_mode(const char *dir, const struct wal_options *o, bool mmap
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&w->bg_cv, &ca);
     pthread_condattr_destroy(&ca);
-    int rc = wal_mkdirs(dir, err);
-    if (rc == CT_OK)
+    w->read_only = read_only;
+    struct stat dst;
+    int rc = CT_OK;
+    if (!read_only)
+        rc = wal_mkdirs(dir, err);
+    if (rc == CT_OK && (!read_only || stat(dir, &dst) == 0))
         rc = wal_list_segments(w, err);
-    if (rc == CT_OK) {
+    if (rc == CT_OK && !read_only) {
         if (pthread_create(&w->bg, NULL, wal_bg_main, w) != 0)
             rc = ct_err_set(err, CT_ENOMEM, "cannot start the wal syncer thread for %s", dir);
         else
@@ -252,13 +260,19 @@ static int wal_open_mode(const char *dir, const struct wal_options *o, bool mmap
 
 int wal_open(const char *dir, const struct wal_options *o, struct wal **out, struct ct_err *err)
 {
-    return wal_open_mode(dir, o, false, out, err);
+    return wal_open_mode(dir, o, false, false, out, err);
+}
+
+int wal_open_read_only(const char *dir, const struct wal_options *o, struct wal **out,
+                       struct ct_err *err)
+{
+    return wal_open_mode(dir, o, false, true, out, err);
 }
 
 int wal_open_mapped(const char *dir, const struct wal_options *o, struct wal **out,
                     struct ct_err *err)
 {
-    return wal_open_mode(dir, o, true, out, err);
+    return wal_open_mode(dir, o, true, false, out, err);
 }
 
 /* ---- writing ------------------------------------------------------------------------------ */
@@ -537,6 +551,8 @@ static int wal_map_new(struct wal *w, size_t need, struct ct_err *err)
         w->map_cap = w->map_alloc = w->map_used = w->map_dropped = 0;
         if (eio_unlink(path) != 0) { /* best effort: an empty segment replays as nothing */
         }
+        if (w->next_num == num + 1)
+            w->next_num = num; /* reused by the next try: no gap in the numbers */
         return rc;
     }
     w->has_active = true;
@@ -569,12 +585,14 @@ static int wal_append_mapped(struct wal *w, uint64_t seq, const void *payload, s
         if (rotate) {
             if ((rc = wal_map_new(w, need, &w->sticky)) != CT_OK) {
                 w->err_code = rc;
+                w->err_space = true;
                 goto sticky;
             }
             continue;
         }
         if (grow && (rc = wal_map_grow(w, w->map_used + need, &w->sticky)) != CT_OK) {
             w->err_code = rc;
+            w->err_space = true;
             goto sticky;
         }
         break;
@@ -615,6 +633,8 @@ int wal_append(struct wal *w, uint64_t seq, const void *payload, size_t len, enu
     if (len > WAL_MAX_RECORD_BYTES)
         return ct_err_set(err, CT_ELIMIT, "wal record of %zu bytes exceeds the limit of %u", len,
                           WAL_MAX_RECORD_BYTES);
+    if (w->read_only)
+        return ct_err_set(err, CT_EUNSUPPORTED, "wal %s is open read-only", w->dir);
     if (w->mmap_tail)
         return wal_append_mapped(w, seq, payload, len, sync, err);
     size_t need = WAL_RECORD_HEADER_BYTES + len;
@@ -846,7 +866,7 @@ static int wal_scan_segment(struct wal *w, size_t idx, bool is_last, wal_replay_
 {
     char path[PATH_MAX + 64];
     wal_segment_path(w, w->segs[idx].num, path, sizeof path);
-    int fd = eio_open(path, is_last ? O_RDWR : O_RDONLY, 0);
+    int fd = eio_open(path, is_last && !w->read_only ? O_RDWR : O_RDONLY, 0);
     if (fd < 0)
         return ct_err_errno(err, CT_EIO, errno, "cannot open wal segment %s", path);
     struct stat st;
@@ -938,6 +958,8 @@ bad:
     /* a torn (or zero) tail of the last segment: what a crash mid-write leaves; cut it off
      * (damage with records behind it too, as RocksDB's point-in-time recovery does, after
      * keeping a copy of the segment) */
+    if (w->read_only)
+        goto done; /* the records before the tail are replayed; the file stays as it is */
     if (why) {
         char kept[2 * PATH_MAX + 128];
         kept[0] = 0;
@@ -977,10 +999,85 @@ int wal_replay(struct wal *w, wal_replay_fn fn, void *arg, struct ct_err *err)
     return CT_OK;
 }
 
+int wal_clear_error(struct wal *w, struct ct_err *err)
+{
+    pthread_mutex_lock(&w->mu);
+    int rc = CT_OK;
+    if (w->err_code != CT_OK) {
+        if (w->err_space && !w->leader && !w->growing) {
+            w->err_code = CT_OK;
+            w->err_space = false;
+            ct_err_clear(&w->sticky);
+        } else {
+            rc = wal_sticky(w, err);
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int wal_error_state(struct wal *w, bool *recoverable)
+{
+    pthread_mutex_lock(&w->mu);
+    int rc = w->err_code;
+    *recoverable = rc != CT_OK && w->err_space;
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+void wal_set_next_num(struct wal *w, uint64_t num)
+{
+    pthread_mutex_lock(&w->mu);
+    if (!w->has_active && num > w->next_num)
+        w->next_num = num;
+    pthread_mutex_unlock(&w->mu);
+}
+
+uint64_t wal_next_num(struct wal *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t n = w->next_num;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+uint64_t wal_oldest_needed(struct wal *w, uint64_t seq)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t num = w->next_num;
+    for (size_t i = 0; i < w->nsegs; i++) {
+        struct wal_segment *s = &w->segs[i];
+        bool active = w->has_active && i + 1 == w->nsegs;
+        if (!s->max_known && !active) {
+            struct ct_err e;
+            if (wal_scan_segment(w, i, i + 1 == w->nsegs, NULL, NULL, &e) != CT_OK) {
+                num = s->num; /* unreadable: counted as needed */
+                break;
+            }
+        }
+        if (!s->max_known || s->max_seq > seq) {
+            num = s->num;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&w->mu);
+    return num;
+}
+
 int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err)
+{
+    return wal_release_before(w, seq, UINT64_MAX, err);
+}
+
+int wal_release_before(struct wal *w, uint64_t seq, uint64_t below_num, struct ct_err *err)
 {
     pthread_mutex_lock(&w->mu);
     size_t limit = w->has_active ? w->nsegs - 1 : w->nsegs;
+    for (size_t j = 0; j < limit; j++)
+        if (w->segs[j].num >= below_num) {
+            limit = j;
+            break;
+        }
     size_t keep = 0;
     int rc = CT_OK;
     size_t i;
@@ -1004,8 +1101,9 @@ int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err)
     /* invariant (7): the active segment goes too once all of it is released and nothing is
      * pending (write(2) mode: no leader writing, nothing buffered; mmap_tail: appends happen
      * under mu). Without a leader, mu protects the fields a leader would use. */
-    if (rc == CT_OK && i == limit && w->has_active && i < w->nsegs && !w->leader && !w->growing &&
-        w->buf_len == 0 && w->err_code == CT_OK && w->segs[i].max_seq <= seq) {
+    if (rc == CT_OK && i == limit && w->has_active && i < w->nsegs && w->segs[i].num < below_num &&
+        !w->leader && !w->growing && w->buf_len == 0 && w->err_code == CT_OK &&
+        w->segs[i].max_seq <= seq) {
         if (w->map) {
             munmap(w->map, w->map_cap);
             w->map = NULL;

@@ -15,6 +15,7 @@
 #ifndef CT_ENGINE_WAL_H
 #define CT_ENGINE_WAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,12 @@ CT_MUST_CHECK int wal_open(const char *dir, const struct wal_options *o, struct 
  * sticky). Same format: either mode replays the other's segments. The engine uses this one. */
 CT_MUST_CHECK int wal_open_mapped(const char *dir, const struct wal_options *o, struct wal **out,
                                   struct ct_err *err);
+/* Opens the log in `dir` for wal_replay() only (no directory is created, no tail is cut, no
+ * copy is kept, no thread is started; wal_append() fails): what a read-only store uses to see
+ * the records not yet in block files without changing anything. A missing `dir` is an empty
+ * log. */
+CT_MUST_CHECK int wal_open_read_only(const char *dir, const struct wal_options *o, struct wal **out,
+                                     struct ct_err *err);
 /* Flushes and syncs buffered records, stops the background thread, frees; accepts NULL. */
 void wal_close(struct wal *w);
 /* Where replay keeps a copy of a newest segment whose damage has valid records behind it
@@ -75,6 +82,28 @@ CT_MUST_CHECK int wal_sync(struct wal *w, struct ct_err *err);
  * segments holding only such records are deleted, the active one included when nothing is
  * pending (the next append opens a new segment). */
 CT_MUST_CHECK int wal_release_upto(struct wal *w, uint64_t seq, struct ct_err *err);
+
+/* Like wal_release_upto(), but deletes only segments numbered below `below_num` (the engine
+ * first records in its catalog which segments it still needs, then releases the rest). */
+CT_MUST_CHECK int wal_release_before(struct wal *w, uint64_t seq, uint64_t below_num,
+                                     struct ct_err *err);
+/* The number of the oldest segment wal_release_upto(seq) would keep (one holding a record with
+ * a seq above `seq`, or one it cannot read), or the number the next new segment gets if it
+ * would keep none. */
+uint64_t wal_oldest_needed(struct wal *w, uint64_t seq);
+/* Lifts a sticky error that left nothing inconsistent (a mapped segment that could not be
+ * created or extended, e.g. a full disk; no record was copied): CT_OK, and the next append
+ * tries again. Any other sticky error (a failed write or sync) stays and is returned. */
+CT_MUST_CHECK int wal_clear_error(struct wal *w, struct ct_err *err);
+/* The sticky error's code (CT_OK if none); *recoverable tells whether wal_clear_error() may
+ * lift it. */
+int wal_error_state(struct wal *w, bool *recoverable);
+/* Segment numbers: new segments are numbered from at least `num` on (the engine keeps numbers
+ * growing over the store's life, so a deleted segment leaves a gap it can see). No effect once
+ * a segment is being appended to. */
+void wal_set_next_num(struct wal *w, uint64_t num);
+/* The number the next new segment gets. */
+uint64_t wal_next_num(struct wal *w);
 
 struct wal_stats {
     uint64_t bytes_written;

@@ -274,7 +274,9 @@ static void test_sigkill_loses_no_acknowledged_write(void **state)
     ctest_rmdir(dir);
 }
 
-static void test_failed_background_flush_is_sticky(void **state)
+/* A background flush failing on a full disk refuses writes until a retry succeeds, then the
+ * store goes on by itself. */
+static void test_failed_background_flush_clears_when_the_disk_has_room(void **state)
 {
     (void)state;
     char *dir = ctest_mkdtemp();
@@ -301,17 +303,80 @@ static void test_failed_background_flush_is_sticky(void **state)
         if (bg == CT_OK)
             usleep(100 * 1000);
     }
-    eio_fault_clear();
     assert_true(bg < 0);
     assert_non_null(strstr(err.msg, ".sst"));
-    /* writes now fail with the same error */
+    /* writes now fail with the same error, and keep failing while the disk is full */
     assert_true(mut(t, "after", WC_OP_PUT, "f", "q", "x", 1, WC_DURABILITY_SYNC_WAL) < 0);
+    usleep(1500 * 1000); /* a retry or two fail */
+    assert_true(wc_background_error(s, &err) < 0);
+    struct wc_store_stats st = fixture_store_stats(s);
+    assert_true(st.bg_error_active && st.bg_error_transient);
+    assert_true(st.bg_errors >= 2);
+    /* the disk has room again: the error clears by itself (no restart) and writes go on */
+    eio_fault_clear();
+    for (int tries = 0; tries < 100 && wc_background_error(s, &err) != CT_OK; tries++)
+        usleep(100 * 1000);
+    assert_int_equal(wc_background_error(s, &err), CT_OK);
+    assert_int_equal(mut(t, "after", WC_OP_PUT, "f", "q", "x", 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+    st = fixture_store_stats(s);
+    assert_false(st.bg_error_active);
+    assert_int_equal(st.bg_recoveries, 1);
+    assert_row(t, "after", "f:q@1=x");
     wc_table_close(t);
     wc_close(s);
     /* nothing acknowledged was lost: the log still has it */
     s = open_store(dir, 64 << 20);
     assert_int_equal(wc_table_open(s, "bg", &t, &err), CT_OK);
     assert_row(t, "r00000", "f:q@1=some value bytes");
+    wc_table_close(t);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
+/* The log runs out of space (extending its segment fails with ENOSPC): writes fail with the
+ * error naming the segment, and go on without a restart once there is room again. */
+static void test_full_disk_on_the_log_clears_by_itself(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct wc_store *s = open_store(dir, 64 << 20);
+    create(s, "w", (const char *const[]){"f"}, 1);
+    struct wc_table *t;
+    struct ct_err err;
+    assert_int_equal(wc_table_open(s, "w", &t, &err), CT_OK);
+    assert_int_equal(mut(t, "a", WC_OP_PUT, "f", "q", "1", 1, WC_DURABILITY_SYNC_WAL), CT_OK);
+    struct eio_fault f = {
+        .op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true, .path_substr = "wal-"};
+    eio_fault_set(&f);
+    char val[4096];
+    memset(val, 'x', sizeof(val) - 1);
+    val[sizeof(val) - 1] = 0;
+    int rc = CT_OK;
+    for (int i = 0; i < 2000 && rc == CT_OK; i++) { /* until the segment must grow */
+        char row[16];
+        snprintf(row, sizeof(row), "r%05d", i);
+        rc = mut(t, row, WC_OP_PUT, "f", "q", val, 1, WC_DURABILITY_SYNC_WAL);
+    }
+    assert_true(rc < 0);
+    assert_true(mut(t, "b", WC_OP_PUT, "f", "q", "2", 1, WC_DURABILITY_SYNC_WAL) < 0);
+    usleep(1200 * 1000);
+    assert_true(mut(t, "b", WC_OP_PUT, "f", "q", "2", 1, WC_DURABILITY_SYNC_WAL) < 0);
+    struct wc_store_stats st = fixture_store_stats(s); /* the state is visible */
+    assert_true(st.bg_error_active && st.bg_error_transient);
+    eio_fault_clear();
+    rc = -1;
+    for (int tries = 0; tries < 50 && rc != CT_OK; tries++) {
+        usleep(100 * 1000);
+        rc = mut(t, "b", WC_OP_PUT, "f", "q", "2", 1, WC_DURABILITY_SYNC_WAL);
+    }
+    assert_int_equal(rc, CT_OK);
+    assert_false(fixture_store_stats(s).bg_error_active);
+    wc_table_close(t);
+    wc_close(s);
+    s = open_store(dir, 64 << 20); /* and the log replays cleanly */
+    assert_int_equal(wc_table_open(s, "w", &t, &err), CT_OK);
+    assert_row(t, "a", "f:q@1=1");
+    assert_row(t, "b", "f:q@1=2");
     wc_table_close(t);
     wc_close(s);
     ctest_rmdir(dir);
@@ -499,7 +564,8 @@ static void test_idle_small_memstore_pinning_the_log_is_flushed(void **state)
     ctest_rmdir(dir);
 }
 
-/* A read-only open reads the block files, refuses writes and leaves the directory alone. */
+/* A read-only open reads the block files, refuses writes and leaves the directory alone; it
+ * holds the lock shared (readers together, never beside a writer). */
 static void test_read_only_open_reads_and_refuses_writes(void **state)
 {
     (void)state;
@@ -527,9 +593,17 @@ static void test_read_only_open_reads_and_refuses_writes(void **state)
     d.families = &fd;
     d.nfamilies = 1;
     assert_true(wc_table_create(s, &d, NULL, 0, &err) < 0);
-    /* a writer can open the same directory meanwhile (no lock taken) */
-    struct wc_store *w = open_store(dir, 64 << 20);
-    wc_close(w);
+    /* a writer cannot open the directory meanwhile (the read-only open holds LOCK shared),
+     * a second reader can */
+    struct wc_options o3;
+    wc_options_init(&o3);
+    o3.data_dir = dir;
+    struct wc_store *w = NULL;
+    assert_int_equal(wc_open(&o3, &w, &err), CT_EBUSY);
+    assert_non_null(strstr(err.msg, "in use by another process"));
+    struct wc_store *r2 = NULL;
+    assert_int_equal(wc_open(&o, &r2, &err), CT_OK);
+    wc_close(r2);
     wc_table_close(t);
     wc_close(s);
     /* and a second writer is refused while one is open */
@@ -539,6 +613,10 @@ static void test_read_only_open_reads_and_refuses_writes(void **state)
     o2.data_dir = dir;
     struct wc_store *w2 = NULL;
     assert_int_equal(wc_open(&o2, &w2, &err), CT_EBUSY);
+    assert_null(w2);
+    /* and so is a reader: it would see the block files without the log, i.e. too little */
+    assert_int_equal(wc_open(&o, &w2, &err), CT_EBUSY);
+    assert_non_null(strstr(err.msg, "in use by another process"));
     assert_null(w2);
     wc_close(w);
     ctest_rmdir(dir);
@@ -585,6 +663,10 @@ static void test_failed_catalog_write_changes_nothing(void **state)
     assert_true(desc->enabled);
     wc_table_desc_free(desc);
     assert_row(t, "r", "f:q@1=v");
+    /* a background catalog write that met the fault (recording the new log segment) is a
+     * transient error: it clears on its own within about a second */
+    for (int tries = 0; tries < 50 && wc_background_error(s, &err) != CT_OK; tries++)
+        usleep(100 * 1000);
     assert_int_equal(mut(t, "r", WC_OP_PUT, "f", "q", "w", 2, WC_DURABILITY_SYNC_WAL), CT_OK);
     wc_table_close(t);
     wc_close(s);
@@ -606,7 +688,8 @@ int main(void)
         cmocka_unit_test(test_log_replays_every_kind_of_mutation_after_a_crash),
         cmocka_unit_test(test_async_wal_survives_a_clean_close),
         cmocka_unit_test(test_sigkill_loses_no_acknowledged_write),
-        cmocka_unit_test(test_failed_background_flush_is_sticky),
+        cmocka_unit_test(test_failed_background_flush_clears_when_the_disk_has_room),
+        cmocka_unit_test(test_full_disk_on_the_log_clears_by_itself),
         cmocka_unit_test(test_long_log_flushes_the_oldest_memstore),
         cmocka_unit_test(test_flushed_store_keeps_no_log_bytes),
         cmocka_unit_test(test_idle_small_memstore_pinning_the_log_is_flushed),
