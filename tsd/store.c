@@ -453,7 +453,9 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
     if (rc != CT_OK) {
         tstats_add(TSTATS_STORAGE_ERRORS, 1);
         tstats_add(TSTATS_POINTS_FAILED, k.n);
-        tlog_error("writing %zu datapoints failed: %s", k.added, err->msg);
+        static struct tlog_limit failed_lines = TLOG_LIMIT_INIT(10000);
+        tlog_limited(&failed_lines, (int64_t)(clock_mono_ns() / 1000000), TLOG_ERROR,
+                     "writing %zu datapoints failed: %s", k.added, err->msg);
         return rc;
     }
     tstats_add(TSTATS_POINTS_WRITTEN, k.added);

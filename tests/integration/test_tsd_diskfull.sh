@@ -46,6 +46,11 @@ done
 check "writes are refused once the disk is full (after $last_ok bodies)" test -n "$failed"
 sleep 1.5
 check_eq "still refused while it is full" "no" "$([ "$(put "$failed")" = 204 ] && echo yes || echo no)"
+# 40 more refused bodies within a few seconds: the TSD's failed-batch line is rate-limited (one
+# line per 10 s, the rest counted in the next), not one line per batch
+for n in $(seq 1 40); do put "$failed" >/dev/null; done
+lines=$(grep -c 'datapoints failed' "$TSD_LOG")
+check "failed batches log at most 2 lines, not one each (got $lines)" test "$lines" -ge 1 -a "$lines" -le 2
 stats=$(curl -s -m 10 "$B/api/stats")
 check_contains "/api/stats shows the error state" "$stats" '"metric":"tsd.storage.error.active"'
 active=$(python3 -c 'import json,sys; print([int(x["value"]) for x in json.load(sys.stdin) if x["metric"] == "tsd.storage.error.active"][0])' <<<"$stats")
