@@ -115,9 +115,12 @@ static int run_local(struct tool_opts *to, const struct qargs *a)
     struct qexec_options qo;
     qexec_options_init(&qo);
     qo.pool = pool;
-    enum qexec_status st;
+    enum qexec_status st = QEXEC_INTERNAL;
     if (qexec_run_points(t, q, &qo, print_point, NULL, &st, &err) != CT_OK) {
+        /* the exit status a TSD's answer would give (run_remote): a 4xx (unknown name, bad
+         * TSUID, datapoint limit, timeout) is the query's fault, 2; anything else 1 */
         fprintf(stderr, "ctsdb query: %s\n", err.msg);
+        ret = st >= 400 && st < 500 ? 2 : 1;
         goto done;
     }
     ret = 0;

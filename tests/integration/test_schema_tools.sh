@@ -67,7 +67,15 @@ echo "version" >&3
 read -r -t 10 line <&3
 check_contains "the TSD answers after the puts" "$line" "ctsdb"
 exec 3>&-
+# an unknown name is the same failure, with the same exit status, through the TSD and on the
+# data directory (the directory is read once the TSD has let it go)
+C query --host "127.0.0.1:$TSD_PORT" 1356998000 1356999999 sum no.such.metric >/dev/null 2>"$dir/q.err"
+check_eq "query --host: an unknown metric exits 2" 2 $?
+check_contains "... naming it" "$(cat "$dir/q.err")" "No such name for 'metrics': 'no.such.metric'"
 tsd_stop
+C query --data "$data" 1356998000 1356999999 sum no.such.metric >/dev/null 2>"$dir/q.err"
+check_eq "query --data: an unknown metric exits 2 as well" 2 $?
+check_contains "... naming it" "$(cat "$dir/q.err")" "No such name for 'metrics': 'no.such.metric'"
 out=$(C scan --data "$data" 2013/01/01 1356999999 sys.cpu.user)
 check_contains "scan counts rows and points" "$out" "2 rows, 10 points"
 check_contains "scan decodes cells" "$out" "1356998410000	3	(2013-01-01T00:00:10.000Z)	int"
