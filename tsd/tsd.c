@@ -574,11 +574,14 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     tlog_info("security: %s", auth_line);
     if (!strcmp(conf_get_str(c, "tsd.storage.backend"), "bigtable")) {
         const char *emu = getenv("BIGTABLE_EMULATOR_HOST");
+        const char *proj = conf_get_str(c, "tsd.storage.bigtable.project");
+        const char *inst = conf_get_str(c, "tsd.storage.bigtable.instance");
+        bool on_emu = emu && *emu; /* the emulator's project and instance default to ctsdb */
         tlog_info("ctsdb %s TSD listening on %s (telnet and HTTP), data in Bigtable project "
                   "'%s' instance '%s'%s%s",
-                  CTSDB_VERSION, t->listen_addr, conf_get_str(c, "tsd.storage.bigtable.project"),
-                  conf_get_str(c, "tsd.storage.bigtable.instance"),
-                  emu && *emu ? " on the emulator at " : "", emu && *emu ? emu : "");
+                  CTSDB_VERSION, t->listen_addr, *proj || !on_emu ? proj : "ctsdb",
+                  *inst || !on_emu ? inst : "ctsdb", on_emu ? " on the emulator at " : "",
+                  on_emu ? emu : "");
     } else {
         tlog_info("ctsdb %s TSD listening on %s (telnet and HTTP), data in %s", CTSDB_VERSION,
                   t->listen_addr, conf_get_str(c, "tsd.storage.directory"));

@@ -39,6 +39,8 @@ export BIGTABLE_EMULATOR_HOST=$addr
 unset TSD_DATA
 tsd_start --tsd.storage.backend=bigtable --tsd.storage.bigtable.deadline_ms=2000
 
+check_contains "the TSD names the backend and instance in its log" "$(cat "$TSD_LOG")" "data in Bigtable project 'ctsdb' instance 'ctsdb' on the emulator at $addr"
+
 post() { curl -s -m "$2" -X POST "http://127.0.0.1:$TSD_PORT$1" -d "$3"; }
 now=$(date +%s)
 t0=$((now - 120))
