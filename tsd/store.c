@@ -355,6 +355,10 @@ static void store_writer_give(struct tsdstore *st, struct store_writer *w)
 
 struct store_counts {
     size_t n, added, failed, unknown;
+    /* the first backend error of a UID lookup in this write: once set, every later point of a
+     * series not yet cached fails at once with it (a stalled backend costs one deadline per
+     * write, not one per new series); code CT_OK while no lookup failed */
+    struct ct_err resolve_err;
 };
 
 /* Adds the points of b to w's schema batch (resolving new series), setting the outcome of
@@ -380,6 +384,11 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
         struct ct_err perr; /* set by whatever fails (zeroing 260 bytes per point showed) */
         perr.code = CT_OK;
         perr.msg[0] = '\0';
+        if (!ts && k->resolve_err.code != CT_OK) {
+            ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, k->resolve_err.msg);
+            k->failed++;
+            continue;
+        }
         if (!ts) {
             struct ingest_point p; /* a new series: its names, for the UID lookups */
             ingest_batch_point(b, i, &p);
@@ -399,6 +408,9 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
             if (r != CT_OK) {
                 ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, perr.msg);
                 k->failed++;
+                k->resolve_err = perr;
+                if (k->resolve_err.code == CT_OK)
+                    k->resolve_err.code = r;
                 continue;
             }
             store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen);
@@ -434,7 +446,8 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
         w->cache.gen = gen;
     }
     tsdb_batch_reset(w->batch);
-    struct store_counts k = {0, 0, 0, 0};
+    struct store_counts k;
+    memset(&k, 0, sizeof(k));
     int rc = CT_OK;
     for (size_t i = 0; i < nb && rc == CT_OK; i++)
         rc = store_add_points(st, w, b[i], &k, err);

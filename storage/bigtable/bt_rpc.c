@@ -206,6 +206,9 @@ int bt_call_start(struct bt_rpc *r, enum bt_channel ch, const char *method, cons
     grpc_op ops[4];
     memset(ops, 0, sizeof(ops));
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    /* while the channel reconnects (after the backend restarted), the call waits for it within
+     * its deadline instead of failing at once with UNAVAILABLE during gRPC's backoff */
+    ops[0].flags = GRPC_INITIAL_METADATA_WAIT_FOR_READY;
     ops[0].data.send_initial_metadata.count = c->nmd;
     ops[0].data.send_initial_metadata.metadata = c->md;
     ops[1].op = GRPC_OP_SEND_MESSAGE;

@@ -55,6 +55,9 @@ struct bt_scanner {
     struct bt_merge *merge;
     struct bt_call *call;
     int failures; /* consecutive failed attempts without progress */
+    uint64_t progress_ns; /* monotonic time of the first attempt or of the last progress: no
+                           * retry starts once deadline_ms has passed since (one deadline
+                           * bounds a stalled scan, whatever its attempts) */
     uint64_t committed_at_start;
     uint64_t rows_returned;
     struct bt_buf req;
@@ -547,6 +550,8 @@ static int bt_scan_start(struct bt_scanner *sc, struct ct_err *err)
         {"bigtable-features", "CAE="}, /* FeatureFlags{reverse_scans: true} */
     };
     sc->committed_at_start = bt_merge_committed(sc->merge);
+    if (!sc->progress_ns)
+        sc->progress_ns = clock_mono_ns();
     return bt_call_start(sc->t->s->rpc, BT_CHANNEL_DATA, BT_METHOD_DATA "ReadRows", md, 2,
                          sc->req.p, sc->req.len, 0, &sc->call, err);
 }
@@ -627,9 +632,12 @@ static int bt_scan_fill(struct bt_scanner *sc, struct ct_err *err)
     }
     bt_call_free(sc->call);
     sc->call = NULL;
-    if (bt_merge_committed(sc->merge) > sc->committed_at_start)
+    if (bt_merge_committed(sc->merge) > sc->committed_at_start) {
         sc->failures = 0;
-    if (!bt_rpc_retryable(code, err->msg) || ++sc->failures >= BT_RETRY_ATTEMPTS)
+        sc->progress_ns = clock_mono_ns();
+    }
+    bool spent = clock_mono_ns() - sc->progress_ns >= (uint64_t)sc->t->s->deadline_ms * 1000000u;
+    if (!bt_rpc_retryable(code, err->msg) || ++sc->failures >= BT_RETRY_ATTEMPTS || spent)
         return ct_err_prefix(err, "scan of %s (after %d attempts)", sc->t->full, sc->failures);
     bt_merge_restart(sc->merge);
     bt_backoff(sc->failures);

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# test_bigtable_faults.sh - a TSD on Bigtable (Google's emulator) while the backend stalls: the
+# emulator is stopped with SIGSTOP (its connections stay open, nothing answers), and an HTTP put
+# of many new series must be answered within a few deadlines, every point failed (one failed UID
+# lookup fails the write's other new series at once, not one deadline each); after SIGCONT,
+# writes succeed again.
+#
+# The emulator runs on 127.0.0.1 port 0 and is stopped by PID (SIGCONT, SIGINT, then SIGKILL);
+# the TSD is the real daemon on 127.0.0.1 port 0 (lib.sh). Without the emulator (or a
+# BIGTABLE=1 build) the script prints a SKIP line; with CI=true a missing emulator fails.
+source "$(dirname "$0")/lib.sh"
+
+EMULATOR=/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator
+if [ ! -x "$EMULATOR" ]; then
+  if [ "${CI:-}" = true ]; then not_ok "bigtable emulator present at $EMULATOR"; it_done; fi
+  echo "ok - SKIP bigtable fault tests: emulator not found at $EMULATOR"
+  exit 0
+fi
+if ! "$CTSDB" version | grep -q "bigtable backend"; then
+  echo "ok - SKIP bigtable fault tests: this build has no bigtable backend (make BIGTABLE=1)"
+  exit 0
+fi
+
+tmp=$(it_tmpdir)
+IT_DIRS+=("$tmp")
+"$EMULATOR" -host 127.0.0.1 -port 0 >"$tmp/emu.log" 2>&1 &
+EMU_PID=$!
+IT_PIDS+=("$EMU_PID")
+addr=""
+for _ in $(seq 1 200); do
+  addr=$(sed -n 's/.*running on \(127\.0\.0\.1:[0-9][0-9]*\).*/\1/p' "$tmp/emu.log" | head -1)
+  [ -n "$addr" ] && break
+  kill -0 "$EMU_PID" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$addr" ]; then not_ok "bigtable emulator starts"; cat "$tmp/emu.log"; it_done; fi
+export BIGTABLE_EMULATOR_HOST=$addr
+
+unset TSD_DATA
+tsd_start --tsd.storage.backend=bigtable --tsd.storage.bigtable.deadline_ms=2000
+
+check_contains "the TSD names the backend and instance in its log" "$(cat "$TSD_LOG")" "data in Bigtable project 'ctsdb' instance 'ctsdb' on the emulator at $addr"
+
+post() { curl -s -m "$2" -X POST "http://127.0.0.1:$TSD_PORT$1" -d "$3"; }
+now=$(date +%s)
+t0=$((now - 120))
+out=$(post "/api/put?summary" 10 "[{\"metric\":\"f.ok\",\"timestamp\":$t0,\"value\":1,\"tags\":{\"host\":\"a\"}}]")
+check_eq "put before the stall" '{"failed":0,"success":1}' "$out"
+
+# the stall: 20 new series in one put
+N=20
+s="["
+sep=""
+for i in $(seq 1 $N); do
+  s="$s$sep{\"metric\":\"f.new$i\",\"timestamp\":$t0,\"value\":$i,\"tags\":{\"host\":\"a\"}}"
+  sep=","
+done
+s="$s]"
+kill -STOP "$EMU_PID"
+start=$(date +%s%N)
+out=$(post "/api/put?summary" 40 "$s")
+ms=$((($(date +%s%N) - start) / 1000000))
+kill -CONT "$EMU_PID"
+check_eq "put of $N new series during the stall: every point failed" "{\"failed\":$N,\"success\":0}" "$out"
+if [ "$ms" -le 4500 ]; then
+  echo "ok - the stalled put is answered in ${ms} ms (deadline 2000 ms, $N new series)"
+else
+  not_ok "the stalled put is answered within 4500 ms (took ${ms} ms)"
+fi
+
+# the backend is back: the same put succeeds (bounded retries while the channel reconnects)
+for _ in $(seq 1 40); do
+  out=$(post "/api/put?summary" 10 "$s")
+  [ "$out" = "{\"failed\":0,\"success\":$N}" ] && break
+  sleep 0.5
+done
+check_eq "the put succeeds once the backend answers again" "{\"failed\":0,\"success\":$N}" "$out"
+
+tsd_stop
+kill -CONT "$EMU_PID" 2>/dev/null
+kill -INT "$EMU_PID" 2>/dev/null
+for _ in $(seq 1 50); do kill -0 "$EMU_PID" 2>/dev/null || break; sleep 0.1; done
+kill -KILL "$EMU_PID" 2>/dev/null
+it_done
