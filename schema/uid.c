@@ -30,6 +30,7 @@
 #include "schema/rowkey.h"
 #include "storage/clock.h"
 #include "storage/coding.h"
+#include "storage/hash.h"
 
 #define UID_STRIPES      16
 #define UID_ASSIGN_TRIES 16
@@ -142,20 +143,15 @@ struct uid {
     pthread_mutex_t assign_mu[UID_NKINDS][UID_STRIPES]; /* (5): one assignment of a name */
 };
 
+/* The cache's and the assignment stripes' hashes: storage/hash.h's, as every in-memory table's. */
 static uint64_t uid_hash_name(const char *s, size_t n)
 {
-    uint64_t h = 14695981039346656037ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-    return h;
+    return hash_bytes(s, n, 0);
 }
 
 static uint64_t uid_hash_id(uint64_t id)
 {
-    id ^= id >> 33;
-    id *= 0xff51afd7ed558ccdull;
-    id ^= id >> 33;
-    return id;
+    return hash_bytes(&id, sizeof(id), 0);
 }
 
 static int uid_cache_init(struct uid_cache *c, size_t n)

@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/hash.h"
+
 enum {
     BC_SINGLE = 0,
     BC_MULTI = 1,
@@ -92,13 +94,8 @@ bool block_cache_pread(const struct block_cache *c)
 
 static uint64_t bc_hash(uint64_t file_id, uint64_t offset)
 {
-    uint64_t h = file_id * 0x9e3779b97f4a7c15ull ^ offset;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 33;
-    return h;
+    const uint64_t key[2] = {file_id, offset};
+    return hash_bytes(key, sizeof(key), 0);
 }
 
 int block_cache_new(size_t capacity_bytes, struct block_cache **out, struct ct_err *err)

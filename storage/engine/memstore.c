@@ -35,6 +35,7 @@
 #include "storage/engine/memstore.h"
 
 #include "storage/engine/bloom.h"
+#include "storage/hash.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -393,27 +394,21 @@ static inline bool ms_same_row(const struct ms_node *n, uint64_t k0, uint64_t k1
            (len <= 16 || !memcmp(nc->row + 16, row + 16, len - 16));
 }
 
-static inline uint64_t ms_mix(uint64_t a, uint64_t b)
-{
-    __uint128_t r = (__uint128_t)a * b;
-    return (uint64_t)r ^ (uint64_t)(r >> 64);
-}
-
-/* The hint table's hash of a row whose 16-byte prefix is k0, k1 (cheaper than the bloom's
- * MurmurHash: the prefix is already loaded, the rest goes 8 bytes per step). */
+/* The hint table's hash of a row whose 16-byte prefix is k0, k1: storage/hash.h's mixing step,
+ * started from the prefix the caller has already loaded (hash_bytes would load it again). */
 static uint64_t ms_row_hash(const uint8_t *row, uint32_t len, uint64_t k0, uint64_t k1)
 {
-    uint64_t h = ms_mix(k0 ^ 0xA0761D6478BD642FULL, k1 ^ 0xE7037ED1A0B428DBULL ^ len);
+    uint64_t h = hash_mix(k0 ^ 0xA0761D6478BD642FULL, k1 ^ 0xE7037ED1A0B428DBULL ^ len);
     uint32_t i = 16;
     for (; i + 8 <= len; i += 8) {
         uint64_t w;
         memcpy(&w, row + i, 8);
-        h = ms_mix(h ^ w, 0x8EBC6AF09C88C6E3ULL);
+        h = hash_mix(h ^ w, 0x8EBC6AF09C88C6E3ULL);
     }
     if (i < len) {
         uint64_t w = 0;
         memcpy(&w, row + i, len - i);
-        h = ms_mix(h ^ w ^ 0x589965CC75374CC3ULL, 0x1D8E4E27C47D124FULL);
+        h = hash_mix(h ^ w ^ 0x589965CC75374CC3ULL, 0x1D8E4E27C47D124FULL);
     }
     return h;
 }
