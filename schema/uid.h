@@ -1,7 +1,8 @@
 /* uid.h - the UID table (tsdb-uid): names of metrics, tag keys and tag values <-> fixed-width ids,
  * with a bounded in-memory cache.
  *
- * Layout (OpenTSDB's, spec §4.2): forward row = name, family `id`, qualifier = kind
+ * Layout (OpenTSDB's; docs/schema.md, "UIDs (`tsdb-uid`)"): forward row = name, family `id`,
+ * qualifier = kind
  * ("metrics", "tagk", "tagv"), value = id (width bytes, big-endian); reverse row = id bytes,
  * family `name`, qualifier = kind, value = name; counter row "\0", family `id`, qualifier = kind,
  * 8-byte big-endian last assigned id.
@@ -41,9 +42,10 @@ const char *uid_kind_qualifier(enum uid_kind k);
 /* Parses "metric", "metrics", "tagk" or "tagv" (case-sensitive). CT_EINVAL otherwise. */
 CT_MUST_CHECK int uid_kind_parse(const char *s, enum uid_kind *out, struct ct_err *err);
 
-/* Checks a name against OpenTSDB's rules (spec §1.3 item 9): non-empty, only a-z A-Z 0-9 - _ . /,
- * Unicode letters (UTF-8), or characters of allow_special (NULL = none). `what` is the subject of
- * the message, e.g. "metric name" -> `Invalid metric name ("a b"): illegal character:  `. */
+/* Checks a name against OpenTSDB's rules (docs/opentsdb-compat.md, "`put` and its checks", check
+ * 9): non-empty, only a-z A-Z 0-9 - _ . /, Unicode letters (UTF-8), or characters of allow_special
+ * (NULL = none). `what` is the subject of the message, e.g. "metric name" -> `Invalid metric name
+ * ("a b"): illegal character:  `. */
 CT_MUST_CHECK int uid_name_check(const char *what, const char *name, size_t len,
                                  const char *allow_special, struct ct_err *err);
 

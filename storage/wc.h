@@ -2,7 +2,7 @@
  *
  * Backend-neutral and byte-oriented. Rows, families, qualifiers and values are byte strings;
  * timestamps are int64 milliseconds. Semantics follow HBase as restated in
- * shared/spec/wide-column.md (cell order, VERSIONS / MIN_VERSIONS / TTL, delete markers, scans
+ * docs/storage-contract.md (cell order, VERSIONS / MIN_VERSIONS / TTL, delete markers, scans
  * in both directions). Two backends implement it: the embedded engine (storage/engine/) and Cloud
  * Bigtable (storage/bigtable/, built with BIGTABLE=1). wc.c dispatches through the backend's
  * operation table (storage/wc_backend.h, seen only by backends).
@@ -42,8 +42,8 @@ struct wc_bytes wc_bytes_str(const char *s);
 #define WC_MAX_FAMILY_BYTES 127
 #define WC_MAX_TABLE_NAME   256
 
-/* Cell types and their codes (spec §1; the codes decide the order of §2 and are written to disk:
- * never renumber). */
+/* Cell types and their codes ("Data model"; the codes decide the "Cell order" and are written to
+ * disk: never renumber). */
 enum wc_cell_type {
     WC_TYPE_PUT = 4,
     WC_TYPE_DELETE = 8,                 /* one version of a column, exactly ts */
@@ -180,7 +180,7 @@ enum wc_keep_deleted {
     WC_KEEP_DELETED_TTL = 2,
 };
 
-/* A column family's attributes (spec §4). Held by value. */
+/* A column family's attributes ("Family attributes"). Held by value. */
 struct wc_family_desc {
     char name[WC_MAX_FAMILY_BYTES + 1];
     uint32_t versions;     /* >= 1, default 1 */
@@ -195,9 +195,10 @@ struct wc_family_desc {
     enum wc_block_encoding encoding; /* default NONE */
 };
 
-/* Fills f with the defaults of spec §4 and the given name (truncated to fit). */
+/* Fills f with the defaults of "Family attributes" and the given name (truncated to fit). */
 void wc_family_desc_init(struct wc_family_desc *f, const char *name);
-/* Checks the attribute ranges of spec §4; CT_EINVAL naming the attribute if one is wrong. */
+/* Checks the attribute ranges of "Family attributes"; CT_EINVAL naming the attribute if one is
+ * wrong. */
 CT_MUST_CHECK int wc_family_desc_check(const struct wc_family_desc *f, struct ct_err *err);
 
 /* A table's descriptor. Built by callers for create/alter (families points at the caller's
@@ -304,7 +305,7 @@ struct wc_store_stats {
 CT_MUST_CHECK int wc_store_stats(struct wc_store *s, struct wc_store_stats *out,
                                  struct ct_err *err);
 
-/* ---- split-key algorithms (spec §9), backend-neutral ---------------------------------- */
+/* ---- split-key algorithms ("Split-key algorithms"), backend-neutral --------------------- */
 
 enum wc_split_algo {
     WC_SPLIT_HEXSTRING = 0,
@@ -315,9 +316,9 @@ enum wc_split_algo {
 CT_MUST_CHECK int wc_split_keys(enum wc_split_algo algo, unsigned n, struct wc_bytes **out,
                                 struct ct_err *err);
 void wc_split_keys_free(struct wc_bytes *keys, size_t n);
-/* The general form of spec §9: the n-1 split keys for n regions between `first` and `last`
- * (inclusive). HexStringSplit takes both bounds as hex text (empty = 00000000 / ffffffff) and
- * returns lowercase hex keys as wide as the longer bound; UniformSplit takes raw bytes (empty
+/* The general form of "Split-key algorithms": the n-1 split keys for n regions between `first` and
+ * `last` (inclusive). HexStringSplit takes both bounds as hex text (empty = 00000000 / ffffffff)
+ * and returns lowercase hex keys as wide as the longer bound; UniformSplit takes raw bytes (empty
  * first = 8 zero bytes, empty last = 8 x 0xFF), pads the shorter bound with zero bytes on the
  * right, and widens both by one zero byte while the range is smaller than n. CT_EINVAL if
  * first >= last, n < 2 or (hex) a bound is not hex or the range is smaller than n. Ownership as
@@ -325,11 +326,11 @@ void wc_split_keys_free(struct wc_bytes *keys, size_t n);
 CT_MUST_CHECK int wc_split_keys_range(enum wc_split_algo algo, struct wc_bytes first,
                                       struct wc_bytes last, unsigned n, struct wc_bytes **out,
                                       struct ct_err *err);
-/* The key that splits the region [start, end) in two by the algorithm's midpoint rule (spec §9):
- * HexStringSplit (start + end) / 2 over hex text, an empty start read as 00000000 and an empty
- * end as ffffffff; UniformSplit the midpoint of the byte range, an empty end read as 8 x 0xFF.
- * Returns a new key in *out, freed with free((void *)out->data); CT_EINVAL if the region is too
- * small to split (the midpoint would equal start). */
+/* The key that splits the region [start, end) in two by the algorithm's midpoint rule ("Split-key
+ * algorithms"): HexStringSplit (start + end) / 2 over hex text, an empty start read as 00000000 and
+ * an empty end as ffffffff; UniformSplit the midpoint of the byte range, an empty end read as 8 x
+ * 0xFF. Returns a new key in *out, freed with free((void *)out->data); CT_EINVAL if the region is
+ * too small to split (the midpoint would equal start). */
 CT_MUST_CHECK int wc_split_midpoint(enum wc_split_algo algo, struct wc_bytes start,
                                     struct wc_bytes end, struct wc_bytes *out, struct ct_err *err);
 
@@ -343,9 +344,10 @@ CT_MUST_CHECK int wc_table_open(struct wc_store *s, const char *name, struct wc_
                                 struct ct_err *err);
 void wc_table_close(struct wc_table *t);
 
+/* The mutations; what each delete marks is in "How markers are produced". */
 enum wc_mutation_op {
     WC_OP_PUT = 0,
-    WC_OP_DELETE_VERSION = 1,        /* ts WC_TS_LATEST = newest visible version (spec §6.2) */
+    WC_OP_DELETE_VERSION = 1,        /* ts WC_TS_LATEST = newest visible version */
     WC_OP_DELETE_COLUMN = 2,         /* all versions <= ts */
     WC_OP_DELETE_FAMILY = 3,         /* all columns of the family <= ts */
     WC_OP_DELETE_FAMILY_VERSION = 4, /* all columns of the family at exactly ts */
@@ -482,7 +484,7 @@ struct wc_scan_options {
 void wc_scan_options_init(struct wc_scan_options *o);
 
 /* A row (or a chunk of one, with batch_cells) returned by a scanner. Valid until the next
- * wc_scanner_next() or wc_scanner_close(). Cells are in spec §2 order. */
+ * wc_scanner_next() or wc_scanner_close(). Cells are in "Cell order". */
 struct wc_row {
     struct wc_bytes key;
     const struct wc_cell *cells;
@@ -517,13 +519,13 @@ void wc_result_release(struct wc_result *r);
 
 /* Receives cells from a compaction hook. */
 struct wc_cell_sink;
-/* Appends one cell to the rewritten row; bytes are copied. Cells must be emitted in spec §2
+/* Appends one cell to the rewritten row; bytes are copied. Cells must be emitted in "Cell
  * order. */
 CT_MUST_CHECK int wc_cell_sink_emit(struct wc_cell_sink *sink, const struct wc_cell *c,
                                     struct ct_err *err);
 
 /* Called by compactions (and flushes) with the surviving put cells of one row and family, in
- * §2 order, after versions, TTL and deletes are applied. It either emits a replacement set of
+ * order", after versions, TTL and deletes are applied. It either emits a replacement set of
  * cells through `sink` and returns CT_OK, or returns CT_NOTFOUND to keep the cells unchanged.
  * `major` tells whether the compaction sees every file. Runs on a background thread; must be
  * thread-safe and must not call into the store. */
@@ -584,11 +586,11 @@ CT_MUST_CHECK int wc_snapshot_delete(struct wc_store *s, const char *name, struc
 
 /* ---- helpers -------------------------------------------------------------------------- */
 
-/* Compares two cells in the total order of spec §2 (row, family, qualifier asc; ts desc; type
+/* Compares two cells in the total order of "Cell order" (row, family, qualifier asc; ts desc; type
  * desc). */
 int wc_cell_compare(const struct wc_cell *a, const struct wc_cell *b);
 /* Splits "ns:qual" into namespace and qualifier ("default" when there is no colon) and checks
- * both against spec §1's character rules. */
+ * both against the character rules of "Data model". */
 CT_MUST_CHECK int wc_table_name_parse(const char *name, char *ns, size_t ns_size, char *qual,
                                       size_t qual_size, struct ct_err *err);
 

@@ -1,6 +1,6 @@
-/* wc_split.c - the backend-neutral split-key algorithms of spec §9 (HBase's RegionSplitter):
- * HexStringSplit and UniformSplit, for n regions over a key range and for the midpoint of one
- * region.
+/* wc_split.c - the backend-neutral split-key algorithms of docs/storage-contract.md, "Split-key
+ * algorithms" (HBase's RegionSplitter): HexStringSplit and UniformSplit, for n regions over a key
+ * range and for the midpoint of one region.
  *
  * Keys are computed with unsigned big-endian integers of any width (byte arrays), exactly like
  * HBase's BigInteger arithmetic, so the general form works for bounds of any length.

@@ -1,4 +1,4 @@
-/* cmd_shell.c - `ctsdb shell`: the HBase-shell-compatible admin shell (spec/wide-column.md §12).
+/* cmd_shell.c - `ctsdb shell`: the HBase-shell-compatible admin shell (docs/shell.md).
  *
  *   ctsdb shell [--config FILE] [--data DIR] [--KEY=VALUE]... [--backend embedded|bigtable]
  *               [--now MS] [-n] [-e 'command']... [SCRIPT]

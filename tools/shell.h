@@ -1,11 +1,11 @@
 /* shell.h - `ctsdb shell`, the HBase-shell-compatible admin shell over storage/wc.h
- * (spec/wide-column.md §12). The one header of the shell module (tools/shell_*.c); it exists so
+ * (docs/shell.md). The one header of the shell module (tools/shell_*.c); it exists so
  * tools/cmd_shell.c and the unit tests can reach the parser, the output formatting and the
  * command layer.
  *
- *   shell_parse.c   lexer and parser: text -> commands with typed arguments (§12.1)
- *   shell_format.c  binary-string form, TTL display, describe's family line (§12.2)
- *   shell_exec.c    the commands (§12.3) mapped onto wc.h calls, and their output
+ *   shell_parse.c   lexer and parser: text -> commands with typed arguments ("Syntax")
+ *   shell_format.c  binary-string form, TTL display, describe's family line ("Output")
+ *   shell_exec.c    the commands ("Commands") mapped onto wc.h calls, and their output
  *   shell_meta.c    the read-only hbase:meta view of the catalog
  *   shell_run.c     reading scripts and interactive lines, continuation, errors, Took lines */
 #ifndef CT_SHELL_H

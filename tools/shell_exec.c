@@ -1,5 +1,5 @@
-/* shell_exec.c - the shell's commands (spec §12.3) mapped onto storage/wc.h, and their output
- * (§12.2).
+/* shell_exec.c - the shell's commands (docs/shell.md, "Commands") mapped onto storage/wc.h, and
+ * their output ("Output").
  *
  * Invariants: (1) a command checks every argument (shape, names, attribute values, families)
  * before its first call that changes the store, and changes the store with a single wc.h call
@@ -206,7 +206,7 @@ static int val_bool(const struct shell_val *v, const char *what, bool *out, stru
                       v->line, v->col);
 }
 
-/* A timestamp a user may give: 0 <= ts < 2^63-1 (spec §1). */
+/* A timestamp a user may give: 0 <= ts < 2^63-1 (docs/storage-contract.md, "Data model"). */
 static int val_ts(const struct shell_val *v, const char *what, int64_t *out, struct ct_err *err)
 {
     int rc = val_int(v, what, out, err);

@@ -1,8 +1,9 @@
-/* shell_format.c - how the shell shows bytes, TTLs and descriptors (spec §12.2).
+/* shell_format.c - how the shell shows bytes, TTLs and descriptors (docs/shell.md, "Output").
  *
  * Invariants: (1) the binary-string form is reversible through shell_binary_decode() for every
  * byte string (a '\' is always written as \x5C, so "\x" in output never comes from the data);
- * (2) describe's family line always lists every attribute, in the fixed order of the spec. */
+ * (2) describe's family line always lists every attribute, in the fixed order of docs/shell.md,
+ * "`describe`". */
 #include <inttypes.h>
 #include <string.h>
 
@@ -170,7 +171,8 @@ const char *shell_durability_name(enum wc_durability d)
     return "?";
 }
 
-/* Writes a family name: printable by the rules of spec §1, but shown in binary form anyway. */
+/* Writes a family name: printable by the rules of docs/storage-contract.md, "Data model", but shown
+ * in binary form anyway. */
 static void format_quoted_name(FILE *f, const char *name)
 {
     putc('\'', f);

@@ -1,5 +1,5 @@
-/* shell_parse.c - lexer and parser of the shell's command language (spec §12.1): the subset of
- * Ruby that HBase shell scripts use.
+/* shell_parse.c - lexer and parser of the shell's command language (docs/shell.md, "Syntax"): the
+ * subset of Ruby that HBase shell scripts use.
  *
  *   program := { statement (newline | ';') }
  *   statement := [ name [ arg { ',' arg } ] ]          name: a lower-case identifier

@@ -1,8 +1,8 @@
-/* api_basic.c - the small HTTP endpoints (spec §2.10): /api/version, /api/stats (+ sub-paths),
- * /api/config, /api/dropcaches, /api/serializers, /api/aggregators (query/qagg.h's table),
- * /api/status, and ctsdb's
- * /api/storage (tables, families and regions with their figures; docs/tsd.md).
- * Handlers that read the store run on a worker (http_req_defer). */
+/* api_basic.c - the small HTTP endpoints (docs/opentsdb-compat.md, "Small endpoints"):
+ * /api/version, /api/stats (+ sub-paths), /api/config, /api/dropcaches, /api/serializers,
+ * /api/aggregators (query/qagg.h's table), /api/status, and ctsdb's /api/storage (tables, families
+ * and regions with their figures; docs/tsd.md). Handlers that read the store run on a worker
+ * (http_req_defer). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>

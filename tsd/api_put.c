@@ -1,6 +1,7 @@
-/* api_put.c - POST /api/put (spec §2.2): one datapoint object or an array, validated per point
- * with OpenTSDB's messages, written through the ingest pipeline, answered only once every
- * accepted point is in the write-ahead log (204, or the summary / details object).
+/* api_put.c - POST /api/put (docs/opentsdb-compat.md, "`/api/put`"): one datapoint object or an
+ * array, validated per point with OpenTSDB's messages, written through the ingest pipeline,
+ * answered only once every accepted point is in the write-ahead log (204, or the summary / details
+ * object).
  *
  * Runs on a worker (http_req_defer): the body is read with jsonput (no allocation per point),
  * points go into ingest batches (waiting for a free batch is the backpressure), and the worker

@@ -1,6 +1,6 @@
 /* conf.h - the configuration of the TSD and of every `ctsdb` tool: OpenTSDB-style `key = value`
- * settings with OpenTSDB's key names (spec opentsdb-compat.md §4.5), ctsdb's defaults, typed
- * validation and overrides.
+ * settings with OpenTSDB's key names (docs/opentsdb-compat.md, "Configuration keys"), ctsdb's
+ * defaults, typed validation and overrides.
  *
  * One table of keys: the TSD's own (tsd/conf.c) and the schema's (tsdb_config_keys(), owned and
  * declared by schema/tsdb.c), each with type, default, range, owner and meaning
@@ -10,7 +10,8 @@
  * /api/config shows it, and warned about). Values are validated when set: a bad value is an
  * error naming the key, the value and what was expected. The daemon builds one conf in main()
  * before any thread starts and publishes it with conf_set_global(); after that it is read-only
- * and any thread may read it through conf_global() (STYLE §5). */
+ * and any thread may read it through conf_global() (the daemon's only globals are its configuration
+ * and its statistics). */
 #ifndef CT_TSD_CONF_H
 #define CT_TSD_CONF_H
 
@@ -93,8 +94,9 @@ CT_MUST_CHECK int conf_apply_argv(struct conf *c, int argc, char **argv, int *op
                                   int max_operands, int *noperands, bool *help, conf_warn_fn warn,
                                   void *warn_arg, struct ct_err *err);
 
-/* The process-wide configuration of the daemon (STYLE §5): set once in main() before threads
- * start; read-only afterwards. conf_global() returns NULL before conf_set_global(). */
+/* The process-wide configuration of the daemon, one of its only two globals (the other is its
+ * statistics): set once in main() before threads start; read-only afterwards.
+ * conf_global() returns NULL before conf_set_global(). */
 void conf_set_global(const struct conf *c);
 const struct conf *conf_global(void);
 

@@ -1,5 +1,6 @@
 /* jsonput.h - a zero-allocation reader for /api/put bodies: one datapoint object or an array of
- * them (spec §2.2), handing each point's fields to a callback as spans of the body.
+ * them (docs/opentsdb-compat.md, "`/api/put`"), handing each point's fields to a callback as spans
+ * of the body.
  *
  * cJSON would allocate several nodes per datapoint and loses the text of numbers, which decides
  * integer versus float storage (`42` vs `42.0`), so put bodies are read here: strict RFC 8259

@@ -1,4 +1,4 @@
-/* put.c - OpenTSDB 2.4's datapoint parsing and validation (see put.h; spec §1.2-§1.3).
+/* put.c - OpenTSDB 2.4's datapoint parsing and validation (see put.h).
  *
  * Invariants: (1) nothing allocates; parsed strings point into the caller's text; (2) checks run
  * in the order of PutDataPointRpc.importDataPoint -> TSDB.addPoint -> checkTimestampAndTags ->

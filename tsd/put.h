@@ -1,10 +1,11 @@
-/* put.h - parsing and validating one datapoint the way OpenTSDB 2.4 does (spec
- * opentsdb-compat.md §1.2-§1.3): the telnet `put` line, and the shared checks the HTTP
+/* put.h - parsing and validating one datapoint the way OpenTSDB 2.4 does (docs/opentsdb-compat.md,
+ * "Tokenizing" and "`put` and its checks"): the telnet `put` line, and the shared checks the HTTP
  * /api/put body and `ctsdb import` apply to each point.
  *
  * Nothing here allocates: a parsed point's strings point into the caller's line, and error
  * messages go into a caller's buffer. The order of checks, and the texts of the errors, are
- * OpenTSDB's (§1.3), so a client sees the same first error for the same bad line. */
+ * OpenTSDB's ("`put` and its checks"), so a client sees the same first error for the same bad
+ * line. */
 #ifndef CT_TSD_PUT_H
 #define CT_TSD_PUT_H
 
@@ -80,8 +81,8 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
  * returns false. */
 bool put_parse_long(const char *s, size_t len, int64_t *out, char *msg, size_t msg_size);
 
-/* True if s is a legal metric / tag name character sequence (spec §1.3 rule 9); on false,
- * *bad_at is the byte offset of the first illegal character. */
+/* True if s is a legal metric / tag name character sequence ("`put` and its checks", check 9); on
+ * false, *bad_at is the byte offset of the first illegal character. */
 bool put_name_valid(const char *s, size_t len, const char *special_chars, size_t *bad_at);
 
 #endif

@@ -1,7 +1,7 @@
 /* routes.c - request dispatch over the route table of routes.def (see routes.h for the order of
- * checks). CORS per tsd.http.request.cors_domains (spec §2.1). With tsd.core.enable_api or
- * enable_ui false, every /api path or every other path answers 404: OpenTSDB leaves those
- * handlers out.
+ * checks). CORS per tsd.http.request.cors_domains (docs/opentsdb-compat.md, "General rules"). With
+ * tsd.core.enable_api or enable_ui false, every /api path or every other path answers 404: OpenTSDB
+ * leaves those handlers out.
  * Invariant: every request leaves routes_dispatch() answered or deferred. */
 #include "tsd/routes.h"
 
@@ -93,7 +93,7 @@ void routes_dispatch(struct http_req *r)
         http_reply_header(r, "Access-Control-Allow-Headers", t->cors_headers);
     }
     if (r->wire_method == HTTP_OPTIONS) {
-        if (t->cors_enabled && origin) { /* no Origin: 405 as in OpenTSDB (spec §2.1) */
+        if (t->cors_enabled && origin) { /* no Origin: 405 as in OpenTSDB ("General rules") */
             http_reply_status(r, 200);
             return;
         }

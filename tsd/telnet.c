@@ -1,5 +1,6 @@
-/* telnet.c - the line protocol (spec §1): framing of '\n'-terminated lines, put parsing on the
- * event loop into the shared current batch, the other commands, and the durability contract.
+/* telnet.c - the line protocol (docs/opentsdb-compat.md, "Line protocol"): framing of
+ * '\n'-terminated lines, put parsing on the event loop into the shared current batch, the other
+ * commands, and the durability contract.
  *
  * Durability contract: a put is acknowledged only by the answer to a LATER line on the same
  * connection. Before any reply is written, every earlier put of the connection must be in the

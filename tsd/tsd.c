@@ -1,6 +1,6 @@
 /* tsd.c - the daemon's lifecycle: configuration into settings, the store, the listener that
- * sniffs each connection's first byte (spec §1.1: 'A'..'Z' -> HTTP, anything else -> telnet),
- * the worker pool, signals, and the orderly shutdown.
+ * sniffs each connection's first byte (docs/opentsdb-compat.md, "One port, two protocols": 'A'..'Z'
+ * -> HTTP, anything else -> telnet), the worker pool, signals, and the orderly shutdown.
  *
  * Shutdown (SIGTERM, SIGINT, diediedie): (1) stop accepting; (2) let every connection answer
  * what it already received, then close it (busy HTTP requests finish first); (3) submit the

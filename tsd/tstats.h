@@ -1,5 +1,6 @@
-/* tstats.h - the TSD's counters and latency histograms (STYLE §5: the daemon's one other
- * global), behind the list of stats OpenTSDB-style tools read (telnet `stats`, /api/stats).
+/* tstats.h - the TSD's counters and latency histograms (the daemon's only globals are its
+ * configuration and these statistics), behind the list of stats OpenTSDB-style tools read (telnet
+ * `stats`, /api/stats).
  *
  * Counters are C11 relaxed atomics bumped from any thread; readers get a consistent-enough
  * snapshot (each counter exact, the set not atomic). Per-datapoint paths bump one counter per

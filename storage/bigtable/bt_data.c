@@ -4,10 +4,10 @@
  * Every cell written carries an explicit timestamp (WC_TS_LATEST becomes clock_now_ms() here),
  * so a batch entry can be re-sent after a retryable failure without changing the result.
  *
- * Deletes. Bigtable has no delete markers (spec §13); a delete removes the cells it covers when
- * it is applied. Within one row mutation the backend gives the engine's answer: a put that a
- * delete of the same mutation would mask (spec §6.1) is not sent, and the deletes are sent
- * before the remaining puts. Mapping:
+ * Deletes. Bigtable has no delete markers (docs/storage-contract.md, "Where the Bigtable backend
+ * differs"); a delete removes the cells it covers when it is applied. Within one row mutation the
+ * backend gives the engine's answer: a put that a delete of the same mutation would mask ("Marker
+ * types") is not sent, and the deletes are sent before the remaining puts. Mapping:
  *   DeleteColumn T          -> DeleteFromColumn [0, T]            (one mutation, no read)
  *   Delete T                -> DeleteFromColumn [T, T+1 ms)       (one mutation, no read)
  *   Delete latest           -> read the newest visible version L, then DeleteFromColumn
@@ -297,7 +297,7 @@ struct bt_marker {
     int64_t ts;
 };
 
-/* Whether a delete of the same row mutation masks a put (spec §6.1). */
+/* Whether a delete of the same row mutation masks a put (storage contract, "Marker types"). */
 static bool bt_put_masked(const struct bt_marker *mk, size_t n, const char *fam, struct wc_bytes q,
                           int64_t ts)
 {

@@ -1,5 +1,5 @@
 /* bt_gc.h - the mapping between a column family's VERSIONS / TTL / MIN_VERSIONS and a Bigtable
- * garbage-collection rule (shared/spec/bigtable.md):
+ * garbage-collection rule (docs/bigtable.md, "Garbage-collection rules"):
  *
  *   VERSIONS=N                           max_num_versions(N)
  *   VERSIONS=N, TTL=T                    union(max_num_versions(N), max_age(T))

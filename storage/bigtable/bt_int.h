@@ -21,7 +21,8 @@
 #define BT_MAX_ROW_KEY_BYTES         4096
 #define BT_MAX_MUTATIONS_PER_REQUEST 100000
 #define BT_MAX_ROW_BYTES             (256u << 20)
-/* The wide-column cell limit (spec §1; the engine's too), below Bigtable's own 100 MiB. */
+/* The wide-column cell limit (docs/storage-contract.md, "Data model"; the engine's too), below
+ * Bigtable's own 100 MiB. */
 #define BT_MAX_CELL_BYTES (10u << 20)
 /* The largest timestamp Bigtable can hold: timestamp_micros = ms * 1000 in an int64. */
 #define BT_MAX_TS_MS    (INT64_MAX / 1000)

@@ -4,10 +4,11 @@
  * either direction; or every non-empty range of a multi-range scan, wc_scan_options.ranges, in
  * one RowSet, which the service reads in the scan's direction), a filter that selects families
  * and columns, the time range, the qualifier prefix and range, TTL expiry (when MIN_VERSIONS is
- * 0) and the per-column version limit, and a row limit when nothing is filtered client-side. Answers go through the chunk merger; each
- * committed row then passes the caller's row filter and the read rules of spec §5 again on the
- * client (Bigtable garbage-collects lazily, MIN_VERSIONS has no filter, and the client check makes
- * results exact whatever the server applied).
+ * 0) and the per-column version limit, and a row limit when nothing is filtered client-side.
+ * Answers go through the chunk merger; each committed row then passes the caller's row filter and
+ * the read rules of docs/storage-contract.md, "What a read returns", again on the client (Bigtable
+ * garbage-collects lazily, MIN_VERSIONS has no filter, and the client check makes results exact
+ * whatever the server applied).
  *
  * Retries: a stream that fails with a retryable status (or sends nothing for deadline_ms) is
  * re-issued for the rows after the last committed key, with backoff, up to BT_RETRY_ATTEMPTS
@@ -15,7 +16,7 @@
  * from the row set and the one holding it is cut after it. Rows already handed out are never
  * repeated.
  *
- * Invariants: (1) cells handed out are in spec §2 order; (2) rows handed out are strictly
+ * Invariants: (1) cells handed out are in "Cell order"; (2) rows handed out are strictly
  * ordered in the scan's direction (the merger checks the service); (3) `req` always describes
  * the rows not yet committed; (4) rg holds nrg non-empty, disjoint ranges in ascending order. A
  * scanner is used by one thread at a time. */
@@ -655,7 +656,7 @@ static int bt_cell_order(const void *a, const void *b)
     return x->ts_ms > y->ts_ms ? -1 : x->ts_ms < y->ts_ms;
 }
 
-/* Turns a merged row into the cells a reader may see (spec §5 for puts). */
+/* Turns a merged row into the cells a reader may see ("What a read returns", for puts). */
 static int bt_scan_row(struct bt_scanner *sc, struct wc_bytes key, const struct bt_cell *in,
                        size_t n, struct ct_err *err)
 {

@@ -1,7 +1,8 @@
 /* bloom.h - the bloom filter of block files (engine-internal): a standard bloom filter probed
  * with Kirsch-Mitzenmacher double hashing of one 64-bit hash per key. About 10 bits and 7 probes
- * per key give the 1% false-positive rate spec §4 asks for. Its on-disk layout is part of the
- * block file format (sst_format.h); the hash function and probe sequence are therefore frozen.
+ * per key give the 1% false-positive rate docs/storage-contract.md, "Family attributes", asks for.
+ * Its on-disk layout is part of the block file format (sst_format.h); the hash function and probe
+ * sequence are therefore frozen.
  *
  * Threading: pure functions over caller memory. */
 #ifndef CT_ENGINE_BLOOM_H

@@ -2,9 +2,9 @@
  * merging iterators exchange. Within the engine a store holds one (region, family), so the family
  * is implied by where a cell lives and is not part of the key.
  *
- * Order (spec §2, plus the sequence number): row asc, qualifier asc, ts desc, type desc,
- * seq desc (newest write first). Byte strings are borrowed: who owns them is stated by whoever
- * hands the cell out (an iterator's cell is valid until the iterator moves). */
+ * Order (docs/storage-contract.md, "Cell order", plus the sequence number): row asc, qualifier asc,
+ * ts desc, type desc, seq desc (newest write first). Byte strings are borrowed: who owns them is
+ * stated by whoever hands the cell out (an iterator's cell is valid until the iterator moves). */
 #ifndef CT_ENGINE_CELL_H
 #define CT_ENGINE_CELL_H
 

@@ -437,8 +437,9 @@ CT_MUST_CHECK int engine_read_latest(struct estore *s, struct etable *t, const u
 
 /* ---- maint.c ----------------------------------------------------------------------------- */
 
-/* The exploring compaction selection (spec §10). sizes[] oldest first. Chooses a run
- * [*start, *start + *count) or returns false if none qualifies. */
+/* The exploring compaction selection (docs/storage-contract.md, "Flush, compaction and split
+ * policy"). sizes[] oldest first. Chooses a run [*start, *start + *count) or returns false if none
+ * qualifies. */
 struct compact_policy {
     size_t min_files;  /* 3 */
     size_t max_files;  /* 10 */

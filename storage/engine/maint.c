@@ -5,16 +5,17 @@
  * renamed and its directory fsynced before the catalog lists it; the catalog is rewritten
  * atomically; replaced files are deleted only after the catalog stops listing them and no
  * reader holds them (sst_mark_obsolete); (2) flush and compaction apply the same retention
- * filter (spec §7): expired cells dropped, masked puts dropped, markers kept except by a major
- * compaction, VERSIONS / MIN_VERSIONS counted per column, duplicates reduced to the newest
- * write; then the family's compaction hook may replace a row's surviving puts; (3) a region's
- * inputs may hold rows outside its range (files and memstores shared by split daughters):
- * every merge is bounded to [start, end); (4) a split only rewrites the catalog: the daughters
- * share the parent's files and memstores until their own flushes and compactions rewrite them,
- * so it is atomic (the catalog lists the parent or the daughters) and loses nothing after a
- * crash (the log replays into whichever regions the catalog lists); (5) a flush writes a prefix
- * of the region's seqs and records it as flushed_upto (the flush fence, engine_int.h), so the
- * replay after a crash adds back exactly the cells no file holds.
+ * filter (docs/storage-contract.md, "Flush and compaction retention"): expired cells dropped,
+ * masked puts dropped, markers kept except by a major compaction, VERSIONS / MIN_VERSIONS counted
+ * per column, duplicates reduced to the newest write; then the family's compaction hook may replace
+ * a row's surviving puts; (3) a region's inputs may hold rows outside its range (files and
+ * memstores shared by split daughters): every merge is bounded to [start, end); (4) a split only
+ * rewrites the catalog: the daughters share the parent's files and memstores until their own
+ * flushes and compactions rewrite them, so it is atomic (the catalog lists the parent or the
+ * daughters) and loses nothing after a crash (the log replays into whichever regions the catalog
+ * lists); (5) a flush writes a prefix of the region's seqs and records it as flushed_upto (the
+ * flush fence, engine_int.h), so the replay after a crash adds back exactly the cells no file
+ * holds.
  *
  * Locking: etable.maint_lock shared + eregion.maint_mu around flushes and compactions;
  * maint_lock exclusive + cat_mu + map_lock exclusive around a split (engine_int.h). */
@@ -29,7 +30,7 @@
 #include "storage/engine/eio.h"
 #include "storage/engine/engine_int.h"
 
-/* ---- exploring policy (spec §10) ---------------------------------------------------------- */
+/* ---- exploring policy ("Flush, compaction and split policy") ---------------------------- */
 
 void compact_policy_default(struct compact_policy *p)
 {
@@ -244,8 +245,8 @@ static bool in_set(const int64_t *v, size_t n, int64_t x)
 }
 
 /* With KEEP_DELETED_CELLS a major compaction drops a kept marker only when nothing it could
- * mask remains (spec §6.5): no put of its column (family markers: of the family) at or below
- * its timestamp (exactly at it for the version markers). */
+ * mask remains (docs/storage-contract.md, "KEEP_DELETED_CELLS"): no put of its column (family
+ * markers: of the family) at or below its timestamp (exactly at it for the version markers). */
 static void kdc_drop_useless_markers(struct mctx *m)
 {
     size_t out = 0;
@@ -271,7 +272,7 @@ static void kdc_drop_useless_markers(struct mctx *m)
     m->keep.n = out;
 }
 
-/* Applies the §7 filter and the hook to the buffered row and writes the survivors. */
+/* Applies the retention filter and the hook to the buffered row and writes the survivors. */
 static int mctx_row(struct mctx *m, struct ct_err *err)
 {
     const struct wc_family_desc *d = &m->d;

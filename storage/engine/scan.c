@@ -1,5 +1,6 @@
 /* scan.c - the read path: merge inputs (memstores and block files) of each region and family,
- * walk rows forward or backward, and decide per cell what a read returns (spec §5, §6, §8).
+ * walk rows forward or backward, and decide per cell what a read returns (docs/storage-contract.md,
+ * "What a read returns", "Deletes", "Gets and scans").
  *
  * Invariants: (1) a scanner holds references on every memstore and file it may read, taken
  * under each region's mutex at open, so flushes and compactions never pull data from under it;
@@ -7,11 +8,11 @@
  * with a larger seq are stepped over by every input; the snapshot is registered with the store
  * so flushes and compactions keep every version it may still read (estore_read_point); (3) a
  * reversed scan finds the previous row with seek_for_prev on every input, then reads that row
- * forward, so cells inside a row are in forward order in both directions; (4) rows are bounded by [lo, hi) of the scan intersected
- * with the region's range (a multi-range scan has one such piece per range and region, in key
- * order), so inputs shared by split daughters never leak rows; (5) a forward
- * scan may defer the seek of an input whose row bloom rules out the region's first row (`lazy`:
- * not valid until sought); it is sought before any row other than that first one is chosen
+ * forward, so cells inside a row are in forward order in both directions; (4) rows are bounded by
+ * [lo, hi) of the scan intersected with the region's range (a multi-range scan has one such piece
+ * per range and region, in key order), so inputs shared by split daughters never leak rows; (5) a
+ * forward scan may defer the seek of an input whose row bloom rules out the region's first row
+ * (`lazy`: not valid until sought); it is sought before any row other than that first one is chosen
  * (scanner_find_row_lazy), so no row of it is ever passed over.
  *
  * Cells returned point into memstore arenas (stable while referenced) or, for block-file cells,
@@ -227,7 +228,7 @@ int echild_prev_row(struct echild *c, struct ct_err *err)
     return echild_skip_back(c, err);
 }
 
-/* ---- the matcher (spec §5 rules 1-7, §6.3 tracking) --------------------------------------- */
+/* ---- the matcher ("What a read returns" rules 1-7, "Tracking deletes") ------------------ */
 
 enum {
     M_SKIP = 0,
@@ -1537,7 +1538,7 @@ static int wc_bytes_cmp_q(const void *a, const void *b)
     return bytes_cmp(x->data, x->len, y->data, y->len);
 }
 
-/* next(p) of spec §8: drops trailing 0xFF bytes and increments the last; false if none. */
+/* next(p) of "Gets and scans": drops trailing 0xFF bytes and increments the last; false if none. */
 static bool prefix_next(const uint8_t *p, size_t len, uint8_t *out, size_t *out_len)
 {
     while (len && p[len - 1] == 0xFF)
@@ -2096,7 +2097,7 @@ static int get_family(struct echild *kids, size_t nk, const uint8_t *key, size_t
     }
 }
 
-/* The families a read selects (spec §8 COLUMNS), in table order, into sf[] (room for
+/* The families a read selects ("Gets and scans", COLUMNS), in table order, into sf[] (room for
  * t->nfams); qualifier arrays point into `quals` (room for o->ncolumns) and borrow o's bytes. */
 static int get_families(const struct etable *t, const struct wc_scan_options *o, int64_t now,
                         struct sfam *sf, size_t *nsf, struct wc_bytes *quals, struct ct_err *err)

@@ -515,12 +515,12 @@ static void queue_major_all(struct estore *s)
 }
 
 /* When the log holds many segments, flushes the region whose memstore holds its oldest edit
- * so the log can be trimmed (spec §10: "flush ... when the WAL must be trimmed"; HBase's
- * maxlogs); sooner when that region is idle: an idle table's small memstore would otherwise pin
- * every segment written since its last edit (WAL_PINNED_IDLE_SEGMENTS closed segments, the
- * region without a write for ENGINE_IDLE_CHECKS checks ~1 s apart). Flushes memstores whose
- * first edit is an hour old. Once everything is flushed the log keeps no segment at all (the
- * active one is released too, wal.c). */
+ * so the log can be trimmed (docs/storage-contract.md, "Flush, compaction and split policy": "flush
+ * ... when the WAL must be trimmed"; HBase's maxlogs); sooner when that region is idle: an idle
+ * table's small memstore would otherwise pin every segment written since its last edit
+ * (WAL_PINNED_IDLE_SEGMENTS closed segments, the region without a write for ENGINE_IDLE_CHECKS
+ * checks ~1 s apart). Flushes memstores whose first edit is an hour old. Once everything is flushed
+ * the log keeps no segment at all (the active one is released too, wal.c). */
 #define WAL_MAX_SEGMENTS         8
 #define WAL_PINNED_IDLE_SEGMENTS 2
 #define ENGINE_IDLE_CHECKS       2

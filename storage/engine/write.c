@@ -125,8 +125,8 @@ static int check_table_writable(const struct etable *t, struct ct_err *err)
 
 /* Waits (outside every lock), at most ~90 s, while the region holding `row` has more than 4x the
  * flush size in memstores or a store with ENGINE_BLOCKING_FILES files (tables with compactions
- * enabled): writes wait, they are not refused (spec §10). Called after a write found its region
- * over a limit. */
+ * enabled): writes wait, they are not refused (docs/storage-contract.md, "Flush, compaction and
+ * split policy"). Called after a write found its region over a limit. */
 static void wait_for_memstore_room(struct estore *s, struct etable *t, struct wc_bytes row)
 {
     uint64_t limit = 4 * etable_flush_bytes(s, t);

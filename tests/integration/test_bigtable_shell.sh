@@ -124,7 +124,8 @@ check_eq "namespace configuration kept and described" "DESCRIPTION
 {NAME => 'ns2', owner => 'ops', tier => 'gold'}
 1 row(s)" "$out"
 
-# the shell's deletes (spec §6.2): latest version, one version, family version, family <= T
+# the shell's deletes (docs/storage-contract.md, "How markers are produced"): latest version, one
+# version, family version, family <= T
 out=$(bt -e "create 'd1', {NAME => 'f', VERSIONS => 5}, 'g'" \
   -e "put 'd1', 'r', 'f:a', 'a1', 100" -e "put 'd1', 'r', 'f:a', 'a2', 200" \
   -e "put 'd1', 'r', 'f:a', 'a3', 300" -e "put 'd1', 'r', 'f:b', 'b2', 200" \

@@ -256,7 +256,7 @@ check_eq "token_file: another is refused" 401 \
   "$(req POST /api/put -d "$(pt sec.file 1356998400)" -H 'Authorization: Bearer file-token-8' | cut -c1-3)"
 tsd_stop
 
-# ---- CORS only as configured (spec §2.1) -----------------------------------------------------------
+# ---- CORS only as configured (docs/opentsdb-compat.md, "General rules") -------------------------
 unset TSD_DATA
 tsd_start
 hdrs=$(curl -s -D - -o /dev/null -H 'Origin: http://evil.example' "http://127.0.0.1:$TSD_PORT/api/version")

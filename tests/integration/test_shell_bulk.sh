@@ -77,8 +77,9 @@ check_eq "reversed scan unchanged after the split" "$(cat "$dir/rev.exp")" "$out
 out=$(sh -e "count 'bulk', INTERVAL => 100000" | grep -v '^Took ')
 check_eq "count after the split" "$N row(s)" "$out"
 
-# Automatic splits (spec §10, stepping policy): 2 x MEMSTORE_FLUSHSIZE while the table has one
-# region, MAX_FILESIZE afterwards; the writes come in a scattered order.
+# Automatic splits (docs/storage-contract.md, "Flush, compaction and split policy", stepping
+# policy): 2 x MEMSTORE_FLUSHSIZE while the table has one region, MAX_FILESIZE afterwards; the
+# writes come in a scattered order.
 python3 - "$dir" <<'PY'
 import sys
 d = sys.argv[1]

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# test_shell_model.sh - random scripts (fixed seeds) checked against models of the spec:
+# test_shell_model.sh - random scripts (fixed seeds) checked against models of
+# docs/storage-contract.md:
 #   shell/model.py      puts, every kind of delete, flushes, major compactions and splits on a
 #                       pre-split table, read back with get and scan (versions, time ranges,
-#                       columns, bounds, prefixes, limits, both directions) - spec §6, §8;
+#                       columns, bounds, prefixes, limits, both directions) - "Deletes",
+#                       "Gets and scans";
 #   shell/model_ttl.py  the same with the version limit, TTL and MIN_VERSIONS in play and the
 #                       clock moving between phases (`#@ now MS`: a new shell process each) -
-#                       spec §5, §7.
+#                       "What a read returns", "Flush and compaction retention".
 # The shell must print exactly what the model predicts. SHELL_MODEL_SEEDS tries other seeds.
 source "$(dirname "$0")/lib.sh"
 # it_tmpdir runs in a subshell under $(...), where its cleanup registration is lost: make one

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# test_tsd_telnet.sh - the telnet side of the TSD: silent puts, every error line of spec §1.3
-# with the connection staying usable, version/help/stats/status/dropcaches/exit, unknown
-# commands, collectd's runs of spaces, lines split across writes, over-long lines, diediedie
-# and its gate; then the points are found in the store.
+# test_tsd_telnet.sh - the telnet side of the TSD: silent puts, every error line of
+# docs/opentsdb-compat.md, "`put` and its checks", with the connection staying usable,
+# version/help/stats/status/dropcaches/exit, unknown commands, collectd's runs of spaces, lines
+# split across writes, over-long lines, diediedie and its gate; then the points are found in the
+# store.
 source "$(dirname "$0")/lib.sh"
 
 tsd_start --tsd.core.enable_admin=true
@@ -14,7 +15,7 @@ out=$(printf 'put sys.cpu.user 1356998402 1 host=web01\nversion\n' | tsd_talk)
 check_contains "version answers after a put (line 1)" "$out" "built at revision"
 check_eq "version answers with two lines" 2 "$(printf '%s\n' "$out" | wc -l)"
 
-# every error of §1.3, in order, on one connection that stays usable
+# every error of "`put` and its checks", in order, on one connection that stays usable
 errs=$(cat <<'LINES' | tsd_talk
 put
 put  1 2 a=b

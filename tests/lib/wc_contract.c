@@ -946,7 +946,7 @@ static void test_cell_over_the_size_limit_is_refused_and_writes_nothing(void **s
 {
     struct cctx *c = *state;
     mk_table(c, FAMS("f"));
-    size_t big_len = (10u << 20) + 1; /* spec §1: 10 MiB */
+    size_t big_len = (10u << 20) + 1; /* docs/storage-contract.md, "Data model": 10 MiB */
     uint8_t *big = calloc(1, big_len);
     assert_non_null(big);
     struct wc_mutation m[2] = {

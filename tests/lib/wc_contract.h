@@ -1,10 +1,10 @@
 /* wc_contract.h - the backend-neutral contract suite of storage/wc.h: the behaviours of
- * shared/spec/wide-column.md that every backend must show (puts, gets, scans in both
+ * docs/storage-contract.md that every backend must show (puts, gets, scans in both
  * directions, bounds and prefixes, versions, time ranges, TTL with a pinned clock, column
  * selection and filters, limits and chunks, increments, check-and-mutate, batches, neutral
- * deletes, table and namespace administration, pre-split tables). What spec §13 says Bigtable
- * cannot do (delete markers masking later puts, revealed older versions, KEEP_DELETED_CELLS,
- * raw scans, compaction hooks) is left to the embedded engine's own tests.
+ * deletes, table and namespace administration, pre-split tables). What "Where the Bigtable backend
+ * differs" says Bigtable cannot do (delete markers masking later puts, revealed older versions,
+ * KEEP_DELETED_CELLS, raw scans, compaction hooks) is left to the embedded engine's own tests.
  *
  * Each test opens a store with open_store(), creates its own uniquely named tables (prefix
  * "ctc_"), drops them at the end and closes the store with wc_close(). Tests pin the clock by

@@ -1,6 +1,7 @@
-# compact / major_compact of one family (spec §7, §12.3): only that family's files are rewritten.
-# A major compaction drops the markers and what they mask; a minor one (fewer files than the
-# three a selection needs) changes nothing; the other family keeps its marker until its own turn.
+# compact / major_compact of one family (docs/storage-contract.md, "Flush and compaction
+# retention"): only that family's files are rewritten. A major compaction drops the markers and
+# what they mask; a minor one (fewer files than the three a selection needs) changes nothing; the
+# other family keeps its marker until its own turn.
 create 'cf', 'f', 'g'
 put 'cf', 'r', 'f:q', 'f1', 10
 put 'cf', 'r', 'g:q', 'g1', 10

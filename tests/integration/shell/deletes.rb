@@ -1,5 +1,5 @@
-# Deletes (spec §6): delete of one version (explicit and latest), of a family version,
-# deleteall of a column, a family and a row, "deletes mask puts", and a raw scan of markers.
+# Deletes (docs/storage-contract.md, "Deletes"): one version (explicit and latest), a family
+# version, deleteall of a column, a family and a row, "deletes mask puts", a raw scan of markers.
 create 'd', {NAME => 'f', VERSIONS => 5}, 'g'
 put 'd', 'r', 'f:a', 'a1', 1
 put 'd', 'r', 'f:a', 'a2', 2

@@ -1,7 +1,7 @@
 # Edge cases: 0xFF row prefixes (no upper bound) both ways, a reversed start past the last row,
 # LIMIT with BATCH (rows vs chunks), a family listed also as a column, the empty qualifier,
-# explicit-column MIN_VERSIONS (spec §14.1), empty and inverted ranges, binary bounds across a
-# region boundary at \xFF.
+# explicit-column MIN_VERSIONS (docs/storage-contract.md, "Choices where HBase is inconsistent",
+# item 1), empty and inverted ranges, binary bounds across a region boundary at \xFF.
 create 'x', {NAME => 'f', VERSIONS => 5}, {NAME => 'm', TTL => 10, MIN_VERSIONS => 2, VERSIONS => 5}, SPLITS => ["\xff"]
 put 'x', "\xff", 'f:a', 'ff', 1
 put 'x', "\xff\xff", 'f:a', 'ffff', 1

@@ -1,6 +1,6 @@
-# Errors (spec §12.3): each failing command runs in its own phase (a script stops at its first
-# error with exit status 1 and `ERROR: <message>` on stderr); the last phase shows that no
-# failed command changed anything.
+# Errors (docs/shell.md, "Errors"): each failing command runs in its own phase (a script stops
+# at its first error with exit status 1 and `ERROR: <message>` on stderr); the last phase shows
+# that no failed command changed anything.
 create 'e', {NAME => 'f', VERSIONS => 2}
 put 'e', 'r', 'f:q', 'v', 5
 #@ now 1700000000000

@@ -1,7 +1,7 @@
 # Reads over a mix of memstore and flushed files, in both directions and across a region
 # boundary; deletes whose markers and puts live in different places; "deletes mask puts" until a
 # major compaction removes the marker; alter of VERSIONS taking effect at rewrite; a removed
-# family's data going with it; truncate_preserve; KEEP_DELETED_CELLS TRUE (spec §4-§7).
+# family's data going with it; truncate_preserve; KEEP_DELETED_CELLS TRUE (storage contract).
 create 'fm', {NAME => 'f', VERSIONS => 3}, 'g', SPLITS => ['m']
 put 'fm', 'a', 'f:q', 'a1', 10
 put 'fm', 'a', 'f:q', 'a2', 20

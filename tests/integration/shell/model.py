@@ -2,9 +2,11 @@
 """model.py SEED OPS OUTDIR - writes OUTDIR/model.rb, a random `ctsdb shell` script of puts,
 deletes of every kind, flushes, compactions, splits and reads (get and scan with time ranges,
 versions, columns, bounds, prefixes, limits, both directions), and OUTDIR/model.out, the output a
-store following spec/wide-column.md must print for it (Took lines left out).
+store following docs/storage-contract.md must print for it (docs/shell.md, "Output"; Took lines
+left out).
 
-The model (spec §5, §6, §7): a put is visible unless a marker of its row and family masks it
+The model (docs/storage-contract.md, "What a read returns", "Deletes", "Flush and
+compaction retention"): a put is visible unless a marker of its row and family masks it
 (Delete: same column and ts; DeleteColumn: same column, ts <= T; DeleteFamily: ts <= T;
 DeleteFamilyVersion: ts == T), whatever the write order; of puts equal in row, column and ts only
 the newest write counts. Reads count versions within the time range, newest first. Each cell is
@@ -91,7 +93,7 @@ def bkey(s):
 
 
 def read(rows_filter, cols, tmin, tmax, versions):
-    """{row: [cells in §2 order]} for rows passing rows_filter."""
+    """{row: [cells in "Cell order"]} for rows passing rows_filter."""
     out = {}
     for c in visible():
         if not rows_filter(c["row"]) or not (tmin <= c["ts"] < tmax):
@@ -136,7 +138,8 @@ def rand_cols():
             q = rnd.choice(QUALS)
             cols.append((f, q))
             texts.append(shell_str(f + ":" + q))
-    # a family also named as a column is read whole (spec §14.5)
+    # a family also named as a column is read whole (docs/storage-contract.md, "Choices where
+    # HBase is inconsistent", item 5)
     fams = {f for f, q in cols if q is None}
     cols = [(f, q) for f, q in cols if q is None or f not in fams]
     return cols, "COLUMNS => [" + ", ".join(texts) + "]"

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """model_ttl.py SEED OPS OUTDIR - like model.py, with the version limit, TTL and MIN_VERSIONS in
 play: writes OUTDIR/model.rb (in phases separated by `#@ now MS` lines, each run by a new shell
-process at that clock) and OUTDIR/model.out, the output spec/wide-column.md requires.
+process at that clock) and OUTDIR/model.out, the output docs/shell.md, "Output", requires.
 
 The model keeps every physical cell with where it is (memstore or files) and reads with the
-exact algorithm of spec §5 (early expiry, markers, masked puts not counted, time range, column
-selection, duplicates, version counting with MIN_VERSIONS and TTL); a flush and a major compaction
-rewrite their inputs with the rules of spec §7 at the current clock. Family f: VERSIONS 2;
-family g: VERSIONS 3, TTL 10 s, MIN_VERSIONS 1; family h: VERSIONS 1, TTL 5 s. To stay
+exact algorithm of docs/storage-contract.md, "What a read returns" (early expiry, markers, masked
+puts not counted, time range, column selection, duplicates, version counting with MIN_VERSIONS
+and TTL); a flush and a major compaction rewrite their inputs with the rules of "Flush and
+compaction retention" at the current clock. Family f: VERSIONS 2; family g: VERSIONS 3, TTL
+10 s, MIN_VERSIONS 1; family h: VERSIONS 1, TTL 5 s. To stay
 deterministic the script never lets a store reach 3 files (an automatic compaction of every file
 is a major one), splits only right after a flush and a major compaction, and ends every phase
 with a flush and a major compaction (so flushing on close changes nothing)."""
@@ -60,7 +61,8 @@ def oldest(fam):
 
 
 def read_rf(cs, fam, tmin, tmax, req, selected):
-    """Spec §5 over the cells of one row and family (any order); returns the cells returned."""
+    """The rules of "What a read returns" over the cells of one row and family (any order);
+    returns the cells returned."""
     versions, minv, _ = FAMS[fam]
     old = oldest(fam)
     maxv = min(req, versions)
@@ -110,7 +112,8 @@ def read_rf(cs, fam, tmin, tmax, req, selected):
 
 
 def rewrite(inputs, major):
-    """Spec §7 over a set of cells (one flush snapshot or all files); returns what survives."""
+    """The rules of "Flush and compaction retention" over a set of cells (one flush snapshot or
+    all files); returns what survives."""
     groups = {}
     for c in inputs:
         groups.setdefault((c["row"], c["fam"]), []).append(c)

@@ -1,6 +1,7 @@
-# Pre-split tables (spec §8, §9): SPLITS keys are binary-decoded even in single quotes; scans in
-# both directions, with bounds, prefixes, limits and batches, cross region boundaries exactly as
-# on an unsplit table; split adds a boundary without changing results.
+# Pre-split tables (docs/storage-contract.md, "Gets and scans", "Regions and pre-splitting"):
+# SPLITS keys are binary-decoded even in single quotes; scans in both directions, with bounds,
+# prefixes, limits and batches, cross region boundaries exactly as on an unsplit table; split
+# adds a boundary without changing results.
 create 'rt', 'f', SPLITS => ['d', 'b', 'f\x00']
 get_splits 'rt'
 put 'rt', 'a', 'f:q', 'A', 1

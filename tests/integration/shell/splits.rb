@@ -1,5 +1,6 @@
-# get_splits for both algorithms at several region counts (spec §9's tables), SPLITS given out
-# of order and as binary strings, and rows written under binary split keys.
+# get_splits for both algorithms at several region counts (the tables of docs/storage-contract.md,
+# "Split-key algorithms"), SPLITS given out of order and as binary strings, and rows written
+# under binary split keys.
 create 'hex2', 'f', {NUMREGIONS => 2, SPLITALGO => 'HexStringSplit'}
 get_splits 'hex2'
 create 'hex3', 'f', {NUMREGIONS => 3, SPLITALGO => 'HexStringSplit'}

@@ -1,6 +1,6 @@
-# TTL and MIN_VERSIONS with a pinned clock (spec §5): expiry is strict at now - TTL; the newest
-# MIN_VERSIONS versions survive expiry, also through flush and major compaction; future
-# timestamps never expire early.
+# TTL and MIN_VERSIONS with a pinned clock (docs/storage-contract.md, "What a read returns"):
+# expiry is strict at now - TTL; the newest MIN_VERSIONS versions survive expiry, also through
+# flush and major compaction; future timestamps never expire early.
 create 'ttl', {NAME => 'f', TTL => 10, VERSIONS => 3}, {NAME => 'm', TTL => '10', VERSIONS => 3, MIN_VERSIONS => 1}
 put 'ttl', 'r', 'f:q', 'old', 1699999990000
 put 'ttl', 'r', 'f:q', 'older', 1699999989999

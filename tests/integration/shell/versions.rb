@@ -1,6 +1,7 @@
-# Versions (spec §5, §6.4, §7): the read limit is min(requested, family VERSIONS); deleted
-# versions do not use up the budget; time-range reads see versions beyond VERSIONS until a
-# flush discards them.
+# Versions (docs/storage-contract.md, "What a read returns", "Deletes and versions", "Flush and
+# compaction retention"): the read limit is min(requested, family VERSIONS); deleted versions do
+# not use up the budget; time-range reads see versions beyond VERSIONS until a flush discards
+# them.
 create 'v', {NAME => 'f', VERSIONS => 2}
 put 'v', 'a', 'f:q', '1', 1
 put 'v', 'a', 'f:q', '2', 2

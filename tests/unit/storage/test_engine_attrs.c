@@ -1,10 +1,10 @@
-/* test_engine_attrs.c - family storage attributes of the embedded engine (spec §4) and how an
- * `alter` applies them: COMPRESSION, BLOCKSIZE, BLOOMFILTER and DATA_BLOCK_ENCODING reach the
- * files flushed or compacted afterwards and never change a file already written (each file
- * records the settings it was written with, read back from its meta block); BLOCKCACHE and
- * IN_MEMORY decide whether a family's data blocks enter the shared cache and in which section,
- * and an alter of them applies to the open files at once (HBase reopens the regions). Results
- * never change. */
+/* test_engine_attrs.c - family storage attributes of the embedded engine (docs/storage-contract.md,
+ * "Family attributes") and how an `alter` applies them: COMPRESSION, BLOCKSIZE, BLOOMFILTER and
+ * DATA_BLOCK_ENCODING reach the files flushed or compacted afterwards and never change a file
+ * already written (each file records the settings it was written with, read back from its meta
+ * block); BLOCKCACHE and IN_MEMORY decide whether a family's data blocks enter the shared cache and
+ * in which section, and an alter of them applies to the open files at once (HBase reopens the
+ * regions). Results never change. */
 #include <dirent.h>
 #include <limits.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* test_engine_longrows.c - rows of many small cells (time-series rows before their hour is
  * compacted: hundreds of single-point cells) read by forward scans, reversed scans and gets,
- * checked against a model of spec §5/§6 kept by the test: versions, delete-column and
- * delete-version markers, time ranges and qualifier ranges.
+ * checked against a model of docs/storage-contract.md ("What a read returns", "Deletes") kept by
+ * the test: versions, delete-column and delete-version markers, time ranges and qualifier ranges.
  *
  * Runs of single-version puts in a file's block are pushed straight from the block's entries
  * (scan.c scanner_walk_puts), stopping at second versions, markers and times outside the read;

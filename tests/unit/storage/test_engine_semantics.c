@@ -1,8 +1,9 @@
-/* test_engine_semantics.c - what the embedded engine returns, straight from the spec's rules and
- * examples: versions counted within the time range, strict TTL expiry, MIN_VERSIONS, every delete
- * marker (masking puts written later, revealed older versions, markers newer than the time
- * range), KEEP_DELETED_CELLS, raw scans, and how flushes and compactions change results
- * (spec §5, §6, §7). Each scenario is a list of steps on a fresh table and one read. */
+/* test_engine_semantics.c - what the embedded engine returns, straight from the rules and examples
+ * of docs/storage-contract.md ("What a read returns", "Deletes", "Flush and compaction retention"):
+ * versions counted within the time range, strict TTL expiry, MIN_VERSIONS, every delete marker
+ * (masking puts written later, revealed older versions, markers newer than the time range),
+ * KEEP_DELETED_CELLS, raw scans, and how flushes and compactions change results. Each
+ * scenario is a list of steps on a fresh table and one read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +43,7 @@ struct scenario {
 #define FOREVER WC_TTL_FOREVER
 
 static const struct scenario scenarios[] = {
-    {"versions are counted within the time range (spec §5)",
+    {"versions are counted within the time range (\"What a read returns\")",
      1,
      0,
      FOREVER,
@@ -66,7 +67,7 @@ static const struct scenario scenarios[] = {
      2,
      false,
      "q@1=a"},
-    {"after a flush versions beyond VERSIONS are gone (§7)",
+    {"after a flush versions beyond VERSIONS are gone (retention)",
      1,
      0,
      FOREVER,
@@ -138,7 +139,7 @@ static const struct scenario scenarios[] = {
      0,
      false,
      "q@200=b"},
-    {"spec §6.4: deleting the newest reveals an older version",
+    {"deletes and versions: deleting the newest reveals an older version",
      2,
      0,
      FOREVER,
@@ -150,7 +151,7 @@ static const struct scenario scenarios[] = {
      0,
      false,
      "q@2=2 q@1=1"},
-    {"spec §6.4: flushed before the delete, version 1 is gone",
+    {"deletes and versions: flushed before the delete, version 1 is gone",
      2,
      0,
      FOREVER,

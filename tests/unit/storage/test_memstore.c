@@ -1,8 +1,8 @@
-/* test_memstore.c - the memstore skiplist: cell order of spec §2 (with seq), seeks in both
- * directions, readers iterating while a writer inserts, sequential inserts through the
- * writer's finger mixed with inserts in the middle, and the writer's row hints (a cell after the
- * greatest of its row linked without a search) under random rows, columns and versions, and
- * backward searches from the iterator's last search path against a reference. */
+/* test_memstore.c - the memstore skiplist: cell order of docs/storage-contract.md, "Cell order"
+ * (with seq), seeks in both directions, readers iterating while a writer inserts, sequential
+ * inserts through the writer's finger mixed with inserts in the middle, and the writer's row hints
+ * (a cell after the greatest of its row linked without a search) under random rows, columns and
+ * versions, and backward searches from the iterator's last search path against a reference. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
-/* test_wc_split.c - the split-key algorithms of spec §9: every vector of the spec's tables, the
- * general form (other bounds, widening), midpoints, and sanity over n = 2..32 (sorted, unique,
- * right widths). */
+/* test_wc_split.c - the split-key algorithms of docs/storage-contract.md, "Split-key
+ * algorithms": every vector of its tables, the general form (other bounds, widening), midpoints,
+ * and sanity over n = 2..32 (sorted, unique, right widths). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
-/* test_shell_format.c - the shell's output forms (spec §12.2): binary strings both ways, TTL
- * display, describe's family line and table attributes, and the argument checks commands make
- * before they touch a store. */
+/* test_shell_format.c - the shell's output forms (docs/shell.md, "Output"): binary strings both
+ * ways, TTL display, describe's family line and table attributes, and the argument checks commands
+ * make before they touch a store. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,6 +1,6 @@
-/* test_shell_parser.c - the shell's lexer and parser (spec §12.1): strings and their escapes,
- * integers, booleans, arrays, dictionaries, omitted braces of a final dictionary, multi-line
- * continuation, comments, and syntax errors with their line and column. */
+/* test_shell_parser.c - the shell's lexer and parser (docs/shell.md, "Syntax"): strings and their
+ * escapes, integers, booleans, arrays, dictionaries, omitted braces of a final dictionary,
+ * multi-line continuation, comments, and syntax errors with their line and column. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,5 +1,6 @@
 /* test_put.c - the telnet put-line parser and the shared datapoint checks (tsd/put.h): every
- * error text of spec §1.3, in OpenTSDB's order, and the accepted forms. */
+ * error text of docs/opentsdb-compat.md, "`put` and its checks", in OpenTSDB's order, and the
+ * accepted forms. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
