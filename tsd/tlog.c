@@ -82,8 +82,8 @@ bool tlog_limited(struct tlog_limit *l, int64_t now_ms, enum tlog_level level, c
 {
     int64_t next = atomic_load(&l->next_ms);
     /* one thread wins the slot of each interval; the others count themselves as suppressed */
-    if (now_ms < next || !atomic_compare_exchange_strong(&l->next_ms, &next,
-                                                         now_ms + l->interval_ms)) {
+    if (now_ms < next ||
+        !atomic_compare_exchange_strong(&l->next_ms, &next, now_ms + l->interval_ms)) {
         atomic_fetch_add(&l->suppressed, 1);
         return false;
     }

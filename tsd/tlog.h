@@ -36,13 +36,16 @@ struct tlog_limit {
     _Atomic int64_t next_ms; /* monotonic ms before which lines are counted, not written */
     _Atomic uint64_t suppressed;
 };
-#define TLOG_LIMIT_INIT(interval) {(interval), 0, 0}
+#define TLOG_LIMIT_INIT(interval)                                                                  \
+    {                                                                                              \
+        (interval), 0, 0                                                                           \
+    }
 
 /* Writes the line unless the limiter's interval since its last line has not passed (now_ms:
  * milliseconds, clock_mono_ns() / 1000000, passed in so tests can drive it); returns whether this call took the
  * limiter's slot (the line was written, if the level lets it through). Thread-safe. */
-bool tlog_limited(struct tlog_limit *l, int64_t now_ms, enum tlog_level level, const char *fmt,
-                  ...) CT_PRINTF(4, 5);
+bool tlog_limited(struct tlog_limit *l, int64_t now_ms, enum tlog_level level, const char *fmt, ...)
+    CT_PRINTF(4, 5);
 
 #define tlog_error(...) tlog_write(TLOG_ERROR, __VA_ARGS__)
 #define tlog_warn(...)  tlog_write(TLOG_WARN, __VA_ARGS__)

@@ -104,7 +104,7 @@ static void test_limited_below_the_level_still_counts(void **state)
     free(out);
 }
 
-#define RACERS 4
+#define RACERS    4
 #define PER_RACER 20000
 
 struct racer {
