@@ -129,7 +129,6 @@ static int tsd_cmd_run(int argc, char **argv)
         membudget_describe(&mb, line, sizeof(line));
         tlog_info("memory: %s", line);
     }
-    conf_set_global(c);
     if (tsd_run(c, &err) != CT_OK) {
         tlog_error("%s", err.msg);
         status = 1;
@@ -137,7 +136,6 @@ static int tsd_cmd_run(int argc, char **argv)
     }
     status = 0;
 out:
-    conf_set_global(NULL);
     conf_free(c);
     return status;
 }

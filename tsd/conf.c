@@ -185,8 +185,6 @@ struct conf {
     size_t nextra, capextra;
 };
 
-static const struct conf *conf_the_global;
-
 static int conf_key_index(const struct conf *c, const char *key)
 {
     size_t lo = 0, hi = c->nkeys;
@@ -495,16 +493,6 @@ int conf_load_file(struct conf *c, const char *path, conf_warn_fn warn, void *ar
         rc = ct_err_errno(err, CT_EIO, errno, "cannot read config file %s", path);
     fclose(f);
     return rc;
-}
-
-void conf_set_global(const struct conf *c)
-{
-    conf_the_global = c;
-}
-
-const struct conf *conf_global(void)
-{
-    return conf_the_global;
 }
 
 /* The key a `--KEY=VALUE` argument names (copied into buf), or NULL if a is not one: KEY must

@@ -9,9 +9,8 @@
  * A conf holds every known key (with its default) plus any unknown key that was set (kept, so
  * /api/config shows it, and warned about). Values are validated when set: a bad value is an
  * error naming the key, the value and what was expected. The daemon builds one conf in main()
- * before any thread starts and publishes it with conf_set_global(); after that it is read-only
- * and any thread may read it through conf_global() (the daemon's only globals are its configuration
- * and its statistics). */
+ * before any thread starts and passes it down; after that it is read-only, so any thread may read
+ * it. There is no process-wide conf. */
 #ifndef CT_TSD_CONF_H
 #define CT_TSD_CONF_H
 
@@ -93,11 +92,5 @@ CT_MUST_CHECK int conf_take_argv(struct conf *c, int *argc, char **argv, conf_wa
 CT_MUST_CHECK int conf_apply_argv(struct conf *c, int argc, char **argv, int *operands,
                                   int max_operands, int *noperands, bool *help, conf_warn_fn warn,
                                   void *warn_arg, struct ct_err *err);
-
-/* The process-wide configuration of the daemon, one of its only two globals (the other is its
- * statistics): set once in main() before threads start; read-only afterwards.
- * conf_global() returns NULL before conf_set_global(). */
-void conf_set_global(const struct conf *c);
-const struct conf *conf_global(void);
 
 #endif

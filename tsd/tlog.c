@@ -2,8 +2,8 @@
  * Invariant: one write(2) per line, so concurrent lines never interleave. A rate-limited line
  * (tlog_limited) is written at most once per interval of its limiter; the lines left out in
  * between are counted and the count is appended to the next one written. The level is an atomic
- * int (part of the daemon's configuration; the daemon's only globals are its configuration and its
- * statistics). */
+ * int, set from the configuration at start: with the statistics (tstats.h), the daemon's only
+ * process-wide state. */
 #include "tsd/tlog.h"
 
 #include <stdarg.h>

@@ -1,5 +1,5 @@
-/* tstats.h - the TSD's counters and latency histograms (the daemon's only globals are its
- * configuration and these statistics), behind the list of stats OpenTSDB-style tools read (telnet
+/* tstats.h - the TSD's counters and latency histograms (with the log level, the daemon's only
+ * process-wide state), behind the list of stats OpenTSDB-style tools read (telnet
  * `stats`, /api/stats).
  *
  * Counters are C11 relaxed atomics bumped from any thread; readers get a consistent-enough

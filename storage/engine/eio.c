@@ -168,23 +168,6 @@ ssize_t eio_write(int fd, const void *buf, size_t n)
     return r;
 }
 
-ssize_t eio_pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-    int e = 0;
-    enum eio_verdict v = eio_check(EIO_OP_WRITE, NULL, fd, &e);
-    if (v == EIO_FAIL) {
-        errno = e;
-        return -1;
-    }
-    if (v == EIO_SHORT && n > 1)
-        n /= 2;
-    ssize_t r;
-    do
-        r = pwrite(fd, buf, n, off);
-    while (r < 0 && errno == EINTR);
-    return r;
-}
-
 int eio_fsync(int fd)
 {
     int e = 0;

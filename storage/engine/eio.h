@@ -32,7 +32,6 @@ int eio_open(const char *path, int flags, mode_t mode);
 int eio_close(int fd);
 ssize_t eio_pread(int fd, void *buf, size_t n, off_t off);
 ssize_t eio_write(int fd, const void *buf, size_t n);
-ssize_t eio_pwrite(int fd, const void *buf, size_t n, off_t off);
 int eio_fsync(int fd);
 int eio_fdatasync(int fd);
 int eio_rename(const char *from, const char *to);

@@ -398,17 +398,7 @@ CT_MUST_CHECK int echild_init_sst(struct echild *c, struct sst *f, uint64_t snap
                                   struct ct_err *err);
 void echild_destroy(struct echild *c);
 CT_MUST_CHECK int echild_seek(struct echild *c, const struct cell *target, struct ct_err *err);
-CT_MUST_CHECK int echild_seek_last(struct echild *c, struct ct_err *err);
-/* Last cell <= target. */
-CT_MUST_CHECK int echild_seek_for_prev(struct echild *c, const struct cell *target,
-                                       struct ct_err *err);
 CT_MUST_CHECK int echild_next(struct echild *c, struct ct_err *err);
-/* Reversed scans. echild_rewind_row: moves a child positioned on some cell of a row to that
- * row's first visible cell (= echild_seek to the row's start; files remember where it is).
- * echild_prev_row: moves a child that was rewound and then read forward to the last visible
- * cell before that row start (= echild_seek_for_prev of the row's start). */
-CT_MUST_CHECK int echild_rewind_row(struct echild *c, struct ct_err *err);
-CT_MUST_CHECK int echild_prev_row(struct echild *c, struct ct_err *err);
 /* The smallest possible cell of a row (sorts before every real cell of it). */
 void ecell_row_start(struct cell *c, const uint8_t *row, size_t len);
 
@@ -462,8 +452,6 @@ CT_MUST_CHECK int engine_compact_region(struct estore *s, struct etable *t, stru
  * cannot split (no midpoint, reference files). */
 CT_MUST_CHECK int engine_split_region(struct estore *s, struct etable *t, struct eregion *r,
                                       const uint8_t *key, size_t key_len, struct ct_err *err);
-/* Whether region r should split under the stepping policy. */
-bool engine_region_wants_split(struct estore *s, struct etable *t, struct eregion *r);
 /* A compaction of t failed with CT_ECORRUPT naming one of its input block files in why->msg:
  * drops that file from t's regions, saves the catalog and moves the file to quarantine/ (the
  * store goes on; its cells are no longer served). False if why names no file t lists. */

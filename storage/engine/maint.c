@@ -926,7 +926,8 @@ static bool region_has_references(const struct eregion *r)
     return false;
 }
 
-bool engine_region_wants_split(struct estore *s, struct etable *t, struct eregion *r)
+/* Whether region r should split under the stepping policy. */
+static bool engine_region_wants_split(struct estore *s, struct etable *t, struct eregion *r)
 {
     pthread_rwlock_rdlock(&t->map_lock);
     uint64_t threshold = t->nregions == 1

@@ -138,7 +138,7 @@ int echild_seek(struct echild *c, const struct cell *target, struct ct_err *err)
     return echild_skip_fwd(c, err);
 }
 
-int echild_seek_last(struct echild *c, struct ct_err *err)
+static int echild_seek_last(struct echild *c, struct ct_err *err)
 {
     if (c->is_ms) {
         memstore_iter_seek_last(&c->mi);
@@ -150,7 +150,8 @@ int echild_seek_last(struct echild *c, struct ct_err *err)
     return echild_skip_back(c, err);
 }
 
-int echild_seek_for_prev(struct echild *c, const struct cell *target, struct ct_err *err)
+/* Last cell <= target. */
+static int echild_seek_for_prev(struct echild *c, const struct cell *target, struct ct_err *err)
 {
     if (c->is_ms) {
         memstore_iter_seek_for_prev(&c->mi, target);
@@ -193,7 +194,11 @@ int echild_next(struct echild *c, struct ct_err *err)
     return echild_next_inl(c, err);
 }
 
-int echild_rewind_row(struct echild *c, struct ct_err *err)
+/* Reversed scans. echild_rewind_row: moves a child positioned on some cell of a row to that
+ * row's first visible cell (= echild_seek to the row's start; files remember where it is).
+ * echild_prev_row: moves a child that was rewound and then read forward to the last visible
+ * cell before that row start (= echild_seek_for_prev of the row's start). */
+static int echild_rewind_row(struct echild *c, struct ct_err *err)
 {
     if (c->is_ms && c->valid) { /* no back links: search, from the path of the step back */
         struct cell start;
@@ -219,7 +224,7 @@ int echild_rewind_row(struct echild *c, struct ct_err *err)
     return rc;
 }
 
-int echild_prev_row(struct echild *c, struct ct_err *err)
+static int echild_prev_row(struct echild *c, struct ct_err *err)
 {
     c->has_start = false;
     int rc = sst_iter_prev_of(c->si, &c->start, err);

@@ -123,8 +123,6 @@ const struct sst_meta *sst_get_meta(const struct sst *f);
  * IN_MEMORY applies to open files at once, as HBase's region reopen does). Blocks already cached
  * stay until evicted; with blockcache false they are no longer looked up. Thread-safe. */
 void sst_set_read_options(struct sst *f, const struct sst_read_options *o);
-/* The cache options in force. */
-struct sst_read_options sst_get_read_options(const struct sst *f);
 /* Bloom checks: false means the file certainly holds no cell of that row (row+qualifier).
  * With a ROW filter sst_may_contain_rowcol() checks the row only; with NONE both return true. */
 bool sst_may_contain_row(const struct sst *f, const uint8_t *row, size_t len);

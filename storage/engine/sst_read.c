@@ -792,12 +792,6 @@ void sst_set_read_options(struct sst *f, const struct sst_read_options *o)
     atomic_store(&f->ro_in_memory, o->in_memory);
 }
 
-struct sst_read_options sst_get_read_options(const struct sst *f)
-{
-    struct sst_read_options o = {atomic_load(&f->ro_blockcache), atomic_load(&f->ro_in_memory)};
-    return o;
-}
-
 const struct sst_meta *sst_get_meta(const struct sst *f)
 {
     return &f->meta;

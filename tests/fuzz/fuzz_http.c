@@ -105,7 +105,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++)
         if (conf_set(c, kv[i][0], kv[i][1], NULL, &err) != CT_OK)
             abort();
-    conf_set_global(c);
     pthread_t th;
     if (pthread_create(&th, NULL, fuzz_tsd_main, c) != 0)
         abort();
