@@ -91,12 +91,6 @@ void shell_fput_family(FILE *f, const struct wc_family_desc *fd);
 /* Writes ", {TABLE_ATTRIBUTES => {K => 'v', ...}}" for the table attributes that differ from
  * their defaults (keys sorted), or nothing. */
 void shell_fput_table_attributes(FILE *f, const struct wc_table_desc *d);
-/* Upper-case names of the enumerations, as describe shows them. */
-const char *shell_bloom_name(enum wc_bloom b);
-const char *shell_compression_name(enum wc_compression c);
-const char *shell_encoding_name(enum wc_block_encoding e);
-const char *shell_keep_deleted_name(enum wc_keep_deleted k);
-const char *shell_durability_name(enum wc_durability d);
 
 /* ---- the hbase:meta view (shell_meta.c) -------------------------------------------------- */
 

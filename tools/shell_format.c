@@ -98,7 +98,8 @@ void shell_format_ttl(int64_t ttl_s, char *out, size_t cap)
         snprintf(out + at, cap - at, ")");
 }
 
-const char *shell_bloom_name(enum wc_bloom b)
+/* Upper-case names of the enumerations, as describe shows them. */
+static const char *shell_bloom_name(enum wc_bloom b)
 {
     switch (b) {
     case WC_BLOOM_NONE:
@@ -111,7 +112,7 @@ const char *shell_bloom_name(enum wc_bloom b)
     return "?";
 }
 
-const char *shell_compression_name(enum wc_compression c)
+static const char *shell_compression_name(enum wc_compression c)
 {
     switch (c) {
     case WC_COMPRESSION_NONE:
@@ -124,7 +125,7 @@ const char *shell_compression_name(enum wc_compression c)
     return "?";
 }
 
-const char *shell_encoding_name(enum wc_block_encoding e)
+static const char *shell_encoding_name(enum wc_block_encoding e)
 {
     switch (e) {
     case WC_ENCODING_NONE:
@@ -141,7 +142,7 @@ const char *shell_encoding_name(enum wc_block_encoding e)
     return "?";
 }
 
-const char *shell_keep_deleted_name(enum wc_keep_deleted k)
+static const char *shell_keep_deleted_name(enum wc_keep_deleted k)
 {
     switch (k) {
     case WC_KEEP_DELETED_FALSE:
@@ -154,7 +155,7 @@ const char *shell_keep_deleted_name(enum wc_keep_deleted k)
     return "?";
 }
 
-const char *shell_durability_name(enum wc_durability d)
+static const char *shell_durability_name(enum wc_durability d)
 {
     switch (d) {
     case WC_DURABILITY_USE_DEFAULT:
