@@ -1,12 +1,15 @@
 /* qlast.c - see qlast.h.
  * A TSUID query reads the series' own hour rows with point gets, newest hour first, and stops at
- * the first hour holding a point. A metric query scans each salt bucket's row keys of the
- * back-scan window in reverse (newest first) with the literal tags as a row filter that lets
- * through only each series' newest row and skips the series' older rows unread; a cell filter
- * folds the newest row's cells into its newest point (dpcodec_newest) as the scan walks them,
- * leaving every cell out, so no cell is copied and no row comes back; a series whose newest row held no point is then read as a TSUID
- * query reads it, from the hour before down (when the tags pin the leading tag keys, only the
- * key ranges that can hold a matching row are scanned: one multi-range scanner per bucket).
+ * the first hour holding a point. Without back_scan, a metric query takes its series and their
+ * newest hour from one scan of the metric's newest-hour index entries, then reads each like a
+ * TSUID from that hour down. With a back_scan (or a metric without index entries), it scans each
+ * salt bucket's row keys of the back-scan window in reverse (newest first) with the literal tags
+ * as a row filter that lets through only each series' newest row and skips the series' older
+ * rows unread; a cell filter folds the newest row's cells into its newest point
+ * (dpcodec_newest) as the scan walks them, leaving every cell out, so no cell is copied and no
+ * row comes back; a series whose newest row held no point is then read as a TSUID query reads
+ * it, from the hour before down (when the tags pin the leading tag keys, only the key ranges
+ * that can hold a matching row are scanned: one multi-range scanner per bucket).
  * Invariants: (1) the answer is each sub-query's answer in request order, as OpenTSDB's list of
  * results keeps them (a series named by two sub-queries, or listed twice in one, is answered each
  * time); a metric sub-query answers each matching series once, sorted by TSUID bytes; (2) a
@@ -27,6 +30,7 @@
 #include <cjson/cJSON.h>
 
 #include "schema/dpcodec.h"
+#include "schema/meta.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
 #include "storage/clock.h"
@@ -464,6 +468,9 @@ static int last_by_gets(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t to
     return CT_OK;
 }
 
+/* A TSUID query: back_h hours back from now, or (back_h 0) from the series' newest hour in the
+ * newest-hour index (schema/meta.h) down QLAST_DEFAULT_BACK_SCAN_H hours, or from now when the
+ * index has no entry for it (a series last written before the index existed). */
 static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t back_h,
                          struct lastset *set, struct qlast_limit *lim, enum qexec_status *status,
                          struct ct_err *err)
@@ -478,6 +485,19 @@ static int last_of_tsuid(struct tsdb *t, const char *hex, int64_t now_s, int64_t
         return ct_err_set(err, CT_EINVAL, "Invalid TSUID: %s", hex);
     }
     int64_t top = rowkey_base_hour_s(now_s);
+    if (back_h == 0) {
+        int64_t h;
+        int rc = limit_scans(lim, 1, err);
+        if (rc == CT_OK)
+            rc = meta_hour_get(t, ts, tl, &h, err);
+        if (rc == CT_OK)
+            top = h;
+        else if (rc != CT_NOTFOUND) {
+            *status = QEXEC_INTERNAL;
+            return rc;
+        }
+        back_h = QLAST_DEFAULT_BACK_SCAN_H;
+    }
     return last_by_gets(t, ts, tl, top, top - back_h * ROWKEY_HOUR_S, set, lim, status, err);
 }
 
@@ -590,22 +610,21 @@ static bool lastfind_cell(void *arg, const struct wc_cell *cell)
     return false;
 }
 
-static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t now_s,
-                          int64_t back_h, struct lastset *set, struct qlast_limit *lim,
-                          enum qexec_status *status, struct ct_err *err)
+/* The metric's uid and a row filter of its literal tags, in *metric and *out (freed with
+ * rowkey_filter_free). An unknown name is a bad request (CT_EINVAL, err names it). */
+static int metric_filter(struct tsdb *t, const struct qlast_query *q, uint64_t *metric,
+                         struct rowkey_filter **out, enum qexec_status *status, struct ct_err *err)
 {
-    const struct rowkey_layout *l = tsdb_layout(t);
     struct uid *u = tsdb_uid(t);
-    uint64_t metric;
-    int rc = uid_get_id(u, UID_METRIC, q->metric, strlen(q->metric), &metric, err);
+    int rc = uid_get_id(u, UID_METRIC, q->metric, strlen(q->metric), metric, err);
     if (rc != CT_OK) {
         *status = rc == CT_NOTFOUND ? QEXEC_BAD_REQUEST : QEXEC_INTERNAL;
         return rc == CT_NOTFOUND ? CT_EINVAL : rc;
     }
     struct rowkey_filter *rf = NULL;
-    if ((rc = rowkey_filter_new(l, &rf, err)) != CT_OK)
+    if ((rc = rowkey_filter_new(tsdb_layout(t), &rf, err)) != CT_OK)
         return rc;
-    rowkey_filter_set_metric(rf, metric);
+    rowkey_filter_set_metric(rf, *metric);
     for (size_t i = 0; i < q->ntags && rc == CT_OK; i++) {
         uint64_t k, v;
         rc = uid_get_id(u, UID_TAGK, q->tagk[i], strlen(q->tagk[i]), &k, err);
@@ -613,12 +632,120 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
             rc = uid_get_id(u, UID_TAGV, q->tagv[i], strlen(q->tagv[i]), &v, err);
         if (rc == CT_OK)
             rc = rowkey_filter_add(rf, k, &v, 1, false, err);
-        if (rc == CT_NOTFOUND) {
-            *status = QEXEC_BAD_REQUEST;
-            rowkey_filter_free(rf);
-            return CT_EINVAL;
-        }
     }
+    if (rc != CT_OK) {
+        rowkey_filter_free(rf);
+        *status = rc == CT_NOTFOUND ? QEXEC_BAD_REQUEST : QEXEC_INTERNAL;
+        return rc == CT_NOTFOUND ? CT_EINVAL : rc;
+    }
+    *out = rf;
+    return CT_OK;
+}
+
+/* What the newest-hour index scan of a metric query collects: the matching series with their
+ * newest hour (in p.ts_ms), and how many index entries the metric has at all. */
+struct lastidx {
+    struct tsdb *t;
+    const struct rowkey_filter *rf;
+    struct lastset found;
+    size_t entries;
+    bool oom;
+    struct qlast_limit *lim;
+};
+
+static int lastidx_entry(void *arg, const uint8_t *ts, size_t tl, int64_t base_s)
+{
+    struct lastidx *x = arg;
+    struct qlast_limit *lim = x->lim;
+    x->entries++;
+    if (lim->b && ++lim->rows > lim->b->max_rows) {
+        lim->over_rows = true;
+        return 1;
+    }
+    if (lim->deadline_ns && clock_mono_ns() > lim->deadline_ns) {
+        lim->over_time = true;
+        return 1;
+    }
+    const struct rowkey_layout *l = tsdb_layout(x->t);
+    size_t pair = l->tagk_width + l->tagv_width;
+    if (tl > ROWKEY_MAX_TSUID || tl < l->metric_width + pair || (tl - l->metric_width) % pair)
+        return 0; /* not a TSUID of this layout */
+    uint8_t key[ROWKEY_MAX_BYTES];
+    size_t kl = rowkey_encode(l, ts, tl, base_s, key);
+    if (!rowkey_filter_match(x->rf, key, kl))
+        return 0;
+    if (lim->b && (lim->scans + x->found.n + 1 > lim->b->max_scans ||
+                   lim->series + x->found.n + 1 > lim->b->max_series)) {
+        lim->over_reads = true;
+        return 1;
+    }
+    struct dpcodec_point p;
+    memset(&p, 0, sizeof(p));
+    p.ts_ms = base_s;
+    if (lastset_add(&x->found, ts, tl, &p) < 0) {
+        x->oom = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* A metric query without back_scan: the series come from the newest-hour index (one scan of the
+ * metric's index entries, tags matched on each TSUID), and each series' point from its newest
+ * hour down QLAST_DEFAULT_BACK_SCAN_H hours (rows emptied by a delete are stepped over), so a
+ * series is found whatever the age of its last point. *indexed false (nothing done) when the
+ * metric has no index entry at all: data written before the index existed, then read by the
+ * back-scan path. */
+static int last_of_metric_indexed(struct tsdb *t, const struct qlast_query *q, bool *indexed,
+                                  struct lastset *set, struct qlast_limit *lim,
+                                  enum qexec_status *status, struct ct_err *err)
+{
+    uint64_t metric;
+    struct rowkey_filter *rf = NULL;
+    int rc = metric_filter(t, q, &metric, &rf, status, err);
+    if (rc != CT_OK)
+        return rc;
+    struct lastidx x = {t, rf, {0}, 0, false, lim};
+    rc = limit_scans(lim, 1, err);
+    if (rc == CT_OK)
+        rc = meta_hour_scan(t, metric, lastidx_entry, &x, err);
+    if (rc == CT_OK && x.oom)
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+    if (rc == CT_OK && lim->over_rows)
+        rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row keys",
+                        (unsigned)lim->b->max_rows);
+    if (rc == CT_OK && lim->over_time)
+        rc = ct_err_set(err, CT_ELIMIT, "last query: more than %llu us",
+                        (unsigned long long)(lim->b->max_ns / 1000));
+    if (rc == CT_OK && lim->over_reads)
+        rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads or %u series",
+                        (unsigned)lim->b->max_scans, (unsigned)lim->b->max_series);
+    *indexed = x.entries > 0;
+    if (lim->b)
+        lim->series += (uint32_t)x.found.n;
+    for (size_t i = 0; i < x.found.n && rc == CT_OK; i++) {
+        const struct lastpt *e = &x.found.a[i];
+        rc = last_by_gets(t, e->tsuid, e->len, e->p.ts_ms,
+                          e->p.ts_ms - QLAST_DEFAULT_BACK_SCAN_H * ROWKEY_HOUR_S, set, lim, status,
+                          err);
+    }
+    free(x.found.a);
+    hashset_destroy(&x.found.ht);
+    rowkey_filter_free(rf);
+    if (rc != CT_OK && *status == QEXEC_OK)
+        *status = QEXEC_INTERNAL;
+    return rc;
+}
+
+static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t now_s,
+                          int64_t back_h, struct lastset *set, struct qlast_limit *lim,
+                          enum qexec_status *status, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    uint64_t metric;
+    struct rowkey_filter *rf = NULL;
+    int rc = metric_filter(t, q, &metric, &rf, status, err);
+    if (rc != CT_OK)
+        return rc;
     /* 1. which series have rows in the window, and their newest hour: one reversed scan of the
      *    metric's rows whose row filter lets through each series' newest row only (the newest
      *    row normally holds a point, so a series normally takes this one row read, through the
@@ -810,7 +937,8 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
                     struct ct_err *err)
 {
     struct lastset set = {0}; /* the answer: a part per sub-query (or per TSUID) */
-    int64_t back = r->back_scan_h > 0 ? r->back_scan_h : QLAST_DEFAULT_BACK_SCAN_H;
+    /* 0: no back_scan given, the newest-hour index says where each series' newest point is */
+    int64_t back = r->back_scan_h > 0 ? r->back_scan_h : 0;
     int rc = CT_OK;
     *status = QEXEC_INTERNAL;
     for (size_t i = 0; i < r->nq && rc == CT_OK; i++) {
@@ -823,7 +951,12 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
         }
         if (!q->ntsuids && q->metric && rc == CT_OK) {
             lastset_next_part(&set);
-            rc = last_of_metric(t, q, now_ms / 1000, back, &set, lim, status, err);
+            bool indexed = false;
+            if (back == 0)
+                rc = last_of_metric_indexed(t, q, &indexed, &set, lim, status, err);
+            if (rc == CT_OK && !indexed)
+                rc = last_of_metric(t, q, now_ms / 1000, back ? back : QLAST_DEFAULT_BACK_SCAN_H,
+                                    &set, lim, status, err);
             lastset_end_part(&set);
         }
     }

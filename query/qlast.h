@@ -1,7 +1,10 @@
 /* qlast.h - /api/query/last: the newest datapoint of series named by metric and tags or by
  * TSUID, found by reading hour rows newest first and stopping at the first point (OpenTSDB 2.4
- * LastPointQuery with back_scan; ctsdb has no TSUID meta counters, so a back_scan of 0 means the
- * default window, QLAST_DEFAULT_BACK_SCAN_H hours).
+ * LastPointQuery). With a back_scan, the rows of that many hours back from now; without one
+ * (0), where OpenTSDB reads its TSMeta counters, the series and their newest hour come from the
+ * newest-hour index (schema/meta.h), so a point of any age is found, and rows are read from
+ * that hour down QLAST_DEFAULT_BACK_SCAN_H hours; a metric without index entries is read as
+ * with a back_scan of QLAST_DEFAULT_BACK_SCAN_H.
  *
  * Threading: qlast_run blocks on the store; call it from a worker. qlast_run_bounded does a
  * bounded amount of store work (below) and may be run where a long run would hurt (the TSD's
@@ -41,7 +44,7 @@ struct qlast_req {
 };
 
 /* Parses the GET form: timeseries=<metric{k=v,...}> (repeatable), tsuids=<hex,hex> (repeatable),
- * resolve (on when present), back_scan=<hours> (a 32-bit int, not above 0 = the default; else
+ * resolve (on when present), back_scan=<hours> (a 32-bit int, not above 0 = the index; else
  * "Unable to parse back_scan parameter"). Returns a new request in *out, freed with
  * qlast_req_free(). CT_EINVAL with the message on bad input. */
 CT_MUST_CHECK int qlast_parse_params(qspec_param_fn get, void *arg, struct qlast_req **out,

@@ -2,13 +2,15 @@
  * Invariants: (1) every write goes through wc_mutate_row / wc_check_and_mutate on the one row
  * of its UID or TSUID, so a record is replaced whole; (2) a TSMeta write never touches the
  * counter, and the counter is created only where there is none (check-and-put against
- * absence). */
+ * absence); (3) the newest-hour index cell's timestamp is its hour (meta.h), so concurrent and
+ * late writers need no read-modify-write. */
 #include "schema/meta.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "schema/rowkey.h"
+#include "storage/coding.h"
 
 const char *meta_uid_qualifier(enum uid_kind k)
 {
@@ -153,4 +155,99 @@ int meta_ts_counter_init(struct tsdb *t, const uint8_t *ts, size_t tl, struct ct
     bool put;
     return wc_check_and_mutate(tsdb_meta_table(t), crm.row, cm.family, cm.qualifier, NULL, &crm,
                                WC_DURABILITY_USE_DEFAULT, &put, err);
+}
+
+/* ---- the newest-hour index -------------------------------------------------------------- */
+
+int meta_hour_put(struct tsdb *t, const struct meta_hour *h, size_t n, enum wc_durability d,
+                  struct ct_err *err)
+{
+    if (n == 0)
+        return CT_OK;
+    /* one allocation: the mutations, the row mutations, then the 4-byte values */
+    size_t sz = n * (sizeof(struct wc_mutation) + sizeof(struct wc_row_mutation) + 4);
+    uint8_t *mem = malloc(sz);
+    if (!mem)
+        return ct_err_set(err, CT_ENOMEM, "out of memory writing the newest-hour index");
+    struct wc_mutation *mu = (struct wc_mutation *)(void *)mem;
+    struct wc_row_mutation *rm = (struct wc_row_mutation *)(void *)(mu + n);
+    uint8_t *vals = (uint8_t *)(rm + n);
+    for (size_t i = 0; i < n; i++) {
+        coding_put_be32(vals + 4 * i, (uint32_t)h[i].base_s);
+        mu[i] = (struct wc_mutation){WC_OP_PUT, wc_bytes_str(TSDB_META_FAMILY),
+                                     wc_bytes_str(META_TS_HOUR), wc_bytes_of(vals + 4 * i, 4),
+                                     h[i].base_s * 1000};
+        rm[i] = (struct wc_row_mutation){wc_bytes_of(h[i].tsuid, h[i].len), &mu[i], 1};
+    }
+    int rc = wc_mutate_batch(tsdb_meta_table(t), rm, n, d, err);
+    free(mem);
+    return rc;
+}
+
+static int meta_hour_value(struct tsdb *t, const struct wc_cell *c, int64_t *base_s,
+                           struct ct_err *err)
+{
+    if (c->value.len != 4)
+        return ct_err_set(err, CT_ECORRUPT, "bad newest-hour index cell (%zu bytes) in %s",
+                          c->value.len, tsdb_get_config(t)->meta_table);
+    *base_s = (int64_t)coding_get_be32(c->value.data);
+    return CT_OK;
+}
+
+int meta_hour_get(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t *base_s,
+                  struct ct_err *err)
+{
+    struct wc_column col = {wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(META_TS_HOUR), true};
+    struct wc_scan_options so;
+    wc_scan_options_init(&so);
+    so.columns = &col;
+    so.ncolumns = 1;
+    struct wc_result res;
+    int rc = wc_get(tsdb_meta_table(t), wc_bytes_of(ts, tl), &so, &res, err);
+    if (rc != CT_OK)
+        return rc;
+    rc = res.row.ncells ? meta_hour_value(t, &res.row.cells[0], base_s, err) : CT_NOTFOUND;
+    wc_result_release(&res);
+    return rc;
+}
+
+int meta_hour_scan(struct tsdb *t, uint64_t metric, meta_hour_fn fn, void *arg,
+                   struct ct_err *err)
+{
+    unsigned w = tsdb_layout(t)->metric_width;
+    uint8_t lo[8], hi[9];
+    rowkey_put_uid(lo, metric, w);
+    /* the metric's rows: [uid, uid + 1) (the next uid; past the last one, no stop row) */
+    size_t hil = w;
+    memcpy(hi, lo, w);
+    while (hil > 0 && hi[hil - 1] == 0xFF)
+        hil--;
+    if (hil > 0)
+        hi[hil - 1]++;
+    struct wc_column col = {wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(META_TS_HOUR), true};
+    struct wc_scan_options so;
+    wc_scan_options_init(&so);
+    so.start_row = wc_bytes_of(lo, w);
+    if (hil > 0)
+        so.stop_row = wc_bytes_of(hi, hil);
+    so.columns = &col;
+    so.ncolumns = 1;
+    struct wc_scanner *sc = NULL;
+    int rc = wc_scanner_open(tsdb_meta_table(t), &so, &sc, err);
+    if (rc != CT_OK)
+        return rc;
+    struct wc_row row;
+    while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+        if (!row.ncells)
+            continue;
+        int64_t base;
+        if ((rc = meta_hour_value(t, &row.cells[0], &base, err)) != CT_OK)
+            break;
+        if (fn(arg, row.key.data, row.key.len, base))
+            break;
+    }
+    if (rc == CT_NOTFOUND)
+        rc = CT_OK;
+    wc_scanner_close(sc);
+    return rc;
 }

@@ -5,7 +5,13 @@
  *     the TSMeta storage JSON (TSMeta.getStorageJSON's fields and order: tsuid, displayName,
  *     description, notes, created, custom, units, dataType, retention, max, min; NaN written as
  *     "NaN"), qualifier "ts_ctr" an 8-byte big-endian count of datapoints whose cell timestamp
- *     is the last time it was written (reported as totalDatapoints and lastReceived).
+ *     is the last time it was written (reported as totalDatapoints and lastReceived);
+ *   the newest-hour index (ctsdb's own, not OpenTSDB's): in the TSMeta row, qualifier
+ *     "ctsdb_hour", a 4-byte big-endian base hour (s) of an hour in which the series has a row,
+ *     written with the cell timestamp base hour * 1000, so the newest visible version (the
+ *     family keeps one) is the newest hour ever written, whatever order the writes came in.
+ *     The TSD writes it when a series gets a point in an hour newer than the one it knows
+ *     (tsd/store.c); /api/query/last reads it to find each series' newest point at any age.
  * This module reads and writes the records as bytes; what the JSON holds and how requests change
  * it is the query layer's (query/qmeta.c).
  * Threading: as the tsdb handle (any thread). */
@@ -23,6 +29,7 @@
 
 #define META_TS_QUALIFIER "ts_meta"
 #define META_TS_COUNTER   "ts_ctr"
+#define META_TS_HOUR      "ctsdb_hour"
 
 /* The UID meta qualifier of kind k ("metric_meta", as OpenTSDB writes it for metrics). */
 const char *meta_uid_qualifier(enum uid_kind k);
@@ -56,5 +63,26 @@ CT_MUST_CHECK int meta_ts_delete(struct tsdb *t, const uint8_t *ts, size_t tl, s
 /* Puts a zero counter for ts unless one exists (storeNew). */
 CT_MUST_CHECK int meta_ts_counter_init(struct tsdb *t, const uint8_t *ts, size_t tl,
                                        struct ct_err *err);
+
+/* ---- the newest-hour index -------------------------------------------------------------- */
+
+struct meta_hour {
+    const uint8_t *tsuid;
+    size_t len;
+    int64_t base_s; /* a whole hour */
+};
+/* Records that each series h[i].tsuid has a row in hour h[i].base_s (one wc_mutate_batch, at
+ * durability d). An hour older than the one recorded changes nothing visible. */
+CT_MUST_CHECK int meta_hour_put(struct tsdb *t, const struct meta_hour *h, size_t n,
+                                enum wc_durability d, struct ct_err *err);
+/* The newest hour recorded for ts in *base_s; CT_NOTFOUND if none; CT_ECORRUPT for a value
+ * that is not 4 bytes. */
+CT_MUST_CHECK int meta_hour_get(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t *base_s,
+                                struct ct_err *err);
+/* Calls fn for every series of metric (a uid) with a recorded hour, in TSUID order; fn returning
+ * non-zero stops the scan (CT_OK). The TSUID is borrowed for the call. */
+typedef int (*meta_hour_fn)(void *arg, const uint8_t *ts, size_t tl, int64_t base_s);
+CT_MUST_CHECK int meta_hour_scan(struct tsdb *t, uint64_t metric, meta_hour_fn fn, void *arg,
+                                 struct ct_err *err);
 
 #endif

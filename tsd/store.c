@@ -13,7 +13,11 @@
  * Invariants: (1) the map is bounded (STORE_CACHE_MAX entries, then emptied), its
  * memory allocated in blocks that are reused, so writing a point never allocates once warm;
  * (2) a writer state is used by one writer thread at a time (taken from a locked free stack);
- * (3) `dropcaches` bumps drop_gen and every writer empties its map before its next batch. */
+ * (3) `dropcaches` bumps drop_gen and every writer empties its map before its next batch;
+ * (4) newest-hour index (schema/meta.h): an entry remembers the newest hour this writer put in the
+ * index for its series, so a series costs one index cell per hour, written after the write's
+ * points and before they are acknowledged; a failed write empties the map (its hours may have
+ * been moved on for points that were not written). */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,6 +26,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "schema/meta.h"
+#include "schema/rowkey.h"
 #include "schema/tsdb.h"
 #include "schema/uid.h"
 #include "storage/clock.h"
@@ -40,8 +46,8 @@
 struct store_entry {
     uint64_t hash;
     uint32_t key_len;
+    uint32_t hour; /* the newest base hour (s) this writer put in the newest-hour index */
     uint16_t tsuid_len;
-    uint16_t pad;
 };
 
 #define STORE_SLOT_TAG(h) ((h)&0xFFFFFFFF00000000ULL) /* the hash's upper half */
@@ -55,9 +61,21 @@ struct store_cache {
     uint64_t gen;
 };
 
+/* A series whose newest-hour index entry this write moves on: its TSUID at off in the
+ * writer's hour_bytes. */
+struct store_hour {
+    size_t off, len;
+    int64_t base_s;
+};
+
 struct store_writer {
     struct tsdb_batch *batch;
     struct store_cache cache;
+    /* the newest-hour index entries of the write being built (written after its points) */
+    struct store_hour *hours;
+    size_t nhours, hours_cap;
+    uint8_t *hour_bytes;
+    size_t hour_used, hour_cap;
     struct store_writer *next;
 };
 
@@ -117,8 +135,8 @@ static inline void store_cache_prefetch_entry(const struct store_cache *c, uint6
     }
 }
 
-static const uint8_t *store_cache_get(const struct store_cache *c, const char *key, size_t klen,
-                                      uint64_t h, size_t *tsuid_len)
+static struct store_entry *store_cache_get(struct store_cache *c, const char *key, size_t klen,
+                                           uint64_t h)
 {
     if (!c->slots)
         return NULL;
@@ -129,12 +147,10 @@ static const uint8_t *store_cache_get(const struct store_cache *c, const char *k
             return NULL;
         if ((s & ~0xFFFFFFFFULL) != STORE_SLOT_TAG(h))
             continue;
-        const struct store_entry *e = store_slot_entry(c, s);
+        struct store_entry *e = (struct store_entry *)store_slot_entry(c, s);
         const uint8_t *k = (const uint8_t *)(e + 1);
-        if (e->hash == h && e->key_len == klen && !memcmp(k, key, klen)) {
-            *tsuid_len = e->tsuid_len;
-            return k + klen;
-        }
+        if (e->hash == h && e->key_len == klen && !memcmp(k, key, klen))
+            return e;
     }
 }
 
@@ -146,8 +162,15 @@ static void store_slot_insert(uint64_t *slots, size_t nslots, uint64_t h, size_t
     slots[j] = STORE_SLOT_TAG(h) | (uint64_t)(off / 8 + 1);
 }
 
-/* Adds an entry; on allocation failure the cache simply does not remember it. */
-static void store_cache_put(struct store_cache *c, const char *key, size_t klen, uint64_t h,
+/* The TSUID of an entry (its length is e->tsuid_len). */
+static const uint8_t *store_entry_tsuid(const struct store_entry *e)
+{
+    return (const uint8_t *)(e + 1) + e->key_len;
+}
+
+/* Adds an entry and returns it; on allocation failure the cache simply does not remember it
+ * (NULL). */
+static struct store_entry *store_cache_put(struct store_cache *c, const char *key, size_t klen, uint64_t h,
                             const uint8_t *tsuid, size_t tlen)
 {
     size_t sz = store_entry_size(klen, tlen);
@@ -157,13 +180,13 @@ static void store_cache_put(struct store_cache *c, const char *key, size_t klen,
         c->nslots = 1024;
         c->slots = calloc(c->nslots, sizeof(*c->slots));
         if (!c->slots)
-            return;
+            return NULL;
     }
     if ((c->n + 1) * 2 > c->nslots) {
         size_t ns = c->nslots * 2;
         uint64_t *nsl = calloc(ns, sizeof(*nsl));
         if (!nsl)
-            return;
+            return NULL;
         for (size_t off = 0; off < c->used;) {
             const struct store_entry *e = (const void *)(c->arena + off);
             store_slot_insert(nsl, ns, e->hash, off);
@@ -179,7 +202,7 @@ static void store_cache_put(struct store_cache *c, const char *key, size_t klen,
             na *= 2;
         uint8_t *nar = realloc(c->arena, na);
         if (!nar)
-            return;
+            return NULL;
         c->arena = nar;
         c->arena_cap = na;
     }
@@ -187,13 +210,14 @@ static void store_cache_put(struct store_cache *c, const char *key, size_t klen,
     e->hash = h;
     e->key_len = (uint32_t)klen;
     e->tsuid_len = (uint16_t)tlen;
-    e->pad = 0;
+    e->hour = 0;
     uint8_t *k = (uint8_t *)(e + 1);
     memcpy(k, key, klen);
     memcpy(k + klen, tsuid, tlen);
     store_slot_insert(c->slots, c->nslots, h, c->used);
     c->used += sz;
     c->n++;
+    return e;
 }
 
 /* ---- open / close ---------------------------------------------------------------------------- */
@@ -294,6 +318,8 @@ void tsdstore_close(struct tsdstore *st)
     for (int i = 0; i < st->nall; i++) {
         tsdb_batch_free(st->all[i]->batch);
         store_cache_free(&st->all[i]->cache);
+        free(st->all[i]->hours);
+        free(st->all[i]->hour_bytes);
         free(st->all[i]);
     }
     pthread_mutex_destroy(&st->mu);
@@ -353,6 +379,51 @@ static void store_writer_give(struct tsdstore *st, struct store_writer *w)
     pthread_mutex_unlock(&st->mu);
 }
 
+/* Remembers that series ts gets a row in hour base_s in this write (store_hours_write). */
+static int store_hour_add(struct store_writer *w, const uint8_t *ts, size_t tl, int64_t base_s,
+                          struct ct_err *err)
+{
+    if (w->nhours == w->hours_cap) {
+        size_t nc = w->hours_cap ? w->hours_cap * 2 : 256;
+        struct store_hour *nh = realloc(w->hours, nc * sizeof(*nh));
+        if (!nh)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for the newest-hour index");
+        w->hours = nh;
+        w->hours_cap = nc;
+    }
+    if (w->hour_used + tl > w->hour_cap) {
+        size_t nc = w->hour_cap ? w->hour_cap * 2 : 1u << 14;
+        while (nc < w->hour_used + tl)
+            nc *= 2;
+        uint8_t *nb = realloc(w->hour_bytes, nc);
+        if (!nb)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for the newest-hour index");
+        w->hour_bytes = nb;
+        w->hour_cap = nc;
+    }
+    memcpy(w->hour_bytes + w->hour_used, ts, tl);
+    w->hours[w->nhours++] = (struct store_hour){w->hour_used, tl, base_s};
+    w->hour_used += tl;
+    return CT_OK;
+}
+
+/* Writes the newest-hour index entries of this write (after its points, so an entry never
+ * names an hour whose points could be lost), in chunks of bounded size. */
+static int store_hours_write(struct tsdstore *st, struct store_writer *w, struct ct_err *err)
+{
+    struct meta_hour mh[256];
+    for (size_t i = 0; i < w->nhours;) {
+        size_t n = 0;
+        for (; n < 256 && i < w->nhours; n++, i++)
+            mh[n] = (struct meta_hour){w->hour_bytes + w->hours[i].off, w->hours[i].len,
+                                       w->hours[i].base_s};
+        int rc = meta_hour_put(st->tsdb, mh, n, st->durability, err);
+        if (rc != CT_OK)
+            return ct_err_prefix(err, "writing the newest-hour index");
+    }
+    return CT_OK;
+}
+
 struct store_counts {
     size_t n, added, failed, unknown;
     /* the first backend error of a UID lookup in this write: once set, every later point of a
@@ -380,7 +451,12 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
         ingest_batch_point_brief(b, i, &pb);
         uint64_t h = pb.series_hash;
         size_t tlen = 0;
-        const uint8_t *ts = store_cache_get(&w->cache, pb.series_key, pb.series_key_len, h, &tlen);
+        struct store_entry *e = store_cache_get(&w->cache, pb.series_key, pb.series_key_len, h);
+        const uint8_t *ts = NULL;
+        if (e) {
+            ts = store_entry_tsuid(e);
+            tlen = e->tsuid_len;
+        }
         struct ct_err perr; /* set by whatever fails (zeroing 260 bytes per point showed) */
         perr.code = CT_OK;
         perr.msg[0] = '\0';
@@ -413,7 +489,7 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
                     k->resolve_err.code = r;
                 continue;
             }
-            store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen);
+            e = store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen);
             ts = tsuid;
         }
         struct dpcodec_point dp = pb.value.kind == PUT_INT
@@ -430,6 +506,12 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
             return r;
         }
         k->added++;
+        int64_t base = rowkey_base_hour_s(pb.ts_ms / 1000);
+        if ((!e || (int64_t)e->hour < base) &&
+            (r = store_hour_add(w, ts, tlen, base, err)) != CT_OK)
+            return r;
+        if (e && (int64_t)e->hour < base)
+            e->hour = (uint32_t)base;
     }
     return CT_OK;
 }
@@ -446,6 +528,8 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
         w->cache.gen = gen;
     }
     tsdb_batch_reset(w->batch);
+    w->nhours = 0;
+    w->hour_used = 0;
     struct store_counts k;
     memset(&k, 0, sizeof(k));
     int rc = CT_OK;
@@ -457,9 +541,13 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
          * (the writers stop, the ingest pool fills and the TSD stops reading sockets) */
         uint64_t t0 = clock_mono_ns();
         rc = tsdb_batch_write(st->tsdb, w->batch, st->durability, err);
+        if (rc == CT_OK)
+            rc = store_hours_write(st, w, err);
         tstats_add(TSTATS_WRITE_NS, clock_mono_ns() - t0);
         tstats_add(TSTATS_BATCHES_WRITTEN, 1);
     }
+    if (rc != CT_OK) /* the cache's index hours were moved on for points not written */
+        store_cache_clear(&w->cache);
     store_writer_give(st, w);
     if (k.unknown)
         tstats_add(TSTATS_UNKNOWN_METRICS, k.unknown);

@@ -143,6 +143,21 @@ r=$(post /api/query '')
 check_eq "POST without a body: OpenTSDB's suggestion as details" \
   '400 {"error":{"code":400,"message":"Missing message content","details":"Supply valid JSON formatted data in the body of your request"}}' "$r"
 
+# /api/query/last without back_scan: the newest point of each series whatever its age (the points
+# above are from 2012), through the newest-hour index the TSD's writer keeps; a back_scan reads
+# only its hours back from now, as OpenTSDB's
+r=$(get "/api/query/last?timeseries=sys.cpu%7Bhost=a%7D&resolve=true")
+check_contains "last: a point years old is found without back_scan" "$r" \
+  '"metric":"sys.cpu","timestamp":1356998430000,"value":"30","tags":{"host":"a","dc":"x"}'
+r=$(post /api/query/last '{"queries":[{"metric":"sys.cpu","tags":{"host":"b"}}]}')
+check_contains "last POST: both host=b series, years old" "$r" '"timestamp":1356998415000,"value":"20"'
+check_contains "last POST: ... and its second series" "$r" '"timestamp":1356998445000,"value":"25.5"'
+tsuid=$(printf '%s' "$r" | grep -o '"tsuid":"[0-9A-F]*"' | head -1 | cut -d'"' -f4)
+r=$(get "/api/query/last?tsuids=$tsuid")
+check_contains "last: a TSUID years old is found without back_scan" "$r" '200 [{"timestamp":13569984'
+r=$(get "/api/query/last?timeseries=sys.cpu%7Bhost=a%7D&back_scan=24")
+check_eq "last: back_scan=24 does not reach it" "200 []" "$r"
+
 # /api/query/last's errors: QueryRpc.handleLastDataPointQuery wraps what the run throws
 # (NoSuchUniqueName, IllegalArgumentException) in BadRequestException(Throwable), whose details
 # are the message; what parseLastPointQuery throws itself has none. A wildcard or filter in the

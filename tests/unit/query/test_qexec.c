@@ -15,6 +15,7 @@
 #include "query/qlast.h"
 #include "query/qmeta.h"
 #include "query/qspec.h"
+#include "schema/meta.h"
 #include "schema/rowkey.h"
 #include "schema/tsdb.h"
 #include "storage/wc.h"
@@ -282,6 +283,81 @@ static char *run_last(struct tsdb_fixture *f, const char *body)
     qjson_free(j);
     qlast_req_free(r);
     return b.data;
+}
+
+/* Writes a point of sys.old{host,dc} and records its hour in the newest-hour index (as the TSD's
+ * writer does); index_s (when not 0) records that hour instead. */
+static void put_indexed(struct tsdb_fixture *f, const char *host, const char *dc, int64_t ts_s,
+                        int64_t v, int64_t index_s)
+{
+    const char *k[2] = {"host", "dc"}, *vv[2] = {host, dc};
+    tsdb_fixture_put(f->t, "sys.old", k, vv, 2, dpcodec_point_int(ts_s * 1000, false, v));
+    uint8_t ts[ROWKEY_MAX_TSUID];
+    size_t tl;
+    struct ct_err err = {0};
+    assert_int_equal(tsdb_series_resolve(f->t, "sys.old", k, vv, 2, ts, sizeof(ts), &tl, &err),
+                     CT_OK);
+    struct meta_hour mh = {ts, tl, rowkey_base_hour_s(index_s ? index_s : ts_s)};
+    assert_int_equal(meta_hour_put(f->t, &mh, 1, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+}
+
+/* The newest point of a series with no point in the last 24 hours, found without backScan through
+ * the newest-hour index (a series that stopped reporting days ago still has a last point), and
+ * not with a backScan that does not reach it; a metric without index entries (written before the
+ * index) is still read by the back scan. */
+static void test_qlast_index_finds_the_newest_point_of_any_age(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    const int64_t H = NOW / 1000 - NOW / 1000 % 3600, D = 86400;
+    put_indexed(f, "o1", "q", H - 5 * D + 100, 7, 0);
+    put_indexed(f, "o1", "q", H - 5 * D + 50, 6, 0);
+    put_indexed(f, "o1", "q", H - 6 * D, 5, 0); /* an older hour: the index keeps the newest */
+    /* o2's indexed hour holds no point (deleted): the hours below it are read */
+    put_indexed(f, "o2", "q", H - 3 * D + 10, 8, H - 2 * D);
+    put_indexed(f, "o3", "other", H - 4 * D, 9, 0);
+    char *got = run_last(f, "{\"queries\":[{\"metric\":\"sys.old\",\"tags\":{\"dc\":\"q\"}}],"
+                            "\"resolveNames\":true}");
+    cJSON *doc = cJSON_Parse(got);
+    assert_non_null(doc);
+    if (cJSON_GetArraySize(doc) != 2)
+        fail_msg("want o1 and o2, got %s", got);
+    for (int i = 0; i < 2; i++) {
+        const cJSON *it = cJSON_GetArrayItem(doc, i);
+        const char *host = cJSON_GetObjectItemCaseSensitive(
+                               cJSON_GetObjectItemCaseSensitive(it, "tags"), "host")
+                               ->valuestring;
+        double ts = cJSON_GetObjectItemCaseSensitive(it, "timestamp")->valuedouble;
+        const char *v = cJSON_GetObjectItemCaseSensitive(it, "value")->valuestring;
+        if (!strcmp(host, "o1")) {
+            assert_true(ts == (double)(H - 5 * D + 100) * 1000);
+            assert_string_equal(v, "7");
+        } else {
+            assert_string_equal(host, "o2");
+            assert_true(ts == (double)(H - 3 * D + 10) * 1000);
+            assert_string_equal(v, "8");
+        }
+    }
+    /* the TSUID form, through the index too */
+    const char *tp = strstr(got, "\"tsuid\":\"");
+    assert_non_null(tp);
+    char body[256];
+    snprintf(body, sizeof(body), "{\"queries\":[{\"tsuids\":[\"%.*s\"]}]}",
+             (int)strcspn(tp + 9, "\""), tp + 9);
+    cJSON_Delete(doc);
+    free(got);
+    got = run_last(f, body);
+    assert_non_null(strstr(got, "\"timestamp\":"));
+    free(got);
+    /* a backScan of 24 hours reads only those hours, as OpenTSDB's back scan */
+    got = run_last(f, "{\"queries\":[{\"metric\":\"sys.old\"}],\"backScan\":24}");
+    assert_string_equal(got, "[]");
+    free(got);
+    /* sys.cpu has no index entry (written without the TSD's writer): the back scan finds it */
+    got = run_last(f, "{\"queries\":[{\"metric\":\"sys.cpu\",\"tags\":{\"host\":\"b\"}}]}");
+    assert_non_null(strstr(got, "\"timestamp\":1356998415000,\"value\":\"20\""));
+    assert_non_null(strstr(got, "\"timestamp\":1356998445000,\"value\":\"25.5\""));
+    free(got);
 }
 
 static void test_qlast_metric_query_takes_each_series_newest_row_with_a_point(void **state)
@@ -1035,6 +1111,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_qexec_annotations_and_tsuids_in_results, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qlast_finds_the_newest_point, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qlast_index_finds_the_newest_point_of_any_age, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             test_qlast_metric_query_takes_each_series_newest_row_with_a_point, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qmeta_suggest_lookup_assign, setup, teardown),
