@@ -663,6 +663,30 @@ static int uidmeta_build(struct tsdb *t, enum uid_kind k, uint64_t id, cJSON **o
     return CT_OK;
 }
 
+int qmeta_uidmeta_store_new(struct tsdb *t, enum uid_kind k, uint64_t id, const char *name,
+                            size_t len, int64_t now_s, struct ct_err *err)
+{
+    char hex[17];
+    uid_format_hex(id, uid_width(tsdb_uid(t), k), hex);
+    char *nm = strndup(name, len);
+    cJSON *o = cJSON_CreateObject();
+    bool ok = nm && o && cJSON_AddStringToObject(o, "uid", hex) &&
+              cJSON_AddStringToObject(o, "type", kind_upper(k)) &&
+              cJSON_AddStringToObject(o, "name", nm) &&
+              cJSON_AddStringToObject(o, "description", "") &&
+              cJSON_AddStringToObject(o, "notes", "") &&
+              cJSON_AddNumberToObject(o, "created", (double)now_s) &&
+              cJSON_AddNullToObject(o, "custom") && cJSON_AddStringToObject(o, "displayName", "");
+    char *json = ok ? cJSON_PrintUnformatted(o) : NULL;
+    free(nm);
+    cJSON_Delete(o);
+    if (!json)
+        return ct_err_set(err, CT_ENOMEM, "out of memory writing a UIDMeta");
+    int rc = meta_uid_put(t, k, id, json, err);
+    free(json);
+    return rc;
+}
+
 int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const cJSON *req, int64_t now_ms,
                   cJSON **out, int *status, struct ct_err *err)
 {
@@ -1031,6 +1055,26 @@ static int tsm_store(struct tsdb *t, const uint8_t *ts, size_t tl, const cJSON *
         return ct_err_set(err, CT_ENOMEM, "out of memory");
     struct wc_bytes expected = wc_bytes_of(st->rs.json, st->rs.json_len);
     int rc = meta_ts_put(t, ts, tl, json, st->meta ? &expected : NULL, applied, err);
+    free(json);
+    return rc;
+}
+
+int qmeta_tsmeta_store_new(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t now_s,
+                           bool *created, struct ct_err *err)
+{
+    char thex[2 * ROWKEY_MAX_TSUID + 1];
+    *created = false;
+    if (tl > ROWKEY_MAX_TSUID)
+        return ct_err_set(err, CT_EINVAL, "TSUID of %zu bytes", tl);
+    bytes_to_hex(ts, tl, thex);
+    cJSON *canon = tsm_canonical(thex, NULL);
+    if (canon)
+        cJSON_ReplaceItemInObjectCaseSensitive(canon, "created", cJSON_CreateNumber((double)now_s));
+    char *json = canon ? tsm_storage_json(canon) : NULL;
+    cJSON_Delete(canon);
+    if (!json)
+        return ct_err_set(err, CT_ENOMEM, "out of memory writing a TSMeta");
+    int rc = meta_ts_put(t, ts, tl, json, NULL, created, err);
     free(json);
     return rc;
 }

@@ -54,6 +54,15 @@ CT_MUST_CHECK int qmeta_uidmeta(struct tsdb *t, enum qmeta_method m, const struc
 /* tsmeta: GET {"tsuid":"hex"} or {"m":"metric{k=v}"}. */
 CT_MUST_CHECK int qmeta_tsmeta(struct tsdb *t, enum qmeta_method m, const struct cJSON *req,
                                struct cJSON **out, int *status, struct ct_err *err);
+/* Realtime meta (tsd/metatrack.c, OpenTSDB's tsd.core.meta.* keys): stores a new UIDMeta of
+ * (k, id, name) created at now_s, replacing any (UIDMeta.storeNew on assignment). */
+CT_MUST_CHECK int qmeta_uidmeta_store_new(struct tsdb *t, enum uid_kind k, uint64_t id,
+                                          const char *name, size_t len, int64_t now_s,
+                                          struct ct_err *err);
+/* Stores a blank TSMeta of ts created at now_s unless one exists (a check-and-put against
+ * absence, TSMeta.storeNew); *created tells whether this call stored it. */
+CT_MUST_CHECK int qmeta_tsmeta_store_new(struct tsdb *t, const uint8_t *ts, size_t tl,
+                                         int64_t now_s, bool *created, struct ct_err *err);
 /* /api/annotation: GET {"tsuid":..,"start_time"|"startTime":..}; POST (merge) / PUT (replace)
  * the annotation object; DELETE. */
 CT_MUST_CHECK int qmeta_annotation(struct tsdb *t, enum qmeta_method m, const struct cJSON *req,

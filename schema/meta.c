@@ -157,6 +157,24 @@ int meta_ts_counter_init(struct tsdb *t, const uint8_t *ts, size_t tl, struct ct
                                WC_DURABILITY_USE_DEFAULT, &put, err);
 }
 
+int meta_ts_counter_set(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t value,
+                        struct ct_err *err)
+{
+    uint8_t v[8];
+    coding_put_be64(v, (uint64_t)value);
+    struct wc_mutation cm = {WC_OP_PUT, wc_bytes_str(TSDB_META_FAMILY),
+                             wc_bytes_str(META_TS_COUNTER), wc_bytes_of(v, 8), WC_TS_LATEST};
+    struct wc_row_mutation crm = {wc_bytes_of(ts, tl), &cm, 1};
+    return wc_mutate_row(tsdb_meta_table(t), &crm, WC_DURABILITY_USE_DEFAULT, err);
+}
+
+int meta_ts_counter_add(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t delta, int64_t *out,
+                        struct ct_err *err)
+{
+    return wc_increment(tsdb_meta_table(t), wc_bytes_of(ts, tl), wc_bytes_str(TSDB_META_FAMILY),
+                        wc_bytes_str(META_TS_COUNTER), delta, WC_DURABILITY_USE_DEFAULT, out, err);
+}
+
 /* ---- the newest-hour index -------------------------------------------------------------- */
 
 int meta_hour_put(struct tsdb *t, const struct meta_hour *h, size_t n, enum wc_durability d,

@@ -64,6 +64,14 @@ CT_MUST_CHECK int meta_ts_delete(struct tsdb *t, const uint8_t *ts, size_t tl, s
 CT_MUST_CHECK int meta_ts_counter_init(struct tsdb *t, const uint8_t *ts, size_t tl,
                                        struct ct_err *err);
 
+/* Puts value as ts's counter (8 bytes, big-endian), stamped now: OpenTSDB's TSUID tracking
+ * without realtime TSMeta writes 1 on every write. */
+CT_MUST_CHECK int meta_ts_counter_set(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t value,
+                                      struct ct_err *err);
+/* Adds delta to ts's counter atomically (absent = 0); the new value in *out. */
+CT_MUST_CHECK int meta_ts_counter_add(struct tsdb *t, const uint8_t *ts, size_t tl, int64_t delta,
+                                      int64_t *out, struct ct_err *err);
+
 /* ---- the newest-hour index -------------------------------------------------------------- */
 
 struct meta_hour {

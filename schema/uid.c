@@ -141,6 +141,8 @@ struct uid {
     pthread_mutex_t rnd_mu; /* guards rnd */
     uint64_t rnd;
     pthread_mutex_t assign_mu[UID_NKINDS][UID_STRIPES]; /* (5): one assignment of a name */
+    uid_name_fn assigned_fn; /* uid_set_assigned_hook (set before any assignment) */
+    void *assigned_arg;
 };
 
 /* The cache's and the assignment stripes' hashes: storage/hash.h's, as every in-memory table's. */
@@ -585,7 +587,15 @@ static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t
     else if (rc == CT_NOTFOUND)
         rc = uid_allocate_locked(u, k, name, len, id, existed, err);
     pthread_mutex_unlock(mu);
+    if (rc == CT_OK && !*existed && u->assigned_fn)
+        u->assigned_fn(u->assigned_arg, k, name, len, *id);
     return rc;
+}
+
+void uid_set_assigned_hook(struct uid *u, uid_name_fn fn, void *arg)
+{
+    u->assigned_fn = fn;
+    u->assigned_arg = arg;
 }
 
 int uid_get_or_create_id(struct uid *u, enum uid_kind k, const char *name, size_t len, uint64_t *id,

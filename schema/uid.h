@@ -100,6 +100,12 @@ CT_MUST_CHECK int uid_delete(struct uid *u, enum uid_kind k, const char *name, s
 /* The last assigned id of a kind (0 if none). */
 CT_MUST_CHECK int uid_max_id(struct uid *u, enum uid_kind k, uint64_t *out, struct ct_err *err);
 
+/* Calls fn (its return value ignored) after each id this service assigns, whatever asked for it
+ * (a write's auto-creation, /api/uid/assign), outside the service's locks, on the assigning
+ * thread; a name another service assigned first is not reported. Set it before any assignment
+ * (not synchronised); fn NULL removes it. */
+void uid_set_assigned_hook(struct uid *u, uid_name_fn fn, void *arg);
+
 /* Drops every cached entry (telnet `dropcaches`). */
 void uid_cache_drop(struct uid *u);
 struct uid_stats {

@@ -34,6 +34,7 @@
 #include "storage/wc.h"
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
+#include "tsd/metatrack.h"
 #include "tsd/store.h"
 #include "tsd/tlog.h"
 #include "tsd/tstats.h"
@@ -47,6 +48,8 @@ struct store_entry {
     uint64_t hash;
     uint32_t key_len;
     uint32_t hour; /* the newest base hour (s) this writer put in the newest-hour index */
+    uint32_t seq;  /* the writer's write that last listed it in touch (meta tracking) ... */
+    uint32_t slot; /* ... at this index */
     uint16_t tsuid_len;
 };
 
@@ -61,21 +64,25 @@ struct store_cache {
     uint64_t gen;
 };
 
-/* A series whose newest-hour index entry this write moves on: its TSUID at off in the
- * writer's hour_bytes. */
-struct store_hour {
+/* A series of the write being built that the meta written after its points concerns: its TSUID
+ * at off in the writer's touch_bytes. */
+struct store_touch {
     size_t off, len;
-    int64_t base_s;
+    int64_t hour_s;  /* the newest-hour index entry to write, 0 = none */
+    uint64_t points; /* its points in this write (counted when meta tracking is on) */
+    bool fresh;      /* the series was not in the writer's cache */
 };
 
 struct store_writer {
     struct tsdb_batch *batch;
     struct store_cache cache;
-    /* the newest-hour index entries of the write being built (written after its points) */
-    struct store_hour *hours;
-    size_t nhours, hours_cap;
-    uint8_t *hour_bytes;
-    size_t hour_used, hour_cap;
+    /* the series the meta of the write being built concerns (written after its points): those
+     * whose newest-hour index entry moves on, and with meta tracking every series written */
+    struct store_touch *touch;
+    size_t ntouch, touch_cap;
+    uint8_t *touch_bytes;
+    size_t touch_used, touch_bytes_cap;
+    uint32_t seq; /* the write's number, for store_entry.seq */
     struct store_writer *next;
 };
 
@@ -88,6 +95,7 @@ struct tsdstore {
     int nall;
     _Atomic uint64_t drop_gen;
     enum wc_durability durability;
+    struct metatrack *track; /* realtime meta tracking of series, NULL when off */
 };
 
 static void store_cache_clear(struct store_cache *c)
@@ -211,6 +219,8 @@ static struct store_entry *store_cache_put(struct store_cache *c, const char *ke
     e->key_len = (uint32_t)klen;
     e->tsuid_len = (uint16_t)tlen;
     e->hour = 0;
+    e->seq = 0;
+    e->slot = 0;
     uint8_t *k = (uint8_t *)(e + 1);
     memcpy(k, key, klen);
     memcpy(k + klen, tsuid, tlen);
@@ -305,6 +315,10 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         tsdstore_close(st);
         return rc;
     }
+    if ((rc = metatrack_open(c, st->tsdb, read_only, &st->track, err)) != CT_OK) {
+        tsdstore_close(st);
+        return rc;
+    }
     *out = st;
     return CT_OK;
 }
@@ -313,13 +327,14 @@ void tsdstore_close(struct tsdstore *st)
 {
     if (!st)
         return;
+    metatrack_close(st->track);
     tsdb_close(st->tsdb);
     wc_close(st->store);
     for (int i = 0; i < st->nall; i++) {
         tsdb_batch_free(st->all[i]->batch);
         store_cache_free(&st->all[i]->cache);
-        free(st->all[i]->hours);
-        free(st->all[i]->hour_bytes);
+        free(st->all[i]->touch);
+        free(st->all[i]->touch_bytes);
         free(st->all[i]);
     }
     pthread_mutex_destroy(&st->mu);
@@ -379,47 +394,93 @@ static void store_writer_give(struct tsdstore *st, struct store_writer *w)
     pthread_mutex_unlock(&st->mu);
 }
 
-/* Remembers that series ts gets a row in hour base_s in this write (store_hours_write). */
-static int store_hour_add(struct store_writer *w, const uint8_t *ts, size_t tl, int64_t base_s,
-                          struct ct_err *err)
+/* Lists series ts in this write's touch (store_meta_write); returns its index in *slot. */
+static int store_touch_add(struct store_writer *w, const uint8_t *ts, size_t tl, bool fresh,
+                           size_t *slot, struct ct_err *err)
 {
-    if (w->nhours == w->hours_cap) {
-        size_t nc = w->hours_cap ? w->hours_cap * 2 : 256;
-        struct store_hour *nh = realloc(w->hours, nc * sizeof(*nh));
-        if (!nh)
-            return ct_err_set(err, CT_ENOMEM, "out of memory for the newest-hour index");
-        w->hours = nh;
-        w->hours_cap = nc;
+    if (w->ntouch == w->touch_cap) {
+        size_t nc = w->touch_cap ? w->touch_cap * 2 : 256;
+        struct store_touch *nt = realloc(w->touch, nc * sizeof(*nt));
+        if (!nt)
+            return ct_err_set(err, CT_ENOMEM, "out of memory for a write's series meta");
+        w->touch = nt;
+        w->touch_cap = nc;
     }
-    if (w->hour_used + tl > w->hour_cap) {
-        size_t nc = w->hour_cap ? w->hour_cap * 2 : 1u << 14;
-        while (nc < w->hour_used + tl)
+    if (w->touch_used + tl > w->touch_bytes_cap) {
+        size_t nc = w->touch_bytes_cap ? w->touch_bytes_cap * 2 : 1u << 14;
+        while (nc < w->touch_used + tl)
             nc *= 2;
-        uint8_t *nb = realloc(w->hour_bytes, nc);
+        uint8_t *nb = realloc(w->touch_bytes, nc);
         if (!nb)
-            return ct_err_set(err, CT_ENOMEM, "out of memory for the newest-hour index");
-        w->hour_bytes = nb;
-        w->hour_cap = nc;
+            return ct_err_set(err, CT_ENOMEM, "out of memory for a write's series meta");
+        w->touch_bytes = nb;
+        w->touch_bytes_cap = nc;
     }
-    memcpy(w->hour_bytes + w->hour_used, ts, tl);
-    w->hours[w->nhours++] = (struct store_hour){w->hour_used, tl, base_s};
-    w->hour_used += tl;
+    memcpy(w->touch_bytes + w->touch_used, ts, tl);
+    w->touch[w->ntouch] = (struct store_touch){w->touch_used, tl, 0, 0, fresh};
+    w->touch_used += tl;
+    *slot = w->ntouch++;
     return CT_OK;
 }
 
-/* Writes the newest-hour index entries of this write (after its points, so an entry never
- * names an hour whose points could be lost), in chunks of bounded size. */
-static int store_hours_write(struct tsdstore *st, struct store_writer *w, struct ct_err *err)
+/* Notes one point of series ts (cache entry e, NULL if the cache could not keep it) in hour
+ * base_s: a touch entry when its newest-hour index entry moves on, and with meta tracking one
+ * per series per write counting its points. */
+static int store_touch_point(struct tsdstore *st, struct store_writer *w, struct store_entry *e,
+                             const uint8_t *ts, size_t tl, bool fresh, int64_t base_s,
+                             struct ct_err *err)
+{
+    bool moved = !e || (int64_t)e->hour < base_s;
+    size_t slot;
+    int rc;
+    if (st->track) {
+        if (e && e->seq == w->seq) {
+            slot = e->slot;
+        } else {
+            if ((rc = store_touch_add(w, ts, tl, fresh, &slot, err)) != CT_OK)
+                return rc;
+            if (e) {
+                e->seq = w->seq;
+                e->slot = (uint32_t)slot;
+            }
+        }
+        w->touch[slot].points++;
+    } else if (moved) {
+        if ((rc = store_touch_add(w, ts, tl, fresh, &slot, err)) != CT_OK)
+            return rc;
+    } else {
+        return CT_OK;
+    }
+    if (moved) {
+        if (w->touch[slot].hour_s < base_s)
+            w->touch[slot].hour_s = base_s;
+        if (e)
+            e->hour = (uint32_t)base_s;
+    }
+    return CT_OK;
+}
+
+/* Writes the meta of this write's series, after its points: the newest-hour index entries that
+ * move on (an entry never names an hour whose points could be lost), in chunks of bounded size,
+ * then what meta tracking records (tsd/metatrack.h). */
+static int store_meta_write(struct tsdstore *st, struct store_writer *w, struct ct_err *err)
 {
     struct meta_hour mh[256];
-    for (size_t i = 0; i < w->nhours;) {
+    for (size_t i = 0; i < w->ntouch;) {
         size_t n = 0;
-        for (; n < 256 && i < w->nhours; n++, i++)
-            mh[n] = (struct meta_hour){w->hour_bytes + w->hours[i].off, w->hours[i].len,
-                                       w->hours[i].base_s};
+        for (; n < 256 && i < w->ntouch; i++)
+            if (w->touch[i].hour_s)
+                mh[n++] = (struct meta_hour){w->touch_bytes + w->touch[i].off, w->touch[i].len,
+                                             w->touch[i].hour_s};
         int rc = meta_hour_put(st->tsdb, mh, n, st->durability, err);
         if (rc != CT_OK)
             return ct_err_prefix(err, "writing the newest-hour index");
+    }
+    if (st->track) {
+        for (size_t i = 0; i < w->ntouch; i++) {
+            const struct store_touch *t = &w->touch[i];
+            metatrack_series(st->track, w->touch_bytes + t->off, t->len, t->points, t->fresh);
+        }
     }
     return CT_OK;
 }
@@ -453,6 +514,7 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
         size_t tlen = 0;
         struct store_entry *e = store_cache_get(&w->cache, pb.series_key, pb.series_key_len, h);
         const uint8_t *ts = NULL;
+        bool fresh = !e;
         if (e) {
             ts = store_entry_tsuid(e);
             tlen = e->tsuid_len;
@@ -506,12 +568,9 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
             return r;
         }
         k->added++;
-        int64_t base = rowkey_base_hour_s(pb.ts_ms / 1000);
-        if ((!e || (int64_t)e->hour < base) &&
-            (r = store_hour_add(w, ts, tlen, base, err)) != CT_OK)
+        if ((r = store_touch_point(st, w, e, ts, tlen, fresh,
+                                   rowkey_base_hour_s(pb.ts_ms / 1000), err)) != CT_OK)
             return r;
-        if (e && (int64_t)e->hour < base)
-            e->hour = (uint32_t)base;
     }
     return CT_OK;
 }
@@ -528,8 +587,10 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
         w->cache.gen = gen;
     }
     tsdb_batch_reset(w->batch);
-    w->nhours = 0;
-    w->hour_used = 0;
+    w->ntouch = 0;
+    w->touch_used = 0;
+    if (++w->seq == 0) /* 0 is a new entry's: never a write's */
+        w->seq = 1;
     struct store_counts k;
     memset(&k, 0, sizeof(k));
     int rc = CT_OK;
@@ -542,7 +603,7 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
         uint64_t t0 = clock_mono_ns();
         rc = tsdb_batch_write(st->tsdb, w->batch, st->durability, err);
         if (rc == CT_OK)
-            rc = store_hours_write(st, w, err);
+            rc = store_meta_write(st, w, err);
         tstats_add(TSTATS_WRITE_NS, clock_mono_ns() - t0);
         tstats_add(TSTATS_BATCHES_WRITTEN, 1);
     }

@@ -165,14 +165,13 @@ static void test_conf_reports_unsupported_keys_only_when_set(void **state)
     warned = 0;
     conf_report_unsupported(c, count_warning, NULL);
     assert_int_equal(warned, 0);
-    assert_int_equal(conf_set(c, "tsd.core.meta.enable_realtime_uid", "NO", NULL, &err), CT_OK);
+    assert_int_equal(conf_set(c, "tsd.core.preload_uid_cache", "NO", NULL, &err), CT_OK);
     conf_report_unsupported(c, count_warning, NULL);
     assert_int_equal(warned, 0);
-    assert_int_equal(conf_set(c, "tsd.core.meta.enable_tsuid_tracking", "YES", NULL, &err), CT_OK);
+    assert_int_equal(conf_set(c, "tsd.core.preload_uid_cache", "YES", NULL, &err), CT_OK);
     conf_report_unsupported(c, count_warning, NULL);
     assert_int_equal(warned, 1);
-    assert_non_null(
-        strstr(last_warning, "tsd.core.meta.enable_tsuid_tracking=YES is not supported"));
+    assert_non_null(strstr(last_warning, "tsd.core.preload_uid_cache=YES is not supported"));
     assert_int_equal(conf_set(c, "tsd.storage.hbase.zk_quorum", "zk1,zk2", NULL, &err), CT_OK);
     assert_int_equal(conf_set(c, "tsd.query.filter.expansion_limit", "10", NULL, &err), CT_OK);
     warned = 0;
