@@ -128,10 +128,11 @@ check_contains "ro: annotation POST refused" "$(send POST /api/annotation "{\"st
 check_contains "ro: queries still answer" "$(get "/api/query?start=$((now - 300))&m=sum:app.req")" '"metric":"app.req"'
 tsd_stop
 
-# ---- automatic meta data is not written: a key asking for it says so at start --------------
-tsd_start --tsd.core.meta.enable_realtime_ts=true
+# ---- a key ctsdb does not implement says so at start (realtime meta is implemented now:
+# test_meta_realtime.sh) --------------------------------------------------------------------
+tsd_start --tsd.core.preload_uid_cache=true
 B="http://127.0.0.1:$TSD_PORT"
-check_contains "enable_realtime_ts=true warns that it is not supported" "$(cat "$TSD_LOG")" \
-  "tsd.core.meta.enable_realtime_ts=true is not supported by ctsdb"
+check_contains "preload_uid_cache=true warns that it is not supported" "$(cat "$TSD_LOG")" \
+  "tsd.core.preload_uid_cache=true is not supported by ctsdb"
 check_contains "the TSD still serves" "$(get /api/version)" '"version"'
 it_done
