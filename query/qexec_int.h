@@ -154,7 +154,8 @@ int qexec_xset_merge(struct xset *dst, struct xset *src, struct ct_err *err);
  * (qpool_threads), or one when the executor says every CPU is already busy (then *busy is set;
  * busy may be NULL). */
 unsigned qexec_query_threads(const struct qexec_options *o, bool *busy);
-/* Transforms each series of a group (downsample, rate) and aggregates it through xo. */
+/* Transforms each series of a group (downsample, rate) and aggregates it through xo; consumes
+ * the series' points (rates are taken in place), so a group runs once. */
 int qexec_run_group(const struct qspec *q, const struct xsub *xs, struct xser **ser, size_t n,
                     struct xout *xo, struct ct_err *err);
 int qexec_group_tags(struct xser **ser, size_t n, const char ***tk, const char ***tv, size_t *ntags,
