@@ -89,6 +89,8 @@ struct xser {
      * qexec_series_finish() folds them in) */
     struct xser *older, *oldest;
     bool pts_borrowed; /* pts.p lies in the sub-query's block (xsub.pts_block), not owned */
+    bool pts_slab;     /* pts_base lies in a point slab of the set that read it, not owned */
+    struct xset *home; /* the set whose scan fills it (its slabs; the scan's only) */
     /* after the scan */
     size_t ntags;
     uint64_t *tagk_id, *tagv_id;
@@ -102,6 +104,10 @@ struct xset {
     struct xser **ser;
     size_t n, cap;
     struct hashset ht; /* of ser[], by TSUID */
+    /* point slabs its series' small buffers are cut from (qexec_scan.c: reused from query to
+     * query, so a scan does not fault fresh pages in); the last one is filled up to slab_used */
+    struct qagg_point **slabs;
+    size_t nslabs, slab_used;
 };
 
 struct xscan {
