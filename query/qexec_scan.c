@@ -329,10 +329,44 @@ static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_byte
  * them (qagg_downsample without fill): each bucket's values in time order through the
  * downsampling function. Only used when the interval divides an hour, so that no bucket spans
  * two rows and the row's buckets are the series' buckets. vals and scratch hold c->n doubles. */
+/* One bucket of doubles through a single-pass function, NaN skipped: the loops of
+ * row_downsample() for values that may be NaN (the same additions and comparisons in the same
+ * order, so the same bits). */
+static double bucket_reals(enum qagg_stream kind, const double *v, size_t n)
+{
+    double r = 0;
+    size_t k = 0;
+    switch (kind) {
+    case QAGG_STREAM_SUM:
+    case QAGG_STREAM_AVG:
+        for (size_t j = 0; j < n; j++)
+            if (!isnan(v[j])) {
+                r += v[j];
+                k++;
+            }
+        return k == 0 ? NAN : kind == QAGG_STREAM_AVG ? r / (double)k : r;
+    case QAGG_STREAM_MIN:
+        for (size_t j = 0; j < n; j++)
+            if (!isnan(v[j]) && (k++ == 0 || v[j] < r))
+                r = v[j];
+        return k == 0 ? NAN : r;
+    case QAGG_STREAM_MAX:
+        for (size_t j = 0; j < n; j++)
+            if (!isnan(v[j]) && (k++ == 0 || v[j] > r))
+                r = v[j];
+        return k == 0 ? NAN : r;
+    default: /* count */
+        for (size_t j = 0; j < n; j++)
+            k += !isnan(v[j]);
+        return k == 0 ? NAN : (double)k;
+    }
+}
+
 /* row_downsample() for a row of regular timestamps left unwritten (dpcodec_cols.ts_regular)
- * whose step divides the interval, and a single-pass function of integers: every bucket after
- * the first holds exactly interval / step points, so its points are counted, not compared.
- * The same buckets and bits as the loops of row_downsample(). */
+ * whose step divides the interval, and a single-pass function of integers or doubles (NaN
+ * skipped: bucket_reals()): every bucket after the first holds exactly interval / step points,
+ * so its points are counted, not compared, and no timestamp column is written. The same
+ * buckets and bits as the loops of row_downsample(). */
 static int row_downsample_regular(const struct xscan *x, const struct dpcodec_cols *c,
                                   struct xser *s, size_t hint, struct ct_err *err)
 {
@@ -350,10 +384,22 @@ static int row_downsample_regular(const struct xscan *x, const struct dpcodec_co
         return ct_err_set(err, CT_ENOMEM, "out of memory growing a series by %zu points", most);
     enum qagg_stream kind = x->ds_stream;
     const int64_t *v = (const int64_t *)(const void *)c->val;
+    const double *dv = (const double *)(const void *)c->val; /* DPCODEC_COLS_REALS */
+    bool reals = c->kinds == DPCODEC_COLS_REALS;
     size_t k = (size_t)(iv / st);
     /* the first bucket ends at the first point at or after bstart + iv */
     size_t e = (size_t)((bstart + iv - t0 + st - 1) / st);
     for (; i < n; bstart += iv, e = i + k) {
+        if (reals) { /* row_downsample()'s NaN-skipping loops over [i, e) */
+            if (e > n)
+                e = n;
+            struct qagg_point *pt = &out->p[out->n++];
+            pt->ts_ms = bstart;
+            pt->is_int = false;
+            pt->v.d = bucket_reals(kind, dv + i, e - i);
+            i = e;
+            continue;
+        }
         if (i > 0 && (kind == QAGG_STREAM_SUM || kind == QAGG_STREAM_AVG)) {
             /* the whole buckets after the first, k points each: the loop below without its
              * per-bucket tests, two points per step (the same additions in the same order,
@@ -418,8 +464,8 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
 {
     int64_t iv = x->ds->interval_ms;
     if (c->ts_regular) {
-        if (c->kinds == DPCODEC_COLS_INTS && x->ds_stream != QAGG_STREAM_NO && c->ts_step > 0 &&
-            iv % c->ts_step == 0)
+        if ((c->kinds == DPCODEC_COLS_INTS || c->kinds == DPCODEC_COLS_REALS) &&
+            x->ds_stream != QAGG_STREAM_NO && c->ts_step > 0 && iv % c->ts_step == 0)
             return row_downsample_regular(x, c, s, hint, err);
         dpcodec_cols_fill_ts(c);
     }
