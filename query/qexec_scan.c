@@ -58,8 +58,8 @@ static void xser_free(struct xser *s)
  * again by every query (a third of a salted whole-metric query's time). The cache holds at most
  * QEXEC_SLAB_CACHE slabs (QEXEC_SLAB_CACHE x QEXEC_SLAB_POINTS x 24 bytes = 12 MiB idle). */
 #define QEXEC_SLAB_POINTS 16384 /* 384 KiB */
-#define QEXEC_SLAB_SMALL (QEXEC_SLAB_POINTS / 4)
-#define QEXEC_SLAB_CACHE 32
+#define QEXEC_SLAB_SMALL  (QEXEC_SLAB_POINTS / 4)
+#define QEXEC_SLAB_CACHE  32
 
 static pthread_mutex_t slab_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct qagg_point *slab_cache[QEXEC_SLAB_CACHE];
@@ -847,8 +847,7 @@ void qexec_scan_thread(void *arg)
 int qexec_xset_merge(struct xset *dst, struct xset *src, struct ct_err *err)
 {
     if (src->nslabs) { /* the slabs go with the points cut from them; none is cut any more */
-        struct qagg_point **ns =
-            realloc(dst->slabs, (dst->nslabs + src->nslabs) * sizeof(*ns));
+        struct qagg_point **ns = realloc(dst->slabs, (dst->nslabs + src->nslabs) * sizeof(*ns));
         if (!ns)
             return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
         memcpy(ns + dst->nslabs, src->slabs, src->nslabs * sizeof(*ns));

@@ -249,8 +249,8 @@ static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_bl
     if (w >= 2 && range < UINT32_MAX && ((range + 1) & range) != 0) {
         uint64_t rr = range + 1;
         size_t bits = dpcodec_radix_bits_fast(rr, cnt);
-        size_t bytes = 1 + dpcodec_varint_len(coding_zigzag(mn)) + dpcodec_varint_len(rr) +
-                       (bits + 7) / 8;
+        size_t bytes =
+            1 + dpcodec_varint_len(coding_zigzag(mn)) + dpcodec_varint_len(rr) + (bits + 7) / 8;
         if (bytes < b->bytes && dpcodec_radix_cheap(rr, bits)) {
             b->radix = true;
             b->radix_r = rr;

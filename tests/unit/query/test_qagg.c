@@ -435,7 +435,9 @@ static void test_qagg_rate_and_counter_options(void **state)
 static void test_qagg_rate_in_place_matches_apply(void **state)
 {
     (void)state;
-    enum { N = 400 };
+    enum {
+        N = 400
+    };
     static struct qagg_point in[N], work[N];
     uint64_t st = 7;
     int64_t ts = 0, ctr = INT64_MAX - 50000;

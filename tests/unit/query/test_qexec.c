@@ -616,7 +616,10 @@ static void test_qexec_salted_and_unsalted_answer_alike(void **state)
         tsdb_fixture_close(fu);
         skip();
     }
-    enum { NS = 200, NP = 720 };
+    enum {
+        NS = 200,
+        NP = 720
+    };
     const int64_t t0 = 1356998400;
     put_realistic(fs->t, NS, t0, NP);
     put_realistic(fu->t, NS, t0, NP);
@@ -659,8 +662,8 @@ static void test_qexec_salted_and_unsalted_answer_alike(void **state)
             assert_non_null(arr);
             assert_int_equal(cJSON_GetArraySize(arr), NS);
             for (cJSON *g = arr->child; g; g = g->next) {
-                int h = atoi(cJSON_GetObjectItem(cJSON_GetObjectItem(g, "tags"), "host")
-                                 ->valuestring + 1);
+                int h = atoi(
+                    cJSON_GetObjectItem(cJSON_GetObjectItem(g, "tags"), "host")->valuestring + 1);
                 uint64_t st = (uint64_t)h + 1;
                 int64_t bytes = 5000000000LL + gen_next(&st) % 100000000;
                 (void)gen_next(&st);

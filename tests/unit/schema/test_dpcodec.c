@@ -244,8 +244,8 @@ static void test_compressed_round_trips_every_value_kind(void **state)
     }
     assert_int_equal(roundtrip_compressed(p, N, NULL), DPCODEC_VK_INT);
     for (int i = 0; i < N; i++) {
-        int64_t step = 1000000 + (int64_t)(((uint64_t)rand() << 31 ^ (uint64_t)rand()) %
-                                           100000000000ULL);
+        int64_t step =
+            1000000 + (int64_t)(((uint64_t)rand() << 31 ^ (uint64_t)rand()) % 100000000000ULL);
         ctr = ctr > INT64_MAX - step ? step - (INT64_MAX - ctr) : ctr + step;
         p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, ctr);
     }
