@@ -653,59 +653,80 @@ void qagg_rate_init(struct qagg_rate *r)
     r->reset_value = 0;
 }
 
-int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rate *r,
-                    struct qagg_buf *out, struct ct_err *err)
+/* The rates of in[0..n) written to o[0..), returning their count. o may be in itself (the
+ * rate of in[i] goes to o[k], k <= i, after in[i] was read): the previous point is kept by
+ * value, never read back from in. */
+static size_t rate_run(const struct qagg_point *in, size_t n, const struct qagg_rate *r,
+                       struct qagg_point *o)
 {
     /* RateSpan computes its first rate against an integer 0 at time zero ("for backward
      * compatibility"); AggregationIterator then keeps that first rate as the series' current
      * value without emitting it. */
-    struct qagg_point zero = {.ts_ms = 0, .is_int = true};
-    zero.v.i = 0;
-    const struct qagg_point *prev = &zero;
-    int rc = qagg_buf_reserve(out, n, err); /* at most one rate per point */
-    if (rc != CT_OK)
-        return rc;
+    int64_t prev_ts = 0, prev_i = 0;
+    double prev_d = 0;
+    bool prev_int = true;
     /* rates are written field by field (a whole struct built on the stack and copied made the
      * store forwarding stall on every point), and the seconds between points are divided only
      * when they change (downsampled series: always the interval) */
-    struct qagg_point *o = out->p + out->n;
     size_t no = 0;
     int64_t last_dt = -1;
     double last_tdelta = 0;
     for (size_t i = 0; i < n; i++) {
-        const struct qagg_point *dp = &in[i];
-        if (dp->ts_ms <= prev->ts_ms)
+        int64_t ts = in[i].ts_ms;
+        if (ts <= prev_ts)
             continue; /* RateSpan requires strictly increasing times */
-        int64_t dt = dp->ts_ms - prev->ts_ms;
+        bool is_int = in[i].is_int;
+        int64_t vi = is_int ? in[i].v.i : 0;
+        double vd = is_int ? (double)vi : in[i].v.d;
+        int64_t dt = ts - prev_ts;
         if (dt != last_dt) {
             last_dt = dt;
             last_tdelta = (double)dt / 1000.0;
         }
         double tdelta = last_tdelta;
-        bool ints = prev->is_int && dp->is_int;
-        double diff = ints ? (double)wsub(dp->v.i, prev->v.i)
-                           : qagg_point_double(dp) - qagg_point_double(prev);
+        bool ints = prev_int && is_int;
+        double diff = ints ? (double)wsub(vi, prev_i) : vd - prev_d;
         double v;
         if (r->counter && diff < 0) {
             if (r->drop_resets) {
-                prev = dp;
+                prev_ts = ts;
+                prev_i = vi;
+                prev_d = vd;
+                prev_int = is_int;
                 continue;
             }
-            diff = ints ? (double)wadd(wsub(r->counter_max, prev->v.i), dp->v.i)
-                        : (double)r->counter_max - qagg_point_double(prev) + qagg_point_double(dp);
+            diff = ints ? (double)wadd(wsub(r->counter_max, prev_i), vi)
+                        : (double)r->counter_max - prev_d + vd;
             double rate = diff / tdelta;
             v = (r->reset_value > 0 && rate > (double)r->reset_value) ? 0.0 : rate;
         } else {
             v = diff / tdelta;
         }
-        o[no].ts_ms = dp->ts_ms;
+        o[no].ts_ms = ts;
         o[no].v.d = v;
         o[no].is_int = false;
         no++;
-        prev = dp;
+        prev_ts = ts;
+        prev_i = vi;
+        prev_d = vd;
+        prev_int = is_int;
     }
-    out->n += no;
+    return no;
+}
+
+int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rate *r,
+                    struct qagg_buf *out, struct ct_err *err)
+{
+    int rc = qagg_buf_reserve(out, n, err); /* at most one rate per point */
+    if (rc != CT_OK)
+        return rc;
+    out->n += rate_run(in, n, r, out->p + out->n);
     return CT_OK;
+}
+
+size_t qagg_rate_in_place(struct qagg_point *p, size_t n, const struct qagg_rate *r)
+{
+    return rate_run(p, n, r, p);
 }
 
 /* ---- cross-series aggregation ------------------------------------------------------- */

@@ -145,6 +145,9 @@ void qagg_rate_init(struct qagg_rate *r); /* OpenTSDB's defaults */
  * (qagg_group_run then never emits it, only carries it as the series' current value). */
 CT_MUST_CHECK int qagg_rate_apply(const struct qagg_point *in, size_t n, const struct qagg_rate *r,
                                   struct qagg_buf *out, struct ct_err *err);
+/* qagg_rate_apply() over p itself (the rates replace the points, same bits): returns how many
+ * there are. For a series whose points are not needed afterwards: no buffer to allocate. */
+size_t qagg_rate_in_place(struct qagg_point *p, size_t n, const struct qagg_rate *r);
 
 /* ---- cross-series aggregation --------------------------------------------------------- */
 

@@ -89,6 +89,8 @@ struct xser {
      * qexec_series_finish() folds them in) */
     struct xser *older, *oldest;
     bool pts_borrowed; /* pts.p lies in the sub-query's block (xsub.pts_block), not owned */
+    bool pts_slab;     /* pts_base lies in a point slab of the set that read it, not owned */
+    struct xset *home; /* the set whose scan fills it (its slabs; the scan's only) */
     /* after the scan */
     size_t ntags;
     uint64_t *tagk_id, *tagv_id;
@@ -102,6 +104,10 @@ struct xset {
     struct xser **ser;
     size_t n, cap;
     struct hashset ht; /* of ser[], by TSUID */
+    /* point slabs its series' small buffers are cut from (qexec_scan.c: reused from query to
+     * query, so a scan does not fault fresh pages in); the last one is filled up to slab_used */
+    struct qagg_point **slabs;
+    size_t nslabs, slab_used;
 };
 
 struct xscan {
@@ -154,7 +160,8 @@ int qexec_xset_merge(struct xset *dst, struct xset *src, struct ct_err *err);
  * (qpool_threads), or one when the executor says every CPU is already busy (then *busy is set;
  * busy may be NULL). */
 unsigned qexec_query_threads(const struct qexec_options *o, bool *busy);
-/* Transforms each series of a group (downsample, rate) and aggregates it through xo. */
+/* Transforms each series of a group (downsample, rate) and aggregates it through xo; consumes
+ * the series' points (rates are taken in place), so a group runs once. */
 int qexec_run_group(const struct qspec *q, const struct xsub *xs, struct xser **ser, size_t n,
                     struct xout *xo, struct ct_err *err);
 int qexec_group_tags(struct xser **ser, size_t n, const char ***tk, const char ***tv, size_t *ntags,

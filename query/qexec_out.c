@@ -123,7 +123,8 @@ static int write_point(struct xout *xo, const struct qagg_point *pt)
     return 0;
 }
 
-/* Transforms each series of a group (downsample, rate) and aggregates it through xo. */
+/* Transforms each series of a group (downsample, rate) and aggregates it through xo. The rates
+ * are taken in place: the group's series' points are consumed. */
 int qexec_run_group(const struct qspec *q, const struct xsub *xs, struct xser **ser, size_t n,
                     struct xout *xo, struct ct_err *err)
 {
@@ -133,44 +134,26 @@ int qexec_run_group(const struct qspec *q, const struct xsub *xs, struct xser **
     if (q->padding)
         qagg_window_pad(&w, &sub->ds);
     struct qagg_series *ss = calloc(n, sizeof(*ss));
-    struct qagg_buf *bufs = calloc(n * 2, sizeof(*bufs));
+    struct qagg_buf *bufs = calloc(n, sizeof(*bufs)); /* the downsampled points */
     int rc = CT_OK;
     if (!ss || !bufs) {
         free(ss);
         free(bufs);
         return ct_err_set(err, CT_ENOMEM, "out of memory aggregating");
     }
-    /* rates of already downsampled (or raw) series go to one block for the whole group: one
-     * large allocation is reused by malloc from query to query where many medium ones would be
-     * returned to the system and faulted in again */
-    struct qagg_point *rate_block = NULL;
-    bool one_block = sub->rate && (!sub->ds.enabled || xs->ds_done);
-    if (one_block) {
-        size_t total = 0;
-        for (size_t i = 0; i < n; i++)
-            total += ser[i]->pts.n;
-        rate_block = malloc((total ? total : 1) * sizeof(*rate_block));
-        if (!rate_block) {
-            free(ss);
-            free(bufs);
-            return ct_err_set(err, CT_ENOMEM, "out of memory aggregating");
-        }
-        for (size_t i = 0, off = 0; i < n; off += ser[i]->pts.n, i++)
-            bufs[2 * i + 1] = (struct qagg_buf){rate_block + off, 0, ser[i]->pts.n};
-    }
     for (size_t i = 0; i < n && rc == CT_OK; i++) {
-        const struct qagg_point *p = ser[i]->pts.p;
+        struct qagg_point *p = ser[i]->pts.p;
         size_t np = ser[i]->pts.n;
         if (sub->ds.enabled && !xs->ds_done) {
-            rc = qagg_downsample(p, np, &sub->ds, &w, q->tz, &bufs[2 * i], err);
-            p = bufs[2 * i].p;
-            np = bufs[2 * i].n;
+            rc = qagg_downsample(p, np, &sub->ds, &w, q->tz, &bufs[i], err);
+            p = bufs[i].p;
+            np = bufs[i].n;
         }
-        if (rc == CT_OK && sub->rate) {
-            rc = qagg_rate_apply(p, np, &sub->rate_opts, &bufs[2 * i + 1], err);
-            p = bufs[2 * i + 1].p;
-            np = bufs[2 * i + 1].n;
-        }
+        /* the rates replace the points they are taken from (a group runs once, and its
+         * series' points are not read again): no buffer is allocated and faulted in per query,
+         * whatever the layout the series were read from */
+        if (rc == CT_OK && sub->rate)
+            np = qagg_rate_in_place(p, np, &sub->rate_opts);
         ss[i].p = p;
         ss[i].n = np;
     }
@@ -179,10 +162,8 @@ int qexec_run_group(const struct qspec *q, const struct xsub *xs, struct xser **
             sub->agg, ss, n, w.win_start_ms, w.win_end_ms, sub->rate, emit_point, xo, err);
     if (rc == CT_OK && xo->has_pad) /* nothing at or after the start: the padding point alone */
         rc = write_point(xo, &xo->pad);
-    for (size_t i = 0; i < 2 * n; i++)
-        if (!one_block || i % 2 == 0) /* the rate buffers live in rate_block */
-            qagg_buf_free(&bufs[i]);
-    free(rate_block);
+    for (size_t i = 0; i < n; i++)
+        qagg_buf_free(&bufs[i]);
     free(bufs);
     free(ss);
     return rc;

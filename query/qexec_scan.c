@@ -30,7 +30,7 @@ static void xser_free(struct xser *s)
         return;
     xser_free(s->older);
     free(s->tsuid);
-    if (!s->pts_borrowed)
+    if (!s->pts_borrowed && !s->pts_slab)
         free(s->pts_base);
     for (size_t i = 0; i < s->nanns; i++)
         free(s->anns[i].json);
@@ -50,10 +50,67 @@ static void xser_free(struct xser *s)
     free(s);
 }
 
+/* ---- point slabs ------------------------------------------------------------------------
+ * A series' buffer of at most QEXEC_SLAB_SMALL points is cut from a slab of its set instead of
+ * being malloc'd alone. Slabs are kept in a small process-wide cache when the set is cleared and
+ * taken from it by the next scan: the pages stay mapped, where buffers of a few tens of KB freed
+ * by the scan threads' arenas were given back to the system (heap trimming) and faulted in
+ * again by every query (a third of a salted whole-metric query's time). The cache holds at most
+ * QEXEC_SLAB_CACHE slabs (QEXEC_SLAB_CACHE x QEXEC_SLAB_POINTS x 24 bytes = 12 MiB idle). */
+#define QEXEC_SLAB_POINTS 16384 /* 384 KiB */
+#define QEXEC_SLAB_SMALL  (QEXEC_SLAB_POINTS / 4)
+#define QEXEC_SLAB_CACHE  32
+
+static pthread_mutex_t slab_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct qagg_point *slab_cache[QEXEC_SLAB_CACHE];
+static unsigned slab_ncache;
+
+static struct qagg_point *slab_take(void)
+{
+    struct qagg_point *p = NULL;
+    pthread_mutex_lock(&slab_mu);
+    if (slab_ncache)
+        p = slab_cache[--slab_ncache];
+    pthread_mutex_unlock(&slab_mu);
+    return p ? p : malloc(QEXEC_SLAB_POINTS * sizeof(*p));
+}
+
+static void slab_give(struct qagg_point *p)
+{
+    pthread_mutex_lock(&slab_mu);
+    if (slab_ncache < QEXEC_SLAB_CACHE) {
+        slab_cache[slab_ncache++] = p;
+        p = NULL;
+    }
+    pthread_mutex_unlock(&slab_mu);
+    free(p);
+}
+
+/* n <= QEXEC_SLAB_SMALL points from x's slabs (NULL: out of memory). */
+static struct qagg_point *xset_slab_points(struct xset *x, size_t n)
+{
+    if (!x->nslabs || x->slab_used + n > QEXEC_SLAB_POINTS) {
+        struct qagg_point **ns = realloc(x->slabs, (x->nslabs + 1) * sizeof(*ns));
+        if (!ns)
+            return NULL;
+        x->slabs = ns;
+        if (!(ns[x->nslabs] = slab_take()))
+            return NULL;
+        x->nslabs++;
+        x->slab_used = 0;
+    }
+    struct qagg_point *p = x->slabs[x->nslabs - 1] + x->slab_used;
+    x->slab_used += n;
+    return p;
+}
+
 void qexec_xset_clear(struct xset *x)
 {
     for (size_t i = 0; i < x->n; i++)
         xser_free(x->ser[i]);
+    for (size_t i = 0; i < x->nslabs; i++)
+        slab_give(x->slabs[i]);
+    free(x->slabs);
     free(x->ser);
     hashset_destroy(&x->ht);
     memset(x, 0, sizeof(*x));
@@ -95,6 +152,7 @@ static struct xser *xset_get(struct xset *x, const uint8_t *tsuid, size_t len)
     }
     memcpy(s->tsuid, tsuid, len);
     s->tsuid_len = len;
+    s->home = x;
     hashset_insert_at(&x->ht, h, x->n);
     x->ser[x->n++] = s;
     return s;
@@ -110,12 +168,15 @@ static struct qagg_point *series_room(struct xser *s, size_t most, size_t hint)
         size_t nc = s->pts_top ? 2 * s->pts_top : hint;
         if (nc < s->pts.n + most)
             nc = s->pts.n + most;
-        struct qagg_point *nb = malloc(nc * sizeof(*nb));
+        bool slab = nc <= QEXEC_SLAB_SMALL;
+        struct qagg_point *nb = slab ? xset_slab_points(s->home, nc) : malloc(nc * sizeof(*nb));
         if (!nb)
             return NULL;
         if (s->pts.n)
             memcpy(nb + nc - s->pts.n, s->pts.p, s->pts.n * sizeof(*nb));
-        free(s->pts_base);
+        if (!s->pts_slab)
+            free(s->pts_base);
+        s->pts_slab = slab;
         s->pts_base = nb;
         s->pts_top = nc;
         s->pts.p = nb + nc - s->pts.n;
@@ -176,9 +237,10 @@ int qexec_series_finish(struct xser *s, struct qagg_point **dst, struct ct_err *
     free(parts);
     xser_free(s->older);
     s->older = s->oldest = NULL;
-    if (!s->pts_borrowed)
+    if (!s->pts_borrowed && !s->pts_slab)
         free(s->pts_base);
     s->pts_base = NULL;
+    s->pts_slab = false;
     s->pts_top = 0;
     s->pts.p = np;
     s->pts.n = s->pts.cap = total;
@@ -267,10 +329,44 @@ static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_byte
  * them (qagg_downsample without fill): each bucket's values in time order through the
  * downsampling function. Only used when the interval divides an hour, so that no bucket spans
  * two rows and the row's buckets are the series' buckets. vals and scratch hold c->n doubles. */
+/* One bucket of doubles through a single-pass function, NaN skipped: the loops of
+ * row_downsample() for values that may be NaN (the same additions and comparisons in the same
+ * order, so the same bits). */
+static double bucket_reals(enum qagg_stream kind, const double *v, size_t n)
+{
+    double r = 0;
+    size_t k = 0;
+    switch (kind) {
+    case QAGG_STREAM_SUM:
+    case QAGG_STREAM_AVG:
+        for (size_t j = 0; j < n; j++)
+            if (!isnan(v[j])) {
+                r += v[j];
+                k++;
+            }
+        return k == 0 ? NAN : kind == QAGG_STREAM_AVG ? r / (double)k : r;
+    case QAGG_STREAM_MIN:
+        for (size_t j = 0; j < n; j++)
+            if (!isnan(v[j]) && (k++ == 0 || v[j] < r))
+                r = v[j];
+        return k == 0 ? NAN : r;
+    case QAGG_STREAM_MAX:
+        for (size_t j = 0; j < n; j++)
+            if (!isnan(v[j]) && (k++ == 0 || v[j] > r))
+                r = v[j];
+        return k == 0 ? NAN : r;
+    default: /* count */
+        for (size_t j = 0; j < n; j++)
+            k += !isnan(v[j]);
+        return k == 0 ? NAN : (double)k;
+    }
+}
+
 /* row_downsample() for a row of regular timestamps left unwritten (dpcodec_cols.ts_regular)
- * whose step divides the interval, and a single-pass function of integers: every bucket after
- * the first holds exactly interval / step points, so its points are counted, not compared.
- * The same buckets and bits as the loops of row_downsample(). */
+ * whose step divides the interval, and a single-pass function of integers or doubles (NaN
+ * skipped: bucket_reals()): every bucket after the first holds exactly interval / step points,
+ * so its points are counted, not compared, and no timestamp column is written. The same
+ * buckets and bits as the loops of row_downsample(). */
 static int row_downsample_regular(const struct xscan *x, const struct dpcodec_cols *c,
                                   struct xser *s, size_t hint, struct ct_err *err)
 {
@@ -288,10 +384,22 @@ static int row_downsample_regular(const struct xscan *x, const struct dpcodec_co
         return ct_err_set(err, CT_ENOMEM, "out of memory growing a series by %zu points", most);
     enum qagg_stream kind = x->ds_stream;
     const int64_t *v = (const int64_t *)(const void *)c->val;
+    const double *dv = (const double *)(const void *)c->val; /* DPCODEC_COLS_REALS */
+    bool reals = c->kinds == DPCODEC_COLS_REALS;
     size_t k = (size_t)(iv / st);
     /* the first bucket ends at the first point at or after bstart + iv */
     size_t e = (size_t)((bstart + iv - t0 + st - 1) / st);
     for (; i < n; bstart += iv, e = i + k) {
+        if (reals) { /* row_downsample()'s NaN-skipping loops over [i, e) */
+            if (e > n)
+                e = n;
+            struct qagg_point *pt = &out->p[out->n++];
+            pt->ts_ms = bstart;
+            pt->is_int = false;
+            pt->v.d = bucket_reals(kind, dv + i, e - i);
+            i = e;
+            continue;
+        }
         if (i > 0 && (kind == QAGG_STREAM_SUM || kind == QAGG_STREAM_AVG)) {
             /* the whole buckets after the first, k points each: the loop below without its
              * per-bucket tests, two points per step (the same additions in the same order,
@@ -356,8 +464,8 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
 {
     int64_t iv = x->ds->interval_ms;
     if (c->ts_regular) {
-        if (c->kinds == DPCODEC_COLS_INTS && x->ds_stream != QAGG_STREAM_NO && c->ts_step > 0 &&
-            iv % c->ts_step == 0)
+        if ((c->kinds == DPCODEC_COLS_INTS || c->kinds == DPCODEC_COLS_REALS) &&
+            x->ds_stream != QAGG_STREAM_NO && c->ts_step > 0 && iv % c->ts_step == 0)
             return row_downsample_regular(x, c, s, hint, err);
         dpcodec_cols_fill_ts(c);
     }
@@ -738,6 +846,18 @@ void qexec_scan_thread(void *arg)
  * appended. src keeps no series. */
 int qexec_xset_merge(struct xset *dst, struct xset *src, struct ct_err *err)
 {
+    if (src->nslabs) { /* the slabs go with the points cut from them; none is cut any more */
+        struct qagg_point **ns = realloc(dst->slabs, (dst->nslabs + src->nslabs) * sizeof(*ns));
+        if (!ns)
+            return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
+        memcpy(ns + dst->nslabs, src->slabs, src->nslabs * sizeof(*ns));
+        dst->slabs = ns;
+        dst->nslabs += src->nslabs;
+        dst->slab_used = QEXEC_SLAB_POINTS;
+        free(src->slabs);
+        src->slabs = NULL;
+        src->nslabs = 0;
+    }
     for (size_t i = 0; i < src->n; i++) {
         struct xser *s = src->ser[i];
         struct xser *d = xset_get(dst, s->tsuid, s->tsuid_len);

@@ -213,6 +213,22 @@ static int64_t dpcodec_select(int64_t *a, size_t n, size_t k)
     return a[kk];
 }
 
+/* A radix block is written only when its reader divides at most once per value: the reader
+ * takes one pass over the block's number (its bits / 64 limbs) per 2m digits, where r^m is the
+ * largest power of the radix r within 32 bits, so it costs limbs / 2m divisions per value -
+ * about (log2 r) / m, growing with the width (0.3 at r = 7, 3 at r = 401, 28 at r = 2e8: a
+ * byte gauge's steps, whose series then decoded 16x slower than bit-packed). Within the bound
+ * (r up to about 40) the radix form saves the most (log2 r instead of a whole bit width); past
+ * it the saving is a few percent and the bit-packed or Rice form, read at a fixed cost per
+ * value, is written instead. Readers accept any radix. */
+static bool dpcodec_radix_cheap(uint64_t r, size_t bits)
+{
+    size_t m = 0;
+    for (uint64_t p = r; p <= UINT32_MAX; p *= r)
+        m++;
+    return (bits + 63) / 64 <= 2 * m;
+}
+
 static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_block *b)
 {
     int64_t mn;
@@ -230,11 +246,12 @@ static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_bl
         if (d > range)
             range = d;
     }
-    if (w >= 2 && range < (1ull << 62) && ((range + 1) & range) != 0) {
+    if (w >= 2 && range < UINT32_MAX && ((range + 1) & range) != 0) {
         uint64_t rr = range + 1;
-        size_t bytes = 1 + dpcodec_varint_len(coding_zigzag(mn)) + dpcodec_varint_len(rr) +
-                       (dpcodec_radix_bits_fast(rr, cnt) + 7) / 8;
-        if (bytes < b->bytes) {
+        size_t bits = dpcodec_radix_bits_fast(rr, cnt);
+        size_t bytes =
+            1 + dpcodec_varint_len(coding_zigzag(mn)) + dpcodec_varint_len(rr) + (bits + 7) / 8;
+        if (bytes < b->bytes && dpcodec_radix_cheap(rr, bits)) {
             b->radix = true;
             b->radix_r = rr;
             b->bytes = bytes;

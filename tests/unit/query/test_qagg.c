@@ -429,6 +429,51 @@ static void test_qagg_rate_and_counter_options(void **state)
     qagg_buf_free(&out);
 }
 
+/* qagg_rate_in_place gives qagg_rate_apply's points, bit for bit, over mixed integers and
+ * doubles, repeated and backward timestamps, and counters wrapping near INT64_MAX, with every
+ * counter option: it keeps the previous point by value while overwriting the input. */
+static void test_qagg_rate_in_place_matches_apply(void **state)
+{
+    (void)state;
+    enum {
+        N = 400
+    };
+    static struct qagg_point in[N], work[N];
+    uint64_t st = 7;
+    int64_t ts = 0, ctr = INT64_MAX - 50000;
+    for (size_t i = 0; i < N; i++) {
+        st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+        unsigned r = (unsigned)(st >> 40);
+        ts += r % 7 == 0 ? 0 : r % 11 == 0 ? -5000 : 10000; /* repeats and steps back */
+        ctr = ctr > INT64_MAX - 20000 ? (int64_t)(r % 1000) : ctr + (int64_t)(r % 20000);
+        in[i] = r % 5 == 0 ? dp(0, (double)(r % 100000) / 100) : ip(0, ctr);
+        in[i].ts_ms = ts;
+    }
+    struct qagg_rate opt[4];
+    for (int k = 0; k < 4; k++)
+        qagg_rate_init(&opt[k]);
+    opt[1].counter = true;
+    opt[2].counter = true;
+    opt[2].drop_resets = true;
+    opt[3].counter = true;
+    opt[3].counter_max = INT64_MAX - 10;
+    opt[3].reset_value = 1000000;
+    struct ct_err err = {0};
+    for (int k = 0; k < 4; k++) {
+        struct qagg_buf out = {0};
+        assert_int_equal(qagg_rate_apply(in, N, &opt[k], &out, &err), CT_OK);
+        memcpy(work, in, sizeof(in));
+        size_t n = qagg_rate_in_place(work, N, &opt[k]);
+        assert_int_equal(n, out.n);
+        assert_true(n > N / 2);
+        for (size_t i = 0; i < n; i++) {
+            assert_true(work[i].ts_ms == out.p[i].ts_ms && !work[i].is_int);
+            assert_memory_equal(&work[i].v.d, &out.p[i].v.d, sizeof(double));
+        }
+        qagg_buf_free(&out);
+    }
+}
+
 static void test_qagg_window_matches_tsdbquery_scan_bounds(void **state)
 {
     (void)state;
@@ -470,6 +515,7 @@ int main(void)
         cmocka_unit_test(test_qagg_downsample_scalar_fill_value),
         cmocka_unit_test(test_qagg_downsample_specifier_errors),
         cmocka_unit_test(test_qagg_rate_and_counter_options),
+        cmocka_unit_test(test_qagg_rate_in_place_matches_apply),
         cmocka_unit_test(test_qagg_window_matches_tsdbquery_scan_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
