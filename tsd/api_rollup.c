@@ -199,8 +199,11 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
                  ag.p);
         return msg;
     }
-    if (put_check_point(&pp, vs, &t->rules, msg, cap) != PUT_OK)
-        return msg;
+    enum put_status st = put_check_point(&pp, vs, &t->rules, msg, cap);
+    if (st == PUT_ENUMBER) /* as /api/put answers */
+        return "Unable to parse value to a number";
+    if (st != PUT_OK)
+        return strncmp(msg, "illegal argument: ", 18) ? msg : msg + 18;
     /* names are NUL-terminated in the cJSON tree */
     const char *tk[PUT_MAX_TAGS], *tv[PUT_MAX_TAGS];
     for (size_t i = 0; i < pp.ntags; i++) {
