@@ -357,7 +357,7 @@ int rollup_write(struct rollup *r, const struct rollup_put *p, size_t n, struct 
 
 /* ---- progress ----------------------------------------------------------------------------- */
 
-int rollup_progress_get(struct rollup *r, enum rollup_iv iv, int64_t *out, struct ct_err *err)
+static int progress_get_q(struct rollup *r, const char *q, int64_t *out, struct ct_err *err)
 {
     struct wc_scan_options o;
     wc_scan_options_init(&o);
@@ -367,24 +367,34 @@ int rollup_progress_get(struct rollup *r, enum rollup_iv iv, int64_t *out, struc
     if (rc != CT_OK)
         return rc;
     *out = 0;
-    const char *q = rollup_iv_name(iv);
+    size_t ql = strlen(q);
     for (size_t i = 0; i < res.row.ncells; i++) {
         const struct wc_cell *c = &res.row.cells[i];
-        if (c->qualifier.len == 2 && !memcmp(c->qualifier.data, q, 2) && c->value.len == 8)
+        if (c->qualifier.len == ql && !memcmp(c->qualifier.data, q, ql) && c->value.len == 8)
             *out = (int64_t)coding_get_be64(c->value.data);
     }
     wc_result_release(&res);
     return CT_OK;
 }
 
-int rollup_progress_set(struct rollup *r, enum rollup_iv iv, int64_t v, struct ct_err *err)
+static int progress_set_q(struct rollup *r, const char *q, int64_t v, struct ct_err *err)
 {
     uint8_t b[8];
     coding_put_be64(b, (uint64_t)v);
     struct wc_mutation m = {WC_OP_PUT, wc_bytes_of(TSDB_META_FAMILY, 4),
-                            wc_bytes_of(rollup_iv_name(iv), 2), wc_bytes_of(b, 8), WC_TS_LATEST};
+                            wc_bytes_of(q, strlen(q)), wc_bytes_of(b, 8), WC_TS_LATEST};
     struct wc_row_mutation rm = {wc_bytes_of(ROLLUP_PROGRESS_ROW, ROLLUP_PROGRESS_LEN), &m, 1};
     return wc_mutate_row(tsdb_meta_table(r->t), &rm, WC_DURABILITY_SYNC_WAL, err);
+}
+
+int rollup_progress_get(struct rollup *r, enum rollup_iv iv, int64_t *out, struct ct_err *err)
+{
+    return progress_get_q(r, rollup_iv_name(iv), out, err);
+}
+
+int rollup_progress_set(struct rollup *r, enum rollup_iv iv, int64_t v, struct ct_err *err)
+{
+    return progress_set_q(r, rollup_iv_name(iv), v, err);
 }
 
 /* ---- computing ---------------------------------------------------------------------------- */
@@ -441,77 +451,184 @@ static double point_double(const struct dpcodec_point *p)
     return p->type == DPCODEC_INT ? (double)p->i : p->f;
 }
 
-int rollup_compute_hours(struct rollup *r, int64_t from_s, int64_t to_s, uint64_t *rows,
-                         struct ct_err *err)
+/* A row's series: its TSUID into tsuid (length returned), 0 for a row that is not a series'
+ * (the global annotation row, metric uid all zero, or a short key). */
+static size_t row_tsuid(const struct rowkey_layout *l, const struct wc_bytes *key, uint8_t *tsuid)
+{
+    size_t tl = rowkey_tsuid_of(l, key->data, key->len, tsuid, ROWKEY_MAX_TSUID);
+    bool global = true;
+    for (unsigned i = 0; i < l->metric_width && tl; i++)
+        global = global && tsuid[i] == 0;
+    return global ? 0 : tl;
+}
+
+/* Decoding buffer of the hour pass, grown to the largest row. */
+struct ptbuf {
+    struct dpcodec_point *p;
+    size_t cap;
+};
+
+/* Rolls up one data row (every cell of it) into b. */
+static int hour_row(struct wbatch *b, struct ptbuf *pb, const uint8_t *tsuid, size_t tl,
+                    int64_t base, const struct wc_cell *cells, size_t ncells, struct ct_err *err)
+{
+    size_t n = 0;
+    int rc = dpcodec_row_decode(base, cells, ncells, pb->p, pb->cap, &n, NULL, err);
+    if (rc == CT_ELIMIT) {
+        struct dpcodec_point *np = realloc(pb->p, n * sizeof(*np));
+        if (!np)
+            return ct_err_set(err, CT_ENOMEM, "out of memory rolling up %zu points", n);
+        pb->p = np;
+        pb->cap = n;
+        rc = dpcodec_row_decode(base, cells, ncells, pb->p, pb->cap, &n, NULL, err);
+    }
+    if (rc != CT_OK)
+        return rc;
+    struct fold f;
+    fold_init(&f);
+    for (size_t i = 0; i < n; i++) {
+        double v = point_double(&pb->p[i]);
+        if (isnan(v))
+            continue;
+        f.sum += v;
+        f.count++;
+        f.min = v < f.min ? v : f.min;
+        f.max = v > f.max ? v : f.max;
+    }
+    return fold_write(b, tsuid, tl, base, &f, err);
+}
+
+/* Folds the cells of a 1h-table row (a day) into f. */
+static int day_row_fold(int64_t base, const struct wc_cell *cells, size_t ncells, struct fold *f,
+                        struct ct_err *err)
+{
+    fold_init(f);
+    for (size_t i = 0; i < ncells; i++) {
+        const struct wc_cell *c = &cells[i];
+        enum rollup_agg a;
+        int64_t ts;
+        struct dpcodec_point p;
+        int rc = rollup_cell_decode(ROLLUP_1H, base, c->qualifier.data, c->qualifier.len,
+                                    c->value.data, c->value.len, &a, &ts, &p, err);
+        if (rc == CT_NOTFOUND)
+            continue;
+        if (rc != CT_OK)
+            return rc;
+        double v = point_double(&p);
+        if (a == ROLLUP_SUM)
+            f->sum += v;
+        else if (a == ROLLUP_COUNT)
+            f->count += p.type == DPCODEC_INT ? p.i : (int64_t)v;
+        else if (a == ROLLUP_MIN)
+            f->min = v < f->min ? v : f->min;
+        else
+            f->max = v > f->max ? v : f->max;
+    }
+    return CT_OK;
+}
+
+/* Series-days whose 1d rollup must be redone (late points in an hour already rolled up). */
+struct touched {
+    struct {
+        uint8_t tsuid[ROWKEY_MAX_TSUID];
+        size_t tl;
+        int64_t day;
+    } *e;
+    size_t n, cap;
+};
+
+static int touched_add(struct touched *t, const uint8_t *tsuid, size_t tl, int64_t day,
+                       struct ct_err *err)
+{
+    for (size_t i = t->n; i-- > 0 && i + 64 >= t->n;) /* rows of one series come close */
+        if (t->e[i].day == day && t->e[i].tl == tl && !memcmp(t->e[i].tsuid, tsuid, tl))
+            return CT_OK;
+    if (t->n == t->cap) {
+        size_t nc = t->cap ? 2 * t->cap : 64;
+        void *ne = realloc(t->e, nc * sizeof(*t->e));
+        if (!ne)
+            return ct_err_set(err, CT_ENOMEM, "out of memory noting late rollups");
+        t->e = ne;
+        t->cap = nc;
+    }
+    memcpy(t->e[t->n].tsuid, tsuid, tl);
+    t->e[t->n].tl = tl;
+    t->e[t->n].day = day;
+    t->n++;
+    return CT_OK;
+}
+
+/* The hour pass: rows whose base hour is in [from_s, to_s) are rolled up whole; with since_ms
+ * > 0, rows of hours before from_s holding a cell written at or after since_ms (points that
+ * came after their hour was rolled up) are read again whole and rolled up again, and their
+ * series-day noted in late (NULL: no late pass). */
+static int hours_pass(struct rollup *r, int64_t from_s, int64_t to_s, int64_t since_ms,
+                      struct touched *late, uint64_t *rows, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(r->t);
-    struct base_range br = {l, from_s, to_s};
-    struct wc_scan_options so;
-    wc_scan_options_init(&so);
-    so.row_filter = base_filter;
-    so.row_filter_arg = &br;
     struct wbatch b;
     int rc = wbatch_init(&b, r, ROLLUP_1H, err);
     if (rc != CT_OK)
         return rc;
-    struct wc_scanner *sc = NULL;
-    size_t cap = 4096;
-    struct dpcodec_point *pts = malloc(cap * sizeof(*pts));
-    if (!pts) {
+    struct ptbuf pb = {malloc(4096 * sizeof(struct dpcodec_point)), 4096};
+    uint64_t nrows = 0;
+    if (!pb.p) {
         wbatch_free(&b);
         return ct_err_set(err, CT_ENOMEM, "out of memory rolling up");
     }
-    uint64_t nrows = 0;
-    if ((rc = wc_scanner_open(tsdb_data_table(r->t), &so, &sc, err)) != CT_OK)
-        goto out;
-    struct wc_row row;
-    while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
-        int64_t base = key_base(l, row.key.data, row.key.len);
-        uint8_t tsuid[ROWKEY_MAX_TSUID];
-        size_t tl = rowkey_tsuid_of(l, row.key.data, row.key.len, tsuid, sizeof(tsuid));
-        bool global = true; /* the global annotation row: metric uid all zero */
-        for (unsigned i = 0; i < l->metric_width && tl; i++)
-            global = global && tsuid[i] == 0;
-        if (base < 0 || !tl || global)
-            continue;
-        size_t n = 0;
-        rc = dpcodec_row_decode(base, row.cells, row.ncells, pts, cap, &n, NULL, err);
-        if (rc == CT_ELIMIT) {
-            struct dpcodec_point *np = realloc(pts, n * sizeof(*pts));
-            if (!np) {
-                rc = ct_err_set(err, CT_ENOMEM, "out of memory rolling up %zu points", n);
-                break;
-            }
-            pts = np;
-            cap = n;
-            rc = dpcodec_row_decode(base, row.cells, row.ncells, pts, cap, &n, NULL, err);
-        }
-        if (rc != CT_OK)
+    for (int pass = 0; pass < 2 && rc == CT_OK; pass++) {
+        if (pass == 1 && (!late || since_ms <= 0 || from_s <= 0))
             break;
-        struct fold f;
-        fold_init(&f);
-        for (size_t i = 0; i < n; i++) {
-            double v = point_double(&pts[i]);
-            if (isnan(v))
+        struct base_range br = {l, pass == 0 ? from_s : 0, pass == 0 ? to_s : from_s};
+        struct wc_scan_options so;
+        wc_scan_options_init(&so);
+        so.row_filter = base_filter;
+        so.row_filter_arg = &br;
+        if (pass == 1)
+            so.tmin_ms = since_ms;
+        struct wc_scanner *sc = NULL;
+        if ((rc = wc_scanner_open(tsdb_data_table(r->t), &so, &sc, err)) != CT_OK)
+            break;
+        struct wc_row row;
+        while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+            int64_t base = key_base(l, row.key.data, row.key.len);
+            uint8_t tsuid[ROWKEY_MAX_TSUID];
+            size_t tl = row_tsuid(l, &row.key, tsuid);
+            if (base < 0 || !tl)
                 continue;
-            f.sum += v;
-            f.count++;
-            f.min = v < f.min ? v : f.min;
-            f.max = v > f.max ? v : f.max;
+            if (pass == 0) {
+                rc = hour_row(&b, &pb, tsuid, tl, base, row.cells, row.ncells, err);
+            } else { /* only the new cells came: read the whole row */
+                struct wc_scan_options go;
+                wc_scan_options_init(&go);
+                struct wc_result res;
+                rc = wc_get(tsdb_data_table(r->t), row.key, &go, &res, err);
+                if (rc != CT_OK)
+                    break;
+                rc = hour_row(&b, &pb, tsuid, tl, base, res.row.cells, res.row.ncells, err);
+                wc_result_release(&res);
+                if (rc == CT_OK)
+                    rc = touched_add(late, tsuid, tl, rollup_row_base(ROLLUP_1H, base), err);
+            }
+            if (rc != CT_OK)
+                break;
+            nrows++;
         }
-        if ((rc = fold_write(&b, tsuid, tl, base, &f, err)) != CT_OK)
-            break;
-        nrows++;
+        if (rc == CT_NOTFOUND)
+            rc = wbatch_flush(&b, err);
+        wc_scanner_close(sc);
     }
-    if (rc == CT_NOTFOUND)
-        rc = wbatch_flush(&b, err);
-out:
-    wc_scanner_close(sc);
     wbatch_free(&b);
-    free(pts);
+    free(pb.p);
     if (rows)
         *rows = nrows;
     return rc;
+}
+
+int rollup_compute_hours(struct rollup *r, int64_t from_s, int64_t to_s, uint64_t *rows,
+                         struct ct_err *err)
+{
+    return hours_pass(r, from_s, to_s, 0, NULL, rows, err);
 }
 
 int rollup_compute_days(struct rollup *r, int64_t from_s, int64_t to_s, uint64_t *rows,
@@ -535,37 +652,12 @@ int rollup_compute_days(struct rollup *r, int64_t from_s, int64_t to_s, uint64_t
     while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
         int64_t base = key_base(l, row.key.data, row.key.len);
         uint8_t tsuid[ROWKEY_MAX_TSUID];
-        size_t tl = rowkey_tsuid_of(l, row.key.data, row.key.len, tsuid, sizeof(tsuid));
+        size_t tl = row_tsuid(l, &row.key, tsuid);
         if (base < 0 || !tl)
             continue;
         struct fold f;
-        fold_init(&f);
-        for (size_t i = 0; i < row.ncells && rc == CT_OK; i++) {
-            const struct wc_cell *c = &row.cells[i];
-            enum rollup_agg a;
-            int64_t ts;
-            struct dpcodec_point p;
-            rc = rollup_cell_decode(ROLLUP_1H, base, c->qualifier.data, c->qualifier.len,
-                                    c->value.data, c->value.len, &a, &ts, &p, err);
-            if (rc == CT_NOTFOUND) {
-                rc = CT_OK;
-                continue;
-            }
-            if (rc != CT_OK)
-                break;
-            double v = point_double(&p);
-            if (a == ROLLUP_SUM)
-                f.sum += v;
-            else if (a == ROLLUP_COUNT)
-                f.count += p.type == DPCODEC_INT ? p.i : (int64_t)v;
-            else if (a == ROLLUP_MIN)
-                f.min = v < f.min ? v : f.min;
-            else
-                f.max = v > f.max ? v : f.max;
-        }
-        if (rc != CT_OK)
-            break;
-        if ((rc = fold_write(&b, tsuid, tl, base, &f, err)) != CT_OK)
+        if ((rc = day_row_fold(base, row.cells, row.ncells, &f, err)) != CT_OK ||
+            (rc = fold_write(&b, tsuid, tl, base, &f, err)) != CT_OK)
             break;
         nrows++;
     }
@@ -579,26 +671,68 @@ out:
     return rc;
 }
 
+/* Redoes the 1d rollup of each noted series-day before dp from its 1h row. */
+static int redo_days(struct rollup *r, const struct touched *t, int64_t dp, struct ct_err *err)
+{
+    struct wbatch b;
+    int rc = wbatch_init(&b, r, ROLLUP_1D, err);
+    if (rc != CT_OK)
+        return rc;
+    const struct rowkey_layout *l = tsdb_layout(r->t);
+    for (size_t i = 0; i < t->n && rc == CT_OK; i++) {
+        if (t->e[i].day >= dp)
+            continue; /* the day pass computes it */
+        uint8_t key[ROWKEY_MAX_BYTES];
+        size_t kl = rowkey_encode(l, t->e[i].tsuid, t->e[i].tl, t->e[i].day, key);
+        struct wc_scan_options go;
+        wc_scan_options_init(&go);
+        struct wc_result res;
+        if ((rc = wc_get(r->tab[ROLLUP_1H], wc_bytes_of(key, kl), &go, &res, err)) != CT_OK)
+            break;
+        struct fold f;
+        rc = day_row_fold(t->e[i].day, res.row.cells, res.row.ncells, &f, err);
+        wc_result_release(&res);
+        if (rc == CT_OK)
+            rc = fold_write(&b, t->e[i].tsuid, t->e[i].tl, t->e[i].day, &f, err);
+    }
+    if (rc == CT_OK)
+        rc = wbatch_flush(&b, err);
+    wbatch_free(&b);
+    return rc;
+}
+
+#define ROLLUP_SINCE_Q "1h_since"
+
 int rollup_job_step(struct rollup *r, int64_t now_s, int64_t grace_s, uint64_t *rows,
                     struct ct_err *err)
 {
     uint64_t n1 = 0, n2 = 0;
-    int64_t hp, dp;
+    int64_t hp, dp, since;
+    /* cells written from here on are looked at by the next step's late pass */
+    int64_t step_ms = clock_now_ms();
     int rc = rollup_progress_get(r, ROLLUP_1H, &hp, err);
+    if (rc == CT_OK)
+        rc = rollup_progress_get(r, ROLLUP_1D, &dp, err);
+    if (rc == CT_OK)
+        rc = progress_get_q(r, ROLLUP_SINCE_Q, &since, err);
     if (rc != CT_OK)
         return rc;
     int64_t closed = now_s - grace_s - 3600; /* the last hour start that is closed */
     int64_t to = closed < 0 ? 0 : rowkey_base_hour_s(closed) + 3600;
-    if (to > hp) {
-        if ((rc = rollup_compute_hours(r, hp, to, &n1, err)) != CT_OK)
-            return rc;
-        if ((rc = rollup_progress_set(r, ROLLUP_1H, to, err)) != CT_OK)
-            return rc;
-        hp = to;
-    }
-    if ((rc = rollup_progress_get(r, ROLLUP_1D, &dp, err)) != CT_OK)
+    if (to < hp)
+        to = hp;
+    struct touched late = {0};
+    rc = hours_pass(r, hp, to, since, &late, &n1, err);
+    if (rc == CT_OK && late.n)
+        rc = redo_days(r, &late, dp, err);
+    free(late.e);
+    if (rc == CT_OK && to > hp)
+        rc = rollup_progress_set(r, ROLLUP_1H, to, err);
+    if (rc == CT_OK)
+        rc = progress_set_q(r, ROLLUP_SINCE_Q, step_ms, err);
+    if (rc != CT_OK)
         return rc;
-    int64_t dto = rollup_row_base(ROLLUP_1H, hp); /* days whose 24 hours are all rolled up */
+    int64_t dto = rollup_row_base(ROLLUP_1H, to); /* days whose 24 hours are all rolled up */
     if (dto > dp) {
         if ((rc = rollup_compute_days(r, dp, dto, &n2, err)) != CT_OK)
             return rc;

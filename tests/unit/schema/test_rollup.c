@@ -2,11 +2,13 @@
  * flags), values as data cells, the id form read back, bad cells refused; row bases (UTC day for
  * 1h, UTC month for 1d); the job's 1h and 1d rollups equal sums, counts, minima and maxima
  * computed here from the points written, NaN skipped; running an interval again leaves the same
- * values (no double counting) and progress is recorded and honoured. */
+ * values (no double counting) and progress is recorded and honoured; a point written late into
+ * an hour already rolled up is picked up by the next step (the hour and its day redone). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "schema/rollup.h"
 #include "tests/lib/ctest.h"
@@ -232,6 +234,33 @@ static void test_rollup_job_matches_points_and_is_idempotent(void **state)
         assert_int_equal(rollup_job_step(r, DAY0 + 30 * 3600 + 599, 600, &rows, &err), CT_OK);
     }
     /* progress honoured: a second step at the same time does nothing */
+    assert_int_equal(rollup_job_step(r, DAY0 + 30 * 3600 + 599, 600, &rows, &err), CT_OK);
+    assert_int_equal(rows, 0);
+    /* a late point in hour 3 (rolled up, its day too): the next step rolls the hour up again
+     * and redoes the day */
+    tsdb_fixture_put(f->t, "m", k, &hv[0], 1,
+                     dpcodec_point_int((DAY0 + 3 * 3600 + 1) * 1000, false, 1000000));
+    /* the late pass looks at cells written at or after the previous step's start (inclusive):
+     * a step in the same millisecond as the write would see it once more (harmlessly) */
+    nanosleep(&(struct timespec){0, 3000000}, NULL);
+    assert_int_equal(rollup_job_step(r, DAY0 + 30 * 3600 + 599, 600, &rows, &err), CT_OK);
+    assert_int_equal(rows, 1);
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t tl;
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, &hv[0], 1, tsuid, sizeof(tsuid), &tl, &err),
+                     CT_OK);
+    double v[ROLLUP_NAGG], d[ROLLUP_NAGG];
+    bool have[ROLLUP_NAGG];
+    read_cells(r, ROLLUP_1H, tsuid, tl, DAY0 + 3 * 3600, v, have);
+    assert_true(v[ROLLUP_SUM] == sum[0][3] + 1000000);
+    assert_true(v[ROLLUP_COUNT] == (double)cnt[0][3] + 1);
+    assert_true(v[ROLLUP_MAX] == 1000000);
+    double dsum = 0;
+    for (int h = 0; h < 24; h++)
+        dsum += sum[0][h];
+    read_cells(r, ROLLUP_1D, tsuid, tl, DAY0, d, have);
+    assert_true(d[ROLLUP_SUM] == dsum + 1000000);
+    assert_true(d[ROLLUP_MAX] == 1000000);
     assert_int_equal(rollup_job_step(r, DAY0 + 30 * 3600 + 599, 600, &rows, &err), CT_OK);
     assert_int_equal(rows, 0);
     rollup_close(r);
