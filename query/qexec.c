@@ -437,7 +437,10 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     enum rollup_iv riv;
     if (qrollup_eligible(q, sub, o, &riv)) { /* the rollup tables instead of raw rows */
         xs->ds_done = true;
-        x.rcs[0] = qrollup_scan(&x, sub, o->rollup, riv, &x.errs[0]);
+        if ((rc = qrollup_scan(&x, sub, o->rollup, riv, o->pool, nth, err)) != CT_OK) {
+            map_uid_err(rc, status);
+            goto out;
+        }
     } else {
         x.job.fn = qexec_scan_thread;
         x.job.arg = &x;

@@ -142,17 +142,17 @@ static enum wc_row_decision rf_filter(void *arg, const uint8_t *row, size_t len)
     return !x->rf || rowkey_filter_match(x->rf, row, len) ? WC_ROW_INCLUDE : WC_ROW_SKIP;
 }
 
-/* Calls row_fn for every row of table tab in the metric's key range whose base lies in
- * [first_base, last_base], over every salt bucket. */
+/* Calls row_fn for every row of table tab in the metric's key range of salt bucket b whose
+ * base lies in [first_base, last_base]. */
 typedef int (*row_fn)(struct rctx *c, const struct wc_row *row, int64_t base,
                       struct ct_err *err);
-static int scan_table(struct rctx *c, struct wc_table *tab, int64_t first_base,
+static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t first_base,
                       int64_t last_base, row_fn fn, struct ct_err *err)
 {
     struct xscan *x = c->x;
     const struct rowkey_layout *l = x->l;
     int rc = CT_OK;
-    for (unsigned b = 0; b < x->nbuckets && rc == CT_OK; b++) {
+    {
         uint8_t k0[ROWKEY_MAX_BYTES], k1[ROWKEY_MAX_BYTES];
         size_t l0 = rowkey_scan_start(l, b, x->metric, first_base, k0);
         size_t l1 = rowkey_scan_stop(l, b, x->metric, last_base, k1);
@@ -200,6 +200,18 @@ static int rollup_row(struct rctx *c, const struct wc_row *row, int64_t base, st
     const struct rsrc *src = &c->src;
     for (size_t i = 0; i < row->ncells; i++) {
         const struct wc_cell *cell = &row->cells[i];
+        /* cells of aggregators not needed are skipped before decoding: by the first letter of
+         * the name form (sum, count, min/max), by the id of the 3-byte form */
+        const uint8_t *q0 = cell->qualifier.data;
+        if (cell->qualifier.len > 3) {
+            int g = (q0[0] | 0x20) == 's' ? ROLLUP_SUM : (q0[0] | 0x20) == 'c' ? ROLLUP_COUNT
+                    : (q0[0] | 0x20) == 'm' && (q0[1] | 0x20) == 'i' ? ROLLUP_MIN
+                    : (q0[0] | 0x20) == 'm' ? ROLLUP_MAX : -1;
+            if (g < 0 || !c->need[g])
+                continue;
+        } else if (cell->qualifier.len == 3 && (q0[0] >= ROLLUP_NAGG || !c->need[q0[0]])) {
+            continue;
+        }
         enum rollup_agg a;
         int64_t ts;
         struct dpcodec_point p;
@@ -253,8 +265,9 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
     return rc;
 }
 
-/* The series' points into a new xser in x->sets[0]. */
-static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, struct ct_err *err)
+/* The series' points into a new xser in set. */
+static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, struct xset *set,
+                       struct ct_err *err)
 {
     struct qagg_point *pts = malloc((c->nb ? c->nb : 1) * sizeof(*pts));
     if (!pts)
@@ -300,7 +313,6 @@ static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, st
         free(pts);
         return CT_OK;
     }
-    struct xset *set = &c->x->sets[0];
     if (set->n == set->cap) {
         size_t nc = set->cap ? 2 * set->cap : 64;
         struct xser **ns = realloc(set->ser, nc * sizeof(*ns));
@@ -328,54 +340,44 @@ static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, st
     return CT_OK;
 }
 
-int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
-                 enum rollup_iv iv, struct ct_err *err)
+/* The plan shared by the threads: one piece of work per salt bucket. */
+struct rplan {
+    struct xscan *x;
+    struct rollup *r;
+    enum qagg_stream kind;
+    int64_t lo, hi, cut1, cut2, iv_s;
+    size_t nb;
+    bool need[ROLLUP_NAGG];
+    atomic_uint next;
+    struct qpool_job job;
+};
+
+static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_err *err)
 {
     struct rctx c;
     memset(&c, 0, sizeof(c));
-    c.x = x;
-    c.iv_s = sub->ds.interval_ms / 1000;
-    /* the window's whole buckets (qagg_window_compute aligns it to the interval, then hours) */
-    int64_t lo = x->win_start_s + (c.iv_s - x->win_start_s % c.iv_s) % c.iv_s;
-    int64_t hi = x->win_end_s - x->win_end_s % c.iv_s;
-    if (hi <= lo)
-        return CT_OK;
-    c.lo_s = lo;
-    c.nb = (size_t)((hi - lo) / c.iv_s);
-    enum qagg_stream kind = qagg_stream_kind(sub->ds.fn);
-    c.need[ROLLUP_SUM] = kind == QAGG_STREAM_SUM || kind == QAGG_STREAM_AVG;
-    c.need[ROLLUP_COUNT] = kind == QAGG_STREAM_COUNT || kind == QAGG_STREAM_AVG;
-    c.need[ROLLUP_MIN] = kind == QAGG_STREAM_MIN;
-    c.need[ROLLUP_MAX] = kind == QAGG_STREAM_MAX;
-    int64_t cut1 = lo, cut2 = hi;
+    c.x = p->x;
+    c.iv_s = p->iv_s;
+    c.lo_s = p->lo;
+    c.nb = p->nb;
+    memcpy(c.need, p->need, sizeof(c.need));
     int rc = CT_OK;
-    if (sub->rollup_usage == QSPEC_ROLLUP_NOFALLBACK) {
-        cut1 = iv == ROLLUP_1D ? hi : lo;
-    } else {
-        int64_t hp = 0, dp = 0;
-        if ((rc = rollup_progress_get(r, ROLLUP_1H, &hp, err)) != CT_OK ||
-            (rc = rollup_progress_get(r, ROLLUP_1D, &dp, err)) != CT_OK)
-            return rc;
-        if (iv == ROLLUP_1D)
-            cut1 = dp < lo ? lo : dp > hi ? hi : dp;
-        cut2 = hp < cut1 ? cut1 : hp > hi ? hi : hp;
+    if (p->cut1 > p->lo) {
+        c.src = (struct rsrc){ROLLUP_1D, p->lo, p->cut1};
+        rc = scan_table(&c, b, rollup_table(p->r, ROLLUP_1D), rollup_row_base(ROLLUP_1D, p->lo),
+                        rollup_row_base(ROLLUP_1D, p->cut1 - 1), rollup_row, err);
     }
-    if (cut1 > lo) {
-        c.src = (struct rsrc){ROLLUP_1D, lo, cut1};
-        rc = scan_table(&c, rollup_table(r, ROLLUP_1D), rollup_row_base(ROLLUP_1D, lo),
-                        rollup_row_base(ROLLUP_1D, cut1 - 1), rollup_row, err);
+    if (rc == CT_OK && p->cut2 > p->cut1) {
+        c.src = (struct rsrc){ROLLUP_1H, p->cut1, p->cut2};
+        rc = scan_table(&c, b, rollup_table(p->r, ROLLUP_1H), rollup_row_base(ROLLUP_1H, p->cut1),
+                        rollup_row_base(ROLLUP_1H, p->cut2 - 1), rollup_row, err);
     }
-    if (rc == CT_OK && cut2 > cut1) {
-        c.src = (struct rsrc){ROLLUP_1H, cut1, cut2};
-        rc = scan_table(&c, rollup_table(r, ROLLUP_1H), rollup_row_base(ROLLUP_1H, cut1),
-                        rollup_row_base(ROLLUP_1H, cut2 - 1), rollup_row, err);
-    }
-    if (rc == CT_OK && hi > cut2) {
-        c.src = (struct rsrc){ROLLUP_1H, cut2, hi};
-        rc = scan_table(&c, tsdb_data_table(x->t), cut2, hi - 3600, raw_row, err);
+    if (rc == CT_OK && p->hi > p->cut2) {
+        c.src = (struct rsrc){ROLLUP_1H, p->cut2, p->hi};
+        rc = scan_table(&c, b, tsdb_data_table(p->x->t), p->cut2, p->hi - 3600, raw_row, err);
     }
     for (size_t i = 0; i < c.n && rc == CT_OK; i++)
-        rc = emit_series(&c, c.ser[i], kind, err);
+        rc = emit_series(&c, c.ser[i], p->kind, set, err);
     for (size_t i = 0; i < c.n; i++) {
         free(c.ser[i]->b);
         free(c.ser[i]);
@@ -383,4 +385,60 @@ int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
     free(c.ser);
     hashset_destroy(&c.ht);
     return rc;
+}
+
+static void rplan_thread(void *arg)
+{
+    struct rplan *p = arg;
+    struct xscan *x = p->x;
+    for (;;) {
+        unsigned b = atomic_fetch_add(&p->next, 1);
+        if (b >= x->nbuckets || atomic_load(&x->stop))
+            break;
+        unsigned w = b * x->nslices; /* the bucket's first set (the one run_sub keeps) */
+        x->rcs[w] = run_bucket(p, b, &x->sets[w], &x->errs[w]);
+        if (x->rcs[w] != CT_OK)
+            atomic_store(&x->stop, 1);
+    }
+}
+
+int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
+                 enum rollup_iv iv, struct qpool *pool, unsigned threads, struct ct_err *err)
+{
+    struct rplan p;
+    memset(&p, 0, sizeof(p));
+    p.x = x;
+    p.r = r;
+    p.iv_s = sub->ds.interval_ms / 1000;
+    /* the window's whole buckets (qagg_window_compute aligns it to the interval, then hours) */
+    p.lo = x->win_start_s + (p.iv_s - x->win_start_s % p.iv_s) % p.iv_s;
+    p.hi = x->win_end_s - x->win_end_s % p.iv_s;
+    if (p.hi <= p.lo)
+        return CT_OK;
+    p.nb = (size_t)((p.hi - p.lo) / p.iv_s);
+    p.kind = qagg_stream_kind(sub->ds.fn);
+    p.need[ROLLUP_SUM] = p.kind == QAGG_STREAM_SUM || p.kind == QAGG_STREAM_AVG;
+    p.need[ROLLUP_COUNT] = p.kind == QAGG_STREAM_COUNT || p.kind == QAGG_STREAM_AVG;
+    p.need[ROLLUP_MIN] = p.kind == QAGG_STREAM_MIN;
+    p.need[ROLLUP_MAX] = p.kind == QAGG_STREAM_MAX;
+    p.cut1 = p.lo;
+    p.cut2 = p.hi;
+    if (sub->rollup_usage == QSPEC_ROLLUP_NOFALLBACK) {
+        p.cut1 = iv == ROLLUP_1D ? p.hi : p.lo;
+    } else {
+        int64_t hp = 0, dp = 0;
+        int rc;
+        if ((rc = rollup_progress_get(r, ROLLUP_1H, &hp, err)) != CT_OK ||
+            (rc = rollup_progress_get(r, ROLLUP_1D, &dp, err)) != CT_OK)
+            return rc;
+        if (iv == ROLLUP_1D)
+            p.cut1 = dp < p.lo ? p.lo : dp > p.hi ? p.hi : dp;
+        p.cut2 = hp < p.cut1 ? p.cut1 : hp > p.hi ? p.hi : hp;
+    }
+    if (threads > x->nbuckets)
+        threads = x->nbuckets;
+    p.job.fn = rplan_thread;
+    p.job.arg = &p;
+    qpool_run(pool, &p.job, threads ? threads - 1 : 0);
+    return CT_OK;
 }

@@ -31,8 +31,11 @@
 bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
                       const struct qexec_options *o, enum rollup_iv *iv);
 /* Reads the series of x (metric, row filter, window x->win_start_s .. x->win_end_s) from the
- * rollup tables and raw rows into x->sets[0], one downsampled point per bucket. */
+ * rollup tables and raw rows, one downsampled point per bucket, each salt bucket b into
+ * x->sets[b * x->nslices] with its outcome in x->rcs / x->errs there (as the raw scan), on up to
+ * `threads` threads of pool. Returns an error only if the job's progress cannot be read. */
 CT_MUST_CHECK int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
-                               enum rollup_iv iv, struct ct_err *err);
+                               enum rollup_iv iv, struct qpool *pool, unsigned threads,
+                               struct ct_err *err);
 
 #endif

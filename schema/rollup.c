@@ -160,16 +160,31 @@ int rollup_cell_decode(enum rollup_iv iv, int64_t base_s, const uint8_t *q, size
     if (vlen != dpcodec_flags_value_len((uint8_t)off))
         return ct_err_set(err, CT_ECORRUPT, "rollup value of %zu bytes, its flags say %zu", vlen,
                           dpcodec_flags_value_len((uint8_t)off));
-    /* decode the value as a data cell at offset 0 with these flags */
-    uint8_t dq[2] = {0, (uint8_t)(off & DPCODEC_FLAGS_MASK)};
-    struct dpcodec_iter it;
-    dpcodec_iter_init(&it, base_s, dq, 2, v, vlen);
-    int rc = dpcodec_iter_next(&it, val, err);
-    dpcodec_iter_end(&it);
-    if (rc == CT_NOTFOUND)
-        return ct_err_set(err, CT_ECORRUPT, "rollup cell without a value");
-    if (rc != CT_OK)
-        return rc;
+    /* the value as a data cell's: big-endian integer of 1..8 bytes, or a 4/8-byte IEEE float */
+    uint64_t u = 0;
+    for (size_t i = 0; i < vlen; i++)
+        u = u << 8 | v[i];
+    memset(val, 0, sizeof(*val));
+    if (off & DPCODEC_FLAG_FLOAT) {
+        if (vlen == 4) {
+            uint32_t u32 = (uint32_t)u;
+            float f;
+            memcpy(&f, &u32, 4);
+            val->type = DPCODEC_FLOAT;
+            val->f = f;
+        } else if (vlen == 8) {
+            memcpy(&val->f, &u, 8);
+            val->type = DPCODEC_DOUBLE;
+        } else {
+            return ct_err_set(err, CT_ECORRUPT, "rollup float value of %zu bytes", vlen);
+        }
+    } else {
+        if (vlen != 1 && vlen != 2 && vlen != 4 && vlen != 8)
+            return ct_err_set(err, CT_ECORRUPT, "rollup integer value of %zu bytes", vlen);
+        unsigned sh = (unsigned)(64 - 8 * vlen); /* sign-extend */
+        val->type = DPCODEC_INT;
+        val->i = sh ? (int64_t)(u << sh) >> sh : (int64_t)u;
+    }
     val->ts_ms = t * 1000;
     *a = (enum rollup_agg)agg;
     *ts_s = t;
