@@ -113,7 +113,9 @@ CT_MUST_CHECK int rollup_compute_days(struct rollup *r, int64_t from_s, int64_t 
 
 /* One pass of the TSD's job at time now_s: rolls up every hour closed by now_s - grace_s
  * (an hour [h, h+3600) is closed when h + 3600 + grace_s <= now_s) after the recorded
- * progress, then every day whose 24 hours are rolled up; records progress after each part. */
+ * progress; rolls up again the rolled-up hours that got cells since the previous pass began
+ * (and their days); then every day whose 24 hours are rolled up; records progress after each
+ * part (docs/schema.md, "The rollup job"). */
 CT_MUST_CHECK int rollup_job_step(struct rollup *r, int64_t now_s, int64_t grace_s,
                                   uint64_t *rows, struct ct_err *err);
 
