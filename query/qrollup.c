@@ -144,8 +144,7 @@ static enum wc_row_decision rf_filter(void *arg, const uint8_t *row, size_t len)
 
 /* Calls row_fn for every row of table tab in the metric's key range of salt bucket b whose
  * base lies in [first_base, last_base]. */
-typedef int (*row_fn)(struct rctx *c, const struct wc_row *row, int64_t base,
-                      struct ct_err *err);
+typedef int (*row_fn)(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err);
 static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t first_base,
                       int64_t last_base, row_fn fn, struct ct_err *err)
 {
@@ -204,9 +203,11 @@ static int rollup_row(struct rctx *c, const struct wc_row *row, int64_t base, st
          * the name form (sum, count, min/max), by the id of the 3-byte form */
         const uint8_t *q0 = cell->qualifier.data;
         if (cell->qualifier.len > 3) {
-            int g = (q0[0] | 0x20) == 's' ? ROLLUP_SUM : (q0[0] | 0x20) == 'c' ? ROLLUP_COUNT
+            int g = (q0[0] | 0x20) == 's'                            ? ROLLUP_SUM
+                    : (q0[0] | 0x20) == 'c'                          ? ROLLUP_COUNT
                     : (q0[0] | 0x20) == 'm' && (q0[1] | 0x20) == 'i' ? ROLLUP_MIN
-                    : (q0[0] | 0x20) == 'm' ? ROLLUP_MAX : -1;
+                    : (q0[0] | 0x20) == 'm'                          ? ROLLUP_MAX
+                                                                     : -1;
             if (g < 0 || !c->need[g])
                 continue;
         } else if (cell->qualifier.len == 3 && (q0[0] >= ROLLUP_NAGG || !c->need[q0[0]])) {
@@ -402,8 +403,8 @@ static void rplan_thread(void *arg)
     }
 }
 
-int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
-                 enum rollup_iv iv, struct qpool *pool, unsigned threads, struct ct_err *err)
+int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r, enum rollup_iv iv,
+                 struct qpool *pool, unsigned threads, struct ct_err *err)
 {
     struct rplan p;
     memset(&p, 0, sizeof(p));

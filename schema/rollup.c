@@ -359,8 +359,8 @@ int rollup_write(struct rollup *r, const struct rollup_put *p, size_t n, struct 
             rc = ct_err_set(err, CT_EINVAL, "bad rollup point");
             break;
         }
-        rc = wbatch_add(&b[p[i].iv], p[i].tsuid, p[i].tsuid_len, p[i].ts_s, &p[i].agg, &p[i].val,
-                        1, err);
+        rc = wbatch_add(&b[p[i].iv], p[i].tsuid, p[i].tsuid_len, p[i].ts_s, &p[i].agg, &p[i].val, 1,
+                        err);
     }
     for (int iv = 0; iv < ROLLUP_NIV; iv++) {
         if (rc == CT_OK)
@@ -396,8 +396,8 @@ static int progress_set_q(struct rollup *r, const char *q, int64_t v, struct ct_
 {
     uint8_t b[8];
     coding_put_be64(b, (uint64_t)v);
-    struct wc_mutation m = {WC_OP_PUT, wc_bytes_of(TSDB_META_FAMILY, 4),
-                            wc_bytes_of(q, strlen(q)), wc_bytes_of(b, 8), WC_TS_LATEST};
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_of(TSDB_META_FAMILY, 4), wc_bytes_of(q, strlen(q)),
+                            wc_bytes_of(b, 8), WC_TS_LATEST};
     struct wc_row_mutation rm = {wc_bytes_of(ROLLUP_PROGRESS_ROW, ROLLUP_PROGRESS_LEN), &m, 1};
     return wc_mutate_row(tsdb_meta_table(r->t), &rm, WC_DURABILITY_SYNC_WAL, err);
 }
@@ -548,7 +548,7 @@ struct touched {
         uint8_t tsuid[ROWKEY_MAX_TSUID];
         size_t tl;
         int64_t day;
-    } *e;
+    } * e;
     size_t n, cap;
 };
 

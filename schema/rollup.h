@@ -30,10 +30,18 @@
 #include "storage/ct_err.h"
 #include "storage/wc.h"
 
-enum rollup_agg { ROLLUP_SUM = 0, ROLLUP_COUNT = 1, ROLLUP_MIN = 2, ROLLUP_MAX = 3 };
+enum rollup_agg {
+    ROLLUP_SUM = 0,
+    ROLLUP_COUNT = 1,
+    ROLLUP_MIN = 2,
+    ROLLUP_MAX = 3
+};
 #define ROLLUP_NAGG 4
 
-enum rollup_iv { ROLLUP_1H = 0, ROLLUP_1D = 1 };
+enum rollup_iv {
+    ROLLUP_1H = 0,
+    ROLLUP_1D = 1
+};
 #define ROLLUP_NIV 2
 
 /* "sum", "count", "min", "max". */
@@ -62,9 +70,8 @@ CT_MUST_CHECK int rollup_cell_encode(enum rollup_iv iv, enum rollup_agg a, int64
  * and value. CT_NOTFOUND for a qualifier of another aggregator name (skipped by readers);
  * CT_ECORRUPT for a malformed cell. */
 CT_MUST_CHECK int rollup_cell_decode(enum rollup_iv iv, int64_t base_s, const uint8_t *q,
-                                     size_t qlen, const uint8_t *v, size_t vlen,
-                                     enum rollup_agg *a, int64_t *ts_s, struct dpcodec_point *val,
-                                     struct ct_err *err);
+                                     size_t qlen, const uint8_t *v, size_t vlen, enum rollup_agg *a,
+                                     int64_t *ts_s, struct dpcodec_point *val, struct ct_err *err);
 
 /* Settings (keys tsd.rollups.* in tsd/conf.c). Strings borrowed for rollup_open(). */
 struct rollup_config {
@@ -116,7 +123,7 @@ CT_MUST_CHECK int rollup_compute_days(struct rollup *r, int64_t from_s, int64_t 
  * progress; rolls up again the rolled-up hours that got cells since the previous pass began
  * (and their days); then every day whose 24 hours are rolled up; records progress after each
  * part (docs/schema.md, "The rollup job"). */
-CT_MUST_CHECK int rollup_job_step(struct rollup *r, int64_t now_s, int64_t grace_s,
-                                  uint64_t *rows, struct ct_err *err);
+CT_MUST_CHECK int rollup_job_step(struct rollup *r, int64_t now_s, int64_t grace_s, uint64_t *rows,
+                                  struct ct_err *err);
 
 #endif

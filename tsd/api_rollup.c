@@ -176,9 +176,9 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
         if (pp.ntags == PUT_MAX_TAGS)
             break;
         pp.tagk[pp.ntags] = (struct put_str){tg->string, strlen(tg->string)};
-        pp.tagv[pp.ntags] = cJSON_IsString(tg) ? (struct put_str){tg->valuestring,
-                                                                  strlen(tg->valuestring)}
-                                               : (struct put_str){"", 0};
+        pp.tagv[pp.ntags] = cJSON_IsString(tg)
+                                ? (struct put_str){tg->valuestring, strlen(tg->valuestring)}
+                                : (struct put_str){"", 0};
         pp.ntags++;
     }
     if (cJSON_GetObjectItemCaseSensitive(o, "groupByAggregator"))
@@ -195,8 +195,7 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
     }
     int agx = rollup_agg_parse(ag.p);
     if (agx < 0) {
-        snprintf(msg, cap, "No rollup aggregator '%s': rollups hold sum, count, min and max",
-                 ag.p);
+        snprintf(msg, cap, "No rollup aggregator '%s': rollups hold sum, count, min and max", ag.p);
         return msg;
     }
     enum put_status st = put_check_point(&pp, vs, &t->rules, msg, cap);
@@ -224,7 +223,7 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
     p->agg = (enum rollup_agg)agx;
     p->ts_s = s - s % step;
     p->val = pp.value.kind == PUT_INT ? dpcodec_point_int(0, false, pp.value.i)
-                                            : dpcodec_point_real(0, false, pp.value.d);
+                                      : dpcodec_point_real(0, false, pp.value.d);
     return NULL;
 }
 

@@ -68,8 +68,8 @@ struct tsd {
     struct tsdb *tsdb;
     struct tsdstore *tstore; /* owns store and tsdb */
     struct ingest *ingest;
-    struct rollup *rollup;                /* tsd.rollups.enable: the tables (api_rollup.c) */
-    struct tsd_rollup_job *rollup_job;    /* the rollup job thread, or NULL */
+    struct rollup *rollup;             /* tsd.rollups.enable: the tables (api_rollup.c) */
+    struct tsd_rollup_job *rollup_job; /* the rollup job thread, or NULL */
     enum tsd_state state;
     int64_t start_ms;
     int64_t shutdown_started_ms;

@@ -137,8 +137,8 @@ static void test_qrollup_reads_the_rollup_table(void **state)
     assert_int_equal(tsdb_series_resolve(s->f->t, "m", k, v, 2, tsuid, sizeof(tsuid), &tl, &err),
                      CT_OK);
     char *before = query(s, "sum", "1h-sum", "ROLLUP_FALLBACK", false, DAY0, DAY0 + 3599);
-    struct rollup_put p = {tsuid, tl, ROLLUP_1H, ROLLUP_SUM, DAY0,
-                           dpcodec_point_int(0, false, 1000000)};
+    struct rollup_put p = {tsuid,      tl,   ROLLUP_1H,
+                           ROLLUP_SUM, DAY0, dpcodec_point_int(0, false, 1000000)};
     assert_int_equal(rollup_write(s->r, &p, 1, &err), CT_OK);
     char *after = query(s, "sum", "1h-sum", "ROLLUP_FALLBACK", false, DAY0, DAY0 + 3599);
     char *raw = query(s, "sum", "1h-sum", "ROLLUP_RAW", false, DAY0, DAY0 + 3599);

@@ -24,18 +24,18 @@ static void test_rollup_qualifier_bytes(void **state)
     struct ct_err err = {0};
     struct dpcodec_point p = dpcodec_point_int(0, false, 5);
     /* hour 3 of the day, int 5 in one byte: "sum:" 0x00 0x30 */
-    assert_int_equal(rollup_cell_encode(ROLLUP_1H, ROLLUP_SUM, DAY0, DAY0 + 3 * 3600, &p, q, &ql,
-                                        v, &vl, &err),
-                     CT_OK);
+    assert_int_equal(
+        rollup_cell_encode(ROLLUP_1H, ROLLUP_SUM, DAY0, DAY0 + 3 * 3600, &p, q, &ql, v, &vl, &err),
+        CT_OK);
     assert_int_equal(ql, 6);
     assert_memory_equal(q, "sum:\x00\x30", 6);
     assert_int_equal(vl, 1);
     assert_int_equal(v[0], 5);
     /* hour 23, a double: flags 0x0F */
     p = dpcodec_point_real(0, false, 0.1);
-    assert_int_equal(rollup_cell_encode(ROLLUP_1H, ROLLUP_MAX, DAY0, DAY0 + 23 * 3600, &p, q, &ql,
-                                        v, &vl, &err),
-                     CT_OK);
+    assert_int_equal(
+        rollup_cell_encode(ROLLUP_1H, ROLLUP_MAX, DAY0, DAY0 + 23 * 3600, &p, q, &ql, v, &vl, &err),
+        CT_OK);
     assert_memory_equal(q, "max:\x01\x7F", 6);
     assert_int_equal(vl, 8);
     enum rollup_agg a;
@@ -47,8 +47,8 @@ static void test_rollup_qualifier_bytes(void **state)
     assert_true(o.type == DPCODEC_DOUBLE && o.f == 0.1);
     /* count in the 1d table: day 10 of January, int 300 in two bytes */
     p = dpcodec_point_int(0, false, 300);
-    assert_int_equal(rollup_cell_encode(ROLLUP_1D, ROLLUP_COUNT, DAY0, DAY0 + 9 * 86400, &p, q,
-                                        &ql, v, &vl, &err),
+    assert_int_equal(rollup_cell_encode(ROLLUP_1D, ROLLUP_COUNT, DAY0, DAY0 + 9 * 86400, &p, q, &ql,
+                                        v, &vl, &err),
                      CT_OK);
     assert_memory_equal(q, "count:\x00\x91", 8);
     assert_int_equal(rollup_cell_decode(ROLLUP_1D, DAY0, q, ql, v, vl, &a, &ts, &o, &err), CT_OK);
@@ -57,10 +57,12 @@ static void test_rollup_qualifier_bytes(void **state)
     assert_int_equal(o.i, 300);
     /* the id form (min = 2) and an upper-case name are read */
     const uint8_t idq[3] = {2, 0x00, 0x50};
-    assert_int_equal(rollup_cell_decode(ROLLUP_1H, DAY0, idq, 3, v, 2, &a, &ts, &o, &err), CT_ECORRUPT);
+    assert_int_equal(rollup_cell_decode(ROLLUP_1H, DAY0, idq, 3, v, 2, &a, &ts, &o, &err),
+                     CT_ECORRUPT);
     const uint8_t idq1[3] = {2, 0x00, 0x50};
     const uint8_t one[1] = {7};
-    assert_int_equal(rollup_cell_decode(ROLLUP_1H, DAY0, idq1, 3, one, 1, &a, &ts, &o, &err), CT_OK);
+    assert_int_equal(rollup_cell_decode(ROLLUP_1H, DAY0, idq1, 3, one, 1, &a, &ts, &o, &err),
+                     CT_OK);
     assert_int_equal(a, ROLLUP_MIN);
     assert_int_equal(ts, DAY0 + 5 * 3600);
     assert_int_equal(o.i, 7);
@@ -69,19 +71,19 @@ static void test_rollup_qualifier_bytes(void **state)
                      CT_OK);
     assert_int_equal(a, ROLLUP_SUM);
     /* another aggregator's cell is skipped; an offset beyond the row is corrupt */
-    assert_int_equal(rollup_cell_decode(ROLLUP_1H, DAY0, (const uint8_t *)"p99:\x00\x10", 6, one,
-                                        1, &a, &ts, &o, &err),
+    assert_int_equal(rollup_cell_decode(ROLLUP_1H, DAY0, (const uint8_t *)"p99:\x00\x10", 6, one, 1,
+                                        &a, &ts, &o, &err),
                      CT_NOTFOUND);
-    assert_int_equal(rollup_cell_decode(ROLLUP_1H, DAY0, (const uint8_t *)"sum:\x01\x80", 6, one,
-                                        1, &a, &ts, &o, &err),
+    assert_int_equal(rollup_cell_decode(ROLLUP_1H, DAY0, (const uint8_t *)"sum:\x01\x80", 6, one, 1,
+                                        &a, &ts, &o, &err),
                      CT_ECORRUPT);
     /* unaligned or outside the row */
-    assert_int_equal(rollup_cell_encode(ROLLUP_1H, ROLLUP_SUM, DAY0, DAY0 + 60, &p, q, &ql, v, &vl,
-                                        &err),
-                     CT_EINVAL);
-    assert_int_equal(rollup_cell_encode(ROLLUP_1H, ROLLUP_SUM, DAY0, DAY0 + 86400, &p, q, &ql, v,
-                                        &vl, &err),
-                     CT_EINVAL);
+    assert_int_equal(
+        rollup_cell_encode(ROLLUP_1H, ROLLUP_SUM, DAY0, DAY0 + 60, &p, q, &ql, v, &vl, &err),
+        CT_EINVAL);
+    assert_int_equal(
+        rollup_cell_encode(ROLLUP_1H, ROLLUP_SUM, DAY0, DAY0 + 86400, &p, q, &ql, v, &vl, &err),
+        CT_EINVAL);
 }
 
 static void test_rollup_row_bases_and_names(void **state)
