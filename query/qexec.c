@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "query/qexec_int.h"
+#include "query/qrollup.h"
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
@@ -433,9 +434,18 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         nth = nwork;
     if (st && nth > st->scan_threads)
         st->scan_threads = nth;
-    x.job.fn = qexec_scan_thread;
-    x.job.arg = &x;
-    qpool_run(o->pool, &x.job, nth - 1);
+    enum rollup_iv riv;
+    if (qrollup_eligible(q, sub, o, &riv)) { /* the rollup tables instead of raw rows */
+        xs->ds_done = true;
+        if ((rc = qrollup_scan(&x, sub, o->rollup, riv, o->pool, nth, err)) != CT_OK) {
+            map_uid_err(rc, status);
+            goto out;
+        }
+    } else {
+        x.job.fn = qexec_scan_thread;
+        x.job.arg = &x;
+        qpool_run(o->pool, &x.job, nth - 1);
+    }
     for (unsigned wi = 0; wi < nwork; wi++) {
         if (x.rcs[wi] != CT_OK && x.rcs[wi] != CT_ECLOSED) {
             rc = x.rcs[wi];

@@ -19,6 +19,7 @@
 #include "schema/tsdb.h"
 #include "storage/ct_err.h"
 
+struct rollup;
 struct qexec_options {
     int64_t timeout_ms;      /* tsd.query.timeout; 0 = none */
     uint64_t max_datapoints; /* raw datapoints read per query; 0 = no limit */
@@ -27,6 +28,7 @@ struct qexec_options {
     struct qpool *pool;      /* the executor of parallel parts (borrowed for the run); NULL =
                                 every part on the caller's thread */
     bool allow_delete;       /* tsd.http.query.allow_delete */
+    struct rollup *rollup;   /* rollup tables (query/qrollup.h); NULL = raw rows only */
     bool general_only;       /* tests: run every query through the general path (no fast path); the
                           answers must be byte-identical either way */
 };

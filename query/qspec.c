@@ -264,13 +264,25 @@ static int parse_colon_query(const char *q, const char *param, bool tsuid_form,
                 goto out;
         } else if (!strncasecmp(part, "explicit_tags", 13)) {
             sub->explicit_tags = true;
+        } else if (qspec_rollup_parse(part) >= 0) {
+            sub->rollup_usage = (enum qspec_rollup)qspec_rollup_parse(part);
         }
-        /* pre-agg, rollup_*, percentiles[..], show-histogram-buckets and unknown parts are
+        /* pre-agg, other rollup_* parts, percentiles[..], show-histogram-buckets and unknown parts are
          * accepted and ignored, as OpenTSDB does for queries without rollups/histograms */
     }
 out:
     free(buf);
     return rc;
+}
+
+int qspec_rollup_parse(const char *s)
+{
+    static const char *const names[] = {"rollup_fallback", "rollup_fallback_raw",
+                                        "rollup_nofallback", "rollup_raw"};
+    for (int i = 0; i < 4; i++)
+        if (!strcasecmp(s, names[i]))
+            return i;
+    return -1;
 }
 
 int qspec_parse_m(const char *m, struct qspec_sub *sub, struct ct_err *err)
@@ -659,6 +671,19 @@ static int parse_json_sub(const cJSON *jq, struct qspec_sub *s, struct ct_err *e
     const cJSON *jfp = cJSON_GetObjectItemCaseSensitive(jq, "fillPolicy");
     if (jfp && !cJSON_IsNull(jfp) && s->ds.enabled &&
         (rc = parse_numeric_fill_policy(jfp, &s->ds, err)) != CT_OK)
+        return rc;
+    char *ru = NULL;
+    if ((rc = json_text(jq, "rollupUsage", &ru, err)) != CT_OK)
+        return rc;
+    if (ru && *ru) {
+        int u = qspec_rollup_parse(ru);
+        if (u < 0)
+            rc = ct_err_set(err, CT_EINVAL, "Unrecognized rollup usage: %s", ru);
+        else
+            s->rollup_usage = (enum qspec_rollup)u;
+    }
+    free(ru);
+    if (rc != CT_OK)
         return rc;
     s->rate = json_bool(jq, "rate");
     s->explicit_tags = json_bool(jq, "explicitTags");

@@ -17,8 +17,21 @@
 #include "query/qtime.h"
 #include "storage/ct_err.h"
 
+/* Which tables a sub-query may read (OpenTSDB 2.4's rollupUsage): FALLBACK (the default, no
+ * usage given) and FALLBACK_RAW read the rollup tables where they are computed and raw rows for
+ * the rest; NOFALLBACK reads only rollups; RAW only raw rows (query/qrollup.h). */
+enum qspec_rollup {
+    QSPEC_ROLLUP_FALLBACK = 0,
+    QSPEC_ROLLUP_FALLBACK_RAW = 1,
+    QSPEC_ROLLUP_NOFALLBACK = 2,
+    QSPEC_ROLLUP_RAW = 3,
+};
+/* The usage named s (any case: "ROLLUP_RAW", ...); -1 if none. */
+int qspec_rollup_parse(const char *s);
+
 struct qspec_sub {
     const struct qagg *agg;
+    enum qspec_rollup rollup_usage;
     char *metric;  /* NULL for a tsuids query */
     char **tsuids; /* hex strings */
     size_t ntsuids;

@@ -566,6 +566,9 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     rc = ingest_new(&io, tsdstore_write, t->tstore, &t->ingest, err);
     if (rc != CT_OK)
         goto out;
+    rc = tsd_rollup_start(t, err);
+    if (rc != CT_OK)
+        goto out;
     rc = telnet_ingest_init(t, err);
     if (rc != CT_OK)
         goto out;
@@ -612,6 +615,7 @@ out:
     workpool_free(t->pool);
     qpool_free(t->qpool); /* after the workers: no query runs */
     ingest_free(t->ingest);
+    tsd_rollup_stop(t); /* after the workers (no /api/rollup or query runs) */
     if (telnet_init)
         telnet_ingest_destroy(t);
     tsdstore_close(t->tstore);

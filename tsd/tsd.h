@@ -21,6 +21,7 @@ struct http_req;
 struct tsdb;
 struct wc_store;
 struct tsd; /* opaque */
+struct rollup;
 
 /* Runs the daemon with configuration c (borrowed; must stay valid and unchanged until return).
  * Returns CT_OK after a clean shutdown, or an error (bad configuration, cannot bind, store fails
@@ -33,6 +34,8 @@ const struct conf *tsd_conf(const struct tsd *t);
 struct wc_store *tsd_store(struct tsd *t);
 /* The OpenTSDB layout handle (UIDs, batches, annotations: schema/tsdb.h). */
 struct tsdb *tsd_tsdb(struct tsd *t);
+/* The rollup tables (schema/rollup.h), NULL unless tsd.rollups.enable. */
+struct rollup *tsd_rollup(struct tsd *t);
 /* The executor of queries' parallel parts (valid while the TSD runs). */
 struct qpool *tsd_qpool(struct tsd *t);
 /* Drops the UID caches (telnet dropcaches, /api/dropcaches). */

@@ -68,6 +68,8 @@ struct tsd {
     struct tsdb *tsdb;
     struct tsdstore *tstore; /* owns store and tsdb */
     struct ingest *ingest;
+    struct rollup *rollup;             /* tsd.rollups.enable: the tables (api_rollup.c) */
+    struct tsd_rollup_job *rollup_job; /* the rollup job thread, or NULL */
     enum tsd_state state;
     int64_t start_ms;
     int64_t shutdown_started_ms;
@@ -143,5 +145,10 @@ void tsd_ingest_idle_check(struct tsd *t);
 void tsd_post_done(struct tsd *t, struct http_req *r);
 /* The lines of `stats` (telnet) and /api/stats: calls fn per stat. */
 void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg);
+
+/* Rollups (api_rollup.c): opens the tables and starts the job when tsd.rollups.enable is set
+ * (after the store is open); stops the job and closes them (before the store closes). */
+CT_MUST_CHECK int tsd_rollup_start(struct tsd *t, struct ct_err *err);
+void tsd_rollup_stop(struct tsd *t);
 
 #endif

@@ -1,0 +1,445 @@
+/* qrollup.c - see qrollup.h. One pass per source (1d table, 1h table, raw rows), each over every
+ * salt bucket's key range of the metric, folds values into per-series bucket accumulators; then
+ * each series gets one point per bucket that has what the function needs.
+ * Invariants: the three sources cover disjoint hour ranges [lo, cut1), [cut1, cut2), [cut2, hi)
+ * of the window, each a whole number of its own intervals; an accumulator is indexed by bucket
+ * (ts - lo) / interval and every bucket lies inside [lo, hi). */
+#include "query/qrollup.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/dpcodec.h"
+#include "schema/rowkey.h"
+#include "storage/coding.h"
+#include "storage/hash.h"
+
+#define HOUR_MS 3600000LL
+#define DAY_MS  86400000LL
+
+bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
+                      const struct qexec_options *o, enum rollup_iv *iv)
+{
+    if (!o->rollup || o->general_only || sub->rollup_usage == QSPEC_ROLLUP_RAW || !sub->metric ||
+        q->padding || q->delete_data)
+        return false;
+    const struct qagg_ds *ds = &sub->ds;
+    if (!ds->enabled || ds->all || ds->calendar || ds->fill != QAGG_FILL_NONE ||
+        ds->interval_ms <= 0 || ds->interval_ms % HOUR_MS)
+        return false;
+    if (qagg_stream_kind(ds->fn) == QAGG_STREAM_NO)
+        return false;
+    *iv = ds->interval_ms % DAY_MS == 0 ? ROLLUP_1D : ROLLUP_1H;
+    return true;
+}
+
+/* A source's interval and the part of the window it serves. */
+struct rsrc {
+    enum rollup_iv iv;
+    int64_t from, to;
+};
+
+/* Per series: the accumulators of every bucket. */
+struct racc {
+    double sum, min, max;
+    int64_t count;
+    uint8_t has; /* bit per rollup_agg seen */
+};
+
+struct rser {
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t tsuid_len;
+    struct racc *b; /* nb buckets */
+};
+
+struct rctx {
+    struct xscan *x;
+    int64_t lo_s, iv_s;
+    size_t nb;
+    struct rser **ser;
+    size_t n, cap;
+    struct hashset ht;
+    bool need[ROLLUP_NAGG];
+    struct rsrc src; /* the source being scanned */
+};
+
+static uint64_t rser_hash_of(void *arg, size_t i)
+{
+    struct rctx *c = arg;
+    return hash_bytes(c->ser[i]->tsuid, c->ser[i]->tsuid_len, 0);
+}
+
+static bool rser_eq(void *arg, size_t i, const void *key, size_t len)
+{
+    struct rctx *c = arg;
+    return c->ser[i]->tsuid_len == len && !memcmp(c->ser[i]->tsuid, key, len);
+}
+
+static struct rser *rser_get(struct rctx *c, const uint8_t *tsuid, size_t len, struct ct_err *err)
+{
+    if (hashset_reserve(&c->ht, 256, rser_hash_of, c, err) != CT_OK)
+        return NULL;
+    size_t h = 0;
+    long i = hashset_find(&c->ht, hash_bytes(tsuid, len, 0), rser_eq, c, tsuid, len, &h);
+    if (i >= 0)
+        return c->ser[i];
+    uint64_t limit = c->x->max_dps;
+    if (limit && (uint64_t)(c->n + 1) * c->nb > limit) {
+        ct_err_set(err, CT_ELIMIT,
+                   "Sorry, you have attempted to fetch more than our limit of %llu data points. "
+                   "Please try filtering using more tags or decrease your time range.",
+                   (unsigned long long)limit);
+        return NULL;
+    }
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? 2 * c->cap : 64;
+        struct rser **ns = realloc(c->ser, nc * sizeof(*ns));
+        if (!ns) {
+            ct_err_set(err, CT_ENOMEM, "out of memory collecting rollup series");
+            return NULL;
+        }
+        c->ser = ns;
+        c->cap = nc;
+    }
+    struct rser *s = calloc(1, sizeof(*s));
+    if (!s || !(s->b = calloc(c->nb, sizeof(struct racc)))) {
+        free(s);
+        ct_err_set(err, CT_ENOMEM, "out of memory collecting rollup series");
+        return NULL;
+    }
+    memcpy(s->tsuid, tsuid, len);
+    s->tsuid_len = len;
+    hashset_insert_at(&c->ht, h, c->n);
+    c->ser[c->n++] = s;
+    return s;
+}
+
+static void fold(struct racc *a, enum rollup_agg g, double v, int64_t cnt)
+{
+    switch (g) {
+    case ROLLUP_SUM:
+        a->sum += v;
+        break;
+    case ROLLUP_COUNT:
+        a->count += cnt;
+        break;
+    case ROLLUP_MIN:
+        if (!(a->has & (1u << ROLLUP_MIN)) || v < a->min)
+            a->min = v;
+        break;
+    case ROLLUP_MAX:
+        if (!(a->has & (1u << ROLLUP_MAX)) || v > a->max)
+            a->max = v;
+        break;
+    }
+    a->has |= (uint8_t)(1u << g);
+}
+
+static enum wc_row_decision rf_filter(void *arg, const uint8_t *row, size_t len)
+{
+    const struct xscan *x = arg;
+    return !x->rf || rowkey_filter_match(x->rf, row, len) ? WC_ROW_INCLUDE : WC_ROW_SKIP;
+}
+
+/* Calls row_fn for every row of table tab in the metric's key range of salt bucket b whose
+ * base lies in [first_base, last_base]. */
+typedef int (*row_fn)(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err);
+static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t first_base,
+                      int64_t last_base, row_fn fn, struct ct_err *err)
+{
+    struct xscan *x = c->x;
+    const struct rowkey_layout *l = x->l;
+    int rc = CT_OK;
+    {
+        uint8_t k0[ROWKEY_MAX_BYTES], k1[ROWKEY_MAX_BYTES];
+        size_t l0 = rowkey_scan_start(l, b, x->metric, first_base, k0);
+        size_t l1 = rowkey_scan_stop(l, b, x->metric, last_base, k1);
+        struct wc_scan_options so;
+        wc_scan_options_init(&so);
+        so.start_row = wc_bytes_of(k0, l0);
+        so.stop_row = wc_bytes_of(k1, l1);
+        so.row_filter = rf_filter;
+        so.row_filter_arg = x;
+        struct wc_scanner *sc = NULL;
+        if ((rc = wc_scanner_open(tab, &so, &sc, err)) != CT_OK)
+            return rc;
+        atomic_fetch_add(&x->scanners, 1);
+        atomic_fetch_add(&x->key_ranges, 1);
+        struct wc_row row;
+        while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+            struct rowkey_parts p;
+            if ((rc = rowkey_decode(l, row.key.data, row.key.len, &p, err)) != CT_OK)
+                break;
+            atomic_fetch_add(&x->rows, 1);
+            if ((rc = fn(c, &row, p.base_s, err)) != CT_OK)
+                break;
+        }
+        if (rc == CT_NOTFOUND)
+            rc = CT_OK;
+        wc_scanner_close(sc);
+    }
+    return rc;
+}
+
+static struct rser *row_series(struct rctx *c, const struct wc_row *row, struct ct_err *err)
+{
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t tl = rowkey_tsuid_of(c->x->l, row->key.data, row->key.len, tsuid, sizeof(tsuid));
+    if (!tl) {
+        ct_err_set(err, CT_ECORRUPT, "short row key");
+        return NULL;
+    }
+    return rser_get(c, tsuid, tl, err);
+}
+
+static int rollup_row(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err)
+{
+    struct rser *s = NULL;
+    const struct rsrc *src = &c->src;
+    for (size_t i = 0; i < row->ncells; i++) {
+        const struct wc_cell *cell = &row->cells[i];
+        /* cells of aggregators not needed are skipped before decoding: by the first letter of
+         * the name form (sum, count, min/max), by the id of the 3-byte form */
+        const uint8_t *q0 = cell->qualifier.data;
+        if (cell->qualifier.len > 3) {
+            int g = (q0[0] | 0x20) == 's'                            ? ROLLUP_SUM
+                    : (q0[0] | 0x20) == 'c'                          ? ROLLUP_COUNT
+                    : (q0[0] | 0x20) == 'm' && (q0[1] | 0x20) == 'i' ? ROLLUP_MIN
+                    : (q0[0] | 0x20) == 'm'                          ? ROLLUP_MAX
+                                                                     : -1;
+            if (g < 0 || !c->need[g])
+                continue;
+        } else if (cell->qualifier.len == 3 && (q0[0] >= ROLLUP_NAGG || !c->need[q0[0]])) {
+            continue;
+        }
+        enum rollup_agg a;
+        int64_t ts;
+        struct dpcodec_point p;
+        int rc = rollup_cell_decode(src->iv, base, cell->qualifier.data, cell->qualifier.len,
+                                    cell->value.data, cell->value.len, &a, &ts, &p, err);
+        if (rc == CT_NOTFOUND)
+            continue;
+        if (rc != CT_OK)
+            return rc;
+        if (ts < src->from || ts >= src->to || !c->need[a])
+            continue;
+        if (!s && !(s = row_series(c, row, err)))
+            return err->code;
+        double v = p.type == DPCODEC_INT ? (double)p.i : p.f;
+        int64_t cnt = p.type == DPCODEC_INT ? p.i : (int64_t)p.f;
+        fold(&s->b[(ts - c->lo_s) / c->iv_s], a, v, cnt);
+        atomic_fetch_add(&c->x->dps, 1);
+    }
+    return CT_OK;
+}
+
+static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err)
+{
+    const struct rsrc *src = &c->src;
+    if (base < src->from || base >= src->to)
+        return CT_OK;
+    struct dpcodec_point stackp[64], *pts = stackp;
+    size_t n = 0;
+    int rc = dpcodec_row_decode(base, row->cells, row->ncells, pts, 64, &n, NULL, err);
+    if (rc == CT_ELIMIT) {
+        if (!(pts = malloc(n * sizeof(*pts))))
+            return ct_err_set(err, CT_ENOMEM, "out of memory decoding %zu points", n);
+        rc = dpcodec_row_decode(base, row->cells, row->ncells, pts, n, &n, NULL, err);
+    }
+    struct rser *s = NULL;
+    if (rc == CT_OK && n && !(s = row_series(c, row, err)))
+        rc = err->code;
+    for (size_t i = 0; i < n && rc == CT_OK; i++) {
+        double v = pts[i].type == DPCODEC_INT ? (double)pts[i].i : pts[i].f;
+        if (isnan(v))
+            continue;
+        struct racc *a = &s->b[(pts[i].ts_ms / 1000 - c->lo_s) / c->iv_s];
+        fold(a, ROLLUP_SUM, v, 0);
+        fold(a, ROLLUP_COUNT, 0, 1);
+        fold(a, ROLLUP_MIN, v, 0);
+        fold(a, ROLLUP_MAX, v, 0);
+    }
+    atomic_fetch_add(&c->x->dps, n);
+    if (pts != stackp)
+        free(pts);
+    return rc;
+}
+
+/* The series' points into a new xser in set. */
+static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, struct xset *set,
+                       struct ct_err *err)
+{
+    struct qagg_point *pts = malloc((c->nb ? c->nb : 1) * sizeof(*pts));
+    if (!pts)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for rollup points");
+    size_t n = 0;
+    for (size_t i = 0; i < c->nb; i++) {
+        const struct racc *a = &s->b[i];
+        bool hs = a->has & (1u << ROLLUP_SUM), hc = a->has & (1u << ROLLUP_COUNT);
+        double v;
+        switch (kind) {
+        case QAGG_STREAM_SUM:
+            if (!hs)
+                continue;
+            v = a->sum;
+            break;
+        case QAGG_STREAM_COUNT:
+            if (!hc)
+                continue;
+            v = (double)a->count;
+            break;
+        case QAGG_STREAM_AVG:
+            if (!hs || !hc || a->count == 0)
+                continue;
+            v = a->sum / (double)a->count;
+            break;
+        case QAGG_STREAM_MIN:
+            if (!(a->has & (1u << ROLLUP_MIN)))
+                continue;
+            v = a->min;
+            break;
+        default:
+            if (!(a->has & (1u << ROLLUP_MAX)))
+                continue;
+            v = a->max;
+            break;
+        }
+        pts[n].ts_ms = (c->lo_s + (int64_t)i * c->iv_s) * 1000;
+        pts[n].is_int = false;
+        pts[n].v.d = v;
+        n++;
+    }
+    if (!n) {
+        free(pts);
+        return CT_OK;
+    }
+    if (set->n == set->cap) {
+        size_t nc = set->cap ? 2 * set->cap : 64;
+        struct xser **ns = realloc(set->ser, nc * sizeof(*ns));
+        if (!ns) {
+            free(pts);
+            return ct_err_set(err, CT_ENOMEM, "out of memory for rollup series");
+        }
+        set->ser = ns;
+        set->cap = nc;
+    }
+    struct xser *xs = calloc(1, sizeof(*xs));
+    if (!xs || !(xs->tsuid = malloc(s->tsuid_len))) {
+        free(xs);
+        free(pts);
+        return ct_err_set(err, CT_ENOMEM, "out of memory for rollup series");
+    }
+    memcpy(xs->tsuid, s->tsuid, s->tsuid_len);
+    xs->tsuid_len = s->tsuid_len;
+    xs->pts_base = pts;
+    xs->pts_top = n;
+    xs->pts.p = pts;
+    xs->pts.n = n;
+    xs->pts.cap = n;
+    set->ser[set->n++] = xs;
+    return CT_OK;
+}
+
+/* The plan shared by the threads: one piece of work per salt bucket. */
+struct rplan {
+    struct xscan *x;
+    struct rollup *r;
+    enum qagg_stream kind;
+    int64_t lo, hi, cut1, cut2, iv_s;
+    size_t nb;
+    bool need[ROLLUP_NAGG];
+    atomic_uint next;
+    struct qpool_job job;
+};
+
+static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_err *err)
+{
+    struct rctx c;
+    memset(&c, 0, sizeof(c));
+    c.x = p->x;
+    c.iv_s = p->iv_s;
+    c.lo_s = p->lo;
+    c.nb = p->nb;
+    memcpy(c.need, p->need, sizeof(c.need));
+    int rc = CT_OK;
+    if (p->cut1 > p->lo) {
+        c.src = (struct rsrc){ROLLUP_1D, p->lo, p->cut1};
+        rc = scan_table(&c, b, rollup_table(p->r, ROLLUP_1D), rollup_row_base(ROLLUP_1D, p->lo),
+                        rollup_row_base(ROLLUP_1D, p->cut1 - 1), rollup_row, err);
+    }
+    if (rc == CT_OK && p->cut2 > p->cut1) {
+        c.src = (struct rsrc){ROLLUP_1H, p->cut1, p->cut2};
+        rc = scan_table(&c, b, rollup_table(p->r, ROLLUP_1H), rollup_row_base(ROLLUP_1H, p->cut1),
+                        rollup_row_base(ROLLUP_1H, p->cut2 - 1), rollup_row, err);
+    }
+    if (rc == CT_OK && p->hi > p->cut2) {
+        c.src = (struct rsrc){ROLLUP_1H, p->cut2, p->hi};
+        rc = scan_table(&c, b, tsdb_data_table(p->x->t), p->cut2, p->hi - 3600, raw_row, err);
+    }
+    for (size_t i = 0; i < c.n && rc == CT_OK; i++)
+        rc = emit_series(&c, c.ser[i], p->kind, set, err);
+    for (size_t i = 0; i < c.n; i++) {
+        free(c.ser[i]->b);
+        free(c.ser[i]);
+    }
+    free(c.ser);
+    hashset_destroy(&c.ht);
+    return rc;
+}
+
+static void rplan_thread(void *arg)
+{
+    struct rplan *p = arg;
+    struct xscan *x = p->x;
+    for (;;) {
+        unsigned b = atomic_fetch_add(&p->next, 1);
+        if (b >= x->nbuckets || atomic_load(&x->stop))
+            break;
+        unsigned w = b * x->nslices; /* the bucket's first set (the one run_sub keeps) */
+        x->rcs[w] = run_bucket(p, b, &x->sets[w], &x->errs[w]);
+        if (x->rcs[w] != CT_OK)
+            atomic_store(&x->stop, 1);
+    }
+}
+
+int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r, enum rollup_iv iv,
+                 struct qpool *pool, unsigned threads, struct ct_err *err)
+{
+    struct rplan p;
+    memset(&p, 0, sizeof(p));
+    p.x = x;
+    p.r = r;
+    p.iv_s = sub->ds.interval_ms / 1000;
+    /* the window's whole buckets (qagg_window_compute aligns it to the interval, then hours) */
+    p.lo = x->win_start_s + (p.iv_s - x->win_start_s % p.iv_s) % p.iv_s;
+    p.hi = x->win_end_s - x->win_end_s % p.iv_s;
+    if (p.hi <= p.lo)
+        return CT_OK;
+    p.nb = (size_t)((p.hi - p.lo) / p.iv_s);
+    p.kind = qagg_stream_kind(sub->ds.fn);
+    p.need[ROLLUP_SUM] = p.kind == QAGG_STREAM_SUM || p.kind == QAGG_STREAM_AVG;
+    p.need[ROLLUP_COUNT] = p.kind == QAGG_STREAM_COUNT || p.kind == QAGG_STREAM_AVG;
+    p.need[ROLLUP_MIN] = p.kind == QAGG_STREAM_MIN;
+    p.need[ROLLUP_MAX] = p.kind == QAGG_STREAM_MAX;
+    p.cut1 = p.lo;
+    p.cut2 = p.hi;
+    if (sub->rollup_usage == QSPEC_ROLLUP_NOFALLBACK) {
+        p.cut1 = iv == ROLLUP_1D ? p.hi : p.lo;
+    } else {
+        int64_t hp = 0, dp = 0;
+        int rc;
+        if ((rc = rollup_progress_get(r, ROLLUP_1H, &hp, err)) != CT_OK ||
+            (rc = rollup_progress_get(r, ROLLUP_1D, &dp, err)) != CT_OK)
+            return rc;
+        if (iv == ROLLUP_1D)
+            p.cut1 = dp < p.lo ? p.lo : dp > p.hi ? p.hi : dp;
+        p.cut2 = hp < p.cut1 ? p.cut1 : hp > p.hi ? p.hi : hp;
+    }
+    if (threads > x->nbuckets)
+        threads = x->nbuckets;
+    p.job.fn = rplan_thread;
+    p.job.arg = &p;
+    qpool_run(pool, &p.job, threads ? threads - 1 : 0);
+    return CT_OK;
+}

@@ -1,0 +1,41 @@
+/* qrollup.h - sub-queries answered from the rollup tables (schema/rollup.h) instead of raw rows.
+ *
+ * A sub-query is served from rollups when the executor has rollup tables
+ * (qexec_options.rollup), its rollupUsage is not ROLLUP_RAW, it downsamples (not "all", not
+ * calendar, no fill policy) with an interval that is a whole number of hours and a function
+ * rollups hold: sum, count, min, max, or avg (= sum / count); it names a metric (not tsuids); the
+ * query is neither a delete nor padded. Other functions (percentiles, dev, first, last, zimsum,
+ * mimmin, mimmax, median ...) always read raw rows.
+ *
+ * What it reads, per series and downsample bucket (every bucket lies inside the scan window,
+ * whole): days before the 1d job's progress from the 1d table (when the interval is whole days),
+ * then hours before the 1h job's progress from the 1h table, then raw rows for the rest (usage
+ * ROLLUP_FALLBACK, the default, and ROLLUP_FALLBACK_RAW); ROLLUP_NOFALLBACK reads only the rollup
+ * tables over the whole window (what /api/rollup wrote, or the job). The buckets are final: the
+ * series go to the executor already downsampled (xsub.ds_done), as the in-scan downsampling does.
+ * Answers equal the raw ones when the rolled-up sums are exact (integer values below 2^53);
+ * otherwise sums and averages may differ in the last bits (a different order of additions).
+ * Limits: no annotations are returned for a sub-query served from rollups; a bucket whose raw
+ * points are all NaN has no rollup and so no point (raw gives NaN). */
+#ifndef CT_QROLLUP_H
+#define CT_QROLLUP_H
+
+#include <stdbool.h>
+
+#include "query/qexec_int.h"
+#include "query/qspec.h"
+#include "schema/rollup.h"
+
+/* Whether sub of q can be served from rollups with options o (see above); *iv the coarsest
+ * rollup interval that divides its downsample interval. */
+bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
+                      const struct qexec_options *o, enum rollup_iv *iv);
+/* Reads the series of x (metric, row filter, window x->win_start_s .. x->win_end_s) from the
+ * rollup tables and raw rows, one downsampled point per bucket, each salt bucket b into
+ * x->sets[b * x->nslices] with its outcome in x->rcs / x->errs there (as the raw scan), on up to
+ * `threads` threads of pool. Returns an error only if the job's progress cannot be read. */
+CT_MUST_CHECK int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
+                               enum rollup_iv iv, struct qpool *pool, unsigned threads,
+                               struct ct_err *err);
+
+#endif

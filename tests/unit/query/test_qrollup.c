@@ -1,0 +1,193 @@
+/* test_qrollup.c - query/qrollup: for every downsample function rollups serve (sum, count, min,
+ * max, avg) and intervals 1h, 2h, 1d and 2d, with and without a group-by, the answer read from
+ * rollups only (ROLLUP_NOFALLBACK), from rollups with raw for the hours not rolled up (the
+ * default) and from raw rows (ROLLUP_RAW) are the same JSON, byte for byte; the rollup answer
+ * really comes from the rollup tables (a value changed in the 1h table changes it, while the raw
+ * answer stays); functions rollups cannot serve (dev, p95) give the raw answer. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/qexec.h"
+#include "query/qspec.h"
+#include "schema/rollup.h"
+#include "tests/lib/ctest.h"
+#include "tests/lib/tsdb_fixture.h"
+
+#define DAY0 1356998400LL /* 2013-01-01T00:00:00Z */
+#define NOW  ((DAY0 + 4 * 86400) * 1000)
+
+struct st {
+    struct tsdb_fixture *f;
+    struct rollup *r;
+};
+
+static int setup(void **state)
+{
+    struct st *s = calloc(1, sizeof(*s));
+    s->f = tsdb_fixture_open(4);
+    *state = s;
+    if (!s->f)
+        return 0;
+    const char *k[2] = {"host", "dc"};
+    const char *hv[3] = {"a", "b", "c"}, *dv[3] = {"x", "x", "y"};
+    /* three series, one point every 5 minutes over 3 days and 5 hours; c has gaps */
+    for (int sr = 0; sr < 3; sr++)
+        for (int64_t t = DAY0; t < DAY0 + 3 * 86400 + 5 * 3600; t += 300) {
+            if (sr == 2 && (t / 3600) % 5 == 0)
+                continue;
+            const char *v[2] = {hv[sr], dv[sr]};
+            int64_t val = (sr + 1) * 100 + (t / 300 * 37 + sr * 11) % 97 - 40;
+            tsdb_fixture_put(s->f->t, "m", k, v, 2, dpcodec_point_int(t * 1000, false, val));
+        }
+    struct rollup_config c = {{"r1h", "r1d"}, {0, 0}, true};
+    struct ct_err err = {0};
+    if (rollup_open(s->f->s, s->f->t, &c, &s->r, &err) != CT_OK)
+        fail_msg("rollup_open: %s", err.msg);
+    /* roll up through hour 3 of day 3 (days 0..2 whole); the last hour stays raw */
+    if (rollup_job_step(s->r, DAY0 + 3 * 86400 + 4 * 3600, 0, NULL, &err) != CT_OK)
+        fail_msg("rollup_job_step: %s", err.msg);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct st *s = *state;
+    rollup_close(s->r);
+    tsdb_fixture_close(s->f);
+    free(s);
+    return 0;
+}
+
+static char *run(struct st *s, const char *body, bool with_rollups)
+{
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    if (qspec_parse_json(body, strlen(body), NOW, &q, &err) != CT_OK)
+        fail_msg("parse %s: %s", body, err.msg);
+    struct qexec_options o;
+    qexec_options_init(&o);
+    o.rollup = with_rollups ? s->r : NULL;
+    enum qexec_status st;
+    char *json = NULL;
+    if (tsdb_fixture_run(s->f->t, q, &o, &json, &st, &err) != CT_OK)
+        fail_msg("run %s: %s", body, err.msg);
+    return json;
+}
+
+static char *query(struct st *s, const char *agg, const char *ds, const char *usage, bool gb,
+                   int64_t start, int64_t end)
+{
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"m\",\"aggregator\":\"%s\","
+             "\"downsample\":\"%s\",\"rollupUsage\":\"%s\"%s}]}",
+             (long long)start, (long long)end, agg, ds, usage,
+             gb ? ",\"tags\":{\"host\":\"*\"}" : "");
+    return run(s, body, true);
+}
+
+static void test_qrollup_equals_raw(void **state)
+{
+    struct st *s = *state;
+    TSDB_FIXTURE_SKIP_IF_NONE(&s->f);
+    const char *fns[] = {"sum", "count", "min", "max", "avg"};
+    const char *ivs[] = {"1h", "2h", "1d", "2d"};
+    for (size_t fi = 0; fi < 5; fi++)
+        for (size_t ii = 0; ii < 4; ii++)
+            for (int gb = 0; gb < 2; gb++) {
+                char ds[32];
+                snprintf(ds, sizeof(ds), "%s-%s", ivs[ii], fns[fi]);
+                /* a range whose buckets are all rolled up (2d buckets: days 0 and 1 only; a
+                 * bucket reaching into day 3 holds hours no 1d rollup has) */
+                int64_t st = DAY0, en = DAY0 + 2 * 86400 - 1;
+                char *raw = query(s, "sum", ds, "ROLLUP_RAW", gb, st, en);
+                char *nof = query(s, "sum", ds, "ROLLUP_NOFALLBACK", gb, st, en);
+                assert_true(strlen(raw) > 20);
+                if (strcmp(raw, nof))
+                    fail_msg("%s gb=%d\nraw %s\nrollup %s", ds, gb, raw, nof);
+                free(nof);
+                free(raw);
+                /* the whole range with its raw tail (and a start inside day 0) */
+                st = DAY0 + 5 * 3600;
+                en = DAY0 + 3 * 86400 + 5 * 3600;
+                raw = query(s, "sum", ds, "ROLLUP_RAW", gb, st, en);
+                char *fb = query(s, "max", ds, "ROLLUP_FALLBACK", gb, st, en);
+                char *raw2 = query(s, "max", ds, "ROLLUP_RAW", gb, st, en);
+                assert_string_equal(raw2, fb);
+                free(fb);
+                fb = query(s, "sum", ds, "ROLLUP_FALLBACK_RAW", gb, st, en);
+                if (strcmp(raw, fb))
+                    fail_msg("%s gb=%d\nraw %s\nfallback %s", ds, gb, raw, fb);
+                free(fb);
+                free(raw);
+                free(raw2);
+            }
+}
+
+static void test_qrollup_reads_the_rollup_table(void **state)
+{
+    struct st *s = *state;
+    TSDB_FIXTURE_SKIP_IF_NONE(&s->f);
+    const char *k[2] = {"host", "dc"}, *v[2] = {"a", "x"};
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t tl;
+    struct ct_err err = {0};
+    assert_int_equal(tsdb_series_resolve(s->f->t, "m", k, v, 2, tsuid, sizeof(tsuid), &tl, &err),
+                     CT_OK);
+    char *before = query(s, "sum", "1h-sum", "ROLLUP_FALLBACK", false, DAY0, DAY0 + 3599);
+    struct rollup_put p = {tsuid,      tl,   ROLLUP_1H,
+                           ROLLUP_SUM, DAY0, dpcodec_point_int(0, false, 1000000)};
+    assert_int_equal(rollup_write(s->r, &p, 1, &err), CT_OK);
+    char *after = query(s, "sum", "1h-sum", "ROLLUP_FALLBACK", false, DAY0, DAY0 + 3599);
+    char *raw = query(s, "sum", "1h-sum", "ROLLUP_RAW", false, DAY0, DAY0 + 3599);
+    assert_string_equal(before, raw);
+    assert_string_not_equal(after, raw);
+    /* the other two series' sums plus 1000000 */
+    assert_non_null(strstr(after, "\"1356998400\":100"));
+    /* a function rollups do not hold reads raw */
+    char *dev = query(s, "sum", "1h-dev", "ROLLUP_FALLBACK", false, DAY0, DAY0 + 3599);
+    char *devraw = query(s, "sum", "1h-dev", "ROLLUP_RAW", false, DAY0, DAY0 + 3599);
+    assert_string_equal(dev, devraw);
+    /* without rollup tables (o.rollup NULL) every usage reads raw */
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"m\",\"aggregator\":\"sum\","
+             "\"downsample\":\"1h-sum\",\"rollupUsage\":\"ROLLUP_NOFALLBACK\"}]}",
+             (long long)DAY0, (long long)DAY0 + 3599);
+    char *none = run(s, body, false);
+    assert_string_equal(none, raw);
+    free(none);
+    free(dev);
+    free(devraw);
+    free(before);
+    free(after);
+    free(raw);
+}
+
+static void test_qrollup_usage_parse(void **state)
+{
+    (void)state;
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    const char *bad = "{\"start\":1,\"queries\":[{\"metric\":\"m\",\"aggregator\":\"sum\","
+                      "\"rollupUsage\":\"ROLLUP_SOMETIMES\"}]}";
+    assert_int_equal(qspec_parse_json(bad, strlen(bad), NOW, &q, &err), CT_EINVAL);
+    assert_string_equal(err.msg, "Unrecognized rollup usage: ROLLUP_SOMETIMES");
+    struct qspec_sub sub;
+    memset(&sub, 0, sizeof(sub));
+    assert_int_equal(qspec_parse_m("sum:1h-avg:rollup_raw:m", &sub, &err), CT_OK);
+    assert_int_equal(sub.rollup_usage, QSPEC_ROLLUP_RAW);
+    qspec_sub_clear(&sub);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_qrollup_equals_raw, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qrollup_reads_the_rollup_table, setup, teardown),
+        cmocka_unit_test(test_qrollup_usage_parse),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,323 @@
+/* api_rollup.c - rollups in the TSD (docs/schema.md "Rollups", docs/opentsdb-compat.md):
+ * opening the rollup tables when tsd.rollups.enable is set, the background job that rolls up
+ * closed hours and days (schema/rollup.h: rollup_job_step every tsd.rollups.ctsdb.period
+ * seconds), and POST /api/rollup, which stores externally computed rollups as OpenTSDB 2.4 does.
+ *
+ * /api/rollup body: one object or an array of /api/put's datapoint objects, each with "interval"
+ * (a rollup table's: 1h or 1d) and "aggregator" (sum, count, min or max); "groupByAggregator"
+ * (OpenTSDB's pre-aggregated table) is refused per point. The timestamp is snapped to the start
+ * of its interval. The answer is /api/put's: 204, or with ?summary / ?details the object with
+ * "success", "failed" (and "errors": [{"datapoint", "error"}]), 400 when a point failed.
+ * Writes are synchronous (the reply comes after the cells are in the store's log).
+ * Invariants: the job thread is the only writer of the job's progress; it is stopped and joined
+ * before the tables are closed (tsd_rollup_stop), which happens before the store closes. */
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "schema/rollup.h"
+#include "storage/clock.h"
+#include "tsd/conf.h"
+#include "tsd/http.h"
+#include "tsd/put.h"
+#include "tsd/routes.h"
+#include "tsd/tlog.h"
+#include "tsd/tsd.h"
+#include "tsd/tsd_int.h"
+
+struct tsd_rollup_job {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    struct rollup *r;
+    int64_t period_s, grace_s;
+};
+
+static void *job_main(void *arg)
+{
+    struct tsd_rollup_job *j = arg;
+    pthread_mutex_lock(&j->mu);
+    while (!j->stop) {
+        pthread_mutex_unlock(&j->mu);
+        struct ct_err err = {0};
+        uint64_t rows = 0;
+        uint64_t t0 = (uint64_t)clock_now_ms();
+        int rc = rollup_job_step(j->r, clock_now_ms() / 1000, j->grace_s, &rows, &err);
+        if (rc != CT_OK)
+            tlog_warn("rollup job: %s", err.msg);
+        else if (rows)
+            tlog_info("rollup job: %" PRIu64 " rows rolled up in %" PRIu64 " ms", rows,
+                      (uint64_t)clock_now_ms() - t0);
+        pthread_mutex_lock(&j->mu);
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += (time_t)j->period_s;
+        while (!j->stop && pthread_cond_timedwait(&j->cv, &j->mu, &until) == 0) {
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+int tsd_rollup_start(struct tsd *t, struct ct_err *err)
+{
+    const struct conf *c = t->conf;
+    if (!conf_get_bool(c, "tsd.rollups.enable"))
+        return CT_OK;
+    struct rollup_config rc_;
+    rc_.table[ROLLUP_1H] = conf_get_str(c, "tsd.rollups.ctsdb.table_1h");
+    rc_.table[ROLLUP_1D] = conf_get_str(c, "tsd.rollups.ctsdb.table_1d");
+    rc_.ttl_s[ROLLUP_1H] = conf_get_int(c, "tsd.rollups.ctsdb.ttl_1h");
+    rc_.ttl_s[ROLLUP_1D] = conf_get_int(c, "tsd.rollups.ctsdb.ttl_1d");
+    rc_.create_tables = !t->read_only;
+    int rc = rollup_open(t->store, t->tsdb, &rc_, &t->rollup, err);
+    if (rc != CT_OK)
+        return ct_err_prefix(err, "cannot open the rollup tables");
+    if (t->read_only || !conf_get_bool(c, "tsd.rollups.ctsdb.compute"))
+        return CT_OK;
+    struct tsd_rollup_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return ct_err_set(err, CT_ENOMEM, "out of memory starting the rollup job");
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->r = t->rollup;
+    j->period_s = conf_get_int(c, "tsd.rollups.ctsdb.period");
+    j->grace_s = conf_get_int(c, "tsd.rollups.ctsdb.grace");
+    if (pthread_create(&j->th, NULL, job_main, j) != 0) {
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+        free(j);
+        return ct_err_set(err, CT_EIO, "cannot start the rollup job thread");
+    }
+    t->rollup_job = j;
+    return CT_OK;
+}
+
+void tsd_rollup_stop(struct tsd *t)
+{
+    struct tsd_rollup_job *j = t->rollup_job;
+    if (j) {
+        pthread_mutex_lock(&j->mu);
+        j->stop = true;
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+        pthread_join(j->th, NULL);
+        pthread_mutex_destroy(&j->mu);
+        pthread_cond_destroy(&j->cv);
+        free(j);
+        t->rollup_job = NULL;
+    }
+    rollup_close(t->rollup);
+    t->rollup = NULL;
+}
+
+struct rollup *tsd_rollup(struct tsd *t)
+{
+    return t->rollup;
+}
+
+/* ---- POST /api/rollup ---------------------------------------------------------------------- */
+
+static bool json_str(const cJSON *o, const char *k, struct put_str *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    if (!cJSON_IsString(v) || !v->valuestring[0])
+        return false;
+    *out = (struct put_str){v->valuestring, strlen(v->valuestring)};
+    return true;
+}
+
+/* Checks and resolves one point into *p; NULL or the error message (in msg). */
+static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p, uint8_t *tsuid,
+                             char *msg, size_t cap)
+{
+    if (!cJSON_IsObject(o))
+        return "Unable to parse the datapoint: not a JSON object";
+    struct put_point pp;
+    memset(&pp, 0, sizeof(pp));
+    if (!json_str(o, "metric", &pp.metric))
+        return "Metric name was empty";
+    const cJSON *ts = cJSON_GetObjectItemCaseSensitive(o, "timestamp");
+    double tsd = cJSON_IsNumber(ts)   ? ts->valuedouble
+                 : cJSON_IsString(ts) ? strtod(ts->valuestring, NULL)
+                                      : 0;
+    if (!(tsd > 0) || tsd != floor(tsd) || tsd > 9.2e15)
+        return "Invalid timestamp";
+    int64_t tsv = (int64_t)tsd;
+    pp.ms = tsv > 9999999999LL;
+    pp.ts_ms = pp.ms ? tsv : tsv * 1000;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "value");
+    char vbuf[64];
+    struct put_str vs;
+    if (cJSON_IsString(v) && v->valuestring[0]) {
+        vs = (struct put_str){v->valuestring, strlen(v->valuestring)};
+    } else if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (d == floor(d) && fabs(d) < 9e15)
+            snprintf(vbuf, sizeof(vbuf), "%lld", (long long)d);
+        else
+            snprintf(vbuf, sizeof(vbuf), "%.17g", d);
+        vs = (struct put_str){vbuf, strlen(vbuf)};
+    } else {
+        return "Empty value";
+    }
+    const cJSON *tags = cJSON_GetObjectItemCaseSensitive(o, "tags");
+    if (!cJSON_IsObject(tags) || !tags->child)
+        return "Missing tags";
+    const cJSON *tg;
+    cJSON_ArrayForEach(tg, tags)
+    {
+        if (pp.ntags == PUT_MAX_TAGS)
+            break;
+        pp.tagk[pp.ntags] = (struct put_str){tg->string, strlen(tg->string)};
+        pp.tagv[pp.ntags] = cJSON_IsString(tg)
+                                ? (struct put_str){tg->valuestring, strlen(tg->valuestring)}
+                                : (struct put_str){"", 0};
+        pp.ntags++;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(o, "groupByAggregator"))
+        return "Pre-aggregated rollups (groupByAggregator) are not supported";
+    struct put_str iv, ag;
+    if (!json_str(o, "interval", &iv))
+        return "Missing interval";
+    if (!json_str(o, "aggregator", &ag))
+        return "Missing aggregator";
+    int ivx = rollup_iv_parse(iv.p);
+    if (ivx < 0) {
+        snprintf(msg, cap, "No rollup interval '%s': the rollup tables are 1h and 1d", iv.p);
+        return msg;
+    }
+    int agx = rollup_agg_parse(ag.p);
+    if (agx < 0) {
+        snprintf(msg, cap, "No rollup aggregator '%s': rollups hold sum, count, min and max", ag.p);
+        return msg;
+    }
+    enum put_status st = put_check_point(&pp, vs, &t->rules, msg, cap);
+    if (st == PUT_ENUMBER) /* as /api/put answers */
+        return "Unable to parse value to a number";
+    if (st != PUT_OK)
+        return strncmp(msg, "illegal argument: ", 18) ? msg : msg + 18;
+    /* names are NUL-terminated in the cJSON tree */
+    const char *tk[PUT_MAX_TAGS], *tv[PUT_MAX_TAGS];
+    for (size_t i = 0; i < pp.ntags; i++) {
+        tk[i] = pp.tagk[i].p;
+        tv[i] = pp.tagv[i].p;
+    }
+    struct ct_err err = {0};
+    size_t tl;
+    if (tsdb_series_resolve(t->tsdb, pp.metric.p, tk, tv, pp.ntags, tsuid, ROWKEY_MAX_TSUID, &tl,
+                            &err) != CT_OK) {
+        snprintf(msg, cap, "%s", err.msg);
+        return msg;
+    }
+    int64_t step = rollup_iv_seconds((enum rollup_iv)ivx), s = pp.ts_ms / 1000;
+    p->tsuid = tsuid;
+    p->tsuid_len = tl;
+    p->iv = (enum rollup_iv)ivx;
+    p->agg = (enum rollup_agg)agx;
+    p->ts_s = s - s % step;
+    p->val = pp.value.kind == PUT_INT ? dpcodec_point_int(0, false, pp.value.i)
+                                      : dpcodec_point_real(0, false, pp.value.d);
+    return NULL;
+}
+
+static void api_rollup_work(struct http_req *r, void *arg)
+{
+    (void)arg;
+    struct tsd *t = http_req_tsd(r);
+    size_t len;
+    const char *body = http_req_body(r, &len);
+    if (len == 0) {
+        http_reply_error(r, 400, "Missing request content", NULL);
+        return;
+    }
+    cJSON *root = cJSON_ParseWithLength(body, len);
+    if (!root) {
+        http_reply_error(r, 400, "Unable to parse the given JSON", NULL);
+        return;
+    }
+    bool details = http_req_flag(r, "details"), summary = http_req_flag(r, "summary");
+    size_t n = cJSON_IsArray(root) ? (size_t)cJSON_GetArraySize(root) : 1;
+    if (n == 0) {
+        cJSON_Delete(root);
+        http_reply_error(r, 400, "No datapoints found in content", NULL);
+        return;
+    }
+    struct rollup_put *ps = calloc(n, sizeof(*ps));
+    uint8_t *tsuids = malloc(n * ROWKEY_MAX_TSUID);
+    cJSON *errors = cJSON_CreateArray();
+    if (!ps || !tsuids || !errors) {
+        free(ps);
+        free(tsuids);
+        cJSON_Delete(errors);
+        cJSON_Delete(root);
+        http_reply_error(r, 500, "out of memory", NULL);
+        return;
+    }
+    size_t ok = 0, failed = 0, i = 0;
+    const cJSON *o = cJSON_IsArray(root) ? root->child : root;
+    for (; o && i < n; o = cJSON_IsArray(root) ? o->next : NULL, i++) {
+        char msg[512];
+        const char *e = one_point(t, o, &ps[ok], tsuids + ok * ROWKEY_MAX_TSUID, msg, sizeof(msg));
+        if (!e) {
+            ok++;
+            continue;
+        }
+        failed++;
+        if (details) {
+            cJSON *eo = cJSON_CreateObject();
+            cJSON_AddItemToObject(eo, "datapoint", cJSON_Duplicate(o, true));
+            cJSON_AddStringToObject(eo, "error", e);
+            cJSON_AddItemToArray(errors, eo);
+        }
+    }
+    struct ct_err err = {0};
+    int rc = ok ? rollup_write(t->rollup, ps, ok, &err) : CT_OK;
+    if (rc != CT_OK) { /* nothing is known written: every point failed */
+        tlog_warn("/api/rollup: %s", err.msg);
+        failed += ok;
+        ok = 0;
+    }
+    if (summary || details) {
+        cJSON *out = cJSON_CreateObject();
+        if (details)
+            cJSON_AddItemToObject(out, "errors", errors);
+        else
+            cJSON_Delete(errors);
+        cJSON_AddNumberToObject(out, "failed", (double)failed);
+        cJSON_AddNumberToObject(out, "success", (double)ok);
+        http_reply_cjson(r, failed ? 400 : 200, out);
+    } else {
+        cJSON_Delete(errors);
+        if (rc != CT_OK)
+            http_reply_error(r, 500, "Unable to write the rollups", err.msg);
+        else if (failed)
+            http_reply_error(r, 400, "One or more data points had errors",
+                             "Please see the TSD logs or append \"details\" to the put request");
+        else
+            http_reply_status(r, 204);
+    }
+    free(ps);
+    free(tsuids);
+    cJSON_Delete(root);
+}
+
+void api_rollup_handle(struct http_req *r)
+{
+    struct tsd *t = http_req_tsd(r);
+    if (!t->rollup || t->read_only) {
+        http_reply_error(r, 404, "Endpoint not found",
+                         t->read_only ? "the TSD is in read-only mode (tsd.mode=ro)"
+                                      : "rollups are not enabled (tsd.rollups.enable)");
+        return;
+    }
+    struct ct_err err = {0};
+    if (http_req_defer(r, api_rollup_work, NULL, &err) != CT_OK)
+        http_reply_error(r, 503, "The TSD is overloaded; retry later", err.msg);
+}
