@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "schema/head.h"
+#include "storage/coding.h"
 #include "storage/hash.h"
 
 #define HEAD_HOUR_MS        3600000LL
@@ -107,16 +108,6 @@ static uint64_t head_get_bits(struct head_bitreader *r, unsigned bits)
         bits -= take;
     }
     return v;
-}
-
-static uint64_t head_zigzag(int64_t v)
-{
-    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t head_unzigzag(uint64_t z)
-{
-    return (int64_t)((z >> 1) ^ (~(z & 1) + 1));
 }
 
 /* A zig-zagged number in one of four width classes after its prefix ('0' is zero). */
@@ -205,14 +196,14 @@ static void head_chunk_append(struct head_chunk *c, const struct dpcodec_point *
         if (c->n == 1)
             head_put_bits(c, (uint64_t)delta, HEAD_TS_BITS);
         else
-            head_put_class(c, head_zigzag(delta - c->last_delta), head_dod_widths);
+            head_put_class(c, coding_zigzag(delta - c->last_delta), head_dod_widths);
         c->last_delta = delta;
     }
     c->last_ts = p->ts_ms;
     c->last_kind = kind;
     if (p->type == DPCODEC_INT) {
         uint64_t u = (uint64_t)p->i;
-        head_put_class(c, head_zigzag((int64_t)(u - c->last_i)), head_int_widths);
+        head_put_class(c, coding_zigzag((int64_t)(u - c->last_i)), head_int_widths);
         c->last_i = u;
     } else {
         uint64_t u = head_dbits(p->f), x = u ^ c->last_f;
@@ -272,7 +263,7 @@ static bool head_decoder_next(struct head_decoder *d, struct dpcodec_point *p)
         if (d->i == 1)
             d->delta = (int64_t)head_get_bits(r, HEAD_TS_BITS);
         else
-            d->delta += head_unzigzag(head_get_class(r, head_dod_widths));
+            d->delta += coding_unzigzag(head_get_class(r, head_dod_widths));
         d->ts += d->delta;
     }
     memset(p, 0, sizeof(*p));
@@ -281,7 +272,7 @@ static bool head_decoder_next(struct head_decoder *d, struct dpcodec_point *p)
     p->ms = (d->kind & 1) != 0;
     p->cell_ts_ms = (d->c->base_s + 3600) * 1000;
     if (p->type == DPCODEC_INT) {
-        d->vi += (uint64_t)head_unzigzag(head_get_class(r, head_int_widths));
+        d->vi += (uint64_t)coding_unzigzag(head_get_class(r, head_int_widths));
         p->i = (int64_t)d->vi;
     } else {
         if (head_get_bits(r, 1)) {
