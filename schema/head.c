@@ -359,9 +359,9 @@ static struct head_series *head_series_get(struct head *h, const uint8_t *tsuid,
 {
     uint64_t hash = hash_bytes(tsuid, tlen, h->seed);
     if (h->nslots) {
-        struct head_series **slot = head_find_slot(h, tsuid, tlen, hash);
-        if (*slot)
-            return *slot;
+        struct head_series *found = *head_find_slot(h, tsuid, tlen, hash);
+        if (found)
+            return found;
     }
     if ((h->nseries + 1) * 2 > h->nslots &&
         head_rehash(h, h->nslots ? h->nslots * 2 : 64, err) != CT_OK)
