@@ -788,6 +788,19 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
             store_stat(&x, "tsd.uid.ids-assigned", us.assigned, tags);
         }
     }
+    if (st->head) { /* the ingest head (docs/head.md) */
+        size_t ns = 0, nc = 0;
+        uint64_t np = 0;
+        struct headlog_stats ls;
+        head_counts(st->head, &ns, &nc, &np);
+        headlog_get_stats(st->hlog, &ls);
+        store_stat(&x, "tsd.head.bytes", head_bytes(st->head), "");
+        store_stat(&x, "tsd.head.series", ns, "");
+        store_stat(&x, "tsd.head.chunks", nc, "");
+        store_stat(&x, "tsd.head.points", np, "");
+        store_stat(&x, "tsd.head.log.bytes", ls.bytes, "");
+        store_stat(&x, "tsd.head.log.open_hours", ls.open_hours, "");
+    }
     struct wc_store_stats s;
     if (wc_store_stats(st->store, &s, &err) == CT_OK) {
         store_stat(&x, "tsd.storage.cache.hits", s.cache_hits, "");

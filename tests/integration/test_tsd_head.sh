@@ -64,6 +64,10 @@ HEAD=--tsd.storage.head.enable=true
 CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD"
 data=$TSD_DATA
 check_eq "head TSD acknowledges every put" "204 204 204 204" "$(put_all "$TSD_PORT")"
+stats=$(curl -s "http://127.0.0.1:$TSD_PORT/api/stats" | python3 -c 'import json, sys
+print(" ".join("%s=%s" % (s["metric"], s["value"]) for s in json.load(sys.stdin) if s["metric"].startswith("tsd.head.")))')
+check_contains "/api/stats: the head holds the 400 points" "$stats" "tsd.head.points=400"
+check_contains "/api/stats: in 3 series" "$stats" "tsd.head.series=3"
 kill -KILL "$TSD_PID"
 wait "$TSD_PID" 2>/dev/null
 check "the head log has a segment" ls "$data"/head/wal-*.log
