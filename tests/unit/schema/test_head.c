@@ -6,6 +6,7 @@
  * byte accounting. */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -375,6 +376,70 @@ static void test_head_compresses_and_counts_bytes(void **state)
     head_free(h);
 }
 
+/* ---- threads ------------------------------------------------------------------------------ */
+
+struct thr {
+    struct head *h;
+    int id;
+};
+
+/* Each thread writes its own series in order, and all race on one shared series. */
+static void *thr_main(void *arg)
+{
+    struct thr *t = arg;
+    struct ct_err err = {0};
+    uint8_t mine[9] = {0, 0, 5, 0, 0, 1, 0, 0, (uint8_t)t->id};
+    for (int i = 0; i < 3000; i++) {
+        enum head_result r;
+        struct dpcodec_point p = dpcodec_point_int(BASE_MS + i * 1000LL, false, t->id * 100000 + i);
+        if (head_append(t->h, mine, sizeof(mine), &p, &r, &err) != CT_OK || r != HEAD_TAKEN)
+            return "own series refused";
+        p = dpcodec_point_int(BASE_MS + i * 1000LL + t->id, true, i);
+        if (head_append(t->h, T2, sizeof(T2), &p, &r, &err) != CT_OK)
+            return "shared series failed";
+    }
+    return NULL;
+}
+
+static void test_head_takes_appends_from_many_threads(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    pthread_t th[4];
+    struct thr a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (struct thr){h, i + 1};
+        assert_int_equal(pthread_create(&th[i], NULL, thr_main, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        void *ret = NULL;
+        assert_int_equal(pthread_join(th[i], &ret), 0);
+        assert_null(ret);
+    }
+    for (int i = 0; i < 4; i++) {
+        uint8_t mine[9] = {0, 0, 5, 0, 0, 1, 0, 0, (uint8_t)(i + 1)};
+        struct dpcodec_point *out = NULL;
+        size_t cap = 0, n = 0;
+        assert_int_equal(head_read(h, mine, sizeof(mine), 0, INT64_MAX, &out, &cap, &n, &err),
+                         CT_OK);
+        assert_int_equal(n, 3000);
+        for (size_t k = 0; k < n; k++)
+            assert_int_equal(out[k].i, (i + 1) * 100000 + (int64_t)k);
+        free(out);
+    }
+    /* the shared series: strictly increasing, whatever interleaving won */
+    struct dpcodec_point *out = NULL;
+    size_t cap = 0, n = 0;
+    assert_int_equal(head_read(h, T2, sizeof(T2), 0, INT64_MAX, &out, &cap, &n, &err), CT_OK);
+    assert_true(n >= 3000 && n <= 12000);
+    for (size_t k = 1; k < n; k++)
+        assert_true(out[k].ts_ms > out[k - 1].ts_ms);
+    free(out);
+    head_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -387,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_head_rejects_bad_input),
         cmocka_unit_test(test_head_hands_off_closed_hours),
         cmocka_unit_test(test_head_compresses_and_counts_bytes),
+        cmocka_unit_test(test_head_takes_appends_from_many_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
