@@ -327,8 +327,9 @@ static int store_handoff_hour(void *arg, const uint8_t *tsuid, size_t tlen, int6
     return rc;
 }
 
-/* Hands off every hour closed at now_s (base + 3600 + grace <= now), then releases the head log.
- * At most one check a second unless force; with wait false it skips while another runs. */
+/* Hands off every hour closed at now_s (base + 3600 + grace <= now; every hour if now_s is
+ * INT64_MAX), then releases the head log. At most one check a second unless force; without
+ * force it skips while another hand-off runs. */
 static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, struct ct_err *err)
 {
     if (!st->head)
@@ -337,7 +338,8 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, struct 
     if (!force &&
         (now_s <= last || !atomic_compare_exchange_strong(&st->handoff_checked_s, &last, now_s)))
         return CT_OK;
-    int64_t before = rowkey_base_hour_s(now_s - 3600 - st->grace_s) + 3600;
+    int64_t before =
+        now_s == INT64_MAX ? INT64_MAX : rowkey_base_hour_s(now_s - 3600 - st->grace_s) + 3600;
     if (head_oldest_hour_s(st->head) >= before)
         return CT_OK;
     if (force)
@@ -362,12 +364,17 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, struct 
     return rc;
 }
 
-/* Opens the head and its log in <dir>/head and replays the log into it. */
-static int store_head_open(struct tsdstore *st, const char *dir, struct ct_err *err)
+/* Opens the head and its log in <dir>/head and replays the log into it. With drain (the head
+ * is off), an existing log's points are all handed off and the head closed again: turning the
+ * head off never strands acknowledged points in its log. */
+static int store_head_open(struct tsdstore *st, const char *dir, bool drain, struct ct_err *err)
 {
     char path[4096];
     if ((size_t)snprintf(path, sizeof(path), "%s/head", dir) >= sizeof(path))
         return ct_err_set(err, CT_EINVAL, "storage directory too long: %s", dir);
+    struct stat sb;
+    if (drain && stat(path, &sb) != 0)
+        return CT_OK; /* never used */
     int rc = head_new(&st->head, err);
     if (rc == CT_OK)
         rc = headlog_open(path, &st->hlog, err);
@@ -379,7 +386,14 @@ static int store_head_open(struct tsdstore *st, const char *dir, struct ct_err *
     st->grace_s = tsdb_get_config(st->tsdb)->compaction_delay_s;
     if (np)
         tlog_info("head: replayed %llu points from %s", (unsigned long long)np, path);
-    return store_handoff(st, clock_now_ms() / 1000, true, err);
+    rc = store_handoff(st, drain ? INT64_MAX : clock_now_ms() / 1000, true, err);
+    if (drain) {
+        headlog_close(st->hlog);
+        head_free(st->head);
+        st->hlog = NULL;
+        st->head = NULL;
+    }
+    return rc;
 }
 
 int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, struct ct_err *err)
@@ -446,8 +460,9 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         tsdstore_close(st);
         return rc;
     }
-    if (!read_only && conf_get_bool(c, "tsd.storage.head.enable") &&
-        (rc = store_head_open(st, dir, err)) != CT_OK) {
+    /* head off: only drains a log left by an earlier run with it on */
+    if (!read_only && (rc = store_head_open(st, dir, !conf_get_bool(c, "tsd.storage.head.enable"),
+                                            err)) != CT_OK) {
         ct_err_prefix(err, "cannot open the ingest head");
         tsdstore_close(st);
         return rc;

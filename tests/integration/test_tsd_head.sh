@@ -4,7 +4,8 @@
 # a kill -9 mid-hour and kills at every hand-off step (CTSDB_HEAD_CRASH) lose no acknowledged
 # point; after the hand-off the store answers exactly what a TSD without the head answers for the
 # same writes; a late point of a handed-off hour is written as a single cell and read with the
-# hour's cell; once every hour is handed off the head log holds no segment.
+# hour's cell; once every hour is handed off the head log holds no segment; a start with the head
+# off drains a log left mid-hour into the store.
 source "$(dirname "$0")/lib.sh"
 
 H=1356998400 # 2013-01-01T00:00:00Z, the hour written
@@ -115,4 +116,18 @@ TSD_DATA=$data CTSDB_NOW_MS=$AFTER_MS tsd_start "$HEAD"
 got=$(query "$TSD_PORT")
 check_eq "after another restart: 401 points" 401 "$(npoints "$got")"
 tsd_stop
+
+# turning the head off mid-hour strands nothing: the next start drains its log into the store
+unset TSD_DATA
+CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD"
+data=$TSD_DATA
+check_eq "head TSD acknowledges every put (2)" "204 204 204 204" "$(put_all "$TSD_PORT")"
+kill -KILL "$TSD_PID"
+wait "$TSD_PID" 2>/dev/null
+TSD_DATA=$data CTSDB_NOW_MS=$MID_MS tsd_start
+got=$(query "$TSD_PORT")
+check_eq "head off after a kill mid-hour: the same 400 points" "$want" "$got"
+tsd_stop
+segs=$(ls "$data"/head/wal-*.log 2>/dev/null | wc -l)
+check_eq "the drained head log holds no segment" 0 "$segs"
 it_done
