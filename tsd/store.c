@@ -20,6 +20,7 @@
  * been moved on for points that were not written). */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,8 @@
 #include <sys/stat.h>
 
 #include "schema/meta.h"
+#include "schema/head.h"
+#include "schema/headlog.h"
 #include "schema/rowkey.h"
 #include "schema/tsdb.h"
 #include "schema/uid.h"
@@ -84,6 +87,11 @@ struct store_writer {
     size_t touch_used, touch_bytes_cap;
     uint32_t seq; /* the write's number, for store_entry.seq */
     struct store_writer *next;
+    /* the head's points of this write (tsuid holds an offset into tsb until store_head_write) */
+    struct headlog_point *hp;
+    size_t hpn, hpcap;
+    uint8_t *tsb;
+    size_t tsbn, tsbcap;
 };
 
 struct tsdstore {
@@ -96,6 +104,12 @@ struct tsdstore {
     _Atomic uint64_t drop_gen;
     enum wc_durability durability;
     struct metatrack *track; /* realtime meta tracking of series, NULL when off */
+    /* the ingest head (tsd.storage.head.enable; NULL when off) */
+    struct head *head;
+    struct headlog *hlog;
+    pthread_mutex_t handoff_mu; /* one hand-off at a time */
+    _Atomic int64_t handoff_checked_s;
+    int64_t grace_s;
 };
 
 static void store_cache_clear(struct store_cache *c)
@@ -252,12 +266,176 @@ static void tsdstore_log(void *arg, const char *msg)
     tlog_warn("storage: %s", msg);
 }
 
+/* ---- the ingest head ------------------------------------------------------------------------- */
+
+static enum wal_sync store_wal_sync(enum wc_durability d)
+{
+    return d == WC_DURABILITY_ASYNC_WAL   ? WAL_SYNC_ASYNC
+           : d == WC_DURABILITY_FSYNC_WAL ? WAL_SYNC_FSYNC
+                                          : WAL_SYNC_WRITE;
+}
+
+/* A point the head refused on replay: written as a single cell, as ingest does. */
+static int store_head_refused(void *arg, const uint8_t *tsuid, size_t tlen,
+                              const struct dpcodec_point *p, enum head_result res,
+                              struct ct_err *err)
+{
+    struct tsdstore *st = arg;
+    (void)res;
+    struct tsdb_batch *b = NULL;
+    int rc = tsdb_batch_new(1, &b, err);
+    if (rc == CT_OK)
+        rc = tsdb_batch_add(b, tsdb_layout(st->tsdb), tsuid, tlen, p, err);
+    if (rc == CT_OK)
+        rc = tsdb_batch_write(st->tsdb, b, st->durability, err);
+    tsdb_batch_free(b);
+    return rc;
+}
+
+/* Tests only: CTSDB_HEAD_CRASH=<point> kills the process (SIGKILL) at that step of a hand-off:
+ * handoff_before_store (no cell written yet), handoff_mid_store (after the first series-hour's
+ * cell), handoff_before_release (every cell written, the log not yet released). */
+static void store_head_crash_point(const char *point)
+{
+    const char *cp = getenv("CTSDB_HEAD_CRASH");
+    if (cp && !strcmp(cp, point)) {
+        tlog_warn("CTSDB_HEAD_CRASH: killing the process at %s", point);
+        raise(SIGKILL);
+    }
+}
+
+struct store_handoff_ctx {
+    struct tsdstore *st;
+    uint8_t *buf;
+    size_t cap;
+    size_t rows, points;
+};
+
+/* One closed series-hour -> one cell of the configured format, written before the head drops
+ * it (head_hour_fn). */
+static int store_handoff_hour(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
+                              const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+{
+    struct store_handoff_ctx *x = arg;
+    struct tsdstore *st = x->st;
+    const struct rowkey_layout *l = tsdb_layout(st->tsdb);
+    enum dpcodec_format f = tsdb_get_config(st->tsdb)->format;
+    size_t vmax = f == DPCODEC_FORMAT_OPENTSDB ? 8 * n + 1 : dpcodec_compressed_bound(n);
+    size_t need = 64 + tlen + 4 * n + DPCODEC_CQ_LEN + vmax;
+    if (need > x->cap) {
+        uint8_t *nb = realloc(x->buf, need);
+        if (!nb)
+            return ct_err_set(err, CT_ENOMEM, "cannot encode a head hour of %zu points", n);
+        x->buf = nb;
+        x->cap = need;
+    }
+    if (x->rows == 0)
+        store_head_crash_point("handoff_before_store");
+    else if (x->rows == 1)
+        store_head_crash_point("handoff_mid_store");
+    uint8_t *row = x->buf;
+    size_t rl = rowkey_encode(l, tsuid, tlen, base_s, row);
+    uint8_t *q = row + rl, *v = q + (4 * n > DPCODEC_CQ_LEN ? 4 * n : DPCODEC_CQ_LEN);
+    size_t ql = 0, vl = 0;
+    int rc;
+    if (f == DPCODEC_FORMAT_OPENTSDB && n == 1) {
+        rc = dpcodec_encode(base_s, &pts[0], q, &ql, v, &vl, err);
+    } else if (f == DPCODEC_FORMAT_OPENTSDB) {
+        rc = dpcodec_compacted_encode(base_s, pts, n, q, &ql, v, &vl, err);
+    } else {
+        dpcodec_compressed_qualifier(pts, n, q);
+        ql = DPCODEC_CQ_LEN;
+        rc = dpcodec_compressed_encode(base_s, pts, n, v, &vl, err);
+    }
+    if (rc != CT_OK)
+        return rc;
+    struct wc_mutation m = {
+        WC_OP_PUT, wc_bytes_str(TSDB_DATA_FAMILY), {q, ql}, {v, vl}, WC_TS_LATEST};
+    struct wc_row_mutation rm = {{row, rl}, &m, 1};
+    rc = wc_mutate_batch(tsdb_data_table(st->tsdb), &rm, 1, st->durability, err);
+    if (rc == CT_OK) {
+        x->rows++;
+        x->points += n;
+    }
+    return rc;
+}
+
+/* Hands off every hour closed at now_s (base + 3600 + grace <= now; every hour if now_s is
+ * INT64_MAX), then releases the head log. At most one check a second unless force; without
+ * force it skips while another hand-off runs. */
+static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, struct ct_err *err)
+{
+    if (!st->head)
+        return CT_OK;
+    int64_t last = atomic_load(&st->handoff_checked_s);
+    if (!force &&
+        (now_s <= last || !atomic_compare_exchange_strong(&st->handoff_checked_s, &last, now_s)))
+        return CT_OK;
+    int64_t before =
+        now_s == INT64_MAX ? INT64_MAX : rowkey_base_hour_s(now_s - 3600 - st->grace_s) + 3600;
+    if (head_oldest_hour_s(st->head) >= before)
+        return CT_OK;
+    if (force)
+        pthread_mutex_lock(&st->handoff_mu);
+    else if (pthread_mutex_trylock(&st->handoff_mu) != 0)
+        return CT_OK;
+    struct store_handoff_ctx x = {.st = st};
+    size_t nh = 0;
+    int rc = head_close_hours(st->head, before, store_handoff_hour, &x, &nh, err);
+    if (rc == CT_OK && nh)
+        store_head_crash_point("handoff_before_release");
+    if (rc == CT_OK)
+        rc = headlog_release(st->hlog, before, err);
+    pthread_mutex_unlock(&st->handoff_mu);
+    free(x.buf);
+    if (rc != CT_OK)
+        tlog_error("head hand-off of hours before %lld failed (kept in the head and its log): %s",
+                   (long long)before, err->msg);
+    else if (nh)
+        tlog_info("head: handed off %zu series-hours (%zu points) before %lld", x.rows, x.points,
+                  (long long)before);
+    return rc;
+}
+
+/* Opens the head and its log in <dir>/head and replays the log into it. With drain (the head
+ * is off), an existing log's points are all handed off and the head closed again: turning the
+ * head off never strands acknowledged points in its log. */
+static int store_head_open(struct tsdstore *st, const char *dir, bool drain, struct ct_err *err)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof(path), "%s/head", dir) >= sizeof(path))
+        return ct_err_set(err, CT_EINVAL, "storage directory too long: %s", dir);
+    struct stat sb;
+    if (drain && stat(path, &sb) != 0)
+        return CT_OK; /* never used */
+    int rc = head_new(&st->head, err);
+    if (rc == CT_OK)
+        rc = headlog_open(path, &st->hlog, err);
+    uint64_t np = 0;
+    if (rc == CT_OK)
+        rc = headlog_replay(st->hlog, st->head, store_head_refused, st, &np, err);
+    if (rc != CT_OK)
+        return rc;
+    st->grace_s = tsdb_get_config(st->tsdb)->compaction_delay_s;
+    if (np)
+        tlog_info("head: replayed %llu points from %s", (unsigned long long)np, path);
+    rc = store_handoff(st, drain ? INT64_MAX : clock_now_ms() / 1000, true, err);
+    if (drain) {
+        headlog_close(st->hlog);
+        head_free(st->head);
+        st->hlog = NULL;
+        st->head = NULL;
+    }
+    return rc;
+}
+
 int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, struct ct_err *err)
 {
     struct tsdstore *st = calloc(1, sizeof(*st));
     if (!st)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening the store");
     pthread_mutex_init(&st->mu, NULL);
+    pthread_mutex_init(&st->handoff_mu, NULL);
     if (store_parse_durability(conf_get_str(c, "tsd.storage.wal.durability"), &st->durability))
         st->durability = WC_DURABILITY_SYNC_WAL;
 
@@ -315,6 +493,13 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         tsdstore_close(st);
         return rc;
     }
+    /* head off: only drains a log left by an earlier run with it on */
+    if (!read_only && (rc = store_head_open(st, dir, !conf_get_bool(c, "tsd.storage.head.enable"),
+                                            err)) != CT_OK) {
+        ct_err_prefix(err, "cannot open the ingest head");
+        tsdstore_close(st);
+        return rc;
+    }
     if ((rc = metatrack_open(c, st->tsdb, read_only, &st->track, err)) != CT_OK) {
         tsdstore_close(st);
         return rc;
@@ -328,16 +513,22 @@ void tsdstore_close(struct tsdstore *st)
     if (!st)
         return;
     metatrack_close(st->track);
+    /* the head's open hours stay in its log and come back by replay */
+    headlog_close(st->hlog);
+    head_free(st->head);
     tsdb_close(st->tsdb);
     wc_close(st->store);
     for (int i = 0; i < st->nall; i++) {
         tsdb_batch_free(st->all[i]->batch);
+        free(st->all[i]->hp);
+        free(st->all[i]->tsb);
         store_cache_free(&st->all[i]->cache);
         free(st->all[i]->touch);
         free(st->all[i]->touch_bytes);
         free(st->all[i]);
     }
     pthread_mutex_destroy(&st->mu);
+    pthread_mutex_destroy(&st->handoff_mu);
     free(st);
 }
 
@@ -493,6 +684,71 @@ struct store_counts {
     struct ct_err resolve_err;
 };
 
+/* Stages a point for the head (store_head_write): the same checks as tsdb_batch_add(). */
+static int store_head_stage(struct store_writer *w, const uint8_t *tsuid, size_t tlen,
+                            const struct dpcodec_point *p, struct ct_err *err)
+{
+    if (p->ts_ms < 0 || p->ts_ms > 9999999999999LL)
+        return ct_err_set(err, CT_EINVAL, "timestamp %lld ms is out of range", (long long)p->ts_ms);
+    if (tlen == 0 || tlen > HEAD_MAX_TSUID)
+        return ct_err_set(err, CT_EINVAL, "bad TSUID length %zu", tlen);
+    if (w->hpn == w->hpcap) {
+        size_t nc = w->hpcap ? w->hpcap * 2 : 1024;
+        struct headlog_point *np = realloc(w->hp, nc * sizeof(*np));
+        if (!np)
+            return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
+        w->hp = np;
+        w->hpcap = nc;
+    }
+    if (w->tsbn + tlen > w->tsbcap) {
+        size_t nc = w->tsbcap ? w->tsbcap * 2 : 16384;
+        while (nc < w->tsbn + tlen)
+            nc *= 2;
+        uint8_t *nb = realloc(w->tsb, nc);
+        if (!nb)
+            return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
+        w->tsb = nb;
+        w->tsbcap = nc;
+    }
+    memcpy(w->tsb + w->tsbn, tsuid, tlen);
+    w->hp[w->hpn++] = (struct headlog_point){(const uint8_t *)(uintptr_t)w->tsbn, tlen, *p};
+    w->tsbn += tlen;
+    return CT_OK;
+}
+
+/* Logs the staged points (at the TSD's durability: logged before the ack), puts them in the
+ * head, and adds those it refuses (late, out of order, no room) to the schema batch as single
+ * cells. */
+static int store_head_write(struct tsdstore *st, struct store_writer *w, struct ct_err *err)
+{
+    const struct rowkey_layout *layout = tsdb_layout(st->tsdb);
+    /* points of hours already handed off go straight to the batch (not logged: their record
+     * would only wait for the next hand-off to be released); the rest are logged */
+    int64_t closed_ms = head_closed_before_s(st->head);
+    closed_ms = closed_ms > INT64_MIN / 1000 ? closed_ms * 1000 : INT64_MIN;
+    size_t n = 0;
+    int rc = CT_OK;
+    for (size_t i = 0; i < w->hpn && rc == CT_OK; i++) {
+        w->hp[i].tsuid = w->tsb + (uintptr_t)w->hp[i].tsuid;
+        if (w->hp[i].p.ts_ms < closed_ms)
+            rc = tsdb_batch_add(w->batch, layout, w->hp[i].tsuid, w->hp[i].tlen, &w->hp[i].p, err);
+        else
+            w->hp[n++] = w->hp[i];
+    }
+    w->hpn = n;
+    if (rc == CT_OK)
+        rc = headlog_append(st->hlog, w->hp, w->hpn, store_wal_sync(st->durability), err);
+    for (size_t i = 0; i < w->hpn && rc == CT_OK; i++) {
+        enum head_result res;
+        const struct headlog_point *p = &w->hp[i];
+        rc = head_append(st->head, p->tsuid, p->tlen, &p->p, &res, err);
+        if (rc == CT_OK && res != HEAD_TAKEN)
+            rc = tsdb_batch_add(w->batch, layout, p->tsuid, p->tlen, &p->p, err);
+    }
+    w->hpn = w->tsbn = 0;
+    return rc;
+}
+
 /* Adds the points of b to w's schema batch (resolving new series), setting the outcome of
  * every point that cannot be written. Returns CT_OK or an error for the whole write. */
 static int store_add_points(struct tsdstore *st, struct store_writer *w, struct ingest_batch *b,
@@ -557,7 +813,8 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
         struct dpcodec_point dp = pb.value.kind == PUT_INT
                                       ? dpcodec_point_int(pb.ts_ms, pb.ms, pb.value.i)
                                       : dpcodec_point_real(pb.ts_ms, pb.ms, pb.value.d);
-        int r = tsdb_batch_add(w->batch, layout, ts, tlen, &dp, &perr);
+        int r = st->head ? store_head_stage(w, ts, tlen, &dp, &perr)
+                         : tsdb_batch_add(w->batch, layout, ts, tlen, &dp, &perr);
         if (r == CT_EINVAL) {
             ingest_batch_set_outcome(b, i, INGEST_ILLEGAL, perr.msg);
             k->failed++;
@@ -591,25 +848,37 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
     w->touch_used = 0;
     if (++w->seq == 0) /* 0 is a new entry's: never a write's */
         w->seq = 1;
+    w->hpn = w->tsbn = 0;
     struct store_counts k;
     memset(&k, 0, sizeof(k));
     int rc = CT_OK;
     for (size_t i = 0; i < nb && rc == CT_OK; i++)
         rc = store_add_points(st, w, b[i], &k, err);
-    if (rc == CT_OK && k.added > 0) {
+    if (rc == CT_OK && st->head && w->hpn > 0) {
+        uint64_t t0 = clock_mono_ns();
+        rc = store_head_write(st, w, err);
+        tstats_add(TSTATS_WRITE_NS, clock_mono_ns() - t0);
+    }
+    if (rc == CT_OK && tsdb_batch_count(w->batch) > 0) {
         /* one store write for the whole group: one log record, cells in store order; under
          * tsd.storage.memstore_total_bytes the engine holds it while the memstores are over it
          * (the writers stop, the ingest pool fills and the TSD stops reading sockets) */
         uint64_t t0 = clock_mono_ns();
         rc = tsdb_batch_write(st->tsdb, w->batch, st->durability, err);
-        if (rc == CT_OK)
-            rc = store_meta_write(st, w, err);
         tstats_add(TSTATS_WRITE_NS, clock_mono_ns() - t0);
         tstats_add(TSTATS_BATCHES_WRITTEN, 1);
     }
+    if (rc == CT_OK && w->ntouch > 0) /* after the points, in the head or the store */
+        rc = store_meta_write(st, w, err);
     if (rc != CT_OK) /* the cache's index hours were moved on for points not written */
         store_cache_clear(&w->cache);
     store_writer_give(st, w);
+    if (rc == CT_OK && st->head) {
+        struct ct_err e2 = {0};
+        if (store_handoff(st, clock_now_ms() / 1000, false, &e2) != CT_OK) {
+            /* logged there; the hours stay in the head and are tried again */
+        }
+    }
     if (k.unknown)
         tstats_add(TSTATS_UNKNOWN_METRICS, k.unknown);
     if (rc != CT_OK) {
@@ -681,6 +950,19 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
             store_stat(&x, "tsd.uid.cache-size", us.cache_entries, tags);
             store_stat(&x, "tsd.uid.ids-assigned", us.assigned, tags);
         }
+    }
+    if (st->head) { /* the ingest head (docs/head.md) */
+        size_t ns = 0, nc = 0;
+        uint64_t np = 0;
+        struct headlog_stats ls;
+        head_counts(st->head, &ns, &nc, &np);
+        headlog_get_stats(st->hlog, &ls);
+        store_stat(&x, "tsd.head.bytes", head_bytes(st->head), "");
+        store_stat(&x, "tsd.head.series", ns, "");
+        store_stat(&x, "tsd.head.chunks", nc, "");
+        store_stat(&x, "tsd.head.points", np, "");
+        store_stat(&x, "tsd.head.log.bytes", ls.bytes, "");
+        store_stat(&x, "tsd.head.log.open_hours", ls.open_hours, "");
     }
     struct wc_store_stats s;
     if (wc_store_stats(st->store, &s, &err) == CT_OK) {

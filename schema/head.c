@@ -1,0 +1,671 @@
+/* head.c - the per-series ingest head (schema/head.h): a hash table of series, each with up to
+ * HEAD_MAX_HOURS chunks, each chunk a bit stream of one base hour's points.
+ *
+ * Chunk bit stream (most significant bit first; format described in docs/head.md):
+ *   per point, in time order:
+ *     kind   point 0: 3 bits (type 2 bits: 0 int, 1 float, 2 double; ms 1 bit);
+ *            later:   '0' = as the previous point, '1' + 3 bits as above
+ *     time   point 0: 22 bits, ts_ms - base_ms (< 3 600 000 < 2^22)
+ *            point 1: 22 bits, delta = ts_ms - previous ts_ms (> 0)
+ *            later:   zig-zag of delta-of-delta z: '0' z = 0, '10' + 7 bits, '110' + 12 bits,
+ *                     '1110' + 16 bits, '1111' + 24 bits (|dod| < 2^22 within an hour)
+ *     value  int:     zig-zag of v - previous int of the chunk (0 at first; two's complement
+ *                     wrap-around, so any int64 is exact): '0' zero, '10' + 4 bits, '110' + 12,
+ *                     '1110' + 32, '1111' + 64
+ *            float/double: x = bits(v) XOR bits(previous float/double of the chunk; 0 at first)
+ *                     '0' x = 0; '10' + the previous window's bits of x (x fits in it: leading
+ *                     and trailing zeros at least the window's); '11' + 6 bits leading zeros +
+ *                     6 bits (significant length - 1) + the significant bits (a new window)
+ * Invariants: (1) a chunk's points are strictly increasing in time and all inside
+ * [base_s, base_s + 3600); (2) a series' chunks are sorted by base_s, distinct, and all >=
+ * closed_before_s; (3) bytes == the sum of every allocation the head holds; (4) a chunk always has
+ * HEAD_POINT_MAX_BITS free bits after its last point before another point is written (it is grown
+ * first, so a failed allocation leaves the chunk as it was).
+ * Locking: h->mu guards everything. */
+#include <assert.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/head.h"
+#include "storage/coding.h"
+#include "storage/hash.h"
+
+#define HEAD_HOUR_MS        3600000LL
+#define HEAD_TS_BITS        22
+#define HEAD_POINT_MAX_BITS 128 /* kind 4 + time 28 + value 78, rounded up */
+#define HEAD_CHUNK_MIN      32  /* bytes of a new chunk's buffer */
+
+struct head_chunk {
+    int64_t base_s;
+    uint8_t *buf;
+    size_t cap; /* bytes of buf */
+    uint64_t nbits;
+    uint32_t n;
+    /* encoder state: the last point */
+    uint8_t last_kind;
+    uint8_t win_lead, win_len; /* XOR window; win_len 0 = none yet */
+    int64_t last_ts, last_delta;
+    uint64_t last_i, last_f;
+};
+
+struct head_series {
+    uint64_t hash;
+    uint8_t tlen;
+    uint8_t nchunks;
+    struct head_chunk chunks[HEAD_MAX_HOURS];
+    uint8_t tsuid[]; /* tlen bytes */
+};
+
+struct head {
+    pthread_mutex_t mu;
+    struct head_series **slots; /* open addressing, linear probing; NULL = empty */
+    size_t nslots;              /* 0 or a power of two */
+    size_t nseries;
+    size_t nchunks;
+    uint64_t npoints;
+    size_t bytes;
+    int64_t closed_before_s;
+    uint64_t seed;
+};
+
+/* ---- bits ------------------------------------------------------------------------------------ */
+
+/* Writes the low `bits` bits of v (1..64) at the chunk's end. REQUIRES: room (invariant 4). */
+static void head_put_bits(struct head_chunk *c, uint64_t v, unsigned bits)
+{
+    while (bits > 0) {
+        size_t byte = (size_t)(c->nbits >> 3);
+        unsigned used = (unsigned)(c->nbits & 7), room = 8 - used;
+        unsigned take = bits < room ? bits : room;
+        uint8_t part = (uint8_t)((v >> (bits - take)) & ((1u << take) - 1));
+        if (used == 0)
+            c->buf[byte] = 0;
+        c->buf[byte] |= (uint8_t)(part << (room - take));
+        c->nbits += take;
+        bits -= take;
+    }
+}
+
+struct head_bitreader {
+    const uint8_t *buf;
+    uint64_t pos, end;
+};
+
+/* Reads `bits` bits (1..64). The chunk was written by head_put_bits, so it never runs past end
+ * unless the chunk is wrong: that is our bug, asserted. */
+static uint64_t head_get_bits(struct head_bitreader *r, unsigned bits)
+{
+    assert(r->pos + bits <= r->end);
+    uint64_t v = 0;
+    while (bits > 0) {
+        unsigned used = (unsigned)(r->pos & 7), room = 8 - used;
+        unsigned take = bits < room ? bits : room;
+        uint8_t b = r->buf[r->pos >> 3];
+        v = (v << take) | (uint64_t)((b >> (room - take)) & ((1u << take) - 1));
+        r->pos += take;
+        bits -= take;
+    }
+    return v;
+}
+
+/* A zig-zagged number in one of four width classes after its prefix ('0' is zero). */
+static void head_put_class(struct head_chunk *c, uint64_t z, const unsigned widths[4])
+{
+    if (z == 0) {
+        head_put_bits(c, 0, 1);
+        return;
+    }
+    for (unsigned k = 0; k < 3; k++)
+        if (z < (1ULL << widths[k])) {
+            /* prefix: k+1 ones then a zero */
+            head_put_bits(c, ((1ULL << (k + 2)) - 2), k + 2);
+            head_put_bits(c, z, widths[k]);
+            return;
+        }
+    head_put_bits(c, 0xF, 4);
+    head_put_bits(c, z, widths[3]);
+}
+
+static uint64_t head_get_class(struct head_bitreader *r, const unsigned widths[4])
+{
+    unsigned k = 0;
+    while (k < 4 && head_get_bits(r, 1) == 1)
+        k++;
+    if (k == 0)
+        return 0;
+    return head_get_bits(r, widths[k - 1]);
+}
+
+static const unsigned head_dod_widths[4] = {7, 12, 16, 24};
+static const unsigned head_int_widths[4] = {4, 12, 32, 64};
+
+static uint64_t head_dbits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    return u;
+}
+
+static double head_bitsd(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+/* ---- chunks ---------------------------------------------------------------------------------- */
+
+static uint8_t head_kind(const struct dpcodec_point *p)
+{
+    return (uint8_t)(((unsigned)p->type << 1) | (p->ms ? 1u : 0u));
+}
+
+/* Makes room for one more point (invariant 4). */
+static int head_chunk_reserve(struct head *h, struct head_chunk *c, struct ct_err *err)
+{
+    if (c->cap * 8 - c->nbits >= HEAD_POINT_MAX_BITS)
+        return CT_OK;
+    size_t ncap = c->cap ? c->cap * 2 : HEAD_CHUNK_MIN;
+    uint8_t *nb = realloc(c->buf, ncap);
+    if (!nb)
+        return ct_err_set(err, CT_ENOMEM, "cannot grow a head chunk to %zu bytes", ncap);
+    h->bytes += ncap - c->cap;
+    c->buf = nb;
+    c->cap = ncap;
+    return CT_OK;
+}
+
+/* Appends p (normalised: ms set when the time is not whole seconds) to c.
+ * REQUIRES: p inside c's hour, after c's last point, room reserved. */
+static void head_chunk_append(struct head_chunk *c, const struct dpcodec_point *p)
+{
+    uint8_t kind = head_kind(p);
+    if (c->n == 0) {
+        head_put_bits(c, kind, 3);
+        head_put_bits(c, (uint64_t)(p->ts_ms - c->base_s * 1000), HEAD_TS_BITS);
+    } else {
+        if (kind == c->last_kind) {
+            head_put_bits(c, 0, 1);
+        } else {
+            head_put_bits(c, 1, 1);
+            head_put_bits(c, kind, 3);
+        }
+        int64_t delta = p->ts_ms - c->last_ts;
+        if (c->n == 1)
+            head_put_bits(c, (uint64_t)delta, HEAD_TS_BITS);
+        else
+            head_put_class(c, coding_zigzag(delta - c->last_delta), head_dod_widths);
+        c->last_delta = delta;
+    }
+    c->last_ts = p->ts_ms;
+    c->last_kind = kind;
+    if (p->type == DPCODEC_INT) {
+        uint64_t u = (uint64_t)p->i;
+        head_put_class(c, coding_zigzag((int64_t)(u - c->last_i)), head_int_widths);
+        c->last_i = u;
+    } else {
+        uint64_t u = head_dbits(p->f), x = u ^ c->last_f;
+        c->last_f = u;
+        if (x == 0) {
+            head_put_bits(c, 0, 1);
+        } else {
+            unsigned lead = (unsigned)__builtin_clzll(x), trail = (unsigned)__builtin_ctzll(x);
+            unsigned wtrail = 64u - c->win_lead - c->win_len;
+            if (c->win_len && lead >= c->win_lead && trail >= wtrail) {
+                head_put_bits(c, 2, 2);
+                head_put_bits(c, x >> wtrail, c->win_len);
+            } else {
+                unsigned len = 64 - lead - trail;
+                head_put_bits(c, 3, 2);
+                head_put_bits(c, lead, 6);
+                head_put_bits(c, len - 1, 6);
+                head_put_bits(c, x >> trail, len);
+                c->win_lead = (uint8_t)lead;
+                c->win_len = (uint8_t)len;
+            }
+        }
+    }
+    c->n++;
+}
+
+/* Decodes chunk c, calling out for each point with start_ms <= ts <= end_ms. */
+struct head_decoder {
+    struct head_bitreader r;
+    const struct head_chunk *c;
+    uint32_t i;
+    uint8_t kind, win_lead, win_len;
+    int64_t ts, delta;
+    uint64_t vi, vf;
+};
+
+static void head_decoder_init(struct head_decoder *d, const struct head_chunk *c)
+{
+    memset(d, 0, sizeof(*d));
+    d->r.buf = c->buf;
+    d->r.end = c->nbits;
+    d->c = c;
+}
+
+/* The next point, false at the end. */
+static bool head_decoder_next(struct head_decoder *d, struct dpcodec_point *p)
+{
+    if (d->i >= d->c->n)
+        return false;
+    struct head_bitreader *r = &d->r;
+    if (d->i == 0) {
+        d->kind = (uint8_t)head_get_bits(r, 3);
+        d->ts = d->c->base_s * 1000 + (int64_t)head_get_bits(r, HEAD_TS_BITS);
+    } else {
+        if (head_get_bits(r, 1))
+            d->kind = (uint8_t)head_get_bits(r, 3);
+        if (d->i == 1)
+            d->delta = (int64_t)head_get_bits(r, HEAD_TS_BITS);
+        else
+            d->delta += coding_unzigzag(head_get_class(r, head_dod_widths));
+        d->ts += d->delta;
+    }
+    memset(p, 0, sizeof(*p));
+    p->ts_ms = d->ts;
+    p->type = (enum dpcodec_type)(d->kind >> 1);
+    p->ms = (d->kind & 1) != 0;
+    p->cell_ts_ms = (d->c->base_s + 3600) * 1000;
+    if (p->type == DPCODEC_INT) {
+        d->vi += (uint64_t)coding_unzigzag(head_get_class(r, head_int_widths));
+        p->i = (int64_t)d->vi;
+    } else {
+        if (head_get_bits(r, 1)) {
+            uint64_t x;
+            if (head_get_bits(r, 1) == 0) {
+                x = head_get_bits(r, d->win_len) << (64u - d->win_lead - d->win_len);
+            } else {
+                unsigned lead = (unsigned)head_get_bits(r, 6);
+                unsigned len = (unsigned)head_get_bits(r, 6) + 1;
+                x = head_get_bits(r, len) << (64u - lead - len);
+                d->win_lead = (uint8_t)lead;
+                d->win_len = (uint8_t)len;
+            }
+            d->vf ^= x;
+        }
+        p->f = head_bitsd(d->vf);
+    }
+    d->i++;
+    return true;
+}
+
+static void head_chunk_release(struct head *h, struct head_chunk *c)
+{
+    free(c->buf);
+    h->bytes -= c->cap;
+    h->npoints -= c->n;
+    h->nchunks--;
+    memset(c, 0, sizeof(*c));
+}
+
+/* ---- series table ---------------------------------------------------------------------------- */
+
+static size_t head_series_size(size_t tlen)
+{
+    return sizeof(struct head_series) + tlen;
+}
+
+static struct head_series **head_find_slot(struct head *h, const uint8_t *tsuid, size_t tlen,
+                                           uint64_t hash)
+{
+    size_t mask = h->nslots - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        struct head_series *s = h->slots[i];
+        if (!s || (s->hash == hash && s->tlen == tlen && !memcmp(s->tsuid, tsuid, tlen)))
+            return &h->slots[i];
+    }
+}
+
+/* Rebuilds the table at nslots (a power of two > 2 * live series), freeing the series without
+ * chunks. On allocation failure the table is left as it was. */
+static int head_rehash(struct head *h, size_t nslots, struct ct_err *err)
+{
+    struct head_series **ns = calloc(nslots, sizeof(*ns));
+    if (!ns)
+        return ct_err_set(err, CT_ENOMEM, "cannot allocate a head table of %zu slots", nslots);
+    size_t live = 0;
+    for (size_t i = 0; i < h->nslots; i++) {
+        struct head_series *s = h->slots[i];
+        if (!s)
+            continue;
+        if (s->nchunks == 0) {
+            h->bytes -= head_series_size(s->tlen);
+            free(s);
+            continue;
+        }
+        size_t j = s->hash & (nslots - 1);
+        while (ns[j])
+            j = (j + 1) & (nslots - 1);
+        ns[j] = s;
+        live++;
+    }
+    free(h->slots);
+    h->bytes -= h->nslots * sizeof(*h->slots);
+    h->bytes += nslots * sizeof(*ns);
+    h->slots = ns;
+    h->nslots = nslots;
+    h->nseries = live;
+    return CT_OK;
+}
+
+/* The series of tsuid, created if absent; NULL with err set on allocation failure. */
+static struct head_series *head_series_get(struct head *h, const uint8_t *tsuid, size_t tlen,
+                                           struct ct_err *err)
+{
+    uint64_t hash = hash_bytes(tsuid, tlen, h->seed);
+    if (h->nslots) {
+        struct head_series *found = *head_find_slot(h, tsuid, tlen, hash);
+        if (found)
+            return found;
+    }
+    if ((h->nseries + 1) * 2 > h->nslots &&
+        head_rehash(h, h->nslots ? h->nslots * 2 : 64, err) != CT_OK)
+        return NULL;
+    struct head_series *s = calloc(1, head_series_size(tlen));
+    if (!s) {
+        ct_err_set(err, CT_ENOMEM, "cannot allocate a head series");
+        return NULL;
+    }
+    h->bytes += head_series_size(tlen);
+    s->hash = hash;
+    s->tlen = (uint8_t)tlen;
+    memcpy(s->tsuid, tsuid, tlen);
+    *head_find_slot(h, tsuid, tlen, hash) = s;
+    h->nseries++;
+    return s;
+}
+
+static struct head_series *head_series_find(struct head *h, const uint8_t *tsuid, size_t tlen)
+{
+    if (!h->nslots)
+        return NULL;
+    return *head_find_slot(h, tsuid, tlen, hash_bytes(tsuid, tlen, h->seed));
+}
+
+#ifdef CT_DEBUG
+static bool head_series_check(const struct head *h, const struct head_series *s)
+{
+    for (unsigned k = 0; k < s->nchunks; k++) {
+        if (s->chunks[k].base_s < h->closed_before_s || s->chunks[k].n == 0)
+            return false;
+        if (k > 0 && s->chunks[k - 1].base_s >= s->chunks[k].base_s)
+            return false;
+    }
+    return true;
+}
+#endif
+
+/* ---- public ---------------------------------------------------------------------------------- */
+
+int head_new(struct head **out, struct ct_err *err)
+{
+    struct head *h = calloc(1, sizeof(*h));
+    if (!h)
+        return ct_err_set(err, CT_ENOMEM, "cannot allocate the ingest head");
+    if (pthread_mutex_init(&h->mu, NULL) != 0) {
+        free(h);
+        return ct_err_set(err, CT_ENOMEM, "cannot initialise the ingest head's mutex");
+    }
+    h->bytes = sizeof(*h);
+    h->closed_before_s = INT64_MIN;
+    h->seed = (uint64_t)(uintptr_t)h * 0x9E3779B97F4A7C15ULL;
+    *out = h;
+    return CT_OK;
+}
+
+void head_free(struct head *h)
+{
+    if (!h)
+        return;
+    for (size_t i = 0; i < h->nslots; i++) {
+        struct head_series *s = h->slots[i];
+        if (!s)
+            continue;
+        for (unsigned k = 0; k < s->nchunks; k++)
+            free(s->chunks[k].buf);
+        free(s);
+    }
+    free(h->slots);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+}
+
+static int64_t head_floor_hour_s(int64_t ts_ms)
+{
+    int64_t s = ts_ms / 1000 - (ts_ms % 1000 < 0 ? 1 : 0);
+    return s - (((s % 3600) + 3600) % 3600);
+}
+
+static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
+                              const struct dpcodec_point *pin, enum head_result *res,
+                              struct ct_err *err)
+{
+    if (tlen == 0 || tlen > HEAD_MAX_TSUID)
+        return ct_err_set(err, CT_EINVAL, "bad TSUID length %zu for the head", tlen);
+    if (pin->type != DPCODEC_INT && pin->type != DPCODEC_FLOAT && pin->type != DPCODEC_DOUBLE)
+        return ct_err_set(err, CT_EINVAL, "bad point type %d for the head", (int)pin->type);
+    if (pin->ts_ms < 0)
+        return ct_err_set(err, CT_EINVAL, "negative timestamp %lld for the head",
+                          (long long)pin->ts_ms);
+    struct dpcodec_point p = *pin;
+    p.ms = p.ms || p.ts_ms % 1000 != 0; /* as dpcodec_encode() stores it */
+    int64_t base_s = head_floor_hour_s(p.ts_ms);
+    if (base_s < h->closed_before_s) {
+        *res = HEAD_LATE;
+        return CT_OK;
+    }
+    struct head_series *s = head_series_find(h, tsuid, tlen);
+    unsigned k = 0;
+    if (s)
+        while (k < s->nchunks && s->chunks[k].base_s < base_s)
+            k++;
+    if (s && k < s->nchunks && s->chunks[k].base_s == base_s) {
+        struct head_chunk *c = &s->chunks[k];
+        if (p.ts_ms <= c->last_ts) {
+            *res = HEAD_OUT_OF_ORDER;
+            return CT_OK;
+        }
+        int rc = head_chunk_reserve(h, c, err);
+        if (rc != CT_OK)
+            return rc;
+        head_chunk_append(c, &p);
+        h->npoints++;
+        *res = HEAD_TAKEN;
+        return CT_OK;
+    }
+    if (s && s->nchunks >= HEAD_MAX_HOURS) {
+        *res = HEAD_NO_ROOM;
+        return CT_OK;
+    }
+    struct head_chunk nc = {.base_s = base_s};
+    int rc = head_chunk_reserve(h, &nc, err);
+    if (rc != CT_OK)
+        return rc;
+    if (!s) {
+        s = head_series_get(h, tsuid, tlen, err);
+        if (!s) {
+            free(nc.buf);
+            h->bytes -= nc.cap;
+            return err->code;
+        }
+        k = 0;
+    }
+    head_chunk_append(&nc, &p);
+    memmove(&s->chunks[k + 1], &s->chunks[k], (s->nchunks - k) * sizeof(s->chunks[0]));
+    s->chunks[k] = nc;
+    s->nchunks++;
+    h->nchunks++;
+    h->npoints++;
+#ifdef CT_DEBUG
+    assert(head_series_check(h, s));
+#endif
+    *res = HEAD_TAKEN;
+    return CT_OK;
+}
+
+int head_append(struct head *h, const uint8_t *tsuid, size_t tlen, const struct dpcodec_point *p,
+                enum head_result *res, struct ct_err *err)
+{
+    pthread_mutex_lock(&h->mu);
+    int rc = head_append_locked(h, tsuid, tlen, p, res, err);
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+static int head_push(struct dpcodec_point **pts, size_t *cap, size_t n,
+                     const struct dpcodec_point *p, struct ct_err *err)
+{
+    if (n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        struct dpcodec_point *np = realloc(*pts, nc * sizeof(*np));
+        if (!np)
+            return ct_err_set(err, CT_ENOMEM, "cannot grow a head read buffer to %zu points", nc);
+        *pts = np;
+        *cap = nc;
+    }
+    (*pts)[n] = *p;
+    return CT_OK;
+}
+
+int head_read(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_ms, int64_t end_ms,
+              struct dpcodec_point **pts, size_t *cap, size_t *n, struct ct_err *err)
+{
+    int rc = CT_OK;
+    pthread_mutex_lock(&h->mu);
+    struct head_series *s =
+        (tlen && tlen <= HEAD_MAX_TSUID) ? head_series_find(h, tsuid, tlen) : NULL;
+    for (unsigned k = 0; s && k < s->nchunks && rc == CT_OK; k++) {
+        const struct head_chunk *c = &s->chunks[k];
+        if (c->base_s * 1000 > end_ms || (c->base_s + 3600) * 1000 <= start_ms)
+            continue;
+        struct head_decoder d;
+        struct dpcodec_point p;
+        head_decoder_init(&d, c);
+        while (head_decoder_next(&d, &p)) {
+            if (p.ts_ms > end_ms)
+                break;
+            if (p.ts_ms < start_ms)
+                continue;
+            rc = head_push(pts, cap, *n, &p, err);
+            if (rc != CT_OK)
+                break;
+            (*n)++;
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+int head_close_hours(struct head *h, int64_t before_s, head_hour_fn fn, void *arg, size_t *nhours,
+                     struct ct_err *err)
+{
+    int rc = CT_OK;
+    size_t handed = 0, npts = 0;
+    struct dpcodec_point *buf = NULL, *p1;
+    pthread_mutex_lock(&h->mu);
+    for (size_t i = 0; i < h->nslots && rc == CT_OK; i++) {
+        struct head_series *s = h->slots[i];
+        while (s && s->nchunks > 0 && s->chunks[0].base_s < before_s) {
+            struct head_chunk *c = &s->chunks[0];
+            if (c->n > npts) {
+                p1 = realloc(buf, c->n * sizeof(*p1));
+                if (!p1) {
+                    rc = ct_err_set(err, CT_ENOMEM, "cannot decode a head hour of %u points", c->n);
+                    break;
+                }
+                buf = p1;
+                npts = c->n;
+            }
+            struct head_decoder d;
+            size_t n = 0;
+            head_decoder_init(&d, c);
+            while (head_decoder_next(&d, &buf[n]))
+                n++;
+            assert(n == c->n);
+            rc = fn(arg, s->tsuid, s->tlen, c->base_s, buf, n, err);
+            if (rc != CT_OK)
+                break;
+            head_chunk_release(h, c);
+            s->nchunks--;
+            memmove(&s->chunks[0], &s->chunks[1], s->nchunks * sizeof(s->chunks[0]));
+            memset(&s->chunks[s->nchunks], 0, sizeof(s->chunks[0]));
+            handed++;
+        }
+    }
+    if (rc == CT_OK && before_s > h->closed_before_s)
+        h->closed_before_s = before_s;
+    /* drop the series left empty; keep the table if that cannot be allocated (they are reused) */
+    if (h->nslots) {
+        struct ct_err e2 = {0};
+        size_t live = 0;
+        for (size_t i = 0; i < h->nslots; i++)
+            if (h->slots[i] && h->slots[i]->nchunks)
+                live++;
+        size_t ns = 64;
+        while (ns < live * 4)
+            ns *= 2;
+        if (live < h->nseries && head_rehash(h, ns, &e2) != CT_OK) {
+            /* the table stays as it was: empty series are found and refilled */
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    free(buf);
+    if (nhours)
+        *nhours = handed;
+    return rc;
+}
+
+void head_set_closed_before(struct head *h, int64_t before_s)
+{
+    pthread_mutex_lock(&h->mu);
+    if (before_s > h->closed_before_s)
+        h->closed_before_s = before_s;
+    pthread_mutex_unlock(&h->mu);
+}
+
+int64_t head_closed_before_s(struct head *h)
+{
+    pthread_mutex_lock(&h->mu);
+    int64_t v = h->closed_before_s;
+    pthread_mutex_unlock(&h->mu);
+    return v;
+}
+
+int64_t head_oldest_hour_s(struct head *h)
+{
+    int64_t v = INT64_MAX;
+    pthread_mutex_lock(&h->mu);
+    for (size_t i = 0; i < h->nslots; i++) {
+        struct head_series *s = h->slots[i];
+        if (s && s->nchunks && s->chunks[0].base_s < v)
+            v = s->chunks[0].base_s;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return v;
+}
+
+size_t head_bytes(struct head *h)
+{
+    pthread_mutex_lock(&h->mu);
+    size_t v = h->bytes;
+    pthread_mutex_unlock(&h->mu);
+    return v;
+}
+
+void head_counts(struct head *h, size_t *nseries, size_t *nchunks, uint64_t *npoints)
+{
+    pthread_mutex_lock(&h->mu);
+    size_t live = 0;
+    for (size_t i = 0; i < h->nslots; i++)
+        if (h->slots[i] && h->slots[i]->nchunks)
+            live++;
+    *nseries = live;
+    *nchunks = h->nchunks;
+    *npoints = h->npoints;
+    pthread_mutex_unlock(&h->mu);
+}

@@ -1,0 +1,87 @@
+/* head.h - the per-series ingest head: the points of each series' open hour(s) held in memory,
+ * compressed, until the hour closes and is handed off to the store as one cell per series.
+ *
+ * Model (docs/head.md): a series is named by its TSUID; it holds at most HEAD_MAX_HOURS open
+ * hours (chunks), each a bit stream of strictly increasing points of one base hour:
+ * delta-of-delta timestamps at millisecond resolution, XOR-encoded doubles and zig-zag delta
+ * integers, with every point's OpenTSDB identity kept (INT / FLOAT / DOUBLE and the ms flag of
+ * schema/dpcodec.h), so a chunk decodes to exactly the dpcodec points that went in.
+ * A point the head does not take (its hour was already handed off, it is not after the last
+ * point of its hour, or the series has no free chunk) is refused with a reason and the caller
+ * writes it as a single cell, as OpenTSDB does; the store's compaction merges it later.
+ *
+ * Memory: head_bytes() is the exact sum of the sizes the head has allocated and not freed
+ * (series records, TSUIDs, chunk buffers, the hash table), for a memory bound to count.
+ * Threading: every function takes the head's own mutex; the callback of head_close_hours() runs
+ * with it held and must not call back into the head. */
+#ifndef CT_SCHEMA_HEAD_H
+#define CT_SCHEMA_HEAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "schema/dpcodec.h"
+#include "storage/ct_err.h"
+
+struct head; /* opaque: defined in head.c */
+
+/* Open hours one series may hold at once (the current hour and late points of earlier ones
+ * within the grace period). */
+#define HEAD_MAX_HOURS 3
+/* Longest TSUID the head accepts (metric + 8 tag pairs of 4-byte UIDs, with room). */
+#define HEAD_MAX_TSUID 255
+
+/* What head_append() did with a point. */
+enum head_result {
+    HEAD_TAKEN = 0,        /* in the head */
+    HEAD_LATE = 1,         /* its hour was already handed off (head_closed_before_s) */
+    HEAD_OUT_OF_ORDER = 2, /* not after the last point of its hour in this series */
+    HEAD_NO_ROOM = 3,      /* the series already holds HEAD_MAX_HOURS other hours */
+};
+
+/* Returns a new empty head in *out, freed with head_free(). CT_ENOMEM if memory cannot be had. */
+CT_MUST_CHECK int head_new(struct head **out, struct ct_err *err);
+void head_free(struct head *h); /* accepts NULL */
+
+/* Offers point p of the series tsuid (tlen bytes, 1..HEAD_MAX_TSUID). On CT_OK *res says
+ * whether the head took it; anything but HEAD_TAKEN leaves the head unchanged. CT_EINVAL for a
+ * bad TSUID length or a point outside any hour; CT_ENOMEM if a chunk cannot grow (the head is
+ * unchanged). tsuid and p are copied. */
+CT_MUST_CHECK int head_append(struct head *h, const uint8_t *tsuid, size_t tlen,
+                              const struct dpcodec_point *p, enum head_result *res,
+                              struct ct_err *err);
+
+/* Appends to *pts (a caller's buffer of *cap points, grown with realloc; *pts may be NULL with
+ * *cap 0) the head's points of series tsuid with start_ms <= ts_ms <= end_ms, ascending, and sets
+ * *n to the number appended after the first *n already there (*n is in/out: points kept).
+ * cell_ts_ms of each point is the base hour's end (so a point of the head is newer than any
+ * stored cell of that hour when both hold one timestamp). CT_ENOMEM leaves *pts valid. */
+CT_MUST_CHECK int head_read(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_ms,
+                            int64_t end_ms, struct dpcodec_point **pts, size_t *cap, size_t *n,
+                            struct ct_err *err);
+
+/* One closing hour of one series: pts[0..n) ascending with unique timestamps, all inside
+ * [base_s, base_s + 3600). Borrowed for the call. Return CT_OK to let the head drop the chunk;
+ * anything else stops head_close_hours(), which returns it and keeps this chunk and the rest. */
+typedef int (*head_hour_fn)(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
+                            const struct dpcodec_point *pts, size_t n, struct ct_err *err);
+/* Hands off every chunk whose base hour is < before_s (a multiple of 3600): calls fn for each,
+ * drops it once fn returned CT_OK, and raises the closed mark to before_s (points of those hours
+ * are HEAD_LATE from then on). Series left without chunks are freed. On failure the mark is not
+ * raised and chunks not yet handed off stay. *nhours (NULL allowed) counts the chunks handed. */
+CT_MUST_CHECK int head_close_hours(struct head *h, int64_t before_s, head_hour_fn fn, void *arg,
+                                   size_t *nhours, struct ct_err *err);
+/* Raises the closed mark without handing anything off (after a restart, the hours the store
+ * already holds); never lowers it. */
+void head_set_closed_before(struct head *h, int64_t before_s);
+int64_t head_closed_before_s(struct head *h);
+/* The oldest open base hour in the head, or INT64_MAX when it holds nothing. */
+int64_t head_oldest_hour_s(struct head *h);
+
+/* Exact bytes allocated by the head (see the top of this file). */
+size_t head_bytes(struct head *h);
+/* Series, chunks and points currently held. */
+void head_counts(struct head *h, size_t *nseries, size_t *nchunks, uint64_t *npoints);
+
+#endif

@@ -1,0 +1,452 @@
+/* headlog.c - the head's write-ahead log (schema/headlog.h); payload format in
+ * schema/headlog_format.h.
+ *
+ * Invariants: (1) sequence numbers are given out under mu, strictly increasing, and above every
+ * number replayed or released; (2) hours[] holds, for every hour >= the released hour mark with a
+ * point in an appended or replayed record, the first such record's number, registered under mu
+ * before that record is handed to the engine log, so a release never passes a record still
+ * being written that holds an open hour; (3) the mark file's seq only grows, and is on disk before
+ * any segment it allows to be deleted is deleted.
+ * Locking: mu guards the fields marked so; the engine log is thread-safe on its own. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "schema/headlog.h"
+#include "schema/headlog_format.h"
+#include "schema/rowkey.h"
+#include "storage/coding.h"
+#include "storage/crc32c.h"
+
+struct headlog_hour {
+    int64_t base_s;
+    uint64_t first_seq;
+};
+
+struct headlog {
+    struct wal *wal;
+    char *dir;
+    pthread_mutex_t mu;
+    /* guarded by mu */
+    uint64_t next_seq;
+    uint64_t released_seq;
+    int64_t released_before_s;
+    struct headlog_hour *hours;
+    size_t nhours, hcap;
+    struct headlog_stats st;
+    bool replayed;
+};
+
+/* ---- the mark file ----------------------------------------------------------------------- */
+
+static int headlog_mark_read(const char *dir, uint64_t *seq, struct ct_err *err)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, HEADLOG_MARK_FILE);
+    *seq = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return CT_OK;
+        return ct_err_set(err, CT_EIO, "cannot open %s: %s", path, strerror(errno));
+    }
+    uint8_t b[HEADLOG_MARK_LEN + 1];
+    ssize_t n = read(fd, b, sizeof(b));
+    int e = errno;
+    close(fd);
+    if (n < 0)
+        return ct_err_set(err, CT_EIO, "cannot read %s: %s", path, strerror(e));
+    if (n != HEADLOG_MARK_LEN || memcmp(b, HEADLOG_MARK_MAGIC, 4) != 0)
+        return ct_err_set(err, CT_ECORRUPT, "%s is not a head log mark (%zd bytes)", path, n);
+    if (b[4] != HEADLOG_VERSION)
+        return ct_err_set(err, CT_ECORRUPT,
+                          "unsupported head log mark version %u in %s (this build reads %d)", b[4],
+                          path, HEADLOG_VERSION);
+    if (coding_get_be32(b + 13) != crc32c_value(b, 13))
+        return ct_err_set(err, CT_ECORRUPT, "bad checksum in %s", path);
+    *seq = coding_get_be64(b + 5);
+    return CT_OK;
+}
+
+static int headlog_fsync_path(const char *path, int flags, struct ct_err *err)
+{
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0)
+        return ct_err_set(err, CT_EIO, "cannot open %s: %s", path, strerror(errno));
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc != 0)
+        return ct_err_set(err, CT_EIO, "cannot fsync %s: %s", path, strerror(e));
+    return CT_OK;
+}
+
+static int headlog_mark_write(const char *dir, uint64_t seq, struct ct_err *err)
+{
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof(path), "%s/%s", dir, HEADLOG_MARK_FILE);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    uint8_t b[HEADLOG_MARK_LEN];
+    memcpy(b, HEADLOG_MARK_MAGIC, 4);
+    b[4] = HEADLOG_VERSION;
+    coding_put_be64(b + 5, seq);
+    coding_put_be32(b + 13, crc32c_value(b, 13));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return ct_err_set(err, CT_EIO, "cannot create %s: %s", tmp, strerror(errno));
+    ssize_t n = write(fd, b, sizeof(b));
+    int e = errno;
+    if (n != (ssize_t)sizeof(b) || fsync(fd) != 0) {
+        if (n == (ssize_t)sizeof(b))
+            e = errno;
+        close(fd);
+        unlink(tmp);
+        return ct_err_set(err, CT_EIO, "cannot write %s: %s", tmp,
+                          n >= 0 && n != (ssize_t)sizeof(b) ? "short write" : strerror(e));
+    }
+    close(fd);
+    if (rename(tmp, path) != 0) {
+        e = errno;
+        unlink(tmp);
+        return ct_err_set(err, CT_EIO, "cannot rename %s: %s", tmp, strerror(e));
+    }
+    return headlog_fsync_path(dir, O_RDONLY | O_DIRECTORY, err);
+}
+
+/* ---- open / close ------------------------------------------------------------------------ */
+
+int headlog_open(const char *dir, struct headlog **out, struct ct_err *err)
+{
+    struct headlog *l = calloc(1, sizeof(*l));
+    if (!l || !(l->dir = strdup(dir))) {
+        free(l);
+        return ct_err_set(err, CT_ENOMEM, "cannot allocate the head log");
+    }
+    pthread_mutex_init(&l->mu, NULL);
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        ct_err_set(err, CT_EIO, "cannot create %s: %s", dir, strerror(errno));
+        goto fail;
+    }
+    if (headlog_mark_read(dir, &l->released_seq, err) != CT_OK)
+        goto fail;
+    struct wal_options o = {.segment_bytes = HEADLOG_SEGMENT_BYTES};
+    if (wal_open_mapped(dir, &o, &l->wal, err) != CT_OK) {
+        ct_err_prefix(err, "head log");
+        goto fail;
+    }
+    l->next_seq = l->released_seq + 1;
+    l->released_before_s = INT64_MIN;
+    l->st.released_seq = l->released_seq;
+    *out = l;
+    return CT_OK;
+fail:
+    pthread_mutex_destroy(&l->mu);
+    free(l->dir);
+    free(l);
+    return err->code;
+}
+
+void headlog_close(struct headlog *l)
+{
+    if (!l)
+        return;
+    wal_close(l->wal);
+    pthread_mutex_destroy(&l->mu);
+    free(l->hours);
+    free(l->dir);
+    free(l);
+}
+
+/* Notes that record seq holds a point of hour base_s. REQUIRES: mu held. */
+static int headlog_note_hour(struct headlog *l, int64_t base_s, uint64_t seq, struct ct_err *err)
+{
+    if (base_s < l->released_before_s)
+        return CT_OK; /* a late point: the store has its hour; the record stays until released */
+    for (size_t i = 0; i < l->nhours; i++)
+        if (l->hours[i].base_s == base_s) {
+            if (seq < l->hours[i].first_seq)
+                l->hours[i].first_seq = seq;
+            return CT_OK;
+        }
+    if (l->nhours == l->hcap) {
+        size_t nc = l->hcap ? l->hcap * 2 : 8;
+        struct headlog_hour *nh = realloc(l->hours, nc * sizeof(*nh));
+        if (!nh)
+            return ct_err_set(err, CT_ENOMEM, "cannot grow the head log's hour list");
+        l->hours = nh;
+        l->hcap = nc;
+    }
+    l->hours[l->nhours++] = (struct headlog_hour){base_s, seq};
+    l->st.open_hours = l->nhours;
+    return CT_OK;
+}
+
+/* ---- records ----------------------------------------------------------------------------- */
+
+static int headlog_bad(struct ct_err *err, uint64_t seq, const char *what)
+{
+    return ct_err_set(err, CT_ECORRUPT, "head log record %" PRIu64 ": %s", seq, what);
+}
+
+struct headlog_replay_ctx {
+    struct headlog *l;
+    struct head *h;
+    headlog_refused_fn fn;
+    void *arg;
+    uint64_t npoints;
+};
+
+static int headlog_replay_record(void *arg, uint64_t seq, const uint8_t *p, size_t len,
+                                 struct ct_err *err)
+{
+    struct headlog_replay_ctx *c = arg;
+    struct headlog *l = c->l;
+    if (seq <= l->released_seq)
+        return CT_OK; /* its points are in the store */
+    if (seq >= l->next_seq)
+        l->next_seq = seq + 1;
+    const uint8_t *end = p + len;
+    if (len < 1 || p[0] != HEADLOG_VERSION)
+        return len < 1 ? headlog_bad(err, seq, "empty")
+                       : ct_err_set(err, CT_ECORRUPT,
+                                    "head log record %" PRIu64
+                                    ": unsupported version %u (this build reads %d)",
+                                    seq, p[0], HEADLOG_VERSION);
+    p++;
+    uint64_t nseries, npoints, v;
+    size_t k = coding_get_varint64(p, end, &nseries);
+    if (!k || nseries > len)
+        return headlog_bad(err, seq, "bad series count");
+    p += k;
+    const uint8_t **ts = malloc((nseries ? nseries : 1) * sizeof(*ts));
+    uint8_t *tl = malloc(nseries ? nseries : 1);
+    int rc = CT_OK;
+    if (!ts || !tl) {
+        rc = ct_err_set(err, CT_ENOMEM, "cannot replay head log record %" PRIu64, seq);
+        goto out;
+    }
+    for (uint64_t i = 0; i < nseries; i++) {
+        if (p >= end || p[0] == 0 || (size_t)(end - p) < 1u + p[0]) {
+            rc = headlog_bad(err, seq, "truncated series");
+            goto out;
+        }
+        tl[i] = p[0];
+        ts[i] = p + 1;
+        p += 1 + p[0];
+    }
+    k = coding_get_varint64(p, end, &npoints);
+    if (!k) {
+        rc = headlog_bad(err, seq, "bad point count");
+        goto out;
+    }
+    p += k;
+    for (uint64_t i = 0; i < npoints; i++) {
+        uint64_t id, t;
+        struct dpcodec_point pt = {0};
+        if (!(k = coding_get_varint64(p, end, &id)) || id >= nseries) {
+            rc = headlog_bad(err, seq, "bad series id");
+            goto out;
+        }
+        p += k;
+        if (!(k = coding_get_varint64(p, end, &t)) || t > (uint64_t)INT64_MAX || p + k >= end) {
+            rc = headlog_bad(err, seq, "bad timestamp");
+            goto out;
+        }
+        p += k;
+        uint8_t kind = *p++;
+        if ((kind >> 1) > DPCODEC_DOUBLE) {
+            rc = headlog_bad(err, seq, "bad point kind");
+            goto out;
+        }
+        pt.ts_ms = (int64_t)t;
+        pt.type = (enum dpcodec_type)(kind >> 1);
+        pt.ms = (kind & 1) != 0;
+        if (pt.type == DPCODEC_INT) {
+            if (!(k = coding_get_varint64(p, end, &v))) {
+                rc = headlog_bad(err, seq, "bad integer");
+                goto out;
+            }
+            p += k;
+            pt.i = coding_unzigzag(v);
+        } else {
+            if (end - p < 8) {
+                rc = headlog_bad(err, seq, "truncated value");
+                goto out;
+            }
+            v = coding_get_le64(p);
+            memcpy(&pt.f, &v, 8);
+            p += 8;
+        }
+        rc = headlog_note_hour(l, rowkey_base_hour_s(pt.ts_ms / 1000), seq, err);
+        if (rc != CT_OK)
+            goto out;
+        enum head_result res;
+        rc = head_append(c->h, ts[id], tl[id], &pt, &res, err);
+        if (rc == CT_OK && res != HEAD_TAKEN)
+            rc = c->fn(c->arg, ts[id], tl[id], &pt, res, err);
+        if (rc != CT_OK)
+            goto out;
+        c->npoints++;
+    }
+    if (p != end)
+        rc = headlog_bad(err, seq, "bytes after the last point");
+out:
+    free(ts);
+    free(tl);
+    return rc;
+}
+
+int headlog_replay(struct headlog *l, struct head *h, headlog_refused_fn fn, void *arg,
+                   uint64_t *npoints, struct ct_err *err)
+{
+    struct headlog_replay_ctx c = {.l = l, .h = h, .fn = fn, .arg = arg};
+    pthread_mutex_lock(&l->mu);
+    int rc = wal_replay(l->wal, headlog_replay_record, &c, err);
+    l->replayed = true;
+    pthread_mutex_unlock(&l->mu);
+    if (rc != CT_OK)
+        ct_err_prefix(err, "replay head log %s", l->dir);
+    if (npoints)
+        *npoints = c.npoints;
+    return rc;
+}
+
+/* The record of pts into buf (room headlog_bound()); series ids by a small probe table. */
+static size_t headlog_bound(const struct headlog_point *pts, size_t n)
+{
+    size_t b = 1 + 2 * CODING_VARINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        b += 1 + pts[i].tlen + 3 * CODING_VARINT64_MAX + 1 + 8;
+    return b;
+}
+
+int headlog_append(struct headlog *l, const struct headlog_point *pts, size_t n, enum wal_sync sync,
+                   struct ct_err *err)
+{
+    if (n == 0)
+        return CT_OK;
+    for (size_t i = 0; i < n; i++)
+        if (pts[i].tlen == 0 || pts[i].tlen > HEAD_MAX_TSUID || pts[i].p.ts_ms < 0)
+            return ct_err_set(err, CT_EINVAL, "bad point %zu for the head log (TSUID length %zu)",
+                              i, pts[i].tlen);
+    size_t cap = headlog_bound(pts, n), nslots = 16;
+    while (nslots < 2 * n)
+        nslots *= 2;
+    uint8_t *buf = malloc(cap);
+    uint32_t *slots = calloc(nslots, sizeof(*slots)); /* series id + 1 */
+    uint32_t *first = malloc(n * sizeof(*first));     /* point index defining series id */
+    uint32_t *ids = malloc(n * sizeof(*ids));
+    int rc = CT_OK;
+    if (!buf || !slots || !first || !ids) {
+        rc = ct_err_set(err, CT_ENOMEM, "cannot encode a head log record of %zu points", n);
+        goto out;
+    }
+    uint32_t nseries = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t hsh = 1469598103934665603ULL;
+        for (size_t j = 0; j < pts[i].tlen; j++)
+            hsh = (hsh ^ pts[i].tsuid[j]) * 1099511628211ULL;
+        size_t s = hsh & (nslots - 1);
+        for (;; s = (s + 1) & (nslots - 1)) {
+            if (!slots[s]) {
+                first[nseries] = (uint32_t)i;
+                slots[s] = ++nseries;
+                break;
+            }
+            const struct headlog_point *o = &pts[first[slots[s] - 1]];
+            if (o->tlen == pts[i].tlen && !memcmp(o->tsuid, pts[i].tsuid, o->tlen))
+                break;
+        }
+        ids[i] = slots[s] - 1;
+    }
+    uint8_t *p = buf;
+    *p++ = HEADLOG_VERSION;
+    p += coding_put_varint64(p, nseries);
+    for (uint32_t s = 0; s < nseries; s++) {
+        const struct headlog_point *o = &pts[first[s]];
+        *p++ = (uint8_t)o->tlen;
+        memcpy(p, o->tsuid, o->tlen);
+        p += o->tlen;
+    }
+    p += coding_put_varint64(p, n);
+    for (size_t i = 0; i < n; i++) {
+        const struct dpcodec_point *q = &pts[i].p;
+        bool ms = q->ms || q->ts_ms % 1000 != 0;
+        p += coding_put_varint64(p, ids[i]);
+        p += coding_put_varint64(p, (uint64_t)q->ts_ms);
+        *p++ = (uint8_t)((unsigned)q->type << 1 | (ms ? 1u : 0u));
+        if (q->type == DPCODEC_INT) {
+            p += coding_put_varint64(p, coding_zigzag(q->i));
+        } else {
+            uint64_t v;
+            memcpy(&v, &q->f, 8);
+            coding_put_le64(p, v);
+            p += 8;
+        }
+    }
+    size_t len = (size_t)(p - buf);
+    pthread_mutex_lock(&l->mu);
+    uint64_t seq = l->next_seq++;
+    for (size_t i = 0; i < n && rc == CT_OK; i++)
+        rc = headlog_note_hour(l, rowkey_base_hour_s(pts[i].p.ts_ms / 1000), seq, err);
+    pthread_mutex_unlock(&l->mu);
+    if (rc == CT_OK)
+        rc = wal_append(l->wal, seq, buf, len, sync, err);
+    if (rc == CT_OK) {
+        pthread_mutex_lock(&l->mu);
+        l->st.records++;
+        l->st.points += n;
+        l->st.bytes += len;
+        pthread_mutex_unlock(&l->mu);
+    }
+out:
+    free(buf);
+    free(slots);
+    free(first);
+    free(ids);
+    return rc;
+}
+
+int headlog_release(struct headlog *l, int64_t before_s, struct ct_err *err)
+{
+    pthread_mutex_lock(&l->mu);
+    if (before_s > l->released_before_s)
+        l->released_before_s = before_s;
+    size_t w = 0;
+    uint64_t upto = l->next_seq - 1;
+    for (size_t i = 0; i < l->nhours; i++) {
+        if (l->hours[i].base_s < before_s)
+            continue;
+        if (l->hours[i].first_seq - 1 < upto)
+            upto = l->hours[i].first_seq - 1;
+        l->hours[w++] = l->hours[i];
+    }
+    l->nhours = w;
+    l->st.open_hours = w;
+    int rc = CT_OK;
+    if (upto > l->released_seq) {
+        rc = headlog_mark_write(l->dir, upto, err);
+        if (rc == CT_OK) {
+            l->released_seq = upto;
+            l->st.released_seq = upto;
+        }
+    }
+    uint64_t rel = l->released_seq;
+    pthread_mutex_unlock(&l->mu);
+    if (rc == CT_OK)
+        rc = wal_release_upto(l->wal, rel, err);
+    return rc;
+}
+
+void headlog_get_stats(struct headlog *l, struct headlog_stats *out)
+{
+    pthread_mutex_lock(&l->mu);
+    *out = l->st;
+    pthread_mutex_unlock(&l->mu);
+}

@@ -1,0 +1,74 @@
+/* headlog.h - the head's write-ahead log: packed batches of points appended (at the caller's
+ * sync level) before the head takes them, replayed into the head when the TSD starts, and
+ * released once every hour they hold has been handed off to the store.
+ *
+ * Built on the storage engine's log (storage/engine/wal.h: segments, CRC framing, group commit,
+ * torn-tail cut) in its own directory, so that the head's records never mix with the store's and
+ * can be released on the head's own schedule (hours closing), not on memstore flushes. The
+ * payload format is in schema/headlog_format.h.
+ *
+ * Release: the log remembers, for every hour with points in unreleased records, the first
+ * record (sequence number) holding one. headlog_release(before_s) forgets hours < before_s and
+ * releases every record older than the first record of the oldest hour still open; the mark is
+ * kept in a small file, so a restart replays only records that may hold points not yet in the
+ * store.
+ *
+ * Replay may meet points the head refuses (an out-of-order point logged by two writers racing,
+ * or one that was written as a single cell at the time): they go to the caller's refused
+ * function, which writes them to the store as the ingest path does for refused points. Writing a
+ * point twice is harmless: the same value at the same time is merged by compaction.
+ *
+ * Threading: every function is thread-safe (appends run concurrently and share group commits). */
+#ifndef CT_SCHEMA_HEADLOG_H
+#define CT_SCHEMA_HEADLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "schema/dpcodec.h"
+#include "schema/head.h"
+#include "storage/ct_err.h"
+#include "storage/engine/wal.h"
+
+struct headlog; /* opaque: defined in headlog.c */
+
+/* One point as the log takes it: its series (borrowed for the call) and the point. */
+struct headlog_point {
+    const uint8_t *tsuid;
+    size_t tlen; /* 1..HEAD_MAX_TSUID */
+    struct dpcodec_point p;
+};
+
+/* Opens (creating) the log in dir. Returns a new log in *out, closed with headlog_close().
+ * Call headlog_replay() once before the first append. */
+CT_MUST_CHECK int headlog_open(const char *dir, struct headlog **out, struct ct_err *err);
+void headlog_close(struct headlog *l); /* syncs and frees; accepts NULL */
+
+/* A point replay could not put in the head (res says why). Return CT_OK once it is durably
+ * elsewhere; anything else stops the replay with that code. */
+typedef int (*headlog_refused_fn)(void *arg, const uint8_t *tsuid, size_t tlen,
+                                  const struct dpcodec_point *p, enum head_result res,
+                                  struct ct_err *err);
+/* Replays every unreleased record into h; *npoints (NULL allowed) counts the points read.
+ * CT_ECORRUPT names the record that fails to parse (a torn tail of the last segment is cut by
+ * the engine's log and is not an error). */
+CT_MUST_CHECK int headlog_replay(struct headlog *l, struct head *h, headlog_refused_fn fn,
+                                 void *arg, uint64_t *npoints, struct ct_err *err);
+
+/* Appends pts[0..n) as one record; returns once the sync level is met. Sticky on a write error
+ * (the engine log's rule). CT_EINVAL for a bad TSUID length (nothing is appended). */
+CT_MUST_CHECK int headlog_append(struct headlog *l, const struct headlog_point *pts, size_t n,
+                                 enum wal_sync sync, struct ct_err *err);
+
+/* Every hour < before_s is in the store: releases the records that hold only such hours (and
+ * whatever older records a segment shares with them), after writing the mark. */
+CT_MUST_CHECK int headlog_release(struct headlog *l, int64_t before_s, struct ct_err *err);
+
+struct headlog_stats {
+    uint64_t records, points, bytes; /* appended since open */
+    uint64_t released_seq;           /* the mark */
+    size_t open_hours;               /* hours with points in unreleased records */
+};
+void headlog_get_stats(struct headlog *l, struct headlog_stats *out);
+
+#endif

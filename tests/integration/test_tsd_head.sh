@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# test_tsd_head.sh - the ingest head (tsd.storage.head.enable=true) with the real daemon, the
+# clock pinned by CTSDB_NOW_MS: points of an open hour go to the head and its log, not the store;
+# a kill -9 mid-hour and kills at every hand-off step (CTSDB_HEAD_CRASH) lose no acknowledged
+# point; after the hand-off the store answers exactly what a TSD without the head answers for the
+# same writes; a late point of a handed-off hour is written as a single cell and read with the
+# hour's cell; once every hour is handed off the head log holds no segment; a start with the head
+# off drains a log left mid-hour into the store.
+source "$(dirname "$0")/lib.sh"
+
+H=1356998400 # 2013-01-01T00:00:00Z, the hour written
+MID_MS=$(((H + 1800) * 1000))
+AFTER_MS=$(((H + 3600 + 10) * 1000)) # past the hour + the default grace (compaction_delay 0)
+
+# puts.json: 3 series, 400 points of hour H (ints, floats, doubles, s and ms timestamps)
+work=$(it_tmpdir)
+python3 - "$H" >"$work/puts.json" <<'EOF'
+import json, sys
+H = int(sys.argv[1])
+pts = []
+for i in range(400):
+    s = i % 3
+    if s == 0:
+        pts.append({"metric": "head.m", "timestamp": H + i, "value": i * 1000003, "tags": {"host": "a"}})
+    elif s == 1:
+        pts.append({"metric": "head.m", "timestamp": (H + i) * 1000 + 7, "value": i * 0.1, "tags": {"host": "b"}})
+    else:
+        pts.append({"metric": "head.m", "timestamp": H + i, "value": 2.5 * i, "tags": {"host": "c"}})
+print(json.dumps(pts))
+EOF
+
+put_all() { # PORT: posts puts.json in 4 requests; prints the HTTP codes
+  python3 - "$1" "$work/puts.json" <<'EOF'
+import json, sys, urllib.request
+port, path = sys.argv[1], sys.argv[2]
+pts = json.load(open(path))
+codes = []
+for k in range(4):
+    body = json.dumps(pts[k * 100:(k + 1) * 100]).encode()
+    r = urllib.request.urlopen(urllib.request.Request("http://127.0.0.1:%s/api/put" % port, body), timeout=30)
+    codes.append(str(r.status))
+print(" ".join(codes))
+EOF
+}
+
+query() { # PORT: every point of head.m per host in hour H, as sorted JSON (ms timestamps)
+  curl -s "http://127.0.0.1:$1/api/query?start=$H&end=$((H + 3599))&ms=true&m=none:head.m%7Bhost=*%7D" |
+    python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print(json.dumps(sorted([(x["tags"]["host"], sorted(x["dps"].items())) for x in r]) if isinstance(r, list) else r))'
+}
+
+npoints() { python3 -c 'import json, sys; print(sum(len(d) for _, d in json.loads(sys.argv[1])))' "$1"; }
+
+# the reference: the same writes without the head
+CTSDB_NOW_MS=$MID_MS tsd_start
+check_eq "reference TSD acknowledges every put" "204 204 204 204" "$(put_all "$TSD_PORT")"
+want=$(query "$TSD_PORT")
+check_eq "reference TSD answers 400 points" 400 "$(npoints "$want")"
+tsd_stop
+unset TSD_DATA
+
+# the head: write mid-hour, then kill -9
+HEAD=--tsd.storage.head.enable=true
+CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD"
+data=$TSD_DATA
+check_eq "head TSD acknowledges every put" "204 204 204 204" "$(put_all "$TSD_PORT")"
+stats=$(curl -s "http://127.0.0.1:$TSD_PORT/api/stats" | python3 -c 'import json, sys
+print(" ".join("%s=%s" % (s["metric"], s["value"]) for s in json.load(sys.stdin) if s["metric"].startswith("tsd.head.")))')
+check_contains "/api/stats: the head holds the 400 points" "$stats" "tsd.head.points=400"
+check_contains "/api/stats: in 3 series" "$stats" "tsd.head.series=3"
+kill -KILL "$TSD_PID"
+wait "$TSD_PID" 2>/dev/null
+check "the head log has a segment" ls "$data"/head/wal-*.log
+rows=$("$CTSDB" shell --data "$data" -e "count 'tsdb'" 2>&1)
+check_contains "no cell reached the store while the hour was open" "$rows" "0 row(s)"
+
+# restarts past the hour, killed at each hand-off step; each replays the log again
+for point in handoff_before_store handoff_mid_store handoff_before_release; do
+  CTSDB_NOW_MS=$AFTER_MS CTSDB_HEAD_CRASH=$point "$CTSDB" tsd --bind 127.0.0.1 --port 0 \
+    --data "$data" "$HEAD" 2>"$work/crash.log" &
+  pid=$!
+  IT_PIDS+=("$pid")
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    not_ok "the TSD dies at $point"
+    kill -KILL "$pid"
+  fi
+  wait "$pid" 2>/dev/null
+  check_contains "killed at $point" "$(cat "$work/crash.log")" "killing the process at $point"
+done
+rows=$("$CTSDB" shell --data "$data" -e "count 'tsdb'" 2>&1)
+check_contains "the crashed hand-offs wrote the series' rows" "$rows" "3 row(s)"
+
+# a clean start past the hour: the hand-off completes; the store answers as the reference
+TSD_DATA=$data CTSDB_NOW_MS=$AFTER_MS tsd_start "$HEAD"
+check_contains "the restart replayed the log" "$(cat "$TSD_LOG")" "head: replayed 400 points"
+got=$(query "$TSD_PORT")
+check_eq "after the hand-off: the same 400 points as without the head" "$want" "$got"
+
+# a late point of the handed-off hour: a single cell, read with the hour's cell
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TSD_PORT/api/put" \
+  -d "{\"metric\":\"head.m\",\"timestamp\":$((H + 3000)),\"value\":77,\"tags\":{\"host\":\"a\"}}")
+check_eq "late point acknowledged" 204 "$code"
+got=$(query "$TSD_PORT")
+check_eq "the late point is read with the hour" 401 "$(npoints "$got")"
+check_contains "the late point's value" "$got" "[\"$(((H + 3000) * 1000))\", 77]"
+tsd_stop
+check_eq "clean stop" 0 "$?"
+segs=$(ls "$data"/head/wal-*.log 2>/dev/null | wc -l)
+check_eq "every hour handed off: the head log holds no segment" 0 "$segs"
+check "the release mark is on disk" test -s "$data/head/released"
+
+# restart: nothing replayed, the answer unchanged
+TSD_DATA=$data CTSDB_NOW_MS=$AFTER_MS tsd_start "$HEAD"
+got=$(query "$TSD_PORT")
+check_eq "after another restart: 401 points" 401 "$(npoints "$got")"
+tsd_stop
+
+# turning the head off mid-hour strands nothing: the next start drains its log into the store
+unset TSD_DATA
+CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD"
+data=$TSD_DATA
+check_eq "head TSD acknowledges every put (2)" "204 204 204 204" "$(put_all "$TSD_PORT")"
+kill -KILL "$TSD_PID"
+wait "$TSD_PID" 2>/dev/null
+TSD_DATA=$data CTSDB_NOW_MS=$MID_MS tsd_start
+got=$(query "$TSD_PORT")
+check_eq "head off after a kill mid-hour: the same 400 points" "$want" "$got"
+tsd_stop
+segs=$(ls "$data"/head/wal-*.log 2>/dev/null | wc -l)
+check_eq "the drained head log holds no segment" 0 "$segs"
+it_done

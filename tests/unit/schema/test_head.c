@@ -1,0 +1,458 @@
+/* test_head.c - the per-series ingest head (schema/head.h): bit-exact round trips of every point
+ * kind (integers at the int64 limits, floats and doubles at their edges, seconds and
+ * milliseconds, mixed kinds in one hour), random streams, late / out-of-order / no-room
+ * refusals that leave the head unchanged, hand-off of closed hours (the same points as the
+ * store's compressed cell decodes), a failing hand-off keeping its chunks, compression and the
+ * byte accounting. */
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "schema/dpcodec.h"
+#include "schema/head.h"
+#include "tests/lib/ctest.h"
+
+#define BASE    1356998400LL /* 2013-01-01T00:00:00Z, a base hour */
+#define BASE_MS (BASE * 1000)
+
+static const uint8_t T1[] = {0, 0, 1, 0, 0, 1, 0, 0, 2};
+static const uint8_t T2[] = {0, 0, 1, 0, 0, 1, 0, 0, 3};
+
+static void same_point(const struct dpcodec_point *a, const struct dpcodec_point *b)
+{
+    assert_int_equal(a->ts_ms, b->ts_ms);
+    assert_int_equal(a->type, b->type);
+    assert_int_equal(a->ms, b->ms);
+    assert_true(dpcodec_point_same_value(a, b));
+}
+
+static void put(struct head *h, const uint8_t *t, size_t tl, struct dpcodec_point p,
+                enum head_result want)
+{
+    struct ct_err err = {0};
+    enum head_result r = HEAD_NO_ROOM;
+    assert_int_equal(head_append(h, t, tl, &p, &r, &err), CT_OK);
+    assert_int_equal(r, want);
+}
+
+/* Appends n points to a fresh head and checks that head_read gives them back exactly. */
+static void round_trip(const struct dpcodec_point *in, size_t n)
+{
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    for (size_t i = 0; i < n; i++)
+        put(h, T1, sizeof(T1), in[i], HEAD_TAKEN);
+    struct dpcodec_point *out = NULL;
+    size_t cap = 0, got = 0;
+    assert_int_equal(head_read(h, T1, sizeof(T1), 0, INT64_MAX, &out, &cap, &got, &err), CT_OK);
+    assert_int_equal(got, n);
+    for (size_t i = 0; i < n; i++) {
+        struct dpcodec_point want = in[i];
+        want.ms = want.ms || want.ts_ms % 1000 != 0;
+        same_point(&out[i], &want);
+    }
+    free(out);
+    head_free(h);
+}
+
+static void test_head_round_trips_integer_limits(void **state)
+{
+    (void)state;
+    const int64_t vals[] = {0,         1,         -1,  INT64_MAX, INT64_MIN, 0,
+                            INT64_MIN, INT64_MAX, 127, -128,      1LL << 40, -(1LL << 40),
+                            42,        42,        42,  INT32_MAX, INT32_MIN, 255};
+    struct dpcodec_point p[sizeof(vals) / sizeof(vals[0])];
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++)
+        p[i] = dpcodec_point_int(BASE_MS + (int64_t)i * 1000, false, vals[i]);
+    round_trip(p, sizeof(vals) / sizeof(vals[0]));
+}
+
+static void test_head_round_trips_real_edges(void **state)
+{
+    (void)state;
+    const double vals[] = {0.0,     -0.0,     1.0,      1.5,       DBL_MAX, -DBL_MAX,
+                           DBL_MIN, 4.9e-324, -DBL_MIN, 0.1,       0.1,     1e300,
+                           -1e-300, 3.0f,     INFINITY, 2.5,       -2.5,    FLT_MAX,
+                           FLT_MIN, 1.0 / 3,  1.0 / 3,  123456.789};
+    size_t n = sizeof(vals) / sizeof(vals[0]);
+    struct dpcodec_point p[sizeof(vals) / sizeof(vals[0])];
+    for (size_t i = 0; i < n; i++)
+        p[i] = dpcodec_point_real(BASE_MS + 17 + (int64_t)i * 333, true, vals[i]);
+    round_trip(p, n);
+    /* a float-exact value stored as a DOUBLE keeps its type */
+    p[0] = dpcodec_point_real(BASE_MS, false, 1.5);
+    p[0].type = DPCODEC_DOUBLE;
+    p[1] = dpcodec_point_real(BASE_MS + 1000, false, 1.5);
+    round_trip(p, 2);
+}
+
+static void test_head_round_trips_mixed_kinds_and_times(void **state)
+{
+    (void)state;
+    struct dpcodec_point p[] = {
+        dpcodec_point_int(BASE_MS, false, 5),
+        dpcodec_point_real(BASE_MS + 1000, false, 2.25),
+        dpcodec_point_int(BASE_MS + 1001, true, 6),       /* ms point */
+        dpcodec_point_int(BASE_MS + 2000, true, 7),       /* whole second, ms flag kept */
+        dpcodec_point_int(BASE_MS + 3000, false, 7),      /* s flag again */
+        dpcodec_point_real(BASE_MS + 3001, false, 1e100), /* ms by its time */
+        dpcodec_point_int(BASE_MS + 3599999, true, -9),   /* last ms of the hour */
+    };
+    round_trip(p, sizeof(p) / sizeof(p[0]));
+    /* the first and last instants of an hour, alone */
+    struct dpcodec_point q[] = {dpcodec_point_int(BASE_MS, false, 1),
+                                dpcodec_point_int(BASE_MS + 3599000, false, 2)};
+    round_trip(q, 2);
+}
+
+static void test_head_round_trips_random_streams(void **state)
+{
+    (void)state;
+    srand(7);
+    enum {
+        N = 20000
+    };
+    struct dpcodec_point *p = malloc(N * sizeof(*p));
+    assert_non_null(p);
+    for (int round = 0; round < 20; round++) {
+        int64_t ts = BASE_MS + rand() % 1000;
+        size_t n = 0;
+        int64_t iv = rand();
+        double dv = rand() / 7.0;
+        while (n < N) {
+            int gap = (round % 4 == 0) ? 1000 : (round % 4 == 1) ? 1 + rand() % 3 : rand() % 400;
+            ts += gap ? gap : 1;
+            if (ts >= BASE_MS + 3600000)
+                break;
+            int kind = rand() % 5;
+            if (round % 2 == 0 || kind < 2) {
+                iv =
+                    (int64_t)((uint64_t)iv + (uint64_t)((rand() % 3 == 0) ? (int64_t)rand() * rand()
+                                                                          : rand() % 10 - 5));
+                p[n] = dpcodec_point_int(ts, rand() % 2 == 0, iv);
+            } else {
+                dv = (kind == 2) ? dv : (kind == 3) ? dv + 0.5 : rand() / 3.0;
+                p[n] = dpcodec_point_real(ts, rand() % 2 == 0, dv);
+            }
+            n++;
+        }
+        round_trip(p, n);
+    }
+    free(p);
+}
+
+static void test_head_refuses_out_of_order_and_keeps_state(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 10000, false, 1), HEAD_TAKEN);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 20000, false, 2), HEAD_TAKEN);
+    size_t b = head_bytes(h);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 20000, false, 3), HEAD_OUT_OF_ORDER);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 15000, false, 3), HEAD_OUT_OF_ORDER);
+    /* another series and another hour are independent */
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS + 15000, false, 3), HEAD_TAKEN);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS - 5000, false, 4), HEAD_TAKEN);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 30000, false, 5), HEAD_TAKEN);
+    assert_true(head_bytes(h) > b);
+    struct dpcodec_point *out = NULL;
+    size_t cap = 0, n = 0;
+    assert_int_equal(head_read(h, T1, sizeof(T1), 0, INT64_MAX, &out, &cap, &n, &err), CT_OK);
+    assert_int_equal(n, 4);
+    int64_t want_ts[] = {BASE_MS - 5000, BASE_MS + 10000, BASE_MS + 20000, BASE_MS + 30000};
+    int64_t want_v[] = {4, 1, 2, 5};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(out[i].ts_ms, want_ts[i]);
+        assert_int_equal(out[i].i, want_v[i]);
+    }
+    /* range bounds are inclusive, and appending after points already in the buffer */
+    n = 1;
+    assert_int_equal(
+        head_read(h, T1, sizeof(T1), BASE_MS + 10000, BASE_MS + 20000, &out, &cap, &n, &err),
+        CT_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(out[0].ts_ms, BASE_MS - 5000); /* kept */
+    assert_int_equal(out[1].ts_ms, BASE_MS + 10000);
+    assert_int_equal(out[2].ts_ms, BASE_MS + 20000);
+    /* unknown series: nothing */
+    n = 0;
+    assert_int_equal(head_read(h, T1, 3, 0, INT64_MAX, &out, &cap, &n, &err), CT_OK);
+    assert_int_equal(n, 0);
+    free(out);
+    head_free(h);
+}
+
+static void test_head_refuses_a_fourth_hour(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    for (int k = 0; k < HEAD_MAX_HOURS; k++)
+        put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + k * 3600000LL, false, k), HEAD_TAKEN);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 3600000LL * HEAD_MAX_HOURS, false, 9),
+        HEAD_NO_ROOM);
+    size_t ns, nc;
+    uint64_t np;
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(ns, 1);
+    assert_int_equal(nc, HEAD_MAX_HOURS);
+    assert_int_equal(np, HEAD_MAX_HOURS);
+    head_free(h);
+}
+
+static void test_head_rejects_bad_input(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    uint8_t big[HEAD_MAX_TSUID + 1] = {0};
+    enum head_result r;
+    struct dpcodec_point p = dpcodec_point_int(BASE_MS, false, 1);
+    assert_int_equal(head_append(h, big, 0, &p, &r, &err), CT_EINVAL);
+    assert_int_equal(head_append(h, big, sizeof(big), &p, &r, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "TSUID"));
+    p.ts_ms = -1;
+    assert_int_equal(head_append(h, T1, sizeof(T1), &p, &r, &err), CT_EINVAL);
+    p = dpcodec_point_int(BASE_MS, false, 1);
+    p.type = (enum dpcodec_type)7;
+    assert_int_equal(head_append(h, T1, sizeof(T1), &p, &r, &err), CT_EINVAL);
+    size_t ns, nc;
+    uint64_t np;
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(np, 0);
+    head_free(h);
+}
+
+/* ---- hand-off ---------------------------------------------------------------------------- */
+
+struct sink {
+    int fail_after; /* calls before failing; -1 never */
+    int calls;
+    size_t points;
+    int64_t bases[16];
+    /* the compressed cell of each hour, decoded, must equal what the head held */
+    struct dpcodec_point *want;
+    size_t nwant;
+};
+
+static int sink_fn(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
+                   const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+{
+    struct sink *s = arg;
+    if (s->fail_after >= 0 && s->calls >= s->fail_after)
+        return ct_err_set(err, CT_EIO, "sink refuses hour %lld", (long long)base_s);
+    assert_true(tlen > 0);
+    s->bases[s->calls++ % 16] = base_s;
+    s->points += n;
+    /* encode as the store would and decode the cell back */
+    uint8_t q[DPCODEC_CQ_LEN];
+    size_t vcap = dpcodec_compressed_bound(n), vlen = 0;
+    uint8_t *v = malloc(vcap);
+    assert_non_null(v);
+    dpcodec_compressed_qualifier(pts, n, q);
+    assert_int_equal(dpcodec_compressed_encode(base_s, pts, n, v, &vlen, err), CT_OK);
+    struct wc_cell cell = {.qualifier = {q, sizeof(q)}, .value = {v, vlen}, .ts_ms = 1};
+    struct dpcodec_point *back = calloc(n, sizeof(*back));
+    size_t nb = 0;
+    assert_int_equal(dpcodec_row_decode(base_s, &cell, 1, back, n, &nb, NULL, err), CT_OK);
+    assert_int_equal(nb, n);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(pts[i].ts_ms >= base_s * 1000 && pts[i].ts_ms < (base_s + 3600) * 1000);
+        same_point(&back[i], &pts[i]);
+    }
+    if (s->want && tlen == sizeof(T1) && !memcmp(tsuid, T1, tlen)) { /* as read before */
+        size_t m = 0;
+        for (size_t i = 0; i < s->nwant; i++)
+            if (s->want[i].ts_ms / 3600000 == base_s / 3600)
+                same_point(&s->want[i], &pts[m++]);
+        assert_int_equal(m, n);
+    }
+    free(back);
+    free(v);
+    return CT_OK;
+}
+
+static void test_head_hands_off_closed_hours(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    size_t b0 = head_bytes(h);
+    /* two hours of a series, one hour of another */
+    for (int i = 0; i < 7200; i += 7)
+        put(h, T1, sizeof(T1), dpcodec_point_real(BASE_MS + i * 1000LL, false, i * 0.25),
+            HEAD_TAKEN);
+    for (int i = 0; i < 3600; i += 10)
+        put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS + i * 1000LL + 5, true, i * 3),
+            HEAD_TAKEN);
+    assert_int_equal(head_oldest_hour_s(h), BASE);
+    struct dpcodec_point *all = NULL;
+    size_t cap = 0, n = 0;
+    assert_int_equal(head_read(h, T1, sizeof(T1), 0, INT64_MAX, &all, &cap, &n, &err), CT_OK);
+    size_t n1 = n;
+
+    /* a failing sink keeps everything and does not raise the mark */
+    struct sink s = {.fail_after = 0};
+    size_t nh = 99;
+    assert_int_equal(head_close_hours(h, BASE + 3600, sink_fn, &s, &nh, &err), CT_EIO);
+    assert_int_equal(nh, 0);
+    assert_int_equal(head_closed_before_s(h), INT64_MIN);
+    size_t ns, nc;
+    uint64_t np;
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(nc, 3);
+
+    /* close the first hour: both series hand it off, the second hour of T1 stays */
+    s = (struct sink){.fail_after = -1, .want = all, .nwant = n1};
+    assert_int_equal(head_close_hours(h, BASE + 3600, sink_fn, &s, &nh, &err), CT_OK);
+    assert_int_equal(nh, 2);
+    assert_int_equal(s.calls, 2);
+    assert_int_equal(s.bases[0], BASE);
+    assert_int_equal(s.bases[1], BASE);
+    assert_int_equal(head_closed_before_s(h), BASE + 3600);
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(ns, 1);
+    assert_int_equal(nc, 1);
+    assert_int_equal(head_oldest_hour_s(h), BASE + 3600);
+    /* a point of the closed hour is late now; the open hour still takes points */
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS + 3599000, false, 1), HEAD_LATE);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 7199000, false, 1), HEAD_TAKEN);
+
+    /* close the rest: the head returns to its empty size (plus its minimal table) */
+    s = (struct sink){.fail_after = -1};
+    assert_int_equal(head_close_hours(h, BASE + 7200, sink_fn, &s, &nh, &err), CT_OK);
+    assert_int_equal(nh, 1);
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(ns + nc + np, 0);
+    assert_int_equal(head_oldest_hour_s(h), INT64_MAX);
+    size_t b_empty = head_bytes(h);
+    assert_true(b_empty >= b0 && b_empty <= b0 + 64 * sizeof(void *));
+    /* the mark never goes down */
+    head_set_closed_before(h, BASE);
+    assert_int_equal(head_closed_before_s(h), BASE + 7200);
+    free(all);
+    head_free(h);
+}
+
+static void test_head_compresses_and_counts_bytes(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    size_t b0 = head_bytes(h), prev = b0;
+    /* a regular series of a slowly moving integer: a few bits a point */
+    for (int i = 0; i < 3600; i++) {
+        put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + i * 1000LL, false, 1000 + i % 3),
+            HEAD_TAKEN);
+        size_t b = head_bytes(h);
+        assert_true(b >= prev);
+        prev = b;
+    }
+    size_t used = head_bytes(h) - b0;
+    assert_true(used < 3600 * 2); /* < 2 bytes a point, all included */
+    /* a thousand series of one point each: each costs its record and its first buffer */
+    size_t before = head_bytes(h);
+    for (int k = 0; k < 1000; k++) {
+        uint8_t t[9] = {0, 0, 9, 0, 0, 1, 0, (uint8_t)(k >> 8), (uint8_t)k};
+        put(h, t, sizeof(t), dpcodec_point_int(BASE_MS, false, k), HEAD_TAKEN);
+    }
+    size_t per = (head_bytes(h) - before) / 1000;
+    assert_true(per > 32 && per < 1024);
+    struct sink s = {.fail_after = -1};
+    size_t nh = 0;
+    assert_int_equal(head_close_hours(h, BASE + 3600, sink_fn, &s, &nh, &err), CT_OK);
+    assert_int_equal(nh, 1001);
+    assert_int_equal(s.points, 4600);
+    assert_true(head_bytes(h) <= b0 + 64 * sizeof(void *));
+    head_free(h);
+}
+
+/* ---- threads ------------------------------------------------------------------------------ */
+
+struct thr {
+    struct head *h;
+    int id;
+};
+
+/* Each thread writes its own series in order, and all race on one shared series. */
+static void *thr_main(void *arg)
+{
+    struct thr *t = arg;
+    struct ct_err err = {0};
+    uint8_t mine[9] = {0, 0, 5, 0, 0, 1, 0, 0, (uint8_t)t->id};
+    for (int i = 0; i < 3000; i++) {
+        enum head_result r;
+        struct dpcodec_point p = dpcodec_point_int(BASE_MS + i * 1000LL, false, t->id * 100000 + i);
+        if (head_append(t->h, mine, sizeof(mine), &p, &r, &err) != CT_OK || r != HEAD_TAKEN)
+            return "own series refused";
+        p = dpcodec_point_int(BASE_MS + i * 1000LL + t->id, true, i);
+        if (head_append(t->h, T2, sizeof(T2), &p, &r, &err) != CT_OK)
+            return "shared series failed";
+    }
+    return NULL;
+}
+
+static void test_head_takes_appends_from_many_threads(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    pthread_t th[4];
+    struct thr a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i] = (struct thr){h, i + 1};
+        assert_int_equal(pthread_create(&th[i], NULL, thr_main, &a[i]), 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        void *ret = NULL;
+        assert_int_equal(pthread_join(th[i], &ret), 0);
+        assert_null(ret);
+    }
+    for (int i = 0; i < 4; i++) {
+        uint8_t mine[9] = {0, 0, 5, 0, 0, 1, 0, 0, (uint8_t)(i + 1)};
+        struct dpcodec_point *out = NULL;
+        size_t cap = 0, n = 0;
+        assert_int_equal(head_read(h, mine, sizeof(mine), 0, INT64_MAX, &out, &cap, &n, &err),
+                         CT_OK);
+        assert_int_equal(n, 3000);
+        for (size_t k = 0; k < n; k++)
+            assert_int_equal(out[k].i, (i + 1) * 100000 + (int64_t)k);
+        free(out);
+    }
+    /* the shared series: strictly increasing, whatever interleaving won */
+    struct dpcodec_point *out = NULL;
+    size_t cap = 0, n = 0;
+    assert_int_equal(head_read(h, T2, sizeof(T2), 0, INT64_MAX, &out, &cap, &n, &err), CT_OK);
+    assert_true(n >= 3000 && n <= 12000);
+    for (size_t k = 1; k < n; k++)
+        assert_true(out[k].ts_ms > out[k - 1].ts_ms);
+    free(out);
+    head_free(h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_head_round_trips_integer_limits),
+        cmocka_unit_test(test_head_round_trips_real_edges),
+        cmocka_unit_test(test_head_round_trips_mixed_kinds_and_times),
+        cmocka_unit_test(test_head_round_trips_random_streams),
+        cmocka_unit_test(test_head_refuses_out_of_order_and_keeps_state),
+        cmocka_unit_test(test_head_refuses_a_fourth_hour),
+        cmocka_unit_test(test_head_rejects_bad_input),
+        cmocka_unit_test(test_head_hands_off_closed_hours),
+        cmocka_unit_test(test_head_compresses_and_counts_bytes),
+        cmocka_unit_test(test_head_takes_appends_from_many_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

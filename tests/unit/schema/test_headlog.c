@@ -1,0 +1,336 @@
+/* test_headlog.c - the head's write-ahead log (schema/headlog.h): what is appended comes back by
+ * replay into a fresh head bit for bit; release after a hand-off keeps only the open hours'
+ * records across a restart (the mark file); points the head refuses on replay reach the refused
+ * function; a torn tail loses only the unfinished record; a corrupt record or mark file is
+ * CT_ECORRUPT naming it. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "schema/head.h"
+#include "schema/headlog.h"
+#include "storage/engine/wal.h"
+#include "tests/lib/ctest.h"
+
+#define BASE    1356998400LL
+#define BASE_MS (BASE * 1000)
+
+static const uint8_t T1[] = {0, 0, 1, 0, 0, 1, 0, 0, 2};
+static const uint8_t T2[] = {0, 0, 1, 0, 0, 1, 0, 0, 3, 0, 0, 4};
+
+struct refused {
+    size_t n;
+    struct dpcodec_point last;
+    enum head_result res;
+};
+
+static int refused_fn(void *arg, const uint8_t *tsuid, size_t tlen, const struct dpcodec_point *p,
+                      enum head_result res, struct ct_err *err)
+{
+    struct refused *r = arg;
+    (void)tsuid;
+    (void)tlen;
+    (void)err;
+    r->n++;
+    r->last = *p;
+    r->res = res;
+    return CT_OK;
+}
+
+static struct headlog *open_log(const char *dir)
+{
+    struct headlog *l = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(headlog_open(dir, &l, &err), CT_OK);
+    return l;
+}
+
+/* Opens dir, replays into a new head; returns the head (the log in *lo). */
+static struct head *reopen(const char *dir, struct headlog **lo, struct refused *r,
+                           uint64_t *npoints)
+{
+    struct ct_err err = {0};
+    struct head *h = NULL;
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    *lo = open_log(dir);
+    assert_int_equal(headlog_replay(*lo, h, refused_fn, r, npoints, &err), CT_OK);
+    return h;
+}
+
+static void append_points(struct headlog *l, struct head *h, const struct headlog_point *pts,
+                          size_t n)
+{
+    struct ct_err err = {0};
+    assert_int_equal(headlog_append(l, pts, n, WAL_SYNC_WRITE, &err), CT_OK);
+    for (size_t i = 0; i < n; i++) {
+        enum head_result r;
+        assert_int_equal(head_append(h, pts[i].tsuid, pts[i].tlen, &pts[i].p, &r, &err), CT_OK);
+    }
+}
+
+static size_t read_all(struct head *h, const uint8_t *t, size_t tl, struct dpcodec_point **out)
+{
+    struct ct_err err = {0};
+    size_t cap = 0, n = 0;
+    *out = NULL;
+    assert_int_equal(head_read(h, t, tl, 0, INT64_MAX, out, &cap, &n, &err), CT_OK);
+    return n;
+}
+
+static void same_series(struct head *a, struct head *b, const uint8_t *t, size_t tl, size_t want_n)
+{
+    struct dpcodec_point *pa, *pb;
+    size_t na = read_all(a, t, tl, &pa), nb = read_all(b, t, tl, &pb);
+    assert_int_equal(na, want_n);
+    assert_int_equal(nb, want_n);
+    for (size_t i = 0; i < na; i++) {
+        assert_int_equal(pa[i].ts_ms, pb[i].ts_ms);
+        assert_int_equal(pa[i].type, pb[i].type);
+        assert_int_equal(pa[i].ms, pb[i].ms);
+        assert_true(dpcodec_point_same_value(&pa[i], &pb[i]));
+    }
+    free(pa);
+    free(pb);
+}
+
+/* 2 hours of T1 (doubles and ints, s and ms), 1 hour of T2, in batches of 50. */
+static void fill(struct headlog *l, struct head *h)
+{
+    struct headlog_point b[50];
+    size_t nb = 0;
+    for (int i = 0; i < 1000; i++) {
+        int64_t ts = BASE_MS + (int64_t)i * 7001;
+        b[nb++] = (struct headlog_point){T1, sizeof(T1),
+                                         i % 3 ? dpcodec_point_real(ts, false, i * 1.1)
+                                               : dpcodec_point_int(ts, false, INT64_MAX - i)};
+        if (i < 500)
+            b[nb++] = (struct headlog_point){T2, sizeof(T2),
+                                             dpcodec_point_int(BASE_MS + i * 1000, true, -i)};
+        if (nb >= 48) {
+            append_points(l, h, b, nb);
+            nb = 0;
+        }
+    }
+    append_points(l, h, b, nb);
+}
+
+static int sink_ok(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
+                   const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+{
+    (void)tsuid, (void)tlen, (void)base_s, (void)pts, (void)err;
+    *(size_t *)arg += n;
+    return CT_OK;
+}
+
+static void test_headlog_replays_what_was_appended(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct head *h = NULL, *h2;
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_log(dir);
+    struct refused r = {0};
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    fill(l, h);
+    headlog_close(l);
+    uint64_t np = 0;
+    h2 = reopen(dir, &l, &r, &np);
+    assert_int_equal(np, 1500);
+    assert_int_equal(r.n, 0);
+    same_series(h, h2, T1, sizeof(T1), 1000);
+    same_series(h, h2, T2, sizeof(T2), 500);
+    /* appends after a replay continue the sequence: reopening again gives both */
+    struct headlog_point p = {T2, sizeof(T2), dpcodec_point_int(BASE_MS + 600000, false, 9)};
+    append_points(l, h, &p, 1);
+    headlog_close(l);
+    head_free(h2);
+    h2 = reopen(dir, &l, &r, &np);
+    assert_int_equal(np, 1501);
+    same_series(h, h2, T2, sizeof(T2), 501);
+    headlog_close(l);
+    head_free(h2);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
+static void test_headlog_release_keeps_open_hours_only(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct head *h = NULL, *h2;
+    struct refused r = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_log(dir);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    fill(l, h);
+    /* records mixing hours: the release can only pass the records before hour 2's first one */
+    size_t handed = 0, nh = 0;
+    assert_int_equal(head_close_hours(h, BASE + 3600, sink_ok, &handed, &nh, &err), CT_OK);
+    assert_int_equal(headlog_release(l, BASE + 3600, &err), CT_OK);
+    struct headlog_stats st;
+    headlog_get_stats(l, &st);
+    assert_int_equal(st.open_hours, 1);
+    assert_true(st.released_seq > 0);
+    headlog_close(l);
+    uint64_t np = 0;
+    h2 = reopen(dir, &l, &r, &np);
+    /* what comes back: every point of the open hour, and fewer than all points */
+    assert_true(np < 1500);
+    /* h2 holds every point h still holds (the open hour) and, from records shared with the
+     * closed hour, some of that hour's points again (re-handed off later: same values) */
+    struct dpcodec_point *pa, *pb;
+    size_t na = read_all(h, T1, sizeof(T1), &pa), nb = read_all(h2, T1, sizeof(T1), &pb);
+    assert_int_equal(na, 1000 - (3600000 + 7000) / 7001);
+    assert_true(nb >= na && nb < 1000);
+    for (size_t i = 0; i < na; i++) {
+        assert_int_equal(pa[i].ts_ms, pb[nb - na + i].ts_ms);
+        assert_true(dpcodec_point_same_value(&pa[i], &pb[nb - na + i]));
+    }
+    free(pa);
+    free(pb);
+    head_free(h2);
+    /* close the last hour: nothing left to replay */
+    handed = 0;
+    assert_int_equal(head_close_hours(h, BASE + 7200, sink_ok, &handed, &nh, &err), CT_OK);
+    assert_int_equal(headlog_release(l, BASE + 7200, &err), CT_OK);
+    headlog_close(l);
+    h2 = reopen(dir, &l, &r, &np);
+    assert_int_equal(np, 0);
+    headlog_close(l);
+    head_free(h2);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
+static void test_headlog_replay_hands_refused_points_back(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct head *h = NULL;
+    struct refused r = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_log(dir);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    /* two racing writers: the later record holds the earlier point */
+    struct headlog_point a = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 2000, false, 2)};
+    struct headlog_point b = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 1000, false, 1)};
+    assert_int_equal(headlog_append(l, &a, 1, WAL_SYNC_WRITE, &err), CT_OK);
+    assert_int_equal(headlog_append(l, &b, 1, WAL_SYNC_WRITE, &err), CT_OK);
+    headlog_close(l);
+    head_free(h);
+    uint64_t np;
+    h = reopen(dir, &l, &r, &np);
+    assert_int_equal(np, 2);
+    assert_int_equal(r.n, 1);
+    assert_int_equal(r.res, HEAD_OUT_OF_ORDER);
+    assert_int_equal(r.last.ts_ms, BASE_MS + 1000);
+    assert_int_equal(r.last.i, 1);
+    headlog_close(l);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
+static void test_headlog_torn_tail_loses_only_the_last_record(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct head *h = NULL;
+    struct refused r = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_log(dir);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    for (int i = 0; i < 10; i++) {
+        struct headlog_point p = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + i * 1000, false, i)};
+        append_points(l, h, &p, 1);
+    }
+    headlog_close(l);
+    head_free(h);
+    /* cut 3 bytes off the segment (its last record) */
+    char cmd[4300];
+    snprintf(cmd, sizeof(cmd),
+             "f=$(ls %s/wal-*.log | tail -1) && truncate -s $(( $(stat -c %%s $f) - 3 )) $f", dir);
+    assert_int_equal(system(cmd), 0);
+    uint64_t np;
+    h = reopen(dir, &l, &r, &np);
+    assert_int_equal(np, 9);
+    headlog_close(l);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
+static void test_headlog_corrupt_record_and_mark_are_named(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct head *h = NULL;
+    struct refused r = {0};
+    /* a record the engine log frames correctly but whose payload is not a batch */
+    struct wal *w = NULL;
+    struct wal_options o = {.segment_bytes = 1 << 20};
+    assert_int_equal(wal_open_mapped(dir, &o, &w, &err), CT_OK);
+    uint8_t bad[] = {1, 1, 9, 0, 0, 1}; /* one series of 9 bytes, truncated */
+    assert_int_equal(wal_append(w, 5, bad, sizeof(bad), WAL_SYNC_WRITE, &err), CT_OK);
+    wal_close(w);
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_log(dir);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_ECORRUPT);
+    assert_non_null(strstr(err.msg, "head log record 5"));
+    headlog_close(l);
+    head_free(h);
+    ctest_rmdir(dir);
+
+    /* a damaged mark file */
+    dir = ctest_mkdtemp();
+    char path[4200];
+    snprintf(path, sizeof(path), "%s/released", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("CTHL garbage.....", f);
+    fclose(f);
+    l = NULL;
+    assert_int_equal(headlog_open(dir, &l, &err), CT_ECORRUPT);
+    assert_null(l);
+    assert_non_null(strstr(err.msg, "released"));
+    ctest_rmdir(dir);
+}
+
+static void test_headlog_rejects_bad_points(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct headlog *l = open_log(dir);
+    struct head *h = NULL;
+    struct refused r = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    struct headlog_point p = {T1, 0, dpcodec_point_int(BASE_MS, false, 1)};
+    assert_int_equal(headlog_append(l, &p, 1, WAL_SYNC_WRITE, &err), CT_EINVAL);
+    struct headlog_stats st;
+    headlog_get_stats(l, &st);
+    assert_int_equal(st.records, 0);
+    headlog_close(l);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_headlog_replays_what_was_appended),
+        cmocka_unit_test(test_headlog_release_keeps_open_hours_only),
+        cmocka_unit_test(test_headlog_replay_hands_refused_points_back),
+        cmocka_unit_test(test_headlog_torn_tail_loses_only_the_last_record),
+        cmocka_unit_test(test_headlog_corrupt_record_and_mark_are_named),
+        cmocka_unit_test(test_headlog_rejects_bad_points),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
