@@ -13,9 +13,17 @@
 #include <string.h>
 
 #define QEXPR_MAX_DEPTH 64
-#define QEXPR_MAX_VARS 26
+#define QEXPR_MAX_VARS  26
 
-enum node_kind { N_NUM, N_VAR, N_NEG, N_ADD, N_SUB, N_MUL, N_DIV };
+enum node_kind {
+    N_NUM,
+    N_VAR,
+    N_NEG,
+    N_ADD,
+    N_SUB,
+    N_MUL,
+    N_DIV
+};
 
 struct node {
     enum node_kind kind;
@@ -145,8 +153,8 @@ static struct node *parse_atom(struct parser *ps)
 }
 
 /* One precedence level: operands from sub, operators from ops (left associative). */
-static struct node *parse_level(struct parser *ps, struct node *(*sub)(struct parser *),
-                                char op1, enum node_kind k1, char op2, enum node_kind k2)
+static struct node *parse_level(struct parser *ps, struct node *(*sub)(struct parser *), char op1,
+                                enum node_kind k1, char op2, enum node_kind k2)
 {
     struct node *l = sub(ps);
     while (l != NULL) {
@@ -289,8 +297,8 @@ static int cmp_str(const void *a, const void *b)
 
 /* Evaluates one key: s[v] is variable v's series (NULL = filled throughout). */
 static int eval_key(const struct qexpr *e, const struct qexpr_input *const *inp,
-                    const struct qexpr_series *const *s, const char *key,
-                    struct qexpr_result *res, struct ct_err *err)
+                    const struct qexpr_series *const *s, const char *key, struct qexpr_result *res,
+                    struct ct_err *err)
 {
     size_t cap = 0;
     for (size_t v = 0; v < e->nvars; v++)

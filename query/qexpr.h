@@ -34,7 +34,10 @@ enum qexpr_fill {
 /* Maps OpenTSDB's policy names ("nan", "zero", "scalar", "none", "null" = "none"); -1 if unknown. */
 int qexpr_fill_parse(const char *name);
 
-enum qexpr_join { QEXPR_JOIN_INTERSECTION, QEXPR_JOIN_UNION };
+enum qexpr_join {
+    QEXPR_JOIN_INTERSECTION,
+    QEXPR_JOIN_UNION
+};
 
 struct qexpr_series {
     const char *key; /* the join key: the tag set as "k1=v1,k2=v2" sorted by tag key */

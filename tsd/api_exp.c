@@ -201,8 +201,7 @@ static int validate(const cJSON *body, struct ct_err *err)
     return 0;
 }
 
-static cJSON *output_of(const char *id, const char *alias, const struct qexpr_result *r,
-                        size_t nr)
+static cJSON *output_of(const char *id, const char *alias, const struct qexpr_result *r, size_t nr)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "id", id);
@@ -371,8 +370,8 @@ static void exp_work(struct http_req *r, void *arg)
                 continue;
         }
         const char *op = jstr(cJSON_GetObjectItemCaseSensitive(e, "join"), "operator");
-        enum qexpr_join join = op && strcmp(op, "union") == 0 ? QEXPR_JOIN_UNION
-                                                              : QEXPR_JOIN_INTERSECTION;
+        enum qexpr_join join =
+            op && strcmp(op, "union") == 0 ? QEXPR_JOIN_UNION : QEXPR_JOIN_INTERSECTION;
         struct qexpr *x = NULL;
         struct qexpr_result *res = NULL;
         size_t nres = 0;

@@ -34,8 +34,8 @@ static void test_qexpr_operators_and_precedence(void **state)
     (void)state;
     size_t n;
     /* fill zero on b: ts 10: a=10 b=0; 20: 20,2; 30: 30,0; 40: a=0 (zero) b=4 */
-    struct qexpr_result *r = run("a + b * 2", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO,
-                                 QEXPR_FILL_ZERO, 0, &n);
+    struct qexpr_result *r =
+        run("a + b * 2", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO, QEXPR_FILL_ZERO, 0, &n);
     assert_int_equal(n, 1);
     assert_string_equal(r[0].key, "host=x");
     assert_int_equal(r[0].n, 4);
@@ -54,7 +54,7 @@ static void test_qexpr_operators_and_precedence(void **state)
     assert_true(r[0].v[1] == 17); /* (20-2)-1, left associative */
     qexpr_results_free(r, n);
     r = run("a / b / 2", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO, QEXPR_FILL_ZERO, 0, &n);
-    assert_true(r[0].v[1] == 5); /* (20/2)/2 */
+    assert_true(r[0].v[1] == 5);   /* (20/2)/2 */
     assert_true(isnan(r[0].v[0])); /* 10/0 */
     qexpr_results_free(r, n);
     r = run("-a * -2 + b", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO, QEXPR_FILL_ZERO, 0, &n);
