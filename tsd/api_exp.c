@@ -277,6 +277,10 @@ static void exp_work(struct http_req *r, void *arg)
     qexec_options_init(&o);
     o.timeout_ms = conf_get_int(tsd_conf(http_req_tsd(r)), "tsd.query.timeout");
     o.pool = tsd_qpool(http_req_tsd(r));
+    o.scan_threads = (unsigned)conf_get_int(tsd_conf(http_req_tsd(r)), "tsd.query.scan_threads");
+    const char *lim = conf_get(tsd_conf(http_req_tsd(r)), "tsd.query.limits.data_points.default");
+    if (lim)
+        o.max_datapoints = strtoull(lim, NULL, 10); /* per sub-query, as /api/query's */
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(body, "metrics");
     size_t nm = (size_t)cJSON_GetArraySize(ms);
     struct var_data **vd = calloc(nm, sizeof(*vd));

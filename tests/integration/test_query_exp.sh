@@ -2,7 +2,7 @@
 # test_query_exp.sh - /api/query/exp against a real TSD: known points of two metrics on two hosts,
 # an expression's values (hand-computed) with intersection and union joins and a fill policy,
 # the answer's shape (outputs, dps rows, dpsMeta, meta tags, the echoed query), and the 400
-# error answers for a bad body, a bad expression, an unknown variable and an unknown metric.
+# error answers for a bad body, a bad expression, an unknown variable and an unknown metric; the datapoint limit's 413.
 source "$(dirname "$0")/lib.sh"
 
 tsd_start
@@ -80,4 +80,11 @@ check_contains "unknown metric: named" "$ans" 'exp.nope'
 
 tsd_stop
 check_eq "tsd exits cleanly" "0" "$?"
+
+# the datapoint limit holds for each metric's sub-query as for /api/query (413)
+TSD_DATA_KEEP=$TSD_DATA
+TSD_DATA=$TSD_DATA_KEEP tsd_start --tsd.query.limits.data_points.default=2
+ans=$(post "$(body 'a + b' intersection zero)")
+check_contains "datapoint limit: 413" "$ans" '413 '
+tsd_stop
 it_done
