@@ -1,0 +1,405 @@
+/* qexpr.c - the /api/query/exp expression: a recursive-descent parser into a small tree and its
+ * evaluation over joined series (see qexpr.h for the model).
+ *
+ * Invariants: the tree is built once and never changed; variables are numbered in first-use
+ * order and a node refers to its variable by number; the evaluator merges each key's operand
+ * series by timestamp in one pass per operand (cursors only move forward). */
+#include "query/qexpr.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QEXPR_MAX_DEPTH 64
+#define QEXPR_MAX_VARS  26
+
+enum node_kind {
+    N_NUM,
+    N_VAR,
+    N_NEG,
+    N_ADD,
+    N_SUB,
+    N_MUL,
+    N_DIV
+};
+
+struct node {
+    enum node_kind kind;
+    double num;
+    size_t var;
+    struct node *l, *r;
+};
+
+struct qexpr {
+    struct node *root;
+    char *vars[QEXPR_MAX_VARS];
+    size_t nvars;
+};
+
+struct parser {
+    const char *src, *p;
+    struct qexpr *e;
+    int depth;
+    struct ct_err *err;
+};
+
+static void node_free(struct node *n)
+{
+    if (n == NULL)
+        return;
+    node_free(n->l);
+    node_free(n->r);
+    free(n);
+}
+
+static struct node *node_new(struct parser *ps, enum node_kind k)
+{
+    struct node *n = calloc(1, sizeof(*n));
+    if (n == NULL)
+        ct_err_set(ps->err, CT_ENOMEM, "out of memory");
+    else
+        n->kind = k;
+    return n;
+}
+
+static void skip_ws(struct parser *ps)
+{
+    while (isspace((unsigned char)*ps->p))
+        ps->p++;
+}
+
+static struct node *fail(struct parser *ps, const char *what)
+{
+    ct_err_set(ps->err, CT_EINVAL, "expression: %s at position %zu", what,
+               (size_t)(ps->p - ps->src));
+    return NULL;
+}
+
+static struct node *parse_sum(struct parser *ps);
+
+static struct node *parse_var(struct parser *ps)
+{
+    const char *b = ps->p;
+    while (isalnum((unsigned char)*ps->p) || *ps->p == '_' || *ps->p == '.')
+        ps->p++;
+    size_t len = (size_t)(ps->p - b);
+    size_t i;
+    for (i = 0; i < ps->e->nvars; i++)
+        if (strlen(ps->e->vars[i]) == len && memcmp(ps->e->vars[i], b, len) == 0)
+            break;
+    if (i == ps->e->nvars) {
+        if (i == QEXPR_MAX_VARS)
+            return fail(ps, "too many variables");
+        ps->e->vars[i] = strndup(b, len);
+        if (ps->e->vars[i] == NULL) {
+            ct_err_set(ps->err, CT_ENOMEM, "out of memory");
+            return NULL;
+        }
+        ps->e->nvars++;
+    }
+    struct node *n = node_new(ps, N_VAR);
+    if (n != NULL)
+        n->var = i;
+    return n;
+}
+
+static struct node *parse_atom(struct parser *ps)
+{
+    skip_ws(ps);
+    if (++ps->depth > QEXPR_MAX_DEPTH)
+        return fail(ps, "nested too deeply");
+    struct node *n = NULL;
+    char c = *ps->p;
+    if (c == '(') {
+        ps->p++;
+        n = parse_sum(ps);
+        if (n == NULL)
+            return NULL;
+        skip_ws(ps);
+        if (*ps->p != ')') {
+            node_free(n);
+            return fail(ps, "expected ')'");
+        }
+        ps->p++;
+    } else if (c == '-') {
+        ps->p++;
+        struct node *child = parse_atom(ps);
+        if (child == NULL)
+            return NULL;
+        n = node_new(ps, N_NEG);
+        if (n == NULL) {
+            node_free(child);
+            return NULL;
+        }
+        n->l = child;
+    } else if (isdigit((unsigned char)c) || c == '.') {
+        char *end;
+        double v = strtod(ps->p, &end);
+        if (end == ps->p)
+            return fail(ps, "bad number");
+        ps->p = end;
+        n = node_new(ps, N_NUM);
+        if (n != NULL)
+            n->num = v;
+    } else if (isalpha((unsigned char)c) || c == '_') {
+        n = parse_var(ps);
+    } else {
+        return fail(ps, c == '\0' ? "unexpected end" : "unexpected character");
+    }
+    ps->depth--;
+    return n;
+}
+
+/* One precedence level: operands from sub, operators from ops (left associative). */
+static struct node *parse_level(struct parser *ps, struct node *(*sub)(struct parser *), char op1,
+                                enum node_kind k1, char op2, enum node_kind k2)
+{
+    struct node *l = sub(ps);
+    while (l != NULL) {
+        skip_ws(ps);
+        char c = *ps->p;
+        if (c != op1 && c != op2)
+            break;
+        ps->p++;
+        struct node *r = sub(ps);
+        if (r == NULL) {
+            node_free(l);
+            return NULL;
+        }
+        struct node *n = node_new(ps, c == op1 ? k1 : k2);
+        if (n == NULL) {
+            node_free(l);
+            node_free(r);
+            return NULL;
+        }
+        n->l = l;
+        n->r = r;
+        l = n;
+    }
+    return l;
+}
+
+static struct node *parse_product(struct parser *ps)
+{
+    return parse_level(ps, parse_atom, '*', N_MUL, '/', N_DIV);
+}
+
+static struct node *parse_sum(struct parser *ps)
+{
+    return parse_level(ps, parse_product, '+', N_ADD, '-', N_SUB);
+}
+
+void qexpr_free(struct qexpr *e)
+{
+    if (e == NULL)
+        return;
+    node_free(e->root);
+    for (size_t i = 0; i < e->nvars; i++)
+        free(e->vars[i]);
+    free(e);
+}
+
+int qexpr_parse(const char *src, struct qexpr **out, struct ct_err *err)
+{
+    *out = NULL;
+    struct qexpr *e = calloc(1, sizeof(*e));
+    if (e == NULL)
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    struct parser ps = {.src = src, .p = src, .e = e, .err = err};
+    e->root = parse_sum(&ps);
+    if (e->root != NULL) {
+        skip_ws(&ps);
+        if (*ps.p != '\0')
+            (void)fail(&ps, "unexpected character");
+        else if (e->nvars == 0)
+            ct_err_set(err, CT_EINVAL, "expression: names no metric");
+        else {
+            *out = e;
+            return 0;
+        }
+    }
+    qexpr_free(e);
+    return err->code;
+}
+
+size_t qexpr_nvars(const struct qexpr *e)
+{
+    return e->nvars;
+}
+
+const char *qexpr_var(const struct qexpr *e, size_t i)
+{
+    return i < e->nvars ? e->vars[i] : NULL;
+}
+
+int qexpr_fill_parse(const char *name)
+{
+    if (strcmp(name, "nan") == 0)
+        return QEXPR_FILL_NAN;
+    if (strcmp(name, "zero") == 0)
+        return QEXPR_FILL_ZERO;
+    if (strcmp(name, "scalar") == 0)
+        return QEXPR_FILL_SCALAR;
+    if (strcmp(name, "none") == 0 || strcmp(name, "null") == 0)
+        return QEXPR_FILL_NONE;
+    return -1;
+}
+
+static double eval_node(const struct node *n, const double *vals)
+{
+    switch (n->kind) {
+    case N_NUM:
+        return n->num;
+    case N_VAR:
+        return vals[n->var];
+    case N_NEG:
+        return -eval_node(n->l, vals);
+    case N_ADD:
+        return eval_node(n->l, vals) + eval_node(n->r, vals);
+    case N_SUB:
+        return eval_node(n->l, vals) - eval_node(n->r, vals);
+    case N_MUL:
+        return eval_node(n->l, vals) * eval_node(n->r, vals);
+    case N_DIV: {
+        double d = eval_node(n->r, vals);
+        return d == 0 ? NAN : eval_node(n->l, vals) / d;
+    }
+    }
+    return NAN;
+}
+
+void qexpr_results_free(struct qexpr_result *r, size_t n)
+{
+    if (r == NULL)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(r[i].key);
+        free(r[i].ts);
+        free(r[i].v);
+    }
+    free(r);
+}
+
+static const struct qexpr_series *find_key(const struct qexpr_input *in, const char *key)
+{
+    for (size_t i = 0; i < in->nseries; i++)
+        if (strcmp(in->series[i].key, key) == 0)
+            return &in->series[i];
+    return NULL;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Evaluates one key: s[v] is variable v's series (NULL = filled throughout). */
+static int eval_key(const struct qexpr *e, const struct qexpr_input *const *inp,
+                    const struct qexpr_series *const *s, const char *key, struct qexpr_result *res,
+                    struct ct_err *err)
+{
+    size_t cap = 0;
+    for (size_t v = 0; v < e->nvars; v++)
+        cap += s[v] != NULL ? s[v]->n : 0;
+    res->key = strdup(key);
+    res->ts = malloc((cap ? cap : 1) * sizeof(*res->ts));
+    res->v = malloc((cap ? cap : 1) * sizeof(*res->v));
+    if (res->key == NULL || res->ts == NULL || res->v == NULL)
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    size_t cur[QEXPR_MAX_VARS] = {0};
+    double vals[QEXPR_MAX_VARS];
+    for (;;) {
+        bool any = false;
+        int64_t ts = 0;
+        for (size_t v = 0; v < e->nvars; v++)
+            if (s[v] != NULL && cur[v] < s[v]->n && (!any || s[v]->ts[cur[v]] < ts)) {
+                ts = s[v]->ts[cur[v]];
+                any = true;
+            }
+        if (!any)
+            break;
+        bool drop = false;
+        for (size_t v = 0; v < e->nvars; v++) {
+            if (s[v] != NULL && cur[v] < s[v]->n && s[v]->ts[cur[v]] == ts) {
+                vals[v] = s[v]->v[cur[v]++];
+                continue;
+            }
+            switch (inp[v]->fill) {
+            case QEXPR_FILL_NAN:
+                vals[v] = NAN;
+                break;
+            case QEXPR_FILL_ZERO:
+                vals[v] = 0;
+                break;
+            case QEXPR_FILL_SCALAR:
+                vals[v] = inp[v]->fill_value;
+                break;
+            case QEXPR_FILL_NONE:
+                drop = true;
+                break;
+            }
+        }
+        if (drop)
+            continue;
+        res->ts[res->n] = ts;
+        res->v[res->n++] = eval_node(e->root, vals);
+    }
+    return 0;
+}
+
+int qexpr_eval(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
+               enum qexpr_join join, struct qexpr_result **out, size_t *nout, struct ct_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    const struct qexpr_input *inp[QEXPR_MAX_VARS];
+    size_t nkeys_max = 0;
+    for (size_t v = 0; v < e->nvars; v++) {
+        inp[v] = NULL;
+        for (size_t i = 0; i < nin; i++)
+            if (strcmp(in[i].id, e->vars[v]) == 0)
+                inp[v] = &in[i];
+        if (inp[v] == NULL)
+            return ct_err_set(err, CT_EINVAL, "expression: no metric or expression with id '%s'",
+                              e->vars[v]);
+        nkeys_max += inp[v]->nseries;
+    }
+    /* The candidate keys: every key of every variable, sorted, duplicates removed. */
+    const char **keys = malloc((nkeys_max ? nkeys_max : 1) * sizeof(*keys));
+    struct qexpr_result *res = calloc(nkeys_max ? nkeys_max : 1, sizeof(*res));
+    if (keys == NULL || res == NULL) {
+        free(keys);
+        free(res);
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    }
+    size_t nk = 0;
+    for (size_t v = 0; v < e->nvars; v++)
+        for (size_t i = 0; i < inp[v]->nseries; i++)
+            keys[nk++] = inp[v]->series[i].key;
+    qsort(keys, nk, sizeof(*keys), cmp_str);
+    size_t nres = 0;
+    int rc = 0;
+    for (size_t k = 0; k < nk && rc == 0; k++) {
+        if (k > 0 && strcmp(keys[k], keys[k - 1]) == 0)
+            continue;
+        const struct qexpr_series *s[QEXPR_MAX_VARS];
+        bool all = true;
+        for (size_t v = 0; v < e->nvars; v++) {
+            s[v] = find_key(inp[v], keys[k]);
+            all = all && s[v] != NULL;
+        }
+        if (join == QEXPR_JOIN_INTERSECTION && !all)
+            continue;
+        rc = eval_key(e, inp, s, keys[k], &res[nres++], err);
+    }
+    free(keys);
+    if (rc != 0) {
+        qexpr_results_free(res, nres);
+        return rc;
+    }
+    *out = res;
+    *nout = nres;
+    return 0;
+}

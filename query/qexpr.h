@@ -1,0 +1,72 @@
+/* qexpr.h - the arithmetic of /api/query/exp: an expression over metric ids and numbers
+ * (`+ - * /`, unary minus, parentheses) parsed into a tree, and its evaluation over the series
+ * each id names, joined by tag set (intersection or union) with a fill policy per id for the
+ * timestamps an operand lacks.
+ *
+ * Invariants: a parsed tree is immutable (evaluate it from many threads at once); every result
+ * series is sorted by timestamp with no duplicate timestamps; results are sorted by join key;
+ * division by zero gives NaN (JSON has no infinity). The module knows nothing of the store: the
+ * caller runs the sub-queries and hands their series in. */
+#ifndef CT_QEXPR_H
+#define CT_QEXPR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage/ct_err.h"
+
+struct qexpr;
+
+/* Parses src; on error returns CT_EINVAL with the offending position in err. */
+CT_MUST_CHECK int qexpr_parse(const char *src, struct qexpr **out, struct ct_err *err);
+void qexpr_free(struct qexpr *e);
+/* The distinct variable names of e in first-use order (valid while e lives). */
+size_t qexpr_nvars(const struct qexpr *e);
+const char *qexpr_var(const struct qexpr *e, size_t i);
+
+/* What an operand contributes at a timestamp where its series has no point. */
+enum qexpr_fill {
+    QEXPR_FILL_NAN,    /* "nan" (the default) */
+    QEXPR_FILL_ZERO,   /* "zero" */
+    QEXPR_FILL_SCALAR, /* "scalar": fill_value */
+    QEXPR_FILL_NONE,   /* "none": the timestamp is left out of the result */
+};
+/* Maps OpenTSDB's policy names ("nan", "zero", "scalar", "none", "null" = "none"); -1 if unknown. */
+int qexpr_fill_parse(const char *name);
+
+enum qexpr_join {
+    QEXPR_JOIN_INTERSECTION,
+    QEXPR_JOIN_UNION
+};
+
+struct qexpr_series {
+    const char *key; /* the join key: the tag set as "k1=v1,k2=v2" sorted by tag key */
+    size_t n;
+    const int64_t *ts; /* ascending, no duplicates */
+    const double *v;
+};
+
+struct qexpr_input {
+    const char *id; /* the variable name */
+    const struct qexpr_series *series;
+    size_t nseries; /* distinct keys */
+    enum qexpr_fill fill;
+    double fill_value; /* QEXPR_FILL_SCALAR */
+};
+
+struct qexpr_result {
+    char *key;
+    size_t n;
+    int64_t *ts;
+    double *v;
+};
+
+/* Evaluates e: every variable must be one of in[] (else CT_EINVAL naming it). The join keys are
+ * those of every variable (intersection) or of any (union; a variable without a series for a key
+ * is filled at every timestamp). For a key the timestamps are the union of its operands'. */
+CT_MUST_CHECK int qexpr_eval(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
+                             enum qexpr_join join, struct qexpr_result **out, size_t *nout,
+                             struct ct_err *err);
+void qexpr_results_free(struct qexpr_result *r, size_t n);
+
+#endif

@@ -1,0 +1,180 @@
+/* test_qexpr.c - the /api/query/exp arithmetic: parsing (precedence, associativity, unary minus,
+ * parentheses, errors with positions), every operator, both join modes and every fill policy,
+ * against answers worked out by hand (comments show the arithmetic). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/qexpr.h"
+#include "tests/lib/ctest.h"
+
+static const int64_t TS3[] = {10, 20, 30};
+static const int64_t TS2[] = {20, 40};
+
+/* Evaluates src with a = {host=x: 10,20,30 @10,20,30}, b = {host=x: 2,4 @20,40}. */
+static struct qexpr_result *run(const char *src, enum qexpr_join join, enum qexpr_fill fa,
+                                enum qexpr_fill fb, double fv, size_t *n)
+{
+    static const double av[] = {10, 20, 30};
+    static const double bv[] = {2, 4};
+    struct qexpr_series a = {"host=x", 3, TS3, av};
+    struct qexpr_series b = {"host=x", 2, TS2, bv};
+    struct qexpr_input in[] = {{"a", &a, 1, fa, fv}, {"b", &b, 1, fb, fv}};
+    struct qexpr *e;
+    struct ct_err err = {0};
+    assert_int_equal(qexpr_parse(src, &e, &err), 0);
+    struct qexpr_result *r;
+    assert_int_equal(qexpr_eval(e, in, 2, join, &r, n, &err), 0);
+    qexpr_free(e);
+    return r;
+}
+
+static void test_qexpr_operators_and_precedence(void **state)
+{
+    (void)state;
+    size_t n;
+    /* fill zero on b: ts 10: a=10 b=0; 20: 20,2; 30: 30,0; 40: a=0 (zero) b=4 */
+    struct qexpr_result *r =
+        run("a + b * 2", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO, QEXPR_FILL_ZERO, 0, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(r[0].key, "host=x");
+    assert_int_equal(r[0].n, 4);
+    const int64_t ets[] = {10, 20, 30, 40};
+    const double ev[] = {10, 24, 30, 8}; /* 10+0, 20+4, 30+0, 0+8 */
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(r[0].ts[i], ets[i]);
+        assert_true(r[0].v[i] == ev[i]);
+    }
+    qexpr_results_free(r, n);
+
+    r = run("(a + b) * 2", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO, QEXPR_FILL_ZERO, 0, &n);
+    assert_true(r[0].v[1] == 44); /* (20+2)*2 */
+    qexpr_results_free(r, n);
+    r = run("a - b - 1", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO, QEXPR_FILL_ZERO, 0, &n);
+    assert_true(r[0].v[1] == 17); /* (20-2)-1, left associative */
+    qexpr_results_free(r, n);
+    r = run("a / b / 2", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO, QEXPR_FILL_ZERO, 0, &n);
+    assert_true(r[0].v[1] == 5);   /* (20/2)/2 */
+    assert_true(isnan(r[0].v[0])); /* 10/0 */
+    qexpr_results_free(r, n);
+    r = run("-a * -2 + b", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO, QEXPR_FILL_ZERO, 0, &n);
+    assert_true(r[0].v[1] == 42); /* -20*-2+2 */
+    qexpr_results_free(r, n);
+    r = run("a*1.5e1", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO, QEXPR_FILL_ZERO, 0, &n);
+    assert_true(r[0].v[0] == 150);
+    qexpr_results_free(r, n);
+}
+
+static void test_qexpr_fill_policies(void **state)
+{
+    (void)state;
+    size_t n;
+    /* nan: ts 10 a=10 b=NaN -> NaN; 20 -> 22 */
+    struct qexpr_result *r =
+        run("a + b", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_NAN, QEXPR_FILL_NAN, 0, &n);
+    assert_int_equal(r[0].n, 4);
+    assert_true(isnan(r[0].v[0]));
+    assert_true(r[0].v[1] == 22);
+    assert_true(isnan(r[0].v[3]));
+    qexpr_results_free(r, n);
+    /* scalar 100: 10+100, 20+2, 30+100, 100+4 */
+    r = run("a + b", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_SCALAR, QEXPR_FILL_SCALAR, 100, &n);
+    assert_true(r[0].v[0] == 110 && r[0].v[1] == 22 && r[0].v[2] == 130 && r[0].v[3] == 104);
+    qexpr_results_free(r, n);
+    /* none on b only: ts 10 and 30 dropped (b lacks them), 40 kept with a zero-filled */
+    r = run("a + b", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO, QEXPR_FILL_NONE, 0, &n);
+    assert_int_equal(r[0].n, 2);
+    assert_int_equal(r[0].ts[0], 20);
+    assert_true(r[0].v[0] == 22);
+    assert_int_equal(r[0].ts[1], 40);
+    assert_true(r[0].v[1] == 4);
+    qexpr_results_free(r, n);
+
+    assert_int_equal(qexpr_fill_parse("nan"), QEXPR_FILL_NAN);
+    assert_int_equal(qexpr_fill_parse("zero"), QEXPR_FILL_ZERO);
+    assert_int_equal(qexpr_fill_parse("scalar"), QEXPR_FILL_SCALAR);
+    assert_int_equal(qexpr_fill_parse("none"), QEXPR_FILL_NONE);
+    assert_int_equal(qexpr_fill_parse("null"), QEXPR_FILL_NONE);
+    assert_int_equal(qexpr_fill_parse("bogus"), -1);
+}
+
+static void test_qexpr_joins(void **state)
+{
+    (void)state;
+    static const int64_t ts[] = {1};
+    static const double one[] = {1}, two[] = {2}, five[] = {5};
+    struct qexpr_series a[] = {{"host=x", 1, ts, one}, {"host=y", 1, ts, two}};
+    struct qexpr_series b[] = {{"host=y", 1, ts, five}, {"host=z", 1, ts, five}};
+    struct qexpr_input in[] = {{"a", a, 2, QEXPR_FILL_ZERO, 0}, {"b", b, 2, QEXPR_FILL_ZERO, 0}};
+    struct qexpr *e;
+    struct ct_err err = {0};
+    assert_int_equal(qexpr_parse("a * b", &e, &err), 0);
+    assert_int_equal(qexpr_nvars(e), 2);
+    assert_string_equal(qexpr_var(e, 0), "a");
+    struct qexpr_result *r;
+    size_t n;
+    assert_int_equal(qexpr_eval(e, in, 2, QEXPR_JOIN_INTERSECTION, &r, &n, &err), 0);
+    assert_int_equal(n, 1); /* only host=y in both: 2*5 */
+    assert_string_equal(r[0].key, "host=y");
+    assert_true(r[0].v[0] == 10);
+    qexpr_results_free(r, n);
+    assert_int_equal(qexpr_eval(e, in, 2, QEXPR_JOIN_UNION, &r, &n, &err), 0);
+    assert_int_equal(n, 3); /* x: 1*0, y: 2*5, z: 0*5, sorted by key */
+    assert_string_equal(r[0].key, "host=x");
+    assert_true(r[0].v[0] == 0);
+    assert_string_equal(r[1].key, "host=y");
+    assert_true(r[1].v[0] == 10);
+    assert_string_equal(r[2].key, "host=z");
+    assert_true(r[2].v[0] == 0);
+    qexpr_results_free(r, n);
+    /* a variable with no input is an error naming it */
+    qexpr_free(e);
+    assert_int_equal(qexpr_parse("a + c", &e, &err), 0);
+    assert_int_equal(qexpr_eval(e, in, 2, QEXPR_JOIN_UNION, &r, &n, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "'c'"));
+    qexpr_free(e);
+}
+
+static void test_qexpr_parse_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *src, *msg;
+    } bad[] = {
+        {"", "unexpected end at position 0"},
+        {"a +", "unexpected end at position 3"},
+        {"(a + b", "expected ')' at position 6"},
+        {"a + b)", "unexpected character at position 5"},
+        {"a $ b", "unexpected character at position 2"},
+        {"2 * 3", "names no metric"},
+        {"a b", "unexpected character at position 2"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct qexpr *e = (struct qexpr *)1;
+        struct ct_err err = {0};
+        assert_int_equal(qexpr_parse(bad[i].src, &e, &err), CT_EINVAL);
+        assert_null(e);
+        if (strstr(err.msg, bad[i].msg) == NULL)
+            fail_msg("'%s': got '%s'", bad[i].src, err.msg);
+    }
+    /* nesting is bounded, never a stack overflow */
+    char deep[400];
+    memset(deep, '(', sizeof(deep) - 2);
+    deep[sizeof(deep) - 2] = 'a';
+    deep[sizeof(deep) - 1] = '\0';
+    struct qexpr *e;
+    struct ct_err err = {0};
+    assert_int_equal(qexpr_parse(deep, &e, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "nested too deeply"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_qexpr_operators_and_precedence),
+        cmocka_unit_test(test_qexpr_fill_policies),
+        cmocka_unit_test(test_qexpr_joins),
+        cmocka_unit_test(test_qexpr_parse_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
