@@ -61,18 +61,54 @@ static const char *const metric_names[] = {
     "net.rx_bytes", "net.tx_bytes", "net.rx_errors",   "net.tx_errors",    "load.1m",
     "load.5m",      "load.15m",     "procs.running",   "procs.blocked",    "tcp.established"};
 
-/* value of (host, metric, interval): deterministic; integers for counters, floats otherwise */
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* The value model: what real host collectors send, a fixed function of (host, metric,
+ * interval). Per metric kind:
+ *   counters (disk/net bytes): grow ~1.5e7 a point (1.0e7 .. 2.0e7, so always increasing),
+ *     from a per-series base; integers;
+ *   byte gauges (mem.*): near 5e9, a level that jumps by up to +-5e8 every 30 points (large
+ *     steps) plus up to 1 MiB of noise; integers;
+ *   error counters: grow by 0 or 1 now and then; integers;
+ *   small integer gauges (procs, tcp): 0 .. 500;
+ *   2-decimal gauges (cpu, load, disk.used_pct): a slow wave per series plus noise, 0 .. 100. */
 static void value_of(int h, int m, int k, char *out, size_t n)
 {
-    uint64_t x = (uint64_t)h * 2654435761u ^ (uint64_t)m * 40503u ^ (uint64_t)k * 2246822519u;
-    x ^= x >> 13;
-    x *= 0x5bd1e995;
-    x ^= x >> 15;
+    uint64_t series = mix((uint64_t)h * 1000003u + (uint64_t)m);
+    uint64_t noise = mix(series ^ ((uint64_t)k * 0x9e3779b97f4a7c15ULL));
     int mm = m % 20;
-    if (mm >= 7 && mm != 9 && mm < 14)
-        snprintf(out, n, "%llu", (unsigned long long)(x % 10000000) + (uint64_t)k * 1000);
-    else
-        snprintf(out, n, "%.2f", (double)(x % 10000) / 100.0);
+    if (mm == 7 || mm == 8 || mm == 10 || mm == 11) {
+        /* sum of k steps of 1e7 + (per-step part): closed form with a bounded jitter that
+         * keeps it monotonic: step k adds 1.5e7 on average */
+        uint64_t base = series % 1000000000000ULL;
+        uint64_t v = base + (uint64_t)k * 15000000u + noise % 5000000u;
+        snprintf(out, n, "%llu", (unsigned long long)v);
+    } else if (mm >= 4 && mm <= 6) {
+        uint64_t level = mix(series ^ (uint64_t)(k / 30)) % 1000000000u;
+        uint64_t v = 4500000000ULL + level + noise % 1048576u;
+        snprintf(out, n, "%llu", (unsigned long long)v);
+    } else if (mm == 12 || mm == 13) {
+        snprintf(out, n, "%llu", (unsigned long long)(series % 1000 + (uint64_t)k / 97));
+    } else if (mm >= 17) {
+        snprintf(out, n, "%llu", (unsigned long long)(noise % 500));
+    } else {
+        double phase = (double)(series % 6283) / 1000.0;
+        double v = 50.0 + 30.0 * __builtin_sin((double)k / 360.0 + phase) +
+                   (double)(noise % 2000) / 100.0 - 10.0;
+        if (v < 0)
+            v = 0;
+        if (v > 100)
+            v = 100;
+        snprintf(out, n, "%.2f", v);
+    }
 }
 
 static void tags_of(int h, char *out, size_t n)
@@ -209,7 +245,25 @@ int main(int argc, char **argv)
             metrics = atoi(argv[++i]);
         else if (!strcmp(a, "--intervals") && v)
             intervals = atoi(argv[++i]);
-        else if (!strcmp(a, "--batch") && v)
+        else if (!strcmp(a, "--size") && v) {
+            /* SERIESxDURATION: 20 metrics a host, one point per 10 s */
+            char *x = NULL;
+            long series = strtol(argv[++i], &x, 10);
+            int dur = 0;
+            if (x && !strcmp(x, "x1d"))
+                dur = 8640;
+            else if (x && !strcmp(x, "x1h"))
+                dur = 360;
+            else if (x && !strcmp(x, "x10m"))
+                dur = 60;
+            if (series < 20 || series % 20 != 0 || dur == 0) {
+                fprintf(stderr, "tsd_load: --size wants N x 1d|1h|10m, N a multiple of 20\n");
+                return 2;
+            }
+            hosts = (int)(series / 20);
+            metrics = 20;
+            intervals = dur;
+        } else if (!strcmp(a, "--batch") && v)
             batch = atoi(argv[++i]);
         else if (!strcmp(a, "--start") && v)
             start = atoll(argv[++i]);
@@ -224,7 +278,7 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: tsd_load [--host H] [--port P] [--mode telnet|http] [--ack]\n"
                             "  [--conns C] [--hosts H] [--metrics M] [--intervals K] [--batch B]\n"
-                            "  [--start EPOCH_S] [--print]\n");
+                            "  [--size 2000x1d|100000x1h|1000000x10m] [--start EPOCH_S] [--print]\n");
             return 2;
         }
     }
