@@ -642,6 +642,24 @@ static int metric_filter(struct tsdb *t, const struct qlast_query *q, uint64_t *
     return CT_OK;
 }
 
+/* Why a discovery scan (of the data rows or of the newest-hour index) stopped early, as an
+ * error: out of memory, or the bound of a bounded run it met; CT_OK if it did not. */
+static int scan_stop_error(const struct qlast_limit *lim, bool oom, struct ct_err *err)
+{
+    if (oom)
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    if (lim->over_rows)
+        return ct_err_set(err, CT_ELIMIT, "last query: more than %u row keys",
+                          (unsigned)lim->b->max_rows);
+    if (lim->over_time)
+        return ct_err_set(err, CT_ELIMIT, "last query: more than %llu us",
+                          (unsigned long long)(lim->b->max_ns / 1000));
+    if (lim->over_reads)
+        return ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads or %u series",
+                          (unsigned)lim->b->max_scans, (unsigned)lim->b->max_series);
+    return CT_OK;
+}
+
 /* What the newest-hour index scan of a metric query collects: the matching series with their
  * newest hour (in p.ts_ms), and how many index entries the metric has at all. */
 struct lastidx {
@@ -708,17 +726,8 @@ static int last_of_metric_indexed(struct tsdb *t, const struct qlast_query *q, b
     rc = limit_scans(lim, 1, err);
     if (rc == CT_OK)
         rc = meta_hour_scan(t, metric, lastidx_entry, &x, err);
-    if (rc == CT_OK && x.oom)
-        rc = ct_err_set(err, CT_ENOMEM, "out of memory");
-    if (rc == CT_OK && lim->over_rows)
-        rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row keys",
-                        (unsigned)lim->b->max_rows);
-    if (rc == CT_OK && lim->over_time)
-        rc = ct_err_set(err, CT_ELIMIT, "last query: more than %llu us",
-                        (unsigned long long)(lim->b->max_ns / 1000));
-    if (rc == CT_OK && lim->over_reads)
-        rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads or %u series",
-                        (unsigned)lim->b->max_scans, (unsigned)lim->b->max_series);
+    if (rc == CT_OK)
+        rc = scan_stop_error(lim, x.oom, err);
     *indexed = x.entries > 0;
     if (lim->b)
         lim->series += (uint32_t)x.found.n;
@@ -805,17 +814,8 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
         if (rc == CT_OK && f.rc != CT_OK)
             rc = f.rc;
         free(rr);
-        if (rc == CT_OK && f.oom)
-            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
-        if (rc == CT_OK && lim->over_rows)
-            rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row keys",
-                            (unsigned)lim->b->max_rows);
-        if (rc == CT_OK && lim->over_time)
-            rc = ct_err_set(err, CT_ELIMIT, "last query: more than %llu us",
-                            (unsigned long long)(lim->b->max_ns / 1000));
-        if (rc == CT_OK && lim->over_reads)
-            rc = ct_err_set(err, CT_ELIMIT, "last query: more than %u row reads or %u series",
-                            (unsigned)lim->b->max_scans, (unsigned)lim->b->max_series);
+        if (rc == CT_OK)
+            rc = scan_stop_error(lim, f.oom, err);
     }
     /* the rows the scan read count as row reads; each series found whose newest row held no
      * point takes at least one more: a bounded run that cannot afford them stops before
