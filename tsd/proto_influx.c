@@ -12,9 +12,9 @@ bool influx_precision_parse(const char *s, enum influx_precision *out)
     static const struct {
         const char *name;
         enum influx_precision p;
-    } names[] = {{"", INFLUX_NS}, {"n", INFLUX_NS}, {"ns", INFLUX_NS}, {"u", INFLUX_US},
-                 {"us", INFLUX_US}, {"ms", INFLUX_MS}, {"s", INFLUX_S},  {"m", INFLUX_M},
-                 {"h", INFLUX_H}};
+    } names[] = {{"", INFLUX_NS},  {"n", INFLUX_NS},  {"ns", INFLUX_NS},
+                 {"u", INFLUX_US}, {"us", INFLUX_US}, {"ms", INFLUX_MS},
+                 {"s", INFLUX_S},  {"m", INFLUX_M},   {"h", INFLUX_H}};
     if (s == NULL)
         s = "";
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -83,8 +83,7 @@ static bool parse_value(struct put_str raw, struct influx_field *f, char *msg, s
     return true;
 }
 
-bool influx_parse_line(char *line, size_t len, struct influx_line *out, char *msg,
-                       size_t msg_size)
+bool influx_parse_line(char *line, size_t len, struct influx_line *out, char *msg, size_t msg_size)
 {
     if (len > 0 && line[len - 1] == '\r')
         len--;
@@ -157,8 +156,8 @@ static int64_t floor_div(int64_t a, int64_t b)
 
 bool influx_field_point(const struct influx_line *l, size_t fi, const char *sep,
                         enum influx_precision prec, int64_t now_ms, char *metric_buf,
-                        size_t metric_size, struct put_point *out, struct put_str *value,
-                        char *msg, size_t msg_size)
+                        size_t metric_size, struct put_point *out, struct put_str *value, char *msg,
+                        size_t msg_size)
 {
     const struct influx_field *f = &l->field[fi];
     size_t sl = strlen(sep);

@@ -58,8 +58,7 @@ bool influx_precision_parse(const char *s, enum influx_precision *out);
 /* Parses one line (without its '\n'; a trailing '\r' is ignored) in place. Returns true and
  * fills *out, or false with the reason in msg (NUL-terminated, msg_size > 0). Empty lines and
  * comment lines ('#') are the caller's to skip. */
-bool influx_parse_line(char *line, size_t len, struct influx_line *out, char *msg,
-                       size_t msg_size);
+bool influx_parse_line(char *line, size_t len, struct influx_line *out, char *msg, size_t msg_size);
 
 /* Builds the datapoint of field fi of l: metric = measurement + sep + field key written into
  * metric_buf (false with a message if it does not fit), the line's tags, the timestamp in
@@ -68,7 +67,7 @@ bool influx_parse_line(char *line, size_t len, struct influx_line *out, char *ms
  * put_check_point(), which the caller runs next. */
 bool influx_field_point(const struct influx_line *l, size_t fi, const char *sep,
                         enum influx_precision prec, int64_t now_ms, char *metric_buf,
-                        size_t metric_size, struct put_point *out, struct put_str *value,
-                        char *msg, size_t msg_size);
+                        size_t metric_size, struct put_point *out, struct put_str *value, char *msg,
+                        size_t msg_size);
 
 #endif

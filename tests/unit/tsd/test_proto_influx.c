@@ -33,8 +33,8 @@ static void test_influx_full_line(void **state)
     struct put_point p;
     struct put_str v;
     char m[128];
-    assert_true(influx_field_point(&ln, 0, ".", INFLUX_NS, 0, m, sizeof(m), &p, &v, msg,
-                                   sizeof(msg)));
+    assert_true(
+        influx_field_point(&ln, 0, ".", INFLUX_NS, 0, m, sizeof(m), &p, &v, msg, sizeof(msg)));
     assert_string_equal(m, "cpu.usage");
     assert_int_equal(p.ts_ms, 1700000000123LL);
     assert_true(p.ms);
@@ -55,12 +55,12 @@ static void test_influx_escapes_precision_and_no_ts(void **state)
     struct put_point p;
     struct put_str v;
     char m[64];
-    assert_true(influx_field_point(&ln, 0, ".", INFLUX_NS, 42, m, sizeof(m), &p, &v, msg,
-                                   sizeof(msg)));
+    assert_true(
+        influx_field_point(&ln, 0, ".", INFLUX_NS, 42, m, sizeof(m), &p, &v, msg, sizeof(msg)));
     assert_int_equal(p.ts_ms, 42);
     assert_true(parse("m f=-3 1700000000"));
-    assert_true(influx_field_point(&ln, 0, ".", INFLUX_S, 0, m, sizeof(m), &p, &v, msg,
-                                   sizeof(msg)));
+    assert_true(
+        influx_field_point(&ln, 0, ".", INFLUX_S, 0, m, sizeof(m), &p, &v, msg, sizeof(msg)));
     assert_int_equal(p.ts_ms, 1700000000000LL);
     assert_false(p.ms);
     enum influx_precision pr;
@@ -74,9 +74,9 @@ static void test_influx_escapes_precision_and_no_ts(void **state)
 static void test_influx_refusals(void **state)
 {
     (void)state;
-    const char *bad[] = {"",          ",a=b f=1",   "m",          "m,a f=1",    "m,a= f=1",
-                         "m f",       "m f=",       "m f=\"s\"",  "m f=1x",     "m f=ai",
-                         "m f=-1u",   "m f=1 12a",  "m f=1 ",     "m =1"};
+    const char *bad[] = {"",        ",a=b f=1",  "m",         "m,a f=1", "m,a= f=1",
+                         "m f",     "m f=",      "m f=\"s\"", "m f=1x",  "m f=ai",
+                         "m f=-1u", "m f=1 12a", "m f=1 ",    "m =1"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         if (parse(bad[i]))
             fail_msg("accepted [%s]", bad[i]);
