@@ -97,6 +97,12 @@ load 20
 r=$(get "/api/uid/tsmeta?tsuid=$(tsuid_of h0)")
 check_contains "tracking alone: no TSMeta (404)" "$r" '"code":404'
 tsd_stop
+# the stored cells, as the shell shows them: each of the 3 series has ts_ctr = 1 (8 bytes) and
+# no ts_meta
+cells=$(echo "scan 'tsdb-meta'" | "$CTSDB" shell --data "$TSD_DATA" 2>&1)
+check_eq "tracking alone: a counter of 1 for each series" 3 \
+  "$(printf '%s\n' "$cells" | grep -c 'column=name:ts_ctr, .*value=\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x01$')"
+check_eq "tracking alone: no ts_meta cell" 0 "$(printf '%s\n' "$cells" | grep -c 'column=name:ts_meta')"
 unset TSD_DATA
 
 # ---- realtime_ts without tracking: nothing, as in OpenTSDB -----------------------------------
