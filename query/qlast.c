@@ -1,8 +1,10 @@
 /* qlast.c - see qlast.h.
  * A TSUID query reads the series' own hour rows with point gets, newest hour first, and stops at
  * the first hour holding a point. Without back_scan, a metric query takes its series and their
- * newest hour from one scan of the metric's newest-hour index entries, then reads each like a
- * TSUID from that hour down. With a back_scan (or a metric without index entries), it scans each
+ * newest hour from one scan of the metric's newest-hour index entries; those of the last
+ * QLAST_DEFAULT_BACK_SCAN_H hours are read by the back scan below over the hours they span, the
+ * rest (and any it missed) like a TSUID from their newest hour down. Entries keep their TSUIDs
+ * in chunks (struct lastset), so an entry is a few dozen bytes, not a widest-layout TSUID. With a back_scan (or a metric without index entries), it scans each
  * salt bucket's row keys of the back-scan window in reverse (newest first) with the literal tags
  * as a row filter that lets through only each series' newest row and skips the series' older
  * rows unread; a cell filter folds the newest row's cells into its newest point
@@ -286,7 +288,7 @@ int qlast_parse_json(const char *body, size_t len, struct qlast_req **out, struc
 /* ---- running ---------------------------------------------------------------------------- */
 
 struct lastpt {
-    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    const uint8_t *tsuid; /* in its set's TSUID chunks */
     size_t len;
     struct dpcodec_point p;
     /* a discovery entry (struct lastfind.found): p.ts_ms is the series' newest hour (s), and
@@ -304,8 +306,39 @@ struct lastset {
     struct lastpt *a;
     size_t n, cap;
     size_t base;
-    struct hashset ht; /* of a[base, n), by TSUID */
+    struct hashset ht;         /* of a[base, n), by TSUID */
+    struct qlast_strs *tsuids; /* the entries' TSUIDs, in chunks that never move */
 };
+
+static void lastset_free(struct lastset *s)
+{
+    free(s->a);
+    hashset_destroy(&s->ht);
+    while (s->tsuids) {
+        struct qlast_strs *n = s->tsuids->next;
+        free(s->tsuids);
+        s->tsuids = n;
+    }
+}
+
+/* A copy of ts in s's TSUID chunks (NULL when out of memory). */
+static const uint8_t *lastset_keep(struct lastset *s, const uint8_t *ts, size_t len)
+{
+    struct qlast_strs *c = s->tsuids;
+    if (!c || c->cap - c->used < len) {
+        size_t cap = len > 16384 ? len : 16384;
+        if (!(c = malloc(sizeof(*c) + cap)))
+            return NULL;
+        c->next = s->tsuids;
+        c->used = 0;
+        c->cap = cap;
+        s->tsuids = c;
+    }
+    uint8_t *d = (uint8_t *)c->data + c->used;
+    memcpy(d, ts, len);
+    c->used += len;
+    return d;
+}
 
 static uint64_t lastset_hash_of(void *arg, size_t i)
 {
@@ -333,15 +366,16 @@ static long lastset_find(struct lastset *s, const uint8_t *ts, size_t len, size_
 static int lastset_insert(struct lastset *s, size_t h, const uint8_t *ts, size_t len,
                           const struct dpcodec_point *p)
 {
-    if (s->n == s->cap) { /* an entry is ~1 KiB (a TSUID of the widest layout): start small */
-        size_t nc = s->cap ? s->cap * 2 : 4;
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 16;
         struct lastpt *na = realloc(s->a, nc * sizeof(*na));
         if (!na)
             return -1;
         s->a = na;
         s->cap = nc;
     }
-    memcpy(s->a[s->n].tsuid, ts, len);
+    if (!(s->a[s->n].tsuid = lastset_keep(s, ts, len)))
+        return -1;
     s->a[s->n].len = len;
     s->a[s->n].p = *p;
     s->a[s->n].row = ROW_UNREAD;
@@ -713,8 +747,12 @@ static int lastidx_entry(void *arg, const uint8_t *ts, size_t tl, int64_t base_s
  * series is found whatever the age of its last point. *indexed false (nothing done) when the
  * metric has no index entry at all: data written before the index existed, then read by the
  * back-scan path. */
-static int last_of_metric_indexed(struct tsdb *t, const struct qlast_query *q, bool *indexed,
-                                  struct lastset *set, struct qlast_limit *lim,
+static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t now_s,
+                          int64_t back_h, struct lastset *set, struct qlast_limit *lim,
+                          enum qexec_status *status, struct ct_err *err);
+
+static int last_of_metric_indexed(struct tsdb *t, const struct qlast_query *q, int64_t now_s,
+                                  bool *indexed, struct lastset *set, struct qlast_limit *lim,
                                   enum qexec_status *status, struct ct_err *err)
 {
     uint64_t metric;
@@ -729,16 +767,36 @@ static int last_of_metric_indexed(struct tsdb *t, const struct qlast_query *q, b
     if (rc == CT_OK)
         rc = scan_stop_error(lim, x.oom, err);
     *indexed = x.entries > 0;
-    if (lim->b)
-        lim->series += (uint32_t)x.found.n;
+    /* the series found count once in the budget, whichever discovery found them */
+    uint32_t series0 = lim->series;
+    /* the series whose newest hour is recent (the usual case) are read by the back-scan path
+     * over exactly the window their hours span, which reads each one's newest row within one
+     * scan per bucket; the others (and a recent one whose newest row held no point within the
+     * window) by point gets from their newest hour down */
+    int64_t top = rowkey_base_hour_s(now_s), lo = INT64_MAX, hi = INT64_MIN;
+    for (size_t i = 0; i < x.found.n; i++) {
+        int64_t h = x.found.a[i].p.ts_ms;
+        if (h >= top - QLAST_DEFAULT_BACK_SCAN_H * ROWKEY_HOUR_S) {
+            lo = h < lo ? h : lo;
+            hi = h > hi ? h : hi;
+        }
+    }
+    if (rc == CT_OK && lo != INT64_MAX)
+        rc = last_of_metric(t, q, hi, (hi - lo) / ROWKEY_HOUR_S, set, lim, status, err);
+    if (lim->b && lim->series < series0 + x.found.n)
+        lim->series = series0 + (uint32_t)x.found.n;
     for (size_t i = 0; i < x.found.n && rc == CT_OK; i++) {
         const struct lastpt *e = &x.found.a[i];
-        rc = last_by_gets(t, e->tsuid, e->len, e->p.ts_ms,
-                          e->p.ts_ms - QLAST_DEFAULT_BACK_SCAN_H * ROWKEY_HOUR_S, set, lim, status,
-                          err);
+        size_t h;
+        long at = lastset_find(set, e->tsuid, e->len, &h);
+        if (at == -2)
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+        else if (at < 0)
+            rc = last_by_gets(t, e->tsuid, e->len, e->p.ts_ms,
+                              e->p.ts_ms - QLAST_DEFAULT_BACK_SCAN_H * ROWKEY_HOUR_S, set, lim,
+                              status, err);
     }
-    free(x.found.a);
-    hashset_destroy(&x.found.ht);
+    lastset_free(&x.found);
     rowkey_filter_free(rf);
     if (rc != CT_OK && *status == QEXEC_OK)
         *status = QEXEC_INTERNAL;
@@ -842,8 +900,7 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
         if (from >= bottom)
             rc = last_by_gets(t, e->tsuid, e->len, from, bottom, set, lim, status, err);
     }
-    free(f.found.a);
-    hashset_destroy(&f.found.ht);
+    lastset_free(&f.found);
     rowkey_filter_free(rf);
     if (rc != CT_OK)
         *status = QEXEC_INTERNAL;
@@ -953,7 +1010,7 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
             lastset_next_part(&set);
             bool indexed = false;
             if (back == 0)
-                rc = last_of_metric_indexed(t, q, &indexed, &set, lim, status, err);
+                rc = last_of_metric_indexed(t, q, now_ms / 1000, &indexed, &set, lim, status, err);
             if (rc == CT_OK && !indexed)
                 rc = last_of_metric(t, q, now_ms / 1000, back ? back : QLAST_DEFAULT_BACK_SCAN_H,
                                     &set, lim, status, err);
@@ -969,8 +1026,7 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
         if (rc != CT_OK)
             *status = QEXEC_INTERNAL;
     }
-    free(set.a);
-    hashset_destroy(&set.ht);
+    lastset_free(&set);
     return rc;
 }
 

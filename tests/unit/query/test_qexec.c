@@ -317,13 +317,18 @@ static void test_qlast_index_finds_the_newest_point_of_any_age(void **state)
     /* o2's indexed hour holds no point (deleted): the hours below it are read */
     put_indexed(f, "o2", "q", H - 3 * D + 10, 8, H - 2 * D);
     put_indexed(f, "o3", "other", H - 4 * D, 9, 0);
+    /* recent series, read by the back scan over the hours their index entries span: o5 has its
+     * point in its indexed hour; o4's indexed hour (the newest) holds none, its point is 2 h
+     * below, under the scanned window */
+    put_indexed(f, "o5", "q", H - 3600 + 7, 12, 0);
+    put_indexed(f, "o4", "q", H - 2 * 3600 + 5, 11, H);
     char *got = run_last(f, "{\"queries\":[{\"metric\":\"sys.old\",\"tags\":{\"dc\":\"q\"}}],"
                             "\"resolveNames\":true}");
     cJSON *doc = cJSON_Parse(got);
     assert_non_null(doc);
-    if (cJSON_GetArraySize(doc) != 2)
-        fail_msg("want o1 and o2, got %s", got);
-    for (int i = 0; i < 2; i++) {
+    if (cJSON_GetArraySize(doc) != 4)
+        fail_msg("want o1, o2, o4 and o5, got %s", got);
+    for (int i = 0; i < 4; i++) {
         const cJSON *it = cJSON_GetArrayItem(doc, i);
         const char *host = cJSON_GetObjectItemCaseSensitive(
                                cJSON_GetObjectItemCaseSensitive(it, "tags"), "host")
@@ -333,6 +338,12 @@ static void test_qlast_index_finds_the_newest_point_of_any_age(void **state)
         if (!strcmp(host, "o1")) {
             assert_true(ts == (double)(H - 5 * D + 100) * 1000);
             assert_string_equal(v, "7");
+        } else if (!strcmp(host, "o4")) {
+            assert_true(ts == (double)(H - 2 * 3600 + 5) * 1000);
+            assert_string_equal(v, "11");
+        } else if (!strcmp(host, "o5")) {
+            assert_true(ts == (double)(H - 3600 + 7) * 1000);
+            assert_string_equal(v, "12");
         } else {
             assert_string_equal(host, "o2");
             assert_true(ts == (double)(H - 3 * D + 10) * 1000);
@@ -350,9 +361,13 @@ static void test_qlast_index_finds_the_newest_point_of_any_age(void **state)
     got = run_last(f, body);
     assert_non_null(strstr(got, "\"timestamp\":"));
     free(got);
-    /* a backScan of 24 hours reads only those hours, as OpenTSDB's back scan */
+    /* a backScan of 24 hours reads only those hours, as OpenTSDB's back scan: the recent two */
     got = run_last(f, "{\"queries\":[{\"metric\":\"sys.old\"}],\"backScan\":24}");
-    assert_string_equal(got, "[]");
+    cJSON *bs = cJSON_Parse(got);
+    assert_int_equal(cJSON_GetArraySize(bs), 2);
+    cJSON_Delete(bs);
+    assert_non_null(strstr(got, "\"value\":\"12\""));
+    assert_non_null(strstr(got, "\"value\":\"11\""));
     free(got);
     /* sys.cpu has no index entry (written without the TSD's writer): the back scan finds it */
     got = run_last(f, "{\"queries\":[{\"metric\":\"sys.cpu\",\"tags\":{\"host\":\"b\"}}]}");
