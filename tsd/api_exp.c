@@ -8,7 +8,8 @@
  * Invariants: the body is validated on the loop (a 400 needs no worker); sub-queries run on a
  * worker; an error before the answer is OpenTSDB's error object (400 bad body or unknown name).
  * Not supported (answered 400): expressions over other expressions, join options other than
- * operator intersection/union. NaN values are written as JSON null. */
+ * operator intersection/union (none given: union, as OpenTSDB). NaN values are written as
+ * "NaN", as OpenTSDB's JSON writer quotes them. */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -194,7 +195,12 @@ static int validate(const cJSON *body, struct ct_err *err)
             return ct_err_set(err, CT_EINVAL, "missing or empty id");
         if (jstr(e, "expr") == NULL)
             return ct_err_set(err, CT_EINVAL, "missing or empty expr");
-        const char *op = jstr(cJSON_GetObjectItemCaseSensitive(e, "join"), "operator");
+        /* OpenTSDB 2.4 (Expression.validate, Join.validate): no join is a union; a join
+         * without an operator is refused */
+        const cJSON *jn = cJSON_GetObjectItemCaseSensitive(e, "join");
+        const char *op = jstr(jn, "operator");
+        if (jn && !op)
+            return ct_err_set(err, CT_EINVAL, "Missing join operator");
         if (op && strcmp(op, "intersection") != 0 && strcmp(op, "union") != 0)
             return ct_err_set(err, CT_EINVAL, "Unsupported join operator: %s", op);
     }
@@ -228,7 +234,8 @@ static cJSON *output_of(const char *id, const char *alias, const struct qexpr_re
             double v = NAN;
             if (cur[i] < r[i].n && r[i].ts[cur[i]] == ts)
                 v = r[i].v[cur[i]++];
-            cJSON_AddItemToArray(row, isnan(v) ? cJSON_CreateNull() : cJSON_CreateNumber(v));
+            /* NaN as OpenTSDB's JSON writer quotes it, as /api/query's fill policy nan */
+            cJSON_AddItemToArray(row, isnan(v) ? cJSON_CreateString("NaN") : cJSON_CreateNumber(v));
         }
         cJSON_AddItemToArray(dps, row);
         if (rows++ == 0)
@@ -375,7 +382,7 @@ static void exp_work(struct http_req *r, void *arg)
         }
         const char *op = jstr(cJSON_GetObjectItemCaseSensitive(e, "join"), "operator");
         enum qexpr_join join =
-            op && strcmp(op, "union") == 0 ? QEXPR_JOIN_UNION : QEXPR_JOIN_INTERSECTION;
+            op && strcmp(op, "intersection") == 0 ? QEXPR_JOIN_INTERSECTION : QEXPR_JOIN_UNION;
         struct qexpr *x = NULL;
         struct qexpr_result *res = NULL;
         size_t nres = 0;

@@ -53,14 +53,21 @@ check_contains "alias and the echoed query" "$ans" '"alias":"E"'
 check_contains "the echoed query" "$ans" '"query":{"time"'
 
 ans=$(post "$(body 'a - b' union scalar)")
-check_eq "union with scalar fill 7: x (10-2, 20-4), y (1-7), z (NaN fill of a: null)" \
-  '200 [[1700000000000, 8, -6, None], [1700000060000, 16, None, None]] x,y,z' \
+check_eq "union with scalar fill 7: x (10-2, 20-4), y (1-7), z (NaN fill of a: \"NaN\")" \
+  "200 [[1700000000000, 8, -6, 'NaN'], [1700000060000, 16, 'NaN', 'NaN']] x,y,z" \
   "$(echo "$ans" | python3 -c '
 import sys, json
 st, _, js = sys.stdin.read().partition(" ")
 o = json.loads(js)["outputs"][0]
 print(st, o["dps"], ",".join(m["commonTags"]["host"] for m in o["meta"][1:]))')"
 
+# no join: OpenTSDB's default is a union (the same answer as the union above); a join without
+# an operator is refused
+outs() { python3 -c 'import sys, json; st, _, js = sys.stdin.read().partition(" "); print(st, json.loads(js)["outputs"])'; }
+check_eq "no join: a union" "$(echo "$ans" | outs)" \
+  "$(post "$(body 'a - b' union scalar | sed 's/,"join":{"operator":"union"}//')" | outs)"
+ans=$(post "$(body 'a - b' union scalar | sed 's/"join":{"operator":"union"}/"join":{}/')")
+check_contains "a join without operator: 400" "$ans" '400 {"error":{"code":400,"message":"Missing join operator"'
 ans=$(post '{"time":{"start":"1h-ago"}}')
 check_contains "no metrics: 400" "$ans" '400 '
 check_contains "no metrics: message" "$ans" 'missing or empty metrics'
