@@ -601,6 +601,7 @@ int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options 
 
 struct pctx {
     const struct qspec *q;
+    qexec_group_start_fn gfn;
     qexec_point_fn fn;
     void *arg;
     struct ct_err *err;
@@ -613,6 +614,17 @@ static int points_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t
     size_t ntk = 0, nag = 0;
     if (qexec_group_tags(ser, n, &tk, &tv, &ntk, &ag, &nag) != 0)
         return ct_err_set(p->err, CT_ENOMEM, "out of memory");
+    int rc = 0;
+    if (p->gfn) {
+        struct qexec_group g = {.sub = (size_t)(xs->sub - p->q->subs),
+                                .metric = xs->metric_name,
+                                .tagk = tk,
+                                .tagv = tv,
+                                .ntags = ntk,
+                                .agg = ag,
+                                .nagg = nag};
+        rc = p->gfn(p->arg, &g);
+    }
     char tags[4096];
     size_t o = 0;
     tags[0] = 0;
@@ -621,6 +633,8 @@ static int points_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t
     free(tk);
     free(tv);
     free(ag);
+    if (rc != 0)
+        return rc;
     struct xout xo = {.q = p->q,
                       .sub = xs->sub,
                       .fn = p->fn,
@@ -630,8 +644,9 @@ static int points_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t
     return qexec_run_group(p->q, xs, ser, n, &xo, p->err);
 }
 
-int qexec_run_points(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
-                     qexec_point_fn fn, void *arg, enum qexec_status *status, struct ct_err *err)
+int qexec_run_groups(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
+                     qexec_group_start_fn gfn, qexec_point_fn fn, void *arg, enum qexec_status *status,
+                     struct ct_err *err)
 {
     struct xsub *xs = calloc(q->nsubs, sizeof(*xs));
     if (!xs) {
@@ -639,11 +654,17 @@ int qexec_run_points(struct tsdb *t, const struct qspec *q, const struct qexec_o
         return ct_err_set(err, CT_ENOMEM, "out of memory running a query");
     }
     int rc = run_all(t, q, o, xs, status, NULL, err);
-    struct pctx p = {q, fn, arg, err};
+    struct pctx p = {q, gfn, fn, arg, err};
     for (size_t i = 0; i < q->nsubs && rc == CT_OK; i++)
         rc = qexec_for_each_group(&xs[i], points_group_cb, &p);
     for (size_t i = 0; i < q->nsubs; i++)
         xsub_free(&xs[i]);
     free(xs);
     return rc;
+}
+
+int qexec_run_points(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
+                     qexec_point_fn fn, void *arg, enum qexec_status *status, struct ct_err *err)
+{
+    return qexec_run_groups(t, q, o, NULL, fn, arg, status, err);
 }

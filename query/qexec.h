@@ -76,4 +76,24 @@ CT_MUST_CHECK int qexec_run_points(struct tsdb *t, const struct qspec *q,
                                    const struct qexec_options *o, qexec_point_fn fn, void *arg,
                                    enum qexec_status *status, struct ct_err *err);
 
+/* One output group, announced before its points (qexec_run_groups): the sub-query it answers
+ * (its index in q->subs), its metric, its tags (sorted by key) and its aggregated tag keys
+ * (sorted), as /api/query writes them. Borrowed for the call. */
+struct qexec_group {
+    size_t sub;
+    const char *metric;
+    const char *const *tagk;
+    const char *const *tagv;
+    size_t ntags;
+    const char *const *agg;
+    size_t nagg;
+};
+typedef int (*qexec_group_start_fn)(void *arg, const struct qexec_group *g);
+/* As qexec_run_points, with gfn called once per group before that group's points (which may
+ * be none); a non-zero return of either callback stops the run and is returned. */
+CT_MUST_CHECK int qexec_run_groups(struct tsdb *t, const struct qspec *q,
+                                   const struct qexec_options *o, qexec_group_start_fn gfn,
+                                   qexec_point_fn pfn, void *arg, enum qexec_status *status,
+                                   struct ct_err *err);
+
 #endif
