@@ -305,6 +305,102 @@ static cJSON *lookup_req_from_m(const char *m, struct ct_err *err)
     return o;
 }
 
+/* The TSUIDs of the data table's rows that pass rf (metric 0: every metric), into set. */
+static int lookup_scan_data(struct tsdb *t, uint64_t mid, struct rowkey_filter *rf,
+                            struct tsset *set, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    int rc = CT_OK;
+    unsigned nb = l->salt_width ? l->salt_buckets : 1;
+    for (unsigned b = 0; b < nb && rc == CT_OK; b++) {
+        uint8_t prefix[ROWKEY_MAX_SALT_WIDTH + ROWKEY_MAX_UID_WIDTH];
+        rowkey_salt_bytes(l, b, prefix);
+        size_t pl = l->salt_width;
+        if (mid) {
+            rowkey_put_uid(prefix + pl, mid, l->metric_width);
+            pl += l->metric_width;
+        }
+        struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
+        struct wc_scan_options so;
+        wc_scan_options_init(&so);
+        so.row_prefix = wc_bytes_of(prefix, pl);
+        so.columns = &col;
+        so.ncolumns = 1;
+        so.row_filter = rowkey_filter_fn;
+        so.row_filter_arg = rf;
+        so.batch_cells = 1; /* only the key matters */
+        struct wc_scanner *sc = NULL;
+        if ((rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK)
+            break;
+        struct wc_row row;
+        while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+            uint8_t ts[ROWKEY_MAX_TSUID];
+            size_t tl = rowkey_tsuid_of(l, row.key.data, row.key.len, ts, sizeof(ts));
+            if (!tl || rowkey_get_uid(ts, l->metric_width) == 0)
+                continue; /* global annotations */
+            if (tsset_add(set, ts, tl) < 0) {
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+                break;
+            }
+        }
+        if (rc == CT_NOTFOUND)
+            rc = CT_OK;
+        wc_scanner_close(sc);
+    }
+    return rc;
+}
+
+/* useMeta: the TSUIDs of tsdb-meta's series rows (one per series: a TSMeta, a counter or the
+ * newest-hour index the TSD writes for every series) that pass rf, into set - one row per
+ * series instead of one per series and hour. A row counts when its key has a TSUID's shape and
+ * it holds one of those cells; rf is matched on the data row key the TSUID would have. */
+static int lookup_scan_meta(struct tsdb *t, uint64_t mid, struct rowkey_filter *rf,
+                            struct tsset *set, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    uint8_t prefix[ROWKEY_MAX_UID_WIDTH];
+    size_t pl = 0;
+    if (mid) {
+        rowkey_put_uid(prefix, mid, l->metric_width);
+        pl = l->metric_width;
+    }
+    static const char *const quals[] = {META_TS_QUALIFIER, META_TS_COUNTER, META_TS_HOUR};
+    struct wc_column cols[3];
+    for (size_t i = 0; i < 3; i++)
+        cols[i] = (struct wc_column){wc_bytes_str(TSDB_META_FAMILY), wc_bytes_str(quals[i]), true};
+    struct wc_scan_options so;
+    wc_scan_options_init(&so);
+    so.row_prefix = wc_bytes_of(prefix, pl);
+    so.columns = cols;
+    so.ncolumns = 3;
+    so.batch_cells = 1;
+    struct wc_scanner *sc = NULL;
+    int rc = wc_scanner_open(tsdb_meta_table(t), &so, &sc, err);
+    if (rc != CT_OK)
+        return rc;
+    size_t pair = (size_t)l->tagk_width + l->tagv_width;
+    struct wc_row row;
+    while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
+        size_t len = row.key.len;
+        if (row.ncells == 0 || len <= l->metric_width || len > ROWKEY_MAX_TSUID ||
+            (len - l->metric_width) % pair != 0 ||
+            rowkey_get_uid(row.key.data, l->metric_width) == 0)
+            continue;
+        uint8_t key[ROWKEY_MAX_SALT_WIDTH + ROWKEY_MAX_TSUID + 4];
+        size_t kl = rowkey_encode(l, row.key.data, len, 0, key);
+        if (kl == 0 || !rowkey_filter_match(rf, key, kl))
+            continue;
+        if (tsset_add(set, row.key.data, len) < 0) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+            break;
+        }
+    }
+    if (rc == CT_NOTFOUND)
+        rc = CT_OK;
+    wc_scanner_close(sc);
+    return rc;
+}
+
 int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **out, int *status,
                  struct ct_err *err)
 {
@@ -327,6 +423,11 @@ int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **ou
         return fail(status, 400, ct_err_set(err, CT_EINVAL, "Unable to parse 'limit' as a number"),
                     err);
     }
+    /* useMeta (JSON) or use_meta (URL), as SearchRpc reads them */
+    const cJSON *um = cJSON_GetObjectItemCaseSensitive(req_in, "useMeta");
+    const char *ums = str_field(req_in, "use_meta");
+    bool use_meta = cJSON_IsTrue(um) || (cJSON_IsString(um) && !strcasecmp(um->valuestring, "true")) ||
+                    (ums && !strcasecmp(ums, "true"));
     const char *metric = str_field(req, "metric");
     bool any_metric = !metric || !*metric || !strcmp(metric, "*");
     uint64_t mid = 0;
@@ -365,43 +466,8 @@ int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **ou
             goto out;
         }
     }
-    unsigned nb = l->salt_width ? l->salt_buckets : 1;
-    for (unsigned b = 0; b < nb && rc == CT_OK; b++) {
-        uint8_t prefix[ROWKEY_MAX_SALT_WIDTH + ROWKEY_MAX_UID_WIDTH];
-        size_t pl = 0;
-        rowkey_salt_bytes(l, b, prefix);
-        pl = l->salt_width;
-        if (!any_metric) {
-            rowkey_put_uid(prefix + pl, mid, l->metric_width);
-            pl += l->metric_width;
-        }
-        struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {NULL, 0}, false};
-        struct wc_scan_options so;
-        wc_scan_options_init(&so);
-        so.row_prefix = wc_bytes_of(prefix, pl);
-        so.columns = &col;
-        so.ncolumns = 1;
-        so.row_filter = rowkey_filter_fn;
-        so.row_filter_arg = rf;
-        so.batch_cells = 1; /* only the key matters */
-        struct wc_scanner *sc = NULL;
-        if ((rc = wc_scanner_open(tsdb_data_table(t), &so, &sc, err)) != CT_OK)
-            break;
-        struct wc_row row;
-        while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
-            uint8_t ts[ROWKEY_MAX_TSUID];
-            size_t tl = rowkey_tsuid_of(l, row.key.data, row.key.len, ts, sizeof(ts));
-            if (!tl || rowkey_get_uid(ts, l->metric_width) == 0)
-                continue; /* global annotations */
-            if (tsset_add(&set, ts, tl) < 0) {
-                rc = ct_err_set(err, CT_ENOMEM, "out of memory");
-                break;
-            }
-        }
-        if (rc == CT_NOTFOUND)
-            rc = CT_OK;
-        wc_scanner_close(sc);
-    }
+    rc = use_meta ? lookup_scan_meta(t, any_metric ? 0 : mid, rf, &set, err)
+                  : lookup_scan_data(t, any_metric ? 0 : mid, rf, &set, err);
     if (rc != CT_OK) {
         *status = 500;
         goto out;

@@ -58,6 +58,21 @@ check_eq "lookup counts the series" 2 "$(py 'print(d["totalResults"])' "${r#200 
 check_eq "lookup type" LOOKUP "$(py 'print(d["type"])' "${r#200 }")"
 r=$(send POST /api/search/lookup '{"metric":"app.req","tags":[{"key":"dc","value":"sjc"}]}')
 check_eq "lookup POST with a tag value" "web02" "$(py 'print(d["results"][0]["tags"]["host"])' "${r#200 }")"
+# useMeta: the series rows of tsdb-meta (the TSD writes one per series) instead of the data rows
+r=$(get "/api/search/lookup?m=app.req{host=*}&use_meta=true")
+check_eq "lookup use_meta counts the same series" 2 "$(py 'print(d["totalResults"])' "${r#200 }")"
+r=$(send POST /api/search/lookup '{"metric":"app.req","tags":[{"key":"dc","value":"sjc"}],"useMeta":true}')
+check_eq "lookup useMeta POST with a tag value" "web02 1" \
+  "$(py 'print(d["results"][0]["tags"]["host"], d["totalResults"])' "${r#200 }")"
+# a series known to tsdb-meta only (a TSMeta written for names that have no data): useMeta
+# finds it, the data scan does not
+r=$(send POST /api/uid/assign '{"tagv":["web77"]}')
+r=$(send POST "/api/uid/tsmeta?m=app.req%7Bhost=web77,dc=lga%7D&create=true" '{"description":"meta only"}')
+check_contains "a TSMeta created for a series without data" "$r" '"description":"meta only"'
+r=$(get "/api/search/lookup?m=app.req&use_meta=true")
+check_eq "useMeta finds the meta-only series too" 3 "$(py 'print(d["totalResults"])' "${r#200 }")"
+r=$(get "/api/search/lookup?m=app.req")
+check_eq "the data scan does not" 2 "$(py 'print(d["totalResults"])' "${r#200 }")"
 check_contains "other search types need a plugin" "$(get "/api/search/tsmeta?query=x")" "501 {\"error\":{\"code\":501,\"message\":\"Searching is not enabled\""
 
 # ---- uid ----------------------------------------------------------------------------------
