@@ -411,8 +411,13 @@ int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **ou
     const cJSON *req = req_in;
     const char *m = str_field(req_in, "m");
     if (m) {
-        if (!(own = lookup_req_from_m(m, err)))
-            return fail(status, err->code == CT_ENOMEM ? 500 : 400, err->code, err);
+        if (!(own = lookup_req_from_m(m, err))) {
+            if (err->code == CT_ENOMEM)
+                return fail(status, 500, CT_ENOMEM, err);
+            /* SearchRpc: "Unable to parse query", the parser's reason as details */
+            *out = cJSON_CreateString(err->msg);
+            return fail(status, 400, ct_err_set(err, CT_EINVAL, "Unable to parse query"), err);
+        }
         req = own;
     }
     int64_t limit = 25;
@@ -420,8 +425,8 @@ int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **ou
     num_field(req_in, "limit", &limit, &bad);
     if (bad) {
         cJSON_Delete(own);
-        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Unable to parse 'limit' as a number"),
-                    err);
+        return fail(status, 400,
+                    ct_err_set(err, CT_EINVAL, "Unable to convert 'limit' to a valid number"), err);
     }
     /* useMeta (JSON) or use_meta (URL), as SearchRpc reads them */
     const cJSON *um = cJSON_GetObjectItemCaseSensitive(req_in, "useMeta");
@@ -430,17 +435,21 @@ int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **ou
                     (ums && !strcasecmp(ums, "true"));
     const char *metric = str_field(req, "metric");
     bool any_metric = !metric || !*metric || !strcmp(metric, "*");
+    if (!metric && cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(req, "tags")) == 0) {
+        cJSON_Delete(own);
+        return fail(status, 400,
+                    ct_err_set(err, CT_EINVAL,
+                               "Missing metric and tags. Please supply at least one value."),
+                    err);
+    }
     uint64_t mid = 0;
     int rc = CT_OK;
     struct rowkey_filter *rf = NULL;
     struct tsset set = {0};
     cJSON *doc = NULL;
     if (!any_metric &&
-        (rc = uid_get_id(u, UID_METRIC, metric, strlen(metric), &mid, err)) != CT_OK) {
-        *status = rc == CT_NOTFOUND ? 400 : 500;
-        rc = rc == CT_NOTFOUND ? CT_EINVAL : rc;
-        goto out;
-    }
+        (rc = uid_get_id(u, UID_METRIC, metric, strlen(metric), &mid, err)) != CT_OK)
+        goto unresolved;
     if ((rc = rowkey_filter_new(l, &rf, err)) != CT_OK) {
         *status = 500;
         goto out;
@@ -460,11 +469,8 @@ int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **ou
             else if ((rc = uid_get_id(u, UID_TAGV, v, strlen(v), &vid, err)) == CT_OK)
                 rc = rowkey_filter_add(rf, kid, &vid, 1, false, err);
         }
-        if (rc != CT_OK) {
-            *status = rc == CT_NOTFOUND ? 400 : 500;
-            rc = rc == CT_NOTFOUND ? CT_EINVAL : rc;
-            goto out;
-        }
+        if (rc != CT_OK)
+            goto unresolved;
     }
     rc = use_meta ? lookup_scan_meta(t, any_metric ? 0 : mid, rf, &set, err)
                   : lookup_scan_data(t, any_metric ? 0 : mid, rf, &set, err);
@@ -509,6 +515,18 @@ int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **ou
     *out = doc;
     doc = NULL;
     *status = 200;
+    goto out;
+unresolved:
+    /* SearchRpc's ErrCB: an unknown name is 404 "Unable to resolve one or more UIDs", the
+     * NoSuchUniqueName message as details */
+    if (rc == CT_NOTFOUND) {
+        *out = cJSON_CreateString(err->msg);
+        ct_err_set(err, CT_EINVAL, "Unable to resolve one or more UIDs");
+        rc = CT_EINVAL;
+        *status = 404;
+    } else {
+        *status = 500;
+    }
 out:
     cJSON_Delete(doc);
     cJSON_Delete(own);

@@ -28,7 +28,8 @@ enum qmeta_method {
 
 /* Every call: on success returns CT_OK with *out a new document (cJSON_Delete) or NULL for an
  * empty reply, and *status the HTTP status (200, 204). On failure returns an error code, *status
- * 400/404/500/501 and err holds the message (no document). */
+ * 400/404/500/501 and err holds the message; *out is then NULL, or a cJSON string holding the
+ * error's details (OpenTSDB's "details" field). */
 
 /* {"type":"metrics|tagk|tagv","q":"prefix","max":25} -> sorted array of names. */
 CT_MUST_CHECK int qmeta_suggest(struct tsdb *t, const struct cJSON *req, struct cJSON **out,

@@ -1,12 +1,14 @@
 /* api_meta.c - the metadata endpoints: /api/suggest, /api/search/lookup (the other search types
- * answer 501 as OpenTSDB without a search plugin), /api/uid/assign, /api/uid/rename,
- * /api/uid/uidmeta, /api/uid/tsmeta (other /api/uid/ paths: 501), /api/annotation(s) with /bulk,
+ * answer 400 "Searching is not enabled", as OpenTSDB without a search plugin), /api/uid/assign,
+ * /api/uid/rename, /api/uid/uidmeta, /api/uid/tsmeta (other /api/uid/ paths: 501), /api/annotation(s) with /bulk,
  * and /api/config/filters.
  * Each handler turns the query string (GET) or the body (POST/PUT/DELETE with a body) into one
  * request object, runs query/qmeta.h on a worker and replies with its document or OpenTSDB's
  * error object. Invariant: the request object is owned by the job and freed by the worker. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cjson/cJSON.h>
 
@@ -87,11 +89,13 @@ static void meta_work(struct http_req *r, void *arg)
         break;
     }
     if (rc != CT_OK)
-        http_reply_error(r, status, err.msg, NULL);
+        http_reply_error(r, status, err.msg, cJSON_IsString(out) ? out->valuestring : NULL);
     else if (out)
         http_reply_cjson(r, status, out);
     else
         http_reply_status(r, status);
+    if (rc != CT_OK)
+        cJSON_Delete(out);
     cJSON_Delete(job->req);
     free(job);
 }
@@ -203,12 +207,69 @@ void api_suggest_handle(struct http_req *r)
 void api_search_lookup_handle(struct http_req *r)
 {
     static const char *const names[] = {"m", "limit", "use_meta", NULL};
+    enum http_method m = http_req_method(r);
+    if (m != HTTP_GET && m != HTTP_POST) { /* SearchRpc's wording, before anything else */
+        http_reply_error(r, 400, m == HTTP_PUT ? "Unsupported method: PUT" : "Unsupported method: DELETE",
+                         NULL);
+        return;
+    }
+    size_t len = 0;
+    http_req_body(r, &len);
+    /* SearchRpc reads the URL when there is no body, and m is required there */
+    if (len == 0 && http_req_param(r, "m") == NULL) {
+        http_reply_error(r, 400, "Missing parameter <code>m</code>", NULL);
+        return;
+    }
     run(r, META_LOOKUP, names, NULL);
 }
 
+/* The search types other than lookup need a search plugin, which ctsdb does not have: the
+ * request is checked as SearchRpc checks it (method, type, query, limit, start_index) and then
+ * answered as OpenTSDB without a plugin answers it (400 "Searching is not enabled"). */
 void api_search_other_handle(struct http_req *r)
 {
-    http_reply_error(r, 501, "Searching is not enabled", NULL);
+    enum http_method m = http_req_method(r);
+    if (m != HTTP_GET && m != HTTP_POST) {
+        http_reply_error(r, 400, m == HTTP_PUT ? "Unsupported method: PUT" : "Unsupported method: DELETE",
+                         NULL);
+        return;
+    }
+    const char *path = http_req_path(r);
+    const char *type = strncmp(path, "/api/search/", 12) == 0 ? path + 12 : "";
+    static const char *const types[] = {"tsmeta", "tsmeta_summary", "tsuids", "uidmeta",
+                                        "annotation"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+        known |= strcasecmp(type, types[i]) == 0;
+    if (!known) {
+        char details[160];
+        if (*type)
+            snprintf(details, sizeof(details), "Unknown type: %.120s", type);
+        else
+            snprintf(details, sizeof(details), "Type provided was null or empty");
+        http_reply_error(r, 400, "Invalid search query type supplied", details);
+        return;
+    }
+    size_t len = 0;
+    http_req_body(r, &len);
+    if (len == 0) {
+        if (http_req_param(r, "query") == NULL) {
+            http_reply_error(r, 400, "Missing parameter <code>query</code>", NULL);
+            return;
+        }
+        static const char *const nums[] = {"limit", "start_index"};
+        for (size_t i = 0; i < 2; i++) {
+            const char *v = http_req_param(r, nums[i]);
+            char *end = NULL;
+            if (v && (strtol(v, &end, 10), *v == '\0' || *end != '\0')) {
+                char msg[80];
+                snprintf(msg, sizeof(msg), "Unable to convert '%s' to a valid number", nums[i]);
+                http_reply_error(r, 400, msg, NULL);
+                return;
+            }
+        }
+    }
+    http_reply_error(r, 400, "Searching is not enabled", "Searching has not been enabled on this TSD");
 }
 
 void api_uid_assign_handle(struct http_req *r)

@@ -73,7 +73,7 @@ r=$(get "/api/search/lookup?m=app.req&use_meta=true")
 check_eq "useMeta finds the meta-only series too" 3 "$(py 'print(d["totalResults"])' "${r#200 }")"
 r=$(get "/api/search/lookup?m=app.req")
 check_eq "the data scan does not" 2 "$(py 'print(d["totalResults"])' "${r#200 }")"
-check_contains "other search types need a plugin" "$(get "/api/search/tsmeta?query=x")" "501 {\"error\":{\"code\":501,\"message\":\"Searching is not enabled\""
+check_contains "other search types need a plugin: 400 as OpenTSDB without one" "$(get "/api/search/tsmeta?query=x")" "400 {\"error\":{\"code\":400,\"message\":\"Searching is not enabled\""
 
 # ---- uid ----------------------------------------------------------------------------------
 r=$(get "/api/uid/assign?metric=new.one,app.req&tagk=rack")
