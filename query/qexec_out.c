@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "query/qexec_int.h"
+#include "query/qmeta.h"
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
@@ -23,6 +24,15 @@
 /* ---- output ---------------------------------------------------------------------------- */
 
 static int write_point(struct xout *xo, const struct qagg_point *pt);
+
+/* An annotation as OpenTSDB's query answers write it (every non-null field, query/qmeta.h),
+ * from its stored canonical JSON; the stored text itself if it cannot be converted. */
+static void write_annotation(struct qjson *j, const char *stored)
+{
+    char *api = qmeta_annotation_api_json(stored, strlen(stored));
+    qjson_lit(j, api ? api : stored);
+    free(api);
+}
 
 /* The decimal digits of a timestamp: those of ts / 10000 (cached) and four more. out has room
  * for 24 bytes (the cached digits are copied as one 16-byte block). */
@@ -413,7 +423,7 @@ static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser
                 for (size_t a = 0; a < k; a++) {
                     if (a)
                         qjson_raw(j, ",", 1);
-                    qjson_lit(j, all[a]->json);
+                    write_annotation(j, all[a]->json);
                 }
                 qjson_raw(j, "]", 1);
             }
@@ -425,7 +435,7 @@ static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser
         for (size_t a = 0; a < globals->n; a++) {
             if (a)
                 qjson_raw(j, ",", 1);
-            qjson_lit(j, globals->a[a].json);
+            write_annotation(j, globals->a[a].json);
         }
         qjson_raw(j, "]", 1);
     }

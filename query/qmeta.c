@@ -1544,6 +1544,49 @@ static cJSON *ann_to_json(const struct ann *a)
     return o;
 }
 
+/* The object an HTTP answer carries: Annotation's JSON as OpenTSDB writes it (non-null fields:
+ * tsuid - "" for a global one -, description, notes, custom when set, endTime, startTime). */
+static cJSON *ann_to_api_json(const struct ann *a)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "tsuid", a->tsuid);
+    cJSON_AddStringToObject(o, "description", a->description ? a->description : "");
+    cJSON_AddStringToObject(o, "notes", a->notes ? a->notes : "");
+    if (a->custom)
+        cJSON_AddItemToObject(o, "custom", cJSON_Duplicate(a->custom, true));
+    cJSON_AddNumberToObject(o, "endTime", (double)a->end);
+    cJSON_AddNumberToObject(o, "startTime", (double)a->start);
+    return o;
+}
+
+char *qmeta_annotation_api_json(const char *stored, size_t len)
+{
+    cJSON *o = cJSON_ParseWithLength(stored, len);
+    struct ann a;
+    memset(&a, 0, sizeof(a));
+    struct ct_err e = {0};
+    char *out = NULL;
+    if (o && ann_from_json(o, &a, &e) == CT_OK) {
+        cJSON *api = ann_to_api_json(&a);
+        out = api ? cJSON_PrintUnformatted(api) : NULL;
+        cJSON_Delete(api);
+    }
+    ann_clear(&a);
+    cJSON_Delete(o);
+    return out;
+}
+
+/* Whether an annotation request changes anything (Annotation's setters mark a field changed
+ * when it differs from its default): without a description, notes, end time or custom map,
+ * OpenTSDB answers 304 before it reads storage. */
+static bool ann_request_changes(const struct ann *a)
+{
+    return (a->description && *a->description) || (a->notes && *a->notes) || a->end != 0 ||
+           a->custom != NULL;
+}
+
 static int ann_tsuid_bytes(struct tsdb *t, const struct ann *a, uint8_t *ts, size_t *tl,
                            struct ct_err *err)
 {
@@ -1587,13 +1630,16 @@ static int ann_store(struct tsdb *t, const struct ann *a, cJSON **out, struct ct
     }
     rc = tsdb_annotation_put(t, tl ? ts : NULL, tl, to_ms(a->start), json, strlen(json), err);
     free(json);
-    if (rc != CT_OK) {
-        cJSON_Delete(o);
+    cJSON_Delete(o);
+    if (rc != CT_OK)
         return rc;
-    }
-    *out = o;
+    if (!(*out = ann_to_api_json(a)))
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
     return CT_OK;
 }
+
+static int ann_write(struct tsdb *t, bool overwrite, const cJSON *req, struct ann *a, cJSON **out,
+                     int *status, struct ct_err *err);
 
 int qmeta_annotation(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSON **out,
                      int *status, struct ct_err *err)
@@ -1628,7 +1674,7 @@ int qmeta_annotation(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSO
             rc = tsdb_annotation_delete(t, tl ? ts : NULL, tl, to_ms(a.start), err);
         if (rc == CT_OK) {
             if (m == QMETA_GET) {
-                *out = ann_to_json(&st);
+                *out = ann_to_api_json(&st);
                 *status = *out ? 200 : 500;
             } else {
                 *out = NULL;
@@ -1641,25 +1687,45 @@ int qmeta_annotation(struct tsdb *t, enum qmeta_method m, const cJSON *req, cJSO
         ann_clear(&st);
         return rc;
     }
-    if (m == QMETA_POST) {
-        /* POST merges the given fields over the stored annotation */
+    return ann_write(t, m == QMETA_PUT, req, &a, out, status, err);
+}
+
+/* POST (merge over the stored annotation) or PUT (replace) of the request object req, parsed
+ * into *a (consumed). Without a change: *status 304, nothing stored, *out NULL. */
+static int ann_write(struct tsdb *t, bool overwrite, const cJSON *req, struct ann *a, cJSON **out,
+                     int *status, struct ct_err *err)
+{
+    *out = NULL;
+    if (!ann_request_changes(a)) {
+        ann_clear(a);
+        *status = 304;
+        return CT_OK;
+    }
+    uint8_t ts[ROWKEY_MAX_TSUID];
+    size_t tl;
+    int rc = ann_tsuid_bytes(t, a, ts, &tl, err);
+    if (rc != CT_OK) {
+        ann_clear(a);
+        return fail(status, 400, rc, err);
+    }
+    if (!overwrite) {
         struct ann st;
         memset(&st, 0, sizeof(st));
-        rc = ann_load(t, ts, tl, to_ms(a.start), &st, err);
+        rc = ann_load(t, ts, tl, to_ms(a->start), &st, err);
         if (rc == CT_OK) {
             rc = ann_from_json(req, &st, err);
-            ann_clear(&a);
-            a = st;
+            ann_clear(a);
+            *a = st;
         } else {
             ann_clear(&st);
         }
         if (rc != CT_OK && rc != CT_NOTFOUND) {
-            ann_clear(&a);
+            ann_clear(a);
             return fail(status, 500, rc, err);
         }
     }
-    rc = ann_store(t, &a, out, err);
-    ann_clear(&a);
+    rc = ann_store(t, a, out, err);
+    ann_clear(a);
     if (rc != CT_OK)
         return fail(status, rc == CT_EINVAL ? 400 : 500, rc, err);
     *status = 200;
@@ -1718,17 +1784,25 @@ int qmeta_annotation_bulk(struct tsdb *t, enum qmeta_method m, const cJSON *req,
             struct ann a;
             memset(&a, 0, sizeof(a));
             rc = ann_from_json(o, &a, err);
-            if (rc == CT_OK && a.start <= 0)
-                rc = ct_err_set(err, CT_EINVAL, "Missing start time");
+            if (rc == CT_OK && a.start <= 0) {
+                /* Annotation.syncToStorage's IllegalArgumentException, as AnnotationRpc
+                 * wraps it */
+                rc = ct_err_set(err, CT_EINVAL, "The start timestamp has not been set");
+                if (!*out)
+                    *out = cJSON_CreateString("Annotation error: the start time is missing");
+            }
             cJSON *stored = NULL;
+            int st = 200;
             if (rc == CT_OK)
-                rc = ann_store(t, &a, &stored, err);
-            ann_clear(&a);
+                rc = ann_write(t, m == QMETA_PUT, o, &a, &stored, &st, err);
+            else
+                ann_clear(&a);
             if (rc != CT_OK) {
                 cJSON_Delete(arr);
                 return fail(status, rc == CT_EINVAL ? 400 : 500, rc, err);
             }
-            cJSON_AddItemToArray(arr, stored);
+            if (stored) /* an annotation without changes is left out, as OpenTSDB does */
+                cJSON_AddItemToArray(arr, stored);
         }
         *out = arr;
         *status = 200;
@@ -1736,13 +1810,17 @@ int qmeta_annotation_bulk(struct tsdb *t, enum qmeta_method m, const cJSON *req,
     }
     if (m != QMETA_DELETE)
         return fail(status, 405, ct_err_set(err, CT_EINVAL, "Method not allowed"), err);
-    bool bad;
+    bool bad = false;
     int64_t start = 0, end = now_ms / 1000;
-    num_field(req, "startTime", &start, &bad);
+    /* the body's startTime / endTime, or the query string's start_time / end_time */
+    if (!num_field(req, "startTime", &start, &bad) && !bad)
+        num_field(req, "start_time", &start, &bad);
     if (bad || start <= 0)
-        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing start time"), err);
-    num_field(req, "endTime", &end, &bad);
-    bool global = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "global"));
+        return fail(status, 400, ct_err_set(err, CT_EINVAL, "Missing the start time value"), err);
+    if (!num_field(req, "endTime", &end, &bad) && !bad)
+        num_field(req, "end_time", &end, &bad);
+    const cJSON *gl = cJSON_GetObjectItemCaseSensitive(req, "global");
+    bool global = cJSON_IsTrue(gl) || (cJSON_IsString(gl) && !strcasecmp(gl->valuestring, "true"));
     const cJSON *tsuids = cJSON_GetObjectItemCaseSensitive(req, "tsuids"), *h;
     if (!global && cJSON_GetArraySize(tsuids) == 0)
         return fail(status, 400,

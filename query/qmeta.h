@@ -77,4 +77,9 @@ CT_MUST_CHECK int qmeta_annotation_bulk(struct tsdb *t, enum qmeta_method m,
 /* {"literal_or":{"examples":..,"description":..},...} */
 struct cJSON *qmeta_filters_doc(void);
 
+/* A stored annotation (its canonical JSON) as an HTTP answer writes it (Annotation's JSON with
+ * every non-null field, as OpenTSDB serialises it): a new string (free()), or NULL when the
+ * stored text is not an annotation or memory is short. */
+char *qmeta_annotation_api_json(const char *stored, size_t len);
+
 #endif

@@ -314,7 +314,10 @@ void api_annotation_handle(struct http_req *r)
 
 void api_annotation_bulk_handle(struct http_req *r)
 {
-    run(r, META_BULK, NULL, NULL);
+    /* a bulk delete may come in the query string (AnnotationRpc.parseBulkDeleteQS) */
+    static const char *const names[] = {"start_time", "end_time", "global", NULL};
+    static const char *const list[] = {"tsuids", NULL};
+    run(r, META_BULK, names, list);
 }
 
 void api_config_filters_handle(struct http_req *r)

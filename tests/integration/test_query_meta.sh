@@ -103,18 +103,18 @@ check_contains "tsmeta GET before any TSMeta was written (test_query_uid.sh writ
 
 # ---- annotations --------------------------------------------------------------------------
 r=$(send POST /api/annotation "{\"tsuid\":\"$tsuid\",\"startTime\":$t1,\"description\":\"deploy\",\"custom\":{\"owner\":\"ops\"}}")
-check_eq "annotation POST" "200 {\"tsuid\":\"$tsuid\",\"description\":\"deploy\",\"custom\":{\"owner\":\"ops\"},\"startTime\":$t1}" "$r"
+check_eq "annotation POST (Annotation's JSON: every non-null field)" "200 {\"tsuid\":\"$tsuid\",\"description\":\"deploy\",\"notes\":\"\",\"custom\":{\"owner\":\"ops\"},\"endTime\":0,\"startTime\":$t1}" "$r"
 r=$(get "/api/annotation?tsuid=$tsuid&start_time=$t1")
-check_eq "annotation GET" "200 {\"tsuid\":\"$tsuid\",\"description\":\"deploy\",\"custom\":{\"owner\":\"ops\"},\"startTime\":$t1}" "$r"
+check_eq "annotation GET" "200 {\"tsuid\":\"$tsuid\",\"description\":\"deploy\",\"notes\":\"\",\"custom\":{\"owner\":\"ops\"},\"endTime\":0,\"startTime\":$t1}" "$r"
 r=$(send POST /api/annotation "{\"tsuid\":\"$tsuid\",\"startTime\":$t1,\"notes\":\"v2\"}")
 check_contains "annotation POST merges" "$r" '"description":"deploy","notes":"v2"'
 r=$(send PUT /api/annotations "{\"tsuid\":\"$tsuid\",\"startTime\":$t1,\"notes\":\"only\"}")
-check_eq "annotation PUT replaces" "200 {\"tsuid\":\"$tsuid\",\"notes\":\"only\",\"startTime\":$t1}" "$r"
+check_eq "annotation PUT replaces" "200 {\"tsuid\":\"$tsuid\",\"description\":\"\",\"notes\":\"only\",\"endTime\":0,\"startTime\":$t1}" "$r"
 r=$(send POST /api/annotation "{\"startTime\":$t2,\"description\":\"global\"}")
-check_eq "global annotation" "200 {\"description\":\"global\",\"startTime\":$t2}" "$r"
+check_eq "global annotation" "200 {\"tsuid\":\"\",\"description\":\"global\",\"notes\":\"\",\"endTime\":0,\"startTime\":$t2}" "$r"
 r=$(get "/api/query?start=$((now - 300))&m=sum:app.req{host=web01}&global_annotations")
-check_contains "series annotations in query results" "$r" "\"annotations\":[{\"tsuid\":\"$tsuid\",\"notes\":\"only\",\"startTime\":$t1}]"
-check_contains "global annotations in query results" "$r" "\"globalAnnotations\":[{\"description\":\"global\",\"startTime\":$t2}]"
+check_contains "series annotations in query results" "$r" "\"annotations\":[{\"tsuid\":\"$tsuid\",\"description\":\"\",\"notes\":\"only\",\"endTime\":0,\"startTime\":$t1}]"
+check_contains "global annotations in query results" "$r" "\"globalAnnotations\":[{\"tsuid\":\"\",\"description\":\"global\",\"notes\":\"\",\"endTime\":0,\"startTime\":$t2}]"
 r=$(get "/api/query?start=$((now - 300))&m=sum:app.req{host=web01}&no_annotations")
 case "$r" in *annotations*) not_ok "no_annotations leaves them out: $r" ;; *) ok "no_annotations leaves them out" ;; esac
 check_contains "annotation without start" "$(send POST /api/annotation '{"description":"x"}')" '400 {"error":{"code":400,"message":"Missing start time"'

@@ -222,10 +222,11 @@ static void test_qexec_annotations_and_tsuids_in_results(void **state)
     const char *p1[] = {"start=1356998400", "end=1356998500", "global_annotations",
                         "m=sum:sys.cpu{host=a}", NULL};
     got = run_query(f, p1, false);
-    char want[512];
+    char want[768];
     snprintf(want, sizeof(want),
-             "\"annotations\":[{\"tsuid\":\"%s\",\"description\":\"deploy\",\"startTime\":"
-             "1356998410}],\"globalAnnotations\":[{\"notes\":\"global\",\"startTime\":"
+             "\"annotations\":[{\"tsuid\":\"%s\",\"description\":\"deploy\",\"notes\":\"\","
+             "\"endTime\":0,\"startTime\":1356998410}],\"globalAnnotations\":[{\"tsuid\":\"\","
+             "\"description\":\"\",\"notes\":\"global\",\"endTime\":0,\"startTime\":"
              "1356998420}],\"dps\":{\"1356998400\":10,\"1356998430\":30}",
              tsuid);
     if (!strstr(got, want))
