@@ -470,6 +470,40 @@ static bool all_of(const char *s, const char *chars)
     return true;
 }
 
+/* Copies every series of every series parameter to out, each point through fn. */
+static int map_points(const struct args *a, void (*fn)(struct qagg_point *pt, const void *arg),
+                      const void *arg, struct qgexp_set *out, struct ct_err *err)
+{
+    for (size_t k = 0; k < a->nsets; k++)
+        for (size_t i = 0; i < a->sets[k]->n; i++) {
+            const struct qgexp_series *src = &a->sets[k]->s[i];
+            struct qgexp_series *s = add_like(out, src);
+            if (s == NULL)
+                return oom(err);
+            for (size_t j = 0; j < src->n; j++) {
+                struct qagg_point pt = src->p[j];
+                fn(&pt, arg);
+                if (qgexp_series_push(s, &pt) != CT_OK)
+                    return oom(err);
+            }
+        }
+    return CT_OK;
+}
+
+struct scale_arg {
+    double f;
+    bool f_int; /* a whole factor: integer points stay integers */
+};
+
+static void scale_point(struct qagg_point *pt, const void *arg)
+{
+    const struct scale_arg *sa = arg;
+    if (pt->is_int && sa->f_int) /* a long times a long, wrapping as Java's does */
+        pt->v.i = (int64_t)((uint64_t)(int64_t)sa->f * (uint64_t)pt->v.i);
+    else
+        *pt = (struct qagg_point){.ts_ms = pt->ts_ms, .v.d = sa->f * qagg_point_double(pt)};
+}
+
 static int fn_scale(const struct args *a, struct qgexp_set *out, struct ct_err *err)
 {
     if (a->narg == 0)
@@ -478,45 +512,22 @@ static int fn_scale(const struct args *a, struct qgexp_set *out, struct ct_err *
     double f = strtod(a->arg[0], &end);
     if (!all_of(a->arg[0], "-0123456789.") || end == a->arg[0] || *end != '\0')
         return ct_err_set(err, CT_EINVAL, "Unparseable scale factor value: %s", a->arg[0]);
-    bool f_int = f == floor(f) && !isinf(f) && fabs(f) < 9.2e18;
-    for (size_t k = 0; k < a->nsets; k++)
-        for (size_t i = 0; i < a->sets[k]->n; i++) {
-            const struct qgexp_series *src = &a->sets[k]->s[i];
-            struct qgexp_series *s = add_like(out, src);
-            if (s == NULL)
-                return oom(err);
-            for (size_t j = 0; j < src->n; j++) {
-                struct qagg_point pt = src->p[j];
-                if (pt.is_int && f_int) /* a long times a long, wrapping as Java's does */
-                    pt.v.i = (int64_t)((uint64_t)(int64_t)f * (uint64_t)pt.v.i);
-                else
-                    pt = (struct qagg_point){.ts_ms = pt.ts_ms, .v.d = f * qagg_point_double(&pt)};
-                if (qgexp_series_push(s, &pt) != CT_OK)
-                    return oom(err);
-            }
-        }
-    return CT_OK;
+    struct scale_arg sa = {f, f == floor(f) && !isinf(f) && fabs(f) < 9.2e18};
+    return map_points(a, scale_point, &sa, out, err);
+}
+
+static void absolute_point(struct qagg_point *pt, const void *arg)
+{
+    (void)arg;
+    if (pt->is_int)
+        pt->v.i = pt->v.i == INT64_MIN ? pt->v.i : (pt->v.i < 0 ? -pt->v.i : pt->v.i);
+    else
+        pt->v.d = fabs(pt->v.d);
 }
 
 static int fn_absolute(const struct args *a, struct qgexp_set *out, struct ct_err *err)
 {
-    for (size_t k = 0; k < a->nsets; k++)
-        for (size_t i = 0; i < a->sets[k]->n; i++) {
-            const struct qgexp_series *src = &a->sets[k]->s[i];
-            struct qgexp_series *s = add_like(out, src);
-            if (s == NULL)
-                return oom(err);
-            for (size_t j = 0; j < src->n; j++) {
-                struct qagg_point pt = src->p[j];
-                if (pt.is_int)
-                    pt.v.i = pt.v.i == INT64_MIN ? pt.v.i : (pt.v.i < 0 ? -pt.v.i : pt.v.i);
-                else
-                    pt.v.d = fabs(pt.v.d);
-                if (qgexp_series_push(s, &pt) != CT_OK)
-                    return oom(err);
-            }
-        }
-    return CT_OK;
+    return map_points(a, absolute_point, NULL, out, err);
 }
 
 /* The alias template with each "@tagk" replaced by the series' value of that tag (the longest

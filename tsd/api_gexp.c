@@ -178,20 +178,6 @@ static void write_series(struct qjson *j, const struct qspec *q, const struct qg
     qjson_lit(j, q->arrays ? "]}" : "}}");
 }
 
-struct stream {
-    struct http_req *r;
-    bool begun;
-};
-
-static int stream_sink(void *arg, const char *data, size_t len)
-{
-    struct stream *s = arg;
-    if (!s->begun) {
-        http_stream_begin(s->r, 200, NULL);
-        s->begun = true;
-    }
-    return http_stream_write(s->r, data, len);
-}
 
 static void gexp_work(struct http_req *r, void *arg)
 {
@@ -224,8 +210,8 @@ static void gexp_work(struct http_req *r, void *arg)
         status = rc == CT_EINVAL ? QEXEC_BAD_REQUEST : QEXEC_INTERNAL;
     }
     if (rc == CT_OK) {
-        struct stream s = {r, false};
-        struct qjson *j = qjson_new(stream_sink, &s, 0);
+        struct http_stream_sink s = {r, false};
+        struct qjson *j = qjson_new(http_stream_sink_write, &s, 0);
         if (j == NULL) {
             http_reply_error(r, 500, "out of memory", NULL);
         } else {

@@ -58,21 +58,6 @@ static const char *param_at(void *arg, const char *name, size_t idx)
     return http_req_param_at(arg, name, idx);
 }
 
-/* The qjson sink: starts the chunked reply at the first write. */
-struct stream {
-    struct http_req *r;
-    bool begun;
-};
-
-static int stream_sink(void *arg, const char *data, size_t len)
-{
-    struct stream *s = arg;
-    if (!s->begun) {
-        http_stream_begin(s->r, 200, NULL);
-        s->begun = true;
-    }
-    return http_stream_write(s->r, data, len);
-}
 
 static void read_options(struct http_req *r, struct qexec_options *o)
 {
@@ -88,7 +73,7 @@ static void read_options(struct http_req *r, struct qexec_options *o)
         o->max_datapoints = strtoull(lim, NULL, 10);
 }
 
-static void reply_failure(struct http_req *r, struct stream *s, int status,
+static void reply_failure(struct http_req *r, struct http_stream_sink *s, int status,
                           const struct ct_err *err)
 {
     if (s->begun && !http_stream_retract(r)) {
@@ -103,7 +88,7 @@ static void reply_failure(struct http_req *r, struct stream *s, int status,
 /* Ends an answer whose run returned rc: the rest of j flushed and the stream ended, or the
  * failure replied (reply_failure); j is freed either way. Returns the answer's final rc
  * (rc, or the flush's failure). */
-static int answer_finish(struct http_req *r, struct stream *s, struct qjson *j, int rc,
+static int answer_finish(struct http_req *r, struct http_stream_sink *s, struct qjson *j, int rc,
                          enum qexec_status status, const struct ct_err *err)
 {
     if (rc == CT_OK)
@@ -133,8 +118,8 @@ static void query_work(struct http_req *r, void *arg)
     struct qspec *q = arg;
     struct qexec_options o;
     read_options(r, &o);
-    struct stream s = {r, false};
-    struct qjson *j = qjson_new(stream_sink, &s, 0);
+    struct http_stream_sink s = {r, false};
+    struct qjson *j = qjson_new(http_stream_sink_write, &s, 0);
     struct ct_err err = {0};
     enum qexec_status status = QEXEC_INTERNAL;
     if (!j) {
@@ -198,8 +183,8 @@ void api_query_handle(struct http_req *r)
 static void last_work(struct http_req *r, void *arg)
 {
     struct qlast_req *q = arg;
-    struct stream s = {r, false};
-    struct qjson *j = qjson_new(stream_sink, &s, 0);
+    struct http_stream_sink s = {r, false};
+    struct qjson *j = qjson_new(http_stream_sink_write, &s, 0);
     struct ct_err err = {0};
     enum qexec_status status = QEXEC_INTERNAL;
     if (!j) {
@@ -245,8 +230,8 @@ static bool last_on_loop(struct http_req *r, struct qlast_req *q)
     int64_t now = clock_now_ms();
     if (!tsd_last_on_loop(t, now))
         return false;
-    struct stream s = {r, false};
-    struct qjson *j = qjson_new(stream_sink, &s, 0);
+    struct http_stream_sink s = {r, false};
+    struct qjson *j = qjson_new(http_stream_sink_write, &s, 0);
     if (!j)
         return false;
     struct ct_err err = {0};

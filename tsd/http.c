@@ -746,6 +746,16 @@ bool http_stream_retract(struct http_req *r)
     return true;
 }
 
+int http_stream_sink_write(void *arg, const char *data, size_t len)
+{
+    struct http_stream_sink *s = arg;
+    if (!s->begun) {
+        http_stream_begin(s->r, 200, NULL);
+        s->begun = true;
+    }
+    return http_stream_write(s->r, data, len);
+}
+
 int http_stream_write(struct http_req *r, const void *data, size_t len)
 {
     if (!r->streaming)

@@ -115,6 +115,14 @@ void http_stream_end(struct http_req *r);
  * whole, with Content-Length). While nothing was sent, this drops it and lets the request be
  * answered again (e.g. with an error status) and returns true; false once bytes went out. */
 bool http_stream_retract(struct http_req *r);
+/* A streamed 200 begun at its first write: a sink for query/qjson.h's writer (its arg is a
+ * struct http_stream_sink), so that an answer that fails before any byte can still get an
+ * error status. */
+struct http_stream_sink {
+    struct http_req *r;
+    bool begun;
+};
+int http_stream_sink_write(void *arg, const char *data, size_t len);
 
 /* ---- work off the event loop ------------------------------------------------------------ */
 
