@@ -284,9 +284,39 @@ void api_uid_rename_handle(struct http_req *r)
     run(r, META_RENAME, names, NULL);
 }
 
-/* OpenTSDB's UniqueIdRpc answers any other /api/uid/<x> with 501. */
+/* /api/uid and any other /api/uid/<x>: UniqueIdRpc dispatches on the path's first part after
+ * "uid", in any case, whatever follows it (/api/uid/ASSIGN, /api/uid/assign/more are assign);
+ * anything else is 501. */
 void api_uid_other_handle(struct http_req *r)
 {
+    static const struct {
+        const char *name;
+        bool any_method; /* uidmeta, tsmeta: GET POST PUT DELETE; assign, rename: GET POST */
+        void (*fn)(struct http_req *r);
+    } parts[] = {
+        {"assign", false, api_uid_assign_handle},
+        {"rename", false, api_uid_rename_handle},
+        {"uidmeta", true, api_uid_uidmeta_handle},
+        {"tsmeta", true, api_uid_tsmeta_handle},
+    };
+    const char *path = http_req_path(r);
+    const char *seg = strncmp(path, "/api/uid/", 9) == 0 ? path + 9 : "";
+    size_t len = strcspn(seg, "/");
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        if (len != strlen(parts[i].name) || strncasecmp(seg, parts[i].name, len) != 0)
+            continue;
+        enum http_method m = http_req_method(r);
+        if (!parts[i].any_method && m != HTTP_GET && m != HTTP_POST) {
+            char details[96];
+            snprintf(details, sizeof(details),
+                     "The HTTP method [%s] is not permitted for this endpoint",
+                     m == HTTP_PUT ? "PUT" : "DELETE");
+            http_reply_error(r, 405, "Method not allowed", details);
+            return;
+        }
+        parts[i].fn(r);
+        return;
+    }
     http_reply_error(r, 501, "Other UID endpoints have not been implemented yet", NULL);
 }
 
