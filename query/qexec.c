@@ -390,7 +390,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     if (rf && !o->general_only) /* general_only: the tests' reference reads whole hours */
         x.nlead = qexec_lead_tags(rf, (uint64_t)((x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S + 1),
                                   x.lead_vals, x.lead_n);
-    if (!o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
+    x.histo = qspec_sub_is_histogram(sub);
+    if (!x.histo && !o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
         sub->ds.fill == QAGG_FILL_NONE && sub->ds.interval_ms > 0 &&
         (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0) {
         int64_t iv = sub->ds.interval_ms, seek = w.win_start_ms + iv - 1;
@@ -435,7 +436,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     if (st && nth > st->scan_threads)
         st->scan_threads = nth;
     enum rollup_iv riv;
-    if (qrollup_eligible(q, sub, o, &riv)) { /* the rollup tables instead of raw rows */
+    if (!x.histo && qrollup_eligible(q, sub, o, &riv)) { /* the rollup tables, not raw rows */
         xs->ds_done = true;
         if ((rc = qrollup_scan(&x, sub, o->rollup, riv, o->pool, nth, err)) != CT_OK) {
             map_uid_err(rc, status);

@@ -73,6 +73,14 @@ struct xann {
     char *json;
 };
 
+/* A histogram cell kept for a histogram sub-query: its time and value bytes (codec id + codec
+ * bytes, schema/histogram.h), owned. */
+struct xhist {
+    int64_t ts_ms;
+    uint8_t *v;
+    size_t len;
+};
+
 struct xser {
     uint8_t *tsuid;
     size_t tsuid_len;
@@ -83,6 +91,8 @@ struct xser {
     size_t pts_top;              /* its size in points */
     struct xann *anns;
     size_t nanns;
+    struct xhist *hists; /* histogram sub-queries only (xscan.histo) */
+    size_t nhists;
     int64_t *row_base; /* base hour of every row read (only for delete queries) */
     size_t nrows, caprows;
     /* the same series' points in the older time slices of its bucket, newest first (owned;
@@ -129,6 +139,7 @@ struct xscan {
     uint64_t max_dps;
     uint64_t deadline_ns; /* 0 = none */
     bool keep_rows;       /* remember each row's hour (delete queries) */
+    bool histo;           /* keep the rows' histogram cells (a histogram sub-query) */
     /* downsampling inside the scan (row_downsample): the interval divides an hour, so every
      * bucket lies in one row and a row's buckets are final */
     const struct qagg_ds *ds;   /* NULL: series keep their raw points */
@@ -169,6 +180,12 @@ int qexec_group_tags(struct xser **ser, size_t n, const char ***tk, const char *
 int qexec_for_each_group(struct xsub *xs, qexec_group_fn fn, void *arg);
 int qexec_write_groups(const struct qspec *q, const struct qexec_options *o, struct xsub *xs,
                        struct wctx *w);
+/* Writes a histogram sub-query's group (qexec_histo.c): one series per percentile, and per
+ * bucket with showHistogramBuckets, with the group's tags. */
+int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct xser **ser,
+                            size_t n, struct qjson *j, bool *first, const char **tk,
+                            const char **tv, size_t ntk, const char **ag, size_t nag,
+                            struct ct_err *err);
 void qexec_scan_thread(void *arg);
 /* Gathers a global annotation (tsdb_annotation_scan callback) into the struct gann at arg. */
 int qexec_collect_global(void *arg, const uint8_t *tsuid, size_t tsuid_len, int64_t start_ms,

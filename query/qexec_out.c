@@ -367,6 +367,13 @@ static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser
     size_t ntk = 0, nag = 0;
     if (qexec_group_tags(ser, n, &tk, &tv, &ntk, &ag, &nag) != 0)
         return ct_err_set(err, CT_ENOMEM, "out of memory writing tags");
+    if (qspec_sub_is_histogram(sub)) {
+        int hrc = qexec_histo_write_group(q, xs, ser, n, j, first, tk, tv, ntk, ag, nag, err);
+        free(tk);
+        free(tv);
+        free(ag);
+        return hrc;
+    }
     if (!*first)
         qjson_raw(j, ",", 1);
     *first = false;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "query/qexec_int.h"
+#include "schema/histogram.h"
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
@@ -35,6 +36,9 @@ static void xser_free(struct xser *s)
     for (size_t i = 0; i < s->nanns; i++)
         free(s->anns[i].json);
     free(s->anns);
+    for (size_t i = 0; i < s->nhists; i++)
+        free(s->hists[i].v);
+    free(s->hists);
     free(s->row_base);
     for (size_t i = 0; i < s->ntags; i++) {
         if (s->tagk)
@@ -322,6 +326,20 @@ static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_byte
     j[v->len] = 0;
     s->anns[s->nanns].start_ms = start_ms;
     s->anns[s->nanns++].json = j;
+    return 0;
+}
+
+static int add_hist(struct xser *s, int64_t ts_ms, const uint8_t *v, size_t len)
+{
+    struct xhist *nh = realloc(s->hists, (s->nhists + 1) * sizeof(*nh));
+    if (!nh)
+        return -1;
+    s->hists = nh;
+    uint8_t *c = malloc(len ? len : 1);
+    if (!c)
+        return -1;
+    memcpy(c, v, len);
+    s->hists[s->nhists++] = (struct xhist){ts_ms, c, len};
     return 0;
 }
 
@@ -683,7 +701,12 @@ static int scan_range(struct xscan *x, struct wc_scan_options *so_rows, int64_t 
         for (size_t c = 0; c < row.ncells && !has_ann; c++)
             has_ann =
                 dpcodec_is_annotation_q(row.cells[c].qualifier.data, row.cells[c].qualifier.len);
-        if (n == 0 && !has_ann)
+        bool has_hist = false;
+        int64_t hts;
+        for (size_t c = 0; c < row.ncells && x->histo && !has_hist; c++)
+            has_hist = histo_qualifier_time(parts.base_s, row.cells[c].qualifier.data,
+                                            row.cells[c].qualifier.len, &hts);
+        if (n == 0 && !has_ann && !has_hist)
             continue;
         my_rows++;
         struct xser *s = xset_get(set, ts, tl);
@@ -752,6 +775,15 @@ static int scan_range(struct xscan *x, struct wc_scan_options *so_rows, int64_t 
             if (my_dps >= QEXEC_DPS_BATCH && (rc = xscan_count(x, &my_rows, &my_dps, err)) != CT_OK)
                 break;
         }
+        for (size_t c = 0; c < row.ncells && has_hist && rc == CT_OK; c++) {
+            const struct wc_cell *cell = &row.cells[c];
+            if (histo_qualifier_time(parts.base_s, cell->qualifier.data, cell->qualifier.len,
+                                     &hts) &&
+                add_hist(s, hts, cell->value.data, cell->value.len) != 0)
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory keeping a histogram");
+        }
+        if (rc != CT_OK)
+            break;
         for (size_t c = 0; c < row.ncells && has_ann; c++) {
             const struct wc_cell *cell = &row.cells[c];
             if (!dpcodec_is_annotation_q(cell->qualifier.data, cell->qualifier.len))
@@ -874,6 +906,9 @@ int qexec_xset_merge(struct xset *dst, struct xset *src, struct ct_err *err)
             if (add_annotation(d, s->anns[a].start_ms, &v) != 0)
                 return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
         }
+        for (size_t h = 0; h < s->nhists; h++)
+            if (add_hist(d, s->hists[h].ts_ms, s->hists[h].v, s->hists[h].len) != 0)
+                return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
         if (s->nrows) {
             int64_t *nb = realloc(d->row_base, (d->nrows + s->nrows) * sizeof(int64_t));
             if (!nb)

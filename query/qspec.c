@@ -26,7 +26,51 @@ void qspec_sub_clear(struct qspec_sub *sub)
     for (size_t i = 0; i < sub->nfilters; i++)
         qfilter_free(sub->filters[i]);
     free(sub->filters);
+    free(sub->percentiles);
     memset(sub, 0, sizeof(*sub));
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Adds percentile p (kept ascending, as TSSubQuery sorts them); OpenTSDB's range check. */
+static int add_percentile(struct qspec_sub *sub, double p, struct ct_err *err)
+{
+    if (!(p >= 0 && p <= 100))
+        return ct_err_set(err, CT_EINVAL, "Invalid percentile parameters: %g", p);
+    float *np = realloc(sub->percentiles, (sub->npercentiles + 1) * sizeof(*np));
+    if (!np)
+        return ct_err_set(err, CT_ENOMEM, "out of memory parsing a query");
+    sub->percentiles = np;
+    np[sub->npercentiles++] = (float)p;
+    qsort(np, sub->npercentiles, sizeof(*np), cmp_float);
+    return CT_OK;
+}
+
+/* "percentiles[50, 99.9]" (QueryRpc.parsePercentiles). */
+static int parse_percentiles(const char *part, struct qspec_sub *sub, struct ct_err *err)
+{
+    const char *a = strchr(part, '['), *b = strchr(part, ']');
+    if (!a || !b || b < a)
+        return ct_err_set(err, CT_EINVAL, "Malformated percentile query paramater: %s", part);
+    for (const char *p = a + 1; p < b;) {
+        while (p < b && (*p == ' ' || *p == ','))
+            p++;
+        if (p >= b)
+            break;
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || end > b)
+            return ct_err_set(err, CT_EINVAL, "Malformated percentile query paramater: %s", part);
+        int rc = add_percentile(sub, v, err);
+        if (rc != CT_OK)
+            return rc;
+        p = end;
+    }
+    return CT_OK;
 }
 
 void qspec_free(struct qspec *q)
@@ -266,9 +310,14 @@ static int parse_colon_query(const char *q, const char *param, bool tsuid_form,
             sub->explicit_tags = true;
         } else if (qspec_rollup_parse(part) >= 0) {
             sub->rollup_usage = (enum qspec_rollup)qspec_rollup_parse(part);
+        } else if (!strncasecmp(part, "percentiles", 11)) {
+            if ((rc = parse_percentiles(part, sub, err)) != CT_OK)
+                goto out;
+        } else if (!strncasecmp(part, "show-histogram-buckets", 22)) {
+            sub->show_histogram_buckets = true;
         }
-        /* pre-agg, other rollup_* parts, percentiles[..], show-histogram-buckets and unknown parts are
-         * accepted and ignored, as OpenTSDB does for queries without rollups/histograms */
+        /* pre-agg, other rollup_* parts and unknown parts are accepted and ignored, as OpenTSDB
+         * does for queries without rollups */
     }
 out:
     free(buf);
@@ -345,6 +394,11 @@ static int validate(struct qspec *q, int64_t now_ms, struct ct_err *err)
             return ct_err_set(err, CT_EINVAL, "Missing the metric or tsuids, provide at least one");
         if (s->ds.enabled && q->use_calendar)
             s->ds.calendar = !s->ds.all;
+        /* TSSubQuery.validateAndSetQuery: histograms are only summed */
+        if (qspec_sub_is_histogram(s) && s->ds.enabled && s->ds.fn &&
+            strcmp(qagg_name(s->ds.fn), "sum") != 0)
+            return ct_err_set(err, CT_EINVAL,
+                              "Only SUM downsampling aggregation supported for histogram query");
     }
     return CT_OK;
 }
@@ -687,6 +741,17 @@ static int parse_json_sub(const cJSON *jq, struct qspec_sub *s, struct ct_err *e
         return rc;
     s->rate = json_bool(jq, "rate");
     s->explicit_tags = json_bool(jq, "explicitTags");
+    s->show_histogram_buckets = json_bool(jq, "showHistogramBuckets");
+    const cJSON *pcts = cJSON_GetObjectItemCaseSensitive(jq, "percentiles"), *pc;
+    if (!cJSON_IsArray(pcts))
+        pcts = NULL;
+    cJSON_ArrayForEach(pc, pcts)
+    {
+        if (!cJSON_IsNumber(pc))
+            return ct_err_set(err, CT_EINVAL, "Invalid percentile parameters: not a number");
+        if ((rc = add_percentile(s, pc->valuedouble, err)) != CT_OK)
+            return rc;
+    }
     const cJSON *ro = cJSON_GetObjectItemCaseSensitive(jq, "rateOptions");
     if (cJSON_IsObject(ro)) {
         s->rate_options_set = true;

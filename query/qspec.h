@@ -42,8 +42,20 @@ struct qspec_sub {
     struct qfilter **filters;
     size_t nfilters;
     bool explicit_tags;
+    /* a histogram query (OpenTSDB 2.4): the percentiles asked for, ascending (JSON
+     * "percentiles", m= "percentiles[50,99]"), and whether each bucket's counts are answered
+     * too ("showHistogramBuckets", m= "show-histogram-buckets") */
+    float *percentiles;
+    size_t npercentiles;
+    bool show_histogram_buckets;
     int index; /* position in the request */
 };
+
+/* Whether sub reads histogram points instead of datapoints. */
+static inline bool qspec_sub_is_histogram(const struct qspec_sub *sub)
+{
+    return sub->npercentiles > 0 || sub->show_histogram_buckets;
+}
 
 struct qspec {
     int64_t start_ms, end_ms;

@@ -1,5 +1,5 @@
 /* coding.h - explicit byte-order encoding helpers for on-disk and on-wire integers, and
- * LEB128-style varints, a copy of short byte strings and a UTF-8 decoder. Never write a struct to disk: encode
+ * LEB128-style varints, a copy of short byte strings, a UTF-8 decoder and a base64 decoder. Never write a struct to disk: encode
  * each field with these.
  * All functions are inline and allocation-free. */
 #ifndef CT_CODING_H
@@ -156,6 +156,49 @@ static inline uint64_t coding_zigzag(int64_t v)
 static inline int64_t coding_unzigzag(uint64_t v)
 {
     return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+/* The value of base64 digit c (standard or URL-safe alphabet), or -1. */
+static inline int coding_base64_value(int c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+' || c == '-')
+        return 62;
+    if (c == '/' || c == '_')
+        return 63;
+    return -1;
+}
+
+/* Decodes standard or URL-safe base64 (padding optional) into out; -1 on bad input or when
+ * out (cap bytes) is too small. */
+static inline long coding_base64_decode(const char *in, size_t len, unsigned char *out, size_t cap)
+{
+    while (len > 0 && in[len - 1] == '=')
+        len--;
+    if (len % 4 == 1)
+        return -1;
+    size_t n = 0;
+    uint32_t acc = 0;
+    int have = 0;
+    for (size_t i = 0; i < len; i++) {
+        int v = coding_base64_value((unsigned char)in[i]);
+        if (v < 0)
+            return -1;
+        acc = (acc << 6) | (uint32_t)v;
+        have += 6;
+        if (have >= 8) {
+            have -= 8;
+            if (n >= cap)
+                return -1;
+            out[n++] = (unsigned char)(acc >> have);
+        }
+    }
+    return (long)n;
 }
 
 #endif

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "storage/coding.h"
 #include "tsd/conf.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd.h"
@@ -249,48 +250,6 @@ bool auth_token_equal(const char *want, size_t want_len, const char *got, size_t
     return diff == 0;
 }
 
-static int auth_b64_value(int c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
-}
-
-/* Decodes standard or URL-safe base64 (padding optional) into out; -1 on bad input or when
- * out (cap bytes) is too small. */
-static long auth_b64_decode(const char *in, size_t len, unsigned char *out, size_t cap)
-{
-    while (len > 0 && in[len - 1] == '=')
-        len--;
-    if (len % 4 == 1)
-        return -1;
-    size_t n = 0;
-    uint32_t acc = 0;
-    int have = 0;
-    for (size_t i = 0; i < len; i++) {
-        int v = auth_b64_value((unsigned char)in[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        have += 6;
-        if (have >= 8) {
-            have -= 8;
-            if (n >= cap)
-                return -1;
-            out[n++] = (unsigned char)(acc >> have);
-        }
-    }
-    return (long)n;
-}
-
 bool auth_header_credential(const char *value, char *out, size_t cap, size_t *len)
 {
     if (!value || cap == 0)
@@ -319,7 +278,7 @@ bool auth_header_credential(const char *value, char *out, size_t cap, size_t *le
     }
     if (scheme == 5 && !strncasecmp(value, "Basic", 5)) {
         unsigned char dec[AUTH_MAX_TOKEN * 2 + 8];
-        long n = auth_b64_decode(arg, alen, dec, sizeof(dec));
+        long n = coding_base64_decode(arg, alen, dec, sizeof(dec));
         if (n < 0)
             return false;
         const unsigned char *colon = memchr(dec, ':', (size_t)n);

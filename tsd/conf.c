@@ -41,6 +41,9 @@ static const struct ct_cfg_key conf_keys[] = {
      "false: every /api path answers 404"},
     {"tsd.core.enable_ui", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
      "false: every path but /api answers 404 (the page)"},
+    {"tsd.core.histograms.config", CT_CFG_STR, "", 0, 0, NULL, "tsd/api_histogram.c",
+     "histogram codecs as OpenTSDB's JSON map of class to id; only "
+     "{\"net.opentsdb.core.SimpleHistogramDecoder\": ID} is known; empty = histograms off (503)"},
     {"tsd.core.memory_limit_bytes", CT_CFG_INT, "0", 0, (int64_t)1 << 50, NULL, "tsd/membudget.c",
      "the TSD's one memory bound (0 = none); the memory settings are derived from it (docs/tsd.md, "
      "Memory limit)"},
