@@ -1,56 +1,73 @@
 #!/usr/bin/env python3
 """query_bench.py - query latency of ctsdb's /api/query next to VictoriaMetrics answering the
-equivalent PromQL, in one run, both on loopback.
+equivalent MetricsQL, in one run, both on loopback, every answer checked against the other's.
 
-Dataset (devops-like): HOSTS hosts spread over 4 datacenters, each with a gauge
-cpu.usage_user (integer percent, bounded random walk) and a counter net.bytes_recv, one point
-every 10 s for HOURS hours ending now. Tags: hostname, datacenter, rack, os.
+Dataset: tools/bench/tsd_load.c's value model (the ingest benchmark's): --size SERIESxDURATION,
+SERIES/20 hosts x 20 metrics (2-decimal gauges 0..100, byte gauges near 5e9 with large steps,
+counters growing ~1.5e7 a point, small integers), tags host, dc (3), rack (40), service (10),
+os (2); one point every 10 s (every 60 s for 30d). Sizes: 2000x1d (17.3 M points, default),
+100000x1h (36 M), 200x30d (8.6 M). The data ends at the last day boundary (UTC), so that day
+buckets are whole days on both sides.
 
-Both stores get the same points: ctsdb through telnet `put` lines on its port, VictoriaMetrics
-through /api/v1/import/prometheus. VictoriaMetrics runs with -search.disableCache so that
-neither side answers from a result cache.
+Loading: tsd_load (built into the work directory) sends the same telnet `put` stream to both at
+once, 2 connections each: to ctsdb with --ack (every put is in its log when it ends), to
+VictoriaMetrics' OpenTSDB telnet listener, which acknowledges nothing, so the script flushes it
+(/internal/force_flush) and counts its samples until it holds every point. Bounded by
+--load-timeout. ctsdb is then restarted (its memstores flushed and compacted, as historical
+data is) and its sys.cpu.user points are counted too. VictoriaMetrics runs with
+-search.disableCache so that neither side answers from a result cache.
 
-Queries (ctsdb m= / PromQL):
-  raw_day       one series raw over the whole range
-  sum_1m_avg    sum of cpu.usage_user over all hosts at 1m-avg
-  max_by_host   max by host within one dc at 5m-max
-  rate_by_dc    the counter's rate summed by dc (1m buckets)
-  last_point    the last point of one series
+Queries (ctsdb m= / MetricsQL; D = 1m on 10 s data, 1h on 30 days; F = 5m, 1h on 30 days):
+  raw_one           one series raw over the whole range (query_range at the point step)
+  sum_all_D_avg     sum of sys.cpu.user over all hosts at D-avg
+  max_by_host_F     max by host within one dc at F-max
+  rate_by_dc        the counter sys.net.rx_bytes' rate summed by dc: D-last then rate (OpenTSDB
+                    downsamples before the rate), which is MetricsQL's rate over [D]
+  tags_pick_one     one series picked by two tags (host, dc) among all, raw
+  group_by_service  avg by service of sys.load.1m at F-avg
+  avg_1h_all, avg_1d_all   (sizes of 2 days or more) avg of all hosts at 1h-avg and 1d-avg
+  last_grafana      the last point asked as Grafana asks it: its OpenTSDB data source POSTs
+                    /api/query {start, end (epoch ms), queries: [{metric, aggregator: sum,
+                    downsample: "<interval>-avg", filters: [literal_or host]}], msResolution,
+                    globalAnnotations, showQuery} for the panel's last hour and takes the last
+                    point; its Prometheus data source asks an instant query at the range's end
+  last_api          OpenTSDB's /api/query/last (back_scan=48) / last_over_time([1d])
+OpenTSDB labels a bucket with its start, a MetricsQL rollup [D] at T covers (T-D, T]: the
+VictoriaMetrics range queries run at each bucket's last point and their timestamps are moved
+back to the bucket's start before comparing.
 
-Before timing, both servers are left to finish the background work of the load (until neither
-used CPU for 0.5 s, at most 60 s). Each query runs WARMUP times on each side, then RUNS times with the two sides alternating run
-by run (so both meet the same load on a shared machine); the median wall time of a full HTTP
-answer (keep-alive connection, body read to the end) is reported, with the ratio ctsdb / VM.
+Checking: before timing a query, one answer of each side is parsed and compared series by
+series (by the grouping tag), timestamp by timestamp; values must agree within 1e-9 relative
+(float summation order), last points must be the data's last point. A difference is printed
+(ANSWERS DIFFER), the query is left out of the table, and the script exits 1 at the end.
 
-After the table it prints the median of a request that does no query work on either side
-(ctsdb /api/version, VictoriaMetrics /health): the HTTP client, loopback and request handling
-floor that every answer's time includes (it bounds the ratio of the tiniest queries). With
---only last_point it also prints each server's own median time of its last_point answers
-(ctsdb's tsd.http.latency_us_50pct, VictoriaMetrics' vm_request_duration_seconds quantile 0.5
-for /api/v1/query), read right after the timed runs: the answers without the round trip.
+Timing: before it, both servers are left to finish the background work of the load (until
+neither used CPU for 0.5 s, at most 60 s). Each query runs WARMUP times on each side, then RUNS
+times with the two sides alternating run by run (so both meet the same load on a shared
+machine); the median wall time of a full HTTP answer (keep-alive connection, body read to the
+end) is reported, with the ratio ctsdb / VM. After the table it prints the median of a request
+that does no query work on either side (ctsdb /api/version, VictoriaMetrics /health): the HTTP
+client, loopback and request handling floor that every answer's time includes.
 
 --idle poll keeps idle CPUs polling instead of halting during the timed runs
 (/dev/cpu_dma_latency held at 0, as latency benchmarks often run): on this virtual machine a
-halted vCPU's wake-up adds ~90 us to every round trip of both servers alike (the no-work
-request: 0.13 ms halted, 0.045 ms polling), so it shows the servers' own work more than the
-default --idle halt (the kernel's idle states, as every session measured) does.
+halted vCPU's wake-up adds ~90 us to every round trip of both servers alike.
 
 The timed requests go through one client, the same for both servers: by default a small C
 program (tools/bench/http_timer.c, built into the work directory) that times each request from
-the write of the request to the last byte of the answer, so that the script's own per-request
-cost is not in the figures; --client raw uses a minimal Python socket client (RawConn, which
-adds ~0.02-0.04 ms to every answer on both sides) and --client http.client Python's
-http.client (slower still).
+the write of the request to the last byte of the answer; --client raw uses a minimal Python
+socket client (RawConn, ~0.02-0.04 ms more per answer on both sides) and --client http.client
+Python's http.client (slower still).
 
-Usage: tools/bench/query_bench.py [--hosts N] [--hours H] [--runs R]
-                                  [--client c|raw|http.client] [--idle poll|halt]
-Needs bin/ctsdb (make) and victoria-metrics (deps/bench.txt). Prints a markdown table.
+Usage: tools/bench/query_bench.py [--size 2000x1d|100000x1h|200x30d] [--runs R] [--warmup W]
+           [--only q1,q2] [--client c|raw|http.client] [--idle poll|halt] [--tsd-opt=OPT]
+           [--load-timeout S] [--keep-dir] [--perf PREFIX]
+Needs bin/ctsdb (make), cc, and victoria-metrics (deps/bench.txt). Prints a markdown table.
 """
 import argparse
 import http.client
 import json
 import os
-import random
 import re
 import shutil
 import signal
