@@ -267,7 +267,9 @@ int main(int argc, char **argv)
             hosts = (int)(series / 20);
             metrics = 20;
             intervals = dur;
-        } else if (!strcmp(a, "--batch") && v)
+        } else if (!strcmp(a, "--step") && v)
+            step = atoi(argv[++i]);
+        else if (!strcmp(a, "--batch") && v)
             batch = atoi(argv[++i]);
         else if (!strcmp(a, "--start") && v)
             start = atoll(argv[++i]);
