@@ -1,8 +1,10 @@
-/* tsd_load.c - deterministic TSD load generator for tools/bench/tsd_compare.sh.
+/* tsd_load.c - deterministic TSD load generator for tools/bench/tsd_compare.sh and
+ * tools/bench/query_bench.py.
  *
  * A devops-like workload: --hosts H machines x --metrics M metrics, each series tagged
  * host, dc, rack, service, os; one point per series every --step seconds (10 unless told; 60
- * for --size Nx30d) for --intervals K intervals starting at --start (epoch seconds). Values are a fixed function of (host, metric, interval),
+ * for --size Nx30d) for --intervals K intervals starting at --start (epoch seconds).
+ * Values are a fixed function of (host, metric, interval),
  * so every run and every target gets the same bytes. Each series always goes over the same
  * connection (series h*M+m -> connection (h*M+m) % C), in time order.
  *
@@ -51,7 +53,8 @@ static void buf_add(struct buf *b, const char *s, size_t n)
 }
 
 static const char *host = "127.0.0.1";
-static int port = 4242, conns = 4, hosts = 500, metrics = 20, intervals = 30, batch = 500, step = 10;
+static int port = 4242, conns = 4, hosts = 500, metrics = 20, intervals = 30, batch = 500;
+static int step = 10; /* seconds between two points of a series */
 static long long start = 1356998400;
 static int http_mode = 0, ack = 0;
 
@@ -284,7 +287,8 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: tsd_load [--host H] [--port P] [--mode telnet|http] [--ack]\n"
                             "  [--conns C] [--hosts H] [--metrics M] [--intervals K] [--step S]\n"
-                            "  [--batch B] [--size 2000x1d|100000x1h|1000000x10m|200x30d] [--start EPOCH_S] [--print]\n");
+                            "  [--batch B] [--size 2000x1d|100000x1h|1000000x10m|200x30d]\n"
+                            "  [--start EPOCH_S] [--print]\n");
             return 2;
         }
     }
