@@ -1,56 +1,73 @@
 #!/usr/bin/env python3
 """query_bench.py - query latency of ctsdb's /api/query next to VictoriaMetrics answering the
-equivalent PromQL, in one run, both on loopback.
+equivalent MetricsQL, in one run, both on loopback, every answer checked against the other's.
 
-Dataset (devops-like): HOSTS hosts spread over 4 datacenters, each with a gauge
-cpu.usage_user (integer percent, bounded random walk) and a counter net.bytes_recv, one point
-every 10 s for HOURS hours ending now. Tags: hostname, datacenter, rack, os.
+Dataset: tools/bench/tsd_load.c's value model (the ingest benchmark's): --size SERIESxDURATION,
+SERIES/20 hosts x 20 metrics (2-decimal gauges 0..100, byte gauges near 5e9 with large steps,
+counters growing ~1.5e7 a point, small integers), tags host, dc (3), rack (40), service (10),
+os (2); one point every 10 s (every 60 s for 30d). Sizes: 2000x1d (17.3 M points, default),
+100000x1h (36 M), 200x30d (8.6 M). The data ends at the last day boundary (UTC), so that day
+buckets are whole days on both sides.
 
-Both stores get the same points: ctsdb through telnet `put` lines on its port, VictoriaMetrics
-through /api/v1/import/prometheus. VictoriaMetrics runs with -search.disableCache so that
-neither side answers from a result cache.
+Loading: tsd_load (built into the work directory) sends the same telnet `put` stream to both at
+once, 2 connections each: to ctsdb with --ack (every put is in its log when it ends), to
+VictoriaMetrics' OpenTSDB telnet listener, which acknowledges nothing, so the script flushes it
+(/internal/force_flush) and counts its samples until it holds every point. Bounded by
+--load-timeout. ctsdb is then restarted (its memstores flushed and compacted, as historical
+data is) and its sys.cpu.user points are counted too. VictoriaMetrics runs with
+-search.disableCache so that neither side answers from a result cache.
 
-Queries (ctsdb m= / PromQL):
-  raw_day       one series raw over the whole range
-  sum_1m_avg    sum of cpu.usage_user over all hosts at 1m-avg
-  max_by_host   max by host within one dc at 5m-max
-  rate_by_dc    the counter's rate summed by dc (1m buckets)
-  last_point    the last point of one series
+Queries (ctsdb m= / MetricsQL; D = 1m on 10 s data, 1h on 30 days; F = 5m, 1h on 30 days):
+  raw_one           one series raw over the whole range (query_range at the point step)
+  sum_all_D_avg     sum of sys.cpu.user over all hosts at D-avg
+  max_by_host_F     max by host within one dc at F-max
+  rate_by_dc        the counter sys.net.rx_bytes' rate summed by dc: D-last then rate (OpenTSDB
+                    downsamples before the rate), which is MetricsQL's rate over [D]
+  tags_pick_one     one series picked by two tags (host, dc) among all, raw
+  group_by_service  avg by service of sys.load.1m at F-avg
+  avg_1h_all, avg_1d_all   (sizes of 2 days or more) avg of all hosts at 1h-avg and 1d-avg
+  last_grafana      the last point asked as Grafana asks it: its OpenTSDB data source POSTs
+                    /api/query {start, end (epoch ms), queries: [{metric, aggregator: sum,
+                    downsample: "<interval>-avg", filters: [literal_or host]}], msResolution,
+                    globalAnnotations, showQuery} for the panel's last hour and takes the last
+                    point; its Prometheus data source asks an instant query at the range's end
+  last_api          OpenTSDB's /api/query/last (back_scan=48) / last_over_time([1d])
+OpenTSDB labels a bucket with its start, a MetricsQL rollup [D] at T covers (T-D, T]: the
+VictoriaMetrics range queries run at each bucket's last point and their timestamps are moved
+back to the bucket's start before comparing.
 
-Before timing, both servers are left to finish the background work of the load (until neither
-used CPU for 0.5 s, at most 60 s). Each query runs WARMUP times on each side, then RUNS times with the two sides alternating run
-by run (so both meet the same load on a shared machine); the median wall time of a full HTTP
-answer (keep-alive connection, body read to the end) is reported, with the ratio ctsdb / VM.
+Checking: before timing a query, one answer of each side is parsed and compared series by
+series (by the grouping tag), timestamp by timestamp; values must agree within 1e-9 relative
+(float summation order), last points must be the data's last point. A difference is printed
+(ANSWERS DIFFER), the query is left out of the table, and the script exits 1 at the end.
 
-After the table it prints the median of a request that does no query work on either side
-(ctsdb /api/version, VictoriaMetrics /health): the HTTP client, loopback and request handling
-floor that every answer's time includes (it bounds the ratio of the tiniest queries). With
---only last_point it also prints each server's own median time of its last_point answers
-(ctsdb's tsd.http.latency_us_50pct, VictoriaMetrics' vm_request_duration_seconds quantile 0.5
-for /api/v1/query), read right after the timed runs: the answers without the round trip.
+Timing: before it, both servers are left to finish the background work of the load (until
+neither used CPU for 0.5 s, at most 60 s). Each query runs WARMUP times on each side, then RUNS
+times with the two sides alternating run by run (so both meet the same load on a shared
+machine); the median wall time of a full HTTP answer (keep-alive connection, body read to the
+end) is reported, with the ratio ctsdb / VM. After the table it prints the median of a request
+that does no query work on either side (ctsdb /api/version, VictoriaMetrics /health): the HTTP
+client, loopback and request handling floor that every answer's time includes.
 
 --idle poll keeps idle CPUs polling instead of halting during the timed runs
 (/dev/cpu_dma_latency held at 0, as latency benchmarks often run): on this virtual machine a
-halted vCPU's wake-up adds ~90 us to every round trip of both servers alike (the no-work
-request: 0.13 ms halted, 0.045 ms polling), so it shows the servers' own work more than the
-default --idle halt (the kernel's idle states, as every session measured) does.
+halted vCPU's wake-up adds ~90 us to every round trip of both servers alike.
 
 The timed requests go through one client, the same for both servers: by default a small C
 program (tools/bench/http_timer.c, built into the work directory) that times each request from
-the write of the request to the last byte of the answer, so that the script's own per-request
-cost is not in the figures; --client raw uses a minimal Python socket client (RawConn, which
-adds ~0.02-0.04 ms to every answer on both sides) and --client http.client Python's
-http.client (slower still).
+the write of the request to the last byte of the answer; --client raw uses a minimal Python
+socket client (RawConn, ~0.02-0.04 ms more per answer on both sides) and --client http.client
+Python's http.client (slower still).
 
-Usage: tools/bench/query_bench.py [--hosts N] [--hours H] [--runs R]
-                                  [--client c|raw|http.client] [--idle poll|halt]
-Needs bin/ctsdb (make) and victoria-metrics (deps/bench.txt). Prints a markdown table.
+Usage: tools/bench/query_bench.py [--size 2000x1d|100000x1h|200x30d] [--runs R] [--warmup W]
+           [--only q1,q2] [--client c|raw|http.client] [--idle poll|halt] [--tsd-opt=OPT]
+           [--load-timeout S] [--keep-dir] [--perf PREFIX]
+Needs bin/ctsdb (make), cc, and victoria-metrics (deps/bench.txt). Prints a markdown table.
 """
 import argparse
 import http.client
 import json
 import os
-import random
 import re
 import shutil
 import signal
@@ -71,23 +88,6 @@ def free_port():
     p = s.getsockname()[1]
     s.close()
     return p
-
-
-def gen_points(hosts, hours, now_s):
-    """Yields (metric, ts_s, value, tags) in time order per series."""
-    start = now_s - hours * 3600
-    start -= start % 10
-    rnd = random.Random(42)
-    for h in range(hosts):
-        tags = {"hostname": "host_%d" % h, "datacenter": "dc%d" % (h % 4),
-                "rack": "r%d" % (h % 10), "os": "linux"}
-        cpu = rnd.randint(5, 95)
-        ctr = rnd.randint(0, 1 << 30)
-        for ts in range(start, now_s, 10):
-            cpu = min(100, max(0, cpu + rnd.randint(-3, 3)))
-            ctr += rnd.randint(1000, 5000)
-            yield ("cpu.usage_user", ts, cpu, tags)
-            yield ("net.bytes_recv", ts, ctr, tags)
 
 
 def tsd_port(log):
@@ -331,30 +331,233 @@ def query_counts(conn):
             v.get(("tsd.query.last", "loop"), 0))
 
 
-def server_median_ctsdb(conn):
-    """ctsdb's own median HTTP answer time in ms (/api/stats tsd.http.latency_us_50pct), or
-    NaN if absent."""
-    _, data = timed(conn, "/api/stats")
-    for d in json.loads(data):
-        if d["metric"] == "tsd.http.latency_us_50pct" and d["tags"].get("type") == "all":
-            return int(d["value"]) / 1000.0
-    return float("nan")
+SIZES = {  # --size: (series, seconds covered, seconds between points); see tsd_load.c
+    "1d": (86400, 10), "1h": (3600, 10), "10m": (600, 10), "30d": (30 * 86400, 60),
+}
 
 
-def server_median_vm(conn):
-    """VictoriaMetrics' own median /api/v1/query time in ms (its /metrics summary), or NaN."""
-    _, data = timed(conn, "/metrics")
-    m = re.search(rb'vm_request_duration_seconds\{path="/api/v1/query",quantile="0.5"\} (\S+)',
-                  data)
-    return float(m.group(1)) * 1000 if m else float("nan")
+def parse_size(text):
+    """'2000x1d' -> (hosts, seconds, step): 20 metrics a host, as tsd_load's --size."""
+    m = re.fullmatch(r"(\d+)x(1d|1h|10m|30d)", text)
+    if not m or int(m.group(1)) < 20 or int(m.group(1)) % 20:
+        sys.exit("query_bench: --size wants Nx1d|Nx1h|Nx10m|Nx30d, N a multiple of 20 "
+                 "(2000x1d, 100000x1h, 200x30d)")
+    dur, step = SIZES[m.group(2)]
+    return int(m.group(1)) // 20, dur, step
+
+
+def vm_sel(metric, **labels):
+    """A MetricsQL series selector for an OpenTSDB-named metric (dots kept as VM stores them)."""
+    parts = ['__name__="%s"' % metric] + ['%s="%s"' % kv for kv in sorted(labels.items())]
+    return "{" + ",".join(parts) + "}"
+
+
+def build_queries(hosts, dur, step, s, e):
+    """The query set of one size. Data points lie at s + k*step for s <= t < e; e is a day
+    boundary. Each entry: name -> dict with
+      c: ctsdb request (path, or (path, JSON body) for a POST),
+      v: VictoriaMetrics request path,
+      key: the tag naming each answer series ("" for one series),
+      shift: seconds to subtract from VM's timestamps to get ctsdb's (OpenTSDB labels a bucket
+             with its start, a MetricsQL rollup [D] at T covers (T-D, T], so the VM query runs
+             at bucket start + D - step, the bucket's last point),
+      kind: "range" (series of points), "last" (one value, the series' last point).
+    The equivalences are exact (same points in, same arithmetic) but for float summation order;
+    compare() checks them."""
+    last = e - step
+    # downsample interval of the range queries: one minute on 10 s data, one hour on 30 days
+    d = 3600 if dur > 86400 else 60
+    dn = "1h" if d == 3600 else "1m"
+    five = 3600 if dur > 86400 else 300
+    fiven = "1h" if five == 3600 else "5m"
+    pick = hosts - 7 if hosts > 7 else hosts - 1
+
+    def rng(q, dsec, first=None):
+        """query_range whose steps are the last point of each dsec bucket from `first`."""
+        b0 = first if first is not None else s - s % dsec
+        t0 = b0 + dsec - step
+        t1 = last - last % dsec + dsec - step
+        return "/api/v1/query_range?" + urllib.parse.urlencode(
+            {"query": q, "start": t0, "end": t1, "step": "%ds" % dsec})
+
+    def cq(m, extra=""):
+        return "/api/query?start=%d&end=%d&m=%s%s" % (s, last, m, extra)
+
+    q = {}
+    q["raw_one"] = dict(
+        c=cq("none:sys.cpu.user{host=host_0}"),
+        v="/api/v1/query_range?" + urllib.parse.urlencode(
+            {"query": vm_sel("sys.cpu.user", host="host_0"), "start": s, "end": last,
+             "step": "%ds" % step}),
+        key="", shift=0, kind="range")
+    q["sum_all_%s_avg" % dn] = dict(
+        c=cq("sum:%s-avg:sys.cpu.user" % dn),
+        v=rng("sum(avg_over_time(%s[%s]))" % (vm_sel("sys.cpu.user"), dn), d),
+        key="", shift=d - step, kind="range")
+    q["max_by_host_%s" % fiven] = dict(
+        c=cq("max:%s-max:sys.cpu.user{host=*,dc=dc_1}" % fiven),
+        v=rng("max by (host) (max_over_time(%s[%s]))" % (vm_sel("sys.cpu.user", dc="dc_1"),
+                                                       fiven), five),
+        key="host", shift=five - step, kind="range")
+    # OpenTSDB downsamples first, then takes the rate between buckets: with the last point of
+    # each bucket that is (v(t+d-step) - v(t-step)) / d, which is MetricsQL's rate over [d]
+    # (last point minus the last one before the window); the first bucket has no rate
+    first = s - s % d + d
+    q["rate_by_dc"] = dict(
+        c=cq("sum:%s-last:rate{counter}:sys.net.rx_bytes{dc=*}" % dn),
+        v=rng("sum by (dc) (rate(%s[%s]))" % (vm_sel("sys.net.rx_bytes"), dn), d, first),
+        key="dc", shift=d - step, kind="range")
+    q["tags_pick_one"] = dict(
+        c=cq("none:sys.mem.used{host=host_%d,dc=dc_%d}" % (pick, pick % 3)),
+        v="/api/v1/query_range?" + urllib.parse.urlencode(
+            {"query": vm_sel("sys.mem.used", host="host_%d" % pick, dc="dc_%d" % (pick % 3)),
+             "start": s, "end": last, "step": "%ds" % step}),
+        key="", shift=0, kind="range")
+    q["group_by_service"] = dict(
+        c=cq("avg:%s-avg:sys.load.1m{service=*}" % fiven),
+        v=rng("avg by (service) (avg_over_time(%s[%s]))" % (vm_sel("sys.load.1m"), fiven), five),
+        key="service", shift=five - step, kind="range")
+    if dur >= 86400 * 2:
+        for dsec, name in ((3600, "1h"), (86400, "1d")):
+            q["avg_%s_all" % name] = dict(
+                c=cq("avg:%s-avg:sys.cpu.user" % name),
+                v=rng("avg(avg_over_time(%s[%s]))" % (vm_sel("sys.cpu.user"), name), dsec),
+                key="", shift=dsec - step, kind="range")
+    # the last point as Grafana asks it: its OpenTSDB data source POSTs /api/query with the
+    # panel's range (absolute: epoch ms; a relative one would be "1h-ago"), the downsample
+    # "<interval>-avg" and literal_or filters, and reads the last point of the answer; its
+    # Prometheus data source asks an instant query at the range's end
+    body = json.dumps({
+        "start": (e - 3600) * 1000, "end": e * 1000, "msResolution": False,
+        "globalAnnotations": True, "showQuery": True,
+        "queries": [{"metric": "sys.cpu.user", "aggregator": "sum",
+                     "downsample": "%ds-avg" % step,
+                     "filters": [{"type": "literal_or", "tagk": "host", "filter": "host_0",
+                                  "groupBy": False}]}]})
+    q["last_grafana"] = dict(
+        c=("/api/query", body),
+        v="/api/v1/query?" + urllib.parse.urlencode(
+            {"query": vm_sel("sys.cpu.user", host="host_0"), "time": e}),
+        key="", shift=0, kind="last")
+    # OpenTSDB's own last-point API (back_scan in hours, counted from now; the data ends at the
+    # last day boundary)
+    q["last_api"] = dict(
+        c="/api/query/last?timeseries=sys.cpu.user{host=host_0}&back_scan=48",
+        v="/api/v1/query?" + urllib.parse.urlencode(
+            {"query": "last_over_time(%s[1d])" % vm_sel("sys.cpu.user", host="host_0"),
+             "time": e}),
+        key="", shift=0, kind="last")
+    return q
+
+
+def answer_ctsdb(q, data):
+    """ctsdb's answer as {series key: {ts: value}} (kind range) or (ts, value) (kind last)."""
+    doc = json.loads(data)
+    if q["kind"] == "last":
+        if isinstance(doc, list) and doc and "dps" in doc[0]:  # /api/query: its last point
+            dps = doc[0]["dps"]
+            if not dps:
+                return None
+            t = max(dps, key=int)
+            return int(t), float(dps[t])
+        if isinstance(doc, list) and doc:  # /api/query/last
+            return int(doc[0]["timestamp"]) // 1000, float(doc[0]["value"])
+        return None
+    out = {}
+    for r in doc:
+        k = r["tags"].get(q["key"], "") if q["key"] else ""
+        if k in out:
+            raise RuntimeError("ctsdb: two answer series for %r" % k)
+        out[k] = {int(t): float(v) for t, v in r["dps"].items()}
+    return out
+
+
+def answer_vm(q, data):
+    doc = json.loads(data)
+    if doc.get("status") != "success":
+        raise RuntimeError("VictoriaMetrics: %s" % data[:300])
+    res = doc["data"]["result"]
+    if q["kind"] == "last":
+        if len(res) != 1:
+            return None
+        return None, float(res[0]["value"][1])
+    out = {}
+    for r in res:
+        k = r["metric"].get(q["key"], "") if q["key"] else ""
+        if k in out:
+            raise RuntimeError("VictoriaMetrics: two answer series for %r" % k)
+        out[k] = {int(t) - q["shift"]: float(v) for t, v in r["values"]}
+    return out
+
+
+def close(a, b):
+    """Equal but for float summation order (and the last digit of a printed double)."""
+    return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b)) + 1e-12
+
+
+def compare(name, q, cdata, vdata, last_ts):
+    """Raises with the first difference between the two answers; returns the number of values
+    compared. The data's last point is at last_ts (checked for the last-point queries)."""
+    c, v = answer_ctsdb(q, cdata), answer_vm(q, vdata)
+    if q["kind"] == "last":
+        if c is None or v is None:
+            raise RuntimeError("%s: no last point (ctsdb %r, VictoriaMetrics %r)" % (name, c, v))
+        if c[0] != last_ts:
+            raise RuntimeError("%s: ctsdb's last point is at %d, the data's at %d" %
+                               (name, c[0], last_ts))
+        if not close(c[1], v[1]):
+            raise RuntimeError("%s: ctsdb %r, VictoriaMetrics %r" % (name, c[1], v[1]))
+        return 1
+    if not c:
+        raise RuntimeError("%s: empty answers" % name)
+    if set(c) != set(v):
+        raise RuntimeError("%s: series differ: ctsdb %s, VictoriaMetrics %s" %
+                           (name, sorted(c)[:10], sorted(v)[:10]))
+    n = 0
+    for k in sorted(c):
+        if set(c[k]) != set(v[k]):
+            only_c = sorted(set(c[k]) - set(v[k]))
+            only_v = sorted(set(v[k]) - set(c[k]))
+            raise RuntimeError("%s %r: timestamps differ: %d only in ctsdb %s, %d only in "
+                               "VictoriaMetrics %s" % (name, k, len(only_c), only_c[:5],
+                                                       len(only_v), only_v[:5]))
+        for t in c[k]:
+            if not close(c[k][t], v[k][t]):
+                raise RuntimeError("%s %r at %d: ctsdb %r, VictoriaMetrics %r" %
+                                   (name, k, t, c[k][t], v[k][t]))
+            n += 1
+    return n
+
+
+def build_tsd_load(work):
+    exe = os.path.join(work, "tsd_load")
+    subprocess.run(["cc", "-O2", "-pthread", "-o", exe,
+                    os.path.join(ROOT, "tools/bench/tsd_load.c"), "-lm"], check=True)
+    return exe
+
+
+def vm_count(vconn, metric_re, s, e):
+    """Samples VictoriaMetrics holds of the metrics matching metric_re in [s, e)."""
+    path = "/api/v1/query?" + urllib.parse.urlencode(
+        {"query": 'sum(count_over_time({__name__=~"%s"}[%ds]))' % (metric_re, e - s),
+         "time": e - 1})
+    vconn.request("GET", path)
+    r = vconn.getresponse()
+    doc = json.loads(r.read())
+    res = doc.get("data", {}).get("result", [])
+    return int(float(res[0]["value"][1])) if res else 0
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--hosts", type=int, default=int(os.environ.get("HOSTS", 50)))
-    ap.add_argument("--hours", type=int, default=int(os.environ.get("HOURS", 24)))
+    ap.add_argument("--size", default=os.environ.get("SIZE", "2000x1d"),
+                    help="SERIESxDURATION of tsd_load's value model: 2000x1d (default), "
+                         "100000x1h, 200x30d (one point a minute), or any N (multiple of 20) "
+                         "x 1d|1h|10m|30d")
     ap.add_argument("--runs", type=int, default=int(os.environ.get("RUNS", 15)))
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--load-timeout", type=int, default=900,
+                    help="seconds the load of both stores may take (each bounded; default 900)")
     ap.add_argument("--tsd-opt", action="append", default=[],
                     help="extra `ctsdb tsd` option, e.g. --tsd-opt=--tsd.storage.salt.width=0 "
                          "(OpenTSDB's unsalted layout; the default is salted)")
@@ -362,7 +565,7 @@ def main():
                     help="HTTP client of the timed requests, the same for both servers: c "
                          "(tools/bench/http_timer.c, timed in C; default), raw (a minimal Python "
                          "socket client: ~0.02-0.04 ms more per answer) or http.client (Python's; "
-                         "what session 3's first-round figures used: tens of microseconds more)")
+                         "tens of microseconds more)")
     ap.add_argument("--only", default="", help="comma list of query names to run")
     ap.add_argument("--idle", choices=("halt", "poll"), default="halt",
                     help="idle CPUs during the timed runs: halt (default: the kernel's idle "
@@ -373,18 +576,22 @@ def main():
     ap.add_argument("--perf", default="",
                     help="record `perf record -g` of the TSD during ctsdb's timed runs of each "
                          "query into PREFIX<name>.data")
-    ap.add_argument("--show-cells", action="store_true",
-                    help="print how the hour rows of host_0's cpu.usage_user are stored "
-                         "(`ctsdb scan` cell layouts) after the restart")
     args = ap.parse_args()
+    hosts, dur, step = parse_size(args.size)
     ctsdb = os.environ.get("CTSDB", os.path.join(ROOT, "bin", "ctsdb"))
     vm_bin = shutil.which("victoria-metrics") or shutil.which("victoria-metrics-prod")
     if not os.access(ctsdb, os.X_OK) or not vm_bin:
         sys.exit("query_bench: needs bin/ctsdb and victoria-metrics (deps/bench.txt)")
     work = tempfile.mkdtemp(prefix="ctsdb-qbench-")
     procs = []
+    failed = []
     try:
-        now_s = int(time.time())
+        # the data ends at the last day boundary (so that 1d-avg buckets are whole days and both
+        # stores see the same bucket edges) and covers `dur` seconds before it
+        e = int(time.time()) // 86400 * 86400
+        s = e - dur
+        npts = hosts * 20 * (dur // step)
+        loader = build_tsd_load(work)
         # ---- start both servers --------------------------------------------------------
         log = open(os.path.join(work, "tsd.log"), "w+")
         tsd_cmd = [ctsdb, "tsd", "--bind", "127.0.0.1", "--port", "0", "--data",
@@ -392,101 +599,69 @@ def main():
         tsd = subprocess.Popen(tsd_cmd, stderr=log)
         procs.append(tsd)
         cport = tsd_port(log)
-        vport = free_port()
+        vport, vtport = free_port(), free_port()
         vm = subprocess.Popen([vm_bin, "-httpListenAddr", "127.0.0.1:%d" % vport,
+                               "-opentsdbListenAddr", "127.0.0.1:%d" % vtport,
                                "-storageDataPath", os.path.join(work, "vm"),
                                "-retentionPeriod", "10y", "-search.disableCache",
-                               "-search.latencyOffset", "0s", "-loggerLevel", "ERROR"],
+                               "-search.latencyOffset", "0s",
+                               "-search.maxPointsPerTimeseries", "1000000",
+                               "-search.maxSamplesPerQuery", "10000000000",
+                               "-loggerLevel", "ERROR"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(vm)
         if not wait_http("127.0.0.1", vport, "/health"):
             sys.exit("query_bench: victoria-metrics did not start")
 
-        # ---- load ---------------------------------------------------------------------
+        # ---- load: the same tsd_load telnet stream into both, at once ----------------------
+        # ctsdb acknowledges (`version` after the puts: all in its log); VictoriaMetrics'
+        # OpenTSDB listener does not, so it is flushed and counted until it holds every point
+        load_args = ["--size", args.size, "--start", str(s), "--mode", "telnet", "--conns", "2"]
         t0 = time.time()
-        npts = 0
-        sock = socket.create_connection(("127.0.0.1", cport))
-        vm_lines = []
-        buf = []
-        for metric, ts, v, tags in gen_points(args.hosts, args.hours, now_s):
-            t = " ".join("%s=%s" % kv for kv in sorted(tags.items()))
-            buf.append("put %s %d %d %s\n" % (metric, ts, v, t))
-            lbl = ",".join('%s="%s"' % kv for kv in sorted(tags.items()))
-            vm_lines.append("%s{%s} %d %d\n" % (metric.replace(".", "_"), lbl, v, ts * 1000))
-            npts += 1
-            if len(buf) >= 20000:
-                sock.sendall("".join(buf).encode())
-                buf = []
-        if buf:
-            sock.sendall("".join(buf).encode())
-        sock.sendall(b"version\n")
-        sock.settimeout(600)
-        got = b""
-        while b"\n" not in got:  # the reply to `version` comes after every put before it
-            got += sock.recv(4096)
-        sock.close()
-        load_ctsdb = time.time() - t0
-        t0 = time.time()
-        vc = http.client.HTTPConnection("127.0.0.1", vport, timeout=600)
-        chunk = 200000
-        for i in range(0, len(vm_lines), chunk):
-            vc.request("POST", "/api/v1/import/prometheus",
-                       body="".join(vm_lines[i:i + chunk]).encode())
-            r = vc.getresponse()
-            r.read()
-        vc.request("GET", "/internal/force_flush")
-        vc.getresponse().read()
+        lc = subprocess.Popen([loader, "--port", str(cport), "--ack"] + load_args,
+                              stdout=subprocess.PIPE, text=True)
+        lv = subprocess.Popen([loader, "--port", str(vtport)] + load_args,
+                              stdout=subprocess.PIPE, text=True)
+        procs += [lc, lv]
+        for p, side in ((lc, "ctsdb"), (lv, "VictoriaMetrics")):
+            try:
+                p.communicate(timeout=max(1, args.load_timeout - (time.time() - t0)))
+            except subprocess.TimeoutExpired:
+                sys.exit("query_bench: loading %s took over %d s" % (side, args.load_timeout))
+            if p.returncode != 0:
+                sys.exit("query_bench: tsd_load into %s failed (%d)" % (side, p.returncode))
+            procs.remove(p)
+            if p is lc:
+                load_ctsdb = time.time() - t0
+        hc = http.client.HTTPConnection("127.0.0.1", vport, timeout=600)
+        got = -1
+        while time.time() - t0 < args.load_timeout:
+            hc.request("GET", "/internal/force_flush")
+            hc.getresponse().read()
+            got = vm_count(hc, r"sys\\..*", s, e)
+            if got >= npts:
+                break
+            time.sleep(1)
         load_vm = time.time() - t0
-        del vm_lines
-        # ctsdb: restart so that the hours are flushed and compacted, as historical data is
-        # (VictoriaMetrics was flushed with /internal/force_flush above)
+        if got != npts:
+            sys.exit("query_bench: VictoriaMetrics holds %d points of %d after %d s" %
+                     (got, npts, args.load_timeout))
+        # ctsdb: restart so that the data is flushed and compacted, as historical data is
         tsd.send_signal(signal.SIGTERM)
-        tsd.wait(timeout=120)
+        tsd.wait(timeout=300)
         procs.remove(tsd)
         log.truncate(0)
         tsd = subprocess.Popen(tsd_cmd, stderr=log)
         procs.append(tsd)
         cport = tsd_port(log)
-        if args.show_cells:
-            out = subprocess.run([ctsdb, "scan", "--data", os.path.join(work, "ctsdb")] +
-                                 [str(now_s - args.hours * 3600), str(now_s), "cpu.usage_user",
-                                  "hostname=host_0"], capture_output=True, text=True)
-            kinds = {}
-            for line in out.stdout.splitlines():
-                m = re.match(r"\s+(\S+ ?\S*) cell", line)
-                if m:
-                    kinds[m.group(1)] = kinds.get(m.group(1), 0) + 1
-            print("host_0 cpu.usage_user cells by layout:", kinds or out.stdout[:2000],
-                  out.stderr[:500])
 
         # ---- queries ------------------------------------------------------------------
-        start = now_s - args.hours * 3600
-        host0 = "hostname=host_0,datacenter=dc0,rack=r0,os=linux"
-        s, e = start, now_s
-        cq = {
-            "raw_day": "/api/query?start=%d&end=%d&m=none:cpu.usage_user{%s}" % (s, e, host0),
-            "sum_1m_avg": "/api/query?start=%d&end=%d&m=sum:1m-avg:cpu.usage_user" % (s, e),
-            "max_by_host": "/api/query?start=%d&end=%d&m=max:5m-max:cpu.usage_user"
-                           "{hostname=*,datacenter=dc1}" % (s, e),
-            "rate_by_dc": "/api/query?start=%d&end=%d&m=sum:1m-avg:rate{counter}:"
-                          "net.bytes_recv{datacenter=*}" % (s, e),
-            "last_point": "/api/query/last?timeseries=cpu.usage_user{%s}&back_scan=2" % host0,
-        }
-        sel0 = 'hostname="host_0",datacenter="dc0",rack="r0",os="linux"'
-
-        def rng(q, step):
-            return "/api/v1/query_range?" + urllib.parse.urlencode(
-                {"query": q, "start": s, "end": e, "step": step})
-        vq = {
-            "raw_day": rng("cpu_usage_user{%s}" % sel0, "10s"),
-            "sum_1m_avg": rng("sum(avg_over_time(cpu_usage_user[1m]))", "1m"),
-            "max_by_host": rng('max by (hostname) (max_over_time(cpu_usage_user'
-                               '{datacenter="dc1"}[5m]))', "5m"),
-            "rate_by_dc": rng("sum by (datacenter) (rate(net_bytes_recv[1m]))", "1m"),
-            "last_point": "/api/v1/query?" + urllib.parse.urlencode(
-                {"query": "last_over_time(cpu_usage_user{%s}[1h])" % sel0, "time": e}),
-        }
-        # the same client class for both sides (see --client)
+        queries = build_queries(hosts, dur, step, s, e)
+        if args.only:
+            unknown = set(args.only.split(",")) - set(queries)
+            if unknown:
+                sys.exit("query_bench: unknown query %s (this size has: %s)" %
+                         (",".join(sorted(unknown)), ", ".join(queries)))
         if args.client == "c":
             timer = CTimer(work, [cport, vport])
             procs.append(timer.proc)
@@ -495,29 +670,40 @@ def main():
             client = RawConn if args.client == "raw" else http.client.HTTPConnection
             cc = client("127.0.0.1", cport, timeout=600)
             vc = client("127.0.0.1", vport, timeout=600)
-        # wait (bounded) until both see the last point
-        for _ in range(600):
-            _, body = timed(cc, cq["last_point"])
-            _, vbody = timed(vc, vq["last_point"])
-            if json.loads(body) and json.loads(vbody)["data"]["result"]:
-                break
-            time.sleep(0.1)
-        # both servers settle first: the timed runs should not meet the background work the
-        # load left behind (ctsdb's flushes and compactions after the restart, VictoriaMetrics'
-        # merges), so wait (bounded) until neither used CPU for 0.5 s
+
+        def ask(conn, req):
+            if isinstance(req, tuple):
+                return timed(conn, req[0], "POST", req[1])
+            return timed(conn, req)
+        # every point of ctsdb is counted too (after the restart), so that a lost point fails
+        # here rather than as a wrong answer below
+        _, data = ask(cc, "/api/query?start=%d&end=%d&m=sum:0all-count:sys.cpu.user" %
+                      (s, e - 1))
+        cnt = sum(float(x) for r in json.loads(data) for x in r["dps"].values())
+        if int(cnt) != npts // 20:
+            sys.exit("query_bench: ctsdb holds %d sys.cpu.user points of %d" %
+                     (cnt, npts // 20))
         settled = wait_idle([tsd.pid, vm.pid], quiet_s=0.5, limit_s=60)
         qos_fd = hold_cpu_polling() if args.idle == "poll" else None
         rows = []
-        server_side = None
         threads = {}
-        for name in cq:
+        checked = {}
+        for name, q in queries.items():
             if args.only and name not in args.only.split(","):
                 continue
-            res = {}
-            sides = (("ctsdb", cc, cq[name]), ("vm", vc, vq[name]))
-            for side, conn, path in sides:
+            sides = (("ctsdb", cc, q["c"]), ("vm", vc, q["v"]))
+            # the answers, checked before any timing: the same numbers or the run fails
+            _, cdata = ask(cc, q["c"])
+            _, vdata = ask(vc, q["v"])
+            try:
+                checked[name] = compare(name, q, cdata, vdata, e - step)
+            except (RuntimeError, KeyError, ValueError) as ex:
+                failed.append(str(ex))
+                print("ANSWERS DIFFER: %s" % ex, file=sys.stderr)
+                continue
+            for side, conn, req in sides:
                 for _ in range(args.warmup):
-                    timed(conn, path)
+                    ask(conn, req)
             rec = None
             if args.perf:
                 rec = subprocess.Popen(["perf", "record", "-g", "-q", "-p", str(tsd.pid),
@@ -530,54 +716,41 @@ def main():
             size = {}
             counts0 = query_counts(cc)
             for _ in range(args.runs):
-                for side, conn, path in sides:
-                    dt, data = timed(conn, path)
+                for side, conn, req in sides:
+                    dt, data = ask(conn, req)
                     times[side].append(dt)
                     size[side] = len(data)
             if rec:
                 rec.send_signal(signal.SIGINT)
                 rec.wait(timeout=120)
-            for side, _, _ in sides:
-                res[side] = (statistics.median(times[side]) * 1000, size[side])
-            if name == "last_point" and args.only == "last_point":
-                # only last queries went to either server's query path so far: their own
-                # timing of the answers (ctsdb from the request read to the answer handed to the
-                # socket, VictoriaMetrics' handler time), read before anything else is asked
-                server_side = (server_median_ctsdb(cc), server_median_vm(vc))
+            res = {side: (statistics.median(times[side]) * 1000, size[side])
+                   for side, _, _ in sides}
             counts1 = query_counts(cc)
             threads[name] = tuple(b - a for a, b in zip(counts0, counts1))
             rows.append((name, res))
-        # the floor every answer pays: a request that does no query work on either side (HTTP
-        # client, loopback, request parsing, one small reply), measured the same way (after the
-        # queries, so that the servers' own timings above hold query answers only)
         floor = {"ctsdb": [], "vm": []}
         for _ in range(args.runs):
             for side, conn, path in (("ctsdb", cc, "/api/version"), ("vm", vc, "/health")):
                 floor[side].append(timed(conn, path)[0])
-        print("dataset: %d hosts x 2 metrics x %d h at 10 s = %d points; load ctsdb %.1f s "
-              "(telnet), VictoriaMetrics %.1f s (import)" % (args.hosts, args.hours, npts,
-                                                            load_ctsdb, load_vm))
+        print("dataset %s: %d hosts x 20 metrics (tsd_load's value model), one point every %d s "
+              "for %s, ending %s = %d points; loaded at once into both: ctsdb %.1f s (telnet, "
+              "acknowledged), VictoriaMetrics %.1f s (OpenTSDB telnet, until all counted)" %
+              (args.size, hosts, step, args.size.split("x")[1],
+               time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(e)), npts, load_ctsdb, load_vm))
         if not settled:
             print("warning: the servers were still using CPU after 60 s; timed anyway")
         print()
-        print("| query | ctsdb median ms | VictoriaMetrics median ms | ctsdb / VM | ctsdb bytes |"
-              " VM bytes |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| query | ctsdb median ms | VictoriaMetrics median ms | ctsdb / VM | values "
+              "checked | ctsdb bytes | VM bytes |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for name, res in rows:
             c, v = res["ctsdb"], res["vm"]
-            print("| %s | %.2f | %.2f | %.2f | %d | %d |" % (name, c[0], v[0], c[0] / v[0],
-                                                              c[1], v[1]))
+            print("| %s | %.2f | %.2f | %.2f | %d | %d | %d |" % (
+                name, c[0], v[0], c[0] / v[0], checked[name], c[1], v[1]))
         print()
-        print("ctsdb range queries of the timed runs on several scan threads / on one because every "
-              "CPU was busy: " + ", ".join("%s %d/%d" % (n, threads[n][0], threads[n][1])
-                                           for n, _ in rows if n != "last_point"))
-        if "last_point" in threads:
-            print("ctsdb last_point answers of the timed runs on the network loop (the rest on a "
-                  "worker): %d/%d" % (threads["last_point"][2], args.runs))
-        if server_side:
-            print("last_point answers timed by the servers themselves, median (ctsdb "
-                  "tsd.http.latency_us_50pct, VictoriaMetrics vm_request_duration_seconds "
-                  "quantile 0.5 of /api/v1/query): %.3f / %.3f ms" % server_side)
+        print("ctsdb range queries of the timed runs on several scan threads / on one because "
+              "every CPU was busy: " + ", ".join("%s %d/%d" % (n, threads[n][0], threads[n][1])
+                                                for n, _ in rows if not n.startswith("last")))
         print("no-work request (ctsdb /api/version, VictoriaMetrics /health): %.3f / %.3f ms "
               "median (client: %s)" % (statistics.median(floor["ctsdb"]) * 1000,
                                        statistics.median(floor["vm"]) * 1000, args.client))
@@ -587,18 +760,25 @@ def main():
                                              if args.idle == "poll" else "")))
         if qos_fd is not None:
             os.close(qos_fd)
+        if failed:
+            print("FAILED: %d queries' answers differ between ctsdb and VictoriaMetrics:" %
+                  len(failed))
+            for f in failed:
+                print("  " + f)
     finally:
         for p in procs:
             p.send_signal(signal.SIGTERM)
         for p in procs:
             try:
-                p.wait(timeout=30)
+                p.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 p.kill()
         if args.keep_dir:
             print("work directory kept: %s" % work)
         else:
             shutil.rmtree(work, ignore_errors=True)
+    if failed:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

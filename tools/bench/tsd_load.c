@@ -1,8 +1,10 @@
-/* tsd_load.c - deterministic TSD load generator for tools/bench/tsd_compare.sh.
+/* tsd_load.c - deterministic TSD load generator for tools/bench/tsd_compare.sh and
+ * tools/bench/query_bench.py.
  *
  * A devops-like workload: --hosts H machines x --metrics M metrics, each series tagged
- * host, dc, rack, service, os; one point per series every 10 s for --intervals K intervals
- * starting at --start (epoch seconds). Values are a fixed function of (host, metric, interval),
+ * host, dc, rack, service, os; one point per series every --step seconds (10 unless told; 60
+ * for --size Nx30d) for --intervals K intervals starting at --start (epoch seconds).
+ * Values are a fixed function of (host, metric, interval),
  * so every run and every target gets the same bytes. Each series always goes over the same
  * connection (series h*M+m -> connection (h*M+m) % C), in time order.
  *
@@ -52,6 +54,7 @@ static void buf_add(struct buf *b, const char *s, size_t n)
 
 static const char *host = "127.0.0.1";
 static int port = 4242, conns = 4, hosts = 500, metrics = 20, intervals = 30, batch = 500;
+static int step = 10; /* seconds between two points of a series */
 static long long start = 1356998400;
 static int http_mode = 0, ack = 0;
 
@@ -246,7 +249,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--intervals") && v)
             intervals = atoi(argv[++i]);
         else if (!strcmp(a, "--size") && v) {
-            /* SERIESxDURATION: 20 metrics a host, one point per 10 s */
+            /* SERIESxDURATION: 20 metrics a host, one point per 10 s (per 60 s for 30d) */
             char *x = NULL;
             long series = strtol(argv[++i], &x, 10);
             int dur = 0;
@@ -256,14 +259,20 @@ int main(int argc, char **argv)
                 dur = 360;
             else if (x && !strcmp(x, "x10m"))
                 dur = 60;
+            else if (x && !strcmp(x, "x30d")) {
+                dur = 43200;
+                step = 60;
+            }
             if (series < 20 || series % 20 != 0 || dur == 0) {
-                fprintf(stderr, "tsd_load: --size wants N x 1d|1h|10m, N a multiple of 20\n");
+                fprintf(stderr, "tsd_load: --size wants N x 1d|1h|10m|30d, N a multiple of 20\n");
                 return 2;
             }
             hosts = (int)(series / 20);
             metrics = 20;
             intervals = dur;
-        } else if (!strcmp(a, "--batch") && v)
+        } else if (!strcmp(a, "--step") && v)
+            step = atoi(argv[++i]);
+        else if (!strcmp(a, "--batch") && v)
             batch = atoi(argv[++i]);
         else if (!strcmp(a, "--start") && v)
             start = atoll(argv[++i]);
@@ -277,13 +286,18 @@ int main(int argc, char **argv)
             ack = -1;
         } else {
             fprintf(stderr, "usage: tsd_load [--host H] [--port P] [--mode telnet|http] [--ack]\n"
-                            "  [--conns C] [--hosts H] [--metrics M] [--intervals K] [--batch B]\n"
-                            "  [--size 2000x1d|100000x1h|1000000x10m] [--start EPOCH_S] [--print]\n");
+                            "  [--conns C] [--hosts H] [--metrics M] [--intervals K] [--step S]\n"
+                            "  [--batch B] [--size 2000x1d|100000x1h|1000000x10m|200x30d]\n"
+                            "  [--start EPOCH_S] [--print]\n");
             return 2;
         }
     }
     if (metrics > 20)
         metrics = 20;
+    if (step < 1) {
+        fprintf(stderr, "tsd_load: --step wants seconds >= 1\n");
+        return 2;
+    }
     struct worker *w = calloc((size_t)conns, sizeof(*w));
     int *inbatch = calloc((size_t)conns, sizeof(int));
     char line[512], val[64], tags[256];
@@ -293,7 +307,7 @@ int main(int argc, char **argv)
             for (int m = 0; m < metrics; m++) {
                 int c = (h * metrics + m) % conns;
                 value_of(h, m, k, val, sizeof(val));
-                long long ts = start + (long long)k * 10;
+                long long ts = start + (long long)k * step;
                 int n;
                 if (!http_mode) {
                     n = snprintf(line, sizeof(line), "put sys.%s %lld %s %s\n", metric_names[m], ts,
