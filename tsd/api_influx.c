@@ -78,8 +78,8 @@ static void api_influx_batch_done(void *arg, struct ingest_batch *b)
         if (o == INGEST_STORE_ERROR)
             job->store_failed = true;
         api_influx_drop(job, o == INGEST_UNKNOWN_METRIC ? "Unknown metric"
-                             : msg && *msg           ? msg
-                                                     : "Unexpected exception");
+                             : msg && *msg              ? msg
+                                                        : "Unexpected exception");
     }
     pthread_mutex_unlock(&job->mu);
     ingest_batch_release(job->ingest, b);
@@ -185,8 +185,8 @@ static void api_influx_line(struct api_influx_ctx *x, char *line, size_t len, co
     for (size_t fi = 0; fi < l->nfields; fi++) {
         struct put_point *p = &x->point;
         struct put_str value;
-        if (!influx_field_point(l, fi, x->sep, x->prec, x->now_ms, x->metric, sizeof(x->metric),
-                                p, &value, msg, sizeof(msg))) {
+        if (!influx_field_point(l, fi, x->sep, x->prec, x->now_ms, x->metric, sizeof(x->metric), p,
+                                &value, msg, sizeof(msg))) {
             api_influx_refuse(x, msg);
             continue;
         }
@@ -250,8 +250,7 @@ static void api_influx_write_work(struct http_req *r, void *arg)
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     x->now_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-    if (!api_influx_default_tag(conf_get_str(t->conf, "tsd.influx.default_tag"), &x->dk,
-                                &x->dv)) {
+    if (!api_influx_default_tag(conf_get_str(t->conf, "tsd.influx.default_tag"), &x->dk, &x->dv)) {
         x->dk = (struct put_str){"", 0}; /* "Need at least one tag" from the checks */
         x->dv = x->dk;
     }

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GRAPHITE_MAX_PARTS 64  /* template parts and path parts kept */
+#define GRAPHITE_MAX_PARTS  64 /* template parts and path parts kept */
 #define GRAPHITE_MAX_FILTER 32 /* filter parts */
-#define GRAPHITE_MAX_TAGS 16   /* k=v tags of one entry */
+#define GRAPHITE_MAX_TAGS   16 /* k=v tags of one entry */
 
 enum gpart_kind {
     GP_SKIP = 0,

@@ -40,9 +40,8 @@ static void test_graphite_shape(void **state)
     const char *ok[] = {"a.b 1 1700000000", "a.b 1.5e3 1700000000\r", "x -2 -1", "a 0.25 17.5"};
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         assert_true(graphite_line_shape(ok[i], strlen(ok[i])));
-    const char *bad[] = {"a.b 1",        "a.b 1 2 3",        "a.b x 1700000000",
-                         "a.b 1 17000x", "put a.b 1 2 k=v", "",
-                         "   "};
+    const char *bad[] = {
+        "a.b 1", "a.b 1 2 3", "a.b x 1700000000", "a.b 1 17000x", "put a.b 1 2 k=v", "", "   "};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         assert_false(graphite_line_shape(bad[i], strlen(bad[i])));
 }
@@ -69,12 +68,11 @@ static void test_graphite_default_mapping(void **state)
 static void test_graphite_templates(void **state)
 {
     (void)state;
-    struct graphite_map *m = graphite_map_new(
-        "servers.* .host.measurement.field* dc=a;"
-        "stats.* .region.region.measurement;"
-        "collectd.* .host.measurement* type=cd,host=never;"
-        "measurement.measurement",
-        "source=graphite", msg, sizeof(msg));
+    struct graphite_map *m = graphite_map_new("servers.* .host.measurement.field* dc=a;"
+                                              "stats.* .region.region.measurement;"
+                                              "collectd.* .host.measurement* type=cd,host=never;"
+                                              "measurement.measurement",
+                                              "source=graphite", msg, sizeof(msg));
     assert_non_null(m);
     /* filter 1: host tag, measurement, greedy field, the entry's tag */
     assert_true(map(m, "servers.web01.cpu.load.avg1 2 1700000000"));
