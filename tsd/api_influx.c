@@ -150,6 +150,8 @@ static void api_influx_parse_error(struct api_influx_ctx *x, const char *src, si
 {
     x->bad_lines++;
     tstats_add(TSTATS_ILLEGAL_ARGUMENTS, 1);
+    if (!strncmp(why, "unable to parse: ", 17)) /* the parser's prefix: said once below */
+        why += 17;
     if (x->parse_len >= sizeof(x->parse_err) - 1)
         return;
     int n = snprintf(x->parse_err + x->parse_len, sizeof(x->parse_err) - x->parse_len,

@@ -64,7 +64,8 @@ check_eq "both stored" "1700000400000=1 1700000401000=2" "$(q disk.free '{host=a
 
 r=$(w 'db=x&precision=s' $'net,host=a rx=1 1700000500\nnet,host=a rx=oops 1700000501\nnet,host=a rx=3 1700000502')
 check_contains "a malformed line: 400 with InfluxDB's error object" "$r" "400 {\"error\":\"unable to parse '"
-check_contains "... naming the line" "$r" "unable to parse 'net,host=a rx=oops 1700000501'"
+check_eq "... naming the line and the reason" \
+  "400 {\"error\":\"unable to parse 'net,host=a rx=oops 1700000501': invalid field value\"}" "$r"
 check_eq "the good lines are still written" "1700000500000=1 1700000502000=3" "$(q net.rx '{host=a}' 1700000400)"
 r=$(w 'db=x&precision=s' 'str,host=a v="text" 1700000600')
 check_contains "string fields are refused" "$r" "400 {\"error\":\"unable to parse"
