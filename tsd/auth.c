@@ -503,6 +503,7 @@ struct auth_route {
  * route yet, so a route added later is protected from the start. */
 static const struct auth_route auth_routes[] = {
     {"/api/put", false, AUTH_RULE_WRITE},
+    {"/write", false, AUTH_RULE_WRITE}, /* InfluxDB line protocol (api_influx.c) */
     {"/api/rollup", false, AUTH_RULE_WRITE},
     {"/api/histogram", false, AUTH_RULE_WRITE},
     {"/api/annotation", false, AUTH_RULE_WRITE_UNLESS_GET},

@@ -33,7 +33,9 @@
 #include "tsd/build_info.h"
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
+#include "storage/clock.h"
 #include "tsd/membudget.h"
+#include "tsd/proto_graphite.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd_int.h"
 #include "tsd/tstats.h"
@@ -355,6 +357,29 @@ static const char *const telnet_commands[] = {
     "auth", "diediedie", "dropcaches", "exit", "help", "put", "stats", "status", "version",
 };
 
+/* A Graphite plaintext line (docs/protocols.md): Graphite on, not a command, Graphite's shape. */
+static bool telnet_graphite_line(const struct tsd *t, const char *line, size_t cl, size_t len)
+{
+    if (!t->graphite)
+        return false;
+    for (size_t i = 0; i < sizeof(telnet_commands) / sizeof(telnet_commands[0]); i++)
+        if (strlen(telnet_commands[i]) == cl && !memcmp(line, telnet_commands[i], cl))
+            return false;
+    return graphite_line_shape(line, len);
+}
+
+/* Graphite has no error replies: a refused line is counted and logged, rate-limited. */
+static enum telnet_action telnet_graphite_reject(struct telnet_conn *c, const char *line,
+                                                 size_t len, const char *why)
+{
+    static struct tlog_limit lim = TLOG_LIMIT_INIT(10000);
+    tstats_add(TSTATS_GRAPHITE_REJECTED, 1);
+    tlog_limited(&lim, (int64_t)(clock_mono_ns() / 1000000), TLOG_WARN,
+                 "graphite: refused line from %s: %s: %.*s", c->peer, why,
+                 (int)(len > 200 ? 200 : len), line);
+    return TA_NEXT;
+}
+
 static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, size_t len)
 {
     struct tsd *t = c->tsd;
@@ -362,10 +387,24 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
         len--;
     const char *sp = memchr(line, ' ', len);
     size_t cl = sp ? (size_t)(sp - line) : len;
-    if (cl == 3 && !memcmp(line, "put", 3)) {
+    bool is_put = cl == 3 && !memcmp(line, "put", 3);
+    bool graphite = !is_put && telnet_graphite_line(t, line, cl, len);
+    char gbuf[2048]; /* a Graphite point's names (copied by ingest_batch_add) */
+    if (is_put || graphite) {
         struct put_point *p = &t->telnet.point;
         char msg[1024];
-        if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_WRITE, msg, sizeof(msg))) {
+        if (graphite) {
+            if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_WRITE, msg, sizeof(msg)))
+                return telnet_graphite_reject(c, line, len, msg);
+            struct put_str value;
+            if (!graphite_map_line(t->graphite, line, len, clock_now_ms(), gbuf, sizeof(gbuf), p,
+                                   &value, msg, sizeof(msg)))
+                return telnet_graphite_reject(c, line, len, msg);
+            if (put_check_point(p, value, &t->rules, msg, sizeof(msg)) != PUT_OK)
+                return telnet_graphite_reject(c, line, len, msg);
+            if (t->read_only)
+                return telnet_graphite_reject(c, line, len, "the TSD is in read-only mode");
+        } else if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_WRITE, msg, sizeof(msg))) {
             if (!telnet_may_reply(c))
                 return TA_PAUSE;
             if (t->return_errors)
@@ -373,7 +412,8 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
             tstats_add(TSTATS_RPC_PUT, 1);
             return TA_NEXT;
         }
-        enum put_status st = put_parse_line(line, len, &t->rules, p, msg, sizeof(msg));
+        enum put_status st =
+            graphite ? PUT_OK : put_parse_line(line, len, &t->rules, p, msg, sizeof(msg));
         if (st != PUT_OK) {
             if (!telnet_may_reply(c))
                 return TA_PAUSE;
@@ -405,6 +445,8 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
                 return TA_PAUSE;
             }
             if (!ingest_batch_add(b, p, c->id)) {
+                if (graphite)
+                    return telnet_graphite_reject(c, line, len, "datapoint too large");
                 if (!telnet_may_reply(c))
                     return TA_PAUSE;
                 telnet_printf(c, "put: illegal argument: datapoint too large\n");
@@ -412,7 +454,10 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
             }
         }
         c->pending_seq = ti(t)->cur_seq;
-        c->puts_uncounted++;
+        if (graphite)
+            tstats_add(TSTATS_GRAPHITE_LINES, 1);
+        else
+            c->puts_uncounted++;
         if (!ti(t)->timer_armed) {
             struct timeval tv = {0, 2000};
             evtimer_add(ti(t)->flush_ev, &tv);

@@ -35,6 +35,7 @@
 #include "tsd/http_int.h"
 #include "tsd/ingest.h"
 #include "tsd/membudget.h"
+#include "tsd/proto_graphite.h"
 #include "tsd/store.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd_int.h"
@@ -358,6 +359,8 @@ void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
     TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_INVALID_VALUES), "type=invalid_values");
     TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_UNKNOWN_METRICS), "type=unknown_metrics");
     TSD_STAT("tsd.rpc.errors", tstats_get(TSTATS_LINES_TOO_LONG), "type=lines_too_long");
+    TSD_STAT("tsd.graphite.lines", tstats_get(TSTATS_GRAPHITE_LINES), "type=all");
+    TSD_STAT("tsd.graphite.lines", tstats_get(TSTATS_GRAPHITE_REJECTED), "type=rejected");
     TSD_STAT("tsd.http.errors", tstats_get(TSTATS_HTTP_4XX), "type=4xx");
     TSD_STAT("tsd.http.errors", tstats_get(TSTATS_HTTP_5XX), "type=5xx");
     /* OpenTSDB's HTTP latency percentiles (ms, its Histogram's bucket bounds), then ctsdb's
@@ -530,6 +533,16 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     rc = auth_new(c, &t->auth, err);
     if (rc != CT_OK)
         goto out;
+    if (conf_get_bool(c, "tsd.graphite.enable")) { /* Graphite lines on telnet (docs/protocols.md) */
+        char gmsg[256];
+        t->graphite = graphite_map_new(conf_get_str(c, "tsd.graphite.templates"),
+                                       conf_get_str(c, "tsd.graphite.default_tag"), gmsg,
+                                       sizeof(gmsg));
+        if (!t->graphite) {
+            rc = ct_err_set(err, CT_EINVAL, "tsd.graphite.templates: %s", gmsg);
+            goto out;
+        }
+    }
     signal(SIGPIPE, SIG_IGN);
     /* thousands of connections: raise the descriptor limit to what the system allows */
     struct rlimit rl;
@@ -638,6 +651,7 @@ out:
     free(t->tconn_free);
     pthread_mutex_destroy(&t->done_mu);
     auth_free(t->auth);
+    graphite_map_free(t->graphite);
     if (rc == CT_OK)
         tlog_info("shutdown complete");
     free(t);

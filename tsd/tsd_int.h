@@ -17,6 +17,7 @@
 #include "tsd/tsd.h"
 
 struct auth;
+struct graphite_map;
 struct event;
 struct event_base;
 struct evconnlistener;
@@ -93,6 +94,7 @@ struct tsd {
 
     /* settings read once from conf */
     struct put_rules rules;
+    struct graphite_map *graphite; /* tsd.graphite.*: NULL when off (tsd/proto_graphite.h) */
     char special_chars[256];
     bool enable_chunked;
     size_t max_chunk, max_body, max_header;

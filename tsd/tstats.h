@@ -47,6 +47,8 @@ enum tstats_counter {
     TSTATS_QUERY_SUCCESS,    /* answered with the data */
     TSTATS_QUERY_INVALID,    /* the run found a name the store does not know (400) */
     TSTATS_QUERY_EXCEPTIONS, /* any other failure: 408, 413, 500, 503 */
+    TSTATS_GRAPHITE_LINES,    /* Graphite plaintext lines (telnet side) */
+    TSTATS_GRAPHITE_REJECTED, /* ... refused (no reply: Graphite has none) */
     TSTATS_NCOUNTERS
 };
 
