@@ -122,6 +122,8 @@ $(CTSDB_BIN): $(BUILD)/tools/main.o $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.
 	@mkdir -p $(dir $@)
 	$(call quiet,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# tests copy error text (struct ct_err, CT_ERR_MSG_MAX bytes) into shorter diagnostic buffers
+$(BUILD)/tests/%: CFLAGS += -Wno-format-truncation
 $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJS) $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)
 	$(call quiet,CCLD,$@)$(CC) $(CFLAGS) -o $@ $< $(TESTLIB_OBJS) $(BUILD)/libctsdb_tools.a $(BUILD)/libctsdb.a \

@@ -1,16 +1,26 @@
-/* ct_err.c - formatting for struct ct_err. Never allocates; truncates to the buffer. */
+/* ct_err.c - formatting for struct ct_err. Never allocates; a message longer than the buffer
+ * (ct_err.h) is cut and ends in "...". */
 #include "storage/ct_err.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Marks a message that filled the whole buffer (the formatted text was longer) as cut. */
+static void err_mark_cut(struct ct_err *err)
+{
+    memcpy(err->msg + sizeof(err->msg) - 4, "...", 4);
+}
 
 int ct_err_set(struct ct_err *err, int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof(err->msg))
+        err_mark_cut(err);
     err->code = code;
     return code;
 }
@@ -22,7 +32,9 @@ int ct_err_errno(struct ct_err *err, int code, int errnum, const char *fmt, ...)
     int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
     va_end(ap);
     if (n >= 0 && (size_t)n < sizeof(err->msg))
-        snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", strerror(errnum));
+        n += snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", strerror(errnum));
+    if (n >= (int)sizeof(err->msg))
+        err_mark_cut(err);
     err->code = code;
     return code;
 }
@@ -40,6 +52,7 @@ int ct_err_prefix(struct ct_err *err, const char *fmt, ...)
     size_t cap = sizeof(err->msg) - 1;
     size_t shift = clen + 2 < cap ? clen + 2 : cap;
     size_t keep = strnlen(err->msg, cap);
+    bool cut = (size_t)n > clen || keep > cap - shift;
     if (keep > cap - shift)
         keep = cap - shift;
     memmove(err->msg + shift, err->msg, keep);
@@ -49,6 +62,8 @@ int ct_err_prefix(struct ct_err *err, const char *fmt, ...)
         err->msg[shift - 2] = ':';
         err->msg[shift - 1] = ' ';
     }
+    if (cut && shift + keep == cap)
+        err_mark_cut(err);
     return err->code;
 }
 

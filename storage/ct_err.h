@@ -3,8 +3,16 @@
  * A fallible function returns int: CT_OK (0), CT_NOTFOUND (1, a normal outcome) or a negative
  * CT_E* code, and takes `struct ct_err *err` (never NULL) as its last argument. Whoever detects
  * the failure fills err->msg (lower case, naming the file, offset or key and strerror(errno));
- * callers may prepend context with ct_err_prefix() but never overwrite it. Reporting never
- * allocates: the message is truncated to fit. */
+ * callers may prepend context with ct_err_prefix() but never overwrite it.
+ *
+ * Reporting never allocates, so the message lives in a fixed buffer of CT_ERR_MSG_MAX bytes,
+ * sized for the longest message the layers compose rather than for the common short one: a
+ * cause (a gRPC status: method name, code name and the server's text, a line in practice;
+ * or a path and strerror), then the context each caller
+ * up the stack prepends (store, table, region, host:port, series: a few hundred bytes in all).
+ * tests/unit/storage/test_base.c composes such a chain, 1.5 KiB long, and checks it comes out
+ * intact. Should a message still not fit, it is cut at the end (the cause's tail) and ends in
+ * "..." so the cut is visible; the prefixes and the start of the cause are kept. */
 #ifndef CT_ERR_H
 #define CT_ERR_H
 
@@ -29,9 +37,11 @@ enum {
     CT_ELIMIT = -11,       /* a configured size or count limit was exceeded */
 };
 
+#define CT_ERR_MSG_MAX 2048 /* bytes of struct ct_err.msg, the NUL included */
+
 struct ct_err {
     int code;
-    char msg[256];
+    char msg[CT_ERR_MSG_MAX];
 };
 
 /* Sets err->code = code and formats the message; returns code so callers can write

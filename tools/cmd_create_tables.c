@@ -24,6 +24,10 @@ static void create_tables_usage(FILE *out)
             "options:\n"
             "  --config FILE            configuration file (key = value, as the TSD's)\n"
             "  --data DIR               data directory (default ./data)\n"
+            "  --tsd.storage.backend=bigtable  the tables on Bigtable (project, instance,\n"
+            "                           endpoints: the tsd.storage.bigtable.* keys, or the\n"
+            "                           emulator at BIGTABLE_EMULATOR_HOST); with that variable\n"
+            "                           set, the backend must be given (embedded or bigtable)\n"
             "  --KEY=VALUE              any configuration key (docs/tsd.md), e.g.\n"
             "                           --tsd.storage.ctsdb.ttl=86400; --set KEY=VALUE: the same\n"
             "  --salt-width N           tsd.storage.salt.width (0 = OpenTSDB's unsalted keys)\n"
@@ -91,14 +95,27 @@ static int create_tables_run(int argc, char **argv)
         fprintf(stderr, "ctsdb create-tables: %s\n", err.msg);
         return 2;
     }
-    struct wc_options o;
-    wc_options_init(&o);
-    o.data_dir = data;
+    /* BIGTABLE_EMULATOR_HOST says the user works with the emulator: creating ./data instead
+     * would look like success and leave the emulator without tables, so an unset backend is
+     * refused there; --tsd.storage.backend=embedded (or --data DIR) says the embedded store
+     * was meant */
+    if (tool_opts_emulator_ignored(&to) && !to.data_set) {
+        fprintf(stderr,
+                "ctsdb create-tables: BIGTABLE_EMULATOR_HOST is set but tsd.storage.backend is "
+                "not: give --tsd.storage.backend=bigtable to create the tables on the emulator, "
+                "or --tsd.storage.backend=embedded (or --data DIR) for the embedded store in "
+                "%s\n",
+                data);
+        return 2;
+    }
+    char where[768];
+    tool_opts_describe(&to, where, sizeof(where));
     struct wc_store *s = NULL;
-    if (wc_open(&o, &s, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb create-tables: cannot open %s: %s\n", data, err.msg);
+    if (wc_open(&to.wo, &s, &err) != CT_OK) {
+        fprintf(stderr, "ctsdb create-tables: cannot open %s: %s\n", where, err.msg);
         return 1;
     }
+    printf("store: %s\n", where);
     int created = 0;
     rc = tsdb_create_tables(s, c, &created, &err);
     if (rc != CT_OK) {

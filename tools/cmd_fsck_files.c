@@ -198,7 +198,7 @@ static void ff_check_ssts(const char *dir, bool quarantine, struct fsck_files_re
     size_t n;
     char **names = ff_list(sdir, "", ".sst", &n);
     for (size_t i = 0; i < n; i++) {
-        char path[8400], why[1024];
+        char path[8400], why[CT_ERR_MSG_MAX];
         snprintf(path, sizeof(path), "%s/%s", sdir, names[i]);
         r->files++;
         uint64_t id = strtoull(names[i], NULL, 16);

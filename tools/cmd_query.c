@@ -36,7 +36,8 @@ static void usage(FILE *f)
             "                   START [END] AGG[:DOWNSAMPLE][:rate] METRIC [TAGK=TAGV ...]\n\n"
             "Runs one query and prints `metric timestamp value {tags}` per datapoint, as\n"
             "OpenTSDB's `tsdb query`. With a data directory (--data DIR, or the key\n"
-            "tsd.storage.directory) it reads the store itself; otherwise it asks the TSD at\n"
+            "tsd.storage.directory) or --tsd.storage.backend=bigtable it reads the store\n"
+            "itself; otherwise it asks the TSD at\n"
             "HOST:PORT (default 127.0.0.1:4242). --KEY=VALUE sets any configuration key\n"
             "(docs/tsd.md); --set KEY=VALUE is the same.\n");
 }
@@ -339,7 +340,8 @@ static int query_run(int argc, char **argv)
         o += (size_t)snprintf(a.m + o, sizeof(a.m) - o, "%s%s", k == i ? "{" : ",", argv[k]);
     if (i < argc && o < sizeof(a.m))
         snprintf(a.m + o, sizeof(a.m) - o, "}");
-    int ret = to.data_set && !host ? run_local(&to, &a) : run_remote(host, &a);
+    /* the store itself when one is named: a data directory, or Bigtable */
+    int ret = (to.data_set || to.bigtable) && !host ? run_local(&to, &a) : run_remote(host, &a);
     free(pos);
     return ret;
 }

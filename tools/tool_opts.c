@@ -4,9 +4,11 @@
 #include "tools/tool_opts.h"
 
 #include <getopt.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tsd/conf.h"
+#include "tsd/store.h"
 
 static void tool_opts_warn(void *arg, const char *msg)
 {
@@ -62,6 +64,21 @@ int tool_opts_init(struct tool_opts *o, const char *cmd, void (*usage)(FILE *out
     o->data = o->data_buf;
     o->data_set = conf_is_set(c, "tsd.storage.directory");
     o->config.allow_special = o->special_buf;
+    o->backend_set = conf_is_set(c, "tsd.storage.backend");
+    tsdstore_wc_options(c, &o->wo);
+    o->bigtable = o->wo.backend == WC_BACKEND_BIGTABLE;
+    o->wo.data_dir = o->data;
+    const char **bt[5] = {&o->wo.bt_project, &o->wo.bt_instance, &o->wo.bt_data_endpoint,
+                          &o->wo.bt_admin_endpoint, &o->wo.bt_credentials};
+    for (int i = 0; i < 5; i++) {
+        if (!*bt[i])
+            continue;
+        if (!tool_opts_copy(o->bt_buf[i], sizeof(o->bt_buf[i]), *bt[i])) {
+            fprintf(stderr, "ctsdb %s: a tsd.storage.bigtable setting is too long\n", cmd);
+            goto out;
+        }
+        *bt[i] = o->bt_buf[i];
+    }
     st = -1;
 out:
     conf_free(c);
@@ -94,12 +111,46 @@ int tool_opts_parse(struct tool_opts *o, int argc, char **argv, const char *shor
     return -1;
 }
 
+bool tool_opts_emulator_ignored(const struct tool_opts *o)
+{
+    const char *emu = getenv("BIGTABLE_EMULATOR_HOST");
+    return emu && *emu && !o->bigtable && !o->backend_set;
+}
+
+void tool_opts_describe(const struct tool_opts *o, char *buf, size_t cap)
+{
+    tsdstore_describe(&o->wo, buf, cap);
+}
+
 int tool_opts_open(struct tool_opts *o, struct wc_store **s, struct tsdb **t)
 {
     struct ct_err err = {0};
-    if (tsdb_open_dir(o->data, &o->config, s, t, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb %s: %s\n", o->cmd, err.msg);
+    if (tool_opts_emulator_ignored(o))
+        fprintf(stderr,
+                "ctsdb %s: warning: BIGTABLE_EMULATOR_HOST is set but tsd.storage.backend is not: "
+                "using the embedded store in %s (give --tsd.storage.backend=bigtable for the "
+                "emulator)\n",
+                o->cmd, o->data);
+    if (!o->bigtable) {
+        if (tsdb_open_dir(o->data, &o->config, s, t, &err) != CT_OK) {
+            fprintf(stderr, "ctsdb %s: %s\n", o->cmd, err.msg);
+            return 1;
+        }
+        return 0;
+    }
+    struct wc_store *st = NULL;
+    if (wc_open(&o->wo, &st, &err) != CT_OK) {
+        char where[768];
+        tool_opts_describe(o, where, sizeof(where));
+        fprintf(stderr, "ctsdb %s: cannot open %s: %s\n", o->cmd, where, err.msg);
         return 1;
     }
+    o->config.create_tables = false;
+    if (tsdb_open(st, &o->config, t, &err) != CT_OK) {
+        fprintf(stderr, "ctsdb %s: %s\n", o->cmd, err.msg);
+        wc_close(st);
+        return 1;
+    }
+    *s = st;
     return 0;
 }

@@ -12,12 +12,18 @@
 #include <stdio.h>
 
 #include "schema/tsdb.h"
+#include "storage/wc.h"
 
 struct tool_opts {
     const char *cmd;           /* the subcommand, for "ctsdb <cmd>: ..." messages */
     void (*usage)(FILE *out);  /* prints the subcommand's usage text */
     const char *data;          /* tsd.storage.directory (--data DIR); points into data_buf */
     bool data_set;             /* that key was set (by --data, --config or --KEY=VALUE) */
+    bool backend_set;          /* tsd.storage.backend was set */
+    bool bigtable;             /* tsd.storage.backend = bigtable */
+    struct wc_options wo;      /* the store the configuration names (tsdstore_wc_options);
+                                * strings point into bt_buf */
+    char bt_buf[5][PATH_MAX];  /* project, instance, data and admin endpoints, credentials */
     struct tsdb_config config; /* the schema's keys as set (conf_tsdb_config); strings point
                                 * into the buffers below */
     char data_buf[PATH_MAX];
@@ -44,9 +50,19 @@ int tool_opts_handle(struct tool_opts *o, int opt, char **argv);
  * options are parsed (operands from optind on), else the exit status (see tool_opts_handle). */
 int tool_opts_parse(struct tool_opts *o, int argc, char **argv, const char *shortopts);
 
-/* Opens the store and tsdb in o->data with o->config (see tsdb_open_dir: the store's recorded
- * key layout unless a layout key was given). Returns 0 with *s and *t to be closed by the caller
- * (tsdb_close, then wc_close), or prints "ctsdb <cmd>: <why>" to stderr and returns 1. */
+/* Opens the store the configuration names (the embedded store in o->data, never creating it, or
+ * Bigtable with tsd.storage.backend=bigtable) and tsdb on it with o->config (create_tables off,
+ * read_only as set; the store's recorded key layout unless a layout key was given). Returns 0
+ * with *s and *t to be closed by the caller (tsdb_close, then wc_close), or prints
+ * "ctsdb <cmd>: <why>" to stderr and returns 1. Warns on stderr when BIGTABLE_EMULATOR_HOST is
+ * set but the backend is the embedded one by default (tool_opts_emulator_ignored). */
 int tool_opts_open(struct tool_opts *o, struct wc_store **s, struct tsdb **t);
+
+/* True when BIGTABLE_EMULATOR_HOST is set but the backend is the embedded store because no
+ * tsd.storage.backend was given: the user probably meant the emulator. */
+bool tool_opts_emulator_ignored(const struct tool_opts *o);
+
+/* Where the store is, for messages (tsdstore_describe). */
+void tool_opts_describe(const struct tool_opts *o, char *buf, size_t cap);
 
 #endif

@@ -263,7 +263,7 @@ static void api_rollup_work(struct http_req *r, void *arg)
     size_t ok = 0, failed = 0, i = 0;
     const cJSON *o = cJSON_IsArray(root) ? root->child : root;
     for (; o && i < n; o = cJSON_IsArray(root) ? o->next : NULL, i++) {
-        char msg[512];
+        char msg[CT_ERR_MSG_MAX];
         const char *e = one_point(t, o, &ps[ok], tsuids + ok * ROWKEY_MAX_TSUID, msg, sizeof(msg));
         if (!e) {
             ok++;

@@ -21,8 +21,8 @@
 #include "storage/coding.h"
 #include "storage/hash.h"
 
-#define INGEST_MAX_MSGS 32
-#define INGEST_MSG_LEN  256
+#define INGEST_MAX_MSGS 16 /* distinct messages per batch */
+#define INGEST_MSG_LEN  CT_ERR_MSG_MAX /* a whole ct_err message */
 #define INGEST_SLACK    (64u << 10) /* arena room beyond batch_bytes: one point always fits */
 
 struct ingest_rec {

@@ -27,9 +27,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "schema/meta.h"
 #include "schema/head.h"
 #include "schema/headlog.h"
+#include "schema/meta.h"
 #include "schema/rowkey.h"
 #include "schema/tsdb.h"
 #include "schema/uid.h"
@@ -110,6 +110,7 @@ struct tsdstore {
     pthread_mutex_t handoff_mu; /* one hand-off at a time */
     _Atomic int64_t handoff_checked_s;
     int64_t grace_s;
+    char info_tags[1024]; /* tsd.storage.info's tags: backend and where */
 };
 
 static void store_cache_clear(struct store_cache *c)
@@ -192,8 +193,8 @@ static const uint8_t *store_entry_tsuid(const struct store_entry *e)
 
 /* Adds an entry and returns it; on allocation failure the cache simply does not remember it
  * (NULL). */
-static struct store_entry *store_cache_put(struct store_cache *c, const char *key, size_t klen, uint64_t h,
-                            const uint8_t *tsuid, size_t tlen)
+static struct store_entry *store_cache_put(struct store_cache *c, const char *key, size_t klen,
+                                           uint64_t h, const uint8_t *tsuid, size_t tlen)
 {
     size_t sz = store_entry_size(klen, tlen);
     if (c->n >= STORE_CACHE_MAX || (c->used + sz) / 8 >= 0xFFFFFFFFu)
@@ -429,6 +430,96 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
     return rc;
 }
 
+/* The tags of tsd.storage.info (tsdstore_stats): "backend=embedded directory=D" or
+ * "backend=bigtable project=P instance=I endpoint=E", each value with blanks and '=' replaced by
+ * '_' so the put-line shape stays parseable. */
+static void tsdstore_info_tags(const struct wc_options *o, char *buf, size_t cap)
+{
+    const char *emu = getenv("BIGTABLE_EMULATOR_HOST");
+    bool on_emu = emu && *emu;
+    const char *k[4], *v[4];
+    int n = 0;
+    if (o->backend == WC_BACKEND_BIGTABLE) {
+        k[n] = "backend", v[n++] = "bigtable";
+        k[n] = "project", v[n++] = o->bt_project && *o->bt_project ? o->bt_project
+                                   : on_emu                        ? "ctsdb"
+                                                                   : "default";
+        k[n] = "instance", v[n++] = o->bt_instance && *o->bt_instance ? o->bt_instance
+                                    : on_emu                          ? "ctsdb"
+                                                                      : "default";
+        k[n] = "endpoint", v[n++] = on_emu                ? emu
+                                    : o->bt_data_endpoint ? o->bt_data_endpoint
+                                                          : "bigtable.googleapis.com:443";
+    } else {
+        k[n] = "backend", v[n++] = "embedded";
+        k[n] = "directory", v[n++] = o->data_dir ? o->data_dir : "./data";
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && len + 1 < cap; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s=", i ? " " : "", k[i]);
+        if (w < 0 || (size_t)w >= cap - len)
+            break;
+        len += (size_t)w;
+        for (const char *c = v[i]; *c && len + 1 < cap; c++)
+            buf[len++] = (*c == ' ' || *c == '\t' || *c == '=' || *c == '\n') ? '_' : *c;
+        buf[len] = '\0';
+    }
+}
+
+void tsdstore_wc_options(const struct conf *c, struct wc_options *o)
+{
+    wc_options_init(o);
+    if (!strcmp(conf_get_str(c, "tsd.storage.backend"), "bigtable")) {
+        o->backend = WC_BACKEND_BIGTABLE;
+        o->bt_project = conf_get_str(c, "tsd.storage.bigtable.project");
+        o->bt_instance = conf_get_str(c, "tsd.storage.bigtable.instance");
+        /* empty strings mean "the service's default" (or BIGTABLE_EMULATOR_HOST) */
+        const char *v;
+        if (*(v = conf_get_str(c, "tsd.storage.bigtable.data_endpoint")))
+            o->bt_data_endpoint = v;
+        if (*(v = conf_get_str(c, "tsd.storage.bigtable.admin_endpoint")))
+            o->bt_admin_endpoint = v;
+        if (*(v = conf_get_str(c, "tsd.storage.bigtable.credentials")))
+            o->bt_credentials = v;
+        o->bt_deadline_ms = conf_get_int(c, "tsd.storage.bigtable.deadline_ms");
+    } else {
+        o->backend = WC_BACKEND_EMBEDDED;
+        o->data_dir = conf_get_str(c, "tsd.storage.directory");
+        o->block_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.block_cache_bytes");
+        o->memstore_flush_bytes = (size_t)conf_get_int(c, "tsd.storage.memstore_flush_bytes");
+        o->region_split_bytes = (uint64_t)conf_get_int(c, "tsd.storage.region_split_bytes");
+        o->quarantine_damaged = conf_get_bool(c, "tsd.storage.quarantine_damaged");
+        /* past it the engine flushes the largest regions and holds writes until they are
+         * under it (wc.h; tsd.ingest.memstore_waits counts the writes that waited) */
+        o->memstore_total_bytes = (size_t)conf_get_int(c, "tsd.storage.memstore_total_bytes");
+        /* under a memory limit, block files are read through the (bounded) cache: mapped
+         * pages would count in RSS and grow with the data read */
+        o->pread_block_files = conf_get_int(c, "tsd.core.memory_limit_bytes") > 0;
+    }
+}
+
+size_t tsdstore_describe(const struct wc_options *o, char *buf, size_t cap)
+{
+    int n;
+    if (o->backend == WC_BACKEND_BIGTABLE) {
+        const char *emu = getenv("BIGTABLE_EMULATOR_HOST");
+        bool on_emu = emu && *emu; /* the emulator's project and instance default to ctsdb */
+        const char *proj = o->bt_project && *o->bt_project ? o->bt_project : on_emu ? "ctsdb" : "";
+        const char *inst = o->bt_instance && *o->bt_instance ? o->bt_instance
+                           : on_emu                          ? "ctsdb"
+                                                             : "";
+        const char *ep = on_emu                ? emu
+                         : o->bt_data_endpoint ? o->bt_data_endpoint
+                                               : "bigtable.googleapis.com:443";
+        n = snprintf(buf, cap, "Bigtable project '%s' instance '%s' %s %s", proj, inst,
+                     on_emu ? "on the emulator at" : "at", ep);
+    } else {
+        n = snprintf(buf, cap, "%s", o->data_dir ? o->data_dir : "./data");
+    }
+    return n < 0 ? 0 : (size_t)n;
+}
+
 int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, struct ct_err *err)
 {
     struct tsdstore *st = calloc(1, sizeof(*st));
@@ -440,42 +531,16 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         st->durability = WC_DURABILITY_SYNC_WAL;
 
     struct wc_options o;
-    wc_options_init(&o);
-    const char *backend = conf_get_str(c, "tsd.storage.backend");
+    tsdstore_wc_options(c, &o);
     const char *dir = conf_get_str(c, "tsd.storage.directory");
-    if (!strcmp(backend, "bigtable")) {
-        o.backend = WC_BACKEND_BIGTABLE;
-        o.bt_project = conf_get_str(c, "tsd.storage.bigtable.project");
-        o.bt_instance = conf_get_str(c, "tsd.storage.bigtable.instance");
-        /* empty strings mean "the service's default" (or BIGTABLE_EMULATOR_HOST) */
-        const char *v;
-        if (*(v = conf_get_str(c, "tsd.storage.bigtable.data_endpoint")))
-            o.bt_data_endpoint = v;
-        if (*(v = conf_get_str(c, "tsd.storage.bigtable.admin_endpoint")))
-            o.bt_admin_endpoint = v;
-        if (*(v = conf_get_str(c, "tsd.storage.bigtable.credentials")))
-            o.bt_credentials = v;
-        o.bt_deadline_ms = conf_get_int(c, "tsd.storage.bigtable.deadline_ms");
-    } else {
-        o.backend = WC_BACKEND_EMBEDDED;
-        o.data_dir = dir;
-        o.block_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.block_cache_bytes");
-        o.memstore_flush_bytes = (size_t)conf_get_int(c, "tsd.storage.memstore_flush_bytes");
-        o.region_split_bytes = (uint64_t)conf_get_int(c, "tsd.storage.region_split_bytes");
-        o.quarantine_damaged = conf_get_bool(c, "tsd.storage.quarantine_damaged");
-        /* past it the engine flushes the largest regions and holds writes until they are
-         * under it (wc.h; tsd.ingest.memstore_waits counts the writes that waited) */
-        o.memstore_total_bytes = (size_t)conf_get_int(c, "tsd.storage.memstore_total_bytes");
-        /* under a memory limit, block files are read through the (bounded) cache: mapped
-         * pages would count in RSS and grow with the data read */
-        o.pread_block_files = conf_get_int(c, "tsd.core.memory_limit_bytes") > 0;
-    }
+    tsdstore_info_tags(&o, st->info_tags, sizeof(st->info_tags));
     o.log_fn = tsdstore_log;
     o.log_arg = NULL;
     int rc = wc_open(&o, &st->store, err);
     if (rc != CT_OK) {
-        ct_err_prefix(err, "cannot open the store%s%s", o.data_dir ? " in " : "",
-                      o.data_dir ? o.data_dir : "");
+        char where[768];
+        tsdstore_describe(&o, where, sizeof(where));
+        ct_err_prefix(err, "cannot open the store in %s", where);
         tsdstore_close(st);
         return rc;
     }
@@ -825,8 +890,8 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
             return r;
         }
         k->added++;
-        if ((r = store_touch_point(st, w, e, ts, tlen, fresh,
-                                   rowkey_base_hour_s(pb.ts_ms / 1000), err)) != CT_OK)
+        if ((r = store_touch_point(st, w, e, ts, tlen, fresh, rowkey_base_hour_s(pb.ts_ms / 1000),
+                                   err)) != CT_OK)
             return r;
     }
     return CT_OK;
@@ -906,7 +971,7 @@ struct store_stats_ctx {
 
 static void store_stat(struct store_stats_ctx *x, const char *metric, uint64_t v, const char *tags)
 {
-    char val[32], tg[512];
+    char val[32], tg[1400];
     snprintf(val, sizeof(val), "%llu", (unsigned long long)v);
     snprintf(tg, sizeof(tg), "host=%s%s%s", x->host, *tags ? " " : "", tags);
     x->fn(x->arg, metric, x->now, val, tg);
@@ -938,6 +1003,8 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
 {
     struct store_stats_ctx x = {st, host, fn, arg, now_s};
     struct ct_err err = {0};
+    /* which store this TSD serves: value 1, the backend and its place in the tags */
+    store_stat(&x, "tsd.storage.info", 1, st->info_tags);
     {
         static const char *const kinds[] = {"metrics", "tagk", "tagv"};
         for (int k = 0; k < UID_NKINDS; k++) {

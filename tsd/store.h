@@ -16,8 +16,19 @@
 struct conf;
 struct ingest_batch;
 struct tsdb;
+struct wc_options;
 struct wc_store;
 struct tsdstore; /* opaque */
+
+/* Fills o (wc_options_init first) with the store options the configuration c names: the
+ * backend (tsd.storage.backend), its place (directory, or Bigtable project, instance,
+ * endpoints, credentials, deadline) and the embedded engine's sizes. Strings point into c.
+ * Shared by tsdstore_open and the tools that open a store themselves (tools/tool_opts.h). */
+void tsdstore_wc_options(const struct conf *c, struct wc_options *o);
+/* Writes where o's store is into buf (cap bytes, NUL-terminated, cut to fit): the directory,
+ * or "Bigtable project 'P' instance 'I' at HOST:PORT" (or "on the emulator at HOST:PORT" under
+ * BIGTABLE_EMULATOR_HOST). For log lines and error messages; returns the untruncated length. */
+size_t tsdstore_describe(const struct wc_options *o, char *buf, size_t cap);
 
 /* Opens the store and the layout (creating tables unless read_only). Returns a new handle in
  * *out, closed with tsdstore_close(). c is borrowed for the call. */

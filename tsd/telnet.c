@@ -41,6 +41,8 @@
 #include "tsd/tstats.h"
 
 #define TELNET_OUT_LOW (64u << 10)
+/* failed puts answered one line each per connection and batch; the rest get one count line */
+#define TELNET_ERR_LINES 100
 
 enum telnet_state {
     TC_RUNNING = 0,
@@ -60,6 +62,12 @@ struct telnet_conn {
     bool out_full;            /* reading paused: the client does not read its replies (5) */
     uint64_t puts_uncounted;  /* accepted puts not yet added to the stats (telnet_count_puts) */
     struct telnet_conn *next; /* waiting or blocked list */
+    /* the failed puts of the batch being answered (telnet_done_ev_cb): lines written, the rest
+     * counted; err_seq names that batch, err_next links the connections it failed puts of */
+    uint64_t err_seq;
+    uint32_t err_lines;
+    uint64_t err_more;
+    struct telnet_conn *err_next;
     char peer[64];
     struct auth_session auth; /* tsd/auth.h: `auth <token>` state */
 };
@@ -105,7 +113,7 @@ static void telnet_write(struct telnet_conn *c, const char *s, size_t n)
 static void telnet_printf(struct telnet_conn *c, const char *fmt, ...) CT_PRINTF(2, 3);
 static void telnet_printf(struct telnet_conn *c, const char *fmt, ...)
 {
-    char buf[2048];
+    char buf[CT_ERR_MSG_MAX + 256]; /* a whole error message and its prefix */
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -256,9 +264,10 @@ static void telnet_done_ev_cb(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < n; i++) {
         struct ingest_batch *b = done[i];
         size_t np = ingest_batch_count(b);
-        uint64_t last_owner = 0;
-        enum ingest_outcome last_o = INGEST_WRITTEN;
-        const char *last_msg = NULL;
+        uint64_t seq = ingest_batch_seq(b);
+        /* each failed put answered by its own line, in order, as OpenTSDB does; past
+         * TELNET_ERR_LINES lines for one connection in one batch, one line counts the rest */
+        struct telnet_conn *failed = NULL;
         for (size_t k = 0; k < np; k++) {
             const char *msg;
             enum ingest_outcome o = ingest_batch_outcome(b, k, &msg);
@@ -266,17 +275,33 @@ static void telnet_done_ev_cb(evutil_socket_t fd, short what, void *arg)
                 continue;
             struct ingest_point p;
             ingest_batch_point(b, k, &p);
-            /* one reply per connection and distinct error in a run */
-            if (p.owner == last_owner && o == last_o && last_msg && !strcmp(msg, last_msg))
-                continue;
-            last_owner = p.owner;
-            last_o = o;
-            last_msg = msg;
             struct telnet_conn *c = telnet_find(t, p.owner);
-            if (c && t->return_errors && c->state != TC_CLOSING)
+            if (!c || !t->return_errors || c->state == TC_CLOSING)
+                continue;
+            if (c->err_seq != seq) { /* its first failed put of this batch (seqs start at 1) */
+                c->err_seq = seq;
+                c->err_lines = 0;
+                c->err_more = 0;
+                c->err_next = failed;
+                failed = c;
+            }
+            if (c->err_lines < TELNET_ERR_LINES) {
+                c->err_lines++;
                 telnet_printf(c, "%s%s\n", telnet_outcome_prefix(o), msg);
+            } else {
+                c->err_more++;
+            }
         }
-        uint64_t seq = ingest_batch_seq(b);
+        while (failed) {
+            struct telnet_conn *c = failed;
+            failed = c->err_next;
+            c->err_next = NULL;
+            if (c->err_more && c->state != TC_CLOSING)
+                telnet_printf(c,
+                              "put: %llu more puts failed (errors past %d are counted, not "
+                              "listed)\n",
+                              (unsigned long long)c->err_more, TELNET_ERR_LINES);
+        }
         ingest_batch_release(t->ingest, b);
         g->inflight--;
         telnet_mark_written(t, seq);
@@ -649,6 +674,10 @@ static void telnet_process(struct telnet_conn *c)
                     return;
                 evbuffer_drain(in, rest);
             }
+            /* its puts' errors are answered before the close: wait until they are written */
+            telnet_count_puts(c);
+            if (!telnet_may_reply(c))
+                return;
         }
         c->state = TC_CLOSING;
         bufferevent_disable(c->bev, EV_READ);

@@ -30,6 +30,7 @@
 
 #include "query/qpool.h"
 #include "storage/clock.h"
+#include "storage/wc.h"
 #include "tsd/auth.h"
 #include "tsd/conf.h"
 #include "tsd/http_int.h"
@@ -262,8 +263,8 @@ static void tsd_drain_cb(evutil_socket_t fd, short what, void *arg)
     telnet_flush(t);
     if (clock_now_ms() - t->shutdown_started_ms > TSD_SHUTDOWN_GRACE_MS) {
         if (!t->grace_warned) /* one line per shutdown, not one per 50 ms tick */
-            tlog_warn("shutdown: %zu connections still open after %d s; leaving them",
-                      t->nconns, TSD_SHUTDOWN_GRACE_MS / 1000);
+            tlog_warn("shutdown: %zu connections still open after %d s; leaving them", t->nconns,
+                      TSD_SHUTDOWN_GRACE_MS / 1000);
         t->grace_warned = true;
         if (telnet_ingest_idle(t)) {
             event_base_loopbreak(t->base);
@@ -603,19 +604,13 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     char auth_line[256];
     auth_describe(t->auth, auth_line, sizeof(auth_line));
     tlog_info("security: %s", auth_line);
-    if (!strcmp(conf_get_str(c, "tsd.storage.backend"), "bigtable")) {
-        const char *emu = getenv("BIGTABLE_EMULATOR_HOST");
-        const char *proj = conf_get_str(c, "tsd.storage.bigtable.project");
-        const char *inst = conf_get_str(c, "tsd.storage.bigtable.instance");
-        bool on_emu = emu && *emu; /* the emulator's project and instance default to ctsdb */
-        tlog_info("ctsdb %s TSD listening on %s (telnet and HTTP), data in Bigtable project "
-                  "'%s' instance '%s'%s%s",
-                  CTSDB_VERSION, t->listen_addr, *proj || !on_emu ? proj : "ctsdb",
-                  *inst || !on_emu ? inst : "ctsdb", on_emu ? " on the emulator at " : "",
-                  on_emu ? emu : "");
-    } else {
+    {
+        struct wc_options wo;
+        char where[768];
+        tsdstore_wc_options(c, &wo);
+        tsdstore_describe(&wo, where, sizeof(where));
         tlog_info("ctsdb %s TSD listening on %s (telnet and HTTP), data in %s", CTSDB_VERSION,
-                  t->listen_addr, conf_get_str(c, "tsd.storage.directory"));
+                  t->listen_addr, where);
     }
     if (event_base_dispatch(t->base) < 0)
         rc = ct_err_set(err, CT_EIO, "libevent: the event loop failed");

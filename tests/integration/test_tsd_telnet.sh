@@ -121,6 +121,20 @@ TSD_DATA=
 tsd_start --tsd.core.enable_admin=true --tsd.core.auto_create_metrics=false
 out=$(printf 'put brand.new 1356998400 1 host=a\nversion\n' | tsd_talk | head -1)
 check_eq "unknown metric refused when auto-create is off" "put: unknown metric: No such name for 'metrics': 'brand.new'" "$out"
+# each failed put is answered by its own line, in order (OpenTSDB answers every put); puts
+# with the same error are not folded into one line
+out=$(printf 'put brand.new 1356998400 1 host=a\nput brand.new 1356998401 2 host=a\nput other.new 1356998400 3 host=a\nput brand.new 1356998402 4 host=b\nput other.new 1356998401 5 host=a\nversion\n' | tsd_talk | grep '^put: ')
+check_eq "one error line per failed put, in order" "put: unknown metric: No such name for 'metrics': 'brand.new'
+put: unknown metric: No such name for 'metrics': 'brand.new'
+put: unknown metric: No such name for 'metrics': 'other.new'
+put: unknown metric: No such name for 'metrics': 'brand.new'
+put: unknown metric: No such name for 'metrics': 'other.new'" "$out"
+# past 100 failed puts of one connection in one batch, one line counts the rest
+out=$(for i in $(seq 1 150); do printf 'put brand.new %d %d host=a\n' $((1356998400 + i)) "$i"; done | tsd_talk)
+n=$(printf '%s\n' "$out" | grep -c "^put: unknown metric: No such name for 'metrics': 'brand.new'$")
+more=$(printf '%s\n' "$out" | sed -n 's/^put: \([0-9]*\) more puts failed.*/\1/p' | awk '{s += $1} END {print s + 0}')
+check_eq "150 failed puts: every one answered or counted" 150 "$((n + ${more:-0}))"
+check_eq "150 failed puts in one batch: 100 lines and a count of 50" "100 50" "$n ${more:-0}"
 # a client that never reads its replies does not make the TSD buffer without bound
 rss=$(python3 -c '
 import socket, sys, time

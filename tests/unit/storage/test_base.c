@@ -1,5 +1,6 @@
 /* test_base.c - the bottom helpers every layer uses: ct_err, coding, crc32c, clock, and the
  * backend-neutral parts of wc.h (defaults, name and descriptor checks, the cell order). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,15 +21,84 @@ static void test_err_prefix_keeps_code_and_detail(void **state)
     assert_string_equal(err.msg, "flush region 7: cannot open x/y: No such file or directory");
 }
 
-static void test_err_truncates_long_messages(void **state)
+/* A message longer than the buffer is cut at the end, visibly: it fills the buffer and ends in
+ * "...", the start kept. */
+static void test_err_marks_cut_messages(void **state)
 {
     (void)state;
     struct ct_err err = {0};
-    char big[1000];
+    char big[CT_ERR_MSG_MAX + 100];
     memset(big, 'a', sizeof(big) - 1);
     big[sizeof(big) - 1] = 0;
     ct_err_set(&err, CT_EINVAL, "%s", big);
     assert_int_equal(strlen(err.msg), sizeof(err.msg) - 1);
+    assert_string_equal(err.msg + sizeof(err.msg) - 4, "...");
+    assert_int_equal(err.msg[0], 'a');
+    /* a prefix that pushes the tail out keeps the prefix and marks the cut too */
+    ct_err_set(&err, CT_EIO, "%.*s", (int)sizeof(err.msg) - 8, big);
+    ct_err_prefix(&err, "context");
+    assert_memory_equal(err.msg, "context: aaa", 12);
+    assert_string_equal(err.msg + sizeof(err.msg) - 4, "...");
+    ct_err_errno(&err, CT_EIO, 2, "%.*s", (int)sizeof(err.msg) - 5, big);
+    assert_string_equal(err.msg + sizeof(err.msg) - 4, "...");
+    /* one that fits is not marked */
+    ct_err_set(&err, CT_EIO, "%.*s", (int)sizeof(err.msg) - 1, big);
+    assert_int_equal(strlen(err.msg), sizeof(err.msg) - 1);
+    assert_int_equal(err.msg[sizeof(err.msg) - 2], 'a');
+}
+
+/* A 400-character message composed from a cause and prefixes (what used to be cut at 255,
+ * losing the cause and the port) comes out whole. */
+static void test_err_keeps_a_400_char_composed_message(void **state)
+{
+    (void)state;
+    struct ct_err err = {0};
+    char cause[250];
+    memset(cause, 'c', sizeof(cause) - 1);
+    cause[sizeof(cause) - 1] = 0;
+    ct_err_set(&err, CT_EIO, "/google.bigtable.v2.Bigtable/MutateRows: UNAVAILABLE: %s", cause);
+    ct_err_prefix(&err, "writing %d points to table %s", 100, "tsdb");
+    ct_err_prefix(&err,
+                  "cannot open the store in Bigtable project '%s' instance '%s' on the "
+                  "emulator at %s",
+                  "ctsdb", "ctsdb", "127.0.0.1:45678");
+    char want[1024];
+    snprintf(want, sizeof(want),
+             "cannot open the store in Bigtable project 'ctsdb' instance 'ctsdb' on the emulator "
+             "at 127.0.0.1:45678: writing 100 points to table tsdb: "
+             "/google.bigtable.v2.Bigtable/MutateRows: UNAVAILABLE: %s",
+             cause);
+    assert_true(strlen(want) >= 400);
+    assert_string_equal(err.msg, want);
+    assert_int_equal(err.code, CT_EIO);
+}
+
+/* The longest message the layers compose (ct_err.h): a gRPC status of a long method name, its
+ * code name and a 1 KiB server text, under three prefixes naming a store (a 255-character
+ * instance id and endpoint), a table and a series; it fits whole, with room to spare. */
+static void test_err_keeps_the_longest_composed_message(void **state)
+{
+    (void)state;
+    struct ct_err err = {0};
+    char text[1025], inst[256], ep[256], want[CT_ERR_MSG_MAX + 1];
+    memset(text, 't', sizeof(text) - 1);
+    text[sizeof(text) - 1] = 0;
+    memset(inst, 'i', sizeof(inst) - 1);
+    inst[sizeof(inst) - 1] = 0;
+    memset(ep, 'e', sizeof(ep) - 7);
+    memcpy(ep + sizeof(ep) - 7, ":65535", 7);
+    ct_err_set(&err, CT_ETIMEOUT, "%s: %s: %s", "/google.bigtable.v2.Bigtable/CheckAndMutateRow",
+               "DEADLINE_EXCEEDED", text);
+    ct_err_prefix(&err, "series %s", "sys.cpu.user{host=web01,dc=lga}");
+    ct_err_prefix(&err, "table %s", "tsdb-uid");
+    ct_err_prefix(&err, "Bigtable project 'p' instance '%s' at %s", inst, ep);
+    int n = snprintf(want, sizeof(want),
+                     "Bigtable project 'p' instance '%s' at %s: table tsdb-uid: series "
+                     "sys.cpu.user{host=web01,dc=lga}: "
+                     "/google.bigtable.v2.Bigtable/CheckAndMutateRow: DEADLINE_EXCEEDED: %s",
+                     inst, ep, text);
+    assert_true(n > 1500 && n < CT_ERR_MSG_MAX - 1);
+    assert_string_equal(err.msg, want);
 }
 
 /* Every length 0..40 at every source offset 0..7 copies exactly n bytes: nothing before or after
@@ -253,7 +323,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_err_prefix_keeps_code_and_detail),
-        cmocka_unit_test(test_err_truncates_long_messages),
+        cmocka_unit_test(test_err_marks_cut_messages),
+        cmocka_unit_test(test_err_keeps_a_400_char_composed_message),
+        cmocka_unit_test(test_err_keeps_the_longest_composed_message),
         cmocka_unit_test(test_coding_round_trips_and_byte_order),
         cmocka_unit_test(test_coding_copy_short_copies_exactly_n_bytes),
         cmocka_unit_test(test_coding_utf8_decode_accepts_valid_and_refuses_invalid),
