@@ -90,7 +90,7 @@ static const char *to_histo(const cJSON *dp, int codec_id, struct histo *h, int6
         if (n < 0)
             return "Unable to decode the histogram value (base64)";
         if (rc != CT_OK) {
-            snprintf(msg, cap, "Unable to decode the histogram value: %s", err.msg);
+            snprintf(msg, cap, "Unable to decode the histogram value: %.200s", err.msg);
             return msg;
         }
         h->id = (uint8_t)codec_id;
@@ -119,7 +119,7 @@ static const char *to_histo(const cJSON *dp, int codec_id, struct histo *h, int6
             return msg;
         }
         if (histo_add(h, lo, hi, (uint64_t)count, &err) != CT_OK) {
-            snprintf(msg, cap, "%s", err.msg);
+            snprintf(msg, cap, "%.300s", err.msg);
             return msg;
         }
     }
@@ -176,7 +176,7 @@ static const char *store_one(struct tsdb *t, const cJSON *dp, int codec_id, char
     /* PutDataPointRpc's wording for a name that is not assigned */
     if (rc == CT_NOTFOUND && strstr(err.msg, "'metrics'"))
         return "Unknown metric";
-    snprintf(msg, cap, "%s", err.msg);
+    snprintf(msg, cap, "%.300s", err.msg);
     return msg;
 }
 
