@@ -67,6 +67,7 @@ struct head {
     uint64_t npoints;
     size_t bytes;
     int64_t closed_before_s;
+    int64_t newest_s; /* the newest base hour a chunk was ever opened for (INT64_MIN: none) */
     uint64_t seed;
 };
 
@@ -413,6 +414,7 @@ int head_new(struct head **out, struct ct_err *err)
     }
     h->bytes = sizeof(*h);
     h->closed_before_s = INT64_MIN;
+    h->newest_s = INT64_MIN / 2;
     h->seed = (uint64_t)(uintptr_t)h * 0x9E3779B97F4A7C15ULL;
     *out = h;
     return CT_OK;
@@ -499,6 +501,8 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
     memmove(&s->chunks[k + 1], &s->chunks[k], (s->nchunks - k) * sizeof(s->chunks[0]));
     s->chunks[k] = nc;
     s->nchunks++;
+    if (base_s > h->newest_s)
+        h->newest_s = base_s;
     h->nchunks++;
     h->npoints++;
 #ifdef CT_DEBUG
@@ -556,6 +560,32 @@ int head_read(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_m
                 break;
             (*n)++;
         }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+int head_each_series(struct head *h, const uint8_t *prefix, size_t plen, int64_t start_ms,
+                     int64_t end_ms, head_series_fn fn, void *arg)
+{
+    int rc = CT_OK;
+    pthread_mutex_lock(&h->mu);
+    /* chunks all lie in [closed_before_s, newest_s + 3600) */
+    if (h->nchunks == 0 || (h->newest_s + 3600) * 1000 <= start_ms ||
+        (h->closed_before_s > INT64_MIN / 2 && h->closed_before_s * 1000 > end_ms)) {
+        pthread_mutex_unlock(&h->mu);
+        return CT_OK;
+    }
+    for (size_t i = 0; i < h->nslots && rc == CT_OK; i++) {
+        const struct head_series *s = h->slots[i];
+        if (!s || s->nchunks == 0 || s->tlen < plen || memcmp(s->tsuid, prefix, plen) != 0)
+            continue;
+        bool in = false;
+        for (unsigned k = 0; k < s->nchunks && !in; k++)
+            in = s->chunks[k].base_s * 1000 <= end_ms &&
+                 (s->chunks[k].base_s + 3600) * 1000 > start_ms;
+        if (in)
+            rc = fn(arg, s->tsuid, s->tlen);
     }
     pthread_mutex_unlock(&h->mu);
     return rc;

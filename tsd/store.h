@@ -18,6 +18,7 @@ struct ingest_batch;
 struct tsdb;
 struct wc_store;
 struct tsdstore; /* opaque */
+struct head;
 
 /* Opens the store and the layout (creating tables unless read_only). Returns a new handle in
  * *out, closed with tsdstore_close(). c is borrowed for the call. */
@@ -27,6 +28,8 @@ CT_MUST_CHECK int tsdstore_open(const struct conf *c, bool read_only, struct tsd
 void tsdstore_close(struct tsdstore *st);
 struct wc_store *tsdstore_wc(struct tsdstore *st);
 struct tsdb *tsdstore_tsdb(struct tsdstore *st);
+/* The ingest head (schema/head.h) queries read with the stored rows; NULL when it is off. */
+struct head *tsdstore_head(struct tsdstore *st);
 
 /* The ingest write function (tsd/ingest.h) with arg = the tsdstore: sets each point's outcome
  * (unknown metric, illegal name, store error) and writes the rest of the nb batches with one
