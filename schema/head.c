@@ -565,6 +565,32 @@ int head_read(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_m
     return rc;
 }
 
+int head_last(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t min_ms,
+              struct dpcodec_point *p)
+{
+    int rc = CT_NOTFOUND;
+    pthread_mutex_lock(&h->mu);
+    const struct head_series *s =
+        (tlen && tlen <= HEAD_MAX_TSUID) ? head_series_find(h, tsuid, tlen) : NULL;
+    if (s && s->nchunks) {
+        const struct head_chunk *c = &s->chunks[s->nchunks - 1]; /* the newest hour */
+        if (c->n && c->last_ts >= min_ms) {
+            memset(p, 0, sizeof(*p));
+            p->ts_ms = c->last_ts;
+            p->type = (enum dpcodec_type)(c->last_kind >> 1);
+            p->ms = (c->last_kind & 1) != 0;
+            p->cell_ts_ms = (c->base_s + 3600) * 1000;
+            if (p->type == DPCODEC_INT)
+                p->i = (int64_t)c->last_i;
+            else
+                p->f = head_bitsd(c->last_f);
+            rc = CT_OK;
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
 int head_each_series(struct head *h, const uint8_t *prefix, size_t plen, int64_t start_ms,
                      int64_t end_ms, head_series_fn fn, void *arg)
 {

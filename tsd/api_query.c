@@ -295,6 +295,7 @@ void api_query_last_handle(struct http_req *r)
         http_reply_error(r, rc == CT_ENOMEM ? 500 : 400, err.msg, NULL);
         return;
     }
+    q->head = tsd_head(http_req_tsd(r));
     if (last_on_loop(r, q))
         return;
     if (http_req_defer(r, last_work, q, &err) != CT_OK) {

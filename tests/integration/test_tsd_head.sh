@@ -61,6 +61,16 @@ QS=("start=$H&end=$((H + 3599))&ms=true&m=sum:1m-avg:head.m"
   "start=$((H - 7200))&end=$((H + 7200))&m=max:10m-max:head.m%7Bhost=a%7Cc%7D"
   "start=$((H + 100))&end=$((H + 300))&m=zimsum:head.m%7Bhost=b%7D")
 queries_all() { for q in "${QS[@]}"; do query_q "$1" "$q"; done; }
+# /api/query/last: the index path, a back scan, resolved names, a TSUID
+LQS=("timeseries=head.m" "timeseries=head.m%7Bhost=b%7D&back_scan=2" "timeseries=head.m&resolve=true"
+  "tsuids=000001000001000001")
+last_all() {
+  for q in "${LQS[@]}"; do
+    curl -s "http://127.0.0.1:$1/api/query/last?$q" | python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print(json.dumps(sorted(r, key=lambda x: x["tsuid"]) if isinstance(r, list) else r, sort_keys=True))'
+  done
+}
 
 npoints() { python3 -c 'import json, sys; print(sum(len(d) for _, d in json.loads(sys.argv[1])))' "$1"; }
 
@@ -71,6 +81,8 @@ want=$(query "$TSD_PORT")
 check_eq "reference TSD answers 400 points" 400 "$(npoints "$want")"
 want_all=$(queries_all "$TSD_PORT")
 check_eq "every reference answer has series" "0" "$(grep -c '^\[\]$\|error' <<<"$want_all")"
+want_last=$(last_all "$TSD_PORT")
+check_eq "every reference last answer has points" "0" "$(grep -c '^\[\]$\|error' <<<"$want_last")"
 tsd_stop
 unset TSD_DATA
 
@@ -83,6 +95,7 @@ check_eq "read at once from the head: the same 400 points as without the head" "
   "$(query "$TSD_PORT")"
 check_eq "downsample, rate, group, filters over the open hour: as without the head" "$want_all" \
   "$(queries_all "$TSD_PORT")"
+check_eq "/api/query/last over the open hour: as without the head" "$want_last" "$(last_all "$TSD_PORT")"
 stats=$(curl -s "http://127.0.0.1:$TSD_PORT/api/stats" | python3 -c 'import json, sys
 print(" ".join("%s=%s" % (s["metric"], s["value"]) for s in json.load(sys.stdin) if s["metric"].startswith("tsd.head.")))')
 check_contains "/api/stats: the head holds the 400 points" "$stats" "tsd.head.points=400"
@@ -95,6 +108,7 @@ TSD_DATA=$data CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD"
 check_contains "the mid-hour restart replayed the log" "$(cat "$TSD_LOG")" "head: replayed 400 points"
 check_eq "after a mid-hour restart: the same 400 points from the head" "$want" "$(query "$TSD_PORT")"
 check_eq "after a mid-hour restart: the same answers" "$want_all" "$(queries_all "$TSD_PORT")"
+check_eq "after a mid-hour restart: the same last points" "$want_last" "$(last_all "$TSD_PORT")"
 kill -KILL "$TSD_PID"
 wait "$TSD_PID" 2>/dev/null
 rows=$("$CTSDB" shell --data "$data" -e "count 'tsdb'" 2>&1)
@@ -123,6 +137,7 @@ check_contains "the restart replayed the log" "$(cat "$TSD_LOG")" "head: replaye
 got=$(query "$TSD_PORT")
 check_eq "after the hand-off: the same 400 points as without the head" "$want" "$got"
 check_eq "after the hand-off: the same answers" "$want_all" "$(queries_all "$TSD_PORT")"
+check_eq "after the hand-off: the same last points" "$want_last" "$(last_all "$TSD_PORT")"
 
 # a late point of the handed-off hour: a single cell, read with the hour's cell
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TSD_PORT/api/put" \
