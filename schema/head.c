@@ -62,6 +62,9 @@ struct head {
     pthread_mutex_t mu;
     struct head_series **slots; /* open addressing, linear probing; NULL = empty */
     size_t nslots;              /* 0 or a power of two */
+    /* keys[i]: the first 8 TSUID bytes of slots[i]'s series (zero padded), so listing a
+     * metric's series (head_each_series) reads one dense array, not every series record */
+    uint64_t *keys;
     size_t nseries;
     size_t nchunks;
     uint64_t npoints;
@@ -311,6 +314,15 @@ static size_t head_series_size(size_t tlen)
     return sizeof(struct head_series) + tlen;
 }
 
+static uint64_t head_key(const uint8_t *tsuid, size_t tlen)
+{
+    uint8_t b[8] = {0};
+    memcpy(b, tsuid, tlen < 8 ? tlen : 8);
+    uint64_t k;
+    memcpy(&k, b, 8);
+    return k;
+}
+
 static struct head_series **head_find_slot(struct head *h, const uint8_t *tsuid, size_t tlen,
                                            uint64_t hash)
 {
@@ -327,8 +339,12 @@ static struct head_series **head_find_slot(struct head *h, const uint8_t *tsuid,
 static int head_rehash(struct head *h, size_t nslots, struct ct_err *err)
 {
     struct head_series **ns = calloc(nslots, sizeof(*ns));
-    if (!ns)
+    uint64_t *nk = calloc(nslots, sizeof(*nk));
+    if (!ns || !nk) {
+        free(ns);
+        free(nk);
         return ct_err_set(err, CT_ENOMEM, "cannot allocate a head table of %zu slots", nslots);
+    }
     size_t live = 0;
     for (size_t i = 0; i < h->nslots; i++) {
         struct head_series *s = h->slots[i];
@@ -343,12 +359,15 @@ static int head_rehash(struct head *h, size_t nslots, struct ct_err *err)
         while (ns[j])
             j = (j + 1) & (nslots - 1);
         ns[j] = s;
+        nk[j] = head_key(s->tsuid, s->tlen);
         live++;
     }
     free(h->slots);
-    h->bytes -= h->nslots * sizeof(*h->slots);
-    h->bytes += nslots * sizeof(*ns);
+    free(h->keys);
+    h->bytes -= h->nslots * (sizeof(*h->slots) + sizeof(*h->keys));
+    h->bytes += nslots * (sizeof(*ns) + sizeof(*nk));
     h->slots = ns;
+    h->keys = nk;
     h->nslots = nslots;
     h->nseries = live;
     return CT_OK;
@@ -376,7 +395,9 @@ static struct head_series *head_series_get(struct head *h, const uint8_t *tsuid,
     s->hash = hash;
     s->tlen = (uint8_t)tlen;
     memcpy(s->tsuid, tsuid, tlen);
-    *head_find_slot(h, tsuid, tlen, hash) = s;
+    struct head_series **slot = head_find_slot(h, tsuid, tlen, hash);
+    *slot = s;
+    h->keys[slot - h->slots] = head_key(tsuid, tlen);
     h->nseries++;
     return s;
 }
@@ -433,6 +454,7 @@ void head_free(struct head *h)
         free(s);
     }
     free(h->slots);
+    free(h->keys);
     pthread_mutex_destroy(&h->mu);
     free(h);
 }
@@ -602,7 +624,15 @@ int head_each_series(struct head *h, const uint8_t *prefix, size_t plen, int64_t
         pthread_mutex_unlock(&h->mu);
         return CT_OK;
     }
+    /* the keys hold a TSUID's first 8 bytes: compare the prefix's first 8 there, then whole */
+    uint64_t mask = 0;
+    uint8_t mb[8] = {0};
+    memset(mb, 0xFF, plen < 8 ? plen : 8);
+    memcpy(&mask, mb, 8);
+    uint64_t want = head_key(prefix, plen) & mask;
     for (size_t i = 0; i < h->nslots && rc == CT_OK; i++) {
+        if ((h->keys[i] & mask) != want)
+            continue;
         const struct head_series *s = h->slots[i];
         if (!s || s->nchunks == 0 || s->tlen < plen || memcmp(s->tsuid, prefix, plen) != 0)
             continue;
