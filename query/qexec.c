@@ -387,13 +387,23 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     x.win_start_s = w.win_start_ms / 1000;
     x.win_end_s = w.win_end_ms / 1000;
     x.rf = rf;
+    if (o->head) { /* before planning in-scan downsampling: head points arrive after the scan */
+        x.head = o->head;
+        int64_t top = rowkey_base_hour_s(x.win_end_s - ROWKEY_HOUR_S);
+        x.head_start_ms = rowkey_base_hour_s(x.win_start_s) * 1000;
+        x.head_end_ms = (top + ROWKEY_HOUR_S) * 1000 - 1;
+        if ((rc = qexec_head_collect(&x, err)) != CT_OK) {
+            *status = QEXEC_INTERNAL;
+            goto out;
+        }
+    }
     if (rf && !o->general_only) /* general_only: the tests' reference reads whole hours */
         x.nlead = qexec_lead_tags(rf, (uint64_t)((x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S + 1),
                                   x.lead_vals, x.lead_n);
     x.histo = qspec_sub_is_histogram(sub);
     if (!x.histo && !o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
         sub->ds.fill == QAGG_FILL_NONE && sub->ds.interval_ms > 0 &&
-        (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0) {
+        (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0 && x.nhead == 0) {
         int64_t iv = sub->ds.interval_ms, seek = w.win_start_ms + iv - 1;
         x.ds = &sub->ds;
         x.ds_seek_ms = seek - seek % iv;
@@ -436,7 +446,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     if (st && nth > st->scan_threads)
         st->scan_threads = nth;
     enum rollup_iv riv;
-    if (!x.histo && qrollup_eligible(q, sub, o, &riv)) { /* the rollup tables, not raw rows */
+    if (!x.histo && x.nhead == 0 && qrollup_eligible(q, sub, o, &riv)) { /* rollup tables */
         xs->ds_done = true;
         if ((rc = qrollup_scan(&x, sub, o->rollup, riv, o->pool, nth, err)) != CT_OK) {
             map_uid_err(rc, status);
@@ -466,6 +476,10 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
                 goto out;
             }
         }
+    }
+    if (x.nhead && (rc = qexec_head_merge(&x, err)) != CT_OK) {
+        map_uid_err(rc, status);
+        goto out;
     }
     if (st) {
         st->scan_ns += clock_mono_ns() - t0;
@@ -521,6 +535,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     if (st)
         st->series += xs->nser;
 out:
+    qexec_head_free(&x);
     rowkey_filter_free(rf);
     for (size_t i = 0; i < x.ntsuids; i++)
         free(x.tsuids[i]);

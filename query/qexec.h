@@ -20,6 +20,7 @@
 #include "storage/ct_err.h"
 
 struct rollup;
+struct head;
 struct qexec_options {
     int64_t timeout_ms;      /* tsd.query.timeout; 0 = none */
     uint64_t max_datapoints; /* raw datapoints read per query; 0 = no limit */
@@ -29,6 +30,8 @@ struct qexec_options {
                                 every part on the caller's thread */
     bool allow_delete;       /* tsd.http.query.allow_delete */
     struct rollup *rollup;   /* rollup tables (query/qrollup.h); NULL = raw rows only */
+    struct head *head;       /* the ingest head (schema/head.h, borrowed); NULL = stored rows
+                                only. Its points are read with the rows as one (docs/head.md) */
     bool general_only;       /* tests: run every query through the general path (no fast path); the
                           answers must be byte-identical either way */
 };

@@ -12,6 +12,7 @@
 #include "query/qagg.h"
 #include "query/qexec.h"
 #include "query/qpool.h"
+#include "schema/dpcodec.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
 #include "storage/hash.h"
@@ -120,6 +121,7 @@ struct xset {
     size_t nslabs, slab_used;
 };
 
+struct head;
 struct xscan {
     struct tsdb *t;
     const struct rowkey_layout *l;
@@ -146,6 +148,16 @@ struct xscan {
     int64_t ds_seek_ms;         /* the Downsampler's first bucket start */
     enum qagg_stream ds_stream; /* ds->fn folded in one pass, or QAGG_STREAM_NO */
     atomic_int stop;
+    /* the ingest head (qexec_options.head; NULL: none): the series of this sub-query it holds
+     * points of in [head_start_ms, head_end_ms] (the scan window's whole hours), picked before
+     * the scan (qexec_head_collect) and merged into the sets after it (qexec_head_merge) */
+    struct head *head;
+    uint8_t **head_ts;
+    size_t *head_tl;
+    size_t nhead, head_cap;
+    struct dpcodec_point *head_pts; /* series i's points: [head_off[i], head_off[i + 1]) */
+    size_t *head_off, head_pts_cap;
+    int64_t head_start_ms, head_end_ms;
     /* per bucket */
     struct xset *sets;
     int *rcs;
@@ -187,6 +199,14 @@ int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct
                             const char **tv, size_t ntk, const char **ag, size_t nag,
                             struct ct_err *err);
 void qexec_scan_thread(void *arg);
+/* Picks the head's series of the scan (x->head set, x->rf / x->tsuids planned, window set): the
+ * metric's series the row filter accepts that hold points in the window's hours. */
+int qexec_head_collect(struct xscan *x, struct ct_err *err);
+/* After the scan and the time slices' merge: puts the picked series' head points into the
+ * sets (a stored point with the same timestamp gives way: the head's is newer). CT_ELIMIT past
+ * the datapoint limit. */
+int qexec_head_merge(struct xscan *x, struct ct_err *err);
+void qexec_head_free(struct xscan *x);
 /* Gathers a global annotation (tsdb_annotation_scan callback) into the struct gann at arg. */
 int qexec_collect_global(void *arg, const uint8_t *tsuid, size_t tsuid_len, int64_t start_ms,
                          const char *json, size_t json_len);

@@ -18,6 +18,7 @@
 #include "query/qexec_int.h"
 #include "schema/histogram.h"
 #include "schema/dpcodec.h"
+#include "schema/head.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
 #include "storage/clock.h"
@@ -920,4 +921,179 @@ int qexec_xset_merge(struct xset *dst, struct xset *src, struct ct_err *err)
         }
     }
     return CT_OK;
+}
+
+/* ---- the ingest head ------------------------------------------------------------------------
+ * The head (schema/head.h) holds the newest points of each series before they are stored. Its
+ * series are picked before the scan by the same row filter (a row key is made from the TSUID),
+ * so the scan knows it must keep raw points (no in-scan downsampling, no rollup), and merged
+ * after it: each picked series' points of the window's hours are put into its set (salt bucket),
+ * merged with the stored points by timestamp; on equal timestamps the head's point wins, as it
+ * was written after every stored cell of that hour (head_read's cell_ts_ms). */
+
+static int head_pick(void *arg, const uint8_t *ts, size_t tl)
+{
+    struct xscan *x = arg;
+    const struct rowkey_layout *l = x->l;
+    size_t pair = l->tagk_width + l->tagv_width;
+    if (tl > ROWKEY_MAX_TSUID || tl < l->metric_width || (tl - l->metric_width) % pair)
+        return CT_OK; /* not a TSUID of this layout */
+    uint8_t key[ROWKEY_MAX_BYTES];
+    size_t kl = rowkey_encode(l, ts, tl, x->win_start_s, key);
+    if (x->rf && !rowkey_filter_match(x->rf, key, kl))
+        return CT_OK;
+    if (x->ntsuids && !tsuid_wanted(x, ts, tl))
+        return CT_OK;
+    if (x->nhead == x->head_cap) {
+        size_t nc = x->head_cap ? 2 * x->head_cap : 16;
+        uint8_t **nt = realloc(x->head_ts, nc * sizeof(*nt));
+        if (!nt)
+            return CT_ENOMEM;
+        x->head_ts = nt;
+        size_t *nl = realloc(x->head_tl, nc * sizeof(*nl));
+        if (!nl)
+            return CT_ENOMEM;
+        x->head_tl = nl;
+        x->head_cap = nc;
+    }
+    uint8_t *c = malloc(tl);
+    if (!c)
+        return CT_ENOMEM;
+    memcpy(c, ts, tl);
+    x->head_ts[x->nhead] = c;
+    x->head_tl[x->nhead++] = tl;
+    return CT_OK;
+}
+
+int qexec_head_collect(struct xscan *x, struct ct_err *err)
+{
+    if (!x->head || x->head_end_ms < x->head_start_ms)
+        return CT_OK;
+    uint8_t prefix[ROWKEY_MAX_UID_WIDTH];
+    rowkey_put_uid(prefix, x->metric, x->l->metric_width);
+    int rc = head_each_series(x->head, prefix, x->l->metric_width, x->head_start_ms,
+                              x->head_end_ms, head_pick, x);
+    if (rc != CT_OK)
+        return ct_err_set(err, rc, "out of memory listing the head's series");
+    if (!x->nhead)
+        return CT_OK;
+    /* the points now, before the scan: an hour handed off from here on is in the store before
+     * the head drops it (tsd/store.c), so the scan, which starts later, reads it there */
+    if (!(x->head_off = malloc((x->nhead + 1) * sizeof(size_t))))
+        return ct_err_set(err, CT_ENOMEM, "out of memory reading the head");
+    size_t n = 0, kept = 0;
+    for (size_t i = 0; i < x->nhead; i++) {
+        size_t before = n;
+        rc = head_read(x->head, x->head_ts[i], x->head_tl[i], x->head_start_ms, x->head_end_ms,
+                       &x->head_pts, &x->head_pts_cap, &n, err);
+        if (rc != CT_OK)
+            return rc;
+        if (n == before) { /* handed off since it was listed: the scan reads it */
+            free(x->head_ts[i]);
+            x->head_ts[i] = NULL;
+            continue;
+        }
+        x->head_ts[kept] = x->head_ts[i];
+        if (kept != i)
+            x->head_ts[i] = NULL;
+        x->head_tl[kept] = x->head_tl[i];
+        x->head_off[kept++] = before;
+    }
+    x->head_off[kept] = n;
+    x->nhead = kept;
+    return CT_OK;
+}
+
+void qexec_head_free(struct xscan *x)
+{
+    for (size_t i = 0; i < x->nhead; i++)
+        free(x->head_ts[i]);
+    free(x->head_ts);
+    free(x->head_tl);
+    free(x->head_off);
+    free(x->head_pts);
+    x->head_ts = NULL;
+    x->head_tl = NULL;
+    x->head_off = NULL;
+    x->head_pts = NULL;
+    x->nhead = x->head_cap = x->head_pts_cap = 0;
+}
+
+/* Merges hp[0..n) (ascending, unique) into s's points (its time slices, each ascending, the
+ * newest first on s->older), into one owned buffer. */
+static int series_merge_head(struct xser *s, const struct dpcodec_point *hp, size_t n,
+                             struct ct_err *err)
+{
+    size_t total = 0, nparts = 0;
+    for (const struct xser *e = s; e; e = e->older) {
+        total += e->pts.n;
+        nparts++;
+    }
+    struct qagg_point *nb = malloc((total + n) * sizeof(*nb));
+    const struct xser **parts = malloc(nparts * sizeof(*parts));
+    if (!nb || !parts) {
+        free(nb);
+        free(parts);
+        return ct_err_set(err, CT_ENOMEM, "out of memory merging %zu head points", n);
+    }
+    size_t k = 0;
+    for (const struct xser *e = s; e; e = e->older)
+        parts[k++] = e;
+    size_t m = 0, h = 0;
+    while (k-- > 0) { /* the oldest slice first */
+        const struct xser *e = parts[k];
+        for (size_t i = 0; i < e->pts.n; i++) {
+            const struct qagg_point *sp = &e->pts.p[i];
+            for (; h < n && hp[h].ts_ms < sp->ts_ms; h++, m++) {
+                nb[m].ts_ms = hp[h].ts_ms;
+                nb[m].is_int = hp[h].type == DPCODEC_INT;
+                if (nb[m].is_int)
+                    nb[m].v.i = hp[h].i;
+                else
+                    nb[m].v.d = hp[h].f;
+            }
+            if (h < n && hp[h].ts_ms == sp->ts_ms)
+                continue; /* the head's point is newer */
+            nb[m++] = *sp;
+        }
+    }
+    for (; h < n; h++, m++) {
+        nb[m].ts_ms = hp[h].ts_ms;
+        nb[m].is_int = hp[h].type == DPCODEC_INT;
+        if (nb[m].is_int)
+            nb[m].v.i = hp[h].i;
+        else
+            nb[m].v.d = hp[h].f;
+    }
+    free(parts);
+    xser_free(s->older);
+    s->older = s->oldest = NULL;
+    if (!s->pts_borrowed && !s->pts_slab)
+        free(s->pts_base);
+    s->pts_borrowed = s->pts_slab = false;
+    s->pts_base = nb;
+    s->pts_top = total + n;
+    s->pts.p = nb;
+    s->pts.n = s->pts.cap = m;
+    return CT_OK;
+}
+
+int qexec_head_merge(struct xscan *x, struct ct_err *err)
+{
+    int rc = CT_OK;
+    for (size_t i = 0; i < x->nhead && rc == CT_OK; i++) {
+        const uint8_t *ts = x->head_ts[i];
+        size_t tl = x->head_tl[i], n = x->head_off[i + 1] - x->head_off[i];
+        unsigned b = x->nbuckets > 1 ? rowkey_salt_bucket(x->l, ts, tl) : 0;
+        if (b >= x->nbuckets)
+            b = 0;
+        struct xser *s = xset_get(&x->sets[(size_t)b * x->nslices], ts, tl);
+        if (!s)
+            return ct_err_set(err, CT_ENOMEM, "out of memory adding a series");
+        if ((rc = series_merge_head(s, x->head_pts + x->head_off[i], n, err)) != CT_OK)
+            break;
+        uint64_t rows = 0, dps = n;
+        rc = xscan_count(x, &rows, &dps, err);
+    }
+    return rc;
 }

@@ -32,6 +32,7 @@
 #include <cjson/cJSON.h>
 
 #include "schema/dpcodec.h"
+#include "schema/head.h"
 #include "schema/meta.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
@@ -907,6 +908,92 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
     return rc;
 }
 
+/* ---- the ingest head ------------------------------------------------------------------------
+ * After a sub-query's stored part is in the set, the head's newest point of each of its series
+ * (the TSUID, or the metric's series the tags accept) replaces the stored one when it is not
+ * older, and a series only the head holds is added. min_ms: the back-scan window's start. */
+
+static int head_fold(struct lastset *set, struct head *h, const uint8_t *ts, size_t tl,
+                     int64_t min_ms)
+{
+    struct dpcodec_point p;
+    if (head_last(h, ts, tl, min_ms, &p) != CT_OK)
+        return CT_OK;
+    size_t hs = 0;
+    long i = lastset_find(set, ts, tl, &hs);
+    if (i == -2)
+        return CT_ENOMEM;
+    if (i >= 0) {
+        if (p.ts_ms >= set->a[i].p.ts_ms)
+            set->a[i].p = p;
+        return CT_OK;
+    }
+    return lastset_insert(set, hs, ts, tl, &p) ? CT_ENOMEM : CT_OK;
+}
+
+struct head_list {
+    const struct rowkey_layout *l;
+    const struct rowkey_filter *rf;
+    struct lastset *set; /* its TSUID chunks keep the copies */
+    const uint8_t **ts;
+    size_t *tl;
+    size_t n, cap;
+};
+
+static int head_list_add(void *arg, const uint8_t *ts, size_t tl)
+{
+    struct head_list *x = arg;
+    size_t pair = x->l->tagk_width + x->l->tagv_width;
+    if (tl > ROWKEY_MAX_TSUID || tl < x->l->metric_width || (tl - x->l->metric_width) % pair)
+        return CT_OK;
+    uint8_t key[ROWKEY_MAX_BYTES];
+    size_t kl = rowkey_encode(x->l, ts, tl, 0, key);
+    if (!rowkey_filter_match(x->rf, key, kl))
+        return CT_OK;
+    if (x->n == x->cap) {
+        size_t nc = x->cap ? 2 * x->cap : 16;
+        const uint8_t **nt = realloc(x->ts, nc * sizeof(*nt));
+        if (!nt)
+            return CT_ENOMEM;
+        x->ts = nt;
+        size_t *nl = realloc(x->tl, nc * sizeof(*nl));
+        if (!nl)
+            return CT_ENOMEM;
+        x->tl = nl;
+        x->cap = nc;
+    }
+    if (!(x->ts[x->n] = lastset_keep(x->set, ts, tl)))
+        return CT_ENOMEM;
+    x->tl[x->n++] = tl;
+    return CT_OK;
+}
+
+static int head_of_metric(struct tsdb *t, struct head *h, const struct qlast_query *q,
+                          int64_t min_ms, struct lastset *set, enum qexec_status *status,
+                          struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    uint64_t metric;
+    struct rowkey_filter *rf = NULL;
+    int rc = metric_filter(t, q, &metric, &rf, status, err);
+    if (rc != CT_OK)
+        return rc;
+    uint8_t prefix[ROWKEY_MAX_UID_WIDTH];
+    rowkey_put_uid(prefix, metric, l->metric_width);
+    struct head_list x = {l, rf, set, NULL, NULL, 0, 0};
+    rc = head_each_series(h, prefix, l->metric_width, min_ms, INT64_MAX, head_list_add, &x);
+    for (size_t i = 0; i < x.n && rc == CT_OK; i++)
+        rc = head_fold(set, h, x.ts[i], x.tl[i], min_ms);
+    free(x.ts);
+    free(x.tl);
+    rowkey_filter_free(rf);
+    if (rc != CT_OK) {
+        *status = QEXEC_INTERNAL;
+        return ct_err_set(err, rc, "out of memory reading the head");
+    }
+    return CT_OK;
+}
+
 static int lastpt_cmp(const void *a, const void *b)
 {
     const struct lastpt *x = a, *y = b;
@@ -996,6 +1083,9 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
     struct lastset set = {0}; /* the answer: a part per sub-query (or per TSUID) */
     /* 0: no back_scan given, the newest-hour index says where each series' newest point is */
     int64_t back = r->back_scan_h > 0 ? r->back_scan_h : 0;
+    /* the head's points count from the back-scan window's bottom hour (every one without) */
+    int64_t head_min_ms =
+        back ? (rowkey_base_hour_s(now_ms / 1000) - back * ROWKEY_HOUR_S) * 1000 : INT64_MIN;
     int rc = CT_OK;
     *status = QEXEC_INTERNAL;
     for (size_t i = 0; i < r->nq && rc == CT_OK; i++) {
@@ -1005,6 +1095,12 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
         for (size_t k = 0; k < q->ntsuids && rc == CT_OK; k++) {
             lastset_next_part(&set);
             rc = last_of_tsuid(t, q->tsuids[k], now_ms / 1000, back, &set, lim, status, err);
+            uint8_t ts[ROWKEY_MAX_TSUID];
+            size_t tl;
+            if (rc == CT_OK && r->head &&
+                hex_to_bytes(q->tsuids[k], ts, sizeof(ts), &tl) == 0 &&
+                (rc = head_fold(&set, r->head, ts, tl, head_min_ms)) != CT_OK)
+                rc = ct_err_set(err, rc, "out of memory reading the head");
         }
         if (!q->ntsuids && q->metric && rc == CT_OK) {
             lastset_next_part(&set);
@@ -1014,6 +1110,8 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
             if (rc == CT_OK && !indexed)
                 rc = last_of_metric(t, q, now_ms / 1000, back ? back : QLAST_DEFAULT_BACK_SCAN_H,
                                     &set, lim, status, err);
+            if (rc == CT_OK && r->head)
+                rc = head_of_metric(t, r->head, q, head_min_ms, &set, status, err);
             lastset_end_part(&set);
         }
     }

@@ -34,6 +34,7 @@ struct qlast_query {
 };
 
 struct qlast_strs; /* private */
+struct head;
 
 struct qlast_req {
     struct qlast_query *q;
@@ -41,6 +42,10 @@ struct qlast_req {
     bool resolve;
     int64_t back_scan_h;
     struct qlast_strs *strs; /* private: the queries' strings, freed with the request */
+    /* the ingest head (schema/head.h) to read with the stored rows, set by the caller before
+     * running (borrowed; NULL = stored rows only): a series' last point is the newer of its
+     * stored one and the head's, the head's on equal timestamps */
+    struct head *head;
 };
 
 /* Parses the GET form: timeseries=<metric{k=v,...}> (repeatable), tsuids=<hex,hex> (repeatable),

@@ -62,11 +62,15 @@ struct head {
     pthread_mutex_t mu;
     struct head_series **slots; /* open addressing, linear probing; NULL = empty */
     size_t nslots;              /* 0 or a power of two */
+    /* keys[i]: the first 8 TSUID bytes of slots[i]'s series (zero padded), so listing a
+     * metric's series (head_each_series) reads one dense array, not every series record */
+    uint64_t *keys;
     size_t nseries;
     size_t nchunks;
     uint64_t npoints;
     size_t bytes;
     int64_t closed_before_s;
+    int64_t newest_s; /* the newest base hour a chunk was ever opened for (INT64_MIN: none) */
     uint64_t seed;
 };
 
@@ -310,6 +314,15 @@ static size_t head_series_size(size_t tlen)
     return sizeof(struct head_series) + tlen;
 }
 
+static uint64_t head_key(const uint8_t *tsuid, size_t tlen)
+{
+    uint8_t b[8] = {0};
+    memcpy(b, tsuid, tlen < 8 ? tlen : 8);
+    uint64_t k;
+    memcpy(&k, b, 8);
+    return k;
+}
+
 static struct head_series **head_find_slot(struct head *h, const uint8_t *tsuid, size_t tlen,
                                            uint64_t hash)
 {
@@ -326,8 +339,12 @@ static struct head_series **head_find_slot(struct head *h, const uint8_t *tsuid,
 static int head_rehash(struct head *h, size_t nslots, struct ct_err *err)
 {
     struct head_series **ns = calloc(nslots, sizeof(*ns));
-    if (!ns)
+    uint64_t *nk = calloc(nslots, sizeof(*nk));
+    if (!ns || !nk) {
+        free(ns);
+        free(nk);
         return ct_err_set(err, CT_ENOMEM, "cannot allocate a head table of %zu slots", nslots);
+    }
     size_t live = 0;
     for (size_t i = 0; i < h->nslots; i++) {
         struct head_series *s = h->slots[i];
@@ -342,12 +359,15 @@ static int head_rehash(struct head *h, size_t nslots, struct ct_err *err)
         while (ns[j])
             j = (j + 1) & (nslots - 1);
         ns[j] = s;
+        nk[j] = head_key(s->tsuid, s->tlen);
         live++;
     }
     free(h->slots);
-    h->bytes -= h->nslots * sizeof(*h->slots);
-    h->bytes += nslots * sizeof(*ns);
+    free(h->keys);
+    h->bytes -= h->nslots * (sizeof(*h->slots) + sizeof(*h->keys));
+    h->bytes += nslots * (sizeof(*ns) + sizeof(*nk));
     h->slots = ns;
+    h->keys = nk;
     h->nslots = nslots;
     h->nseries = live;
     return CT_OK;
@@ -375,7 +395,9 @@ static struct head_series *head_series_get(struct head *h, const uint8_t *tsuid,
     s->hash = hash;
     s->tlen = (uint8_t)tlen;
     memcpy(s->tsuid, tsuid, tlen);
-    *head_find_slot(h, tsuid, tlen, hash) = s;
+    struct head_series **slot = head_find_slot(h, tsuid, tlen, hash);
+    *slot = s;
+    h->keys[slot - h->slots] = head_key(tsuid, tlen);
     h->nseries++;
     return s;
 }
@@ -413,6 +435,7 @@ int head_new(struct head **out, struct ct_err *err)
     }
     h->bytes = sizeof(*h);
     h->closed_before_s = INT64_MIN;
+    h->newest_s = INT64_MIN / 2;
     h->seed = (uint64_t)(uintptr_t)h * 0x9E3779B97F4A7C15ULL;
     *out = h;
     return CT_OK;
@@ -431,6 +454,7 @@ void head_free(struct head *h)
         free(s);
     }
     free(h->slots);
+    free(h->keys);
     pthread_mutex_destroy(&h->mu);
     free(h);
 }
@@ -499,6 +523,8 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
     memmove(&s->chunks[k + 1], &s->chunks[k], (s->nchunks - k) * sizeof(s->chunks[0]));
     s->chunks[k] = nc;
     s->nchunks++;
+    if (base_s > h->newest_s)
+        h->newest_s = base_s;
     h->nchunks++;
     h->npoints++;
 #ifdef CT_DEBUG
@@ -556,6 +582,66 @@ int head_read(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_m
                 break;
             (*n)++;
         }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+int head_last(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t min_ms,
+              struct dpcodec_point *p)
+{
+    int rc = CT_NOTFOUND;
+    pthread_mutex_lock(&h->mu);
+    const struct head_series *s =
+        (tlen && tlen <= HEAD_MAX_TSUID) ? head_series_find(h, tsuid, tlen) : NULL;
+    if (s && s->nchunks) {
+        const struct head_chunk *c = &s->chunks[s->nchunks - 1]; /* the newest hour */
+        if (c->n && c->last_ts >= min_ms) {
+            memset(p, 0, sizeof(*p));
+            p->ts_ms = c->last_ts;
+            p->type = (enum dpcodec_type)(c->last_kind >> 1);
+            p->ms = (c->last_kind & 1) != 0;
+            p->cell_ts_ms = (c->base_s + 3600) * 1000;
+            if (p->type == DPCODEC_INT)
+                p->i = (int64_t)c->last_i;
+            else
+                p->f = head_bitsd(c->last_f);
+            rc = CT_OK;
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+int head_each_series(struct head *h, const uint8_t *prefix, size_t plen, int64_t start_ms,
+                     int64_t end_ms, head_series_fn fn, void *arg)
+{
+    int rc = CT_OK;
+    pthread_mutex_lock(&h->mu);
+    /* chunks all lie in [closed_before_s, newest_s + 3600) */
+    if (h->nchunks == 0 || (h->newest_s + 3600) * 1000 <= start_ms ||
+        (h->closed_before_s > INT64_MIN / 2 && h->closed_before_s * 1000 > end_ms)) {
+        pthread_mutex_unlock(&h->mu);
+        return CT_OK;
+    }
+    /* the keys hold a TSUID's first 8 bytes: compare the prefix's first 8 there, then whole */
+    uint64_t mask = 0;
+    uint8_t mb[8] = {0};
+    memset(mb, 0xFF, plen < 8 ? plen : 8);
+    memcpy(&mask, mb, 8);
+    uint64_t want = head_key(prefix, plen) & mask;
+    for (size_t i = 0; i < h->nslots && rc == CT_OK; i++) {
+        if ((h->keys[i] & mask) != want)
+            continue;
+        const struct head_series *s = h->slots[i];
+        if (!s || s->nchunks == 0 || s->tlen < plen || memcmp(s->tsuid, prefix, plen) != 0)
+            continue;
+        bool in = false;
+        for (unsigned k = 0; k < s->nchunks && !in; k++)
+            in = s->chunks[k].base_s * 1000 <= end_ms &&
+                 (s->chunks[k].base_s + 3600) * 1000 > start_ms;
+        if (in)
+            rc = fn(arg, s->tsuid, s->tlen);
     }
     pthread_mutex_unlock(&h->mu);
     return rc;

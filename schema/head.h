@@ -61,6 +61,20 @@ CT_MUST_CHECK int head_read(struct head *h, const uint8_t *tsuid, size_t tlen, i
                             int64_t end_ms, struct dpcodec_point **pts, size_t *cap, size_t *n,
                             struct ct_err *err);
 
+/* Calls fn(arg, tsuid, tlen) for every series whose TSUID begins with prefix[0..plen) and that
+ * holds a chunk overlapping [start_ms, end_ms], in no particular order, with the head's mutex held
+ * (fn must not call into the head; it copies what it keeps). A non-OK return of fn stops the walk
+ * and is returned. Cost: nothing past the lock when the head holds no chunk or every chunk lies
+ * after end_ms / before start_ms (the head's hour span is kept); else one pass over the table. */
+/* The newest point the head holds of series tsuid if its timestamp is >= min_ms: CT_OK and *p
+ * (cell_ts_ms as head_read sets it), else CT_NOTFOUND. Costs no decoding (the chunk keeps it). */
+CT_MUST_CHECK int head_last(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t min_ms,
+                            struct dpcodec_point *p);
+
+typedef int (*head_series_fn)(void *arg, const uint8_t *tsuid, size_t tlen);
+CT_MUST_CHECK int head_each_series(struct head *h, const uint8_t *prefix, size_t plen,
+                                   int64_t start_ms, int64_t end_ms, head_series_fn fn, void *arg);
+
 /* One closing hour of one series: pts[0..n) ascending with unique timestamps, all inside
  * [base_s, base_s + 3600). Borrowed for the call. Return CT_OK to let the head drop the chunk;
  * anything else stops head_close_hours(), which returns it and keeps this chunk and the rest. */

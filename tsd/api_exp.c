@@ -284,6 +284,7 @@ static void exp_work(struct http_req *r, void *arg)
     qexec_options_init(&o);
     o.timeout_ms = conf_get_int(tsd_conf(http_req_tsd(r)), "tsd.query.timeout");
     o.pool = tsd_qpool(http_req_tsd(r));
+    o.head = tsd_head(http_req_tsd(r));
     o.scan_threads = (unsigned)conf_get_int(tsd_conf(http_req_tsd(r)), "tsd.query.scan_threads");
     const char *lim = conf_get(tsd_conf(http_req_tsd(r)), "tsd.query.limits.data_points.default");
     if (lim)

@@ -68,6 +68,7 @@ static void read_options(struct http_req *r, struct qexec_options *o)
     o->scan_threads = (unsigned)conf_get_int(c, "tsd.query.scan_threads");
     o->pool = tsd_qpool(http_req_tsd(r));
     o->rollup = tsd_rollup(http_req_tsd(r));
+    o->head = tsd_head(http_req_tsd(r));
     const char *lim = conf_get(c, "tsd.query.limits.data_points.default");
     if (lim)
         o->max_datapoints = strtoull(lim, NULL, 10);
@@ -279,6 +280,7 @@ void api_query_last_handle(struct http_req *r)
         http_reply_error(r, rc == CT_ENOMEM ? 500 : 400, err.msg, NULL);
         return;
     }
+    q->head = tsd_head(http_req_tsd(r));
     if (last_on_loop(r, q))
         return;
     if (http_req_defer(r, last_work, q, &err) != CT_OK) {

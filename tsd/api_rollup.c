@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "schema/head.h"
 #include "schema/rollup.h"
 #include "storage/clock.h"
 #include "tsd/conf.h"
@@ -36,6 +37,7 @@ struct tsd_rollup_job {
     pthread_cond_t cv;
     bool stop;
     struct rollup *r;
+    struct head *head; /* the ingest head (NULL: off): its open hours are not rolled up */
     int64_t period_s, grace_s;
 };
 
@@ -48,7 +50,13 @@ static void *job_main(void *arg)
         struct ct_err err = {0};
         uint64_t rows = 0;
         uint64_t t0 = (uint64_t)clock_now_ms();
-        int rc = rollup_job_step(j->r, clock_now_ms() / 1000, j->grace_s, &rows, &err);
+        /* an hour the head still holds is not in the store yet: the job sees time stop just
+         * before that hour closes (rollup_job_step rolls the hours before the oldest) */
+        int64_t now_s = clock_now_ms() / 1000;
+        int64_t oldest = j->head ? head_oldest_hour_s(j->head) : INT64_MAX;
+        if (oldest != INT64_MAX && oldest + 3600 + j->grace_s - 1 < now_s)
+            now_s = oldest + 3600 + j->grace_s - 1;
+        int rc = rollup_job_step(j->r, now_s, j->grace_s, &rows, &err);
         if (rc != CT_OK)
             tlog_warn("rollup job: %s", err.msg);
         else if (rows)
@@ -87,6 +95,7 @@ int tsd_rollup_start(struct tsd *t, struct ct_err *err)
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
     j->r = t->rollup;
+    j->head = tsd_head(t);
     j->period_s = conf_get_int(c, "tsd.rollups.ctsdb.period");
     j->grace_s = conf_get_int(c, "tsd.rollups.ctsdb.grace");
     if (pthread_create(&j->th, NULL, job_main, j) != 0) {

@@ -607,6 +607,11 @@ struct tsdb *tsdstore_tsdb(struct tsdstore *st)
     return st->tsdb;
 }
 
+struct head *tsdstore_head(struct tsdstore *st)
+{
+    return st->head;
+}
+
 void tsdstore_drop_caches(struct tsdstore *st)
 {
     uid_cache_drop(tsdb_uid(st->tsdb));

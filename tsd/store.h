@@ -19,6 +19,7 @@ struct tsdb;
 struct wc_options;
 struct wc_store;
 struct tsdstore; /* opaque */
+struct head;
 
 /* Fills o (wc_options_init first) with the store options the configuration c names: the
  * backend (tsd.storage.backend), its place (directory, or Bigtable project, instance,
@@ -38,6 +39,8 @@ CT_MUST_CHECK int tsdstore_open(const struct conf *c, bool read_only, struct tsd
 void tsdstore_close(struct tsdstore *st);
 struct wc_store *tsdstore_wc(struct tsdstore *st);
 struct tsdb *tsdstore_tsdb(struct tsdstore *st);
+/* The ingest head (schema/head.h) queries read with the stored rows; NULL when it is off. */
+struct head *tsdstore_head(struct tsdstore *st);
 
 /* The ingest write function (tsd/ingest.h) with arg = the tsdstore: sets each point's outcome
  * (unknown metric, illegal name, store error) and writes the rest of the nb batches with one

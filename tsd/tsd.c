@@ -59,6 +59,10 @@ struct tsdb *tsd_tsdb(struct tsd *t)
 {
     return t->tsdb;
 }
+struct head *tsd_head(struct tsd *t)
+{
+    return t->tstore ? tsdstore_head(t->tstore) : NULL;
+}
 struct qpool *tsd_qpool(struct tsd *t)
 {
     return t->qpool;

@@ -22,6 +22,7 @@ struct tsdb;
 struct wc_store;
 struct tsd; /* opaque */
 struct rollup;
+struct head;
 
 /* Runs the daemon with configuration c (borrowed; must stay valid and unchanged until return).
  * Returns CT_OK after a clean shutdown, or an error (bad configuration, cannot bind, store fails
@@ -36,6 +37,8 @@ struct wc_store *tsd_store(struct tsd *t);
 struct tsdb *tsd_tsdb(struct tsd *t);
 /* The rollup tables (schema/rollup.h), NULL unless tsd.rollups.enable. */
 struct rollup *tsd_rollup(struct tsd *t);
+/* The ingest head queries must read (schema/head.h), NULL unless tsd.storage.head.enable. */
+struct head *tsd_head(struct tsd *t);
 /* The executor of queries' parallel parts (valid while the TSD runs). */
 struct qpool *tsd_qpool(struct tsd *t);
 /* Drops the UID caches (telnet dropcaches, /api/dropcaches). */

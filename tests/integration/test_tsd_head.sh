@@ -50,6 +50,28 @@ r = json.load(sys.stdin)
 print(json.dumps(sorted([(x["tags"]["host"], sorted(x["dps"].items())) for x in r]) if isinstance(r, list) else r))'
 }
 
+query_q() { # PORT QUERYSTRING: the answer of /api/query?QUERYSTRING, sorted by tags
+  curl -s "http://127.0.0.1:$1/api/query?$2" | python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print(json.dumps(sorted([(sorted(x["tags"].items()), sorted(x["dps"].items())) for x in r]) if isinstance(r, list) else r))'
+}
+# queries over ranges that straddle the open hour's middle, with downsampling, rates, groups
+QS=("start=$H&end=$((H + 3599))&ms=true&m=sum:1m-avg:head.m"
+  "start=$((H + 60))&end=$((H + 200))&ms=true&m=sum:rate:head.m%7Bhost=*%7D"
+  "start=$((H - 7200))&end=$((H + 7200))&m=max:10m-max:head.m%7Bhost=a%7Cc%7D"
+  "start=$((H + 100))&end=$((H + 300))&m=zimsum:head.m%7Bhost=b%7D")
+queries_all() { for q in "${QS[@]}"; do query_q "$1" "$q"; done; }
+# /api/query/last: the index path, a back scan, resolved names, a TSUID
+LQS=("timeseries=head.m" "timeseries=head.m%7Bhost=b%7D&back_scan=2" "timeseries=head.m&resolve=true"
+  "tsuids=000001000001000001")
+last_all() {
+  for q in "${LQS[@]}"; do
+    curl -s "http://127.0.0.1:$1/api/query/last?$q" | python3 -c 'import json, sys
+r = json.load(sys.stdin)
+print(json.dumps(sorted(r, key=lambda x: x["tsuid"]) if isinstance(r, list) else r, sort_keys=True))'
+  done
+}
+
 npoints() { python3 -c 'import json, sys; print(sum(len(d) for _, d in json.loads(sys.argv[1])))' "$1"; }
 
 # the reference: the same writes without the head
@@ -57,6 +79,10 @@ CTSDB_NOW_MS=$MID_MS tsd_start
 check_eq "reference TSD acknowledges every put" "204 204 204 204" "$(put_all "$TSD_PORT")"
 want=$(query "$TSD_PORT")
 check_eq "reference TSD answers 400 points" 400 "$(npoints "$want")"
+want_all=$(queries_all "$TSD_PORT")
+check_eq "every reference answer has series" "0" "$(grep -c '^\[\]$\|error' <<<"$want_all")"
+want_last=$(last_all "$TSD_PORT")
+check_eq "every reference last answer has points" "0" "$(grep -c '^\[\]$\|error' <<<"$want_last")"
 tsd_stop
 unset TSD_DATA
 
@@ -65,6 +91,11 @@ HEAD=--tsd.storage.head.enable=true
 CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD"
 data=$TSD_DATA
 check_eq "head TSD acknowledges every put" "204 204 204 204" "$(put_all "$TSD_PORT")"
+check_eq "read at once from the head: the same 400 points as without the head" "$want" \
+  "$(query "$TSD_PORT")"
+check_eq "downsample, rate, group, filters over the open hour: as without the head" "$want_all" \
+  "$(queries_all "$TSD_PORT")"
+check_eq "/api/query/last over the open hour: as without the head" "$want_last" "$(last_all "$TSD_PORT")"
 stats=$(curl -s "http://127.0.0.1:$TSD_PORT/api/stats" | python3 -c 'import json, sys
 print(" ".join("%s=%s" % (s["metric"], s["value"]) for s in json.load(sys.stdin) if s["metric"].startswith("tsd.head.")))')
 check_contains "/api/stats: the head holds the 400 points" "$stats" "tsd.head.points=400"
@@ -72,6 +103,14 @@ check_contains "/api/stats: in 3 series" "$stats" "tsd.head.series=3"
 kill -KILL "$TSD_PID"
 wait "$TSD_PID" 2>/dev/null
 check "the head log has a segment" ls "$data"/head/wal-*.log
+# a restart mid-hour: the log replayed into the head answers at once
+TSD_DATA=$data CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD"
+check_contains "the mid-hour restart replayed the log" "$(cat "$TSD_LOG")" "head: replayed 400 points"
+check_eq "after a mid-hour restart: the same 400 points from the head" "$want" "$(query "$TSD_PORT")"
+check_eq "after a mid-hour restart: the same answers" "$want_all" "$(queries_all "$TSD_PORT")"
+check_eq "after a mid-hour restart: the same last points" "$want_last" "$(last_all "$TSD_PORT")"
+kill -KILL "$TSD_PID"
+wait "$TSD_PID" 2>/dev/null
 rows=$("$CTSDB" shell --data "$data" -e "count 'tsdb'" 2>&1)
 check_contains "no cell reached the store while the hour was open" "$rows" "0 row(s)"
 
@@ -97,6 +136,8 @@ TSD_DATA=$data CTSDB_NOW_MS=$AFTER_MS tsd_start "$HEAD"
 check_contains "the restart replayed the log" "$(cat "$TSD_LOG")" "head: replayed 400 points"
 got=$(query "$TSD_PORT")
 check_eq "after the hand-off: the same 400 points as without the head" "$want" "$got"
+check_eq "after the hand-off: the same answers" "$want_all" "$(queries_all "$TSD_PORT")"
+check_eq "after the hand-off: the same last points" "$want_last" "$(last_all "$TSD_PORT")"
 
 # a late point of the handed-off hour: a single cell, read with the hour's cell
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TSD_PORT/api/put" \
@@ -115,6 +156,30 @@ check "the release mark is on disk" test -s "$data/head/released"
 TSD_DATA=$data CTSDB_NOW_MS=$AFTER_MS tsd_start "$HEAD"
 got=$(query "$TSD_PORT")
 check_eq "after another restart: 401 points" 401 "$(npoints "$got")"
+tsd_stop
+
+# points the head refuses in an open hour it holds (out of order, a timestamp it holds) are
+# single cells read with the head's points at once; on a shared timestamp the head's point wins,
+# before and after the hand-off
+unset TSD_DATA
+CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD"
+data=$TSD_DATA
+check_eq "head TSD acknowledges every put (3)" "204 204 204 204" "$(put_all "$TSD_PORT")"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TSD_PORT/api/put" \
+  -d "[{\"metric\":\"head.m\",\"timestamp\":$((H + 1)),\"value\":5,\"tags\":{\"host\":\"a\"}},
+       {\"metric\":\"head.m\",\"timestamp\":$((H + 3)),\"value\":999,\"tags\":{\"host\":\"a\"}},
+       {\"metric\":\"head.m\",\"timestamp\":$((H + 10)),\"value\":6,\"tags\":{\"host\":\"d\"}}]")
+check_eq "out-of-order points acknowledged" 204 "$code"
+got=$(query "$TSD_PORT")
+check_eq "the out-of-order points are read with the head's at once" 402 "$(npoints "$got")"
+check_contains "the out-of-order point's value" "$got" "[\"$(((H + 1) * 1000))\", 5]"
+check_contains "on a shared timestamp the head's point" "$got" "[\"$(((H + 3) * 1000))\", 3000009]"
+check_contains "a series only the head holds is found by its tag" \
+  "$(query_q "$TSD_PORT" "start=$H&end=$((H + 3599))&m=sum:head.m%7Bhost=d%7D")" '"1356998410", 6'
+tsd_stop
+TSD_DATA=$data CTSDB_NOW_MS=$AFTER_MS tsd_start "$HEAD"
+got2=$(query "$TSD_PORT")
+check_eq "after the hand-off: the same answer as from the head" "$got" "$got2"
 tsd_stop
 
 # turning the head off mid-hour strands nothing: the next start drains its log into the store

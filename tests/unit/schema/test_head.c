@@ -334,7 +334,7 @@ static void test_head_hands_off_closed_hours(void **state)
     assert_int_equal(ns + nc + np, 0);
     assert_int_equal(head_oldest_hour_s(h), INT64_MAX);
     size_t b_empty = head_bytes(h);
-    assert_true(b_empty >= b0 && b_empty <= b0 + 64 * sizeof(void *));
+    assert_true(b_empty >= b0 && b_empty <= b0 + 64 * (sizeof(void *) + sizeof(uint64_t)));
     /* the mark never goes down */
     head_set_closed_before(h, BASE);
     assert_int_equal(head_closed_before_s(h), BASE + 7200);
@@ -372,7 +372,7 @@ static void test_head_compresses_and_counts_bytes(void **state)
     assert_int_equal(head_close_hours(h, BASE + 3600, sink_fn, &s, &nh, &err), CT_OK);
     assert_int_equal(nh, 1001);
     assert_int_equal(s.points, 4600);
-    assert_true(head_bytes(h) <= b0 + 64 * sizeof(void *));
+    assert_true(head_bytes(h) <= b0 + 64 * (sizeof(void *) + sizeof(uint64_t)));
     head_free(h);
 }
 
@@ -440,6 +440,91 @@ static void test_head_takes_appends_from_many_threads(void **state)
     head_free(h);
 }
 
+/* head_each_series lists exactly the series of a TSUID prefix holding a chunk in the range
+ * (through 600 series, so the table grows and is rehashed); head_last gives each one's newest
+ * point, with its type, only when it is not older than min_ms. */
+struct listed {
+    int n;
+    bool seen[600];
+};
+
+static int list_fn(void *arg, const uint8_t *ts, size_t tl)
+{
+    struct listed *l = arg;
+    assert_int_equal(tl, 9);
+    int k = ts[5] << 8 | ts[6];
+    assert_false(l->seen[k]);
+    l->seen[k] = true;
+    l->n++;
+    return CT_OK;
+}
+
+static void test_head_lists_a_metrics_series_and_their_last_points(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct listed l = {0};
+    uint8_t m1[3] = {0, 0, 1};
+    assert_int_equal(head_each_series(h, m1, 3, 0, INT64_MAX, list_fn, &l), CT_OK);
+    assert_int_equal(l.n, 0);
+    for (int k = 0; k < 600; k++) {
+        /* metric 1 or 2 (k % 2); even k of metric 1 in hour 0, the rest in hour 1 */
+        uint8_t ts[9] = {0, 0, (uint8_t)(1 + k % 2), 0, 0, (uint8_t)(k >> 8), (uint8_t)k, 0, 1};
+        int64_t hour = (k % 4 == 0) ? 0 : 3600;
+        for (int i = 0; i < 3; i++) {
+            struct dpcodec_point p = k % 3 ? dpcodec_point_int((BASE + hour + i) * 1000, false, k + i)
+                                           : dpcodec_point_real((BASE + hour + i) * 1000, false,
+                                                                k + i + 0.5);
+            enum head_result res;
+            assert_int_equal(head_append(h, ts, 9, &p, &res, &err), CT_OK);
+            assert_int_equal(res, HEAD_TAKEN);
+        }
+    }
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(head_each_series(h, m1, 3, 0, INT64_MAX, list_fn, &l), CT_OK);
+    assert_int_equal(l.n, 300);
+    for (int k = 0; k < 600; k++)
+        assert_int_equal(l.seen[k], k % 2 == 0);
+    /* only hour 0: metric 1's series with k % 4 == 0 */
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(head_each_series(h, m1, 3, BASE_MS, BASE_MS + 3599999, list_fn, &l), CT_OK);
+    assert_int_equal(l.n, 150);
+    for (int k = 0; k < 600; k++)
+        assert_int_equal(l.seen[k], k % 4 == 0);
+    /* a range after every chunk, and before */
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(head_each_series(h, m1, 3, BASE_MS + 7200000, INT64_MAX, list_fn, &l), CT_OK);
+    assert_int_equal(head_each_series(h, m1, 3, 0, BASE_MS - 1, list_fn, &l), CT_OK);
+    assert_int_equal(l.n, 0);
+    /* a longer prefix: metric 1 and the first tag pair's key */
+    uint8_t m1k[6] = {0, 0, 1, 0, 0, 1};
+    memset(&l, 0, sizeof(l));
+    assert_int_equal(head_each_series(h, m1k, 6, 0, INT64_MAX, list_fn, &l), CT_OK);
+    assert_int_equal(l.n, 128); /* k in 256..511, even */
+    /* last points */
+    for (int k = 0; k < 600; k++) {
+        uint8_t ts[9] = {0, 0, (uint8_t)(1 + k % 2), 0, 0, (uint8_t)(k >> 8), (uint8_t)k, 0, 1};
+        int64_t hour = (k % 4 == 0) ? 0 : 3600;
+        struct dpcodec_point p;
+        assert_int_equal(head_last(h, ts, 9, INT64_MIN, &p), CT_OK);
+        assert_int_equal(p.ts_ms, (BASE + hour + 2) * 1000);
+        if (k % 3) {
+            assert_int_equal(p.type, DPCODEC_INT);
+            assert_int_equal(p.i, k + 2);
+        } else {
+            assert_true(p.type != DPCODEC_INT);
+            assert_true(p.f == k + 2.5);
+        }
+        assert_int_equal(head_last(h, ts, 9, (BASE + hour + 3) * 1000, &p), CT_NOTFOUND);
+    }
+    uint8_t none[9] = {0, 0, 9, 0, 0, 0, 0, 0, 1};
+    struct dpcodec_point p;
+    assert_int_equal(head_last(h, none, 9, INT64_MIN, &p), CT_NOTFOUND);
+    head_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -453,6 +538,7 @@ int main(void)
         cmocka_unit_test(test_head_hands_off_closed_hours),
         cmocka_unit_test(test_head_compresses_and_counts_bytes),
         cmocka_unit_test(test_head_takes_appends_from_many_threads),
+        cmocka_unit_test(test_head_lists_a_metrics_series_and_their_last_points),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
