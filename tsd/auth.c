@@ -544,6 +544,7 @@ struct auth_route {
  * route yet, so a route added later is protected from the start. */
 static const struct auth_route auth_routes[] = {
     {"/api/put", false, AUTH_RULE_WRITE},
+    {"/api/write", false, AUTH_RULE_WRITE}, /* Prometheus remote write (/api/v1/write) */
     {"/api/rollup", false, AUTH_RULE_WRITE},
     {"/api/histogram", false, AUTH_RULE_WRITE},
     {"/api/annotation", false, AUTH_RULE_WRITE_UNLESS_GET},
