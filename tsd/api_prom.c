@@ -189,10 +189,13 @@ static void prom_write_work(struct http_req *r, void *arg)
     size_t raw_len;
     if (!prom_body(r, &raw, &raw_len))
         return;
+    struct prom_arena arena;
+    prom_arena_init(&arena);
     Prometheus__WriteRequest *wr =
-        prometheus__write_request__unpack(NULL, raw_len, (const uint8_t *)raw);
+        prometheus__write_request__unpack(&arena.alloc, raw_len, (const uint8_t *)raw);
     free(raw);
     if (!wr) {
+        prom_arena_clear(&arena);
         prom_reply_text(r, 400, "body is not a protobuf prometheus.WriteRequest");
         return;
     }
@@ -201,7 +204,7 @@ static void prom_write_work(struct http_req *r, void *arg)
     if (!p || !job) {
         free(p);
         free(job);
-        prometheus__write_request__free_unpacked(wr, NULL);
+        prom_arena_clear(&arena);
         prom_reply_text(r, 500, "out of memory");
         return;
     }
@@ -266,7 +269,7 @@ static void prom_write_work(struct http_req *r, void *arg)
     prom_submit(&w);
     free(names);
     free(p);
-    prometheus__write_request__free_unpacked(wr, NULL);
+    prom_arena_clear(&arena);
     tstats_add(TSTATS_INVALID_VALUES, skipped_nan);
 
     pthread_mutex_lock(&job->mu);

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <pcre2.h>
 #include <snappy-c.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,57 @@ bool prom_default_tag_parse(const char *s, char *key, size_t key_cap, char *valu
     memcpy(value, eq + 1, vl);
     value[vl] = '\0';
     return true;
+}
+
+/* ---- arena ------------------------------------------------------------------------------ */
+
+struct prom_arena_block {
+    struct prom_arena_block *next;
+    size_t used, cap;
+    max_align_t data[];
+};
+
+static void *prom_arena_alloc(void *arg, size_t size)
+{
+    struct prom_arena *a = arg;
+    size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    struct prom_arena_block *b = a->head;
+    if (!b || b->cap - b->used < size) {
+        size_t cap = size > ((size_t)256 << 10) ? size : ((size_t)256 << 10);
+        b = malloc(sizeof(*b) + cap);
+        if (!b)
+            return NULL;
+        b->cap = cap;
+        b->used = 0;
+        b->next = a->head;
+        a->head = b;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += size;
+    return p;
+}
+
+static void prom_arena_nofree(void *arg, void *p)
+{
+    (void)arg;
+    (void)p; /* freed with the arena */
+}
+
+void prom_arena_init(struct prom_arena *a)
+{
+    a->alloc.alloc = prom_arena_alloc;
+    a->alloc.free = prom_arena_nofree;
+    a->alloc.allocator_data = a;
+    a->head = NULL;
+}
+
+void prom_arena_clear(struct prom_arena *a)
+{
+    while (a->head) {
+        struct prom_arena_block *n = a->head->next;
+        free(a->head);
+        a->head = n;
+    }
 }
 
 /* ---- snappy ----------------------------------------------------------------------------- */

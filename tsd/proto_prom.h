@@ -38,6 +38,18 @@ size_t prom_unescape(const char *s, size_t len, char *out);
 bool prom_default_tag_parse(const char *s, char *key, size_t key_cap, char *value,
                             size_t value_cap, char *msg, size_t msg_size);
 
+/* A bump allocator for unpacking one message (protobuf-c allocates every submessage and string
+ * separately; a WriteRequest of 2,000 series is some 30,000 allocations): blocks of at least
+ * 256 KiB, freed all at once by prom_arena_clear. Unpack with &a->alloc and never call
+ * *_free_unpacked on the result. One thread at a time. */
+struct prom_arena_block;
+struct prom_arena {
+    ProtobufCAllocator alloc;
+    struct prom_arena_block *head;
+};
+void prom_arena_init(struct prom_arena *a);
+void prom_arena_clear(struct prom_arena *a); /* frees every block; the arena stays usable */
+
 /* The settings of the write mapping. */
 struct prom_map {
     const char *special;     /* tsd.core.tag.allow_specialchars */

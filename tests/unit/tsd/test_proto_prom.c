@@ -209,6 +209,17 @@ static void test_prom_write_decode(void **state)
     assert_int_equal(wr->timeseries[0]->samples[99]->timestamp, 1700000000000 + 99 * 15000);
     assert_string_equal(wr->timeseries[0]->labels[1]->value, "200");
     prometheus__write_request__free_unpacked(wr, NULL);
+    /* the same through the arena (as the handler unpacks), twice on one arena */
+    struct prom_arena arena;
+    prom_arena_init(&arena);
+    for (int round = 0; round < 2; round++) {
+        wr = prometheus__write_request__unpack(&arena.alloc, rl, (uint8_t *)raw);
+        assert_non_null(wr);
+        assert_int_equal(wr->timeseries[0]->n_samples, 100);
+        assert_true(wr->timeseries[0]->samples[42]->value == 42.0);
+        assert_string_equal(wr->timeseries[0]->labels[0]->value, "http_requests_total");
+        prom_arena_clear(&arena);
+    }
 
     /* bad protobuf: cut short (a truncated varint / length) */
     assert_null(prometheus__write_request__unpack(NULL, rl - 3, (uint8_t *)raw));
