@@ -284,7 +284,7 @@ static void prom_write_work(struct http_req *r, void *arg)
     char reply[1024];
     if (status == 500 || stored > 0) {
         snprintf(reply, sizeof(reply), "%zu of %zu samples not written (retry): %s",
-                 stored + (samples - written - rejected - illegal - unknown - skipped_nan),
+                 samples - written - rejected - illegal - unknown - skipped_nan,
                  samples, first);
         prom_reply_text(r, 500, reply);
     } else if (rejected + illegal + unknown > 0) {
