@@ -57,6 +57,21 @@ TESTLIB_SRCS := $(wildcard tests/lib/*.c)
 -include web/web.mk
 -include tests/fuzz/fuzz.mk
 
+# Prometheus remote write/read (tsd/proto_prom.c): protoc-c compiles tsd/prom_remote.proto into
+# $(BUILD)/gen/tsd (both files in one run; the .c waits for the .h so -j never runs it twice).
+PROM_GEN_H := $(BUILD)/gen/tsd/prom_remote.pb-c.h
+PROM_GEN_C := $(BUILD)/gen/tsd/prom_remote.pb-c.c
+LIB_SRCS   += $(PROM_GEN_C)
+LDLIBS     += -lprotobuf-c
+$(PROM_GEN_H): tsd/prom_remote.proto
+	@mkdir -p $(BUILD)/gen
+	$(call quiet,PROTOC,$@)protoc-c --c_out=$(BUILD)/gen $<
+$(PROM_GEN_C): $(PROM_GEN_H)
+$(BUILD)/tsd/proto_prom.o $(BUILD)/tsd/api_prom.o $(BUILD)/tests/unit/tsd/test_proto_prom: $(PROM_GEN_H)
+# generated code: its *_INIT macros trip -Wmissing-braces (our own code keeps every warning)
+$(BUILD)/$(PROM_GEN_C:%.c=%.o): CFLAGS += -Wno-missing-braces -Wno-missing-prototypes \
+  -Wno-missing-field-initializers
+
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TOOL_OBJS  := $(TOOL_SRCS:%.c=$(BUILD)/%.o)
 TESTLIB_OBJS := $(TESTLIB_SRCS:%.c=$(BUILD)/%.o)

@@ -504,6 +504,7 @@ struct auth_route {
 static const struct auth_route auth_routes[] = {
     {"/api/put", false, AUTH_RULE_WRITE},
     {"/write", false, AUTH_RULE_WRITE}, /* InfluxDB line protocol (api_influx.c) */
+    {"/api/write", false, AUTH_RULE_WRITE}, /* Prometheus remote write (/api/v1/write) */
     {"/api/rollup", false, AUTH_RULE_WRITE},
     {"/api/histogram", false, AUTH_RULE_WRITE},
     {"/api/annotation", false, AUTH_RULE_WRITE_UNLESS_GET},

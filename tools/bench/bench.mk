@@ -16,3 +16,12 @@ EXTRA_BENCH += $(QUERY_MICRO)
 $(QUERY_MICRO): tools/bench/query_micro.c $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)
+
+# Prometheus remote write load (tools/bench/promrw_bench.c) for ctsdb and VictoriaMetrics'
+# /api/v1/write; not run by `make bench` (tools/bench/promrw_compare.sh runs it).
+PROMRW_BENCH := $(BUILD)/tools/bench/promrw_bench
+EXTRA_BENCH += $(PROMRW_BENCH)
+
+$(PROMRW_BENCH): tools/bench/promrw_bench.c $(BUILD)/libctsdb.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)

@@ -1,0 +1,359 @@
+/* test_proto_prom.c - Prometheus remote write / read, protocol side (tsd/proto_prom.h): the
+ * reversible name escape under different allow_specialchars settings, the label mapping and its
+ * refusals, value classes (stale marker), snappy framing (bad and oversized bodies), protobuf
+ * decoding of good and bad WriteRequests, matchers, and the ReadResponse builder round trip. */
+#include <math.h>
+#include <snappy-c.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lib/ctest.h"
+#include "tsd/proto_prom.h"
+
+static char msg[1024];
+
+static void roundtrip(const char *s, const char *special, const char *want_escaped)
+{
+    char esc[1024], back[1024];
+    size_t n = prom_escape(s, strlen(s), special, esc, sizeof(esc));
+    assert_int_equal(n, strlen(esc));
+    if (want_escaped)
+        assert_string_equal(esc, want_escaped);
+    /* every escaped byte is one OpenTSDB takes under the same setting */
+    size_t bad;
+    if (n > 0)
+        assert_true(put_name_valid(esc, n, special, &bad));
+    assert_null(strchr(esc, ' '));
+    assert_null(strchr(esc, '='));
+    assert_null(strchr(esc, '|'));
+    size_t m = prom_unescape(esc, n, back);
+    assert_int_equal(m, strlen(s));
+    assert_string_equal(back, s);
+}
+
+static void test_prom_escape_roundtrip(void **state)
+{
+    (void)state;
+    roundtrip("go_gc_duration_seconds", "", "go_gc_duration_seconds");
+    roundtrip("localhost:9090", "", "localhost/3A9090");
+    roundtrip("localhost:9090", ":", "localhost:9090");
+    roundtrip("/api/v1/query", "", "/2Fapi/2Fv1/2Fquery");
+    roundtrip("/api/v1/query", "/", "/2Fapi/2Fv1/2Fquery"); /* '/' is the escape: always */
+    roundtrip("a b=c|d", " =|", "a/20b/3Dc/7Cd");            /* never let through */
+    roundtrip("/2F literally", "", "/2F2F/20literally");
+    roundtrip("caf\xc3\xa9", "", "caf/C3/A9");
+    roundtrip("", "", "");
+    /* a stored name with '/' not from the escape reads back as it is */
+    char back[64];
+    prom_unescape("sys/cpu/zz/4", 12, back);
+    assert_string_equal(back, "sys/cpu/zz/4");
+    prom_unescape("a/3a", 4, back); /* lower-case hex is not an escape */
+    assert_string_equal(back, "a/3a");
+    /* truncation reports the full length */
+    char small[4];
+    assert_int_equal(prom_escape("a:b", 3, "", small, sizeof(small)), 5);
+    assert_string_equal(small, "a/3");
+}
+
+static void test_prom_default_tag_setting(void **state)
+{
+    (void)state;
+    char k[32], v[32];
+    assert_true(prom_default_tag_parse("__prom=none", k, sizeof(k), v, sizeof(v), msg, 256));
+    assert_string_equal(k, "__prom");
+    assert_string_equal(v, "none");
+    assert_false(prom_default_tag_parse("novalue", k, sizeof(k), v, sizeof(v), msg, 256));
+    assert_false(prom_default_tag_parse("=x", k, sizeof(k), v, sizeof(v), msg, 256));
+    assert_false(prom_default_tag_parse("a=", k, sizeof(k), v, sizeof(v), msg, 256));
+    assert_false(prom_default_tag_parse("a b=c", k, sizeof(k), v, sizeof(v), msg, 256));
+    assert_false(prom_default_tag_parse("a=b=c", k, sizeof(k), v, sizeof(v), msg, 256));
+}
+
+static Prometheus__Label lab[8];
+static Prometheus__Label *labp[8];
+static Prometheus__TimeSeries series;
+
+static void set_labels(size_t n, const char *const *kv)
+{
+    prometheus__time_series__init(&series);
+    for (size_t i = 0; i < n; i++) {
+        prometheus__label__init(&lab[i]);
+        lab[i].name = (char *)kv[2 * i];
+        lab[i].value = (char *)kv[2 * i + 1];
+        labp[i] = &lab[i];
+    }
+    series.n_labels = n;
+    series.labels = labp;
+}
+
+static void test_prom_map_series(void **state)
+{
+    (void)state;
+    const struct prom_map map = {"", "__prom", "none"};
+    struct put_point *p = malloc(sizeof(*p));
+    char *buf = NULL;
+    size_t cap = 0;
+    const char *kv[] = {"job", "node", "__name__", "up:sum", "instance", "h:9100", "empty", ""};
+    set_labels(4, kv);
+    assert_int_equal(prom_map_series(&map, &series, &buf, &cap, p, msg, sizeof(msg)), 0);
+    assert_int_equal(p->metric.len, 8);
+    assert_memory_equal(p->metric.p, "up/3Asum", 8);
+    assert_int_equal(p->ntags, 2); /* the empty-valued label is absent */
+    assert_memory_equal(p->tagk[0].p, "job", 3);
+    assert_memory_equal(p->tagv[1].p, "h/3A9100", 8);
+
+    /* only __name__: the default tag */
+    set_labels(1, (const char *[]){"__name__", "scalar_thing"});
+    assert_int_equal(prom_map_series(&map, &series, &buf, &cap, p, msg, sizeof(msg)), 0);
+    assert_int_equal(p->ntags, 1);
+    assert_memory_equal(p->tagk[0].p, "__prom", 6);
+    assert_memory_equal(p->tagv[0].p, "none", 4);
+
+    /* refusals */
+    set_labels(1, (const char *[]){"job", "x"});
+    assert_int_equal(prom_map_series(&map, &series, &buf, &cap, p, msg, sizeof(msg)), 400);
+    assert_non_null(strstr(msg, "__name__"));
+    set_labels(1, (const char *[]){"__name__", ""});
+    assert_int_equal(prom_map_series(&map, &series, &buf, &cap, p, msg, sizeof(msg)), 400);
+    set_labels(2, (const char *[]){"__name__", "m", "", "v"});
+    assert_int_equal(prom_map_series(&map, &series, &buf, &cap, p, msg, sizeof(msg)), 400);
+    set_labels(3, (const char *[]){"__name__", "m", "a", "1", "a", "2"});
+    assert_int_equal(prom_map_series(&map, &series, &buf, &cap, p, msg, sizeof(msg)), 400);
+    assert_non_null(strstr(msg, "twice"));
+    free(buf);
+    free(p);
+}
+
+static void test_prom_values(void **state)
+{
+    (void)state;
+    double stale;
+    uint64_t bits = 0x7ff0000000000002ULL;
+    memcpy(&stale, &bits, sizeof(stale));
+    assert_int_equal(prom_value_class(stale), PROM_VALUE_STALE);
+    assert_int_equal(prom_value_class(NAN), PROM_VALUE_NAN);
+    assert_int_equal(prom_value_class(-INFINITY), PROM_VALUE_INF);
+    assert_int_equal(prom_value_class(1.5), PROM_VALUE_OK);
+    char t[40];
+    prom_value_text(42.0, t, sizeof(t));
+    assert_string_equal(t, "42");
+    prom_value_text(-0.0, t, sizeof(t));
+    assert_string_equal(t, "-0");
+    prom_value_text(0.1, t, sizeof(t));
+    assert_true(strtod(t, NULL) == 0.1);
+    prom_value_text(1e300, t, sizeof(t));
+    assert_true(strtod(t, NULL) == 1e300);
+    /* put's checks take every text made here back to the same double */
+    const struct put_rules rules = {8, ""};
+    static struct put_point pp;
+    const double vals[] = {0.1, 1e300, -2.5e-300, 9007199254740993.0, 123456.0, 3.0e15};
+    for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+        prom_value_text(vals[i], t, sizeof(t));
+        memset(&pp, 0, sizeof(pp));
+        pp.metric = (struct put_str){"m", 1};
+        pp.ts_ms = 1700000000123;
+        pp.ntags = 1;
+        pp.tagk[0] = (struct put_str){"a", 1};
+        pp.tagv[0] = (struct put_str){"b", 1};
+        assert_int_equal(put_check_point(&pp, (struct put_str){t, strlen(t)}, &rules, msg,
+                                         sizeof(msg)),
+                         PUT_OK);
+        double got = pp.value.kind == PUT_INT ? (double)pp.value.i : pp.value.d;
+        assert_true(got == vals[i]);
+    }
+}
+
+/* Packs and compresses a WriteRequest of one series with n samples. */
+static char *make_write(size_t nsamples, size_t *len)
+{
+    const char *kv[] = {"__name__", "http_requests_total", "code", "200"};
+    set_labels(2, kv);
+    Prometheus__Sample *s = calloc(nsamples ? nsamples : 1, sizeof(*s));
+    Prometheus__Sample **sp = calloc(nsamples ? nsamples : 1, sizeof(*sp));
+    for (size_t i = 0; i < nsamples; i++) {
+        prometheus__sample__init(&s[i]);
+        s[i].value = (double)i;
+        s[i].timestamp = 1700000000000 + (int64_t)i * 15000;
+        sp[i] = &s[i];
+    }
+    series.n_samples = nsamples;
+    series.samples = sp;
+    Prometheus__TimeSeries *tsp = &series;
+    Prometheus__WriteRequest wr;
+    prometheus__write_request__init(&wr);
+    wr.n_timeseries = 1;
+    wr.timeseries = &tsp;
+    size_t n = prometheus__write_request__get_packed_size(&wr);
+    uint8_t *raw = malloc(n);
+    prometheus__write_request__pack(&wr, raw);
+    char *out;
+    assert_true(prom_snappy_encode(raw, n, &out, len));
+    free(raw);
+    free(s);
+    free(sp);
+    return out;
+}
+
+static void test_prom_write_decode(void **state)
+{
+    (void)state;
+    size_t len, rl;
+    char *body = make_write(100, &len);
+    char *raw;
+    assert_int_equal(prom_snappy_decode(body, len, 1 << 20, &raw, &rl, msg, sizeof(msg)), 0);
+    Prometheus__WriteRequest *wr = prometheus__write_request__unpack(NULL, rl, (uint8_t *)raw);
+    assert_non_null(wr);
+    assert_int_equal(wr->n_timeseries, 1);
+    assert_int_equal(wr->timeseries[0]->n_samples, 100);
+    assert_int_equal(wr->timeseries[0]->samples[99]->timestamp, 1700000000000 + 99 * 15000);
+    assert_string_equal(wr->timeseries[0]->labels[1]->value, "200");
+    prometheus__write_request__free_unpacked(wr, NULL);
+    /* the same through the arena (as the handler unpacks), twice on one arena */
+    struct prom_arena arena;
+    prom_arena_init(&arena);
+    for (int round = 0; round < 2; round++) {
+        wr = prometheus__write_request__unpack(&arena.alloc, rl, (uint8_t *)raw);
+        assert_non_null(wr);
+        assert_int_equal(wr->timeseries[0]->n_samples, 100);
+        assert_true(wr->timeseries[0]->samples[42]->value == 42.0);
+        assert_string_equal(wr->timeseries[0]->labels[0]->value, "http_requests_total");
+        prom_arena_clear(&arena);
+    }
+
+    /* bad protobuf: cut short (a truncated varint / length) */
+    assert_null(prometheus__write_request__unpack(NULL, rl - 3, (uint8_t *)raw));
+    /* bad protobuf: wrong wire type for field 1 */
+    const uint8_t junk[] = {0x09, 1, 2, 3, 4, 5, 6, 7, 8, 0x0a, 0x7f};
+    assert_null(prometheus__write_request__unpack(NULL, sizeof(junk), junk));
+    free(raw);
+
+    /* oversized: the decoded length is checked before decoding */
+    assert_int_equal(prom_snappy_decode(body, len, 100, &raw, &rl, msg, sizeof(msg)), 413);
+    assert_null(raw);
+    assert_non_null(strstr(msg, "max_decoded_bytes"));
+    /* not snappy */
+    const char text[] = "{\"metric\":\"m\"}";
+    assert_int_equal(prom_snappy_decode(text, sizeof(text) - 1, 1 << 20, &raw, &rl, msg,
+                                        sizeof(msg)),
+                     400);
+    /* snappy cut short */
+    assert_int_equal(prom_snappy_decode(body, len / 2, 1 << 20, &raw, &rl, msg, sizeof(msg)), 400);
+    free(body);
+}
+
+static void test_prom_matchers(void **state)
+{
+    (void)state;
+    Prometheus__LabelMatcher lm[4], *lmp[4];
+    const struct {
+        int type;
+        const char *name, *value;
+    } spec[] = {{0, "__name__", "up"}, {1, "job", "x"}, {2, "instance", "h.*:9[0-9]+"},
+                {3, "env", "prod|stage"}};
+    for (int i = 0; i < 4; i++) {
+        prometheus__label_matcher__init(&lm[i]);
+        lm[i].type = spec[i].type;
+        lm[i].name = (char *)spec[i].name;
+        lm[i].value = (char *)spec[i].value;
+        lmp[i] = &lm[i];
+    }
+    Prometheus__Query q;
+    prometheus__query__init(&q);
+    q.n_matchers = 4;
+    q.matchers = lmp;
+    struct prom_matchers *m = prom_matchers_new(&q, msg, sizeof(msg));
+    assert_non_null(m);
+    assert_string_equal(prom_matchers_metric(m), "up");
+    const char *n1[] = {"__name__", "instance", "job"};
+    const char *v1[] = {"up", "host:9100", "node"};
+    assert_true(prom_matchers_match(m, n1, v1, 3));
+    const char *v2[] = {"up", "host:9100", "x"}; /* NEQ fails */
+    assert_false(prom_matchers_match(m, n1, v2, 3));
+    const char *v3[] = {"up", "xhost:9100", "node"}; /* RE is anchored */
+    assert_false(prom_matchers_match(m, n1, v3, 3));
+    const char *n4[] = {"__name__", "instance", "env"};
+    const char *v4[] = {"up", "h:90", "prod"}; /* NRE */
+    assert_false(prom_matchers_match(m, n4, v4, 3));
+    const char *v5[] = {"up", "h:90", "production"}; /* NRE anchored: matches */
+    assert_true(prom_matchers_match(m, n4, v5, 3));
+    const char *v6[] = {"upx", "h:90", "dev"};
+    assert_false(prom_matchers_match(m, n4, v6, 3));
+    prom_matchers_free(m);
+
+    /* absent label = "": job!="" needs it, env=~"" wants it absent */
+    lm[1].type = 1;
+    lm[1].value = (char *)"";
+    q.n_matchers = 2;
+    m = prom_matchers_new(&q, msg, sizeof(msg));
+    const char *n7[] = {"__name__"};
+    const char *v7[] = {"up"};
+    assert_false(prom_matchers_match(m, n7, v7, 1));
+    prom_matchers_free(m);
+
+    /* a bad expression, and no __name__ */
+    lm[2].value = (char *)"(unclosed";
+    q.n_matchers = 3;
+    assert_null(prom_matchers_new(&q, msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "instance"));
+    q.n_matchers = 1;
+    q.matchers = &lmp[1];
+    m = prom_matchers_new(&q, msg, sizeof(msg));
+    assert_null(prom_matchers_metric(m));
+    prom_matchers_free(m);
+}
+
+static void test_prom_read_response_roundtrip(void **state)
+{
+    (void)state;
+    struct prom_read_builder *rb = prom_rb_new(2);
+    const char *n[] = {"job", "__name__", "instance"};
+    const char *v[] = {"node", "up", "h:1"};
+    assert_true(prom_rb_series(rb, 1, n, v, 3));
+    for (int i = 0; i < 1000; i++)
+        assert_true(prom_rb_sample(rb, 1700000000000 + i, i * 0.5));
+    assert_true(prom_rb_series(rb, 1, n, v, 1));
+    assert_true(prom_rb_sample(rb, 5, 1));
+    prom_rb_drop_series(rb); /* gone again */
+    assert_true(prom_rb_series(rb, 0, n + 1, v + 1, 1));
+    assert_true(prom_rb_sample(rb, 7, -3));
+    assert_int_equal(prom_rb_samples(rb), 1001);
+    char *out;
+    size_t len;
+    assert_true(prom_rb_finish(rb, &out, &len));
+    prom_rb_free(rb);
+    char *raw;
+    size_t rl;
+    assert_int_equal(prom_snappy_decode(out, len, 1 << 24, &raw, &rl, msg, sizeof(msg)), 0);
+    Prometheus__ReadResponse *r = prometheus__read_response__unpack(NULL, rl, (uint8_t *)raw);
+    assert_non_null(r);
+    assert_int_equal(r->n_results, 2);
+    assert_int_equal(r->results[0]->n_timeseries, 1);
+    assert_int_equal(r->results[0]->timeseries[0]->samples[0]->timestamp, 7);
+    assert_int_equal(r->results[1]->n_timeseries, 1);
+    Prometheus__TimeSeries *ts = r->results[1]->timeseries[0];
+    /* labels sorted by name */
+    assert_string_equal(ts->labels[0]->name, "__name__");
+    assert_string_equal(ts->labels[1]->name, "instance");
+    assert_string_equal(ts->labels[2]->name, "job");
+    assert_int_equal(ts->n_samples, 1000);
+    assert_true(ts->samples[999]->value == 999 * 0.5);
+    assert_int_equal(ts->samples[999]->timestamp, 1700000000999);
+    prometheus__read_response__free_unpacked(r, NULL);
+    free(raw);
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prom_escape_roundtrip),
+        cmocka_unit_test(test_prom_default_tag_setting),
+        cmocka_unit_test(test_prom_map_series),
+        cmocka_unit_test(test_prom_values),
+        cmocka_unit_test(test_prom_write_decode),
+        cmocka_unit_test(test_prom_matchers),
+        cmocka_unit_test(test_prom_read_response_roundtrip),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,568 @@
+/* api_prom.c - Prometheus remote write (POST /api/v1/write) and remote read (POST /api/v1/read)
+ * (docs/prometheus.md). The protocol work is tsd/proto_prom.c; this file is the glue.
+ *
+ * Write runs on a worker (http_req_defer) like /api/put: the snappy body is decoded, each series
+ * mapped once, each sample put through put_check_point (the limits of put) into ingest batches
+ * (waiting for a free batch is the backpressure), and the reply goes out only once every
+ * accepted sample is in the write-ahead log: 204; 400 when some data could never be written
+ * (Prometheus drops the request: a retry would fail the same way); 5xx when a retry can succeed
+ * (store error, overload, out of memory) - the samples already written are written again then,
+ * which overwrites them with the same values.
+ * Invariants: (1) a body that does not decode writes nothing; (2) job->refs = 1 for the worker +
+ * 1 per submitted batch not yet done; the last one frees the job.
+ *
+ * Read runs on a worker too: each query of the ReadRequest becomes an /api/query sub-query with
+ * the "none" aggregator (every series on its own, raw points) run by qexec_run_points (the query
+ * layer; no store access here); equality matchers on labels narrow the scan (literal_or filters)
+ * and every matcher is checked again on the unescaped labels of each series. */
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/qexec.h"
+#include "query/qspec.h"
+#include "tsd/conf.h"
+#include "tsd/http.h"
+#include "tsd/ingest.h"
+#include "tsd/proto_prom.h"
+#include "tsd/routes.h"
+#include "tsd/tsd.h"
+#include "tsd/tsd_int.h"
+#include "tsd/tstats.h"
+
+/* ---- shared ------------------------------------------------------------------------------ */
+
+static void prom_reply_text(struct http_req *r, int status, const char *msg)
+{
+    char line[1200];
+    int n = snprintf(line, sizeof(line), "%s\n", msg);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof(line))
+        n = (int)sizeof(line) - 1;
+    http_reply_raw(r, status, "text/plain; charset=utf-8", line, (size_t)n);
+}
+
+/* Decodes the snappy body into *raw; replies and returns false on failure. */
+static bool prom_body(struct http_req *r, char **raw, size_t *raw_len)
+{
+    const struct conf *c = tsd_conf(http_req_tsd(r));
+    size_t len;
+    const char *body = http_req_body(r, &len);
+    if (len == 0) {
+        prom_reply_text(r, 400, "empty body: expected a snappy-compressed protobuf message");
+        return false;
+    }
+    char msg[256];
+    size_t max = (size_t)conf_get_int(c, "tsd.prometheus.max_decoded_bytes");
+    int st = prom_snappy_decode(body, len, max, raw, raw_len, msg, sizeof(msg));
+    if (st != 0) {
+        prom_reply_text(r, st, msg);
+        return false;
+    }
+    return true;
+}
+
+/* ---- remote write ------------------------------------------------------------------------ */
+
+struct prom_job {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs;
+    size_t written, illegal, unknown_metric, store_error;
+    char first_err[512]; /* the first per-sample failure, for the reply */
+    struct ingest *ingest;
+};
+
+static void prom_job_unref(struct prom_job *job)
+{
+    pthread_mutex_lock(&job->mu);
+    bool last = --job->refs == 0;
+    pthread_cond_broadcast(&job->cv);
+    pthread_mutex_unlock(&job->mu);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&job->mu);
+    pthread_cond_destroy(&job->cv);
+    free(job);
+}
+
+/* REQUIRES: job->mu held. */
+static void prom_job_note(struct prom_job *job, const char *msg)
+{
+    if (!job->first_err[0])
+        snprintf(job->first_err, sizeof(job->first_err), "%.500s", msg);
+}
+
+static void prom_batch_done(void *arg, struct ingest_batch *b)
+{
+    struct prom_job *job = arg;
+    size_t n = ingest_batch_count(b);
+    pthread_mutex_lock(&job->mu);
+    for (size_t i = 0; i < n; i++) {
+        const char *msg;
+        switch (ingest_batch_outcome(b, i, &msg)) {
+        case INGEST_WRITTEN:
+            job->written++;
+            break;
+        case INGEST_ILLEGAL:
+            job->illegal++;
+            prom_job_note(job, msg && *msg ? msg : "illegal sample");
+            break;
+        case INGEST_UNKNOWN_METRIC: {
+            struct ingest_point p;
+            ingest_batch_point(b, i, &p);
+            char m[300];
+            snprintf(m, sizeof(m), "unknown metric '%s' (tsd.core.auto_create_metrics is off)",
+                     p.metric);
+            job->unknown_metric++;
+            prom_job_note(job, m);
+            break;
+        }
+        default:
+            job->store_error++;
+            prom_job_note(job, msg && *msg ? msg : "store error");
+            break;
+        }
+    }
+    pthread_mutex_unlock(&job->mu);
+    ingest_batch_release(job->ingest, b);
+    prom_job_unref(job);
+}
+
+struct prom_write {
+    struct tsd *t;
+    struct prom_job *job;
+    struct ingest_batch *batch;
+    size_t submitted;
+};
+
+static void prom_submit(struct prom_write *w)
+{
+    if (!w->batch)
+        return;
+    size_t n = ingest_batch_count(w->batch);
+    if (n == 0) {
+        ingest_batch_release(w->t->ingest, w->batch);
+        w->batch = NULL;
+        return;
+    }
+    pthread_mutex_lock(&w->job->mu);
+    w->job->refs++;
+    pthread_mutex_unlock(&w->job->mu);
+    w->submitted += n;
+    tstats_add(TSTATS_POINTS_ADDED, n);
+    ingest_submit(w->t->ingest, w->batch, prom_batch_done, w->job);
+    w->batch = NULL;
+}
+
+/* Adds p to the current batch; false if it does not fit even an empty one. */
+static bool prom_add(struct prom_write *w, const struct put_point *p)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!w->batch)
+            w->batch = ingest_batch_get(w->t->ingest);
+        if (ingest_batch_add(w->batch, p, 0))
+            return true;
+        if (ingest_batch_count(w->batch) == 0)
+            break;
+        prom_submit(w);
+    }
+    return false;
+}
+
+static void prom_write_work(struct http_req *r, void *arg)
+{
+    (void)arg;
+    struct tsd *t = http_req_tsd(r);
+    const struct conf *c = tsd_conf(t);
+    tstats_add(TSTATS_HTTP_PUT, 1);
+    char dkey[128], dval[128], msg[1024];
+    if (!prom_default_tag_parse(conf_get_str(c, "tsd.prometheus.default_tag"), dkey, sizeof(dkey),
+                                dval, sizeof(dval), msg, sizeof(msg))) {
+        prom_reply_text(r, 500, msg);
+        return;
+    }
+    char *raw;
+    size_t raw_len;
+    if (!prom_body(r, &raw, &raw_len))
+        return;
+    struct prom_arena arena;
+    prom_arena_init(&arena);
+    Prometheus__WriteRequest *wr =
+        prometheus__write_request__unpack(&arena.alloc, raw_len, (const uint8_t *)raw);
+    free(raw);
+    if (!wr) {
+        prom_arena_clear(&arena);
+        prom_reply_text(r, 400, "body is not a protobuf prometheus.WriteRequest");
+        return;
+    }
+    struct put_point *p = malloc(sizeof(*p));
+    struct prom_job *job = calloc(1, sizeof(*job));
+    if (!p || !job) {
+        free(p);
+        free(job);
+        prom_arena_clear(&arena);
+        prom_reply_text(r, 500, "out of memory");
+        return;
+    }
+    pthread_mutex_init(&job->mu, NULL);
+    pthread_cond_init(&job->cv, NULL);
+    job->refs = 1;
+    job->ingest = t->ingest;
+    struct prom_write w = {.t = t, .job = job};
+    const struct prom_map map = {t->rules.special_chars, dkey, dval};
+    char *names = NULL;
+    size_t names_cap = 0;
+    size_t rejected = 0, skipped_nan = 0, samples = 0;
+    int status = 0;
+    for (size_t s = 0; s < wr->n_timeseries && status != 500; s++) {
+        const Prometheus__TimeSeries *ts = wr->timeseries[s];
+        samples += ts->n_samples;
+        int st = prom_map_series(&map, ts, &names, &names_cap, p, msg, sizeof(msg));
+        if (st != 0) {
+            status = st == 500 ? 500 : status;
+            rejected += ts->n_samples;
+            tstats_add(TSTATS_ILLEGAL_ARGUMENTS, ts->n_samples);
+            pthread_mutex_lock(&job->mu);
+            prom_job_note(job, msg);
+            pthread_mutex_unlock(&job->mu);
+            continue;
+        }
+        for (size_t i = 0; i < ts->n_samples; i++) {
+            const Prometheus__Sample *sm = ts->samples[i];
+            enum prom_value_class vc = prom_value_class(sm->value);
+            if (vc != PROM_VALUE_OK) {
+                skipped_nan++; /* stale markers, NaN, +-Inf: not stored (docs) */
+                continue;
+            }
+            char vtext[40];
+            prom_value_text(sm->value, vtext, sizeof(vtext));
+            /* put reads a number of at most 32 bits as seconds: Prometheus' are always
+             * milliseconds, so one before 1970-02-20 cannot be told apart and is refused */
+            p->ts_ms = sm->timestamp;
+            char m2[512];
+            enum put_status ps = PUT_EARG;
+            if (sm->timestamp < ((int64_t)1 << 32))
+                snprintf(m2, sizeof(m2), "timestamp %lld ms is before 1970-02-20",
+                         (long long)sm->timestamp);
+            else
+                ps = put_check_point(p, (struct put_str){vtext, strlen(vtext)}, &t->rules, m2,
+                                     sizeof(m2));
+            if (ps != PUT_OK || !prom_add(&w, p)) {
+                rejected++;
+                tstats_add(TSTATS_ILLEGAL_ARGUMENTS, 1);
+                const char *m = ps != PUT_OK ? m2 : "sample too large for a batch";
+                if (!strncmp(m, "illegal argument: ", 18))
+                    m += 18;
+                char full[700];
+                snprintf(full, sizeof(full), "sample of '%.*s' at %lld: %s", (int)p->metric.len,
+                         p->metric.p, (long long)sm->timestamp, m);
+                pthread_mutex_lock(&job->mu);
+                prom_job_note(job, full);
+                pthread_mutex_unlock(&job->mu);
+            }
+        }
+    }
+    prom_submit(&w);
+    free(names);
+    free(p);
+    prom_arena_clear(&arena);
+    tstats_add(TSTATS_INVALID_VALUES, skipped_nan);
+
+    pthread_mutex_lock(&job->mu);
+    while (job->refs > 1)
+        pthread_cond_wait(&job->cv, &job->mu);
+    size_t written = job->written, unknown = job->unknown_metric, stored = job->store_error,
+           illegal = job->illegal;
+    char first[512];
+    snprintf(first, sizeof(first), "%s", job->first_err);
+    pthread_mutex_unlock(&job->mu);
+
+    char reply[1024];
+    if (status == 500 || stored > 0) {
+        snprintf(reply, sizeof(reply), "%zu of %zu samples not written (retry): %s",
+                 samples - written - rejected - illegal - unknown - skipped_nan,
+                 samples, first);
+        prom_reply_text(r, 500, reply);
+    } else if (rejected + illegal + unknown > 0) {
+        snprintf(reply, sizeof(reply), "%zu of %zu samples rejected, %zu written: %s",
+                 rejected + illegal + unknown, samples, written, first);
+        prom_reply_text(r, 400, reply);
+    } else {
+        http_reply_status(r, 204);
+    }
+    prom_job_unref(job);
+}
+
+void api_prom_write_handle(struct http_req *r)
+{
+    struct tsd *t = http_req_tsd(r);
+    if (t->read_only) {
+        prom_reply_text(r, 404, "the TSD is in read-only mode (tsd.mode=ro)");
+        return;
+    }
+    const char *ct = http_req_header(r, "Content-Type");
+    if (ct && strstr(ct, "proto=io.prometheus.write.v2")) {
+        prom_reply_text(r, 415, "remote write 2.0 is not supported: send prometheus.WriteRequest");
+        return;
+    }
+    struct ct_err err = {0};
+    if (http_req_defer(r, prom_write_work, NULL, &err) != CT_OK)
+        prom_reply_text(r, 503, "the TSD is overloaded; retry later");
+}
+
+/* ---- remote read ------------------------------------------------------------------------- */
+
+struct prom_read {
+    struct prom_read_builder *rb;
+    const struct prom_matchers *m;
+    const char *default_key, *default_value;
+    size_t qi;
+    char *last_metric, *last_tags; /* the series being filled (copies), NULL before the first */
+    bool keep;                     /* it matched */
+    bool oom;
+};
+
+/* Splits "k=v k2=v2" (escaped names) and unescapes; name/value point into buf. */
+static size_t prom_split_tags(const char *tags, char *buf, const char **name, const char **value,
+                              size_t max)
+{
+    size_t n = 0;
+    const char *p = tags;
+    char *w = buf;
+    while (*p && n < max) {
+        const char *sp = strchr(p, ' ');
+        size_t len = sp ? (size_t)(sp - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (eq) {
+            name[n] = w;
+            w += prom_unescape(p, (size_t)(eq - p), w) + 1;
+            value[n] = w;
+            w += prom_unescape(eq + 1, len - (size_t)(eq - p) - 1, w) + 1;
+            n++;
+        }
+        p += len + (sp ? 1 : 0);
+    }
+    return n;
+}
+
+static int prom_read_point(void *arg, const char *metric, const char *tags,
+                           const struct qagg_point *pt)
+{
+    struct prom_read *x = arg;
+    if (!x->last_metric || strcmp(x->last_metric, metric) || strcmp(x->last_tags, tags)) {
+        free(x->last_metric);
+        free(x->last_tags);
+        x->last_metric = strdup(metric);
+        x->last_tags = strdup(tags);
+        size_t tl = strlen(tags), ml = strlen(metric);
+        char *buf = malloc(tl + ml + 16);
+        const char **name = malloc((INGEST_MAX_TAGS + 2) * sizeof(*name));
+        const char **value = malloc((INGEST_MAX_TAGS + 2) * sizeof(*value));
+        if (!x->last_metric || !x->last_tags || !buf || !name || !value) {
+            free(buf);
+            free(name);
+            free(value);
+            x->oom = true;
+            return CT_ENOMEM;
+        }
+        name[0] = "__name__";
+        value[0] = buf;
+        char *rest = buf + prom_unescape(metric, ml, buf) + 1;
+        size_t n = 1 + prom_split_tags(tags, rest, name + 1, value + 1, INGEST_MAX_TAGS + 1);
+        if (n == 2 && !strcmp(name[1], x->default_key) && !strcmp(value[1], x->default_value))
+            n = 1; /* the default tag of a series without labels */
+        x->keep = prom_matchers_match(x->m, name, value, n);
+        bool ok = !x->keep || prom_rb_series(x->rb, x->qi, name, value, n);
+        free(buf);
+        free(name);
+        free(value);
+        if (!ok) {
+            x->oom = true;
+            return CT_ENOMEM;
+        }
+    }
+    if (x->keep && !prom_rb_sample(x->rb, pt->ts_ms, qagg_point_double(pt))) {
+        x->oom = true;
+        return CT_ENOMEM;
+    }
+    return CT_OK;
+}
+
+/* The sub-query of one remote read query: metric and literal_or filters of its EQ matchers,
+ * as the JSON /api/query body (times are set on the parsed spec). */
+static char *prom_query_json(const Prometheus__Query *q, const char *metric, const char *special)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *qs = cJSON_AddArrayToObject(o, "queries");
+    cJSON *sub = cJSON_CreateObject();
+    cJSON_AddItemToArray(qs, sub);
+    cJSON_AddStringToObject(o, "start", "1000");
+    cJSON_AddStringToObject(o, "end", "2000");
+    cJSON_AddBoolToObject(o, "msResolution", true);
+    cJSON_AddStringToObject(sub, "aggregator", "none");
+    size_t ml = strlen(metric);
+    char *em = malloc(3 * ml + 1);
+    if (!em) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    prom_escape(metric, ml, special, em, 3 * ml + 1);
+    cJSON_AddStringToObject(sub, "metric", em);
+    free(em);
+    cJSON *filters = cJSON_AddArrayToObject(sub, "filters");
+    for (size_t i = 0; i < q->n_matchers; i++) {
+        const Prometheus__LabelMatcher *lm = q->matchers[i];
+        if (lm->type != PROMETHEUS__LABEL_MATCHER__TYPE__EQ || !strcmp(lm->name, "__name__") ||
+            !lm->value || !*lm->value)
+            continue;
+        size_t kl = strlen(lm->name), vl = strlen(lm->value);
+        char *ek = malloc(3 * kl + 1), *ev = malloc(3 * vl + 1);
+        if (!ek || !ev) {
+            free(ek);
+            free(ev);
+            cJSON_Delete(o);
+            return NULL;
+        }
+        prom_escape(lm->name, kl, special, ek, 3 * kl + 1);
+        prom_escape(lm->value, vl, special, ev, 3 * vl + 1);
+        cJSON *f = cJSON_CreateObject();
+        cJSON_AddStringToObject(f, "type", "literal_or");
+        cJSON_AddStringToObject(f, "tagk", ek);
+        cJSON_AddStringToObject(f, "filter", ev);
+        cJSON_AddBoolToObject(f, "groupBy", false);
+        cJSON_AddItemToArray(filters, f);
+        free(ek);
+        free(ev);
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+static void prom_read_options(struct tsd *t, struct qexec_options *o)
+{
+    const struct conf *c = tsd_conf(t);
+    qexec_options_init(o);
+    o->timeout_ms = conf_get_int(c, "tsd.query.timeout");
+    o->scan_threads = (unsigned)conf_get_int(c, "tsd.query.scan_threads");
+    o->pool = tsd_qpool(t);
+    o->rollup = NULL; /* raw points only */
+    const char *lim = conf_get(c, "tsd.query.limits.data_points.default");
+    if (lim)
+        o->max_datapoints = strtoull(lim, NULL, 10);
+}
+
+static void prom_read_work(struct http_req *r, void *arg)
+{
+    (void)arg;
+    struct tsd *t = http_req_tsd(r);
+    const struct conf *c = tsd_conf(t);
+    char dkey[128], dval[128], msg[1024];
+    if (!prom_default_tag_parse(conf_get_str(c, "tsd.prometheus.default_tag"), dkey, sizeof(dkey),
+                                dval, sizeof(dval), msg, sizeof(msg))) {
+        prom_reply_text(r, 500, msg);
+        return;
+    }
+    char *raw;
+    size_t raw_len;
+    if (!prom_body(r, &raw, &raw_len))
+        return;
+    Prometheus__ReadRequest *rq =
+        prometheus__read_request__unpack(NULL, raw_len, (const uint8_t *)raw);
+    free(raw);
+    if (!rq) {
+        prom_reply_text(r, 400, "body is not a protobuf prometheus.ReadRequest");
+        return;
+    }
+    struct prom_read_builder *rb = prom_rb_new(rq->n_queries);
+    int status = 0;
+    if (!rb) {
+        status = 500;
+        snprintf(msg, sizeof(msg), "out of memory");
+    }
+    struct qexec_options o;
+    prom_read_options(t, &o);
+    for (size_t qi = 0; status == 0 && qi < rq->n_queries; qi++) {
+        const Prometheus__Query *pq = rq->queries[qi];
+        struct prom_matchers *m = prom_matchers_new(pq, msg, sizeof(msg));
+        if (!m) {
+            status = 400;
+            break;
+        }
+        const char *metric = prom_matchers_metric(m);
+        if (!metric) {
+            snprintf(msg, sizeof(msg),
+                     "remote read: query %zu has no __name__=\"...\" equality matcher (ctsdb "
+                     "reads one metric per query)",
+                     qi);
+            prom_matchers_free(m);
+            status = 400;
+            break;
+        }
+        if (pq->end_timestamp_ms < pq->start_timestamp_ms || pq->end_timestamp_ms < 0) {
+            prom_matchers_free(m);
+            continue; /* an empty range: no series */
+        }
+        char *js = prom_query_json(pq, metric, t->rules.special_chars);
+        struct qspec *q = NULL;
+        struct ct_err err = {0};
+        if (!js || qspec_parse_json(js, strlen(js), 0, &q, &err) != CT_OK) {
+            snprintf(msg, sizeof(msg), "remote read: %s", js ? err.msg : "out of memory");
+            status = js ? 400 : 500;
+            free(js);
+            prom_matchers_free(m);
+            break;
+        }
+        free(js);
+        q->start_ms = pq->start_timestamp_ms > 0 ? pq->start_timestamp_ms : 0;
+        q->end_ms = pq->end_timestamp_ms;
+        struct prom_read x = {.rb = rb, .m = m, .default_key = dkey, .default_value = dval,
+                              .qi = qi};
+        enum qexec_status qst = QEXEC_OK;
+        int rc = qexec_run_points(tsd_tsdb(t), q, &o, prom_read_point, &x, &qst, &err);
+        free(x.last_metric);
+        free(x.last_tags);
+        qspec_free(q);
+        prom_matchers_free(m);
+        if (rc != CT_OK) {
+            if (x.oom) {
+                status = 500;
+                snprintf(msg, sizeof(msg), "out of memory");
+            } else if (qst == QEXEC_BAD_REQUEST) {
+                /* a name the store does not know (metric, tag key or value of an equality
+                 * matcher): no series can match; nothing was emitted (qexec.h) */
+                continue;
+            } else {
+                status = qst == QEXEC_TOO_LARGE ? 413 : qst == QEXEC_TIMEOUT ? 503 : 500;
+                snprintf(msg, sizeof(msg), "remote read: %s", err.msg);
+            }
+        }
+    }
+    prometheus__read_request__free_unpacked(rq, NULL);
+    char *out = NULL;
+    size_t out_len = 0;
+    if (status == 0 && !prom_rb_finish(rb, &out, &out_len)) {
+        status = 500;
+        snprintf(msg, sizeof(msg), "out of memory");
+    }
+    prom_rb_free(rb);
+    if (status != 0) {
+        prom_reply_text(r, status, msg);
+        return;
+    }
+    tstats_add(TSTATS_QUERY_SUCCESS, 1);
+    http_reply_header(r, "Content-Encoding", "snappy");
+    http_reply_raw(r, 200, "application/x-protobuf", out, out_len);
+    free(out);
+}
+
+void api_prom_read_handle(struct http_req *r)
+{
+    struct ct_err err = {0};
+    if (http_req_defer(r, prom_read_work, NULL, &err) != CT_OK)
+        prom_reply_text(r, 503, "the TSD is overloaded; retry later");
+}

@@ -1,0 +1,592 @@
+/* proto_prom.c - Prometheus remote write / read, protocol side (see proto_prom.h).
+ * The read builder owns every string and array of its ReadResponse (malloc'd, freed by
+ * prom_rb_free); the protobuf-c structs are filled by hand and packed once at the end. */
+#include "tsd/proto_prom.h"
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <math.h>
+#include <pcre2.h>
+#include <snappy-c.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- names ------------------------------------------------------------------------------ */
+
+static bool prom_keep(unsigned char c, const char *special)
+{
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+        c == '_' || c == '.')
+        return true;
+    if (c == '/' || c == ' ' || c == '=' || c == '|' || c == 0 || c >= 0x80 || !special)
+        return false;
+    return strchr(special, c) != NULL;
+}
+
+size_t prom_escape(const char *s, size_t len, const char *special, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char e[3] = {(char)c, 0, 0};
+        size_t el = 1;
+        if (!prom_keep(c, special)) {
+            e[0] = '/';
+            e[1] = hex[c >> 4];
+            e[2] = hex[c & 15];
+            el = 3;
+        }
+        for (size_t k = 0; k < el; k++, n++)
+            if (n + 1 < cap)
+                out[n] = e[k];
+    }
+    if (cap > 0)
+        out[n < cap ? n : cap - 1] = '\0';
+    return n;
+}
+
+static int prom_hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+size_t prom_unescape(const char *s, size_t len, char *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '/' && i + 2 < len) {
+            int hi = prom_hexval(s[i + 1]), lo = prom_hexval(s[i + 2]);
+            if (hi >= 0 && lo >= 0) {
+                out[n++] = (char)(hi << 4 | lo);
+                i += 2;
+                continue;
+            }
+        }
+        out[n++] = s[i];
+    }
+    out[n] = '\0';
+    return n;
+}
+
+bool prom_default_tag_parse(const char *s, char *key, size_t key_cap, char *value,
+                            size_t value_cap, char *msg, size_t msg_size)
+{
+    const char *eq = s ? strchr(s, '=') : NULL;
+    size_t kl = eq ? (size_t)(eq - s) : 0, vl = eq ? strlen(eq + 1) : 0;
+    size_t bad;
+    if (!eq || kl == 0 || vl == 0 || kl >= key_cap || vl >= value_cap) {
+        snprintf(msg, msg_size, "tsd.prometheus.default_tag: expected key=value, got '%s'",
+                 s ? s : "");
+        return false;
+    }
+    if (!put_name_valid(s, kl, NULL, &bad) || !put_name_valid(eq + 1, vl, NULL, &bad) ||
+        memchr(eq + 1, '=', vl)) {
+        snprintf(msg, msg_size,
+                 "tsd.prometheus.default_tag: '%s' is not a legal OpenTSDB tag (letters, digits, "
+                 "- _ . /)",
+                 s);
+        return false;
+    }
+    memcpy(key, s, kl);
+    key[kl] = '\0';
+    memcpy(value, eq + 1, vl);
+    value[vl] = '\0';
+    return true;
+}
+
+/* ---- arena ------------------------------------------------------------------------------ */
+
+struct prom_arena_block {
+    struct prom_arena_block *next;
+    size_t used, cap;
+    max_align_t data[];
+};
+
+static void *prom_arena_alloc(void *arg, size_t size)
+{
+    struct prom_arena *a = arg;
+    size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+    struct prom_arena_block *b = a->head;
+    if (!b || b->cap - b->used < size) {
+        size_t cap = size > ((size_t)256 << 10) ? size : ((size_t)256 << 10);
+        b = malloc(sizeof(*b) + cap);
+        if (!b)
+            return NULL;
+        b->cap = cap;
+        b->used = 0;
+        b->next = a->head;
+        a->head = b;
+    }
+    void *p = (char *)b->data + b->used;
+    b->used += size;
+    return p;
+}
+
+static void prom_arena_nofree(void *arg, void *p)
+{
+    (void)arg;
+    (void)p; /* freed with the arena */
+}
+
+void prom_arena_init(struct prom_arena *a)
+{
+    a->alloc.alloc = prom_arena_alloc;
+    a->alloc.free = prom_arena_nofree;
+    a->alloc.allocator_data = a;
+    a->head = NULL;
+}
+
+void prom_arena_clear(struct prom_arena *a)
+{
+    while (a->head) {
+        struct prom_arena_block *n = a->head->next;
+        free(a->head);
+        a->head = n;
+    }
+}
+
+/* ---- snappy ----------------------------------------------------------------------------- */
+
+int prom_snappy_decode(const char *body, size_t len, size_t max_decoded, char **out,
+                       size_t *out_len, char *msg, size_t msg_size)
+{
+    size_t n;
+    *out = NULL;
+    *out_len = 0;
+    if (snappy_uncompressed_length(body, len, &n) != SNAPPY_OK ||
+        snappy_validate_compressed_buffer(body, len) != SNAPPY_OK) {
+        snprintf(msg, msg_size, "body is not snappy (block format) compressed data");
+        return 400;
+    }
+    if (n > max_decoded) {
+        snprintf(msg, msg_size,
+                 "decoded body of %zu bytes is larger than tsd.prometheus.max_decoded_bytes (%zu)",
+                 n, max_decoded);
+        return 413;
+    }
+    char *b = malloc(n ? n : 1);
+    if (!b) {
+        snprintf(msg, msg_size, "out of memory");
+        return 500;
+    }
+    size_t got = n;
+    if (snappy_uncompress(body, len, b, &got) != SNAPPY_OK || got != n) {
+        free(b);
+        snprintf(msg, msg_size, "body is not snappy (block format) compressed data");
+        return 400;
+    }
+    *out = b;
+    *out_len = n;
+    return 0;
+}
+
+bool prom_snappy_encode(const void *in, size_t len, char **out, size_t *out_len)
+{
+    size_t cap = snappy_max_compressed_length(len);
+    char *b = malloc(cap ? cap : 1);
+    if (!b)
+        return false;
+    if (snappy_compress(in, len, b, &cap) != SNAPPY_OK) {
+        free(b);
+        return false;
+    }
+    *out = b;
+    *out_len = cap;
+    return true;
+}
+
+/* ---- the write mapping ------------------------------------------------------------------ */
+
+int prom_map_series(const struct prom_map *m, const Prometheus__TimeSeries *ts, char **buf,
+                    size_t *cap, struct put_point *p, char *msg, size_t msg_size)
+{
+    size_t need = 1;
+    const Prometheus__Label *name = NULL;
+    for (size_t i = 0; i < ts->n_labels; i++) {
+        const Prometheus__Label *l = ts->labels[i];
+        if (!l->name || !*l->name) {
+            snprintf(msg, msg_size, "a label has an empty name");
+            return 400;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(ts->labels[j]->name, l->name)) {
+                snprintf(msg, msg_size, "label '%s' given twice", l->name);
+                return 400;
+            }
+        if (!strcmp(l->name, "__name__"))
+            name = l;
+        need += 3 * (strlen(l->name) + strlen(l->value ? l->value : "")) + 2;
+    }
+    if (!name || !name->value || !*name->value) {
+        snprintf(msg, msg_size, "a series has no __name__ label");
+        return 400;
+    }
+    if (ts->n_labels - 1 > PUT_MAX_TAGS) {
+        snprintf(msg, msg_size, "a series has %zu labels besides __name__ (at most %d)",
+                 ts->n_labels - 1, PUT_MAX_TAGS);
+        return 400;
+    }
+    if (need > *cap) {
+        char *nb = realloc(*buf, need);
+        if (!nb) {
+            snprintf(msg, msg_size, "out of memory");
+            return 500;
+        }
+        *buf = nb;
+        *cap = need;
+    }
+    char *w = *buf;
+    size_t used = 0;
+#define PROM_PUT(dst, s)                                                                       \
+    do {                                                                                       \
+        size_t l_ = prom_escape((s), strlen(s), m->special, w + used, *cap - used);            \
+        (dst).p = w + used;                                                                    \
+        (dst).len = l_;                                                                        \
+        used += l_ + 1;                                                                        \
+    } while (0)
+    PROM_PUT(p->metric, name->value);
+    p->ntags = 0;
+    for (size_t i = 0; i < ts->n_labels; i++) {
+        const Prometheus__Label *l = ts->labels[i];
+        if (l == name || !l->value || !*l->value)
+            continue; /* an empty value is an absent label in Prometheus */
+        PROM_PUT(p->tagk[p->ntags], l->name);
+        PROM_PUT(p->tagv[p->ntags], l->value);
+        p->ntags++;
+    }
+#undef PROM_PUT
+    if (p->ntags == 0) {
+        p->tagk[0] = (struct put_str){m->default_key, strlen(m->default_key)};
+        p->tagv[0] = (struct put_str){m->default_value, strlen(m->default_value)};
+        p->ntags = 1;
+    }
+    return 0;
+}
+
+enum prom_value_class prom_value_class(double v)
+{
+    if (isnan(v)) {
+        uint64_t bits;
+        memcpy(&bits, &v, sizeof(bits));
+        return bits == 0x7ff0000000000002ULL ? PROM_VALUE_STALE : PROM_VALUE_NAN;
+    }
+    return isinf(v) ? PROM_VALUE_INF : PROM_VALUE_OK;
+}
+
+void prom_value_text(double v, char *out, size_t cap)
+{
+    if (v == floor(v) && fabs(v) <= 9007199254740992.0 && !(v == 0 && signbit(v)))
+        snprintf(out, cap, "%lld", (long long)v);
+    else
+        snprintf(out, cap, "%.17g", v);
+}
+
+/* ---- matchers --------------------------------------------------------------------------- */
+
+struct prom_matcher {
+    int type; /* PROMETHEUS__LABEL_MATCHER__TYPE__* */
+    char *name, *value;
+    pcre2_code *re;
+};
+
+struct prom_matchers {
+    struct prom_matcher *m;
+    size_t n;
+    pcre2_match_data *md;
+};
+
+void prom_matchers_free(struct prom_matchers *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->m[i].name);
+        free(m->m[i].value);
+        pcre2_code_free(m->m[i].re);
+    }
+    free(m->m);
+    pcre2_match_data_free(m->md);
+    free(m);
+}
+
+struct prom_matchers *prom_matchers_new(const Prometheus__Query *q, char *msg, size_t msg_size)
+{
+    struct prom_matchers *m = calloc(1, sizeof(*m));
+    if (!m || !(m->m = calloc(q->n_matchers ? q->n_matchers : 1, sizeof(*m->m))) ||
+        !(m->md = pcre2_match_data_create(1, NULL))) {
+        snprintf(msg, msg_size, "out of memory");
+        prom_matchers_free(m);
+        return NULL;
+    }
+    for (size_t i = 0; i < q->n_matchers; i++) {
+        const Prometheus__LabelMatcher *lm = q->matchers[i];
+        struct prom_matcher *x = &m->m[m->n++];
+        x->type = (int)lm->type;
+        x->name = strdup(lm->name ? lm->name : "");
+        x->value = strdup(lm->value ? lm->value : "");
+        if (!x->name || !x->value) {
+            snprintf(msg, msg_size, "out of memory");
+            goto fail;
+        }
+        if (x->type < 0 || x->type > 3) {
+            snprintf(msg, msg_size, "unknown matcher type %d", x->type);
+            goto fail;
+        }
+        if (x->type == PROMETHEUS__LABEL_MATCHER__TYPE__RE ||
+            x->type == PROMETHEUS__LABEL_MATCHER__TYPE__NRE) {
+            size_t pl = strlen(x->value) + 8;
+            char *pat = malloc(pl);
+            if (!pat) {
+                snprintf(msg, msg_size, "out of memory");
+                goto fail;
+            }
+            snprintf(pat, pl, "^(?:%s)$", x->value);
+            int ec;
+            PCRE2_SIZE eo;
+            x->re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+                                  PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &ec, &eo, NULL);
+            free(pat);
+            if (!x->re) {
+                char e[128];
+                pcre2_get_error_message(ec, (PCRE2_UCHAR *)e, sizeof(e));
+                snprintf(msg, msg_size, "bad regular expression for label '%s': %s", x->name,
+                         e);
+                goto fail;
+            }
+        }
+    }
+    return m;
+fail:
+    prom_matchers_free(m);
+    return NULL;
+}
+
+const char *prom_matchers_metric(const struct prom_matchers *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (m->m[i].type == PROMETHEUS__LABEL_MATCHER__TYPE__EQ &&
+            !strcmp(m->m[i].name, "__name__") && m->m[i].value[0])
+            return m->m[i].value;
+    return NULL;
+}
+
+bool prom_matchers_match(const struct prom_matchers *m, const char *const *name,
+                         const char *const *value, size_t n)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        const struct prom_matcher *x = &m->m[i];
+        const char *v = "";
+        for (size_t k = 0; k < n; k++)
+            if (!strcmp(name[k], x->name)) {
+                v = value[k];
+                break;
+            }
+        bool ok;
+        switch (x->type) {
+        case PROMETHEUS__LABEL_MATCHER__TYPE__EQ:
+            ok = !strcmp(v, x->value);
+            break;
+        case PROMETHEUS__LABEL_MATCHER__TYPE__NEQ:
+            ok = strcmp(v, x->value) != 0;
+            break;
+        default:
+            ok = pcre2_match(x->re, (PCRE2_SPTR)v, strlen(v), 0, 0, m->md, NULL) >= 0;
+            if (x->type == PROMETHEUS__LABEL_MATCHER__TYPE__NRE)
+                ok = !ok;
+            break;
+        }
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* ---- the read response ------------------------------------------------------------------ */
+
+struct prom_read_builder {
+    Prometheus__ReadResponse resp;
+    size_t *cap_series; /* per result: capacity of its timeseries array */
+    Prometheus__TimeSeries *cur;
+    size_t cur_q;
+    size_t cap_samples; /* of cur */
+    uint64_t samples;
+};
+
+struct prom_read_builder *prom_rb_new(size_t nqueries)
+{
+    struct prom_read_builder *rb = calloc(1, sizeof(*rb));
+    if (!rb)
+        return NULL;
+    prometheus__read_response__init(&rb->resp);
+    rb->resp.results = calloc(nqueries ? nqueries : 1, sizeof(*rb->resp.results));
+    rb->cap_series = calloc(nqueries ? nqueries : 1, sizeof(*rb->cap_series));
+    if (!rb->resp.results || !rb->cap_series) {
+        prom_rb_free(rb);
+        return NULL;
+    }
+    for (size_t i = 0; i < nqueries; i++) {
+        Prometheus__QueryResult *qr = calloc(1, sizeof(*qr));
+        if (!qr) {
+            prom_rb_free(rb);
+            return NULL;
+        }
+        prometheus__query_result__init(qr);
+        rb->resp.results[rb->resp.n_results++] = qr;
+    }
+    return rb;
+}
+
+static void prom_series_free(Prometheus__TimeSeries *ts)
+{
+    for (size_t i = 0; i < ts->n_labels; i++) {
+        free(ts->labels[i]->name);
+        free(ts->labels[i]->value);
+        free(ts->labels[i]);
+    }
+    free(ts->labels);
+    if (ts->n_samples)
+        free(ts->samples[0]); /* one array holds every sample (see prom_rb_sample) */
+    free(ts->samples);
+    free(ts);
+}
+
+void prom_rb_free(struct prom_read_builder *rb)
+{
+    if (!rb)
+        return;
+    for (size_t q = 0; q < rb->resp.n_results; q++) {
+        Prometheus__QueryResult *qr = rb->resp.results[q];
+        for (size_t i = 0; i < qr->n_timeseries; i++)
+            prom_series_free(qr->timeseries[i]);
+        free(qr->timeseries);
+        free(qr);
+    }
+    free(rb->resp.results);
+    free(rb->cap_series);
+    free(rb);
+}
+
+static int prom_label_cmp(const void *a, const void *b)
+{
+    const Prometheus__Label *const *x = a, *const *y = b;
+    return strcmp((*x)->name, (*y)->name);
+}
+
+bool prom_rb_series(struct prom_read_builder *rb, size_t qi, const char *const *name,
+                    const char *const *value, size_t n)
+{
+    Prometheus__QueryResult *qr = rb->resp.results[qi];
+    if (qr->n_timeseries == rb->cap_series[qi]) {
+        size_t nc = rb->cap_series[qi] ? rb->cap_series[qi] * 2 : 16;
+        Prometheus__TimeSeries **ns = realloc(qr->timeseries, nc * sizeof(*ns));
+        if (!ns)
+            return false;
+        qr->timeseries = ns;
+        rb->cap_series[qi] = nc;
+    }
+    Prometheus__TimeSeries *ts = calloc(1, sizeof(*ts));
+    if (!ts)
+        return false;
+    prometheus__time_series__init(ts);
+    ts->labels = calloc(n ? n : 1, sizeof(*ts->labels));
+    if (!ts->labels) {
+        free(ts);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        Prometheus__Label *l = calloc(1, sizeof(*l));
+        if (!l) {
+            prom_series_free(ts);
+            return false;
+        }
+        prometheus__label__init(l);
+        l->name = strdup(name[i]);
+        l->value = strdup(value[i]);
+        ts->labels[ts->n_labels++] = l;
+        if (!l->name || !l->value) {
+            prom_series_free(ts);
+            return false;
+        }
+    }
+    qsort(ts->labels, ts->n_labels, sizeof(*ts->labels), prom_label_cmp);
+    qr->timeseries[qr->n_timeseries++] = ts;
+    rb->cur = ts;
+    rb->cur_q = qi;
+    rb->cap_samples = 0;
+    return true;
+}
+
+/* Samples of a series live in one array (samples[0] is its start); samples[i] points into it
+ * and is re-pointed when the array moves. */
+bool prom_rb_sample(struct prom_read_builder *rb, int64_t ts_ms, double v)
+{
+    Prometheus__TimeSeries *ts = rb->cur;
+    if (!ts)
+        return false;
+    if (ts->n_samples == rb->cap_samples) {
+        size_t nc = rb->cap_samples ? rb->cap_samples * 2 : 64;
+        Prometheus__Sample *old = ts->n_samples ? ts->samples[0] : NULL;
+        Prometheus__Sample *arr = realloc(old, nc * sizeof(*arr));
+        if (!arr)
+            return false;
+        Prometheus__Sample **ptrs = realloc(ts->samples, nc * sizeof(*ptrs));
+        if (!ptrs) {
+            /* keep the structure consistent: the (moved) array is still samples[0..n) */
+            if (ts->n_samples == 0)
+                free(arr);
+            for (size_t i = 0; i < ts->n_samples; i++)
+                ts->samples[i] = &arr[i];
+            return false;
+        }
+        ts->samples = ptrs;
+        for (size_t i = 0; i < ts->n_samples; i++)
+            ts->samples[i] = &arr[i];
+        if (ts->n_samples == 0)
+            ts->samples[0] = arr; /* the sample below makes n_samples 1 before any return */
+        rb->cap_samples = nc;
+    }
+    Prometheus__Sample *arr = ts->samples[0];
+    Prometheus__Sample *s = &arr[ts->n_samples];
+    prometheus__sample__init(s);
+    s->timestamp = ts_ms;
+    s->value = v;
+    ts->samples[ts->n_samples++] = s;
+    rb->samples++;
+    return true;
+}
+
+void prom_rb_drop_series(struct prom_read_builder *rb)
+{
+    if (!rb->cur)
+        return;
+    Prometheus__QueryResult *qr = rb->resp.results[rb->cur_q];
+    if (qr->n_timeseries > 0 && qr->timeseries[qr->n_timeseries - 1] == rb->cur) {
+        rb->samples -= rb->cur->n_samples;
+        prom_series_free(rb->cur);
+        qr->n_timeseries--;
+    }
+    rb->cur = NULL;
+}
+
+uint64_t prom_rb_samples(const struct prom_read_builder *rb)
+{
+    return rb->samples;
+}
+
+bool prom_rb_finish(struct prom_read_builder *rb, char **out, size_t *out_len)
+{
+    size_t n = prometheus__read_response__get_packed_size(&rb->resp);
+    uint8_t *raw = malloc(n ? n : 1);
+    if (!raw)
+        return false;
+    prometheus__read_response__pack(&rb->resp, raw);
+    bool ok = prom_snappy_encode(raw, n, out, out_len);
+    free(raw);
+    return ok;
+}

@@ -1,0 +1,116 @@
+/* proto_prom.h - Prometheus remote write / remote read, the protocol side (docs/prometheus.md):
+ * snappy (block format) framing, the protobuf messages (tsd/prom_remote.proto, compiled by
+ * protoc-c), the reversible mapping between Prometheus labels and OpenTSDB names, label matchers,
+ * and the ReadResponse builder. No store access and no HTTP here: tsd/api_prom.c glues this to
+ * the ingest pipeline and the query layer.
+ *
+ * Mapping (both directions, docs/prometheus.md "Mapping"):
+ *   __name__ -> metric; every other label with a non-empty value -> a tag;
+ *   a series with no label but __name__ gets the default tag (tsd.prometheus.default_tag), which
+ *   the read side drops again when it is a series' only tag;
+ *   names are escaped byte by byte: ASCII letters, digits, '-', '_', '.' and the bytes of
+ *   tsd.core.tag.allow_specialchars stay; every other byte, and always '/', ' ', '=', '|', becomes
+ *   '/' followed by two upper-case hex digits. Unescaping turns "/XX" (XX upper-case hex) back
+ *   into the byte and leaves any other '/' as it is, so unescape(escape(s)) == s for every s and
+ *   every setting of allow_specialchars.
+ * Invariants: an escaped name holds only bytes OpenTSDB accepts under the setting it was made
+ * with, never ' ', '=' or '|' (the query layer's "k=v k2=v2" tag text and literal_or lists stay
+ * unambiguous). */
+#ifndef CT_TSD_PROTO_PROM_H
+#define CT_TSD_PROTO_PROM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tsd/prom_remote.pb-c.h"
+#include "tsd/put.h"
+
+/* Escapes s[0..len) into out (cap bytes, NUL-terminated when cap > 0). Returns the escaped
+ * length (without the NUL), which may exceed cap - 1: then out holds a truncated prefix. At most
+ * 3 * len bytes. special: extra characters allowed (NULL = none). */
+size_t prom_escape(const char *s, size_t len, const char *special, char *out, size_t cap);
+/* Unescapes s[0..len) into out (at least len + 1 bytes; NUL-terminated). Returns the length. */
+size_t prom_unescape(const char *s, size_t len, char *out);
+
+/* Parses the default tag setting "key=value" (both non-empty, legal OpenTSDB names with no
+ * special characters). Returns false with msg on a bad setting. */
+bool prom_default_tag_parse(const char *s, char *key, size_t key_cap, char *value,
+                            size_t value_cap, char *msg, size_t msg_size);
+
+/* A bump allocator for unpacking one message (protobuf-c allocates every submessage and string
+ * separately; a WriteRequest of 2,000 series is some 30,000 allocations): blocks of at least
+ * 256 KiB, freed all at once by prom_arena_clear. Unpack with &a->alloc and never call
+ * *_free_unpacked on the result. One thread at a time. */
+struct prom_arena_block;
+struct prom_arena {
+    ProtobufCAllocator alloc;
+    struct prom_arena_block *head;
+};
+void prom_arena_init(struct prom_arena *a);
+void prom_arena_clear(struct prom_arena *a); /* frees every block; the arena stays usable */
+
+/* The settings of the write mapping. */
+struct prom_map {
+    const char *special;     /* tsd.core.tag.allow_specialchars */
+    const char *default_key; /* tsd.prometheus.default_tag, split */
+    const char *default_value;
+};
+
+/* Decodes a snappy block-format body into a new buffer *out (*out_len bytes; free()). Returns 0,
+ * 400 (not snappy), 413 (decoded size above max_decoded) or 500 (out of memory), with msg. */
+int prom_snappy_decode(const char *body, size_t len, size_t max_decoded, char **out,
+                       size_t *out_len, char *msg, size_t msg_size);
+/* Compresses in into a new buffer *out (free()). Returns false when out of memory. */
+bool prom_snappy_encode(const void *in, size_t len, char **out, size_t *out_len);
+
+/* Maps one series' labels to p->metric and p->tags (escaped, in *buf, grown with realloc; the
+ * spans in p stay valid until *buf changes). p's value and timestamp are not touched. Returns 0,
+ * or 400 with msg: no __name__ (or an empty one), a label with an empty name, a label twice,
+ * more than PUT_MAX_TAGS labels; 500 when out of memory. */
+int prom_map_series(const struct prom_map *m, const Prometheus__TimeSeries *ts, char **buf,
+                    size_t *cap, struct put_point *p, char *msg, size_t msg_size);
+
+/* What a sample's value is. */
+enum prom_value_class {
+    PROM_VALUE_OK = 0,
+    PROM_VALUE_STALE = 1, /* Prometheus' staleness marker, the NaN with bits 0x7ff0000000000002 */
+    PROM_VALUE_NAN = 2,   /* any other NaN */
+    PROM_VALUE_INF = 3,   /* +Inf or -Inf */
+};
+enum prom_value_class prom_value_class(double v);
+/* The value as put's value text (for put_check_point): an integer when v is integral, not -0 and
+ * |v| <= 2^53, else "%.17g" (which reads back to the same double). v must be PROM_VALUE_OK. */
+void prom_value_text(double v, char *out, size_t cap);
+
+/* Label matchers of one remote read query, compiled. */
+struct prom_matchers;
+/* Compiles q's matchers (RE/NRE anchored at both ends as Prometheus does, with PCRE2). Returns
+ * NULL with msg on a bad regular expression, an unknown type or out of memory. */
+struct prom_matchers *prom_matchers_new(const Prometheus__Query *q, char *msg, size_t msg_size);
+void prom_matchers_free(struct prom_matchers *m);
+/* The value of the __name__ EQ matcher (the metric to read), or NULL if there is none. */
+const char *prom_matchers_metric(const struct prom_matchers *m);
+/* Whether a series with these labels (unescaped; name[i] = value[i], __name__ included) matches
+ * every matcher; a label the series lacks has the value "" (Prometheus' rule). */
+bool prom_matchers_match(const struct prom_matchers *m, const char *const *name,
+                         const char *const *value, size_t n);
+
+/* Builds a ReadResponse (samples form) query result by query, series by series. */
+struct prom_read_builder;
+struct prom_read_builder *prom_rb_new(size_t nqueries);
+void prom_rb_free(struct prom_read_builder *rb);
+/* Starts a series in result qi with these labels (copied; sorted by name here). Returns false
+ * when out of memory. */
+bool prom_rb_series(struct prom_read_builder *rb, size_t qi, const char *const *name,
+                    const char *const *value, size_t n);
+/* Appends a sample to the series started last. Returns false when out of memory. */
+bool prom_rb_sample(struct prom_read_builder *rb, int64_t ts_ms, double v);
+/* Drops the series started last (it matched no matcher or has no samples). */
+void prom_rb_drop_series(struct prom_read_builder *rb);
+/* Samples added so far. */
+uint64_t prom_rb_samples(const struct prom_read_builder *rb);
+/* Packs the response and compresses it with snappy into a new buffer (free()). */
+bool prom_rb_finish(struct prom_read_builder *rb, char **out, size_t *out_len);
+
+#endif
