@@ -37,8 +37,8 @@ print("rss_under_limit", o["peak_kib"] > 0 and o["peak_kib"] * 1024 <= limit)
 fl = o["samples_kib"][:-6]
 h = len(fl) // 2
 print("rss_flat", h > 4 and max(fl[h:]) - max(fl[:h]) <= 24 * 1024)
-print("uid_names_bounded", 0 < stats["tsd.uid.cache_name_bytes"] <= int(cfg["tsd.storage.ctsdb.uid_cache_bytes"]))
-print("series_cache_bounded", 0 < stats["tsd.ingest.series_cache_bytes"] <= int(cfg["tsd.storage.series_cache_bytes"]))
+print("uid_names_bounded", 0 < stats.get("tsd.uid.cache_name_bytes", -1) <= int(cfg.get("tsd.storage.ctsdb.uid_cache_bytes", 0)))
+print("series_cache_bounded", 0 < stats.get("tsd.ingest.series_cache_bytes", -1) <= int(cfg.get("tsd.storage.series_cache_bytes", 0)))
 print("flood_ingested", o["sent"] >= 100000)
 v = get("/api/version")
 print("answers", "version" in v)
