@@ -68,6 +68,8 @@ struct tsdb {
       "pre-split regions per salt bucket (split on the first metric uid byte), at table creation") \
     X(TTL, "tsd.storage.ctsdb.ttl", ttl_s, "0", 0, WC_TTL_FOREVER, NULL,                           \
       "TTL of the data family in seconds (0 = forever), at table creation")                        \
+    X(UINT, "tsd.storage.ctsdb.uid_cache_bytes", uid_cache_bytes, "0", 0, UINT32_MAX, NULL,      \
+      "bytes the uid caches' names may hold, all kinds (0 = bounded by entries only)")             \
     X(UINT, "tsd.storage.ctsdb.uid_cache_size", uid_cache_entries, "65536", 0, 1 << 30, NULL,      \
       "uid cache entries per kind and direction")                                                  \
     X(BOOL, "tsd.storage.enable_compaction", enable_compaction, "true", 0, 0, NULL,                \
@@ -591,6 +593,7 @@ int tsdb_open(struct wc_store *s, const struct tsdb_config *c, struct tsdb **out
     uo.width[UID_TAGV] = c->layout.tagv_width;
     uo.random_metrics = c->random_metrics;
     uo.cache_entries = c->uid_cache_entries;
+    uo.cache_bytes = (size_t)c->uid_cache_bytes;
     uo.allow_special = c->allow_special;
     rc = uid_open(t->uidt, &uo, &t->uid, err);
     if (rc != CT_OK)

@@ -13,7 +13,11 @@
  * on one Bigtable instance) the forward check-and-put still decides; the loser deletes its own
  * reverse row (check-and-delete: only if it still names the loser's name), so only a crash
  * between the two writes leaves an orphaned reverse row, which fsck reports as benign. The
- * loser's id stays unused (the counter cannot be given back).
+ * loser's id stays unused (the counter cannot be given back). (7) With cache_bytes set, the
+ * names held by all the caches together cost at most cache_bytes (uid_name_cost(), malloc's
+ * size of each copy) once every put has returned: a put past it empties slots of its own cache
+ * in turn (a clock hand) until they fit; the slot tables themselves are 6 x cache_entries x 24
+ * bytes, allocated at open.
  * Locking: each cache table is split in UID_STRIPES stripes, each guarded by its own mutex;
  * assign_mu[k][stripe] is taken before any cache stripe and held across the store calls of one
  * assignment. */
@@ -126,7 +130,19 @@ struct uid_cache {
     size_t nslots;
     pthread_mutex_t mu[UID_STRIPES]; /* stripe of slot i: i % UID_STRIPES */
     atomic_size_t used;              /* slots holding a name (changed under the slot's stripe) */
+    /* the names' bytes of every cache of the service (uid_options.cache_bytes; (7)) */
+    atomic_size_t *name_bytes;
+    size_t name_cap; /* 0 = no bound in bytes */
+    atomic_size_t hand; /* the next slot the byte bound empties */
 };
+
+/* What a cached name costs in malloc's heap: its copy with the terminator, malloc's 8-byte
+ * header, rounded up to malloc's 16-byte chunks (at least 32). */
+static size_t uid_name_cost(size_t len)
+{
+    size_t n = (len + 1 + 8 + 15) & ~(size_t)15;
+    return n < 32 ? 32 : n;
+}
 
 struct uid_kind_state {
     struct uid_cache by_name, by_id;
@@ -141,6 +157,7 @@ struct uid {
     pthread_mutex_t rnd_mu; /* guards rnd */
     uint64_t rnd;
     pthread_mutex_t assign_mu[UID_NKINDS][UID_STRIPES]; /* (5): one assignment of a name */
+    atomic_size_t name_bytes; /* uid_name_cost() of every cached name, all caches (7) */
     uid_name_fn assigned_fn; /* uid_set_assigned_hook (set before any assignment) */
     void *assigned_arg;
 };
@@ -156,10 +173,13 @@ static uint64_t uid_hash_id(uint64_t id)
     return hash_bytes(&id, sizeof(id), 0);
 }
 
-static int uid_cache_init(struct uid_cache *c, size_t n)
+static int uid_cache_init(struct uid_cache *c, size_t n, atomic_size_t *name_bytes, size_t name_cap)
 {
     c->nslots = n;
     atomic_init(&c->used, 0);
+    c->name_bytes = name_bytes;
+    c->name_cap = name_cap;
+    atomic_init(&c->hand, 0);
     c->slots = n ? calloc(n, sizeof(*c->slots)) : NULL;
     if (n && !c->slots)
         return -1;
@@ -176,6 +196,7 @@ static void uid_slot_clear(struct uid_cache *c, struct uid_slot *s)
     free(s->name);
     s->name = NULL;
     atomic_fetch_sub_explicit(&c->used, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(c->name_bytes, uid_name_cost(s->len), memory_order_relaxed);
 }
 
 /* Empties every slot, each stripe's slots under one hold of its mutex. */
@@ -250,14 +271,23 @@ static void uid_cache_put(struct uid_cache *c, bool by_name, const char *name, s
     copy[len] = 0;
     pthread_mutex_lock(&c->mu[i % UID_STRIPES]);
     struct uid_slot *s = &c->slots[i];
-    if (s->name)
-        free(s->name);
-    else
-        atomic_fetch_add_explicit(&c->used, 1, memory_order_relaxed);
+    uid_slot_clear(c, s);
+    atomic_fetch_add_explicit(&c->used, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(c->name_bytes, uid_name_cost(len), memory_order_relaxed);
     s->name = copy;
     s->len = len;
     s->id = id;
     pthread_mutex_unlock(&c->mu[i % UID_STRIPES]);
+    /* (7): past the bound, empty this cache's slots in turn (one stripe held at a time) until
+     * the names fit again or every slot was visited once (the one just put included) */
+    for (size_t step = 0; c->name_cap && step < c->nslots &&
+                          atomic_load_explicit(c->name_bytes, memory_order_relaxed) > c->name_cap;
+         step++) {
+        size_t j = atomic_fetch_add_explicit(&c->hand, 1, memory_order_relaxed) % c->nslots;
+        pthread_mutex_lock(&c->mu[j % UID_STRIPES]);
+        uid_slot_clear(c, &c->slots[j]);
+        pthread_mutex_unlock(&c->mu[j % UID_STRIPES]);
+    }
 }
 
 static void uid_cache_forget(struct uid *u, enum uid_kind k, const char *name, size_t len,
@@ -295,6 +325,7 @@ int uid_open(struct wc_table *t, const struct uid_options *o, struct uid **out, 
     if (!u)
         return ct_err_set(err, CT_ENOMEM, "out of memory for the uid service");
     u->t = t;
+    atomic_init(&u->name_bytes, 0);
     u->o = *o;
     pthread_mutex_init(&u->rnd_mu, NULL);
     for (int k = 0; k < UID_NKINDS; k++)
@@ -307,8 +338,8 @@ int uid_open(struct wc_table *t, const struct uid_options *o, struct uid **out, 
     }
     u->o.allow_special = u->allow_special;
     for (int k = 0; k < UID_NKINDS; k++)
-        if (uid_cache_init(&u->k[k].by_name, o->cache_entries) ||
-            uid_cache_init(&u->k[k].by_id, o->cache_entries))
+        if (uid_cache_init(&u->k[k].by_name, o->cache_entries, &u->name_bytes, o->cache_bytes) ||
+            uid_cache_init(&u->k[k].by_id, o->cache_entries, &u->name_bytes, o->cache_bytes))
             goto nomem;
     u->rnd = (uint64_t)clock_mono_ns() ^ ((uint64_t)(uintptr_t)u << 16) ^ 0x9E3779B97F4A7C15ull;
     *out = u;
@@ -862,4 +893,5 @@ void uid_stats_get(struct uid *u, enum uid_kind k, struct uid_stats *out)
     out->cache_misses = atomic_load(&ks->misses);
     out->assigned = atomic_load(&ks->assigned);
     out->cache_entries = atomic_load_explicit(&ks->by_name.used, memory_order_relaxed);
+    out->cache_name_bytes = atomic_load_explicit(&u->name_bytes, memory_order_relaxed);
 }

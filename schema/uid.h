@@ -53,6 +53,7 @@ struct uid_options {
     unsigned width[UID_NKINDS]; /* bytes per id, 1..8; default 3 */
     bool random_metrics;        /* tsd.core.uid.random_metrics */
     size_t cache_entries;       /* per kind and direction; default 1<<16, 0 = no cache */
+    size_t cache_bytes;         /* the cached names of all kinds, malloc's sizes; 0 = unbounded */
     const char *allow_special;  /* extra allowed characters (copied); NULL = none */
 };
 void uid_options_init(struct uid_options *o);
@@ -111,6 +112,7 @@ void uid_cache_drop(struct uid *u);
 struct uid_stats {
     uint64_t cache_hits, cache_misses, assigned;
     uint64_t cache_entries;
+    uint64_t cache_name_bytes; /* the service's names (all kinds; uid_options.cache_bytes) */
 };
 void uid_stats_get(struct uid *u, enum uid_kind k, struct uid_stats *out);
 

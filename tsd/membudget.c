@@ -54,8 +54,19 @@ int membudget_split(const struct membudget_in *in, struct membudget *out, struct
     struct membudget b;
     memset(&b, 0, sizeof(b));
     b.limit = in->limit;
-    b.fixed = MEMBUDGET_FIXED_BYTES +
-              (uint64_t)(in->writers > 0 ? in->writers : 1) * MEMBUDGET_PER_WRITER_BYTES;
+    uint64_t writers = (uint64_t)(in->writers > 0 ? in->writers : 1);
+    b.uid_cache = in->uid_cache_set ? in->uid_cache : MEMBUDGET_UID_NAME_BYTES;
+    b.series_cache = in->series_cache_set ? in->series_cache : MEMBUDGET_SERIES_CACHE_BYTES;
+    if (in->limit && ((in->uid_cache_set && in->uid_cache == 0) ||
+                      (in->series_cache_set && in->series_cache == 0)))
+        return ct_err_set(err, CT_EINVAL,
+                          "tsd.storage.ctsdb.uid_cache_bytes and tsd.storage.series_cache_bytes "
+                          "cannot be 0 (unbounded) under tsd.core.memory_limit_bytes: set a size "
+                          "or leave them unset");
+    if (b.uid_cache > (1ull << 40) || b.series_cache > (1ull << 40))
+        return ct_err_set(err, CT_EINVAL, "cache sizes past 1 TiB");
+    b.fixed = MEMBUDGET_FIXED_BYTES - MEMBUDGET_UID_NAME_BYTES + b.uid_cache +
+              writers * (MEMBUDGET_PER_WRITER_BYTES - MEMBUDGET_SERIES_CACHE_BYTES + b.series_cache);
     b.ingest_pool = in->ingest_pool;
     b.max_body = in->max_body_set ? in->max_body : MEMBUDGET_DERIVED_MAX_BODY;
     b.per_conn = membudget_per_conn(b.max_body, in->chunked, in->max_chunk, in->max_header);
@@ -165,6 +176,10 @@ int membudget_apply(struct conf *c, struct membudget *out, struct ct_err *err)
     if (in.limit == 0)
         return CT_OK;
     in.writers = (int)conf_get_int(c, "tsd.storage.write_threads");
+    in.uid_cache = (uint64_t)conf_get_int(c, "tsd.storage.ctsdb.uid_cache_bytes");
+    in.uid_cache_set = conf_is_set(c, "tsd.storage.ctsdb.uid_cache_bytes");
+    in.series_cache = (uint64_t)conf_get_int(c, "tsd.storage.series_cache_bytes");
+    in.series_cache_set = conf_is_set(c, "tsd.storage.series_cache_bytes");
     in.embedded = !strcmp(conf_get_str(c, "tsd.storage.backend"), "embedded");
     struct ingest_options io;
     ingest_options_init(&io);
@@ -203,7 +218,9 @@ int membudget_apply(struct conf *c, struct membudget *out, struct ct_err *err)
     if ((rc = set_u64(c, "tsd.core.connections.limit", (uint64_t)b.connections, err)) ||
         (rc = set_u64(c, "tsd.http.request.max_body", b.max_body, err)) ||
         (rc = set_u64(c, "tsd.query.limits.data_points.default", b.query_dps, err)) ||
-        (rc = set_u64(c, "tsd.http.query.answer_buffer_bytes", b.answers, err)))
+        (rc = set_u64(c, "tsd.http.query.answer_buffer_bytes", b.answers, err)) ||
+        (rc = set_u64(c, "tsd.storage.ctsdb.uid_cache_bytes", b.uid_cache, err)) ||
+        (rc = set_u64(c, "tsd.storage.series_cache_bytes", b.series_cache, err)))
         return rc;
     if (in.embedded && ((rc = set_u64(c, "tsd.storage.block_cache_bytes", b.block_cache, err)) ||
                         (rc = set_u64(c, "tsd.storage.memstore_total_bytes", b.memstores, err)) ||

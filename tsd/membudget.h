@@ -41,6 +41,14 @@ struct conf;
  * connections (which that test hardly uses). */
 #define MEMBUDGET_FIXED_BYTES      (40ull << 20)
 #define MEMBUDGET_PER_WRITER_BYTES (8ull << 20)
+/* Of those, the caches bounded in bytes (derived when their keys are unset; a set value replaces
+ * its share in the fixed part): the UID caches' names, all kinds
+ * (tsd.storage.ctsdb.uid_cache_bytes; their slot tables, 6 x uid_cache_size x 24 bytes = 9 MiB
+ * at the default size, are in the rest of the fixed part), and each writer's series cache
+ * (tsd.storage.series_cache_bytes: ~23,000 series at 100-byte series names, ~12,000 at 200-byte
+ * tag values). */
+#define MEMBUDGET_UID_NAME_BYTES     (8ull << 20)
+#define MEMBUDGET_SERIES_CACHE_BYTES (6ull << 20)
 /* What a query holds per raw datapoint it reads: the decoded point (24 bytes) in growing
  * arrays, its copy in time order, rate and aggregation buffers (query/qexec.c), rounded up. */
 #define MEMBUDGET_QUERY_POINT_BYTES 128
@@ -55,6 +63,10 @@ struct conf;
 struct membudget_in {
     uint64_t limit;       /* tsd.core.memory_limit_bytes; 0 = no limit (nothing derived) */
     int writers;          /* tsd.storage.write_threads */
+    uint64_t uid_cache;   /* tsd.storage.ctsdb.uid_cache_bytes */
+    bool uid_cache_set;
+    uint64_t series_cache; /* tsd.storage.series_cache_bytes, per writer */
+    bool series_cache_set;
     bool embedded;        /* tsd.storage.backend=embedded: block cache and memstores are local */
     uint64_t ingest_pool; /* ingest_pool_bytes() of the pipeline's options */
     uint64_t block_cache;
@@ -80,7 +92,10 @@ struct membudget_in {
 /* The split: the parts add up to at most limit. */
 struct membudget {
     uint64_t limit;
-    uint64_t fixed;       /* MEMBUDGET_FIXED_BYTES + writers x MEMBUDGET_PER_WRITER_BYTES */
+    uint64_t fixed;       /* MEMBUDGET_FIXED_BYTES + writers x MEMBUDGET_PER_WRITER_BYTES, the
+                           * caches' shares replaced by their set values */
+    uint64_t uid_cache;    /* tsd.storage.ctsdb.uid_cache_bytes (part of fixed) */
+    uint64_t series_cache; /* tsd.storage.series_cache_bytes per writer (part of fixed) */
     uint64_t ingest_pool; /* the ingest batches */
     uint64_t per_conn;    /* the most one connection holds (telnet or HTTP) */
     int64_t connections;  /* tsd.core.connections.limit */

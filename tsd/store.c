@@ -10,8 +10,10 @@
  * thread, the pipeline's bottleneck, only probes: open addressing, each slot holding the upper
  * half of the hash and the offset of an arena entry (header, key, TSUID together), and the slot
  * and entry of points a few places ahead are prefetched, so a hit costs no cache-miss wait.
- * Invariants: (1) the map is bounded (STORE_CACHE_MAX entries, then emptied), its
- * memory allocated in blocks that are reused, so writing a point never allocates once warm;
+ * Invariants: (1) the map is bounded (STORE_CACHE_MAX entries, and with
+ * tsd.storage.series_cache_bytes its slots and arena together within those bytes; past either it
+ * is emptied), its memory allocated in blocks that are reused, so writing a point never
+ * allocates once warm;
  * (2) a writer state is used by one writer thread at a time (taken from a locked free stack);
  * (3) `dropcaches` bumps drop_gen and every writer empties its map before its next batch;
  * (4) newest-hour index (schema/meta.h): an entry remembers the newest hour this writer put in the
@@ -65,6 +67,8 @@ struct store_cache {
     uint8_t *arena;
     size_t used, arena_cap;
     uint64_t gen;
+    size_t max_bytes; /* slots + arena at most this (tsd.storage.series_cache_bytes); 0 = any */
+    _Atomic size_t held; /* slots + arena allocated (read by /api/stats) */
 };
 
 /* A series of the write being built that the meta written after its points concerns: its TSUID
@@ -107,6 +111,7 @@ struct tsdstore {
     /* the ingest head (tsd.storage.head.enable; NULL when off) */
     struct head *head;
     struct headlog *hlog;
+    size_t series_cache_bytes; /* each writer's series cache (tsd.storage.series_cache_bytes) */
     pthread_mutex_t handoff_mu; /* one hand-off at a time */
     _Atomic int64_t handoff_checked_s;
     int64_t grace_s;
@@ -125,7 +130,10 @@ static void store_cache_free(struct store_cache *c)
 {
     free(c->slots);
     free(c->arena);
-    memset(c, 0, sizeof(*c));
+    c->slots = NULL;
+    c->arena = NULL;
+    c->nslots = c->n = c->used = c->arena_cap = 0;
+    atomic_store_explicit(&c->held, 0, memory_order_relaxed);
 }
 
 static size_t store_entry_size(size_t klen, size_t tlen)
@@ -199,11 +207,30 @@ static struct store_entry *store_cache_put(struct store_cache *c, const char *ke
     size_t sz = store_entry_size(klen, tlen);
     if (c->n >= STORE_CACHE_MAX || (c->used + sz) / 8 >= 0xFFFFFFFFu)
         store_cache_clear(c);
+    if (c->max_bytes) {
+        /* the slots it would need and the arena it would grow to must fit: else empty it
+         * (and an entry that cannot fit even alone is not kept) */
+        size_t ns = c->nslots ? c->nslots : 1024;
+        while ((c->n + 1) * 2 > ns)
+            ns *= 2;
+        size_t na = c->arena_cap ? c->arena_cap : 1u << 16;
+        while (na < c->used + sz)
+            na *= 2;
+        if (ns * sizeof(*c->slots) + na > c->max_bytes) {
+            store_cache_clear(c);
+            na = c->arena_cap ? c->arena_cap : 1u << 16;
+            while (na < sz)
+                na *= 2;
+            if ((c->nslots ? c->nslots : 1024) * sizeof(*c->slots) + na > c->max_bytes)
+                return NULL;
+        }
+    }
     if (!c->slots) {
         c->nslots = 1024;
         c->slots = calloc(c->nslots, sizeof(*c->slots));
         if (!c->slots)
             return NULL;
+        atomic_fetch_add_explicit(&c->held, c->nslots * sizeof(*c->slots), memory_order_relaxed);
     }
     if ((c->n + 1) * 2 > c->nslots) {
         size_t ns = c->nslots * 2;
@@ -216,6 +243,7 @@ static struct store_entry *store_cache_put(struct store_cache *c, const char *ke
             off += store_entry_size(e->key_len, e->tsuid_len);
         }
         free(c->slots);
+        atomic_fetch_add_explicit(&c->held, (ns - c->nslots) * sizeof(*c->slots), memory_order_relaxed);
         c->slots = nsl;
         c->nslots = ns;
     }
@@ -226,6 +254,7 @@ static struct store_entry *store_cache_put(struct store_cache *c, const char *ke
         uint8_t *nar = realloc(c->arena, na);
         if (!nar)
             return NULL;
+        atomic_fetch_add_explicit(&c->held, na - c->arena_cap, memory_order_relaxed);
         c->arena = nar;
         c->arena_cap = na;
     }
@@ -527,6 +556,7 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         return ct_err_set(err, CT_ENOMEM, "out of memory opening the store");
     pthread_mutex_init(&st->mu, NULL);
     pthread_mutex_init(&st->handoff_mu, NULL);
+    st->series_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.series_cache_bytes");
     if (store_parse_durability(conf_get_str(c, "tsd.storage.wal.durability"), &st->durability))
         st->durability = WC_DURABILITY_SYNC_WAL;
 
@@ -641,8 +671,10 @@ static struct store_writer *store_writer_take(struct tsdstore *st, struct ct_err
     } else if (!w) {
         ct_err_set(err, CT_ENOMEM, "out of memory for a store writer");
     }
-    if (w)
+    if (w) {
+        w->cache.max_bytes = st->series_cache_bytes;
         st->all[st->nall++] = w;
+    }
     pthread_mutex_unlock(&st->mu);
     return w;
 }
@@ -1021,7 +1053,15 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
             store_stat(&x, "tsd.uid.cache-miss", us.cache_misses, tags);
             store_stat(&x, "tsd.uid.cache-size", us.cache_entries, tags);
             store_stat(&x, "tsd.uid.ids-assigned", us.assigned, tags);
+            if (k == UID_NKINDS - 1) /* the names' bytes are one figure for every kind */
+                store_stat(&x, "tsd.uid.cache_name_bytes", us.cache_name_bytes, "");
         }
+        uint64_t held = 0;
+        pthread_mutex_lock(&st->mu); /* st->all only grows under it; writers stay until close */
+        for (int i = 0; i < st->nall; i++)
+            held += atomic_load_explicit(&st->all[i]->cache.held, memory_order_relaxed);
+        pthread_mutex_unlock(&st->mu);
+        store_stat(&x, "tsd.ingest.series_cache_bytes", held, "");
     }
     if (st->head) { /* the ingest head (docs/head.md) */
         size_t ns = 0, nc = 0;

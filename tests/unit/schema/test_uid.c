@@ -279,6 +279,46 @@ static void *race_worker(void *p)
     return NULL;
 }
 
+/* tsd.storage.ctsdb.uid_cache_bytes: 2,000 200-byte tag values (cached both ways, ~464 KiB of
+ * names) through a service bounded at 64 KiB: the names never pass the bound after a call, the
+ * cache still holds some (it keeps working), and every name still resolves (from the table). */
+static void test_uid_cache_names_bounded_in_bytes(void **state)
+{
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    c.uid_cache_bytes = 64 << 10;
+    struct uid *u = uid_of(state, &c);
+    struct ct_err err = {0};
+    char name[256];
+    uint64_t id, peak = 0;
+    for (int i = 0; i < 2000; i++) {
+        int n = snprintf(name, sizeof(name), "v%05d-", i);
+        memset(name + n, 'x', 200 - (size_t)n);
+        assert_int_equal(uid_get_or_create_id(u, UID_TAGV, name, 200, &id, &err), CT_OK);
+        char back[256];
+        size_t len;
+        assert_int_equal(uid_get_name(u, UID_TAGV, id, back, sizeof(back), &len, &err), CT_OK);
+        assert_int_equal(len, 200);
+        struct uid_stats st;
+        uid_stats_get(u, UID_TAGV, &st);
+        assert_true(st.cache_name_bytes <= 64 << 10);
+        if (st.cache_name_bytes > peak)
+            peak = st.cache_name_bytes;
+    }
+    assert_true(peak > 32 << 10); /* the bound is used, not the cache switched off */
+    for (int i = 0; i < 2000; i += 97) {
+        int n = snprintf(name, sizeof(name), "v%05d-", i);
+        memset(name + n, 'x', 200 - (size_t)n);
+        uint64_t again;
+        assert_int_equal(uid_get_id(u, UID_TAGV, name, 200, &again, &err), CT_OK);
+        assert_int_equal(again, (uint64_t)i + 1);
+    }
+    uid_cache_drop(u);
+    struct uid_stats st;
+    uid_stats_get(u, UID_TAGV, &st);
+    assert_int_equal(st.cache_name_bytes, 0); /* every name's cost given back */
+}
+
 static void test_uid_concurrent_assigners_never_split_a_name_or_an_id(void **state)
 {
     struct fixture *f = *state;
@@ -342,6 +382,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_uid_width_exhaustion_is_reported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_uid_random_metrics_are_unique, setup, teardown),
         cmocka_unit_test_setup_teardown(test_uid_suggest_rename_delete, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_uid_cache_names_bounded_in_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_uid_concurrent_assigners_never_split_a_name_or_an_id,
                                         setup, teardown),
     };

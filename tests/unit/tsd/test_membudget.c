@@ -93,9 +93,40 @@ static void test_limit_alone_is_split_and_written_back(void **state)
     assert_int_equal(geti(c, "tsd.http.request.max_body"), MEMBUDGET_DERIVED_MAX_BODY);
     assert_int_equal(geti(c, "tsd.query.limits.data_points.default"), b.query_dps);
     assert_int_equal(geti(c, "tsd.http.query.answer_buffer_bytes"), b.answers);
+    /* the caches bounded in bytes get their shares of the fixed part */
+    assert_int_equal(geti(c, "tsd.storage.ctsdb.uid_cache_bytes"), MEMBUDGET_UID_NAME_BYTES);
+    assert_int_equal(geti(c, "tsd.storage.series_cache_bytes"), MEMBUDGET_SERIES_CACHE_BYTES);
     char line[768];
     membudget_describe(&b, line, sizeof(line));
     assert_non_null(strstr(line, "limit 512.0 MiB"));
+    conf_free(c);
+}
+
+/* Set cache sizes replace their shares in the fixed part (per writer for the series cache);
+ * 0 (unbounded) is refused under a limit. */
+static void test_cache_sizes_set_replace_their_shares(void **state)
+{
+    (void)state;
+    struct conf *c = conf_with(
+        (const char *const[]){"tsd.core.memory_limit_bytes", "536870912",
+                              "tsd.storage.ctsdb.uid_cache_bytes", "33554432",
+                              "tsd.storage.series_cache_bytes", "16777216",
+                              "tsd.storage.write_threads", "2"},
+        8);
+    struct membudget b;
+    struct ct_err err = {0};
+    assert_int_equal(membudget_apply(c, &b, &err), CT_OK);
+    assert_int_equal(b.uid_cache, 32 * MIB);
+    assert_int_equal(b.series_cache, 16 * MIB);
+    assert_int_equal(b.fixed, MEMBUDGET_FIXED_BYTES + 24 * MIB +
+                                  2 * (MEMBUDGET_PER_WRITER_BYTES + 10 * MIB));
+    assert_int_equal(parts_sum(&b), 512 * MIB);
+    conf_free(c);
+    c = conf_with((const char *const[]){"tsd.core.memory_limit_bytes", "536870912",
+                                        "tsd.storage.series_cache_bytes", "0"},
+                  4);
+    assert_int_equal(membudget_apply(c, &b, &err), CT_EINVAL);
+    assert_non_null(strstr(err.msg, "cannot be 0 (unbounded)"));
     conf_free(c);
 }
 
@@ -346,6 +377,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_limit_changes_nothing),
+        cmocka_unit_test(test_cache_sizes_set_replace_their_shares),
         cmocka_unit_test(test_limit_alone_is_split_and_written_back),
         cmocka_unit_test(test_pool_counts_every_batch_with_its_records),
         cmocka_unit_test(test_explicit_settings_are_kept_and_the_rest_derived),

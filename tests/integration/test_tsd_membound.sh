@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# test_tsd_membound.sh - the memory bound under a new-series flood (docs/tsd.md, "Memory limit"):
+# a TSD at tsd.core.memory_limit_bytes = 192 MiB takes telnet puts whose every line names a new
+# series (membound_flood.py: two flood connections, 20 s), first with short tag values, then with
+# 200-byte ones, while a steady writer keeps 20 existing series ingesting (each round acknowledged
+# by `version`). Checks, per run: VmRSS sampled every 0.5 s never passes the limit (no allowance:
+# the limit's fixed part covers the program, libc and thread stacks); the UID caches' names and
+# the series cache stay within their derived byte bounds (/api/stats); the TSD answers
+# /api/version and a query after the flood; every acknowledged point of the steady series is
+# queryable; and RSS stops growing: the flood's second half peaks at most 24 MiB over its first
+# half. Before the caches were bounded in bytes, the 200-byte run passed 192 MiB (their
+# names alone: ~100 MiB at a million series). Bounded: 20 s of flood per run, every wait timed.
+source "$(dirname "$0")/lib.sh"
+
+MIB=1048576
+LIMIT=$((192 * MIB))
+FLOOD_SECONDS=${FLOOD_SECONDS:-20}
+
+flood_run() { # DESC TAGLEN
+  local desc=$1 taglen=$2 out
+  TSD_DATA="" tsd_start --tsd.core.memory_limit_bytes=$LIMIT
+  out=$(timeout 120 python3 "$(dirname "$0")/membound_flood.py" "$TSD_PORT" "$TSD_PID" "$FLOOD_SECONDS" "$taglen")
+  res=$(timeout 60 python3 - "$TSD_PORT" "$LIMIT" "$out" <<'PY'
+import json, sys, urllib.request
+port, limit, o = int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3])
+base = "http://127.0.0.1:%d" % port
+def get(path):
+    with urllib.request.urlopen(base + path, timeout=30) as r:
+        return json.loads(r.read())
+cfg = get("/api/config")
+stats = {d["metric"]: int(float(d["value"])) for d in get("/api/stats") if not d.get("tags", {}).get("kind")}
+print("peak", o["peak_kib"] // 1024, "MiB of", limit >> 20, "samples", [x >> 10 for x in o["samples_kib"]],
+      "sent", o["sent"], "steady", o["steady_acked"], o["steady_fail"] or "-", file=sys.stderr)
+print("rss_under_limit", o["peak_kib"] > 0 and o["peak_kib"] * 1024 <= limit)
+# never grows: the flood's second half (samples before the drain's last 6) holds at most 24 MiB
+# more than its first half (unbounded caches grew 30-40 MiB between the halves of a 20 s run)
+fl = o["samples_kib"][:-6]
+h = len(fl) // 2
+print("rss_flat", h > 4 and max(fl[h:]) - max(fl[:h]) <= 24 * 1024)
+print("uid_names_bounded", 0 < stats.get("tsd.uid.cache_name_bytes", -1) <= int(cfg.get("tsd.storage.ctsdb.uid_cache_bytes", 0)))
+print("series_cache_bounded", 0 < stats.get("tsd.ingest.series_cache_bytes", -1) <= int(cfg.get("tsd.storage.series_cache_bytes", 0)))
+print("flood_ingested", o["sent"] >= 100000)
+v = get("/api/version")
+print("answers", "version" in v)
+n = o["steady_acked"]
+q = get("/api/query?start=1600000000&end=%d&m=none:mb.steady%%7Bs=*%%7D" % (1600000000 + max(n, 1)))
+got = sorted(len([t for t in r["dps"] if int(t) < 1600000000 + n]) for r in q)
+print("steady_all_acked_queryable", n >= 5 and not o["steady_fail"] and len(q) == 20 and all(g == n for g in got))
+PY
+)
+  for k in rss_under_limit rss_flat uid_names_bounded series_cache_bounded flood_ingested answers steady_all_acked_queryable; do
+    check_eq "$desc: $k" "$k True" "$(echo "$res" | grep "^$k ")"
+  done
+  tsd_stop
+}
+
+flood_run "short tag values" 0
+flood_run "200-byte tag values" 200
+it_done
