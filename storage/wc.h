@@ -584,6 +584,20 @@ CT_MUST_CHECK int wc_snapshot_clone(struct wc_store *s, const char *name, const 
 /* Deletes a snapshot (its links; the live tables are not touched). CT_NOTFOUND if absent. */
 CT_MUST_CHECK int wc_snapshot_delete(struct wc_store *s, const char *name, struct ct_err *err);
 
+/* ---- request deadline ------------------------------------------------------------------ */
+
+/* A request's deadline for the calling thread: a remote backend (Bigtable) bounds every call this
+ * thread makes, retries included, by it, and fails a call at once (CT_ETIMEOUT) once it has
+ * passed; the embedded store ignores it. abs_mono_ns is a clock_mono_ns() instant; 0 = none.
+ * Returns the previous value, to be put back with wc_request_deadline_set when the request ends. */
+uint64_t wc_request_deadline_set(uint64_t abs_mono_ns);
+/* Starts a request of ms milliseconds (> 0) on the calling thread: its deadline is now + ms, or
+ * the one already set when that is sooner (an inner request never extends an outer one). Returns
+ * the previous value, as wc_request_deadline_set. */
+uint64_t wc_request_deadline_begin(int64_t ms);
+/* The calling thread's request deadline (0 = none). */
+uint64_t wc_request_deadline(void);
+
 /* ---- helpers -------------------------------------------------------------------------- */
 
 /* Compares two cells in the total order of "Cell order" (row, family, qualifier asc; ts desc; type

@@ -102,6 +102,7 @@ struct tsdstore {
     struct store_writer *all[STORE_MAX_WRITERS];
     int nall;
     _Atomic uint64_t drop_gen;
+    int64_t request_ms; /* a request's deadline on a remote backend (wc_request_deadline); 0 = none */
     enum wc_durability durability;
     struct metatrack *track; /* realtime meta tracking of series, NULL when off */
     /* the ingest head (tsd.storage.head.enable; NULL when off) */
@@ -456,6 +457,7 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         if (*(v = conf_get_str(c, "tsd.storage.bigtable.credentials")))
             o.bt_credentials = v;
         o.bt_deadline_ms = conf_get_int(c, "tsd.storage.bigtable.deadline_ms");
+        st->request_ms = o.bt_deadline_ms; /* one deadline bounds a whole write or request */
     } else {
         o.backend = WC_BACKEND_EMBEDDED;
         o.data_dir = dir;
@@ -832,9 +834,30 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
     return CT_OK;
 }
 
+int64_t tsdstore_request_ms(const struct tsdstore *st)
+{
+    return st->request_ms;
+}
+
+static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b, size_t nb,
+                             struct ct_err *err);
+
+/* One group of batches under one request deadline on a remote backend: every UID lookup,
+ * assignment, retry and write of the group together (a stalled backend fails the group's
+ * points after one deadline, not one per call). */
 int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct ct_err *err)
 {
     struct tsdstore *st = arg;
+    uint64_t prev =
+        st->request_ms ? wc_request_deadline_begin(st->request_ms) : wc_request_deadline();
+    int rc = store_write_group(st, b, nb, err);
+    wc_request_deadline_set(prev);
+    return rc;
+}
+
+static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b, size_t nb,
+                             struct ct_err *err)
+{
     struct store_writer *w = store_writer_take(st, err);
     if (!w)
         return err->code;

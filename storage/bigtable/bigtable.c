@@ -132,6 +132,9 @@ void bt_backoff(int attempt)
         ms *= 2;
     if (ms > BT_RETRY_MAX_MS)
         ms = BT_RETRY_MAX_MS;
+    int64_t left = bt_request_ms(ms); /* never past the request's deadline */
+    if (left < ms)
+        ms = left > 0 ? left : 0;
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
     nanosleep(&ts, NULL);
 }

@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/clock.h"
+#include "storage/wc.h"
+
 #define BT_RPC_MAX_MD         8
 #define BT_RPC_MAX_RECV_BYTES (256 << 20)
 
@@ -154,6 +157,18 @@ void bt_rpc_close(struct bt_rpc *r)
     grpc_shutdown_blocking();
 }
 
+int64_t bt_request_ms(int64_t ms)
+{
+    uint64_t d = wc_request_deadline();
+    if (!d)
+        return ms;
+    uint64_t now = clock_mono_ns();
+    if (now >= d)
+        return -1;
+    int64_t left = (int64_t)((d - now + 999999u) / 1000000u);
+    return ms <= 0 || left < ms ? left : ms;
+}
+
 static gpr_timespec bt_deadline(int64_t ms)
 {
     if (ms <= 0)
@@ -177,6 +192,13 @@ int bt_call_start(struct bt_rpc *r, enum bt_channel ch, const char *method, cons
 {
     if (nmd > BT_RPC_MAX_MD)
         return ct_err_set(err, CT_EINVAL, "too many request headers (%zu)", nmd);
+    /* the request's deadline (wc_request_deadline) bounds the call too */
+    deadline_ms = bt_request_ms(deadline_ms);
+    if (deadline_ms < 0)
+        return ct_err_set(err, CT_EUNAVAIL,
+                          "%s: not sent: the request's deadline passed (Bigtable did not answer "
+                          "its earlier calls in time)",
+                          method);
     struct bt_call *c = calloc(1, sizeof(*c));
     if (!c)
         return ct_err_set(err, CT_ENOMEM, "out of memory starting %s", method);
@@ -257,14 +279,17 @@ int bt_call_recv(struct bt_call *c, int64_t wait_ms, struct wc_bytes *msg, struc
             return ct_err_set(err, CT_EIO, "%s: cannot receive a message", c->method);
         c->recv_pending = 1;
     }
+    int64_t w = bt_request_ms(wait_ms); /* within the request's deadline */
+    if (w != wait_ms)
+        wait_ms = w > 0 ? w : 1;
     if (!bt_call_wait(c, &c->recv_pending, bt_deadline(wait_ms))) {
         grpc_call_cancel(c->call, NULL);
         bt_call_wait(c, &c->recv_pending, gpr_inf_future(GPR_CLOCK_MONOTONIC));
         if (c->recv)
             grpc_byte_buffer_destroy(c->recv);
         c->recv = NULL;
-        return ct_err_set(err, CT_ETIMEOUT, "%s: no answer within %lld ms", c->method,
-                          (long long)wait_ms);
+        return ct_err_set(err, CT_EUNAVAIL, "%s: no answer from Bigtable within %lld ms",
+                          c->method, (long long)wait_ms);
     }
     if (!c->recv)
         return CT_NOTFOUND;
@@ -321,7 +346,8 @@ int bt_rpc_code(int code)
     case 11:
         return CT_EINVAL;
     case 4:
-        return CT_ETIMEOUT;
+    case 14:
+        return CT_EUNAVAIL;
     case 12:
         return CT_EUNSUPPORTED;
     case 8:
@@ -333,6 +359,8 @@ int bt_rpc_code(int code)
 
 bool bt_rpc_retryable(int code, const char *details)
 {
+    if (bt_request_ms(0) < 0) /* the request's deadline passed: no time for another attempt */
+        return false;
     if (code == BT_GRPC_UNAVAILABLE || code == BT_GRPC_ABORTED || code == BT_GRPC_DEADLINE_EXCEEDED)
         return true;
     /* a stream reset by the peer or a proxy surfaces as INTERNAL */
@@ -360,6 +388,13 @@ int bt_call_finish(struct bt_call *c, int *grpc_code, struct ct_err *err)
         *grpc_code = (int)c->status;
     if (c->status == GRPC_STATUS_OK)
         return CT_OK;
+    if (c->status == GRPC_STATUS_NOT_FOUND && !strncmp(c->method, BT_RPC_DATA_PREFIX,
+                                                       strlen(BT_RPC_DATA_PREFIX)))
+        /* a data call names a table: NOT_FOUND means the table is missing (never a row's
+         * absence, which is an empty answer), a failure of the store, not a normal outcome */
+        return ct_err_set(err, CT_EIO, "table missing in Bigtable: %s: NOT_FOUND: %.*s",
+                          c->method, (int)GRPC_SLICE_LENGTH(c->details),
+                          (const char *)GRPC_SLICE_START_PTR(c->details));
     return ct_err_set(err, bt_rpc_code((int)c->status), "%s: %s: %.*s", c->method,
                       bt_rpc_code_name((int)c->status), (int)GRPC_SLICE_LENGTH(c->details),
                       (const char *)GRPC_SLICE_START_PTR(c->details));
@@ -407,8 +442,11 @@ int bt_rpc_unary(struct bt_rpc *r, enum bt_channel ch, const char *method, const
 {
     struct bt_call *c;
     int rc = bt_call_start(r, ch, method, md, nmd, req, reqlen, deadline_ms, &c, err);
-    if (rc != CT_OK)
+    if (rc != CT_OK) {
+        if (grpc_code) /* never sent: no gRPC status; not retryable */
+            *grpc_code = BT_GRPC_CANCELLED;
         return rc;
+    }
     resp->len = 0;
     struct wc_bytes msg;
     rc = bt_call_recv(c, 0, &msg, err);
