@@ -62,6 +62,12 @@ int wc_background_error(struct wc_store *s, struct ct_err *err)
     return s->ops->background_error(s, err);
 }
 
+void wc_interrupt(struct wc_store *s)
+{
+    if (s && s->ops->interrupt)
+        s->ops->interrupt(s);
+}
+
 /* ---- names ---------------------------------------------------------------------------- */
 
 static int wc_check_ns_name(const char *ns, struct ct_err *err)

@@ -129,6 +129,12 @@ CT_MUST_CHECK int wc_open(const struct wc_options *o, struct wc_store **out, str
 void wc_close(struct wc_store *s);
 /* The first background error (failed flush or compaction), sticky; CT_OK if none. */
 int wc_background_error(struct wc_store *s, struct ct_err *err);
+/* Shutdown of a process whose backend may not answer: a remote backend (Bigtable) cancels every
+ * call in flight and fails every later one with CT_ECLOSED, so that no thread waits on it any
+ * longer (what those calls were writing is failed, never acknowledged); the store must still be
+ * closed with wc_close. The embedded store, which has no remote calls, ignores it. Any thread;
+ * idempotent. */
+void wc_interrupt(struct wc_store *s);
 
 /* ---- namespaces ----------------------------------------------------------------------- */
 

@@ -12,6 +12,7 @@
 #include "storage/bigtable/bt_rpc.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
@@ -31,9 +32,12 @@ struct bt_rpc {
     grpc_channel *data;
     grpc_channel *admin; /* may equal data */
     grpc_channel_credentials *creds;
+    atomic_bool interrupted; /* bt_rpc_interrupt: calls are cancelled, new ones refused */
 };
 
 struct bt_call {
+    struct bt_rpc *r;
+    bool cancelled; /* cancelled by bt_rpc_interrupt */
     grpc_call *call;
     grpc_completion_queue *cq;
     char method[128];
@@ -177,13 +181,35 @@ static gpr_timespec bt_deadline(int64_t ms)
 }
 
 /* Waits for one outstanding batch (REQUIRES: its flag set). Returns false on timeout. */
+#define BT_INTERRUPT_POLL_MS 50 /* how often a waiting call looks at bt_rpc_interrupt */
+
+void bt_rpc_interrupt(struct bt_rpc *r)
+{
+    if (r)
+        atomic_store(&r->interrupted, true);
+}
+
+/* Waits for one outstanding batch (REQUIRES: its flag set), in slices so that an interrupt
+ * cancels the call (then the batch completes at once, without a message or with CANCELLED).
+ * Returns false on timeout. */
 static bool bt_call_wait(struct bt_call *c, char *tag, gpr_timespec deadline)
 {
-    grpc_event ev = grpc_completion_queue_pluck(c->cq, tag, deadline, NULL);
-    if (ev.type == GRPC_QUEUE_TIMEOUT)
-        return false;
-    *tag = 0;
-    return true;
+    for (;;) {
+        gpr_timespec slice = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                          gpr_time_from_millis(BT_INTERRUPT_POLL_MS, GPR_TIMESPAN));
+        bool last = gpr_time_cmp(deadline, slice) <= 0;
+        grpc_event ev = grpc_completion_queue_pluck(c->cq, tag, last ? deadline : slice, NULL);
+        if (ev.type != GRPC_QUEUE_TIMEOUT) {
+            *tag = 0;
+            return true;
+        }
+        if (last)
+            return false;
+        if (!c->cancelled && atomic_load(&c->r->interrupted)) {
+            c->cancelled = true;
+            grpc_call_cancel(c->call, NULL);
+        }
+    }
 }
 
 int bt_call_start(struct bt_rpc *r, enum bt_channel ch, const char *method, const struct bt_md *md,
@@ -192,6 +218,8 @@ int bt_call_start(struct bt_rpc *r, enum bt_channel ch, const char *method, cons
 {
     if (nmd > BT_RPC_MAX_MD)
         return ct_err_set(err, CT_EINVAL, "too many request headers (%zu)", nmd);
+    if (atomic_load(&r->interrupted))
+        return ct_err_set(err, CT_ECLOSED, "%s: not sent: the store is shutting down", method);
     /* the request's deadline (wc_request_deadline) bounds the call too */
     deadline_ms = bt_request_ms(deadline_ms);
     if (deadline_ms < 0)
@@ -202,6 +230,7 @@ int bt_call_start(struct bt_rpc *r, enum bt_channel ch, const char *method, cons
     struct bt_call *c = calloc(1, sizeof(*c));
     if (!c)
         return ct_err_set(err, CT_ENOMEM, "out of memory starting %s", method);
+    c->r = r;
     snprintf(c->method, sizeof(c->method), "%s", method);
     grpc_metadata_array_init(&c->init_md);
     grpc_metadata_array_init(&c->trail_md);
@@ -290,6 +319,13 @@ int bt_call_recv(struct bt_call *c, int64_t wait_ms, struct wc_bytes *msg, struc
         c->recv = NULL;
         return ct_err_set(err, CT_EUNAVAIL, "%s: no answer from Bigtable within %lld ms",
                           c->method, (long long)wait_ms);
+    }
+    if (c->cancelled) {
+        if (c->recv)
+            grpc_byte_buffer_destroy(c->recv);
+        c->recv = NULL;
+        return ct_err_set(err, CT_ECLOSED, "%s: cancelled: the store is shutting down",
+                          c->method);
     }
     if (!c->recv)
         return CT_NOTFOUND;
@@ -388,6 +424,9 @@ int bt_call_finish(struct bt_call *c, int *grpc_code, struct ct_err *err)
         *grpc_code = (int)c->status;
     if (c->status == GRPC_STATUS_OK)
         return CT_OK;
+    if (c->cancelled)
+        return ct_err_set(err, CT_ECLOSED, "%s: cancelled: the store is shutting down",
+                          c->method);
     if (c->status == GRPC_STATUS_NOT_FOUND && !strncmp(c->method, BT_RPC_DATA_PREFIX,
                                                        strlen(BT_RPC_DATA_PREFIX)))
         /* a data call names a table: NOT_FOUND means the table is missing (never a row's
@@ -456,8 +495,8 @@ int bt_rpc_unary(struct bt_rpc *r, enum bt_channel ch, const char *method, const
     }
     if (rc == CT_OK || rc == CT_NOTFOUND) {
         rc = bt_call_finish(c, grpc_code, err);
-    } else if (grpc_code) {
-        *grpc_code = BT_GRPC_DEADLINE_EXCEEDED;
+    } else if (grpc_code) { /* no answer in time (retryable), or interrupted (not) */
+        *grpc_code = rc == CT_ECLOSED ? BT_GRPC_CANCELLED : BT_GRPC_DEADLINE_EXCEEDED;
     }
     bt_call_free(c);
     return rc;

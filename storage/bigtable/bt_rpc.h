@@ -54,6 +54,10 @@ CT_MUST_CHECK int bt_rpc_open(const struct bt_rpc_options *o, struct bt_rpc **ou
                               struct ct_err *err);
 /* Every call must be freed first; accepts NULL. */
 void bt_rpc_close(struct bt_rpc *r);
+/* Cancels every call in flight (within BT_INTERRUPT_POLL_MS; they end with CT_ECLOSED) and
+ * refuses new ones (CT_ECLOSED): the shutdown of a process whose backend may not answer. Any
+ * thread; accepts NULL. */
+void bt_rpc_interrupt(struct bt_rpc *r);
 
 /* A request header. */
 struct bt_md {

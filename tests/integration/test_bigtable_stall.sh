@@ -112,5 +112,46 @@ else
 fi
 n=$(grep -c "still open after" "$TSD_LOG")
 check "the grace line is logged at most once ($n)" test "$n" -le 1
+
+# SIGTERM with a long deadline (30 s): the calls in flight are cancelled, not waited for
+kill -CONT "$EMU_PID"
+tsd_start --tsd.storage.backend=bigtable --tsd.storage.bigtable.deadline_ms=30000
+out=$(post "/api/put?summary" 10 "[{\"metric\":\"s.ok\",\"timestamp\":$((t0 + 2)),\"value\":3,\"tags\":{\"host\":\"a\"}}]")
+check_eq "put before the second stall" '{"failed":0,"success":1}' "$out"
+kill -STOP "$EMU_PID"
+post "/api/put?details" 60 "$s" >"$tmp/inflight2.json" &
+cpid=$!
+(
+  exec 3<>"/dev/tcp/127.0.0.1/$TSD_PORT"
+  printf 'put s.ok %s 4 host=a\nput s.tel %s 5 host=b\n' "$((t0 + 3))" "$t0" >&3
+  timeout 20 cat <&3 >"$tmp/telnet.out"
+) &
+npid=$!
+sleep 0.5
+start=$(date +%s%N)
+kill -TERM "$TSD_PID"
+for _ in $(seq 1 300); do kill -0 "$TSD_PID" 2>/dev/null || break; sleep 0.05; done
+ms=$(ms_since "$start")
+if kill -0 "$TSD_PID" 2>/dev/null; then
+  not_ok "SIGTERM during a stall (30 s deadline) ends the TSD within 15 s"
+  kill -KILL "$TSD_PID"
+else
+  if [ "$ms" -le 5000 ]; then ok "SIGTERM during a stall (30 s deadline) ends the TSD in ${ms} ms"
+  else not_ok "SIGTERM during a stall (30 s deadline) ends the TSD within 5000 ms (took ${ms} ms)"; fi
+fi
+wait "$TSD_PID" 2>/dev/null
+wait "$cpid" 2>/dev/null
+kill "$npid" 2>/dev/null
+inflight=$(cat "$tmp/inflight2.json")
+if echo "$inflight" | grep -q '"success":[1-9]'; then
+  not_ok "the put in flight at SIGTERM (30 s deadline) is not acknowledged ($inflight)"
+else
+  ok "the put in flight at SIGTERM (30 s deadline) is not acknowledged"
+fi
+check_contains "the log says the backend's calls were cancelled" "$(cat "$TSD_LOG")" \
+  "cancelling the storage backend's calls in flight"
+check_contains "the failed writes name the shutdown" "$(cat "$TSD_LOG")" "the store is shutting down"
+n=$(grep -c "still open after" "$TSD_LOG")
+check "the grace line is logged at most once ($n)" test "$n" -le 1
 emu_stop
 it_done
