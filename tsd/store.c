@@ -861,7 +861,20 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
     struct store_writer *w = store_writer_take(st, err);
     if (!w)
         return err->code;
-    uint64_t gen = atomic_load(&st->drop_gen);
+    /* the uid table's generation (schema/uid.h), on its schedule: a table recreated or emptied
+     * under the TSD drops the uid caches, and the series map with them (ids of a former life) */
+    struct uid *u = tsdb_uid(st->tsdb);
+    bool dropped = false;
+    struct ct_err ge = {0};
+    if (uid_generation_check(u, false, &dropped, &ge) != CT_OK) {
+        static struct tlog_limit gen_lines = TLOG_LIMIT_INIT(60000);
+        tlog_limited(&gen_lines, (int64_t)(clock_mono_ns() / 1000000), TLOG_WARN,
+                     "cannot check the uid table's generation: %s", ge.msg);
+    }
+    if (dropped)
+        tlog_warn("the uid table's generation changed (recreated or emptied): uid caches and the "
+                  "series map dropped");
+    uint64_t gen = atomic_load(&st->drop_gen) + uid_drop_count(u);
     if (w->cache.gen != gen) {
         store_cache_clear(&w->cache);
         w->cache.gen = gen;
