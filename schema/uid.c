@@ -568,8 +568,10 @@ int uid_generation_init(struct uid *u, struct ct_err *err)
             rc = uid_generation_read(u, &g, err);
         else
             g = nv;
-        if (rc == CT_NOTFOUND)
-            rc = ct_err_set(err, CT_ECONFLICT, "the uid table's generation vanished while set");
+    }
+    if (rc == CT_NOTFOUND) { /* written by another service but not readable yet: checked later */
+        pthread_mutex_unlock(&u->gen_mu);
+        return CT_OK;
     }
     if (rc == CT_OK) {
         uint64_t seen = atomic_load(&u->gen);
