@@ -153,9 +153,9 @@ struct uid {
     void *assigned_arg;
     /* (7) */
     pthread_mutex_t gen_mu;
-    _Atomic uint64_t gen;          /* the generation last seen; 0 = none */
-    _Atomic uint64_t gen_due_ns;   /* the next scheduled check (clock_mono_ns) */
-    _Atomic uint64_t drops;        /* cache drops (uid_cache_drop and generation changes) */
+    _Atomic uint64_t gen;        /* the generation last seen; 0 = none */
+    _Atomic uint64_t gen_due_ns; /* the next scheduled check (clock_mono_ns) */
+    _Atomic uint64_t drops;      /* cache drops (uid_cache_drop and generation changes) */
 };
 
 /* The cache's and the assignment stripes' hashes: storage/hash.h's, as every in-memory table's. */
@@ -479,8 +479,8 @@ static int uid_generation_read(struct uid *u, uint64_t *out, struct ct_err *err)
     if (r.row.ncells > 0) {
         const struct wc_cell *c = &r.row.cells[0];
         if (c->value.len != 8)
-            rc = ct_err_set(err, CT_ECORRUPT, "the uid table's generation cell has %zu bytes, not 8",
-                            c->value.len);
+            rc = ct_err_set(err, CT_ECORRUPT,
+                            "the uid table's generation cell has %zu bytes, not 8", c->value.len);
         else if ((*out = coding_get_be64(c->value.data)) != 0)
             rc = CT_OK;
     }

@@ -52,10 +52,10 @@ CT_MUST_CHECK int uid_name_check(const char *what, const char *name, size_t len,
                                  const char *allow_special, struct ct_err *err);
 
 struct uid_options {
-    unsigned width[UID_NKINDS]; /* bytes per id, 1..8; default 3 */
-    bool random_metrics;        /* tsd.core.uid.random_metrics */
-    size_t cache_entries;       /* per kind and direction; default 1<<16, 0 = no cache */
-    const char *allow_special;  /* extra allowed characters (copied); NULL = none */
+    unsigned width[UID_NKINDS];  /* bytes per id, 1..8; default 3 */
+    bool random_metrics;         /* tsd.core.uid.random_metrics */
+    size_t cache_entries;        /* per kind and direction; default 1<<16, 0 = no cache */
+    const char *allow_special;   /* extra allowed characters (copied); NULL = none */
     int64_t generation_check_ms; /* the generation check's period (uid.c (7)); 0 = none */
 };
 void uid_options_init(struct uid_options *o);

@@ -47,7 +47,7 @@
 /* After this long in shutdown, backend calls still in flight are cancelled (wc_interrupt): a
  * stalled remote backend never holds the TSD, and what it was writing is failed, not acked. */
 #define TSD_BACKEND_GRACE_MS 2000
-#define TSD_LAST_LOOP_OFF_MS  10000 /* see tsd_last_loop_overrun */
+#define TSD_LAST_LOOP_OFF_MS 10000 /* see tsd_last_loop_overrun */
 
 const struct conf *tsd_conf(const struct tsd *t)
 {
@@ -273,8 +273,8 @@ static void tsd_drain_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (clock_now_ms() - t->shutdown_started_ms > TSD_SHUTDOWN_GRACE_MS) {
         if (!t->grace_warned) /* one line per shutdown, not one per 50 ms tick */
-            tlog_warn("shutdown: %zu connections still open after %d s; leaving them",
-                      t->nconns, TSD_SHUTDOWN_GRACE_MS / 1000);
+            tlog_warn("shutdown: %zu connections still open after %d s; leaving them", t->nconns,
+                      TSD_SHUTDOWN_GRACE_MS / 1000);
         t->grace_warned = true;
         if (telnet_ingest_idle(t)) {
             event_base_loopbreak(t->base);

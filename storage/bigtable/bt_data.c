@@ -1023,7 +1023,7 @@ static int bt_req_collect(struct bt_req *r, int *status, char (*msgs)[160], stru
     int code = BT_GRPC_OK;
     if (rc == CT_NOTFOUND)
         rc = bt_call_finish(r->call, &code, err);
-    if (rc != CT_OK) { /* the stream failed: rows without an answer share its status */
+    if (rc != CT_OK) {          /* the stream failed: rows without an answer share its status */
         if (code == BT_GRPC_OK) /* no status: no answer in time, or a local failure */
             code = rc == CT_EUNAVAIL ? BT_GRPC_DEADLINE_EXCEEDED : BT_GRPC_INTERNAL;
         for (size_t i = 0; i < r->n; i++)

@@ -12,12 +12,12 @@
 #include "storage/bigtable/bt_rpc.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,15 +317,14 @@ int bt_call_recv(struct bt_call *c, int64_t wait_ms, struct wc_bytes *msg, struc
         if (c->recv)
             grpc_byte_buffer_destroy(c->recv);
         c->recv = NULL;
-        return ct_err_set(err, CT_EUNAVAIL, "%s: no answer from Bigtable within %lld ms",
-                          c->method, (long long)wait_ms);
+        return ct_err_set(err, CT_EUNAVAIL, "%s: no answer from Bigtable within %lld ms", c->method,
+                          (long long)wait_ms);
     }
     if (c->cancelled) {
         if (c->recv)
             grpc_byte_buffer_destroy(c->recv);
         c->recv = NULL;
-        return ct_err_set(err, CT_ECLOSED, "%s: cancelled: the store is shutting down",
-                          c->method);
+        return ct_err_set(err, CT_ECLOSED, "%s: cancelled: the store is shutting down", c->method);
     }
     if (!c->recv)
         return CT_NOTFOUND;
@@ -425,14 +424,13 @@ int bt_call_finish(struct bt_call *c, int *grpc_code, struct ct_err *err)
     if (c->status == GRPC_STATUS_OK)
         return CT_OK;
     if (c->cancelled)
-        return ct_err_set(err, CT_ECLOSED, "%s: cancelled: the store is shutting down",
-                          c->method);
-    if (c->status == GRPC_STATUS_NOT_FOUND && !strncmp(c->method, BT_RPC_DATA_PREFIX,
-                                                       strlen(BT_RPC_DATA_PREFIX)))
+        return ct_err_set(err, CT_ECLOSED, "%s: cancelled: the store is shutting down", c->method);
+    if (c->status == GRPC_STATUS_NOT_FOUND &&
+        !strncmp(c->method, BT_RPC_DATA_PREFIX, strlen(BT_RPC_DATA_PREFIX)))
         /* a data call names a table: NOT_FOUND means the table is missing (never a row's
          * absence, which is an empty answer), a failure of the store, not a normal outcome */
-        return ct_err_set(err, CT_EIO, "table missing in Bigtable: %s: NOT_FOUND: %.*s",
-                          c->method, (int)GRPC_SLICE_LENGTH(c->details),
+        return ct_err_set(err, CT_EIO, "table missing in Bigtable: %s: NOT_FOUND: %.*s", c->method,
+                          (int)GRPC_SLICE_LENGTH(c->details),
                           (const char *)GRPC_SLICE_START_PTR(c->details));
     return ct_err_set(err, bt_rpc_code((int)c->status), "%s: %s: %.*s", c->method,
                       bt_rpc_code_name((int)c->status), (int)GRPC_SLICE_LENGTH(c->details),
