@@ -87,7 +87,7 @@ static void meta_work(struct http_req *r, void *arg)
         break;
     }
     if (rc != CT_OK)
-        http_reply_error(r, status, err.msg, NULL);
+        http_reply_error(r, http_status_of(rc, status), err.msg, NULL);
     else if (out)
         http_reply_cjson(r, status, out);
     else

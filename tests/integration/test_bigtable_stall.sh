@@ -87,6 +87,12 @@ check_eq "a query of an uncached name during the stall answers 503" "503" "$code
 if [ "$ms" -le 3500 ]; then ok "the uncached-name query is answered in ${ms} ms"
 else not_ok "the uncached-name query is answered within 3500 ms (took ${ms} ms)"; fi
 
+# /api/suggest (a scan of the uid table) and /api/search/lookup map the same way
+code=$(curl -s -m 40 -o "$tmp/sg.json" -w '%{http_code}' \
+  "http://127.0.0.1:$TSD_PORT/api/suggest?type=metrics&q=s")
+check_eq "/api/suggest during the stall answers 503" "503" "$code"
+check_contains "its error is OpenTSDB's shape" "$(cat "$tmp/sg.json")" '"error":{"code":503'
+
 # SIGTERM with a put in flight
 post "/api/put?details" 40 "$s" >"$tmp/inflight.json" &
 cpid=$!
