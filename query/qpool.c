@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "storage/clock.h"
+#include "storage/wc.h"
 
 struct qpool {
     struct qpool_options o;
@@ -72,7 +73,10 @@ static void *helper_main(void *arg)
         x->want--;
         x->busy++;
         pthread_mutex_unlock(&p->mu);
+        /* the piece runs under its query's request deadline, as on the query's thread */
+        uint64_t prev = wc_request_deadline_set(x->deadline_ns);
         x->fn(x->arg);
+        wc_request_deadline_set(prev);
         pthread_mutex_lock(&p->mu);
         if (--x->busy == 0)
             pthread_cond_broadcast(&p->idle);
@@ -187,6 +191,7 @@ void qpool_run(struct qpool *p, struct qpool_job *x, unsigned helpers)
         return;
     }
     pthread_mutex_lock(&p->mu);
+    x->deadline_ns = wc_request_deadline();
     x->want = helpers;
     x->busy = 0;
     x->next = p->head;

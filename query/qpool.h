@@ -11,6 +11,7 @@
 #define CT_QPOOL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "storage/ct_err.h"
 
@@ -54,6 +55,7 @@ struct qpool_job {
     struct qpool_job *next; /* the queue of jobs open to helpers */
     unsigned busy;          /* helpers working on this job */
     unsigned want;          /* helpers this job may still take */
+    uint64_t deadline_ns;   /* the caller's request deadline (storage/wc.h), set by qpool_run */
 };
 /* Runs x on this thread and up to `helpers` helper threads of p (none when p is NULL); returns
  * when every piece is done and no helper holds x. */

@@ -72,6 +72,9 @@ struct tsdb {
       "bytes the uid caches' names may hold, all kinds (0 = bounded by entries only)")             \
     X(UINT, "tsd.storage.ctsdb.uid_cache_size", uid_cache_entries, "65536", 0, 1 << 30, NULL,      \
       "uid cache entries per kind and direction")                                                  \
+    X(UINT, "tsd.storage.ctsdb.uid_generation_check_ms", uid_generation_check_ms, "5000", 0,        \
+      86400000, NULL,                                                                              \
+      "how often the uid table's generation is checked (0 = never; a change drops the uid caches)") \
     X(BOOL, "tsd.storage.enable_compaction", enable_compaction, "true", 0, 0, NULL,                \
       "merge the cells of each complete hour into one")                                            \
     X(BOOL, "tsd.storage.fix_duplicates", fix_duplicates, "false", 0, 0, NULL,                     \
@@ -468,6 +471,28 @@ static int tsdb_layout_resolve(struct wc_store *s, const struct tsdb_config *c,
     return CT_OK;
 }
 
+/* Writes the uid table's generation when it has none (schema/uid.h): a table created (or
+ * recreated) here starts a new life that running services notice. */
+static int tsdb_uid_generation_init(struct wc_store *s, const struct tsdb_config *c,
+                                    struct ct_err *err)
+{
+    struct wc_table *t;
+    int rc = wc_table_open(s, c->uid_table, &t, err);
+    if (rc != CT_OK)
+        return ct_err_prefix(err, "cannot open table %s", c->uid_table);
+    struct uid_options uo;
+    uid_options_init(&uo);
+    uo.cache_entries = 0;
+    struct uid *u;
+    rc = uid_open(t, &uo, &u, err);
+    if (rc == CT_OK) {
+        rc = uid_generation_init(u, err);
+        uid_close(u);
+    }
+    wc_table_close(t);
+    return rc;
+}
+
 /* tsdb_create_tables() with the key layout already decided. */
 static int tsdb_create_tables_in(struct wc_store *s, const struct tsdb_config *c0,
                                  const struct rowkey_layout *l, int *created, struct ct_err *err)
@@ -501,6 +526,8 @@ static int tsdb_create_tables_in(struct wc_store *s, const struct tsdb_config *c
     tsdb_family(&u[1], UID_FAMILY_NAME, c);
     rc = tsdb_create_one(s, c->uid_table, u, 2, NULL, 0, created, err);
     if (rc != CT_OK)
+        return rc;
+    if ((rc = tsdb_uid_generation_init(s, c, err)) != CT_OK)
         return rc;
     struct wc_family_desc m;
     tsdb_family(&m, TSDB_META_FAMILY, c);
@@ -594,6 +621,7 @@ int tsdb_open(struct wc_store *s, const struct tsdb_config *c, struct tsdb **out
     uo.random_metrics = c->random_metrics;
     uo.cache_entries = c->uid_cache_entries;
     uo.cache_bytes = (size_t)c->uid_cache_bytes;
+    uo.generation_check_ms = c->uid_generation_check_ms;
     uo.allow_special = c->allow_special;
     rc = uid_open(t->uidt, &uo, &t->uid, err);
     if (rc != CT_OK)

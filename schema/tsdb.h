@@ -54,6 +54,7 @@ struct tsdb_config {
     const char *allow_special;   /* tsd.core.tag.allow_specialchars */
     size_t uid_cache_entries;    /* tsd.storage.ctsdb.uid_cache_size, per kind and direction */
     uint64_t uid_cache_bytes;    /* tsd.storage.ctsdb.uid_cache_bytes, names of all kinds */
+    unsigned uid_generation_check_ms; /* tsd.storage.ctsdb.uid_generation_check_ms (uid.h) */
     /* table creation (create-tables, first start) */
     bool create_tables;              /* tsd.storage.ctsdb.create_tables: in tsdb_open() */
     int64_t ttl_s;                   /* tsd.storage.ctsdb.ttl (0 there = WC_TTL_FOREVER here) */

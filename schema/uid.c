@@ -18,9 +18,17 @@
  * size of each copy) once every put has returned: a put past it empties slots of its own cache
  * in turn (a clock hand) until they fit; the slot tables themselves are 6 x cache_entries x 24
  * bytes, allocated at open.
+ * (8) Generation: the counter row's cell id:UID_GENERATION_QUALIFIER holds 8 random bytes written
+ * once per table life (check-and-put against an empty cell: by create-tables, or by the first
+ * assignment of a table without one). The service remembers the value it saw (0 = none); when
+ * a check (every generation_check_ms, before the lookup that finds it due, and after every
+ * assignment conflict) reads another value or none, the uid table was recreated or emptied
+ * under it: both cache directions are emptied and drops counts it, so mappings of a former
+ * table life are never handed out again after the check.
  * Locking: each cache table is split in UID_STRIPES stripes, each guarded by its own mutex;
  * assign_mu[k][stripe] is taken before any cache stripe and held across the store calls of one
- * assignment. */
+ * assignment; gen_mu serialises generation reads and writes: taken after assign_mu, before the
+ * cache stripes (a drop). */
 #include "schema/uid.h"
 
 #include <locale.h>
@@ -160,6 +168,11 @@ struct uid {
     atomic_size_t name_bytes; /* uid_name_cost() of every cached name, all caches (7) */
     uid_name_fn assigned_fn; /* uid_set_assigned_hook (set before any assignment) */
     void *assigned_arg;
+    /* (8) */
+    pthread_mutex_t gen_mu;
+    _Atomic uint64_t gen;        /* the generation last seen; 0 = none */
+    _Atomic uint64_t gen_due_ns; /* the next scheduled check (clock_mono_ns) */
+    _Atomic uint64_t drops;      /* cache drops (uid_cache_drop and generation changes) */
 };
 
 /* The cache's and the assignment stripes' hashes: storage/hash.h's, as every in-memory table's. */
@@ -328,6 +341,7 @@ int uid_open(struct wc_table *t, const struct uid_options *o, struct uid **out, 
     atomic_init(&u->name_bytes, 0);
     u->o = *o;
     pthread_mutex_init(&u->rnd_mu, NULL);
+    pthread_mutex_init(&u->gen_mu, NULL);
     for (int k = 0; k < UID_NKINDS; k++)
         for (int i = 0; i < UID_STRIPES; i++)
             pthread_mutex_init(&u->assign_mu[k][i], NULL);
@@ -358,6 +372,7 @@ void uid_close(struct uid *u)
         uid_cache_destroy(&u->k[k].by_id);
     }
     pthread_mutex_destroy(&u->rnd_mu);
+    pthread_mutex_destroy(&u->gen_mu);
     for (int k = 0; k < UID_NKINDS; k++)
         for (int i = 0; i < UID_STRIPES; i++)
             pthread_mutex_destroy(&u->assign_mu[k][i]);
@@ -475,10 +490,158 @@ static int uid_lookup_store(struct uid *u, enum uid_kind k, const char *name, si
     return CT_OK;
 }
 
+/* ---- generation (8) ------------------------------------------------------------------------ */
+
+/* Reads the generation cell: CT_OK with its value, CT_NOTFOUND when absent. */
+static int uid_generation_read(struct uid *u, uint64_t *out, struct ct_err *err)
+{
+    uint8_t zero = 0;
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_column col = {wc_bytes_str(UID_FAMILY_ID), wc_bytes_str(UID_GENERATION_QUALIFIER),
+                            true};
+    o.columns = &col;
+    o.ncolumns = 1;
+    struct wc_result r;
+    int rc = wc_get(u->t, wc_bytes_of(&zero, 1), &o, &r, err);
+    if (rc != CT_OK)
+        return ct_err_prefix(err, "cannot read the uid table's generation");
+    rc = CT_NOTFOUND;
+    if (r.row.ncells > 0) {
+        const struct wc_cell *c = &r.row.cells[0];
+        if (c->value.len != 8)
+            rc = ct_err_set(err, CT_ECORRUPT,
+                            "the uid table's generation cell has %zu bytes, not 8", c->value.len);
+        else if ((*out = coding_get_be64(c->value.data)) != 0)
+            rc = CT_OK;
+    }
+    wc_result_release(&r);
+    return rc;
+}
+
+/* Empties both directions of every kind and counts the drop. */
+static void uid_cache_drop_all(struct uid *u)
+{
+    for (int k = 0; k < UID_NKINDS; k++) {
+        uid_cache_clear(&u->k[k].by_name);
+        uid_cache_clear(&u->k[k].by_id);
+    }
+    atomic_fetch_add(&u->drops, 1);
+}
+
+/* Compares the stored generation with the one seen: a change drops the caches (*dropped).
+ * REQUIRES: gen_mu held. */
+static int uid_generation_compare(struct uid *u, bool *dropped, struct ct_err *err)
+{
+    uint64_t g = 0;
+    int rc = uid_generation_read(u, &g, err);
+    if (rc != CT_OK && rc != CT_NOTFOUND)
+        return rc;
+    uint64_t seen = atomic_load(&u->gen);
+    if (g != seen) {
+        if (seen != 0 || atomic_load(&u->k[0].by_name.used) + atomic_load(&u->k[1].by_name.used) +
+                                 atomic_load(&u->k[2].by_name.used) >
+                             0) {
+            uid_cache_drop_all(u);
+            *dropped = true;
+        }
+        atomic_store(&u->gen, g);
+    }
+    return CT_OK;
+}
+
+int uid_generation_check(struct uid *u, bool force, bool *dropped, struct ct_err *err)
+{
+    *dropped = false;
+    uint64_t now = clock_mono_ns();
+    if (!force) {
+        uint64_t due = atomic_load(&u->gen_due_ns);
+        if (!u->o.generation_check_ms || now < due)
+            return CT_OK;
+        /* one thread per period does the check; the others go on with the cache */
+        uint64_t next = now + (uint64_t)u->o.generation_check_ms * 1000000u;
+        if (!atomic_compare_exchange_strong(&u->gen_due_ns, &due, next))
+            return CT_OK;
+    }
+    pthread_mutex_lock(&u->gen_mu);
+    int rc = uid_generation_compare(u, dropped, err);
+    pthread_mutex_unlock(&u->gen_mu);
+    return rc;
+}
+
+int uid_generation_init(struct uid *u, struct ct_err *err)
+{
+    pthread_mutex_lock(&u->gen_mu);
+    uint64_t g = 0;
+    int rc = uid_generation_read(u, &g, err);
+    if (rc == CT_NOTFOUND) {
+        uint64_t nv = 0;
+        while (nv == 0) {
+            pthread_mutex_lock(&u->rnd_mu);
+            u->rnd ^= u->rnd << 13; /* xorshift64 */
+            u->rnd ^= u->rnd >> 7;
+            u->rnd ^= u->rnd << 17;
+            nv = u->rnd ^ clock_now_ms();
+            pthread_mutex_unlock(&u->rnd_mu);
+        }
+        uint8_t v[8], zero = 0;
+        coding_put_be64(v, nv);
+        struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(UID_FAMILY_ID),
+                                wc_bytes_str(UID_GENERATION_QUALIFIER), wc_bytes_of(v, 8),
+                                WC_TS_LATEST};
+        struct wc_row_mutation rm = {wc_bytes_of(&zero, 1), &m, 1};
+        bool applied = false;
+        rc = wc_check_and_mutate(u->t, rm.row, m.family, m.qualifier, NULL, &rm,
+                                 WC_DURABILITY_USE_DEFAULT, &applied, err);
+        if (rc != CT_OK)
+            rc = ct_err_prefix(err, "cannot write the uid table's generation");
+        else if (!applied) /* another service wrote it first: take its value */
+            rc = uid_generation_read(u, &g, err);
+        else
+            g = nv;
+    }
+    if (rc == CT_NOTFOUND) { /* written by another service but not readable yet: checked later */
+        pthread_mutex_unlock(&u->gen_mu);
+        return CT_OK;
+    }
+    if (rc == CT_OK) {
+        uint64_t seen = atomic_load(&u->gen);
+        if (seen != 0 && seen != g) /* the table changed life since we looked */
+            uid_cache_drop_all(u);
+        atomic_store(&u->gen, g);
+    }
+    pthread_mutex_unlock(&u->gen_mu);
+    return rc;
+}
+
+uint64_t uid_generation(struct uid *u)
+{
+    return atomic_load(&u->gen);
+}
+
+uint64_t uid_drop_count(struct uid *u)
+{
+    return atomic_load(&u->drops);
+}
+
+/* The scheduled check before a lookup; a failed one waits for the next period (a stalled store
+ * costs one check per period, not one per lookup; the lookup reports the failing store). */
+static void uid_generation_tick(struct uid *u)
+{
+    if (!u->o.generation_check_ms)
+        return;
+    bool dropped;
+    struct ct_err e2 = {0};
+    if (uid_generation_check(u, false, &dropped, &e2) != CT_OK) {
+        /* tried again in the next period */
+    }
+}
+
 int uid_get_id(struct uid *u, enum uid_kind k, const char *name, size_t len, uint64_t *id,
                struct ct_err *err)
 {
     struct uid_kind_state *ks = &u->k[k];
+    uid_generation_tick(u);
     if (uid_cache_find_name(&ks->by_name, name, len, id)) {
         atomic_fetch_add(&ks->hits, 1);
         return CT_OK;
@@ -543,6 +706,11 @@ static int uid_allocate_locked(struct uid *u, enum uid_kind k, const char *name,
     uint64_t max = uid_max_for(u, k);
     const char *q = uid_qualifiers[k];
     *existed = false;
+    if (atomic_load(&u->gen) == 0) { /* (8): a table without a generation gets one */
+        int rc = uid_generation_init(u, err);
+        if (rc != CT_OK)
+            return rc;
+    }
     for (int attempt = 0; attempt < UID_ASSIGN_TRIES; attempt++) {
         uint64_t nid;
         if (k == UID_METRIC && u->o.random_metrics) {
@@ -571,8 +739,14 @@ static int uid_allocate_locked(struct uid *u, enum uid_kind k, const char *name,
         if (rc != CT_OK)
             return ct_err_prefix(err, "cannot write the reverse uid row of %s '%.*s'", q, (int)len,
                                  name);
-        if (!applied)
-            continue; /* the id is taken (random collision or a hand-made row): draw again */
+        if (!applied) {
+            /* the id is taken (random collision or a hand-made row): draw again; a conflict
+             * may also mean the table changed life under the cache (8) */
+            bool dropped;
+            if ((rc = uid_generation_check(u, true, &dropped, err)) != CT_OK)
+                return rc;
+            continue;
+        }
         /* (1): publish the name through its forward row */
         struct wc_mutation fm = {WC_OP_PUT, wc_bytes_str(UID_FAMILY_ID), wc_bytes_str(q),
                                  wc_bytes_of(idb, w), WC_TS_LATEST};
@@ -585,6 +759,9 @@ static int uid_allocate_locked(struct uid *u, enum uid_kind k, const char *name,
         if (!applied) {
             /* another service assigned the name first (6); take its id, drop our reverse row */
             *existed = true;
+            bool dropped; /* (8): a conflict, so the generation is checked */
+            if ((rc = uid_generation_check(u, true, &dropped, err)) != CT_OK)
+                return rc;
             rc = uid_release_reverse(u, k, idb, w, name, len, err);
             if (rc != CT_OK)
                 return ct_err_prefix(err, "cannot remove the unused reverse uid row of %s '%.*s'",
@@ -682,6 +859,7 @@ int uid_get_name(struct uid *u, enum uid_kind k, uint64_t id, char *buf, size_t 
                  struct ct_err *err)
 {
     struct uid_kind_state *ks = &u->k[k];
+    uid_generation_tick(u);
     int hit = uid_cache_find_id(&ks->by_id, id, buf, cap, len);
     if (hit < 0)
         return ct_err_set(err, CT_ELIMIT, "name buffer of %zu bytes is too small", cap);
@@ -880,10 +1058,7 @@ int uid_max_id(struct uid *u, enum uid_kind k, uint64_t *out, struct ct_err *err
 
 void uid_cache_drop(struct uid *u)
 {
-    for (int k = 0; k < UID_NKINDS; k++) {
-        uid_cache_clear(&u->k[k].by_name);
-        uid_cache_clear(&u->k[k].by_id);
-    }
+    uid_cache_drop_all(u);
 }
 
 void uid_stats_get(struct uid *u, enum uid_kind k, struct uid_stats *out)

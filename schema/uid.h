@@ -36,6 +36,8 @@ enum uid_kind {
 #define UID_MAX_NAME    1024 /* longest name accepted, bytes */
 #define UID_FAMILY_ID   "id"
 #define UID_FAMILY_NAME "name"
+/* The generation cell's qualifier, in family id of the counter row "\0" (uid.c (7)). */
+#define UID_GENERATION_QUALIFIER "ctsdb.generation"
 
 /* The qualifier of a kind in tsdb-uid: "metrics", "tagk", "tagv". */
 const char *uid_kind_qualifier(enum uid_kind k);
@@ -50,11 +52,12 @@ CT_MUST_CHECK int uid_name_check(const char *what, const char *name, size_t len,
                                  const char *allow_special, struct ct_err *err);
 
 struct uid_options {
-    unsigned width[UID_NKINDS]; /* bytes per id, 1..8; default 3 */
-    bool random_metrics;        /* tsd.core.uid.random_metrics */
-    size_t cache_entries;       /* per kind and direction; default 1<<16, 0 = no cache */
-    size_t cache_bytes;         /* the cached names of all kinds, malloc's sizes; 0 = unbounded */
-    const char *allow_special;  /* extra allowed characters (copied); NULL = none */
+    unsigned width[UID_NKINDS];  /* bytes per id, 1..8; default 3 */
+    bool random_metrics;         /* tsd.core.uid.random_metrics */
+    size_t cache_entries;        /* per kind and direction; default 1<<16, 0 = no cache */
+    size_t cache_bytes;          /* the cached names of all kinds, malloc's sizes; 0 = unbounded */
+    const char *allow_special;   /* extra allowed characters (copied); NULL = none */
+    int64_t generation_check_ms; /* the generation check's period (uid.c (8)); 0 = none */
 };
 void uid_options_init(struct uid_options *o);
 
@@ -109,6 +112,18 @@ void uid_set_assigned_hook(struct uid *u, uid_name_fn fn, void *arg);
 
 /* Drops every cached entry (telnet `dropcaches`). */
 void uid_cache_drop(struct uid *u);
+/* The generation (uid.c (7)): a random value in the uid table's counter row, written once per
+ * table life. uid_generation_init writes it when absent (create-tables; the first assignment
+ * does it too) and remembers it. uid_generation_check reads it when generation_check_ms has
+ * passed since the last check (always when force): if it differs from the value last seen (or
+ * is gone), the table was recreated or emptied: the cache is dropped (both directions, every
+ * kind) and *dropped set. Lookups run the scheduled check themselves; callers keeping their own
+ * caches of ids (the TSD's series map) watch uid_drop_count, which every drop moves. */
+CT_MUST_CHECK int uid_generation_init(struct uid *u, struct ct_err *err);
+CT_MUST_CHECK int uid_generation_check(struct uid *u, bool force, bool *dropped,
+                                       struct ct_err *err);
+uint64_t uid_generation(struct uid *u); /* the value last seen; 0 = none yet */
+uint64_t uid_drop_count(struct uid *u);
 struct uid_stats {
     uint64_t cache_hits, cache_misses, assigned;
     uint64_t cache_entries;

@@ -102,6 +102,8 @@ const char *ct_err_name(int code)
         return "unsupported";
     case CT_ELIMIT:
         return "limit exceeded";
+    case CT_EUNAVAIL:
+        return "backend unavailable";
     default:
         return "unknown error";
     }

@@ -35,6 +35,7 @@ enum {
     CT_ECLOSED = -9,       /* the store or connection is shutting down */
     CT_EUNSUPPORTED = -10, /* the backend cannot do this */
     CT_ELIMIT = -11,       /* a configured size or count limit was exceeded */
+    CT_EUNAVAIL = -12,     /* a remote backend is unavailable or did not answer in time */
 };
 
 #define CT_ERR_MSG_MAX 2048 /* bytes of struct ct_err.msg, the NUL included */

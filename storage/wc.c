@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/clock.h"
 #include "storage/wc_backend.h"
 
 struct wc_bytes wc_bytes_str(const char *s)
@@ -59,6 +60,12 @@ void wc_close(struct wc_store *s)
 int wc_background_error(struct wc_store *s, struct ct_err *err)
 {
     return s->ops->background_error(s, err);
+}
+
+void wc_interrupt(struct wc_store *s)
+{
+    if (s && s->ops->interrupt)
+        s->ops->interrupt(s);
 }
 
 /* ---- names ---------------------------------------------------------------------------- */
@@ -676,6 +683,31 @@ int wc_set_compact_hook(struct wc_store *s, const char *table, const char *famil
         return ct_err_set(err, CT_EUNSUPPORTED, "the %s backend has no compaction hooks",
                           s->ops->name);
     return s->ops->set_compact_hook(s, full, family, fn, arg, err);
+}
+
+/* ---- request deadline ------------------------------------------------------------------ */
+
+static _Thread_local uint64_t wc_deadline_ns;
+
+uint64_t wc_request_deadline_set(uint64_t abs_mono_ns)
+{
+    uint64_t prev = wc_deadline_ns;
+    wc_deadline_ns = abs_mono_ns;
+    return prev;
+}
+
+uint64_t wc_request_deadline_begin(int64_t ms)
+{
+    uint64_t prev = wc_deadline_ns;
+    uint64_t d = clock_mono_ns() + (uint64_t)(ms > 0 ? ms : 1) * 1000000u;
+    if (!prev || d < prev)
+        wc_deadline_ns = d;
+    return prev;
+}
+
+uint64_t wc_request_deadline(void)
+{
+    return wc_deadline_ns;
 }
 
 int wc_cell_compare(const struct wc_cell *a, const struct wc_cell *b)

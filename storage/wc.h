@@ -129,6 +129,12 @@ CT_MUST_CHECK int wc_open(const struct wc_options *o, struct wc_store **out, str
 void wc_close(struct wc_store *s);
 /* The first background error (failed flush or compaction), sticky; CT_OK if none. */
 int wc_background_error(struct wc_store *s, struct ct_err *err);
+/* Shutdown of a process whose backend may not answer: a remote backend (Bigtable) cancels every
+ * call in flight and fails every later one with CT_ECLOSED, so that no thread waits on it any
+ * longer (what those calls were writing is failed, never acknowledged); the store must still be
+ * closed with wc_close. The embedded store, which has no remote calls, ignores it. Any thread;
+ * idempotent. */
+void wc_interrupt(struct wc_store *s);
 
 /* ---- namespaces ----------------------------------------------------------------------- */
 
@@ -583,6 +589,20 @@ CT_MUST_CHECK int wc_snapshot_clone(struct wc_store *s, const char *name, const 
                                     struct ct_err *err);
 /* Deletes a snapshot (its links; the live tables are not touched). CT_NOTFOUND if absent. */
 CT_MUST_CHECK int wc_snapshot_delete(struct wc_store *s, const char *name, struct ct_err *err);
+
+/* ---- request deadline ------------------------------------------------------------------ */
+
+/* A request's deadline for the calling thread: a remote backend (Bigtable) bounds every call this
+ * thread makes, retries included, by it, and fails a call at once (CT_ETIMEOUT) once it has
+ * passed; the embedded store ignores it. abs_mono_ns is a clock_mono_ns() instant; 0 = none.
+ * Returns the previous value, to be put back with wc_request_deadline_set when the request ends. */
+uint64_t wc_request_deadline_set(uint64_t abs_mono_ns);
+/* Starts a request of ms milliseconds (> 0) on the calling thread: its deadline is now + ms, or
+ * the one already set when that is sooner (an inner request never extends an outer one). Returns
+ * the previous value, as wc_request_deadline_set. */
+uint64_t wc_request_deadline_begin(int64_t ms);
+/* The calling thread's request deadline (0 = none). */
+uint64_t wc_request_deadline(void);
 
 /* ---- helpers -------------------------------------------------------------------------- */
 

@@ -30,6 +30,7 @@ struct wc_backend_ops {
     const char *name; /* "embedded", "bigtable" */
     void (*close)(struct wc_store *s);
     int (*background_error)(struct wc_store *s, struct ct_err *err);
+    void (*interrupt)(struct wc_store *s); /* NULL: nothing to interrupt */
 
     int (*namespace_create)(struct wc_store *s, const char *ns, struct ct_err *err);
     int (*namespace_drop)(struct wc_store *s, const char *ns, struct ct_err *err);

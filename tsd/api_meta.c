@@ -89,7 +89,8 @@ static void meta_work(struct http_req *r, void *arg)
         break;
     }
     if (rc != CT_OK)
-        http_reply_error(r, status, err.msg, cJSON_IsString(out) ? out->valuestring : NULL);
+        http_reply_error(r, http_status_of(rc, status), err.msg,
+                         cJSON_IsString(out) ? out->valuestring : NULL);
     else if (out)
         http_reply_cjson(r, status, out);
     else

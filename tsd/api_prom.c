@@ -511,7 +511,7 @@ static void prom_read_work(struct http_req *r, void *arg)
         struct qspec *q = NULL;
         struct ct_err err = {0};
         if (!js || qspec_parse_json(js, strlen(js), 0, &q, &err) != CT_OK) {
-            snprintf(msg, sizeof(msg), "remote read: %s", js ? err.msg : "out of memory");
+            snprintf(msg, sizeof(msg), "remote read: %.900s", js ? err.msg : "out of memory");
             status = js ? 400 : 500;
             free(js);
             prom_matchers_free(m);
@@ -538,7 +538,7 @@ static void prom_read_work(struct http_req *r, void *arg)
                 continue;
             } else {
                 status = qst == QEXEC_TOO_LARGE ? 413 : qst == QEXEC_TIMEOUT ? 503 : 500;
-                snprintf(msg, sizeof(msg), "remote read: %s", err.msg);
+                snprintf(msg, sizeof(msg), "remote read: %.900s", err.msg);
             }
         }
     }

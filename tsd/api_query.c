@@ -97,7 +97,7 @@ static int answer_finish(struct http_req *r, struct http_stream_sink *s, struct 
     if (rc == CT_OK || (s->begun && rc == CT_ECLOSED))
         http_stream_end(r);
     else
-        reply_failure(r, s, (int)status, err);
+        reply_failure(r, s, http_status_of(rc, (int)status), err);
     qjson_free(j);
     return rc;
 }

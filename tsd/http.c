@@ -572,6 +572,11 @@ static const char *http_fixed_details(const char *message)
     return NULL;
 }
 
+int http_status_of(int rc, int status)
+{
+    return rc == CT_EUNAVAIL ? 503 : status;
+}
+
 void http_reply_error(struct http_req *r, int status, const char *message, const char *details)
 {
     if (!details || !*details)

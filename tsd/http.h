@@ -88,6 +88,10 @@ void http_reply_cjson(struct http_req *r, int status, struct cJSON *doc);
  * request", as every HttpJsonSerializer.parse*V1). No "trace": OpenTSDB's is a Java stack trace
  * (tsd.http.show_stack_trace, not supported). Strings are copied. */
 void http_reply_error(struct http_req *r, int status, const char *message, const char *details);
+/* The one mapping of a failure's ct code to an HTTP status, for every endpoint: CT_EUNAVAIL (a
+ * remote backend unavailable or past the request's deadline) -> 503; else `status`, the
+ * endpoint's own choice (a missing table is CT_EIO with "table ... missing": 500). */
+int http_status_of(int rc, int status);
 /* An empty reply with the status (e.g. 204, or 200 for an OPTIONS preflight). */
 void http_reply_status(struct http_req *r, int status);
 /* Any body with its content type; body copied. */

@@ -51,10 +51,12 @@
 #include <zlib.h>
 
 #include "storage/clock.h"
+#include "storage/wc.h"
 #include "tsd/conf.h"
 #include "tsd/http_int.h"
 #include "tsd/membudget.h"
 #include "tsd/routes.h"
+#include "tsd/store.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd_int.h"
 #include "tsd/tstats.h"
@@ -1098,7 +1100,11 @@ static void http_work_trampoline(void *arg)
 {
     struct http_req *r = arg;
     r->on_worker = true;
+    /* one deadline bounds the request's backend calls together (a remote backend's) */
+    int64_t req_ms = tsdstore_request_ms(r->conn->tsd->tstore);
+    uint64_t prev_deadline = req_ms ? wc_request_deadline_begin(req_ms) : wc_request_deadline();
     r->work(r, r->work_arg);
+    wc_request_deadline_set(prev_deadline);
     /* A whole reply (or a streamed one still held) goes out from here. */
     if (r->replied && (!r->streaming || r->stream_held)) {
         struct http_conn *c = r->conn;

@@ -106,6 +106,7 @@ struct tsdstore {
     struct store_writer *all[STORE_MAX_WRITERS];
     int nall;
     _Atomic uint64_t drop_gen;
+    int64_t request_ms; /* a request's deadline on a remote backend (wc_request_deadline); 0 = none */
     enum wc_durability durability;
     struct metatrack *track; /* realtime meta tracking of series, NULL when off */
     /* the ingest head (tsd.storage.head.enable; NULL when off) */
@@ -564,6 +565,8 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
     tsdstore_wc_options(c, &o);
     const char *dir = conf_get_str(c, "tsd.storage.directory");
     tsdstore_info_tags(&o, st->info_tags, sizeof(st->info_tags));
+    if (o.backend == WC_BACKEND_BIGTABLE) /* one deadline bounds a whole write or request */
+        st->request_ms = o.bt_deadline_ms;
     o.log_fn = tsdstore_log;
     o.log_arg = NULL;
     int rc = wc_open(&o, &st->store, err);
@@ -934,13 +937,47 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
     return CT_OK;
 }
 
+int64_t tsdstore_request_ms(const struct tsdstore *st)
+{
+    return st->request_ms;
+}
+
+static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b, size_t nb,
+                             struct ct_err *err);
+
+/* One group of batches under one request deadline on a remote backend: every UID lookup,
+ * assignment, retry and write of the group together (a stalled backend fails the group's
+ * points after one deadline, not one per call). */
 int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct ct_err *err)
 {
     struct tsdstore *st = arg;
+    uint64_t prev =
+        st->request_ms ? wc_request_deadline_begin(st->request_ms) : wc_request_deadline();
+    int rc = store_write_group(st, b, nb, err);
+    wc_request_deadline_set(prev);
+    return rc;
+}
+
+static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b, size_t nb,
+                             struct ct_err *err)
+{
     struct store_writer *w = store_writer_take(st, err);
     if (!w)
         return err->code;
-    uint64_t gen = atomic_load(&st->drop_gen);
+    /* the uid table's generation (schema/uid.h), on its schedule: a table recreated or emptied
+     * under the TSD drops the uid caches, and the series map with them (ids of a former life) */
+    struct uid *u = tsdb_uid(st->tsdb);
+    bool dropped = false;
+    struct ct_err ge = {0};
+    if (uid_generation_check(u, false, &dropped, &ge) != CT_OK) {
+        static struct tlog_limit gen_lines = TLOG_LIMIT_INIT(60000);
+        tlog_limited(&gen_lines, (int64_t)(clock_mono_ns() / 1000000), TLOG_WARN,
+                     "cannot check the uid table's generation: %s", ge.msg);
+    }
+    if (dropped)
+        tlog_warn("the uid table's generation changed (recreated or emptied): uid caches and the "
+                  "series map dropped");
+    uint64_t gen = atomic_load(&st->drop_gen) + uid_drop_count(u);
     if (w->cache.gen != gen) {
         store_cache_clear(&w->cache);
         w->cache.gen = gen;

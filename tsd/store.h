@@ -46,6 +46,10 @@ struct head *tsdstore_head(struct tsdstore *st);
  * (unknown metric, illegal name, store error) and writes the rest of the nb batches with one
  * schema batch write. */
 int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct ct_err *err);
+/* The deadline of one request on a remote backend (tsd.storage.bigtable.deadline_ms: every
+ * backend call of a write group, or of an HTTP request's work, retries included, ends by it;
+ * see wc_request_deadline_begin); 0 on the embedded store. */
+int64_t tsdstore_request_ms(const struct tsdstore *st);
 /* Drops the UID caches and every writer's series cache. */
 void tsdstore_drop_caches(struct tsdstore *st);
 

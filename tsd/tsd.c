@@ -45,7 +45,10 @@
 
 #define TSD_SNIFF_TIMEOUT_S   60
 #define TSD_SHUTDOWN_GRACE_MS 30000
-#define TSD_LAST_LOOP_OFF_MS  10000 /* see tsd_last_loop_overrun */
+/* After this long in shutdown, backend calls still in flight are cancelled (wc_interrupt): a
+ * stalled remote backend never holds the TSD, and what it was writing is failed, not acked. */
+#define TSD_BACKEND_GRACE_MS 2000
+#define TSD_LAST_LOOP_OFF_MS 10000 /* see tsd_last_loop_overrun */
 
 const struct conf *tsd_conf(const struct tsd *t)
 {
@@ -265,6 +268,14 @@ static void tsd_drain_cb(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct tsd *t = arg;
     telnet_flush(t);
+    if (!t->backend_interrupted && clock_now_ms() - t->shutdown_started_ms > TSD_BACKEND_GRACE_MS &&
+        tsdstore_request_ms(t->tstore) > 0) {
+        tlog_warn("shutdown: still busy after %d ms; cancelling the storage backend's calls in "
+                  "flight (their writes fail)",
+                  TSD_BACKEND_GRACE_MS);
+        t->backend_interrupted = true;
+        wc_interrupt(t->store);
+    }
     if (clock_now_ms() - t->shutdown_started_ms > TSD_SHUTDOWN_GRACE_MS) {
         if (!t->grace_warned) /* one line per shutdown, not one per 50 ms tick */
             tlog_warn("shutdown: %zu connections still open after %d s; leaving them", t->nconns,

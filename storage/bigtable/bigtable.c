@@ -132,6 +132,9 @@ void bt_backoff(int attempt)
         ms *= 2;
     if (ms > BT_RETRY_MAX_MS)
         ms = BT_RETRY_MAX_MS;
+    int64_t left = bt_request_ms(ms); /* never past the request's deadline */
+    if (left < ms)
+        ms = left > 0 ? left : 0;
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
     nanosleep(&ts, NULL);
 }
@@ -1368,6 +1371,11 @@ static int bt_background_error(struct wc_store *s, struct ct_err *err)
     return CT_OK;
 }
 
+static void bt_interrupt(struct wc_store *sbase)
+{
+    bt_rpc_interrupt(((struct bt_store *)sbase)->rpc);
+}
+
 /* ---- store ------------------------------------------------------------------------------ */
 
 static void bt_close(struct wc_store *sbase)
@@ -1447,6 +1455,7 @@ static const struct wc_backend_ops bt_ops = {
     .name = "bigtable",
     .close = bt_close,
     .background_error = bt_background_error,
+    .interrupt = bt_interrupt,
     .namespace_create = bt_namespace_create,
     .namespace_drop = bt_namespace_drop,
     .namespace_exists = bt_namespace_exists,

@@ -1023,9 +1023,9 @@ static int bt_req_collect(struct bt_req *r, int *status, char (*msgs)[160], stru
     int code = BT_GRPC_OK;
     if (rc == CT_NOTFOUND)
         rc = bt_call_finish(r->call, &code, err);
-    if (rc != CT_OK) { /* the stream failed: rows without an answer share its status */
-        if (code == BT_GRPC_OK)
-            code = BT_GRPC_INTERNAL;
+    if (rc != CT_OK) {          /* the stream failed: rows without an answer share its status */
+        if (code == BT_GRPC_OK) /* no status: no answer in time, or a local failure */
+            code = rc == CT_EUNAVAIL ? BT_GRPC_DEADLINE_EXCEEDED : BT_GRPC_INTERNAL;
         for (size_t i = 0; i < r->n; i++)
             if (status[r->idx[i]] < 0) {
                 status[r->idx[i]] = code;
@@ -1139,8 +1139,13 @@ int bt_mutate_batch(struct wc_table *tbase, const struct wc_row_mutation *rows, 
             }
         }
         if (first_bad != SIZE_MAX) {
-            rc = ct_err_set(err, bt_rpc_code(bad_code) == CT_OK ? CT_EIO : bt_rpc_code(bad_code),
-                            "batch row %zu of %s failed: %s", first_bad, t->full, msgs[0]);
+            /* NOT_FOUND on a data call: the table is missing (never "no such row") */
+            int bc = bt_rpc_code(bad_code);
+            if (bc == CT_OK || bc == CT_NOTFOUND)
+                bc = CT_EIO;
+            rc = ct_err_set(err, bc, "batch row %zu of %s failed%s: %s", first_bad, t->full,
+                            bad_code == BT_GRPC_NOT_FOUND ? " (table missing in Bigtable)" : "",
+                            msgs[0]);
             bad_row = first_bad;
             break;
         }
@@ -1214,7 +1219,7 @@ int bt_increment(struct wc_table *tbase, struct wc_bytes row, struct wc_bytes fa
     bt_buf_free(&body);
     if (rc != CT_OK) {
         bt_buf_free(&resp);
-        if (rc != CT_ETIMEOUT) { /* name the usual cause: a value that is no 8-byte counter */
+        if (rc != CT_EUNAVAIL) { /* name the usual cause: a value that is no 8-byte counter */
             struct wc_scan_options o;
             wc_scan_options_init(&o);
             struct wc_column col = {family, qualifier, true};

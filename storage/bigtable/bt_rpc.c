@@ -17,9 +17,13 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "storage/clock.h"
+#include "storage/wc.h"
 
 #define BT_RPC_MAX_MD         8
 #define BT_RPC_MAX_RECV_BYTES (256 << 20)
@@ -28,9 +32,12 @@ struct bt_rpc {
     grpc_channel *data;
     grpc_channel *admin; /* may equal data */
     grpc_channel_credentials *creds;
+    atomic_bool interrupted; /* bt_rpc_interrupt: calls are cancelled, new ones refused */
 };
 
 struct bt_call {
+    struct bt_rpc *r;
+    bool cancelled; /* cancelled by bt_rpc_interrupt */
     grpc_call *call;
     grpc_completion_queue *cq;
     char method[128];
@@ -154,6 +161,18 @@ void bt_rpc_close(struct bt_rpc *r)
     grpc_shutdown_blocking();
 }
 
+int64_t bt_request_ms(int64_t ms)
+{
+    uint64_t d = wc_request_deadline();
+    if (!d)
+        return ms;
+    uint64_t now = clock_mono_ns();
+    if (now >= d)
+        return -1;
+    int64_t left = (int64_t)((d - now + 999999u) / 1000000u);
+    return ms <= 0 || left < ms ? left : ms;
+}
+
 static gpr_timespec bt_deadline(int64_t ms)
 {
     if (ms <= 0)
@@ -162,13 +181,35 @@ static gpr_timespec bt_deadline(int64_t ms)
 }
 
 /* Waits for one outstanding batch (REQUIRES: its flag set). Returns false on timeout. */
+#define BT_INTERRUPT_POLL_MS 50 /* how often a waiting call looks at bt_rpc_interrupt */
+
+void bt_rpc_interrupt(struct bt_rpc *r)
+{
+    if (r)
+        atomic_store(&r->interrupted, true);
+}
+
+/* Waits for one outstanding batch (REQUIRES: its flag set), in slices so that an interrupt
+ * cancels the call (then the batch completes at once, without a message or with CANCELLED).
+ * Returns false on timeout. */
 static bool bt_call_wait(struct bt_call *c, char *tag, gpr_timespec deadline)
 {
-    grpc_event ev = grpc_completion_queue_pluck(c->cq, tag, deadline, NULL);
-    if (ev.type == GRPC_QUEUE_TIMEOUT)
-        return false;
-    *tag = 0;
-    return true;
+    for (;;) {
+        gpr_timespec slice = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+                                          gpr_time_from_millis(BT_INTERRUPT_POLL_MS, GPR_TIMESPAN));
+        bool last = gpr_time_cmp(deadline, slice) <= 0;
+        grpc_event ev = grpc_completion_queue_pluck(c->cq, tag, last ? deadline : slice, NULL);
+        if (ev.type != GRPC_QUEUE_TIMEOUT) {
+            *tag = 0;
+            return true;
+        }
+        if (last)
+            return false;
+        if (!c->cancelled && atomic_load(&c->r->interrupted)) {
+            c->cancelled = true;
+            grpc_call_cancel(c->call, NULL);
+        }
+    }
 }
 
 int bt_call_start(struct bt_rpc *r, enum bt_channel ch, const char *method, const struct bt_md *md,
@@ -177,9 +218,19 @@ int bt_call_start(struct bt_rpc *r, enum bt_channel ch, const char *method, cons
 {
     if (nmd > BT_RPC_MAX_MD)
         return ct_err_set(err, CT_EINVAL, "too many request headers (%zu)", nmd);
+    if (atomic_load(&r->interrupted))
+        return ct_err_set(err, CT_ECLOSED, "%s: not sent: the store is shutting down", method);
+    /* the request's deadline (wc_request_deadline) bounds the call too */
+    deadline_ms = bt_request_ms(deadline_ms);
+    if (deadline_ms < 0)
+        return ct_err_set(err, CT_EUNAVAIL,
+                          "%s: not sent: the request's deadline passed (Bigtable did not answer "
+                          "its earlier calls in time)",
+                          method);
     struct bt_call *c = calloc(1, sizeof(*c));
     if (!c)
         return ct_err_set(err, CT_ENOMEM, "out of memory starting %s", method);
+    c->r = r;
     snprintf(c->method, sizeof(c->method), "%s", method);
     grpc_metadata_array_init(&c->init_md);
     grpc_metadata_array_init(&c->trail_md);
@@ -257,14 +308,23 @@ int bt_call_recv(struct bt_call *c, int64_t wait_ms, struct wc_bytes *msg, struc
             return ct_err_set(err, CT_EIO, "%s: cannot receive a message", c->method);
         c->recv_pending = 1;
     }
+    int64_t w = bt_request_ms(wait_ms); /* within the request's deadline */
+    if (w != wait_ms)
+        wait_ms = w > 0 ? w : 1;
     if (!bt_call_wait(c, &c->recv_pending, bt_deadline(wait_ms))) {
         grpc_call_cancel(c->call, NULL);
         bt_call_wait(c, &c->recv_pending, gpr_inf_future(GPR_CLOCK_MONOTONIC));
         if (c->recv)
             grpc_byte_buffer_destroy(c->recv);
         c->recv = NULL;
-        return ct_err_set(err, CT_ETIMEOUT, "%s: no answer within %lld ms", c->method,
+        return ct_err_set(err, CT_EUNAVAIL, "%s: no answer from Bigtable within %lld ms", c->method,
                           (long long)wait_ms);
+    }
+    if (c->cancelled) {
+        if (c->recv)
+            grpc_byte_buffer_destroy(c->recv);
+        c->recv = NULL;
+        return ct_err_set(err, CT_ECLOSED, "%s: cancelled: the store is shutting down", c->method);
     }
     if (!c->recv)
         return CT_NOTFOUND;
@@ -321,7 +381,8 @@ int bt_rpc_code(int code)
     case 11:
         return CT_EINVAL;
     case 4:
-        return CT_ETIMEOUT;
+    case 14:
+        return CT_EUNAVAIL;
     case 12:
         return CT_EUNSUPPORTED;
     case 8:
@@ -333,6 +394,8 @@ int bt_rpc_code(int code)
 
 bool bt_rpc_retryable(int code, const char *details)
 {
+    if (bt_request_ms(0) < 0) /* the request's deadline passed: no time for another attempt */
+        return false;
     if (code == BT_GRPC_UNAVAILABLE || code == BT_GRPC_ABORTED || code == BT_GRPC_DEADLINE_EXCEEDED)
         return true;
     /* a stream reset by the peer or a proxy surfaces as INTERNAL */
@@ -360,6 +423,15 @@ int bt_call_finish(struct bt_call *c, int *grpc_code, struct ct_err *err)
         *grpc_code = (int)c->status;
     if (c->status == GRPC_STATUS_OK)
         return CT_OK;
+    if (c->cancelled)
+        return ct_err_set(err, CT_ECLOSED, "%s: cancelled: the store is shutting down", c->method);
+    if (c->status == GRPC_STATUS_NOT_FOUND &&
+        !strncmp(c->method, BT_RPC_DATA_PREFIX, strlen(BT_RPC_DATA_PREFIX)))
+        /* a data call names a table: NOT_FOUND means the table is missing (never a row's
+         * absence, which is an empty answer), a failure of the store, not a normal outcome */
+        return ct_err_set(err, CT_EIO, "table missing in Bigtable: %s: NOT_FOUND: %.*s", c->method,
+                          (int)GRPC_SLICE_LENGTH(c->details),
+                          (const char *)GRPC_SLICE_START_PTR(c->details));
     return ct_err_set(err, bt_rpc_code((int)c->status), "%s: %s: %.*s", c->method,
                       bt_rpc_code_name((int)c->status), (int)GRPC_SLICE_LENGTH(c->details),
                       (const char *)GRPC_SLICE_START_PTR(c->details));
@@ -407,8 +479,11 @@ int bt_rpc_unary(struct bt_rpc *r, enum bt_channel ch, const char *method, const
 {
     struct bt_call *c;
     int rc = bt_call_start(r, ch, method, md, nmd, req, reqlen, deadline_ms, &c, err);
-    if (rc != CT_OK)
+    if (rc != CT_OK) {
+        if (grpc_code) /* never sent: no gRPC status; not retryable */
+            *grpc_code = BT_GRPC_CANCELLED;
         return rc;
+    }
     resp->len = 0;
     struct wc_bytes msg;
     rc = bt_call_recv(c, 0, &msg, err);
@@ -418,8 +493,8 @@ int bt_rpc_unary(struct bt_rpc *r, enum bt_channel ch, const char *method, const
     }
     if (rc == CT_OK || rc == CT_NOTFOUND) {
         rc = bt_call_finish(c, grpc_code, err);
-    } else if (grpc_code) {
-        *grpc_code = BT_GRPC_DEADLINE_EXCEEDED;
+    } else if (grpc_code) { /* no answer in time (retryable), or interrupted (not) */
+        *grpc_code = rc == CT_ECLOSED ? BT_GRPC_CANCELLED : BT_GRPC_DEADLINE_EXCEEDED;
     }
     bt_call_free(c);
     return rc;

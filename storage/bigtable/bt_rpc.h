@@ -31,6 +31,9 @@ enum {
     BT_GRPC_UNAVAILABLE = 14,
 };
 
+/* The method prefix of the data API (whose NOT_FOUND means a missing table). */
+#define BT_RPC_DATA_PREFIX "/google.bigtable.v2.Bigtable/"
+
 enum bt_channel {
     BT_CHANNEL_DATA = 0,
     BT_CHANNEL_ADMIN = 1,
@@ -51,6 +54,10 @@ CT_MUST_CHECK int bt_rpc_open(const struct bt_rpc_options *o, struct bt_rpc **ou
                               struct ct_err *err);
 /* Every call must be freed first; accepts NULL. */
 void bt_rpc_close(struct bt_rpc *r);
+/* Cancels every call in flight (within BT_INTERRUPT_POLL_MS; they end with CT_ECLOSED) and
+ * refuses new ones (CT_ECLOSED): the shutdown of a process whose backend may not answer. Any
+ * thread; accepts NULL. */
+void bt_rpc_interrupt(struct bt_rpc *r);
 
 /* A request header. */
 struct bt_md {
@@ -68,7 +75,9 @@ CT_MUST_CHECK int bt_call_start(struct bt_rpc *r, enum bt_channel ch, const char
                                 int64_t deadline_ms, struct bt_call **out, struct ct_err *err);
 /* Receives the next response message: CT_OK with its bytes in *msg (valid until the next recv or
  * free), CT_NOTFOUND at the end of the stream (then call bt_call_finish), CT_ETIMEOUT when none
- * arrived within wait_ms (> 0; the call is then cancelled). */
+ * arrived within wait_ms (> 0; the call is then cancelled; CT_EUNAVAIL). Every wait and call
+ * deadline is clipped to the calling thread's request deadline (wc_request_deadline); a call
+ * started after it passed fails at once with CT_EUNAVAIL. */
 CT_MUST_CHECK int bt_call_recv(struct bt_call *c, int64_t wait_ms, struct wc_bytes *msg,
                                struct ct_err *err);
 /* Waits for the call's status. Returns CT_OK if it is OK, else the mapped ct code (see
@@ -85,13 +94,18 @@ CT_MUST_CHECK int bt_rpc_unary(struct bt_rpc *r, enum bt_channel ch, const char 
                                int64_t deadline_ms, struct bt_buf *resp, int *grpc_code,
                                struct ct_err *err);
 
-/* The ct code for a gRPC status: NOT_FOUND -> CT_NOTFOUND, ALREADY_EXISTS -> CT_EEXIST,
- * INVALID_ARGUMENT/FAILED_PRECONDITION/OUT_OF_RANGE -> CT_EINVAL, DEADLINE_EXCEEDED ->
- * CT_ETIMEOUT, UNIMPLEMENTED -> CT_EUNSUPPORTED, RESOURCE_EXHAUSTED -> CT_ELIMIT, others CT_EIO. */
+/* The ct code for a gRPC status: NOT_FOUND -> CT_NOTFOUND (bt_call_finish: CT_EIO "table
+ * missing" for a data-API call), ALREADY_EXISTS -> CT_EEXIST, INVALID_ARGUMENT/
+ * FAILED_PRECONDITION/OUT_OF_RANGE -> CT_EINVAL, DEADLINE_EXCEEDED and UNAVAILABLE ->
+ * CT_EUNAVAIL, UNIMPLEMENTED -> CT_EUNSUPPORTED, RESOURCE_EXHAUSTED -> CT_ELIMIT, others CT_EIO. */
 int bt_rpc_code(int grpc_code);
 /* Whether a failed call may be retried when the operation is idempotent (UNAVAILABLE, ABORTED,
- * DEADLINE_EXCEEDED of one attempt, and INTERNAL stream resets). */
+ * DEADLINE_EXCEEDED of one attempt, and INTERNAL stream resets), never once the calling
+ * thread's request deadline has passed. */
 bool bt_rpc_retryable(int grpc_code, const char *details);
+/* ms (0 = unbounded) clipped to what remains of the calling thread's request deadline
+ * (wc_request_deadline): ms when there is none, -1 once it has passed. */
+int64_t bt_request_ms(int64_t ms);
 /* The gRPC name of a status code ("UNAVAILABLE"). */
 const char *bt_rpc_code_name(int grpc_code);
 

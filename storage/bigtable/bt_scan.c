@@ -628,7 +628,7 @@ static int bt_scan_fill(struct bt_scanner *sc, struct ct_err *err)
             rc = bt_merge_finish(sc->merge, err);
             return rc == CT_OK ? CT_NOTFOUND : rc;
         }
-    } else if (rc != CT_ETIMEOUT) {
+    } else if (rc != CT_EUNAVAIL) { /* no answer within the wait */
         return rc;
     }
     bt_call_free(sc->call);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "schema/tsdb.h"
 #include "schema/uid.h"
@@ -373,10 +374,90 @@ static void test_uid_concurrent_assigners_never_split_a_name_or_an_id(void **sta
     }
 }
 
+/* Writes the uid table's cells as a recreated table's new life would hold them: generation g,
+ * name -> id and id -> name (width 3). */
+static void put_uid_cells(struct wc_table *t, uint64_t g, const char *name, uint32_t id)
+{
+    struct ct_err err = {0};
+    uint8_t gv[8], zero = 0, idb[3] = {(uint8_t)(id >> 16), (uint8_t)(id >> 8), (uint8_t)id};
+    for (int i = 0; i < 8; i++)
+        gv[i] = (uint8_t)(g >> (56 - 8 * i));
+    struct wc_mutation gm = {WC_OP_PUT, wc_bytes_str(UID_FAMILY_ID),
+                             wc_bytes_str(UID_GENERATION_QUALIFIER), wc_bytes_of(gv, 8),
+                             WC_TS_LATEST};
+    struct wc_row_mutation grm = {wc_bytes_of(&zero, 1), &gm, 1};
+    assert_int_equal(wc_mutate_row(t, &grm, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    struct wc_mutation fm = {WC_OP_PUT, wc_bytes_str(UID_FAMILY_ID), wc_bytes_str("metrics"),
+                             wc_bytes_of(idb, 3), WC_TS_LATEST};
+    struct wc_row_mutation frm = {wc_bytes_str(name), &fm, 1};
+    assert_int_equal(wc_mutate_row(t, &frm, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    struct wc_mutation rm = {WC_OP_PUT, wc_bytes_str(UID_FAMILY_NAME), wc_bytes_str("metrics"),
+                             wc_bytes_str(name), WC_TS_LATEST};
+    struct wc_row_mutation rrm = {wc_bytes_of(idb, 3), &rm, 1};
+    assert_int_equal(wc_mutate_row(t, &rrm, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+}
+
+/* (7) on the embedded store: create-tables writes a generation, the first assignment adopts it;
+ * a changed generation (the table's new life reusing id 1 for another name) drops the cache on
+ * a forced check and on the scheduled one, and the stale mapping is never answered again. */
+static void test_uid_generation_change_drops_the_cache(void **state)
+{
+    struct uid *u = uid_of(state, NULL);
+    struct fixture *f = *state;
+    struct wc_table *t = tsdb_uid_table(f->t);
+    struct ct_err err = {0};
+    uint64_t id;
+    assert_int_equal(uid_get_or_create_id(u, UID_METRIC, "m.a", 3, &id, &err), CT_OK);
+    assert_int_equal(id, 1);
+    uint64_t g0 = uid_generation(u);
+    assert_true(g0 != 0); /* written by create-tables (tsdb_open), adopted at the assignment */
+    bool dropped = true;
+    assert_int_equal(uid_generation_check(u, true, &dropped, &err), CT_OK);
+    assert_false(dropped);
+    uint64_t drops = uid_drop_count(u);
+
+    /* the table's new life: id 1 now names m.b, m.a is unknown */
+    put_uid_cells(t, g0 + 1, "m.b", 1);
+    struct wc_mutation dm = {WC_OP_DELETE_ROW, {0}, {0}, {0}, WC_TS_LATEST};
+    struct wc_row_mutation drm = {wc_bytes_str("m.a"), &dm, 1};
+    assert_int_equal(wc_mutate_row(t, &drm, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    char name[64];
+    size_t len;
+    /* before a check the cache still answers the former life (the stale window) */
+    assert_int_equal(uid_get_name(u, UID_METRIC, 1, name, sizeof(name), &len, &err), CT_OK);
+    assert_memory_equal(name, "m.a", 3);
+    assert_int_equal(uid_generation_check(u, true, &dropped, &err), CT_OK);
+    assert_true(dropped);
+    assert_int_equal(uid_drop_count(u), drops + 1);
+    assert_int_equal(uid_generation(u), g0 + 1);
+    assert_int_equal(uid_get_name(u, UID_METRIC, 1, name, sizeof(name), &len, &err), CT_OK);
+    assert_int_equal(len, 3);
+    assert_memory_equal(name, "m.b", 3);
+    assert_int_equal(uid_get_id(u, UID_METRIC, "m.a", 3, &id, &err), CT_NOTFOUND);
+
+    /* the scheduled check: a service checking every millisecond notices on its next lookup */
+    struct uid_options o;
+    uid_options_init(&o);
+    o.generation_check_ms = 1;
+    struct uid *s;
+    assert_int_equal(uid_open(t, &o, &s, &err), CT_OK);
+    assert_int_equal(uid_get_name(s, UID_METRIC, 1, name, sizeof(name), &len, &err), CT_OK);
+    assert_memory_equal(name, "m.b", 3);
+    put_uid_cells(t, g0 + 2, "m.c", 1);
+    struct timespec ts = {0, 5 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(uid_get_name(s, UID_METRIC, 1, name, sizeof(name), &len, &err), CT_OK);
+    assert_memory_equal(name, "m.c", 3);
+    assert_int_equal(uid_generation(s), g0 + 2);
+    uid_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uid_name_rules_follow_opentsdb),
+        cmocka_unit_test_setup_teardown(test_uid_generation_change_drops_the_cache, setup,
+                                        teardown),
         cmocka_unit_test(test_uid_hex_forms),
         cmocka_unit_test_setup_teardown(test_uid_assign_lookup_and_reverse, setup, teardown),
         cmocka_unit_test_setup_teardown(test_uid_width_exhaustion_is_reported, setup, teardown),

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# test_bigtable_stall.sh - one deadline bounds a whole request and SIGTERM is honoured while the
+# Bigtable backend stalls (Google's emulator stopped with SIGSTOP: connections open, no answers):
+# a put batch of new series is answered with errors within about one deadline, a query is
+# answered with a 5xx error within about one deadline, and SIGTERM with a put still in flight
+# ends the TSD within seconds (the put is failed, never acknowledged) and logs the grace line at
+# most once.
+#
+# The emulator runs on 127.0.0.1 port 0 and is stopped by PID; the TSD is the real daemon on
+# 127.0.0.1 port 0 (lib.sh). Without the emulator (or a BIGTABLE=1 build) the script prints a SKIP
+# line; with CI=true a missing emulator fails.
+source "$(dirname "$0")/lib.sh"
+
+EMULATOR=/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator
+if [ ! -x "$EMULATOR" ]; then
+  if [ "${CI:-}" = true ]; then not_ok "bigtable emulator present at $EMULATOR"; it_done; fi
+  echo "ok - SKIP bigtable stall tests: emulator not found at $EMULATOR"
+  exit 0
+fi
+if ! "$CTSDB" version | grep -q "bigtable backend"; then
+  echo "ok - SKIP bigtable stall tests: this build has no bigtable backend (make BIGTABLE=1)"
+  exit 0
+fi
+
+tmp=$(it_tmpdir)
+IT_DIRS+=("$tmp")
+"$EMULATOR" -host 127.0.0.1 -port 0 >"$tmp/emu.log" 2>&1 &
+EMU_PID=$!
+IT_PIDS+=("$EMU_PID")
+addr=""
+for _ in $(seq 1 200); do
+  addr=$(sed -n 's/.*running on \(127\.0\.0\.1:[0-9][0-9]*\).*/\1/p' "$tmp/emu.log" | head -1)
+  [ -n "$addr" ] && break
+  kill -0 "$EMU_PID" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$addr" ]; then not_ok "bigtable emulator starts"; cat "$tmp/emu.log"; it_done; fi
+export BIGTABLE_EMULATOR_HOST=$addr
+emu_stop() {
+  kill -CONT "$EMU_PID" 2>/dev/null
+  kill -INT "$EMU_PID" 2>/dev/null
+  for _ in $(seq 1 50); do kill -0 "$EMU_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$EMU_PID" 2>/dev/null
+}
+
+unset TSD_DATA
+tsd_start --tsd.storage.backend=bigtable --tsd.storage.bigtable.deadline_ms=2000
+
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+post() { curl -s -m "$2" -X POST "http://127.0.0.1:$TSD_PORT$1" -d "$3"; }
+now=$(date +%s)
+t0=$((now - 120))
+out=$(post "/api/put?summary" 10 "[{\"metric\":\"s.ok\",\"timestamp\":$t0,\"value\":1,\"tags\":{\"host\":\"a\"}}]")
+check_eq "put before the stall" '{"failed":0,"success":1}' "$out"
+
+kill -STOP "$EMU_PID"
+
+# a batch mixing a known series (a write that stalls) and new series (UID lookups that stall)
+s="[{\"metric\":\"s.ok\",\"timestamp\":$((t0 + 1)),\"value\":2,\"tags\":{\"host\":\"a\"}}"
+for i in $(seq 1 10); do
+  s="$s,{\"metric\":\"s.new$i\",\"timestamp\":$t0,\"value\":$i,\"tags\":{\"host\":\"h$i\"}}"
+done
+s="$s]"
+start=$(date +%s%N)
+out=$(post "/api/put?summary" 40 "$s")
+ms=$(ms_since "$start")
+check_eq "put of 11 points during the stall: every point failed" '{"failed":11,"success":0}' "$out"
+if [ "$ms" -le 3500 ]; then ok "the stalled put is answered in ${ms} ms (deadline 2000 ms)"
+else not_ok "the stalled put is answered within 3500 ms (took ${ms} ms)"; fi
+
+# a query: UID lookups (cached) and a scan of the stalled table
+start=$(date +%s%N)
+code=$(curl -s -m 40 -o "$tmp/q.json" -w '%{http_code}' \
+  "http://127.0.0.1:$TSD_PORT/api/query?start=$((t0 - 60))&m=sum:s.ok")
+ms=$(ms_since "$start")
+check_eq "a query during the stall answers 503" "503" "$code"
+check_contains "the query's error is OpenTSDB's shape" "$(cat "$tmp/q.json")" '"error":{"code":503'
+if [ "$ms" -le 3500 ]; then ok "the stalled query is answered in ${ms} ms (deadline 2000 ms)"
+else not_ok "the stalled query is answered within 3500 ms (took ${ms} ms)"; fi
+
+# a query naming a metric the cache does not hold (a UID lookup that stalls)
+start=$(date +%s%N)
+code=$(curl -s -m 40 -o "$tmp/q2.json" -w '%{http_code}' \
+  "http://127.0.0.1:$TSD_PORT/api/query?start=$((t0 - 60))&m=sum:s.never")
+ms=$(ms_since "$start")
+check_eq "a query of an uncached name during the stall answers 503" "503" "$code"
+if [ "$ms" -le 3500 ]; then ok "the uncached-name query is answered in ${ms} ms"
+else not_ok "the uncached-name query is answered within 3500 ms (took ${ms} ms)"; fi
+
+# /api/suggest (a scan of the uid table) and /api/search/lookup map the same way
+code=$(curl -s -m 40 -o "$tmp/sg.json" -w '%{http_code}' \
+  "http://127.0.0.1:$TSD_PORT/api/suggest?type=metrics&q=s")
+check_eq "/api/suggest during the stall answers 503" "503" "$code"
+check_contains "its error is OpenTSDB's shape" "$(cat "$tmp/sg.json")" '"error":{"code":503'
+
+# SIGTERM with a put in flight
+post "/api/put?details" 40 "$s" >"$tmp/inflight.json" &
+cpid=$!
+sleep 0.3
+start=$(date +%s%N)
+kill -TERM "$TSD_PID"
+for _ in $(seq 1 200); do kill -0 "$TSD_PID" 2>/dev/null || break; sleep 0.05; done
+ms=$(ms_since "$start")
+if kill -0 "$TSD_PID" 2>/dev/null; then
+  not_ok "SIGTERM during the stall ends the TSD within 10 s"
+  kill -KILL "$TSD_PID"
+else
+  if [ "$ms" -le 5000 ]; then ok "SIGTERM during the stall ends the TSD in ${ms} ms"
+  else not_ok "SIGTERM during the stall ends the TSD within 5000 ms (took ${ms} ms)"; fi
+fi
+wait "$TSD_PID" 2>/dev/null
+wait "$cpid" 2>/dev/null
+inflight=$(cat "$tmp/inflight.json")
+if echo "$inflight" | grep -q '"success":[1-9]'; then
+  not_ok "the put in flight at SIGTERM is not acknowledged ($inflight)"
+else
+  ok "the put in flight at SIGTERM is not acknowledged"
+fi
+n=$(grep -c "still open after" "$TSD_LOG")
+check "the grace line is logged at most once ($n)" test "$n" -le 1
+
+# SIGTERM with a long deadline (30 s): the calls in flight are cancelled, not waited for
+kill -CONT "$EMU_PID"
+tsd_start --tsd.storage.backend=bigtable --tsd.storage.bigtable.deadline_ms=30000
+out=$(post "/api/put?summary" 10 "[{\"metric\":\"s.ok\",\"timestamp\":$((t0 + 2)),\"value\":3,\"tags\":{\"host\":\"a\"}}]")
+check_eq "put before the second stall" '{"failed":0,"success":1}' "$out"
+kill -STOP "$EMU_PID"
+post "/api/put?details" 60 "$s" >"$tmp/inflight2.json" &
+cpid=$!
+(
+  exec 3<>"/dev/tcp/127.0.0.1/$TSD_PORT"
+  printf 'put s.ok %s 4 host=a\nput s.tel %s 5 host=b\n' "$((t0 + 3))" "$t0" >&3
+  timeout 20 cat <&3 >"$tmp/telnet.out"
+) &
+npid=$!
+sleep 0.5
+start=$(date +%s%N)
+kill -TERM "$TSD_PID"
+for _ in $(seq 1 300); do kill -0 "$TSD_PID" 2>/dev/null || break; sleep 0.05; done
+ms=$(ms_since "$start")
+if kill -0 "$TSD_PID" 2>/dev/null; then
+  not_ok "SIGTERM during a stall (30 s deadline) ends the TSD within 15 s"
+  kill -KILL "$TSD_PID"
+else
+  if [ "$ms" -le 5000 ]; then ok "SIGTERM during a stall (30 s deadline) ends the TSD in ${ms} ms"
+  else not_ok "SIGTERM during a stall (30 s deadline) ends the TSD within 5000 ms (took ${ms} ms)"; fi
+fi
+wait "$TSD_PID" 2>/dev/null
+wait "$cpid" 2>/dev/null
+kill "$npid" 2>/dev/null
+inflight=$(cat "$tmp/inflight2.json")
+if echo "$inflight" | grep -q '"success":[1-9]'; then
+  not_ok "the put in flight at SIGTERM (30 s deadline) is not acknowledged ($inflight)"
+else
+  ok "the put in flight at SIGTERM (30 s deadline) is not acknowledged"
+fi
+check_contains "the log says the backend's calls were cancelled" "$(cat "$TSD_LOG")" \
+  "cancelling the storage backend's calls in flight"
+check_contains "the failed writes name the shutdown" "$(cat "$TSD_LOG")" "the store is shutting down"
+n=$(grep -c "still open after" "$TSD_LOG")
+check "the grace line is logged at most once ($n)" test "$n" -le 1
+emu_stop
+it_done
