@@ -20,6 +20,8 @@
 #include "storage/ct_err.h"
 
 struct rollup;
+/* tsd.query.tag_index's default (query/qindex.h; measured in docs/query.md) */
+#define QEXEC_INDEX_RANGES 16384
 struct qexec_options {
     int64_t timeout_ms;      /* tsd.query.timeout; 0 = none */
     uint64_t max_datapoints; /* raw datapoints read per query; 0 = no limit */
@@ -29,6 +31,8 @@ struct qexec_options {
                                 every part on the caller's thread */
     bool allow_delete;       /* tsd.http.query.allow_delete */
     struct rollup *rollup;   /* rollup tables (query/qrollup.h); NULL = raw rows only */
+    uint64_t index_ranges;   /* tsd.query.tag_index: the tag index is used when the series it
+                                picks times the window's hours are at most this (0 = never) */
     bool general_only;       /* tests: run every query through the general path (no fast path); the
                           answers must be byte-identical either way */
 };
