@@ -21,7 +21,7 @@
 
 struct rollup;
 /* tsd.query.tag_index's default (query/qindex.h; measured in docs/query.md) */
-#define QEXEC_INDEX_RANGES 16384
+#define QEXEC_INDEX_RANGES 128
 struct qexec_options {
     int64_t timeout_ms;      /* tsd.query.timeout; 0 = none */
     uint64_t max_datapoints; /* raw datapoints read per query; 0 = no limit */

@@ -121,7 +121,7 @@ static const struct ct_cfg_key conf_keys[] = {
      "threads one /api/query scans with (0 = min(CPUs, 4); docs/query.md)"},
     {"tsd.query.skip_unresolved_tagvs", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
      "(OpenTSDB) unknown tag values fail the query"},
-    {"tsd.query.tag_index", CT_CFG_INT, "16384", 0, 1 << 22, NULL, "tsd/api_query.c",
+    {"tsd.query.tag_index", CT_CFG_INT, "128", 0, 1 << 22, NULL, "tsd/api_query.c",
      "use the tag index when the series it picks x hours are at most this (0 = never; "
      "docs/query.md)"},
     {"tsd.query.threads", CT_CFG_INT, "0", 0, 1024, NULL, "tsd/tsd.c",
