@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "query/qexec_int.h"
+#include "query/qindex.h"
 #include "query/qrollup.h"
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
@@ -49,6 +50,7 @@
 void qexec_options_init(struct qexec_options *o)
 {
     memset(o, 0, sizeof(*o));
+    o->index_ranges = QEXEC_INDEX_RANGES;
 }
 
 /* ---- one sub-query --------------------------------------------------------------------- */
@@ -400,6 +402,17 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     if (rf && !o->general_only) /* general_only: the tests' reference reads whole hours */
         x.nlead = qexec_lead_tags(rf, (uint64_t)((x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S + 1),
                                   x.lead_vals, x.lead_n);
+    if (rf && !o->general_only && !x.ntsuids && o->index_ranges) {
+        uint64_t hours = (uint64_t)((x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S + 1);
+        rc = qindex_select(t, rf, xs->metric, hours, o->index_ranges, &x.tsuids, &x.tsuid_lens,
+                           &x.ntsuids, err);
+        if (rc == CT_OK)
+            x.exact = true;
+        else if (rc == CT_NOTFOUND)
+            rc = CT_OK;
+        else
+            goto out;
+    }
     x.histo = qspec_sub_is_histogram(sub);
     if (!x.histo && !o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
         sub->ds.fill == QAGG_FILL_NONE && sub->ds.interval_ms > 0 &&

@@ -21,6 +21,8 @@
 
 struct rollup;
 struct head;
+/* tsd.query.tag_index's default (query/qindex.h; measured in docs/query.md) */
+#define QEXEC_INDEX_RANGES 128
 struct qexec_options {
     int64_t timeout_ms;      /* tsd.query.timeout; 0 = none */
     uint64_t max_datapoints; /* raw datapoints read per query; 0 = no limit */
@@ -32,6 +34,8 @@ struct qexec_options {
     struct rollup *rollup;   /* rollup tables (query/qrollup.h); NULL = raw rows only */
     struct head *head;       /* the ingest head (schema/head.h, borrowed); NULL = stored rows
                                 only. Its points are read with the rows as one (docs/head.md) */
+    uint64_t index_ranges;   /* tsd.query.tag_index: the tag index is used when the series it
+                                picks times the window's hours are at most this (0 = never) */
     bool general_only;       /* tests: run every query through the general path (no fast path); the
                           answers must be byte-identical either way */
 };

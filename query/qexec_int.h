@@ -132,9 +132,10 @@ struct xscan {
     size_t nlead;
     const uint64_t *lead_vals[ROWKEY_MAX_TAGS];
     size_t lead_n[ROWKEY_MAX_TAGS];
-    uint8_t **tsuids; /* sorted; a tsuid query's series */
+    uint8_t **tsuids; /* sorted; a tsuid query's series, or those the tag index picked */
     size_t *tsuid_lens;
     size_t ntsuids;
+    bool exact; /* tsuids came from the tag index (query/qindex.h): scan exactly their rows */
     unsigned nbuckets;
     unsigned nslices; /* time slices per bucket, newest first (parallelism without salt) */
     int64_t slice_hours;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "query/qexec_int.h"
+#include "query/qindex.h"
 #include "schema/histogram.h"
 #include "schema/dpcodec.h"
 #include "schema/head.h"
@@ -304,7 +305,7 @@ static enum wc_row_decision xscan_row_filter(void *arg, const uint8_t *row, size
     const struct xscan *x = arg;
     if (x->rf && !rowkey_filter_match(x->rf, row, len))
         return WC_ROW_SKIP;
-    if (x->ntsuids) {
+    if (x->ntsuids && !x->exact) { /* exact ranges hold only the wanted series */
         uint8_t ts[ROWKEY_MAX_TSUID];
         size_t tl = rowkey_tsuid_of(x->l, row, len, ts, sizeof(ts));
         if (!tl || !tsuid_wanted(x, ts, tl))
@@ -838,7 +839,11 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
     wc_scan_options_init(&so);
     struct wc_row_range *ranges = NULL;
     int rc = CT_OK;
-    if (!x->nlead) {
+    if (x->exact) { /* the tag index's series: exactly their rows (query/qindex.h) */
+        rc = qindex_ranges(l, b, bottom_s, top_s, x->tsuids, x->tsuid_lens, x->ntsuids, &ranges,
+                           &so.nranges, err);
+        so.ranges = ranges;
+    } else if (!x->nlead) {
         size_t lol = 0, hil = 0;
         rowkey_scan_window_reversed(l, b, x->metric, bottom_s, top_s, hi, &hil, lo, &lol);
         so.start_row = wc_bytes_of(hi, hil);
@@ -848,7 +853,7 @@ static int scan_bucket(struct xscan *x, unsigned b, int64_t bottom_s, int64_t to
                                 &ranges, &so.nranges, err);
         so.ranges = ranges;
     }
-    if (rc == CT_OK && (!x->nlead || so.nranges))
+    if (rc == CT_OK && ((!x->nlead && !x->exact) || so.nranges))
         rc = scan_range(x, &so, bottom_s, top_s, set, &xs, err);
     free(ranges);
     dpcodec_cols_free(&xs.cols);

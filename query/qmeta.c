@@ -19,6 +19,7 @@
 #include "query/qjson.h"
 #include "schema/meta.h"
 #include "schema/rowkey.h"
+#include "schema/tagidx.h"
 #include "schema/uid.h"
 #include "storage/hash.h"
 
@@ -1628,7 +1629,11 @@ static int ann_store(struct tsdb *t, const struct ann *a, cJSON **out, struct ct
         cJSON_Delete(o);
         return ct_err_set(err, CT_ENOMEM, "out of memory");
     }
-    rc = tsdb_annotation_put(t, tl ? ts : NULL, tl, to_ms(a->start), json, strlen(json), err);
+    /* a series with only annotations is a series of the tag index too (its entries first, so
+     * the index never lacks a stored row's series) */
+    struct tagidx_series tx = {ts, tl};
+    if (!tl || (rc = tagidx_put(t, &tx, 1, WC_DURABILITY_USE_DEFAULT, err)) == CT_OK)
+        rc = tsdb_annotation_put(t, tl ? ts : NULL, tl, to_ms(a->start), json, strlen(json), err);
     free(json);
     cJSON_Delete(o);
     if (rc != CT_OK)

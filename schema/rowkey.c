@@ -351,6 +351,11 @@ int rowkey_filter_add(struct rowkey_filter *f, uint64_t tagk, const uint64_t *ta
             return ct_err_set(err, CT_ENOMEM, "out of memory for %zu tag values", n);
         memcpy(c->tagvs, tagvs, n * sizeof(uint64_t));
         qsort(c->tagvs, n, sizeof(uint64_t), rowkey_u64_cmp);
+        size_t w = 1; /* a value listed twice (host=a|a): once, so key ranges never repeat */
+        for (size_t i = 1; i < n; i++)
+            if (c->tagvs[i] != c->tagvs[w - 1])
+                c->tagvs[w++] = c->tagvs[i];
+        c->n = w;
     }
     f->nclauses++;
     return CT_OK;
@@ -373,6 +378,22 @@ size_t rowkey_filter_lead(const struct rowkey_filter *f, size_t max_ranges, cons
         j++;
     }
     return j;
+}
+
+bool rowkey_filter_pinned(const struct rowkey_filter *f, size_t i, uint64_t *tagk,
+                          const uint64_t **vals, size_t *nvals)
+{
+    for (size_t c = 0; c < f->nclauses; c++) {
+        if (f->clauses[c].exclude || !f->clauses[c].n)
+            continue;
+        if (i-- == 0) {
+            *tagk = f->clauses[c].tagk;
+            *vals = f->clauses[c].tagvs;
+            *nvals = f->clauses[c].n;
+            return true;
+        }
+    }
+    return false;
 }
 
 size_t rowkey_lead_range(const struct rowkey_layout *l, uint32_t bucket, uint64_t metric,

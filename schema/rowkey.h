@@ -147,6 +147,11 @@ CT_MUST_CHECK int rowkey_filter_add(struct rowkey_filter *f, uint64_t tagk, cons
  * pass max_ranges. Returns j (0: the filter does not pin uid 1). */
 size_t rowkey_filter_lead(const struct rowkey_filter *f, size_t max_ranges, const uint64_t **vals,
                           size_t *nvals);
+/* The i-th clause of the filter that pins a tag key to listed values (an including clause with
+ * values): true with its tagk uid and sorted values (borrowed from the filter); false past the
+ * last such clause. Every row the filter accepts carries one of each such clause's values. */
+bool rowkey_filter_pinned(const struct rowkey_filter *f, size_t i, uint64_t *tagk,
+                          const uint64_t **vals, size_t *nvals);
 /* The key range [start, stop) of the rows of bucket, metric and the hour of hour_s whose first
  * tags are (1, v[0]), ..., (n, v[n-1]). Both buffers need ROWKEY_MAX_BYTES; returns the length
  * of start, and the length of stop in *stop_len. */

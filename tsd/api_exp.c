@@ -286,6 +286,7 @@ static void exp_work(struct http_req *r, void *arg)
     o.pool = tsd_qpool(http_req_tsd(r));
     o.head = tsd_head(http_req_tsd(r));
     o.scan_threads = (unsigned)conf_get_int(tsd_conf(http_req_tsd(r)), "tsd.query.scan_threads");
+    o.index_ranges = (uint64_t)conf_get_int(tsd_conf(http_req_tsd(r)), "tsd.query.tag_index");
     const char *lim = conf_get(tsd_conf(http_req_tsd(r)), "tsd.query.limits.data_points.default");
     if (lim)
         o.max_datapoints = strtoull(lim, NULL, 10); /* per sub-query, as /api/query's */

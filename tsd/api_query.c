@@ -66,6 +66,7 @@ static void read_options(struct http_req *r, struct qexec_options *o)
     o->timeout_ms = conf_get_int(c, "tsd.query.timeout");
     o->allow_delete = conf_get_bool(c, "tsd.http.query.allow_delete");
     o->scan_threads = (unsigned)conf_get_int(c, "tsd.query.scan_threads");
+    o->index_ranges = (uint64_t)conf_get_int(c, "tsd.query.tag_index");
     o->pool = tsd_qpool(http_req_tsd(r));
     o->rollup = tsd_rollup(http_req_tsd(r));
     o->head = tsd_head(http_req_tsd(r));

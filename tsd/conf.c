@@ -139,6 +139,9 @@ static const struct ct_cfg_key conf_keys[] = {
      "threads one /api/query scans with (0 = min(CPUs, 4); docs/query.md)"},
     {"tsd.query.skip_unresolved_tagvs", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
      "(OpenTSDB) unknown tag values fail the query"},
+    {"tsd.query.tag_index", CT_CFG_INT, "128", 0, 1 << 22, NULL, "tsd/api_query.c",
+     "use the tag index when the series it picks x hours are at most this (0 = never; "
+     "docs/query.md)"},
     {"tsd.query.threads", CT_CFG_INT, "0", 0, 1024, NULL, "tsd/tsd.c",
      "worker threads for slow requests (0 = CPUs)"},
     {"tsd.query.timeout", CT_CFG_INT, "0", 0, (int64_t)1 << 40, NULL, "tsd/api_query.c",

@@ -29,6 +29,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "schema/meta.h"
+#include "schema/tagidx.h"
 #include "schema/head.h"
 #include "schema/headlog.h"
 #include "schema/meta.h"
@@ -591,6 +593,12 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         tsdstore_close(st);
         return rc;
     }
+    bool tix = false; /* a new store: the tag index is complete from the start (tagidx.h) */
+    if (!read_only && (rc = tagidx_mark_if_empty(st->tsdb, &tix, err)) != CT_OK) {
+        ct_err_prefix(err, "cannot check the tag index");
+        tsdstore_close(st);
+        return rc;
+    }
     /* head off: only drains a log left by an earlier run with it on */
     if (!read_only && (rc = store_head_open(st, dir, !conf_get_bool(c, "tsd.storage.head.enable"),
                                             err)) != CT_OK) {
@@ -771,6 +779,17 @@ static int store_meta_write(struct tsdstore *st, struct store_writer *w, struct 
         int rc = meta_hour_put(st->tsdb, mh, n, st->durability, err);
         if (rc != CT_OK)
             return ct_err_prefix(err, "writing the newest-hour index");
+    }
+    /* the tag index entries of series new to this writer (schema/tagidx.h) */
+    struct tagidx_series tx[256];
+    for (size_t i = 0; i < w->ntouch;) {
+        size_t n = 0;
+        for (; n < 256 && i < w->ntouch; i++)
+            if (w->touch[i].fresh)
+                tx[n++] = (struct tagidx_series){w->touch_bytes + w->touch[i].off, w->touch[i].len};
+        int rc = n ? tagidx_put(st->tsdb, tx, n, st->durability, err) : CT_OK;
+        if (rc != CT_OK)
+            return rc;
     }
     if (st->track) {
         for (size_t i = 0; i < w->ntouch; i++) {
