@@ -62,7 +62,7 @@ static void test_only_transient_failures_are_retryable(void **state)
     assert_int_equal(bt_rpc_code(BT_GRPC_NOT_FOUND), CT_NOTFOUND);
     assert_int_equal(bt_rpc_code(BT_GRPC_ALREADY_EXISTS), CT_EEXIST);
     assert_int_equal(bt_rpc_code(BT_GRPC_FAILED_PRECONDITION), CT_EINVAL);
-    assert_int_equal(bt_rpc_code(BT_GRPC_UNAVAILABLE), CT_EIO);
+    assert_int_equal(bt_rpc_code(BT_GRPC_UNAVAILABLE), CT_EUNAVAIL); /* 503 at the HTTP layer */
     assert_string_equal(bt_rpc_code_name(BT_GRPC_UNAVAILABLE), "UNAVAILABLE");
 }
 
