@@ -26,7 +26,7 @@ check_eq "docs/schema.md's key table is the generated one (--print-config-keys=s
 nkeys=$(echo "$gen" | grep -c '^| `tsd\.')
 nschema=$(echo "$gens" | grep -c '^| `tsd\.')
 check "the table lists more than 80 keys" test "$nkeys" -gt 80
-check "the schema's part lists 26 keys" test "$nschema" -eq 26
+check "the schema's part lists 27 keys" test "$nschema" -eq 27
 check_contains "a schema key documented with its range" "$gens" \
   '| `tsd.storage.salt.width` | integer | `1` | 0..8 | schema/tsdb.c |'
 
