@@ -25,6 +25,7 @@
 #include "tsd/http.h"
 #include "tsd/routes.h"
 #include "tsd/tsd.h"
+#include "tsd/tsd_int.h"
 
 #define EXP_MAX_SERIES 4096
 
@@ -281,15 +282,7 @@ static void exp_work(struct http_req *r, void *arg)
     cJSON *body = arg;
     struct tsdb *t = tsd_tsdb(http_req_tsd(r));
     struct qexec_options o;
-    qexec_options_init(&o);
-    o.timeout_ms = conf_get_int(tsd_conf(http_req_tsd(r)), "tsd.query.timeout");
-    o.pool = tsd_qpool(http_req_tsd(r));
-    o.head = tsd_head(http_req_tsd(r));
-    o.scan_threads = (unsigned)conf_get_int(tsd_conf(http_req_tsd(r)), "tsd.query.scan_threads");
-    o.index_ranges = (uint64_t)conf_get_int(tsd_conf(http_req_tsd(r)), "tsd.query.tag_index");
-    const char *lim = conf_get(tsd_conf(http_req_tsd(r)), "tsd.query.limits.data_points.default");
-    if (lim)
-        o.max_datapoints = strtoull(lim, NULL, 10); /* per sub-query, as /api/query's */
+    api_query_options(r, &o); /* the data point limit holds per sub-query, as /api/query's */
     const cJSON *ms = cJSON_GetObjectItemCaseSensitive(body, "metrics");
     size_t nm = (size_t)cJSON_GetArraySize(ms);
     struct var_data **vd = calloc(nm, sizeof(*vd));

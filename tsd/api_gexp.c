@@ -23,6 +23,7 @@
 #include "tsd/http.h"
 #include "tsd/routes.h"
 #include "tsd/tsd.h"
+#include "tsd/tsd_int.h"
 
 #define GEXP_MAX_EXPRESSIONS 32
 
@@ -182,16 +183,8 @@ static void write_series(struct qjson *j, const struct qspec *q, const struct qg
 static void gexp_work(struct http_req *r, void *arg)
 {
     struct gexp_req *g = arg;
-    const struct conf *cf = tsd_conf(http_req_tsd(r));
     struct qexec_options o;
-    qexec_options_init(&o);
-    o.timeout_ms = conf_get_int(cf, "tsd.query.timeout");
-    o.scan_threads = (unsigned)conf_get_int(cf, "tsd.query.scan_threads");
-    o.pool = tsd_qpool(http_req_tsd(r));
-    o.rollup = tsd_rollup(http_req_tsd(r));
-    const char *lim = conf_get(cf, "tsd.query.limits.data_points.default");
-    if (lim)
-        o.max_datapoints = strtoull(lim, NULL, 10);
+    api_query_options(r, &o);
     struct ct_err err = {0};
     enum qexec_status status = QEXEC_INTERNAL;
     struct collect c = {.sets = calloc(g->nuq, sizeof(*c.sets))};

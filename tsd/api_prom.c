@@ -443,19 +443,6 @@ static char *prom_query_json(const Prometheus__Query *q, const char *metric, con
     return s;
 }
 
-static void prom_read_options(struct tsd *t, struct qexec_options *o)
-{
-    const struct conf *c = tsd_conf(t);
-    qexec_options_init(o);
-    o->timeout_ms = conf_get_int(c, "tsd.query.timeout");
-    o->scan_threads = (unsigned)conf_get_int(c, "tsd.query.scan_threads");
-    o->pool = tsd_qpool(t);
-    o->rollup = NULL; /* raw points only */
-    const char *lim = conf_get(c, "tsd.query.limits.data_points.default");
-    if (lim)
-        o->max_datapoints = strtoull(lim, NULL, 10);
-}
-
 static void prom_read_work(struct http_req *r, void *arg)
 {
     (void)arg;
@@ -485,7 +472,8 @@ static void prom_read_work(struct http_req *r, void *arg)
         snprintf(msg, sizeof(msg), "out of memory");
     }
     struct qexec_options o;
-    prom_read_options(t, &o);
+    api_query_options(r, &o);
+    o.rollup = NULL; /* raw points only */
     for (size_t qi = 0; status == 0 && qi < rq->n_queries; qi++) {
         const Prometheus__Query *pq = rq->queries[qi];
         struct prom_matchers *m = prom_matchers_new(pq, msg, sizeof(msg));

@@ -51,6 +51,7 @@
 #include "tsd/routes.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd.h"
+#include "tsd/tsd_int.h"
 #include "tsd/tstats.h"
 
 static const char *param_at(void *arg, const char *name, size_t idx)
@@ -59,7 +60,7 @@ static const char *param_at(void *arg, const char *name, size_t idx)
 }
 
 
-static void read_options(struct http_req *r, struct qexec_options *o)
+void api_query_options(struct http_req *r, struct qexec_options *o)
 {
     const struct conf *c = tsd_conf(http_req_tsd(r));
     qexec_options_init(o);
@@ -119,7 +120,7 @@ static void query_work(struct http_req *r, void *arg)
 {
     struct qspec *q = arg;
     struct qexec_options o;
-    read_options(r, &o);
+    api_query_options(r, &o);
     struct http_stream_sink s = {r, false};
     struct qjson *j = qjson_new(http_stream_sink_write, &s, 0);
     struct ct_err err = {0};

@@ -17,6 +17,12 @@
 #include "tsd/tsd.h"
 
 struct auth;
+struct http_req;
+struct qexec_options;
+
+/* The query options every endpoint that runs queries uses (tsd/api_query.c): the tsd.query.*
+ * limits and threads, the executor, rollups, the ingest head and the tag index. */
+void api_query_options(struct http_req *r, struct qexec_options *o);
 struct graphite_map;
 struct event;
 struct event_base;
