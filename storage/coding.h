@@ -1,6 +1,6 @@
 /* coding.h - explicit byte-order encoding helpers for on-disk and on-wire integers, and
- * LEB128-style varints, a copy of short byte strings, a UTF-8 decoder and a base64 decoder. Never write a struct to disk: encode
- * each field with these.
+ * LEB128-style varints, a copy of short byte strings, a hex digit's value, a UTF-8 decoder and a
+ * base64 decoder. Never write a struct to disk: encode each field with these.
  * All functions are inline and allocation-free. */
 #ifndef CT_CODING_H
 #define CT_CODING_H
@@ -8,6 +8,18 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* The value (0..15) of the hex digit c, either case, or -1 when c is not one. */
+static inline int coding_hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
 
 /* Decodes the UTF-8 sequence at p[0..n) (n >= 1): its length (1..4) with the code point in *cp,
  * or 0 when it is not valid UTF-8 (RFC 3629: overlong forms, surrogates, code points past

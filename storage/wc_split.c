@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/coding.h"
 #include "storage/wc.h"
 
 /* ---- unsigned big-endian numbers of width w --------------------------------------------- */
@@ -106,24 +107,13 @@ static const uint8_t split_ff8[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0
 
 /* ---- HexStringSplit --------------------------------------------------------------------- */
 
-static int split_hex_digit(uint8_t c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Parses hex text into a big-endian number of width w (which must hold it). */
 static int split_hex_parse(struct wc_bytes hex, uint8_t *num, size_t w, const char *what,
                            struct ct_err *err)
 {
     memset(num, 0, w);
     for (size_t i = 0; i < hex.len; i++) {
-        int d = split_hex_digit(hex.data[i]);
+        int d = coding_hex_digit(hex.data[i]);
         if (d < 0)
             return ct_err_set(err, CT_EINVAL,
                               "HexStringSplit %s row must be hexadecimal text (byte %zu is 0x%02X)",

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "storage/coding.h"
 #include "tools/shell.h"
 
 void shell_fput_binary(FILE *f, const uint8_t *p, size_t n)
@@ -25,24 +26,13 @@ void shell_fput_binary(FILE *f, const uint8_t *p, size_t n)
     }
 }
 
-static int format_hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 size_t shell_binary_decode(const char *s, size_t n, uint8_t *out)
 {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '\\' && i + 3 < n && s[i + 1] == 'x') {
-            int h1 = format_hexval(s[i + 2]);
-            int h2 = format_hexval(s[i + 3]);
+            int h1 = coding_hex_digit(s[i + 2]);
+            int h2 = coding_hex_digit(s[i + 3]);
             if (h1 >= 0 && h2 >= 0) {
                 out[o++] = (uint8_t)(h1 * 16 + h2);
                 i += 3;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/coding.h"
 #include "tools/shell.h"
 
 enum shell_tok_kind {
@@ -111,17 +112,6 @@ static int parse_buf_put(struct parse_buf *b, char c)
     return CT_OK;
 }
 
-static int parse_hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static const char *parse_describe_char(char c, char *buf, size_t cap)
 {
     if (isprint((unsigned char)c))
@@ -206,7 +196,7 @@ static int lex_string(struct shell_parser *ps, struct shell_tok *t)
             out = e;
             break;
         case 'x': {
-            int h1 = ps->p < ps->end ? parse_hexval(*ps->p) : -1;
+            int h1 = ps->p < ps->end ? coding_hex_digit(*ps->p) : -1;
             if (h1 < 0) {
                 free(b.p);
                 return parse_fail(ps, ps->line, parse_col(ps, esc),
@@ -214,7 +204,7 @@ static int lex_string(struct shell_parser *ps, struct shell_tok *t)
             }
             ps->p++;
             int v = h1;
-            int h2 = ps->p < ps->end ? parse_hexval(*ps->p) : -1;
+            int h2 = ps->p < ps->end ? coding_hex_digit(*ps->p) : -1;
             if (h2 >= 0) {
                 v = v * 16 + h2;
                 ps->p++;

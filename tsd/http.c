@@ -39,24 +39,15 @@ static const char http_json_type[] = "application/json; charset=UTF-8";
 
 /* ---- request parsing helpers (http_int.h) --------------------------------------------------- */
 
-static int http_hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = tolower(c);
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* Percent-decodes s in place ('+' -> ' ' when plus); false if it decodes to a NUL. */
 bool http_decode(char *s, bool plus)
 {
     char *w = s;
     for (char *p = s; *p; p++) {
-        if (*p == '%' && http_hexval((unsigned char)p[1]) >= 0 &&
-            http_hexval((unsigned char)p[2]) >= 0) {
-            int v = http_hexval((unsigned char)p[1]) * 16 + http_hexval((unsigned char)p[2]);
+        if (*p == '%' && coding_hex_digit((unsigned char)p[1]) >= 0 &&
+            coding_hex_digit((unsigned char)p[2]) >= 0) {
+            int v =
+                coding_hex_digit((unsigned char)p[1]) * 16 + coding_hex_digit((unsigned char)p[2]);
             if (v == 0)
                 return false;
             *w++ = (char)v;
