@@ -287,6 +287,19 @@ void prom_value_text(double v, char *out, size_t cap)
         snprintf(out, cap, "%.17g", v);
 }
 
+struct put_value prom_value_put(double v)
+{
+    struct put_value pv = {0};
+    if (v == floor(v) && fabs(v) < 1e17) {
+        pv.kind = PUT_INT;
+        pv.i = (int64_t)v;
+    } else {
+        pv.kind = (double)(float)v == v ? PUT_FLOAT : PUT_DOUBLE;
+        pv.d = v;
+    }
+    return pv;
+}
+
 /* ---- matchers --------------------------------------------------------------------------- */
 
 struct prom_matcher {
