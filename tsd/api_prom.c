@@ -2,7 +2,8 @@
  * (docs/prometheus.md). The protocol work is tsd/proto_prom.c; this file is the glue.
  *
  * Write runs on a worker (http_req_defer) like /api/put: the snappy body is decoded, each series
- * mapped once, each sample put through put_check_point (the limits of put) into ingest batches
+ * mapped and its names checked once, each sample put through put_check_typed (the limits of put,
+ * on the binary value: no number text) into ingest batches
  * (waiting for a free batch is the backpressure), and the reply goes out only once every
  * accepted sample is in the write-ahead log: 204; 400 when some data could never be written
  * (Prometheus drops the request: a retry would fail the same way); 5xx when a retry can succeed
@@ -200,6 +201,7 @@ static void prom_write_work(struct http_req *r, void *arg)
         return;
     }
     struct put_point *p = malloc(sizeof(*p));
+    struct put_names pnames;
     struct prom_job *job = calloc(1, sizeof(*job));
     if (!p || !job) {
         free(p);
@@ -231,6 +233,7 @@ static void prom_write_work(struct http_req *r, void *arg)
             pthread_mutex_unlock(&job->mu);
             continue;
         }
+        put_check_names(p, &t->rules, &pnames); /* once per series; put_check_typed reports it */
         for (size_t i = 0; i < ts->n_samples; i++) {
             const Prometheus__Sample *sm = ts->samples[i];
             enum prom_value_class vc = prom_value_class(sm->value);
@@ -238,8 +241,6 @@ static void prom_write_work(struct http_req *r, void *arg)
                 skipped_nan++; /* stale markers, NaN, +-Inf: not stored (docs) */
                 continue;
             }
-            char vtext[40];
-            prom_value_text(sm->value, vtext, sizeof(vtext));
             /* put reads a number of at most 32 bits as seconds: Prometheus' are always
              * milliseconds, so one before 1970-02-20 cannot be told apart and is refused */
             p->ts_ms = sm->timestamp;
@@ -249,8 +250,7 @@ static void prom_write_work(struct http_req *r, void *arg)
                 snprintf(m2, sizeof(m2), "timestamp %lld ms is before 1970-02-20",
                          (long long)sm->timestamp);
             else
-                ps = put_check_point(p, (struct put_str){vtext, strlen(vtext)}, &t->rules, m2,
-                                     sizeof(m2));
+                ps = put_check_typed(p, prom_value_put(sm->value), &pnames, m2, sizeof(m2));
             if (ps != PUT_OK || !prom_add(&w, p)) {
                 rejected++;
                 tstats_add(TSTATS_ILLEGAL_ARGUMENTS, 1);

@@ -14,10 +14,22 @@
 
 /* ---- names ------------------------------------------------------------------------------ */
 
+/* The bytes every name keeps as they are: letters, digits, '-', '_', '.'. */
+static const bool prom_keep_base[256] = {
+    ['-'] = 1, ['.'] = 1, ['_'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1,
+    ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['A'] = 1, ['B'] = 1, ['C'] = 1,
+    ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1, ['K'] = 1,
+    ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1, ['S'] = 1,
+    ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1, ['a'] = 1,
+    ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1,
+    ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1,
+    ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1,
+    ['z'] = 1,
+};
+
 static bool prom_keep(unsigned char c, const char *special)
 {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '_' || c == '.')
+    if (prom_keep_base[c])
         return true;
     if (c == '/' || c == ' ' || c == '=' || c == '|' || c == 0 || c >= 0x80 || !special)
         return false;
@@ -27,9 +39,25 @@ static bool prom_keep(unsigned char c, const char *special)
 size_t prom_escape(const char *s, size_t len, const char *special, char *out, size_t cap)
 {
     static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *u = (const unsigned char *)s;
     size_t n = 0;
+    if (cap > 3 * len) {
+        /* room for the longest result: no bound check per byte (the series mapping's case) */
+        for (size_t i = 0; i < len; i++) {
+            unsigned char c = u[i];
+            if (prom_keep_base[c] || prom_keep(c, special)) {
+                out[n++] = (char)c;
+            } else {
+                out[n++] = '/';
+                out[n++] = hex[c >> 4];
+                out[n++] = hex[c & 15];
+            }
+        }
+        out[n] = '\0';
+        return n;
+    }
     for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
+        unsigned char c = u[i];
         char e[3] = {(char)c, 0, 0};
         size_t el = 1;
         if (!prom_keep(c, special)) {
@@ -285,6 +313,19 @@ void prom_value_text(double v, char *out, size_t cap)
         snprintf(out, cap, "%lld", (long long)v);
     else
         snprintf(out, cap, "%.17g", v);
+}
+
+struct put_value prom_value_put(double v)
+{
+    struct put_value pv = {0};
+    if (v == floor(v) && fabs(v) < 1e17) {
+        pv.kind = PUT_INT;
+        pv.i = (int64_t)v;
+    } else {
+        pv.kind = (double)(float)v == v ? PUT_FLOAT : PUT_DOUBLE;
+        pv.d = v;
+    }
+    return pv;
 }
 
 /* ---- matchers --------------------------------------------------------------------------- */

@@ -82,6 +82,10 @@ enum prom_value_class prom_value_class(double v);
 /* The value as put's value text (for put_check_point): an integer when v is integral, not -0 and
  * |v| <= 2^53, else "%.17g" (which reads back to the same double). v must be PROM_VALUE_OK. */
 void prom_value_text(double v, char *out, size_t cap);
+/* The value as put would type prom_value_text's text, without the text (for put_check_typed):
+ * PUT_INT when v is integral and |v| < 1e17 (the texts without '.' or exponent; -0 is 0), else
+ * PUT_FLOAT when v equals its float rounding, else PUT_DOUBLE. v must be PROM_VALUE_OK. */
+struct put_value prom_value_put(double v);
 
 /* Label matchers of one remote read query, compiled. */
 struct prom_matchers;

@@ -325,60 +325,44 @@ static void put_value_bytes_text(const struct put_value *v, char *buf, size_t si
         snprintf(buf + n, size - n, "]/%d", flags);
 }
 
-/* put_check_point; names_plain: the caller has seen that every byte of the metric and of
- * every tag name and value is a put_name_char, so the name rules need not run again. */
-static enum put_status put_check(struct put_point *p, struct put_str value,
-                                 const struct put_rules *rules, bool names_plain, char *msg,
-                                 size_t msg_size)
+/* The NaN/Infinity refusal of a double value (checkTimestampAndTags' first check); ts as given. */
+static enum put_status put_check_finite(const struct put_point *p, double d, int64_t ts,
+                                        char *msg, size_t msg_size)
 {
-    char num[256];
-    /* Value typing (Tags.looksLikeInteger / fitsInFloat). */
-    bool integer = true;
-    for (size_t i = 0; i < value.len; i++) {
-        char c = value.p[i];
-        if (c == '.' || c == 'e' || c == 'E') {
-            integer = false;
-            break;
-        }
-    }
-    int64_t ts = p->ts_ms; /* as given: seconds or ms; converted below */
-    if (integer) {
-        if (!put_parse_long(value.p, value.len, &p->value.i, num, sizeof(num))) {
-            put_msg(msg, msg_size, "invalid value: %s", num);
-            return PUT_ENUMBER;
-        }
-        p->value.kind = PUT_INT;
-    } else {
-        double d;
-        if (!put_parse_double(value.p, value.len, &d, num, sizeof(num))) {
-            put_msg(msg, msg_size, "invalid value: %s", num);
-            return PUT_ENUMBER;
-        }
-        p->value.d = d;
-        p->value.kind = ((double)(float)d == d || isnan(d)) ? PUT_FLOAT : PUT_DOUBLE;
-        if (!isfinite(d)) {
-            put_msg(msg, msg_size,
-                    "illegal argument: value is NaN or Infinite: %s for metric=%.*s timestamp=%lld",
-                    put_nonfinite_text(d), (int)p->metric.len, p->metric.p, (long long)ts);
-            return PUT_EARG;
-        }
-    }
-    /* Timestamp range (checkTimestampAndTags). */
-    if (ts < 0 || (((uint64_t)ts & PUT_SECOND_MASK) != 0 && ts > PUT_MAX_MS_TS)) {
-        char vb[128];
-        put_value_bytes_text(&p->value, vb, sizeof(vb));
-        size_t n = 0;
-        int w = snprintf(msg, msg_size,
-                         "illegal argument: %s timestamp=%lld when trying to add value=%s to "
-                         "metric=%.*s, tags=",
-                         ts < 0 ? "negative " : "bad", (long long)ts, vb, (int)p->metric.len,
-                         p->metric.p);
-        if (w > 0)
-            n = (size_t)w < msg_size ? (size_t)w : msg_size - 1;
-        put_tags_text(p, msg, msg_size, &n);
-        return PUT_EARG;
-    }
-    /* Tag count and names (checkMetricAndTags). */
+    if (isfinite(d))
+        return PUT_OK;
+    put_msg(msg, msg_size,
+            "illegal argument: value is NaN or Infinite: %s for metric=%.*s timestamp=%lld",
+            put_nonfinite_text(d), (int)p->metric.len, p->metric.p, (long long)ts);
+    return PUT_EARG;
+}
+
+/* The timestamp range (checkTimestampAndTags); ts as given (seconds or ms), p->value typed. */
+static enum put_status put_check_ts(const struct put_point *p, int64_t ts, char *msg,
+                                    size_t msg_size)
+{
+    if (!(ts < 0 || (((uint64_t)ts & PUT_SECOND_MASK) != 0 && ts > PUT_MAX_MS_TS)))
+        return PUT_OK;
+    char vb[128];
+    put_value_bytes_text(&p->value, vb, sizeof(vb));
+    size_t n = 0;
+    int w = snprintf(msg, msg_size,
+                     "illegal argument: %s timestamp=%lld when trying to add value=%s to "
+                     "metric=%.*s, tags=",
+                     ts < 0 ? "negative " : "bad", (long long)ts, vb, (int)p->metric.len,
+                     p->metric.p);
+    if (w > 0)
+        n = (size_t)w < msg_size ? (size_t)w : msg_size - 1;
+    put_tags_text(p, msg, msg_size, &n);
+    return PUT_EARG;
+}
+
+/* Tag count and names (checkMetricAndTags); names_plain: the caller has seen that every byte of
+ * the metric and of every tag name and value is a put_name_char, so the name rules need not run
+ * again. */
+static enum put_status put_check_names_of(const struct put_point *p, const struct put_rules *rules,
+                                          bool names_plain, char *msg, size_t msg_size)
+{
     int max_tags = rules->max_tags > 0 ? rules->max_tags : 8;
     if (p->ntags == 0 || p->ntags > (size_t)max_tags) {
         size_t n = 0;
@@ -406,7 +390,7 @@ static enum put_status put_check(struct put_point *p, struct put_str value,
                 goto names; /* an empty name: its message comes from the full check */
         if (p->metric.len == 0)
             goto names;
-        goto names_ok;
+        return PUT_OK;
     }
 names:;
     const char *sc = rules->special_chars;
@@ -450,18 +434,59 @@ names:;
             return PUT_EARG;
         }
     }
-names_ok:
-    p->ms = ((uint64_t)ts & PUT_SECOND_MASK) != 0;
-    p->ts_ms = p->ms ? ts : ts * 1000;
     return PUT_OK;
 }
 
-enum put_status put_check_point(struct put_point *p, struct put_str value,
-                                const struct put_rules *rules, char *msg, size_t msg_size)
+/* Stores the timestamp as milliseconds, with the flag saying it was given so. */
+static void put_set_ts(struct put_point *p, int64_t ts)
 {
-    /* names made only of the characters every name may use need no rule walk (the telnet
-     * parser finds this while splitting; a JSON body's names are checked here, one table
-     * lookup per byte) */
+    p->ms = ((uint64_t)ts & PUT_SECOND_MASK) != 0;
+    p->ts_ms = p->ms ? ts : ts * 1000;
+}
+
+/* put_check_point with names_plain as put_check_names_of takes it. */
+static enum put_status put_check(struct put_point *p, struct put_str value,
+                                 const struct put_rules *rules, bool names_plain, char *msg,
+                                 size_t msg_size)
+{
+    char num[256];
+    /* Value typing (Tags.looksLikeInteger / fitsInFloat). */
+    bool integer = true;
+    for (size_t i = 0; i < value.len; i++) {
+        char c = value.p[i];
+        if (c == '.' || c == 'e' || c == 'E') {
+            integer = false;
+            break;
+        }
+    }
+    int64_t ts = p->ts_ms; /* as given: seconds or ms; converted below */
+    if (integer) {
+        if (!put_parse_long(value.p, value.len, &p->value.i, num, sizeof(num))) {
+            put_msg(msg, msg_size, "invalid value: %s", num);
+            return PUT_ENUMBER;
+        }
+        p->value.kind = PUT_INT;
+    } else {
+        double d;
+        if (!put_parse_double(value.p, value.len, &d, num, sizeof(num))) {
+            put_msg(msg, msg_size, "invalid value: %s", num);
+            return PUT_ENUMBER;
+        }
+        p->value.d = d;
+        p->value.kind = ((double)(float)d == d || isnan(d)) ? PUT_FLOAT : PUT_DOUBLE;
+        if (put_check_finite(p, d, ts, msg, msg_size) != PUT_OK)
+            return PUT_EARG;
+    }
+    if (put_check_ts(p, ts, msg, msg_size) != PUT_OK ||
+        put_check_names_of(p, rules, names_plain, msg, msg_size) != PUT_OK)
+        return PUT_EARG;
+    put_set_ts(p, ts);
+    return PUT_OK;
+}
+
+/* True if the metric and every tag name and value use only the characters every name may use. */
+static bool put_names_plain(const struct put_point *p)
+{
     bool plain = p->ntags <= PUT_MAX_TAGS;
     for (size_t i = 0; plain && i < p->metric.len; i++)
         plain = put_name_char[(unsigned char)p->metric.p[i]];
@@ -471,7 +496,42 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
         for (size_t i = 0; plain && i < p->tagv[t].len; i++)
             plain = put_name_char[(unsigned char)p->tagv[t].p[i]];
     }
-    return put_check(p, value, rules, plain, msg, msg_size);
+    return plain;
+}
+
+enum put_status put_check_point(struct put_point *p, struct put_str value,
+                                const struct put_rules *rules, char *msg, size_t msg_size)
+{
+    /* names made only of the characters every name may use need no rule walk (the telnet
+     * parser finds this while splitting; a JSON body's names are checked here, one table
+     * lookup per byte) */
+    return put_check(p, value, rules, put_names_plain(p), msg, msg_size);
+}
+
+void put_check_names(const struct put_point *p, const struct put_rules *rules,
+                     struct put_names *out)
+{
+    out->msg[0] = '\0';
+    out->status = put_check_names_of(p, rules, put_names_plain(p), out->msg, sizeof(out->msg));
+}
+
+enum put_status put_check_typed(struct put_point *p, struct put_value v,
+                                const struct put_names *names, char *msg, size_t msg_size)
+{
+    int64_t ts = p->ts_ms; /* as given: seconds or ms; converted below */
+    p->value = v;
+    if (v.kind != PUT_INT) {
+        if (put_check_finite(p, v.d, ts, msg, msg_size) != PUT_OK)
+            return PUT_EARG;
+    }
+    if (put_check_ts(p, ts, msg, msg_size) != PUT_OK)
+        return PUT_EARG;
+    if (names->status != PUT_OK) {
+        put_msg(msg, msg_size, "%s", names->msg);
+        return names->status;
+    }
+    put_set_ts(p, ts);
+    return PUT_OK;
 }
 
 enum put_status put_parse_line(const char *line, size_t len, const struct put_rules *rules,

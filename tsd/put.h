@@ -75,6 +75,25 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
 enum put_status put_check_point(struct put_point *p, struct put_str value,
                                 const struct put_rules *rules, char *msg, size_t msg_size);
 
+/* The series part of the checks (tag count, then metric and tag names), run once for points
+ * that share metric and tags: status and, on failure, the message put_check_point would give
+ * for it (without the "put: " prefix). */
+struct put_names {
+    enum put_status status;
+    char msg[1024];
+};
+void put_check_names(const struct put_point *p, const struct put_rules *rules,
+                     struct put_names *out);
+
+/* put_check_point for a value already typed by a binary protocol (an int64 as PUT_INT, a double
+ * as PUT_FLOAT when it equals its float rounding, else PUT_DOUBLE), with the name checks done
+ * once by put_check_names on a point of the same metric and tags: the same checks in the same
+ * order (NaN/Infinity, timestamp range, then the names' result), the same messages, no value
+ * text. p->ts_ms is the timestamp as given (seconds or milliseconds); on PUT_OK sets p->value,
+ * p->ts_ms (milliseconds) and p->ms. */
+enum put_status put_check_typed(struct put_point *p, struct put_value v,
+                                const struct put_names *names, char *msg, size_t msg_size);
+
 /* OpenTSDB's strict long parser (Tags.parseLong): optional sign, decimal digits, at most 19
  * digits. On failure writes the NumberFormatException message ("Invalid character 'x' in 1x",
  * "Empty string", "Just a sign, no value: +", "Value too long: ...", "Overflow in ...") and

@@ -47,7 +47,7 @@ wait_line() { # FILE PATTERN: waits up to 20 s for a line
 }
 
 load_args=("$@")
-points=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --print | wc -l)
+points=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --count)
 start=$(( $(date +%s) / 3600 * 3600 - 3 * 86400 ))
 echo "stream: $points points per protocol (${load_args[*]:-defaults}), $CONNS connections, start $start"
 results=()
@@ -109,7 +109,7 @@ cport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/ctsdb.log
 written() { curl -s "http://127.0.0.1:$cport/api/stats" | python3 -c '
 import json, sys
 print(sum(int(d["value"]) for d in json.load(sys.stdin) if d["metric"] == "tsd.datapoints.written"))'; }
-metric_list=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --print | awk '!s[$2]++ {print $2}' | head -20)
+metric_list=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --intervals 1 --print | awk '!s[$2]++ {print $2}' | head -20)
 ctsdb_count() { # START END: points of every metric in [START, END)
   local q="start=$1&end=$2" m
   for m in $metric_list; do q="$q&m=sum:0all-count:$m"; done

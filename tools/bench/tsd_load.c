@@ -14,7 +14,8 @@
  *           write-ahead log);
  *   http:   C keep-alive connections POST /api/put JSON arrays of --batch points and read each
  *           reply (ctsdb answers 204 once the points are in the log).
- * Output (stdout): `points N seconds S rate R` (send start to last ack).
+ * Output (stdout): `points N seconds S rate R` (send start to last ack); --count prints the
+ * stream's point count alone, without generating it.
  * Build: cc -O2 -pthread -o tsd_load tools/bench/tsd_load.c */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -280,6 +281,8 @@ int main(int argc, char **argv)
             http_mode = !strcmp(argv[++i], "http");
         else if (!strcmp(a, "--ack"))
             ack = 1;
+        else if (!strcmp(a, "--count")) /* print the stream's point count and exit */
+            ack = -2;
         else if (!strcmp(a, "--print")) { /* dump the telnet stream to stdout and exit */
             conns = 1;
             http_mode = 0;
@@ -288,7 +291,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: tsd_load [--host H] [--port P] [--mode telnet|http] [--ack]\n"
                             "  [--conns C] [--hosts H] [--metrics M] [--intervals K] [--step S]\n"
                             "  [--batch B] [--size 2000x1d|100000x1h|1000000x10m|200x30d]\n"
-                            "  [--start EPOCH_S] [--print]\n");
+                            "  [--start EPOCH_S] [--print | --count]\n");
             return 2;
         }
     }
@@ -297,6 +300,10 @@ int main(int argc, char **argv)
     if (step < 1) {
         fprintf(stderr, "tsd_load: --step wants seconds >= 1\n");
         return 2;
+    }
+    if (ack == -2) { /* without generating it: a large size's stream is gigabytes */
+        printf("%lld\n", (long long)hosts * metrics * intervals);
+        return 0;
     }
     struct worker *w = calloc((size_t)conns, sizeof(*w));
     int *inbatch = calloc((size_t)conns, sizeof(int));

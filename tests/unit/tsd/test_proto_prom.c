@@ -164,6 +164,53 @@ static void test_prom_values(void **state)
     }
 }
 
+/* prom_value_put types every finite double as put types prom_value_text's text of it: edges of
+ * the integer form (2^53, 1e17, -0) and many doubles of random bits. */
+static void test_prom_value_put_equals_the_text_path(void **state)
+{
+    (void)state;
+    const struct put_rules rules = {8, ""};
+    static struct put_point pp;
+    char t[40];
+    double edge[] = {0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 9007199254740992.0, 9007199254740994.0,
+                     -9007199254740994.0, 12345678901234568.0, 99999999999999984.0, 1e17, -1e17,
+                     1e16, 3.4028234663852886e38, 1e-300, 4.9e-324, 1.5e300};
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (size_t i = 0; i < 20000 + sizeof(edge) / sizeof(edge[0]); i++) {
+        double v;
+        if (i < sizeof(edge) / sizeof(edge[0])) {
+            v = edge[i];
+        } else {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            uint64_t bits = x;
+            if (i % 3 == 0) /* integral values of every size too */
+                v = (double)(int64_t)(x >> (x % 64));
+            else
+                memcpy(&v, &bits, sizeof(v));
+        }
+        if (prom_value_class(v) != PROM_VALUE_OK)
+            continue;
+        prom_value_text(v, t, sizeof(t));
+        memset(&pp, 0, sizeof(pp));
+        pp.metric = (struct put_str){"m", 1};
+        pp.ts_ms = 1700000000123;
+        pp.ntags = 1;
+        pp.tagk[0] = (struct put_str){"a", 1};
+        pp.tagv[0] = (struct put_str){"b", 1};
+        assert_int_equal(put_check_point(&pp, (struct put_str){t, strlen(t)}, &rules, msg,
+                                         sizeof(msg)),
+                         PUT_OK);
+        struct put_value pv = prom_value_put(v);
+        assert_int_equal(pv.kind, pp.value.kind);
+        if (pv.kind == PUT_INT)
+            assert_int_equal(pv.i, pp.value.i);
+        else
+            assert_memory_equal(&pv.d, &pp.value.d, sizeof(double));
+    }
+}
+
 /* Packs and compresses a WriteRequest of one series with n samples. */
 static char *make_write(size_t nsamples, size_t *len)
 {
@@ -351,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_prom_default_tag_setting),
         cmocka_unit_test(test_prom_map_series),
         cmocka_unit_test(test_prom_values),
+        cmocka_unit_test(test_prom_value_put_equals_the_text_path),
         cmocka_unit_test(test_prom_write_decode),
         cmocka_unit_test(test_prom_matchers),
         cmocka_unit_test(test_prom_read_response_roundtrip),

@@ -326,6 +326,83 @@ static void test_put_decimal_values_equal_strtod_bit_for_bit(void **state)
     }
 }
 
+/* put_check_typed with put_check_names equals put_check_point on the value's text: status,
+ * message, stored value, timestamp - over good and bad timestamps, names and tag counts. */
+static void test_put_check_typed_equals_the_text_path(void **state)
+{
+    (void)state;
+    static struct put_point a, b;
+    const struct put_rules rules = {3, ""};
+    struct {
+        const char *text;
+        struct put_value v;
+    } vals[] = {
+        {"42", {PUT_INT, 42, 0}},
+        {"-7", {PUT_INT, -7, 0}},
+        {"0.5", {PUT_FLOAT, 0, 0.5}},
+        {"0.1", {PUT_DOUBLE, 0, 0.1}},
+        {"1e300", {PUT_DOUBLE, 0, 1e300}},
+    };
+    const int64_t tss[] = {1700000000, 1700000000123, -5, 99999999999999, 4294967296LL * 2};
+    const char *names[][4] = {
+        {"m", "a", "b", NULL},        {"m", "a", "b", "x"}, /* x: a fourth tag, too many */
+        {"m!", "a", "b", NULL},       {"m", "a", "b c", NULL},
+        {"m", "", "b", NULL},         {"", "a", "b", NULL},
+    };
+    for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+        for (size_t t = 0; t < sizeof(tss) / sizeof(tss[0]); t++) {
+            for (size_t v = 0; v < sizeof(vals) / sizeof(vals[0]); v++) {
+                memset(&a, 0, sizeof(a));
+                a.metric = (struct put_str){names[n][0], strlen(names[n][0])};
+                a.ntags = 1;
+                a.tagk[0] = (struct put_str){names[n][1], strlen(names[n][1])};
+                a.tagv[0] = (struct put_str){names[n][2], strlen(names[n][2])};
+                if (names[n][3]) {
+                    static const char *k[] = {"x", "y", "z"};
+                    for (size_t i = 0; i < 3; i++) {
+                        a.tagk[a.ntags] = (struct put_str){k[i], 1};
+                        a.tagv[a.ntags++] = (struct put_str){"1", 1};
+                    }
+                }
+                a.ts_ms = tss[t];
+                b = a;
+                char m1[1024] = "", m2[1024] = "";
+                enum put_status s1 = put_check_point(
+                    &a, (struct put_str){vals[v].text, strlen(vals[v].text)}, &rules, m1,
+                    sizeof(m1));
+                struct put_names pn;
+                put_check_names(&b, &rules, &pn);
+                enum put_status s2 = put_check_typed(&b, vals[v].v, &pn, m2, sizeof(m2));
+                assert_int_equal(s1, s2);
+                assert_string_equal(m1, m2);
+                if (s1 == PUT_OK) {
+                    assert_int_equal(a.ts_ms, b.ts_ms);
+                    assert_int_equal(a.ms, b.ms);
+                    assert_int_equal(a.value.kind, b.value.kind);
+                    assert_int_equal(a.value.i, b.value.i);
+                    assert_true(a.value.kind == PUT_INT || a.value.d == b.value.d);
+                }
+            }
+        }
+    }
+    /* a non-finite double: the text path's message */
+    memset(&a, 0, sizeof(a));
+    a.metric = (struct put_str){"m", 1};
+    a.ntags = 1;
+    a.tagk[0] = (struct put_str){"a", 1};
+    a.tagv[0] = (struct put_str){"b", 1};
+    a.ts_ms = 1700000000;
+    struct put_names pn;
+    put_check_names(&a, &rules, &pn);
+    assert_int_equal(pn.status, PUT_OK);
+    char m[256];
+    assert_int_equal(put_check_typed(&a, (struct put_value){PUT_DOUBLE, 0, INFINITY}, &pn, m,
+                                     sizeof(m)),
+                     PUT_EARG);
+    assert_string_equal(
+        m, "illegal argument: value is NaN or Infinite: Infinity for metric=m timestamp=1700000000");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -346,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_put_check_point_used_by_http),
         cmocka_unit_test(test_put_parse_long_edges),
         cmocka_unit_test(test_put_decimal_values_equal_strtod_bit_for_bit),
+        cmocka_unit_test(test_put_check_typed_equals_the_text_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
