@@ -28,6 +28,9 @@ struct qfilter {
     char **lits; /* literal values (pointing into buf) */
     size_t nlits;
     pcre2_code *re; /* regexp only */
+    /* the m= shorthand "a*b": OpenTSDB builds a case-insensitive TagVWildcardFilter, whose type
+     * name is "wildcard" (not "iwildcard"); it matches as iwildcard and echoes as wildcard */
+    bool named_wildcard;
 };
 
 static const char *const type_names[] = {
@@ -240,8 +243,12 @@ int qfilter_new_shorthand(const char *tagk, const char *value, bool group_by, st
         free(inner);
         return rc;
     }
-    if (strchr(value, '*'))
-        return qfilter_new("iwildcard", tagk, value, group_by, out, err);
+    if (strchr(value, '*')) {
+        int rc = qfilter_new("iwildcard", tagk, value, group_by, out, err);
+        if (rc == CT_OK)
+            (*out)->named_wildcard = true;
+        return rc;
+    }
     return qfilter_new("literal_or", tagk, value, group_by, out, err);
 }
 
@@ -252,7 +259,7 @@ enum qfilter_type qfilter_type(const struct qfilter *f)
 
 const char *qfilter_type_name(const struct qfilter *f)
 {
-    return type_names[f->type];
+    return f->named_wildcard ? "wildcard" : type_names[f->type];
 }
 
 const char *qfilter_tagk(const struct qfilter *f)
