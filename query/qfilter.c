@@ -137,7 +137,7 @@ int qfilter_new(const char *type, const char *tagk, const char *expr, bool group
         expr = "";
     if (t == QFILTER_NOT_KEY) {
         if (*expr)
-            return ct_err_set(err, CT_EINVAL, "The filter must be null or empty for not_key");
+            return ct_err_set(err, CT_EINVAL, "The filter must be empty for the not_key filter");
     } else if (!*expr) {
         return ct_err_set(err, CT_EINVAL, "Filter cannot be null or empty");
     }
@@ -228,7 +228,10 @@ int qfilter_new_shorthand(const char *tagk, const char *value, bool group_by, st
         return qfilter_new("wildcard", tagk, "*", group_by, out, err);
     const char *paren = strchr(value, '(');
     size_t len = strlen(value);
-    if (paren && value[len - 1] == ')') {
+    /* TagVFilter.getFilter: any '(' names a filter type, which must end with ')' */
+    if (paren && value[len - 1] != ')')
+        return ct_err_set(err, CT_EINVAL, "Filter must end with a ')': %s", value);
+    if (paren) {
         char type[64], *inner = NULL;
         size_t tl = (size_t)(paren - value);
         if (tl >= sizeof(type))

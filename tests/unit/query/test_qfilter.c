@@ -65,7 +65,7 @@ static void test_qfilter_errors_use_opentsdb_messages(void **state)
         {"literal_or", "", "Filter cannot be null or empty"},
         {"literal_or", "|", "Filter must contain more than just a pipe"},
         {"wildcard", "abc", "Filter must contain an asterisk"},
-        {"not_key", "x", "The filter must be null or empty for not_key"},
+        {"not_key", "x", "The filter must be empty for the not_key filter"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct qfilter *f = NULL;
@@ -151,6 +151,10 @@ static void test_qfilter_shorthand_picks_the_type(void **state)
     }
     struct qfilter *f = NULL;
     struct ct_err err = {0};
+    /* a '(' names a filter type: without the closing ')' it is an error, not a wildcard */
+    assert_int_equal(qfilter_new_shorthand("host", "regexp(.*bean", false, &f, &err), CT_EINVAL);
+    assert_string_equal(err.msg, "Filter must end with a ')': regexp(.*bean");
+    assert_null(f);
     assert_int_equal(qfilter_new_shorthand("host", "a|b|c", false, &f, &err), CT_OK);
     size_t n = 0;
     const char *const *lits = qfilter_literals(f, &n);
