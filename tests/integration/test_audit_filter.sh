@@ -109,6 +109,11 @@ match(L, "matchCaseInsensitiveValue", "iliteral_or", "LutZe|CMtDibbler|Slant", "
 match(L, "matchCaseInsensitiveFail", "iliteral_or", "LutZe|CMtDibble|Slant", D, False)
 match(L, "matchSingleCaseInsensitive", "iliteral_or", "cmtDibbler", D, True)
 match(NL, "matchFailCase", "not_literal_or", "LutZe|CMtDibbler|Slant", D, True)
+# not_literal_or resolves no UIDs in OpenTSDB: a value no series has is no error, nothing is excluded
+for v in ("Nobody", "Nobody|CMTDibbler", "CMTDibbler|Nobody"):
+    st, b, got = hosts("not_literal_or(%s)" % v)
+    want = {D, "CMTDIBBLER", O, "ogg-01.ops.ankh.MORPORK.com", U, "c"} - ({D} if D in v else set())
+    report(NL + " with an unknown value (%s)" % v, "" if got == want else "status %d, got %r" % (st, got), b)
 match(NL, "matchCaseInsensitive", "not_iliteral_or", "LutZe|CMtDibbler|Slant", D, False)
 match(NL, "matchCaseInsensitiveFail", "not_iliteral_or", "LutZe|CMtDibble|Slant", D, True)
 match(NL, "matchSingleCaseInsensitive", "not_iliteral_or", "cmtDibbler", D, False)
