@@ -379,8 +379,7 @@ int qagg_fill_parse(const char *s, enum qagg_fill *out, struct ct_err *err)
             return CT_OK;
         }
     }
-    return ct_err_set(err, CT_EINVAL,
-                      "No such fill policy: '%s': must be one of: none zero nan null scalar", s);
+    return ct_err_set(err, CT_EINVAL, "Unrecognized fill policy: %s", s);
 }
 
 int qagg_fill_scalar_parse(const char *s, double *out, struct ct_err *err)

@@ -92,7 +92,7 @@ struct qagg_ds {
 };
 
 /* Parses a specifier with OpenTSDB's errors ("Invalid downsampling specifier ...",
- * "cannot use the NONE aggregator for downsampling", "No such fill policy: ..."). The fill part
+ * "cannot use the NONE aggregator for downsampling", "Unrecognized fill policy: ..."). The fill part
  * may be "scalar(<number>)" (ctsdb: the scalar policy with its value; "scalar" alone fills 0, as
  * OpenTSDB's NumericFillPolicy defaults). */
 CT_MUST_CHECK int qagg_ds_parse(const char *spec, struct qagg_ds *out, struct ct_err *err);

@@ -199,22 +199,29 @@ static int plan_sub(struct tsdb *t, const struct qspec_sub *sub, struct xsub *xs
             size_t nid = 0;
             for (size_t v = 0; v < nlit; v++) {
                 uint64_t vid;
+                if (!*lits[v]) /* "a|" or "|a": no series has an empty value */
+                    continue;
                 rc = uid_get_id(u, UID_TAGV, lits[v], strlen(lits[v]), &vid, err);
-                if (rc == CT_NOTFOUND && ft == QFILTER_NOT_LITERAL_OR)
-                    continue; /* an unknown value cannot be excluded: nothing has it */
+                if (rc == CT_NOTFOUND && ft == QFILTER_NOT_LITERAL_OR) {
+                    rc = CT_OK; /* an unknown value cannot be excluded: nothing has it */
+                    continue;
+                }
                 if (rc != CT_OK) {
                     free(ids);
                     return map_uid_err(rc, status);
                 }
                 ids[nid++] = vid;
             }
-            if (ft == QFILTER_LITERAL_OR)
-                rc = rowkey_filter_add(rf, kid, ids, nid, false, err);
-            else if (nid)
-                rc = rowkey_filter_add(rf, kid, ids, nid, true, err);
+            /* not_literal_or: the key must be there with another value (OpenTSDB's row key
+             * regex requires every filtered key but not_key's, so a series without the key
+             * never reaches TagVNotLiteralOrFilter.match) */
+            if (ft == QFILTER_LITERAL_OR || nid)
+                rc = rowkey_filter_add(rf, kid, ids, nid, ft == QFILTER_NOT_LITERAL_OR, err);
+            else
+                rc = rowkey_filter_add(rf, kid, NULL, 0, false, err);
         } else if (ft == QFILTER_NOT_KEY) {
             rc = rowkey_filter_add(rf, kid, NULL, 0, true, err);
-        } else if (ft != QFILTER_NOT_ILITERAL_OR) {
+        } else {
             rc = rowkey_filter_add(rf, kid, NULL, 0, false, err); /* the key must be there */
         }
         if (rc != CT_OK) {

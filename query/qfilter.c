@@ -28,6 +28,9 @@ struct qfilter {
     char **lits; /* literal values (pointing into buf) */
     size_t nlits;
     pcre2_code *re; /* regexp only */
+    /* the m= shorthand "a*b": OpenTSDB builds a case-insensitive TagVWildcardFilter, whose type
+     * name is "wildcard" (not "iwildcard"); it matches as iwildcard and echoes as wildcard */
+    bool named_wildcard;
 };
 
 static const char *const type_names[] = {
@@ -134,7 +137,7 @@ int qfilter_new(const char *type, const char *tagk, const char *expr, bool group
         expr = "";
     if (t == QFILTER_NOT_KEY) {
         if (*expr)
-            return ct_err_set(err, CT_EINVAL, "The filter must be null or empty for not_key");
+            return ct_err_set(err, CT_EINVAL, "The filter must be empty for the not_key filter");
     } else if (!*expr) {
         return ct_err_set(err, CT_EINVAL, "Filter cannot be null or empty");
     }
@@ -225,7 +228,10 @@ int qfilter_new_shorthand(const char *tagk, const char *value, bool group_by, st
         return qfilter_new("wildcard", tagk, "*", group_by, out, err);
     const char *paren = strchr(value, '(');
     size_t len = strlen(value);
-    if (paren && value[len - 1] == ')') {
+    /* TagVFilter.getFilter: any '(' names a filter type, which must end with ')' */
+    if (paren && value[len - 1] != ')')
+        return ct_err_set(err, CT_EINVAL, "Filter must end with a ')': %s", value);
+    if (paren) {
         char type[64], *inner = NULL;
         size_t tl = (size_t)(paren - value);
         if (tl >= sizeof(type))
@@ -240,8 +246,12 @@ int qfilter_new_shorthand(const char *tagk, const char *value, bool group_by, st
         free(inner);
         return rc;
     }
-    if (strchr(value, '*'))
-        return qfilter_new("iwildcard", tagk, value, group_by, out, err);
+    if (strchr(value, '*')) {
+        int rc = qfilter_new("iwildcard", tagk, value, group_by, out, err);
+        if (rc == CT_OK)
+            (*out)->named_wildcard = true;
+        return rc;
+    }
     return qfilter_new("literal_or", tagk, value, group_by, out, err);
 }
 
@@ -252,7 +262,7 @@ enum qfilter_type qfilter_type(const struct qfilter *f)
 
 const char *qfilter_type_name(const struct qfilter *f)
 {
-    return type_names[f->type];
+    return f->named_wildcard ? "wildcard" : type_names[f->type];
 }
 
 const char *qfilter_tagk(const struct qfilter *f)

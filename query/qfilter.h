@@ -32,7 +32,8 @@ struct qfilter; /* opaque */
 CT_MUST_CHECK int qfilter_new(const char *type, const char *tagk, const char *expr, bool group_by,
                               struct qfilter **out, struct ct_err *err);
 /* The m= / legacy "tags" shorthand: "*" -> wildcard, "type(expr)" -> that type, containing '*'
- * -> iwildcard, else literal_or. */
+ * -> iwildcard (named "wildcard" by qfilter_type_name, as OpenTSDB's case-insensitive
+ * TagVWildcardFilter is), else literal_or. */
 CT_MUST_CHECK int qfilter_new_shorthand(const char *tagk, const char *value, bool group_by,
                                         struct qfilter **out, struct ct_err *err);
 void qfilter_free(struct qfilter *f); /* accepts NULL */

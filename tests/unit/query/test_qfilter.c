@@ -65,7 +65,7 @@ static void test_qfilter_errors_use_opentsdb_messages(void **state)
         {"literal_or", "", "Filter cannot be null or empty"},
         {"literal_or", "|", "Filter must contain more than just a pipe"},
         {"wildcard", "abc", "Filter must contain an asterisk"},
-        {"not_key", "x", "The filter must be null or empty for not_key"},
+        {"not_key", "x", "The filter must be empty for the not_key filter"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct qfilter *f = NULL;
@@ -126,14 +126,17 @@ static void test_qfilter_shorthand_picks_the_type(void **state)
         const char *value;
         enum qfilter_type type;
         const char *expr;
+        const char *name; /* as echoed by showQuery */
     } cases[] = {
-        {"*", QFILTER_WILDCARD, "*"},
-        {"web*", QFILTER_IWILDCARD, "web*"},
-        {"regexp(web.*)", QFILTER_REGEXP, "web.*"},
-        {"not_key()", QFILTER_NOT_KEY, ""},
-        {"a|b", QFILTER_LITERAL_OR, "a|b"},
-        {"web01", QFILTER_LITERAL_OR, "web01"},
-        {"iliteral_or(A|b)", QFILTER_ILITERAL_OR, "A|b"},
+        {"*", QFILTER_WILDCARD, "*", "wildcard"},
+        /* matches case-insensitively, named "wildcard" as OpenTSDB's shorthand filter is */
+        {"web*", QFILTER_IWILDCARD, "web*", "wildcard"},
+        {"iwildcard(web*)", QFILTER_IWILDCARD, "web*", "iwildcard"},
+        {"regexp(web.*)", QFILTER_REGEXP, "web.*", "regexp"},
+        {"not_key()", QFILTER_NOT_KEY, "", "not_key"},
+        {"a|b", QFILTER_LITERAL_OR, "a|b", "literal_or"},
+        {"web01", QFILTER_LITERAL_OR, "web01", "literal_or"},
+        {"iliteral_or(A|b)", QFILTER_ILITERAL_OR, "A|b", "iliteral_or"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct qfilter *f = NULL;
@@ -141,12 +144,17 @@ static void test_qfilter_shorthand_picks_the_type(void **state)
         assert_int_equal(qfilter_new_shorthand("host", cases[i].value, true, &f, &err), CT_OK);
         assert_int_equal(qfilter_type(f), cases[i].type);
         assert_string_equal(qfilter_expr(f), cases[i].expr);
+        assert_string_equal(qfilter_type_name(f), cases[i].name);
         assert_true(qfilter_group_by(f));
         assert_string_equal(qfilter_tagk(f), "host");
         qfilter_free(f);
     }
     struct qfilter *f = NULL;
     struct ct_err err = {0};
+    /* a '(' names a filter type: without the closing ')' it is an error, not a wildcard */
+    assert_int_equal(qfilter_new_shorthand("host", "regexp(.*bean", false, &f, &err), CT_EINVAL);
+    assert_string_equal(err.msg, "Filter must end with a ')': regexp(.*bean");
+    assert_null(f);
     assert_int_equal(qfilter_new_shorthand("host", "a|b|c", false, &f, &err), CT_OK);
     size_t n = 0;
     const char *const *lits = qfilter_literals(f, &n);

@@ -227,7 +227,7 @@ static void test_qspec_json_scalar_fill_forms(void **state)
         {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"null\",\"value\":1}",
          "The value for NULL must be 0"},
         {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"bad\"}",
-         "No such fill policy: 'bad': must be one of: none zero nan null scalar"},
+         "Unrecognized fill policy: bad"},
         {"\"downsample\":\"1m-avg\",\"fillPolicy\":{\"policy\":\"scalar\",\"value\":\"x\"}",
          "Invalid scalar fill value 'x': must be a finite number"},
         {"\"downsample\":\"1m-avg\",\"fillPolicy\":3",
@@ -269,7 +269,7 @@ static void test_qspec_json_errors(void **state)
          "Could not find a filter for type: nope"},
         {"{\"start\":\"1h-ago\",\"queries\":[{\"aggregator\":\"sum\",\"metric\":\"m\","
          "\"downsample\":\"1m-avg-bad\"}]}",
-         "No such fill policy: 'bad': must be one of: none zero nan null scalar"},
+         "Unrecognized fill policy: bad"},
         {"{\"start\":\"1h-ago\",\"timezone\":\"Nowhere/X\",\"queries\":[{\"aggregator\":\"sum\","
          "\"metric\":\"m\"}]}",
          "The timezone specification could not be found"},

@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# test_audit_tsdbquery.sh - query answers as OpenTSDB 2.4's TsdbQuery computes them: the cases of
+# TestTsdbQueryQueries and TestTsdbQueryDownsample that assert numbers, carried over as HTTP
+# writes and /api/query reads of the real TSD (each check names the Java test). The fixture is
+# theirs: sys.cpu.user with host=web01 1..300 and host=web02 300..1, one point every 30 s from
+# 1356998430 (web02 15 s later in the "offset" metric), floats from 1.25 by 0.25, the counters of
+# the rate-option cases. Checked: values, timestamps, point counts, integer vs double, groups
+# and aggregated tags, lerp (integer truncation) against the zero/max/min-filling aggregators,
+# rate with counter/counterMax/resetValue/dropResets, downsampling (avg, count, 0all), and the
+# "no data" / "no such name" answers.
+source "$(dirname "$0")/lib.sh"
+
+tsd_start
+python3 - "$TSD_PORT" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
+L = []
+for i in range(1, 301):
+    t = 1356998400 + 30 * i
+    L.append("put sys.cpu.user %d %d host=web01" % (t, i))
+    L.append("put sys.cpu.user %d %d host=web02" % (t, 301 - i))
+    L.append("put tq.offset %d %d host=web01" % (t, i))
+    L.append("put tq.offset %d %d host=web02" % (t + 15, 301 - i))
+v, t = 1.25, 1356998400
+while v <= 76:
+    t += 30
+    L.append("put tq.float %d %s host=web01" % (t, repr(v)))
+    v += 0.25
+M = 9223372036854775807
+for metric, vals in (("rc.default", [M - 55, M - 25, 5]), ("rc.noop", [30, 60, 90]),
+                     ("rc.max", [45, 75, 5]), ("rc.anom", [45, 75, 25]), ("rc.drop", [45, 75, 25, 55])):
+    for k, x in enumerate(vals):
+        L.append("put %s %d %d host=web01" % (metric, 1356998430 + 30 * k, x))
+L.append("version")
+s.sendall(("\n".join(L) + "\n").encode())
+s.shutdown(socket.SHUT_WR)
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+if b"put:" in out or b"error" in out.lower():
+    print("not ok - the fixture is written: %s" % out[:300]); sys.exit(1)
+PY
+[ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
+
+python3 - "$TSD_PORT" <<'PY'
+import json, sys, urllib.parse, urllib.request, urllib.error
+port = sys.argv[1]
+def req(path, method="GET", body=None):
+    r = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path),
+                               data=body.encode() if body is not None else None, method=method)
+    try:
+        x = urllib.request.urlopen(r, timeout=30); return x.status, x.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+fails = 0
+def report(name, why, body=""):
+    global fails
+    fails += bool(why)
+    print(("not ok - %s: %s; answer %s" % (name, why, body[:300])) if why else "ok - " + name)
+R = "start=1356998400&end=1357041600&"
+def q(m, extra=""):
+    return "/api/query?" + R + extra + "m=" + urllib.parse.quote(m, safe=":")
+def series(name, m, want, extra="", doubles=None, tags=None, agg=None, tol=1e-9):
+    """want: [(seconds, value)] of the one answer; doubles: whether every value must be a double"""
+    st, b = req(q(m, extra))
+    why = ""
+    try:
+        d = json.loads(b)
+        if st != 200 or len(d) != 1:
+            why = "status %d, %d answers" % (st, len(d) if isinstance(d, list) else -1)
+        else:
+            got = sorted((int(k), v) for k, v in d[0]["dps"].items())
+            if len(got) != len(want):
+                why = "%d points, want %d" % (len(got), len(want))
+            else:
+                for (gt, gv), (wt, wv) in zip(got, want):
+                    if gt != wt or abs(gv - wv) > tol:
+                        why = "at %d: %r, want %r at %d" % (gt, gv, wv, wt); break
+                    if doubles is not None and isinstance(gv, float) != doubles:
+                        why = "at %d: %r is %s" % (gt, gv, "an integer" if doubles else "a double"); break
+            if tags is not None and d[0]["tags"] != tags: why += " tags %r" % d[0]["tags"]
+            if agg is not None and d[0]["aggregateTags"] != agg: why += " aggregateTags %r" % d[0]["aggregateTags"]
+    except (ValueError, KeyError, TypeError) as x:
+        why = "bad answer (%s)" % x
+    report(name, why.strip(), b)
+T = [1356998400 + 30 * i for i in range(1, 301)]
+
+series("TestTsdbQueryQueries.runLongSingleTS", "sum:sys.cpu.user{host=web01}",
+       [(t, i + 1) for i, t in enumerate(T)], doubles=False, tags={"host": "web01"}, agg=[])
+series("TestTsdbQueryQueries.runLongSingleTSMs (ms)", "sum:sys.cpu.user{host=web01}",
+       [(t * 1000, i + 1) for i, t in enumerate(T)], extra="ms&")
+st, b = req("/api/query?start=1357041660&end=1357045200&m=sum:sys.cpu.user")
+report("TestTsdbQueryQueries.runLongSingleTSNoData", "" if st == 200 and b.strip() == "[]" else "status %d" % st, b)
+series("TestTsdbQueryQueries.runLongTwoAggSum", "sum:sys.cpu.user", [(t, 301) for t in T],
+       doubles=False, tags={}, agg=["host"])
+st, b = req(q("sum:sys.cpu.user{host=*}"))
+try:
+    d = json.loads(b)
+    why = "" if [a["tags"]["host"] for a in d] == ["web01", "web02"] and \
+        [sorted(a["dps"].values())[:2] for a in d] == [[1, 2], [1, 2]] and all(len(a["dps"]) == 300 for a in d) \
+        else "answers %r" % [(a["tags"], len(a["dps"])) for a in d]
+except (ValueError, KeyError, TypeError) as x:
+    why = "bad answer (%s)" % x
+report("TestTsdbQueryQueries.runLongTwoGroup", why, b)
+series("TestTsdbQueryQueries.runLongSingleTSRate", "sum:rate:sys.cpu.user{host=web01}",
+       [(t, 1 / 30) for t in T[1:]], doubles=True)
+series("TestTsdbQueryQueries.runFloatSingleTS", "sum:tq.float{host=web01}",
+       [(t, 1.25 + 0.25 * i) for i, t in enumerate(T)], doubles=True, tol=1e-6)
+series("TestTsdbQueryQueries.runFloatSingleTSRate", "sum:rate:tq.float{host=web01}",
+       [(t, 0.25 / 30) for t in T[1:]], tol=1e-6)
+st, b = req(q("sum:sys.cpu.nope"))
+report("TestTsdbQueryQueries.setTimeSeriesNosuchMetric", "" if st == 400 and "No such name for 'metrics': 'sys.cpu.nope'" in b else "status %d" % st, b)
+st, b = req(q("sum:sys.cpu.user{dc=web01}"))
+report("TestTsdbQueryQueries.setTimeSeriesNosuchTagk", "" if st == 400 and "No such name for 'tagk': 'dc'" in b else "status %d" % st, b)
+st, b = req(q("sum:sys.cpu.user{host=web09}"))
+report("TestTsdbQueryQueries.setTimeSeriesNosuchTagv", "" if st == 400 and "No such name for 'tagv': 'web09'" in b else "status %d" % st, b)
+st, b = req("/api/query?" + R + "tsuid=sum:000001000001000001")
+report("TestTsdbQueryQueries.runTSUIDQuery", "" if st == 200 and len(json.loads(b)[0]["dps"]) == 300 else "status %d" % st, b)
+st, b = req("/api/query?" + R + "tsuid=sum:000001000001000001,000001000001000002")
+try:
+    d = json.loads(b)
+    why = "" if st == 200 and set(d[0]["dps"].values()) == {301} and len(d[0]["dps"]) == 300 else "answer"
+except (ValueError, KeyError, TypeError, IndexError):
+    why = "status %d" % st
+report("TestTsdbQueryQueries.runTSUIDsAggSum", why, b)
+st, b = req("/api/query?start=1357041660&end=1357045200&tsuid=sum:000001000001000001")
+report("TestTsdbQueryQueries.runTSUIDQueryNoData", "" if st == 200 and b.strip() == "[]" else "status %d" % st, b)
+
+# rate options
+def ro(counter=True, cmax=None, reset=None, drop=False):
+    o = {"counter": counter}
+    if cmax is not None: o["counterMax"] = cmax
+    if reset is not None: o["resetValue"] = reset
+    if drop: o["dropResets"] = True
+    return o
+def rate(name, metric, opts, want):
+    st, b = req("/api/query", "POST", json.dumps({"start": 1356998400, "end": 1357041600, "queries": [
+        {"metric": metric, "aggregator": "sum", "rate": True, "rateOptions": opts}]}))
+    why = ""
+    try:
+        got = sorted((int(k), v) for k, v in json.loads(b)[0]["dps"].items())
+        if len(got) != len(want) or any(g[0] != w[0] or abs(g[1] - w[1]) > 0.001 for g, w in zip(got, want)):
+            why = "got %r, want %r" % (got, want)
+    except (ValueError, KeyError, TypeError, IndexError) as x:
+        why = "status %d (%s)" % (st, x)
+    report(name, why, b)
+rate("TestTsdbQueryQueries.runRateCounterDefault (wraps at Long.MAX_VALUE)", "rc.default",
+     ro(cmax=9223372036854775807), [(1356998460, 1.0), (1356998490, 1.0)])
+rate("TestTsdbQueryQueries.runRateCounterDefaultNoOp", "rc.noop", ro(cmax=9223372036854775807),
+     [(1356998460, 1.0), (1356998490, 1.0)])
+rate("TestTsdbQueryQueries.runRateCounterMaxSet", "rc.max", ro(cmax=100), [(1356998460, 1.0), (1356998490, 1.0)])
+rate("TestTsdbQueryQueries.runRateCounterAnomally (above resetValue: 0)", "rc.anom", ro(cmax=10000, reset=35),
+     [(1356998460, 1.0), (1356998490, 0.0)])
+rate("TestTsdbQueryQueries.runRateCounterAnomallyDrop", "rc.drop", ro(cmax=10000, reset=35, drop=True),
+     [(1356998460, 1.0), (1356998520, 1.0)])
+series("rate counter in m= (rate{counter,100,35}): as runRateCounterAnomally", "sum:rate{counter,10000,35}:rc.anom",
+       [(1356998460, 1.0), (1356998490, 0.0)])
+series("rate dropcounter in m=: as runRateCounterAnomallyDrop", "sum:rate{dropcounter,10000,35}:rc.drop",
+       [(1356998460, 1.0), (1356998520, 1.0)])
+
+# interpolation: web02 15 s after web01
+def interp():
+    out, v, ts = [], 1, 1356998430
+    for _ in range(600):
+        out.append((ts, v))
+        if ts == 1357007400: v = 1
+        elif v in (1, 302): v = 301
+        else: v = 302
+        ts += 15
+    return out
+series("TestTsdbQueryQueries.runInterpolationSeconds (sum: integer lerp)", "sum:tq.offset", interp(), doubles=False)
+raw = sorted([(t, i + 1) for i, t in enumerate(T)] + [(t + 15, 300 - i) for i, t in enumerate(T)])
+for agg in ("zimsum", "mimmin", "mimmax"):
+    series("interpolation: %s takes only the points present (missing is 0 / max / min)" % agg,
+           agg + ":tq.offset", raw, doubles=False)
+# min with lerp: at web02's times web01 counts as its lerp (1 at 1356998445, ...)
+st, b = req(q("min:tq.offset"))
+d = json.loads(b)[0]["dps"] if st == 200 else {}
+report("interpolation: min uses the lerp of the other series",
+       "" if d.get("1356998445") == 1 and d.get("1356998430") == 1 and d.get("1357007415") == 1 and len(d) == 600
+       else "dps %r" % list(d.items())[:4], b)
+
+# downsampling
+ds = [(1356998400, 1.0)] + [(1356998400 + 60 * i, i * 2 + 0.5) for i in range(1, 150)] + [(1357007400, 300.0)]
+series("TestTsdbQueryDownsample.runLongSingleTSDownsample (60s-avg, doubles)", "sum:1m-avg:sys.cpu.user{host=web01}",
+       ds, doubles=True)
+series("TestTsdbQueryDownsample.runLongSingleTSDownsampleMs", "sum:1m-avg:sys.cpu.user{host=web01}",
+       [(t * 1000, v) for t, v in ds], extra="ms&")
+series("TestTsdbQueryDownsample.runLongSingleTSDownsampleAndRate", "sum:1m-avg:rate:sys.cpu.user{host=web01}",
+       [(1356998460, 1.5 / 60)] + [(1356998400 + 60 * i, 2 / 60) for i in range(2, 150)] + [(1357007400, 1.5 / 60)],
+       doubles=True)
+series("TestTsdbQueryDownsample.runLongSingleTSDownsampleCount", "sum:1m-count:sys.cpu.user{host=web01}",
+       [(1356998400, 1.0)] + [(1356998400 + 60 * i, 2.0) for i in range(1, 150)] + [(1357007400, 1.0)], doubles=True)
+series("TestTsdbQueryDownsample.runLongSingleTSDownsampleAll", "sum:0all-sum:sys.cpu.user{host=web01}",
+       [(1356998400, 45150.0)], doubles=True)
+st, b = req("/api/query?start=1356998500&end=1356998600&m=" + urllib.parse.quote("sum:0all-sum:sys.cpu.user{host=web01}", safe=":"))
+try:
+    d = json.loads(b)[0]["dps"]
+    why = "" if d == {"1356998500": 15.0} else "dps %r" % d
+except (ValueError, KeyError, TypeError, IndexError):
+    why = "status %d" % st
+report("TestTsdbQueryDownsample.runLongSingleTSDownsampleAllSubSet (4 + 5 + 6 at the start)", why, b)
+st, b = req(q("sum:1m-none:sys.cpu.user"))
+report("TestTsdbQueryDownsample.runLongSingleTSDownsampleNone", "" if st == 400 and "cannot use the NONE aggregator for downsampling" in b else "status %d" % st, b)
+series("TestTsdbQueryDownsample.runFloatSingleTSDownsample", "sum:1m-avg:tq.float{host=web01}",
+       [(1356998400, 1.25)] + [(1356998400 + 60 * i, 1.25 + 0.25 * (2 * i - 1) + 0.125) for i in range(1, 150)] +
+       [(1357007400, 1.25 + 0.25 * 299)], doubles=True, tol=1e-5)
+sys.exit(1 if fails else 0)
+PY
+[ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
+tsd_stop
+it_done
