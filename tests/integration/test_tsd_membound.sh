@@ -28,14 +28,14 @@ flood_run() { # DESC TAGLEN HEAD(0|1)
   keys="rss_under_limit rss_flat uid_names_bounded series_cache_bounded flood_ingested answers steady_all_acked_queryable"
   if [ "$head" = 1 ]; then
     base=now
-    keys="$keys head_bounded refused_with_clear_error refused_counted stats_show_parts"
+    keys="$keys head_bounded refused_with_clear_error refused_counted http_refused_in_details stats_show_parts"
     TSD_DATA="" tsd_start --tsd.core.memory_limit_bytes=$LIMIT --tsd.storage.head.enable=true
   else
     TSD_DATA="" tsd_start --tsd.core.memory_limit_bytes=$LIMIT
   fi
   out=$(timeout 120 python3 "$(dirname "$0")/membound_flood.py" "$TSD_PORT" "$TSD_PID" "$FLOOD_SECONDS" "$taglen" 50000000 "$base")
   res=$(timeout 60 python3 - "$TSD_PORT" "$LIMIT" "$head" "$out" <<'PY'
-import json, statistics, sys, urllib.request
+import json, statistics, sys, urllib.error, urllib.request
 port, limit, head, o = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1", json.loads(sys.argv[4])
 base = "http://127.0.0.1:%d" % port
 def get(path):
@@ -84,6 +84,21 @@ if head:
     # (past 100 a batch); the stat counts them all (and any whose lines were not read yet)
     more = sum(int(k.split()[1]) * v for k, v in o["errors"].items() if k.endswith(" more"))
     print("refused_counted", thr > 0 and thr + more <= stats.get("tsd.memory.series_refused", 0) <= o["sent"])
+    # HTTP: the head is still over its bound (its hours are open), so a new series' point is
+    # refused in the details (400, OpenTSDB's shape for failed points) and the steady series'
+    # point of the same request is written
+    body = json.dumps([{"metric": "mb.http", "timestamp": b0 + 1, "value": 1, "tags": {"s": "new"}},
+                       {"metric": "mb.steady", "timestamp": b0 + n + 1000, "value": 7, "tags": {"s": "3"}}]).encode()
+    req = urllib.request.Request(base + "/api/put?details", data=body, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            code, pr = r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        code, pr = e.code, json.loads(e.read())
+    errs = pr.get("errors", [])
+    print("http_refused_in_details", code == 400 and pr.get("success") == 1 and pr.get("failed") == 1 and
+          len(errs) == 1 and errs[0]["datapoint"]["metric"] == "mb.http" and
+          errs[0]["error"].startswith("memory limit reached: the ingest head holds"))
     parts = ["limit_bytes", "head_bytes", "head_bound_bytes", "meta_bytes", "uid_cache_bytes",
              "series_cache_bytes", "memstore_bytes", "block_cache_bytes", "series_refused"]
     print("stats_show_parts", all(("tsd.memory." + p) in mem for p in parts) and
