@@ -32,12 +32,15 @@ uint64_t membudget_per_conn(uint64_t max_body, bool chunked, uint64_t max_chunk,
 /* "fixed 48.0 + ingest 6.3 + 23 conns x 7.0 + ..." (short: it goes into a struct ct_err). */
 static void describe_parts(const struct membudget *b, char *buf, size_t size)
 {
+    char head[48] = ""; /* the ingest head's part, only with the head on */
+    if (b->head)
+        snprintf(head, sizeof(head), " + head %.1f", MIB_F(b->head));
     snprintf(buf, size,
              "fixed %.1f + ingest %.1f + %" PRId64 " conns x %.1f + queries %.1f (%" PRIu64
-             " dps) + answers %.1f + head %.1f + cache %.1f + memstores %.1f MiB",
+             " dps) + answers %.1f%s + cache %.1f + memstores %.1f MiB",
              MIB_F(b->fixed), MIB_F(b->ingest_pool), b->connections, MIB_F(b->per_conn),
-             MIB_F(b->queries), b->query_dps, MIB_F(b->answers), MIB_F(b->head),
-             MIB_F(b->block_cache), MIB_F(b->memstores));
+             MIB_F(b->queries), b->query_dps, MIB_F(b->answers), head, MIB_F(b->block_cache),
+             MIB_F(b->memstores));
 }
 
 static int too_small(const struct membudget_in *in, const struct membudget *b, const char *why,

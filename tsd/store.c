@@ -19,7 +19,9 @@
  * (4) newest-hour index (schema/meta.h): an entry remembers the newest hour this writer put in the
  * index for its series, so a series costs one index cell per hour, written after the write's
  * points and before they are acknowledged; a failed write empties the map (its hours may have
- * been moved on for points that were not written). */
+ * been moved on for points that were not written);
+ * (5) under tsd.storage.head.max_bytes, a write that begins with the head at or over it takes no
+ * new series into the head (store_admit_series). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
