@@ -31,7 +31,7 @@ flood_run() { # DESC TAGLEN HEAD(0|1)
     keys="$keys head_bounded refused_with_clear_error refused_counted http_refused_in_details stats_show_parts"
     TSD_DATA="" tsd_start --tsd.core.memory_limit_bytes=$LIMIT --tsd.storage.head.enable=true
   else
-    TSD_DATA="" tsd_start --tsd.core.memory_limit_bytes=$LIMIT
+    TSD_DATA="" tsd_start --tsd.core.memory_limit_bytes=$LIMIT --tsd.storage.head.enable=false
   fi
   out=$(timeout 120 python3 "$(dirname "$0")/membound_flood.py" "$TSD_PORT" "$TSD_PID" "$FLOOD_SECONDS" "$taglen" 50000000 "$base")
   res=$(timeout 60 python3 - "$TSD_PORT" "$LIMIT" "$head" "$out" <<'PY'
