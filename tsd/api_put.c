@@ -107,7 +107,7 @@ static void api_put_batch_done(void *arg, struct ingest_batch *b)
         const char *text = o == INGEST_UNKNOWN_METRIC ? "Unknown metric"
                            : o == INGEST_ILLEGAL      ? msg
                                                       : "Unexpected exception";
-        if (o == INGEST_STORE_ERROR)
+        if (o == INGEST_STORE_ERROR || o == INGEST_THROTTLED)
             text = msg && *msg ? msg : "Unexpected exception";
         api_put_add_err(job, (size_t)p.owner, text);
     }

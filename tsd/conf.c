@@ -198,11 +198,15 @@ static const struct ct_cfg_key conf_keys[] = {
     {"tsd.storage.head.enable", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/store.c",
      "experimental: keep each series' open hours in the in-memory head (log in <directory>/head) "
      "and write one cell per series-hour at hand-off; queries do not read the head yet"},
+    {"tsd.storage.head.max_bytes", CT_CFG_INT, "0", 0, (int64_t)1 << 50, NULL, "tsd/membudget.c",
+     "bytes the ingest head may hold: past them points of series it does not hold are refused "
+     "(0 = no bound; derived from tsd.core.memory_limit_bytes when that is set)"},
     {"tsd.storage.memstore_flush_bytes", CT_CFG_INT, "16777216", 65536, (int64_t)1 << 40, NULL,
      "tsd/store.c", "a region's memstores are flushed at this size; writes to it wait at 4x"},
-    {"tsd.storage.memstore_total_bytes", CT_CFG_INT, "0", 0, (int64_t)1 << 50, NULL, "tsd/store.c",
+    {"tsd.storage.memstore_total_bytes", CT_CFG_INT, "67108864", 0, (int64_t)1 << 50, NULL,
+     "tsd/store.c",
      "all memstores together: past it the largest are flushed and writes wait (0 = max(4 x flush "
-     "size, 256 MiB), flush only)"},
+     "size, 256 MiB), flush only; derived from tsd.core.memory_limit_bytes when that is set)"},
     {"tsd.storage.quarantine_damaged", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/store.c",
      "open a store with damaged files by setting them aside (wc_options)"},
     {"tsd.storage.region_split_bytes", CT_CFG_INT, "1073741824", 65536, (int64_t)1 << 50, NULL,

@@ -32,6 +32,8 @@ enum ingest_outcome {
     INGEST_ILLEGAL = 2,        /* rejected: illegal argument (message says why) */
     INGEST_UNKNOWN_METRIC = 3, /* auto_create_metrics is off and the metric is new */
     INGEST_STORE_ERROR = 4,    /* the store failed the write */
+    INGEST_THROTTLED = 5,      /* refused for memory: a new series past the memory bound
+                                  (tsd/membudget.h; message says which part is full) */
 };
 
 /* The write function: writes every point of the nb batches b[0..nb) (ingest_batch_point gives

@@ -1,6 +1,6 @@
 /* membudget.c - splitting tsd.core.memory_limit_bytes (see membudget.h).
  *
- * Invariant: a split returned CT_OK has fixed + ingest_pool + conns + queries + answers +
+ * Invariant: a split returned CT_OK has fixed + ingest_pool + conns + queries + answers + head +
  * block_cache + memstores <= limit, every part the operator set equal to what they set, and at least
  * MEMBUDGET_MIN_CONNS connections and MEMBUDGET_MIN_MEMSTORES of memstores (embedded store).
  * Pure arithmetic except membudget_apply, which reads and writes the configuration. */
@@ -32,11 +32,14 @@ uint64_t membudget_per_conn(uint64_t max_body, bool chunked, uint64_t max_chunk,
 /* "fixed 48.0 + ingest 6.3 + 23 conns x 7.0 + ..." (short: it goes into a struct ct_err). */
 static void describe_parts(const struct membudget *b, char *buf, size_t size)
 {
+    char head[48] = ""; /* the ingest head's part, only with the head on */
+    if (b->head)
+        snprintf(head, sizeof(head), " + head %.1f", MIB_F(b->head));
     snprintf(buf, size,
              "fixed %.1f + ingest %.1f + %" PRId64 " conns x %.1f + queries %.1f (%" PRIu64
-             " dps) + answers %.1f + cache %.1f + memstores %.1f MiB",
+             " dps) + answers %.1f%s + cache %.1f + memstores %.1f MiB",
              MIB_F(b->fixed), MIB_F(b->ingest_pool), b->connections, MIB_F(b->per_conn),
-             MIB_F(b->queries), b->query_dps, MIB_F(b->answers), MIB_F(b->block_cache),
+             MIB_F(b->queries), b->query_dps, MIB_F(b->answers), head, MIB_F(b->block_cache),
              MIB_F(b->memstores));
 }
 
@@ -126,6 +129,18 @@ int membudget_split(const struct membudget_in *in, struct membudget *out, struct
     if (b.answers > left)
         return too_small(in, &b, "tsd.http.query.answer_buffer_bytes does not fit", err);
     left -= b.answers;
+    if (in->head_on) {
+        if (in->head_bytes_set && in->head_bytes == 0)
+            return ct_err_set(err, CT_EINVAL,
+                              "tsd.storage.head.max_bytes=0 (no bound) cannot be bounded by "
+                              "tsd.core.memory_limit_bytes: set a size or leave it unset");
+        b.head = in->head_bytes_set ? in->head_bytes : left / 10 * MEMBUDGET_HEAD_TENTHS;
+        if (b.head > left)
+            return too_small(in, &b, "tsd.storage.head.max_bytes does not fit", err);
+        if (b.head < MEMBUDGET_MIN_HEAD)
+            return too_small(in, &b, "less than 4 MiB would be left for the ingest head", err);
+        left -= b.head;
+    }
     if (in->embedded) {
         if (in->block_cache_set && in->memstores_set) {
             if (b.block_cache + b.memstores > left)
@@ -206,6 +221,9 @@ int membudget_apply(struct conf *c, struct membudget *out, struct ct_err *err)
     in.query_dps_set = conf_is_set(c, "tsd.query.limits.data_points.default");
     in.answers = (uint64_t)conf_get_int(c, "tsd.http.query.answer_buffer_bytes");
     in.answers_set = conf_is_set(c, "tsd.http.query.answer_buffer_bytes");
+    in.head_on = conf_get_bool(c, "tsd.storage.head.enable");
+    in.head_bytes = (uint64_t)conf_get_int(c, "tsd.storage.head.max_bytes");
+    in.head_bytes_set = conf_is_set(c, "tsd.storage.head.max_bytes");
     if (in.memstores_set && in.memstores == 0)
         return ct_err_set(err, CT_EINVAL,
                           "tsd.storage.memstore_total_bytes=0 (the engine's own ceiling) cannot "
@@ -221,6 +239,8 @@ int membudget_apply(struct conf *c, struct membudget *out, struct ct_err *err)
         (rc = set_u64(c, "tsd.http.query.answer_buffer_bytes", b.answers, err)) ||
         (rc = set_u64(c, "tsd.storage.ctsdb.uid_cache_bytes", b.uid_cache, err)) ||
         (rc = set_u64(c, "tsd.storage.series_cache_bytes", b.series_cache, err)))
+        return rc;
+    if (in.head_on && (rc = set_u64(c, "tsd.storage.head.max_bytes", b.head, err)))
         return rc;
     if (in.embedded && ((rc = set_u64(c, "tsd.storage.block_cache_bytes", b.block_cache, err)) ||
                         (rc = set_u64(c, "tsd.storage.memstore_total_bytes", b.memstores, err)) ||
@@ -245,7 +265,7 @@ void membudget_describe(const struct membudget *b, char *buf, size_t size)
              "HTTP body %.1f MiB",
              MIB_F(b->limit), parts,
              MIB_F(b->limit - b->fixed - b->ingest_pool - b->conns - b->queries - b->answers -
-                   b->block_cache - b->memstores),
+                   b->head - b->block_cache - b->memstores),
              MIB_F(b->flush_bytes), MIB_F(b->max_body));
 }
 

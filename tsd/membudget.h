@@ -6,6 +6,13 @@
  * are derived from what is left (docs/tsd.md, "Memory limit"). A limit the explicit settings do
  * not fit in is refused with the figures, so the TSD never starts over its bound.
  *
+ * With the ingest head on (tsd.storage.head.enable), the head is one more part: its bytes
+ * (schema/head.h head_bytes(), exact) are bounded by tsd.storage.head.max_bytes, derived under
+ * a limit. The head is the one part that grows with the number of series and frees only at
+ * hand-off, so it is where new series are refused: past its bound, a point of a series the
+ * head does not hold is refused (INGEST_THROTTLED, "put: Please throttle writes: ..."), while
+ * the series it holds keep ingesting (tsd/store.c, store_admit_series).
+ *
  * The per-connection buffer caps live here so that telnet.c and http_conn.c enforce the same
  * numbers this file counts. */
 #ifndef CT_TSD_MEMBUDGET_H
@@ -54,6 +61,10 @@ struct conf;
 #define MEMBUDGET_QUERY_POINT_BYTES 128
 /* Smallest derived parts: a limit that leaves less is refused. */
 #define MEMBUDGET_MIN_MEMSTORES (4ull << 20)
+#define MEMBUDGET_MIN_HEAD      (4ull << 20)
+/* The head's share, in tenths, of what is left after the connections, queries and answers
+ * (the block cache and memstores share the rest as without the head). */
+#define MEMBUDGET_HEAD_TENTHS 4
 #define MEMBUDGET_MIN_CONNS     4
 #define MEMBUDGET_MIN_QUERY_DPS 100000
 /* tsd.http.request.max_body when a limit is set and the key is not: 1 MiB (~7,000 points). */
@@ -87,6 +98,9 @@ struct membudget_in {
     bool query_dps_set;
     uint64_t answers; /* tsd.http.query.answer_buffer_bytes */
     bool answers_set;
+    bool head_on;        /* tsd.storage.head.enable */
+    uint64_t head_bytes; /* tsd.storage.head.max_bytes */
+    bool head_bytes_set;
 };
 
 /* The split: the parts add up to at most limit. */
@@ -103,6 +117,7 @@ struct membudget {
     uint64_t query_dps;   /* tsd.query.limits.data_points.default */
     uint64_t queries;     /* query_threads x query_dps x MEMBUDGET_QUERY_POINT_BYTES */
     uint64_t answers;     /* query answers held for slow readers (struct membudget_pool) */
+    uint64_t head;        /* tsd.storage.head.max_bytes (0 with the head off) */
     uint64_t block_cache; /* tsd.storage.block_cache_bytes (0 with Bigtable) */
     uint64_t memstores;   /* tsd.storage.memstore_total_bytes (0 with Bigtable) */
     uint64_t flush_bytes; /* tsd.storage.memstore_flush_bytes */
@@ -115,7 +130,8 @@ uint64_t membudget_per_conn(uint64_t max_body, bool chunked, uint64_t max_chunk,
 
 /* Splits in->limit (which must be > 0). Unset parts, of what is left after the fixed part and
  * the ingest pool: connections half (at least MEMBUDGET_MIN_CONNS of them), queries a fifth (at
- * least MEMBUDGET_MIN_QUERY_DPS datapoints each), held query answers a twentieth, then the
+ * least MEMBUDGET_MIN_QUERY_DPS datapoints each), held query answers a twentieth, then with the
+ * head on MEMBUDGET_HEAD_TENTHS of the rest for the head (at least MEMBUDGET_MIN_HEAD), then the
  * block cache 30% and the memstores
  * 70% of the rest (the memstores at least MEMBUDGET_MIN_MEMSTORES),
  * the flush size an eighth of the memstores (64 KiB .. 16 MiB), the largest body

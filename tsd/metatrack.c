@@ -3,7 +3,10 @@
  * counted; (2) a TSMeta is only ever created with a check-and-put against absence
  * (qmeta_tsmeta_store_new), so one stored by /api/uid/tsmeta or another TSD is never replaced;
  * (3) the counter only grows by the points written (wc_increment is atomic across threads and,
- * on either backend, across TSDs). */
+ * on either backend, across TSDs).
+ * Memory: nothing per series is kept here; the series a write concerns are listed by the store's
+ * writers (tsd/store.c, the touch lists, bounded by one group of points) and counted in
+ * /api/stats as tsd.memory.meta_bytes (docs/tsd.md, "Memory limit"). */
 #include "tsd/metatrack.h"
 
 #include <stdatomic.h>

@@ -19,7 +19,9 @@
  * (4) newest-hour index (schema/meta.h): an entry remembers the newest hour this writer put in the
  * index for its series, so a series costs one index cell per hour, written after the write's
  * points and before they are acknowledged; a failed write empties the map (its hours may have
- * been moved on for points that were not written). */
+ * been moved on for points that were not written);
+ * (5) under tsd.storage.head.max_bytes, a write that begins with the head at or over it takes no
+ * new series into the head (store_admit_series). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -91,6 +93,7 @@ struct store_writer {
     size_t ntouch, touch_cap;
     uint8_t *touch_bytes;
     size_t touch_used, touch_bytes_cap;
+    _Atomic size_t touch_held; /* touch + touch_bytes allocated (read by /api/stats) */
     uint32_t seq; /* the write's number, for store_entry.seq */
     struct store_writer *next;
     /* the head's points of this write (tsuid holds an offset into tsb until store_head_write) */
@@ -115,6 +118,9 @@ struct tsdstore {
     struct head *head;
     struct headlog *hlog;
     size_t series_cache_bytes; /* each writer's series cache (tsd.storage.series_cache_bytes) */
+    uint64_t mem_limit;        /* tsd.core.memory_limit_bytes (0 = none), for /api/stats */
+    uint64_t head_bound; /* tsd.storage.head.max_bytes: new series refused past it (0 = none) */
+    _Atomic uint64_t series_refused; /* points refused by store_admit_series */
     pthread_mutex_t handoff_mu; /* one hand-off at a time */
     _Atomic int64_t handoff_checked_s;
     int64_t grace_s;
@@ -560,6 +566,8 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
     pthread_mutex_init(&st->mu, NULL);
     pthread_mutex_init(&st->handoff_mu, NULL);
     st->series_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.series_cache_bytes");
+    st->mem_limit = (uint64_t)conf_get_int(c, "tsd.core.memory_limit_bytes");
+    st->head_bound = (uint64_t)conf_get_int(c, "tsd.storage.head.max_bytes");
     if (store_parse_durability(conf_get_str(c, "tsd.storage.wal.durability"), &st->durability))
         st->durability = WC_DURABILITY_SYNC_WAL;
 
@@ -707,6 +715,8 @@ static int store_touch_add(struct store_writer *w, const uint8_t *ts, size_t tl,
         struct store_touch *nt = realloc(w->touch, nc * sizeof(*nt));
         if (!nt)
             return ct_err_set(err, CT_ENOMEM, "out of memory for a write's series meta");
+        atomic_fetch_add_explicit(&w->touch_held, (nc - w->touch_cap) * sizeof(*nt),
+                                  memory_order_relaxed);
         w->touch = nt;
         w->touch_cap = nc;
     }
@@ -717,6 +727,7 @@ static int store_touch_add(struct store_writer *w, const uint8_t *ts, size_t tl,
         uint8_t *nb = realloc(w->touch_bytes, nc);
         if (!nb)
             return ct_err_set(err, CT_ENOMEM, "out of memory for a write's series meta");
+        atomic_fetch_add_explicit(&w->touch_held, nc - w->touch_bytes_cap, memory_order_relaxed);
         w->touch_bytes = nb;
         w->touch_bytes_cap = nc;
     }
@@ -801,7 +812,12 @@ static int store_meta_write(struct tsdstore *st, struct store_writer *w, struct 
 }
 
 struct store_counts {
-    size_t n, added, failed, unknown;
+    size_t n, added, failed, unknown, refused;
+    /* the head was at or over tsd.storage.head.max_bytes when this write began (head_bytes
+     * then), and the first ms of the hours it still takes: store_admit_series */
+    bool head_full;
+    size_t head_bytes;
+    int64_t head_open_ms;
     /* the first backend error of a UID lookup in this write: once set, every later point of a
      * series not yet cached fails at once with it (a stalled backend costs one deadline per
      * write, not one per new series); code CT_OK while no lookup failed */
@@ -873,6 +889,32 @@ static int store_head_write(struct tsdstore *st, struct store_writer *w, struct 
     return rc;
 }
 
+/* Series admission under the memory bound (tsd/membudget.h): while the head is at or over
+ * tsd.storage.head.max_bytes (checked once per write: a write may take it over by the new
+ * series of one group, at most 16,384), a point that would go into the head (its hour not yet
+ * handed off) of a series the head holds no points of is refused with INGEST_THROTTLED; series
+ * it holds keep ingesting, points of handed-off hours go to the store as ever. Refused points
+ * are counted in series_refused (tsd.memory.series_refused). */
+static bool store_admit_series(struct tsdstore *st, struct ingest_batch *b, size_t i,
+                               const uint8_t *ts, size_t tlen, int64_t ts_ms,
+                               struct store_counts *k)
+{
+    struct dpcodec_point last;
+    if (!k->head_full || ts_ms < k->head_open_ms ||
+        head_last(st->head, ts, tlen, INT64_MIN, &last) == CT_OK)
+        return true;
+    char msg[200];
+    snprintf(msg, sizeof(msg),
+             "memory limit reached: the ingest head holds %.1f MiB of its %.1f MiB "
+             "(tsd.storage.head.max_bytes); new series are refused until its hours are "
+             "handed off",
+             (double)k->head_bytes / 1048576.0, (double)st->head_bound / 1048576.0);
+    ingest_batch_set_outcome(b, i, INGEST_THROTTLED, msg);
+    k->failed++;
+    k->refused++;
+    return false;
+}
+
 /* Adds the points of b to w's schema batch (resolving new series), setting the outcome of
  * every point that cannot be written. Returns CT_OK or an error for the whole write. */
 static int store_add_points(struct tsdstore *st, struct store_writer *w, struct ingest_batch *b,
@@ -934,6 +976,8 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
             e = store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen);
             ts = tsuid;
         }
+        if (k->head_full && !store_admit_series(st, b, i, ts, tlen, pb.ts_ms, k))
+            continue;
         struct dpcodec_point dp = pb.value.kind == PUT_INT
                                       ? dpcodec_point_int(pb.ts_ms, pb.ms, pb.value.i)
                                       : dpcodec_point_real(pb.ts_ms, pb.ms, pb.value.d);
@@ -1009,6 +1053,12 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
     w->hpn = w->tsbn = 0;
     struct store_counts k;
     memset(&k, 0, sizeof(k));
+    if (st->head && st->head_bound) {
+        k.head_bytes = head_bytes(st->head);
+        k.head_full = k.head_bytes >= st->head_bound;
+        int64_t closed = head_closed_before_s(st->head);
+        k.head_open_ms = closed > INT64_MIN / 1000 ? closed * 1000 : INT64_MIN;
+    }
     int rc = CT_OK;
     for (size_t i = 0; i < nb && rc == CT_OK; i++)
         rc = store_add_points(st, w, b[i], &k, err);
@@ -1039,6 +1089,8 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
     }
     if (k.unknown)
         tstats_add(TSTATS_UNKNOWN_METRICS, k.unknown);
+    if (k.refused)
+        atomic_fetch_add_explicit(&st->series_refused, k.refused, memory_order_relaxed);
     if (rc != CT_OK) {
         tstats_add(TSTATS_STORAGE_ERRORS, 1);
         tstats_add(TSTATS_POINTS_FAILED, k.n);
@@ -1091,6 +1143,36 @@ static int store_stats_table(void *arg, const char *name)
     return 0;
 }
 
+/* The memory bound's parts that grow with the series (docs/tsd.md, "Memory limit"), bytes
+ * held now: tsd.memory.<part>_bytes, with the bound where there is one. */
+static void store_memory_stats(struct store_stats_ctx *x)
+{
+    struct tsdstore *st = x->st;
+    uint64_t series_cache = 0, meta = 0;
+    pthread_mutex_lock(&st->mu); /* st->all only grows under it; writers stay until close */
+    for (int i = 0; i < st->nall; i++) {
+        series_cache += atomic_load_explicit(&st->all[i]->cache.held, memory_order_relaxed);
+        meta += atomic_load_explicit(&st->all[i]->touch_held, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&st->mu);
+    struct uid_stats us;
+    uid_stats_get(tsdb_uid(st->tsdb), UID_METRIC, &us); /* the names' bytes: every kind */
+    store_stat(x, "tsd.memory.limit_bytes", st->mem_limit, "");
+    store_stat(x, "tsd.memory.head_bytes", st->head ? head_bytes(st->head) : 0, "");
+    store_stat(x, "tsd.memory.head_bound_bytes", st->head ? st->head_bound : 0, "");
+    store_stat(x, "tsd.memory.meta_bytes", meta, "");
+    store_stat(x, "tsd.memory.uid_cache_bytes", us.cache_name_bytes, "");
+    store_stat(x, "tsd.memory.series_cache_bytes", series_cache, "");
+    struct wc_store_stats s;
+    struct ct_err err = {0};
+    if (wc_store_stats(st->store, &s, &err) == CT_OK) {
+        store_stat(x, "tsd.memory.memstore_bytes", s.memstore_bytes, "");
+        store_stat(x, "tsd.memory.block_cache_bytes", s.cache_bytes, "");
+    }
+    store_stat(x, "tsd.memory.series_refused",
+               atomic_load_explicit(&st->series_refused, memory_order_relaxed), "");
+}
+
 void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, void *arg,
                     int64_t now_s)
 {
@@ -1098,6 +1180,7 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
     struct ct_err err = {0};
     /* which store this TSD serves: value 1, the backend and its place in the tags */
     store_stat(&x, "tsd.storage.info", 1, st->info_tags);
+    store_memory_stats(&x);
     {
         static const char *const kinds[] = {"metrics", "tagk", "tagv"};
         for (int k = 0; k < UID_NKINDS; k++) {

@@ -197,6 +197,8 @@ static const char *telnet_outcome_prefix(enum ingest_outcome o)
         return "put: illegal argument: ";
     case INGEST_UNKNOWN_METRIC:
         return "put: unknown metric: ";
+    case INGEST_THROTTLED: /* OpenTSDB's line for PleaseThrottleException */
+        return "put: Please throttle writes: ";
     default:
         return "put: HBase error: ";
     }

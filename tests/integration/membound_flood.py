@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """membound_flood.py - a new-series flood against a TSD started with a memory limit.
 
-Usage: membound_flood.py PORT PID SECONDS TAGLEN [MAX_LINES]
+Usage: membound_flood.py PORT PID SECONDS TAGLEN [MAX_LINES [BASE_TS]]
 Flood writers send telnet put lines whose every line names a new series (metric mb.flood, tag
 s=<counter><padding to TAGLEN bytes>) without waiting, and read whatever the TSD answers
 (error lines for refused series). A steady writer keeps 20 existing series (mb.steady, s=0..19)
 ingesting through the flood: one line per series per round, each round acknowledged by a
-`version` reply. VmRSS of PID is sampled every 0.5 s. Bounded by SECONDS and MAX_LINES.
-Prints one JSON object: peak and samples of VmRSS (KiB), lines sent, errors seen (counted by
-their first words), the steady writer's acknowledged timestamps range.
+`version` reply; the floods start once its first round is acknowledged (so the steady series
+exist before any bound is reached). VmRSS of PID is sampled every 0.5 s. Bounded by SECONDS and
+MAX_LINES. Timestamps start at BASE_TS (default 1600000000, hours long closed; `now`: the
+current second, so the points go into an ingest head): floods BASE_TS + n % 600, the steady
+writer BASE_TS + round. Prints one JSON object: peak and samples of VmRSS (KiB), lines sent,
+errors seen (counted by their first three words, and the first full line of each kind), the
+steady writer's acknowledged rounds and BASE_TS.
 """
 import json
 import socket
@@ -20,6 +24,8 @@ port, pid, seconds, taglen = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[
 max_lines = int(sys.argv[5]) if len(sys.argv) > 5 else 50_000_000
 stop = threading.Event()
 BASE_TS = 1600000000
+if len(sys.argv) > 6:
+    BASE_TS = int(time.time()) if sys.argv[6] == "now" else int(sys.argv[6])
 
 
 def rss_kib():
@@ -36,7 +42,7 @@ def rss_kib():
 class Flood(threading.Thread):
     def __init__(self, idx):
         super().__init__(daemon=True)
-        self.idx, self.sent, self.errors = idx, 0, {}
+        self.idx, self.sent, self.errors, self.example = idx, 0, {}, {}
         self.buf = b""
 
     def reader(self, s):
@@ -44,6 +50,7 @@ class Flood(threading.Thread):
         for line in f:
             key = b" ".join(line.split()[:3]).decode(errors="replace")
             self.errors[key] = self.errors.get(key, 0) + 1
+            self.example.setdefault(key, line.decode(errors="replace").rstrip("\n"))
 
     def run(self):
         s = socket.create_connection(("127.0.0.1", port), timeout=120)
@@ -55,7 +62,7 @@ class Flood(threading.Thread):
             while not stop.is_set() and self.sent < max_lines:
                 lines = []
                 for _ in range(5000):
-                    lines.append("put mb.flood %d 1 s=%d-%010d%s\n" % (BASE_TS + n % 3600, self.idx, n, pad))
+                    lines.append("put mb.flood %d 1 s=%d-%010d%s\n" % (BASE_TS + n % 600, self.idx, n, pad))
                     n += 1
                 s.sendall("".join(lines).encode())
                 self.sent += len(lines)
@@ -98,9 +105,12 @@ floods = [Flood(i) for i in range(2)]
 steady = Steady()
 samples = []
 t0 = time.time()
+steady.start()
+while steady.acked < 1 and steady.is_alive() and time.time() - t0 < 30:
+    time.sleep(0.02)
+t0 = time.time()
 for t in floods:
     t.start()
-steady.start()
 while time.time() - t0 < seconds and any(t.is_alive() for t in floods):
     samples.append(rss_kib())
     time.sleep(0.5)
@@ -111,10 +121,13 @@ for _ in range(6):  # a few more samples while the TSD drains
 for t in floods:
     t.join(30)
 steady.join(30)
-errors = {}
+errors, examples = {}, {}
 for t in floods:
     for k, v in t.errors.items():
         errors[k] = errors.get(k, 0) + v
+    for k, v in t.example.items():
+        examples.setdefault(k, v)
 print(json.dumps({"peak_kib": max(samples), "samples_kib": samples, "sent": sum(t.sent for t in floods),
-                  "errors": errors, "steady_acked": steady.acked, "steady_fail": steady.fail,
+                  "errors": errors, "examples": examples, "base_ts": BASE_TS,
+                  "steady_acked": steady.acked, "steady_fail": steady.fail,
                   "seconds": round(time.time() - t0, 1)}))

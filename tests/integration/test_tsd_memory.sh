@@ -109,7 +109,7 @@ check_eq "the TSD stops cleanly" 0 "$?"
 # ---- no limit: nothing derived ----------------------------------------------------------------
 tsd_start
 cfg=$(curl -s "http://127.0.0.1:$TSD_PORT/api/config")
-check_eq "without a limit the defaults stay" "67108864 0 0 67108864" "$(python3 -c '
+check_eq "without a limit the defaults stay (memstores: the 64 MiB default ceiling)" "67108864 67108864 0 67108864" "$(python3 -c '
 import json, sys
 c = json.loads(sys.argv[1])
 print(c["tsd.storage.block_cache_bytes"], c["tsd.storage.memstore_total_bytes"], c["tsd.core.connections.limit"],

@@ -19,6 +19,9 @@ static struct conf *conf_with(const char *const *kv, size_t n)
     struct ct_err err = {0};
     struct conf *c = NULL;
     assert_int_equal(conf_new(&c, &err), CT_OK);
+    /* the split without the ingest head, whatever its default (test_head_is_a_part turns it
+     * on): a key given in kv is set after this */
+    assert_int_equal(conf_set(c, "tsd.storage.head.enable", "false", NULL, &err), CT_OK);
     for (size_t i = 0; i + 1 < n; i += 2)
         if (conf_set(c, kv[i], kv[i + 1], NULL, &err) != CT_OK)
             fail_msg("set %s: %s", kv[i], err.msg);
@@ -32,8 +35,8 @@ static uint64_t geti(const struct conf *c, const char *key)
 
 static uint64_t parts_sum(const struct membudget *b)
 {
-    return b->fixed + b->ingest_pool + b->conns + b->queries + b->answers + b->block_cache +
-           b->memstores;
+    return b->fixed + b->ingest_pool + b->conns + b->queries + b->answers + b->head +
+           b->block_cache + b->memstores;
 }
 
 static void test_no_limit_changes_nothing(void **state)
@@ -45,8 +48,11 @@ static void test_no_limit_changes_nothing(void **state)
     assert_int_equal(membudget_apply(c, &b, &err), CT_OK);
     assert_int_equal(b.limit, 0);
     assert_int_equal(geti(c, "tsd.storage.block_cache_bytes"), 64 * MIB);
-    assert_int_equal(geti(c, "tsd.storage.memstore_total_bytes"), 0);
+    /* the memstores' ceiling without a limit: 64 MiB (writes wait past it) */
+    assert_int_equal(geti(c, "tsd.storage.memstore_total_bytes"), 64 * MIB);
     assert_int_equal(geti(c, "tsd.storage.memstore_flush_bytes"), 16 * MIB);
+    assert_int_equal(geti(c, "tsd.storage.head.max_bytes"), 0);
+    assert_int_equal(b.head, 0);
     assert_int_equal(geti(c, "tsd.core.connections.limit"), 0);
     assert_int_equal(geti(c, "tsd.http.request.max_body"), 64 * MIB);
     assert_false(conf_is_set(c, "tsd.storage.block_cache_bytes"));
@@ -80,7 +86,7 @@ static void test_limit_alone_is_split_and_written_back(void **state)
     assert_int_equal(b.query_dps, left / 5 / per_dp);
     assert_int_equal(b.queries, b.query_dps * per_dp);
     assert_int_equal(b.answers, left / 20); /* held query answers: a twentieth */
-    left -= b.conns + b.queries + b.answers;
+    left -= b.conns + b.queries + b.answers + b.head; /* the head: 0 unless it is on */
     assert_int_equal(b.block_cache, left * 3 / 10);
     assert_int_equal(b.memstores, left - b.block_cache);
     assert_int_equal(parts_sum(&b), 512 * MIB);
@@ -160,7 +166,7 @@ static void test_explicit_settings_are_kept_and_the_rest_derived(void **state)
     assert_int_equal(b.per_conn, (256 << 10) + MIB + 16384 + 2 * 65536);
     assert_int_equal(b.flush_bytes, 4 * MIB);
     assert_int_equal(b.memstores, 256 * MIB - b.fixed - b.ingest_pool - b.conns - b.queries -
-                                      b.answers - 16 * MIB);
+                                      b.answers - b.head - 16 * MIB);
     assert_int_equal(parts_sum(&b), 256 * MIB);
     assert_int_equal(geti(c, "tsd.storage.block_cache_bytes"), 16 * MIB);
     assert_int_equal(geti(c, "tsd.storage.memstore_total_bytes"), b.memstores);
@@ -293,7 +299,7 @@ static void test_bigtable_backend_budgets_no_local_store(void **state)
     assert_int_equal(b.memstores, 0);
     assert_true(b.connections >= MEMBUDGET_MIN_CONNS);
     assert_true(parts_sum(&b) <= 256 * MIB);
-    assert_int_equal(geti(c, "tsd.storage.memstore_total_bytes"), 0);
+    assert_false(conf_is_set(c, "tsd.storage.memstore_total_bytes"));
     assert_false(conf_is_set(c, "tsd.storage.block_cache_bytes"));
     conf_free(c);
 }
@@ -322,12 +328,63 @@ static void test_answer_pool_is_bounded(void **state)
     assert_true(membudget_pool_take(&p, 0));
 }
 
+/* With the head on, it takes MEMBUDGET_HEAD_TENTHS of what the connections, queries and answers
+ * leave, before the block cache and memstores share the rest; the bound is written back (the
+ * store refuses new series past it); set, it is kept; 0 or too large is refused. */
+static void test_head_is_a_part(void **state)
+{
+    (void)state;
+    struct conf *off =
+        conf_with((const char *const[]){"tsd.core.memory_limit_bytes", "536870912"}, 2);
+    struct conf *on = conf_with((const char *const[]){"tsd.core.memory_limit_bytes", "536870912",
+                                                      "tsd.storage.head.enable", "true"},
+                                4);
+    struct membudget b0, b;
+    struct ct_err err = {0};
+    assert_int_equal(membudget_apply(off, &b0, &err), CT_OK);
+    assert_int_equal(membudget_apply(on, &b, &err), CT_OK);
+    assert_int_equal(b0.head, 0);
+    assert_int_equal(geti(off, "tsd.storage.head.max_bytes"), 0);
+    uint64_t left = 512 * MIB - b.fixed - b.ingest_pool - b.conns - b.queries - b.answers;
+    assert_int_equal(b.head, left / 10 * MEMBUDGET_HEAD_TENTHS);
+    assert_int_equal(geti(on, "tsd.storage.head.max_bytes"), b.head);
+    left -= b.head;
+    assert_int_equal(b.block_cache, left * 3 / 10);
+    assert_int_equal(b.memstores, left - b.block_cache);
+    assert_int_equal(parts_sum(&b), 512 * MIB);
+    assert_true(b.memstores < b0.memstores);
+    char line[768];
+    membudget_describe(&b, line, sizeof(line));
+    char want[64];
+    snprintf(want, sizeof(want), "head %.1f", (double)b.head / (double)MIB);
+    assert_non_null(strstr(line, want));
+    conf_free(off);
+    conf_free(on);
+    /* set: kept, the rest derived around it */
+    struct conf *set = conf_with((const char *const[]){"tsd.core.memory_limit_bytes", "536870912",
+                                                       "tsd.storage.head.enable", "true",
+                                                       "tsd.storage.head.max_bytes", "33554432"},
+                                 6);
+    assert_int_equal(membudget_apply(set, &b, &err), CT_OK);
+    assert_int_equal(b.head, 32 * MIB);
+    assert_int_equal(parts_sum(&b), 512 * MIB);
+    conf_free(set);
+    expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "536870912",
+                                         "tsd.storage.head.enable", "true",
+                                         "tsd.storage.head.max_bytes", "0"},
+                   6, "tsd.storage.head.max_bytes=0 (no bound)");
+    expect_refused((const char *const[]){"tsd.core.memory_limit_bytes", "536870912",
+                                         "tsd.storage.head.enable", "true",
+                                         "tsd.storage.head.max_bytes", "536870912"},
+                   6, "tsd.storage.head.max_bytes does not fit");
+}
+
 static void test_every_split_fits_its_limit(void **state)
 {
     (void)state;
     int ok = 0, refused = 0;
     for (uint64_t lim = 64; lim <= 4096; lim *= 2) {
-        for (int mask = 0; mask < 32; mask++) {
+        for (int mask = 0; mask < 128; mask++) {
             struct membudget_in in;
             memset(&in, 0, sizeof(in));
             in.limit = lim * MIB;
@@ -346,6 +403,9 @@ static void test_every_split_fits_its_limit(void **state)
             in.query_threads = 2;
             in.query_dps = 200000;
             in.query_dps_set = mask & 16;
+            in.head_on = mask & 32;
+            in.head_bytes = lim * MIB / 8;
+            in.head_bytes_set = mask & 64;
             struct membudget b;
             struct ct_err err = {0};
             if (membudget_split(&in, &b, &err) != CT_OK) {
@@ -367,6 +427,11 @@ static void test_every_split_fits_its_limit(void **state)
             assert_true(b.memstores >= MEMBUDGET_MIN_MEMSTORES);
             assert_true(b.connections >= (in.connections_set ? 8 : MEMBUDGET_MIN_CONNS));
             assert_true(b.flush_bytes >= 65536 && b.flush_bytes <= 16 * MIB);
+            if (in.head_on)
+                assert_true(in.head_bytes_set ? b.head == in.head_bytes
+                                              : b.head >= MEMBUDGET_MIN_HEAD);
+            else
+                assert_int_equal(b.head, 0);
         }
     }
     print_message("%d splits fit, %d refused\n", ok, refused);
@@ -385,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_settings_that_do_not_fit_are_refused_with_the_figures),
         cmocka_unit_test(test_bigtable_backend_budgets_no_local_store),
         cmocka_unit_test(test_every_split_fits_its_limit),
+        cmocka_unit_test(test_head_is_a_part),
         cmocka_unit_test(test_answer_pool_is_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
