@@ -273,15 +273,17 @@ for _ in $(seq 1 40); do
   [ "${last:-0}" -gt $(( (end_s + 1) * 1000 )) ] && break
   sleep 0.5
 done
-# ... and once every weird series has samples past it (remote write shards by series)
+# ... and once every recorded series (two weird ones and the sum) has samples past it (remote
+# write sends series through parallel shards)
 for _ in $(seq 1 40); do
-  wlast=$(ctsdb_points 'ctsdb_it/3Aweird' | python3 -c '
+  wlast=$( (ctsdb_points 'ctsdb_it/3Aweird'; ctsdb_points 'ctsdb_it/3Ascrape_samples/3Asum') |
+    python3 -c '
 import sys
 last = {}
 for l in sys.stdin:
-    t, v, tags = l.split(" ", 2)
+    t, v, tags = l.rstrip("\n").split(" ", 2)
     last[tags] = max(last.get(tags, 0), int(t))
-print(min(last.values()) if len(last) >= 2 else 0)')
+print(min(last.values()) if len(last) >= 3 else 0)')
   [ "${wlast:-0}" -gt $(( (end_s + 1) * 1000 )) ] && break
   sleep 0.5
 done

@@ -29,6 +29,7 @@ tsd_start "--tsd.graphite.templates=collectd.* .host.measurement*;servers.* .hos
   --tsd.graphite.port=0
 GPORT=$(gport)
 check "the Graphite port listens (${GPORT:-none})" test -n "$GPORT" -a "$GPORT" != "$TSD_PORT"
+[ -n "$GPORT" ] || it_done
 U="http://127.0.0.1:$TSD_PORT"
 stat() { # stat METRIC TYPE -> the value
   curl -s "$U/api/stats" | python3 -c '
