@@ -613,14 +613,17 @@ static void prom_read_work(struct http_req *r, void *arg)
         if (one) {
             names.v = &one;
             names.n = 1;
-        } else if ((status = prom_metrics_list(t, pq, max_metrics, &names, msg, sizeof(msg))) != 0) {
-            prom_matchers_free(m);
-            break;
+        } else {
+            status = prom_metrics_list(t, pq, max_metrics, &names, msg, sizeof(msg));
+            if (status != 0) {
+                prom_matchers_free(m);
+                break;
+            }
         }
         struct qexec_options qo = o; /* the limits left for the rest of this query */
         int64_t t0 = prom_now_ms();
-        struct prom_read x = {.rb = rb, .m = m, .default_key = dkey, .default_value = dval,
-                              .qi = qi};
+        struct prom_read x = {
+            .rb = rb, .m = m, .default_key = dkey, .default_value = dval, .qi = qi};
         for (size_t mi = 0; status == 0 && mi < names.n; mi++) {
             if (mi > 0 && o.timeout_ms > 0) {
                 int64_t left = o.timeout_ms - (prom_now_ms() - t0);
@@ -635,15 +638,12 @@ static void prom_read_work(struct http_req *r, void *arg)
                 qo.timeout_ms = left;
             }
             if (mi > 0 && o.max_datapoints > 0)
-                qo.max_datapoints =
-                    x.points < o.max_datapoints ? o.max_datapoints - x.points : 1;
-            char *js = prom_query_json(pq, names.v[mi], one != NULL,
-                                       t->rules.special_chars);
+                qo.max_datapoints = x.points < o.max_datapoints ? o.max_datapoints - x.points : 1;
+            char *js = prom_query_json(pq, names.v[mi], one != NULL, t->rules.special_chars);
             struct qspec *q = NULL;
             struct ct_err err = {0};
             if (!js || qspec_parse_json(js, strlen(js), 0, &q, &err) != CT_OK) {
-                snprintf(msg, sizeof(msg), "remote read: %.900s",
-                         js ? err.msg : "out of memory");
+                snprintf(msg, sizeof(msg), "remote read: %.900s", js ? err.msg : "out of memory");
                 status = js ? 400 : 500;
                 free(js);
                 break;

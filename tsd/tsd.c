@@ -514,8 +514,7 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
 
 /* Listens on tsd.network.bind:port with cb; *out the listener, addr its address as text. */
 static int tsd_listen(struct tsd *t, int64_t port, evconnlistener_cb cb,
-                      struct evconnlistener **out, char *addr, size_t addr_size,
-                      struct ct_err *err)
+                      struct evconnlistener **out, char *addr, size_t addr_size, struct ct_err *err)
 {
     const char *bind = conf_get_str(t->conf, "tsd.network.bind");
     char portstr[16];
@@ -532,8 +531,8 @@ static int tsd_listen(struct tsd *t, int64_t port, evconnlistener_cb cb,
     if (conf_get_bool(t->conf, "tsd.network.reuse_address"))
         flags |= LEV_OPT_REUSEABLE;
     *out = evconnlistener_new_bind(t->base, cb, t, flags,
-                                   (int)conf_get_int(t->conf, "tsd.network.backlog"),
-                                   ai->ai_addr, (int)ai->ai_addrlen);
+                                   (int)conf_get_int(t->conf, "tsd.network.backlog"), ai->ai_addr,
+                                   (int)ai->ai_addrlen);
     int e = errno;
     freeaddrinfo(ai);
     if (!*out)
