@@ -12,7 +12,9 @@
  * '<line>': <reason>"} when lines were malformed (the other lines are still written, as
  * InfluxDB does); 400 {"error":"partial write: <reason> dropped=N"} when points parsed but the
  * store's checks refused N of them; 400 for a missing db or an unknown precision; 500 for a
- * store failure; 503 when the TSD cannot take the request.
+ * store failure; 503 when the TSD cannot take the request. The errors others give on these
+ * routes (auth's 401/403, the router's 405, the HTTP layer's 413) take the same shape in
+ * http_reply_error (tsd/http.c).
  * Invariants: (1) job->refs = 1 for the worker + 1 per submitted batch not yet done; the last
  * one frees the job; (2) the body is parsed in a private copy (the parser unescapes in place).
  * Locking: job->mu guards counts, the first error and refs. */
@@ -111,6 +113,7 @@ static void api_influx_reply(struct http_req *r, int status, const char *error)
         http_reply_status(r, status);
         return;
     }
+    http_reply_header(r, "X-Influxdb-Error", error); /* as InfluxDB (never a 401 here) */
     cJSON *o = cJSON_CreateObject();
     if (o)
         cJSON_AddStringToObject(o, "error", error);

@@ -14,16 +14,23 @@
  *
  * Read runs on a worker too: each query of the ReadRequest becomes an /api/query sub-query with
  * the "none" aggregator (every series on its own, raw points) run by qexec_run_points (the query
- * layer; no store access here); equality matchers on labels narrow the scan (literal_or filters)
- * and every matcher is checked again on the unescaped labels of each series. */
+ * layer); equality matchers on labels narrow the scan (literal_or filters) and every matcher is
+ * checked again on the unescaped labels of each series. A query without a __name__ equality
+ * matcher reads every metric of the UID table whose unescaped name passes the query's __name__
+ * matchers (none: every metric), one sub-query each, at most tsd.prometheus.read_max_metrics of
+ * them (400 beyond, before anything is read); the query's time and datapoint limits then hold
+ * for all of its sub-queries together. */
 #include <cjson/cJSON.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "query/qexec.h"
 #include "query/qspec.h"
+#include "schema/tsdb.h"
+#include "schema/uid.h"
 #include "tsd/conf.h"
 #include "tsd/http.h"
 #include "tsd/ingest.h"
@@ -316,6 +323,13 @@ void api_prom_write_handle(struct http_req *r)
 
 /* ---- remote read ------------------------------------------------------------------------- */
 
+static int64_t prom_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 struct prom_read {
     struct prom_read_builder *rb;
     const struct prom_matchers *m;
@@ -323,6 +337,7 @@ struct prom_read {
     size_t qi;
     char *last_metric, *last_tags; /* the series being filled (copies), NULL before the first */
     bool keep;                     /* it matched */
+    uint64_t points;               /* samples added to the response */
     bool oom;
 };
 
@@ -389,12 +404,15 @@ static int prom_read_point(void *arg, const char *metric, const char *tags,
         x->oom = true;
         return CT_ENOMEM;
     }
+    x->points += x->keep;
     return CT_OK;
 }
 
 /* The sub-query of one remote read query: metric and literal_or filters of its EQ matchers,
- * as the JSON /api/query body (times are set on the parsed spec). */
-static char *prom_query_json(const Prometheus__Query *q, const char *metric, const char *special)
+ * as the JSON /api/query body (times are set on the parsed spec). metric is a label value
+ * (escaped here) when escape_metric, else a stored metric name taken as it is. */
+static char *prom_query_json(const Prometheus__Query *q, const char *metric, bool escape_metric,
+                             const char *special)
 {
     cJSON *o = cJSON_CreateObject();
     cJSON *qs = cJSON_AddArrayToObject(o, "queries");
@@ -410,7 +428,10 @@ static char *prom_query_json(const Prometheus__Query *q, const char *metric, con
         cJSON_Delete(o);
         return NULL;
     }
-    prom_escape(metric, ml, special, em, 3 * ml + 1);
+    if (escape_metric)
+        prom_escape(metric, ml, special, em, 3 * ml + 1);
+    else
+        memcpy(em, metric, ml + 1);
     cJSON_AddStringToObject(sub, "metric", em);
     free(em);
     cJSON *filters = cJSON_AddArrayToObject(sub, "filters");
@@ -441,6 +462,99 @@ static char *prom_query_json(const Prometheus__Query *q, const char *metric, con
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;
+}
+
+/* The metrics one remote read query reads when it has no __name__ equality matcher: the stored
+ * (escaped) names whose unescaped form passes the query's __name__ matchers, in byte order. */
+struct prom_metrics {
+    const struct prom_matchers *by_name; /* the query's __name__ matchers alone */
+    char **v;
+    size_t n, cap, max;
+    bool over, oom;
+};
+
+static int prom_metric_cb(void *arg, enum uid_kind k, const char *name, size_t len, uint64_t id)
+{
+    (void)k;
+    (void)id;
+    struct prom_metrics *x = arg;
+    char buf[UID_MAX_NAME + 1];
+    if (len > UID_MAX_NAME)
+        return 0; /* the UID service never stores such a name */
+    prom_unescape(name, len, buf);
+    const char *nm = "__name__", *val = buf;
+    if (!prom_matchers_match(x->by_name, &nm, &val, 1))
+        return 0;
+    if (x->n == x->max) {
+        x->over = true;
+        return 1;
+    }
+    if (x->n == x->cap) {
+        size_t nc = x->cap ? 2 * x->cap : 64;
+        char **nv = realloc(x->v, nc * sizeof(*nv));
+        if (!nv) {
+            x->oom = true;
+            return 1;
+        }
+        x->v = nv;
+        x->cap = nc;
+    }
+    if (!(x->v[x->n] = strndup(name, len))) {
+        x->oom = true;
+        return 1;
+    }
+    x->n++;
+    return 0;
+}
+
+static void prom_metrics_clear(struct prom_metrics *x)
+{
+    for (size_t i = 0; i < x->n; i++)
+        free(x->v[i]);
+    free(x->v);
+    x->v = NULL;
+    x->n = x->cap = 0;
+}
+
+/* Fills x with the metrics query pq reads (it has no __name__ equality matcher). Returns 0, or
+ * the HTTP status with msg: 400 past `max` metrics, 500 on a store error or out of memory. */
+static int prom_metrics_list(struct tsd *t, const Prometheus__Query *pq, size_t max,
+                             struct prom_metrics *x, char *msg, size_t msg_size)
+{
+    Prometheus__LabelMatcher **only = calloc(pq->n_matchers ? pq->n_matchers : 1, sizeof(*only));
+    if (!only) {
+        snprintf(msg, msg_size, "out of memory");
+        return 500;
+    }
+    Prometheus__Query nq = PROMETHEUS__QUERY__INIT;
+    nq.matchers = only;
+    for (size_t i = 0; i < pq->n_matchers; i++)
+        if (pq->matchers[i]->name && !strcmp(pq->matchers[i]->name, "__name__"))
+            only[nq.n_matchers++] = pq->matchers[i];
+    struct prom_matchers *by_name = prom_matchers_new(&nq, msg, msg_size);
+    free(only);
+    if (!by_name)
+        return 400;
+    *x = (struct prom_metrics){.by_name = by_name, .max = max};
+    struct ct_err err = {0};
+    int rc = uid_suggest(tsdb_uid(tsd_tsdb(t)), UID_METRIC, "", 0, prom_metric_cb, x, &err);
+    prom_matchers_free(by_name);
+    x->by_name = NULL;
+    if (rc != CT_OK || x->oom) {
+        snprintf(msg, msg_size, "remote read: listing the metrics: %.800s",
+                 x->oom ? "out of memory" : err.msg);
+        prom_metrics_clear(x);
+        return 500;
+    }
+    if (x->over) {
+        snprintf(msg, msg_size,
+                 "remote read: the query selects more than %zu metrics "
+                 "(tsd.prometheus.read_max_metrics); add a __name__ matcher that selects fewer",
+                 max);
+        prom_metrics_clear(x);
+        return 400;
+    }
+    return 0;
 }
 
 static void prom_read_work(struct http_req *r, void *arg)
@@ -474,6 +588,7 @@ static void prom_read_work(struct http_req *r, void *arg)
     struct qexec_options o;
     api_query_options(r, &o);
     o.rollup = NULL; /* raw points only */
+    size_t max_metrics = (size_t)conf_get_int(c, "tsd.prometheus.read_max_metrics");
     for (size_t qi = 0; status == 0 && qi < rq->n_queries; qi++) {
         const Prometheus__Query *pq = rq->queries[qi];
         struct prom_matchers *m = prom_matchers_new(pq, msg, sizeof(msg));
@@ -481,54 +596,85 @@ static void prom_read_work(struct http_req *r, void *arg)
             status = 400;
             break;
         }
-        const char *metric = prom_matchers_metric(m);
-        if (!metric) {
-            snprintf(msg, sizeof(msg),
-                     "remote read: query %zu has no __name__=\"...\" equality matcher (ctsdb "
-                     "reads one metric per query)",
-                     qi);
-            prom_matchers_free(m);
-            status = 400;
-            break;
-        }
         if (pq->end_timestamp_ms < pq->start_timestamp_ms || pq->end_timestamp_ms < 0) {
             prom_matchers_free(m);
             continue; /* an empty range: no series */
         }
-        char *js = prom_query_json(pq, metric, t->rules.special_chars);
-        struct qspec *q = NULL;
-        struct ct_err err = {0};
-        if (!js || qspec_parse_json(js, strlen(js), 0, &q, &err) != CT_OK) {
-            snprintf(msg, sizeof(msg), "remote read: %.900s", js ? err.msg : "out of memory");
-            status = js ? 400 : 500;
-            free(js);
+        /* the metrics to read: the __name__ equality matcher's, or every matching one */
+        struct prom_metrics names = {0};
+        const char *metric = prom_matchers_metric(m);
+        char *one = metric ? strdup(metric) : NULL;
+        if (metric && !one) {
+            status = 500;
+            snprintf(msg, sizeof(msg), "out of memory");
             prom_matchers_free(m);
             break;
         }
-        free(js);
-        q->start_ms = pq->start_timestamp_ms > 0 ? pq->start_timestamp_ms : 0;
-        q->end_ms = pq->end_timestamp_ms;
-        struct prom_read x = {.rb = rb, .m = m, .default_key = dkey, .default_value = dval,
-                              .qi = qi};
-        enum qexec_status qst = QEXEC_OK;
-        int rc = qexec_run_points(tsd_tsdb(t), q, &o, prom_read_point, &x, &qst, &err);
-        free(x.last_metric);
-        free(x.last_tags);
-        qspec_free(q);
-        prom_matchers_free(m);
-        if (rc != CT_OK) {
-            if (x.oom) {
-                status = 500;
-                snprintf(msg, sizeof(msg), "out of memory");
-            } else if (qst == QEXEC_BAD_REQUEST) {
-                /* a name the store does not know (metric, tag key or value of an equality
-                 * matcher): no series can match; nothing was emitted (qexec.h) */
-                continue;
-            } else {
-                status = qst == QEXEC_TOO_LARGE ? 413 : qst == QEXEC_TIMEOUT ? 503 : 500;
-                snprintf(msg, sizeof(msg), "remote read: %.900s", err.msg);
+        if (one) {
+            names.v = &one;
+            names.n = 1;
+        } else {
+            status = prom_metrics_list(t, pq, max_metrics, &names, msg, sizeof(msg));
+            if (status != 0) {
+                prom_matchers_free(m);
+                break;
             }
         }
+        struct qexec_options qo = o; /* the limits left for the rest of this query */
+        int64_t t0 = prom_now_ms();
+        struct prom_read x = {
+            .rb = rb, .m = m, .default_key = dkey, .default_value = dval, .qi = qi};
+        for (size_t mi = 0; status == 0 && mi < names.n; mi++) {
+            if (mi > 0 && o.timeout_ms > 0) {
+                int64_t left = o.timeout_ms - (prom_now_ms() - t0);
+                if (left <= 0) {
+                    status = 503;
+                    snprintf(msg, sizeof(msg),
+                             "remote read: query timed out after %lld ms (tsd.query.timeout) "
+                             "reading %zu of %zu metrics",
+                             (long long)o.timeout_ms, mi, names.n);
+                    break;
+                }
+                qo.timeout_ms = left;
+            }
+            if (mi > 0 && o.max_datapoints > 0)
+                qo.max_datapoints = x.points < o.max_datapoints ? o.max_datapoints - x.points : 1;
+            char *js = prom_query_json(pq, names.v[mi], one != NULL, t->rules.special_chars);
+            struct qspec *q = NULL;
+            struct ct_err err = {0};
+            if (!js || qspec_parse_json(js, strlen(js), 0, &q, &err) != CT_OK) {
+                snprintf(msg, sizeof(msg), "remote read: %.900s", js ? err.msg : "out of memory");
+                status = js ? 400 : 500;
+                free(js);
+                break;
+            }
+            free(js);
+            q->start_ms = pq->start_timestamp_ms > 0 ? pq->start_timestamp_ms : 0;
+            q->end_ms = pq->end_timestamp_ms;
+            enum qexec_status qst = QEXEC_OK;
+            int rc = qexec_run_points(tsd_tsdb(t), q, &qo, prom_read_point, &x, &qst, &err);
+            qspec_free(q);
+            if (rc != CT_OK) {
+                if (x.oom) {
+                    status = 500;
+                    snprintf(msg, sizeof(msg), "out of memory");
+                } else if (qst == QEXEC_BAD_REQUEST) {
+                    /* a name the store does not know (metric, tag key or value of an equality
+                     * matcher): no series can match; nothing was emitted (qexec.h) */
+                    continue;
+                } else {
+                    status = qst == QEXEC_TOO_LARGE ? 413 : qst == QEXEC_TIMEOUT ? 503 : 500;
+                    snprintf(msg, sizeof(msg), "remote read: %.900s", err.msg);
+                }
+            }
+        }
+        free(x.last_metric);
+        free(x.last_tags);
+        if (one)
+            free(one);
+        else
+            prom_metrics_clear(&names);
+        prom_matchers_free(m);
     }
     prometheus__read_request__free_unpacked(rq, NULL);
     char *out = NULL;

@@ -66,6 +66,9 @@ static const struct ct_cfg_key conf_keys[] = {
      "the tag k=v of a Graphite path whose template gives no tag (docs/protocols.md)"},
     {"tsd.graphite.enable", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/tsd.c",
      "telnet lines `path value timestamp` are Graphite plaintext (docs/protocols.md)"},
+    {"tsd.graphite.port", CT_CFG_INT, "-1", -1, 65535, NULL, "tsd/tsd.c",
+     "a port taking only Graphite plaintext lines; -1 = none, 0 = any free port "
+     "(docs/protocols.md)"},
     {"tsd.graphite.templates", CT_CFG_STR, "", 0, 0, NULL, "tsd/tsd.c",
      "Graphite templates, ';'-separated `[filter ]template[ k=v,...]`; empty = the path is the "
      "metric (docs/protocols.md)"},
@@ -123,6 +126,9 @@ static const struct ct_cfg_key conf_keys[] = {
      "tag (key=value) of a Prometheus series with no label but __name__; dropped on remote read"},
     {"tsd.prometheus.max_decoded_bytes", CT_CFG_INT, "33554432", 1024, (int64_t)1 << 32, NULL,
      "tsd/api_prom.c", "largest decoded remote write/read body in bytes (413 beyond)"},
+    {"tsd.prometheus.read_max_metrics", CT_CFG_INT, "10000", 1, 10000000, NULL, "tsd/api_prom.c",
+     "most metrics a remote read query without a __name__ equality matcher may select (400 "
+     "beyond)"},
     {"tsd.query.allow_simultaneous_duplicates", CT_CFG_BOOL, "true", 0, 0, NULL, NULL,
      "(OpenTSDB) not checked"},
     {"tsd.query.enable_fuzzy_filter", CT_CFG_BOOL, "true", 0, 0, NULL, NULL,

@@ -568,8 +568,30 @@ int http_status_of(int rc, int status)
     return rc == CT_EUNAVAIL ? 503 : status;
 }
 
+/* InfluxDB 1.x's routes (tsd/api_influx.c) answer every error in InfluxDB's shape, whoever
+ * replies (auth, the router, the body limit): {"error":"<message>[: <details>]"}, repeated in
+ * X-Influxdb-Error except on a 401, as InfluxDB does (its clients print that text). */
+static bool http_influx_route(const struct http_req *r)
+{
+    return r->path && (!strcmp(r->path, "/write") || !strcmp(r->path, "/ping"));
+}
+
 void http_reply_error(struct http_req *r, int status, const char *message, const char *details)
 {
+    if (http_influx_route(r)) {
+        char text[1024];
+        snprintf(text, sizeof(text), "%s%s%s", message ? message : http_status_text(status),
+                 details && *details ? ": " : "", details && *details ? details : "");
+        if (status != 401)
+            http_reply_header(r, "X-Influxdb-Error", text);
+        cJSON *o = cJSON_CreateObject();
+        if (o && !cJSON_AddStringToObject(o, "error", text)) {
+            cJSON_Delete(o);
+            o = NULL;
+        }
+        http_reply_cjson(r, status, o);
+        return;
+    }
     if (!details || !*details)
         details = http_fixed_details(message);
     cJSON *doc = cJSON_CreateObject();

@@ -70,6 +70,7 @@ struct telnet_conn {
     struct telnet_conn *err_next;
     char peer[64];
     struct auth_session auth; /* tsd/auth.h: `auth <token>` state */
+    bool graphite_only;       /* accepted on tsd.graphite.port: every line is Graphite */
 };
 
 static void telnet_process(struct telnet_conn *c);
@@ -387,7 +388,7 @@ static const char *const telnet_commands[] = {
 /* A Graphite plaintext line (docs/protocols.md): Graphite on, not a command, Graphite's shape. */
 static bool telnet_graphite_line(const struct tsd *t, const char *line, size_t cl, size_t len)
 {
-    if (!t->graphite)
+    if (!t->graphite || !t->graphite_telnet)
         return false;
     for (size_t i = 0; i < sizeof(telnet_commands) / sizeof(telnet_commands[0]); i++)
         if (strlen(telnet_commands[i]) == cl && !memcmp(line, telnet_commands[i], cl))
@@ -416,6 +417,15 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     size_t cl = sp ? (size_t)(sp - line) : len;
     bool is_put = cl == 3 && !memcmp(line, "put", 3);
     bool graphite = !is_put && telnet_graphite_line(t, line, cl, len);
+    if (c->graphite_only) { /* the Graphite port: no commands, no put (docs/protocols.md) */
+        if (len == 0)
+            return TA_NEXT;
+        if (!graphite_line_shape(line, len))
+            return telnet_graphite_reject(c, line, len,
+                                          "not a Graphite line `path value timestamp`");
+        is_put = false;
+        graphite = true;
+    }
     char gbuf[2048]; /* a Graphite point's names (copied by ingest_batch_add) */
     if (is_put || graphite) {
         struct put_point *p = &t->telnet.point;
@@ -763,7 +773,8 @@ static void telnet_close(struct telnet_conn *c)
     tsd_conn_closed(t);
 }
 
-int telnet_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err)
+int telnet_conn_start(struct tsd *t, int fd, const char *peer, bool graphite_only,
+                      struct ct_err *err)
 {
     if (t->ntconn_free == 0) {
         size_t ns = t->ntconn_slots ? t->ntconn_slots * 2 : 256;
@@ -793,6 +804,7 @@ int telnet_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *er
     c->id = (++t->next_conn_id << 32) | slot;
     t->tconns[slot] = c;
     c->tsd = t;
+    c->graphite_only = graphite_only;
     snprintf(c->peer, sizeof(c->peer), "%s", peer);
     bufferevent_setcb(c->bev, telnet_read_cb, telnet_write_cb, telnet_event_cb, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0, TSD_TELNET_READ_HIGH);

@@ -153,7 +153,7 @@ static void tsd_sniff_cb(evutil_socket_t fd, short what, void *arg)
     }
     struct ct_err err = {0};
     int rc = (b >= 'A' && b <= 'Z') ? http_conn_start(t, fd, s->peer, &err)
-                                    : telnet_conn_start(t, fd, s->peer, &err);
+                                    : telnet_conn_start(t, fd, s->peer, false, &err);
     if (rc != CT_OK) {
         tlog_warn("closing connection from %s: %s", s->peer, err.msg);
         close(fd);
@@ -162,12 +162,8 @@ static void tsd_sniff_cb(evutil_socket_t fd, short what, void *arg)
     free(s);
 }
 
-static void tsd_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
-                          int salen, void *arg)
+static void tsd_accept(struct tsd *t, evutil_socket_t fd, struct sockaddr *sa, bool graphite)
 {
-    (void)l;
-    (void)salen;
-    struct tsd *t = arg;
     if (t->connections_limit > 0 && (int64_t)t->nconns >= t->connections_limit) {
         tstats_add(TSTATS_CONN_REJECTED, 1);
         close(fd);
@@ -197,6 +193,18 @@ static void tsd_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct s
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (conf_get_bool(t->conf, "tsd.network.keep_alive"))
         setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    if (graphite) { /* nothing to sniff: a telnet connection taking Graphite lines only */
+        t->nconns++;
+        tstats_add(TSTATS_CONN_OPEN, 1);
+        struct ct_err err = {0};
+        if (telnet_conn_start(t, fd, s->peer, true, &err) != CT_OK) {
+            tlog_warn("closing connection from %s: %s", s->peer, err.msg);
+            close(fd);
+            tsd_conn_closed(t);
+        }
+        free(s);
+        return;
+    }
     s->ev = event_new(t->base, fd, EV_READ, tsd_sniff_cb, s);
     if (!s->ev) {
         close(fd);
@@ -207,6 +215,23 @@ static void tsd_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct s
     tstats_add(TSTATS_CONN_OPEN, 1);
     struct timeval tv = tsd_sniff_timeout(t);
     event_add(s->ev, &tv);
+}
+
+static void tsd_accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                          int salen, void *arg)
+{
+    (void)l;
+    (void)salen;
+    tsd_accept(arg, fd, sa, false);
+}
+
+/* tsd.graphite.port: the same connections (limits, timeouts, backpressure), Graphite only. */
+static void tsd_accept_graphite_cb(struct evconnlistener *l, evutil_socket_t fd,
+                                   struct sockaddr *sa, int salen, void *arg)
+{
+    (void)l;
+    (void)salen;
+    tsd_accept(arg, fd, sa, true);
 }
 
 static void tsd_accept_error_cb(struct evconnlistener *l, void *arg)
@@ -298,6 +323,8 @@ static void tsd_begin_shutdown(struct tsd *t)
     t->shutdown_started_ms = clock_now_ms();
     if (t->listener)
         evconnlistener_disable(t->listener);
+    if (t->graphite_listener)
+        evconnlistener_disable(t->graphite_listener);
     telnet_close_all(t);
     http_conn_close_all(t);
     telnet_flush(t);
@@ -485,10 +512,11 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
 
 /* ---- run ------------------------------------------------------------------------------------ */
 
-static int tsd_listen(struct tsd *t, struct ct_err *err)
+/* Listens on tsd.network.bind:port with cb; *out the listener, addr its address as text. */
+static int tsd_listen(struct tsd *t, int64_t port, evconnlistener_cb cb,
+                      struct evconnlistener **out, char *addr, size_t addr_size, struct ct_err *err)
 {
     const char *bind = conf_get_str(t->conf, "tsd.network.bind");
-    int64_t port = conf_get_int(t->conf, "tsd.network.port");
     char portstr[16];
     snprintf(portstr, sizeof(portstr), "%lld", (long long)port);
     struct addrinfo hints = {0}, *ai = NULL;
@@ -502,17 +530,17 @@ static int tsd_listen(struct tsd *t, struct ct_err *err)
     unsigned flags = LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC;
     if (conf_get_bool(t->conf, "tsd.network.reuse_address"))
         flags |= LEV_OPT_REUSEABLE;
-    t->listener = evconnlistener_new_bind(t->base, tsd_accept_cb, t, flags,
-                                          (int)conf_get_int(t->conf, "tsd.network.backlog"),
-                                          ai->ai_addr, (int)ai->ai_addrlen);
+    *out = evconnlistener_new_bind(t->base, cb, t, flags,
+                                   (int)conf_get_int(t->conf, "tsd.network.backlog"), ai->ai_addr,
+                                   (int)ai->ai_addrlen);
     int e = errno;
     freeaddrinfo(ai);
-    if (!t->listener)
+    if (!*out)
         return ct_err_errno(err, CT_EIO, e, "cannot listen on %s:%lld", bind, (long long)port);
-    evconnlistener_set_error_cb(t->listener, tsd_accept_error_cb);
+    evconnlistener_set_error_cb(*out, tsd_accept_error_cb);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
-    int fd = evconnlistener_get_fd(t->listener);
+    int fd = evconnlistener_get_fd(*out);
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
         return ct_err_errno(err, CT_EIO, errno, "getsockname on the listening socket");
     char host[INET6_ADDRSTRLEN] = "?";
@@ -521,12 +549,12 @@ static int tsd_listen(struct tsd *t, struct ct_err *err)
         struct sockaddr_in *in = (struct sockaddr_in *)&ss;
         inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
         p = ntohs(in->sin_port);
-        snprintf(t->listen_addr, sizeof(t->listen_addr), "%s:%d", host, p);
+        snprintf(addr, addr_size, "%s:%d", host, p);
     } else {
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
         inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
         p = ntohs(in6->sin6_port);
-        snprintf(t->listen_addr, sizeof(t->listen_addr), "[%s]:%d", host, p);
+        snprintf(addr, addr_size, "[%s]:%d", host, p);
     }
     return CT_OK;
 }
@@ -549,7 +577,9 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     rc = auth_new(c, &t->auth, err);
     if (rc != CT_OK)
         goto out;
-    if (conf_get_bool(c, "tsd.graphite.enable")) { /* Graphite lines on telnet (docs/protocols.md) */
+    /* Graphite lines on telnet and/or on their own port (docs/protocols.md) */
+    t->graphite_telnet = conf_get_bool(c, "tsd.graphite.enable");
+    if (t->graphite_telnet || conf_get_int(c, "tsd.graphite.port") >= 0) {
         char gmsg[256];
         t->graphite = graphite_map_new(conf_get_str(c, "tsd.graphite.templates"),
                                        conf_get_str(c, "tsd.graphite.default_tag"), gmsg,
@@ -612,9 +642,18 @@ int tsd_run(const struct conf *c, struct ct_err *err)
         rc = ct_err_set(err, CT_ENOMEM, "libevent: cannot create the daemon's events");
         goto out;
     }
-    rc = tsd_listen(t, err);
+    rc = tsd_listen(t, conf_get_int(c, "tsd.network.port"), tsd_accept_cb, &t->listener,
+                    t->listen_addr, sizeof(t->listen_addr), err);
     if (rc != CT_OK)
         goto out;
+    if (conf_get_int(c, "tsd.graphite.port") >= 0) {
+        rc = tsd_listen(t, conf_get_int(c, "tsd.graphite.port"), tsd_accept_graphite_cb,
+                        &t->graphite_listener, t->graphite_addr, sizeof(t->graphite_addr), err);
+        if (rc != CT_OK) {
+            ct_err_prefix(err, "tsd.graphite.port");
+            goto out;
+        }
+    }
     t->state = TSD_OK;
     char auth_line[256];
     auth_describe(t->auth, auth_line, sizeof(auth_line));
@@ -626,6 +665,8 @@ int tsd_run(const struct conf *c, struct ct_err *err)
         tsdstore_describe(&wo, where, sizeof(where));
         tlog_info("ctsdb %s TSD listening on %s (telnet and HTTP), data in %s", CTSDB_VERSION,
                   t->listen_addr, where);
+        if (t->graphite_listener)
+            tlog_info("Graphite plaintext port on %s (tsd.graphite.port)", t->graphite_addr);
     }
     if (event_base_dispatch(t->base) < 0)
         rc = ct_err_set(err, CT_EIO, "libevent: the event loop failed");
@@ -633,6 +674,8 @@ int tsd_run(const struct conf *c, struct ct_err *err)
 out:
     if (t->listener)
         evconnlistener_free(t->listener);
+    if (t->graphite_listener)
+        evconnlistener_free(t->graphite_listener);
     /* Workers first (an /api/put in flight waits for the writers), then the writers, which
      * write everything submitted; the loop is gone, so their completions go unread. */
     workpool_free(t->pool);

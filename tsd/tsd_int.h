@@ -65,6 +65,7 @@ struct tsd {
     const struct conf *conf;
     struct event_base *base;
     struct evconnlistener *listener;
+    struct evconnlistener *graphite_listener; /* tsd.graphite.port, or NULL */
     struct event *sig_term, *sig_int;
     struct event *done_ev;     /* worker completions -> loop */
     struct event *shutdown_ev; /* diediedie and signals -> orderly shutdown */
@@ -84,6 +85,7 @@ struct tsd {
     bool backend_interrupted; /* wc_interrupt was called (TSD_BACKEND_GRACE_MS into shutdown) */
     char hostname[256];
     char listen_addr[128];
+    char graphite_addr[128]; /* tsd.graphite.port's address, when it listens */
 
     pthread_mutex_t done_mu;
     struct http_req *done_head, *done_tail; /* [mu] finished deferred requests */
@@ -102,6 +104,7 @@ struct tsd {
     /* settings read once from conf */
     struct put_rules rules;
     struct graphite_map *graphite; /* tsd.graphite.*: NULL when off (tsd/proto_graphite.h) */
+    bool graphite_telnet;          /* tsd.graphite.enable: Graphite lines on the telnet side */
     char special_chars[256];
     bool enable_chunked;
     size_t max_chunk, max_body, max_header;
@@ -134,7 +137,10 @@ void telnet_ingest_destroy(struct tsd *t);
 void telnet_flush(struct tsd *t);
 /* True when no telnet batch is being filled or written. */
 bool telnet_ingest_idle(struct tsd *t);
-int telnet_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err);
+/* Serves fd as a telnet connection; graphite_only (a connection of tsd.graphite.port): every
+ * line is a Graphite line, commands and put are refused as such. */
+int telnet_conn_start(struct tsd *t, int fd, const char *peer, bool graphite_only,
+                      struct ct_err *err);
 void telnet_close_all(struct tsd *t);
 /* Frees every telnet connection at once (after the loop ended). */
 void telnet_free_all(struct tsd *t);

@@ -5,8 +5,14 @@
 # first Prometheus answers a query_range and is stopped; a second one with empty storage and
 # remote_read (read_recent) from the TSD (/api/v1/read) must answer the same query_range with the
 # same series and values, and the same values ctsdb itself returns through /api/query. Matchers
-# (=~, !=) and bad bodies (400) are checked too. Every server binds 127.0.0.1 and is stopped by
-# PID; every wait is bounded.
+# (=~, !=) and bad bodies (400) are checked too.
+# Queries without a __name__ equality matcher (a regex on __name__, a label matcher alone) read
+# back through both Prometheus and a direct remote read (a small Python client below). Two
+# recording rules carry label values with characters OpenTSDB forbids (space, '=', '|', ':',
+# '/', a literal "/2F", UTF-8, quote, backslash): they must read back byte for byte; after a
+# restart with tsd.core.tag.allow_specialchars=: a series written then keeps ':' raw and still
+# reads back exactly, and tsd.prometheus.read_max_metrics refuses a query selecting too many
+# metrics. Every server binds 127.0.0.1 and is stopped by PID; every wait is bounded.
 source "$(dirname "$0")/lib.sh"
 
 if ! command -v prometheus >/dev/null 2>&1; then
@@ -14,18 +20,176 @@ if ! command -v prometheus >/dev/null 2>&1; then
   it_done
 fi
 
+export PYTHONIOENCODING=utf-8
 tsd_start
 dir=$(it_tmpdir)
+
+# promrw.py: a minimal remote read/write client (protobuf and snappy written by hand: Debian's
+# python3 has neither module). read PORT START_MS END_MS T:NAME:VALUE... prints each returned
+# series as one line (name=value, tab-separated, sorted by name, then n=<samples>), the lines
+# sorted, or "HTTP <code> <body>";
+# write PORT TS_MS VALUE NAME=VALUE... sends one sample and prints the HTTP status.
+cat >"$dir/promrw.py" <<'PY'
+import json, sys, urllib.request, urllib.error, struct
+
+def varint(n):
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7f
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+def field(num, wt, payload):
+    key = varint((num << 3) | wt)
+    if wt == 2:
+        return key + varint(len(payload)) + payload
+    return key + payload
+
+def snappy_literal(b):  # valid snappy made of literals only
+    out = bytearray(varint(len(b)))
+    for i in range(0, len(b), 65536):
+        chunk = b[i:i + 65536]
+        out += bytes([61 << 2]) + (len(chunk) - 1).to_bytes(2, "little") + chunk
+    return bytes(out)
+
+def unsnappy(b):
+    n = shift = i = 0
+    while True:
+        c = b[i]; i += 1
+        n |= (c & 0x7f) << shift; shift += 7
+        if c < 0x80:
+            break
+    out = bytearray()
+    while i < len(b):
+        tag = b[i]; i += 1
+        t = tag & 3
+        if t == 0:
+            ln = tag >> 2
+            if ln < 60:
+                ln += 1
+            else:
+                nb = ln - 59
+                ln = int.from_bytes(b[i:i + nb], "little") + 1; i += nb
+            out += b[i:i + ln]; i += ln
+            continue
+        if t == 1:
+            ln = ((tag >> 2) & 7) + 4; off = ((tag >> 5) << 8) | b[i]; i += 1
+        elif t == 2:
+            ln = (tag >> 2) + 1; off = int.from_bytes(b[i:i + 2], "little"); i += 2
+        else:
+            ln = (tag >> 2) + 1; off = int.from_bytes(b[i:i + 4], "little"); i += 4
+        for _ in range(ln):
+            out.append(out[-off])
+    assert len(out) == n, "snappy length"
+    return bytes(out)
+
+def fields(b):
+    i = 0
+    while i < len(b):
+        key = 0; shift = 0
+        while True:
+            c = b[i]; i += 1
+            key |= (c & 0x7f) << shift; shift += 7
+            if c < 0x80:
+                break
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v = 0; shift = 0
+            while True:
+                c = b[i]; i += 1
+                v |= (c & 0x7f) << shift; shift += 7
+                if c < 0x80:
+                    break
+        elif wt == 1:
+            v = b[i:i + 8]; i += 8
+        elif wt == 2:
+            ln = 0; shift = 0
+            while True:
+                c = b[i]; i += 1
+                ln |= (c & 0x7f) << shift; shift += 7
+                if c < 0x80:
+                    break
+            v = b[i:i + ln]; i += ln
+        elif wt == 5:
+            v = b[i:i + 4]; i += 4
+        else:
+            raise ValueError("wire type %d" % wt)
+        yield num, v
+
+def post(port, path, body):
+    rq = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path), data=snappy_literal(body),
+                                headers={"Content-Encoding": "snappy",
+                                         "Content-Type": "application/x-protobuf"})
+    try:
+        with urllib.request.urlopen(rq, timeout=60) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+def label(name, value):
+    return field(1, 2, name.encode()) + field(2, 2, value.encode())
+
+if sys.argv[1] == "read":
+    port, start, end = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    q = field(1, 0, varint(start)) + field(2, 0, varint(end))
+    for m in sys.argv[5:]:
+        t, name, value = m.split(":", 2)
+        q += field(3, 2, field(1, 0, varint({"EQ": 0, "NEQ": 1, "RE": 2, "NRE": 3}[t]))
+                   + field(2, 2, name.encode()) + field(3, 2, value.encode()))
+    code, body = post(port, "/api/v1/read", field(1, 2, q))
+    if code != 200:
+        print("HTTP", code, body.decode("utf-8", "replace").strip())
+        sys.exit(0)
+    lines = []
+    for num, res in fields(unsnappy(body)):
+        for num2, ts in fields(res):
+            labels, n = {}, 0
+            for num3, v in fields(ts):
+                if num3 == 1:
+                    kv = dict(fields(v))
+                    labels[kv.get(1, b"").decode()] = kv.get(2, b"").decode()
+                elif num3 == 2:
+                    n += 1
+            lines.append("\t".join("%s=%s" % kv for kv in sorted(labels.items()))
+                         + "\tn=%d" % n)
+    print("\n".join(sorted(lines)))
+else:
+    port, ts, value = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    series = b"".join(field(1, 2, label(*kv.split("=", 1))) for kv in sys.argv[5:])
+    series += field(2, 2, field(1, 1, struct.pack("<d", value)) + field(2, 0, varint(ts)))
+    code, body = post(port, "/api/v1/write", field(1, 2, series))
+    print(("%d %s" % (code, body.decode("utf-8", "replace"))).strip())
+PY
+promrw() { python3 "$dir/promrw.py" "$@"; }
+# the label values OpenTSDB forbids, read back byte for byte (set in rules.yml below)
+W1='/a b=c|d:e/2Fé"x\y,{}'
+W2='/2F/3A/zz /'
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PA=$(free_port)
 
-cat >"$dir/rules.yml" <<'YML'
+cat >"$dir/rules.yml" <<YML
 groups:
   - name: ctsdb_it
     interval: 1s
     rules:
       - record: ctsdb_it:scrape_samples:sum
         expr: sum(scrape_samples_scraped)
+      - record: ctsdb_it:weird
+        expr: vector(1)
+        labels:
+          ctsdb_set: weird
+          path: '$W1'
+      - record: ctsdb_it:weird
+        expr: vector(2)
+        labels:
+          ctsdb_set: weird
+          path: '$W2'
 YML
 cat >"$dir/a.yml" <<YML
 global:
@@ -91,6 +255,15 @@ for _ in $(seq 1 40); do
   sleep 0.5
 done
 check_contains "a series without labels gets the default tag" "$rec" "__prom=none"
+wp=""
+for _ in $(seq 1 40); do
+  wp=$(ctsdb_points 'ctsdb_it/3Aweird' | cut -d' ' -f3- | sort -u)
+  [ "$(echo "$wp" | grep -c .)" -ge 2 ] && break
+  sleep 0.5
+done
+check_contains "forbidden characters are stored escaped (1)" "$wp" \
+  "path=/2Fa/20b/3Dc/7Cd/3Ae/2F2F/C3/A9/22x/5Cy/2C/7B/7D"
+check_contains "forbidden characters are stored escaped (2)" "$wp" "path=/2F2F/2F3A/2Fzz/20/2F"
 
 # the compared window: from the first stored sample to 2 s ago, once ctsdb has samples past it
 read -r start_ms _ < <(ctsdb_points scrape_duration_seconds | sort -n | head -1)
@@ -98,6 +271,20 @@ end_s=$(( $(date +%s) - 2 ))
 for _ in $(seq 1 40); do
   last=$(ctsdb_points scrape_duration_seconds | sort -n | tail -1 | cut -d' ' -f1)
   [ "${last:-0}" -gt $(( (end_s + 1) * 1000 )) ] && break
+  sleep 0.5
+done
+# ... and once every recorded series (two weird ones and the sum) has samples past it (remote
+# write sends series through parallel shards)
+for _ in $(seq 1 40); do
+  wlast=$( (ctsdb_points 'ctsdb_it/3Aweird'; ctsdb_points 'ctsdb_it/3Ascrape_samples/3Asum') |
+    python3 -c '
+import sys
+last = {}
+for l in sys.stdin:
+    t, v, tags = l.rstrip("\n").split(" ", 2)
+    last[tags] = max(last.get(tags, 0), int(t))
+print(min(last.values()) if len(last) >= 3 else 0)')
+  [ "${wlast:-0}" -gt $(( (end_s + 1) * 1000 )) ] && break
   sleep 0.5
 done
 start_s=$(( start_ms / 1000 + 1 ))
@@ -117,6 +304,9 @@ for s in d["data"]["result"]:
 }
 qa=$(qr "$PA" scrape_duration_seconds)
 qa_rec=$(qr "$PA" 'ctsdb_it:scrape_samples:sum')
+qa_w=$(qr "$PA" 'ctsdb_it:weird')
+qa_re=$(qr "$PA" '{__name__=~"ctsdb_it:.*"}')
+qa_lab=$(qr "$PA" '{ctsdb_set="weird"}')
 check "prometheus answers the window itself ($(echo "$qa" | wc -l) steps)" test "$(echo "$qa" | wc -l)" -ge 3
 kill -TERM "$apid"
 for _ in $(seq 1 100); do kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
@@ -146,6 +336,36 @@ qb_rec=$(qr "$PB" 'ctsdb_it:scrape_samples:sum')
 check_eq "the label-less recorded series reads back without the default tag" "$qa_rec" "$qb_rec"
 check_contains "the recorded series' name reads back unescaped" "$qb_rec" "__name__=ctsdb_it:scrape_samples:sum"
 check_contains "instance reads back unescaped" "$qb" "instance=127.0.0.1:$PA"
+
+# forbidden characters read back through Prometheus byte for byte; queries without a __name__
+# equality matcher (a regex on __name__, a label matcher alone) answer what Prometheus does
+qb_w=$(qr "$PB" 'ctsdb_it:weird')
+check "the weird series read back ($(echo "$qb_w" | wc -l) steps)" test "$(echo "$qb_w" | wc -l)" -ge 6
+check_eq "label values OpenTSDB forbids read back equal through Prometheus" "$qa_w" "$qb_w"
+check_contains "the value with space, =, |, :, /2F, UTF-8, quote, backslash" "$qb_w" "path=$W1 "
+check_contains "the value with escape look-alikes" "$qb_w" "path=$W2 "
+qb_re=$(qr "$PB" '{__name__=~"ctsdb_it:.*"}')
+nre=$(echo "$qb_re" | sed 's/[, ].*//' | sort -u | wc -l)
+check "a regex on __name__ reads several metrics ($nre)" test "$nre" -ge 2
+check_eq "PromQL {__name__=~\"ctsdb_it:.*\"} through remote read equals Prometheus' own" "$qa_re" "$qb_re"
+qb_lab=$(qr "$PB" '{ctsdb_set="weird"}')
+check "a label matcher alone reads series ($(echo "$qb_lab" | wc -l) steps)" test "$(echo "$qb_lab" | wc -l)" -ge 6
+check_eq "PromQL {ctsdb_set=\"weird\"} (no __name__) equals Prometheus' own" "$qa_lab" "$qb_lab"
+
+# the same through a direct remote read
+now_ms=$(( ($(date +%s) + 1) * 1000 ))
+rd_lab=$(promrw read "$TSD_PORT" $((start_s * 1000)) "$now_ms" EQ:ctsdb_set:weird | sed 's/\tn=[0-9]*$//')
+rd_re=$(promrw read "$TSD_PORT" $((start_s * 1000)) "$now_ms" 'RE:__name__:ctsdb_it:w.*' | sed 's/\tn=[0-9]*$//')
+check_eq "direct remote read of a label matcher alone: two series" "2" "$(echo "$rd_lab" | grep -c .)"
+check_contains "direct remote read: the value with forbidden characters, exact" "$rd_lab" \
+  "$(printf '__name__=ctsdb_it:weird\tctsdb_set=weird\tpath=%s' "$W1")"
+check_contains "direct remote read: the escape look-alikes, exact" "$rd_lab" \
+  "$(printf '__name__=ctsdb_it:weird\tctsdb_set=weird\tpath=%s' "$W2")"
+check_eq "direct remote read: a regex on __name__ gives the same series" "$rd_lab" "$rd_re"
+rd_none=$(promrw read "$TSD_PORT" $((start_s * 1000)) "$now_ms" 'RE:__name__:no_such_.*' EQ:ctsdb_set:weird)
+check_eq "a regex matching no metric reads as no series" "" "$rd_none"
+rd_nre=$(promrw read "$TSD_PORT" $((start_s * 1000)) "$now_ms" 'NRE:__name__:ctsdb_it:w.*' EQ:ctsdb_set:weird)
+check_eq "a negative regex on __name__ excludes the metric" "" "$rd_nre"
 
 # the same values ctsdb itself returns: each step's value is the last raw point at or before it
 expect=$(ctsdb_points scrape_duration_seconds | python3 -c '
@@ -188,5 +408,22 @@ check_eq "a bad read body is 400" "400" "$code"
 
 kill -TERM "$bpid"
 for _ in $(seq 1 100); do kill -0 "$bpid" 2>/dev/null || break; sleep 0.1; done
+tsd_stop
+
+# restart on the same data: ':' allowed in names from now on, at most 1 metric per read query
+tsd_start --tsd.core.tag.allow_specialchars=: --tsd.prometheus.read_max_metrics=1
+rd_re2=$(promrw read "$TSD_PORT" $((start_s * 1000)) "$now_ms" 'RE:__name__:ctsdb_it:w.*' | sed 's/\tn=[0-9]*$//')
+check_eq "series escaped before allow_specialchars changed read back the same" "$rd_re" "$rd_re2"
+cap=$(promrw read "$TSD_PORT" $((start_s * 1000)) "$now_ms" 'RE:__name__:ctsdb_it:.*')
+check_contains "a query selecting more metrics than read_max_metrics is 400" "$cap" "HTTP 400"
+check_contains "naming the key" "$cap" "tsd.prometheus.read_max_metrics"
+now2=$(( $(date +%s) * 1000 ))
+wr=$(promrw write "$TSD_PORT" "$now2" 5 __name__=ctsdb_it_colon 'path=a:b/3Ac d')
+check_eq "remote write of a label with ':' and an escape look-alike" "204" "$wr"
+stored=$(ctsdb_points ctsdb_it_colon)
+check_contains "with allow_specialchars=: the ':' is stored raw, '/' and ' ' escaped" "$stored" \
+  "path=a:b/2F3Ac/20d"
+rd_colon=$(promrw read "$TSD_PORT" $((now2 - 1000)) $((now2 + 1000)) EQ:__name__:ctsdb_it_colon)
+check_eq "and reads back exactly" "$(printf '__name__=ctsdb_it_colon\tpath=a:b/3Ac d\tn=1')" "$rd_colon"
 tsd_stop
 it_done

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# test_tsd_graphite.sh - Graphite plaintext on the telnet side (docs/protocols.md): the real
-# collectd write_graphite plugin (Debian collectd-core) sends its load, memory and cpu metrics to
-# the TSD's port, mapped by a template to metric + host tag, and /api/query answers them under
-# those names; then python socket cases: the default mapping, a filter template with its own tag,
-# commands still win over Graphite's shape, refused lines counted in /api/stats (and no reply),
-# and tsd.graphite.enable=false.
+# test_tsd_graphite.sh - Graphite plaintext (docs/protocols.md): the real collectd
+# write_graphite plugin (Debian collectd-core) sends its load, memory and cpu metrics to the
+# dedicated Graphite port (tsd.graphite.port=0: any free port, read from the log), mapped by a
+# template to metric + host tag, and /api/query answers them under those names; then python
+# socket cases on the telnet side: the default mapping, a filter template with its own tag,
+# commands still win over Graphite's shape, refused lines counted in /api/stats (and no reply);
+# on the Graphite port: commands and put lines are refused (counted, no reply), Graphite lines
+# stored; tsd.graphite.enable=false turns the telnet side off but not the configured port.
 source "$(dirname "$0")/lib.sh"
 
 if ! command -v collectd >/dev/null 2>&1 || [ ! -f /usr/lib/collectd/write_graphite.so ]; then
@@ -13,7 +15,21 @@ if ! command -v collectd >/dev/null 2>&1 || [ ! -f /usr/lib/collectd/write_graph
 fi
 
 T=$(it_tmpdir)
-tsd_start "--tsd.graphite.templates=collectd.* .host.measurement*;servers.* .host.measurement.field* dc=eu"
+# the Graphite port of the TSD just started (its log line follows the listening line)
+gport() {
+  local p=""
+  for _ in $(seq 1 50); do
+    p=$(sed -n 's/.*Graphite plaintext port on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$TSD_LOG" | head -1)
+    [ -n "$p" ] && break
+    sleep 0.1
+  done
+  echo "$p"
+}
+tsd_start "--tsd.graphite.templates=collectd.* .host.measurement*;servers.* .host.measurement.field* dc=eu" \
+  --tsd.graphite.port=0
+GPORT=$(gport)
+check "the Graphite port listens (${GPORT:-none})" test -n "$GPORT" -a "$GPORT" != "$TSD_PORT"
+[ -n "$GPORT" ] || it_done
 U="http://127.0.0.1:$TSD_PORT"
 stat() { # stat METRIC TYPE -> the value
   curl -s "$U/api/stats" | python3 -c '
@@ -51,7 +67,7 @@ LoadPlugin write_graphite
 <Plugin write_graphite>
   <Node "ctsdb">
     Host "127.0.0.1"
-    Port "$TSD_PORT"
+    Port "$GPORT"
     Protocol "tcp"
     Prefix "collectd."
     SeparateInstances true
@@ -106,13 +122,37 @@ check_eq "default mapping: the path, source=graphite" \
   '[{"metric":"plain.metric","tags":{"source":"graphite"},"aggregateTags":[],"dps":{"1700000000":3,"1700000060":5}}]' "$r"
 r=$(series 'plain.metric{source=graphite}' 1h-ago)
 check_contains "timestamp -1 is now" "$r" "1 "
+
+# the Graphite port: only Graphite lines; commands and put are refused like bad lines
+out=$(printf '%s\n' \
+  "gport.metric 7 1700000000" \
+  "version" \
+  "stats" \
+  "put gport.metric 1700000000 8 host=a" \
+  "" \
+  "gport.metric 9 1700000060" | tsd_talk "$GPORT")
+check_eq "the Graphite port answers nothing" "" "$out"
+check_eq "commands and put lines are refused there (3 more)" 6 "$(stat tsd.graphite.lines rejected)"
+r=$(curl -sg "$U/api/query?start=1699999000&end=1700000100&m=sum:gport.metric{source=graphite}")
+check_eq "its Graphite lines are stored" \
+  '[{"metric":"gport.metric","tags":{"source":"graphite"},"aggregateTags":[],"dps":{"1700000000":7,"1700000060":9}}]' "$r"
+r=$(curl -sg "$U/api/query?start=1699999000&end=1700000100&m=sum:gport.metric{host=a}")
+check_contains "the put line was not stored" "$r" "error"
 tsd_stop
 check_eq "clean stop" 0 "$?"
 
 TSD_DATA=""
-tsd_start --tsd.graphite.enable=false
+tsd_start --tsd.graphite.enable=false --tsd.graphite.port=0
+GPORT=$(gport)
 out=$(printf 'plain.metric 3 1700000000\n' | tsd_talk)
 check_contains "Graphite off: the line is an unknown command" "$out" "unknown command: plain.metric"
+printf 'only.port 4 1700000000\n' | tsd_talk "$GPORT" >/dev/null
+r=$(curl -sg "http://127.0.0.1:$TSD_PORT/api/query?start=1699999000&end=1700000100&m=sum:only.port{source=graphite}")
+check_contains "... while the configured Graphite port still takes lines" "$r" '"dps":{"1700000000":4}'
+tsd_stop
+TSD_DATA=""
+tsd_start
+check "no Graphite port unless configured" test -z "$(sed -n '/Graphite plaintext port/p' "$TSD_LOG")"
 tsd_stop
 err=$(timeout 20 "$CTSDB" tsd --bind 127.0.0.1 --port 0 --data "$T/bad" \
   "--tsd.graphite.templates=measurement*.host" 2>&1)

@@ -3,7 +3,8 @@
 # influxdb-client) connects (/ping) and INSERTs line protocol into the TSD, and /api/query answers
 # those points exactly under measurement.field metrics; then curl cases: precisions, bools,
 # a line without tags (the default tag), each error with InfluxDB's status and {"error": ...}
-# body, and auth (401/403) for /write.
+# body - also those the router and the HTTP layer give (405, 413) and auth's 401/403, which the
+# influx CLI prints as it would InfluxDB's - and a token sent as the CLI's password.
 source "$(dirname "$0")/lib.sh"
 
 if ! command -v influx >/dev/null 2>&1; then
@@ -12,7 +13,7 @@ if ! command -v influx >/dev/null 2>&1; then
 fi
 
 T=$(it_tmpdir)
-tsd_start
+tsd_start --tsd.http.request.max_body=65536
 U="http://127.0.0.1:$TSD_PORT"
 
 # query M TAGS START -> "ts=value ..." of the one series, sorted (ms resolution)
@@ -74,7 +75,15 @@ check_contains "a point the checks refuse: partial write, dropped=1" "$r" "parti
 check_contains "... with the count" "$r" "dropped=1\"}"
 check_eq "no db: 400" '400 {"error":"database is required"}' "$(w 'precision=s' 'a,h=b v=1 1700000000')"
 check_eq "bad precision: 400" '400 {"error":"invalid precision"}' "$(w 'db=x&precision=q' 'a,h=b v=1 1700000000')"
-check_eq "GET /write: 405" 405 "$(curl -s -o /dev/null -w '%{http_code}' "$U/write?db=x")"
+code=$(curl -s -o "$T/b" -D "$T/h" -w '%{http_code}' "$U/write?db=x")
+check_eq "GET /write: 405" 405 "$code"
+check_eq "... with InfluxDB's error object" \
+  '{"error":"Method not allowed: The HTTP method [GET] is not permitted for this endpoint"}' "$(cat "$T/b")"
+check "... and the X-Influxdb-Error header" grep -qi '^X-Influxdb-Error: Method not allowed' "$T/h"
+head -c 70000 /dev/zero | tr '\0' 'x' >"$T/big"
+r=$(curl -s -o "$T/b" -w '%{http_code}' -XPOST "$U/write?db=x" --data-binary @"$T/big")
+check_eq "a body above tsd.http.request.max_body: 413" 413 "$r"
+check_eq "... with InfluxDB's error object" '{"error":"Request body too large"}' "$(cat "$T/b")"
 errs=$(curl -s "$U/api/stats" | python3 -c '
 import json, sys
 print(sum(int(d["value"]) for d in json.load(sys.stdin) if d["metric"] == "tsd.datapoints.written"))')
@@ -86,7 +95,20 @@ check_eq "clean stop" 0 "$?"
 TSD_DATA=""
 tsd_start --tsd.core.auth.token=s3cret
 U="http://127.0.0.1:$TSD_PORT"
-check_contains "no token: 401" "$(w 'db=x&precision=s' 'a,h=b v=1 1700000000')" "401 "
+r=$(w 'db=x&precision=s' 'a,h=b v=1 1700000000')
+check_contains "no token: 401" "$r" "401 "
+check_contains "... in InfluxDB's shape, saying why" "$r" '401 {"error":"Unauthorized: a token is required'
+out=$(timeout 20 influx -host 127.0.0.1 -port "$TSD_PORT" -database x \
+  -execute 'INSERT a,h=b v=1 1700000000' 2>&1)
+check_contains "the influx CLI prints the reason (no token)" "$out" 'ERR: {"error":"Unauthorized: a token is required'
+out=$(timeout 20 influx -host 127.0.0.1 -port "$TSD_PORT" -database x -username u -password wrong \
+  -execute 'INSERT a,h=b v=1 1700000000' 2>&1)
+check_contains "the influx CLI prints the reason (bad token)" "$out" \
+  'ERR: {"error":"Unauthorized: the token sent does not match tsd.core.auth.token"}'
+out=$(timeout 20 influx -host 127.0.0.1 -port "$TSD_PORT" -database x -username u -password s3cret \
+  -precision s -execute 'INSERT authed,h=b v=4 1700000000' 2>&1)
+check_eq "the token as the influx CLI's password: INSERT succeeds" "" "$out"
+check_eq "... and is stored" "1700000000000=4" "$(q authed.v '{h=b}' 1699999990)"
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer s3cret' -XPOST \
   "$U/write?db=x&precision=s" --data-binary 'a,h=b v=1 1700000000')
 check_eq "with the token: 204" 204 "$code"
@@ -95,7 +117,9 @@ tsd_stop
 TSD_DATA=""
 tsd_start --tsd.core.auth.allow=10.9.9.9
 U="http://127.0.0.1:$TSD_PORT"
-check_contains "address not allowed: 403" "$(w 'db=x&precision=s' 'a,h=b v=1 1700000000')" "403 "
+r=$(w 'db=x&precision=s' 'a,h=b v=1 1700000000')
+check_contains "address not allowed: 403" "$r" "403 "
+check_contains "... in InfluxDB's shape" "$r" '403 {"error":"Forbidden: client address 127.0.0.1 is not in tsd.core.auth.allow"}'
 tsd_stop
 tsd_start --tsd.mode=ro # on the last TSD's data (a read-only TSD needs tables)
 U="http://127.0.0.1:$TSD_PORT"
