@@ -4,9 +4,11 @@
  * and regions with their figures; docs/tsd.md). Handlers that read the store run on a worker
  * (http_req_defer). */
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "query/qagg.h"
 #include "storage/clock.h"
@@ -154,17 +156,101 @@ void api_stats_handle(struct http_req *r)
         http_reply_error(r, 503, "The TSD is overloaded; retry later", err.msg);
 }
 
+/* /api/stats/threads as StatsRpc.printThreadStats shapes it: one object per thread of the
+ * process (/proc/self/task): threadID (the kernel's tid), name, state (Java's names for the
+ * kernel's letter: R RUNNABLE, D BLOCKED, S and others WAITING, Z/X TERMINATED), interrupted,
+ * priority (Java's NORM_PRIORITY 5: native threads have none) and stack (empty: no Java
+ * frames). */
+static cJSON *api_threads(void)
+{
+    cJSON *a = cJSON_CreateArray();
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (a && d && (e = readdir(d)) != NULL) {
+        char *end;
+        long tid = strtol(e->d_name, &end, 10);
+        if (*end || tid <= 0)
+            continue;
+        char path[64], buf[512] = "", name[64] = "";
+        snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = '\0';
+        /* "tid (comm) S ...": comm may hold spaces and parentheses: the last ')' ends it */
+        char *lp = strchr(buf, '('), *rp = strrchr(buf, ')');
+        if (!lp || !rp || rp < lp || !rp[1] || !rp[2])
+            continue;
+        snprintf(name, sizeof(name), "%.*s", (int)(rp - lp - 1), lp + 1);
+        char st = rp[2];
+        const char *state = st == 'R'                ? "RUNNABLE"
+                            : st == 'D'              ? "BLOCKED"
+                            : st == 'Z' || st == 'X' ? "TERMINATED"
+                                                     : "WAITING";
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "threadID", (double)tid);
+        cJSON_AddStringToObject(o, "name", name);
+        cJSON_AddStringToObject(o, "state", state);
+        cJSON_AddBoolToObject(o, "interrupted", 0);
+        cJSON_AddNumberToObject(o, "priority", 5);
+        cJSON_AddItemToObject(o, "stack", cJSON_CreateArray());
+        cJSON_AddItemToArray(a, o);
+    }
+    if (d)
+        closedir(d);
+    return a;
+}
+
+/* /api/stats/jvm: StatsRpc.printJVMStats' five sections with what a native process has:
+ * runtime (startTime and uptime in ms, the program for vmName/vmVendor/vmVersion), memory (the
+ * resident and virtual sizes from /proc/self/statm under heapMemoryUsage's field names), os
+ * (systemLoadAverage), gc and pools empty (no collector), plus ctsdb's own figures. */
+static cJSON *api_jvm(struct tsd *t)
+{
+    cJSON *o = cJSON_CreateObject();
+    int64_t now = clock_now_ms(), start = tsd_start_ms(t);
+    cJSON *rt = cJSON_AddObjectToObject(o, "runtime");
+    cJSON_AddNumberToObject(rt, "startTime", (double)start);
+    cJSON_AddNumberToObject(rt, "uptime", (double)(now - start));
+    cJSON_AddStringToObject(rt, "vmName", "ctsdb");
+    cJSON_AddStringToObject(rt, "vmVendor", "ctsdb");
+    cJSON_AddStringToObject(rt, "vmVersion", CTSDB_VERSION);
+    unsigned long long vsz = 0, rss = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%llu %llu", &vsz, &rss) != 2)
+            vsz = rss = 0;
+        fclose(f);
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    cJSON *mem = cJSON_AddObjectToObject(o, "memory");
+    cJSON *heap = cJSON_AddObjectToObject(mem, "heapMemoryUsage");
+    cJSON_AddNumberToObject(heap, "used", (double)rss * (double)page);
+    cJSON_AddNumberToObject(heap, "committed", (double)rss * (double)page);
+    cJSON_AddNumberToObject(heap, "max", (double)vsz * (double)page);
+    cJSON_AddItemToObject(o, "gc", cJSON_CreateObject());
+    cJSON_AddItemToObject(o, "pools", cJSON_CreateObject());
+    double load[1] = {-1};
+    if (getloadavg(load, 1) != 1)
+        load[0] = -1; /* Java's answer when the average is unavailable */
+    cJSON *os = cJSON_AddObjectToObject(o, "os");
+    cJSON_AddNumberToObject(os, "systemLoadAverage", load[0]);
+    cJSON_AddNumberToObject(o, "uptime_ms", (double)(now - start));
+    cJSON_AddNumberToObject(o, "worker_threads", workpool_threads(t->pool));
+    cJSON_AddNumberToObject(o, "connections", (double)t->nconns);
+    return o;
+}
+
 void api_stats_sub_handle(struct http_req *r)
 {
     const char *sub = http_req_path(r) + strlen("/api/stats/");
     struct tsd *t = http_req_tsd(r);
     cJSON *o = NULL;
-    if (!strcmp(sub, "jvm") || !strcmp(sub, "threads")) {
-        /* no JVM: the process figures that matter instead */
-        o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "uptime_ms", (double)(clock_now_ms() - tsd_start_ms(t)));
-        cJSON_AddNumberToObject(o, "worker_threads", workpool_threads(t->pool));
-        cJSON_AddNumberToObject(o, "connections", (double)t->nconns);
+    if (!strcmp(sub, "jvm")) {
+        o = api_jvm(t);
+    } else if (!strcmp(sub, "threads")) {
+        o = api_threads();
     } else if (!strcmp(sub, "query")) {
         o = cJSON_CreateObject();
         cJSON_AddItemToObject(o, "running", cJSON_CreateArray());

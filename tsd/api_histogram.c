@@ -1,4 +1,5 @@
-/* api_histogram.c - POST /api/histogram: OpenTSDB 2.4's histogram datapoints (HistogramPojo:
+/* api_histogram.c - POST /api/histogram and the telnet `histogram` line (api_histogram.h):
+ * OpenTSDB 2.4's histogram datapoints (HistogramPojo:
  * {metric, timestamp, tags, buckets {"lo,hi": count}, underflow, overflow} or {.., id, value:
  * base64 of the codec bytes}), one object or an array, validated with OpenTSDB's messages,
  * encoded as a SimpleHistogram (schema/histogram.h) and stored as its 0x06 cell in the series'
@@ -7,18 +8,26 @@
  * Enabled by tsd.core.histograms.config, a JSON map of codec class to id as OpenTSDB's: only
  * net.opentsdb.core.SimpleHistogramDecoder is known; unset, the endpoint answers 503 as
  * OpenTSDB does. Runs on a worker; each histogram is written (at the table's durability)
- * before the answer, so an acknowledged histogram is readable. */
+ * before the answer, so an acknowledged histogram is readable. The telnet line is parsed and
+ * stored by api_histogram_telnet() through the same histo_store() (on the event loop, one
+ * synchronous write per line: histograms are few; a burst should use the HTTP endpoint). */
 #include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "schema/histogram.h"
 #include "schema/tsdb.h"
 #include "storage/coding.h"
+#include "tsd/api_histogram.h"
 #include "tsd/conf.h"
 #include "tsd/http.h"
+#include "tsd/put.h"
 #include "tsd/routes.h"
 #include "tsd/tsd.h"
 #include "tsd/tsd_int.h"
@@ -26,7 +35,7 @@
 #define SIMPLE_DECODER "net.opentsdb.core.SimpleHistogramDecoder"
 
 /* The id tsd.core.histograms.config gives SimpleHistogramDecoder, or -1 (not configured). */
-static int simple_codec_id(const struct conf *c)
+int api_histogram_codec_id(const struct conf *c)
 {
     const char *cfg = conf_get(c, "tsd.core.histograms.config");
     if (cfg == NULL || *cfg == '\0')
@@ -134,6 +143,25 @@ static const char *to_histo(const cJSON *dp, int codec_id, struct histo *h, int6
     return NULL;
 }
 
+/* Stores histogram h of metric{tk=tv...} at ts_ms: resolves the series (creating names as
+ * auto-create allows), encodes h with its id, writes the cell. CT_OK, or the code with err. */
+static int histo_store(struct tsdb *t, const char *metric, const char *const *tk,
+                       const char *const *tv, size_t nt, int64_t ts_ms, const struct histo *h,
+                       struct ct_err *err)
+{
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t tl = 0;
+    uint8_t *val = NULL;
+    size_t vl = 0;
+    int rc = tsdb_series_resolve(t, metric, tk, tv, nt, tsuid, sizeof(tsuid), &tl, err);
+    if (rc == CT_OK)
+        rc = histo_encode(h, true, &val, &vl, err);
+    if (rc == CT_OK)
+        rc = histo_put(t, tsuid, tl, ts_ms, val, vl, err);
+    free(val);
+    return rc;
+}
+
 /* Stores one histogram point; NULL, or the error text for the answer's details. */
 static const char *store_one(struct tsdb *t, const cJSON *dp, int codec_id, char *msg, size_t cap)
 {
@@ -156,18 +184,10 @@ static const char *store_one(struct tsdb *t, const cJSON *dp, int codec_id, char
         i++;
     }
     struct ct_err err = {0};
-    uint8_t tsuid[ROWKEY_MAX_TSUID];
-    size_t tl = 0;
-    uint8_t *val = NULL;
-    size_t vl = 0;
-    int rc = !tk || !tv ? ct_err_set(&err, CT_ENOMEM, "out of memory")
-                        : tsdb_series_resolve(t, cJSON_GetObjectItemCaseSensitive(dp, "metric")->valuestring,
-                                              tk, tv, nt, tsuid, sizeof(tsuid), &tl, &err);
-    if (rc == CT_OK)
-        rc = histo_encode(&h, true, &val, &vl, &err);
-    if (rc == CT_OK)
-        rc = histo_put(t, tsuid, tl, ts_ms, val, vl, &err);
-    free(val);
+    int rc = !tk || !tv
+                 ? ct_err_set(&err, CT_ENOMEM, "out of memory")
+                 : histo_store(t, cJSON_GetObjectItemCaseSensitive(dp, "metric")->valuestring, tk,
+                               tv, nt, ts_ms, &h, &err);
     free(tk);
     free(tv);
     histo_clear(&h);
@@ -184,7 +204,7 @@ static void histogram_work(struct http_req *r, void *arg)
 {
     (void)arg;
     struct tsd *td = http_req_tsd(r);
-    int codec_id = simple_codec_id(tsd_conf(td));
+    int codec_id = api_histogram_codec_id(tsd_conf(td));
     size_t len = 0;
     const char *body = http_req_body(r, &len);
     if (len == 0) {
@@ -212,8 +232,9 @@ static void histogram_work(struct http_req *r, void *arg)
     for (size_t i = 0; i < n; i++) {
         dp = one ? one : cJSON_GetArrayItem(doc, (int)i);
         char msg[320];
-        const char *bad = cJSON_IsObject(dp) ? store_one(tsd_tsdb(td), dp, codec_id, msg, sizeof(msg))
-                                             : "Unable to parse the given JSON";
+        const char *bad = cJSON_IsObject(dp)
+                              ? store_one(tsd_tsdb(td), dp, codec_id, msg, sizeof(msg))
+                              : "Unable to parse the given JSON";
         if (!bad) {
             success++;
             continue;
@@ -250,7 +271,7 @@ void api_histogram_handle(struct http_req *r)
                          "the TSD is in read-only mode (tsd.mode=ro)");
         return;
     }
-    if (simple_codec_id(tsd_conf(t)) < 0) {
+    if (api_histogram_codec_id(tsd_conf(t)) < 0) {
         http_reply_error(r, 503,
                          "Histogram storage has not been enabled. Check the "
                          "'tsd.core.histograms.config' configuration.",
@@ -260,4 +281,214 @@ void api_histogram_handle(struct http_req *r)
     struct ct_err err = {0};
     if (http_req_defer(r, histogram_work, NULL, &err) != CT_OK)
         http_reply_error(r, 503, "The TSD is overloaded; retry later", err.msg);
+}
+
+/* ---- the telnet line ----------------------------------------------------------------------- */
+
+/* Splits s at every sep, keeping empty pieces (Java's Tags.splitString); at most max pieces. */
+static size_t split_keep(char *s, char sep, char **w, size_t max)
+{
+    size_t n = 0;
+    w[n++] = s;
+    for (char *p = s; *p && n < max; p++)
+        if (*p == sep) {
+            *p = '\0';
+            w[n++] = p + 1;
+        }
+    return n;
+}
+
+/* Java's Long.parseLong: an optional sign and decimal digits in range; else its message. */
+static bool java_long(const char *s, int64_t *out, char *msg, size_t cap)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || isspace((unsigned char)*s) || *end || errno) {
+        snprintf(msg, cap, "For input string: \"%.200s\"", s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Java's Float.parseFloat (decimal and exponent forms, surrounding blanks allowed). */
+static bool java_float(const char *s, float *out, char *msg, size_t cap)
+{
+    char *end = NULL;
+    float v = strtof(s, &end);
+    while (end && *end == ' ')
+        end++;
+    if (end == s || *end) {
+        snprintf(msg, cap, "For input string: \"%.200s\"", s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* HistogramDataPointRpc.parseTelnet: `lo,hi=count` buckets and `u=N` / `o=N` joined by ':'. */
+static bool parse_buckets(char *value, struct histo *h, char *msg, size_t cap)
+{
+    char *b[TELNET_MAX_LINE + 1];
+    size_t nb = split_keep(value, ':', b, sizeof(b) / sizeof(b[0]));
+    for (size_t i = 0; i < nb; i++) {
+        char bucket[TELNET_MAX_LINE + 1];
+        snprintf(bucket, sizeof(bucket), "%s", b[i]);
+        char *kv[3];
+        if (split_keep(b[i], '=', kv, 3) != 2) {
+            snprintf(msg, cap, "Improperly formatted bucket: %.200s", bucket);
+            return false;
+        }
+        int64_t n = 0;
+        bool uo = !strcasecmp(kv[0], "u") || !strcasecmp(kv[0], "o");
+        if (uo) {
+            if (!java_long(kv[1], &n, msg, cap))
+                return false;
+            if (n < 0) {
+                snprintf(msg, cap, "Invalid underflow or overflow count");
+                return false;
+            }
+            if (tolower((unsigned char)kv[0][0]) == 'u')
+                h->underflow = (uint64_t)n;
+            else
+                h->overflow = (uint64_t)n;
+            continue;
+        }
+        char *bd[3];
+        if (split_keep(kv[0], ',', bd, 3) != 2) {
+            snprintf(msg, cap, "Improperly formatted bounds: %.200s", bucket);
+            return false;
+        }
+        float lo = 0, hi = 0;
+        if (!java_float(bd[0], &lo, msg, cap) || !java_float(bd[1], &hi, msg, cap) ||
+            !java_long(kv[1], &n, msg, cap))
+            return false;
+        if (n < 0) {
+            snprintf(msg, cap, "Invalid count for bucket %.200s", bucket);
+            return false;
+        }
+        struct ct_err err = {0};
+        if (histo_add(h, lo, hi, (uint64_t)n, &err) != CT_OK) {
+            snprintf(msg, cap, "%.300s", err.msg);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The codec bytes of a `<id> <base64>` line, decoded as the HTTP "value" is. */
+static bool decode_value(const char *value, long id, int codec_id, struct histo *h, char *msg,
+                         size_t cap)
+{
+    if (id != codec_id) {
+        snprintf(msg, cap, "No codec found for ID %ld", id);
+        return false;
+    }
+    size_t vl = strlen(value);
+    unsigned char raw[TELNET_MAX_LINE + 1];
+    long n = coding_base64_decode(value, vl, raw, sizeof(raw));
+    if (n < 0) {
+        snprintf(msg, cap, "Unable to decode the histogram value (base64)");
+        return false;
+    }
+    struct ct_err err = {0};
+    if (histo_decode(raw, (size_t)n, false, h, &err) != CT_OK) {
+        snprintf(msg, cap, "Unable to decode the histogram value: %.200s", err.msg);
+        return false;
+    }
+    h->id = (uint8_t)codec_id;
+    return true;
+}
+
+#define TL_FAIL(st, prefix, ...)                                                                   \
+    do {                                                                                           \
+        int n_ = snprintf(msg, cap, "histogram: %s", prefix);                                      \
+        if (n_ >= 0 && (size_t)n_ < cap)                                                           \
+            snprintf(msg + n_, cap - (size_t)n_, __VA_ARGS__);                                     \
+        return st;                                                                                 \
+    } while (0)
+
+enum histo_line_status api_histogram_telnet(struct tsd *td, const char *line, size_t len, char *msg,
+                                            size_t cap)
+{
+    static const char ill[] = "illegal argument: ";
+    if (api_histogram_codec_id(tsd_conf(td)) < 0)
+        TL_FAIL(HISTO_LINE_EARG, ill,
+                "Histogram storage has not been enabled. Check the "
+                "'tsd.core.histograms.config' configuration.");
+    int codec_id = api_histogram_codec_id(tsd_conf(td));
+    char buf[TELNET_MAX_LINE + 1];
+    if (len > TELNET_MAX_LINE)
+        TL_FAIL(HISTO_LINE_EARG, ill, "line too long");
+    memcpy(buf, line, len);
+    buf[len] = '\0';
+    char *w[TELNET_MAX_LINE + 2];
+    size_t nw = split_keep(buf, ' ', w, sizeof(w) / sizeof(w[0]));
+    if (nw < 5)
+        TL_FAIL(HISTO_LINE_EARG, ill, "not enough arguments (need least 5, got %zu)", nw - 1);
+    if (!*w[1])
+        TL_FAIL(HISTO_LINE_EARG, ill, "empty metric name");
+    char tsbuf[TELNET_MAX_LINE + 1], num[256];
+    size_t tl = 0;
+    for (const char *p = w[2]; *p; p++) /* "1356998400.500" is milliseconds */
+        if (*p != '.')
+            tsbuf[tl++] = *p;
+    tsbuf[tl] = '\0';
+    int64_t ts = 0;
+    if (!put_parse_long(tsbuf, tl, &ts, num, sizeof(num)))
+        TL_FAIL(HISTO_LINE_ENUMBER, "invalid value: ", "%s", num);
+    if (ts <= 0)
+        TL_FAIL(HISTO_LINE_EARG, ill, "invalid timestamp: %lld", (long long)ts);
+    /* a third word that is an int is the codec id (Integer.parseInt), the value follows */
+    char *end = NULL;
+    errno = 0;
+    long id = strtol(w[3], &end, 10);
+    bool has_id = *w[3] && !isspace((unsigned char)*w[3]) && !*end && errno == 0 && id >= INT_MIN &&
+                  id <= INT_MAX;
+    char *value = has_id ? w[4] : w[3];
+    if (!*value)
+        TL_FAIL(HISTO_LINE_EARG, ill, "empty histogram value");
+    const char *tk[TELNET_MAX_LINE / 2 + 1], *tv[TELNET_MAX_LINE / 2 + 1];
+    size_t nt = 0;
+    for (size_t i = has_id ? 5 : 4; i < nw; i++) {
+        if (!*w[i])
+            continue;
+        char *eq = strchr(w[i], '=');
+        if (!eq || eq == w[i] || !eq[1] || strchr(eq + 1, '='))
+            TL_FAIL(HISTO_LINE_EARG, ill, "invalid tag: %s", w[i]);
+        *eq = '\0';
+        size_t k = 0;
+        while (k < nt && strcmp(tk[k], w[i]))
+            k++;
+        if (k < nt && !strcmp(tv[k], eq + 1))
+            continue;
+        if (k < nt) {
+            char seen[TELNET_MAX_LINE + 1] = "";
+            for (size_t j = 0; j < nt; j++)
+                snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "%s%s=%s", j ? ", " : "",
+                         tk[j], tv[j]);
+            TL_FAIL(HISTO_LINE_EARG, ill, "duplicate tag: %s=%s, tags={%s}", w[i], eq + 1, seen);
+        }
+        tk[nt] = w[i];
+        tv[nt++] = eq + 1;
+    }
+    /* From here on OpenTSDB fails through the write's errback: "HBase error" whatever the cause */
+    static const char store[] = "HBase error: ";
+    struct histo h;
+    histo_init(&h, (uint8_t)codec_id);
+    char why[CT_ERR_MSG_MAX];
+    bool ok = has_id ? decode_value(value, id, codec_id, &h, why, sizeof(why))
+                     : parse_buckets(value, &h, why, sizeof(why));
+    if (!ok) {
+        histo_clear(&h);
+        TL_FAIL(HISTO_LINE_ESTORE, store, "%s", why);
+    }
+    struct ct_err err = {0};
+    int rc =
+        histo_store(tsd_tsdb(td), w[1], tk, tv, nt, ts > 9999999999LL ? ts : ts * 1000, &h, &err);
+    histo_clear(&h);
+    if (rc != CT_OK)
+        TL_FAIL(HISTO_LINE_ESTORE, store, "%s", err.msg);
+    return HISTO_LINE_OK;
 }

@@ -191,9 +191,27 @@ static void run(struct http_req *r, enum meta_kind kind, const char *const *name
     }
 }
 
+/* A POST with no body and none of names in the URL: HttpJsonSerializer's parse*V1 400 (the
+ * URL form of a POST is ctsdb's addition, so it only answers when the URL names nothing). */
+static bool post_without_content(struct http_req *r, const char *const *names)
+{
+    size_t len = 0;
+    http_req_body(r, &len);
+    if (http_req_method(r) != HTTP_POST || len > 0)
+        return false;
+    for (size_t i = 0; names[i]; i++)
+        if (http_req_param(r, names[i]))
+            return false;
+    http_reply_error(r, 400, "Missing message content",
+                     "Supply valid JSON formatted data in the body of your request");
+    return true;
+}
+
 void api_suggest_handle(struct http_req *r)
 {
     static const char *const names[] = {"type", "q", "max", NULL};
+    if (post_without_content(r, names))
+        return;
     size_t len = 0;
     http_req_body(r, &len);
     const char *type = http_req_param(r, "type");
@@ -282,6 +300,8 @@ void api_uid_assign_handle(struct http_req *r)
 void api_uid_rename_handle(struct http_req *r)
 {
     static const char *const names[] = {"metric", "tagk", "tagv", "name", NULL};
+    if (post_without_content(r, names))
+        return;
     run(r, META_RENAME, names, NULL);
 }
 

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tsd/api_histogram.h"
 #include "tsd/auth.h"
 #include "tsd/build_info.h"
 #include "tsd/conf.h"
@@ -382,7 +383,8 @@ static void telnet_stat_line(void *arg, const char *metric, int64_t ts_s, const 
 }
 
 static const char *const telnet_commands[] = {
-    "auth", "diediedie", "dropcaches", "exit", "help", "put", "stats", "status", "version",
+    "auth",      "diediedie", "dropcaches", "exit",   "help",
+    "histogram", "put",       "stats",      "status", "version",
 };
 
 /* A Graphite plaintext line (docs/protocols.md): Graphite on, not a command, Graphite's shape. */
@@ -406,6 +408,38 @@ static enum telnet_action telnet_graphite_reject(struct telnet_conn *c, const ch
                  "graphite: refused line from %s: %s: %.*s", c->peer, why,
                  (int)(len > 200 ? 200 : len), line);
     return TA_NEXT;
+}
+
+/* `histogram ...` (OpenTSDB's HistogramDataPointRpc on telnet): stored synchronously through
+ * api_histogram_telnet() once the connection's earlier puts are logged (the caller waited), so
+ * its error line comes after theirs; silent on success, like a put. Counted as a put. */
+static void telnet_histogram(struct telnet_conn *c, const char *line, size_t len)
+{
+    struct tsd *t = c->tsd;
+    char msg[CT_ERR_MSG_MAX + 64];
+    tstats_add(TSTATS_RPC_PUT, 1);
+    tstats_sub(TSTATS_RPC_OTHER_TELNET, 1);
+    if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_WRITE, msg, sizeof(msg))) {
+        if (t->return_errors)
+            telnet_printf(c, "histogram: %s\n", msg);
+        return;
+    }
+    if (t->read_only) {
+        if (t->return_errors)
+            telnet_printf(c, "histogram: illegal argument: the TSD is in read-only mode\n");
+        return;
+    }
+    enum histo_line_status st = api_histogram_telnet(t, line, len, msg, sizeof(msg));
+    if (st == HISTO_LINE_OK)
+        return;
+    if (st == HISTO_LINE_ENUMBER)
+        tstats_add(TSTATS_INVALID_VALUES, 1);
+    else if (st == HISTO_LINE_EARG)
+        tstats_add(TSTATS_ILLEGAL_ARGUMENTS, 1);
+    else
+        tstats_add(TSTATS_POINTS_FAILED, 1);
+    if (t->return_errors)
+        telnet_printf(c, "%s\n", msg);
 }
 
 static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, size_t len)
@@ -531,6 +565,8 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     } else if (!strcmp(cmd, "stats")) {
         struct telnet_stats_ctx x = {c};
         tsd_collect_stats(t, telnet_stat_line, &x);
+    } else if (!strcmp(cmd, "histogram")) {
+        telnet_histogram(c, line, len);
     } else if (!strcmp(cmd, "auth")) {
         telnet_printf(c, "%s\n", auth_telnet_login(t->auth, &c->auth, line + cl, len - cl));
     } else if (!strcmp(cmd, "dropcaches")) {

@@ -5,6 +5,10 @@
 # with details, then percentile and bucket queries (GET m= and POST) against answers worked out
 # by hand: per series, summed across a group, summed per downsampling interval, after a restart
 # (the cells are in the store), and a plain query of the metric (no datapoints: []).
+# The telnet `histogram` command (HistogramDataPointRpc's telnet side): off -> its illegal-argument
+# line; on -> the same points in both line forms (buckets `lo,hi=n:...:u=n:o=n`, and a codec id
+# with base64 bytes) written as metric tlat answer every query exactly as lat written over HTTP,
+# before and after a restart; each error line in order, successes silent.
 source "$(dirname "$0")/lib.sh"
 
 tsd_start
@@ -14,6 +18,9 @@ post() { curl -s -m 20 -w ' %{http_code}' -X POST --data-binary "$2" "$B$1"; }
 check_eq "histograms off: 503 with OpenTSDB's message" \
   "{\"error\":{\"code\":503,\"message\":\"Histogram storage has not been enabled. Check the 'tsd.core.histograms.config' configuration.\"}} 503" \
   "$(post /api/histogram "{\"metric\":\"lat\",\"timestamp\":$T,\"tags\":{\"host\":\"a\"},\"buckets\":{\"1,2\":1}}")"
+check_eq "telnet histogram off: executeTelnetHistosDisabled's illegal argument" \
+  "histogram: illegal argument: Histogram storage has not been enabled. Check the 'tsd.core.histograms.config' configuration." \
+  "$(echo "histogram lat $T 1,2=1 host=a" | tsd_talk)"
 tsd_stop
 
 DATA=$(it_tmpdir)/data
@@ -47,6 +54,32 @@ check_eq "bad bucket bounds" "400 Unable to parse bucket bounds: 1-2" \
   "$(err "$(post "/api/histogram?details" "{\"metric\":\"lat\",\"timestamp\":$T,\"tags\":{\"host\":\"a\"},\"buckets\":{\"1-2\":1}}")")"
 check_contains "not JSON" "$(post /api/histogram 'nope')" "Unable to parse the given JSON"
 
+# The same points over telnet as tlat (executeTelnet: bucket form; executeTelnetBinary: id and
+# base64), then every error form in order; successes answer nothing.
+TL=$(printf '%s\n' "histogram tlat $T 1,6=5:6,10=10:10,20=1:u=0:o=5 host=a" \
+  "histogram tlat $T 1,6=5:6,10=0:10,20=20 host=b" "histogram tlat $((T + 60)) 0 $V host=a" \
+  "histogram tlat $T 1,2=1" "histogram  $T 1,2=1 host=a" "histogram tlat 12x 1,2=1 host=a" \
+  "histogram tlat -5 1,2=1 host=a" "histogram tlat $T 1,2=1 host" \
+  "histogram tlat $T 1,2=1 host=a host=b" "histogram tlat $T 1-2=1 host=a" \
+  "histogram tlat $T 1,2 host=a" "histogram tlat $T 9 $V host=a" "histogram tlat $T 0 AAE= host=a" \
+  "histogram tlat $T 0 $V" "histogram tlat $T 1,2=x host=a" "histogram tlat $T 0 !!! host=a" \
+  "histogram tlat $T 1,2=1 ho\$t=a" | tsd_talk)
+check_eq "telnet histogram lines: silent successes, then each error in order" \
+  "histogram: illegal argument: not enough arguments (need least 5, got 3)
+histogram: illegal argument: empty metric name
+histogram: invalid value: Invalid character 'x' in 12x
+histogram: illegal argument: invalid timestamp: -5
+histogram: illegal argument: invalid tag: host
+histogram: illegal argument: duplicate tag: host=b, tags={host=a}
+histogram: HBase error: Improperly formatted bounds: 1-2=1
+histogram: HBase error: Improperly formatted bucket: 1,2
+histogram: HBase error: No codec found for ID 9
+histogram: HBase error: Unable to decode the histogram value: A histogram needs at least 4 bytes, got 2
+histogram: HBase error: Need at least one tag (metric=tlat, tags={})
+histogram: HBase error: For input string: \"x\"
+histogram: HBase error: Unable to decode the histogram value (base64)
+histogram: HBase error: Invalid tag name with value [a] (\"ho\$t\"): illegal character: \$" "$TL"
+
 q() { curl -gs -m 20 "$B/api/query?start=$((T - 10))&end=$((T + 600))&m=$1"; }
 summary() {
   python3 -c '
@@ -72,6 +105,15 @@ check_contains "only SUM downsampling for histograms" \
   "Only SUM downsampling aggregation supported for histogram query"
 check_contains "a percentile past 100" "$(q 'sum:percentiles%5B101%5D:lat')" "Invalid percentile parameters: 101"
 check_eq "a plain query of the metric: no datapoints" "[]" "$(q 'sum:lat')"
+# telnet-written tlat answers as HTTP-written lat, per host and summed with its buckets
+tl_same() {
+  local http tel
+  http=$(q "$2" | python3 -c 'import json,sys; print(sorted(json.dumps(s, sort_keys=True) for s in json.load(sys.stdin)))')
+  tel=$(q "${2/:lat/:tlat}" | sed 's/tlat/lat/g' | python3 -c 'import json,sys; print(sorted(json.dumps(s, sort_keys=True) for s in json.load(sys.stdin)))')
+  if [ "$http" != "[]" ] && [ "$http" = "$tel" ]; then ok "$1"; else not_ok "$1: HTTP '$http' telnet '$tel'"; fi
+}
+tl_same "telnet = HTTP: percentiles per host" 'sum:percentiles%5B99,50%5D:lat%7Bhost=*%7D'
+tl_same "telnet = HTTP: percentile and buckets of the sum" 'sum:percentiles%5B50%5D:show-histogram-buckets:lat'
 tsd_stop
 TSD_DATA=$DATA tsd_start "$CFG"
 unset TSD_DATA
@@ -79,5 +121,6 @@ B="http://127.0.0.1:$TSD_PORT"
 check_eq "after a restart: the same percentiles" \
   "lat_pct_50.0{host=a}=8.0,3.5 lat_pct_50.0{host=b}=15.0" \
   "$(q 'sum:percentiles%5B50%5D:lat%7Bhost=*%7D' | summary)"
+tl_same "after a restart: telnet = HTTP" 'sum:percentiles%5B50%5D:show-histogram-buckets:lat%7Bhost=*%7D'
 tsd_stop
 it_done

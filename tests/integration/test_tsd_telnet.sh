@@ -53,7 +53,7 @@ EXPECTED
 check_eq "each bad put gets its one error line, in order, connection usable" "$expected" "$errs"
 
 out=$(printf 'help\n' | tsd_talk)
-check_eq "help lists the commands" "available commands: diediedie dropcaches exit help put stats status version " "$out"
+check_eq "help lists the commands" "available commands: diediedie dropcaches exit help histogram put stats status version " "$out"
 out=$(printf 'dropcaches\n' | tsd_talk)
 check_eq "dropcaches" "Caches dropped." "$out"
 out=$(printf 'foo bar\n' | tsd_talk)
