@@ -914,16 +914,33 @@ static int scanner_open_region(struct escanner *sc, struct ct_err *err)
     return CT_OK;
 }
 
-/* Forward multi-range scans: moves the open inputs on to the piece sc->ri, which shares them
+/* Multi-range scans: moves the open inputs on to the piece sc->ri, which shares them
  * (sregion.cont) and starts at or after the previous piece's end. An input already at or past
  * the piece's first row lo stays where it is (its cells before lo were passed); one behind lo is
  * deferred like at an open when its row bloom rules lo out (scanner_open_region's lazy seeks),
  * else sought to lo: a seek near its current place, in the block it holds, when the ranges are
- * close (sst_iter_seek's near search), with no iterator built and no index searched again. */
+ * close (sst_iter_seek's near search), with no iterator built and no index searched again.
+ * Reversed scans go from a piece to the one below it, the same way (see inside). */
 static int scanner_continue_region(struct escanner *sc, struct ct_err *err)
 {
     const struct sregion *r = scanner_region(sc);
     sc->fast_ok = false;
+    if (sc->o.reversed) {
+        /* the piece below: an input still on its last cell below the previous bound keeps it
+         * if that cell lies below this piece's end (no cell lies between); the others look
+         * again for their last cell below the end (scanner_find_row: a seek near where they
+         * are, no new iterator) */
+        sc->bound_inf = true;
+        for (size_t i = 0; i < sc->nkids; i++) {
+            struct echild *c = &sc->kids[i];
+            if (c->rev_ok && (!c->valid || r->hi_inf ||
+                              bytes_cmp(c->cur.row, c->cur.row_len, r->hi, r->hi_len) < 0))
+                continue;
+            c->rev_ok = false;
+            c->has_start = false;
+        }
+        return CT_OK;
+    }
     bool lazy = r->lo_len > 0 && sc->nkids > 1;
     uint64_t lo_hash = lazy ? bloom_hash_row(r->lo, r->lo_len) : 0;
     struct cell target;
@@ -1486,8 +1503,10 @@ int engine_scanner_next(struct wc_scanner *wsc, struct wc_row *row, struct ct_er
         if ((rc = scanner_find_row(sc, &found, err)) != CT_OK)
             return rc;
         if (!found) {
-            if (!sc->o.reversed && sc->ri + 1 < sc->nregs && sc->regs[sc->ri + 1].cont) {
-                sc->ri++; /* the next piece's inputs are the open ones: seek them forward */
+            if (sc->ri + 1 < sc->nregs &&
+                (sc->o.reversed ? sc->regs[sc->nregs - 1 - sc->ri].cont
+                                : sc->regs[sc->ri + 1].cont)) {
+                sc->ri++; /* the next piece's inputs are the open ones: move them on */
                 if ((rc = scanner_continue_region(sc, err)) != CT_OK)
                     return rc;
                 continue;
