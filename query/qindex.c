@@ -167,27 +167,35 @@ int qindex_ranges(const struct rowkey_layout *l, uint32_t bucket, int64_t first_
     int64_t h0 = rowkey_base_hour_s(first_hour_s), h1 = rowkey_base_hour_s(last_hour_s);
     if (h1 < h0 || !n)
         return CT_OK;
-    size_t mine = 0, bytes = 0; /* this bucket's series and their key bytes per hour */
+    /* this bucket's series (their salt computed once, not per hour) and key bytes per hour */
+    size_t mine = 0, bytes = 0, *idx = malloc(n * sizeof(*idx));
+    if (!idx)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for %zu series", n);
     for (size_t i = 0; i < n; i++)
         if (rowkey_salt_bucket(l, tsuids[i], lens[i]) == bucket) {
-            mine++;
+            idx[mine++] = i;
             bytes += 2 * (l->salt_width + ROWKEY_TIMESTAMP_BYTES + lens[i]) + 1;
         }
     uint64_t hours = (uint64_t)(h1 - h0) / ROWKEY_HOUR_S + 1;
-    if (!mine)
+    if (!mine) {
+        free(idx);
         return CT_OK;
-    if (hours * mine > (1u << 22))
+    }
+    if (hours * mine > (1u << 22)) {
+        free(idx);
         return ct_err_set(err, CT_EINVAL, "more than %u exact key ranges", 1u << 22);
+    }
     size_t cnt = (size_t)(hours * mine);
     struct wc_row_range *r = malloc(cnt * sizeof(*r) + hours * bytes);
-    if (!r)
+    if (!r) {
+        free(idx);
         return ct_err_set(err, CT_ENOMEM, "out of memory for %zu key ranges", cnt);
+    }
     uint8_t *k = (uint8_t *)(r + cnt);
     size_t j = 0;
     for (int64_t h = h0; h <= h1; h += ROWKEY_HOUR_S)
-        for (size_t i = 0; i < n; i++) {
-            if (rowkey_salt_bucket(l, tsuids[i], lens[i]) != bucket)
-                continue;
+        for (size_t m = 0; m < mine; m++) {
+            size_t i = idx[m];
             size_t kl = rowkey_encode(l, tsuids[i], lens[i], h, k);
             memcpy(k + kl, k, kl);
             k[2 * kl] = 0;
@@ -196,6 +204,7 @@ int qindex_ranges(const struct rowkey_layout *l, uint32_t bucket, int64_t first_
             k += 2 * kl + 1;
             j++;
         }
+    free(idx);
     *out = r;
     *nr = j;
     return CT_OK;

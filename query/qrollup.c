@@ -21,8 +21,9 @@
 bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
                       const struct qexec_options *o, enum rollup_iv *iv)
 {
-    if (!o->rollup || o->general_only || sub->rollup_usage == QSPEC_ROLLUP_RAW || !sub->metric ||
-        q->padding || q->delete_data)
+    if (o->general_only || !sub->metric || q->padding || q->delete_data)
+        return false;
+    if (o->rollup && sub->rollup_usage == QSPEC_ROLLUP_RAW)
         return false;
     const struct qagg_ds *ds = &sub->ds;
     if (!ds->enabled || ds->all || ds->calendar || ds->fill != QAGG_FILL_NONE ||
@@ -30,6 +31,8 @@ bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
         return false;
     if (qagg_stream_kind(ds->fn) == QAGG_STREAM_NO)
         return false;
+    if (!o->rollup && ds->interval_ms == HOUR_MS)
+        return false; /* raw rows only: the scan's own downsampling does whole hours */
     *iv = ds->interval_ms % DAY_MS == 0 ? ROLLUP_1D : ROLLUP_1H;
     return true;
 }
@@ -44,13 +47,16 @@ struct rsrc {
 struct racc {
     double sum, min, max;
     int64_t count;
-    uint8_t has; /* bit per rollup_agg seen */
+    uint8_t has; /* bit per rollup_agg seen; RACC_RAW: a raw point (NaN too) was seen */
 };
+#define RACC_RAW (1u << ROLLUP_NAGG)
 
 struct rser {
     uint8_t tsuid[ROWKEY_MAX_TSUID];
     size_t tsuid_len;
     struct racc *b; /* nb buckets */
+    struct xann *anns; /* annotations of the raw rows read (moved to the xser) */
+    size_t nanns;
 };
 
 struct rctx {
@@ -61,7 +67,8 @@ struct rctx {
     size_t n, cap;
     struct hashset ht;
     bool need[ROLLUP_NAGG];
-    struct rsrc src; /* the source being scanned */
+    struct rsrc src;        /* the source being scanned */
+    struct dpcodec_cols cols; /* raw rows' points, reused row to row */
 };
 
 static uint64_t rser_hash_of(void *arg, size_t i)
@@ -234,36 +241,108 @@ static int rollup_row(struct rctx *c, const struct wc_row *row, int64_t base, st
     return CT_OK;
 }
 
+static int add_ann(struct rser *s, int64_t start_ms, const struct wc_bytes *v)
+{
+    struct xann *na = realloc(s->anns, (s->nanns + 1) * sizeof(*na));
+    if (!na)
+        return -1;
+    s->anns = na;
+    char *j = malloc(v->len + 1);
+    if (!j)
+        return -1;
+    if (v->len)
+        memcpy(j, v->data, v->len);
+    j[v->len] = 0;
+    s->anns[s->nanns].start_ms = start_ms;
+    s->anns[s->nanns++].json = j;
+    return 0;
+}
+
+/* A raw row (one hour, inside one bucket: the interval is whole hours and lo is aligned to it)
+ * folded into its bucket's accumulators, point by point in time order (so sums are added in the
+ * order the general path adds them: the same bits), only the aggregates needed; its
+ * annotations kept for the series. */
 static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err)
 {
     const struct rsrc *src = &c->src;
     if (base < src->from || base >= src->to)
         return CT_OK;
-    struct dpcodec_point stackp[64], *pts = stackp;
-    size_t n = 0;
-    int rc = dpcodec_row_decode(base, row->cells, row->ncells, pts, 64, &n, NULL, err);
-    if (rc == CT_ELIMIT) {
-        if (!(pts = malloc(n * sizeof(*pts))))
-            return ct_err_set(err, CT_ENOMEM, "out of memory decoding %zu points", n);
-        rc = dpcodec_row_decode(base, row->cells, row->ncells, pts, n, &n, NULL, err);
-    }
-    struct rser *s = NULL;
-    if (rc == CT_OK && n && !(s = row_series(c, row, err)))
-        rc = err->code;
-    for (size_t i = 0; i < n && rc == CT_OK; i++) {
-        double v = pts[i].type == DPCODEC_INT ? (double)pts[i].i : pts[i].f;
-        if (isnan(v))
+    int rc = dpcodec_row_decode_cols(base, row->cells, row->ncells, &c->cols, NULL, err);
+    if (rc != CT_OK)
+        return rc;
+    bool has_ann = false;
+    for (size_t i = 0; i < row->ncells && !has_ann; i++)
+        has_ann = dpcodec_is_annotation_q(row->cells[i].qualifier.data,
+                                          row->cells[i].qualifier.len);
+    size_t n = c->cols.n;
+    if (!n && !has_ann)
+        return CT_OK;
+    struct rser *s = row_series(c, row, err);
+    if (!s)
+        return err->code;
+    for (size_t i = 0; i < row->ncells && has_ann; i++) {
+        const struct wc_cell *cell = &row->cells[i];
+        int64_t st;
+        struct ct_err e2 = {0};
+        if (!dpcodec_is_annotation_q(cell->qualifier.data, cell->qualifier.len) ||
+            dpcodec_annotation_time(base, cell->qualifier.data, cell->qualifier.len, &st, &e2) !=
+                CT_OK ||
+            st < c->lo_s * 1000 || st >= (c->lo_s + (int64_t)c->nb * c->iv_s) * 1000)
             continue;
-        struct racc *a = &s->b[(pts[i].ts_ms / 1000 - c->lo_s) / c->iv_s];
-        fold(a, ROLLUP_SUM, v, 0);
-        fold(a, ROLLUP_COUNT, 0, 1);
-        fold(a, ROLLUP_MIN, v, 0);
-        fold(a, ROLLUP_MAX, v, 0);
+        if (add_ann(s, st, &cell->value) != 0)
+            return ct_err_set(err, CT_ENOMEM, "out of memory keeping an annotation");
+    }
+    if (!n)
+        return CT_OK;
+    struct racc *a = &s->b[(base - c->lo_s) / c->iv_s];
+    a->has |= RACC_RAW;
+    const struct dpcodec_cols *k = &c->cols;
+    double sum = a->sum, mn = a->min, mx = a->max;
+    int64_t cnt = 0;
+    bool first_min = !(a->has & (1u << ROLLUP_MIN)), first_max = !(a->has & (1u << ROLLUP_MAX));
+    bool need_sum = c->need[ROLLUP_SUM], need_min = c->need[ROLLUP_MIN],
+         need_max = c->need[ROLLUP_MAX];
+    if (k->kinds == DPCODEC_COLS_INTS) { /* integers: never NaN */
+        const int64_t *v = (const int64_t *)(const void *)k->val;
+        if (need_sum)
+            for (size_t i = 0; i < n; i++)
+                sum += (double)v[i];
+        if (need_min || need_max) {
+            int64_t lo = v[0], hi = v[0];
+            for (size_t i = 1; i < n; i++) {
+                lo = v[i] < lo ? v[i] : lo;
+                hi = v[i] > hi ? v[i] : hi;
+            }
+            mn = first_min || (double)lo < mn ? (double)lo : mn;
+            mx = first_max || (double)hi > mx ? (double)hi : mx;
+            first_min = first_max = false;
+        }
+        cnt = (int64_t)n;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            double v = k->kinds == DPCODEC_COLS_REALS ? ((const double *)(const void *)k->val)[i]
+                                                      : dpcodec_cols_double(k, i);
+            if (isnan(v))
+                continue;
+            sum += v;
+            if (first_min || v < mn)
+                mn = v;
+            if (first_max || v > mx)
+                mx = v;
+            first_min = first_max = false;
+            cnt++;
+        }
+    }
+    if (cnt) {
+        a->sum = sum;
+        a->min = mn;
+        a->max = mx;
+        a->count += cnt;
+        a->has |= (uint8_t)((1u << ROLLUP_SUM) | (1u << ROLLUP_COUNT) | (1u << ROLLUP_MIN) |
+                            (1u << ROLLUP_MAX));
     }
     atomic_fetch_add(&c->x->dps, n);
-    if (pts != stackp)
-        free(pts);
-    return rc;
+    return CT_OK;
 }
 
 /* The series' points into a new xser in set. */
@@ -278,6 +357,13 @@ static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, st
         const struct racc *a = &s->b[i];
         bool hs = a->has & (1u << ROLLUP_SUM), hc = a->has & (1u << ROLLUP_COUNT);
         double v;
+        if ((a->has & RACC_RAW) && !hc) { /* raw points, all NaN: NaN, as the raw path */
+            pts[n].ts_ms = (c->lo_s + (int64_t)i * c->iv_s) * 1000;
+            pts[n].is_int = false;
+            pts[n].v.d = NAN;
+            n++;
+            continue;
+        }
         switch (kind) {
         case QAGG_STREAM_SUM:
             if (!hs)
@@ -310,7 +396,7 @@ static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, st
         pts[n].v.d = v;
         n++;
     }
-    if (!n) {
+    if (!n && !s->nanns) {
         free(pts);
         return CT_OK;
     }
@@ -337,6 +423,10 @@ static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, st
     xs->pts.p = pts;
     xs->pts.n = n;
     xs->pts.cap = n;
+    xs->anns = s->anns; /* moved */
+    xs->nanns = s->nanns;
+    s->anns = NULL;
+    s->nanns = 0;
     set->ser[set->n++] = xs;
     return CT_OK;
 }
@@ -362,6 +452,7 @@ static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_e
     c.lo_s = p->lo;
     c.nb = p->nb;
     memcpy(c.need, p->need, sizeof(c.need));
+    dpcodec_cols_init(&c.cols);
     int rc = CT_OK;
     if (p->cut1 > p->lo) {
         c.src = (struct rsrc){ROLLUP_1D, p->lo, p->cut1};
@@ -380,9 +471,13 @@ static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_e
     for (size_t i = 0; i < c.n && rc == CT_OK; i++)
         rc = emit_series(&c, c.ser[i], p->kind, set, err);
     for (size_t i = 0; i < c.n; i++) {
+        for (size_t a = 0; a < c.ser[i]->nanns; a++)
+            free(c.ser[i]->anns[a].json);
+        free(c.ser[i]->anns);
         free(c.ser[i]->b);
         free(c.ser[i]);
     }
+    dpcodec_cols_free(&c.cols);
     free(c.ser);
     hashset_destroy(&c.ht);
     return rc;
@@ -424,7 +519,9 @@ int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
     p.need[ROLLUP_MAX] = p.kind == QAGG_STREAM_MAX;
     p.cut1 = p.lo;
     p.cut2 = p.hi;
-    if (sub->rollup_usage == QSPEC_ROLLUP_NOFALLBACK) {
+    if (!r) { /* no rollup tables: raw rows only */
+        p.cut2 = p.lo;
+    } else if (sub->rollup_usage == QSPEC_ROLLUP_NOFALLBACK) {
         p.cut1 = iv == ROLLUP_1D ? p.hi : p.lo;
     } else {
         int64_t hp = 0, dp = 0;

@@ -6,6 +6,12 @@
  * rollups hold: sum, count, min, max, or avg (= sum / count); it names a metric (not tsuids); the
  * query is neither a delete nor padded. Other functions (percentiles, dev, first, last, zimsum,
  * mimmin, mimmax, median ...) always read raw rows.
+ * Without rollup tables (qexec_options.rollup NULL) the same holds for intervals of several whole
+ * hours (2h, 1d, 7d ...; rollupUsage then does not matter): the sub-query reads raw rows only,
+ * through the raw source below, folding each hour row into its bucket's accumulators instead of
+ * keeping every raw point of every series until a downsampling pass (what the scan does for
+ * intervals above an hour: tens of MB of points, page faults, for a 30-day 1d-avg). A 1h
+ * interval is left to the scan's own downsampling (which does whole hours).
  *
  * What it reads, per series and downsample bucket (every bucket lies inside the scan window,
  * whole): days before the 1d job's progress from the 1d table (when the interval is whole days),
@@ -15,8 +21,9 @@
  * series go to the executor already downsampled (xsub.ds_done), as the in-scan downsampling does.
  * Answers equal the raw ones when the rolled-up sums are exact (integer values below 2^53);
  * otherwise sums and averages may differ in the last bits (a different order of additions).
- * Limits: no annotations are returned for a sub-query served from rollups; a bucket whose raw
- * points are all NaN has no rollup and so no point (raw gives NaN). */
+ * Annotations of the raw rows read are returned; none for the part served from rollup tables. A
+ * bucket whose raw points are all NaN gives NaN, as the raw path does, when read from raw rows;
+ * from the rollup tables it has no rollup and so no point. */
 #ifndef CT_QROLLUP_H
 #define CT_QROLLUP_H
 

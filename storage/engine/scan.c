@@ -543,6 +543,11 @@ struct sregion {
     bool hi_inf;
     uint64_t row_hash;  /* one-row reads: bloom_hash_row(lo), computed once for every input */
     struct sinputs *in; /* nsf entries */
+    /* multi-range scans: this piece is in the same region as the piece before it (in key
+     * order) and shares its inputs `in` (captured once for both, released with the first):
+     * a forward scan moves on to it by seeking the open inputs forward instead of closing
+     * them and opening new iterators (scanner_continue_region) */
+    bool cont;
 };
 
 struct sarena_chunk {
@@ -906,6 +911,65 @@ static int scanner_open_region(struct escanner *sc, struct ct_err *err)
     } else {
         sc->bound_inf = true;
     }
+    return CT_OK;
+}
+
+/* Multi-range scans: moves the open inputs on to the piece sc->ri, which shares them
+ * (sregion.cont) and starts at or after the previous piece's end. An input already at or past
+ * the piece's first row lo stays where it is (its cells before lo were passed); one behind lo is
+ * deferred like at an open when its row bloom rules lo out (scanner_open_region's lazy seeks),
+ * else sought to lo: a seek near its current place, in the block it holds, when the ranges are
+ * close (sst_iter_seek's near search), with no iterator built and no index searched again.
+ * Reversed scans go from a piece to the one below it, the same way (see inside). */
+static int scanner_continue_region(struct escanner *sc, struct ct_err *err)
+{
+    const struct sregion *r = scanner_region(sc);
+    sc->fast_ok = false;
+    if (sc->o.reversed) {
+        /* the piece below: an input still on its last cell below the previous bound keeps it
+         * if that cell lies below this piece's end (no cell lies between); the others look
+         * again for their last cell below the end (scanner_find_row: a seek near where they
+         * are, no new iterator) */
+        sc->bound_inf = true;
+        for (size_t i = 0; i < sc->nkids; i++) {
+            struct echild *c = &sc->kids[i];
+            if (c->rev_ok && (!c->valid || r->hi_inf ||
+                              bytes_cmp(c->cur.row, c->cur.row_len, r->hi, r->hi_len) < 0))
+                continue;
+            c->rev_ok = false;
+            c->has_start = false;
+        }
+        return CT_OK;
+    }
+    bool lazy = r->lo_len > 0 && sc->nkids > 1;
+    uint64_t lo_hash = lazy ? bloom_hash_row(r->lo, r->lo_len) : 0;
+    struct cell target;
+    ecell_row_start(&target, r->lo, r->lo_len);
+    size_t k = 0;
+    for (size_t f = 0; f < sc->nsf; f++) {
+        const struct sinputs *in = &r->in[f];
+        for (size_t i = 0; i < in->nms + in->nfiles; i++, k++) {
+            struct echild *c = &sc->kids[k];
+            if (c->lazy || !c->valid ||
+                bytes_cmp(c->cur.row, c->cur.row_len, r->lo, r->lo_len) >= 0)
+                continue; /* deferred (sought to this piece's lo when needed), done, or past lo */
+            bool no_lo = lazy && (i < in->nms ? !memstore_may_contain_row_hash(in->ms[i], lo_hash)
+                                              : !sst_may_contain_row_hash(in->files[i - in->nms],
+                                                                          lo_hash));
+            if (no_lo) {
+                c->lazy = true;
+                c->valid = false;
+                continue;
+            }
+            int rc = echild_seek(c, &target, err);
+            if (rc != CT_OK)
+                return rc;
+        }
+    }
+    sc->nlazy = 0;
+    for (size_t i = 0; i < sc->nkids; i++)
+        sc->nlazy += sc->kids[i].lazy;
+    sc->lazy_first = sc->nlazy != 0;
     return CT_OK;
 }
 
@@ -1439,6 +1503,14 @@ int engine_scanner_next(struct wc_scanner *wsc, struct wc_row *row, struct ct_er
         if ((rc = scanner_find_row(sc, &found, err)) != CT_OK)
             return rc;
         if (!found) {
+            if (sc->ri + 1 < sc->nregs &&
+                (sc->o.reversed ? sc->regs[sc->nregs - 1 - sc->ri].cont
+                                : sc->regs[sc->ri + 1].cont)) {
+                sc->ri++; /* the next piece's inputs are the open ones: move them on */
+                if ((rc = scanner_continue_region(sc, err)) != CT_OK)
+                    return rc;
+                continue;
+            }
             scanner_close_region(sc);
             sc->ri++;
             continue;
@@ -1490,7 +1562,7 @@ void engine_scanner_close(struct wc_scanner *wsc)
     scanner_close_region(sc);
     scanner_flush_reads(sc);
     for (size_t r = 0; r < sc->nregs; r++) {
-        if (sc->regs[r].in)
+        if (sc->regs[r].in && !sc->regs[r].cont) /* shared inputs: released with the first */
             for (size_t f = 0; f < sc->nsf; f++)
                 sinputs_release(&sc->regs[r].in[f]);
         if (sc->regs[r].er)
@@ -1590,11 +1662,13 @@ static bool file_may_hold(const struct sst *f, const struct sregion *r, const st
 
 /* Adds the sregion of region er's part of the row range [lo, hi) (hi_inf: no upper bound) to
  * the scanner's list, capturing its inputs (REQUIRES: t->map_lock held, er meets the range). */
+static int scanner_capture_inputs(struct escanner *sc, struct eregion *er, struct sregion *sr,
+                                  const struct wc_scan_options *o, struct ct_err *err);
+
 static int scanner_add_region(struct escanner *sc, struct eregion *er, const uint8_t *lo,
                               size_t lo_len, const uint8_t *hi, size_t hi_len, bool hi_inf,
                               const struct wc_scan_options *o, struct ct_err *err)
 {
-    int rc = CT_OK;
     struct sregion *sr = &sc->regs[sc->nregs++];
     eregion_ref(er);
     sr->er = er;
@@ -1610,10 +1684,21 @@ static int scanner_add_region(struct escanner *sc, struct eregion *er, const uin
         sr->hi_len = hi_inf ? 0 : hi_len;
         sr->hi_inf = hi_inf;
     }
-    sr->in = sc_zalloc(sc, (sc->nsf ? sc->nsf : 1) * sizeof(*sr->in));
     if (sc->single_row)
         sr->row_hash = bloom_hash_row(lo, lo_len);
-    if (!sr->lo || !sr->hi || !sr->in)
+    if (!sr->lo || !sr->hi)
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+    return scanner_capture_inputs(sc, er, sr, o, err);
+}
+
+/* Captures (references) the inputs of region er that may hold rows of sr's bounds into sr->in.
+ * REQUIRES: t->map_lock held. */
+static int scanner_capture_inputs(struct escanner *sc, struct eregion *er, struct sregion *sr,
+                                  const struct wc_scan_options *o, struct ct_err *err)
+{
+    int rc = CT_OK;
+    sr->in = sc_zalloc(sc, (sc->nsf ? sc->nsf : 1) * sizeof(*sr->in));
+    if (!sr->in)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
     pthread_mutex_lock(&er->mu);
     for (size_t f = 0; f < sc->nsf && rc == CT_OK; f++) {
@@ -1648,6 +1733,56 @@ static int scanner_add_region(struct escanner *sc, struct eregion *er, const uin
     return rc;
 }
 
+/* Adds the piece of range r in region er to the scanner's list (REQUIRES: t->map_lock held, er
+ * meets r). A piece in the same region as the piece before it shares its inputs (cont); the first
+ * piece of a region captures the inputs for every later range in it too: its files are chosen
+ * for the bounds from its start to the region's end or the last range's stop (last), a superset
+ * of each later piece's (an input holding no row of a piece only costs its seek). */
+static int scanner_add_piece(struct escanner *sc, struct eregion *er, const struct wc_row_range *r,
+                             const struct wc_row_range *last, const struct wc_scan_options *o,
+                             struct ct_err *err)
+{
+    struct sregion *prev = sc->nregs ? &sc->regs[sc->nregs - 1] : NULL;
+    struct sregion *sr = &sc->regs[sc->nregs++];
+    eregion_ref(er);
+    sr->er = er;
+    bool hi_inf = r->stop.len == 0;
+    bool lo_from_region = bytes_cmp(er->start, er->start_len, r->start.data, r->start.len) > 0;
+    sr->lo_len = lo_from_region ? er->start_len : r->start.len;
+    sr->lo = sc_dup(sc, lo_from_region ? er->start : r->start.data, sr->lo_len);
+    if (er->end_len && (hi_inf || bytes_cmp(er->end, er->end_len, r->stop.data, r->stop.len) < 0)) {
+        sr->hi = sc_dup(sc, er->end, er->end_len);
+        sr->hi_len = er->end_len;
+        sr->hi_inf = false;
+    } else {
+        sr->hi = sc_dup(sc, r->stop.data, hi_inf ? 0 : r->stop.len);
+        sr->hi_len = hi_inf ? 0 : r->stop.len;
+        sr->hi_inf = hi_inf;
+    }
+    if (!sr->lo || !sr->hi)
+        return ct_err_set(err, CT_ENOMEM, "out of memory opening a scanner");
+    if (prev && prev->er == er) {
+        sr->in = prev->in;
+        sr->cont = true;
+        return CT_OK;
+    }
+    struct sregion cap = *sr; /* the bounds the inputs are chosen for */
+    bool last_inf = last->stop.len == 0;
+    if (er->end_len &&
+        (last_inf || bytes_cmp(er->end, er->end_len, last->stop.data, last->stop.len) < 0)) {
+        cap.hi = er->end;
+        cap.hi_len = er->end_len;
+        cap.hi_inf = false;
+    } else {
+        cap.hi = (uint8_t *)last->stop.data;
+        cap.hi_len = last->stop.len;
+        cap.hi_inf = last_inf;
+    }
+    int rc = scanner_capture_inputs(sc, er, &cap, o, err);
+    sr->in = cap.in;
+    return rc;
+}
+
 /* The pieces of a multi-range scan (o->ranges, ascending and disjoint: wc.c checked them):
  * every non-empty range intersected with every region it meets, in key order, counted in *n.
  * With sc NULL only counts them; else adds them to sc's list (the caller made room for the
@@ -1672,8 +1807,8 @@ static int scanner_range_regions(struct etable *t, const struct wc_scan_options 
             if (!hi_inf && bytes_cmp(er->start, er->start_len, r->stop.data, r->stop.len) >= 0)
                 break;
             n++;
-            if (sc && (rc = scanner_add_region(sc, er, r->start.data, r->start.len, r->stop.data,
-                                               r->stop.len, hi_inf, o, err)) != CT_OK)
+            if (sc && (rc = scanner_add_piece(sc, er, r, &o->ranges[o->nranges - 1], o, err)) !=
+                          CT_OK)
                 return rc;
         }
     }

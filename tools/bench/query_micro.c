@@ -9,7 +9,8 @@
  * Environment: QM_THRASH_MB=N writes an N MiB buffer between runs (not timed, and its CPU time
  * left out of the per-query CPU figure), so that each query starts with the caches holding
  * other data, as when another server answers between two queries (query_bench.py alternates
- * ctsdb and VictoriaMetrics run by run).
+ * ctsdb and VictoriaMetrics run by run). QM_INDEX_RANGES=N sets qexec_options.index_ranges (the
+ * tag index is used for up to N exact key ranges; 0 = never), to measure multi-range scans.
  * Build: make build/release/tools/bench/query_micro (bench.mk). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,8 @@ int main(int argc, char **argv)
     o.pool = pool;
     if (argc > 4)
         o.scan_threads = (unsigned)atoi(argv[4]);
+    if (getenv("QM_INDEX_RANGES")) /* tsd.query.tag_index's bound (0: the index is not used) */
+        o.index_ranges = strtoull(getenv("QM_INDEX_RANGES"), NULL, 10);
     uint64_t *ns = calloc((size_t)runs, sizeof(uint64_t));
     struct qexec_stats st = {0};
     size_t bytes = 0;
@@ -132,10 +135,11 @@ int main(int argc, char **argv)
     qsort(ns, (size_t)runs, sizeof(uint64_t), cmp_u64);
     printf("cpu %.3f ms/query | median %.3f ms  min %.3f  max %.3f  | rows %llu raw %llu series "
            "%llu emitted %llu "
-           "bytes %zu | scan %.3f agg %.3f ms (last run)\n",
+           "bytes %zu scanners %llu key_ranges %llu | scan %.3f agg %.3f ms (last run)\n",
            cpu_ms, ns[runs / 2] / 1e6, ns[0] / 1e6, ns[runs - 1] / 1e6, (unsigned long long)st.rows,
            (unsigned long long)st.raw_dps, (unsigned long long)st.series,
-           (unsigned long long)st.emitted_dps, bytes, st.scan_ns / 1e6, st.agg_ns / 1e6);
+           (unsigned long long)st.emitted_dps, bytes, (unsigned long long)st.scanners,
+           (unsigned long long)st.key_ranges, st.scan_ns / 1e6, st.agg_ns / 1e6);
     free(ns);
     qpool_free(pool);
     qspec_free(q);

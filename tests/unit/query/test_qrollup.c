@@ -3,13 +3,19 @@
  * rollups only (ROLLUP_NOFALLBACK), from rollups with raw for the hours not rolled up (the
  * default) and from raw rows (ROLLUP_RAW) are the same JSON, byte for byte; the rollup answer
  * really comes from the rollup tables (a value changed in the 1h table changes it, while the raw
- * answer stays); functions rollups cannot serve (dev, p95) give the raw answer. */
+ * answer stays); functions rollups cannot serve (dev, p95) give the raw answer. Without rollup
+ * tables, intervals of several hours (2h, 1d, 2d: qrollup's raw-only source) give the general
+ * path's answer byte for byte, for integers, doubles with NaN (an hour of NaN only) and an
+ * annotation. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "query/qexec.h"
+#include "query/qmeta.h"
 #include "query/qspec.h"
 #include "schema/rollup.h"
 #include "tests/lib/ctest.h"
@@ -41,6 +47,16 @@ static int setup(void **state)
             int64_t val = (sr + 1) * 100 + (t / 300 * 37 + sr * 11) % 97 - 40;
             tsdb_fixture_put(s->f->t, "m", k, v, 2, dpcodec_point_int(t * 1000, false, val));
         }
+    /* metric "f": doubles (not float-exact) every 10 minutes over 2 days, two hours (a 2h bucket) of NaN only
+     * for host a and a NaN every 7th point of host b */
+    for (int sr = 0; sr < 2; sr++)
+        for (int64_t t = DAY0; t < DAY0 + 2 * 86400; t += 600) {
+            const char *v[2] = {hv[sr], dv[sr]};
+            double val = (sr + 1) * 1.1 + (double)((t / 600 * 13) % 101) / 3.0;
+            if ((sr == 0 && (t - DAY0) / 7200 == 15) || (sr == 1 && (t / 600) % 7 == 0))
+                val = NAN;
+            tsdb_fixture_put(s->f->t, "f", k, v, 2, dpcodec_point_real(t * 1000, false, val));
+        }
     struct rollup_config c = {{"r1h", "r1d"}, {0, 0}, true};
     struct ct_err err = {0};
     if (rollup_open(s->f->s, s->f->t, &c, &s->r, &err) != CT_OK)
@@ -60,7 +76,7 @@ static int teardown(void **state)
     return 0;
 }
 
-static char *run(struct st *s, const char *body, bool with_rollups)
+static char *run_o(struct st *s, const char *body, bool with_rollups, bool general_only)
 {
     struct qspec *q = NULL;
     struct ct_err err = {0};
@@ -69,11 +85,17 @@ static char *run(struct st *s, const char *body, bool with_rollups)
     struct qexec_options o;
     qexec_options_init(&o);
     o.rollup = with_rollups ? s->r : NULL;
+    o.general_only = general_only;
     enum qexec_status st;
     char *json = NULL;
     if (tsdb_fixture_run(s->f->t, q, &o, &json, &st, &err) != CT_OK)
         fail_msg("run %s: %s", body, err.msg);
     return json;
+}
+
+static char *run(struct st *s, const char *body, bool with_rollups)
+{
+    return run_o(s, body, with_rollups, false);
 }
 
 static char *query(struct st *s, const char *agg, const char *ds, const char *usage, bool gb,
@@ -166,6 +188,61 @@ static void test_qrollup_reads_the_rollup_table(void **state)
     free(raw);
 }
 
+/* No rollup tables: whole-hour intervals above 1h are read from raw rows by qrollup's raw
+ * source; the answer is the general path's (qexec_options.general_only), byte for byte. */
+static void test_qrollup_raw_only_equals_general(void **state)
+{
+    struct st *s = *state;
+    TSDB_FIXTURE_SKIP_IF_NONE(&s->f);
+    /* an annotation on host b of "f" inside day 1 */
+    struct ct_err err = {0};
+    char body[1024];
+    snprintf(body, sizeof(body),
+             "{\"start\":%lld,\"end\":%lld,\"showTSUIDs\":true,\"queries\":[{\"metric\":\"f\","
+             "\"aggregator\":\"sum\",\"tags\":{\"host\":\"b\"}}]}",
+             (long long)DAY0, (long long)DAY0 + 3600);
+    char *got = run(s, body, false);
+    const char *tp = strstr(got, "\"tsuids\":[\"");
+    assert_non_null(tp);
+    char tsuid[64];
+    snprintf(tsuid, sizeof(tsuid), "%.*s", (int)strcspn(tp + 11, "\""), tp + 11);
+    free(got);
+    snprintf(body, sizeof(body),
+             "{\"tsuid\":\"%s\",\"startTime\":%lld,\"description\":\"deploy\"}", tsuid,
+             (long long)DAY0 + 86400 + 7200);
+    cJSON *req = cJSON_Parse(body), *out = NULL;
+    int status = 0;
+    assert_int_equal(qmeta_annotation(s->f->t, QMETA_POST, req, &out, &status, &err), CT_OK);
+    assert_int_equal(status, 200);
+    cJSON_Delete(out);
+    cJSON_Delete(req);
+    const char *fns[] = {"sum", "count", "min", "max", "avg"};
+    const char *ivs[] = {"2h", "6h", "1d", "2d"};
+    const char *ms[] = {"m", "f"};
+    for (size_t mi = 0; mi < 2; mi++)
+        for (size_t fi = 0; fi < 5; fi++)
+            for (size_t ii = 0; ii < 4; ii++)
+                for (int gb = 0; gb < 2; gb++) {
+                    snprintf(body, sizeof(body),
+                             "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"%s\","
+                             "\"aggregator\":\"sum\",\"downsample\":\"%s-%s\"%s}]}",
+                             (long long)DAY0 + 5 * 3600, (long long)DAY0 + 3 * 86400, ms[mi],
+                             ivs[ii], fns[fi], gb ? ",\"tags\":{\"host\":\"*\"}" : "");
+                    char *ref = run_o(s, body, false, true);
+                    char *fast = run_o(s, body, false, false);
+                    assert_true(strlen(ref) > 20);
+                    if (strcmp(ref, fast))
+                        fail_msg("%s\ngeneral %s\nraw-only %s", body, ref, fast);
+                    if (mi == 1 && gb && !strstr(fast, "deploy"))
+                        fail_msg("no annotation: %s", fast);
+                    if (mi == 1 && gb && !strcmp(fns[fi], "avg") && !strcmp(ivs[ii], "2h") &&
+                        !strstr(fast, "NaN"))
+                        fail_msg("no NaN bucket: %s", fast);
+                    free(ref);
+                    free(fast);
+                }
+}
+
 static void test_qrollup_usage_parse(void **state)
 {
     (void)state;
@@ -187,6 +264,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_qrollup_equals_raw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qrollup_reads_the_rollup_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qrollup_raw_only_equals_general, setup, teardown),
         cmocka_unit_test(test_qrollup_usage_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
