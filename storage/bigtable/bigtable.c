@@ -640,11 +640,13 @@ int bt_table_family(struct bt_table *t, struct wc_bytes family, struct wc_family
         return rc;
     if (bt_find_family(t, family, out))
         return CT_OK;
-    char valid[200];
+    /* as long as the whole message can be: a list cut here makes the message overflow the
+     * struct ct_err, which marks the cut ("...") */
+    char valid[CT_ERR_MSG_MAX];
     size_t o = 0;
     valid[0] = 0;
     pthread_mutex_lock(&t->mu);
-    for (size_t i = 0; i < t->nfams && o + 4 < sizeof(valid); i++) {
+    for (size_t i = 0; i < t->nfams && o + 1 < sizeof(valid); i++) {
         int w = snprintf(valid + o, sizeof(valid) - o, "%s%s:*", i ? ", " : "", t->fams[i].name);
         o += w > 0 ? (size_t)w : 0;
     }
