@@ -24,7 +24,9 @@
  * a check (every generation_check_ms, before the lookup that finds it due, and after every
  * assignment conflict) reads another value or none, the uid table was recreated or emptied
  * under it: both cache directions are emptied and drops counts it, so mappings of a former
- * table life are never handed out again after the check.
+ * table life are never handed out again after the check. A check that fails with CT_EIO (the
+ * table is missing) drops the same way; one that fails with CT_EIO or CT_EUNAVAIL is due again
+ * at the next lookup, not a period later.
  * Locking: each cache table is split in UID_STRIPES stripes, each guarded by its own mutex;
  * assign_mu[k][stripe] is taken before any cache stripe and held across the store calls of one
  * assignment; gen_mu serialises generation reads and writes: taken after assign_mu, before the
@@ -565,6 +567,22 @@ int uid_generation_check(struct uid *u, bool force, bool *dropped, struct ct_err
     }
     pthread_mutex_lock(&u->gen_mu);
     int rc = uid_generation_compare(u, dropped, err);
+    if (rc == CT_EIO) {
+        /* (8) the cell cannot be read because the store failed (a Bigtable table missing: it
+         * was dropped, or the backend restarted empty): whatever the table comes back as is a
+         * new life, so the mappings seen are dropped now, not at the first check that reads
+         * the new cell (writes in between would use ids of the former life) */
+        if (atomic_load(&u->gen) != 0 || atomic_load(&u->k[0].by_name.used) +
+                                                 atomic_load(&u->k[1].by_name.used) +
+                                                 atomic_load(&u->k[2].by_name.used) >
+                                             0) {
+            uid_cache_drop_all(u);
+            *dropped = true;
+        }
+        atomic_store(&u->gen, 0);
+    }
+    if (rc == CT_EIO || rc == CT_EUNAVAIL) /* due again at once: the next lookup checks */
+        atomic_store(&u->gen_due_ns, 0);
     pthread_mutex_unlock(&u->gen_mu);
     return rc;
 }
@@ -624,8 +642,11 @@ uint64_t uid_drop_count(struct uid *u)
     return atomic_load(&u->drops);
 }
 
-/* The scheduled check before a lookup; a failed one waits for the next period (a stalled store
- * costs one check per period, not one per lookup; the lookup reports the failing store). */
+/* The scheduled check before a lookup; one that failed because the store did (unavailable, or
+ * the table missing) is due again at the next lookup (uid_generation_check), so the first
+ * lookup after the store's return reads the generation before it uses the cache. Under a
+ * request deadline a stalled store costs the check's lookup that deadline, which the lookup's
+ * own call would have cost too; the lookup reports the failing store. */
 static void uid_generation_tick(struct uid *u)
 {
     if (!u->o.generation_check_ms)

@@ -117,7 +117,9 @@ void uid_cache_drop(struct uid *u);
  * does it too) and remembers it. uid_generation_check reads it when generation_check_ms has
  * passed since the last check (always when force): if it differs from the value last seen (or
  * is gone), the table was recreated or emptied: the cache is dropped (both directions, every
- * kind) and *dropped set. Lookups run the scheduled check themselves; callers keeping their own
+ * kind) and *dropped set; a check failing with CT_EIO (the table missing) drops the same way,
+ * and one failing with CT_EIO or CT_EUNAVAIL is due again at once. Lookups run the scheduled
+ * check themselves; callers keeping their own
  * caches of ids (the TSD's series map) watch uid_drop_count, which every drop moves. */
 CT_MUST_CHECK int uid_generation_init(struct uid *u, struct ct_err *err);
 CT_MUST_CHECK int uid_generation_check(struct uid *u, bool force, bool *dropped,

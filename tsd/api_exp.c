@@ -398,7 +398,7 @@ done:
     if (ans)
         http_reply_cjson(r, 200, ans);
     else
-        http_reply_error(r, status, err.msg, NULL);
+        http_reply_error(r, http_status_of(err.code, status), err.msg, NULL);
     for (size_t k = 0; k < nm && vd; k++) {
         var_data_free(vd[k]);
         if (ser)

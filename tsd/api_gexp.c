@@ -224,7 +224,8 @@ static void gexp_work(struct http_req *r, void *arg)
             qjson_free(j);
         }
     } else {
-        http_reply_error(r, (int)status, err.msg, status == QEXEC_BAD_REQUEST ? err.msg : NULL);
+        http_reply_error(r, http_status_of(rc, (int)status), err.msg,
+                         status == QEXEC_BAD_REQUEST ? err.msg : NULL);
     }
     for (size_t i = 0; i < g->ne; i++)
         qgexp_set_clear(&out[i]);

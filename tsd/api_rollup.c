@@ -7,7 +7,8 @@
  * (a rollup table's: 1h or 1d) and "aggregator" (sum, count, min or max); "groupByAggregator"
  * (OpenTSDB's pre-aggregated table) is refused per point. The timestamp is snapped to the start
  * of its interval. The answer is /api/put's: 204, or with ?summary / ?details the object with
- * "success", "failed" (and "errors": [{"datapoint", "error"}]), 400 when a point failed.
+ * "success", "failed" (and "errors": [{"datapoint", "error"}]), 400 when a point failed, 503
+ * (http_status_of) when a point failed because the storage backend did not answer.
  * Writes are synchronous (the reply comes after the cells are in the store's log).
  * Invariants: the job thread is the only writer of the job's progress; it is stopped and joined
  * before the tables are closed (tsd_rollup_stop), which happens before the store closes. */
@@ -142,9 +143,11 @@ static bool json_str(const cJSON *o, const char *k, struct put_str *out)
     return true;
 }
 
-/* Checks and resolves one point into *p; NULL or the error message (in msg). */
+/* Checks and resolves one point into *p; NULL or the error message (in msg). *code is the
+ * store's error code when resolving its names failed (CT_EUNAVAIL: the backend did not answer),
+ * else left alone. */
 static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p, uint8_t *tsuid,
-                             char *msg, size_t cap)
+                             char *msg, size_t cap, int *code)
 {
     if (!cJSON_IsObject(o))
         return "Unable to parse the datapoint: not a JSON object";
@@ -223,6 +226,7 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
     if (tsdb_series_resolve(t->tsdb, pp.metric.p, tk, tv, pp.ntags, tsuid, ROWKEY_MAX_TSUID, &tl,
                             &err) != CT_OK) {
         snprintf(msg, cap, "%s", err.msg);
+        *code = err.code;
         return msg;
     }
     int64_t step = rollup_iv_seconds((enum rollup_iv)ivx), s = pp.ts_ms / 1000;
@@ -270,15 +274,22 @@ static void api_rollup_work(struct http_req *r, void *arg)
         return;
     }
     size_t ok = 0, failed = 0, i = 0;
+    /* the first failure because the backend did not answer: the answer is then 503 (one
+     * mapping for every endpoint, http_status_of), the client should retry the request */
+    char unavail[CT_ERR_MSG_MAX] = "";
     const cJSON *o = cJSON_IsArray(root) ? root->child : root;
     for (; o && i < n; o = cJSON_IsArray(root) ? o->next : NULL, i++) {
         char msg[CT_ERR_MSG_MAX];
-        const char *e = one_point(t, o, &ps[ok], tsuids + ok * ROWKEY_MAX_TSUID, msg, sizeof(msg));
+        int code = CT_OK;
+        const char *e =
+            one_point(t, o, &ps[ok], tsuids + ok * ROWKEY_MAX_TSUID, msg, sizeof(msg), &code);
         if (!e) {
             ok++;
             continue;
         }
         failed++;
+        if (code == CT_EUNAVAIL && !unavail[0])
+            snprintf(unavail, sizeof(unavail), "%s", e);
         if (details) {
             cJSON *eo = cJSON_CreateObject();
             cJSON_AddItemToObject(eo, "datapoint", cJSON_Duplicate(o, true));
@@ -292,7 +303,10 @@ static void api_rollup_work(struct http_req *r, void *arg)
         tlog_warn("/api/rollup: %s", err.msg);
         failed += ok;
         ok = 0;
+        if (rc == CT_EUNAVAIL && !unavail[0])
+            snprintf(unavail, sizeof(unavail), "%s", err.msg);
     }
+    int fail_status = unavail[0] ? http_status_of(CT_EUNAVAIL, 400) : 400;
     if (summary || details) {
         cJSON *out = cJSON_CreateObject();
         if (details)
@@ -301,11 +315,13 @@ static void api_rollup_work(struct http_req *r, void *arg)
             cJSON_Delete(errors);
         cJSON_AddNumberToObject(out, "failed", (double)failed);
         cJSON_AddNumberToObject(out, "success", (double)ok);
-        http_reply_cjson(r, failed ? 400 : 200, out);
+        http_reply_cjson(r, failed ? fail_status : 200, out);
     } else {
         cJSON_Delete(errors);
         if (rc != CT_OK)
-            http_reply_error(r, 500, "Unable to write the rollups", err.msg);
+            http_reply_error(r, http_status_of(rc, 500), "Unable to write the rollups", err.msg);
+        else if (unavail[0])
+            http_reply_error(r, fail_status, "Unable to write the rollups", unavail);
         else if (failed)
             http_reply_error(r, 400, "One or more data points had errors",
                              "Please see the TSD logs or append \"details\" to the put request");

@@ -580,9 +580,24 @@ static int bt_load_families(struct bt_table *t, struct ct_err *err)
     return CT_OK;
 }
 
+/* Re-reads an open handle's families and flags. The table was there when the handle was opened,
+ * so GetTable's NOT_FOUND now means it was dropped (or the backend restarted empty): a failure
+ * of the store (CT_EIO, "table missing"), never CT_NOTFOUND, which callers of a get or scan
+ * would take for an absent row (the uid layer answered "No such name" for a cached name after
+ * the emulator restarted without its tables). */
+static int bt_reload_families(struct bt_table *t, struct ct_err *err)
+{
+    int rc = bt_load_families(t, err);
+    if (rc == CT_NOTFOUND) {
+        err->code = CT_EIO;
+        rc = ct_err_prefix(err, "table missing in Bigtable");
+    }
+    return rc;
+}
+
 int bt_table_refresh(struct bt_table *t, struct ct_err *err)
 {
-    return bt_load_families(t, err);
+    return bt_reload_families(t, err);
 }
 
 int bt_table_families(struct bt_table *t, struct wc_family_desc **out, size_t *n,
@@ -625,11 +640,13 @@ int bt_table_family(struct bt_table *t, struct wc_bytes family, struct wc_family
         return rc;
     if (bt_find_family(t, family, out))
         return CT_OK;
-    char valid[200];
+    /* as long as the whole message can be: a list cut here makes the message overflow the
+     * struct ct_err, which marks the cut ("...") */
+    char valid[CT_ERR_MSG_MAX];
     size_t o = 0;
     valid[0] = 0;
     pthread_mutex_lock(&t->mu);
-    for (size_t i = 0; i < t->nfams && o + 4 < sizeof(valid); i++) {
+    for (size_t i = 0; i < t->nfams && o + 1 < sizeof(valid); i++) {
         int w = snprintf(valid + o, sizeof(valid) - o, "%s%s:*", i ? ", " : "", t->fams[i].name);
         o += w > 0 ? (size_t)w : 0;
     }
@@ -688,7 +705,7 @@ int bt_table_check_enabled(struct bt_table *t, struct ct_err *err)
                  clock_mono_ns() - t->state_checked_ns < (uint64_t)BT_STATE_RECHECK_MS * 1000000u;
     pthread_mutex_unlock(&t->mu);
     if (!fresh) { /* re-read families and the enabled flag */
-        int rc = bt_load_families(t, err);
+        int rc = bt_reload_families(t, err);
         if (rc != CT_OK)
             return rc;
     }

@@ -993,8 +993,13 @@ static int bt_req_start(struct bt_table *t, struct bt_req *r, const struct wc_ro
                          r->body.len, t->s->deadline_ms, &r->call, err);
 }
 
+/* The first failure's text of a batch, kept whole: it becomes the batch's error message (no
+ * longer than a struct ct_err's, which marks a cut with "..."). */
+#define BT_BATCH_MSG_MAX CT_ERR_MSG_MAX
+
 /* Collects one request's answers into status[] (gRPC code per batch row, -1 = none yet). */
-static int bt_req_collect(struct bt_req *r, int *status, char (*msgs)[160], struct ct_err *err)
+static int bt_req_collect(struct bt_req *r, int *status, char (*msgs)[BT_BATCH_MSG_MAX],
+                          struct ct_err *err)
 {
     struct wc_bytes msg;
     int rc;
@@ -1015,7 +1020,7 @@ static int bt_req_collect(struct bt_req *r, int *status, char (*msgs)[160], stru
             size_t k = r->idx[e->index];
             status[k] = e->status ? e->status->code : 0;
             if (e->status && e->status->code && !msgs[0][0])
-                snprintf(msgs[0], 160, "%s: %s", bt_rpc_code_name(e->status->code),
+                snprintf(msgs[0], sizeof(msgs[0]), "%s: %s", bt_rpc_code_name(e->status->code),
                          e->status->message ? e->status->message : "");
         }
     }
@@ -1030,7 +1035,7 @@ static int bt_req_collect(struct bt_req *r, int *status, char (*msgs)[160], stru
             if (status[r->idx[i]] < 0) {
                 status[r->idx[i]] = code;
                 if (!msgs[0][0])
-                    snprintf(msgs[0], 160, "%.150s", err->msg);
+                    snprintf(msgs[0], sizeof(msgs[0]), "%s", err->msg);
             }
     }
     for (size_t i = 0; i < r->n; i++) /* a stream that ended OK answered every entry */
@@ -1056,7 +1061,7 @@ int bt_mutate_batch(struct wc_table *tbase, const struct wc_row_mutation *rows, 
     struct bt_conv *conv = calloc(n, sizeof(*conv));
     int *status = malloc(n * sizeof(*status));
     size_t *pending = malloc(n * sizeof(*pending));
-    char msgs[1][160];
+    char msgs[1][BT_BATCH_MSG_MAX];
     int rc = CT_OK;
     if (cx_ok != 0 || !conv || !status || !pending) {
         rc = ct_err_set(err, CT_ENOMEM, "out of memory for a batch of %zu rows", n);
@@ -1144,7 +1149,9 @@ int bt_mutate_batch(struct wc_table *tbase, const struct wc_row_mutation *rows, 
             if (bc == CT_OK || bc == CT_NOTFOUND)
                 bc = CT_EIO;
             rc = ct_err_set(err, bc, "batch row %zu of %s failed%s: %s", first_bad, t->full,
-                            bad_code == BT_GRPC_NOT_FOUND ? " (table missing in Bigtable)" : "",
+                            bad_code == BT_GRPC_NOT_FOUND && !strstr(msgs[0], "table missing")
+                                ? " (table missing in Bigtable)"
+                                : "",
                             msgs[0]);
             bad_row = first_bad;
             break;

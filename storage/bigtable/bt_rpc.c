@@ -83,13 +83,28 @@ static char *bt_read_whole_file(const char *path, struct ct_err *err)
     return (char *)b.p;
 }
 
+/* Reconnect backoff of the channels. gRPC's defaults (1 s, growing 1.6x to 120 s) made a TSD
+ * whose backend was away for a few seconds wait 7-16 s more after the backend returned: the
+ * calls waited (wait-for-ready) for a reconnect attempt that the backoff had put far off. With
+ * these the channel tries again at most BT_RPC_RECONNECT_MAX_MS (+-20% jitter) after its last
+ * failed attempt, so calls resume within about half a second of the backend's return; a backend
+ * that stays away costs one connection attempt per half second. */
+#define BT_RPC_RECONNECT_INITIAL_MS 100
+#define BT_RPC_RECONNECT_MAX_MS     500
+
 static grpc_channel *bt_channel_new(const char *target, grpc_channel_credentials *creds)
 {
-    grpc_arg args[1];
+    grpc_arg args[3];
     args[0].type = GRPC_ARG_INTEGER;
     args[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
     args[0].value.integer = BT_RPC_MAX_RECV_BYTES;
-    grpc_channel_args ca = {1, args};
+    args[1].type = GRPC_ARG_INTEGER;
+    args[1].key = (char *)GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS;
+    args[1].value.integer = BT_RPC_RECONNECT_INITIAL_MS;
+    args[2].type = GRPC_ARG_INTEGER;
+    args[2].key = (char *)GRPC_ARG_MAX_RECONNECT_BACKOFF_MS;
+    args[2].value.integer = BT_RPC_RECONNECT_MAX_MS;
+    grpc_channel_args ca = {3, args};
     return grpc_channel_create(target, creds, &ca);
 }
 

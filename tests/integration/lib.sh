@@ -2,7 +2,8 @@
 #
 # Gives: CTSDB (the binary), it_tmpdir (a temporary directory removed at exit), tsd_start /
 # tsd_stop (the real daemon on 127.0.0.1, port 0, a temporary data directory; started and
-# stopped by PID whatever happens), and the check helpers, which print "ok - ..." or
+# stopped by PID whatever happens), emu_available / emu_start / emu_stop / emu_kill (Google's
+# Bigtable emulator on 127.0.0.1, by PID), and the check helpers, which print "ok - ..." or
 # "not ok - ..." lines that tests/integration/run.sh counts.
 #
 # Contract with `ctsdb tsd`: it prints a line containing "listening on 127.0.0.1:PORT" to
@@ -109,6 +110,79 @@ tsd_stop() {
   for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
   wait "$pid" 2>/dev/null
+}
+
+# ---- Google's Bigtable emulator (the test_bigtable_*.sh scripts) ----------------------------
+# The emulator (cbtemulator, package google-cloud-cli-bigtable-emulator, not on PATH) binds
+# 127.0.0.1; it is started and stopped by PID, never through the gcloud wrapper (which leaves an
+# orphan when killed).
+EMULATOR=${EMULATOR:-/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator}
+EMU_PID=""
+EMU_ADDR=""
+EMU_LOG=""
+
+# emu_available WHAT: 0 when the emulator and a BIGTABLE=1 build are there; otherwise prints
+# "ok - SKIP WHAT: ..." and returns 1 (with CI=true a missing emulator is a failure, not_ok).
+# Use: emu_available "bigtable x tests" || it_done
+emu_available() {
+  if [ ! -x "$EMULATOR" ]; then
+    if [ "${CI:-}" = true ]; then
+      not_ok "bigtable emulator present at $EMULATOR"
+    else
+      echo "ok - SKIP $1: emulator not found at $EMULATOR"
+    fi
+    return 1
+  fi
+  if ! "$CTSDB" version | grep -q "bigtable backend"; then
+    echo "ok - SKIP $1: this build has no bigtable backend (make BIGTABLE=1)"
+    return 1
+  fi
+  return 0
+}
+
+# emu_start [PORT]: starts the emulator on 127.0.0.1:PORT (default 0: a free port it prints);
+# sets EMU_PID, EMU_ADDR (127.0.0.1:PORT), EMU_LOG and exports BIGTABLE_EMULATOR_HOST. Returns 1
+# (not_ok with its log) when it does not say "running on" within 20 s or exits first (a fixed
+# PORT still taken).
+emu_start() {
+  EMU_LOG=$(it_tmpdir)/emu.log
+  "$EMULATOR" -host 127.0.0.1 -port "${1:-0}" >"$EMU_LOG" 2>&1 &
+  EMU_PID=$!
+  IT_PIDS+=("$EMU_PID")
+  EMU_ADDR=""
+  for _ in $(seq 1 200); do
+    EMU_ADDR=$(sed -n 's/.*running on \(127\.0\.0\.1:[0-9][0-9]*\).*/\1/p' "$EMU_LOG" | head -1)
+    [ -n "$EMU_ADDR" ] && break
+    kill -0 "$EMU_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$EMU_ADDR" ]; then
+    not_ok "bigtable emulator starts on 127.0.0.1:${1:-0}"
+    cat "$EMU_LOG"
+    return 1
+  fi
+  export BIGTABLE_EMULATOR_HOST=$EMU_ADDR
+}
+
+# emu_stop: ends the emulator (SIGCONT in case it was stopped, SIGINT, SIGKILL after 5 s) and
+# reaps it.
+emu_stop() {
+  [ -n "$EMU_PID" ] || return 0
+  kill -CONT "$EMU_PID" 2>/dev/null
+  kill -INT "$EMU_PID" 2>/dev/null
+  for _ in $(seq 1 50); do kill -0 "$EMU_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$EMU_PID" 2>/dev/null
+  wait "$EMU_PID" 2>/dev/null
+  EMU_PID=""
+}
+
+# emu_kill: SIGKILL (a crash: everything it held is lost) and reaps it, so that its port is free
+# when this returns.
+emu_kill() {
+  [ -n "$EMU_PID" ] || return 0
+  kill -KILL "$EMU_PID" 2>/dev/null
+  wait "$EMU_PID" 2>/dev/null
+  EMU_PID=""
 }
 
 # it_done: ends a test script with the right status.

@@ -14,49 +14,21 @@
 # with CI=true a missing emulator fails.
 source "$(dirname "$0")/lib.sh"
 
-EMULATOR=/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator
-if [ ! -x "$EMULATOR" ]; then
-  if [ "${CI:-}" = true ]; then not_ok "bigtable emulator present at $EMULATOR"; it_done; fi
-  echo "ok - SKIP bigtable recreate tests: emulator not found at $EMULATOR"
-  exit 0
-fi
-if ! "$CTSDB" version | grep -q "bigtable backend"; then
-  echo "ok - SKIP bigtable recreate tests: this build has no bigtable backend (make BIGTABLE=1)"
-  exit 0
-fi
+emu_available "bigtable recreate tests" || it_done
 
 tmp=$(it_tmpdir)
 IT_DIRS+=("$tmp")
-EMU_PID=""
-emu_start() { # emu_start PORT
-  "$EMULATOR" -host 127.0.0.1 -port "$1" >"$tmp/emu.log" 2>&1 &
-  EMU_PID=$!
-  IT_PIDS+=("$EMU_PID")
-  addr=""
-  for _ in $(seq 1 200); do
-    addr=$(sed -n 's/.*running on \(127\.0\.0\.1:[0-9][0-9]*\).*/\1/p' "$tmp/emu.log" | head -1)
-    [ -n "$addr" ] && break
-    kill -0 "$EMU_PID" 2>/dev/null || break
-    sleep 0.1
-  done
-}
-emu_stop() {
-  kill -CONT "$EMU_PID" 2>/dev/null
-  kill -INT "$EMU_PID" 2>/dev/null
-  for _ in $(seq 1 50); do kill -0 "$EMU_PID" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$EMU_PID" 2>/dev/null
-  wait "$EMU_PID" 2>/dev/null
-}
-emu_start 0
-if [ -z "$addr" ]; then not_ok "bigtable emulator starts"; cat "$tmp/emu.log"; it_done; fi
-export BIGTABLE_EMULATOR_HOST=$addr
+emu_start || it_done
 
 unset TSD_DATA
-BT=(--tsd.storage.backend=bigtable --tsd.storage.bigtable.deadline_ms=3000
-  --tsd.storage.ctsdb.uid_generation_check_ms=500)
+# a 50-character data table id (Bigtable's longest): the missing table's error text in (2) is
+# then longer than the 150 characters a batch's error used to keep
+DATA=ctsdb-recreate-data-table-with-the-longest-name-01
+BT=(--tsd.storage.backend=bigtable --tsd.storage.hbase.data_table=$DATA
+  --tsd.storage.bigtable.deadline_ms=3000 --tsd.storage.ctsdb.uid_generation_check_ms=500)
 bt_shell() { "$CTSDB" shell --backend bigtable "$@" 2>&1 | grep -v '^Took '; }
 recreate() {
-  bt_shell -e "disable 'tsdb'" -e "drop 'tsdb'" -e "disable 'tsdb-uid'" -e "drop 'tsdb-uid'" \
+  bt_shell -e "disable '$DATA'" -e "drop '$DATA'" -e "disable 'tsdb-uid'" -e "drop 'tsdb-uid'" \
     -e "disable 'tsdb-meta'" -e "drop 'tsdb-meta'" >"$tmp/drop.out"
   "$CTSDB" create-tables "${BT[@]}" >"$tmp/create.out" 2>&1
 }
@@ -97,15 +69,22 @@ check_eq "the first TSD answers the same for new.x" "hx=10" "$(q "$A_PORT" new.x
 check_eq "the first TSD answers the same for old.a" "ha=3" "$(q "$A_PORT" old.a)"
 TSD_PID=$B_PID tsd_stop
 
-# (2) a missing data table: a stated 5xx naming the missing table, never "No such name"
-bt_shell -e "disable 'tsdb'" -e "drop 'tsdb'" >"$tmp/drop2.out"
+# (2) a missing data table: a stated 5xx naming the missing table, never "No such name"; a put's
+# error text arrives whole
+bt_shell -e "disable '$DATA'" -e "drop '$DATA'" >"$tmp/drop2.out"
 code=$(curl -s -m 20 -o "$tmp/q.json" -w '%{http_code}' \
   "http://127.0.0.1:$A_PORT/api/query?start=$((t0 - 60))&m=sum:old.a")
 check_eq "a query of a missing data table answers 500" "500" "$code"
 check_contains "its error names the missing table" "$(cat "$tmp/q.json")" "table missing"
 check "its error is not 'No such name'" bash -c "! grep -q 'No such name' '$tmp/q.json'"
-out=$(put "$A_PORT" "[$(pt old.a $((t0 + 180)) 4 ha)]")
-check_eq "a put into a missing data table fails" '{"failed":1,"success":0}' "$out"
+out=$(curl -s -m 20 -X POST "http://127.0.0.1:$A_PORT/api/put?details" -d "[$(pt old.a $((t0 + 180)) 4 ha)]")
+check_contains "a put into a missing data table fails" "$out" '"failed":1,"success":0'
+# the whole error text, to its end: the missing table's full name and "not found"
+err=$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["errors"][0]["error"])')
+case "$err" in
+*"table missing"*"projects/ctsdb/instances/ctsdb/tables/$DATA"*'" not found') ok "the put's error text arrives whole (${#err} characters)" ;;
+*) not_ok "the put's error text arrives whole: [$err]" ;;
+esac
 check_contains "the put's failure is logged as a missing table" "$(cat "$A_LOG")" "table missing"
 
 # (3) the emulator is gone

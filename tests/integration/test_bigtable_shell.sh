@@ -10,42 +10,10 @@
 # script prints a SKIP line; with CI=true a missing emulator is a failure.
 source "$(dirname "$0")/lib.sh"
 
-EMULATOR=/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator
-if [ ! -x "$EMULATOR" ]; then
-  if [ "${CI:-}" = true ]; then not_ok "bigtable emulator present at $EMULATOR"; it_done; fi
-  echo "ok - SKIP bigtable shell tests: emulator not found at $EMULATOR"
-  exit 0
-fi
-
-emu_dir=$(it_tmpdir)
-IT_DIRS+=("$emu_dir") # it_tmpdir runs in a subshell here
-"$EMULATOR" -host 127.0.0.1 -port 0 >"$emu_dir/emu.log" 2>&1 &
-EMU_PID=$!
-IT_PIDS+=("$EMU_PID")
-addr=""
-for _ in $(seq 1 200); do
-  addr=$(sed -n 's/.*running on \(127\.0\.0\.1:[0-9][0-9]*\).*/\1/p' "$emu_dir/emu.log" | head -1)
-  [ -n "$addr" ] && break
-  kill -0 "$EMU_PID" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$addr" ]; then not_ok "bigtable emulator starts"; cat "$emu_dir/emu.log"; it_done; fi
-export BIGTABLE_EMULATOR_HOST=$addr
-
-emu_stop() {
-  kill -INT "$EMU_PID" 2>/dev/null
-  for _ in $(seq 1 50); do kill -0 "$EMU_PID" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$EMU_PID" 2>/dev/null
-  wait "$EMU_PID" 2>/dev/null
-}
+emu_available "bigtable shell tests" || it_done
+emu_start || it_done
 
 bt() { "$CTSDB" shell --backend bigtable "$@" 2>&1 | grep -v '^Took '; }
-
-if bt -e "list" | grep -q "no bigtable backend"; then
-  echo "ok - SKIP bigtable shell tests: this build has no bigtable backend (make BIGTABLE=1)"
-  emu_stop
-  exit 0
-fi
 
 out=$(bt -e "create 't1', {NAME => 'f', VERSIONS => 3, TTL => '18000', MIN_VERSIONS => 1}, 'g', {SPLITS => ['m', 'c']}")
 check_eq "create" "Created table t1" "$out"

@@ -83,28 +83,9 @@ check_eq "embedded: the TSD finds the metric mkmetric made" '["tools.made"]' "$o
 tsd_stop
 
 # ---- Bigtable ------------------------------------------------------------------------------
-EMULATOR=/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator
-if [ ! -x "$EMULATOR" ]; then
-  if [ "${CI:-}" = true ]; then not_ok "bigtable emulator present at $EMULATOR"; it_done; fi
-  echo "ok - SKIP bigtable tools tests: emulator not found at $EMULATOR"
-  it_done
-fi
-if ! "$CTSDB" version | grep -q "bigtable backend"; then
-  echo "ok - SKIP bigtable tools tests: this build has no bigtable backend (make BIGTABLE=1)"
-  it_done
-fi
-"$EMULATOR" -host 127.0.0.1 -port 0 >"$tmp/emu.log" 2>&1 &
-EMU_PID=$!
-IT_PIDS+=("$EMU_PID")
-addr=""
-for _ in $(seq 1 200); do
-  addr=$(sed -n 's/.*running on \(127\.0\.0\.1:[0-9][0-9]*\).*/\1/p' "$tmp/emu.log" | head -1)
-  [ -n "$addr" ] && break
-  kill -0 "$EMU_PID" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$addr" ]; then not_ok "bigtable emulator starts"; cat "$tmp/emu.log"; it_done; fi
-export BIGTABLE_EMULATOR_HOST=$addr
+emu_available "bigtable tools tests" || it_done
+emu_start || it_done
+addr=$EMU_ADDR
 
 # the emulator is named but the backend is not: refused, nothing created in ./data
 mkdir -p "$tmp/cwd"
@@ -152,7 +133,5 @@ rc=$?
 check_eq "unreachable Bigtable: uid exits 1" 1 "$rc"
 check_contains "unreachable Bigtable: the message names the endpoint" "$out" "127.0.0.1:1"
 
-kill -INT "$EMU_PID" 2>/dev/null
-for _ in $(seq 1 50); do kill -0 "$EMU_PID" 2>/dev/null || break; sleep 0.1; done
-kill -KILL "$EMU_PID" 2>/dev/null
+emu_stop
 it_done

@@ -10,31 +10,9 @@
 # BIGTABLE=1 build) the script prints a SKIP line; with CI=true a missing emulator fails.
 source "$(dirname "$0")/lib.sh"
 
-EMULATOR=/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator
-if [ ! -x "$EMULATOR" ]; then
-  if [ "${CI:-}" = true ]; then not_ok "bigtable emulator present at $EMULATOR"; it_done; fi
-  echo "ok - SKIP bigtable TSD tests: emulator not found at $EMULATOR"
-  exit 0
-fi
-if ! "$CTSDB" version | grep -q "bigtable backend"; then
-  echo "ok - SKIP bigtable TSD tests: this build has no bigtable backend (make BIGTABLE=1)"
-  exit 0
-fi
-
+emu_available "bigtable TSD tests" || it_done
+emu_start || it_done
 tmp=$(it_tmpdir)
-IT_DIRS+=("$tmp") # it_tmpdir runs in a subshell here
-"$EMULATOR" -host 127.0.0.1 -port 0 >"$tmp/emu.log" 2>&1 &
-EMU_PID=$!
-IT_PIDS+=("$EMU_PID")
-addr=""
-for _ in $(seq 1 200); do
-  addr=$(sed -n 's/.*running on \(127\.0\.0\.1:[0-9][0-9]*\).*/\1/p' "$tmp/emu.log" | head -1)
-  [ -n "$addr" ] && break
-  kill -0 "$EMU_PID" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$addr" ]; then not_ok "bigtable emulator starts"; cat "$tmp/emu.log"; it_done; fi
-export BIGTABLE_EMULATOR_HOST=$addr
 
 # two daemons on the same store
 unset TSD_DATA
@@ -110,7 +88,5 @@ check_eq "suggest lists each raced name once" "$N" "$out"
 tsd_stop
 TSD_PID=$A_PID
 tsd_stop
-kill -INT "$EMU_PID" 2>/dev/null
-for _ in $(seq 1 50); do kill -0 "$EMU_PID" 2>/dev/null || break; sleep 0.1; done
-kill -KILL "$EMU_PID" 2>/dev/null
+emu_stop
 it_done
