@@ -430,6 +430,30 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, struct 
     return rc;
 }
 
+/* head_delete_log_fn: a delete=true query's hours, logged at the TSD's durability. */
+static int store_head_delete_log(void *arg, const uint8_t *tsuid, size_t tlen, int64_t from_s,
+                                 int64_t to_s, struct ct_err *err)
+{
+    struct tsdstore *st = arg;
+    return headlog_append_delete(st->hlog, tsuid, tlen, from_s, to_s,
+                                 store_wal_sync(st->durability), err);
+}
+
+/* A read-only TSD: the open hours a writer left in <dir>/head, replayed into a head of its own
+ * (nothing is written; st->hlog stays NULL). Read once, at start. */
+static int store_head_open_read_only(struct tsdstore *st, const char *dir, struct ct_err *err)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof(path), "%s/head", dir) >= sizeof(path))
+        return ct_err_set(err, CT_EINVAL, "storage directory too long: %s", dir);
+    uint64_t np = 0;
+    int rc = headlog_load_read_only(path, &st->head, &np, err);
+    if (rc == CT_OK && st->head)
+        tlog_info("head: read %llu points of open hours from %s (read-only)",
+                  (unsigned long long)np, path);
+    return rc;
+}
+
 /* Opens the head and its log in <dir>/head and replays the log into it. With drain (the head
  * is off), an existing log's points are all handed off and the head closed again: turning the
  * head off never strands acknowledged points in its log. */
@@ -458,6 +482,8 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
         head_free(st->head);
         st->hlog = NULL;
         st->head = NULL;
+    } else {
+        head_set_delete_log(st->head, store_head_delete_log, st);
     }
     return rc;
 }
@@ -603,6 +629,11 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
     if (!read_only && (rc = store_head_open(st, dir, !conf_get_bool(c, "tsd.storage.head.enable"),
                                             err)) != CT_OK) {
         ct_err_prefix(err, "cannot open the ingest head");
+        tsdstore_close(st);
+        return rc;
+    }
+    if (read_only && dir && *dir && (rc = store_head_open_read_only(st, dir, err)) != CT_OK) {
+        ct_err_prefix(err, "cannot read the ingest head's log");
         tsdstore_close(st);
         return rc;
     }
@@ -1124,7 +1155,9 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
         uint64_t np = 0;
         struct headlog_stats ls;
         head_counts(st->head, &ns, &nc, &np);
-        headlog_get_stats(st->hlog, &ls);
+        memset(&ls, 0, sizeof(ls));
+        if (st->hlog) /* NULL in a read-only TSD */
+            headlog_get_stats(st->hlog, &ls);
         store_stat(&x, "tsd.head.bytes", head_bytes(st->head), "");
         store_stat(&x, "tsd.head.series", ns, "");
         store_stat(&x, "tsd.head.chunks", nc, "");
