@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_tsd_head.sh - the ingest head (tsd.storage.head.enable=true) with the real daemon, the
+# test_tsd_head.sh - the ingest head (tsd.storage.head.enable, on by default) with the real daemon, the
 # clock pinned by CTSDB_NOW_MS: points of an open hour go to the head and its log, not the store;
 # a kill -9 mid-hour and kills at every hand-off step (CTSDB_HEAD_CRASH) lose no acknowledged
 # point; after the hand-off the store answers exactly what a TSD without the head answers for the
@@ -75,7 +75,8 @@ print(json.dumps(sorted(r, key=lambda x: x["tsuid"]) if isinstance(r, list) else
 npoints() { python3 -c 'import json, sys; print(sum(len(d) for _, d in json.loads(sys.argv[1])))' "$1"; }
 
 # the reference: the same writes without the head
-CTSDB_NOW_MS=$MID_MS tsd_start
+NOHEAD=--tsd.storage.head.enable=false
+CTSDB_NOW_MS=$MID_MS tsd_start "$NOHEAD"
 check_eq "reference TSD acknowledges every put" "204 204 204 204" "$(put_all "$TSD_PORT")"
 want=$(query "$TSD_PORT")
 check_eq "reference TSD answers 400 points" 400 "$(npoints "$want")"
@@ -239,7 +240,7 @@ data=$TSD_DATA
 check_eq "head TSD acknowledges every put (2)" "204 204 204 204" "$(put_all "$TSD_PORT")"
 kill -KILL "$TSD_PID"
 wait "$TSD_PID" 2>/dev/null
-TSD_DATA=$data CTSDB_NOW_MS=$MID_MS tsd_start
+TSD_DATA=$data CTSDB_NOW_MS=$MID_MS tsd_start "$NOHEAD"
 got=$(query "$TSD_PORT")
 check_eq "head off after a kill mid-hour: the same 400 points" "$want" "$got"
 tsd_stop
