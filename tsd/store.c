@@ -118,6 +118,9 @@ struct tsdstore {
     pthread_mutex_t handoff_mu; /* one hand-off at a time */
     _Atomic int64_t handoff_checked_s;
     int64_t grace_s;
+    /* data cells written for points (/api/stats tsd.storage.data.cells): single cells (one per
+     * point not in the head) and hour cells (one per series-hour handed off) */
+    _Atomic uint64_t point_cells, hour_cells;
     char info_tags[1024]; /* tsd.storage.info's tags: backend and where */
 };
 
@@ -321,6 +324,8 @@ static int store_head_refused(void *arg, const uint8_t *tsuid, size_t tlen,
         rc = tsdb_batch_add(b, tsdb_layout(st->tsdb), tsuid, tlen, p, err);
     if (rc == CT_OK)
         rc = tsdb_batch_write(st->tsdb, b, st->durability, err);
+    if (rc == CT_OK)
+        atomic_fetch_add(&st->point_cells, 1);
     tsdb_batch_free(b);
     return rc;
 }
@@ -387,6 +392,7 @@ static int store_handoff_hour(void *arg, const uint8_t *tsuid, size_t tlen, int6
     struct wc_row_mutation rm = {{row, rl}, &m, 1};
     rc = wc_mutate_batch(tsdb_data_table(st->tsdb), &rm, 1, st->durability, err);
     if (rc == CT_OK) {
+        atomic_fetch_add(&st->hour_cells, 1);
         x->rows++;
         x->points += n;
     }
@@ -465,6 +471,9 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
     struct stat sb;
     if (drain && stat(path, &sb) != 0)
         return CT_OK; /* never used */
+    /* on Bigtable nothing else creates the directory the log lives in */
+    if (!drain && mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return ct_err_set(err, CT_EIO, "cannot create %s: %s", dir, strerror(errno));
     int rc = head_new(&st->head, err);
     if (rc == CT_OK)
         rc = headlog_open(path, &st->hlog, err);
@@ -625,9 +634,12 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         tsdstore_close(st);
         return rc;
     }
-    /* head off: only drains a log left by an earlier run with it on */
-    if (!read_only && (rc = store_head_open(st, dir, !conf_get_bool(c, "tsd.storage.head.enable"),
-                                            err)) != CT_OK) {
+    /* head off: only drains a log left by an earlier run with it on. On by default with the
+     * embedded store; on Bigtable only when set: TSDs sharing one Bigtable store do not see each
+     * other's heads, so each would miss the others' open hours */
+    bool head_on = conf_get_bool(c, "tsd.storage.head.enable") &&
+                   (o.backend != WC_BACKEND_BIGTABLE || conf_is_set(c, "tsd.storage.head.enable"));
+    if (!read_only && (rc = store_head_open(st, dir, !head_on, err)) != CT_OK) {
         ct_err_prefix(err, "cannot open the ingest head");
         tsdstore_close(st);
         return rc;
@@ -1055,6 +1067,8 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
         uint64_t t0 = clock_mono_ns();
         rc = tsdb_batch_write(st->tsdb, w->batch, st->durability, err);
         tstats_add(TSTATS_WRITE_NS, clock_mono_ns() - t0);
+        if (rc == CT_OK)
+            atomic_fetch_add(&st->point_cells, tsdb_batch_count(w->batch));
         tstats_add(TSTATS_BATCHES_WRITTEN, 1);
     }
     if (rc == CT_OK && w->ntouch > 0) /* after the points, in the head or the store */
@@ -1150,6 +1164,10 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
         pthread_mutex_unlock(&st->mu);
         store_stat(&x, "tsd.ingest.series_cache_bytes", held, "");
     }
+    /* cells written to the data table for points: one per point without the head, one per
+     * series-hour with it (and one per point it refused) */
+    store_stat(&x, "tsd.storage.data.cells", atomic_load(&st->point_cells), "type=point");
+    store_stat(&x, "tsd.storage.data.cells", atomic_load(&st->hour_cells), "type=hour");
     if (st->head) { /* the ingest head (docs/head.md) */
         size_t ns = 0, nc = 0;
         uint64_t np = 0;
