@@ -42,6 +42,7 @@
 #include "query/qindex.h"
 #include "query/qrollup.h"
 #include "schema/dpcodec.h"
+#include "schema/head.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
 #include "storage/clock.h"
@@ -326,13 +327,21 @@ static int ser_resolve(struct tsdb *t, struct xsub *xs, struct xser *s, bool *ke
 }
 
 /* delete=true: removes every row the query read of every series it kept, as TsdbQuery does
- * (whole hour rows of the scan window). The answer is still computed from what was read. */
-static int delete_rows(struct tsdb *t, struct xsub *xs, struct ct_err *err)
+ * (whole hour rows of the scan window), and the same hours of those series from the ingest head
+ * (x->head; the deletion is logged first, so a restart does not bring the points back). The
+ * answer is still computed from what was read. */
+static int delete_rows(struct tsdb *t, const struct xscan *x, struct xsub *xs, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     struct wc_mutation del = {.op = WC_OP_DELETE_ROW, .ts_ms = WC_TS_LATEST};
     for (size_t i = 0; i < xs->nser; i++) {
         struct xser *s = xs->ser[i];
+        if (x->head && x->head_end_ms >= x->head_start_ms) {
+            int rc = head_delete_hours(x->head, s->tsuid, s->tsuid_len, x->head_start_ms / 1000,
+                                       x->head_end_ms / 1000 + 1, NULL, err);
+            if (rc != CT_OK)
+                return rc;
+        }
         for (size_t r = 0; r < s->nrows; r++) {
             uint8_t key[ROWKEY_MAX_BYTES];
             size_t kl = rowkey_encode(l, s->tsuid, s->tsuid_len, s->row_base[r], key);
@@ -548,7 +557,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     if (xs->nser > 1)
         qsort(xs->ser, xs->nser, sizeof(struct xser *),
               xs->ngb && !qagg_is_none(sub->agg) ? ser_cmp_group : ser_cmp_tsuid);
-    if (x.keep_rows && (rc = delete_rows(t, xs, err)) != CT_OK) {
+    if (x.keep_rows && (rc = delete_rows(t, &x, xs, err)) != CT_OK) {
         *status = QEXEC_INTERNAL;
         goto out;
     }

@@ -968,9 +968,13 @@ static int head_list_add(void *arg, const uint8_t *ts, size_t tl)
     return CT_OK;
 }
 
+/* The metric's head series the tags accept, folded into set. In a bounded run the listing
+ * counts as one scan and every series it adds to the answer (one the stored part did not find)
+ * counts against max_series, as a series the stored discovery finds does: a query whose series
+ * are all in the head passes the budget as it would with them stored. */
 static int head_of_metric(struct tsdb *t, struct head *h, const struct qlast_query *q,
-                          int64_t min_ms, struct lastset *set, enum qexec_status *status,
-                          struct ct_err *err)
+                          int64_t min_ms, struct lastset *set, struct qlast_limit *lim,
+                          enum qexec_status *status, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     uint64_t metric;
@@ -980,10 +984,23 @@ static int head_of_metric(struct tsdb *t, struct head *h, const struct qlast_que
         return rc;
     uint8_t prefix[ROWKEY_MAX_UID_WIDTH];
     rowkey_put_uid(prefix, metric, l->metric_width);
+    if ((rc = limit_scans(lim, 1, err)) != CT_OK) {
+        rowkey_filter_free(rf);
+        return rc;
+    }
     struct head_list x = {l, rf, set, NULL, NULL, 0, 0};
     rc = head_each_series(h, prefix, l->metric_width, min_ms, INT64_MAX, head_list_add, &x);
-    for (size_t i = 0; i < x.n && rc == CT_OK; i++)
+    size_t before = set->n;
+    for (size_t i = 0; i < x.n && rc == CT_OK; i++) {
         rc = head_fold(set, h, x.ts[i], x.tl[i], min_ms);
+        if (rc == CT_OK && lim->b && lim->series + (set->n - before) > lim->b->max_series) {
+            free(x.ts);
+            free(x.tl);
+            rowkey_filter_free(rf);
+            return ct_err_set(err, CT_ELIMIT, "last query: more than %u series",
+                              (unsigned)lim->b->max_series);
+        }
+    }
     free(x.ts);
     free(x.tl);
     rowkey_filter_free(rf);
@@ -991,6 +1008,8 @@ static int head_of_metric(struct tsdb *t, struct head *h, const struct qlast_que
         *status = QEXEC_INTERNAL;
         return ct_err_set(err, rc, "out of memory reading the head");
     }
+    if (lim->b)
+        lim->series += (uint32_t)(set->n - before);
     return CT_OK;
 }
 
@@ -1111,7 +1130,7 @@ static int last_run(struct tsdb *t, const struct qlast_req *r, int64_t now_ms,
                 rc = last_of_metric(t, q, now_ms / 1000, back ? back : QLAST_DEFAULT_BACK_SCAN_H,
                                     &set, lim, status, err);
             if (rc == CT_OK && r->head)
-                rc = head_of_metric(t, r->head, q, head_min_ms, &set, status, err);
+                rc = head_of_metric(t, r->head, q, head_min_ms, &set, lim, status, err);
             lastset_end_part(&set);
         }
     }

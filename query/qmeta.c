@@ -17,6 +17,7 @@
 #include "query/qagg.h"
 #include "query/qfilter.h"
 #include "query/qjson.h"
+#include "schema/head.h"
 #include "schema/meta.h"
 #include "schema/rowkey.h"
 #include "schema/tagidx.h"
@@ -351,6 +352,44 @@ static int lookup_scan_data(struct tsdb *t, uint64_t mid, struct rowkey_filter *
     return rc;
 }
 
+struct lookup_head_ctx {
+    const struct rowkey_layout *l;
+    struct rowkey_filter *rf;
+    struct tsset *set;
+};
+
+/* head_series_fn: a head series whose data row key would pass rf joins the set. */
+static int lookup_head_series(void *arg, const uint8_t *ts, size_t tl)
+{
+    struct lookup_head_ctx *c = arg;
+    uint8_t key[ROWKEY_MAX_SALT_WIDTH + ROWKEY_MAX_TSUID + 4];
+    if (tl > ROWKEY_MAX_TSUID || rowkey_get_uid(ts, c->l->metric_width) == 0)
+        return CT_OK;
+    size_t kl = rowkey_encode(c->l, ts, tl, 0, key);
+    if (kl == 0 || !rowkey_filter_match(c->rf, key, kl))
+        return CT_OK;
+    return tsset_add(c->set, ts, tl) < 0 ? CT_ENOMEM : CT_OK;
+}
+
+/* The TSUIDs of the head's series (metric mid, 0: every metric) that pass rf, into set: series
+ * whose points are all in the head's open hours have no data row yet. */
+static int lookup_scan_head(struct tsdb *t, struct head *h, uint64_t mid, struct rowkey_filter *rf,
+                            struct tsset *set, struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    uint8_t prefix[ROWKEY_MAX_UID_WIDTH];
+    size_t pl = 0;
+    if (mid) {
+        rowkey_put_uid(prefix, mid, l->metric_width);
+        pl = l->metric_width;
+    }
+    struct lookup_head_ctx c = {l, rf, set};
+    int rc = head_each_series(h, prefix, pl, INT64_MIN, INT64_MAX, lookup_head_series, &c);
+    if (rc != CT_OK)
+        return ct_err_set(err, rc, "out of memory listing the head's series");
+    return CT_OK;
+}
+
 /* useMeta: the TSUIDs of tsdb-meta's series rows (one per series: a TSMeta, a counter or the
  * newest-hour index the TSD writes for every series) that pass rf, into set - one row per
  * series instead of one per series and hour. A row counts when its key has a TSUID's shape and
@@ -402,8 +441,8 @@ static int lookup_scan_meta(struct tsdb *t, uint64_t mid, struct rowkey_filter *
     return rc;
 }
 
-int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **out, int *status,
-                 struct ct_err *err)
+int qmeta_lookup(struct tsdb *t, struct head *head, const cJSON *req_in, int64_t now_ms,
+                 cJSON **out, int *status, struct ct_err *err)
 {
     (void)now_ms;
     const struct rowkey_layout *l = tsdb_layout(t);
@@ -475,6 +514,8 @@ int qmeta_lookup(struct tsdb *t, const cJSON *req_in, int64_t now_ms, cJSON **ou
     }
     rc = use_meta ? lookup_scan_meta(t, any_metric ? 0 : mid, rf, &set, err)
                   : lookup_scan_data(t, any_metric ? 0 : mid, rf, &set, err);
+    if (rc == CT_OK && !use_meta && head)
+        rc = lookup_scan_head(t, head, any_metric ? 0 : mid, rf, &set, err);
     if (rc != CT_OK) {
         *status = 500;
         goto out;

@@ -17,6 +17,7 @@
 #include "storage/ct_err.h"
 
 struct cJSON;
+struct head;
 
 /* Request methods (the same bits as tsd/http.h, restated so query/ does not include tsd/). */
 enum qmeta_method {
@@ -35,9 +36,12 @@ enum qmeta_method {
 CT_MUST_CHECK int qmeta_suggest(struct tsdb *t, const struct cJSON *req, struct cJSON **out,
                                 int *status, struct ct_err *err);
 /* {"metric":"m or *","tags":[{"key":"host","value":"*"}],"limit":25,"useMeta":false}, or
- * {"m":"metric{k=v}","limit":..} from the GET form -> the LOOKUP reply. */
-CT_MUST_CHECK int qmeta_lookup(struct tsdb *t, const struct cJSON *req, int64_t now_ms,
-                               struct cJSON **out, int *status, struct ct_err *err);
+ * {"m":"metric{k=v}","limit":..} from the GET form -> the LOOKUP reply. Without useMeta the
+ * series are those of the data rows and of head (the ingest head, schema/head.h; NULL: none),
+ * whose series may have no stored row yet. */
+CT_MUST_CHECK int qmeta_lookup(struct tsdb *t, struct head *head, const struct cJSON *req,
+                               int64_t now_ms, struct cJSON **out, int *status,
+                               struct ct_err *err);
 /* {"metric":["a"],"tagk":[..],"tagv":[..]} -> {"metric":{"a":"000001"},"metric_errors":{..}}. */
 CT_MUST_CHECK int qmeta_uid_assign(struct tsdb *t, const struct cJSON *req, struct cJSON **out,
                                    int *status, struct ct_err *err);

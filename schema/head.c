@@ -72,6 +72,8 @@ struct head {
     int64_t closed_before_s;
     int64_t newest_s; /* the newest base hour a chunk was ever opened for (INT64_MIN: none) */
     uint64_t seed;
+    head_delete_log_fn delete_log; /* head_set_delete_log (NULL: none) */
+    void *delete_log_arg;
 };
 
 /* ---- bits ------------------------------------------------------------------------------------ */
@@ -704,6 +706,68 @@ int head_close_hours(struct head *h, int64_t before_s, head_hour_fn fn, void *ar
     if (nhours)
         *nhours = handed;
     return rc;
+}
+
+void head_set_delete_log(struct head *h, head_delete_log_fn fn, void *arg)
+{
+    pthread_mutex_lock(&h->mu);
+    h->delete_log = fn;
+    h->delete_log_arg = arg;
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Chunks of s with a base hour in [from_s, to_s). REQUIRES: mu held. */
+static unsigned head_chunks_in(const struct head_series *s, int64_t from_s, int64_t to_s)
+{
+    unsigned n = 0;
+    for (unsigned k = 0; s && k < s->nchunks; k++)
+        if (s->chunks[k].base_s >= from_s && s->chunks[k].base_s < to_s)
+            n++;
+    return n;
+}
+
+int head_delete_hours(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t from_s,
+                      int64_t to_s, size_t *nchunks, struct ct_err *err)
+{
+    if (nchunks)
+        *nchunks = 0;
+    if (tlen == 0 || tlen > HEAD_MAX_TSUID)
+        return ct_err_set(err, CT_EINVAL, "bad TSUID length %zu", tlen);
+    pthread_mutex_lock(&h->mu);
+    unsigned found = head_chunks_in(head_series_find(h, tsuid, tlen), from_s, to_s);
+    head_delete_log_fn fn = h->delete_log;
+    void *arg = h->delete_log_arg;
+    pthread_mutex_unlock(&h->mu);
+    if (found == 0)
+        return CT_OK;
+    if (fn) { /* logged first: once the log holds it, a replay drops what follows too */
+        int rc = fn(arg, tsuid, tlen, from_s, to_s, err);
+        if (rc != CT_OK)
+            return rc;
+    }
+    pthread_mutex_lock(&h->mu);
+    struct head_series *s = head_series_find(h, tsuid, tlen);
+    size_t dropped = 0;
+    unsigned w = 0;
+    for (unsigned k = 0; s && k < s->nchunks; k++) {
+        struct head_chunk *c = &s->chunks[k];
+        if (c->base_s >= from_s && c->base_s < to_s) {
+            head_chunk_release(h, c);
+            dropped++;
+        } else {
+            if (w != k) {
+                s->chunks[w] = *c;
+                memset(c, 0, sizeof(*c));
+            }
+            w++;
+        }
+    }
+    if (s)
+        s->nchunks = (uint8_t)w;
+    pthread_mutex_unlock(&h->mu);
+    if (nchunks)
+        *nchunks = dropped;
+    return CT_OK;
 }
 
 void head_set_closed_before(struct head *h, int64_t before_s)

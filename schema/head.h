@@ -80,6 +80,22 @@ CT_MUST_CHECK int head_each_series(struct head *h, const uint8_t *prefix, size_t
  * anything else stops head_close_hours(), which returns it and keeps this chunk and the rest. */
 typedef int (*head_hour_fn)(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
                             const struct dpcodec_point *pts, size_t n, struct ct_err *err);
+/* Logs a deletion before the head forgets the points (head_set_delete_log): return CT_OK once
+ * it is durable, so a replay of the head's log drops the points again. */
+typedef int (*head_delete_log_fn)(void *arg, const uint8_t *tsuid, size_t tlen, int64_t from_s,
+                                  int64_t to_s, struct ct_err *err);
+/* Sets the function head_delete_hours() calls before it drops anything (NULL: none, as during a
+ * replay). Set once, before the head is shared. */
+void head_set_delete_log(struct head *h, head_delete_log_fn fn, void *arg);
+/* Drops series tsuid's chunks whose base hour lies in [from_s, to_s) (delete=true queries delete
+ * the same whole hours from the store). When there is one, the delete log function (if set) is
+ * called first, without the head's lock, and a failure of it drops nothing and is returned.
+ * *nchunks (NULL allowed) counts the chunks dropped. Points appended to those hours after the
+ * call are kept. */
+CT_MUST_CHECK int head_delete_hours(struct head *h, const uint8_t *tsuid, size_t tlen,
+                                    int64_t from_s, int64_t to_s, size_t *nchunks,
+                                    struct ct_err *err);
+
 /* Hands off every chunk whose base hour is < before_s (a multiple of 3600): calls fn for each,
  * drops it once fn returned CT_OK, and raises the closed mark to before_s (points of those hours
  * are HEAD_LATE from then on). Series left without chunks are freed. On failure the mark is not

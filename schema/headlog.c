@@ -41,6 +41,7 @@ struct headlog {
     size_t nhours, hcap;
     struct headlog_stats st;
     bool replayed;
+    bool read_only; /* headlog_open_read_only: replay only */
 };
 
 /* ---- the mark file ----------------------------------------------------------------------- */
@@ -121,7 +122,8 @@ static int headlog_mark_write(const char *dir, uint64_t seq, struct ct_err *err)
 
 /* ---- open / close ------------------------------------------------------------------------ */
 
-int headlog_open(const char *dir, struct headlog **out, struct ct_err *err)
+static int headlog_open_mode(const char *dir, bool read_only, struct headlog **out,
+                             struct ct_err *err)
 {
     struct headlog *l = calloc(1, sizeof(*l));
     if (!l || !(l->dir = strdup(dir))) {
@@ -129,14 +131,16 @@ int headlog_open(const char *dir, struct headlog **out, struct ct_err *err)
         return ct_err_set(err, CT_ENOMEM, "cannot allocate the head log");
     }
     pthread_mutex_init(&l->mu, NULL);
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    l->read_only = read_only;
+    if (!read_only && mkdir(dir, 0755) != 0 && errno != EEXIST) {
         ct_err_set(err, CT_EIO, "cannot create %s: %s", dir, strerror(errno));
         goto fail;
     }
     if (headlog_mark_read(dir, &l->released_seq, err) != CT_OK)
         goto fail;
     struct wal_options o = {.segment_bytes = HEADLOG_SEGMENT_BYTES};
-    if (wal_open_mapped(dir, &o, &l->wal, err) != CT_OK) {
+    if ((read_only ? wal_open_read_only(dir, &o, &l->wal, err)
+                   : wal_open_mapped(dir, &o, &l->wal, err)) != CT_OK) {
         ct_err_prefix(err, "head log");
         goto fail;
     }
@@ -150,6 +154,16 @@ fail:
     free(l->dir);
     free(l);
     return err->code;
+}
+
+int headlog_open(const char *dir, struct headlog **out, struct ct_err *err)
+{
+    return headlog_open_mode(dir, false, out, err);
+}
+
+int headlog_open_read_only(const char *dir, struct headlog **out, struct ct_err *err)
+{
+    return headlog_open_mode(dir, true, out, err);
 }
 
 void headlog_close(struct headlog *l)
@@ -202,6 +216,25 @@ struct headlog_replay_ctx {
     uint64_t npoints;
 };
 
+/* A delete record's body [p, end): drops the hours from the head being filled. */
+static int headlog_replay_delete(struct headlog_replay_ctx *c, uint64_t seq, const uint8_t *p,
+                                 const uint8_t *end, struct ct_err *err)
+{
+    if (p >= end || p[0] == 0 || (size_t)(end - p) < 1u + p[0])
+        return headlog_bad(err, seq, "truncated delete record");
+    size_t tl = p[0];
+    const uint8_t *ts = p + 1;
+    p += 1 + tl;
+    uint64_t a, b;
+    size_t k = coding_get_varint64(p, end, &a);
+    if (!k)
+        return headlog_bad(err, seq, "bad delete range");
+    p += k;
+    if (!(k = coding_get_varint64(p, end, &b)) || p + k != end)
+        return headlog_bad(err, seq, "bad delete range");
+    return head_delete_hours(c->h, ts, tl, coding_unzigzag(a), coding_unzigzag(b), NULL, err);
+}
+
 static int headlog_replay_record(void *arg, uint64_t seq, const uint8_t *p, size_t len,
                                  struct ct_err *err)
 {
@@ -212,6 +245,8 @@ static int headlog_replay_record(void *arg, uint64_t seq, const uint8_t *p, size
     if (seq >= l->next_seq)
         l->next_seq = seq + 1;
     const uint8_t *end = p + len;
+    if (len >= 1 && p[0] == HEADLOG_DELETE)
+        return headlog_replay_delete(c, seq, p + 1, end, err);
     if (len < 1 || p[0] != HEADLOG_VERSION)
         return len < 1 ? headlog_bad(err, seq, "empty")
                        : ct_err_set(err, CT_ECORRUPT,
@@ -331,6 +366,8 @@ int headlog_append(struct headlog *l, const struct headlog_point *pts, size_t n,
 {
     if (n == 0)
         return CT_OK;
+    if (l->read_only)
+        return ct_err_set(err, CT_EINVAL, "the head log %s is open read-only", l->dir);
     for (size_t i = 0; i < n; i++)
         if (pts[i].tlen == 0 || pts[i].tlen > HEAD_MAX_TSUID || pts[i].p.ts_ms < 0)
             return ct_err_set(err, CT_EINVAL, "bad point %zu for the head log (TSUID length %zu)",
@@ -413,8 +450,75 @@ out:
     return rc;
 }
 
+int headlog_append_delete(struct headlog *l, const uint8_t *tsuid, size_t tlen, int64_t from_s,
+                          int64_t to_s, enum wal_sync sync, struct ct_err *err)
+{
+    if (l->read_only)
+        return ct_err_set(err, CT_EINVAL, "the head log %s is open read-only", l->dir);
+    if (tlen == 0 || tlen > HEAD_MAX_TSUID)
+        return ct_err_set(err, CT_EINVAL, "bad TSUID length %zu for the head log", tlen);
+    uint8_t buf[2 + HEAD_MAX_TSUID + 2 * CODING_VARINT64_MAX];
+    uint8_t *p = buf;
+    *p++ = HEADLOG_DELETE;
+    *p++ = (uint8_t)tlen;
+    memcpy(p, tsuid, tlen);
+    p += tlen;
+    p += coding_put_varint64(p, coding_zigzag(from_s));
+    p += coding_put_varint64(p, coding_zigzag(to_s));
+    size_t len = (size_t)(p - buf);
+    pthread_mutex_lock(&l->mu);
+    uint64_t seq = l->next_seq++;
+    pthread_mutex_unlock(&l->mu);
+    int rc = wal_append(l->wal, seq, buf, len, sync, err);
+    if (rc == CT_OK) {
+        pthread_mutex_lock(&l->mu);
+        l->st.records++;
+        l->st.bytes += len;
+        pthread_mutex_unlock(&l->mu);
+    }
+    return rc;
+}
+
+/* Replay into a read-only head: a refused point was put in the store by the writer. */
+static int headlog_skip_refused(void *arg, const uint8_t *tsuid, size_t tlen,
+                                const struct dpcodec_point *p, enum head_result res,
+                                struct ct_err *err)
+{
+    (void)arg, (void)tsuid, (void)tlen, (void)p, (void)res, (void)err;
+    return CT_OK;
+}
+
+int headlog_load_read_only(const char *dir, struct head **out, uint64_t *npoints,
+                           struct ct_err *err)
+{
+    *out = NULL;
+    struct headlog *l = NULL;
+    struct head *h = NULL;
+    uint64_t np = 0;
+    int rc = headlog_open_read_only(dir, &l, err);
+    if (rc == CT_OK)
+        rc = head_new(&h, err);
+    if (rc == CT_OK)
+        rc = headlog_replay(l, h, headlog_skip_refused, NULL, &np, err);
+    headlog_close(l);
+    size_t ns = 0, nc = 0;
+    uint64_t held = 0;
+    if (rc == CT_OK)
+        head_counts(h, &ns, &nc, &held);
+    if (rc != CT_OK || held == 0) {
+        head_free(h);
+        h = NULL;
+    }
+    *out = h;
+    if (npoints)
+        *npoints = np;
+    return rc;
+}
+
 int headlog_release(struct headlog *l, int64_t before_s, struct ct_err *err)
 {
+    if (l->read_only)
+        return ct_err_set(err, CT_EINVAL, "the head log %s is open read-only", l->dir);
     pthread_mutex_lock(&l->mu);
     if (before_s > l->released_before_s)
         l->released_before_s = before_s;

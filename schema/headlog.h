@@ -43,6 +43,16 @@ struct headlog_point {
  * Call headlog_replay() once before the first append. */
 CT_MUST_CHECK int headlog_open(const char *dir, struct headlog **out, struct ct_err *err);
 void headlog_close(struct headlog *l); /* syncs and frees; accepts NULL */
+/* Opens the log in dir for headlog_replay() only (nothing is created, cut or written; a missing
+ * dir is an empty log): what a read-only TSD and `ctsdb query --data` use to see the open hours
+ * of a TSD that wrote with the head on. headlog_append() and headlog_release() then fail. */
+CT_MUST_CHECK int headlog_open_read_only(const char *dir, struct headlog **out,
+                                         struct ct_err *err);
+/* A head filled read-only from the log in dir (headlog_open_read_only + headlog_replay, points
+ * the head refuses are skipped: the writer put them in the store). *out is NULL when the log
+ * holds no point. *npoints (NULL allowed) counts the points read. */
+CT_MUST_CHECK int headlog_load_read_only(const char *dir, struct head **out, uint64_t *npoints,
+                                         struct ct_err *err);
 
 /* A point replay could not put in the head (res says why). Return CT_OK once it is durably
  * elsewhere; anything else stops the replay with that code. */
@@ -60,6 +70,11 @@ CT_MUST_CHECK int headlog_replay(struct headlog *l, struct head *h, headlog_refu
 CT_MUST_CHECK int headlog_append(struct headlog *l, const struct headlog_point *pts, size_t n,
                                  enum wal_sync sync, struct ct_err *err);
 
+/* Appends a delete record: series tsuid's hours in [from_s, to_s) are dropped on replay (see
+ * headlog_format.h); returns once the sync level is met. A head_delete_log_fn's body. */
+CT_MUST_CHECK int headlog_append_delete(struct headlog *l, const uint8_t *tsuid, size_t tlen,
+                                        int64_t from_s, int64_t to_s, enum wal_sync sync,
+                                        struct ct_err *err);
 /* Every hour < before_s is in the store: releases the records that hold only such hours (and
  * whatever older records a segment shares with them), after writing the mark. */
 CT_MUST_CHECK int headlog_release(struct headlog *l, int64_t before_s, struct ct_err *err);

@@ -14,6 +14,14 @@
  *   the payload ends exactly after the last point (anything after is corruption).
  * Series ids are local to a record, so releasing old segments never leaves an id undefined.
  *
+ * Delete record (a delete=true query dropped whole hours of one series from the head):
+ *   0      1     HEADLOG_DELETE
+ *   1      1     tlen (1..255), then tlen bytes TSUID
+ *          var   zig-zag from_s, var zig-zag to_s: base hours in [from_s, to_s) are dropped
+ *   nothing after. Replayed in sequence order: points of earlier records in those hours are
+ *   dropped, points of later records are kept. Release is a prefix of sequence numbers, so a
+ *   delete record is released only with every record before it.
+ *
  * Released-mark file `released` (replaced by temp file + fsync + rename + directory fsync):
  *   0 4 magic "CTHL", 4 1 version (HEADLOG_VERSION), 5 8 seq (big-endian): every record with a
  *   sequence number <= seq is in the store; 13 4 CRC32C (big-endian) of bytes 0..13. */
@@ -21,6 +29,7 @@
 #define CT_SCHEMA_HEADLOG_FORMAT_H
 
 #define HEADLOG_VERSION       1
+#define HEADLOG_DELETE        0x44 /* 'D': a delete record (first byte) */
 #define HEADLOG_MARK_MAGIC    "CTHL"
 #define HEADLOG_MARK_LEN      17
 #define HEADLOG_MARK_FILE     "released"

@@ -6,7 +6,8 @@
  *               AGG[:DOWNSAMPLE][:rate[{counter,max,reset}]] METRIC [TAGK=TAGV ...]
  *
  * With a data directory (--data, or tsd.storage.directory set in --config or as --KEY=VALUE)
- * and no --host the store is opened read-only in-process (query/qexec.h); otherwise the query
+ * and no --host the store is opened read-only in-process (query/qexec.h), with the open hours of
+ * the ingest head's log in DIR/head (schema/headlog.h, read-only); otherwise the query
  * goes to a running TSD's /api/query over HTTP (default 127.0.0.1:4242). Options:
  * tools/tool_opts.h. START/END take every
  * OpenTSDB time format (1h-ago, 2013/01/01-00:00:00, unix seconds or ms). */
@@ -23,6 +24,8 @@
 
 #include "query/qexec.h"
 #include "query/qspec.h"
+#include "schema/head.h"
+#include "schema/headlog.h"
 #include "schema/tsdb.h"
 #include "storage/clock.h"
 #include "storage/wc.h"
@@ -98,6 +101,7 @@ static int run_local(struct tool_opts *to, const struct qargs *a)
     struct wc_store *s = NULL;
     struct tsdb *t = NULL;
     struct qpool *pool = NULL;
+    struct head *head = NULL;
     int ret = 1;
     if (qspec_parse_params(arg_param, (void *)a, clock_now_ms(), &q, &err) != CT_OK) {
         fprintf(stderr, "ctsdb query: %s\n", err.msg);
@@ -113,9 +117,20 @@ static int run_local(struct tool_opts *to, const struct qargs *a)
         fprintf(stderr, "ctsdb query: %s\n", err.msg);
         goto done;
     }
+    /* the open hours a TSD with the ingest head keeps in <data>/head (read, never changed) */
+    if (to->data && *to->data) {
+        char hp[PATH_MAX];
+        if ((size_t)snprintf(hp, sizeof(hp), "%s/head", to->data) >= sizeof(hp) ||
+            headlog_load_read_only(hp, &head, NULL, &err) != CT_OK) {
+            fprintf(stderr, "ctsdb query: cannot read the ingest head's log in %s/head: %s\n",
+                    to->data, err.msg);
+            goto done;
+        }
+    }
     struct qexec_options qo;
     qexec_options_init(&qo);
     qo.pool = pool;
+    qo.head = head;
     enum qexec_status st = QEXEC_INTERNAL;
     if (qexec_run_points(t, q, &qo, print_point, NULL, &st, &err) != CT_OK) {
         /* the exit status a TSD's answer would give (run_remote): a 4xx (unknown name, bad
@@ -127,6 +142,7 @@ static int run_local(struct tool_opts *to, const struct qargs *a)
     ret = 0;
 done:
     qpool_free(pool);
+    head_free(head);
     tsdb_close(t);
     wc_close(s);
     qspec_free(q);

@@ -63,7 +63,7 @@ static void meta_work(struct http_req *r, void *arg)
         rc = qmeta_suggest(t, job->req, &out, &status, &err);
         break;
     case META_LOOKUP:
-        rc = qmeta_lookup(t, job->req, now, &out, &status, &err);
+        rc = qmeta_lookup(t, tsd_head(http_req_tsd(r)), job->req, now, &out, &status, &err);
         break;
     case META_ASSIGN:
         rc = qmeta_uid_assign(t, job->req, &out, &status, &err);

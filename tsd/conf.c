@@ -202,8 +202,9 @@ static const struct ct_cfg_key conf_keys[] = {
     {"tsd.storage.hbase.zk_quorum", CT_CFG_STR, "localhost", 0, 0, NULL, NULL,
      "(OpenTSDB) no ZooKeeper"},
     {"tsd.storage.head.enable", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/store.c",
-     "experimental: keep each series' open hours in the in-memory head (log in <directory>/head) "
-     "and write one cell per series-hour at hand-off; queries do not read the head yet"},
+     "keep each series' open hours in the in-memory head (log in <directory>/head), read with "
+     "the stored rows, and write one cell per series-hour at hand-off (docs/head.md); on "
+     "Bigtable only when set (TSDs sharing a store do not see each other's heads)"},
     {"tsd.storage.head.max_bytes", CT_CFG_INT, "0", 0, (int64_t)1 << 50, NULL, "tsd/membudget.c",
      "bytes the ingest head may hold: past them points of series it does not hold are refused "
      "(0 = no bound; derived from tsd.core.memory_limit_bytes when that is set)"},

@@ -124,6 +124,9 @@ struct tsdstore {
     pthread_mutex_t handoff_mu; /* one hand-off at a time */
     _Atomic int64_t handoff_checked_s;
     int64_t grace_s;
+    /* data cells written for points (/api/stats tsd.storage.data.cells): single cells (one per
+     * point not in the head) and hour cells (one per series-hour handed off) */
+    _Atomic uint64_t point_cells, hour_cells;
     char info_tags[1024]; /* tsd.storage.info's tags: backend and where */
 };
 
@@ -327,6 +330,8 @@ static int store_head_refused(void *arg, const uint8_t *tsuid, size_t tlen,
         rc = tsdb_batch_add(b, tsdb_layout(st->tsdb), tsuid, tlen, p, err);
     if (rc == CT_OK)
         rc = tsdb_batch_write(st->tsdb, b, st->durability, err);
+    if (rc == CT_OK)
+        atomic_fetch_add(&st->point_cells, 1);
     tsdb_batch_free(b);
     return rc;
 }
@@ -393,6 +398,7 @@ static int store_handoff_hour(void *arg, const uint8_t *tsuid, size_t tlen, int6
     struct wc_row_mutation rm = {{row, rl}, &m, 1};
     rc = wc_mutate_batch(tsdb_data_table(st->tsdb), &rm, 1, st->durability, err);
     if (rc == CT_OK) {
+        atomic_fetch_add(&st->hour_cells, 1);
         x->rows++;
         x->points += n;
     }
@@ -436,6 +442,30 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, struct 
     return rc;
 }
 
+/* head_delete_log_fn: a delete=true query's hours, logged at the TSD's durability. */
+static int store_head_delete_log(void *arg, const uint8_t *tsuid, size_t tlen, int64_t from_s,
+                                 int64_t to_s, struct ct_err *err)
+{
+    struct tsdstore *st = arg;
+    return headlog_append_delete(st->hlog, tsuid, tlen, from_s, to_s,
+                                 store_wal_sync(st->durability), err);
+}
+
+/* A read-only TSD: the open hours a writer left in <dir>/head, replayed into a head of its own
+ * (nothing is written; st->hlog stays NULL). Read once, at start. */
+static int store_head_open_read_only(struct tsdstore *st, const char *dir, struct ct_err *err)
+{
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof(path), "%s/head", dir) >= sizeof(path))
+        return ct_err_set(err, CT_EINVAL, "storage directory too long: %s", dir);
+    uint64_t np = 0;
+    int rc = headlog_load_read_only(path, &st->head, &np, err);
+    if (rc == CT_OK && st->head)
+        tlog_info("head: read %llu points of open hours from %s (read-only)",
+                  (unsigned long long)np, path);
+    return rc;
+}
+
 /* Opens the head and its log in <dir>/head and replays the log into it. With drain (the head
  * is off), an existing log's points are all handed off and the head closed again: turning the
  * head off never strands acknowledged points in its log. */
@@ -447,6 +477,9 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
     struct stat sb;
     if (drain && stat(path, &sb) != 0)
         return CT_OK; /* never used */
+    /* on Bigtable nothing else creates the directory the log lives in */
+    if (!drain && mkdir(dir, 0755) != 0 && errno != EEXIST)
+        return ct_err_set(err, CT_EIO, "cannot create %s: %s", dir, strerror(errno));
     int rc = head_new(&st->head, err);
     if (rc == CT_OK)
         rc = headlog_open(path, &st->hlog, err);
@@ -464,6 +497,8 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
         head_free(st->head);
         st->hlog = NULL;
         st->head = NULL;
+    } else {
+        head_set_delete_log(st->head, store_head_delete_log, st);
     }
     return rc;
 }
@@ -607,10 +642,18 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         tsdstore_close(st);
         return rc;
     }
-    /* head off: only drains a log left by an earlier run with it on */
-    if (!read_only && (rc = store_head_open(st, dir, !conf_get_bool(c, "tsd.storage.head.enable"),
-                                            err)) != CT_OK) {
+    /* head off: only drains a log left by an earlier run with it on. On by default with the
+     * embedded store; on Bigtable only when set: TSDs sharing one Bigtable store do not see each
+     * other's heads, so each would miss the others' open hours */
+    bool head_on = conf_get_bool(c, "tsd.storage.head.enable") &&
+                   (o.backend != WC_BACKEND_BIGTABLE || conf_is_set(c, "tsd.storage.head.enable"));
+    if (!read_only && (rc = store_head_open(st, dir, !head_on, err)) != CT_OK) {
         ct_err_prefix(err, "cannot open the ingest head");
+        tsdstore_close(st);
+        return rc;
+    }
+    if (read_only && dir && *dir && (rc = store_head_open_read_only(st, dir, err)) != CT_OK) {
+        ct_err_prefix(err, "cannot read the ingest head's log");
         tsdstore_close(st);
         return rc;
     }
@@ -1074,6 +1117,8 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
         uint64_t t0 = clock_mono_ns();
         rc = tsdb_batch_write(st->tsdb, w->batch, st->durability, err);
         tstats_add(TSTATS_WRITE_NS, clock_mono_ns() - t0);
+        if (rc == CT_OK)
+            atomic_fetch_add(&st->point_cells, tsdb_batch_count(w->batch));
         tstats_add(TSTATS_BATCHES_WRITTEN, 1);
     }
     if (rc == CT_OK && w->ntouch > 0) /* after the points, in the head or the store */
@@ -1202,12 +1247,18 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
         pthread_mutex_unlock(&st->mu);
         store_stat(&x, "tsd.ingest.series_cache_bytes", held, "");
     }
+    /* cells written to the data table for points: one per point without the head, one per
+     * series-hour with it (and one per point it refused) */
+    store_stat(&x, "tsd.storage.data.cells", atomic_load(&st->point_cells), "type=point");
+    store_stat(&x, "tsd.storage.data.cells", atomic_load(&st->hour_cells), "type=hour");
     if (st->head) { /* the ingest head (docs/head.md) */
         size_t ns = 0, nc = 0;
         uint64_t np = 0;
         struct headlog_stats ls;
         head_counts(st->head, &ns, &nc, &np);
-        headlog_get_stats(st->hlog, &ls);
+        memset(&ls, 0, sizeof(ls));
+        if (st->hlog) /* NULL in a read-only TSD */
+            headlog_get_stats(st->hlog, &ls);
         store_stat(&x, "tsd.head.bytes", head_bytes(st->head), "");
         store_stat(&x, "tsd.head.series", ns, "");
         store_stat(&x, "tsd.head.chunks", nc, "");

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_tsd_head.sh - the ingest head (tsd.storage.head.enable=true) with the real daemon, the
+# test_tsd_head.sh - the ingest head (tsd.storage.head.enable, on by default) with the real daemon, the
 # clock pinned by CTSDB_NOW_MS: points of an open hour go to the head and its log, not the store;
 # a kill -9 mid-hour and kills at every hand-off step (CTSDB_HEAD_CRASH) lose no acknowledged
 # point; after the hand-off the store answers exactly what a TSD without the head answers for the
@@ -75,7 +75,8 @@ print(json.dumps(sorted(r, key=lambda x: x["tsuid"]) if isinstance(r, list) else
 npoints() { python3 -c 'import json, sys; print(sum(len(d) for _, d in json.loads(sys.argv[1])))' "$1"; }
 
 # the reference: the same writes without the head
-CTSDB_NOW_MS=$MID_MS tsd_start
+NOHEAD=--tsd.storage.head.enable=false
+CTSDB_NOW_MS=$MID_MS tsd_start "$NOHEAD"
 check_eq "reference TSD acknowledges every put" "204 204 204 204" "$(put_all "$TSD_PORT")"
 want=$(query "$TSD_PORT")
 check_eq "reference TSD answers 400 points" 400 "$(npoints "$want")"
@@ -182,6 +183,56 @@ got2=$(query "$TSD_PORT")
 check_eq "after the hand-off: the same answer as from the head" "$got" "$got2"
 tsd_stop
 
+# series only the head holds, seen by every reader: /api/search/lookup (the data scan), a
+# read-only TSD on the same directory and `ctsdb query --data` (both replay the head log
+# read-only); delete=true drops the head's hours too, logged, so a restart does not bring the
+# points back, while a point written after the delete stays
+unset TSD_DATA
+CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD" --tsd.http.query.allow_delete=true
+data=$TSD_DATA
+check_eq "head TSD acknowledges every put (4)" "204 204 204 204" "$(put_all "$TSD_PORT")"
+lookup() { # PORT QUERY: totalResults of /api/search/lookup?QUERY
+  curl -sg "http://127.0.0.1:$1/api/search/lookup?$2" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin).get("totalResults"))'
+}
+check_eq "lookup finds the 3 series only the head holds" 3 "$(lookup "$TSD_PORT" "m=head.m")"
+check_eq "lookup with a tag filter over the head's series" 1 "$(lookup "$TSD_PORT" "m=head.m{host=b}")"
+tsd_stop
+ref_a=$(python3 -c 'import json, sys
+for h, d in json.loads(sys.argv[1]):
+    if h == "a":
+        for t, v in d: print("head.m %s %s {host=a}" % (t, v))' "$want")
+out=$("$CTSDB" query --data "$data" "$H" "$((H + 3599))" none head.m host=a 2>&1)
+check_eq "ctsdb query --data reads the head log's open hour (host=a)" "$ref_a" "$out"
+TSD_DATA=$data CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD" --tsd.mode=ro
+check_contains "the read-only TSD read the head log" "$(cat "$TSD_LOG")" \
+  "head: read 400 points of open hours"
+check_eq "a read-only TSD answers the open hour from the head log" "$want" "$(query "$TSD_PORT")"
+check_eq "a read-only TSD: the same answers" "$want_all" "$(queries_all "$TSD_PORT")"
+check_eq "a read-only TSD: lookup finds the head's series" 3 "$(lookup "$TSD_PORT" "m=head.m")"
+tsd_stop
+check_eq "the read-only TSD left the head log as it was" 1 "$(ls "$data"/head/wal-*.log | wc -l)"
+TSD_DATA=$data CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD" --tsd.http.query.allow_delete=true
+code=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE \
+  "http://127.0.0.1:$TSD_PORT/api/query?start=$H&end=$((H + 3599))&m=sum:head.m%7Bhost=a%7D")
+check_eq "delete=true of host=a answers" 200 "$code"
+got=$(query "$TSD_PORT")
+check_eq "delete=true dropped host=a's 134 head points" 266 "$(npoints "$got")"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$TSD_PORT/api/put" \
+  -d "{\"metric\":\"head.m\",\"timestamp\":$((H + 2000)),\"value\":42,\"tags\":{\"host\":\"a\"}}")
+check_eq "a point after the delete acknowledged" 204 "$code"
+kill -KILL "$TSD_PID"
+wait "$TSD_PID" 2>/dev/null
+TSD_DATA=$data CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD"
+got=$(query "$TSD_PORT")
+check_eq "after a kill -9 and replay: the deleted points stay deleted, the later one stays" 267 \
+  "$(npoints "$got")"
+check_contains "the point written after the delete" "$got" "[\"$(((H + 2000) * 1000))\", 42]"
+tsd_stop
+TSD_DATA=$data CTSDB_NOW_MS=$AFTER_MS tsd_start "$HEAD"
+check_eq "after the hand-off: the same 267 points" "$got" "$(query "$TSD_PORT")"
+tsd_stop
+
 # turning the head off mid-hour strands nothing: the next start drains its log into the store
 unset TSD_DATA
 CTSDB_NOW_MS=$MID_MS tsd_start "$HEAD"
@@ -189,7 +240,7 @@ data=$TSD_DATA
 check_eq "head TSD acknowledges every put (2)" "204 204 204 204" "$(put_all "$TSD_PORT")"
 kill -KILL "$TSD_PID"
 wait "$TSD_PID" 2>/dev/null
-TSD_DATA=$data CTSDB_NOW_MS=$MID_MS tsd_start
+TSD_DATA=$data CTSDB_NOW_MS=$MID_MS tsd_start "$NOHEAD"
 got=$(query "$TSD_PORT")
 check_eq "head off after a kill mid-hour: the same 400 points" "$want" "$got"
 tsd_stop

@@ -547,7 +547,7 @@ static void test_qmeta_suggest_lookup_assign(void **state)
     assert_string_equal(err.msg, "Invalid 'type' parameter:nope");
     cJSON_Delete(req);
     req = cJSON_Parse("{\"m\":\"sys.cpu{host=b}\",\"limit\":\"1\"}");
-    assert_int_equal(qmeta_lookup(f->t, req, NOW, &out, &status, &err), CT_OK);
+    assert_int_equal(qmeta_lookup(f->t, NULL, req, NOW, &out, &status, &err), CT_OK);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(out, "totalResults")->valueint, 2);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(out, "results")), 1);
     cJSON_Delete(out);

@@ -2,7 +2,8 @@
  * replay into a fresh head bit for bit; release after a hand-off keeps only the open hours'
  * records across a restart (the mark file); points the head refuses on replay reach the refused
  * function; a torn tail loses only the unfinished record; a corrupt record or mark file is
- * CT_ECORRUPT naming it. */
+ * CT_ECORRUPT naming it; a delete record drops the same hours again on replay; a read-only load
+ * gives the writer's head and changes nothing. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,6 +323,76 @@ static void test_headlog_rejects_bad_points(void **state)
     ctest_rmdir(dir);
 }
 
+static int log_delete(void *arg, const uint8_t *tsuid, size_t tlen, int64_t from_s, int64_t to_s,
+                      struct ct_err *err)
+{
+    return headlog_append_delete(arg, tsuid, tlen, from_s, to_s, WAL_SYNC_WRITE, err);
+}
+
+static int fail_delete(void *arg, const uint8_t *tsuid, size_t tlen, int64_t from_s,
+                       int64_t to_s, struct ct_err *err)
+{
+    (void)arg, (void)tsuid, (void)tlen, (void)from_s, (void)to_s;
+    return ct_err_set(err, CT_EIO, "log down");
+}
+
+/* A delete (head_delete_hours with the log's delete record) drops the same points again on
+ * replay, while a point appended after it stays; a read-only load gives the writer's head and
+ * changes nothing; a failing delete log drops nothing. */
+static void test_headlog_delete_records_and_read_only_load(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct head *h = NULL, *h2 = NULL;
+    struct refused r = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_log(dir);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    fill(l, h);
+    head_set_delete_log(h, fail_delete, NULL);
+    size_t nd = 9;
+    assert_int_equal(head_delete_hours(h, T1, sizeof(T1), BASE, BASE + 3600, &nd, &err), CT_EIO);
+    assert_int_equal(nd, 0);
+    struct dpcodec_point *pts;
+    size_t n = read_all(h, T1, sizeof(T1), &pts);
+    free(pts);
+    assert_int_equal(n, 1000);
+    head_set_delete_log(h, log_delete, l);
+    /* T1's first hour: points i * 7001 ms < 3600 s, i < 515 */
+    assert_int_equal(head_delete_hours(h, T1, sizeof(T1), BASE, BASE + 3600, &nd, &err), CT_OK);
+    assert_int_equal(nd, 1);
+    assert_int_equal(head_delete_hours(h, T1, sizeof(T1), BASE, BASE + 3600, &nd, &err), CT_OK);
+    assert_int_equal(nd, 0); /* nothing left there: nothing logged either */
+    struct headlog_point p = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 5000, false, 77)};
+    append_points(l, h, &p, 1);
+    headlog_close(l);
+    uint64_t np = 0;
+    assert_int_equal(headlog_load_read_only(dir, &h2, &np, &err), CT_OK);
+    assert_non_null(h2);
+    assert_int_equal(np, 1501);
+    same_series(h, h2, T1, sizeof(T1), 486);
+    same_series(h, h2, T2, sizeof(T2), 500);
+    head_free(h2);
+    /* read-only: appends refused, the log unchanged (a writer replays the same) */
+    assert_int_equal(headlog_open_read_only(dir, &l, &err), CT_OK);
+    assert_int_equal(headlog_append(l, &p, 1, WAL_SYNC_WRITE, &err), CT_EINVAL);
+    assert_int_equal(headlog_release(l, BASE + 7200, &err), CT_EINVAL);
+    headlog_close(l);
+    h2 = reopen(dir, &l, &r, &np);
+    same_series(h, h2, T1, sizeof(T1), 486);
+    headlog_close(l);
+    head_free(h2);
+    head_free(h);
+    /* a directory without a head log: no head */
+    char missing[4200];
+    snprintf(missing, sizeof(missing), "%s/none", dir);
+    h2 = (struct head *)1;
+    assert_int_equal(headlog_load_read_only(missing, &h2, NULL, &err), CT_OK);
+    assert_null(h2);
+    ctest_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -331,6 +402,7 @@ int main(void)
         cmocka_unit_test(test_headlog_torn_tail_loses_only_the_last_record),
         cmocka_unit_test(test_headlog_corrupt_record_and_mark_are_named),
         cmocka_unit_test(test_headlog_rejects_bad_points),
+        cmocka_unit_test(test_headlog_delete_records_and_read_only_load),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
