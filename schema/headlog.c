@@ -46,7 +46,7 @@ struct headlog {
 
 /* ---- the mark file ----------------------------------------------------------------------- */
 
-static int headlog_mark_read(const char *dir, uint64_t *seq, struct ct_err *err)
+int headlog_mark_read(const char *dir, uint64_t *seq, struct ct_err *err)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, HEADLOG_MARK_FILE);

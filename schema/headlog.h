@@ -43,11 +43,15 @@ struct headlog_point {
  * Call headlog_replay() once before the first append. */
 CT_MUST_CHECK int headlog_open(const char *dir, struct headlog **out, struct ct_err *err);
 void headlog_close(struct headlog *l); /* syncs and frees; accepts NULL */
+/* Reads the released mark of the log in dir (schema/headlog_format.h) into *seq: 0 when there is
+ * none. CT_ECORRUPT names the file when it is not a whole, checksummed mark of this version
+ * (what `ctsdb fsck` reports; a log without its mark replays from its first record, which only
+ * re-merges points the store already holds). */
+CT_MUST_CHECK int headlog_mark_read(const char *dir, uint64_t *seq, struct ct_err *err);
 /* Opens the log in dir for headlog_replay() only (nothing is created, cut or written; a missing
  * dir is an empty log): what a read-only TSD and `ctsdb query --data` use to see the open hours
  * of a TSD that wrote with the head on. headlog_append() and headlog_release() then fail. */
-CT_MUST_CHECK int headlog_open_read_only(const char *dir, struct headlog **out,
-                                         struct ct_err *err);
+CT_MUST_CHECK int headlog_open_read_only(const char *dir, struct headlog **out, struct ct_err *err);
 /* A head filled read-only from the log in dir (headlog_open_read_only + headlog_replay, points
  * the head refuses are skipped: the writer put them in the store). *out is NULL when the log
  * holds no point. *npoints (NULL allowed) counts the points read. */

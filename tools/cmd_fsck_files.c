@@ -3,8 +3,10 @@
  * aside in <data>/quarantine/.
  *
  * Formats read: storage/engine/catalog_format.h (CATALOG), sst_format.h through sst_open() and
- * a full iteration (block files), wal_format.h (log segments: framing read here, because the
- * engine's replay cuts a damaged tail off the newest segment instead of reporting it).
+ * a full iteration (block files), wal_format.h (log segments of wal/ and of the ingest head's
+ * head/: framing read here, because the engine's replay cuts a damaged tail off the newest
+ * segment instead of reporting it), headlog_format.h (head/released, through
+ * headlog_mark_read()).
  *
  * Invariants: (1) without quarantine nothing under the directory is modified (the store is not
  * opened, log segments are only read); (2) a quarantined log segment's original bytes are kept
@@ -20,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "schema/headlog.h"
+#include "schema/headlog_format.h"
 #include "storage/coding.h"
 #include "storage/crc32c.h"
 #include "storage/engine/catalog_format.h"
@@ -284,10 +288,13 @@ static size_t ff_scan_wal(const uint8_t *d, size_t n, bool is_last, const char *
     return n;
 }
 
-static void ff_check_wal(const char *dir, bool quarantine, struct fsck_files_result *r)
+/* The log segments under dir/sub: the store's write-ahead log (wal/) and the ingest head's log
+ * (head/) share the segment format. */
+static void ff_check_wal(const char *dir, const char *sub, bool quarantine,
+                         struct fsck_files_result *r)
 {
     char wdir[4200];
-    snprintf(wdir, sizeof(wdir), "%s/wal", dir);
+    snprintf(wdir, sizeof(wdir), "%s/%s", dir, sub);
     size_t n;
     char **names = ff_list(wdir, WAL_SEGMENT_PREFIX, WAL_SEGMENT_SUFFIX, &n);
     for (size_t i = 0; i < n; i++) {
@@ -320,7 +327,8 @@ static void ff_check_wal(const char *dir, bool quarantine, struct fsck_files_res
         ff_damaged(r, path, msg);
         char qdir[4300], qpath[12800];
         if (quarantine && ff_quarantine_dir(dir, qdir, sizeof(qdir)) == 0) {
-            snprintf(qpath, sizeof(qpath), "%s/%s", qdir, names[i]);
+            snprintf(qpath, sizeof(qpath), "%s/%s%s%s", qdir, strcmp(sub, "wal") ? sub : "",
+                     strcmp(sub, "wal") ? "-" : "", names[i]);
             bool ok = ff_write_all(qpath, d, len) == 0;
             if (ok && bad < WAL_SEGMENT_HEADER_BYTES)
                 ok = unlink(path) == 0;
@@ -342,6 +350,37 @@ static void ff_check_wal(const char *dir, bool quarantine, struct fsck_files_res
     ff_free_list(names, n);
 }
 
+/* The head log's released mark (head/released): damaged, it stops the TSD at start. Set aside,
+ * the log replays from its first record: points already handed off go into the head again and
+ * are merged with the stored ones at the next hand-off, so nothing is lost. */
+static void ff_check_head_mark(const char *dir, bool quarantine, struct fsck_files_result *r)
+{
+    char hdir[4200], path[4300];
+    snprintf(hdir, sizeof(hdir), "%s/head", dir);
+    snprintf(path, sizeof(path), "%s/%s", hdir, HEADLOG_MARK_FILE);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return;
+    r->files++;
+    uint64_t seq;
+    struct ct_err err = {0};
+    if (headlog_mark_read(hdir, &seq, &err) == CT_OK)
+        return;
+    ff_damaged(r, path, err.msg);
+    char qdir[4300], qpath[8700];
+    if (!quarantine || ff_quarantine_dir(dir, qdir, sizeof(qdir)) != 0)
+        return;
+    snprintf(qpath, sizeof(qpath), "%s/head-%s", qdir, HEADLOG_MARK_FILE);
+    if (rename(path, qpath) != 0) {
+        printf("fsck: cannot quarantine %s: %s\n", path, strerror(errno));
+        return;
+    }
+    printf("fsck: quarantined %s (now %s): the head log replays from its first record, points "
+           "already stored are merged again\n",
+           path, qpath);
+    r->quarantined++;
+}
+
 int fsck_files_check(const char *dir, bool quarantine, struct fsck_files_result *out)
 {
     memset(out, 0, sizeof(*out));
@@ -353,7 +392,9 @@ int fsck_files_check(const char *dir, bool quarantine, struct fsck_files_result 
     }
     ff_check_catalog(dir, out);
     ff_check_ssts(dir, quarantine, out);
-    ff_check_wal(dir, quarantine, out);
+    ff_check_wal(dir, "wal", quarantine, out);
+    ff_check_wal(dir, "head", quarantine, out);
+    ff_check_head_mark(dir, quarantine, out);
     printf("fsck: files: %zu checked, %zu damaged, %zu quarantined, %zu torn log tails\n",
            out->files, out->damaged, out->quarantined, out->notes);
     return 0;

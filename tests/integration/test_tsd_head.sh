@@ -159,6 +159,27 @@ got=$(query "$TSD_PORT")
 check_eq "after another restart: 401 points" 401 "$(npoints "$got")"
 tsd_stop
 
+# a damaged release mark: the TSD refuses to start, fsck names the file (exit 1) and with
+# --quarantine sets it aside; the log then replays whole and the answer is unchanged
+printf 'X' | dd of="$data/head/released" bs=1 seek=7 conv=notrunc status=none
+TSD_DATA=$data CTSDB_NOW_MS=$AFTER_MS "$CTSDB" tsd --bind 127.0.0.1 --port 0 --data "$data" \
+  "$HEAD" >/dev/null 2>"$work/mark.log" &
+mpid=$!
+for _ in $(seq 1 100); do kill -0 "$mpid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$mpid" 2>/dev/null; then kill -KILL "$mpid"; fi
+wait "$mpid" 2>/dev/null
+check_contains "a damaged release mark stops the TSD" "$(cat "$work/mark.log")" "bad checksum in"
+out=$("$CTSDB" fsck --data "$data" 2>&1)
+check_eq "fsck: a damaged release mark is exit 1" 1 "$?"
+check_contains "fsck names the release mark" "$out" "fsck: damaged $data/head/released: bad checksum"
+out=$("$CTSDB" fsck --data "$data" --quarantine 2>&1)
+check_contains "fsck --quarantine sets the mark aside" "$out" "quarantined $data/head/released"
+check "the mark is in quarantine/" test -s "$data/quarantine/head-released"
+TSD_DATA=$data CTSDB_NOW_MS=$AFTER_MS tsd_start "$HEAD"
+got=$(query "$TSD_PORT")
+check_eq "after the quarantine: 401 points" 401 "$(npoints "$got")"
+tsd_stop
+
 # points the head refuses in an open hour it holds (out of order, a timestamp it holds) are
 # single cells read with the head's points at once; on a shared timestamp the head's point wins,
 # before and after the hand-off
