@@ -98,7 +98,7 @@ static int headlog_mark_write(const char *dir, uint64_t seq, struct ct_err *err)
     b[4] = HEADLOG_VERSION;
     coding_put_be64(b + 5, seq);
     coding_put_be32(b + 13, crc32c_value(b, 13));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
         return ct_err_set(err, CT_EIO, "cannot create %s: %s", tmp, strerror(errno));
     ssize_t n = write(fd, b, sizeof(b));
@@ -132,7 +132,7 @@ static int headlog_open_mode(const char *dir, bool read_only, struct headlog **o
     }
     pthread_mutex_init(&l->mu, NULL);
     l->read_only = read_only;
-    if (!read_only && mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    if (!read_only && mkdir(dir, 0700) != 0 && errno != EEXIST) {
         ct_err_set(err, CT_EIO, "cannot create %s: %s", dir, strerror(errno));
         goto fail;
     }

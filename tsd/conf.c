@@ -201,7 +201,7 @@ static const struct ct_cfg_key conf_keys[] = {
      "(OpenTSDB) no ZooKeeper"},
     {"tsd.storage.hbase.zk_quorum", CT_CFG_STR, "localhost", 0, 0, NULL, NULL,
      "(OpenTSDB) no ZooKeeper"},
-    {"tsd.storage.head.enable", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/store.c",
+    {"tsd.storage.head.enable", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/store.c",
      "keep each series' open hours in the in-memory head (log in <directory>/head), read with "
      "the stored rows, and write one cell per series-hour at hand-off (docs/head.md); on "
      "Bigtable only when set (TSDs sharing a store do not see each other's heads)"},

@@ -478,7 +478,7 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
     if (drain && stat(path, &sb) != 0)
         return CT_OK; /* never used */
     /* on Bigtable nothing else creates the directory the log lives in */
-    if (!drain && mkdir(dir, 0755) != 0 && errno != EEXIST)
+    if (!drain && mkdir(dir, 0700) != 0 && errno != EEXIST)
         return ct_err_set(err, CT_EIO, "cannot create %s: %s", dir, strerror(errno));
     int rc = head_new(&st->head, err);
     if (rc == CT_OK)

@@ -210,6 +210,9 @@ def main():
                     continue
                 checked += 1
                 name = os.path.basename(rel)
+                # fsck sets a head log file aside as head-<name> (its segments share the
+                # write-ahead log's names)
+                qname = ("head-" if rel.startswith("head/") else "") + name
                 what = "%s %s" % (kind, rel)
                 # 1. fsck, before anything opens the store, names the damaged file
                 out, frc = fsck(data)
@@ -246,11 +249,11 @@ def main():
                     # aside and the store opens again, answering right
                     if rel == "CATALOG":
                         out, frc = fsck(data, "--quarantine")
-                        check(not os.path.exists(os.path.join(data, "quarantine", name)),
+                        check(not os.path.exists(os.path.join(data, "quarantine", qname)),
                               "%s: the catalog is never quarantined (it lists every other file)" % what)
                         continue
                     out, frc = fsck(data, "--quarantine")
-                    moved = os.path.exists(os.path.join(data, "quarantine", name))
+                    moved = os.path.exists(os.path.join(data, "quarantine", qname))
                     if frc < 0 or not moved or "quarantined %s" % os.path.join(data, rel) not in out:
                         not_ok("%s: fsck --quarantine sets the file aside (exit %d, in quarantine/: %s): %s"
                                % (what, frc, moved, out[-400:]))
@@ -301,7 +304,7 @@ def main():
                         stats["served"] += 1
                     if rel.startswith("wal/") and ("damaged %s" % os.path.join(data, rel)) in out:
                         # records behind the damage: the engine cuts the log but keeps the segment
-                        kept = os.path.join(data, "quarantine", name)
+                        kept = os.path.join(data, "quarantine", qname)
                         check("kept in %s" % kept in text and os.path.exists(kept),
                               "%s: the TSD keeps the damaged segment in quarantine/ before cutting it" % what,
                               text[-400:])
