@@ -3,7 +3,9 @@
 # a TSD whose data directory is on a small tmpfs refuses writes once the disk is full, shows the
 # state in /api/stats, and takes writes again without a restart once space is freed; every
 # acknowledged point is then readable, also after a restart. Needs `mount -t tmpfs` (root);
-# without it the script says so and passes nothing ("skip").
+# without it the script says so and passes nothing ("skip"). The ingest head is off here: this
+# is the store's error state (the head log's write failures refuse puts but are not counted in
+# tsd.storage.error.*: docs/head.md "Limits").
 source "$(dirname "$0")/lib.sh"
 
 MNT=$(it_tmpdir)/mnt
@@ -20,7 +22,7 @@ on_exit() {
 }
 trap on_exit EXIT
 
-TSD_DATA=$MNT/data tsd_start
+TSD_DATA=$MNT/data tsd_start --tsd.storage.head.enable=false
 B="http://127.0.0.1:$TSD_PORT"
 T0=1356998400
 # put N: one HTTP body of 200 points of disk.m at T0 + N*200 .. ; prints the status code
@@ -82,7 +84,7 @@ count() {
 }
 check_eq "every acknowledged point is readable" "$want" "$(count)"
 tsd_stop
-TSD_DATA=$MNT/data tsd_start
+TSD_DATA=$MNT/data tsd_start --tsd.storage.head.enable=false
 B="http://127.0.0.1:$TSD_PORT"
 check_eq "and after a restart" "$want" "$(count)"
 tsd_stop
