@@ -3,8 +3,9 @@
 # Gives: CTSDB (the binary), it_tmpdir (a temporary directory removed at exit), tsd_start /
 # tsd_stop (the real daemon on 127.0.0.1, port 0, a temporary data directory; started and
 # stopped by PID whatever happens), emu_available / emu_start / emu_stop / emu_kill (Google's
-# Bigtable emulator on 127.0.0.1, by PID), and the check helpers, which print "ok - ..." or
-# "not ok - ..." lines that tests/integration/run.sh counts.
+# Bigtable emulator on 127.0.0.1, by PID), the check helpers, which print "ok - ..." or
+# "not ok - ..." lines that tests/integration/run.sh counts, and tsd_logs_check (sanitizer
+# reports in the TSD logs).
 #
 # Contract with `ctsdb tsd`: it prints a line containing "listening on 127.0.0.1:PORT" to
 # stderr once it accepts connections, and exits 0 on SIGTERM after a clean shutdown.
@@ -183,6 +184,26 @@ emu_kill() {
   kill -KILL "$EMU_PID" 2>/dev/null
   wait "$EMU_PID" 2>/dev/null
   EMU_PID=""
+}
+
+# tsd_logs_check: fails the script (one not_ok with the first lines found) when the log of any
+# TSD it started (tsd_start's tsd.log in its temporary directories) holds a sanitizer report:
+# UBSan's "runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer" (written at exit,
+# so call this after tsd_stop) or a ThreadSanitizer warning. A report that does not abort the
+# daemon (or aborts it in a way the checks do not notice) is otherwise never seen.
+tsd_logs_check() {
+  local d n=0 hits=""
+  while IFS= read -r d; do
+    [ -f "$d/tsd.log" ] || continue
+    n=$((n + 1))
+    hits+=$(grep -E -m 3 'runtime error:|ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer' \
+      "$d/tsd.log" | sed "s|^|$d/tsd.log: |" | tr "\n" " ")
+  done <"$IT_DIRS_FILE"
+  if [ -n "$hits" ]; then
+    not_ok "no sanitizer report in the TSD logs: $hits"
+  else
+    ok "no sanitizer report in the $n TSD log(s)"
+  fi
 }
 
 # it_done: ends a test script with the right status.

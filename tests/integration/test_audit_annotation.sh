@@ -91,28 +91,22 @@ CASES = [
 if sys.argv[1] == "count":
     print(len(CASES)); sys.exit(0)
 if sys.argv[1] == "run":
-    import urllib.request, urllib.error
-    port, i = sys.argv[2], int(sys.argv[3])
-    c = CASES[i]
+    from audit_lib import connect, req, report, finish
+    connect(sys.argv[2])
+    c = CASES[int(sys.argv[3])]
     name, method, path, body, st, needles = c[:6]
-    def req(method, path, body):
-        r = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path),
-                                   data=body.encode() if body is not None else None, method=method)
-        try:
-            x = urllib.request.urlopen(r, timeout=20); return x.status, x.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-    got_st, got = req(method, path, body)
+    got_st, got = req(path, method, body)
     why = "" if got_st == st else "status %d, expected %d" % (got_st, st)
     for n in needles:
         if (n[1:] in got) if n.startswith("!") else (n not in got):
             why += " [%s] %s" % (n, "present" if n.startswith("!") else "missing")
     if not why and len(c) > 6:
-        ast, ab = req("GET", c[6][0], None)
+        ast, ab = req(c[6][0])
         for n in c[6][1]:
             if n not in ab:
                 why += " afterwards %s: [%s] missing in %s" % (c[6][0], n, ab[:200])
-    print(("not ok - %s: %s; answer %s" % (name, why.strip(), got[:300])) if why else "ok - " + name)
+    report(name, why.strip(), got)
+    finish()
 PY
 
 SEED=$(it_tmpdir)/seed
@@ -132,6 +126,7 @@ for a in \
   check_contains "fixture annotation stored" "$(curl -s -m 20 -X PUT -d "$a" "$B/api/annotation")" '"startTime"'
 done
 tsd_stop
+export PYTHONPATH="$IT_ROOT/tests/integration"
 n=$(python3 "$DRIVER" count)
 for i in $(seq 0 $((n - 1))); do
   d=$(it_tmpdir)/case
@@ -144,4 +139,5 @@ for i in $(seq 0 $((n - 1))); do
   tsd_stop
   rm -rf "$d"
 done
+tsd_logs_check
 it_done

@@ -29,21 +29,10 @@ tsd_start
 # case-sensitive literal list to UIDs and refuses an unknown one: 400 No such name)
 curl -s -m 20 "http://127.0.0.1:$TSD_PORT/api/uid/assign?tagv=LutZe,Keli,Slant,CMtDibbler,CMtDibble" >/dev/null
 
-python3 - "$TSD_PORT" <<'PY'
-import json, sys, urllib.parse, urllib.request, urllib.error
-port = sys.argv[1]
-def req(path, method="GET", body=None):
-    r = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path),
-                               data=body.encode() if body is not None else None, method=method)
-    try:
-        x = urllib.request.urlopen(r, timeout=20); return x.status, x.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-fails = 0
-def report(name, why, body):
-    global fails
-    fails += bool(why)
-    print(("not ok - %s: %s; answer %s" % (name, why, body[:400])) if why else "ok - " + name)
+PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" <<'PY'
+import json, sys, urllib.parse
+from audit_lib import connect, req, report, finish
+connect(sys.argv[1])
 R = "start=1356998400&end=1356998460&"
 def hosts(filt, key="host"):
     """the host values (None: the series without one) of the series passing {}{key=filt}"""
@@ -253,8 +242,9 @@ try:
 except ValueError:
     why = "not JSON"
 report("/api/config/filters lists the eight types", why, b)
-sys.exit(1 if fails else 0)
+finish()
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 tsd_stop
+tsd_logs_check
 it_done

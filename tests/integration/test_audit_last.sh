@@ -23,22 +23,15 @@ T=$((now - 600))
 # a metric without series, and a tag value without series (TSUID ...000003)
 curl -s -m 20 "$B/api/uid/assign?metric=sys.cpu.idle&tagv=web09" >/dev/null
 
-python3 - "$TSD_PORT" "$T" <<'PY'
-import json, sys, urllib.request, urllib.error
-port, T = sys.argv[1], int(sys.argv[2])
+PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" "$T" <<'PY'
+import json, sys
+from audit_lib import connect, req, report, finish
+connect(sys.argv[1])
+T = int(sys.argv[2])
 W1, W2 = "000001000001000001", "000001000001000002"
-def get(q, method="GET", body=None):
-    r = urllib.request.Request("http://127.0.0.1:%s/api/query/last%s" % (port, q),
-                               data=body.encode() if body else None, method=method)
-    try:
-        x = urllib.request.urlopen(r, timeout=20); return x.status, x.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-fails = 0
 def check(name, q, want, resolve=False, method="GET", body=None):
     """want: {tsuid: value} expected (exactly those series), or ("error", substrings...)."""
-    global fails
-    st, b = get(q, method, body)
+    st, b = req("/api/query/last" + q, method, body or None)
     why = ""
     if isinstance(want, tuple):
         if st != 400: why = "status %d" % st
@@ -55,8 +48,7 @@ def check(name, q, want, resolve=False, method="GET", body=None):
             if b.strip() == "[]" and want: why += " empty"
         except ValueError:
             why = "not JSON: %s %s" % (st, b[:200])
-    fails += bool(why)
-    print(("not ok - %s: %s; answer %s" % (name, why.strip(), b[:300])) if why else "ok - " + name)
+    report(name, why.strip(), b)
 
 check("qsMetricMeta", "?timeseries=sys.cpu.user{host=web01}", {W1: "42"})
 check("qsMetricMetaScan", "?timeseries=sys.cpu.user", {W1: "42", W2: "24"})
@@ -94,8 +86,9 @@ check("postTSUIDs", "", {W1: "42", W2: "24"}, method="POST", body='{"queries":[{
 check("postNSUNMetric", "", ("error", "No such name", "metric"), method="POST",
       body='{"queries":[{"metric":"sys.cpu.nice","tags":{"host":"web01"}}]}')
 check("no sub queries", "", ("error", "Missing sub queries"))
-sys.exit(1 if fails else 0)
+finish()
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 tsd_stop
+tsd_logs_check
 it_done

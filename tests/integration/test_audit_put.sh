@@ -11,16 +11,11 @@ source "$(dirname "$0")/lib.sh"
 
 tsd_start --tsd.core.auto_create_metrics=false
 curl -s -m 20 "http://127.0.0.1:$TSD_PORT/api/uid/assign?metric=sys.cpu.user,sys.cpu.system&tagk=host&tagv=web01" >/dev/null
-python3 - "$TSD_PORT" <<'PY'
-import sys, json, urllib.request, urllib.error
-port = sys.argv[1]
+PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" <<'PY'
+import sys, json
+from audit_lib import connect, req, report, finish
+connect(sys.argv[1])
 M = "sys.cpu.user"
-def post(path, body, method="POST"):
-    req = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path), data=body.encode() if body is not None else None, method=method)
-    try:
-        r = urllib.request.urlopen(req, timeout=20); return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
 def dp(**kw):
     d = {"metric": M, "timestamp": 1365465600, "value": 42, "tags": {"host": "web01"}}
     for k, v in kw.items():
@@ -74,25 +69,21 @@ cases = [
  ("one of two failed, summary (no errors list)", "/api/put?summary", json.dumps([dp(), dp(metric="no.such.metric")]), 400, ['"failed":1', '"success":1', '!"errors"']),
  ("one of two failed, no flags: OpenTSDB's error object", "/api/put", json.dumps([dp(), dp(metric="no.such.metric")]), 400, ['"code":400', '"message":']),
 ]
-fails = 0
 for name, path, body, st, needles in cases:
-    got_st, got = post(path, body)
-    ok = got_st == st
-    why = ""
+    got_st, got = req(path, "POST", body)
+    why = "" if got_st == st else "expected %d got %d" % (st, got_st)
     for n in needles or []:
         if n.startswith("!"):
-            if n[1:] in got: ok = False; why = "unexpected %s" % n[1:]
+            if n[1:] in got: why += " unexpected %s" % n[1:]
         elif n not in got:
-            ok = False; why = "missing %s" % n
-    fails += not ok
-    print(("ok - " if ok else "not ok - ") + "%s%s" % (name, "" if ok else ": expected %d got %d %s %s" % (st, got_st, got[:300], why)))
-st, body = post("/api/put", None, "GET")
+            why += " missing %s" % n
+    report(name, why.strip(), got)
+st, body = req("/api/put", "GET")
 # PutDataPointRpc: 405 "Method not allowed", details naming the method
-ok = st == 405 and '"Method not allowed"' in body
-fails += not ok
-print(("ok - " if ok else "not ok - ") + "badMethod: GET /api/put is refused (%d %s)" % (st, body[:200]))
-sys.exit(1 if fails else 0)
+report("badMethod: GET /api/put is refused", "" if st == 405 and '"Method not allowed"' in body else "status %d" % st, body)
+finish()
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 tsd_stop
+tsd_logs_check
 it_done

@@ -34,24 +34,13 @@ T=$((now - 600))
 curl -s -m 20 -X POST -d '{"description":"global","startTime":1356998460}' \
   "http://127.0.0.1:$TSD_PORT/api/annotation" >/dev/null
 
-python3 - "$TSD_PORT" <<'PY'
-import json, sys, urllib.request, urllib.error
-port = sys.argv[1]
-def req(path, method="GET", body=None):
-    r = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path),
-                               data=body.encode() if body is not None else None, method=method)
-    try:
-        x = urllib.request.urlopen(r, timeout=20); return x.status, x.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-fails = 0
+PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" <<'PY'
+import json, sys
+from audit_lib import connect, req, report, finish
+connect(sys.argv[1])
 class Each:
     """per-answer expected values of one echo field"""
     def __init__(self, v): self.v = v
-def report(name, why, body):
-    global fails
-    fails += bool(why)
-    print(("not ok - %s: %s; answer %s" % (name, why, body[:400])) if why else "ok - " + name)
 def q(args):
     return "/api/query?" + args.replace("{", "%7B").replace("}", "%7D").replace("|", "%7C") \
         .replace("[", "%5B").replace("]", "%5D").replace(" ", "%20")
@@ -266,8 +255,9 @@ error("end before start", q("start=1356998400&end=1356998300&m=sum:fx.m"), 400,
 error("unknown aggregator", q(F + "m=foo:fx.m"), 400, "No such aggregation function: foo")
 error("unknown downsampler", q(F + "m=sum:1m-foo:fx.m"), 400, "No such downsampling function: foo")
 error("unknown tag key", q(F + "m=sum:fx.m{nokey=a}"), 400, "No such name for 'tagk': 'nokey'")
-sys.exit(1 if fails else 0)
+finish()
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 tsd_stop
+tsd_logs_check
 it_done

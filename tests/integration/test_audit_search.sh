@@ -97,4 +97,5 @@ check_eq "PUT on lookup" "400 400 Unsupported method: PUT " \
   "$(err "$(req PUT "/api/search/lookup?m=sys.mem")")"
 
 tsd_stop
+tsd_logs_check
 it_done

@@ -94,4 +94,5 @@ check_eq "pretty: the same JSON" '["sys.cpu.2","system.cpu.user"]' \
   "$(python3 -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1].rpartition(" ")[0]), separators=(",",":")))' "$r")"
 check_eq "pretty: spaced" '["sys.cpu.2", "system.cpu.user"] 200' "$r"
 tsd_stop
+tsd_logs_check
 it_done

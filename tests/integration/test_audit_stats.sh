@@ -64,4 +64,5 @@ gone=no
 for _ in $(seq 1 200); do kill -0 "$TSD_PID" 2>/dev/null || { gone=yes; break; }; sleep 0.1; done
 check_eq "diediedie: the TSD exits" yes "$gone"
 tsd_stop
+tsd_logs_check
 it_done

@@ -39,4 +39,5 @@ check_eq "badMethod: PUT" \
   "$(curl -gs -m 20 -w ' %{http_code}' -X PUT "$B/api/suggest?type=metrics&q=h")"
 
 tsd_stop
+tsd_logs_check
 it_done

@@ -45,21 +45,10 @@ if b"put:" in out or b"error" in out.lower():
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 
-python3 - "$TSD_PORT" <<'PY'
-import json, sys, urllib.parse, urllib.request, urllib.error
-port = sys.argv[1]
-def req(path, method="GET", body=None):
-    r = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path),
-                               data=body.encode() if body is not None else None, method=method)
-    try:
-        x = urllib.request.urlopen(r, timeout=30); return x.status, x.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-fails = 0
-def report(name, why, body=""):
-    global fails
-    fails += bool(why)
-    print(("not ok - %s: %s; answer %s" % (name, why, body[:300])) if why else "ok - " + name)
+PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" <<'PY'
+import json, sys, urllib.parse
+from audit_lib import connect, req, report, finish
+connect(sys.argv[1])
 R = "start=1356998400&end=1357041600&"
 def q(m, extra=""):
     return "/api/query?" + R + extra + "m=" + urllib.parse.quote(m, safe=":")
@@ -208,8 +197,9 @@ report("TestTsdbQueryDownsample.runLongSingleTSDownsampleNone", "" if st == 400 
 series("TestTsdbQueryDownsample.runFloatSingleTSDownsample", "sum:1m-avg:tq.float{host=web01}",
        [(1356998400, 1.25)] + [(1356998400 + 60 * i, 1.25 + 0.25 * (2 * i - 1) + 0.125) for i in range(1, 150)] +
        [(1357007400, 1.25 + 0.25 * 299)], doubles=True, tol=1e-5)
-sys.exit(1 if fails else 0)
+finish()
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 tsd_stop
+tsd_logs_check
 it_done

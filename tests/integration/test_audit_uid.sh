@@ -86,18 +86,15 @@ CASES = [
 ]
 if sys.argv[1] == "count":
     print(len(CASES)); sys.exit(0)
-import urllib.request, urllib.error
-port, i = sys.argv[2], int(sys.argv[3])
-name, method, path, body, st, needles = CASES[i]
-r = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path), data=body.encode() if body is not None else None, method=method)
-try:
-    x = urllib.request.urlopen(r, timeout=20); got_st, got = x.status, x.read().decode()
-except urllib.error.HTTPError as e:
-    got_st, got = e.code, e.read().decode()
+from audit_lib import connect, req, report, finish
+connect(sys.argv[2])
+name, method, path, body, st, needles = CASES[int(sys.argv[3])]
+got_st, got = req(path, method, body)
 why = "" if got_st == st else "status %d, expected %d" % (got_st, st)
 for n in needles:
     if n not in got: why += " [%s] missing" % n
-print(("not ok - %s: %s; answer %s" % (name, why.strip(), got[:300])) if why else "ok - " + name)
+report(name, why.strip(), got)
+finish()
 PY
 
 SEED=$(it_tmpdir)/seed
@@ -120,6 +117,7 @@ check_contains "fixture TSMeta with two tags" \
   "$(curl -gs -m 20 -X POST -d '{"displayName":"Two tags"}' "$B/api/uid/tsmeta?m=sys.cpu.2{host=web01,datacenter=dc01}&create=true")" \
   '"displayName":"Two tags"'
 tsd_stop
+export PYTHONPATH="$IT_ROOT/tests/integration"
 n=$(python3 "$DRIVER" count)
 for i in $(seq 0 $((n - 1))); do
   d=$(it_tmpdir)/case
@@ -132,4 +130,5 @@ for i in $(seq 0 $((n - 1))); do
   tsd_stop
   rm -rf "$d"
 done
+tsd_logs_check
 it_done

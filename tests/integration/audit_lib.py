@@ -1,0 +1,56 @@
+"""audit_lib.py - what the Python parts of the audit scripts (tests/integration/test_audit_*.sh)
+share: one HTTP helper for the TSD under test, the "ok - " / "not ok - " report lines that
+tests/integration/run.sh counts, and an optional record of every answer.
+
+The scripts run their Python from heredocs with PYTHONPATH set to this directory
+(`PYTHONPATH="$IT_ROOT/tests/integration" python3 - ... <<'PY'`) and import from here.
+Invariants: req() never raises on an HTTP error status (it returns it with the body); report()
+prints exactly one line per check and counts the failures; finish() exits 1 when any check
+failed. When the environment names AUDIT_RECORD, every request and its answer (status, body)
+is appended to that file as one JSON line, so that a script can run the same checks against
+differently configured TSDs and compare the answers byte for byte.
+"""
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+
+PORT = None
+FAILS = 0
+
+
+def connect(port):
+    """Sets the port of the TSD (on 127.0.0.1) that req() talks to."""
+    global PORT
+    PORT = int(port)
+
+
+def req(path, method="GET", body=None, timeout=30, headers=None):
+    """One HTTP request to the TSD; returns (status, body text), error statuses included."""
+    r = urllib.request.Request("http://127.0.0.1:%d%s" % (PORT, path),
+                               data=body.encode() if body is not None else None, method=method,
+                               headers=headers or {})
+    try:
+        x = urllib.request.urlopen(r, timeout=timeout)
+        st, text = x.status, x.read().decode()
+    except urllib.error.HTTPError as e:
+        st, text = e.code, e.read().decode()
+    rec = os.environ.get("AUDIT_RECORD")
+    if rec:
+        with open(rec, "a") as f:
+            f.write(json.dumps([method, path, body, st, text]) + "\n")
+    return st, text
+
+
+def report(name, why, body=""):
+    """Prints "ok - NAME" when why is empty, else "not ok - NAME: WHY; answer BODY" (cut)."""
+    global FAILS
+    FAILS += bool(why)
+    print(("not ok - %s: %s; answer %s" % (name, why, body[:400])) if why else "ok - " + name)
+    sys.stdout.flush()
+
+
+def finish():
+    """Ends the Python part: exit status 1 when any report() failed."""
+    sys.exit(1 if FAILS else 0)
