@@ -8,9 +8,28 @@
 # and aggregated tags, lerp (integer truncation) against the zero/max/min-filling aggregators,
 # rate with counter/counterMax/resetValue/dropResets, downsampling (avg, count, 0all), and the
 # "no data" / "no such name" answers.
+# Milliseconds (storeLongTimeSeriesMs / storeFloatTimeSeriesMs, points 500 ms apart): the *Ms
+# cases, runInterpolationMs (lerp at ms timestamps 250 ms apart), runInterpolationMsDownsampled,
+# runMixedSingleTS / runMixedSingleTSMsAndS (integers and floats, seconds and ms in one series:
+# a point is a double when the value before or after it is), and AggregationIterator's rules
+# where series of different kinds meet: an integer lerp at a ms timestamp truncates toward zero,
+# any float among the values a timestamp aggregates or interpolates between makes the point a
+# double (until that series has ended), and mimmax fills a missing double with Double.MIN_VALUE
+# (4.9e-324, not the lowest double: OpenTSDB's answer kept as is, docs/query.md).
+# The Salted, Append and SaltedAppend variants (TestTsdbQuerySalted: salt width 1, 2 buckets;
+# TestTsdbQueryAppend: tsd.storage.enable_appends) run every check again against a TSD so
+# configured, next to the default salted layout and the unsalted one; the answers of the three
+# must be byte-identical.
 source "$(dirname "$0")/lib.sh"
 
-tsd_start
+CONFIGS=("" "--tsd.storage.salt.width=0"
+  "--tsd.storage.salt.width=1 --tsd.storage.salt.buckets=2 --tsd.storage.enable_appends=true")
+LABELS=("" "[unsalted] " "[Salted, Append: 2 buckets, appends on] ")
+REC=$(it_tmpdir)
+for k in 0 1 2; do
+unset TSD_DATA # a fresh store each time (tsd_start keeps a TSD_DATA it finds)
+# shellcheck disable=SC2086 # the options are words
+tsd_start ${CONFIGS[k]}
 python3 - "$TSD_PORT" <<'PY'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
@@ -31,6 +50,33 @@ for metric, vals in (("rc.default", [M - 55, M - 25, 5]), ("rc.noop", [30, 60, 9
                      ("rc.max", [45, 75, 5]), ("rc.anom", [45, 75, 25]), ("rc.drop", [45, 75, 25, 55])):
     for k, x in enumerate(vals):
         L.append("put %s %d %d host=web01" % (metric, 1356998430 + 30 * k, x))
+# storeLongTimeSeriesMs / storeFloatTimeSeriesMs
+for i in range(1, 301):
+    L.append("put tq.ms %d %d host=web01" % (1356998400000 + 500 * i, i))
+    L.append("put tq.ms %d %d host=web02" % (1356998400000 + 500 * i, 301 - i))
+    L.append("put tq.fms %d %r host=web01" % (1356998400000 + 500 * i, 1.25 + 0.25 * (i - 1)))
+    L.append("put tq.fms %d %r host=web02" % (1356998400000 + 500 * i, 75 - 0.25 * (i - 1)))
+    # runInterpolationMs: web02 250 ms after web01
+    L.append("put im.ms %d %d host=web01" % (1356998400000 + 500 * i, i))
+    L.append("put im.ms %d %d host=web02" % (1356998400250 + 500 * i, 301 - i))
+    # runInterpolationMsDownsampled: web01 every 500 ms up to 100, then every 5 s
+    L.append("put im.ds %d %d host=web02" % (1356998400250 + 500 * i, 301 - i))
+    if i <= 120:
+        L.append("put im.ds %d %d host=web01" % (1356998400000 + 500 * min(i, 100) + 5000 * max(i - 100, 0), i))
+# storeMixedTimeSeriesSeconds / storeMixedTimeSeriesMsAndS: the even values are integers, and
+# the ms timestamps that are whole seconds are written in seconds
+for k in range(300):
+    v = 1.25 + 0.25 * k
+    val = str(int(v)) if v % 2 == 0 else repr(v)
+    L.append("put im.mixed %d %s host=web01" % (1356998430 + 30 * k, val))
+    t = 1356998400500 + 500 * k
+    L.append("put im.mixedms %d %s host=web01" % (t // 1000 if t % 1000 == 0 else t, val))
+# where series of different kinds meet
+L += ["put ex.neg 1356998400 20 host=a", "put ex.neg 1356998401 10 host=a", "put ex.neg 1356998400333 0 host=b",
+      "put ex.mix 1356998400 1 host=a", "put ex.mix 1356998460 2 host=a", "put ex.mix 1356998520 3 host=a",
+      "put ex.mix 1356998430 1.5 host=b", "put ex.mix 1356998490 2.5 host=b",
+      "put ex.mm 1356998400 -5.5 host=a", "put ex.mm 1356998460 -6.5 host=a",
+      "put ex.mm 1356998430 -1.5 host=b", "put ex.mm 1356998490 -2.5 host=b"]
 L.append("version")
 s.sendall(("\n".join(L) + "\n").encode())
 s.shutdown(socket.SHUT_WR)
@@ -45,10 +91,13 @@ if b"put:" in out or b"error" in out.lower():
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 
-PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" <<'PY'
+AUDIT_RECORD=$REC/answers.$k PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" "${LABELS[k]}" <<'PY'
 import json, sys, urllib.parse
-from audit_lib import connect, req, report, finish
+import audit_lib
+from audit_lib import connect, req, finish
 connect(sys.argv[1])
+def report(name, why, body=""):
+    audit_lib.report(sys.argv[2] + name, why, body)
 R = "start=1356998400&end=1357041600&"
 def q(m, extra=""):
     return "/api/query?" + R + extra + "m=" + urllib.parse.quote(m, safe=":")
@@ -197,9 +246,82 @@ report("TestTsdbQueryDownsample.runLongSingleTSDownsampleNone", "" if st == 400 
 series("TestTsdbQueryDownsample.runFloatSingleTSDownsample", "sum:1m-avg:tq.float{host=web01}",
        [(1356998400, 1.25)] + [(1356998400 + 60 * i, 1.25 + 0.25 * (2 * i - 1) + 0.125) for i in range(1, 150)] +
        [(1357007400, 1.25 + 0.25 * 299)], doubles=True, tol=1e-5)
+
+# milliseconds
+TMS = [1356998400000 + 500 * i for i in range(1, 301)]
+series("TestTsdbQueryQueries.runLongSingleTSMs", "sum:tq.ms{host=web01}",
+       [(t, i + 1) for i, t in enumerate(TMS)], extra="ms&", doubles=False)
+series("TestTsdbQueryQueries.runLongTwoAggSumMs", "sum:tq.ms", [(t, 301) for t in TMS], extra="ms&",
+       doubles=False, agg=["host"])
+series("TestTsdbQueryQueries.runLongSingleTSRateMs (2 per second)", "sum:rate:tq.ms{host=web01}",
+       [(t, 2.0) for t in TMS[1:]], extra="ms&", doubles=True, tol=0.001)
+series("TestTsdbQueryQueries.runFloatSingleTSMs", "sum:tq.fms{host=web01}",
+       [(t, 1.25 + 0.25 * i) for i, t in enumerate(TMS)], extra="ms&", doubles=True, tol=0.001)
+series("TestTsdbQueryQueries.runFloatTwoAggSumMs", "sum:tq.fms", [(t, 76.25) for t in TMS], extra="ms&",
+       doubles=True, tol=0.00001)
+series("TestTsdbQueryQueries.runFloatSingleTSRateMs", "sum:rate:tq.fms{host=web01}",
+       [(t, 0.5) for t in TMS[1:]], extra="ms&", doubles=True, tol=0.00001)
+def interp_ms():
+    out, v, ts = [], 1, 1356998400500
+    for _ in range(600):
+        out.append((ts, v))
+        if ts == 1356998550000: v = 1
+        elif v in (1, 302): v = 301
+        else: v = 302
+        ts += 250
+    return out
+series("TestTsdbQueryQueries.runInterpolationMs (lerp at ms timestamps 250 ms apart)", "sum:im.ms", interp_ms(),
+       extra="ms&", doubles=False)
+series("TestTsdbQueryQueries.runInterpolationMsDownsampled (1s-sum, then the lerp of the sums)", "sum:1s-sum:im.ds",
+       [(1356998400000 + 1000 * i, 301 if i == 0 else 602 if i < 50 else 701 + (i - 50) * 0.2 - i * 4)
+        for i in range(151)], extra="ms&", tol=0.0000001)
+def mixed(ts):
+    """avg of one series of floats with integers at the even values: only the last, 76, with
+    nothing after it, is an integer"""
+    return [(t, 76 if k == 299 else 1.25 + 0.25 * k) for k, t in enumerate(ts)]
+def mixed_check(name, m, ts):
+    st, b = req(q("avg:" + m, "ms&"))
+    try:
+        got = sorted((int(k), v) for k, v in json.loads(b)[0]["dps"].items())
+        ints = [p for p in got if not isinstance(p[1], float)]
+        why = "" if got == mixed(ts) and ints == [(ts[-1], 76)] else "points %r, integers %r" % (got[:4], ints[:4])
+    except (ValueError, KeyError, TypeError, IndexError) as x:
+        why = "status %d (%s)" % (st, x)
+    report(name, why, b)
+mixed_check("TestTsdbQueryQueries.runMixedSingleTS (a point is a double when its next value is)", "im.mixed",
+            [1356998430000 + 30000 * k for k in range(300)])
+mixed_check("TestTsdbQueryQueries.runMixedSingleTSMsAndS", "im.mixedms", [1356998400500 + 500 * k for k in range(300)])
+def exact(name, m, want):
+    """want: [(ms, value)] compared exactly, integer vs double included (repr)"""
+    st, b = req(q(m, "ms&"))
+    try:
+        got = sorted((int(k), v) for k, v in json.loads(b)[0]["dps"].items())
+        why = "" if repr(got) == repr(want) else "got %r, want %r" % (got, want)
+    except (ValueError, KeyError, TypeError, IndexError) as x:
+        why = "status %d (%s)" % (st, x)
+    report(name, why, b)
+exact("AggregationIterator: an integer lerp at a ms timestamp truncates toward zero (20 - 3330/1000 = 17)",
+      "sum:ex.neg", [(1356998400000, 20), (1356998400333, 17), (1356998401000, 10)])
+exact("AggregationIterator: a float among the values interpolated makes the point a double, until its series ends",
+      "sum:ex.mix", [(1356998400000, 1.0), (1356998430000, 3.0), (1356998460000, 4.0), (1356998490000, 5.0),
+                     (1356998520000, 3)])
+exact("AggregationIterator: zimsum over the same series: the points present, doubles while a float is near",
+      "zimsum:ex.mix", [(1356998400000, 1.0), (1356998430000, 1.5), (1356998460000, 2.0), (1356998490000, 2.5),
+                        (1356998520000, 3)])
+exact("AggregationIterator: mimmax fills a missing double with Double.MIN_VALUE (above any negative value)",
+      "mimmax:ex.mm", [(1356998400000, -5.5), (1356998430000, 5e-324), (1356998460000, 5e-324), (1356998490000, -2.5)])
+exact("AggregationIterator: mimmin fills a missing double with Double.MAX_VALUE", "mimmin:ex.mm",
+      [(1356998400000, -5.5), (1356998430000, -1.5), (1356998460000, -6.5), (1356998490000, -2.5)])
+exact("AggregationIterator: max lerps between doubles (-1.5 .. -2.5 at the midpoint: -2.0)", "max:ex.mm",
+      [(1356998400000, -5.5), (1356998430000, -1.5), (1356998460000, -2.0), (1356998490000, -2.5)])
 finish()
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 tsd_stop
+done
+check "TestTsdbQuerySalted: unsalted answers byte-identical to the salted default" \
+  cmp -s "$REC/answers.0" "$REC/answers.1"
+check "TestTsdbQuerySaltedAppend (2 buckets, appends on): answers byte-identical to the default" \
+  cmp -s "$REC/answers.0" "$REC/answers.2"
 tsd_logs_check
 it_done
