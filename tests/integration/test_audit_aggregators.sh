@@ -235,11 +235,11 @@ series(C + "runDevFloat", "dev:ag.float", updown(T30, 36.875, -0.25, lambda v: v
 series(C + "runDevOffset", "dev:ag.long.off", dev_offset(), doubles=False)
 series(C + "runDevFloatOffset", "dev:ag.float.off", dev_float_offset(), doubles=True, tol=0.0001)
 series(C + "runCount", "count:ag.long", const(T30, 2), doubles=False)
-series(C + "runCountFloat", "count:ag.float", const(T30, 2.0), tol=0.001)
+series(C + "runCountFloat (doubles: doubleValue)", "count:ag.float", const(T30, 2.0), doubles=True, tol=0.001)
 series(C + "runCountOffset (1 where one series has no point)", "count:ag.long.off",
        [(t, 1 if k in (0, 599) else 2) for k, t in enumerate(T15)], doubles=False)
 series(C + "runCountFloatOffset", "count:ag.float.off",
-       [(t, 1 if k in (0, 599) else 2) for k, t in enumerate(T15)], tol=0.0001)
+       [(t, 1 if k in (0, 599) else 2) for k, t in enumerate(T15)], doubles=True, tol=0.0001)
 PCT = ["p50", "p75", "p90", "p95", "p99", "p999"]
 PCT += ["ep%sr%d" % (p[1:], r) for r in (3, 7) for p in PCT]
 for p in PCT:  # runPercentiles: two values, 150 +- 150 (OpenTSDB tests only that they run)
