@@ -8,7 +8,9 @@ Invariants: req() never raises on an HTTP error status (it returns it with the b
 prints exactly one line per check and counts the failures; finish() exits 1 when any check
 failed. When the environment names AUDIT_RECORD, every request and its answer (status, body)
 is appended to that file as one JSON line, so that a script can run the same checks against
-differently configured TSDs and compare the answers byte for byte.
+differently configured TSDs and compare the answers byte for byte:
+`python3 audit_lib.py same NAME RECORD_A RECORD_B` reports NAME ok when the two records are
+identical, else not ok with the first request whose answer differs.
 """
 import json
 import os
@@ -54,3 +56,28 @@ def report(name, why, body=""):
 def finish():
     """Ends the Python part: exit status 1 when any report() failed."""
     sys.exit(1 if FAILS else 0)
+
+
+def same(name, rec_a, rec_b):
+    """Reports whether two AUDIT_RECORD files hold the same requests and answers."""
+    try:
+        with open(rec_a) as f:
+            a = f.read().splitlines()
+        with open(rec_b) as f:
+            b = f.read().splitlines()
+    except OSError as e:
+        report(name, "no record (%s)" % e)
+        return
+    why = "" if a and a == b else "%d and %d answers recorded" % (len(a), len(b))
+    for x, y in zip(a, b):
+        if x != y:
+            why = "first difference: %s" % ", then ".join(json.loads(x)[1:2] + [x[-200:], y[-200:]])
+            break
+    report(name, why)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "same":
+        same(*sys.argv[2:])
+        finish()
+    sys.exit("usage: audit_lib.py same NAME RECORD_A RECORD_B")

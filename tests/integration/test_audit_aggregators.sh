@@ -292,9 +292,9 @@ PY
   [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
   tsd_stop
 done
-check "TestTsdbQueryAggregatorsSalted: unsalted answers byte-identical to the salted default" \
-  cmp -s "$REC/answers.0" "$REC/answers.1"
-check "salted with 2 buckets and appends on: answers byte-identical to the default" \
-  cmp -s "$REC/answers.0" "$REC/answers.2"
+python3 "$IT_ROOT/tests/integration/audit_lib.py" same "TestTsdbQueryAggregatorsSalted: unsalted answers byte-identical to the salted default" \
+  "$REC/answers.0" "$REC/answers.1" || IT_FAILS=$((IT_FAILS + 1))
+python3 "$IT_ROOT/tests/integration/audit_lib.py" same "salted with 2 buckets and appends on: answers byte-identical to the default" \
+  "$REC/answers.0" "$REC/answers.2" || IT_FAILS=$((IT_FAILS + 1))
 tsd_logs_check
 it_done

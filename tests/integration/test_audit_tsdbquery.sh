@@ -319,9 +319,9 @@ PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 tsd_stop
 done
-check "TestTsdbQuerySalted: unsalted answers byte-identical to the salted default" \
-  cmp -s "$REC/answers.0" "$REC/answers.1"
-check "TestTsdbQuerySaltedAppend (2 buckets, appends on): answers byte-identical to the default" \
-  cmp -s "$REC/answers.0" "$REC/answers.2"
+python3 "$IT_ROOT/tests/integration/audit_lib.py" same "TestTsdbQuerySalted: unsalted answers byte-identical to the salted default" \
+  "$REC/answers.0" "$REC/answers.1" || IT_FAILS=$((IT_FAILS + 1))
+python3 "$IT_ROOT/tests/integration/audit_lib.py" same "TestTsdbQuerySaltedAppend (2 buckets, appends on): answers byte-identical to the default" \
+  "$REC/answers.0" "$REC/answers.2" || IT_FAILS=$((IT_FAILS + 1))
 tsd_logs_check
 it_done
