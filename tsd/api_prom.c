@@ -181,6 +181,29 @@ static bool prom_add(struct prom_write *w, const struct put_point *p)
     return false;
 }
 
+/* Decodes the Label messages of a series of the lazy view into *out (in the arena): 0, 400 when
+ * one does not decode, 500 when out of memory. */
+static int prom_decode_labels(struct prom_arena *a, const Prometheus__TimeSeriesLazy *ts,
+                              Prometheus__TimeSeries **out)
+{
+    Prometheus__TimeSeries *d = prom_arena_get(a, sizeof(*d));
+    Prometheus__Label **labels =
+        prom_arena_get(a, (ts->n_labels ? ts->n_labels : 1) * sizeof(*labels));
+    if (!d || !labels)
+        return 500;
+    prometheus__time_series__init(d);
+    for (size_t i = 0; i < ts->n_labels; i++) {
+        labels[i] =
+            prometheus__label__unpack(&a->alloc, ts->labels[i].len, ts->labels[i].data);
+        if (!labels[i])
+            return 400;
+    }
+    d->n_labels = ts->n_labels;
+    d->labels = labels;
+    *out = d;
+    return 0;
+}
+
 static void prom_write_work(struct http_req *r, void *arg)
 {
     (void)arg;
@@ -199,22 +222,54 @@ static void prom_write_work(struct http_req *r, void *arg)
         return;
     struct prom_arena arena;
     prom_arena_init(&arena);
-    Prometheus__WriteRequest *wr =
-        prometheus__write_request__unpack(&arena.alloc, raw_len, (const uint8_t *)raw);
+    Prometheus__WriteRequestLazy *wr =
+        prometheus__write_request_lazy__unpack(&arena.alloc, raw_len, (const uint8_t *)raw);
     free(raw);
-    if (!wr) {
-        prom_arena_clear(&arena);
-        prom_reply_text(r, 400, "body is not a protobuf prometheus.WriteRequest");
-        return;
-    }
     struct put_point *p = malloc(sizeof(*p));
     struct put_names pnames;
     struct prom_job *job = calloc(1, sizeof(*job));
-    if (!p || !job) {
+    struct prom_series_cache *cache = t->prom_cache;
+    /* per series: its key (with the cache) and its decoded labels (NULL: found in the cache) */
+    size_t nts = wr ? wr->n_timeseries : 0;
+    const char **keys = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*keys)) : NULL;
+    size_t *key_lens = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*key_lens)) : NULL;
+    uint64_t *hashes = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*hashes)) : NULL;
+    Prometheus__TimeSeries **decoded =
+        wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*decoded)) : NULL;
+    if (!p || !job || (wr && (!keys || !key_lens || !hashes || !decoded))) {
         free(p);
         free(job);
         prom_arena_clear(&arena);
         prom_reply_text(r, 500, "out of memory");
+        return;
+    }
+    /* first pass, before anything is written: every label of a series not in the cache must
+     * decode, else the body is refused whole (invariant 1) */
+    int decode = wr ? 0 : 400;
+    for (size_t s = 0; s < nts && decode == 0; s++) {
+        const Prometheus__TimeSeriesLazy *ts = wr->timeseries[s];
+        keys[s] = NULL;
+        decoded[s] = NULL;
+        if (cache) {
+            keys[s] = prom_series_key(cache, ts->labels, ts->n_labels, &arena, &key_lens[s],
+                                      &hashes[s]);
+            if (!keys[s]) {
+                decode = 500;
+                break;
+            }
+            if (prom_series_cache_get(cache, keys[s], key_lens[s], hashes[s], NULL, NULL, NULL))
+                continue;
+        }
+        decode = prom_decode_labels(&arena, ts, &decoded[s]);
+    }
+    if (decode != 0) {
+        free(p);
+        free(job);
+        prom_arena_clear(&arena);
+        if (decode == 500)
+            prom_reply_text(r, 500, "out of memory");
+        else
+            prom_reply_text(r, 400, "body is not a protobuf prometheus.WriteRequest");
         return;
     }
     pthread_mutex_init(&job->mu, NULL);
@@ -227,10 +282,30 @@ static void prom_write_work(struct http_req *r, void *arg)
     size_t names_cap = 0;
     size_t rejected = 0, skipped_nan = 0, samples = 0;
     int status = 0;
-    for (size_t s = 0; s < wr->n_timeseries && status != 500; s++) {
-        const Prometheus__TimeSeries *ts = wr->timeseries[s];
+    for (size_t s = 0; s < nts && status != 500; s++) {
+        const Prometheus__TimeSeriesLazy *ts = wr->timeseries[s];
         samples += ts->n_samples;
-        int st = prom_map_series(&map, ts, &names, &names_cap, p, msg, sizeof(msg));
+        int st = 0;
+        if (!decoded[s] && prom_series_cache_get(cache, keys[s], key_lens[s], hashes[s], &names,
+                                                 &names_cap, p)) {
+            pnames.status = PUT_OK; /* only series that passed put_check_names are cached */
+            pnames.msg[0] = '\0';
+        } else {
+            /* not cached, or dropped from the cache since the first pass: its bytes decoded
+             * before, they decode again */
+            if (!decoded[s])
+                st = prom_decode_labels(&arena, ts, &decoded[s]);
+            if (st == 0)
+                st = prom_map_series(&map, decoded[s], &names, &names_cap, p, msg, sizeof(msg));
+            else
+                snprintf(msg, sizeof(msg), "%s",
+                         st == 500 ? "out of memory" : "a label does not decode");
+            if (st == 0) {
+                put_check_names(p, &t->rules, &pnames); /* once per series */
+                if (pnames.status == PUT_OK && cache)
+                    prom_series_cache_put(cache, keys[s], key_lens[s], hashes[s], p);
+            }
+        }
         if (st != 0) {
             status = st == 500 ? 500 : status;
             rejected += ts->n_samples;
@@ -240,7 +315,6 @@ static void prom_write_work(struct http_req *r, void *arg)
             pthread_mutex_unlock(&job->mu);
             continue;
         }
-        put_check_names(p, &t->rules, &pnames); /* once per series; put_check_typed reports it */
         for (size_t i = 0; i < ts->n_samples; i++) {
             const Prometheus__Sample *sm = ts->samples[i];
             enum prom_value_class vc = prom_value_class(sm->value);
@@ -302,6 +376,23 @@ static void prom_write_work(struct http_req *r, void *arg)
         http_reply_status(r, 204);
     }
     prom_job_unref(job);
+}
+
+int api_prom_open(struct tsd *t, struct ct_err *err)
+{
+    int64_t bytes = conf_get_int(tsd_conf(t), "tsd.prometheus.series_cache_bytes");
+    t->prom_cache = NULL;
+    if (bytes > 0 && !(t->prom_cache = prom_series_cache_new((size_t)bytes)))
+        return ct_err_set(err, CT_ENOMEM,
+                          "cannot allocate the remote write series cache (%lld bytes)",
+                          (long long)bytes);
+    return CT_OK;
+}
+
+void api_prom_close(struct tsd *t)
+{
+    prom_series_cache_free(t->prom_cache);
+    t->prom_cache = NULL;
 }
 
 void api_prom_write_handle(struct http_req *r)
