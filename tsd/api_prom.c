@@ -236,7 +236,9 @@ static void prom_write_work(struct http_req *r, void *arg)
     uint64_t *hashes = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*hashes)) : NULL;
     Prometheus__TimeSeries **decoded =
         wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*decoded)) : NULL;
-    if (!p || !job || (wr && (!keys || !key_lens || !hashes || !decoded))) {
+    /* per series found in the cache: its names, copied into the arena (else NULL) */
+    const char **cached = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*cached)) : NULL;
+    if (!p || !job || (wr && (!keys || !key_lens || !hashes || !decoded || !cached))) {
         free(p);
         free(job);
         prom_arena_clear(&arena);
@@ -250,6 +252,7 @@ static void prom_write_work(struct http_req *r, void *arg)
         const Prometheus__TimeSeriesLazy *ts = wr->timeseries[s];
         keys[s] = NULL;
         decoded[s] = NULL;
+        cached[s] = NULL;
         if (cache) {
             keys[s] = prom_series_key(cache, ts->labels, ts->n_labels, &arena, &key_lens[s],
                                       &hashes[s]);
@@ -257,7 +260,8 @@ static void prom_write_work(struct http_req *r, void *arg)
                 decode = 500;
                 break;
             }
-            if (prom_series_cache_get(cache, keys[s], key_lens[s], hashes[s], NULL, NULL, NULL))
+            cached[s] = prom_series_cache_get(cache, keys[s], key_lens[s], hashes[s], &arena);
+            if (cached[s])
                 continue;
         }
         decode = prom_decode_labels(&arena, ts, &decoded[s]);
@@ -286,20 +290,12 @@ static void prom_write_work(struct http_req *r, void *arg)
         const Prometheus__TimeSeriesLazy *ts = wr->timeseries[s];
         samples += ts->n_samples;
         int st = 0;
-        if (!decoded[s] && prom_series_cache_get(cache, keys[s], key_lens[s], hashes[s], &names,
-                                                 &names_cap, p)) {
+        if (cached[s]) {
+            prom_series_names_load(cached[s], p);
             pnames.status = PUT_OK; /* only series that passed put_check_names are cached */
             pnames.msg[0] = '\0';
         } else {
-            /* not cached, or dropped from the cache since the first pass: its bytes decoded
-             * before, they decode again */
-            if (!decoded[s])
-                st = prom_decode_labels(&arena, ts, &decoded[s]);
-            if (st == 0)
-                st = prom_map_series(&map, decoded[s], &names, &names_cap, p, msg, sizeof(msg));
-            else
-                snprintf(msg, sizeof(msg), "%s",
-                         st == 500 ? "out of memory" : "a label does not decode");
+            st = prom_map_series(&map, decoded[s], &names, &names_cap, p, msg, sizeof(msg));
             if (st == 0) {
                 put_check_names(p, &t->rules, &pnames); /* once per series */
                 if (pnames.status == PUT_OK && cache)

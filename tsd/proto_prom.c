@@ -415,31 +415,30 @@ static const char *prom_sc_find(const struct prom_series_cache *c, const char *k
     }
 }
 
-bool prom_series_cache_get(struct prom_series_cache *c, const char *key, size_t key_len,
-                           uint64_t hash, char **names, size_t *names_cap, struct put_point *p)
+const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, size_t key_len,
+                                  uint64_t hash, struct prom_arena *a)
 {
+    char *blk = NULL;
     pthread_mutex_lock(&c->mu);
     const char *e = prom_sc_find(c, key, key_len, hash);
-    uint16_t nn = 0, nl = 0;
-    if (e && p) {
-        memcpy(&nn, e + 4, 2);
+    if (e) {
+        uint16_t nl;
         memcpy(&nl, e + 6, 2);
-        if (nl > *names_cap) {
-            char *nb = realloc(*names, nl);
-            if (!nb)
-                e = NULL;
-            else {
-                *names = nb;
-                *names_cap = nl;
-            }
+        /* the block: the name count (2 bytes, as in the entry), then the names */
+        if ((blk = prom_arena_alloc(a, 2 + (size_t)nl)) != NULL) {
+            memcpy(blk, e + 4, 2);
+            memcpy(blk + 2, e + PROM_SC_HEAD + key_len, nl);
         }
-        if (e)
-            memcpy(*names, e + PROM_SC_HEAD + key_len, nl);
     }
     pthread_mutex_unlock(&c->mu);
-    if (!e || !p)
-        return e != NULL;
-    const char *r = *names;
+    return blk;
+}
+
+void prom_series_names_load(const char *names, struct put_point *p)
+{
+    uint16_t nn;
+    memcpy(&nn, names, 2);
+    const char *r = names + 2;
     size_t len = strlen(r);
     p->metric = (struct put_str){r, len};
     r += len + 1;
@@ -452,7 +451,6 @@ bool prom_series_cache_get(struct prom_series_cache *c, const char *key, size_t 
         p->tagv[i] = (struct put_str){r, len};
         r += len + 1;
     }
-    return true;
 }
 
 void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t key_len,

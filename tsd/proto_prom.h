@@ -92,11 +92,14 @@ void prom_series_cache_free(struct prom_series_cache *c); /* accepts NULL */
  * prom_arena_clear), its length in *len and its hash in *hash; NULL when out of memory. */
 const char *prom_series_key(const struct prom_series_cache *c, const ProtobufCBinaryData *labels,
                             size_t n_labels, struct prom_arena *a, size_t *len, uint64_t *hash);
-/* Looks key up; with p NULL only says whether it is there. Else, on a hit copies its names into *names (grown with realloc) and sets p->metric,
- * p->ntags, p->tagk and p->tagv to spans of *names (valid until *names changes) and returns
- * true. False on a miss (or out of memory); p is then unchanged. */
-bool prom_series_cache_get(struct prom_series_cache *c, const char *key, size_t key_len,
-                           uint64_t hash, char **names, size_t *names_cap, struct put_point *p);
+/* Looks key up; on a hit copies its names into a new block of arena a (valid until
+ * prom_arena_clear) and returns it, for prom_series_names_load. NULL on a miss (or when out of
+ * memory). */
+const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, size_t key_len,
+                                  uint64_t hash, struct prom_arena *a);
+/* Sets p->metric, p->ntags, p->tagk and p->tagv to spans of a block prom_series_cache_get
+ * returned (valid while the block is). */
+void prom_series_names_load(const char *names, struct put_point *p);
 /* Adds key -> p's metric and tags (copied). A key already present is left as it is. */
 void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t key_len,
                            uint64_t hash, const struct put_point *p);

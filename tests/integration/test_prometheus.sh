@@ -424,8 +424,10 @@ kill -TERM "$bpid"
 for _ in $(seq 1 100); do kill -0 "$bpid" 2>/dev/null || break; sleep 0.1; done
 tsd_stop
 
-# restart on the same data: ':' allowed in names from now on, at most 1 metric per read query
-tsd_start --tsd.core.tag.allow_specialchars=: --tsd.prometheus.read_max_metrics=1
+# restart on the same data: ':' allowed in names from now on, at most 1 metric per read query,
+# and no remote write series cache (every series' labels decoded and mapped: the other path)
+tsd_start --tsd.core.tag.allow_specialchars=: --tsd.prometheus.read_max_metrics=1 \
+  --tsd.prometheus.series_cache_bytes=0
 rd_re2=$(promrw read "$TSD_PORT" $((start_s * 1000)) "$now_ms" 'RE:__name__:ctsdb_it:w.*' | sed 's/\tn=[0-9]*$//')
 check_eq "series escaped before allow_specialchars changed read back the same" "$rd_re" "$rd_re2"
 cap=$(promrw read "$TSD_PORT" $((start_s * 1000)) "$now_ms" 'RE:__name__:ctsdb_it:.*')

@@ -359,14 +359,13 @@ static void test_prom_series_cache(void **state)
     p.tagv[0] = (struct put_str){"web01", 5};
     p.tagk[1] = (struct put_str){"dc", 2};
     p.tagv[1] = (struct put_str){"x/2Fy", 5};
-    char *names = NULL;
-    size_t cap = 0;
-    assert_false(prom_series_cache_get(c, k, kl, h, &names, &cap, &q));
+    assert_null(prom_series_cache_get(c, k, kl, h, &arena));
     prom_series_cache_put(c, k, kl, h, &p);
     assert_int_equal(prom_series_cache_count(c), 1);
-    assert_true(prom_series_cache_get(c, k, kl, h, NULL, NULL, NULL));
+    const char *names = prom_series_cache_get(c, k, kl, h, &arena);
+    assert_non_null(names);
     memset(&q, 0, sizeof(q));
-    assert_true(prom_series_cache_get(c, k, kl, h, &names, &cap, &q));
+    prom_series_names_load(names, &q);
     assert_int_equal(q.metric.len, 3);
     assert_memory_equal(q.metric.p, "cpu", 3);
     assert_int_equal(q.ntags, 2);
@@ -374,8 +373,8 @@ static void test_prom_series_cache(void **state)
     assert_memory_equal(q.tagv[0].p, "web01", 5);
     assert_int_equal(q.tagk[1].len, 2);
     assert_memory_equal(q.tagv[1].p, "x/2Fy", 5);
-    assert_false(prom_series_cache_get(c, k2, kl2, h2, &names, &cap, &q));
-    assert_false(prom_series_cache_get(c, k3, kl3, h3, NULL, NULL, NULL));
+    assert_null(prom_series_cache_get(c, k2, kl2, h2, &arena));
+    assert_null(prom_series_cache_get(c, k3, kl3, h3, &arena));
     /* a present key is not added twice */
     prom_series_cache_put(c, k, kl, h, &p);
     assert_int_equal(prom_series_cache_count(c), 1);
@@ -392,15 +391,18 @@ static void test_prom_series_cache(void **state)
         assert_non_null(kk);
         p.metric = (struct put_str){buf, (size_t)n};
         prom_series_cache_put(c, kk, l, hh, &p);
-        assert_true(prom_series_cache_get(c, kk, l, hh, &names, &cap, &q));
+        names = prom_series_cache_get(c, kk, l, hh, &arena);
+        assert_non_null(names);
+        prom_series_names_load(names, &q);
+        assert_int_equal(q.metric.len, (size_t)n);
         assert_memory_equal(q.metric.p, buf, (size_t)n);
+        assert_int_equal(q.ntags, 2);
         size_t cnt = prom_series_cache_count(c);
         if (cnt > max_count)
             max_count = cnt;
     }
     assert_true(max_count > 100);
     assert_true(prom_series_cache_count(c) < max_count); /* it was cleared at least once */
-    free(names);
     prom_arena_clear(&arena);
     prom_series_cache_free(c);
     prom_series_cache_free(NULL);
