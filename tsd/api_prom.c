@@ -1,15 +1,18 @@
 /* api_prom.c - Prometheus remote write (POST /api/v1/write) and remote read (POST /api/v1/read)
  * (docs/prometheus.md). The protocol work is tsd/proto_prom.c; this file is the glue.
  *
- * Write runs on a worker (http_req_defer) like /api/put: the snappy body is decoded, each series
- * mapped and its names checked once, each sample put through put_check_typed (the limits of put,
- * on the binary value: no number text) into ingest batches
+ * Write runs on a worker (http_req_defer) like /api/put: the snappy body is decoded through the
+ * lazy view (WriteRequestLazy: labels kept encoded); a series in the series cache (t->prom_cache,
+ * keyed by its encoded labels) takes the names cached for it, any other has its labels decoded,
+ * mapped and its names checked once (then cached when they pass); each sample is put through
+ * put_check_typed (the limits of put, on the binary value: no number text) into ingest batches
  * (waiting for a free batch is the backpressure), and the reply goes out only once every
  * accepted sample is in the write-ahead log: 204; 400 when some data could never be written
  * (Prometheus drops the request: a retry would fail the same way); 5xx when a retry can succeed
  * (store error, overload, out of memory) - the samples already written are written again then,
  * which overwrites them with the same values.
- * Invariants: (1) a body that does not decode writes nothing; (2) job->refs = 1 for the worker +
+ * Invariants: (1) a body that does not decode writes nothing: every label of every series not
+ * in the cache is decoded in a first pass, before the first sample is written; (2) job->refs = 1 for the worker +
  * 1 per submitted batch not yet done; the last one frees the job.
  *
  * Read runs on a worker too: each query of the ReadRequest becomes an /api/query sub-query with
