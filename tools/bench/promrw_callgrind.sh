@@ -18,7 +18,7 @@ hosts=${2:-100}
 intervals=${3:-10}
 CTSDB=${CTSDB:-bin/ctsdb}
 BENCH=${BENCH:-build/release/tools/bench/promrw_bench}
-FUNCS=${FUNCS:-prom_write_work prometheus__write_request__unpack prom_map_series put_check_typed ingest_batch_add telnet_process put_parse_line tsdstore_write tsdb_batch_write head_append wc_mutate_batch memstore_add wal_append_batch malloc free}
+FUNCS=${FUNCS:-prom_write_work prometheus__write_request__unpack prometheus__write_request_lazy__unpack prom_series_cache_get prom_decode_labels prom_map_series put_check_typed ingest_batch_add telnet_process put_parse_line tsdstore_write tsdb_batch_write head_append wc_mutate_batch memstore_add wal_append_batch malloc free}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-rwcg.XXXXXX")
 tpid=
 cleanup() {
