@@ -1,15 +1,18 @@
 /* api_prom.c - Prometheus remote write (POST /api/v1/write) and remote read (POST /api/v1/read)
  * (docs/prometheus.md). The protocol work is tsd/proto_prom.c; this file is the glue.
  *
- * Write runs on a worker (http_req_defer) like /api/put: the snappy body is decoded, each series
- * mapped and its names checked once, each sample put through put_check_typed (the limits of put,
- * on the binary value: no number text) into ingest batches
+ * Write runs on a worker (http_req_defer) like /api/put: the snappy body is decoded through the
+ * lazy view (WriteRequestLazy: labels kept encoded); a series in the series cache (t->prom_cache,
+ * keyed by its encoded labels) takes the names cached for it, any other has its labels decoded,
+ * mapped and its names checked once (then cached when they pass); each sample is put through
+ * put_check_typed (the limits of put, on the binary value: no number text) into ingest batches
  * (waiting for a free batch is the backpressure), and the reply goes out only once every
  * accepted sample is in the write-ahead log: 204; 400 when some data could never be written
  * (Prometheus drops the request: a retry would fail the same way); 5xx when a retry can succeed
  * (store error, overload, out of memory) - the samples already written are written again then,
  * which overwrites them with the same values.
- * Invariants: (1) a body that does not decode writes nothing; (2) job->refs = 1 for the worker +
+ * Invariants: (1) a body that does not decode writes nothing: every label of every series not
+ * in the cache is decoded in a first pass, before the first sample is written; (2) job->refs = 1 for the worker +
  * 1 per submitted batch not yet done; the last one frees the job.
  *
  * Read runs on a worker too: each query of the ReadRequest becomes an /api/query sub-query with
@@ -181,6 +184,29 @@ static bool prom_add(struct prom_write *w, const struct put_point *p)
     return false;
 }
 
+/* Decodes the Label messages of a series of the lazy view into *out (in the arena): 0, 400 when
+ * one does not decode, 500 when out of memory. */
+static int prom_decode_labels(struct prom_arena *a, const Prometheus__TimeSeriesLazy *ts,
+                              Prometheus__TimeSeries **out)
+{
+    Prometheus__TimeSeries *d = prom_arena_get(a, sizeof(*d));
+    Prometheus__Label **labels =
+        prom_arena_get(a, (ts->n_labels ? ts->n_labels : 1) * sizeof(*labels));
+    if (!d || !labels)
+        return 500;
+    prometheus__time_series__init(d);
+    for (size_t i = 0; i < ts->n_labels; i++) {
+        labels[i] =
+            prometheus__label__unpack(&a->alloc, ts->labels[i].len, ts->labels[i].data);
+        if (!labels[i])
+            return 400;
+    }
+    d->n_labels = ts->n_labels;
+    d->labels = labels;
+    *out = d;
+    return 0;
+}
+
 static void prom_write_work(struct http_req *r, void *arg)
 {
     (void)arg;
@@ -199,22 +225,58 @@ static void prom_write_work(struct http_req *r, void *arg)
         return;
     struct prom_arena arena;
     prom_arena_init(&arena);
-    Prometheus__WriteRequest *wr =
-        prometheus__write_request__unpack(&arena.alloc, raw_len, (const uint8_t *)raw);
+    Prometheus__WriteRequestLazy *wr =
+        prometheus__write_request_lazy__unpack(&arena.alloc, raw_len, (const uint8_t *)raw);
     free(raw);
-    if (!wr) {
-        prom_arena_clear(&arena);
-        prom_reply_text(r, 400, "body is not a protobuf prometheus.WriteRequest");
-        return;
-    }
     struct put_point *p = malloc(sizeof(*p));
     struct put_names pnames;
     struct prom_job *job = calloc(1, sizeof(*job));
-    if (!p || !job) {
+    struct prom_series_cache *cache = t->prom_cache;
+    /* per series: its key (with the cache) and its decoded labels (NULL: found in the cache) */
+    size_t nts = wr ? wr->n_timeseries : 0;
+    const char **keys = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*keys)) : NULL;
+    size_t *key_lens = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*key_lens)) : NULL;
+    uint64_t *hashes = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*hashes)) : NULL;
+    Prometheus__TimeSeries **decoded =
+        wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*decoded)) : NULL;
+    /* per series found in the cache: its names, copied into the arena (else NULL) */
+    const char **cached = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*cached)) : NULL;
+    if (!p || !job || (wr && (!keys || !key_lens || !hashes || !decoded || !cached))) {
         free(p);
         free(job);
         prom_arena_clear(&arena);
         prom_reply_text(r, 500, "out of memory");
+        return;
+    }
+    /* first pass, before anything is written: every label of a series not in the cache must
+     * decode, else the body is refused whole (invariant 1) */
+    int decode = wr ? 0 : 400;
+    for (size_t s = 0; s < nts && decode == 0; s++) {
+        const Prometheus__TimeSeriesLazy *ts = wr->timeseries[s];
+        keys[s] = NULL;
+        decoded[s] = NULL;
+        cached[s] = NULL;
+        if (cache) {
+            keys[s] = prom_series_key(cache, ts->labels, ts->n_labels, &arena, &key_lens[s],
+                                      &hashes[s]);
+            if (!keys[s]) {
+                decode = 500;
+                break;
+            }
+            cached[s] = prom_series_cache_get(cache, keys[s], key_lens[s], hashes[s], &arena);
+            if (cached[s])
+                continue;
+        }
+        decode = prom_decode_labels(&arena, ts, &decoded[s]);
+    }
+    if (decode != 0) {
+        free(p);
+        free(job);
+        prom_arena_clear(&arena);
+        if (decode == 500)
+            prom_reply_text(r, 500, "out of memory");
+        else
+            prom_reply_text(r, 400, "body is not a protobuf prometheus.WriteRequest");
         return;
     }
     pthread_mutex_init(&job->mu, NULL);
@@ -227,10 +289,22 @@ static void prom_write_work(struct http_req *r, void *arg)
     size_t names_cap = 0;
     size_t rejected = 0, skipped_nan = 0, samples = 0;
     int status = 0;
-    for (size_t s = 0; s < wr->n_timeseries && status != 500; s++) {
-        const Prometheus__TimeSeries *ts = wr->timeseries[s];
+    for (size_t s = 0; s < nts && status != 500; s++) {
+        const Prometheus__TimeSeriesLazy *ts = wr->timeseries[s];
         samples += ts->n_samples;
-        int st = prom_map_series(&map, ts, &names, &names_cap, p, msg, sizeof(msg));
+        int st = 0;
+        if (cached[s]) {
+            prom_series_names_load(cached[s], p);
+            pnames.status = PUT_OK; /* only series that passed put_check_names are cached */
+            pnames.msg[0] = '\0';
+        } else {
+            st = prom_map_series(&map, decoded[s], &names, &names_cap, p, msg, sizeof(msg));
+            if (st == 0) {
+                put_check_names(p, &t->rules, &pnames); /* once per series */
+                if (pnames.status == PUT_OK && cache)
+                    prom_series_cache_put(cache, keys[s], key_lens[s], hashes[s], p);
+            }
+        }
         if (st != 0) {
             status = st == 500 ? 500 : status;
             rejected += ts->n_samples;
@@ -240,7 +314,6 @@ static void prom_write_work(struct http_req *r, void *arg)
             pthread_mutex_unlock(&job->mu);
             continue;
         }
-        put_check_names(p, &t->rules, &pnames); /* once per series; put_check_typed reports it */
         for (size_t i = 0; i < ts->n_samples; i++) {
             const Prometheus__Sample *sm = ts->samples[i];
             enum prom_value_class vc = prom_value_class(sm->value);
@@ -302,6 +375,23 @@ static void prom_write_work(struct http_req *r, void *arg)
         http_reply_status(r, 204);
     }
     prom_job_unref(job);
+}
+
+int api_prom_open(struct tsd *t, struct ct_err *err)
+{
+    int64_t bytes = conf_get_int(tsd_conf(t), "tsd.prometheus.series_cache_bytes");
+    t->prom_cache = NULL;
+    if (bytes > 0 && !(t->prom_cache = prom_series_cache_new((size_t)bytes)))
+        return ct_err_set(err, CT_ENOMEM,
+                          "cannot allocate the remote write series cache (%lld bytes)",
+                          (long long)bytes);
+    return CT_OK;
+}
+
+void api_prom_close(struct tsd *t)
+{
+    prom_series_cache_free(t->prom_cache);
+    t->prom_cache = NULL;
 }
 
 void api_prom_write_handle(struct http_req *r)

@@ -129,6 +129,9 @@ static const struct ct_cfg_key conf_keys[] = {
     {"tsd.prometheus.read_max_metrics", CT_CFG_INT, "10000", 1, 10000000, NULL, "tsd/api_prom.c",
      "most metrics a remote read query without a __name__ equality matcher may select (400 "
      "beyond)"},
+    {"tsd.prometheus.series_cache_bytes", CT_CFG_INT, "4194304", 0, (int64_t)1 << 32, NULL,
+     "tsd/api_prom.c",
+     "bytes of the remote write series cache (encoded labels -> checked names; 0 = none)"},
     {"tsd.query.allow_simultaneous_duplicates", CT_CFG_BOOL, "true", 0, 0, NULL, NULL,
      "(OpenTSDB) not checked"},
     {"tsd.query.enable_fuzzy_filter", CT_CFG_BOOL, "true", 0, 0, NULL, NULL,

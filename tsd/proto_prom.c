@@ -6,11 +6,16 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <math.h>
 #include <pcre2.h>
+#include <pthread.h>
 #include <snappy-c.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "storage/hash.h"
 
 /* ---- names ------------------------------------------------------------------------------ */
 
@@ -170,6 +175,11 @@ void prom_arena_init(struct prom_arena *a)
     a->head = NULL;
 }
 
+void *prom_arena_get(struct prom_arena *a, size_t n)
+{
+    return prom_arena_alloc(a, n ? n : 1);
+}
+
 void prom_arena_clear(struct prom_arena *a)
 {
     while (a->head) {
@@ -295,6 +305,207 @@ int prom_map_series(const struct prom_map *m, const Prometheus__TimeSeries *ts, 
         p->ntags = 1;
     }
     return 0;
+}
+
+/* ---- series cache ----------------------------------------------------------------------- */
+
+/* Entries are appended to one byte area: u32 key length, u16 name count (1 + 2 x ntags),
+ * u16 names length, the key, then the names, each NUL-terminated (metric, k1, v1, k2, v2...),
+ * padded to 8 bytes. The table (open addressing, linear probing, at most half full) holds per
+ * slot the hash and 1 + the entry's offset (0: empty). */
+struct prom_sc_slot {
+    uint64_t hash;
+    uint64_t off1;
+};
+struct prom_series_cache {
+    pthread_mutex_t mu;
+    uint64_t seed;
+    size_t nslots, count; /* [mu] count */
+    struct prom_sc_slot *slots; /* [mu] */
+    char *area;                 /* [mu] */
+    size_t area_cap, used;      /* [mu] used */
+};
+
+#define PROM_SC_HEAD 8
+
+struct prom_series_cache *prom_series_cache_new(size_t max_bytes)
+{
+    if (max_bytes < ((size_t)64 << 10))
+        max_bytes = (size_t)64 << 10;
+    struct prom_series_cache *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    /* an entry is ~200 bytes at typical label sizes: one slot per 64 bytes of area keeps the
+     * table at most ~1/3 full (at most half: enforced on insert); the table takes 1/5 */
+    size_t area = max_bytes / 5 * 4;
+    size_t nslots = 1024;
+    while (nslots * 2 * sizeof(struct prom_sc_slot) <= max_bytes / 5)
+        nslots *= 2;
+    c->slots = calloc(nslots, sizeof(*c->slots));
+    c->area = malloc(area);
+    if (!c->slots || !c->area) {
+        free(c->slots);
+        free(c->area);
+        free(c);
+        return NULL;
+    }
+    c->nslots = nslots;
+    c->area_cap = area;
+    if (getrandom(&c->seed, sizeof(c->seed), GRND_NONBLOCK) != (ssize_t)sizeof(c->seed)) {
+        struct timespec ts; /* no entropy yet (early boot): the clock still varies per run */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        c->seed = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ULL ^ (uint64_t)ts.tv_sec ^
+                  (uint64_t)(uintptr_t)c;
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    return c;
+}
+
+void prom_series_cache_free(struct prom_series_cache *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_destroy(&c->mu);
+    free(c->slots);
+    free(c->area);
+    free(c);
+}
+
+const char *prom_series_key(const struct prom_series_cache *c, const ProtobufCBinaryData *labels,
+                            size_t n_labels, struct prom_arena *a, size_t *len, uint64_t *hash)
+{
+    size_t need = 0;
+    for (size_t i = 0; i < n_labels; i++)
+        need += 4 + labels[i].len;
+    if (need == 0)
+        need = 1; /* a series without labels: one byte, never a valid key of labels */
+    char *key = prom_arena_alloc(a, need);
+    if (!key)
+        return NULL;
+    char *w = key;
+    if (n_labels == 0)
+        *w = 0;
+    for (size_t i = 0; i < n_labels; i++) {
+        uint32_t l = (uint32_t)labels[i].len;
+        memcpy(w, &l, 4);
+        if (labels[i].len)
+            memcpy(w + 4, labels[i].data, labels[i].len);
+        w += 4 + labels[i].len;
+    }
+    *len = need;
+    *hash = hash_bytes(key, need, c->seed);
+    return key;
+}
+
+/* REQUIRES: c->mu held. The entry of key, or NULL. */
+static const char *prom_sc_find(const struct prom_series_cache *c, const char *key,
+                                size_t key_len, uint64_t hash)
+{
+    for (size_t i = hash & (c->nslots - 1);; i = (i + 1) & (c->nslots - 1)) {
+        const struct prom_sc_slot *s = &c->slots[i];
+        if (!s->off1)
+            return NULL;
+        if (s->hash != hash)
+            continue;
+        const char *e = c->area + s->off1 - 1;
+        uint32_t kl;
+        memcpy(&kl, e, 4);
+        if (kl == key_len && !memcmp(e + PROM_SC_HEAD, key, key_len))
+            return e;
+    }
+}
+
+const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, size_t key_len,
+                                  uint64_t hash, struct prom_arena *a)
+{
+    char *blk = NULL;
+    pthread_mutex_lock(&c->mu);
+    const char *e = prom_sc_find(c, key, key_len, hash);
+    if (e) {
+        uint16_t nl;
+        memcpy(&nl, e + 6, 2);
+        /* the block: the name count (2 bytes, as in the entry), then the names */
+        if ((blk = prom_arena_alloc(a, 2 + (size_t)nl)) != NULL) {
+            memcpy(blk, e + 4, 2);
+            memcpy(blk + 2, e + PROM_SC_HEAD + key_len, nl);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+    return blk;
+}
+
+void prom_series_names_load(const char *names, struct put_point *p)
+{
+    uint16_t nn;
+    memcpy(&nn, names, 2);
+    const char *r = names + 2;
+    size_t len = strlen(r);
+    p->metric = (struct put_str){r, len};
+    r += len + 1;
+    p->ntags = (size_t)(nn - 1) / 2;
+    for (size_t i = 0; i < p->ntags; i++) {
+        len = strlen(r);
+        p->tagk[i] = (struct put_str){r, len};
+        r += len + 1;
+        len = strlen(r);
+        p->tagv[i] = (struct put_str){r, len};
+        r += len + 1;
+    }
+}
+
+void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t key_len,
+                           uint64_t hash, const struct put_point *p)
+{
+    size_t nl = p->metric.len + 1;
+    for (size_t i = 0; i < p->ntags; i++)
+        nl += p->tagk[i].len + p->tagv[i].len + 2;
+    size_t need = (PROM_SC_HEAD + key_len + nl + 7) & ~(size_t)7;
+    if (nl > UINT16_MAX || key_len > UINT32_MAX || need > c->area_cap / 4)
+        return; /* too large to be worth keeping */
+    pthread_mutex_lock(&c->mu);
+    if (prom_sc_find(c, key, key_len, hash)) {
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
+    if (c->used + need > c->area_cap || (c->count + 1) * 2 > c->nslots) {
+        memset(c->slots, 0, c->nslots * sizeof(*c->slots)); /* full: start again */
+        c->used = 0;
+        c->count = 0;
+    }
+    char *e = c->area + c->used;
+    uint32_t kl = (uint32_t)key_len;
+    uint16_t nn = (uint16_t)(1 + 2 * p->ntags), nl16 = (uint16_t)nl;
+    memcpy(e, &kl, 4);
+    memcpy(e + 4, &nn, 2);
+    memcpy(e + 6, &nl16, 2);
+    memcpy(e + PROM_SC_HEAD, key, key_len);
+    char *w = e + PROM_SC_HEAD + key_len;
+    memcpy(w, p->metric.p, p->metric.len);
+    w[p->metric.len] = '\0';
+    w += p->metric.len + 1;
+    for (size_t i = 0; i < p->ntags; i++) {
+        memcpy(w, p->tagk[i].p, p->tagk[i].len);
+        w[p->tagk[i].len] = '\0';
+        w += p->tagk[i].len + 1;
+        memcpy(w, p->tagv[i].p, p->tagv[i].len);
+        w[p->tagv[i].len] = '\0';
+        w += p->tagv[i].len + 1;
+    }
+    size_t i = hash & (c->nslots - 1);
+    while (c->slots[i].off1)
+        i = (i + 1) & (c->nslots - 1);
+    c->slots[i] = (struct prom_sc_slot){hash, c->used + 1};
+    c->used += need;
+    c->count++;
+    pthread_mutex_unlock(&c->mu);
+}
+
+size_t prom_series_cache_count(struct prom_series_cache *c)
+{
+    pthread_mutex_lock(&c->mu);
+    size_t n = c->count;
+    pthread_mutex_unlock(&c->mu);
+    return n;
 }
 
 enum prom_value_class prom_value_class(double v)

@@ -49,6 +49,9 @@ struct prom_arena {
 };
 void prom_arena_init(struct prom_arena *a);
 void prom_arena_clear(struct prom_arena *a); /* frees every block; the arena stays usable */
+/* n bytes (max_align_t-aligned) from the arena, valid until prom_arena_clear; NULL when out of
+ * memory. */
+void *prom_arena_get(struct prom_arena *a, size_t n);
 
 /* The settings of the write mapping. */
 struct prom_map {
@@ -70,6 +73,38 @@ bool prom_snappy_encode(const void *in, size_t len, char **out, size_t *out_len)
  * more than PUT_MAX_TAGS labels; 500 when out of memory. */
 int prom_map_series(const struct prom_map *m, const Prometheus__TimeSeries *ts, char **buf,
                     size_t *cap, struct put_point *p, char *msg, size_t msg_size);
+
+/* The series cache of the write path: the encoded Label messages of a series (its key: each
+ * label's bytes after a 4-byte length, in the order sent) -> the names prom_map_series made of
+ * them, for series whose mapping and name checks (put_check_names) passed. A hit skips decoding
+ * the labels, mapping and checking them; the mapping depends only on the key and on settings
+ * fixed for the daemon's life (tsd.core.tag.allow_specialchars, tsd.prometheus.default_tag, put's
+ * rules), so an entry never goes stale. Bounded: at most max_bytes of entries and table; when an
+ * entry does not fit, every entry is dropped (the next requests fill it again). Thread-safe (one
+ * mutex, held for a lookup or an insert, never across calls). Keys are hashed with a random
+ * seed per cache (clients choose them). */
+struct prom_series_cache;
+/* Returns a new cache of at most max_bytes (at least 64 KiB), freed with
+ * prom_series_cache_free(), or NULL when out of memory. */
+struct prom_series_cache *prom_series_cache_new(size_t max_bytes);
+void prom_series_cache_free(struct prom_series_cache *c); /* accepts NULL */
+/* The key of a series with these labels, in a new block of arena a (valid until
+ * prom_arena_clear), its length in *len and its hash in *hash; NULL when out of memory. */
+const char *prom_series_key(const struct prom_series_cache *c, const ProtobufCBinaryData *labels,
+                            size_t n_labels, struct prom_arena *a, size_t *len, uint64_t *hash);
+/* Looks key up; on a hit copies its names into a new block of arena a (valid until
+ * prom_arena_clear) and returns it, for prom_series_names_load. NULL on a miss (or when out of
+ * memory). */
+const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, size_t key_len,
+                                  uint64_t hash, struct prom_arena *a);
+/* Sets p->metric, p->ntags, p->tagk and p->tagv to spans of a block prom_series_cache_get
+ * returned (valid while the block is). */
+void prom_series_names_load(const char *names, struct put_point *p);
+/* Adds key -> p's metric and tags (copied). A key already present is left as it is. */
+void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t key_len,
+                           uint64_t hash, const struct put_point *p);
+/* Entries held now (for tests). */
+size_t prom_series_cache_count(struct prom_series_cache *c);
 
 /* What a sample's value is. */
 enum prom_value_class {

@@ -132,6 +132,21 @@ static const bool put_name_char[256] = {
     ['y'] = 1, ['z'] = 1,
 };
 
+/* put_parse_line's tag scan, one lookup per byte: PUT_TC_PLAIN for put_name_char's bytes,
+ * PUT_TC_EQ for '=', PUT_TC_SPACE for ' ', 0 (another byte: not plain) for the rest. */
+enum { PUT_TC_PLAIN = 1, PUT_TC_EQ = 2, PUT_TC_SPACE = 3 };
+static const unsigned char put_tag_class[256] = {
+    ['-'] = 1, ['.'] = 1, ['/'] = 1, ['_'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
+    ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['A'] = 1, ['B'] = 1,
+    ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1,
+    ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
+    ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
+    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
+    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
+    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
+    ['y'] = 1, ['z'] = 1, ['='] = 2, [' '] = 3,
+};
+
 bool put_name_valid(const char *s, size_t len, const char *special, size_t *bad_at)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -617,12 +632,17 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
          * whether every other byte is a plain name character */
         const char *te = p, *eq = NULL;
         bool two_eq = false;
-        for (; te < end && *te != ' '; te++) {
-            if (*te == '=') {
+        for (; te < end; te++) {
+            unsigned char k = put_tag_class[(unsigned char)*te];
+            if (k == PUT_TC_PLAIN)
+                continue;
+            if (k == PUT_TC_SPACE)
+                break;
+            if (k == PUT_TC_EQ) {
                 two_eq = eq != NULL;
                 eq = eq ? eq : te;
             } else {
-                plain &= put_name_char[(unsigned char)*te];
+                plain = false;
             }
         }
         const char *sp = te < end ? te : NULL;

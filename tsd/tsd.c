@@ -625,6 +625,9 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     rc = ingest_new(&io, tsdstore_write, t->tstore, &t->ingest, err);
     if (rc != CT_OK)
         goto out;
+    rc = api_prom_open(t, err);
+    if (rc != CT_OK)
+        goto out;
     rc = tsd_rollup_start(t, err);
     if (rc != CT_OK)
         goto out;
@@ -681,6 +684,7 @@ out:
     workpool_free(t->pool);
     qpool_free(t->qpool); /* after the workers: no query runs */
     ingest_free(t->ingest);
+    api_prom_close(t); /* after the workers */
     tsd_rollup_stop(t); /* after the workers (no /api/rollup or query runs) */
     if (telnet_init)
         telnet_ingest_destroy(t);

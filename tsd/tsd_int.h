@@ -30,6 +30,7 @@ struct evconnlistener;
 struct http_conn;
 struct http_req;
 struct ingest;
+struct prom_series_cache;
 struct ingest_batch;
 struct telnet_conn;
 struct workpool;
@@ -76,6 +77,7 @@ struct tsd {
     struct tsdb *tsdb;
     struct tsdstore *tstore; /* owns store and tsdb */
     struct ingest *ingest;
+    struct prom_series_cache *prom_cache; /* remote write's series cache, or NULL (api_prom.c) */
     struct rollup *rollup;             /* tsd.rollups.enable: the tables (api_rollup.c) */
     struct tsd_rollup_job *rollup_job; /* the rollup job thread, or NULL */
     enum tsd_state state;
@@ -131,6 +133,10 @@ struct tsd {
 };
 
 /* telnet.c */
+/* Remote write's state (api_prom.c): the series cache of tsd.prometheus.series_cache_bytes.
+ * open: CT_OK or CT_ENOMEM; close: after the workers, accepts a TSD it was not opened on. */
+CT_MUST_CHECK int api_prom_open(struct tsd *t, struct ct_err *err);
+void api_prom_close(struct tsd *t);
 CT_MUST_CHECK int telnet_ingest_init(struct tsd *t, struct ct_err *err);
 void telnet_ingest_destroy(struct tsd *t);
 /* Submits the current batch now. */

@@ -158,6 +158,14 @@ if sys.argv[1] == "read":
             lines.append("\t".join("%s=%s" % kv for kv in sorted(labels.items()))
                          + "\tn=%d" % n)
     print("\n".join(sorted(lines)))
+elif sys.argv[1] == "badlabel":
+    # two series: the first well formed, the second with a label whose bytes are no Label
+    port, ts = sys.argv[2], int(sys.argv[3])
+    sample = field(2, 2, field(1, 1, struct.pack("<d", 1.0)) + field(2, 0, varint(ts)))
+    good = field(1, 2, label("__name__", "ctsdb_it_badlabel_ok")) + sample
+    bad = field(1, 2, label("__name__", "ctsdb_it_badlabel_bad")) + field(1, 2, b"\x0a\x7f") + sample
+    code, body = post(port, "/api/v1/write", field(1, 2, good) + field(1, 2, bad))
+    print(("%d %s" % (code, body.decode("utf-8", "replace"))).strip())
 else:
     port, ts, value = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     series = b"".join(field(1, 2, label(*kv.split("=", 1))) for kv in sys.argv[5:])
@@ -402,6 +410,12 @@ check_contains "with the reason" "$(cat "$dir/bad.out")" "snappy"
 code=$(printf '\x05\x10\x0a\x03\xff\xff\xff' | curl -s -o "$dir/bad.out" -w '%{http_code}' \
   -H 'Content-Encoding: snappy' --data-binary @- "http://127.0.0.1:$TSD_PORT/api/v1/write")
 check_eq "snappy holding no protobuf WriteRequest is 400" "400" "$code"
+# labels are decoded lazily (only those of series not in the series cache), but all of them
+# before anything is written: a later series' bad label refuses the whole body
+bl=$(promrw badlabel "$TSD_PORT" "$(( $(date +%s) * 1000 ))")
+check_contains "a series with an undecodable label refuses the body (400)" "$bl" "400"
+check_eq "and the well-formed series before it is not written" "[]" \
+  "$(curl -s "http://127.0.0.1:$TSD_PORT/api/suggest?type=metrics&q=ctsdb_it_badlabel")"
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Encoding: snappy' --data-binary 'x' \
   "http://127.0.0.1:$TSD_PORT/api/v1/read")
 check_eq "a bad read body is 400" "400" "$code"
@@ -410,8 +424,10 @@ kill -TERM "$bpid"
 for _ in $(seq 1 100); do kill -0 "$bpid" 2>/dev/null || break; sleep 0.1; done
 tsd_stop
 
-# restart on the same data: ':' allowed in names from now on, at most 1 metric per read query
-tsd_start --tsd.core.tag.allow_specialchars=: --tsd.prometheus.read_max_metrics=1
+# restart on the same data: ':' allowed in names from now on, at most 1 metric per read query,
+# and no remote write series cache (every series' labels decoded and mapped: the other path)
+tsd_start --tsd.core.tag.allow_specialchars=: --tsd.prometheus.read_max_metrics=1 \
+  --tsd.prometheus.series_cache_bytes=0
 rd_re2=$(promrw read "$TSD_PORT" $((start_s * 1000)) "$now_ms" 'RE:__name__:ctsdb_it:w.*' | sed 's/\tn=[0-9]*$//')
 check_eq "series escaped before allow_specialchars changed read back the same" "$rd_re" "$rd_re2"
 cap=$(promrw read "$TSD_PORT" $((start_s * 1000)) "$now_ms" 'RE:__name__:ctsdb_it:.*')

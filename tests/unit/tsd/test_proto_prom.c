@@ -289,6 +289,125 @@ static void test_prom_write_decode(void **state)
     free(body);
 }
 
+/* The write path's lazy view decodes the same bytes: the labels kept encoded, each one decoding
+ * with Label's descriptor to what the full WriteRequest holds. */
+static void test_prom_write_lazy_view(void **state)
+{
+    (void)state;
+    size_t len, rl;
+    char *body = make_write(10, &len);
+    char *raw;
+    assert_int_equal(prom_snappy_decode(body, len, 1 << 20, &raw, &rl, msg, sizeof(msg)), 0);
+    Prometheus__WriteRequest *full = prometheus__write_request__unpack(NULL, rl, (uint8_t *)raw);
+    struct prom_arena arena;
+    prom_arena_init(&arena);
+    Prometheus__WriteRequestLazy *lz =
+        prometheus__write_request_lazy__unpack(&arena.alloc, rl, (uint8_t *)raw);
+    assert_non_null(full);
+    assert_non_null(lz);
+    assert_int_equal(lz->n_timeseries, full->n_timeseries);
+    const Prometheus__TimeSeriesLazy *ts = lz->timeseries[0];
+    assert_int_equal(ts->n_labels, full->timeseries[0]->n_labels);
+    assert_int_equal(ts->n_samples, 10);
+    assert_true(ts->samples[7]->value == full->timeseries[0]->samples[7]->value);
+    for (size_t i = 0; i < ts->n_labels; i++) {
+        Prometheus__Label *l =
+            prometheus__label__unpack(&arena.alloc, ts->labels[i].len, ts->labels[i].data);
+        assert_non_null(l);
+        assert_string_equal(l->name, full->timeseries[0]->labels[i]->name);
+        assert_string_equal(l->value, full->timeseries[0]->labels[i]->value);
+    }
+    /* a label's bytes that are not a Label do not decode */
+    const uint8_t bad[] = {0x0a, 0x7f};
+    assert_null(prometheus__label__unpack(&arena.alloc, sizeof(bad), bad));
+    prometheus__write_request__free_unpacked(full, NULL);
+    prom_arena_clear(&arena);
+    free(raw);
+    free(body);
+}
+
+/* The series cache: a hit gives back the names stored under the same key bytes, a different
+ * key (one byte changed, or labels split differently) misses, and filling it past its bound
+ * drops everything and keeps working. */
+static void test_prom_series_cache(void **state)
+{
+    (void)state;
+    struct prom_series_cache *c = prom_series_cache_new(64 << 10);
+    assert_non_null(c);
+    struct prom_arena arena;
+    prom_arena_init(&arena);
+    ProtobufCBinaryData lb[3] = {{5, (uint8_t *)"\x0a\x01" "a\x12\x00"},
+                                  {4, (uint8_t *)"abcd"},
+                                  {2, (uint8_t *)"ef"}};
+    size_t kl, kl2, kl3;
+    uint64_t h, h2, h3;
+    const char *k = prom_series_key(c, lb, 3, &arena, &kl, &h);
+    assert_non_null(k);
+    /* the same bytes split as "abc" + "def": another key (lengths are part of it) */
+    ProtobufCBinaryData lab2[3] = {lb[0], {3, (uint8_t *)"abc"}, {3, (uint8_t *)"def"}};
+    const char *k2 = prom_series_key(c, lab2, 3, &arena, &kl2, &h2);
+    ProtobufCBinaryData lab3[3] = {lb[0], lb[1], {2, (uint8_t *)"eg"}};
+    const char *k3 = prom_series_key(c, lab3, 3, &arena, &kl3, &h3);
+    assert_int_equal(kl, kl2);
+    assert_memory_not_equal(k, k2, kl);
+
+    struct put_point p, q;
+    memset(&p, 0, sizeof(p));
+    p.metric = (struct put_str){"cpu", 3};
+    p.ntags = 2;
+    p.tagk[0] = (struct put_str){"host", 4};
+    p.tagv[0] = (struct put_str){"web01", 5};
+    p.tagk[1] = (struct put_str){"dc", 2};
+    p.tagv[1] = (struct put_str){"x/2Fy", 5};
+    assert_null(prom_series_cache_get(c, k, kl, h, &arena));
+    prom_series_cache_put(c, k, kl, h, &p);
+    assert_int_equal(prom_series_cache_count(c), 1);
+    const char *names = prom_series_cache_get(c, k, kl, h, &arena);
+    assert_non_null(names);
+    memset(&q, 0, sizeof(q));
+    prom_series_names_load(names, &q);
+    assert_int_equal(q.metric.len, 3);
+    assert_memory_equal(q.metric.p, "cpu", 3);
+    assert_int_equal(q.ntags, 2);
+    assert_memory_equal(q.tagk[0].p, "host", 4);
+    assert_memory_equal(q.tagv[0].p, "web01", 5);
+    assert_int_equal(q.tagk[1].len, 2);
+    assert_memory_equal(q.tagv[1].p, "x/2Fy", 5);
+    assert_null(prom_series_cache_get(c, k2, kl2, h2, &arena));
+    assert_null(prom_series_cache_get(c, k3, kl3, h3, &arena));
+    /* a present key is not added twice */
+    prom_series_cache_put(c, k, kl, h, &p);
+    assert_int_equal(prom_series_cache_count(c), 1);
+
+    /* fill well past 64 KiB: entries are dropped all at once, never beyond the bound */
+    size_t max_count = 0;
+    for (int i = 0; i < 5000; i++) {
+        char buf[32];
+        int n = snprintf(buf, sizeof(buf), "series-%d", i);
+        ProtobufCBinaryData one = {(size_t)n, (uint8_t *)buf};
+        size_t l;
+        uint64_t hh;
+        const char *kk = prom_series_key(c, &one, 1, &arena, &l, &hh);
+        assert_non_null(kk);
+        p.metric = (struct put_str){buf, (size_t)n};
+        prom_series_cache_put(c, kk, l, hh, &p);
+        names = prom_series_cache_get(c, kk, l, hh, &arena);
+        assert_non_null(names);
+        prom_series_names_load(names, &q);
+        assert_int_equal(q.metric.len, (size_t)n);
+        assert_memory_equal(q.metric.p, buf, (size_t)n);
+        assert_int_equal(q.ntags, 2);
+        size_t cnt = prom_series_cache_count(c);
+        if (cnt > max_count)
+            max_count = cnt;
+    }
+    assert_true(max_count > 100);
+    assert_true(prom_series_cache_count(c) < max_count); /* it was cleared at least once */
+    prom_arena_clear(&arena);
+    prom_series_cache_free(c);
+    prom_series_cache_free(NULL);
+}
+
 static void test_prom_matchers(void **state)
 {
     (void)state;
@@ -400,6 +519,8 @@ int main(void)
         cmocka_unit_test(test_prom_values),
         cmocka_unit_test(test_prom_value_put_equals_the_text_path),
         cmocka_unit_test(test_prom_write_decode),
+        cmocka_unit_test(test_prom_write_lazy_view),
+        cmocka_unit_test(test_prom_series_cache),
         cmocka_unit_test(test_prom_matchers),
         cmocka_unit_test(test_prom_read_response_roundtrip),
     };
