@@ -528,8 +528,8 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
 {
     int64_t iv = x->ds->interval_ms;
     if (c->ts_regular) {
-        if ((c->kinds == DPCODEC_COLS_INTS || c->kinds == DPCODEC_COLS_REALS) &&
-            c->ts_step > 0 && iv % c->ts_step == 0) {
+        if ((c->kinds == DPCODEC_COLS_INTS || c->kinds == DPCODEC_COLS_REALS) && c->ts_step > 0 &&
+            iv % c->ts_step == 0) {
             if (x->ds_stream != QAGG_STREAM_NO)
                 return row_downsample_regular(x, c, s, hint, err);
             int pick = ds_pick(x->ds->fn);
