@@ -475,8 +475,9 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     if (st && nth > st->scan_threads)
         st->scan_threads = nth;
     enum rollup_iv riv;
-    if (!x.histo && x.nhead == 0 && qrollup_eligible(q, sub, o, &riv)) { /* rollup tables */
-        xs->ds_done = true;
+    bool rolled = false;
+    if (!x.histo && qrollup_eligible(q, sub, o, &riv)) { /* rollup tables (head points folded) */
+        xs->ds_done = rolled = true;
         if ((rc = qrollup_scan(&x, sub, o->rollup, riv, o->pool, nth, err)) != CT_OK) {
             map_uid_err(rc, status);
             goto out;
@@ -506,7 +507,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
             }
         }
     }
-    if (x.nhead && (rc = qexec_head_merge(&x, err)) != CT_OK) {
+    if (x.nhead && !rolled && (rc = qexec_head_merge(&x, err)) != CT_OK) {
         map_uid_err(rc, status);
         goto out;
     }

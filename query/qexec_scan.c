@@ -477,6 +477,50 @@ static int row_downsample_regular(const struct xscan *x, const struct dpcodec_co
     return CT_OK;
 }
 
+/* row_downsample_regular() for "first" and "last" (qagg_run_double's: the bucket's first or
+ * last value, NaN or not): one value picked per bucket, no timestamp column, no conversion pass
+ * (a counter's rate is usually asked after a "last" downsample). */
+static int row_pick_regular(const struct xscan *x, const struct dpcodec_cols *c, struct xser *s,
+                            size_t hint, bool last, struct ct_err *err)
+{
+    int64_t iv = x->ds->interval_ms, t0 = c->ts_first, st = c->ts_step;
+    size_t n = c->n, i = 0;
+    if (x->ds_seek_ms > t0)
+        i = (size_t)((x->ds_seek_ms - t0 + st - 1) / st);
+    if (i >= n)
+        return CT_OK;
+    int64_t ti = t0 + (int64_t)i * st, tlast = t0 + (int64_t)(n - 1) * st;
+    int64_t bstart = ti - ti % iv;
+    size_t most = (size_t)((tlast - bstart) / iv) + 1;
+    struct qagg_point *out = series_room(s, most, hint);
+    if (!out)
+        return ct_err_set(err, CT_ENOMEM, "out of memory growing a series by %zu points", most);
+    const int64_t *v = (const int64_t *)(const void *)c->val;
+    const double *dv = (const double *)(const void *)c->val; /* DPCODEC_COLS_REALS */
+    bool reals = c->kinds == DPCODEC_COLS_REALS;
+    size_t k = (size_t)(iv / st), m = 0;
+    /* the first bucket ends at the first point at or after bstart + iv */
+    size_t e = (size_t)((bstart + iv - t0 + st - 1) / st);
+    for (; i < n; bstart += iv, i = e, e += k) {
+        if (e > n)
+            e = n;
+        size_t at = last ? e - 1 : i;
+        out[m].ts_ms = bstart;
+        out[m].is_int = false;
+        out[m].v.d = reals ? dv[at] : (double)v[at];
+        m++;
+    }
+    series_put(s, most, m);
+    return CT_OK;
+}
+
+/* The downsampling function's pick for row_pick_regular(): 1 "first", 2 "last", 0 neither. */
+static int ds_pick(const struct qagg *fn)
+{
+    const char *name = qagg_name(fn);
+    return !strcmp(name, "last") ? 2 : !strcmp(name, "first") ? 1 : 0;
+}
+
 /* Downsamples a row's points (c) into series s's buckets (placed by series_room()/series_put();
  * hint: series_room()'s). */
 static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct xser *s,
@@ -484,9 +528,14 @@ static int row_downsample(const struct xscan *x, struct dpcodec_cols *c, struct 
 {
     int64_t iv = x->ds->interval_ms;
     if (c->ts_regular) {
-        if ((c->kinds == DPCODEC_COLS_INTS || c->kinds == DPCODEC_COLS_REALS) &&
-            x->ds_stream != QAGG_STREAM_NO && c->ts_step > 0 && iv % c->ts_step == 0)
-            return row_downsample_regular(x, c, s, hint, err);
+        if ((c->kinds == DPCODEC_COLS_INTS || c->kinds == DPCODEC_COLS_REALS) && c->ts_step > 0 &&
+            iv % c->ts_step == 0) {
+            if (x->ds_stream != QAGG_STREAM_NO)
+                return row_downsample_regular(x, c, s, hint, err);
+            int pick = ds_pick(x->ds->fn);
+            if (pick)
+                return row_pick_regular(x, c, s, hint, pick == 2, err);
+        }
         dpcodec_cols_fill_ts(c);
     }
     const int64_t *ts = c->ts;

@@ -292,20 +292,22 @@ static u128 qjson_p10u(int k)
     return p;
 }
 
-/* 1e-3 .. 1e7 (index exp10 + 3) */
-static const double qjson_p10d[] = {1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7};
+/* 1e-3 .. 1e15 (index exp10 + 3) */
+static const double qjson_p10d[] = {1e-3, 1e-2, 1e-1, 1e0,  1e1,  1e2,  1e3,  1e4,  1e5, 1e6,
+                                    1e7,  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
 
-/* What the general path below prints for 1e-3 <= |v| < 1e7, computed exactly with 128-bit
+/* What the general path below prints for 1e-3 <= |v| < 1e15, computed exactly with 128-bit
  * integers instead of printf and strtod: for n = 15, 16, 17 significant digits the correctly
  * rounded (ties to even, as printf) n-digit decimal q x 10^-k of |v| = M x 2^-s, taken at the
  * first n whose decimal reads back as v (|q 2^s - M 10^k| under half a gap of v, scaled by
  * 10^k 2^s; an exact tie reads back iff M is even, as strtod rounds); n = 17 always. Here s is
- * 30..62 and k = n - 1 - exp10 is 8..19, so M 10^k < 2^117 and q 2^s < 2^120. Returns 0 when v
+ * 3..62 and k = n - 1 - exp10 is 0..19, so M 10^k < 2^117 and q 2^s < 2^120. From 1e7 up (sums
+ * and rates of byte counters) the layout is the E form, as the general path's. Returns 0 when v
  * is outside that range. */
 static size_t qjson_format_exact(double v, char *out)
 {
     double a = fabs(v);
-    if (!(a >= 1e-3 && a < 1e7))
+    if (!(a >= 1e-3 && a < 1e15))
         return 0;
     uint64_t bits;
     memcpy(&bits, &a, sizeof(bits)); /* a normal double: m = 1.fraction, 53 bits */
@@ -316,7 +318,7 @@ static size_t qjson_format_exact(double v, char *out)
     /* exp10 with 10^exp10 <= a < 10^(exp10 + 1): powers of ten from 1e-3 to 1e7 are compared
      * as doubles (1e-3 is not exact, but a < 1e-3 was excluded with the same constant) */
     int exp10 = -3;
-    while (exp10 < 6 && a >= qjson_p10d[exp10 + 4])
+    while (exp10 < 14 && a >= qjson_p10d[exp10 + 4])
         exp10++;
     for (int n = 15; n <= 17; n++) {
         int k = n - 1 - exp10;
@@ -357,7 +359,26 @@ static size_t qjson_format_exact(double v, char *out)
         const char *dig = d + 17 - nd;
         while (nd > 1 && dig[nd - 1] == '0')
             nd--;
-        return qjson_plain_layout_padded(v < 0, dig, nd, ex, out);
+        if (a < 1e7)
+            return qjson_plain_layout_padded(v < 0, dig, nd, ex, out);
+        /* d.dddEx (7 <= ex <= 15) */
+        size_t o = 0;
+        if (v < 0)
+            out[o++] = '-';
+        out[o++] = dig[0];
+        out[o++] = '.';
+        if (nd > 1) {
+            memcpy(out + o, dig + 1, nd - 1);
+            o += nd - 1;
+        } else {
+            out[o++] = '0';
+        }
+        out[o++] = 'E';
+        if (ex >= 10)
+            out[o++] = (char)('0' + ex / 10);
+        out[o++] = (char)('0' + ex % 10);
+        out[o] = 0;
+        return o;
     }
     return 0;
 }

@@ -3,7 +3,11 @@
  * each series gets one point per bucket that has what the function needs.
  * Invariants: the three sources cover disjoint hour ranges [lo, cut1), [cut1, cut2), [cut2, hi)
  * of the window, each a whole number of its own intervals; an accumulator is indexed by bucket
- * (ts - lo) / interval and every bucket lies inside [lo, hi). */
+ * (ts - lo) / interval and every bucket lies inside [lo, hi). The ingest head's points
+ * (x->head_*, collected by run_sub) join the raw source: a series' raw rows from the hour of its
+ * first head point in [cut2, hi) on are kept as points and merged with the head's (the head's
+ * point wins a shared timestamp, as qexec_head_merge), then folded in time order, so each bucket
+ * adds its points in the order the general path does. */
 #include "query/qrollup.h"
 
 #include <math.h>
@@ -23,15 +27,14 @@ bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
 {
     if (o->general_only || !sub->metric || q->padding || q->delete_data)
         return false;
-    if (o->rollup && sub->rollup_usage == QSPEC_ROLLUP_RAW)
-        return false;
     const struct qagg_ds *ds = &sub->ds;
     if (!ds->enabled || ds->all || ds->calendar || ds->fill != QAGG_FILL_NONE ||
         ds->interval_ms <= 0 || ds->interval_ms % HOUR_MS)
         return false;
     if (qagg_stream_kind(ds->fn) == QAGG_STREAM_NO)
         return false;
-    if (!o->rollup && ds->interval_ms == HOUR_MS)
+    bool raw_only = !o->rollup || sub->rollup_usage == QSPEC_ROLLUP_RAW;
+    if (raw_only && ds->interval_ms == HOUR_MS)
         return false; /* raw rows only: the scan's own downsampling does whole hours */
     *iv = ds->interval_ms % DAY_MS == 0 ? ROLLUP_1D : ROLLUP_1H;
     return true;
@@ -51,23 +54,35 @@ struct racc {
 };
 #define RACC_RAW (1u << ROLLUP_NAGG)
 
+/* A raw point waiting for the head's points of its series (see the top). */
+struct rpend {
+    int64_t ts_ms;
+    double v;
+};
+
 struct rser {
     uint8_t tsuid[ROWKEY_MAX_TSUID];
     size_t tsuid_len;
-    struct racc *b; /* nb buckets */
+    struct racc *b;      /* nb buckets */
+    long head;           /* index of its points in x->head_*, or -1 */
+    int64_t head_from_s; /* with head >= 0: raw rows from this hour on go to pend */
+    struct rpend *pend;  /* ascending */
+    size_t npend, cappend;
     struct xann *anns; /* annotations of the raw rows read (moved to the xser) */
     size_t nanns;
 };
 
 struct rctx {
     struct xscan *x;
+    const struct hashset *hix;    /* the head's series (x->head_ts index), NULL when none */
+    int64_t raw_from_s, raw_to_s; /* the raw source's hours [cut2, hi) */
     int64_t lo_s, iv_s;
     size_t nb;
     struct rser **ser;
     size_t n, cap;
     struct hashset ht;
     bool need[ROLLUP_NAGG];
-    struct rsrc src;        /* the source being scanned */
+    struct rsrc src;          /* the source being scanned */
     struct dpcodec_cols cols; /* raw rows' points, reused row to row */
 };
 
@@ -81,6 +96,18 @@ static bool rser_eq(void *arg, size_t i, const void *key, size_t len)
 {
     struct rctx *c = arg;
     return c->ser[i]->tsuid_len == len && !memcmp(c->ser[i]->tsuid, key, len);
+}
+
+static uint64_t head_hash_of(void *arg, size_t i)
+{
+    const struct xscan *x = arg;
+    return hash_bytes(x->head_ts[i], x->head_tl[i], 0);
+}
+
+static bool head_eq(void *arg, size_t i, const void *key, size_t len)
+{
+    const struct xscan *x = arg;
+    return x->head_tl[i] == len && !memcmp(x->head_ts[i], key, len);
 }
 
 static struct rser *rser_get(struct rctx *c, const uint8_t *tsuid, size_t len, struct ct_err *err)
@@ -117,6 +144,21 @@ static struct rser *rser_get(struct rctx *c, const uint8_t *tsuid, size_t len, s
     }
     memcpy(s->tsuid, tsuid, len);
     s->tsuid_len = len;
+    s->head = -1;
+    if (c->hix && c->hix->cap) {
+        struct xscan *x = c->x;
+        size_t slot = 0;
+        long hi = hashset_find(c->hix, hash_bytes(tsuid, len, 0), head_eq, x, tsuid, len, &slot);
+        /* its first head point inside the raw source's hours */
+        for (size_t k = hi >= 0 ? x->head_off[hi] : 0; hi >= 0 && k < x->head_off[hi + 1]; k++) {
+            int64_t t = x->head_pts[k].ts_ms;
+            if (t >= c->raw_from_s * 1000 && t < c->raw_to_s * 1000) {
+                s->head = hi;
+                s->head_from_s = rowkey_base_hour_s(t / 1000);
+                break;
+            }
+        }
+    }
     hashset_insert_at(&c->ht, h, c->n);
     c->ser[c->n++] = s;
     return s;
@@ -258,6 +300,92 @@ static int add_ann(struct rser *s, int64_t start_ms, const struct wc_bytes *v)
     return 0;
 }
 
+/* The points of c->cols (a raw row of s) appended to s->pend. */
+static int pend_row(struct rctx *c, struct rser *s, struct ct_err *err)
+{
+    struct dpcodec_cols *k = &c->cols;
+    size_t n = k->n;
+    if (s->npend + n > s->cappend) {
+        size_t nc = s->cappend ? 2 * s->cappend : 512;
+        while (nc < s->npend + n)
+            nc *= 2;
+        struct rpend *np = realloc(s->pend, nc * sizeof(*np));
+        if (!np)
+            return ct_err_set(err, CT_ENOMEM, "out of memory keeping %zu raw points", n);
+        s->pend = np;
+        s->cappend = nc;
+    }
+    if (k->ts_regular)
+        dpcodec_cols_fill_ts(k);
+    struct rpend *o = s->pend + s->npend;
+    for (size_t i = 0; i < n; i++) {
+        o[i].ts_ms = k->ts[i];
+        o[i].v = k->kinds == DPCODEC_COLS_INTS    ? (double)(int64_t)k->val[i]
+                 : k->kinds == DPCODEC_COLS_REALS ? ((const double *)(const void *)k->val)[i]
+                                                  : dpcodec_cols_double(k, i);
+    }
+    s->npend += n;
+    atomic_fetch_add(&c->x->dps, n);
+    return CT_OK;
+}
+
+/* One raw point (of the raw source's hours) folded into its bucket, as raw_row() folds a row's
+ * points one by one: NaN marks the bucket raw and is otherwise skipped. */
+static void fold_point(struct rctx *c, struct rser *s, int64_t ts_ms, double v)
+{
+    if (ts_ms < c->raw_from_s * 1000 || ts_ms >= c->raw_to_s * 1000)
+        return;
+    struct racc *a = &s->b[(ts_ms / 1000 - c->lo_s) / c->iv_s];
+    a->has |= RACC_RAW;
+    if (isnan(v))
+        return;
+    a->sum += v;
+    if (!(a->has & (1u << ROLLUP_MIN)) || v < a->min)
+        a->min = v;
+    if (!(a->has & (1u << ROLLUP_MAX)) || v > a->max)
+        a->max = v;
+    a->count++;
+    a->has |= (uint8_t)((1u << ROLLUP_SUM) | (1u << ROLLUP_COUNT) | (1u << ROLLUP_MIN) |
+                        (1u << ROLLUP_MAX));
+}
+
+/* The head's series of salt bucket b: each one's kept raw points and head points merged in time
+ * order (the head's point wins a shared timestamp) and folded. */
+static int fold_head(struct rctx *c, unsigned b, struct ct_err *err)
+{
+    struct xscan *x = c->x;
+    for (size_t i = 0; i < x->nhead; i++) {
+        const uint8_t *ts = x->head_ts[i];
+        size_t tl = x->head_tl[i];
+        unsigned hb = x->nbuckets > 1 ? rowkey_salt_bucket(x->l, ts, tl) : 0;
+        if ((hb < x->nbuckets ? hb : 0) != b)
+            continue;
+        struct rser *s = rser_get(c, ts, tl, err);
+        if (!s)
+            return err->code;
+        if (s->head < 0)
+            continue; /* no head point in the raw source's hours */
+        const struct dpcodec_point *hp = x->head_pts + x->head_off[i];
+        size_t hn = x->head_off[i + 1] - x->head_off[i], h = 0;
+        for (size_t k = 0; k < s->npend; k++) {
+            const struct rpend *r = &s->pend[k];
+            for (; h < hn && hp[h].ts_ms < r->ts_ms; h++)
+                fold_point(c, s, hp[h].ts_ms,
+                           hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f);
+            if (h < hn && hp[h].ts_ms == r->ts_ms)
+                continue; /* the head's point is newer */
+            fold_point(c, s, r->ts_ms, r->v);
+        }
+        for (; h < hn; h++)
+            fold_point(c, s, hp[h].ts_ms, hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f);
+        atomic_fetch_add(&x->dps, hn);
+        free(s->pend);
+        s->pend = NULL;
+        s->npend = s->cappend = 0;
+    }
+    return CT_OK;
+}
+
 /* A raw row (one hour, inside one bucket: the interval is whole hours and lo is aligned to it)
  * folded into its bucket's accumulators, point by point in time order (so sums are added in the
  * order the general path adds them: the same bits), only the aggregates needed; its
@@ -294,6 +422,8 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
     }
     if (!n)
         return CT_OK;
+    if (s->head >= 0 && base >= s->head_from_s) /* merged with the head's points later */
+        return pend_row(c, s, err);
     struct racc *a = &s->b[(base - c->lo_s) / c->iv_s];
     a->has |= RACC_RAW;
     const struct dpcodec_cols *k = &c->cols;
@@ -439,6 +569,7 @@ struct rplan {
     int64_t lo, hi, cut1, cut2, iv_s;
     size_t nb;
     bool need[ROLLUP_NAGG];
+    struct hashset hix; /* the head's series */
     atomic_uint next;
     struct qpool_job job;
 };
@@ -452,6 +583,9 @@ static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_e
     c.lo_s = p->lo;
     c.nb = p->nb;
     memcpy(c.need, p->need, sizeof(c.need));
+    c.hix = p->x->nhead ? &p->hix : NULL;
+    c.raw_from_s = p->cut2;
+    c.raw_to_s = p->hi;
     dpcodec_cols_init(&c.cols);
     int rc = CT_OK;
     if (p->cut1 > p->lo) {
@@ -468,12 +602,15 @@ static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_e
         c.src = (struct rsrc){ROLLUP_1H, p->cut2, p->hi};
         rc = scan_table(&c, b, tsdb_data_table(p->x->t), p->cut2, p->hi - 3600, raw_row, err);
     }
+    if (rc == CT_OK && c.hix)
+        rc = fold_head(&c, b, err);
     for (size_t i = 0; i < c.n && rc == CT_OK; i++)
         rc = emit_series(&c, c.ser[i], p->kind, set, err);
     for (size_t i = 0; i < c.n; i++) {
         for (size_t a = 0; a < c.ser[i]->nanns; a++)
             free(c.ser[i]->anns[a].json);
         free(c.ser[i]->anns);
+        free(c.ser[i]->pend);
         free(c.ser[i]->b);
         free(c.ser[i]);
     }
@@ -519,7 +656,7 @@ int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
     p.need[ROLLUP_MAX] = p.kind == QAGG_STREAM_MAX;
     p.cut1 = p.lo;
     p.cut2 = p.hi;
-    if (!r) { /* no rollup tables: raw rows only */
+    if (!r || sub->rollup_usage == QSPEC_ROLLUP_RAW) { /* raw rows only */
         p.cut2 = p.lo;
     } else if (sub->rollup_usage == QSPEC_ROLLUP_NOFALLBACK) {
         p.cut1 = iv == ROLLUP_1D ? p.hi : p.lo;
@@ -533,10 +670,22 @@ int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
             p.cut1 = dp < p.lo ? p.lo : dp > p.hi ? p.hi : dp;
         p.cut2 = hp < p.cut1 ? p.cut1 : hp > p.hi ? p.hi : hp;
     }
+    for (size_t i = 0; i < x->nhead; i++) { /* the head's series, read by every thread */
+        size_t slot = 0;
+        uint64_t h = hash_bytes(x->head_ts[i], x->head_tl[i], 0);
+        int rc = hashset_reserve(&p.hix, 256, head_hash_of, x, err);
+        if (rc != CT_OK) {
+            hashset_destroy(&p.hix);
+            return rc;
+        }
+        if (hashset_find(&p.hix, h, head_eq, x, x->head_ts[i], x->head_tl[i], &slot) < 0)
+            hashset_insert_at(&p.hix, slot, i);
+    }
     if (threads > x->nbuckets)
         threads = x->nbuckets;
     p.job.fn = rplan_thread;
     p.job.arg = &p;
     qpool_run(pool, &p.job, threads ? threads - 1 : 0);
+    hashset_destroy(&p.hix);
     return CT_OK;
 }

@@ -1,7 +1,8 @@
 /* qrollup.h - sub-queries answered from the rollup tables (schema/rollup.h) instead of raw rows.
  *
  * A sub-query is served from rollups when the executor has rollup tables
- * (qexec_options.rollup), its rollupUsage is not ROLLUP_RAW, it downsamples (not "all", not
+ * (qexec_options.rollup), its rollupUsage is not ROLLUP_RAW (which reads raw rows through the
+ * raw source below, or the scan for a 1h interval), it downsamples (not "all", not
  * calendar, no fill policy) with an interval that is a whole number of hours and a function
  * rollups hold: sum, count, min, max, or avg (= sum / count); it names a metric (not tsuids); the
  * query is neither a delete nor padded. Other functions (percentiles, dev, first, last, zimsum,
@@ -23,7 +24,10 @@
  * otherwise sums and averages may differ in the last bits (a different order of additions).
  * Annotations of the raw rows read are returned; none for the part served from rollup tables. A
  * bucket whose raw points are all NaN gives NaN, as the raw path does, when read from raw rows;
- * from the rollup tables it has no rollup and so no point. */
+ * from the rollup tables it has no rollup and so no point. The ingest head's points of the raw
+ * source's hours are folded too (merged with the raw rows of their hours, the head's point
+ * winning a shared timestamp, as the scan's merge); head points of hours the tables already
+ * cover are late points, missed until the job rolls them up, as stored late points are. */
 #ifndef CT_QROLLUP_H
 #define CT_QROLLUP_H
 

@@ -1122,7 +1122,24 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
         }
         if (w == DPCODEC_RICE_BLOCK) {
             struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
+            size_t nbytes = (size_t)(end - p);
             for (uint64_t j = 0; j < cnt; j++) {
+                /* the common entry without the readers' tests: a whole 8-byte load at the
+                 * entry's byte inside the stream holds at least 57 bits from pos, and the
+                 * quotient's ones, its 0 and the rk low bits fit in them (so q < 57 and
+                 * q << rk cannot overflow: rk <= 56) */
+                size_t byte = r.pos >> 3;
+                if (byte + 8 <= nbytes) {
+                    uint64_t x = coding_get_be64(p + byte) << (r.pos & 7);
+                    unsigned ones = ~x ? (unsigned)__builtin_clzll(~x) : 64;
+                    if (ones + 1 + rk <= 57) {
+                        uint64_t low = rk ? (x << (ones + 1)) >> (64 - rk) : 0;
+                        r.pos += ones + 1 + rk;
+                        res[done + j] = (int64_t)((uint64_t)mn + (uint64_t)coding_unzigzag(
+                                                                     (uint64_t)ones << rk | low));
+                        continue;
+                    }
+                }
                 uint64_t q = 0, low = 0;
                 if (dpcodec_bitr_unary(&r, &q))
                     return -1;

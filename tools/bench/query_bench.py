@@ -10,12 +10,23 @@ os (2); one point every 10 s (every 60 s for 30d). Sizes: 2000x1d (17.3 M points
 buckets are whole days on both sides.
 
 Loading: tsd_load (built into the work directory) sends the same telnet `put` stream to both at
-once, 2 connections each: to ctsdb with --ack (every put is in its log when it ends), to
-VictoriaMetrics' OpenTSDB telnet listener, which acknowledges nothing, so the script flushes it
+once, --load-conns connections each (2; 4 from 20,000 series, as 100000x1h): to ctsdb with
+--ack (every put is in its log when it ends), to VictoriaMetrics' OpenTSDB telnet listener,
+which acknowledges nothing, so the script flushes it
 (/internal/force_flush) and counts its samples until it holds every point. Bounded by
 --load-timeout. ctsdb is then restarted (its memstores flushed and compacted, as historical
 data is) and its sys.cpu.user points are counted too. VictoriaMetrics runs with
 -search.disableCache so that neither side answers from a result cache.
+
+--rollups: the restarted TSD runs with rollup tables (tsd.rollups.enable, its job every second
+with no grace: every loaded hour is closed), and the script waits (bounded by --rollup-timeout)
+until the tables hold every loaded point: the 1h and (sizes of whole days) the 1d counts of
+sys.cpu.user read with rollupUsage ROLLUP_NOFALLBACK (rollups only) equal its raw point count.
+The queries whose downsample is whole hours with sum, count, min, max or avg (30d:
+sum_all_1h_avg, max_by_host_1h, group_by_service, avg_1h_all, avg_1d_all) are then answered from
+the rollups by default; each gets a twin NAME_raw asked with rollup_raw in m= (raw rows only),
+timed too. Both are checked against VictoriaMetrics, and the rollup answer against the raw one
+(the same 1e-9 test).
 
 Queries (ctsdb m= / MetricsQL; D = 1m on 10 s data, 1h on 30 days; F = 5m, 1h on 30 days):
   raw_one           one series raw over the whole range (query_range at the point step)
@@ -61,7 +72,8 @@ Python's http.client (slower still).
 
 Usage: tools/bench/query_bench.py [--size 2000x1d|100000x1h|200x30d] [--runs R] [--warmup W]
            [--only q1,q2] [--client c|raw|http.client] [--idle poll|halt] [--tsd-opt=OPT]
-           [--load-timeout S] [--keep-dir] [--perf PREFIX]
+           [--load-timeout S] [--load-conns C] [--rollups] [--rollup-timeout S] [--keep-dir]
+           [--perf PREFIX]
 Needs bin/ctsdb (make), cc, and victoria-metrics (deps/bench.txt). Prints a markdown table.
 """
 import argparse
@@ -352,7 +364,7 @@ def vm_sel(metric, **labels):
     return "{" + ",".join(parts) + "}"
 
 
-def build_queries(hosts, dur, step, s, e):
+def build_queries(hosts, dur, step, s, e, rollups=False):
     """The query set of one size. Data points lie at s + k*step for s <= t < e; e is a day
     boundary. Each entry: name -> dict with
       c: ctsdb request (path, or (path, JSON body) for a POST),
@@ -447,6 +459,19 @@ def build_queries(hosts, dur, step, s, e):
             {"query": "last_over_time(%s[1d])" % vm_sel("sys.cpu.user", host="host_0"),
              "time": e}),
         key="", shift=0, kind="last")
+    if rollups:
+        # the twins of the queries the rollup tables answer: raw rows only (rollup_raw in m=)
+        out = {}
+        for name, qq in q.items():
+            out[name] = qq
+            m = re.search(r"m=[a-z0-9]+:\d+[hd]-(sum|count|min|max|avg):", qq["c"]) \
+                if isinstance(qq["c"], str) else None
+            if m:
+                raw = dict(qq)
+                raw["c"] = qq["c"].replace(m.group(0), m.group(0) + "rollup_raw:", 1)
+                raw["pair"] = name
+                out[name + "_raw"] = raw
+        q = out
     return q
 
 
@@ -529,6 +554,35 @@ def compare(name, q, cdata, vdata, last_ts):
     return n
 
 
+def compare_ctsdb(name, a, raw_name, b):
+    """Raises unless ctsdb's answers a (rollup tables) and b (raw rows) agree (close())."""
+    if a is None:
+        raise RuntimeError("%s: no answer of %s to compare with" % (raw_name, name))
+    if set(a) != set(b):
+        raise RuntimeError("%s vs %s: series differ" % (name, raw_name))
+    for k in a:
+        if set(a[k]) != set(b[k]):
+            raise RuntimeError("%s vs %s %r: timestamps differ" % (name, raw_name, k))
+        for t in a[k]:
+            if not close(a[k][t], b[k][t]):
+                raise RuntimeError("%s vs %s %r at %d: %r vs %r" %
+                                   (name, raw_name, k, t, a[k][t], b[k][t]))
+
+
+def rollup_count(conn, iv, s, e):
+    """Points of sys.cpu.user the rollup tables hold in [s, e) at interval iv (1h or 1d): the
+    sum of their counts read with ROLLUP_NOFALLBACK (rollups only)."""
+    body = json.dumps({"start": s, "end": e - 1, "queries": [
+        {"metric": "sys.cpu.user", "aggregator": "sum", "downsample": "%s-count" % iv,
+         "rollupUsage": "ROLLUP_NOFALLBACK"}]})
+    conn.request("POST", "/api/query", body=body)
+    r = conn.getresponse()
+    data = r.read()
+    if r.status != 200:
+        return -1
+    return int(sum(float(v) for x in json.loads(data) for v in x["dps"].values()))
+
+
 def build_tsd_load(work):
     exe = os.path.join(work, "tsd_load")
     subprocess.run(["cc", "-O2", "-pthread", "-o", exe,
@@ -558,6 +612,14 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--load-timeout", type=int, default=900,
                     help="seconds the load of both stores may take (each bounded; default 900)")
+    ap.add_argument("--load-conns", type=int, default=0,
+                    help="telnet connections of each load (default 2; 4 from 20,000 series)")
+    ap.add_argument("--rollups", action="store_true",
+                    help="restart the TSD with rollup tables, wait until its job has rolled up "
+                         "every loaded point, answer the whole-hour downsamples from them and "
+                         "time each also from raw rows (NAME_raw)")
+    ap.add_argument("--rollup-timeout", type=int, default=900,
+                    help="seconds the rollup job may take to cover the data (default 900)")
     ap.add_argument("--tsd-opt", action="append", default=[],
                     help="extra `ctsdb tsd` option, e.g. --tsd-opt=--tsd.storage.salt.width=0 "
                          "(OpenTSDB's unsalted layout; the default is salted)")
@@ -616,7 +678,9 @@ def main():
         # ---- load: the same tsd_load telnet stream into both, at once ----------------------
         # ctsdb acknowledges (`version` after the puts: all in its log); VictoriaMetrics'
         # OpenTSDB listener does not, so it is flushed and counted until it holds every point
-        load_args = ["--size", args.size, "--start", str(s), "--mode", "telnet", "--conns", "2"]
+        conns = args.load_conns or (4 if hosts * 20 >= 20000 else 2)
+        load_args = ["--size", args.size, "--start", str(s), "--mode", "telnet", "--conns",
+                     str(conns)]
         t0 = time.time()
         lc = subprocess.Popen([loader, "--port", str(cport), "--ack"] + load_args,
                               stdout=subprocess.PIPE, text=True)
@@ -651,12 +715,33 @@ def main():
         tsd.wait(timeout=300)
         procs.remove(tsd)
         log.truncate(0)
+        if args.rollups:  # the job rolls up every loaded (closed) hour after the restart
+            tsd_cmd += ["--tsd.rollups.enable=true", "--tsd.rollups.ctsdb.period=1",
+                        "--tsd.rollups.ctsdb.grace=0"]
         tsd = subprocess.Popen(tsd_cmd, stderr=log)
         procs.append(tsd)
         cport = tsd_port(log)
+        rolled_s = None
+        if args.rollups:
+            t1 = time.time()
+            rc = http.client.HTTPConnection("127.0.0.1", cport, timeout=600)
+            # the 1d table only when the data spans whole days
+            ivs = ("1h", "1d") if dur % 86400 == 0 else ("1h",)
+            want = tuple(npts // 20 for _ in ivs)
+            got = None
+            while time.time() - t1 < args.rollup_timeout:
+                got = tuple(rollup_count(rc, iv, s, e) for iv in ivs)
+                if got == want:
+                    break
+                time.sleep(1)
+            rc.close()
+            if got != want:
+                sys.exit("query_bench: after %d s the rollup tables hold %s sys.cpu.user points "
+                         "(%s) of %d" % (args.rollup_timeout, got, ", ".join(ivs), want[0]))
+            rolled_s = time.time() - t1
 
         # ---- queries ------------------------------------------------------------------
-        queries = build_queries(hosts, dur, step, s, e)
+        queries = build_queries(hosts, dur, step, s, e, args.rollups)
         if args.only:
             unknown = set(args.only.split(",")) - set(queries)
             if unknown:
@@ -688,6 +773,7 @@ def main():
         rows = []
         threads = {}
         checked = {}
+        answers = {}  # ctsdb's parsed answers, for the rollup / raw comparison
         for name, q in queries.items():
             if args.only and name not in args.only.split(","):
                 continue
@@ -697,6 +783,10 @@ def main():
             _, vdata = ask(vc, q["v"])
             try:
                 checked[name] = compare(name, q, cdata, vdata, e - step)
+                if q["kind"] == "range":
+                    answers[name] = answer_ctsdb(q, cdata)
+                if "pair" in q:  # raw rows against the rollup tables' answer
+                    compare_ctsdb(q["pair"], answers.get(q["pair"]), name, answers[name])
             except (RuntimeError, KeyError, ValueError) as ex:
                 failed.append(str(ex))
                 print("ANSWERS DIFFER: %s" % ex, file=sys.stderr)
@@ -737,6 +827,11 @@ def main():
               "acknowledged), VictoriaMetrics %.1f s (OpenTSDB telnet, until all counted)" %
               (args.size, hosts, step, args.size.split("x")[1],
                time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(e)), npts, load_ctsdb, load_vm))
+        if rolled_s is not None:
+            print("rollups: the TSD's job rolled up every loaded point (1h and 1d tables) "
+                  "%.1f s after the restart; NAME = rollup tables (default usage), NAME_raw = "
+                  "the same query from raw rows (rollup_raw), both checked against "
+                  "VictoriaMetrics and against each other" % rolled_s)
         if not settled:
             print("warning: the servers were still using CPU after 60 s; timed anyway")
         print()

@@ -968,6 +968,10 @@ static void test_qexec_fast_paths_answer_like_the_general_path(void **state)
         "m=sum:30s-sum:sys.cpu{dc=d9}",
         "m=max:40s-avg:sys.cpu{host=*,dc=d9}",
         "m=sum:1m-sum:sys.cpu{host=a0|a1}",
+        /* first and last of regular rows picked per bucket (integers and doubles) */
+        "m=sum:1m-last:rate{counter}:sys.cpu{dc=d9}",
+        "m=max:30s-first:sys.cpu{host=*,dc=d9}",
+        "m=sum:40s-last:sys.cpu{host=*,dc=d9}",
         /* groups of one series (none, or a group-by that leaves one series per group) */
         "m=none:sys.cpu",
         "m=none:sys.cpu{host=h2}",

@@ -218,6 +218,14 @@ static void test_queries_answer_alike_from_head_and_store(void **state)
         {"start=1357006800", "end=1357012000", "m=zimsum:30s-count:r.m{host=h2*}"},
         {"start=1356998400", "end=1357001000", "m=sum:1m-sum:r.m"},
         {"start=1357010800", "end=1357012800", "m=min:r.m{host=h26}"},
+        /* downsamples of whole hours folded row by row (qrollup's raw source), the head's
+         * points merged in: buckets before, across and inside the head's hours */
+        {"start=1356998400", "end=1357012800", "m=sum:2h-avg:r.m{dc=*}"},
+        {"start=1356998400", "end=1357012800", "m=max:3h-max:r.m{host=*}"},
+        {"start=1356998400", "end=1357012800", "m=sum:2h-sum:r.m{host=h01|h02|h04|h27}"},
+        {"start=1357003000", "end=1357012000", "m=count:2h-count:r.m{dc=*}"},
+        {"start=1356998400", "end=1357012800", "m=min:1d-min:r.m"},
+        {"start=1356998400", "end=1357012800", "m=avg:1d-avg:r.m{host=*}"},
     };
     for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
         const char *params[] = {qs[i][0], qs[i][1], qs[i][2], "ms=true", NULL};

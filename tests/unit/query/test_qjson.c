@@ -126,7 +126,7 @@ static void test_qjson_fast_number_forms_print_like_the_general_form(void **stat
         x ^= x >> 7;
         x ^= x << 17;
         double v;
-        switch (i % 5) {
+        switch (i % 6) {
         case 0: /* any bit pattern */
             memcpy(&v, &x, 8);
             if (isnan(v) || isinf(v) || v == 0)
@@ -141,8 +141,11 @@ static void test_qjson_fast_number_forms_print_like_the_general_form(void **stat
         case 3: /* full-precision values around the plain range's edges */
             v = ((double)(x >> 11) / 9007199254740992.0) * pow(10, (double)((x >> 3) % 14) - 5);
             break;
-        default: /* rates */
+        case 4: /* rates */
             v = (double)(x % 10000) / 60.0 + (double)((x >> 20) % 1000) / 6.0;
+            break;
+        default: /* sums and rates of byte counters (1e6 .. 1e16, the E form from 1e7) */
+            v = (double)(x >> 11) / (double)(1 + (x % 997)) * pow(10, (double)((x >> 5) % 10) - 9);
             break;
         }
         if (x & 1)

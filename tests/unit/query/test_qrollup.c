@@ -159,6 +159,7 @@ static void test_qrollup_reads_the_rollup_table(void **state)
     assert_int_equal(tsdb_series_resolve(s->f->t, "m", k, v, 2, tsuid, sizeof(tsuid), &tl, &err),
                      CT_OK);
     char *before = query(s, "sum", "1h-sum", "ROLLUP_FALLBACK", false, DAY0, DAY0 + 3599);
+    char *raw2h = query(s, "sum", "2h-sum", "ROLLUP_RAW", false, DAY0, DAY0 + 7199);
     struct rollup_put p = {tsuid,      tl,   ROLLUP_1H,
                            ROLLUP_SUM, DAY0, dpcodec_point_int(0, false, 1000000)};
     assert_int_equal(rollup_write(s->r, &p, 1, &err), CT_OK);
@@ -168,6 +169,14 @@ static void test_qrollup_reads_the_rollup_table(void **state)
     assert_string_not_equal(after, raw);
     /* the other two series' sums plus 1000000 */
     assert_non_null(strstr(after, "\"1356998400\":100"));
+    /* several hours with ROLLUP_RAW: raw rows folded (qrollup's raw source), not the table */
+    char *raw2h_after = query(s, "sum", "2h-sum", "ROLLUP_RAW", false, DAY0, DAY0 + 7199);
+    char *fb2h = query(s, "sum", "2h-sum", "ROLLUP_FALLBACK", false, DAY0, DAY0 + 7199);
+    assert_string_equal(raw2h, raw2h_after);
+    assert_string_not_equal(fb2h, raw2h);
+    free(raw2h);
+    free(raw2h_after);
+    free(fb2h);
     /* a function rollups do not hold reads raw */
     char *dev = query(s, "sum", "1h-dev", "ROLLUP_FALLBACK", false, DAY0, DAY0 + 3599);
     char *devraw = query(s, "sum", "1h-dev", "ROLLUP_RAW", false, DAY0, DAY0 + 3599);
