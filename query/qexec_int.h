@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "query/qagg.h"
 #include "query/qexec.h"
@@ -15,6 +17,7 @@
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
+#include "storage/ct_err.h"
 #include "storage/hash.h"
 #include "storage/wc.h"
 
@@ -73,6 +76,28 @@ struct xann {
     int64_t start_ms;
     char *json;
 };
+
+/* Appends an annotation of a series (its start and a copy of its `len` bytes of JSON, made a
+ * string) to the array *anns of *n: the scan's series, a rollup series, a time slice merged into
+ * its bucket's. Returns CT_OK, or CT_ENOMEM with *anns and *n still valid (the array may have
+ * grown; *n is unchanged) for the caller to say what it was doing. Borrows `json`. */
+static inline int qexec_xann_append(struct xann **anns, size_t *n, int64_t start_ms,
+                                    const void *json, size_t len)
+{
+    struct xann *na = realloc(*anns, (*n + 1) * sizeof(*na));
+    if (!na)
+        return CT_ENOMEM;
+    *anns = na;
+    char *j = malloc(len + 1);
+    if (!j)
+        return CT_ENOMEM;
+    if (len)
+        memcpy(j, json, len);
+    j[len] = 0;
+    na[*n].start_ms = start_ms;
+    na[(*n)++].json = j;
+    return CT_OK;
+}
 
 /* A histogram cell kept for a histogram sub-query: its time and value bytes (codec id + codec
  * bytes, schema/histogram.h), owned. */

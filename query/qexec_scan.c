@@ -314,23 +314,6 @@ static enum wc_row_decision xscan_row_filter(void *arg, const uint8_t *row, size
     return WC_ROW_INCLUDE;
 }
 
-static int add_annotation(struct xser *s, int64_t start_ms, const struct wc_bytes *v)
-{
-    struct xann *na = realloc(s->anns, (s->nanns + 1) * sizeof(*na));
-    if (!na)
-        return -1;
-    s->anns = na;
-    char *j = malloc(v->len + 1);
-    if (!j)
-        return -1;
-    if (v->len)
-        memcpy(j, v->data, v->len);
-    j[v->len] = 0;
-    s->anns[s->nanns].start_ms = start_ms;
-    s->anns[s->nanns++].json = j;
-    return 0;
-}
-
 static int add_hist(struct xser *s, int64_t ts_ms, const uint8_t *v, size_t len)
 {
     struct xhist *nh = realloc(s->hists, (s->nhists + 1) * sizeof(*nh));
@@ -844,7 +827,8 @@ static int scan_range(struct xscan *x, struct wc_scan_options *so_rows, int64_t 
             if (dpcodec_annotation_time(parts.base_s, cell->qualifier.data, cell->qualifier.len,
                                         &st, &e2) != CT_OK)
                 continue;
-            if (add_annotation(s, st, &cell->value) != 0) {
+            if (qexec_xann_append(&s->anns, &s->nanns, st, cell->value.data, cell->value.len) !=
+                CT_OK) {
                 rc = ct_err_set(err, CT_ENOMEM, "out of memory keeping an annotation");
                 break;
             }
@@ -957,8 +941,9 @@ int qexec_xset_merge(struct xset *dst, struct xset *src, struct ct_err *err)
             d->older = s;
         d->oldest = s;
         for (size_t a = 0; a < s->nanns; a++) {
-            struct wc_bytes v = wc_bytes_str(s->anns[a].json);
-            if (add_annotation(d, s->anns[a].start_ms, &v) != 0)
+            const char *json = s->anns[a].json;
+            if (qexec_xann_append(&d->anns, &d->nanns, s->anns[a].start_ms, json, strlen(json)) !=
+                CT_OK)
                 return ct_err_set(err, CT_ENOMEM, "out of memory merging time slices");
         }
         for (size_t h = 0; h < s->nhists; h++)

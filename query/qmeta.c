@@ -358,17 +358,36 @@ struct lookup_head_ctx {
     struct tsset *set;
 };
 
+/* The TSUID ts of tl bytes (a series of the head or of tsdb-meta) joins set when the data row
+ * key it would have passes rf; a TSUID too long or of metric 0 (a global annotation's) does
+ * not. Returns CT_OK (joined or not) or CT_ENOMEM. */
+static int tsset_add_passing(const struct rowkey_layout *l, struct rowkey_filter *rf,
+                             struct tsset *set, const uint8_t *ts, size_t tl)
+{
+    if (tl > ROWKEY_MAX_TSUID || rowkey_get_uid(ts, l->metric_width) == 0)
+        return CT_OK;
+    uint8_t key[ROWKEY_MAX_SALT_WIDTH + ROWKEY_MAX_TSUID + 4];
+    size_t kl = rowkey_encode(l, ts, tl, 0, key);
+    if (kl == 0 || !rowkey_filter_match(rf, key, kl))
+        return CT_OK;
+    return tsset_add(set, ts, tl) < 0 ? CT_ENOMEM : CT_OK;
+}
+
+/* The TSUID prefix of metric mid's series into prefix (ROWKEY_MAX_UID_WIDTH bytes); returns its
+ * length, 0 for mid 0 (every metric). */
+static size_t metric_prefix(const struct rowkey_layout *l, uint64_t mid, uint8_t *prefix)
+{
+    if (!mid)
+        return 0;
+    rowkey_put_uid(prefix, mid, l->metric_width);
+    return l->metric_width;
+}
+
 /* head_series_fn: a head series whose data row key would pass rf joins the set. */
 static int lookup_head_series(void *arg, const uint8_t *ts, size_t tl)
 {
     struct lookup_head_ctx *c = arg;
-    uint8_t key[ROWKEY_MAX_SALT_WIDTH + ROWKEY_MAX_TSUID + 4];
-    if (tl > ROWKEY_MAX_TSUID || rowkey_get_uid(ts, c->l->metric_width) == 0)
-        return CT_OK;
-    size_t kl = rowkey_encode(c->l, ts, tl, 0, key);
-    if (kl == 0 || !rowkey_filter_match(c->rf, key, kl))
-        return CT_OK;
-    return tsset_add(c->set, ts, tl) < 0 ? CT_ENOMEM : CT_OK;
+    return tsset_add_passing(c->l, c->rf, c->set, ts, tl);
 }
 
 /* The TSUIDs of the head's series (metric mid, 0: every metric) that pass rf, into set: series
@@ -378,11 +397,7 @@ static int lookup_scan_head(struct tsdb *t, struct head *h, uint64_t mid, struct
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     uint8_t prefix[ROWKEY_MAX_UID_WIDTH];
-    size_t pl = 0;
-    if (mid) {
-        rowkey_put_uid(prefix, mid, l->metric_width);
-        pl = l->metric_width;
-    }
+    size_t pl = metric_prefix(l, mid, prefix);
     struct lookup_head_ctx c = {l, rf, set};
     int rc = head_each_series(h, prefix, pl, INT64_MIN, INT64_MAX, lookup_head_series, &c);
     if (rc != CT_OK)
@@ -399,11 +414,7 @@ static int lookup_scan_meta(struct tsdb *t, uint64_t mid, struct rowkey_filter *
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     uint8_t prefix[ROWKEY_MAX_UID_WIDTH];
-    size_t pl = 0;
-    if (mid) {
-        rowkey_put_uid(prefix, mid, l->metric_width);
-        pl = l->metric_width;
-    }
+    size_t pl = metric_prefix(l, mid, prefix);
     static const char *const quals[] = {META_TS_QUALIFIER, META_TS_COUNTER, META_TS_HOUR};
     struct wc_column cols[3];
     for (size_t i = 0; i < 3; i++)
@@ -422,15 +433,9 @@ static int lookup_scan_meta(struct tsdb *t, uint64_t mid, struct rowkey_filter *
     struct wc_row row;
     while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
         size_t len = row.key.len;
-        if (row.ncells == 0 || len <= l->metric_width || len > ROWKEY_MAX_TSUID ||
-            (len - l->metric_width) % pair != 0 ||
-            rowkey_get_uid(row.key.data, l->metric_width) == 0)
+        if (row.ncells == 0 || len <= l->metric_width || (len - l->metric_width) % pair != 0)
             continue;
-        uint8_t key[ROWKEY_MAX_SALT_WIDTH + ROWKEY_MAX_TSUID + 4];
-        size_t kl = rowkey_encode(l, row.key.data, len, 0, key);
-        if (kl == 0 || !rowkey_filter_match(rf, key, kl))
-            continue;
-        if (tsset_add(set, row.key.data, len) < 0) {
+        if (tsset_add_passing(l, rf, set, row.key.data, len) != CT_OK) {
             rc = ct_err_set(err, CT_ENOMEM, "out of memory");
             break;
         }
@@ -471,7 +476,8 @@ int qmeta_lookup(struct tsdb *t, struct head *head, const cJSON *req_in, int64_t
     /* useMeta (JSON) or use_meta (URL), as SearchRpc reads them */
     const cJSON *um = cJSON_GetObjectItemCaseSensitive(req_in, "useMeta");
     const char *ums = str_field(req_in, "use_meta");
-    bool use_meta = cJSON_IsTrue(um) || (cJSON_IsString(um) && !strcasecmp(um->valuestring, "true")) ||
+    bool use_meta = cJSON_IsTrue(um) ||
+                    (cJSON_IsString(um) && !strcasecmp(um->valuestring, "true")) ||
                     (ums && !strcasecmp(ums, "true"));
     const char *metric = str_field(req, "metric");
     bool any_metric = !metric || !*metric || !strcmp(metric, "*");
@@ -487,8 +493,7 @@ int qmeta_lookup(struct tsdb *t, struct head *head, const cJSON *req_in, int64_t
     struct rowkey_filter *rf = NULL;
     struct tsset set = {0};
     cJSON *doc = NULL;
-    if (!any_metric &&
-        (rc = uid_get_id(u, UID_METRIC, metric, strlen(metric), &mid, err)) != CT_OK)
+    if (!any_metric && (rc = uid_get_id(u, UID_METRIC, metric, strlen(metric), &mid, err)) != CT_OK)
         goto unresolved;
     if ((rc = rowkey_filter_new(l, &rf, err)) != CT_OK) {
         *status = 500;

@@ -283,23 +283,6 @@ static int rollup_row(struct rctx *c, const struct wc_row *row, int64_t base, st
     return CT_OK;
 }
 
-static int add_ann(struct rser *s, int64_t start_ms, const struct wc_bytes *v)
-{
-    struct xann *na = realloc(s->anns, (s->nanns + 1) * sizeof(*na));
-    if (!na)
-        return -1;
-    s->anns = na;
-    char *j = malloc(v->len + 1);
-    if (!j)
-        return -1;
-    if (v->len)
-        memcpy(j, v->data, v->len);
-    j[v->len] = 0;
-    s->anns[s->nanns].start_ms = start_ms;
-    s->anns[s->nanns++].json = j;
-    return 0;
-}
-
 /* The points of c->cols (a raw row of s) appended to s->pend. */
 static int pend_row(struct rctx *c, struct rser *s, struct ct_err *err)
 {
@@ -400,8 +383,8 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
         return rc;
     bool has_ann = false;
     for (size_t i = 0; i < row->ncells && !has_ann; i++)
-        has_ann = dpcodec_is_annotation_q(row->cells[i].qualifier.data,
-                                          row->cells[i].qualifier.len);
+        has_ann =
+            dpcodec_is_annotation_q(row->cells[i].qualifier.data, row->cells[i].qualifier.len);
     size_t n = c->cols.n;
     if (!n && !has_ann)
         return CT_OK;
@@ -417,7 +400,7 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
                 CT_OK ||
             st < c->lo_s * 1000 || st >= (c->lo_s + (int64_t)c->nb * c->iv_s) * 1000)
             continue;
-        if (add_ann(s, st, &cell->value) != 0)
+        if (qexec_xann_append(&s->anns, &s->nanns, st, cell->value.data, cell->value.len) != CT_OK)
             return ct_err_set(err, CT_ENOMEM, "out of memory keeping an annotation");
     }
     if (!n)

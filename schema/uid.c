@@ -305,6 +305,13 @@ static void uid_cache_put(struct uid_cache *c, bool by_name, const char *name, s
     }
 }
 
+/* Caches a name and its id both ways (the kind's by-name and by-id caches). */
+static void uid_cache_pair(struct uid_kind_state *ks, const char *name, size_t len, uint64_t id)
+{
+    uid_cache_put(&ks->by_name, true, name, len, id);
+    uid_cache_put(&ks->by_id, false, name, len, id);
+}
+
 static void uid_cache_forget(struct uid *u, enum uid_kind k, const char *name, size_t len,
                              uint64_t id)
 {
@@ -674,8 +681,7 @@ int uid_get_id(struct uid *u, enum uid_kind k, const char *name, size_t len, uin
                           (int)len, name);
     if (rc != CT_OK)
         return rc;
-    uid_cache_put(&ks->by_name, true, name, len, *id);
-    uid_cache_put(&ks->by_id, false, name, len, *id);
+    uid_cache_pair(ks, name, len, *id);
     return CT_OK;
 }
 
@@ -821,6 +827,19 @@ static int uid_allocate(struct uid *u, enum uid_kind k, const char *name, size_t
     return rc;
 }
 
+/* A new name's id: the name checked (uid_name_check), then uid_allocate (*existed as it sets
+ * it). */
+static int uid_check_allocate(struct uid *u, enum uid_kind k, const char *name, size_t len,
+                              uint64_t *id, bool *existed, struct ct_err *err)
+{
+    char what[32];
+    snprintf(what, sizeof(what), "%s name", uid_names[k]);
+    int rc = uid_name_check(what, name, len, u->allow_special, err);
+    if (rc != CT_OK)
+        return rc;
+    return uid_allocate(u, k, name, len, id, existed, err);
+}
+
 void uid_set_assigned_hook(struct uid *u, uid_name_fn fn, void *arg)
 {
     u->assigned_fn = fn;
@@ -833,17 +852,11 @@ int uid_get_or_create_id(struct uid *u, enum uid_kind k, const char *name, size_
     int rc = uid_get_id(u, k, name, len, id, err);
     if (rc != CT_NOTFOUND)
         return rc;
-    char what[32];
-    snprintf(what, sizeof(what), "%s name", uid_names[k]);
-    rc = uid_name_check(what, name, len, u->allow_special, err);
-    if (rc != CT_OK)
-        return rc;
     bool existed;
-    rc = uid_allocate(u, k, name, len, id, &existed, err);
+    rc = uid_check_allocate(u, k, name, len, id, &existed, err);
     if (rc != CT_OK)
         return rc;
-    uid_cache_put(&u->k[k].by_name, true, name, len, *id);
-    uid_cache_put(&u->k[k].by_id, false, name, len, *id);
+    uid_cache_pair(&u->k[k], name, len, *id);
     return CT_OK;
 }
 
@@ -858,21 +871,15 @@ int uid_assign_id(struct uid *u, enum uid_kind k, const char *name, size_t len, 
     }
     if (rc != CT_NOTFOUND)
         return rc;
-    char what[32];
-    snprintf(what, sizeof(what), "%s name", uid_names[k]);
-    rc = uid_name_check(what, name, len, u->allow_special, err);
-    if (rc != CT_OK)
-        return rc;
     bool existed;
-    rc = uid_allocate(u, k, name, len, id, &existed, err);
+    rc = uid_check_allocate(u, k, name, len, id, &existed, err);
     if (rc != CT_OK)
         return rc;
     if (existed) {
         uid_format_hex(*id, u->o.width[k], hex);
         return ct_err_set(err, CT_EEXIST, "Name already exists with UID: %s", hex);
     }
-    uid_cache_put(&u->k[k].by_name, true, name, len, *id);
-    uid_cache_put(&u->k[k].by_id, false, name, len, *id);
+    uid_cache_pair(&u->k[k], name, len, *id);
     return CT_OK;
 }
 
@@ -911,8 +918,7 @@ int uid_get_name(struct uid *u, enum uid_kind k, uint64_t id, char *buf, size_t 
     memcpy(buf, name, n);
     buf[n] = 0;
     *len = n;
-    uid_cache_put(&ks->by_id, false, buf, n, id);
-    uid_cache_put(&ks->by_name, true, buf, n, id);
+    uid_cache_pair(ks, buf, n, id);
     return CT_OK;
 }
 

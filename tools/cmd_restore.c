@@ -10,9 +10,9 @@
 
 #include "storage/wc.h"
 #include "tools/tool.h"
+#include "tools/tool_offline.h"
 #include "tsd/conf.h"
 #include "tsd/store.h"
-#include "tsd/tlog.h"
 
 #define RESTORE_MAX_TABLES 256
 
@@ -26,10 +26,10 @@ static void restore_usage(FILE *out)
             "since are gone. The TSD must be stopped. Tables not in the snapshot are kept.\n");
 }
 
-static void restore_warn(void *arg, const char *msg)
+static void restore_busy(const char *name)
 {
-    (void)arg;
-    fprintf(stderr, "ctsdb restore: warning: %s\n", msg);
+    (void)name;
+    fprintf(stderr, "ctsdb restore: stop the TSD running on it first\n");
 }
 
 struct restore_find {
@@ -66,44 +66,15 @@ static int restore_collect(void *arg, const char *name)
 
 static int restore_run(int argc, char **argv)
 {
-    struct ct_err err = {0};
-    struct conf *c = NULL;
-    if (conf_new(&c, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb restore: %s\n", err.msg);
-        return 1;
-    }
-    int ops[2], nops = 0, status = 2;
-    bool help = false;
-    struct tsdstore *st = NULL;
     struct restore_tables tabs = {0};
-    if (conf_apply_argv(c, argc, argv, ops, 2, &nops, &help, restore_warn, NULL, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb restore: %s (see ctsdb restore --help)\n", err.msg);
+    struct ct_err err = {0};
+    struct tool_offline o;
+    int status = tool_offline_open(&o, "restore", argc, argv, restore_usage, restore_busy);
+    if (status >= 0)
         goto out;
-    }
-    if (help) {
-        restore_usage(stdout);
-        status = 0;
-        goto out;
-    }
-    if (nops != 1) {
-        fprintf(stderr, "ctsdb restore: give one snapshot name (see ctsdb restore --help)\n");
-        goto out;
-    }
-    const char *name = argv[ops[0]];
-    if (wc_snapshot_name_check(name, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb restore: %s\n", err.msg);
-        goto out;
-    }
     status = 1;
-    tlog_set_level(TLOG_WARN);
-    int rc = tsdstore_open(c, false, &st, &err);
-    if (rc != CT_OK) {
-        fprintf(stderr, "ctsdb restore: %s\n", err.msg);
-        if (rc == CT_EBUSY)
-            fprintf(stderr, "ctsdb restore: stop the TSD running on it first\n");
-        goto out;
-    }
-    struct wc_store *s = tsdstore_wc(st);
+    const char *name = o.name;
+    struct wc_store *s = tsdstore_wc(o.store);
     struct restore_find f = {name, false};
     if (wc_snapshot_list(s, restore_find_fn, &f, &err) != CT_OK) {
         fprintf(stderr, "ctsdb restore: %s\n", err.msg);
@@ -162,13 +133,12 @@ reenable:
             }
         for (size_t i = 0; i < now.n; i++)
             free(now.names[i]);
-        printf("snapshot %s restored in %s\n", name, conf_get_str(c, "tsd.storage.directory"));
+        printf("snapshot %s restored in %s\n", name, conf_get_str(o.conf, "tsd.storage.directory"));
     }
 out:
     for (size_t i = 0; i < tabs.n; i++)
         free(tabs.names[i]);
-    tsdstore_close(st);
-    conf_free(c);
+    tool_offline_close(&o);
     return status;
 }
 

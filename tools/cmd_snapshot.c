@@ -10,9 +10,9 @@
 
 #include "storage/wc.h"
 #include "tools/tool.h"
+#include "tools/tool_offline.h"
 #include "tsd/conf.h"
 #include "tsd/store.h"
-#include "tsd/tlog.h"
 
 static void snapshot_usage(FILE *out)
 {
@@ -25,62 +25,30 @@ static void snapshot_usage(FILE *out)
             "through it: POST /api/admin/snapshot?name=NAME (an admin action).\n");
 }
 
-static void snapshot_warn(void *arg, const char *msg)
+static void snapshot_busy(const char *name)
 {
-    (void)arg;
-    fprintf(stderr, "ctsdb snapshot: warning: %s\n", msg);
+    fprintf(stderr,
+            "ctsdb snapshot: a TSD runs on it: take the snapshot through it "
+            "(POST /api/admin/snapshot?name=%s)\n",
+            name);
 }
 
 static int snapshot_run(int argc, char **argv)
 {
-    struct ct_err err = {0};
-    struct conf *c = NULL;
-    if (conf_new(&c, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb snapshot: %s\n", err.msg);
-        return 1;
-    }
-    int ops[2], nops = 0, status = 2;
-    bool help = false;
-    struct tsdstore *st = NULL;
-    if (conf_apply_argv(c, argc, argv, ops, 2, &nops, &help, snapshot_warn, NULL, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb snapshot: %s (see ctsdb snapshot --help)\n", err.msg);
+    struct tool_offline o;
+    int status = tool_offline_open(&o, "snapshot", argc, argv, snapshot_usage, snapshot_busy);
+    if (status >= 0)
         goto out;
-    }
-    if (help) {
-        snapshot_usage(stdout);
-        status = 0;
-        goto out;
-    }
-    if (nops != 1) {
-        fprintf(stderr, "ctsdb snapshot: give one snapshot name (see ctsdb snapshot --help)\n");
-        goto out;
-    }
-    const char *name = argv[ops[0]];
-    if (wc_snapshot_name_check(name, &err) != CT_OK) {
-        fprintf(stderr, "ctsdb snapshot: %s\n", err.msg);
-        goto out;
-    }
     status = 1;
-    tlog_set_level(TLOG_WARN);
-    int rc = tsdstore_open(c, false, &st, &err);
-    if (rc != CT_OK) {
-        fprintf(stderr, "ctsdb snapshot: %s\n", err.msg);
-        if (rc == CT_EBUSY)
-            fprintf(stderr,
-                    "ctsdb snapshot: a TSD runs on it: take the snapshot through it "
-                    "(POST /api/admin/snapshot?name=%s)\n",
-                    name);
-        goto out;
-    }
-    if (wc_snapshot_create(tsdstore_wc(st), name, NULL, &err) != CT_OK) {
+    struct ct_err err = {0};
+    if (wc_snapshot_create(tsdstore_wc(o.store), o.name, NULL, &err) != CT_OK) {
         fprintf(stderr, "ctsdb snapshot: %s\n", err.msg);
         goto out;
     }
-    printf("snapshot %s taken of %s\n", name, conf_get_str(c, "tsd.storage.directory"));
+    printf("snapshot %s taken of %s\n", o.name, conf_get_str(o.conf, "tsd.storage.directory"));
     status = 0;
 out:
-    tsdstore_close(st);
-    conf_free(c);
+    tool_offline_close(&o);
     return status;
 }
 

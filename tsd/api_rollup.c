@@ -26,6 +26,7 @@
 #include "storage/clock.h"
 #include "tsd/conf.h"
 #include "tsd/http.h"
+#include "tsd/proto_prom.h"
 #include "tsd/put.h"
 #include "tsd/routes.h"
 #include "tsd/tlog.h"
@@ -165,20 +166,9 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
     pp.ms = tsv > 9999999999LL;
     pp.ts_ms = pp.ms ? tsv : tsv * 1000;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "value");
-    char vbuf[64];
-    struct put_str vs;
-    if (cJSON_IsString(v) && v->valuestring[0]) {
-        vs = (struct put_str){v->valuestring, strlen(v->valuestring)};
-    } else if (cJSON_IsNumber(v)) {
-        double d = v->valuedouble;
-        if (d == floor(d) && fabs(d) < 9e15)
-            snprintf(vbuf, sizeof(vbuf), "%lld", (long long)d);
-        else
-            snprintf(vbuf, sizeof(vbuf), "%.17g", d);
-        vs = (struct put_str){vbuf, strlen(vbuf)};
-    } else {
+    bool text = cJSON_IsString(v) && v->valuestring[0];
+    if (!text && !cJSON_IsNumber(v))
         return "Empty value";
-    }
     const cJSON *tags = cJSON_GetObjectItemCaseSensitive(o, "tags");
     if (!cJSON_IsObject(tags) || !tags->child)
         return "Missing tags";
@@ -210,7 +200,20 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
         snprintf(msg, cap, "No rollup aggregator '%s': rollups hold sum, count, min and max", ag.p);
         return msg;
     }
-    enum put_status st = put_check_point(&pp, vs, &t->rules, msg, cap);
+    /* a string is typed as put types its text; a JSON number as put would type its decimal
+     * text (integral below 1e17: an integer, else a float or a double; prom_value_put), and
+     * checked as put checks it (put_check_typed), without making that text */
+    enum put_status st;
+    if (text) {
+        st = put_check_point(&pp, (struct put_str){v->valuestring, strlen(v->valuestring)},
+                             &t->rules, msg, cap);
+    } else if (!isfinite(v->valuedouble)) { /* 1e999: cJSON reads an infinity; no number */
+        st = PUT_ENUMBER;
+    } else {
+        struct put_names names;
+        put_check_names(&pp, &t->rules, &names);
+        st = put_check_typed(&pp, prom_value_put(v->valuedouble), &names, msg, cap);
+    }
     if (st == PUT_ENUMBER) /* as /api/put answers */
         return "Unable to parse value to a number";
     if (st != PUT_OK)

@@ -277,6 +277,9 @@ void estore_set_bg_error(struct estore *s, const struct ct_err *err);
 void estore_set_bg_error_transient(struct estore *s, const struct ct_err *err);
 /* CT_OK or the sticky background error (copied into err). */
 int estore_check_bg_error(struct estore *s, struct ct_err *err);
+/* CT_OK when s takes writes now: CT_EINVAL when it was opened read-only, else the sticky
+ * background error (estore_check_bg_error). */
+int estore_check_writable(struct estore *s, struct ct_err *err);
 /* Queues a background job (takes references on table and region). */
 void estore_queue_job(struct estore *s, enum ejob_kind kind, struct etable *t, struct eregion *r,
                       bool major);

@@ -287,9 +287,7 @@ int engine_snapshot_create(struct wc_store *ws, const char *name, const char *ta
                            struct ct_err *err)
 {
     struct estore *s = estore_of(ws);
-    if (s->opt.read_only)
-        return ct_err_set(err, CT_EINVAL, "the store was opened read-only");
-    int rc = estore_check_bg_error(s, err);
+    int rc = estore_check_writable(s, err);
     if (rc != CT_OK)
         return rc;
     char dir[SNAP_PATH], final[SNAP_PATH + 256], tmp[SNAP_PATH + 512], sub[SNAP_PATH + 600];

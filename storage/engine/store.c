@@ -182,6 +182,13 @@ static void estore_recover(struct estore *s)
     }
 }
 
+int estore_check_writable(struct estore *s, struct ct_err *err)
+{
+    if (s->opt.read_only)
+        return ct_err_set(err, CT_EINVAL, "the store was opened read-only");
+    return estore_check_bg_error(s, err);
+}
+
 int estore_check_bg_error(struct estore *s, struct ct_err *err)
 {
     if (!atomic_load_explicit(&s->has_bg_err, memory_order_acquire))
@@ -1573,10 +1580,8 @@ static int op_table_compact(struct wc_store *ws, const char *name, const char *f
                             struct ct_err *err)
 {
     struct estore *s = estore_of(ws);
-    if (s->opt.read_only)
-        return ct_err_set(err, CT_EINVAL, "the store was opened read-only");
     struct compact_arg a = {family, major};
-    int rc = estore_check_bg_error(s, err);
+    int rc = estore_check_writable(s, err);
     return rc != CT_OK ? rc : for_each_region(s, name, compact_one, &a, err);
 }
 
@@ -1592,9 +1597,7 @@ static int op_table_split(struct wc_store *ws, const char *name, const struct wc
                           struct ct_err *err)
 {
     struct estore *s = estore_of(ws);
-    if (s->opt.read_only)
-        return ct_err_set(err, CT_EINVAL, "the store was opened read-only");
-    int rc = estore_check_bg_error(s, err);
+    int rc = estore_check_writable(s, err);
     if (rc != CT_OK)
         return rc;
     if (!key)

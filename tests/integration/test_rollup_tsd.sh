@@ -106,6 +106,23 @@ check_contains "an interval without a table" "$r" "No rollup interval '5m'"
 check_contains "an aggregator rollups do not hold" "$r" "No rollup aggregator 'p99'"
 check_contains "pre-aggregates refused" "$r" "groupByAggregator"
 check_contains "a bad value: put's message" "$r" "Unable to parse value to a number"
+# a JSON number is typed as put types its text (integral below 1e17: an integer, else a float or
+# a double), which the timestamp check's message shows as the value's bytes and flags
+BT=99999999999999 # milliseconds past put's range
+r=$(post "/api/rollup?details" "[{\"metric\":\"ext.m\",\"timestamp\":$BT,\"value\":1.5,\"tags\":{\"host\":\"a\"},\"interval\":\"1h\",\"aggregator\":\"sum\"},
+ {\"metric\":\"ext.m\",\"timestamp\":$BT,\"value\":1e16,\"tags\":{\"host\":\"a\"},\"interval\":\"1h\",\"aggregator\":\"sum\"},
+ {\"metric\":\"ext.m\",\"timestamp\":$BT,\"value\":0.1,\"tags\":{\"host\":\"a\"},\"interval\":\"1h\",\"aggregator\":\"sum\"},
+ {\"metric\":\"ext.m\",\"timestamp\":$T,\"value\":1e999,\"tags\":{\"host\":\"a\"},\"interval\":\"1h\",\"aggregator\":\"sum\"},
+ {\"metric\":\"ext.m\",\"timestamp\":$T,\"value\":1e999,\"tags\":{},\"interval\":\"1h\",\"aggregator\":\"sum\"}]")
+check_contains "a float value: put's bad timestamp message" "$r" \
+  "\"error\":\"bad timestamp=$BT when trying to add value=[63, -64, 0, 0]/11 to metric=ext.m, tags={host=a}\""
+check_contains "an integral value: an integer" "$r" "add value=[0, 35, -122, -14, 111, -63, 0, 0]/7 to"
+check_contains "a value a float cannot hold: a double" "$r" \
+  "add value=[63, -71, -103, -103, -103, -103, -103, -102]/15 to"
+check_contains "a number out of range (1e999): put's message" "$r" \
+  '"value":null,"tags":{"host":"a"},"interval":"1h","aggregator":"sum"},"error":"Unable to parse value to a number"'
+check_contains "missing tags before the value's check" "$r" '"error":"Missing tags"'
+check_contains "typed values: all failed" "$r" '"failed":5,"success":0}'
 r=$(post /api/rollup "{\"metric\":\"ext.m\",\"timestamp\":$T,\"value\":1,\"tags\":{\"host\":\"a\"}}")
 check_contains "without details: put's 400" "$r" '400 {"error":{"code":400,"message":"One or more data points had errors"'
 check_contains "bad JSON" "$(post /api/rollup '{"metric":')" '400 {"error":{"code":400,"message":"Unable to parse the given JSON"'

@@ -411,6 +411,11 @@ static void test_snapshot_names_and_errors(void **state)
     assert_int_equal(wc_snapshot_create(f->s, "c", "t", &err), CT_EINVAL);
     assert_int_equal(wc_snapshot_delete(f->s, "a", &err), CT_EINVAL);
     assert_int_equal(wc_snapshot_restore(f->s, "a", &err), CT_EINVAL);
+    /* nor compacts nor splits (estore_check_writable, as for snapshots) */
+    assert_int_equal(wc_table_compact(f->s, "t", NULL, true, &err), CT_EINVAL);
+    assert_string_equal(err.msg, "the store was opened read-only");
+    assert_int_equal(wc_table_split(f->s, "t", NULL, &err), CT_EINVAL);
+    assert_string_equal(err.msg, "the store was opened read-only");
 }
 
 /* ---- a snapshot while a writer writes ---------------------------------------------------- */
