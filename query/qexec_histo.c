@@ -88,7 +88,7 @@ static void write_dp(struct qjson *j, const struct qspec *q, int64_t ts_ms, bool
 int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct xser **ser,
                             size_t n, struct qjson *j, bool *first, const char **tk,
                             const char **tv, size_t ntk, const char **ag, size_t nag,
-                            struct ct_err *err)
+                            uint64_t *emitted, struct ct_err *err)
 {
     const struct qspec_sub *sub = xs->sub;
     size_t total = 0;
@@ -139,6 +139,7 @@ int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct
             size_t vl = qjson_format_double(histo_percentile(&pts[i].h, sub->percentiles[p]), v);
             write_dp(j, q, pts[i].ts_ms, i == 0, v, vl);
         }
+        *emitted += nm;
         qjson_lit(j, q->arrays ? "]}" : "}}");
     }
     if (sub->show_histogram_buckets && nm > 0 && rc == CT_OK) {
@@ -158,6 +159,7 @@ int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct
                 size_t vl = qjson_format_i64((int64_t)c, v);
                 write_dp(j, q, pts[i].ts_ms, i == 0, v, vl);
             }
+            *emitted += nm;
             qjson_lit(j, q->arrays ? "]}" : "}}");
         }
     }

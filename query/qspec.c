@@ -100,6 +100,106 @@ static int qspec_sub_add_filter(struct qspec_sub *sub, struct qfilter *f, struct
     return CT_OK;
 }
 
+/* Whether literal lists a and b ("x|y|z") hold the same set of values (TagVLiteralOrFilter keeps
+ * its literals in a set), case-insensitively when ci. */
+static bool literal_sets_equal(const char *a, const char *b, bool ci)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        const char *x = pass ? b : a, *y = pass ? a : b;
+        for (const char *p = x;;) {
+            const char *bar = strchr(p, '|');
+            size_t l = bar ? (size_t)(bar - p) : strlen(p);
+            bool found = false;
+            for (const char *q = y; !found;) {
+                const char *qb = strchr(q, '|');
+                size_t ql = qb ? (size_t)(qb - q) : strlen(q);
+                found = ql == l && (ci ? !strncasecmp(p, q, l) : !memcmp(p, q, l));
+                if (!qb)
+                    break;
+                q = qb + 1;
+            }
+            if (!found)
+                return false;
+            if (!bar)
+                break;
+            p = bar + 1;
+        }
+    }
+    return true;
+}
+
+/* TagVFilter.equals: same filter class, tag key, case sensitivity and expression (literal lists
+ * as sets); group by does not count. `short_a`/`short_b`: the filter came from the m= / "tags"
+ * shorthand, where "*" is a case-insensitive wildcard. */
+static bool filters_equal(const struct qfilter *a, bool short_a, const struct qfilter *b,
+                          bool short_b)
+{
+    enum qfilter_type ta = qfilter_type(a), tb = qfilter_type(b);
+    if (strcmp(qfilter_tagk(a), qfilter_tagk(b)))
+        return false;
+    bool wa = ta == QFILTER_WILDCARD || ta == QFILTER_IWILDCARD;
+    bool wb = tb == QFILTER_WILDCARD || tb == QFILTER_IWILDCARD;
+    if (wa && wb) {
+        bool cia = ta == QFILTER_IWILDCARD || (short_a && !strcmp(qfilter_expr(a), "*"));
+        bool cib = tb == QFILTER_IWILDCARD || (short_b && !strcmp(qfilter_expr(b), "*"));
+        return cia == cib &&
+               (cia ? !strcasecmp(qfilter_expr(a), qfilter_expr(b))
+                    : !strcmp(qfilter_expr(a), qfilter_expr(b)));
+    }
+    if (ta != tb)
+        return false;
+    switch (ta) {
+    case QFILTER_NOT_KEY:
+        return true;
+    case QFILTER_LITERAL_OR:
+    case QFILTER_NOT_LITERAL_OR:
+        return literal_sets_equal(qfilter_expr(a), qfilter_expr(b), false);
+    case QFILTER_ILITERAL_OR:
+    case QFILTER_NOT_ILITERAL_OR:
+        return literal_sets_equal(qfilter_expr(a), qfilter_expr(b), true);
+    default:
+        return !strcmp(qfilter_expr(a), qfilter_expr(b));
+    }
+}
+
+/* TagVFilter.tagsToFilters's duplicate rule. sub->filters[0, ntags) came from the tags (group
+ * by), the rest were given as filters (`explicit_short`: through m='s second braces). OpenTSDB
+ * adds the filters first and skips a tag equal to one already listed, setting that one's group
+ * by; kept here in ctsdb's order (tags first), the same set results: a tag equal to an earlier
+ * tag is dropped, and a tag equal to a given filter drops the first such filter (each tag
+ * absorbs one). Filters equal to each other are all kept, as OpenTSDB keeps them. */
+static int dedup_tag_filters(struct qspec_sub *sub, size_t ntags, bool explicit_short,
+                             struct ct_err *err)
+{
+    size_t n = sub->nfilters;
+    if (ntags == 0)
+        return CT_OK;
+    bool *drop = calloc(n, sizeof(*drop));
+    if (!drop)
+        return ct_err_set(err, CT_ENOMEM, "out of memory parsing a query");
+    for (size_t t = 0; t < ntags; t++) {
+        for (size_t u = 0; u < t && !drop[t]; u++)
+            if (!drop[u] && filters_equal(sub->filters[u], true, sub->filters[t], true))
+                drop[t] = true;
+        for (size_t e = ntags; e < n && !drop[t]; e++) {
+            if (!drop[e] && filters_equal(sub->filters[t], true, sub->filters[e], explicit_short)) {
+                drop[e] = true;
+                break;
+            }
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (drop[i])
+            qfilter_free(sub->filters[i]);
+        else
+            sub->filters[k++] = sub->filters[i];
+    }
+    sub->nfilters = k;
+    free(drop);
+    return CT_OK;
+}
+
 static int add_tsuid(struct qspec_sub *sub, const char *s, size_t len, struct ct_err *err)
 {
     char **nt = realloc(sub->tsuids, (sub->ntsuids + 1) * sizeof(*nt));
@@ -168,6 +268,7 @@ static int parse_metric_filters(const char *spec, struct qspec_sub *sub, struct 
     *close = 0;
     if (close > curly + 1 && (rc = parse_brace_filters(curly + 1, true, sub, err)) != CT_OK)
         goto out;
+    size_t ntags = sub->nfilters;
     if (close != s + len - 1) {
         char *second = close + 1;
         if (*second != '{') {
@@ -182,6 +283,7 @@ static int parse_metric_filters(const char *spec, struct qspec_sub *sub, struct 
         if (second[1] && (rc = parse_brace_filters(second + 1, false, sub, err)) != CT_OK)
             goto out;
     }
+    rc = dedup_tag_filters(sub, ntags, true, err);
 out:
     free(s);
     return rc;
@@ -684,6 +786,7 @@ static int parse_json_sub(const cJSON *jq, struct qspec_sub *s, struct ct_err *e
                 return rc;
         }
     }
+    size_t ntags = s->nfilters;
     const cJSON *filters = cJSON_GetObjectItemCaseSensitive(jq, "filters");
     if (cJSON_IsArray(filters)) {
         const cJSON *jf;
@@ -706,6 +809,8 @@ static int parse_json_sub(const cJSON *jq, struct qspec_sub *s, struct ct_err *e
                 return rc;
         }
     }
+    if ((rc = dedup_tag_filters(s, ntags, false, err)) != CT_OK)
+        return rc;
     const cJSON *jds = cJSON_GetObjectItemCaseSensitive(jq, "downsample");
     if (cJSON_IsObject(jds)) {
         rc = parse_json_downsampler(jds, &s->ds, err);
