@@ -39,8 +39,18 @@ static int cmp_float(const void *a, const void *b)
 /* Adds percentile p (kept ascending, as TSSubQuery sorts them); OpenTSDB's range check. */
 static int add_percentile(struct qspec_sub *sub, double p, struct ct_err *err)
 {
-    if (!(p >= 0 && p <= 100))
-        return ct_err_set(err, CT_EINVAL, "Invalid percentile parameters: %g", p);
+    if (!(p >= 0 && p <= 100)) { /* the parameter as Java's Float.toString writes it */
+        float f = (float)p;
+        if (f == truncf(f) && fabsf(f) < 1e7f)
+            return ct_err_set(err, CT_EINVAL, "Invalid percentile parameters: %.1f", (double)f);
+        char b[32];
+        for (int prec = 1; prec <= 9; prec++) {
+            snprintf(b, sizeof(b), "%.*g", prec, (double)f);
+            if (strtof(b, NULL) == f)
+                break;
+        }
+        return ct_err_set(err, CT_EINVAL, "Invalid percentile parameters: %s", b);
+    }
     float *np = realloc(sub->percentiles, (sub->npercentiles + 1) * sizeof(*np));
     if (!np)
         return ct_err_set(err, CT_ENOMEM, "out of memory parsing a query");
@@ -496,7 +506,12 @@ static int validate(struct qspec *q, int64_t now_ms, struct ct_err *err)
             return ct_err_set(err, CT_EINVAL, "Missing the metric or tsuids, provide at least one");
         if (s->ds.enabled && q->use_calendar)
             s->ds.calendar = !s->ds.all;
-        /* TSSubQuery.validateAndSetQuery: histograms are only summed */
+        /* TSSubQuery.checkHistogramQuery: histograms are only summed (or not aggregated) */
+        if (qspec_sub_is_histogram(s) && !qagg_is_none(s->agg) &&
+            strcmp(qagg_name(s->agg), "sum") != 0)
+            return ct_err_set(err, CT_EINVAL,
+                              "Only NONE or SUM aggregation function supported for histogram "
+                              "query");
         if (qspec_sub_is_histogram(s) && s->ds.enabled && s->ds.fn &&
             strcmp(qagg_name(s->ds.fn), "sum") != 0)
             return ct_err_set(err, CT_EINVAL,

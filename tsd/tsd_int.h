@@ -53,6 +53,7 @@ struct telnet_ingest {
     struct telnet_conn *blocked, *blocked_tail;
     struct put_point point;
     char line[TELNET_MAX_LINE + 1];
+    struct telnet_histo *histo; /* histogram lines' batches and writer (telnet.c); NULL: off */
 };
 
 enum tsd_state {
