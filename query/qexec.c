@@ -773,8 +773,8 @@ static int points_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t
 }
 
 int qexec_run_groups(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
-                     qexec_group_start_fn gfn, qexec_point_fn fn, void *arg, enum qexec_status *status,
-                     struct ct_err *err)
+                     qexec_group_start_fn gfn, qexec_point_fn fn, void *arg,
+                     enum qexec_status *status, struct ct_err *err)
 {
     struct xsub *xs = calloc(q->nsubs, sizeof(*xs));
     if (!xs) {

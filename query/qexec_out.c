@@ -370,8 +370,8 @@ static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser
     uint64_t t_ser = clock_mono_ns();
     if (qspec_sub_is_histogram(sub)) {
         uint64_t emitted = 0;
-        int hrc = qexec_histo_write_group(q, xs, ser, n, j, first, tk, tv, ntk, ag, nag,
-                                          &emitted, err);
+        int hrc =
+            qexec_histo_write_group(q, xs, ser, n, j, first, tk, tv, ntk, ag, nag, &emitted, err);
         free(tk);
         free(tv);
         free(ag);

@@ -152,9 +152,8 @@ static bool filters_equal(const struct qfilter *a, bool short_a, const struct qf
     if (wa && wb) {
         bool cia = ta == QFILTER_IWILDCARD || (short_a && !strcmp(qfilter_expr(a), "*"));
         bool cib = tb == QFILTER_IWILDCARD || (short_b && !strcmp(qfilter_expr(b), "*"));
-        return cia == cib &&
-               (cia ? !strcasecmp(qfilter_expr(a), qfilter_expr(b))
-                    : !strcmp(qfilter_expr(a), qfilter_expr(b)));
+        return cia == cib && (cia ? !strcasecmp(qfilter_expr(a), qfilter_expr(b))
+                                  : !strcmp(qfilter_expr(a), qfilter_expr(b)));
     }
     if (ta != tb)
         return false;

@@ -297,7 +297,8 @@ int histo_put_many(struct tsdb *t, const struct histo_cell *c, size_t n, struct 
     size_t nt = 0;
     for (size_t i = 0; i < n; i++) {
         size_t k = 0;
-        while (k < nt && !(tx[k].len == c[i].tsuid_len && !memcmp(tx[k].tsuid, c[i].tsuid, tx[k].len)))
+        while (k < nt &&
+               !(tx[k].len == c[i].tsuid_len && !memcmp(tx[k].tsuid, c[i].tsuid, tx[k].len)))
             k++;
         if (k == nt)
             tx[nt++] = (struct tagidx_series){c[i].tsuid, c[i].tsuid_len};

@@ -28,8 +28,8 @@ enum histo_line_status {
 
 /* Telnet histogram lines parsed and waiting to be written together (one writer at a time). */
 struct histo_batch;
-struct histo_batch *histo_batch_new(void); /* NULL when out of memory */
-void histo_batch_free(struct histo_batch *b); /* accepts NULL */
+struct histo_batch *histo_batch_new(void);     /* NULL when out of memory */
+void histo_batch_free(struct histo_batch *b);  /* accepts NULL */
 void histo_batch_reset(struct histo_batch *b); /* empties it for reuse */
 size_t histo_batch_count(const struct histo_batch *b);
 /* After api_histogram_telnet_write(): entry i's owner, and NULL when it was stored, else its

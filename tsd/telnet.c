@@ -30,13 +30,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "storage/clock.h"
+#include "storage/wc.h"
 #include "tsd/api_histogram.h"
 #include "tsd/auth.h"
 #include "tsd/build_info.h"
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
-#include "storage/clock.h"
-#include "storage/wc.h"
 #include "tsd/membudget.h"
 #include "tsd/proto_graphite.h"
 #include "tsd/store.h"
@@ -61,8 +61,8 @@ struct telnet_conn {
     uint64_t id;
     enum telnet_state state;
     uint64_t pending_seq;
-    uint64_t hpending_seq; /* the histogram batch holding c's latest histogram line (0 = none) */
-    uint64_t hblock_seq;   /* a histogram line waits for this batch: the next one is full */
+    uint64_t hpending_seq;    /* the histogram batch holding c's latest histogram line (0 = none) */
+    uint64_t hblock_seq;      /* a histogram line waits for this batch: the next one is full */
     bool discarding;          /* inside an over-long line */
     bool eof;                 /* the client half-closed: close once everything is answered */
     bool out_full;            /* reading paused: the client does not read its replies (5) */
@@ -538,8 +538,7 @@ void telnet_flush(struct tsd *t)
 bool telnet_ingest_idle(struct tsd *t)
 {
     struct telnet_ingest *g = ti(t);
-    return g->inflight == 0 && (!g->cur || ingest_batch_count(g->cur) == 0) &&
-           telnet_histo_idle(t);
+    return g->inflight == 0 && (!g->cur || ingest_batch_count(g->cur) == 0) && telnet_histo_idle(t);
 }
 
 /* ---- commands ------------------------------------------------------------------------------- */
@@ -633,8 +632,7 @@ static enum telnet_action telnet_histogram(struct telnet_conn *c, const char *li
         if (!h && !(scratch = histo_batch_new())) /* histograms off: the line is refused */
             snprintf(msg, sizeof(msg), "histogram: HBase error: out of memory");
         else
-            st = api_histogram_telnet(t, line, len, h ? h->cur : scratch, c->id, msg,
-                                      sizeof(msg));
+            st = api_histogram_telnet(t, line, len, h ? h->cur : scratch, c->id, msg, sizeof(msg));
         histo_batch_free(scratch);
         if (st == HISTO_LINE_OK && h) {
             tstats_add(TSTATS_RPC_PUT, 1);

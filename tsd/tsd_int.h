@@ -82,7 +82,7 @@ struct tsd {
     enum tsd_state state;
     int64_t start_ms;
     int64_t shutdown_started_ms;
-    bool grace_warned; /* the "still open after the grace period" line was logged */
+    bool grace_warned;        /* the "still open after the grace period" line was logged */
     bool backend_interrupted; /* wc_interrupt was called (TSD_BACKEND_GRACE_MS into shutdown) */
     char hostname[256];
     char listen_addr[128];
