@@ -1,11 +1,13 @@
 /* api_histogram.h - the histogram write path shared by POST /api/histogram and the telnet
  * `histogram` command (OpenTSDB 2.4's HistogramDataPointRpc, both sides): the codec id
- * tsd.core.histograms.config enables, and the telnet line's parsing and store.
+ * tsd.core.histograms.config enables, and the telnet lines' parsing (on the event loop) and
+ * batched store (on a writer thread).
  *
  * Invariant: both sides store a histogram the same way (series resolution, SimpleHistogram
- * encoding with the configured codec id, one 0x06 cell written at the table's durability
- * before the call returns), so a point written over telnet reads back exactly as the same
- * point written over HTTP. */
+ * encoding with the configured codec id, its 0x06 cell and the series' tag index entries
+ * written at the table's durability before the point is acknowledged: the HTTP answer, or for
+ * telnet the reply to a later line), so a point written over telnet reads back exactly as the
+ * same point written over HTTP. */
 #ifndef CT_TSD_API_HISTOGRAM_H
 #define CT_TSD_API_HISTOGRAM_H
 
