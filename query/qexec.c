@@ -511,6 +511,9 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         map_uid_err(rc, status);
         goto out;
     }
+    xs->st.scan_ns += clock_mono_ns() - t0;
+    xs->st.raw_dps += atomic_load(&x.dps);
+    xs->st.rows += atomic_load(&x.rows);
     if (st) {
         st->scan_ns += clock_mono_ns() - t0;
         st->raw_dps += atomic_load(&x.dps);
@@ -591,6 +594,99 @@ static int run_all(struct tsdb *t, const struct qspec *q, const struct qexec_opt
     return CT_OK;
 }
 
+/* Writes "name":value into an object, a comma first unless *first. */
+static void summary_key(struct qjson *j, bool *first, const char *name)
+{
+    if (!*first)
+        qjson_raw(j, ",", 1);
+    *first = false;
+    qjson_str(j, name);
+    qjson_raw(j, ":", 1);
+}
+
+/* A time in ns, written as OpenTSDB's DateTime.msFromNano: ms, a double. */
+static void summary_ms(struct qjson *j, bool *first, const char *name, uint64_t ns)
+{
+    char b[48];
+    summary_key(j, first, name);
+    qjson_raw(j, b, qjson_format_double((double)ns / 1e6, b));
+}
+
+static void summary_count(struct qjson *j, bool *first, const char *name, uint64_t v)
+{
+    char b[24];
+    summary_key(j, first, name);
+    qjson_raw(j, b, qjson_format_i64((int64_t)v, b));
+}
+
+/* The final {"statsSummary":{...}} of showSummary, shaped as OpenTSDB 2.4's
+ * QueryStats.getStats(true, ...): keys sorted (its TreeMap); per sub-query a "queryIdx_NN" map
+ * (queryIndex; queryScanTime, its scans; rowsPostFilter / dpsPostFilter, the rows and
+ * datapoints of its matching series read; and once it has written a series, aggregationTime,
+ * serializationTime - writing its series' JSON, the aggregation included - and emittedDPs);
+ * over all: the avg/max of those times across the sub-queries that have them, the counters
+ * summed, and processingPreWriteTime, the run up to this summary. Times in ms (doubles). No
+ * per-scanner maps: ctsdb's scans are not OpenTSDB's salt scanners. */
+static void write_summary(struct qjson *j, const struct qspec *q, const struct xsub *xs,
+                          uint64_t pre_write_ns, bool first_in_answer)
+{
+    struct tstat {
+        uint64_t sum, max;
+        size_t n;
+    } agg = {0}, ser = {0}, scan = {0};
+    uint64_t dps = 0, rows = 0, emitted = 0;
+    for (size_t i = 0; i < q->nsubs; i++) {
+        const struct qexec_stats *s = &xs[i].st;
+        struct tstat *t[3] = {&scan, &agg, &ser};
+        uint64_t v[3] = {s->scan_ns, s->agg_ns, s->ser_ns};
+        for (int k = 0; k < (s->groups ? 3 : 1); k++) {
+            t[k]->sum += v[k];
+            t[k]->max = v[k] > t[k]->max ? v[k] : t[k]->max;
+            t[k]->n++;
+        }
+        dps += s->raw_dps;
+        rows += s->rows;
+        emitted += s->emitted_dps;
+    }
+    bool f = true;
+    qjson_lit(j, first_in_answer ? "{\"statsSummary\":{" : ",{\"statsSummary\":{");
+    if (agg.n)
+        summary_ms(j, &f, "avgAggregationTime", agg.sum / agg.n);
+    summary_ms(j, &f, "avgQueryScanTime", scan.sum / scan.n);
+    if (ser.n)
+        summary_ms(j, &f, "avgSerializationTime", ser.sum / ser.n);
+    summary_count(j, &f, "dpsPostFilter", dps);
+    if (agg.n)
+        summary_count(j, &f, "emittedDPs", emitted);
+    if (agg.n)
+        summary_ms(j, &f, "maxAggregationTime", agg.max);
+    summary_ms(j, &f, "maxQueryScanTime", scan.max);
+    if (ser.n)
+        summary_ms(j, &f, "maxSerializationTime", ser.max);
+    summary_ms(j, &f, "processingPreWriteTime", pre_write_ns);
+    for (size_t i = 0; i < q->nsubs; i++) {
+        const struct qexec_stats *s = &xs[i].st;
+        char name[32];
+        snprintf(name, sizeof(name), "queryIdx_%02zu", i);
+        summary_key(j, &f, name);
+        bool sf = true;
+        qjson_raw(j, "{", 1);
+        if (s->groups)
+            summary_ms(j, &sf, "aggregationTime", s->agg_ns);
+        summary_count(j, &sf, "dpsPostFilter", s->raw_dps);
+        if (s->groups)
+            summary_count(j, &sf, "emittedDPs", s->emitted_dps);
+        summary_count(j, &sf, "queryIndex", i);
+        summary_ms(j, &sf, "queryScanTime", s->scan_ns);
+        summary_count(j, &sf, "rowsPostFilter", s->rows);
+        if (s->groups)
+            summary_ms(j, &sf, "serializationTime", s->ser_ns);
+        qjson_raw(j, "}", 1);
+    }
+    summary_count(j, &f, "rowsPostFilter", rows);
+    qjson_lit(j, "}}");
+}
+
 int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options *o, struct qjson *j,
               enum qexec_status *status, struct qexec_stats *stats, struct ct_err *err)
 {
@@ -616,21 +712,8 @@ int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options 
         struct wctx w = {q, &globals, j, true, st, err};
         qjson_raw(j, "[", 1);
         rc = qexec_write_groups(q, o, xs, &w);
-        if (rc == CT_OK && q->show_summary) {
-            st->total_ns = clock_mono_ns() - t0;
-            char b[400];
-            snprintf(b, sizeof(b),
-                     "%s{\"statsSummary\":{\"datapoints\":%llu,\"rawDatapoints\":%llu,"
-                     "\"rowsScanned\":%llu,\"series\":%llu,\"groups\":%llu,"
-                     "\"storageTime\":%.3f,\"aggregationTime\":%.3f,\"processingTime\":%.3f,"
-                     "\"queryIdx_00\":{}}}",
-                     w.first ? "" : ",", (unsigned long long)st->emitted_dps,
-                     (unsigned long long)st->raw_dps, (unsigned long long)st->rows,
-                     (unsigned long long)st->series, (unsigned long long)st->groups,
-                     (double)st->scan_ns / 1e6, (double)st->agg_ns / 1e6,
-                     (double)st->total_ns / 1e6);
-            qjson_lit(j, b);
-        }
+        if (rc == CT_OK && q->show_summary)
+            write_summary(j, q, xs, clock_mono_ns() - t0, w.first);
         qjson_raw(j, "]", 1);
         if (rc != CT_OK)
             *status = QEXEC_INTERNAL;
@@ -691,8 +774,8 @@ static int points_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t
 }
 
 int qexec_run_groups(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
-                     qexec_group_start_fn gfn, qexec_point_fn fn, void *arg, enum qexec_status *status,
-                     struct ct_err *err)
+                     qexec_group_start_fn gfn, qexec_point_fn fn, void *arg,
+                     enum qexec_status *status, struct ct_err *err)
 {
     struct xsub *xs = calloc(q->nsubs, sizeof(*xs));
     if (!xs) {

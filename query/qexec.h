@@ -54,6 +54,7 @@ enum qexec_status {
 struct qexec_stats {
     uint64_t rows, raw_dps, emitted_dps, series, groups;
     uint64_t scan_ns, agg_ns, total_ns;
+    uint64_t ser_ns;       /* writing the groups' JSON (the aggregation included) */
     uint64_t scanners;     /* scanners opened: one per salt bucket and time slice */
     uint64_t key_ranges;   /* row ranges they read (leading-tag key ranges, else 1 each) */
     unsigned scan_threads; /* the most threads any sub-query's scans used */

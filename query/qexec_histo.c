@@ -7,13 +7,15 @@
  *
  * Invariants: histograms outside the query's range are left out; a cell that does not decode
  * is skipped (fsck's business), never an error of the answer; the series objects have
- * /api/query's shape (metric, tags, aggregateTags, dps). */
+ * /api/query's shape (metric, tags, aggregateTags, tsuids with show_tsuids, the group's
+ * annotations in the range, dps). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "query/qexec_int.h"
+#include "query/qmeta.h"
 #include "schema/histogram.h"
 
 struct hpoint {
@@ -43,10 +45,70 @@ static void float_text(float f, char *out, size_t cap)
     }
 }
 
-static void write_head(struct qjson *j, bool *first, const char *metric, const char *suffix,
-                       const char **tk, const char **tv, size_t ntk, const char **ag, size_t nag,
-                       bool arrays)
+static int cmp_ann_ptr(const void *a, const void *b)
 {
+    const struct xann *x = *(struct xann *const *)a, *y = *(struct xann *const *)b;
+    return x->start_ms < y->start_ms ? -1 : x->start_ms > y->start_ms;
+}
+
+/* The group's tsuids (show_tsuids) and its series' annotations in the range, as the datapoint
+ * series of /api/query carry them (every percentile and bucket series of the group alike). */
+static int write_extras(struct qjson *j, const struct qspec *q, struct xser **ser, size_t n,
+                        struct ct_err *err)
+{
+    static const char hx[] = "0123456789ABCDEF";
+    if (q->show_tsuids) {
+        qjson_lit(j, ",\"tsuids\":[");
+        for (size_t i = 0; i < n; i++) {
+            char buf[2 * ROWKEY_MAX_TSUID + 3];
+            size_t o = 0;
+            buf[o++] = '"';
+            for (size_t k = 0; k < ser[i]->tsuid_len && k < ROWKEY_MAX_TSUID; k++) {
+                buf[o++] = hx[ser[i]->tsuid[k] >> 4];
+                buf[o++] = hx[ser[i]->tsuid[k] & 15];
+            }
+            buf[o++] = '"';
+            if (i)
+                qjson_raw(j, ",", 1);
+            qjson_raw(j, buf, o);
+        }
+        qjson_raw(j, "]", 1);
+    }
+    if (q->no_annotations)
+        return CT_OK;
+    size_t na = 0, k = 0;
+    for (size_t i = 0; i < n; i++)
+        na += ser[i]->nanns;
+    if (na == 0)
+        return CT_OK;
+    struct xann **all = calloc(na, sizeof(*all));
+    if (!all)
+        return ct_err_set(err, CT_ENOMEM, "out of memory writing annotations");
+    for (size_t i = 0; i < n; i++)
+        for (size_t a = 0; a < ser[i]->nanns; a++)
+            if (ser[i]->anns[a].start_ms >= q->start_ms && ser[i]->anns[a].start_ms <= q->end_ms)
+                all[k++] = &ser[i]->anns[a];
+    qsort(all, k, sizeof(*all), cmp_ann_ptr);
+    if (k) {
+        qjson_lit(j, ",\"annotations\":[");
+        for (size_t a = 0; a < k; a++) {
+            if (a)
+                qjson_raw(j, ",", 1);
+            char *api = qmeta_annotation_api_json(all[a]->json, strlen(all[a]->json));
+            qjson_lit(j, api ? api : all[a]->json);
+            free(api);
+        }
+        qjson_raw(j, "]", 1);
+    }
+    free(all);
+    return CT_OK;
+}
+
+static int write_head(struct qjson *j, bool *first, const char *metric, const char *suffix,
+                      const char **tk, const char **tv, size_t ntk, const char **ag, size_t nag,
+                      const struct qspec *q, struct xser **ser, size_t n, struct ct_err *err)
+{
+    bool arrays = q->arrays;
     if (!*first)
         qjson_raw(j, ",", 1);
     *first = false;
@@ -68,7 +130,10 @@ static void write_head(struct qjson *j, bool *first, const char *metric, const c
             qjson_raw(j, ",", 1);
         qjson_str(j, ag[i]);
     }
-    qjson_lit(j, arrays ? "],\"dps\":[" : "],\"dps\":{");
+    qjson_raw(j, "]", 1);
+    int rc = write_extras(j, q, ser, n, err);
+    qjson_lit(j, arrays ? ",\"dps\":[" : ",\"dps\":{");
+    return rc;
 }
 
 static void write_dp(struct qjson *j, const struct qspec *q, int64_t ts_ms, bool first,
@@ -88,7 +153,7 @@ static void write_dp(struct qjson *j, const struct qspec *q, int64_t ts_ms, bool
 int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct xser **ser,
                             size_t n, struct qjson *j, bool *first, const char **tk,
                             const char **tv, size_t ntk, const char **ag, size_t nag,
-                            struct ct_err *err)
+                            uint64_t *emitted, struct ct_err *err)
 {
     const struct qspec_sub *sub = xs->sub;
     size_t total = 0;
@@ -133,22 +198,24 @@ int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct
         char suffix[48], pt[24];
         float_text(sub->percentiles[p], pt, sizeof(pt));
         snprintf(suffix, sizeof(suffix), "_pct_%s", pt);
-        write_head(j, first, xs->metric_name, suffix, tk, tv, ntk, ag, nag, q->arrays);
+        rc = write_head(j, first, xs->metric_name, suffix, tk, tv, ntk, ag, nag, q, ser, n, err);
         for (size_t i = 0; i < nm; i++) {
             char v[40];
             size_t vl = qjson_format_double(histo_percentile(&pts[i].h, sub->percentiles[p]), v);
             write_dp(j, q, pts[i].ts_ms, i == 0, v, vl);
         }
+        *emitted += nm;
         qjson_lit(j, q->arrays ? "]}" : "}}");
     }
     if (sub->show_histogram_buckets && nm > 0 && rc == CT_OK) {
         const struct histo *h0 = &pts[0].h;
-        for (size_t b = 0; b < h0->n; b++) {
+        for (size_t b = 0; b < h0->n && rc == CT_OK; b++) {
             char suffix[64], lo[24], hi[24];
             float_text(h0->b[b].lo, lo, sizeof(lo));
             float_text(h0->b[b].hi, hi, sizeof(hi));
             snprintf(suffix, sizeof(suffix), "_%s_%s", lo, hi);
-            write_head(j, first, xs->metric_name, suffix, tk, tv, ntk, ag, nag, q->arrays);
+            rc =
+                write_head(j, first, xs->metric_name, suffix, tk, tv, ntk, ag, nag, q, ser, n, err);
             for (size_t i = 0; i < nm; i++) {
                 uint64_t c = 0;
                 for (size_t k = 0; k < pts[i].h.n; k++)
@@ -158,6 +225,7 @@ int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct
                 size_t vl = qjson_format_i64((int64_t)c, v);
                 write_dp(j, q, pts[i].ts_ms, i == 0, v, vl);
             }
+            *emitted += nm;
             qjson_lit(j, q->arrays ? "]}" : "}}");
         }
     }

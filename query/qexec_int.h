@@ -70,6 +70,7 @@ struct xsub {
     struct qagg_point *pts_block; /* the finished series' points (qexec_series_finish) */
     bool ds_done;                 /* the scan downsampled the series already (xscan.ds) */
     bool general_only;            /* qexec_options.general_only */
+    struct qexec_stats st;        /* this sub-query's share (statsSummary's queryIdx_NN) */
 };
 
 struct xann {
@@ -219,11 +220,11 @@ int qexec_for_each_group(struct xsub *xs, qexec_group_fn fn, void *arg);
 int qexec_write_groups(const struct qspec *q, const struct qexec_options *o, struct xsub *xs,
                        struct wctx *w);
 /* Writes a histogram sub-query's group (qexec_histo.c): one series per percentile, and per
- * bucket with showHistogramBuckets, with the group's tags. */
+ * bucket with showHistogramBuckets, with the group's tags; *emitted += the points written. */
 int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct xser **ser,
                             size_t n, struct qjson *j, bool *first, const char **tk,
                             const char **tv, size_t ntk, const char **ag, size_t nag,
-                            struct ct_err *err);
+                            uint64_t *emitted, struct ct_err *err);
 void qexec_scan_thread(void *arg);
 /* Picks the head's series of the scan (x->head set, x->rf / x->tsuids planned, window set): the
  * metric's series the row filter accepts that hold points in the window's hours. */

@@ -367,11 +367,21 @@ static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser
     size_t ntk = 0, nag = 0;
     if (qexec_group_tags(ser, n, &tk, &tv, &ntk, &ag, &nag) != 0)
         return ct_err_set(err, CT_ENOMEM, "out of memory writing tags");
+    uint64_t t_ser = clock_mono_ns();
     if (qspec_sub_is_histogram(sub)) {
-        int hrc = qexec_histo_write_group(q, xs, ser, n, j, first, tk, tv, ntk, ag, nag, err);
+        uint64_t emitted = 0;
+        int hrc =
+            qexec_histo_write_group(q, xs, ser, n, j, first, tk, tv, ntk, ag, nag, &emitted, err);
         free(tk);
         free(tv);
         free(ag);
+        if (st) {
+            uint64_t d = clock_mono_ns() - t_ser;
+            st->agg_ns += d;
+            st->ser_ns += d;
+            st->emitted_dps += emitted;
+            st->groups++;
+        }
         return hrc;
     }
     if (!*first)
@@ -463,7 +473,21 @@ static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser
         qjson_lit(j, b);
     }
     qjson_raw(j, "}", 1);
+    if (st)
+        st->ser_ns += clock_mono_ns() - t_ser;
     return rc;
+}
+
+/* Adds one written group's statistics (g) to the run's and to its sub-query's. */
+static void add_group_stats(struct qexec_stats *run, struct xsub *xs, const struct qexec_stats *g)
+{
+    struct qexec_stats *to[2] = {run, &xs->st};
+    for (int i = 0; i < 2; i++) {
+        to[i]->agg_ns += g->agg_ns;
+        to[i]->ser_ns += g->ser_ns;
+        to[i]->emitted_dps += g->emitted_dps;
+        to[i]->groups += g->groups;
+    }
 }
 
 /* Calls fn(group) for each group of xs: consecutive series with equal group keys, or one series
@@ -494,7 +518,11 @@ int qexec_for_each_group(struct xsub *xs, qexec_group_fn fn, void *arg)
 static int write_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t n)
 {
     struct wctx *w = arg;
-    return write_group(w->q, xs, ser, n, w->globals, w->j, &w->first, w->st, w->err);
+    struct qexec_stats g;
+    memset(&g, 0, sizeof(g));
+    int rc = write_group(w->q, xs, ser, n, w->globals, w->j, &w->first, &g, w->err);
+    add_group_stats(w->st, xs, &g);
+    return rc;
 }
 
 /* ---- groups written in parallel --------------------------------------------------------- */
@@ -631,9 +659,7 @@ int qexec_write_groups(const struct qspec *q, const struct qexec_options *o, str
         if (rc == CT_OK) {
             qjson_raw(w->j, g->out.p, g->out.n);
             w->first = false;
-            w->st->agg_ns += g->st.agg_ns;
-            w->st->emitted_dps += g->st.emitted_dps;
-            w->st->groups += g->st.groups;
+            add_group_stats(w->st, g->xs, &g->st);
         }
         free(g->out.p);
     }

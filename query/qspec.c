@@ -39,8 +39,18 @@ static int cmp_float(const void *a, const void *b)
 /* Adds percentile p (kept ascending, as TSSubQuery sorts them); OpenTSDB's range check. */
 static int add_percentile(struct qspec_sub *sub, double p, struct ct_err *err)
 {
-    if (!(p >= 0 && p <= 100))
-        return ct_err_set(err, CT_EINVAL, "Invalid percentile parameters: %g", p);
+    if (!(p >= 0 && p <= 100)) { /* the parameter as Java's Float.toString writes it */
+        float f = (float)p;
+        if (f == truncf(f) && fabsf(f) < 1e7f)
+            return ct_err_set(err, CT_EINVAL, "Invalid percentile parameters: %.1f", (double)f);
+        char b[32];
+        for (int prec = 1; prec <= 9; prec++) {
+            snprintf(b, sizeof(b), "%.*g", prec, (double)f);
+            if (strtof(b, NULL) == f)
+                break;
+        }
+        return ct_err_set(err, CT_EINVAL, "Invalid percentile parameters: %s", b);
+    }
     float *np = realloc(sub->percentiles, (sub->npercentiles + 1) * sizeof(*np));
     if (!np)
         return ct_err_set(err, CT_ENOMEM, "out of memory parsing a query");
@@ -97,6 +107,105 @@ static int qspec_sub_add_filter(struct qspec_sub *sub, struct qfilter *f, struct
     }
     sub->filters = nf;
     sub->filters[sub->nfilters++] = f;
+    return CT_OK;
+}
+
+/* Whether literal lists a and b ("x|y|z") hold the same set of values (TagVLiteralOrFilter keeps
+ * its literals in a set), case-insensitively when ci. */
+static bool literal_sets_equal(const char *a, const char *b, bool ci)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        const char *x = pass ? b : a, *y = pass ? a : b;
+        for (const char *p = x;;) {
+            const char *bar = strchr(p, '|');
+            size_t l = bar ? (size_t)(bar - p) : strlen(p);
+            bool found = false;
+            for (const char *q = y; !found;) {
+                const char *qb = strchr(q, '|');
+                size_t ql = qb ? (size_t)(qb - q) : strlen(q);
+                found = ql == l && (ci ? !strncasecmp(p, q, l) : !memcmp(p, q, l));
+                if (!qb)
+                    break;
+                q = qb + 1;
+            }
+            if (!found)
+                return false;
+            if (!bar)
+                break;
+            p = bar + 1;
+        }
+    }
+    return true;
+}
+
+/* TagVFilter.equals: same filter class, tag key, case sensitivity and expression (literal lists
+ * as sets); group by does not count. `short_a`/`short_b`: the filter came from the m= / "tags"
+ * shorthand, where "*" is a case-insensitive wildcard. */
+static bool filters_equal(const struct qfilter *a, bool short_a, const struct qfilter *b,
+                          bool short_b)
+{
+    enum qfilter_type ta = qfilter_type(a), tb = qfilter_type(b);
+    if (strcmp(qfilter_tagk(a), qfilter_tagk(b)))
+        return false;
+    bool wa = ta == QFILTER_WILDCARD || ta == QFILTER_IWILDCARD;
+    bool wb = tb == QFILTER_WILDCARD || tb == QFILTER_IWILDCARD;
+    if (wa && wb) {
+        bool cia = ta == QFILTER_IWILDCARD || (short_a && !strcmp(qfilter_expr(a), "*"));
+        bool cib = tb == QFILTER_IWILDCARD || (short_b && !strcmp(qfilter_expr(b), "*"));
+        return cia == cib && (cia ? !strcasecmp(qfilter_expr(a), qfilter_expr(b))
+                                  : !strcmp(qfilter_expr(a), qfilter_expr(b)));
+    }
+    if (ta != tb)
+        return false;
+    switch (ta) {
+    case QFILTER_NOT_KEY:
+        return true;
+    case QFILTER_LITERAL_OR:
+    case QFILTER_NOT_LITERAL_OR:
+        return literal_sets_equal(qfilter_expr(a), qfilter_expr(b), false);
+    case QFILTER_ILITERAL_OR:
+    case QFILTER_NOT_ILITERAL_OR:
+        return literal_sets_equal(qfilter_expr(a), qfilter_expr(b), true);
+    default:
+        return !strcmp(qfilter_expr(a), qfilter_expr(b));
+    }
+}
+
+/* TagVFilter.tagsToFilters's duplicate rule. sub->filters[0, ntags) came from the tags (group
+ * by), the rest were given as filters (`explicit_short`: through m='s second braces). OpenTSDB
+ * adds the filters first and skips a tag equal to one already listed, setting that one's group
+ * by; kept here in ctsdb's order (tags first), the same set results: a tag equal to an earlier
+ * tag is dropped, and a tag equal to a given filter drops the first such filter (each tag
+ * absorbs one). Filters equal to each other are all kept, as OpenTSDB keeps them. */
+static int dedup_tag_filters(struct qspec_sub *sub, size_t ntags, bool explicit_short,
+                             struct ct_err *err)
+{
+    size_t n = sub->nfilters;
+    if (ntags == 0)
+        return CT_OK;
+    bool *drop = calloc(n, sizeof(*drop));
+    if (!drop)
+        return ct_err_set(err, CT_ENOMEM, "out of memory parsing a query");
+    for (size_t t = 0; t < ntags; t++) {
+        for (size_t u = 0; u < t && !drop[t]; u++)
+            if (!drop[u] && filters_equal(sub->filters[u], true, sub->filters[t], true))
+                drop[t] = true;
+        for (size_t e = ntags; e < n && !drop[t]; e++) {
+            if (!drop[e] && filters_equal(sub->filters[t], true, sub->filters[e], explicit_short)) {
+                drop[e] = true;
+                break;
+            }
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (drop[i])
+            qfilter_free(sub->filters[i]);
+        else
+            sub->filters[k++] = sub->filters[i];
+    }
+    sub->nfilters = k;
+    free(drop);
     return CT_OK;
 }
 
@@ -168,6 +277,7 @@ static int parse_metric_filters(const char *spec, struct qspec_sub *sub, struct 
     *close = 0;
     if (close > curly + 1 && (rc = parse_brace_filters(curly + 1, true, sub, err)) != CT_OK)
         goto out;
+    size_t ntags = sub->nfilters;
     if (close != s + len - 1) {
         char *second = close + 1;
         if (*second != '{') {
@@ -182,6 +292,7 @@ static int parse_metric_filters(const char *spec, struct qspec_sub *sub, struct 
         if (second[1] && (rc = parse_brace_filters(second + 1, false, sub, err)) != CT_OK)
             goto out;
     }
+    rc = dedup_tag_filters(sub, ntags, true, err);
 out:
     free(s);
     return rc;
@@ -394,7 +505,12 @@ static int validate(struct qspec *q, int64_t now_ms, struct ct_err *err)
             return ct_err_set(err, CT_EINVAL, "Missing the metric or tsuids, provide at least one");
         if (s->ds.enabled && q->use_calendar)
             s->ds.calendar = !s->ds.all;
-        /* TSSubQuery.validateAndSetQuery: histograms are only summed */
+        /* TSSubQuery.checkHistogramQuery: histograms are only summed (or not aggregated) */
+        if (qspec_sub_is_histogram(s) && !qagg_is_none(s->agg) &&
+            strcmp(qagg_name(s->agg), "sum") != 0)
+            return ct_err_set(err, CT_EINVAL,
+                              "Only NONE or SUM aggregation function supported for histogram "
+                              "query");
         if (qspec_sub_is_histogram(s) && s->ds.enabled && s->ds.fn &&
             strcmp(qagg_name(s->ds.fn), "sum") != 0)
             return ct_err_set(err, CT_EINVAL,
@@ -684,6 +800,7 @@ static int parse_json_sub(const cJSON *jq, struct qspec_sub *s, struct ct_err *e
                 return rc;
         }
     }
+    size_t ntags = s->nfilters;
     const cJSON *filters = cJSON_GetObjectItemCaseSensitive(jq, "filters");
     if (cJSON_IsArray(filters)) {
         const cJSON *jf;
@@ -706,6 +823,8 @@ static int parse_json_sub(const cJSON *jq, struct qspec_sub *s, struct ct_err *e
                 return rc;
         }
     }
+    if ((rc = dedup_tag_filters(s, ntags, false, err)) != CT_OK)
+        return rc;
     const cJSON *jds = cJSON_GetObjectItemCaseSensitive(jq, "downsample");
     if (cJSON_IsObject(jds)) {
         rc = parse_json_downsampler(jds, &s->ds, err);

@@ -8,6 +8,7 @@
 
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
+#include "schema/tagidx.h"
 #include "schema/tsdb.h"
 #include "storage/wc.h"
 
@@ -246,17 +247,63 @@ bool histo_qualifier_time(int64_t base_s, const uint8_t *q, size_t qlen, int64_t
 int histo_put(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len, int64_t ts_ms,
               const uint8_t *value, size_t len, struct ct_err *err)
 {
+    struct histo_cell c = {tsuid, tsuid_len, ts_ms, value, len};
+    return histo_put_many(t, &c, 1, err);
+}
+
+int histo_put_many(struct tsdb *t, const struct histo_cell *c, size_t n, struct ct_err *err)
+{
     const struct rowkey_layout *l = tsdb_layout(t);
-    if (tsuid_len == 0 || tsuid_len > ROWKEY_MAX_TSUID)
-        return ct_err_set(err, CT_EINVAL, "Invalid TSUID length %zu", tsuid_len);
-    if (ts_ms <= 0 || ts_ms > 9999999999999LL)
-        return ct_err_set(err, CT_EINVAL, "Invalid timestamp");
-    uint8_t row[ROWKEY_MAX_BYTES], q[5];
-    int64_t ts_s = ts_ms / 1000;
-    size_t rl = rowkey_encode(l, tsuid, tsuid_len, ts_s, row);
-    size_t ql = histo_qualifier(rowkey_base_hour_s(ts_s), ts_ms, q);
-    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(TSDB_DATA_FAMILY), wc_bytes_of(q, ql),
-                            wc_bytes_of(value, len), WC_TS_LATEST};
-    struct wc_row_mutation rm = {wc_bytes_of(row, rl), &m, 1};
-    return wc_mutate_row(tsdb_data_table(t), &rm, WC_DURABILITY_USE_DEFAULT, err);
+    for (size_t i = 0; i < n; i++) {
+        if (c[i].tsuid_len == 0 || c[i].tsuid_len > ROWKEY_MAX_TSUID)
+            return ct_err_set(err, CT_EINVAL, "Invalid TSUID length %zu", c[i].tsuid_len);
+        if (c[i].ts_ms <= 0 || c[i].ts_ms > 9999999999999LL)
+            return ct_err_set(err, CT_EINVAL, "Invalid timestamp");
+    }
+    if (n == 0)
+        return CT_OK;
+    /* per cell: its row key and qualifier bytes, one mutation, one row mutation */
+    struct slot {
+        uint8_t row[ROWKEY_MAX_BYTES];
+        uint8_t q[5];
+        struct wc_mutation m;
+    } *sl = calloc(n, sizeof(*sl));
+    struct wc_row_mutation *rm = calloc(n, sizeof(*rm));
+    if (!sl || !rm) {
+        free(sl);
+        free(rm);
+        return ct_err_set(err, CT_ENOMEM, "out of memory storing %zu histograms", n);
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t ts_s = c[i].ts_ms / 1000;
+        size_t rl = rowkey_encode(l, c[i].tsuid, c[i].tsuid_len, ts_s, sl[i].row);
+        size_t ql = histo_qualifier(rowkey_base_hour_s(ts_s), c[i].ts_ms, sl[i].q);
+        sl[i].m = (struct wc_mutation){WC_OP_PUT, wc_bytes_str(TSDB_DATA_FAMILY),
+                                       wc_bytes_of(sl[i].q, ql), wc_bytes_of(c[i].value, c[i].len),
+                                       WC_TS_LATEST};
+        rm[i] = (struct wc_row_mutation){wc_bytes_of(sl[i].row, rl), &sl[i].m, 1};
+    }
+    int rc = n == 1 ? wc_mutate_row(tsdb_data_table(t), rm, WC_DURABILITY_USE_DEFAULT, err)
+                    : wc_mutate_batch(tsdb_data_table(t), rm, n, WC_DURABILITY_USE_DEFAULT, err);
+    free(sl);
+    free(rm);
+    if (rc != CT_OK)
+        return rc;
+    /* the tag index's entries of the series (schema/tagidx.h invariant 1: a series with stored
+     * rows has them, or queries that pin a tag would skip its histograms); once per series */
+    struct tagidx_series *tx = calloc(n, sizeof(*tx));
+    if (!tx)
+        return ct_err_set(err, CT_ENOMEM, "out of memory storing %zu histograms", n);
+    size_t nt = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < nt &&
+               !(tx[k].len == c[i].tsuid_len && !memcmp(tx[k].tsuid, c[i].tsuid, tx[k].len)))
+            k++;
+        if (k == nt)
+            tx[nt++] = (struct tagidx_series){c[i].tsuid, c[i].tsuid_len};
+    }
+    rc = tagidx_put(t, tx, nt, WC_DURABILITY_USE_DEFAULT, err);
+    free(tx);
+    return rc;
 }

@@ -72,5 +72,20 @@ bool histo_qualifier_time(int64_t base_s, const uint8_t *q, size_t qlen, int64_t
  * series tsuid at ts_ms, at the table's default durability. */
 CT_MUST_CHECK int histo_put(struct tsdb *t, const uint8_t *tsuid, size_t tsuid_len, int64_t ts_ms,
                             const uint8_t *value, size_t len, struct ct_err *err);
+/* One histogram cell to store: series tsuid, time, value (id byte + codec bytes). */
+struct histo_cell {
+    const uint8_t *tsuid;
+    size_t tsuid_len;
+    int64_t ts_ms;
+    const uint8_t *value;
+    size_t len;
+};
+/* Stores n cells in one store write (one log record and sync), at the table's default
+ * durability: each cell's row atomic, the whole not (a failure names the first failing row;
+ * cells before it may be stored); then the series' tag index entries (schema/tagidx.h), one
+ * write. CT_EINVAL, storing nothing, when a cell's tsuid length or time (0 < ts_ms <=
+ * 9999999999999) is invalid. histo_put is histo_put_many of one cell. */
+CT_MUST_CHECK int histo_put_many(struct tsdb *t, const struct histo_cell *c, size_t n,
+                                 struct ct_err *err);
 
 #endif

@@ -8,9 +8,10 @@
  * Enabled by tsd.core.histograms.config, a JSON map of codec class to id as OpenTSDB's: only
  * net.opentsdb.core.SimpleHistogramDecoder is known; unset, the endpoint answers 503 as
  * OpenTSDB does. Runs on a worker; each histogram is written (at the table's durability)
- * before the answer, so an acknowledged histogram is readable. The telnet line is parsed and
- * stored by api_histogram_telnet() through the same histo_store() (on the event loop, one
- * synchronous write per line: histograms are few; a burst should use the HTTP endpoint). */
+ * before the answer, so an acknowledged histogram is readable. A telnet line is parsed and
+ * checked on the event loop by api_histogram_telnet() into a struct histo_batch; the batch is
+ * written off the loop by api_histogram_telnet_write() (series resolved as histo_store() does,
+ * every cell in one store write: one log sync per batch, not per line). */
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
@@ -401,6 +402,147 @@ static bool decode_value(const char *value, long id, int codec_id, struct histo 
     return true;
 }
 
+/* One parsed telnet histogram waiting for its write. */
+struct histo_entry {
+    char *names; /* "metric\0k1\0v1\0...", owned */
+    size_t ntags;
+    int64_t ts_ms;
+    uint8_t *val; /* id byte + codec bytes, owned */
+    size_t vlen;
+    uint64_t owner;
+    char *failure; /* after the write: NULL (stored) or the reply text, owned */
+};
+
+struct histo_batch {
+    struct histo_entry *e;
+    size_t n, cap;
+};
+
+struct histo_batch *histo_batch_new(void)
+{
+    return calloc(1, sizeof(struct histo_batch));
+}
+
+void histo_batch_reset(struct histo_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->e[i].names);
+        free(b->e[i].val);
+        free(b->e[i].failure);
+    }
+    b->n = 0;
+}
+
+void histo_batch_free(struct histo_batch *b)
+{
+    if (!b)
+        return;
+    histo_batch_reset(b);
+    free(b->e);
+    free(b);
+}
+
+size_t histo_batch_count(const struct histo_batch *b)
+{
+    return b->n;
+}
+
+const char *histo_batch_failure(const struct histo_batch *b, size_t i, uint64_t *owner)
+{
+    *owner = b->e[i].owner;
+    return b->e[i].failure;
+}
+
+/* Appends a parsed histogram (names and value copied); false when out of memory. */
+static bool histo_batch_add(struct histo_batch *b, const char *metric, const char *const *tk,
+                            const char *const *tv, size_t nt, int64_t ts_ms, const uint8_t *val,
+                            size_t vlen, uint64_t owner)
+{
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 64;
+        struct histo_entry *ne = realloc(b->e, nc * sizeof(*ne));
+        if (!ne)
+            return false;
+        b->e = ne;
+        b->cap = nc;
+    }
+    size_t nl = strlen(metric) + 1;
+    for (size_t i = 0; i < nt; i++)
+        nl += strlen(tk[i]) + strlen(tv[i]) + 2;
+    struct histo_entry *e = &b->e[b->n];
+    memset(e, 0, sizeof(*e));
+    e->names = malloc(nl);
+    e->val = malloc(vlen ? vlen : 1);
+    if (!e->names || !e->val) {
+        free(e->names);
+        free(e->val);
+        return false;
+    }
+    char *p = e->names;
+    p = stpcpy(p, metric) + 1;
+    for (size_t i = 0; i < nt; i++) {
+        p = stpcpy(p, tk[i]) + 1;
+        p = stpcpy(p, tv[i]) + 1;
+    }
+    memcpy(e->val, val, vlen);
+    e->vlen = vlen;
+    e->ntags = nt;
+    e->ts_ms = ts_ms;
+    e->owner = owner;
+    b->n++;
+    return true;
+}
+
+static void histo_fail(struct histo_entry *e, const char *why)
+{
+    size_t n = strlen(why) + 32;
+    e->failure = malloc(n);
+    if (e->failure)
+        snprintf(e->failure, n, "histogram: HBase error: %s", why);
+}
+
+void api_histogram_telnet_write(struct tsd *td, struct histo_batch *b)
+{
+    struct tsdb *t = tsd_tsdb(td);
+    struct histo_cell *cells = calloc(b->n ? b->n : 1, sizeof(*cells));
+    uint8_t(*tsuids)[ROWKEY_MAX_TSUID] = calloc(b->n ? b->n : 1, ROWKEY_MAX_TSUID);
+    size_t *idx = calloc(b->n ? b->n : 1, sizeof(*idx));
+    if (!cells || !tsuids || !idx) {
+        for (size_t i = 0; i < b->n; i++)
+            histo_fail(&b->e[i], "out of memory writing histograms");
+        goto out;
+    }
+    size_t nc = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct histo_entry *e = &b->e[i];
+        const char *tk[TELNET_MAX_LINE / 2 + 1], *tv[TELNET_MAX_LINE / 2 + 1];
+        const char *p = e->names + strlen(e->names) + 1;
+        for (size_t k = 0; k < e->ntags; k++) {
+            tk[k] = p;
+            p += strlen(p) + 1;
+            tv[k] = p;
+            p += strlen(p) + 1;
+        }
+        struct ct_err err = {0};
+        size_t tl = 0;
+        if (tsdb_series_resolve(t, e->names, tk, tv, e->ntags, tsuids[nc], ROWKEY_MAX_TSUID, &tl,
+                                &err) != CT_OK) {
+            histo_fail(e, err.msg);
+            continue;
+        }
+        cells[nc] = (struct histo_cell){tsuids[nc], tl, e->ts_ms, e->val, e->vlen};
+        idx[nc++] = i;
+    }
+    struct ct_err err = {0};
+    if (nc && histo_put_many(t, cells, nc, &err) != CT_OK)
+        for (size_t k = 0; k < nc; k++)
+            histo_fail(&b->e[idx[k]], err.msg);
+out:
+    free(cells);
+    free(tsuids);
+    free(idx);
+}
+
 #define TL_FAIL(st, prefix, ...)                                                                   \
     do {                                                                                           \
         int n_ = snprintf(msg, cap, "histogram: %s", prefix);                                      \
@@ -409,7 +551,8 @@ static bool decode_value(const char *value, long id, int codec_id, struct histo 
         return st;                                                                                 \
     } while (0)
 
-enum histo_line_status api_histogram_telnet(struct tsd *td, const char *line, size_t len, char *msg,
+enum histo_line_status api_histogram_telnet(struct tsd *td, const char *line, size_t len,
+                                            struct histo_batch *b, uint64_t owner, char *msg,
                                             size_t cap)
 {
     static const char ill[] = "illegal argument: ";
@@ -484,11 +627,21 @@ enum histo_line_status api_histogram_telnet(struct tsd *td, const char *line, si
         histo_clear(&h);
         TL_FAIL(HISTO_LINE_ESTORE, store, "%s", why);
     }
+    int64_t ts_ms = ts > 9999999999LL ? ts : ts * 1000;
+    if (ts_ms > 9999999999999LL) {
+        histo_clear(&h);
+        TL_FAIL(HISTO_LINE_ESTORE, store, "Invalid timestamp");
+    }
     struct ct_err err = {0};
-    int rc =
-        histo_store(tsd_tsdb(td), w[1], tk, tv, nt, ts > 9999999999LL ? ts : ts * 1000, &h, &err);
+    uint8_t *val = NULL;
+    size_t vl = 0;
+    int rc = histo_encode(&h, true, &val, &vl, &err);
     histo_clear(&h);
     if (rc != CT_OK)
         TL_FAIL(HISTO_LINE_ESTORE, store, "%s", err.msg);
+    bool added = histo_batch_add(b, w[1], tk, tv, nt, ts_ms, val, vl, owner);
+    free(val);
+    if (!added)
+        TL_FAIL(HISTO_LINE_ESTORE, store, "out of memory queueing a histogram");
     return HISTO_LINE_OK;
 }

@@ -22,6 +22,7 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,14 +30,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "storage/clock.h"
+#include "storage/wc.h"
 #include "tsd/api_histogram.h"
 #include "tsd/auth.h"
 #include "tsd/build_info.h"
 #include "tsd/conf.h"
 #include "tsd/ingest.h"
-#include "storage/clock.h"
 #include "tsd/membudget.h"
 #include "tsd/proto_graphite.h"
+#include "tsd/store.h"
 #include "tsd/tlog.h"
 #include "tsd/tsd_int.h"
 #include "tsd/tstats.h"
@@ -58,6 +61,8 @@ struct telnet_conn {
     uint64_t id;
     enum telnet_state state;
     uint64_t pending_seq;
+    uint64_t hpending_seq;    /* the histogram batch holding c's latest histogram line (0 = none) */
+    uint64_t hblock_seq;      /* a histogram line waits for this batch: the next one is full */
     bool discarding;          /* inside an over-long line */
     bool eof;                 /* the client half-closed: close once everything is answered */
     bool out_full;            /* reading paused: the client does not read its replies (5) */
@@ -192,6 +197,190 @@ static void telnet_mark_written(struct tsd *t, uint64_t seq)
         g->logged_seq++;
 }
 
+/* ---- histogram lines: batched, written by their own thread ---------------------------------
+ * A `histogram` line is parsed and checked on the loop into the current histogram batch
+ * (api_histogram.h); a writer thread writes a whole batch in one store write and hands it
+ * back through done_ev. As with puts, success is silent and the line is acknowledged by the
+ * reply to a later line: before any reply, every earlier histogram of the connection must be
+ * written (c->hpending_seq <= logged_seq). One batch is written at a time; lines arriving
+ * meanwhile gather in the current one, submitted when the write returns, when it is full, by
+ * the flush timer, or when a connection needs a reply. A full batch while another is being
+ * written makes the line wait for that write (c->hblock_seq). */
+#define TELNET_HISTO_BATCH 1024
+
+struct telnet_histo {
+    struct tsd *tsd;
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct histo_batch *queued; /* [mu] handed to the writer */
+    struct histo_batch *done;   /* [mu] written, for the loop */
+    bool stop;                  /* [mu] */
+    struct histo_batch *cur;    /* being filled (loop) */
+    struct histo_batch *spare;  /* free (loop) */
+    uint64_t cur_seq, next_seq, flying_seq, logged_seq;
+    bool flying;
+    bool thread_started;
+    struct event *done_ev, *flush_ev;
+    bool timer_armed;
+};
+
+static bool telnet_conn_ready(struct telnet_conn *c)
+{
+    struct telnet_histo *h = ti(c->tsd)->histo;
+    if (!telnet_logged(c->tsd, c->pending_seq))
+        return false;
+    return !h || (c->hpending_seq <= h->logged_seq && c->hblock_seq <= h->logged_seq);
+}
+
+static void *telnet_histo_writer(void *arg)
+{
+    struct telnet_histo *h = arg;
+    pthread_mutex_lock(&h->mu);
+    for (;;) {
+        while (!h->queued && !h->stop)
+            pthread_cond_wait(&h->cv, &h->mu);
+        if (!h->queued)
+            break;
+        struct histo_batch *b = h->queued;
+        h->queued = NULL;
+        pthread_mutex_unlock(&h->mu);
+        int64_t rq = tsdstore_request_ms(h->tsd->tstore); /* as tsdstore_write: a deadline */
+        uint64_t prev = rq ? wc_request_deadline_begin(rq) : wc_request_deadline();
+        api_histogram_telnet_write(h->tsd, b);
+        wc_request_deadline_set(prev);
+        pthread_mutex_lock(&h->mu);
+        h->done = b;
+        event_active(h->done_ev, EV_READ, 0);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+/* Hands the current batch to the writer when it has lines and none is being written. */
+static void telnet_histo_submit(struct tsd *t)
+{
+    struct telnet_histo *h = ti(t)->histo;
+    if (!h || h->flying || !h->cur || histo_batch_count(h->cur) == 0)
+        return;
+    h->flying = true;
+    h->flying_seq = h->cur_seq;
+    pthread_mutex_lock(&h->mu);
+    h->queued = h->cur;
+    pthread_cond_signal(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    h->cur = h->spare;
+    h->spare = NULL;
+    h->cur_seq = ++h->next_seq;
+    if (h->timer_armed) {
+        event_del(h->flush_ev);
+        h->timer_armed = false;
+    }
+}
+
+static void telnet_histo_flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tsd *t = arg;
+    ti(t)->histo->timer_armed = false;
+    telnet_histo_submit(t);
+}
+
+static void telnet_wake_waiters(struct tsd *t);
+
+/* A written batch: its failed lines answered (each by its own line, in order), its seq
+ * logged, the next batch submitted, waiting connections woken. */
+static void telnet_histo_done_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct tsd *t = arg;
+    struct telnet_histo *h = ti(t)->histo;
+    pthread_mutex_lock(&h->mu);
+    struct histo_batch *b = h->done;
+    h->done = NULL;
+    pthread_mutex_unlock(&h->mu);
+    if (!b)
+        return;
+    size_t n = histo_batch_count(b), failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t owner;
+        const char *why = histo_batch_failure(b, i, &owner);
+        if (!why)
+            continue;
+        failed++;
+        struct telnet_conn *c = telnet_find(t, owner);
+        if (c && t->return_errors && c->state != TC_CLOSING)
+            telnet_printf(c, "%s\n", why);
+    }
+    if (failed)
+        tstats_add(TSTATS_POINTS_FAILED, failed);
+    histo_batch_reset(b);
+    h->spare = b;
+    h->flying = false;
+    h->logged_seq = h->flying_seq;
+    telnet_histo_submit(t);
+    telnet_wake_waiters(t);
+    tsd_ingest_idle_check(t);
+}
+
+static int telnet_histo_init(struct tsd *t, struct ct_err *err)
+{
+    struct telnet_histo *h = calloc(1, sizeof(*h));
+    if (!h)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for the histogram writer");
+    h->tsd = t;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    ti(t)->histo = h;
+    h->cur = histo_batch_new();
+    h->spare = histo_batch_new();
+    h->done_ev = event_new(t->base, -1, 0, telnet_histo_done_cb, t);
+    h->flush_ev = evtimer_new(t->base, telnet_histo_flush_cb, t);
+    if (!h->cur || !h->spare || !h->done_ev || !h->flush_ev)
+        return ct_err_set(err, CT_ENOMEM, "out of memory for the histogram writer");
+    h->cur_seq = h->next_seq = 1;
+    int e = pthread_create(&h->thread, NULL, telnet_histo_writer, h);
+    if (e != 0)
+        return ct_err_set(err, CT_EIO, "cannot start the histogram writer: %s", strerror(e));
+    h->thread_started = true;
+    return CT_OK;
+}
+
+/* Stops the writer (after the batch it was given) and frees everything. */
+static void telnet_histo_destroy(struct tsd *t)
+{
+    struct telnet_histo *h = ti(t)->histo;
+    if (!h)
+        return;
+    if (h->thread_started) {
+        pthread_mutex_lock(&h->mu);
+        h->stop = true;
+        pthread_cond_signal(&h->cv);
+        pthread_mutex_unlock(&h->mu);
+        pthread_join(h->thread, NULL);
+    }
+    if (h->done_ev)
+        event_free(h->done_ev);
+    if (h->flush_ev)
+        event_free(h->flush_ev);
+    histo_batch_free(h->cur);
+    histo_batch_free(h->spare);
+    histo_batch_free(h->queued);
+    histo_batch_free(h->done);
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+    ti(t)->histo = NULL;
+}
+
+static bool telnet_histo_idle(struct tsd *t)
+{
+    struct telnet_histo *h = ti(t)->histo;
+    return !h || (!h->flying && (!h->cur || histo_batch_count(h->cur) == 0));
+}
+
 static const char *telnet_outcome_prefix(enum ingest_outcome o)
 {
     switch (o) {
@@ -213,7 +402,7 @@ static void telnet_wake_waiters(struct tsd *t)
     struct telnet_conn *ready = NULL, **rtail = &ready;
     while (*pp) {
         struct telnet_conn *c = *pp;
-        if (telnet_logged(t, c->pending_seq)) {
+        if (telnet_conn_ready(c)) {
             *pp = c->next;
             c->next = NULL;
             *rtail = c;
@@ -323,6 +512,8 @@ int telnet_ingest_init(struct tsd *t, struct ct_err *err)
     g->flush_ev = evtimer_new(t->base, telnet_flush_timer_cb, t);
     if (!g->done_ev || !g->flush_ev)
         return ct_err_set(err, CT_ENOMEM, "out of memory creating telnet events");
+    if (api_histogram_codec_id(tsd_conf(t)) >= 0) /* else every histogram line is refused */
+        return telnet_histo_init(t, err);
     return CT_OK;
 }
 
@@ -334,18 +525,20 @@ void telnet_ingest_destroy(struct tsd *t)
     if (g->flush_ev)
         event_free(g->flush_ev);
     g->done_ev = g->flush_ev = NULL;
+    telnet_histo_destroy(t);
     pthread_mutex_destroy(&g->mu);
 }
 
 void telnet_flush(struct tsd *t)
 {
     telnet_submit_current(t);
+    telnet_histo_submit(t);
 }
 
 bool telnet_ingest_idle(struct tsd *t)
 {
     struct telnet_ingest *g = ti(t);
-    return g->inflight == 0 && (!g->cur || ingest_batch_count(g->cur) == 0);
+    return g->inflight == 0 && (!g->cur || ingest_batch_count(g->cur) == 0) && telnet_histo_idle(t);
 }
 
 /* ---- commands ------------------------------------------------------------------------------- */
@@ -360,10 +553,12 @@ enum telnet_action {
 static bool telnet_may_reply(struct telnet_conn *c)
 {
     struct tsd *t = c->tsd;
-    if (c->pending_seq == 0 || telnet_logged(t, c->pending_seq))
+    if (telnet_conn_ready(c))
         return true;
     if (c->pending_seq == ti(t)->cur_seq)
         telnet_submit_current(t);
+    if (ti(t)->histo && c->hpending_seq == ti(t)->histo->cur_seq)
+        telnet_histo_submit(t);
     c->state = TC_WAITING;
     c->next = ti(t)->waiting;
     ti(t)->waiting = c;
@@ -410,28 +605,49 @@ static enum telnet_action telnet_graphite_reject(struct telnet_conn *c, const ch
     return TA_NEXT;
 }
 
-/* `histogram ...` (OpenTSDB's HistogramDataPointRpc on telnet): stored synchronously through
- * api_histogram_telnet() once the connection's earlier puts are logged (the caller waited), so
- * its error line comes after theirs; silent on success, like a put. Counted as a put. */
-static void telnet_histogram(struct telnet_conn *c, const char *line, size_t len)
+/* `histogram ...` (OpenTSDB's HistogramDataPointRpc on telnet): parsed and checked here, then
+ * written with the other lines of the current histogram batch; silent on success, like a put,
+ * and counted as one. An error found here is answered once the connection's earlier lines are
+ * written (so it comes after theirs); a write error when the batch comes back. */
+static enum telnet_action telnet_histogram(struct telnet_conn *c, const char *line, size_t len)
 {
     struct tsd *t = c->tsd;
+    struct telnet_histo *h = ti(t)->histo;
     char msg[CT_ERR_MSG_MAX + 64];
+    enum histo_line_status st = HISTO_LINE_EARG;
+    if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_WRITE, msg + 11, sizeof(msg) - 11)) {
+        memcpy(msg, "histogram: ", 11);
+    } else if (t->read_only) {
+        snprintf(msg, sizeof(msg), "histogram: illegal argument: the TSD is in read-only mode");
+    } else {
+        if (h && histo_batch_count(h->cur) >= TELNET_HISTO_BATCH) {
+            telnet_histo_submit(t);
+            if (histo_batch_count(h->cur) >= TELNET_HISTO_BATCH) { /* the writer is busy */
+                c->hblock_seq = h->flying_seq;
+                telnet_may_reply(c); /* not ready: waits for that write */
+                return TA_PAUSE;
+            }
+        }
+        struct histo_batch *scratch = NULL;
+        if (!h && !(scratch = histo_batch_new())) /* histograms off: the line is refused */
+            snprintf(msg, sizeof(msg), "histogram: HBase error: out of memory");
+        else
+            st = api_histogram_telnet(t, line, len, h ? h->cur : scratch, c->id, msg, sizeof(msg));
+        histo_batch_free(scratch);
+        if (st == HISTO_LINE_OK && h) {
+            tstats_add(TSTATS_RPC_PUT, 1);
+            c->hpending_seq = h->cur_seq;
+            if (!h->timer_armed) {
+                struct timeval tv = {0, 2000};
+                evtimer_add(h->flush_ev, &tv);
+                h->timer_armed = true;
+            }
+            return TA_NEXT;
+        }
+    }
+    if (!telnet_may_reply(c))
+        return TA_PAUSE;
     tstats_add(TSTATS_RPC_PUT, 1);
-    tstats_sub(TSTATS_RPC_OTHER_TELNET, 1);
-    if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_WRITE, msg, sizeof(msg))) {
-        if (t->return_errors)
-            telnet_printf(c, "histogram: %s\n", msg);
-        return;
-    }
-    if (t->read_only) {
-        if (t->return_errors)
-            telnet_printf(c, "histogram: illegal argument: the TSD is in read-only mode\n");
-        return;
-    }
-    enum histo_line_status st = api_histogram_telnet(t, line, len, msg, sizeof(msg));
-    if (st == HISTO_LINE_OK)
-        return;
     if (st == HISTO_LINE_ENUMBER)
         tstats_add(TSTATS_INVALID_VALUES, 1);
     else if (st == HISTO_LINE_EARG)
@@ -440,6 +656,7 @@ static void telnet_histogram(struct telnet_conn *c, const char *line, size_t len
         tstats_add(TSTATS_POINTS_FAILED, 1);
     if (t->return_errors)
         telnet_printf(c, "%s\n", msg);
+    return TA_NEXT;
 }
 
 static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, size_t len)
@@ -536,6 +753,8 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
         }
         return TA_NEXT;
     }
+    if (cl == 9 && !memcmp(line, "histogram", 9))
+        return telnet_histogram(c, line, len);
     /* Every other line answers (or ends the connection): earlier puts first. */
     telnet_count_puts(c);
     if (!telnet_may_reply(c))
@@ -565,8 +784,6 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     } else if (!strcmp(cmd, "stats")) {
         struct telnet_stats_ctx x = {c};
         tsd_collect_stats(t, telnet_stat_line, &x);
-    } else if (!strcmp(cmd, "histogram")) {
-        telnet_histogram(c, line, len);
     } else if (!strcmp(cmd, "auth")) {
         telnet_printf(c, "%s\n", auth_telnet_login(t->auth, &c->auth, line + cl, len - cl));
     } else if (!strcmp(cmd, "dropcaches")) {

@@ -54,6 +54,7 @@ struct telnet_ingest {
     struct telnet_conn *blocked, *blocked_tail;
     struct put_point point;
     char line[TELNET_MAX_LINE + 1];
+    struct telnet_histo *histo; /* histogram lines' batches and writer (telnet.c); NULL: off */
 };
 
 enum tsd_state {
@@ -83,7 +84,7 @@ struct tsd {
     enum tsd_state state;
     int64_t start_ms;
     int64_t shutdown_started_ms;
-    bool grace_warned; /* the "still open after the grace period" line was logged */
+    bool grace_warned;        /* the "still open after the grace period" line was logged */
     bool backend_interrupted; /* wc_interrupt was called (TSD_BACKEND_GRACE_MS into shutdown) */
     char hostname[256];
     char listen_addr[128];

@@ -284,6 +284,82 @@ static void test_qspec_json_errors(void **state)
     }
 }
 
+/* TagVFilter.tagsToFilters: a tag equal to a given filter (TagVFilter.equals: class, tag key,
+ * case sensitivity, expression with literals as a set; group by ignored) is listed once, as a
+ * group by; a tag that differs (value, case sensitivity, key) stays beside the filter. */
+static void test_qspec_tags_equal_to_filters_dedup(void **state)
+{
+    (void)state;
+    struct {
+        const char *body;
+        size_t nfilters;
+        size_t ngroup_by;
+    } cases[] = {
+        /* literal equal to the filter: one, group by */
+        {"{\"tags\":{\"host\":\"a\"},\"filters\":[{\"type\":\"literal_or\",\"tagk\":"
+         "\"host\",\"filter\":\"a\"}]}",
+         1, 1},
+        /* literal lists as sets */
+        {"{\"tags\":{\"host\":\"a|b\"},\"filters\":[{\"type\":\"literal_or\",\"tagk\":"
+         "\"host\",\"filter\":\"b|a\",\"groupBy\":true}]}",
+         1, 1},
+        /* another value: both */
+        {"{\"tags\":{\"host\":\"a\"},\"filters\":[{\"type\":\"literal_or\",\"tagk\":"
+         "\"host\",\"filter\":\"b\"}]}",
+         2, 1},
+        /* iliteral_or is another class than the tag's literal_or */
+        {"{\"tags\":{\"host\":\"a\"},\"filters\":[{\"type\":\"iliteral_or\",\"tagk\":"
+         "\"host\",\"filter\":\"a\"}]}",
+         2, 1},
+        /* the tag "web*" is a case-insensitive wildcard: equal to iwildcard, not to wildcard */
+        {"{\"tags\":{\"host\":\"web*\"},\"filters\":[{\"type\":\"iwildcard\",\"tagk\":"
+         "\"host\",\"filter\":\"WEB*\"}]}",
+         1, 1},
+        {"{\"tags\":{\"host\":\"web*\"},\"filters\":[{\"type\":\"wildcard\",\"tagk\":"
+         "\"host\",\"filter\":\"web*\"}]}",
+         2, 1},
+        /* another key */
+        {"{\"tags\":{\"dc\":\"a\"},\"filters\":[{\"type\":\"literal_or\",\"tagk\":"
+         "\"host\",\"filter\":\"a\"}]}",
+         2, 1},
+        /* two equal filters and the tag: the tag absorbs one */
+        {"{\"tags\":{\"host\":\"a\"},\"filters\":[{\"type\":\"literal_or\",\"tagk\":"
+         "\"host\",\"filter\":\"a\"},{\"type\":\"literal_or\",\"tagk\":\"host\","
+         "\"filter\":\"a\"}]}",
+         2, 1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char body[512];
+        snprintf(body, sizeof(body),
+                 "{\"start\":1356998400,\"queries\":[{\"aggregator\":\"sum\",\"metric\":"
+                 "\"m\",%.*s}]}",
+                 (int)strlen(cases[i].body) - 2, cases[i].body + 1); /* without its braces */
+        struct qspec *q = NULL;
+        struct ct_err err = {0};
+        if (qspec_parse_json(body, strlen(body), NOW, &q, &err) != CT_OK)
+            fail_msg("case %zu: %s (%s)", i, err.msg, body);
+        const struct qspec_sub *s = &q->subs[0];
+        size_t gb = 0;
+        for (size_t f = 0; f < s->nfilters; f++)
+            gb += qfilter_group_by(s->filters[f]);
+        if (s->nfilters != cases[i].nfilters || gb != cases[i].ngroup_by)
+            fail_msg("case %zu: %zu filters (%zu group by), want %zu (%zu)", i, s->nfilters, gb,
+                     cases[i].nfilters, cases[i].ngroup_by);
+        qspec_free(q);
+    }
+    /* m=: second braces equal to the first, and a tag repeated in the first braces */
+    const char *kv[] = {"start=1h-ago", "m=sum:m{host=a,host=a,dc=*}{host=a,dc=iwildcard(*)}"};
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(parse_get(kv, 2, &q, &err), CT_OK);
+    const struct qspec_sub *s = &q->subs[0];
+    assert_int_equal(s->nfilters, 2);
+    assert_string_equal(qfilter_tagk(s->filters[0]), "host");
+    assert_string_equal(qfilter_tagk(s->filters[1]), "dc");
+    assert_true(qfilter_group_by(s->filters[0]) && qfilter_group_by(s->filters[1]));
+    qspec_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -293,6 +369,7 @@ int main(void)
         cmocka_unit_test(test_qspec_json_body_every_field),
         cmocka_unit_test(test_qspec_json_scalar_fill_forms),
         cmocka_unit_test(test_qspec_json_errors),
+        cmocka_unit_test(test_qspec_tags_equal_to_filters_dedup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
