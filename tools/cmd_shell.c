@@ -18,6 +18,7 @@
 #include "tools/shell.h"
 #include "tools/tool.h"
 #include "tsd/conf.h"
+#include "tsd/store.h"
 
 static void shell_usage(FILE *f)
 {
@@ -146,6 +147,9 @@ static int shell_main(int argc, char **argv)
         clock_reload();
     }
     struct shell_options o = {0};
+    struct wc_options wo; /* the place of the store (Bigtable project, instance, ...) */
+    tsdstore_wc_options(c, &wo);
+    o.store = &wo;
     if (!strcmp(backend, "embedded")) {
         o.backend = WC_BACKEND_EMBEDDED;
     } else if (!strcmp(backend, "bigtable")) {
