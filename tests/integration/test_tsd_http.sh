@@ -166,6 +166,10 @@ check_contains "CORS lists the headers" "$pre" "Access-Control-Allow-Headers: Au
 check_eq "CORS refuses other origins with 200 and an error" \
   '200 {"error":{"code":200,"message":"CORS domain not allowed","details":"The domain [http://c.example] is not permitted access"}}' \
   "$(req GET /api/status -H 'Origin: http://c.example')"
+lo="http://$(python3 -c 'print("c" * 900)').example" # longer than any former fixed buffer
+check_eq "a refused origin arrives whole however long" \
+  "200 {\"error\":{\"code\":200,\"message\":\"CORS domain not allowed\",\"details\":\"The domain [$lo] is not permitted access\"}}" \
+  "$(req GET /api/status -H "Origin: $lo")"
 tsd_stop
 TSD_DATA=
 tsd_start --tsd.core.enable_admin=true --tsd.http.request.enable_chunked=true --tsd.http.request.max_chunk=300
