@@ -35,6 +35,10 @@ bad='[{"metric":"http.arr","timestamp":1356998400,"value":1,"tags":{"host":"a"}}
 out=$(req POST '/api/put?details' -d "$bad")
 check_contains "details: status 400" "$out" "400 "
 check_contains "details: counts" "$out" '"failed":6,"success":1'
+lm=$(python3 -c 'print("m" * 1500)') # an error text longer than the former 1 KiB buffer
+lout=$(req POST '/api/put?details' -d "{\"metric\":\"$lm!\",\"timestamp\":1356998400,\"value\":1,\"tags\":{\"host\":\"a\"}}")
+check_contains "details: a long error text arrives whole" "$lout" \
+  "\"error\":\"Invalid metric name (\\\"$lm!\\\"): illegal character: !\"}]"
 check_contains "details: empty metric" "$out" '"error":"Metric name was empty"'
 check_contains "details: bad timestamp" "$out" '"error":"Invalid timestamp"'
 check_contains "details: empty value" "$out" '"error":"Empty value"'
