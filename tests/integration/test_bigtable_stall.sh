@@ -90,6 +90,31 @@ code=$(curl -s -m 40 -o "$tmp/h3.json" -w '%{http_code}' -X POST \
   "http://127.0.0.1:$TSD_PORT/api/histogram?details" -d "[$h1,$hbad]")
 check_eq "/api/histogram with a point refused for its content answers 400" "400" "$code"
 
+# telnet puts during the stall: each failed put is answered by its own error line, within
+# about a deadline per write group (a cached series whose write stalls, two new ones whose
+# lookups stall)
+start=$(date +%s%N)
+tel=$(python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+t0 = sys.argv[2]
+s.sendall(("put s.ok %s 7 host=a\nput s.tel1 %s 1 host=a\nput s.tel2 %s 2 host=a\n" % (int(t0) + 7, t0, t0)).encode())
+out, end = b"", time.time() + 20
+while out.count(b"\n") < 3 and time.time() < end:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.decode("utf-8", "replace"))
+' "$TSD_PORT" "$t0")
+ms=$(ms_since "$start")
+check_eq "three failed telnet puts get three error lines" 3 "$(printf '%s\n' "$tel" | grep -c '^put: ')"
+check_contains "the telnet error lines name the backend's failure" "$tel" "deadline passed"
+# the lines may reach the writer as two batches (the first line can be submitted alone), each
+# one write group costing one deadline: two deadlines and a margin bound the answer
+if [ "$ms" -le 5500 ]; then ok "the stalled telnet puts are answered in ${ms} ms"
+else not_ok "the stalled telnet puts are answered within 5500 ms (took ${ms} ms)"; fi
+
 # a query: UID lookups (cached) and a scan of the stalled table
 start=$(date +%s%N)
 code=$(curl -s -m 40 -o "$tmp/q.json" -w '%{http_code}' \
@@ -200,6 +225,8 @@ if echo "$inflight" | grep -q '"success":[1-9]'; then
 else
   ok "the put in flight at SIGTERM (30 s deadline) is not acknowledged"
 fi
+check_contains "the put in flight at SIGTERM is failed with the shutdown's error" "$inflight" \
+  "the store is shutting down"
 check_contains "the log says the backend's calls were cancelled" "$(cat "$TSD_LOG")" \
   "cancelling the storage backend's calls in flight"
 check_contains "the failed writes name the shutdown" "$(cat "$TSD_LOG")" "the store is shutting down"
