@@ -37,8 +37,8 @@ struct api_put_job {
     size_t submitted_ok; /* points handed to the store */
     size_t done_points;  /* of those, points whose outcome is known */
     size_t success, failed;
-    size_t unavail;         /* of the failed, points the backend did not answer (CT_EUNAVAIL) */
-    char *unavail_msg;      /* the first such failure's text (whole), or NULL */
+    size_t unavail;    /* of the failed, points the backend did not answer (CT_EUNAVAIL) */
+    char *unavail_msg; /* the first such failure's text (whole), or NULL */
     struct api_put_err *errs;
     size_t nerrs, caperrs;
     struct ingest *ingest;
