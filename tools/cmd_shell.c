@@ -18,6 +18,7 @@
 #include "tools/shell.h"
 #include "tools/tool.h"
 #include "tsd/conf.h"
+#include "tsd/store.h"
 
 static void shell_usage(FILE *f)
 {
@@ -30,9 +31,9 @@ static void shell_usage(FILE *f)
             "  --config FILE  configuration file (key = value, as the TSD's)\n"
             "  --data DIR     data directory of the embedded store (default ./data)\n"
             "  --KEY=VALUE    any configuration key (docs/tsd.md); --set KEY=VALUE: the same\n"
-            "  --backend B    embedded or bigtable (default: tsd.storage.backend, embedded;\n"
+            "  --backend B    embedded or bigtable: sets tsd.storage.backend (default embedded;\n"
             "                 bigtable needs a build with BIGTABLE=1 and BIGTABLE_EMULATOR_HOST\n"
-            "                 or credentials)\n"
+            "                 or credentials; placed by the tsd.storage.bigtable.* keys)\n"
             "  --now MS       pin the clock to MS milliseconds since the epoch (CTSDB_NOW_MS)\n"
             "  -e 'command'   run a command (may be repeated), then exit\n"
             "  -n             read stdin as a script even from a terminal (HBase's -n)\n"
@@ -154,6 +155,20 @@ static int shell_main(int argc, char **argv)
         fprintf(stderr, "ctsdb shell: --backend must be embedded or bigtable, not '%s'\n", backend);
         goto out;
     }
+    /* --backend is tsd.storage.backend: the store's place (Bigtable project, instance,
+     * endpoints, deadline; the directory) then comes from the keys as for every tool. The
+     * setting replaces the string `backend` may point to: not read after this. */
+    bool unknown = false;
+    if (conf_set(c, "tsd.storage.backend",
+                 o.backend == WC_BACKEND_BIGTABLE ? "bigtable" : "embedded", &unknown,
+                 &cerr) != CT_OK) {
+        fprintf(stderr, "ctsdb shell: %s\n", cerr.msg);
+        goto out;
+    }
+    struct wc_options wo;
+    tsdstore_wc_options(c, &wo);
+    o.store = &wo;
+    data_dir = conf_get_str(c, "tsd.storage.directory");
     o.data_dir = data_dir;
     o.out = stdout;
     o.err = stderr;

@@ -113,6 +113,11 @@ void shell_meta_free(struct shell_meta *m); /* accepts NULL */
 /* ---- the shell (shell_exec.c, shell_run.c) ------------------------------------------------ */
 
 struct shell_options {
+    /* The store's options as the TSD's configuration names them (tsdstore_wc_options: the
+     * Bigtable project, instance, endpoints, credentials, deadline; the engine's sizes), or NULL
+     * for wc_options_init()'s defaults; borrowed (with its strings) until shell_free. backend and
+     * data_dir below override its fields. */
+    const struct wc_options *store;
     enum wc_backend_kind backend;
     const char *data_dir; /* embedded: the data directory (borrowed until shell_free) */
     FILE *out;            /* results and Took lines */

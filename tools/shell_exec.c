@@ -273,7 +273,10 @@ static int shell_store(struct shell *sh, struct ct_err *err)
     if (sh->store)
         return CT_OK;
     struct wc_options o;
-    wc_options_init(&o);
+    if (sh->o.store)
+        o = *sh->o.store;
+    else
+        wc_options_init(&o);
     o.backend = sh->o.backend;
     if (sh->o.data_dir)
         o.data_dir = sh->o.data_dir;

@@ -3,7 +3,8 @@
  * {metric, timestamp, tags, buckets {"lo,hi": count}, underflow, overflow} or {.., id, value:
  * base64 of the codec bytes}), one object or an array, validated with OpenTSDB's messages,
  * encoded as a SimpleHistogram (schema/histogram.h) and stored as its 0x06 cell in the series'
- * hour row; answered as /api/put answers (204, or the summary / details object).
+ * hour row; answered as /api/put answers (204, or the summary / details object; a failure 400,
+ * or 503 when every failed point failed because the storage backend did not answer).
  *
  * Enabled by tsd.core.histograms.config, a JSON map of codec class to id as OpenTSDB's: only
  * net.opentsdb.core.SimpleHistogramDecoder is known; unset, the endpoint answers 503 as
@@ -100,7 +101,7 @@ static const char *to_histo(const cJSON *dp, int codec_id, struct histo *h, int6
         if (n < 0)
             return "Unable to decode the histogram value (base64)";
         if (rc != CT_OK) {
-            snprintf(msg, cap, "Unable to decode the histogram value: %.200s", err.msg);
+            snprintf(msg, cap, "Unable to decode the histogram value: %s", err.msg);
             return msg;
         }
         h->id = (uint8_t)codec_id;
@@ -129,7 +130,7 @@ static const char *to_histo(const cJSON *dp, int codec_id, struct histo *h, int6
             return msg;
         }
         if (histo_add(h, lo, hi, (uint64_t)count, &err) != CT_OK) {
-            snprintf(msg, cap, "%.300s", err.msg);
+            snprintf(msg, cap, "%s", err.msg);
             return msg;
         }
     }
@@ -163,9 +164,12 @@ static int histo_store(struct tsdb *t, const char *metric, const char *const *tk
     return rc;
 }
 
-/* Stores one histogram point; NULL, or the error text for the answer's details. */
-static const char *store_one(struct tsdb *t, const cJSON *dp, int codec_id, char *msg, size_t cap)
+/* Stores one histogram point; NULL, or the error text for the answer's details (whole: cap is at
+ * least CT_ERR_MSG_MAX) with its code in *code (CT_EINVAL for a point refused for its content). */
+static const char *store_one(struct tsdb *t, const cJSON *dp, int codec_id, char *msg, size_t cap,
+                             int *code)
 {
+    *code = CT_EINVAL;
     struct histo h;
     histo_init(&h, (uint8_t)codec_id);
     int64_t ts_ms = 0;
@@ -194,10 +198,11 @@ static const char *store_one(struct tsdb *t, const cJSON *dp, int codec_id, char
     histo_clear(&h);
     if (rc == CT_OK)
         return NULL;
+    *code = rc;
     /* PutDataPointRpc's wording for a name that is not assigned */
     if (rc == CT_NOTFOUND && strstr(err.msg, "'metrics'"))
         return "Unknown metric";
-    snprintf(msg, cap, "%.300s", err.msg);
+    snprintf(msg, cap, "%s", err.msg);
     return msg;
 }
 
@@ -221,6 +226,10 @@ static void histogram_work(struct http_req *r, void *arg)
     bool details = http_req_flag(r, "details"), summary = http_req_flag(r, "summary");
     cJSON *errors = details ? cJSON_CreateArray() : NULL;
     size_t success = 0, failed = 0;
+    /* failures because the backend did not answer, and the first one's text: when every
+     * failure is one, the answer is 503 (as /api/put's, docs/bigtable.md "Faults") */
+    size_t unavail = 0;
+    char unavail_msg[CT_ERR_MSG_MAX + 64] = "";
     const cJSON *dp;
     cJSON *one = cJSON_IsObject(doc) ? doc : NULL;
     size_t n = one ? 1 : (size_t)cJSON_GetArraySize(doc);
@@ -232,15 +241,18 @@ static void histogram_work(struct http_req *r, void *arg)
     }
     for (size_t i = 0; i < n; i++) {
         dp = one ? one : cJSON_GetArrayItem(doc, (int)i);
-        char msg[320];
+        char msg[CT_ERR_MSG_MAX + 64];
+        int code = CT_EINVAL;
         const char *bad = cJSON_IsObject(dp)
-                              ? store_one(tsd_tsdb(td), dp, codec_id, msg, sizeof(msg))
+                              ? store_one(tsd_tsdb(td), dp, codec_id, msg, sizeof(msg), &code)
                               : "Unable to parse the given JSON";
         if (!bad) {
             success++;
             continue;
         }
         failed++;
+        if (code == CT_EUNAVAIL && unavail++ == 0)
+            snprintf(unavail_msg, sizeof(unavail_msg), "%s", bad);
         if (errors) {
             cJSON *e = cJSON_CreateObject();
             cJSON_AddItemToObject(e, "datapoint", cJSON_Duplicate(dp, true));
@@ -249,13 +261,20 @@ static void histogram_work(struct http_req *r, void *arg)
         }
     }
     cJSON_Delete(doc);
+    bool unavailable = failed > 0 && unavail == failed;
+    int fail_status = unavailable ? http_status_of(CT_EUNAVAIL, 400) : 400;
     if (summary || details) {
         cJSON *o = cJSON_CreateObject();
         if (errors)
             cJSON_AddItemToObject(o, "errors", errors);
         cJSON_AddNumberToObject(o, "failed", (double)failed);
         cJSON_AddNumberToObject(o, "success", (double)success);
-        http_reply_cjson(r, failed == 0 ? 200 : 400, o);
+        http_reply_cjson(r, failed == 0 ? 200 : fail_status, o);
+    } else if (unavailable) {
+        http_reply_error(r, fail_status,
+                         "One or more data points were not written: the storage backend is "
+                         "unavailable; retry the request later",
+                         unavail_msg);
     } else if (failed > 0) {
         http_reply_error(r, 400, "One or more data points had errors",
                          "Please see the TSD logs or append \"details\" to the put request");
@@ -371,7 +390,7 @@ static bool parse_buckets(char *value, struct histo *h, char *msg, size_t cap)
         }
         struct ct_err err = {0};
         if (histo_add(h, lo, hi, (uint64_t)n, &err) != CT_OK) {
-            snprintf(msg, cap, "%.300s", err.msg);
+            snprintf(msg, cap, "%s", err.msg);
             return false;
         }
     }
@@ -395,7 +414,7 @@ static bool decode_value(const char *value, long id, int codec_id, struct histo 
     }
     struct ct_err err = {0};
     if (histo_decode(raw, (size_t)n, false, h, &err) != CT_OK) {
-        snprintf(msg, cap, "Unable to decode the histogram value: %.200s", err.msg);
+        snprintf(msg, cap, "Unable to decode the histogram value: %s", err.msg);
         return false;
     }
     h->id = (uint8_t)codec_id;
@@ -620,7 +639,7 @@ enum histo_line_status api_histogram_telnet(struct tsd *td, const char *line, si
     static const char store[] = "HBase error: ";
     struct histo h;
     histo_init(&h, (uint8_t)codec_id);
-    char why[CT_ERR_MSG_MAX];
+    char why[CT_ERR_MSG_MAX + 64]; /* a whole ct_err text and its prefix */
     bool ok = has_id ? decode_value(value, id, codec_id, &h, why, sizeof(why))
                      : parse_buckets(value, &h, why, sizeof(why));
     if (!ok) {

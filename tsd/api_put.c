@@ -1,7 +1,8 @@
 /* api_put.c - POST /api/put (docs/opentsdb-compat.md, "`/api/put`"): one datapoint object or an
  * array, validated per point with OpenTSDB's messages, written through the ingest pipeline,
  * answered only once every accepted point is in the write-ahead log (204, or the summary / details
- * object).
+ * object). A failure answers 400, or 503 (http_status_of) when every failed point failed because
+ * the storage backend did not answer (CT_EUNAVAIL): then the request may be sent again as is.
  *
  * Runs on a worker (http_req_defer): the body is read with jsonput (no allocation per point),
  * points go into ingest batches (waiting for a free batch is the backpressure), and the worker
@@ -36,6 +37,8 @@ struct api_put_job {
     size_t submitted_ok; /* points handed to the store */
     size_t done_points;  /* of those, points whose outcome is known */
     size_t success, failed;
+    size_t unavail;    /* of the failed, points the backend did not answer (CT_EUNAVAIL) */
+    char *unavail_msg; /* the first such failure's text (whole), or NULL */
     struct api_put_err *errs;
     size_t nerrs, caperrs;
     struct ingest *ingest;
@@ -64,6 +67,7 @@ static void api_put_job_unref(struct api_put_job *job)
     for (size_t i = 0; i < job->nerrs; i++)
         free(job->errs[i].msg);
     free(job->errs);
+    free(job->unavail_msg);
     pthread_mutex_destroy(&job->mu);
     pthread_cond_destroy(&job->cv);
     free(job);
@@ -109,6 +113,11 @@ static void api_put_batch_done(void *arg, struct ingest_batch *b)
                                                       : "Unexpected exception";
         if (o == INGEST_STORE_ERROR || o == INGEST_THROTTLED)
             text = msg && *msg ? msg : "Unexpected exception";
+        if (o == INGEST_STORE_ERROR && ingest_batch_outcome_code(b, i) == CT_EUNAVAIL) {
+            job->unavail++;
+            if (!job->unavail_msg)
+                job->unavail_msg = strdup(text); /* NULL if out of memory: no details then */
+        }
         api_put_add_err(job, (size_t)p.owner, text);
     }
     pthread_mutex_unlock(&job->mu);
@@ -215,7 +224,7 @@ static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
         p->tagk[i] = jp->tagk[i];
         p->tagv[i] = jp->tagv[i].p ? jp->tagv[i] : (struct put_str){"", 0};
     }
-    char msg[1024];
+    char msg[CT_ERR_MSG_MAX]; /* a whole error text */
     enum put_status st = put_check_point(p, jp->value, &x->t->rules, msg, sizeof(msg));
     if (st == PUT_ENUMBER) {
         tstats_add(TSTATS_INVALID_VALUES, 1);
@@ -327,6 +336,11 @@ static void api_put_work(struct http_req *r, void *arg)
     }
     size_t success = job->success, failed = job->failed;
     size_t timeouts = job->submitted_ok - job->done_points;
+    /* 503 when every failure is the backend's unavailability (docs/bigtable.md, "Faults"):
+     * nothing the client sent was wrong, and sending the same body again is safe (every point
+     * carries its timestamp); 400 when any point failed for another reason (details say which) */
+    bool unavailable = failed > 0 && job->unavail == failed && timeouts == 0;
+    int fail_status = unavailable ? http_status_of(CT_EUNAVAIL, 400) : 400;
     if (job->nerrs > 1)
         qsort(job->errs, job->nerrs, sizeof(job->errs[0]), api_put_err_cmp);
     cJSON *errors = NULL;
@@ -354,7 +368,7 @@ static void api_put_work(struct http_req *r, void *arg)
         cJSON_AddNumberToObject(o, "success", (double)success);
         if (sync_timeout > 0)
             cJSON_AddNumberToObject(o, "timeouts", (double)timeouts);
-        http_reply_cjson(r, failed == 0 && timeouts == 0 ? 200 : 400, o);
+        http_reply_cjson(r, failed == 0 && timeouts == 0 ? 200 : fail_status, o);
     } else if (timeouts > 0) {
         char m[256];
         snprintf(m, sizeof(m),
@@ -362,6 +376,13 @@ static void api_put_work(struct http_req *r, void *arg)
                  "%zu timed out writes.",
                  success, failed, timeouts);
         http_reply_error(r, 400, m, NULL);
+    } else if (unavailable) {
+        pthread_mutex_lock(&job->mu);
+        http_reply_error(r, fail_status,
+                         "One or more data points were not written: the storage backend is "
+                         "unavailable; retry the request later",
+                         job->unavail_msg);
+        pthread_mutex_unlock(&job->mu);
     } else if (failed > 0) {
         http_reply_error(r, 400, "One or more data points had errors",
                          "Please see the TSD logs or append \"details\" to the put request");

@@ -567,12 +567,12 @@ bool auth_http_permit_as(struct http_req *r, enum auth_class cls)
     memset(tok, 0, sizeof(tok));
     if (v == AUTH_OK)
         return true;
-    char host[64];
+    char host[CT_ERR_MSG_MAX];
     snprintf(host, sizeof(host), "%s", http_req_peer(r));
     char *colon = strrchr(host, ':');
     if (colon)
         *colon = '\0';
-    char why[320];
+    char why[CT_ERR_MSG_MAX];
     auth_verdict_reason(v, host, why, sizeof(why));
     tlog_warn("auth: refused %s %s from %s: %s", http_req_method_name(r), http_req_path(r),
               http_req_peer(r), why);
@@ -606,12 +606,12 @@ bool auth_telnet_permit(const struct auth *a, struct auth_session *s, const char
     enum auth_verdict v = auth_check(a, cls, &s->peer, NULL, 0, s->token_ok);
     if (v == AUTH_OK)
         return true;
-    char host[64];
+    char host[CT_ERR_MSG_MAX];
     snprintf(host, sizeof(host), "%s", peer ? peer : "");
     char *colon = strrchr(host, ':');
     if (colon)
         *colon = '\0';
-    char reason[300];
+    char reason[CT_ERR_MSG_MAX];
     auth_verdict_reason(v, host, reason, sizeof(reason));
     bool unauth = v == AUTH_NO_TOKEN || v == AUTH_BAD_TOKEN || v == AUTH_ADDR_REFUSED;
     snprintf(why, cap, "%s: %s", unauth ? "unauthorized" : "forbidden", reason);

@@ -579,9 +579,17 @@ static bool http_influx_route(const struct http_req *r)
 void http_reply_error(struct http_req *r, int status, const char *message, const char *details)
 {
     if (http_influx_route(r)) {
-        char text[1024];
-        snprintf(text, sizeof(text), "%s%s%s", message ? message : http_status_text(status),
-                 details && *details ? ": " : "", details && *details ? details : "");
+        /* sized to the texts: an error's text arrives whole, however long */
+        const char *m = message ? message : http_status_text(status);
+        const char *d = details && *details ? details : "";
+        size_t n = strlen(m) + strlen(d) + 3;
+        char small[512];
+        char *text = n <= sizeof(small) ? small : malloc(n);
+        if (!text) {
+            text = small; /* out of memory: the text is cut, the status still right */
+            n = sizeof(small);
+        }
+        snprintf(text, n, "%s%s%s", m, *d ? ": " : "", d);
         if (status != 401)
             http_reply_header(r, "X-Influxdb-Error", text);
         cJSON *o = cJSON_CreateObject();
@@ -589,6 +597,8 @@ void http_reply_error(struct http_req *r, int status, const char *message, const
             cJSON_Delete(o);
             o = NULL;
         }
+        if (text != small)
+            free(text);
         http_reply_cjson(r, status, o);
         return;
     }

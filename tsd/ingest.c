@@ -33,6 +33,7 @@ struct ingest_rec {
     uint8_t kind;
     uint8_t outcome;
     uint8_t ms;
+    int8_t code; /* the failure's ct_err code (CT_OK = not known); in the padding */
     int16_t msg; /* index into msgs, -1 = none */
     int64_t ts_ms;
     int64_t i;
@@ -146,6 +147,7 @@ bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_
     r->ntags = (uint16_t)p->ntags;
     r->kind = (uint8_t)p->value.kind;
     r->outcome = INGEST_PENDING;
+    r->code = CT_OK;
     r->ms = p->ms;
     r->msg = -1;
     r->ts_ms = p->ts_ms;
@@ -226,6 +228,7 @@ void ingest_batch_set_outcome(struct ingest_batch *b, size_t i, enum ingest_outc
 {
     struct ingest_rec *r = &b->recs[i];
     r->outcome = (uint8_t)o;
+    r->code = CT_OK;
     r->msg = -1;
     if (!msg || !*msg)
         return;
@@ -238,6 +241,19 @@ void ingest_batch_set_outcome(struct ingest_batch *b, size_t i, enum ingest_outc
     int m = b->nmsgs < INGEST_MAX_MSGS ? b->nmsgs++ : INGEST_MAX_MSGS - 1;
     snprintf(b->msgs[m], INGEST_MSG_LEN, "%s", msg);
     r->msg = (int16_t)m;
+}
+
+void ingest_batch_set_failure(struct ingest_batch *b, size_t i, enum ingest_outcome o,
+                              const struct ct_err *e)
+{
+    ingest_batch_set_outcome(b, i, o, e->msg);
+    /* the codes are small negative numbers (storage/ct_err.h): they fit the byte */
+    b->recs[i].code = (int8_t)(e->code >= INT8_MIN && e->code <= INT8_MAX ? e->code : CT_EIO);
+}
+
+int ingest_batch_outcome_code(const struct ingest_batch *b, size_t i)
+{
+    return b->recs[i].code;
 }
 
 enum ingest_outcome ingest_batch_outcome(const struct ingest_batch *b, size_t i, const char **msg)
@@ -305,7 +321,9 @@ static void *ingest_writer_main(void *arg)
                 if (rc == CT_OK) {
                     b->recs[i].outcome = INGEST_WRITTEN;
                 } else {
-                    ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, err.msg);
+                    if (err.code == CT_OK)
+                        err.code = rc;
+                    ingest_batch_set_failure(b, i, INGEST_STORE_ERROR, &err);
                 }
             }
         }

@@ -128,6 +128,14 @@ uint64_t ingest_batch_series_hash(const struct ingest_batch *b, size_t i);
 /* Sets point i's outcome; msg (copied, may be NULL) is the reason for a failure. */
 void ingest_batch_set_outcome(struct ingest_batch *b, size_t i, enum ingest_outcome o,
                               const char *msg);
+/* Like ingest_batch_set_outcome with e's message as the reason, also recording e->code, so a
+ * producer can tell a backend that did not answer (CT_EUNAVAIL: the HTTP status 503) from other
+ * failures. */
+void ingest_batch_set_failure(struct ingest_batch *b, size_t i, enum ingest_outcome o,
+                              const struct ct_err *e);
+/* The ct_err code of point i's failure: the one given to ingest_batch_set_failure, the write
+ * function's error for the points it left pending; CT_OK when not known (or not failed). */
+int ingest_batch_outcome_code(const struct ingest_batch *b, size_t i);
 /* Point i's outcome and its reason ("" if none). */
 enum ingest_outcome ingest_batch_outcome(const struct ingest_batch *b, size_t i, const char **msg);
 /* The batch-level result: CT_OK or the write function's error. */

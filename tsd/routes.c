@@ -6,6 +6,7 @@
 #include "tsd/routes.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -83,9 +84,15 @@ void routes_dispatch(struct http_req *r)
     const char *origin = http_req_header(r, "Origin");
     if (t->cors_enabled && origin) {
         if (!routes_cors_allowed(t, origin)) {
-            char why[512];
-            snprintf(why, sizeof(why), "The domain [%s] is not permitted access", origin);
-            http_reply_error(r, 200, "CORS domain not allowed", why);
+            /* sized to the Origin header, so the domain arrives whole however long */
+            static const char fmt[] = "The domain [%s] is not permitted access";
+            size_t n = sizeof(fmt) + strlen(origin);
+            char *why = malloc(n);
+            if (why)
+                snprintf(why, n, fmt, origin);
+            http_reply_error(r, 200, "CORS domain not allowed",
+                             why ? why : "The domain is not permitted access");
+            free(why);
             return;
         }
         http_reply_header(r, "Access-Control-Allow-Origin", origin);

@@ -988,7 +988,7 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
         perr.code = CT_OK;
         perr.msg[0] = '\0';
         if (!ts && k->resolve_err.code != CT_OK) {
-            ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, k->resolve_err.msg);
+            ingest_batch_set_failure(b, i, INGEST_STORE_ERROR, &k->resolve_err);
             k->failed++;
             continue;
         }
@@ -1009,11 +1009,11 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
                 continue;
             }
             if (r != CT_OK) {
-                ingest_batch_set_outcome(b, i, INGEST_STORE_ERROR, perr.msg);
+                if (perr.code == CT_OK)
+                    perr.code = r;
+                ingest_batch_set_failure(b, i, INGEST_STORE_ERROR, &perr);
                 k->failed++;
                 k->resolve_err = perr;
-                if (k->resolve_err.code == CT_OK)
-                    k->resolve_err.code = r;
                 continue;
             }
             e = store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen);

@@ -680,7 +680,8 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     char gbuf[2048]; /* a Graphite point's names (copied by ingest_batch_add) */
     if (is_put || graphite) {
         struct put_point *p = &t->telnet.point;
-        char msg[1024];
+        /* a whole error text (a ct_err message) and the parts of the line it may quote */
+        char msg[CT_ERR_MSG_MAX + 2 * TELNET_MAX_LINE];
         if (graphite) {
             if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_WRITE, msg, sizeof(msg)))
                 return telnet_graphite_reject(c, line, len, msg);
@@ -787,7 +788,7 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     } else if (!strcmp(cmd, "auth")) {
         telnet_printf(c, "%s\n", auth_telnet_login(t->auth, &c->auth, line + cl, len - cl));
     } else if (!strcmp(cmd, "dropcaches")) {
-        char why[512];
+        char why[CT_ERR_MSG_MAX];
         if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_ADMIN, why, sizeof(why))) {
             telnet_printf(c, "dropcaches: %s\n", why);
             return TA_NEXT;
@@ -799,7 +800,7 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
     } else if (!strcmp(cmd, "exit")) {
         return TA_STOP;
     } else if (!strcmp(cmd, "diediedie") && !t->no_diediedie) {
-        char why[512];
+        char why[CT_ERR_MSG_MAX];
         if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_ADMIN, why, sizeof(why))) {
             telnet_printf(c, "diediedie: %s\n", why);
             return TA_NEXT;

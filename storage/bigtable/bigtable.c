@@ -519,7 +519,8 @@ static int bt_describe(struct bt_store *s, const char *full, struct wc_table_des
         if (j)
             bt_json_family(j, f);
     }
-    qsort(d->families, d->nfamilies, sizeof(*d->families), bt_fam_cmp);
+    if (d->nfamilies > 1) /* a table without families has no array */
+        qsort(d->families, d->nfamilies, sizeof(*d->families), bt_fam_cmp);
     if (j) {
         d->enabled = bt_jbool(j, "enabled", true);
         d->durability = (enum wc_durability)bt_jnum(j, "durability", d->durability);
@@ -931,7 +932,8 @@ static int bt_names_emit(struct bt_names *l, wc_name_fn fn, void *arg, struct ct
         bt_names_free(l);
         return ct_err_set(err, CT_ENOMEM, "out of memory listing names");
     }
-    qsort(l->v, l->n, sizeof(*l->v), bt_str_cmp);
+    if (l->n > 1) /* an empty list has no array (qsort's pointer must not be NULL) */
+        qsort(l->v, l->n, sizeof(*l->v), bt_str_cmp);
     for (size_t i = 0; i < l->n; i++)
         if ((i == 0 || strcmp(l->v[i], l->v[i - 1])) && fn(arg, l->v[i]))
             break;

@@ -52,6 +52,29 @@ m" "$out"
 out=$(bt -e "put 't1', 'r3', 'q:a', 'v'" 2>&1)
 check_contains "unknown family is an error" "$out" "Unknown column family"
 
+# the store's place comes from the TSD's keys: --tsd.storage.bigtable.instance=X works on table
+# ids of instance X only (the emulator keeps instances apart), with --backend or the backend key
+out=$(bt --tsd.storage.bigtable.instance=other -e "create 'tinst', 'f'" -e "list")
+check_eq "a table created in instance 'other'" "Created table tinst
+TABLE
+tinst
+1 row(s)" "$out"
+out=$(bt -e "list")
+check_eq "the default instance does not hold it" "TABLE
+t1
+1 row(s)" "$out"
+out=$("$CTSDB" shell --tsd.storage.backend=bigtable --tsd.storage.bigtable.instance=other \
+  -e "list" 2>&1 | grep -v '^Took ')
+check_eq "tsd.storage.backend=bigtable finds it in instance 'other'" "TABLE
+tinst
+1 row(s)" "$out"
+cdir=$(it_tmpdir)
+IT_DIRS+=("$cdir")
+cfg=$cdir/bt.conf
+printf 'tsd.storage.backend = bigtable\ntsd.storage.bigtable.instance = other\n' >"$cfg"
+out=$("$CTSDB" shell --config "$cfg" -e "disable 'tinst'" -e "drop 'tinst'" -e "list" 2>&1 | grep -v '^Took ')
+check_contains "a --config file places the shell too" "$out" "0 row(s)"
+
 # two processes share the store: counters never repeat
 dir=$(it_tmpdir)
 IT_DIRS+=("$dir")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # test_bigtable_stall.sh - one deadline bounds a whole request and SIGTERM is honoured while the
 # Bigtable backend stalls (Google's emulator stopped with SIGSTOP: connections open, no answers):
-# a put batch of new series is answered with errors within about one deadline, a query is
+# a put batch of new series is answered with errors within about one deadline (503 when every
+# failure is the backend's, 400 when a point was refused for its content; /api/histogram the
+# same), a query is
 # answered with a 5xx error within about one deadline, and SIGTERM with a put still in flight
 # ends the TSD within seconds (the put is failed, never acknowledged) and logs the grace line at
 # most once.
@@ -18,9 +20,11 @@ IT_DIRS+=("$tmp")
 emu_start || it_done
 
 unset TSD_DATA
-# rollups on for /api/rollup (the background job's period far beyond the test)
+# rollups on for /api/rollup (the background job's period far beyond the test); histograms on
+# for /api/histogram
 tsd_start --tsd.storage.backend=bigtable --tsd.storage.bigtable.deadline_ms=2000 \
-  --tsd.rollups.enable=true --tsd.rollups.ctsdb.period=86400
+  --tsd.rollups.enable=true --tsd.rollups.ctsdb.period=86400 \
+  '--tsd.core.histograms.config={"net.opentsdb.core.SimpleHistogramDecoder":0}'
 
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 post() { curl -s -m "$2" -X POST "http://127.0.0.1:$TSD_PORT$1" -d "$3"; }
@@ -38,11 +42,80 @@ for i in $(seq 1 10); do
 done
 s="$s]"
 start=$(date +%s%N)
-out=$(post "/api/put?summary" 40 "$s")
+code=$(curl -s -m 40 -o "$tmp/p.json" -w '%{http_code}' -X POST \
+  "http://127.0.0.1:$TSD_PORT/api/put?summary" -d "$s")
 ms=$(ms_since "$start")
-check_eq "put of 11 points during the stall: every point failed" '{"failed":11,"success":0}' "$out"
+check_eq "put of 11 points during the stall: every point failed" '{"failed":11,"success":0}' \
+  "$(cat "$tmp/p.json")"
+check_eq "a put whose every failure is the backend's answers 503 (?summary)" "503" "$code"
 if [ "$ms" -le 3500 ]; then ok "the stalled put is answered in ${ms} ms (deadline 2000 ms)"
 else not_ok "the stalled put is answered within 3500 ms (took ${ms} ms)"; fi
+
+# /api/put's status mapping (docs/bigtable.md, "Faults"): 503 when every failed point failed
+# because the backend did not answer (send the same body again later), 400 as soon as one point
+# failed for its content. Without ?summary the 503 is OpenTSDB's error shape with the backend's
+# text in details.
+code=$(curl -s -m 40 -o "$tmp/p2.json" -w '%{http_code}' -X POST \
+  "http://127.0.0.1:$TSD_PORT/api/put" -d "$s")
+check_eq "a stalled put without ?summary answers 503" "503" "$code"
+check_contains "its error is OpenTSDB's shape" "$(cat "$tmp/p2.json")" '"error":{"code":503'
+check_contains "its details name the backend's failure" "$(cat "$tmp/p2.json")" '"details":"'
+check_contains "its details say the backend did not answer" "$(cat "$tmp/p2.json")" "deadline passed"
+mixed="[{\"metric\":\"s.ok\",\"timestamp\":$((t0 + 5)),\"value\":2,\"tags\":{\"host\":\"a\"}},"
+mixed="$mixed{\"metric\":\"s.bad\",\"timestamp\":$t0,\"value\":1}]"
+code=$(curl -s -m 40 -o "$tmp/p3.json" -w '%{http_code}' -X POST \
+  "http://127.0.0.1:$TSD_PORT/api/put?details" -d "$mixed")
+check_eq "a stalled put with a point refused for its content answers 400" "400" "$code"
+check_contains "its details hold the content error" "$(cat "$tmp/p3.json")" '"error":"Missing tags"'
+check_contains "and the backend's failure" "$(cat "$tmp/p3.json")" '"failed":2,"success":0'
+code=$(curl -s -m 40 -o "$tmp/p4.json" -w '%{http_code}' -X POST \
+  "http://127.0.0.1:$TSD_PORT/api/put?summary" -d "[{\"metric\":\"s.bad\",\"timestamp\":$t0,\"value\":1}]")
+check_eq "a put refused for its content alone answers 400 during the stall" "400" "$code"
+
+# /api/histogram maps the same way: a cached name (the cell write stalls) and a new one (its
+# UID lookup stalls)
+h="{\"timestamp\":$t0,\"tags\":{\"host\":\"a\"},\"buckets\":{\"0,1\":3}}"
+h1="{\"metric\":\"s.ok\",${h#\{}"
+h2="{\"metric\":\"s.histnew\",${h#\{}"
+code=$(curl -s -m 40 -o "$tmp/h.json" -w '%{http_code}' -X POST \
+  "http://127.0.0.1:$TSD_PORT/api/histogram?summary" -d "[$h1,$h2]")
+check_eq "/api/histogram during the stall answers 503" "503" "$code"
+check_eq "its summary counts both failed" '{"failed":2,"success":0}' "$(cat "$tmp/h.json")"
+code=$(curl -s -m 40 -o "$tmp/h2.json" -w '%{http_code}' -X POST \
+  "http://127.0.0.1:$TSD_PORT/api/histogram" -d "$h2")
+check_eq "/api/histogram without ?summary answers 503" "503" "$code"
+check_contains "its error is OpenTSDB's shape" "$(cat "$tmp/h2.json")" '"error":{"code":503'
+hbad="{\"metric\":\"s.ok\",\"timestamp\":$t0,\"tags\":{\"host\":\"a\"}}"
+code=$(curl -s -m 40 -o "$tmp/h3.json" -w '%{http_code}' -X POST \
+  "http://127.0.0.1:$TSD_PORT/api/histogram?details" -d "[$h1,$hbad]")
+check_eq "/api/histogram with a point refused for its content answers 400" "400" "$code"
+
+# telnet puts during the stall: each failed put is answered by its own error line, within
+# about a deadline per write group (a cached series whose write stalls, two new ones whose
+# lookups stall). The time is taken inside the client, from the send to the third line (python's
+# start-up alone took seconds on the loaded machine).
+tel=$(python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+t0 = sys.argv[2]
+start = time.monotonic()
+s.sendall(("put s.ok %s 7 host=a\nput s.tel1 %s 1 host=a\nput s.tel2 %s 2 host=a\n" % (int(t0) + 7, t0, t0)).encode())
+out, end = b"", start + 20
+while out.count(b"\n") < 3 and time.monotonic() < end:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.decode("utf-8", "replace"))
+print("took %d" % ((time.monotonic() - start) * 1000))
+' "$TSD_PORT" "$t0")
+ms=$(printf '%s\n' "$tel" | sed -n 's/^took \([0-9]*\)$/\1/p')
+check_eq "three failed telnet puts get three error lines" 3 "$(printf '%s\n' "$tel" | grep -c '^put: ')"
+check_contains "the telnet error lines name the backend's failure" "$tel" "deadline passed"
+# the lines may reach the writer as two batches (the first line can be submitted alone), each
+# one write group costing one deadline: two deadlines and a margin bound the answer
+if [ -n "$ms" ] && [ "$ms" -le 5500 ]; then ok "the stalled telnet puts are answered in ${ms} ms"
+else not_ok "the stalled telnet puts are answered within 5500 ms (took ${ms:-?} ms)"; fi
 
 # a query: UID lookups (cached) and a scan of the stalled table
 start=$(date +%s%N)
@@ -154,6 +227,8 @@ if echo "$inflight" | grep -q '"success":[1-9]'; then
 else
   ok "the put in flight at SIGTERM (30 s deadline) is not acknowledged"
 fi
+check_contains "the put in flight at SIGTERM is failed with the shutdown's error" "$inflight" \
+  "the store is shutting down"
 check_contains "the log says the backend's calls were cancelled" "$(cat "$TSD_LOG")" \
   "cancelling the storage backend's calls in flight"
 check_contains "the failed writes name the shutdown" "$(cat "$TSD_LOG")" "the store is shutting down"

@@ -25,7 +25,8 @@ tools.imp $((t0 + 60)) 5 host=b
 tools.other $t0 7 dc=x
 EOF
 
-# run_tools LABEL ARGS...: the tool sequence on the store ARGS name (ARGS go to every tool)
+# run_tools LABEL ARGS...: the tool sequence on the store ARGS name (ARGS go to every tool):
+# create-tables, import, query, scan, uid, mkmetric, fsck, index
 run_tools() {
   local label=$1
   shift
@@ -59,6 +60,10 @@ tools.imp $((t0 + 60))000 2 {host=a}" "$out"
   rc=$?
   check_eq "$label: fsck on a clean store exits 0 ($out)" 0 "$rc"
   check_contains "$label: fsck on a clean store finds nothing" "$out" "fsck: 0 problems found"
+  out=$("$CTSDB" index "$@" rebuild 2>&1)
+  check_eq "$label: index rebuild indexes the three series" "indexed 3 series" "$out"
+  out=$("$CTSDB" index "$@" status 2>&1)
+  check_eq "$label: index status after the rebuild" "complete" "$out"
 }
 
 # ---- the embedded store --------------------------------------------------------------------
@@ -108,6 +113,12 @@ out=$("$CTSDB" uid --config "$tmp/bt.conf" grep metrics '^tools\.made$' 2>&1)
 check_contains "bigtable: uid takes the backend from --config FILE" "$out" "tools.made"
 out=$("$CTSDB" query --config "$tmp/bt.conf" "$((t0 - 10))" "$((t0 + 120))" sum tools.other 2>&1)
 check_eq "bigtable: query takes the backend from --config FILE" "tools.other ${t0}000 7 {dc=x}" "$out"
+for tool in snapshot restore; do
+  out=$("$CTSDB" $tool --tsd.storage.backend=bigtable --tsd.storage.bigtable.instance=tools s1 2>&1)
+  rc=$?
+  check_eq "bigtable: $tool exits 1" 1 "$rc"
+  check_contains "bigtable: $tool says why" "$out" "snapshots are not supported on the bigtable backend"
+done
 check "bigtable: no tool created ./data" test ! -e "$tmp/cwd/data"
 
 # a TSD on the same instance finds what the tools wrote, and says where its data is

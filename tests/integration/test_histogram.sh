@@ -42,6 +42,10 @@ check_eq "a histogram by value and codec id: 204" " 204" \
 err() { python3 -c 'import json,sys; s,_,b=sys.argv[1].rpartition(" "); d=json.loads(s); print(b, d["errors"][0]["error"])' "$1"; }
 check_eq "no buckets and no value" "400 Histogram buckets cannot be null or empty if 'value' is empty." \
   "$(err "$(post "/api/histogram?details" "{\"metric\":\"lat\",\"timestamp\":$T,\"tags\":{\"host\":\"a\"}}")")"
+LM=$(python3 -c 'print("m" * 600)') # an error text longer than the former 320-byte buffer
+check_eq "a long error text arrives whole" \
+  "400 Invalid metric name (\"$LM!\"): illegal character: !" \
+  "$(err "$(post "/api/histogram?details" "{\"metric\":\"$LM!\",\"timestamp\":$T,\"tags\":{\"host\":\"a\"},\"buckets\":{\"1,2\":1}}")")"
 check_eq "missing tags" "400 Missing tags" \
   "$(err "$(post "/api/histogram?details" "{\"metric\":\"lat\",\"timestamp\":$T,\"buckets\":{\"1,2\":1}}")")"
 check_eq "bad timestamp" "400 Invalid timestamp" \

@@ -35,6 +35,10 @@ bad='[{"metric":"http.arr","timestamp":1356998400,"value":1,"tags":{"host":"a"}}
 out=$(req POST '/api/put?details' -d "$bad")
 check_contains "details: status 400" "$out" "400 "
 check_contains "details: counts" "$out" '"failed":6,"success":1'
+lm=$(python3 -c 'print("m" * 1500)') # an error text longer than the former 1 KiB buffer
+lout=$(req POST '/api/put?details' -d "{\"metric\":\"$lm!\",\"timestamp\":1356998400,\"value\":1,\"tags\":{\"host\":\"a\"}}")
+check_contains "details: a long error text arrives whole" "$lout" \
+  "\"error\":\"Invalid metric name (\\\"$lm!\\\"): illegal character: !\"}]"
 check_contains "details: empty metric" "$out" '"error":"Metric name was empty"'
 check_contains "details: bad timestamp" "$out" '"error":"Invalid timestamp"'
 check_contains "details: empty value" "$out" '"error":"Empty value"'
@@ -166,6 +170,10 @@ check_contains "CORS lists the headers" "$pre" "Access-Control-Allow-Headers: Au
 check_eq "CORS refuses other origins with 200 and an error" \
   '200 {"error":{"code":200,"message":"CORS domain not allowed","details":"The domain [http://c.example] is not permitted access"}}' \
   "$(req GET /api/status -H 'Origin: http://c.example')"
+lo="http://$(python3 -c 'print("c" * 900)').example" # longer than any former fixed buffer
+check_eq "a refused origin arrives whole however long" \
+  "200 {\"error\":{\"code\":200,\"message\":\"CORS domain not allowed\",\"details\":\"The domain [$lo] is not permitted access\"}}" \
+  "$(req GET /api/status -H "Origin: $lo")"
 tsd_stop
 TSD_DATA=
 tsd_start --tsd.core.enable_admin=true --tsd.http.request.enable_chunked=true --tsd.http.request.max_chunk=300

@@ -51,6 +51,13 @@ ok
 EXPECTED
 )
 check_eq "each bad put gets its one error line, in order, connection usable" "$expected" "$errs"
+# an error text longer than any former fixed buffer (1 KiB) arrives whole: the duplicate-tag
+# message quotes both values of a line just under the line limit
+v1=$(python3 -c 'print("x" * 490)')
+v2=$(python3 -c 'print("y" * 490)')
+out=$(printf 'put m 1 1 a=%s a=%s\n' "$v1" "$v2" | tsd_talk)
+check_eq "a long error line arrives whole" \
+  "put: illegal argument: duplicate tag: a=$v2, tags={a=$v1}" "$out"
 
 out=$(printf 'help\n' | tsd_talk)
 check_eq "help lists the commands" "available commands: diediedie dropcaches exit help histogram put stats status version " "$out"

@@ -18,6 +18,7 @@ struct sink {
     atomic_int points;
     bool fail;
     bool reject_odd;
+    bool unavail_odd; /* odd owners fail as a backend that did not answer, with its code */
     char metric0[64];
     char tag1[64];
 };
@@ -35,6 +36,11 @@ static int sink_write_one(struct sink *s, struct ingest_batch *b)
         if (s->reject_odd && p.owner % 2 == 1)
             ingest_batch_set_outcome(b, i, INGEST_UNKNOWN_METRIC,
                                      "No such name for 'metrics': 'x'");
+        if (s->unavail_odd && p.owner % 2 == 1) {
+            struct ct_err e;
+            ct_err_set(&e, CT_EUNAVAIL, "backend unavailable: no answer");
+            ingest_batch_set_failure(b, i, INGEST_STORE_ERROR, &e);
+        }
     }
     atomic_fetch_add(&s->batches, 1);
     atomic_fetch_add(&s->points, (int)n);
@@ -67,6 +73,7 @@ struct done {
     int written, failed;
     char msg[256];
     struct ingest *g;
+    int codes[8]; /* ingest_batch_outcome_code of the points with owner < 8, last batch */
 };
 
 static void on_done(void *arg, struct ingest_batch *b)
@@ -75,6 +82,10 @@ static void on_done(void *arg, struct ingest_batch *b)
     pthread_mutex_lock(&d->mu);
     for (size_t i = 0; i < ingest_batch_count(b); i++) {
         const char *m;
+        struct ingest_point p;
+        ingest_batch_point(b, i, &p);
+        if (p.owner < 8)
+            d->codes[p.owner] = ingest_batch_outcome_code(b, i);
         if (ingest_batch_outcome(b, i, &m) == INGEST_WRITTEN) {
             d->written++;
         } else {
@@ -118,7 +129,7 @@ static void test_ingest_points_round_trip_and_are_written(void **state)
 {
     (void)state;
     struct sink s = {0};
-    struct done d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, {0}, NULL};
+    struct done d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, {0}, NULL, {0}};
     struct ct_err err = {0};
     struct ingest *g = NULL;
     assert_int_equal(ingest_new(NULL, sink_write, &s, &g, &err), CT_OK);
@@ -215,7 +226,7 @@ static void test_ingest_outcomes_and_batch_failure(void **state)
     (void)state;
     struct sink s = {0};
     s.reject_odd = true;
-    struct done d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, {0}, NULL};
+    struct done d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, {0}, NULL, {0}};
     struct ct_err err = {0};
     struct ingest *g = NULL;
     assert_int_equal(ingest_new(NULL, sink_write, &s, &g, &err), CT_OK);
@@ -238,6 +249,21 @@ static void test_ingest_outcomes_and_batch_failure(void **state)
     wait_done(&d, 2);
     assert_int_equal(d.failed, 3);
     assert_string_equal(d.msg, "disk on fire");
+    assert_int_equal(d.codes[0], CT_EIO); /* the write's code for the points it left pending */
+    /* a failure's code travels with the point (/api/put's 503 needs it); others stay CT_OK */
+    s.fail = false;
+    s.unavail_odd = true;
+    b = ingest_batch_get(g);
+    for (uint64_t i = 0; i < 4; i++)
+        assert_true(ingest_batch_add(b, &p, i));
+    ingest_submit(g, b, on_done, &d);
+    wait_done(&d, 3);
+    assert_int_equal(d.failed, 5);
+    assert_string_equal(d.msg, "backend unavailable: no answer");
+    assert_int_equal(d.codes[0], CT_OK);
+    assert_int_equal(d.codes[1], CT_EUNAVAIL);
+    assert_int_equal(d.codes[2], CT_OK);
+    assert_int_equal(d.codes[3], CT_EUNAVAIL);
     ingest_free(g);
 }
 
