@@ -29,14 +29,24 @@
 # 'head-on=;head-off=--tsd.storage.head.enable=false'; default one, `ctsdb=$TSD_ARGS`),
 # BASELINE (runs of the bare reader: 2 first and last (default), 1 first only, 0 none), NO_VM=1
 # (skip VictoriaMetrics), LOAD_TIMEOUT (seconds one replay may take, default 1800; a replay cut
-# by it fails the run of that target with a warning).
+# by it fails the run of that target with a warning), KEEP_STREAM=1 / REUSE_STREAM=1 (keep the
+# generated streams for the next run / send the kept ones again), COUNT_BY=written (ctsdb: end
+# its window when tsd.datapoints.written reaches the points sent instead of when the count query
+# does, e.g. under tsd.core.memory_limit_bytes, whose derived datapoint limit a whole-day count
+# over many series exceeds).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
 CTSDB=${CTSDB:-$root/bin/ctsdb}
 CONNS=${CONNS:-4}
 dir=${BENCH_DIR:-$root/build/bench-tsd}
-rm -rf "$dir"
+# REUSE_STREAM=1 keeps the streams a previous run left with KEEP_STREAM=1 (same size, CONNS)
+if [ "${REUSE_STREAM:-0}" = 1 ] && [ -f "$dir/stream-http/meta" ] && [ -f "$dir/stream-start" ]; then
+  find "$dir" -mindepth 1 -maxdepth 1 ! -name 'stream-*' -exec rm -rf {} +
+else
+  REUSE_STREAM=0
+  rm -rf "$dir"
+fi
 mkdir -p "$dir"
 cc -O2 -pthread -o "$dir/tsd_load" tools/bench/tsd_load.c -lm || exit 1
 cc -O2 -pthread -o "$dir/tsd_baseline" tools/bench/tsd_baseline.c || exit 1
@@ -60,16 +70,20 @@ BASELINE=${BASELINE:-2}
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 points=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --count)
 start=$(( $(date +%s) / 3600 * 3600 - 3 * 86400 ))
+[ "$REUSE_STREAM" = 1 ] && start=$(cat "$dir/stream-start")
 echo "stream: $points points per protocol (${load_args[*]:-defaults}), $CONNS connections, start $start"
 echo "machine: $(nproc) CPUs, load average $(loadavg) at $(date -u +%H:%M:%S) UTC"
 
 # ---- the streams, generated once before any clock starts ----------------------------------
 # telnet covers [start, start + 1 d), HTTP the day after; every target is sent these files
 gen_t0=$(now_ns)
-"$dir/tsd_load" --conns "$CONNS" --start "$start" "${load_args[@]}" --gen "$dir/stream-telnet" \
+[ "$REUSE_STREAM" = 1 ] || "$dir/tsd_load" --conns "$CONNS" --start "$start" "${load_args[@]}" --gen "$dir/stream-telnet" \
   >"$dir/gen.out" || { echo "tsd_load --gen failed"; exit 1; }
-"$dir/tsd_load" --conns "$CONNS" --start $((start + 86400)) "${load_args[@]}" --mode http \
+[ "$REUSE_STREAM" = 1 ] || "$dir/tsd_load" --conns "$CONNS" --start $((start + 86400)) "${load_args[@]}" --mode http \
   --gen "$dir/stream-http" >>"$dir/gen.out" || { echo "tsd_load --gen failed"; exit 1; }
+echo "$start" >"$dir/stream-start"
+touch "$dir/gen.out"
+[ "$REUSE_STREAM" = 1 ] && echo "streams reused from the previous run (start $start)"
 echo "streams generated in $(( ($(now_ns) - gen_t0) / 1000000 )) ms:" \
   "telnet $(du -sb "$dir/stream-telnet" | cut -f1) bytes, http $(du -sb "$dir/stream-http" | cut -f1) bytes" \
   "(generator peak RSS $(awk '{print $8}' "$dir/gen.out" | sort -n | tail -1) kB)"
@@ -165,9 +179,14 @@ except Exception:
     print(0)'
   }
   ctsdb_queryable() { # START: polls the count every 0.1 s (at most 120 s) until it is every point
-    local n=0 deadline=$(( $(date +%s) + 120 ))
+    local n=0 deadline=$(( $(date +%s) + 120 )) base=0
+    [ "$1" = "$start" ] || base=$points
     while [ "$(date +%s)" -lt "$deadline" ]; do
-      n=$(ctsdb_count "$1" $(($1 + 86400)))
+      if [ "${COUNT_BY:-query}" = written ]; then
+        n=$(( $(written) - base ))
+      else
+        n=$(ctsdb_count "$1" $(($1 + 86400)))
+      fi
       [ "$n" -ge "$points" ] && return 0
       sleep 0.1
     done
