@@ -33,7 +33,8 @@
 # generated streams for the next run / send the kept ones again), COUNT_BY=written (ctsdb: end
 # its window when tsd.datapoints.written reaches the points sent instead of when the count query
 # does, e.g. under tsd.core.memory_limit_bytes, whose derived datapoint limit a whole-day count
-# over many series exceeds).
+# over many series exceeds), PROTOS (default "telnet http"; e.g. telnet alone at the largest
+# size).
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
@@ -118,7 +119,7 @@ load_rate() { # KEY: tsd_load's own rate from $dir/load.out ("points N seconds S
   [ -n "$h" ] && [ "$h" -gt "$load_hwm" ] && load_hwm=$h
   echo "    (load-timed: ${load_rates[$1]} points/s, send start to last acknowledgement)"
 }
-settle() { # PID CPU_TICKS_AT_START NAME: CPU s per million points once the process is idle
+settle() { # PID CPU_TICKS_AT_START NAME [POINTS]: CPU s per million points once the process is idle
   local last now
   last=$(cpu_ticks "$1")
   now=$last
@@ -128,7 +129,7 @@ settle() { # PID CPU_TICKS_AT_START NAME: CPU s per million points once the proc
     [ "$now" -eq "$last" ] && break
     last=$now
   done
-  settled["$3"]=$(python3 -c "print(round(($now - $2) / 100.0 / ($points / 1e6), 2))")
+  settled["$3"]=$(python3 -c "print(round(($now - $2) / 100.0 / (${4:-$points} / 1e6), 2))")
   echo "    (with the background work it left, until idle: ${settled[$3]} CPU s per million points)"
 }
 
@@ -155,7 +156,8 @@ baseline_run() { # NAME
 
 # ---- ctsdb, one pass per configuration ----------------------------------------------------
 metric_list=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --intervals 1 --print | awk '!s[$2]++ {print $2}' | head -20)
-declare -A c_hwm c_disk c_wal c_disk_run c_wal_run
+PROTOS=${PROTOS:-telnet http}
+declare -A c_points c_hwm c_disk c_wal c_disk_run c_wal_run
 variants=()
 ctsdb_pass() { # NAME TSD_OPTIONS
   local name=$1 cdir="$dir/ctsdb-$1" cpid cport c0 t0 t1 c1
@@ -178,12 +180,11 @@ try:
 except Exception:
     print(0)'
   }
-  ctsdb_queryable() { # START: polls the count every 0.1 s (at most 120 s) until it is every point
-    local n=0 deadline=$(( $(date +%s) + 120 )) base=0
-    [ "$1" = "$start" ] || base=$points
+  ctsdb_queryable() { # START BASE: polls the count every 0.1 s (at most 120 s) until it is every point
+    local n=0 deadline=$(( $(date +%s) + 120 ))
     while [ "$(date +%s)" -lt "$deadline" ]; do
       if [ "${COUNT_BY:-query}" = written ]; then
-        n=$(( $(written) - base ))
+        n=$(( $(written) - $2 ))
       else
         n=$(ctsdb_count "$1" $(($1 + 86400)))
       fi
@@ -192,22 +193,35 @@ except Exception:
     done
     echo "  WARNING: $name counts $n of $points points after 120 s"
   }
-  c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
-  replay telnet "$cport" --ack
-  ctsdb_queryable "$start"
-  t1=$(now_ns); c1=$(cpu_ticks "$cpid")
-  report "$name" telnet "$points" $((t1 - t0)) $((c1 - c0))
-  load_rate "$name telnet"
-  settle "$cpid" "$c0" "$name telnet"
-  [ "$(written)" -eq "$points" ] || echo "  WARNING: $name wrote $(written) of $points telnet points"
-  c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
-  replay http "$cport"
-  ctsdb_queryable $((start + 86400))
-  t1=$(now_ns); c1=$(cpu_ticks "$cpid")
-  report "$name" http "$points" $((t1 - t0)) $((c1 - c0))
-  load_rate "$name http"
-  settle "$cpid" "$c0" "$name http"
-  [ "$(written)" -eq $((2 * points)) ] || echo "  WARNING: $name wrote $(written) of $((2 * points)) points"
+  local proto pstart base=0 done_n
+  c_points[$name]=0
+  for proto in $PROTOS; do
+    pstart=$start
+    [ "$proto" = http ] && pstart=$((start + 86400))
+    c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
+    if [ "$proto" = telnet ]; then replay telnet "$cport" --ack; else replay http "$cport"; fi
+    if [ $? -eq 0 ]; then
+      ctsdb_queryable "$pstart" "$base"
+      t1=$(now_ns); c1=$(cpu_ticks "$cpid")
+      done_n=$points
+      load_rate "$name $proto"
+    else # cut by LOAD_TIMEOUT: rated on the points written until the count stops growing
+      local w last=-1 since
+      since=$(date +%s)
+      while [ $(($(date +%s) - since)) -lt 3 ] && [ $(($(date +%s) - since)) -lt 120 ]; do
+        w=$(written)
+        if [ "$w" -gt "$last" ]; then last=$w; t1=$(now_ns); c1=$(cpu_ticks "$cpid"); since=$(date +%s); fi
+        sleep 0.2
+      done
+      done_n=$((last - base))
+      echo "  $name $proto: cut after $LOAD_TIMEOUT s; $done_n of $points points written when its count stopped growing (rated on those)"
+    fi
+    report "$name" "$proto" "$done_n" $((t1 - t0)) $((c1 - c0))
+    settle "$cpid" "$c0" "$name $proto" "$done_n"
+    base=$((base + done_n))
+    c_points[$name]=$base
+    [ "$(written)" -eq "$base" ] || echo "  WARNING: $name wrote $(written) of $base points"
+  done
   # on disk while it runs, once idle: the write-ahead log should be released once its points
   # are in block files (the head's log counts here too, under head/)
   c_disk_run[$name]=$(du -sb "$cdir" | cut -f1)
@@ -263,9 +277,12 @@ if [ -n "$VM" ]; then
     [ "$n" -ge "$points" ] || echo "  WARNING: VictoriaMetrics shows $n of $points $1 points (rated on those)"
     [ "$last" -gt 0 ] || last=1
     report victoria-metrics "$1" "$last" $((t1 - t0)) $((c1 - c0))
+    vm_points=$((vm_points + last))
   }
-  vm_run telnet "$vt" "$start"
-  vm_run http "$vp" $((start + 86400))
+  vm_points=0
+  for proto in $PROTOS; do
+    if [ "$proto" = telnet ]; then vm_run telnet "$vt" "$start"; else vm_run http "$vp" $((start + 86400)); fi
+  done
   vm_hwm=$(hwm_kb "$vpid")
   vm_disk_run=$(du -sb "$dir/vm" | cut -f1)
   kill -TERM "$vpid"; wait "$vpid" 2>/dev/null
@@ -286,12 +303,12 @@ printf '%-16s %10s %16s %16s\n' target peak_rss_MB disk_B/pt_running disk_B/pt_s
 [ "$BASELINE" -ge 1 ] && printf '%-16s %10s %16s %16s\n' baseline $((base_hwm / 1024)) - -
 for v in "${variants[@]}"; do
   printf '%-16s %10s %16s %16s\n' "$v" $((c_hwm[$v] / 1024)) \
-    "$(python3 -c "print(round(${c_disk_run[$v]} / (2 * $points), 2))")" \
-    "$(python3 -c "print(round(${c_disk[$v]} / (2 * $points), 2))")"
+    "$(python3 -c "print(round(${c_disk_run[$v]} / max(1, ${c_points[$v]}), 2))")" \
+    "$(python3 -c "print(round(${c_disk[$v]} / max(1, ${c_points[$v]}), 2))")"
 done
 [ -n "$VM" ] && printf '%-16s %10s %16s %16s\n' victoria-metrics $((vm_hwm / 1024)) \
-  "$(python3 -c "print(round($vm_disk_run / (2 * $points), 2))")" \
-  "$(python3 -c "print(round($vm_disk / (2 * $points), 2))")"
+  "$(python3 -c "print(round($vm_disk_run / max(1, $vm_points), 2))")" \
+  "$(python3 -c "print(round($vm_disk / max(1, $vm_points), 2))")"
 echo "load tool peak RSS: $((load_hwm / 1024)) MB (replay), streams on disk: $(du -sb "$dir"/stream-* | awk '{s += $1} END {printf "%d", s}') bytes"
 ratio() { # A B: A / B, or - when either is missing
   if [ -n "${rates[$1]:-}" ] && [ -n "${rates[$2]:-}" ]; then
@@ -317,7 +334,7 @@ fi
 for v in "${variants[@]}"; do
   echo "$v telnet / bare reader: $(ratio "$v telnet" "$base") (target >= 0.50)"
   echo "$v CPU s per million points with the background work it left (until idle):" \
-    "telnet ${settled["$v telnet"]}, http ${settled["$v http"]}"
+    "telnet ${settled["$v telnet"]:--}, http ${settled["$v http"]:--}"
   echo "$v / VictoriaMetrics points/s: telnet $(ratio "$v telnet" 'victoria-metrics telnet')," \
     "http $(ratio "$v http" 'victoria-metrics http') (target >= 1.5)"
   echo "$v / VictoriaMetrics CPU s per million points (until queryable): telnet" \
