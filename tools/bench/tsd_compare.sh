@@ -42,7 +42,12 @@ CTSDB=${CTSDB:-$root/bin/ctsdb}
 CONNS=${CONNS:-4}
 dir=${BENCH_DIR:-$root/build/bench-tsd}
 # REUSE_STREAM=1 keeps the streams a previous run left with KEEP_STREAM=1 (same size, CONNS)
-if [ "${REUSE_STREAM:-0}" = 1 ] && [ -f "$dir/stream-http/meta" ] && [ -f "$dir/stream-start" ]; then
+PROTOS=${PROTOS:-telnet http}
+gen_protos=$PROTOS # the protocols sent, and telnet for the bare reader
+[ "${BASELINE:-2}" -ge 1 ] && [[ " $PROTOS " != *" telnet "* ]] && gen_protos="telnet $PROTOS"
+reusable=1
+for proto in $gen_protos; do [ -f "$dir/stream-$proto/meta" ] || reusable=0; done
+if [ "${REUSE_STREAM:-0}" = 1 ] && [ "$reusable" = 1 ] && [ -f "$dir/stream-start" ]; then
   find "$dir" -mindepth 1 -maxdepth 1 ! -name 'stream-*' -exec rm -rf {} +
 else
   REUSE_STREAM=0
@@ -78,15 +83,18 @@ echo "machine: $(nproc) CPUs, load average $(loadavg) at $(date -u +%H:%M:%S) UT
 # ---- the streams, generated once before any clock starts ----------------------------------
 # telnet covers [start, start + 1 d), HTTP the day after; every target is sent these files
 gen_t0=$(now_ns)
-[ "$REUSE_STREAM" = 1 ] || "$dir/tsd_load" --conns "$CONNS" --start "$start" "${load_args[@]}" --gen "$dir/stream-telnet" \
-  >"$dir/gen.out" || { echo "tsd_load --gen failed"; exit 1; }
-[ "$REUSE_STREAM" = 1 ] || "$dir/tsd_load" --conns "$CONNS" --start $((start + 86400)) "${load_args[@]}" --mode http \
-  --gen "$dir/stream-http" >>"$dir/gen.out" || { echo "tsd_load --gen failed"; exit 1; }
+: >"$dir/gen.out"
+for proto in $gen_protos; do
+  [ "$REUSE_STREAM" = 1 ] && break
+  pstart=$start
+  [ "$proto" = http ] && pstart=$((start + 86400))
+  "$dir/tsd_load" --conns "$CONNS" --start "$pstart" "${load_args[@]}" --mode "$proto" \
+    --gen "$dir/stream-$proto" >>"$dir/gen.out" || { echo "tsd_load --gen failed"; exit 1; }
+done
 echo "$start" >"$dir/stream-start"
-touch "$dir/gen.out"
 [ "$REUSE_STREAM" = 1 ] && echo "streams reused from the previous run (start $start)"
 echo "streams generated in $(( ($(now_ns) - gen_t0) / 1000000 )) ms:" \
-  "telnet $(du -sb "$dir/stream-telnet" | cut -f1) bytes, http $(du -sb "$dir/stream-http" | cut -f1) bytes" \
+  "$(for proto in $gen_protos; do printf '%s %s bytes, ' "$proto" "$(du -sb "$dir/stream-$proto" | cut -f1)"; done)" \
   "(generator peak RSS $(awk '{print $8}' "$dir/gen.out" | sort -n | tail -1) kB)"
 replay() { # PROTO PORT [--ack]: sends the stream of PROTO, output in $dir/load.out; 0 if it all went
   timeout "$LOAD_TIMEOUT" "$dir/tsd_load" --port "$2" ${3:-} --replay "$dir/stream-$1" >"$dir/load.out"
@@ -156,7 +164,6 @@ baseline_run() { # NAME
 
 # ---- ctsdb, one pass per configuration ----------------------------------------------------
 metric_list=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --intervals 1 --print | awk '!s[$2]++ {print $2}' | head -20)
-PROTOS=${PROTOS:-telnet http}
 declare -A c_points c_hwm c_disk c_wal c_disk_run c_wal_run
 variants=()
 ctsdb_pass() { # NAME TSD_OPTIONS
