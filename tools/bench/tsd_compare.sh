@@ -245,6 +245,7 @@ except Exception:
 }
 IFS=';' read -r -a vspecs <<<"${CTSDB_VARIANTS:-ctsdb=${TSD_ARGS:-}}"
 for v in "${vspecs[@]}"; do
+  [ "$v" = none ] && break # CTSDB_VARIANTS=none: VictoriaMetrics (and the bare reader) only
   ctsdb_pass "${v%%=*}" "${v#*=}"
 done
 
