@@ -317,7 +317,7 @@ done
 [ -n "$VM" ] && printf '%-16s %10s %16s %16s\n' victoria-metrics $((vm_hwm / 1024)) \
   "$(python3 -c "print(round($vm_disk_run / max(1, $vm_points), 2))")" \
   "$(python3 -c "print(round($vm_disk / max(1, $vm_points), 2))")"
-echo "load tool peak RSS: $((load_hwm / 1024)) MB (replay), streams on disk: $(du -sb "$dir"/stream-* | awk '{s += $1} END {printf "%d", s}') bytes"
+echo "load tool peak RSS: $((load_hwm / 1024)) MB (replay), streams on disk: $(du -sb "$dir"/stream-* | awk '{s += $1} END {printf "%.0f", s}') bytes"
 ratio() { # A B: A / B, or - when either is missing
   if [ -n "${rates[$1]:-}" ] && [ -n "${rates[$2]:-}" ]; then
     python3 -c "print(f'{${rates[$1]} / ${rates[$2]}:.2f}')"
