@@ -23,7 +23,7 @@
 # Ends with the ratios the targets are stated in (issue 6).
 # Usage: tools/bench/tsd_compare.sh [tsd_load options, e.g. --hosts 1000 --intervals 60]
 # Environment: CONNS (default 4), BENCH_DIR (default build/bench-tsd; the streams need about
-# 300 bytes a point on disk there, both protocols), CTSDB (bin/ctsdb), TSD_ARGS (extra ctsdb tsd
+# 250 bytes a point on disk there, both protocols), CTSDB (bin/ctsdb), TSD_ARGS (extra ctsdb tsd
 # options, e.g. --tsd.storage.write_threads=2), CTSDB_VARIANTS (several ctsdb configurations one
 # after the other in the same run, `name=options;name=options`, e.g.
 # 'head-on=;head-off=--tsd.storage.head.enable=false'; default one, `ctsdb=$TSD_ARGS`),
