@@ -255,9 +255,11 @@ if [ -n "$VM" ]; then
   vh=$(free_port); vt=$(free_port); vp=$(free_port)
   "$VM" -storageDataPath "$dir/vm" -httpListenAddr "127.0.0.1:$vh" \
     -opentsdbListenAddr "127.0.0.1:$vt" -opentsdbHTTPListenAddr "127.0.0.1:$vp" \
-    -retentionPeriod 100y -search.latencyOffset 0s -search.disableCache -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
+    -retentionPeriod 100y -search.latencyOffset 0s -search.disableCache \
+    -search.maxUniqueTimeseries 100000000 -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
   vpid=$!; pids+=("$vpid")
   for _ in $(seq 1 200); do curl -s "http://127.0.0.1:$vh/health" >/dev/null 2>&1 && break; sleep 0.1; done
+  # (-search.maxUniqueTimeseries: its default, 300,000, refuses the count over 1,000,000 series)
   vm_count() { # TIME: samples in the day before TIME
     curl -s -m 600 "http://127.0.0.1:$vh/api/v1/query" --data-urlencode \
       'query=sum(count_over_time({__name__=~"sys[.].+"}[1d]))' --data-urlencode "time=$1" |
