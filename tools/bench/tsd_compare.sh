@@ -12,23 +12,47 @@
 #          every sample (polled every 0.1 s, with -search.latencyOffset=0s); if the count, once
 #          above 0, stops growing for 20 s, it is rated on the samples it stored (with a warning).
 #   bare reader: run first and again last; the target ratio uses the mean of the two.
-# The rate is timed around the whole tsd_load process, so it includes tsd_load generating its
-# stream (~0.1 s for the default one, the same for every target); tsd_load's own figure (send
-# start to last acknowledgement, without that) is printed too ("load-timed"), for ctsdb and the
-# bare reader. ctsdb's background work (flushes with the hourly compaction, at a lower CPU
+# The stream is generated once before any clock starts (tsd_load --gen: one file per connection
+# and protocol under $dir/stream-*, telnet lines and complete HTTP requests) and every target is
+# sent the same files (tsd_load --replay, sendfile; the load tool's RSS stays a few MiB at any
+# size, printed as "load tool peak RSS"). The rate is timed around the replay process plus the
+# queryability check; tsd_load's own figure (send start to last acknowledgement) is printed too
+# ("load-timed"), for ctsdb and the bare reader. ctsdb's background work (flushes with the hourly compaction, at a lower CPU
 # priority) partly runs after the last acknowledgement: "cpu_s/Mpoint settled" adds the CPU the
 # TSD used until it was idle again (no CPU for 0.5 s, at most 10 s).
 # Ends with the ratios the targets are stated in (issue 6).
 # Usage: tools/bench/tsd_compare.sh [tsd_load options, e.g. --hosts 1000 --intervals 60]
-# Environment: CONNS (default 4), BENCH_DIR (default build/bench-tsd), CTSDB (bin/ctsdb),
-# TSD_ARGS (extra ctsdb tsd options, e.g. --tsd.storage.write_threads=2).
+# Environment: CONNS (default 4), BENCH_DIR (default build/bench-tsd; the streams need about
+# 250 bytes a point on disk there, both protocols), CTSDB (bin/ctsdb), TSD_ARGS (extra ctsdb tsd
+# options, e.g. --tsd.storage.write_threads=2), CTSDB_VARIANTS (several ctsdb configurations one
+# after the other in the same run, `name=options;name=options`, e.g.
+# 'head-on=;head-off=--tsd.storage.head.enable=false'; default one, `ctsdb=$TSD_ARGS`),
+# BASELINE (runs of the bare reader: 2 first and last (default), 1 first only, 0 none), NO_VM=1
+# (skip VictoriaMetrics), LOAD_TIMEOUT (seconds one replay may take, default 1800; a replay cut
+# by it fails the run of that target with a warning), KEEP_STREAM=1 / REUSE_STREAM=1 (keep the
+# generated streams for the next run / send the kept ones again), COUNT_BY=written (ctsdb: end
+# its window when tsd.datapoints.written reaches the points sent instead of when the count query
+# does, e.g. under tsd.core.memory_limit_bytes, whose derived datapoint limit a whole-day count
+# over many series exceeds), PROTOS (default "telnet http"; e.g. telnet alone at the largest
+# size).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
 CTSDB=${CTSDB:-$root/bin/ctsdb}
 CONNS=${CONNS:-4}
 dir=${BENCH_DIR:-$root/build/bench-tsd}
-rm -rf "$dir"
+# REUSE_STREAM=1 keeps the streams a previous run left with KEEP_STREAM=1 (same size, CONNS)
+PROTOS=${PROTOS:-telnet http}
+gen_protos=$PROTOS # the protocols sent, and telnet for the bare reader
+[ "${BASELINE:-2}" -ge 1 ] && [[ " $PROTOS " != *" telnet "* ]] && gen_protos="telnet $PROTOS"
+reusable=1
+for proto in $gen_protos; do [ -f "$dir/stream-$proto/meta" ] || reusable=0; done
+if [ "${REUSE_STREAM:-0}" = 1 ] && [ "$reusable" = 1 ] && [ -f "$dir/stream-start" ]; then
+  find "$dir" -mindepth 1 -maxdepth 1 ! -name 'stream-*' -exec rm -rf {} +
+else
+  REUSE_STREAM=0
+  rm -rf "$dir"
+fi
 mkdir -p "$dir"
 cc -O2 -pthread -o "$dir/tsd_load" tools/bench/tsd_load.c -lm || exit 1
 cc -O2 -pthread -o "$dir/tsd_baseline" tools/bench/tsd_baseline.c || exit 1
@@ -47,43 +71,80 @@ wait_line() { # FILE PATTERN: waits up to 20 s for a line
 }
 
 load_args=("$@")
+LOAD_TIMEOUT=${LOAD_TIMEOUT:-1800}
+BASELINE=${BASELINE:-2}
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 points=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --count)
 start=$(( $(date +%s) / 3600 * 3600 - 3 * 86400 ))
+[ "$REUSE_STREAM" = 1 ] && start=$(cat "$dir/stream-start")
 echo "stream: $points points per protocol (${load_args[*]:-defaults}), $CONNS connections, start $start"
+echo "machine: $(nproc) CPUs, load average $(loadavg) at $(date -u +%H:%M:%S) UTC"
+
+# ---- the streams, generated once before any clock starts ----------------------------------
+# telnet covers [start, start + 1 d), HTTP the day after; every target is sent these files
+gen_t0=$(now_ns)
+: >"$dir/gen.out"
+for proto in $gen_protos; do
+  [ "$REUSE_STREAM" = 1 ] && break
+  pstart=$start
+  [ "$proto" = http ] && pstart=$((start + 86400))
+  "$dir/tsd_load" --conns "$CONNS" --start "$pstart" "${load_args[@]}" --mode "$proto" \
+    --gen "$dir/stream-$proto" >>"$dir/gen.out" || { echo "tsd_load --gen failed"; exit 1; }
+done
+echo "$start" >"$dir/stream-start"
+[ "$REUSE_STREAM" = 1 ] && echo "streams reused from the previous run (start $start)"
+echo "streams generated in $(( ($(now_ns) - gen_t0) / 1000000 )) ms:" \
+  "$(for proto in $gen_protos; do printf '%s %s bytes, ' "$proto" "$(du -sb "$dir/stream-$proto" | cut -f1)"; done)" \
+  "(generator peak RSS $(awk '{print $8}' "$dir/gen.out" | sort -n | tail -1) kB)"
+replay() { # PROTO PORT [--ack]: sends the stream of PROTO, output in $dir/load.out; 0 if it all went
+  timeout "$LOAD_TIMEOUT" "$dir/tsd_load" --port "$2" ${3:-} --replay "$dir/stream-$1" >"$dir/load.out"
+  local rc=$?
+  [ "$rc" -eq 0 ] || echo "  WARNING: tsd_load --replay $1 exited $rc (124: cut after $LOAD_TIMEOUT s)"
+  return "$rc"
+}
 results=()
 declare -A rates
+declare -A cpus
 declare -A load_rates
+declare -A settled
+load_hwm=0
 
 report() { # NAME PROTO POINTS NS CPU_TICKS
   local rate cpu
   rate=$(python3 -c "print(round($3 / ($4 / 1e9)))")
   rates["$1 $2"]=$rate
   cpu=$(python3 -c "print(round($5 / 100.0 / ($3 / 1e6), 2))")
-  results+=("$(printf '%-16s %-7s %12s %14s' "$1" "$2" "$rate" "$cpu")")
-  echo "  $1 $2: $rate points/s, $cpu CPU s per million points"
+  cpus["$1 $2"]=$cpu
+  results+=("$(printf '%-16s %-7s %12s %14s %8s   %s' "$1" "$2" "$rate" "$cpu" \
+    "$(python3 -c "print(round($4 / 1e9, 1))")" "$(loadavg)")")
+  echo "  $1 $2: $rate points/s, $cpu CPU s per million points, $(python3 -c "print(round($4 / 1e9, 1))") s (load average $(loadavg))"
 }
 
-load_rate() { # KEY: tsd_load's own rate from $dir/load.out ("points N seconds S rate R")
+load_rate() { # KEY: tsd_load's own rate from $dir/load.out ("points N seconds S rate R maxrss_kb X")
   load_rates["$1"]=$(awk '{print $6}' "$dir/load.out")
+  local h
+  h=$(awk '{print $8}' "$dir/load.out")
+  [ -n "$h" ] && [ "$h" -gt "$load_hwm" ] && load_hwm=$h
   echo "    (load-timed: ${load_rates[$1]} points/s, send start to last acknowledgement)"
 }
-settle() { # PID CPU_TICKS_AT_START NAME: CPU s per million points once the process is idle
-  local last now i
+settle() { # PID CPU_TICKS_AT_START NAME [POINTS]: CPU s per million points once the process is idle
+  local last now
   last=$(cpu_ticks "$1")
-  for i in $(seq 1 20); do
+  now=$last
+  for _ in $(seq 1 20); do
     sleep 0.5
     now=$(cpu_ticks "$1")
     [ "$now" -eq "$last" ] && break
     last=$now
   done
-  settled["$3"]=$(python3 -c "print(round(($now - $2) / 100.0 / ($points / 1e6), 2))")
+  settled["$3"]=$(python3 -c "print(round(($now - $2) / 100.0 / (${4:-$points} / 1e6), 2))")
   echo "    (with the background work it left, until idle: ${settled[$3]} CPU s per million points)"
 }
-declare -A settled
 
 # ---- baseline: read and split only --------------------------------------------------------
 # Run first and again last (every other server stopped); the ratio uses the mean of the two, so
 # that the machine's load changing during the run swings it less (both rates are printed).
+base_hwm=0
 baseline_run() { # NAME
   "$dir/tsd_baseline" >"$dir/baseline.out" 2>"$dir/baseline.log" &
   local bpid=$! bport c0 t0 t1 c1
@@ -91,7 +152,7 @@ baseline_run() { # NAME
   wait_line "$dir/baseline.log" "listening on" || { echo "baseline did not start"; exit 1; }
   bport=$(sed -n 's/.*:\([0-9]*\)$/\1/p' "$dir/baseline.log")
   c0=$(cpu_ticks "$bpid"); t0=$(now_ns)
-  "$dir/tsd_load" --port "$bport" --ack --conns "$CONNS" --start "$start" "${load_args[@]}" >"$dir/load.out"
+  replay telnet "$bport" --ack
   t1=$(now_ns); c1=$(cpu_ticks "$bpid")
   report "$1" telnet "$points" $((t1 - t0)) $((c1 - c0))
   load_rate "$1 telnet"
@@ -99,87 +160,121 @@ baseline_run() { # NAME
   kill -TERM "$bpid"; wait "$bpid" 2>/dev/null
   rm -f "$dir/baseline.log"
 }
-baseline_run baseline
+[ "$BASELINE" -ge 1 ] && baseline_run baseline
 
-# ---- ctsdb --------------------------------------------------------------------------------
-"$CTSDB" tsd --bind 127.0.0.1 --port 0 --data "$dir/ctsdb" ${TSD_ARGS:-} 2>"$dir/ctsdb.log" &
-cpid=$!; pids+=("$cpid")
-wait_line "$dir/ctsdb.log" "listening on" || { echo "ctsdb did not start"; cat "$dir/ctsdb.log"; exit 1; }
-cport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/ctsdb.log")
-written() { curl -s "http://127.0.0.1:$cport/api/stats" | python3 -c '
+# ---- ctsdb, one pass per configuration ----------------------------------------------------
+metric_list=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --intervals 1 --print | awk '!s[$2]++ {print $2}' | head -20)
+declare -A c_points c_hwm c_disk c_wal c_disk_run c_wal_run
+variants=()
+ctsdb_pass() { # NAME TSD_OPTIONS
+  local name=$1 cdir="$dir/ctsdb-$1" cpid cport c0 t0 t1 c1
+  # shellcheck disable=SC2086 # the options are words
+  "$CTSDB" tsd --bind 127.0.0.1 --port 0 --data "$cdir" $2 2>"$dir/$name.log" &
+  cpid=$!; pids+=("$cpid")
+  wait_line "$dir/$name.log" "listening on" || { echo "$name did not start"; cat "$dir/$name.log"; exit 1; }
+  cport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/$name.log")
+  echo "$name: ctsdb tsd ${2:-(defaults)}"
+  written() { curl -s -m 60 "http://127.0.0.1:$cport/api/stats" | python3 -c '
 import json, sys
 print(sum(int(d["value"]) for d in json.load(sys.stdin) if d["metric"] == "tsd.datapoints.written"))'; }
-metric_list=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --intervals 1 --print | awk '!s[$2]++ {print $2}' | head -20)
-ctsdb_count() { # START END: points of every metric in [START, END)
-  local q="start=$1&end=$2" m
-  for m in $metric_list; do q="$q&m=sum:0all-count:$m"; done
-  curl -s "http://127.0.0.1:$cport/api/query?$q" | python3 -c '
+  ctsdb_count() { # START END: points of every metric in [START, END)
+    local q="start=$1&end=$2" m
+    for m in $metric_list; do q="$q&m=sum:0all-count:$m"; done
+    curl -s -m 600 "http://127.0.0.1:$cport/api/query?$q" | python3 -c '
 import json, sys
 try:
     print(int(sum(float(v) for r in json.load(sys.stdin) for v in r["dps"].values())))
 except Exception:
     print(0)'
-}
-ctsdb_queryable() { # START: polls the count every 0.1 s (at most 120 s) until it is every point
-  local n=0
-  for _ in $(seq 1 1200); do
-    n=$(ctsdb_count "$1" $(($1 + 86400)))
-    [ "$n" -ge "$points" ] && return 0
-    sleep 0.1
+  }
+  ctsdb_queryable() { # START BASE: polls the count every 0.1 s (at most 120 s) until it is every point
+    local n=0 deadline=$(( $(date +%s) + 120 ))
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+      if [ "${COUNT_BY:-query}" = written ]; then
+        n=$(( $(written) - $2 ))
+      else
+        n=$(ctsdb_count "$1" $(($1 + 86400)))
+      fi
+      [ "$n" -ge "$points" ] && return 0
+      sleep 0.1
+    done
+    echo "  WARNING: $name counts $n of $points points after 120 s"
+  }
+  local proto pstart base=0 done_n
+  c_points[$name]=0
+  for proto in $PROTOS; do
+    pstart=$start
+    [ "$proto" = http ] && pstart=$((start + 86400))
+    c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
+    if [ "$proto" = telnet ]; then replay telnet "$cport" --ack; else replay http "$cport"; fi
+    if [ $? -eq 0 ]; then
+      ctsdb_queryable "$pstart" "$base"
+      t1=$(now_ns); c1=$(cpu_ticks "$cpid")
+      done_n=$points
+      load_rate "$name $proto"
+    else # cut by LOAD_TIMEOUT: rated on the points written until the count stops growing
+      local w last=-1 since
+      since=$(date +%s)
+      while [ $(($(date +%s) - since)) -lt 3 ] && [ $(($(date +%s) - since)) -lt 120 ]; do
+        w=$(written)
+        if [ "$w" -gt "$last" ]; then last=$w; t1=$(now_ns); c1=$(cpu_ticks "$cpid"); since=$(date +%s); fi
+        sleep 0.2
+      done
+      done_n=$((last - base))
+      echo "  $name $proto: cut after $LOAD_TIMEOUT s; $done_n of $points points written when its count stopped growing (rated on those)"
+    fi
+    report "$name" "$proto" "$done_n" $((t1 - t0)) $((c1 - c0))
+    settle "$cpid" "$c0" "$name $proto" "$done_n"
+    base=$((base + done_n))
+    c_points[$name]=$base
+    [ "$(written)" -eq "$base" ] || echo "  WARNING: $name wrote $(written) of $base points"
   done
-  echo "  WARNING: ctsdb counts $n of $points points after 120 s"
+  # on disk while it runs, once idle: the write-ahead log should be released once its points
+  # are in block files (the head's log counts here too, under head/)
+  c_disk_run[$name]=$(du -sb "$cdir" | cut -f1)
+  c_wal_run[$name]=$(find "$cdir" \( -path '*/wal/*' -o -path '*/head/*' \) -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+  echo "  $name running, idle: ${c_disk_run[$name]} bytes in $cdir, of which logs (wal/, head/) ${c_wal_run[$name]}"
+  c_hwm[$name]=$(hwm_kb "$cpid")
+  kill -TERM "$cpid"; wait "$cpid"
+  c_disk[$name]=$(du -sb "$cdir" | cut -f1)
+  # the logs left after the clean stop (docs/engine.md: none once every memstore is flushed)
+  c_wal[$name]=$(find "$cdir" \( -path '*/wal/*' -o -path '*/head/*' \) -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+  echo "  $name after a clean stop: ${c_disk[$name]} bytes in $cdir, of which logs ${c_wal[$name]}"
+  variants+=("$name")
+  rm -rf "$cdir"
 }
-c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
-"$dir/tsd_load" --port "$cport" --ack --conns "$CONNS" --start "$start" "${load_args[@]}" >"$dir/load.out"
-ctsdb_queryable "$start"
-t1=$(now_ns); c1=$(cpu_ticks "$cpid")
-report ctsdb telnet "$points" $((t1 - t0)) $((c1 - c0))
-load_rate "ctsdb telnet"
-settle "$cpid" "$c0" "ctsdb telnet"
-[ "$(written)" -eq "$points" ] || echo "  WARNING: ctsdb wrote $(written) of $points telnet points"
-c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
-"$dir/tsd_load" --port "$cport" --mode http --conns "$CONNS" --start $((start + 86400)) "${load_args[@]}" >"$dir/load.out"
-ctsdb_queryable $((start + 86400))
-t1=$(now_ns); c1=$(cpu_ticks "$cpid")
-report ctsdb http "$points" $((t1 - t0)) $((c1 - c0))
-load_rate "ctsdb http"
-settle "$cpid" "$c0" "ctsdb http"
-[ "$(written)" -eq $((2 * points)) ] || echo "  WARNING: ctsdb wrote $(written) of $((2 * points)) points"
-ctsdb_hwm=$(hwm_kb "$cpid")
-kill -TERM "$cpid"; wait "$cpid"
-ctsdb_disk=$(du -sb "$dir/ctsdb" | cut -f1)
-# the write-ahead log left after the clean stop (docs/engine.md: none once every memstore is
-# flushed), counted in ctsdb_disk; printed so that the figure is known to be block files
-ctsdb_wal=$(find "$dir/ctsdb" -path '*/wal/*' -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
-echo "  ctsdb after a clean stop: $ctsdb_disk bytes in $dir/ctsdb, of which write-ahead log $ctsdb_wal"
+IFS=';' read -r -a vspecs <<<"${CTSDB_VARIANTS:-ctsdb=${TSD_ARGS:-}}"
+for v in "${vspecs[@]}"; do
+  [ "$v" = none ] && break # CTSDB_VARIANTS=none: VictoriaMetrics (and the bare reader) only
+  ctsdb_pass "${v%%=*}" "${v#*=}"
+done
 
 # ---- VictoriaMetrics ------------------------------------------------------------------------
+[ "${NO_VM:-0}" = 1 ] && VM=
 if [ -n "$VM" ]; then
   vh=$(free_port); vt=$(free_port); vp=$(free_port)
   "$VM" -storageDataPath "$dir/vm" -httpListenAddr "127.0.0.1:$vh" \
     -opentsdbListenAddr "127.0.0.1:$vt" -opentsdbHTTPListenAddr "127.0.0.1:$vp" \
-    -retentionPeriod 100y -search.latencyOffset 0s -search.disableCache -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
+    -retentionPeriod 100y -search.latencyOffset 0s -search.disableCache \
+    -search.maxUniqueTimeseries 100000000 -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
   vpid=$!; pids+=("$vpid")
   for _ in $(seq 1 200); do curl -s "http://127.0.0.1:$vh/health" >/dev/null 2>&1 && break; sleep 0.1; done
+  # (-search.maxUniqueTimeseries: its default, 300,000, refuses the count over 1,000,000 series)
   vm_count() { # TIME: samples in the day before TIME
-    curl -s "http://127.0.0.1:$vh/api/v1/query" --data-urlencode \
+    curl -s -m 600 "http://127.0.0.1:$vh/api/v1/query" --data-urlencode \
       'query=sum(count_over_time({__name__=~"sys[.].+"}[1d]))' --data-urlencode "time=$1" |
-      python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(int(float(r[0]["value"][1])) if r else 0)'
+      python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(int(float(r[0]["value"][1])) if r else 0)' 2>/dev/null || echo 0
   }
   vm_run() { # PROTO PORT START
     local c0 t0 t1 c1 n=0
     c0=$(cpu_ticks "$vpid"); t0=$(now_ns)
-    if [ "$1" = telnet ]; then
-      "$dir/tsd_load" --port "$2" --conns "$CONNS" --start "$3" "${load_args[@]}" >/dev/null
-    else
-      "$dir/tsd_load" --port "$2" --mode http --conns "$CONNS" --start "$3" "${load_args[@]}" >/dev/null
-    fi
+    replay "$1" "$2"
     # poll (force_flush, then the count) until every sample counts; if the count, once above 0, stops growing for 20 s
     # (VictoriaMetrics dropped some), stop and rate what it did store up to the last growth
-    local last=-1 t_last c_last since=0
+    local last=-1 t_last c_last since=0 deadline=$(( $(date +%s) + 600 ))
     t_last=$(now_ns); c_last=$(cpu_ticks "$vpid")
-    for _ in $(seq 1 1200); do
-      curl -s "http://127.0.0.1:$vh/internal/force_flush" >/dev/null
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+      curl -s -m 600 "http://127.0.0.1:$vh/internal/force_flush" >/dev/null
       n=$(vm_count $(($3 + 86400 - 1)))
       if [ "$n" -gt "$last" ]; then
         last=$n; t_last=$(now_ns); c_last=$(cpu_ticks "$vpid"); since=$(date +%s)
@@ -192,31 +287,39 @@ if [ -n "$VM" ]; then
     [ "$n" -ge "$points" ] || echo "  WARNING: VictoriaMetrics shows $n of $points $1 points (rated on those)"
     [ "$last" -gt 0 ] || last=1
     report victoria-metrics "$1" "$last" $((t1 - t0)) $((c1 - c0))
+    vm_points=$((vm_points + last))
   }
-  vm_run telnet "$vt" "$start"
-  vm_run http "$vp" $((start + 86400))
+  vm_points=0
+  for proto in $PROTOS; do
+    if [ "$proto" = telnet ]; then vm_run telnet "$vt" "$start"; else vm_run http "$vp" $((start + 86400)); fi
+  done
   vm_hwm=$(hwm_kb "$vpid")
+  vm_disk_run=$(du -sb "$dir/vm" | cut -f1)
   kill -TERM "$vpid"; wait "$vpid" 2>/dev/null
   vm_disk=$(du -sb "$dir/vm" | cut -f1)
+  echo "  victoria-metrics: $vm_disk_run bytes running (after force_flush), $vm_disk after its stop"
 else
-  echo "victoria-metrics is not installed (deps/bench.txt): skipped"
+  echo "victoria-metrics: not run (not installed (deps/bench.txt) or NO_VM=1)"
 fi
 
-baseline_run baseline-again
-b1=${rates["baseline telnet"]}
-b2=${rates["baseline-again telnet"]}
-rates["baseline-mean telnet"]=$(((b1 + b2) / 2))
-lb1=${load_rates["baseline telnet"]}
-lb2=${load_rates["baseline-again telnet"]}
+[ "$BASELINE" -ge 2 ] && baseline_run baseline-again
 
 echo
-printf '%-16s %-7s %12s %14s\n' target proto points/s cpu_s/Mpoint
+echo "machine at the end: load average $(loadavg) at $(date -u +%H:%M:%S) UTC"
+printf '%-16s %-7s %12s %14s %8s   %s\n' target proto points/s cpu_s/Mpoint seconds "load average at its end"
 for r in "${results[@]}"; do echo "$r"; done
 echo
-printf '%-16s %10s %14s\n' target peak_rss_MB disk_B/point
-printf '%-16s %10s %14s\n' baseline $((base_hwm / 1024)) -
-printf '%-16s %10s %14s\n' ctsdb $((ctsdb_hwm / 1024)) "$(python3 -c "print(round($ctsdb_disk / (2 * $points), 1))")"
-[ -n "$VM" ] && printf '%-16s %10s %14s\n' victoria-metrics $((vm_hwm / 1024)) "$(python3 -c "print(round($vm_disk / (2 * $points), 1))")"
+printf '%-16s %10s %16s %16s\n' target peak_rss_MB disk_B/pt_running disk_B/pt_stopped
+[ "$BASELINE" -ge 1 ] && printf '%-16s %10s %16s %16s\n' baseline $((base_hwm / 1024)) - -
+for v in "${variants[@]}"; do
+  printf '%-16s %10s %16s %16s\n' "$v" $((c_hwm[$v] / 1024)) \
+    "$(python3 -c "print(round(${c_disk_run[$v]} / max(1, ${c_points[$v]}), 2))")" \
+    "$(python3 -c "print(round(${c_disk[$v]} / max(1, ${c_points[$v]}), 2))")"
+done
+[ -n "$VM" ] && printf '%-16s %10s %16s %16s\n' victoria-metrics $((vm_hwm / 1024)) \
+  "$(python3 -c "print(round($vm_disk_run / max(1, $vm_points), 2))")" \
+  "$(python3 -c "print(round($vm_disk / max(1, $vm_points), 2))")"
+echo "load tool peak RSS: $((load_hwm / 1024)) MB (replay), streams on disk: $(du -sb "$dir"/stream-* | awk '{s += $1} END {printf "%.0f", s}') bytes"
 ratio() { # A B: A / B, or - when either is missing
   if [ -n "${rates[$1]:-}" ] && [ -n "${rates[$2]:-}" ]; then
     python3 -c "print(f'{${rates[$1]} / ${rates[$2]}:.2f}')"
@@ -224,14 +327,28 @@ ratio() { # A B: A / B, or - when either is missing
     echo -
   fi
 }
+cpu_ratio() { # A B: CPU per point of A / of B
+  if [ -n "${cpus[$1]:-}" ] && [ -n "${cpus[$2]:-}" ]; then
+    python3 -c "print(f'{${cpus[$1]} / ${cpus[$2]}:.2f}')"
+  else
+    echo -
+  fi
+}
 echo
-echo "ctsdb telnet / bare reader (mean of its first and last run):" \
-  "$(ratio 'ctsdb telnet' 'baseline-mean telnet') (target >= 0.50)"
-echo "  load-timed (without tsd_load's stream generation): ctsdb ${load_rates["ctsdb telnet"]}" \
-  "vs bare reader $lb1 / $lb2 points/s:" \
-  "$(python3 -c "print(f'{${load_rates["ctsdb telnet"]} / (($lb1 + $lb2) / 2):.2f}')")"
-echo "ctsdb CPU s per million points with the background work it left (until idle):" \
-  "telnet ${settled["ctsdb telnet"]}, http ${settled["ctsdb http"]}"
-echo "ctsdb / VictoriaMetrics: telnet $(ratio 'ctsdb telnet' 'victoria-metrics telnet')," \
-  "http $(ratio 'ctsdb http' 'victoria-metrics http') (target >= 1.5)"
-rm -rf "$dir/ctsdb" "$dir/vm"
+if [ "$BASELINE" -ge 2 ]; then
+  rates["baseline-mean telnet"]=$(((${rates["baseline telnet"]} + ${rates["baseline-again telnet"]}) / 2))
+  base="baseline-mean telnet"
+else
+  base="baseline telnet"
+fi
+for v in "${variants[@]}"; do
+  echo "$v telnet / bare reader: $(ratio "$v telnet" "$base") (target >= 0.50)"
+  echo "$v CPU s per million points with the background work it left (until idle):" \
+    "telnet ${settled["$v telnet"]:--}, http ${settled["$v http"]:--}"
+  echo "$v / VictoriaMetrics points/s: telnet $(ratio "$v telnet" 'victoria-metrics telnet')," \
+    "http $(ratio "$v http" 'victoria-metrics http') (target >= 1.5)"
+  echo "$v / VictoriaMetrics CPU s per million points (until queryable): telnet" \
+    "$(cpu_ratio "$v telnet" 'victoria-metrics telnet'), http $(cpu_ratio "$v http" 'victoria-metrics http') (target <= 0.7)"
+done
+rm -rf "$dir/vm"
+[ "${KEEP_STREAM:-0}" = 1 ] || rm -rf "$dir"/stream-*

@@ -6,20 +6,34 @@
  * for --size Nx30d) for --intervals K intervals starting at --start (epoch seconds).
  * Values are a fixed function of (host, metric, interval),
  * so every run and every target gets the same bytes. Each series always goes over the same
- * connection (series h*M+m -> connection (h*M+m) % C), in time order.
+ * connection (series h*M+m -> connection (h*M+m) % C), in time order: interval k of every
+ * series of a connection before interval k+1.
  *
- * The whole stream is generated before the clock starts. Modes:
- *   telnet: C TCP connections send `put` lines; with --ack each then sends `version` and waits
- *           for its first reply line (for ctsdb: every earlier put of that connection is in the
- *           write-ahead log);
- *   http:   C keep-alive connections POST /api/put JSON arrays of --batch points and read each
- *           reply (ctsdb answers 204 once the points are in the log).
- * Output (stdout): `points N seconds S rate R` (send start to last ack); --count prints the
- * stream's point count alone, without generating it.
- * Build: cc -O2 -pthread -o tsd_load tools/bench/tsd_load.c */
+ * Memory: the stream is never held whole. Each connection's part is produced in bounded pieces
+ * (a 1 MiB chunk of telnet lines, one HTTP request of --batch points), so the tool's RSS stays
+ * a few MiB at any size (it prints its peak, maxrss_kb).
+ * Three ways to run:
+ *   --gen DIR     writes the stream once, one file per connection (DIR/conn<c>.telnet holds
+ *                 the `put` lines; DIR/conn<c>.http holds complete HTTP requests, with their end
+ *                 offsets as native uint64 in DIR/conn<c>.idx) and DIR/meta (`mode conns
+ *                 points`), then exits: generation happens before any clock starts;
+ *   --replay DIR  sends what --gen wrote (sendfile from the page cache), timed alone: the rate
+ *                 does not include generating the stream; the mode, connection count and point
+ *                 count come from DIR/meta;
+ *   neither       generates each connection's part on the fly in its sending thread (chunk by
+ *                 chunk: generation is inside the timed window, as query_bench.py uses it).
+ * Sending: telnet: C TCP connections send `put` lines; with --ack each then sends `version` and
+ *   waits for its first reply line (for ctsdb: every earlier put of that connection is in the
+ *   write-ahead log); http: C keep-alive connections POST /api/put JSON arrays of --batch points,
+ *   one request at a time, and read each reply (ctsdb answers 204 once the points are logged).
+ * Output (stdout): `points N seconds S rate R maxrss_kb X` (send start to last ack); --count
+ * prints the stream's point count alone; --print writes the telnet stream (one connection) to
+ * stdout.
+ * Build: cc -O2 -pthread -o tsd_load tools/bench/tsd_load.c -lm */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -27,37 +41,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-struct buf {
-    char *p;
-    size_t n, cap;
-};
-
-static void buf_add(struct buf *b, const char *s, size_t n)
-{
-    if (b->n + n > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 1 << 20;
-        while (nc < b->n + n)
-            nc *= 2;
-        b->p = realloc(b->p, nc);
-        if (!b->p) {
-            perror("realloc");
-            exit(2);
-        }
-        b->cap = nc;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-}
+#define CHUNK_BYTES (1u << 20) /* telnet: lines are produced and sent/written this much at once */
 
 static const char *host = "127.0.0.1";
 static int port = 4242, conns = 4, hosts = 500, metrics = 20, intervals = 30, batch = 500;
 static int step = 10; /* seconds between two points of a series */
 static long long start = 1356998400;
 static int http_mode = 0, ack = 0;
+
+static void die(const char *what, const char *arg)
+{
+    fprintf(stderr, "tsd_load: %s%s%s: %s\n", what, arg ? " " : "", arg ? arg : "",
+            strerror(errno));
+    exit(2);
+}
 
 static const char *const metric_names[] = {
     "cpu.user",     "cpu.system",   "cpu.idle",        "cpu.iowait",       "mem.used",
@@ -121,6 +125,106 @@ static void tags_of(int h, char *out, size_t n)
              h % 10, h % 2);
 }
 
+/* ---- the stream, one connection's part at a time ---------------------------------------- */
+
+/* Walks connection c's points: for k in intervals, for its series s = c, c + C, ... < H*M. */
+struct gen {
+    long s, nseries;
+    int c, k;
+};
+
+static void gen_init(struct gen *g, int c)
+{
+    g->c = c;
+    g->k = 0;
+    g->s = c;
+    g->nseries = (long)hosts * metrics;
+    if (g->s >= g->nseries) /* more connections than series: this one sends nothing */
+        g->k = intervals;
+}
+
+/* The next point as (h, m, k); 0 at the end. */
+static int gen_next(struct gen *g, int *h, int *m, int *k)
+{
+    if (g->k >= intervals)
+        return 0;
+    *h = (int)(g->s / metrics);
+    *m = (int)(g->s % metrics);
+    *k = g->k;
+    g->s += conns;
+    if (g->s >= g->nseries) {
+        g->s = g->c;
+        g->k++;
+    }
+    return 1;
+}
+
+static int fmt_telnet(char *out, size_t cap, int h, int m, int k)
+{
+    char val[64], tags[256];
+    value_of(h, m, k, val, sizeof(val));
+    tags_of(h, tags, sizeof(tags));
+    return snprintf(out, cap, "put sys.%s %lld %s %s\n", metric_names[m],
+                    start + (long long)k * step, val, tags);
+}
+
+static int fmt_json(char *out, size_t cap, int first, int h, int m, int k)
+{
+    char val[64];
+    value_of(h, m, k, val, sizeof(val));
+    return snprintf(out, cap,
+                    "%s{\"metric\":\"sys.%s\",\"timestamp\":%lld,\"value\":%s,"
+                    "\"tags\":{\"host\":\"host_%d\",\"dc\":\"dc_%d\",\"rack\":"
+                    "\"rack_%d\",\"service\":\"svc_%d\",\"os\":\"os_%d\"}}",
+                    first ? "[" : ",", metric_names[m], start + (long long)k * step, val, h, h % 3,
+                    h % 40, h % 10, h % 2);
+}
+
+/* Fills buf (cap >= CHUNK_BYTES + 512) with whole telnet lines up to CHUNK_BYTES; returns the
+ * bytes, 0 at the end; *points counts the lines. */
+static size_t gen_telnet_chunk(struct gen *g, char *buf, long *points)
+{
+    size_t n = 0;
+    int h, m, k;
+    while (n < CHUNK_BYTES && gen_next(g, &h, &m, &k)) {
+        n += (size_t)fmt_telnet(buf + n, 512, h, m, k);
+        (*points)++;
+    }
+    return n;
+}
+
+/* Writes one complete HTTP request of up to --batch points into buf (cap >= batch * 512 +
+ * 512); returns its length, 0 at the end. */
+static size_t gen_http_request(struct gen *g, char *buf, long *points)
+{
+    char head[256];
+    size_t body = 256; /* the body is built after room for the head, then moved next to it */
+    int h, m, k, i;
+    for (i = 0; i < batch && gen_next(g, &h, &m, &k); i++) {
+        body += (size_t)fmt_json(buf + body, 512, i == 0, h, m, k);
+        (*points)++;
+    }
+    if (i == 0)
+        return 0;
+    buf[body++] = ']';
+    size_t blen = body - 256;
+    int hn = snprintf(head, sizeof(head),
+                      "POST /api/put HTTP/1.1\r\nHost: %s\r\nContent-Type: "
+                      "application/json\r\nContent-Length: %zu\r\n\r\n",
+                      host, blen);
+    memmove(buf + hn, buf + 256, blen);
+    memcpy(buf, head, (size_t)hn);
+    return (size_t)hn + blen;
+}
+
+static size_t gen_buf_bytes(void)
+{
+    size_t http = (size_t)batch * 512 + 1024;
+    return http > CHUNK_BYTES + 1024 ? http : CHUNK_BYTES + 1024;
+}
+
+/* ---- sending ---------------------------------------------------------------------------- */
+
 static int connect_to(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -143,12 +247,25 @@ static void send_all(int fd, const char *p, size_t n)
         ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0) {
-            fprintf(stderr, "tsd_load: send: %s\n", strerror(errno));
-            exit(2);
-        }
+        if (w <= 0)
+            die("send", NULL);
         p += w;
         n -= (size_t)w;
+    }
+}
+
+/* Sends bytes [off, end) of file ffd to socket fd. */
+static void send_file_range(int fd, int ffd, off_t off, off_t end)
+{
+    while (off < end) {
+        ssize_t w = sendfile(fd, ffd, &off, (size_t)(end - off));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = EIO; /* the file is shorter than its index says */
+            die("sendfile", NULL);
+        }
     }
 }
 
@@ -164,6 +281,8 @@ static int read_response(int fd, char *rb, size_t cap, size_t *have)
             char *cl = memmem(rb, head, "Content-Length:", 15);
             if (cl)
                 clen = (size_t)atol(cl + 15);
+            if (head + clen > cap)
+                return -1;
             while (*have < head + clen) {
                 ssize_t r = recv(fd, rb + *have, cap - *have, 0);
                 if (r <= 0)
@@ -183,58 +302,192 @@ static int read_response(int fd, char *rb, size_t cap, size_t *have)
     }
 }
 
+/* After a connection's last put: `version`, then its first reply line. 0 when it came. */
+static int wait_ack(int fd)
+{
+    char c;
+    ssize_t r;
+    send_all(fd, "version\n", 8);
+    while ((r = recv(fd, &c, 1, 0)) == 1 && c != '\n') {
+    }
+    return r == 1 ? 0 : -1;
+}
+
+static int check_status(int st)
+{
+    if (st >= 200 && st < 300)
+        return 0;
+    fprintf(stderr, "tsd_load: HTTP status %d\n", st);
+    return -1;
+}
+
+enum run_kind {
+    RUN_DIRECT, /* generate and send, chunk by chunk */
+    RUN_GEN,    /* generate into files */
+    RUN_REPLAY, /* send the files */
+};
+
 struct worker {
     int id;
-    struct buf stream; /* telnet: all lines; http: concatenated request bodies */
-    size_t *bodies;    /* http: body boundaries */
-    size_t nbodies;
+    enum run_kind kind;
+    const char *dir;
     long points;
     pthread_t th;
     int failed;
 };
 
-static void *worker_main(void *arg)
+static void file_path(char *out, size_t cap, const char *dir, int c, const char *ext)
 {
-    struct worker *w = arg;
+    snprintf(out, cap, "%s/conn%d.%s", dir, c, ext);
+}
+
+static void write_all(int fd, const char *p, size_t n, const char *path)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            die("write", path);
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void run_gen(struct worker *w, char *buf)
+{
+    char path[4096], ipath[4096];
+    struct gen g;
+    size_t n;
+    uint64_t end = 0;
+    gen_init(&g, w->id);
+    file_path(path, sizeof(path), w->dir, w->id, http_mode ? "http" : "telnet");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0)
+        die("open", path);
+    int ifd = -1;
+    if (http_mode) {
+        file_path(ipath, sizeof(ipath), w->dir, w->id, "idx");
+        ifd = open(ipath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (ifd < 0)
+            die("open", ipath);
+    }
+    for (;;) {
+        n = http_mode ? gen_http_request(&g, buf, &w->points)
+                      : gen_telnet_chunk(&g, buf, &w->points);
+        if (n == 0)
+            break;
+        write_all(fd, buf, n, path);
+        if (http_mode) {
+            end += n;
+            write_all(ifd, (const char *)&end, sizeof(end), ipath);
+        }
+    }
+    if (close(fd) != 0)
+        die("close", path);
+    if (ifd >= 0 && close(ifd) != 0)
+        die("close", ipath);
+}
+
+static void run_direct(struct worker *w, char *buf)
+{
+    static __thread char rb[65536];
+    struct gen g;
+    size_t n, have = 0;
+    int fd = connect_to();
+    gen_init(&g, w->id);
+    for (;;) {
+        n = http_mode ? gen_http_request(&g, buf, &w->points)
+                      : gen_telnet_chunk(&g, buf, &w->points);
+        if (n == 0)
+            break;
+        send_all(fd, buf, n);
+        if (http_mode && check_status(read_response(fd, rb, sizeof(rb), &have)) != 0) {
+            w->failed = 1;
+            break;
+        }
+    }
+    if (!http_mode && ack && wait_ack(fd) != 0)
+        w->failed = 1;
+    close(fd);
+}
+
+static void run_replay(struct worker *w)
+{
+    static __thread char rb[65536];
+    char path[4096], ipath[4096];
+    struct stat st;
+    size_t have = 0;
+    file_path(path, sizeof(path), w->dir, w->id, http_mode ? "http" : "telnet");
+    int ffd = open(path, O_RDONLY);
+    if (ffd < 0 || fstat(ffd, &st) != 0)
+        die("open", path);
     int fd = connect_to();
     if (!http_mode) {
-        send_all(fd, w->stream.p, w->stream.n);
-        if (ack) {
-            send_all(fd, "version\n", 8);
-            char c;
-            ssize_t r;
-            while ((r = recv(fd, &c, 1, 0)) == 1 && c != '\n') {
-            }
-            if (r != 1)
-                w->failed = 1;
-        }
+        send_file_range(fd, ffd, 0, st.st_size);
+        if (ack && wait_ack(fd) != 0)
+            w->failed = 1;
     } else {
-        static __thread char rb[65536];
-        size_t have = 0, off = 0;
-        for (size_t i = 0; i < w->nbodies; i++) {
-            size_t len = w->bodies[i] - off;
-            char head[256];
-            int hn = snprintf(head, sizeof(head),
-                              "POST /api/put HTTP/1.1\r\nHost: %s\r\nContent-Type: "
-                              "application/json\r\nContent-Length: %zu\r\n\r\n",
-                              host, len);
-            send_all(fd, head, (size_t)hn);
-            send_all(fd, w->stream.p + off, len);
-            off = w->bodies[i];
-            int st = read_response(fd, rb, sizeof(rb), &have);
-            if (st < 200 || st >= 300) {
-                fprintf(stderr, "tsd_load: HTTP status %d\n", st);
+        file_path(ipath, sizeof(ipath), w->dir, w->id, "idx");
+        FILE *idx = fopen(ipath, "rb");
+        if (!idx)
+            die("open", ipath);
+        uint64_t end, off = 0;
+        while (fread(&end, sizeof(end), 1, idx) == 1) {
+            if (end <= off || end > (uint64_t)st.st_size) {
+                fprintf(stderr, "tsd_load: %s: offset %llu out of order\n", ipath,
+                        (unsigned long long)end);
+                exit(2);
+            }
+            send_file_range(fd, ffd, (off_t)off, (off_t)end);
+            off = end;
+            if (check_status(read_response(fd, rb, sizeof(rb), &have)) != 0) {
                 w->failed = 1;
                 break;
             }
         }
+        fclose(idx);
     }
+    close(ffd);
     close(fd);
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    char *buf = NULL;
+    if (w->kind != RUN_REPLAY && !(buf = malloc(gen_buf_bytes())))
+        die("malloc", NULL);
+    if (w->kind == RUN_GEN)
+        run_gen(w, buf);
+    else if (w->kind == RUN_DIRECT)
+        run_direct(w, buf);
+    else
+        run_replay(w);
+    free(buf);
     return NULL;
+}
+
+/* DIR/meta: `telnet|http CONNS POINTS`. */
+static void read_meta(const char *dir, long *points)
+{
+    char path[4096], mode[16];
+    snprintf(path, sizeof(path), "%s/meta", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        die("open", path);
+    if (fscanf(f, "%15s %d %ld", mode, &conns, points) != 3 || conns < 1) {
+        fprintf(stderr, "tsd_load: %s: not `mode conns points`\n", path);
+        exit(2);
+    }
+    fclose(f);
+    http_mode = !strcmp(mode, "http");
 }
 
 int main(int argc, char **argv)
 {
+    const char *gen_dir = NULL, *replay_dir = NULL;
+    int print = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--host") && v)
@@ -281,79 +534,67 @@ int main(int argc, char **argv)
             http_mode = !strcmp(argv[++i], "http");
         else if (!strcmp(a, "--ack"))
             ack = 1;
+        else if (!strcmp(a, "--gen") && v)
+            gen_dir = argv[++i];
+        else if (!strcmp(a, "--replay") && v)
+            replay_dir = argv[++i];
         else if (!strcmp(a, "--count")) /* print the stream's point count and exit */
             ack = -2;
-        else if (!strcmp(a, "--print")) { /* dump the telnet stream to stdout and exit */
-            conns = 1;
-            http_mode = 0;
-            ack = -1;
-        } else {
+        else if (!strcmp(a, "--print")) /* dump the telnet stream to stdout and exit */
+            print = 1;
+        else {
             fprintf(stderr, "usage: tsd_load [--host H] [--port P] [--mode telnet|http] [--ack]\n"
                             "  [--conns C] [--hosts H] [--metrics M] [--intervals K] [--step S]\n"
                             "  [--batch B] [--size 2000x1d|100000x1h|1000000x10m|200x30d]\n"
-                            "  [--start EPOCH_S] [--print | --count]\n");
+                            "  [--start EPOCH_S] [--gen DIR | --replay DIR | --print | --count]\n");
             return 2;
         }
     }
     if (metrics > 20)
         metrics = 20;
-    if (step < 1) {
-        fprintf(stderr, "tsd_load: --step wants seconds >= 1\n");
+    if (step < 1 || conns < 1 || batch < 1 || hosts < 1 || metrics < 1 || intervals < 0) {
+        fprintf(stderr, "tsd_load: --step, --conns, --batch, --hosts, --metrics want >= 1\n");
         return 2;
     }
-    if (ack == -2) { /* without generating it: a large size's stream is gigabytes */
-        printf("%lld\n", (long long)hosts * metrics * intervals);
+    long expect = (long)hosts * metrics * intervals;
+    if (ack == -2) { /* without generating it */
+        printf("%ld\n", expect);
         return 0;
     }
+    if (print) { /* one connection's telnet stream, chunk by chunk */
+        struct gen g;
+        long points = 0;
+        size_t n;
+        char *buf = malloc(gen_buf_bytes());
+        if (!buf)
+            die("malloc", NULL);
+        conns = 1;
+        http_mode = 0;
+        gen_init(&g, 0);
+        while ((n = gen_telnet_chunk(&g, buf, &points)) > 0)
+            if (fwrite(buf, 1, n, stdout) != n)
+                return 1; /* e.g. `| head`: the reader closed the pipe */
+        free(buf);
+        return 0;
+    }
+    enum run_kind kind = gen_dir ? RUN_GEN : replay_dir ? RUN_REPLAY : RUN_DIRECT;
+    if (replay_dir)
+        read_meta(replay_dir, &expect);
+    if (gen_dir && mkdir(gen_dir, 0755) != 0 && errno != EEXIST)
+        die("mkdir", gen_dir);
     struct worker *w = calloc((size_t)conns, sizeof(*w));
-    int *inbatch = calloc((size_t)conns, sizeof(int));
-    char line[512], val[64], tags[256];
-    for (int k = 0; k < intervals; k++) {
-        for (int h = 0; h < hosts; h++) {
-            tags_of(h, tags, sizeof(tags));
-            for (int m = 0; m < metrics; m++) {
-                int c = (h * metrics + m) % conns;
-                value_of(h, m, k, val, sizeof(val));
-                long long ts = start + (long long)k * step;
-                int n;
-                if (!http_mode) {
-                    n = snprintf(line, sizeof(line), "put sys.%s %lld %s %s\n", metric_names[m], ts,
-                                 val, tags);
-                } else {
-                    n = snprintf(line, sizeof(line),
-                                 "%s{\"metric\":\"sys.%s\",\"timestamp\":%lld,\"value\":%s,"
-                                 "\"tags\":{\"host\":\"host_%d\",\"dc\":\"dc_%d\",\"rack\":"
-                                 "\"rack_%d\",\"service\":\"svc_%d\",\"os\":\"os_%d\"}}",
-                                 inbatch[c] == 0 ? "[" : ",", metric_names[m], ts, val, h, h % 3,
-                                 h % 40, h % 10, h % 2);
-                }
-                buf_add(&w[c].stream, line, (size_t)n);
-                w[c].points++;
-                if (http_mode && ++inbatch[c] == batch) {
-                    buf_add(&w[c].stream, "]", 1);
-                    w[c].bodies = realloc(w[c].bodies, (w[c].nbodies + 1) * sizeof(size_t));
-                    w[c].bodies[w[c].nbodies++] = w[c].stream.n;
-                    inbatch[c] = 0;
-                }
-            }
-        }
-    }
-    for (int c = 0; http_mode && c < conns; c++) {
-        if (inbatch[c] > 0) {
-            buf_add(&w[c].stream, "]", 1);
-            w[c].bodies = realloc(w[c].bodies, (w[c].nbodies + 1) * sizeof(size_t));
-            w[c].bodies[w[c].nbodies++] = w[c].stream.n;
-        }
-    }
-    if (ack == -1) {
-        fwrite(w[0].stream.p, 1, w[0].stream.n, stdout);
-        return 0;
-    }
+    if (!w)
+        die("calloc", NULL);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int c = 0; c < conns; c++) {
         w[c].id = c;
-        pthread_create(&w[c].th, NULL, worker_main, &w[c]);
+        w[c].kind = kind;
+        w[c].dir = gen_dir ? gen_dir : replay_dir;
+        if (pthread_create(&w[c].th, NULL, worker_main, &w[c]) != 0) {
+            fprintf(stderr, "tsd_load: cannot start a thread\n");
+            return 2;
+        }
     }
     long total = 0;
     int failed = 0;
@@ -363,7 +604,21 @@ int main(int argc, char **argv)
         failed |= w[c].failed;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (kind == RUN_REPLAY)
+        total = failed ? 0 : expect; /* replay does not parse what it sends */
+    if (kind == RUN_GEN) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/meta", gen_dir);
+        FILE *f = fopen(path, "w");
+        if (!f || fprintf(f, "%s %d %ld\n", http_mode ? "http" : "telnet", conns, total) < 0 ||
+            fclose(f) != 0)
+            die("write", path);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
     double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    printf("points %ld seconds %.3f rate %.0f\n", total, s, (double)total / s);
+    printf("points %ld seconds %.3f rate %.0f maxrss_kb %ld\n", total, s, (double)total / s,
+           ru.ru_maxrss);
+    free(w);
     return failed ? 1 : 0;
 }
