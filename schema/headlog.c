@@ -534,7 +534,8 @@ static void headlog_fail(struct headlog *l, const struct ct_err *err)
     pthread_mutex_unlock(&l->mu);
     if (log && l->log_fn) {
         char msg[CT_ERR_MSG_MAX + 160];
-        snprintf(msg, sizeof(msg), "head log write error (%s%llu failure%s since the last report): %s",
+        snprintf(msg, sizeof(msg),
+                 "head log write error (%s%llu failure%s since the last report): %s",
                  tr ? "puts refused until an append succeeds, tried again at each put; "
                     : "puts refused until a restart; ",
                  (unsigned long long)n, n == 1 ? "" : "s", err->msg);

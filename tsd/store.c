@@ -1318,7 +1318,8 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
         bool active = s.bg_error_active || he.error_active;
         bool transient = active && (!s.bg_error_active || s.bg_error_transient) &&
                          (!he.error_active || he.error_transient);
-        store_stat(&x, "tsd.storage.error.active", active, transient ? "transient=1" : "transient=0");
+        store_stat(&x, "tsd.storage.error.active", active,
+                   transient ? "transient=1" : "transient=0");
         store_stat(&x, "tsd.storage.error.age_ms",
                    s.bg_error_since_ms > he.error_age_ms ? s.bg_error_since_ms : he.error_age_ms,
                    "");

@@ -574,7 +574,8 @@ static void test_head_batch_equals_point_appends(void **state)
         for (size_t k = 0; k < run && i < BATCH_N; k++, i++) {
             uint64_t r = next_rand(&x);
             int64_t hour = (int64_t)(r % 100 < 5 ? -1 : r % 100 < 8 ? 3 : (int64_t)(r % 3));
-            int64_t ts_ms = (BASE + hour * 3600) * 1000 + (next_ms[s] += 1 + (int64_t)(r >> 40) % 1500) % 3600000;
+            int64_t ts_ms = (BASE + hour * 3600) * 1000 +
+                            (next_ms[s] += 1 + (int64_t)(r >> 40) % 1500) % 3600000;
             if (r % 100 == 50 && i > 0 && pts[i - 1].tsuid == ts[s])
                 ts_ms = pts[i - 1].p.ts_ms; /* a repeated timestamp */
             pts[i].tsuid = ts[s];

@@ -65,8 +65,7 @@ static struct head *reopen(const char *dir, struct headlog **lo, struct refused 
     return h;
 }
 
-static void append_points(struct headlog *l, struct head *h, const struct head_point *pts,
-                          size_t n)
+static void append_points(struct headlog *l, struct head *h, const struct head_point *pts, size_t n)
 {
     struct ct_err err = {0};
     assert_int_equal(headlog_append(l, pts, n, WAL_SYNC_WRITE, &err), CT_OK);
@@ -109,11 +108,11 @@ static void fill(struct headlog *l, struct head *h)
     for (int i = 0; i < 1000; i++) {
         int64_t ts = BASE_MS + (int64_t)i * 7001;
         b[nb++] = (struct head_point){T1, sizeof(T1),
-                                         i % 3 ? dpcodec_point_real(ts, false, i * 1.1)
-                                               : dpcodec_point_int(ts, false, INT64_MAX - i)};
+                                      i % 3 ? dpcodec_point_real(ts, false, i * 1.1)
+                                            : dpcodec_point_int(ts, false, INT64_MAX - i)};
         if (i < 500)
             b[nb++] = (struct head_point){T2, sizeof(T2),
-                                             dpcodec_point_int(BASE_MS + i * 1000, true, -i)};
+                                          dpcodec_point_int(BASE_MS + i * 1000, true, -i)};
         if (nb >= 48) {
             append_points(l, h, b, nb);
             nb = 0;
@@ -445,8 +444,8 @@ static void test_headlog_full_disk_is_an_error_state_that_clears(void **state)
     assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
     struct log_lines g = {0};
     headlog_set_log(l, log_fn, &g);
-    struct eio_fault f = {.op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true,
-                          .path_substr = dir};
+    struct eio_fault f = {
+        .op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true, .path_substr = dir};
     eio_fault_set(&f);
     struct head_point lost[2] = {{T1, sizeof(T1), dpcodec_point_int(BASE_MS, false, 1)},
                                  {T2, sizeof(T2), dpcodec_point_int(BASE_MS + 5, true, 2)}};
@@ -463,9 +462,8 @@ static void test_headlog_full_disk_is_an_error_state_that_clears(void **state)
     assert_non_null(strstr(g.last, "No space left on device"));
     /* still full: each append tries again, fails and is counted; no second line within 10 s */
     assert_int_equal(headlog_append(l, lost, 2, WAL_SYNC_WRITE, &err), CT_EIO);
-    assert_int_equal(headlog_append_delete(l, T1, sizeof(T1), BASE, BASE + 3600, WAL_SYNC_WRITE,
-                                           &err),
-                     CT_EIO);
+    assert_int_equal(
+        headlog_append_delete(l, T1, sizeof(T1), BASE, BASE + 3600, WAL_SYNC_WRITE, &err), CT_EIO);
     check_state(l, true, true, 3, 0);
     assert_int_equal(g.errors, 1);
     /* bad input is not an error of the log */
