@@ -78,17 +78,22 @@ struct head {
 
 /* ---- bits ------------------------------------------------------------------------------------ */
 
-/* Writes the low `bits` bits of v (1..64) at the chunk's end. REQUIRES: room (invariant 4). */
+/* Writes the low `bits` bits of v (1..64) at the chunk's end, up to 56 bits per step: the
+ * partly used last byte and the new bits are assembled in one 64-bit word and its first bytes
+ * stored (only the bytes the bits reach, so nothing past the point's reserved room is written).
+ * REQUIRES: room (invariant 4). */
 static void head_put_bits(struct head_chunk *c, uint64_t v, unsigned bits)
 {
     while (bits > 0) {
+        unsigned take = bits > 56 ? 56 : bits;
         size_t byte = (size_t)(c->nbits >> 3);
-        unsigned used = (unsigned)(c->nbits & 7), room = 8 - used;
-        unsigned take = bits < room ? bits : room;
-        uint8_t part = (uint8_t)((v >> (bits - take)) & ((1u << take) - 1));
-        if (used == 0)
-            c->buf[byte] = 0;
-        c->buf[byte] |= (uint8_t)(part << (room - take));
+        unsigned used = (unsigned)(c->nbits & 7);
+        uint64_t part = (v >> (bits - take)) & ((1ULL << take) - 1);
+        uint64_t w = used ? (uint64_t)(c->buf[byte] >> (8 - used)) << (64 - used) : 0;
+        w |= part << (64 - used - take);
+        uint8_t be[8];
+        coding_put_be64(be, w);
+        memcpy(c->buf + byte, be, (used + take + 7) / 8);
         c->nbits += take;
         bits -= take;
     }
@@ -467,17 +472,30 @@ static int64_t head_floor_hour_s(int64_t ts_ms)
     return s - (((s % 3600) + 3600) % 3600);
 }
 
-static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
-                              const struct dpcodec_point *pin, enum head_result *res,
-                              struct ct_err *err)
+/* The checks head_append() makes before taking the lock. */
+static int head_check_point(const uint8_t *tsuid, size_t tlen, const struct dpcodec_point *p,
+                            struct ct_err *err)
 {
+    (void)tsuid;
     if (tlen == 0 || tlen > HEAD_MAX_TSUID)
         return ct_err_set(err, CT_EINVAL, "bad TSUID length %zu for the head", tlen);
-    if (pin->type != DPCODEC_INT && pin->type != DPCODEC_FLOAT && pin->type != DPCODEC_DOUBLE)
-        return ct_err_set(err, CT_EINVAL, "bad point type %d for the head", (int)pin->type);
-    if (pin->ts_ms < 0)
+    if (p->type != DPCODEC_INT && p->type != DPCODEC_FLOAT && p->type != DPCODEC_DOUBLE)
+        return ct_err_set(err, CT_EINVAL, "bad point type %d for the head", (int)p->type);
+    if (p->ts_ms < 0)
         return ct_err_set(err, CT_EINVAL, "negative timestamp %lld for the head",
-                          (long long)pin->ts_ms);
+                          (long long)p->ts_ms);
+    return CT_OK;
+}
+
+/* Offers a checked point (head_check_point). *hint is the series the previous point of a batch
+ * went to (or NULL): reused without a hash lookup when it is this point's series, and set to
+ * this point's series (NULL when none) on return, so it never outlives a rehash (a rehash frees
+ * only series without chunks, and happens only when a series is created: the hint is then the
+ * new series). REQUIRES: mu held. */
+static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
+                              const struct dpcodec_point *pin, struct head_series **hint,
+                              enum head_result *res, struct ct_err *err)
+{
     struct dpcodec_point p = *pin;
     p.ms = p.ms || p.ts_ms % 1000 != 0; /* as dpcodec_encode() stores it */
     int64_t base_s = head_floor_hour_s(p.ts_ms);
@@ -485,7 +503,9 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
         *res = HEAD_LATE;
         return CT_OK;
     }
-    struct head_series *s = head_series_find(h, tsuid, tlen);
+    struct head_series *s = *hint;
+    if (!s || s->tlen != tlen || memcmp(s->tsuid, tsuid, tlen) != 0)
+        s = *hint = head_series_find(h, tsuid, tlen);
     unsigned k = 0;
     if (s)
         while (k < s->nchunks && s->chunks[k].base_s < base_s)
@@ -513,12 +533,14 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
     if (rc != CT_OK)
         return rc;
     if (!s) {
+        *hint = NULL; /* head_series_get may rehash */
         s = head_series_get(h, tsuid, tlen, err);
         if (!s) {
             free(nc.buf);
             h->bytes -= nc.cap;
             return err->code;
         }
+        *hint = s;
         k = 0;
     }
     head_chunk_append(&nc, &p);
@@ -539,9 +561,39 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
 int head_append(struct head *h, const uint8_t *tsuid, size_t tlen, const struct dpcodec_point *p,
                 enum head_result *res, struct ct_err *err)
 {
+    int rc = head_check_point(tsuid, tlen, p, err);
+    if (rc != CT_OK)
+        return rc;
+    struct head_series *hint = NULL;
     pthread_mutex_lock(&h->mu);
-    int rc = head_append_locked(h, tsuid, tlen, p, res, err);
+    rc = head_append_locked(h, tsuid, tlen, p, &hint, res, err);
     pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+int head_append_batch(struct head *h, const struct head_point *pts, size_t n, enum head_result *res,
+                      size_t *ndone, struct ct_err *err)
+{
+    if (ndone)
+        *ndone = 0;
+    for (size_t i = 0; i < n; i++)
+        if (head_check_point(pts[i].tsuid, pts[i].tlen, &pts[i].p, err) != CT_OK)
+            return ct_err_prefix(err, "point %zu of %zu", i, n);
+    int rc = CT_OK;
+    size_t i = 0;
+    while (i < n && rc == CT_OK) {
+        size_t end = n - i > HEAD_BATCH_LOCK_POINTS ? i + HEAD_BATCH_LOCK_POINTS : n;
+        struct head_series *hint = NULL; /* only valid while mu is held */
+        pthread_mutex_lock(&h->mu);
+        for (; i < end; i++) {
+            rc = head_append_locked(h, pts[i].tsuid, pts[i].tlen, &pts[i].p, &hint, &res[i], err);
+            if (rc != CT_OK)
+                break;
+        }
+        pthread_mutex_unlock(&h->mu);
+    }
+    if (ndone)
+        *ndone = i;
     return rc;
 }
 

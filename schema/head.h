@@ -40,6 +40,18 @@ enum head_result {
     HEAD_NO_ROOM = 3,      /* the series already holds HEAD_MAX_HOURS other hours */
 };
 
+/* One point of a batch (head_append_batch, and the head log's record, schema/headlog.h): its
+ * series (borrowed for the call) and the point. */
+struct head_point {
+    const uint8_t *tsuid;
+    size_t tlen; /* 1..HEAD_MAX_TSUID */
+    struct dpcodec_point p;
+};
+
+/* Points head_append_batch() offers under one hold of the head's lock (readers and the hand-off
+ * wait at most that many appends). */
+#define HEAD_BATCH_LOCK_POINTS 4096
+
 /* Returns a new empty head in *out, freed with head_free(). CT_ENOMEM if memory cannot be had. */
 CT_MUST_CHECK int head_new(struct head **out, struct ct_err *err);
 void head_free(struct head *h); /* accepts NULL */
@@ -51,6 +63,14 @@ void head_free(struct head *h); /* accepts NULL */
 CT_MUST_CHECK int head_append(struct head *h, const uint8_t *tsuid, size_t tlen,
                               const struct dpcodec_point *p, enum head_result *res,
                               struct ct_err *err);
+
+/* Offers pts[0..n) in order, exactly as n head_append() calls would (res[i] is point i's
+ * result), taking the head's lock once per HEAD_BATCH_LOCK_POINTS points, not once per point.
+ * Every point is checked first: CT_EINVAL names the first bad one (TSUID length, type, negative
+ * time) and the head is unchanged. CT_ENOMEM stops at point *ndone (NULL allowed; n on CT_OK):
+ * points before it are in the head as res[] says, it and later ones were not offered. */
+CT_MUST_CHECK int head_append_batch(struct head *h, const struct head_point *pts, size_t n,
+                                    enum head_result *res, size_t *ndone, struct ct_err *err);
 
 /* Appends to *pts (a caller's buffer of *cap points, grown with realloc; *pts may be NULL with
  * *cap 0) the head's points of series tsuid with start_ms <= ts_ms <= end_ms, ascending, and sets

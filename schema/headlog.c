@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,10 @@
 #include "schema/headlog.h"
 #include "schema/headlog_format.h"
 #include "schema/rowkey.h"
+#include "storage/clock.h"
 #include "storage/coding.h"
 #include "storage/crc32c.h"
+#include "storage/hash.h"
 
 struct headlog_hour {
     int64_t base_s;
@@ -42,6 +45,14 @@ struct headlog {
     struct headlog_stats st;
     bool replayed;
     bool read_only; /* headlog_open_read_only: replay only */
+    /* the error state (headlog.h), guarded by mu; has_err mirrors err.code != CT_OK so that an
+     * append checks it without the lock */
+    struct ct_err err;
+    bool err_transient;
+    uint64_t err_since_ns, err_logged_ns, err_unlogged;
+    atomic_bool has_err;
+    headlog_log_fn log_fn; /* set before the log is shared */
+    void *log_arg;
 };
 
 /* ---- the mark file ----------------------------------------------------------------------- */
@@ -352,8 +363,11 @@ int headlog_replay(struct headlog *l, struct head *h, headlog_refused_fn fn, voi
     return rc;
 }
 
+static int headlog_wal_append(struct headlog *l, uint64_t seq, const uint8_t *buf, size_t len,
+                              enum wal_sync sync, struct ct_err *err);
+
 /* The record of pts into buf (room headlog_bound()); series ids by a small probe table. */
-static size_t headlog_bound(const struct headlog_point *pts, size_t n)
+static size_t headlog_bound(const struct head_point *pts, size_t n)
 {
     size_t b = 1 + 2 * CODING_VARINT64_MAX;
     for (size_t i = 0; i < n; i++)
@@ -361,7 +375,7 @@ static size_t headlog_bound(const struct headlog_point *pts, size_t n)
     return b;
 }
 
-int headlog_append(struct headlog *l, const struct headlog_point *pts, size_t n, enum wal_sync sync,
+int headlog_append(struct headlog *l, const struct head_point *pts, size_t n, enum wal_sync sync,
                    struct ct_err *err)
 {
     if (n == 0)
@@ -386,17 +400,14 @@ int headlog_append(struct headlog *l, const struct headlog_point *pts, size_t n,
     }
     uint32_t nseries = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t hsh = 1469598103934665603ULL;
-        for (size_t j = 0; j < pts[i].tlen; j++)
-            hsh = (hsh ^ pts[i].tsuid[j]) * 1099511628211ULL;
-        size_t s = hsh & (nslots - 1);
+        size_t s = hash_bytes(pts[i].tsuid, pts[i].tlen, 0) & (nslots - 1);
         for (;; s = (s + 1) & (nslots - 1)) {
             if (!slots[s]) {
                 first[nseries] = (uint32_t)i;
                 slots[s] = ++nseries;
                 break;
             }
-            const struct headlog_point *o = &pts[first[slots[s] - 1]];
+            const struct head_point *o = &pts[first[slots[s] - 1]];
             if (o->tlen == pts[i].tlen && !memcmp(o->tsuid, pts[i].tsuid, o->tlen))
                 break;
         }
@@ -406,7 +417,7 @@ int headlog_append(struct headlog *l, const struct headlog_point *pts, size_t n,
     *p++ = HEADLOG_VERSION;
     p += coding_put_varint64(p, nseries);
     for (uint32_t s = 0; s < nseries; s++) {
-        const struct headlog_point *o = &pts[first[s]];
+        const struct head_point *o = &pts[first[s]];
         *p++ = (uint8_t)o->tlen;
         memcpy(p, o->tsuid, o->tlen);
         p += o->tlen;
@@ -430,11 +441,16 @@ int headlog_append(struct headlog *l, const struct headlog_point *pts, size_t n,
     size_t len = (size_t)(p - buf);
     pthread_mutex_lock(&l->mu);
     uint64_t seq = l->next_seq++;
-    for (size_t i = 0; i < n && rc == CT_OK; i++)
-        rc = headlog_note_hour(l, rowkey_base_hour_s(pts[i].p.ts_ms / 1000), seq, err);
+    int64_t prev_h = INT64_MIN; /* a batch's points are mostly of one hour: noted once */
+    for (size_t i = 0; i < n && rc == CT_OK; i++) {
+        int64_t hr = rowkey_base_hour_s(pts[i].p.ts_ms / 1000);
+        if (hr != prev_h)
+            rc = headlog_note_hour(l, hr, seq, err);
+        prev_h = hr;
+    }
     pthread_mutex_unlock(&l->mu);
     if (rc == CT_OK)
-        rc = wal_append(l->wal, seq, buf, len, sync, err);
+        rc = headlog_wal_append(l, seq, buf, len, sync, err);
     if (rc == CT_OK) {
         pthread_mutex_lock(&l->mu);
         l->st.records++;
@@ -469,7 +485,7 @@ int headlog_append_delete(struct headlog *l, const uint8_t *tsuid, size_t tlen, 
     pthread_mutex_lock(&l->mu);
     uint64_t seq = l->next_seq++;
     pthread_mutex_unlock(&l->mu);
-    int rc = wal_append(l->wal, seq, buf, len, sync, err);
+    int rc = headlog_wal_append(l, seq, buf, len, sync, err);
     if (rc == CT_OK) {
         pthread_mutex_lock(&l->mu);
         l->st.records++;
@@ -477,6 +493,109 @@ int headlog_append_delete(struct headlog *l, const uint8_t *tsuid, size_t tlen, 
         pthread_mutex_unlock(&l->mu);
     }
     return rc;
+}
+
+/* ---- the error state (headlog.h) ----------------------------------------------------------- */
+
+void headlog_set_log(struct headlog *l, headlog_log_fn fn, void *arg)
+{
+    l->log_fn = fn;
+    l->log_arg = arg;
+}
+
+/* An append failed with err: counted, kept if first, reported (rate-limited). */
+static void headlog_fail(struct headlog *l, const struct ct_err *err)
+{
+    bool recoverable = false;
+    if (wal_error_state(l->wal, &recoverable) == CT_OK)
+        recoverable = false; /* not the log's sticky error (e.g. out of memory): nothing lifts it */
+    uint64_t now = clock_mono_ns();
+    pthread_mutex_lock(&l->mu);
+    l->st.errors++;
+    l->err_unlogged++;
+    bool first = l->err.code == CT_OK;
+    if (first) {
+        l->err = *err;
+        if (l->err.code == CT_OK)
+            l->err.code = CT_EIO;
+        l->err_transient = recoverable;
+        l->err_since_ns = now;
+        atomic_store_explicit(&l->has_err, true, memory_order_release);
+    } else if (!recoverable) {
+        l->err_transient = false;
+    }
+    bool log = first || now - l->err_logged_ns >= (uint64_t)HEADLOG_ERR_LOG_MS * 1000000u;
+    uint64_t n = l->err_unlogged;
+    bool tr = l->err_transient;
+    if (log) {
+        l->err_logged_ns = now;
+        l->err_unlogged = 0;
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (log && l->log_fn) {
+        char msg[CT_ERR_MSG_MAX + 160];
+        snprintf(msg, sizeof(msg),
+                 "head log write error (%s%llu failure%s since the last report): %s",
+                 tr ? "puts refused until an append succeeds, tried again at each put; "
+                    : "puts refused until a restart; ",
+                 (unsigned long long)n, n == 1 ? "" : "s", err->msg);
+        l->log_fn(l->log_arg, true, msg);
+    }
+}
+
+/* An append succeeded after the state was seen set: clears it (a recovery). */
+static void headlog_recovered(struct headlog *l)
+{
+    struct ct_err old;
+    pthread_mutex_lock(&l->mu);
+    bool clear = l->err.code != CT_OK;
+    uint64_t since = l->err_since_ns;
+    if (clear) {
+        old = l->err;
+        ct_err_clear(&l->err);
+        l->err_unlogged = 0;
+        l->st.recoveries++;
+        atomic_store_explicit(&l->has_err, false, memory_order_release);
+    }
+    pthread_mutex_unlock(&l->mu);
+    if (clear && l->log_fn) {
+        char msg[CT_ERR_MSG_MAX + 80];
+        snprintf(msg, sizeof(msg), "head log error cleared after %llu ms, puts accepted again: %s",
+                 (unsigned long long)((clock_mono_ns() - since) / 1000000u), old.msg);
+        l->log_fn(l->log_arg, false, msg);
+    }
+}
+
+/* wal_append() under the error state: a full disk left by an earlier append is lifted first (the
+ * append tries again), a failure is recorded, a success after one clears it. */
+static int headlog_wal_append(struct headlog *l, uint64_t seq, const uint8_t *buf, size_t len,
+                              enum wal_sync sync, struct ct_err *err)
+{
+    bool had = atomic_load_explicit(&l->has_err, memory_order_acquire);
+    if (had) {
+        bool recoverable = false;
+        struct ct_err e;
+        if (wal_error_state(l->wal, &recoverable) != CT_OK && recoverable &&
+            wal_clear_error(l->wal, &e) != CT_OK) {
+            /* another append is extending the segment: the append below waits for it */
+        }
+    }
+    int rc = wal_append(l->wal, seq, buf, len, sync, err);
+    if (rc != CT_OK) {
+        ct_err_prefix(err, "head log %s", l->dir);
+        headlog_fail(l, err);
+    } else if (had) {
+        headlog_recovered(l);
+    }
+    return rc;
+}
+
+int headlog_error(struct headlog *l, struct ct_err *out)
+{
+    pthread_mutex_lock(&l->mu);
+    *out = l->err;
+    pthread_mutex_unlock(&l->mu);
+    return out->code;
 }
 
 /* Replay into a read-only head: a refused point was put in the store by the writer. */
@@ -550,7 +669,11 @@ int headlog_release(struct headlog *l, int64_t before_s, struct ct_err *err)
 
 void headlog_get_stats(struct headlog *l, struct headlog_stats *out)
 {
+    uint64_t now = clock_mono_ns();
     pthread_mutex_lock(&l->mu);
     *out = l->st;
+    out->error_active = l->err.code != CT_OK;
+    out->error_transient = out->error_active && l->err_transient;
+    out->error_age_ms = out->error_active ? (now - l->err_since_ns) / 1000000u : 0;
     pthread_mutex_unlock(&l->mu);
 }

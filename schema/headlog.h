@@ -18,10 +18,21 @@
  * function, which writes them to the store as the ingest path does for refused points. Writing a
  * point twice is harmless: the same value at the same time is merged by compaction.
  *
+ * Errors: a failed append (points or a delete; a write or sync of the engine log) refuses what
+ * it carried and becomes the log's error state: counted, kept (the first message) with its age,
+ * reported through the log function (headlog_set_log: the first failure, then at most one line
+ * per HEADLOG_ERR_LOG_MS with the count since), until an append succeeds again, which clears it
+ * (a recovery, reported once). A full disk leaves nothing half written (the engine log could not
+ * extend or create a segment), so it is lifted before the next append, which tries again: the
+ * state clears by itself once space returns (transient). Any other write or sync failure stays
+ * sticky until a restart. A failed release (its mark file) refuses nothing: it is returned to the
+ * caller, not part of the state, and the next release writes the mark again.
+ *
  * Threading: every function is thread-safe (appends run concurrently and share group commits). */
 #ifndef CT_SCHEMA_HEADLOG_H
 #define CT_SCHEMA_HEADLOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,13 +42,6 @@
 #include "storage/engine/wal.h"
 
 struct headlog; /* opaque: defined in headlog.c */
-
-/* One point as the log takes it: its series (borrowed for the call) and the point. */
-struct headlog_point {
-    const uint8_t *tsuid;
-    size_t tlen; /* 1..HEAD_MAX_TSUID */
-    struct dpcodec_point p;
-};
 
 /* Opens (creating) the log in dir. Returns a new log in *out, closed with headlog_close().
  * Call headlog_replay() once before the first append. */
@@ -71,7 +75,7 @@ CT_MUST_CHECK int headlog_replay(struct headlog *l, struct head *h, headlog_refu
 
 /* Appends pts[0..n) as one record; returns once the sync level is met. Sticky on a write error
  * (the engine log's rule). CT_EINVAL for a bad TSUID length (nothing is appended). */
-CT_MUST_CHECK int headlog_append(struct headlog *l, const struct headlog_point *pts, size_t n,
+CT_MUST_CHECK int headlog_append(struct headlog *l, const struct head_point *pts, size_t n,
                                  enum wal_sync sync, struct ct_err *err);
 
 /* Appends a delete record: series tsuid's hours in [from_s, to_s) are dropped on replay (see
@@ -83,11 +87,26 @@ CT_MUST_CHECK int headlog_append_delete(struct headlog *l, const uint8_t *tsuid,
  * whatever older records a segment shares with them), after writing the mark. */
 CT_MUST_CHECK int headlog_release(struct headlog *l, int64_t before_s, struct ct_err *err);
 
+/* Reports of the error state (see the top): error true for a failure, false for the line saying
+ * it cleared. Called without the log's locks; must not call into the log. */
+typedef void (*headlog_log_fn)(void *arg, bool error, const char *msg);
+/* Sets the report function (NULL: none). Set once, before the log is shared. */
+void headlog_set_log(struct headlog *l, headlog_log_fn fn, void *arg);
+/* At most one failure line per this many ms after the first (the rest are counted in it). */
+#define HEADLOG_ERR_LOG_MS 10000
+
 struct headlog_stats {
     uint64_t records, points, bytes; /* appended since open */
     uint64_t released_seq;           /* the mark */
     size_t open_hours;               /* hours with points in unreleased records */
+    /* the error state: appends fail (error_transient: a full disk, tried again at each append) */
+    bool error_active, error_transient;
+    uint64_t error_age_ms;       /* since the first failure of the current state (0 if none) */
+    uint64_t errors, recoveries; /* failed appends; states cleared by a later append */
 };
 void headlog_get_stats(struct headlog *l, struct headlog_stats *out);
+/* The error state's message (the first failure's, naming the head log and the cause) in *out and
+ * its code; CT_OK with an empty message when appends succeed. */
+int headlog_error(struct headlog *l, struct ct_err *out);
 
 #endif

@@ -97,10 +97,12 @@ struct store_writer {
     uint32_t seq; /* the write's number, for store_entry.seq */
     struct store_writer *next;
     /* the head's points of this write (tsuid holds an offset into tsb until store_head_write) */
-    struct headlog_point *hp;
+    struct head_point *hp;
     size_t hpn, hpcap;
     uint8_t *tsb;
     size_t tsbn, tsbcap;
+    enum head_result *hres; /* head_append_batch's results, hrescap of them */
+    size_t hrescap;
 };
 
 struct tsdstore {
@@ -310,6 +312,16 @@ static void tsdstore_log(void *arg, const char *msg)
 
 /* ---- the ingest head ------------------------------------------------------------------------- */
 
+/* The head log's error state reports (headlog_set_log) go to the TSD's log, as the store's. */
+static void store_head_log(void *arg, bool error, const char *msg)
+{
+    (void)arg;
+    if (error)
+        tlog_error("storage: %s", msg);
+    else
+        tlog_info("storage: %s", msg);
+}
+
 static enum wal_sync store_wal_sync(enum wc_durability d)
 {
     return d == WC_DURABILITY_ASYNC_WAL   ? WAL_SYNC_ASYNC
@@ -499,6 +511,7 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
         st->head = NULL;
     } else {
         head_set_delete_log(st->head, store_head_delete_log, st);
+        headlog_set_log(st->hlog, store_head_log, st);
     }
     return rc;
 }
@@ -679,6 +692,7 @@ void tsdstore_close(struct tsdstore *st)
         tsdb_batch_free(st->all[i]->batch);
         free(st->all[i]->hp);
         free(st->all[i]->tsb);
+        free(st->all[i]->hres);
         store_cache_free(&st->all[i]->cache);
         free(st->all[i]->touch);
         free(st->all[i]->touch_bytes);
@@ -877,7 +891,7 @@ static int store_head_stage(struct store_writer *w, const uint8_t *tsuid, size_t
         return ct_err_set(err, CT_EINVAL, "bad TSUID length %zu", tlen);
     if (w->hpn == w->hpcap) {
         size_t nc = w->hpcap ? w->hpcap * 2 : 1024;
-        struct headlog_point *np = realloc(w->hp, nc * sizeof(*np));
+        struct head_point *np = realloc(w->hp, nc * sizeof(*np));
         if (!np)
             return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
         w->hp = np;
@@ -894,7 +908,7 @@ static int store_head_stage(struct store_writer *w, const uint8_t *tsuid, size_t
         w->tsbcap = nc;
     }
     memcpy(w->tsb + w->tsbn, tsuid, tlen);
-    w->hp[w->hpn++] = (struct headlog_point){(const uint8_t *)(uintptr_t)w->tsbn, tlen, *p};
+    w->hp[w->hpn++] = (struct head_point){(const uint8_t *)(uintptr_t)w->tsbn, tlen, *p};
     w->tsbn += tlen;
     return CT_OK;
 }
@@ -919,15 +933,23 @@ static int store_head_write(struct tsdstore *st, struct store_writer *w, struct 
             w->hp[n++] = w->hp[i];
     }
     w->hpn = n;
-    if (rc == CT_OK)
-        rc = headlog_append(st->hlog, w->hp, w->hpn, store_wal_sync(st->durability), err);
-    for (size_t i = 0; i < w->hpn && rc == CT_OK; i++) {
-        enum head_result res;
-        const struct headlog_point *p = &w->hp[i];
-        rc = head_append(st->head, p->tsuid, p->tlen, &p->p, &res, err);
-        if (rc == CT_OK && res != HEAD_TAKEN)
-            rc = tsdb_batch_add(w->batch, layout, p->tsuid, p->tlen, &p->p, err);
+    if (rc == CT_OK && n > w->hrescap) {
+        enum head_result *nr = realloc(w->hres, w->hpcap * sizeof(*nr));
+        if (!nr) {
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
+        } else {
+            w->hres = nr;
+            w->hrescap = w->hpcap;
+        }
     }
+    /* one log record for the batch, then one head append per lock hold of many points */
+    if (rc == CT_OK)
+        rc = headlog_append(st->hlog, w->hp, n, store_wal_sync(st->durability), err);
+    if (rc == CT_OK)
+        rc = head_append_batch(st->head, w->hp, n, w->hres, NULL, err);
+    for (size_t i = 0; i < n && rc == CT_OK; i++)
+        if (w->hres[i] != HEAD_TAKEN)
+            rc = tsdb_batch_add(w->batch, layout, w->hp[i].tsuid, w->hp[i].tlen, &w->hp[i].p, err);
     w->hpn = w->tsbn = 0;
     return rc;
 }
@@ -1286,11 +1308,23 @@ void tsdstore_stats(struct tsdstore *st, const char *host, tsdstore_stat_fn fn, 
         /* the engine's error state: 1 while a background error refuses writes (transient=1:
          * retried every second, clears by itself), failures and recoveries so far, block
          * files set aside in quarantine/ */
-        store_stat(&x, "tsd.storage.error.active", s.bg_error_active,
-                   s.bg_error_transient ? "transient=1" : "transient=0");
-        store_stat(&x, "tsd.storage.error.age_ms", s.bg_error_since_ms, "");
-        store_stat(&x, "tsd.storage.error.failures", s.bg_errors, "");
-        store_stat(&x, "tsd.storage.error.recoveries", s.bg_recoveries, "");
+        /* the head log's write errors are part of it (they refuse puts the same way):
+         * active while either is, transient only if every active one is, the older age, the
+         * sums of failures and recoveries */
+        struct headlog_stats he;
+        memset(&he, 0, sizeof(he));
+        if (st->hlog)
+            headlog_get_stats(st->hlog, &he);
+        bool active = s.bg_error_active || he.error_active;
+        bool transient = active && (!s.bg_error_active || s.bg_error_transient) &&
+                         (!he.error_active || he.error_transient);
+        store_stat(&x, "tsd.storage.error.active", active,
+                   transient ? "transient=1" : "transient=0");
+        store_stat(&x, "tsd.storage.error.age_ms",
+                   s.bg_error_since_ms > he.error_age_ms ? s.bg_error_since_ms : he.error_age_ms,
+                   "");
+        store_stat(&x, "tsd.storage.error.failures", s.bg_errors + he.errors, "");
+        store_stat(&x, "tsd.storage.error.recoveries", s.bg_recoveries + he.recoveries, "");
         store_stat(&x, "tsd.storage.quarantined_files", s.quarantined_files, "");
     }
     if (wc_table_list(st->store, store_stats_table, &x, &err) != CT_OK) {

@@ -3,7 +3,8 @@
  * milliseconds, mixed kinds in one hour), random streams, late / out-of-order / no-room
  * refusals that leave the head unchanged, hand-off of closed hours (the same points as the
  * store's compressed cell decodes), a failing hand-off keeping its chunks, compression and the
- * byte accounting. */
+ * byte accounting; a batch append equals the same points appended one by one (results and
+ * head), and a batch with one bad point changes nothing. */
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -525,6 +526,152 @@ static void test_head_lists_a_metrics_series_and_their_last_points(void **state)
     head_free(h);
 }
 
+/* ---- batch append -------------------------------------------------------------------------- */
+
+/* A deterministic generator (the test must not depend on rand()'s sequence). */
+static uint64_t next_rand(uint64_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+#define BATCH_SERIES 300
+#define BATCH_N      (2 * HEAD_BATCH_LOCK_POINTS + 123) /* three lock holds */
+
+/* One batch through head_append_batch and the same points one by one through head_append give
+ * the same result for every point and the same head: mixed series (runs of one series, so the
+ * series hint is reused, and 300 series, so the table is rehashed mid-batch), late points of a
+ * handed-off hour, out-of-order and repeated timestamps, a fourth hour (no room), integers and
+ * doubles, s and ms. */
+static void test_head_batch_equals_point_appends(void **state)
+{
+    (void)state;
+    struct ct_err err = {0};
+    struct head *a = NULL, *b = NULL;
+    assert_int_equal(head_new(&a, &err), CT_OK);
+    assert_int_equal(head_new(&b, &err), CT_OK);
+    head_set_closed_before(a, BASE); /* the hour before BASE is handed off: its points are late */
+    head_set_closed_before(b, BASE);
+    static uint8_t ts[BATCH_SERIES][12];
+    for (int s = 0; s < BATCH_SERIES; s++) {
+        memcpy(ts[s], T1, sizeof(T1));
+        ts[s][8] = (uint8_t)s;
+        ts[s][9] = (uint8_t)(s >> 8);
+    }
+    struct head_point *pts = calloc(BATCH_N, sizeof(*pts));
+    enum head_result *ra = calloc(BATCH_N, sizeof(*ra)), *rb = calloc(BATCH_N, sizeof(*rb));
+    assert_non_null(pts);
+    assert_non_null(ra);
+    assert_non_null(rb);
+    uint64_t x = 88172645463325252ULL;
+    int64_t next_ms[BATCH_SERIES] = {0};
+    size_t i = 0;
+    while (i < BATCH_N) {
+        int s = (int)(next_rand(&x) % BATCH_SERIES);
+        size_t run = 1 + next_rand(&x) % 5; /* consecutive points of one series */
+        for (size_t k = 0; k < run && i < BATCH_N; k++, i++) {
+            uint64_t r = next_rand(&x);
+            int64_t hour = (int64_t)(r % 100 < 5 ? -1 : r % 100 < 8 ? 3 : (int64_t)(r % 3));
+            int64_t ts_ms = (BASE + hour * 3600) * 1000 +
+                            (next_ms[s] += 1 + (int64_t)(r >> 40) % 1500) % 3600000;
+            if (r % 100 == 50 && i > 0 && pts[i - 1].tsuid == ts[s])
+                ts_ms = pts[i - 1].p.ts_ms; /* a repeated timestamp */
+            pts[i].tsuid = ts[s];
+            pts[i].tlen = s % 2 ? 12 : 10;
+            pts[i].p = (r >> 20) % 2 ? dpcodec_point_int(ts_ms, (r >> 21) % 2, (int64_t)(r >> 8))
+                                     : dpcodec_point_real(ts_ms, false, (double)(r % 1000) / 8);
+        }
+    }
+    for (i = 0; i < BATCH_N; i++)
+        assert_int_equal(head_append(a, pts[i].tsuid, pts[i].tlen, &pts[i].p, &ra[i], &err), CT_OK);
+    size_t done = 0;
+    assert_int_equal(head_append_batch(b, pts, BATCH_N, rb, &done, &err), CT_OK);
+    assert_int_equal(done, BATCH_N);
+    size_t seen[4] = {0};
+    for (i = 0; i < BATCH_N; i++) {
+        assert_int_equal(rb[i], ra[i]);
+        seen[ra[i]]++;
+    }
+    /* every kind of result happened */
+    assert_true(seen[HEAD_TAKEN] > BATCH_N / 2);
+    assert_true(seen[HEAD_LATE] > 0);
+    assert_true(seen[HEAD_OUT_OF_ORDER] > 0);
+    assert_true(seen[HEAD_NO_ROOM] > 0);
+    size_t nsa, nca, nsb, ncb;
+    uint64_t npa, npb;
+    head_counts(a, &nsa, &nca, &npa);
+    head_counts(b, &nsb, &ncb, &npb);
+    assert_int_equal(nsa, nsb);
+    assert_int_equal(nca, ncb);
+    assert_int_equal(npa, npb);
+    assert_int_equal(npa, seen[HEAD_TAKEN]);
+    assert_int_equal(head_bytes(a), head_bytes(b));
+    for (int s = 0; s < BATCH_SERIES; s++) {
+        size_t tl = s % 2 ? 12 : 10;
+        struct dpcodec_point *pa = NULL, *pb = NULL;
+        size_t capa = 0, capb = 0, na = 0, nb = 0;
+        assert_int_equal(head_read(a, ts[s], tl, 0, INT64_MAX, &pa, &capa, &na, &err), CT_OK);
+        assert_int_equal(head_read(b, ts[s], tl, 0, INT64_MAX, &pb, &capb, &nb, &err), CT_OK);
+        assert_int_equal(na, nb);
+        for (size_t k = 0; k < na; k++)
+            same_point(&pa[k], &pb[k]);
+        free(pa);
+        free(pb);
+    }
+    free(pts);
+    free(ra);
+    free(rb);
+    head_free(a);
+    head_free(b);
+}
+
+/* A batch with one bad point (bad TSUID length, type or time) is refused whole, naming the point,
+ * and leaves the head as it was; the same batch without it goes in. */
+static void test_head_batch_with_a_bad_point(void **state)
+{
+    (void)state;
+    struct ct_err err = {0};
+    struct head *h = NULL;
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct head_point pts[10];
+    enum head_result res[10];
+    for (int i = 0; i < 10; i++)
+        pts[i] = (struct head_point){i % 2 ? T1 : T2, sizeof(T1),
+                                     dpcodec_point_int(BASE_MS + i * 1000, false, i)};
+    size_t bytes0 = head_bytes(h);
+    for (int bad = 0; bad < 3; bad++) {
+        struct head_point keep = pts[6];
+        if (bad == 0)
+            pts[6].tlen = 0;
+        else if (bad == 1)
+            pts[6].p.type = (enum dpcodec_type)5;
+        else
+            pts[6].p.ts_ms = -1000;
+        size_t done = 99;
+        assert_int_equal(head_append_batch(h, pts, 10, res, &done, &err), CT_EINVAL);
+        assert_non_null(strstr(err.msg, "point 6 of 10"));
+        assert_int_equal(done, 0);
+        size_t ns, nc;
+        uint64_t np;
+        head_counts(h, &ns, &nc, &np);
+        assert_int_equal(np, 0);
+        assert_int_equal(head_bytes(h), bytes0);
+        pts[6] = keep;
+    }
+    assert_int_equal(head_append_batch(h, pts, 10, res, NULL, &err), CT_OK);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(res[i], HEAD_TAKEN);
+    size_t ns, nc;
+    uint64_t np;
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(ns, 2);
+    assert_int_equal(np, 10);
+    assert_int_equal(head_append_batch(h, pts, 0, res, NULL, &err), CT_OK); /* empty: nothing */
+    head_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -535,6 +682,8 @@ int main(void)
         cmocka_unit_test(test_head_refuses_out_of_order_and_keeps_state),
         cmocka_unit_test(test_head_refuses_a_fourth_hour),
         cmocka_unit_test(test_head_rejects_bad_input),
+        cmocka_unit_test(test_head_batch_equals_point_appends),
+        cmocka_unit_test(test_head_batch_with_a_bad_point),
         cmocka_unit_test(test_head_hands_off_closed_hours),
         cmocka_unit_test(test_head_compresses_and_counts_bytes),
         cmocka_unit_test(test_head_takes_appends_from_many_threads),

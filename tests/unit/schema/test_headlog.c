@@ -3,7 +3,10 @@
  * records across a restart (the mark file); points the head refuses on replay reach the refused
  * function; a torn tail loses only the unfinished record; a corrupt record or mark file is
  * CT_ECORRUPT naming it; a delete record drops the same hours again on replay; a read-only load
- * gives the writer's head and changes nothing. */
+ * gives the writer's head and changes nothing; a failing append is the log's error state (counted,
+ * named, reported once per interval) that a later successful append clears after a full disk, and
+ * that stays after a failed sync. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 
 #include "schema/head.h"
 #include "schema/headlog.h"
+#include "storage/engine/eio.h"
 #include "storage/engine/wal.h"
 #include "tests/lib/ctest.h"
 
@@ -61,8 +65,7 @@ static struct head *reopen(const char *dir, struct headlog **lo, struct refused 
     return h;
 }
 
-static void append_points(struct headlog *l, struct head *h, const struct headlog_point *pts,
-                          size_t n)
+static void append_points(struct headlog *l, struct head *h, const struct head_point *pts, size_t n)
 {
     struct ct_err err = {0};
     assert_int_equal(headlog_append(l, pts, n, WAL_SYNC_WRITE, &err), CT_OK);
@@ -100,16 +103,16 @@ static void same_series(struct head *a, struct head *b, const uint8_t *t, size_t
 /* 2 hours of T1 (doubles and ints, s and ms), 1 hour of T2, in batches of 50. */
 static void fill(struct headlog *l, struct head *h)
 {
-    struct headlog_point b[50];
+    struct head_point b[50];
     size_t nb = 0;
     for (int i = 0; i < 1000; i++) {
         int64_t ts = BASE_MS + (int64_t)i * 7001;
-        b[nb++] = (struct headlog_point){T1, sizeof(T1),
-                                         i % 3 ? dpcodec_point_real(ts, false, i * 1.1)
-                                               : dpcodec_point_int(ts, false, INT64_MAX - i)};
+        b[nb++] = (struct head_point){T1, sizeof(T1),
+                                      i % 3 ? dpcodec_point_real(ts, false, i * 1.1)
+                                            : dpcodec_point_int(ts, false, INT64_MAX - i)};
         if (i < 500)
-            b[nb++] = (struct headlog_point){T2, sizeof(T2),
-                                             dpcodec_point_int(BASE_MS + i * 1000, true, -i)};
+            b[nb++] = (struct head_point){T2, sizeof(T2),
+                                          dpcodec_point_int(BASE_MS + i * 1000, true, -i)};
         if (nb >= 48) {
             append_points(l, h, b, nb);
             nb = 0;
@@ -145,7 +148,7 @@ static void test_headlog_replays_what_was_appended(void **state)
     same_series(h, h2, T1, sizeof(T1), 1000);
     same_series(h, h2, T2, sizeof(T2), 500);
     /* appends after a replay continue the sequence: reopening again gives both */
-    struct headlog_point p = {T2, sizeof(T2), dpcodec_point_int(BASE_MS + 600000, false, 9)};
+    struct head_point p = {T2, sizeof(T2), dpcodec_point_int(BASE_MS + 600000, false, 9)};
     append_points(l, h, &p, 1);
     headlog_close(l);
     head_free(h2);
@@ -219,8 +222,8 @@ static void test_headlog_replay_hands_refused_points_back(void **state)
     struct headlog *l = open_log(dir);
     assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
     /* two racing writers: the later record holds the earlier point */
-    struct headlog_point a = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 2000, false, 2)};
-    struct headlog_point b = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 1000, false, 1)};
+    struct head_point a = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 2000, false, 2)};
+    struct head_point b = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 1000, false, 1)};
     assert_int_equal(headlog_append(l, &a, 1, WAL_SYNC_WRITE, &err), CT_OK);
     assert_int_equal(headlog_append(l, &b, 1, WAL_SYNC_WRITE, &err), CT_OK);
     headlog_close(l);
@@ -248,7 +251,7 @@ static void test_headlog_torn_tail_loses_only_the_last_record(void **state)
     struct headlog *l = open_log(dir);
     assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
     for (int i = 0; i < 10; i++) {
-        struct headlog_point p = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + i * 1000, false, i)};
+        struct head_point p = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + i * 1000, false, i)};
         append_points(l, h, &p, 1);
     }
     headlog_close(l);
@@ -313,7 +316,7 @@ static void test_headlog_rejects_bad_points(void **state)
     struct refused r = {0};
     assert_int_equal(head_new(&h, &err), CT_OK);
     assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
-    struct headlog_point p = {T1, 0, dpcodec_point_int(BASE_MS, false, 1)};
+    struct head_point p = {T1, 0, dpcodec_point_int(BASE_MS, false, 1)};
     assert_int_equal(headlog_append(l, &p, 1, WAL_SYNC_WRITE, &err), CT_EINVAL);
     struct headlog_stats st;
     headlog_get_stats(l, &st);
@@ -364,7 +367,7 @@ static void test_headlog_delete_records_and_read_only_load(void **state)
     assert_int_equal(nd, 1);
     assert_int_equal(head_delete_hours(h, T1, sizeof(T1), BASE, BASE + 3600, &nd, &err), CT_OK);
     assert_int_equal(nd, 0); /* nothing left there: nothing logged either */
-    struct headlog_point p = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 5000, false, 77)};
+    struct head_point p = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 5000, false, 77)};
     append_points(l, h, &p, 1);
     headlog_close(l);
     uint64_t np = 0;
@@ -393,6 +396,144 @@ static void test_headlog_delete_records_and_read_only_load(void **state)
     ctest_rmdir(dir);
 }
 
+/* ---- the error state ------------------------------------------------------------------------ */
+
+struct log_lines {
+    int errors, clears;
+    char last[CT_ERR_MSG_MAX + 200];
+};
+
+static void log_fn(void *arg, bool error, const char *msg)
+{
+    struct log_lines *g = arg;
+    if (error)
+        g->errors++;
+    else
+        g->clears++;
+    snprintf(g->last, sizeof(g->last), "%s", msg);
+}
+
+static void check_state(struct headlog *l, bool active, bool transient, uint64_t errors,
+                        uint64_t recoveries)
+{
+    struct headlog_stats st;
+    headlog_get_stats(l, &st);
+    assert_int_equal(st.error_active, active);
+    assert_int_equal(st.error_transient, transient);
+    assert_int_equal(st.errors, errors);
+    assert_int_equal(st.recoveries, recoveries);
+    struct ct_err e;
+    assert_int_equal(headlog_error(l, &e) != CT_OK, active);
+    if (!active)
+        assert_int_equal(st.error_age_ms, 0);
+}
+
+/* A full disk (the segment cannot be preallocated: ENOSPC injected on the log's writes): appends
+ * fail naming the head log and the cause, every failure counted, one report line; once space is
+ * back the next append succeeds and clears the state (one recovery, one line); a replay holds
+ * exactly the appends that succeeded. */
+static void test_headlog_full_disk_is_an_error_state_that_clears(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct refused r = {0};
+    struct head *h = NULL;
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_log(dir);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    struct log_lines g = {0};
+    headlog_set_log(l, log_fn, &g);
+    struct eio_fault f = {
+        .op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true, .path_substr = dir};
+    eio_fault_set(&f);
+    struct head_point lost[2] = {{T1, sizeof(T1), dpcodec_point_int(BASE_MS, false, 1)},
+                                 {T2, sizeof(T2), dpcodec_point_int(BASE_MS + 5, true, 2)}};
+    assert_int_equal(headlog_append(l, lost, 2, WAL_SYNC_WRITE, &err), CT_EIO);
+    assert_non_null(strstr(err.msg, "head log "));
+    assert_non_null(strstr(err.msg, dir));
+    assert_non_null(strstr(err.msg, "No space left on device"));
+    check_state(l, true, true, 1, 0);
+    struct ct_err e;
+    assert_int_equal(headlog_error(l, &e), CT_EIO);
+    assert_string_equal(e.msg, err.msg);
+    assert_int_equal(g.errors, 1);
+    assert_non_null(strstr(g.last, "head log write error"));
+    assert_non_null(strstr(g.last, "No space left on device"));
+    /* still full: each append tries again, fails and is counted; no second line within 10 s */
+    assert_int_equal(headlog_append(l, lost, 2, WAL_SYNC_WRITE, &err), CT_EIO);
+    assert_int_equal(
+        headlog_append_delete(l, T1, sizeof(T1), BASE, BASE + 3600, WAL_SYNC_WRITE, &err), CT_EIO);
+    check_state(l, true, true, 3, 0);
+    assert_int_equal(g.errors, 1);
+    /* bad input is not an error of the log */
+    struct head_point bad = {T1, 0, dpcodec_point_int(BASE_MS, false, 1)};
+    assert_int_equal(headlog_append(l, &bad, 1, WAL_SYNC_WRITE, &err), CT_EINVAL);
+    check_state(l, true, true, 3, 0);
+    assert_true(eio_fault_injected() >= 3);
+    /* space is back: the next append goes through and clears the state */
+    eio_fault_clear();
+    struct head_point kept = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 7000, false, 3)};
+    assert_int_equal(headlog_append(l, &kept, 1, WAL_SYNC_WRITE, &err), CT_OK);
+    check_state(l, false, false, 3, 1);
+    assert_int_equal(g.clears, 1);
+    assert_non_null(strstr(g.last, "head log error cleared"));
+    assert_non_null(strstr(g.last, "No space left on device"));
+    assert_int_equal(headlog_append(l, &kept, 0, WAL_SYNC_WRITE, &err), CT_OK);
+    check_state(l, false, false, 3, 1);
+    headlog_close(l);
+    head_free(h);
+    uint64_t np = 0;
+    h = reopen(dir, &l, &r, &np);
+    assert_int_equal(np, 1); /* only what was acknowledged */
+    struct dpcodec_point *pts;
+    assert_int_equal(read_all(h, T1, sizeof(T1), &pts), 1);
+    assert_int_equal(pts[0].ts_ms, BASE_MS + 7000);
+    free(pts);
+    assert_int_equal(read_all(h, T2, sizeof(T2), &pts), 0);
+    free(pts);
+    headlog_close(l);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
+/* A failed sync (EIO) may have left anything on disk: the state is not transient and stays, every
+ * later append failing with it, until the log is reopened (a restart). */
+static void test_headlog_failed_sync_stays(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct refused r = {0};
+    struct head *h = NULL;
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_log(dir);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    /* the segment exists first (a failure while creating one is a full disk's kind), then its
+     * fdatasync fails (every file: the fault applies to the descriptor opened before it) */
+    struct head_point p = {T1, sizeof(T1), dpcodec_point_int(BASE_MS, false, 1)};
+    assert_int_equal(headlog_append(l, &p, 1, WAL_SYNC_FSYNC, &err), CT_OK);
+    struct eio_fault f = {.op = EIO_OP_SYNC, .nth = 1, .errnum = EIO};
+    eio_fault_set(&f);
+    p.p.ts_ms += 1000;
+    assert_int_equal(headlog_append(l, &p, 1, WAL_SYNC_FSYNC, &err), CT_EIO);
+    assert_non_null(strstr(err.msg, "head log "));
+    assert_non_null(strstr(err.msg, "Input/output error"));
+    check_state(l, true, false, 1, 0);
+    eio_fault_clear();
+    assert_int_equal(headlog_append(l, &p, 1, WAL_SYNC_FSYNC, &err), CT_EIO);
+    check_state(l, true, false, 2, 0);
+    headlog_close(l);
+    head_free(h);
+    h = reopen(dir, &l, &r, NULL);
+    p.p.ts_ms += 1000;
+    assert_int_equal(headlog_append(l, &p, 1, WAL_SYNC_FSYNC, &err), CT_OK);
+    check_state(l, false, false, 0, 0);
+    headlog_close(l);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -403,6 +544,8 @@ int main(void)
         cmocka_unit_test(test_headlog_corrupt_record_and_mark_are_named),
         cmocka_unit_test(test_headlog_rejects_bad_points),
         cmocka_unit_test(test_headlog_delete_records_and_read_only_load),
+        cmocka_unit_test(test_headlog_full_disk_is_an_error_state_that_clears),
+        cmocka_unit_test(test_headlog_failed_sync_stays),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
