@@ -119,21 +119,9 @@ static bool put_letter(uint32_t cp)
     return true;
 }
 
-/* The ASCII name characters every name may use: letters, digits, '-', '_', '.', '/'. */
-static const bool put_name_char[256] = {
-    ['-'] = 1, ['.'] = 1, ['/'] = 1, ['_'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
-    ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1, ['9'] = 1, ['A'] = 1, ['B'] = 1,
-    ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['G'] = 1, ['H'] = 1, ['I'] = 1, ['J'] = 1,
-    ['K'] = 1, ['L'] = 1, ['M'] = 1, ['N'] = 1, ['O'] = 1, ['P'] = 1, ['Q'] = 1, ['R'] = 1,
-    ['S'] = 1, ['T'] = 1, ['U'] = 1, ['V'] = 1, ['W'] = 1, ['X'] = 1, ['Y'] = 1, ['Z'] = 1,
-    ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['g'] = 1, ['h'] = 1,
-    ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1, ['o'] = 1, ['p'] = 1,
-    ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1, ['w'] = 1, ['x'] = 1,
-    ['y'] = 1, ['z'] = 1,
-};
-
-/* put_parse_line's tag scan, one lookup per byte: PUT_TC_PLAIN for put_name_char's bytes,
- * PUT_TC_EQ for '=', PUT_TC_SPACE for ' ', 0 (another byte: not plain) for the rest. */
+/* The bytes' classes, one lookup per byte: PUT_TC_PLAIN for the ASCII characters every name may
+ * use (letters, digits, '-', '_', '.', '/'), PUT_TC_EQ for '=', PUT_TC_SPACE for ' ', 0 for the
+ * rest (put_parse_line's tag scan reads all four; put_name_char() only the first). */
 enum { PUT_TC_PLAIN = 1, PUT_TC_EQ = 2, PUT_TC_SPACE = 3 };
 static const unsigned char put_tag_class[256] = {
     ['-'] = 1, ['.'] = 1, ['/'] = 1, ['_'] = 1, ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1,
@@ -147,12 +135,18 @@ static const unsigned char put_tag_class[256] = {
     ['y'] = 1, ['z'] = 1, ['='] = 2, [' '] = 3,
 };
 
+/* Whether c is one of the ASCII characters every name may use. */
+static inline bool put_name_char(unsigned char c)
+{
+    return put_tag_class[c] == PUT_TC_PLAIN;
+}
+
 bool put_name_valid(const char *s, size_t len, const char *special, size_t *bad_at)
 {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
         unsigned char c = u[i];
-        if (put_name_char[c]) {
+        if (put_name_char(c)) {
             i++;
             continue;
         }
@@ -504,12 +498,12 @@ static bool put_names_plain(const struct put_point *p)
 {
     bool plain = p->ntags <= PUT_MAX_TAGS;
     for (size_t i = 0; plain && i < p->metric.len; i++)
-        plain = put_name_char[(unsigned char)p->metric.p[i]];
+        plain = put_name_char((unsigned char)p->metric.p[i]);
     for (size_t t = 0; plain && t < p->ntags; t++) {
         for (size_t i = 0; plain && i < p->tagk[t].len; i++)
-            plain = put_name_char[(unsigned char)p->tagk[t].p[i]];
+            plain = put_name_char((unsigned char)p->tagk[t].p[i]);
         for (size_t i = 0; plain && i < p->tagv[t].len; i++)
-            plain = put_name_char[(unsigned char)p->tagv[t].p[i]];
+            plain = put_name_char((unsigned char)p->tagv[t].p[i]);
     }
     return plain;
 }
@@ -626,7 +620,7 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
     out->ntags = 0;
     bool plain = true;
     for (size_t i = 0; i < tok[1].len; i++)
-        plain &= put_name_char[(unsigned char)tok[1].p[i]];
+        plain &= put_name_char((unsigned char)tok[1].p[i]);
     for (p = rest; p && p <= end;) {
         /* one pass over the token: its end, its first '=', whether there is another, and
          * whether every other byte is a plain name character */
