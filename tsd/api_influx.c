@@ -12,7 +12,8 @@
  * '<line>': <reason>"} when lines were malformed (the other lines are still written, as
  * InfluxDB does); 400 {"error":"partial write: <reason> dropped=N"} when points parsed but the
  * store's checks refused N of them; 400 for a missing db or an unknown precision; 500 for a
- * store failure; 503 when the TSD cannot take the request. The errors others give on these
+ * store failure, 503 when every store failure was a backend that did not answer; 503 when the
+ * TSD cannot take the request. The errors others give on these
  * routes (auth's 401/403, the router's 405, the HTTP layer's 413) take the same shape in
  * http_reply_error (tsd/http.c).
  * Invariants: (1) job->refs = 1 for the worker + 1 per submitted batch not yet done; the last
@@ -42,8 +43,9 @@ struct api_influx_job {
     pthread_cond_t cv;
     int refs;
     size_t dropped;    /* points the store or the checks refused */
-    char first[512];   /* the first refusal's reason */
-    bool store_failed; /* a store error (500), not a refusal */
+    char *first;       /* the first refusal's reason, whole (NULL: none or out of memory) */
+    bool store_failed; /* a store error (500, or 503: see unavailable), not a refusal */
+    bool store_other;  /* a store error other than an unavailable backend (CT_EUNAVAIL) */
     struct ingest *ingest;
 };
 
@@ -57,6 +59,7 @@ static void api_influx_job_unref(struct api_influx_job *job)
         return;
     pthread_mutex_destroy(&job->mu);
     pthread_cond_destroy(&job->cv);
+    free(job->first);
     free(job);
 }
 
@@ -64,7 +67,7 @@ static void api_influx_job_unref(struct api_influx_job *job)
 static void api_influx_drop(struct api_influx_job *job, const char *why)
 {
     if (job->dropped++ == 0)
-        snprintf(job->first, sizeof(job->first), "%s", why);
+        job->first = strdup(why);
 }
 
 static void api_influx_batch_done(void *arg, struct ingest_batch *b)
@@ -77,8 +80,11 @@ static void api_influx_batch_done(void *arg, struct ingest_batch *b)
         enum ingest_outcome o = ingest_batch_outcome(b, i, &msg);
         if (o == INGEST_WRITTEN)
             continue;
-        if (o == INGEST_STORE_ERROR)
+        if (o == INGEST_STORE_ERROR) {
             job->store_failed = true;
+            if (ingest_batch_outcome_code(b, i) != CT_EUNAVAIL)
+                job->store_other = true;
+        }
         api_influx_drop(job, o == INGEST_UNKNOWN_METRIC ? "Unknown metric"
                              : msg && *msg              ? msg
                                                         : "Unexpected exception");
@@ -280,22 +286,26 @@ static void api_influx_write_work(struct http_req *r, void *arg)
     while (job->refs > 1)
         pthread_cond_wait(&job->cv, &job->mu);
     size_t dropped = job->dropped;
-    bool store_failed = job->store_failed;
-    char first[sizeof(job->first)];
-    memcpy(first, job->first, sizeof(first));
-    pthread_mutex_unlock(&job->mu);
-    char m[1600];
+    bool store_failed = job->store_failed, store_other = job->store_other;
+    const char *first = job->first ? job->first : "";
+    pthread_mutex_unlock(&job->mu); /* the workers are done (refs 1): first stays put */
+    char *m = NULL;
     if (x->bad_lines > 0) {
         api_influx_reply(r, 400, x->parse_err);
     } else if (store_failed) {
-        snprintf(m, sizeof(m), "write failed: %s", first);
-        api_influx_reply(r, 500, m);
+        /* 503 when every store failure was a backend that did not answer: the body may be
+         * sent again as it is (as /api/put answers, tsd/api_put.c) */
+        if (asprintf(&m, "write failed: %s", first) < 0)
+            m = NULL;
+        api_influx_reply(r, store_other ? 500 : 503, m ? m : "write failed");
     } else if (dropped > 0) {
-        snprintf(m, sizeof(m), "partial write: %s dropped=%zu", first, dropped);
-        api_influx_reply(r, 400, m);
+        if (asprintf(&m, "partial write: %s dropped=%zu", first, dropped) < 0)
+            m = NULL;
+        api_influx_reply(r, 400, m ? m : "partial write");
     } else {
         api_influx_reply(r, 204, NULL);
     }
+    free(m);
     api_influx_job_unref(job);
     free(x);
     free(copy);

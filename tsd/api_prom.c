@@ -83,7 +83,8 @@ struct prom_job {
     pthread_cond_t cv;
     int refs;
     size_t written, illegal, unknown_metric, store_error;
-    char first_err[512]; /* the first per-sample failure, for the reply */
+    size_t unavailable; /* of store_error: the backend did not answer (CT_EUNAVAIL) */
+    char *first_err;    /* the first per-sample failure, whole, for the reply (NULL: none) */
     struct ingest *ingest;
 };
 
@@ -97,14 +98,15 @@ static void prom_job_unref(struct prom_job *job)
         return;
     pthread_mutex_destroy(&job->mu);
     pthread_cond_destroy(&job->cv);
+    free(job->first_err);
     free(job);
 }
 
 /* REQUIRES: job->mu held. */
 static void prom_job_note(struct prom_job *job, const char *msg)
 {
-    if (!job->first_err[0])
-        snprintf(job->first_err, sizeof(job->first_err), "%.500s", msg);
+    if (!job->first_err)
+        job->first_err = strdup(msg); /* NULL when out of memory: the reply names no sample */
 }
 
 static void prom_batch_done(void *arg, struct ingest_batch *b)
@@ -134,6 +136,8 @@ static void prom_batch_done(void *arg, struct ingest_batch *b)
         }
         default:
             job->store_error++;
+            if (ingest_batch_outcome_code(b, i) == CT_EUNAVAIL)
+                job->unavailable++;
             prom_job_note(job, msg && *msg ? msg : "store error");
             break;
         }
@@ -213,7 +217,7 @@ static void prom_write_work(struct http_req *r, void *arg)
     struct tsd *t = http_req_tsd(r);
     const struct conf *c = tsd_conf(t);
     tstats_add(TSTATS_HTTP_PUT, 1);
-    char dkey[128], dval[128], msg[1024];
+    char dkey[128], dval[128], msg[CT_ERR_MSG_MAX + 128]; /* an error's text arrives whole */
     if (!prom_default_tag_parse(conf_get_str(c, "tsd.prometheus.default_tag"), dkey, sizeof(dkey),
                                 dval, sizeof(dval), msg, sizeof(msg))) {
         prom_reply_text(r, 500, msg);
@@ -324,7 +328,7 @@ static void prom_write_work(struct http_req *r, void *arg)
             /* put reads a number of at most 32 bits as seconds: Prometheus' are always
              * milliseconds, so one before 1970-02-20 cannot be told apart and is refused */
             p->ts_ms = sm->timestamp;
-            char m2[512];
+            char m2[CT_ERR_MSG_MAX];
             enum put_status ps = PUT_EARG;
             if (sm->timestamp < ((int64_t)1 << 32))
                 snprintf(m2, sizeof(m2), "timestamp %lld ms is before 1970-02-20",
@@ -337,11 +341,11 @@ static void prom_write_work(struct http_req *r, void *arg)
                 const char *m = ps != PUT_OK ? m2 : "sample too large for a batch";
                 if (!strncmp(m, "illegal argument: ", 18))
                     m += 18;
-                char full[700];
-                snprintf(full, sizeof(full), "sample of '%.*s' at %lld: %s", (int)p->metric.len,
-                         p->metric.p, (long long)sm->timestamp, m);
                 pthread_mutex_lock(&job->mu);
-                prom_job_note(job, full);
+                if (!job->first_err &&
+                    asprintf(&job->first_err, "sample of '%.*s' at %lld: %s",
+                             (int)p->metric.len, p->metric.p, (long long)sm->timestamp, m) < 0)
+                    job->first_err = NULL; /* out of memory: the reply names no sample */
                 pthread_mutex_unlock(&job->mu);
             }
         }
@@ -356,24 +360,30 @@ static void prom_write_work(struct http_req *r, void *arg)
     while (job->refs > 1)
         pthread_cond_wait(&job->cv, &job->mu);
     size_t written = job->written, unknown = job->unknown_metric, stored = job->store_error,
-           illegal = job->illegal;
-    char first[512];
-    snprintf(first, sizeof(first), "%s", job->first_err);
-    pthread_mutex_unlock(&job->mu);
+           illegal = job->illegal, unavailable = job->unavailable;
+    const char *first = job->first_err ? job->first_err : "";
+    pthread_mutex_unlock(&job->mu); /* the workers are done (refs 1): first stays put */
 
-    char reply[1024];
+    char *reply = NULL;
     if (status == 500 || stored > 0) {
-        snprintf(reply, sizeof(reply), "%zu of %zu samples not written (retry): %s",
-                 samples - written - rejected - illegal - unknown - skipped_nan,
-                 samples, first);
-        prom_reply_text(r, 500, reply);
+        /* 503 when every sample not written failed because the backend did not answer (the
+         * request may be sent again as it is), 500 for other store failures: both retried by
+         * Prometheus */
+        int code = status != 500 && unavailable == stored ? 503 : 500;
+        if (asprintf(&reply, "%zu of %zu samples not written (retry): %s",
+                     samples - written - rejected - illegal - unknown - skipped_nan, samples,
+                     first) < 0)
+            reply = NULL;
+        prom_reply_text(r, code, reply ? reply : "samples not written (retry)");
     } else if (rejected + illegal + unknown > 0) {
-        snprintf(reply, sizeof(reply), "%zu of %zu samples rejected, %zu written: %s",
-                 rejected + illegal + unknown, samples, written, first);
-        prom_reply_text(r, 400, reply);
+        if (asprintf(&reply, "%zu of %zu samples rejected, %zu written: %s",
+                     rejected + illegal + unknown, samples, written, first) < 0)
+            reply = NULL;
+        prom_reply_text(r, 400, reply ? reply : "samples rejected");
     } else {
         http_reply_status(r, 204);
     }
+    free(reply);
     prom_job_unref(job);
 }
 
@@ -631,10 +641,10 @@ static int prom_metrics_list(struct tsd *t, const Prometheus__Query *pq, size_t 
     prom_matchers_free(by_name);
     x->by_name = NULL;
     if (rc != CT_OK || x->oom) {
-        snprintf(msg, msg_size, "remote read: listing the metrics: %.800s",
+        snprintf(msg, msg_size, "remote read: listing the metrics: %s",
                  x->oom ? "out of memory" : err.msg);
         prom_metrics_clear(x);
-        return 500;
+        return x->oom ? 500 : http_status_of(rc, 500);
     }
     if (x->over) {
         snprintf(msg, msg_size,
@@ -652,7 +662,7 @@ static void prom_read_work(struct http_req *r, void *arg)
     (void)arg;
     struct tsd *t = http_req_tsd(r);
     const struct conf *c = tsd_conf(t);
-    char dkey[128], dval[128], msg[1024];
+    char dkey[128], dval[128], msg[CT_ERR_MSG_MAX + 128]; /* an error's text arrives whole */
     if (!prom_default_tag_parse(conf_get_str(c, "tsd.prometheus.default_tag"), dkey, sizeof(dkey),
                                 dval, sizeof(dval), msg, sizeof(msg))) {
         prom_reply_text(r, 500, msg);
@@ -733,7 +743,7 @@ static void prom_read_work(struct http_req *r, void *arg)
             struct qspec *q = NULL;
             struct ct_err err = {0};
             if (!js || qspec_parse_json(js, strlen(js), 0, &q, &err) != CT_OK) {
-                snprintf(msg, sizeof(msg), "remote read: %.900s", js ? err.msg : "out of memory");
+                snprintf(msg, sizeof(msg), "remote read: %s", js ? err.msg : "out of memory");
                 status = js ? 400 : 500;
                 free(js);
                 break;
@@ -753,8 +763,10 @@ static void prom_read_work(struct http_req *r, void *arg)
                      * matcher): no series can match; nothing was emitted (qexec.h) */
                     continue;
                 } else {
-                    status = qst == QEXEC_TOO_LARGE ? 413 : qst == QEXEC_TIMEOUT ? 503 : 500;
-                    snprintf(msg, sizeof(msg), "remote read: %.900s", err.msg);
+                    status = qst == QEXEC_TOO_LARGE ? 413
+                             : qst == QEXEC_TIMEOUT ? 503
+                                                    : http_status_of(rc, 500);
+                    snprintf(msg, sizeof(msg), "remote read: %s", err.msg);
                 }
             }
         }

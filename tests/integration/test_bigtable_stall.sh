@@ -2,8 +2,8 @@
 # test_bigtable_stall.sh - one deadline bounds a whole request and SIGTERM is honoured while the
 # Bigtable backend stalls (Google's emulator stopped with SIGSTOP: connections open, no answers):
 # a put batch of new series is answered with errors within about one deadline (503 when every
-# failure is the backend's, 400 when a point was refused for its content; /api/histogram the
-# same), a query is
+# failure is the backend's, 400 when a point was refused for its content; /api/histogram,
+# InfluxDB's /write and Prometheus' remote write the same), a query is
 # answered with a 5xx error within about one deadline, and SIGTERM with a put still in flight
 # ends the TSD within seconds (the put is failed, never acknowledged) and logs the grace line at
 # most once.
@@ -165,6 +165,39 @@ code=$(curl -s -m 40 -o "$tmp/ru2.json" -w '%{http_code}' -X POST \
   "http://127.0.0.1:$TSD_PORT/api/rollup?summary" -d "$rp")
 check_eq "/api/rollup?summary during the stall answers 503" "503" "$code"
 check_eq "its summary counts the point failed" '{"failed":1,"success":0}' "$(cat "$tmp/ru2.json")"
+
+# InfluxDB's /write and Prometheus' remote write during the stall: 503 (every point failed
+# because the backend did not answer), the backend's text whole in the answer
+code=$(curl -s -m 40 -o "$tmp/ifx.json" -w '%{http_code}' -X POST \
+  "http://127.0.0.1:$TSD_PORT/write?db=x&precision=s" --data-binary "s_ifx,host=a value=1 $t0")
+check_eq "InfluxDB /write during the stall answers 503" "503" "$code"
+check_contains "its error is InfluxDB's shape, naming the failure" "$(cat "$tmp/ifx.json")" \
+  '{"error":"write failed: '
+# a WriteRequest of one series (s.prw, host=a) and one sample, snappy made of one literal
+python3 - "$tmp/prw.bin" "$t0" <<'PY'
+import struct, sys
+def varint(n):
+    out = bytearray()
+    while True:
+        b, n = n & 0x7f, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+def ld(num, payload):
+    return varint((num << 3) | 2) + varint(len(payload)) + payload
+label = lambda k, v: ld(1, ld(1, k.encode()) + ld(2, v.encode()))
+sample = ld(2, b"\x09" + struct.pack("<d", 1.5) + b"\x10" + varint(int(sys.argv[2]) * 1000))
+pb = ld(1, label("__name__", "s.prw") + label("host", "a") + sample)
+assert len(pb) <= 60
+open(sys.argv[1], "wb").write(varint(len(pb)) + bytes([(len(pb) - 1) << 2]) + pb)
+PY
+code=$(curl -s -m 40 -o "$tmp/prw.txt" -w '%{http_code}' -X POST \
+  -H 'Content-Type: application/x-protobuf' -H 'Content-Encoding: snappy' \
+  -H 'X-Prometheus-Remote-Write-Version: 0.1.0' \
+  "http://127.0.0.1:$TSD_PORT/api/v1/write" --data-binary @"$tmp/prw.bin")
+check_eq "Prometheus remote write during the stall answers 503" "503" "$code"
+check_contains "its answer counts the sample not written" "$(cat "$tmp/prw.txt")" \
+  "1 of 1 samples not written (retry): "
 
 # SIGTERM with a put in flight
 post "/api/put?details" 40 "$s" >"$tmp/inflight.json" &
