@@ -25,7 +25,8 @@ run_phase tests/run_unit.sh build/asan
 run_phase tests/integration/run.sh
 # the daemon's protocol, query and hostile-input suites again with the ASan+UBSan binary
 run_phase env CTSDB="$PWD/build/asan/bin/ctsdb" IT_LABEL="integration (asan daemon)" \
-  IT_ONLY="test_tsd_telnet test_tsd_http test_query_api test_hostile_tsd test_tsd_durability" \
+  IT_ONLY="test_tsd_telnet test_tsd_http test_query_api test_hostile_tsd test_tsd_durability \
+  test_tsd_influx test_audit_histogram test_audit_aggregators" \
   tests/integration/run.sh
 run_phase make --no-print-directory fuzz-short
 echo
