@@ -452,11 +452,53 @@ static void test_uid_generation_change_drops_the_cache(void **state)
     uid_close(s);
 }
 
+/* (8) the check after an assignment conflict: a service that never checks on a schedule draws
+ * an id whose reverse row the table's new life already holds; the conflict makes it read the
+ * generation, drop its caches and draw again, so its stale mapping of id 1 is gone. */
+static void test_uid_assignment_conflict_checks_the_generation(void **state)
+{
+    struct uid *u = uid_of(state, NULL);
+    struct fixture *f = *state;
+    struct wc_table *t = tsdb_uid_table(f->t);
+    struct ct_err err = {0};
+    uint64_t id;
+    assert_int_equal(uid_get_or_create_id(u, UID_METRIC, "m.a", 3, &id, &err), CT_OK);
+    assert_int_equal(id, 1);
+    uint64_t g0 = uid_generation(u);
+    struct uid_options o;
+    uid_options_init(&o);
+    o.generation_check_ms = 0; /* no scheduled check: only a conflict can notice */
+    struct uid *s;
+    assert_int_equal(uid_open(t, &o, &s, &err), CT_OK);
+    assert_int_equal(uid_get_or_create_id(s, UID_METRIC, "m.y", 3, &id, &err), CT_OK);
+    assert_int_equal(id, 2);
+    assert_int_equal(uid_generation(s), g0); /* adopted at its first assignment */
+    char name[64];
+    size_t len;
+    assert_int_equal(uid_get_name(s, UID_METRIC, 1, name, sizeof(name), &len, &err), CT_OK);
+    assert_memory_equal(name, "m.a", 3); /* cached */
+    uint64_t drops = uid_drop_count(s);
+
+    /* the table's new life: id 1 names m.c, id 3 (the counter's next) is taken by m.b */
+    put_uid_cells(t, g0 + 1, "m.c", 1);
+    put_uid_cells(t, g0 + 1, "m.b", 3);
+    assert_int_equal(uid_get_or_create_id(s, UID_METRIC, "m.x", 3, &id, &err), CT_OK);
+    assert_int_equal(id, 4); /* 3 was taken: drawn again */
+    assert_int_equal(uid_drop_count(s), drops + 1);
+    assert_int_equal(uid_generation(s), g0 + 1);
+    assert_int_equal(uid_get_name(s, UID_METRIC, 1, name, sizeof(name), &len, &err), CT_OK);
+    assert_int_equal(len, 3);
+    assert_memory_equal(name, "m.c", 3);
+    uid_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uid_name_rules_follow_opentsdb),
         cmocka_unit_test_setup_teardown(test_uid_generation_change_drops_the_cache, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_uid_assignment_conflict_checks_the_generation, setup,
                                         teardown),
         cmocka_unit_test(test_uid_hex_forms),
         cmocka_unit_test_setup_teardown(test_uid_assign_lookup_and_reverse, setup, teardown),
