@@ -19,15 +19,22 @@ IT_DIRS=() # directories a script registers itself (IT_DIRS+=("$d")) are removed
 # Temporary directories are listed in a file, so that it_tmpdir works in $(...) subshells too.
 IT_DIRS_FILE=$(mktemp "${TMPDIR:-/tmp}/ctsdb-it-dirs-XXXXXX")
 
-it_cleanup() {
+# it_stop_pids: every process the script started (IT_PIDS) still running gets SIGTERM, then
+# SIGKILL after 5 s.
+it_stop_pids() {
   local pid
   for pid in "${IT_PIDS[@]}"; do
     if kill -0 "$pid" 2>/dev/null; then
       kill -TERM "$pid" 2>/dev/null
       for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "$pid" 2>/dev/null
+      wait "$pid" 2>/dev/null
     fi
   done
+}
+
+it_cleanup() {
+  it_stop_pids
   local d
   while IFS= read -r d; do [ -n "$d" ] && rm -rf "$d"; done <"$IT_DIRS_FILE"
   rm -f "$IT_DIRS_FILE"
@@ -191,7 +198,9 @@ emu_kill() {
 # UBSan's "runtime error:", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer" (written at exit,
 # so call this after tsd_stop) or a ThreadSanitizer warning. A report that does not abort the
 # daemon (or aborts it in a way the checks do not notice) is otherwise never seen.
+IT_LOGS_CHECKED=0
 tsd_logs_check() {
+  IT_LOGS_CHECKED=1
   local d n=0 hits=""
   while IFS= read -r d; do
     [ -f "$d/tsd.log" ] || continue
@@ -206,8 +215,18 @@ tsd_logs_check() {
   fi
 }
 
-# it_done: ends a test script with the right status.
+# it_done: ends a test script with the right status. Every script's TSDs are checked for
+# sanitizer reports (tsd_logs_check) unless the script did it itself: the processes it started
+# are stopped first (it_stop_pids), so a leak report written at exit is read.
 it_done() {
+  if [ "$IT_LOGS_CHECKED" = 0 ] && [ -s "$IT_DIRS_FILE" ]; then
+    local d found=0
+    while IFS= read -r d; do [ -f "$d/tsd.log" ] && found=1; done <"$IT_DIRS_FILE"
+    if [ "$found" = 1 ]; then
+      it_stop_pids
+      tsd_logs_check
+    fi
+  fi
   [ "$IT_FAILS" -eq 0 ]
   exit $?
 }
