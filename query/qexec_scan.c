@@ -365,6 +365,24 @@ static double bucket_reals(enum qagg_stream kind, const double *v, size_t n)
     }
 }
 
+/* For a regular row (ts_first + k x ts_step): the first point at or after the seek (*i), the
+ * start of its bucket (*bstart) and the most buckets the row's points from there can fill
+ * (*most); false when no point is left. Shared by row_downsample_regular and row_pick_regular. */
+static bool regular_span(const struct xscan *x, const struct dpcodec_cols *c, size_t *i,
+                         int64_t *bstart, size_t *most)
+{
+    int64_t iv = x->ds->interval_ms, t0 = c->ts_first, st = c->ts_step;
+    *i = 0;
+    if (x->ds_seek_ms > t0)
+        *i = (size_t)((x->ds_seek_ms - t0 + st - 1) / st);
+    if (*i >= c->n)
+        return false;
+    int64_t ti = t0 + (int64_t)*i * st, tlast = t0 + (int64_t)(c->n - 1) * st;
+    *bstart = ti - ti % iv;
+    *most = (size_t)((tlast - *bstart) / iv) + 1;
+    return true;
+}
+
 /* row_downsample() for a row of regular timestamps left unwritten (dpcodec_cols.ts_regular)
  * whose step divides the interval, and a single-pass function of integers or doubles (NaN
  * skipped: bucket_reals()): every bucket after the first holds exactly interval / step points,
@@ -373,15 +391,10 @@ static double bucket_reals(enum qagg_stream kind, const double *v, size_t n)
 static int row_downsample_regular(const struct xscan *x, const struct dpcodec_cols *c,
                                   struct xser *s, size_t hint, struct ct_err *err)
 {
-    int64_t iv = x->ds->interval_ms, t0 = c->ts_first, st = c->ts_step;
-    size_t n = c->n, i = 0;
-    if (x->ds_seek_ms > t0)
-        i = (size_t)((x->ds_seek_ms - t0 + st - 1) / st);
-    if (i >= n)
+    int64_t iv = x->ds->interval_ms, t0 = c->ts_first, st = c->ts_step, bstart;
+    size_t n = c->n, i, most;
+    if (!regular_span(x, c, &i, &bstart, &most))
         return CT_OK;
-    int64_t ti = t0 + (int64_t)i * st, tlast = t0 + (int64_t)(n - 1) * st;
-    int64_t bstart = ti - ti % iv;
-    size_t most = (size_t)((tlast - bstart) / iv) + 1;
     struct qagg_buf ob = {series_room(s, most, hint), 0, most}, *out = &ob;
     if (!ob.p)
         return ct_err_set(err, CT_ENOMEM, "out of memory growing a series by %zu points", most);
@@ -466,15 +479,10 @@ static int row_downsample_regular(const struct xscan *x, const struct dpcodec_co
 static int row_pick_regular(const struct xscan *x, const struct dpcodec_cols *c, struct xser *s,
                             size_t hint, bool last, struct ct_err *err)
 {
-    int64_t iv = x->ds->interval_ms, t0 = c->ts_first, st = c->ts_step;
-    size_t n = c->n, i = 0;
-    if (x->ds_seek_ms > t0)
-        i = (size_t)((x->ds_seek_ms - t0 + st - 1) / st);
-    if (i >= n)
+    int64_t iv = x->ds->interval_ms, t0 = c->ts_first, st = c->ts_step, bstart;
+    size_t n = c->n, i, most;
+    if (!regular_span(x, c, &i, &bstart, &most))
         return CT_OK;
-    int64_t ti = t0 + (int64_t)i * st, tlast = t0 + (int64_t)(n - 1) * st;
-    int64_t bstart = ti - ti % iv;
-    size_t most = (size_t)((tlast - bstart) / iv) + 1;
     struct qagg_point *out = series_room(s, most, hint);
     if (!out)
         return ct_err_set(err, CT_ENOMEM, "out of memory growing a series by %zu points", most);
