@@ -171,7 +171,7 @@ static int import_run(int argc, char **argv)
         total += (uint64_t)sb.st_size;
     }
     tlog_set_level(TLOG_WARN);
-    if (tsdstore_open(c, false, &st, &err) != CT_OK) {
+    if (tsdstore_open(c, TSDSTORE_CREATE, &st, &err) != CT_OK) {
         fprintf(stderr, "ctsdb import: %s\n", err.msg);
         status = 3;
         goto out;

@@ -43,7 +43,7 @@ int tool_offline_open(struct tool_offline *o, const char *cmd, int argc, char **
         return 2;
     }
     tlog_set_level(TLOG_WARN);
-    int rc = tsdstore_open(o->conf, false, &o->store, &err);
+    int rc = tsdstore_open(o->conf, TSDSTORE_EXISTING, &o->store, &err);
     if (rc != CT_OK) {
         o->store = NULL;
         fprintf(stderr, "ctsdb %s: %s\n", cmd, err.msg);

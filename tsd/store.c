@@ -606,8 +606,10 @@ size_t tsdstore_describe(const struct wc_options *o, char *buf, size_t cap)
     return n < 0 ? 0 : (size_t)n;
 }
 
-int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, struct ct_err *err)
+int tsdstore_open(const struct conf *c, enum tsdstore_mode mode, struct tsdstore **out,
+                  struct ct_err *err)
 {
+    bool read_only = mode == TSDSTORE_READ_ONLY;
     struct tsdstore *st = calloc(1, sizeof(*st));
     if (!st)
         return ct_err_set(err, CT_ENOMEM, "out of memory opening the store");
@@ -627,6 +629,7 @@ int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out, s
         st->request_ms = o.bt_deadline_ms;
     o.log_fn = tsdstore_log;
     o.log_arg = NULL;
+    o.create_if_missing = mode == TSDSTORE_CREATE;
     int rc = wc_open(&o, &st->store, err);
     if (rc != CT_OK) {
         char where[768];

@@ -31,10 +31,20 @@ void tsdstore_wc_options(const struct conf *c, struct wc_options *o);
  * BIGTABLE_EMULATOR_HOST). For log lines and error messages; returns the untruncated length. */
 size_t tsdstore_describe(const struct wc_options *o, char *buf, size_t cap);
 
-/* Opens the store and the layout (creating tables unless read_only). Returns a new handle in
- * *out, closed with tsdstore_close(). c is borrowed for the call. */
-CT_MUST_CHECK int tsdstore_open(const struct conf *c, bool read_only, struct tsdstore **out,
-                                struct ct_err *err);
+/* How tsdstore_open treats the store: CREATE makes an embedded store's directory when it is
+ * missing and the tables the layout lacks (the TSD, `ctsdb import`); EXISTING opens for writing
+ * a directory that must exist (the snapshot tools: a mistyped --data is an error, not a new
+ * empty store); READ_ONLY creates nothing (the TSD's read-only mode). */
+enum tsdstore_mode {
+    TSDSTORE_CREATE,
+    TSDSTORE_EXISTING,
+    TSDSTORE_READ_ONLY
+};
+
+/* Opens the store and the layout as mode says. Returns a new handle in *out, closed with
+ * tsdstore_close(). c is borrowed for the call. */
+CT_MUST_CHECK int tsdstore_open(const struct conf *c, enum tsdstore_mode mode,
+                                struct tsdstore **out, struct ct_err *err);
 /* Closes the layout and the store; every write must have returned. Accepts NULL. */
 void tsdstore_close(struct tsdstore *st);
 struct wc_store *tsdstore_wc(struct tsdstore *st);

@@ -606,7 +606,8 @@ int tsd_run(const struct conf *c, struct ct_err *err)
         rc = ct_err_set(err, CT_EIO, "libevent: cannot create the event base");
         goto out;
     }
-    rc = tsdstore_open(c, t->read_only, &t->tstore, err);
+    rc = tsdstore_open(c, t->read_only ? TSDSTORE_READ_ONLY : TSDSTORE_CREATE, &t->tstore,
+                       err);
     if (rc != CT_OK)
         goto out;
     t->store = tsdstore_wc(t->tstore);

@@ -129,6 +129,14 @@ check_contains "two snapshots" "$out" "2 row(s)"
 out=$("$CTSDB" snapshot --data "$DATA" s2 2>&1)
 check_eq "a taken name is refused" 1 $?
 check_contains "with the reason" "$out" "Snapshot 's2' already exists"
+missing="$(it_tmpdir)/no-such-store"
+out=$("$CTSDB" snapshot --data "$missing" s3 2>&1)
+check_eq "ctsdb snapshot of a missing directory fails" 1 $?
+check_contains "saying so" "$out" "data directory $missing does not exist"
+check "and creates no store there" test ! -e "$missing"
+out=$("$CTSDB" restore --data "$missing" s1 2>&1)
+check_eq "ctsdb restore into a missing directory fails" 1 $?
+check "and creates nothing" test ! -e "$missing"
 out=$("$CTSDB" fsck --data "$DATA" 2>&1)
 check_eq "fsck finds the restored store clean" 0 $?
 

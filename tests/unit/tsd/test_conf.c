@@ -300,7 +300,7 @@ static void test_conf_table_keys_reach_the_tables_the_tsd_creates(void **state)
                              CT_OK);
         }
         struct tsdstore *st = NULL;
-        int rc = tsdstore_open(c, false, &st, &err);
+        int rc = tsdstore_open(c, TSDSTORE_CREATE, &st, &err);
         if (rc == CT_EUNSUPPORTED) {
             conf_free(c);
             ctest_rmdir(dir);

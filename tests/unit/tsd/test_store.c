@@ -29,7 +29,7 @@ static void open_with(const char *dir, const char *const *kv, size_t n, struct c
         assert_int_equal(conf_set(*c, kv[i], kv[i + 1], NULL, &err), CT_OK);
     /* no hourly merge while the test reads single cells */
     assert_int_equal(conf_set(*c, "tsd.storage.enable_compaction", "false", NULL, &err), CT_OK);
-    int rc = tsdstore_open(*c, false, st, &err);
+    int rc = tsdstore_open(*c, TSDSTORE_CREATE, st, &err);
     if (rc == CT_EUNSUPPORTED)
         skip();
     if (rc != CT_OK)
