@@ -20,6 +20,11 @@ After the last run the TSD is started once more and every series is queried:
   * the store opened after every kill;
   * after a clean shutdown, `ctsdb fsck` reads every row and finds no duplicate timestamp
     (a point written twice, e.g. by a log replay over data already flushed) and no bad cell.
+CRASH_HEAD=1 (a second pass of test_crash_tsd.sh) aims the same kills at the ingest head instead:
+the daemon's clock is pinned (CTSDB_NOW_MS) in the middle of an hour, the writers send
+millisecond timestamps inside that hour, so every point is an open hour's point held by the head
+and its log (schema/head.h) and the store gets none of them; only the "ingest" phase then (no
+flush ever runs), and the check reads the head replayed from its log after each kill.
 Bounded: RUNS runs, each at most a few seconds of load (PHASE_WAIT s for failpoint runs); every
 socket has a timeout. Prints "ok - ..." / "not ok - ..." lines and a summary line with runs,
 kills per phase and points checked.
@@ -54,6 +59,16 @@ SPREAD = 40  # series per writer (tag s), so that rows are many and regions can 
 EXTRA = os.environ.get("CRASH_TSD_ARGS", "--tsd.storage.memstore_flush_bytes=65536 "
                        "--tsd.storage.region_split_bytes=262144 --tsd.storage.salt.width=0").split()
 
+# The head pass: every timestamp in milliseconds inside hour HEAD_HOUR, each writer's (its own
+# series) from the hour's start on, one point a millisecond (5 runs send a few hundred thousand
+# points a writer: minutes of the hour), the clock pinned at the hour's last minute so none of it
+# is late.
+HEAD = os.environ.get("CRASH_HEAD") == "1"
+HEAD_HOUR = 1356998400  # 2013-01-01T00:00:00Z
+if HEAD:
+    PHASES = ["ingest"]
+    RUNS = int(os.environ.get("CRASH_RUNS", "5"))
+
 failures = 0
 
 
@@ -77,6 +92,9 @@ def start_tsd(data, log, failpoint=None, gate=None):
     offset = logf.tell()  # the log is shared by every run: read only this run's lines
     env = dict(os.environ)
     env.pop("CTSDB_FAILPOINT", None)
+    env.pop("CTSDB_NOW_MS", None)
+    if HEAD:
+        env["CTSDB_NOW_MS"] = str((HEAD_HOUR + 3540) * 1000)
     if failpoint:
         env["CTSDB_FAILPOINT"] = failpoint
         env["CTSDB_FAILPOINT_GATE"] = gate
@@ -121,6 +139,8 @@ class Writer(threading.Thread):
             batch = []
             lines = []
             for _ in range(random.randint(1, 200)):
+                if HEAD and self.ts >= (HEAD_HOUR + 3600) * 1000:
+                    return  # the hour is full (far beyond what a bounded run sends)
                 batch.append(self.ts)
                 lines.append("put crash.tel %d %d src=tel conn=c%d s=%d\n" % (self.ts, value_of(self.ts), self.idx, self.ts % SPREAD))
                 self.ts += 1
@@ -139,6 +159,8 @@ class Writer(threading.Thread):
             batch = []
             body = []
             for _ in range(random.randint(1, 300)):
+                if HEAD and self.ts >= (HEAD_HOUR + 3600) * 1000:
+                    return
                 batch.append(self.ts)
                 body.append({"metric": "crash.http", "timestamp": self.ts, "value": value_of(self.ts),
                              "tags": {"src": "http", "conn": "h%d" % self.idx, "s": str(self.ts % SPREAD)}})
@@ -154,9 +176,10 @@ class Writer(threading.Thread):
 
 def query_series(port, metric, tagk, tagv, start, end):
     # each timestamp lives in exactly one of the SPREAD series of a writer: zimsum (no
-    # interpolation) over them gives back the one value written at that timestamp
-    url = ("http://127.0.0.1:%d/api/query?start=%d&end=%d&m=zimsum:%s{%s=%s}"
-           % (port, start, end, metric, tagk, tagv))
+    # interpolation) over them gives back the one value written at that timestamp (start, end
+    # and the answer's timestamps in ms in the head pass)
+    url = ("http://127.0.0.1:%d/api/query?start=%d&end=%d&m=zimsum:%s{%s=%s}%s"
+           % (port, start, end, metric, tagk, tagv, "&ms=true" if HEAD else ""))
     with urllib.request.urlopen(url, timeout=60) as r:
         res = json.loads(r.read().decode())
     if not res:
@@ -166,7 +189,7 @@ def query_series(port, metric, tagk, tagv, start, end):
 
 def main():
     random.seed(SEED)
-    print("# crash test: %d runs, seed %d" % (RUNS, SEED), flush=True)
+    print("# crash test%s: %d runs, seed %d" % (" of the ingest head" if HEAD else "", RUNS, SEED), flush=True)
     work = tempfile.mkdtemp(prefix="ctsdb-crash-")
     data = os.path.join(work, "data")
     log = os.path.join(work, "tsd.log")
@@ -193,7 +216,8 @@ def main():
             for kind, n in (("tel", 3), ("http", 2)):
                 for i in range(n):
                     key = (kind, i)
-                    ts0 = next_ts.get(key, BASE_TS + (len(next_ts) + 1) * 1000000)
+                    first = HEAD_HOUR * 1000 if HEAD else BASE_TS + (len(next_ts) + 1) * 1000000
+                    ts0 = next_ts.get(key, first)
                     w = Writer(port, kind, i, ts0, stop)
                     writers.append((key, w))
                     w.start()
@@ -242,6 +266,15 @@ def main():
         print("# store after the runs: %d regions, %d splits, %d flushes, %d minor and %d major compactions "
               "(counted since the last start)" % (st["regions"], st["splits"], st["flushes"],
                                                   st["minor_compactions"], st["major_compactions"]), flush=True)
+        if HEAD:  # the points are the head's, replayed from its log, not the store's
+            with urllib.request.urlopen("http://127.0.0.1:%d/api/stats" % port, timeout=30) as r:
+                held = sum(int(x["value"]) for x in json.loads(r.read()) if x["metric"] == "tsd.head.points")
+            acked_all = sum(len(a) for _, a in series.values())
+            if held >= acked_all > 0:
+                ok("the head holds %d points after the last replay (%d acknowledged)" % (held, acked_all))
+            else:
+                not_ok("the head holds %d points after the last replay, fewer than the %d acknowledged"
+                       % (held, acked_all))
         checked = 0
         for (kind, idx), (sent, acked) in sorted(series.items()):
             if not sent:

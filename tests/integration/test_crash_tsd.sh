@@ -4,3 +4,5 @@
 # more iterations (CRASH_RUNS).
 source "$(dirname "$0")/lib.sh"
 CTSDB=$CTSDB python3 "$(dirname "$0")/crash_tsd.py"
+# the same kills aimed at the ingest head: every point an open hour's, held by the head and its log
+CTSDB=$CTSDB CRASH_HEAD=1 python3 "$(dirname "$0")/crash_tsd.py"
