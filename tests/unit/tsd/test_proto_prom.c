@@ -286,6 +286,34 @@ static void test_prom_write_decode(void **state)
                      400);
     /* snappy cut short */
     assert_int_equal(prom_snappy_decode(body, len / 2, 1 << 20, &raw, &rl, msg, sizeof(msg)), 400);
+    /* a body whose stated length is over the limit but that is not snappy: 400, not 413 */
+    const char big_text[] = "\xff\xff\x7f{\"metric\":\"m\"}";
+    assert_int_equal(prom_snappy_decode(big_text, sizeof(big_text) - 1, 100, &raw, &rl, msg,
+                                        sizeof(msg)),
+                     400);
+    assert_null(raw);
+    /* a stated length beyond the data (one pass: snappy_uncompress refuses it) */
+    size_t hl = 0, n = 0;
+    for (int shift = 0; hl < len; shift += 7) {
+        n |= (size_t)((unsigned char)body[hl] & 0x7f) << shift;
+        if (!((unsigned char)body[hl++] & 0x80))
+            break;
+    }
+    char *longer = malloc(len + 10);
+    assert_non_null(longer);
+    size_t ll = 0, v = n + 1;
+    for (; v >= 0x80; v >>= 7)
+        longer[ll++] = (char)(0x80 | (v & 0x7f));
+    longer[ll++] = (char)v;
+    memcpy(longer + ll, body + hl, len - hl);
+    size_t check;
+    assert_int_equal(snappy_uncompressed_length(longer, ll + len - hl, &check), SNAPPY_OK);
+    assert_int_equal(check, n + 1);
+    assert_int_equal(prom_snappy_decode(longer, ll + len - hl, 1 << 20, &raw, &rl, msg,
+                                        sizeof(msg)),
+                     400);
+    assert_null(raw);
+    free(longer);
     free(body);
 }
 
