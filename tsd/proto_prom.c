@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <snappy-c.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,27 +138,33 @@ bool prom_default_tag_parse(const char *s, char *key, size_t key_cap, char *valu
 
 struct prom_arena_block {
     struct prom_arena_block *next;
-    size_t used, cap;
     max_align_t data[];
 };
 
+/* A new block for a request of size bytes (rounded); the rest of the previous block is left. */
+static void *prom_arena_grow(struct prom_arena *a, size_t size)
+{
+    size_t cap = size > ((size_t)256 << 10) ? size : ((size_t)256 << 10);
+    struct prom_arena_block *b = malloc(sizeof(*b) + cap);
+    if (!b)
+        return NULL;
+    b->next = a->head;
+    a->head = b;
+    a->cur = (char *)b->data + size;
+    a->end = (char *)b->data + cap;
+    return b->data;
+}
+
+/* Called by protobuf-c for every message, array and string it unpacks: the common case is a
+ * bump of cur. */
 static void *prom_arena_alloc(void *arg, size_t size)
 {
     struct prom_arena *a = arg;
-    size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
-    struct prom_arena_block *b = a->head;
-    if (!b || b->cap - b->used < size) {
-        size_t cap = size > ((size_t)256 << 10) ? size : ((size_t)256 << 10);
-        b = malloc(sizeof(*b) + cap);
-        if (!b)
-            return NULL;
-        b->cap = cap;
-        b->used = 0;
-        b->next = a->head;
-        a->head = b;
-    }
-    void *p = (char *)b->data + b->used;
-    b->used += size;
+    size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+    if ((uintptr_t)a->end - (uintptr_t)a->cur < size) /* both NULL before the first block */
+        return prom_arena_grow(a, size);
+    void *p = a->cur;
+    a->cur += size;
     return p;
 }
 
@@ -173,6 +180,7 @@ void prom_arena_init(struct prom_arena *a)
     a->alloc.free = prom_arena_nofree;
     a->alloc.allocator_data = a;
     a->head = NULL;
+    a->cur = a->end = NULL;
 }
 
 void *prom_arena_get(struct prom_arena *a, size_t n)
@@ -187,6 +195,7 @@ void prom_arena_clear(struct prom_arena *a)
         free(a->head);
         a->head = n;
     }
+    a->cur = a->end = NULL;
 }
 
 /* ---- snappy ----------------------------------------------------------------------------- */
