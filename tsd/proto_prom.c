@@ -322,8 +322,9 @@ int prom_map_series(const struct prom_map *m, const Prometheus__TimeSeries *ts, 
 /* ---- series cache ----------------------------------------------------------------------- */
 
 /* Entries are appended to one byte area: u32 key length, u16 name count (1 + 2 x ntags),
- * u16 names length, the key, then the names, each NUL-terminated (metric, k1, v1, k2, v2...),
- * padded to 8 bytes. The table (open addressing, linear probing, at most half full) holds per
+ * u16 names length, the key, then the names part: each name's length (u16, in order), then the
+ * names, each NUL-terminated (metric, k1, v1, k2, v2...); padded to 8 bytes. The names length
+ * counts the whole names part (lengths and names). The table (open addressing, linear probing, at most half full) holds per
  * slot the hash and 1 + the entry's offset (0: empty). */
 struct prom_sc_slot {
     uint64_t hash;
@@ -448,18 +449,19 @@ const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, 
 
 void prom_series_names_load(const char *names, struct put_point *p)
 {
-    uint16_t nn;
+    uint16_t nn, len;
     memcpy(&nn, names, 2);
-    const char *r = names + 2;
-    size_t len = strlen(r);
+    const char *lens = names + 2;
+    const char *r = lens + 2 * (size_t)nn; /* the lengths are stored: no strlen */
+    memcpy(&len, lens, 2);
     p->metric = (struct put_str){r, len};
     r += len + 1;
     p->ntags = (size_t)(nn - 1) / 2;
     for (size_t i = 0; i < p->ntags; i++) {
-        len = strlen(r);
+        memcpy(&len, lens + 2 + 4 * i, 2);
         p->tagk[i] = (struct put_str){r, len};
         r += len + 1;
-        len = strlen(r);
+        memcpy(&len, lens + 4 + 4 * i, 2);
         p->tagv[i] = (struct put_str){r, len};
         r += len + 1;
     }
@@ -468,11 +470,14 @@ void prom_series_names_load(const char *names, struct put_point *p)
 void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t key_len,
                            uint64_t hash, const struct put_point *p)
 {
-    size_t nl = p->metric.len + 1;
-    for (size_t i = 0; i < p->ntags; i++)
-        nl += p->tagk[i].len + p->tagv[i].len + 2;
+    bool fits = p->metric.len <= UINT16_MAX;
+    size_t nl = 2 + p->metric.len + 1;
+    for (size_t i = 0; i < p->ntags; i++) {
+        nl += 4 + p->tagk[i].len + p->tagv[i].len + 2;
+        fits = fits && p->tagk[i].len <= UINT16_MAX && p->tagv[i].len <= UINT16_MAX;
+    }
     size_t need = (PROM_SC_HEAD + key_len + nl + 7) & ~(size_t)7;
-    if (nl > UINT16_MAX || key_len > UINT32_MAX || need > c->area_cap / 4)
+    if (!fits || nl > UINT16_MAX || key_len > UINT32_MAX || need > c->area_cap / 4)
         return; /* too large to be worth keeping */
     pthread_mutex_lock(&c->mu);
     if (prom_sc_find(c, key, key_len, hash)) {
@@ -491,7 +496,16 @@ void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t 
     memcpy(e + 4, &nn, 2);
     memcpy(e + 6, &nl16, 2);
     memcpy(e + PROM_SC_HEAD, key, key_len);
-    char *w = e + PROM_SC_HEAD + key_len;
+    char *lens = e + PROM_SC_HEAD + key_len;
+    uint16_t l16 = (uint16_t)p->metric.len;
+    memcpy(lens, &l16, 2);
+    for (size_t i = 0; i < p->ntags; i++) {
+        l16 = (uint16_t)p->tagk[i].len;
+        memcpy(lens + 2 + 4 * i, &l16, 2);
+        l16 = (uint16_t)p->tagv[i].len;
+        memcpy(lens + 4 + 4 * i, &l16, 2);
+    }
+    char *w = lens + 2 * (size_t)nn;
     memcpy(w, p->metric.p, p->metric.len);
     w[p->metric.len] = '\0';
     w += p->metric.len + 1;

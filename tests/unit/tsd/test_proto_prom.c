@@ -401,6 +401,14 @@ static void test_prom_series_cache(void **state)
     assert_memory_equal(q.tagv[0].p, "web01", 5);
     assert_int_equal(q.tagk[1].len, 2);
     assert_memory_equal(q.tagv[1].p, "x/2Fy", 5);
+    /* every span has its stored length and ends in a NUL */
+    assert_int_equal(q.tagk[0].len, 4);
+    assert_int_equal(q.tagv[0].len, 5);
+    assert_memory_equal(q.tagk[1].p, "dc", 2);
+    assert_int_equal(q.tagv[1].len, 5);
+    assert_int_equal(q.metric.p[3], '\0');
+    assert_int_equal(q.tagk[0].p[4], '\0');
+    assert_int_equal(q.tagv[1].p[5], '\0');
     assert_null(prom_series_cache_get(c, k2, kl2, h2, &arena));
     assert_null(prom_series_cache_get(c, k3, kl3, h3, &arena));
     /* a present key is not added twice */
