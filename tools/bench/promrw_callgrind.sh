@@ -50,6 +50,7 @@ if [ "$mode" = prom ] && [ "${BACKFILL:-0}" != 1 ]; then
   if [ "$into" -lt 15 ]; then sleep $((15 - into)); now=$(date +%s); into=$((now % 3600)); fi
   step=10000
   [ $(( (into - 2) * 1000 / intervals )) -lt "$step" ] && step=$(( (into - 2) * 1000 / intervals ))
+  [ "$step" -ge 1 ] || step=1 # more intervals than milliseconds so far this hour
   out=$("$BENCH" --port "$port" --hosts "$hosts" --intervals "$intervals" \
     --start-ms $(( (now - 1) * 1000 - intervals * step )) --step-ms "$step")
 elif [ "$mode" = prom ]; then

@@ -58,6 +58,10 @@ else
   if [ "$into" -lt 15 ]; then sleep $((15 - into)); now=$(date +%s); into=$((now % 3600)); fi
   need=$((RUNS * INTERVALS))
   [ $(( (into - 2) * 1000 / need )) -lt "$step" ] && step=$(( (into - 2) * 1000 / need ))
+  if [ "$step" -lt 1 ]; then # more intervals than milliseconds so far this hour
+    step=1
+    echo "note: $need intervals do not fit this hour so far; the first ones are in a closed hour" >&2
+  fi
   t0=$(( (now - 1) * 1000 - need * step ))
 fi
 clk=$(getconf CLK_TCK)
