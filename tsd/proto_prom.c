@@ -324,8 +324,8 @@ int prom_map_series(const struct prom_map *m, const Prometheus__TimeSeries *ts, 
 /* Entries are appended to one byte area: u32 key length, u16 name count (1 + 2 x ntags),
  * u16 names length, the key, then the names part: each name's length (u16, in order), then the
  * names, each NUL-terminated (metric, k1, v1, k2, v2...); padded to 8 bytes. The names length
- * counts the whole names part (lengths and names). The table (open addressing, linear probing, at most half full) holds per
- * slot the hash and 1 + the entry's offset (0: empty). */
+ * counts the whole names part (lengths and names). The table (open addressing, linear probing,
+ * at most half full) holds per slot the hash and 1 + the entry's offset (0: empty). */
 struct prom_sc_slot {
     uint64_t hash;
     uint64_t off1;
@@ -470,14 +470,11 @@ void prom_series_names_load(const char *names, struct put_point *p)
 void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t key_len,
                            uint64_t hash, const struct put_point *p)
 {
-    bool fits = p->metric.len <= UINT16_MAX;
-    size_t nl = 2 + p->metric.len + 1;
-    for (size_t i = 0; i < p->ntags; i++) {
+    size_t nl = 2 + p->metric.len + 1; /* at most UINT16_MAX: so is every name's length */
+    for (size_t i = 0; i < p->ntags; i++)
         nl += 4 + p->tagk[i].len + p->tagv[i].len + 2;
-        fits = fits && p->tagk[i].len <= UINT16_MAX && p->tagv[i].len <= UINT16_MAX;
-    }
     size_t need = (PROM_SC_HEAD + key_len + nl + 7) & ~(size_t)7;
-    if (!fits || nl > UINT16_MAX || key_len > UINT32_MAX || need > c->area_cap / 4)
+    if (nl > UINT16_MAX || key_len > UINT32_MAX || need > c->area_cap / 4)
         return; /* too large to be worth keeping */
     pthread_mutex_lock(&c->mu);
     if (prom_sc_find(c, key, key_len, hash)) {
