@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <snappy-c.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,27 +138,33 @@ bool prom_default_tag_parse(const char *s, char *key, size_t key_cap, char *valu
 
 struct prom_arena_block {
     struct prom_arena_block *next;
-    size_t used, cap;
     max_align_t data[];
 };
 
+/* A new block for a request of size bytes (rounded); the rest of the previous block is left. */
+static void *prom_arena_grow(struct prom_arena *a, size_t size)
+{
+    size_t cap = size > ((size_t)256 << 10) ? size : ((size_t)256 << 10);
+    struct prom_arena_block *b = malloc(sizeof(*b) + cap);
+    if (!b)
+        return NULL;
+    b->next = a->head;
+    a->head = b;
+    a->cur = (char *)b->data + size;
+    a->end = (char *)b->data + cap;
+    return b->data;
+}
+
+/* Called by protobuf-c for every message, array and string it unpacks: the common case is a
+ * bump of cur. */
 static void *prom_arena_alloc(void *arg, size_t size)
 {
     struct prom_arena *a = arg;
-    size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
-    struct prom_arena_block *b = a->head;
-    if (!b || b->cap - b->used < size) {
-        size_t cap = size > ((size_t)256 << 10) ? size : ((size_t)256 << 10);
-        b = malloc(sizeof(*b) + cap);
-        if (!b)
-            return NULL;
-        b->cap = cap;
-        b->used = 0;
-        b->next = a->head;
-        a->head = b;
-    }
-    void *p = (char *)b->data + b->used;
-    b->used += size;
+    size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+    if ((uintptr_t)a->end - (uintptr_t)a->cur < size) /* both NULL before the first block */
+        return prom_arena_grow(a, size);
+    void *p = a->cur;
+    a->cur += size;
     return p;
 }
 
@@ -173,6 +180,7 @@ void prom_arena_init(struct prom_arena *a)
     a->alloc.free = prom_arena_nofree;
     a->alloc.allocator_data = a;
     a->head = NULL;
+    a->cur = a->end = NULL;
 }
 
 void *prom_arena_get(struct prom_arena *a, size_t n)
@@ -187,6 +195,7 @@ void prom_arena_clear(struct prom_arena *a)
         free(a->head);
         a->head = n;
     }
+    a->cur = a->end = NULL;
 }
 
 /* ---- snappy ----------------------------------------------------------------------------- */
@@ -197,8 +206,11 @@ int prom_snappy_decode(const char *body, size_t len, size_t max_decoded, char **
     size_t n;
     *out = NULL;
     *out_len = 0;
+    /* One pass over the body: snappy_uncompress refuses data that is not valid (bounded by the
+     * output length it is given), so the body is validated separately only when its stated
+     * length is over the limit - to answer 400, not 413, for a body that is not snappy at all. */
     if (snappy_uncompressed_length(body, len, &n) != SNAPPY_OK ||
-        snappy_validate_compressed_buffer(body, len) != SNAPPY_OK) {
+        (n > max_decoded && snappy_validate_compressed_buffer(body, len) != SNAPPY_OK)) {
         snprintf(msg, msg_size, "body is not snappy (block format) compressed data");
         return 400;
     }
@@ -310,9 +322,10 @@ int prom_map_series(const struct prom_map *m, const Prometheus__TimeSeries *ts, 
 /* ---- series cache ----------------------------------------------------------------------- */
 
 /* Entries are appended to one byte area: u32 key length, u16 name count (1 + 2 x ntags),
- * u16 names length, the key, then the names, each NUL-terminated (metric, k1, v1, k2, v2...),
- * padded to 8 bytes. The table (open addressing, linear probing, at most half full) holds per
- * slot the hash and 1 + the entry's offset (0: empty). */
+ * u16 names length, the key, then the names part: each name's length (u16, in order), then the
+ * names, each NUL-terminated (metric, k1, v1, k2, v2...); padded to 8 bytes. The names length
+ * counts the whole names part (lengths and names). The table (open addressing, linear probing,
+ * at most half full) holds per slot the hash and 1 + the entry's offset (0: empty). */
 struct prom_sc_slot {
     uint64_t hash;
     uint64_t off1;
@@ -436,18 +449,19 @@ const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, 
 
 void prom_series_names_load(const char *names, struct put_point *p)
 {
-    uint16_t nn;
+    uint16_t nn, len;
     memcpy(&nn, names, 2);
-    const char *r = names + 2;
-    size_t len = strlen(r);
+    const char *lens = names + 2;
+    const char *r = lens + 2 * (size_t)nn; /* the lengths are stored: no strlen */
+    memcpy(&len, lens, 2);
     p->metric = (struct put_str){r, len};
     r += len + 1;
     p->ntags = (size_t)(nn - 1) / 2;
     for (size_t i = 0; i < p->ntags; i++) {
-        len = strlen(r);
+        memcpy(&len, lens + 2 + 4 * i, 2);
         p->tagk[i] = (struct put_str){r, len};
         r += len + 1;
-        len = strlen(r);
+        memcpy(&len, lens + 4 + 4 * i, 2);
         p->tagv[i] = (struct put_str){r, len};
         r += len + 1;
     }
@@ -456,9 +470,9 @@ void prom_series_names_load(const char *names, struct put_point *p)
 void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t key_len,
                            uint64_t hash, const struct put_point *p)
 {
-    size_t nl = p->metric.len + 1;
+    size_t nl = 2 + p->metric.len + 1; /* at most UINT16_MAX: so is every name's length */
     for (size_t i = 0; i < p->ntags; i++)
-        nl += p->tagk[i].len + p->tagv[i].len + 2;
+        nl += 4 + p->tagk[i].len + p->tagv[i].len + 2;
     size_t need = (PROM_SC_HEAD + key_len + nl + 7) & ~(size_t)7;
     if (nl > UINT16_MAX || key_len > UINT32_MAX || need > c->area_cap / 4)
         return; /* too large to be worth keeping */
@@ -479,7 +493,16 @@ void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t 
     memcpy(e + 4, &nn, 2);
     memcpy(e + 6, &nl16, 2);
     memcpy(e + PROM_SC_HEAD, key, key_len);
-    char *w = e + PROM_SC_HEAD + key_len;
+    char *lens = e + PROM_SC_HEAD + key_len;
+    uint16_t l16 = (uint16_t)p->metric.len;
+    memcpy(lens, &l16, 2);
+    for (size_t i = 0; i < p->ntags; i++) {
+        l16 = (uint16_t)p->tagk[i].len;
+        memcpy(lens + 2 + 4 * i, &l16, 2);
+        l16 = (uint16_t)p->tagv[i].len;
+        memcpy(lens + 4 + 4 * i, &l16, 2);
+    }
+    char *w = lens + 2 * (size_t)nn;
     memcpy(w, p->metric.p, p->metric.len);
     w[p->metric.len] = '\0';
     w += p->metric.len + 1;

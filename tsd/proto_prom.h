@@ -46,6 +46,7 @@ struct prom_arena_block;
 struct prom_arena {
     ProtobufCAllocator alloc;
     struct prom_arena_block *head;
+    char *cur, *end; /* the free part of head's block (both NULL before the first block) */
 };
 void prom_arena_init(struct prom_arena *a);
 void prom_arena_clear(struct prom_arena *a); /* frees every block; the arena stays usable */

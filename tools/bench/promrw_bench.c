@@ -1,14 +1,15 @@
 /* promrw_bench.c - Prometheus remote write load for ctsdb and VictoriaMetrics (docs/prometheus.md):
  * the tsd_load workload (--hosts x --metrics series tagged host, dc, rack, service, os; one sample
- * per series every 10 s for --intervals intervals from --start; values a fixed function of
- * (host, metric, interval), the same model as tsd_load.c) sent as snappy-compressed protobuf
- * WriteRequests of --batch samples (one sample per TimeSeries, as Prometheus' queue sends them)
- * to POST /api/v1/write over --conns keep-alive connections; each request waits for its reply
- * (ctsdb answers 204 once the samples are in the write-ahead log).
+ * per series every --step-ms (10,000) for --intervals intervals from --start; values a fixed
+ * function of (host, metric, interval), the same model as tsd_load.c) sent as snappy-compressed
+ * protobuf WriteRequests of --batch samples (one sample per TimeSeries, as Prometheus' queue
+ * sends them) to POST /api/v1/write over --conns keep-alive connections; each request waits for
+ * its reply (ctsdb answers 204 once the samples are in the write-ahead log).
  * Every request body is generated before the clock starts; the run is bounded by the workload.
  * Output (stdout): `points N seconds S rate R`; exit 1 if any reply was not 2xx.
  * Usage: promrw_bench --port P [--host H] [--hosts N] [--metrics M] [--intervals K]
- *                     [--conns C] [--batch B] [--start EPOCH_S] */
+ *                     [--conns C] [--batch B] [--start EPOCH_S | --start-ms EPOCH_MS]
+ *                     [--step-ms MS] */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -26,7 +27,7 @@
 
 static const char *host = "127.0.0.1";
 static int port = 0, conns = 4, hosts = 500, metrics = 20, intervals = 30, batch = 500;
-static long long start_s = 1356998400;
+static long long start_ms = 1356998400000LL, step_ms = 10000;
 
 static const char *const metric_names[] = {
     "cpu_user",     "cpu_system",   "cpu_idle",        "cpu_iowait",       "mem_used",
@@ -117,7 +118,7 @@ static void add_request(struct conn_work *w, const int *hs, const int *ms, const
         ts[i].labels = &labp[i * 6];
         prometheus__sample__init(&sm[i]);
         sm[i].value = value_of(h, m, ks[i]);
-        sm[i].timestamp = (start_s + (long long)ks[i] * 10) * 1000;
+        sm[i].timestamp = start_ms + (long long)ks[i] * step_ms;
         smp[i] = &sm[i];
         ts[i].n_samples = 1;
         ts[i].samples = &smp[i];
@@ -253,14 +254,19 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--batch"))
             batch = atoi(v);
         else if (!strcmp(k, "--start"))
-            start_s = atoll(v);
+            start_ms = atoll(v) * 1000;
+        else if (!strcmp(k, "--start-ms"))
+            start_ms = atoll(v);
+        else if (!strcmp(k, "--step-ms"))
+            step_ms = atoll(v);
         else {
             fprintf(stderr, "promrw_bench: unknown option %s\n", k);
             return 2;
         }
     }
     if (port <= 0 || conns < 1 || conns > 64 || batch < 1 || hosts < 1 || metrics < 1 ||
-        metrics > 20 || intervals < 1 || (long long)hosts * metrics * intervals > 50000000LL) {
+        metrics > 20 || intervals < 1 || step_ms < 1 || step_ms > 86400000 ||
+        (long long)hosts * metrics * intervals > 50000000LL) {
         fprintf(stderr, "promrw_bench: bad options (need --port; at most 5e7 points)\n");
         return 2;
     }

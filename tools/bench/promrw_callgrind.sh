@@ -9,8 +9,13 @@
 #
 # Usage: tools/bench/promrw_callgrind.sh prom|telnet [HOSTS [INTERVALS]]   (defaults 100 10:
 # 100 x 20 metrics x 10 intervals = 20,000 points, 4 connections, 500-sample requests)
+# Timestamps: the remote-write load is live data by default (the current hour, up to the
+# second the load starts, 10 s apart or closer early in the hour: the TSD's ingest head takes
+# it, as it takes Prometheus' traffic); BACKFILL=1 (and the telnet load always) sends
+# yesterday's hours instead (closed: one stored cell per point).
 # Environment: CTSDB (bin/ctsdb), BENCH (build/release/tools/bench/promrw_bench), KEEP=dir keeps
-# the callgrind output there, TSD_ARGS (extra tsd options), FUNCS (function names).
+# the callgrind output there, TSD_ARGS (extra tsd options), FUNCS
+# (function names), BACKFILL.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 mode=${1:-prom}
@@ -18,7 +23,7 @@ hosts=${2:-100}
 intervals=${3:-10}
 CTSDB=${CTSDB:-bin/ctsdb}
 BENCH=${BENCH:-build/release/tools/bench/promrw_bench}
-FUNCS=${FUNCS:-prom_write_work prometheus__write_request__unpack prometheus__write_request_lazy__unpack prom_series_cache_get prom_decode_labels prom_map_series put_check_typed ingest_batch_add telnet_process put_parse_line tsdstore_write tsdb_batch_write head_append wc_mutate_batch memstore_add wal_append_batch malloc free}
+FUNCS=${FUNCS:-workpool_main ingest_writer_main prom_write_work prometheus__write_request__unpack prometheus__write_request_lazy__unpack prom_series_cache_get prom_decode_labels prom_map_series put_check_typed ingest_batch_add telnet_process put_parse_line tsdstore_write tsdb_batch_write head_append_batch headlog_append wc_mutate_batch memstore_add wal_append_batch malloc free}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-rwcg.XXXXXX")
 tpid=
 cleanup() {
@@ -39,7 +44,16 @@ for _ in $(seq 1 600); do
 done
 [ -n "$port" ] || { echo "$0: the TSD did not start" >&2; cat "$work/tsd.log" >&2; exit 1; }
 start=$(( $(date +%s) / 3600 * 3600 - 86400 ))
-if [ "$mode" = prom ]; then
+if [ "$mode" = prom ] && [ "${BACKFILL:-0}" != 1 ]; then
+  now=$(date +%s)
+  into=$((now % 3600))
+  if [ "$into" -lt 15 ]; then sleep $((15 - into)); now=$(date +%s); into=$((now % 3600)); fi
+  step=10000
+  [ $(( (into - 2) * 1000 / intervals )) -lt "$step" ] && step=$(( (into - 2) * 1000 / intervals ))
+  [ "$step" -ge 1 ] || step=1 # more intervals than milliseconds so far this hour
+  out=$("$BENCH" --port "$port" --hosts "$hosts" --intervals "$intervals" \
+    --start-ms $(( (now - 1) * 1000 - intervals * step )) --step-ms "$step")
+elif [ "$mode" = prom ]; then
   out=$("$BENCH" --port "$port" --hosts "$hosts" --intervals "$intervals" --start "$start")
 else
   out=$("$work/tsd_load" --port "$port" --ack --hosts "$hosts" --intervals "$intervals" --start "$start")

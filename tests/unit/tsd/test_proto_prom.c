@@ -286,6 +286,34 @@ static void test_prom_write_decode(void **state)
                      400);
     /* snappy cut short */
     assert_int_equal(prom_snappy_decode(body, len / 2, 1 << 20, &raw, &rl, msg, sizeof(msg)), 400);
+    /* a body whose stated length is over the limit but that is not snappy: 400, not 413 */
+    const char big_text[] = "\xff\xff\x7f{\"metric\":\"m\"}";
+    assert_int_equal(prom_snappy_decode(big_text, sizeof(big_text) - 1, 100, &raw, &rl, msg,
+                                        sizeof(msg)),
+                     400);
+    assert_null(raw);
+    /* a stated length beyond the data (one pass: snappy_uncompress refuses it) */
+    size_t hl = 0, n = 0;
+    for (int shift = 0; hl < len; shift += 7) {
+        n |= (size_t)((unsigned char)body[hl] & 0x7f) << shift;
+        if (!((unsigned char)body[hl++] & 0x80))
+            break;
+    }
+    char *longer = malloc(len + 10);
+    assert_non_null(longer);
+    size_t ll = 0, v = n + 1;
+    for (; v >= 0x80; v >>= 7)
+        longer[ll++] = (char)(0x80 | (v & 0x7f));
+    longer[ll++] = (char)v;
+    memcpy(longer + ll, body + hl, len - hl);
+    size_t check;
+    assert_int_equal(snappy_uncompressed_length(longer, ll + len - hl, &check), SNAPPY_OK);
+    assert_int_equal(check, n + 1);
+    assert_int_equal(prom_snappy_decode(longer, ll + len - hl, 1 << 20, &raw, &rl, msg,
+                                        sizeof(msg)),
+                     400);
+    assert_null(raw);
+    free(longer);
     free(body);
 }
 
@@ -373,6 +401,14 @@ static void test_prom_series_cache(void **state)
     assert_memory_equal(q.tagv[0].p, "web01", 5);
     assert_int_equal(q.tagk[1].len, 2);
     assert_memory_equal(q.tagv[1].p, "x/2Fy", 5);
+    /* every span has its stored length and ends in a NUL */
+    assert_int_equal(q.tagk[0].len, 4);
+    assert_int_equal(q.tagv[0].len, 5);
+    assert_memory_equal(q.tagk[1].p, "dc", 2);
+    assert_int_equal(q.tagv[1].len, 5);
+    assert_int_equal(q.metric.p[3], '\0');
+    assert_int_equal(q.tagk[0].p[4], '\0');
+    assert_int_equal(q.tagv[1].p[5], '\0');
     assert_null(prom_series_cache_get(c, k2, kl2, h2, &arena));
     assert_null(prom_series_cache_get(c, k3, kl3, h3, &arena));
     /* a present key is not added twice */
