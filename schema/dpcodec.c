@@ -1894,8 +1894,8 @@ static int dpcodec_cols_compressed(int64_t base_s, const struct wc_cell *cell,
  * kept (DPCODEC_UNSORTED) when a cell fails to decode, is not strictly ascending, or two cells'
  * spans overlap (duplicates to resolve): the general path then answers, with its errors. With
  * disjoint spans there is no duplicate, so the points are the general path's. */
-static int dpcodec_cols_compressed_cells(int64_t base_s, const struct wc_cell *cells,
-                                         size_t ncells, struct dpcodec_cols *c)
+static int dpcodec_cols_compressed_cells(int64_t base_s, const struct wc_cell *cells, size_t ncells,
+                                         struct dpcodec_cols *c)
 {
     struct part {
         size_t cell, off, n;
@@ -1910,8 +1910,8 @@ static int dpcodec_cols_compressed_cells(int64_t base_s, const struct wc_cell *c
         if (k == DPCODEC_Q_ANNOTATION || k == DPCODEC_Q_OTHER)
             continue;
         if (k != DPCODEC_Q_COMPRESSED || np == DPCODEC_COLS_MAX_CELLS ||
-            dpcodec_chead(cells[i].value.data, cells[i].value.len, cells[i].qualifier.len,
-                          &hs[np], &err) != CT_OK)
+            dpcodec_chead(cells[i].value.data, cells[i].value.len, cells[i].qualifier.len, &hs[np],
+                          &err) != CT_OK)
             return DPCODEC_UNSORTED;
         parts[np].cell = i;
         parts[np].n = (size_t)hs[np].n;
