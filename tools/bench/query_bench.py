@@ -57,9 +57,13 @@ Timing: before it, both servers are left to finish the background work of the lo
 neither used CPU for 0.5 s, at most 60 s). Each query runs WARMUP times on each side, then RUNS
 times with the two sides alternating run by run (so both meet the same load on a shared
 machine); the median wall time of a full HTTP answer (keep-alive connection, body read to the
-end) is reported, with the ratio ctsdb / VM. After the table it prints the median of a request
-that does no query work on either side (ctsdb /api/version, VictoriaMetrics /health): the HTTP
-client, loopback and request handling floor that every answer's time includes.
+end) is reported, with the ratio ctsdb / VM, and beside it each server's CPU time (user + system
+from /proc) over the timed runs divided by the runs: on a busy machine the wall times measure
+the scheduler as much as the servers (VictoriaMetrics spreads a query over every CPU, ctsdb's
+scan goes to one thread when every CPU is busy), the CPU time much less so. After the table it
+prints the median of a request that does no query work on either side (ctsdb /api/version,
+VictoriaMetrics /health): the HTTP client, loopback and request handling floor that every
+answer's time includes.
 
 --idle poll keeps idle CPUs polling instead of halting during the timed runs
 (/dev/cpu_dma_latency held at 0, as latency benchmarks often run): on this virtual machine a
@@ -276,6 +280,9 @@ class CConn:
             raise RuntimeError("http_timer: %s" % b" ".join(head).decode())
         data = p.stdout.read(int(head[2]))
         return int(head[0]) / 1e9, int(head[1]), data
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def cpu_ticks(pid):
@@ -843,6 +850,7 @@ def main():
         qos_fd = hold_cpu_polling() if args.idle == "poll" else None
         rows = []
         threads = {}
+        cpu = {}  # name -> (ctsdb, VM) server CPU ms per query over the timed runs
         checked = {}
         answers = {}  # ctsdb's parsed answers, for the rollup / raw comparison
         for name, q in queries.items():
@@ -876,11 +884,14 @@ def main():
             times = {"ctsdb": [], "vm": []}
             size = {}
             counts0 = query_counts(cc)
+            cpu0 = (cpu_ticks(tsd.pid), cpu_ticks(vm.pid))
             for _ in range(args.runs):
                 for side, conn, req in sides:
                     dt, data = ask(conn, req)
                     times[side].append(dt)
                     size[side] = len(data)
+            cpu1 = (cpu_ticks(tsd.pid), cpu_ticks(vm.pid))
+            cpu[name] = tuple((b - a) * 1000.0 / CLK_TCK / args.runs for a, b in zip(cpu0, cpu1))
             if rec:
                 rec.send_signal(signal.SIGINT)
                 rec.wait(timeout=120)
@@ -907,13 +918,20 @@ def main():
         if not settled:
             print("warning: the servers were still using CPU after 60 s; timed anyway")
         print()
-        print("| query | ctsdb median ms | VictoriaMetrics median ms | ctsdb / VM | values "
-              "checked | ctsdb bytes | VM bytes |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("| query | ctsdb median ms | VictoriaMetrics median ms | ctsdb / VM | server CPU "
+              "ms a query, ctsdb / VM (ratio) | values checked | ctsdb bytes | VM bytes |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for name, res in rows:
             c, v = res["ctsdb"], res["vm"]
-            print("| %s | %.2f | %.2f | %.2f | %d | %d | %d |" % (
-                name, c[0], v[0], c[0] / v[0], checked[name], c[1], v[1]))
+            cc_ms, vc_ms = cpu[name]
+            print("| %s | %.2f | %.2f | %.2f | %.2f / %.2f (%s) | %d | %d | %d |" % (
+                name, c[0], v[0], c[0] / v[0], cc_ms, vc_ms,
+                "%.2f" % (cc_ms / vc_ms) if vc_ms else "-", checked[name], c[1], v[1]))
+        print()
+        print("server CPU: user + system time of each server's process over the timed runs "
+              "(/proc, %d Hz ticks), divided by the runs: less sensitive to a busy machine than "
+              "wall time, coarse for answers of a few ms (a tick is %.1f ms over %d runs)" %
+              (CLK_TCK, 1000.0 / CLK_TCK / args.runs, args.runs))
         print()
         print("ctsdb range queries of the timed runs on several scan threads / on one because "
               "every CPU was busy: " + ", ".join("%s %d/%d" % (n, threads[n][0], threads[n][1])
