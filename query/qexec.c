@@ -486,6 +486,13 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     xs->general_only = o->general_only;
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
     unsigned nth = qexec_query_threads(o, st ? &st->busy_one_thread : NULL);
+    /* a few exact key ranges (one series by its tags over a few hours) are read on the calling
+     * thread: waking a helper and waiting for it costs more than such a scan (unless the
+     * caller asked for a thread count) */
+    if (x.exact && !o->scan_threads &&
+        (uint64_t)x.ntsuids * (uint64_t)((x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S + 1) <=
+            QEXEC_ONE_THREAD_RANGES)
+        nth = 1;
     /* fewer than four pieces of work per thread: split each bucket's hours into time slices.
      * Threads take pieces as they come free, so a thread that starts late or is preempted on a
      * busy machine leaves its share to the others instead of holding up the query. */
