@@ -71,6 +71,9 @@ static void xsub_free(struct xsub *xs)
         qexec_xset_clear(&xs->sets[i]);
     free(xs->sets);
     free(xs->pts_block);
+    for (size_t i = 0; i < xs->names.cap; i++)
+        free(xs->names.tab[i].name);
+    free(xs->names.tab);
     memset(xs, 0, sizeof(*xs));
 }
 
@@ -251,6 +254,51 @@ static int ser_cmp_group(const void *a, const void *b)
     return c ? c : ser_cmp_tsuid(a, b);
 }
 
+#define XNAMES_MUL 0x9E3779B97F4A7C15ULL /* xnames' hash: the uid times an odd constant */
+
+/* The name of tag uid `id` of kind k (UID_TAGK or UID_TAGV) from the sub-query's table, looked
+ * up in the UID table the first time (*name: owned by xs->names until xsub_free). */
+static int xnames_get(struct xsub *xs, struct uid *u, enum uid_kind k, uint64_t id, char **name,
+                      struct ct_err *err)
+{
+    struct xnames *nm = &xs->names;
+    if (2 * (nm->n + 1) > nm->cap) { /* grow: at most half full */
+        size_t nc = nm->cap ? 2 * nm->cap : 64;
+        struct xname *nt = calloc(nc, sizeof(*nt));
+        if (!nt)
+            return ct_err_set(err, CT_ENOMEM, "out of memory resolving tags");
+        for (size_t i = 0; i < nm->cap; i++) {
+            if (!nm->tab[i].kind)
+                continue;
+            uint64_t key = nm->tab[i].id ^ (uint64_t)nm->tab[i].kind << 62;
+            size_t h = (size_t)hash_mix(key, XNAMES_MUL) & (nc - 1);
+            while (nt[h].kind)
+                h = (h + 1) & (nc - 1);
+            nt[h] = nm->tab[i];
+        }
+        free(nm->tab);
+        nm->tab = nt;
+        nm->cap = nc;
+    }
+    int kind = (int)k + 1;
+    size_t h = (size_t)hash_mix(id ^ (uint64_t)kind << 62, XNAMES_MUL) & (nm->cap - 1);
+    for (; nm->tab[h].kind; h = (h + 1) & (nm->cap - 1))
+        if (nm->tab[h].kind == kind && nm->tab[h].id == id) {
+            *name = nm->tab[h].name;
+            return CT_OK;
+        }
+    char buf[UID_MAX_NAME + 1];
+    size_t nl;
+    int rc = uid_get_name(u, k, id, buf, sizeof(buf), &nl, err);
+    if (rc != CT_OK)
+        return rc;
+    if (!(*name = strdup(buf)))
+        return ct_err_set(err, CT_ENOMEM, "out of memory resolving tags");
+    nm->tab[h] = (struct xname){id, kind, *name};
+    nm->n++;
+    return CT_OK;
+}
+
 /* Resolves a series' tag names and decides whether it passes every filter (plan step 5). */
 static int ser_resolve(struct tsdb *t, struct xsub *xs, struct xser *s, bool *keep,
                        struct ct_err *err)
@@ -259,27 +307,23 @@ static int ser_resolve(struct tsdb *t, struct xsub *xs, struct xser *s, bool *ke
     struct uid *u = tsdb_uid(t);
     size_t pair = l->tagk_width + l->tagv_width;
     s->ntags = (s->tsuid_len - l->metric_width) / pair;
-    s->tagk_id = calloc(s->ntags, sizeof(uint64_t));
-    s->tagv_id = calloc(s->ntags, sizeof(uint64_t));
-    s->tagk = calloc(s->ntags, sizeof(char *));
-    s->tagv = calloc(s->ntags, sizeof(char *));
-    if (!s->tagk_id || !s->tagv_id || !s->tagk || !s->tagv)
+    /* the four arrays in one block (8-byte elements each) */
+    void *block = calloc(s->ntags ? 4 * s->ntags : 1, 8);
+    if (!block)
         return ct_err_set(err, CT_ENOMEM, "out of memory resolving tags");
-    char name[UID_MAX_NAME + 1];
-    size_t nl;
+    s->tags_block = true;
+    s->tagk_id = block;
+    s->tagv_id = s->tagk_id + s->ntags;
+    s->tagk = (char **)(s->tagv_id + s->ntags);
+    s->tagv = s->tagk + s->ntags;
     int rc;
     for (size_t i = 0; i < s->ntags; i++) {
         const uint8_t *p = s->tsuid + l->metric_width + i * pair;
         s->tagk_id[i] = rowkey_get_uid(p, l->tagk_width);
         s->tagv_id[i] = rowkey_get_uid(p + l->tagk_width, l->tagv_width);
-        if ((rc = uid_get_name(u, UID_TAGK, s->tagk_id[i], name, sizeof(name), &nl, err)) !=
-                CT_OK ||
-            !(s->tagk[i] = strdup(name)))
-            return rc != CT_OK ? rc : ct_err_set(err, CT_ENOMEM, "out of memory");
-        if ((rc = uid_get_name(u, UID_TAGV, s->tagv_id[i], name, sizeof(name), &nl, err)) !=
-                CT_OK ||
-            !(s->tagv[i] = strdup(name)))
-            return rc != CT_OK ? rc : ct_err_set(err, CT_ENOMEM, "out of memory");
+        if ((rc = xnames_get(xs, u, UID_TAGK, s->tagk_id[i], &s->tagk[i], err)) != CT_OK ||
+            (rc = xnames_get(xs, u, UID_TAGV, s->tagv_id[i], &s->tagv[i], err)) != CT_OK)
+            return rc;
     }
     *keep = true;
     for (size_t fi = 0; fi < xs->nfilts && *keep; fi++) {
@@ -442,6 +486,13 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     xs->general_only = o->general_only;
     x.nbuckets = l->salt_width ? l->salt_buckets : 1;
     unsigned nth = qexec_query_threads(o, st ? &st->busy_one_thread : NULL);
+    /* a few exact key ranges (one series by its tags over a few hours) are read on the calling
+     * thread: waking a helper and waiting for it costs more than such a scan (unless the
+     * caller asked for a thread count) */
+    if (x.exact && !o->scan_threads &&
+        (uint64_t)x.ntsuids * (uint64_t)((x.win_end_s - x.win_start_s) / ROWKEY_HOUR_S + 1) <=
+            QEXEC_ONE_THREAD_RANGES)
+        nth = 1;
     /* fewer than four pieces of work per thread: split each bucket's hours into time slices.
      * Threads take pieces as they come free, so a thread that starts late or is preempted on a
      * busy machine leaves its share to the others instead of holding up the query. */

@@ -23,6 +23,10 @@ struct rollup;
 struct head;
 /* tsd.query.tag_index's default (query/qindex.h; measured in docs/query.md) */
 #define QEXEC_INDEX_RANGES 128
+/* A sub-query the tag index answers with at most this many exact key ranges (series x hours)
+ * runs on the calling thread alone when qexec_options.scan_threads is 0 (qexec_stats.scan_threads
+ * is then 1): a helper's wake-up and the wait for it cost more than such a scan. */
+#define QEXEC_ONE_THREAD_RANGES 16
 struct qexec_options {
     int64_t timeout_ms;      /* tsd.query.timeout; 0 = none */
     uint64_t max_datapoints; /* raw datapoints read per query; 0 = no limit */

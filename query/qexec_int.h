@@ -55,8 +55,21 @@ struct wctx {
     struct ct_err *err;
 };
 
+/* A sub-query's tag names by (kind, uid), each looked up once (qexec.c xnames_get): the series
+ * of a query share a few keys and values, and a series' names point into this table. */
+struct xname {
+    uint64_t id;
+    int kind; /* 0: free slot, else uid_kind + 1 */
+    char *name;
+};
+struct xnames {
+    struct xname *tab; /* open addressing, cap a power of two, at most half full */
+    size_t cap, n;
+};
+
 struct xsub {
     const struct qspec_sub *sub;
+    struct xnames names;
     char metric_name[UID_MAX_NAME + 1];
     uint64_t metric;
     struct xfilt *filts;
@@ -128,10 +141,12 @@ struct xser {
     bool pts_borrowed; /* pts.p lies in the sub-query's block (xsub.pts_block), not owned */
     bool pts_slab;     /* pts_base lies in a point slab of the set that read it, not owned */
     struct xset *home; /* the set whose scan fills it (its slabs; the scan's only) */
-    /* after the scan */
+    /* after the scan: tagk_id is one block holding tagk_id, tagv_id, tagk and tagv when
+     * tags_block is set (names borrowed from the sub-query's xnames), else each is owned */
     size_t ntags;
     uint64_t *tagk_id, *tagv_id;
     char **tagk, **tagv;
+    bool tags_block;
     uint8_t *gkey; /* group key: tagv ids of the group-by keys */
     size_t gkey_len;
 };

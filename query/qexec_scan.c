@@ -17,9 +17,9 @@
 
 #include "query/qexec_int.h"
 #include "query/qindex.h"
-#include "schema/histogram.h"
 #include "schema/dpcodec.h"
 #include "schema/head.h"
+#include "schema/histogram.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
 #include "storage/clock.h"
@@ -42,16 +42,20 @@ static void xser_free(struct xser *s)
         free(s->hists[i].v);
     free(s->hists);
     free(s->row_base);
-    for (size_t i = 0; i < s->ntags; i++) {
-        if (s->tagk)
-            free(s->tagk[i]);
-        if (s->tagv)
-            free(s->tagv[i]);
+    if (s->tags_block) { /* one block; names borrowed from xsub.names */
+        free(s->tagk_id);
+    } else {
+        for (size_t i = 0; i < s->ntags; i++) {
+            if (s->tagk)
+                free(s->tagk[i]);
+            if (s->tagv)
+                free(s->tagv[i]);
+        }
+        free(s->tagk);
+        free(s->tagv);
+        free(s->tagk_id);
+        free(s->tagv_id);
     }
-    free(s->tagk);
-    free(s->tagv);
-    free(s->tagk_id);
-    free(s->tagv_id);
     free(s->gkey);
     free(s);
 }
@@ -1018,8 +1022,8 @@ int qexec_head_collect(struct xscan *x, struct ct_err *err)
         return CT_OK;
     uint8_t prefix[ROWKEY_MAX_UID_WIDTH];
     rowkey_put_uid(prefix, x->metric, x->l->metric_width);
-    int rc = head_each_series(x->head, prefix, x->l->metric_width, x->head_start_ms,
-                              x->head_end_ms, head_pick, x);
+    int rc = head_each_series(x->head, prefix, x->l->metric_width, x->head_start_ms, x->head_end_ms,
+                              head_pick, x);
     if (rc != CT_OK)
         return ct_err_set(err, rc, "out of memory listing the head's series");
     if (!x->nhead)

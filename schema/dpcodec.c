@@ -1884,6 +1884,108 @@ static int dpcodec_cols_compressed(int64_t base_s, const struct wc_cell *cell,
     return CT_OK;
 }
 
+/* The most compressed cells a row may hold for dpcodec_cols_compressed_cells(). */
+#define DPCODEC_COLS_MAX_CELLS 16
+
+/* A row whose datapoint cells are 2..DPCODEC_COLS_MAX_CELLS compressed cells over disjoint
+ * time spans (an hour the store's compaction merged in parts: each part one compressed cell,
+ * their qualifiers a hash, so in no time order) straight into the columns: each cell is decoded
+ * into the upper half of the columns, then the parts are copied down in time order. Nothing is
+ * kept (DPCODEC_UNSORTED) when a cell fails to decode, is not strictly ascending, or two cells'
+ * spans overlap (duplicates to resolve): the general path then answers, with its errors. With
+ * disjoint spans there is no duplicate, so the points are the general path's. */
+static int dpcodec_cols_compressed_cells(int64_t base_s, const struct wc_cell *cells, size_t ncells,
+                                         struct dpcodec_cols *c)
+{
+    struct part {
+        size_t cell, off, n;
+        int64_t first, last;
+    } parts[DPCODEC_COLS_MAX_CELLS];
+    struct dpcodec_chdr hs[DPCODEC_COLS_MAX_CELLS];
+    struct ct_err err = {0};
+    size_t np = 0, total = 0, raw = 0;
+    for (size_t i = 0; i < ncells; i++) {
+        enum dpcodec_qkind k =
+            dpcodec_qualifier_kind(cells[i].qualifier.data, cells[i].qualifier.len);
+        if (k == DPCODEC_Q_ANNOTATION || k == DPCODEC_Q_OTHER)
+            continue;
+        if (k != DPCODEC_Q_COMPRESSED || np == DPCODEC_COLS_MAX_CELLS ||
+            dpcodec_chead(cells[i].value.data, cells[i].value.len, cells[i].qualifier.len, &hs[np],
+                          &err) != CT_OK)
+            return DPCODEC_UNSORTED;
+        parts[np].cell = i;
+        parts[np].n = (size_t)hs[np].n;
+        total += parts[np].n;
+        if (hs[np].raw > raw)
+            raw = (size_t)hs[np].raw;
+        np++;
+    }
+    if (np < 2 || dpcodec_cols_reserve(c, 2 * total, &err) != CT_OK)
+        return DPCODEC_UNSORTED;
+    if (raw > c->zcap) {
+        uint8_t *z = realloc(c->zbuf, raw);
+        if (!z)
+            return DPCODEC_UNSORTED;
+        c->zbuf = z;
+        c->zcap = raw;
+    }
+    if (raw && !c->zs) {
+        z_stream *zs = calloc(1, sizeof(*zs));
+        if (!zs || inflateInit2(zs, -15) != Z_OK) {
+            free(zs);
+            return DPCODEC_UNSORTED;
+        }
+        c->zs = zs;
+    }
+    int kinds = 0;
+    size_t off = total;
+    for (size_t k = 0; k < np; k++) {
+        const struct dpcodec_chdr *h = &hs[k];
+        size_t n = parts[k].n;
+        bool has_desc, ascending;
+        if (dpcodec_cbody(h, base_s * 1000, c->ts + off, c->val + off, c->is_int + off, &has_desc,
+                          &ascending, NULL, c->zbuf, c->zs, &err) != CT_OK ||
+            !ascending || !n)
+            return DPCODEC_UNSORTED;
+        uint8_t *ii = c->is_int + off;
+        if (has_desc) { /* descriptors were written over is_int */
+            for (size_t i = 0; i < n; i++) {
+                ii[i] = (ii[i] & 3) == DPCODEC_INT;
+                kinds |= ii[i] ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+            }
+        } else {
+            bool ints = !(h->cflags & DPCODEC_CF_RULE_TYPES) &&
+                        ((h->cflags >> DPCODEC_CF_TYPE_SHIFT) & 3) == DPCODEC_INT;
+            memset(ii, ints, n);
+            kinds |= ints ? DPCODEC_COLS_INTS : DPCODEC_COLS_REALS;
+        }
+        parts[k].off = off;
+        parts[k].first = c->ts[off];
+        parts[k].last = c->ts[off + n - 1];
+        off += n;
+    }
+    for (size_t i = 1; i < np; i++) /* by first timestamp */
+        for (size_t j = i; j > 0 && parts[j - 1].first > parts[j].first; j--) {
+            struct part tmp = parts[j];
+            parts[j] = parts[j - 1];
+            parts[j - 1] = tmp;
+        }
+    for (size_t k = 1; k < np; k++)
+        if (parts[k - 1].last >= parts[k].first)
+            return DPCODEC_UNSORTED;
+    size_t o = 0;
+    for (size_t k = 0; k < np; k++) {
+        size_t n = parts[k].n, from = parts[k].off;
+        memcpy(c->ts + o, c->ts + from, n * sizeof(*c->ts));
+        memcpy(c->val + o, c->val + from, n * sizeof(*c->val));
+        memcpy(c->is_int + o, c->is_int + from, n);
+        o += n;
+    }
+    c->n = total;
+    c->kinds = kinds;
+    return CT_OK;
+}
+
 /* A row of single cells with 2-byte (seconds) qualifiers and integer values of the flags'
  * length, in time order (an hour not merged yet), straight into the columns in one pass: what
  * dpcodec_point_cell() gives for such cells. false (nothing kept) at the first cell that is
@@ -1976,6 +2078,9 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
         if (rc != DPCODEC_UNSORTED)
             return rc == CT_OK ? CT_OK : ct_err_prefix(err, "cell %zu of the row", last);
     }
+    if (npoint == 0 && ndp > 1 && ndp <= DPCODEC_COLS_MAX_CELLS &&
+        dpcodec_cols_compressed_cells(base_s, cells, ncells, c) == CT_OK)
+        return CT_OK;
     if (npoint == ndp) {
         /* only single-point cells (an hour not merged yet): in time order unless seconds and
          * ms qualifiers mix (then the general path sorts) */

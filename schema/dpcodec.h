@@ -256,9 +256,9 @@ void dpcodec_cols_free(struct dpcodec_cols *c); /* then c may be reused after in
 void dpcodec_cols_fill_ts(struct dpcodec_cols *c);
 /* Decodes every datapoint of a row into c (replacing what it held) exactly as
  * dpcodec_row_decode() does: sorted, duplicates resolved the same way, the same errors. A row
- * whose only datapoint cell is one compressed cell, or whose datapoint cells are single points
- * in time order, is decoded straight into the columns; other rows go through
- * dpcodec_row_decode(). */
+ * whose datapoint cells are one compressed cell, up to 16 compressed cells over disjoint time
+ * spans, or single points in time order, is decoded straight into the columns; other rows go
+ * through dpcodec_row_decode(). */
 CT_MUST_CHECK int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells,
                                           size_t ncells, struct dpcodec_cols *c, size_t *dups,
                                           struct ct_err *err);

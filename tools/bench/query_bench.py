@@ -42,7 +42,8 @@ Queries (ctsdb m= / MetricsQL; D = 1m on 10 s data, 1h on 30 days; F = 5m, 1h on
                     downsample: "<interval>-avg", filters: [literal_or host]}], msResolution,
                     globalAnnotations, showQuery} for the panel's last hour and takes the last
                     point; its Prometheus data source asks an instant query at the range's end
-  last_api          OpenTSDB's /api/query/last (back_scan=48) / last_over_time([1d])
+  last_api          OpenTSDB's /api/query/last (back_scan=48, or more hours back to the data's
+                    end) / last_over_time([1d])
 OpenTSDB labels a bucket with its start, a MetricsQL rollup [D] at T covers (T-D, T]: the
 VictoriaMetrics range queries run at each bucket's last point and their timestamps are moved
 back to the bucket's start before comparing.
@@ -56,9 +57,13 @@ Timing: before it, both servers are left to finish the background work of the lo
 neither used CPU for 0.5 s, at most 60 s). Each query runs WARMUP times on each side, then RUNS
 times with the two sides alternating run by run (so both meet the same load on a shared
 machine); the median wall time of a full HTTP answer (keep-alive connection, body read to the
-end) is reported, with the ratio ctsdb / VM. After the table it prints the median of a request
-that does no query work on either side (ctsdb /api/version, VictoriaMetrics /health): the HTTP
-client, loopback and request handling floor that every answer's time includes.
+end) is reported, with the ratio ctsdb / VM, and beside it each server's CPU time (user + system
+from /proc) over the timed runs divided by the runs: on a busy machine the wall times measure
+the scheduler as much as the servers (VictoriaMetrics spreads a query over every CPU, ctsdb's
+scan goes to one thread when every CPU is busy), the CPU time much less so. After the table it
+prints the median of a request that does no query work on either side (ctsdb /api/version,
+VictoriaMetrics /health): the HTTP client, loopback and request handling floor that every
+answer's time includes.
 
 --idle poll keeps idle CPUs polling instead of halting during the timed runs
 (/dev/cpu_dma_latency held at 0, as latency benchmarks often run): on this virtual machine a
@@ -70,10 +75,18 @@ the write of the request to the last byte of the answer; --client raw uses a min
 socket client (RawConn, ~0.02-0.04 ms more per answer on both sides) and --client http.client
 Python's http.client (slower still).
 
+Keeping the data: --keep-data DIR loads both stores into DIR/ctsdb and DIR/vm and, once both
+hold every point (ctsdb after its restart), stamps DIR/stamp.json with the size, the stream's
+start and end and the load times; --reuse-data DIR skips the load and runs both servers on that
+data (the time range is the stamp's, not today's; every point is counted again on both sides
+and every answer checked as usual). A 100000x1h load takes tens of minutes on a shared machine;
+later runs start in seconds. The TSD's runs write into DIR/ctsdb (compactions, with --rollups
+its rollup tables): the stored points stay the same.
+
 Usage: tools/bench/query_bench.py [--size 2000x1d|100000x1h|200x30d] [--runs R] [--warmup W]
            [--only q1,q2] [--client c|raw|http.client] [--idle poll|halt] [--tsd-opt=OPT]
            [--load-timeout S] [--load-conns C] [--rollups] [--rollup-timeout S] [--keep-dir]
-           [--perf PREFIX]
+           [--keep-data DIR | --reuse-data DIR] [--perf PREFIX]
 Needs bin/ctsdb (make), cc, and victoria-metrics (deps/bench.txt). Prints a markdown table.
 """
 import argparse
@@ -269,6 +282,9 @@ class CConn:
         return int(head[0]) / 1e9, int(head[1]), data
 
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
 def cpu_ticks(pid):
     with open("/proc/%d/stat" % pid) as f:
         fields = f.read().rsplit(")", 1)[1].split()
@@ -452,9 +468,10 @@ def build_queries(hosts, dur, step, s, e, rollups=False):
             {"query": vm_sel("sys.cpu.user", host="host_0"), "time": e}),
         key="", shift=0, kind="last")
     # OpenTSDB's own last-point API (back_scan in hours, counted from now; the data ends at the
-    # last day boundary)
+    # last day boundary, or earlier with --reuse-data: 48 hours, more if the data is older)
+    back_scan = max(48, (int(time.time()) - last) // 3600 + 2)
     q["last_api"] = dict(
-        c="/api/query/last?timeseries=sys.cpu.user{host=host_0}&back_scan=48",
+        c="/api/query/last?timeseries=sys.cpu.user{host=host_0}&back_scan=%d" % back_scan,
         v="/api/v1/query?" + urllib.parse.urlencode(
             {"query": "last_over_time(%s[1d])" % vm_sel("sys.cpu.user", host="host_0"),
              "time": e}),
@@ -583,6 +600,22 @@ def rollup_count(conn, iv, s, e):
     return int(sum(float(v) for x in json.loads(data) for v in x["dps"].values()))
 
 
+def read_stamp(d):
+    """The stamp a --keep-data run wrote into d once both stores held every point."""
+    try:
+        with open(os.path.join(d, "stamp.json")) as f:
+            st = json.load(f)
+        for k in ("size", "start", "end", "points", "load_ctsdb_s", "load_vm_s"):
+            st[k]
+    except (OSError, ValueError, KeyError) as ex:
+        sys.exit("query_bench: --reuse-data %s: no usable stamp.json (%s): was it left by a "
+                 "--keep-data run that finished its load?" % (d, ex))
+    for sub in ("ctsdb", "vm"):
+        if not os.path.isdir(os.path.join(d, sub)):
+            sys.exit("query_bench: --reuse-data %s has no %s directory" % (d, sub))
+    return st
+
+
 def build_tsd_load(work):
     exe = os.path.join(work, "tsd_load")
     subprocess.run(["cc", "-O2", "-pthread", "-o", exe,
@@ -635,10 +668,32 @@ def main():
                          "hold_cpu_polling)")
     ap.add_argument("--keep-dir", action="store_true",
                     help="keep the work directory (data of both stores) and print its path")
+    ap.add_argument("--keep-data", default="",
+                    help="load both stores into DIR/ctsdb and DIR/vm (DIR new or empty) and "
+                         "keep them, stamped (DIR/stamp.json: size, the stream's start and "
+                         "end), for later runs with --reuse-data DIR")
+    ap.add_argument("--reuse-data", default="",
+                    help="skip the load: run both servers on the data a --keep-data run left "
+                         "in DIR (its size and time range from DIR/stamp.json; every point is "
+                         "still counted on both sides and every answer checked)")
     ap.add_argument("--perf", default="",
                     help="record `perf record -g` of the TSD during ctsdb's timed runs of each "
                          "query into PREFIX<name>.data")
     args = ap.parse_args()
+    stamp = None
+    if args.keep_data and args.reuse_data:
+        sys.exit("query_bench: --keep-data and --reuse-data exclude each other")
+    if args.reuse_data:
+        stamp = read_stamp(args.reuse_data)
+        if "--size" in " ".join(sys.argv) and args.size != stamp["size"]:
+            sys.exit("query_bench: %s holds %s, not --size %s" %
+                     (args.reuse_data, stamp["size"], args.size))
+        args.size = stamp["size"]
+    if args.keep_data:
+        args.keep_data = os.path.abspath(args.keep_data)
+        if os.path.exists(args.keep_data) and os.listdir(args.keep_data):
+            sys.exit("query_bench: --keep-data %s exists and is not empty" % args.keep_data)
+        os.makedirs(args.keep_data, exist_ok=True)
     hosts, dur, step = parse_size(args.size)
     ctsdb = os.environ.get("CTSDB", os.path.join(ROOT, "bin", "ctsdb"))
     vm_bin = shutil.which("victoria-metrics") or shutil.which("victoria-metrics-prod")
@@ -651,20 +706,30 @@ def main():
         # the data ends at the last day boundary (so that 1d-avg buckets are whole days and both
         # stores see the same bucket edges) and covers `dur` seconds before it
         e = int(time.time()) // 86400 * 86400
+        if stamp:
+            e = stamp["end"]
         s = e - dur
         npts = hosts * 20 * (dur // step)
-        loader = build_tsd_load(work)
+        if stamp and (stamp["start"] != s or stamp["points"] != npts):
+            sys.exit("query_bench: %s/stamp.json is inconsistent with its size" %
+                     args.reuse_data)
+        data_dir = args.keep_data or os.path.abspath(args.reuse_data) or work
+        loader = None if stamp else build_tsd_load(work)
         # ---- start both servers --------------------------------------------------------
         log = open(os.path.join(work, "tsd.log"), "w+")
         tsd_cmd = [ctsdb, "tsd", "--bind", "127.0.0.1", "--port", "0", "--data",
-                   os.path.join(work, "ctsdb")] + args.tsd_opt
+                   os.path.join(data_dir, "ctsdb")] + args.tsd_opt
+        rollup_opts = ["--tsd.rollups.enable=true", "--tsd.rollups.ctsdb.period=1",
+                       "--tsd.rollups.ctsdb.grace=0"] if args.rollups else []
+        if stamp:  # loaded, restarted and counted by an earlier run: the restart's TSD at once
+            tsd_cmd += rollup_opts
         tsd = subprocess.Popen(tsd_cmd, stderr=log)
         procs.append(tsd)
         cport = tsd_port(log)
         vport, vtport = free_port(), free_port()
         vm = subprocess.Popen([vm_bin, "-httpListenAddr", "127.0.0.1:%d" % vport,
                                "-opentsdbListenAddr", "127.0.0.1:%d" % vtport,
-                               "-storageDataPath", os.path.join(work, "vm"),
+                               "-storageDataPath", os.path.join(data_dir, "vm"),
                                "-retentionPeriod", "10y", "-search.disableCache",
                                "-search.latencyOffset", "0s",
                                "-search.maxPointsPerTimeseries", "1000000",
@@ -675,52 +740,65 @@ def main():
         if not wait_http("127.0.0.1", vport, "/health"):
             sys.exit("query_bench: victoria-metrics did not start")
 
-        # ---- load: the same tsd_load telnet stream into both, at once ----------------------
-        # ctsdb acknowledges (`version` after the puts: all in its log); VictoriaMetrics'
-        # OpenTSDB listener does not, so it is flushed and counted until it holds every point
-        conns = args.load_conns or (4 if hosts * 20 >= 20000 else 2)
-        load_args = ["--size", args.size, "--start", str(s), "--mode", "telnet", "--conns",
-                     str(conns)]
-        t0 = time.time()
-        lc = subprocess.Popen([loader, "--port", str(cport), "--ack"] + load_args,
-                              stdout=subprocess.PIPE, text=True)
-        lv = subprocess.Popen([loader, "--port", str(vtport)] + load_args,
-                              stdout=subprocess.PIPE, text=True)
-        procs += [lc, lv]
-        for p, side in ((lc, "ctsdb"), (lv, "VictoriaMetrics")):
-            try:
-                p.communicate(timeout=max(1, args.load_timeout - (time.time() - t0)))
-            except subprocess.TimeoutExpired:
-                sys.exit("query_bench: loading %s took over %d s" % (side, args.load_timeout))
-            if p.returncode != 0:
-                sys.exit("query_bench: tsd_load into %s failed (%d)" % (side, p.returncode))
-            procs.remove(p)
-            if p is lc:
-                load_ctsdb = time.time() - t0
-        hc = http.client.HTTPConnection("127.0.0.1", vport, timeout=600)
-        got = -1
-        while time.time() - t0 < args.load_timeout:
-            hc.request("GET", "/internal/force_flush")
-            hc.getresponse().read()
+        if stamp:  # the stores were loaded by an earlier run: count VictoriaMetrics' points
+            load_ctsdb, load_vm = stamp["load_ctsdb_s"], stamp["load_vm_s"]
+            # (a VictoriaMetrics just started may count nothing for a moment on a busy machine:
+            # counted again until it holds every point, at most 120 s)
+            hc = http.client.HTTPConnection("127.0.0.1", vport, timeout=600)
+            t1 = time.time()
             got = vm_count(hc, r"sys\\..*", s, e)
-            if got >= npts:
-                break
-            time.sleep(1)
-        load_vm = time.time() - t0
-        if got != npts:
-            sys.exit("query_bench: VictoriaMetrics holds %d points of %d after %d s" %
-                     (got, npts, args.load_timeout))
-        # ctsdb: restart so that the data is flushed and compacted, as historical data is
-        tsd.send_signal(signal.SIGTERM)
-        tsd.wait(timeout=300)
-        procs.remove(tsd)
-        log.truncate(0)
-        if args.rollups:  # the job rolls up every loaded (closed) hour after the restart
-            tsd_cmd += ["--tsd.rollups.enable=true", "--tsd.rollups.ctsdb.period=1",
-                        "--tsd.rollups.ctsdb.grace=0"]
-        tsd = subprocess.Popen(tsd_cmd, stderr=log)
-        procs.append(tsd)
-        cport = tsd_port(log)
+            while got != npts and time.time() - t1 < 120:
+                time.sleep(1)
+                got = vm_count(hc, r"sys\\..*", s, e)
+            hc.close()
+            if got != npts:
+                sys.exit("query_bench: VictoriaMetrics in %s holds %d points of %d" %
+                         (args.reuse_data, got, npts))
+        if not stamp:
+            # ---- load: the same tsd_load telnet stream into both, at once ----------------------
+            # ctsdb acknowledges (`version` after the puts: all in its log); VictoriaMetrics'
+            # OpenTSDB listener does not, so it is flushed and counted until it holds every point
+            conns = args.load_conns or (4 if hosts * 20 >= 20000 else 2)
+            load_args = ["--size", args.size, "--start", str(s), "--mode", "telnet", "--conns",
+                         str(conns)]
+            t0 = time.time()
+            lc = subprocess.Popen([loader, "--port", str(cport), "--ack"] + load_args,
+                                  stdout=subprocess.PIPE, text=True)
+            lv = subprocess.Popen([loader, "--port", str(vtport)] + load_args,
+                                  stdout=subprocess.PIPE, text=True)
+            procs += [lc, lv]
+            for p, side in ((lc, "ctsdb"), (lv, "VictoriaMetrics")):
+                try:
+                    p.communicate(timeout=max(1, args.load_timeout - (time.time() - t0)))
+                except subprocess.TimeoutExpired:
+                    sys.exit("query_bench: loading %s took over %d s" % (side, args.load_timeout))
+                if p.returncode != 0:
+                    sys.exit("query_bench: tsd_load into %s failed (%d)" % (side, p.returncode))
+                procs.remove(p)
+                if p is lc:
+                    load_ctsdb = time.time() - t0
+            hc = http.client.HTTPConnection("127.0.0.1", vport, timeout=600)
+            got = -1
+            while time.time() - t0 < args.load_timeout:
+                hc.request("GET", "/internal/force_flush")
+                hc.getresponse().read()
+                got = vm_count(hc, r"sys\\..*", s, e)
+                if got >= npts:
+                    break
+                time.sleep(1)
+            load_vm = time.time() - t0
+            if got != npts:
+                sys.exit("query_bench: VictoriaMetrics holds %d points of %d after %d s" %
+                         (got, npts, args.load_timeout))
+            # ctsdb: restart so that the data is flushed and compacted, as historical data is
+            tsd.send_signal(signal.SIGTERM)
+            tsd.wait(timeout=300)
+            procs.remove(tsd)
+            log.truncate(0)
+            tsd_cmd += rollup_opts  # the job rolls up every loaded (closed) hour now
+            tsd = subprocess.Popen(tsd_cmd, stderr=log)
+            procs.append(tsd)
+            cport = tsd_port(log)
         rolled_s = None
         if args.rollups:
             t1 = time.time()
@@ -768,10 +846,17 @@ def main():
         if int(cnt) != npts // 20:
             sys.exit("query_bench: ctsdb holds %d sys.cpu.user points of %d" %
                      (cnt, npts // 20))
+        if args.keep_data:  # both stores hold every point: later runs may reuse them
+            with open(os.path.join(args.keep_data, "stamp.json"), "w") as f:
+                json.dump({"size": args.size, "start": s, "end": e, "points": npts,
+                           "load_ctsdb_s": round(load_ctsdb, 1), "load_vm_s": round(load_vm, 1),
+                           "tsd_opt": args.tsd_opt}, f)
+                f.write("\n")
         settled = wait_idle([tsd.pid, vm.pid], quiet_s=0.5, limit_s=60)
         qos_fd = hold_cpu_polling() if args.idle == "poll" else None
         rows = []
         threads = {}
+        cpu = {}  # name -> (ctsdb, VM) server CPU ms per query over the timed runs
         checked = {}
         answers = {}  # ctsdb's parsed answers, for the rollup / raw comparison
         for name, q in queries.items():
@@ -805,11 +890,14 @@ def main():
             times = {"ctsdb": [], "vm": []}
             size = {}
             counts0 = query_counts(cc)
+            cpu0 = (cpu_ticks(tsd.pid), cpu_ticks(vm.pid))
             for _ in range(args.runs):
                 for side, conn, req in sides:
                     dt, data = ask(conn, req)
                     times[side].append(dt)
                     size[side] = len(data)
+            cpu1 = (cpu_ticks(tsd.pid), cpu_ticks(vm.pid))
+            cpu[name] = tuple((b - a) * 1000.0 / CLK_TCK / args.runs for a, b in zip(cpu0, cpu1))
             if rec:
                 rec.send_signal(signal.SIGINT)
                 rec.wait(timeout=120)
@@ -823,10 +911,11 @@ def main():
             for side, conn, path in (("ctsdb", cc, "/api/version"), ("vm", vc, "/health")):
                 floor[side].append(timed(conn, path)[0])
         print("dataset %s: %d hosts x 20 metrics (tsd_load's value model), one point every %d s "
-              "for %s, ending %s = %d points; loaded at once into both: ctsdb %.1f s (telnet, "
+              "for %s, ending %s = %d points; loaded at once into both%s: ctsdb %.1f s (telnet, "
               "acknowledged), VictoriaMetrics %.1f s (OpenTSDB telnet, until all counted)" %
               (args.size, hosts, step, args.size.split("x")[1],
-               time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(e)), npts, load_ctsdb, load_vm))
+               time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(e)), npts,
+               " by an earlier run (--reuse-data)" if stamp else "", load_ctsdb, load_vm))
         if rolled_s is not None:
             print("rollups: the TSD's job rolled up every loaded point (1h and 1d tables) "
                   "%.1f s after the restart; NAME = rollup tables (default usage), NAME_raw = "
@@ -835,13 +924,20 @@ def main():
         if not settled:
             print("warning: the servers were still using CPU after 60 s; timed anyway")
         print()
-        print("| query | ctsdb median ms | VictoriaMetrics median ms | ctsdb / VM | values "
-              "checked | ctsdb bytes | VM bytes |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+        print("| query | ctsdb median ms | VictoriaMetrics median ms | ctsdb / VM | server CPU "
+              "ms a query, ctsdb / VM (ratio) | values checked | ctsdb bytes | VM bytes |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for name, res in rows:
             c, v = res["ctsdb"], res["vm"]
-            print("| %s | %.2f | %.2f | %.2f | %d | %d | %d |" % (
-                name, c[0], v[0], c[0] / v[0], checked[name], c[1], v[1]))
+            cc_ms, vc_ms = cpu[name]
+            print("| %s | %.2f | %.2f | %.2f | %.2f / %.2f (%s) | %d | %d | %d |" % (
+                name, c[0], v[0], c[0] / v[0], cc_ms, vc_ms,
+                "%.2f" % (cc_ms / vc_ms) if vc_ms else "-", checked[name], c[1], v[1]))
+        print()
+        print("server CPU: user + system time of each server's process over the timed runs "
+              "(/proc, %d Hz ticks), divided by the runs: less sensitive to a busy machine than "
+              "wall time, coarse for answers of a few ms (a tick is %.1f ms over %d runs)" %
+              (CLK_TCK, 1000.0 / CLK_TCK / args.runs, args.runs))
         print()
         print("ctsdb range queries of the timed runs on several scan threads / on one because "
               "every CPU was busy: " + ", ".join("%s %d/%d" % (n, threads[n][0], threads[n][1])

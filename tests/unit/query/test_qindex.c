@@ -8,6 +8,7 @@
 
 #include "query/qexec.h"
 #include "query/qindex.h"
+#include "query/qpool.h"
 #include "query/qspec.h"
 #include "schema/rowkey.h"
 #include "schema/tagidx.h"
@@ -100,6 +101,35 @@ static char *run(struct tsdb_fixture *f, const char *m, uint64_t index_ranges, b
     return b.data ? b.data : strdup("");
 }
 
+/* Runs m over the data's hours with the index on, on `pool`, scan_threads as given. */
+static char *run_pool(struct tsdb_fixture *f, const char *m, struct qpool *pool, unsigned threads,
+                      struct qexec_stats *st)
+{
+    char start[32], end[32];
+    snprintf(start, sizeof(start), "start=%lld", T0);
+    snprintf(end, sizeof(end), "end=%lld", T0 + NHOURS * 3600 - 1);
+    const char *p[] = {start, end, m, NULL};
+    struct kv kv = {p};
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(qspec_parse_params(get_param, &kv, NOW, &q, &err), CT_OK);
+    struct qexec_options o;
+    qexec_options_init(&o);
+    o.pool = pool;
+    o.scan_threads = threads;
+    struct tsdb_fixture_buf b = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 64);
+    assert_non_null(j);
+    enum qexec_status status;
+    memset(st, 0, sizeof(*st));
+    if (qexec_run(f->t, q, &o, j, &status, st, &err) != CT_OK)
+        fail_msg("%s: %s", m, err.msg);
+    assert_int_equal(qjson_flush(j), CT_OK);
+    qjson_free(j);
+    qspec_free(q);
+    return b.data ? b.data : strdup("");
+}
+
 static void build_index(struct tsdb_fixture *f)
 {
     struct ct_err err = {0};
@@ -111,6 +141,45 @@ static void build_index(struct tsdb_fixture *f)
     assert_int_equal(n, NHOST + 1);
     assert_int_equal(tagidx_complete(f->t, &c, &err), CT_OK);
     assert_true(c);
+}
+
+static bool never_busy(void *arg)
+{
+    (void)arg;
+    return false;
+}
+
+/* A query the index answers with a few exact ranges runs on the calling thread alone; one with
+ * more ranges, or the same one with a thread count asked for, uses the executor's threads. */
+static void test_qindex_few_ranges_run_on_one_thread(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    build_index(f);
+    struct qpool_options po;
+    qpool_options_init(&po);
+    po.helpers = 3;
+    po.threads = 4;
+    po.busy = never_busy; /* the machine's load plays no part */
+    struct qpool *pool = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(qpool_new(&po, &pool, &err), CT_OK);
+    struct qexec_stats one, many, asked;
+    /* one series over the window's 3-4 hours: at most 4 ranges */
+    char *a = run_pool(f, "m=sum:sys.cpu{host=h07}", pool, 0, &one);
+    char *b = run_pool(f, "m=sum:sys.cpu{host=h07}", pool, 4, &asked);
+    assert_true(one.key_ranges <= QEXEC_ONE_THREAD_RANGES);
+    assert_int_equal(one.scan_threads, 1);
+    assert_true(asked.scan_threads > 1);
+    assert_string_equal(a, b);
+    /* 12 series x 3-4 hours: over the bound */
+    char *c = run_pool(f, "m=sum:sys.cpu{rack=r1,dc=d1|d2}", pool, 0, &many);
+    assert_true(many.key_ranges > QEXEC_ONE_THREAD_RANGES);
+    assert_true(many.scan_threads > 1);
+    free(a);
+    free(b);
+    free(c);
+    qpool_free(pool);
 }
 
 /* One series picked by its tags reads exactly its rows: one key range per hour of the window,
@@ -181,8 +250,10 @@ static void test_qindex_answers_identical_over_random_filters(void **state)
                 int nv = 1 + rand() % 3;
                 int kind = rand() % 8; /* 0: not_literal_or, 1: wildcard, else literal */
                 for (int v = 0; v < nv; v++)
-                    vl += (size_t)snprintf(vals + vl, sizeof(vals) - vl, "%s%s%0*d",
-                                           v ? "|" : "", k == 0 ? "h" : k == 1 ? "d" : "r",
+                    vl += (size_t)snprintf(vals + vl, sizeof(vals) - vl, "%s%s%0*d", v ? "|" : "",
+                                           k == 0   ? "h"
+                                           : k == 1 ? "d"
+                                                    : "r",
                                            k == 0 ? 2 : 1, rand() % card);
                 if (kind == 0) {
                     fl += (size_t)snprintf(filt + fl, sizeof(filt) - fl, "%s%s=not_literal_or(%s)",
@@ -269,6 +340,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qindex_ranges_are_exact_and_ordered),
+        cmocka_unit_test_setup_teardown(test_qindex_few_ranges_run_on_one_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qindex_one_series_reads_only_its_rows, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qindex_answers_identical_over_random_filters, setup,

@@ -685,6 +685,99 @@ static void check_cols_like_row(const struct wc_cell *cells, size_t ncells,
         (*fast_ok)++;
 }
 
+static int cell_qcmp(const void *a, const void *b)
+{
+    const struct wc_cell *x = a, *y = b;
+    size_t n = x->qualifier.len < y->qualifier.len ? x->qualifier.len : y->qualifier.len;
+    int c = memcmp(x->qualifier.data, y->qualifier.data, n);
+    return c ? c : (x->qualifier.len > y->qualifier.len) - (x->qualifier.len < y->qualifier.len);
+}
+
+/* Rows of several compressed cells (an hour merged in parts), in the store's qualifier order:
+ * disjoint spans (the columns' multi-cell path), spans that overlap or repeat a timestamp with
+ * another value (the general path resolves them), a damaged part, an annotation beside them, a
+ * late single cell, and more parts than the multi-cell path takes: every answer as
+ * dpcodec_row_decode()'s. */
+static void test_cols_decode_compressed_cells(void **state)
+{
+    (void)state;
+    enum {
+        N = 720,
+        PARTS = 20
+    };
+    struct dpcodec_point p[N];
+    static uint8_t v[PARTS][16384];
+    static uint8_t q[PARTS][DPCODEC_CQ_LEN];
+    struct wc_cell cells[PARTS + 2];
+    struct dpcodec_cols cols;
+    dpcodec_cols_init(&cols);
+    struct ct_err err = {0};
+    srand(11);
+    int ok = 0;
+    for (int round = 0; round < 400; round++) {
+        int n = 2 + rand() % (N - 1), kind = round % 4;
+        int64_t walk = rand() % 1000;
+        for (int i = 0; i < n; i++) {
+            int64_t ts = BASE_MS + i * 5000LL + (kind == 3 ? rand() % 7 : 0);
+            if (kind == 0) {
+                walk += rand() % 7 - 3;
+                p[i] = dpcodec_point_int(ts, false, walk);
+            } else if (kind == 1) {
+                p[i] = dpcodec_point_real(ts, false, (rand() % 5000) / 100.0);
+            } else if (kind == 2) {
+                p[i] = i % 3 ? dpcodec_point_real(ts, i % 2, 0.5 * i) : dpcodec_point_int(ts, 1, i);
+            } else {
+                p[i] = dpcodec_point_int(ts, true, rand() % 9999);
+            }
+        }
+        /* cut into parts; round % 5 == 1: each part also repeats the next part's first point
+         * (an overlap), with another value when round % 10 == 1 */
+        int nparts = round % 7 == 6 ? 17 + rand() % 3 : 2 + rand() % 3;
+        if (nparts > n)
+            nparts = n;
+        int cut[PARTS + 1];
+        cut[0] = 0;
+        for (int k = 1; k < nparts; k++)
+            cut[k] = k * n / nparts;
+        cut[nparts] = n;
+        size_t nc = 0;
+        for (int k = 0; k < nparts; k++) {
+            struct dpcodec_point part[N];
+            size_t m = 0;
+            for (int i = cut[k]; i < cut[k + 1]; i++)
+                part[m++] = p[i];
+            if (round % 5 == 1 && k + 1 < nparts) {
+                part[m] = p[cut[k + 1]];
+                if (round % 10 == 1)
+                    part[m] = dpcodec_point_int(part[m].ts_ms, part[m].ms, -5);
+                m++;
+            }
+            size_t vl;
+            assert_true(dpcodec_compressed_bound(m) <= sizeof(v[k]));
+            assert_int_equal(dpcodec_compressed_encode(BASE, part, m, v[k], &vl, &err), CT_OK);
+            dpcodec_compressed_qualifier(part, m, q[k]);
+            if (round % 9 == 4 && k == nparts - 1) /* a damaged part */
+                v[k][rand() % vl] ^= (uint8_t)(1 + rand() % 255);
+            cells[nc++] = cell_of(q[k], DPCODEC_CQ_LEN, v[k], vl, 100 + k);
+        }
+        uint8_t aq[3] = {0x01, 0x00, 0x05};
+        if (round % 6 == 0)
+            cells[nc++] = cell_of(aq, 3, (const uint8_t *)"{}", 2, 10);
+        qsort(cells, nc, sizeof(cells[0]), cell_qcmp);
+        check_cols_like_row(cells, nc, &cols, &ok);
+        /* the same parts plus a late single point (the general path) */
+        if (round % 8 == 3) {
+            struct hour h = {0};
+            memcpy(h.cells, cells, nc * sizeof(cells[0]));
+            h.n = nc;
+            hour_add(&h, dpcodec_point_int(BASE_MS + 3599000, false, 77), 200);
+            check_cols_like_row(h.cells, h.n, &cols, &ok);
+        }
+    }
+    assert_true(ok > 300);
+    dpcodec_cols_free(&cols);
+}
+
 static void test_cols_decode_matches_row_decode(void **state)
 {
     (void)state;
@@ -1622,6 +1715,7 @@ int main(void)
         cmocka_unit_test(test_row_decode_sorts_dedups_and_reports_small_buffers),
         cmocka_unit_test(test_decoder_survives_damaged_cells),
         cmocka_unit_test(test_cols_decode_matches_row_decode),
+        cmocka_unit_test(test_cols_decode_compressed_cells),
         cmocka_unit_test(test_encoder_output_bytes_are_pinned),
         cmocka_unit_test(test_encoder_threads_write_the_same_bytes),
         cmocka_unit_test(test_annotation_test_inline_matches_qualifier_kind),
