@@ -23,7 +23,7 @@ source "$(dirname "$0")/lib.sh"
 
 DIRS=("$(it_tmpdir)" "$(it_tmpdir)" "$(it_tmpdir)")
 PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$CTSDB" "${DIRS[@]}" <<'PY'
-import json, sys, urllib.parse
+import json, sys, time, urllib.parse
 from audit_lib import each_config, req, report, finish, stat, telnet
 
 CTSDB, DIRS = sys.argv[1], sys.argv[2:5]
@@ -293,9 +293,18 @@ def checks(L):
            query("r.be", "1h-avg", agg="avg", end=1359590400), [(T0 + D, 20), (T0 + D + H, 20)], "r.be")
     # runDupes: two writes of one cell (an integer, then a float); OpenTSDB keeps both and fails
     # the query unless tsd.storage.fix_duplicates; ctsdb's cell holds the last write
-    ok = store("r.dup", "sum", [2147483647], start=1357026600) and store("r.dup", "sum", [42.5], start=1357026600)
-    series(L + "runDupes: the later write of the cell is read (ctsdb: a rollup cell is replaced)",
+    ok = store("r.dup", "sum", [2147483647], start=1357026600) and (time.sleep(0.02) or True) and \
+        store("r.dup", "sum", [42.5], start=1357026600)
+    series(L + "runDupes: the later write of the cell is read (ctsdb: the newest cell wins, as in raw rows)",
            query("r.dup", "1h-sum") if ok else (0, None, "write failed"), [(1357023600, 42.5)], "r.dup")
+    # the other order: the newer cell (an integer, qualifier flags 0x3) sorts before the older
+    # float's (0x0B), so the write time decides, not the cell order
+    # (a cell's write time is in milliseconds: the pause keeps the two writes in different ones,
+    # else the tie goes to the cell order)
+    ok = store("r.dup", "sum", [42.5], start=T0) and (time.sleep(0.02) or True) and \
+        store("r.dup", "sum", [7], start=T0)
+    series(L + "runDupes (the newer cell first in the row): the newer write is read",
+           query("r.dup", "1h-sum", end=T0 + 1) if ok else (0, None, "write failed"), [(T0, 7)], "r.dup")
     # rollupUsage: RAW reads raw rows (none here), the default (ctsdb: ROLLUP_FALLBACK) the rollups
     empty(L + "ROLLUP_RAW: the raw table, where nothing was written -> []",
           query("r.long", "1h-sum", usage="ROLLUP_RAW"))
