@@ -158,8 +158,8 @@ int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct
             qexec_float_text(h0->b[b].lo, lo, sizeof(lo));
             qexec_float_text(h0->b[b].hi, hi, sizeof(hi));
             snprintf(suffix, sizeof(suffix), "_%s_%s", lo, hi);
-            rc = write_head(j, first, xs->metric_name, suffix, tk, tv, ntk, ag, nag, q, sub, ser,
-                            n, globals, err);
+            rc = write_head(j, first, xs->metric_name, suffix, tk, tv, ntk, ag, nag, q, sub, ser, n,
+                            globals, err);
             for (size_t i = 0; i < nm; i++) {
                 uint64_t c = 0;
                 for (size_t k = 0; k < pts[i].h.n; k++)

@@ -236,8 +236,8 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
     }
     struct ct_err err = {0};
     size_t tl;
-    int rc =
-        tsdb_series_resolve(t->tsdb, pp.metric.p, tk, tv, pp.ntags, tsuid, ROWKEY_MAX_TSUID, &tl, &err);
+    int rc = tsdb_series_resolve(t->tsdb, pp.metric.p, tk, tv, pp.ntags, tsuid, ROWKEY_MAX_TSUID,
+                                 &tl, &err);
     if (rc != CT_OK) {
         *code = rc;
         /* PutDataPointRpc's wording for a metric, tag name or value that is not assigned */
