@@ -263,7 +263,8 @@ tsd_stop
 # ---- part 2, on three store layouts (TestTsdbQueryHistogramQueriesSalted) ---------------------
 # TestHistogramDataPointRpc's cases a client can observe (HTTP and telnet writes, bucket and
 # binary forms, the refusals, the counters in /api/stats; the mocked HBase errors are not
-# observable), runWithOnlyAnnotation, a two-series sum, and the answer options a histogram
+# observable), runWithOnlyAnnotation, a two-series sum with the class's grouping cases (none,
+# group by, two tsuids, downsampling), and the answer options a histogram
 # query shares with datapoint queries (show_query, show_stats, globalAnnotations), against the
 # default, an unsalted and OpenTSDB's salted test layout (audit_lib.each_config), whose answers
 # must be byte-identical. The codec id is 42 and auto-create is off, as in the Java test.
@@ -416,6 +417,30 @@ def checks(L):
     report(L + "runSingleTsMsTwoAggSum: two series written", "" if st == 204 else "status %d" % st, b)
     buckets(L + "runSingleTsMsTwoAggSum: summed across the series (every minute 11)", "h.sum",
             {(0, 10): {T0 + 60 * k: 11 for k in range(10)}}, tags="")
+    # the other grouping cases of the class on h.sum, so that the layouts' answers are compared
+    def dps_of(args):
+        st, b = req("/api/query?start=%d&end=%d&show_tsuids&%s" % (T0, T0 + 3600, args))
+        try:
+            return st, [(x["metric"], x["tags"], x["aggregateTags"], {int(k): v for k, v in x["dps"].items()},
+                         x.get("tsuids")) for x in json.loads(b)], b
+        except (ValueError, KeyError, TypeError):
+            return st, None, b
+    mid = lambda c: {T0 + 60 * k: 5.0 for k in range(10)}   # one bucket [0, 10): any percentile is 5
+    st, got, b = dps_of("m=none:percentiles%5B50%5D:h.sum")
+    ok = st == 200 and got and [(g[0], g[1], g[2], g[3]) for g in got] == [
+        ("h.sum_pct_50.0", {"host": "web01"}, [], mid(0)), ("h.sum_pct_50.0", {"host": "web02"}, [], mid(0))]
+    report(L + "runSingleTsMsAggNone: one series per host", "" if ok else "status %d %r" % (st, got), b)
+    st, got2, b = dps_of("m=sum:percentiles%5B50%5D:h.sum%7Bhost=*%7D")
+    ok = st == 200 and got2 and [(g[0], g[1], g[2], g[3]) for g in got2] == [(g[0], g[1], g[2], g[3]) for g in got or []]
+    report(L + "runSingleTsMsAggSumTwoGroups: host=* groups as none splits", "" if ok else "status %d %r" % (st, got2), b)
+    tsuids = [g[4][0] for g in got or [] if g[4]]
+    st, got3, b = dps_of("tsuid=sum:show-histogram-buckets:" + ",".join(tsuids))
+    ok = st == 200 and got3 and [(g[0], g[1], g[2], g[3]) for g in got3] == [
+        ("h.sum_0.0_10.0", {}, ["host"], {T0 + 60 * k: 11 for k in range(10)})]
+    report(L + "runTSUIDsAggSum: the two tsuids summed", "" if ok else "status %d %r" % (st, got3), b)
+    st, got4, b = dps_of("m=sum:5m-sum:show-histogram-buckets:h.sum")
+    ok = st == 200 and got4 and [g[3] for g in got4] == [{T0: 55, T0 + 300: 55}]
+    report(L + "downsample 5m-sum: five minutes of both series per point", "" if ok else "status %d %r" % (st, got4), b)
     # ---- show_query, show_stats, globalAnnotations on a histogram answer ------------------
     st, d, b = post("/api/annotation", {"startTime": T0 + 30, "description": "global"})
     st, d, b = post("/api/query", {"start": T0, "end": T0 + 3600, "showQuery": True, "showStats": True,
