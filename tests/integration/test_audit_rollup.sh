@@ -133,7 +133,7 @@ def counted(name, before, key, n):
 
 
 METRICS = ["sys.cpu.user", "sys.cpu.nice", "r.long", "r.long2", "r.max", "r.min", "r.other", "r.float",
-           "r.avg", "r.nocount", "r.nosum", "r.mc", "r.ms", "r.mz", "r.os", "r.be", "r.dup", "r.raw"]
+           "r.avg", "r.nocount", "r.nosum", "r.mc", "r.ms", "r.mz", "r.os", "r.be", "r.dup", "r.raw", "r.inms"]
 
 
 def checks(L):
@@ -305,6 +305,10 @@ def checks(L):
         store("r.dup", "sum", [7], start=T0)
     series(L + "runDupes (the newer cell first in the row): the newer write is read",
            query("r.dup", "1h-sum", end=T0 + 1) if ok else (0, None, "write failed"), [(T0, 7)], "r.dup")
+    # run10mSumLongSingleTSInMS: OpenTSDB refuses a millisecond timestamp; ctsdb snaps it
+    st, d, b = rollup(rp("r.inms", T0 * 1000 + 1234, 5, "sum"))
+    report(L + "run10mSumLongSingleTSInMS: ctsdb takes a millisecond timestamp (204)", "" if st == 204 else "status %d" % st, b)
+    series(L + "run10mSumLongSingleTSInMS: snapped to its hour", query("r.inms", "1h-sum"), [(T0, 5)], "r.inms")
     # rollupUsage: RAW reads raw rows (none here), the default (ctsdb: ROLLUP_FALLBACK) the rollups
     empty(L + "ROLLUP_RAW: the raw table, where nothing was written -> []",
           query("r.long", "1h-sum", usage="ROLLUP_RAW"))
