@@ -245,6 +245,8 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
             *stat = TSTATS_UNKNOWN_METRICS;
             return "Unknown metric";
         }
+        if (rc != CT_EINVAL) /* the store failed, not the point (OpenTSDB: hbase_errors) */
+            *stat = TSTATS_NCOUNTERS;
         snprintf(msg, cap, "%s", err.msg);
         return msg;
     }
