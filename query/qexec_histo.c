@@ -7,15 +7,16 @@
  *
  * Invariants: histograms outside the query's range are left out; a cell that does not decode
  * is skipped (fsck's business), never an error of the answer; the series objects have
- * /api/query's shape (metric, tags, aggregateTags, tsuids with show_tsuids, the group's
- * annotations in the range, dps). */
+ * /api/query's shape, written by the same code as datapoint series (qexec_write_series_extras
+ * and qexec_write_series_stats: metric, tags, aggregateTags, the query echo with show_query,
+ * tsuids with show_tsuids, the group's annotations in the range, globalAnnotations, dps, stats
+ * with show_stats), as OpenTSDB 2.4 serializes a histogram answer as any other. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "query/qexec_int.h"
-#include "query/qmeta.h"
 #include "schema/histogram.h"
 
 struct hpoint {
@@ -29,10 +30,7 @@ static int cmp_hpoint(const void *a, const void *b)
     return x->ts_ms < y->ts_ms ? -1 : x->ts_ms > y->ts_ms;
 }
 
-/* Java's Float.toString for the values percentiles and bucket bounds take: the shortest
- * decimal that reads back as the same float, with ".0" when it has no fraction (values past
- * 1e7 or below 1e-3 keep C's exponent form, where Java writes 1.0E7). */
-static void float_text(float f, char *out, size_t cap)
+void qexec_float_text(float f, char *out, size_t cap)
 {
     if (f == truncf(f) && fabsf(f) < 1e7f) {
         snprintf(out, cap, "%.0f.0", (double)f);
@@ -45,68 +43,11 @@ static void float_text(float f, char *out, size_t cap)
     }
 }
 
-static int cmp_ann_ptr(const void *a, const void *b)
-{
-    const struct xann *x = *(struct xann *const *)a, *y = *(struct xann *const *)b;
-    return x->start_ms < y->start_ms ? -1 : x->start_ms > y->start_ms;
-}
-
-/* The group's tsuids (show_tsuids) and its series' annotations in the range, as the datapoint
- * series of /api/query carry them (every percentile and bucket series of the group alike). */
-static int write_extras(struct qjson *j, const struct qspec *q, struct xser **ser, size_t n,
-                        struct ct_err *err)
-{
-    static const char hx[] = "0123456789ABCDEF";
-    if (q->show_tsuids) {
-        qjson_lit(j, ",\"tsuids\":[");
-        for (size_t i = 0; i < n; i++) {
-            char buf[2 * ROWKEY_MAX_TSUID + 3];
-            size_t o = 0;
-            buf[o++] = '"';
-            for (size_t k = 0; k < ser[i]->tsuid_len && k < ROWKEY_MAX_TSUID; k++) {
-                buf[o++] = hx[ser[i]->tsuid[k] >> 4];
-                buf[o++] = hx[ser[i]->tsuid[k] & 15];
-            }
-            buf[o++] = '"';
-            if (i)
-                qjson_raw(j, ",", 1);
-            qjson_raw(j, buf, o);
-        }
-        qjson_raw(j, "]", 1);
-    }
-    if (q->no_annotations)
-        return CT_OK;
-    size_t na = 0, k = 0;
-    for (size_t i = 0; i < n; i++)
-        na += ser[i]->nanns;
-    if (na == 0)
-        return CT_OK;
-    struct xann **all = calloc(na, sizeof(*all));
-    if (!all)
-        return ct_err_set(err, CT_ENOMEM, "out of memory writing annotations");
-    for (size_t i = 0; i < n; i++)
-        for (size_t a = 0; a < ser[i]->nanns; a++)
-            if (ser[i]->anns[a].start_ms >= q->start_ms && ser[i]->anns[a].start_ms <= q->end_ms)
-                all[k++] = &ser[i]->anns[a];
-    qsort(all, k, sizeof(*all), cmp_ann_ptr);
-    if (k) {
-        qjson_lit(j, ",\"annotations\":[");
-        for (size_t a = 0; a < k; a++) {
-            if (a)
-                qjson_raw(j, ",", 1);
-            char *api = qmeta_annotation_api_json(all[a]->json, strlen(all[a]->json));
-            qjson_lit(j, api ? api : all[a]->json);
-            free(api);
-        }
-        qjson_raw(j, "]", 1);
-    }
-    free(all);
-    return CT_OK;
-}
-
+/* A series' head: metric, tags, aggregateTags, the extras (qexec_write_series_extras), "dps". */
 static int write_head(struct qjson *j, bool *first, const char *metric, const char *suffix,
                       const char **tk, const char **tv, size_t ntk, const char **ag, size_t nag,
-                      const struct qspec *q, struct xser **ser, size_t n, struct ct_err *err)
+                      const struct qspec *q, const struct qspec_sub *sub, struct xser **ser,
+                      size_t n, const struct gann *globals, struct ct_err *err)
 {
     bool arrays = q->arrays;
     if (!*first)
@@ -131,7 +72,7 @@ static int write_head(struct qjson *j, bool *first, const char *metric, const ch
         qjson_str(j, ag[i]);
     }
     qjson_raw(j, "]", 1);
-    int rc = write_extras(j, q, ser, n, err);
+    int rc = qexec_write_series_extras(j, q, sub, ser, n, globals, err);
     qjson_lit(j, arrays ? ",\"dps\":[" : ",\"dps\":{");
     return rc;
 }
@@ -151,9 +92,9 @@ static void write_dp(struct qjson *j, const struct qspec *q, int64_t ts_ms, bool
 }
 
 int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct xser **ser,
-                            size_t n, struct qjson *j, bool *first, const char **tk,
-                            const char **tv, size_t ntk, const char **ag, size_t nag,
-                            uint64_t *emitted, struct ct_err *err)
+                            size_t n, const struct gann *globals, struct qjson *j, bool *first,
+                            const char **tk, const char **tv, size_t ntk, const char **ag,
+                            size_t nag, uint64_t *emitted, struct ct_err *err)
 {
     const struct qspec_sub *sub = xs->sub;
     size_t total = 0;
@@ -196,26 +137,29 @@ int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct
     }
     for (size_t p = 0; p < sub->npercentiles && rc == CT_OK; p++) {
         char suffix[48], pt[24];
-        float_text(sub->percentiles[p], pt, sizeof(pt));
+        qexec_float_text(sub->percentiles[p], pt, sizeof(pt));
         snprintf(suffix, sizeof(suffix), "_pct_%s", pt);
-        rc = write_head(j, first, xs->metric_name, suffix, tk, tv, ntk, ag, nag, q, ser, n, err);
+        rc = write_head(j, first, xs->metric_name, suffix, tk, tv, ntk, ag, nag, q, sub, ser, n,
+                        globals, err);
         for (size_t i = 0; i < nm; i++) {
             char v[40];
             size_t vl = qjson_format_double(histo_percentile(&pts[i].h, sub->percentiles[p]), v);
             write_dp(j, q, pts[i].ts_ms, i == 0, v, vl);
         }
         *emitted += nm;
-        qjson_lit(j, q->arrays ? "]}" : "}}");
+        qjson_lit(j, q->arrays ? "]" : "}");
+        qexec_write_series_stats(j, q, sub, nm);
+        qjson_raw(j, "}", 1);
     }
     if (sub->show_histogram_buckets && nm > 0 && rc == CT_OK) {
         const struct histo *h0 = &pts[0].h;
         for (size_t b = 0; b < h0->n && rc == CT_OK; b++) {
             char suffix[64], lo[24], hi[24];
-            float_text(h0->b[b].lo, lo, sizeof(lo));
-            float_text(h0->b[b].hi, hi, sizeof(hi));
+            qexec_float_text(h0->b[b].lo, lo, sizeof(lo));
+            qexec_float_text(h0->b[b].hi, hi, sizeof(hi));
             snprintf(suffix, sizeof(suffix), "_%s_%s", lo, hi);
-            rc =
-                write_head(j, first, xs->metric_name, suffix, tk, tv, ntk, ag, nag, q, ser, n, err);
+            rc = write_head(j, first, xs->metric_name, suffix, tk, tv, ntk, ag, nag, q, sub, ser, n,
+                            globals, err);
             for (size_t i = 0; i < nm; i++) {
                 uint64_t c = 0;
                 for (size_t k = 0; k < pts[i].h.n; k++)
@@ -226,7 +170,9 @@ int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct
                 write_dp(j, q, pts[i].ts_ms, i == 0, v, vl);
             }
             *emitted += nm;
-            qjson_lit(j, q->arrays ? "]}" : "}}");
+            qjson_lit(j, q->arrays ? "]" : "}");
+            qexec_write_series_stats(j, q, sub, nm);
+            qjson_raw(j, "}", 1);
         }
     }
     for (size_t i = 0; i < np; i++)

@@ -237,9 +237,23 @@ int qexec_write_groups(const struct qspec *q, const struct qexec_options *o, str
 /* Writes a histogram sub-query's group (qexec_histo.c): one series per percentile, and per
  * bucket with showHistogramBuckets, with the group's tags; *emitted += the points written. */
 int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct xser **ser,
-                            size_t n, struct qjson *j, bool *first, const char **tk,
-                            const char **tv, size_t ntk, const char **ag, size_t nag,
-                            uint64_t *emitted, struct ct_err *err);
+                            size_t n, const struct gann *globals, struct qjson *j, bool *first,
+                            const char **tk, const char **tv, size_t ntk, const char **ag,
+                            size_t nag, uint64_t *emitted, struct ct_err *err);
+/* Java's Float.toString for the values percentiles and bucket bounds take (qexec_histo.c): the
+ * shortest decimal that reads back as the same float, with ".0" when it has no fraction (values
+ * past 1e7 or below 1e-3 keep C's exponent form, where Java writes 1.0E7). */
+void qexec_float_text(float f, char *out, size_t cap);
+/* What an answer series carries between its aggregateTags and its dps (qexec_out.c), the same
+ * for datapoint and histogram series: with show_query the sub-query's echo, with show_tsuids
+ * the group's tsuids, unless no_annotations the group's annotations in the range, and the
+ * global annotations (globals, may be NULL); each written as ",\"key\":...". */
+int qexec_write_series_extras(struct qjson *j, const struct qspec *q, const struct qspec_sub *sub,
+                              struct xser **ser, size_t n, const struct gann *globals,
+                              struct ct_err *err);
+/* With show_stats, a series' ",\"stats\":{\"emittedDPs\":N,\"queryIndex\":I}" after its dps. */
+void qexec_write_series_stats(struct qjson *j, const struct qspec *q, const struct qspec_sub *sub,
+                              uint64_t emitted);
 void qexec_scan_thread(void *arg);
 /* Picks the head's series of the scan (x->head set, x->rf / x->tsuids planned, window set): the
  * metric's series the row filter accepts that hold points in the window's hours. */

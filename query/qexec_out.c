@@ -327,7 +327,20 @@ static void write_query_echo(struct qjson *j, const struct qspec_sub *sub)
         qjson_lit(j, "null");
     }
     qjson_lit(j, ",\"delete\":false");
-    qjson_lit(j, sub->explicit_tags ? ",\"explicitTags\":true}" : ",\"explicitTags\":false}");
+    qjson_lit(j, sub->explicit_tags ? ",\"explicitTags\":true" : ",\"explicitTags\":false");
+    if (qspec_sub_is_histogram(sub)) { /* TSSubQuery's getPercentiles, getShowHistogramBuckets */
+        qjson_lit(j, ",\"percentiles\":[");
+        for (size_t i = 0; i < sub->npercentiles; i++) {
+            char pt[24];
+            qexec_float_text(sub->percentiles[i], pt, sizeof(pt));
+            if (i)
+                qjson_raw(j, ",", 1);
+            qjson_lit(j, pt);
+        }
+        qjson_lit(j, sub->show_histogram_buckets ? "],\"showHistogramBuckets\":true"
+                                                 : "],\"showHistogramBuckets\":false");
+    }
+    qjson_raw(j, "}", 1);
 }
 
 int qexec_collect_global(void *arg, const uint8_t *tsuid, size_t tsuid_len, int64_t start_ms,
@@ -358,55 +371,10 @@ static int cmp_ann(const void *a, const void *b)
     return x->start_ms < y->start_ms ? -1 : x->start_ms > y->start_ms;
 }
 
-static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser, size_t n,
-                       const struct gann *globals, struct qjson *j, bool *first,
-                       struct qexec_stats *st, struct ct_err *err)
+int qexec_write_series_extras(struct qjson *j, const struct qspec *q, const struct qspec_sub *sub,
+                              struct xser **ser, size_t n, const struct gann *globals,
+                              struct ct_err *err)
 {
-    const struct qspec_sub *sub = xs->sub;
-    const char **tk = NULL, **tv = NULL, **ag = NULL;
-    size_t ntk = 0, nag = 0;
-    if (qexec_group_tags(ser, n, &tk, &tv, &ntk, &ag, &nag) != 0)
-        return ct_err_set(err, CT_ENOMEM, "out of memory writing tags");
-    uint64_t t_ser = clock_mono_ns();
-    if (qspec_sub_is_histogram(sub)) {
-        uint64_t emitted = 0;
-        int hrc =
-            qexec_histo_write_group(q, xs, ser, n, j, first, tk, tv, ntk, ag, nag, &emitted, err);
-        free(tk);
-        free(tv);
-        free(ag);
-        if (st) {
-            uint64_t d = clock_mono_ns() - t_ser;
-            st->agg_ns += d;
-            st->ser_ns += d;
-            st->emitted_dps += emitted;
-            st->groups++;
-        }
-        return hrc;
-    }
-    if (!*first)
-        qjson_raw(j, ",", 1);
-    *first = false;
-    qjson_lit(j, "{\"metric\":");
-    qjson_str(j, xs->metric_name);
-    qjson_lit(j, ",\"tags\":{");
-    for (size_t i = 0; i < ntk; i++) {
-        if (i)
-            qjson_raw(j, ",", 1);
-        qjson_str(j, tk[i]);
-        qjson_raw(j, ":", 1);
-        qjson_str(j, tv[i]);
-    }
-    qjson_lit(j, "},\"aggregateTags\":[");
-    for (size_t i = 0; i < nag; i++) {
-        if (i)
-            qjson_raw(j, ",", 1);
-        qjson_str(j, ag[i]);
-    }
-    qjson_raw(j, "]", 1);
-    free(tk);
-    free(tv);
-    free(ag);
     if (q->show_query) {
         qjson_raw(j, ",", 1);
         write_query_echo(j, sub);
@@ -447,7 +415,8 @@ static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser
             free(all);
         }
     }
-    if (globals && globals->n) {
+    /* QueryRpc fetches the global annotations only when annotations are not turned off */
+    if (globals && globals->n && !q->no_annotations) {
         qjson_lit(j, ",\"globalAnnotations\":[");
         for (size_t a = 0; a < globals->n; a++) {
             if (a)
@@ -456,6 +425,72 @@ static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser
         }
         qjson_raw(j, "]", 1);
     }
+    return CT_OK;
+}
+
+void qexec_write_series_stats(struct qjson *j, const struct qspec *q, const struct qspec_sub *sub,
+                              uint64_t emitted)
+{
+    if (!q->show_stats)
+        return;
+    char b[200];
+    snprintf(b, sizeof(b), ",\"stats\":{\"emittedDPs\":%llu,\"queryIndex\":%d}",
+             (unsigned long long)emitted, sub->index);
+    qjson_lit(j, b);
+}
+
+static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser, size_t n,
+                       const struct gann *globals, struct qjson *j, bool *first,
+                       struct qexec_stats *st, struct ct_err *err)
+{
+    const struct qspec_sub *sub = xs->sub;
+    const char **tk = NULL, **tv = NULL, **ag = NULL;
+    size_t ntk = 0, nag = 0;
+    if (qexec_group_tags(ser, n, &tk, &tv, &ntk, &ag, &nag) != 0)
+        return ct_err_set(err, CT_ENOMEM, "out of memory writing tags");
+    uint64_t t_ser = clock_mono_ns();
+    if (qspec_sub_is_histogram(sub)) {
+        uint64_t emitted = 0;
+        int hrc = qexec_histo_write_group(q, xs, ser, n, globals, j, first, tk, tv, ntk, ag, nag,
+                                          &emitted, err);
+        free(tk);
+        free(tv);
+        free(ag);
+        if (st) {
+            uint64_t d = clock_mono_ns() - t_ser;
+            st->agg_ns += d;
+            st->ser_ns += d;
+            st->emitted_dps += emitted;
+            st->groups++;
+        }
+        return hrc;
+    }
+    if (!*first)
+        qjson_raw(j, ",", 1);
+    *first = false;
+    qjson_lit(j, "{\"metric\":");
+    qjson_str(j, xs->metric_name);
+    qjson_lit(j, ",\"tags\":{");
+    for (size_t i = 0; i < ntk; i++) {
+        if (i)
+            qjson_raw(j, ",", 1);
+        qjson_str(j, tk[i]);
+        qjson_raw(j, ":", 1);
+        qjson_str(j, tv[i]);
+    }
+    qjson_lit(j, "},\"aggregateTags\":[");
+    for (size_t i = 0; i < nag; i++) {
+        if (i)
+            qjson_raw(j, ",", 1);
+        qjson_str(j, ag[i]);
+    }
+    qjson_raw(j, "]", 1);
+    free(tk);
+    free(tv);
+    free(ag);
+    int xrc = qexec_write_series_extras(j, q, sub, ser, n, globals, err);
+    if (xrc != CT_OK)
+        return xrc;
     qjson_lit(j, q->arrays ? ",\"dps\":[" : ",\"dps\":{");
     struct xout xo = {.q = q, .sub = sub, .j = j, .first_dp = true};
     uint64_t t0 = clock_mono_ns();
@@ -466,12 +501,7 @@ static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser
         st->groups++;
     }
     qjson_lit(j, q->arrays ? "]" : "}");
-    if (q->show_stats) {
-        char b[200];
-        snprintf(b, sizeof(b), ",\"stats\":{\"emittedDPs\":%llu,\"queryIndex\":%d}",
-                 (unsigned long long)xo.emitted, sub->index);
-        qjson_lit(j, b);
-    }
+    qexec_write_series_stats(j, q, sub, xo.emitted);
     qjson_raw(j, "}", 1);
     if (st)
         st->ser_ns += clock_mono_ns() - t_ser;

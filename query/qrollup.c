@@ -242,10 +242,26 @@ static struct rser *row_series(struct rctx *c, const struct wc_row *row, struct 
     return rser_get(c, tsuid, tl, err);
 }
 
+/* One rollup of a row: the newest cell written for an (aggregator, interval) of the row. */
+struct rslot {
+    int64_t cell_ms; /* the cell's write time */
+    int64_t ts;      /* the interval's start, seconds */
+    double v;
+    int64_t cnt;
+};
+#define RSLOTS 32 /* intervals in a row: 24 hours of a day, 28..31 days of a month */
+
+/* A row's rollups folded into their buckets. A row can hold two cells for one aggregator and
+ * interval (a second write with another value type or length: other flags, another qualifier;
+ * or one in the name form and one in the numeric-id form); as in raw rows (dpcodec_row_decode)
+ * the newest cell wins (write time, then cell order), never both. */
 static int rollup_row(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err)
 {
     struct rser *s = NULL;
     const struct rsrc *src = &c->src;
+    struct rslot slot[ROLLUP_NAGG][RSLOTS];
+    uint32_t used[ROLLUP_NAGG] = {0};
+    int64_t iv_s = rollup_iv_seconds(src->iv);
     for (size_t i = 0; i < row->ncells; i++) {
         const struct wc_cell *cell = &row->cells[i];
         /* cells of aggregators not needed are skipped before decoding: by the first letter of
@@ -273,13 +289,28 @@ static int rollup_row(struct rctx *c, const struct wc_row *row, int64_t base, st
             return rc;
         if (ts < src->from || ts >= src->to || !c->need[a])
             continue;
-        if (!s && !(s = row_series(c, row, err)))
-            return err->code;
-        double v = p.type == DPCODEC_INT ? (double)p.i : p.f;
-        int64_t cnt = p.type == DPCODEC_INT ? p.i : (int64_t)p.f;
-        fold(&s->b[(ts - c->lo_s) / c->iv_s], a, v, cnt);
-        atomic_fetch_add(&c->x->dps, 1);
+        int64_t ix = (ts - base) / iv_s;
+        if (ix < 0 || ix >= RSLOTS) /* not an interval of this row's span */
+            continue;
+        struct rslot *sl = &slot[a][ix];
+        if ((used[a] >> ix) & 1u && cell->ts_ms < sl->cell_ms)
+            continue;
+        used[a] |= 1u << ix;
+        *sl = (struct rslot){.cell_ms = cell->ts_ms,
+                             .ts = ts,
+                             .v = p.type == DPCODEC_INT ? (double)p.i : p.f,
+                             .cnt = p.type == DPCODEC_INT ? p.i : (int64_t)p.f};
     }
+    for (int a = 0; a < ROLLUP_NAGG; a++)
+        for (int ix = 0; ix < RSLOTS; ix++) {
+            if (!((used[a] >> ix) & 1u))
+                continue;
+            if (!s && !(s = row_series(c, row, err)))
+                return err->code;
+            const struct rslot *sl = &slot[a][ix];
+            fold(&s->b[(sl->ts - c->lo_s) / c->iv_s], (enum rollup_agg)a, sl->v, sl->cnt);
+            atomic_fetch_add(&c->x->dps, 1);
+        }
     return CT_OK;
 }
 

@@ -5,6 +5,10 @@
  * encoded as a SimpleHistogram (schema/histogram.h) and stored as its 0x06 cell in the series'
  * hour row; answered as /api/put answers (204, or the summary / details object; a failure 400,
  * or 503 when every failed point failed because the storage backend did not answer).
+ * Counted as /api/put counts (HistogramDataPointRpc shares PutDataPointRpc's counters): each
+ * request in tsd.rpc.received type=http_put, each refused point in tsd.rpc.errors type=
+ * unknown_metrics (a metric, tag name or value not assigned: "Unknown metric") or type=
+ * illegal_arguments (its content).
  *
  * Enabled by tsd.core.histograms.config, a JSON map of codec class to id as OpenTSDB's: only
  * net.opentsdb.core.SimpleHistogramDecoder is known; unset, the endpoint answers 503 as
@@ -33,6 +37,7 @@
 #include "tsd/routes.h"
 #include "tsd/tsd.h"
 #include "tsd/tsd_int.h"
+#include "tsd/tstats.h"
 
 #define SIMPLE_DECODER "net.opentsdb.core.SimpleHistogramDecoder"
 
@@ -199,8 +204,9 @@ static const char *store_one(struct tsdb *t, const cJSON *dp, int codec_id, char
     if (rc == CT_OK)
         return NULL;
     *code = rc;
-    /* PutDataPointRpc's wording for a name that is not assigned */
-    if (rc == CT_NOTFOUND && strstr(err.msg, "'metrics'"))
+    /* PutDataPointRpc's wording for a name that is not assigned (metric, tag name or value:
+     * its catch is NoSuchUniqueName's, whatever the kind) */
+    if (rc == CT_NOTFOUND)
         return "Unknown metric";
     snprintf(msg, cap, "%s", err.msg);
     return msg;
@@ -213,6 +219,7 @@ static void histogram_work(struct http_req *r, void *arg)
     int codec_id = api_histogram_codec_id(tsd_conf(td));
     size_t len = 0;
     const char *body = http_req_body(r, &len);
+    tstats_add(TSTATS_HTTP_PUT, 1);
     if (len == 0) {
         http_reply_error(r, 400, "Missing request content", NULL);
         return;
@@ -251,6 +258,8 @@ static void histogram_work(struct http_req *r, void *arg)
             continue;
         }
         failed++;
+        if (code == CT_NOTFOUND || code == CT_EINVAL)
+            tstats_add(code == CT_NOTFOUND ? TSTATS_UNKNOWN_METRICS : TSTATS_ILLEGAL_ARGUMENTS, 1);
         if (code == CT_EUNAVAIL && unavail++ == 0)
             snprintf(unavail_msg, sizeof(unavail_msg), "%s", bad);
         if (errors) {

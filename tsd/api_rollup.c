@@ -10,6 +10,11 @@
  * "success", "failed" (and "errors": [{"datapoint", "error"}]), 400 when a point failed, 503
  * (http_status_of) when a point failed because the storage backend did not answer.
  * Writes are synchronous (the reply comes after the cells are in the store's log).
+ * Counted as /api/put counts (OpenTSDB's RollupDataPointRpc shares PutDataPointRpc's counters):
+ * each request in tsd.rpc.received type=http_put, each refused point in tsd.rpc.errors by its
+ * class (unknown_metrics: a name not assigned; invalid_values: a value that is no number;
+ * illegal_arguments: every other check, but an unknown interval, which OpenTSDB counts as an
+ * unexpected exception and /api/stats does not show).
  * Invariants: the job thread is the only writer of the job's progress; it is stopped and joined
  * before the tables are closed (tsd_rollup_stop), which happens before the store closes. */
 #include <cjson/cJSON.h>
@@ -32,6 +37,7 @@
 #include "tsd/tlog.h"
 #include "tsd/tsd.h"
 #include "tsd/tsd_int.h"
+#include "tsd/tstats.h"
 
 struct tsd_rollup_job {
     pthread_t th;
@@ -146,10 +152,11 @@ static bool json_str(const cJSON *o, const char *k, struct put_str *out)
 
 /* Checks and resolves one point into *p; NULL or the error message (in msg). *code is the
  * store's error code when resolving its names failed (CT_EUNAVAIL: the backend did not answer),
- * else left alone. */
+ * else left alone. *stat is the tstats counter of the refusal (TSTATS_NCOUNTERS: none). */
 static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p, uint8_t *tsuid,
-                             char *msg, size_t cap, int *code)
+                             char *msg, size_t cap, int *code, enum tstats_counter *stat)
 {
+    *stat = TSTATS_ILLEGAL_ARGUMENTS;
     if (!cJSON_IsObject(o))
         return "Unable to parse the datapoint: not a JSON object";
     struct put_point pp;
@@ -192,6 +199,7 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
         return "Missing aggregator";
     int ivx = rollup_iv_parse(iv.p);
     if (ivx < 0) {
+        *stat = TSTATS_NCOUNTERS;
         snprintf(msg, cap, "No rollup interval '%s': the rollup tables are 1h and 1d", iv.p);
         return msg;
     }
@@ -214,8 +222,10 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
         put_check_names(&pp, &t->rules, &names);
         st = put_check_typed(&pp, prom_value_put(v->valuedouble), &names, msg, cap);
     }
-    if (st == PUT_ENUMBER) /* as /api/put answers */
+    if (st == PUT_ENUMBER) { /* as /api/put answers */
+        *stat = TSTATS_INVALID_VALUES;
         return "Unable to parse value to a number";
+    }
     if (st != PUT_OK)
         return strncmp(msg, "illegal argument: ", 18) ? msg : msg + 18;
     /* names are NUL-terminated in the cJSON tree */
@@ -226,10 +236,18 @@ static const char *one_point(struct tsd *t, const cJSON *o, struct rollup_put *p
     }
     struct ct_err err = {0};
     size_t tl;
-    if (tsdb_series_resolve(t->tsdb, pp.metric.p, tk, tv, pp.ntags, tsuid, ROWKEY_MAX_TSUID, &tl,
-                            &err) != CT_OK) {
+    int rc = tsdb_series_resolve(t->tsdb, pp.metric.p, tk, tv, pp.ntags, tsuid, ROWKEY_MAX_TSUID,
+                                 &tl, &err);
+    if (rc != CT_OK) {
+        *code = rc;
+        /* PutDataPointRpc's wording for a metric, tag name or value that is not assigned */
+        if (rc == CT_NOTFOUND) {
+            *stat = TSTATS_UNKNOWN_METRICS;
+            return "Unknown metric";
+        }
+        if (rc != CT_EINVAL) /* the store failed, not the point (OpenTSDB: hbase_errors) */
+            *stat = TSTATS_NCOUNTERS;
         snprintf(msg, cap, "%s", err.msg);
-        *code = err.code;
         return msg;
     }
     int64_t step = rollup_iv_seconds((enum rollup_iv)ivx), s = pp.ts_ms / 1000;
@@ -249,6 +267,7 @@ static void api_rollup_work(struct http_req *r, void *arg)
     struct tsd *t = http_req_tsd(r);
     size_t len;
     const char *body = http_req_body(r, &len);
+    tstats_add(TSTATS_HTTP_PUT, 1);
     if (len == 0) {
         http_reply_error(r, 400, "Missing request content", NULL);
         return;
@@ -284,13 +303,16 @@ static void api_rollup_work(struct http_req *r, void *arg)
     for (; o && i < n; o = cJSON_IsArray(root) ? o->next : NULL, i++) {
         char msg[CT_ERR_MSG_MAX];
         int code = CT_OK;
-        const char *e =
-            one_point(t, o, &ps[ok], tsuids + ok * ROWKEY_MAX_TSUID, msg, sizeof(msg), &code);
+        enum tstats_counter stat;
+        const char *e = one_point(t, o, &ps[ok], tsuids + ok * ROWKEY_MAX_TSUID, msg, sizeof(msg),
+                                  &code, &stat);
         if (!e) {
             ok++;
             continue;
         }
         failed++;
+        if (stat != TSTATS_NCOUNTERS)
+            tstats_add(stat, 1);
         if (code == CT_EUNAVAIL && !unavail[0])
             snprintf(unavail, sizeof(unavail), "%s", e);
         if (details) {

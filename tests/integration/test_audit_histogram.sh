@@ -258,4 +258,225 @@ report("tagsToFiltersSameTagDiffValues: another value keeps both",
 sys.exit(1 if fails else 0)
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
+tsd_stop
+
+# ---- part 2, on three store layouts (TestTsdbQueryHistogramQueriesSalted) ---------------------
+# TestHistogramDataPointRpc's cases a client can observe (HTTP and telnet writes, bucket and
+# binary forms, the refusals, the counters in /api/stats; the mocked HBase errors are not
+# observable), runWithOnlyAnnotation, a two-series sum with the class's grouping cases (none,
+# group by, two tsuids, downsampling), and the answer options a histogram
+# query shares with datapoint queries (show_query, show_stats, globalAnnotations), against the
+# default, an unsalted and OpenTSDB's salted test layout (audit_lib.each_config), whose answers
+# must be byte-identical. The codec id is 42 and auto-create is off, as in the Java test.
+DIRS=("$(it_tmpdir)" "$(it_tmpdir)" "$(it_tmpdir)")
+PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$CTSDB" "${DIRS[@]}" <<'PY'
+import base64, json, struct, sys, urllib.parse
+from audit_lib import each_config, req, report, finish, stat, telnet
+
+CTSDB, DIRS = sys.argv[1], sys.argv[2:5]
+T0 = 1356998400
+
+
+def varint(v):
+    out = b""
+    while v >> 7:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def simple_histogram(buckets, underflow=0, overflow=0):
+    """SimpleHistogram's bytes without the codec id (histogram(false)): bucket count, then per
+    bucket its bounds as floats and its count, then underflow and overflow"""
+    b = struct.pack(">H", len(buckets))
+    for lo, hi, c in buckets:
+        b += struct.pack(">ff", lo, hi) + varint(c)
+    return b + varint(underflow) + varint(overflow)
+
+
+# the Java test's histogram: [0,1) 42, [1,5) 24, overflow 1
+TEST_HISTO = base64.b64encode(simple_histogram([(0, 1, 42), (1, 5, 24)], 0, 1)).decode()
+
+
+def post(path, body):
+    st, b = req(path, "POST", json.dumps(body))
+    try:
+        return st, json.loads(b) if b else None, b
+    except ValueError:
+        return st, None, b
+
+
+def hp(metric, ts=T0, tags=None, **kw):
+    d = {"metric": metric, "timestamp": ts, "tags": {"host": "web01"} if tags is None else tags}
+    d.update(kw if kw else {"id": 42, "value": TEST_HISTO})
+    return d
+
+
+def buckets(name, metric, want, tags="{host=web01}"):
+    """want: {(lo, hi): {ts: count}} read back with show-histogram-buckets"""
+    st, b = req("/api/query?start=%d&end=%d&m=%s" % (T0, T0 + 7200, urllib.parse.quote(
+        "sum:show-histogram-buckets:" + metric + tags)))
+    try:
+        d = json.loads(b)
+        got = {x["metric"]: {int(k): v for k, v in x["dps"].items()} for x in d}
+    except (ValueError, TypeError, KeyError):
+        got = None
+    exp = {"%s_%.1f_%.1f" % (metric, lo, hi): v for (lo, hi), v in want.items()}
+    report(name, "" if st == 200 and got == exp else "status %d, got %r, want %r" % (st, got, exp), b)
+
+
+def counted(name, before, key, n):
+    metric = "tsd.rpc.received" if key in ("http_put", "put") else "tsd.rpc.errors"
+    now = stat(metric, type=key)
+    report(name, "" if before is not None and now == before + n else
+           "%s type=%s went %r -> %r, want +%d" % (metric, key, before, now, n))
+
+
+NAMES = ["h.single", "h.bin", "h.two", "h.good", "h.tel", "h.telbin", "h.ann", "h.sum"]
+TESTB = {(0, 1): {T0: 42}, (1, 5): {T0: 24}}
+
+
+def checks(L):
+    st, b = req("/api/uid/assign", "POST", json.dumps({"metric": NAMES, "tagk": ["host"],
+                                                       "tagv": ["web01", "web02"]}))
+    report(L + "the names are assigned", "" if st == 200 else "status %d" % st, b)
+    # ---- TestHistogramDataPointRpc, HTTP ---------------------------------------------------
+    put0 = stat("tsd.rpc.received", type="http_put")
+    st, d, b = post("/api/histogram", {"metric": "h.single", "timestamp": T0, "overflow": 1,
+                                       "buckets": {"0,1": 42, "1,5": 24}, "tags": {"host": "web01"}})
+    report(L + "executeHttpSingle: 204", "" if st == 204 and b == "" else "status %d" % st, b)
+    counted(L + "executeHttpSingle: one HTTP put request counted", put0, "http_put", 1)
+    buckets(L + "executeHttpSingle: the buckets read back", "h.single", TESTB)
+    st, d, b = post("/api/histogram", hp("h.bin"))
+    report(L + "executeHttpSingleBinary: 204 (id 42 + base64 SimpleHistogram bytes)", "" if st == 204 else "status %d" % st, b)
+    buckets(L + "executeHttpSingleBinary: the same histogram read back", "h.bin", TESTB)
+    st, d, b = post("/api/histogram", [hp("h.two"), hp("h.two", T0 + 60)])
+    report(L + "executeHttpTwoBinary: 204", "" if st == 204 else "status %d" % st, b)
+    buckets(L + "executeHttpTwoBinary: both read back", "h.two",
+            {(0, 1): {T0: 42, T0 + 60: 42}, (1, 5): {T0: 24, T0 + 60: 24}})
+    ia0, put0 = stat("tsd.rpc.errors", type="illegal_arguments"), stat("tsd.rpc.received", type="http_put")
+    st, d, b = post("/api/histogram", [hp("h.good"), hp("h.good", T0 + 60, id=42, value=TEST_HISTO[:4])])
+    report(L + "executeHttpTwoOneGoodOneBadBinary: 400", "" if st == 400 else "status %d" % st, b)
+    counted(L + "executeHttpTwoOneGoodOneBadBinary: one illegal argument", ia0, "illegal_arguments", 1)
+    counted(L + "executeHttpTwoOneGoodOneBadBinary: one HTTP put request", put0, "http_put", 1)
+    buckets(L + "executeHttpTwoOneGoodOneBadBinary: the good one stored, not the bad", "h.good", TESTB)
+    um0 = stat("tsd.rpc.errors", type="unknown_metrics")
+    for case, dp in (("httpNSUNMetric", hp("h.nosuch")), ("httpNSUNTagk", hp("h.single", tags={"nosuchk": "web01"})),
+                     ("httpNSUNTagv", hp("h.single", tags={"host": "nosuchv"}))):
+        st, d, b = post("/api/histogram?details", dp)
+        errs = [e.get("error") for e in d.get("errors", [])] if isinstance(d, dict) else None
+        report(L + case + ": 400, Unknown metric", "" if st == 400 and errs == ["Unknown metric"] else
+               "status %d errors %r" % (st, errs), b)
+    counted(L + "httpNSUNMetric/Tagk/Tagv: unknown_metrics counted 3 times", um0, "unknown_metrics", 3)
+    # ---- TestHistogramDataPointRpc, telnet (success is silent; "version" ends the session) --
+    rp0 = stat("tsd.rpc.received", type="put")
+    out = telnet(["histogram h.tel %d u=0:o=1:0,1=42:1,5=24 host=web01" % T0,
+                  "histogram h.telbin %d 42 %s host=web01" % (T0, TEST_HISTO), "version"])
+    report(L + "executeTelnet / executeTelnetBinary: no reply but version's",
+           "" if len(out) >= 1 and "net.opentsdb" in out[0] else "answer %r" % out[:3])
+    counted(L + "executeTelnet / executeTelnetBinary: counted as telnet puts", rp0, "put", 2)
+    buckets(L + "executeTelnet: the text form's histogram read back", "h.tel", TESTB)
+    buckets(L + "executeTelnetBinary: the binary form's read back", "h.telbin", TESTB)
+    out = telnet(["histogram h.tel %d 42 %s host=web01" % (T0 + 60, TEST_HISTO[:4]),
+                  "histogram h.tel %d 42 %s host=web01" % (T0 + 120, TEST_HISTO[:8]),
+                  "histogram h.tel %d 42" % (T0 + 180),
+                  "histogram h.tel %d 42 %s nosuchk=web01" % (T0 + 240, TEST_HISTO),
+                  "histogram h.tel %d 42 %s host=nosuchv" % (T0 + 300, TEST_HISTO), "version"])
+    want = ["histogram: HBase error: Unable to decode the histogram value",
+            "histogram: HBase error: Unable to decode the histogram value",
+            "histogram: illegal argument: not enough arguments (need least 5, got 3)",
+            "histogram: HBase error: No such name for 'tagk': 'nosuchk'",
+            "histogram: HBase error: No such name for 'tagv': 'nosuchv'"]
+    why = "" if len(out) >= 6 and "net.opentsdb" in out[5] else "answer %r" % out
+    for got, w in zip(out, want):
+        if not got.startswith(w):
+            why = "%r does not start with %r" % (got, w)
+    report(L + "executeTelnetBinaryValueTooShort / CorruptValue / executeShortArray / executeNSUNTagk / "
+           "executeNSUNTagV: one error line each, in order", why)
+    buckets(L + "the refused telnet lines stored nothing", "h.tel", TESTB)
+    # ---- TestTsdbQueryHistogramQueries: runWithOnlyAnnotation, a sum of two series ---------
+    # h.ann: one bucket [k, k+1) a minute in hours 0 and 2; hour 1 holds only an annotation
+    pts = [hp("h.ann", T0 + 60 * k, buckets={"%d,%d" % (k, k + 1): 1}) for k in range(180) if not 60 <= k < 120]
+    st, d, b = post("/api/histogram", pts)
+    report(L + "runWithOnlyAnnotation: 120 histograms written", "" if st == 204 else "status %d" % st, b)
+    st, b = req("/api/query?start=%d&end=%d&show_tsuids&m=sum:percentiles%%5B50%%5D:h.ann" % (T0, T0 + 3 * 3600))
+    tsuid = json.loads(b)[0]["tsuids"][0] if st == 200 else ""
+    st, d, b = post("/api/annotation", {"tsuid": tsuid, "startTime": T0 + 5400, "description": "Hello World!"})
+    st, d, b = post("/api/query", {"start": T0, "end": T0 + 3 * 3600, "queries": [
+        {"metric": "h.ann", "aggregator": "sum", "percentiles": [50]}]})
+    why = "status %d" % st
+    if st == 200 and d:
+        s = d[0]
+        dps = {int(k): v for k, v in s["dps"].items()}
+        want = {T0 + 60 * k: k + 0.5 for k in range(180) if not 60 <= k < 120}
+        why = "" if dps == want and [a["description"] for a in s.get("annotations", [])] == ["Hello World!"] \
+            else "annotations %r, %d points" % (s.get("annotations"), len(dps))
+    report(L + "runWithOnlyAnnotation: the annotation of the hour without histograms, the other hours' 120 points", why, b)
+    st, d, b = post("/api/histogram", [hp("h.sum", T0 + 60 * k, tags={"host": h}, buckets={"0,10": c})
+                                       for k in range(10) for h, c in (("web01", k + 1), ("web02", 10 - k))])
+    report(L + "runSingleTsMsTwoAggSum: two series written", "" if st == 204 else "status %d" % st, b)
+    buckets(L + "runSingleTsMsTwoAggSum: summed across the series (every minute 11)", "h.sum",
+            {(0, 10): {T0 + 60 * k: 11 for k in range(10)}}, tags="")
+    # the other grouping cases of the class on h.sum, so that the layouts' answers are compared
+    def dps_of(args):
+        st, b = req("/api/query?start=%d&end=%d&show_tsuids&%s" % (T0, T0 + 3600, args))
+        try:
+            return st, [(x["metric"], x["tags"], x["aggregateTags"], {int(k): v for k, v in x["dps"].items()},
+                         x.get("tsuids")) for x in json.loads(b)], b
+        except (ValueError, KeyError, TypeError):
+            return st, None, b
+    mid = lambda c: {T0 + 60 * k: 5.0 for k in range(10)}   # one bucket [0, 10): any percentile is 5
+    st, got, b = dps_of("m=none:percentiles%5B50%5D:h.sum")
+    ok = st == 200 and got and [(g[0], g[1], g[2], g[3]) for g in got] == [
+        ("h.sum_pct_50.0", {"host": "web01"}, [], mid(0)), ("h.sum_pct_50.0", {"host": "web02"}, [], mid(0))]
+    report(L + "runSingleTsMsAggNone: one series per host", "" if ok else "status %d %r" % (st, got), b)
+    st, got2, b = dps_of("m=sum:percentiles%5B50%5D:h.sum%7Bhost=*%7D")
+    ok = st == 200 and got2 and [(g[0], g[1], g[2], g[3]) for g in got2] == [(g[0], g[1], g[2], g[3]) for g in got or []]
+    report(L + "runSingleTsMsAggSumTwoGroups: host=* groups as none splits", "" if ok else "status %d %r" % (st, got2), b)
+    tsuids = [g[4][0] for g in got or [] if g[4]]
+    st, got3, b = dps_of("tsuid=sum:show-histogram-buckets:" + ",".join(tsuids))
+    ok = st == 200 and got3 and [(g[0], g[1], g[2], g[3]) for g in got3] == [
+        ("h.sum_0.0_10.0", {}, ["host"], {T0 + 60 * k: 11 for k in range(10)})]
+    report(L + "runTSUIDsAggSum: the two tsuids summed", "" if ok else "status %d %r" % (st, got3), b)
+    st, got4, b = dps_of("m=sum:5m-sum:show-histogram-buckets:h.sum")
+    ok = st == 200 and got4 and [g[3] for g in got4] == [{T0: 55, T0 + 300: 55}]
+    report(L + "downsample 5m-sum: five minutes of both series per point", "" if ok else "status %d %r" % (st, got4), b)
+    # ---- show_query, show_stats, globalAnnotations on a histogram answer ------------------
+    st, d, b = post("/api/annotation", {"startTime": T0 + 30, "description": "global"})
+    st, d, b = post("/api/query", {"start": T0, "end": T0 + 3600, "showQuery": True, "showStats": True,
+                                   "globalAnnotations": True, "queries": [
+        {"metric": "h.sum", "aggregator": "sum", "percentiles": [99, 50], "showHistogramBuckets": True}]})
+    why = []
+    if st != 200 or not isinstance(d, list) or len(d) != 3:
+        why.append("status %d, %s series" % (st, len(d) if isinstance(d, list) else "no"))
+    else:
+        if [s["metric"] for s in d] != ["h.sum_pct_50.0", "h.sum_pct_99.0", "h.sum_0.0_10.0"]:
+            why.append("metrics %r" % [s["metric"] for s in d])
+        for s in d:
+            q = s.get("query", {})
+            if (q.get("metric"), q.get("aggregator"), q.get("index"), q.get("percentiles"),
+                    q.get("showHistogramBuckets")) != ("h.sum", "sum", 0, [50.0, 99.0], True):
+                why.append("%s: query echo %r" % (s["metric"], q))
+            if s.get("stats") != {"emittedDPs": 10, "queryIndex": 0}:
+                why.append("%s: stats %r" % (s["metric"], s.get("stats")))
+            if [a.get("description") for a in s.get("globalAnnotations", [])] != ["global"]:
+                why.append("%s: globalAnnotations %r" % (s["metric"], s.get("globalAnnotations")))
+            if list(s)[:4] != ["metric", "tags", "aggregateTags", "query"] or list(s)[-2:] != ["dps", "stats"]:
+                why.append("%s: key order %r" % (s["metric"], list(s)))
+    report(L + "show_query / show_stats / globalAnnotations: each percentile and bucket series carries the "
+           "query echo (with its percentiles), its stats and the global annotations, as datapoint series do",
+           "; ".join(why), b)
+    st, b = req("/api/query?start=%d&end=%d&show_query&m=sum:percentiles%%5B50%%5D:h.sum&no_annotations"
+                "&global_annotations" % (T0, T0 + 3600))
+    report(L + "no_annotations leaves the global annotations out (QueryRpc fetches them only without it)",
+           "" if st == 200 and "globalAnnotations" not in b and '"query":{' in b else "status %d" % st, b)
+
+
+each_config(CTSDB, DIRS, ['--tsd.core.histograms.config={"net.opentsdb.core.SimpleHistogramDecoder": 42}',
+                          "--tsd.core.auto_create_metrics=false", "--tsd.core.auto_create_tagks=false",
+                          "--tsd.core.auto_create_tagvs=false"], checks)
+finish()
+PY
+[ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
+tsd_logs_check
 it_done
