@@ -164,7 +164,7 @@ baseline_run() { # NAME
 
 # ---- ctsdb, one pass per configuration ----------------------------------------------------
 metric_list=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --intervals 1 --print | awk '!s[$2]++ {print $2}' | head -20)
-declare -A c_points c_hwm c_disk c_wal c_disk_run c_wal_run
+declare -A c_points c_hwm c_hwm_ingest c_disk c_wal c_disk_run c_wal_run
 log_bytes() { # DIR: bytes of the log segments (wal/*.log, head/*.log) of a ctsdb data directory
   find "$1" \( -path '*/wal/*' -o -path '*/head/*' \) -name '*.log' -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}'
 }
@@ -218,6 +218,8 @@ except Exception:
     c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
     if [ "$proto" = telnet ]; then replay telnet "$cport" --ack; else replay http "$cport"; fi
     if [ $? -eq 0 ]; then
+      # peak RSS of the ingest alone: the count queries below read every point of the day
+      c_hwm_ingest[$name]=$(hwm_kb "$cpid")
       ctsdb_queryable "$pstart" "$base"
       t1=$(now_ns); c1=$(cpu_ticks "$cpid")
       done_n=$points
@@ -260,6 +262,7 @@ except Exception:
   echo "  $name running, idle ($(($(date +%s) - tw0)) s after the last acknowledgement and the count, waiting for the logs to be released): ${c_disk_run[$name]} bytes in $cdir, of which logs (wal/, head/) ${c_wal_run[$name]}"
   echo "    by directory: $(disk_parts "$cdir")"
   c_hwm[$name]=$(hwm_kb "$cpid")
+  echo "  $name peak RSS: $((${c_hwm_ingest[$name]:-0} / 1024)) MB at the last acknowledgement (ingest), $((c_hwm[$name] / 1024)) MB with the count queries"
   kill -TERM "$cpid"; wait "$cpid"
   c_disk[$name]=$(du -sb "$cdir" | cut -f1)
   # the logs left after the clean stop (docs/engine.md: none once every memstore is flushed)
