@@ -5,7 +5,8 @@
 # and the store flushes its quiet regions (tsd.storage.quiet_flush_ms), so neither directory
 # keeps a log segment while the TSD runs and every point is still answered. Then a second batch
 # is acknowledged and the TSD killed with SIGKILL: after a restart every acknowledged point of
-# both batches is there (the released logs lost nothing, the new segments replay).
+# both batches is there (the released logs lost nothing, the new segments replay). Last, an hour
+# that closes while nothing is written is handed off and both logs released all the same.
 source "$(dirname "$0")/lib.sh"
 
 QUIET_MS=3000
@@ -92,5 +93,30 @@ check_eq "after kill -9: every acknowledged point of batch 2" 10800 "$(count wr.
 tsd_stop
 check_eq "clean stop after recovery" 0 "$?"
 check_eq "no log segment after the clean stop [$(log_list)]" 0 "$(log_segments)"
+
+# an hour that closes while no write comes: the previous hour, held open until ~12 s from now by
+# the grace (tsd.storage.ctsdb.compaction_delay); its points stay in the head (and its log)
+# until then, and are handed off and released without another write
+now=$(date +%s)
+hour=$(( now / 3600 * 3600 - 3600 ))
+grace=$(( now + 12 - hour - 3600 ))
+TSD_DATA=$data
+tsd_start --tsd.storage.quiet_flush_ms=$QUIET_MS --tsd.storage.ctsdb.compaction_delay=$grace
+base=$hour
+check_eq "telnet batch 3 (an hour still open) acknowledged" acked "$(telnet_load wr.open 20 300)"
+heads=$(find "$data/head" -name '*.log' | wc -l)
+check "the open hour's points are in the head's log ($heads segment)" test "$heads" -gt 0
+t0=$(date +%s)
+deadline=$((t0 + 12 + QUIET_MS / 1000 + 60))
+while [ "$(log_segments)" -gt 0 ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.2; done
+check_eq "once the hour closed, no log segment is left without another write (after $(($(date +%s) - t0)) s) [$(log_list)]" \
+  0 "$(log_segments)"
+check_eq "every point of the closed hour answered" 6000 "$(count wr.open)"
+kill -KILL "$TSD_PID"
+wait "$TSD_PID" 2>/dev/null
+tsd_start --tsd.storage.quiet_flush_ms=$QUIET_MS
+check_eq "after kill -9: every point of batch 3" 6000 "$(count wr.open)"
+tsd_stop
+check_eq "clean stop" 0 "$?"
 tsd_logs_check
 it_done
