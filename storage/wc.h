@@ -89,7 +89,7 @@ struct wc_options {
      * block cache keeps stays resident (the TSD sets it under tsd.core.memory_limit_bytes).
      * Default false (mapped). */
     bool pread_block_files;
-    size_t wal_segment_bytes;    /* log segment rotation size; default 64 MiB */
+    size_t wal_segment_bytes; /* log segment rotation size; default 64 MiB */
     /* A region whose memstores hold cells and that has had no write for this long is flushed,
      * so that the log segments its cells pinned are released while the store runs (and the
      * active segment too once every memstore is flushed): an idle store keeps its cells in

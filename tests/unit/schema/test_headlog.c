@@ -242,7 +242,7 @@ static void test_headlog_releasable_only_what_a_release_would_drop(void **state)
     assert_false(headlog_releasable(l, BASE + 3600)); /* empty */
     struct head_point a = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 1000, false, 1)};
     append_points(l, h, &a, 1);
-    assert_false(headlog_releasable(l, BASE));        /* its hour is still open */
+    assert_false(headlog_releasable(l, BASE));       /* its hour is still open */
     assert_true(headlog_releasable(l, BASE + 3600)); /* closed: a release would drop it */
     size_t handed = 0, nh = 0;
     assert_int_equal(head_close_hours(h, BASE + 3600, sink_ok, &handed, &nh, &err), CT_OK);
