@@ -667,6 +667,25 @@ int headlog_release(struct headlog *l, int64_t before_s, struct ct_err *err)
     return rc;
 }
 
+bool headlog_releasable(struct headlog *l, int64_t before_s)
+{
+    if (l->read_only)
+        return false;
+    pthread_mutex_lock(&l->mu);
+    uint64_t last = l->next_seq - 1, upto = last;
+    for (size_t i = 0; i < l->nhours; i++)
+        if (l->hours[i].base_s >= before_s && l->hours[i].first_seq - 1 < upto)
+            upto = l->hours[i].first_seq - 1;
+    bool more = upto > l->released_seq;
+    pthread_mutex_unlock(&l->mu);
+    if (!more && upto == last) {
+        struct wal_stats ws;
+        wal_get_stats(l->wal, &ws);
+        more = ws.segments > 0;
+    }
+    return more;
+}
+
 void headlog_get_stats(struct headlog *l, struct headlog_stats *out)
 {
     uint64_t now = clock_mono_ns();

@@ -86,6 +86,11 @@ CT_MUST_CHECK int headlog_append_delete(struct headlog *l, const uint8_t *tsuid,
 /* Every hour < before_s is in the store: releases the records that hold only such hours (and
  * whatever older records a segment shares with them), after writing the mark. */
 CT_MUST_CHECK int headlog_release(struct headlog *l, int64_t before_s, struct ct_err *err);
+/* Whether headlog_release(before_s) would release something: a record past the mark holding
+ * no hour >= before_s (e.g. one whose points all reached the store as single cells, when the
+ * head holds no hour to hand off), or a segment left after the whole log was released (a
+ * release that found an append in flight). Changes nothing. */
+bool headlog_releasable(struct headlog *l, int64_t before_s);
 
 /* Reports of the error state (see the top): error true for a failure, false for the line saying
  * it cleared. Called without the log's locks; must not call into the log. */

@@ -89,7 +89,15 @@ struct wc_options {
      * block cache keeps stays resident (the TSD sets it under tsd.core.memory_limit_bytes).
      * Default false (mapped). */
     bool pread_block_files;
-    size_t wal_segment_bytes;    /* log segment rotation size; default 64 MiB */
+    size_t wal_segment_bytes; /* log segment rotation size; default 64 MiB */
+    /* A region whose memstores hold cells and that has had no write for this long is flushed,
+     * so that the log segments its cells pinned are released while the store runs (and the
+     * active segment too once every memstore is flushed): an idle store keeps its cells in
+     * block files only. Checked about once a second. Default 0 = no flush for quiet regions
+     * (the TSD sets 30000: tsd.storage.quiet_flush_ms). HBase flushes on the age of the oldest
+     * edit instead (hbase.regionserver.optionalcacheflushinterval, 1 hour); that rule applies
+     * here too, whatever this is. */
+    int64_t quiet_flush_ms;
     uint64_t region_split_bytes; /* automatic split threshold (MAX_FILESIZE default); 1 GiB */
     int background_threads;      /* flush and compaction workers; default 2 */
     int64_t major_compaction_period_ms; /* 0 = none; default 7 days (with +-50% jitter) */

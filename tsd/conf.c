@@ -219,6 +219,9 @@ static const struct ct_cfg_key conf_keys[] = {
      "size, 256 MiB), flush only; derived from tsd.core.memory_limit_bytes when that is set)"},
     {"tsd.storage.quarantine_damaged", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/store.c",
      "open a store with damaged files by setting them aside (wc_options)"},
+    {"tsd.storage.quiet_flush_ms", CT_CFG_INT, "30000", 0, (int64_t)1 << 40, NULL, "tsd/store.c",
+     "a region without a write for this long is flushed, so the write-ahead log is released "
+     "while the TSD runs (0 = only by size, log length and hourly; wc_options.quiet_flush_ms)"},
     {"tsd.storage.region_split_bytes", CT_CFG_INT, "1073741824", 65536, (int64_t)1 << 50, NULL,
      "tsd/store.c", "a region splits at this size"},
     {"tsd.storage.series_cache_bytes", CT_CFG_INT, "0", 0, (int64_t)1 << 40, NULL, "tsd/store.c",

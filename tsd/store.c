@@ -125,6 +125,13 @@ struct tsdstore {
     _Atomic uint64_t series_refused; /* points refused by store_admit_series */
     pthread_mutex_t handoff_mu; /* one hand-off at a time */
     _Atomic int64_t handoff_checked_s;
+    /* the hand-off ticker (store_ticker_main): checks once a second, so that hours close and
+     * the head's log is released while no write comes; tick_mu guards tick_stop */
+    pthread_t ticker;
+    bool ticker_started;
+    bool tick_stop;
+    pthread_mutex_t tick_mu;
+    pthread_cond_t tick_cv;
     int64_t grace_s;
     /* data cells written for points (/api/stats tsd.storage.data.cells): single cells (one per
      * point not in the head) and hour cells (one per series-hour handed off) */
@@ -430,7 +437,9 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, struct 
         return CT_OK;
     int64_t before =
         now_s == INT64_MAX ? INT64_MAX : rowkey_base_hour_s(now_s - 3600 - st->grace_s) + 3600;
-    if (head_oldest_hour_s(st->head) >= before)
+    /* nothing to hand off: still release a log holding only records of closed hours (their
+     * points reached the store as single cells), after moving the head's closed mark */
+    if (head_oldest_hour_s(st->head) >= before && !headlog_releasable(st->hlog, before))
         return CT_OK;
     if (force)
         pthread_mutex_lock(&st->handoff_mu);
@@ -452,6 +461,52 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, struct 
         tlog_info("head: handed off %zu series-hours (%zu points) before %lld", x.rows, x.points,
                   (long long)before);
     return rc;
+}
+
+/* The hand-off ticker: a write checks for closed hours (at most once a second), but the last
+ * points before the writes stop (a backfill, a quiet hour) would stay in the head and its log
+ * until the next write; this checks once a second whatever the writes do. */
+static void *store_ticker_main(void *arg)
+{
+    struct tsdstore *st = arg;
+    pthread_mutex_lock(&st->tick_mu);
+    while (!st->tick_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += 1;
+        pthread_cond_timedwait(&st->tick_cv, &st->tick_mu, &ts);
+        if (st->tick_stop)
+            break;
+        pthread_mutex_unlock(&st->tick_mu);
+        struct ct_err e = {0};
+        if (store_handoff(st, clock_now_ms() / 1000, false, &e) != CT_OK) {
+            /* logged there; the hours stay in the head and are tried again */
+        }
+        pthread_mutex_lock(&st->tick_mu);
+    }
+    pthread_mutex_unlock(&st->tick_mu);
+    return NULL;
+}
+
+static int store_ticker_start(struct tsdstore *st, struct ct_err *err)
+{
+    int e = pthread_create(&st->ticker, NULL, store_ticker_main, st);
+    if (e != 0)
+        return ct_err_set(err, CT_EIO, "cannot start the head hand-off thread: %s", strerror(e));
+    st->ticker_started = true;
+    return CT_OK;
+}
+
+static void store_ticker_stop(struct tsdstore *st)
+{
+    if (!st->ticker_started)
+        return;
+    pthread_mutex_lock(&st->tick_mu);
+    st->tick_stop = true;
+    pthread_cond_signal(&st->tick_cv);
+    pthread_mutex_unlock(&st->tick_mu);
+    pthread_join(st->ticker, NULL);
+    st->ticker_started = false;
 }
 
 /* head_delete_log_fn: a delete=true query's hours, logged at the TSD's durability. */
@@ -575,6 +630,7 @@ void tsdstore_wc_options(const struct conf *c, struct wc_options *o)
         o->block_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.block_cache_bytes");
         o->memstore_flush_bytes = (size_t)conf_get_int(c, "tsd.storage.memstore_flush_bytes");
         o->region_split_bytes = (uint64_t)conf_get_int(c, "tsd.storage.region_split_bytes");
+        o->quiet_flush_ms = conf_get_int(c, "tsd.storage.quiet_flush_ms");
         o->quarantine_damaged = conf_get_bool(c, "tsd.storage.quarantine_damaged");
         /* past it the engine flushes the largest regions and holds writes until they are
          * under it (wc.h; tsd.ingest.memstore_waits counts the writes that waited) */
@@ -615,6 +671,8 @@ int tsdstore_open(const struct conf *c, enum tsdstore_mode mode, struct tsdstore
         return ct_err_set(err, CT_ENOMEM, "out of memory opening the store");
     pthread_mutex_init(&st->mu, NULL);
     pthread_mutex_init(&st->handoff_mu, NULL);
+    pthread_mutex_init(&st->tick_mu, NULL);
+    pthread_cond_init(&st->tick_cv, NULL);
     st->series_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.series_cache_bytes");
     st->mem_limit = (uint64_t)conf_get_int(c, "tsd.core.memory_limit_bytes");
     st->head_bound = (uint64_t)conf_get_int(c, "tsd.storage.head.max_bytes");
@@ -668,6 +726,10 @@ int tsdstore_open(const struct conf *c, enum tsdstore_mode mode, struct tsdstore
         tsdstore_close(st);
         return rc;
     }
+    if (!read_only && st->head && (rc = store_ticker_start(st, err)) != CT_OK) {
+        tsdstore_close(st);
+        return rc;
+    }
     if (read_only && dir && *dir && (rc = store_head_open_read_only(st, dir, err)) != CT_OK) {
         ct_err_prefix(err, "cannot read the ingest head's log");
         tsdstore_close(st);
@@ -685,6 +747,13 @@ void tsdstore_close(struct tsdstore *st)
 {
     if (!st)
         return;
+    if (st->ticker_started) { /* a writing TSD with the head: its closed hours go to the store */
+        store_ticker_stop(st);
+        struct ct_err e = {0};
+        if (store_handoff(st, clock_now_ms() / 1000, true, &e) != CT_OK) {
+            /* logged there; the hours stay in the head's log and come back by replay */
+        }
+    }
     metatrack_close(st->track);
     /* the head's open hours stay in its log and come back by replay */
     headlog_close(st->hlog);
@@ -703,6 +772,8 @@ void tsdstore_close(struct tsdstore *st)
     }
     pthread_mutex_destroy(&st->mu);
     pthread_mutex_destroy(&st->handoff_mu);
+    pthread_mutex_destroy(&st->tick_mu);
+    pthread_cond_destroy(&st->tick_cv);
     free(st);
 }
 

@@ -80,10 +80,12 @@ struct eregion {
     pthread_cond_t fence_cv;
     atomic_uint_fast64_t reads;
     atomic_uint_fast64_t writes;
-    /* the log trimmer (store.c trim_wal): `writes` at its last check and how many checks in a
-     * row saw no new write (an idle region); guarded by mu */
+    /* the log trimmer (store.c trim_wal): `writes` at its last check, how many checks in a
+     * row saw no new write (an idle region) and since when (monotonic ms; 0 = not yet seen);
+     * guarded by mu */
     uint64_t trim_writes_seen;
     int trim_idle_checks;
+    int64_t trim_quiet_since_ms;
 };
 
 /* ---- table ---------------------------------------------------------------------------- */

@@ -526,8 +526,9 @@ static void queue_major_all(struct estore *s)
  * ... when the WAL must be trimmed"; HBase's maxlogs); sooner when that region is idle: an idle
  * table's small memstore would otherwise pin every segment written since its last edit
  * (WAL_PINNED_IDLE_SEGMENTS closed segments, the region without a write for ENGINE_IDLE_CHECKS
- * checks ~1 s apart). Flushes memstores whose first edit is an hour old. Once everything is flushed
- * the log keeps no segment at all (the active one is released too, wal.c). */
+ * checks ~1 s apart). Flushes memstores whose first edit is an hour old, and those of a region
+ * without a write for opt.quiet_flush_ms. Once everything is flushed the log keeps no segment at
+ * all (the active one is released too, wal.c). */
 #define WAL_MAX_SEGMENTS         8
 #define WAL_PINNED_IDLE_SEGMENTS 2
 #define ENGINE_IDLE_CHECKS       2
@@ -611,15 +612,20 @@ static void trim_wal(struct estore *s)
             struct eregion *rg = t->regions[r];
             pthread_mutex_lock(&rg->mu);
             uint64_t w = atomic_load_explicit(&rg->writes, memory_order_relaxed);
-            if (w != rg->trim_writes_seen) {
+            if (w != rg->trim_writes_seen || !rg->trim_quiet_since_ms) {
                 rg->trim_writes_seen = w;
                 rg->trim_idle_checks = 0;
+                rg->trim_quiet_since_ms = now | 1;
             } else if (rg->trim_idle_checks < ENGINE_IDLE_CHECKS) {
                 rg->trim_idle_checks++;
             }
-            /* periodic flush of memstores holding edits for an hour (HBase's default) */
-            if (rg->first_edit_mono_ms && now - rg->first_edit_mono_ms > ENGINE_IDLE_FLUSH_MS &&
-                !rg->flush_queued) {
+            /* periodic flush of memstores holding edits for an hour (HBase's default), and of
+             * a quiet region's (no write for opt.quiet_flush_ms): its block files then hold
+             * all its cells and the log segments they pinned can go */
+            if (rg->first_edit_mono_ms && !rg->flush_queued &&
+                (now - rg->first_edit_mono_ms > ENGINE_IDLE_FLUSH_MS ||
+                 (s->opt.quiet_flush_ms > 0 &&
+                  now - rg->trim_quiet_since_ms >= s->opt.quiet_flush_ms))) {
                 rg->flush_queued = true;
                 estore_queue_job(s, EJOB_FLUSH, t, rg, false);
             }

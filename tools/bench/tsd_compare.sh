@@ -164,7 +164,17 @@ baseline_run() { # NAME
 
 # ---- ctsdb, one pass per configuration ----------------------------------------------------
 metric_list=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --intervals 1 --print | awk '!s[$2]++ {print $2}' | head -20)
-declare -A c_points c_hwm c_disk c_wal c_disk_run c_wal_run
+declare -A c_points c_hwm c_hwm_ingest c_disk c_wal c_disk_run c_wal_run
+log_bytes() { # DIR: bytes of the log segments (wal/*.log, head/*.log) of a ctsdb data directory
+  find "$1" \( -path '*/wal/*' -o -path '*/head/*' \) -name '*.log' -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}'
+}
+disk_parts() { # DIR: bytes of each top-level part of a ctsdb data directory (wal, head, sst, ...)
+  local d out=""
+  for d in "$1"/*/; do
+    [ -d "$d" ] && out="$out$(basename "$d") $(du -sb "$d" | cut -f1), "
+  done
+  echo "${out%, }"
+}
 variants=()
 ctsdb_pass() { # NAME TSD_OPTIONS
   local name=$1 cdir="$dir/ctsdb-$1" cpid cport c0 t0 t1 c1
@@ -208,6 +218,8 @@ except Exception:
     c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
     if [ "$proto" = telnet ]; then replay telnet "$cport" --ack; else replay http "$cport"; fi
     if [ $? -eq 0 ]; then
+      # peak RSS of the ingest alone: the count queries below read every point of the day
+      c_hwm_ingest[$name]=$(hwm_kb "$cpid")
       ctsdb_queryable "$pstart" "$base"
       t1=$(now_ns); c1=$(cpu_ticks "$cpid")
       done_n=$points
@@ -229,17 +241,34 @@ except Exception:
     c_points[$name]=$base
     [ "$(written)" -eq "$base" ] || echo "  WARNING: $name wrote $(written) of $base points"
   done
-  # on disk while it runs, once idle: the write-ahead log should be released once its points
-  # are in block files (the head's log counts here too, under head/)
+  # on disk while it runs, once idle: the write-ahead log is released once its points are in
+  # block files (the head's log counts here too, under head/): a region without a write for
+  # tsd.storage.quiet_flush_ms (30 s unless set in the options) is flushed, so the figure is
+  # taken once the logs are gone or have not shrunk for that long + 10 s (polled every second,
+  # at most the quiet period + 60 s); how long that took is printed
+  local quiet_ms=30000 q w0 wlast wsince tw0
+  q=$(sed -n 's/.*--tsd\.storage\.quiet_flush_ms[= ]\([0-9]*\).*/\1/p' <<<"$2")
+  [ -n "$q" ] && quiet_ms=$q
+  tw0=$(date +%s)
+  wlast=$(log_bytes "$cdir"); wsince=$tw0
+  while [ "$wlast" -gt 0 ] && [ $(($(date +%s) - tw0)) -lt $((quiet_ms / 1000 + 60)) ] &&
+    [ $(($(date +%s) - wsince)) -lt $((quiet_ms / 1000 + 10)) ]; do
+    sleep 1
+    w0=$(log_bytes "$cdir")
+    if [ "$w0" -ne "$wlast" ]; then wlast=$w0; wsince=$(date +%s); fi
+  done
   c_disk_run[$name]=$(du -sb "$cdir" | cut -f1)
-  c_wal_run[$name]=$(find "$cdir" \( -path '*/wal/*' -o -path '*/head/*' \) -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
-  echo "  $name running, idle: ${c_disk_run[$name]} bytes in $cdir, of which logs (wal/, head/) ${c_wal_run[$name]}"
+  c_wal_run[$name]=$(log_bytes "$cdir")
+  echo "  $name running, idle ($(($(date +%s) - tw0)) s after the last acknowledgement and the count, waiting for the logs to be released): ${c_disk_run[$name]} bytes in $cdir, of which logs (wal/, head/) ${c_wal_run[$name]}"
+  echo "    by directory: $(disk_parts "$cdir")"
   c_hwm[$name]=$(hwm_kb "$cpid")
+  echo "  $name peak RSS: $((${c_hwm_ingest[$name]:-0} / 1024)) MB at the last acknowledgement (ingest), $((c_hwm[$name] / 1024)) MB with the count queries"
   kill -TERM "$cpid"; wait "$cpid"
   c_disk[$name]=$(du -sb "$cdir" | cut -f1)
   # the logs left after the clean stop (docs/engine.md: none once every memstore is flushed)
-  c_wal[$name]=$(find "$cdir" \( -path '*/wal/*' -o -path '*/head/*' \) -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}')
+  c_wal[$name]=$(log_bytes "$cdir")
   echo "  $name after a clean stop: ${c_disk[$name]} bytes in $cdir, of which logs ${c_wal[$name]}"
+  echo "    by directory: $(disk_parts "$cdir")"
   variants+=("$name")
   rm -rf "$cdir"
 }

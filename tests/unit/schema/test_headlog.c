@@ -6,6 +6,7 @@
  * gives the writer's head and changes nothing; a failing append is the log's error state (counted,
  * named, reported once per interval) that a later successful append clears after a full disk, and
  * that stays after a failed sync. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -207,6 +208,68 @@ static void test_headlog_release_keeps_open_hours_only(void **state)
     assert_int_equal(np, 0);
     headlog_close(l);
     head_free(h2);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
+/* Segment files (wal-*.log) in dir. */
+static size_t log_segments(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (!strncmp(de->d_name, "wal-", 4) && strstr(de->d_name, ".log"))
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* headlog_releasable: true while a release would drop something, false once it did; a record
+ * holding only hours handed off before (its points went to the store as single cells) makes the
+ * log releasable though the head holds nothing to hand off, and the release leaves no segment. */
+static void test_headlog_releasable_only_what_a_release_would_drop(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct head *h = NULL;
+    struct refused r = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_log(dir);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    assert_false(headlog_releasable(l, BASE + 3600)); /* empty */
+    struct head_point a = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 1000, false, 1)};
+    append_points(l, h, &a, 1);
+    assert_false(headlog_releasable(l, BASE));       /* its hour is still open */
+    assert_true(headlog_releasable(l, BASE + 3600)); /* closed: a release would drop it */
+    size_t handed = 0, nh = 0;
+    assert_int_equal(head_close_hours(h, BASE + 3600, sink_ok, &handed, &nh, &err), CT_OK);
+    assert_int_equal(headlog_release(l, BASE + 3600, &err), CT_OK);
+    assert_false(headlog_releasable(l, BASE + 3600));
+    assert_int_equal(log_segments(dir), 0);
+    /* a late point of the handed-off hour: logged, not registered, refused by the head */
+    struct head_point late = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 2000, false, 2)};
+    assert_int_equal(headlog_append(l, &late, 1, WAL_SYNC_WRITE, &err), CT_OK);
+    assert_int_equal(log_segments(dir), 1);
+    assert_true(headlog_releasable(l, BASE + 3600));
+    assert_int_equal(headlog_release(l, BASE + 3600, &err), CT_OK);
+    assert_false(headlog_releasable(l, BASE + 3600));
+    assert_int_equal(log_segments(dir), 0);
+    /* a late record, then one of an open hour: the late one can go, the open one stays */
+    late.p.ts_ms += 1000;
+    assert_int_equal(headlog_append(l, &late, 1, WAL_SYNC_WRITE, &err), CT_OK);
+    struct head_point open_pt = {T1, sizeof(T1), dpcodec_point_int(BASE_MS + 7200000, false, 3)};
+    append_points(l, h, &open_pt, 1);
+    assert_true(headlog_releasable(l, BASE + 3600));
+    assert_int_equal(headlog_release(l, BASE + 3600, &err), CT_OK);
+    assert_false(headlog_releasable(l, BASE + 3600));
+    struct headlog_stats st;
+    headlog_get_stats(l, &st);
+    assert_int_equal(st.open_hours, 1);
+    assert_int_equal(log_segments(dir), 1);
+    headlog_close(l);
     head_free(h);
     ctest_rmdir(dir);
 }
@@ -539,6 +602,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_headlog_replays_what_was_appended),
         cmocka_unit_test(test_headlog_release_keeps_open_hours_only),
+        cmocka_unit_test(test_headlog_releasable_only_what_a_release_would_drop),
         cmocka_unit_test(test_headlog_replay_hands_refused_points_back),
         cmocka_unit_test(test_headlog_torn_tail_loses_only_the_last_record),
         cmocka_unit_test(test_headlog_corrupt_record_and_mark_are_named),

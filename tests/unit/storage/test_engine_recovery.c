@@ -2,7 +2,8 @@
  * (puts, every marker, several families, altered and truncated tables), a process SIGKILLed at
  * random moments while writing with SYNC_WAL loses no acknowledged mutation and the store
  * opens, a failed background flush is a sticky error, and a store whose memstores are all
- * flushed keeps no log (an idle table's small memstore pinning the log is flushed). */
+ * flushed keeps no log (an idle table's small memstore pinning the log is flushed, and a region
+ * without a write for wc_options.quiet_flush_ms is flushed so the log is released). */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -564,6 +565,112 @@ static void test_idle_small_memstore_pinning_the_log_is_flushed(void **state)
     ctest_rmdir(dir);
 }
 
+static struct wc_store *open_quiet_flush(const char *dir, int64_t quiet_ms)
+{
+    struct wc_options o;
+    wc_options_init(&o);
+    o.data_dir = dir;
+    o.block_cache_bytes = 1 << 20;
+    o.quiet_flush_ms = quiet_ms; /* 64 MiB segments: only the quiet rule can release the log */
+    return fixture_store_open(&o);
+}
+
+/* Polls (every 50 ms, at most ~20 s) until dir/wal holds no segment; returns how many it holds. */
+static size_t wait_no_wal_segment(const char *dir)
+{
+    size_t n = wal_segments(dir);
+    for (int tries = 0; tries < 400 && n > 0; tries++) {
+        usleep(50 * 1000);
+        n = wal_segments(dir);
+    }
+    return n;
+}
+
+/* wc_options.quiet_flush_ms: a region without a write for the quiet period is flushed while the
+ * store runs, so that the log is released (the active segment too once nothing is left in a
+ * memstore); a region still being written is not; the released store survives a crash (a child
+ * writes, waits for the release, writes again and dies without closing) with every write. */
+static void test_quiet_region_is_flushed_and_the_log_released(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    /* 2 s: a region written every 50 ms stays far from it even on a loaded machine */
+    struct wc_store *s = open_quiet_flush(dir, 2000);
+    create(s, "quiet", (const char *const[]){"f"}, 1);
+    create(s, "busy", (const char *const[]){"f"}, 1);
+    struct wc_table *q = fixture_table_open(s, "quiet"), *b = fixture_table_open(s, "busy");
+    for (int i = 0; i < 50; i++) {
+        char row[16];
+        snprintf(row, sizeof(row), "q%03d", i);
+        assert_int_equal(mut(q, row, WC_OP_PUT, "f", "q", "vq", 2, WC_DURABILITY_SYNC_WAL), CT_OK);
+    }
+    /* busy gets a write every 50 ms until quiet is flushed (at most ~20 s) */
+    uint64_t ms = 0, files = 0;
+    int w = 0;
+    for (; w < 400 && files == 0; w++) {
+        char row[16];
+        snprintf(row, sizeof(row), "b%03d", w);
+        assert_int_equal(mut(b, row, WC_OP_PUT, "f", "q", "vb", 3, WC_DURABILITY_SYNC_WAL), CT_OK);
+        usleep(50 * 1000);
+        files = table_files(s, "quiet", &ms);
+    }
+    assert_int_equal(files, 1);
+    assert_int_equal(ms, 0);
+    /* written every 50 ms, far under the quiet period: still in its memstore, so the log stays
+     * (quiet took about the quiet period + one check: its flush is the quiet rule's, not the
+     * hourly or log-length one) */
+    assert_true(w >= 20);
+    assert_int_equal(table_files(s, "busy", &ms), 0);
+    assert_true(ms > 0);
+    assert_true(wal_bytes(dir) > 0);
+    /* the writes stop: busy is flushed too and no log segment is left while the store runs */
+    assert_int_equal(wait_no_wal_segment(dir), 0);
+    assert_int_equal(table_files(s, "busy", &ms), 1);
+    assert_int_equal(ms, 0);
+    assert_row(q, "q049", "f:q@2=vq");
+    assert_row(b, "b000", "f:q@3=vb");
+    wc_table_close(q);
+    wc_table_close(b);
+    wc_close(s);
+
+    /* a crash after a release while running: a later write goes into a new segment, and the
+     * replay finds every write (block files up to flushed_upto, the log after it) */
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        s = open_quiet_flush(dir, 300);
+        struct wc_table *t;
+        struct ct_err err;
+        if (wc_table_open(s, "quiet", &t, &err) != CT_OK)
+            _exit(3);
+        if (mut(t, "c1", WC_OP_PUT, "f", "q", "v1", 4, WC_DURABILITY_SYNC_WAL) != CT_OK)
+            _exit(4);
+        if (wait_no_wal_segment(dir) != 0)
+            _exit(5);
+        if (mut(t, "c2", WC_OP_PUT, "f", "q", "v2", 5, WC_DURABILITY_SYNC_WAL) != CT_OK)
+            _exit(6);
+        _exit(0); /* no close: the store is left as a crash leaves it */
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(wal_segments(dir), 1); /* c2's */
+    s = open_quiet_flush(dir, 0);
+    q = fixture_table_open(s, "quiet");
+    b = fixture_table_open(s, "busy");
+    assert_row(q, "q000", "f:q@2=vq");
+    assert_row(q, "c1", "f:q@4=v1");
+    assert_row(q, "c2", "f:q@5=v2");
+    char last[16];
+    snprintf(last, sizeof(last), "b%03d", w - 1);
+    assert_row(b, last, "f:q@3=vb");
+    wc_table_close(q);
+    wc_table_close(b);
+    wc_close(s);
+    ctest_rmdir(dir);
+}
+
 /* A read-only open reads the block files, refuses writes and leaves the directory alone; it
  * holds the lock shared (readers together, never beside a writer). */
 static void test_read_only_open_reads_and_refuses_writes(void **state)
@@ -693,6 +800,7 @@ int main(void)
         cmocka_unit_test(test_long_log_flushes_the_oldest_memstore),
         cmocka_unit_test(test_flushed_store_keeps_no_log_bytes),
         cmocka_unit_test(test_idle_small_memstore_pinning_the_log_is_flushed),
+        cmocka_unit_test(test_quiet_region_is_flushed_and_the_log_released),
         cmocka_unit_test(test_read_only_open_reads_and_refuses_writes),
         cmocka_unit_test(test_failed_catalog_write_changes_nothing),
     };
