@@ -5,8 +5,13 @@
  * stored together, "metric\0k1\0v1\0...", which is also its series key, hashed (hash_bytes)
  * when the point is added; (2) every batch is in exactly one place: the free list, a producer,
  * the write queue, a writer (alone or in a group of queued batches written together), or a done
- * callback; in_use counts those outside the free list; (3) the write queue is FIFO, and a group's
- * done callbacks run in queue order.
+ * callback; in_use counts those outside the free list; (3) fairness (round robin by lane,
+ * ingest_batch_set_lane): a batch queued gets a round, one past the round of the last queued batch
+ * of its lane, or the pipeline's current round (the highest taken) when none of its lane is
+ * queued; writers take the lowest round first, ties in queue order. Rounds rise along a lane's
+ * queue, so a lane's batches are taken in the order queued; a lane that had nothing queued joins
+ * at the current round, ahead of the second and later queued batches of every other lane. A
+ * group's done callbacks run in the order taken.
  * Locking: mu guards free list, queue, in_use and stopping; free_cv signals a released batch,
  * queue_cv a queued batch or stopping. */
 #include "tsd/ingest.h"
@@ -51,6 +56,9 @@ struct ingest_batch {
     int result;
     char result_msg[INGEST_MSG_LEN];
     uint64_t seq;
+    uint64_t lane;  /* the producer's fairness lane (ingest_batch_set_lane); 0 unless set */
+    uint64_t round; /* set when queued: its lane's previous queued batch's round + 1, or the
+                       pipeline's current round when none of its lane is queued */
     uint64_t seed; /* the pipeline's hash seed */
     ingest_done_fn done;
     void *done_arg;
@@ -66,6 +74,7 @@ struct ingest {
     bool stopping;
     struct ingest_batch **all;
     size_t nall;
+    uint64_t round; /* [mu] the highest round of a batch taken so far */
     pthread_t *writers;
     int nwriters;
     size_t group_points;
@@ -127,6 +136,7 @@ static void ingest_batch_reset(struct ingest_batch *b)
     b->result = CT_OK;
     b->result_msg[0] = '\0';
     b->seq = 0;
+    b->lane = 0;
     b->done = NULL;
     b->done_arg = NULL;
     b->next = NULL;
@@ -281,6 +291,44 @@ uint64_t ingest_batch_seq(const struct ingest_batch *b)
     return b->seq;
 }
 
+void ingest_batch_set_lane(struct ingest_batch *b, uint64_t lane)
+{
+    b->lane = lane;
+}
+
+/* Takes the next group off the queue (g->mu held, queue not empty) into group[] (invariant 3):
+ * repeatedly the queued batch of the lowest round, the oldest of those, up to group_points (the
+ * first always) and INGEST_MAX_GROUP. The queue holds at most the pool's batches, so the scans
+ * stay short. Returns the number taken; *points their points. */
+static size_t ingest_take_group(struct ingest *g, struct ingest_batch **group, size_t *points)
+{
+    size_t nb = 0, pts = 0;
+    while (g->q_head && nb < INGEST_MAX_GROUP) {
+        struct ingest_batch *best = NULL, *best_prev = NULL, *prev = NULL;
+        for (struct ingest_batch *b = g->q_head; b; prev = b, b = b->next) {
+            if (!best || b->round < best->round) {
+                best = b;
+                best_prev = prev;
+            }
+        }
+        if (nb > 0 && pts + best->n > g->group_points)
+            break;
+        if (best_prev)
+            best_prev->next = best->next;
+        else
+            g->q_head = best->next;
+        if (g->q_tail == best)
+            g->q_tail = best_prev;
+        best->next = NULL;
+        if (best->round > g->round)
+            g->round = best->round;
+        pts += best->n;
+        group[nb++] = best;
+    }
+    *points = pts;
+    return nb;
+}
+
 static void *ingest_writer_main(void *arg)
 {
     struct ingest *g = arg;
@@ -295,17 +343,8 @@ static void *ingest_writer_main(void *arg)
         }
         /* Take the queued batches up to group_points together (never waiting for more): a
          * writer that has fallen behind writes bigger sorted groups, one store write each. */
-        size_t nb = 0, points = 0;
-        while (g->q_head && nb < INGEST_MAX_GROUP &&
-               (nb == 0 || points + g->q_head->n <= g->group_points)) {
-            struct ingest_batch *b = g->q_head;
-            g->q_head = b->next;
-            b->next = NULL;
-            points += b->n;
-            group[nb++] = b;
-        }
-        if (!g->q_head)
-            g->q_tail = NULL;
+        size_t points = 0;
+        size_t nb = ingest_take_group(g, group, &points);
         pthread_mutex_unlock(&g->mu);
 
         struct ct_err err = {0};
@@ -327,7 +366,7 @@ static void *ingest_writer_main(void *arg)
                 }
             }
         }
-        for (size_t k = 0; k < nb; k++) { /* in queue order */
+        for (size_t k = 0; k < nb; k++) { /* in the order taken */
             struct ingest_batch *b = group[k];
             if (b->done)
                 b->done(b->done_arg, b);
@@ -451,6 +490,10 @@ void ingest_submit(struct ingest *g, struct ingest_batch *b, ingest_done_fn done
     b->done_arg = arg;
     b->next = NULL;
     pthread_mutex_lock(&g->mu);
+    b->round = g->round;
+    for (struct ingest_batch *q = g->q_head; q; q = q->next)
+        if (q->lane == b->lane && q->round >= b->round)
+            b->round = q->round + 1;
     if (g->q_tail)
         g->q_tail->next = b;
     else

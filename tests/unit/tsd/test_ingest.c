@@ -333,6 +333,59 @@ static void test_ingest_a_busy_writer_takes_queued_batches_together_in_order(voi
     ingest_free(g);
 }
 
+/* Fairness: while the writer holds lane 1's first batch, lane 1 queues three more, then lanes 2
+ * and 3 one each. Round robin by lane: lane 1's second batch (queued first), then lanes 2 and 3,
+ * then the rest of lane 1 in its order; first in first out would write lanes 2 and 3 last. One
+ * batch per group (group_points = a batch), so the order of the writes is the order of taking. */
+static void test_ingest_lanes_are_served_round_robin(void **state)
+{
+    (void)state;
+    struct sink s = {0};
+    pthread_mutex_init(&s.gate_mu, NULL);
+    pthread_cond_init(&s.gate_cv, NULL);
+    s.gate_closed = true;
+    struct order o = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, {0}, 0};
+    struct ingest_options opt;
+    ingest_options_init(&opt);
+    opt.batch_points = 10;
+    opt.group_points = 10;
+    struct ct_err err = {0};
+    struct ingest *g = NULL;
+    assert_int_equal(ingest_new(&opt, sink_write, &s, &g, &err), CT_OK);
+    o.g = g;
+    struct put_point p = point("m", 1);
+    /* seq = lane * 10 + its batch number */
+    static const uint64_t seqs[] = {11, 12, 13, 14, 21, 31};
+    for (size_t k = 0; k < 6; k++) {
+        struct ingest_batch *b = ingest_batch_get(g);
+        for (int i = 0; i < 10; i++)
+            assert_true(ingest_batch_add(b, &p, seqs[k] / 10));
+        ingest_batch_set_seq(b, seqs[k]);
+        ingest_batch_set_lane(b, seqs[k] / 10);
+        ingest_submit(g, b, on_done_order, &o);
+        if (k == 0) { /* the writer holds the first batch before the others are queued */
+            pthread_mutex_lock(&s.gate_mu);
+            while (!s.in_write)
+                pthread_cond_wait(&s.gate_cv, &s.gate_mu);
+            pthread_mutex_unlock(&s.gate_mu);
+        }
+    }
+    pthread_mutex_lock(&s.gate_mu);
+    s.gate_closed = false;
+    pthread_cond_broadcast(&s.gate_cv);
+    pthread_mutex_unlock(&s.gate_mu);
+    pthread_mutex_lock(&o.mu);
+    while (o.n < 6)
+        pthread_cond_wait(&o.cv, &o.mu);
+    pthread_mutex_unlock(&o.mu);
+    static const uint64_t want[] = {11, 12, 21, 31, 13, 14};
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(o.seqs[i], want[i]);
+    assert_int_equal(atomic_load(&s.calls), 6);
+    assert_int_equal(ingest_in_use(g), 0);
+    ingest_free(g);
+}
+
 /* Names of every length 0..40 (the copy into the batch takes 4- and 8-byte words for short
  * names) come back byte for byte, each NUL-terminated, with the series key their concatenation;
  * the source bytes around each name are never part of it. */
@@ -375,6 +428,7 @@ int main(void)
         cmocka_unit_test(test_ingest_points_round_trip_and_are_written),
         cmocka_unit_test(test_ingest_series_hash_and_brief_form_match_the_full_point),
         cmocka_unit_test(test_ingest_a_busy_writer_takes_queued_batches_together_in_order),
+        cmocka_unit_test(test_ingest_lanes_are_served_round_robin),
         cmocka_unit_test(test_ingest_pool_is_bounded_and_batches_fill),
         cmocka_unit_test(test_ingest_outcomes_and_batch_failure),
         cmocka_unit_test(test_ingest_names_of_every_length_are_copied_exactly),
