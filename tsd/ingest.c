@@ -298,10 +298,15 @@ void ingest_batch_set_lane(struct ingest_batch *b, uint64_t lane)
 
 /* Takes the next group off the queue (g->mu held, queue not empty) into group[] (invariant 3):
  * repeatedly the queued batch of the lowest round, the oldest of those, up to group_points (the
- * first always) and INGEST_MAX_GROUP. The queue holds at most the pool's batches, so the scans
+ * first always) and INGEST_MAX_GROUP; when batches of two or more lanes are queued, at most one
+ * batch of each lane (a group is written and acknowledged as a whole: a light lane's batch then
+ * waits for the group being written and one batch of each other lane, not for their backlog). The queue holds at most the pool's batches, so the scans
  * stay short. Returns the number taken; *points their points. */
 static size_t ingest_take_group(struct ingest *g, struct ingest_batch **group, size_t *points)
 {
+    bool contended = false; /* two lanes queued: then at most one batch of each per group */
+    for (struct ingest_batch *b = g->q_head; b && !contended; b = b->next)
+        contended = b->lane != g->q_head->lane;
     size_t nb = 0, pts = 0;
     while (g->q_head && nb < INGEST_MAX_GROUP) {
         struct ingest_batch *best = NULL, *best_prev = NULL, *prev = NULL;
@@ -312,6 +317,11 @@ static size_t ingest_take_group(struct ingest *g, struct ingest_batch **group, s
             }
         }
         if (nb > 0 && pts + best->n > g->group_points)
+            break;
+        bool again = false;
+        for (size_t k = 0; k < nb && contended && !again; k++)
+            again = group[k]->lane == best->lane;
+        if (again)
             break;
         if (best_prev)
             best_prev->next = best->next;

@@ -333,13 +333,12 @@ static void test_ingest_a_busy_writer_takes_queued_batches_together_in_order(voi
     ingest_free(g);
 }
 
-/* Fairness: while the writer holds lane 1's first batch, lane 1 queues three more, then lanes 2
- * and 3 one each. Round robin by lane: lane 1's second batch (queued first), then lanes 2 and 3,
- * then the rest of lane 1 in its order; first in first out would write lanes 2 and 3 last. One
- * batch per group (group_points = a batch), so the order of the writes is the order of taking. */
-static void test_ingest_lanes_are_served_round_robin(void **state)
+/* Queues batches of 10 points with seq = lane * 10 + its number in the lane, lane = seq / 10,
+ * the first held by the writer until every other is queued; checks the order they come back in
+ * and the number of write calls (groups). */
+static void run_lanes(size_t group_points, const uint64_t *seqs, const uint64_t *want, int n,
+                      int want_calls)
 {
-    (void)state;
     struct sink s = {0};
     pthread_mutex_init(&s.gate_mu, NULL);
     pthread_cond_init(&s.gate_cv, NULL);
@@ -348,15 +347,13 @@ static void test_ingest_lanes_are_served_round_robin(void **state)
     struct ingest_options opt;
     ingest_options_init(&opt);
     opt.batch_points = 10;
-    opt.group_points = 10;
+    opt.group_points = group_points;
     struct ct_err err = {0};
     struct ingest *g = NULL;
     assert_int_equal(ingest_new(&opt, sink_write, &s, &g, &err), CT_OK);
     o.g = g;
     struct put_point p = point("m", 1);
-    /* seq = lane * 10 + its batch number */
-    static const uint64_t seqs[] = {11, 12, 13, 14, 21, 31};
-    for (size_t k = 0; k < 6; k++) {
+    for (int k = 0; k < n; k++) {
         struct ingest_batch *b = ingest_batch_get(g);
         for (int i = 0; i < 10; i++)
             assert_true(ingest_batch_add(b, &p, seqs[k] / 10));
@@ -375,15 +372,38 @@ static void test_ingest_lanes_are_served_round_robin(void **state)
     pthread_cond_broadcast(&s.gate_cv);
     pthread_mutex_unlock(&s.gate_mu);
     pthread_mutex_lock(&o.mu);
-    while (o.n < 6)
+    while (o.n < n)
         pthread_cond_wait(&o.cv, &o.mu);
     pthread_mutex_unlock(&o.mu);
-    static const uint64_t want[] = {11, 12, 21, 31, 13, 14};
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < n; i++)
         assert_int_equal(o.seqs[i], want[i]);
-    assert_int_equal(atomic_load(&s.calls), 6);
+    assert_int_equal(atomic_load(&s.calls), want_calls);
     assert_int_equal(ingest_in_use(g), 0);
     ingest_free(g);
+}
+
+/* Fairness: while the writer holds lane 1's first batch, lane 1 queues three more, then lanes 2
+ * and 3 one each. Round robin by lane: lane 1's second batch (queued first), then lanes 2 and 3,
+ * then the rest of lane 1 in its order; first in first out would write lanes 2 and 3 last. One
+ * batch per group (group_points = a batch), so the order of the writes is the order of taking. */
+static void test_ingest_lanes_are_served_round_robin(void **state)
+{
+    (void)state;
+    static const uint64_t seqs[] = {11, 12, 13, 14, 21, 31};
+    static const uint64_t want[] = {11, 12, 21, 31, 13, 14};
+    run_lanes(10, seqs, want, 6, 6);
+}
+
+/* Groups (one write, acknowledged together) while two lanes are queued hold at most one batch of
+ * each, so lane 2's batch is not acknowledged after lane 1's backlog: {11}, {12, 21}, {13, 14}
+ * (lane 1 alone again: its batches together, up to group_points). Without the rule: {11},
+ * {12, 21, 13, 14}. */
+static void test_ingest_a_contended_group_holds_one_batch_per_lane(void **state)
+{
+    (void)state;
+    static const uint64_t seqs[] = {11, 12, 13, 14, 21};
+    static const uint64_t want[] = {11, 12, 21, 13, 14};
+    run_lanes(100, seqs, want, 5, 3);
 }
 
 /* Names of every length 0..40 (the copy into the batch takes 4- and 8-byte words for short
@@ -429,6 +449,7 @@ int main(void)
         cmocka_unit_test(test_ingest_series_hash_and_brief_form_match_the_full_point),
         cmocka_unit_test(test_ingest_a_busy_writer_takes_queued_batches_together_in_order),
         cmocka_unit_test(test_ingest_lanes_are_served_round_robin),
+        cmocka_unit_test(test_ingest_a_contended_group_holds_one_batch_per_lane),
         cmocka_unit_test(test_ingest_pool_is_bounded_and_batches_fill),
         cmocka_unit_test(test_ingest_outcomes_and_batch_failure),
         cmocka_unit_test(test_ingest_names_of_every_length_are_copied_exactly),
