@@ -5,13 +5,15 @@
  * stored together, "metric\0k1\0v1\0...", which is also its series key, hashed (hash_bytes)
  * when the point is added; (2) every batch is in exactly one place: the free list, a producer,
  * the write queue, a writer (alone or in a group of queued batches written together), or a done
- * callback; in_use counts those outside the free list; (3) fairness (round robin by lane,
- * ingest_batch_set_lane): a batch queued gets a round, one past the round of the last queued batch
- * of its lane, or the pipeline's current round (the highest taken) when none of its lane is
- * queued; writers take the lowest round first, ties in queue order. Rounds rise along a lane's
- * queue, so a lane's batches are taken in the order queued; a lane that had nothing queued joins
- * at the current round, ahead of the second and later queued batches of every other lane. A
- * group's done callbacks run in the order taken.
+ * callback; in_use counts those outside the free list; (3) fairness between lanes
+ * (ingest_batch_set_lane), start-time fair queuing by points: a batch queued gets a virtual start
+ * vstart = the larger of the pipeline's virtual time (the vstart of the latest batch taken) and
+ * the virtual finish (vstart + points) of every batch of its lane queued or being written;
+ * writers take the lowest vstart first, ties in queue order. vstart rises along a lane, so a
+ * lane's batches are taken in the order queued; a lane with nothing queued or being written
+ * starts at the virtual time, ahead of every batch queued behind the batches being written.
+ * (4) serving lists the batches taken and not yet written back. A group's done callbacks run in
+ * the order taken.
  * Locking: mu guards free list, queue, in_use and stopping; free_cv signals a released batch,
  * queue_cv a queued batch or stopping. */
 #include "tsd/ingest.h"
@@ -56,10 +58,10 @@ struct ingest_batch {
     int result;
     char result_msg[INGEST_MSG_LEN];
     uint64_t seq;
-    uint64_t lane;  /* the producer's fairness lane (ingest_batch_set_lane); 0 unless set */
-    uint64_t round; /* set when queued: its lane's previous queued batch's round + 1, or the
-                       pipeline's current round when none of its lane is queued */
-    uint64_t seed; /* the pipeline's hash seed */
+    uint64_t lane;   /* the producer's fairness lane (ingest_batch_set_lane); 0 unless set */
+    uint64_t vstart; /* set when queued (invariant 3) */
+    struct ingest_batch *snext; /* the serving list (invariant 4) */
+    uint64_t seed;              /* the pipeline's hash seed */
     ingest_done_fn done;
     void *done_arg;
     struct ingest_batch *next;
@@ -74,7 +76,9 @@ struct ingest {
     bool stopping;
     struct ingest_batch **all;
     size_t nall;
-    uint64_t round; /* [mu] the highest round of a batch taken so far */
+    uint64_t vtime;               /* [mu] the highest vstart of a batch taken so far */
+    struct ingest_batch *serving; /* [mu] batches being written (invariant 4) */
+    size_t batch_points;
     pthread_t *writers;
     int nwriters;
     size_t group_points;
@@ -297,31 +301,29 @@ void ingest_batch_set_lane(struct ingest_batch *b, uint64_t lane)
 }
 
 /* Takes the next group off the queue (g->mu held, queue not empty) into group[] (invariant 3):
- * repeatedly the queued batch of the lowest round, the oldest of those, up to group_points (the
- * first always) and INGEST_MAX_GROUP; when batches of two or more lanes are queued, at most one
- * batch of each lane (a group is written and acknowledged as a whole: a light lane's batch then
- * waits for the group being written and one batch of each other lane, not for their backlog). The queue holds at most the pool's batches, so the scans
- * stay short. Returns the number taken; *points their points. */
+ * repeatedly the queued batch of the lowest vstart, the oldest of those, up to group_points (the
+ * first always) and INGEST_MAX_GROUP. While batches of two or more lanes are queued, a group is
+ * one batch's worth of points (batch_points): it is written and acknowledged as a whole, so a
+ * light lane's batch, taken next, waits for one group, not for another lane's backlog. The queue
+ * holds at most the pool's batches, so the scans stay short. Returns the number taken; *points
+ * their points. */
 static size_t ingest_take_group(struct ingest *g, struct ingest_batch **group, size_t *points)
 {
-    bool contended = false; /* two lanes queued: then at most one batch of each per group */
+    bool contended = false;
     for (struct ingest_batch *b = g->q_head; b && !contended; b = b->next)
         contended = b->lane != g->q_head->lane;
+    size_t limit =
+        contended && g->batch_points < g->group_points ? g->batch_points : g->group_points;
     size_t nb = 0, pts = 0;
     while (g->q_head && nb < INGEST_MAX_GROUP) {
         struct ingest_batch *best = NULL, *best_prev = NULL, *prev = NULL;
         for (struct ingest_batch *b = g->q_head; b; prev = b, b = b->next) {
-            if (!best || b->round < best->round) {
+            if (!best || b->vstart < best->vstart) {
                 best = b;
                 best_prev = prev;
             }
         }
-        if (nb > 0 && pts + best->n > g->group_points)
-            break;
-        bool again = false;
-        for (size_t k = 0; k < nb && contended && !again; k++)
-            again = group[k]->lane == best->lane;
-        if (again)
+        if (nb > 0 && pts + best->n > limit)
             break;
         if (best_prev)
             best_prev->next = best->next;
@@ -330,13 +332,28 @@ static size_t ingest_take_group(struct ingest *g, struct ingest_batch **group, s
         if (g->q_tail == best)
             g->q_tail = best_prev;
         best->next = NULL;
-        if (best->round > g->round)
-            g->round = best->round;
+        if (best->vstart > g->vtime)
+            g->vtime = best->vstart;
+        best->snext = g->serving;
+        g->serving = best;
         pts += best->n;
         group[nb++] = best;
     }
     *points = pts;
     return nb;
+}
+
+/* Drops the group's batches from the serving list (g->mu held). */
+static void ingest_served(struct ingest *g, struct ingest_batch *const *group, size_t nb)
+{
+    for (size_t k = 0; k < nb; k++) {
+        struct ingest_batch **pp = &g->serving;
+        while (*pp && *pp != group[k])
+            pp = &(*pp)->snext;
+        if (*pp)
+            *pp = group[k]->snext;
+        group[k]->snext = NULL;
+    }
 }
 
 static void *ingest_writer_main(void *arg)
@@ -359,6 +376,9 @@ static void *ingest_writer_main(void *arg)
 
         struct ct_err err = {0};
         int rc = points > 0 ? g->fn(g->arg, group, nb, &err) : CT_OK;
+        pthread_mutex_lock(&g->mu);
+        ingest_served(g, group, nb);
+        pthread_mutex_unlock(&g->mu);
         for (size_t k = 0; k < nb; k++) {
             struct ingest_batch *b = group[k];
             b->result = rc;
@@ -403,6 +423,7 @@ int ingest_new(const struct ingest_options *o, ingest_write_fn fn, void *arg, st
     g->fn = fn;
     g->arg = arg;
     g->group_points = o->group_points;
+    g->batch_points = o->batch_points > 0 ? o->batch_points : 1;
     struct ingest_options oo = *o;
     if (oo.batches < 2)
         oo.batches = 2;
@@ -500,10 +521,13 @@ void ingest_submit(struct ingest *g, struct ingest_batch *b, ingest_done_fn done
     b->done_arg = arg;
     b->next = NULL;
     pthread_mutex_lock(&g->mu);
-    b->round = g->round;
+    b->vstart = g->vtime;
     for (struct ingest_batch *q = g->q_head; q; q = q->next)
-        if (q->lane == b->lane && q->round >= b->round)
-            b->round = q->round + 1;
+        if (q->lane == b->lane && q->vstart + q->n > b->vstart)
+            b->vstart = q->vstart + q->n;
+    for (struct ingest_batch *q = g->serving; q; q = q->snext)
+        if (q->lane == b->lane && q->vstart + q->n > b->vstart)
+            b->vstart = q->vstart + q->n;
     if (g->q_tail)
         g->q_tail->next = b;
     else

@@ -71,7 +71,7 @@ struct telnet_conn {
     int64_t cur_ns;                /* clock_mono_ns() when cur was taken */
     struct telnet_conn *fill_prev; /* the filling list, oldest cur first */
     struct telnet_conn *fill_next;
-    uint32_t unlogged; /* its batches submitted, not yet written (invariant 1) */
+    uint32_t unlogged;        /* its batches submitted, not yet written (invariant 1) */
     uint64_t hpending_seq;    /* the histogram batch holding c's latest histogram line (0 = none) */
     uint64_t hblock_seq;      /* a histogram line waits for this batch: the next one is full */
     bool discarding;          /* inside an over-long line */

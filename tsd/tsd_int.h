@@ -47,7 +47,7 @@ struct telnet_ingest {
     struct event *flush_ev;
     bool timer_armed;
     struct telnet_conn *filling, *filling_tail; /* connections holding a batch, oldest first */
-    uint64_t done_no;                            /* batches come back so far */
+    uint64_t done_no;                           /* batches come back so far */
     size_t inflight;
     struct telnet_conn *waiting;
     struct telnet_conn *blocked, *blocked_tail;

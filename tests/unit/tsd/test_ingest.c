@@ -383,26 +383,26 @@ static void run_lanes(size_t group_points, const uint64_t *seqs, const uint64_t 
 }
 
 /* Fairness: while the writer holds lane 1's first batch, lane 1 queues three more, then lanes 2
- * and 3 one each. Round robin by lane: lane 1's second batch (queued first), then lanes 2 and 3,
- * then the rest of lane 1 in its order; first in first out would write lanes 2 and 3 last. One
- * batch per group (group_points = a batch), so the order of the writes is the order of taking. */
+ * and 3 one each. Lanes 2 and 3, with nothing written before, go first, then lane 1 in its order;
+ * first in first out would write them last. One batch per group (group_points = a batch), so the
+ * order of the writes is the order of taking. */
 static void test_ingest_lanes_are_served_round_robin(void **state)
 {
     (void)state;
     static const uint64_t seqs[] = {11, 12, 13, 14, 21, 31};
-    static const uint64_t want[] = {11, 12, 21, 31, 13, 14};
+    static const uint64_t want[] = {11, 21, 31, 12, 13, 14};
     run_lanes(10, seqs, want, 6, 6);
 }
 
-/* Groups (one write, acknowledged together) while two lanes are queued hold at most one batch of
- * each, so lane 2's batch is not acknowledged after lane 1's backlog: {11}, {12, 21}, {13, 14}
- * (lane 1 alone again: its batches together, up to group_points). Without the rule: {11},
- * {12, 21, 13, 14}. */
-static void test_ingest_a_contended_group_holds_one_batch_per_lane(void **state)
+/* A group (one write, acknowledged together) while two lanes are queued is one batch's worth of
+ * points, so lane 2's batch is not acknowledged with lane 1's backlog: {11}, {21}, then lane 1
+ * alone, its batches together up to group_points: {12, 13, 14}. Without the rule: {11},
+ * {21, 12, 13, 14}. */
+static void test_ingest_a_contended_group_is_one_batch(void **state)
 {
     (void)state;
     static const uint64_t seqs[] = {11, 12, 13, 14, 21};
-    static const uint64_t want[] = {11, 12, 21, 13, 14};
+    static const uint64_t want[] = {11, 21, 12, 13, 14};
     run_lanes(100, seqs, want, 5, 3);
 }
 
@@ -449,7 +449,7 @@ int main(void)
         cmocka_unit_test(test_ingest_series_hash_and_brief_form_match_the_full_point),
         cmocka_unit_test(test_ingest_a_busy_writer_takes_queued_batches_together_in_order),
         cmocka_unit_test(test_ingest_lanes_are_served_round_robin),
-        cmocka_unit_test(test_ingest_a_contended_group_holds_one_batch_per_lane),
+        cmocka_unit_test(test_ingest_a_contended_group_is_one_batch),
         cmocka_unit_test(test_ingest_pool_is_bounded_and_batches_fill),
         cmocka_unit_test(test_ingest_outcomes_and_batch_failure),
         cmocka_unit_test(test_ingest_names_of_every_length_are_copied_exactly),
