@@ -491,8 +491,13 @@ void ingest_free(struct ingest *g)
 
 struct ingest_batch *ingest_batch_try_get(struct ingest *g)
 {
+    return ingest_batch_try_get_spare(g, 0);
+}
+
+struct ingest_batch *ingest_batch_try_get_spare(struct ingest *g, size_t keep)
+{
     pthread_mutex_lock(&g->mu);
-    struct ingest_batch *b = g->free_list;
+    struct ingest_batch *b = g->nall - g->in_use > keep ? g->free_list : NULL;
     if (b) {
         g->free_list = b->next;
         b->next = NULL;

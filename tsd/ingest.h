@@ -73,6 +73,10 @@ void ingest_free(struct ingest *g);
 
 /* A free, empty batch, or NULL if all are in use. */
 struct ingest_batch *ingest_batch_try_get(struct ingest *g);
+/* A free, empty batch while more than keep are free, else NULL: a producer that already has
+ * batches in the pipeline leaves the last free ones to producers that have none (telnet keeps
+ * one for connections without a batch queued or being written). */
+struct ingest_batch *ingest_batch_try_get_spare(struct ingest *g, size_t keep);
 /* A free, empty batch, waiting until one is released. */
 struct ingest_batch *ingest_batch_get(struct ingest *g);
 /* Appends a point (strings copied; owner is the producer's tag, e.g. a connection id). Returns

@@ -220,7 +220,9 @@ static struct ingest_batch *telnet_current(struct telnet_conn *c)
     if (c->cur && ingest_batch_full(c->cur))
         telnet_submit_conn(c);
     if (!c->cur) {
-        c->cur = ingest_batch_try_get(t->ingest);
+        /* the last free batch is left to connections with none in the pipeline: a light
+         * connection is not queued for a batch behind the floods that hold the others */
+        c->cur = ingest_batch_try_get_spare(t->ingest, c->unlogged > 0 ? 1 : 0);
         if (!c->cur)
             return NULL;
         c->cur_ns = (int64_t)clock_mono_ns();
@@ -460,20 +462,32 @@ static void telnet_wake_waiters(struct tsd *t)
     }
 }
 
+static void telnet_block_append(struct telnet_ingest *g, struct telnet_conn *c)
+{
+    c->next = NULL;
+    if (g->blocked_tail)
+        g->blocked_tail->next = c;
+    else
+        g->blocked = c;
+    g->blocked_tail = c;
+}
+
 void telnet_resume_blocked(struct tsd *t)
 {
     struct telnet_ingest *g = ti(t);
-    /* Resume in arrival order; a connection that blocks again goes to the back. */
-    size_t n = 0;
-    for (struct telnet_conn *c = g->blocked; c; c = c->next)
-        n++;
-    for (size_t i = 0; i < n && g->blocked; i++) {
-        struct telnet_conn *c = g->blocked;
-        if (!telnet_current(c))
-            return;
-        g->blocked = c->next;
-        if (!g->blocked)
-            g->blocked_tail = NULL;
+    /* Resume in arrival order; one that blocks again goes to the back. One that gets no batch
+     * stays blocked, in its place, and those behind it are still tried: the last free batch is
+     * kept for connections with none in the pipeline (telnet_current). The list is taken whole
+     * first: only the connection being resumed appends itself again. */
+    struct telnet_conn *list = g->blocked;
+    g->blocked = g->blocked_tail = NULL;
+    while (list) {
+        struct telnet_conn *c = list;
+        list = c->next;
+        if (!telnet_current(c)) {
+            telnet_block_append(g, c);
+            continue;
+        }
         c->next = NULL;
         c->state = TC_RUNNING;
         bufferevent_enable(c->bev, EV_READ);
@@ -953,12 +967,7 @@ static void telnet_process(struct telnet_conn *c)
         telnet_count_puts(c);
         if (c->state == TC_BLOCKED) {
             bufferevent_disable(c->bev, EV_READ);
-            c->next = NULL;
-            if (t->telnet.blocked_tail)
-                t->telnet.blocked_tail->next = c;
-            else
-                t->telnet.blocked = c;
-            t->telnet.blocked_tail = c;
+            telnet_block_append(&t->telnet, c);
             return;
         }
         if (stop || !progressed || nv < 32)
