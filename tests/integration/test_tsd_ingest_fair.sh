@@ -9,13 +9,14 @@
 # was alone in the queue) and then its own small group. Checked: the median round over the run
 # is at most 4 batch-times (generous: measured about 1 on a busy 2-core machine; before the
 # per-connection batches and fair queuing it was about 9, the pool's backlog of flood batches
-# plus the group); at least 10 rounds acknowledged; and every acknowledged light point is
-# queryable. Bounded: 15 s of flood, every wait timed.
+# plus the group); at least 10 rounds acknowledged (the flood goes on past 15 s until they are,
+# at most 60 s); and every acknowledged light point is queryable. Bounded: at most 60 s of
+# flood, every wait timed.
 source "$(dirname "$0")/lib.sh"
 
 FLOOD_SECONDS=${FLOOD_SECONDS:-15}
 tsd_start
-out=$(timeout 180 python3 "$(dirname "$0")/ingest_fair.py" "$TSD_PORT" "$FLOOD_SECONDS")
+out=$(timeout 300 python3 "$(dirname "$0")/ingest_fair.py" "$TSD_PORT" "$FLOOD_SECONDS")
 echo "$out"
 res=$(python3 - "$out" "$TSD_PORT" <<'PY'
 import json, sys, urllib.request
