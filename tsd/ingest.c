@@ -5,8 +5,15 @@
  * stored together, "metric\0k1\0v1\0...", which is also its series key, hashed (hash_bytes)
  * when the point is added; (2) every batch is in exactly one place: the free list, a producer,
  * the write queue, a writer (alone or in a group of queued batches written together), or a done
- * callback; in_use counts those outside the free list; (3) the write queue is FIFO, and a group's
- * done callbacks run in queue order.
+ * callback; in_use counts those outside the free list; (3) fairness between lanes
+ * (ingest_batch_set_lane), start-time fair queuing by points: a batch queued gets a virtual start
+ * vstart = the larger of the pipeline's virtual time (the vstart of the latest batch taken) and
+ * the virtual finish (vstart + points) of every batch of its lane queued or being written;
+ * writers take the lowest vstart first, ties in queue order. vstart rises along a lane, so a
+ * lane's batches are taken in the order queued; a lane with nothing queued or being written
+ * starts at the virtual time, ahead of every batch queued behind the batches being written.
+ * (4) serving lists the batches taken and not yet written back. A group's done callbacks run in
+ * the order taken.
  * Locking: mu guards free list, queue, in_use and stopping; free_cv signals a released batch,
  * queue_cv a queued batch or stopping. */
 #include "tsd/ingest.h"
@@ -51,7 +58,10 @@ struct ingest_batch {
     int result;
     char result_msg[INGEST_MSG_LEN];
     uint64_t seq;
-    uint64_t seed; /* the pipeline's hash seed */
+    uint64_t lane;   /* the producer's fairness lane (ingest_batch_set_lane); 0 unless set */
+    uint64_t vstart; /* set when queued (invariant 3) */
+    struct ingest_batch *snext; /* the serving list (invariant 4) */
+    uint64_t seed;              /* the pipeline's hash seed */
     ingest_done_fn done;
     void *done_arg;
     struct ingest_batch *next;
@@ -66,6 +76,9 @@ struct ingest {
     bool stopping;
     struct ingest_batch **all;
     size_t nall;
+    uint64_t vtime;               /* [mu] the highest vstart of a batch taken so far */
+    struct ingest_batch *serving; /* [mu] batches being written (invariant 4) */
+    size_t batch_points;
     pthread_t *writers;
     int nwriters;
     size_t group_points;
@@ -127,6 +140,7 @@ static void ingest_batch_reset(struct ingest_batch *b)
     b->result = CT_OK;
     b->result_msg[0] = '\0';
     b->seq = 0;
+    b->lane = 0;
     b->done = NULL;
     b->done_arg = NULL;
     b->next = NULL;
@@ -281,6 +295,67 @@ uint64_t ingest_batch_seq(const struct ingest_batch *b)
     return b->seq;
 }
 
+void ingest_batch_set_lane(struct ingest_batch *b, uint64_t lane)
+{
+    b->lane = lane;
+}
+
+/* Takes the next group off the queue (g->mu held, queue not empty) into group[] (invariant 3):
+ * repeatedly the queued batch of the lowest vstart, the oldest of those, up to group_points (the
+ * first always) and INGEST_MAX_GROUP. While batches of two or more lanes are queued, a group is
+ * one batch's worth of points (batch_points): it is written and acknowledged as a whole, so a
+ * light lane's batch, taken next, waits for one group, not for another lane's backlog. The queue
+ * holds at most the pool's batches, so the scans stay short. Returns the number taken; *points
+ * their points. */
+static size_t ingest_take_group(struct ingest *g, struct ingest_batch **group, size_t *points)
+{
+    bool contended = false;
+    for (struct ingest_batch *b = g->q_head; b && !contended; b = b->next)
+        contended = b->lane != g->q_head->lane;
+    size_t limit =
+        contended && g->batch_points < g->group_points ? g->batch_points : g->group_points;
+    size_t nb = 0, pts = 0;
+    while (g->q_head && nb < INGEST_MAX_GROUP) {
+        struct ingest_batch *best = NULL, *best_prev = NULL, *prev = NULL;
+        for (struct ingest_batch *b = g->q_head; b; prev = b, b = b->next) {
+            if (!best || b->vstart < best->vstart) {
+                best = b;
+                best_prev = prev;
+            }
+        }
+        if (nb > 0 && pts + best->n > limit)
+            break;
+        if (best_prev)
+            best_prev->next = best->next;
+        else
+            g->q_head = best->next;
+        if (g->q_tail == best)
+            g->q_tail = best_prev;
+        best->next = NULL;
+        if (best->vstart > g->vtime)
+            g->vtime = best->vstart;
+        best->snext = g->serving;
+        g->serving = best;
+        pts += best->n;
+        group[nb++] = best;
+    }
+    *points = pts;
+    return nb;
+}
+
+/* Drops the group's batches from the serving list (g->mu held). */
+static void ingest_served(struct ingest *g, struct ingest_batch *const *group, size_t nb)
+{
+    for (size_t k = 0; k < nb; k++) {
+        struct ingest_batch **pp = &g->serving;
+        while (*pp && *pp != group[k])
+            pp = &(*pp)->snext;
+        if (*pp)
+            *pp = group[k]->snext;
+        group[k]->snext = NULL;
+    }
+}
+
 static void *ingest_writer_main(void *arg)
 {
     struct ingest *g = arg;
@@ -295,21 +370,15 @@ static void *ingest_writer_main(void *arg)
         }
         /* Take the queued batches up to group_points together (never waiting for more): a
          * writer that has fallen behind writes bigger sorted groups, one store write each. */
-        size_t nb = 0, points = 0;
-        while (g->q_head && nb < INGEST_MAX_GROUP &&
-               (nb == 0 || points + g->q_head->n <= g->group_points)) {
-            struct ingest_batch *b = g->q_head;
-            g->q_head = b->next;
-            b->next = NULL;
-            points += b->n;
-            group[nb++] = b;
-        }
-        if (!g->q_head)
-            g->q_tail = NULL;
+        size_t points = 0;
+        size_t nb = ingest_take_group(g, group, &points);
         pthread_mutex_unlock(&g->mu);
 
         struct ct_err err = {0};
         int rc = points > 0 ? g->fn(g->arg, group, nb, &err) : CT_OK;
+        pthread_mutex_lock(&g->mu);
+        ingest_served(g, group, nb);
+        pthread_mutex_unlock(&g->mu);
         for (size_t k = 0; k < nb; k++) {
             struct ingest_batch *b = group[k];
             b->result = rc;
@@ -327,7 +396,7 @@ static void *ingest_writer_main(void *arg)
                 }
             }
         }
-        for (size_t k = 0; k < nb; k++) { /* in queue order */
+        for (size_t k = 0; k < nb; k++) { /* in the order taken */
             struct ingest_batch *b = group[k];
             if (b->done)
                 b->done(b->done_arg, b);
@@ -354,6 +423,7 @@ int ingest_new(const struct ingest_options *o, ingest_write_fn fn, void *arg, st
     g->fn = fn;
     g->arg = arg;
     g->group_points = o->group_points;
+    g->batch_points = o->batch_points > 0 ? o->batch_points : 1;
     struct ingest_options oo = *o;
     if (oo.batches < 2)
         oo.batches = 2;
@@ -421,8 +491,13 @@ void ingest_free(struct ingest *g)
 
 struct ingest_batch *ingest_batch_try_get(struct ingest *g)
 {
+    return ingest_batch_try_get_spare(g, 0);
+}
+
+struct ingest_batch *ingest_batch_try_get_spare(struct ingest *g, size_t keep)
+{
     pthread_mutex_lock(&g->mu);
-    struct ingest_batch *b = g->free_list;
+    struct ingest_batch *b = g->nall - g->in_use > keep ? g->free_list : NULL;
     if (b) {
         g->free_list = b->next;
         b->next = NULL;
@@ -451,6 +526,13 @@ void ingest_submit(struct ingest *g, struct ingest_batch *b, ingest_done_fn done
     b->done_arg = arg;
     b->next = NULL;
     pthread_mutex_lock(&g->mu);
+    b->vstart = g->vtime;
+    for (struct ingest_batch *q = g->q_head; q; q = q->next)
+        if (q->lane == b->lane && q->vstart + q->n > b->vstart)
+            b->vstart = q->vstart + q->n;
+    for (struct ingest_batch *q = g->serving; q; q = q->snext)
+        if (q->lane == b->lane && q->vstart + q->n > b->vstart)
+            b->vstart = q->vstart + q->n;
     if (g->q_tail)
         g->q_tail->next = b;
     else

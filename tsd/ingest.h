@@ -7,7 +7,8 @@
  * batch's arena: no allocation per point once the batch reached its working size), and submits
  * it. A writer thread calls the write function, which fills each point's outcome, then calls
  * the submitter's done callback on the writer thread; the submitter reads outcomes and gives
- * the batch back with ingest_batch_release(). When every batch is in use, producers wait
+ * the batch back with ingest_batch_release(). Writers share themselves fairly between lanes
+ * (ingest_batch_set_lane). When every batch is in use, producers wait
  * (or, on the event loop, stop reading sockets): that is the backpressure.
  *
  * Threading: a batch belongs to one thread at a time (producer, then writer, then the done
@@ -37,11 +38,11 @@ enum ingest_outcome {
 };
 
 /* The write function: writes every point of the nb batches b[0..nb) (ingest_batch_point gives
- * them; nb >= 1: the batches that were queued when the writer took them, in queue order, up to
- * group_points in all), setting each point's outcome with ingest_batch_set_outcome(). Returns
- * CT_OK, or an error for the group as a whole (then points still PENDING count as
- * INGEST_STORE_ERROR with err's message). Called from writer threads; arg is the one given to
- * ingest_new(). */
+ * them; nb >= 1: batches that were queued when the writer took them, in the order taken (fairly
+ * by lane, ingest_batch_set_lane), up to group_points in all), setting each point's outcome with
+ * ingest_batch_set_outcome(). Returns CT_OK, or an error for the group as a whole (then points
+ * still PENDING count as INGEST_STORE_ERROR with err's message). Called from writer threads; arg
+ * is the one given to ingest_new(). */
 typedef int (*ingest_write_fn)(void *arg, struct ingest_batch *const *b, size_t nb,
                                struct ct_err *err);
 /* Called on the writer thread once b is written (or failed). The callee owns b and must give
@@ -72,6 +73,10 @@ void ingest_free(struct ingest *g);
 
 /* A free, empty batch, or NULL if all are in use. */
 struct ingest_batch *ingest_batch_try_get(struct ingest *g);
+/* A free, empty batch while more than keep are free, else NULL: a producer that already has
+ * batches in the pipeline leaves the last free ones to producers that have none (telnet keeps
+ * one for connections without a batch queued or being written). */
+struct ingest_batch *ingest_batch_try_get_spare(struct ingest *g, size_t keep);
 /* A free, empty batch, waiting until one is released. */
 struct ingest_batch *ingest_batch_get(struct ingest *g);
 /* Appends a point (strings copied; owner is the producer's tag, e.g. a connection id). Returns
@@ -140,6 +145,14 @@ int ingest_batch_outcome_code(const struct ingest_batch *b, size_t i);
 enum ingest_outcome ingest_batch_outcome(const struct ingest_batch *b, size_t i, const char **msg);
 /* The batch-level result: CT_OK or the write function's error. */
 int ingest_batch_result(const struct ingest_batch *b, const char **msg);
+/* The batch's fairness lane (0 unless set; reset when released). Writers share themselves
+ * between lanes by points (start-time fair queuing, ingest.c): a lane with nothing queued or
+ * being written goes before the backlog of the others, and while two or more lanes are queued a
+ * group is one batch's worth of points; so a light lane's batch waits for the groups being
+ * written, not for another lane's backlog. Batches of one lane are taken in the order queued.
+ * The telnet side gives each connection its own lane; batches whose producer sets none share
+ * lane 0. */
+void ingest_batch_set_lane(struct ingest_batch *b, uint64_t lane);
 /* A producer's sequence number for the batch (set freely by the producer). */
 void ingest_batch_set_seq(struct ingest_batch *b, uint64_t seq);
 uint64_t ingest_batch_seq(const struct ingest_batch *b);

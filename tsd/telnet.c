@@ -4,19 +4,24 @@
  *
  * Durability contract: a put is acknowledged only by the answer to a LATER line on the same
  * connection. Before any reply is written, every earlier put of the connection must be in the
- * write-ahead log: if it is not, the connection stops reading (its input stays buffered), the
- * current batch is submitted at once, and the line is processed again when the batch is
- * written (telnet_on_batch_done). Success of a put is silent.
+ * write-ahead log: if it is not, the connection stops reading (its input stays buffered), its
+ * current batch is submitted at once, and the line is processed again when its batches are
+ * written (telnet_done_ev_cb). Success of a put is silent.
  *
- * Invariants: (1) c->pending_seq is the sequence number of the batch holding c's latest put (0 =
- * none); t->logged_seq is the highest seq such that every batch <= it has been written; so c may
- * reply iff c->pending_seq <= logged_seq. (2) A connection is in at most one of: running,
+ * Batches: each connection fills its own batch (c->cur), in its own fairness lane of the ingest
+ * pipeline (ingest_batch_set_lane), so a connection's few points are not queued behind another
+ * connection's flood (the writers serve lanes round robin). A batch is submitted when full, when
+ * its connection needs a reply or closes, or TELNET_FLUSH_NS after it was taken (the flush timer).
+ *
+ * Invariants: (1) c->unlogged counts c's batches submitted and not yet written; c may reply iff
+ * it is 0 and c->cur holds no point. (2) c is on the filling list (oldest first) iff c->cur is
+ * set; c->cur_ns is when it was taken. (3) A connection is in at most one of: running,
  * waiting (for its puts to be logged), blocked (no free batch: backpressure), closing.
- * (3) a connection id is (generation << 32 | slot); a stale id (the slot was reused) finds
+ * (4) a connection id is (generation << 32 | slot); a stale id (the slot was reused) finds
  * nothing, so a late storage error never reaches another client.
- * (4) No allocation per line: lines are read in place from the bufferevent's chunks, and a line
+ * (5) No allocation per line: lines are read in place from the bufferevent's chunks, and a line
  * that straddles chunks is copied into the fixed per-daemon line buffer.
- * (5) Output is bounded: while more than TSD_TELNET_OUT_HIGH bytes of replies are unsent, the
+ * (6) Output is bounded: while more than TSD_TELNET_OUT_HIGH bytes of replies are unsent, the
  * connection is not read (its input stays in the kernel); the write callback resumes it.
  * All of this runs on the event-loop thread. */
 #include <event2/buffer.h>
@@ -45,12 +50,14 @@
 #include "tsd/tstats.h"
 
 #define TELNET_OUT_LOW (64u << 10)
+/* a connection's batch is submitted at the latest this long after it was taken */
+#define TELNET_FLUSH_NS 2000000
 /* failed puts answered one line each per connection and batch; the rest get one count line */
 #define TELNET_ERR_LINES 100
 
 enum telnet_state {
     TC_RUNNING = 0,
-    TC_WAITING = 1, /* for pending_seq to be logged */
+    TC_WAITING = 1, /* for its batches to be written */
     TC_BLOCKED = 2, /* for a free batch */
     TC_CLOSING = 3, /* flush output then close */
 };
@@ -60,7 +67,11 @@ struct telnet_conn {
     struct bufferevent *bev;
     uint64_t id;
     enum telnet_state state;
-    uint64_t pending_seq;
+    struct ingest_batch *cur;      /* the batch its puts go into, or NULL (invariant 2) */
+    int64_t cur_ns;                /* clock_mono_ns() when cur was taken */
+    struct telnet_conn *fill_prev; /* the filling list, oldest cur first */
+    struct telnet_conn *fill_next;
+    uint32_t unlogged;        /* its batches submitted, not yet written (invariant 1) */
     uint64_t hpending_seq;    /* the histogram batch holding c's latest histogram line (0 = none) */
     uint64_t hblock_seq;      /* a histogram line waits for this batch: the next one is full */
     bool discarding;          /* inside an over-long line */
@@ -142,59 +153,89 @@ static void telnet_batch_done_cb(void *arg, struct ingest_batch *b)
     event_active(g->done_ev, EV_READ, 0);
 }
 
-/* Submits the current batch (if it has points). */
-static void telnet_submit_current(struct tsd *t)
+static void telnet_fill_unlink(struct telnet_conn *c)
 {
-    struct telnet_ingest *g = ti(t);
-    if (!g->cur || ingest_batch_count(g->cur) == 0)
-        return;
-    ingest_batch_set_seq(g->cur, g->cur_seq);
-    g->inflight++;
-    ingest_submit(t->ingest, g->cur, telnet_batch_done_cb, t);
-    g->cur = NULL;
-    g->cur_seq = 0;
-    if (g->timer_armed) {
-        event_del(g->flush_ev);
-        g->timer_armed = false;
-    }
+    struct telnet_ingest *g = ti(c->tsd);
+    if (c->fill_prev)
+        c->fill_prev->fill_next = c->fill_next;
+    else
+        g->filling = c->fill_next;
+    if (c->fill_next)
+        c->fill_next->fill_prev = c->fill_prev;
+    else
+        g->filling_tail = c->fill_prev;
+    c->fill_prev = c->fill_next = NULL;
 }
 
+/* Submits c's batch if it has points (else gives it back); c->cur is NULL after. */
+static void telnet_submit_conn(struct telnet_conn *c)
+{
+    struct tsd *t = c->tsd;
+    struct ingest_batch *b = c->cur;
+    if (!b)
+        return;
+    telnet_fill_unlink(c);
+    c->cur = NULL;
+    if (ingest_batch_count(b) == 0) {
+        ingest_batch_release(t->ingest, b);
+        return;
+    }
+    ingest_batch_set_seq(b, c->id); /* the done callback finds c by it */
+    ingest_batch_set_lane(b, c->id);
+    c->unlogged++;
+    ti(t)->inflight++;
+    ingest_submit(t->ingest, b, telnet_batch_done_cb, t);
+}
+
+static void telnet_arm_flush(struct tsd *t, int64_t ns)
+{
+    struct telnet_ingest *g = ti(t);
+    if (g->timer_armed)
+        return;
+    struct timeval tv = {0, (suseconds_t)(ns > 1000 ? ns / 1000 : 1)};
+    evtimer_add(g->flush_ev, &tv);
+    g->timer_armed = true;
+}
+
+/* Submits every batch taken TELNET_FLUSH_NS ago or earlier; rearms for the oldest of the rest. */
 static void telnet_flush_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct tsd *t = arg;
-    ti(t)->timer_armed = false;
-    telnet_submit_current(t);
+    struct telnet_ingest *g = ti(t);
+    g->timer_armed = false;
+    int64_t now = (int64_t)clock_mono_ns();
+    while (g->filling && now - g->filling->cur_ns >= TELNET_FLUSH_NS)
+        telnet_submit_conn(g->filling);
+    if (g->filling)
+        telnet_arm_flush(t, g->filling->cur_ns + TELNET_FLUSH_NS - now);
 }
 
-/* The current batch to add to, or NULL when none is free (backpressure). */
-static struct ingest_batch *telnet_current(struct tsd *t)
+/* c's batch to add to (a full one submitted first), or NULL when none is free (backpressure). */
+static struct ingest_batch *telnet_current(struct telnet_conn *c)
 {
+    struct tsd *t = c->tsd;
     struct telnet_ingest *g = ti(t);
-    if (g->cur && ingest_batch_full(g->cur))
-        telnet_submit_current(t);
-    if (!g->cur) {
-        g->cur = ingest_batch_try_get(t->ingest);
-        if (!g->cur)
+    if (c->cur && ingest_batch_full(c->cur))
+        telnet_submit_conn(c);
+    if (!c->cur) {
+        /* the last free batch is left to connections with none in the pipeline: a light
+         * connection is not queued for a batch behind the floods that hold the others */
+        c->cur = ingest_batch_try_get_spare(t->ingest, c->unlogged > 0 ? 1 : 0);
+        if (!c->cur)
             return NULL;
-        g->cur_seq = ++g->next_seq;
+        c->cur_ns = (int64_t)clock_mono_ns();
+        c->fill_next = NULL;
+        c->fill_prev = g->filling_tail;
+        if (g->filling_tail)
+            g->filling_tail->fill_next = c;
+        else
+            g->filling = c;
+        g->filling_tail = c;
+        telnet_arm_flush(t, TELNET_FLUSH_NS);
     }
-    return g->cur;
-}
-
-static bool telnet_logged(struct tsd *t, uint64_t seq)
-{
-    return seq <= ti(t)->logged_seq;
-}
-
-/* Marks seq written and advances logged_seq over every contiguous written seq. */
-static void telnet_mark_written(struct tsd *t, uint64_t seq)
-{
-    struct telnet_ingest *g = ti(t);
-    g->written[seq % TELNET_SEQ_RING] = seq;
-    while (g->written[(g->logged_seq + 1) % TELNET_SEQ_RING] == g->logged_seq + 1)
-        g->logged_seq++;
+    return c->cur;
 }
 
 /* ---- histogram lines: batched, written by their own thread ---------------------------------
@@ -228,7 +269,7 @@ struct telnet_histo {
 static bool telnet_conn_ready(struct telnet_conn *c)
 {
     struct telnet_histo *h = ti(c->tsd)->histo;
-    if (!telnet_logged(c->tsd, c->pending_seq))
+    if (c->unlogged > 0 || (c->cur && ingest_batch_count(c->cur) > 0))
         return false;
     return !h || (c->hpending_seq <= h->logged_seq && c->hblock_seq <= h->logged_seq);
 }
@@ -421,20 +462,32 @@ static void telnet_wake_waiters(struct tsd *t)
     }
 }
 
+static void telnet_block_append(struct telnet_ingest *g, struct telnet_conn *c)
+{
+    c->next = NULL;
+    if (g->blocked_tail)
+        g->blocked_tail->next = c;
+    else
+        g->blocked = c;
+    g->blocked_tail = c;
+}
+
 void telnet_resume_blocked(struct tsd *t)
 {
     struct telnet_ingest *g = ti(t);
-    /* Resume in arrival order; a connection that blocks again goes to the back. */
-    size_t n = 0;
-    for (struct telnet_conn *c = g->blocked; c; c = c->next)
-        n++;
-    for (size_t i = 0; i < n && g->blocked; i++) {
-        if (!telnet_current(t))
-            return;
-        struct telnet_conn *c = g->blocked;
-        g->blocked = c->next;
-        if (!g->blocked)
-            g->blocked_tail = NULL;
+    /* Resume in arrival order; one that blocks again goes to the back. One that gets no batch
+     * stays blocked, in its place, and those behind it are still tried: the last free batch is
+     * kept for connections with none in the pipeline (telnet_current). The list is taken whole
+     * first: only the connection being resumed appends itself again. */
+    struct telnet_conn *list = g->blocked;
+    g->blocked = g->blocked_tail = NULL;
+    while (list) {
+        struct telnet_conn *c = list;
+        list = c->next;
+        if (!telnet_current(c)) {
+            telnet_block_append(g, c);
+            continue;
+        }
         c->next = NULL;
         c->state = TC_RUNNING;
         bufferevent_enable(c->bev, EV_READ);
@@ -457,7 +510,10 @@ static void telnet_done_ev_cb(evutil_socket_t fd, short what, void *arg)
     for (size_t i = 0; i < n; i++) {
         struct ingest_batch *b = done[i];
         size_t np = ingest_batch_count(b);
-        uint64_t seq = ingest_batch_seq(b);
+        uint64_t seq = ++g->done_no; /* names this batch for the error lines below */
+        struct telnet_conn *owner = telnet_find(t, ingest_batch_seq(b));
+        if (owner)
+            owner->unlogged--;
         /* each failed put answered by its own line, in order, as OpenTSDB does; past
          * TELNET_ERR_LINES lines for one connection in one batch, one line counts the rest */
         struct telnet_conn *failed = NULL;
@@ -471,7 +527,7 @@ static void telnet_done_ev_cb(evutil_socket_t fd, short what, void *arg)
             struct telnet_conn *c = telnet_find(t, p.owner);
             if (!c || !t->return_errors || c->state == TC_CLOSING)
                 continue;
-            if (c->err_seq != seq) { /* its first failed put of this batch (seqs start at 1) */
+            if (c->err_seq != seq) { /* its first failed put of this batch (done_no from 1) */
                 c->err_seq = seq;
                 c->err_lines = 0;
                 c->err_more = 0;
@@ -497,7 +553,6 @@ static void telnet_done_ev_cb(evutil_socket_t fd, short what, void *arg)
         }
         ingest_batch_release(t->ingest, b);
         g->inflight--;
-        telnet_mark_written(t, seq);
     }
     telnet_wake_waiters(t);
     telnet_resume_blocked(t);
@@ -531,14 +586,15 @@ void telnet_ingest_destroy(struct tsd *t)
 
 void telnet_flush(struct tsd *t)
 {
-    telnet_submit_current(t);
+    while (ti(t)->filling)
+        telnet_submit_conn(ti(t)->filling);
     telnet_histo_submit(t);
 }
 
 bool telnet_ingest_idle(struct tsd *t)
 {
     struct telnet_ingest *g = ti(t);
-    return g->inflight == 0 && (!g->cur || ingest_batch_count(g->cur) == 0) && telnet_histo_idle(t);
+    return g->inflight == 0 && !g->filling && telnet_histo_idle(t);
 }
 
 /* ---- commands ------------------------------------------------------------------------------- */
@@ -555,8 +611,7 @@ static bool telnet_may_reply(struct telnet_conn *c)
     struct tsd *t = c->tsd;
     if (telnet_conn_ready(c))
         return true;
-    if (c->pending_seq == ti(t)->cur_seq)
-        telnet_submit_current(t);
+    telnet_submit_conn(c);
     if (ti(t)->histo && c->hpending_seq == ti(t)->histo->cur_seq)
         telnet_histo_submit(t);
     c->state = TC_WAITING;
@@ -719,15 +774,15 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
                 telnet_printf(c, "put: illegal argument: the TSD is in read-only mode\n");
             return TA_NEXT;
         }
-        struct ingest_batch *b = telnet_current(t);
+        struct ingest_batch *b = telnet_current(c);
         if (!b) {
             c->state = TC_BLOCKED;
             tstats_add(TSTATS_BACKPRESSURE, 1);
             return TA_PAUSE;
         }
         if (!ingest_batch_add(b, p, c->id)) {
-            telnet_submit_current(t);
-            b = telnet_current(t);
+            telnet_submit_conn(c);
+            b = telnet_current(c);
             if (!b) {
                 c->state = TC_BLOCKED;
                 tstats_add(TSTATS_BACKPRESSURE, 1);
@@ -742,16 +797,10 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
                 return TA_NEXT;
             }
         }
-        c->pending_seq = ti(t)->cur_seq;
         if (graphite)
             tstats_add(TSTATS_GRAPHITE_LINES, 1);
         else
             c->puts_uncounted++;
-        if (!ti(t)->timer_armed) {
-            struct timeval tv = {0, 2000};
-            evtimer_add(ti(t)->flush_ev, &tv);
-            ti(t)->timer_armed = true;
-        }
         return TA_NEXT;
     }
     if (cl == 9 && !memcmp(line, "histogram", 9))
@@ -918,12 +967,7 @@ static void telnet_process(struct telnet_conn *c)
         telnet_count_puts(c);
         if (c->state == TC_BLOCKED) {
             bufferevent_disable(c->bev, EV_READ);
-            c->next = NULL;
-            if (t->telnet.blocked_tail)
-                t->telnet.blocked_tail->next = c;
-            else
-                t->telnet.blocked = c;
-            t->telnet.blocked_tail = c;
+            telnet_block_append(&t->telnet, c);
             return;
         }
         if (stop || !progressed || nv < 32)
@@ -1019,6 +1063,7 @@ static void telnet_close(struct telnet_conn *c)
     telnet_count_puts(c);
     if (c->state == TC_WAITING || c->state == TC_BLOCKED)
         telnet_unlink(t, c);
+    telnet_submit_conn(c); /* its accepted puts are written; their errors reach no one */
     uint32_t slot = (uint32_t)c->id;
     t->tconns[slot] = NULL;
     t->tconn_free[t->ntconn_free++] = slot;

@@ -46,9 +46,8 @@ struct telnet_ingest {
     struct event *done_ev;
     struct event *flush_ev;
     bool timer_armed;
-    struct ingest_batch *cur; /* the batch puts go into */
-    uint64_t cur_seq, next_seq, logged_seq;
-    uint64_t written[TELNET_SEQ_RING];
+    struct telnet_conn *filling, *filling_tail; /* connections holding a batch, oldest first */
+    uint64_t done_no;                           /* batches come back so far */
     size_t inflight;
     struct telnet_conn *waiting;
     struct telnet_conn *blocked, *blocked_tail;

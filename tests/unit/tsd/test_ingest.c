@@ -333,6 +333,79 @@ static void test_ingest_a_busy_writer_takes_queued_batches_together_in_order(voi
     ingest_free(g);
 }
 
+/* Queues batches of 10 points with seq = lane * 10 + its number in the lane, lane = seq / 10,
+ * the first held by the writer until every other is queued; checks the order they come back in
+ * and the number of write calls (groups). */
+static void run_lanes(size_t group_points, const uint64_t *seqs, const uint64_t *want, int n,
+                      int want_calls)
+{
+    struct sink s = {0};
+    pthread_mutex_init(&s.gate_mu, NULL);
+    pthread_cond_init(&s.gate_cv, NULL);
+    s.gate_closed = true;
+    struct order o = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, {0}, 0};
+    struct ingest_options opt;
+    ingest_options_init(&opt);
+    opt.batch_points = 10;
+    opt.group_points = group_points;
+    struct ct_err err = {0};
+    struct ingest *g = NULL;
+    assert_int_equal(ingest_new(&opt, sink_write, &s, &g, &err), CT_OK);
+    o.g = g;
+    struct put_point p = point("m", 1);
+    for (int k = 0; k < n; k++) {
+        struct ingest_batch *b = ingest_batch_get(g);
+        for (int i = 0; i < 10; i++)
+            assert_true(ingest_batch_add(b, &p, seqs[k] / 10));
+        ingest_batch_set_seq(b, seqs[k]);
+        ingest_batch_set_lane(b, seqs[k] / 10);
+        ingest_submit(g, b, on_done_order, &o);
+        if (k == 0) { /* the writer holds the first batch before the others are queued */
+            pthread_mutex_lock(&s.gate_mu);
+            while (!s.in_write)
+                pthread_cond_wait(&s.gate_cv, &s.gate_mu);
+            pthread_mutex_unlock(&s.gate_mu);
+        }
+    }
+    pthread_mutex_lock(&s.gate_mu);
+    s.gate_closed = false;
+    pthread_cond_broadcast(&s.gate_cv);
+    pthread_mutex_unlock(&s.gate_mu);
+    pthread_mutex_lock(&o.mu);
+    while (o.n < n)
+        pthread_cond_wait(&o.cv, &o.mu);
+    pthread_mutex_unlock(&o.mu);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(o.seqs[i], want[i]);
+    assert_int_equal(atomic_load(&s.calls), want_calls);
+    assert_int_equal(ingest_in_use(g), 0);
+    ingest_free(g);
+}
+
+/* Fairness: while the writer holds lane 1's first batch, lane 1 queues three more, then lanes 2
+ * and 3 one each. Lanes 2 and 3, with nothing written before, go first, then lane 1 in its order;
+ * first in first out would write them last. One batch per group (group_points = a batch), so the
+ * order of the writes is the order of taking. */
+static void test_ingest_lanes_are_served_round_robin(void **state)
+{
+    (void)state;
+    static const uint64_t seqs[] = {11, 12, 13, 14, 21, 31};
+    static const uint64_t want[] = {11, 21, 31, 12, 13, 14};
+    run_lanes(10, seqs, want, 6, 6);
+}
+
+/* A group (one write, acknowledged together) while two lanes are queued is one batch's worth of
+ * points, so lane 2's batch is not acknowledged with lane 1's backlog: {11}, {21}, then lane 1
+ * alone, its batches together up to group_points: {12, 13, 14}. Without the rule: {11},
+ * {21, 12, 13, 14}. */
+static void test_ingest_a_contended_group_is_one_batch(void **state)
+{
+    (void)state;
+    static const uint64_t seqs[] = {11, 12, 13, 14, 21};
+    static const uint64_t want[] = {11, 21, 12, 13, 14};
+    run_lanes(100, seqs, want, 5, 3);
+}
+
 /* Names of every length 0..40 (the copy into the batch takes 4- and 8-byte words for short
  * names) come back byte for byte, each NUL-terminated, with the series key their concatenation;
  * the source bytes around each name are never part of it. */
@@ -375,6 +448,8 @@ int main(void)
         cmocka_unit_test(test_ingest_points_round_trip_and_are_written),
         cmocka_unit_test(test_ingest_series_hash_and_brief_form_match_the_full_point),
         cmocka_unit_test(test_ingest_a_busy_writer_takes_queued_batches_together_in_order),
+        cmocka_unit_test(test_ingest_lanes_are_served_round_robin),
+        cmocka_unit_test(test_ingest_a_contended_group_is_one_batch),
         cmocka_unit_test(test_ingest_pool_is_bounded_and_batches_fill),
         cmocka_unit_test(test_ingest_outcomes_and_batch_failure),
         cmocka_unit_test(test_ingest_names_of_every_length_are_copied_exactly),
