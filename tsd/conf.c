@@ -225,7 +225,7 @@ static const struct ct_cfg_key conf_keys[] = {
     {"tsd.storage.region_split_bytes", CT_CFG_INT, "1073741824", 65536, (int64_t)1 << 50, NULL,
      "tsd/store.c", "a region splits at this size"},
     {"tsd.storage.series_cache_bytes", CT_CFG_INT, "0", 0, (int64_t)1 << 40, NULL, "tsd/store.c",
-     "each write thread's series cache (series -> TSUID), slots and entries (0 = 262144 series)"},
+     "each write thread's series cache (series -> TSUID), slots and entries (0 = 2097152 series)"},
     {"tsd.storage.wal.durability", CT_CFG_ENUM, "sync", 0, 0, "async|sync|fsync", "tsd/store.c",
      "async; sync: in the log before the ack; fsync: on disk before the ack"},
     {"tsd.storage.write_threads", CT_CFG_INT, "1", 1, 64, NULL, "tsd/tsd.c",

@@ -48,7 +48,11 @@
 #include "tsd/tlog.h"
 #include "tsd/tstats.h"
 
-#define STORE_CACHE_MAX   (1u << 18)
+/* Series a writer's cache holds at most with no byte bound (about 150 bytes each at 100-byte
+ * series keys). A cache smaller than the series written in one interval is emptied over and over
+ * and then hits nothing: every point costs its series' UID lookups, tag index and newest-hour
+ * index writes again (at 262,144, a second point of 400,000 series cost as much as the first). */
+#define STORE_CACHE_MAX   (1u << 21)
 #define STORE_MAX_WRITERS 64
 
 /* One cached series in the arena: this header, the key, then the TSUID, padded to 8 bytes, so a
