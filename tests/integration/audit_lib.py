@@ -12,6 +12,7 @@ differently configured TSDs and compare the answers byte for byte:
 `python3 audit_lib.py same NAME RECORD_A RECORD_B` reports NAME ok when the two records are
 identical, else not ok with the first request whose answer differs.
 """
+import http.client
 import json
 import os
 import sys
@@ -43,6 +44,24 @@ def req(path, method="GET", body=None, timeout=30, headers=None):
         with open(rec, "a") as f:
             f.write(json.dumps([method, path, body, st, text]) + "\n")
     return st, text
+
+
+def reqh(path, method="GET", body=None, headers=None, timeout=30):
+    """One HTTP request sent as given (any method, any path; body bytes or text); returns
+    (status, headers as a dict with lower-case names, body text). Recorded like req()."""
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=timeout)
+    try:
+        c.request(method, path, body=body.encode() if isinstance(body, str) else body,
+                  headers=headers or {})
+        x = c.getresponse()
+        st, hd, text = x.status, {k.lower(): v for k, v in x.getheaders()}, x.read().decode()
+    finally:
+        c.close()
+    rec = os.environ.get("AUDIT_RECORD")
+    if rec:
+        with open(rec, "a") as f:
+            f.write(json.dumps([method, path, repr(body), st, text]) + "\n")
+    return st, hd, text
 
 
 def report(name, why, body=""):
