@@ -446,6 +446,23 @@ static int lookup_scan_meta(struct tsdb *t, uint64_t mid, struct rowkey_filter *
     return rc;
 }
 
+/* True when the TSUID ts has each of the n tag value UIDs vals under some tag key (TimeSeriesLookup's
+ * value-only pairs). */
+static bool lookup_has_values(const struct rowkey_layout *l, const uint8_t *ts, size_t len,
+                              const uint64_t *vals, size_t n)
+{
+    size_t pair = l->tagk_width + l->tagv_width, pairs = (len - l->metric_width) / pair;
+    for (size_t v = 0; v < n; v++) {
+        bool found = false;
+        for (size_t i = 0; i < pairs && !found; i++)
+            found = rowkey_get_uid(ts + l->metric_width + i * pair + l->tagk_width,
+                                   l->tagv_width) == vals[v];
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
 int qmeta_lookup(struct tsdb *t, struct head *head, const cJSON *req_in, int64_t now_ms,
                  cJSON **out, int *status, struct ct_err *err)
 {
@@ -488,7 +505,7 @@ int qmeta_lookup(struct tsdb *t, struct head *head, const cJSON *req_in, int64_t
                                "Missing metric and tags. Please supply at least one value."),
                     err);
     }
-    uint64_t mid = 0;
+    uint64_t mid = 0, *vals = NULL;
     int rc = CT_OK;
     struct rowkey_filter *rf = NULL;
     struct tsset set = {0};
@@ -502,11 +519,25 @@ int qmeta_lookup(struct tsdb *t, struct head *head, const cJSON *req_in, int64_t
     if (!any_metric)
         rowkey_filter_set_metric(rf, mid);
     const cJSON *tags = cJSON_GetObjectItemCaseSensitive(req, "tags"), *tg;
+    /* a value without a key (null or "*"): a series matches when any of its tags has it */
+    size_t nvals = 0;
+    int ntags = cJSON_GetArraySize(tags);
+    if (ntags > 0 && !(vals = calloc((size_t)ntags, sizeof(*vals)))) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+        *status = 500;
+        goto out;
+    }
     cJSON_ArrayForEach(tg, tags)
     {
         const char *k = str_field(tg, "key"), *v = str_field(tg, "value");
-        if (!k || !*k || !strcmp(k, "*"))
+        if (!k || !*k || !strcmp(k, "*")) {
+            if (!v || !*v || !strcmp(v, "*"))
+                continue;
+            if ((rc = uid_get_id(u, UID_TAGV, v, strlen(v), &vals[nvals], err)) != CT_OK)
+                goto unresolved;
+            nvals++;
             continue;
+        }
         uint64_t kid, vid;
         if ((rc = uid_get_id(u, UID_TAGK, k, strlen(k), &kid, err)) == CT_OK) {
             if (!v || !*v || !strcmp(v, "*"))
@@ -551,14 +582,18 @@ int qmeta_lookup(struct tsdb *t, struct head *head, const cJSON *req_in, int64_t
             set.len[k] = a;
             set.len[k - 1] = bl;
         }
-    for (size_t i = 0; i < set.n && (limit <= 0 || (int64_t)i < limit); i++) {
+    size_t n = 0; /* answered: SearchRpc's totalResults is the count the limit let through */
+    for (size_t i = 0; i < set.n && (limit <= 0 || (int64_t)n < limit); i++) {
+        if (!lookup_has_values(l, set.k[i], set.len[i], vals, nvals))
+            continue;
         if ((rc = lookup_result(t, set.k[i], set.len[i], results, err)) != CT_OK) {
             *status = 500;
             goto out;
         }
+        n++;
     }
     cJSON_AddNumberToObject(doc, "startIndex", 0);
-    cJSON_AddNumberToObject(doc, "totalResults", (double)set.n);
+    cJSON_AddNumberToObject(doc, "totalResults", (double)n);
     *out = doc;
     doc = NULL;
     *status = 200;
@@ -575,6 +610,7 @@ unresolved:
         *status = 500;
     }
 out:
+    free(vals);
     cJSON_Delete(doc);
     cJSON_Delete(own);
     rowkey_filter_free(rf);

@@ -104,14 +104,42 @@ bool http_jsonp_ok(const char *s)
     return true;
 }
 
-/* Normalises a decoded path in place: /api/v1/x -> /api/x, one trailing slash removed. */
-void http_normalise_path(char *p)
+/* The highest API version OpenTSDB 2.4 (and ctsdb) implements: /api/v1/... */
+#define HTTP_API_MAX_VERSION 1
+
+int http_normalise_path(char *p, const char **msg, char *details, size_t details_size)
 {
-    if (!strncmp(p, "/api/v1", 7) && (p[7] == '/' || p[7] == '\0'))
-        memmove(p + 4, p + 7, strlen(p + 7) + 1);
     size_t n = strlen(p);
     if (n > 1 && p[n - 1] == '/')
-        p[n - 1] = '\0';
+        p[--n] = '\0';
+    if (strncasecmp(p, "/api", 4) != 0 || (p[4] != '/' && p[4] != '\0'))
+        return 0;
+    memcpy(p, "/api", 4); /* OpenTSDB routes /API/V1/PUT as api/put */
+    char *seg = p[4] ? p + 5 : p + 4;
+    if ((seg[0] == 'v' || seg[0] == 'V') && isdigit((unsigned char)seg[1])) {
+        size_t len = strcspn(seg + 1, "/");
+        size_t digits = strspn(seg + 1, "0123456789");
+        /* as Java's Integer.parseInt: digits only, at most 2^31 - 1 (ten digits cover it) */
+        unsigned long long v = digits <= 10 ? strtoull(seg + 1, NULL, 10) : ~0ull;
+        if (digits != len || v > 2147483647ull) {
+            *msg = "Invalid API version format supplied";
+            snprintf(details, details_size, "API version [%.*s] cannot be parsed to an integer",
+                     (int)(len > 64 ? 64 : len), seg + 1);
+            return 400;
+        }
+        if (v > HTTP_API_MAX_VERSION) {
+            *msg = "Requested API version is greater than the max implemented";
+            snprintf(details, details_size, "API version [%llu] is greater than the max [%d]", v,
+                     HTTP_API_MAX_VERSION);
+            return 501;
+        }
+        char *rest = seg + 1 + len;               /* "" or "/..." */
+        memmove(seg - 1, rest, strlen(rest) + 1); /* seg is p + 5 here */
+        seg = p[4] ? p + 5 : p + 4;
+    }
+    for (; *seg && *seg != '/'; seg++) /* the endpoint's name, as OpenTSDB lower-cases it */
+        *seg = (char)tolower((unsigned char)*seg);
+    return 0;
 }
 
 enum http_method http_req_method(const struct http_req *r)

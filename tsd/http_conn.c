@@ -445,6 +445,11 @@ static int http_parse_head(struct http_conn *c, struct http_req *r, const char *
         char *slash = strchr(strstr(target, "//") + 2, '/');
         target = slash ? slash : "/";
     }
+    /* origin-form only (RFC 9112 section 3.2; "*" for OPTIONS): OpenTSDB refuses an empty path */
+    if (target[0] != '/' && !(r->wire_method == HTTP_OPTIONS && !strcmp(target, "*"))) {
+        *msg = "Invalid request target";
+        return 400;
+    }
     char *q = strchr(target, '?');
     if (q)
         *q = '\0';
@@ -458,7 +463,8 @@ static int http_parse_head(struct http_conn *c, struct http_req *r, const char *
         *msg = "Invalid path";
         return 400;
     }
-    http_normalise_path(r->path);
+    r->early_status =
+        http_normalise_path(r->path, &r->early_msg, r->early_details, sizeof(r->early_details));
     /* headers */
     while ((line = strtok_r(NULL, "\n", &save)) != NULL) {
         size_t l = strlen(line);
@@ -493,19 +499,29 @@ static int http_parse_head(struct http_conn *c, struct http_req *r, const char *
         r->jsonp = jp;
     }
     r->pretty = http_req_param(r, "pretty") != NULL;
-    const char *mo = http_req_param(r, "method_override");
-    if (mo && *mo) {
+    bool api = !strncmp(r->path, "/api", 4) && (r->path[4] == '/' || r->path[4] == '\0');
+    const char *ser = http_req_param(r, "serializer");
+    if (api && ser && strcmp(ser, "json") != 0 && !r->early_status) { /* /api/serializers */
+        r->early_status = 400;
+        r->early_msg = "Requested serializer was not found";
+        snprintf(r->early_details, sizeof(r->early_details),
+                 "Could not find a serializer with the name: %.64s", ser);
+    }
+    /* OpenTSDB overrides a GET only; an empty or unknown value is a 405 */
+    const char *mo = r->wire_method == HTTP_GET ? http_req_param(r, "method_override") : NULL;
+    if (mo && !r->early_status) {
         char up[16];
         size_t i = 0;
         for (; i < sizeof(up) - 1 && mo[i]; i++)
             up[i] = (char)toupper((unsigned char)mo[i]);
         up[i] = '\0';
-        enum http_method m = http_method_parse(up);
+        enum http_method m = mo[i] ? (enum http_method)0 : http_method_parse(up);
         if (m == HTTP_GET || m == HTTP_POST || m == HTTP_PUT || m == HTTP_DELETE)
             r->method = m;
         else {
-            *msg = "Unknown or unsupported method override value";
-            return 400;
+            r->early_status = 405;
+            r->early_msg = *mo ? "Unknown or unsupported method override value"
+                               : "Missing method override value";
         }
     }
     /* body framing (RFC 9112 section 6; an error closes the connection: http_conn_fail) */

@@ -56,6 +56,11 @@ struct http_req {
     size_t body_len;
     bool pretty;
     const char *jsonp; /* param value or NULL */
+    /* an error of the request's head that OpenTSDB answers without closing the connection
+     * (API version, serializer, method_override): routes_dispatch() replies it */
+    int early_status; /* 0: none */
+    const char *early_msg;
+    char early_details[128];
 
     /* reply [w] */
     bool replied; /* a whole reply is ready, or a stream began */
@@ -140,8 +145,12 @@ bool http_decode(char *s, bool plus);
 int http_parse_query(struct http_req *r);
 /* True if s is a safe jsonp callback name (letters, digits, '_', '.', '$'; <= 128 bytes). */
 bool http_jsonp_ok(const char *s);
-/* Normalises a decoded path in place: /api/v1/x -> /api/x, one trailing slash removed. */
-void http_normalise_path(char *p);
+/* Normalises a decoded path in place as OpenTSDB routes it: one trailing slash removed; under
+ * /api (any case) the version segment vN dropped and "/api" and the endpoint's name after it
+ * lower-cased (/API/V1/Put/x -> /api/put/x). Returns 0, or the status OpenTSDB answers for a
+ * version it refuses, with msg and details (a buffer of details_size bytes) set: 400 for one
+ * that is not a number (/api/v1a/put), 501 for one above 1 (/api/v2/put). */
+int http_normalise_path(char *p, const char **msg, char *details, size_t details_size);
 /* Splits a header line (no CR/LF) in place into kv (name and value, the value without
  * surrounding whitespace). Returns 0, or 400 with msg set for a folded line (obs-fold), no
  * colon, an empty or invalid name, whitespace before the colon (RFC 9112 section 5.1) or a CR

@@ -50,6 +50,24 @@ static const struct routes_entry *routes_lookup(const char *path)
     return best;
 }
 
+/* OpenTSDB routes /api/<endpoint>/<anything> to the endpoint (/api/version/query answers the
+ * version): a path under /api with no route of its own takes the route of its longest parent
+ * that has an exact one, and is cut to that parent in place, so that every later check (auth
+ * classes, handlers) sees the route's own path. NULL (path unchanged) when no parent has one. */
+static const struct routes_entry *routes_lookup_parent(char *path)
+{
+    for (char *p = path + strlen(path) - 1; p > path + 4; p--) { /* past "/api/" */
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        const struct routes_entry *e = routes_lookup(path);
+        if (e && !e->prefix)
+            return e;
+        *p = '/';
+    }
+    return NULL;
+}
+
 /* True if origin is allowed by the CORS list. */
 static bool routes_cors_allowed(const struct tsd *t, const char *origin)
 {
@@ -72,9 +90,9 @@ static bool routes_cors_allowed(const struct tsd *t, const char *origin)
 /* OpenTSDB's 405 for a method the endpoint does not take. */
 static void method_not_allowed(struct http_req *r)
 {
-    char details[128];
-    snprintf(details, sizeof(details), "The HTTP method [%s] is not permitted for this endpoint",
-             http_req_method_name(r));
+    char details[128]; /* OPTIONS without CORS: OpenTSDB's CORS check answers, in its words */
+    snprintf(details, sizeof(details), "The HTTP method [%s] is not permitted%s",
+             http_req_method_name(r), r->wire_method == HTTP_OPTIONS ? "" : " for this endpoint");
     http_reply_error(r, 405, "Method not allowed", details);
 }
 
@@ -99,6 +117,10 @@ void routes_dispatch(struct http_req *r)
         http_reply_header(r, "Access-Control-Allow-Methods", "GET, POST, PUT, DELETE");
         http_reply_header(r, "Access-Control-Allow-Headers", t->cors_headers);
     }
+    if (r->early_status && r->wire_method != HTTP_OPTIONS) { /* http_int.h */
+        http_reply_error(r, r->early_status, r->early_msg, r->early_details);
+        return;
+    }
     if (r->wire_method == HTTP_OPTIONS) {
         if (t->cors_enabled && origin) { /* no Origin: 405 as in OpenTSDB ("General rules") */
             http_reply_status(r, 200);
@@ -115,6 +137,8 @@ void routes_dispatch(struct http_req *r)
         return;
     }
     const struct routes_entry *e = routes_lookup(r->path);
+    if (!e && api)
+        e = routes_lookup_parent(r->path);
     if (!e) {
         if (api) {
             http_reply_error(r, 404, "Endpoint not found", NULL);

@@ -57,6 +57,11 @@ static const char *static_type(const char *path)
 
 static void static_not_found(struct http_req *r)
 {
+    if (http_req_param(r, "json")) { /* OpenTSDB's pages answer ?json in JSON */
+        static const char json[] = "{\"err\":\"Page Not Found\"}";
+        http_reply_raw(r, 404, "application/json; charset=UTF-8", json, sizeof(json) - 1);
+        return;
+    }
     static const char page[] =
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>Page Not Found</title></head>"
         "<body><h2>Page Not Found</h2><p>The requested page was not found on this server."

@@ -449,6 +449,23 @@ static void tsd_warn_config(void *arg, const char *msg)
     tlog_warn("%s", msg);
 }
 
+/* OpenTSDB's check of tsd.http.request.cors_headers: header names of letters, digits, '_', '.'
+ * and '-', separated by commas each followed by optional whitespace. */
+static bool tsd_cors_headers_ok(const char *s)
+{
+    for (;;) {
+        size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-");
+        if (n == 0)
+            return false;
+        s += n;
+        if (*s == '\0')
+            return true;
+        if (*s++ != ',')
+            return false;
+        s += strspn(s, " \t\r\n\f\v");
+    }
+}
+
 static int tsd_settings(struct tsd *t, struct ct_err *err)
 {
     const struct conf *c = t->conf;
@@ -507,6 +524,10 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
                           "tsd.http.request.cors_domains: '*' cannot be mixed with domain names");
     t->cors_enabled = star || other;
     t->cors_any = star;
+    if (!tsd_cors_headers_ok(t->cors_headers)) /* it is sent as a header's value */
+        return ct_err_set(err, CT_EINVAL,
+                          "tsd.http.request.cors_headers must be a list of validly-formed "
+                          "HTTP header names (letters, digits, '_', '.', '-', comma-separated)");
     return CT_OK;
 }
 

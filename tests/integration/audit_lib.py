@@ -18,6 +18,7 @@ with AUDIT_RECORD set, stops it by its PID and reports whether every configurati
 byte for byte as the first. telnet() writes lines over the TSD's telnet port; stat() reads one
 /api/stats counter.
 """
+import http.client
 import json
 import os
 import re
@@ -54,6 +55,24 @@ def req(path, method="GET", body=None, timeout=30, headers=None):
         with open(rec, "a") as f:
             f.write(json.dumps([method, path, body, st, text]) + "\n")
     return st, text
+
+
+def reqh(path, method="GET", body=None, headers=None, timeout=30):
+    """One HTTP request sent as given (any method, any path; body bytes or text); returns
+    (status, headers as a dict with lower-case names, body text). Recorded like req()."""
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=timeout)
+    try:
+        c.request(method, path, body=body.encode() if isinstance(body, str) else body,
+                  headers=headers or {})
+        x = c.getresponse()
+        st, hd, text = x.status, {k.lower(): v for k, v in x.getheaders()}, x.read().decode()
+    finally:
+        c.close()
+    rec = os.environ.get("AUDIT_RECORD")
+    if rec:
+        with open(rec, "a") as f:
+            f.write(json.dumps([method, path, repr(body), st, text]) + "\n")
+    return st, hd, text
 
 
 def report(name, why, body=""):

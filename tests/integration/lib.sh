@@ -120,6 +120,35 @@ tsd_stop() {
   wait "$pid" 2>/dev/null
 }
 
+# audit_stores RUN SALTED_NAME APPEND_NAME: the store-layout variants of an audit (OpenTSDB's
+# Test*Salted / *Append classes). Runs the script's function RUN three times, each against a
+# fresh TSD of one layout: the default salted one (1 byte, 8 buckets), unsalted (salt width 0),
+# and OpenTSDB's salted test layout (1 byte, 2 buckets) with tsd.storage.enable_appends on. RUN
+# sees TSD_PORT, AUDIT_LABEL (the layout's prefix for check names: "", "[unsalted] ",
+# "[salted, 2 buckets, appends] ") and AUDIT_RECORD exported (audit_lib.py's req() appends every
+# answer there); RUN returning non-zero counts one failure. Then two checks: the unsalted answers
+# (named SALTED_NAME), and the 2-bucket ones (APPEND_NAME), byte-identical to the default's.
+AUDIT_STORES=("" "--tsd.storage.salt.width=0"
+  "--tsd.storage.salt.width=1 --tsd.storage.salt.buckets=2 --tsd.storage.enable_appends=true")
+AUDIT_LABELS=("" "[unsalted] " "[salted, 2 buckets, appends] ")
+audit_stores() {
+  local run=$1 rec k
+  rec=$(it_tmpdir)
+  for k in 0 1 2; do
+    unset TSD_DATA # a fresh store each time (tsd_start keeps a TSD_DATA it finds)
+    # shellcheck disable=SC2086 # the options are words
+    tsd_start ${AUDIT_STORES[k]}
+    AUDIT_LABEL=${AUDIT_LABELS[k]} AUDIT_RECORD=$rec/answers.$k "$run" || IT_FAILS=$((IT_FAILS + 1))
+    tsd_stop
+  done
+  python3 "$IT_ROOT/tests/integration/audit_lib.py" same \
+    "$2: unsalted answers byte-identical to the salted default" \
+    "$rec/answers.0" "$rec/answers.1" || IT_FAILS=$((IT_FAILS + 1))
+  python3 "$IT_ROOT/tests/integration/audit_lib.py" same \
+    "$3 (2 buckets, appends on): answers byte-identical to the default" \
+    "$rec/answers.0" "$rec/answers.2" || IT_FAILS=$((IT_FAILS + 1))
+}
+
 # ---- Google's Bigtable emulator (the test_bigtable_*.sh scripts) ----------------------------
 # The emulator (cbtemulator, package google-cloud-cli-bigtable-emulator, not on PATH) binds
 # 127.0.0.1; it is started and stopped by PID, never through the gcloud wrapper (which leaves an

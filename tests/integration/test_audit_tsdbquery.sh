@@ -22,14 +22,8 @@
 # must be byte-identical.
 source "$(dirname "$0")/lib.sh"
 
-CONFIGS=("" "--tsd.storage.salt.width=0"
-  "--tsd.storage.salt.width=1 --tsd.storage.salt.buckets=2 --tsd.storage.enable_appends=true")
-LABELS=("" "[unsalted] " "[Salted, Append: 2 buckets, appends on] ")
-REC=$(it_tmpdir)
-for k in 0 1 2; do
-unset TSD_DATA # a fresh store each time (tsd_start keeps a TSD_DATA it finds)
-# shellcheck disable=SC2086 # the options are words
-tsd_start ${CONFIGS[k]}
+# one store layout (audit_stores in lib.sh)
+audit_run() {
 python3 - "$TSD_PORT" <<'PY'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=20)
@@ -91,7 +85,7 @@ if b"put:" in out or b"error" in out.lower():
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 
-AUDIT_RECORD=$REC/answers.$k PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" "${LABELS[k]}" <<'PY'
+PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" "$AUDIT_LABEL" <<'PY'
 import json, sys, urllib.parse
 import audit_lib
 from audit_lib import connect, req, finish
@@ -316,12 +310,7 @@ exact("AggregationIterator: max lerps between doubles (-1.5 .. -2.5 at the midpo
       [(1356998400000, -5.5), (1356998430000, -1.5), (1356998460000, -2.0), (1356998490000, -2.5)])
 finish()
 PY
-[ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
-tsd_stop
-done
-python3 "$IT_ROOT/tests/integration/audit_lib.py" same "TestTsdbQuerySalted: unsalted answers byte-identical to the salted default" \
-  "$REC/answers.0" "$REC/answers.1" || IT_FAILS=$((IT_FAILS + 1))
-python3 "$IT_ROOT/tests/integration/audit_lib.py" same "TestTsdbQuerySaltedAppend (2 buckets, appends on): answers byte-identical to the default" \
-  "$REC/answers.0" "$REC/answers.2" || IT_FAILS=$((IT_FAILS + 1))
+}
+audit_stores audit_run TestTsdbQuerySalted TestTsdbQuerySaltedAppend
 tsd_logs_check
 it_done

@@ -64,18 +64,37 @@ static void test_http_query_params_flags_and_repeats(void **state)
 static void test_http_path_normalisation_and_decoding(void **state)
 {
     (void)state;
+    const char *msg = NULL;
+    char det[128];
     char a[] = "/api/v1/query/last/";
-    http_normalise_path(a);
+    assert_int_equal(http_normalise_path(a, &msg, det, sizeof(det)), 0);
     assert_string_equal(a, "/api/query/last");
     char b[] = "/api/v1";
-    http_normalise_path(b);
+    assert_int_equal(http_normalise_path(b, &msg, det, sizeof(det)), 0);
     assert_string_equal(b, "/api");
     char c[] = "/";
-    http_normalise_path(c);
+    assert_int_equal(http_normalise_path(c, &msg, det, sizeof(det)), 0);
     assert_string_equal(c, "/");
+    /* OpenTSDB's HttpQuery.getQueryBaseRoute: case, versions it refuses */
+    char up[] = "/API/V1/Query/Last";
+    assert_int_equal(http_normalise_path(up, &msg, det, sizeof(det)), 0);
+    assert_string_equal(up, "/api/query/Last");
+    char noapi[] = "/Apiary/V1";
+    assert_int_equal(http_normalise_path(noapi, &msg, det, sizeof(det)), 0);
+    assert_string_equal(noapi, "/Apiary/V1");
+    char ver[] = "/api/version";
+    assert_int_equal(http_normalise_path(ver, &msg, det, sizeof(det)), 0);
+    assert_string_equal(ver, "/api/version");
     char d[] = "/api/v10/x";
-    http_normalise_path(d);
-    assert_string_equal(d, "/api/v10/x");
+    assert_int_equal(http_normalise_path(d, &msg, det, sizeof(det)), 501);
+    assert_string_equal(msg, "Requested API version is greater than the max implemented");
+    assert_string_equal(det, "API version [10] is greater than the max [1]");
+    char bad[] = "/api/v1a/put";
+    assert_int_equal(http_normalise_path(bad, &msg, det, sizeof(det)), 400);
+    assert_string_equal(msg, "Invalid API version format supplied");
+    assert_string_equal(det, "API version [1a] cannot be parsed to an integer");
+    char g[] = "/api/v99999999999/put"; /* past Java's int */
+    assert_int_equal(http_normalise_path(g, &msg, det, sizeof(det)), 400);
     char e[] = "/a%2e%2E/b+c";
     assert_true(http_decode(e, false));
     assert_string_equal(e, "/a../b+c");
