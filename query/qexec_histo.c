@@ -55,23 +55,7 @@ static int write_head(struct qjson *j, bool *first, const char *metric, const ch
     *first = false;
     char name[UID_MAX_NAME + 64];
     snprintf(name, sizeof(name), "%s%s", metric, suffix);
-    qjson_lit(j, "{\"metric\":");
-    qjson_str(j, name);
-    qjson_lit(j, ",\"tags\":{");
-    for (size_t i = 0; i < ntk; i++) {
-        if (i)
-            qjson_raw(j, ",", 1);
-        qjson_str(j, tk[i]);
-        qjson_raw(j, ":", 1);
-        qjson_str(j, tv[i]);
-    }
-    qjson_lit(j, "},\"aggregateTags\":[");
-    for (size_t i = 0; i < nag; i++) {
-        if (i)
-            qjson_raw(j, ",", 1);
-        qjson_str(j, ag[i]);
-    }
-    qjson_raw(j, "]", 1);
+    qexec_write_series_names(j, name, tk, tv, ntk, ag, nag);
     int rc = qexec_write_series_extras(j, q, sub, ser, n, globals, err);
     qjson_lit(j, arrays ? ",\"dps\":[" : ",\"dps\":{");
     return rc;

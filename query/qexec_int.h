@@ -248,6 +248,10 @@ void qexec_float_text(float f, char *out, size_t cap);
  * for datapoint and histogram series: with show_query the sub-query's echo, with show_tsuids
  * the group's tsuids, unless no_annotations the group's annotations in the range, and the
  * global annotations (globals, may be NULL); each written as ",\"key\":...". */
+/* A series' opening: {"metric":..,"tags":{..},"aggregateTags":[..] (the caller goes on with
+ * the extras and "dps"). */
+void qexec_write_series_names(struct qjson *j, const char *metric, const char **tk,
+                              const char **tv, size_t ntk, const char **ag, size_t nag);
 int qexec_write_series_extras(struct qjson *j, const struct qspec *q, const struct qspec_sub *sub,
                               struct xser **ser, size_t n, const struct gann *globals,
                               struct ct_err *err);

@@ -371,6 +371,28 @@ static int cmp_ann(const void *a, const void *b)
     return x->start_ms < y->start_ms ? -1 : x->start_ms > y->start_ms;
 }
 
+void qexec_write_series_names(struct qjson *j, const char *metric, const char **tk,
+                              const char **tv, size_t ntk, const char **ag, size_t nag)
+{
+    qjson_lit(j, "{\"metric\":");
+    qjson_str(j, metric);
+    qjson_lit(j, ",\"tags\":{");
+    for (size_t i = 0; i < ntk; i++) {
+        if (i)
+            qjson_raw(j, ",", 1);
+        qjson_str(j, tk[i]);
+        qjson_raw(j, ":", 1);
+        qjson_str(j, tv[i]);
+    }
+    qjson_lit(j, "},\"aggregateTags\":[");
+    for (size_t i = 0; i < nag; i++) {
+        if (i)
+            qjson_raw(j, ",", 1);
+        qjson_str(j, ag[i]);
+    }
+    qjson_raw(j, "]", 1);
+}
+
 int qexec_write_series_extras(struct qjson *j, const struct qspec *q, const struct qspec_sub *sub,
                               struct xser **ser, size_t n, const struct gann *globals,
                               struct ct_err *err)
@@ -468,23 +490,7 @@ static int write_group(const struct qspec *q, struct xsub *xs, struct xser **ser
     if (!*first)
         qjson_raw(j, ",", 1);
     *first = false;
-    qjson_lit(j, "{\"metric\":");
-    qjson_str(j, xs->metric_name);
-    qjson_lit(j, ",\"tags\":{");
-    for (size_t i = 0; i < ntk; i++) {
-        if (i)
-            qjson_raw(j, ",", 1);
-        qjson_str(j, tk[i]);
-        qjson_raw(j, ":", 1);
-        qjson_str(j, tv[i]);
-    }
-    qjson_lit(j, "},\"aggregateTags\":[");
-    for (size_t i = 0; i < nag; i++) {
-        if (i)
-            qjson_raw(j, ",", 1);
-        qjson_str(j, ag[i]);
-    }
-    qjson_raw(j, "]", 1);
+    qexec_write_series_names(j, xs->metric_name, tk, tv, ntk, ag, nag);
     free(tk);
     free(tv);
     free(ag);
