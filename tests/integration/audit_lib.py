@@ -214,4 +214,8 @@ if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "same":
         same(*sys.argv[2:])
         finish()
-    sys.exit("usage: audit_lib.py same NAME RECORD_A RECORD_B")
+    if len(sys.argv) == 2 and sys.argv[1] == "layouts":  # for lib.sh's audit_stores
+        for label, extra in CONFIGS:
+            print("%s|%s" % (label, " ".join(extra)))
+        sys.exit(0)
+    sys.exit("usage: audit_lib.py same NAME RECORD_A RECORD_B | audit_lib.py layouts")

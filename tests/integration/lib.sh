@@ -125,14 +125,18 @@ tsd_stop() {
 # fresh TSD of one layout: the default salted one (1 byte, 8 buckets), unsalted (salt width 0),
 # and OpenTSDB's salted test layout (1 byte, 2 buckets) with tsd.storage.enable_appends on. RUN
 # sees TSD_PORT, AUDIT_LABEL (the layout's prefix for check names: "", "[unsalted] ",
-# "[salted, 2 buckets, appends] ") and AUDIT_RECORD exported (audit_lib.py's req() appends every
+# "[salted 2 buckets, appends] ") and AUDIT_RECORD exported (audit_lib.py's req() appends every
 # answer there); RUN returning non-zero counts one failure. Then two checks: the unsalted answers
 # (named SALTED_NAME), and the 2-bucket ones (APPEND_NAME), byte-identical to the default's.
-AUDIT_STORES=("" "--tsd.storage.salt.width=0"
-  "--tsd.storage.salt.width=1 --tsd.storage.salt.buckets=2 --tsd.storage.enable_appends=true")
-AUDIT_LABELS=("" "[unsalted] " "[salted, 2 buckets, appends] ")
+# The layouts are audit_lib.py's CONFIGS (its each_config() is the same loop for audits
+# written in Python).
 audit_stores() {
-  local run=$1 rec k
+  local run=$1 rec k label opts
+  local -a AUDIT_LABELS=() AUDIT_STORES=()
+  while IFS='|' read -r label opts; do
+    AUDIT_LABELS+=("$label")
+    AUDIT_STORES+=("$opts")
+  done < <(python3 "$IT_ROOT/tests/integration/audit_lib.py" layouts)
   rec=$(it_tmpdir)
   for k in 0 1 2; do
     unset TSD_DATA # a fresh store each time (tsd_start keeps a TSD_DATA it finds)
