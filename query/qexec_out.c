@@ -582,7 +582,10 @@ static int mbuf_sink(void *arg, const char *data, size_t len)
 {
     struct mbuf *m = arg;
     if (m->n + len > m->cap) {
-        size_t nc = m->cap ? m->cap : 16384;
+        /* the first flush is often the whole group (qjson's buffer holds 16 KiB): sized to
+         * it, not to a fixed block - thousands of small groups are held until their turn, and
+         * blocks of 16 KiB each cost a page fault a group on a fresh arena */
+        size_t nc = m->cap ? m->cap * 2 : (len > 256 ? len : 256);
         while (nc < m->n + len)
             nc *= 2;
         char *np = realloc(m->p, nc);
