@@ -32,6 +32,30 @@ static void test_java_hash_matches_arrays_hashcode(void **state)
     assert_int_equal(rowkey_java_hash(NULL, 0), 1);
 }
 
+/* The definition, one byte a step: the reference for the four-bytes-a-step hash. */
+static int32_t java_hash_bytewise(const uint8_t *p, size_t n)
+{
+    uint32_t h = 1;
+    for (size_t i = 0; i < n; i++)
+        h = 31u * h + (uint32_t)(int32_t)(int8_t)p[i];
+    return (int32_t)h;
+}
+
+static void test_java_hash_equals_the_bytewise_definition_at_every_length(void **state)
+{
+    (void)state;
+    uint8_t buf[64];
+    uint32_t x = 12345;
+    for (int round = 0; round < 200; round++) {
+        for (size_t i = 0; i < sizeof(buf); i++) {
+            x = x * 1103515245u + 12345u;
+            buf[i] = (uint8_t)(x >> 16); /* both signs of byte */
+        }
+        for (size_t n = 0; n <= sizeof(buf); n++)
+            assert_int_equal(rowkey_java_hash(buf, n), java_hash_bytewise(buf, n));
+    }
+}
+
 static void test_salt_bucket_is_abs_of_java_remainder(void **state)
 {
     (void)state;
@@ -342,6 +366,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_java_hash_matches_arrays_hashcode),
+        cmocka_unit_test(test_java_hash_equals_the_bytewise_definition_at_every_length),
         cmocka_unit_test(test_salt_bucket_is_abs_of_java_remainder),
         cmocka_unit_test(test_salt_bytes_follow_get_salt_bytes),
         cmocka_unit_test(test_rowkey_encode_is_byte_exact_and_decodes),
