@@ -79,8 +79,8 @@ struct store_cache {
     _Atomic size_t held; /* slots + arena allocated (read by /api/stats) */
 };
 
-/* A series of the write being built that the meta written after its points concerns: its TSUID
- * at off in the writer's touch_bytes. */
+/* A series of the write being built whose indexes (written before its points) or tracked meta
+ * (after them) it touches: its TSUID at off in the writer's touch_bytes. */
 struct store_touch {
     size_t off, len;
     int64_t hour_s;  /* the newest-hour index entry to write, 0 = none */
@@ -91,8 +91,9 @@ struct store_touch {
 struct store_writer {
     struct tsdb_batch *batch;
     struct store_cache cache;
-    /* the series the meta of the write being built concerns (written after its points): those
-     * whose newest-hour index entry moves on, and with meta tracking every series written */
+    /* the series of the write being built whose indexes or meta it touches: those whose
+     * newest-hour index entry moves on or that are new to the writer, and with meta tracking
+     * every series written */
     struct store_touch *touch;
     size_t ntouch, touch_cap;
     uint8_t *touch_bytes;
@@ -841,7 +842,7 @@ static void store_writer_give(struct tsdstore *st, struct store_writer *w)
     pthread_mutex_unlock(&st->mu);
 }
 
-/* Lists series ts in this write's touch (store_meta_write); returns its index in *slot. */
+/* Lists series ts in this write's touch (store_index_write); returns its index in *slot. */
 static int store_touch_add(struct store_writer *w, const uint8_t *ts, size_t tl, bool fresh,
                            size_t *slot, struct ct_err *err)
 {
@@ -910,10 +911,13 @@ static int store_touch_point(struct tsdstore *st, struct store_writer *w, struct
     return CT_OK;
 }
 
-/* Writes the meta of this write's series, after its points: the newest-hour index entries that
- * move on (an entry never names an hour whose points could be lost), in chunks of bounded size,
- * then what meta tracking records (tsd/metatrack.h). */
-static int store_meta_write(struct tsdstore *st, struct store_writer *w, struct ct_err *err)
+/* Writes the indexes of this write's series, BEFORE its points (in the head or the store): the
+ * newest-hour index entries that move on and the tag index entries of series new to the writer,
+ * in chunks of bounded size. So a point that is durable is always indexed: a write whose index
+ * fails writes no point (its refusal is clean, a retry is not a duplicate), and one whose points
+ * fail after it leaves at most an entry naming an hour without points or a series without
+ * points, which readers step over (query/qlast.c reads down from the named hour). */
+static int store_index_write(struct tsdstore *st, struct store_writer *w, struct ct_err *err)
 {
     struct meta_hour mh[256];
     for (size_t i = 0; i < w->ntouch;) {
@@ -937,13 +941,17 @@ static int store_meta_write(struct tsdstore *st, struct store_writer *w, struct 
         if (rc != CT_OK)
             return rc;
     }
-    if (st->track) {
-        for (size_t i = 0; i < w->ntouch; i++) {
-            const struct store_touch *t = &w->touch[i];
-            metatrack_series(st->track, w->touch_bytes + t->off, t->len, t->points, t->fresh);
-        }
-    }
     return CT_OK;
+}
+
+/* What meta tracking records of this write's series (tsd/metatrack.h), once its points are
+ * written. */
+static void store_meta_track(struct tsdstore *st, struct store_writer *w)
+{
+    for (size_t i = 0; i < w->ntouch; i++) {
+        const struct store_touch *t = &w->touch[i];
+        metatrack_series(st->track, w->touch_bytes + t->off, t->len, t->points, t->fresh);
+    }
 }
 
 struct store_counts {
@@ -1205,6 +1213,8 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
     int rc = CT_OK;
     for (size_t i = 0; i < nb && rc == CT_OK; i++)
         rc = store_add_points(st, w, b[i], &k, err);
+    if (rc == CT_OK && w->ntouch > 0) /* before the points: store_index_write */
+        rc = store_index_write(st, w, err);
     if (rc == CT_OK && st->head && w->hpn > 0) {
         uint64_t t0 = clock_mono_ns();
         rc = store_head_write(st, w, err);
@@ -1221,8 +1231,8 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
             atomic_fetch_add(&st->point_cells, tsdb_batch_count(w->batch));
         tstats_add(TSTATS_BATCHES_WRITTEN, 1);
     }
-    if (rc == CT_OK && w->ntouch > 0) /* after the points, in the head or the store */
-        rc = store_meta_write(st, w, err);
+    if (rc == CT_OK && st->track)
+        store_meta_track(st, w);
     if (rc != CT_OK) /* the cache's index hours were moved on for points not written */
         store_cache_clear(&w->cache);
     store_writer_give(st, w);
