@@ -1,7 +1,8 @@
 /* api_rollup.c - rollups in the TSD (docs/schema.md "Rollups", docs/opentsdb-compat.md):
  * opening the rollup tables when tsd.rollups.enable is set, the background job that rolls up
  * closed hours and days (schema/rollup.h: rollup_job_step every tsd.rollups.ctsdb.period
- * seconds), and POST /api/rollup, which stores externally computed rollups as OpenTSDB 2.4 does.
+ * seconds), and POST /api/rollup and the telnet `rollup` command (api_rollup.h), which store
+ * externally computed rollups as OpenTSDB 2.4 does.
  *
  * /api/rollup body: one object or an array of /api/put's datapoint objects, each with "interval"
  * (a rollup table's: 1h or 1d) and "aggregator" (sum, count, min or max); "groupByAggregator"
@@ -29,6 +30,7 @@
 #include "schema/head.h"
 #include "schema/rollup.h"
 #include "storage/clock.h"
+#include "tsd/api_rollup.h"
 #include "tsd/conf.h"
 #include "tsd/http.h"
 #include "tsd/proto_prom.h"
@@ -370,4 +372,223 @@ void api_rollup_handle(struct http_req *r)
     struct ct_err err = {0};
     if (http_req_defer(r, api_rollup_work, NULL, &err) != CT_OK)
         http_reply_error(r, 503, "The TSD is overloaded; retry later", err.msg);
+}
+
+/* ---- the telnet `rollup` command (api_rollup.h) ----------------------------------------------- */
+
+/* One parsed telnet rollup line waiting for its write. */
+struct rollup_entry {
+    char *names; /* "metric\0k1\0v1\0...", owned */
+    size_t ntags;
+    enum rollup_iv iv;
+    enum rollup_agg agg;
+    int64_t ts_s; /* the interval's start */
+    struct dpcodec_point val;
+    uint64_t owner;
+    char *failure; /* after the write: NULL (stored) or the reply text, owned */
+};
+
+struct rollup_batch {
+    struct rollup_entry *e;
+    size_t n, cap;
+};
+
+struct rollup_batch *rollup_batch_new(void)
+{
+    return calloc(1, sizeof(struct rollup_batch));
+}
+
+void rollup_batch_reset(struct rollup_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        free(b->e[i].names);
+        free(b->e[i].failure);
+    }
+    b->n = 0;
+}
+
+void rollup_batch_free(struct rollup_batch *b)
+{
+    if (!b)
+        return;
+    rollup_batch_reset(b);
+    free(b->e);
+    free(b);
+}
+
+size_t rollup_batch_count(const struct rollup_batch *b)
+{
+    return b->n;
+}
+
+const char *rollup_batch_failure(const struct rollup_batch *b, size_t i, uint64_t *owner)
+{
+    *owner = b->e[i].owner;
+    return b->e[i].failure;
+}
+
+/* Formats "rollup: <prefix><fmt...>" into msg and returns st. */
+#define RL_FAIL(st, prefix, ...)                                                                   \
+    do {                                                                                           \
+        int n_ = snprintf(msg, cap, "rollup: %s", prefix);                                         \
+        if (n_ >= 0 && (size_t)n_ < cap)                                                           \
+            snprintf(msg + n_, cap - (size_t)n_, __VA_ARGS__);                                     \
+        return st;                                                                                 \
+    } while (0)
+
+enum rollup_line_status api_rollup_telnet(struct tsd *t, const char *line, size_t len,
+                                          struct rollup_batch *b, uint64_t owner, char *msg,
+                                          size_t cap)
+{
+    static const char ill[] = "illegal argument: ";
+    if (t->read_only)
+        RL_FAIL(ROLLUP_LINE_EARG, ill, "the TSD is in read-only mode (tsd.mode=ro)");
+    if (!t->rollup)
+        RL_FAIL(ROLLUP_LINE_EARG, ill, "rollups are not enabled (tsd.rollups.enable)");
+    if (len > TELNET_MAX_LINE)
+        RL_FAIL(ROLLUP_LINE_EARG, ill, "line too long");
+    /* words as OpenTSDB splits them (one per space, empty ones kept): the command, the
+     * interval and aggregator, the metric, the timestamp, the value, at least one tag */
+    size_t nw = 1;
+    for (size_t i = 0; i < len; i++)
+        nw += line[i] == ' ';
+    if (nw < 6)
+        RL_FAIL(ROLLUP_LINE_EARG, ill, "not enough arguments (need least 7, got %zu)", nw - 1);
+    const char *ia = memchr(line, ' ', len) + 1; /* nw >= 6: there is a space */
+    const char *ia_end = memchr(ia, ' ', len - (size_t)(ia - line));
+    size_t ial = (size_t)(ia_end - ia);
+    if (ial == 0)
+        RL_FAIL(ROLLUP_LINE_EARG, ill, "Missing interval or aggregator");
+    /* "<interval>-<agg>[:<groupby agg>]" or "<groupby agg>": the group-by (pre-aggregated)
+     * form has no table here */
+    const char *colon = memchr(ia, ':', ial);
+    size_t first = colon ? (size_t)(colon - ia) : ial;
+    const char *dash = memchr(ia, '-', first);
+    if (!dash || colon)
+        RL_FAIL(ROLLUP_LINE_EARG, ill,
+                "Pre-aggregated rollups (groupByAggregator) are not supported");
+    char iv[16], ag[16];
+    snprintf(iv, sizeof(iv), "%.*s", (int)(dash - ia), ia);
+    snprintf(ag, sizeof(ag), "%.*s", (int)(ia + first - dash - 1), dash + 1);
+    /* the rest is a put line's: parsed and checked as put does, in its order */
+    char buf[TELNET_MAX_LINE + 8];
+    size_t rest = len - (size_t)(ia_end - line);
+    memcpy(buf, "put", 3);
+    memcpy(buf + 3, ia_end, rest);
+    struct put_point p;
+    char pmsg[CT_ERR_MSG_MAX];
+    enum put_status st = put_parse_line(buf, 3 + rest, &t->rules, &p, pmsg, sizeof(pmsg));
+    if (st != PUT_OK) {
+        const char *m = strncmp(pmsg, "put: ", 5) ? pmsg : pmsg + 5;
+        RL_FAIL(st == PUT_ENUMBER ? ROLLUP_LINE_ENUMBER : ROLLUP_LINE_EARG, "", "%s", m);
+    }
+    int ivx = rollup_iv_parse(iv);
+    if (ivx < 0)
+        RL_FAIL(ROLLUP_LINE_EARG, ill, "No rollup interval '%s': the rollup tables are 1h and 1d",
+                iv);
+    int agx = rollup_agg_parse(ag);
+    if (agx < 0)
+        RL_FAIL(ROLLUP_LINE_EARG, ill,
+                "No rollup aggregator '%s': rollups hold sum, count, min and max", ag);
+    /* keep the names (they point into buf) */
+    size_t nl = p.metric.len + 1;
+    for (size_t i = 0; i < p.ntags; i++)
+        nl += p.tagk[i].len + p.tagv[i].len + 2;
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 64;
+        struct rollup_entry *ne = realloc(b->e, nc * sizeof(*ne));
+        if (!ne)
+            RL_FAIL(ROLLUP_LINE_EARG, "HBase error: ", "out of memory");
+        b->e = ne;
+        b->cap = nc;
+    }
+    struct rollup_entry *e = &b->e[b->n];
+    memset(e, 0, sizeof(*e));
+    if (!(e->names = malloc(nl)))
+        RL_FAIL(ROLLUP_LINE_EARG, "HBase error: ", "out of memory");
+    char *w = e->names;
+    memcpy(w, p.metric.p, p.metric.len);
+    w += p.metric.len;
+    *w++ = '\0';
+    for (size_t i = 0; i < p.ntags; i++) {
+        memcpy(w, p.tagk[i].p, p.tagk[i].len);
+        w += p.tagk[i].len;
+        *w++ = '\0';
+        memcpy(w, p.tagv[i].p, p.tagv[i].len);
+        w += p.tagv[i].len;
+        *w++ = '\0';
+    }
+    int64_t step = rollup_iv_seconds((enum rollup_iv)ivx), s = p.ts_ms / 1000;
+    e->ntags = p.ntags;
+    e->iv = (enum rollup_iv)ivx;
+    e->agg = (enum rollup_agg)agx;
+    e->ts_s = s - s % step;
+    e->val = p.value.kind == PUT_INT ? dpcodec_point_int(0, false, p.value.i)
+                                     : dpcodec_point_real(0, false, p.value.d);
+    e->owner = owner;
+    b->n++;
+    return ROLLUP_LINE_OK;
+}
+
+/* Sets entry e's reply "rollup: <what><why>". */
+static void rollup_fail(struct rollup_entry *e, const char *what, const char *why)
+{
+    size_t n = strlen(what) + strlen(why) + 16;
+    free(e->failure);
+    e->failure = malloc(n);
+    if (e->failure)
+        snprintf(e->failure, n, "rollup: %s%s", what, why);
+}
+
+void api_rollup_telnet_write(struct tsd *t, struct rollup_batch *b)
+{
+    struct rollup_put *ps = calloc(b->n ? b->n : 1, sizeof(*ps));
+    uint8_t(*tsuids)[ROWKEY_MAX_TSUID] = calloc(b->n ? b->n : 1, ROWKEY_MAX_TSUID);
+    size_t *idx = calloc(b->n ? b->n : 1, sizeof(*idx));
+    if (!ps || !tsuids || !idx) {
+        for (size_t i = 0; i < b->n; i++)
+            rollup_fail(&b->e[i], "HBase error: ", "out of memory writing rollups");
+        goto out;
+    }
+    size_t np = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct rollup_entry *e = &b->e[i];
+        const char *tk[PUT_MAX_TAGS], *tv[PUT_MAX_TAGS];
+        const char *q = e->names + strlen(e->names) + 1;
+        for (size_t k = 0; k < e->ntags && k < PUT_MAX_TAGS; k++) {
+            tk[k] = q;
+            q += strlen(q) + 1;
+            tv[k] = q;
+            q += strlen(q) + 1;
+        }
+        struct ct_err err = {0};
+        size_t tl = 0;
+        int rc = tsdb_series_resolve(t->tsdb, e->names, tk, tv, e->ntags, tsuids[np],
+                                     ROWKEY_MAX_TSUID, &tl, &err);
+        if (rc != CT_OK) {
+            /* PutDataPointRpc's classes: a name not assigned, a bad name, the store failing */
+            if (rc == CT_NOTFOUND) {
+                tstats_add(TSTATS_UNKNOWN_METRICS, 1);
+                rollup_fail(e, "unknown metric: ", err.msg);
+            } else if (rc == CT_EINVAL) {
+                tstats_add(TSTATS_ILLEGAL_ARGUMENTS, 1);
+                rollup_fail(e, "illegal argument: ", err.msg);
+            } else {
+                rollup_fail(e, "HBase error: ", err.msg);
+            }
+            continue;
+        }
+        ps[np] = (struct rollup_put){tsuids[np], tl, e->iv, e->agg, e->ts_s, e->val};
+        idx[np++] = i;
+    }
+    struct ct_err err = {0};
+    if (np && rollup_write(t->rollup, ps, np, &err) != CT_OK) {
+        tlog_warn("telnet rollup: %s", err.msg);
+        for (size_t k = 0; k < np; k++)
+            rollup_fail(&b->e[idx[k]], "HBase error: ", err.msg);
+    }
+out:
+    free(ps);
+    free(tsuids);
+    free(idx);
 }

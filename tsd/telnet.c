@@ -38,6 +38,7 @@
 #include "storage/clock.h"
 #include "storage/wc.h"
 #include "tsd/api_histogram.h"
+#include "tsd/api_rollup.h"
 #include "tsd/auth.h"
 #include "tsd/build_info.h"
 #include "tsd/conf.h"
@@ -238,27 +239,59 @@ static struct ingest_batch *telnet_current(struct telnet_conn *c)
     return c->cur;
 }
 
-/* ---- histogram lines: batched, written by their own thread ---------------------------------
- * A `histogram` line is parsed and checked on the loop into the current histogram batch
- * (api_histogram.h); a writer thread writes a whole batch in one store write and hands it
- * back through done_ev. As with puts, success is silent and the line is acknowledged by the
- * reply to a later line: before any reply, every earlier histogram of the connection must be
- * written (c->hpending_seq <= logged_seq). One batch is written at a time; lines arriving
- * meanwhile gather in the current one, submitted when the write returns, when it is full, by
- * the flush timer, or when a connection needs a reply. A full batch while another is being
- * written makes the line wait for that write (c->hblock_seq). */
+/* ---- histogram and rollup lines: batched, written by their own thread ----------------------
+ * A `histogram` or `rollup` line is parsed and checked on the loop into the current side batch
+ * (its histograms: api_histogram.h, its rollups: api_rollup.h); a writer thread writes a whole
+ * batch (one store write per kind) and hands it back through done_ev. As with puts, success is
+ * silent and the line is acknowledged by the reply to a later line: before any reply, every
+ * earlier histogram or rollup of the connection must be written (c->hpending_seq <=
+ * logged_seq). One batch is written at a time; lines arriving meanwhile gather in the current
+ * one, submitted when the write returns, when it is full, by the flush timer, or when a
+ * connection needs a reply. A full batch while another is being written makes the line wait
+ * for that write (c->hblock_seq). Refused lines of one batch are answered histograms first,
+ * then rollups, each kind in line order. The writer runs when histograms or rollups are on. */
 #define TELNET_HISTO_BATCH 1024
+
+/* One side batch: the histogram and the rollup lines gathered together. */
+struct side_batch {
+    struct histo_batch *h;
+    struct rollup_batch *r;
+};
+
+static void side_batch_free(struct side_batch *b)
+{
+    if (!b)
+        return;
+    histo_batch_free(b->h);
+    rollup_batch_free(b->r);
+    free(b);
+}
+
+static struct side_batch *side_batch_new(void)
+{
+    struct side_batch *b = calloc(1, sizeof(*b));
+    if (b && (!(b->h = histo_batch_new()) || !(b->r = rollup_batch_new()))) {
+        side_batch_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+static size_t side_batch_count(const struct side_batch *b)
+{
+    return histo_batch_count(b->h) + rollup_batch_count(b->r);
+}
 
 struct telnet_histo {
     struct tsd *tsd;
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    struct histo_batch *queued; /* [mu] handed to the writer */
-    struct histo_batch *done;   /* [mu] written, for the loop */
-    bool stop;                  /* [mu] */
-    struct histo_batch *cur;    /* being filled (loop) */
-    struct histo_batch *spare;  /* free (loop) */
+    struct side_batch *queued; /* [mu] handed to the writer */
+    struct side_batch *done;   /* [mu] written, for the loop */
+    bool stop;                 /* [mu] */
+    struct side_batch *cur;    /* being filled (loop) */
+    struct side_batch *spare;  /* free (loop) */
     uint64_t cur_seq, next_seq, flying_seq, logged_seq;
     bool flying;
     bool thread_started;
@@ -283,12 +316,15 @@ static void *telnet_histo_writer(void *arg)
             pthread_cond_wait(&h->cv, &h->mu);
         if (!h->queued)
             break;
-        struct histo_batch *b = h->queued;
+        struct side_batch *b = h->queued;
         h->queued = NULL;
         pthread_mutex_unlock(&h->mu);
         int64_t rq = tsdstore_request_ms(h->tsd->tstore); /* as tsdstore_write: a deadline */
         uint64_t prev = rq ? wc_request_deadline_begin(rq) : wc_request_deadline();
-        api_histogram_telnet_write(h->tsd, b);
+        if (histo_batch_count(b->h))
+            api_histogram_telnet_write(h->tsd, b->h);
+        if (rollup_batch_count(b->r))
+            api_rollup_telnet_write(h->tsd, b->r);
         wc_request_deadline_set(prev);
         pthread_mutex_lock(&h->mu);
         h->done = b;
@@ -302,7 +338,7 @@ static void *telnet_histo_writer(void *arg)
 static void telnet_histo_submit(struct tsd *t)
 {
     struct telnet_histo *h = ti(t)->histo;
-    if (!h || h->flying || !h->cur || histo_batch_count(h->cur) == 0)
+    if (!h || h->flying || !h->cur || side_batch_count(h->cur) == 0)
         return;
     h->flying = true;
     h->flying_seq = h->cur_seq;
@@ -339,15 +375,16 @@ static void telnet_histo_done_cb(evutil_socket_t fd, short what, void *arg)
     struct tsd *t = arg;
     struct telnet_histo *h = ti(t)->histo;
     pthread_mutex_lock(&h->mu);
-    struct histo_batch *b = h->done;
+    struct side_batch *b = h->done;
     h->done = NULL;
     pthread_mutex_unlock(&h->mu);
     if (!b)
         return;
-    size_t n = histo_batch_count(b), failed = 0;
+    size_t nh = histo_batch_count(b->h), n = nh + rollup_batch_count(b->r), failed = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t owner;
-        const char *why = histo_batch_failure(b, i, &owner);
+        const char *why = i < nh ? histo_batch_failure(b->h, i, &owner)
+                                 : rollup_batch_failure(b->r, i - nh, &owner);
         if (!why)
             continue;
         failed++;
@@ -357,7 +394,8 @@ static void telnet_histo_done_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (failed)
         tstats_add(TSTATS_POINTS_FAILED, failed);
-    histo_batch_reset(b);
+    histo_batch_reset(b->h);
+    rollup_batch_reset(b->r);
     h->spare = b;
     h->flying = false;
     h->logged_seq = h->flying_seq;
@@ -375,12 +413,12 @@ static int telnet_histo_init(struct tsd *t, struct ct_err *err)
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     ti(t)->histo = h;
-    h->cur = histo_batch_new();
-    h->spare = histo_batch_new();
+    h->cur = side_batch_new();
+    h->spare = side_batch_new();
     h->done_ev = event_new(t->base, -1, 0, telnet_histo_done_cb, t);
     h->flush_ev = evtimer_new(t->base, telnet_histo_flush_cb, t);
     if (!h->cur || !h->spare || !h->done_ev || !h->flush_ev)
-        return ct_err_set(err, CT_ENOMEM, "out of memory for the histogram writer");
+        return ct_err_set(err, CT_ENOMEM, "out of memory for the histogram and rollup writer");
     h->cur_seq = h->next_seq = 1;
     int e = pthread_create(&h->thread, NULL, telnet_histo_writer, h);
     if (e != 0)
@@ -406,10 +444,10 @@ static void telnet_histo_destroy(struct tsd *t)
         event_free(h->done_ev);
     if (h->flush_ev)
         event_free(h->flush_ev);
-    histo_batch_free(h->cur);
-    histo_batch_free(h->spare);
-    histo_batch_free(h->queued);
-    histo_batch_free(h->done);
+    side_batch_free(h->cur);
+    side_batch_free(h->spare);
+    side_batch_free(h->queued);
+    side_batch_free(h->done);
     pthread_cond_destroy(&h->cv);
     pthread_mutex_destroy(&h->mu);
     free(h);
@@ -419,7 +457,7 @@ static void telnet_histo_destroy(struct tsd *t)
 static bool telnet_histo_idle(struct tsd *t)
 {
     struct telnet_histo *h = ti(t)->histo;
-    return !h || (!h->flying && (!h->cur || histo_batch_count(h->cur) == 0));
+    return !h || (!h->flying && (!h->cur || side_batch_count(h->cur) == 0));
 }
 
 static const char *telnet_outcome_prefix(enum ingest_outcome o)
@@ -567,7 +605,8 @@ int telnet_ingest_init(struct tsd *t, struct ct_err *err)
     g->flush_ev = evtimer_new(t->base, telnet_flush_timer_cb, t);
     if (!g->done_ev || !g->flush_ev)
         return ct_err_set(err, CT_ENOMEM, "out of memory creating telnet events");
-    if (api_histogram_codec_id(tsd_conf(t)) >= 0) /* else every histogram line is refused */
+    /* else every histogram and rollup line is refused */
+    if (api_histogram_codec_id(tsd_conf(t)) >= 0 || (t->rollup && !t->read_only))
         return telnet_histo_init(t, err);
     return CT_OK;
 }
@@ -633,8 +672,8 @@ static void telnet_stat_line(void *arg, const char *metric, int64_t ts_s, const 
 }
 
 static const char *const telnet_commands[] = {
-    "auth",      "diediedie", "dropcaches", "exit",   "help",
-    "histogram", "put",       "stats",      "status", "version",
+    "auth", "diediedie", "dropcaches", "exit",   "help",    "histogram",
+    "put",  "rollup",    "stats",      "status", "version",
 };
 
 /* A Graphite plaintext line (docs/protocols.md): Graphite on, not a command, Graphite's shape. */
@@ -664,31 +703,40 @@ static enum telnet_action telnet_graphite_reject(struct telnet_conn *c, const ch
  * written with the other lines of the current histogram batch; silent on success, like a put,
  * and counted as one. An error found here is answered once the connection's earlier lines are
  * written (so it comes after theirs); a write error when the batch comes back. */
-static enum telnet_action telnet_histogram(struct telnet_conn *c, const char *line, size_t len)
+/* A `histogram` or `rollup` line: parsed into the side writer's current batch (answered by a later
+ * line's reply once written), or refused here with its own reply. The two kinds' line statuses
+ * share their values: 0 taken, 1 illegal argument, 2 invalid value, else a store error. */
+static enum telnet_action telnet_side_line(struct telnet_conn *c, const char *line, size_t len,
+                                           bool rollup)
 {
     struct tsd *t = c->tsd;
     struct telnet_histo *h = ti(t)->histo;
+    const char *cmd = rollup ? "rollup: " : "histogram: ";
+    size_t cl = strlen(cmd);
     char msg[CT_ERR_MSG_MAX + 64];
-    enum histo_line_status st = HISTO_LINE_EARG;
-    if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_WRITE, msg + 11, sizeof(msg) - 11)) {
-        memcpy(msg, "histogram: ", 11);
+    int st = HISTO_LINE_EARG;
+    if (!auth_telnet_permit(t->auth, &c->auth, c->peer, AUTH_WRITE, msg + cl, sizeof(msg) - cl)) {
+        memcpy(msg, cmd, cl);
     } else if (t->read_only) {
-        snprintf(msg, sizeof(msg), "histogram: illegal argument: the TSD is in read-only mode");
+        snprintf(msg, sizeof(msg), "%sillegal argument: the TSD is in read-only mode", cmd);
     } else {
-        if (h && histo_batch_count(h->cur) >= TELNET_HISTO_BATCH) {
+        if (h && side_batch_count(h->cur) >= TELNET_HISTO_BATCH) {
             telnet_histo_submit(t);
-            if (histo_batch_count(h->cur) >= TELNET_HISTO_BATCH) { /* the writer is busy */
+            if (side_batch_count(h->cur) >= TELNET_HISTO_BATCH) { /* the writer is busy */
                 c->hblock_seq = h->flying_seq;
                 telnet_may_reply(c); /* not ready: waits for that write */
                 return TA_PAUSE;
             }
         }
-        struct histo_batch *scratch = NULL;
-        if (!h && !(scratch = histo_batch_new())) /* histograms off: the line is refused */
-            snprintf(msg, sizeof(msg), "histogram: HBase error: out of memory");
+        struct side_batch *scratch = NULL;
+        struct side_batch *b = h ? h->cur : (scratch = side_batch_new());
+        if (!b) /* neither histograms nor rollups on: the line is refused (by the parser) */
+            snprintf(msg, sizeof(msg), "%sHBase error: out of memory", cmd);
+        else if (rollup)
+            st = (int)api_rollup_telnet(t, line, len, b->r, c->id, msg, sizeof(msg));
         else
-            st = api_histogram_telnet(t, line, len, h ? h->cur : scratch, c->id, msg, sizeof(msg));
-        histo_batch_free(scratch);
+            st = (int)api_histogram_telnet(t, line, len, b->h, c->id, msg, sizeof(msg));
+        side_batch_free(scratch);
         if (st == HISTO_LINE_OK && h) {
             tstats_add(TSTATS_RPC_PUT, 1);
             c->hpending_seq = h->cur_seq;
@@ -804,7 +852,9 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
         return TA_NEXT;
     }
     if (cl == 9 && !memcmp(line, "histogram", 9))
-        return telnet_histogram(c, line, len);
+        return telnet_side_line(c, line, len, false);
+    if (cl == 6 && !memcmp(line, "rollup", 6))
+        return telnet_side_line(c, line, len, true);
     /* Every other line answers (or ends the connection): earlier puts first. */
     telnet_count_puts(c);
     if (!telnet_may_reply(c))

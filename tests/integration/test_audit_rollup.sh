@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# test_audit_rollup.sh - rollups as OpenTSDB 2.4 writes and reads them: the HTTP cases of its
-# TestRollupRpc (POST /api/rollup: every status, error message and counter a client can observe)
+# test_audit_rollup.sh - rollups as OpenTSDB 2.4 writes and reads them: the cases of its
+# TestRollupRpc (POST /api/rollup and the telnet `rollup` command: every status, error message
+# and counter a client can observe)
 # and the cases of TestTsdbQueryRollup / TestTsdbQueryRollupSalted (queries answered from the
 # rollup tables: sum, max, min, avg = sum / count, zimsum / mimmax / mimmin read as sum / max /
 # min, a downsample that is a multiple of the rollup interval, rate, a group by, the missing
@@ -213,10 +214,26 @@ def checks(L):
     report(L + "summary: 200 {failed 0, success 1}", "" if st == 200 and d == {"failed": 0, "success": 1} else "status %d" % st, b)
     st, b = req("/api/rollup")
     report(L + "GET /api/rollup: 405 Method not allowed", "" if st == 405 else "status %d" % st, b)
-    # the telnet "rollup" command (RollupDataPointRpc.execute): not served by ctsdb (deliberate)
-    out = telnet(["rollup 1h-sum sys.cpu.user 1356998400 42 host=web01", "version"])
-    report(L + "telnet rollup: answered as an unknown command (ctsdb takes rollups over HTTP only)",
-           "" if out and out[0].startswith("unknown command: rollup") else "answer %r" % out[:2])
+    # the telnet "rollup" command (RollupDataPointRpc.execute*): success writes nothing back (the
+    # later "version" line's reply is the first), each refusal one line
+    out = telnet(["rollup 1h-sum sys.cpu.nice %d 42 host=web01" % (T0 + 5 * H), "version"])
+    report(L + "execute (telnet): nothing written back, the value stored",
+           "" if out and out[0].startswith("net.opentsdb.tools") else "answer %r" % out[:2])
+    series(L + "execute (telnet): the 1h sum reads back",
+           query("sys.cpu.nice", "1h-sum"), [(T0 + H, 24), (T0 + 5 * H, 42)], "sys.cpu.nice")
+    iv0, ia0 = stat("tsd.rpc.errors", type="invalid_values"), stat("tsd.rpc.errors", type="illegal_arguments")
+    out = telnet(["rollup 10-msum sys.cpu.nice 1365465600 notanum host=web01",
+                  "rollup 1h-sum  1365465600 42 host=web01", "rollup sum sys.cpu.nice 1356998400 42 host=web01",
+                  "rollup 1h-sum:sum sys.cpu.nice 1356998400 42 host=web01", "version"])
+    want = ["rollup: invalid value: Invalid character 'n' in notanum",
+            "rollup: illegal argument: empty metric name"] + \
+        ["rollup: illegal argument: Pre-aggregated rollups (groupByAggregator) are not supported"] * 2
+    report(L + "executeBadValue, executeMissingMetric (telnet) one line each; executeAggOnly and "
+           "executeRollupWithAgg refused (ctsdb has no pre-aggregated tables)",
+           "" if out[:4] == want else "answer %r" % out[:5])
+    counted(L + "executeBadValue (telnet): invalid_values counted", iv0, "invalid_values", 1)
+    counted(L + "executeMissingMetric and the two group-by forms (telnet): illegal_arguments counted",
+            ia0, "illegal_arguments", 3)
 
     # ---- TestTsdbQueryRollup -----------------------------------------------------------------
     up = [H * (k + 1) for k in range(13)]            # web01: 3600, 7200 .. 46800

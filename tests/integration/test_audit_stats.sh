@@ -56,7 +56,7 @@ out=$(printf 'stats\nversion\nhelp\ndropcaches\nbogus\n' | tsd_talk)
 check "telnet stats: put-shaped lines with host" grep -Eq '^tsd\.rpc\.received [0-9]+ [0-9]+ host=[^ ]+ type=put$' <<<"$out"
 check "telnet version: revision line" grep -Eq '^net\.opentsdb\.tools ctsdb [^ ]+ built at revision [0-9a-f]+ \((MINT|MODIFIED)\)$' <<<"$out"
 check "telnet version: build line" grep -Eq '^Built on .+ by .+@.+$' <<<"$out"
-check "telnet help" grep -qx 'available commands: diediedie dropcaches exit help histogram put stats status version ' <<<"$out"
+check "telnet help" grep -qx 'available commands: diediedie dropcaches exit help histogram put rollup stats status version ' <<<"$out"
 check "telnet dropcaches" grep -qx 'Caches dropped.' <<<"$out"
 check "telnet unknown command" grep -qx "unknown command: bogus.  Try \`help'." <<<"$out"
 check_eq "telnet diediedie" "Cleaning up and exiting now." "$(echo diediedie | tsd_talk)"

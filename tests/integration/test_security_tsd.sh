@@ -43,7 +43,7 @@ check_eq "default: telnet dropcaches is disabled" \
   "dropcaches: forbidden: admin actions are disabled (tsd.core.enable_admin=false)" \
   "$(printf 'dropcaches\n' | tsd_talk)"
 check_eq "default: help does not list auth" \
-  "available commands: diediedie dropcaches exit help histogram put stats status version " \
+  "available commands: diediedie dropcaches exit help histogram put rollup stats status version " \
   "$(printf 'help\n' | tsd_talk)"
 check_eq "default: auth is accepted (nothing to check)" "AUTH_SUCCESS." "$(printf 'auth x\n' | tsd_talk)"
 check_eq "default: DELETE /api/query is refused" \
@@ -170,7 +170,7 @@ AUTH_FAIL
 put: unauthorized: a token is required (tsd.core.auth.token is set): send it with 'Authorization: Bearer <token>' (HTTP) or 'auth <token>' (telnet)
 AUTH_SUCCESS.
 Caches dropped.
-available commands: auth diediedie dropcaches exit help histogram put stats status version " "$out"
+available commands: auth diediedie dropcaches exit help histogram put rollup stats status version " "$out"
 check_eq "token: only the telnet points sent after auth are stored" 2 "$(points sec.tel)"
 out=$(printf 'put sec.tel2 1356998400 1 host=a\nversion\n' | tsd_talk)
 check_contains "token: the login is per connection" "$out" "put: unauthorized: a token is required"

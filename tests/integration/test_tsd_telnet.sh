@@ -60,7 +60,7 @@ check_eq "a long error line arrives whole" \
   "put: illegal argument: duplicate tag: a=$v2, tags={a=$v1}" "$out"
 
 out=$(printf 'help\n' | tsd_talk)
-check_eq "help lists the commands" "available commands: diediedie dropcaches exit help histogram put stats status version " "$out"
+check_eq "help lists the commands" "available commands: diediedie dropcaches exit help histogram put rollup stats status version " "$out"
 out=$(printf 'dropcaches\n' | tsd_talk)
 check_eq "dropcaches" "Caches dropped." "$out"
 out=$(printf 'foo bar\n' | tsd_talk)
