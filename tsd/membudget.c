@@ -60,6 +60,10 @@ int membudget_split(const struct membudget_in *in, struct membudget *out, struct
     uint64_t writers = (uint64_t)(in->writers > 0 ? in->writers : 1);
     b.uid_cache = in->uid_cache_set ? in->uid_cache : MEMBUDGET_UID_NAME_BYTES;
     b.series_cache = in->series_cache_set ? in->series_cache : MEMBUDGET_SERIES_CACHE_BYTES;
+    if (!in->series_cache_set && in->limit / MEMBUDGET_SERIES_CACHE_SHARE > b.series_cache)
+        b.series_cache = in->limit / MEMBUDGET_SERIES_CACHE_SHARE < MEMBUDGET_SERIES_CACHE_MAX
+                             ? in->limit / MEMBUDGET_SERIES_CACHE_SHARE
+                             : MEMBUDGET_SERIES_CACHE_MAX;
     if (in->limit && ((in->uid_cache_set && in->uid_cache == 0) ||
                       (in->series_cache_set && in->series_cache == 0)))
         return ct_err_set(err, CT_EINVAL,

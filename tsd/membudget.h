@@ -52,10 +52,14 @@ struct conf;
  * its share in the fixed part): the UID caches' names, all kinds
  * (tsd.storage.ctsdb.uid_cache_bytes; their slot tables, 6 x uid_cache_size x 24 bytes = 9 MiB
  * at the default size, are in the rest of the fixed part), and each writer's series cache
- * (tsd.storage.series_cache_bytes: ~23,000 series at 100-byte series names, ~12,000 at 200-byte
- * tag values). */
+ * (tsd.storage.series_cache_bytes: the larger of 6 MiB and 1/MEMBUDGET_SERIES_CACHE_SHARE of the
+ * limit, at most MEMBUDGET_SERIES_CACHE_MAX; 6 MiB holds ~23,000 series at 100-byte series names, ~12,000 at 200-byte tag values, and
+ * a writer whose series do not fit empties its cache and looks every series up again, rewriting
+ * its index entries: a cache that grows with the limit keeps a large TSD's series cached). */
 #define MEMBUDGET_UID_NAME_BYTES     (8ull << 20)
 #define MEMBUDGET_SERIES_CACHE_BYTES (6ull << 20)
+#define MEMBUDGET_SERIES_CACHE_SHARE 32
+#define MEMBUDGET_SERIES_CACHE_MAX   (1ull << 30)
 /* What a query holds per raw datapoint it reads: the decoded point (24 bytes) in growing
  * arrays, its copy in time order, rate and aggregation buffers (query/qexec.c), rounded up. */
 #define MEMBUDGET_QUERY_POINT_BYTES 128

@@ -59,7 +59,8 @@ static void test_no_limit_changes_nothing(void **state)
     conf_free(c);
 }
 
-/* 512 MiB alone: fixed 48 MiB (one writer), the ingest pool, of the rest half for connections of
+/* 512 MiB alone: fixed 48 MiB (one writer) with the series cache's share grown from 6 MiB to 1/32
+ * of the limit (16 MiB), the ingest pool, of the rest half for connections of
  * 3.3 MiB (1 MiB bodies) and a fifth for queries (one per worker thread, 128 bytes a datapoint),
  * then 30% block cache / 70% memstores, flush size an eighth (<= 16 MiB). */
 static void test_limit_alone_is_split_and_written_back(void **state)
@@ -73,7 +74,8 @@ static void test_limit_alone_is_split_and_written_back(void **state)
     struct ingest_options io;
     ingest_options_init(&io);
     assert_int_equal(b.limit, 512 * MIB);
-    assert_int_equal(b.fixed, MEMBUDGET_FIXED_BYTES + MEMBUDGET_PER_WRITER_BYTES);
+    assert_int_equal(b.fixed, MEMBUDGET_FIXED_BYTES + MEMBUDGET_PER_WRITER_BYTES -
+                                  MEMBUDGET_SERIES_CACHE_BYTES + 16 * MIB);
     assert_int_equal(b.ingest_pool, ingest_pool_bytes(&io));
     assert_int_equal(b.max_body, MEMBUDGET_DERIVED_MAX_BODY);
     /* HTTP under a limit: 256 KiB input + 1 MiB unsent + the head + 2 x the 1 MiB body */
@@ -101,7 +103,8 @@ static void test_limit_alone_is_split_and_written_back(void **state)
     assert_int_equal(geti(c, "tsd.http.query.answer_buffer_bytes"), b.answers);
     /* the caches bounded in bytes get their shares of the fixed part */
     assert_int_equal(geti(c, "tsd.storage.ctsdb.uid_cache_bytes"), MEMBUDGET_UID_NAME_BYTES);
-    assert_int_equal(geti(c, "tsd.storage.series_cache_bytes"), MEMBUDGET_SERIES_CACHE_BYTES);
+    /* the series cache: 1/32 of a 512 MiB limit (more than its 6 MiB floor) */
+    assert_int_equal(geti(c, "tsd.storage.series_cache_bytes"), 512 * MIB / MEMBUDGET_SERIES_CACHE_SHARE);
     char line[768];
     membudget_describe(&b, line, sizeof(line));
     assert_non_null(strstr(line, "limit 512.0 MiB"));
