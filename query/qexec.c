@@ -96,10 +96,11 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Resolves names and builds the row filter (plan steps 1 and 2). */
-static int plan_sub(struct tsdb *t, const struct qspec_sub *sub, struct xsub *xs,
-                    struct rowkey_filter **rf_out, struct xscan *x, enum qexec_status *status,
-                    struct ct_err *err)
+/* Resolves names and builds the row filter (plan steps 1 and 2); skip_unresolved: a literal tag
+ * value without a UID is left out of its filter, not a 400 (tsd.query.skip_unresolved_tagvs). */
+static int plan_sub(struct tsdb *t, const struct qspec_sub *sub, bool skip_unresolved,
+                    struct xsub *xs, struct rowkey_filter **rf_out, struct xscan *x,
+                    enum qexec_status *status, struct ct_err *err)
 {
     struct uid *u = tsdb_uid(t);
     const struct rowkey_layout *l = tsdb_layout(t);
@@ -206,8 +207,8 @@ static int plan_sub(struct tsdb *t, const struct qspec_sub *sub, struct xsub *xs
                 if (!*lits[v]) /* "a|" or "|a": no series has an empty value */
                     continue;
                 rc = uid_get_id(u, UID_TAGV, lits[v], strlen(lits[v]), &vid, err);
-                if (rc == CT_NOTFOUND && ft == QFILTER_NOT_LITERAL_OR) {
-                    rc = CT_OK; /* an unknown value cannot be excluded: nothing has it */
+                if (rc == CT_NOTFOUND && (ft == QFILTER_NOT_LITERAL_OR || skip_unresolved)) {
+                    rc = CT_OK; /* an unknown value: nothing has it (to exclude or to match) */
                     continue;
                 }
                 if (rc != CT_OK) {
@@ -420,7 +421,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     struct xscan x;
     memset(&x, 0, sizeof(x));
     struct rowkey_filter *rf = NULL;
-    int rc = plan_sub(t, sub, xs, &rf, &x, status, err);
+    int rc = plan_sub(t, sub, o->skip_unresolved_tagvs, xs, &rf, &x, status, err);
     if (rc != CT_OK)
         goto out;
     /* A fill policy emits every bucket of the range whatever is stored: refuse, before scanning

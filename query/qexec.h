@@ -42,6 +42,10 @@ struct qexec_options {
                                 picks times the window's hours are at most this (0 = never) */
     bool general_only;       /* tests: run every query through the general path (no fast path); the
                           answers must be byte-identical either way */
+
+    /* tsd.query.skip_unresolved_tagvs: a literal tag value with no UID is left out of its filter
+     * (a filter left with none matches nothing) instead of failing the query with a 400 */
+    bool skip_unresolved_tagvs;
 };
 void qexec_options_init(struct qexec_options *o);
 

@@ -66,6 +66,7 @@ void api_query_options(struct http_req *r, struct qexec_options *o)
     qexec_options_init(o);
     o->timeout_ms = conf_get_int(c, "tsd.query.timeout");
     o->allow_delete = conf_get_bool(c, "tsd.http.query.allow_delete");
+    o->skip_unresolved_tagvs = conf_get_bool(c, "tsd.query.skip_unresolved_tagvs");
     o->scan_threads = (unsigned)conf_get_int(c, "tsd.query.scan_threads");
     o->index_ranges = (uint64_t)conf_get_int(c, "tsd.query.tag_index");
     o->pool = tsd_qpool(http_req_tsd(r));

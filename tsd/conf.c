@@ -146,8 +146,8 @@ static const struct ct_cfg_key conf_keys[] = {
      "tsd/api_query.c", "most datapoints one query may read (0 = no limit)"},
     {"tsd.query.scan_threads", CT_CFG_INT, "0", 0, 64, NULL, "tsd/api_query.c",
      "threads one /api/query scans with (0 = min(CPUs, 4); docs/query.md)"},
-    {"tsd.query.skip_unresolved_tagvs", CT_CFG_BOOL, "false", 0, 0, NULL, NULL,
-     "(OpenTSDB) unknown tag values fail the query"},
+    {"tsd.query.skip_unresolved_tagvs", CT_CFG_BOOL, "false", 0, 0, NULL, "tsd/api_query.c",
+     "a literal tag value with no UID is left out of its filter instead of failing the query"},
     {"tsd.query.tag_index", CT_CFG_INT, "128", 0, 1 << 22, NULL, "tsd/api_query.c",
      "use the tag index when the series it picks x hours are at most this (0 = never; "
      "docs/query.md)"},
