@@ -438,8 +438,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
                             "Sorry, you have attempted to fetch more than our limit of %llu data "
                             "points: downsampling %s fills %llu buckets per series. Please "
                             "decrease your time range or use a larger interval.",
-                            (unsigned long long)max_dps, sub->ds.text,
-                            (unsigned long long)buckets);
+                            (unsigned long long)max_dps, sub->ds.text, (unsigned long long)buckets);
             goto out;
         }
     }

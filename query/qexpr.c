@@ -409,9 +409,9 @@ static int eval_inputs(const struct qexpr *e, size_t nvars, const struct qexpr_i
             ts[u++] = ts[i];
     nts = u;
     if (nsel > 0 && nts > QEXPR_MAX_CELLS / nsel) {
-        rc = ct_err_set(err, CT_ELIMIT,
-                        "expression: %zu series x %zu timestamps exceed %llu values", nsel, nts,
-                        (unsigned long long)QEXPR_MAX_CELLS);
+        rc =
+            ct_err_set(err, CT_ELIMIT, "expression: %zu series x %zu timestamps exceed %llu values",
+                       nsel, nts, (unsigned long long)QEXPR_MAX_CELLS);
         goto done;
     }
     for (size_t k = 0; k < nsel && rc == 0; k++)

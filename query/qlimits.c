@@ -110,8 +110,8 @@ static int parse(const char *text, struct qlimits_item **out, size_t *nout, stru
         }
         int ec;
         PCRE2_SIZE off;
-        it[k].re = pcre2_compile((PCRE2_SPTR)re->valuestring, PCRE2_ZERO_TERMINATED, 0, &ec, &off,
-                                 NULL);
+        it[k].re =
+            pcre2_compile((PCRE2_SPTR)re->valuestring, PCRE2_ZERO_TERMINATED, 0, &ec, &off, NULL);
         if (it[k].re == NULL) {
             PCRE2_UCHAR msg[128];
             if (pcre2_get_error_message(ec, msg, sizeof(msg)) < 0)

@@ -22,8 +22,8 @@
 struct qlimits;
 
 struct qlimits_options {
-    const char *file;        /* tsd.query.limits.overrides.config; NULL or "" = no overrides */
-    int64_t reload_s;        /* tsd.query.limits.overrides.interval; 0 = read once */
+    const char *file; /* tsd.query.limits.overrides.config; NULL or "" = no overrides */
+    int64_t reload_s; /* tsd.query.limits.overrides.interval; 0 = read once */
     /* called with a line for the log after each read of the file (what was loaded, or why
      * nothing changed); error is true for a failure. May be NULL. */
     void (*log)(void *arg, bool error, const char *msg);

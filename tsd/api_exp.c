@@ -37,7 +37,7 @@
 #include "tsd/tsd.h"
 #include "tsd/tsd_int.h"
 
-#define EXP_MAX_SERIES 4096
+#define EXP_MAX_SERIES      4096
 #define EXP_MAX_EXPRESSIONS 1024
 
 struct grow_series {
@@ -524,17 +524,17 @@ static cJSON *output_of(const char *id, const char *alias, const struct qexpr_re
 struct exp_run {
     const cJSON *body;
     size_t nm, ne;
-    const cJSON **mj, **ej;        /* the metric and expression objects */
-    struct var_data **vd;          /* metric i's series */
-    struct qexpr_series **ser;     /* variable i's series (metrics, then expressions) */
-    struct qexpr_input *in;        /* nm + ne: metrics, then expressions */
-    struct qexpr **ex;             /* expression j parsed */
-    struct qexpr_result **res;     /* expression j's results, once evaluated */
+    const cJSON **mj, **ej;    /* the metric and expression objects */
+    struct var_data **vd;      /* metric i's series */
+    struct qexpr_series **ser; /* variable i's series (metrics, then expressions) */
+    struct qexpr_input *in;    /* nm + ne: metrics, then expressions */
+    struct qexpr **ex;         /* expression j parsed */
+    struct qexpr_result **res; /* expression j's results, once evaluated */
     size_t *nres;
-    unsigned char *state;          /* expression j: 0 not evaluated, 1 evaluating, 2 done */
-    bool *uses;                    /* uses[j * nm + i]: expression j reads metric i (directly or
+    unsigned char *state; /* expression j: 0 not evaluated, 1 evaluating, 2 done */
+    bool *uses;           /* uses[j * nm + i]: expression j reads metric i (directly or
                                       through other expressions) */
-    bool *edge;                    /* edge[j * ne + k]: expression j names expression k */
+    bool *edge;           /* edge[j * ne + k]: expression j names expression k */
 };
 
 static long find_var(const struct exp_run *x, const char *id, size_t from, size_t to)

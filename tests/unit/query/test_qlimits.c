@@ -60,7 +60,8 @@ static void test_qlimits_ctor_with_file(void **state)
 {
     (void)state;
     struct fx f;
-    struct qlimits *l = open_fx(&f, "[{\"regex\":\".*sys$\",\"byteLimit\":24,\"dataPointsLimit\":16}]");
+    struct qlimits *l =
+        open_fx(&f, "[{\"regex\":\".*sys$\",\"byteLimit\":24,\"dataPointsLimit\":16}]");
     assert_int_equal(qlimits_count(l), 1);
     assert_int_equal(f.errors, 0);
     assert_non_null(strstr(f.last, "loaded 1 query limit override(s)"));
@@ -83,11 +84,11 @@ static void test_qlimits_bad_files_change_nothing(void **state)
 {
     (void)state;
     static const char *const bad[] = {
-        "[{\"regex\":\".*sys$\",\"byteLim",                                /* ctorWithFileBadJSON */
+        "[{\"regex\":\".*sys$\",\"byteLim", /* ctorWithFileBadJSON */
         "[{\"regex\":\".*sy(notclosed\",\"byteLimit\":24,\"dataPointsLimit\":16}]", /* BadRegex */
-        "{\"regex\":\"x\"}",                                               /* not an array */
-        "[{\"byteLimit\":24}]",                                            /* no regex */
-        "[{\"regex\":\"x\",\"dataPointsLimit\":-1}]",                      /* negative */
+        "{\"regex\":\"x\"}",                          /* not an array */
+        "[{\"byteLimit\":24}]",                       /* no regex */
+        "[{\"regex\":\"x\",\"dataPointsLimit\":-1}]", /* negative */
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct fx f;
@@ -137,7 +138,8 @@ static void test_qlimits_reload_adds_changes_removes(void **state)
 {
     (void)state;
     struct fx f;
-    struct qlimits *l = open_fx(&f, "[{\"regex\":\".*sys$\",\"byteLimit\":24,\"dataPointsLimit\":16}]");
+    struct qlimits *l =
+        open_fx(&f, "[{\"regex\":\".*sys$\",\"byteLimit\":24,\"dataPointsLimit\":16}]");
     struct ct_err err = {0};
     uint64_t p, b;
     /* timerTaskDiffLimit */
