@@ -40,6 +40,7 @@
 
 #include "query/qexec_int.h"
 #include "query/qindex.h"
+#include "query/qlimits.h"
 #include "query/qrollup.h"
 #include "schema/dpcodec.h"
 #include "schema/head.h"
@@ -418,6 +419,9 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
                    struct qexec_stats *st, uint64_t deadline_ns, struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
+    /* the sub-query's limits: the query's, or its metric's override (query/qlimits.h) */
+    uint64_t max_dps = o->max_datapoints, max_bytes = o->max_bytes;
+    qlimits_get(o->limits, sub->metric, &max_dps, &max_bytes);
     struct xscan x;
     memset(&x, 0, sizeof(x));
     struct rowkey_filter *rf = NULL;
@@ -427,16 +431,15 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     /* A fill policy emits every bucket of the range whatever is stored: refuse, before scanning
      * anything, an answer that would exceed the limit (memory stays bounded). */
     if (sub->ds.enabled && !sub->ds.all && sub->ds.fill != QAGG_FILL_NONE &&
-        sub->ds.interval_ms > 0 && o->max_datapoints) {
+        sub->ds.interval_ms > 0 && max_dps) {
         uint64_t buckets = (uint64_t)((q->end_ms - q->start_ms) / sub->ds.interval_ms) + 1;
-        if (buckets > o->max_datapoints) {
+        if (buckets > max_dps) {
             *status = QEXEC_TOO_LARGE;
             rc = ct_err_set(err, CT_ELIMIT,
                             "Sorry, you have attempted to fetch more than our limit of %llu data "
                             "points: downsampling %s fills %llu buckets per series. Please "
                             "decrease your time range or use a larger interval.",
-                            (unsigned long long)o->max_datapoints, sub->ds.text,
-                            (unsigned long long)buckets);
+                            (unsigned long long)max_dps, sub->ds.text, (unsigned long long)buckets);
             goto out;
         }
     }
@@ -507,7 +510,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         x.nslices = (unsigned)hours;
     x.slice_hours = (hours + x.nslices - 1) / x.nslices;
     unsigned nwork = x.nbuckets * x.nslices;
-    x.max_dps = o->max_datapoints;
+    x.max_dps = max_dps;
+    x.max_bytes = max_bytes;
     x.deadline_ns = deadline_ns;
     x.keep_rows = q->delete_data && o->allow_delete;
     x.sets = calloc(nwork, sizeof(struct xset));

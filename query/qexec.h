@@ -30,6 +30,10 @@ struct head;
 struct qexec_options {
     int64_t timeout_ms;      /* tsd.query.timeout; 0 = none */
     uint64_t max_datapoints; /* raw datapoints read per query; 0 = no limit */
+    uint64_t max_bytes;      /* bytes read per sub-query, at QEXEC_POINT_BYTES a raw datapoint;
+                                0 = no limit */
+    struct qlimits *limits;  /* per-metric overrides of the two limits (query/qlimits.h,
+                                borrowed); NULL = none */
     unsigned scan_threads;   /* parallel scans (buckets, or time slices of a bucket);
                                 0 = qpool_threads(pool), or 1 when qpool_busy(pool) */
     struct qpool *pool;      /* the executor of parallel parts (borrowed for the run); NULL =
@@ -48,6 +52,10 @@ struct qexec_options {
     bool skip_unresolved_tagvs;
 };
 void qexec_options_init(struct qexec_options *o);
+/* What one raw datapoint read counts toward qexec_options.max_bytes: its timestamp and value as
+ * a query holds them (OpenTSDB counts the HBase cells it fetched, which ctsdb's store, its head
+ * and its rollups do not share; docs/query.md "Query limits"). */
+#define QEXEC_POINT_BYTES 16
 
 /* The outcome class of a failed query, for the HTTP status. */
 enum qexec_status {

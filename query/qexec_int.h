@@ -181,6 +181,7 @@ struct xscan {
     unsigned nslices; /* time slices per bucket, newest first (parallelism without salt) */
     int64_t slice_hours;
     uint64_t max_dps;
+    uint64_t max_bytes;   /* qexec_options.max_bytes or the metric's override */
     uint64_t deadline_ns; /* 0 = none */
     bool keep_rows;       /* remember each row's hour (delete queries) */
     bool histo;           /* keep the rows' histogram cells (a histogram sub-query) */

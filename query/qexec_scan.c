@@ -277,6 +277,12 @@ static int xscan_count(struct xscan *x, uint64_t *rows, uint64_t *dps, struct ct
                           "data points. Please try filtering using more tags or decrease "
                           "your time range.",
                           (unsigned long long)x->max_dps);
+    if (x->max_bytes && total > x->max_bytes / QEXEC_POINT_BYTES)
+        return ct_err_set(err, CT_ELIMIT,
+                          "Sorry, you have attempted to fetch more than our maximum amount of "
+                          "%lluMB from storage. Please try filtering using more tags or decrease "
+                          "your time range.",
+                          (unsigned long long)(x->max_bytes / 1024 / 1024));
     return CT_OK;
 }
 

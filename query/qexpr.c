@@ -1,9 +1,11 @@
 /* qexpr.c - the /api/query/exp expression: a recursive-descent parser into a small tree and its
  * evaluation over joined series (see qexpr.h for the model).
  *
- * Invariants: the tree is built once and never changed; variables are numbered in first-use
- * order and a node refers to its variable by number; the evaluator merges each key's operand
- * series by timestamp in one pass per operand (cursors only move forward). */
+ * Invariants: (1) the tree is built once and never changed; variables are numbered in first-use
+ * order and a node refers to its variable by number; (2) every result series of one evaluation
+ * has the same timestamps, those of every operand series evaluated (OpenTSDB's time-synced
+ * iteration), an operand lacking one taking its fill value; each key's operands are merged in
+ * one pass per operand (cursors only move forward). */
 #include "query/qexpr.h"
 
 #include <ctype.h>
@@ -14,6 +16,9 @@
 
 #define QEXPR_MAX_DEPTH 64
 #define QEXPR_MAX_VARS  26
+/* the most values one evaluation may produce (series x timestamps): 2^26 doubles, 512 MiB with
+ * their timestamps */
+#define QEXPR_MAX_CELLS ((size_t)1 << 26)
 
 enum node_kind {
     N_NUM,
@@ -242,8 +247,10 @@ int qexpr_fill_parse(const char *name)
         return QEXPR_FILL_ZERO;
     if (strcmp(name, "scalar") == 0)
         return QEXPR_FILL_SCALAR;
-    if (strcmp(name, "none") == 0 || strcmp(name, "null") == 0)
+    if (strcmp(name, "none") == 0)
         return QEXPR_FILL_NONE;
+    if (strcmp(name, "null") == 0)
+        return QEXPR_FILL_NULL;
     return -1;
 }
 
@@ -295,57 +302,130 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Evaluates one key: s[v] is variable v's series (NULL = filled throughout). */
-static int eval_key(const struct qexpr *e, const struct qexpr_input *const *inp,
-                    const struct qexpr_series *const *s, const char *key, struct qexpr_result *res,
-                    struct ct_err *err)
+static int cmp_i64(const void *a, const void *b)
 {
-    size_t cap = 0;
-    for (size_t v = 0; v < e->nvars; v++)
-        cap += s[v] != NULL ? s[v]->n : 0;
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double fill_value(const struct qexpr_input *in)
+{
+    switch (in->fill) {
+    case QEXPR_FILL_ZERO:
+        return 0;
+    case QEXPR_FILL_SCALAR:
+        return in->fill_value;
+    case QEXPR_FILL_NAN:
+    case QEXPR_FILL_NONE:
+    case QEXPR_FILL_NULL:
+        break;
+    }
+    return NAN;
+}
+
+/* Evaluates one key at every timestamp of ts[0..nts) (2): s[v] is variable v's series (NULL =
+ * filled throughout); e NULL: the value of the single variable. */
+static int eval_key(const struct qexpr *e, size_t nvars, const struct qexpr_input *const *inp,
+                    const struct qexpr_series *const *s, const char *key, const int64_t *ts,
+                    size_t nts, struct qexpr_result *res, struct ct_err *err)
+{
     res->key = strdup(key);
-    res->ts = malloc((cap ? cap : 1) * sizeof(*res->ts));
-    res->v = malloc((cap ? cap : 1) * sizeof(*res->v));
+    res->ts = malloc((nts ? nts : 1) * sizeof(*res->ts));
+    res->v = malloc((nts ? nts : 1) * sizeof(*res->v));
     if (res->key == NULL || res->ts == NULL || res->v == NULL)
         return ct_err_set(err, CT_ENOMEM, "out of memory");
     size_t cur[QEXPR_MAX_VARS] = {0};
     double vals[QEXPR_MAX_VARS];
-    for (;;) {
-        bool any = false;
-        int64_t ts = 0;
-        for (size_t v = 0; v < e->nvars; v++)
-            if (s[v] != NULL && cur[v] < s[v]->n && (!any || s[v]->ts[cur[v]] < ts)) {
-                ts = s[v]->ts[cur[v]];
-                any = true;
-            }
-        if (!any)
-            break;
-        bool drop = false;
-        for (size_t v = 0; v < e->nvars; v++) {
-            if (s[v] != NULL && cur[v] < s[v]->n && s[v]->ts[cur[v]] == ts) {
+    for (size_t t = 0; t < nts; t++) {
+        for (size_t v = 0; v < nvars; v++) {
+            if (s[v] != NULL && cur[v] < s[v]->n && s[v]->ts[cur[v]] == ts[t])
                 vals[v] = s[v]->v[cur[v]++];
-                continue;
-            }
-            switch (inp[v]->fill) {
-            case QEXPR_FILL_NAN:
-                vals[v] = NAN;
-                break;
-            case QEXPR_FILL_ZERO:
-                vals[v] = 0;
-                break;
-            case QEXPR_FILL_SCALAR:
-                vals[v] = inp[v]->fill_value;
-                break;
-            case QEXPR_FILL_NONE:
-                drop = true;
-                break;
-            }
+            else
+                vals[v] = fill_value(inp[v]);
         }
-        if (drop)
-            continue;
-        res->ts[res->n] = ts;
-        res->v[res->n++] = eval_node(e->root, vals);
+        res->ts[res->n] = ts[t];
+        res->v[res->n++] = e != NULL ? eval_node(e->root, vals) : vals[0];
     }
+    return 0;
+}
+
+/* The shared evaluation: nvars variables (inputs inp[]), e NULL for a single input's copy. */
+static int eval_inputs(const struct qexpr *e, size_t nvars, const struct qexpr_input *const *inp,
+                       enum qexpr_join join, struct qexpr_result **out, size_t *nout,
+                       struct ct_err *err)
+{
+    size_t nkeys_max = 0;
+    for (size_t v = 0; v < nvars; v++)
+        nkeys_max += inp[v]->nseries;
+    /* The candidate keys: every key of every variable, sorted, duplicates removed. */
+    const char **keys = malloc((nkeys_max ? nkeys_max : 1) * sizeof(*keys));
+    const struct qexpr_series **sel = malloc((nkeys_max ? nkeys_max : 1) * nvars * sizeof(*sel));
+    if (keys == NULL || sel == NULL) {
+        free(keys);
+        free(sel);
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    }
+    size_t nk = 0;
+    for (size_t v = 0; v < nvars; v++)
+        for (size_t i = 0; i < inp[v]->nseries; i++)
+            keys[nk++] = inp[v]->series[i].key;
+    qsort(keys, nk, sizeof(*keys), cmp_str);
+    /* the keys evaluated, each with its operands' series (sel[k * nvars + v]), and how many
+     * timestamps those series hold at most */
+    size_t nsel = 0, npts = 0;
+    for (size_t k = 0; k < nk; k++) {
+        if (k > 0 && strcmp(keys[k], keys[k - 1]) == 0)
+            continue;
+        const struct qexpr_series **s = &sel[nsel * nvars];
+        bool all = true;
+        for (size_t v = 0; v < nvars; v++) {
+            s[v] = find_key(inp[v], keys[k]);
+            all = all && s[v] != NULL;
+        }
+        if (join == QEXPR_JOIN_INTERSECTION && !all)
+            continue;
+        for (size_t v = 0; v < nvars; v++)
+            npts += s[v] != NULL ? s[v]->n : 0;
+        keys[nsel++] = keys[k];
+    }
+    /* (2) the timestamps: those of every series evaluated, sorted, duplicates removed */
+    int64_t *ts = malloc((npts ? npts : 1) * sizeof(*ts));
+    struct qexpr_result *res = calloc(nsel ? nsel : 1, sizeof(*res));
+    int rc = 0;
+    size_t nts = 0, nres = 0;
+    if (ts == NULL || res == NULL) {
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < nsel * nvars; i++)
+        if (sel[i] != NULL) {
+            memcpy(ts + nts, sel[i]->ts, sel[i]->n * sizeof(*ts));
+            nts += sel[i]->n;
+        }
+    qsort(ts, nts, sizeof(*ts), cmp_i64);
+    size_t u = 0;
+    for (size_t i = 0; i < nts; i++)
+        if (u == 0 || ts[i] != ts[u - 1])
+            ts[u++] = ts[i];
+    nts = u;
+    if (nsel > 0 && nts > QEXPR_MAX_CELLS / nsel) {
+        rc =
+            ct_err_set(err, CT_ELIMIT, "expression: %zu series x %zu timestamps exceed %llu values",
+                       nsel, nts, (unsigned long long)QEXPR_MAX_CELLS);
+        goto done;
+    }
+    for (size_t k = 0; k < nsel && rc == 0; k++)
+        rc = eval_key(e, nvars, inp, &sel[k * nvars], keys[k], ts, nts, &res[nres++], err);
+done:
+    free(keys);
+    free(sel);
+    free(ts);
+    if (rc != 0) {
+        qexpr_results_free(res, nres);
+        return rc;
+    }
+    *out = res;
+    *nout = nres;
     return 0;
 }
 
@@ -355,7 +435,6 @@ int qexpr_eval(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
     *out = NULL;
     *nout = 0;
     const struct qexpr_input *inp[QEXPR_MAX_VARS];
-    size_t nkeys_max = 0;
     for (size_t v = 0; v < e->nvars; v++) {
         inp[v] = NULL;
         for (size_t i = 0; i < nin; i++)
@@ -364,42 +443,15 @@ int qexpr_eval(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
         if (inp[v] == NULL)
             return ct_err_set(err, CT_EINVAL, "expression: no metric or expression with id '%s'",
                               e->vars[v]);
-        nkeys_max += inp[v]->nseries;
     }
-    /* The candidate keys: every key of every variable, sorted, duplicates removed. */
-    const char **keys = malloc((nkeys_max ? nkeys_max : 1) * sizeof(*keys));
-    struct qexpr_result *res = calloc(nkeys_max ? nkeys_max : 1, sizeof(*res));
-    if (keys == NULL || res == NULL) {
-        free(keys);
-        free(res);
-        return ct_err_set(err, CT_ENOMEM, "out of memory");
-    }
-    size_t nk = 0;
-    for (size_t v = 0; v < e->nvars; v++)
-        for (size_t i = 0; i < inp[v]->nseries; i++)
-            keys[nk++] = inp[v]->series[i].key;
-    qsort(keys, nk, sizeof(*keys), cmp_str);
-    size_t nres = 0;
-    int rc = 0;
-    for (size_t k = 0; k < nk && rc == 0; k++) {
-        if (k > 0 && strcmp(keys[k], keys[k - 1]) == 0)
-            continue;
-        const struct qexpr_series *s[QEXPR_MAX_VARS];
-        bool all = true;
-        for (size_t v = 0; v < e->nvars; v++) {
-            s[v] = find_key(inp[v], keys[k]);
-            all = all && s[v] != NULL;
-        }
-        if (join == QEXPR_JOIN_INTERSECTION && !all)
-            continue;
-        rc = eval_key(e, inp, s, keys[k], &res[nres++], err);
-    }
-    free(keys);
-    if (rc != 0) {
-        qexpr_results_free(res, nres);
-        return rc;
-    }
-    *out = res;
-    *nout = nres;
-    return 0;
+    return eval_inputs(e, e->nvars, inp, join, out, nout, err);
+}
+
+int qexpr_sync(const struct qexpr_input *in, struct qexpr_result **out, size_t *nout,
+               struct ct_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    const struct qexpr_input *inp[1] = {in};
+    return eval_inputs(NULL, 1, inp, QEXPR_JOIN_UNION, out, nout, err);
 }

@@ -24,14 +24,17 @@ void qexpr_free(struct qexpr *e);
 size_t qexpr_nvars(const struct qexpr *e);
 const char *qexpr_var(const struct qexpr *e, size_t i);
 
-/* What an operand contributes at a timestamp where its series has no point. */
+/* What an operand contributes at a timestamp where its series has no point: a value, as
+ * OpenTSDB's NumericFillPolicy.getValue() (none and null are NaN there too; no timestamp is
+ * ever left out). */
 enum qexpr_fill {
-    QEXPR_FILL_NAN,    /* "nan" (the default) */
+    QEXPR_FILL_NAN,    /* "nan" */
     QEXPR_FILL_ZERO,   /* "zero" */
     QEXPR_FILL_SCALAR, /* "scalar": fill_value */
-    QEXPR_FILL_NONE,   /* "none": the timestamp is left out of the result */
+    QEXPR_FILL_NONE,   /* "none": NaN */
+    QEXPR_FILL_NULL,   /* "null": NaN */
 };
-/* Maps OpenTSDB's policy names ("nan", "zero", "scalar", "none", "null" = "none"); -1 if unknown. */
+/* Maps OpenTSDB's policy names ("nan", "zero", "scalar", "none", "null"); -1 if unknown. */
 int qexpr_fill_parse(const char *name);
 
 enum qexpr_join {
@@ -63,9 +66,16 @@ struct qexpr_result {
 
 /* Evaluates e: every variable must be one of in[] (else CT_EINVAL naming it). The join keys are
  * those of every variable (intersection) or of any (union; a variable without a series for a key
- * is filled at every timestamp). For a key the timestamps are the union of its operands'. */
+ * is filled at every timestamp). Every result series has the same timestamps: those of all the
+ * operand series evaluated (an operand without a point there takes its fill value). More than
+ * 2^26 values in all: CT_ELIMIT. On success *out holds *nout results sorted by key, freed with
+ * qexpr_results_free(); on error *out is NULL. */
 CT_MUST_CHECK int qexpr_eval(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
                              enum qexpr_join join, struct qexpr_result **out, size_t *nout,
+                             struct ct_err *err);
+/* The series of one input time-synced as an evaluation's are (every series at every timestamp of
+ * any, filled): how a metric is answered as an output of its own. Results as qexpr_eval's. */
+CT_MUST_CHECK int qexpr_sync(const struct qexpr_input *in, struct qexpr_result **out, size_t *nout,
                              struct ct_err *err);
 void qexpr_results_free(struct qexpr_result *r, size_t n);
 

@@ -75,6 +75,7 @@ void api_query_options(struct http_req *r, struct qexec_options *o)
     const char *lim = conf_get(c, "tsd.query.limits.data_points.default");
     if (lim)
         o->max_datapoints = strtoull(lim, NULL, 10);
+    api_query_limits(r, o); /* the byte limit and per-metric overrides (tsd/api_limits.c) */
 }
 
 static void reply_failure(struct http_req *r, struct http_stream_sink *s, int status,

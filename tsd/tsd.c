@@ -641,6 +641,9 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     rc = qpool_new(&qo, &t->qpool, err);
     if (rc != CT_OK)
         goto out;
+    rc = api_limits_open(t, err);
+    if (rc != CT_OK)
+        goto out;
     struct ingest_options io;
     ingest_options_init(&io);
     io.writers = (int)conf_get_int(c, "tsd.storage.write_threads");
@@ -705,6 +708,7 @@ out:
      * write everything submitted; the loop is gone, so their completions go unread. */
     workpool_free(t->pool);
     qpool_free(t->qpool); /* after the workers: no query runs */
+    api_limits_close(t);
     ingest_free(t->ingest);
     api_prom_close(t); /* after the workers */
     tsd_rollup_stop(t); /* after the workers (no /api/rollup or query runs) */

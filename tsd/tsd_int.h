@@ -23,6 +23,12 @@ struct qexec_options;
 /* The query options every endpoint that runs queries uses (tsd/api_query.c): the tsd.query.*
  * limits and threads, the executor, rollups, the ingest head and the tag index. */
 void api_query_options(struct http_req *r, struct qexec_options *o);
+/* The query limits (tsd/api_limits.c): api_limits_open() reads the per-metric overrides file at
+ * start (t->qlimits; NULL without one), api_limits_close() frees them after the workers stop;
+ * api_query_limits() sets o's byte limit and overrides (called by api_query_options). */
+CT_MUST_CHECK int api_limits_open(struct tsd *t, struct ct_err *err);
+void api_limits_close(struct tsd *t);
+void api_query_limits(struct http_req *r, struct qexec_options *o);
 struct graphite_map;
 struct event;
 struct event_base;
@@ -73,6 +79,7 @@ struct tsd {
     struct event *drain_ev;    /* shutdown: poll until connections are gone */
     struct workpool *pool;
     struct qpool *qpool; /* the query executor (qexec_options.pool) */
+    struct qlimits *qlimits; /* per-metric query limits (api_limits.c), or NULL */
     struct wc_store *store;
     struct tsdb *tsdb;
     struct tsdstore *tstore; /* owns store and tsdb */

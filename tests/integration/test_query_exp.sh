@@ -30,12 +30,14 @@ except urllib.error.HTTPError as e:
 PY
 }
 
-body() { # $1 expr, $2 join operator, $3 fill policy of b
+body() { # $1 expr, $2 join operator, $3 fill policy of b (value 7 with scalar)
+  local v=0
+  [ "$3" = scalar ] && v=7
   cat <<JSON
 {"time":{"start":"$((T - 10))","end":"$((T + 100))","aggregator":"sum"},
  "filters":[{"id":"f1","tags":[{"type":"wildcard","tagk":"host","filter":"*","groupBy":true}]}],
  "metrics":[{"id":"a","metric":"exp.a","filter":"f1"},
-            {"id":"b","metric":"exp.b","filter":"f1","fillPolicy":{"policy":"$3","value":7}}],
+            {"id":"b","metric":"exp.b","filter":"f1","fillPolicy":{"policy":"$3","value":$v}}],
  "expressions":[{"id":"e","expr":"$1","join":{"operator":"$2"}}],
  "outputs":[{"id":"e","alias":"E"}]}
 JSON
@@ -53,8 +55,8 @@ check_contains "alias and the echoed query" "$ans" '"alias":"E"'
 check_contains "the echoed query" "$ans" '"query":{"time"'
 
 ans=$(post "$(body 'a - b' union scalar)")
-check_eq "union with scalar fill 7: x (10-2, 20-4), y (1-7), z (NaN fill of a: \"NaN\")" \
-  "200 [[1700000000000, 8, -6, 'NaN'], [1700000060000, 16, 'NaN', 'NaN']] x,y,z" \
+check_eq "union with scalar fill 7: x (10-2, 20-4), y (1-7, 0-7), z (0-3, 0-7: a's default fill is zero)" \
+  "200 [[1700000000000, 8, -6, -3], [1700000060000, 16, -7, -7]] x,y,z" \
   "$(echo "$ans" | python3 -c '
 import sys, json
 st, _, js = sys.stdin.read().partition(" ")
@@ -68,7 +70,7 @@ check_eq "no join: a union" "$(echo "$ans" | outs)" \
   "$(post "$(body 'a - b' union scalar | sed 's/,"join":{"operator":"union"}//')" | outs)"
 ans=$(post "$(body 'a - b' union scalar | sed 's/"join":{"operator":"union"}/"join":{}/')")
 check_contains "a join without operator: 400" "$ans" '400 {"error":{"code":400,"message":"Missing join operator"'
-ans=$(post '{"time":{"start":"1h-ago"}}')
+ans=$(post '{"time":{"start":"1h-ago","aggregator":"sum"}}')
 check_contains "no metrics: 400" "$ans" '400 '
 check_contains "no metrics: message" "$ans" 'missing or empty metrics'
 ans=$(post 'not json')
@@ -76,7 +78,7 @@ check_contains "bad body: 400" "$ans" '400 '
 ans=$(post "$(body 'a * (b' intersection zero)")
 check_contains "bad expression: 400 with position" "$ans" "expected ')' at position 6"
 ans=$(post "$(body 'a + c' intersection zero)")
-check_contains "unknown variable: 400" "$ans" "no metric or expression with id 'c'"
+check_contains "unknown variable: 400" "$ans" "Expression [a + c] was missing input c"
 ans=$(post "$(body 'a + b' cross zero)")
 check_contains "unsupported join: 400" "$ans" 'Unsupported join operator: cross'
 ans=$(post "$(body 'a + b' union bogus)")

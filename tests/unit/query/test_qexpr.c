@@ -81,20 +81,21 @@ static void test_qexpr_fill_policies(void **state)
     r = run("a + b", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_SCALAR, QEXPR_FILL_SCALAR, 100, &n);
     assert_true(r[0].v[0] == 110 && r[0].v[1] == 22 && r[0].v[2] == 130 && r[0].v[3] == 104);
     qexpr_results_free(r, n);
-    /* none on b only: ts 10 and 30 dropped (b lacks them), 40 kept with a zero-filled */
+    /* none and null are NaN values, as OpenTSDB's NumericFillPolicy: no timestamp dropped */
     r = run("a + b", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_ZERO, QEXPR_FILL_NONE, 0, &n);
-    assert_int_equal(r[0].n, 2);
-    assert_int_equal(r[0].ts[0], 20);
-    assert_true(r[0].v[0] == 22);
-    assert_int_equal(r[0].ts[1], 40);
-    assert_true(r[0].v[1] == 4);
+    assert_int_equal(r[0].n, 4);
+    assert_true(isnan(r[0].v[0]) && r[0].v[1] == 22 && isnan(r[0].v[2]) && r[0].v[3] == 4);
+    qexpr_results_free(r, n);
+    r = run("a + b", QEXPR_JOIN_INTERSECTION, QEXPR_FILL_NULL, QEXPR_FILL_ZERO, 0, &n);
+    assert_int_equal(r[0].n, 4);
+    assert_true(r[0].v[0] == 10 && r[0].v[1] == 22 && r[0].v[2] == 30 && isnan(r[0].v[3]));
     qexpr_results_free(r, n);
 
     assert_int_equal(qexpr_fill_parse("nan"), QEXPR_FILL_NAN);
     assert_int_equal(qexpr_fill_parse("zero"), QEXPR_FILL_ZERO);
     assert_int_equal(qexpr_fill_parse("scalar"), QEXPR_FILL_SCALAR);
     assert_int_equal(qexpr_fill_parse("none"), QEXPR_FILL_NONE);
-    assert_int_equal(qexpr_fill_parse("null"), QEXPR_FILL_NONE);
+    assert_int_equal(qexpr_fill_parse("null"), QEXPR_FILL_NULL);
     assert_int_equal(qexpr_fill_parse("bogus"), -1);
 }
 
@@ -133,6 +134,42 @@ static void test_qexpr_joins(void **state)
     assert_int_equal(qexpr_eval(e, in, 2, QEXPR_JOIN_UNION, &r, &n, &err), CT_EINVAL);
     assert_non_null(strstr(err.msg, "'c'"));
     qexpr_free(e);
+}
+
+/* Every result series has every timestamp of any series evaluated (OpenTSDB's time-synced
+ * iteration): host=y's series lack ts 1 and get the fill there. */
+static void test_qexpr_timestamps_shared_by_every_key(void **state)
+{
+    (void)state;
+    static const int64_t t1[] = {1, 2}, t2[] = {2, 3};
+    static const double v1[] = {1, 2}, v2[] = {20, 30};
+    struct qexpr_series a[] = {{"host=x", 2, t1, v1}, {"host=y", 2, t2, v2}};
+    struct qexpr_series b[] = {{"host=x", 2, t1, v1}, {"host=y", 2, t2, v2}};
+    struct qexpr_input in[] = {{"a", a, 2, QEXPR_FILL_SCALAR, 7}, {"b", b, 2, QEXPR_FILL_ZERO, 0}};
+    struct qexpr *e;
+    struct ct_err err = {0};
+    assert_int_equal(qexpr_parse("a + b", &e, &err), 0);
+    struct qexpr_result *r;
+    size_t n;
+    assert_int_equal(qexpr_eval(e, in, 2, QEXPR_JOIN_INTERSECTION, &r, &n, &err), 0);
+    assert_int_equal(n, 2);
+    for (size_t k = 0; k < 2; k++) {
+        assert_int_equal(r[k].n, 3);
+        assert_int_equal(r[k].ts[0], 1);
+        assert_int_equal(r[k].ts[2], 3);
+    }
+    /* x: 1+1, 2+2, 7+0 at ts 3; y: 7+0 at ts 1, 20+20, 30+30 */
+    assert_true(r[0].v[0] == 2 && r[0].v[1] == 4 && r[0].v[2] == 7);
+    assert_true(r[1].v[0] == 7 && r[1].v[1] == 40 && r[1].v[2] == 60);
+    qexpr_results_free(r, n);
+    qexpr_free(e);
+    /* qexpr_sync: one input's series on the same shared timestamps, filled */
+    assert_int_equal(qexpr_sync(&in[0], &r, &n, &err), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(r[1].n, 3);
+    assert_true(r[1].v[0] == 7 && r[1].v[1] == 20 && r[1].v[2] == 30);
+    assert_true(r[0].v[2] == 7);
+    qexpr_results_free(r, n);
 }
 
 static void test_qexpr_parse_errors(void **state)
@@ -174,6 +211,7 @@ int main(void)
         cmocka_unit_test(test_qexpr_operators_and_precedence),
         cmocka_unit_test(test_qexpr_fill_policies),
         cmocka_unit_test(test_qexpr_joins),
+        cmocka_unit_test(test_qexpr_timestamps_shared_by_every_key),
         cmocka_unit_test(test_qexpr_parse_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
