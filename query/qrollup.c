@@ -28,12 +28,21 @@ bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
     if (o->general_only || !sub->metric || q->padding || q->delete_data)
         return false;
     const struct qagg_ds *ds = &sub->ds;
-    if (!ds->enabled || ds->all || ds->calendar || ds->fill != QAGG_FILL_NONE ||
-        ds->interval_ms <= 0 || ds->interval_ms % HOUR_MS)
+    if (!ds->enabled || ds->calendar || qagg_stream_kind(ds->fn) == QAGG_STREAM_NO)
         return false;
-    if (qagg_stream_kind(ds->fn) == QAGG_STREAM_NO)
+    if (ds->all || (ds->interval_ms > 0 && ds->interval_ms % HOUR_MS)) {
+        /* span buckets, raw rows only; an interval dividing an hour is the scan's own */
+        if (!ds->all && HOUR_MS % ds->interval_ms == 0)
+            return false;
+        *iv = ROLLUP_1H;
+        return true;
+    }
+    if (ds->interval_ms <= 0)
         return false;
     bool raw_only = !o->rollup || sub->rollup_usage == QSPEC_ROLLUP_RAW;
+    /* a fill policy fills what the rollup tables lack (a bucket of NaN only has no rollup) */
+    if (ds->fill != QAGG_FILL_NONE && !raw_only)
+        return false;
     if (raw_only && ds->interval_ms == HOUR_MS)
         return false; /* raw rows only: the scan's own downsampling does whole hours */
     *iv = ds->interval_ms % DAY_MS == 0 ? ROLLUP_1D : ROLLUP_1H;
@@ -70,6 +79,7 @@ struct rser {
     size_t npend, cappend;
     struct xann *anns; /* annotations of the raw rows read (moved to the xser) */
     size_t nanns;
+    bool seen; /* a raw row or head point of it was read (span: the series is answered) */
 };
 
 struct rctx {
@@ -78,6 +88,11 @@ struct rctx {
     int64_t raw_from_s, raw_to_s; /* the raw source's hours [cut2, hi) */
     int64_t lo_s, iv_s;
     size_t nb;
+    /* the raw points' bucket grid: bucket i is [g_lo_ms + i g_iv_ms, + g_iv_ms); points outside
+     * [g_from_ms, g_to_ms) are read but folded nowhere; annotations kept in [ann_lo_ms,
+     * ann_hi_ms). Whole hours: lo_s and iv_s in ms, from the raw source's first hour to hi. */
+    int64_t g_lo_ms, g_iv_ms, g_from_ms, g_to_ms, ann_lo_ms, ann_hi_ms;
+    bool span; /* buckets are not whole hours (0all, 7m, 90m ...): raw rows only */
     struct rser **ser;
     size_t n, cap;
     struct hashset ht;
@@ -137,7 +152,7 @@ static struct rser *rser_get(struct rctx *c, const uint8_t *tsuid, size_t len, s
         c->cap = nc;
     }
     struct rser *s = calloc(1, sizeof(*s));
-    if (!s || !(s->b = calloc(c->nb, sizeof(struct racc)))) {
+    if (!s || !(s->b = calloc(c->nb ? c->nb : 1, sizeof(struct racc)))) {
         free(s);
         ct_err_set(err, CT_ENOMEM, "out of memory collecting rollup series");
         return NULL;
@@ -347,9 +362,9 @@ static int pend_row(struct rctx *c, struct rser *s, struct ct_err *err)
  * points one by one: NaN marks the bucket raw and is otherwise skipped. */
 static void fold_point(struct rctx *c, struct rser *s, int64_t ts_ms, double v)
 {
-    if (ts_ms < c->raw_from_s * 1000 || ts_ms >= c->raw_to_s * 1000)
+    if (ts_ms < c->g_from_ms || ts_ms >= c->g_to_ms)
         return;
-    struct racc *a = &s->b[(ts_ms / 1000 - c->lo_s) / c->iv_s];
+    struct racc *a = &s->b[(ts_ms - c->g_lo_ms) / c->g_iv_ms];
     a->has |= RACC_RAW;
     if (isnan(v))
         return;
@@ -379,6 +394,7 @@ static int fold_head(struct rctx *c, unsigned b, struct ct_err *err)
             return err->code;
         if (s->head < 0)
             continue; /* no head point in the raw source's hours */
+        s->seen = true;
         const struct dpcodec_point *hp = x->head_pts + x->head_off[i];
         size_t hn = x->head_off[i + 1] - x->head_off[i], h = 0;
         for (size_t k = 0; k < s->npend; k++) {
@@ -400,47 +416,13 @@ static int fold_head(struct rctx *c, unsigned b, struct ct_err *err)
     return CT_OK;
 }
 
-/* A raw row (one hour, inside one bucket: the interval is whole hours and lo is aligned to it)
- * folded into its bucket's accumulators, point by point in time order (so sums are added in the
- * order the general path adds them: the same bits), only the aggregates needed; its
- * annotations kept for the series. */
-static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err)
+/* The points [i, e) of a raw row (k) folded into bucket a, one by one in time order (so sums
+ * are added in the order the general path adds them: the same bits), only the aggregates
+ * needed. */
+static void fold_range(const struct rctx *c, struct racc *a, const struct dpcodec_cols *k,
+                       size_t i, size_t e)
 {
-    const struct rsrc *src = &c->src;
-    if (base < src->from || base >= src->to)
-        return CT_OK;
-    int rc = dpcodec_row_decode_cols(base, row->cells, row->ncells, &c->cols, NULL, err);
-    if (rc != CT_OK)
-        return rc;
-    bool has_ann = false;
-    for (size_t i = 0; i < row->ncells && !has_ann; i++)
-        has_ann =
-            dpcodec_is_annotation_q(row->cells[i].qualifier.data, row->cells[i].qualifier.len);
-    size_t n = c->cols.n;
-    if (!n && !has_ann)
-        return CT_OK;
-    struct rser *s = row_series(c, row, err);
-    if (!s)
-        return err->code;
-    for (size_t i = 0; i < row->ncells && has_ann; i++) {
-        const struct wc_cell *cell = &row->cells[i];
-        int64_t st;
-        struct ct_err e2 = {0};
-        if (!dpcodec_is_annotation_q(cell->qualifier.data, cell->qualifier.len) ||
-            dpcodec_annotation_time(base, cell->qualifier.data, cell->qualifier.len, &st, &e2) !=
-                CT_OK ||
-            st < c->lo_s * 1000 || st >= (c->lo_s + (int64_t)c->nb * c->iv_s) * 1000)
-            continue;
-        if (qexec_xann_append(&s->anns, &s->nanns, st, cell->value.data, cell->value.len) != CT_OK)
-            return ct_err_set(err, CT_ENOMEM, "out of memory keeping an annotation");
-    }
-    if (!n)
-        return CT_OK;
-    if (s->head >= 0 && base >= s->head_from_s) /* merged with the head's points later */
-        return pend_row(c, s, err);
-    struct racc *a = &s->b[(base - c->lo_s) / c->iv_s];
     a->has |= RACC_RAW;
-    const struct dpcodec_cols *k = &c->cols;
     double sum = a->sum, mn = a->min, mx = a->max;
     int64_t cnt = 0;
     bool first_min = !(a->has & (1u << ROLLUP_MIN)), first_max = !(a->has & (1u << ROLLUP_MAX));
@@ -449,23 +431,23 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
     if (k->kinds == DPCODEC_COLS_INTS) { /* integers: never NaN */
         const int64_t *v = (const int64_t *)(const void *)k->val;
         if (need_sum)
-            for (size_t i = 0; i < n; i++)
-                sum += (double)v[i];
+            for (size_t j = i; j < e; j++)
+                sum += (double)v[j];
         if (need_min || need_max) {
-            int64_t lo = v[0], hi = v[0];
-            for (size_t i = 1; i < n; i++) {
-                lo = v[i] < lo ? v[i] : lo;
-                hi = v[i] > hi ? v[i] : hi;
+            int64_t lo = v[i], hi = v[i];
+            for (size_t j = i + 1; j < e; j++) {
+                lo = v[j] < lo ? v[j] : lo;
+                hi = v[j] > hi ? v[j] : hi;
             }
             mn = first_min || (double)lo < mn ? (double)lo : mn;
             mx = first_max || (double)hi > mx ? (double)hi : mx;
             first_min = first_max = false;
         }
-        cnt = (int64_t)n;
+        cnt = (int64_t)(e - i);
     } else {
-        for (size_t i = 0; i < n; i++) {
-            double v = k->kinds == DPCODEC_COLS_REALS ? ((const double *)(const void *)k->val)[i]
-                                                      : dpcodec_cols_double(k, i);
+        for (size_t j = i; j < e; j++) {
+            double v = k->kinds == DPCODEC_COLS_REALS ? ((const double *)(const void *)k->val)[j]
+                                                      : dpcodec_cols_double(k, j);
             if (isnan(v))
                 continue;
             sum += v;
@@ -485,7 +467,75 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
         a->has |= (uint8_t)((1u << ROLLUP_SUM) | (1u << ROLLUP_COUNT) | (1u << ROLLUP_MIN) |
                             (1u << ROLLUP_MAX));
     }
-    atomic_fetch_add(&c->x->dps, n);
+}
+
+/* A raw row folded into its buckets' accumulators (fold_range); its annotations kept for the
+ * series. Whole-hour buckets: the row lies in one bucket (lo is aligned to the interval). Span
+ * buckets: the row's points are cut at the bucket ends; the raw scan is forward, so a series'
+ * rows come oldest first and a bucket spanning rows still adds its points in time order. */
+static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err)
+{
+    const struct rsrc *src = &c->src;
+    if (base < src->from || base >= src->to)
+        return CT_OK;
+    int rc = dpcodec_row_decode_cols(base, row->cells, row->ncells, &c->cols, NULL, err);
+    if (rc != CT_OK)
+        return rc;
+    bool has_ann = false;
+    for (size_t i = 0; i < row->ncells && !has_ann; i++)
+        has_ann =
+            dpcodec_is_annotation_q(row->cells[i].qualifier.data, row->cells[i].qualifier.len);
+    size_t n = c->cols.n;
+    if (!n && !has_ann)
+        return CT_OK;
+    struct rser *s = row_series(c, row, err);
+    if (!s)
+        return err->code;
+    s->seen = true;
+    for (size_t i = 0; i < row->ncells && has_ann; i++) {
+        const struct wc_cell *cell = &row->cells[i];
+        int64_t st;
+        struct ct_err e2 = {0};
+        if (!dpcodec_is_annotation_q(cell->qualifier.data, cell->qualifier.len) ||
+            dpcodec_annotation_time(base, cell->qualifier.data, cell->qualifier.len, &st, &e2) !=
+                CT_OK ||
+            st < c->ann_lo_ms || st >= c->ann_hi_ms)
+            continue;
+        if (qexec_xann_append(&s->anns, &s->nanns, st, cell->value.data, cell->value.len) != CT_OK)
+            return ct_err_set(err, CT_ENOMEM, "out of memory keeping an annotation");
+    }
+    if (!n)
+        return CT_OK;
+    uint64_t total = atomic_fetch_add(&c->x->dps, n) + n;
+    if (c->span && c->x->max_dps && total > c->x->max_dps) /* the scan's limit (raw points) */
+        return ct_err_set(err, CT_ELIMIT,
+                          "Sorry, you have attempted to fetch more than our limit of %llu "
+                          "data points. Please try filtering using more tags or decrease "
+                          "your time range.",
+                          (unsigned long long)c->x->max_dps);
+    if (s->head >= 0 && base >= s->head_from_s) { /* merged with the head's points later */
+        atomic_fetch_sub(&c->x->dps, n);          /* pend_row counts them */
+        return pend_row(c, s, err);
+    }
+    struct dpcodec_cols *k = &c->cols;
+    if (!c->span) {
+        fold_range(c, &s->b[(base - c->lo_s) / c->iv_s], k, 0, n);
+        return CT_OK;
+    }
+    if (k->ts_regular)
+        dpcodec_cols_fill_ts(k);
+    size_t i = 0;
+    while (i < n && k->ts[i] < c->g_from_ms)
+        i++;
+    while (i < n && k->ts[i] < c->g_to_ms) {
+        int64_t ix = (k->ts[i] - c->g_lo_ms) / c->g_iv_ms;
+        int64_t bend = c->g_lo_ms + (ix + 1) * c->g_iv_ms;
+        size_t e = i + 1;
+        while (e < n && k->ts[e] < bend && k->ts[e] < c->g_to_ms)
+            e++;
+        fold_range(c, &s->b[ix], k, i, e);
+        i = e;
+    }
     return CT_OK;
 }
 
@@ -502,7 +552,7 @@ static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, st
         bool hs = a->has & (1u << ROLLUP_SUM), hc = a->has & (1u << ROLLUP_COUNT);
         double v;
         if ((a->has & RACC_RAW) && !hc) { /* raw points, all NaN: NaN, as the raw path */
-            pts[n].ts_ms = (c->lo_s + (int64_t)i * c->iv_s) * 1000;
+            pts[n].ts_ms = c->g_lo_ms + (int64_t)i * c->g_iv_ms;
             pts[n].is_int = false;
             pts[n].v.d = NAN;
             n++;
@@ -535,12 +585,12 @@ static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, st
             v = a->max;
             break;
         }
-        pts[n].ts_ms = (c->lo_s + (int64_t)i * c->iv_s) * 1000;
+        pts[n].ts_ms = c->g_lo_ms + (int64_t)i * c->g_iv_ms;
         pts[n].is_int = false;
         pts[n].v.d = v;
         n++;
     }
-    if (!n && !s->nanns) {
+    if (!n && !s->nanns && !(c->span && s->seen)) {
         free(pts);
         return CT_OK;
     }
@@ -582,6 +632,8 @@ struct rplan {
     enum qagg_stream kind;
     int64_t lo, hi, cut1, cut2, iv_s;
     size_t nb;
+    int64_t g_lo_ms, g_iv_ms, g_from_ms, g_to_ms, ann_lo_ms, ann_hi_ms; /* as struct rctx */
+    bool span;
     bool need[ROLLUP_NAGG];
     struct hashset hix; /* the head's series */
     atomic_uint next;
@@ -600,6 +652,13 @@ static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_e
     c.hix = p->x->nhead ? &p->hix : NULL;
     c.raw_from_s = p->cut2;
     c.raw_to_s = p->hi;
+    c.g_lo_ms = p->g_lo_ms;
+    c.g_iv_ms = p->g_iv_ms;
+    c.g_from_ms = p->g_from_ms;
+    c.g_to_ms = p->g_to_ms;
+    c.ann_lo_ms = p->ann_lo_ms;
+    c.ann_hi_ms = p->ann_hi_ms;
+    c.span = p->span;
     dpcodec_cols_init(&c.cols);
     int rc = CT_OK;
     if (p->cut1 > p->lo) {
@@ -649,20 +708,47 @@ static void rplan_thread(void *arg)
     }
 }
 
-int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r, enum rollup_iv iv,
-                 struct qpool *pool, unsigned threads, struct ct_err *err)
+int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, const struct qagg_window *w,
+                 struct rollup *r, enum rollup_iv iv, struct qpool *pool, unsigned threads,
+                 struct ct_err *err)
 {
     struct rplan p;
     memset(&p, 0, sizeof(p));
     p.x = x;
     p.r = r;
-    p.iv_s = sub->ds.interval_ms / 1000;
-    /* the window's whole buckets (qagg_window_compute aligns it to the interval, then hours) */
-    p.lo = x->win_start_s + (p.iv_s - x->win_start_s % p.iv_s) % p.iv_s;
-    p.hi = x->win_end_s - x->win_end_s % p.iv_s;
-    if (p.hi <= p.lo)
-        return CT_OK;
-    p.nb = (size_t)((p.hi - p.lo) / p.iv_s);
+    const struct qagg_ds *ds = &sub->ds;
+    p.span = ds->all || ds->interval_ms % HOUR_MS;
+    if (p.span) { /* raw rows of the whole window; buckets as ds_plain makes them */
+        p.lo = x->win_start_s;
+        p.hi = x->win_end_s;
+        p.iv_s = HOUR_MS / 1000;
+        if (ds->all) { /* one bucket: the points in [start, end), stamped at the start */
+            p.g_lo_ms = p.g_from_ms = w->q_start_ms;
+            p.g_to_ms = w->q_end_ms;
+            p.g_iv_ms = p.g_to_ms > p.g_lo_ms ? p.g_to_ms - p.g_lo_ms : 1;
+        } else { /* from the Downsampler's first bucket on */
+            int64_t div = ds->interval_ms, seek = w->win_start_ms + div - 1;
+            p.g_lo_ms = p.g_from_ms = seek - seek % div;
+            p.g_to_ms = w->win_end_ms;
+            p.g_iv_ms = div;
+        }
+        p.nb = p.g_to_ms > p.g_from_ms ? (size_t)((p.g_to_ms - 1 - p.g_lo_ms) / p.g_iv_ms + 1) : 0;
+        p.ann_lo_ms = p.lo * 1000;
+        p.ann_hi_ms = p.hi * 1000;
+    } else {
+        p.iv_s = ds->interval_ms / 1000;
+        /* the window's whole buckets (qagg_window_compute aligns it to the interval, then
+         * hours) */
+        p.lo = x->win_start_s + (p.iv_s - x->win_start_s % p.iv_s) % p.iv_s;
+        p.hi = x->win_end_s - x->win_end_s % p.iv_s;
+        if (p.hi <= p.lo)
+            return CT_OK;
+        p.nb = (size_t)((p.hi - p.lo) / p.iv_s);
+        p.g_lo_ms = p.lo * 1000;
+        p.g_iv_ms = p.iv_s * 1000;
+        p.g_to_ms = p.ann_hi_ms = p.hi * 1000;
+        p.ann_lo_ms = p.lo * 1000;
+    }
     p.kind = qagg_stream_kind(sub->ds.fn);
     p.need[ROLLUP_SUM] = p.kind == QAGG_STREAM_SUM || p.kind == QAGG_STREAM_AVG;
     p.need[ROLLUP_COUNT] = p.kind == QAGG_STREAM_COUNT || p.kind == QAGG_STREAM_AVG;
@@ -670,7 +756,7 @@ int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
     p.need[ROLLUP_MAX] = p.kind == QAGG_STREAM_MAX;
     p.cut1 = p.lo;
     p.cut2 = p.hi;
-    if (!r || sub->rollup_usage == QSPEC_ROLLUP_RAW) { /* raw rows only */
+    if (!r || sub->rollup_usage == QSPEC_ROLLUP_RAW || p.span) { /* raw rows only */
         p.cut2 = p.lo;
     } else if (sub->rollup_usage == QSPEC_ROLLUP_NOFALLBACK) {
         p.cut1 = iv == ROLLUP_1D ? p.hi : p.lo;
@@ -684,6 +770,8 @@ int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
             p.cut1 = dp < p.lo ? p.lo : dp > p.hi ? p.hi : dp;
         p.cut2 = hp < p.cut1 ? p.cut1 : hp > p.hi ? p.hi : hp;
     }
+    if (!p.span)
+        p.g_from_ms = p.cut2 * 1000; /* raw points are folded from the raw source's hours on */
     for (size_t i = 0; i < x->nhead; i++) { /* the head's series, read by every thread */
         size_t slot = 0;
         uint64_t h = hash_bytes(x->head_ts[i], x->head_tl[i], 0);
