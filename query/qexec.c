@@ -531,7 +531,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         st->scan_threads = nth;
     enum rollup_iv riv;
     bool rolled = false;
-    if (!x.histo && qrollup_eligible(q, sub, o, &riv)) { /* rollup tables (head points folded) */
+    if (!x.histo && qrollup_eligible(q, sub, o, x.nhead > 0, &riv)) { /* rollup tables (head points folded) */
         xs->ds_done = rolled = true;
         if ((rc = qrollup_scan(&x, sub, &w, o->rollup, riv, o->pool, nth, err)) != CT_OK) {
             map_uid_err(rc, status);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "query/qindex.h"
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
 #include "storage/coding.h"
@@ -23,7 +24,7 @@
 #define DAY_MS  86400000LL
 
 bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
-                      const struct qexec_options *o, enum rollup_iv *iv)
+                      const struct qexec_options *o, bool head, enum rollup_iv *iv)
 {
     if (o->general_only || !sub->metric || q->padding || q->delete_data)
         return false;
@@ -31,8 +32,9 @@ bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
     if (!ds->enabled || ds->calendar || qagg_stream_kind(ds->fn) == QAGG_STREAM_NO)
         return false;
     if (ds->all || (ds->interval_ms > 0 && ds->interval_ms % HOUR_MS)) {
-        /* span buckets, raw rows only; an interval dividing an hour is the scan's own */
-        if (!ds->all && HOUR_MS % ds->interval_ms == 0)
+        /* span buckets, raw rows only; an interval dividing an hour is the scan's own, unless
+         * the head holds points of the window (the scan then cannot downsample as it reads) */
+        if (!ds->all && HOUR_MS % ds->interval_ms == 0 && !head)
             return false;
         *iv = ROLLUP_1H;
         return true;
@@ -43,7 +45,7 @@ bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
     /* a fill policy fills what the rollup tables lack (a bucket of NaN only has no rollup) */
     if (ds->fill != QAGG_FILL_NONE && !raw_only)
         return false;
-    if (raw_only && ds->interval_ms == HOUR_MS)
+    if (raw_only && ds->interval_ms == HOUR_MS && !head)
         return false; /* raw rows only: the scan's own downsampling does whole hours */
     *iv = ds->interval_ms % DAY_MS == 0 ? ROLLUP_1D : ROLLUP_1H;
     return true;
@@ -207,29 +209,47 @@ static enum wc_row_decision rf_filter(void *arg, const uint8_t *row, size_t len)
 }
 
 /* Calls row_fn for every row of table tab in the metric's key range of salt bucket b whose
- * base lies in [first_base, last_base]. */
+ * base lies in [first_base, last_base], oldest hour first. Raw rows (raw): the exact key ranges
+ * of the series the tag index picked, or of the leading tags the filter pins, when the scan's
+ * plan has them (x->exact, x->nlead: as the raw scan reads them), forward. */
 typedef int (*row_fn)(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err);
 static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t first_base,
-                      int64_t last_base, row_fn fn, struct ct_err *err)
+                      int64_t last_base, bool raw, row_fn fn, struct ct_err *err)
 {
     struct xscan *x = c->x;
     const struct rowkey_layout *l = x->l;
     int rc = CT_OK;
+    struct wc_row_range *ranges = NULL;
     {
         uint8_t k0[ROWKEY_MAX_BYTES], k1[ROWKEY_MAX_BYTES];
-        size_t l0 = rowkey_scan_start(l, b, x->metric, first_base, k0);
-        size_t l1 = rowkey_scan_stop(l, b, x->metric, last_base, k1);
         struct wc_scan_options so;
         wc_scan_options_init(&so);
-        so.start_row = wc_bytes_of(k0, l0);
-        so.stop_row = wc_bytes_of(k1, l1);
+        if (raw && x->exact) {
+            rc = qindex_ranges(l, b, first_base, last_base, x->tsuids, x->tsuid_lens, x->ntsuids,
+                               &ranges, &so.nranges, err);
+        } else if (raw && x->nlead) {
+            rc = rowkey_lead_ranges(l, b, x->metric, first_base, last_base, x->lead_vals,
+                                    x->lead_n, x->nlead, &ranges, &so.nranges, err);
+        } else {
+            size_t l0 = rowkey_scan_start(l, b, x->metric, first_base, k0);
+            size_t l1 = rowkey_scan_stop(l, b, x->metric, last_base, k1);
+            so.start_row = wc_bytes_of(k0, l0);
+            so.stop_row = wc_bytes_of(k1, l1);
+        }
+        so.ranges = ranges;
+        if (rc != CT_OK || (ranges == NULL && raw && (x->exact || x->nlead))) {
+            free(ranges); /* an error, or no range in this bucket: nothing to read */
+            return rc;
+        }
         so.row_filter = rf_filter;
         so.row_filter_arg = x;
         struct wc_scanner *sc = NULL;
-        if ((rc = wc_scanner_open(tab, &so, &sc, err)) != CT_OK)
+        if ((rc = wc_scanner_open(tab, &so, &sc, err)) != CT_OK) {
+            free(ranges);
             return rc;
+        }
         atomic_fetch_add(&x->scanners, 1);
-        atomic_fetch_add(&x->key_ranges, 1);
+        atomic_fetch_add(&x->key_ranges, so.nranges ? so.nranges : 1);
         struct wc_row row;
         while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
             struct rowkey_parts p;
@@ -243,6 +263,7 @@ static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t 
             rc = CT_OK;
         wc_scanner_close(sc);
     }
+    free(ranges);
     return rc;
 }
 
@@ -664,16 +685,17 @@ static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_e
     if (p->cut1 > p->lo) {
         c.src = (struct rsrc){ROLLUP_1D, p->lo, p->cut1};
         rc = scan_table(&c, b, rollup_table(p->r, ROLLUP_1D), rollup_row_base(ROLLUP_1D, p->lo),
-                        rollup_row_base(ROLLUP_1D, p->cut1 - 1), rollup_row, err);
+                        rollup_row_base(ROLLUP_1D, p->cut1 - 1), false, rollup_row, err);
     }
     if (rc == CT_OK && p->cut2 > p->cut1) {
         c.src = (struct rsrc){ROLLUP_1H, p->cut1, p->cut2};
         rc = scan_table(&c, b, rollup_table(p->r, ROLLUP_1H), rollup_row_base(ROLLUP_1H, p->cut1),
-                        rollup_row_base(ROLLUP_1H, p->cut2 - 1), rollup_row, err);
+                        rollup_row_base(ROLLUP_1H, p->cut2 - 1), false, rollup_row, err);
     }
     if (rc == CT_OK && p->hi > p->cut2) {
         c.src = (struct rsrc){ROLLUP_1H, p->cut2, p->hi};
-        rc = scan_table(&c, b, tsdb_data_table(p->x->t), p->cut2, p->hi - 3600, raw_row, err);
+        rc = scan_table(&c, b, tsdb_data_table(p->x->t), p->cut2, p->hi - 3600, true, raw_row,
+                        err);
     }
     if (rc == CT_OK && c.hix)
         rc = fold_head(&c, b, err);

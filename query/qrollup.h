@@ -49,9 +49,11 @@
 #include "schema/rollup.h"
 
 /* Whether sub of q can be served from rollups with options o (see above); *iv the coarsest
- * rollup interval that divides its downsample interval. */
+ * rollup interval that divides its downsample interval. head: the ingest head holds points of
+ * the sub-query's window, so the scan cannot downsample as it reads: intervals that divide an
+ * hour (1m, 1h ...) are folded here too (span buckets) instead of keeping every point. */
 bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
-                      const struct qexec_options *o, enum rollup_iv *iv);
+                      const struct qexec_options *o, bool head, enum rollup_iv *iv);
 /* Reads the series of x (metric, row filter, window x->win_start_s .. x->win_end_s; w the
  * sub-query's window, whose query bounds a 0all bucket takes) from the
  * rollup tables and raw rows, one downsampled point per bucket, each salt bucket b into

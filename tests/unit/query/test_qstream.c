@@ -6,7 +6,8 @@
  * shows in the bits), NaN, a counter with resets read through rate and counter rate, millisecond
  * timestamps, query bounds off the hour. And the streamed path's memory: what the series hold
  * after the scan (qexec_stats.held_points) is one point per series and bucket, the same with four
- * times the points, where the general path holds every raw point. */
+ * times the points, where the general path holds every raw point. Literal filters read exact key
+ * ranges (the tag index's series, or the pinned leading tags), forward. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include "query/qexec.h"
 #include "query/qjson.h"
 #include "query/qspec.h"
+#include "schema/tagidx.h"
 #include "tests/lib/ctest.h"
 #include "tests/lib/tsdb_fixture.h"
 
@@ -241,6 +243,42 @@ static void test_qstream_memory_bounded(void **state)
     }
 }
 
+/* Literal filters: the streamed path reads the exact key ranges of the series the tag index
+ * picks (or of the leading tags the filter pins), forward, and answers as the general path. */
+static void test_qstream_key_ranges(void **state)
+{
+    struct tsdb_fixture *f = *state;
+    TSDB_FIXTURE_SKIP_IF_NONE(&f);
+    struct ct_err err = {0};
+    uint64_t n = 0;
+    assert_int_equal(tagidx_rebuild(f->t, &n, &err), CT_OK);
+    const char *qs[] = {
+        "\"metric\":\"d\",\"aggregator\":\"sum\",\"downsample\":\"0all-sum\","
+        "\"tags\":{\"host\":\"h01|h02|h07\"}",
+        "\"metric\":\"g\",\"aggregator\":\"max\",\"downsample\":\"7m-avg-nan\","
+        "\"tags\":{\"host\":\"h05\"}",
+        "\"metric\":\"c\",\"aggregator\":\"sum\",\"downsample\":\"90m-max\","
+        "\"rate\":true,\"tags\":{\"host\":\"h03|h04\",\"dc\":\"x\"}",
+        "\"metric\":\"d\",\"aggregator\":\"avg\",\"downsample\":\"1d-avg\","
+        "\"tags\":{\"host\":\"h02|h03\"}",
+    };
+    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+        char body[512];
+        snprintf(body, sizeof(body),
+                 "{\"start\":%lld,\"end\":%lld,\"msResolution\":true,\"queries\":[{%s}]}",
+                 DAY0 * 1000 + 3600 * 1000 + 5, (DAY0 + 5 * 3600) * 1000, qs[i]);
+        struct qexec_stats st;
+        char *fast = run(f, body, false, &st);
+        char *ref = run(f, body, true, NULL);
+        if (strcmp(ref, fast))
+            fail_msg("%s\ngeneral  %s\nstreamed %s", body, ref, fast);
+        assert_true(strlen(fast) > 40);
+        assert_true(st.key_ranges > 4); /* exact ranges, not one range a salt bucket */
+        free(ref);
+        free(fast);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -248,6 +286,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_qstream_edges, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qstream_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qstream_memory_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qstream_key_ranges, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
