@@ -74,7 +74,14 @@ struct rpend {
 struct rser {
     uint8_t tsuid[ROWKEY_MAX_TSUID];
     size_t tsuid_len;
-    struct racc *b;      /* nb buckets */
+    /* the bucket being folded (index cur_ix; -1: none yet) and the finished buckets' points,
+     * ascending: every source visits a series' buckets in time order (the sources cover
+     * [lo, cut1), [cut1, cut2), [cut2, hi) and are read in that order, each forward), so
+     * memory is one point per bucket holding data, never one per bucket of the window */
+    struct racc cur;
+    int64_t cur_ix;
+    struct qagg_point *pts;
+    size_t npts, cappts;
     long head;           /* index of its points in x->head_*, or -1 */
     int64_t head_from_s; /* with head >= 0: raw rows from this hour on go to pend */
     struct rpend *pend;  /* ascending */
@@ -95,6 +102,7 @@ struct rctx {
      * ann_hi_ms). Whole hours: lo_s and iv_s in ms, from the raw source's first hour to hi. */
     int64_t g_lo_ms, g_iv_ms, g_from_ms, g_to_ms, ann_lo_ms, ann_hi_ms;
     bool span; /* buckets are not whole hours (0all, 7m, 90m ...): raw rows only */
+    enum qagg_stream kind;
     struct rser **ser;
     size_t n, cap;
     struct hashset ht;
@@ -154,14 +162,14 @@ static struct rser *rser_get(struct rctx *c, const uint8_t *tsuid, size_t len, s
         c->cap = nc;
     }
     struct rser *s = calloc(1, sizeof(*s));
-    if (!s || !(s->b = calloc(c->nb ? c->nb : 1, sizeof(struct racc)))) {
-        free(s);
+    if (!s) {
         ct_err_set(err, CT_ENOMEM, "out of memory collecting rollup series");
         return NULL;
     }
     memcpy(s->tsuid, tsuid, len);
     s->tsuid_len = len;
     s->head = -1;
+    s->cur_ix = -1;
     if (c->hix && c->hix->cap) {
         struct xscan *x = c->x;
         size_t slot = 0;
@@ -179,6 +187,88 @@ static struct rser *rser_get(struct rctx *c, const uint8_t *tsuid, size_t len, s
     hashset_insert_at(&c->ht, h, c->n);
     c->ser[c->n++] = s;
     return s;
+}
+
+/* The point of bucket ix from its accumulator a, for the sub-query's function (false: none). */
+static bool acc_point(const struct rctx *c, const struct racc *a, int64_t ix,
+                      struct qagg_point *pt)
+{
+    bool hs = a->has & (1u << ROLLUP_SUM), hc = a->has & (1u << ROLLUP_COUNT);
+    double v;
+    if ((a->has & RACC_RAW) && !hc) { /* raw points, all NaN: NaN, as the raw path */
+        v = NAN;
+    } else {
+        switch (c->kind) {
+        case QAGG_STREAM_SUM:
+            if (!hs)
+                return false;
+            v = a->sum;
+            break;
+        case QAGG_STREAM_COUNT:
+            if (!hc)
+                return false;
+            v = (double)a->count;
+            break;
+        case QAGG_STREAM_AVG:
+            if (!hs || !hc || a->count == 0)
+                return false;
+            v = a->sum / (double)a->count;
+            break;
+        case QAGG_STREAM_MIN:
+            if (!(a->has & (1u << ROLLUP_MIN)))
+                return false;
+            v = a->min;
+            break;
+        default:
+            if (!(a->has & (1u << ROLLUP_MAX)))
+                return false;
+            v = a->max;
+            break;
+        }
+    }
+    pt->ts_ms = c->g_lo_ms + ix * c->g_iv_ms;
+    pt->is_int = false;
+    pt->v.d = v;
+    return true;
+}
+
+/* Finishes s's current bucket: its point (if any) appended to s->pts. */
+static int acc_flush(const struct rctx *c, struct rser *s, struct ct_err *err)
+{
+    if (s->cur_ix < 0)
+        return CT_OK;
+    struct qagg_point pt;
+    if (acc_point(c, &s->cur, s->cur_ix, &pt)) {
+        if (s->npts == s->cappts) {
+            size_t nc = s->cappts ? 2 * s->cappts : 8;
+            struct qagg_point *np = realloc(s->pts, nc * sizeof(*np));
+            if (!np)
+                return ct_err_set(err, CT_ENOMEM, "out of memory for rollup points");
+            s->pts = np;
+            s->cappts = nc;
+        }
+        s->pts[s->npts++] = pt;
+    }
+    s->cur_ix = -1;
+    return CT_OK;
+}
+
+/* The accumulator of s's bucket ix (the current one, or a new one after finishing it); NULL
+ * with err set when out of memory, or (our bug) when a source went back in time. */
+static struct racc *acc_at(const struct rctx *c, struct rser *s, int64_t ix, struct ct_err *err)
+{
+    if (ix == s->cur_ix)
+        return &s->cur;
+    if (ix < s->cur_ix || ix < 0 || (size_t)ix >= c->nb) {
+        ct_err_set(err, CT_ECORRUPT, "rollup bucket %lld read after %lld", (long long)ix,
+                   (long long)s->cur_ix);
+        return NULL;
+    }
+    if (acc_flush(c, s, err) != CT_OK)
+        return NULL;
+    memset(&s->cur, 0, sizeof(s->cur));
+    s->cur_ix = ix;
+    return &s->cur;
 }
 
 static void fold(struct racc *a, enum rollup_agg g, double v, int64_t cnt)
@@ -337,14 +427,17 @@ static int rollup_row(struct rctx *c, const struct wc_row *row, int64_t base, st
                              .v = p.type == DPCODEC_INT ? (double)p.i : p.f,
                              .cnt = p.type == DPCODEC_INT ? p.i : (int64_t)p.f};
     }
-    for (int a = 0; a < ROLLUP_NAGG; a++)
-        for (int ix = 0; ix < RSLOTS; ix++) {
+    for (int ix = 0; ix < RSLOTS; ix++) /* in time order: one bucket at a time */
+        for (int a = 0; a < ROLLUP_NAGG; a++) {
             if (!((used[a] >> ix) & 1u))
                 continue;
             if (!s && !(s = row_series(c, row, err)))
                 return err->code;
             const struct rslot *sl = &slot[a][ix];
-            fold(&s->b[(sl->ts - c->lo_s) / c->iv_s], (enum rollup_agg)a, sl->v, sl->cnt);
+            struct racc *acc = acc_at(c, s, (sl->ts - c->lo_s) / c->iv_s, err);
+            if (!acc)
+                return err->code;
+            fold(acc, (enum rollup_agg)a, sl->v, sl->cnt);
             atomic_fetch_add(&c->x->dps, 1);
         }
     return CT_OK;
@@ -381,14 +474,17 @@ static int pend_row(struct rctx *c, struct rser *s, struct ct_err *err)
 
 /* One raw point (of the raw source's hours) folded into its bucket, as raw_row() folds a row's
  * points one by one: NaN marks the bucket raw and is otherwise skipped. */
-static void fold_point(struct rctx *c, struct rser *s, int64_t ts_ms, double v)
+static int fold_point(struct rctx *c, struct rser *s, int64_t ts_ms, double v,
+                      struct ct_err *err)
 {
     if (ts_ms < c->g_from_ms || ts_ms >= c->g_to_ms)
-        return;
-    struct racc *a = &s->b[(ts_ms - c->g_lo_ms) / c->g_iv_ms];
+        return CT_OK;
+    struct racc *a = acc_at(c, s, (ts_ms - c->g_lo_ms) / c->g_iv_ms, err);
+    if (!a)
+        return err->code;
     a->has |= RACC_RAW;
     if (isnan(v))
-        return;
+        return CT_OK;
     a->sum += v;
     if (!(a->has & (1u << ROLLUP_MIN)) || v < a->min)
         a->min = v;
@@ -397,6 +493,7 @@ static void fold_point(struct rctx *c, struct rser *s, int64_t ts_ms, double v)
     a->count++;
     a->has |= (uint8_t)((1u << ROLLUP_SUM) | (1u << ROLLUP_COUNT) | (1u << ROLLUP_MIN) |
                         (1u << ROLLUP_MAX));
+    return CT_OK;
 }
 
 /* The head's series of salt bucket b: each one's kept raw points and head points merged in time
@@ -418,17 +515,22 @@ static int fold_head(struct rctx *c, unsigned b, struct ct_err *err)
         s->seen = true;
         const struct dpcodec_point *hp = x->head_pts + x->head_off[i];
         size_t hn = x->head_off[i + 1] - x->head_off[i], h = 0;
-        for (size_t k = 0; k < s->npend; k++) {
+        int rc = CT_OK;
+        for (size_t k = 0; k < s->npend && rc == CT_OK; k++) {
             const struct rpend *r = &s->pend[k];
-            for (; h < hn && hp[h].ts_ms < r->ts_ms; h++)
-                fold_point(c, s, hp[h].ts_ms,
-                           hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f);
+            for (; h < hn && hp[h].ts_ms < r->ts_ms && rc == CT_OK; h++)
+                rc = fold_point(c, s, hp[h].ts_ms,
+                                hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f, err);
             if (h < hn && hp[h].ts_ms == r->ts_ms)
                 continue; /* the head's point is newer */
-            fold_point(c, s, r->ts_ms, r->v);
+            if (rc == CT_OK)
+                rc = fold_point(c, s, r->ts_ms, r->v, err);
         }
-        for (; h < hn; h++)
-            fold_point(c, s, hp[h].ts_ms, hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f);
+        for (; h < hn && rc == CT_OK; h++)
+            rc = fold_point(c, s, hp[h].ts_ms,
+                            hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f, err);
+        if (rc != CT_OK)
+            return rc;
         atomic_fetch_add(&x->dps, hn);
         free(s->pend);
         s->pend = NULL;
@@ -540,7 +642,10 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
     }
     struct dpcodec_cols *k = &c->cols;
     if (!c->span) {
-        fold_range(c, &s->b[(base - c->lo_s) / c->iv_s], k, 0, n);
+        struct racc *a = acc_at(c, s, (base - c->lo_s) / c->iv_s, err);
+        if (!a)
+            return err->code;
+        fold_range(c, a, k, 0, n);
         return CT_OK;
     }
     if (k->ts_regular)
@@ -554,63 +659,27 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
         size_t e = i + 1;
         while (e < n && k->ts[e] < bend && k->ts[e] < c->g_to_ms)
             e++;
-        fold_range(c, &s->b[ix], k, i, e);
+        struct racc *a = acc_at(c, s, ix, err);
+        if (!a)
+            return err->code;
+        fold_range(c, a, k, i, e);
         i = e;
     }
     return CT_OK;
 }
 
-/* The series' points into a new xser in set. */
-static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, struct xset *set,
-                       struct ct_err *err)
+/* The series' points into a new xser in set (its current bucket finished first). */
+static int emit_series(struct rctx *c, struct rser *s, struct xset *set, struct ct_err *err)
 {
-    struct qagg_point *pts = malloc((c->nb ? c->nb : 1) * sizeof(*pts));
+    int frc = acc_flush(c, s, err);
+    if (frc != CT_OK)
+        return frc;
+    size_t n = s->npts;
+    struct qagg_point *pts = s->pts ? s->pts : malloc(sizeof(*pts));
     if (!pts)
         return ct_err_set(err, CT_ENOMEM, "out of memory for rollup points");
-    size_t n = 0;
-    for (size_t i = 0; i < c->nb; i++) {
-        const struct racc *a = &s->b[i];
-        bool hs = a->has & (1u << ROLLUP_SUM), hc = a->has & (1u << ROLLUP_COUNT);
-        double v;
-        if ((a->has & RACC_RAW) && !hc) { /* raw points, all NaN: NaN, as the raw path */
-            pts[n].ts_ms = c->g_lo_ms + (int64_t)i * c->g_iv_ms;
-            pts[n].is_int = false;
-            pts[n].v.d = NAN;
-            n++;
-            continue;
-        }
-        switch (kind) {
-        case QAGG_STREAM_SUM:
-            if (!hs)
-                continue;
-            v = a->sum;
-            break;
-        case QAGG_STREAM_COUNT:
-            if (!hc)
-                continue;
-            v = (double)a->count;
-            break;
-        case QAGG_STREAM_AVG:
-            if (!hs || !hc || a->count == 0)
-                continue;
-            v = a->sum / (double)a->count;
-            break;
-        case QAGG_STREAM_MIN:
-            if (!(a->has & (1u << ROLLUP_MIN)))
-                continue;
-            v = a->min;
-            break;
-        default:
-            if (!(a->has & (1u << ROLLUP_MAX)))
-                continue;
-            v = a->max;
-            break;
-        }
-        pts[n].ts_ms = c->g_lo_ms + (int64_t)i * c->g_iv_ms;
-        pts[n].is_int = false;
-        pts[n].v.d = v;
-        n++;
-    }
+    s->pts = NULL; /* moved: freed below or owned by the xser */
+    s->npts = s->cappts = 0;
     if (!n && !s->nanns && !(c->span && s->seen)) {
         free(pts);
         return CT_OK;
@@ -680,6 +749,7 @@ static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_e
     c.ann_lo_ms = p->ann_lo_ms;
     c.ann_hi_ms = p->ann_hi_ms;
     c.span = p->span;
+    c.kind = p->kind;
     dpcodec_cols_init(&c.cols);
     int rc = CT_OK;
     if (p->cut1 > p->lo) {
@@ -700,13 +770,13 @@ static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_e
     if (rc == CT_OK && c.hix)
         rc = fold_head(&c, b, err);
     for (size_t i = 0; i < c.n && rc == CT_OK; i++)
-        rc = emit_series(&c, c.ser[i], p->kind, set, err);
+        rc = emit_series(&c, c.ser[i], set, err);
     for (size_t i = 0; i < c.n; i++) {
         for (size_t a = 0; a < c.ser[i]->nanns; a++)
             free(c.ser[i]->anns[a].json);
         free(c.ser[i]->anns);
         free(c.ser[i]->pend);
-        free(c.ser[i]->b);
+        free(c.ser[i]->pts);
         free(c.ser[i]);
     }
     dpcodec_cols_free(&c.cols);
