@@ -1,9 +1,12 @@
 /* qrollup.c - see qrollup.h. One pass per source (1d table, 1h table, raw rows), each over every
- * salt bucket's key range of the metric, folds values into per-series bucket accumulators; then
- * each series gets one point per bucket that has what the function needs.
+ * salt bucket's key range of the metric (oldest first), folds values into each series' current
+ * bucket accumulator; a bucket is finished into the series' point (if it has what the function
+ * needs) when the series moves to a later bucket, and at the end.
  * Invariants: the three sources cover disjoint hour ranges [lo, cut1), [cut1, cut2), [cut2, hi)
- * of the window, each a whole number of its own intervals; an accumulator is indexed by bucket
- * (ts - lo) / interval and every bucket lies inside [lo, hi). The ingest head's points
+ * of the window, each a whole number of its own intervals, and are read in that order; a bucket
+ * is indexed (ts - lo) / interval (span buckets: (ts - g_lo_ms) / g_iv_ms) and lies inside the
+ * window; a series' bucket indexes never decrease (acc_at refuses one that does). The ingest
+ * head's points
  * (x->head_*, collected by run_sub) join the raw source: a series' raw rows from the hour of its
  * first head point in [cut2, hi) on are kept as points and merged with the head's (the head's
  * point wins a shared timestamp, as qexec_head_merge), then folded in time order, so each bucket
@@ -57,7 +60,7 @@ struct rsrc {
     int64_t from, to;
 };
 
-/* Per series: the accumulators of every bucket. */
+/* One bucket's accumulator. */
 struct racc {
     double sum, min, max;
     int64_t count;

@@ -35,7 +35,8 @@
  * then span rows or lie inside one: each row's points are cut at the bucket ends and folded
  * into their buckets. The raw scan is forward (oldest hour first) and a series lives in one
  * salt bucket, so a bucket's points are added in time order, as the general path adds them:
- * the same bits. Memory: series x buckets accumulators, whatever the points; the datapoint
+ * the same bits. Memory: one point a series and bucket holding data, whatever the points (every
+ * source visits a series' buckets in time order, so one accumulator a series); the datapoint
  * limit counts raw points read, as the scan's. Every series read is answered (with no point
  * when none lies in a bucket), as the general path answers it. A fill policy (not with rollup
  * tables) is applied to the buckets afterwards (qagg_ds_fill), as for the scan's. */
