@@ -479,8 +479,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     }
     x.histo = qspec_sub_is_histogram(sub);
     if (!x.histo && !o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
-        sub->ds.interval_ms > 0 &&
-        (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0 && x.nhead == 0) {
+        sub->ds.interval_ms > 0 && (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0 &&
+        x.nhead == 0) {
         int64_t iv = sub->ds.interval_ms, seek = w.win_start_ms + iv - 1;
         x.ds = &sub->ds;
         x.ds_seek_ms = seek - seek % iv;
@@ -531,7 +531,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         st->scan_threads = nth;
     enum rollup_iv riv;
     bool rolled = false;
-    if (!x.histo && qrollup_eligible(q, sub, o, x.nhead > 0, &riv)) { /* rollup tables (head points folded) */
+    if (!x.histo &&
+        qrollup_eligible(q, sub, o, x.nhead > 0, &riv)) { /* rollup tables (head points folded) */
         xs->ds_done = rolled = true;
         if ((rc = qrollup_scan(&x, sub, &w, o->rollup, riv, o->pool, nth, err)) != CT_OK) {
             map_uid_err(rc, status);

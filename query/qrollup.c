@@ -193,8 +193,7 @@ static struct rser *rser_get(struct rctx *c, const uint8_t *tsuid, size_t len, s
 }
 
 /* The point of bucket ix from its accumulator a, for the sub-query's function (false: none). */
-static bool acc_point(const struct rctx *c, const struct racc *a, int64_t ix,
-                      struct qagg_point *pt)
+static bool acc_point(const struct rctx *c, const struct racc *a, int64_t ix, struct qagg_point *pt)
 {
     bool hs = a->has & (1u << ROLLUP_SUM), hc = a->has & (1u << ROLLUP_COUNT);
     double v;
@@ -321,8 +320,8 @@ static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t 
             rc = qindex_ranges(l, b, first_base, last_base, x->tsuids, x->tsuid_lens, x->ntsuids,
                                &ranges, &so.nranges, err);
         } else if (raw && x->nlead) {
-            rc = rowkey_lead_ranges(l, b, x->metric, first_base, last_base, x->lead_vals,
-                                    x->lead_n, x->nlead, &ranges, &so.nranges, err);
+            rc = rowkey_lead_ranges(l, b, x->metric, first_base, last_base, x->lead_vals, x->lead_n,
+                                    x->nlead, &ranges, &so.nranges, err);
         } else {
             size_t l0 = rowkey_scan_start(l, b, x->metric, first_base, k0);
             size_t l1 = rowkey_scan_stop(l, b, x->metric, last_base, k1);
@@ -477,8 +476,7 @@ static int pend_row(struct rctx *c, struct rser *s, struct ct_err *err)
 
 /* One raw point (of the raw source's hours) folded into its bucket, as raw_row() folds a row's
  * points one by one: NaN marks the bucket raw and is otherwise skipped. */
-static int fold_point(struct rctx *c, struct rser *s, int64_t ts_ms, double v,
-                      struct ct_err *err)
+static int fold_point(struct rctx *c, struct rser *s, int64_t ts_ms, double v, struct ct_err *err)
 {
     if (ts_ms < c->g_from_ms || ts_ms >= c->g_to_ms)
         return CT_OK;
@@ -545,8 +543,8 @@ static int fold_head(struct rctx *c, unsigned b, struct ct_err *err)
 /* The points [i, e) of a raw row (k) folded into bucket a, one by one in time order (so sums
  * are added in the order the general path adds them: the same bits), only the aggregates
  * needed. */
-static void fold_range(const struct rctx *c, struct racc *a, const struct dpcodec_cols *k,
-                       size_t i, size_t e)
+static void fold_range(const struct rctx *c, struct racc *a, const struct dpcodec_cols *k, size_t i,
+                       size_t e)
 {
     a->has |= RACC_RAW;
     double sum = a->sum, mn = a->min, mx = a->max;
@@ -767,8 +765,7 @@ static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_e
     }
     if (rc == CT_OK && p->hi > p->cut2) {
         c.src = (struct rsrc){ROLLUP_1H, p->cut2, p->hi};
-        rc = scan_table(&c, b, tsdb_data_table(p->x->t), p->cut2, p->hi - 3600, true, raw_row,
-                        err);
+        rc = scan_table(&c, b, tsdb_data_table(p->x->t), p->cut2, p->hi - 3600, true, raw_row, err);
     }
     if (rc == CT_OK && c.hix)
         rc = fold_head(&c, b, err);

@@ -142,8 +142,9 @@ static void test_qstream_equals_general(void **state)
                                  "\"downsample\":\"%s-%s%s\"%s%s}]}",
                                  starts[var % 2], ends[(var / 2) % 2], ms[mi], agg, ivs[ii],
                                  fns[fi], fills[li], rate,
-                                 var % 2 ? ",\"tags\":{\"host\":\"*\"}"
-                                         : var == 2 ? ",\"tags\":{\"dc\":\"*\"}" : "");
+                                 var % 2    ? ",\"tags\":{\"host\":\"*\"}"
+                                 : var == 2 ? ",\"tags\":{\"dc\":\"*\"}"
+                                            : "");
                         size_t n = same(f, body);
                         assert_true(n > 20);
                         checked++;
