@@ -607,8 +607,22 @@ int qagg_downsample(const struct qagg_point *in, size_t n, const struct qagg_ds 
     struct qagg_buf plain = {0};
     rc = ds_plain(in, n, ds, w, tz, &plain, vals, vals + (n ? n : 1), err);
     free(vals);
-    if (rc != CT_OK) {
-        qagg_buf_free(&plain);
+    if (rc == CT_OK)
+        rc = qagg_ds_fill(plain.p, plain.n, ds, w, tz, out, err);
+    qagg_buf_free(&plain);
+    return rc;
+}
+
+int qagg_ds_fill(const struct qagg_point *plain, size_t n, const struct qagg_ds *ds,
+                 const struct qagg_window *w, const struct qtime_tz *tz, struct qagg_buf *out,
+                 struct ct_err *err)
+{
+    if (ds->fill == QAGG_FILL_NONE || ds->all) { /* no fill: the buckets as they are */
+        int rc = qagg_buf_reserve(out, n, err);
+        if (rc == CT_OK && n) {
+            memcpy(out->p + out->n, plain, n * sizeof(*plain));
+            out->n += n;
+        }
         return rc;
     }
     /* FillingDownsampler: every expected bucket in [start, end) of the window */
@@ -626,19 +640,19 @@ int qagg_downsample(const struct qagg_point *in, size_t n, const struct qagg_ds 
                    : ds->fill == QAGG_FILL_SCALAR ? ds->scalar
                                                   : NAN;
     size_t j = 0;
+    int rc = CT_OK;
     while (ts < end_ts) {
-        while (j < plain.n && plain.p[j].ts_ms < ts)
+        while (j < n && plain[j].ts_ms < ts)
             j++;
         struct qagg_point pt = {.ts_ms = ts, .is_int = false};
-        if (j < plain.n && plain.p[j].ts_ms == ts)
-            pt.v.d = plain.p[j++].v.d;
+        if (j < n && plain[j].ts_ms == ts)
+            pt.v.d = plain[j++].v.d;
         else
             pt.v.d = fillv;
         if ((rc = qagg_buf_push(out, &pt, err)) != CT_OK)
             break;
         ts = ds->calendar ? qtime_cal_add(ts, ds->count, ds->unit, tz) : ts + ds->interval_ms;
     }
-    qagg_buf_free(&plain);
     return rc;
 }
 

@@ -130,6 +130,14 @@ CT_MUST_CHECK int qagg_downsample(const struct qagg_point *in, size_t n, const s
                                   const struct qagg_window *w, const struct qtime_tz *tz,
                                   struct qagg_buf *out, struct ct_err *err);
 
+/* The fill policy of ds applied to a series' downsampled buckets (plain: what the plain
+ * Downsampler made of it, ascending), appended to out: FillingDownsampler's every bucket of the
+ * window, the missing ones given the fill value. Without a fill policy (or with `all`) plain
+ * is appended as it is. qagg_downsample() is the plain buckets then this. */
+CT_MUST_CHECK int qagg_ds_fill(const struct qagg_point *plain, size_t n, const struct qagg_ds *ds,
+                               const struct qagg_window *w, const struct qtime_tz *tz,
+                               struct qagg_buf *out, struct ct_err *err);
+
 /* ---- rate ----------------------------------------------------------------------------- */
 
 struct qagg_rate {

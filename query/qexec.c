@@ -10,10 +10,14 @@
  *      (newest first) taken by whichever thread is free, whose series are chained back
  *      together before step 5;
  *   4. decode every cell layout of each row into reused columns (dpcodec_row_decode_cols), keep
- *      the row's annotations; when the downsampling interval divides an hour (no fill, no
- *      calendar) the row's buckets are computed right there (row_downsample: no bucket spans
- *      two rows), else the row's points are kept; either way they go below the series'
- *      newer points (series_room/series_put), so a series read by one scan is in order;
+ *      the row's annotations; when the downsampling interval divides an hour (no calendar)
+ *      the row's buckets are computed right there (row_downsample: no bucket spans two rows),
+ *      else the row's points are kept; either way they go below the series' newer points
+ *      (series_room/series_put), so a series read by one scan is in order. `0all` and the
+ *      other fixed intervals (1d, 7m, 90m) with a single-pass function are not scanned here:
+ *      qrollup's raw source folds each series' points into per-bucket accumulators as rows
+ *      are read (query/qrollup.h), so memory is series x buckets, not points; a fill policy
+ *      is applied to the finished buckets in step 6;
  *   5. resolve tag names, apply every filter by name (regexp, wildcard, case-insensitive ones),
  *      explicitTags, group by the group-by keys (series lacking one are dropped, as OpenTSDB);
  *      join the time slices of the kept series, into one block (qexec_series_finish);
@@ -479,8 +483,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     }
     x.histo = qspec_sub_is_histogram(sub);
     if (!x.histo && !o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
-        sub->ds.fill == QAGG_FILL_NONE && sub->ds.interval_ms > 0 &&
-        (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0 && x.nhead == 0) {
+        sub->ds.interval_ms > 0 && (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0 &&
+        x.nhead == 0) {
         int64_t iv = sub->ds.interval_ms, seek = w.win_start_ms + iv - 1;
         x.ds = &sub->ds;
         x.ds_seek_ms = seek - seek % iv;
@@ -532,9 +536,10 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         st->scan_threads = nth;
     enum rollup_iv riv;
     bool rolled = false;
-    if (!x.histo && qrollup_eligible(q, sub, o, &riv)) { /* rollup tables (head points folded) */
+    if (!x.histo &&
+        qrollup_eligible(q, sub, o, x.nhead > 0, &riv)) { /* rollup tables (head points folded) */
         xs->ds_done = rolled = true;
-        if ((rc = qrollup_scan(&x, sub, o->rollup, riv, o->pool, nth, err)) != CT_OK) {
+        if ((rc = qrollup_scan(&x, sub, &w, o->rollup, riv, o->pool, nth, err)) != CT_OK) {
             map_uid_err(rc, status);
             goto out;
         }
@@ -621,8 +626,11 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         *status = QEXEC_INTERNAL;
         goto out;
     }
-    if (st)
+    if (st) {
         st->series += xs->nser;
+        for (size_t i = 0; i < xs->nser; i++)
+            st->held_points += xs->ser[i]->pts.n;
+    }
 out:
     qexec_head_free(&x);
     rowkey_filter_free(rf);

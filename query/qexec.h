@@ -74,6 +74,8 @@ struct qexec_stats {
     uint64_t scanners;     /* scanners opened: one per salt bucket and time slice */
     uint64_t key_ranges;   /* row ranges they read (leading-tag key ranges, else 1 each) */
     unsigned scan_threads; /* the most threads any sub-query's scans used */
+    uint64_t held_points;  /* points the kept series held after the scans: raw points, or one a
+                              bucket when the scan (or qrollup) downsampled as it read */
     bool busy_one_thread;  /* a sub-query ran on one thread because every CPU was busy */
 };
 

@@ -158,6 +158,11 @@ int qexec_run_group(const struct qspec *q, const struct xsub *xs, struct xser **
             rc = qagg_downsample(p, np, &sub->ds, &w, q->tz, &bufs[i], err);
             p = bufs[i].p;
             np = bufs[i].n;
+        } else if (sub->ds.enabled && sub->ds.fill != QAGG_FILL_NONE && !sub->ds.all) {
+            /* downsampled while read (the scan, qrollup): the fill policy's buckets now */
+            rc = qagg_ds_fill(p, np, &sub->ds, &w, q->tz, &bufs[i], err);
+            p = bufs[i].p;
+            np = bufs[i].n;
         }
         /* the rates replace the points they are taken from (a group runs once, and its
          * series' points are not read again): no buffer is allocated and faulted in per query,

@@ -1,9 +1,12 @@
 /* qrollup.c - see qrollup.h. One pass per source (1d table, 1h table, raw rows), each over every
- * salt bucket's key range of the metric, folds values into per-series bucket accumulators; then
- * each series gets one point per bucket that has what the function needs.
+ * salt bucket's key range of the metric (oldest first), folds values into each series' current
+ * bucket accumulator; a bucket is finished into the series' point (if it has what the function
+ * needs) when the series moves to a later bucket, and at the end.
  * Invariants: the three sources cover disjoint hour ranges [lo, cut1), [cut1, cut2), [cut2, hi)
- * of the window, each a whole number of its own intervals; an accumulator is indexed by bucket
- * (ts - lo) / interval and every bucket lies inside [lo, hi). The ingest head's points
+ * of the window, each a whole number of its own intervals, and are read in that order; a bucket
+ * is indexed (ts - lo) / interval (span buckets: (ts - g_lo_ms) / g_iv_ms) and lies inside the
+ * window; a series' bucket indexes never decrease (acc_at refuses one that does). The ingest
+ * head's points
  * (x->head_*, collected by run_sub) join the raw source: a series' raw rows from the hour of its
  * first head point in [cut2, hi) on are kept as points and merged with the head's (the head's
  * point wins a shared timestamp, as qexec_head_merge), then folded in time order, so each bucket
@@ -14,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "query/qindex.h"
 #include "schema/dpcodec.h"
 #include "schema/rowkey.h"
 #include "storage/coding.h"
@@ -23,18 +27,28 @@
 #define DAY_MS  86400000LL
 
 bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
-                      const struct qexec_options *o, enum rollup_iv *iv)
+                      const struct qexec_options *o, bool head, enum rollup_iv *iv)
 {
     if (o->general_only || !sub->metric || q->padding || q->delete_data)
         return false;
     const struct qagg_ds *ds = &sub->ds;
-    if (!ds->enabled || ds->all || ds->calendar || ds->fill != QAGG_FILL_NONE ||
-        ds->interval_ms <= 0 || ds->interval_ms % HOUR_MS)
+    if (!ds->enabled || ds->calendar || qagg_stream_kind(ds->fn) == QAGG_STREAM_NO)
         return false;
-    if (qagg_stream_kind(ds->fn) == QAGG_STREAM_NO)
+    if (ds->all || (ds->interval_ms > 0 && ds->interval_ms % HOUR_MS)) {
+        /* span buckets, raw rows only; an interval dividing an hour is the scan's own, unless
+         * the head holds points of the window (the scan then cannot downsample as it reads) */
+        if (!ds->all && HOUR_MS % ds->interval_ms == 0 && !head)
+            return false;
+        *iv = ROLLUP_1H;
+        return true;
+    }
+    if (ds->interval_ms <= 0)
         return false;
     bool raw_only = !o->rollup || sub->rollup_usage == QSPEC_ROLLUP_RAW;
-    if (raw_only && ds->interval_ms == HOUR_MS)
+    /* a fill policy fills what the rollup tables lack (a bucket of NaN only has no rollup) */
+    if (ds->fill != QAGG_FILL_NONE && !raw_only)
+        return false;
+    if (raw_only && ds->interval_ms == HOUR_MS && !head)
         return false; /* raw rows only: the scan's own downsampling does whole hours */
     *iv = ds->interval_ms % DAY_MS == 0 ? ROLLUP_1D : ROLLUP_1H;
     return true;
@@ -46,7 +60,7 @@ struct rsrc {
     int64_t from, to;
 };
 
-/* Per series: the accumulators of every bucket. */
+/* One bucket's accumulator. */
 struct racc {
     double sum, min, max;
     int64_t count;
@@ -63,13 +77,21 @@ struct rpend {
 struct rser {
     uint8_t tsuid[ROWKEY_MAX_TSUID];
     size_t tsuid_len;
-    struct racc *b;      /* nb buckets */
+    /* the bucket being folded (index cur_ix; -1: none yet) and the finished buckets' points,
+     * ascending: every source visits a series' buckets in time order (the sources cover
+     * [lo, cut1), [cut1, cut2), [cut2, hi) and are read in that order, each forward), so
+     * memory is one point per bucket holding data, never one per bucket of the window */
+    struct racc cur;
+    int64_t cur_ix;
+    struct qagg_point *pts;
+    size_t npts, cappts;
     long head;           /* index of its points in x->head_*, or -1 */
     int64_t head_from_s; /* with head >= 0: raw rows from this hour on go to pend */
     struct rpend *pend;  /* ascending */
     size_t npend, cappend;
     struct xann *anns; /* annotations of the raw rows read (moved to the xser) */
     size_t nanns;
+    bool seen; /* a raw row or head point of it was read (span: the series is answered) */
 };
 
 struct rctx {
@@ -78,6 +100,12 @@ struct rctx {
     int64_t raw_from_s, raw_to_s; /* the raw source's hours [cut2, hi) */
     int64_t lo_s, iv_s;
     size_t nb;
+    /* the raw points' bucket grid: bucket i is [g_lo_ms + i g_iv_ms, + g_iv_ms); points outside
+     * [g_from_ms, g_to_ms) are read but folded nowhere; annotations kept in [ann_lo_ms,
+     * ann_hi_ms). Whole hours: lo_s and iv_s in ms, from the raw source's first hour to hi. */
+    int64_t g_lo_ms, g_iv_ms, g_from_ms, g_to_ms, ann_lo_ms, ann_hi_ms;
+    bool span; /* buckets are not whole hours (0all, 7m, 90m ...): raw rows only */
+    enum qagg_stream kind;
     struct rser **ser;
     size_t n, cap;
     struct hashset ht;
@@ -137,14 +165,14 @@ static struct rser *rser_get(struct rctx *c, const uint8_t *tsuid, size_t len, s
         c->cap = nc;
     }
     struct rser *s = calloc(1, sizeof(*s));
-    if (!s || !(s->b = calloc(c->nb, sizeof(struct racc)))) {
-        free(s);
+    if (!s) {
         ct_err_set(err, CT_ENOMEM, "out of memory collecting rollup series");
         return NULL;
     }
     memcpy(s->tsuid, tsuid, len);
     s->tsuid_len = len;
     s->head = -1;
+    s->cur_ix = -1;
     if (c->hix && c->hix->cap) {
         struct xscan *x = c->x;
         size_t slot = 0;
@@ -162,6 +190,87 @@ static struct rser *rser_get(struct rctx *c, const uint8_t *tsuid, size_t len, s
     hashset_insert_at(&c->ht, h, c->n);
     c->ser[c->n++] = s;
     return s;
+}
+
+/* The point of bucket ix from its accumulator a, for the sub-query's function (false: none). */
+static bool acc_point(const struct rctx *c, const struct racc *a, int64_t ix, struct qagg_point *pt)
+{
+    bool hs = a->has & (1u << ROLLUP_SUM), hc = a->has & (1u << ROLLUP_COUNT);
+    double v;
+    if ((a->has & RACC_RAW) && !hc) { /* raw points, all NaN: NaN, as the raw path */
+        v = NAN;
+    } else {
+        switch (c->kind) {
+        case QAGG_STREAM_SUM:
+            if (!hs)
+                return false;
+            v = a->sum;
+            break;
+        case QAGG_STREAM_COUNT:
+            if (!hc)
+                return false;
+            v = (double)a->count;
+            break;
+        case QAGG_STREAM_AVG:
+            if (!hs || !hc || a->count == 0)
+                return false;
+            v = a->sum / (double)a->count;
+            break;
+        case QAGG_STREAM_MIN:
+            if (!(a->has & (1u << ROLLUP_MIN)))
+                return false;
+            v = a->min;
+            break;
+        default:
+            if (!(a->has & (1u << ROLLUP_MAX)))
+                return false;
+            v = a->max;
+            break;
+        }
+    }
+    pt->ts_ms = c->g_lo_ms + ix * c->g_iv_ms;
+    pt->is_int = false;
+    pt->v.d = v;
+    return true;
+}
+
+/* Finishes s's current bucket: its point (if any) appended to s->pts. */
+static int acc_flush(const struct rctx *c, struct rser *s, struct ct_err *err)
+{
+    if (s->cur_ix < 0)
+        return CT_OK;
+    struct qagg_point pt;
+    if (acc_point(c, &s->cur, s->cur_ix, &pt)) {
+        if (s->npts == s->cappts) {
+            size_t nc = s->cappts ? 2 * s->cappts : 8;
+            struct qagg_point *np = realloc(s->pts, nc * sizeof(*np));
+            if (!np)
+                return ct_err_set(err, CT_ENOMEM, "out of memory for rollup points");
+            s->pts = np;
+            s->cappts = nc;
+        }
+        s->pts[s->npts++] = pt;
+    }
+    s->cur_ix = -1;
+    return CT_OK;
+}
+
+/* The accumulator of s's bucket ix (the current one, or a new one after finishing it); NULL
+ * with err set when out of memory, or (our bug) when a source went back in time. */
+static struct racc *acc_at(const struct rctx *c, struct rser *s, int64_t ix, struct ct_err *err)
+{
+    if (ix == s->cur_ix)
+        return &s->cur;
+    if (ix < s->cur_ix || ix < 0 || (size_t)ix >= c->nb) {
+        ct_err_set(err, CT_ECORRUPT, "rollup bucket %lld read after %lld", (long long)ix,
+                   (long long)s->cur_ix);
+        return NULL;
+    }
+    if (acc_flush(c, s, err) != CT_OK)
+        return NULL;
+    memset(&s->cur, 0, sizeof(s->cur));
+    s->cur_ix = ix;
+    return &s->cur;
 }
 
 static void fold(struct racc *a, enum rollup_agg g, double v, int64_t cnt)
@@ -192,29 +301,47 @@ static enum wc_row_decision rf_filter(void *arg, const uint8_t *row, size_t len)
 }
 
 /* Calls row_fn for every row of table tab in the metric's key range of salt bucket b whose
- * base lies in [first_base, last_base]. */
+ * base lies in [first_base, last_base], oldest hour first. Raw rows (raw): the exact key ranges
+ * of the series the tag index picked, or of the leading tags the filter pins, when the scan's
+ * plan has them (x->exact, x->nlead: as the raw scan reads them), forward. */
 typedef int (*row_fn)(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err);
 static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t first_base,
-                      int64_t last_base, row_fn fn, struct ct_err *err)
+                      int64_t last_base, bool raw, row_fn fn, struct ct_err *err)
 {
     struct xscan *x = c->x;
     const struct rowkey_layout *l = x->l;
     int rc = CT_OK;
+    struct wc_row_range *ranges = NULL;
     {
         uint8_t k0[ROWKEY_MAX_BYTES], k1[ROWKEY_MAX_BYTES];
-        size_t l0 = rowkey_scan_start(l, b, x->metric, first_base, k0);
-        size_t l1 = rowkey_scan_stop(l, b, x->metric, last_base, k1);
         struct wc_scan_options so;
         wc_scan_options_init(&so);
-        so.start_row = wc_bytes_of(k0, l0);
-        so.stop_row = wc_bytes_of(k1, l1);
+        if (raw && x->exact) {
+            rc = qindex_ranges(l, b, first_base, last_base, x->tsuids, x->tsuid_lens, x->ntsuids,
+                               &ranges, &so.nranges, err);
+        } else if (raw && x->nlead) {
+            rc = rowkey_lead_ranges(l, b, x->metric, first_base, last_base, x->lead_vals, x->lead_n,
+                                    x->nlead, &ranges, &so.nranges, err);
+        } else {
+            size_t l0 = rowkey_scan_start(l, b, x->metric, first_base, k0);
+            size_t l1 = rowkey_scan_stop(l, b, x->metric, last_base, k1);
+            so.start_row = wc_bytes_of(k0, l0);
+            so.stop_row = wc_bytes_of(k1, l1);
+        }
+        so.ranges = ranges;
+        if (rc != CT_OK || (ranges == NULL && raw && (x->exact || x->nlead))) {
+            free(ranges); /* an error, or no range in this bucket: nothing to read */
+            return rc;
+        }
         so.row_filter = rf_filter;
         so.row_filter_arg = x;
         struct wc_scanner *sc = NULL;
-        if ((rc = wc_scanner_open(tab, &so, &sc, err)) != CT_OK)
+        if ((rc = wc_scanner_open(tab, &so, &sc, err)) != CT_OK) {
+            free(ranges);
             return rc;
+        }
         atomic_fetch_add(&x->scanners, 1);
-        atomic_fetch_add(&x->key_ranges, 1);
+        atomic_fetch_add(&x->key_ranges, so.nranges ? so.nranges : 1);
         struct wc_row row;
         while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
             struct rowkey_parts p;
@@ -228,6 +355,7 @@ static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t 
             rc = CT_OK;
         wc_scanner_close(sc);
     }
+    free(ranges);
     return rc;
 }
 
@@ -301,14 +429,17 @@ static int rollup_row(struct rctx *c, const struct wc_row *row, int64_t base, st
                              .v = p.type == DPCODEC_INT ? (double)p.i : p.f,
                              .cnt = p.type == DPCODEC_INT ? p.i : (int64_t)p.f};
     }
-    for (int a = 0; a < ROLLUP_NAGG; a++)
-        for (int ix = 0; ix < RSLOTS; ix++) {
+    for (int ix = 0; ix < RSLOTS; ix++) /* in time order: one bucket at a time */
+        for (int a = 0; a < ROLLUP_NAGG; a++) {
             if (!((used[a] >> ix) & 1u))
                 continue;
             if (!s && !(s = row_series(c, row, err)))
                 return err->code;
             const struct rslot *sl = &slot[a][ix];
-            fold(&s->b[(sl->ts - c->lo_s) / c->iv_s], (enum rollup_agg)a, sl->v, sl->cnt);
+            struct racc *acc = acc_at(c, s, (sl->ts - c->lo_s) / c->iv_s, err);
+            if (!acc)
+                return err->code;
+            fold(acc, (enum rollup_agg)a, sl->v, sl->cnt);
             atomic_fetch_add(&c->x->dps, 1);
         }
     return CT_OK;
@@ -345,14 +476,16 @@ static int pend_row(struct rctx *c, struct rser *s, struct ct_err *err)
 
 /* One raw point (of the raw source's hours) folded into its bucket, as raw_row() folds a row's
  * points one by one: NaN marks the bucket raw and is otherwise skipped. */
-static void fold_point(struct rctx *c, struct rser *s, int64_t ts_ms, double v)
+static int fold_point(struct rctx *c, struct rser *s, int64_t ts_ms, double v, struct ct_err *err)
 {
-    if (ts_ms < c->raw_from_s * 1000 || ts_ms >= c->raw_to_s * 1000)
-        return;
-    struct racc *a = &s->b[(ts_ms / 1000 - c->lo_s) / c->iv_s];
+    if (ts_ms < c->g_from_ms || ts_ms >= c->g_to_ms)
+        return CT_OK;
+    struct racc *a = acc_at(c, s, (ts_ms - c->g_lo_ms) / c->g_iv_ms, err);
+    if (!a)
+        return err->code;
     a->has |= RACC_RAW;
     if (isnan(v))
-        return;
+        return CT_OK;
     a->sum += v;
     if (!(a->has & (1u << ROLLUP_MIN)) || v < a->min)
         a->min = v;
@@ -361,6 +494,7 @@ static void fold_point(struct rctx *c, struct rser *s, int64_t ts_ms, double v)
     a->count++;
     a->has |= (uint8_t)((1u << ROLLUP_SUM) | (1u << ROLLUP_COUNT) | (1u << ROLLUP_MIN) |
                         (1u << ROLLUP_MAX));
+    return CT_OK;
 }
 
 /* The head's series of salt bucket b: each one's kept raw points and head points merged in time
@@ -379,19 +513,25 @@ static int fold_head(struct rctx *c, unsigned b, struct ct_err *err)
             return err->code;
         if (s->head < 0)
             continue; /* no head point in the raw source's hours */
+        s->seen = true;
         const struct dpcodec_point *hp = x->head_pts + x->head_off[i];
         size_t hn = x->head_off[i + 1] - x->head_off[i], h = 0;
-        for (size_t k = 0; k < s->npend; k++) {
+        int rc = CT_OK;
+        for (size_t k = 0; k < s->npend && rc == CT_OK; k++) {
             const struct rpend *r = &s->pend[k];
-            for (; h < hn && hp[h].ts_ms < r->ts_ms; h++)
-                fold_point(c, s, hp[h].ts_ms,
-                           hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f);
+            for (; h < hn && hp[h].ts_ms < r->ts_ms && rc == CT_OK; h++)
+                rc = fold_point(c, s, hp[h].ts_ms,
+                                hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f, err);
             if (h < hn && hp[h].ts_ms == r->ts_ms)
                 continue; /* the head's point is newer */
-            fold_point(c, s, r->ts_ms, r->v);
+            if (rc == CT_OK)
+                rc = fold_point(c, s, r->ts_ms, r->v, err);
         }
-        for (; h < hn; h++)
-            fold_point(c, s, hp[h].ts_ms, hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f);
+        for (; h < hn && rc == CT_OK; h++)
+            rc = fold_point(c, s, hp[h].ts_ms,
+                            hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f, err);
+        if (rc != CT_OK)
+            return rc;
         atomic_fetch_add(&x->dps, hn);
         free(s->pend);
         s->pend = NULL;
@@ -400,47 +540,13 @@ static int fold_head(struct rctx *c, unsigned b, struct ct_err *err)
     return CT_OK;
 }
 
-/* A raw row (one hour, inside one bucket: the interval is whole hours and lo is aligned to it)
- * folded into its bucket's accumulators, point by point in time order (so sums are added in the
- * order the general path adds them: the same bits), only the aggregates needed; its
- * annotations kept for the series. */
-static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err)
+/* The points [i, e) of a raw row (k) folded into bucket a, one by one in time order (so sums
+ * are added in the order the general path adds them: the same bits), only the aggregates
+ * needed. */
+static void fold_range(const struct rctx *c, struct racc *a, const struct dpcodec_cols *k, size_t i,
+                       size_t e)
 {
-    const struct rsrc *src = &c->src;
-    if (base < src->from || base >= src->to)
-        return CT_OK;
-    int rc = dpcodec_row_decode_cols(base, row->cells, row->ncells, &c->cols, NULL, err);
-    if (rc != CT_OK)
-        return rc;
-    bool has_ann = false;
-    for (size_t i = 0; i < row->ncells && !has_ann; i++)
-        has_ann =
-            dpcodec_is_annotation_q(row->cells[i].qualifier.data, row->cells[i].qualifier.len);
-    size_t n = c->cols.n;
-    if (!n && !has_ann)
-        return CT_OK;
-    struct rser *s = row_series(c, row, err);
-    if (!s)
-        return err->code;
-    for (size_t i = 0; i < row->ncells && has_ann; i++) {
-        const struct wc_cell *cell = &row->cells[i];
-        int64_t st;
-        struct ct_err e2 = {0};
-        if (!dpcodec_is_annotation_q(cell->qualifier.data, cell->qualifier.len) ||
-            dpcodec_annotation_time(base, cell->qualifier.data, cell->qualifier.len, &st, &e2) !=
-                CT_OK ||
-            st < c->lo_s * 1000 || st >= (c->lo_s + (int64_t)c->nb * c->iv_s) * 1000)
-            continue;
-        if (qexec_xann_append(&s->anns, &s->nanns, st, cell->value.data, cell->value.len) != CT_OK)
-            return ct_err_set(err, CT_ENOMEM, "out of memory keeping an annotation");
-    }
-    if (!n)
-        return CT_OK;
-    if (s->head >= 0 && base >= s->head_from_s) /* merged with the head's points later */
-        return pend_row(c, s, err);
-    struct racc *a = &s->b[(base - c->lo_s) / c->iv_s];
     a->has |= RACC_RAW;
-    const struct dpcodec_cols *k = &c->cols;
     double sum = a->sum, mn = a->min, mx = a->max;
     int64_t cnt = 0;
     bool first_min = !(a->has & (1u << ROLLUP_MIN)), first_max = !(a->has & (1u << ROLLUP_MAX));
@@ -449,23 +555,23 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
     if (k->kinds == DPCODEC_COLS_INTS) { /* integers: never NaN */
         const int64_t *v = (const int64_t *)(const void *)k->val;
         if (need_sum)
-            for (size_t i = 0; i < n; i++)
-                sum += (double)v[i];
+            for (size_t j = i; j < e; j++)
+                sum += (double)v[j];
         if (need_min || need_max) {
-            int64_t lo = v[0], hi = v[0];
-            for (size_t i = 1; i < n; i++) {
-                lo = v[i] < lo ? v[i] : lo;
-                hi = v[i] > hi ? v[i] : hi;
+            int64_t lo = v[i], hi = v[i];
+            for (size_t j = i + 1; j < e; j++) {
+                lo = v[j] < lo ? v[j] : lo;
+                hi = v[j] > hi ? v[j] : hi;
             }
             mn = first_min || (double)lo < mn ? (double)lo : mn;
             mx = first_max || (double)hi > mx ? (double)hi : mx;
             first_min = first_max = false;
         }
-        cnt = (int64_t)n;
+        cnt = (int64_t)(e - i);
     } else {
-        for (size_t i = 0; i < n; i++) {
-            double v = k->kinds == DPCODEC_COLS_REALS ? ((const double *)(const void *)k->val)[i]
-                                                      : dpcodec_cols_double(k, i);
+        for (size_t j = i; j < e; j++) {
+            double v = k->kinds == DPCODEC_COLS_REALS ? ((const double *)(const void *)k->val)[j]
+                                                      : dpcodec_cols_double(k, j);
             if (isnan(v))
                 continue;
             sum += v;
@@ -485,62 +591,97 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
         a->has |= (uint8_t)((1u << ROLLUP_SUM) | (1u << ROLLUP_COUNT) | (1u << ROLLUP_MIN) |
                             (1u << ROLLUP_MAX));
     }
-    atomic_fetch_add(&c->x->dps, n);
+}
+
+/* A raw row folded into its buckets' accumulators (fold_range); its annotations kept for the
+ * series. Whole-hour buckets: the row lies in one bucket (lo is aligned to the interval). Span
+ * buckets: the row's points are cut at the bucket ends; the raw scan is forward, so a series'
+ * rows come oldest first and a bucket spanning rows still adds its points in time order. */
+static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err)
+{
+    const struct rsrc *src = &c->src;
+    if (base < src->from || base >= src->to)
+        return CT_OK;
+    int rc = dpcodec_row_decode_cols(base, row->cells, row->ncells, &c->cols, NULL, err);
+    if (rc != CT_OK)
+        return rc;
+    bool has_ann = false;
+    for (size_t i = 0; i < row->ncells && !has_ann; i++)
+        has_ann =
+            dpcodec_is_annotation_q(row->cells[i].qualifier.data, row->cells[i].qualifier.len);
+    size_t n = c->cols.n;
+    if (!n && !has_ann)
+        return CT_OK;
+    struct rser *s = row_series(c, row, err);
+    if (!s)
+        return err->code;
+    s->seen = true;
+    for (size_t i = 0; i < row->ncells && has_ann; i++) {
+        const struct wc_cell *cell = &row->cells[i];
+        int64_t st;
+        struct ct_err e2 = {0};
+        if (!dpcodec_is_annotation_q(cell->qualifier.data, cell->qualifier.len) ||
+            dpcodec_annotation_time(base, cell->qualifier.data, cell->qualifier.len, &st, &e2) !=
+                CT_OK ||
+            st < c->ann_lo_ms || st >= c->ann_hi_ms)
+            continue;
+        if (qexec_xann_append(&s->anns, &s->nanns, st, cell->value.data, cell->value.len) != CT_OK)
+            return ct_err_set(err, CT_ENOMEM, "out of memory keeping an annotation");
+    }
+    if (!n)
+        return CT_OK;
+    uint64_t total = atomic_fetch_add(&c->x->dps, n) + n;
+    if (c->span && c->x->max_dps && total > c->x->max_dps) /* the scan's limit (raw points) */
+        return ct_err_set(err, CT_ELIMIT,
+                          "Sorry, you have attempted to fetch more than our limit of %llu "
+                          "data points. Please try filtering using more tags or decrease "
+                          "your time range.",
+                          (unsigned long long)c->x->max_dps);
+    if (s->head >= 0 && base >= s->head_from_s) { /* merged with the head's points later */
+        atomic_fetch_sub(&c->x->dps, n);          /* pend_row counts them */
+        return pend_row(c, s, err);
+    }
+    struct dpcodec_cols *k = &c->cols;
+    if (!c->span) {
+        struct racc *a = acc_at(c, s, (base - c->lo_s) / c->iv_s, err);
+        if (!a)
+            return err->code;
+        fold_range(c, a, k, 0, n);
+        return CT_OK;
+    }
+    if (k->ts_regular)
+        dpcodec_cols_fill_ts(k);
+    size_t i = 0;
+    while (i < n && k->ts[i] < c->g_from_ms)
+        i++;
+    while (i < n && k->ts[i] < c->g_to_ms) {
+        int64_t ix = (k->ts[i] - c->g_lo_ms) / c->g_iv_ms;
+        int64_t bend = c->g_lo_ms + (ix + 1) * c->g_iv_ms;
+        size_t e = i + 1;
+        while (e < n && k->ts[e] < bend && k->ts[e] < c->g_to_ms)
+            e++;
+        struct racc *a = acc_at(c, s, ix, err);
+        if (!a)
+            return err->code;
+        fold_range(c, a, k, i, e);
+        i = e;
+    }
     return CT_OK;
 }
 
-/* The series' points into a new xser in set. */
-static int emit_series(struct rctx *c, struct rser *s, enum qagg_stream kind, struct xset *set,
-                       struct ct_err *err)
+/* The series' points into a new xser in set (its current bucket finished first). */
+static int emit_series(struct rctx *c, struct rser *s, struct xset *set, struct ct_err *err)
 {
-    struct qagg_point *pts = malloc((c->nb ? c->nb : 1) * sizeof(*pts));
+    int frc = acc_flush(c, s, err);
+    if (frc != CT_OK)
+        return frc;
+    size_t n = s->npts;
+    struct qagg_point *pts = s->pts ? s->pts : malloc(sizeof(*pts));
     if (!pts)
         return ct_err_set(err, CT_ENOMEM, "out of memory for rollup points");
-    size_t n = 0;
-    for (size_t i = 0; i < c->nb; i++) {
-        const struct racc *a = &s->b[i];
-        bool hs = a->has & (1u << ROLLUP_SUM), hc = a->has & (1u << ROLLUP_COUNT);
-        double v;
-        if ((a->has & RACC_RAW) && !hc) { /* raw points, all NaN: NaN, as the raw path */
-            pts[n].ts_ms = (c->lo_s + (int64_t)i * c->iv_s) * 1000;
-            pts[n].is_int = false;
-            pts[n].v.d = NAN;
-            n++;
-            continue;
-        }
-        switch (kind) {
-        case QAGG_STREAM_SUM:
-            if (!hs)
-                continue;
-            v = a->sum;
-            break;
-        case QAGG_STREAM_COUNT:
-            if (!hc)
-                continue;
-            v = (double)a->count;
-            break;
-        case QAGG_STREAM_AVG:
-            if (!hs || !hc || a->count == 0)
-                continue;
-            v = a->sum / (double)a->count;
-            break;
-        case QAGG_STREAM_MIN:
-            if (!(a->has & (1u << ROLLUP_MIN)))
-                continue;
-            v = a->min;
-            break;
-        default:
-            if (!(a->has & (1u << ROLLUP_MAX)))
-                continue;
-            v = a->max;
-            break;
-        }
-        pts[n].ts_ms = (c->lo_s + (int64_t)i * c->iv_s) * 1000;
-        pts[n].is_int = false;
-        pts[n].v.d = v;
-        n++;
-    }
-    if (!n && !s->nanns) {
+    s->pts = NULL; /* moved: freed below or owned by the xser */
+    s->npts = s->cappts = 0;
+    if (!n && !s->nanns && !(c->span && s->seen)) {
         free(pts);
         return CT_OK;
     }
@@ -582,6 +723,8 @@ struct rplan {
     enum qagg_stream kind;
     int64_t lo, hi, cut1, cut2, iv_s;
     size_t nb;
+    int64_t g_lo_ms, g_iv_ms, g_from_ms, g_to_ms, ann_lo_ms, ann_hi_ms; /* as struct rctx */
+    bool span;
     bool need[ROLLUP_NAGG];
     struct hashset hix; /* the head's series */
     atomic_uint next;
@@ -600,32 +743,40 @@ static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_e
     c.hix = p->x->nhead ? &p->hix : NULL;
     c.raw_from_s = p->cut2;
     c.raw_to_s = p->hi;
+    c.g_lo_ms = p->g_lo_ms;
+    c.g_iv_ms = p->g_iv_ms;
+    c.g_from_ms = p->g_from_ms;
+    c.g_to_ms = p->g_to_ms;
+    c.ann_lo_ms = p->ann_lo_ms;
+    c.ann_hi_ms = p->ann_hi_ms;
+    c.span = p->span;
+    c.kind = p->kind;
     dpcodec_cols_init(&c.cols);
     int rc = CT_OK;
     if (p->cut1 > p->lo) {
         c.src = (struct rsrc){ROLLUP_1D, p->lo, p->cut1};
         rc = scan_table(&c, b, rollup_table(p->r, ROLLUP_1D), rollup_row_base(ROLLUP_1D, p->lo),
-                        rollup_row_base(ROLLUP_1D, p->cut1 - 1), rollup_row, err);
+                        rollup_row_base(ROLLUP_1D, p->cut1 - 1), false, rollup_row, err);
     }
     if (rc == CT_OK && p->cut2 > p->cut1) {
         c.src = (struct rsrc){ROLLUP_1H, p->cut1, p->cut2};
         rc = scan_table(&c, b, rollup_table(p->r, ROLLUP_1H), rollup_row_base(ROLLUP_1H, p->cut1),
-                        rollup_row_base(ROLLUP_1H, p->cut2 - 1), rollup_row, err);
+                        rollup_row_base(ROLLUP_1H, p->cut2 - 1), false, rollup_row, err);
     }
     if (rc == CT_OK && p->hi > p->cut2) {
         c.src = (struct rsrc){ROLLUP_1H, p->cut2, p->hi};
-        rc = scan_table(&c, b, tsdb_data_table(p->x->t), p->cut2, p->hi - 3600, raw_row, err);
+        rc = scan_table(&c, b, tsdb_data_table(p->x->t), p->cut2, p->hi - 3600, true, raw_row, err);
     }
     if (rc == CT_OK && c.hix)
         rc = fold_head(&c, b, err);
     for (size_t i = 0; i < c.n && rc == CT_OK; i++)
-        rc = emit_series(&c, c.ser[i], p->kind, set, err);
+        rc = emit_series(&c, c.ser[i], set, err);
     for (size_t i = 0; i < c.n; i++) {
         for (size_t a = 0; a < c.ser[i]->nanns; a++)
             free(c.ser[i]->anns[a].json);
         free(c.ser[i]->anns);
         free(c.ser[i]->pend);
-        free(c.ser[i]->b);
+        free(c.ser[i]->pts);
         free(c.ser[i]);
     }
     dpcodec_cols_free(&c.cols);
@@ -649,20 +800,47 @@ static void rplan_thread(void *arg)
     }
 }
 
-int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r, enum rollup_iv iv,
-                 struct qpool *pool, unsigned threads, struct ct_err *err)
+int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, const struct qagg_window *w,
+                 struct rollup *r, enum rollup_iv iv, struct qpool *pool, unsigned threads,
+                 struct ct_err *err)
 {
     struct rplan p;
     memset(&p, 0, sizeof(p));
     p.x = x;
     p.r = r;
-    p.iv_s = sub->ds.interval_ms / 1000;
-    /* the window's whole buckets (qagg_window_compute aligns it to the interval, then hours) */
-    p.lo = x->win_start_s + (p.iv_s - x->win_start_s % p.iv_s) % p.iv_s;
-    p.hi = x->win_end_s - x->win_end_s % p.iv_s;
-    if (p.hi <= p.lo)
-        return CT_OK;
-    p.nb = (size_t)((p.hi - p.lo) / p.iv_s);
+    const struct qagg_ds *ds = &sub->ds;
+    p.span = ds->all || ds->interval_ms % HOUR_MS;
+    if (p.span) { /* raw rows of the whole window; buckets as ds_plain makes them */
+        p.lo = x->win_start_s;
+        p.hi = x->win_end_s;
+        p.iv_s = HOUR_MS / 1000;
+        if (ds->all) { /* one bucket: the points in [start, end), stamped at the start */
+            p.g_lo_ms = p.g_from_ms = w->q_start_ms;
+            p.g_to_ms = w->q_end_ms;
+            p.g_iv_ms = p.g_to_ms > p.g_lo_ms ? p.g_to_ms - p.g_lo_ms : 1;
+        } else { /* from the Downsampler's first bucket on */
+            int64_t div = ds->interval_ms, seek = w->win_start_ms + div - 1;
+            p.g_lo_ms = p.g_from_ms = seek - seek % div;
+            p.g_to_ms = w->win_end_ms;
+            p.g_iv_ms = div;
+        }
+        p.nb = p.g_to_ms > p.g_from_ms ? (size_t)((p.g_to_ms - 1 - p.g_lo_ms) / p.g_iv_ms + 1) : 0;
+        p.ann_lo_ms = p.lo * 1000;
+        p.ann_hi_ms = p.hi * 1000;
+    } else {
+        p.iv_s = ds->interval_ms / 1000;
+        /* the window's whole buckets (qagg_window_compute aligns it to the interval, then
+         * hours) */
+        p.lo = x->win_start_s + (p.iv_s - x->win_start_s % p.iv_s) % p.iv_s;
+        p.hi = x->win_end_s - x->win_end_s % p.iv_s;
+        if (p.hi <= p.lo)
+            return CT_OK;
+        p.nb = (size_t)((p.hi - p.lo) / p.iv_s);
+        p.g_lo_ms = p.lo * 1000;
+        p.g_iv_ms = p.iv_s * 1000;
+        p.g_to_ms = p.ann_hi_ms = p.hi * 1000;
+        p.ann_lo_ms = p.lo * 1000;
+    }
     p.kind = qagg_stream_kind(sub->ds.fn);
     p.need[ROLLUP_SUM] = p.kind == QAGG_STREAM_SUM || p.kind == QAGG_STREAM_AVG;
     p.need[ROLLUP_COUNT] = p.kind == QAGG_STREAM_COUNT || p.kind == QAGG_STREAM_AVG;
@@ -670,7 +848,7 @@ int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
     p.need[ROLLUP_MAX] = p.kind == QAGG_STREAM_MAX;
     p.cut1 = p.lo;
     p.cut2 = p.hi;
-    if (!r || sub->rollup_usage == QSPEC_ROLLUP_RAW) { /* raw rows only */
+    if (!r || sub->rollup_usage == QSPEC_ROLLUP_RAW || p.span) { /* raw rows only */
         p.cut2 = p.lo;
     } else if (sub->rollup_usage == QSPEC_ROLLUP_NOFALLBACK) {
         p.cut1 = iv == ROLLUP_1D ? p.hi : p.lo;
@@ -684,6 +862,8 @@ int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
             p.cut1 = dp < p.lo ? p.lo : dp > p.hi ? p.hi : dp;
         p.cut2 = hp < p.cut1 ? p.cut1 : hp > p.hi ? p.hi : hp;
     }
+    if (!p.span)
+        p.g_from_ms = p.cut2 * 1000; /* raw points are folded from the raw source's hours on */
     for (size_t i = 0; i < x->nhead; i++) { /* the head's series, read by every thread */
         size_t slot = 0;
         uint64_t h = hash_bytes(x->head_ts[i], x->head_tl[i], 0);

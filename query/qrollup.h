@@ -27,7 +27,19 @@
  * from the rollup tables it has no rollup and so no point. The ingest head's points of the raw
  * source's hours are folded too (merged with the raw rows of their hours, the head's point
  * winning a shared timestamp, as the scan's merge); head points of hours the tables already
- * cover are late points, missed until the job rolls them up, as stored late points are. */
+ * cover are late points, missed until the job rolls them up, as stored late points are.
+ *
+ * Span buckets (raw rows only): `0all` (one bucket, the points in [start, end), stamped at the
+ * start) and fixed intervals that are not whole hours and do not divide an hour (7m, 90m, 25h
+ * ...; one that divides an hour is the scan's own downsampling), same functions. A bucket may
+ * then span rows or lie inside one: each row's points are cut at the bucket ends and folded
+ * into their buckets. The raw scan is forward (oldest hour first) and a series lives in one
+ * salt bucket, so a bucket's points are added in time order, as the general path adds them:
+ * the same bits. Memory: one point a series and bucket holding data, whatever the points (every
+ * source visits a series' buckets in time order, so one accumulator a series); the datapoint
+ * limit counts raw points read, as the scan's. Every series read is answered (with no point
+ * when none lies in a bucket), as the general path answers it. A fill policy (not with rollup
+ * tables) is applied to the buckets afterwards (qagg_ds_fill), as for the scan's. */
 #ifndef CT_QROLLUP_H
 #define CT_QROLLUP_H
 
@@ -38,15 +50,18 @@
 #include "schema/rollup.h"
 
 /* Whether sub of q can be served from rollups with options o (see above); *iv the coarsest
- * rollup interval that divides its downsample interval. */
+ * rollup interval that divides its downsample interval. head: the ingest head holds points of
+ * the sub-query's window, so the scan cannot downsample as it reads: intervals that divide an
+ * hour (1m, 1h ...) are folded here too (span buckets) instead of keeping every point. */
 bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
-                      const struct qexec_options *o, enum rollup_iv *iv);
-/* Reads the series of x (metric, row filter, window x->win_start_s .. x->win_end_s) from the
+                      const struct qexec_options *o, bool head, enum rollup_iv *iv);
+/* Reads the series of x (metric, row filter, window x->win_start_s .. x->win_end_s; w the
+ * sub-query's window, whose query bounds a 0all bucket takes) from the
  * rollup tables and raw rows, one downsampled point per bucket, each salt bucket b into
  * x->sets[b * x->nslices] with its outcome in x->rcs / x->errs there (as the raw scan), on up to
  * `threads` threads of pool. Returns an error only if the job's progress cannot be read. */
-CT_MUST_CHECK int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, struct rollup *r,
-                               enum rollup_iv iv, struct qpool *pool, unsigned threads,
-                               struct ct_err *err);
+CT_MUST_CHECK int qrollup_scan(struct xscan *x, const struct qspec_sub *sub,
+                               const struct qagg_window *w, struct rollup *r, enum rollup_iv iv,
+                               struct qpool *pool, unsigned threads, struct ct_err *err);
 
 #endif

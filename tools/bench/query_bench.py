@@ -37,6 +37,8 @@ Queries (ctsdb m= / MetricsQL; D = 1m on 10 s data, 1h on 30 days; F = 5m, 1h on
   tags_pick_one     one series picked by two tags (host, dc) among all, raw
   group_by_service  avg by service of sys.load.1m at F-avg
   avg_1h_all, avg_1d_all   (sizes of 2 days or more) avg of all hosts at 1h-avg and 1d-avg
+  count_0all, avg_0all  sum of sys.cpu.user's per-series count / avg over the whole range
+                    (0all-count, 0all-avg: one bucket, streamed) / sum(count_over_time([dur]))
   last_grafana      the last point asked as Grafana asks it: its OpenTSDB data source POSTs
                     /api/query {start, end (epoch ms), queries: [{metric, aggregator: sum,
                     downsample: "<interval>-avg", filters: [literal_or host]}], msResolution,
@@ -451,6 +453,14 @@ def build_queries(hosts, dur, step, s, e, rollups=False):
                 c=cq("avg:%s-avg:sys.cpu.user" % name),
                 v=rng("avg(avg_over_time(%s[%s]))" % (vm_sel("sys.cpu.user"), name), dsec),
                 key="", shift=dsec - step, kind="range")
+    # one bucket over the whole range (OpenTSDB's 0all: the points in [start, end), stamped at
+    # the start; end = the data's end, so every point counts) against MetricsQL's rollup over
+    # the whole duration at the last point, moved back to the start
+    for fn, vfn in (("count", "count_over_time"), ("avg", "avg_over_time")):
+        q["%s_0all" % fn] = dict(
+            c="/api/query?start=%d&end=%d&m=sum:0all-%s:sys.cpu.user" % (s, e, fn),
+            v=rng("sum(%s(%s[%ds]))" % (vfn, vm_sel("sys.cpu.user"), dur), dur, s),
+            key="", shift=dur - step, kind="range")
     # the last point as Grafana asks it: its OpenTSDB data source POSTs /api/query with the
     # panel's range (absolute: epoch ms; a relative one would be "1h-ago"), the downsample
     # "<interval>-avg" and literal_or filters, and reads the last point of the answer; its

@@ -1,7 +1,8 @@
 /* query_micro.c - runs one /api/query JSON body in-process against a data directory (read-only)
  * RUNS times and prints the median, min and max wall time of qexec_run (JSON written to a
  * counting sink), the process CPU time per query (less sensitive to a loaded machine than wall
- * time) and the statsSummary counters. No HTTP: it isolates the query layer and the
+ * time), the statsSummary counters, the points the series held after the scan (qexec_stats.
+ * held_points) and the process's peak RSS. No HTTP: it isolates the query layer and the
  * store's read path for profiling (perf record -g -- query_micro ...).
  *
  * Usage: query_micro DATA_DIR RUNS 'JSON BODY' [threads [dump-file]]
@@ -139,11 +140,13 @@ int main(int argc, char **argv)
     qsort(ns, (size_t)runs, sizeof(uint64_t), cmp_u64);
     printf("cpu %.3f ms/query | median %.3f ms  min %.3f  max %.3f  | rows %llu raw %llu series "
            "%llu emitted %llu "
-           "bytes %zu scanners %llu key_ranges %llu | scan %.3f agg %.3f ms (last run)\n",
+           "bytes %zu scanners %llu key_ranges %llu held %llu | scan %.3f agg %.3f ms (last run) | "
+           "peak RSS %.1f MB\n",
            cpu_ms, ns[runs / 2] / 1e6, ns[0] / 1e6, ns[runs - 1] / 1e6, (unsigned long long)st.rows,
            (unsigned long long)st.raw_dps, (unsigned long long)st.series,
            (unsigned long long)st.emitted_dps, bytes, (unsigned long long)st.scanners,
-           (unsigned long long)st.key_ranges, st.scan_ns / 1e6, st.agg_ns / 1e6);
+           (unsigned long long)st.key_ranges, (unsigned long long)st.held_points, st.scan_ns / 1e6,
+           st.agg_ns / 1e6, ru1.ru_maxrss / 1024.0);
     free(ns);
     qpool_free(pool);
     qspec_free(q);

@@ -1,0 +1,293 @@
+/* test_qstream.c - streamed downsampling of `0all` and of fixed intervals that do not divide an
+ * hour (1d, 7m, 90m, 25h: qrollup's raw source, folding points into per-bucket accumulators as
+ * rows are read) and fill policies after in-scan downsampling: every answer equals the general
+ * path's (qexec_options.general_only) byte for byte, on generated data - many series in several
+ * salt buckets, gaps, integers, doubles that are not float-exact (so the order of additions
+ * shows in the bits), NaN, a counter with resets read through rate and counter rate, millisecond
+ * timestamps, query bounds off the hour. And the streamed path's memory: what the series hold
+ * after the scan (qexec_stats.held_points) is one point per series and bucket, the same with four
+ * times the points, where the general path holds every raw point. Literal filters read exact key
+ * ranges (the tag index's series, or the pinned leading tags), forward. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "query/qexec.h"
+#include "query/qjson.h"
+#include "query/qspec.h"
+#include "schema/tagidx.h"
+#include "tests/lib/ctest.h"
+#include "tests/lib/tsdb_fixture.h"
+
+#define DAY0 1356998400LL /* 2013-01-01T00:00:00Z */
+#define NOW  ((DAY0 + 4 * 86400) * 1000)
+#define NSER 12
+
+static int setup(void **state)
+{
+    struct tsdb_fixture *f = tsdb_fixture_open(4);
+    *state = f;
+    if (!f)
+        return 0;
+    const char *k[2] = {"host", "dc"};
+    char hv[NSER][8];
+    for (int sr = 0; sr < NSER; sr++) {
+        snprintf(hv[sr], sizeof(hv[sr]), "h%02d", sr);
+        const char *v[2] = {hv[sr], sr % 3 ? "x" : "y"};
+        /* "g": integers every 5 minutes over 2 days and 5 hours; every third series has gaps */
+        for (int64_t t = DAY0; t < DAY0 + 2 * 86400 + 5 * 3600; t += 300) {
+            if (sr % 3 == 2 && (t / 3600) % 5 == 0)
+                continue;
+            int64_t val = (sr + 1) * 100 + (t / 300 * 37 + sr * 11) % 97 - 40;
+            tsdb_fixture_put(f->t, "g", k, v, 2, dpcodec_point_int(t * 1000, false, val));
+        }
+        /* "d": doubles that are not float-exact every 10 minutes, a NaN every 7th point of some
+         * series, two hours of NaN only for h01; h02 in milliseconds (odd offsets) */
+        for (int64_t t = DAY0; t < DAY0 + 2 * 86400; t += 600) {
+            double val = (sr + 1) * 1.1 + (double)((t / 600 * 13 + sr) % 101) / 3.0;
+            if ((sr == 1 && (t - DAY0) / 7200 == 15) || (sr % 4 == 3 && (t / 600) % 7 == 0))
+                val = NAN;
+            bool ms = sr == 2;
+            int64_t ts = t * 1000 + (ms ? (t / 600) % 997 : 0);
+            tsdb_fixture_put(f->t, "d", k, v, 2, dpcodec_point_real(ts, ms, val));
+        }
+        /* "c": a counter every minute for 30 hours, reset every 7 hours for odd series */
+        int64_t cv = sr * 1000;
+        for (int64_t t = DAY0; t < DAY0 + 30 * 3600; t += 60) {
+            cv += 17 + (t / 60 + sr) % 13;
+            if (sr % 2 && (t - DAY0) % (7 * 3600) == 0)
+                cv = 5;
+            tsdb_fixture_put(f->t, "c", k, v, 2, dpcodec_point_int(t * 1000, false, cv));
+        }
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    tsdb_fixture_close(*state);
+    return 0;
+}
+
+static char *run(struct tsdb_fixture *f, const char *body, bool general, struct qexec_stats *stp)
+{
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    if (qspec_parse_json(body, strlen(body), NOW, &q, &err) != CT_OK)
+        fail_msg("parse %s: %s", body, err.msg);
+    struct qexec_options o;
+    qexec_options_init(&o);
+    o.general_only = general;
+    struct tsdb_fixture_buf b = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 64);
+    assert_non_null(j);
+    struct qexec_stats st;
+    memset(&st, 0, sizeof(st));
+    enum qexec_status status;
+    int rc = qexec_run(f->t, q, &o, j, &status, &st, &err);
+    if (rc != CT_OK)
+        fail_msg("run %s: %s", body, err.msg);
+    assert_int_equal(qjson_flush(j), CT_OK);
+    qjson_free(j);
+    qspec_free(q);
+    if (stp)
+        *stp = st;
+    return b.data ? b.data : strdup("");
+}
+
+/* The streamed answer and the general path's, byte for byte; returns the answer's length. */
+static size_t same(struct tsdb_fixture *f, const char *body)
+{
+    char *ref = run(f, body, true, NULL);
+    char *fast = run(f, body, false, NULL);
+    if (strcmp(ref, fast))
+        fail_msg("%s\ngeneral  %s\nstreamed %s", body, ref, fast);
+    size_t n = strlen(ref);
+    free(ref);
+    free(fast);
+    return n;
+}
+
+static void test_qstream_equals_general(void **state)
+{
+    struct tsdb_fixture *f = *state;
+    TSDB_FIXTURE_SKIP_IF_NONE(&f);
+    const char *fns[] = {"sum", "avg", "min", "max", "count"};
+    const char *ivs[] = {"0all", "1d", "7m", "90m", "25h", "13m", "1h", "15m"};
+    const char *fills[] = {"", "-nan", "-null", "-zero", "-scalar(2.5)"};
+    const char *ms[] = {"g", "d", "c"};
+    /* bounds: whole days; off the hour (and off the second: milliseconds) */
+    const long long starts[] = {DAY0 * 1000, DAY0 * 1000 + 5 * 3600 * 1000 + 123457};
+    const long long ends[] = {(DAY0 + 2 * 86400) * 1000, (DAY0 + 86400 + 7777) * 1000 + 31};
+    size_t checked = 0, with_nan = 0;
+    for (size_t mi = 0; mi < 3; mi++)
+        for (size_t fi = 0; fi < 5; fi++)
+            for (size_t ii = 0; ii < 8; ii++)
+                for (size_t li = 0; li < 5; li++)
+                    for (int var = 0; var < 4; var++) {
+                        /* not every combination: each fill and bound with each interval and
+                         * function at least once, keeping the test short */
+                        if ((fi + ii + li + (size_t)var + mi) % 3 && li)
+                            continue;
+                        char body[1024];
+                        const char *agg = var == 1 ? "zimsum" : var == 2 ? "max" : "sum";
+                        const char *rate = var == 3 ? ",\"rate\":true,\"rateOptions\":{"
+                                                      "\"counter\":true,\"resetValue\":1000}"
+                                           : mi == 2 && var == 2 ? ",\"rate\":true"
+                                                                 : "";
+                        snprintf(body, sizeof(body),
+                                 "{\"start\":%lld,\"end\":%lld,\"msResolution\":true,"
+                                 "\"queries\":[{\"metric\":\"%s\",\"aggregator\":\"%s\","
+                                 "\"downsample\":\"%s-%s%s\"%s%s}]}",
+                                 starts[var % 2], ends[(var / 2) % 2], ms[mi], agg, ivs[ii],
+                                 fns[fi], fills[li], rate,
+                                 var % 2    ? ",\"tags\":{\"host\":\"*\"}"
+                                 : var == 2 ? ",\"tags\":{\"dc\":\"*\"}"
+                                            : "");
+                        size_t n = same(f, body);
+                        assert_true(n > 20);
+                        checked++;
+                        char *a = run(f, body, false, NULL);
+                        with_nan += strstr(a, "NaN") != NULL || strstr(a, "null") != NULL;
+                        free(a);
+                    }
+    assert_true(checked > 300);
+    assert_true(with_nan > 0); /* the NaN buckets and fills were exercised */
+}
+
+/* Series read whose points all lie outside the 0all range are answered with no point, as the
+ * general path answers them; the datapoint limit counts raw points on both paths. */
+static void test_qstream_edges(void **state)
+{
+    struct tsdb_fixture *f = *state;
+    TSDB_FIXTURE_SKIP_IF_NONE(&f);
+    char body[512];
+    /* [00:30:00, 00:30:00.5): inside the first hour row, between two points */
+    snprintf(body, sizeof(body),
+             "{\"start\":%lld,\"end\":%lld,\"msResolution\":true,\"queries\":[{\"metric\":\"c\","
+             "\"aggregator\":\"none\",\"downsample\":\"0all-sum\"}]}",
+             (DAY0 + 1800) * 1000 + 100, (DAY0 + 1800) * 1000 + 500);
+    char *a = run(f, body, false, NULL);
+    assert_non_null(strstr(a, "\"dps\":{}"));
+    free(a);
+    same(f, body);
+    /* a 1 ms range holding one point */
+    snprintf(body, sizeof(body),
+             "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"g\",\"aggregator\":\"sum\","
+             "\"downsample\":\"0all-avg\",\"tags\":{\"host\":\"*\"}}]}",
+             (DAY0 + 3600) * 1000, (DAY0 + 3600) * 1000 + 1);
+    same(f, body);
+}
+
+static void test_qstream_limit(void **state)
+{
+    struct tsdb_fixture *f = *state;
+    TSDB_FIXTURE_SKIP_IF_NONE(&f);
+    const char *body = "{\"start\":1356998400000,\"end\":1357084800000,\"queries\":[{\"metric\":"
+                       "\"c\",\"aggregator\":\"sum\",\"downsample\":\"0all-count\"}]}";
+    for (int general = 0; general < 2; general++) {
+        struct qspec *q = NULL;
+        struct ct_err err = {0};
+        assert_int_equal(qspec_parse_json(body, strlen(body), NOW, &q, &err), CT_OK);
+        struct qexec_options o;
+        qexec_options_init(&o);
+        o.general_only = general;
+        o.max_datapoints = 5000; /* 12 series x 1,441 points */
+        enum qexec_status st;
+        char *json = NULL;
+        assert_int_equal(tsdb_fixture_run(f->t, q, &o, &json, &st, &err), CT_ELIMIT);
+        assert_int_equal(st, QEXEC_TOO_LARGE);
+        assert_non_null(strstr(err.msg, "limit of 5000 data points"));
+    }
+}
+
+/* What the series hold after the scan: for 0all one point per series, for 7m one per series and
+ * bucket, the same over four times the points (a day of "c" vs four, no new bucket); the general
+ * path holds every raw point. */
+static void test_qstream_memory_bounded(void **state)
+{
+    struct tsdb_fixture *f = *state;
+    TSDB_FIXTURE_SKIP_IF_NONE(&f);
+    char body[512];
+    struct qexec_stats st;
+    /* "c" over [00:00, 06:00) then the same buckets over 4x the points: 1 point a minute vs a
+     * 15-second copy written below */
+    const char *k[2] = {"host", "dc"};
+    for (int sr = 0; sr < 3; sr++) {
+        char hv[8];
+        snprintf(hv, sizeof(hv), "q%02d", sr);
+        const char *v[2] = {hv, "z"};
+        for (int64_t t = DAY0; t < DAY0 + 6 * 3600; t += 60)
+            tsdb_fixture_put(f->t, "sparse", k, v, 2, dpcodec_point_int(t * 1000, false, t % 7));
+        for (int64_t t = DAY0; t < DAY0 + 6 * 3600; t += 15)
+            tsdb_fixture_put(f->t, "dense", k, v, 2, dpcodec_point_int(t * 1000, false, t % 7));
+    }
+    const char *ds[] = {"0all-count", "7m-avg", "90m-max"};
+    const uint64_t buckets[] = {1, 6 * 60 / 7 + 1, 4};
+    for (size_t di = 0; di < 3; di++) {
+        uint64_t held[2];
+        for (int m = 0; m < 2; m++) {
+            snprintf(body, sizeof(body),
+                     "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"%s\","
+                     "\"aggregator\":\"sum\",\"downsample\":\"%s\"}]}",
+                     DAY0 * 1000, (DAY0 + 6 * 3600) * 1000 - 1, m ? "dense" : "sparse", ds[di]);
+            free(run(f, body, false, &st));
+            assert_int_equal(st.series, 3);
+            held[m] = st.held_points;
+            assert_true(held[m] <= 3 * buckets[di]);
+            assert_true(held[m] >= 3 * (buckets[di] - 1));
+            free(run(f, body, true, &st));
+            assert_int_equal(st.held_points, m ? 3 * 6 * 3600 / 15 : 3 * 6 * 60);
+        }
+        assert_int_equal(held[0], held[1]); /* 4x the points, the same memory */
+    }
+}
+
+/* Literal filters: the streamed path reads the exact key ranges of the series the tag index
+ * picks (or of the leading tags the filter pins), forward, and answers as the general path. */
+static void test_qstream_key_ranges(void **state)
+{
+    struct tsdb_fixture *f = *state;
+    TSDB_FIXTURE_SKIP_IF_NONE(&f);
+    struct ct_err err = {0};
+    uint64_t n = 0;
+    assert_int_equal(tagidx_rebuild(f->t, &n, &err), CT_OK);
+    const char *qs[] = {
+        "\"metric\":\"d\",\"aggregator\":\"sum\",\"downsample\":\"0all-sum\","
+        "\"tags\":{\"host\":\"h01|h02|h07\"}",
+        "\"metric\":\"g\",\"aggregator\":\"max\",\"downsample\":\"7m-avg-nan\","
+        "\"tags\":{\"host\":\"h05\"}",
+        "\"metric\":\"c\",\"aggregator\":\"sum\",\"downsample\":\"90m-max\","
+        "\"rate\":true,\"tags\":{\"host\":\"h03|h04\",\"dc\":\"x\"}",
+        "\"metric\":\"d\",\"aggregator\":\"avg\",\"downsample\":\"1d-avg\","
+        "\"tags\":{\"host\":\"h02|h03\"}",
+    };
+    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+        char body[512];
+        snprintf(body, sizeof(body),
+                 "{\"start\":%lld,\"end\":%lld,\"msResolution\":true,\"queries\":[{%s}]}",
+                 DAY0 * 1000 + 3600 * 1000 + 5, (DAY0 + 5 * 3600) * 1000, qs[i]);
+        struct qexec_stats st;
+        char *fast = run(f, body, false, &st);
+        char *ref = run(f, body, true, NULL);
+        if (strcmp(ref, fast))
+            fail_msg("%s\ngeneral  %s\nstreamed %s", body, ref, fast);
+        assert_true(strlen(fast) > 40);
+        assert_true(st.key_ranges > 4); /* exact ranges, not one range a salt bucket */
+        free(ref);
+        free(fast);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_qstream_equals_general, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qstream_edges, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qstream_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qstream_memory_bounded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qstream_key_ranges, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
