@@ -248,8 +248,9 @@ static void test_qgexp_shift(void **state)
 static void test_qgexp_series_functions(void **state)
 {
     (void)state;
-    /* union on the tag set, 0 for what is missing: host=x 1+2 .. 41+2; host=y a alone;
-     * host=z b alone (4 at 60) */
+    /* union on the tag set, 0 for what is missing, every series time-synced (OpenTSDB's
+     * ExpressionIterator over TimeSyncedIterators): host=x 1+2 .. 41+2; host=y a alone;
+     * host=z b alone: 4 at 60, 0 at the other timestamps */
     struct qgexp_set r = run("sumSeries(sum:a,sum:b)", "sum:a", "sum:b");
     assert_int_equal(r.n, 3);
     assert_string_equal(r.s[0].tagv[0], "x");
@@ -258,19 +259,19 @@ static void test_qgexp_series_functions(void **state)
     assert_string_equal(r.s[1].tagv[0], "y");
     assert_true(val(&r.s[1], 3) == -15);
     assert_string_equal(r.s[2].metric, "b"); /* named after the first operand that has it */
-    assert_int_equal(r.s[2].n, 1);
-    assert_true(val(&r.s[2], 0) == 4);
+    assert_int_equal(r.s[2].n, 5);
+    assert_true(val(&r.s[2], 0) == 0 && val(&r.s[2], 1) == 4 && val(&r.s[2], 4) == 0);
     assert_int_equal(r.s[2].nagg, 1);
     qgexp_set_clear(&r);
-    /* diff: x 11-2 = 9; y -5-0; z 0-4 */
+    /* diff: x 11-2 = 9; y -5-0; z 0-4 at 60 */
     r = run("diffSeries(sum:a,sum:b)", "sum:a", "sum:b");
     assert_true(val(&r.s[0], 1) == 9);
-    assert_true(val(&r.s[2], 0) == -4);
+    assert_true(val(&r.s[2], 1) == -4);
     qgexp_set_clear(&r);
-    /* multiply: x 21*2 = 42; z 0*4 = 0 */
+    /* multiply: x 21*2 = 42; z 0*4 = 0 at 60 */
     r = run("multiply(sum:a,sum:b)", "sum:a", "sum:b");
     assert_true(val(&r.s[0], 2) == 42);
-    assert_true(val(&r.s[2], 0) == 0);
+    assert_true(val(&r.s[2], 1) == 0);
     qgexp_set_clear(&r);
     /* divide: x 31/2 = 15.5; y -5/0 = NaN (no infinity in JSON) */
     r = run("divideSeries(sum:a,sum:b)", "sum:a", "sum:b");
