@@ -10,6 +10,8 @@
  * thread, the pipeline's bottleneck, only probes: open addressing, each slot holding the upper
  * half of the hash and the offset of an arena entry (header, key, TSUID together), and the slot
  * and entry of points a few places ahead are prefetched, so a hit costs no cache-miss wait.
+ * An entry also keeps what is a function of the series alone, computed once when it is added:
+ * the salt bucket of its row keys (a hash of the whole TSUID).
  * Invariants: (1) the map is bounded (STORE_CACHE_MAX entries, and with
  * tsd.storage.series_cache_bytes its slots and arena together within those bytes; past either it
  * is emptied), its memory allocated in blocks that are reused, so writing a point never
@@ -63,6 +65,7 @@ struct store_entry {
     uint32_t hour; /* the newest base hour (s) this writer put in the newest-hour index */
     uint32_t seq;  /* the writer's write that last listed it in touch (meta tracking) ... */
     uint32_t slot; /* ... at this index */
+    uint32_t salt; /* the series' salt bucket (rowkey_salt_bucket), hashed once per series */
     uint16_t tsuid_len;
 };
 
@@ -228,7 +231,8 @@ static const uint8_t *store_entry_tsuid(const struct store_entry *e)
 /* Adds an entry and returns it; on allocation failure the cache simply does not remember it
  * (NULL). */
 static struct store_entry *store_cache_put(struct store_cache *c, const char *key, size_t klen,
-                                           uint64_t h, const uint8_t *tsuid, size_t tlen)
+                                           uint64_t h, const uint8_t *tsuid, size_t tlen,
+                                           uint32_t salt)
 {
     size_t sz = store_entry_size(klen, tlen);
     if (c->n >= STORE_CACHE_MAX || (c->used + sz) / 8 >= 0xFFFFFFFFu)
@@ -291,6 +295,7 @@ static struct store_entry *store_cache_put(struct store_cache *c, const char *ke
     e->hour = 0;
     e->seq = 0;
     e->slot = 0;
+    e->salt = salt;
     uint8_t *k = (uint8_t *)(e + 1);
     memcpy(k, key, klen);
     memcpy(k + klen, tsuid, tlen);
@@ -961,6 +966,9 @@ struct store_counts {
     bool head_full;
     size_t head_bytes;
     int64_t head_open_ms;
+    /* the head's closed mark in ms when this write began (INT64_MIN: none or no head): points
+     * before it are written as single cells without passing through the head's staging */
+    int64_t closed_ms;
     /* the first backend error of a UID lookup in this write: once set, every later point of a
      * series not yet cached fails at once with it (a stalled backend costs one deadline per
      * write, not one per new series); code CT_OK while no lookup failed */
@@ -1088,9 +1096,11 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
         struct store_entry *e = store_cache_get(&w->cache, pb.series_key, pb.series_key_len, h);
         const uint8_t *ts = NULL;
         bool fresh = !e;
+        uint32_t salt = 0;
         if (e) {
             ts = store_entry_tsuid(e);
             tlen = e->tsuid_len;
+            salt = e->salt;
         }
         struct ct_err perr; /* set by whatever fails (zeroing 260 bytes per point showed) */
         perr.code = CT_OK;
@@ -1124,7 +1134,8 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
                 k->resolve_err = perr;
                 continue;
             }
-            e = store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen);
+            salt = rowkey_salt_bucket(layout, tsuid, tlen);
+            e = store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen, salt);
             ts = tsuid;
         }
         if (k->head_full && !store_admit_series(st, b, i, ts, tlen, pb.ts_ms, k))
@@ -1132,8 +1143,11 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
         struct dpcodec_point dp = pb.value.kind == PUT_INT
                                       ? dpcodec_point_int(pb.ts_ms, pb.ms, pb.value.i)
                                       : dpcodec_point_real(pb.ts_ms, pb.ms, pb.value.d);
-        int r = st->head ? store_head_stage(w, ts, tlen, &dp, &perr)
-                         : tsdb_batch_add(w->batch, layout, ts, tlen, &dp, &perr);
+        /* a point of an hour the head has handed off goes straight to the batch, as
+         * store_head_write would send it (the closed mark only rises) */
+        int r = st->head && pb.ts_ms >= k->closed_ms
+                    ? store_head_stage(w, ts, tlen, &dp, &perr)
+                    : tsdb_batch_add_salted(w->batch, layout, salt, ts, tlen, &dp, &perr);
         if (r == CT_EINVAL) {
             ingest_batch_set_outcome(b, i, INGEST_ILLEGAL, perr.msg);
             k->failed++;
@@ -1204,11 +1218,15 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
     w->hpn = w->tsbn = 0;
     struct store_counts k;
     memset(&k, 0, sizeof(k));
+    k.closed_ms = INT64_MIN;
+    if (st->head) {
+        int64_t closed = head_closed_before_s(st->head);
+        k.closed_ms = closed > INT64_MIN / 1000 ? closed * 1000 : INT64_MIN;
+    }
     if (st->head && st->head_bound) {
         k.head_bytes = head_bytes(st->head);
         k.head_full = k.head_bytes >= st->head_bound;
-        int64_t closed = head_closed_before_s(st->head);
-        k.head_open_ms = closed > INT64_MIN / 1000 ? closed * 1000 : INT64_MIN;
+        k.head_open_ms = k.closed_ms;
     }
     int rc = CT_OK;
     for (size_t i = 0; i < nb && rc == CT_OK; i++)
