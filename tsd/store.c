@@ -11,7 +11,9 @@
  * half of the hash and the offset of an arena entry (header, key, TSUID together), and the slot
  * and entry of points a few places ahead are prefetched, so a hit costs no cache-miss wait.
  * An entry also keeps what is a function of the series alone, computed once when it is added:
- * the salt bucket of its row keys (a hash of the whole TSUID).
+ * the salt bucket of its row keys (a hash of the whole TSUID), and the series' head ref
+ * (schema/head.h), so a point of a cached series costs one hash lookup (this map's), not a
+ * second in the head: the head checks the ref under its lock and looks up a stale one.
  * Invariants: (1) the map is bounded (STORE_CACHE_MAX entries, and with
  * tsd.storage.series_cache_bytes its slots and arena together within those bytes; past either it
  * is emptied), its memory allocated in blocks that are reused, so writing a point never
@@ -66,6 +68,7 @@ struct store_entry {
     uint32_t seq;  /* the writer's write that last listed it in touch (meta tracking) ... */
     uint32_t slot; /* ... at this index */
     uint32_t salt; /* the series' salt bucket (rowkey_salt_bucket), hashed once per series */
+    struct head_ref href; /* where the head holds the series (schema/head.h), {0, 0}: unknown */
     uint16_t tsuid_len;
 };
 
@@ -78,6 +81,7 @@ struct store_cache {
     uint8_t *arena;
     size_t used, arena_cap;
     uint64_t gen;
+    uint64_t clears; /* times emptied: arena offsets taken before a clear name other entries */
     size_t max_bytes; /* slots + arena at most this (tsd.storage.series_cache_bytes); 0 = any */
     _Atomic size_t held; /* slots + arena allocated (read by /api/stats) */
 };
@@ -104,8 +108,14 @@ struct store_writer {
     _Atomic size_t touch_held; /* touch + touch_bytes allocated (read by /api/stats) */
     uint32_t seq; /* the write's number, for store_entry.seq */
     struct store_writer *next;
-    /* the head's points of this write (tsuid holds an offset into tsb until store_head_write) */
+    /* the head's points of this write (tsuid holds an offset into tsb until store_head_write),
+     * with hpcap of each: hrefs, the head refs of their series (head_append_batch's refs), and
+     * hent, their cache entries (arena offset / 8 + 1, 0 = none) to keep the refs it returns,
+     * valid while the cache's clears is stage_clears */
     struct head_point *hp;
+    struct head_ref *hrefs;
+    uint32_t *hent;
+    uint64_t stage_clears;
     size_t hpn, hpcap;
     uint8_t *tsb;
     size_t tsbn, tsbcap;
@@ -153,6 +163,7 @@ static void store_cache_clear(struct store_cache *c)
         memset(c->slots, 0, c->nslots * sizeof(*c->slots));
     c->n = 0;
     c->used = 0;
+    c->clears++;
 }
 
 static void store_cache_free(struct store_cache *c)
@@ -296,6 +307,7 @@ static struct store_entry *store_cache_put(struct store_cache *c, const char *ke
     e->seq = 0;
     e->slot = 0;
     e->salt = salt;
+    e->href = (struct head_ref){0, 0};
     uint8_t *k = (uint8_t *)(e + 1);
     memcpy(k, key, klen);
     memcpy(k + klen, tsuid, tlen);
@@ -773,6 +785,8 @@ void tsdstore_close(struct tsdstore *st)
     for (int i = 0; i < st->nall; i++) {
         tsdb_batch_free(st->all[i]->batch);
         free(st->all[i]->hp);
+        free(st->all[i]->hrefs);
+        free(st->all[i]->hent);
         free(st->all[i]->tsb);
         free(st->all[i]->hres);
         store_cache_free(&st->all[i]->cache);
@@ -975,9 +989,11 @@ struct store_counts {
     struct ct_err resolve_err;
 };
 
-/* Stages a point for the head (store_head_write): the same checks as tsdb_batch_add(). */
-static int store_head_stage(struct store_writer *w, const uint8_t *tsuid, size_t tlen,
-                            const struct dpcodec_point *p, struct ct_err *err)
+/* Stages a point for the head (store_head_write): the same checks as tsdb_batch_add(). e is the
+ * series' cache entry (NULL: none). */
+static int store_head_stage(struct store_writer *w, const struct store_entry *e,
+                            const uint8_t *tsuid, size_t tlen, const struct dpcodec_point *p,
+                            struct ct_err *err)
 {
     if (p->ts_ms < 0 || p->ts_ms > 9999999999999LL)
         return ct_err_set(err, CT_EINVAL, "timestamp %lld ms is out of range", (long long)p->ts_ms);
@@ -989,6 +1005,14 @@ static int store_head_stage(struct store_writer *w, const uint8_t *tsuid, size_t
         if (!np)
             return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
         w->hp = np;
+        struct head_ref *nr = realloc(w->hrefs, nc * sizeof(*nr));
+        if (!nr)
+            return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
+        w->hrefs = nr;
+        uint32_t *ne = realloc(w->hent, nc * sizeof(*ne));
+        if (!ne)
+            return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
+        w->hent = ne;
         w->hpcap = nc;
     }
     if (w->tsbn + tlen > w->tsbcap) {
@@ -1002,6 +1026,8 @@ static int store_head_stage(struct store_writer *w, const uint8_t *tsuid, size_t
         w->tsbcap = nc;
     }
     memcpy(w->tsb + w->tsbn, tsuid, tlen);
+    w->hrefs[w->hpn] = e ? e->href : (struct head_ref){0, 0};
+    w->hent[w->hpn] = e ? (uint32_t)(((const uint8_t *)e - w->cache.arena) / 8 + 1) : 0;
     w->hp[w->hpn++] = (struct head_point){(const uint8_t *)(uintptr_t)w->tsbn, tlen, *p};
     w->tsbn += tlen;
     return CT_OK;
@@ -1021,10 +1047,13 @@ static int store_head_write(struct tsdstore *st, struct store_writer *w, struct 
     int rc = CT_OK;
     for (size_t i = 0; i < w->hpn && rc == CT_OK; i++) {
         w->hp[i].tsuid = w->tsb + (uintptr_t)w->hp[i].tsuid;
-        if (w->hp[i].p.ts_ms < closed_ms)
+        if (w->hp[i].p.ts_ms < closed_ms) {
             rc = tsdb_batch_add(w->batch, layout, w->hp[i].tsuid, w->hp[i].tlen, &w->hp[i].p, err);
-        else
+        } else {
+            w->hrefs[n] = w->hrefs[i];
+            w->hent[n] = w->hent[i];
             w->hp[n++] = w->hp[i];
+        }
     }
     w->hpn = n;
     if (rc == CT_OK && n > w->hrescap) {
@@ -1040,7 +1069,15 @@ static int store_head_write(struct tsdstore *st, struct store_writer *w, struct 
     if (rc == CT_OK)
         rc = headlog_append(st->hlog, w->hp, n, store_wal_sync(st->durability), err);
     if (rc == CT_OK)
-        rc = head_append_batch(st->head, w->hp, n, w->hres, NULL, err);
+        rc = head_append_batch(st->head, w->hp, n, w->hrefs, w->hres, NULL, err);
+    /* the series' refs back into their cache entries, unless the cache was emptied while the
+     * write was built (its offsets may name other series now); a ref of a point not offered
+     * (an error) is the one it had */
+    if (w->cache.clears == w->stage_clears)
+        for (size_t i = 0; i < n; i++)
+            if (w->hent[i])
+                ((struct store_entry *)(void *)(w->cache.arena + (w->hent[i] - 1) * 8))->href =
+                    w->hrefs[i];
     for (size_t i = 0; i < n && rc == CT_OK; i++)
         if (w->hres[i] != HEAD_TAKEN)
             rc = tsdb_batch_add(w->batch, layout, w->hp[i].tsuid, w->hp[i].tlen, &w->hp[i].p, err);
@@ -1146,7 +1183,7 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
         /* a point of an hour the head has handed off goes straight to the batch, as
          * store_head_write would send it (the closed mark only rises) */
         int r = st->head && pb.ts_ms >= k->closed_ms
-                    ? store_head_stage(w, ts, tlen, &dp, &perr)
+                    ? store_head_stage(w, e, ts, tlen, &dp, &perr)
                     : tsdb_batch_add_salted(w->batch, layout, salt, ts, tlen, &dp, &perr);
         if (r == CT_EINVAL) {
             ingest_batch_set_outcome(b, i, INGEST_ILLEGAL, perr.msg);
@@ -1216,6 +1253,7 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
     if (++w->seq == 0) /* 0 is a new entry's: never a write's */
         w->seq = 1;
     w->hpn = w->tsbn = 0;
+    w->stage_clears = w->cache.clears;
     struct store_counts k;
     memset(&k, 0, sizeof(k));
     k.closed_ms = INT64_MIN;
