@@ -127,22 +127,49 @@ static uint64_t head_get_bits(struct head_bitreader *r, unsigned bits)
     return v;
 }
 
+/* A point's bits, gathered before they go into the chunk (at most HEAD_POINT_MAX_BITS), so a
+ * point is written with two or three head_put_bits steps instead of one call per field. */
+__extension__ typedef unsigned __int128 head_u128;
+struct head_acc {
+    head_u128 v; /* the last n bits, first one highest */
+    unsigned n;
+};
+
+/* Appends the low `bits` bits of v (1..64). */
+static inline void head_acc_put(struct head_acc *a, uint64_t v, unsigned bits)
+{
+    uint64_t mask = bits >= 64 ? ~0ULL : (1ULL << bits) - 1;
+    a->v = (a->v << bits) | (v & mask);
+    a->n += bits;
+}
+
+/* Writes the gathered bits to the chunk. REQUIRES: room (invariant 4). */
+static void head_acc_flush(struct head_chunk *c, const struct head_acc *a)
+{
+    assert(a->n <= HEAD_POINT_MAX_BITS);
+    if (a->n > 64) {
+        head_put_bits(c, (uint64_t)(a->v >> 64), a->n - 64);
+        head_put_bits(c, (uint64_t)a->v, 64);
+    } else if (a->n > 0) {
+        head_put_bits(c, (uint64_t)a->v, a->n);
+    }
+}
+
 /* A zig-zagged number in one of four width classes after its prefix ('0' is zero). */
-static void head_put_class(struct head_chunk *c, uint64_t z, const unsigned widths[4])
+static void head_put_class(struct head_acc *a, uint64_t z, const unsigned widths[4])
 {
     if (z == 0) {
-        head_put_bits(c, 0, 1);
+        head_acc_put(a, 0, 1);
         return;
     }
     for (unsigned k = 0; k < 3; k++)
         if (z < (1ULL << widths[k])) {
-            /* prefix: k+1 ones then a zero */
-            head_put_bits(c, ((1ULL << (k + 2)) - 2), k + 2);
-            head_put_bits(c, z, widths[k]);
+            /* prefix: k+1 ones then a zero, and the number, in one step */
+            head_acc_put(a, ((1ULL << (k + 2)) - 2) << widths[k] | z, k + 2 + widths[k]);
             return;
         }
-    head_put_bits(c, 0xF, 4);
-    head_put_bits(c, z, widths[3]);
+    head_acc_put(a, 0xF, 4);
+    head_acc_put(a, z, widths[3]);
 }
 
 static uint64_t head_get_class(struct head_bitreader *r, const unsigned widths[4])
@@ -199,51 +226,49 @@ static int head_chunk_reserve(struct head *h, struct head_chunk *c, struct ct_er
 static void head_chunk_append(struct head_chunk *c, const struct dpcodec_point *p)
 {
     uint8_t kind = head_kind(p);
+    struct head_acc a = {0, 0};
     if (c->n == 0) {
-        head_put_bits(c, kind, 3);
-        head_put_bits(c, (uint64_t)(p->ts_ms - c->base_s * 1000), HEAD_TS_BITS);
+        head_acc_put(&a, (uint64_t)kind << HEAD_TS_BITS | (uint64_t)(p->ts_ms - c->base_s * 1000),
+                     3 + HEAD_TS_BITS);
     } else {
-        if (kind == c->last_kind) {
-            head_put_bits(c, 0, 1);
-        } else {
-            head_put_bits(c, 1, 1);
-            head_put_bits(c, kind, 3);
-        }
+        if (kind == c->last_kind)
+            head_acc_put(&a, 0, 1);
+        else
+            head_acc_put(&a, 8u | kind, 4); /* '1' then the kind */
         int64_t delta = p->ts_ms - c->last_ts;
         if (c->n == 1)
-            head_put_bits(c, (uint64_t)delta, HEAD_TS_BITS);
+            head_acc_put(&a, (uint64_t)delta, HEAD_TS_BITS);
         else
-            head_put_class(c, coding_zigzag(delta - c->last_delta), head_dod_widths);
+            head_put_class(&a, coding_zigzag(delta - c->last_delta), head_dod_widths);
         c->last_delta = delta;
     }
     c->last_ts = p->ts_ms;
     c->last_kind = kind;
     if (p->type == DPCODEC_INT) {
         uint64_t u = (uint64_t)p->i;
-        head_put_class(c, coding_zigzag((int64_t)(u - c->last_i)), head_int_widths);
+        head_put_class(&a, coding_zigzag((int64_t)(u - c->last_i)), head_int_widths);
         c->last_i = u;
     } else {
         uint64_t u = head_dbits(p->f), x = u ^ c->last_f;
         c->last_f = u;
         if (x == 0) {
-            head_put_bits(c, 0, 1);
+            head_acc_put(&a, 0, 1);
         } else {
             unsigned lead = (unsigned)__builtin_clzll(x), trail = (unsigned)__builtin_ctzll(x);
             unsigned wtrail = 64u - c->win_lead - c->win_len;
             if (c->win_len && lead >= c->win_lead && trail >= wtrail) {
-                head_put_bits(c, 2, 2);
-                head_put_bits(c, x >> wtrail, c->win_len);
+                head_acc_put(&a, 2, 2);
+                head_acc_put(&a, x >> wtrail, c->win_len);
             } else {
                 unsigned len = 64 - lead - trail;
-                head_put_bits(c, 3, 2);
-                head_put_bits(c, lead, 6);
-                head_put_bits(c, len - 1, 6);
-                head_put_bits(c, x >> trail, len);
+                head_acc_put(&a, 3u << 12 | lead << 6 | (len - 1), 14); /* '11', lead, len - 1 */
+                head_acc_put(&a, x >> trail, len);
                 c->win_lead = (uint8_t)lead;
                 c->win_len = (uint8_t)len;
             }
         }
     }
+    head_acc_flush(c, &a);
     c->n++;
 }
 
