@@ -69,6 +69,8 @@ struct store_entry {
     uint32_t slot; /* ... at this index */
     uint32_t salt; /* the series' salt bucket (rowkey_salt_bucket), hashed once per series */
     struct head_ref href; /* where the head holds the series (schema/head.h), {0, 0}: unknown */
+    uint32_t hseq; /* the writer's write that last staged it for the head ... */
+    uint32_t hid;  /* ... as this series id of its head log record */
     uint16_t tsuid_len;
 };
 
@@ -111,10 +113,13 @@ struct store_writer {
     /* the head's points of this write (tsuid holds an offset into tsb until store_head_write),
      * with hpcap of each: hrefs, the head refs of their series (head_append_batch's refs), and
      * hent, their cache entries (arena offset / 8 + 1, 0 = none) to keep the refs it returns,
-     * valid while the cache's clears is stage_clears */
+     * valid while the cache's clears is stage_clears; hid, their series ids in the head log's
+     * record (headlog_append_ids), hnser of them, the first point of id i at hfirst[i] (a
+     * series' TSUID is staged once per write: its points share the bytes) */
     struct head_point *hp;
     struct head_ref *hrefs;
-    uint32_t *hent;
+    uint32_t *hent, *hid, *hfirst;
+    uint32_t hnser;
     uint64_t stage_clears;
     size_t hpn, hpcap;
     uint8_t *tsb;
@@ -308,6 +313,8 @@ static struct store_entry *store_cache_put(struct store_cache *c, const char *ke
     e->slot = 0;
     e->salt = salt;
     e->href = (struct head_ref){0, 0};
+    e->hseq = 0;
+    e->hid = 0;
     uint8_t *k = (uint8_t *)(e + 1);
     memcpy(k, key, klen);
     memcpy(k + klen, tsuid, tlen);
@@ -787,6 +794,8 @@ void tsdstore_close(struct tsdstore *st)
         free(st->all[i]->hp);
         free(st->all[i]->hrefs);
         free(st->all[i]->hent);
+        free(st->all[i]->hid);
+        free(st->all[i]->hfirst);
         free(st->all[i]->tsb);
         free(st->all[i]->hres);
         store_cache_free(&st->all[i]->cache);
@@ -990,8 +999,8 @@ struct store_counts {
 };
 
 /* Stages a point for the head (store_head_write): the same checks as tsdb_batch_add(). e is the
- * series' cache entry (NULL: none). */
-static int store_head_stage(struct store_writer *w, const struct store_entry *e,
+ * series' cache entry (NULL: none): it notes the series' id in this write's head log record. */
+static int store_head_stage(struct store_writer *w, struct store_entry *e,
                             const uint8_t *tsuid, size_t tlen, const struct dpcodec_point *p,
                             struct ct_err *err)
 {
@@ -1013,7 +1022,22 @@ static int store_head_stage(struct store_writer *w, const struct store_entry *e,
         if (!ne)
             return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
         w->hent = ne;
+        if (!(ne = realloc(w->hid, nc * sizeof(*ne))))
+            return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
+        w->hid = ne;
+        if (!(ne = realloc(w->hfirst, nc * sizeof(*ne))))
+            return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
+        w->hfirst = ne;
         w->hpcap = nc;
+    }
+    if (e && e->hseq == w->seq) { /* staged already in this write: its id and bytes */
+        uint32_t id = e->hid;
+        w->hid[w->hpn] = id;
+        w->hrefs[w->hpn] = e->href;
+        w->hent[w->hpn] = (uint32_t)(((const uint8_t *)e - w->cache.arena) / 8 + 1);
+        w->hp[w->hpn] = (struct head_point){w->hp[w->hfirst[id]].tsuid, tlen, *p};
+        w->hpn++;
+        return CT_OK;
     }
     if (w->tsbn + tlen > w->tsbcap) {
         size_t nc = w->tsbcap ? w->tsbcap * 2 : 16384;
@@ -1026,6 +1050,13 @@ static int store_head_stage(struct store_writer *w, const struct store_entry *e,
         w->tsbcap = nc;
     }
     memcpy(w->tsb + w->tsbn, tsuid, tlen);
+    w->hfirst[w->hnser] = (uint32_t)w->hpn;
+    w->hid[w->hpn] = w->hnser;
+    if (e) {
+        e->hseq = w->seq;
+        e->hid = w->hnser;
+    }
+    w->hnser++;
     w->hrefs[w->hpn] = e ? e->href : (struct head_ref){0, 0};
     w->hent[w->hpn] = e ? (uint32_t)(((const uint8_t *)e - w->cache.arena) / 8 + 1) : 0;
     w->hp[w->hpn++] = (struct head_point){(const uint8_t *)(uintptr_t)w->tsbn, tlen, *p};
@@ -1055,6 +1086,7 @@ static int store_head_write(struct tsdstore *st, struct store_writer *w, struct 
             w->hp[n++] = w->hp[i];
         }
     }
+    bool ids_ok = n == w->hpn; /* points taken out leave gaps in the ids: the log finds its own */
     w->hpn = n;
     if (rc == CT_OK && n > w->hrescap) {
         enum head_result *nr = realloc(w->hres, w->hpcap * sizeof(*nr));
@@ -1067,7 +1099,8 @@ static int store_head_write(struct tsdstore *st, struct store_writer *w, struct 
     }
     /* one log record for the batch, then one head append per lock hold of many points */
     if (rc == CT_OK)
-        rc = headlog_append(st->hlog, w->hp, n, store_wal_sync(st->durability), err);
+        rc = headlog_append_ids(st->hlog, w->hp, ids_ok ? w->hid : NULL, n,
+                                store_wal_sync(st->durability), err);
     if (rc == CT_OK)
         rc = head_append_batch(st->head, w->hp, n, w->hrefs, w->hres, NULL, err);
     /* the series' refs back into their cache entries, unless the cache was emptied while the
@@ -1253,6 +1286,7 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
     if (++w->seq == 0) /* 0 is a new entry's: never a write's */
         w->seq = 1;
     w->hpn = w->tsbn = 0;
+    w->hnser = 0;
     w->stage_clears = w->cache.clears;
     struct store_counts k;
     memset(&k, 0, sizeof(k));
