@@ -52,7 +52,7 @@
 #include "tsd/tlog.h"
 #include "tsd/tstats.h"
 
-/* Series a writer's cache holds at most with no byte bound (about 150 bytes each at 100-byte
+/* Series a writer's cache holds at most with no byte bound (about 170 bytes each at 100-byte
  * series keys). A cache smaller than the series written in one interval is emptied over and over
  * and then hits nothing: every point costs its series' UID lookups, tag index and newest-hour
  * index writes again (at 262,144, a second point of 400,000 series cost as much as the first). */
