@@ -25,7 +25,10 @@
  * points and before they are acknowledged; a failed write empties the map (its hours may have
  * been moved on for points that were not written);
  * (5) under tsd.storage.head.max_bytes, a write that begins with the head at or over it takes no
- * new series into the head (store_admit_series). */
+ * new series into the head (store_admit_series);
+ * (6) an entry's head ref is written back (store_head_write) only when the cache was not emptied
+ * since the write began (stage_clears), since staged points name entries by arena offset; its
+ * record id (hid) counts only while hseq is the current write's seq. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
