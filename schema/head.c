@@ -640,9 +640,8 @@ int head_append(struct head *h, const uint8_t *tsuid, size_t tlen, const struct 
     return rc;
 }
 
-int head_append_batch(struct head *h, const struct head_point *pts, size_t n,
-                      struct head_ref *refs, enum head_result *res, size_t *ndone,
-                      struct ct_err *err)
+int head_append_batch(struct head *h, const struct head_point *pts, size_t n, struct head_ref *refs,
+                      enum head_result *res, size_t *ndone, struct ct_err *err)
 {
     if (ndone)
         *ndone = 0;

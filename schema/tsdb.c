@@ -889,8 +889,8 @@ size_t tsdb_batch_count(const struct tsdb_batch *b)
 int tsdb_batch_add(struct tsdb_batch *b, const struct rowkey_layout *l, const uint8_t *tsuid,
                    size_t tsuid_len, const struct dpcodec_point *p, struct ct_err *err)
 {
-    return tsdb_batch_add_salted(b, l, rowkey_salt_bucket(l, tsuid, tsuid_len), tsuid, tsuid_len,
-                                 p, err);
+    return tsdb_batch_add_salted(b, l, rowkey_salt_bucket(l, tsuid, tsuid_len), tsuid, tsuid_len, p,
+                                 err);
 }
 
 int tsdb_batch_add_salted(struct tsdb_batch *b, const struct rowkey_layout *l, uint32_t bucket,

@@ -72,8 +72,8 @@ struct store_entry {
     uint32_t slot; /* ... at this index */
     uint32_t salt; /* the series' salt bucket (rowkey_salt_bucket), hashed once per series */
     struct head_ref href; /* where the head holds the series (schema/head.h), {0, 0}: unknown */
-    uint32_t hseq; /* the writer's write that last staged it for the head ... */
-    uint32_t hid;  /* ... as this series id of its head log record */
+    uint32_t hseq;        /* the writer's write that last staged it for the head ... */
+    uint32_t hid;         /* ... as this series id of its head log record */
     uint16_t tsuid_len;
 };
 
@@ -86,7 +86,7 @@ struct store_cache {
     uint8_t *arena;
     size_t used, arena_cap;
     uint64_t gen;
-    uint64_t clears; /* times emptied: arena offsets taken before a clear name other entries */
+    uint64_t clears;  /* times emptied: arena offsets taken before a clear name other entries */
     size_t max_bytes; /* slots + arena at most this (tsd.storage.series_cache_bytes); 0 = any */
     _Atomic size_t held; /* slots + arena allocated (read by /api/stats) */
 };
@@ -1003,9 +1003,8 @@ struct store_counts {
 
 /* Stages a point for the head (store_head_write): the same checks as tsdb_batch_add(). e is the
  * series' cache entry (NULL: none): it notes the series' id in this write's head log record. */
-static int store_head_stage(struct store_writer *w, struct store_entry *e,
-                            const uint8_t *tsuid, size_t tlen, const struct dpcodec_point *p,
-                            struct ct_err *err)
+static int store_head_stage(struct store_writer *w, struct store_entry *e, const uint8_t *tsuid,
+                            size_t tlen, const struct dpcodec_point *p, struct ct_err *err)
 {
     if (p->ts_ms < 0 || p->ts_ms > 9999999999999LL)
         return ct_err_set(err, CT_EINVAL, "timestamp %lld ms is out of range", (long long)p->ts_ms);

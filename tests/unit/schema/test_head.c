@@ -669,7 +669,8 @@ static void test_head_batch_with_a_bad_point(void **state)
     head_counts(h, &ns, &nc, &np);
     assert_int_equal(ns, 2);
     assert_int_equal(np, 10);
-    assert_int_equal(head_append_batch(h, pts, 0, NULL, res, NULL, &err), CT_OK); /* empty: nothing */
+    /* empty: nothing */
+    assert_int_equal(head_append_batch(h, pts, 0, NULL, res, NULL, &err), CT_OK);
     head_free(h);
 }
 
