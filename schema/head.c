@@ -20,8 +20,11 @@
  * [base_s, base_s + 3600); (2) a series' chunks are sorted by base_s, distinct, and all >=
  * closed_before_s; (3) bytes == the sum of every allocation the head holds; (4) a chunk always has
  * HEAD_POINT_MAX_BITS free bits after its last point before another point is written (it is grown
- * first, so a failed allocation leaves the chunk as it was).
- * Locking: h->mu guards everything. */
+ * first, so a failed allocation leaves the chunk as it was); (5) a series record is freed only
+ * in head_rehash (and head_free), which moves gen: a head_ref {slot, gen} of the current gen
+ * names the series in that slot, so a stale one (its series handed off and freed, or moved) is
+ * never followed.
+ * Locking: h->mu guards everything, gen included (refs are checked under it). */
 #include <assert.h>
 #include <limits.h>
 #include <pthread.h>
@@ -72,6 +75,9 @@ struct head {
     int64_t closed_before_s;
     int64_t newest_s; /* the newest base hour a chunk was ever opened for (INT64_MIN: none) */
     uint64_t seed;
+    /* the table's generation: moves (never to 0) whenever the table is rebuilt (head_rehash:
+     * slots move, series without chunks are freed), so a head_ref of an older one is stale */
+    uint32_t gen;
     head_delete_log_fn delete_log; /* head_set_delete_log (NULL: none) */
     void *delete_log_arg;
 };
@@ -121,22 +127,49 @@ static uint64_t head_get_bits(struct head_bitreader *r, unsigned bits)
     return v;
 }
 
+/* A point's bits, gathered before they go into the chunk (at most HEAD_POINT_MAX_BITS), so a
+ * point is written with two or three head_put_bits steps instead of one call per field. */
+__extension__ typedef unsigned __int128 head_u128;
+struct head_acc {
+    head_u128 v; /* the last n bits, first one highest */
+    unsigned n;
+};
+
+/* Appends the low `bits` bits of v (1..64). */
+static inline void head_acc_put(struct head_acc *a, uint64_t v, unsigned bits)
+{
+    uint64_t mask = bits >= 64 ? ~0ULL : (1ULL << bits) - 1;
+    a->v = (a->v << bits) | (v & mask);
+    a->n += bits;
+}
+
+/* Writes the gathered bits to the chunk. REQUIRES: room (invariant 4). */
+static void head_acc_flush(struct head_chunk *c, const struct head_acc *a)
+{
+    assert(a->n <= HEAD_POINT_MAX_BITS);
+    if (a->n > 64) {
+        head_put_bits(c, (uint64_t)(a->v >> 64), a->n - 64);
+        head_put_bits(c, (uint64_t)a->v, 64);
+    } else if (a->n > 0) {
+        head_put_bits(c, (uint64_t)a->v, a->n);
+    }
+}
+
 /* A zig-zagged number in one of four width classes after its prefix ('0' is zero). */
-static void head_put_class(struct head_chunk *c, uint64_t z, const unsigned widths[4])
+static void head_put_class(struct head_acc *a, uint64_t z, const unsigned widths[4])
 {
     if (z == 0) {
-        head_put_bits(c, 0, 1);
+        head_acc_put(a, 0, 1);
         return;
     }
     for (unsigned k = 0; k < 3; k++)
         if (z < (1ULL << widths[k])) {
-            /* prefix: k+1 ones then a zero */
-            head_put_bits(c, ((1ULL << (k + 2)) - 2), k + 2);
-            head_put_bits(c, z, widths[k]);
+            /* prefix: k+1 ones then a zero, and the number, in one step */
+            head_acc_put(a, ((1ULL << (k + 2)) - 2) << widths[k] | z, k + 2 + widths[k]);
             return;
         }
-    head_put_bits(c, 0xF, 4);
-    head_put_bits(c, z, widths[3]);
+    head_acc_put(a, 0xF, 4);
+    head_acc_put(a, z, widths[3]);
 }
 
 static uint64_t head_get_class(struct head_bitreader *r, const unsigned widths[4])
@@ -193,51 +226,49 @@ static int head_chunk_reserve(struct head *h, struct head_chunk *c, struct ct_er
 static void head_chunk_append(struct head_chunk *c, const struct dpcodec_point *p)
 {
     uint8_t kind = head_kind(p);
+    struct head_acc a = {0, 0};
     if (c->n == 0) {
-        head_put_bits(c, kind, 3);
-        head_put_bits(c, (uint64_t)(p->ts_ms - c->base_s * 1000), HEAD_TS_BITS);
+        head_acc_put(&a, (uint64_t)kind << HEAD_TS_BITS | (uint64_t)(p->ts_ms - c->base_s * 1000),
+                     3 + HEAD_TS_BITS);
     } else {
-        if (kind == c->last_kind) {
-            head_put_bits(c, 0, 1);
-        } else {
-            head_put_bits(c, 1, 1);
-            head_put_bits(c, kind, 3);
-        }
+        if (kind == c->last_kind)
+            head_acc_put(&a, 0, 1);
+        else
+            head_acc_put(&a, 8u | kind, 4); /* '1' then the kind */
         int64_t delta = p->ts_ms - c->last_ts;
         if (c->n == 1)
-            head_put_bits(c, (uint64_t)delta, HEAD_TS_BITS);
+            head_acc_put(&a, (uint64_t)delta, HEAD_TS_BITS);
         else
-            head_put_class(c, coding_zigzag(delta - c->last_delta), head_dod_widths);
+            head_put_class(&a, coding_zigzag(delta - c->last_delta), head_dod_widths);
         c->last_delta = delta;
     }
     c->last_ts = p->ts_ms;
     c->last_kind = kind;
     if (p->type == DPCODEC_INT) {
         uint64_t u = (uint64_t)p->i;
-        head_put_class(c, coding_zigzag((int64_t)(u - c->last_i)), head_int_widths);
+        head_put_class(&a, coding_zigzag((int64_t)(u - c->last_i)), head_int_widths);
         c->last_i = u;
     } else {
         uint64_t u = head_dbits(p->f), x = u ^ c->last_f;
         c->last_f = u;
         if (x == 0) {
-            head_put_bits(c, 0, 1);
+            head_acc_put(&a, 0, 1);
         } else {
             unsigned lead = (unsigned)__builtin_clzll(x), trail = (unsigned)__builtin_ctzll(x);
             unsigned wtrail = 64u - c->win_lead - c->win_len;
             if (c->win_len && lead >= c->win_lead && trail >= wtrail) {
-                head_put_bits(c, 2, 2);
-                head_put_bits(c, x >> wtrail, c->win_len);
+                head_acc_put(&a, 2, 2);
+                head_acc_put(&a, x >> wtrail, c->win_len);
             } else {
                 unsigned len = 64 - lead - trail;
-                head_put_bits(c, 3, 2);
-                head_put_bits(c, lead, 6);
-                head_put_bits(c, len - 1, 6);
-                head_put_bits(c, x >> trail, len);
+                head_acc_put(&a, 3u << 12 | lead << 6 | (len - 1), 14); /* '11', lead, len - 1 */
+                head_acc_put(&a, x >> trail, len);
                 c->win_lead = (uint8_t)lead;
                 c->win_len = (uint8_t)len;
             }
         }
     }
+    head_acc_flush(c, &a);
     c->n++;
 }
 
@@ -330,6 +361,13 @@ static uint64_t head_key(const uint8_t *tsuid, size_t tlen)
     return k;
 }
 
+/* The series a head_ref names if the ref is of the table's current generation, else NULL.
+ * REQUIRES: mu held. */
+static struct head_series *head_ref_series(const struct head *h, struct head_ref r)
+{
+    return r.gen == h->gen && r.slot < h->nslots ? h->slots[r.slot] : NULL;
+}
+
 static struct head_series **head_find_slot(struct head *h, const uint8_t *tsuid, size_t tlen,
                                            uint64_t hash)
 {
@@ -371,6 +409,8 @@ static int head_rehash(struct head *h, size_t nslots, struct ct_err *err)
     }
     free(h->slots);
     free(h->keys);
+    if (++h->gen == 0) /* every head_ref taken so far is stale (0 is never a generation) */
+        h->gen = 1;
     h->bytes -= h->nslots * (sizeof(*h->slots) + sizeof(*h->keys));
     h->bytes += nslots * (sizeof(*ns) + sizeof(*nk));
     h->slots = ns;
@@ -380,15 +420,18 @@ static int head_rehash(struct head *h, size_t nslots, struct ct_err *err)
     return CT_OK;
 }
 
-/* The series of tsuid, created if absent; NULL with err set on allocation failure. */
+/* The series of tsuid, created if absent, and its slot in *slot; NULL with err set on
+ * allocation failure. May rebuild the table (a new generation). */
 static struct head_series *head_series_get(struct head *h, const uint8_t *tsuid, size_t tlen,
-                                           struct ct_err *err)
+                                           size_t *slot_out, struct ct_err *err)
 {
     uint64_t hash = hash_bytes(tsuid, tlen, h->seed);
     if (h->nslots) {
-        struct head_series *found = *head_find_slot(h, tsuid, tlen, hash);
-        if (found)
-            return found;
+        struct head_series **at = head_find_slot(h, tsuid, tlen, hash);
+        if (*at) {
+            *slot_out = (size_t)(at - h->slots);
+            return *at;
+        }
     }
     if ((h->nseries + 1) * 2 > h->nslots &&
         head_rehash(h, h->nslots ? h->nslots * 2 : 64, err) != CT_OK)
@@ -404,16 +447,27 @@ static struct head_series *head_series_get(struct head *h, const uint8_t *tsuid,
     memcpy(s->tsuid, tsuid, tlen);
     struct head_series **slot = head_find_slot(h, tsuid, tlen, hash);
     *slot = s;
+    *slot_out = (size_t)(slot - h->slots);
     h->keys[slot - h->slots] = head_key(tsuid, tlen);
     h->nseries++;
     return s;
 }
 
-static struct head_series *head_series_find(struct head *h, const uint8_t *tsuid, size_t tlen)
+/* The series of tsuid (NULL if absent) and, when found, its slot in *slot (NULL allowed). */
+static struct head_series *head_series_find_at(struct head *h, const uint8_t *tsuid, size_t tlen,
+                                               size_t *slot)
 {
     if (!h->nslots)
         return NULL;
-    return *head_find_slot(h, tsuid, tlen, hash_bytes(tsuid, tlen, h->seed));
+    struct head_series **at = head_find_slot(h, tsuid, tlen, hash_bytes(tsuid, tlen, h->seed));
+    if (*at && slot)
+        *slot = (size_t)(at - h->slots);
+    return *at;
+}
+
+static struct head_series *head_series_find(struct head *h, const uint8_t *tsuid, size_t tlen)
+{
+    return head_series_find_at(h, tsuid, tlen, NULL);
 }
 
 #ifdef CT_DEBUG
@@ -444,6 +498,7 @@ int head_new(struct head **out, struct ct_err *err)
     h->closed_before_s = INT64_MIN;
     h->newest_s = INT64_MIN / 2;
     h->seed = (uint64_t)(uintptr_t)h * 0x9E3779B97F4A7C15ULL;
+    h->gen = 1;
     *out = h;
     return CT_OK;
 }
@@ -487,14 +542,16 @@ static int head_check_point(const uint8_t *tsuid, size_t tlen, const struct dpco
     return CT_OK;
 }
 
-/* Offers a checked point (head_check_point). *hint is the series the previous point of a batch
- * went to (or NULL): reused without a hash lookup when it is this point's series, and set to
- * this point's series (NULL when none) on return, so it never outlives a rehash (a rehash frees
- * only series without chunks, and happens only when a series is created: the hint is then the
- * new series). REQUIRES: mu held. */
+/* Offers a checked point (head_check_point). The series is found without a hash lookup when
+ * *ref (NULL allowed: none) is of the table's current generation, the handle a writer kept from
+ * an earlier append of this series, or when *hint (the previous point's series in this batch)
+ * is this point's series; else it is looked up. Both name a slot, never a freed series: the
+ * generation moves whenever the table is rebuilt, the only place series are freed. On return
+ * *hint, and *ref unless the point was HEAD_LATE, name this point's series (or nothing).
+ * REQUIRES: mu held. */
 static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
-                              const struct dpcodec_point *pin, struct head_series **hint,
-                              enum head_result *res, struct ct_err *err)
+                              const struct dpcodec_point *pin, struct head_ref *hint,
+                              struct head_ref *ref, enum head_result *res, struct ct_err *err)
 {
     struct dpcodec_point p = *pin;
     p.ms = p.ms || p.ts_ms % 1000 != 0; /* as dpcodec_encode() stores it */
@@ -503,9 +560,20 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
         *res = HEAD_LATE;
         return CT_OK;
     }
-    struct head_series *s = *hint;
-    if (!s || s->tlen != tlen || memcmp(s->tsuid, tsuid, tlen) != 0)
-        s = *hint = head_series_find(h, tsuid, tlen);
+    struct head_series *s = ref ? head_ref_series(h, *ref) : NULL;
+    size_t slot = 0;
+    if (s) {
+        assert(s->tlen == tlen); /* a ref names the series it was given for */
+        slot = ref->slot;
+    } else if ((s = head_ref_series(h, *hint)) != NULL && s->tlen == tlen &&
+               memcmp(s->tsuid, tsuid, tlen) == 0) {
+        slot = hint->slot;
+    } else {
+        s = head_series_find_at(h, tsuid, tlen, &slot);
+    }
+    *hint = s ? (struct head_ref){(uint32_t)slot, h->gen} : (struct head_ref){0, 0};
+    if (ref)
+        *ref = *hint;
     unsigned k = 0;
     if (s)
         while (k < s->nchunks && s->chunks[k].base_s < base_s)
@@ -533,14 +601,15 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
     if (rc != CT_OK)
         return rc;
     if (!s) {
-        *hint = NULL; /* head_series_get may rehash */
-        s = head_series_get(h, tsuid, tlen, err);
+        s = head_series_get(h, tsuid, tlen, &slot, err); /* may rebuild the table */
         if (!s) {
             free(nc.buf);
             h->bytes -= nc.cap;
             return err->code;
         }
-        *hint = s;
+        *hint = (struct head_ref){(uint32_t)slot, h->gen};
+        if (ref)
+            *ref = *hint;
         k = 0;
     }
     head_chunk_append(&nc, &p);
@@ -564,15 +633,15 @@ int head_append(struct head *h, const uint8_t *tsuid, size_t tlen, const struct 
     int rc = head_check_point(tsuid, tlen, p, err);
     if (rc != CT_OK)
         return rc;
-    struct head_series *hint = NULL;
+    struct head_ref hint = {0, 0};
     pthread_mutex_lock(&h->mu);
-    rc = head_append_locked(h, tsuid, tlen, p, &hint, res, err);
+    rc = head_append_locked(h, tsuid, tlen, p, &hint, NULL, res, err);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
 
-int head_append_batch(struct head *h, const struct head_point *pts, size_t n, enum head_result *res,
-                      size_t *ndone, struct ct_err *err)
+int head_append_batch(struct head *h, const struct head_point *pts, size_t n, struct head_ref *refs,
+                      enum head_result *res, size_t *ndone, struct ct_err *err)
 {
     if (ndone)
         *ndone = 0;
@@ -583,10 +652,11 @@ int head_append_batch(struct head *h, const struct head_point *pts, size_t n, en
     size_t i = 0;
     while (i < n && rc == CT_OK) {
         size_t end = n - i > HEAD_BATCH_LOCK_POINTS ? i + HEAD_BATCH_LOCK_POINTS : n;
-        struct head_series *hint = NULL; /* only valid while mu is held */
+        struct head_ref hint = {0, 0};
         pthread_mutex_lock(&h->mu);
         for (; i < end; i++) {
-            rc = head_append_locked(h, pts[i].tsuid, pts[i].tlen, &pts[i].p, &hint, &res[i], err);
+            rc = head_append_locked(h, pts[i].tsuid, pts[i].tlen, &pts[i].p, &hint,
+                                    refs ? &refs[i] : NULL, &res[i], err);
             if (rc != CT_OK)
                 break;
         }

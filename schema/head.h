@@ -64,13 +64,27 @@ CT_MUST_CHECK int head_append(struct head *h, const uint8_t *tsuid, size_t tlen,
                               const struct dpcodec_point *p, enum head_result *res,
                               struct ct_err *err);
 
+/* A series' place in the head, kept by a writer beside its series so that an append finds it
+ * without hashing the TSUID (head_append_batch's refs). Held by value; {0, 0} names nothing.
+ * It stays usable while the series stays in the head's table: the head checks it under its
+ * lock against the table's generation, which moves whenever the table is rebuilt (growth, or
+ * series freed after a hand-off), and looks a stale one up again. A ref is only ever given
+ * back with the TSUID it was returned for. */
+struct head_ref {
+    uint32_t slot;
+    uint32_t gen;
+};
+
 /* Offers pts[0..n) in order, exactly as n head_append() calls would (res[i] is point i's
  * result), taking the head's lock once per HEAD_BATCH_LOCK_POINTS points, not once per point.
+ * refs (NULL allowed) is in/out, one per point: on entry the ref kept for point i's series
+ * ({0, 0} or stale: looked up), on return its current ref (unchanged if HEAD_LATE).
  * Every point is checked first: CT_EINVAL names the first bad one (TSUID length, type, negative
  * time) and the head is unchanged. CT_ENOMEM stops at point *ndone (NULL allowed; n on CT_OK):
  * points before it are in the head as res[] says, it and later ones were not offered. */
 CT_MUST_CHECK int head_append_batch(struct head *h, const struct head_point *pts, size_t n,
-                                    enum head_result *res, size_t *ndone, struct ct_err *err);
+                                    struct head_ref *refs, enum head_result *res, size_t *ndone,
+                                    struct ct_err *err);
 
 /* Appends to *pts (a caller's buffer of *cap points, grown with realloc; *pts may be NULL with
  * *cap 0) the head's points of series tsuid with start_ms <= ts_ms <= end_ms, ascending, and sets

@@ -378,6 +378,12 @@ static size_t headlog_bound(const struct head_point *pts, size_t n)
 int headlog_append(struct headlog *l, const struct head_point *pts, size_t n, enum wal_sync sync,
                    struct ct_err *err)
 {
+    return headlog_append_ids(l, pts, NULL, n, sync, err);
+}
+
+int headlog_append_ids(struct headlog *l, const struct head_point *pts, const uint32_t *given,
+                       size_t n, enum wal_sync sync, struct ct_err *err)
+{
     if (n == 0)
         return CT_OK;
     if (l->read_only)
@@ -387,19 +393,30 @@ int headlog_append(struct headlog *l, const struct head_point *pts, size_t n, en
             return ct_err_set(err, CT_EINVAL, "bad point %zu for the head log (TSUID length %zu)",
                               i, pts[i].tlen);
     size_t cap = headlog_bound(pts, n), nslots = 16;
-    while (nslots < 2 * n)
+    while (!given && nslots < 2 * n)
         nslots *= 2;
     uint8_t *buf = malloc(cap);
-    uint32_t *slots = calloc(nslots, sizeof(*slots)); /* series id + 1 */
-    uint32_t *first = malloc(n * sizeof(*first));     /* point index defining series id */
-    uint32_t *ids = malloc(n * sizeof(*ids));
+    uint32_t *slots = given ? NULL : calloc(nslots, sizeof(*slots)); /* series id + 1 */
+    uint32_t *first = malloc(n * sizeof(*first)); /* point index defining series id */
+    uint32_t *ids = given ? NULL : malloc(n * sizeof(*ids));
     int rc = CT_OK;
-    if (!buf || !slots || !first || !ids) {
+    if (!buf || !first || (!given && (!slots || !ids))) {
         rc = ct_err_set(err, CT_ENOMEM, "cannot encode a head log record of %zu points", n);
         goto out;
     }
     uint32_t nseries = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; given && i < n; i++) { /* the caller's ids: only their order is checked */
+        if (given[i] == nseries) {
+            first[nseries++] = (uint32_t)i;
+        } else if (given[i] > nseries || pts[first[given[i]]].tlen != pts[i].tlen) {
+            rc = ct_err_set(err, CT_EINVAL,
+                            "series id %u of point %zu of a head log record is out of order "
+                            "or names another TSUID length",
+                            given[i], i);
+            goto out;
+        }
+    }
+    for (size_t i = 0; !given && i < n; i++) {
         size_t s = hash_bytes(pts[i].tsuid, pts[i].tlen, 0) & (nslots - 1);
         for (;; s = (s + 1) & (nslots - 1)) {
             if (!slots[s]) {
@@ -426,7 +443,7 @@ int headlog_append(struct headlog *l, const struct head_point *pts, size_t n, en
     for (size_t i = 0; i < n; i++) {
         const struct dpcodec_point *q = &pts[i].p;
         bool ms = q->ms || q->ts_ms % 1000 != 0;
-        p += coding_put_varint64(p, ids[i]);
+        p += coding_put_varint64(p, given ? given[i] : ids[i]);
         p += coding_put_varint64(p, (uint64_t)q->ts_ms);
         *p++ = (uint8_t)((unsigned)q->type << 1 | (ms ? 1u : 0u));
         if (q->type == DPCODEC_INT) {

@@ -77,6 +77,15 @@ CT_MUST_CHECK int headlog_replay(struct headlog *l, struct head *h, headlog_refu
  * (the engine log's rule). CT_EINVAL for a bad TSUID length (nothing is appended). */
 CT_MUST_CHECK int headlog_append(struct headlog *l, const struct head_point *pts, size_t n,
                                  enum wal_sync sync, struct ct_err *err);
+/* headlog_append() with the record's series ids given by a caller that knows its series (a
+ * writer's series cache): ids[i] is point i's series, numbered from 0 in the order of their first
+ * point (each id is at most one more than the greatest before it), and points of one id have
+ * the same TSUID (the record lists the first one's). CT_EINVAL (nothing appended) for an id out
+ * of that order or a TSUID length that differs within an id. Saves hashing every point's TSUID
+ * to find its series. */
+CT_MUST_CHECK int headlog_append_ids(struct headlog *l, const struct head_point *pts,
+                                     const uint32_t *ids, size_t n, enum wal_sync sync,
+                                     struct ct_err *err);
 
 /* Appends a delete record: series tsuid's hours in [from_s, to_s) are dropped on replay (see
  * headlog_format.h); returns once the sync level is met. A head_delete_log_fn's body. */

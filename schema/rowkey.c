@@ -163,9 +163,16 @@ void rowkey_salt_bytes(const struct rowkey_layout *l, uint32_t bucket, uint8_t *
 size_t rowkey_encode(const struct rowkey_layout *l, const uint8_t *tsuid, size_t tsuid_len,
                      int64_t ts_s, uint8_t *out)
 {
+    return rowkey_encode_salted(l, rowkey_salt_bucket(l, tsuid, tsuid_len), tsuid, tsuid_len, ts_s,
+                                out);
+}
+
+size_t rowkey_encode_salted(const struct rowkey_layout *l, uint32_t bucket, const uint8_t *tsuid,
+                            size_t tsuid_len, int64_t ts_s, uint8_t *out)
+{
     assert(tsuid_len >= l->metric_width);
     uint8_t *p = out;
-    rowkey_salt_bytes(l, rowkey_salt_bucket(l, tsuid, tsuid_len), p);
+    rowkey_salt_bytes(l, bucket, p);
     p += l->salt_width;
     memcpy(p, tsuid, l->metric_width);
     p += l->metric_width;

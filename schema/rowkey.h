@@ -76,6 +76,10 @@ static inline int64_t rowkey_base_hour_s(int64_t ts_s)
  * valid TSUID length (asserted). */
 size_t rowkey_encode(const struct rowkey_layout *l, const uint8_t *tsuid, size_t tsuid_len,
                      int64_t ts_s, uint8_t *out);
+/* rowkey_encode() with the series' salt bucket given (rowkey_salt_bucket(l, tsuid, tsuid_len),
+ * which a writer computes once per series, not once per point). */
+size_t rowkey_encode_salted(const struct rowkey_layout *l, uint32_t bucket, const uint8_t *tsuid,
+                            size_t tsuid_len, int64_t ts_s, uint8_t *out);
 
 /* A decoded row key; pointers borrow the key. */
 struct rowkey_parts {

@@ -889,6 +889,14 @@ size_t tsdb_batch_count(const struct tsdb_batch *b)
 int tsdb_batch_add(struct tsdb_batch *b, const struct rowkey_layout *l, const uint8_t *tsuid,
                    size_t tsuid_len, const struct dpcodec_point *p, struct ct_err *err)
 {
+    return tsdb_batch_add_salted(b, l, rowkey_salt_bucket(l, tsuid, tsuid_len), tsuid, tsuid_len, p,
+                                 err);
+}
+
+int tsdb_batch_add_salted(struct tsdb_batch *b, const struct rowkey_layout *l, uint32_t bucket,
+                          const uint8_t *tsuid, size_t tsuid_len, const struct dpcodec_point *p,
+                          struct ct_err *err)
+{
     size_t pair = l->tagk_width + l->tagv_width;
     if (tsuid_len <= l->metric_width || (tsuid_len - l->metric_width) % pair != 0 ||
         tsuid_len > ROWKEY_MAX_TSUID)
@@ -904,7 +912,7 @@ int tsdb_batch_add(struct tsdb_batch *b, const struct rowkey_layout *l, const ui
     int64_t ts_s = p->ts_ms / 1000;
     struct tsdb_entry *e = &b->e[b->n];
     uint8_t *row = b->arena + b->arena_len;
-    size_t got = rowkey_encode(l, tsuid, tsuid_len, ts_s, row);
+    size_t got = rowkey_encode_salted(l, bucket, tsuid, tsuid_len, ts_s, row);
     /* a point of the same row as the previous one shares its key bytes */
     if (b->n > 0) {
         const struct tsdb_entry *prev = &b->e[b->n - 1];

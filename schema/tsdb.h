@@ -157,6 +157,11 @@ size_t tsdb_batch_count(const struct tsdb_batch *b);
 CT_MUST_CHECK int tsdb_batch_add(struct tsdb_batch *b, const struct rowkey_layout *l,
                                  const uint8_t *tsuid, size_t tsuid_len,
                                  const struct dpcodec_point *p, struct ct_err *err);
+/* tsdb_batch_add() with the series' salt bucket given: rowkey_salt_bucket(l, tsuid, tsuid_len),
+ * computed once per series by a writer that keeps it (the salt hashes the whole TSUID). */
+CT_MUST_CHECK int tsdb_batch_add_salted(struct tsdb_batch *b, const struct rowkey_layout *l,
+                                        uint32_t bucket, const uint8_t *tsuid, size_t tsuid_len,
+                                        const struct dpcodec_point *p, struct ct_err *err);
 /* Writes every point of the batch with one wc_mutate_batch() at durability d; the batch is left
  * as it was (reset it to reuse). On error some rows may be written (see wc_mutate_batch). */
 CT_MUST_CHECK int tsdb_batch_write(struct tsdb *t, struct tsdb_batch *b, enum wc_durability d,

@@ -10,6 +10,10 @@
  * thread, the pipeline's bottleneck, only probes: open addressing, each slot holding the upper
  * half of the hash and the offset of an arena entry (header, key, TSUID together), and the slot
  * and entry of points a few places ahead are prefetched, so a hit costs no cache-miss wait.
+ * An entry also keeps what is a function of the series alone, computed once when it is added:
+ * the salt bucket of its row keys (a hash of the whole TSUID), and the series' head ref
+ * (schema/head.h), so a point of a cached series costs one hash lookup (this map's), not a
+ * second in the head: the head checks the ref under its lock and looks up a stale one.
  * Invariants: (1) the map is bounded (STORE_CACHE_MAX entries, and with
  * tsd.storage.series_cache_bytes its slots and arena together within those bytes; past either it
  * is emptied), its memory allocated in blocks that are reused, so writing a point never
@@ -21,7 +25,10 @@
  * points and before they are acknowledged; a failed write empties the map (its hours may have
  * been moved on for points that were not written);
  * (5) under tsd.storage.head.max_bytes, a write that begins with the head at or over it takes no
- * new series into the head (store_admit_series). */
+ * new series into the head (store_admit_series);
+ * (6) an entry's head ref is written back (store_head_write) only when the cache was not emptied
+ * since the write began (stage_clears), since staged points name entries by arena offset; its
+ * record id (hid) counts only while hseq is the current write's seq. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -48,7 +55,7 @@
 #include "tsd/tlog.h"
 #include "tsd/tstats.h"
 
-/* Series a writer's cache holds at most with no byte bound (about 150 bytes each at 100-byte
+/* Series a writer's cache holds at most with no byte bound (about 170 bytes each at 100-byte
  * series keys). A cache smaller than the series written in one interval is emptied over and over
  * and then hits nothing: every point costs its series' UID lookups, tag index and newest-hour
  * index writes again (at 262,144, a second point of 400,000 series cost as much as the first). */
@@ -63,6 +70,10 @@ struct store_entry {
     uint32_t hour; /* the newest base hour (s) this writer put in the newest-hour index */
     uint32_t seq;  /* the writer's write that last listed it in touch (meta tracking) ... */
     uint32_t slot; /* ... at this index */
+    uint32_t salt; /* the series' salt bucket (rowkey_salt_bucket), hashed once per series */
+    struct head_ref href; /* where the head holds the series (schema/head.h), {0, 0}: unknown */
+    uint32_t hseq;        /* the writer's write that last staged it for the head ... */
+    uint32_t hid;         /* ... as this series id of its head log record */
     uint16_t tsuid_len;
 };
 
@@ -75,6 +86,7 @@ struct store_cache {
     uint8_t *arena;
     size_t used, arena_cap;
     uint64_t gen;
+    uint64_t clears;  /* times emptied: arena offsets taken before a clear name other entries */
     size_t max_bytes; /* slots + arena at most this (tsd.storage.series_cache_bytes); 0 = any */
     _Atomic size_t held; /* slots + arena allocated (read by /api/stats) */
 };
@@ -101,8 +113,17 @@ struct store_writer {
     _Atomic size_t touch_held; /* touch + touch_bytes allocated (read by /api/stats) */
     uint32_t seq; /* the write's number, for store_entry.seq */
     struct store_writer *next;
-    /* the head's points of this write (tsuid holds an offset into tsb until store_head_write) */
+    /* the head's points of this write (tsuid holds an offset into tsb until store_head_write),
+     * with hpcap of each: hrefs, the head refs of their series (head_append_batch's refs), and
+     * hent, their cache entries (arena offset / 8 + 1, 0 = none) to keep the refs it returns,
+     * valid while the cache's clears is stage_clears; hid, their series ids in the head log's
+     * record (headlog_append_ids), hnser of them, the first point of id i at hfirst[i] (a
+     * series' TSUID is staged once per write: its points share the bytes) */
     struct head_point *hp;
+    struct head_ref *hrefs;
+    uint32_t *hent, *hid, *hfirst;
+    uint32_t hnser;
+    uint64_t stage_clears;
     size_t hpn, hpcap;
     uint8_t *tsb;
     size_t tsbn, tsbcap;
@@ -150,6 +171,7 @@ static void store_cache_clear(struct store_cache *c)
         memset(c->slots, 0, c->nslots * sizeof(*c->slots));
     c->n = 0;
     c->used = 0;
+    c->clears++;
 }
 
 static void store_cache_free(struct store_cache *c)
@@ -228,7 +250,8 @@ static const uint8_t *store_entry_tsuid(const struct store_entry *e)
 /* Adds an entry and returns it; on allocation failure the cache simply does not remember it
  * (NULL). */
 static struct store_entry *store_cache_put(struct store_cache *c, const char *key, size_t klen,
-                                           uint64_t h, const uint8_t *tsuid, size_t tlen)
+                                           uint64_t h, const uint8_t *tsuid, size_t tlen,
+                                           uint32_t salt)
 {
     size_t sz = store_entry_size(klen, tlen);
     if (c->n >= STORE_CACHE_MAX || (c->used + sz) / 8 >= 0xFFFFFFFFu)
@@ -291,6 +314,10 @@ static struct store_entry *store_cache_put(struct store_cache *c, const char *ke
     e->hour = 0;
     e->seq = 0;
     e->slot = 0;
+    e->salt = salt;
+    e->href = (struct head_ref){0, 0};
+    e->hseq = 0;
+    e->hid = 0;
     uint8_t *k = (uint8_t *)(e + 1);
     memcpy(k, key, klen);
     memcpy(k + klen, tsuid, tlen);
@@ -768,6 +795,10 @@ void tsdstore_close(struct tsdstore *st)
     for (int i = 0; i < st->nall; i++) {
         tsdb_batch_free(st->all[i]->batch);
         free(st->all[i]->hp);
+        free(st->all[i]->hrefs);
+        free(st->all[i]->hent);
+        free(st->all[i]->hid);
+        free(st->all[i]->hfirst);
         free(st->all[i]->tsb);
         free(st->all[i]->hres);
         store_cache_free(&st->all[i]->cache);
@@ -961,15 +992,19 @@ struct store_counts {
     bool head_full;
     size_t head_bytes;
     int64_t head_open_ms;
+    /* the head's closed mark in ms when this write began (INT64_MIN: none or no head): points
+     * before it are written as single cells without passing through the head's staging */
+    int64_t closed_ms;
     /* the first backend error of a UID lookup in this write: once set, every later point of a
      * series not yet cached fails at once with it (a stalled backend costs one deadline per
      * write, not one per new series); code CT_OK while no lookup failed */
     struct ct_err resolve_err;
 };
 
-/* Stages a point for the head (store_head_write): the same checks as tsdb_batch_add(). */
-static int store_head_stage(struct store_writer *w, const uint8_t *tsuid, size_t tlen,
-                            const struct dpcodec_point *p, struct ct_err *err)
+/* Stages a point for the head (store_head_write): the same checks as tsdb_batch_add(). e is the
+ * series' cache entry (NULL: none): it notes the series' id in this write's head log record. */
+static int store_head_stage(struct store_writer *w, struct store_entry *e, const uint8_t *tsuid,
+                            size_t tlen, const struct dpcodec_point *p, struct ct_err *err)
 {
     if (p->ts_ms < 0 || p->ts_ms > 9999999999999LL)
         return ct_err_set(err, CT_EINVAL, "timestamp %lld ms is out of range", (long long)p->ts_ms);
@@ -981,7 +1016,30 @@ static int store_head_stage(struct store_writer *w, const uint8_t *tsuid, size_t
         if (!np)
             return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
         w->hp = np;
+        struct head_ref *nr = realloc(w->hrefs, nc * sizeof(*nr));
+        if (!nr)
+            return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
+        w->hrefs = nr;
+        uint32_t *ne = realloc(w->hent, nc * sizeof(*ne));
+        if (!ne)
+            return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
+        w->hent = ne;
+        if (!(ne = realloc(w->hid, nc * sizeof(*ne))))
+            return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
+        w->hid = ne;
+        if (!(ne = realloc(w->hfirst, nc * sizeof(*ne))))
+            return ct_err_set(err, CT_ENOMEM, "out of memory staging head points");
+        w->hfirst = ne;
         w->hpcap = nc;
+    }
+    if (e && e->hseq == w->seq) { /* staged already in this write: its id and bytes */
+        uint32_t id = e->hid;
+        w->hid[w->hpn] = id;
+        w->hrefs[w->hpn] = e->href;
+        w->hent[w->hpn] = (uint32_t)(((const uint8_t *)e - w->cache.arena) / 8 + 1);
+        w->hp[w->hpn] = (struct head_point){w->hp[w->hfirst[id]].tsuid, tlen, *p};
+        w->hpn++;
+        return CT_OK;
     }
     if (w->tsbn + tlen > w->tsbcap) {
         size_t nc = w->tsbcap ? w->tsbcap * 2 : 16384;
@@ -994,6 +1052,15 @@ static int store_head_stage(struct store_writer *w, const uint8_t *tsuid, size_t
         w->tsbcap = nc;
     }
     memcpy(w->tsb + w->tsbn, tsuid, tlen);
+    w->hfirst[w->hnser] = (uint32_t)w->hpn;
+    w->hid[w->hpn] = w->hnser;
+    if (e) {
+        e->hseq = w->seq;
+        e->hid = w->hnser;
+    }
+    w->hnser++;
+    w->hrefs[w->hpn] = e ? e->href : (struct head_ref){0, 0};
+    w->hent[w->hpn] = e ? (uint32_t)(((const uint8_t *)e - w->cache.arena) / 8 + 1) : 0;
     w->hp[w->hpn++] = (struct head_point){(const uint8_t *)(uintptr_t)w->tsbn, tlen, *p};
     w->tsbn += tlen;
     return CT_OK;
@@ -1013,11 +1080,15 @@ static int store_head_write(struct tsdstore *st, struct store_writer *w, struct 
     int rc = CT_OK;
     for (size_t i = 0; i < w->hpn && rc == CT_OK; i++) {
         w->hp[i].tsuid = w->tsb + (uintptr_t)w->hp[i].tsuid;
-        if (w->hp[i].p.ts_ms < closed_ms)
+        if (w->hp[i].p.ts_ms < closed_ms) {
             rc = tsdb_batch_add(w->batch, layout, w->hp[i].tsuid, w->hp[i].tlen, &w->hp[i].p, err);
-        else
+        } else {
+            w->hrefs[n] = w->hrefs[i];
+            w->hent[n] = w->hent[i];
             w->hp[n++] = w->hp[i];
+        }
     }
+    bool ids_ok = n == w->hpn; /* points taken out leave gaps in the ids: the log finds its own */
     w->hpn = n;
     if (rc == CT_OK && n > w->hrescap) {
         enum head_result *nr = realloc(w->hres, w->hpcap * sizeof(*nr));
@@ -1030,9 +1101,18 @@ static int store_head_write(struct tsdstore *st, struct store_writer *w, struct 
     }
     /* one log record for the batch, then one head append per lock hold of many points */
     if (rc == CT_OK)
-        rc = headlog_append(st->hlog, w->hp, n, store_wal_sync(st->durability), err);
+        rc = headlog_append_ids(st->hlog, w->hp, ids_ok ? w->hid : NULL, n,
+                                store_wal_sync(st->durability), err);
     if (rc == CT_OK)
-        rc = head_append_batch(st->head, w->hp, n, w->hres, NULL, err);
+        rc = head_append_batch(st->head, w->hp, n, w->hrefs, w->hres, NULL, err);
+    /* the series' refs back into their cache entries, unless the cache was emptied while the
+     * write was built (its offsets may name other series now); a ref of a point not offered
+     * (an error) is the one it had */
+    if (w->cache.clears == w->stage_clears)
+        for (size_t i = 0; i < n; i++)
+            if (w->hent[i])
+                ((struct store_entry *)(void *)(w->cache.arena + (w->hent[i] - 1) * 8))->href =
+                    w->hrefs[i];
     for (size_t i = 0; i < n && rc == CT_OK; i++)
         if (w->hres[i] != HEAD_TAKEN)
             rc = tsdb_batch_add(w->batch, layout, w->hp[i].tsuid, w->hp[i].tlen, &w->hp[i].p, err);
@@ -1088,9 +1168,11 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
         struct store_entry *e = store_cache_get(&w->cache, pb.series_key, pb.series_key_len, h);
         const uint8_t *ts = NULL;
         bool fresh = !e;
+        uint32_t salt = 0;
         if (e) {
             ts = store_entry_tsuid(e);
             tlen = e->tsuid_len;
+            salt = e->salt;
         }
         struct ct_err perr; /* set by whatever fails (zeroing 260 bytes per point showed) */
         perr.code = CT_OK;
@@ -1124,7 +1206,8 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
                 k->resolve_err = perr;
                 continue;
             }
-            e = store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen);
+            salt = rowkey_salt_bucket(layout, tsuid, tlen);
+            e = store_cache_put(&w->cache, p.series_key, p.series_key_len, h, tsuid, tlen, salt);
             ts = tsuid;
         }
         if (k->head_full && !store_admit_series(st, b, i, ts, tlen, pb.ts_ms, k))
@@ -1132,8 +1215,11 @@ static int store_add_points(struct tsdstore *st, struct store_writer *w, struct 
         struct dpcodec_point dp = pb.value.kind == PUT_INT
                                       ? dpcodec_point_int(pb.ts_ms, pb.ms, pb.value.i)
                                       : dpcodec_point_real(pb.ts_ms, pb.ms, pb.value.d);
-        int r = st->head ? store_head_stage(w, ts, tlen, &dp, &perr)
-                         : tsdb_batch_add(w->batch, layout, ts, tlen, &dp, &perr);
+        /* a point of an hour the head has handed off goes straight to the batch, as
+         * store_head_write would send it (the closed mark only rises) */
+        int r = st->head && pb.ts_ms >= k->closed_ms
+                    ? store_head_stage(w, e, ts, tlen, &dp, &perr)
+                    : tsdb_batch_add_salted(w->batch, layout, salt, ts, tlen, &dp, &perr);
         if (r == CT_EINVAL) {
             ingest_batch_set_outcome(b, i, INGEST_ILLEGAL, perr.msg);
             k->failed++;
@@ -1202,13 +1288,19 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
     if (++w->seq == 0) /* 0 is a new entry's: never a write's */
         w->seq = 1;
     w->hpn = w->tsbn = 0;
+    w->hnser = 0;
+    w->stage_clears = w->cache.clears;
     struct store_counts k;
     memset(&k, 0, sizeof(k));
+    k.closed_ms = INT64_MIN;
+    if (st->head) {
+        int64_t closed = head_closed_before_s(st->head);
+        k.closed_ms = closed > INT64_MIN / 1000 ? closed * 1000 : INT64_MIN;
+    }
     if (st->head && st->head_bound) {
         k.head_bytes = head_bytes(st->head);
         k.head_full = k.head_bytes >= st->head_bound;
-        int64_t closed = head_closed_before_s(st->head);
-        k.head_open_ms = closed > INT64_MIN / 1000 ? closed * 1000 : INT64_MIN;
+        k.head_open_ms = k.closed_ms;
     }
     int rc = CT_OK;
     for (size_t i = 0; i < nb && rc == CT_OK; i++)

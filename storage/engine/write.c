@@ -219,6 +219,21 @@ static void wait_for_total_room(struct estore *s)
     }
 }
 
+/* The index of the region holding row (etable_region_index), trying region `hint` first: the
+ * rows of a batch come in key order (tsdb's batches sort them), so a row is mostly in the
+ * previous row's region, which holds it when its start <= row < the next region's start: one
+ * or two comparisons instead of a binary search. REQUIRES map_lock shared. */
+static size_t write_region_index(const struct etable *t, const uint8_t *row, size_t len,
+                                 size_t hint)
+{
+    if (hint < t->nregions &&
+        cell_bytes_cmp(t->regions[hint]->start, t->regions[hint]->start_len, row, len) <= 0 &&
+        (hint + 1 == t->nregions || cell_bytes_cmp(t->regions[hint + 1]->start,
+                                                   t->regions[hint + 1]->start_len, row, len) > 0))
+        return hint;
+    return etable_region_index(t, row, len);
+}
+
 /* Applies resolved, encoded cells: log, memstores, publication. REQUIRES map_lock shared. */
 static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_mutation *rows,
                        size_t n, const struct rcell *cells, const size_t *row_cells, size_t ncells,
@@ -296,15 +311,18 @@ static int apply_batch(struct estore *s, struct etable *t, const struct wc_row_m
         uint64_t flush_bytes = etable_flush_bytes(s, t);
         struct eregion *locked = NULL;
         uint64_t held_bytes = 0; /* `locked`'s memstore bytes when its mu was taken */
-        /* each row's region is looked up once: as the next row of the previous iteration */
-        struct eregion *next_r =
-            n ? t->regions[etable_region_index(t, rows[0].row.data, rows[0].row.len)] : NULL;
+        /* each row's region is looked up once: as the next row of the previous iteration,
+         * from the previous row's region (write_region_index) */
+        size_t next_ix = n ? etable_region_index(t, rows[0].row.data, rows[0].row.len) : 0;
+        struct eregion *next_r = n ? t->regions[next_ix] : NULL;
         for (size_t i = 0; i < n && rc == CT_OK; i++) {
             struct eregion *r = next_r;
-            next_r =
-                i + 1 < n
-                    ? t->regions[etable_region_index(t, rows[i + 1].row.data, rows[i + 1].row.len)]
-                    : NULL;
+            if (i + 1 < n) {
+                next_ix = write_region_index(t, rows[i + 1].row.data, rows[i + 1].row.len, next_ix);
+                next_r = t->regions[next_ix];
+            } else {
+                next_r = NULL;
+            }
             if (r != locked) {
                 if (locked) {
                     /* what this run inserted, counted before the mu goes (estore.memstore_total;

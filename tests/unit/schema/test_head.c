@@ -4,7 +4,8 @@
  * refusals that leave the head unchanged, hand-off of closed hours (the same points as the
  * store's compressed cell decodes), a failing hand-off keeping its chunks, compression and the
  * byte accounting; a batch append equals the same points appended one by one (results and
- * head), and a batch with one bad point changes nothing. */
+ * head), and a batch with one bad point changes nothing; a writer's head ref of a series freed
+ * at a hand-off is never followed. */
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -587,7 +588,7 @@ static void test_head_batch_equals_point_appends(void **state)
     for (i = 0; i < BATCH_N; i++)
         assert_int_equal(head_append(a, pts[i].tsuid, pts[i].tlen, &pts[i].p, &ra[i], &err), CT_OK);
     size_t done = 0;
-    assert_int_equal(head_append_batch(b, pts, BATCH_N, rb, &done, &err), CT_OK);
+    assert_int_equal(head_append_batch(b, pts, BATCH_N, NULL, rb, &done, &err), CT_OK);
     assert_int_equal(done, BATCH_N);
     size_t seen[4] = {0};
     for (i = 0; i < BATCH_N; i++) {
@@ -650,7 +651,7 @@ static void test_head_batch_with_a_bad_point(void **state)
         else
             pts[6].p.ts_ms = -1000;
         size_t done = 99;
-        assert_int_equal(head_append_batch(h, pts, 10, res, &done, &err), CT_EINVAL);
+        assert_int_equal(head_append_batch(h, pts, 10, NULL, res, &done, &err), CT_EINVAL);
         assert_non_null(strstr(err.msg, "point 6 of 10"));
         assert_int_equal(done, 0);
         size_t ns, nc;
@@ -660,7 +661,7 @@ static void test_head_batch_with_a_bad_point(void **state)
         assert_int_equal(head_bytes(h), bytes0);
         pts[6] = keep;
     }
-    assert_int_equal(head_append_batch(h, pts, 10, res, NULL, &err), CT_OK);
+    assert_int_equal(head_append_batch(h, pts, 10, NULL, res, NULL, &err), CT_OK);
     for (int i = 0; i < 10; i++)
         assert_int_equal(res[i], HEAD_TAKEN);
     size_t ns, nc;
@@ -668,7 +669,109 @@ static void test_head_batch_with_a_bad_point(void **state)
     head_counts(h, &ns, &nc, &np);
     assert_int_equal(ns, 2);
     assert_int_equal(np, 10);
-    assert_int_equal(head_append_batch(h, pts, 0, res, NULL, &err), CT_OK); /* empty: nothing */
+    /* empty: nothing */
+    assert_int_equal(head_append_batch(h, pts, 0, NULL, res, NULL, &err), CT_OK);
+    head_free(h);
+}
+
+static int accept_hour(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
+                       const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+{
+    (void)arg, (void)tsuid, (void)tlen, (void)base_s, (void)pts, (void)n, (void)err;
+    return CT_OK;
+}
+
+#define REF_N 30 /* series of each group: under half of the 64-slot table, no rebuild */
+
+static void ref_tsuid(uint8_t *t, unsigned group, unsigned i)
+{
+    memcpy(t, T1, sizeof(T1));
+    t[5] = (uint8_t)(group + 1);
+    t[8] = (uint8_t)(i + 1);
+}
+
+/* A writer keeps each series' head_ref and gives it back with the series' next points. A ref
+ * stays the same while the table is not rebuilt; after a hand-off freed its series (and the
+ * table was rebuilt) it is stale and never followed: 30 freed series' refs name slots that 30
+ * new series now fill, and each point still goes to its own series (a followed stale ref would
+ * put it into one of the new ones). */
+static void test_head_ref_is_never_followed_after_its_series_is_freed(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    uint8_t ta[REF_N][sizeof(T1)], tb[REF_N][sizeof(T1)];
+    struct head_point pts[REF_N];
+    struct head_ref refs[REF_N], kept[REF_N];
+    enum head_result res[REF_N];
+    memset(refs, 0, sizeof(refs));
+    for (unsigned i = 0; i < REF_N; i++) {
+        ref_tsuid(ta[i], 0, i);
+        ref_tsuid(tb[i], 1, i);
+    }
+    /* group A, hour BASE: two appends, the second with the refs the first returned */
+    for (int round = 0; round < 2; round++) {
+        for (unsigned i = 0; i < REF_N; i++)
+            pts[i] = (struct head_point){ta[i], sizeof(T1),
+                                         dpcodec_point_int(BASE_MS + round * 1000, false, i)};
+        assert_int_equal(head_append_batch(h, pts, REF_N, refs, res, NULL, &err), CT_OK);
+        for (unsigned i = 0; i < REF_N; i++) {
+            assert_int_equal(res[i], HEAD_TAKEN);
+            assert_int_not_equal(refs[i].gen, 0);
+            if (round == 1) { /* no rebuild in between: the same refs */
+                assert_int_equal(refs[i].slot, kept[i].slot);
+                assert_int_equal(refs[i].gen, kept[i].gen);
+            }
+        }
+        memcpy(kept, refs, sizeof(refs));
+    }
+    /* hand-off of BASE: group A's series are freed, the table rebuilt */
+    size_t nh = 0;
+    assert_int_equal(head_close_hours(h, BASE + 3600, accept_hour, NULL, &nh, &err), CT_OK);
+    assert_int_equal(nh, REF_N);
+    size_t ns, nc;
+    uint64_t np;
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(ns, 0);
+    /* group B fills the new table */
+    for (unsigned i = 0; i < REF_N; i++)
+        pts[i] = (struct head_point){tb[i], sizeof(T1),
+                                     dpcodec_point_int(BASE_MS + 3600000 + 1000, false, 100 + i)};
+    assert_int_equal(head_append_batch(h, pts, REF_N, NULL, res, NULL, &err), CT_OK);
+    /* group A again, with its stale refs */
+    for (unsigned i = 0; i < REF_N; i++)
+        pts[i] = (struct head_point){ta[i], sizeof(T1),
+                                     dpcodec_point_int(BASE_MS + 3600000 + 2000, false, 200 + i)};
+    assert_int_equal(head_append_batch(h, pts, REF_N, refs, res, NULL, &err), CT_OK);
+    for (unsigned i = 0; i < REF_N; i++) {
+        assert_int_equal(res[i], HEAD_TAKEN);
+        assert_int_not_equal(refs[i].gen, kept[i].gen); /* refreshed */
+    }
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(ns, 2 * REF_N);
+    assert_int_equal(np, 2 * REF_N);
+    for (unsigned i = 0; i < REF_N; i++) {
+        struct dpcodec_point *out = NULL;
+        size_t cap = 0, got = 0;
+        assert_int_equal(head_read(h, ta[i], sizeof(T1), 0, INT64_MAX, &out, &cap, &got, &err),
+                         CT_OK);
+        assert_int_equal(got, 1);
+        assert_int_equal(out[0].i, 200 + i);
+        got = 0;
+        assert_int_equal(head_read(h, tb[i], sizeof(T1), 0, INT64_MAX, &out, &cap, &got, &err),
+                         CT_OK);
+        assert_int_equal(got, 1);
+        assert_int_equal(out[0].i, 100 + i);
+        free(out);
+    }
+    /* a ref given with the point of an already handed-off hour is left as it was */
+    struct head_ref r0 = refs[0];
+    pts[0] = (struct head_point){ta[0], sizeof(T1), dpcodec_point_int(BASE_MS + 5000, false, 1)};
+    assert_int_equal(head_append_batch(h, pts, 1, refs, res, NULL, &err), CT_OK);
+    assert_int_equal(res[0], HEAD_LATE);
+    assert_int_equal(refs[0].slot, r0.slot);
+    assert_int_equal(refs[0].gen, r0.gen);
     head_free(h);
 }
 
@@ -688,6 +791,7 @@ int main(void)
         cmocka_unit_test(test_head_compresses_and_counts_bytes),
         cmocka_unit_test(test_head_takes_appends_from_many_threads),
         cmocka_unit_test(test_head_lists_a_metrics_series_and_their_last_points),
+        cmocka_unit_test(test_head_ref_is_never_followed_after_its_series_is_freed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

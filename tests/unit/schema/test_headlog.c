@@ -162,6 +162,51 @@ static void test_headlog_replays_what_was_appended(void **state)
     ctest_rmdir(dir);
 }
 
+/* A record whose series ids the writer gave (headlog_append_ids: three series interleaved, ids
+ * in the order of their first points) replays to the same points as the log's own numbering;
+ * ids out of order or naming another TSUID length are refused and nothing is appended. */
+static void test_headlog_given_series_ids_replay_as_the_logs_own(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct head *h = NULL, *h2;
+    struct refused r = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_log(dir);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    static const uint8_t T3[] = {0, 0, 2, 0, 0, 1, 0, 0, 7};
+    const uint8_t *ts[3] = {T2, T1, T3};
+    const size_t tl[3] = {sizeof(T2), sizeof(T1), sizeof(T3)};
+    struct head_point pts[30];
+    uint32_t ids[30];
+    for (int i = 0; i < 30; i++) {
+        int s = i % 3; /* T2, T1, T3, T2, ...: ids 0, 1, 2 in order of first points */
+        pts[i] = (struct head_point){ts[s], tl[s],
+                                     dpcodec_point_int(BASE_MS + (i / 3) * 1000, false, i)};
+        ids[i] = (uint32_t)s;
+    }
+    assert_int_equal(headlog_append_ids(l, pts, ids, 30, WAL_SYNC_WRITE, &err), CT_OK);
+    for (int i = 0; i < 30; i++) {
+        enum head_result res;
+        assert_int_equal(head_append(h, pts[i].tsuid, pts[i].tlen, &pts[i].p, &res, &err), CT_OK);
+    }
+    uint32_t skip[2] = {1, 0}, mixed[2] = {0, 0};
+    struct head_point two[2] = {pts[0], pts[1]}; /* T2 then T1: lengths differ */
+    assert_int_equal(headlog_append_ids(l, two, skip, 2, WAL_SYNC_WRITE, &err), CT_EINVAL);
+    assert_int_equal(headlog_append_ids(l, two, mixed, 2, WAL_SYNC_WRITE, &err), CT_EINVAL);
+    headlog_close(l);
+    uint64_t np = 0;
+    h2 = reopen(dir, &l, &r, &np);
+    assert_int_equal(np, 30);
+    for (int s = 0; s < 3; s++)
+        same_series(h, h2, ts[s], tl[s], 10);
+    headlog_close(l);
+    head_free(h2);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
 static void test_headlog_release_keeps_open_hours_only(void **state)
 {
     (void)state;
@@ -601,6 +646,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_headlog_replays_what_was_appended),
+        cmocka_unit_test(test_headlog_given_series_ids_replay_as_the_logs_own),
         cmocka_unit_test(test_headlog_release_keeps_open_hours_only),
         cmocka_unit_test(test_headlog_releasable_only_what_a_release_would_drop),
         cmocka_unit_test(test_headlog_replay_hands_refused_points_back),
