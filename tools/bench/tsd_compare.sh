@@ -305,10 +305,14 @@ except Exception:
     if [ $? -eq 0 ]; then
       # peak RSS of the ingest alone: the count queries below read every point of the day
       c_hwm_ingest[$name]=$(hwm_kb "$cpid")
+      local ca ta
+      ca=$(cpu_ticks "$cpid"); ta=$(now_ns)
       ctsdb_queryable "$pstart" "$base"
       t1=$(now_ns); c1=$(cpu_ticks "$cpid")
       done_n=$points
       load_rate "$name $proto"
+      echo "    (at the last acknowledgement: $(python3 -c "print(round(($ca - $c0) / 100.0 / ($points / 1e6), 2))") CPU s per million points;" \
+        "the count until queryable then took $(python3 -c "print(round(($t1 - $ta) / 1e9, 1))") s and $(python3 -c "print(round(($c1 - $ca) / 100.0, 1))") CPU s)"
     else # cut by LOAD_TIMEOUT: rated on the points written until the count stops growing
       local w last=-1 since
       since=$(date +%s)
