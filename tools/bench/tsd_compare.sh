@@ -151,7 +151,7 @@ if [ "$LIVE" = 1 ]; then
     "[$start, $lend) = $(date -u -d "@$start" +%H:%M:%S)-$(date -u -d "@$lend" +%H:%M:%S) UTC," \
     "$hours base hour(s), generated at $(date -u -d "@$gen_s" +%H:%M:%S)"
   echo "ctsdb: --tsd.storage.ctsdb.compaction_delay=$live_grace (grace: the stream's oldest hour" \
-    "closes at $(date -u -d "@$((start / 3600 * 3600 + 3600 + live_grace))" +%H:%M:%S) UTC, LIVE_HOLD=$LIVE_HOLD s after generation)"
+    "closes at $(date -u -d "@$((start / 3600 * 3600 + 3600 + live_grace))" +%H:%M:%S) UTC, at least LIVE_HOLD=$LIVE_HOLD s after generation)"
   [ "$hours" -gt 3 ] && echo "  WARNING: the stream spans $hours base hours, the head holds 3 a series: the oldest hours' points are refused (single cells)"
 fi
 echo "$start" >"$dir/stream-start"
@@ -229,7 +229,7 @@ baseline_run() { # NAME
 metric_list=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --intervals 1 --print | awk '!s[$2]++ {print $2}' | head -20)
 declare -A c_points c_hwm c_hwm_ingest c_disk c_wal c_disk_run c_wal_run
 log_bytes() { # DIR: bytes of the log segments (wal/*.log, head/*.log) of a ctsdb data directory
-  find "$1" \( -path '*/wal/*' -o -path '*/head/*' \) -name '*.log' -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}'
+  find "$1" \( -path '*/wal/*' -o -path '*/head/*' \) -name '*.log' -type f -printf '%s\n' | awk '{s += $1} END {printf "%.0f\n", s}'
 }
 disk_parts() { # DIR: bytes of each top-level part of a ctsdb data directory (wal, head, sst, ...)
   local d out=""
@@ -379,10 +379,12 @@ if [ -n "$VM" ]; then
   "$VM" -storageDataPath "$dir/vm" -httpListenAddr "127.0.0.1:$vh" \
     -opentsdbListenAddr "127.0.0.1:$vt" -opentsdbHTTPListenAddr "127.0.0.1:$vp" \
     -retentionPeriod 100y -search.latencyOffset 0s -search.disableCache \
-    -search.maxUniqueTimeseries 100000000 -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
+    -search.maxUniqueTimeseries 100000000 -search.maxQueryDuration 600s -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
   vpid=$!; pids+=("$vpid")
   for _ in $(seq 1 200); do curl -s "http://127.0.0.1:$vh/health" >/dev/null 2>&1 && break; sleep 0.1; done
-  # (-search.maxUniqueTimeseries: its default, 300,000, refuses the count over 1,000,000 series)
+  # (-search.maxUniqueTimeseries: its default, 300,000, refuses the count over 1,000,000 series;
+  # -search.maxQueryDuration: its default, 30 s, cut the count over 1,000,000 live series on a
+  # busy machine, which then read as 0)
   vm_count() { # TIME: samples in the day before TIME
     curl -s -m 600 "http://127.0.0.1:$vh/api/v1/query" --data-urlencode \
       'query=sum(count_over_time({__name__=~"sys[.].+"}[1d]))' --data-urlencode "time=$1" |
