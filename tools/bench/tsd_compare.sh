@@ -34,13 +34,52 @@
 # its window when tsd.datapoints.written reaches the points sent instead of when the count query
 # does, e.g. under tsd.core.memory_limit_bytes, whose derived datapoint limit a whole-day count
 # over many series exceeds), PROTOS (default "telnet http"; e.g. telnet alone at the largest
-# size).
+# size), LIVE=1 (the live mode below).
+#
+# Two modes (each figure printed says which: "mode: backfill" / "mode: live"):
+#   backfill (default): telnet's stream covers [H - 3 d, H - 2 d), HTTP's the day after, H the
+#          current hour: every hour has closed before its points arrive, so ctsdb's ingest head
+#          refuses them (docs/head.md, HEAD_LATE) and every point is written as a single cell
+#          (the path of a backfill or of a collector that was down for days).
+#   live (LIVE=1): each protocol's stream is generated just before its pass (tsd_load --start
+#          now: its last interval is the time of generation, the others before it), so the points
+#          belong to the hours a TSD still holds open in its head, the path of collectors sending
+#          the current time. Each protocol runs in its own invocation with fresh servers (telnet
+#          first, then HTTP, under $BENCH_DIR/live-<proto>): both streams cover the same minutes
+#          and series, so a second protocol sent to the same servers would repeat the first's
+#          points. An hour closes at base + 3600 + grace (tsd.storage.ctsdb.compaction_delay,
+#          default 0), so the hours before the current one of a stream that reaches back over the
+#          top of the hour would close before or during the pass and their points become single
+#          cells: the script passes ctsdb a grace that keeps every hour of the stream open until
+#          LIVE_HOLD seconds (default 1800) after generation, and warns when a ctsdb pass ends
+#          later than that. A stream spanning more than 3 base hours overflows the head's
+#          HEAD_MAX_HOURS: refused. After each protocol the script prints how the points were taken
+#          (/api/stats: datapoints.written, tsd.storage.data.cells type=point and type=hour, the
+#          head's points, bytes and log): head-taken = written - point cells. The count query
+#          reads the head and the store as one (docs/head.md, "How queries read the head").
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 root=$PWD
 CTSDB=${CTSDB:-$root/bin/ctsdb}
 CONNS=${CONNS:-4}
 dir=${BENCH_DIR:-$root/build/bench-tsd}
+LIVE=${LIVE:-0}
+if [ "$LIVE" = 1 ] && [ "$(wc -w <<<"${PROTOS:-telnet http}")" -gt 1 ]; then
+  # live: one invocation a protocol, each with fresh servers and a stream generated just before
+  # its pass; the bare reader runs with the first protocol only
+  rc=0 first=1
+  for p in ${PROTOS:-telnet http}; do
+    echo "==== live mode, protocol $p ($dir/live-$p)"
+    if [ "$first" = 1 ]; then
+      PROTOS=$p BENCH_DIR=$dir/live-$p bash "$0" "$@" || rc=1
+    else
+      BASELINE=0 PROTOS=$p BENCH_DIR=$dir/live-$p bash "$0" "$@" || rc=1
+    fi
+    first=0
+  done
+  exit "$rc"
+fi
+[ "$LIVE" = 1 ] && REUSE_STREAM=0 # a kept live stream would be old: generated anew each run
 # REUSE_STREAM=1 keeps the streams a previous run left with KEEP_STREAM=1 (same size, CONNS)
 PROTOS=${PROTOS:-telnet http}
 gen_protos=$PROTOS # the protocols sent, and telnet for the bare reader
@@ -77,7 +116,12 @@ loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 points=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --count)
 start=$(( $(date +%s) / 3600 * 3600 - 3 * 86400 ))
 [ "$REUSE_STREAM" = 1 ] && start=$(cat "$dir/stream-start")
-echo "stream: $points points per protocol (${load_args[*]:-defaults}), $CONNS connections, start $start"
+if [ "$LIVE" = 1 ]; then
+  echo "mode: live (the stream ends at the time of its generation: open hours, ctsdb's head)"
+else
+  echo "mode: backfill (the stream starts 3 days back: closed hours, single cells in ctsdb)"
+  echo "stream: $points points per protocol (${load_args[*]:-defaults}), $CONNS connections, start $start"
+fi
 echo "machine: $(nproc) CPUs, load average $(loadavg) at $(date -u +%H:%M:%S) UTC"
 
 # ---- the streams, generated once before any clock starts ----------------------------------
@@ -88,9 +132,28 @@ for proto in $gen_protos; do
   [ "$REUSE_STREAM" = 1 ] && break
   pstart=$start
   [ "$proto" = http ] && pstart=$((start + 86400))
-  "$dir/tsd_load" --conns "$CONNS" --start "$pstart" "${load_args[@]}" --mode "$proto" \
+  [ "$LIVE" = 1 ] && pstart=now # every stream of a live run ends now (one protocol a run)
+  "$dir/tsd_load" --conns "$CONNS" "${load_args[@]}" --start "$pstart" --mode "$proto" \
     --gen "$dir/stream-$proto" >>"$dir/gen.out" || { echo "tsd_load --gen failed"; exit 1; }
 done
+live_grace=0
+if [ "$LIVE" = 1 ]; then
+  # meta: mode conns points start step intervals; the streams of a live run agree on them
+  gen_s=$(date +%s)
+  read -r _ _ _ start lstep lintervals <"$dir/stream-$PROTOS/meta"
+  lend=$((start + lintervals * lstep)) # one step past the last point
+  hours=$(( (lend - 1) / 3600 - start / 3600 + 1 ))
+  LIVE_HOLD=${LIVE_HOLD:-1800}
+  # the oldest hour closes at base + 3600 + grace: after generation + LIVE_HOLD
+  live_grace=$(( gen_s + LIVE_HOLD - (start / 3600 * 3600 + 3600) ))
+  [ "$live_grace" -lt 0 ] && live_grace=0
+  echo "stream: $points points (${load_args[*]:-defaults}), $CONNS connections," \
+    "[$start, $lend) = $(date -u -d "@$start" +%H:%M:%S)-$(date -u -d "@$lend" +%H:%M:%S) UTC," \
+    "$hours base hour(s), generated at $(date -u -d "@$gen_s" +%H:%M:%S)"
+  echo "ctsdb: --tsd.storage.ctsdb.compaction_delay=$live_grace (grace: the stream's oldest hour" \
+    "closes at $(date -u -d "@$((start / 3600 * 3600 + 3600 + live_grace))" +%H:%M:%S) UTC, at least LIVE_HOLD=$LIVE_HOLD s after generation)"
+  [ "$hours" -gt 3 ] && echo "  WARNING: the stream spans $hours base hours, the head holds 3 a series: the oldest hours' points are refused (single cells)"
+fi
 echo "$start" >"$dir/stream-start"
 [ "$REUSE_STREAM" = 1 ] && echo "streams reused from the previous run (start $start)"
 echo "streams generated in $(( ($(now_ns) - gen_t0) / 1000000 )) ms:" \
@@ -166,7 +229,7 @@ baseline_run() { # NAME
 metric_list=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --intervals 1 --print | awk '!s[$2]++ {print $2}' | head -20)
 declare -A c_points c_hwm c_hwm_ingest c_disk c_wal c_disk_run c_wal_run
 log_bytes() { # DIR: bytes of the log segments (wal/*.log, head/*.log) of a ctsdb data directory
-  find "$1" \( -path '*/wal/*' -o -path '*/head/*' \) -name '*.log' -type f -printf '%s\n' | awk '{s += $1} END {print s + 0}'
+  find "$1" \( -path '*/wal/*' -o -path '*/head/*' \) -name '*.log' -type f -printf '%s\n' | awk '{s += $1} END {printf "%.0f\n", s}'
 }
 disk_parts() { # DIR: bytes of each top-level part of a ctsdb data directory (wal, head, sst, ...)
   local d out=""
@@ -177,16 +240,33 @@ disk_parts() { # DIR: bytes of each top-level part of a ctsdb data directory (wa
 }
 variants=()
 ctsdb_pass() { # NAME TSD_OPTIONS
-  local name=$1 cdir="$dir/ctsdb-$1" cpid cport c0 t0 t1 c1
+  local name=$1 cdir="$dir/ctsdb-$1" cpid cport c0 t0 t1 c1 opts=$2
+  [ "$LIVE" = 1 ] && opts="--tsd.storage.ctsdb.compaction_delay=$live_grace $opts"
   # shellcheck disable=SC2086 # the options are words
-  "$CTSDB" tsd --bind 127.0.0.1 --port 0 --data "$cdir" $2 2>"$dir/$name.log" &
+  "$CTSDB" tsd --bind 127.0.0.1 --port 0 --data "$cdir" $opts 2>"$dir/$name.log" &
   cpid=$!; pids+=("$cpid")
   wait_line "$dir/$name.log" "listening on" || { echo "$name did not start"; cat "$dir/$name.log"; exit 1; }
   cport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$dir/$name.log")
-  echo "$name: ctsdb tsd ${2:-(defaults)}"
+  echo "$name: ctsdb tsd ${opts:-(defaults)}"
   written() { curl -s -m 60 "http://127.0.0.1:$cport/api/stats" | python3 -c '
 import json, sys
 print(sum(int(d["value"]) for d in json.load(sys.stdin) if d["metric"] == "tsd.datapoints.written"))'; }
+  head_report() { # how the points were taken: the head's share, single cells, hour cells
+    curl -s -m 60 "http://127.0.0.1:$cport/api/stats" | python3 -c '
+import json, sys
+v = {}
+for d in json.load(sys.stdin):
+    k = d["metric"] + "".join(" %s=%s" % kv for kv in sorted(d.get("tags", {}).items()) if kv[0] == "type")
+    if k.startswith(("tsd.datapoints.written", "tsd.storage.data.cells", "tsd.head.")):
+        v[k] = v.get(k, 0) + int(float(d["value"]))
+w = v.get("tsd.datapoints.written", 0)
+pc = v.get("tsd.storage.data.cells type=point", 0)
+print("    points: written %d, taken by the head %d (%.1f%%), single cells %d, hour cells %d; "
+      "head now: %d points, %d series, %d bytes, log %d bytes, %d open hour(s)" % (
+      w, w - pc, 100.0 * (w - pc) / max(1, w), pc, v.get("tsd.storage.data.cells type=hour", 0),
+      v.get("tsd.head.points", 0), v.get("tsd.head.series", 0), v.get("tsd.head.bytes", 0),
+      v.get("tsd.head.log.bytes", 0), v.get("tsd.head.log.open_hours", 0)))'
+  }
   ctsdb_count() { # START END: points of every metric in [START, END)
     # 1h-count, summed here: hour buckets are counted as the rows are read (query/qexec.c's
     # streamed downsample), where 0all-count would first hold every point of every series (over
@@ -206,7 +286,9 @@ except Exception:
       if [ "${COUNT_BY:-query}" = written ]; then
         n=$(( $(written) - $2 ))
       else
-        n=$(ctsdb_count "$1" $(($1 + 86400)))
+        # from the stream's first hour: a bucket stamped before the query's start is left out
+        # (as OpenTSDB does), and a live stream starts mid-hour
+        n=$(ctsdb_count $(($1 / 3600 * 3600)) $(($1 + 86400)))
       fi
       [ "$n" -ge "$points" ] && return 0
       sleep 0.1
@@ -217,16 +299,20 @@ except Exception:
   c_points[$name]=0
   for proto in $PROTOS; do
     pstart=$start
-    [ "$proto" = http ] && pstart=$((start + 86400))
+    [ "$proto" = http ] && [ "$LIVE" != 1 ] && pstart=$((start + 86400))
     c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
     if [ "$proto" = telnet ]; then replay telnet "$cport" --ack; else replay http "$cport"; fi
     if [ $? -eq 0 ]; then
       # peak RSS of the ingest alone: the count queries below read every point of the day
       c_hwm_ingest[$name]=$(hwm_kb "$cpid")
+      local ca ta
+      ca=$(cpu_ticks "$cpid"); ta=$(now_ns)
       ctsdb_queryable "$pstart" "$base"
       t1=$(now_ns); c1=$(cpu_ticks "$cpid")
       done_n=$points
       load_rate "$name $proto"
+      echo "    (at the last acknowledgement: $(python3 -c "print(round(($ca - $c0) / 100.0 / ($points / 1e6), 2))") CPU s per million points;" \
+        "the count until queryable then took $(python3 -c "print(round(($t1 - $ta) / 1e9, 1))") s and $(python3 -c "print(round(($c1 - $ca) / 100.0, 1))") CPU s)"
     else # cut by LOAD_TIMEOUT: rated on the points written until the count stops growing
       local w last=-1 since
       since=$(date +%s)
@@ -243,7 +329,11 @@ except Exception:
     base=$((base + done_n))
     c_points[$name]=$base
     [ "$(written)" -eq "$base" ] || echo "  WARNING: $name wrote $(written) of $base points"
+    head_report
   done
+  if [ "$LIVE" = 1 ] && [ "$(date +%s)" -ge $((start / 3600 * 3600 + 3600 + live_grace)) ]; then
+    echo "  WARNING: the pass ended after the stream's oldest hour closed (LIVE_HOLD=$LIVE_HOLD s is too short): see the single cells above"
+  fi
   # on disk while it runs, once idle: the write-ahead log is released once its points are in
   # block files (the head's log counts here too, under head/): a region without a write for
   # tsd.storage.quiet_flush_ms (30 s unless set in the options) is flushed, so the figure is
@@ -264,6 +354,7 @@ except Exception:
   c_wal_run[$name]=$(log_bytes "$cdir")
   echo "  $name running, idle ($(($(date +%s) - tw0)) s after the last acknowledgement and the count, waiting for the logs to be released): ${c_disk_run[$name]} bytes in $cdir, of which logs (wal/, head/) ${c_wal_run[$name]}"
   echo "    by directory: $(disk_parts "$cdir")"
+  head_report
   c_hwm[$name]=$(hwm_kb "$cpid")
   echo "  $name peak RSS: $((${c_hwm_ingest[$name]:-0} / 1024)) MB at the last acknowledgement (ingest), $((c_hwm[$name] / 1024)) MB with the count queries"
   kill -TERM "$cpid"; wait "$cpid"
@@ -288,10 +379,12 @@ if [ -n "$VM" ]; then
   "$VM" -storageDataPath "$dir/vm" -httpListenAddr "127.0.0.1:$vh" \
     -opentsdbListenAddr "127.0.0.1:$vt" -opentsdbHTTPListenAddr "127.0.0.1:$vp" \
     -retentionPeriod 100y -search.latencyOffset 0s -search.disableCache \
-    -search.maxUniqueTimeseries 100000000 -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
+    -search.maxUniqueTimeseries 100000000 -search.maxQueryDuration 600s -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
   vpid=$!; pids+=("$vpid")
   for _ in $(seq 1 200); do curl -s "http://127.0.0.1:$vh/health" >/dev/null 2>&1 && break; sleep 0.1; done
-  # (-search.maxUniqueTimeseries: its default, 300,000, refuses the count over 1,000,000 series)
+  # (-search.maxUniqueTimeseries: its default, 300,000, refuses the count over 1,000,000 series;
+  # -search.maxQueryDuration: its default, 30 s, cut the count over 1,000,000 live series on a
+  # busy machine, which then read as 0)
   vm_count() { # TIME: samples in the day before TIME
     curl -s -m 600 "http://127.0.0.1:$vh/api/v1/query" --data-urlencode \
       'query=sum(count_over_time({__name__=~"sys[.].+"}[1d]))' --data-urlencode "time=$1" |
@@ -323,7 +416,9 @@ if [ -n "$VM" ]; then
   }
   vm_points=0
   for proto in $PROTOS; do
-    if [ "$proto" = telnet ]; then vm_run telnet "$vt" "$start"; else vm_run http "$vp" $((start + 86400)); fi
+    if [ "$LIVE" = 1 ]; then # the day before the stream's end (it holds the whole stream)
+      if [ "$proto" = telnet ]; then vm_run telnet "$vt" $((lend - 86400)); else vm_run http "$vp" $((lend - 86400)); fi
+    elif [ "$proto" = telnet ]; then vm_run telnet "$vt" "$start"; else vm_run http "$vp" $((start + 86400)); fi
   done
   vm_hwm=$(hwm_kb "$vpid")
   vm_disk_run=$(du -sb "$dir/vm" | cut -f1)
@@ -338,6 +433,7 @@ fi
 
 echo
 echo "machine at the end: load average $(loadavg) at $(date -u +%H:%M:%S) UTC"
+echo "mode: $([ "$LIVE" = 1 ] && echo "live ($PROTOS)" || echo backfill), stream ${load_args[*]:-defaults}"
 printf '%-16s %-7s %12s %14s %8s   %s\n' target proto points/s cpu_s/Mpoint seconds "load average at its end"
 for r in "${results[@]}"; do echo "$r"; done
 echo

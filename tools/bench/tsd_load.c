@@ -26,6 +26,11 @@
  *   waits for its first reply line (for ctsdb: every earlier put of that connection is in the
  *   write-ahead log); http: C keep-alive connections POST /api/put JSON arrays of --batch points,
  *   one request at a time, and read each reply (ctsdb answers 204 once the points are logged).
+ * Live streams: `--start now` places the stream at the current time when it is generated: its
+ *   last interval is the current second rounded down to --step, the first (--intervals - 1)
+ *   steps before (tsd_compare.sh LIVE=1: the points then belong to the open hours a TSD keeps in
+ *   its ingest head, not to closed hours it backfills); `--start now-N` ends it N seconds
+ *   earlier. DIR/meta records the start, step and intervals the stream was made with.
  * Output (stdout): `points N seconds S rate R maxrss_kb X` (send start to last ack); --count
  * prints the stream's point count alone; --print writes the telnet stream (one connection) to
  * stdout.
@@ -468,7 +473,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* DIR/meta: `telnet|http CONNS POINTS`. */
+/* DIR/meta: `telnet|http CONNS POINTS START STEP INTERVALS` (only the first three are read). */
 static void read_meta(const char *dir, long *points)
 {
     char path[4096], mode[16];
@@ -487,7 +492,8 @@ static void read_meta(const char *dir, long *points)
 int main(int argc, char **argv)
 {
     const char *gen_dir = NULL, *replay_dir = NULL;
-    int print = 0;
+    int print = 0, live = 0;
+    long live_back = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--host") && v)
@@ -528,8 +534,19 @@ int main(int argc, char **argv)
             step = atoi(argv[++i]);
         else if (!strcmp(a, "--batch") && v)
             batch = atoi(argv[++i]);
-        else if (!strcmp(a, "--start") && v)
-            start = atoll(argv[++i]);
+        else if (!strcmp(a, "--start") && v) {
+            v = argv[++i];
+            if (!strncmp(v, "now", 3)) { /* resolved below, once --step and --intervals are known */
+                char *e = NULL;
+                live_back = v[3] == '-' ? strtol(v + 4, &e, 10) : 0;
+                if (live_back < 0 || (v[3] && (v[3] != '-' || !e || *e || e == v + 4))) {
+                    fprintf(stderr, "tsd_load: --start wants EPOCH_S, now or now-SECONDS\n");
+                    return 2;
+                }
+                live = 1;
+            } else
+                start = atoll(v);
+        }
         else if (!strcmp(a, "--mode") && v)
             http_mode = !strcmp(argv[++i], "http");
         else if (!strcmp(a, "--ack"))
@@ -546,7 +563,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: tsd_load [--host H] [--port P] [--mode telnet|http] [--ack]\n"
                             "  [--conns C] [--hosts H] [--metrics M] [--intervals K] [--step S]\n"
                             "  [--batch B] [--size 2000x1d|100000x1h|1000000x10m|200x30d]\n"
-                            "  [--start EPOCH_S] [--gen DIR | --replay DIR | --print | --count]\n");
+                            "  [--start EPOCH_S|now|now-S] [--gen DIR | --replay DIR | --print | --count]\n");
             return 2;
         }
     }
@@ -555,6 +572,10 @@ int main(int argc, char **argv)
     if (step < 1 || conns < 1 || batch < 1 || hosts < 1 || metrics < 1 || intervals < 0) {
         fprintf(stderr, "tsd_load: --step, --conns, --batch, --hosts, --metrics want >= 1\n");
         return 2;
+    }
+    if (live) { /* the last interval at the current time (minus N), rounded down to the step */
+        long long end = (long long)time(NULL) - live_back;
+        start = end / step * step - (long long)(intervals > 0 ? intervals - 1 : 0) * step;
     }
     long expect = (long)hosts * metrics * intervals;
     if (ack == -2) { /* without generating it */
@@ -610,7 +631,9 @@ int main(int argc, char **argv)
         char path[4096];
         snprintf(path, sizeof(path), "%s/meta", gen_dir);
         FILE *f = fopen(path, "w");
-        if (!f || fprintf(f, "%s %d %ld\n", http_mode ? "http" : "telnet", conns, total) < 0 ||
+        if (!f ||
+            fprintf(f, "%s %d %ld %lld %d %d\n", http_mode ? "http" : "telnet", conns, total,
+                    start, step, intervals) < 0 ||
             fclose(f) != 0)
             die("write", path);
     }
