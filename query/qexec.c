@@ -409,6 +409,8 @@ static int delete_rows(struct tsdb *t, const struct xscan *x, struct xsub *xs, s
  * busy may be NULL). */
 unsigned qexec_query_threads(const struct qexec_options *o, bool *busy)
 {
+    if (o->bound) /* a bounded run never waits for another thread (qexec_bound) */
+        return 1;
     unsigned nth = o->scan_threads ? o->scan_threads : qpool_threads(o->pool);
     if (!o->scan_threads && nth > 1 && qpool_busy(o->pool)) {
         nth = 1;
@@ -416,6 +418,37 @@ unsigned qexec_query_threads(const struct qexec_options *o, bool *busy)
             *busy = true;
     }
     return nth > 64 ? 64 : nth;
+}
+
+/* A bounded run's check of a planned sub-query (qexec_bound): CT_ELIMIT with QEXEC_OVER_BOUND
+ * when its plan is not a few exact key ranges, would read rollup tables, fills more buckets than
+ * the bound's datapoints, or the run is past its deadline. */
+static int bound_check_plan(const struct qspec *q, const struct qspec_sub *sub,
+                            const struct qexec_options *o, const struct xscan *x,
+                            enum qexec_status *status, struct ct_err *err)
+{
+    const struct qexec_bound *b = o->bound;
+    uint64_t hours = (uint64_t)((x->win_end_s - x->win_start_s) / ROWKEY_HOUR_S + 1);
+    enum rollup_iv riv;
+    const char *why = NULL;
+    if (!x->exact || (uint64_t)x->ntsuids * hours > b->max_ranges)
+        why = "its plan is not a few exact key ranges";
+    /* rollup tables or span buckets (0all, 7m) go to a worker; a sub-query folded by qrollup
+     * only because the head holds points of its window (head = true there) stays: its raw rows
+     * are the exact ranges above, counted against the bound's datapoints, and its head points
+     * were collected already */
+    else if (!x->histo && qrollup_eligible(q, sub, o, false, &riv))
+        why = "it reads rollup tables";
+    else if (sub->ds.enabled && !sub->ds.all && sub->ds.fill != QAGG_FILL_NONE &&
+             sub->ds.interval_ms > 0 &&
+             (uint64_t)((q->end_ms - q->start_ms) / sub->ds.interval_ms) + 1 > b->max_dps)
+        why = "its fill policy fills too many buckets";
+    else if (b->deadline_ns && clock_mono_ns() > b->deadline_ns)
+        why = "its time is up";
+    if (!why)
+        return CT_OK;
+    *status = QEXEC_OVER_BOUND;
+    return ct_err_set(err, CT_ELIMIT, "a bounded query run stopped: %s", why);
 }
 
 static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub *sub,
@@ -482,6 +515,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
             goto out;
     }
     x.histo = qspec_sub_is_histogram(sub);
+    if (o->bound && (rc = bound_check_plan(q, sub, o, &x, status, err)) != CT_OK)
+        goto out;
     if (!x.histo && !o->general_only && sub->ds.enabled && !sub->ds.all && !sub->ds.calendar &&
         sub->ds.interval_ms > 0 && (ROWKEY_HOUR_S * 1000) % sub->ds.interval_ms == 0 &&
         x.nhead == 0) {
@@ -516,6 +551,8 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     unsigned nwork = x.nbuckets * x.nslices;
     x.max_dps = max_dps;
     x.max_bytes = max_bytes;
+    if (o->bound && (!x.max_dps || o->bound->max_dps < x.max_dps))
+        x.max_dps = o->bound->max_dps;
     x.deadline_ns = deadline_ns;
     x.keep_rows = q->delete_data && o->allow_delete;
     x.sets = calloc(nwork, sizeof(struct xset));
@@ -648,9 +685,17 @@ static int run_all(struct tsdb *t, const struct qspec *q, const struct qexec_opt
                    struct ct_err *err)
 {
     uint64_t deadline = o->timeout_ms > 0 ? clock_mono_ns() + (uint64_t)o->timeout_ms * 1000000 : 0;
+    if (o->bound && o->bound->deadline_ns && (!deadline || o->bound->deadline_ns < deadline))
+        deadline = o->bound->deadline_ns;
     for (size_t i = 0; i < q->nsubs; i++) {
         *status = QEXEC_INTERNAL;
         int rc = run_sub(t, q, &q->subs[i], o, &xs[i], status, st, deadline, err);
+        /* a bounded run's datapoint limit or deadline may be its bound's: the unbounded run
+         * finds the query's own (qexec_bound) */
+        if (o->bound && (rc == CT_ELIMIT || rc == CT_ETIMEOUT)) {
+            *status = QEXEC_OVER_BOUND;
+            return CT_ELIMIT;
+        }
         if (rc != CT_OK)
             return rc;
     }
@@ -770,6 +815,10 @@ int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options 
                                   &globals, err);
         if (rc != CT_OK)
             *status = QEXEC_INTERNAL;
+        else if (o->bound && o->bound->deadline_ns && clock_mono_ns() > o->bound->deadline_ns) {
+            *status = QEXEC_OVER_BOUND;
+            rc = ct_err_set(err, CT_ELIMIT, "a bounded query run stopped: its time is up");
+        }
     }
     if (rc == CT_OK) {
         *status = QEXEC_OK;

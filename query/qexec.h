@@ -27,6 +27,22 @@ struct head;
  * runs on the calling thread alone when qexec_options.scan_threads is 0 (qexec_stats.scan_threads
  * is then 1): a helper's wake-up and the wait for it cost more than such a scan. */
 #define QEXEC_ONE_THREAD_RANGES 16
+/* The work a bounded run may do (the TSD's network loop runs small queries so): every sub-query's
+ * plan must be the tag index's exact key ranges, at most max_ranges of them (series x hours), not
+ * answered from rollup tables; at most max_dps datapoints read in all (a fill policy's buckets
+ * per series too); and the run must reach each check before deadline_ns (CLOCK_MONOTONIC, 0 =
+ * none): after each sub-query's planning (names, the head's series of the metric, the index),
+ * before each row of the scans and after the global annotations. The bound is set with
+ * scan_threads 1 and pool NULL (the run never waits for another thread). A run that would pass a
+ * bound ends with CT_ELIMIT and status QEXEC_OVER_BOUND before its first output byte (nothing
+ * written to j: run it again unbounded elsewhere); so does a timeout or a datapoint limit met in
+ * a bounded run, which the unbounded run meets again and answers. Time between two checks: one
+ * sub-query's planning, one row read and decoded, or the global annotation scan. */
+struct qexec_bound {
+    uint64_t max_ranges;
+    uint64_t max_dps;
+    uint64_t deadline_ns;
+};
 struct qexec_options {
     int64_t timeout_ms;      /* tsd.query.timeout; 0 = none */
     uint64_t max_datapoints; /* raw datapoints read per query; 0 = no limit */
@@ -46,6 +62,7 @@ struct qexec_options {
                                 picks times the window's hours are at most this (0 = never) */
     bool general_only;       /* tests: run every query through the general path (no fast path); the
                           answers must be byte-identical either way */
+    const struct qexec_bound *bound; /* a bounded run (above); NULL = unbounded */
 
     /* tsd.query.skip_unresolved_tagvs: a literal tag value with no UID is left out of its filter
      * (a filter left with none matches nothing) instead of failing the query with a 400 */
@@ -64,6 +81,7 @@ enum qexec_status {
     QEXEC_TOO_LARGE = 413,   /* datapoint limit */
     QEXEC_TIMEOUT = 408,     /* tsd.query.timeout */
     QEXEC_INTERNAL = 500,
+    QEXEC_OVER_BOUND = 1, /* not an HTTP status: a bounded run stopped (qexec_bound) */
 };
 
 /* Counters of one run (for showSummary/showStats and the bench). */

@@ -31,6 +31,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "query/qindex.h"
 #include "schema/dpcodec.h"
 #include "schema/head.h"
 #include "schema/meta.h"
@@ -398,6 +399,10 @@ static int lastset_add(struct lastset *s, const uint8_t *ts, size_t len,
         return 0;
     return lastset_insert(s, h, ts, len, p) ? -1 : 1;
 }
+
+/* The most point gets (series x hours of the window) a back-scan metric query reads through
+ * the tag index instead of scanning (last_of_metric, step 0). */
+#define QLAST_INDEX_GETS 128
 
 /* A run's budget (qlast_run_bounded) and what it used so far; b NULL = unbounded. */
 struct qlast_limit {
@@ -814,6 +819,35 @@ static int last_of_metric(struct tsdb *t, const struct qlast_query *q, int64_t n
     int rc = metric_filter(t, q, &metric, &rf, status, err);
     if (rc != CT_OK)
         return rc;
+    /* 0. when the tag index picks the tags' series, at most QLAST_INDEX_GETS of them times the
+     *    window's hours, each series' hour rows are read with point gets from the top down to
+     *    the first holding a point (last_by_gets): a few reads instead of a scan of every
+     *    bucket's (leading-tag) key ranges. The same answer: the index (when its marker says it
+     *    is complete) lists every series of the metric with these tags, and a series without a
+     *    point in the window is answered by neither */
+    uint8_t **its = NULL;
+    size_t *ilens = NULL, in = 0;
+    rc = qindex_select(t, rf, metric, (uint64_t)back_h + 1, QLAST_INDEX_GETS, &its, &ilens, &in,
+                       err);
+    if (rc == CT_OK)
+        rc = limit_scans(lim, 1, err); /* the index read, when the index is used */
+    if (rc != CT_NOTFOUND) {
+        for (size_t i = 0; i < in && rc == CT_OK; i++)
+            rc = last_by_gets(t, its[i], ilens[i], rowkey_base_hour_s(now_s),
+                              rowkey_base_hour_s(now_s) - back_h * ROWKEY_HOUR_S, set, lim,
+                              status, err);
+        for (size_t i = 0; i < in; i++)
+            free(its[i]);
+        free(its);
+        free(ilens);
+        if (lim->b)
+            lim->series += (uint32_t)in;
+        rowkey_filter_free(rf);
+        if (rc != CT_OK)
+            *status = QEXEC_INTERNAL;
+        return rc;
+    }
+    rc = CT_OK;
     /* 1. which series have rows in the window, and their newest hour: one reversed scan of the
      *    metric's rows whose row filter lets through each series' newest row only (the newest
      *    row normally holds a point, so a series normally takes this one row read, through the

@@ -19,8 +19,8 @@
  * scanners, keys and cells; an answer of at most a few series), and handed to a worker as any
  * query when it would pass the budget (nothing was sent then); a loop run during which the
  * loop thread had to wait (a voluntary context switch: a disk read, a lock held by a writer)
- * for more than LAST_LOOP_WAIT_NS in all makes the loop leave last queries to the workers for
- * 10 s (tsd_last_loop_overrun), so the loop waits that long at most once per 10 s. The loop
+ * for more than LOOP_WAIT_NS in all makes the loop leave last queries (and small ones, (5)) to
+ * the workers for 10 s (tsd_last_loop_overrun), so the loop waits that long at most once per 10 s. The loop
  * saves the two thread hand-offs (a worker's wake-up and the loop's wake-up for the
  * completion), which cost more than a small last query;
  * (4) OpenTSDB's QueryRpc counters (tsd.http.query.*) count /api/query only, never
@@ -34,7 +34,17 @@
  * NoSuchUniqueName so; a malformed TSUID, which OpenTSDB fails elsewhere, is counted here
  * too), exceptions for anything else (ErrorCB's timeouts, storage failures and
  * QueryExceptions such as the 413 datapoint limit; ctsdb's 503 when no worker takes the
- * query, which OpenTSDB has no counterpart for). */
+ * query, which OpenTSDB has no counterpart for); an /api/query answered on the loop (5) is
+ * counted the same way;
+ * (5) an /api/query whose parsed form may be small (query_small: a few hours, tag filters on
+ * every sub-query) is first run on the network loop, bounded (query/qexec.h, qexec_bound:
+ * QUERY_LOOP_MAX_RANGES exact key ranges of the tag index per sub-query, QUERY_LOOP_MAX_DPS
+ * datapoints, tsd.query.loop_us of time, no other thread), and handed to a worker as any query
+ * when the run stops at its bound, which it does before writing anything; the same answer either
+ * way (the bound only decides where the query runs). The loop is held at most tsd.query.loop_us
+ * plus one sub-query's planning or one row's read, then the writing of at most
+ * QUERY_LOOP_MAX_DPS points; tsd.query.on_loop=false (and a Bigtable store) turns it off, a loop
+ * run that waited turns it off for 10 s as in (3). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -143,6 +153,106 @@ static void query_work(struct http_req *r, void *arg)
     qspec_free(q);
 }
 
+/* ---- small queries on the network loop (see (3) and (5)) ----------------------------------- */
+
+/* A loop run that had to wait (see loop_waits) and took longer than this stops the loop paths
+ * for 10 s; a shorter wait (a lock held for a moment by another reader or a writer) does not. */
+#define LOOP_WAIT_NS 50000
+
+/* The loop thread's voluntary context switches: it makes one only when it waits (a disk read,
+ * a lock held elsewhere), never when it is merely preempted. -1 if unknown. */
+static long loop_waits(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : -1;
+}
+
+/* After a loop run that began with `waits` (loop_waits) and took `took` ns: a run that waited
+ * longer than LOOP_WAIT_NS leaves last and small queries to the workers for 10 s. */
+static void loop_run_done(struct tsd *t, const char *what, long waits, uint64_t took,
+                          int64_t now_ms)
+{
+    /* a run within LOOP_WAIT_NS counts whether it waited or not: only a longer one needs the
+     * second count (one syscall less on the usual path) */
+    long waited = took > LOOP_WAIT_NS && waits >= 0 ? loop_waits() - waits : 0;
+    if (waits >= 0 && (waited == 0 || took <= LOOP_WAIT_NS))
+        return;
+    tstats_add(TSTATS_LAST_LOOP_WAITS, 1);
+    tsd_last_loop_overrun(t, now_ms);
+    tlog_warn("%s waited on the network loop for %.3f ms (a disk read or a lock): last and "
+              "small queries go to the workers for 10 s",
+              what, (double)took / 1e6);
+}
+
+/* The bound of an /api/query run on the network loop (see (5)). A query is tried there only
+ * when its parsed form says it may be small (query_small: no store work), and the run
+ * (qexec_bound) stops, before any output, at the first sub-query planned otherwise than as at
+ * most QUERY_LOOP_MAX_RANGES exact key ranges of the tag index (a fully tagged series over a
+ * few hours), past QUERY_LOOP_MAX_DPS datapoints read, or past tsd.query.loop_us (default
+ * 300 us) checked after each planning and before each row; the answer of at most that many
+ * points (~100 KiB of JSON, under http.h's 256 KiB held) is then written in one go. The bench's
+ * last point asked as Grafana asks it (one series, one hour) takes ~40 us there. */
+#define QUERY_LOOP_MAX_HOURS  8
+#define QUERY_LOOP_MAX_RANGES 16
+#define QUERY_LOOP_MAX_DPS    4096
+
+/* Whether q may be small enough for the loop, from its parsed form alone: a window of at most
+ * QUERY_LOOP_MAX_HOURS hours and every sub-query a metric with tag filters (the tag index can
+ * pick its series), no TSUIDs, not a delete. */
+static bool query_small(const struct qspec *q)
+{
+    if (q->delete_data || q->nsubs == 0 ||
+        q->end_ms - q->start_ms > (int64_t)QUERY_LOOP_MAX_HOURS * 3600 * 1000)
+        return false;
+    for (size_t i = 0; i < q->nsubs; i++)
+        if (!q->subs[i].metric || q->subs[i].ntsuids || !q->subs[i].nfilters)
+            return false;
+    return true;
+}
+
+/* Runs q on the loop within its bound; true if r was answered (then q is freed), false if the
+ * query is not small or its run passed the bound (nothing was sent; q is kept for a worker). */
+static bool query_on_loop(struct http_req *r, struct qspec *q)
+{
+    struct tsd *t = http_req_tsd(r);
+    int64_t now = clock_now_ms();
+    if (!t->query_on_loop || now < t->last_loop_off_until_ms || !query_small(q))
+        return false;
+    struct qexec_options o;
+    api_query_options(r, &o);
+    struct qexec_bound b = {QUERY_LOOP_MAX_RANGES, QUERY_LOOP_MAX_DPS, 0};
+    o.bound = &b;
+    o.pool = NULL;
+    /* the index's pick stops at the first series past the bound's ranges (the plan is then the
+     * worker's, which the bound refuses anyway) */
+    if (o.index_ranges > QUERY_LOOP_MAX_RANGES)
+        o.index_ranges = QUERY_LOOP_MAX_RANGES;
+    struct http_stream_sink s = {r, false};
+    struct qjson *j = qjson_new(http_stream_sink_write, &s, 0);
+    if (!j)
+        return false;
+    struct ct_err err = {0};
+    enum qexec_status status = QEXEC_INTERNAL;
+    long waits = loop_waits();
+    uint64_t t0 = clock_mono_ns();
+    b.deadline_ns = t0 + t->query_loop_ns;
+    int rc = qexec_run(tsd_tsdb(t), q, &o, j, &status, NULL, &err);
+    uint64_t took = clock_mono_ns() - t0;
+    bool over = rc == CT_ELIMIT && status == QEXEC_OVER_BOUND;
+    if (over)
+        qjson_free(j); /* nothing was written: a bounded run stops before its first byte */
+    else
+        query_count(answer_finish(r, &s, j, rc, status, &err), status);
+    loop_run_done(t, "a query", waits, took, now);
+    if (over) {
+        tstats_add(TSTATS_QUERY_LOOP_OVER, 1);
+        return false;
+    }
+    tstats_add(TSTATS_QUERY_LOOP, 1);
+    qspec_free(q);
+    return true;
+}
+
 void api_query_handle(struct http_req *r)
 {
     struct ct_err err = {0};
@@ -178,6 +288,8 @@ void api_query_handle(struct http_req *r)
         }
         q->delete_data = true;
     }
+    if (query_on_loop(r, q))
+        return;
     if (http_req_defer(r, query_work, q, &err) != CT_OK) {
         qspec_free(q);
         http_reply_error(r, 503, "The TSD is overloaded; retry later", err.msg);
@@ -212,18 +324,6 @@ static void last_work(struct http_req *r, void *arg)
 #define LAST_LOOP_MAX_ROWS   128
 #define LAST_LOOP_MAX_CELLS  4096
 #define LAST_LOOP_MAX_SERIES 8 /* a query for more goes to a worker after at most 8 keys */
-/* A run that had to wait (see loop_waits) and took longer than this stops the loop path for
- * 10 s; a shorter wait (a lock held for a moment by another reader or a writer) does not. */
-#define LAST_LOOP_WAIT_NS 50000
-
-/* The loop thread's voluntary context switches: it makes one only when it waits (a disk read,
- * a lock held elsewhere), never when it is merely preempted. -1 if unknown. */
-static long loop_waits(void)
-{
-    struct rusage ru;
-    return getrusage(RUSAGE_THREAD, &ru) == 0 ? ru.ru_nvcsw : -1;
-}
-
 /* Runs q on the loop within the budget; true if r was answered (then q is freed), false if the
  * budget would be passed (nothing was sent; q is kept for a worker). */
 static bool last_on_loop(struct http_req *r, struct qlast_req *q)
@@ -245,20 +345,11 @@ static bool last_on_loop(struct http_req *r, struct qlast_req *q)
     uint64_t t0 = clock_mono_ns();
     int rc = qlast_run_bounded(tsd_tsdb(t), q, now, &budget, j, &status, &err);
     uint64_t took = clock_mono_ns() - t0;
-    /* a run within LAST_LOOP_WAIT_NS counts whether it waited or not: only a longer one needs
-     * the second count (one syscall less on the usual path) */
-    long waited = took > LAST_LOOP_WAIT_NS && waits >= 0 ? loop_waits() - waits : 0;
     if (rc == CT_ELIMIT)
         qjson_free(j); /* nothing was written: the answer is written only at the end */
     else
         answer_finish(r, &s, j, rc, status, &err); /* not in tsd.http.query.* (see (4)) */
-    if (waits < 0 || (waited != 0 && took > LAST_LOOP_WAIT_NS)) {
-        tstats_add(TSTATS_LAST_LOOP_WAITS, 1);
-        tsd_last_loop_overrun(t, now);
-        tlog_warn("a last query waited on the network loop for %.3f ms (a disk read or a "
-                  "lock): last queries go to the workers for 10 s",
-                  (double)took / 1e6);
-    }
+    loop_run_done(t, "a last query", waits, took, now);
     if (rc == CT_ELIMIT) {
         tstats_add(TSTATS_LAST_LOOP_OVER, 1);
         return false;

@@ -435,6 +435,8 @@ void tsd_collect_stats(struct tsd *t, tsd_stat_fn fn, void *arg)
     TSD_STAT("tsd.query.last", tstats_get(TSTATS_LAST_LOOP), "type=loop");
     TSD_STAT("tsd.query.last", tstats_get(TSTATS_LAST_LOOP_OVER), "type=over_loop_budget");
     TSD_STAT("tsd.query.last", tstats_get(TSTATS_LAST_LOOP_WAITS), "type=loop_waits");
+    TSD_STAT("tsd.query.on_loop", tstats_get(TSTATS_QUERY_LOOP), "type=answered");
+    TSD_STAT("tsd.query.on_loop", tstats_get(TSTATS_QUERY_LOOP_OVER), "type=over_loop_budget");
     TSD_STAT("tsd.query.scans", tstats_get(TSTATS_QUERY_PARALLEL), "type=parallel");
     TSD_STAT("tsd.query.scans", tstats_get(TSTATS_QUERY_BUSY_ONE), "type=one_thread_cpus_busy");
 #undef TSD_STAT
@@ -495,6 +497,9 @@ static int tsd_settings(struct tsd *t, struct ct_err *err)
     t->last_on_loop = conf_get_bool(c, "tsd.query.last.on_loop") &&
                       strcmp(conf_get_str(c, "tsd.storage.backend"), "bigtable") != 0;
     t->last_loop_ns = (uint64_t)conf_get_int(c, "tsd.query.last.loop_us") * 1000;
+    t->query_on_loop = conf_get_bool(c, "tsd.query.on_loop") &&
+                       strcmp(conf_get_str(c, "tsd.storage.backend"), "bigtable") != 0;
+    t->query_loop_ns = (uint64_t)conf_get_int(c, "tsd.query.loop_us") * 1000;
     conf_report_unsupported(c, tsd_warn_config, NULL);
     /* CORS list: comma-separated, case-insensitive, or "*" alone */
     const char *cd = conf_get_str(c, "tsd.http.request.cors_domains");

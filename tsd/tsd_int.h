@@ -136,7 +136,12 @@ struct tsd {
      * api_query.c): loop thread only */
     bool last_on_loop;
     uint64_t last_loop_ns;          /* tsd.query.last.loop_us: a loop run's time budget */
-    int64_t last_loop_off_until_ms; /* after an overrun the loop leaves last queries alone */
+    int64_t last_loop_off_until_ms; /* after an overrun the loop leaves last queries alone,
+                                       and small /api/query ones too */
+    /* small /api/query range queries on the network loop (tsd.query.on_loop, embedded store
+     * only; api_query.c (5)): loop thread only */
+    bool query_on_loop;
+    uint64_t query_loop_ns; /* tsd.query.loop_us: a loop run's time budget */
 };
 
 /* telnet.c */

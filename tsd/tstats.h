@@ -40,6 +40,8 @@ enum tstats_counter {
     TSTATS_LAST_LOOP,       /* /api/query/last answered on the network loop */
     TSTATS_LAST_LOOP_OVER,  /* ... tried there, past the budget, sent to a worker */
     TSTATS_LAST_LOOP_WAITS, /* ... runs that waited there: the loop path stopped for 10 s */
+    TSTATS_QUERY_LOOP,      /* /api/query answered on the network loop (api_query.c (5)) */
+    TSTATS_QUERY_LOOP_OVER, /* ... tried there, past its bound, sent to a worker */
     TSTATS_QUERY_PARALLEL,  /* /api/query runs whose scans used several threads */
     TSTATS_QUERY_BUSY_ONE,  /* ... that used one because every CPU was busy (qexec) */
     /* /api/query requests (not /last) that passed parsing and validation, by how they ended

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "query/qlast.h"
+#include "schema/tagidx.h"
 #include "schema/tsdb.h"
 #include "tests/lib/ctest.h"
 #include "tests/lib/tsdb_fixture.h"
@@ -466,6 +467,47 @@ static void test_the_newest_point_is_not_the_last_cell(void **state)
     }
 }
 
+/* A back-scan metric query whose tags the complete tag index picks reads its series' hours by
+ * point gets (qlast.c, last_of_metric step 0): every body answers byte for byte as the scan
+ * path did before the index was marked complete (bounded and not), and the fully tagged series
+ * that the scan path reads with 3 hour scans and a row read (test_each_bound_...) now takes the
+ * index read and one get. */
+static void test_the_tag_index_path_answers_as_the_scan(void **state)
+{
+    TSDB_FIXTURE_SKIP_IF_NONE(state);
+    struct tsdb_fixture *f = *state;
+    size_t nb = sizeof(bodies) / sizeof(bodies[0]);
+    struct outcome want[sizeof(bodies) / sizeof(bodies[0])];
+    for (size_t i = 0; i < nb; i++)
+        want[i] = run(f, bodies[i], NULL);
+    const struct qlast_budget two = {2, 100, 100, 1, 0};
+    struct outcome o = run(f, bodies[0], &two);
+    assert_int_equal(o.rc, CT_ELIMIT); /* the scan path: 3 hour scans + 1 row read */
+    free(o.out);
+    struct ct_err err = {0};
+    uint64_t n = 0;
+    assert_int_equal(tagidx_rebuild(f->t, &n, &err), CT_OK);
+    bool complete = false;
+    assert_int_equal(tagidx_complete(f->t, &complete, &err), CT_OK);
+    assert_true(complete);
+    o = run(f, bodies[0], &two);
+    assert_int_equal(o.rc, CT_OK);
+    assert_string_equal(o.out, want[0].out);
+    free(o.out);
+    const struct qlast_budget ample = {1000, 100000, 100000, 1000, 0};
+    for (size_t i = 0; i < nb; i++) {
+        for (int bounded = 0; bounded < 2; bounded++) {
+            o = run(f, bodies[i], bounded ? &ample : NULL);
+            assert_int_equal(o.rc, want[i].rc);
+            assert_int_equal(o.st, want[i].st);
+            assert_string_equal(o.out, want[i].out);
+            assert_string_equal(o.msg, want[i].msg);
+            free(o.out);
+        }
+        free(want[i].out);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -485,6 +527,10 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(
             test_duplicate_sub_queries_are_each_answered_in_request_order, setup_salted, teardown),
+        cmocka_unit_test_setup_teardown(test_the_tag_index_path_answers_as_the_scan,
+                                        setup_unsalted, teardown),
+        cmocka_unit_test_setup_teardown(test_the_tag_index_path_answers_as_the_scan, setup_salted,
+                                        teardown),
         cmocka_unit_test(test_parse_errors_are_opentsdbs),
         cmocka_unit_test(test_params_are_read_as_opentsdb_reads_them),
     };
