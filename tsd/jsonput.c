@@ -345,6 +345,18 @@ static bool jp_key_is(const struct put_str *k, const char *name)
     return k->len == n && !memcmp(k->p, name, n);
 }
 
+/* jp_value for a datapoint's field or tag value: a string (nearly every tag value and metric)
+ * goes straight to jp_string, the rest through jp_value. */
+static inline bool jp_field_value(struct jp *j, int depth, struct put_str *text, char *kind)
+{
+    jp_ws(j);
+    if (j->p < j->end && *j->p == '"') {
+        *kind = 's';
+        return jp_string(j, text);
+    }
+    return jp_value(j, depth, text, kind);
+}
+
 /* Reads one datapoint object (syntax already checked) into *pt. */
 static bool jp_point(struct jp *j, struct jsonput_point *pt)
 {
@@ -394,7 +406,7 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt)
                         jp_ws(j);
                         j->p++; /* ':' */
                         char vk;
-                        if (!jp_value(j, 2, &tv, &vk))
+                        if (!jp_field_value(j, 2, &tv, &vk))
                             return false;
                         if (vk == 'o' || vk == 'a' ||
                             (vk == 'l' && tv.len == 4 && !memcmp(tv.p, "null", 4)))
@@ -426,7 +438,7 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt)
                     }
                 }
             } else {
-                if (!jp_value(j, 1, &text, &kind))
+                if (!jp_field_value(j, 1, &text, &kind))
                     return false;
                 bool null = kind == 'l' && text.len == 4 && !memcmp(text.p, "null", 4);
                 if (jp_key_is(&key, "metric")) {
