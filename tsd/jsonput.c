@@ -6,6 +6,7 @@
  * JSONPUT_MAX_DEPTH is a syntax error (bounded recursion). */
 #include "tsd/jsonput.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,27 +64,35 @@ static const bool jp_str_stop[256] = {
     [0x1C] = 1, [0x1D] = 1, [0x1E] = 1, [0x1F] = 1, ['"'] = 1,  ['\\'] = 1,
 };
 
-/* Reads a string at j->p ('"'); out (may be NULL) gets its unescaped bytes. */
-static bool jp_string(struct jp *j, struct put_str *out)
+/* The first stop byte (jp_str_stop) in q..end, or end: eight bytes a step where the word holds
+ * none (SWAR: a byte equal to '"' or '\\', or below 0x20, sets its high bit in m; the lowest
+ * flagged byte is always a real one, since a false flag needs a borrow from a real one below
+ * it), then byte by byte for the last few bytes of the body. */
+static inline const char *jp_plain_end(const char *q, const char *end)
 {
-    j->p++; /* opening quote */
-    const char *start = j->p;
-    const char *q = start;
-    while (q + 4 <= j->end && !jp_str_stop[(unsigned char)q[0]] &&
-           !jp_str_stop[(unsigned char)q[1]] && !jp_str_stop[(unsigned char)q[2]] &&
-           !jp_str_stop[(unsigned char)q[3]])
-        q += 4;
-    while (q < j->end && !jp_str_stop[(unsigned char)*q])
-        q++;
-    if (q < j->end && *q == '"') {
-        if (out) {
-            out->p = start;
-            out->len = (size_t)(q - start);
-        }
-        j->p = q + 1;
-        return true;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    while (end - q >= 8) {
+        uint64_t x;
+        memcpy(&x, q, 8);
+        uint64_t qt = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+        uint64_t m = (((qt - ones) & ~qt) | ((bs - ones) & ~bs) | ((x - ones * 0x20) & ~x)) & highs;
+        if (m)
+            return q + (__builtin_ctzll(m) >> 3);
+        q += 8;
     }
-    /* escapes: unescape into scratch */
+#endif
+    while (q < end && !jp_str_stop[(unsigned char)*q])
+        q++;
+    return q;
+}
+
+/* The rest of jp_string from q, the first stop byte of the string starting at start: escapes
+ * unescaped into scratch, a control character or the end of the body refused. Out of line, so
+ * that the plain strings' path (nearly all) does not pay for its registers. */
+static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put_str *out,
+                                                        const char *start, const char *q)
+{
     char *w = j->scratch + j->sp, *w0 = w;
     memcpy(w, start, (size_t)(q - start));
     w += q - start;
@@ -183,6 +192,23 @@ static bool jp_string(struct jp *j, struct put_str *out)
     }
     jp_fail(j, "unterminated string");
     return false;
+}
+
+/* Reads a string at j->p ('"'); out (may be NULL) gets its unescaped bytes. */
+static bool jp_string(struct jp *j, struct put_str *out)
+{
+    j->p++; /* opening quote */
+    const char *start = j->p;
+    const char *q = jp_plain_end(start, j->end);
+    if (q < j->end && *q == '"') {
+        if (out) {
+            out->p = start;
+            out->len = (size_t)(q - start);
+        }
+        j->p = q + 1;
+        return true;
+    }
+    return jp_string_escaped(j, out, start, q);
 }
 
 static bool jp_number(struct jp *j, struct put_str *out)
@@ -319,6 +345,18 @@ static bool jp_key_is(const struct put_str *k, const char *name)
     return k->len == n && !memcmp(k->p, name, n);
 }
 
+/* jp_value for a datapoint's field or tag value: a string (nearly every tag value and metric)
+ * goes straight to jp_string, the rest through jp_value. */
+static inline bool jp_field_value(struct jp *j, int depth, struct put_str *text, char *kind)
+{
+    jp_ws(j);
+    if (j->p < j->end && *j->p == '"') {
+        *kind = 's';
+        return jp_string(j, text);
+    }
+    return jp_value(j, depth, text, kind);
+}
+
 /* Reads one datapoint object (syntax already checked) into *pt. */
 static bool jp_point(struct jp *j, struct jsonput_point *pt)
 {
@@ -368,7 +406,7 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt)
                         jp_ws(j);
                         j->p++; /* ':' */
                         char vk;
-                        if (!jp_value(j, 2, &tv, &vk))
+                        if (!jp_field_value(j, 2, &tv, &vk))
                             return false;
                         if (vk == 'o' || vk == 'a' ||
                             (vk == 'l' && tv.len == 4 && !memcmp(tv.p, "null", 4)))
@@ -400,7 +438,7 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt)
                     }
                 }
             } else {
-                if (!jp_value(j, 1, &text, &kind))
+                if (!jp_field_value(j, 1, &text, &kind))
                     return false;
                 bool null = kind == 'l' && text.len == 4 && !memcmp(text.p, "null", 4);
                 if (jp_key_is(&key, "metric")) {
@@ -467,12 +505,7 @@ static bool jp_quick_number(const char *p, const char *end, const char **out)
 /* A plain string at p ('"'): no escape, no control character; *out: past its closing quote. */
 static bool jp_quick_string(const char *p, const char *end, const char **out)
 {
-    p++;
-    while (p + 4 <= end && !jp_str_stop[(unsigned char)p[0]] && !jp_str_stop[(unsigned char)p[1]] &&
-           !jp_str_stop[(unsigned char)p[2]] && !jp_str_stop[(unsigned char)p[3]])
-        p += 4;
-    while (p < end && !jp_str_stop[(unsigned char)*p])
-        p++;
+    p = jp_plain_end(p + 1, end);
     if (p >= end || *p != '"')
         return false;
     *out = p + 1;
