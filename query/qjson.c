@@ -405,25 +405,28 @@ static size_t qjson_format_short(double v, char *out)
     if (!(a >= 1e-3 && a < 1e7) || !(bits & ((1ULL << 52) - 1)))
         return 0;
     for (int k = 1; k <= 6; k++) {
-        uint64_t q = (uint64_t)(a * qjson_p10s[k] + 0.5);
+        int64_t q = (int64_t)(a * qjson_p10s[k] + 0.5); /* < 1e13 */
         if ((double)q / qjson_p10s[k] != a)
             continue;
-        uint64_t ip = q / (uint64_t)qjson_pow10[k], frac = q % (uint64_t)qjson_pow10[k];
-        int fd = k; /* frac > 0: whole numbers are printed before this path */
-        while (fd > 1 && frac % 10 == 0) {
-            frac /= 10;
-            fd--;
-        }
+        /* the integer part is a's (a is within half a gap of q / 10^k, which is at least 10^-6
+         * from a whole number: a whole q / 10^k would make a whole, printed before this path) */
+        int64_t ip = (int64_t)a;
+        int64_t frac = q - ip * (int64_t)qjson_pow10[k]; /* 1 .. 10^k - 1 */
         size_t o = 0;
         if (v < 0)
             out[o++] = '-';
-        o += qjson_u64_digits(ip, out + o);
+        o += qjson_u64_digits((uint64_t)ip, out + o);
         out[o++] = '.';
-        for (int i = fd - 1; i >= 0; i--) {
-            out[o + (size_t)i] = (char)('0' + frac % 10);
+        /* k digits, leading zeros kept, then the trailing zeros cut (one digit at least) */
+        char *f = out + o;
+        for (int i = k - 1; i >= 0; i--) {
+            f[i] = (char)('0' + frac % 10);
             frac /= 10;
         }
-        o += (size_t)fd;
+        size_t fd = (size_t)k;
+        while (fd > 1 && f[fd - 1] == '0')
+            fd--;
+        o += fd;
         out[o] = 0;
         return o;
     }
