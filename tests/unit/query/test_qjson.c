@@ -216,9 +216,23 @@ static void test_qjson_short_decimals_print_like_the_general_form(void **state)
     /* powers of two from 2^-10 to 2^23 and their neighbours; the range's edges */
     for (int e = -10; e <= 23; e++) {
         double p = ldexp(1, e);
-        const double vs[] = {p, nextafter(p, 0), nextafter(p, 1e300), p * 1.5, 1e-3,
-                             nextafter(1e-3, 0), nextafter(1e-3, 1), 1e7, nextafter(1e7, 0),
-                             9999999.999999, 0.001001, 0.1, 0.2, 0.3, 0.7, 1.1, 2.675};
+        const double vs[] = {p,
+                             nextafter(p, 0),
+                             nextafter(p, 1e300),
+                             p * 1.5,
+                             1e-3,
+                             nextafter(1e-3, 0),
+                             nextafter(1e-3, 1),
+                             1e7,
+                             nextafter(1e7, 0),
+                             9999999.999999,
+                             0.001001,
+                             0.1,
+                             0.2,
+                             0.3,
+                             0.7,
+                             1.1,
+                             2.675};
         for (size_t m = 0; m < sizeof(vs) / sizeof(vs[0]); m++) {
             for (int sign = 0; sign < 2; sign++) {
                 double w = sign ? -vs[m] : vs[m];
