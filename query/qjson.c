@@ -383,6 +383,56 @@ static size_t qjson_format_exact(double v, char *out)
     return 0;
 }
 
+/* 10^1 .. 10^6 as doubles (exact) */
+static const double qjson_p10s[7] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
+
+/* What the general paths print, for 1e-3 <= |v| < 1e7 (not a whole number) whose value reads
+ * back from a decimal with at most 6 fractional digits (2-decimal gauges, their averages over
+ * one point, most sums of them): q x 10^-k for the first k in 1..6 where the rounded q = |v| 10^k
+ * gives q / 10^k == |v| (both exact doubles: q < 2^53, 10^k, so the IEEE division is strtod's
+ * correctly rounded reading of the decimal). Why that is the general paths' answer: |v| < 1e7 so
+ * q has at most 13 significant digits, and the doubles that read back to v span one gap of v
+ * (relative 1.1e-16 .. 2.2e-16), narrower than the spacing of 15-digit decimals (relative
+ * >= 1e-15), so q is the only 15-digit decimal that reads back to v; the general paths print the
+ * correctly rounded 15-digit decimal of v, the closest one, which then is q too (it reads back:
+ * the interval is symmetric about v). A mantissa of 1.0 (v a power of two) has a half-size gap
+ * below and is left to the general paths. Returns 0 when no k fits. */
+static size_t qjson_format_short(double v, char *out)
+{
+    double a = fabs(v);
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof(bits));
+    if (!(a >= 1e-3 && a < 1e7) || !(bits & ((1ULL << 52) - 1)))
+        return 0;
+    for (int k = 1; k <= 6; k++) {
+        int64_t q = (int64_t)(a * qjson_p10s[k] + 0.5); /* < 1e13 */
+        if ((double)q / qjson_p10s[k] != a)
+            continue;
+        /* the integer part is a's (a is within half a gap of q / 10^k, which is at least 10^-6
+         * from a whole number: a whole q / 10^k would make a whole, printed before this path) */
+        int64_t ip = (int64_t)a;
+        int64_t frac = q - ip * (int64_t)qjson_pow10[k]; /* 1 .. 10^k - 1 */
+        size_t o = 0;
+        if (v < 0)
+            out[o++] = '-';
+        o += qjson_u64_digits((uint64_t)ip, out + o);
+        out[o++] = '.';
+        /* k digits, leading zeros kept, then the trailing zeros cut (one digit at least) */
+        char *f = out + o;
+        for (int i = k - 1; i >= 0; i--) {
+            f[i] = (char)('0' + frac % 10);
+            frac /= 10;
+        }
+        size_t fd = (size_t)k;
+        while (fd > 1 && f[fd - 1] == '0')
+            fd--;
+        o += fd;
+        out[o] = 0;
+        return o;
+    }
+    return 0;
+}
+
 size_t qjson_format_double(double v, char *out)
 {
     if (isnan(v))
@@ -398,7 +448,10 @@ size_t qjson_format_double(double v, char *out)
         memcpy(out + n, ".0", 3);
         return n + 2;
     }
-    size_t sn = qjson_format_exact(v, out);
+    size_t sn = qjson_format_short(v, out);
+    if (sn)
+        return sn;
+    sn = qjson_format_exact(v, out);
     if (sn)
         return sn;
     /* 15 significant digits read back exactly for almost every double (and then, with the

@@ -178,6 +178,74 @@ static void test_qjson_fast_number_forms_print_like_the_general_form(void **stat
     }
 }
 
+/* The short-decimal path (at most 6 fractional digits, |v| in [1e-3, 1e7)) against the
+ * reference: every decimal of 1..6 fractional digits at every magnitude of the range, their
+ * neighbouring doubles (which must not be taken for the decimal), powers of two and their
+ * neighbours (the half-size gap below), and the range's edges. QJSON_RANDOM_N raises the count
+ * of random values (default 200,000; a check run used 20,000,000). */
+static void test_qjson_short_decimals_print_like_the_general_form(void **state)
+{
+    (void)state;
+    long n = 200000;
+    const char *env = getenv("QJSON_RANDOM_N");
+    if (env && atol(env) > 0)
+        n = atol(env);
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    char a[48], b[48];
+    long checked = 0;
+    for (long i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int k = 1 + (int)(x % 6);
+        double p10 = pow(10, k);
+        /* an integer of 1 .. 13 digits scaled to k decimals: 0.001 .. 9999999.999999 */
+        uint64_t digits = 1 + (uint64_t)(x >> 20) % (uint64_t)pow(10, 1 + (double)((x >> 8) % 13));
+        double v = (double)digits / p10;
+        if (x & 0x10000)
+            v = -v;
+        const double vs[] = {v, nextafter(v, 0), nextafter(v, 2 * v), v * 3, v / 7};
+        for (size_t m = 0; m < sizeof(vs) / sizeof(vs[0]); m++) {
+            qjson_format_double(vs[m], a);
+            ref_format(vs[m], b);
+            if (strcmp(a, b))
+                fail_msg("%.17g: got %s want %s", vs[m], a, b);
+            checked++;
+        }
+    }
+    /* powers of two from 2^-10 to 2^23 and their neighbours; the range's edges */
+    for (int e = -10; e <= 23; e++) {
+        double p = ldexp(1, e);
+        const double vs[] = {p,
+                             nextafter(p, 0),
+                             nextafter(p, 1e300),
+                             p * 1.5,
+                             1e-3,
+                             nextafter(1e-3, 0),
+                             nextafter(1e-3, 1),
+                             1e7,
+                             nextafter(1e7, 0),
+                             9999999.999999,
+                             0.001001,
+                             0.1,
+                             0.2,
+                             0.3,
+                             0.7,
+                             1.1,
+                             2.675};
+        for (size_t m = 0; m < sizeof(vs) / sizeof(vs[0]); m++) {
+            for (int sign = 0; sign < 2; sign++) {
+                double w = sign ? -vs[m] : vs[m];
+                qjson_format_double(w, a);
+                ref_format(w, b);
+                if (strcmp(a, b))
+                    fail_msg("%.17g: got %s want %s", w, a, b);
+            }
+        }
+    }
+    assert_true(checked >= 5 * n);
+}
+
 static void test_qjson_streams_through_a_small_buffer(void **state)
 {
     (void)state;
@@ -217,6 +285,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qjson_doubles_print_like_java),
         cmocka_unit_test(test_qjson_fast_number_forms_print_like_the_general_form),
+        cmocka_unit_test(test_qjson_short_decimals_print_like_the_general_form),
         cmocka_unit_test(test_qjson_streams_through_a_small_buffer),
         cmocka_unit_test(test_qjson_sink_error_is_sticky),
     };

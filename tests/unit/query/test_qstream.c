@@ -280,6 +280,94 @@ static void test_qstream_key_ranges(void **state)
     }
 }
 
+/* Rows of regular timestamps (hours merged into one compressed cell by a compaction, so the
+ * decoder leaves their times unwritten) through the streamed path's fast path (a row wholly in
+ * one bucket of the grid folded whole) and its fallback (rows cut at bucket ends or the range's
+ * bounds): every answer equals the general path's, byte for byte. Series at 10 s and 60 s
+ * (integers, doubles not float-exact with NaN, a counter with resets, a mix of both kinds), one
+ * at 250 ms steps (millisecond timestamps), one with gaps (irregular rows), one with missing
+ * hours, and late single points on top of merged hours (rows the general decoder reads). */
+static void test_qstream_regular_rows(void **state)
+{
+    (void)state;
+    struct tsdb_fixture *f = tsdb_fixture_open(3);
+    if (!f)
+        skip();
+    struct ct_err err = {0};
+    const char *k[2] = {"host", "dc"};
+    const int64_t t0 = DAY0, hours = 7;
+    for (int sr = 0; sr < 7; sr++) {
+        char host[8];
+        snprintf(host, sizeof(host), "r%d", sr);
+        const char *v[2] = {host, sr % 2 ? "x" : "y"};
+        int64_t step_ms = sr == 5 ? 250 : sr % 3 == 1 ? 60000 : 10000;
+        int64_t cv = 1000 + sr;
+        for (int64_t t = t0 * 1000; t < (t0 + hours * 3600) * 1000; t += step_ms) {
+            int64_t i = (t - t0 * 1000) / step_ms;
+            if (sr == 6 && ((t / 1000) % 3600 == 1230 || (t / 3600000) % 4 == 1))
+                continue; /* a gap inside some hours (irregular), two hours missing */
+            if (sr == 5 && (t / 3600000) % 2 == 0)
+                continue; /* the millisecond series every other hour (rows stay small) */
+            struct dpcodec_point p;
+            if (sr == 0 || sr == 3) { /* a counter, reset every 5 hours for r3 */
+                cv += 3 + i % 7;
+                if (sr == 3 && i && (t / 1000 - t0) % (5 * 3600) == 0)
+                    cv = 2;
+                p = dpcodec_point_int(t, step_ms % 1000 != 0, cv);
+            } else if (sr == 4 && i % 3 == 0) {
+                p = dpcodec_point_int(t, false, i % 50); /* integers and doubles in one series */
+            } else {
+                double val = (sr + 1) * 1.1 + (double)((i * 13 + sr) % 101) / 3.0;
+                if (sr == 2 && i % 11 == 0)
+                    val = NAN;
+                p = dpcodec_point_real(t, step_ms % 1000 != 0, val);
+            }
+            tsdb_fixture_put(f->t, "rg", k, v, 2, p);
+        }
+    }
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    assert_int_equal(wc_table_compact(f->s, "tsdb", NULL, true, &err), CT_OK);
+    /* late points on merged hours: a compressed cell plus single cells */
+    const char *v1[2] = {"r1", "x"}, *v2[2] = {"r2", "y"};
+    tsdb_fixture_put(f->t, "rg", k, v1, 2, dpcodec_point_real((t0 + 3600 + 7) * 1000, false, 2.5));
+    tsdb_fixture_put(f->t, "rg", k, v2, 2, dpcodec_point_int((t0 + 2 * 3600 + 3) * 1000, false, 9));
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    const char *fns[] = {"sum", "avg", "count", "min", "max"};
+    const char *ivs[] = {"0all", "0all", "7m", "90m", "25h", "1d", "13m"};
+    const char *fills[] = {"", "-nan", "-zero"};
+    /* bounds: whole hours (every row inside), off the hour and off the second (rows cut) */
+    const long long starts[] = {t0 * 1000, t0 * 1000 + 1800 * 1000 + 123, (t0 + 3600) * 1000};
+    const long long ends[] = {(t0 + hours * 3600) * 1000, (t0 + 5 * 3600) * 1000 + 4567,
+                              (t0 + 6 * 3600) * 1000 - 1};
+    size_t checked = 0;
+    for (size_t fi = 0; fi < 5; fi++)
+        for (size_t ii = 0; ii < 7; ii++)
+            for (size_t bi = 0; bi < 3; bi++)
+                for (int var = 0; var < 3; var++) {
+                    const char *agg = var == 1 ? "zimsum" : "sum";
+                    const char *rate =
+                        var == 2 ? ",\"rate\":true,\"rateOptions\":{\"counter\":true}" : "";
+                    const char *tags = var ? ",\"tags\":{\"host\":\"*\"}" : "";
+                    char body[1024];
+                    snprintf(body, sizeof(body),
+                             "{\"start\":%lld,\"end\":%lld,\"msResolution\":true,"
+                             "\"queries\":[{\"metric\":\"rg\",\"aggregator\":\"%s\","
+                             "\"downsample\":\"%s-%s%s\"%s%s}]}",
+                             starts[bi], ends[(bi + (size_t)var) % 3], agg, ivs[ii], fns[fi],
+                             fills[(fi + ii + bi) % 3], rate, tags);
+                    char *ref = run(f, body, true, NULL);
+                    char *fast = run(f, body, false, NULL);
+                    if (strcmp(ref, fast))
+                        fail_msg("%s\ngeneral  %s\nstreamed %s", body, ref, fast);
+                    assert_true(strlen(ref) > 40);
+                    checked++;
+                    free(ref);
+                    free(fast);
+                }
+    assert_true(checked == 5 * 7 * 3 * 3);
+    tsdb_fixture_close(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +376,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_qstream_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qstream_memory_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qstream_key_ranges, setup, teardown),
+        cmocka_unit_test(test_qstream_regular_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
