@@ -172,6 +172,39 @@ static void test_qexpr_join_key(void **state)
     assert_int_equal(qexpr_join_key("dc=1,host=a", "cpu", host, 1, &plain, k, 8, &err), CT_ELIMIT);
 }
 
+/* TestIntersectionIterator's / TestUnionIterator's flattenTags cases, the tag UIDs as names: tags
+ * {a=a, b=b}, aggregated {c}, query tag keys {a}. */
+static void test_qexpr_join_key_flatten_cases(void **state)
+{
+    (void)state;
+    static const char *const qa[] = {"a"};
+    static const struct {
+        const char *name, *tags, *agg;
+        size_t nq;
+        bool qt, at;
+        const char *want;
+    } c[] = {
+        {"flattenTags", "a=a,b=b", "c", 1, false, false, "a=a,b=b"},
+        {"flattenTagsWithAgg", "a=a,b=b", "c", 1, false, true, "a=a,b=b|c"},
+        {"flattenTagsQueryTags", "a=a,b=b", "c", 1, true, false, "a=a"},
+        {"flattenTagsQueryTagsWithAgg", "a=a,b=b", "c", 1, true, true, "a=a|c"},
+        {"flattenEmptyTags", "", "c", 1, false, false, ""},
+        {"flattenEmptyTagsWithAggEmpty", "a=a,b=b", "", 1, false, true, "a=a,b=b"},
+        {"flattenTagsQueryTagsEmpty", "a=a,b=b", "c", 0, true, false, ""},
+        {"flattenTagsQueryTagsEmptyWithAgg", "a=a,b=b", "c", 0, true, true, "|c"},
+        {"flattenTagsNullAggTagsNotRequested", "a=a,b=b", NULL, 1, false, false, "a=a,b=b"},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        struct qexpr_join_opts o = {QEXPR_JOIN_INTERSECTION, c[i].qt, c[i].at};
+        struct ct_err err = {0};
+        char k[64];
+        assert_int_equal(qexpr_join_key(c[i].tags, c[i].agg, qa, c[i].nq, &o, k, sizeof(k), &err),
+                         0);
+        if (strcmp(k, c[i].want) != 0)
+            fail_msg("%s: \"%s\", want \"%s\"", c[i].name, k, c[i].want);
+    }
+}
+
 static size_t eval_join(const char *src, const struct qexpr_input *in, size_t nin,
                         enum qexpr_join op, bool qt, bool agg, struct qexpr_result **r)
 {
@@ -339,6 +372,7 @@ int main(void)
         cmocka_unit_test(test_qexpr_timestamps_shared_by_every_key),
         cmocka_unit_test(test_qexpr_parse_errors),
         cmocka_unit_test(test_qexpr_join_key),
+        cmocka_unit_test(test_qexpr_join_key_flatten_cases),
         cmocka_unit_test(test_qexpr_eval_join_query_tags),
         cmocka_unit_test(test_qexpr_eval_join_agg_tags),
     };
