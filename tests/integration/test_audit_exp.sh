@@ -18,7 +18,12 @@
 # Filter/Expression/Downsampler validate() message in OpenTSDB's order: a nested object's
 # failure is OpenTSDB's outer message ("Invalid metric at index 0") with the cause in
 # "details"; OpenTSDB answers those with a 500 (an unchecked exception), ctsdb with a 400
-# (docs/query.md). Runs on the three store layouts (audit_stores in lib.sh).
+# (docs/query.md). QueryExecutor's join options as flattenTags builds the key: useQueryTags
+# (JA/JB: the owner tag differs, the host filter's key matches; TestIntersectionIterator's
+# intersectUsingQueryTags / noIntersectionUsingResultTags on threeDifE), includeAggTags (AG
+# aggregates dc away, BG does not), the output's commonTags/aggregatedTags; time.rate (RA/RB,
+# a rateOptions in time ignored as 2.4 ignores it); Metric.timeOffset validated, not applied.
+# Runs on the three store layouts (audit_stores in lib.sh).
 source "$(dirname "$0")/lib.sh"
 
 audit_run() {
@@ -355,6 +360,14 @@ meta_of("Join.useQueryTags: b named first, b's tags", jq(QT, expr="b - a"),
         [({"host": "web01", "owner": "carol"}, []), ({"host": "web02", "owner": "dave"}, [])])
 outputs("Join.useQueryTags: b - a (10-1, 20-2, ..)", jq(QT, expr="b - a"),
         [("e", "A plus B", [[M0, 9, 36], [M1, 18, 45], [M2, 27, 54]], ["JA", "JB"])])
+# TestIntersectionIterator.intersectUsingQueryTags: threeDifE (E differs between a and b) with
+# useQueryTags matches on D (f1's tag key): D=D 1+11.., D=F 4+14.., D=G 7+17..
+DM = [{"id": "a", "metric": "DA", "filter": "f1"}, {"id": "b", "metric": "DB", "filter": "f1"}]
+outputs("TestIntersectionIterator.intersectUsingQueryTags (threeDifE matched on D)",
+        query(metrics=DM, expressions=[{"id": "e", "expr": "a + b", "join": QT}]),
+        [("e", "A plus B", [[M0, 12, 18, 24], [M1, 14, 20, 26], [M2, 16, 22, 28]], ["DA", "DB"])])
+error("TestIntersectionIterator.noIntersectionUsingResultTags (threeDifE, the whole tag set)",
+      query(metrics=DM), 400, "No intersections found", prefix=True)
 # no filter on b: no query tag keys, so only the (empty) aggregated part is compared: b's one
 # series (all JB summed: 50, 70, 90; no common tag, host and owner aggregated) keys "|host,owner"
 # and a's series "host=web0x" (the filter's key) do not meet
