@@ -360,6 +360,8 @@ meta_of("Join.useQueryTags: b named first, b's tags", jq(QT, expr="b - a"),
         [({"host": "web01", "owner": "carol"}, []), ({"host": "web02", "owner": "dave"}, [])])
 outputs("Join.useQueryTags: b - a (10-1, 20-2, ..)", jq(QT, expr="b - a"),
         [("e", "A plus B", [[M0, 9, 36], [M1, 18, 45], [M2, 27, 54]], ["JA", "JB"])])
+outputs("TestOutput.unknownFieldShouldBeIgnored (an output with an unknown field)",
+        query(outputs=[{"id": "e", "alias": "A plus B", "unknownfield": "boo"}]), [("e", "A plus B", E_ROWS, AB)])
 # TestIntersectionIterator.intersectUsingQueryTags: threeDifE (E differs between a and b) with
 # useQueryTags matches on D (f1's tag key): D=D 1+11.., D=F 4+14.., D=G 7+17..
 DM = [{"id": "a", "metric": "DA", "filter": "f1"}, {"id": "b", "metric": "DB", "filter": "f1"}]
