@@ -27,7 +27,14 @@ enum node_kind {
     N_ADD,
     N_SUB,
     N_MUL,
-    N_DIV
+    N_DIV,
+    N_MOD, /* % : fmod, the dividend's sign (Java's % on doubles) */
+    N_LT,  /* the comparisons give 1 or 0 (JEXL's booleans as OpenTSDB counts them) */
+    N_GT,
+    N_LE,
+    N_GE,
+    N_EQ,
+    N_NE
 };
 
 struct node {
@@ -82,7 +89,7 @@ static struct node *fail(struct parser *ps, const char *what)
     return NULL;
 }
 
-static struct node *parse_sum(struct parser *ps);
+static struct node *parse_expr(struct parser *ps);
 
 static struct node *parse_var(struct parser *ps)
 {
@@ -119,7 +126,7 @@ static struct node *parse_atom(struct parser *ps)
     char c = *ps->p;
     if (c == '(') {
         ps->p++;
-        n = parse_sum(ps);
+        n = parse_expr(ps);
         if (n == NULL)
             return NULL;
         skip_ws(ps);
@@ -186,14 +193,59 @@ static struct node *parse_level(struct parser *ps, struct node *(*sub)(struct pa
     return l;
 }
 
+/* One precedence level (left associative): ops[i] (one or two characters, the longer listed
+ * first) gives kinds[i]. */
+static struct node *parse_ops(struct parser *ps, struct node *(*sub)(struct parser *),
+                              const char *const *ops, const enum node_kind *kinds, size_t nops)
+{
+    struct node *l = sub(ps);
+    while (l != NULL) {
+        skip_ws(ps);
+        size_t i = 0;
+        while (i < nops && strncmp(ps->p, ops[i], strlen(ops[i])) != 0)
+            i++;
+        if (i == nops)
+            break;
+        ps->p += strlen(ops[i]);
+        struct node *r = sub(ps);
+        struct node *n = r != NULL ? node_new(ps, kinds[i]) : NULL;
+        if (n == NULL) {
+            node_free(l);
+            node_free(r);
+            return NULL;
+        }
+        n->l = l;
+        n->r = r;
+        l = n;
+    }
+    return l;
+}
+
 static struct node *parse_product(struct parser *ps)
 {
-    return parse_level(ps, parse_atom, '*', N_MUL, '/', N_DIV);
+    static const char *const ops[] = {"*", "/", "%"};
+    static const enum node_kind kinds[] = {N_MUL, N_DIV, N_MOD};
+    return parse_ops(ps, parse_atom, ops, kinds, 3);
 }
 
 static struct node *parse_sum(struct parser *ps)
 {
     return parse_level(ps, parse_product, '+', N_ADD, '-', N_SUB);
+}
+
+static struct node *parse_rel(struct parser *ps)
+{
+    static const char *const ops[] = {"<=", ">=", "<", ">"};
+    static const enum node_kind kinds[] = {N_LE, N_GE, N_LT, N_GT};
+    return parse_ops(ps, parse_sum, ops, kinds, 4);
+}
+
+/* The whole expression: equality below the relations, below + and - (JEXL's order). */
+static struct node *parse_expr(struct parser *ps)
+{
+    static const char *const ops[] = {"==", "!="};
+    static const enum node_kind kinds[] = {N_EQ, N_NE};
+    return parse_ops(ps, parse_rel, ops, kinds, 2);
 }
 
 void qexpr_free(struct qexpr *e)
@@ -213,7 +265,7 @@ int qexpr_parse(const char *src, struct qexpr **out, struct ct_err *err)
     if (e == NULL)
         return ct_err_set(err, CT_ENOMEM, "out of memory");
     struct parser ps = {.src = src, .p = src, .e = e, .err = err};
-    e->root = parse_sum(&ps);
+    e->root = parse_expr(&ps);
     if (e->root != NULL) {
         skip_ws(&ps);
         if (*ps.p != '\0')
@@ -273,6 +325,22 @@ static double eval_node(const struct node *n, const double *vals)
         double d = eval_node(n->r, vals);
         return d == 0 ? NAN : eval_node(n->l, vals) / d;
     }
+    case N_MOD: {
+        double d = eval_node(n->r, vals);
+        return d == 0 ? NAN : fmod(eval_node(n->l, vals), d);
+    }
+    case N_LT:
+        return eval_node(n->l, vals) < eval_node(n->r, vals);
+    case N_GT:
+        return eval_node(n->l, vals) > eval_node(n->r, vals);
+    case N_LE:
+        return eval_node(n->l, vals) <= eval_node(n->r, vals);
+    case N_GE:
+        return eval_node(n->l, vals) >= eval_node(n->r, vals);
+    case N_EQ:
+        return eval_node(n->l, vals) == eval_node(n->r, vals);
+    case N_NE:
+        return eval_node(n->l, vals) != eval_node(n->r, vals);
     }
     return NAN;
 }

@@ -360,6 +360,13 @@ meta_of("Join.useQueryTags: b named first, b's tags", jq(QT, expr="b - a"),
         [({"host": "web01", "owner": "carol"}, []), ({"host": "web02", "owner": "dave"}, [])])
 outputs("Join.useQueryTags: b - a (10-1, 20-2, ..)", jq(QT, expr="b - a"),
         [("e", "A plus B", [[M0, 9, 36], [M1, 18, 45], [M2, 27, 54]], ["JA", "JB"])])
+# TestExpressionIterator's JEXL operators beyond + - * / on oneExtraSameE (a: 1,2,3 / 4,5,6;
+# b: 11,12,13 / 14,15,16): a % b is a; a > b is 0 and a < b 1 throughout
+for name, expr, rows in (("aModBWithTwoSeries", "a % b", [[M0, 1, 4], [M1, 2, 5], [M2, 3, 6]]),
+                         ("aGreaterThanb", "a > b", [[M0, 0, 0], [M1, 0, 0], [M2, 0, 0]]),
+                         ("aLessThanb", "a < b", [[M0, 1, 1], [M1, 1, 1], [M2, 1, 1]])):
+    outputs("TestExpressionIterator." + name, query(expressions=[{"id": "e", "expr": expr, "join": INTER}]),
+            [("e", "A plus B", rows, AB)])
 outputs("TestOutput.unknownFieldShouldBeIgnored (an output with an unknown field)",
         query(outputs=[{"id": "e", "alias": "A plus B", "unknownfield": "boo"}]), [("e", "A plus B", E_ROWS, AB)])
 # TestIntersectionIterator.intersectUsingQueryTags: threeDifE (E differs between a and b) with

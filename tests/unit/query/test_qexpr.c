@@ -205,6 +205,55 @@ static void test_qexpr_join_key_flatten_cases(void **state)
     }
 }
 
+/* OpenTSDB's JEXL expressions beyond + - * /: % (fmod) on the level of * and /, and the
+ * comparisons as 1 or 0, relations above equality, both below + and - (TestExpressionIterator's
+ * aModBWithTwoSeries, aGreaterThanb, aLessThanb). a = 10, 20, 30. */
+static void test_qexpr_mod_and_comparisons(void **state)
+{
+    (void)state;
+    static const int64_t ts[] = {1, 2, 3};
+    static const double av[] = {10, 20, 30};
+    struct qexpr_series a = {"host=x", 3, ts, av, NULL};
+    struct qexpr_input in[] = {{"a", &a, 1, QEXPR_FILL_ZERO, 0, NULL, 0}};
+    static const struct {
+        const char *src;
+        double want[3];
+    } c[] = {
+        {"a % 4", {2, 0, 2}},          {"a * 3 % 7", {2, 4, 6}}, /* (a * 3) % 7: one level, left to right */
+        {"a % 7 * 3", {9, 18, 6}},     {"-a % 4", {-2, 0, -2}}, /* the dividend's sign */
+        {"a > 15", {0, 1, 1}},         {"a < 15", {1, 0, 0}},    {"a <= 20", {1, 1, 0}},
+        {"a >= 20", {0, 1, 1}},        {"a == 20", {0, 1, 0}},   {"a != 20", {1, 0, 1}},
+        {"a + 1 > 2 * 10", {0, 1, 1}}, /* (a + 1) > 20 */
+        {"a < 15 == 1", {1, 0, 0}},    /* (a < 15) == 1 */
+        {"(a > 15) * 2", {0, 2, 2}},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        struct qexpr *e;
+        struct ct_err err = {0};
+        struct qexpr_result *r;
+        size_t n;
+        if (qexpr_parse(c[i].src, &e, &err) != 0)
+            fail_msg("%s: %s", c[i].src, err.msg);
+        assert_int_equal(qexpr_eval(e, in, 1, QEXPR_JOIN_UNION, &r, &n, &err), 0);
+        assert_int_equal(n, 1);
+        for (size_t k = 0; k < 3; k++)
+            if (r[0].v[k] != c[i].want[k])
+                fail_msg("%s at %zu: %g, want %g", c[i].src, k, r[0].v[k], c[i].want[k]);
+        qexpr_results_free(r, n);
+        qexpr_free(e);
+    }
+    /* % by zero is NaN, as / by zero */
+    struct qexpr *e;
+    struct ct_err err = {0};
+    struct qexpr_result *r;
+    size_t n;
+    assert_int_equal(qexpr_parse("a % 0", &e, &err), 0);
+    assert_int_equal(qexpr_eval(e, in, 1, QEXPR_JOIN_UNION, &r, &n, &err), 0);
+    assert_true(isnan(r[0].v[0]));
+    qexpr_results_free(r, n);
+    qexpr_free(e);
+}
+
 static size_t eval_join(const char *src, const struct qexpr_input *in, size_t nin,
                         enum qexpr_join op, bool qt, bool agg, struct qexpr_result **r)
 {
@@ -371,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_qexpr_joins),
         cmocka_unit_test(test_qexpr_timestamps_shared_by_every_key),
         cmocka_unit_test(test_qexpr_parse_errors),
+        cmocka_unit_test(test_qexpr_mod_and_comparisons),
         cmocka_unit_test(test_qexpr_join_key),
         cmocka_unit_test(test_qexpr_join_key_flatten_cases),
         cmocka_unit_test(test_qexpr_eval_join_query_tags),
