@@ -459,6 +459,10 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     /* the sub-query's limits: the query's, or its metric's override (query/qlimits.h) */
     uint64_t max_dps = o->max_datapoints, max_bytes = o->max_bytes;
     qlimits_get(o->limits, sub->metric, &max_dps, &max_bytes);
+    if (q->override_bytes && o->allow_bytes_override)
+        max_bytes = 0;
+    if (q->override_dps && o->allow_dps_override)
+        max_dps = 0;
     struct xscan x;
     memset(&x, 0, sizeof(x));
     struct rowkey_filter *rf = NULL;

@@ -50,6 +50,10 @@ struct qexec_options {
                                 0 = no limit */
     struct qlimits *limits;  /* per-metric overrides of the two limits (query/qlimits.h,
                                 borrowed); NULL = none */
+    /* tsd.query.limits.{bytes,data_points}.allow_override: a query's overrideByteLimit /
+     * overrideDataPointLimit lifts that limit for it, per-metric overrides included (OpenTSDB's
+     * TsdbQuery); a bounded run's own bound still holds */
+    bool allow_bytes_override, allow_dps_override;
     unsigned scan_threads;   /* parallel scans (buckets, or time slices of a bucket);
                                 0 = qpool_threads(pool), or 1 when qpool_busy(pool) */
     struct qpool *pool;      /* the executor of parallel parts (borrowed for the run); NULL =

@@ -27,7 +27,14 @@ enum node_kind {
     N_ADD,
     N_SUB,
     N_MUL,
-    N_DIV
+    N_DIV,
+    N_MOD, /* % : fmod, the dividend's sign (Java's % on doubles) */
+    N_LT,  /* the comparisons give 1 or 0 (JEXL's booleans as OpenTSDB counts them) */
+    N_GT,
+    N_LE,
+    N_GE,
+    N_EQ,
+    N_NE
 };
 
 struct node {
@@ -82,7 +89,7 @@ static struct node *fail(struct parser *ps, const char *what)
     return NULL;
 }
 
-static struct node *parse_sum(struct parser *ps);
+static struct node *parse_expr(struct parser *ps);
 
 static struct node *parse_var(struct parser *ps)
 {
@@ -119,7 +126,7 @@ static struct node *parse_atom(struct parser *ps)
     char c = *ps->p;
     if (c == '(') {
         ps->p++;
-        n = parse_sum(ps);
+        n = parse_expr(ps);
         if (n == NULL)
             return NULL;
         skip_ws(ps);
@@ -186,14 +193,59 @@ static struct node *parse_level(struct parser *ps, struct node *(*sub)(struct pa
     return l;
 }
 
+/* One precedence level (left associative): ops[i] (one or two characters, the longer listed
+ * first) gives kinds[i]. */
+static struct node *parse_ops(struct parser *ps, struct node *(*sub)(struct parser *),
+                              const char *const *ops, const enum node_kind *kinds, size_t nops)
+{
+    struct node *l = sub(ps);
+    while (l != NULL) {
+        skip_ws(ps);
+        size_t i = 0;
+        while (i < nops && strncmp(ps->p, ops[i], strlen(ops[i])) != 0)
+            i++;
+        if (i == nops)
+            break;
+        ps->p += strlen(ops[i]);
+        struct node *r = sub(ps);
+        struct node *n = r != NULL ? node_new(ps, kinds[i]) : NULL;
+        if (n == NULL) {
+            node_free(l);
+            node_free(r);
+            return NULL;
+        }
+        n->l = l;
+        n->r = r;
+        l = n;
+    }
+    return l;
+}
+
 static struct node *parse_product(struct parser *ps)
 {
-    return parse_level(ps, parse_atom, '*', N_MUL, '/', N_DIV);
+    static const char *const ops[] = {"*", "/", "%"};
+    static const enum node_kind kinds[] = {N_MUL, N_DIV, N_MOD};
+    return parse_ops(ps, parse_atom, ops, kinds, 3);
 }
 
 static struct node *parse_sum(struct parser *ps)
 {
     return parse_level(ps, parse_product, '+', N_ADD, '-', N_SUB);
+}
+
+static struct node *parse_rel(struct parser *ps)
+{
+    static const char *const ops[] = {"<=", ">=", "<", ">"};
+    static const enum node_kind kinds[] = {N_LE, N_GE, N_LT, N_GT};
+    return parse_ops(ps, parse_sum, ops, kinds, 4);
+}
+
+/* The whole expression: equality below the relations, below + and - (JEXL's order). */
+static struct node *parse_expr(struct parser *ps)
+{
+    static const char *const ops[] = {"==", "!="};
+    static const enum node_kind kinds[] = {N_EQ, N_NE};
+    return parse_ops(ps, parse_rel, ops, kinds, 2);
 }
 
 void qexpr_free(struct qexpr *e)
@@ -213,7 +265,7 @@ int qexpr_parse(const char *src, struct qexpr **out, struct ct_err *err)
     if (e == NULL)
         return ct_err_set(err, CT_ENOMEM, "out of memory");
     struct parser ps = {.src = src, .p = src, .e = e, .err = err};
-    e->root = parse_sum(&ps);
+    e->root = parse_expr(&ps);
     if (e->root != NULL) {
         skip_ws(&ps);
         if (*ps.p != '\0')
@@ -273,6 +325,22 @@ static double eval_node(const struct node *n, const double *vals)
         double d = eval_node(n->r, vals);
         return d == 0 ? NAN : eval_node(n->l, vals) / d;
     }
+    case N_MOD: {
+        double d = eval_node(n->r, vals);
+        return d == 0 ? NAN : fmod(eval_node(n->l, vals), d);
+    }
+    case N_LT:
+        return eval_node(n->l, vals) < eval_node(n->r, vals);
+    case N_GT:
+        return eval_node(n->l, vals) > eval_node(n->r, vals);
+    case N_LE:
+        return eval_node(n->l, vals) <= eval_node(n->r, vals);
+    case N_GE:
+        return eval_node(n->l, vals) >= eval_node(n->r, vals);
+    case N_EQ:
+        return eval_node(n->l, vals) == eval_node(n->r, vals);
+    case N_NE:
+        return eval_node(n->l, vals) != eval_node(n->r, vals);
     }
     return NAN;
 }
@@ -283,6 +351,7 @@ void qexpr_results_free(struct qexpr_result *r, size_t n)
         return;
     for (size_t i = 0; i < n; i++) {
         free(r[i].key);
+        free(r[i].agg);
         free(r[i].ts);
         free(r[i].v);
     }
@@ -445,6 +514,194 @@ int qexpr_eval(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
                               e->vars[v]);
     }
     return eval_inputs(e, e->nvars, inp, join, out, nout, err);
+}
+
+/* Appends the n bytes of s to out[*len..cap) (room for the NUL kept); false if they do not fit. */
+static bool put_bytes(char *out, size_t cap, size_t *len, const char *s, size_t n)
+{
+    if (*len + n + 1 > cap)
+        return false;
+    memcpy(out + *len, s, n);
+    *len += n;
+    out[*len] = '\0';
+    return true;
+}
+
+int qexpr_join_key(const char *tags, const char *agg, const char *const *qtagk, size_t nq,
+                   const struct qexpr_join_opts *o, char *out, size_t cap, struct ct_err *err)
+{
+    size_t len = 0;
+    if (cap == 0)
+        return ct_err_set(err, CT_ELIMIT, "expression: no room for a join key");
+    out[0] = '\0';
+    if (tags == NULL || *tags == '\0')
+        return 0; /* OpenTSDB: no tags, the empty key, aggregated keys or not */
+    bool first = true;
+    for (const char *p = tags; *p;) {
+        const char *end = strchr(p, ',');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', n);
+        size_t kn = eq ? (size_t)(eq - p) : n;
+        bool keep = !o->use_query_tags;
+        for (size_t i = 0; !keep && i < nq; i++)
+            keep = strlen(qtagk[i]) == kn && memcmp(qtagk[i], p, kn) == 0;
+        if (keep) {
+            if ((!first && !put_bytes(out, cap, &len, ",", 1)) || !put_bytes(out, cap, &len, p, n))
+                goto full;
+            first = false;
+        }
+        p += n + (end != NULL);
+    }
+    if (o->include_agg_tags && agg != NULL && *agg != '\0' &&
+        (!put_bytes(out, cap, &len, "|", 1) || !put_bytes(out, cap, &len, agg, strlen(agg))))
+        goto full;
+    return 0;
+full:
+    return ct_err_set(err, CT_ELIMIT, "expression: the join key of {%s} exceeds %zu bytes", tags,
+                      cap - 1);
+}
+
+#define QEXPR_MAX_KEY 2048
+
+/* Adds the comma-separated names of list to set[*n..] unless present; false when out of room. */
+static bool add_names(const char *list, char (*set)[256], size_t *n, size_t max)
+{
+    for (const char *p = list; p != NULL && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        bool have = false;
+        for (size_t i = 0; i < *n && !have; i++)
+            have = strlen(set[i]) == len && memcmp(set[i], p, len) == 0;
+        if (!have && len > 0) {
+            if (*n == max || len >= 256)
+                return false;
+            memcpy(set[*n], p, len);
+            set[(*n)++][len] = '\0';
+        }
+        p += len + (end != NULL);
+    }
+    return true;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+int qexpr_eval_join(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
+                    const struct qexpr_join_opts *o, struct qexpr_result **out, size_t *nout,
+                    struct ct_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    const struct qexpr_input *inp[QEXPR_MAX_VARS];
+    struct qexpr_input rk[QEXPR_MAX_VARS] = {0}; /* the inputs re-keyed by join key */
+    const struct qexpr_input *rkp[QEXPR_MAX_VARS];
+    const struct qexpr_series **orig[QEXPR_MAX_VARS] = {0}; /* rk[v].series[i]'s own series */
+    struct qexpr_result *res = NULL;
+    size_t nres = 0;
+    int rc = 0;
+    char key[QEXPR_MAX_KEY];
+    for (size_t v = 0; v < e->nvars; v++) {
+        inp[v] = NULL;
+        for (size_t i = 0; i < nin; i++)
+            if (strcmp(in[i].id, e->vars[v]) == 0)
+                inp[v] = &in[i];
+        if (inp[v] == NULL)
+            return ct_err_set(err, CT_EINVAL, "expression: no metric or expression with id '%s'",
+                              e->vars[v]);
+    }
+    for (size_t v = 0; v < e->nvars && rc == 0; v++) {
+        const struct qexpr_input *src = inp[v];
+        struct qexpr_series *ser = calloc(src->nseries ? src->nseries : 1, sizeof(*ser));
+        orig[v] = calloc(src->nseries ? src->nseries : 1, sizeof(*orig[v]));
+        if (ser == NULL || orig[v] == NULL) {
+            free(ser);
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+            break;
+        }
+        rk[v] = *src;
+        rk[v].series = ser;
+        rk[v].nseries = 0;
+        rkp[v] = &rk[v];
+        for (size_t i = 0; i < src->nseries && rc == 0; i++) {
+            const struct qexpr_series *s = &src->series[i];
+            rc = qexpr_join_key(s->key, s->agg, src->query_tagk, src->nquery_tagk, o, key,
+                                sizeof(key), err);
+            if (rc != 0)
+                break;
+            size_t at = rk[v].nseries;
+            for (size_t k = 0; k < rk[v].nseries; k++)
+                if (strcmp(ser[k].key, key) == 0)
+                    at = k; /* the later series of a join key replaces the earlier */
+            char *dup = strdup(key);
+            if (dup == NULL) {
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+                break;
+            }
+            if (at < rk[v].nseries)
+                free((char *)ser[at].key);
+            else
+                rk[v].nseries++;
+            ser[at] = (struct qexpr_series){dup, s->n, s->ts, s->v, NULL};
+            orig[v][at] = s;
+        }
+    }
+    if (rc == 0)
+        rc = eval_inputs(e, e->nvars, rkp, o->op, &res, &nres, err);
+    /* each result's tags and aggregated tag keys from its operands' own series */
+    static const size_t max_agg = 64;
+    char(*names)[256] = rc == 0 ? malloc(max_agg * sizeof(*names)) : NULL;
+    if (rc == 0 && names == NULL)
+        rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+    for (size_t r = 0; r < nres && rc == 0; r++) {
+        const char *tags = NULL;
+        size_t nn = 0;
+        for (size_t v = 0; v < e->nvars; v++)
+            for (size_t k = 0; k < rk[v].nseries; k++)
+                if (strcmp(rk[v].series[k].key, res[r].key) == 0) {
+                    if (tags == NULL)
+                        tags = orig[v][k]->key;
+                    if (!add_names(orig[v][k]->agg, names, &nn, max_agg))
+                        rc = ct_err_set(err, CT_ELIMIT,
+                                        "expression: more than %zu aggregated tag keys", max_agg);
+                }
+        qsort(names, nn, sizeof(*names), cmp_name);
+        size_t len = 0;
+        key[0] = '\0';
+        for (size_t i = 0; i < nn && rc == 0; i++)
+            if ((i > 0 && !put_bytes(key, sizeof(key), &len, ",", 1)) ||
+                !put_bytes(key, sizeof(key), &len, names[i], strlen(names[i])))
+                rc = ct_err_set(err, CT_ELIMIT, "expression: aggregated tag keys exceed %zu bytes",
+                                sizeof(key) - 1);
+        if (rc != 0)
+            break;
+        char *t = strdup(tags ? tags : "");
+        char *a = strdup(key);
+        if (t == NULL || a == NULL) {
+            free(t);
+            free(a);
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory");
+            break;
+        }
+        free(res[r].key);
+        res[r].key = t;
+        res[r].agg = a;
+    }
+    free(names);
+    for (size_t v = 0; v < e->nvars; v++) {
+        for (size_t k = 0; k < rk[v].nseries; k++)
+            free((char *)rk[v].series[k].key);
+        free((void *)rk[v].series);
+        free(orig[v]);
+    }
+    if (rc != 0) {
+        qexpr_results_free(res, nres);
+        return rc;
+    }
+    *out = res;
+    *nout = nres;
+    return 0;
 }
 
 int qexpr_sync(const struct qexpr_input *in, struct qexpr_result **out, size_t *nout,

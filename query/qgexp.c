@@ -918,7 +918,8 @@ static int fn_series(const struct args *a, char op, struct qgexp_set *out, struc
                 vals[k][used + m] = qagg_point_double(&s->p[j]);
                 m++;
             }
-            ser[k][ns++] = (struct qexpr_series){keys[k][i], m, tss[k] + used, vals[k] + used};
+            ser[k][ns++] =
+                (struct qexpr_series){keys[k][i], m, tss[k] + used, vals[k] + used, NULL};
             used += m;
         }
         in[k] = (struct qexpr_input){.id = ids[k], .series = ser[k], .nseries = ns,

@@ -383,8 +383,22 @@ struct rslot {
  * interval (a second write with another value type or length: other flags, another qualifier;
  * or one in the name form and one in the numeric-id form); as in raw rows (dpcodec_row_decode)
  * the newest cell wins (write time, then cell order), never both. */
+/* The query's byte limit (qexec_options.max_bytes) against `total` values read, each counted
+ * QEXEC_POINT_BYTES as a raw point: true (err set, SaltScanner's 413 text) when it is passed. */
+static bool over_bytes(const struct rctx *c, uint64_t total, struct ct_err *err)
+{
+    if (!c->x->max_bytes || total <= c->x->max_bytes / QEXEC_POINT_BYTES)
+        return false;
+    ct_err_set(err, CT_ELIMIT,
+               "Sorry, you have attempted to fetch more than our maximum amount of %lluMB from "
+               "storage. Please try filtering using more tags or decrease your time range.",
+               (unsigned long long)(c->x->max_bytes / 1024 / 1024));
+    return true;
+}
+
 static int rollup_row(struct rctx *c, const struct wc_row *row, int64_t base, struct ct_err *err)
 {
+    uint64_t nval = 0; /* values folded, counted once for the row */
     struct rser *s = NULL;
     const struct rsrc *src = &c->src;
     struct rslot slot[ROLLUP_NAGG][RSLOTS];
@@ -440,8 +454,10 @@ static int rollup_row(struct rctx *c, const struct wc_row *row, int64_t base, st
             if (!acc)
                 return err->code;
             fold(acc, (enum rollup_agg)a, sl->v, sl->cnt);
-            atomic_fetch_add(&c->x->dps, 1);
+            nval++;
         }
+    if (nval > 0 && over_bytes(c, atomic_fetch_add(&c->x->dps, nval) + nval, err))
+        return err->code;
     return CT_OK;
 }
 
@@ -650,6 +666,8 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
                           "data points. Please try filtering using more tags or decrease "
                           "your time range.",
                           (unsigned long long)c->x->max_dps);
+    if (over_bytes(c, total, err))
+        return err->code;
     if (s->head >= 0 && base >= s->head_from_s) { /* merged with the head's points later */
         atomic_fetch_sub(&c->x->dps, n);          /* pend_row counts them */
         return pend_row(c, s, err);

@@ -913,6 +913,8 @@ int qspec_parse_json(const char *body, size_t len, int64_t now_ms, struct qspec 
     q->global_annotations = json_bool(root, "globalAnnotations");
     q->padding = json_bool(root, "padding");
     q->delete_data = json_bool(root, "delete");
+    q->override_bytes = json_bool(root, "overrideByteLimit");
+    q->override_dps = json_bool(root, "overrideDataPointLimit");
     q->arrays = json_bool(root, "arrays");
     /* times are validated before the sub queries, as TSQuery does */
     if ((rc = qtime_tz_load(q->timezone, &q->tz, err)) != CT_OK)

@@ -65,6 +65,9 @@ struct qspec {
     bool use_calendar;
     bool ms_resolution, show_tsuids, show_query, show_stats, show_summary;
     bool no_annotations, global_annotations, padding, delete_data, arrays;
+    /* the body's overrideByteLimit / overrideDataPointLimit (OpenTSDB's TSQuery): lift the limit
+     * where qexec_options allows it */
+    bool override_bytes, override_dps;
     struct qspec_sub *subs;
     size_t nsubs;
 };

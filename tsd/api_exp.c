@@ -39,9 +39,11 @@
 
 #define EXP_MAX_SERIES      4096
 #define EXP_MAX_EXPRESSIONS 1024
+#define EXP_MAX_QTAGK       64 /* the query tag keys of one metric kept for useQueryTags */
 
 struct grow_series {
-    char *key;
+    char *key; /* the group's tags, "k=v,k2=v2" sorted by key */
+    char *agg; /* its aggregated tag keys, "k,k2" sorted ("" none) */
     size_t n, cap;
     int64_t *ts;
     double *v;
@@ -51,17 +53,36 @@ struct var_data {
     struct grow_series s[EXP_MAX_SERIES];
     size_t n;
     bool overflow;
+    char key[1024]; /* the current group's (on_group) */
+    char agg[512];
 };
+
+/* Joins n strings a[i] (with b[i] after '=' when b is not NULL) by ',' into out. */
+static void join_names(char *out, size_t cap, const char *const *a, const char *const *b, size_t n)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n && len < cap; i++) {
+        int w = snprintf(out + len, cap - len, "%s%s%s%s", i ? "," : "", a[i], b ? "=" : "",
+                         b ? b[i] : "");
+        len += w > 0 ? (size_t)w : 0;
+    }
+}
+
+static int on_group(void *arg, const struct qexec_group *g)
+{
+    struct var_data *d = arg;
+    join_names(d->key, sizeof(d->key), g->tagk, g->tagv, g->ntags);
+    join_names(d->agg, sizeof(d->agg), g->agg, NULL, g->nagg);
+    return 0;
+}
 
 static int collect(void *arg, const char *metric, const char *tags, const struct qagg_point *pt)
 {
     (void)metric;
+    (void)tags; /* the group's, as on_group recorded them */
     struct var_data *d = arg;
-    char key[1024];
-    snprintf(key, sizeof(key), "%s", tags);
-    for (char *c = key; *c; c++)
-        if (*c == ' ')
-            *c = ',';
+    const char *key = d->key;
     struct grow_series *g = NULL;
     for (size_t i = d->n; i-- > 0;)
         if (strcmp(d->s[i].key, key) == 0) {
@@ -75,8 +96,12 @@ static int collect(void *arg, const char *metric, const char *tags, const struct
         }
         g = &d->s[d->n];
         g->key = strdup(key);
-        if (g->key == NULL)
+        g->agg = strdup(d->agg);
+        if (g->key == NULL || g->agg == NULL) {
+            free(g->key);
+            free(g->agg);
             return CT_ENOMEM;
+        }
         d->n++;
     }
     if (g->n == g->cap) {
@@ -102,6 +127,7 @@ static void var_data_free(struct var_data *d)
         return;
     for (size_t i = 0; i < d->n; i++) {
         free(d->s[i].key);
+        free(d->s[i].agg);
         free(d->s[i].ts);
         free(d->s[i].v);
     }
@@ -163,6 +189,10 @@ static char *sub_query_json(const cJSON *body, const cJSON *m, struct ct_err *er
                  fp ? fp : "");
         cJSON_AddStringToObject(sub, "downsample", spec);
     }
+    /* OpenTSDB 2.4 (QueryExecutor): every sub-query takes time.rate, with default rate options
+     * (Timespan has no rateOptions: a "rateOptions" there is ignored, as unknown fields are) */
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(time, "rate")))
+        cJSON_AddTrueToObject(sub, "rate");
     const char *fid = jstr(m, "filter");
     if (fid) {
         const cJSON *tags = filter_tags(body, fid);
@@ -372,6 +402,13 @@ static int validate(const cJSON *body, struct exp_refusal *x)
             return refuse(x, outer, "missing or empty id");
         if (check_id(x, outer, jstr(m, "id")) != 0)
             return x->err.code;
+        /* OpenTSDB 2.4 parses timeOffset as a time (Metric.validate) and applies it nowhere */
+        char obuf[32];
+        int64_t off_ms;
+        const char *off = jtime(m, "timeOffset", obuf, sizeof(obuf));
+        if (off != NULL && *off != '\0' &&
+            qtime_parse(off, NULL, clock_now_ms(), &off_ms, &x->err) != CT_OK)
+            return refuse(x, outer, "%s", x->err.msg);
         if (agg != NULL && *agg != '\0' && check_aggregator(x, outer, agg) != 0)
             return x->err.code;
         const cJSON *fp = cJSON_GetObjectItemCaseSensitive(m, "fillPolicy");
@@ -514,7 +551,10 @@ static cJSON *output_of(const char *id, const char *alias, const struct qexpr_re
                 cJSON_AddStringToObject(ct, kv, eq + 1);
             }
         }
-        cJSON_AddArrayToObject(mi, "aggregatedTags");
+        cJSON *at = cJSON_AddArrayToObject(mi, "aggregatedTags");
+        snprintf(buf, sizeof(buf), "%s", r[i].agg ? r[i].agg : "");
+        for (char *save = NULL, *k = strtok_r(buf, ",", &save); k; k = strtok_r(NULL, ",", &save))
+            cJSON_AddItemToArray(at, cJSON_CreateString(k));
         cJSON_AddItemToArray(ma, mi);
     }
     return o;
@@ -535,6 +575,7 @@ struct exp_run {
     bool *uses;           /* uses[j * nm + i]: expression j reads metric i (directly or
                                       through other expressions) */
     bool *edge;           /* edge[j * ne + k]: expression j names expression k */
+    const char **qtagk;   /* qtagk[i * EXP_MAX_QTAGK ..]: metric i's filter tag keys */
 };
 
 static long find_var(const struct exp_run *x, const char *id, size_t from, size_t to)
@@ -614,14 +655,19 @@ static int eval_expression(struct exp_run *x, size_t j, struct ct_err *err)
         any_series |= x->in[i].nseries > 0;
     }
     const cJSON *e = x->ej[j];
-    const char *op = jstr(cJSON_GetObjectItemCaseSensitive(e, "join"), "operator");
-    enum qexpr_join join =
-        op && strcmp(op, "intersection") == 0 ? QEXPR_JOIN_INTERSECTION : QEXPR_JOIN_UNION;
-    int rc = qexpr_eval(x->ex[j], x->in, x->nm + x->ne, join, &x->res[j], &x->nres[j], err);
+    const cJSON *jn = cJSON_GetObjectItemCaseSensitive(e, "join");
+    const char *op = jstr(jn, "operator");
+    /* OpenTSDB 2.4's defaults (QueryExecutor): a union, useQueryTags false, includeAggTags true */
+    struct qexpr_join_opts jo = {
+        .op = op && strcmp(op, "intersection") == 0 ? QEXPR_JOIN_INTERSECTION : QEXPR_JOIN_UNION,
+        .use_query_tags = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(jn, "useQueryTags")),
+        .include_agg_tags = !cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(jn, "includeAggTags")),
+    };
+    int rc = qexpr_eval_join(x->ex[j], x->in, x->nm + x->ne, &jo, &x->res[j], &x->nres[j], err);
     if (rc != 0)
         return rc;
     /* OpenTSDB's IntersectionIterator refuses an empty intersection of series that exist */
-    if (join == QEXPR_JOIN_INTERSECTION && x->nres[j] == 0 && any_series)
+    if (jo.op == QEXPR_JOIN_INTERSECTION && x->nres[j] == 0 && any_series)
         return ct_err_set(err, CT_EINVAL, "No intersections found: expression %s (%s)",
                           jstr(e, "id"), jstr(e, "expr"));
     struct qexpr_series *ser = calloc(x->nres[j] ? x->nres[j] : 1, sizeof(*ser));
@@ -629,7 +675,7 @@ static int eval_expression(struct exp_run *x, size_t j, struct ct_err *err)
         return ct_err_set(err, CT_ENOMEM, "out of memory");
     for (size_t k = 0; k < x->nres[j]; k++)
         ser[k] = (struct qexpr_series){x->res[j][k].key, x->res[j][k].n, x->res[j][k].ts,
-                                       x->res[j][k].v};
+                                       x->res[j][k].v, x->res[j][k].agg};
     x->ser[x->nm + j] = ser;
     x->in[x->nm + j].series = ser;
     x->in[x->nm + j].nseries = x->nres[j];
@@ -661,7 +707,7 @@ static int run_metric(struct exp_run *x, size_t i, struct tsdb *t, const struct 
         return ct_err_set(err, CT_ENOMEM, "out of memory");
     }
     enum qexec_status st = QEXEC_INTERNAL;
-    rc = qexec_run_points(t, q, o, collect, x->vd[i], &st, err);
+    rc = qexec_run_groups(t, q, o, on_group, collect, x->vd[i], &st, err);
     qspec_free(q);
     if (rc != CT_OK) {
         *status = x->vd[i]->overflow ? 413 : (int)st;
@@ -677,9 +723,25 @@ static int run_metric(struct exp_run *x, size_t i, struct tsdb *t, const struct 
         return ct_err_set(err, CT_ENOMEM, "out of memory");
     }
     for (size_t k = 0; k < d->n; k++)
-        x->ser[i][k] = (struct qexpr_series){d->s[k].key, d->s[k].n, d->s[k].ts, d->s[k].v};
+        x->ser[i][k] =
+            (struct qexpr_series){d->s[k].key, d->s[k].n, d->s[k].ts, d->s[k].v, d->s[k].agg};
     x->in[i].series = x->ser[i];
     x->in[i].nseries = d->n;
+    /* the query tag keys (OpenTSDB's TSSubQuery.getFilterTagKs): every filter's tag key */
+    const char **qk = &x->qtagk[i * EXP_MAX_QTAGK];
+    const cJSON *f;
+    const char *fid = jstr(m, "filter");
+    const cJSON *ftags = fid ? filter_tags(x->body, fid) : NULL;
+    cJSON_ArrayForEach(f, ftags)
+    {
+        const char *k = jstr(f, "tagk");
+        bool dup = false;
+        for (size_t n = 0; k != NULL && n < x->in[i].nquery_tagk; n++)
+            dup |= strcmp(qk[n], k) == 0;
+        if (k != NULL && !dup && x->in[i].nquery_tagk < EXP_MAX_QTAGK)
+            qk[x->in[i].nquery_tagk++] = k;
+    }
+    x->in[i].query_tagk = qk;
     return 0;
 }
 
@@ -706,6 +768,7 @@ static void exp_run_free(struct exp_run *x)
     free(x->state);
     free(x->uses);
     free(x->edge);
+    free(x->qtagk);
 }
 
 /* The output named id (an expression's, else a metric's; NULL if neither), appended to outs. */
@@ -734,6 +797,12 @@ static int add_output(struct exp_run *x, cJSON *outs, const char *id, const char
         struct qexpr_result *r = NULL;
         size_t nr = 0;
         rc = qexpr_sync(&x->in[v], &r, &nr, err);
+        for (size_t k = 0; rc == 0 && k < nr; k++) /* each series' aggregated tag keys */
+            for (size_t s = 0; s < x->in[v].nseries && r[k].agg == NULL; s++)
+                if (strcmp(x->in[v].series[s].key, r[k].key) == 0 &&
+                    (r[k].agg = strdup(x->in[v].series[s].agg ? x->in[v].series[s].agg : "")) ==
+                        NULL)
+                    rc = ct_err_set(err, CT_ENOMEM, "out of memory");
         if (rc == 0) {
             names[nn++] = jstr(x->mj[v], "metric");
             cJSON_AddItemToArray(outs, output_of(id, alias, r, nr, names, nn));
@@ -771,8 +840,9 @@ static void exp_work(struct http_req *r, void *arg)
     x.state = calloc(x.ne, 1);
     x.uses = calloc(x.ne * x.nm, sizeof(*x.uses));
     x.edge = calloc(x.ne * x.ne, sizeof(*x.edge));
+    x.qtagk = calloc(x.nm * EXP_MAX_QTAGK, sizeof(*x.qtagk));
     if (!x.mj || !x.ej || !x.vd || !x.ser || !x.in || !x.ex || !x.res || !x.nres || !x.state ||
-        !x.uses || !x.edge) {
+        !x.uses || !x.edge || !x.qtagk) {
         ct_err_set(&err, CT_ENOMEM, "out of memory");
         goto done;
     }

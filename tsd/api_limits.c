@@ -1,7 +1,8 @@
 /* api_limits.c - the query limits of the daemon (OpenTSDB 2.4's QueryLimitOverride): opens the
  * per-metric overrides (query/qlimits.h) from tsd.query.limits.overrides.config and .interval
- * at start, logs each read of the file, and puts the byte limit and the overrides in the query
- * options of every endpoint that runs queries (api_query_options calls api_query_limits).
+ * at start, logs each read of the file, and puts the byte limit, the overrides and whether a
+ * query may lift the limits (tsd.query.limits.*.allow_override) in the query options of every
+ * endpoint that runs queries (api_query_options calls api_query_limits).
  *
  * Invariants: t->qlimits is set before the loop starts and freed after the workers stop (no
  * query runs); with no file configured it is NULL and the defaults hold for every metric. */
@@ -46,4 +47,6 @@ void api_query_limits(struct http_req *r, struct qexec_options *o)
     struct tsd *t = http_req_tsd(r);
     o->max_bytes = (uint64_t)conf_get_int(t->conf, "tsd.query.limits.bytes.default");
     o->limits = t->qlimits;
+    o->allow_bytes_override = conf_get_bool(t->conf, "tsd.query.limits.bytes.allow_override");
+    o->allow_dps_override = conf_get_bool(t->conf, "tsd.query.limits.data_points.allow_override");
 }

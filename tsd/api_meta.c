@@ -255,6 +255,10 @@ void api_search_other_handle(struct http_req *r)
     }
     const char *path = http_req_path(r);
     const char *type = strncmp(path, "/api/search/", 12) == 0 ? path + 12 : "";
+    if (strcasecmp(type, "lookup") == 0) { /* SearchQuery.parseSearchType ignores case */
+        api_search_lookup_handle(r);
+        return;
+    }
     static const char *const types[] = {"tsmeta", "tsmeta_summary", "tsuids", "uidmeta",
                                         "annotation"};
     bool known = false;

@@ -18,7 +18,12 @@
 # Filter/Expression/Downsampler validate() message in OpenTSDB's order: a nested object's
 # failure is OpenTSDB's outer message ("Invalid metric at index 0") with the cause in
 # "details"; OpenTSDB answers those with a 500 (an unchecked exception), ctsdb with a 400
-# (docs/query.md). Runs on the three store layouts (audit_stores in lib.sh).
+# (docs/query.md). QueryExecutor's join options as flattenTags builds the key: useQueryTags
+# (JA/JB: the owner tag differs, the host filter's key matches; TestIntersectionIterator's
+# intersectUsingQueryTags / noIntersectionUsingResultTags on threeDifE), includeAggTags (AG
+# aggregates dc away, BG does not), the output's commonTags/aggregatedTags; time.rate (RA/RB,
+# a rateOptions in time ignored as 2.4 ignores it); Metric.timeOffset validated, not applied.
+# Runs on the three store layouts (audit_stores in lib.sh).
 source "$(dirname "$0")/lib.sh"
 
 audit_run() {
@@ -49,6 +54,20 @@ for k in range(3):
         put("DA", T + 60 * k, v + k, D=d, E=e)
     for d, e, v in (("D", "D", 11), ("F", "F", 14), ("G", "G", 17)):
         put("DB", T + 60 * k, v + k, D=d, E=e)
+# join options (QueryExecutor's useQueryTags / includeAggTags): JA and JB share the host tag but
+# not the owner tag; AG aggregates dc away under a host filter, BG has the host tag only
+for k in range(3):
+    put("JA", T + 60 * k, 1 + k, host="web01", owner="alice")
+    put("JA", T + 60 * k, 4 + k, host="web02", owner="bob")
+    put("JB", T + 60 * k, 10 * (k + 1), host="web01", owner="carol")
+    put("JB", T + 60 * k, 10 * (k + 4), host="web02", owner="dave")
+    put("AG", T + 60 * k, 1, host="web01", dc="1")
+    put("AG", T + 60 * k, 2, host="web01", dc="2")
+    put("BG", T + 60 * k, 10 * (k + 1), host="web01")
+# time.rate: RA 1, 3, 9 and RB 10, 4, 7 (a drop: no counter handling) a minute apart
+for k, (ra, rb) in enumerate(((1, 10), (3, 4), (9, 7))):
+    put("RA", T + 60 * k, ra, D="D", E="E")
+    put("RB", T + 60 * k, rb, D="D", E="E")
 telnet(L + ["version"])
 st, b = req("/api/uid/assign", "POST", json.dumps({"metric": ["D", "F"]}))
 report(LABEL + "metrics D and F exist without data", "" if st == 200 else "status %d" % st, b)
@@ -309,6 +328,102 @@ error("Query.validate: an expression variable naming nothing", mod(lambda q: q["
 error("order: the metric checks come before the filter checks",
       mod(lambda q: (q["metrics"][0].update(id="a_"), q["filters"][0].update(id="f_"))), 400,
       "Invalid metric at index 0")
+
+# ---- join.useQueryTags / join.includeAggTags (QueryExecutor -> IntersectionIterator /
+# UnionIterator.flattenTags), time.rate, Metric.timeOffset
+FH = [{"id": "fh", "tags": [{"type": "wildcard", "tagk": "host", "filter": "*", "groupBy": True}]}]
+def meta_of(name, q, want):
+    """want: per output series (commonTags, aggregatedTags), in order, of the first output"""
+    st, b = run(q)
+    try:
+        got = [(m["commonTags"], m["aggregatedTags"]) for m in json.loads(b)["outputs"][0]["meta"][1:]]
+        why = "" if st == 200 and got == want else "status %d, got %r, want %r" % (st, got, want)
+    except (ValueError, KeyError, TypeError, IndexError) as x:
+        why = "status %d (%s)" % (st, x)
+    report(LABEL + name, why, b)
+JM = [{"id": "a", "metric": "JA", "filter": "fh"}, {"id": "b", "metric": "JB", "filter": "fh"}]
+def jq(join, metrics=JM, expr="a + b", outputs="default"):
+    return query(metrics=metrics, filters=FH, outputs=outputs,
+                 expressions=[{"id": "e", "expr": expr, "join": join}])
+error("Join.useQueryTags false (default): the owner tag differs, no intersection", jq(INTER), 400,
+      "No intersections found", prefix=True)
+# web01: 1+10, 2+20, 3+30; web02: 4+40, 5+50, 6+60
+JROWS = [[M0, 11, 44], [M1, 22, 55], [M2, 33, 66]]
+QT = {"operator": "intersection", "useQueryTags": True}
+outputs("Join.useQueryTags: series matched on the filter's tag key (host) only", jq(QT),
+        [("e", "A plus B", JROWS, ["JA", "JB"])])
+outputs("Join.useQueryTags with a union", jq({"operator": "union", "useQueryTags": True}),
+        [("e", "A plus B", JROWS, ["JA", "JB"])])
+meta_of("Join.useQueryTags: an output series has the tags of the first variable named", jq(QT),
+        [({"host": "web01", "owner": "alice"}, []), ({"host": "web02", "owner": "bob"}, [])])
+meta_of("Join.useQueryTags: b named first, b's tags", jq(QT, expr="b - a"),
+        [({"host": "web01", "owner": "carol"}, []), ({"host": "web02", "owner": "dave"}, [])])
+outputs("Join.useQueryTags: b - a (10-1, 20-2, ..)", jq(QT, expr="b - a"),
+        [("e", "A plus B", [[M0, 9, 36], [M1, 18, 45], [M2, 27, 54]], ["JA", "JB"])])
+# TestExpressionIterator's JEXL operators beyond + - * / on oneExtraSameE (a: 1,2,3 / 4,5,6;
+# b: 11,12,13 / 14,15,16): a % b is a; a > b is 0 and a < b 1 throughout
+for name, expr, rows in (("aModBWithTwoSeries", "a % b", [[M0, 1, 4], [M1, 2, 5], [M2, 3, 6]]),
+                         ("aGreaterThanb", "a > b", [[M0, 0, 0], [M1, 0, 0], [M2, 0, 0]]),
+                         ("aLessThanb", "a < b", [[M0, 1, 1], [M1, 1, 1], [M2, 1, 1]])):
+    outputs("TestExpressionIterator." + name, query(expressions=[{"id": "e", "expr": expr, "join": INTER}]),
+            [("e", "A plus B", rows, AB)])
+outputs("TestOutput.unknownFieldShouldBeIgnored (an output with an unknown field)",
+        query(outputs=[{"id": "e", "alias": "A plus B", "unknownfield": "boo"}]), [("e", "A plus B", E_ROWS, AB)])
+# TestIntersectionIterator.intersectUsingQueryTags: threeDifE (E differs between a and b) with
+# useQueryTags matches on D (f1's tag key): D=D 1+11.., D=F 4+14.., D=G 7+17..
+DM = [{"id": "a", "metric": "DA", "filter": "f1"}, {"id": "b", "metric": "DB", "filter": "f1"}]
+outputs("TestIntersectionIterator.intersectUsingQueryTags (threeDifE matched on D)",
+        query(metrics=DM, expressions=[{"id": "e", "expr": "a + b", "join": QT}]),
+        [("e", "A plus B", [[M0, 12, 18, 24], [M1, 14, 20, 26], [M2, 16, 22, 28]], ["DA", "DB"])])
+error("TestIntersectionIterator.noIntersectionUsingResultTags (threeDifE, the whole tag set)",
+      query(metrics=DM), 400, "No intersections found", prefix=True)
+# no filter on b: no query tag keys, so only the (empty) aggregated part is compared: b's one
+# series (all JB summed: 50, 70, 90; no common tag, host and owner aggregated) keys "|host,owner"
+# and a's series "host=web0x" (the filter's key) do not meet
+error("Join.useQueryTags: a metric without filter has no query tag keys", jq(QT, metrics=[
+      JM[0], {"id": "b", "metric": "JB"}]), 400, "No intersections found", prefix=True)
+# includeAggTags: AG under the host filter is one group host=web01 (1+2 = 3) that aggregated dc
+AGM = [{"id": "a", "metric": "AG", "filter": "fh"}, {"id": "b", "metric": "BG", "filter": "fh"}]
+error("Join.includeAggTags true (default): an aggregated tag key keeps series apart",
+      jq(INTER, metrics=AGM), 400, "No intersections found", prefix=True)
+NOAGG = {"operator": "intersection", "includeAggTags": False}
+outputs("Join.includeAggTags false: matched on the tags alone (3+10, 3+20, 3+30)",
+        jq(NOAGG, metrics=AGM), [("e", "A plus B", [[M0, 13], [M1, 23], [M2, 33]], ["AG", "BG"])])
+meta_of("Join.includeAggTags false: the output lists the operands' aggregated tag keys",
+        jq(NOAGG, metrics=AGM), [({"host": "web01"}, ["dc"])])
+# a union keeps both apart, BG's key sorting first: BG + 0 (a's fill), then 0 + AG's 3
+outputs("Join.includeAggTags true with a union: two series, each with the other's fill",
+        jq({"operator": "union"}, metrics=AGM),
+        [("e", "A plus B", [[M0, 10, 3], [M1, 20, 3], [M2, 30, 3]], ["AG", "BG"])])
+meta_of("Join.includeAggTags true with a union: each series' own aggregated tag keys",
+        jq({"operator": "union"}, metrics=AGM), [({"host": "web01"}, []), ({"host": "web01"}, ["dc"])])
+meta_of("a metric as an output: its group's aggregated tag keys",
+        jq(NOAGG, metrics=AGM, outputs=[{"id": "a"}]), [({"host": "web01"}, ["dc"])])
+# time.rate: every sub-query's rate (per second, default options): RA 2/60, 6/60; RB -6/60, 3/60
+RM = [{"id": "a", "metric": "RA", "filter": "f1"}, {"id": "b", "metric": "RB", "filter": "f1"}]
+RT = {"start": str(T), "aggregator": "sum", "rate": True}
+def g15(v):  # the JSON writer's 15 significant digits
+    return float("%.15g" % v)
+outputs("Timespan.rate: each metric's rate, then the expression (2/60-6/60, 6/60+3/60)",
+        query(metrics=RM, time=RT), [("e", "A plus B", [[M1, g15(2 / 60 - 6 / 60)], [M2, g15(6 / 60 + 3 / 60)]], ["RA", "RB"])])
+outputs("Timespan.rate: a metric output is its rate",
+        query(metrics=RM, time=RT, outputs=[{"id": "b"}]), [("b", None, [[M1, -0.1], [M2, 0.05]], ["RB"])])
+outputs("Timespan.rate false: the values (1+10, 3+4, 9+7)",
+        query(metrics=RM, time=dict(RT, rate=False)), [("e", "A plus B", [[M0, 11], [M1, 7], [M2, 16]], ["RA", "RB"])])
+outputs("Timespan has no rateOptions: a counter option there is ignored (the drop stays negative)",
+        query(metrics=RM, time=dict(RT, rateOptions={"counter": True, "counterMax": 100})),
+        [("e", "A plus B", [[M1, g15(2 / 60 - 6 / 60)], [M2, g15(6 / 60 + 3 / 60)]], ["RA", "RB"])])
+# Metric.timeOffset: parsed as a time by Metric.validate, applied nowhere in 2.4
+outputs("TestMetric.deserializeAllFields: timeOffset 1h-ago is accepted (and not applied)",
+        mod(lambda q: q["metrics"][0].update(timeOffset="1h-ago")), [("e", "A plus B", E_ROWS, AB)])
+st, b = run(mod(lambda q: q["metrics"][1].update(timeOffset="1h")))
+try:
+    e = json.loads(b)["error"]
+    why = "" if st == 400 and e["message"] == "Invalid metric at index 1" and \
+        e.get("details", "").startswith("Invalid time: 1h.") else "status %d, %r" % (st, e)
+except (ValueError, KeyError, TypeError) as x:
+    why = "status %d (%s)" % (st, x)
+report(LABEL + "Metric.validate: a timeOffset that is no time (1h)", why, b)
 finish()
 PY
 }

@@ -188,5 +188,141 @@ r=$(curl -s -m 20 "http://127.0.0.1:$TSD_PORT/api/query?start=1356998400&end=135
 check_eq "data_points.default=0 (and no byte limit by default): no limit (100 points answered)" 100 \
   "$(python3 -c 'import json,sys; print(len(json.loads(sys.argv[1])[0]["dps"]))' "$r" 2>&1)"
 tsd_stop
+unset TSD_DATA
+
+# allow_override (OpenTSDB's TsdbQuery.configureFromQuery): a query's overrideDataPointLimit /
+# overrideByteLimit lifts that limit - per-metric override included - only where
+# tsd.query.limits.data_points.allow_override / .bytes.allow_override say so. Limits: 4 points,
+# 40 bytes (16 a point: 2 points); ql.ovr's override 2 points, 16 bytes.
+echo '[{"regex":"^ql\\.ovr$","dataPointsLimit":2,"byteLimit":16}]' >"$OVR.allow"
+allow_checks() { # $1: label, $2: which overrides the TSD allows (none, both, bytes)
+  PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" "$1" "$2" <<'PY'
+import json, sys
+from audit_lib import connect, req, report, finish
+connect(sys.argv[1])
+L, ALLOW = sys.argv[2], sys.argv[3]
+DPS = ("Sorry, you have attempted to fetch more than our limit of %d data points. Please try "
+       "filtering using more tags or decrease your time range.")
+BYTES = ("Sorry, you have attempted to fetch more than our maximum amount of 0MB from storage. "
+         "Please try filtering using more tags or decrease your time range.")
+def post(metric, **flags):
+    body = dict({"start": 1356998400, "end": 1356999000,
+                 "queries": [{"metric": metric, "aggregator": "sum"}]}, **flags)
+    return req("/api/query", "POST", json.dumps(body))
+def check(name, st_b, want):
+    """want: a number of points answered, or the 413's message"""
+    st, b = st_b
+    try:
+        j = json.loads(b)
+        got = len(j[0]["dps"]) if st == 200 else j["error"]["message"]
+        why = "" if (st == 200) == isinstance(want, int) and got == want else "status %d, %r" % (st, got)
+    except (ValueError, KeyError, TypeError, IndexError) as x:
+        why = "status %d (%s)" % (st, x)
+    report(L + name, why, b)
+BOTH = {"overrideDataPointLimit": True, "overrideByteLimit": True}
+check("no flag: ql.five's 5 points meet the 4-point limit", post("ql.five"), DPS % 4)
+if ALLOW == "none":
+    check("not allowed: overrideDataPointLimit is ignored", post("ql.five", overrideDataPointLimit=True), DPS % 4)
+    check("not allowed: overrideByteLimit is ignored (3 points, 48 bytes)",
+          post("ql.three", overrideByteLimit=True), BYTES)
+    check("not allowed: both flags, ql.ovr's override (2 points) holds", post("ql.ovr", **BOTH), DPS % 2)
+elif ALLOW == "both":
+    check("both flags: ql.five's 5 points answered", post("ql.five", **BOTH), 5)
+    check("overrideDataPointLimit alone: the byte limit still holds (5 points, 80 bytes)",
+          post("ql.five", overrideDataPointLimit=True), BYTES)
+    check("overrideByteLimit alone: the point limit still holds", post("ql.five", overrideByteLimit=True), DPS % 4)
+    check("overrideByteLimit alone: ql.three (3 points, 48 bytes) answered",
+          post("ql.three", overrideByteLimit=True), 3)
+    check("both flags lift the metric's override too: ql.ovr's 3 points", post("ql.ovr", **BOTH), 3)
+    check("false flags lift nothing", post("ql.five", overrideDataPointLimit=False, overrideByteLimit=False), DPS % 4)
+    st, b = req("/api/query?start=1356998400&end=1356999000&m=sum:ql.five&overrideDataPointLimit=true")
+    check("GET has no override form (QueryRpc parses none)", (st, b), DPS % 4)
+else:  # bytes only
+    check("bytes allowed only: overrideDataPointLimit is ignored", post("ql.five", **BOTH), DPS % 4)
+    check("bytes allowed only: overrideByteLimit lifts the byte limit (ql.three, 48 bytes)",
+          post("ql.three", overrideByteLimit=True), 3)
+finish()
+PY
+  [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
+}
+for allow in none both bytes; do
+  case $allow in
+    none) flags=() ;;
+    both) flags=(--tsd.query.limits.data_points.allow_override=true --tsd.query.limits.bytes.allow_override=true) ;;
+    bytes) flags=(--tsd.query.limits.bytes.allow_override=true) ;;
+  esac
+  tsd_start --tsd.query.limits.data_points.default=4 --tsd.query.limits.bytes.default=40 \
+    "--tsd.query.limits.overrides.config=$OVR.allow" "${flags[@]}"
+  {
+    for i in 0 1 2 3 4; do echo "put ql.five $((1356998400 + i * 60)) $i host=a"; done
+    for i in 0 1 2; do echo "put ql.three $((1356998400 + i * 60)) $i host=a"; done
+    for i in 0 1 2; do echo "put ql.ovr $((1356998400 + i * 60)) $i host=a"; done
+    echo version
+  } | tsd_talk >/dev/null
+  allow_checks "allow_override=$allow: " $allow
+  case "$(cat "$TSD_LOG")" in
+    *"unknown configuration key tsd.query.limits"*) not_ok "allow_override=$allow: the keys are known" ;;
+    *) ok "allow_override=$allow: the keys are known (no unknown-key warning)" ;;
+  esac
+  tsd_stop
+  unset TSD_DATA
+done
+
+# the byte limit holds for rollup-table reads too (16 bytes a rollup value read, as a raw point)
+tsd_start --tsd.rollups.enable=true --tsd.rollups.ctsdb.compute=false \
+  --tsd.query.limits.data_points.default=0 --tsd.query.limits.bytes.default=40
+PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" <<'PY'
+import json, sys
+from audit_lib import connect, req, report, finish
+connect(sys.argv[1])
+T0, H = 1356998400, 3600
+def rollups(metric, n):
+    pts = [{"metric": metric, "timestamp": T0 + k * H, "value": 10 + k, "tags": {"host": "a"},
+            "interval": "1h", "aggregator": "sum"} for k in range(n)]
+    st, b = req("/api/rollup", "POST", json.dumps(pts))
+    report("%d rollup values of %s stored" % (n, metric), "" if st == 204 else "status %d" % st, b)
+rollups("ql.r3", 3)
+rollups("ql.r2", 2)
+def q(metric):
+    return req("/api/query", "POST", json.dumps({"start": T0, "end": T0 + 12 * H, "queries": [
+        {"metric": metric, "aggregator": "sum", "downsample": "1h-sum", "rollupUsage": "ROLLUP_NOFALLBACK"}]}))
+st, b = q("ql.r3")
+want = ("Sorry, you have attempted to fetch more than our maximum amount of 0MB from storage. "
+        "Please try filtering using more tags or decrease your time range.")
+try:
+    why = "" if st == 413 and json.loads(b)["error"]["message"] == want else "status %d" % st
+except (ValueError, KeyError, TypeError) as x:
+    why = "status %d (%s)" % (st, x)
+report("bytes.default=40: 3 rollup values read (48 bytes) are SaltScanner's byte 413", why, b)
+st, b = q("ql.r2")
+try:
+    got = json.loads(b)[0]["dps"] if st == 200 else None
+    why = "" if got == {str(T0): 10, str(T0 + H): 11} else "status %d, %r" % (st, got)
+except (ValueError, KeyError, TypeError, IndexError) as x:
+    why = "status %d (%s)" % (st, x)
+report("bytes.default=40: 2 rollup values (32 bytes) answered (10, 11)", why, b)
+# raw points streamed through the 0all path (read by the rollup module's raw source) count too
+from audit_lib import telnet
+telnet(["put ql.raw3 %d %d host=a" % (T0 + 60 * k, k + 1) for k in range(3)] +
+       ["put ql.raw2 %d %d host=a" % (T0 + 60 * k, k + 1) for k in range(2)] + ["version"])
+def q0(metric):
+    return req("/api/query?start=%d&end=%d&m=sum:0all-sum:%s" % (T0, T0 + 12 * H, metric))
+st, b = q0("ql.raw3")
+try:
+    why = "" if st == 413 and json.loads(b)["error"]["message"] == want else "status %d" % st
+except (ValueError, KeyError, TypeError) as x:
+    why = "status %d (%s)" % (st, x)
+report("bytes.default=40: a 0all-sum of 3 raw points (48 bytes) is the byte 413", why, b)
+st, b = q0("ql.raw2")
+try:
+    got = list(json.loads(b)[0]["dps"].values()) if st == 200 else None
+    why = "" if got == [3] else "status %d, %r" % (st, got)
+except (ValueError, KeyError, TypeError, IndexError) as x:
+    why = "status %d (%s)" % (st, x)
+report("bytes.default=40: a 0all-sum of 2 raw points (32 bytes) answered (1 + 2)", why, b)
+finish()
+PY
+[ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
+tsd_stop
 tsd_logs_check
 it_done

@@ -6,7 +6,12 @@
 # NoSuchUniqueName text as details), a bad limit, a body with neither metric nor tags, and the
 # other search types without a search plugin: no type / an unknown type (400 "Invalid search
 # query type supplied"), a missing query=, bad limit / start_index, a well-formed search (400
-# "Searching is not enabled"), and PUT (400 "Unsupported method: PUT").
+# "Searching is not enabled"), and PUT (400 "Unsupported method: PUT"). TestSearchQuery (its
+# parseSearchType cases): each type name in the Java test's spelling (tsmeta, TSMeta_Summary,
+# tsuids, UIDMeta, Annotation: the case is ignored) is accepted - without a plugin that shows as
+# "Searching is not enabled" rather than "Invalid search query type supplied" - as is lookup in
+# any case (answered as lookup); a null or empty type and "NotAType" are refused with its
+# messages as the details.
 source "$(dirname "$0")/lib.sh"
 
 tsd_start
@@ -96,6 +101,28 @@ check_eq "PUT (searchBadMethod)" "400 400 Unsupported method: PUT " \
   "$(err "$(req PUT "/api/search/tsmeta?query=*")")"
 check_eq "PUT on lookup" "400 400 Unsupported method: PUT " \
   "$(err "$(req PUT "/api/search/lookup?m=sys.mem")")"
+
+# ---- TestSearchQuery: SearchQuery.parseSearchType over the URL's type ------------------------
+NOPLUGIN="400 400 Searching is not enabled Searching has not been enabled on this TSD"
+for c in "parseSearchTypeTSMeta tsmeta" "parseSearchTypeTSMetaSummary TSMeta_Summary" \
+  "parseSearchTypeTSUIDs tsuids" "parseSearchTypeUIDMeta UIDMeta" "parseSearchTypeAnnotation Annotation"; do
+  set -- $c
+  check_eq "TestSearchQuery.$1: type $2 accepted (no plugin: not enabled)" "$NOPLUGIN" \
+    "$(err "$(req GET "/api/search/$2?query=*")")"
+done
+check_eq "TestSearchQuery.parseSearchTypeNull: no type" \
+  "400 400 Invalid search query type supplied Type provided was null or empty" \
+  "$(err "$(req GET "/api/search?query=*")")"
+check_eq "TestSearchQuery.parseSearchTypeEmtpy: an empty type (/api/search/)" \
+  "400 400 Invalid search query type supplied Type provided was null or empty" \
+  "$(err "$(req GET "/api/search/?query=*")")"
+check_eq "TestSearchQuery.parseSearchTypeInvalid: NotAType" \
+  "400 400 Invalid search query type supplied Unknown type: NotAType" \
+  "$(err "$(req GET "/api/search/NotAType?query=*")")"
+check_eq "parseSearchType: LookUp is lookup (the case ignored)" "200 2 sys.cpu.user" \
+  "$(field 'd["totalResults"], d["results"][0]["metric"]' "$(req GET "/api/search/LookUp?m=sys.cpu.user")")"
+check_eq "parseSearchType: LOOKUP POSTed" "200 5" \
+  "$(field 'd["totalResults"]' "$(req POST /api/search/LOOKUP '{"tags":[{"key":"host","value":null}]}')")"
 
 tsd_stop
 tsd_logs_check

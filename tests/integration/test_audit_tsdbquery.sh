@@ -16,10 +16,16 @@
 # any float among the values a timestamp aggregates or interpolates between makes the point a
 # double (until that series has ended), and mimmax fills a missing double with Double.MIN_VALUE
 # (4.9e-324, not the lowest double: OpenTSDB's answer kept as is, docs/query.md).
-# The Salted, Append and SaltedAppend variants (TestTsdbQuerySalted: salt width 1, 2 buckets;
-# TestTsdbQueryAppend: tsd.storage.enable_appends) run every check again against a TSD so
-# configured, next to the default salted layout and the unsalted one; the answers of the three
-# must be byte-identical.
+# The Salted, Append and SaltedAppend variants (TestTsdbQuerySalted and
+# TestTsdbQueryDownsampleSalted: salt width 1, 2 buckets - each a subclass running its parent's
+# every case salted; TestTsdbQueryAppend: tsd.storage.enable_appends) run every check again
+# against a TSD so configured ("[salted 2 buckets, appends]"), next to the default salted layout
+# (1 byte, 8 buckets) and the unsalted one; the answers of the three must be byte-identical. So
+# every TestTsdbQueryDownsample check named here is also TestTsdbQueryDownsampleSalted's.
+# The *WNulls cases (storeLongTimeSeriesWithMissingData, 30 s buckets with a nan or zero fill):
+# OpenTSDB's answer runs an hour past the end (1560 buckets: its scan end, snapped forward to
+# the next row hour, bounds the fill), ctsdb's fill stops at the query's end (1441 buckets, the
+# end included) - docs/opentsdb-compat.md; the 100 buckets with data are OpenTSDB's values.
 source "$(dirname "$0")/lib.sh"
 
 # one store layout (audit_stores in lib.sh)
@@ -71,6 +77,13 @@ L += ["put ex.neg 1356998400 20 host=a", "put ex.neg 1356998401 10 host=a", "put
       "put ex.mix 1356998430 1.5 host=b", "put ex.mix 1356998490 2.5 host=b",
       "put ex.mm 1356998400 -5.5 host=a", "put ex.mm 1356998460 -6.5 host=a",
       "put ex.mm 1356998430 -1.5 host=b", "put ex.mm 1356998490 -2.5 host=b"]
+# storeLongTimeSeriesWithMissingData (as tq.wnull): web01 i + 1 every 10 s from 1356998400 with
+# every third point (i % 3 == 0) left out; web02 counts down 300..1, only the odd values
+for i in range(300):
+    if i % 3:
+        L.append("put tq.wnull %d %d host=web01" % (1356998400 + 10 * i, i + 1))
+    if (300 - i) % 2:
+        L.append("put tq.wnull %d %d host=web02" % (1356998400 + 10 * i, 300 - i))
 L.append("version")
 s.sendall(("\n".join(L) + "\n").encode())
 s.shutdown(socket.SHUT_WR)
@@ -86,7 +99,7 @@ PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 
 PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" "$AUDIT_LABEL" <<'PY'
-import json, sys, urllib.parse
+import json, math, sys, urllib.parse
 import audit_lib
 from audit_lib import connect, req, finish
 connect(sys.argv[1])
@@ -241,6 +254,83 @@ series("TestTsdbQueryDownsample.runFloatSingleTSDownsample", "sum:1m-avg:tq.floa
        [(1356998400, 1.25)] + [(1356998400 + 60 * i, 1.25 + 0.25 * (2 * i - 1) + 0.125) for i in range(1, 150)] +
        [(1357007400, 1.25 + 0.25 * 299)], doubles=True, tol=1e-5)
 
+# the rest of TestTsdbQueryDownsample (its scan-bound cases downsampleFullyAligned/Unaligned/
+# Weirdly/Milliseconds assert TsdbQuery's internal HBase scan range, which a client cannot
+# observe, and runLongSingleTSDownsampleNoneSnuckIn forces a field with Whitebox)
+B0, MS0 = 1356998400, 1356998400000
+def vf(i):  # tq.float / tq.fms: the i-th value (i from 1)
+    return 1.25 + 0.25 * (i - 1)
+# tq.ms web01: i at MS0 + 500 i; 1 s buckets: (1), (2, 3), .. (298, 299), (300)
+ms_avg = [(MS0, 1.0)] + [(MS0 + 1000 * k, 2 * k + 0.5) for k in range(1, 150)] + [(MS0 + 150000, 300.0)]
+series("TestTsdbQueryDownsample.runLongSingleTSDownsampleMs (tq.ms, 1s-avg)", "sum:1s-avg:tq.ms{host=web01}",
+       ms_avg, extra="ms&", doubles=True)
+# the rate of the downsampled values, per second: (2.5 - 1) / 1, then 2, then (300 - 298.5) / 1
+series("TestTsdbQueryDownsample.runLongSingleTSDownsampleAndRateMs", "sum:1s-avg:rate:tq.ms{host=web01}",
+       [(MS0 + 1000, 1.5)] + [(MS0 + 1000 * k, 2.0) for k in range(2, 150)] + [(MS0 + 150000, 1.5)],
+       extra="ms&", doubles=True)
+# floats: bucket k (1..149) averages values 2k and 2k+1: 1.125 + 0.5 k; the last holds 76 alone
+f_avg = [(0, vf(1))] + [(k, (vf(2 * k) + vf(2 * k + 1)) / 2) for k in range(1, 150)] + [(150, vf(300))]
+series("TestTsdbQueryDownsample.runFloatSingleTSDownsampleMs (tq.fms, 1s-avg)", "sum:1s-avg:tq.fms{host=web01}",
+       [(MS0 + 1000 * k, v) for k, v in f_avg], extra="ms&", doubles=True, tol=1e-9)
+# rate of the 1m averages: (1.625 - 1.25) / 60 = 0.00625, 0.5 / 60, (76 - 75.625) / 60
+series("TestTsdbQueryDownsample.runFloatSingleTSDownsampleAndRate", "sum:1m-avg:rate:tq.float{host=web01}",
+       [(B0 + 60 * k, (f_avg[k][1] - f_avg[k - 1][1]) / 60) for k in range(1, 151)], doubles=True, tol=1e-9)
+series("TestTsdbQueryDownsample.runFloatSingleTSDownsampleAndRateMs (0.375, 0.5 .., 0.375)",
+       "sum:1s-avg:rate:tq.fms{host=web01}",
+       [(MS0 + 1000 * k, f_avg[k][1] - f_avg[k - 1][1]) for k in range(1, 151)], extra="ms&", doubles=True, tol=1e-9)
+# counts 1, 2 .. 2, 1 a minute; their rate: 1/60, 0 .., -1/60
+series("TestTsdbQueryDownsample.runFloatSingleTSDownsampleAndRateAndCount", "sum:1m-count:rate:tq.float{host=web01}",
+       [(B0 + 60, 1 / 60)] + [(B0 + 60 * k, 0.0) for k in range(2, 150)] + [(B0 + 9000, -1 / 60)],
+       doubles=True, tol=1e-9)
+st, b = req("/api/query?start=1356998400&m=" + urllib.parse.quote("sum:0all-sum:sys.cpu.user{host=web01}", safe=":"))
+try:
+    d = json.loads(b)[0]["dps"]
+    why = "" if d == {"1356998400": 45150.0} else "dps %r" % d
+except (ValueError, KeyError, TypeError, IndexError):
+    why = "status %d" % st
+report("TestTsdbQueryDownsample.runLongSingleTSDownsampleAllNoEnd (no end: now; 1 + .. + 300)", why, b)
+for name, ds in (("downsampleNullAgg (no aggregator)", "1m-"), ("downsampleInvalidInterval (0)", "0m-sum")):
+    st, b = req(q("sum:%s:sys.cpu.user{host=web01}" % ds))
+    report("TestTsdbQueryDownsample." + name, "" if st == 400 else "status %d" % st, b)
+
+# runTSDownsampleWithMissingData: 30 s buckets of tq.wnull, each series downsampled then the two
+# aggregated; the first 100 buckets hold points of both series, every later one up to the end is
+# the fill policy's (NaN or 0). Bucket b: web01 holds 3b+2, 3b+3; web02 the odd ones of 300-3b,
+# 299-3b, 298-3b: 299-3b when b is even, else 300-3b and 298-3b.
+def wn_bucket(b, ds):
+    w1 = [3 * b + 2, 3 * b + 3]
+    w2 = [300 - 3 * b, 298 - 3 * b] if b % 2 else [299 - 3 * b]
+    f = {"avg": lambda v: sum(v) / len(v), "sum": sum, "min": min}[ds]
+    return f(w1), f(w2)
+def wnulls(name, agg, ds, fill):
+    st, b = req(q("%s:30s-%s-%s:tq.wnull" % (agg, ds, fill)))
+    why = ""
+    try:
+        got = sorted((int(k), float(v)) for k, v in json.loads(b)[0]["dps"].items())
+        want_n = (1357041600 - 1356998400) // 30 + 1
+        if len(got) != want_n:
+            why = "%d buckets, want %d" % (len(got), want_n)
+        for k, (t, v) in enumerate(got):
+            if t != 1356998400 + 30 * k:
+                why = "bucket %d at %d" % (k, t); break
+            if k < 100:
+                a, c = wn_bucket(k, ds)
+                w = {"sum": a + c, "avg": (a + c) / 2, "min": min(a, c)}[agg]
+                if abs(v - w) > 1e-9:
+                    why = "bucket %d: %r, want %r" % (k, v, w); break
+            elif not (math.isnan(v) if fill == "nan" else v == 0):
+                why = "bucket %d: %r, want the %s fill" % (k, v, fill); break
+    except (ValueError, KeyError, TypeError, IndexError) as x:
+        why = "status %d (%s)" % (st, x)
+    report("TestTsdbQueryDownsample." + name, why, b)
+wnulls("runSumAvgLongSingleTSDownsampleWNulls (301.5 ..)", "sum", "avg", "nan")
+wnulls("runAvgSumLongSingleTSDownsampleWNulls (152, 301.5, 155, ..)", "avg", "sum", "nan")
+wnulls("runAvgAvgLongSingleTSDownsampleWNulls (150.75 .., zero fill)", "avg", "avg", "zero")
+wnulls("runSumSumLongSingleTSDownsampleWNulls (304, 603, 310, ..)", "sum", "sum", "nan")
+wnulls("runMinMinLongSingleTSDownsampleWNulls (2, 5, 8, .., zero fill)", "min", "min", "zero")
+wnulls("runMinSumLongSingleTSDownsampleWNulls (5, 11, 17, ..)", "min", "sum", "nan")
+wnulls("runSumMinLongSingleTSDownsampleWNulls (301, 300, ..)", "sum", "min", "nan")
+
 # milliseconds
 TMS = [1356998400000 + 500 * i for i in range(1, 301)]
 series("TestTsdbQueryQueries.runLongSingleTSMs", "sum:tq.ms{host=web01}",
@@ -311,6 +401,7 @@ exact("AggregationIterator: max lerps between doubles (-1.5 .. -2.5 at the midpo
 finish()
 PY
 }
-audit_stores audit_run TestTsdbQuerySalted TestTsdbQuerySaltedAppend
+audit_stores audit_run "TestTsdbQuerySalted / TestTsdbQueryDownsampleSalted" \
+  "TestTsdbQuerySaltedAppend / TestTsdbQueryDownsampleSalted"
 tsd_logs_check
 it_done

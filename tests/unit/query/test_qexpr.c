@@ -17,9 +17,9 @@ static struct qexpr_result *run(const char *src, enum qexpr_join join, enum qexp
 {
     static const double av[] = {10, 20, 30};
     static const double bv[] = {2, 4};
-    struct qexpr_series a = {"host=x", 3, TS3, av};
-    struct qexpr_series b = {"host=x", 2, TS2, bv};
-    struct qexpr_input in[] = {{"a", &a, 1, fa, fv}, {"b", &b, 1, fb, fv}};
+    struct qexpr_series a = {"host=x", 3, TS3, av, NULL};
+    struct qexpr_series b = {"host=x", 2, TS2, bv, NULL};
+    struct qexpr_input in[] = {{"a", &a, 1, fa, fv, NULL, 0}, {"b", &b, 1, fb, fv, NULL, 0}};
     struct qexpr *e;
     struct ct_err err = {0};
     assert_int_equal(qexpr_parse(src, &e, &err), 0);
@@ -104,9 +104,10 @@ static void test_qexpr_joins(void **state)
     (void)state;
     static const int64_t ts[] = {1};
     static const double one[] = {1}, two[] = {2}, five[] = {5};
-    struct qexpr_series a[] = {{"host=x", 1, ts, one}, {"host=y", 1, ts, two}};
-    struct qexpr_series b[] = {{"host=y", 1, ts, five}, {"host=z", 1, ts, five}};
-    struct qexpr_input in[] = {{"a", a, 2, QEXPR_FILL_ZERO, 0}, {"b", b, 2, QEXPR_FILL_ZERO, 0}};
+    struct qexpr_series a[] = {{"host=x", 1, ts, one, NULL}, {"host=y", 1, ts, two, NULL}};
+    struct qexpr_series b[] = {{"host=y", 1, ts, five, NULL}, {"host=z", 1, ts, five, NULL}};
+    struct qexpr_input in[] = {{"a", a, 2, QEXPR_FILL_ZERO, 0, NULL, 0},
+                               {"b", b, 2, QEXPR_FILL_ZERO, 0, NULL, 0}};
     struct qexpr *e;
     struct ct_err err = {0};
     assert_int_equal(qexpr_parse("a * b", &e, &err), 0);
@@ -136,6 +137,211 @@ static void test_qexpr_joins(void **state)
     qexpr_free(e);
 }
 
+/* OpenTSDB 2.4's flattenTags: tags (only the query tag keys under useQueryTags), then the
+ * aggregated tag keys (under includeAggTags); no tags at all is the empty key. */
+static void test_qexpr_join_key(void **state)
+{
+    (void)state;
+    static const char *const host[] = {"host"};
+    struct qexpr_join_opts plain = {QEXPR_JOIN_UNION, false, true};
+    struct qexpr_join_opts noagg = {QEXPR_JOIN_UNION, false, false};
+    struct qexpr_join_opts qt = {QEXPR_JOIN_UNION, true, true};
+    struct qexpr_join_opts qtnoagg = {QEXPR_JOIN_UNION, true, false};
+    struct ct_err err = {0};
+    char k[64];
+    assert_int_equal(qexpr_join_key("dc=1,host=a", "cpu", host, 1, &plain, k, sizeof(k), &err), 0);
+    assert_string_equal(k, "dc=1,host=a|cpu");
+    assert_int_equal(qexpr_join_key("dc=1,host=a", "cpu", host, 1, &noagg, k, sizeof(k), &err), 0);
+    assert_string_equal(k, "dc=1,host=a");
+    assert_int_equal(qexpr_join_key("dc=1,host=a", "cpu", host, 1, &qt, k, sizeof(k), &err), 0);
+    assert_string_equal(k, "host=a|cpu");
+    assert_int_equal(qexpr_join_key("dc=1,host=a", NULL, host, 1, &qt, k, sizeof(k), &err), 0);
+    assert_string_equal(k, "host=a");
+    /* useQueryTags with no filter: no tag is kept, the aggregated keys only */
+    assert_int_equal(qexpr_join_key("dc=1,host=a", "cpu", NULL, 0, &qt, k, sizeof(k), &err), 0);
+    assert_string_equal(k, "|cpu");
+    assert_int_equal(qexpr_join_key("dc=1,host=a", "cpu", NULL, 0, &qtnoagg, k, sizeof(k), &err),
+                     0);
+    assert_string_equal(k, "");
+    /* a series with no tags: the empty key, aggregated keys or not */
+    assert_int_equal(qexpr_join_key("", "cpu,dc", NULL, 0, &plain, k, sizeof(k), &err), 0);
+    assert_string_equal(k, "");
+    /* a tag key that only starts like a query tag key is not one */
+    assert_int_equal(qexpr_join_key("hostname=x", NULL, host, 1, &qt, k, sizeof(k), &err), 0);
+    assert_string_equal(k, "");
+    assert_int_equal(qexpr_join_key("dc=1,host=a", "cpu", host, 1, &plain, k, 8, &err), CT_ELIMIT);
+}
+
+/* TestIntersectionIterator's / TestUnionIterator's flattenTags cases, the tag UIDs as names: tags
+ * {a=a, b=b}, aggregated {c}, query tag keys {a}. */
+static void test_qexpr_join_key_flatten_cases(void **state)
+{
+    (void)state;
+    static const char *const qa[] = {"a"};
+    static const struct {
+        const char *name, *tags, *agg;
+        size_t nq;
+        bool qt, at;
+        const char *want;
+    } c[] = {
+        {"flattenTags", "a=a,b=b", "c", 1, false, false, "a=a,b=b"},
+        {"flattenTagsWithAgg", "a=a,b=b", "c", 1, false, true, "a=a,b=b|c"},
+        {"flattenTagsQueryTags", "a=a,b=b", "c", 1, true, false, "a=a"},
+        {"flattenTagsQueryTagsWithAgg", "a=a,b=b", "c", 1, true, true, "a=a|c"},
+        {"flattenEmptyTags", "", "c", 1, false, false, ""},
+        {"flattenEmptyTagsWithAggEmpty", "a=a,b=b", "", 1, false, true, "a=a,b=b"},
+        {"flattenTagsQueryTagsEmpty", "a=a,b=b", "c", 0, true, false, ""},
+        {"flattenTagsQueryTagsEmptyWithAgg", "a=a,b=b", "c", 0, true, true, "|c"},
+        {"flattenTagsNullAggTagsNotRequested", "a=a,b=b", NULL, 1, false, false, "a=a,b=b"},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        struct qexpr_join_opts o = {QEXPR_JOIN_INTERSECTION, c[i].qt, c[i].at};
+        struct ct_err err = {0};
+        char k[64];
+        assert_int_equal(qexpr_join_key(c[i].tags, c[i].agg, qa, c[i].nq, &o, k, sizeof(k), &err),
+                         0);
+        if (strcmp(k, c[i].want) != 0)
+            fail_msg("%s: \"%s\", want \"%s\"", c[i].name, k, c[i].want);
+    }
+}
+
+/* OpenTSDB's JEXL expressions beyond + - * /: % (fmod) on the level of * and /, and the
+ * comparisons as 1 or 0, relations above equality, both below + and - (TestExpressionIterator's
+ * aModBWithTwoSeries, aGreaterThanb, aLessThanb). a = 10, 20, 30. */
+static void test_qexpr_mod_and_comparisons(void **state)
+{
+    (void)state;
+    static const int64_t ts[] = {1, 2, 3};
+    static const double av[] = {10, 20, 30};
+    struct qexpr_series a = {"host=x", 3, ts, av, NULL};
+    struct qexpr_input in[] = {{"a", &a, 1, QEXPR_FILL_ZERO, 0, NULL, 0}};
+    static const struct {
+        const char *src;
+        double want[3];
+    } c[] = {
+        {"a % 4", {2, 0, 2}},          {"a * 3 % 7", {2, 4, 6}}, /* (a * 3) % 7: one level, left to right */
+        {"a % 7 * 3", {9, 18, 6}},     {"-a % 4", {-2, 0, -2}}, /* the dividend's sign */
+        {"a > 15", {0, 1, 1}},         {"a < 15", {1, 0, 0}},    {"a <= 20", {1, 1, 0}},
+        {"a >= 20", {0, 1, 1}},        {"a == 20", {0, 1, 0}},   {"a != 20", {1, 0, 1}},
+        {"a + 1 > 2 * 10", {0, 1, 1}}, /* (a + 1) > 20 */
+        {"a < 15 == 1", {1, 0, 0}},    /* (a < 15) == 1 */
+        {"(a > 15) * 2", {0, 2, 2}},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        struct qexpr *e;
+        struct ct_err err = {0};
+        struct qexpr_result *r;
+        size_t n;
+        if (qexpr_parse(c[i].src, &e, &err) != 0)
+            fail_msg("%s: %s", c[i].src, err.msg);
+        assert_int_equal(qexpr_eval(e, in, 1, QEXPR_JOIN_UNION, &r, &n, &err), 0);
+        assert_int_equal(n, 1);
+        for (size_t k = 0; k < 3; k++)
+            if (r[0].v[k] != c[i].want[k])
+                fail_msg("%s at %zu: %g, want %g", c[i].src, k, r[0].v[k], c[i].want[k]);
+        qexpr_results_free(r, n);
+        qexpr_free(e);
+    }
+    /* % by zero is NaN, as / by zero */
+    struct qexpr *e;
+    struct ct_err err = {0};
+    struct qexpr_result *r;
+    size_t n;
+    assert_int_equal(qexpr_parse("a % 0", &e, &err), 0);
+    assert_int_equal(qexpr_eval(e, in, 1, QEXPR_JOIN_UNION, &r, &n, &err), 0);
+    assert_true(isnan(r[0].v[0]));
+    qexpr_results_free(r, n);
+    qexpr_free(e);
+}
+
+static size_t eval_join(const char *src, const struct qexpr_input *in, size_t nin,
+                        enum qexpr_join op, bool qt, bool agg, struct qexpr_result **r)
+{
+    struct qexpr *e;
+    struct ct_err err = {0};
+    size_t n = 0;
+    struct qexpr_join_opts o = {op, qt, agg};
+    assert_int_equal(qexpr_parse(src, &e, &err), 0);
+    assert_int_equal(qexpr_eval_join(e, in, nin, &o, r, &n, &err), 0);
+    qexpr_free(e);
+    return n;
+}
+
+/* useQueryTags: series whose other tags differ match on the filters' tag keys; the result has the
+ * first variable's tags. */
+static void test_qexpr_eval_join_query_tags(void **state)
+{
+    (void)state;
+    static const int64_t ts[] = {1};
+    static const double one[] = {1}, two[] = {2}, ten[] = {10}, twenty[] = {20};
+    static const char *const host[] = {"host"};
+    struct qexpr_series a[] = {{"host=web01,owner=alice", 1, ts, one, NULL},
+                               {"host=web02,owner=bob", 1, ts, two, NULL}};
+    struct qexpr_series b[] = {{"host=web01,owner=carol", 1, ts, ten, NULL},
+                               {"host=web02,owner=dave", 1, ts, twenty, NULL}};
+    struct qexpr_input in[] = {{"a", a, 2, QEXPR_FILL_ZERO, 0, host, 1},
+                               {"b", b, 2, QEXPR_FILL_ZERO, 0, host, 1}};
+    struct qexpr_result *r;
+    assert_int_equal(eval_join("a + b", in, 2, QEXPR_JOIN_INTERSECTION, false, true, &r), 0);
+    qexpr_results_free(r, 0);
+    assert_int_equal(eval_join("a + b", in, 2, QEXPR_JOIN_INTERSECTION, true, true, &r), 2);
+    assert_string_equal(r[0].key, "host=web01,owner=alice"); /* a's tags: a is named first */
+    assert_string_equal(r[0].agg, "");
+    assert_true(r[0].v[0] == 11); /* 1 + 10 */
+    assert_string_equal(r[1].key, "host=web02,owner=bob");
+    assert_true(r[1].v[0] == 22); /* 2 + 20 */
+    qexpr_results_free(r, 2);
+    assert_int_equal(eval_join("b - a", in, 2, QEXPR_JOIN_INTERSECTION, true, true, &r), 2);
+    assert_string_equal(r[0].key, "host=web01,owner=carol"); /* b named first */
+    assert_true(r[0].v[0] == 9);
+    qexpr_results_free(r, 2);
+    /* two series of one variable on one join key: the later is kept (OpenTSDB's map put) */
+    struct qexpr_series c[] = {{"host=web01,owner=x", 1, ts, ten, NULL},
+                               {"host=web01,owner=y", 1, ts, twenty, NULL}};
+    struct qexpr_input ic[] = {{"c", c, 2, QEXPR_FILL_ZERO, 0, host, 1}};
+    assert_int_equal(eval_join("c * 2", ic, 1, QEXPR_JOIN_UNION, true, true, &r), 1);
+    assert_string_equal(r[0].key, "host=web01,owner=y");
+    assert_true(r[0].v[0] == 40);
+    qexpr_results_free(r, 1);
+    assert_int_equal(eval_join("c * 2", ic, 1, QEXPR_JOIN_UNION, false, true, &r), 2);
+    qexpr_results_free(r, 2);
+}
+
+/* includeAggTags (default true): a group that aggregated tag key dc does not match a series with
+ * the same tags and no aggregated key; without it they match and the result lists dc. */
+static void test_qexpr_eval_join_agg_tags(void **state)
+{
+    (void)state;
+    static const int64_t ts[] = {1};
+    static const double one[] = {1}, five[] = {5};
+    struct qexpr_series a[] = {{"host=web01", 1, ts, five, "dc"}};
+    struct qexpr_series b[] = {{"host=web01", 1, ts, one, NULL}};
+    struct qexpr_input in[] = {{"a", a, 1, QEXPR_FILL_ZERO, 0, NULL, 0},
+                               {"b", b, 1, QEXPR_FILL_ZERO, 0, NULL, 0}};
+    struct qexpr_result *r;
+    assert_int_equal(eval_join("a + b", in, 2, QEXPR_JOIN_INTERSECTION, false, true, &r), 0);
+    qexpr_results_free(r, 0);
+    /* union: two results, sorted by join key ("host=web01" < "host=web01|dc") */
+    assert_int_equal(eval_join("a + b", in, 2, QEXPR_JOIN_UNION, false, true, &r), 2);
+    assert_string_equal(r[0].key, "host=web01");
+    assert_string_equal(r[0].agg, "");
+    assert_true(r[0].v[0] == 1); /* a filled with zero: 0 + 1 */
+    assert_string_equal(r[1].key, "host=web01");
+    assert_string_equal(r[1].agg, "dc");
+    assert_true(r[1].v[0] == 5); /* 5 + 0 */
+    qexpr_results_free(r, 2);
+    assert_int_equal(eval_join("a + b", in, 2, QEXPR_JOIN_INTERSECTION, false, false, &r), 1);
+    assert_string_equal(r[0].agg, "dc"); /* the union of the operands' aggregated keys */
+    assert_true(r[0].v[0] == 6);
+    qexpr_results_free(r, 1);
+    /* aggregated keys of both operands merged, sorted, once each */
+    struct qexpr_series c[] = {{"host=web01", 1, ts, one, "rack,dc"}};
+    struct qexpr_input ic[] = {in[0], {"c", c, 1, QEXPR_FILL_ZERO, 0, NULL, 0}};
+    assert_int_equal(eval_join("a * c", ic, 2, QEXPR_JOIN_INTERSECTION, false, false, &r), 1);
+    assert_string_equal(r[0].agg, "dc,rack");
+    qexpr_results_free(r, 1);
+}
+
 /* Every result series has every timestamp of any series evaluated (OpenTSDB's time-synced
  * iteration): host=y's series lack ts 1 and get the fill there. */
 static void test_qexpr_timestamps_shared_by_every_key(void **state)
@@ -143,9 +349,10 @@ static void test_qexpr_timestamps_shared_by_every_key(void **state)
     (void)state;
     static const int64_t t1[] = {1, 2}, t2[] = {2, 3};
     static const double v1[] = {1, 2}, v2[] = {20, 30};
-    struct qexpr_series a[] = {{"host=x", 2, t1, v1}, {"host=y", 2, t2, v2}};
-    struct qexpr_series b[] = {{"host=x", 2, t1, v1}, {"host=y", 2, t2, v2}};
-    struct qexpr_input in[] = {{"a", a, 2, QEXPR_FILL_SCALAR, 7}, {"b", b, 2, QEXPR_FILL_ZERO, 0}};
+    struct qexpr_series a[] = {{"host=x", 2, t1, v1, NULL}, {"host=y", 2, t2, v2, NULL}};
+    struct qexpr_series b[] = {{"host=x", 2, t1, v1, NULL}, {"host=y", 2, t2, v2, NULL}};
+    struct qexpr_input in[] = {{"a", a, 2, QEXPR_FILL_SCALAR, 7, NULL, 0},
+                               {"b", b, 2, QEXPR_FILL_ZERO, 0, NULL, 0}};
     struct qexpr *e;
     struct ct_err err = {0};
     assert_int_equal(qexpr_parse("a + b", &e, &err), 0);
@@ -213,6 +420,11 @@ int main(void)
         cmocka_unit_test(test_qexpr_joins),
         cmocka_unit_test(test_qexpr_timestamps_shared_by_every_key),
         cmocka_unit_test(test_qexpr_parse_errors),
+        cmocka_unit_test(test_qexpr_mod_and_comparisons),
+        cmocka_unit_test(test_qexpr_join_key),
+        cmocka_unit_test(test_qexpr_join_key_flatten_cases),
+        cmocka_unit_test(test_qexpr_eval_join_query_tags),
+        cmocka_unit_test(test_qexpr_eval_join_agg_tags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
