@@ -320,44 +320,57 @@ static uint8_t *headlog_put_point(uint8_t *p, const struct dpcodec_point *q, uin
                                   int64_t *prev_id, int64_t *prev_ts)
 {
     bool ms = q->ms || q->ts_ms % 1000 != 0;
-    p += coding_put_varint64(p, coding_zigzag((int64_t)id - (*prev_id + 1)));
+    bool next = (int64_t)id == *prev_id + 1;
+    uint64_t hdr = coding_zigzag(q->ts_ms - *prev_ts) << 6 | (next ? 1u : 0u) << 5 |
+                   (uint64_t)q->type << 1 | (ms ? 1 : 0);
+    uint64_t idc = coding_zigzag((int64_t)id - (*prev_id + 1));
     *prev_id = id;
-    uint64_t hdr = coding_zigzag(q->ts_ms - *prev_ts) << 5 | (uint64_t)q->type << 1 | (ms ? 1 : 0);
     *prev_ts = q->ts_ms;
-    if (q->type == DPCODEC_INT) {
-        p += coding_put_varint64(p, hdr);
-        return p + coding_put_varint64(p, coding_zigzag(q->i));
-    }
     int64_t m;
     unsigned k;
-    uint64_t vb;
-    memcpy(&vb, &q->f, 8);
-    if (headlog_decimal(q->f, &m, &k)) {
-        p += coding_put_varint64(p, hdr | 2u << 3);
-        return p + coding_put_varint64(p, coding_zigzag(m) << 4 | k);
-    }
-    if (q->f >= -FLT_MAX && q->f <= FLT_MAX) {
-        float f = (float)q->f;
-        double back = f;
-        uint64_t bb;
-        memcpy(&bb, &back, 8);
-        if (bb == vb) {
-            uint32_t fb;
-            memcpy(&fb, &f, 4);
-            p += coding_put_varint64(p, hdr | 1u << 3);
-            coding_put_le32(p, fb);
-            return p + 4;
+    uint64_t vb, val;
+    unsigned vmode = 0; /* 0: an integer's varint; 1: 4 bytes; 2: varint; 3: 8 bytes */
+    if (q->type == DPCODEC_INT) {
+        val = coding_zigzag(q->i);
+    } else {
+        memcpy(&vb, &q->f, 8);
+        vmode = 3;
+        val = vb;
+        if (headlog_decimal(q->f, &m, &k)) {
+            vmode = 2;
+            val = coding_zigzag(m) << 4 | k;
+        } else if (q->f >= -FLT_MAX && q->f <= FLT_MAX) {
+            float f = (float)q->f;
+            double back = f;
+            uint64_t bb;
+            memcpy(&bb, &back, 8);
+            if (bb == vb) {
+                uint32_t fb;
+                memcpy(&fb, &f, 4);
+                vmode = 1;
+                val = fb;
+            }
         }
+        hdr |= (uint64_t)(vmode == 3 ? 0 : vmode) << 3; /* 8 bytes: a float's vmode 0 */
     }
     p += coding_put_varint64(p, hdr);
-    coding_put_le64(p, vb);
-    return p + 8;
+    if (!next)
+        p += coding_put_varint64(p, idc);
+    if (vmode == 1) {
+        coding_put_le32(p, (uint32_t)val);
+        return p + 4;
+    }
+    if (vmode == 3) {
+        coding_put_le64(p, val);
+        return p + 8;
+    }
+    return p + coding_put_varint64(p, val);
 }
 
 /* ---- open / close ------------------------------------------------------------------------ */
 
-static int headlog_open_mode(const char *dir, bool read_only, struct headlog **out,
-                             struct ct_err *err)
+static int headlog_open_mode(const char *dir, bool read_only, const struct headlog_options *ho,
+                             struct headlog **out, struct ct_err *err)
 {
     struct headlog *l = calloc(1, sizeof(*l));
     if (!l || !(l->dir = strdup(dir))) {
@@ -371,7 +384,8 @@ static int headlog_open_mode(const char *dir, bool read_only, struct headlog **o
         ct_err_set(err, CT_EIO, "cannot create %s: %s", dir, strerror(errno));
         goto fail;
     }
-    struct wal_options o = {.segment_bytes = HEADLOG_SEGMENT_BYTES};
+    struct wal_options o = {.segment_bytes = ho && ho->segment_bytes ? ho->segment_bytes
+                                                                     : HEADLOG_SEGMENT_BYTES};
     if ((read_only ? wal_open_read_only(dir, &o, &l->wal, err)
                    : wal_open_mapped(dir, &o, &l->wal, err)) != CT_OK) {
         ct_err_prefix(err, "head log");
@@ -397,12 +411,18 @@ fail:
 
 int headlog_open(const char *dir, struct headlog **out, struct ct_err *err)
 {
-    return headlog_open_mode(dir, false, out, err);
+    return headlog_open_mode(dir, false, NULL, out, err);
+}
+
+int headlog_open_opts(const char *dir, const struct headlog_options *o, struct headlog **out,
+                      struct ct_err *err)
+{
+    return headlog_open_mode(dir, false, o, out, err);
 }
 
 int headlog_open_read_only(const char *dir, struct headlog **out, struct ct_err *err)
 {
-    return headlog_open_mode(dir, true, out, err);
+    return headlog_open_mode(dir, true, NULL, out, err);
 }
 
 void headlog_close(struct headlog *l)
@@ -584,23 +604,27 @@ static int headlog_get_point(const uint8_t **pp, const uint8_t *end, uint64_t ns
                              const char **why)
 {
     const uint8_t *p = *pp;
-    uint64_t v, hdr;
-    size_t k = coding_get_varint64(p, end, &v);
-    uint64_t id = (uint64_t)(*prev_id + 1) + (uint64_t)coding_unzigzag(v);
-    if (!k || id >= nseries) {
-        *why = "undefined series id";
-        return CT_ECORRUPT;
-    }
-    p += k;
-    *prev_id = (int64_t)id;
-    uint64_t t;
-    if (!(k = coding_get_varint64(p, end, &hdr)) ||
-        (t = (uint64_t)*prev_ts + (uint64_t)coding_unzigzag(hdr >> 5)) >
-            (uint64_t)HEADLOG_MAX_TS_MS) {
+    uint64_t v = 0, hdr, t;
+    size_t k = coding_get_varint64(p, end, &hdr);
+    if (!k || (t = (uint64_t)*prev_ts + (uint64_t)coding_unzigzag(hdr >> 6)) >
+                  (uint64_t)HEADLOG_MAX_TS_MS) {
         *why = "bad timestamp";
         return CT_ECORRUPT;
     }
     p += k;
+    if (!(hdr & 32u)) {
+        if (!(k = coding_get_varint64(p, end, &v))) {
+            *why = "bad series id";
+            return CT_ECORRUPT;
+        }
+        p += k;
+    }
+    uint64_t id = (uint64_t)(*prev_id + 1) + (uint64_t)coding_unzigzag(v);
+    if (id >= nseries) {
+        *why = "undefined series id";
+        return CT_ECORRUPT;
+    }
+    *prev_id = (int64_t)id;
     unsigned type = (hdr >> 1) & 3, vmode = (hdr >> 3) & 3;
     if (type > DPCODEC_DOUBLE || vmode == 3 || (type == DPCODEC_INT && vmode != 0)) {
         *why = "bad point kind";

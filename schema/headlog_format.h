@@ -11,10 +11,11 @@
  *          var   npoints
  *          var   plen: bytes of the points section
  *          plen  points section, npoints times:
- *                  var zz(local id - (previous point's local id + 1)), the first point's
- *                      previous id being -1; local ids index this record's series table
- *                  var zz(ts_ms - previous point's ts_ms) << 5 | vmode << 3 | type << 1 | ms
- *                      (the first point's previous ts_ms is 0; type 0 int, 1 float, 2 double)
+ *                  var zz(ts_ms - previous point's ts_ms) << 6 | next << 5 | vmode << 3 |
+ *                      type << 1 | ms (the first point's previous ts_ms is 0; type 0 int,
+ *                      1 float, 2 double; next 1: the local id is the previous point's + 1)
+ *                  unless next: var zz(local id - (previous point's local id + 1)); the first
+ *                      point's previous id is -1; local ids index this record's series table
  *                  the value: int (vmode 0): var zz(v); float and double by vmode:
  *                      0 - 8 bytes, the IEEE double's bits little-endian;
  *                      1 - 4 bytes, an IEEE float (little-endian) that widens to the double;
