@@ -707,8 +707,7 @@ static int headlog_replay_v2(struct headlog_replay_ctx *c, uint64_t seq, const u
                  start);
         return headlog_bad(err, seq, why);
     }
-    if (!(k = coding_get_varint64(p, end, &nseries)) || nseries > (size_t)(end - p) ||
-        nseries > npoints)
+    if (!(k = coding_get_varint64(p, end, &nseries)) || nseries > npoints)
         return headlog_bad(err, seq, "bad series count");
     p += k;
     uint32_t *ids = malloc((nseries ? nseries : 1) * sizeof(*ids));
@@ -716,13 +715,23 @@ static int headlog_replay_v2(struct headlog_replay_ctx *c, uint64_t seq, const u
         return ct_err_set(err, CT_ENOMEM, "cannot replay head log record %" PRIu64, seq);
     int rc = CT_OK;
     int64_t prev = -1;
-    for (uint64_t s = 0; s < nseries; s++) {
+    for (uint64_t s = 0; s < nseries;) {
         uint64_t code, id;
         if (!(k = coding_get_varint64(p, end, &code))) {
             rc = headlog_bad(err, seq, "truncated series table");
             goto out;
         }
         p += k;
+        if ((code & 3) == 2) { /* a run: (code >> 2) + 2 entries, each the one before + 1 */
+            uint64_t nrun = (code >> 2) + 2;
+            if (nrun > nseries - s || (uint64_t)(prev + 1) + nrun > d->n) {
+                rc = headlog_bad(err, seq, "undefined series id");
+                goto out;
+            }
+            for (uint64_t j = 0; j < nrun; j++)
+                ids[s++] = (uint32_t)++prev;
+            continue;
+        }
         if (code & 1) {
             if (code != 1 || p >= end || p[0] == 0 || (size_t)(end - p) < 1u + p[0]) {
                 rc = headlog_bad(err, seq, "truncated series");
@@ -734,13 +743,13 @@ static int headlog_replay_v2(struct headlog_replay_ctx *c, uint64_t seq, const u
             id = nid;
             p += 1 + p[0];
         } else {
-            id = (uint64_t)(prev + 1) + (uint64_t)coding_unzigzag(code >> 1);
+            id = (uint64_t)(prev + 1) + (uint64_t)coding_unzigzag(code >> 2);
             if (id >= d->n) {
                 rc = headlog_bad(err, seq, "undefined series id");
                 goto out;
             }
         }
-        ids[s] = (uint32_t)id;
+        ids[s++] = (uint32_t)id;
         prev = (int64_t)id;
     }
     if (p != end) {
@@ -930,12 +939,25 @@ int headlog_append_ids(struct headlog *l, const struct head_point *pts, const ui
             d->start_seq = 0;
     }
     int64_t prev = -1;
+    uint64_t run = 0; /* entries prev - run + 1 .. prev not written yet: each the one before + 1 */
     p += coding_put_varint64(p, nseries);
-    for (uint32_t s = 0; s < nseries && rc == CT_OK; s++) {
-        const struct head_point *o = &pts[first[s]];
-        uint32_t id = headlog_dict_find(d, o->tsuid, o->tlen, hs[s]);
+    for (uint32_t s = 0; s <= nseries && rc == CT_OK; s++) {
+        const struct head_point *o = s < nseries ? &pts[first[s]] : NULL;
+        uint32_t id = o ? headlog_dict_find(d, o->tsuid, o->tlen, hs[s]) : UINT32_MAX;
+        if (o && id != UINT32_MAX && (int64_t)id == prev + 1) {
+            run++;
+            prev = id;
+            continue;
+        }
+        if (run == 1)
+            *p++ = 0; /* one entry, the previous id + 1 */
+        else if (run > 1)
+            p += coding_put_varint64(p, (run - 2) << 2 | 2);
+        run = 0;
+        if (!o)
+            break;
         if (id != UINT32_MAX) {
-            p += coding_put_varint64(p, coding_zigzag((int64_t)id - (prev + 1)) << 1);
+            p += coding_put_varint64(p, coding_zigzag((int64_t)id - (prev + 1)) << 2);
         } else if ((rc = headlog_dict_add(d, o->tsuid, o->tlen, hs[s], true, &id, err)) == CT_OK) {
             *p++ = 1;
             *p++ = (uint8_t)o->tlen;

@@ -21,11 +21,14 @@
  *                      1 - 4 bytes, an IEEE float (little-endian) that widens to the double;
  *                      2 - var zz(m) << 4 | k: the double m / 10^k (k <= HEADLOG_DEC_MAX,
  *                          |m| < 2^53), exactly, bit for bit; vmode 3 is corrupt
- *          var   nseries: the record's series table, local ids 0..nseries-1 in order:
- *                  var code: odd (1) - a new dictionary entry, followed by 1 byte tlen (1..255)
- *                      and the TSUID; it takes the dictionary's next id;
- *                  even - zz(id - (previous entry's dictionary id + 1)) << 1 of an entry defined
- *                      by this or an earlier record of the dictionary (previous id starts at -1)
+ *          var   nseries: the record's series table, local ids 0..nseries-1 in order, by
+ *                codes (the previous entry's dictionary id starts at -1):
+ *                  var code: odd (only 1) - a new dictionary entry, followed by 1 byte tlen
+ *                      (1..255) and the TSUID; it takes the dictionary's next id;
+ *                  code & 3 == 0 - zz(id - (previous entry's id + 1)) << 2: one entry defined by
+ *                      this or an earlier record of the dictionary;
+ *                  code & 3 == 2 - (r - 2) << 2: r >= 2 entries, the previous entry's id + 1,
+ *                      + 2, ... + r (a writer sending its series in one order makes long runs)
  *   the payload ends exactly after the table (anything after is corruption).
  *
  * Series dictionaries: the writer keeps one dictionary (TSUID -> id) from the record that starts
