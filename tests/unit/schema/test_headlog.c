@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -649,12 +650,12 @@ static void test_headlog_failed_sync_stays(void **state)
 
 /* ---- version 2 records: series dictionaries, value encodings -------------------------------- */
 
-/* Segments roll past 64 bytes: every record gets a segment of its own. */
+/* Segments roll after one record: every record gets a segment of its own. */
 static struct headlog *open_small(const char *dir)
 {
     struct headlog *l = NULL;
     struct ct_err err = {0};
-    struct headlog_options o = {.segment_bytes = 64};
+    struct headlog_options o = {.segment_bytes = 17}; /* the header (16) and one record */
     assert_int_equal(headlog_open_opts(dir, &o, &l, &err), CT_OK);
     return l;
 }
@@ -1179,6 +1180,100 @@ static void test_headlog_bytes_per_point(void **state)
     ctest_rmdir(dir);
 }
 
+/* The hand-off's release drops the segments of the closed hour's records: an hour's first record
+ * starts a dictionary, so the records of the hour still open never need the closed hour's. */
+static void test_headlog_release_drops_closed_hours_segments(void **state)
+{
+    (void)state;
+    init_tsuids();
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct head *h = NULL;
+    struct refused r = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_small(dir);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    for (int hour = 0; hour < 2; hour++)
+        for (int k = 0; k < 5; k++) {
+            struct head_point p[5];
+            for (uint32_t s = 0; s < 5; s++)
+                p[s] = (struct head_point){
+                    tsuids[s], 9, dpcodec_point_int(BASE_MS + hour * 3600000 + k * 1000, false, s)};
+            append_points(l, h, p, 5);
+        }
+    assert_int_equal(log_segments(dir), 10);
+    size_t handed = 0, nh = 0;
+    assert_int_equal(head_close_hours(h, BASE + 3600, sink_ok, &handed, &nh, &err), CT_OK);
+    assert_int_equal(headlog_release(l, BASE + 3600, &err), CT_OK);
+    assert_int_equal(log_segments(dir), 5);
+    headlog_close(l);
+    head_free(h);
+    uint64_t np;
+    h = reopen(dir, &l, &r, &np);
+    assert_int_equal(np, 25);
+    headlog_close(l);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
+struct appender {
+    struct headlog *l;
+    int t;
+};
+
+static void *append_thread(void *arg)
+{
+    struct appender *a = arg;
+    struct ct_err err = {0};
+    for (int k = 0; k < 100; k++) {
+        struct head_point p[25];
+        for (uint32_t j = 0; j < 25; j++) { /* shared series, another subset and order each time */
+            uint32_t s = (j * 3 + (uint32_t)(k + a->t * 7)) % NSER;
+            p[j] = (struct head_point){
+                tsuids[s], 9,
+                dpcodec_point_int(BASE_MS + (int64_t)k * 100 + a->t * 10 + j % 10, true, k)};
+        }
+        if (headlog_append(a->l, p, 25, a->t == 0 ? WAL_SYNC_FSYNC : WAL_SYNC_WRITE, &err) !=
+            CT_OK)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+/* Four threads appending records that share one dictionary (and a delete now and then) over
+ * many segment rolls: the log replays whole, every point read. */
+static void test_headlog_concurrent_appends_share_the_dictionary(void **state)
+{
+    (void)state;
+    init_tsuids();
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct head *h = NULL;
+    struct refused r = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_small(dir);
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    pthread_t th[4];
+    struct appender a[4];
+    for (int t = 0; t < 4; t++) {
+        a[t] = (struct appender){l, t};
+        assert_int_equal(pthread_create(&th[t], NULL, append_thread, &a[t]), 0);
+    }
+    for (int t = 0; t < 4; t++) {
+        void *ret;
+        assert_int_equal(pthread_join(th[t], &ret), 0);
+        assert_null(ret);
+    }
+    headlog_close(l);
+    head_free(h);
+    uint64_t np;
+    h = reopen(dir, &l, &r, &np);
+    assert_int_equal(np, 4 * 100 * 25);
+    headlog_close(l);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1200,6 +1295,8 @@ int main(void)
         cmocka_unit_test(test_headlog_undefined_ids_are_corrupt),
         cmocka_unit_test(test_headlog_version_1_log_replays),
         cmocka_unit_test(test_headlog_bytes_per_point),
+        cmocka_unit_test(test_headlog_release_drops_closed_hours_segments),
+        cmocka_unit_test(test_headlog_concurrent_appends_share_the_dictionary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
