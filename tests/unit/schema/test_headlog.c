@@ -1274,6 +1274,43 @@ static void test_headlog_concurrent_appends_share_the_dictionary(void **state)
     ctest_rmdir(dir);
 }
 
+/* A record that could not be written (a full disk) defined a series: the next record defines it
+ * again (a failed append ends the dictionary), so the log never names what it does not hold. */
+static void test_headlog_failed_append_ends_the_dictionary(void **state)
+{
+    (void)state;
+    char *dir = ctest_mkdtemp();
+    struct ct_err err = {0};
+    struct head *h = NULL;
+    struct refused r = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    struct headlog *l = open_small(dir); /* every record needs a new segment: ENOSPC fails it */
+    assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
+    struct head_point a = {T1, sizeof(T1), dpcodec_point_int(BASE_MS, false, 1)};
+    assert_int_equal(headlog_append(l, &a, 1, WAL_SYNC_WRITE, &err), CT_OK);
+    struct eio_fault f = {
+        .op = EIO_OP_WRITE, .nth = 1, .errnum = ENOSPC, .repeat = true, .path_substr = dir};
+    eio_fault_set(&f);
+    struct head_point two[2] = {{T1, sizeof(T1), dpcodec_point_int(BASE_MS + 1000, false, 2)},
+                                {T2, sizeof(T2), dpcodec_point_int(BASE_MS + 1000, false, 3)}};
+    assert_int_equal(headlog_append(l, two, 2, WAL_SYNC_WRITE, &err), CT_EIO);
+    eio_fault_clear();
+    struct head_point b = {T2, sizeof(T2), dpcodec_point_int(BASE_MS + 2000, false, 4)};
+    assert_int_equal(headlog_append(l, &b, 1, WAL_SYNC_WRITE, &err), CT_OK);
+    headlog_close(l);
+    head_free(h);
+    uint64_t np;
+    h = reopen(dir, &l, &r, &np);
+    assert_int_equal(np, 2);
+    struct dpcodec_point *pts;
+    assert_int_equal(read_all(h, T2, sizeof(T2), &pts), 1);
+    assert_int_equal(pts[0].i, 4);
+    free(pts);
+    headlog_close(l);
+    head_free(h);
+    ctest_rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1297,6 +1334,7 @@ int main(void)
         cmocka_unit_test(test_headlog_bytes_per_point),
         cmocka_unit_test(test_headlog_release_drops_closed_hours_segments),
         cmocka_unit_test(test_headlog_concurrent_appends_share_the_dictionary),
+        cmocka_unit_test(test_headlog_failed_append_ends_the_dictionary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
