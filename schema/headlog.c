@@ -83,8 +83,7 @@ struct headlog {
 
 /* ---- the mark file ----------------------------------------------------------------------- */
 
-static int headlog_mark_read_found(const char *dir, uint64_t *seq, bool *found,
-                                   struct ct_err *err)
+static int headlog_mark_read_found(const char *dir, uint64_t *seq, bool *found, struct ct_err *err)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, HEADLOG_MARK_FILE);
@@ -631,8 +630,8 @@ static int headlog_get_point(const uint8_t **pp, const uint8_t *end, uint64_t ns
         return CT_ECORRUPT;
     }
     *prev_ts = (int64_t)t;
-    *pt = (struct dpcodec_point){.ts_ms = (int64_t)t, .type = (enum dpcodec_type)type,
-                                 .ms = (hdr & 1) != 0};
+    *pt = (struct dpcodec_point){
+        .ts_ms = (int64_t)t, .type = (enum dpcodec_type)type, .ms = (hdr & 1) != 0};
     if (type == DPCODEC_INT || vmode == 2) {
         if (!(k = coding_get_varint64(p, end, &v))) {
             *why = "bad value";
@@ -930,9 +929,9 @@ int headlog_append_ids(struct headlog *l, const struct head_point *pts, const ui
     }
     pthread_mutex_unlock(&l->mu);
     struct headlog_dict *d = &l->dict;
-    if (rc == CT_OK && (d->start_seq == 0 || new_hour ||
-                        (size_t)d->n + nseries > HEADLOG_DICT_MAX_SERIES ||
-                        d->alen + tsuid_bytes > HEADLOG_DICT_MAX_BYTES)) {
+    if (rc == CT_OK &&
+        (d->start_seq == 0 || new_hour || (size_t)d->n + nseries > HEADLOG_DICT_MAX_SERIES ||
+         d->alen + tsuid_bytes > HEADLOG_DICT_MAX_BYTES)) {
         headlog_dict_reset(d, seq);
         rc = headlog_push_start(l, seq, err);
         if (rc != CT_OK)

@@ -65,17 +65,17 @@
 #ifndef CT_SCHEMA_HEADLOG_FORMAT_H
 #define CT_SCHEMA_HEADLOG_FORMAT_H
 
-#define HEADLOG_VERSION          2
-#define HEADLOG_VERSION_1        1
-#define HEADLOG_DELETE           0x44 /* 'D': a delete record (first byte) */
-#define HEADLOG_DEC_MAX          9    /* greatest decimal exponent of vmode 2 */
-#define HEADLOG_MAX_TS_MS        (1LL << 53) /* points after this time are refused (CT_EINVAL) */
-#define HEADLOG_DICT_MAX_SERIES  (1u << 22)
-#define HEADLOG_DICT_MAX_BYTES   (256u << 20)
-#define HEADLOG_MARK_MAGIC       "CTHL"
-#define HEADLOG_MARK_VERSION     1
-#define HEADLOG_MARK_LEN         17
-#define HEADLOG_MARK_FILE        "released"
-#define HEADLOG_SEGMENT_BYTES    (64u << 20)
+#define HEADLOG_VERSION         2
+#define HEADLOG_VERSION_1       1
+#define HEADLOG_DELETE          0x44        /* 'D': a delete record (first byte) */
+#define HEADLOG_DEC_MAX         9           /* greatest decimal exponent of vmode 2 */
+#define HEADLOG_MAX_TS_MS       (1LL << 53) /* points after this time are refused (CT_EINVAL) */
+#define HEADLOG_DICT_MAX_SERIES (1u << 22)
+#define HEADLOG_DICT_MAX_BYTES  (256u << 20)
+#define HEADLOG_MARK_MAGIC      "CTHL"
+#define HEADLOG_MARK_VERSION    1
+#define HEADLOG_MARK_LEN        17
+#define HEADLOG_MARK_FILE       "released"
+#define HEADLOG_SEGMENT_BYTES   (64u << 20)
 
 #endif

@@ -446,8 +446,8 @@ static int log_delete(void *arg, const uint8_t *tsuid, size_t tlen, int64_t from
     return headlog_append_delete(arg, tsuid, tlen, from_s, to_s, WAL_SYNC_WRITE, err);
 }
 
-static int fail_delete(void *arg, const uint8_t *tsuid, size_t tlen, int64_t from_s,
-                       int64_t to_s, struct ct_err *err)
+static int fail_delete(void *arg, const uint8_t *tsuid, size_t tlen, int64_t from_s, int64_t to_s,
+                       struct ct_err *err)
 {
     (void)arg, (void)tsuid, (void)tlen, (void)from_s, (void)to_s;
     return ct_err_set(err, CT_EIO, "log down");
@@ -773,11 +773,26 @@ static void test_headlog_dictionary_round_trips_across_segment_rolls(void **stat
 static void test_headlog_value_encodings_are_exact(void **state)
 {
     (void)state;
-    static const double vals[] = {0.0,       -0.0,        1.5,      0.1,       23.7,
-                                  -123.456,  1e300,       5e-324,   -1e-300,   1.0 / 0.0,
-                                  -1.0 / 0.0, 12345678.9, 9007199254740992.0, 0.123456789,
-                                  1.0 / 3.0, 99999999.99, -0.001,   3.4028234663852886e38,
-                                  1e15 + 0.5, 0.30000000000000004};
+    static const double vals[] = {0.0,
+                                  -0.0,
+                                  1.5,
+                                  0.1,
+                                  23.7,
+                                  -123.456,
+                                  1e300,
+                                  5e-324,
+                                  -1e-300,
+                                  1.0 / 0.0,
+                                  -1.0 / 0.0,
+                                  12345678.9,
+                                  9007199254740992.0,
+                                  0.123456789,
+                                  1.0 / 3.0,
+                                  99999999.99,
+                                  -0.001,
+                                  3.4028234663852886e38,
+                                  1e15 + 0.5,
+                                  0.30000000000000004};
     size_t nv = sizeof(vals) / sizeof(vals[0]);
     uint64_t nan_bits = 0x7ff8000000000123ull;
     double nan;
@@ -805,8 +820,8 @@ static void test_headlog_value_encodings_are_exact(void **state)
     const int64_t ints[] = {0, -1, INT64_MIN, INT64_MAX, 1234567890123};
     for (size_t i = 0; i < 5; i++, n++) {
         tsuid_of((uint32_t)n, ts[n]);
-        pts[n] = (struct head_point){ts[n], 9, dpcodec_point_int(BASE_MS + 999 * (int64_t)i, true,
-                                                                 ints[i])};
+        pts[n] = (struct head_point){ts[n], 9,
+                                     dpcodec_point_int(BASE_MS + 999 * (int64_t)i, true, ints[i])};
     }
     append_points(l, h, pts, n);
     headlog_close(l);
@@ -999,12 +1014,12 @@ static void test_headlog_undefined_ids_are_corrupt(void **state)
     struct ct_err err = {0};
     uint64_t np;
     /* version, back, npoints 1, plen 2, point (hdr: ts 0, next id, int; value 0), table */
-    static const uint8_t def[] = {2, 0, 1, 2, 32, 0, 1, 1, 3, 0, 0, 7};  /* defines id 0 */
-    static const uint8_t ref0[] = {2, 0, 1, 2, 32, 0, 1, 0};             /* id 0, empty */
+    static const uint8_t def[] = {2, 0, 1, 2, 32, 0, 1, 1, 3, 0, 0, 7};     /* defines id 0 */
+    static const uint8_t ref0[] = {2, 0, 1, 2, 32, 0, 1, 0};                /* id 0, empty */
     static const uint8_t badpt[] = {2, 0, 1, 3, 0, 2, 0, 1, 1, 3, 0, 0, 7}; /* point id 1 */
-    static const uint8_t back1[] = {2, 1, 1, 2, 32, 0, 1, 0};            /* id 0 of seq-1 */
-    static const uint8_t back2[] = {2, 2, 1, 2, 32, 0, 1, 0};            /* id 0 of seq-2 */
-    static const uint8_t run2[] = {2, 1, 2, 4, 32, 0, 32, 0, 2, 2};     /* a run: ids 0, 1 */
+    static const uint8_t back1[] = {2, 1, 1, 2, 32, 0, 1, 0};               /* id 0 of seq-1 */
+    static const uint8_t back2[] = {2, 2, 1, 2, 32, 0, 1, 0};               /* id 0 of seq-2 */
+    static const uint8_t run2[] = {2, 1, 2, 4, 32, 0, 32, 0, 2, 2};         /* a run: ids 0, 1 */
     struct {
         const uint8_t *r[3];
         size_t len[3];
@@ -1014,9 +1029,15 @@ static void test_headlog_undefined_ids_are_corrupt(void **state)
     } cases[] = {
         {{ref0}, {sizeof(ref0)}, {5}, 1, "head log record 5: undefined series id"},
         {{badpt}, {sizeof(badpt)}, {5}, 1, "head log record 5: undefined series id"},
-        {{def, def, back2}, {sizeof(def), sizeof(def), sizeof(back2)}, {5, 6, 7}, 3,
+        {{def, def, back2},
+         {sizeof(def), sizeof(def), sizeof(back2)},
+         {5, 6, 7},
+         3,
          "head log record 7: its series dictionary (record 5) is not in the log"},
-        {{def, run2}, {sizeof(def), sizeof(run2)}, {5, 6}, 2,
+        {{def, run2},
+         {sizeof(def), sizeof(run2)},
+         {5, 6},
+         2,
          "head log record 6: undefined series id"},
         {{def, back1}, {sizeof(def), sizeof(back1)}, {5, 6}, 2, NULL},
         {{back1, def, back1}, {sizeof(back1), sizeof(def), sizeof(back1)}, {5, 6, 7}, 3, NULL},
@@ -1051,7 +1072,8 @@ static void test_headlog_undefined_ids_are_corrupt(void **state)
     assert_int_equal(fwrite(mark, 1, 17, f), 17);
     fclose(f);
     assert_int_equal(replay_dir(dir, &np, &err), CT_ECORRUPT);
-    assert_non_null(strstr(err.msg, "record 5: its series dictionary (record 4) is not in the log"));
+    assert_non_null(
+        strstr(err.msg, "record 5: its series dictionary (record 4) is not in the log"));
     /* with the mark at 5, record 5 is released: skipped */
     mark[12] = 5;
     coding_put_be32(mark + 13, crc32c_value(mark, 13));
@@ -1135,7 +1157,11 @@ static void test_headlog_version_1_log_replays(void **state)
 static void test_headlog_bytes_per_point(void **state)
 {
     (void)state;
-    enum { NS = 2000, NK = 12, NB = 4096 };
+    enum {
+        NS = 2000,
+        NK = 12,
+        NB = 4096
+    };
     char *dir = ctest_mkdtemp();
     struct ct_err err = {0};
     struct head *h = NULL;
@@ -1233,8 +1259,7 @@ static void *append_thread(void *arg)
                 tsuids[s], 9,
                 dpcodec_point_int(BASE_MS + (int64_t)k * 100 + a->t * 10 + j % 10, true, k)};
         }
-        if (headlog_append(a->l, p, 25, a->t == 0 ? WAL_SYNC_FSYNC : WAL_SYNC_WRITE, &err) !=
-            CT_OK)
+        if (headlog_append(a->l, p, 25, a->t == 0 ? WAL_SYNC_FSYNC : WAL_SYNC_WRITE, &err) != CT_OK)
             return (void *)1;
     }
     return NULL;
