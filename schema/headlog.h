@@ -28,7 +28,13 @@
  * sticky until a restart. A failed release (its mark file) refuses nothing: it is returned to the
  * caller, not part of the state, and the next release writes the mark again.
  *
- * Threading: every function is thread-safe (appends run concurrently and share group commits). */
+ * Records name their series through a series dictionary shared by consecutive records
+ * (headlog_format.h): a series' TSUID is written once per dictionary, and release never deletes
+ * a dictionary an unreleased record uses.
+ *
+ * Threading: every function is thread-safe. Appends encode their points concurrently, then take
+ * turns (one lock) to name their series against the dictionary and copy the record into the
+ * engine log; FSYNC appends then share one fdatasync. */
 #ifndef CT_SCHEMA_HEADLOG_H
 #define CT_SCHEMA_HEADLOG_H
 
