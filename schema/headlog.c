@@ -6,10 +6,17 @@
  * point in an appended or replayed record, the first such record's number, registered under mu
  * before that record is handed to the engine log, so a release never passes a record still
  * being written that holds an open hour; (3) the mark file's seq only grows, and is on disk before
- * any segment it allows to be deleted is deleted.
- * Locking: mu guards the fields marked so; the engine log is thread-safe on its own. */
+ * any segment it allows to be deleted is deleted; (4) records are encoded against the series
+ * dictionary and handed to the engine log under order_mu, so the log's byte order is sequence
+ * order and a record follows every record of its dictionary before it; an append that fails
+ * ends the dictionary (its new entries may not be in the log); (5) a release deletes only
+ * segments whose records all precede the start of the dictionary of the oldest unreleased record
+ * (starts[]), so replay finds every unreleased record's dictionary (headlog_format.h).
+ * Locking: order_mu, then mu; each guards the fields marked so; the engine log is thread-safe on
+ * its own. */
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -32,9 +39,27 @@ struct headlog_hour {
     uint64_t first_seq;
 };
 
+/* A series dictionary (headlog_format.h): TSUID <-> id from the record that started it on. */
+struct headlog_dict {
+    uint64_t start_seq;   /* the record that started it; 0: none (the next append starts one) */
+    uint32_t n;           /* entries: ids 0..n-1 */
+    uint32_t *slots;      /* id + 1 by hash (open addressing, 0 empty); NULL when not indexed */
+    size_t nslots;        /* a power of two, more than twice n */
+    uint32_t *hash, *off; /* per id: its TSUID's hash and offset in arena */
+    uint8_t *tlen;        /* per id: its TSUID's length */
+    size_t idcap;
+    uint8_t *arena;
+    size_t alen, acap;
+};
+
 struct headlog {
     struct wal *wal;
     char *dir;
+    pthread_mutex_t order_mu;
+    /* guarded by order_mu */
+    struct headlog_dict dict; /* the writer's */
+    uint64_t *starts;         /* ascending: starts of dictionaries that unreleased records use */
+    size_t nstarts, scap;
     pthread_mutex_t mu;
     /* guarded by mu */
     uint64_t next_seq;
@@ -44,7 +69,8 @@ struct headlog {
     size_t nhours, hcap;
     struct headlog_stats st;
     bool replayed;
-    bool read_only; /* headlog_open_read_only: replay only */
+    bool read_only;  /* headlog_open_read_only: replay only */
+    bool mark_found; /* the mark file existed at open */
     /* the error state (headlog.h), guarded by mu; has_err mirrors err.code != CT_OK so that an
      * append checks it without the lock */
     struct ct_err err;
@@ -57,11 +83,12 @@ struct headlog {
 
 /* ---- the mark file ----------------------------------------------------------------------- */
 
-int headlog_mark_read(const char *dir, uint64_t *seq, struct ct_err *err)
+static int headlog_mark_read_found(const char *dir, uint64_t *seq, bool *found, struct ct_err *err)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, HEADLOG_MARK_FILE);
     *seq = 0;
+    *found = false;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT)
@@ -76,14 +103,21 @@ int headlog_mark_read(const char *dir, uint64_t *seq, struct ct_err *err)
         return ct_err_set(err, CT_EIO, "cannot read %s: %s", path, strerror(e));
     if (n != HEADLOG_MARK_LEN || memcmp(b, HEADLOG_MARK_MAGIC, 4) != 0)
         return ct_err_set(err, CT_ECORRUPT, "%s is not a head log mark (%zd bytes)", path, n);
-    if (b[4] != HEADLOG_VERSION)
+    if (b[4] != HEADLOG_MARK_VERSION)
         return ct_err_set(err, CT_ECORRUPT,
                           "unsupported head log mark version %u in %s (this build reads %d)", b[4],
-                          path, HEADLOG_VERSION);
+                          path, HEADLOG_MARK_VERSION);
     if (coding_get_be32(b + 13) != crc32c_value(b, 13))
         return ct_err_set(err, CT_ECORRUPT, "bad checksum in %s", path);
     *seq = coding_get_be64(b + 5);
+    *found = true;
     return CT_OK;
+}
+
+int headlog_mark_read(const char *dir, uint64_t *seq, struct ct_err *err)
+{
+    bool found;
+    return headlog_mark_read_found(dir, seq, &found, err);
 }
 
 static int headlog_fsync_path(const char *path, int flags, struct ct_err *err)
@@ -106,7 +140,7 @@ static int headlog_mark_write(const char *dir, uint64_t seq, struct ct_err *err)
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
     uint8_t b[HEADLOG_MARK_LEN];
     memcpy(b, HEADLOG_MARK_MAGIC, 4);
-    b[4] = HEADLOG_VERSION;
+    b[4] = HEADLOG_MARK_VERSION;
     coding_put_be64(b + 5, seq);
     coding_put_be32(b + 13, crc32c_value(b, 13));
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -131,37 +165,244 @@ static int headlog_mark_write(const char *dir, uint64_t seq, struct ct_err *err)
     return headlog_fsync_path(dir, O_RDONLY | O_DIRECTORY, err);
 }
 
+/* ---- series dictionaries (headlog_format.h) ------------------------------------------------ */
+
+static void headlog_dict_free(struct headlog_dict *d)
+{
+    free(d->slots);
+    free(d->hash);
+    free(d->off);
+    free(d->tlen);
+    free(d->arena);
+    memset(d, 0, sizeof(*d));
+}
+
+/* Empties d (keeping its memory) as the dictionary started by record start_seq. */
+static void headlog_dict_reset(struct headlog_dict *d, uint64_t start_seq)
+{
+    d->start_seq = start_seq;
+    d->n = 0;
+    d->alen = 0;
+    if (d->slots)
+        memset(d->slots, 0, d->nslots * sizeof(*d->slots));
+}
+
+static uint32_t headlog_hash(const uint8_t *t, size_t tl)
+{
+    uint64_t h = hash_bytes(t, tl, 0);
+    return (uint32_t)(h ^ h >> 32);
+}
+
+/* The id of TSUID t in d (indexed), or UINT32_MAX. */
+static uint32_t headlog_dict_find(const struct headlog_dict *d, const uint8_t *t, size_t tl,
+                                  uint32_t hv)
+{
+    if (!d->nslots)
+        return UINT32_MAX;
+    for (size_t s = hv & (d->nslots - 1);; s = (s + 1) & (d->nslots - 1)) {
+        uint32_t id = d->slots[s];
+        if (!id)
+            return UINT32_MAX;
+        id--;
+        if (d->hash[id] == hv && d->tlen[id] == tl && !memcmp(d->arena + d->off[id], t, tl))
+            return id;
+    }
+}
+
+/* Adds TSUID t (not in d) as the next id (*id); indexed for headlog_dict_find() when index. */
+static int headlog_dict_add(struct headlog_dict *d, const uint8_t *t, size_t tl, uint32_t hv,
+                            bool index, uint32_t *id, struct ct_err *err)
+{
+    if (d->n == d->idcap) {
+        size_t nc = d->idcap ? d->idcap * 2 : 1024;
+        uint32_t *nh = realloc(d->hash, nc * sizeof(*nh));
+        if (nh)
+            d->hash = nh;
+        uint32_t *no = nh ? realloc(d->off, nc * sizeof(*no)) : NULL;
+        if (no)
+            d->off = no;
+        uint8_t *nt = no ? realloc(d->tlen, nc) : NULL;
+        if (!nt)
+            return ct_err_set(err, CT_ENOMEM, "cannot grow the head log's series dictionary");
+        d->tlen = nt;
+        d->idcap = nc;
+    }
+    if (d->alen + tl > d->acap) {
+        size_t nc = d->acap ? d->acap : 16384;
+        while (nc < d->alen + tl)
+            nc *= 2;
+        uint8_t *na = realloc(d->arena, nc);
+        if (!na)
+            return ct_err_set(err, CT_ENOMEM, "cannot grow the head log's series dictionary");
+        d->arena = na;
+        d->acap = nc;
+    }
+    if (index && 2 * ((size_t)d->n + 1) > d->nslots) {
+        size_t ns = d->nslots ? d->nslots * 2 : 2048;
+        uint32_t *sl = calloc(ns, sizeof(*sl));
+        if (!sl)
+            return ct_err_set(err, CT_ENOMEM, "cannot grow the head log's series dictionary");
+        for (uint32_t i = 0; i < d->n; i++) {
+            size_t s = d->hash[i] & (ns - 1);
+            while (sl[s])
+                s = (s + 1) & (ns - 1);
+            sl[s] = i + 1;
+        }
+        free(d->slots);
+        d->slots = sl;
+        d->nslots = ns;
+    }
+    uint32_t i = d->n++;
+    d->hash[i] = hv;
+    d->off[i] = (uint32_t)d->alen;
+    d->tlen[i] = (uint8_t)tl;
+    memcpy(d->arena + d->alen, t, tl);
+    d->alen += tl;
+    if (index) {
+        size_t s = hv & (d->nslots - 1);
+        while (d->slots[s])
+            s = (s + 1) & (d->nslots - 1);
+        d->slots[s] = i + 1;
+    }
+    *id = i;
+    return CT_OK;
+}
+
+/* Notes that a dictionary starts at record seq (release keeps its segment while a later
+ * unreleased record may use it). REQUIRES: order_mu held. */
+static int headlog_push_start(struct headlog *l, uint64_t seq, struct ct_err *err)
+{
+    if (l->nstarts == l->scap) {
+        size_t nc = l->scap ? l->scap * 2 : 16;
+        uint64_t *ns = realloc(l->starts, nc * sizeof(*ns));
+        if (!ns)
+            return ct_err_set(err, CT_ENOMEM, "cannot grow the head log's dictionary list");
+        l->starts = ns;
+        l->scap = nc;
+    }
+    l->starts[l->nstarts++] = seq;
+    return CT_OK;
+}
+
+/* ---- point values (headlog_format.h, vmode) ------------------------------------------------ */
+
+static const double headlog_pow10[HEADLOG_DEC_MAX + 1] = {1e0, 1e1, 1e2, 1e3, 1e4,
+                                                          1e5, 1e6, 1e7, 1e8, 1e9};
+
+/* Whether v == m / 10^k exactly (bit for bit) for some k <= HEADLOG_DEC_MAX, |m| < 2^53: the
+ * smallest such k. False for NaN, infinities and -0 (their bits never come back). */
+static bool headlog_decimal(double v, int64_t *m, unsigned *k)
+{
+    uint64_t vb;
+    memcpy(&vb, &v, 8);
+    for (unsigned e = 0; e <= HEADLOG_DEC_MAX; e++) {
+        double x = v * headlog_pow10[e];
+        if (!(x > -9007199254740991.0 && x < 9007199254740991.0))
+            return false;
+        int64_t r = (int64_t)(x < 0 ? x - 0.5 : x + 0.5);
+        double back = (double)r / headlog_pow10[e];
+        uint64_t bb;
+        memcpy(&bb, &back, 8);
+        if (bb == vb) {
+            *m = r;
+            *k = e;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Point q of local series id, after the point (*prev_id, *prev_ts), at p (room
+ * HEADLOG_POINT_MAX); returns the end. */
+#define HEADLOG_POINT_MAX (3 * CODING_VARINT64_MAX)
+static uint8_t *headlog_put_point(uint8_t *p, const struct dpcodec_point *q, uint32_t id,
+                                  int64_t *prev_id, int64_t *prev_ts)
+{
+    bool ms = q->ms || q->ts_ms % 1000 != 0;
+    bool next = (int64_t)id == *prev_id + 1;
+    uint64_t hdr = coding_zigzag(q->ts_ms - *prev_ts) << 6 | (next ? 1u : 0u) << 5 |
+                   (uint64_t)q->type << 1 | (ms ? 1 : 0);
+    uint64_t idc = coding_zigzag((int64_t)id - (*prev_id + 1));
+    *prev_id = id;
+    *prev_ts = q->ts_ms;
+    int64_t m;
+    unsigned k;
+    uint64_t vb, val;
+    unsigned vmode = 0; /* 0: an integer's varint; 1: 4 bytes; 2: varint; 3: 8 bytes */
+    if (q->type == DPCODEC_INT) {
+        val = coding_zigzag(q->i);
+    } else {
+        memcpy(&vb, &q->f, 8);
+        vmode = 3;
+        val = vb;
+        if (headlog_decimal(q->f, &m, &k)) {
+            vmode = 2;
+            val = coding_zigzag(m) << 4 | k;
+        } else if (q->f >= -FLT_MAX && q->f <= FLT_MAX) {
+            float f = (float)q->f;
+            double back = f;
+            uint64_t bb;
+            memcpy(&bb, &back, 8);
+            if (bb == vb) {
+                uint32_t fb;
+                memcpy(&fb, &f, 4);
+                vmode = 1;
+                val = fb;
+            }
+        }
+        hdr |= (uint64_t)(vmode == 3 ? 0 : vmode) << 3; /* 8 bytes: a float's vmode 0 */
+    }
+    p += coding_put_varint64(p, hdr);
+    if (!next)
+        p += coding_put_varint64(p, idc);
+    if (vmode == 1) {
+        coding_put_le32(p, (uint32_t)val);
+        return p + 4;
+    }
+    if (vmode == 3) {
+        coding_put_le64(p, val);
+        return p + 8;
+    }
+    return p + coding_put_varint64(p, val);
+}
+
 /* ---- open / close ------------------------------------------------------------------------ */
 
-static int headlog_open_mode(const char *dir, bool read_only, struct headlog **out,
-                             struct ct_err *err)
+static int headlog_open_mode(const char *dir, bool read_only, const struct headlog_options *ho,
+                             struct headlog **out, struct ct_err *err)
 {
     struct headlog *l = calloc(1, sizeof(*l));
     if (!l || !(l->dir = strdup(dir))) {
         free(l);
         return ct_err_set(err, CT_ENOMEM, "cannot allocate the head log");
     }
+    pthread_mutex_init(&l->order_mu, NULL);
     pthread_mutex_init(&l->mu, NULL);
     l->read_only = read_only;
     if (!read_only && mkdir(dir, 0700) != 0 && errno != EEXIST) {
         ct_err_set(err, CT_EIO, "cannot create %s: %s", dir, strerror(errno));
         goto fail;
     }
-    if (headlog_mark_read(dir, &l->released_seq, err) != CT_OK)
-        goto fail;
-    struct wal_options o = {.segment_bytes = HEADLOG_SEGMENT_BYTES};
+    struct wal_options o = {.segment_bytes = ho && ho->segment_bytes ? ho->segment_bytes
+                                                                     : HEADLOG_SEGMENT_BYTES};
     if ((read_only ? wal_open_read_only(dir, &o, &l->wal, err)
                    : wal_open_mapped(dir, &o, &l->wal, err)) != CT_OK) {
         ct_err_prefix(err, "head log");
         goto fail;
     }
+    /* the mark after the segments are listed: a writer deleting segments meanwhile wrote a mark
+     * covering them first, so every listed record past this mark has its dictionary listed */
+    if (headlog_mark_read_found(dir, &l->released_seq, &l->mark_found, err) != CT_OK)
+        goto fail;
     l->next_seq = l->released_seq + 1;
     l->released_before_s = INT64_MIN;
     l->st.released_seq = l->released_seq;
     *out = l;
     return CT_OK;
 fail:
+    wal_close(l->wal);
     pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->order_mu);
     free(l->dir);
     free(l);
     return err->code;
@@ -169,12 +410,18 @@ fail:
 
 int headlog_open(const char *dir, struct headlog **out, struct ct_err *err)
 {
-    return headlog_open_mode(dir, false, out, err);
+    return headlog_open_mode(dir, false, NULL, out, err);
+}
+
+int headlog_open_opts(const char *dir, const struct headlog_options *o, struct headlog **out,
+                      struct ct_err *err)
+{
+    return headlog_open_mode(dir, false, o, out, err);
 }
 
 int headlog_open_read_only(const char *dir, struct headlog **out, struct ct_err *err)
 {
-    return headlog_open_mode(dir, true, out, err);
+    return headlog_open_mode(dir, true, NULL, out, err);
 }
 
 void headlog_close(struct headlog *l)
@@ -183,13 +430,18 @@ void headlog_close(struct headlog *l)
         return;
     wal_close(l->wal);
     pthread_mutex_destroy(&l->mu);
+    pthread_mutex_destroy(&l->order_mu);
+    headlog_dict_free(&l->dict);
+    free(l->starts);
     free(l->hours);
     free(l->dir);
     free(l);
 }
 
-/* Notes that record seq holds a point of hour base_s. REQUIRES: mu held. */
-static int headlog_note_hour(struct headlog *l, int64_t base_s, uint64_t seq, struct ct_err *err)
+/* Notes that record seq holds a point of hour base_s; *added (NULL allowed) is set when the hour
+ * was not held before. REQUIRES: mu held. */
+static int headlog_note_hour(struct headlog *l, int64_t base_s, uint64_t seq, bool *added,
+                             struct ct_err *err)
 {
     if (base_s < l->released_before_s)
         return CT_OK; /* a late point: the store has its hour; the record stays until released */
@@ -209,6 +461,8 @@ static int headlog_note_hour(struct headlog *l, int64_t base_s, uint64_t seq, st
     }
     l->hours[l->nhours++] = (struct headlog_hour){base_s, seq};
     l->st.open_hours = l->nhours;
+    if (added)
+        *added = true;
     return CT_OK;
 }
 
@@ -225,7 +479,25 @@ struct headlog_replay_ctx {
     headlog_refused_fn fn;
     void *arg;
     uint64_t npoints;
+    uint64_t first_seq;       /* the first record replayed (0 before it) */
+    struct headlog_dict dict; /* of the records being replayed */
 };
+
+/* A point replayed: into the head, or to the refused function. */
+static int headlog_replay_point(struct headlog_replay_ctx *c, uint64_t seq, const uint8_t *ts,
+                                size_t tl, const struct dpcodec_point *pt, struct ct_err *err)
+{
+    int rc = headlog_note_hour(c->l, rowkey_base_hour_s(pt->ts_ms / 1000), seq, NULL, err);
+    if (rc != CT_OK)
+        return rc;
+    enum head_result res;
+    rc = head_append(c->h, ts, tl, pt, &res, err);
+    if (rc == CT_OK && res != HEAD_TAKEN)
+        rc = c->fn(c->arg, ts, tl, pt, res, err);
+    if (rc == CT_OK)
+        c->npoints++;
+    return rc;
+}
 
 /* A delete record's body [p, end): drops the hours from the head being filled. */
 static int headlog_replay_delete(struct headlog_replay_ctx *c, uint64_t seq, const uint8_t *p,
@@ -246,28 +518,13 @@ static int headlog_replay_delete(struct headlog_replay_ctx *c, uint64_t seq, con
     return head_delete_hours(c->h, ts, tl, coding_unzigzag(a), coding_unzigzag(b), NULL, err);
 }
 
-static int headlog_replay_record(void *arg, uint64_t seq, const uint8_t *p, size_t len,
-                                 struct ct_err *err)
+/* A version 1 batch's body [p, end) (after the version byte). */
+static int headlog_replay_v1(struct headlog_replay_ctx *c, uint64_t seq, const uint8_t *p,
+                             const uint8_t *end, struct ct_err *err)
 {
-    struct headlog_replay_ctx *c = arg;
-    struct headlog *l = c->l;
-    if (seq <= l->released_seq)
-        return CT_OK; /* its points are in the store */
-    if (seq >= l->next_seq)
-        l->next_seq = seq + 1;
-    const uint8_t *end = p + len;
-    if (len >= 1 && p[0] == HEADLOG_DELETE)
-        return headlog_replay_delete(c, seq, p + 1, end, err);
-    if (len < 1 || p[0] != HEADLOG_VERSION)
-        return len < 1 ? headlog_bad(err, seq, "empty")
-                       : ct_err_set(err, CT_ECORRUPT,
-                                    "head log record %" PRIu64
-                                    ": unsupported version %u (this build reads %d)",
-                                    seq, p[0], HEADLOG_VERSION);
-    p++;
     uint64_t nseries, npoints, v;
     size_t k = coding_get_varint64(p, end, &nseries);
-    if (!k || nseries > len)
+    if (!k || nseries > (size_t)(end - p))
         return headlog_bad(err, seq, "bad series count");
     p += k;
     const uint8_t **ts = malloc((nseries ? nseries : 1) * sizeof(*ts));
@@ -329,16 +586,8 @@ static int headlog_replay_record(void *arg, uint64_t seq, const uint8_t *p, size
             memcpy(&pt.f, &v, 8);
             p += 8;
         }
-        rc = headlog_note_hour(l, rowkey_base_hour_s(pt.ts_ms / 1000), seq, err);
-        if (rc != CT_OK)
+        if ((rc = headlog_replay_point(c, seq, ts[id], tl[id], &pt, err)) != CT_OK)
             goto out;
-        enum head_result res;
-        rc = head_append(c->h, ts[id], tl[id], &pt, &res, err);
-        if (rc == CT_OK && res != HEAD_TAKEN)
-            rc = c->fn(c->arg, ts[id], tl[id], &pt, res, err);
-        if (rc != CT_OK)
-            goto out;
-        c->npoints++;
     }
     if (p != end)
         rc = headlog_bad(err, seq, "bytes after the last point");
@@ -348,14 +597,223 @@ out:
     return rc;
 }
 
+/* One point of a version 2 points section at *pp (< end); *id is its local id. */
+static int headlog_get_point(const uint8_t **pp, const uint8_t *end, uint64_t nseries,
+                             int64_t *prev_id, int64_t *prev_ts, struct dpcodec_point *pt,
+                             const char **why)
+{
+    const uint8_t *p = *pp;
+    uint64_t v = 0, hdr, t;
+    size_t k = coding_get_varint64(p, end, &hdr);
+    if (!k || (t = (uint64_t)*prev_ts + (uint64_t)coding_unzigzag(hdr >> 6)) >
+                  (uint64_t)HEADLOG_MAX_TS_MS) {
+        *why = "bad timestamp";
+        return CT_ECORRUPT;
+    }
+    p += k;
+    if (!(hdr & 32u)) {
+        if (!(k = coding_get_varint64(p, end, &v))) {
+            *why = "bad series id";
+            return CT_ECORRUPT;
+        }
+        p += k;
+    }
+    uint64_t id = (uint64_t)(*prev_id + 1) + (uint64_t)coding_unzigzag(v);
+    if (id >= nseries) {
+        *why = "undefined series id";
+        return CT_ECORRUPT;
+    }
+    *prev_id = (int64_t)id;
+    unsigned type = (hdr >> 1) & 3, vmode = (hdr >> 3) & 3;
+    if (type > DPCODEC_DOUBLE || vmode == 3 || (type == DPCODEC_INT && vmode != 0)) {
+        *why = "bad point kind";
+        return CT_ECORRUPT;
+    }
+    *prev_ts = (int64_t)t;
+    *pt = (struct dpcodec_point){
+        .ts_ms = (int64_t)t, .type = (enum dpcodec_type)type, .ms = (hdr & 1) != 0};
+    if (type == DPCODEC_INT || vmode == 2) {
+        if (!(k = coding_get_varint64(p, end, &v))) {
+            *why = "bad value";
+            return CT_ECORRUPT;
+        }
+        p += k;
+        if (type == DPCODEC_INT) {
+            pt->i = coding_unzigzag(v);
+        } else {
+            int64_t m = coding_unzigzag(v >> 4);
+            if ((v & 15) > HEADLOG_DEC_MAX || m <= -(1LL << 53) || m >= 1LL << 53) {
+                *why = "bad decimal value";
+                return CT_ECORRUPT;
+            }
+            pt->f = (double)m / headlog_pow10[v & 15];
+        }
+    } else if (vmode == 1) {
+        if (end - p < 4) {
+            *why = "truncated value";
+            return CT_ECORRUPT;
+        }
+        uint32_t fb = coding_get_le32(p);
+        float f;
+        memcpy(&f, &fb, 4);
+        pt->f = f;
+        p += 4;
+    } else {
+        if (end - p < 8) {
+            *why = "truncated value";
+            return CT_ECORRUPT;
+        }
+        v = coding_get_le64(p);
+        memcpy(&pt->f, &v, 8);
+        p += 8;
+    }
+    *pp = p;
+    return CT_OK;
+}
+
+/* A version 2 batch's body [p, end) (after the version byte); a released record's series table
+ * still feeds the dictionary. */
+static int headlog_replay_v2(struct headlog_replay_ctx *c, uint64_t seq, const uint8_t *p,
+                             const uint8_t *end, struct ct_err *err)
+{
+    struct headlog *l = c->l;
+    struct headlog_dict *d = &c->dict;
+    uint64_t back, npoints, plen, nseries;
+    size_t k;
+    if (!(k = coding_get_varint64(p, end, &back)) || back >= seq)
+        return headlog_bad(err, seq, "bad dictionary reference");
+    p += k;
+    if (!(k = coding_get_varint64(p, end, &npoints)) || npoints > (size_t)(end - p))
+        return headlog_bad(err, seq, "bad point count");
+    p += k;
+    if (!(k = coding_get_varint64(p, end, &plen)) || plen > (size_t)(end - p) - k)
+        return headlog_bad(err, seq, "bad points length");
+    p += k;
+    const uint8_t *pts = p, *pend = p + plen;
+    p = pend;
+    bool released = seq <= l->released_seq;
+    uint64_t start = seq - back;
+    if (back == 0) {
+        headlog_dict_reset(d, seq);
+        int rc = headlog_push_start(l, seq, err);
+        if (rc != CT_OK)
+            return rc;
+    } else if (d->start_seq != start) {
+        if (start < c->first_seq && (released || !l->mark_found))
+            return CT_OK; /* its dictionary began in a released segment, deleted since */
+        char why[96];
+        snprintf(why, sizeof(why), "its series dictionary (record %" PRIu64 ") is not in the log",
+                 start);
+        return headlog_bad(err, seq, why);
+    }
+    if (!(k = coding_get_varint64(p, end, &nseries)) || nseries > npoints)
+        return headlog_bad(err, seq, "bad series count");
+    p += k;
+    uint32_t *ids = malloc((nseries ? nseries : 1) * sizeof(*ids));
+    if (!ids)
+        return ct_err_set(err, CT_ENOMEM, "cannot replay head log record %" PRIu64, seq);
+    int rc = CT_OK;
+    int64_t prev = -1;
+    for (uint64_t s = 0; s < nseries;) {
+        uint64_t code, id;
+        if (!(k = coding_get_varint64(p, end, &code))) {
+            rc = headlog_bad(err, seq, "truncated series table");
+            goto out;
+        }
+        p += k;
+        if ((code & 3) == 2) { /* a run: (code >> 2) + 2 entries, each the one before + 1 */
+            uint64_t nrun = (code >> 2) + 2;
+            if (nrun > nseries - s || (uint64_t)(prev + 1) + nrun > d->n) {
+                rc = headlog_bad(err, seq, "undefined series id");
+                goto out;
+            }
+            for (uint64_t j = 0; j < nrun; j++)
+                ids[s++] = (uint32_t)++prev;
+            continue;
+        }
+        if (code & 1) {
+            if (code != 1 || p >= end || p[0] == 0 || (size_t)(end - p) < 1u + p[0]) {
+                rc = headlog_bad(err, seq, "truncated series");
+                goto out;
+            }
+            uint32_t nid;
+            if ((rc = headlog_dict_add(d, p + 1, p[0], 0, false, &nid, err)) != CT_OK)
+                goto out;
+            id = nid;
+            p += 1 + p[0];
+        } else {
+            id = (uint64_t)(prev + 1) + (uint64_t)coding_unzigzag(code >> 2);
+            if (id >= d->n) {
+                rc = headlog_bad(err, seq, "undefined series id");
+                goto out;
+            }
+        }
+        ids[s++] = (uint32_t)id;
+        prev = (int64_t)id;
+    }
+    if (p != end) {
+        rc = headlog_bad(err, seq, "bytes after the series table");
+        goto out;
+    }
+    if (released)
+        goto out; /* its points are in the store */
+    int64_t prev_id = -1, prev_ts = 0;
+    const char *why = NULL;
+    for (uint64_t i = 0; i < npoints; i++) {
+        struct dpcodec_point pt;
+        if (pts >= pend ||
+            headlog_get_point(&pts, pend, nseries, &prev_id, &prev_ts, &pt, &why) != CT_OK) {
+            rc = headlog_bad(err, seq, why ? why : "truncated points");
+            goto out;
+        }
+        uint32_t id = ids[prev_id];
+        rc = headlog_replay_point(c, seq, d->arena + d->off[id], d->tlen[id], &pt, err);
+        if (rc != CT_OK)
+            goto out;
+    }
+    if (pts != pend)
+        rc = headlog_bad(err, seq, "bytes after the last point");
+out:
+    free(ids);
+    return rc;
+}
+
+static int headlog_replay_record(void *arg, uint64_t seq, const uint8_t *p, size_t len,
+                                 struct ct_err *err)
+{
+    struct headlog_replay_ctx *c = arg;
+    struct headlog *l = c->l;
+    if (c->first_seq == 0)
+        c->first_seq = seq;
+    if (seq >= l->next_seq)
+        l->next_seq = seq + 1;
+    const uint8_t *end = p + len;
+    if (len >= 1 && p[0] == HEADLOG_VERSION)
+        return headlog_replay_v2(c, seq, p + 1, end, err);
+    if (seq <= l->released_seq)
+        return CT_OK; /* its points are in the store */
+    if (len >= 1 && p[0] == HEADLOG_DELETE)
+        return headlog_replay_delete(c, seq, p + 1, end, err);
+    if (len >= 1 && p[0] == HEADLOG_VERSION_1)
+        return headlog_replay_v1(c, seq, p + 1, end, err);
+    return len < 1 ? headlog_bad(err, seq, "empty")
+                   : ct_err_set(err, CT_ECORRUPT,
+                                "head log record %" PRIu64
+                                ": unsupported version %u (this build reads %d and %d)",
+                                seq, p[0], HEADLOG_VERSION_1, HEADLOG_VERSION);
+}
+
 int headlog_replay(struct headlog *l, struct head *h, headlog_refused_fn fn, void *arg,
                    uint64_t *npoints, struct ct_err *err)
 {
     struct headlog_replay_ctx c = {.l = l, .h = h, .fn = fn, .arg = arg};
+    pthread_mutex_lock(&l->order_mu);
     pthread_mutex_lock(&l->mu);
     int rc = wal_replay(l->wal, headlog_replay_record, &c, err);
     l->replayed = true;
     pthread_mutex_unlock(&l->mu);
+    pthread_mutex_unlock(&l->order_mu);
+    headlog_dict_free(&c.dict);
     if (rc != CT_OK)
         ct_err_prefix(err, "replay head log %s", l->dir);
     if (npoints)
@@ -363,15 +821,18 @@ int headlog_replay(struct headlog *l, struct head *h, headlog_refused_fn fn, voi
     return rc;
 }
 
-static int headlog_wal_append(struct headlog *l, uint64_t seq, const uint8_t *buf, size_t len,
-                              enum wal_sync sync, struct ct_err *err);
+static int headlog_wal_put(struct headlog *l, uint64_t seq, const uint8_t *buf, size_t len,
+                           enum wal_sync sync, bool *had, struct ct_err *err);
+static int headlog_wal_done(struct headlog *l, int rc, bool had, enum wal_sync sync,
+                            struct ct_err *err);
 
-/* The record of pts into buf (room headlog_bound()); series ids by a small probe table. */
-static size_t headlog_bound(const struct head_point *pts, size_t n)
+/* Room for the record of pts (local series first[0..nseries)). */
+static size_t headlog_bound(const struct head_point *pts, size_t n, const uint32_t *first,
+                            size_t nseries)
 {
-    size_t b = 1 + 2 * CODING_VARINT64_MAX;
-    for (size_t i = 0; i < n; i++)
-        b += 1 + pts[i].tlen + 3 * CODING_VARINT64_MAX + 1 + 8;
+    size_t b = 1 + 3 * CODING_VARINT64_MAX + n * HEADLOG_POINT_MAX + CODING_VARINT64_MAX;
+    for (size_t s = 0; s < nseries; s++)
+        b += CODING_VARINT64_MAX + 1 + pts[first[s]].tlen;
     return b;
 }
 
@@ -381,6 +842,8 @@ int headlog_append(struct headlog *l, const struct head_point *pts, size_t n, en
     return headlog_append_ids(l, pts, NULL, n, sync, err);
 }
 
+#define HEADLOG_HDR_MAX (1 + 3 * CODING_VARINT64_MAX)
+
 int headlog_append_ids(struct headlog *l, const struct head_point *pts, const uint32_t *given,
                        size_t n, enum wal_sync sync, struct ct_err *err)
 {
@@ -389,18 +852,21 @@ int headlog_append_ids(struct headlog *l, const struct head_point *pts, const ui
     if (l->read_only)
         return ct_err_set(err, CT_EINVAL, "the head log %s is open read-only", l->dir);
     for (size_t i = 0; i < n; i++)
-        if (pts[i].tlen == 0 || pts[i].tlen > HEAD_MAX_TSUID || pts[i].p.ts_ms < 0)
-            return ct_err_set(err, CT_EINVAL, "bad point %zu for the head log (TSUID length %zu)",
-                              i, pts[i].tlen);
-    size_t cap = headlog_bound(pts, n), nslots = 16;
+        if (pts[i].tlen == 0 || pts[i].tlen > HEAD_MAX_TSUID || pts[i].p.ts_ms < 0 ||
+            pts[i].p.ts_ms > HEADLOG_MAX_TS_MS || (unsigned)pts[i].p.type > DPCODEC_DOUBLE)
+            return ct_err_set(err, CT_EINVAL,
+                              "bad point %zu for the head log (TSUID length %zu, time %lld ms)", i,
+                              pts[i].tlen, (long long)pts[i].p.ts_ms);
+    size_t nslots = 16;
     while (!given && nslots < 2 * n)
         nslots *= 2;
-    uint8_t *buf = malloc(cap);
     uint32_t *slots = given ? NULL : calloc(nslots, sizeof(*slots)); /* series id + 1 */
     uint32_t *first = malloc(n * sizeof(*first)); /* point index defining series id */
+    uint32_t *hs = malloc(n * sizeof(*hs));       /* per series: its TSUID's hash */
     uint32_t *ids = given ? NULL : malloc(n * sizeof(*ids));
+    uint8_t *buf = NULL;
     int rc = CT_OK;
-    if (!buf || !first || (!given && (!slots || !ids))) {
+    if (!first || !hs || (!given && (!slots || !ids))) {
         rc = ct_err_set(err, CT_ENOMEM, "cannot encode a head log record of %zu points", n);
         goto out;
     }
@@ -416,58 +882,108 @@ int headlog_append_ids(struct headlog *l, const struct head_point *pts, const ui
             goto out;
         }
     }
+    for (uint32_t s = 0; given && s < nseries; s++)
+        hs[s] = headlog_hash(pts[first[s]].tsuid, pts[first[s]].tlen);
     for (size_t i = 0; !given && i < n; i++) {
-        size_t s = hash_bytes(pts[i].tsuid, pts[i].tlen, 0) & (nslots - 1);
+        uint32_t hv = headlog_hash(pts[i].tsuid, pts[i].tlen);
+        size_t s = hv & (nslots - 1);
         for (;; s = (s + 1) & (nslots - 1)) {
             if (!slots[s]) {
+                hs[nseries] = hv;
                 first[nseries] = (uint32_t)i;
                 slots[s] = ++nseries;
                 break;
             }
             const struct head_point *o = &pts[first[slots[s] - 1]];
-            if (o->tlen == pts[i].tlen && !memcmp(o->tsuid, pts[i].tsuid, o->tlen))
+            if (hs[slots[s] - 1] == hv && o->tlen == pts[i].tlen &&
+                !memcmp(o->tsuid, pts[i].tsuid, o->tlen))
                 break;
         }
         ids[i] = slots[s] - 1;
     }
-    uint8_t *p = buf;
-    *p++ = HEADLOG_VERSION;
-    p += coding_put_varint64(p, nseries);
-    for (uint32_t s = 0; s < nseries; s++) {
-        const struct head_point *o = &pts[first[s]];
-        *p++ = (uint8_t)o->tlen;
-        memcpy(p, o->tsuid, o->tlen);
-        p += o->tlen;
+    /* the points section (no dictionary needed) after room for the header */
+    size_t cap = headlog_bound(pts, n, first, nseries), tsuid_bytes = 0;
+    if (!(buf = malloc(cap))) {
+        rc = ct_err_set(err, CT_ENOMEM, "cannot encode a head log record of %zu points", n);
+        goto out;
     }
-    p += coding_put_varint64(p, n);
-    for (size_t i = 0; i < n; i++) {
-        const struct dpcodec_point *q = &pts[i].p;
-        bool ms = q->ms || q->ts_ms % 1000 != 0;
-        p += coding_put_varint64(p, given ? given[i] : ids[i]);
-        p += coding_put_varint64(p, (uint64_t)q->ts_ms);
-        *p++ = (uint8_t)((unsigned)q->type << 1 | (ms ? 1u : 0u));
-        if (q->type == DPCODEC_INT) {
-            p += coding_put_varint64(p, coding_zigzag(q->i));
-        } else {
-            uint64_t v;
-            memcpy(&v, &q->f, 8);
-            coding_put_le64(p, v);
-            p += 8;
-        }
-    }
-    size_t len = (size_t)(p - buf);
+    uint8_t *p = buf + HEADLOG_HDR_MAX;
+    int64_t prev_id = -1, prev_ts = 0;
+    for (size_t i = 0; i < n; i++)
+        p = headlog_put_point(p, &pts[i].p, given ? given[i] : ids[i], &prev_id, &prev_ts);
+    size_t plen = (size_t)(p - (buf + HEADLOG_HDR_MAX));
+    for (uint32_t s = 0; s < nseries; s++)
+        tsuid_bytes += pts[first[s]].tlen;
+
+    /* the series table and the hand-off to the engine log, in sequence order */
+    pthread_mutex_lock(&l->order_mu);
+    bool new_hour = false;
     pthread_mutex_lock(&l->mu);
     uint64_t seq = l->next_seq++;
     int64_t prev_h = INT64_MIN; /* a batch's points are mostly of one hour: noted once */
     for (size_t i = 0; i < n && rc == CT_OK; i++) {
         int64_t hr = rowkey_base_hour_s(pts[i].p.ts_ms / 1000);
         if (hr != prev_h)
-            rc = headlog_note_hour(l, hr, seq, err);
+            rc = headlog_note_hour(l, hr, seq, &new_hour, err);
         prev_h = hr;
     }
     pthread_mutex_unlock(&l->mu);
-    if (rc == CT_OK)
-        rc = headlog_wal_append(l, seq, buf, len, sync, err);
+    struct headlog_dict *d = &l->dict;
+    if (rc == CT_OK &&
+        (d->start_seq == 0 || new_hour || (size_t)d->n + nseries > HEADLOG_DICT_MAX_SERIES ||
+         d->alen + tsuid_bytes > HEADLOG_DICT_MAX_BYTES)) {
+        headlog_dict_reset(d, seq);
+        rc = headlog_push_start(l, seq, err);
+        if (rc != CT_OK)
+            d->start_seq = 0;
+    }
+    int64_t prev = -1;
+    uint64_t run = 0; /* entries prev - run + 1 .. prev not written yet: each the one before + 1 */
+    p += coding_put_varint64(p, nseries);
+    for (uint32_t s = 0; s <= nseries && rc == CT_OK; s++) {
+        const struct head_point *o = s < nseries ? &pts[first[s]] : NULL;
+        uint32_t id = o ? headlog_dict_find(d, o->tsuid, o->tlen, hs[s]) : UINT32_MAX;
+        if (o && id != UINT32_MAX && (int64_t)id == prev + 1) {
+            run++;
+            prev = id;
+            continue;
+        }
+        if (run == 1)
+            *p++ = 0; /* one entry, the previous id + 1 */
+        else if (run > 1)
+            p += coding_put_varint64(p, (run - 2) << 2 | 2);
+        run = 0;
+        if (!o)
+            break;
+        if (id != UINT32_MAX) {
+            p += coding_put_varint64(p, coding_zigzag((int64_t)id - (prev + 1)) << 2);
+        } else if ((rc = headlog_dict_add(d, o->tsuid, o->tlen, hs[s], true, &id, err)) == CT_OK) {
+            *p++ = 1;
+            *p++ = (uint8_t)o->tlen;
+            memcpy(p, o->tsuid, o->tlen);
+            p += o->tlen;
+        }
+        prev = id;
+    }
+    bool had = false, put = rc == CT_OK;
+    size_t len = 0;
+    if (rc == CT_OK) {
+        uint8_t hdr[HEADLOG_HDR_MAX], *h = hdr;
+        *h++ = HEADLOG_VERSION;
+        h += coding_put_varint64(h, seq - d->start_seq);
+        h += coding_put_varint64(h, n);
+        h += coding_put_varint64(h, plen);
+        size_t hl = (size_t)(h - hdr);
+        uint8_t *payload = buf + HEADLOG_HDR_MAX - hl;
+        memcpy(payload, hdr, hl);
+        len = (size_t)(p - payload);
+        rc = headlog_wal_put(l, seq, payload, len, sync, &had, err);
+    }
+    if (rc != CT_OK)
+        d->start_seq = 0; /* what it defined may not be in the log: the next record starts anew */
+    pthread_mutex_unlock(&l->order_mu);
+    if (put)
+        rc = headlog_wal_done(l, rc, had, sync, err);
     if (rc == CT_OK) {
         pthread_mutex_lock(&l->mu);
         l->st.records++;
@@ -479,6 +995,7 @@ out:
     free(buf);
     free(slots);
     free(first);
+    free(hs);
     free(ids);
     return rc;
 }
@@ -499,10 +1016,16 @@ int headlog_append_delete(struct headlog *l, const uint8_t *tsuid, size_t tlen, 
     p += coding_put_varint64(p, coding_zigzag(from_s));
     p += coding_put_varint64(p, coding_zigzag(to_s));
     size_t len = (size_t)(p - buf);
+    pthread_mutex_lock(&l->order_mu);
     pthread_mutex_lock(&l->mu);
     uint64_t seq = l->next_seq++;
     pthread_mutex_unlock(&l->mu);
-    int rc = headlog_wal_append(l, seq, buf, len, sync, err);
+    bool had = false;
+    int rc = headlog_wal_put(l, seq, buf, len, sync, &had, err);
+    if (rc != CT_OK)
+        l->dict.start_seq = 0; /* records must follow each other within a dictionary */
+    pthread_mutex_unlock(&l->order_mu);
+    rc = headlog_wal_done(l, rc, had, sync, err);
     if (rc == CT_OK) {
         pthread_mutex_lock(&l->mu);
         l->st.records++;
@@ -583,13 +1106,15 @@ static void headlog_recovered(struct headlog *l)
     }
 }
 
-/* wal_append() under the error state: a full disk left by an earlier append is lifted first (the
- * append tries again), a failure is recorded, a success after one clears it. */
-static int headlog_wal_append(struct headlog *l, uint64_t seq, const uint8_t *buf, size_t len,
-                              enum wal_sync sync, struct ct_err *err)
+/* wal_append() under the error state, the first half (REQUIRES: order_mu held): a full disk left
+ * by an earlier append is lifted first (the append tries again); the record is copied into the
+ * log (an FSYNC append's sync waits for headlog_wal_done(), outside order_mu, so that concurrent
+ * appends share it). *had tells whether the state was seen set. */
+static int headlog_wal_put(struct headlog *l, uint64_t seq, const uint8_t *buf, size_t len,
+                           enum wal_sync sync, bool *had, struct ct_err *err)
 {
-    bool had = atomic_load_explicit(&l->has_err, memory_order_acquire);
-    if (had) {
+    *had = atomic_load_explicit(&l->has_err, memory_order_acquire);
+    if (*had) {
         bool recoverable = false;
         struct ct_err e;
         if (wal_error_state(l->wal, &recoverable) != CT_OK && recoverable &&
@@ -597,7 +1122,16 @@ static int headlog_wal_append(struct headlog *l, uint64_t seq, const uint8_t *bu
             /* another append is extending the segment: the append below waits for it */
         }
     }
-    int rc = wal_append(l->wal, seq, buf, len, sync, err);
+    return wal_append(l->wal, seq, buf, len, sync == WAL_SYNC_FSYNC ? WAL_SYNC_WRITE : sync, err);
+}
+
+/* The second half, without order_mu: the sync of an FSYNC append; a failure is recorded, a
+ * success after one clears it. Returns rc or the sync's error. */
+static int headlog_wal_done(struct headlog *l, int rc, bool had, enum wal_sync sync,
+                            struct ct_err *err)
+{
+    if (rc == CT_OK && sync == WAL_SYNC_FSYNC)
+        rc = wal_sync(l->wal, err);
     if (rc != CT_OK) {
         ct_err_prefix(err, "head log %s", l->dir);
         headlog_fail(l, err);
@@ -655,6 +1189,7 @@ int headlog_release(struct headlog *l, int64_t before_s, struct ct_err *err)
 {
     if (l->read_only)
         return ct_err_set(err, CT_EINVAL, "the head log %s is open read-only", l->dir);
+    pthread_mutex_lock(&l->order_mu);
     pthread_mutex_lock(&l->mu);
     if (before_s > l->released_before_s)
         l->released_before_s = before_s;
@@ -678,9 +1213,27 @@ int headlog_release(struct headlog *l, int64_t before_s, struct ct_err *err)
         }
     }
     uint64_t rel = l->released_seq;
+    bool all = rel >= l->next_seq - 1;
     pthread_mutex_unlock(&l->mu);
+    /* segments go only up to the start of the dictionary of record rel + 1 (invariant 5) */
+    uint64_t wal_rel = rel;
+    if (all) {
+        l->dict.start_seq = 0; /* every record released: the next one starts a dictionary */
+        l->nstarts = 0;
+    } else {
+        size_t j = l->nstarts;
+        while (j > 0 && l->starts[j - 1] > rel + 1)
+            j--;
+        if (j > 0) {
+            if (l->starts[j - 1] - 1 < wal_rel)
+                wal_rel = l->starts[j - 1] - 1;
+            memmove(l->starts, l->starts + j - 1, (l->nstarts - (j - 1)) * sizeof(*l->starts));
+            l->nstarts -= j - 1;
+        }
+    }
+    pthread_mutex_unlock(&l->order_mu);
     if (rc == CT_OK)
-        rc = wal_release_upto(l->wal, rel, err);
+        rc = wal_release_upto(l->wal, wal_rel, err);
     return rc;
 }
 

@@ -28,7 +28,13 @@
  * sticky until a restart. A failed release (its mark file) refuses nothing: it is returned to the
  * caller, not part of the state, and the next release writes the mark again.
  *
- * Threading: every function is thread-safe (appends run concurrently and share group commits). */
+ * Records name their series through a series dictionary shared by consecutive records
+ * (headlog_format.h): a series' TSUID is written once per dictionary, and release never deletes
+ * a dictionary an unreleased record uses.
+ *
+ * Threading: every function is thread-safe. Appends encode their points concurrently, then take
+ * turns (one lock) to name their series against the dictionary and copy the record into the
+ * engine log; FSYNC appends then share one fdatasync. */
 #ifndef CT_SCHEMA_HEADLOG_H
 #define CT_SCHEMA_HEADLOG_H
 
@@ -46,6 +52,13 @@ struct headlog; /* opaque: defined in headlog.c */
 /* Opens (creating) the log in dir. Returns a new log in *out, closed with headlog_close().
  * Call headlog_replay() once before the first append. */
 CT_MUST_CHECK int headlog_open(const char *dir, struct headlog **out, struct ct_err *err);
+/* What headlog_open_opts() may change; zero fields take the default. */
+struct headlog_options {
+    size_t segment_bytes; /* the engine log's segments roll past this (HEADLOG_SEGMENT_BYTES) */
+};
+/* headlog_open() with options o (NULL: the defaults); o is read during the call only. */
+CT_MUST_CHECK int headlog_open_opts(const char *dir, const struct headlog_options *o,
+                                    struct headlog **out, struct ct_err *err);
 void headlog_close(struct headlog *l); /* syncs and frees; accepts NULL */
 /* Reads the released mark of the log in dir (schema/headlog_format.h) into *seq: 0 when there is
  * none. CT_ECORRUPT names the file when it is not a whole, checksummed mark of this version
