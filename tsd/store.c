@@ -494,14 +494,20 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, bool al
 {
     if (!st->head)
         return CT_OK;
-    int64_t last = atomic_load(&st->handoff_checked_s);
+    /* at most once a second of the monotonic clock (a pinned wall clock still checks: the
+     * idle and room rules of backfill chunks run on the monotonic one) */
+    int64_t mono_ms = (int64_t)(clock_mono_ns() / 1000000u);
+    int64_t last = atomic_load(&st->handoff_checked_s), mono_s = mono_ms / 1000;
     if (!force &&
-        (now_s <= last || !atomic_compare_exchange_strong(&st->handoff_checked_s, &last, now_s)))
+        (mono_s <= last || !atomic_compare_exchange_strong(&st->handoff_checked_s, &last, mono_s)))
         return CT_OK;
     int64_t before =
         now_s == INT64_MAX ? INT64_MAX : rowkey_base_hour_s(now_s - 3600 - st->grace_s) + 3600;
-    int64_t mono_ms = (int64_t)(clock_mono_ns() / 1000000u);
     head_set_clock_ms(st->head, mono_ms);
+    /* with backfill the mark says which new chunks are backfill ones (handed off by the rules
+     * above, not at once): it must be right before the first point, hours to hand off or not */
+    if (st->backfill && now_s != INT64_MAX)
+        head_set_closed_before(st->head, before);
     /* nothing to hand off: still release a log holding only records of closed hours (their
      * points reached the store as single cells), after moving the head's closed mark */
     int64_t oldest = head_oldest_hour_s(st->head);
