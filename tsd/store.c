@@ -762,7 +762,13 @@ int tsdstore_open(const struct conf *c, enum tsdstore_mode mode, struct tsdstore
         return ct_err_set(err, CT_ENOMEM, "out of memory opening the store");
     pthread_mutex_init(&st->mu, NULL);
     pthread_mutex_init(&st->handoff_mu, NULL);
-    pthread_rwlock_init(&st->append_rw, NULL);
+    { /* writer-preferring: a release waits for the appends in flight, not for ingest to stop */
+        pthread_rwlockattr_t ra;
+        pthread_rwlockattr_init(&ra);
+        pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+        pthread_rwlock_init(&st->append_rw, &ra);
+        pthread_rwlockattr_destroy(&ra);
+    }
     pthread_mutex_init(&st->tick_mu, NULL);
     pthread_cond_init(&st->tick_cv, NULL);
     st->series_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.series_cache_bytes");
