@@ -17,8 +17,10 @@
  *                     and trailing zeros at least the window's); '11' + 6 bits leading zeros +
  *                     6 bits (significant length - 1) + the significant bits (a new window)
  * Invariants: (1) a chunk's points are strictly increasing in time and all inside
- * [base_s, base_s + 3600); (2) a series' chunks are sorted by base_s, distinct, and all >=
- * closed_before_s; (3) bytes == the sum of every allocation the head holds; (4) a chunk always has
+ * [base_s, base_s + 3600); (2) a series' chunks are sorted by base_s and distinct; a chunk
+ * opened for an hour >= closed_before_s (a live chunk) stays >= it unless a hand-off failed; a
+ * chunk opened for an hour < closed_before_s is a backfill chunk (only with backfill on), never
+ * of an hour < its series' done_s at the time it was opened; every chunk is >= oldest_lb_s; (3) bytes == the sum of every allocation the head holds; (4) a chunk always has
  * HEAD_POINT_MAX_BITS free bits after its last point before another point is written (it is grown
  * first, so a failed allocation leaves the chunk as it was); (5) a series record is freed only
  * in head_rehash (and head_free), which moves gen: a head_ref {slot, gen} of the current gen
@@ -42,6 +44,8 @@
 
 struct head_chunk {
     int64_t base_s;
+    int64_t touched_ms; /* the head's clock (head_set_clock_ms) at the last append */
+    bool backfill;      /* opened for an hour already closed (base_s < closed_before_s) */
     uint8_t *buf;
     size_t cap; /* bytes of buf */
     uint64_t nbits;
@@ -55,6 +59,10 @@ struct head_chunk {
 
 struct head_series {
     uint64_t hash;
+    /* an hour < done_s this series holds no chunk of was handed off (or skipped) in this run:
+     * its points are HEAD_LATE (the series' record, and so this mark, lives while it holds a
+     * chunk; it is freed at the next table rebuild after its last chunk went) */
+    int64_t done_s;
     uint8_t tlen;
     uint8_t nchunks;
     struct head_chunk chunks[HEAD_MAX_HOURS];
@@ -74,6 +82,16 @@ struct head {
     size_t bytes;
     int64_t closed_before_s;
     int64_t newest_s; /* the newest base hour a chunk was ever opened for (INT64_MIN: none) */
+    int64_t oldest_lb_s; /* <= every chunk's base hour (recomputed by each hand-off pass) */
+    /* backfill (head_set_backfill): points of closed hours taken into backfill chunks */
+    bool backfill;
+    size_t bf_max_bytes;   /* no new backfill chunk while bytes >= it (0: no bound) */
+    head_hour_fn bf_room;  /* hands off a series' oldest closed chunk to make room */
+    void *bf_room_arg;
+    int64_t now_ms;        /* head_set_clock_ms: stamps touched_ms */
+    struct dpcodec_point *dec; /* decode buffer of room hand-offs, dec_cap points (in bytes) */
+    size_t dec_cap;
+    uint64_t bf_room_fail; /* room hand-offs the sink refused */
     uint64_t seed;
     /* the table's generation: moves (never to 0) whenever the table is rebuilt (head_rehash:
      * slots move, series without chunks are freed), so a head_ref of an older one is stale */
@@ -474,7 +492,8 @@ static struct head_series *head_series_find(struct head *h, const uint8_t *tsuid
 static bool head_series_check(const struct head *h, const struct head_series *s)
 {
     for (unsigned k = 0; k < s->nchunks; k++) {
-        if (s->chunks[k].base_s < h->closed_before_s || s->chunks[k].n == 0)
+        if ((!s->chunks[k].backfill && s->chunks[k].base_s < h->closed_before_s) ||
+            s->chunks[k].n == 0 || s->chunks[k].base_s < h->oldest_lb_s)
             return false;
         if (k > 0 && s->chunks[k - 1].base_s >= s->chunks[k].base_s)
             return false;
@@ -497,6 +516,7 @@ int head_new(struct head **out, struct ct_err *err)
     h->bytes = sizeof(*h);
     h->closed_before_s = INT64_MIN;
     h->newest_s = INT64_MIN / 2;
+    h->oldest_lb_s = INT64_MAX / 2;
     h->seed = (uint64_t)(uintptr_t)h * 0x9E3779B97F4A7C15ULL;
     h->gen = 1;
     *out = h;
@@ -517,6 +537,7 @@ void head_free(struct head *h)
     }
     free(h->slots);
     free(h->keys);
+    free(h->dec);
     pthread_mutex_destroy(&h->mu);
     free(h);
 }
@@ -542,6 +563,41 @@ static int head_check_point(const uint8_t *tsuid, size_t tlen, const struct dpco
     return CT_OK;
 }
 
+/* Hands chunk k of s to fn (decoded into h->dec) and, once fn returned CT_OK, drops it and
+ * raises the series' done_s past its hour. On failure the chunk stays. REQUIRES: mu held. */
+static int head_handoff_chunk(struct head *h, struct head_series *s, unsigned k, head_hour_fn fn,
+                              void *arg, struct ct_err *err)
+{
+    struct head_chunk *c = &s->chunks[k];
+    if (c->n > h->dec_cap) {
+        size_t nc = h->dec_cap ? h->dec_cap : 64;
+        while (nc < c->n)
+            nc *= 2;
+        struct dpcodec_point *nd = realloc(h->dec, nc * sizeof(*nd));
+        if (!nd)
+            return ct_err_set(err, CT_ENOMEM, "cannot decode a head hour of %u points", c->n);
+        h->bytes += (nc - h->dec_cap) * sizeof(*nd);
+        h->dec = nd;
+        h->dec_cap = nc;
+    }
+    struct head_decoder d;
+    size_t n = 0;
+    head_decoder_init(&d, c);
+    while (head_decoder_next(&d, &h->dec[n]))
+        n++;
+    assert(n == c->n);
+    int rc = fn(arg, s->tsuid, s->tlen, c->base_s, h->dec, n, err);
+    if (rc != CT_OK)
+        return rc;
+    if (c->base_s + 3600 > s->done_s)
+        s->done_s = c->base_s + 3600;
+    head_chunk_release(h, c);
+    s->nchunks--;
+    memmove(&s->chunks[k], &s->chunks[k + 1], (s->nchunks - k) * sizeof(s->chunks[0]));
+    memset(&s->chunks[s->nchunks], 0, sizeof(s->chunks[0]));
+    return CT_OK;
+}
+
 /* Offers a checked point (head_check_point). The series is found without a hash lookup when
  * *ref (NULL allowed: none) is of the table's current generation, the handle a writer kept from
  * an earlier append of this series, or when *hint (the previous point's series in this batch)
@@ -556,7 +612,8 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
     struct dpcodec_point p = *pin;
     p.ms = p.ms || p.ts_ms % 1000 != 0; /* as dpcodec_encode() stores it */
     int64_t base_s = head_floor_hour_s(p.ts_ms);
-    if (base_s < h->closed_before_s) {
+    bool closed = base_s < h->closed_before_s;
+    if (closed && !h->backfill) {
         *res = HEAD_LATE;
         return CT_OK;
     }
@@ -588,15 +645,32 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
         if (rc != CT_OK)
             return rc;
         head_chunk_append(c, &p);
+        c->touched_ms = h->now_ms;
         h->npoints++;
         *res = HEAD_TAKEN;
         return CT_OK;
     }
-    if (s && s->nchunks >= HEAD_MAX_HOURS) {
-        *res = HEAD_NO_ROOM;
+    /* a new chunk: not for an hour this series already handed off, and a backfill chunk only
+     * while the head is under its share */
+    if (closed && ((s && base_s < s->done_s) || (h->bf_max_bytes && h->bytes >= h->bf_max_bytes))) {
+        *res = HEAD_LATE;
         return CT_OK;
     }
-    struct head_chunk nc = {.base_s = base_s};
+    if (s && s->nchunks >= HEAD_MAX_HOURS) {
+        /* room: the oldest chunk goes to the store if its hour is closed and older than this */
+        if (!h->bf_room || s->chunks[0].base_s >= h->closed_before_s ||
+            s->chunks[0].base_s > base_s) {
+            *res = HEAD_NO_ROOM;
+            return CT_OK;
+        }
+        if (head_handoff_chunk(h, s, 0, h->bf_room, h->bf_room_arg, err) != CT_OK) {
+            h->bf_room_fail++; /* the chunk stays; this point goes as a single cell */
+            *res = HEAD_NO_ROOM;
+            return CT_OK;
+        }
+        k--;
+    }
+    struct head_chunk nc = {.base_s = base_s, .touched_ms = h->now_ms, .backfill = closed};
     int rc = head_chunk_reserve(h, &nc, err);
     if (rc != CT_OK)
         return rc;
@@ -618,6 +692,8 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
     s->nchunks++;
     if (base_s > h->newest_s)
         h->newest_s = base_s;
+    if (base_s < h->oldest_lb_s)
+        h->oldest_lb_s = base_s;
     h->nchunks++;
     h->npoints++;
 #ifdef CT_DEBUG
@@ -742,9 +818,9 @@ int head_each_series(struct head *h, const uint8_t *prefix, size_t plen, int64_t
 {
     int rc = CT_OK;
     pthread_mutex_lock(&h->mu);
-    /* chunks all lie in [closed_before_s, newest_s + 3600) */
+    /* chunks all lie in [oldest_lb_s, newest_s + 3600) (old hours' backfill chunks too) */
     if (h->nchunks == 0 || (h->newest_s + 3600) * 1000 <= start_ms ||
-        (h->closed_before_s > INT64_MIN / 2 && h->closed_before_s * 1000 > end_ms)) {
+        (h->oldest_lb_s < INT64_MAX / 2000 && h->oldest_lb_s * 1000 > end_ms)) {
         pthread_mutex_unlock(&h->mu);
         return CT_OK;
     }
@@ -771,42 +847,37 @@ int head_each_series(struct head *h, const uint8_t *prefix, size_t plen, int64_t
     return rc;
 }
 
-int head_close_hours(struct head *h, int64_t before_s, head_hour_fn fn, void *arg, size_t *nhours,
-                     struct ct_err *err)
+int head_close_hours_idle(struct head *h, int64_t before_s, int64_t idle_before_ms,
+                          head_hour_fn fn, void *arg, size_t *nhours, struct ct_err *err)
 {
     int rc = CT_OK;
-    size_t handed = 0, npts = 0;
-    struct dpcodec_point *buf = NULL, *p1;
+    size_t handed = 0;
     pthread_mutex_lock(&h->mu);
-    for (size_t i = 0; i < h->nslots && rc == CT_OK; i++) {
+    int64_t oldest = INT64_MAX / 2;
+    for (size_t i = 0; i < h->nslots; i++) {
         struct head_series *s = h->slots[i];
-        while (s && s->nchunks > 0 && s->chunks[0].base_s < before_s) {
-            struct head_chunk *c = &s->chunks[0];
-            if (c->n > npts) {
-                p1 = realloc(buf, c->n * sizeof(*p1));
-                if (!p1) {
-                    rc = ct_err_set(err, CT_ENOMEM, "cannot decode a head hour of %u points", c->n);
-                    break;
+        unsigned k = 0;
+        while (s && k < s->nchunks) {
+            struct head_chunk *c = &s->chunks[k];
+            if (rc == CT_OK && c->base_s < before_s &&
+                (!c->backfill || c->touched_ms < idle_before_ms)) {
+                rc = head_handoff_chunk(h, s, k, fn, arg, err);
+                if (rc == CT_OK) {
+                    handed++;
+                    continue; /* chunk k is the next one now */
                 }
-                buf = p1;
-                npts = c->n;
             }
-            struct head_decoder d;
-            size_t n = 0;
-            head_decoder_init(&d, c);
-            while (head_decoder_next(&d, &buf[n]))
-                n++;
-            assert(n == c->n);
-            rc = fn(arg, s->tsuid, s->tlen, c->base_s, buf, n, err);
-            if (rc != CT_OK)
-                break;
-            head_chunk_release(h, c);
-            s->nchunks--;
-            memmove(&s->chunks[0], &s->chunks[1], s->nchunks * sizeof(s->chunks[0]));
-            memset(&s->chunks[s->nchunks], 0, sizeof(s->chunks[0]));
-            handed++;
+            if (c->base_s < oldest)
+                oldest = c->base_s;
+            k++;
         }
     }
+    h->oldest_lb_s = oldest;
+    /* the decode buffer is kept between room hand-offs (appends), not past a pass */
+    h->bytes -= h->dec_cap * sizeof(*h->dec);
+    free(h->dec);
+    h->dec = NULL;
+    h->dec_cap = 0;
     if (rc == CT_OK && before_s > h->closed_before_s)
         h->closed_before_s = before_s;
     /* drop the series left empty; keep the table if that cannot be allocated (they are reused) */
@@ -824,10 +895,32 @@ int head_close_hours(struct head *h, int64_t before_s, head_hour_fn fn, void *ar
         }
     }
     pthread_mutex_unlock(&h->mu);
-    free(buf);
     if (nhours)
         *nhours = handed;
     return rc;
+}
+
+int head_close_hours(struct head *h, int64_t before_s, head_hour_fn fn, void *arg, size_t *nhours,
+                     struct ct_err *err)
+{
+    return head_close_hours_idle(h, before_s, INT64_MAX, fn, arg, nhours, err);
+}
+
+void head_set_backfill(struct head *h, bool on, size_t max_bytes, head_hour_fn room, void *arg)
+{
+    pthread_mutex_lock(&h->mu);
+    h->backfill = on;
+    h->bf_max_bytes = max_bytes;
+    h->bf_room = room;
+    h->bf_room_arg = arg;
+    pthread_mutex_unlock(&h->mu);
+}
+
+void head_set_clock_ms(struct head *h, int64_t now_ms)
+{
+    pthread_mutex_lock(&h->mu);
+    h->now_ms = now_ms;
+    pthread_mutex_unlock(&h->mu);
 }
 
 void head_set_delete_log(struct head *h, head_delete_log_fn fn, void *arg)

@@ -10,6 +10,13 @@
  * point of its hour, or the series has no free chunk) is refused with a reason and the caller
  * writes it as a single cell, as OpenTSDB does; the store's compaction merges it later.
  *
+ * Backfill (head_set_backfill): points of hours already closed (< the closed mark) are taken
+ * too, into backfill chunks, unless their series already handed that hour off in this run or
+ * the head is over its backfill share; a backfill chunk is handed off when its series needs
+ * room for a newer hour (its oldest closed chunk goes, through the room function, during the
+ * append), when it has not grown for a while (head_close_hours_idle), or when every chunk of a
+ * closed hour is asked for (head_close_hours).
+ *
  * Memory: head_bytes() is the exact sum of the sizes the head has allocated and not freed
  * (series records, TSUIDs, chunk buffers, the hash table), for a memory bound to count.
  * Threading: every function takes the head's own mutex; the callback of head_close_hours() runs
@@ -35,7 +42,8 @@ struct head; /* opaque: defined in head.c */
 /* What head_append() did with a point. */
 enum head_result {
     HEAD_TAKEN = 0,        /* in the head */
-    HEAD_LATE = 1,         /* its hour was already handed off (head_closed_before_s) */
+    HEAD_LATE = 1,         /* its hour was handed off (head_closed_before_s, or with backfill
+                            * on: by this series, or the head is over its backfill share) */
     HEAD_OUT_OF_ORDER = 2, /* not after the last point of its hour in this series */
     HEAD_NO_ROOM = 3,      /* the series already holds HEAD_MAX_HOURS other hours */
 };
@@ -78,7 +86,8 @@ struct head_ref {
 /* Offers pts[0..n) in order, exactly as n head_append() calls would (res[i] is point i's
  * result), taking the head's lock once per HEAD_BATCH_LOCK_POINTS points, not once per point.
  * refs (NULL allowed) is in/out, one per point: on entry the ref kept for point i's series
- * ({0, 0} or stale: looked up), on return its current ref (unchanged if HEAD_LATE).
+ * ({0, 0} or stale: looked up), on return its current ref (unchanged if HEAD_LATE before the
+ * closed mark with backfill off).
  * Every point is checked first: CT_EINVAL names the first bad one (TSUID length, type, negative
  * time) and the head is unchanged. CT_ENOMEM stops at point *ndone (NULL allowed; n on CT_OK):
  * points before it are in the head as res[] says, it and later ones were not offered. */
@@ -132,10 +141,30 @@ CT_MUST_CHECK int head_delete_hours(struct head *h, const uint8_t *tsuid, size_t
 
 /* Hands off every chunk whose base hour is < before_s (a multiple of 3600): calls fn for each,
  * drops it once fn returned CT_OK, and raises the closed mark to before_s (points of those hours
- * are HEAD_LATE from then on). Series left without chunks are freed. On failure the mark is not
- * raised and chunks not yet handed off stay. *nhours (NULL allowed) counts the chunks handed. */
+ * are HEAD_LATE from then on, unless backfill is on). Series left without chunks are freed. On
+ * failure the mark is not raised and chunks not yet handed off stay. *nhours (NULL allowed)
+ * counts the chunks handed. */
 CT_MUST_CHECK int head_close_hours(struct head *h, int64_t before_s, head_hour_fn fn, void *arg,
                                    size_t *nhours, struct ct_err *err);
+/* head_close_hours(), but a backfill chunk (opened for an hour already closed) goes only when
+ * it was last appended to before idle_before_ms on the head's clock (head_set_clock_ms);
+ * INT64_MAX: all of them, INT64_MIN: none. A handed-off chunk's hour is HEAD_LATE for its series
+ * from then on (while the series holds another chunk: see head_set_backfill). */
+CT_MUST_CHECK int head_close_hours_idle(struct head *h, int64_t before_s, int64_t idle_before_ms,
+                                        head_hour_fn fn, void *arg, size_t *nhours,
+                                        struct ct_err *err);
+/* Turns backfill on or off (default off). With it on, a point of an hour < the closed mark is
+ * taken (a new backfill chunk, or its series' chunk of that hour) unless the series handed that
+ * hour off in this run (a series forgets that once it holds no chunk), or it would open a chunk
+ * while head_bytes() >= max_bytes (0: no bound): those are HEAD_LATE. A series with
+ * HEAD_MAX_HOURS chunks that needs one for a newer hour hands its oldest chunk to room (NULL:
+ * none, HEAD_NO_ROOM) if that chunk's hour is closed and older than the point's: room is called
+ * with the head's lock held, from inside head_append()/head_append_batch(), and a failure of it
+ * keeps the chunk and refuses the point (HEAD_NO_ROOM). Set before the head is shared. */
+void head_set_backfill(struct head *h, bool on, size_t max_bytes, head_hour_fn room, void *arg);
+/* The head's clock (ms, any monotonic origin; 0 at start): appends stamp their chunk with it,
+ * head_close_hours_idle compares with it. Set by the caller's periodic check. */
+void head_set_clock_ms(struct head *h, int64_t now_ms);
 /* Raises the closed mark without handing anything off (after a restart, the hours the store
  * already holds); never lowers it. */
 void head_set_closed_before(struct head *h, int64_t before_s);

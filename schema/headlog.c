@@ -2,7 +2,7 @@
  * schema/headlog_format.h.
  *
  * Invariants: (1) sequence numbers are given out under mu, strictly increasing, and above every
- * number replayed or released; (2) hours[] holds, for every hour >= the released hour mark with a
+ * number replayed or released; (2) hours[] holds, for every hour (old ones too) with a
  * point in an appended or replayed record, the first such record's number, registered under mu
  * before that record is handed to the engine log, so a release never passes a record still
  * being written that holds an open hour; (3) the mark file's seq only grows, and is on disk before
@@ -443,8 +443,9 @@ void headlog_close(struct headlog *l)
 static int headlog_note_hour(struct headlog *l, int64_t base_s, uint64_t seq, bool *added,
                              struct ct_err *err)
 {
-    if (base_s < l->released_before_s)
-        return CT_OK; /* a late point: the store has its hour; the record stays until released */
+    /* every hour is noted, those below the release mark too: a head taking backfilled points of
+     * closed hours (head_set_backfill) holds them until their own hand-off; a late point's hour
+     * is forgotten by the next release past it */
     for (size_t i = 0; i < l->nhours; i++)
         if (l->hours[i].base_s == base_s) {
             if (seq < l->hours[i].first_seq)

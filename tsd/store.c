@@ -150,6 +150,18 @@ struct tsdstore {
     uint64_t head_bound; /* tsd.storage.head.max_bytes: new series refused past it (0 = none) */
     _Atomic uint64_t series_refused; /* points refused by store_admit_series */
     pthread_mutex_t handoff_mu; /* one hand-off at a time */
+    /* backfill (tsd.storage.head.backfill_idle_ms > 0): the head takes points of closed hours
+     * (head_set_backfill); their chunks go when idle that long, for room (store_room_hour, with
+     * room_x, guarded by the head's lock that the room function runs under), under memory
+     * pressure and at a clean stop */
+    bool backfill;
+    int64_t bf_idle_ms;
+    struct store_handoff_ctx *room_x;
+    _Atomic uint64_t room_unreleased; /* room hand-offs since the last release */
+    /* appends to the head log + head (read side, store_head_write) against the release's
+     * computation (write side, store_handoff): a release sees every logged point in the head
+     * (or refused), so it keeps the records of every chunk the head holds */
+    pthread_rwlock_t append_rw;
     _Atomic int64_t handoff_checked_s;
     /* the hand-off ticker (store_ticker_main): checks once a second, so that hours close and
      * the head's log is released while no write comes; tick_mu guards tick_stop */
@@ -404,6 +416,7 @@ struct store_handoff_ctx {
     uint8_t *buf;
     size_t cap;
     size_t rows, points;
+    bool room; /* the room hand-offs' context (st->room_x): its own crash points */
 };
 
 /* One closed series-hour -> one cell of the configured format, written before the head drops
@@ -425,9 +438,9 @@ static int store_handoff_hour(void *arg, const uint8_t *tsuid, size_t tlen, int6
         x->cap = need;
     }
     if (x->rows == 0)
-        store_head_crash_point("handoff_before_store");
+        store_head_crash_point(x->room ? "room_before_store" : "handoff_before_store");
     else if (x->rows == 1)
-        store_head_crash_point("handoff_mid_store");
+        store_head_crash_point(x->room ? "room_mid_store" : "handoff_mid_store");
     uint8_t *row = x->buf;
     size_t rl = rowkey_encode(l, tsuid, tlen, base_s, row);
     uint8_t *q = row + rl, *v = q + (4 * n > DPCODEC_CQ_LEN ? 4 * n : DPCODEC_CQ_LEN);
@@ -456,34 +469,74 @@ static int store_handoff_hour(void *arg, const uint8_t *tsuid, size_t tlen, int6
     return rc;
 }
 
+/* A backfill chunk handed off to make room for a newer hour of its series (head_set_backfill's
+ * room function: runs inside an append, with the head's lock held, which guards room_x). */
+static int store_room_hour(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
+                           const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+{
+    struct tsdstore *st = arg;
+    int rc = store_handoff_hour(st->room_x, tsuid, tlen, base_s, pts, n, err);
+    if (rc == CT_OK)
+        atomic_fetch_add(&st->room_unreleased, 1);
+    else
+        tlog_error("head: room hand-off of a backfilled hour failed (the point goes as a "
+                   "single cell): %s", err->msg);
+    return rc;
+}
+
 /* Hands off every hour closed at now_s (base + 3600 + grace <= now; every hour if now_s is
- * INT64_MAX), then releases the head log. At most one check a second unless force; without
- * force it skips while another hand-off runs. */
-static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, struct ct_err *err)
+ * INT64_MAX), then releases the head log. Backfill chunks (of hours closed when they were
+ * opened) go only when idle for tsd.storage.head.backfill_idle_ms, unless all_closed (a clean
+ * stop) or the head is over tsd.storage.head.max_bytes. At most one check a second unless
+ * force; without force it skips while another hand-off runs. */
+static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, bool all_closed,
+                         struct ct_err *err)
 {
     if (!st->head)
         return CT_OK;
-    int64_t last = atomic_load(&st->handoff_checked_s);
+    /* at most once a second of the monotonic clock (a pinned wall clock still checks: the
+     * idle and room rules of backfill chunks run on the monotonic one) */
+    int64_t mono_ms = (int64_t)(clock_mono_ns() / 1000000u);
+    int64_t last = atomic_load(&st->handoff_checked_s), mono_s = mono_ms / 1000;
     if (!force &&
-        (now_s <= last || !atomic_compare_exchange_strong(&st->handoff_checked_s, &last, now_s)))
+        (mono_s <= last || !atomic_compare_exchange_strong(&st->handoff_checked_s, &last, mono_s)))
         return CT_OK;
     int64_t before =
         now_s == INT64_MAX ? INT64_MAX : rowkey_base_hour_s(now_s - 3600 - st->grace_s) + 3600;
+    head_set_clock_ms(st->head, mono_ms);
+    /* with backfill the mark says which new chunks are backfill ones (handed off by the rules
+     * above, not at once): it must be right before the first point, hours to hand off or not */
+    if (st->backfill && now_s != INT64_MAX)
+        head_set_closed_before(st->head, before);
     /* nothing to hand off: still release a log holding only records of closed hours (their
      * points reached the store as single cells), after moving the head's closed mark */
-    if (head_oldest_hour_s(st->head) >= before && !headlog_releasable(st->hlog, before))
+    int64_t oldest = head_oldest_hour_s(st->head);
+    if (oldest >= before && !headlog_releasable(st->hlog, before) &&
+        atomic_load(&st->room_unreleased) == 0)
         return CT_OK;
     if (force)
         pthread_mutex_lock(&st->handoff_mu);
     else if (pthread_mutex_trylock(&st->handoff_mu) != 0)
         return CT_OK;
+    bool pressure = st->head_bound && head_bytes(st->head) >= st->head_bound;
+    int64_t idle_before = all_closed || pressure || now_s == INT64_MAX ? INT64_MAX
+                          : st->backfill                              ? mono_ms - st->bf_idle_ms
+                                                                      : INT64_MAX;
     struct store_handoff_ctx x = {.st = st};
     size_t nh = 0;
-    int rc = head_close_hours(st->head, before, store_handoff_hour, &x, &nh, err);
-    if (rc == CT_OK && nh)
+    int rc = head_close_hours_idle(st->head, before, idle_before, store_handoff_hour, &x, &nh, err);
+    uint64_t room = atomic_exchange(&st->room_unreleased, 0);
+    if (rc == CT_OK && (nh || room))
         store_head_crash_point("handoff_before_release");
-    if (rc == CT_OK)
-        rc = headlog_release(st->hlog, before, err);
+    if (rc == CT_OK) {
+        /* release up to the oldest hour the head still holds (backfill chunks of old hours
+         * included), with no append between the log and the head in flight: every logged
+         * point is then in the head or refused, so no record a held chunk came from goes */
+        pthread_rwlock_wrlock(&st->append_rw);
+        int64_t keep = head_oldest_hour_s(st->head);
+        rc = headlog_release(st->hlog, keep < before ? keep : before, err);
+        pthread_rwlock_unlock(&st->append_rw);
+    }
     pthread_mutex_unlock(&st->handoff_mu);
     free(x.buf);
     if (rc != CT_OK)
@@ -511,7 +564,7 @@ static void *store_ticker_main(void *arg)
             break;
         pthread_mutex_unlock(&st->tick_mu);
         struct ct_err e = {0};
-        if (store_handoff(st, clock_now_ms() / 1000, false, &e) != CT_OK) {
+        if (store_handoff(st, clock_now_ms() / 1000, false, false, &e) != CT_OK) {
             /* logged there; the hours stay in the head and are tried again */
         }
         pthread_mutex_lock(&st->tick_mu);
@@ -590,7 +643,7 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
     st->grace_s = tsdb_get_config(st->tsdb)->compaction_delay_s;
     if (np)
         tlog_info("head: replayed %llu points from %s", (unsigned long long)np, path);
-    rc = store_handoff(st, drain ? INT64_MAX : clock_now_ms() / 1000, true, err);
+    rc = store_handoff(st, drain ? INT64_MAX : clock_now_ms() / 1000, true, true, err);
     if (drain) {
         headlog_close(st->hlog);
         head_free(st->head);
@@ -599,6 +652,12 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
     } else {
         head_set_delete_log(st->head, store_head_delete_log, st);
         headlog_set_log(st->hlog, store_head_log, st);
+        if (rc == CT_OK && st->backfill) { /* after the replay: replayed chunks are live ones */
+            if (!(st->room_x = calloc(1, sizeof(*st->room_x))))
+                return ct_err_set(err, CT_ENOMEM, "out of memory opening the ingest head");
+            *st->room_x = (struct store_handoff_ctx){.st = st, .room = true};
+            head_set_backfill(st->head, true, st->head_bound, store_room_hour, st);
+        }
     }
     return rc;
 }
@@ -703,11 +762,20 @@ int tsdstore_open(const struct conf *c, enum tsdstore_mode mode, struct tsdstore
         return ct_err_set(err, CT_ENOMEM, "out of memory opening the store");
     pthread_mutex_init(&st->mu, NULL);
     pthread_mutex_init(&st->handoff_mu, NULL);
+    { /* writer-preferring: a release waits for the appends in flight, not for ingest to stop */
+        pthread_rwlockattr_t ra;
+        pthread_rwlockattr_init(&ra);
+        pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+        pthread_rwlock_init(&st->append_rw, &ra);
+        pthread_rwlockattr_destroy(&ra);
+    }
     pthread_mutex_init(&st->tick_mu, NULL);
     pthread_cond_init(&st->tick_cv, NULL);
     st->series_cache_bytes = (size_t)conf_get_int(c, "tsd.storage.series_cache_bytes");
     st->mem_limit = (uint64_t)conf_get_int(c, "tsd.core.memory_limit_bytes");
     st->head_bound = (uint64_t)conf_get_int(c, "tsd.storage.head.max_bytes");
+    st->bf_idle_ms = conf_get_int(c, "tsd.storage.head.backfill_idle_ms");
+    st->backfill = st->bf_idle_ms > 0;
     if (store_parse_durability(conf_get_str(c, "tsd.storage.wal.durability"), &st->durability))
         st->durability = WC_DURABILITY_SYNC_WAL;
 
@@ -782,7 +850,7 @@ void tsdstore_close(struct tsdstore *st)
     if (st->ticker_started) { /* a writing TSD with the head: its closed hours go to the store */
         store_ticker_stop(st);
         struct ct_err e = {0};
-        if (store_handoff(st, clock_now_ms() / 1000, true, &e) != CT_OK) {
+        if (store_handoff(st, clock_now_ms() / 1000, true, true, &e) != CT_OK) {
             /* logged there; the hours stay in the head's log and come back by replay */
         }
     }
@@ -790,6 +858,9 @@ void tsdstore_close(struct tsdstore *st)
     /* the head's open hours stay in its log and come back by replay */
     headlog_close(st->hlog);
     head_free(st->head);
+    if (st->room_x)
+        free(st->room_x->buf);
+    free(st->room_x);
     tsdb_close(st->tsdb);
     wc_close(st->store);
     for (int i = 0; i < st->nall; i++) {
@@ -808,6 +879,7 @@ void tsdstore_close(struct tsdstore *st)
     }
     pthread_mutex_destroy(&st->mu);
     pthread_mutex_destroy(&st->handoff_mu);
+    pthread_rwlock_destroy(&st->append_rw);
     pthread_mutex_destroy(&st->tick_mu);
     pthread_cond_destroy(&st->tick_cv);
     free(st);
@@ -1074,7 +1146,7 @@ static int store_head_write(struct tsdstore *st, struct store_writer *w, struct 
     const struct rowkey_layout *layout = tsdb_layout(st->tsdb);
     /* points of hours already handed off go straight to the batch (not logged: their record
      * would only wait for the next hand-off to be released); the rest are logged */
-    int64_t closed_ms = head_closed_before_s(st->head);
+    int64_t closed_ms = st->backfill ? INT64_MIN : head_closed_before_s(st->head);
     closed_ms = closed_ms > INT64_MIN / 1000 ? closed_ms * 1000 : INT64_MIN;
     size_t n = 0;
     int rc = CT_OK;
@@ -1100,11 +1172,14 @@ static int store_head_write(struct tsdstore *st, struct store_writer *w, struct 
         }
     }
     /* one log record for the batch, then one head append per lock hold of many points */
-    if (rc == CT_OK)
+    if (rc == CT_OK) { /* no release is computed between the two (store_handoff) */
+        pthread_rwlock_rdlock(&st->append_rw);
         rc = headlog_append_ids(st->hlog, w->hp, ids_ok ? w->hid : NULL, n,
                                 store_wal_sync(st->durability), err);
-    if (rc == CT_OK)
-        rc = head_append_batch(st->head, w->hp, n, w->hrefs, w->hres, NULL, err);
+        if (rc == CT_OK)
+            rc = head_append_batch(st->head, w->hp, n, w->hrefs, w->hres, NULL, err);
+        pthread_rwlock_unlock(&st->append_rw);
+    }
     /* the series' refs back into their cache entries, unless the cache was emptied while the
      * write was built (its offsets may name other series now); a ref of a point not offered
      * (an error) is the one it had */
@@ -1300,8 +1375,10 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
     if (st->head && st->head_bound) {
         k.head_bytes = head_bytes(st->head);
         k.head_full = k.head_bytes >= st->head_bound;
-        k.head_open_ms = k.closed_ms;
+        k.head_open_ms = k.closed_ms; /* closed hours: no new backfill chunk over the bound */
     }
+    if (st->backfill) /* every point is offered to the head */
+        k.closed_ms = INT64_MIN;
     int rc = CT_OK;
     for (size_t i = 0; i < nb && rc == CT_OK; i++)
         rc = store_add_points(st, w, b[i], &k, err);
@@ -1330,7 +1407,7 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
     store_writer_give(st, w);
     if (rc == CT_OK && st->head) {
         struct ct_err e2 = {0};
-        if (store_handoff(st, clock_now_ms() / 1000, false, &e2) != CT_OK) {
+        if (store_handoff(st, clock_now_ms() / 1000, false, false, &e2) != CT_OK) {
             /* logged there; the hours stay in the head and are tried again */
         }
     }

@@ -7,7 +7,10 @@
  * 0all and intervals dividing an hour among them) and every /api/query/last (metric, tags, back_scan, TSUID) answers byte for
  * byte alike on A and on B with the head passed in the options, salted and unsalted, on one and
  * on four scan threads. Without the head, B answers differently (the test would notice a query
- * that ignores it). Skipped when this build has no embedded engine. */
+ * that ignores it). The same for a backfill (fixture B's head with backfill on and every hour
+ * closed: all four hours offered to the head, the oldest of each series handed to B's store as
+ * one cell for room, the rest held in backfill chunks). Skipped when this build has no embedded
+ * engine. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,10 @@ enum { NS = 30, HEAD_ONLY = 25 }; /* hosts h25..h29 have points in the last hour
 struct pair {
     struct tsdb_fixture *a, *b;
     struct head *h;
+    /* a backfill (setup_backfill_*): every hour is closed and B's head takes them all with
+     * backfill on; the oldest hour of each series goes to B's store as one cell for room */
+    bool backfill;
+    size_t room_cells;
 };
 
 static void resolve(struct tsdb *t, int host, uint8_t *ts, size_t *tl)
@@ -60,7 +67,7 @@ static void store_put(struct tsdb *t, int host, struct dpcodec_point p)
 /* B's write path: the head takes the points of its hours it can, the rest are stored cells. */
 static void head_put(struct pair *p, int host, struct dpcodec_point pt)
 {
-    if (pt.ts_ms < HEAD_FROM * 1000) {
+    if (!p->backfill && pt.ts_ms < HEAD_FROM * 1000) {
         store_put(p->b->t, host, pt);
         return;
     }
@@ -105,7 +112,32 @@ static void fill(struct pair *p)
     head_put(p, 4, dpcodec_point_int((HEAD_FROM + 20) * 1000, false, 999999));
 }
 
-static int setup_n(void **state, unsigned salt)
+/* The room function of B's backfill head: the series-hour as one compressed cell in B's store,
+ * as the TSD's hand-off writes it. */
+static int room_cell(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
+                     const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+{
+    struct pair *p = arg;
+    struct tsdb *t = p->b->t;
+    uint8_t row[ROWKEY_MAX_BYTES], q[DPCODEC_CQ_LEN];
+    size_t rl = rowkey_encode(tsdb_layout(t), tsuid, tlen, base_s, row), vl = 0;
+    uint8_t *v = malloc(dpcodec_compressed_bound(n));
+    assert_non_null(v);
+    dpcodec_compressed_qualifier(pts, n, q);
+    int rc = dpcodec_compressed_encode(base_s, pts, n, v, &vl, err);
+    if (rc == CT_OK) {
+        struct wc_mutation m = {
+            WC_OP_PUT, wc_bytes_str(TSDB_DATA_FAMILY), {q, sizeof(q)}, {v, vl}, WC_TS_LATEST};
+        struct wc_row_mutation rm = {{row, rl}, &m, 1};
+        rc = wc_mutate_batch(tsdb_data_table(t), &rm, 1, WC_DURABILITY_SKIP_WAL, err);
+    }
+    free(v);
+    if (rc == CT_OK)
+        p->room_cells++;
+    return rc;
+}
+
+static int setup_n(void **state, unsigned salt, bool backfill)
 {
     struct pair *p = calloc(1, sizeof(*p));
     p->a = tsdb_fixture_open(salt);
@@ -118,19 +150,36 @@ static int setup_n(void **state, unsigned salt)
         *state = NULL;
         return 0;
     }
+    if (backfill) {
+        p->backfill = true;
+        head_set_closed_before(p->h, T0 + 24 * 3600);
+        head_set_backfill(p->h, true, 0, room_cell, p);
+    }
     fill(p);
+    if (backfill) /* hour 0 of the 25 series that have one went for room */
+        assert_int_equal(p->room_cells, HEAD_ONLY);
     *state = p;
     return 0;
 }
 
 static int setup_salted(void **state)
 {
-    return setup_n(state, 4);
+    return setup_n(state, 4, false);
 }
 
 static int setup_unsalted(void **state)
 {
-    return setup_n(state, 0);
+    return setup_n(state, 0, false);
+}
+
+static int setup_backfill_salted(void **state)
+{
+    return setup_n(state, 4, true);
+}
+
+static int setup_backfill_unsalted(void **state)
+{
+    return setup_n(state, 0, true);
 }
 
 static int teardown(void **state)
@@ -332,6 +381,14 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_last_answers_alike_from_head_and_store,
                                         setup_unsalted, teardown),
+        cmocka_unit_test_setup_teardown(test_queries_answer_alike_from_head_and_store,
+                                        setup_backfill_salted, teardown),
+        cmocka_unit_test_setup_teardown(test_queries_answer_alike_from_head_and_store,
+                                        setup_backfill_unsalted, teardown),
+        cmocka_unit_test_setup_teardown(test_last_answers_alike_from_head_and_store,
+                                        setup_backfill_salted, teardown),
+        cmocka_unit_test_setup_teardown(test_last_answers_alike_from_head_and_store,
+                                        setup_backfill_unsalted, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

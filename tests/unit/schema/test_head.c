@@ -527,6 +527,179 @@ static void test_head_lists_a_metrics_series_and_their_last_points(void **state)
     head_free(h);
 }
 
+/* ---- backfill ------------------------------------------------------------------------------ */
+
+#define CLOSED (BASE + 10 * 3600) /* the closed mark of the backfill tests: hours 0..9 closed */
+
+static int count_fn(void *arg, const uint8_t *ts, size_t tl)
+{
+    (void)ts;
+    (void)tl;
+    (*(int *)arg)++;
+    return CT_OK;
+}
+
+/* Two series, hours 0..4 (all closed), 60 points an hour, streamed in time order with both
+ * series per timestamp, as a backfill comes: every point is taken, a series' oldest chunk goes
+ * (one call of the room function, the hour's points exactly) when it needs a fourth hour,
+ * points of an hour it handed off are late, out-of-order points inside a closed hour are
+ * refused, reads, listing and the last point see the backfill chunks, an idle pass hands off only
+ * chunks not appended to since the cut-off, and the head returns to its empty size. */
+static void test_head_backfill_takes_closed_hours(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    size_t b0 = head_bytes(h);
+    head_set_closed_before(h, CLOSED);
+    /* off (the default): a closed hour is late */
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS, false, 1), HEAD_LATE);
+    struct sink room = {.fail_after = -1};
+    head_set_backfill(h, true, 0, sink_fn, &room);
+    for (int m = 0; m < 5 * 60; m++) {
+        int64_t ts = BASE_MS + m * 60000LL;
+        put(h, T1, sizeof(T1), dpcodec_point_int(ts, false, m), HEAD_TAKEN);
+        put(h, T2, sizeof(T2), dpcodec_point_real(ts, false, m * 0.5), HEAD_TAKEN);
+    }
+    /* hours 0 and 1 of both went for room, oldest first */
+    assert_int_equal(room.calls, 4);
+    assert_int_equal(room.points, 4 * 60);
+    assert_int_equal(room.bases[0], BASE);
+    assert_int_equal(room.bases[1], BASE);
+    assert_int_equal(room.bases[2], BASE + 3600);
+    assert_int_equal(room.bases[3], BASE + 3600);
+    size_t ns, nc;
+    uint64_t np;
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(ns, 2);
+    assert_int_equal(nc, 6);
+    assert_int_equal(np, 6 * 60);
+    assert_int_equal(head_oldest_hour_s(h), BASE + 2 * 3600);
+    assert_int_equal(head_closed_before_s(h), CLOSED);
+    /* already handed off by this series: late; inside a held closed hour, out of order */
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 30 * 1000, false, 7), HEAD_LATE);
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS + 3600000 + 5000, false, 7), HEAD_LATE);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 4 * 3600000 + 1000, false, 7),
+        HEAD_OUT_OF_ORDER);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 5 * 3600000 - 60000, false, 7),
+        HEAD_OUT_OF_ORDER); /* the last point's own time */
+    /* the points read back are hours 2..4, exactly */
+    struct dpcodec_point *out = NULL;
+    size_t cap = 0, n = 0;
+    assert_int_equal(head_read(h, T1, sizeof(T1), 0, INT64_MAX, &out, &cap, &n, &err), CT_OK);
+    assert_int_equal(n, 3 * 60);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(out[i].ts_ms, BASE_MS + (int64_t)(120 + i) * 60000);
+        assert_int_equal(out[i].i, 120 + (int64_t)i);
+    }
+    /* listing by the window's hours finds them (old hours: not cut by the closed mark) */
+    int listed = 0;
+    uint8_t m1[3] = {0, 0, 1};
+    assert_int_equal(head_each_series(h, m1, 3, BASE_MS + 2 * 3600000, BASE_MS + 3 * 3600000 - 1,
+                                      count_fn, &listed),
+                     CT_OK);
+    assert_int_equal(listed, 2);
+    listed = 0;
+    assert_int_equal(
+        head_each_series(h, m1, 3, BASE_MS, BASE_MS + 2 * 3600000 - 1, count_fn, &listed), CT_OK);
+    assert_int_equal(listed, 0);
+    struct dpcodec_point last;
+    assert_int_equal(head_last(h, T1, sizeof(T1), INT64_MIN, &last), CT_OK);
+    assert_int_equal(last.ts_ms, BASE_MS + 299 * 60000LL);
+    /* idle: T1's hour 4 grows at clock 1000, the rest was last appended at clock 0 */
+    head_set_clock_ms(h, 1000);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 5 * 3600000 - 1000, false, 9), HEAD_TAKEN);
+    struct sink s = {.fail_after = -1};
+    size_t nh = 0;
+    /* a cut-off before every touch hands off nothing */
+    assert_int_equal(head_close_hours_idle(h, CLOSED, 0, sink_fn, &s, &nh, &err), CT_OK);
+    assert_int_equal(nh, 0);
+    assert_int_equal(head_close_hours_idle(h, CLOSED, 500, sink_fn, &s, &nh, &err), CT_OK);
+    assert_int_equal(nh, 5);
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(ns, 1);
+    assert_int_equal(nc, 1);
+    assert_int_equal(np, 61);
+    /* T1 still holds hour 4: its handed-off hours 2 and 3 are late */
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 3 * 3600000 + 1000, false, 7), HEAD_LATE);
+    /* every closed chunk (a clean stop) */
+    assert_int_equal(head_close_hours_idle(h, CLOSED, INT64_MAX, sink_fn, &s, &nh, &err), CT_OK);
+    assert_int_equal(nh, 1);
+    assert_int_equal(s.points, 3 * 60 + 2 * 60 + 61);
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(ns + nc + np, 0);
+    assert_true(head_bytes(h) >= b0 &&
+                head_bytes(h) <= b0 + 64 * (sizeof(void *) + sizeof(uint64_t)));
+    free(out);
+    head_free(h);
+}
+
+/* A live chunk (opened while its hour was open) goes when its hour closes, idle or not; a
+ * backfill chunk of the same closed hour stays until idle. A failing room function keeps the
+ * oldest chunk and refuses the point (no room). */
+static void test_head_backfill_live_close_and_failed_room(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    head_set_closed_before(h, BASE);
+    struct sink room = {.fail_after = 0}; /* refuses every call */
+    head_set_backfill(h, true, 0, sink_fn, &room);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 1000, false, 1), HEAD_TAKEN); /* live */
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS - 3600000, false, 1), HEAD_TAKEN); /* old */
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS - 2 * 3600000, false, 1), HEAD_TAKEN);
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS - 3 * 3600000, false, 1), HEAD_TAKEN);
+    /* T2 is full: a newer closed hour needs room, the room function fails: kept, refused */
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS - 1000, false, 1), HEAD_TAKEN);
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS - 2000, false, 1), HEAD_OUT_OF_ORDER);
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS + 1000, false, 1), HEAD_NO_ROOM);
+    assert_int_equal(room.calls, 0);
+    /* a point older than every chunk of a full series: no room, nothing handed off */
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS - 4 * 3600000, false, 1), HEAD_NO_ROOM);
+    size_t ns, nc;
+    uint64_t np;
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(nc, 4);
+    /* the hour BASE closes: T1's live chunk goes, T2's backfill chunks (not idle) stay */
+    struct sink s = {.fail_after = -1};
+    size_t nh = 0;
+    assert_int_equal(head_close_hours_idle(h, BASE + 3600, INT64_MIN, sink_fn, &s, &nh, &err),
+                     CT_OK);
+    assert_int_equal(nh, 1);
+    assert_int_equal(s.bases[0], BASE);
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(nc, 3);
+    assert_int_equal(head_oldest_hour_s(h), BASE - 3 * 3600);
+    head_free(h);
+}
+
+/* Under its backfill share the head opens no new backfill chunk (late), but the chunks it holds
+ * keep growing and open hours are taken as ever. */
+static void test_head_backfill_share(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    head_set_closed_before(h, CLOSED);
+    put(h, T1, sizeof(T1), dpcodec_point_int(CLOSED * 1000, false, 1), HEAD_TAKEN);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS, false, 1), HEAD_LATE); /* off */
+    size_t b = head_bytes(h);
+    head_set_backfill(h, true, b + 40, NULL, NULL);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS, false, 1), HEAD_TAKEN); /* +32 bytes */
+    assert_true(head_bytes(h) < b + 40);
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS, false, 1), HEAD_TAKEN); /* a new series */
+    assert_true(head_bytes(h) >= b + 40);
+    uint8_t t3[9] = {0, 0, 1, 0, 0, 1, 0, 0, 4};
+    put(h, t3, sizeof(t3), dpcodec_point_int(BASE_MS, false, 1), HEAD_LATE);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS - 3600000, false, 1), HEAD_LATE);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 1000, false, 2), HEAD_TAKEN);
+    put(h, t3, sizeof(t3), dpcodec_point_int(CLOSED * 1000, false, 1), HEAD_TAKEN);
+    head_free(h);
+}
+
 /* ---- batch append -------------------------------------------------------------------------- */
 
 /* A deterministic generator (the test must not depend on rand()'s sequence). */
@@ -792,6 +965,9 @@ int main(void)
         cmocka_unit_test(test_head_takes_appends_from_many_threads),
         cmocka_unit_test(test_head_lists_a_metrics_series_and_their_last_points),
         cmocka_unit_test(test_head_ref_is_never_followed_after_its_series_is_freed),
+        cmocka_unit_test(test_head_backfill_takes_closed_hours),
+        cmocka_unit_test(test_head_backfill_live_close_and_failed_room),
+        cmocka_unit_test(test_head_backfill_share),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
