@@ -558,6 +558,10 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     if (o->bound && (!x.max_dps || o->bound->max_dps < x.max_dps))
         x.max_dps = o->bound->max_dps;
     x.deadline_ns = deadline_ns;
+    if ((rc = qexec_head_count(&x, err)) != CT_OK) {
+        map_uid_err(rc, status);
+        goto out;
+    }
     x.keep_rows = q->delete_data && o->allow_delete;
     x.sets = calloc(nwork, sizeof(struct xset));
     x.rcs = calloc(nwork, sizeof(int));

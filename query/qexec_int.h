@@ -263,9 +263,13 @@ void qexec_scan_thread(void *arg);
 /* Picks the head's series of the scan (x->head set, x->rf / x->tsuids planned, window set): the
  * metric's series the row filter accepts that hold points in the window's hours. */
 int qexec_head_collect(struct xscan *x, struct ct_err *err);
+/* Counts the head points read (qexec_head_collect) against the query's limits, once the
+ * limits are set, as stored points are counted: CT_ELIMIT past the datapoint or byte limit,
+ * whichever path (the raw merge, qrollup's fold) then uses them. */
+int qexec_head_count(struct xscan *x, struct ct_err *err);
 /* After the scan and the time slices' merge: puts the picked series' head points into the
- * sets (a stored point with the same timestamp gives way: the head's is newer). CT_ELIMIT past
- * the datapoint limit. */
+ * sets (a stored point with the same timestamp gives way: the head's is newer; they were
+ * counted by qexec_head_count). */
 int qexec_head_merge(struct xscan *x, struct ct_err *err);
 void qexec_head_free(struct xscan *x);
 /* Gathers a global annotation (tsdb_annotation_scan callback) into the struct gann at arg. */

@@ -1061,6 +1061,12 @@ int qexec_head_collect(struct xscan *x, struct ct_err *err)
     return CT_OK;
 }
 
+int qexec_head_count(struct xscan *x, struct ct_err *err)
+{
+    uint64_t rows = 0, dps = x->nhead ? x->head_off[x->nhead] : 0;
+    return dps ? xscan_count(x, &rows, &dps, err) : CT_OK;
+}
+
 void qexec_head_free(struct xscan *x)
 {
     for (size_t i = 0; i < x->nhead; i++)
@@ -1147,10 +1153,7 @@ int qexec_head_merge(struct xscan *x, struct ct_err *err)
         struct xser *s = xset_get(&x->sets[(size_t)b * x->nslices], ts, tl);
         if (!s)
             return ct_err_set(err, CT_ENOMEM, "out of memory adding a series");
-        if ((rc = series_merge_head(s, x->head_pts + x->head_off[i], n, err)) != CT_OK)
-            break;
-        uint64_t rows = 0, dps = n;
-        rc = xscan_count(x, &rows, &dps, err);
+        rc = series_merge_head(s, x->head_pts + x->head_off[i], n, err); /* counted when read */
     }
     return rc;
 }

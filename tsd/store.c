@@ -504,9 +504,11 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, bool al
     int64_t before =
         now_s == INT64_MAX ? INT64_MAX : rowkey_base_hour_s(now_s - 3600 - st->grace_s) + 3600;
     head_set_clock_ms(st->head, mono_ms);
-    /* with backfill the mark says which new chunks are backfill ones (handed off by the rules
-     * above, not at once): it must be right before the first point, hours to hand off or not */
-    if (st->backfill && now_s != INT64_MAX)
+    /* the mark must be right before the first point, hours to hand off or not: with backfill
+     * it says which new chunks are backfill ones (handed off by the rules above, not at once);
+     * without, points of closed hours go to the store as single cells from the start (a fresh
+     * TSD's first check finds nothing to hand off) */
+    if (now_s != INT64_MAX)
         head_set_closed_before(st->head, before);
     /* nothing to hand off: still release a log holding only records of closed hours (their
      * points reached the store as single cells), after moving the head's closed mark */

@@ -324,5 +324,45 @@ finish()
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 tsd_stop
+unset TSD_DATA
+
+# points the ingest head holds (the clock pinned inside their hour: an open hour) count against
+# the limits as stored ones do, also where a whole-hour downsample folds them (qrollup's path)
+T0=1356998400
+CTSDB_NOW_MS=$(((T0 + 1800) * 1000)) tsd_start --tsd.storage.head.enable=true \
+  --tsd.query.limits.data_points.default=4 --tsd.query.limits.bytes.default=0
+{
+  for i in 0 1 2 3 4; do echo "put ql.hfive $((T0 + i * 60)) $i host=a"; done
+  for i in 0 1 2; do echo "put ql.hthree $((T0 + i * 60)) $i host=a"; done
+  echo version
+} | tsd_talk >/dev/null
+PYTHONPATH="$IT_ROOT/tests/integration" python3 - "$TSD_PORT" <<'PY'
+import json, sys
+from audit_lib import connect, req, report, finish
+connect(sys.argv[1])
+MSG = ("Sorry, you have attempted to fetch more than our limit of 4 data points. Please try "
+       "filtering using more tags or decrease your time range.")
+st, b = req("/api/stats")
+held = [int(e["value"]) for e in json.loads(b) if e["metric"] == "tsd.head.points"]
+report("the 8 points are held by the head", "" if held == [8] else "head points %r" % held, b)
+for m in ("sum:ql.hfive", "sum:1h-sum:ql.hfive", "sum:0all-sum:ql.hfive"):
+    st, b = req("/api/query?start=1356998400&end=1356999000&m=" + m)
+    try:
+        why = "" if st == 413 and json.loads(b)["error"]["message"] == MSG else "status %d" % st
+    except (ValueError, KeyError, TypeError) as x:
+        why = "status %d (%s)" % (st, x)
+    report("head points count: %s over 5 held points is a 413" % m, why, b)
+for m in ("sum:1h-sum:ql.hthree", "sum:0all-sum:ql.hthree"):
+    st, b = req("/api/query?start=1356998400&end=1356999000&m=" + m)
+    try:
+        got = list(json.loads(b)[0]["dps"].values()) if st == 200 else None
+        why = "" if got == [3] else "status %d, %r" % (st, got)
+    except (ValueError, KeyError, TypeError, IndexError) as x:
+        why = "status %d (%s)" % (st, x)
+    report("head points under the limit: %s of 3 held points answered (0 + 1 + 2)" % m, why, b)
+finish()
+PY
+[ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
+tsd_stop
 tsd_logs_check
 it_done
