@@ -246,11 +246,12 @@ PY
   [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))
 }
 for allow in none both bytes; do
-  case $allow in
-    none) flags=() ;;
-    both) flags=(--tsd.query.limits.data_points.allow_override=true --tsd.query.limits.bytes.allow_override=true) ;;
-    bytes) flags=(--tsd.query.limits.bytes.allow_override=true) ;;
-  esac
+  flags=()
+  if [ "$allow" = both ]; then
+    flags=(--tsd.query.limits.data_points.allow_override=true --tsd.query.limits.bytes.allow_override=true)
+  elif [ "$allow" = bytes ]; then
+    flags=(--tsd.query.limits.bytes.allow_override=true)
+  fi
   tsd_start --tsd.query.limits.data_points.default=4 --tsd.query.limits.bytes.default=40 \
     "--tsd.query.limits.overrides.config=$OVR.allow" "${flags[@]}"
   {
