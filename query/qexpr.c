@@ -164,35 +164,6 @@ static struct node *parse_atom(struct parser *ps)
     return n;
 }
 
-/* One precedence level: operands from sub, operators from ops (left associative). */
-static struct node *parse_level(struct parser *ps, struct node *(*sub)(struct parser *), char op1,
-                                enum node_kind k1, char op2, enum node_kind k2)
-{
-    struct node *l = sub(ps);
-    while (l != NULL) {
-        skip_ws(ps);
-        char c = *ps->p;
-        if (c != op1 && c != op2)
-            break;
-        ps->p++;
-        struct node *r = sub(ps);
-        if (r == NULL) {
-            node_free(l);
-            return NULL;
-        }
-        struct node *n = node_new(ps, c == op1 ? k1 : k2);
-        if (n == NULL) {
-            node_free(l);
-            node_free(r);
-            return NULL;
-        }
-        n->l = l;
-        n->r = r;
-        l = n;
-    }
-    return l;
-}
-
 /* One precedence level (left associative): ops[i] (one or two characters, the longer listed
  * first) gives kinds[i]. */
 static struct node *parse_ops(struct parser *ps, struct node *(*sub)(struct parser *),
@@ -230,7 +201,9 @@ static struct node *parse_product(struct parser *ps)
 
 static struct node *parse_sum(struct parser *ps)
 {
-    return parse_level(ps, parse_product, '+', N_ADD, '-', N_SUB);
+    static const char *const ops[] = {"+", "-"};
+    static const enum node_kind kinds[] = {N_ADD, N_SUB};
+    return parse_ops(ps, parse_product, ops, kinds, 2);
 }
 
 static struct node *parse_rel(struct parser *ps)
