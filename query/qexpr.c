@@ -471,12 +471,11 @@ done:
     return 0;
 }
 
-int qexpr_eval(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
-               enum qexpr_join join, struct qexpr_result **out, size_t *nout, struct ct_err *err)
+/* inp[v] = the input named by e's variable v (the last of that id): CT_EINVAL naming a
+ * variable no input has. */
+static int find_inputs(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
+                       const struct qexpr_input **inp, struct ct_err *err)
 {
-    *out = NULL;
-    *nout = 0;
-    const struct qexpr_input *inp[QEXPR_MAX_VARS];
     for (size_t v = 0; v < e->nvars; v++) {
         inp[v] = NULL;
         for (size_t i = 0; i < nin; i++)
@@ -486,6 +485,17 @@ int qexpr_eval(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
             return ct_err_set(err, CT_EINVAL, "expression: no metric or expression with id '%s'",
                               e->vars[v]);
     }
+    return 0;
+}
+
+int qexpr_eval(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
+               enum qexpr_join join, struct qexpr_result **out, size_t *nout, struct ct_err *err)
+{
+    *out = NULL;
+    *nout = 0;
+    const struct qexpr_input *inp[QEXPR_MAX_VARS];
+    if (find_inputs(e, in, nin, inp, err) != 0)
+        return err->code;
     return eval_inputs(e, e->nvars, inp, join, out, nout, err);
 }
 
@@ -575,15 +585,8 @@ int qexpr_eval_join(const struct qexpr *e, const struct qexpr_input *in, size_t 
     size_t nres = 0;
     int rc = 0;
     char key[QEXPR_MAX_KEY];
-    for (size_t v = 0; v < e->nvars; v++) {
-        inp[v] = NULL;
-        for (size_t i = 0; i < nin; i++)
-            if (strcmp(in[i].id, e->vars[v]) == 0)
-                inp[v] = &in[i];
-        if (inp[v] == NULL)
-            return ct_err_set(err, CT_EINVAL, "expression: no metric or expression with id '%s'",
-                              e->vars[v]);
-    }
+    if (find_inputs(e, in, nin, inp, err) != 0)
+        return err->code;
     for (size_t v = 0; v < e->nvars && rc == 0; v++) {
         const struct qexpr_input *src = inp[v];
         struct qexpr_series *ser = calloc(src->nseries ? src->nseries : 1, sizeof(*ser));
