@@ -188,6 +188,54 @@ static bool prom_add(struct prom_write *w, const struct put_point *p)
     return false;
 }
 
+/* As prom_add, for a point of a cached series: its ingest key and that key's hash, as the
+ * series cache keeps them (one copy into the batch, no hashing). */
+static bool prom_add_key(struct prom_write *w, const struct put_point *p, const char *key,
+                         size_t len, uint64_t hash)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!w->batch)
+            w->batch = ingest_batch_get(w->t->ingest);
+        if (ingest_batch_add_key(w->batch, p, key, len, hash, 0))
+            return true;
+        if (ingest_batch_count(w->batch) == 0)
+            break;
+        prom_submit(w);
+    }
+    return false;
+}
+
+/* The ingest hash of p's series key (ingest_key_hash: the metric, then each tag key and value,
+ * each followed by a NUL), built in *buf (grown with realloc). false when out of memory. */
+static bool prom_point_hash(struct ingest *g, const struct put_point *p, char **buf, size_t *cap,
+                            uint64_t *hash)
+{
+    size_t need = p->metric.len + 1;
+    for (size_t i = 0; i < p->ntags; i++)
+        need += p->tagk[i].len + p->tagv[i].len + 2;
+    if (need > *cap) {
+        char *nb = realloc(*buf, need);
+        if (!nb)
+            return false;
+        *buf = nb;
+        *cap = need;
+    }
+    char *w = *buf;
+    memcpy(w, p->metric.p, p->metric.len);
+    w[p->metric.len] = '\0';
+    w += p->metric.len + 1;
+    for (size_t i = 0; i < p->ntags; i++) {
+        memcpy(w, p->tagk[i].p, p->tagk[i].len);
+        w[p->tagk[i].len] = '\0';
+        w += p->tagk[i].len + 1;
+        memcpy(w, p->tagv[i].p, p->tagv[i].len);
+        w[p->tagv[i].len] = '\0';
+        w += p->tagv[i].len + 1;
+    }
+    *hash = ingest_key_hash(g, *buf, need);
+    return true;
+}
+
 /* Decodes the Label messages of a series of the lazy view into *out (in the arena): 0, 400 when
  * one does not decode, 500 when out of memory. */
 static int prom_decode_labels(struct prom_arena *a, const Prometheus__TimeSeriesLazy *ts,
@@ -289,15 +337,19 @@ static void prom_write_work(struct http_req *r, void *arg)
     job->ingest = t->ingest;
     struct prom_write w = {.t = t, .job = job};
     const struct prom_map map = {t->rules.special_chars, dkey, dval};
-    char *names = NULL;
-    size_t names_cap = 0;
+    char *names = NULL, *kbuf = NULL;
+    size_t names_cap = 0, kcap = 0;
     size_t rejected = 0, skipped_nan = 0, samples = 0;
     int status = 0;
     for (size_t s = 0; s < nts && status != 500; s++) {
         const Prometheus__TimeSeriesLazy *ts = wr->timeseries[s];
         samples += ts->n_samples;
         int st = 0;
+        const char *ikey = NULL; /* a cached series' ingest key, its length and hash */
+        size_t ikey_len = 0;
+        uint64_t ihash = 0;
         if (cached[s]) {
+            ihash = prom_series_names_key(cached[s], &ikey, &ikey_len);
             prom_series_names_load(cached[s], p);
             pnames.status = PUT_OK; /* only series that passed put_check_names are cached */
             pnames.msg[0] = '\0';
@@ -305,8 +357,10 @@ static void prom_write_work(struct http_req *r, void *arg)
             st = prom_map_series(&map, decoded[s], &names, &names_cap, p, msg, sizeof(msg));
             if (st == 0) {
                 put_check_names(p, &t->rules, &pnames); /* once per series */
-                if (pnames.status == PUT_OK && cache)
-                    prom_series_cache_put(cache, keys[s], key_lens[s], hashes[s], p);
+                uint64_t h;
+                if (pnames.status == PUT_OK && cache &&
+                    prom_point_hash(t->ingest, p, &kbuf, &kcap, &h))
+                    prom_series_cache_put(cache, keys[s], key_lens[s], hashes[s], p, h);
             }
         }
         if (st != 0) {
@@ -335,7 +389,8 @@ static void prom_write_work(struct http_req *r, void *arg)
                          (long long)sm->timestamp);
             else
                 ps = put_check_typed(p, prom_value_put(sm->value), &pnames, m2, sizeof(m2));
-            if (ps != PUT_OK || !prom_add(&w, p)) {
+            if (ps != PUT_OK ||
+                !(ikey ? prom_add_key(&w, p, ikey, ikey_len, ihash) : prom_add(&w, p))) {
                 rejected++;
                 tstats_add(TSTATS_ILLEGAL_ARGUMENTS, 1);
                 const char *m = ps != PUT_OK ? m2 : "sample too large for a batch";
@@ -352,6 +407,7 @@ static void prom_write_work(struct http_req *r, void *arg)
     }
     prom_submit(&w);
     free(names);
+    free(kbuf);
     free(p);
     prom_arena_clear(&arena);
     tstats_add(TSTATS_INVALID_VALUES, skipped_nan);

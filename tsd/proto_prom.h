@@ -101,9 +101,14 @@ const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, 
 /* Sets p->metric, p->ntags, p->tagk and p->tagv to spans of a block prom_series_cache_get
  * returned (valid while the block is). */
 void prom_series_names_load(const char *names, struct put_point *p);
-/* Adds key -> p's metric and tags (copied). A key already present is left as it is. */
+/* The names of such a block as one string: the metric, then each tag key and value, each
+ * followed by a NUL (ingest's series key: tsd/ingest.h ingest_batch_add_key), in *key (*len
+ * bytes, NULs included); returns the aux value the entry was put with. */
+uint64_t prom_series_names_key(const char *names, const char **key, size_t *len);
+/* Adds key -> p's metric and tags (copied) and aux (the caller's: the write path keeps the
+ * ingest hash of the names there). A key already present is left as it is. */
 void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t key_len,
-                           uint64_t hash, const struct put_point *p);
+                           uint64_t hash, const struct put_point *p, uint64_t aux);
 /* Entries held now (for tests). */
 size_t prom_series_cache_count(struct prom_series_cache *c);
 

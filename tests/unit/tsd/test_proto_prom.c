@@ -388,7 +388,7 @@ static void test_prom_series_cache(void **state)
     p.tagk[1] = (struct put_str){"dc", 2};
     p.tagv[1] = (struct put_str){"x/2Fy", 5};
     assert_null(prom_series_cache_get(c, k, kl, h, &arena));
-    prom_series_cache_put(c, k, kl, h, &p);
+    prom_series_cache_put(c, k, kl, h, &p, 0x0123456789abcdefULL);
     assert_int_equal(prom_series_cache_count(c), 1);
     const char *names = prom_series_cache_get(c, k, kl, h, &arena);
     assert_non_null(names);
@@ -409,11 +409,20 @@ static void test_prom_series_cache(void **state)
     assert_int_equal(q.metric.p[3], '\0');
     assert_int_equal(q.tagk[0].p[4], '\0');
     assert_int_equal(q.tagv[1].p[5], '\0');
+    /* the names as one string (ingest's series key) and the aux value put with them */
+    const char *ik;
+    size_t ikl;
+    assert_true(prom_series_names_key(names, &ik, &ikl) == 0x0123456789abcdefULL);
+    assert_int_equal(ikl, 24);
+    assert_memory_equal(ik, "cpu\0host\0web01\0dc\0x/2Fy\0", 24);
+    assert_ptr_equal(ik, q.metric.p);
     assert_null(prom_series_cache_get(c, k2, kl2, h2, &arena));
     assert_null(prom_series_cache_get(c, k3, kl3, h3, &arena));
-    /* a present key is not added twice */
-    prom_series_cache_put(c, k, kl, h, &p);
+    /* a present key is not added twice (nor its aux changed) */
+    prom_series_cache_put(c, k, kl, h, &p, 7);
     assert_int_equal(prom_series_cache_count(c), 1);
+    names = prom_series_cache_get(c, k, kl, h, &arena);
+    assert_true(prom_series_names_key(names, &ik, &ikl) == 0x0123456789abcdefULL);
 
     /* fill well past 64 KiB: entries are dropped all at once, never beyond the bound */
     size_t max_count = 0;
@@ -426,13 +435,14 @@ static void test_prom_series_cache(void **state)
         const char *kk = prom_series_key(c, &one, 1, &arena, &l, &hh);
         assert_non_null(kk);
         p.metric = (struct put_str){buf, (size_t)n};
-        prom_series_cache_put(c, kk, l, hh, &p);
+        prom_series_cache_put(c, kk, l, hh, &p, (uint64_t)i);
         names = prom_series_cache_get(c, kk, l, hh, &arena);
         assert_non_null(names);
         prom_series_names_load(names, &q);
         assert_int_equal(q.metric.len, (size_t)n);
         assert_memory_equal(q.metric.p, buf, (size_t)n);
         assert_int_equal(q.ntags, 2);
+        assert_true(prom_series_names_key(names, &ik, &ikl) == (uint64_t)i);
         size_t cnt = prom_series_cache_count(c);
         if (cnt > max_count)
             max_count = cnt;
