@@ -139,16 +139,20 @@ bool prom_default_tag_parse(const char *s, char *key, size_t key_cap, char *valu
 
 struct prom_arena_block {
     struct prom_arena_block *next;
+    size_t cap; /* bytes of data */
     max_align_t data[];
 };
+
+#define PROM_ARENA_BLOCK ((size_t)256 << 10)
 
 /* A new block for a request of size bytes (rounded); the rest of the previous block is left. */
 static void *prom_arena_grow(struct prom_arena *a, size_t size)
 {
-    size_t cap = size > ((size_t)256 << 10) ? size : ((size_t)256 << 10);
+    size_t cap = size > PROM_ARENA_BLOCK ? size : PROM_ARENA_BLOCK;
     struct prom_arena_block *b = malloc(sizeof(*b) + cap);
     if (!b)
         return NULL;
+    b->cap = cap;
     b->next = a->head;
     a->head = b;
     a->cur = (char *)b->data + size;
@@ -199,13 +203,41 @@ void prom_arena_clear(struct prom_arena *a)
     a->cur = a->end = NULL;
 }
 
+void prom_arena_reset(struct prom_arena *a)
+{
+    struct prom_arena_block *keep = NULL;
+    while (a->head) {
+        struct prom_arena_block *n = a->head->next;
+        if (!n && a->head->cap == PROM_ARENA_BLOCK) /* the first block, of the usual size */
+            keep = a->head;
+        else
+            free(a->head);
+        a->head = n;
+    }
+    a->head = keep;
+    a->cur = keep ? (char *)keep->data : NULL;
+    a->end = keep ? (char *)keep->data + keep->cap : NULL;
+}
+
 /* ---- snappy ----------------------------------------------------------------------------- */
 
 int prom_snappy_decode(const char *body, size_t len, size_t max_decoded, char **out,
                        size_t *out_len, char *msg, size_t msg_size)
 {
-    size_t n;
+    size_t cap = 0;
     *out = NULL;
+    int st = prom_snappy_decode_into(body, len, max_decoded, out, &cap, out_len, msg, msg_size);
+    if (st != 0) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+int prom_snappy_decode_into(const char *body, size_t len, size_t max_decoded, char **buf,
+                            size_t *cap, size_t *out_len, char *msg, size_t msg_size)
+{
+    size_t n;
     *out_len = 0;
     /* One pass over the body: snappy_uncompress refuses data that is not valid (bounded by the
      * output length it is given), so the body is validated separately only when its stated
@@ -221,18 +253,21 @@ int prom_snappy_decode(const char *body, size_t len, size_t max_decoded, char **
                  n, max_decoded);
         return 413;
     }
-    char *b = malloc(n ? n : 1);
-    if (!b) {
-        snprintf(msg, msg_size, "out of memory");
-        return 500;
+    if (!*buf || *cap < n) {
+        char *b = malloc(n ? n : 1);
+        if (!b) {
+            snprintf(msg, msg_size, "out of memory");
+            return 500;
+        }
+        free(*buf);
+        *buf = b;
+        *cap = n ? n : 1;
     }
     size_t got = n;
-    if (snappy_uncompress(body, len, b, &got) != SNAPPY_OK || got != n) {
-        free(b);
+    if (snappy_uncompress(body, len, *buf, &got) != SNAPPY_OK || got != n) {
         snprintf(msg, msg_size, "body is not snappy (block format) compressed data");
         return 400;
     }
-    *out = b;
     *out_len = n;
     return 0;
 }

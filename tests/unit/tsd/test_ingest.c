@@ -210,7 +210,8 @@ static void test_ingest_add_key_is_add(void **state)
     bare.metric = (struct put_str){"x", 1};
     memset(bare.tagk, 0, sizeof(bare.tagk));
     memset(bare.tagv, 0, sizeof(bare.tagv));
-    assert_true(ingest_batch_add_key(b, &bare, key, sizeof(key), ingest_key_hash(g, key, sizeof(key)), 4));
+    uint64_t h = ingest_key_hash(g, key, sizeof(key));
+    assert_true(ingest_batch_add_key(b, &bare, key, sizeof(key), h, 4));
     struct ingest_point a, k;
     ingest_batch_point(b, 0, &a);
     ingest_batch_point(b, 1, &k);
