@@ -11,9 +11,13 @@
  * (Prometheus drops the request: a retry would fail the same way); 5xx when a retry can succeed
  * (store error, overload, out of memory) - the samples already written are written again then,
  * which overwrites them with the same values.
+ * A cached series' samples enter the batches by the ingest key and hash the cache keeps
+ * (ingest_batch_add_key). Each write takes a scratch (decode buffer, arena, name buffers) from
+ * t->prom_scratch and gives it back, reset, before waiting for its batches.
  * Invariants: (1) a body that does not decode writes nothing: every label of every series not
  * in the cache is decoded in a first pass, before the first sample is written; (2) job->refs = 1 for the worker +
- * 1 per submitted batch not yet done; the last one frees the job.
+ * 1 per submitted batch not yet done; the last one frees the job; (3) nothing of a scratch is
+ * used after prom_scratch_give (the batches hold copies of the points).
  *
  * Read runs on a worker too: each query of the ReadRequest becomes an /api/query sub-query with
  * the "none" aggregator (every series on its own, raw points) run by qexec_run_points (the query
