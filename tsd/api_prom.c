@@ -11,9 +11,13 @@
  * (Prometheus drops the request: a retry would fail the same way); 5xx when a retry can succeed
  * (store error, overload, out of memory) - the samples already written are written again then,
  * which overwrites them with the same values.
+ * A cached series' samples enter the batches by the ingest key and hash the cache keeps
+ * (ingest_batch_add_key). Each write takes a scratch (decode buffer, arena, name buffers) from
+ * t->prom_scratch and gives it back, reset, before waiting for its batches.
  * Invariants: (1) a body that does not decode writes nothing: every label of every series not
  * in the cache is decoded in a first pass, before the first sample is written; (2) job->refs = 1 for the worker +
- * 1 per submitted batch not yet done; the last one frees the job.
+ * 1 per submitted batch not yet done; the last one frees the job; (3) nothing of a scratch is
+ * used after prom_scratch_give (the batches hold copies of the points).
  *
  * Read runs on a worker too: each query of the ReadRequest becomes an /api/query sub-query with
  * the "none" aggregator (every series on its own, raw points) run by qexec_run_points (the query
@@ -56,8 +60,9 @@ static void prom_reply_text(struct http_req *r, int status, const char *msg)
     http_reply_raw(r, status, "text/plain; charset=utf-8", line, (size_t)n);
 }
 
-/* Decodes the snappy body into *raw; replies and returns false on failure. */
-static bool prom_body(struct http_req *r, char **raw, size_t *raw_len)
+/* Decodes the snappy body into *raw (*cap bytes, replaced when too small: prom_snappy_decode_into;
+ * NULL and 0 for a new buffer); replies and returns false on failure. */
+static bool prom_body(struct http_req *r, char **raw, size_t *cap, size_t *raw_len)
 {
     const struct conf *c = tsd_conf(http_req_tsd(r));
     size_t len;
@@ -68,7 +73,7 @@ static bool prom_body(struct http_req *r, char **raw, size_t *raw_len)
     }
     char msg[256];
     size_t max = (size_t)conf_get_int(c, "tsd.prometheus.max_decoded_bytes");
-    int st = prom_snappy_decode(body, len, max, raw, raw_len, msg, sizeof(msg));
+    int st = prom_snappy_decode_into(body, len, max, raw, cap, raw_len, msg, sizeof(msg));
     if (st != 0) {
         prom_reply_text(r, st, msg);
         return false;
@@ -77,6 +82,61 @@ static bool prom_body(struct http_req *r, char **raw, size_t *raw_len)
 }
 
 /* ---- remote write ------------------------------------------------------------------------ */
+
+/* The buffers of one write request, kept between requests (t->prom_scratch: a free list, one
+ * scratch per request running at once, so at most one per worker): the decoded body's buffer,
+ * the arena (its first 256 KiB block kept by prom_arena_reset), the mapped names and the
+ * series key buffers and the point. A body larger than PROM_SCRATCH_KEEP is decoded into a
+ * buffer freed after its request: what the pool holds stays bounded. */
+#define PROM_SCRATCH_KEEP ((size_t)4 << 20)
+struct prom_scratch {
+    struct prom_scratch *next;
+    struct prom_arena arena;
+    char *raw, *names, *kbuf;
+    size_t raw_cap, names_cap, kcap;
+    struct put_point p;
+};
+struct prom_scratch_pool {
+    pthread_mutex_t mu;
+    struct prom_scratch *free; /* [mu] */
+};
+
+static void prom_scratch_free(struct prom_scratch *s)
+{
+    prom_arena_clear(&s->arena);
+    free(s->raw);
+    free(s->names);
+    free(s->kbuf);
+    free(s);
+}
+
+/* A scratch from the pool, or a new one; NULL when out of memory. */
+static struct prom_scratch *prom_scratch_take(struct prom_scratch_pool *pool)
+{
+    pthread_mutex_lock(&pool->mu);
+    struct prom_scratch *s = pool->free;
+    if (s)
+        pool->free = s->next;
+    pthread_mutex_unlock(&pool->mu);
+    if (!s && (s = calloc(1, sizeof(*s))) != NULL)
+        prom_arena_init(&s->arena);
+    return s;
+}
+
+/* Empties s (arena reset, an oversized body buffer freed) and returns it to the pool. */
+static void prom_scratch_give(struct prom_scratch_pool *pool, struct prom_scratch *s)
+{
+    prom_arena_reset(&s->arena);
+    if (s->raw_cap > PROM_SCRATCH_KEEP) {
+        free(s->raw);
+        s->raw = NULL;
+        s->raw_cap = 0;
+    }
+    pthread_mutex_lock(&pool->mu);
+    s->next = pool->free;
+    pool->free = s;
+    pthread_mutex_unlock(&pool->mu);
+}
 
 struct prom_job {
     pthread_mutex_t mu;
@@ -188,6 +248,54 @@ static bool prom_add(struct prom_write *w, const struct put_point *p)
     return false;
 }
 
+/* As prom_add, for a point of a cached series: its ingest key and that key's hash, as the
+ * series cache keeps them (one copy into the batch, no hashing). */
+static bool prom_add_key(struct prom_write *w, const struct put_point *p, const char *key,
+                         size_t len, uint64_t hash)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!w->batch)
+            w->batch = ingest_batch_get(w->t->ingest);
+        if (ingest_batch_add_key(w->batch, p, key, len, hash, 0))
+            return true;
+        if (ingest_batch_count(w->batch) == 0)
+            break;
+        prom_submit(w);
+    }
+    return false;
+}
+
+/* The ingest hash of p's series key (ingest_key_hash: the metric, then each tag key and value,
+ * each followed by a NUL), built in *buf (grown with realloc). false when out of memory. */
+static bool prom_point_hash(struct ingest *g, const struct put_point *p, char **buf, size_t *cap,
+                            uint64_t *hash)
+{
+    size_t need = p->metric.len + 1;
+    for (size_t i = 0; i < p->ntags; i++)
+        need += p->tagk[i].len + p->tagv[i].len + 2;
+    if (need > *cap) {
+        char *nb = realloc(*buf, need);
+        if (!nb)
+            return false;
+        *buf = nb;
+        *cap = need;
+    }
+    char *w = *buf;
+    memcpy(w, p->metric.p, p->metric.len);
+    w[p->metric.len] = '\0';
+    w += p->metric.len + 1;
+    for (size_t i = 0; i < p->ntags; i++) {
+        memcpy(w, p->tagk[i].p, p->tagk[i].len);
+        w[p->tagk[i].len] = '\0';
+        w += p->tagk[i].len + 1;
+        memcpy(w, p->tagv[i].p, p->tagv[i].len);
+        w[p->tagv[i].len] = '\0';
+        w += p->tagv[i].len + 1;
+    }
+    *hash = ingest_key_hash(g, *buf, need);
+    return true;
+}
+
 /* Decodes the Label messages of a series of the lazy view into *out (in the arena): 0, 400 when
  * one does not decode, 500 when out of memory. */
 static int prom_decode_labels(struct prom_arena *a, const Prometheus__TimeSeriesLazy *ts,
@@ -223,32 +331,37 @@ static void prom_write_work(struct http_req *r, void *arg)
         prom_reply_text(r, 500, msg);
         return;
     }
-    char *raw;
-    size_t raw_len;
-    if (!prom_body(r, &raw, &raw_len))
+    struct prom_scratch *sc = prom_scratch_take(t->prom_scratch);
+    if (!sc) {
+        prom_reply_text(r, 500, "out of memory");
         return;
-    struct prom_arena arena;
-    prom_arena_init(&arena);
+    }
+    size_t raw_len;
+    if (!prom_body(r, &sc->raw, &sc->raw_cap, &raw_len)) {
+        prom_scratch_give(t->prom_scratch, sc);
+        return;
+    }
+    struct prom_arena *arena = &sc->arena;
+    /* the arena and the body's buffer are this request's until prom_scratch_give: what the
+     * unpack allocates (also of a body that fails to decode) goes with the arena's reset */
     Prometheus__WriteRequestLazy *wr =
-        prometheus__write_request_lazy__unpack(&arena.alloc, raw_len, (const uint8_t *)raw);
-    free(raw);
-    struct put_point *p = malloc(sizeof(*p));
+        prometheus__write_request_lazy__unpack(&arena->alloc, raw_len, (const uint8_t *)sc->raw);
+    struct put_point *p = &sc->p;
     struct put_names pnames;
     struct prom_job *job = calloc(1, sizeof(*job));
     struct prom_series_cache *cache = t->prom_cache;
     /* per series: its key (with the cache) and its decoded labels (NULL: found in the cache) */
     size_t nts = wr ? wr->n_timeseries : 0;
-    const char **keys = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*keys)) : NULL;
-    size_t *key_lens = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*key_lens)) : NULL;
-    uint64_t *hashes = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*hashes)) : NULL;
+    const char **keys = wr ? prom_arena_get(arena, (nts ? nts : 1) * sizeof(*keys)) : NULL;
+    size_t *key_lens = wr ? prom_arena_get(arena, (nts ? nts : 1) * sizeof(*key_lens)) : NULL;
+    uint64_t *hashes = wr ? prom_arena_get(arena, (nts ? nts : 1) * sizeof(*hashes)) : NULL;
     Prometheus__TimeSeries **decoded =
-        wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*decoded)) : NULL;
+        wr ? prom_arena_get(arena, (nts ? nts : 1) * sizeof(*decoded)) : NULL;
     /* per series found in the cache: its names, copied into the arena (else NULL) */
-    const char **cached = wr ? prom_arena_get(&arena, (nts ? nts : 1) * sizeof(*cached)) : NULL;
-    if (!p || !job || (wr && (!keys || !key_lens || !hashes || !decoded || !cached))) {
-        free(p);
+    const char **cached = wr ? prom_arena_get(arena, (nts ? nts : 1) * sizeof(*cached)) : NULL;
+    if (!job || (wr && (!keys || !key_lens || !hashes || !decoded || !cached))) {
         free(job);
-        prom_arena_clear(&arena);
+        prom_scratch_give(t->prom_scratch, sc);
         prom_reply_text(r, 500, "out of memory");
         return;
     }
@@ -261,22 +374,21 @@ static void prom_write_work(struct http_req *r, void *arg)
         decoded[s] = NULL;
         cached[s] = NULL;
         if (cache) {
-            keys[s] = prom_series_key(cache, ts->labels, ts->n_labels, &arena, &key_lens[s],
+            keys[s] = prom_series_key(cache, ts->labels, ts->n_labels, arena, &key_lens[s],
                                       &hashes[s]);
             if (!keys[s]) {
                 decode = 500;
                 break;
             }
-            cached[s] = prom_series_cache_get(cache, keys[s], key_lens[s], hashes[s], &arena);
+            cached[s] = prom_series_cache_get(cache, keys[s], key_lens[s], hashes[s], arena);
             if (cached[s])
                 continue;
         }
-        decode = prom_decode_labels(&arena, ts, &decoded[s]);
+        decode = prom_decode_labels(arena, ts, &decoded[s]);
     }
     if (decode != 0) {
-        free(p);
         free(job);
-        prom_arena_clear(&arena);
+        prom_scratch_give(t->prom_scratch, sc);
         if (decode == 500)
             prom_reply_text(r, 500, "out of memory");
         else
@@ -289,24 +401,28 @@ static void prom_write_work(struct http_req *r, void *arg)
     job->ingest = t->ingest;
     struct prom_write w = {.t = t, .job = job};
     const struct prom_map map = {t->rules.special_chars, dkey, dval};
-    char *names = NULL;
-    size_t names_cap = 0;
     size_t rejected = 0, skipped_nan = 0, samples = 0;
     int status = 0;
     for (size_t s = 0; s < nts && status != 500; s++) {
         const Prometheus__TimeSeriesLazy *ts = wr->timeseries[s];
         samples += ts->n_samples;
         int st = 0;
+        const char *ikey = NULL; /* a cached series' ingest key, its length and hash */
+        size_t ikey_len = 0;
+        uint64_t ihash = 0;
         if (cached[s]) {
+            ihash = prom_series_names_key(cached[s], &ikey, &ikey_len);
             prom_series_names_load(cached[s], p);
             pnames.status = PUT_OK; /* only series that passed put_check_names are cached */
             pnames.msg[0] = '\0';
         } else {
-            st = prom_map_series(&map, decoded[s], &names, &names_cap, p, msg, sizeof(msg));
+            st = prom_map_series(&map, decoded[s], &sc->names, &sc->names_cap, p, msg, sizeof(msg));
             if (st == 0) {
                 put_check_names(p, &t->rules, &pnames); /* once per series */
-                if (pnames.status == PUT_OK && cache)
-                    prom_series_cache_put(cache, keys[s], key_lens[s], hashes[s], p);
+                uint64_t h;
+                if (pnames.status == PUT_OK && cache &&
+                    prom_point_hash(t->ingest, p, &sc->kbuf, &sc->kcap, &h))
+                    prom_series_cache_put(cache, keys[s], key_lens[s], hashes[s], p, h);
             }
         }
         if (st != 0) {
@@ -335,7 +451,8 @@ static void prom_write_work(struct http_req *r, void *arg)
                          (long long)sm->timestamp);
             else
                 ps = put_check_typed(p, prom_value_put(sm->value), &pnames, m2, sizeof(m2));
-            if (ps != PUT_OK || !prom_add(&w, p)) {
+            if (ps != PUT_OK ||
+                !(ikey ? prom_add_key(&w, p, ikey, ikey_len, ihash) : prom_add(&w, p))) {
                 rejected++;
                 tstats_add(TSTATS_ILLEGAL_ARGUMENTS, 1);
                 const char *m = ps != PUT_OK ? m2 : "sample too large for a batch";
@@ -351,9 +468,7 @@ static void prom_write_work(struct http_req *r, void *arg)
         }
     }
     prom_submit(&w);
-    free(names);
-    free(p);
-    prom_arena_clear(&arena);
+    prom_scratch_give(t->prom_scratch, sc); /* p and the names were copied into the batches */
     tstats_add(TSTATS_INVALID_VALUES, skipped_nan);
 
     pthread_mutex_lock(&job->mu);
@@ -391,6 +506,9 @@ int api_prom_open(struct tsd *t, struct ct_err *err)
 {
     int64_t bytes = conf_get_int(tsd_conf(t), "tsd.prometheus.series_cache_bytes");
     t->prom_cache = NULL;
+    if (!(t->prom_scratch = calloc(1, sizeof(*t->prom_scratch))))
+        return ct_err_set(err, CT_ENOMEM, "out of memory");
+    pthread_mutex_init(&t->prom_scratch->mu, NULL);
     if (bytes > 0 && !(t->prom_cache = prom_series_cache_new((size_t)bytes)))
         return ct_err_set(err, CT_ENOMEM,
                           "cannot allocate the remote write series cache (%lld bytes)",
@@ -402,6 +520,16 @@ void api_prom_close(struct tsd *t)
 {
     prom_series_cache_free(t->prom_cache);
     t->prom_cache = NULL;
+    if (t->prom_scratch) {
+        while (t->prom_scratch->free) {
+            struct prom_scratch *s = t->prom_scratch->free;
+            t->prom_scratch->free = s->next;
+            prom_scratch_free(s);
+        }
+        pthread_mutex_destroy(&t->prom_scratch->mu);
+        free(t->prom_scratch);
+        t->prom_scratch = NULL;
+    }
 }
 
 void api_prom_write_handle(struct http_req *r)
@@ -668,10 +796,12 @@ static void prom_read_work(struct http_req *r, void *arg)
         prom_reply_text(r, 500, msg);
         return;
     }
-    char *raw;
-    size_t raw_len;
-    if (!prom_body(r, &raw, &raw_len))
+    char *raw = NULL;
+    size_t raw_cap = 0, raw_len;
+    if (!prom_body(r, &raw, &raw_cap, &raw_len)) {
+        free(raw);
         return;
+    }
     Prometheus__ReadRequest *rq =
         prometheus__read_request__unpack(NULL, raw_len, (const uint8_t *)raw);
     free(raw);

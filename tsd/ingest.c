@@ -84,6 +84,7 @@ struct ingest {
     size_t group_points;
     ingest_write_fn fn;
     void *arg;
+    uint64_t seed; /* every batch's seed (the series-key hash) */
 };
 
 /* The series-key hash (storage/hash.h) is computed by the producer while it copies the point,
@@ -182,6 +183,37 @@ bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_
     }
     r->hash = hash_bytes(b->arena + r->key_off, need, b->seed);
     b->used += need;
+    b->n++;
+    return true;
+}
+
+uint64_t ingest_key_hash(const struct ingest *g, const char *key, size_t len)
+{
+    return hash_bytes(key, len, g->seed);
+}
+
+bool ingest_batch_add_key(struct ingest_batch *b, const struct put_point *p, const char *key,
+                          size_t len, uint64_t hash, uint64_t owner)
+{
+    if (b->n == b->cap_recs || b->used >= b->soft_cap || p->ntags > INGEST_MAX_TAGS ||
+        b->used + len > b->cap || len > UINT32_MAX)
+        return false;
+    struct ingest_rec *r = &b->recs[b->n];
+    r->key_off = (uint32_t)b->used;
+    r->key_len = (uint32_t)len;
+    r->ntags = (uint16_t)p->ntags;
+    r->kind = (uint8_t)p->value.kind;
+    r->outcome = INGEST_PENDING;
+    r->code = CT_OK;
+    r->ms = p->ms;
+    r->msg = -1;
+    r->ts_ms = p->ts_ms;
+    r->i = p->value.i;
+    r->d = p->value.d;
+    r->owner = owner;
+    r->hash = hash;
+    memcpy(b->arena + b->used, key, len);
+    b->used += len;
     b->n++;
     return true;
 }
@@ -440,6 +472,7 @@ int ingest_new(const struct ingest_options *o, ingest_write_fn fn, void *arg, st
         seed = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ULL ^ (uint64_t)ts.tv_sec ^
                (uint64_t)(uintptr_t)g;
     }
+    g->seed = seed;
     g->all = calloc(oo.batches, sizeof(*g->all));
     g->writers = calloc((size_t)oo.writers, sizeof(*g->writers));
     if (!g->all || !g->writers)

@@ -84,6 +84,15 @@ struct ingest_batch *ingest_batch_get(struct ingest *g);
  * not fit even an empty batch (more than INGEST_MAX_TAGS tags, or names longer than 64 KiB)
  * is refused by an empty batch too: the producer reports it as too large. */
 bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_t owner);
+/* The series key ingest_batch_add builds of p (the metric, then each tag key and value, in p's
+ * order, each followed by a NUL) has this hash in g's batches (random seed per pipeline). */
+uint64_t ingest_key_hash(const struct ingest *g, const char *key, size_t len);
+/* ingest_batch_add for a producer that keeps series keys: key[0..len) is the key
+ * ingest_batch_add would build of p's names (not read here) and hash its ingest_key_hash (the
+ * caller's duty: a wrong hash files the point under another series in the writer's caches).
+ * One copy, no hashing; p's timestamp, value and ntags are read. */
+bool ingest_batch_add_key(struct ingest_batch *b, const struct put_point *p, const char *key,
+                          size_t len, uint64_t hash, uint64_t owner);
 size_t ingest_batch_count(const struct ingest_batch *b);
 bool ingest_batch_full(const struct ingest_batch *b);
 /* Queues b for writing; done(arg, b) runs on a writer thread when it is written. */

@@ -16,6 +16,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "storage/coding.h"
 #include "storage/hash.h"
 
 /* ---- names ------------------------------------------------------------------------------ */
@@ -138,16 +139,20 @@ bool prom_default_tag_parse(const char *s, char *key, size_t key_cap, char *valu
 
 struct prom_arena_block {
     struct prom_arena_block *next;
+    size_t cap; /* bytes of data */
     max_align_t data[];
 };
+
+#define PROM_ARENA_BLOCK ((size_t)256 << 10)
 
 /* A new block for a request of size bytes (rounded); the rest of the previous block is left. */
 static void *prom_arena_grow(struct prom_arena *a, size_t size)
 {
-    size_t cap = size > ((size_t)256 << 10) ? size : ((size_t)256 << 10);
+    size_t cap = size > PROM_ARENA_BLOCK ? size : PROM_ARENA_BLOCK;
     struct prom_arena_block *b = malloc(sizeof(*b) + cap);
     if (!b)
         return NULL;
+    b->cap = cap;
     b->next = a->head;
     a->head = b;
     a->cur = (char *)b->data + size;
@@ -198,13 +203,41 @@ void prom_arena_clear(struct prom_arena *a)
     a->cur = a->end = NULL;
 }
 
+void prom_arena_reset(struct prom_arena *a)
+{
+    struct prom_arena_block *keep = NULL;
+    while (a->head) {
+        struct prom_arena_block *n = a->head->next;
+        if (!n && a->head->cap == PROM_ARENA_BLOCK) /* the first block, of the usual size */
+            keep = a->head;
+        else
+            free(a->head);
+        a->head = n;
+    }
+    a->head = keep;
+    a->cur = keep ? (char *)keep->data : NULL;
+    a->end = keep ? (char *)keep->data + keep->cap : NULL;
+}
+
 /* ---- snappy ----------------------------------------------------------------------------- */
 
 int prom_snappy_decode(const char *body, size_t len, size_t max_decoded, char **out,
                        size_t *out_len, char *msg, size_t msg_size)
 {
-    size_t n;
+    size_t cap = 0;
     *out = NULL;
+    int st = prom_snappy_decode_into(body, len, max_decoded, out, &cap, out_len, msg, msg_size);
+    if (st != 0) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
+int prom_snappy_decode_into(const char *body, size_t len, size_t max_decoded, char **buf,
+                            size_t *cap, size_t *out_len, char *msg, size_t msg_size)
+{
+    size_t n;
     *out_len = 0;
     /* One pass over the body: snappy_uncompress refuses data that is not valid (bounded by the
      * output length it is given), so the body is validated separately only when its stated
@@ -220,18 +253,21 @@ int prom_snappy_decode(const char *body, size_t len, size_t max_decoded, char **
                  n, max_decoded);
         return 413;
     }
-    char *b = malloc(n ? n : 1);
-    if (!b) {
-        snprintf(msg, msg_size, "out of memory");
-        return 500;
+    if (!*buf || *cap < n) {
+        char *b = malloc(n ? n : 1);
+        if (!b) {
+            snprintf(msg, msg_size, "out of memory");
+            return 500;
+        }
+        free(*buf);
+        *buf = b;
+        *cap = n ? n : 1;
     }
     size_t got = n;
-    if (snappy_uncompress(body, len, b, &got) != SNAPPY_OK || got != n) {
-        free(b);
+    if (snappy_uncompress(body, len, *buf, &got) != SNAPPY_OK || got != n) {
         snprintf(msg, msg_size, "body is not snappy (block format) compressed data");
         return 400;
     }
-    *out = b;
     *out_len = n;
     return 0;
 }
@@ -322,9 +358,10 @@ int prom_map_series(const struct prom_map *m, const Prometheus__TimeSeries *ts, 
 /* ---- series cache ----------------------------------------------------------------------- */
 
 /* Entries are appended to one byte area: u32 key length, u16 name count (1 + 2 x ntags),
- * u16 names length, the key, then the names part: each name's length (u16, in order), then the
- * names, each NUL-terminated (metric, k1, v1, k2, v2...); padded to 8 bytes. The names length
- * counts the whole names part (lengths and names). The table (open addressing, linear probing,
+ * u16 names length, u64 aux (the caller's, e.g. the hash of the names), the key, then the names
+ * part: each name's length (u16, in order), then the names, each NUL-terminated (metric, k1, v1,
+ * k2, v2...: ingest's series key); padded to 8 bytes. The names length counts the whole names
+ * part (lengths and names). The table (open addressing, linear probing,
  * at most half full) holds per slot the hash and 1 + the entry's offset (0: empty). */
 struct prom_sc_slot {
     uint64_t hash;
@@ -339,7 +376,7 @@ struct prom_series_cache {
     size_t area_cap, used;      /* [mu] used */
 };
 
-#define PROM_SC_HEAD 8
+#define PROM_SC_HEAD 16
 
 struct prom_series_cache *prom_series_cache_new(size_t max_bytes)
 {
@@ -401,8 +438,7 @@ const char *prom_series_key(const struct prom_series_cache *c, const ProtobufCBi
     for (size_t i = 0; i < n_labels; i++) {
         uint32_t l = (uint32_t)labels[i].len;
         memcpy(w, &l, 4);
-        if (labels[i].len)
-            memcpy(w + 4, labels[i].data, labels[i].len);
+        coding_copy_short(w + 4, labels[i].data, labels[i].len); /* ~10-30 bytes: no call */
         w += 4 + labels[i].len;
     }
     *len = need;
@@ -437,10 +473,12 @@ const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, 
     if (e) {
         uint16_t nl;
         memcpy(&nl, e + 6, 2);
-        /* the block: the name count (2 bytes, as in the entry), then the names */
-        if ((blk = prom_arena_alloc(a, 2 + (size_t)nl)) != NULL) {
-            memcpy(blk, e + 4, 2);
-            memcpy(blk + 2, e + PROM_SC_HEAD + key_len, nl);
+        /* the block: aux (8 bytes), the name count and the names length (2 + 2, as in the
+         * entry), then the names part */
+        if ((blk = prom_arena_alloc(a, 12 + (size_t)nl)) != NULL) {
+            memcpy(blk, e + 8, 8);
+            memcpy(blk + 8, e + 4, 4);
+            memcpy(blk + 12, e + PROM_SC_HEAD + key_len, nl);
         }
     }
     pthread_mutex_unlock(&c->mu);
@@ -450,8 +488,8 @@ const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, 
 void prom_series_names_load(const char *names, struct put_point *p)
 {
     uint16_t nn, len;
-    memcpy(&nn, names, 2);
-    const char *lens = names + 2;
+    memcpy(&nn, names + 8, 2);
+    const char *lens = names + 12;
     const char *r = lens + 2 * (size_t)nn; /* the lengths are stored: no strlen */
     memcpy(&len, lens, 2);
     p->metric = (struct put_str){r, len};
@@ -467,8 +505,20 @@ void prom_series_names_load(const char *names, struct put_point *p)
     }
 }
 
+uint64_t prom_series_names_key(const char *names, const char **key, size_t *len)
+{
+    uint16_t nn, nl;
+    uint64_t aux;
+    memcpy(&aux, names, 8);
+    memcpy(&nn, names + 8, 2);
+    memcpy(&nl, names + 10, 2);
+    *key = names + 12 + 2 * (size_t)nn;
+    *len = (size_t)nl - 2 * (size_t)nn;
+    return aux;
+}
+
 void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t key_len,
-                           uint64_t hash, const struct put_point *p)
+                           uint64_t hash, const struct put_point *p, uint64_t aux)
 {
     size_t nl = 2 + p->metric.len + 1; /* at most UINT16_MAX: so is every name's length */
     for (size_t i = 0; i < p->ntags; i++)
@@ -492,6 +542,7 @@ void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t 
     memcpy(e, &kl, 4);
     memcpy(e + 4, &nn, 2);
     memcpy(e + 6, &nl16, 2);
+    memcpy(e + 8, &aux, 8);
     memcpy(e + PROM_SC_HEAD, key, key_len);
     char *lens = e + PROM_SC_HEAD + key_len;
     uint16_t l16 = (uint16_t)p->metric.len;

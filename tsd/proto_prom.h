@@ -50,6 +50,10 @@ struct prom_arena {
 };
 void prom_arena_init(struct prom_arena *a);
 void prom_arena_clear(struct prom_arena *a); /* frees every block; the arena stays usable */
+/* Empties the arena for the next message: every allocation made is void, as after
+ * prom_arena_clear, but the first block is kept (when of the usual 256 KiB) to be used again -
+ * the arena of a reused scratch holds at most that much between requests. */
+void prom_arena_reset(struct prom_arena *a);
 /* n bytes (max_align_t-aligned) from the arena, valid until prom_arena_clear; NULL when out of
  * memory. */
 void *prom_arena_get(struct prom_arena *a, size_t n);
@@ -65,6 +69,11 @@ struct prom_map {
  * 400 (not snappy), 413 (decoded size above max_decoded) or 500 (out of memory), with msg. */
 int prom_snappy_decode(const char *body, size_t len, size_t max_decoded, char **out,
                        size_t *out_len, char *msg, size_t msg_size);
+/* As prom_snappy_decode, into *buf (*cap bytes; NULL and 0 at first), replaced by a larger
+ * malloc'd buffer when the decoded body does not fit (*cap updated; free() it when done). On
+ * failure *buf still belongs to the caller (possibly replaced) and holds nothing. */
+int prom_snappy_decode_into(const char *body, size_t len, size_t max_decoded, char **buf,
+                            size_t *cap, size_t *out_len, char *msg, size_t msg_size);
 /* Compresses in into a new buffer *out (free()). Returns false when out of memory. */
 bool prom_snappy_encode(const void *in, size_t len, char **out, size_t *out_len);
 
@@ -101,9 +110,14 @@ const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, 
 /* Sets p->metric, p->ntags, p->tagk and p->tagv to spans of a block prom_series_cache_get
  * returned (valid while the block is). */
 void prom_series_names_load(const char *names, struct put_point *p);
-/* Adds key -> p's metric and tags (copied). A key already present is left as it is. */
+/* The names of such a block as one string: the metric, then each tag key and value, each
+ * followed by a NUL (ingest's series key: tsd/ingest.h ingest_batch_add_key), in *key (*len
+ * bytes, NULs included); returns the aux value the entry was put with. */
+uint64_t prom_series_names_key(const char *names, const char **key, size_t *len);
+/* Adds key -> p's metric and tags (copied) and aux (the caller's: the write path keeps the
+ * ingest hash of the names there). A key already present is left as it is. */
 void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t key_len,
-                           uint64_t hash, const struct put_point *p);
+                           uint64_t hash, const struct put_point *p, uint64_t aux);
 /* Entries held now (for tests). */
 size_t prom_series_cache_count(struct prom_series_cache *c);
 

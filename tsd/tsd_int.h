@@ -85,6 +85,7 @@ struct tsd {
     struct tsdstore *tstore; /* owns store and tsdb */
     struct ingest *ingest;
     struct prom_series_cache *prom_cache; /* remote write's series cache, or NULL (api_prom.c) */
+    struct prom_scratch_pool *prom_scratch; /* remote write's reusable buffers (api_prom.c) */
     struct rollup *rollup;             /* tsd.rollups.enable: the tables (api_rollup.c) */
     struct tsd_rollup_job *rollup_job; /* the rollup job thread, or NULL */
     enum tsd_state state;

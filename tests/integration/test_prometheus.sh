@@ -166,6 +166,21 @@ elif sys.argv[1] == "badlabel":
     bad = field(1, 2, label("__name__", "ctsdb_it_badlabel_bad")) + field(1, 2, b"\x0a\x7f") + sample
     code, body = post(port, "/api/v1/write", field(1, 2, good) + field(1, 2, bad))
     print(("%d %s" % (code, body.decode("utf-8", "replace"))).strip())
+elif sys.argv[1] == "hostile":
+    # N well-formed series, then: "truncated" cuts the body inside its last series (the length
+    # prefix runs past the end); "badtail" adds a series whose sample holds an unterminated
+    # varint, so decoding fails after the N series were unpacked (several arena blocks)
+    port, ts, mode, n = sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
+    sample = field(2, 2, field(1, 1, struct.pack("<d", 1.0)) + field(2, 0, varint(ts)))
+    body = b"".join(field(1, 2, field(1, 2, label("__name__", "ctsdb_it_hostile"))
+                              + field(1, 2, label("i", str(i))) + sample) for i in range(n))
+    if mode == "truncated":
+        body = body[:-7]
+    else:
+        body += field(1, 2, field(1, 2, label("__name__", "ctsdb_it_hostile"))
+                      + field(2, 2, field(2, 0, b"\xff" * 11)))
+    code, rb = post(port, "/api/v1/write", body)
+    print(("%d %s" % (code, rb.decode("utf-8", "replace"))).strip())
 else:
     port, ts, value = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     series = b"".join(field(1, 2, label(*kv.split("=", 1))) for kv in sys.argv[5:])
@@ -419,6 +434,21 @@ check_eq "and the well-formed series before it is not written" "[]" \
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Content-Encoding: snappy' --data-binary 'x' \
   "http://127.0.0.1:$TSD_PORT/api/v1/read")
 check_eq "a bad read body is 400" "400" "$code"
+# hostile bodies on the write path's reused buffers (decode buffer, arena): a truncated body and
+# one that fails to decode after 10,000 series were unpacked (several arena blocks) are 400,
+# write nothing, leak nothing (the sanitizer check at the end) and leave the buffers fit for the
+# next request, whose sample reads back
+ht=$(promrw hostile "$TSD_PORT" "$(( $(date +%s) * 1000 ))" truncated 10000)
+check_contains "a truncated WriteRequest is 400" "$ht" "400 body is not a protobuf"
+hb=$(promrw hostile "$TSD_PORT" "$(( $(date +%s) * 1000 ))" badtail 10000)
+check_contains "a WriteRequest failing after 10,000 decoded series is 400" "$hb" \
+  "400 body is not a protobuf"
+check_eq "and neither wrote a sample" "[]" \
+  "$(curl -s "http://127.0.0.1:$TSD_PORT/api/suggest?type=metrics&q=ctsdb_it_hostile")"
+now_h=$(( $(date +%s) * 1000 ))
+wr=$(promrw write "$TSD_PORT" "$now_h" 42.5 __name__=ctsdb_it_after_hostile a=b)
+check_eq "the next write on the reused buffers is 204" "204" "$wr"
+check_contains "and its sample reads back" "$(ctsdb_points ctsdb_it_after_hostile)" "42.5"
 
 kill -TERM "$bpid"
 for _ in $(seq 1 100); do kill -0 "$bpid" 2>/dev/null || break; sleep 0.1; done

@@ -190,6 +190,45 @@ static void test_ingest_series_hash_and_brief_form_match_the_full_point(void **s
     ingest_free(g);
 }
 
+/* A point added by its kept key (ingest_batch_add_key with ingest_key_hash) is the point
+ * ingest_batch_add makes of its names: same key bytes, same hash, same fields. */
+static void test_ingest_add_key_is_add(void **state)
+{
+    (void)state;
+    struct sink s = {0};
+    struct ct_err err = {0};
+    struct ingest *g = NULL;
+    assert_int_equal(ingest_new(NULL, sink_write, &s, &g, &err), CT_OK);
+    struct ingest_batch *b = ingest_batch_get(g);
+    struct put_point p = point("sys.cpu", 1000);
+    p.value.kind = PUT_DOUBLE;
+    p.value.d = 0.5;
+    p.ms = true;
+    assert_true(ingest_batch_add(b, &p, 4));
+    static const char key[] = "sys.cpu\0host\0web01\0dc\0eu";
+    struct put_point bare = p; /* the names are not read */
+    bare.metric = (struct put_str){"x", 1};
+    memset(bare.tagk, 0, sizeof(bare.tagk));
+    memset(bare.tagv, 0, sizeof(bare.tagv));
+    uint64_t h = ingest_key_hash(g, key, sizeof(key));
+    assert_true(ingest_batch_add_key(b, &bare, key, sizeof(key), h, 4));
+    struct ingest_point a, k;
+    ingest_batch_point(b, 0, &a);
+    ingest_batch_point(b, 1, &k);
+    assert_int_equal(k.series_key_len, a.series_key_len);
+    assert_memory_equal(k.series_key, a.series_key, a.series_key_len);
+    assert_true(k.series_hash == a.series_hash);
+    assert_true(ingest_batch_series_hash(b, 1) == ingest_batch_series_hash(b, 0));
+    assert_string_equal(k.metric, "sys.cpu");
+    assert_int_equal(k.ntags, 2);
+    assert_string_equal(k.tagk[1], "dc");
+    assert_string_equal(k.tagv[1], "eu");
+    assert_true(k.ts_ms == 1000 && k.ms && k.owner == 4);
+    assert_true(k.value.kind == PUT_DOUBLE && k.value.d == 0.5);
+    ingest_batch_release(g, b);
+    ingest_free(g);
+}
+
 static void test_ingest_pool_is_bounded_and_batches_fill(void **state)
 {
     (void)state;
@@ -447,6 +486,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ingest_points_round_trip_and_are_written),
         cmocka_unit_test(test_ingest_series_hash_and_brief_form_match_the_full_point),
+        cmocka_unit_test(test_ingest_add_key_is_add),
         cmocka_unit_test(test_ingest_a_busy_writer_takes_queued_batches_together_in_order),
         cmocka_unit_test(test_ingest_lanes_are_served_round_robin),
         cmocka_unit_test(test_ingest_a_contended_group_is_one_batch),

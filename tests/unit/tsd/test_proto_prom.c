@@ -319,6 +319,75 @@ static void test_prom_write_decode(void **state)
 
 /* The write path's lazy view decodes the same bytes: the labels kept encoded, each one decoding
  * with Label's descriptor to what the full WriteRequest holds. */
+/* The write path's reused scratch: one decode buffer and one arena for request after request.
+ * prom_snappy_decode_into keeps a buffer that fits and replaces one that does not; a failed
+ * decode leaves the buffer with the caller. prom_arena_reset keeps only the first 256 KiB block:
+ * an unpack that took several blocks (and one that failed half way, its partial message left in
+ * the arena) leaves nothing behind (ASan's leak check), and the next unpack on the arena is
+ * whole. */
+static void test_prom_scratch_reuse(void **state)
+{
+    (void)state;
+    size_t len, small_len, rl;
+    char *body = make_write(8000, &len), *small = make_write(10, &small_len);
+    char *buf = NULL;
+    size_t cap = 0;
+    assert_int_equal(
+        prom_snappy_decode_into(small, small_len, 1 << 24, &buf, &cap, &rl, msg, sizeof(msg)), 0);
+    assert_non_null(buf);
+    assert_int_equal(cap, rl);
+    size_t small_rl = rl;
+    /* larger: a new buffer */
+    assert_int_equal(prom_snappy_decode_into(body, len, 1 << 24, &buf, &cap, &rl, msg, sizeof(msg)),
+                     0);
+    assert_true(rl > small_rl);
+    assert_int_equal(cap, rl);
+    char *big = buf;
+    /* smaller again: the same buffer, the right length */
+    assert_int_equal(
+        prom_snappy_decode_into(small, small_len, 1 << 24, &buf, &cap, &rl, msg, sizeof(msg)), 0);
+    assert_ptr_equal(buf, big);
+    assert_int_equal(rl, small_rl);
+    /* a failure (not snappy; over the limit) keeps the buffer the caller's */
+    assert_int_equal(prom_snappy_decode_into("xyz", 3, 1 << 24, &buf, &cap, &rl, msg, sizeof(msg)),
+                     400);
+    assert_int_equal(prom_snappy_decode_into(body, len, 100, &buf, &cap, &rl, msg, sizeof(msg)),
+                     413);
+    assert_ptr_equal(buf, big);
+
+    assert_int_equal(prom_snappy_decode_into(body, len, 1 << 24, &buf, &cap, &rl, msg, sizeof(msg)),
+                     0);
+    struct prom_arena arena;
+    prom_arena_init(&arena);
+    prom_arena_reset(&arena); /* an empty arena resets to empty */
+    assert_non_null(prom_arena_get(&arena, 0));
+    prom_arena_reset(&arena);
+    for (int round = 0; round < 3; round++) {
+        /* 8,000 samples as messages: more than one 256 KiB block */
+        Prometheus__WriteRequest *wr =
+            prometheus__write_request__unpack(&arena.alloc, rl, (uint8_t *)buf);
+        assert_non_null(wr);
+        assert_int_equal(wr->timeseries[0]->n_samples, 8000);
+        assert_true(wr->timeseries[0]->samples[7999]->value == 7999.0);
+        prom_arena_reset(&arena);
+        /* cut short inside the samples: fails after allocating most of them */
+        assert_null(prometheus__write_request__unpack(&arena.alloc, rl - 3, (uint8_t *)buf));
+        prom_arena_reset(&arena);
+        /* the kept block is used again: the first allocation after a reset is its start */
+        char *a1 = prom_arena_get(&arena, 10);
+        prom_arena_reset(&arena);
+        assert_ptr_equal(prom_arena_get(&arena, 10), a1);
+        prom_arena_reset(&arena);
+    }
+    /* one allocation larger than a block: its own block, not kept */
+    assert_non_null(prom_arena_get(&arena, (size_t)1 << 20));
+    prom_arena_reset(&arena);
+    prom_arena_clear(&arena);
+    free(buf);
+    free(body);
+    free(small);
+}
+
 static void test_prom_write_lazy_view(void **state)
 {
     (void)state;
@@ -388,7 +457,7 @@ static void test_prom_series_cache(void **state)
     p.tagk[1] = (struct put_str){"dc", 2};
     p.tagv[1] = (struct put_str){"x/2Fy", 5};
     assert_null(prom_series_cache_get(c, k, kl, h, &arena));
-    prom_series_cache_put(c, k, kl, h, &p);
+    prom_series_cache_put(c, k, kl, h, &p, 0x0123456789abcdefULL);
     assert_int_equal(prom_series_cache_count(c), 1);
     const char *names = prom_series_cache_get(c, k, kl, h, &arena);
     assert_non_null(names);
@@ -409,11 +478,20 @@ static void test_prom_series_cache(void **state)
     assert_int_equal(q.metric.p[3], '\0');
     assert_int_equal(q.tagk[0].p[4], '\0');
     assert_int_equal(q.tagv[1].p[5], '\0');
+    /* the names as one string (ingest's series key) and the aux value put with them */
+    const char *ik;
+    size_t ikl;
+    assert_true(prom_series_names_key(names, &ik, &ikl) == 0x0123456789abcdefULL);
+    assert_int_equal(ikl, 24);
+    assert_memory_equal(ik, "cpu\0host\0web01\0dc\0x/2Fy\0", 24);
+    assert_ptr_equal(ik, q.metric.p);
     assert_null(prom_series_cache_get(c, k2, kl2, h2, &arena));
     assert_null(prom_series_cache_get(c, k3, kl3, h3, &arena));
-    /* a present key is not added twice */
-    prom_series_cache_put(c, k, kl, h, &p);
+    /* a present key is not added twice (nor its aux changed) */
+    prom_series_cache_put(c, k, kl, h, &p, 7);
     assert_int_equal(prom_series_cache_count(c), 1);
+    names = prom_series_cache_get(c, k, kl, h, &arena);
+    assert_true(prom_series_names_key(names, &ik, &ikl) == 0x0123456789abcdefULL);
 
     /* fill well past 64 KiB: entries are dropped all at once, never beyond the bound */
     size_t max_count = 0;
@@ -426,13 +504,14 @@ static void test_prom_series_cache(void **state)
         const char *kk = prom_series_key(c, &one, 1, &arena, &l, &hh);
         assert_non_null(kk);
         p.metric = (struct put_str){buf, (size_t)n};
-        prom_series_cache_put(c, kk, l, hh, &p);
+        prom_series_cache_put(c, kk, l, hh, &p, (uint64_t)i);
         names = prom_series_cache_get(c, kk, l, hh, &arena);
         assert_non_null(names);
         prom_series_names_load(names, &q);
         assert_int_equal(q.metric.len, (size_t)n);
         assert_memory_equal(q.metric.p, buf, (size_t)n);
         assert_int_equal(q.ntags, 2);
+        assert_true(prom_series_names_key(names, &ik, &ikl) == (uint64_t)i);
         size_t cnt = prom_series_cache_count(c);
         if (cnt > max_count)
             max_count = cnt;
@@ -555,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_prom_values),
         cmocka_unit_test(test_prom_value_put_equals_the_text_path),
         cmocka_unit_test(test_prom_write_decode),
+        cmocka_unit_test(test_prom_scratch_reuse),
         cmocka_unit_test(test_prom_write_lazy_view),
         cmocka_unit_test(test_prom_series_cache),
         cmocka_unit_test(test_prom_matchers),
