@@ -5,7 +5,10 @@
  * order and a node refers to its variable by number; (2) every result series of one evaluation
  * has the same timestamps, those of every operand series evaluated (OpenTSDB's time-synced
  * iteration), an operand lacking one taking its fill value; each key's operands are merged in
- * one pass per operand (cursors only move forward). */
+ * one pass per operand (cursors only move forward); (3) as OpenTSDB's union and expression
+ * iterators: an operand with no series of a key (a union) counts 0 at every timestamp, whatever
+ * its fill policy (UnionIterator's own zero fill), while a missing point or a NaN value of an
+ * operand's series takes that operand's fill value (ExpressionIterator binds NaN to it). */
 #include "query/qexpr.h"
 
 #include <ctype.h>
@@ -380,10 +383,15 @@ static int eval_key(const struct qexpr *e, size_t nvars, const struct qexpr_inpu
     double vals[QEXPR_MAX_VARS];
     for (size_t t = 0; t < nts; t++) {
         for (size_t v = 0; v < nvars; v++) {
-            if (s[v] != NULL && cur[v] < s[v]->n && s[v]->ts[cur[v]] == ts[t])
+            if (s[v] == NULL) { /* (3) */
+                vals[v] = 0;
+            } else if (cur[v] < s[v]->n && s[v]->ts[cur[v]] == ts[t]) {
                 vals[v] = s[v]->v[cur[v]++];
-            else
+                if (isnan(vals[v]) && e != NULL) /* (3) */
+                    vals[v] = fill_value(inp[v]);
+            } else {
                 vals[v] = fill_value(inp[v]);
+            }
         }
         res->ts[res->n] = ts[t];
         res->v[res->n++] = e != NULL ? eval_node(e->root, vals) : vals[0];

@@ -74,8 +74,9 @@ struct qexpr_result {
 
 /* Evaluates e: every variable must be one of in[] (else CT_EINVAL naming it). The join keys are
  * those of every variable (intersection) or of any (union; a variable without a series for a key
- * is filled at every timestamp). Every result series has the same timestamps: those of all the
- * operand series evaluated (an operand without a point there takes its fill value). More than
+ * counts 0 at every timestamp, whatever its fill, as OpenTSDB's UnionIterator). Every result
+ * series has the same timestamps: those of all the operand series evaluated (an operand without
+ * a point there, or with a NaN value, takes its fill value). More than
  * 2^26 values in all: CT_ELIMIT. On success *out holds *nout results sorted by key, freed with
  * qexpr_results_free(); on error *out is NULL. */
 CT_MUST_CHECK int qexpr_eval(const struct qexpr *e, const struct qexpr_input *in, size_t nin,

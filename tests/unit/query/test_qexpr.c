@@ -108,7 +108,7 @@ static void test_qexpr_joins(void **state)
     struct qexpr_series b[] = {{"host=y", 1, ts, five, NULL}, {"host=z", 1, ts, five, NULL}};
     struct qexpr_input in[] = {{"a", a, 2, QEXPR_FILL_ZERO, 0, NULL, 0},
                                {"b", b, 2, QEXPR_FILL_ZERO, 0, NULL, 0}};
-    struct qexpr *e;
+    struct qexpr *e, *e2;
     struct ct_err err = {0};
     assert_int_equal(qexpr_parse("a * b", &e, &err), 0);
     assert_int_equal(qexpr_nvars(e), 2);
@@ -129,6 +129,23 @@ static void test_qexpr_joins(void **state)
     assert_string_equal(r[2].key, "host=z");
     assert_true(r[2].v[0] == 0);
     qexpr_results_free(r, n);
+    /* OpenTSDB's UnionIterator: a variable with no series of a key counts 0, whatever its
+     * fill (here scalar 7 and nan); a NaN value of a series it has takes its fill (7) */
+    static const double nan1[] = {NAN};
+    struct qexpr_series an[] = {{"host=x", 1, ts, nan1, NULL}, {"host=y", 1, ts, two, NULL}};
+    struct qexpr_input inf[] = {{"a", an, 2, QEXPR_FILL_SCALAR, 7, NULL, 0},
+                                {"b", b, 2, QEXPR_FILL_NAN, 0, NULL, 0}};
+    assert_int_equal(qexpr_eval(e, inf, 2, QEXPR_JOIN_UNION, &r, &n, &err), 0);
+    assert_int_equal(n, 3); /* x: 7*0 (b absent: 0, not NaN), y: 2*5, z: 0*5 (a absent: 0) */
+    assert_true(r[0].v[0] == 0);
+    assert_true(r[1].v[0] == 10);
+    assert_true(r[2].v[0] == 0);
+    qexpr_results_free(r, n);
+    assert_int_equal(qexpr_parse("a + b", &e2, &err), 0);
+    assert_int_equal(qexpr_eval(e2, inf, 2, QEXPR_JOIN_UNION, &r, &n, &err), 0);
+    assert_true(r[0].v[0] == 7); /* x: NaN bound to a's fill 7, + 0 */
+    qexpr_results_free(r, n);
+    qexpr_free(e2);
     /* a variable with no input is an error naming it */
     qexpr_free(e);
     assert_int_equal(qexpr_parse("a + c", &e, &err), 0);
