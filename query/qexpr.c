@@ -297,13 +297,15 @@ static double eval_node(const struct node *n, const double *vals)
         return eval_node(n->l, vals) - eval_node(n->r, vals);
     case N_MUL:
         return eval_node(n->l, vals) * eval_node(n->r, vals);
+    /* a zero divisor gives 0, as JEXL's lenient arithmetic (OpenTSDB's engine) answers the
+     * ArithmeticException it raises for / and % by zero */
     case N_DIV: {
         double d = eval_node(n->r, vals);
-        return d == 0 ? NAN : eval_node(n->l, vals) / d;
+        return d == 0 ? 0 : eval_node(n->l, vals) / d;
     }
     case N_MOD: {
         double d = eval_node(n->r, vals);
-        return d == 0 ? NAN : fmod(eval_node(n->l, vals), d);
+        return d == 0 ? 0 : fmod(eval_node(n->l, vals), d);
     }
     case N_LT:
         return eval_node(n->l, vals) < eval_node(n->r, vals);
