@@ -314,7 +314,8 @@ int qgexp_parse(const char *src, struct qgexp **out, struct ct_err *err)
 {
     *out = NULL;
     if (src == NULL || src[0] == '\0')
-        return ct_err_set(err, CT_EINVAL, "Expression may not be null or empty");
+        /* OpenTSDB's parser fails on the empty text like on any other: "Failed to parse " */
+        return ct_err_set(err, CT_EINVAL, "Failed to parse the expression: it is empty");
     struct qgexp *e = calloc(1, sizeof(*e));
     if (e == NULL)
         return ct_err_set(err, CT_ENOMEM, "out of memory parsing an expression");

@@ -110,7 +110,7 @@ static void test_qgexp_grammar(void **state)
     static const struct {
         const char *src, *msg;
     } bad[] = {
-        {"", "may not be null or empty"},
+        {"", "Failed to parse the expression: it is empty"},
         {"sum:a", "expected '('"},
         {"nope(sum:a)", "Function nope has not been implemented"},
         {"scale(sum:a,2", "expected ',' or ')'"},
