@@ -5,7 +5,8 @@
  *
  * Invariants: a parsed tree is immutable (evaluate it from many threads at once); every result
  * series is sorted by timestamp with no duplicate timestamps; results are sorted by join key;
- * division by zero gives NaN (JSON has no infinity). The module knows nothing of the store: the
+ * a zero divisor (`/`, `%`) gives 0, as OpenTSDB's JEXL engine answers. The module knows
+ * nothing of the store: the
  * caller runs the sub-queries and hands their series in. */
 #ifndef CT_QEXPR_H
 #define CT_QEXPR_H
