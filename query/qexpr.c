@@ -246,8 +246,6 @@ int qexpr_parse(const char *src, struct qexpr **out, struct ct_err *err)
         skip_ws(&ps);
         if (*ps.p != '\0')
             (void)fail(&ps, "unexpected character");
-        else if (e->nvars == 0)
-            ct_err_set(err, CT_EINVAL, "expression: names no metric");
         else {
             *out = e;
             return 0;
@@ -486,6 +484,8 @@ done:
 static int find_inputs(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
                        const struct qexpr_input **inp, struct ct_err *err)
 {
+    if (e->nvars == 0) /* parsed, but nothing to join or evaluate over */
+        return ct_err_set(err, CT_EINVAL, "expression: names no metric");
     for (size_t v = 0; v < e->nvars; v++) {
         inp[v] = NULL;
         for (size_t i = 0; i < nin; i++)

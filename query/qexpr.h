@@ -19,7 +19,9 @@
 
 struct qexpr;
 
-/* Parses src; on error returns CT_EINVAL with the offending position in err. */
+/* Parses src; on error returns CT_EINVAL with the offending position in err. An expression
+ * naming no variable (`1 + 1`) parses (qexpr_nvars 0, as JEXL parses it); evaluating it is
+ * CT_EINVAL ("names no metric"). */
 CT_MUST_CHECK int qexpr_parse(const char *src, struct qexpr **out, struct ct_err *err);
 void qexpr_free(struct qexpr *e);
 /* The distinct variable names of e in first-use order (valid while e lives). */

@@ -296,6 +296,14 @@ except (ValueError, KeyError, TypeError):
     msg = None
 report(TE + "missingRequiredVariable / addResultsMissingId (a + b + c)",
        "" if st == 400 and msg == "Expression [a + b + c] was missing input c" else "status %d, %r" % (st, msg), b)
+refused(TE + "ctorNoVariables (1 + 1: after the request validated)",
+        request("OE", "Dstar", "intersection", exprs=[("e", "1 + 1")]),
+        "The expression didn't appear to have any variables")
+refused(TE + "ctorNoVariables comes after validate(): a missing input of a later expression first",
+        request("OE", "Dstar", "intersection", exprs=[("e", "1 + 1"), ("f", "a + z")]),
+        "Expression [a + z] was missing input z")
+refused(TE + "ctorBadExpression (' a / ')", request("OE", "Dstar", "intersection", exprs=[("e", " a / ")]),
+        "Invalid expression at index 0")
 ei(TE + "unionOneExtraSeries (D=G: 0 + 17..)", "OE", "union", "a + b", [up(12, step=2), up(18, step=2), up(17)])
 ei(TE + "unionOffset", "TO", "union", "a + b", [[1, 2, 13, 14], [4, 5, 16, 17]], ts=M)
 ei(TE + "unionNoIntersection (threeDifE: six series)", "DE", "union", "a + b",
