@@ -5,7 +5,10 @@
  * order and a node refers to its variable by number; (2) every result series of one evaluation
  * has the same timestamps, those of every operand series evaluated (OpenTSDB's time-synced
  * iteration), an operand lacking one taking its fill value; each key's operands are merged in
- * one pass per operand (cursors only move forward). */
+ * one pass per operand (cursors only move forward); (3) as OpenTSDB's union and expression
+ * iterators: an operand with no series of a key (a union) counts 0 at every timestamp, whatever
+ * its fill policy (UnionIterator's own zero fill), while a missing point or a NaN value of an
+ * operand's series takes that operand's fill value (ExpressionIterator binds NaN to it). */
 #include "query/qexpr.h"
 
 #include <ctype.h>
@@ -243,8 +246,6 @@ int qexpr_parse(const char *src, struct qexpr **out, struct ct_err *err)
         skip_ws(&ps);
         if (*ps.p != '\0')
             (void)fail(&ps, "unexpected character");
-        else if (e->nvars == 0)
-            ct_err_set(err, CT_EINVAL, "expression: names no metric");
         else {
             *out = e;
             return 0;
@@ -294,13 +295,15 @@ static double eval_node(const struct node *n, const double *vals)
         return eval_node(n->l, vals) - eval_node(n->r, vals);
     case N_MUL:
         return eval_node(n->l, vals) * eval_node(n->r, vals);
+    /* a zero divisor gives 0, as JEXL's lenient arithmetic (OpenTSDB's engine) answers the
+     * ArithmeticException it raises for / and % by zero */
     case N_DIV: {
         double d = eval_node(n->r, vals);
-        return d == 0 ? NAN : eval_node(n->l, vals) / d;
+        return d == 0 ? 0 : eval_node(n->l, vals) / d;
     }
     case N_MOD: {
         double d = eval_node(n->r, vals);
-        return d == 0 ? NAN : fmod(eval_node(n->l, vals), d);
+        return d == 0 ? 0 : fmod(eval_node(n->l, vals), d);
     }
     case N_LT:
         return eval_node(n->l, vals) < eval_node(n->r, vals);
@@ -380,10 +383,15 @@ static int eval_key(const struct qexpr *e, size_t nvars, const struct qexpr_inpu
     double vals[QEXPR_MAX_VARS];
     for (size_t t = 0; t < nts; t++) {
         for (size_t v = 0; v < nvars; v++) {
-            if (s[v] != NULL && cur[v] < s[v]->n && s[v]->ts[cur[v]] == ts[t])
+            if (s[v] == NULL) { /* (3) */
+                vals[v] = 0;
+            } else if (cur[v] < s[v]->n && s[v]->ts[cur[v]] == ts[t]) {
                 vals[v] = s[v]->v[cur[v]++];
-            else
+                if (isnan(vals[v]) && e != NULL) /* (3) */
+                    vals[v] = fill_value(inp[v]);
+            } else {
                 vals[v] = fill_value(inp[v]);
+            }
         }
         res->ts[res->n] = ts[t];
         res->v[res->n++] = e != NULL ? eval_node(e->root, vals) : vals[0];
@@ -476,6 +484,8 @@ done:
 static int find_inputs(const struct qexpr *e, const struct qexpr_input *in, size_t nin,
                        const struct qexpr_input **inp, struct ct_err *err)
 {
+    if (e->nvars == 0) /* parsed, but nothing to join or evaluate over */
+        return ct_err_set(err, CT_EINVAL, "expression: names no metric");
     for (size_t v = 0; v < e->nvars; v++) {
         inp[v] = NULL;
         for (size_t i = 0; i < nin; i++)

@@ -5,7 +5,8 @@
  *
  * Invariants: a parsed tree is immutable (evaluate it from many threads at once); every result
  * series is sorted by timestamp with no duplicate timestamps; results are sorted by join key;
- * division by zero gives NaN (JSON has no infinity). The module knows nothing of the store: the
+ * a zero divisor (`/`, `%`) gives 0, as OpenTSDB's JEXL engine answers. The module knows
+ * nothing of the store: the
  * caller runs the sub-queries and hands their series in. */
 #ifndef CT_QEXPR_H
 #define CT_QEXPR_H
@@ -18,7 +19,9 @@
 
 struct qexpr;
 
-/* Parses src; on error returns CT_EINVAL with the offending position in err. */
+/* Parses src; on error returns CT_EINVAL with the offending position in err. An expression
+ * naming no variable (`1 + 1`) parses (qexpr_nvars 0, as JEXL parses it); evaluating it is
+ * CT_EINVAL ("names no metric"). */
 CT_MUST_CHECK int qexpr_parse(const char *src, struct qexpr **out, struct ct_err *err);
 void qexpr_free(struct qexpr *e);
 /* The distinct variable names of e in first-use order (valid while e lives). */
@@ -74,8 +77,9 @@ struct qexpr_result {
 
 /* Evaluates e: every variable must be one of in[] (else CT_EINVAL naming it). The join keys are
  * those of every variable (intersection) or of any (union; a variable without a series for a key
- * is filled at every timestamp). Every result series has the same timestamps: those of all the
- * operand series evaluated (an operand without a point there takes its fill value). More than
+ * counts 0 at every timestamp, whatever its fill, as OpenTSDB's UnionIterator). Every result
+ * series has the same timestamps: those of all the operand series evaluated (an operand without
+ * a point there, or with a NaN value, takes its fill value). More than
  * 2^26 values in all: CT_ELIMIT. On success *out holds *nout results sorted by key, freed with
  * qexpr_results_free(); on error *out is NULL. */
 CT_MUST_CHECK int qexpr_eval(const struct qexpr *e, const struct qexpr_input *in, size_t nin,

@@ -260,9 +260,8 @@ static int parse_expr(struct parser *p, struct node **out)
     int rc = read_name(p, &name, &len);
     if (rc != CT_OK)
         return rc;
-    skip_blanks(p);
-    if (p->s[p->pos] != '(')
-        return syntax(p, "expected '('");
+    /* the name is looked up before the '(' is read, as OpenTSDB's parser builds the function's
+     * tree on the NAME token: "scalesys.cpu)" is an unknown function, not a missing '(' */
     bool known = false;
     enum fn_kind kind = F_ALIAS;
     for (size_t i = 0; i < sizeof(FUNCTIONS) / sizeof(FUNCTIONS[0]); i++)
@@ -273,6 +272,9 @@ static int parse_expr(struct parser *p, struct node **out)
     if (!known) /* OpenTSDB's ExpressionFactory wording */
         return ct_err_set(p->err, CT_EINVAL, "Function %.*s has not been implemented", (int)len,
                           name);
+    skip_blanks(p);
+    if (p->s[p->pos] != '(')
+        return syntax(p, "expected '('");
     p->pos++;
     struct node *n = calloc(1, sizeof(*n));
     if (n == NULL)
@@ -312,7 +314,8 @@ int qgexp_parse(const char *src, struct qgexp **out, struct ct_err *err)
 {
     *out = NULL;
     if (src == NULL || src[0] == '\0')
-        return ct_err_set(err, CT_EINVAL, "Expression may not be null or empty");
+        /* OpenTSDB's parser fails on the empty text like on any other: "Failed to parse " */
+        return ct_err_set(err, CT_EINVAL, "Failed to parse the expression: it is empty");
     struct qgexp *e = calloc(1, sizeof(*e));
     if (e == NULL)
         return ct_err_set(err, CT_ENOMEM, "out of memory parsing an expression");
@@ -323,8 +326,6 @@ int qgexp_parse(const char *src, struct qgexp **out, struct ct_err *err)
         if (src[p.pos] != '\0')
             rc = syntax(&p, "unexpected text after the expression");
     }
-    if (rc == CT_OK && e->nq == 0)
-        rc = ct_err_set(err, CT_EINVAL, "Failed to parse the expression: no metric query in %s", src);
     if (rc != CT_OK) {
         qgexp_free(e);
         return rc;
@@ -963,7 +964,9 @@ static int eval_node(const struct qgexp *e, const struct node *n, const struct q
             a.sets[a.nsets++] = &subs[nsubs++];
         }
     }
-    if (rc == CT_OK) {
+    /* no series parameter (no metric query, no function): no series, whatever the arguments,
+     * as every OpenTSDB function answers empty results before it reads its arguments */
+    if (rc == CT_OK && a.nsets > 0) {
         switch (n->fn) {
         case F_ALIAS:
             rc = fn_alias(&a, out, err);

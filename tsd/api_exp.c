@@ -480,6 +480,18 @@ static int validate(const cJSON *body, struct exp_refusal *x)
             }
         qexpr_free(q);
     }
+    /* after every validate() check, as OpenTSDB's QueryExecutor builds each expression's
+     * iterator once the query validated: an expression without a variable is refused there */
+    cJSON_ArrayForEach(e, es)
+    {
+        struct qexpr *q = NULL;
+        if (qexpr_parse(jstr(e, "expr"), &q, &x->err) != CT_OK)
+            return x->err.code;
+        size_t nv = qexpr_nvars(q);
+        qexpr_free(q);
+        if (nv == 0)
+            return refuse(x, NULL, "The expression didn't appear to have any variables");
+    }
     return 0;
 }
 

@@ -72,7 +72,7 @@ static int parse(struct http_req *r, struct gexp_req *g, struct ct_err *err)
             return rc;
         struct qgexp *e = g->e[g->ne];
         size_t nq = qgexp_nqueries(e);
-        g->map[g->ne++] = calloc(nq, sizeof(size_t));
+        g->map[g->ne++] = calloc(nq > 0 ? nq : 1, sizeof(size_t));
         const char **nu = realloc(g->uq, (g->nuq + nq) * sizeof(*nu));
         if (nu != NULL)
             g->uq = nu;
@@ -90,7 +90,9 @@ static int parse(struct http_req *r, struct gexp_req *g, struct ct_err *err)
             g->map[g->ne - 1][j] = k;
         }
     }
-    if (g->ne == 0)
+    /* OpenTSDB: no metric query in any exp= (none given, or only functions of arguments such
+     * as scale(sys.cpu)) leaves the query without sub-queries */
+    if (g->nuq == 0)
         return ct_err_set(err, CT_EINVAL, "Missing sub queries");
     void *pa[2] = {r, g};
     return qspec_parse_params(param_at, pa, clock_now_ms(), &g->q, err);

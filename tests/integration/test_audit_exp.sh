@@ -234,18 +234,39 @@ outputs("fill without a policy: a value of 5 means scalar 5",
 outputs("an output naming a metric is filled by its policy (GB scalar 5; GB has no point at the first minute)",
         query(metrics=gm(fb={"policy": "scalar", "value": 5}), outputs=[{"id": "b"}]),
         [("b", None, [[M1, 5, 15, 5], [M2, 13, 5, 19]], ["GB"])])
-# an expression named by another fills with its own policy (ExpressionIterator: NaN by default):
+# a union operand with no series of a key counts 0 at every timestamp, whatever its fill policy
+# (UnionIterator fills a missing series with its own zero fill; nothing sets another):
 # x = e + c with c = GA (D=D, D=F, D=G) and e = a + b over A/B (D=D, D=F) in a union: D=G lacks e
 U = [{"id": "e", "expr": "a + b", "join": INTER}, {"id": "x", "expr": "e + c", "join": {"operator": "union"}}]
 UM = [{"id": "a", "metric": "A", "filter": "f1"}, {"id": "b", "metric": "B", "filter": "f1"},
       {"id": "c", "metric": "GA", "filter": "f1"}]
-# D=D: 12+1, 14+0, 16+3; D=F: 18+4, 20+5, 22+0; D=G: NaN (e's default fill)
-outputs("an expression as an operand: its default fill is NaN", query(metrics=UM, expressions=U, outputs=[{"id": "x"}]),
-        [("x", None, [[M0, 13, 22, N], [M1, 14, 25, N], [M2, 19, 22, N]], ["A", "B", "GA"])])
+# D=D: 12+1, 14+0, 16+3; D=F: 18+4, 20+5, 22+0; D=G: 0+0, 0+8, 0+9 (e absent: 0)
+outputs("TestUnionIterator: an expression lacking a key in a union counts 0 (not its NaN fill)",
+        query(metrics=UM, expressions=U, outputs=[{"id": "x"}]),
+        [("x", None, [[M0, 13, 22, 0], [M1, 14, 25, 8], [M2, 19, 22, 9]], ["A", "B", "GA"])])
 U2 = [dict(U[0], fillPolicy={"policy": "scalar", "value": 1000}), U[1]]
-outputs("an expression as an operand: its own fillPolicy (scalar 1000) fills it",
+outputs("TestUnionIterator: ... nor its own fillPolicy (scalar 1000)",
         query(metrics=UM, expressions=U2, outputs=[{"id": "x"}]),
-        [("x", None, [[M0, 13, 22, 1000], [M1, 14, 25, 1008], [M2, 19, 22, 1009]], ["A", "B", "GA"])])
+        [("x", None, [[M0, 13, 22, 0], [M1, 14, 25, 8], [M2, 19, 22, 9]], ["A", "B", "GA"])])
+UB = [dict(UM[0], fillPolicy={"policy": "scalar", "value": 1000}), UM[1], UM[2]]
+outputs("TestUnionIterator: a metric lacking a key in a union counts 0 (not its scalar 1000)",
+        query(metrics=UB, expressions=[{"id": "e", "expr": "a + b"}], outputs=[{"id": "e"}]),
+        [("e", None, [[M0, 12, 18, 17], [M1, 14, 20, 18], [M2, 16, 22, 19]], ["A", "B"])])
+# an expression's NaN value takes the expression's fillPolicy where another names it
+# (ExpressionIterator binds a NaN operand to its fill value; NaN by default): e = a + b over
+# GA/GB with b filled nan is NaN where GB has no point (D=D: N, N, 16; D=F: N, 20, N; D=G: N, N,
+# 28); x = e + c with c = A (D=D 1, 2, 3; D=F 4, 5, 6), an intersection (D=G left out)
+NE = [{"id": "e", "expr": "a + b", "join": INTER}, {"id": "x", "expr": "e + c", "join": INTER}]
+NM = [{"id": "a", "metric": "GA", "filter": "f1"},
+      {"id": "b", "metric": "GB", "filter": "f1", "fillPolicy": {"policy": "nan"}},
+      {"id": "c", "metric": "A", "filter": "f1"}]
+outputs("ExpressionIterator: an expression's NaN stays NaN under its default fill (nan)",
+        query(metrics=NM, expressions=NE, outputs=[{"id": "x"}]),
+        [("x", None, [[M0, N, N], [M1, N, 25], [M2, 19, N]], ["GA", "GB", "A"])])
+NE2 = [dict(NE[0], fillPolicy={"policy": "scalar", "value": 1000}), NE[1]]
+outputs("ExpressionIterator: an expression's NaN takes its own fillPolicy (scalar 1000)",
+        query(metrics=NM, expressions=NE2, outputs=[{"id": "x"}]),
+        [("x", None, [[M0, 1001, 1004], [M1, 1002, 25], [M2, 19, 1006]], ["GA", "GB", "A"])])
 
 # the validate() messages, in Query.validate's order (outer message, cause in details)
 def mod(f):

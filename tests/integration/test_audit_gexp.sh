@@ -7,7 +7,9 @@
 # TestAlias (@tag substitution, several arguments joined by ','), TestTimeShift,
 # TestHighestCurrent and TestHighestMax, and each class's IllegalArgumentException texts as the
 # 400 a client gets (ctsdb answers 400 where OpenTSDB's unchecked exception is a 500: docs/
-# query.md). test_query_gexp.sh covers the shape of the answer and the parser's errors.
+# query.md); then the parser classes (TestExpressionFactory, TestExpressionReader,
+# TestExpressionTree, TestExpressions) as exp= texts and TestPostAggregatedDataPoints' kept names,
+# tags and integers. test_query_gexp.sh covers the shape of the answer and the parser's errors.
 source "$(dirname "$0")/lib.sh"
 
 tsd_start
@@ -114,6 +116,69 @@ values("TestMovingAverage: a window of 2 points", "movingAverage(sum:ga.a%s,2)" 
        [("ga.a", "web01", [0] + [(A[i - 1] + A[i]) / 2 for i in range(1, 5)])])
 error("TestMovingAverage: no window", "movingAverage(sum:ga.a)", "Missing moving average window size")
 error("TestMovingAverage: a window that is not a number", "movingAverage(sum:ga.a,x)", "Unparseable window size: x")
+
+# ---- the parser (TestExpressionFactory, TestExpressionReader, TestExpressionTree,
+# TestExpressions): OpenTSDB 2.4 parses exp= with its grammar (parser.jj), whose NAME token makes
+# the function's tree before '(' is read; TestExpressions' ",," separators are the older
+# Expressions.parse reader's, which /api/query/gexp does not use
+values("TestExpressionFactory.getByName: scale is a function", "scale(sum:ga.a%s,1)" % W1, [("ga.a", "web01", A)])
+error("TestExpressionFactory.getByNameNoSuchFunction", "nosuch(sum:ga.a)", "Function nosuch has not been implemented")
+error("ExpressionFactory: names are case-sensitive (Scale)", "Scale(sum:ga.a,2)", "Function Scale has not been implemented")
+error("TestExpressions.parseMissingOpenParens (the name is looked up first)", "scalesys.cpu)",
+      "Function scalesys.cpu has not been implemented")
+error("a metric query alone: its aggregator is read as a function name", "avg:ga.a",
+      "Function avg has not been implemented")
+def refused(name, e, prefix):
+    st, b = gexp(e)
+    try:
+        got = json.loads(b)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        got = None
+    report(name, "" if st == 400 and got and got.startswith(prefix) else "status %d, message %r" % (st, got), b)
+refused("TestExpressions.parseMissingClosingParens", "scale(sum:ga.a,2", "Failed to parse ")
+refused("TestExpressions.parseEmptyExpression (exp= empty)", "", "Failed to parse ")
+refused("TestExpressions.parseMultiParameter: ',,' is no separator in 2.4's grammar",
+        "diffSeries(sum:ga.a,, sum:ga.b)", "Failed to parse ")
+refused("sum:ga.a without a function: a '(' is missing after sum", "sum:ga.a", "Failed to parse ")
+error("TestExpressions.parse: scale(sys.cpu) names no metric query (sys.cpu is an argument)",
+      "scale(sys.cpu)", "Missing sub queries")
+st, b = req("/api/query/gexp?start=%d&end=%d&exp=scale(sys.cpu)&exp=%s" % (T, T + 600, urllib.parse.quote(
+    "absolute(sum:ga.a%s)" % W1, safe="(),:{}*=@'")))
+try:
+    d = json.loads(b)
+    why = "" if st == 200 and [(x["metric"], x["tags"].get("host")) for x in d] == [("ga.a", "web01")] else \
+        "status %d, %d series" % (st, len(d))
+except (ValueError, KeyError, TypeError) as x:
+    why = "status %d (%s)" % (st, x)
+report("a function without a series parameter answers no series (another exp= has a query)", why, b)
+values("TestExpressions.parseWithWhitespace (blanks around every token)",
+       "   scale ( sum:ga.a%s , 2 )  " % W1, [("ga.a", "web01", [2 * x for x in A])])
+values("TestExpressions.parseExprWithParam: 3.1415 is an argument", "scale(sum:ga.a%s,3.1415)" % W1,
+       [("ga.a", "web01", [3.1415 * x for x in A])])
+values("TestExpressions.parseNestedExpr: a nested function is a series parameter, in order (b + 2a)",
+       "sumSeries(sum:ga.b%s,scale(sum:ga.a%s,2))" % (W1, W1), [("ga.b", "web01", [y + 2 * x for x, y in zip(A, B)])])
+values("TestExpressionTree.evaluateSubExpressionSet: the inner result feeds the outer",
+       "absolute(scale(sum:ga.a%s,-1))" % W1, [("ga.a", "web01", A)])
+values("TestExpressionTree: the parameter order is kept (diffSeries(b, a) = b - a)",
+       "diffSeries(sum:ga.b%s,sum:ga.a%s)" % (W1, W1), [("ga.b", "web01", [9] * 5)])
+# TestPostAggregatedDataPoints: a function's output keeps the name, tags, aggregated tags and
+# the integer points of what it read; alias() clears tags and aggregated tags
+st, b = gexp("absolute(sum:ga.a{dc=lga})")
+try:
+    d = json.loads(b)
+    why = "" if st == 200 and len(d) == 1 and d[0]["metric"] == "ga.a" and d[0]["tags"] == {"dc": "lga"} and \
+        d[0]["aggregateTags"] == ["host"] and '"%d":21,' % T in b else "status %d" % st
+except (ValueError, KeyError, TypeError) as x:
+    why = "status %d (%s)" % (st, x)
+report("TestPostAggregatedDataPoints.ctorDefaults: name, tags, aggregated tags kept; integers stay integers", why, b)
+st, b = gexp("alias(sum:ga.a{dc=lga},x)")
+try:
+    d = json.loads(b)
+    why = "" if st == 200 and d[0]["metric"] == "x" and d[0]["tags"] == {} and d[0]["aggregateTags"] == [] \
+        else "status %d" % st
+except (ValueError, KeyError, TypeError, IndexError) as x:
+    why = "status %d (%s)" % (st, x)
+report("TestPostAggregatedDataPoints.alias: the alias names it, tags and aggregated tags cleared", why, b)
 finish()
 PY
 [ $? -eq 0 ] || IT_FAILS=$((IT_FAILS + 1))

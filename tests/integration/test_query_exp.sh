@@ -55,8 +55,8 @@ check_contains "alias and the echoed query" "$ans" '"alias":"E"'
 check_contains "the echoed query" "$ans" '"query":{"time"'
 
 ans=$(post "$(body 'a - b' union scalar)")
-check_eq "union with scalar fill 7: x (10-2, 20-4), y (1-7, 0-7), z (0-3, 0-7: a's default fill is zero)" \
-  "200 [[1700000000000, 8, -6, -3], [1700000060000, 16, -7, -7]] x,y,z" \
+check_eq "union with scalar fill 7 on b: x (10-2, 20-4), y (1-0, 0-0: b has no y series, 0 as OpenTSDB's union; a's missing point its zero fill), z (0-3, 0-7: a has no z series, b's missing point 7)" \
+  "200 [[1700000000000, 8, 1, -3], [1700000060000, 16, 0, -7]] x,y,z" \
   "$(echo "$ans" | python3 -c '
 import sys, json
 st, _, js = sys.stdin.read().partition(" ")

@@ -110,12 +110,15 @@ static void test_qgexp_grammar(void **state)
     static const struct {
         const char *src, *msg;
     } bad[] = {
-        {"", "may not be null or empty"},
+        {"", "Failed to parse the expression: it is empty"},
         {"sum:a", "expected '('"},
         {"nope(sum:a)", "Function nope has not been implemented"},
         {"scale(sum:a,2", "expected ',' or ')'"},
         {"scale()", "expected a name"},
-        {"scale(2)", "no metric query"},
+        {"scalesys.cpu)", "Function scalesys.cpu has not been implemented"},
+        {"avg:a", "Function avg has not been implemented"},
+        {"Scale(sum:a,2)", "Function Scale has not been implemented"},
+        {"scale(sum:a,, 2)", "expected a name"},
         {"scale(sum:a{host},2)", "expected '='"},
         {"scale(sum:a{host=x,2)", "expected '='"},
         {"scale(sum:a:b:c:d:e,2)", "too many ':'"},
@@ -128,6 +131,22 @@ static void test_qgexp_grammar(void **state)
         assert_null(e);
         if (strstr(err.msg, bad[i].msg) == NULL)
             fail_msg("%s: [%s] not in [%s]", bad[i].src, bad[i].msg, err.msg);
+    }
+    /* a function without a metric query parses (OpenTSDB: the NAME is an argument) and
+     * answers no series, whatever its arguments (scale() reads no factor then); a function
+     * of a function that answered nothing answers nothing */
+    const char *none[] = {"scale(sys.cpu)", "   scale(sys.cpu)  ", "sumSeries(x)",
+                          "alias(scale(y),z)"};
+    for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
+        assert_int_equal(qgexp_parse(none[i], &e, &err), CT_OK);
+        assert_int_equal(qgexp_nqueries(e), 0);
+        struct qgexp_set in[2], out = {0};
+        inputs(in);
+        assert_int_equal(qgexp_eval(e, in, 0, 1000000, &out, &err), CT_OK);
+        assert_int_equal(out.n, 0);
+        qgexp_set_clear(&in[0]);
+        qgexp_set_clear(&in[1]);
+        qgexp_free(e);
     }
     /* nesting is bounded */
     char deep[1200] = "";
@@ -273,10 +292,10 @@ static void test_qgexp_series_functions(void **state)
     assert_true(val(&r.s[0], 2) == 42);
     assert_true(val(&r.s[2], 1) == 0);
     qgexp_set_clear(&r);
-    /* divide: x 31/2 = 15.5; y -5/0 = NaN (no infinity in JSON) */
+    /* divide: x 31/2 = 15.5; y -5/0 = 0 (OpenTSDB's JEXL answers 0 for a zero divisor) */
     r = run("divideSeries(sum:a,sum:b)", "sum:a", "sum:b");
     assert_true(val(&r.s[0], 3) == 15.5);
-    assert_true(isnan(val(&r.s[1], 1)));
+    assert_true(val(&r.s[1], 1) == 0);
     qgexp_set_clear(&r);
     /* functions compose: x 2*11 + 2 = 24 */
     r = run("sum(scale(sum:a,2),sum:b)", "sum:a", "sum:b");
