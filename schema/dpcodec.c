@@ -1941,6 +1941,7 @@ static int dpcodec_cols_compressed(int64_t base_s, const struct wc_cell *cell,
     c->ts_step = reg.step;
     if (!ascending)
         return DPCODEC_UNSORTED;
+    c->no_nan = h.kind == DPCODEC_VK_DECIMAL; /* a decimal is never NaN */
     size_t n = (size_t)h.n;
     if (has_desc) { /* descriptors were written over is_int */
         int kinds = 0;
@@ -2124,6 +2125,7 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
     c->n = 0;
     c->kinds = 0;
     c->ts_regular = false;
+    c->no_nan = false;
     if (dups)
         *dups = 0;
     if (ncells > 1 && cells[0].qualifier.len == 2) {
