@@ -1820,6 +1820,86 @@ static void test_decimal_cells_match_the_division(void **state)
     assert_int_equal(checked, 2 * 16 * 11 * 2 * 4);
 }
 
+/* Timestamp streams of zero-width blocks, which the cell reader takes as evenly spaced times
+ * without the stream reader when every block's minimum is 0 and both heads fit one byte: against
+ * the times made here from the same heads and residuals, from both decoders, for 2..300 points
+ * (one to three blocks) with the heads 0 and 1 (regular), the last or the first block's minimum
+ * 1 (times speeding up: not regular; while they stay inside the hour), a minimum 0 written in
+ * two bytes, and heads of two bytes. */
+static void test_timestamp_zero_blocks_read_like_the_stream(void **state)
+{
+    (void)state;
+    static uint8_t v[64 + 8 * DPCODEC_BLOCK];
+    static struct dpcodec_point pts[300];
+    static int64_t want[300];
+    struct dpcodec_cols cols;
+    dpcodec_cols_init(&cols);
+    int checked = 0;
+    for (size_t n = 2; n <= 300; n++)
+        for (int shape = 0; shape < 5; shape++) {
+            size_t nb = (n - 2 + DPCODEC_BLOCK - 1) / DPCODEC_BLOCK;
+            if (shape >= 1 && shape <= 3 && nb == 0)
+                continue;
+            int64_t h0 = shape == 4 ? 100 : 0, h1 = shape == 4 ? 11 : 1;
+            size_t o = 0;
+            v[o++] = DPCODEC_CVERSION;
+            v[o++] = DPCODEC_VENC(DPCODEC_VK_INT, 0);
+            v[o++] = DPCODEC_CF_SECONDS;
+            o += coding_put_varint64(v + o, n);
+            o += coding_put_varint64(v + o, coding_zigzag(h0));
+            o += coding_put_varint64(v + o, coding_zigzag(h1));
+            int64_t x = h0, d = h1;
+            want[0] = h0;
+            want[1] = h0 + h1;
+            x = want[1];
+            for (size_t b = 0; b < nb; b++) {
+                int64_t mn = (shape == 1 && b + 1 == nb) || (shape == 2 && b == 0) ? 1 : 0;
+                v[o++] = 0;
+                if (shape == 3) { /* 0 as an over-long varint */
+                    v[o++] = 0x80;
+                    v[o++] = 0;
+                } else {
+                    o += coding_put_varint64(v + o, coding_zigzag(mn));
+                }
+                size_t cnt = n - 2 - b * DPCODEC_BLOCK;
+                cnt = cnt < DPCODEC_BLOCK ? cnt : DPCODEC_BLOCK;
+                for (size_t j = 0; j < cnt; j++) {
+                    d += mn;
+                    x += d;
+                    want[2 + b * DPCODEC_BLOCK + j] = x;
+                }
+            }
+            if (want[n - 1] >= 3600)
+                continue; /* times speeding up past the hour */
+            for (size_t b = 0; b < (n + DPCODEC_BLOCK - 1) / DPCODEC_BLOCK; b++) {
+                v[o++] = 0; /* values: zero-width blocks of minimum 5 */
+                o += coding_put_varint64(v + o, coding_zigzag(5));
+            }
+            for (size_t i = 0; i < n; i++)
+                pts[i] = dpcodec_point_int((BASE + want[i]) * 1000, false, 5);
+            uint8_t q[DPCODEC_CQ_LEN];
+            dpcodec_compressed_qualifier(pts, n, q);
+            struct wc_cell c = cell_of(q, sizeof(q), v, o, 1);
+            struct ct_err e1 = {0}, e2 = {0};
+            size_t got = 0;
+            if (dpcodec_row_decode(BASE, &c, 1, pts, n, &got, NULL, &e1) != CT_OK ||
+                dpcodec_row_decode_cols(BASE, &c, 1, &cols, NULL, &e2) != CT_OK)
+                fail_msg("n %zu shape %d: %s / %s", n, shape, e1.msg, e2.msg);
+            assert_int_equal(got, n);
+            assert_int_equal(cols.n, n);
+            dpcodec_cols_fill_ts(&cols);
+            for (size_t i = 0; i < n; i++)
+                if (pts[i].ts_ms != (BASE + want[i]) * 1000 || cols.ts[i] != pts[i].ts_ms ||
+                    pts[i].i != 5 || (int64_t)cols.val[i] != 5)
+                    fail_msg("n %zu shape %d point %zu: want %lld, iterator %lld, columns %lld",
+                             n, shape, i, (long long)want[i], (long long)pts[i].ts_ms,
+                             (long long)cols.ts[i]);
+            checked++;
+        }
+    dpcodec_cols_free(&cols);
+    assert_true(checked > 299 * 3);
+}
+
 /* Rows of integer single cells with 2-byte qualifiers (a current hour: read in one pass by the
  * columnar reader), against the iterator's row decoder: every value width with both signs,
  * non-datapoint cells among them (annotations, a histogram, an unknown odd qualifier), and now
@@ -1931,6 +2011,7 @@ int main(void)
         cmocka_unit_test(test_cols_reads_rows_of_integer_cells_like_row_decode),
         cmocka_unit_test(test_rice_blocks_match_the_reference),
         cmocka_unit_test(test_decimal_cells_match_the_division),
+        cmocka_unit_test(test_timestamp_zero_blocks_read_like_the_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
