@@ -344,11 +344,32 @@ static int add_hist(struct xser *s, int64_t ts_ms, const uint8_t *v, size_t len)
  * two rows and the row's buckets are the series' buckets. vals and scratch hold c->n doubles. */
 /* One bucket of doubles through a single-pass function, NaN skipped: the loops of
  * row_downsample() for values that may be NaN (the same additions and comparisons in the same
- * order, so the same bits). */
-static double bucket_reals(enum qagg_stream kind, const double *v, size_t n)
+ * order, so the same bits); with no_nan (the row has none) without the tests. */
+static double bucket_reals(enum qagg_stream kind, const double *v, size_t n, bool no_nan)
 {
     double r = 0;
     size_t k = 0;
+    if (no_nan && n > 0) { /* no NaN to skip (dpcodec_cols.no_nan): the same loops untested */
+        switch (kind) {
+        case QAGG_STREAM_SUM:
+        case QAGG_STREAM_AVG:
+            for (size_t j = 0; j < n; j++)
+                r += v[j];
+            return kind == QAGG_STREAM_AVG ? r / (double)n : r;
+        case QAGG_STREAM_MIN:
+            r = v[0];
+            for (size_t j = 1; j < n; j++)
+                r = v[j] < r ? v[j] : r;
+            return r;
+        case QAGG_STREAM_MAX:
+            r = v[0];
+            for (size_t j = 1; j < n; j++)
+                r = v[j] > r ? v[j] : r;
+            return r;
+        default: /* count */
+            return (double)n;
+        }
+    }
     switch (kind) {
     case QAGG_STREAM_SUM:
     case QAGG_STREAM_AVG:
@@ -422,7 +443,7 @@ static int row_downsample_regular(const struct xscan *x, const struct dpcodec_co
             struct qagg_point *pt = &out->p[out->n++];
             pt->ts_ms = bstart;
             pt->is_int = false;
-            pt->v.d = bucket_reals(kind, dv + i, e - i);
+            pt->v.d = bucket_reals(kind, dv + i, e - i, c->no_nan);
             i = e;
             continue;
         }

@@ -588,7 +588,10 @@ static void fold_range(const struct rctx *c, struct racc *a, const struct dpcode
         /* sum and count only (sum, count, avg): the same additions in the same order */
         const double *dv = (const double *)(const void *)k->val;
         int64_t nn = 0;
-        for (size_t j = i; j < e; j++) {
+        if (k->no_nan) /* no NaN to skip (a row of decimals) */
+            for (size_t j = i; j < e; j++)
+                sum += dv[j];
+        for (size_t j = k->no_nan ? e : i; j < e; j++) {
             double v = dv[j];
             if (isnan(v)) {
                 nn++;

@@ -11,10 +11,12 @@
  * encoder keeps per-thread state (a deflate stream and a scratch buffer, see dpcodec_enc), the
  * iterator over a compressed cell one scratch buffer, the columnar reader its reused columns.
  * Reading is sized for speed: bits come in 64-bit windows (two narrow bit-packed entries per
- * load), radix blocks are split with few hardware divisions (small radixes' digits as bytes from
- * tables, made values eight at a time, with AVX2 when the CPU has it: dpcodec_rexpand),
- * regular timestamps in closed form; a small per-thread memo of radix bit lengths is kept
- * between calls. Encoding is sized for speed without changing a byte of what
+ * load; Rice entries decoded from a window held in a register, so that an entry's position
+ * waits for a clz and a shift, not a load), radix blocks are split with few hardware divisions
+ * (small radixes' digits as bytes from tables, made values eight at a time, with AVX2 when the
+ * CPU has it: dpcodec_rexpand), decimals divided four at a time (AVX2: dpcodec_decimals, the
+ * same bits as one by one), regular timestamps in closed form; a small per-thread memo of radix
+ * bit lengths is kept between calls. Encoding is sized for speed without changing a byte of what
  * it writes: every search (order, value kind, block kind, Rice parameter, deflate) keeps the
  * choices of the plain exhaustive search, with exact shortcuts (convexity, closed forms, lower
  * bounds that rule a candidate out); test_dpcodec pins the output bytes. */
@@ -352,6 +354,8 @@ static inline uint64_t dpcodec_be64_at(const uint8_t *p, size_t nbytes, size_t b
 {
     if (byte + 8 <= nbytes)
         return coding_get_be64(p + byte);
+    if (nbytes >= 8 && byte < nbytes) /* the last 8 bytes, moved up past those before byte */
+        return coding_get_be64(p + nbytes - 8) << (8 * (byte + 8 - nbytes));
     uint64_t v = 0;
     for (size_t i = 0; i < 8; i++)
         v = v << 8 | (byte + i < nbytes ? p[byte + i] : 0);
@@ -409,8 +413,13 @@ static inline int dpcodec_bitr_unary(struct dpcodec_bitr *r, uint64_t *count)
     }
 }
 
-static int dpcodec_svarint(const uint8_t **p, const uint8_t *end, int64_t *out)
+static inline int dpcodec_svarint(const uint8_t **p, const uint8_t *end, int64_t *out)
 {
+    if (*p < end && **p < 0x80) { /* one byte: most heads and block minima */
+        *out = coding_unzigzag(**p);
+        (*p)++;
+        return 0;
+    }
     uint64_t u;
     size_t n = coding_get_varint64(*p, end, &u);
     if (!n)
@@ -874,6 +883,61 @@ static void dpcodec_rexpand(const uint8_t *d, uint64_t cnt, int64_t mn, int64_t 
     dpcodec_rexpand_plain(d, cnt, mn, out, acc);
 }
 
+/* v[0..n) (decimal mantissas, in place) become m / 10^e as doubles' bits, the division of
+ * dpcodec_decimal() for DPCODEC_DOUBLE. With AVX2 four at a time: a mantissa of magnitude below
+ * 2^51 is made a double exactly by the bias trick (its bits added to those of 2^52 + 2^51, then
+ * that number subtracted), as (double)m makes it, vdivpd rounds as divsd does and vcvtpd2ps as
+ * cvtsd2ss (FLOAT): the same bits; four with a larger one are converted one by one. */
+#ifdef DPCODEC_AVX2
+__attribute__((target("avx2"))) static void dpcodec_decimals_avx2(uint64_t *v, uint64_t n, double div,
+                                                                  bool fl)
+{
+    const __m256i bias = _mm256_set1_epi64x(0x4338000000000000LL); /* the bits of 2^52 + 2^51 */
+    const __m256d magic = _mm256_set1_pd(6755399441055744.0);      /* 2^52 + 2^51 */
+    const __m256i half = _mm256_set1_epi64x(1LL << 51);
+    const __m256i top = _mm256_set1_epi64x((long long)0xFFF0000000000000ULL);
+    const __m256d dv = _mm256_set1_pd(div);
+    uint64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        __m256i m = _mm256_loadu_si256((const __m256i *)(const void *)(v + i));
+        if (!_mm256_testz_si256(_mm256_add_epi64(m, half), top)) { /* m + 2^51 >= 2^52 */
+            for (uint64_t k = i; k < i + 4; k++) {
+                double d = (double)(int64_t)v[k] / div;
+                v[k] = dpcodec_dbits(fl ? (double)(float)d : d);
+            }
+            continue;
+        }
+        __m256d d = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(m, bias)), magic);
+        d = _mm256_div_pd(d, dv);
+        if (fl) /* rounded to float and back, as (double)(float)d */
+            d = _mm256_cvtps_pd(_mm256_cvtpd_ps(d));
+        _mm256_storeu_si256((__m256i *)(void *)(v + i), _mm256_castpd_si256(d));
+    }
+    for (; i < n; i++) {
+        double d = (double)(int64_t)v[i] / div;
+        v[i] = dpcodec_dbits(fl ? (double)(float)d : d);
+    }
+    _mm256_zeroupper();
+}
+#endif
+
+static void dpcodec_decimals(uint64_t *v, uint64_t n, unsigned e10, enum dpcodec_type t)
+{
+#ifdef DPCODEC_AVX2
+    int have = atomic_load_explicit(&dpcodec_avx2, memory_order_relaxed);
+    if (__builtin_expect(have < 0, 0)) {
+        have = __builtin_cpu_supports("avx2") ? 1 : 0;
+        atomic_store_explicit(&dpcodec_avx2, have, memory_order_relaxed);
+    }
+    if (have) {
+        dpcodec_decimals_avx2(v, n, dpcodec_p10[e10], t == DPCODEC_FLOAT);
+        return;
+    }
+#endif
+    for (uint64_t i = 0; i < n; i++)
+        v[i] = dpcodec_dbits(dpcodec_decimal((int64_t)v[i], e10, t));
+}
+
 /* Reads the numbers of nb (1..3) radix blocks (r < 2^32), whose limbs are loaded, and writes
  * their digits in block order (with acc: as one running sum across the blocks). -1 if a block's
  * number is r^cnt or more (never written so). */
@@ -1123,23 +1187,40 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
         if (w == DPCODEC_RICE_BLOCK) {
             struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
             size_t nbytes = (size_t)(end - p);
-            for (uint64_t j = 0; j < cnt; j++) {
-                /* the common entry without the readers' tests: a whole 8-byte load at the
-                 * entry's byte inside the stream holds at least 57 bits from pos, and the
-                 * quotient's ones, its 0 and the rk low bits fit in them (so q < 57 and
-                 * q << rk cannot overflow: rk <= 56) */
+            const uint64_t umn = (uint64_t)mn;
+            int64_t *o = res + done;
+            uint64_t j = 0;
+            while (j < cnt) {
+                /* a window of the next bits in a register (a whole 8-byte load inside the
+                 * stream, zeros past its end: avail counts the valid bits, at most 63 so that
+                 * every shift below is by less than 64); its entries are decoded from the
+                 * register, each one's length only a clz and a shift after the previous one's
+                 * (an entry's position no longer waits for a load) */
                 size_t byte = r.pos >> 3;
-                if (byte + 8 <= nbytes) {
-                    uint64_t x = coding_get_be64(p + byte) << (r.pos & 7);
-                    unsigned ones = ~x ? (unsigned)__builtin_clzll(~x) : 64;
-                    if (ones + 1 + rk <= 57) {
-                        uint64_t low = rk ? (x << (ones + 1)) >> (64 - rk) : 0;
-                        r.pos += ones + 1 + rk;
-                        res[done + j] = (int64_t)((uint64_t)mn + (uint64_t)coding_unzigzag(
-                                                                     (uint64_t)ones << rk | low));
-                        continue;
-                    }
+                unsigned sh = (unsigned)(r.pos & 7);
+                /* the window's bits inverted: a unary part's ones are the leading zeros of y
+                 * (the zeros shifted in below read as ones of the window, past avail) */
+                uint64_t y = ~(dpcodec_be64_at(p, nbytes, byte) << sh);
+                size_t left = r.nbits - r.pos;
+                unsigned avail = left < 63 - sh ? (unsigned)left : 63 - sh;
+                uint64_t j0 = j;
+                for (; j < cnt; j++) {
+                    /* | 1: y == 0 (63 or 64 ones) counts 63, too long for any window */
+                    unsigned ones = (unsigned)__builtin_clzll(y | 1);
+                    unsigned len = ones + 1 + rk;
+                    if (len > avail)
+                        break;
+                    /* the rk bits after the zero; >> 1 >> (63 - rk) is >> (64 - rk), and 0
+                     * for rk 0 */
+                    uint64_t low = ((~y << (ones + 1)) >> 1) >> (63 - rk);
+                    o[j] = (int64_t)(umn + (uint64_t)coding_unzigzag((uint64_t)ones << rk | low));
+                    y <<= len;
+                    avail -= len;
+                    r.pos += len;
                 }
+                if (j > j0 || j == cnt)
+                    continue;
+                /* an entry longer than a window (or cut by the stream's end): checked */
                 uint64_t q = 0, low = 0;
                 if (dpcodec_bitr_unary(&r, &q))
                     return -1;
@@ -1148,7 +1229,7 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
                 if (rk >= 64 ? q != 0 : q > (UINT64_MAX >> rk))
                     return -1;
                 uint64_t high = rk >= 64 ? 0 : q << rk; /* a shift by 64 is undefined */
-                res[done + j] = (int64_t)((uint64_t)mn + (uint64_t)coding_unzigzag(high | low));
+                o[j++] = (int64_t)(umn + (uint64_t)coding_unzigzag(high | low));
             }
             p += (r.pos + 7) / 8;
             dpcodec_run_sum(res + done, cnt, run, &acc);
@@ -1447,8 +1528,22 @@ DPCODEC_HOT static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_
         e10 = *p++;
     }
     struct dpcodec_prog prog;
-    if (dpcodec_stream_read_prog(&p, end, 2, n, cts, &prog))
+    /* evenly spaced timestamps, as most hours are written: heads h0 and h1 of one byte each,
+     * then a zero block (width 0, minimum 0) per DPCODEC_BLOCK residuals - what the stream
+     * reader makes of those bytes, read here without it */
+    size_t zb = n > 2 ? 2 * (size_t)((n - 2 + DPCODEC_BLOCK - 1) / DPCODEC_BLOCK) : 0;
+    bool reg_ts = n >= 2 && end - p >= 2 && (size_t)(end - p) - 2 >= zb && p[0] < 0x80 &&
+                  p[1] < 0x80;
+    for (size_t i = 0; reg_ts && i < zb; i++)
+        reg_ts = p[2 + i] == 0;
+    if (reg_ts) {
+        prog.is = true;
+        prog.h0 = coding_unzigzag(p[0]);
+        prog.h1 = coding_unzigzag(p[1]);
+        p += 2 + zb;
+    } else if (dpcodec_stream_read_prog(&p, end, 2, n, cts, &prog)) {
         return dpcodec_cerr(ql, vl, err, "timestamp stream truncated");
+    }
     int64_t unit = (cflags & DPCODEC_CF_SECONDS) ? 1000 : 1, limit = DPCODEC_HOUR_MS / unit;
     if (prog.is) {
         /* regular timestamps o_i = h0 + i h1: ascending when h1 > 0 (or one point) and the
@@ -1532,8 +1627,7 @@ values:;
         if ((kind == DPCODEC_VK_INT) != (t == DPCODEC_INT))
             return dpcodec_cerr(ql, vl, err, "value kind does not match the point types");
         if (kind == DPCODEC_VK_DECIMAL)
-            for (uint64_t i = 0; i < n; i++)
-                cval[i] = dpcodec_dbits(dpcodec_decimal(iv[i], e10, t));
+            dpcodec_decimals(cval, n, e10, t);
         return CT_OK;
     }
     for (uint64_t i = 0; i < n; i++) {
@@ -1866,6 +1960,7 @@ static int dpcodec_cols_compressed(int64_t base_s, const struct wc_cell *cell,
     c->ts_step = reg.step;
     if (!ascending)
         return DPCODEC_UNSORTED;
+    c->no_nan = h.kind == DPCODEC_VK_DECIMAL; /* a decimal is never NaN */
     size_t n = (size_t)h.n;
     if (has_desc) { /* descriptors were written over is_int */
         int kinds = 0;
@@ -2049,6 +2144,7 @@ int dpcodec_row_decode_cols(int64_t base_s, const struct wc_cell *cells, size_t 
     c->n = 0;
     c->kinds = 0;
     c->ts_regular = false;
+    c->no_nan = false;
     if (dups)
         *dups = 0;
     if (ncells > 1 && cells[0].qualifier.len == 2) {

@@ -240,6 +240,9 @@ struct dpcodec_cols {
     bool lazy_ts;
     bool ts_regular;
     int64_t ts_first, ts_step;
+    /* true: no value is NaN (a compressed cell of decimals: every value m / 10^e); false when
+     * not known */
+    bool no_nan;
     /* private */
     size_t cap;
     struct dpcodec_point *pts; /* the general path's buffer */

@@ -12,6 +12,8 @@
  * other data, as when another server answers between two queries (query_bench.py alternates
  * ctsdb and VictoriaMetrics run by run). QM_INDEX_RANGES=N sets qexec_options.index_ranges (the
  * tag index is used for up to N exact key ranges; 0 = never), to measure multi-range scans.
+ * QM_ROLLUPS=1 opens the rollup tables (the TSD's default names, read-only) and answers from
+ * them as a TSD with tsd.rollups.enable does (qexec_options.rollup).
  * Build: make build/release/tools/bench/query_micro (bench.mk). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@
 #include "query/qjson.h"
 #include "query/qlast.h"
 #include "query/qspec.h"
+#include "schema/rollup.h"
 #include "schema/tsdb.h"
 #include "storage/clock.h"
 
@@ -90,6 +93,19 @@ int main(int argc, char **argv)
         o.scan_threads = (unsigned)atoi(argv[4]);
     if (getenv("QM_INDEX_RANGES")) /* tsd.query.tag_index's bound (0: the index is not used) */
         o.index_ranges = strtoull(getenv("QM_INDEX_RANGES"), NULL, 10);
+    struct rollup *roll = NULL;
+    if (getenv("QM_ROLLUPS") && atoi(getenv("QM_ROLLUPS"))) {
+        struct rollup_config rcfg;
+        memset(&rcfg, 0, sizeof(rcfg));
+        rcfg.table[ROLLUP_1H] = "tsdb-rollup-1h";
+        rcfg.table[ROLLUP_1D] = "tsdb-rollup-1d";
+        rcfg.create_tables = false;
+        if (rollup_open(s, t, &rcfg, &roll, &err) != CT_OK) {
+            fprintf(stderr, "query_micro: %s\n", err.msg);
+            return 1;
+        }
+        o.rollup = roll;
+    }
     uint64_t *ns = calloc((size_t)runs, sizeof(uint64_t));
     struct qexec_stats st = {0};
     size_t bytes = 0;
@@ -151,6 +167,7 @@ int main(int argc, char **argv)
     qpool_free(pool);
     qspec_free(q);
     qlast_req_free(lq);
+    rollup_close(roll);
     tsdb_close(t);
     wc_close(s);
     return 0;

@@ -368,6 +368,83 @@ static void test_qstream_regular_rows(void **state)
     tsdb_fixture_close(f);
 }
 
+/* Rows of decimals (2-decimal gauges merged into compressed cells of decimal values: the
+ * decoder says no value is NaN, dpcodec_cols.no_nan, and the scan's in-scan downsampling and the
+ * raw source's folds add them without testing for NaN) against the general path, byte for
+ * byte: random walks at 60 s and 10 s whose sums are not float-exact, a series with a NaN in
+ * some hours (those rows are not decimal cells: the tested loops), one with partial hours (its
+ * first and last points inside hours), late single points on merged hours; intervals the scan
+ * downsamples (1m, 5m, 1h) and the raw source folds (2h, 1d, 0all, 7m), every single-pass
+ * function, fill policies, group by host or not, bounds off the hour, and a counter rate with a
+ * counterMax (the walk's drops read as wraps). */
+static void test_qstream_decimal_rows(void **state)
+{
+    (void)state;
+    struct tsdb_fixture *f = tsdb_fixture_open(3);
+    if (!f)
+        skip();
+    struct ct_err err = {0};
+    const char *k[2] = {"host", "dc"};
+    const int64_t t0 = DAY0, hours = 26;
+    for (int sr = 0; sr < 5; sr++) {
+        char host[8];
+        snprintf(host, sizeof(host), "d%d", sr);
+        const char *v[2] = {host, sr % 2 ? "x" : "y"};
+        int64_t step = sr == 1 ? 10 : 60, cents = 1234 + 977 * sr;
+        uint64_t seed = 0x9E3779B97F4A7C15ULL * (uint64_t)(sr + 1);
+        for (int64_t t = t0; t < t0 + hours * 3600; t += step) {
+            if (sr == 3 && (t < t0 + 1234 || t >= t0 + hours * 3600 - 2222))
+                continue; /* partial first and last hours */
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            cents += (int64_t)(seed % 2001) - 1000; /* a walk of 2-decimal values */
+            double val = (double)cents / 100.0;
+            if (sr == 2 && (t - t0) / 3600 % 5 == 1 && (t / step) % 17 == 0)
+                val = NAN; /* every fifth hour holds a NaN: not a decimal cell */
+            tsdb_fixture_put(f->t, "dm", k, v, 2, dpcodec_point_real(t * 1000, false, val));
+        }
+    }
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    assert_int_equal(wc_table_compact(f->s, "tsdb", NULL, true, &err), CT_OK);
+    const char *v0[2] = {"d0", "y"};
+    tsdb_fixture_put(f->t, "dm", k, v0, 2, dpcodec_point_real((t0 + 3600 + 7) * 1000, false, 2.5));
+    assert_int_equal(wc_table_flush(f->s, "tsdb", &err), CT_OK);
+    const char *fns[] = {"sum", "avg", "count", "min", "max"};
+    const char *ivs[] = {"1m", "5m", "1h", "2h", "1d", "0all", "7m"};
+    const char *fills[] = {"", "-nan", "-zero"};
+    const long long starts[] = {t0 * 1000, (t0 + 1800) * 1000 + 123, (t0 + 3600) * 1000};
+    const long long ends[] = {(t0 + hours * 3600) * 1000, (t0 + 20 * 3600) * 1000 + 4567,
+                              (t0 + 25 * 3600) * 1000 - 1};
+    size_t checked = 0;
+    for (size_t fi = 0; fi < 5; fi++)
+        for (size_t ii = 0; ii < 7; ii++)
+            for (size_t bi = 0; bi < 3; bi++)
+                for (int var = 0; var < 3; var++) {
+                    const char *rate = var == 2 ? ",\"rate\":true,\"rateOptions\":{\"counter\":"
+                                                  "true,\"counterMax\":100000}"
+                                                : "";
+                    const char *tags = var ? ",\"tags\":{\"host\":\"*\"}" : "";
+                    char body[1024];
+                    snprintf(body, sizeof(body),
+                             "{\"start\":%lld,\"end\":%lld,\"msResolution\":true,"
+                             "\"queries\":[{\"metric\":\"dm\",\"aggregator\":\"sum\","
+                             "\"downsample\":\"%s-%s%s\"%s%s}]}",
+                             starts[bi], ends[(bi + (size_t)var) % 3], ivs[ii], fns[fi],
+                             fills[(fi + ii + bi) % 3], rate, tags);
+                    char *ref = run(f, body, true, NULL);
+                    char *fast = run(f, body, false, NULL);
+                    if (strcmp(ref, fast))
+                        fail_msg("%s\ngeneral  %s\nfast     %s", body, ref, fast);
+                    assert_true(strlen(ref) > 40);
+                    checked++;
+                    free(ref);
+                    free(fast);
+                }
+    assert_true(checked == 5 * 7 * 3 * 3);
+    tsdb_fixture_close(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +454,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_qstream_memory_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qstream_key_ranges, setup, teardown),
         cmocka_unit_test(test_qstream_regular_rows),
+        cmocka_unit_test(test_qstream_decimal_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

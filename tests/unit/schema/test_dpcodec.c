@@ -1615,6 +1615,291 @@ static void test_packed_blocks_of_every_width_match_the_reference(void **state)
     assert_true(checked > 6 * DPCODEC_BLOCK * 30);
 }
 
+/* Sets nbits bits of x (MSB first) at bit *pos of the zeroed buffer b and moves *pos past them. */
+static void put_bits(uint8_t *b, size_t *pos, uint64_t x, unsigned nbits)
+{
+    for (unsigned i = 0; i < nbits; i++, (*pos)++)
+        if (x >> (nbits - 1 - i) & 1)
+            b[*pos / 8] |= (uint8_t)(0x80 >> (*pos % 8));
+}
+
+/* The cell header of n integer points at BASE + i s (timestamps 0, 1, 2, ...: heads 0 and 1,
+ * zero-width blocks) into v; returns its length. */
+static size_t int_cell_head(uint8_t *v, unsigned order, size_t n)
+{
+    size_t o = 0;
+    v[o++] = DPCODEC_CVERSION;
+    v[o++] = DPCODEC_VENC(DPCODEC_VK_INT, order);
+    v[o++] = DPCODEC_CF_SECONDS;
+    o += coding_put_varint64(v + o, n);
+    v[o++] = 0;
+    if (n > 1)
+        v[o++] = (uint8_t)coding_zigzag(1);
+    for (size_t left = n > 2 ? n - 2 : 0; left > 0;) {
+        size_t c = left < DPCODEC_BLOCK ? left : DPCODEC_BLOCK;
+        v[o++] = 0;
+        v[o++] = 0;
+        left -= c;
+    }
+    return o;
+}
+
+/* One cell per (Rice parameter 0..63, entry count, order 0 or 1, shape): a single Rice block
+ * after the heads, at the very end of the cell. The reader decodes entries from a 64-bit window
+ * in a register (at most 63 valid bits, fewer at the stream's end) and takes an entry longer than
+ * a window, or cut by the end, through the checked bit reader: the shapes are short codes,
+ * unary parts of 56..70 ones (longer than any window), codes of 62..64 bits (about a window),
+ * zeros, and codes of up to 40 ones; every parameter with the counts 1..4, 13k and 128, and
+ * every count at parameters 0, 7, 14 ... Checked against sums made here; the cell cut by its
+ * last byte must be refused by both decoders. */
+static void test_rice_blocks_match_the_reference(void **state)
+{
+    (void)state;
+    enum {
+        MAXN = DPCODEC_BLOCK + 2
+    };
+    static uint8_t v[20 * MAXN + 256];
+    uint64_t z[MAXN];
+    int64_t want[MAXN];
+    struct dpcodec_cols cols;
+    dpcodec_cols_init(&cols);
+    uint64_t seed = 0x5DEECE66DULL;
+    int checked = 0, slow = 0;
+    for (unsigned rk = 0; rk <= 63; rk++) {
+        for (size_t cnt = 1; cnt <= DPCODEC_BLOCK; cnt++) {
+            if (rk % 7 != 0 && cnt > 4 && cnt % 13 != 0 && cnt != DPCODEC_BLOCK)
+                continue;
+            for (int variant = 0; variant < 10; variant++) {
+                unsigned order = (unsigned)variant & 1;
+                int shape = variant >> 1;
+                size_t n = order + cnt;
+                int64_t mn = (int64_t)(radix_rand(&seed) % 2001) - 1000;
+                size_t o = int_cell_head(v, order, n);
+                int64_t head = (int64_t)(radix_rand(&seed) % 1000) - 500;
+                if (order)
+                    o += coding_put_varint64(v + o, coding_zigzag(head));
+                v[o++] = DPCODEC_RICE_BLOCK;
+                v[o++] = (uint8_t)rk;
+                o += coding_put_varint64(v + o, coding_zigzag(mn));
+                uint64_t lowmask = rk ? UINT64_MAX >> (64 - rk) : 0;
+                uint64_t qmax = rk ? UINT64_MAX >> rk : UINT64_MAX; /* q << rk must fit */
+                size_t pos = 0, room = sizeof(v) - o;
+                memset(v + o, 0, room);
+                for (size_t j = 0; j < cnt; j++) {
+                    uint64_t q = shape == 0   ? radix_rand(&seed) % 4
+                                 : shape == 1 ? (radix_rand(&seed) % 3 == 0
+                                                     ? 56 + radix_rand(&seed) % 15
+                                                     : radix_rand(&seed) % 3)
+                                 : shape == 2 ? (61 + radix_rand(&seed) % 3 > rk
+                                                     ? 61 + radix_rand(&seed) % 3 - rk
+                                                     : 0)
+                                 : shape == 3 ? 0
+                                              : radix_rand(&seed) % 41;
+                    if (q > qmax)
+                        q = qmax;
+                    uint64_t low = shape == 3 ? 0 : radix_rand(&seed) & lowmask;
+                    slow += q + 1 + rk > 56;
+                    for (uint64_t b = 0; b < q; b++)
+                        put_bits(v + o, &pos, 1, 1);
+                    put_bits(v + o, &pos, 0, 1);
+                    put_bits(v + o, &pos, low, rk);
+                    z[j] = q << rk | low;
+                }
+                assert_true(pos / 8 + 1 < room);
+                o += (pos + 7) / 8;
+                uint64_t x = (uint64_t)head;
+                for (size_t i = 0; i < n; i++) {
+                    uint64_t res = (uint64_t)mn + (uint64_t)coding_unzigzag(z[i - (i && order)]);
+                    if (order == 0)
+                        want[i] = (int64_t)res;
+                    else
+                        want[i] = (int64_t)(x = i == 0 ? x : x + res);
+                }
+                check_radix_cell(v, o, n, want, true, &cols);
+                check_radix_cell(v, o - 1, n, want, false, &cols);
+                checked++;
+            }
+        }
+    }
+    dpcodec_cols_free(&cols);
+    assert_true(checked > 10 * 64 * 14);
+    assert_true(slow > 1000);
+}
+
+/* Decimal cells (values m / 10^e of DOUBLE and FLOAT points) with mantissas on both sides of
+ * +-2^51 (four at a time are converted exactly below it, one by one above), zero, +-1 and
+ * random ones of every size, every exponent 0..15 and 1..11 points (every tail after groups of
+ * four), with and without SIMD: the doubles' bits against (double)m / 10^e made here (rounded
+ * to float for FLOAT), from both decoders; the columns say no value is NaN. */
+static double p10(unsigned e)
+{
+    double d = 1; /* 10^e is exact in a double up to 10^22 */
+    while (e--)
+        d *= 10;
+    return d;
+}
+
+static void test_decimal_cells_match_the_division(void **state)
+{
+    (void)state;
+    static const int64_t edge[] = {
+        0, 1, -1, 7, 1234, -99999, (1LL << 51) - 1, -(1LL << 51), 1LL << 51, -(1LL << 51) - 1,
+        (1LL << 52) + 3, (1LL << 53) + 1, INT64_MAX, INT64_MIN + 1, 4503599627370497LL};
+    uint8_t v[16 * 12 + 64];
+    int64_t m[12];
+    struct dpcodec_point pts[12];
+    struct dpcodec_cols cols;
+    dpcodec_cols_init(&cols);
+    uint64_t seed = 0x123456789ULL;
+    int checked = 0;
+    for (int simd = 1; simd >= 0; simd--) {
+        dpcodec_set_simd(simd != 0);
+        for (unsigned e = 0; e <= DPCODEC_MAX_EXP10; e++)
+            for (size_t n = 1; n <= 11; n++)
+                for (int t = 0; t < 2; t++)
+                    for (int round = 0; round < 4; round++) {
+                        enum dpcodec_type ty = t ? DPCODEC_FLOAT : DPCODEC_DOUBLE;
+                        for (size_t i = 0; i < n; i++) {
+                            uint64_t r = radix_rand(&seed);
+                            int64_t a = (int64_t)((r >> (r % 64)) >> 1);
+                            m[i] = r % 3 == 0 ? edge[r / 3 % (sizeof(edge) / sizeof(edge[0]))]
+                                   : r & 1    ? -a
+                                              : a;
+                        }
+                        size_t o = 0;
+                        v[o++] = DPCODEC_CVERSION;
+                        v[o++] = DPCODEC_VENC(DPCODEC_VK_DECIMAL, 0);
+                        v[o++] = (uint8_t)(DPCODEC_CF_SECONDS | ty << DPCODEC_CF_TYPE_SHIFT);
+                        o += coding_put_varint64(v + o, n);
+                        v[o++] = (uint8_t)e;
+                        v[o++] = 0; /* timestamps 0, 1, 2, ... */
+                        if (n > 1)
+                            v[o++] = (uint8_t)coding_zigzag(1);
+                        if (n > 2) {
+                            v[o++] = 0;
+                            v[o++] = 0;
+                        }
+                        v[o++] = DPCODEC_VARINT_BLOCK; /* order 0: minimum 0, m as varints */
+                        v[o++] = 0;
+                        for (size_t i = 0; i < n; i++)
+                            o += coding_put_varint64(v + o, (uint64_t)m[i]);
+                        for (size_t i = 0; i < n; i++)
+                            pts[i] = dpcodec_point_int(BASE_MS + (int64_t)i * 1000, false, 0);
+                        uint8_t q[DPCODEC_CQ_LEN];
+                        dpcodec_compressed_qualifier(pts, n, q);
+                        struct wc_cell c = cell_of(q, sizeof(q), v, o, 1);
+                        struct ct_err e1 = {0}, e2 = {0};
+                        size_t got = 0;
+                        if (dpcodec_row_decode(BASE, &c, 1, pts, n, &got, NULL, &e1) != CT_OK ||
+                            dpcodec_row_decode_cols(BASE, &c, 1, &cols, NULL, &e2) != CT_OK)
+                            fail_msg("e %u n %zu: %s / %s", e, n, e1.msg, e2.msg);
+                        assert_int_equal(got, n);
+                        assert_int_equal(cols.n, n);
+                        assert_true(cols.no_nan);
+                        for (size_t i = 0; i < n; i++) {
+                            double d = (double)m[i] / p10(e);
+                            if (ty == DPCODEC_FLOAT)
+                                d = (double)(float)d;
+                            uint64_t wb, pb;
+                            memcpy(&wb, &d, 8);
+                            memcpy(&pb, &pts[i].f, 8);
+                            if (cols.val[i] != wb || pb != wb || pts[i].type != ty ||
+                                cols.is_int[i])
+                                fail_msg("e %u m %lld (%s): want %016llx, columns %016llx, "
+                                         "iterator %016llx",
+                                         e, (long long)m[i], t ? "float" : "double",
+                                         (unsigned long long)wb,
+                                         (unsigned long long)cols.val[i],
+                                         (unsigned long long)pb);
+                        }
+                        checked++;
+                    }
+    }
+    dpcodec_set_simd(true);
+    dpcodec_cols_free(&cols);
+    assert_int_equal(checked, 2 * 16 * 11 * 2 * 4);
+}
+
+/* Timestamp streams of zero-width blocks, which the cell reader takes as evenly spaced times
+ * without the stream reader when every block's minimum is 0 and both heads fit one byte: against
+ * the times made here from the same heads and residuals, from both decoders, for 2..300 points
+ * (one to three blocks) with the heads 0 and 1 (regular), the last or the first block's minimum
+ * 1 (times speeding up: not regular; while they stay inside the hour), a minimum 0 written in
+ * two bytes, and heads of two bytes. */
+static void test_timestamp_zero_blocks_read_like_the_stream(void **state)
+{
+    (void)state;
+    static uint8_t v[64 + 8 * DPCODEC_BLOCK];
+    static struct dpcodec_point pts[300];
+    static int64_t want[300];
+    struct dpcodec_cols cols;
+    dpcodec_cols_init(&cols);
+    int checked = 0;
+    for (size_t n = 2; n <= 300; n++)
+        for (int shape = 0; shape < 5; shape++) {
+            size_t nb = (n - 2 + DPCODEC_BLOCK - 1) / DPCODEC_BLOCK;
+            if (shape >= 1 && shape <= 3 && nb == 0)
+                continue;
+            int64_t h0 = shape == 4 ? 100 : 0, h1 = shape == 4 ? 11 : 1;
+            size_t o = 0;
+            v[o++] = DPCODEC_CVERSION;
+            v[o++] = DPCODEC_VENC(DPCODEC_VK_INT, 0);
+            v[o++] = DPCODEC_CF_SECONDS;
+            o += coding_put_varint64(v + o, n);
+            o += coding_put_varint64(v + o, coding_zigzag(h0));
+            o += coding_put_varint64(v + o, coding_zigzag(h1));
+            int64_t x = h0, d = h1;
+            want[0] = h0;
+            want[1] = h0 + h1;
+            x = want[1];
+            for (size_t b = 0; b < nb; b++) {
+                int64_t mn = (shape == 1 && b + 1 == nb) || (shape == 2 && b == 0) ? 1 : 0;
+                v[o++] = 0;
+                if (shape == 3) { /* 0 as an over-long varint */
+                    v[o++] = 0x80;
+                    v[o++] = 0;
+                } else {
+                    o += coding_put_varint64(v + o, coding_zigzag(mn));
+                }
+                size_t cnt = n - 2 - b * DPCODEC_BLOCK;
+                cnt = cnt < DPCODEC_BLOCK ? cnt : DPCODEC_BLOCK;
+                for (size_t j = 0; j < cnt; j++) {
+                    d += mn;
+                    x += d;
+                    want[2 + b * DPCODEC_BLOCK + j] = x;
+                }
+            }
+            if (want[n - 1] >= 3600)
+                continue; /* times speeding up past the hour */
+            for (size_t b = 0; b < (n + DPCODEC_BLOCK - 1) / DPCODEC_BLOCK; b++) {
+                v[o++] = 0; /* values: zero-width blocks of minimum 5 */
+                o += coding_put_varint64(v + o, coding_zigzag(5));
+            }
+            for (size_t i = 0; i < n; i++)
+                pts[i] = dpcodec_point_int((BASE + want[i]) * 1000, false, 5);
+            uint8_t q[DPCODEC_CQ_LEN];
+            dpcodec_compressed_qualifier(pts, n, q);
+            struct wc_cell c = cell_of(q, sizeof(q), v, o, 1);
+            struct ct_err e1 = {0}, e2 = {0};
+            size_t got = 0;
+            if (dpcodec_row_decode(BASE, &c, 1, pts, n, &got, NULL, &e1) != CT_OK ||
+                dpcodec_row_decode_cols(BASE, &c, 1, &cols, NULL, &e2) != CT_OK)
+                fail_msg("n %zu shape %d: %s / %s", n, shape, e1.msg, e2.msg);
+            assert_int_equal(got, n);
+            assert_int_equal(cols.n, n);
+            dpcodec_cols_fill_ts(&cols);
+            for (size_t i = 0; i < n; i++)
+                if (pts[i].ts_ms != (BASE + want[i]) * 1000 || cols.ts[i] != pts[i].ts_ms ||
+                    pts[i].i != 5 || (int64_t)cols.val[i] != 5)
+                    fail_msg("n %zu shape %d point %zu: want %lld, iterator %lld, columns %lld",
+                             n, shape, i, (long long)want[i], (long long)pts[i].ts_ms,
+                             (long long)cols.ts[i]);
+            checked++;
+        }
+    dpcodec_cols_free(&cols);
+    assert_true(checked > 299 * 3);
+}
+
 /* Rows of integer single cells with 2-byte qualifiers (a current hour: read in one pass by the
  * columnar reader), against the iterator's row decoder: every value width with both signs,
  * non-datapoint cells among them (annotations, a histogram, an unknown odd qualifier), and now
@@ -1724,6 +2009,9 @@ int main(void)
         cmocka_unit_test(test_radix_blocks_match_the_reference_without_simd),
         cmocka_unit_test(test_packed_blocks_of_every_width_match_the_reference),
         cmocka_unit_test(test_cols_reads_rows_of_integer_cells_like_row_decode),
+        cmocka_unit_test(test_rice_blocks_match_the_reference),
+        cmocka_unit_test(test_decimal_cells_match_the_division),
+        cmocka_unit_test(test_timestamp_zero_blocks_read_like_the_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
