@@ -560,8 +560,9 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, bool al
         tlog_error("head hand-off of hours before %lld failed (kept in the head and its log): %s",
                    (long long)before, err->msg);
     else if (nh)
-        tlog_info("head: handed off %zu series-hours (%zu points, %zu of them merged with their "
-                  "row after a replay) before %lld", x.rows, x.points, x.merged, (long long)before);
+        tlog_info("head: handed off %zu series-hours (%zu points) before %lld, %zu of them "
+                  "merged with their row after a replay", x.rows, x.points, (long long)before,
+                  x.merged);
     return rc;
 }
 
