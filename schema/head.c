@@ -25,7 +25,10 @@
  * first, so a failed allocation leaves the chunk as it was); (5) a series record is freed only
  * in head_rehash (and head_free), which moves gen: a head_ref {slot, gen} of the current gen
  * names the series in that slot, so a stale one (its series handed off and freed, or moved) is
- * never followed.
+ * never followed; (6) a chunk that took a point while h->replay was set (head_set_replay) stays
+ * marked replayed until it is handed off, so its sink merges it with the stored row; (7) a point
+ * at a timestamp its chunk holds replaces that point (head_chunk_rewrite: the chunk is encoded
+ * again), so a chunk never holds two points of one timestamp and holds the latest write.
  * Locking: h->mu guards everything, gen included (refs are checked under it). */
 #include <assert.h>
 #include <limits.h>
