@@ -915,6 +915,13 @@ struct wc_store *tsdstore_wc(struct tsdstore *st)
     return st->store;
 }
 
+int tsdstore_handoff_closed(struct tsdstore *st, struct ct_err *err)
+{
+    if (!st->head || !st->hlog) /* none, or a read-only TSD's */
+        return CT_OK;
+    return store_handoff(st, clock_now_ms() / 1000, true, true, err);
+}
+
 struct tsdb *tsdstore_tsdb(struct tsdstore *st)
 {
     return st->tsdb;
