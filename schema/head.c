@@ -94,7 +94,7 @@ struct head {
     void *bf_room_arg;
     int64_t now_ms;        /* head_set_clock_ms: stamps touched_ms */
     bool replay;           /* head_set_replay: chunks taking points are marked replayed */
-    struct dpcodec_point *dec; /* decode buffer of room hand-offs, dec_cap points (in bytes) */
+    struct dpcodec_point *dec; /* decode buffer of room hand-offs and rewrites, dec_cap points */
     size_t dec_cap;
     uint64_t bf_room_fail; /* room hand-offs the sink refused */
     uint64_t seed;
@@ -619,8 +619,7 @@ static int head_chunk_rewrite(struct head *h, struct head_chunk *c, const struct
     int rc = head_chunk_decode(h, c, err);
     if (rc != CT_OK)
         return rc;
-    size_t lo = at;
-    h->dec[lo] = *p;
+    h->dec[at] = *p;
     struct head_chunk nc = {.base_s = c->base_s, .backfill = c->backfill, .replayed = c->replayed};
     for (uint32_t i = 0; i < c->n; i++) {
         if ((rc = head_chunk_reserve(h, &nc, err)) != CT_OK) {

@@ -656,10 +656,11 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
     if (rc != CT_OK)
         return rc;
     st->grace_s = tsdb_get_config(st->tsdb)->compaction_delay_s;
-    if (!drain && st->backfill) {
-        /* on before the replay, as before the restart: a series whose unreleased records hold
-         * more than HEAD_MAX_HOURS closed hours hands its oldest off for room (merged with its
-         * row: every replayed chunk is) instead of refusing the rest */
+    if (st->backfill) {
+        /* on before the replay (a drain's too), as before the restart: a series whose unreleased
+         * records hold more than HEAD_MAX_HOURS closed hours hands its oldest off for room
+         * (merged with its row: every replayed chunk is) instead of refusing the rest, each
+         * refused point costing a row read (store_head_refused) */
         if (!(st->room_x = calloc(1, sizeof(*st->room_x))))
             return ct_err_set(err, CT_ENOMEM, "out of memory opening the ingest head");
         *st->room_x = (struct store_handoff_ctx){.st = st, .room = true};
