@@ -1117,11 +1117,6 @@ static bool tsdb_is_datapoint(const struct wc_cell *c)
     return k != DPCODEC_Q_ANNOTATION && k != DPCODEC_Q_OTHER;
 }
 
-static bool tsdb_same_bytes(struct wc_bytes a, struct wc_bytes b)
-{
-    return a.len == b.len && (a.len == 0 || memcmp(a.data, b.data, a.len) == 0);
-}
-
 int tsdb_merge_mutations(const struct wc_cell *cells, size_t n,
                          const struct dpcodec_compacted *merged, struct wc_mutation **ms,
                          size_t *nm, struct ct_err *err)
@@ -1132,21 +1127,21 @@ int tsdb_merge_mutations(const struct wc_cell *cells, size_t n,
     if (!m)
         return ct_err_set(err, CT_ENOMEM, "out of memory merging a row of %zu cells", n);
     size_t k = 0;
+    int64_t newest = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
         if (!tsdb_is_datapoint(&cells[i]))
             continue;
-        bool rewritten = false;
-        for (size_t j = 0; j < merged->ncells && !rewritten; j++)
-            rewritten = tsdb_is_datapoint(&merged->cells[j]) &&
-                        tsdb_same_bytes(merged->cells[j].qualifier, cells[i].qualifier);
-        if (rewritten)
-            continue; /* the put below is a newer version of the same column */
         m[k].op = WC_OP_DELETE_COLUMN;
         m[k].family = cells[i].family;
         m[k].qualifier = cells[i].qualifier;
         m[k].ts_ms = cells[i].ts_ms;
+        if (cells[i].ts_ms > newest)
+            newest = cells[i].ts_ms;
         k++;
     }
+    /* after every version deleted, or a delete of the same column would mask it (a cell written
+     * in this very millisecond, or under a pinned clock) */
+    int64_t now = clock_now_ms();
     for (size_t j = 0; j < merged->ncells; j++) {
         if (!tsdb_is_datapoint(&merged->cells[j]))
             continue;
@@ -1154,7 +1149,7 @@ int tsdb_merge_mutations(const struct wc_cell *cells, size_t n,
         m[k].family = wc_bytes_str(TSDB_DATA_FAMILY);
         m[k].qualifier = merged->cells[j].qualifier;
         m[k].value = merged->cells[j].value;
-        m[k].ts_ms = WC_TS_LATEST;
+        m[k].ts_ms = newest >= now ? newest + 1 : WC_TS_LATEST;
         k++;
     }
     *ms = m;

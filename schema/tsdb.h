@@ -180,9 +180,10 @@ int tsdb_compact_hook(void *arg, const struct wc_cell *cells, size_t n, bool maj
  * dpcodec_compact()'s result over (at least) cells[0..n), the row's cells as read. Fills *ms (a
  * new array, freed with free(), borrowing the bytes of cells and merged) with *nm mutations: a
  * WC_OP_DELETE_COLUMN of each datapoint cell of cells at its version (all versions <= it: a
- * cell written after the read survives; none for a qualifier the merge writes again, which the
- * put masks), then a WC_OP_PUT of merged's datapoint cell. Other cells (annotations) are left
- * alone. Shared by `ctsdb fsck --fix` and tsdb_merge_hour(). */
+ * cell written after the read survives), then a WC_OP_PUT of merged's datapoint cell, at a
+ * version after every deleted one (now, or the newest deleted + 1 ms when that is not older).
+ * Other cells (annotations) are left alone. Shared by `ctsdb fsck --fix` and
+ * tsdb_merge_hour(). */
 CT_MUST_CHECK int tsdb_merge_mutations(const struct wc_cell *cells, size_t n,
                                        const struct dpcodec_compacted *merged,
                                        struct wc_mutation **ms, size_t *nm, struct ct_err *err);
