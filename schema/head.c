@@ -25,7 +25,10 @@
  * first, so a failed allocation leaves the chunk as it was); (5) a series record is freed only
  * in head_rehash (and head_free), which moves gen: a head_ref {slot, gen} of the current gen
  * names the series in that slot, so a stale one (its series handed off and freed, or moved) is
- * never followed.
+ * never followed; (6) a chunk that took a point while h->replay was set (head_set_replay) stays
+ * marked replayed until it is handed off, so its sink merges it with the stored row; (7) a point
+ * at a timestamp its chunk holds replaces that point (head_chunk_rewrite: the chunk is encoded
+ * again), so a chunk never holds two points of one timestamp and holds the latest write.
  * Locking: h->mu guards everything, gen included (refs are checked under it). */
 #include <assert.h>
 #include <limits.h>
@@ -46,6 +49,7 @@ struct head_chunk {
     int64_t base_s;
     int64_t touched_ms; /* the head's clock (head_set_clock_ms) at the last append */
     bool backfill;      /* opened for an hour already closed (base_s < closed_before_s) */
+    bool replayed;      /* took a point during a replay of the head log (head_set_replay) */
     uint8_t *buf;
     size_t cap; /* bytes of buf */
     uint64_t nbits;
@@ -89,7 +93,8 @@ struct head {
     head_hour_fn bf_room;  /* hands off a series' oldest closed chunk to make room */
     void *bf_room_arg;
     int64_t now_ms;        /* head_set_clock_ms: stamps touched_ms */
-    struct dpcodec_point *dec; /* decode buffer of room hand-offs, dec_cap points (in bytes) */
+    bool replay;           /* head_set_replay: chunks taking points are marked replayed */
+    struct dpcodec_point *dec; /* decode buffer of room hand-offs and rewrites, dec_cap points */
     size_t dec_cap;
     uint64_t bf_room_fail; /* room hand-offs the sink refused */
     uint64_t seed;
@@ -563,30 +568,85 @@ static int head_check_point(const uint8_t *tsuid, size_t tlen, const struct dpco
     return CT_OK;
 }
 
-/* Hands chunk k of s to fn (decoded into h->dec) and, once fn returned CT_OK, drops it and
- * raises the series' done_s past its hour. On failure the chunk stays. REQUIRES: mu held. */
-static int head_handoff_chunk(struct head *h, struct head_series *s, unsigned k, head_hour_fn fn,
-                              void *arg, struct ct_err *err)
+/* Grows the decode buffer h->dec to n points. REQUIRES: mu held. */
+static int head_dec_reserve(struct head *h, size_t n, struct ct_err *err)
 {
-    struct head_chunk *c = &s->chunks[k];
-    if (c->n > h->dec_cap) {
-        size_t nc = h->dec_cap ? h->dec_cap : 64;
-        while (nc < c->n)
-            nc *= 2;
-        struct dpcodec_point *nd = realloc(h->dec, nc * sizeof(*nd));
-        if (!nd)
-            return ct_err_set(err, CT_ENOMEM, "cannot decode a head hour of %u points", c->n);
-        h->bytes += (nc - h->dec_cap) * sizeof(*nd);
-        h->dec = nd;
-        h->dec_cap = nc;
-    }
+    if (n <= h->dec_cap)
+        return CT_OK;
+    size_t nc = h->dec_cap ? h->dec_cap : 64;
+    while (nc < n)
+        nc *= 2;
+    struct dpcodec_point *nd = realloc(h->dec, nc * sizeof(*nd));
+    if (!nd)
+        return ct_err_set(err, CT_ENOMEM, "cannot decode a head hour of %zu points", n);
+    h->bytes += (nc - h->dec_cap) * sizeof(*nd);
+    h->dec = nd;
+    h->dec_cap = nc;
+    return CT_OK;
+}
+
+/* Decodes chunk c into h->dec (c->n points). REQUIRES: mu held. */
+static int head_chunk_decode(struct head *h, const struct head_chunk *c, struct ct_err *err)
+{
+    int rc = head_dec_reserve(h, c->n, err);
+    if (rc != CT_OK)
+        return rc;
     struct head_decoder d;
     size_t n = 0;
     head_decoder_init(&d, c);
     while (head_decoder_next(&d, &h->dec[n]))
         n++;
     assert(n == c->n);
-    int rc = fn(arg, s->tsuid, s->tlen, c->base_s, h->dec, n, err);
+    return CT_OK;
+}
+
+/* A point p at or before c's last point: if c holds p's timestamp, the chunk is re-encoded with
+ * p in that point's place (*found true; the latest write wins), else *found is false and c is
+ * unchanged. A failed allocation leaves c as it was. REQUIRES: mu held. */
+static int head_chunk_rewrite(struct head *h, struct head_chunk *c, const struct dpcodec_point *p,
+                              bool *found, struct ct_err *err)
+{
+    *found = false;
+    /* find the timestamp first, decoding without a buffer: a refusal changes nothing */
+    struct head_decoder d;
+    struct dpcodec_point q;
+    size_t at = 0;
+    head_decoder_init(&d, c);
+    while (head_decoder_next(&d, &q) && q.ts_ms < p->ts_ms)
+        at++;
+    if (at == c->n || q.ts_ms != p->ts_ms)
+        return CT_OK;
+    int rc = head_chunk_decode(h, c, err);
+    if (rc != CT_OK)
+        return rc;
+    h->dec[at] = *p;
+    struct head_chunk nc = {.base_s = c->base_s, .backfill = c->backfill, .replayed = c->replayed};
+    for (uint32_t i = 0; i < c->n; i++) {
+        if ((rc = head_chunk_reserve(h, &nc, err)) != CT_OK) {
+            free(nc.buf);
+            h->bytes -= nc.cap;
+            return rc;
+        }
+        head_chunk_append(&nc, &h->dec[i]);
+    }
+    free(c->buf);
+    h->bytes -= c->cap;
+    nc.touched_ms = c->touched_ms;
+    *c = nc;
+    *found = true;
+    return CT_OK;
+}
+
+/* Hands chunk k of s to fn (decoded into h->dec) and, once fn returned CT_OK, drops it and
+ * raises the series' done_s past its hour. On failure the chunk stays. REQUIRES: mu held. */
+static int head_handoff_chunk(struct head *h, struct head_series *s, unsigned k, head_hour_fn fn,
+                              void *arg, struct ct_err *err)
+{
+    struct head_chunk *c = &s->chunks[k];
+    int rc = head_chunk_decode(h, c, err);
+    if (rc != CT_OK)
+        return rc;
+    rc = fn(arg, s->tsuid, s->tlen, c->base_s, c->replayed, h->dec, c->n, err);
     if (rc != CT_OK)
         return rc;
     if (c->base_s + 3600 > s->done_s)
@@ -638,7 +698,15 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
     if (s && k < s->nchunks && s->chunks[k].base_s == base_s) {
         struct head_chunk *c = &s->chunks[k];
         if (p.ts_ms <= c->last_ts) {
-            *res = HEAD_OUT_OF_ORDER;
+            bool found = false;
+            int rc = head_chunk_rewrite(h, c, &p, &found, err);
+            if (rc != CT_OK)
+                return rc;
+            if (found) {
+                c->touched_ms = h->now_ms;
+                c->replayed = c->replayed || h->replay;
+            }
+            *res = found ? HEAD_TAKEN : HEAD_OUT_OF_ORDER;
             return CT_OK;
         }
         int rc = head_chunk_reserve(h, c, err);
@@ -646,6 +714,7 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
             return rc;
         head_chunk_append(c, &p);
         c->touched_ms = h->now_ms;
+        c->replayed = c->replayed || h->replay;
         h->npoints++;
         *res = HEAD_TAKEN;
         return CT_OK;
@@ -670,7 +739,8 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
         }
         k--;
     }
-    struct head_chunk nc = {.base_s = base_s, .touched_ms = h->now_ms, .backfill = closed};
+    struct head_chunk nc = {
+        .base_s = base_s, .touched_ms = h->now_ms, .backfill = closed, .replayed = h->replay};
     int rc = head_chunk_reserve(h, &nc, err);
     if (rc != CT_OK)
         return rc;
@@ -913,6 +983,13 @@ void head_set_backfill(struct head *h, bool on, size_t max_bytes, head_hour_fn r
     h->bf_max_bytes = max_bytes;
     h->bf_room = room;
     h->bf_room_arg = arg;
+    pthread_mutex_unlock(&h->mu);
+}
+
+void head_set_replay(struct head *h, bool on)
+{
+    pthread_mutex_lock(&h->mu);
+    h->replay = on;
     pthread_mutex_unlock(&h->mu);
 }
 

@@ -44,7 +44,9 @@ enum head_result {
     HEAD_TAKEN = 0,        /* in the head */
     HEAD_LATE = 1,         /* its hour was handed off (head_closed_before_s, or with backfill
                             * on: by this series, or the head is over its backfill share) */
-    HEAD_OUT_OF_ORDER = 2, /* not after the last point of its hour in this series */
+    HEAD_OUT_OF_ORDER = 2, /* not after the last point of its hour in this series, and not at
+                            * a timestamp the chunk holds (a rewrite of a held point is taken:
+                            * it replaces the held value, the latest write wins) */
     HEAD_NO_ROOM = 3,      /* the series already holds HEAD_MAX_HOURS other hours */
 };
 
@@ -65,7 +67,9 @@ CT_MUST_CHECK int head_new(struct head **out, struct ct_err *err);
 void head_free(struct head *h); /* accepts NULL */
 
 /* Offers point p of the series tsuid (tlen bytes, 1..HEAD_MAX_TSUID). On CT_OK *res says
- * whether the head took it; anything but HEAD_TAKEN leaves the head unchanged. CT_EINVAL for a
+ * whether the head took it; anything but HEAD_TAKEN leaves the head unchanged. A point at a
+ * timestamp its chunk already holds replaces that point (type, ms flag and value: the latest
+ * write wins, as the store's reads and compaction keep the newest cell) and is HEAD_TAKEN. CT_EINVAL for a
  * bad TSUID length or a point outside any hour; CT_ENOMEM if a chunk cannot grow (the head is
  * unchanged). tsuid and p are copied. */
 CT_MUST_CHECK int head_append(struct head *h, const uint8_t *tsuid, size_t tlen,
@@ -119,10 +123,15 @@ CT_MUST_CHECK int head_each_series(struct head *h, const uint8_t *prefix, size_t
                                    int64_t start_ms, int64_t end_ms, head_series_fn fn, void *arg);
 
 /* One closing hour of one series: pts[0..n) ascending with unique timestamps, all inside
- * [base_s, base_s + 3600). Borrowed for the call. Return CT_OK to let the head drop the chunk;
- * anything else stops head_close_hours(), which returns it and keeps this chunk and the rest. */
+ * [base_s, base_s + 3600). Borrowed for the call. replayed: the chunk took points while the head
+ * was being refilled from its log (head_set_replay), so the store may already hold some of them
+ * (or other points of the hour) in cells written before a restart: the sink must merge the
+ * hour with the stored row, not add a second hour cell. Return CT_OK to let the head drop the
+ * chunk; anything else stops head_close_hours(), which returns it and keeps this chunk and the
+ * rest. */
 typedef int (*head_hour_fn)(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
-                            const struct dpcodec_point *pts, size_t n, struct ct_err *err);
+                            bool replayed, const struct dpcodec_point *pts, size_t n,
+                            struct ct_err *err);
 /* Logs a deletion before the head forgets the points (head_set_delete_log): return CT_OK once
  * it is durable, so a replay of the head's log drops the points again. */
 typedef int (*head_delete_log_fn)(void *arg, const uint8_t *tsuid, size_t tlen, int64_t from_s,
@@ -162,6 +171,9 @@ CT_MUST_CHECK int head_close_hours_idle(struct head *h, int64_t before_s, int64_
  * with the head's lock held, from inside head_append()/head_append_batch(), and a failure of it
  * keeps the chunk and refuses the point (HEAD_NO_ROOM). Set before the head is shared. */
 void head_set_backfill(struct head *h, bool on, size_t max_bytes, head_hour_fn room, void *arg);
+/* Marks (on) or stops marking every chunk that takes a point as replayed (head_hour_fn): the
+ * head log's replay sets it for its duration. */
+void head_set_replay(struct head *h, bool on);
 /* The head's clock (ms, any monotonic origin; 0 at start): appends stamp their chunk with it,
  * head_close_hours_idle compares with it. Set by the caller's periodic check. */
 void head_set_clock_ms(struct head *h, int64_t now_ms);

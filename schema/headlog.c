@@ -810,7 +810,11 @@ int headlog_replay(struct headlog *l, struct head *h, headlog_refused_fn fn, voi
     struct headlog_replay_ctx c = {.l = l, .h = h, .fn = fn, .arg = arg};
     pthread_mutex_lock(&l->order_mu);
     pthread_mutex_lock(&l->mu);
+    /* the replayed chunks may hold points a hand-off before the restart already stored: their
+     * hand-off merges with the stored row (head_hour_fn's replayed) */
+    head_set_replay(h, true);
     int rc = wal_replay(l->wal, headlog_replay_record, &c, err);
+    head_set_replay(h, false);
     l->replayed = true;
     pthread_mutex_unlock(&l->mu);
     pthread_mutex_unlock(&l->order_mu);

@@ -1111,6 +1111,106 @@ int tsdb_compact_hook(void *arg, const struct wc_cell *cells, size_t n, bool maj
     return rc;
 }
 
+static bool tsdb_is_datapoint(const struct wc_cell *c)
+{
+    enum dpcodec_qkind k = dpcodec_qualifier_kind(c->qualifier.data, c->qualifier.len);
+    return k != DPCODEC_Q_ANNOTATION && k != DPCODEC_Q_OTHER;
+}
+
+int tsdb_merge_mutations(const struct wc_cell *cells, size_t n,
+                         const struct dpcodec_compacted *merged, struct wc_mutation **ms,
+                         size_t *nm, struct ct_err *err)
+{
+    *ms = NULL;
+    *nm = 0;
+    struct wc_mutation *m = calloc(n + merged->ncells + 1, sizeof(*m));
+    if (!m)
+        return ct_err_set(err, CT_ENOMEM, "out of memory merging a row of %zu cells", n);
+    size_t k = 0;
+    int64_t newest = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        if (!tsdb_is_datapoint(&cells[i]))
+            continue;
+        m[k].op = WC_OP_DELETE_COLUMN;
+        m[k].family = cells[i].family;
+        m[k].qualifier = cells[i].qualifier;
+        m[k].ts_ms = cells[i].ts_ms;
+        if (cells[i].ts_ms > newest)
+            newest = cells[i].ts_ms;
+        k++;
+    }
+    /* after every version deleted, or a delete of the same column would mask it (a cell written
+     * in this very millisecond, or under a pinned clock) */
+    int64_t now = clock_now_ms();
+    for (size_t j = 0; j < merged->ncells; j++) {
+        if (!tsdb_is_datapoint(&merged->cells[j]))
+            continue;
+        m[k].op = WC_OP_PUT;
+        m[k].family = wc_bytes_str(TSDB_DATA_FAMILY);
+        m[k].qualifier = merged->cells[j].qualifier;
+        m[k].value = merged->cells[j].value;
+        m[k].ts_ms = newest >= now ? newest + 1 : WC_TS_LATEST;
+        k++;
+    }
+    *ms = m;
+    *nm = k;
+    return CT_OK;
+}
+
+int tsdb_merge_hour(struct tsdb *t, const uint8_t *row, size_t rl, int64_t base_s,
+                    const uint8_t *q, size_t ql, const uint8_t *v, size_t vl,
+                    enum wc_durability d, size_t *dups, struct ct_err *err)
+{
+    if (dups)
+        *dups = 0;
+    struct wc_mutation put = {WC_OP_PUT, wc_bytes_str(TSDB_DATA_FAMILY), wc_bytes_of(q, ql),
+                              wc_bytes_of(v, vl), WC_TS_LATEST};
+    struct wc_row_mutation rm = {wc_bytes_of(row, rl), &put, 1};
+    struct wc_scan_options o;
+    wc_scan_options_init(&o);
+    struct wc_column col = {wc_bytes_str(TSDB_DATA_FAMILY), {0}, false};
+    o.columns = &col;
+    o.ncolumns = 1;
+    struct wc_result r;
+    int rc = wc_get(t->data, rm.row, &o, &r, err);
+    if (rc != CT_OK)
+        return ct_err_prefix(err, "read the row to merge a head hour into");
+    struct wc_cell *cells = calloc(r.row.ncells + 1, sizeof(*cells));
+    if (!cells) {
+        wc_result_release(&r);
+        return ct_err_set(err, CT_ENOMEM, "out of memory merging a row of %zu cells",
+                          r.row.ncells);
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < r.row.ncells; i++)
+        cells[n++] = r.row.cells[i];
+    /* the hour's cell, newer than every stored cell: its points win at equal timestamps */
+    cells[n] = (struct wc_cell){rm.row, put.family, put.qualifier, put.value, INT64_MAX,
+                                WC_TYPE_PUT};
+    struct dpcodec_compacted out;
+    struct wc_mutation *ms = NULL;
+    size_t nm = 0;
+    rc = dpcodec_compact(base_s, cells, n + 1, t->c.format, true, &out, err);
+    if (rc == CT_OK) {
+        if (dups)
+            *dups = out.duplicates;
+        rc = tsdb_merge_mutations(cells, n, &out, &ms, &nm, err);
+        if (rc == CT_OK) {
+            struct wc_row_mutation mm = {rm.row, ms, nm};
+            rc = wc_mutate_row(t->data, &mm, d, err);
+        }
+        free(ms);
+        dpcodec_compacted_free(&out);
+    } else if (rc == CT_NOTFOUND || rc == CT_ECORRUPT) {
+        /* nothing to merge with (or nothing decodable to merge: left for fsck) */
+        ct_err_clear(err);
+        rc = wc_mutate_row(t->data, &rm, d, err);
+    }
+    free(cells);
+    wc_result_release(&r);
+    return rc;
+}
+
 /* ---- annotations -------------------------------------------------------------------------- */
 
 /* Row key of an annotation: the series' hour row, or the global row [0..][0 metric][base]. */

@@ -176,6 +176,29 @@ CT_MUST_CHECK int tsdb_batch_write(struct tsdb *t, struct tsdb_batch *b, enum wc
 int tsdb_compact_hook(void *arg, const struct wc_cell *cells, size_t n, bool major,
                       struct wc_cell_sink *sink, struct ct_err *err);
 
+/* The one atomic row mutation that replaces a row's datapoint cells with their merge: merged is
+ * dpcodec_compact()'s result over (at least) cells[0..n), the row's cells as read. Fills *ms (a
+ * new array, freed with free(), borrowing the bytes of cells and merged) with *nm mutations: a
+ * WC_OP_DELETE_COLUMN of each datapoint cell of cells at its version (all versions <= it: a
+ * cell written after the read survives), then a WC_OP_PUT of merged's datapoint cell, at a
+ * version after every deleted one (now, or the newest deleted + 1 ms when that is not older).
+ * Other cells (annotations) are left alone. Shared by `ctsdb fsck --fix` and
+ * tsdb_merge_hour(). */
+CT_MUST_CHECK int tsdb_merge_mutations(const struct wc_cell *cells, size_t n,
+                                       const struct dpcodec_compacted *merged,
+                                       struct wc_mutation **ms, size_t *nm, struct ct_err *err);
+/* Writes one series-hour cell (qualifier q[0..ql), value v[0..vl), a cell of the configured
+ * format holding the hour's points, base hour base_s) into row[0..rl) merged with the datapoint
+ * cells the row already holds: the row is read, merged with the cell (at equal timestamps the
+ * cell's points win: they are the newer writes) and written back as one cell in place of the
+ * row's datapoint cells, with one atomic row mutation (tsdb_merge_mutations) at durability d.
+ * A row holding no datapoint cell (or only an identical one) gets the cell as it is; a row whose
+ * cells do not decode gets the cell beside them (fsck reports them). *dups (NULL allowed): the
+ * duplicate timestamps the merge resolved. Costs one row read more than a put. */
+CT_MUST_CHECK int tsdb_merge_hour(struct tsdb *t, const uint8_t *row, size_t rl, int64_t base_s,
+                                  const uint8_t *q, size_t ql, const uint8_t *v, size_t vl,
+                                  enum wc_durability d, size_t *dups, struct ct_err *err);
+
 /* ---- annotations (stored as OpenTSDB does: in the series' hour row, qualifier 0x01+offset) -- */
 
 /* Stores (replaces) the annotation JSON of series tsuid (NULL/0 = global annotation) starting at

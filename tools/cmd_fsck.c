@@ -251,35 +251,14 @@ static void fsck_row(struct fsck *f, const struct wc_row *row)
                    f->fix ? " (merged, latest write kept)" : "");
             if (f->fix && rc == CT_OK) {
                 /* one atomic row mutation: drop every datapoint cell, write the merged one */
-                struct wc_mutation *ms = calloc(ngood + out.ncells, sizeof(*ms));
+                struct wc_mutation *ms = NULL;
                 size_t nm = 0;
-                if (ms) {
-                    for (size_t c = 0; c < ngood; c++) {
-                        enum dpcodec_qkind k =
-                            dpcodec_qualifier_kind(good[c].qualifier.data, good[c].qualifier.len);
-                        if (k == DPCODEC_Q_ANNOTATION || k == DPCODEC_Q_OTHER)
-                            continue;
-                        ms[nm].op = WC_OP_DELETE_COLUMN;
-                        ms[nm].family = good[c].family;
-                        ms[nm].qualifier = good[c].qualifier;
-                        ms[nm].ts_ms = good[c].ts_ms;
-                        nm++;
-                    }
-                    for (size_t c = 0; c < out.ncells; c++) {
-                        enum dpcodec_qkind k = dpcodec_qualifier_kind(out.cells[c].qualifier.data,
-                                                                      out.cells[c].qualifier.len);
-                        if (k == DPCODEC_Q_ANNOTATION || k == DPCODEC_Q_OTHER)
-                            continue;
-                        ms[nm].op = WC_OP_PUT;
-                        ms[nm].family = wc_bytes_str(TSDB_DATA_FAMILY);
-                        ms[nm].qualifier = out.cells[c].qualifier;
-                        ms[nm].value = out.cells[c].value;
-                        ms[nm].ts_ms = WC_TS_LATEST;
-                        nm++;
-                    }
+                if (tsdb_merge_mutations(good, ngood, &out, &ms, &nm, &err) == CT_OK) {
                     struct wc_row_mutation rm = {row->key, ms, nm};
                     fsck_apply(f, &rm, tsdb_data_table(f->t));
                     free(ms);
+                } else {
+                    fprintf(stderr, "ctsdb fsck: %s\n", err.msg);
                 }
             }
             if (rc == CT_OK)

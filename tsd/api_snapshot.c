@@ -1,8 +1,10 @@
 /* api_snapshot.c - /api/admin/snapshot: whole-store snapshots of a running TSD (the store is
  * locked by the daemon, so `ctsdb snapshot` cannot open it while the TSD runs).
- *   POST /api/admin/snapshot?name=N   takes snapshot N of every table (wc_snapshot_create with
- *                                     no table): consistent while writes go on (writes wait for
- *                                     the flush, see storage/wc.h); 200 with its description
+ *   POST /api/admin/snapshot?name=N   hands the ingest head's closed hours off to the store
+ *                                     (tsdstore_handoff_closed), then takes snapshot N of every
+ *                                     table (wc_snapshot_create with no table): consistent while
+ *                                     writes go on (writes wait for the flush, see
+ *                                     storage/wc.h); 200 with its description
  *   GET  /api/admin/snapshot          lists the snapshots (name, table or "" for the whole
  *                                     store, tables, created in ms)
  * An admin action (tsd/auth.h: tsd.core.enable_admin, token, allow-list) for every method.
@@ -16,6 +18,7 @@
 #include "storage/wc.h"
 #include "tsd/http.h"
 #include "tsd/routes.h"
+#include "tsd/store.h"
 #include "tsd/tsd_int.h"
 
 static cJSON *api_snapshot_json(const struct wc_snapshot_info *info)
@@ -86,7 +89,14 @@ static void api_snapshot_work(struct http_req *r, void *arg)
         http_reply_error(r, 400, "Missing parameter <code>name</code>", NULL);
         return;
     }
-    int rc = wc_snapshot_create(s, name, NULL, &err);
+    /* the head's closed hours (a backfill's) go to the store first: a store snapshot holds the
+     * tables, not the head or its log */
+    int rc = tsdstore_handoff_closed(http_req_tsd(r)->tstore, &err);
+    if (rc != CT_OK) {
+        http_reply_error(r, 500, "Unable to hand the head's closed hours off", err.msg);
+        return;
+    }
+    rc = wc_snapshot_create(s, name, NULL, &err);
     if (rc != CT_OK) {
         http_reply_error(r, api_snapshot_status(rc), "Unable to take the snapshot", err.msg);
         return;

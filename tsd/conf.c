@@ -221,12 +221,11 @@ static const struct ct_cfg_key conf_keys[] = {
      "(OpenTSDB) no ZooKeeper"},
     {"tsd.storage.hbase.zk_quorum", CT_CFG_STR, "localhost", 0, 0, NULL, NULL,
      "(OpenTSDB) no ZooKeeper"},
-    {"tsd.storage.head.backfill_idle_ms", CT_CFG_INT, "0", 0, 86400000, NULL, "tsd/store.c",
+    {"tsd.storage.head.backfill_idle_ms", CT_CFG_INT, "5000", 0, 86400000, NULL, "tsd/store.c",
      "the head takes backfilled points of closed hours too and hands each such series-hour off "
      "as one cell when its series needs room for a newer hour, when it has not grown for this "
-     "many ms, under memory pressure or at a clean stop (0, the default = off: they go as single "
-     "cells; on, a kill and replay can leave an hour's points in two cells until compaction, "
-     "which fsck reports as duplicates: docs/head.md)"},
+     "many ms, under memory pressure or at a clean stop (0 = off: they go as single cells; "
+     "docs/head.md)"},
     {"tsd.storage.head.enable", CT_CFG_BOOL, "true", 0, 0, NULL, "tsd/store.c",
      "keep each series' open hours in the in-memory head (log in <directory>/head), read with "
      "the stored rows, and write one cell per series-hour at hand-off (docs/head.md); on "

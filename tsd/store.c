@@ -380,22 +380,25 @@ static enum wal_sync store_wal_sync(enum wc_durability d)
                                           : WAL_SYNC_WRITE;
 }
 
-/* A point the head refused on replay: written as a single cell, as ingest does. */
+/* A point the head refused on replay (out of order, or of an hour a room hand-off of this
+ * replay already stored): merged into its row (tsdb_merge_hour), since the store may already
+ * hold it in an hour cell written before the restart, where a single cell beside that cell
+ * would be a duplicate timestamp. */
 static int store_head_refused(void *arg, const uint8_t *tsuid, size_t tlen,
                               const struct dpcodec_point *p, enum head_result res,
                               struct ct_err *err)
 {
     struct tsdstore *st = arg;
     (void)res;
-    struct tsdb_batch *b = NULL;
-    int rc = tsdb_batch_new(1, &b, err);
+    uint8_t row[ROWKEY_MAX_BYTES], q[8], v[8];
+    size_t ql = 0, vl = 0;
+    int64_t base_s = rowkey_base_hour_s(p->ts_ms / 1000);
+    size_t rl = rowkey_encode(tsdb_layout(st->tsdb), tsuid, tlen, base_s, row);
+    int rc = dpcodec_encode(base_s, p, q, &ql, v, &vl, err);
     if (rc == CT_OK)
-        rc = tsdb_batch_add(b, tsdb_layout(st->tsdb), tsuid, tlen, p, err);
-    if (rc == CT_OK)
-        rc = tsdb_batch_write(st->tsdb, b, st->durability, err);
+        rc = tsdb_merge_hour(st->tsdb, row, rl, base_s, q, ql, v, vl, st->durability, NULL, err);
     if (rc == CT_OK)
         atomic_fetch_add(&st->point_cells, 1);
-    tsdb_batch_free(b);
     return rc;
 }
 
@@ -416,13 +419,18 @@ struct store_handoff_ctx {
     uint8_t *buf;
     size_t cap;
     size_t rows, points;
+    size_t merged; /* of rows: replayed hours merged with their stored row */
     bool room; /* the room hand-offs' context (st->room_x): its own crash points */
 };
 
 /* One closed series-hour -> one cell of the configured format, written before the head drops
- * it (head_hour_fn). */
+ * it (head_hour_fn). A chunk refilled by a replay of the head log may hold points a hand-off
+ * before the restart already stored, and miss others it stored (released records): it is
+ * merged with the row (tsdb_merge_hour: read, merge, one atomic row mutation), so the row keeps
+ * one cell and no duplicate timestamp. */
 static int store_handoff_hour(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
-                              const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+                              bool replayed, const struct dpcodec_point *pts, size_t n,
+                              struct ct_err *err)
 {
     struct store_handoff_ctx *x = arg;
     struct tsdstore *st = x->st;
@@ -457,10 +465,16 @@ static int store_handoff_hour(void *arg, const uint8_t *tsuid, size_t tlen, int6
     }
     if (rc != CT_OK)
         return rc;
-    struct wc_mutation m = {
-        WC_OP_PUT, wc_bytes_str(TSDB_DATA_FAMILY), {q, ql}, {v, vl}, WC_TS_LATEST};
-    struct wc_row_mutation rm = {{row, rl}, &m, 1};
-    rc = wc_mutate_batch(tsdb_data_table(st->tsdb), &rm, 1, st->durability, err);
+    if (replayed) {
+        rc = tsdb_merge_hour(st->tsdb, row, rl, base_s, q, ql, v, vl, st->durability, NULL, err);
+        if (rc == CT_OK)
+            x->merged++;
+    } else {
+        struct wc_mutation m = {
+            WC_OP_PUT, wc_bytes_str(TSDB_DATA_FAMILY), {q, ql}, {v, vl}, WC_TS_LATEST};
+        struct wc_row_mutation rm = {{row, rl}, &m, 1};
+        rc = wc_mutate_batch(tsdb_data_table(st->tsdb), &rm, 1, st->durability, err);
+    }
     if (rc == CT_OK) {
         atomic_fetch_add(&st->hour_cells, 1);
         x->rows++;
@@ -472,10 +486,11 @@ static int store_handoff_hour(void *arg, const uint8_t *tsuid, size_t tlen, int6
 /* A backfill chunk handed off to make room for a newer hour of its series (head_set_backfill's
  * room function: runs inside an append, with the head's lock held, which guards room_x). */
 static int store_room_hour(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
-                           const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+                           bool replayed, const struct dpcodec_point *pts, size_t n,
+                           struct ct_err *err)
 {
     struct tsdstore *st = arg;
-    int rc = store_handoff_hour(st->room_x, tsuid, tlen, base_s, pts, n, err);
+    int rc = store_handoff_hour(st->room_x, tsuid, tlen, base_s, replayed, pts, n, err);
     if (rc == CT_OK)
         atomic_fetch_add(&st->room_unreleased, 1);
     else
@@ -545,8 +560,9 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, bool al
         tlog_error("head hand-off of hours before %lld failed (kept in the head and its log): %s",
                    (long long)before, err->msg);
     else if (nh)
-        tlog_info("head: handed off %zu series-hours (%zu points) before %lld", x.rows, x.points,
-                  (long long)before);
+        tlog_info("head: handed off %zu series-hours (%zu points) before %lld, %zu of them "
+                  "merged with their row after a replay", x.rows, x.points, (long long)before,
+                  x.merged);
     return rc;
 }
 
@@ -637,12 +653,26 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
     int rc = head_new(&st->head, err);
     if (rc == CT_OK)
         rc = headlog_open(path, &st->hlog, err);
-    uint64_t np = 0;
-    if (rc == CT_OK)
-        rc = headlog_replay(st->hlog, st->head, store_head_refused, st, &np, err);
     if (rc != CT_OK)
         return rc;
     st->grace_s = tsdb_get_config(st->tsdb)->compaction_delay_s;
+    if (st->backfill) {
+        /* on before the replay (a drain's too), as before the restart: a series whose unreleased
+         * records hold more than HEAD_MAX_HOURS closed hours hands its oldest off for room
+         * (merged with its row: every replayed chunk is) instead of refusing the rest, each
+         * refused point costing a row read (store_head_refused) */
+        if (!(st->room_x = calloc(1, sizeof(*st->room_x))))
+            return ct_err_set(err, CT_ENOMEM, "out of memory opening the ingest head");
+        *st->room_x = (struct store_handoff_ctx){.st = st, .room = true};
+        head_set_closed_before(st->head,
+                               rowkey_base_hour_s(clock_now_ms() / 1000 - 3600 - st->grace_s) +
+                                   3600);
+        head_set_backfill(st->head, true, st->head_bound, store_room_hour, st);
+    }
+    uint64_t np = 0;
+    rc = headlog_replay(st->hlog, st->head, store_head_refused, st, &np, err);
+    if (rc != CT_OK)
+        return rc;
     if (np)
         tlog_info("head: replayed %llu points from %s", (unsigned long long)np, path);
     rc = store_handoff(st, drain ? INT64_MAX : clock_now_ms() / 1000, true, true, err);
@@ -654,12 +684,6 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
     } else {
         head_set_delete_log(st->head, store_head_delete_log, st);
         headlog_set_log(st->hlog, store_head_log, st);
-        if (rc == CT_OK && st->backfill) { /* after the replay: replayed chunks are live ones */
-            if (!(st->room_x = calloc(1, sizeof(*st->room_x))))
-                return ct_err_set(err, CT_ENOMEM, "out of memory opening the ingest head");
-            *st->room_x = (struct store_handoff_ctx){.st = st, .room = true};
-            head_set_backfill(st->head, true, st->head_bound, store_room_hour, st);
-        }
     }
     return rc;
 }
@@ -890,6 +914,13 @@ void tsdstore_close(struct tsdstore *st)
 struct wc_store *tsdstore_wc(struct tsdstore *st)
 {
     return st->store;
+}
+
+int tsdstore_handoff_closed(struct tsdstore *st, struct ct_err *err)
+{
+    if (!st->head || !st->hlog) /* none, or a read-only TSD's */
+        return CT_OK;
+    return store_handoff(st, clock_now_ms() / 1000, true, true, err);
 }
 
 struct tsdb *tsdstore_tsdb(struct tsdstore *st)

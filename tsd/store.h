@@ -62,6 +62,10 @@ int tsdstore_write(void *arg, struct ingest_batch *const *b, size_t nb, struct c
 int64_t tsdstore_request_ms(const struct tsdstore *st);
 /* Drops the UID caches and every writer's series cache. */
 void tsdstore_drop_caches(struct tsdstore *st);
+/* Hands off every chunk of a closed hour the ingest head holds (backfill chunks too, idle or
+ * not) and releases its log, as a clean stop does, so a store snapshot taken next holds every
+ * point acknowledged before the call but those of open hours. CT_OK with no head. */
+CT_MUST_CHECK int tsdstore_handoff_closed(struct tsdstore *st, struct ct_err *err);
 
 /* Storage and UID figures in put-line shape: tags "host=<host> k=v ...". */
 typedef void (*tsdstore_stat_fn)(void *arg, const char *metric, int64_t ts_s, const char *value,

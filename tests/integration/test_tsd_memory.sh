@@ -120,7 +120,9 @@ if grep -q "memory: limit" "$TSD_LOG"; then not_ok "no split is logged"; else ok
 tsd_stop
 
 # ---- a 1 MiB memstore ceiling holds writes and flushes ---------------------------------------
-tsd_start --tsd.storage.memstore_total_bytes=$MIB --tsd.storage.memstore_flush_bytes=$((64 * MIB))
+# (backfill off: the 2013 points go to the memstores one cell each, not into the ingest head)
+tsd_start --tsd.storage.memstore_total_bytes=$MIB --tsd.storage.memstore_flush_bytes=$((64 * MIB)) \
+  --tsd.storage.head.backfill_idle_ms=0
 res=$(timeout 120 python3 -c '
 import json, socket, sys, urllib.request
 port = int(sys.argv[1])

@@ -107,16 +107,19 @@ static void fill(struct pair *p)
     late = dpcodec_point_int((HEAD_FROM + 3605) * 1000, false, -42);
     store_put(p->a->t, 2, late);
     head_put(p, 2, late);
-    /* a timestamp the head holds, written again with another value: stored in B, and the head's
-     * point is the newer one (A holds the head's value only) */
-    head_put(p, 4, dpcodec_point_int((HEAD_FROM + 20) * 1000, false, 999999));
+    /* a timestamp the head holds, written again with another value: the latest write wins in
+     * both (A: a newer single cell over the first; B: the head replaces its point) */
+    struct dpcodec_point again = dpcodec_point_int((HEAD_FROM + 20) * 1000, false, 999999);
+    store_put(p->a->t, 4, again);
+    head_put(p, 4, again);
 }
 
 /* The room function of B's backfill head: the series-hour as one compressed cell in B's store,
  * as the TSD's hand-off writes it. */
 static int room_cell(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
-                     const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+                     bool replayed, const struct dpcodec_point *pts, size_t n, struct ct_err *err)
 {
+    (void)replayed;
     struct pair *p = arg;
     struct tsdb *t = p->b->t;
     uint8_t row[ROWKEY_MAX_BYTES], q[DPCODEC_CQ_LEN];

@@ -146,6 +146,8 @@ static void test_head_round_trips_random_streams(void **state)
     free(p);
 }
 
+/* Out of order: refused, the head unchanged; a rewrite of a held timestamp: taken, replacing the
+ * held point (the latest write wins, as the store's reads keep the newest cell). */
 static void test_head_refuses_out_of_order_and_keeps_state(void **state)
 {
     (void)state;
@@ -155,8 +157,17 @@ static void test_head_refuses_out_of_order_and_keeps_state(void **state)
     put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 10000, false, 1), HEAD_TAKEN);
     put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 20000, false, 2), HEAD_TAKEN);
     size_t b = head_bytes(h);
-    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 20000, false, 3), HEAD_OUT_OF_ORDER);
     put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 15000, false, 3), HEAD_OUT_OF_ORDER);
+    assert_int_equal(head_bytes(h), b);
+    /* rewrites: the last point, then the first one as a double, then back to an integer */
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 20000, false, 3), HEAD_TAKEN);
+    put(h, T1, sizeof(T1), dpcodec_point_real(BASE_MS + 10000, false, 0.5), HEAD_TAKEN);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 10000, false, 1), HEAD_TAKEN);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 15000, false, 3), HEAD_OUT_OF_ORDER);
+    size_t ns0, nc0;
+    uint64_t np0;
+    head_counts(h, &ns0, &nc0, &np0);
+    assert_int_equal(np0, 2);
     /* another series and another hour are independent */
     put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS + 15000, false, 3), HEAD_TAKEN);
     put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS - 5000, false, 4), HEAD_TAKEN);
@@ -167,7 +178,7 @@ static void test_head_refuses_out_of_order_and_keeps_state(void **state)
     assert_int_equal(head_read(h, T1, sizeof(T1), 0, INT64_MAX, &out, &cap, &n, &err), CT_OK);
     assert_int_equal(n, 4);
     int64_t want_ts[] = {BASE_MS - 5000, BASE_MS + 10000, BASE_MS + 20000, BASE_MS + 30000};
-    int64_t want_v[] = {4, 1, 2, 5};
+    int64_t want_v[] = {4, 1, 3, 5};
     for (size_t i = 0; i < 4; i++) {
         assert_int_equal(out[i].ts_ms, want_ts[i]);
         assert_int_equal(out[i].i, want_v[i]);
@@ -245,8 +256,9 @@ struct sink {
 };
 
 static int sink_fn(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
-                   const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+                   bool replayed, const struct dpcodec_point *pts, size_t n, struct ct_err *err)
 {
+    (void)replayed;
     struct sink *s = arg;
     if (s->fail_after >= 0 && s->calls >= s->fail_after)
         return ct_err_set(err, CT_EIO, "sink refuses hour %lld", (long long)base_s);
@@ -583,7 +595,7 @@ static void test_head_backfill_takes_closed_hours(void **state)
     put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 4 * 3600000 + 1000, false, 7),
         HEAD_OUT_OF_ORDER);
     put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 5 * 3600000 - 60000, false, 7),
-        HEAD_OUT_OF_ORDER); /* the last point's own time */
+        HEAD_TAKEN); /* the last point's own time: a rewrite */
     /* the points read back are hours 2..4, exactly */
     struct dpcodec_point *out = NULL;
     size_t cap = 0, n = 0;
@@ -591,7 +603,7 @@ static void test_head_backfill_takes_closed_hours(void **state)
     assert_int_equal(n, 3 * 60);
     for (size_t i = 0; i < n; i++) {
         assert_int_equal(out[i].ts_ms, BASE_MS + (int64_t)(120 + i) * 60000);
-        assert_int_equal(out[i].i, 120 + (int64_t)i);
+        assert_int_equal(out[i].i, i + 1 == n ? 7 : 120 + (int64_t)i); /* the last: rewritten */
     }
     /* listing by the window's hours finds them (old hours: not cut by the closed mark) */
     int listed = 0;
@@ -751,7 +763,9 @@ static void test_head_batch_equals_point_appends(void **state)
             int64_t ts_ms = (BASE + hour * 3600) * 1000 +
                             (next_ms[s] += 1 + (int64_t)(r >> 40) % 1500) % 3600000;
             if (r % 100 == 50 && i > 0 && pts[i - 1].tsuid == ts[s])
-                ts_ms = pts[i - 1].p.ts_ms; /* a repeated timestamp */
+                ts_ms = pts[i - 1].p.ts_ms; /* a repeated timestamp (a rewrite) */
+            if (r % 100 == 51 && i > 0 && pts[i - 1].tsuid == ts[s])
+                ts_ms = pts[i - 1].p.ts_ms - 1; /* out of order */
             pts[i].tsuid = ts[s];
             pts[i].tlen = s % 2 ? 12 : 10;
             pts[i].p = (r >> 20) % 2 ? dpcodec_point_int(ts_ms, (r >> 21) % 2, (int64_t)(r >> 8))
@@ -780,7 +794,7 @@ static void test_head_batch_equals_point_appends(void **state)
     assert_int_equal(nsa, nsb);
     assert_int_equal(nca, ncb);
     assert_int_equal(npa, npb);
-    assert_int_equal(npa, seen[HEAD_TAKEN]);
+    assert_true(npa <= seen[HEAD_TAKEN] && npa + 60 > seen[HEAD_TAKEN]); /* rewrites add none */
     assert_int_equal(head_bytes(a), head_bytes(b));
     for (int s = 0; s < BATCH_SERIES; s++) {
         size_t tl = s % 2 ? 12 : 10;
@@ -848,8 +862,9 @@ static void test_head_batch_with_a_bad_point(void **state)
 }
 
 static int accept_hour(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
-                       const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+                       bool replayed, const struct dpcodec_point *pts, size_t n, struct ct_err *err)
 {
+    (void)replayed;
     (void)arg, (void)tsuid, (void)tlen, (void)base_s, (void)pts, (void)n, (void)err;
     return CT_OK;
 }
@@ -948,6 +963,38 @@ static void test_head_ref_is_never_followed_after_its_series_is_freed(void **sta
     head_free(h);
 }
 
+/* head_set_replay: a chunk that took a point while it was on is handed off as replayed (its
+ * sink merges it with the stored row), one that did not is not. */
+static int replayed_hour(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
+                         bool replayed, const struct dpcodec_point *pts, size_t n,
+                         struct ct_err *err)
+{
+    (void)base_s, (void)pts, (void)n, (void)err;
+    int *seen = arg; /* [0]: T1's flag + 1, [1]: T2's */
+    seen[tlen == sizeof(T1) && memcmp(tsuid, T1, tlen) == 0 ? 0 : 1] = replayed ? 2 : 1;
+    return CT_OK;
+}
+
+static void test_head_marks_replayed_chunks(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    head_set_replay(h, true);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 1000, false, 1), HEAD_TAKEN);
+    head_set_replay(h, false);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 2000, false, 2), HEAD_TAKEN);
+    put(h, T2, sizeof(T2), dpcodec_point_int(BASE_MS + 1000, false, 1), HEAD_TAKEN);
+    int seen[2] = {0, 0};
+    size_t nh = 0;
+    assert_int_equal(head_close_hours(h, BASE + 3600, replayed_hour, seen, &nh, &err), CT_OK);
+    assert_int_equal(nh, 2);
+    assert_int_equal(seen[0], 2); /* took a replayed point: stays marked after live appends */
+    assert_int_equal(seen[1], 1);
+    head_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -968,6 +1015,7 @@ int main(void)
         cmocka_unit_test(test_head_backfill_takes_closed_hours),
         cmocka_unit_test(test_head_backfill_live_close_and_failed_room),
         cmocka_unit_test(test_head_backfill_share),
+        cmocka_unit_test(test_head_marks_replayed_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

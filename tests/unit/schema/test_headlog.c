@@ -129,8 +129,9 @@ static void fill(struct headlog *l, struct head *h)
 }
 
 static int sink_ok(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
-                   const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+                   bool replayed, const struct dpcodec_point *pts, size_t n, struct ct_err *err)
 {
+    (void)replayed;
     (void)tsuid, (void)tlen, (void)base_s, (void)pts, (void)err;
     *(size_t *)arg += n;
     return CT_OK;

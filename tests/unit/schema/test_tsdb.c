@@ -459,6 +459,85 @@ static void test_late_points_after_a_merged_hour_are_kept(void **state)
     check_hour(pts, 360, false);
 }
 
+/* tsdb_merge_hour: an hour cell merged with a row holding an overlapping hour cell and single
+ * cells (one of another value at a timestamp the new cell holds) leaves one cell: every point
+ * once, the new cell's value at shared timestamps, a point only the row held kept; under a
+ * pinned clock too (the merged cell's version is after every deleted one). A row with nothing
+ * gets the cell as it is. */
+static void test_merge_hour_leaves_one_cell(void **state)
+{
+    struct fixture *f = *state;
+    setenv("CTSDB_NOW_MS", "1700000000000", 1);
+    clock_reload();
+    struct tsdb_config c;
+    tsdb_config_init(&c);
+    open_tsdb(f, &c);
+    struct ct_err err = {0};
+    uint8_t a[ROWKEY_MAX_TSUID];
+    size_t al;
+    const char *k[1] = {"host"}, *va[1] = {"a"};
+    assert_int_equal(tsdb_series_resolve(f->t, "m", k, va, 1, a, sizeof(a), &al, &err), CT_OK);
+    uint8_t row[ROWKEY_MAX_BYTES], q[DPCODEC_CQ_LEN], v[256];
+    size_t rl = rowkey_encode(tsdb_layout(f->t), a, al, BASE, row), vl = 0;
+    /* the row: an hour cell of points 0..4 (values k), a single cell at 10 s (value 7) and one
+     * at 100 s (value 100, only in the row) */
+    struct dpcodec_point old[5], neu[6];
+    for (int i = 0; i < 5; i++)
+        old[i] = dpcodec_point_int(BASE_MS + i * 1000, false, i);
+    dpcodec_compressed_qualifier(old, 5, q);
+    assert_int_equal(dpcodec_compressed_encode(BASE, old, 5, v, &vl, &err), CT_OK);
+    struct wc_mutation m = {WC_OP_PUT, wc_bytes_str(TSDB_DATA_FAMILY), {q, sizeof(q)}, {v, vl},
+                            WC_TS_LATEST};
+    struct wc_row_mutation rm = {{row, rl}, &m, 1};
+    assert_int_equal(wc_mutate_row(tsdb_data_table(f->t), &rm, WC_DURABILITY_USE_DEFAULT, &err),
+                     CT_OK);
+    struct tsdb_batch *b;
+    assert_int_equal(tsdb_batch_new(2, &b, &err), CT_OK);
+    struct dpcodec_point s1 = dpcodec_point_int(BASE_MS + 10000, false, 7);
+    struct dpcodec_point s2 = dpcodec_point_int(BASE_MS + 100000, false, 100);
+    assert_int_equal(tsdb_batch_add(b, tsdb_layout(f->t), a, al, &s1, &err), CT_OK);
+    assert_int_equal(tsdb_batch_add(b, tsdb_layout(f->t), a, al, &s2, &err), CT_OK);
+    assert_int_equal(tsdb_batch_write(f->t, b, WC_DURABILITY_USE_DEFAULT, &err), CT_OK);
+    tsdb_batch_free(b);
+    /* the new hour: points 2..4 with values 10 + k, 10 s with 8, 20 s with 9 */
+    for (int i = 0; i < 3; i++)
+        neu[i] = dpcodec_point_int(BASE_MS + (2 + i) * 1000, false, 12 + i);
+    neu[3] = dpcodec_point_int(BASE_MS + 10000, false, 8);
+    neu[4] = dpcodec_point_int(BASE_MS + 20000, false, 9);
+    dpcodec_compressed_qualifier(neu, 5, q);
+    assert_int_equal(dpcodec_compressed_encode(BASE, neu, 5, v, &vl, &err), CT_OK);
+    size_t dups = 0;
+    assert_int_equal(tsdb_merge_hour(f->t, row, rl, BASE, q, sizeof(q), v, vl,
+                                     WC_DURABILITY_USE_DEFAULT, &dups, &err),
+                     CT_OK);
+    assert_int_equal(dups, 4); /* 2, 3, 4 s and 10 s */
+    struct dpcodec_point pts[16];
+    size_t ncells;
+    size_t n = read_hour(f, a, al, BASE, pts, 16, &ncells);
+    assert_int_equal(ncells, 1);
+    int64_t want_ts[] = {0, 1000, 2000, 3000, 4000, 10000, 20000, 100000};
+    int64_t want_v[] = {0, 1, 12, 13, 14, 8, 9, 100};
+    assert_int_equal(n, 8);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(pts[i].ts_ms, BASE_MS + want_ts[i]);
+        assert_int_equal(pts[i].i, want_v[i]);
+    }
+    /* an empty row: the cell as it is */
+    uint8_t row2[ROWKEY_MAX_BYTES];
+    size_t rl2 = rowkey_encode(tsdb_layout(f->t), a, al, BASE + 3600, row2);
+    neu[5] = dpcodec_point_int((BASE + 3600) * 1000, false, 5);
+    dpcodec_compressed_qualifier(&neu[5], 1, q);
+    assert_int_equal(dpcodec_compressed_encode(BASE + 3600, &neu[5], 1, v, &vl, &err), CT_OK);
+    assert_int_equal(tsdb_merge_hour(f->t, row2, rl2, BASE + 3600, q, sizeof(q), v, vl,
+                                     WC_DURABILITY_USE_DEFAULT, &dups, &err),
+                     CT_OK);
+    assert_int_equal(dups, 0);
+    n = read_hour(f, a, al, BASE + 3600, pts, 16, &ncells);
+    assert_int_equal(n, 1);
+    assert_int_equal(ncells, 1);
+    assert_int_equal(pts[0].i, 5);
+}
+
 static void test_batch_in_any_order_reads_back_and_later_write_of_a_cell_wins(void **state)
 {
     /* tsdb_batch_write puts cells into store order; the points of every series must come
@@ -718,6 +797,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_late_points_after_a_merged_hour_are_kept, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_annotations_series_and_global, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_merge_hour_leaves_one_cell, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_batch_in_any_order_reads_back_and_later_write_of_a_cell_wins, setup, teardown),
     };
