@@ -38,9 +38,11 @@
 #
 # Two modes (each figure printed says which: "mode: backfill" / "mode: live"):
 #   backfill (default): telnet's stream covers [H - 3 d, H - 2 d), HTTP's the day after, H the
-#          current hour: every hour has closed before its points arrive, so ctsdb's ingest head
-#          refuses them (docs/head.md, HEAD_LATE) and every point is written as a single cell
-#          (the path of a backfill or of a collector that was down for days).
+#          current hour: every hour has closed before its points arrive (the path of a backfill
+#          or of a collector that was down for days). ctsdb's ingest head takes them into
+#          backfill chunks, handed off as hour cells for room and when idle (docs/head.md,
+#          `tsd.storage.head.backfill_idle_ms`); with that key at 0 the head refuses them
+#          (HEAD_LATE) and every point is written as a single cell.
 #   live (LIVE=1): each protocol's stream is generated just before its pass (tsd_load --start
 #          now: its last interval is the time of generation, the others before it), so the points
 #          belong to the hours a TSD still holds open in its head, the path of collectors sending
@@ -119,7 +121,7 @@ start=$(( $(date +%s) / 3600 * 3600 - 3 * 86400 ))
 if [ "$LIVE" = 1 ]; then
   echo "mode: live (the stream ends at the time of its generation: open hours, ctsdb's head)"
 else
-  echo "mode: backfill (the stream starts 3 days back: closed hours, single cells in ctsdb)"
+  echo "mode: backfill (the stream starts 3 days back: closed hours, backfill chunks in ctsdb's head)"
   echo "stream: $points points per protocol (${load_args[*]:-defaults}), $CONNS connections, start $start"
 fi
 echo "machine: $(nproc) CPUs, load average $(loadavg) at $(date -u +%H:%M:%S) UTC"
