@@ -5,7 +5,8 @@
 # the tsd_load workload and value model (2-decimal gauges, byte gauges near 5e9, fast byte
 # counters, error counters, small integer gauges), one sample per TimeSeries as Prometheus'
 # queue sends them.
-# RUNS runs per target (default 3), side by side (ctsdb run i, then VictoriaMetrics run i), each
+# RUNS runs per target (default 3), side by side (run i of both servers one after the other,
+# ctsdb first in odd runs, VictoriaMetrics first in even ones), each
 # a fresh interval range of HOSTS x 20 metrics x INTERVALS samples (defaults 500 x 20 x 400 =
 # 10,000 series, 4,000,000 samples a run: several seconds each), over CONNS connections of
 # BATCH-sample requests. Both servers bind 127.0.0.1 on free ports, with temporary data
@@ -55,7 +56,7 @@ mapfile -t metrics < <("$BENCH" --list-metrics)
 pids+=($!)
 cport=""
 for _ in $(seq 1 200); do
-  cport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$dir/tsd.log" | head -1)
+  cport=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$dir/tsd.log" 2>/dev/null | head -1)
   [ -n "$cport" ] && break; sleep 0.1
 done
 [ -n "$cport" ] || { echo "ctsdb did not start" >&2; cat "$dir/tsd.log" >&2; exit 1; }
@@ -134,9 +135,10 @@ echo "load: $HOSTS hosts x 20 metrics = $((HOSTS * 20)) series x $INTERVALS inte
   "$RUNS runs, $CONNS connections, $BATCH-sample requests"
 [ "${BACKFILL:-0}" = 1 ] && echo "timestamps: 2013-01-01 (backfill)" ||
   echo "timestamps: live, from $((t0 / 1000)) s, ${step} ms apart"
-for i in $(seq 1 "$RUNS"); do
+for i in $(seq 1 "$RUNS"); do # ctsdb first in odd runs, VictoriaMetrics first in even ones
+  [ -n "$vport" ] && [ $((i % 2)) = 0 ] && run victoria-metrics "$vport" "$i" "${pids[1]}"
   run ctsdb "$cport" "$i" "${pids[0]}"
-  [ -n "$vport" ] && run victoria-metrics "$vport" "$i" "${pids[1]}"
+  [ -n "$vport" ] && [ $((i % 2)) = 1 ] && run victoria-metrics "$vport" "$i" "${pids[1]}"
 done
 echo "machine at the end: load average $(loadavg) at $(date -u +%H:%M:%S) UTC"
 echo "pooled over the rated runs (sum of samples / sum of seconds; CPU s per million samples; peak RSS):"
