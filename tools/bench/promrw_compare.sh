@@ -102,7 +102,7 @@ queryable() { # NAME FIRST_MS: the run's count, 0 if it cannot be read
 }
 run() { # NAME PORT RUN PID
   local first=$((t0 + ($3 - 1) * INTERVALS * step))
-  local out pts secs start_ns ca cr n=0 deadline t1 c1
+  local out pts secs start_ns ca cr n=0 deadline t1 c1 polls=0
   out=$("$BENCH" --port "$2" --hosts "$HOSTS" --intervals "$INTERVALS" --conns "$CONNS" \
     --batch "$BATCH" --start-ms "$first" --step-ms "$step" --cpu-pid "$4") ||
     { echo "$1 run $3: failed ($out)"; return; }
@@ -111,6 +111,7 @@ run() { # NAME PORT RUN PID
   deadline=$(( $(date +%s) + QUERY_TIMEOUT ))
   while [ "$(date +%s)" -lt "$deadline" ]; do
     n=$(queryable "$1" "$first")
+    polls=$((polls + 1))
     [ "$n" -ge "$pts" ] && break
     sleep 0.1
   done
@@ -126,7 +127,7 @@ run() { # NAME PORT RUN PID
   sum_r_ticks[$1]=$(( ${sum_r_ticks[$1]:-0} + cr - ca ))
   echo "$1 run $3: $pts samples; queryable: $(fmt %.0f "$pts / ($qs / 1e9)") points/s," \
     "$(fmt %.2f "$qs / 1e9") s, cpu_s $(fmt %.2f "($c1 - $ca) / $clk")," \
-    "cpu_s_per_M $(fmt %.2f "($c1 - $ca) / $clk / $pts * 1e6");" \
+    "cpu_s_per_M $(fmt %.2f "($c1 - $ca) / $clk / $pts * 1e6"), $polls count(s) after the last reply;" \
     "replied: $(fmt %.0f "$pts / $secs") points/s, $secs s, cpu_s_per_M $(fmt %.2f "($cr - $ca) / $clk / $pts * 1e6");" \
     "load $(cut -d' ' -f1 /proc/loadavg)"
 }
