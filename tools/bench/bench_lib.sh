@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # bench_lib.sh - shell functions shared by the ingest benchmarks (tsd_compare.sh,
 # promrw_compare.sh): process CPU and peak RSS from /proc, the wall clock, free loopback ports,
 # and the "every point queryable" counts both scripts end their clocks with. Sourced, not run.
@@ -47,5 +48,6 @@ bench_vm_flush() { curl -s -m 600 "http://127.0.0.1:$1/internal/force_flush" >/d
 # listeners: counts of recent samples answered at once (-search.latencyOffset 0s), no cached
 # answers, and counts over up to 1e8 series and 600 s allowed (its defaults, 300,000 series and
 # 30 s, refuse or cut large counts, which then read as 0).
+# shellcheck disable=SC2034 # used by the scripts that source this file
 BENCH_VM_ARGS=(-retentionPeriod 100y -search.latencyOffset 0s -search.disableCache
   -search.maxUniqueTimeseries 100000000 -search.maxQueryDuration 600s -loggerLevel ERROR)
