@@ -10,8 +10,8 @@
 # a fresh interval range of HOSTS x 20 metrics x INTERVALS samples (defaults 500 x 20 x 400 =
 # 10,000 series, 4,000,000 samples a run: several seconds each), over CONNS connections of
 # BATCH-sample requests. Both servers bind 127.0.0.1 on free ports, with temporary data
-# directories, and are stopped by PID; every wait is bounded (QUERY_TIMEOUT, default 300 s, for
-# the count of one run).
+# directories, and are stopped by PID; every wait is bounded (RUN_TIMEOUT, default 600 s, for
+# promrw_bench's sending of one run; QUERY_TIMEOUT, default 300 s, for the count of one run).
 # Each run is timed from promrw_bench's first request until every sample of the run is
 # queryable, the same on both sides (the rule of tsd_compare.sh):
 #   ctsdb: a count query (/api/query, `sum:0all-count` of each metric over the run's range,
@@ -28,7 +28,7 @@
 # second at most), so ctsdb's ingest head takes them. BACKFILL=1 sends the same load at
 # 2013-01-01 instead (hours long closed: ctsdb's head takes them as backfill chunks, or single
 # cells with tsd.storage.head.backfill_idle_ms=0).
-# Environment: RUNS, HOSTS, INTERVALS, CONNS, BATCH, BACKFILL, QUERY_TIMEOUT, CTSDB, BENCH,
+# Environment: RUNS, HOSTS, INTERVALS, CONNS, BATCH, BACKFILL, RUN_TIMEOUT, QUERY_TIMEOUT, CTSDB, BENCH,
 # TSD_ARGS (extra ctsdb tsd options), NO_VM=1 (ctsdb only).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,7 +37,7 @@ source "$ROOT/tools/bench/bench_lib.sh"
 CTSDB=${CTSDB:-$ROOT/bin/ctsdb}
 BENCH=${BENCH:-$ROOT/build/release/tools/bench/promrw_bench}
 RUNS=${RUNS:-3}; HOSTS=${HOSTS:-500}; INTERVALS=${INTERVALS:-400}; CONNS=${CONNS:-4}; BATCH=${BATCH:-500}
-QUERY_TIMEOUT=${QUERY_TIMEOUT:-300}
+QUERY_TIMEOUT=${QUERY_TIMEOUT:-300}; RUN_TIMEOUT=${RUN_TIMEOUT:-600}
 VM=$(command -v victoria-metrics || true)
 [ "${NO_VM:-0}" = 1 ] && VM=
 dir=$(mktemp -d "${TMPDIR:-/tmp}/promrw-XXXXXX")
@@ -103,7 +103,7 @@ queryable() { # NAME FIRST_MS: the run's count, 0 if it cannot be read
 run() { # NAME PORT RUN PID
   local first=$((t0 + ($3 - 1) * INTERVALS * step))
   local out pts secs start_ns ca cr n=0 deadline t1 c1 polls=0
-  out=$("$BENCH" --port "$2" --hosts "$HOSTS" --intervals "$INTERVALS" --conns "$CONNS" \
+  out=$(timeout "$RUN_TIMEOUT" "$BENCH" --port "$2" --hosts "$HOSTS" --intervals "$INTERVALS" --conns "$CONNS" \
     --batch "$BATCH" --start-ms "$first" --step-ms "$step" --cpu-pid "$4") ||
     { echo "$1 run $3: failed ($out)"; return; }
   # points N seconds S rate R start_ns T cpu_ticks A B
