@@ -6,10 +6,15 @@
  * sends them) to POST /api/v1/write over --conns keep-alive connections; each request waits for
  * its reply (ctsdb answers 204 once the samples are in the write-ahead log).
  * Every request body is generated before the clock starts; the run is bounded by the workload.
- * Output (stdout): `points N seconds S rate R`; exit 1 if any reply was not 2xx.
+ * Output (stdout): `points N seconds S rate R start_ns T cpu_ticks A B`; exit 1 if any reply was
+ * not 2xx. T is the wall clock (CLOCK_REALTIME, ns) when the clock started, so that a caller can
+ * extend the timing past the last reply (e.g. until every sample is queryable); A and B are the
+ * utime + stime clock ticks of process --cpu-pid (/proc/PID/stat) at the clock's start and at the
+ * last reply (0 0 without --cpu-pid).
  * Usage: promrw_bench --port P [--host H] [--hosts N] [--metrics M] [--intervals K]
  *                     [--conns C] [--batch B] [--start EPOCH_S | --start-ms EPOCH_MS]
- *                     [--step-ms MS] */
+ *                     [--step-ms MS] [--cpu-pid PID]
+ *        promrw_bench --list-metrics: the metric names (`__name__`), one a line */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -28,6 +33,7 @@
 static const char *host = "127.0.0.1";
 static int port = 0, conns = 4, hosts = 500, metrics = 20, intervals = 30, batch = 500;
 static long long start_ms = 1356998400000LL, step_ms = 10000;
+static int cpu_pid = 0;
 
 static const char *const metric_names[] = {
     "cpu_user",     "cpu_system",   "cpu_idle",        "cpu_iowait",       "mem_used",
@@ -82,6 +88,28 @@ static void die(const char *what)
 {
     perror(what);
     exit(2);
+}
+
+/* utime + stime of process pid in clock ticks (fields 14 and 15 of /proc/PID/stat), 0 if none */
+static long long cpu_ticks(int pid)
+{
+    char path[64], buf[1024];
+    if (pid <= 0)
+        return 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    if (!p)
+        return 0;
+    unsigned long long ut = 0, st = 0;
+    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return 0;
+    return (long long)(ut + st);
 }
 
 /* Packs one WriteRequest of n samples (series[i] at interval k[i]) into an HTTP request. */
@@ -237,6 +265,11 @@ static void *run_conn(void *arg)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--list-metrics")) {
+        for (size_t m = 0; m < sizeof(metric_names) / sizeof(metric_names[0]); m++)
+            printf("%s\n", metric_names[m]);
+        return 0;
+    }
     for (int i = 1; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
         if (!strcmp(k, "--host"))
@@ -259,6 +292,8 @@ int main(int argc, char **argv)
             start_ms = atoll(v);
         else if (!strcmp(k, "--step-ms"))
             step_ms = atoll(v);
+        else if (!strcmp(k, "--cpu-pid"))
+            cpu_pid = atoi(v);
         else {
             fprintf(stderr, "promrw_bench: unknown option %s\n", k);
             return 2;
@@ -292,7 +327,9 @@ int main(int argc, char **argv)
             add_request(&w[c], hs, ms, ks, n);
     }
     pthread_t *th = calloc((size_t)conns, sizeof(*th));
-    struct timespec t0, t1;
+    struct timespec t0, t1, wall0;
+    long long ticks0 = cpu_ticks(cpu_pid);
+    clock_gettime(CLOCK_REALTIME, &wall0);
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int c = 0; c < conns; c++)
         pthread_create(&th[c], NULL, run_conn, &w[c]);
@@ -304,8 +341,11 @@ int main(int argc, char **argv)
         failed |= w[c].failed;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    long long ticks1 = cpu_ticks(cpu_pid);
     double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    printf("points %ld seconds %.3f rate %.0f\n", total, s, (double)total / s);
+    printf("points %ld seconds %.3f rate %.0f start_ns %lld cpu_ticks %lld %lld\n", total, s,
+           (double)total / s, (long long)wall0.tv_sec * 1000000000LL + wall0.tv_nsec, ticks0,
+           ticks1);
     for (int c = 0; c < conns; c++) {
         for (size_t i = 0; i < w[c].nreqs; i++)
             free(w[c].reqs[i].data);

@@ -103,18 +103,13 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done; }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-hwm_kb() { sed -n 's/^VmHWM:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$1/status"; }
-now_ns() { date +%s%N; }
-wait_line() { # FILE PATTERN: waits up to 20 s for a line
-  for _ in $(seq 1 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1
-}
+# free ports, CPU ticks, peak RSS, the clock, the count queries (shared with promrw_compare.sh)
+source "$root/tools/bench/bench_lib.sh"
+free_port() { bench_free_port; }
 
 load_args=("$@")
 LOAD_TIMEOUT=${LOAD_TIMEOUT:-1800}
 BASELINE=${BASELINE:-2}
-loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 points=$("$dir/tsd_load" --conns 1 "${load_args[@]}" --count)
 start=$(( $(date +%s) / 3600 * 3600 - 3 * 86400 ))
 [ "$REUSE_STREAM" = 1 ] && start=$(cat "$dir/stream-start")
@@ -273,14 +268,8 @@ print("    points: written %d, taken by the head %d (%.1f%%), single cells %d, h
     # 1h-count, summed here: hour buckets are counted as the rows are read (query/qexec.c's
     # streamed downsample), where 0all-count would first hold every point of every series (over
     # 400 MB at 2000x1d: the count, not the ingest, would set the peak RSS)
-    local q="start=$1&end=$2" m
-    for m in $metric_list; do q="$q&m=sum:1h-count:$m"; done
-    curl -s -m 600 "http://127.0.0.1:$cport/api/query?$q" | python3 -c '
-import json, sys
-try:
-    print(int(sum(float(v) for r in json.load(sys.stdin) for v in r["dps"].values())))
-except Exception:
-    print(0)'
+    # shellcheck disable=SC2086 # the metric names are words
+    bench_ctsdb_count "$cport" "$1" "$2" 1h-count $metric_list
   }
   ctsdb_queryable() { # START BASE: polls the count every 0.1 s (at most 120 s) until it is every point
     local n=0 deadline=$(( $(date +%s) + 120 ))
@@ -380,18 +369,13 @@ if [ -n "$VM" ]; then
   vh=$(free_port); vt=$(free_port); vp=$(free_port)
   "$VM" -storageDataPath "$dir/vm" -httpListenAddr "127.0.0.1:$vh" \
     -opentsdbListenAddr "127.0.0.1:$vt" -opentsdbHTTPListenAddr "127.0.0.1:$vp" \
-    -retentionPeriod 100y -search.latencyOffset 0s -search.disableCache \
-    -search.maxUniqueTimeseries 100000000 -search.maxQueryDuration 600s -loggerLevel ERROR >"$dir/vm.log" 2>&1 &
+    "${BENCH_VM_ARGS[@]}" >"$dir/vm.log" 2>&1 &
   vpid=$!; pids+=("$vpid")
   for _ in $(seq 1 200); do curl -s "http://127.0.0.1:$vh/health" >/dev/null 2>&1 && break; sleep 0.1; done
-  # (-search.maxUniqueTimeseries: its default, 300,000, refuses the count over 1,000,000 series;
-  # -search.maxQueryDuration: its default, 30 s, cut the count over 1,000,000 live series on a
-  # busy machine, which then read as 0)
-  vm_count() { # TIME: samples in the day before TIME
-    curl -s -m 600 "http://127.0.0.1:$vh/api/v1/query" --data-urlencode \
-      'query=sum(count_over_time({__name__=~"sys[.].+"}[1d]))' --data-urlencode "time=$1" |
-      python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(int(float(r[0]["value"][1])) if r else 0)' 2>/dev/null || echo 0
-  }
+  # (BENCH_VM_ARGS: -search.maxUniqueTimeseries, whose default, 300,000, refuses the count over
+  # 1,000,000 series; -search.maxQueryDuration, whose default, 30 s, cut the count over 1,000,000
+  # live series on a busy machine, which then read as 0)
+  vm_count() { bench_vm_count "$vh" '{__name__=~"sys[.].+"}' 1d "$1"; } # TIME: samples in the day before TIME
   vm_run() { # PROTO PORT START
     local c0 t0 t1 c1 n=0
     c0=$(cpu_ticks "$vpid"); t0=$(now_ns)
@@ -401,7 +385,7 @@ if [ -n "$VM" ]; then
     local last=-1 t_last c_last since=0 deadline=$(( $(date +%s) + 600 ))
     t_last=$(now_ns); c_last=$(cpu_ticks "$vpid")
     while [ "$(date +%s)" -lt "$deadline" ]; do
-      curl -s -m 600 "http://127.0.0.1:$vh/internal/force_flush" >/dev/null
+      bench_vm_flush "$vh"
       n=$(vm_count $(($3 + 86400 - 1)))
       if [ "$n" -gt "$last" ]; then
         last=$n; t_last=$(now_ns); c_last=$(cpu_ticks "$vpid"); since=$(date +%s)
