@@ -213,8 +213,12 @@ static int echild_rewind_row(struct echild *c, struct ct_err *err)
         c->has_start = false;
         return echild_seek(c, &start, err);
     }
+    struct sst_pos was;
+    sst_iter_tell(c->si, &was);
     int rc = sst_iter_row_start(c->si, err);
-    if (rc == CT_OK)
+    /* still on the cell it held (the row's first: a row of one cell): that cell is c->cur and
+     * visible (every move leaves a valid input on a visible cell), so nothing to reload */
+    if (rc == CT_OK && (c->si->i != was.i || c->si->bi != was.bi || !c->si->valid))
         rc = echild_skip_fwd(c, err);
     /* cells stepped over by skip_fwd are invisible: stepping back from here finds the same
      * cell as from the row's first cell */
@@ -1109,22 +1113,28 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     }
     /* reversed: previous row below the bound (key holds the last row returned) */
     struct cell target;
-    int rc0 = TMP_RESERVE(sc, (sc->bound_inf ? r->hi_len : sc->key_len) + 2);
-    if (rc0 != CT_OK)
-        return rc0;
-    if (!sc->bound_inf) {
-        memcpy(sc->tmp, sc->key, sc->key_len);
-        ecell_row_start(&target, sc->tmp, sc->key_len);
-    } else if (!r->hi_inf) {
-        memcpy(sc->tmp, r->hi, r->hi_len);
-        ecell_row_start(&target, sc->tmp, r->hi_len);
-    }
+    bool have_target = false; /* made when an input needs a seek (not for a step back) */
+    int rc0;
     bool use_last = sc->bound_inf && r->hi_inf;
     const struct cell *best = NULL;
+    sc->row_single = false;
     for (size_t i = 0; i < sc->nkids; i++) {
         struct echild *c = &sc->kids[i];
         /* an input that held no cell of the last row still sits on its last cell below it */
         if (!c->rev_ok) {
+            if (!use_last && !c->has_start && !have_target) {
+                rc0 = TMP_RESERVE(sc, (sc->bound_inf ? r->hi_len : sc->key_len) + 2);
+                if (rc0 != CT_OK)
+                    return rc0;
+                if (!sc->bound_inf) {
+                    memcpy(sc->tmp, sc->key, sc->key_len);
+                    ecell_row_start(&target, sc->tmp, sc->key_len);
+                } else {
+                    memcpy(sc->tmp, r->hi, r->hi_len);
+                    ecell_row_start(&target, sc->tmp, r->hi_len);
+                }
+                have_target = true;
+            }
             int rc = use_last       ? echild_seek_last(c, err)
                      : c->has_start ? echild_prev_row(c, err)
                                     : echild_seek_for_prev(c, &target, err);
@@ -1144,15 +1154,23 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     memcpy(sc->key, best->row, best->row_len);
     sc->key_len = best->row_len;
     sc->bound_inf = false;
+    size_t non = 0, lead = 0;
     for (size_t i = 0; i < sc->nkids; i++) {
         struct echild *c = &sc->kids[i];
-        if (!child_on_row(c, sc->key, sc->key_len))
+        if (&c->cur != best && !child_on_row(c, sc->key, sc->key_len))
             continue;
         int rc = echild_rewind_row(c, err);
         if (rc != CT_OK)
             return rc;
         c->rev_ok = false;
+        non++;
+        lead = i;
     }
+    /* one input holds the row: scanner_read_row walks it without the merge's set-up (the
+     * reversed twin of the forward single-input path; the rewound input is on the row's first
+     * visible cell, as a merge would start it) */
+    sc->row_single = non == 1;
+    sc->lead = lead;
     *found = true;
     return CT_OK;
 }
