@@ -171,15 +171,18 @@ static inline __attribute__((always_inline)) int echild_next_inl(struct echild *
     if (!c->is_ms) { /* one call per cell: move and fetch */
         int rc;
         bool same = true, step;
+        int64_t bi0 = c->si->bi;
         do {
             if ((rc = sst_iter_next_cell_inl(c->si, &c->cur, &c->valid, &step, err)) != CT_OK)
                 return rc;
             same &= step; /* every step on the same row: still the starting cell's row */
         } while (c->valid && c->cur.seq > c->snap);
         c->same_row = same;
+        c->row_known = c->si->bi == bi0;
         return CT_OK;
     }
     c->same_row = false;
+    c->row_known = false;
     int rc = echild_raw_next(c, err);
     if (rc != CT_OK)
         return rc;
@@ -989,11 +992,13 @@ static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
 
 /* child_on_row() right after child_advance() moved c from a cell of row `row`: a step the block
  * says stayed on the row needs no compare (rows of many small cells: one compare per cell
- * before). */
+ * before), nor one it says left the row inside the block (rows of one cell: one compare per
+ * row before); only a step into another block compares. */
 static inline __attribute__((always_inline)) bool child_still_on_row(const struct echild *c,
                                                                      const uint8_t *row, size_t len)
 {
-    return c->valid && (c->same_row || cell_bytes_eq(c->cur.row, c->cur.row_len, row, len));
+    return c->valid && (c->same_row ||
+                        (!c->row_known && cell_bytes_eq(c->cur.row, c->cur.row_len, row, len)));
 }
 
 /* Seeks the inputs whose seek scanner_open_region deferred (to row lo: they hold none of its
@@ -1278,6 +1283,7 @@ static __attribute__((noinline)) int child_seek_past_column(struct echild *c,
     past.qual_len = (uint32_t)m->qual_len;
     past.ts_ms = INT64_MIN;
     c->same_row = false;
+    c->row_known = false;
     return echild_seek(c, &past, err);
 }
 

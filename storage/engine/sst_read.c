@@ -400,7 +400,13 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
         d->val_off = (uint32_t)(e.suffix + e.unshared);
         d->val_len = (uint32_t)e.vlen;
         d->type = e.type;
-        d->same_row = i > 0 && e.row_len == prev_row_len && e.shared >= e.row_len;
+        /* exact both ways (sst.h): a shared prefix covering the row says equal; a shorter one
+         * (a restart point, or another row) is settled by the row bytes after it, once here
+         * instead of by every reader at every row end */
+        d->same_row = i > 0 && e.row_len == prev_row_len &&
+                      (e.shared >= e.row_len ||
+                       cell_bytes_eq(b->keys + ko + e.shared, e.row_len - e.shared,
+                                     b->keys + prev_off + e.shared, e.row_len - e.shared));
         if (f->deltas && i > 0) {
             d->ts = (int64_t)((uint64_t)b->e[i - 1].ts + (uint64_t)coding_unzigzag(e.zts));
             d->seq = b->e[i - 1].seq + (uint64_t)coding_unzigzag(e.seq);
@@ -1322,14 +1328,8 @@ int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
         const uint8_t *row = b->keys + d->key_off;
         uint32_t rl = d->row_len;
         int64_t i = it->i;
-        while (i > 0) { /* within the block: the flag, or a row compare at restart points */
-            if (!b->e[i].same_row) {
-                const struct sst_dentry *p = &b->e[i - 1];
-                if (!cell_bytes_eq(b->keys + p->key_off, p->row_len, row, rl))
-                    break;
-            }
+        while (i > 0 && b->e[i].same_row) /* within the block: the exact flags */
             i--;
-        }
         it->i = i;
         if (i > 0 || it->bi == 0)
             return CT_OK;
