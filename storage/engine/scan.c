@@ -15,9 +15,14 @@
  * (`lazy`: not valid until sought); it is sought before any row other than that first one is chosen
  * (scanner_find_row_lazy), so no row of it is ever passed over.
  *
+ * (6) a returned cell of a block file points into that block only when the input's iterator
+ * still holds the block when the row is returned (its row ended inside the block:
+ * child_row_ends_in_block), and the block stays held until the scanner's next call.
+ *
  * Cells returned point into memstore arenas (stable while referenced) or, for block-file cells,
- * into the scanner's row arena (reset per row), except the values of uncompressed blocks of mapped
- * files, which point into the file's mapping (stable while the scanner holds the file). */
+ * into the block the input holds (6), or else into the scanner's row arena (reset per row), except
+ * the values of uncompressed blocks of mapped files, which point into the file's mapping (stable
+ * while the scanner holds the file). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1201,6 +1206,26 @@ static int scanner_skip_row(struct escanner *sc, struct ct_err *err)
     return CT_OK;
 }
 
+/* How far past a file input's cell scanner_push_cell looks for the end of its row. */
+#define SCAN_PIN_LOOK 4
+
+/* Whether file input c's current row ends inside the block it is on, within SCAN_PIN_LOOK
+ * entries: the entry after the row's last one is in the block, starts another row (the flags are
+ * exact) and is visible. Then every step the read makes through the rest of the row, and the one
+ * that leaves it, stays in this block (the invisible entries stepped over lie before that entry),
+ * so the iterator holds the block until the scanner's next call: the row's cells may point into
+ * it (scan.c invariant (6)). A seek past a column (forward reads) lands in the block too: its
+ * target sorts below that entry and above the current cell. */
+static inline __attribute__((always_inline)) bool child_row_ends_in_block(const struct echild *c)
+{
+    const struct sst_block *b = c->si->blk;
+    int64_t j = c->si->i + 1, lim = j + SCAN_PIN_LOOK;
+    for (; j < (int64_t)b->n && j < lim; j++)
+        if (!b->e[j].same_row)
+            return b->e[j].seq <= c->snap;
+    return false;
+}
+
 static inline __attribute__((always_inline)) int scanner_push_cell(struct escanner *sc,
                                                                    const struct sfam *f,
                                                                    const struct echild *c,
@@ -1232,7 +1257,7 @@ static inline __attribute__((always_inline)) int scanner_push_cell(struct escann
     o->family = wc_bytes_of(f->d.name, f->name_len);
     o->ts_ms = c->cur.ts_ms;
     o->type = (enum wc_cell_type)c->cur.type;
-    if (c->is_ms) {
+    if (c->is_ms || child_row_ends_in_block(c)) { /* in place: nothing copied */
         o->qualifier = wc_bytes_of(c->cur.qual, c->cur.qual_len);
         o->value = wc_bytes_of(c->cur.value, c->cur.value_len);
     } else if (c->si->blk->mapped) { /* sst_iter_value_pinned(), inline */
