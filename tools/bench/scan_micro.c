@@ -1,19 +1,22 @@
 /* scan_micro.c - instructions per row of the engine's scans over a TSD's data table, without the
  * query layer: opens DATA_DIR read-only (as query_micro does) and scans the whole data table with
  * the options the query layer's scans use (family "t" only; the reversed passes also with a
- * pass-through row filter, as query/qexec_scan.c's scan_range), forward and reversed, each twice:
- * the first pass of a direction after the open finds the block cache empty for that direction's
- * blocks only if the direction is read first, so the order is: forward cold (nothing read yet),
+ * pass-through row filter, as query/qexec_scan.c's scan_range), forward and reversed, each with
+ * the block cache empty at its start (cold) and full (warm): forward cold (nothing read yet),
  * forward warm, reversed warm, and, after a reopen, reversed cold. Under callgrind
-
-
+ * (tools/bench/scan_micro_callgrind.sh) each pass is one dump (CALLGRIND_DUMP_STATS_AT before
+ * and after it), so a pass's dump holds only that pass's instructions; without
  * valgrind the macros do nothing. Prints the rows and cells of each pass (the same in each).
  * Usage: scan_micro DATA_DIR
  * Build: make build/release/tools/bench/scan_micro (bench.mk); not run by `make bench`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if __has_include(<valgrind/callgrind.h>)
 #include <valgrind/callgrind.h>
+#else /* no valgrind headers: no dumps (the pass's rows are still printed) */
+#define CALLGRIND_DUMP_STATS_AT(name) ((void)(name))
+#endif
 
 #include "schema/tsdb.h"
 #include "storage/wc.h"
