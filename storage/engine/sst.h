@@ -231,12 +231,16 @@ struct sst_block {
 };
 
 /* Reusable buffers for reading blocks: `in` receives the bytes read, `out` the decompressed
- * contents. Owned by an iterator, so loading a data block costs one malloc (the block). */
+ * contents, `parsed` the entries a decode parses past the first 256 (kept on the stack), so that
+ * a large block's entries are parsed once, not twice. Owned by an iterator, so loading a data
+ * block costs one malloc (the block). */
 struct sst_scratch {
     uint8_t *in;
     size_t in_cap;
     uint8_t *out;
     size_t out_cap;
+    uint8_t *parsed;
+    size_t parsed_cap;
 };
 
 struct sst_iter {
