@@ -389,7 +389,9 @@ struct echild {
     bool lazy;      /* forward scans (scan.c): not sought yet, its row bloom rules out the scan's
                 * first row; `valid` is false until the seek */
     bool same_row;  /* set by echild_next (files): the step stayed on the previous cell's row
-                     * (block entry flags, no compare); false says nothing: compare rows */
+                     * (block entry flags, no compare); false says nothing unless row_known */
+    bool row_known; /* set with same_row: every step stayed in one block, so same_row false
+                     * says the row changed (the flags are exact within a block) */
     struct sst_pos start;
     struct memstore_iter mi;
     struct sst_iter *si;

@@ -15,9 +15,14 @@
  * (`lazy`: not valid until sought); it is sought before any row other than that first one is chosen
  * (scanner_find_row_lazy), so no row of it is ever passed over.
  *
+ * (6) a returned cell of a block file points into that block only when the input's iterator
+ * still holds the block when the row is returned (its row ended inside the block:
+ * child_row_ends_in_block), and the block stays held until the scanner's next call.
+ *
  * Cells returned point into memstore arenas (stable while referenced) or, for block-file cells,
- * into the scanner's row arena (reset per row), except the values of uncompressed blocks of mapped
- * files, which point into the file's mapping (stable while the scanner holds the file). */
+ * into the block the input holds (6), or else into the scanner's row arena (reset per row), except
+ * the values of uncompressed blocks of mapped files, which point into the file's mapping (stable
+ * while the scanner holds the file). */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,15 +176,18 @@ static inline __attribute__((always_inline)) int echild_next_inl(struct echild *
     if (!c->is_ms) { /* one call per cell: move and fetch */
         int rc;
         bool same = true, step;
+        int64_t bi0 = c->si->bi;
         do {
             if ((rc = sst_iter_next_cell_inl(c->si, &c->cur, &c->valid, &step, err)) != CT_OK)
                 return rc;
             same &= step; /* every step on the same row: still the starting cell's row */
         } while (c->valid && c->cur.seq > c->snap);
         c->same_row = same;
+        c->row_known = c->si->bi == bi0;
         return CT_OK;
     }
     c->same_row = false;
+    c->row_known = false;
     int rc = echild_raw_next(c, err);
     if (rc != CT_OK)
         return rc;
@@ -213,8 +221,12 @@ static int echild_rewind_row(struct echild *c, struct ct_err *err)
         c->has_start = false;
         return echild_seek(c, &start, err);
     }
+    struct sst_pos was;
+    sst_iter_tell(c->si, &was);
     int rc = sst_iter_row_start(c->si, err);
-    if (rc == CT_OK)
+    /* still on the cell it held (the row's first: a row of one cell): that cell is c->cur and
+     * visible (every move leaves a valid input on a visible cell), so nothing to reload */
+    if (rc == CT_OK && (c->si->i != was.i || c->si->bi != was.bi || !c->si->valid))
         rc = echild_skip_fwd(c, err);
     /* cells stepped over by skip_fwd are invisible: stepping back from here finds the same
      * cell as from the row's first cell */
@@ -985,11 +997,13 @@ static bool child_on_row(const struct echild *c, const uint8_t *row, size_t len)
 
 /* child_on_row() right after child_advance() moved c from a cell of row `row`: a step the block
  * says stayed on the row needs no compare (rows of many small cells: one compare per cell
- * before). */
+ * before), nor one it says left the row inside the block (rows of one cell: one compare per
+ * row before); only a step into another block compares. */
 static inline __attribute__((always_inline)) bool child_still_on_row(const struct echild *c,
                                                                      const uint8_t *row, size_t len)
 {
-    return c->valid && (c->same_row || cell_bytes_eq(c->cur.row, c->cur.row_len, row, len));
+    return c->valid && (c->same_row ||
+                        (!c->row_known && cell_bytes_eq(c->cur.row, c->cur.row_len, row, len)));
 }
 
 /* Seeks the inputs whose seek scanner_open_region deferred (to row lo: they hold none of its
@@ -1109,22 +1123,28 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     }
     /* reversed: previous row below the bound (key holds the last row returned) */
     struct cell target;
-    int rc0 = TMP_RESERVE(sc, (sc->bound_inf ? r->hi_len : sc->key_len) + 2);
-    if (rc0 != CT_OK)
-        return rc0;
-    if (!sc->bound_inf) {
-        memcpy(sc->tmp, sc->key, sc->key_len);
-        ecell_row_start(&target, sc->tmp, sc->key_len);
-    } else if (!r->hi_inf) {
-        memcpy(sc->tmp, r->hi, r->hi_len);
-        ecell_row_start(&target, sc->tmp, r->hi_len);
-    }
+    bool have_target = false; /* made when an input needs a seek (not for a step back) */
+    int rc0;
     bool use_last = sc->bound_inf && r->hi_inf;
     const struct cell *best = NULL;
+    sc->row_single = false;
     for (size_t i = 0; i < sc->nkids; i++) {
         struct echild *c = &sc->kids[i];
         /* an input that held no cell of the last row still sits on its last cell below it */
         if (!c->rev_ok) {
+            if (!use_last && !c->has_start && !have_target) {
+                rc0 = TMP_RESERVE(sc, (sc->bound_inf ? r->hi_len : sc->key_len) + 2);
+                if (rc0 != CT_OK)
+                    return rc0;
+                if (!sc->bound_inf) {
+                    memcpy(sc->tmp, sc->key, sc->key_len);
+                    ecell_row_start(&target, sc->tmp, sc->key_len);
+                } else {
+                    memcpy(sc->tmp, r->hi, r->hi_len);
+                    ecell_row_start(&target, sc->tmp, r->hi_len);
+                }
+                have_target = true;
+            }
             int rc = use_last       ? echild_seek_last(c, err)
                      : c->has_start ? echild_prev_row(c, err)
                                     : echild_seek_for_prev(c, &target, err);
@@ -1144,15 +1164,23 @@ static int scanner_find_row(struct escanner *sc, bool *found, struct ct_err *err
     memcpy(sc->key, best->row, best->row_len);
     sc->key_len = best->row_len;
     sc->bound_inf = false;
+    size_t non = 0, lead = 0;
     for (size_t i = 0; i < sc->nkids; i++) {
         struct echild *c = &sc->kids[i];
-        if (!child_on_row(c, sc->key, sc->key_len))
+        if (&c->cur != best && !child_on_row(c, sc->key, sc->key_len))
             continue;
         int rc = echild_rewind_row(c, err);
         if (rc != CT_OK)
             return rc;
         c->rev_ok = false;
+        non++;
+        lead = i;
     }
+    /* one input holds the row: scanner_read_row walks it without the merge's set-up (the
+     * reversed twin of the forward single-input path; the rewound input is on the row's first
+     * visible cell, as a merge would start it) */
+    sc->row_single = non == 1;
+    sc->lead = lead;
     *found = true;
     return CT_OK;
 }
@@ -1176,6 +1204,26 @@ static int scanner_skip_row(struct escanner *sc, struct ct_err *err)
             return rc;
     }
     return CT_OK;
+}
+
+/* How far past a file input's cell scanner_push_cell looks for the end of its row. */
+#define SCAN_PIN_LOOK 4
+
+/* Whether file input c's current row ends inside the block it is on, within SCAN_PIN_LOOK
+ * entries: the entry after the row's last one is in the block, starts another row (the flags are
+ * exact) and is visible. Then every step the read makes through the rest of the row, and the one
+ * that leaves it, stays in this block (the invisible entries stepped over lie before that entry),
+ * so the iterator holds the block until the scanner's next call: the row's cells may point into
+ * it (scan.c invariant (6)). A seek past a column (forward reads) lands in the block too: its
+ * target sorts below that entry and above the current cell. */
+static inline __attribute__((always_inline)) bool child_row_ends_in_block(const struct echild *c)
+{
+    const struct sst_block *b = c->si->blk;
+    int64_t j = c->si->i + 1, lim = j + SCAN_PIN_LOOK;
+    for (; j < (int64_t)b->n && j < lim; j++)
+        if (!b->e[j].same_row)
+            return b->e[j].seq <= c->snap;
+    return false;
 }
 
 static inline __attribute__((always_inline)) int scanner_push_cell(struct escanner *sc,
@@ -1209,7 +1257,7 @@ static inline __attribute__((always_inline)) int scanner_push_cell(struct escann
     o->family = wc_bytes_of(f->d.name, f->name_len);
     o->ts_ms = c->cur.ts_ms;
     o->type = (enum wc_cell_type)c->cur.type;
-    if (c->is_ms) {
+    if (c->is_ms || child_row_ends_in_block(c)) { /* in place: nothing copied */
         o->qualifier = wc_bytes_of(c->cur.qual, c->cur.qual_len);
         o->value = wc_bytes_of(c->cur.value, c->cur.value_len);
     } else if (c->si->blk->mapped) { /* sst_iter_value_pinned(), inline */
@@ -1260,6 +1308,7 @@ static __attribute__((noinline)) int child_seek_past_column(struct echild *c,
     past.qual_len = (uint32_t)m->qual_len;
     past.ts_ms = INT64_MIN;
     c->same_row = false;
+    c->row_known = false;
     return echild_seek(c, &past, err);
 }
 

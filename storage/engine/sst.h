@@ -200,10 +200,12 @@ struct sst_dentry {
     uint32_t val_len;
     uint32_t row_len;
     uint8_t type;
-    /* 1: this entry's row is the previous entry's (its shared prefix covers the row and the
-     * row lengths are equal); 0 for the block's first entry. Lets a reader stepping through a
-     * row of many cells know it is still on the row without comparing rows (in the padding
-     * before ts: no size cost). */
+    /* 1: this entry's row is the previous entry's; 0: another row, or the block's first entry
+     * (exact: settled when the block is decoded, by the shared prefix or, where that is shorter
+     * than the row, by comparing the rest of the rows). Lets a reader stepping through a block
+     * know whether it is still on the row without comparing rows, and a reversed scan find a
+     * row's first cell in the block by the flags alone (in the padding before ts: no size
+     * cost). */
     uint8_t same_row;
     int64_t ts;
     uint64_t seq;
@@ -229,12 +231,16 @@ struct sst_block {
 };
 
 /* Reusable buffers for reading blocks: `in` receives the bytes read, `out` the decompressed
- * contents. Owned by an iterator, so loading a data block costs one malloc (the block). */
+ * contents, `parsed` the entries a decode parses past the first 256 (kept on the stack), so that
+ * a large block's entries are parsed once, not twice. Owned by an iterator, so loading a data
+ * block costs one malloc (the block). */
 struct sst_scratch {
     uint8_t *in;
     size_t in_cap;
     uint8_t *out;
     size_t out_cap;
+    uint8_t *parsed;
+    size_t parsed_cap;
 };
 
 struct sst_iter {

@@ -143,8 +143,9 @@ static void sst_scratch_free(struct sst_scratch *s)
 {
     free(s->in);
     free(s->out);
-    s->in = s->out = NULL;
-    s->in_cap = s->out_cap = 0;
+    free(s->parsed);
+    s->in = s->out = s->parsed = NULL;
+    s->in_cap = s->out_cap = s->parsed_cap = 0;
 }
 
 /* Reads and checks the block at [off, off+len) + trailer; *out points at its (decompressed)
@@ -308,12 +309,19 @@ static inline bool sst_parse_entry(const uint8_t *raw, size_t *pos, size_t limit
 }
 
 #define SST_DECODE_STACK 256 /* entries parsed once and kept on the stack (a 4 KiB block: ~35) */
+/* at most this many more kept in the iterator's scratch (~1 MiB; a 64 KiB block of a TSD's hour
+ * rows holds ~600 entries): larger blocks parse their later entries twice */
+#define SST_DECODE_EXT_MAX 18000
 
 /* Decodes data-block contents into a new block: one allocation holding the entries, the keys
  * and a copy of raw, or, when `stable` (raw lies in the file's mapping, which outlives every
- * block of the file), no copy: the values are read from the mapping. */
+ * block of the file), no copy: the values are read from the mapping. Entries past the first
+ * SST_DECODE_STACK are kept in sc->parsed between the two passes when it can hold as many as
+ * the restart array allows (SST_RESTART_INTERVAL a restart; at least 7 bytes an entry; at most
+ * SST_DECODE_EXT_MAX), else parsed again. */
 static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *raw, size_t rawlen,
-                            bool stable, struct sst_block **out, struct ct_err *err)
+                            bool stable, struct sst_scratch *sc, struct sst_block **out,
+                            struct ct_err *err)
 {
     const char *why = NULL;
     struct sst_parsed ps[SST_DECODE_STACK];
@@ -327,6 +335,15 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
         goto bad;
     }
     size_t limit = rawlen - 4 - (size_t)nr * 4;
+    struct sst_parsed *ext = NULL; /* entries SST_DECODE_STACK.. (NULL: parsed again) */
+    size_t ext_n = (size_t)nr * SST_RESTART_INTERVAL;
+    if (ext_n > limit / 7 + 1)
+        ext_n = limit / 7 + 1;
+    if (ext_n > SST_DECODE_STACK && ext_n - SST_DECODE_STACK <= SST_DECODE_EXT_MAX) {
+        ext_n -= SST_DECODE_STACK;
+        if (sst_scratch_fit(&sc->parsed, &sc->parsed_cap, ext_n * sizeof(*ext)))
+            ext = (struct sst_parsed *)(void *)sc->parsed;
+    }
     /* pass 1: validate, count entries and key bytes */
     size_t p = 0, count = 0, keybytes = 0, prevlen = 0;
     while (p < limit) {
@@ -342,6 +359,10 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
         }
         if (count < SST_DECODE_STACK)
             ps[count] = e;
+        else if (ext && count - SST_DECODE_STACK < ext_n)
+            ext[count - SST_DECODE_STACK] = e;
+        else
+            ext = NULL; /* more entries than restarts allow: parse them again */
         prevlen = e.shared + e.unshared;
         keybytes += prevlen;
         count++;
@@ -382,6 +403,8 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
         struct sst_parsed e;
         if (i < SST_DECODE_STACK) {
             e = ps[i];
+        } else if (ext) {
+            e = ext[i - SST_DECODE_STACK];
         } else {
             p = i == SST_DECODE_STACK ? ps[i - 1].suffix + ps[i - 1].unshared + ps[i - 1].vlen : p;
             if (!sst_parse_entry(raw, &p, limit, &e)) {
@@ -400,7 +423,13 @@ static int sst_block_decode(const struct sst *f, uint64_t off, const uint8_t *ra
         d->val_off = (uint32_t)(e.suffix + e.unshared);
         d->val_len = (uint32_t)e.vlen;
         d->type = e.type;
-        d->same_row = i > 0 && e.row_len == prev_row_len && e.shared >= e.row_len;
+        /* exact both ways (sst.h): a shared prefix covering the row says equal; a shorter one
+         * (a restart point, or another row) is settled by the row bytes after it, once here
+         * instead of by every reader at every row end */
+        d->same_row = i > 0 && e.row_len == prev_row_len &&
+                      (e.shared >= e.row_len ||
+                       cell_bytes_eq(b->keys + ko + e.shared, e.row_len - e.shared,
+                                     b->keys + prev_off + e.shared, e.row_len - e.shared));
         if (f->deltas && i > 0) {
             d->ts = (int64_t)((uint64_t)b->e[i - 1].ts + (uint64_t)coding_unzigzag(e.zts));
             d->seq = b->e[i - 1].seq + (uint64_t)coding_unzigzag(e.seq);
@@ -470,7 +499,7 @@ static int sst_get_block(struct sst *f, uint32_t bi, bool fill, struct sst_scrat
         return rc;
     struct sst_block *b = NULL;
     bool stable = f->map && raw >= f->map && raw < f->map + f->file_size;
-    if ((rc = sst_block_decode(f, ie->off, raw, rawlen, stable, &b, err)) != CT_OK)
+    if ((rc = sst_block_decode(f, ie->off, raw, rawlen, stable, sc, &b, err)) != CT_OK)
         return rc;
     if (!use_cache || !fill) {
         *out = b;
@@ -930,7 +959,7 @@ void sst_iter_free(struct sst_iter *it)
     sst_iter_drop_ahead(it);
     sst_unref(it->f);
     it->f = NULL;
-    if (sst_nspare < SST_SPARE_ITERS && it->scratch.in_cap + it->scratch.out_cap <= (256u << 10)) {
+    if (sst_nspare < SST_SPARE_ITERS && it->scratch.in_cap + it->scratch.out_cap + it->scratch.parsed_cap <= (256u << 10)) {
         pthread_once(&sst_spare_once, sst_spare_init);
         /* the key's destructor frees the spares when the thread exits */
         if (sst_spare_ok && (sst_nspare || pthread_setspecific(sst_spare_key, (void *)1) == 0)) {
@@ -1322,14 +1351,8 @@ int sst_iter_row_start(struct sst_iter *it, struct ct_err *err)
         const uint8_t *row = b->keys + d->key_off;
         uint32_t rl = d->row_len;
         int64_t i = it->i;
-        while (i > 0) { /* within the block: the flag, or a row compare at restart points */
-            if (!b->e[i].same_row) {
-                const struct sst_dentry *p = &b->e[i - 1];
-                if (!cell_bytes_eq(b->keys + p->key_off, p->row_len, row, rl))
-                    break;
-            }
+        while (i > 0 && b->e[i].same_row) /* within the block: the exact flags */
             i--;
-        }
         it->i = i;
         if (i > 0 || it->bi == 0)
             return CT_OK;

@@ -25,3 +25,12 @@ EXTRA_BENCH += $(PROMRW_BENCH)
 $(PROMRW_BENCH): tools/bench/promrw_bench.c $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)
+
+# The engine's scans over a TSD's data table (tools/bench/scan_micro.c, run under callgrind by
+# tools/bench/scan_micro_callgrind.sh); not run by `make bench`.
+SCAN_MICRO := $(BUILD)/tools/bench/scan_micro
+EXTRA_BENCH += $(SCAN_MICRO)
+
+$(SCAN_MICRO): tools/bench/scan_micro.c $(BUILD)/libctsdb.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)

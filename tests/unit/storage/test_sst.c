@@ -685,18 +685,23 @@ static void test_sst_next_cell_read_ahead_keeps_every_move_exact(void **state)
                 assert_true(i < n);
                 assert_cell_eq(&c, &v[i]);
                 bool same = false;
+                int64_t bi = it->bi;
                 assert_int_equal(sst_iter_next_cell(it, &c, &valid, &same, &err), CT_OK);
                 i++;
                 if (valid)
                     assert_cell_eq(&c, &v[i]);
                 if (valid && same) /* "same row" is never said of a new row */
                     assert_true(same_row_of(&v[i - 1], &v[i]));
+                /* inside a block the flag is exact both ways, at restart points too (scan.c's
+                 * row ends and sst_iter_row_start rely on it) */
+                if (valid && it->bi == bi)
+                    assert_int_equal(same, same_row_of(&v[i - 1], &v[i]));
                 nsame += same;
             }
             assert_int_equal(i, n);
-            /* 4 cells a row: most steps inside a row are known without a row compare (not
-             * those to a restart point or into a new block) */
-            assert_true(nsame > n / 2);
+            /* 4 cells a row: every step inside a row is known without a row compare but those
+             * into a new block (~50 cells a block) */
+            assert_true(nsame >= n * 3 / 4 - n / 40);
             block_cache_get_stats(bc, &st1);
             if (ci == 0 && pass == 1) {
                 /* every block was looked up exactly once: by the read-ahead or by the load,
