@@ -149,7 +149,7 @@ static void rm_rf(const char *dir)
 
 static int ct_fail(struct bdb *b, const char *what, const struct ct_err *err)
 {
-    snprintf(b->errmsg, sizeof b->errmsg, "%s: %s", what, err->msg);
+    snprintf(b->errmsg, sizeof b->errmsg, "%.48s: %.400s", what, err->msg);
     return -1;
 }
 
