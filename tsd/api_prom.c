@@ -270,9 +270,7 @@ static bool prom_add_key(struct prom_write *w, const struct put_point *p, const 
 static bool prom_point_hash(struct ingest *g, const struct put_point *p, char **buf, size_t *cap,
                             uint64_t *hash)
 {
-    size_t need = p->metric.len + 1;
-    for (size_t i = 0; i < p->ntags; i++)
-        need += p->tagk[i].len + p->tagv[i].len + 2;
+    size_t need = put_point_key_len(p);
     if (need > *cap) {
         char *nb = realloc(*buf, need);
         if (!nb)
@@ -280,18 +278,7 @@ static bool prom_point_hash(struct ingest *g, const struct put_point *p, char **
         *buf = nb;
         *cap = need;
     }
-    char *w = *buf;
-    memcpy(w, p->metric.p, p->metric.len);
-    w[p->metric.len] = '\0';
-    w += p->metric.len + 1;
-    for (size_t i = 0; i < p->ntags; i++) {
-        memcpy(w, p->tagk[i].p, p->tagk[i].len);
-        w[p->tagk[i].len] = '\0';
-        w += p->tagk[i].len + 1;
-        memcpy(w, p->tagv[i].p, p->tagv[i].len);
-        w[p->tagv[i].len] = '\0';
-        w += p->tagv[i].len + 1;
-    }
+    put_point_key_write(*buf, p);
     *hash = ingest_key_hash(g, *buf, need);
     return true;
 }

@@ -147,57 +147,10 @@ static void ingest_batch_reset(struct ingest_batch *b)
     b->next = NULL;
 }
 
-bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_t owner)
+/* Fills b's next record for p, whose key[0..len) is at b->arena + b->used, with hash. */
+static void batch_rec_add(struct ingest_batch *b, const struct put_point *p, size_t len,
+                          uint64_t hash, uint64_t owner)
 {
-    if (b->n == b->cap_recs || b->used >= b->soft_cap || p->ntags > INGEST_MAX_TAGS)
-        return false;
-    size_t need = p->metric.len + 1;
-    for (size_t i = 0; i < p->ntags; i++)
-        need += p->tagk[i].len + p->tagv[i].len + 2;
-    if (b->used + need > b->cap || need > UINT32_MAX)
-        return false;
-    struct ingest_rec *r = &b->recs[b->n];
-    r->key_off = (uint32_t)b->used;
-    r->key_len = (uint32_t)need;
-    r->ntags = (uint16_t)p->ntags;
-    r->kind = (uint8_t)p->value.kind;
-    r->outcome = INGEST_PENDING;
-    r->code = CT_OK;
-    r->ms = p->ms;
-    r->msg = -1;
-    r->ts_ms = p->ts_ms;
-    r->i = p->value.i;
-    r->d = p->value.d;
-    r->owner = owner;
-    char *w = b->arena + b->used;
-    coding_copy_short(w, p->metric.p, p->metric.len);
-    w[p->metric.len] = '\0';
-    w += p->metric.len + 1;
-    for (size_t i = 0; i < p->ntags; i++) {
-        coding_copy_short(w, p->tagk[i].p, p->tagk[i].len);
-        w[p->tagk[i].len] = '\0';
-        w += p->tagk[i].len + 1;
-        coding_copy_short(w, p->tagv[i].p, p->tagv[i].len);
-        w[p->tagv[i].len] = '\0';
-        w += p->tagv[i].len + 1;
-    }
-    r->hash = hash_bytes(b->arena + r->key_off, need, b->seed);
-    b->used += need;
-    b->n++;
-    return true;
-}
-
-uint64_t ingest_key_hash(const struct ingest *g, const char *key, size_t len)
-{
-    return hash_bytes(key, len, g->seed);
-}
-
-bool ingest_batch_add_key(struct ingest_batch *b, const struct put_point *p, const char *key,
-                          size_t len, uint64_t hash, uint64_t owner)
-{
-    if (b->n == b->cap_recs || b->used >= b->soft_cap || p->ntags > INGEST_MAX_TAGS ||
-        b->used + len > b->cap || len > UINT32_MAX)
-        return false;
     struct ingest_rec *r = &b->recs[b->n];
     r->key_off = (uint32_t)b->used;
     r->key_len = (uint32_t)len;
@@ -212,9 +165,36 @@ bool ingest_batch_add_key(struct ingest_batch *b, const struct put_point *p, con
     r->d = p->value.d;
     r->owner = owner;
     r->hash = hash;
-    memcpy(b->arena + b->used, key, len);
     b->used += len;
     b->n++;
+}
+
+bool ingest_batch_add(struct ingest_batch *b, const struct put_point *p, uint64_t owner)
+{
+    if (b->n == b->cap_recs || b->used >= b->soft_cap || p->ntags > INGEST_MAX_TAGS)
+        return false;
+    size_t need = put_point_key_len(p);
+    if (b->used + need > b->cap || need > UINT32_MAX)
+        return false;
+    char *key = b->arena + b->used;
+    put_point_key_write(key, p);
+    batch_rec_add(b, p, need, hash_bytes(key, need, b->seed), owner);
+    return true;
+}
+
+uint64_t ingest_key_hash(const struct ingest *g, const char *key, size_t len)
+{
+    return hash_bytes(key, len, g->seed);
+}
+
+bool ingest_batch_add_key(struct ingest_batch *b, const struct put_point *p, const char *key,
+                          size_t len, uint64_t hash, uint64_t owner)
+{
+    if (b->n == b->cap_recs || b->used >= b->soft_cap || p->ntags > INGEST_MAX_TAGS ||
+        b->used + len > b->cap || len > UINT32_MAX)
+        return false;
+    memcpy(b->arena + b->used, key, len);
+    batch_rec_add(b, p, len, hash, owner);
     return true;
 }
 

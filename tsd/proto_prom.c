@@ -520,9 +520,8 @@ uint64_t prom_series_names_key(const char *names, const char **key, size_t *len)
 void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t key_len,
                            uint64_t hash, const struct put_point *p, uint64_t aux)
 {
-    size_t nl = 2 + p->metric.len + 1; /* at most UINT16_MAX: so is every name's length */
-    for (size_t i = 0; i < p->ntags; i++)
-        nl += 4 + p->tagk[i].len + p->tagv[i].len + 2;
+    /* the names' lengths (2 bytes each) and the names: at most UINT16_MAX, so is each name's */
+    size_t nl = 2 * (1 + 2 * p->ntags) + put_point_key_len(p);
     size_t need = (PROM_SC_HEAD + key_len + nl + 7) & ~(size_t)7;
     if (nl > UINT16_MAX || key_len > UINT32_MAX || need > c->area_cap / 4)
         return; /* too large to be worth keeping */
@@ -553,18 +552,7 @@ void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t 
         l16 = (uint16_t)p->tagv[i].len;
         memcpy(lens + 4 + 4 * i, &l16, 2);
     }
-    char *w = lens + 2 * (size_t)nn;
-    memcpy(w, p->metric.p, p->metric.len);
-    w[p->metric.len] = '\0';
-    w += p->metric.len + 1;
-    for (size_t i = 0; i < p->ntags; i++) {
-        memcpy(w, p->tagk[i].p, p->tagk[i].len);
-        w[p->tagk[i].len] = '\0';
-        w += p->tagk[i].len + 1;
-        memcpy(w, p->tagv[i].p, p->tagv[i].len);
-        w[p->tagv[i].len] = '\0';
-        w += p->tagv[i].len + 1;
-    }
+    put_point_key_write(lens + 2 * (size_t)nn, p);
     size_t i = hash & (c->nslots - 1);
     while (c->slots[i].off1)
         i = (i + 1) & (c->nslots - 1);

@@ -690,3 +690,27 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
         put_msg(msg, msg_size, "put: %s", m2);
     return st;
 }
+
+size_t put_point_key_len(const struct put_point *p)
+{
+    size_t n = p->metric.len + 1;
+    for (size_t i = 0; i < p->ntags; i++)
+        n += p->tagk[i].len + p->tagv[i].len + 2;
+    return n;
+}
+
+char *put_point_key_write(char *w, const struct put_point *p)
+{
+    coding_copy_short(w, p->metric.p, p->metric.len);
+    w[p->metric.len] = '\0';
+    w += p->metric.len + 1;
+    for (size_t i = 0; i < p->ntags; i++) {
+        coding_copy_short(w, p->tagk[i].p, p->tagk[i].len);
+        w[p->tagk[i].len] = '\0';
+        w += p->tagk[i].len + 1;
+        coding_copy_short(w, p->tagv[i].p, p->tagv[i].len);
+        w[p->tagv[i].len] = '\0';
+        w += p->tagv[i].len + 1;
+    }
+    return w;
+}

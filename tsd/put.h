@@ -46,6 +46,13 @@ struct put_point {
     struct put_str tagv[PUT_MAX_TAGS];
 };
 
+/* p's series key: the metric, then each tag key and value in p's order, each followed by a
+ * NUL. put_point_key_len gives its length; put_point_key_write writes it at w (that many bytes)
+ * and returns the end. The ingest pipeline's records and the remote write's series cache hold
+ * names in this form. */
+size_t put_point_key_len(const struct put_point *p);
+char *put_point_key_write(char *w, const struct put_point *p);
+
 /* The settings the checks depend on. */
 struct put_rules {
     int max_tags;              /* tsd.storage.max_tags */
