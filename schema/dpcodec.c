@@ -867,15 +867,23 @@ void dpcodec_set_simd(bool allowed)
     atomic_store_explicit(&dpcodec_avx2, allowed ? -1 : 0, memory_order_relaxed);
 }
 
-static void dpcodec_rexpand(const uint8_t *d, uint64_t cnt, int64_t mn, int64_t *out, uint64_t *acc)
-{
 #ifdef DPCODEC_AVX2
+/* Whether the AVX2 versions run: the CPU has it and dpcodec_set_simd did not turn it off. */
+static bool dpcodec_use_avx2(void)
+{
     int have = atomic_load_explicit(&dpcodec_avx2, memory_order_relaxed);
     if (__builtin_expect(have < 0, 0)) {
         have = __builtin_cpu_supports("avx2") ? 1 : 0;
         atomic_store_explicit(&dpcodec_avx2, have, memory_order_relaxed);
     }
-    if (have) {
+    return have;
+}
+#endif
+
+static void dpcodec_rexpand(const uint8_t *d, uint64_t cnt, int64_t mn, int64_t *out, uint64_t *acc)
+{
+#ifdef DPCODEC_AVX2
+    if (dpcodec_use_avx2()) {
         dpcodec_rexpand_avx2(d, cnt, mn, out, acc);
         return;
     }
@@ -924,12 +932,7 @@ __attribute__((target("avx2"))) static void dpcodec_decimals_avx2(uint64_t *v, u
 static void dpcodec_decimals(uint64_t *v, uint64_t n, unsigned e10, enum dpcodec_type t)
 {
 #ifdef DPCODEC_AVX2
-    int have = atomic_load_explicit(&dpcodec_avx2, memory_order_relaxed);
-    if (__builtin_expect(have < 0, 0)) {
-        have = __builtin_cpu_supports("avx2") ? 1 : 0;
-        atomic_store_explicit(&dpcodec_avx2, have, memory_order_relaxed);
-    }
-    if (have) {
+    if (dpcodec_use_avx2()) {
         dpcodec_decimals_avx2(v, n, dpcodec_p10[e10], t == DPCODEC_FLOAT);
         return;
     }
