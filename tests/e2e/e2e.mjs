@@ -874,8 +874,8 @@ async function latestWrites() {
 test('writes and queries over many series light up several regions, and the ingest rate shows', async () => {
   const reading = (async () => {
     // Seven series of five metrics: their salt buckets put these reads on several regions;
-    // e2e.big is in store files (the TSD's memstores flush at 64 KiB here), so reading it again
-    // and again goes through the block cache.
+    // e2e.big is in store files (test_web_e2e.sh waits for its hours to be handed off and
+    // flushed), so reading it again and again goes through the block cache.
     const stop = Date.now() + 3500;
     for (let i = 0; Date.now() < stop && i < 100; i++) {
       const r = await fetch(`${TSD}/api/query?start=2h-ago&m=sum:e2e.cpu&m=sum:e2e.counter&m=sum:e2e.gap&m=sum:e2e.live&m=sum:e2e.big`);

@@ -49,10 +49,12 @@ if [ ! -f "$E2E/node_modules/playwright-core/package.json" ]; then
 fi
 
 # The default key layout, salted (one byte, 8 buckets, so the data table is pre-split into 8
-# regions), for the storage page. A small memstore flush size puts the loaded data in store
-# files, so that queries read it through the block cache and the storage page has a cache hit
-# ratio to draw.
-tsd_start --staticroot "$IT_ROOT/web" --tsd.storage.memstore_flush_bytes=65536
+# regions), for the storage page. The loaded data is put in store files, so that queries read
+# it through the block cache and the storage page has a cache hit ratio to draw: its closed hours
+# go from the ingest head's backfill chunks (handed off after 1 s idle) to the memstores, flushed
+# by size (64 KiB) or after 1 s without a write; the check after the load waits for that.
+tsd_start --staticroot "$IT_ROOT/web" --tsd.storage.memstore_flush_bytes=65536 \
+  --tsd.storage.head.backfill_idle_ms=1000 --tsd.storage.quiet_flush_ms=1000
 URL="http://127.0.0.1:$TSD_PORT"
 tmp=$(it_tmpdir)
 
@@ -137,6 +139,18 @@ for _ in $(seq 1 50); do
   sleep 0.2
 done
 check_eq "the data reads back through /api/query" 90 "$n"
+# every data region's memstore empty: the closed hours are in store files (the open hour's
+# points stay in the head)
+mem=""
+for _ in $(seq 1 150); do
+  mem=$(curl -s --max-time 10 "$URL/api/stats" | python3 -c '
+import json, sys
+print(sum(int(d["value"]) for d in json.load(sys.stdin)
+          if d["metric"] == "tsd.storage.region.memstore_bytes" and d["tags"].get("table") == "default:tsdb"))')
+  [ "$mem" = 0 ] && break
+  sleep 0.2
+done
+check_eq "the known data's closed hours are in store files (data memstores empty)" 0 "$mem"
 
 # ---- the browser -----------------------------------------------------------------------------
 mkdir -p "$OUT"
