@@ -37,14 +37,19 @@ enum node_kind {
     N_LE,
     N_GE,
     N_EQ,
-    N_NE
+    N_NE,
+    N_NOT,  /* ! and the logical operators give 1 or 0 too; an operand is true when it is */
+    N_AND,  /* neither 0 nor NaN (JEXL's toBoolean of a number); && and || stop early */
+    N_OR,
+    N_COND, /* c ? l : r */
+    N_ELVIS /* l ?: r (l when true, else r) */
 };
 
 struct node {
     enum node_kind kind;
     double num;
     size_t var;
-    struct node *l, *r;
+    struct node *l, *r, *c; /* c: N_COND's condition */
 };
 
 struct qexpr {
@@ -66,6 +71,7 @@ static void node_free(struct node *n)
         return;
     node_free(n->l);
     node_free(n->r);
+    node_free(n->c);
     free(n);
 }
 
@@ -138,12 +144,12 @@ static struct node *parse_atom(struct parser *ps)
             return fail(ps, "expected ')'");
         }
         ps->p++;
-    } else if (c == '-') {
+    } else if (c == '-' || (c == '!' && ps->p[1] != '=')) {
         ps->p++;
         struct node *child = parse_atom(ps);
         if (child == NULL)
             return NULL;
-        n = node_new(ps, N_NEG);
+        n = node_new(ps, c == '-' ? N_NEG : N_NOT);
         if (n == NULL) {
             node_free(child);
             return NULL;
@@ -216,12 +222,76 @@ static struct node *parse_rel(struct parser *ps)
     return parse_ops(ps, parse_sum, ops, kinds, 4);
 }
 
-/* The whole expression: equality below the relations, below + and - (JEXL's order). */
-static struct node *parse_expr(struct parser *ps)
+/* Equality below the relations, below + and - (JEXL's order). */
+static struct node *parse_eq(struct parser *ps)
 {
     static const char *const ops[] = {"==", "!="};
     static const enum node_kind kinds[] = {N_EQ, N_NE};
     return parse_ops(ps, parse_rel, ops, kinds, 2);
+}
+
+static struct node *parse_and(struct parser *ps)
+{
+    static const char *const ops[] = {"&&"};
+    static const enum node_kind kinds[] = {N_AND};
+    return parse_ops(ps, parse_eq, ops, kinds, 1);
+}
+
+static struct node *parse_or(struct parser *ps)
+{
+    static const char *const ops[] = {"||"};
+    static const enum node_kind kinds[] = {N_OR};
+    return parse_ops(ps, parse_and, ops, kinds, 1);
+}
+
+/* The whole expression: a condition `c ? a : b` or `a ?: b` (right associative, JEXL's lowest
+ * level) over ||, over &&, over equality. */
+static struct node *parse_expr(struct parser *ps)
+{
+    struct node *cond = parse_or(ps);
+    if (cond == NULL)
+        return NULL;
+    skip_ws(ps);
+    if (*ps->p != '?')
+        return cond;
+    ps->p++;
+    if (++ps->depth > QEXPR_MAX_DEPTH) { /* a chain of conditions nests to the right */
+        node_free(cond);
+        return fail(ps, "nested too deeply");
+    }
+    skip_ws(ps);
+    bool elvis = *ps->p == ':';
+    struct node *l = NULL, *r = NULL, *n = NULL;
+    bool ok;
+    if (elvis) { /* a ?: b */
+        ps->p++;
+        l = cond;
+        cond = NULL;
+        ok = true;
+    } else { /* c ? a : b */
+        ok = (l = parse_expr(ps)) != NULL;
+        if (ok) {
+            skip_ws(ps);
+            ok = *ps->p == ':';
+            if (ok)
+                ps->p++;
+            else
+                (void)fail(ps, "expected ':'");
+        }
+    }
+    if (ok && (r = parse_expr(ps)) != NULL)
+        n = node_new(ps, elvis ? N_ELVIS : N_COND);
+    if (n == NULL) {
+        node_free(cond);
+        node_free(l);
+        node_free(r);
+        return NULL;
+    }
+    n->c = cond;
+    n->l = l;
+    n->r = r;
+    ps->depth--;
+    return n;
 }
 
 void qexpr_free(struct qexpr *e)
@@ -280,6 +350,12 @@ int qexpr_fill_parse(const char *name)
     return -1;
 }
 
+/* A number as a condition: true unless 0 or NaN (JEXL's toBoolean of a number). */
+static bool truth(double v)
+{
+    return v != 0 && !isnan(v);
+}
+
 static double eval_node(const struct node *n, const double *vals)
 {
     switch (n->kind) {
@@ -317,6 +393,18 @@ static double eval_node(const struct node *n, const double *vals)
         return eval_node(n->l, vals) == eval_node(n->r, vals);
     case N_NE:
         return eval_node(n->l, vals) != eval_node(n->r, vals);
+    case N_NOT:
+        return !truth(eval_node(n->l, vals));
+    case N_AND:
+        return truth(eval_node(n->l, vals)) && truth(eval_node(n->r, vals));
+    case N_OR:
+        return truth(eval_node(n->l, vals)) || truth(eval_node(n->r, vals));
+    case N_COND:
+        return truth(eval_node(n->c, vals)) ? eval_node(n->l, vals) : eval_node(n->r, vals);
+    case N_ELVIS: {
+        double l = eval_node(n->l, vals);
+        return truth(l) ? l : eval_node(n->r, vals);
+    }
     }
     return NAN;
 }

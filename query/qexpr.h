@@ -1,5 +1,6 @@
 /* qexpr.h - the arithmetic of /api/query/exp: an expression over metric ids and numbers
- * (`+ - * / %`, the comparisons `< > <= >= == !=` as 1 or 0, unary minus, parentheses) parsed into a tree, and its evaluation over the series
+ * (`+ - * / %`, the comparisons `< > <= >= == !=` and `! && ||` as 1 or 0, unary minus,
+ * parentheses, `c ? a : b` and `a ?: b`) parsed into a tree, and its evaluation over the series
  * each id names, joined by tag set (intersection or union) with a fill policy per id for the
  * timestamps an operand lacks.
  *

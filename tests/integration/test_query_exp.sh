@@ -52,6 +52,14 @@ st, _, js = sys.stdin.read().partition(" ")
 o = json.loads(js)["outputs"][0]
 print(st, o["dps"], o["meta"][1]["commonTags"]["host"], o["dpsMeta"]["series"], o["dpsMeta"]["setCount"])')"
 check_contains "alias and the echoed query" "$ans" '"alias":"E"'
+# JEXL's logical operators and conditions: 1/0, && over ||, c ? a : b
+ans=$(post "$(body 'a > 15 && b > 3 || a == 10 && b == 0 ? a * 100 + b : -1' intersection zero)")
+check_eq "logical operators and a condition: (10, 2) -> -1, (20, 4) -> 2004" \
+  '200 [[1700000000000, -1], [1700000060000, 2004]]' \
+  "$(echo "$ans" | python3 -c '
+import sys, json
+st, _, js = sys.stdin.read().partition(" ")
+print(st, json.loads(js)["outputs"][0]["dps"])')"
 check_contains "the echoed query" "$ans" '"query":{"time"'
 
 ans=$(post "$(body 'a - b' union scalar)")

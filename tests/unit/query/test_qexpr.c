@@ -2,6 +2,7 @@
  * parentheses, errors with positions), every operator, both join modes and every fill policy,
  * against answers worked out by hand (comments show the arithmetic). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -243,6 +244,16 @@ static void test_qexpr_mod_and_comparisons(void **state)
         {"a + 1 > 2 * 10", {0, 1, 1}}, /* (a + 1) > 20 */
         {"a < 15 == 1", {1, 0, 0}},    /* (a < 15) == 1 */
         {"(a > 15) * 2", {0, 2, 2}},
+        /* JEXL's logical operators: 1 or 0, a number true unless 0 or NaN */
+        {"!(a > 15)", {1, 0, 0}},      {"!a", {0, 0, 0}},        {"!!a", {1, 1, 1}},
+        {"a > 15 && a < 25", {0, 1, 0}}, {"a < 15 || a > 25", {1, 0, 1}},
+        {"a > 5 || a > 15 && a < 0", {1, 1, 1}}, /* && binds tighter than || */
+        {"(a > 5 || a > 15) && a < 25", {1, 1, 0}},
+        {"a - 20 && 1", {1, 0, 1}},    {"a == 20 != 0", {0, 1, 0}},
+        {"a > 15 ? a : -a", {-10, 20, 30}}, {"a - 20 ?: 7", {-10, 7, 10}},
+        {"a < 15 ? 1 : a < 25 ? 2 : 3", {1, 2, 3}}, /* right associative */
+        {"a > 15 ? a > 25 ? 9 : 8 : 7", {7, 8, 9}},
+        {"1 + (a > 15 ? 1 : 0) * 2", {1, 3, 3}}, {"a != 20 ? a % 7 : 0 / 0", {3, 0, 2}},
     };
     for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
         struct qexpr *e;
@@ -408,6 +419,11 @@ static void test_qexpr_parse_errors(void **state)
         {"a + b)", "unexpected character at position 5"},
         {"a $ b", "unexpected character at position 2"},
         {"a b", "unexpected character at position 2"},
+        {"a ? b", "expected ':' at position 5"},
+        {"a ? b :", "unexpected end at position 7"},
+        {"a && ", "unexpected end at position 5"},
+        {"a & b", "unexpected character at position 2"},
+        {"!", "unexpected end at position 1"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         struct qexpr *e = (struct qexpr *)1;
@@ -437,6 +453,24 @@ static void test_qexpr_parse_errors(void **state)
     struct ct_err err = {0};
     assert_int_equal(qexpr_parse(deep, &e, &err), CT_EINVAL);
     assert_non_null(strstr(err.msg, "nested too deeply"));
+    /* so is a chain of conditions (right associative: a ? a : a ? a : ...), and 40 of them parse */
+    static char chain[200 * 6 + 2];
+    for (size_t n = 0; n < 2; n++) {
+        size_t k = n ? 200 : 40, len = 0;
+        for (size_t i = 0; i < k; i++)
+            len += (size_t)snprintf(chain + len, sizeof(chain) - len, "a?a:");
+        snprintf(chain + len, sizeof(chain) - len, "a");
+        struct ct_err cerr = {0};
+        struct qexpr *ce = NULL;
+        int rc = qexpr_parse(chain, &ce, &cerr);
+        if (n) {
+            assert_int_equal(rc, CT_EINVAL);
+            assert_non_null(strstr(cerr.msg, "nested too deeply"));
+        } else {
+            assert_int_equal(rc, 0);
+            qexpr_free(ce);
+        }
+    }
 }
 
 int main(void)
