@@ -60,6 +60,7 @@ void qpool_options_system(struct qpool_options *o)
 
 static void *helper_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ct-scan");
     struct qpool *p = arg;
     pthread_mutex_lock(&p->mu);
     while (!p->stopping) {

@@ -53,6 +53,7 @@ struct tsd_rollup_job {
 
 static void *job_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ct-rollup-job");
     struct tsd_rollup_job *j = arg;
     pthread_mutex_lock(&j->mu);
     while (!j->stop) {

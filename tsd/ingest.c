@@ -370,6 +370,7 @@ static void ingest_served(struct ingest *g, struct ingest_batch *const *group, s
 
 static void *ingest_writer_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ct-writer");
     struct ingest *g = arg;
     struct ingest_batch *group[INGEST_MAX_GROUP];
     for (;;) {

@@ -571,6 +571,7 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, bool al
  * until the next write; this checks once a second whatever the writes do. */
 static void *store_ticker_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ct-ticker");
     struct tsdstore *st = arg;
     pthread_mutex_lock(&st->tick_mu);
     while (!st->tick_stop) {

@@ -309,6 +309,7 @@ static bool telnet_conn_ready(struct telnet_conn *c)
 
 static void *telnet_histo_writer(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ct-histo");
     struct telnet_histo *h = arg;
     pthread_mutex_lock(&h->mu);
     for (;;) {

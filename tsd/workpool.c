@@ -26,6 +26,7 @@ struct workpool {
 
 static void *workpool_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ct-worker");
     struct workpool *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {

@@ -20,6 +20,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -661,6 +662,7 @@ static void trim_wal(struct estore *s)
 
 static void *worker_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ct-flush");
     struct estore *s = arg;
     pthread_mutex_lock(&s->bg_mu);
     while (!s->stopping) {

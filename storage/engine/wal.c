@@ -692,6 +692,7 @@ int wal_sync(struct wal *w, struct ct_err *err)
 
 static void *wal_bg_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "ct-wal-sync");
     struct wal *w = arg;
     pthread_mutex_lock(&w->mu);
     struct timespec next_sync;

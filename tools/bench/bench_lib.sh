@@ -10,6 +10,21 @@ bench_free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; } # PID: utime + stime
 hwm_kb() { sed -n 's/^VmHWM:[^0-9]*\([0-9]*\).*/\1/p' "/proc/$1/status"; } # PID: peak RSS, kB
 now_ns() { date +%s%N; }
+# thread_ticks PID: "NAME TICKS" a line, utime + stime summed over the threads of each name
+# (the TSD names its threads: ct-writer, ct-flush, ...; the main thread is the event loop)
+thread_ticks() {
+  local t
+  for t in /proc/"$1"/task/*; do
+    echo "$(tr ' ' _ <"$t/comm" 2>/dev/null) $(awk '{print $14 + $15}' "$t/stat" 2>/dev/null)"
+  done | awk 'NF == 2 {a[$1] += $2} END {for (k in a) print k, a[k]}' | sort
+}
+# thread_report BEFORE AFTER POINTS: each thread name's CPU seconds between two thread_ticks
+# outputs and per million points, busiest first
+thread_report() {
+  join -a2 -e0 -o 0,1.2,2.2 <(echo "$1") <(echo "$2") |
+    awk -v n="$3" '{d = ($3 - $2) / 100.0; if (d > 0) printf "%s %.2f %.3f\n", $1, d, d / (n / 1e6)}' |
+    sort -k2,2nr | awk '{printf "%s%s %s s (%s s/Mpt)", sep, $1, $2, $3; sep = ", "} END {print ""}'
+}
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 wait_line() { # FILE PATTERN: waits up to 20 s for a line
   for _ in $(seq 1 200); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1

@@ -156,6 +156,11 @@ echo "$start" >"$dir/stream-start"
 echo "streams generated in $(( ($(now_ns) - gen_t0) / 1000000 )) ms:" \
   "$(for proto in $gen_protos; do printf '%s %s bytes, ' "$proto" "$(du -sb "$dir/stream-$proto" | cut -f1)"; done)" \
   "(generator peak RSS $(awk '{print $8}' "$dir/gen.out" | sort -n | tail -1) kB)"
+warm() { # PROTO: reads the stream of PROTO into the page cache, before a clock starts (a stream
+  # reused from an earlier run, or pushed out by another pass, is otherwise read from disk by
+  # whichever target comes first)
+  cat "$dir/stream-$1"/* >/dev/null
+}
 replay() { # PROTO PORT [--ack]: sends the stream of PROTO, output in $dir/load.out; 0 if it all went
   timeout "$LOAD_TIMEOUT" "$dir/tsd_load" --port "$2" ${3:-} --replay "$dir/stream-$1" >"$dir/load.out"
   local rc=$?
@@ -211,6 +216,7 @@ baseline_run() { # NAME
   pids+=("$bpid")
   wait_line "$dir/baseline.log" "listening on" || { echo "baseline did not start"; exit 1; }
   bport=$(sed -n 's/.*:\([0-9]*\)$/\1/p' "$dir/baseline.log")
+  warm telnet
   c0=$(cpu_ticks "$bpid"); t0=$(now_ns)
   replay telnet "$bport" --ack
   t1=$(now_ns); c1=$(cpu_ticks "$bpid")
@@ -286,14 +292,16 @@ print("    points: written %d, taken by the head %d (%.1f%%), single cells %d, h
     done
     echo "  WARNING: $name counts $n of $points points after 120 s"
   }
-  local proto pstart base=0 done_n
+  local proto pstart base=0 done_n th0
   c_points[$name]=0
   for proto in $PROTOS; do
     pstart=$start
     [ "$proto" = http ] && [ "$LIVE" != 1 ] && pstart=$((start + 86400))
-    c0=$(cpu_ticks "$cpid"); t0=$(now_ns)
+    warm "$proto"
+    c0=$(cpu_ticks "$cpid"); t0=$(now_ns); th0=$(thread_ticks "$cpid")
     if [ "$proto" = telnet ]; then replay telnet "$cport" --ack; else replay http "$cport"; fi
     if [ $? -eq 0 ]; then
+      echo "    threads until the last acknowledgement: $(thread_report "$th0" "$(thread_ticks "$cpid")" "$points")"
       # peak RSS of the ingest alone: the count queries below read every point of the day
       c_hwm_ingest[$name]=$(hwm_kb "$cpid")
       local ca ta
@@ -378,6 +386,7 @@ if [ -n "$VM" ]; then
   vm_count() { bench_vm_count "$vh" '{__name__=~"sys[.].+"}' 1d "$1"; } # TIME: samples in the day before TIME
   vm_run() { # PROTO PORT START
     local c0 t0 t1 c1 n=0
+    warm "$1"
     c0=$(cpu_ticks "$vpid"); t0=$(now_ns)
     replay "$1" "$2"
     # poll (force_flush, then the count) until every sample counts; if the count, once above 0, stops growing for 20 s
