@@ -94,7 +94,7 @@ struct ingest {
 void ingest_options_init(struct ingest_options *o)
 {
     o->writers = 1;
-    o->batches = 8;
+    o->batches = 32;
     o->batch_points = 4096;
     o->batch_bytes = 512u << 10;
     o->group_points = 16384;

@@ -51,12 +51,15 @@ typedef void (*ingest_done_fn)(void *arg, struct ingest_batch *b);
 
 struct ingest_options {
     int writers;         /* writer threads; default 1 */
-    size_t batches;      /* batches in the pool (the memory bound); default 8 */
+    size_t batches;      /* batches in the pool (the memory bound); default 32 */
     size_t batch_points; /* points per batch before it counts as full; default 4096 */
     size_t batch_bytes;  /* arena bytes per batch before it counts as full; default 512 KiB */
     size_t group_points; /* a writer takes queued batches together up to this many points
                             (the first batch always); default 16384 */
 };
+/* The pool's batches under a memory limit (tsd.core.memory_limit_bytes): 32 by default smooth
+ * the writer's bursts (an hour's hand-off of every series), 8 keep the bound's share small. */
+#define INGEST_BATCHES_BOUNDED 8
 /* Most batches one write function call gets. */
 #define INGEST_MAX_GROUP 16
 void ingest_options_init(struct ingest_options *o);

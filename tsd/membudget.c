@@ -202,6 +202,7 @@ int membudget_apply(struct conf *c, struct membudget *out, struct ct_err *err)
     in.embedded = !strcmp(conf_get_str(c, "tsd.storage.backend"), "embedded");
     struct ingest_options io;
     ingest_options_init(&io);
+    io.batches = INGEST_BATCHES_BOUNDED; /* as tsd.c sets it under a limit */
     in.ingest_pool = ingest_pool_bytes(&io);
     in.block_cache = (uint64_t)conf_get_int(c, "tsd.storage.block_cache_bytes");
     in.block_cache_set = conf_is_set(c, "tsd.storage.block_cache_bytes");

@@ -652,6 +652,8 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     struct ingest_options io;
     ingest_options_init(&io);
     io.writers = (int)conf_get_int(c, "tsd.storage.write_threads");
+    if (conf_get_int(c, "tsd.core.memory_limit_bytes") > 0)
+        io.batches = INGEST_BATCHES_BOUNDED;
     rc = ingest_new(&io, tsdstore_write, t->tstore, &t->ingest, err);
     if (rc != CT_OK)
         goto out;

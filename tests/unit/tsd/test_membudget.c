@@ -73,6 +73,7 @@ static void test_limit_alone_is_split_and_written_back(void **state)
     assert_int_equal(membudget_apply(c, &b, &err), CT_OK);
     struct ingest_options io;
     ingest_options_init(&io);
+    io.batches = INGEST_BATCHES_BOUNDED; /* the pool under a limit */
     assert_int_equal(b.limit, 512 * MIB);
     assert_int_equal(b.fixed, MEMBUDGET_FIXED_BYTES + MEMBUDGET_PER_WRITER_BYTES -
                                   MEMBUDGET_SERIES_CACHE_BYTES + 16 * MIB);
