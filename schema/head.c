@@ -22,7 +22,8 @@
  * chunk opened for an hour < closed_before_s is a backfill chunk (only with backfill on), never
  * of an hour < its series' done_s at the time it was opened; every chunk is >= oldest_lb_s; (3) bytes == the sum of every allocation the head holds; (4) a chunk always has
  * HEAD_POINT_MAX_BITS free bits after its last point before another point is written (it is grown
- * first, so a failed allocation leaves the chunk as it was); (5) a series record is freed only
+ * first, so a failed allocation leaves the chunk as it was), and HEAD_READ_SLACK_BITS zeroed
+ * ones after its last point at any time (head_peek reads 8 bytes at a time); (5) a series record is freed only
  * in head_rehash (and head_free), which moves gen: a head_ref {slot, gen} of the current gen
  * names the series in that slot, so a stale one (its series handed off and freed, or moved) is
  * never followed; (6) a chunk that took a point while h->replay was set (head_set_replay) stays
@@ -44,6 +45,7 @@
 #define HEAD_TS_BITS        22
 #define HEAD_POINT_MAX_BITS 128 /* kind 4 + time 28 + value 78, rounded up */
 #define HEAD_CHUNK_MIN      32  /* bytes of a new chunk's buffer */
+#define HEAD_READ_SLACK_BITS 64 /* zeroed room kept past a chunk's last bit: head_peek's read */
 
 struct head_chunk {
     int64_t base_s;
@@ -133,20 +135,30 @@ struct head_bitreader {
     uint64_t pos, end;
 };
 
+/* The next 64 bits from pos, the first one highest; at least the first 57 are the chunk's.
+ * Reads the 8 bytes at pos / 8: a chunk keeps HEAD_READ_SLACK_BITS of zeroed room past its last
+ * bit (head_chunk_reserve), so they are inside its buffer and initialised. */
+static inline uint64_t head_peek(const struct head_bitreader *r)
+{
+    uint64_t w;
+    memcpy(&w, r->buf + (r->pos >> 3), sizeof(w));
+    return __builtin_bswap64(w) << (r->pos & 7);
+}
+
 /* Reads `bits` bits (1..64). The chunk was written by head_put_bits, so it never runs past end
  * unless the chunk is wrong: that is our bug, asserted. */
-static uint64_t head_get_bits(struct head_bitreader *r, unsigned bits)
+static inline uint64_t head_get_bits(struct head_bitreader *r, unsigned bits)
 {
-    assert(r->pos + bits <= r->end);
-    uint64_t v = 0;
-    while (bits > 0) {
-        unsigned used = (unsigned)(r->pos & 7), room = 8 - used;
-        unsigned take = bits < room ? bits : room;
-        uint8_t b = r->buf[r->pos >> 3];
-        v = (v << take) | (uint64_t)((b >> (room - take)) & ((1u << take) - 1));
-        r->pos += take;
-        bits -= take;
+    assert(bits >= 1 && bits <= 64 && r->pos + bits <= r->end);
+    if (bits > 57) { /* the high part, then the low 32 bits */
+        uint64_t hi = head_peek(r) >> (64 - (bits - 32));
+        r->pos += bits - 32;
+        uint64_t lo = head_peek(r) >> 32;
+        r->pos += 32;
+        return hi << 32 | lo;
     }
+    uint64_t v = head_peek(r) >> (64 - bits);
+    r->pos += bits;
     return v;
 }
 
@@ -195,13 +207,21 @@ static void head_put_class(struct head_acc *a, uint64_t z, const unsigned widths
     head_acc_put(a, z, widths[3]);
 }
 
-static uint64_t head_get_class(struct head_bitreader *r, const unsigned widths[4])
+/* A class-prefixed value: '0' is 0, '10', '110', '1110', '1111' + widths[0..3] bits. */
+static inline uint64_t head_get_class(struct head_bitreader *r, const unsigned widths[4])
 {
-    unsigned k = 0;
-    while (k < 4 && head_get_bits(r, 1) == 1)
-        k++;
-    if (k == 0)
+    uint64_t inv = ~head_peek(r);
+    unsigned k = inv ? (unsigned)__builtin_clzll(inv) : 64; /* leading ones */
+    if (k == 0) {
+        assert(r->pos + 1 <= r->end);
+        r->pos++;
         return 0;
+    }
+    if (k >= 4) {
+        r->pos += 4;
+        return head_get_bits(r, widths[3]);
+    }
+    r->pos += k + 1;
     return head_get_bits(r, widths[k - 1]);
 }
 
@@ -232,12 +252,13 @@ static uint8_t head_kind(const struct dpcodec_point *p)
 /* Makes room for one more point (invariant 4). */
 static int head_chunk_reserve(struct head *h, struct head_chunk *c, struct ct_err *err)
 {
-    if (c->cap * 8 - c->nbits >= HEAD_POINT_MAX_BITS)
+    if (c->cap * 8 - c->nbits >= HEAD_POINT_MAX_BITS + HEAD_READ_SLACK_BITS)
         return CT_OK;
     size_t ncap = c->cap ? c->cap * 2 : HEAD_CHUNK_MIN;
     uint8_t *nb = realloc(c->buf, ncap);
     if (!nb)
         return ct_err_set(err, CT_ENOMEM, "cannot grow a head chunk to %zu bytes", ncap);
+    memset(nb + c->cap, 0, ncap - c->cap); /* head_peek reads past the last bit */
     h->bytes += ncap - c->cap;
     c->buf = nb;
     c->cap = ncap;
