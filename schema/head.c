@@ -41,11 +41,11 @@
 #include "storage/coding.h"
 #include "storage/hash.h"
 
-#define HEAD_HOUR_MS        3600000LL
-#define HEAD_TS_BITS        22
-#define HEAD_POINT_MAX_BITS 128 /* kind 4 + time 28 + value 78, rounded up */
-#define HEAD_CHUNK_MIN      32  /* bytes of a new chunk's buffer */
-#define HEAD_READ_SLACK_BITS 64 /* zeroed room kept past a chunk's last bit: head_peek's read */
+#define HEAD_HOUR_MS         3600000LL
+#define HEAD_TS_BITS         22
+#define HEAD_POINT_MAX_BITS  128 /* kind 4 + time 28 + value 78, rounded up */
+#define HEAD_CHUNK_MIN       32  /* bytes of a new chunk's buffer */
+#define HEAD_READ_SLACK_BITS 64  /* zeroed room kept past a chunk's last bit: head_peek's read */
 
 struct head_chunk {
     int64_t base_s;

@@ -319,7 +319,7 @@ void api_influx_write_handle(struct http_req *r)
         return;
     }
     struct ct_err err = {0};
-    if (http_req_defer(r, api_influx_write_work, NULL, &err) != CT_OK) {
+    if (http_req_defer_ingest(r, api_influx_write_work, NULL, &err) != CT_OK) {
         http_reply_header(r, "Retry-After", "1");
         api_influx_reply(r, 503, "The TSD is overloaded; retry later");
     }

@@ -532,7 +532,7 @@ void api_prom_write_handle(struct http_req *r)
         return;
     }
     struct ct_err err = {0};
-    if (http_req_defer(r, prom_write_work, NULL, &err) != CT_OK)
+    if (http_req_defer_ingest(r, prom_write_work, NULL, &err) != CT_OK)
         prom_reply_text(r, 503, "the TSD is overloaded; retry later");
 }
 

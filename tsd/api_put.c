@@ -406,6 +406,6 @@ void api_put_handle(struct http_req *r)
         return;
     }
     struct ct_err err = {0};
-    if (http_req_defer(r, api_put_work, NULL, &err) != CT_OK)
+    if (http_req_defer_ingest(r, api_put_work, NULL, &err) != CT_OK)
         http_reply_error(r, 503, "The TSD is overloaded; retry later", err.msg);
 }

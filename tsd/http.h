@@ -136,6 +136,11 @@ int http_stream_sink_write(void *arg, const char *data, size_t len);
  * cannot take it (the handler should then reply 503 itself). `arg` is borrowed until work
  * returns; free it inside work. */
 typedef void (*http_work_fn)(struct http_req *r, void *arg);
+/* As http_req_defer, on the ingest workers: for writes whose work waits until their points are
+ * in the write-ahead log (more of these threads than CPUs, so that waiting requests do not keep
+ * others from the writer). */
+CT_MUST_CHECK int http_req_defer_ingest(struct http_req *r, http_work_fn work, void *arg,
+                                        struct ct_err *err);
 CT_MUST_CHECK int http_req_defer(struct http_req *r, http_work_fn work, void *arg,
                                  struct ct_err *err);
 

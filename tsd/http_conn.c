@@ -1140,7 +1140,8 @@ static void http_work_trampoline(void *arg)
     tsd_post_done(r->conn->tsd, r);
 }
 
-int http_req_defer(struct http_req *r, http_work_fn work, void *arg, struct ct_err *err)
+static int http_req_defer_on(struct workpool *pool, struct http_req *r, http_work_fn work,
+                             void *arg, struct ct_err *err)
 {
     if (r->deferred || r->replied)
         return ct_err_set(err, CT_EINVAL, "request already deferred or answered");
@@ -1148,12 +1149,22 @@ int http_req_defer(struct http_req *r, http_work_fn work, void *arg, struct ct_e
     r->work = work;
     r->work_arg = arg;
     r->conn->refs++;
-    int rc = workpool_submit(r->conn->tsd->pool, http_work_trampoline, r, err);
+    int rc = workpool_submit(pool, http_work_trampoline, r, err);
     if (rc != CT_OK) {
         r->deferred = false;
         r->conn->refs--;
     }
     return rc;
+}
+
+int http_req_defer(struct http_req *r, http_work_fn work, void *arg, struct ct_err *err)
+{
+    return http_req_defer_on(r->conn->tsd->pool, r, work, arg, err);
+}
+
+int http_req_defer_ingest(struct http_req *r, http_work_fn work, void *arg, struct ct_err *err)
+{
+    return http_req_defer_on(r->conn->tsd->ingest_pool, r, work, arg, err);
 }
 
 void http_conn_work_done(struct http_req *r)

@@ -638,7 +638,18 @@ int tsd_run(const struct conf *c, struct ct_err *err)
         goto out;
     t->store = tsdstore_wc(t->tstore);
     t->tsdb = tsdstore_tsdb(t->tstore);
-    rc = workpool_new((int)conf_get_int(c, "tsd.query.threads"), 4096, &t->pool, err);
+    rc = workpool_new((int)conf_get_int(c, "tsd.query.threads"), 4096, "ct-worker", &t->pool,
+                      err);
+    if (rc != CT_OK)
+        goto out;
+    /* HTTP writes (/api/put, remote write, InfluxDB) wait on their worker until their points
+     * are in the log: with one worker per CPU, two requests at a time reached the writer on a
+     * 2-CPU machine. 4 per CPU (one per CPU under a memory limit, whose budget counts them so) */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int ingest_workers = conf_get_int(c, "tsd.core.memory_limit_bytes") > 0
+                             ? 0
+                             : TSD_INGEST_WORKERS_PER_CPU * (int)(ncpu > 0 ? ncpu : 2);
+    rc = workpool_new(ingest_workers, 4096, "ct-ingest", &t->ingest_pool, err);
     if (rc != CT_OK)
         goto out;
     struct qpool_options qo;
@@ -714,6 +725,7 @@ out:
     /* Workers first (an /api/put in flight waits for the writers), then the writers, which
      * write everything submitted; the loop is gone, so their completions go unread. */
     workpool_free(t->pool);
+    workpool_free(t->ingest_pool);
     qpool_free(t->qpool); /* after the workers: no query runs */
     api_limits_close(t);
     ingest_free(t->ingest);

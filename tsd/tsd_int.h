@@ -43,6 +43,7 @@ struct workpool;
 
 #define TELNET_MAX_LINE 1024
 #define TELNET_SEQ_RING 1024 /* > batches in the ingest pool */
+#define TSD_INGEST_WORKERS_PER_CPU 4 /* t->ingest_pool's threads without a memory limit */
 
 /* The loop's side of telnet ingest (telnet.c). Loop thread only, except [mu]. */
 struct telnet_ingest {
@@ -78,6 +79,7 @@ struct tsd {
     struct event *shutdown_ev; /* diediedie and signals -> orderly shutdown */
     struct event *drain_ev;    /* shutdown: poll until connections are gone */
     struct workpool *pool;
+    struct workpool *ingest_pool; /* writes that wait for the log (http_req_defer_ingest) */
     struct qpool *qpool; /* the query executor (qexec_options.pool) */
     struct qlimits *qlimits; /* per-metric query limits (api_limits.c), or NULL */
     struct wc_store *store;

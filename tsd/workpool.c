@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -22,12 +23,13 @@ struct workpool {
     bool closing;
     pthread_t *threads;
     int nthreads;
+    char name[16];
 };
 
 static void *workpool_main(void *arg)
 {
-    pthread_setname_np(pthread_self(), "ct-worker");
     struct workpool *p = arg;
+    pthread_setname_np(pthread_self(), p->name);
     pthread_mutex_lock(&p->mu);
     for (;;) {
         while (p->count == 0 && !p->closing)
@@ -45,7 +47,8 @@ static void *workpool_main(void *arg)
     return NULL;
 }
 
-int workpool_new(int nthreads, size_t max_queued, struct workpool **out, struct ct_err *err)
+int workpool_new(int nthreads, size_t max_queued, const char *name, struct workpool **out,
+                 struct ct_err *err)
 {
     if (nthreads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -65,6 +68,7 @@ int workpool_new(int nthreads, size_t max_queued, struct workpool **out, struct 
         return ct_err_set(err, CT_ENOMEM, "out of memory creating the worker pool");
     }
     p->cap = max_queued;
+    snprintf(p->name, sizeof(p->name), "%s", name);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
     for (int i = 0; i < nthreads; i++) {

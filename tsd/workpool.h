@@ -14,10 +14,11 @@ struct workpool; /* opaque */
 
 typedef void (*workpool_fn)(void *arg);
 
-/* Starts nthreads threads (0 = the number of online CPUs) with a queue of at most max_queued
- * waiting jobs. Returns a new pool in *out, freed with workpool_free(). */
-CT_MUST_CHECK int workpool_new(int nthreads, size_t max_queued, struct workpool **out,
-                               struct ct_err *err);
+/* Starts nthreads threads (0 = the number of online CPUs) named name (at most 15 bytes, as
+ * /proc/<pid>/task/<tid>/comm shows it) with a queue of at most max_queued waiting jobs.
+ * Returns a new pool in *out, freed with workpool_free(). */
+CT_MUST_CHECK int workpool_new(int nthreads, size_t max_queued, const char *name,
+                               struct workpool **out, struct ct_err *err);
 /* Queues fn(arg). CT_ELIMIT if the queue is full, CT_ECLOSED after shutdown began. arg is
  * borrowed until fn runs. */
 CT_MUST_CHECK int workpool_submit(struct workpool *p, workpool_fn fn, void *arg,
