@@ -15,6 +15,7 @@
 #include "query/qexec.h"
 #include "query/qpool.h"
 #include "schema/dpcodec.h"
+#include "schema/head.h"
 #include "schema/rowkey.h"
 #include "schema/uid.h"
 #include "storage/ct_err.h"
@@ -198,8 +199,10 @@ struct xscan {
     uint8_t **head_ts;
     size_t *head_tl;
     size_t nhead, head_cap;
-    struct dpcodec_point *head_pts; /* series i's points: [head_off[i], head_off[i + 1]) */
-    size_t *head_off, head_pts_cap;
+    /* series i's points as head_copy() bytes [head_off[i], head_off[i + 1]) of head_copy (a few
+     * bytes a point; read with head_iter over the window), head_np[i] of them */
+    uint8_t *head_copy;
+    size_t *head_off, *head_np, head_copy_cap;
     int64_t head_start_ms, head_end_ms;
     /* per bucket */
     struct xset *sets;
@@ -267,6 +270,8 @@ int qexec_head_collect(struct xscan *x, struct ct_err *err);
  * limits are set, as stored points are counted: CT_ELIMIT past the datapoint or byte limit,
  * whichever path (the raw merge, qrollup's fold) then uses them. */
 int qexec_head_count(struct xscan *x, struct ct_err *err);
+/* An iterator over head series i's points in the window (head_iter_next). */
+void qexec_head_iter(const struct xscan *x, size_t i, struct head_iter *it);
 /* After the scan and the time slices' merge: puts the picked series' head points into the
  * sets (a stored point with the same timestamp gives way: the head's is newer; they were
  * counted by qexec_head_count). */

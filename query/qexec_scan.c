@@ -1056,17 +1056,19 @@ int qexec_head_collect(struct xscan *x, struct ct_err *err)
     if (!x->nhead)
         return CT_OK;
     /* the points now, before the scan: an hour handed off from here on is in the store before
-     * the head drops it (tsd/store.c), so the scan, which starts later, reads it there */
-    if (!(x->head_off = malloc((x->nhead + 1) * sizeof(size_t))))
+     * the head drops it (tsd/store.c), so the scan, which starts later, reads it there. They are
+     * copied as the head holds them (a few bytes a point) and decoded where they are used. */
+    if (!(x->head_off = malloc((x->nhead + 1) * sizeof(size_t))) ||
+        !(x->head_np = malloc((x->nhead + 1) * sizeof(size_t))))
         return ct_err_set(err, CT_ENOMEM, "out of memory reading the head");
-    size_t n = 0, kept = 0;
+    size_t len = 0, kept = 0;
     for (size_t i = 0; i < x->nhead; i++) {
-        size_t before = n;
-        rc = head_read(x->head, x->head_ts[i], x->head_tl[i], x->head_start_ms, x->head_end_ms,
-                       &x->head_pts, &x->head_pts_cap, &n, err);
+        size_t before = len, np = 0;
+        rc = head_copy(x->head, x->head_ts[i], x->head_tl[i], x->head_start_ms, x->head_end_ms,
+                       &x->head_copy, &x->head_copy_cap, &len, &np, err);
         if (rc != CT_OK)
             return rc;
-        if (n == before) { /* handed off since it was listed: the scan reads it */
+        if (np == 0) { /* handed off since it was listed: the scan reads it */
             free(x->head_ts[i]);
             x->head_ts[i] = NULL;
             continue;
@@ -1075,16 +1077,25 @@ int qexec_head_collect(struct xscan *x, struct ct_err *err)
         if (kept != i)
             x->head_ts[i] = NULL;
         x->head_tl[kept] = x->head_tl[i];
+        x->head_np[kept] = np;
         x->head_off[kept++] = before;
     }
-    x->head_off[kept] = n;
+    x->head_off[kept] = len;
     x->nhead = kept;
     return CT_OK;
 }
 
+void qexec_head_iter(const struct xscan *x, size_t i, struct head_iter *it)
+{
+    head_iter_init(it, x->head_copy + x->head_off[i], x->head_off[i + 1] - x->head_off[i],
+                   x->head_start_ms, x->head_end_ms);
+}
+
 int qexec_head_count(struct xscan *x, struct ct_err *err)
 {
-    uint64_t rows = 0, dps = x->nhead ? x->head_off[x->nhead] : 0;
+    uint64_t rows = 0, dps = 0;
+    for (size_t i = 0; i < x->nhead; i++)
+        dps += x->head_np[i];
     return dps ? xscan_count(x, &rows, &dps, err) : CT_OK;
 }
 
@@ -1095,17 +1106,29 @@ void qexec_head_free(struct xscan *x)
     free(x->head_ts);
     free(x->head_tl);
     free(x->head_off);
-    free(x->head_pts);
+    free(x->head_np);
+    free(x->head_copy);
     x->head_ts = NULL;
     x->head_tl = NULL;
     x->head_off = NULL;
-    x->head_pts = NULL;
-    x->nhead = x->head_cap = x->head_pts_cap = 0;
+    x->head_np = NULL;
+    x->head_copy = NULL;
+    x->nhead = x->head_cap = x->head_copy_cap = 0;
 }
 
-/* Merges hp[0..n) (ascending, unique) into s's points (its time slices, each ascending, the
- * newest first on s->older), into one owned buffer. */
-static int series_merge_head(struct xser *s, const struct dpcodec_point *hp, size_t n,
+static void head_qpoint(const struct dpcodec_point *p, struct qagg_point *q)
+{
+    q->ts_ms = p->ts_ms;
+    q->is_int = p->type == DPCODEC_INT;
+    if (q->is_int)
+        q->v.i = p->i;
+    else
+        q->v.d = p->f;
+}
+
+/* Merges head series i's n points (ascending, unique) into s's points (its time slices, each
+ * ascending, the newest first on s->older), into one owned buffer. */
+static int series_merge_head(const struct xscan *x, size_t hi, struct xser *s, size_t n,
                              struct ct_err *err)
 {
     size_t total = 0, nparts = 0;
@@ -1123,32 +1146,24 @@ static int series_merge_head(struct xser *s, const struct dpcodec_point *hp, siz
     size_t k = 0;
     for (const struct xser *e = s; e; e = e->older)
         parts[k++] = e;
-    size_t m = 0, h = 0;
+    size_t m = 0;
+    struct head_iter it;
+    struct dpcodec_point hp;
+    qexec_head_iter(x, hi, &it);
+    bool more = head_iter_next(&it, &hp); /* hp: the head's next point */
     while (k-- > 0) { /* the oldest slice first */
         const struct xser *e = parts[k];
         for (size_t i = 0; i < e->pts.n; i++) {
             const struct qagg_point *sp = &e->pts.p[i];
-            for (; h < n && hp[h].ts_ms < sp->ts_ms; h++, m++) {
-                nb[m].ts_ms = hp[h].ts_ms;
-                nb[m].is_int = hp[h].type == DPCODEC_INT;
-                if (nb[m].is_int)
-                    nb[m].v.i = hp[h].i;
-                else
-                    nb[m].v.d = hp[h].f;
-            }
-            if (h < n && hp[h].ts_ms == sp->ts_ms)
+            for (; more && hp.ts_ms < sp->ts_ms; more = head_iter_next(&it, &hp))
+                head_qpoint(&hp, &nb[m++]);
+            if (more && hp.ts_ms == sp->ts_ms)
                 continue; /* the head's point is newer */
             nb[m++] = *sp;
         }
     }
-    for (; h < n; h++, m++) {
-        nb[m].ts_ms = hp[h].ts_ms;
-        nb[m].is_int = hp[h].type == DPCODEC_INT;
-        if (nb[m].is_int)
-            nb[m].v.i = hp[h].i;
-        else
-            nb[m].v.d = hp[h].f;
-    }
+    for (; more; more = head_iter_next(&it, &hp))
+        head_qpoint(&hp, &nb[m++]);
     free(parts);
     xser_free(s->older);
     s->older = s->oldest = NULL;
@@ -1167,14 +1182,14 @@ int qexec_head_merge(struct xscan *x, struct ct_err *err)
     int rc = CT_OK;
     for (size_t i = 0; i < x->nhead && rc == CT_OK; i++) {
         const uint8_t *ts = x->head_ts[i];
-        size_t tl = x->head_tl[i], n = x->head_off[i + 1] - x->head_off[i];
+        size_t tl = x->head_tl[i], n = x->head_np[i];
         unsigned b = x->nbuckets > 1 ? rowkey_salt_bucket(x->l, ts, tl) : 0;
         if (b >= x->nbuckets)
             b = 0;
         struct xser *s = xset_get(&x->sets[(size_t)b * x->nslices], ts, tl);
         if (!s)
             return ct_err_set(err, CT_ENOMEM, "out of memory adding a series");
-        rc = series_merge_head(s, x->head_pts + x->head_off[i], n, err); /* counted when read */
+        rc = series_merge_head(x, i, s, n, err); /* counted by qexec_head_count */
     }
     return rc;
 }

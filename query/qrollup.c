@@ -178,8 +178,12 @@ static struct rser *rser_get(struct rctx *c, const uint8_t *tsuid, size_t len, s
         size_t slot = 0;
         long hi = hashset_find(c->hix, hash_bytes(tsuid, len, 0), head_eq, x, tsuid, len, &slot);
         /* its first head point inside the raw source's hours */
-        for (size_t k = hi >= 0 ? x->head_off[hi] : 0; hi >= 0 && k < x->head_off[hi + 1]; k++) {
-            int64_t t = x->head_pts[k].ts_ms;
+        struct head_iter it;
+        struct dpcodec_point p;
+        if (hi >= 0)
+            qexec_head_iter(x, (size_t)hi, &it);
+        while (hi >= 0 && head_iter_next(&it, &p)) {
+            int64_t t = p.ts_ms;
             if (t >= c->raw_from_s * 1000 && t < c->raw_to_s * 1000) {
                 s->head = hi;
                 s->head_from_s = rowkey_base_hour_s(t / 1000);
@@ -530,25 +534,25 @@ static int fold_head(struct rctx *c, unsigned b, struct ct_err *err)
         if (s->head < 0)
             continue; /* no head point in the raw source's hours */
         s->seen = true;
-        const struct dpcodec_point *hp = x->head_pts + x->head_off[i];
-        size_t hn = x->head_off[i + 1] - x->head_off[i], h = 0;
+        struct head_iter it;
+        struct dpcodec_point hp; /* the head's next point while more */
+        qexec_head_iter(x, i, &it);
+        bool more = head_iter_next(&it, &hp);
         int rc = CT_OK;
         for (size_t k = 0; k < s->npend && rc == CT_OK; k++) {
             const struct rpend *r = &s->pend[k];
-            for (; h < hn && hp[h].ts_ms < r->ts_ms && rc == CT_OK; h++)
-                rc = fold_point(c, s, hp[h].ts_ms,
-                                hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f, err);
-            if (h < hn && hp[h].ts_ms == r->ts_ms)
+            for (; more && hp.ts_ms < r->ts_ms && rc == CT_OK; more = head_iter_next(&it, &hp))
+                rc = fold_point(c, s, hp.ts_ms, hp.type == DPCODEC_INT ? (double)hp.i : hp.f, err);
+            if (more && hp.ts_ms == r->ts_ms)
                 continue; /* the head's point is newer */
             if (rc == CT_OK)
                 rc = fold_point(c, s, r->ts_ms, r->v, err);
         }
-        for (; h < hn && rc == CT_OK; h++)
-            rc = fold_point(c, s, hp[h].ts_ms,
-                            hp[h].type == DPCODEC_INT ? (double)hp[h].i : hp[h].f, err);
+        for (; more && rc == CT_OK; more = head_iter_next(&it, &hp))
+            rc = fold_point(c, s, hp.ts_ms, hp.type == DPCODEC_INT ? (double)hp.i : hp.f, err);
         if (rc != CT_OK)
             return rc;
-        atomic_fetch_add(&x->dps, hn);
+        atomic_fetch_add(&x->dps, x->head_np[i]);
         free(s->pend);
         s->pend = NULL;
         s->npend = s->cappend = 0;

@@ -130,10 +130,6 @@ static void head_put_bits(struct head_chunk *c, uint64_t v, unsigned bits)
     }
 }
 
-struct head_bitreader {
-    const uint8_t *buf;
-    uint64_t pos, end;
-};
 
 /* The next 64 bits from pos, the first one highest; at least the first 57 are the chunk's.
  * Reads the 8 bytes at pos / 8: a chunk keeps HEAD_READ_SLACK_BITS of zeroed room past its last
@@ -316,33 +312,32 @@ static void head_chunk_append(struct head_chunk *c, const struct dpcodec_point *
     c->n++;
 }
 
-/* Decodes chunk c, calling out for each point with start_ms <= ts <= end_ms. */
-struct head_decoder {
-    struct head_bitreader r;
-    const struct head_chunk *c;
-    uint32_t i;
-    uint8_t kind, win_lead, win_len;
-    int64_t ts, delta;
-    uint64_t vi, vf;
-};
+/* A decoder over a chunk's bit stream (struct head_decoder, head.h): the chunk's own buffer or a
+ * head_copy() of it, which keeps the read slack. */
+static void head_decoder_start(struct head_decoder *d, const uint8_t *buf, uint64_t nbits,
+                               int64_t base_s, uint32_t n)
+{
+    memset(d, 0, sizeof(*d));
+    d->r.buf = buf;
+    d->r.end = nbits;
+    d->base_s = base_s;
+    d->n = n;
+}
 
 static void head_decoder_init(struct head_decoder *d, const struct head_chunk *c)
 {
-    memset(d, 0, sizeof(*d));
-    d->r.buf = c->buf;
-    d->r.end = c->nbits;
-    d->c = c;
+    head_decoder_start(d, c->buf, c->nbits, c->base_s, c->n);
 }
 
 /* The next point, false at the end. */
 static bool head_decoder_next(struct head_decoder *d, struct dpcodec_point *p)
 {
-    if (d->i >= d->c->n)
+    if (d->i >= d->n)
         return false;
     struct head_bitreader *r = &d->r;
     if (d->i == 0) {
         d->kind = (uint8_t)head_get_bits(r, 3);
-        d->ts = d->c->base_s * 1000 + (int64_t)head_get_bits(r, HEAD_TS_BITS);
+        d->ts = d->base_s * 1000 + (int64_t)head_get_bits(r, HEAD_TS_BITS);
     } else {
         if (head_get_bits(r, 1))
             d->kind = (uint8_t)head_get_bits(r, 3);
@@ -356,7 +351,7 @@ static bool head_decoder_next(struct head_decoder *d, struct dpcodec_point *p)
     p->ts_ms = d->ts;
     p->type = (enum dpcodec_type)(d->kind >> 1);
     p->ms = (d->kind & 1) != 0;
-    p->cell_ts_ms = (d->c->base_s + 3600) * 1000;
+    p->cell_ts_ms = (d->base_s + 3600) * 1000;
     if (p->type == DPCODEC_INT) {
         d->vi += (uint64_t)coding_unzigzag(head_get_class(r, head_int_widths));
         p->i = (int64_t)d->vi;
@@ -876,6 +871,101 @@ int head_read(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_m
     }
     pthread_mutex_unlock(&h->mu);
     return rc;
+}
+
+/* head_copy's layout, per chunk: base_s (8 bytes), n (4), nbits (8), then the stream's
+ * ceil(nbits / 8) bytes and HEAD_READ_SLACK_BITS / 8 zero bytes (head_peek reads past the end). */
+#define HEAD_COPY_HDR (8 + 4 + 8)
+
+int head_copy(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_ms, int64_t end_ms,
+              uint8_t **buf, size_t *cap, size_t *len, size_t *npoints, struct ct_err *err)
+{
+    int rc = CT_OK;
+    size_t at = *len, np = 0;
+    pthread_mutex_lock(&h->mu);
+    struct head_series *s =
+        (tlen && tlen <= HEAD_MAX_TSUID) ? head_series_find(h, tsuid, tlen) : NULL;
+    for (unsigned k = 0; s && k < s->nchunks; k++) {
+        const struct head_chunk *c = &s->chunks[k];
+        if (c->n == 0 || c->base_s * 1000 > end_ms || (c->base_s + 3600) * 1000 <= start_ms)
+            continue;
+        size_t nb = (size_t)((c->nbits + 7) / 8), need = at + HEAD_COPY_HDR + nb + 8;
+        if (need > *cap) {
+            size_t nc = *cap ? *cap : 4096;
+            while (nc < need)
+                nc *= 2;
+            uint8_t *b = realloc(*buf, nc);
+            if (!b) {
+                rc = ct_err_set(err, CT_ENOMEM, "out of memory copying head points");
+                break;
+            }
+            *buf = b;
+            *cap = nc;
+        }
+        uint8_t *o = *buf + at;
+        uint32_t n32 = c->n;
+        memcpy(o, &c->base_s, 8);
+        memcpy(o + 8, &n32, 4);
+        memcpy(o + 12, &c->nbits, 8);
+        memcpy(o + HEAD_COPY_HDR, c->buf, nb);
+        memset(o + HEAD_COPY_HDR + nb, 0, 8);
+        /* the points inside the window: all when the chunk's span is, else counted */
+        if (c->base_s * 1000 >= start_ms && c->last_ts <= end_ms) {
+            np += c->n;
+        } else {
+            struct head_decoder d;
+            struct dpcodec_point p;
+            head_decoder_init(&d, c);
+            while (head_decoder_next(&d, &p) && p.ts_ms <= end_ms)
+                np += p.ts_ms >= start_ms;
+        }
+        at = need;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (rc == CT_OK) {
+        *len = np ? at : *len;
+        *npoints = np;
+    }
+    return rc;
+}
+
+void head_iter_init(struct head_iter *it, const uint8_t *copy, size_t len, int64_t start_ms,
+                    int64_t end_ms)
+{
+    memset(it, 0, sizeof(*it));
+    it->p = copy;
+    it->end = copy + len;
+    it->start_ms = start_ms;
+    it->end_ms = end_ms;
+}
+
+bool head_iter_next(struct head_iter *it, struct dpcodec_point *p)
+{
+    for (;;) {
+        if (!it->open) {
+            if (it->end - it->p < HEAD_COPY_HDR)
+                return false;
+            int64_t base_s;
+            uint32_t n;
+            uint64_t nbits;
+            memcpy(&base_s, it->p, 8);
+            memcpy(&n, it->p + 8, 4);
+            memcpy(&nbits, it->p + 12, 8);
+            head_decoder_start(&it->d, it->p + HEAD_COPY_HDR, nbits, base_s, n);
+            it->p += HEAD_COPY_HDR + (size_t)((nbits + 7) / 8) + 8;
+            it->open = true;
+        }
+        while (head_decoder_next(&it->d, p)) {
+            if (p->ts_ms > it->end_ms) { /* the copy's later chunks are of later hours */
+                it->p = it->end;
+                it->open = false;
+                return false;
+            }
+            if (p->ts_ms >= it->start_ms)
+                return true;
+        }
+        it->open = false;
+    }
 }
 
 int head_last(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t min_ms,

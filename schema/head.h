@@ -113,6 +113,42 @@ CT_MUST_CHECK int head_read(struct head *h, const uint8_t *tsuid, size_t tlen, i
  * (fn must not call into the head; it copies what it keeps). A non-OK return of fn stops the walk
  * and is returned. Cost: nothing past the lock when the head holds no chunk or every chunk lies
  * after end_ms / before start_ms (the head's hour span is kept); else one pass over the table. */
+/* Copies for readers that hold many series' points at once (a query over the head): the
+ * chunks of series tsuid that overlap [start_ms, end_ms] appended to *buf (grown with realloc;
+ * *cap its size; *len in/out, the bytes used) as their bit streams, a few bytes a point, to be
+ * decoded after the head's lock is released by head_iter. *npoints is set to the number of the
+ * copy's points inside the window; nothing is appended when the head holds none there (then 0).
+ * CT_ENOMEM leaves *buf and *len as they were. */
+CT_MUST_CHECK int head_copy(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_ms,
+                            int64_t end_ms, uint8_t **buf, size_t *cap, size_t *len,
+                            size_t *npoints, struct ct_err *err);
+
+/* A chunk decoder (the fields are head.c's). */
+struct head_bitreader {
+    const uint8_t *buf;
+    uint64_t pos, end;
+};
+struct head_decoder {
+    struct head_bitreader r;
+    int64_t base_s;
+    uint32_t i, n;
+    uint8_t kind, win_lead, win_len;
+    int64_t ts, delta;
+    uint64_t vi, vf;
+};
+/* Reads the points of one series' head_copy() (copy[0..len)) inside [start_ms, end_ms], in
+ * time order, as head_read gives them. The copy must stay unchanged while it is read. */
+struct head_iter {
+    const uint8_t *p, *end; /* the copy's chunks not yet started */
+    int64_t start_ms, end_ms;
+    bool open; /* d is decoding a chunk */
+    struct head_decoder d;
+};
+void head_iter_init(struct head_iter *it, const uint8_t *copy, size_t len, int64_t start_ms,
+                    int64_t end_ms);
+/* The next point into *p, false at the end. */
+bool head_iter_next(struct head_iter *it, struct dpcodec_point *p);
+
 /* The newest point the head holds of series tsuid if its timestamp is >= min_ms: CT_OK and *p
  * (cell_ts_ms as head_read sets it), else CT_NOTFOUND. Costs no decoding (the chunk keeps it). */
 CT_MUST_CHECK int head_last(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t min_ms,

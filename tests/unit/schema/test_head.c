@@ -40,6 +40,43 @@ static void put(struct head *h, const uint8_t *t, size_t tl, struct dpcodec_poin
 }
 
 /* Appends n points to a fresh head and checks that head_read gives them back exactly. */
+/* head_copy of [start_ms, end_ms] after some bytes already in the buffer, read back with
+ * head_iter: the same points as head_read gives, and the count head_copy reports. */
+static void copy_matches_read(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_ms,
+                              int64_t end_ms)
+{
+    struct ct_err err = {0};
+    struct dpcodec_point *want = NULL, p;
+    size_t wcap = 0, nw = 0;
+    assert_int_equal(head_read(h, tsuid, tlen, start_ms, end_ms, &want, &wcap, &nw, &err), CT_OK);
+    uint8_t *buf = NULL;
+    size_t cap = 0, len = 5, np = 99; /* 5 bytes of an earlier copy */
+    buf = malloc(5);
+    assert_non_null(buf);
+    cap = 5;
+    memset(buf, 0xAB, 5);
+    assert_int_equal(head_copy(h, tsuid, tlen, start_ms, end_ms, &buf, &cap, &len, &np, &err),
+                     CT_OK);
+    assert_int_equal(np, nw);
+    if (nw == 0)
+        assert_int_equal(len, 5); /* nothing appended */
+    assert_int_equal(buf[0], 0xAB);
+    assert_int_equal(buf[4], 0xAB);
+    struct head_iter it;
+    head_iter_init(&it, buf + 5, len - 5, start_ms, end_ms);
+    size_t got = 0;
+    while (head_iter_next(&it, &p)) {
+        assert_true(got < nw);
+        same_point(&p, &want[got]);
+        assert_int_equal(p.cell_ts_ms, want[got].cell_ts_ms);
+        got++;
+    }
+    assert_int_equal(got, nw);
+    assert_false(head_iter_next(&it, &p)); /* stays at its end */
+    free(buf);
+    free(want);
+}
+
 static void round_trip(const struct dpcodec_point *in, size_t n)
 {
     struct head *h = NULL;
@@ -55,6 +92,13 @@ static void round_trip(const struct dpcodec_point *in, size_t n)
         struct dpcodec_point want = in[i];
         want.ms = want.ms || want.ts_ms % 1000 != 0;
         same_point(&out[i], &want);
+    }
+    /* the same through a copy: whole, and windows cutting the stream */
+    copy_matches_read(h, T1, sizeof(T1), 0, INT64_MAX);
+    if (n > 0) {
+        copy_matches_read(h, T1, sizeof(T1), in[n / 3].ts_ms, in[n - 1 - n / 3].ts_ms);
+        copy_matches_read(h, T1, sizeof(T1), in[n / 2].ts_ms + 1, INT64_MAX);
+        copy_matches_read(h, T1, sizeof(T1), 0, in[0].ts_ms - 1); /* before every point */
     }
     free(out);
     head_free(h);
@@ -196,6 +240,14 @@ static void test_head_refuses_out_of_order_and_keeps_state(void **state)
     n = 0;
     assert_int_equal(head_read(h, T1, 3, 0, INT64_MAX, &out, &cap, &n, &err), CT_OK);
     assert_int_equal(n, 0);
+    /* copies across the two hours (rewritten chunks included), one point of the first hour
+     * alone, a window between points, an unknown series */
+    copy_matches_read(h, T1, sizeof(T1), 0, INT64_MAX);
+    copy_matches_read(h, T1, sizeof(T1), BASE_MS - 5000, BASE_MS + 10000);
+    copy_matches_read(h, T1, sizeof(T1), BASE_MS - 5000, BASE_MS - 5000);
+    copy_matches_read(h, T1, sizeof(T1), BASE_MS + 10001, BASE_MS + 19999);
+    copy_matches_read(h, T1, sizeof(T1), BASE_MS + 20000, INT64_MAX);
+    copy_matches_read(h, T1, 3, 0, INT64_MAX);
     free(out);
     head_free(h);
 }
