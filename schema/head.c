@@ -22,8 +22,8 @@
  * chunk opened for an hour < closed_before_s is a backfill chunk (only with backfill on), never
  * of an hour < its series' done_s at the time it was opened; every chunk is >= oldest_lb_s; (3) bytes == the sum of every allocation the head holds; (4) a chunk always has
  * HEAD_POINT_MAX_BITS free bits after its last point before another point is written (it is grown
- * first, so a failed allocation leaves the chunk as it was), and HEAD_READ_SLACK_BITS zeroed
- * ones after its last point at any time (head_peek reads 8 bytes at a time); (5) a series record is freed only
+ * first, so a failed allocation leaves the chunk as it was), and every byte of its buffer is
+ * initialised (zeroed when added), as head_peek reads whole words up to cap; (5) a series record is freed only
  * in head_rehash (and head_free), which moves gen: a head_ref {slot, gen} of the current gen
  * names the series in that slot, so a stale one (its series handed off and freed, or moved) is
  * never followed; (6) a chunk that took a point while h->replay was set (head_set_replay) stays
@@ -41,11 +41,10 @@
 #include "storage/coding.h"
 #include "storage/hash.h"
 
-#define HEAD_HOUR_MS         3600000LL
-#define HEAD_TS_BITS         22
-#define HEAD_POINT_MAX_BITS  128 /* kind 4 + time 28 + value 78, rounded up */
-#define HEAD_CHUNK_MIN       32  /* bytes of a new chunk's buffer */
-#define HEAD_READ_SLACK_BITS 64  /* zeroed room kept past a chunk's last bit: head_peek's read */
+#define HEAD_HOUR_MS        3600000LL
+#define HEAD_TS_BITS        22
+#define HEAD_POINT_MAX_BITS 128 /* kind 4 + time 28 + value 78, rounded up */
+#define HEAD_CHUNK_MIN      32  /* bytes of a new chunk's buffer */
 
 struct head_chunk {
     int64_t base_s;
@@ -131,14 +130,21 @@ static void head_put_bits(struct head_chunk *c, uint64_t v, unsigned bits)
 }
 
 
-/* The next 64 bits from pos, the first one highest; at least the first 57 are the chunk's.
- * Reads the 8 bytes at pos / 8: a chunk keeps HEAD_READ_SLACK_BITS of zeroed room past its last
- * bit (head_chunk_reserve), so they are inside its buffer and initialised. */
+/* The next 64 bits from pos, the first one highest; at least the first 57 are the stream's.
+ * One 8-byte load while those bytes are inside the buffer (its lim bytes, all initialised:
+ * head_chunk_reserve zeroes what it adds), else byte by byte with zeros past lim. */
 static inline uint64_t head_peek(const struct head_bitreader *r)
 {
-    uint64_t w;
-    memcpy(&w, r->buf + (r->pos >> 3), sizeof(w));
-    return __builtin_bswap64(w) << (r->pos & 7);
+    size_t at = (size_t)(r->pos >> 3);
+    uint64_t w = 0;
+    if (at + sizeof(w) <= r->lim) {
+        memcpy(&w, r->buf + at, sizeof(w));
+        w = __builtin_bswap64(w);
+    } else {
+        for (size_t k = 0; k < sizeof(w); k++)
+            w = w << 8 | (at + k < r->lim ? r->buf[at + k] : 0);
+    }
+    return w << (r->pos & 7);
 }
 
 /* Reads `bits` bits (1..64). The chunk was written by head_put_bits, so it never runs past end
@@ -248,13 +254,19 @@ static uint8_t head_kind(const struct dpcodec_point *p)
 /* Makes room for one more point (invariant 4). */
 static int head_chunk_reserve(struct head *h, struct head_chunk *c, struct ct_err *err)
 {
-    if (c->cap * 8 - c->nbits >= HEAD_POINT_MAX_BITS + HEAD_READ_SLACK_BITS)
+    if (c->cap * 8 - c->nbits >= HEAD_POINT_MAX_BITS)
         return CT_OK;
-    size_t ncap = c->cap ? c->cap * 2 : HEAD_CHUNK_MIN;
+    /* by half (rounded up to 16 bytes): a live hour's chunks all grow at once, and doubling
+     * left more unused (100,000 series x 1 hour: head 290 -> 257 MB; by a quarter, 249 MB
+     * with 14% more writer CPU in reallocations) */
+    size_t ncap = c->cap ? c->cap : HEAD_CHUNK_MIN / 2;
+    do
+        ncap = (ncap + ncap / 2 + 15) & ~(size_t)15;
+    while (ncap * 8 - c->nbits < HEAD_POINT_MAX_BITS);
     uint8_t *nb = realloc(c->buf, ncap);
     if (!nb)
         return ct_err_set(err, CT_ENOMEM, "cannot grow a head chunk to %zu bytes", ncap);
-    memset(nb + c->cap, 0, ncap - c->cap); /* head_peek reads past the last bit */
+    memset(nb + c->cap, 0, ncap - c->cap); /* head_peek reads up to cap */
     h->bytes += ncap - c->cap;
     c->buf = nb;
     c->cap = ncap;
@@ -314,11 +326,12 @@ static void head_chunk_append(struct head_chunk *c, const struct dpcodec_point *
 
 /* A decoder over a chunk's bit stream (struct head_decoder, head.h): the chunk's own buffer or a
  * head_copy() of it, which keeps the read slack. */
-static void head_decoder_start(struct head_decoder *d, const uint8_t *buf, uint64_t nbits,
-                               int64_t base_s, uint32_t n)
+static void head_decoder_start(struct head_decoder *d, const uint8_t *buf, size_t lim,
+                               uint64_t nbits, int64_t base_s, uint32_t n)
 {
     memset(d, 0, sizeof(*d));
     d->r.buf = buf;
+    d->r.lim = lim;
     d->r.end = nbits;
     d->base_s = base_s;
     d->n = n;
@@ -326,7 +339,7 @@ static void head_decoder_start(struct head_decoder *d, const uint8_t *buf, uint6
 
 static void head_decoder_init(struct head_decoder *d, const struct head_chunk *c)
 {
-    head_decoder_start(d, c->buf, c->nbits, c->base_s, c->n);
+    head_decoder_start(d, c->buf, c->cap, c->nbits, c->base_s, c->n);
 }
 
 /* The next point, false at the end. */
@@ -874,7 +887,7 @@ int head_read(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_m
 }
 
 /* head_copy's layout, per chunk: base_s (8 bytes), n (4), nbits (8), then the stream's
- * ceil(nbits / 8) bytes and HEAD_READ_SLACK_BITS / 8 zero bytes (head_peek reads past the end). */
+ * ceil(nbits / 8) bytes and 8 zero bytes (head_peek's word loads to the end). */
 #define HEAD_COPY_HDR (8 + 4 + 8)
 
 int head_copy(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_ms, int64_t end_ms,
@@ -951,8 +964,9 @@ bool head_iter_next(struct head_iter *it, struct dpcodec_point *p)
             memcpy(&base_s, it->p, 8);
             memcpy(&n, it->p + 8, 4);
             memcpy(&nbits, it->p + 12, 8);
-            head_decoder_start(&it->d, it->p + HEAD_COPY_HDR, nbits, base_s, n);
-            it->p += HEAD_COPY_HDR + (size_t)((nbits + 7) / 8) + 8;
+            size_t nb = (size_t)((nbits + 7) / 8);
+            head_decoder_start(&it->d, it->p + HEAD_COPY_HDR, nb + 8, nbits, base_s, n);
+            it->p += HEAD_COPY_HDR + nb + 8;
             it->open = true;
         }
         while (head_decoder_next(&it->d, p)) {

@@ -126,7 +126,8 @@ CT_MUST_CHECK int head_copy(struct head *h, const uint8_t *tsuid, size_t tlen, i
 /* A chunk decoder (the fields are head.c's). */
 struct head_bitreader {
     const uint8_t *buf;
-    uint64_t pos, end;
+    size_t lim;        /* bytes of buf that may be read (initialised) */
+    uint64_t pos, end; /* bits */
 };
 struct head_decoder {
     struct head_bitreader r;
