@@ -1126,7 +1126,7 @@ static void head_qpoint(const struct dpcodec_point *p, struct qagg_point *q)
         q->v.d = p->f;
 }
 
-/* Merges head series i's n points (ascending, unique) into s's points (its time slices, each
+/* Merges head series hi's n points (ascending, unique) into s's points (its time slices, each
  * ascending, the newest first on s->older), into one owned buffer. */
 static int series_merge_head(const struct xscan *x, size_t hi, struct xser *s, size_t n,
                              struct ct_err *err)

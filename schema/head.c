@@ -16,20 +16,21 @@
  *                     '0' x = 0; '10' + the previous window's bits of x (x fits in it: leading
  *                     and trailing zeros at least the window's); '11' + 6 bits leading zeros +
  *                     6 bits (significant length - 1) + the significant bits (a new window)
- * Invariants: (1) a chunk's points are strictly increasing in time and all inside
- * [base_s, base_s + 3600); (2) a series' chunks are sorted by base_s and distinct; a chunk
- * opened for an hour >= closed_before_s (a live chunk) stays >= it unless a hand-off failed; a
- * chunk opened for an hour < closed_before_s is a backfill chunk (only with backfill on), never
- * of an hour < its series' done_s at the time it was opened; every chunk is >= oldest_lb_s; (3) bytes == the sum of every allocation the head holds; (4) a chunk always has
- * HEAD_POINT_MAX_BITS free bits after its last point before another point is written (it is grown
- * first, so a failed allocation leaves the chunk as it was), and every byte of its buffer is
- * initialised (zeroed when added), as head_peek reads whole words up to cap; (5) a series record is freed only
- * in head_rehash (and head_free), which moves gen: a head_ref {slot, gen} of the current gen
- * names the series in that slot, so a stale one (its series handed off and freed, or moved) is
- * never followed; (6) a chunk that took a point while h->replay was set (head_set_replay) stays
- * marked replayed until it is handed off, so its sink merges it with the stored row; (7) a point
- * at a timestamp its chunk holds replaces that point (head_chunk_rewrite: the chunk is encoded
- * again), so a chunk never holds two points of one timestamp and holds the latest write.
+ * Invariants: (1) a chunk's points are strictly increasing in time and all inside [base_s, base_s +
+ * 3600); (2) a series' chunks are sorted by base_s and distinct; a chunk opened for an hour >=
+ * closed_before_s (a live chunk) stays >= it unless a hand-off failed; a chunk opened for an hour <
+ * closed_before_s is a backfill chunk (only with backfill on), never of an hour < its series'
+ * done_s at the time it was opened; every chunk is >= oldest_lb_s; (3) bytes == the sum of every
+ * allocation the head holds; (4) a chunk always has HEAD_POINT_MAX_BITS free bits after its last
+ * point before another point is written (it is grown first, so a failed allocation leaves the chunk
+ * as it was), and every byte of its buffer is initialised (zeroed when added), as head_peek reads
+ * whole words up to cap; (5) a series record is freed only in head_rehash (and head_free), which
+ * moves gen: a head_ref {slot, gen} of the current gen names the series in that slot, so a stale
+ * one (its series handed off and freed, or moved) is never followed; (6) a chunk that took a point
+ * while h->replay was set (head_set_replay) stays marked replayed until it is handed off, so its
+ * sink merges it with the stored row; (7) a point at a timestamp its chunk holds replaces that
+ * point (head_chunk_rewrite: the chunk is encoded again), so a chunk never holds two points of one
+ * timestamp and holds the latest write.
  * Locking: h->mu guards everything, gen included (refs are checked under it). */
 #include <assert.h>
 #include <limits.h>
@@ -128,7 +129,6 @@ static void head_put_bits(struct head_chunk *c, uint64_t v, unsigned bits)
         bits -= take;
     }
 }
-
 
 /* The next 64 bits from pos, the first one highest; at least the first 57 are the stream's.
  * One 8-byte load while those bytes are inside the buffer (its lim bytes, all initialised:
@@ -324,8 +324,8 @@ static void head_chunk_append(struct head_chunk *c, const struct dpcodec_point *
     c->n++;
 }
 
-/* A decoder over a chunk's bit stream (struct head_decoder, head.h): the chunk's own buffer or a
- * head_copy() of it, which keeps the read slack. */
+/* A decoder over a chunk's bit stream (struct head_decoder, head.h): the chunk's own buffer (lim
+ * = its cap) or a head_copy() of it (lim = the stream's bytes and the 8 zero bytes after). */
 static void head_decoder_start(struct head_decoder *d, const uint8_t *buf, size_t lim,
                                uint64_t nbits, int64_t base_s, uint32_t n)
 {
