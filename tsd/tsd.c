@@ -643,8 +643,10 @@ int tsd_run(const struct conf *c, struct ct_err *err)
     if (rc != CT_OK)
         goto out;
     /* HTTP writes (/api/put, remote write, InfluxDB) wait on their worker until their points
-     * are in the log: with one worker per CPU, two requests at a time reached the writer on a
-     * 2-CPU machine. 4 per CPU (one per CPU under a memory limit, whose budget counts them so) */
+     * are in the log: on the query workers (one per CPU) two requests at a time reached the
+     * writer on a 2-CPU machine, and queries waited behind puts. 4 per CPU; one per CPU under
+     * a memory limit, as before, since each keeps a request's buffers (remote write's scratch)
+     * that the budget does not count per worker */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     int ingest_workers = conf_get_int(c, "tsd.core.memory_limit_bytes") > 0
                              ? 0
