@@ -1007,7 +1007,7 @@ int qexec_xset_merge(struct xset *dst, struct xset *src, struct ct_err *err)
  * so the scan knows it must keep raw points (no in-scan downsampling, no rollup), and merged
  * after it: each picked series' points of the window's hours are put into its set (salt bucket),
  * merged with the stored points by timestamp; on equal timestamps the head's point wins, as it
- * was written after every stored cell of that hour (head_read's cell_ts_ms). */
+ * was written after every stored cell of that hour (head_iter's cell_ts_ms). */
 
 static int head_pick(void *arg, const uint8_t *ts, size_t tl)
 {

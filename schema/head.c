@@ -842,50 +842,6 @@ int head_append_batch(struct head *h, const struct head_point *pts, size_t n, st
     return rc;
 }
 
-static int head_push(struct dpcodec_point **pts, size_t *cap, size_t n,
-                     const struct dpcodec_point *p, struct ct_err *err)
-{
-    if (n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 256;
-        struct dpcodec_point *np = realloc(*pts, nc * sizeof(*np));
-        if (!np)
-            return ct_err_set(err, CT_ENOMEM, "cannot grow a head read buffer to %zu points", nc);
-        *pts = np;
-        *cap = nc;
-    }
-    (*pts)[n] = *p;
-    return CT_OK;
-}
-
-int head_read(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_ms, int64_t end_ms,
-              struct dpcodec_point **pts, size_t *cap, size_t *n, struct ct_err *err)
-{
-    int rc = CT_OK;
-    pthread_mutex_lock(&h->mu);
-    struct head_series *s =
-        (tlen && tlen <= HEAD_MAX_TSUID) ? head_series_find(h, tsuid, tlen) : NULL;
-    for (unsigned k = 0; s && k < s->nchunks && rc == CT_OK; k++) {
-        const struct head_chunk *c = &s->chunks[k];
-        if (c->base_s * 1000 > end_ms || (c->base_s + 3600) * 1000 <= start_ms)
-            continue;
-        struct head_decoder d;
-        struct dpcodec_point p;
-        head_decoder_init(&d, c);
-        while (head_decoder_next(&d, &p)) {
-            if (p.ts_ms > end_ms)
-                break;
-            if (p.ts_ms < start_ms)
-                continue;
-            rc = head_push(pts, cap, *n, &p, err);
-            if (rc != CT_OK)
-                break;
-            (*n)++;
-        }
-    }
-    pthread_mutex_unlock(&h->mu);
-    return rc;
-}
-
 /* head_copy's layout, per chunk: base_s (8 bytes), n (4), nbits (8), then the stream's
  * ceil(nbits / 8) bytes and 8 zero bytes (head_peek's word loads to the end). */
 #define HEAD_COPY_HDR (8 + 4 + 8)

@@ -99,15 +99,6 @@ CT_MUST_CHECK int head_append_batch(struct head *h, const struct head_point *pts
                                     struct head_ref *refs, enum head_result *res, size_t *ndone,
                                     struct ct_err *err);
 
-/* Appends to *pts (a caller's buffer of *cap points, grown with realloc; *pts may be NULL with
- * *cap 0) the head's points of series tsuid with start_ms <= ts_ms <= end_ms, ascending, and sets
- * *n to the number appended after the first *n already there (*n is in/out: points kept).
- * cell_ts_ms of each point is the base hour's end (so a point of the head is newer than any
- * stored cell of that hour when both hold one timestamp). CT_ENOMEM leaves *pts valid. */
-CT_MUST_CHECK int head_read(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t start_ms,
-                            int64_t end_ms, struct dpcodec_point **pts, size_t *cap, size_t *n,
-                            struct ct_err *err);
-
 /* Calls fn(arg, tsuid, tlen) for every series whose TSUID begins with prefix[0..plen) and that
  * holds a chunk overlapping [start_ms, end_ms], in no particular order, with the head's mutex held
  * (fn must not call into the head; it copies what it keeps). A non-OK return of fn stops the walk
@@ -138,7 +129,9 @@ struct head_decoder {
     uint64_t vi, vf;
 };
 /* Reads the points of one series' head_copy() (copy[0..len)) inside [start_ms, end_ms], in
- * time order, as head_read gives them. The copy must stay unchanged while it is read. */
+ * time order; cell_ts_ms of each is its base hour's end (so a point of the head is newer than any
+ * stored cell of that hour when both hold one timestamp). The copy must stay unchanged while it
+ * is read. */
 struct head_iter {
     const uint8_t *p, *end; /* the copy's chunks not yet started */
     int64_t start_ms, end_ms;
@@ -151,7 +144,7 @@ void head_iter_init(struct head_iter *it, const uint8_t *copy, size_t len, int64
 bool head_iter_next(struct head_iter *it, struct dpcodec_point *p);
 
 /* The newest point the head holds of series tsuid if its timestamp is >= min_ms: CT_OK and *p
- * (cell_ts_ms as head_read sets it), else CT_NOTFOUND. Costs no decoding (the chunk keeps it). */
+ * (cell_ts_ms as head_iter sets it), else CT_NOTFOUND. Costs no decoding (the chunk keeps it). */
 CT_MUST_CHECK int head_last(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t min_ms,
                             struct dpcodec_point *p);
 

@@ -85,9 +85,16 @@ static void append_points(struct headlog *l, struct head *h, const struct head_p
 static size_t read_all(struct head *h, const uint8_t *t, size_t tl, struct dpcodec_point **out)
 {
     struct ct_err err = {0};
-    size_t cap = 0, n = 0;
-    *out = NULL;
-    assert_int_equal(head_read(h, t, tl, 0, INT64_MAX, out, &cap, &n, &err), CT_OK);
+    uint8_t *buf = NULL;
+    size_t cap = 0, len = 0, np = 0, n = 0;
+    assert_int_equal(head_copy(h, t, tl, 0, INT64_MAX, &buf, &cap, &len, &np, &err), CT_OK);
+    *out = malloc((np ? np : 1) * sizeof(**out));
+    assert_non_null(*out);
+    struct head_iter it;
+    head_iter_init(&it, buf, len, 0, INT64_MAX);
+    while (n < np && head_iter_next(&it, &(*out)[n]))
+        n++;
+    free(buf);
     return n;
 }
 
