@@ -2,7 +2,7 @@
 #
 # Gives: CTSDB (the binary), it_tmpdir (a temporary directory removed at exit), tsd_start /
 # tsd_stop (the real daemon on 127.0.0.1, port 0, a temporary data directory; started and
-# stopped by PID whatever happens), emu_available / emu_start / emu_stop / emu_kill (Google's
+# stopped by PID whatever happens), tsd_stat (one /api/stats value), emu_available / emu_start / emu_stop / emu_kill (Google's
 # Bigtable emulator on 127.0.0.1, by PID), the check helpers, which print "ok - ..." or
 # "not ok - ..." lines that tests/integration/run.sh counts, and tsd_logs_check (sanitizer
 # reports in the TSD logs).
@@ -109,6 +109,17 @@ while True:
     out += b
 sys.stdout.write(out.decode("utf-8", "replace"))
 ' "${1:-$TSD_PORT}"
+}
+
+# tsd_stat PORT NAME: the value of one /api/stats line, NAME "metric" or "metric k=v ..." (its
+# tags but host, sorted), empty when there is none.
+tsd_stat() {
+  curl -s "http://127.0.0.1:$1/api/stats" | python3 -c 'import json, sys
+want = sys.argv[1]
+for s in json.load(sys.stdin):
+    k = s["metric"] + "".join(" %s=%s" % kv for kv in sorted(s.get("tags", {}).items()) if kv[0] != "host")
+    if k == want:
+        print(s["value"]); break' "$2"
 }
 
 # tsd_stop: SIGTERM, wait up to 20 s, then SIGKILL; returns the daemon's exit status.

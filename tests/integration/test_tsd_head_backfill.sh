@@ -71,14 +71,6 @@ r = json.load(sys.stdin)
 print(json.dumps(sorted(r, key=lambda x: x["tsuid"]) if isinstance(r, list) else r, sort_keys=True))'
 }
 npoints() { python3 -c 'import json, sys; print(sum(len(d) for _, d in json.loads(sys.argv[1])))' "$1"; }
-stat_of() { # PORT NAME: the value of one /api/stats line ("metric tags" for tagged ones)
-  curl -s "http://127.0.0.1:$1/api/stats" | python3 -c 'import json, sys
-want = sys.argv[1]
-for s in json.load(sys.stdin):
-    k = s["metric"] + "".join(" %s=%s" % kv for kv in sorted(s.get("tags", {}).items()) if kv[0] != "host")
-    if k == want:
-        print(s["value"]); break' "$2"
-}
 # acked_present ANSWER N: every point of the telnet part and of the first N HTTP requests is in
 # ANSWER (the first query's) with its value; prints the count of those missing
 acked_present() {
@@ -117,10 +109,10 @@ data=$TSD_DATA
 check_eq "backfill: telnet synced, 8 HTTP requests acknowledged" "net.o 8" "$(send_all "$TSD_PORT")"
 check_eq "backfill read at once: the answers of a head-off TSD" "$want_all" "$(queries_all "$TSD_PORT")"
 check_eq "backfill read at once: the last points of a head-off TSD" "$want_last" "$(last_all "$TSD_PORT")"
-check_eq "no point went as a single cell" 0 "$(stat_of "$TSD_PORT" "tsd.storage.data.cells type=point")"
+check_eq "no point went as a single cell" 0 "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=point")"
 check_eq "hours 0 and 1 of the 4 series went for room: 8 hour cells" 8 \
-  "$(stat_of "$TSD_PORT" "tsd.storage.data.cells type=hour")"
-check_eq "the head holds hours 2-4 of the 4 series" 12 "$(stat_of "$TSD_PORT" "tsd.head.chunks")"
+  "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")"
+check_eq "the head holds hours 2-4 of the 4 series" 12 "$(tsd_stat "$TSD_PORT" "tsd.head.chunks")"
 kill -KILL "$TSD_PID"
 wait "$TSD_PID" 2>/dev/null
 
@@ -142,7 +134,7 @@ TSD_DATA=$data CTSDB_NOW_MS=$NOW_MS tsd_start "${BF[@]}"
 check_eq "after kills at every start-up hand-off step: the answers of a head-off TSD" "$want_all" \
   "$(queries_all "$TSD_PORT")"
 check_eq "the replayed hours are in the store: the head holds nothing" 0 \
-  "$(stat_of "$TSD_PORT" "tsd.head.chunks")"
+  "$(tsd_stat "$TSD_PORT" "tsd.head.chunks")"
 tsd_stop
 unset TSD_DATA
 
@@ -178,7 +170,7 @@ data=$TSD_DATA
 check_eq "idle run: telnet synced, 8 HTTP requests acknowledged" "net.o 8" "$(send_all "$TSD_PORT")"
 chunks=""
 for _ in $(seq 1 300); do
-  chunks=$(stat_of "$TSD_PORT" "tsd.head.chunks")
+  chunks=$(tsd_stat "$TSD_PORT" "tsd.head.chunks")
   segs=$(ls "$data"/head/wal-*.log 2>/dev/null | wc -l)
   [ "$chunks" = 0 ] && [ "$segs" = 0 ] && break
   sleep 0.1
@@ -186,8 +178,8 @@ done
 check_eq "the idle hand-off empties the head" 0 "$chunks"
 check_eq "the idle hand-off releases the whole head log (no segment left)" 0 \
   "$(ls "$data"/head/wal-*.log 2>/dev/null | wc -l)"
-check_eq "every series-hour is one hour cell" 20 "$(stat_of "$TSD_PORT" "tsd.storage.data.cells type=hour")"
-check_eq "no single cell" 0 "$(stat_of "$TSD_PORT" "tsd.storage.data.cells type=point")"
+check_eq "every series-hour is one hour cell" 20 "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")"
+check_eq "no single cell" 0 "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=point")"
 check_eq "after the idle hand-off: the answers of a head-off TSD" "$want_all" "$(queries_all "$TSD_PORT")"
 check_eq "after the idle hand-off: the last points of a head-off TSD" "$want_last" "$(last_all "$TSD_PORT")"
 # a later point of a handed-off hour is read with the hour

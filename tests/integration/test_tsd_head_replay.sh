@@ -33,14 +33,6 @@ lines = ["put rp.m %d 42 host=a" % (H + 30 * 60),   # late: after the hand-off o
 open(work + "/part2.telnet", "w").write("\n".join(lines) + "\n")
 EOF
 
-stat_of() { # PORT NAME: the value of one /api/stats line ("metric tags" for tagged ones)
-  curl -s "http://127.0.0.1:$1/api/stats" | python3 -c 'import json, sys
-want = sys.argv[1]
-for s in json.load(sys.stdin):
-    k = s["metric"] + "".join(" %s=%s" % kv for kv in sorted(s.get("tags", {}).items()) if kv[0] != "host")
-    if k == want:
-        print(s["value"]); break' "$2"
-}
 answer() { # PORT: every point of rp.m, by host: "host ts=v ..." lines
   curl -s "http://127.0.0.1:$1/api/query?start=$H&end=$((H + 4 * 3600))&m=none:rp.m%7Bhost=*%7D" |
     python3 -c 'import json, sys
@@ -64,10 +56,10 @@ CTSDB_NOW_MS=$NOW_MS tsd_start "${BF[@]}"
 data=$TSD_DATA
 check_contains "part 1 synced" "$(tsd_talk <"$work/part1.telnet")" "net.opentsdb"
 check_eq "a's hour 0 went for room: one hour cell" 1 \
-  "$(stat_of "$TSD_PORT" "tsd.storage.data.cells type=hour")"
+  "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")"
 check_contains "part 2 synced" "$(tsd_talk <"$work/part2.telnet")" "net.opentsdb"
 check_eq "the late point and the rewrite of the handed-off hour went as single cells" 2 \
-  "$(stat_of "$TSD_PORT" "tsd.storage.data.cells type=point")"
+  "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=point")"
 check_eq "before the kill: the answer of a head-off TSD" "$want" "$(answer "$TSD_PORT")"
 kill -KILL "$TSD_PID"
 wait "$TSD_PID" 2>/dev/null
@@ -104,7 +96,7 @@ EOF2
 cells=""
 for k in $(seq 1 100); do # b's hour 0 touched (well within 3 s) until a's hour 0 went idle
   printf 'put rp.i %d %d host=b\nversion\n' $((H + k)) "$k" | tsd_talk >/dev/null
-  cells=$(stat_of "$TSD_PORT" "tsd.storage.data.cells type=hour")
+  cells=$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")
   [ "$cells" != 0 ] && break
 done
 check_eq "a's hour 0 went idle (one hour cell) while b's stays" 1 "$cells"
@@ -131,7 +123,7 @@ tsd_talk <"$work/part1.telnet" >/dev/null
 printf 'put rp.m %d 255 host=a\nput rp.m %d 56 host=b\nversion\n' $((H + 2 * 3600 + 60)) "$H" |
   tsd_talk >/dev/null
 check_eq "rewrites of held points: no single cell" 0 \
-  "$(stat_of "$TSD_PORT" "tsd.storage.data.cells type=point")"
+  "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=point")"
 held=$(answer "$TSD_PORT")
 check_contains "the rewrite of a held point is read (a)" "$held" "$((H + 2 * 3600 + 60))=255"
 check_contains "the rewrite of a held point is read (b)" "$held" "b $H=56"
