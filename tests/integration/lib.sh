@@ -2,8 +2,8 @@
 #
 # Gives: CTSDB (the binary), it_tmpdir (a temporary directory removed at exit), tsd_start /
 # tsd_stop (the real daemon on 127.0.0.1, port 0, a temporary data directory; started and
-# stopped by PID whatever happens), tsd_stat (one /api/stats value), emu_available / emu_start / emu_stop / emu_kill (Google's
-# Bigtable emulator on 127.0.0.1, by PID), the check helpers, which print "ok - ..." or
+# stopped by PID whatever happens), tsd_stat (one /api/stats value), emu_available /
+# emu_start / emu_stop / emu_kill (Google's Bigtable emulator on 127.0.0.1, by PID), the check helpers, which print "ok - ..." or
 # "not ok - ..." lines that tests/integration/run.sh counts, and tsd_logs_check (sanitizer
 # reports in the TSD logs).
 #
