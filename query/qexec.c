@@ -24,7 +24,9 @@
  *   6. per series downsample (unless step 4 did), then rate; aggregate each group
  *      (qagg_group_run); emit the points inside [start, end] (with several threads and a
  *      mid-size answer the groups are made in parallel, each into memory, then sent in order:
- *      qexec_write_groups).
+ *      qexec_write_groups). Each sub-query but the last is written into memory as soon as its
+ *      scan is done and its series freed (qexec_run), so an answer holds the series of one
+ *      sub-query at a time and the finished answers of those before it.
  * Invariants: (1) every scan of every sub-query finishes before the first output byte, so errors
  * (400/408/413) never follow partial output; (2) a series lives in exactly one salt bucket, so
  * per-bucket results are concatenated, never merged; (3) points of a series are ascending once
@@ -694,22 +696,40 @@ out:
     return rc;
 }
 
-static int run_all(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
-                   struct xsub *xs, enum qexec_status *status, struct qexec_stats *st,
-                   struct ct_err *err)
+/* The deadline of a run (clock_mono_ns; 0: none): its timeout's or its bound's, the earlier. */
+static uint64_t run_deadline(const struct qexec_options *o)
 {
     uint64_t deadline = o->timeout_ms > 0 ? clock_mono_ns() + (uint64_t)o->timeout_ms * 1000000 : 0;
     if (o->bound && o->bound->deadline_ns && (!deadline || o->bound->deadline_ns < deadline))
         deadline = o->bound->deadline_ns;
+    return deadline;
+}
+
+/* Runs sub-query i's scans (phase 1) into xs[i]. */
+static int run_one(struct tsdb *t, const struct qspec *q, size_t i, const struct qexec_options *o,
+                   struct xsub *xs, enum qexec_status *status, struct qexec_stats *st,
+                   uint64_t deadline, struct ct_err *err)
+{
+    *status = QEXEC_INTERNAL;
+    int rc = run_sub(t, q, &q->subs[i], o, &xs[i], status, st, deadline, err);
+    /* a bounded run's datapoint limit or deadline may be its bound's: the unbounded run finds
+     * the query's own (qexec_bound) */
+    if (o->bound && (rc == CT_ELIMIT || rc == CT_ETIMEOUT)) {
+        *status = QEXEC_OVER_BOUND;
+        return CT_ELIMIT;
+    }
+    if (rc == CT_OK)
+        *status = QEXEC_OK;
+    return rc;
+}
+
+static int run_all(struct tsdb *t, const struct qspec *q, const struct qexec_options *o,
+                   struct xsub *xs, enum qexec_status *status, struct qexec_stats *st,
+                   struct ct_err *err)
+{
+    uint64_t deadline = run_deadline(o);
     for (size_t i = 0; i < q->nsubs; i++) {
-        *status = QEXEC_INTERNAL;
-        int rc = run_sub(t, q, &q->subs[i], o, &xs[i], status, st, deadline, err);
-        /* a bounded run's datapoint limit or deadline may be its bound's: the unbounded run
-         * finds the query's own (qexec_bound) */
-        if (o->bound && (rc == CT_ELIMIT || rc == CT_ETIMEOUT)) {
-            *status = QEXEC_OVER_BOUND;
-            return CT_ELIMIT;
-        }
+        int rc = run_one(t, q, i, o, xs, status, st, deadline, err);
         if (rc != CT_OK)
             return rc;
     }
@@ -810,6 +830,20 @@ static void write_summary(struct qjson *j, const struct qspec *q, const struct x
     qjson_lit(j, "}}");
 }
 
+/* Frees what sub-query xs's scan and answer held, keeping its statistics for the summary. */
+static void xsub_done(struct xsub *xs)
+{
+    struct qexec_stats keep = xs->st;
+    const struct qspec_sub *sub = xs->sub;
+    xsub_free(xs);
+    xs->st = keep;
+    xs->sub = sub;
+}
+
+/* The answer: the sub-queries run one after the other, and each one's groups, but the last
+ * one's, are written at once into memory (held) and its series freed, so the answer holds one
+ * sub-query's series at a time, not every one's (invariant (1): nothing reaches j before the
+ * last scan is done). The last sub-query's groups go straight to j after the held bytes. */
 int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options *o, struct qjson *j,
               enum qexec_status *status, struct qexec_stats *stats, struct ct_err *err)
 {
@@ -823,8 +857,14 @@ int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options 
         return ct_err_set(err, CT_ENOMEM, "out of memory running a query");
     }
     struct gann globals = {0};
-    int rc = run_all(t, q, o, xs, status, st, err);
-    if (rc == CT_OK && q->global_annotations) {
+    struct qexec_mbuf held = {0};
+    struct qjson *jh = NULL;
+    struct wctx w = {q, &globals, NULL, true, st, err};
+    uint64_t deadline = run_deadline(o);
+    int rc = CT_OK;
+    *status = QEXEC_OK;
+    /* global annotations first: every held group carries them */
+    if (q->global_annotations) {
         rc = tsdb_annotation_scan(t, NULL, 0, q->start_ms, q->end_ms, qexec_collect_global,
                                   &globals, err);
         if (rc != CT_OK)
@@ -834,11 +874,29 @@ int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options 
             rc = ct_err_set(err, CT_ELIMIT, "a bounded query run stopped: its time is up");
         }
     }
+    for (size_t i = 0; i < q->nsubs && rc == CT_OK; i++) {
+        rc = run_one(t, q, i, o, xs, status, st, deadline, err);
+        if (rc != CT_OK || i + 1 == q->nsubs)
+            break;
+        if (!jh && !(jh = qjson_new(qexec_mbuf_sink, &held, 0)))
+            rc = ct_err_set(err, CT_ENOMEM, "out of memory running a query");
+        w.j = jh;
+        if (rc == CT_OK)
+            rc = qexec_write_groups(o, &xs[i], &w);
+        if (rc == CT_OK)
+            rc = qjson_flush(jh) == CT_OK ? CT_OK
+                                          : ct_err_set(err, CT_ENOMEM, "out of memory writing");
+        if (rc != CT_OK)
+            *status = QEXEC_INTERNAL;
+        xsub_done(&xs[i]);
+    }
     if (rc == CT_OK) {
-        *status = QEXEC_OK;
-        struct wctx w = {q, &globals, j, true, st, err};
+        w.j = j;
         qjson_raw(j, "[", 1);
-        rc = qexec_write_groups(q, o, xs, &w);
+        if (held.n)
+            qjson_raw(j, held.p, held.n);
+        if (q->nsubs)
+            rc = qexec_write_groups(o, &xs[q->nsubs - 1], &w);
         if (rc == CT_OK && q->show_summary)
             write_summary(j, q, xs, clock_mono_ns() - t0, w.first);
         qjson_raw(j, "]", 1);
@@ -846,6 +904,8 @@ int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options 
             *status = QEXEC_INTERNAL;
     }
     st->total_ns = clock_mono_ns() - t0;
+    qjson_free(jh);
+    free(held.p);
     for (size_t i = 0; i < globals.n; i++)
         free(globals.a[i].json);
     free(globals.a);

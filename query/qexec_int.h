@@ -236,8 +236,15 @@ int qexec_run_group(const struct qspec *q, const struct xsub *xs, struct xser **
 int qexec_group_tags(struct xser **ser, size_t n, const char ***tk, const char ***tv, size_t *ntags,
                      const char ***agg, size_t *nagg);
 int qexec_for_each_group(struct xsub *xs, qexec_group_fn fn, void *arg);
-int qexec_write_groups(const struct qspec *q, const struct qexec_options *o, struct xsub *xs,
-                       struct wctx *w);
+/* Writes sub-query xs's groups to w->j (qexec_out.c), after the groups written before (w->first
+ * false once one was), adding their statistics to w->st and xs->st. */
+int qexec_write_groups(const struct qexec_options *o, struct xsub *xs, struct wctx *w);
+/* A growing memory buffer (p, n bytes of cap, malloc'd) and its qjson sink. */
+struct qexec_mbuf {
+    char *p;
+    size_t n, cap;
+};
+int qexec_mbuf_sink(void *arg, const char *data, size_t len);
 /* Writes a histogram sub-query's group (qexec_histo.c): one series per percentile, and per
  * bucket with showHistogramBuckets, with the group's tags; *emitted += the points written. */
 int qexec_histo_write_group(const struct qspec *q, const struct xsub *xs, struct xser **ser,

@@ -568,7 +568,7 @@ static int write_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t 
 
 /* ---- groups written in parallel --------------------------------------------------------- */
 
-/* Points (in every series of every sub-query) for groups to be written in parallel: at most
+/* Points (in every series of a sub-query) for groups to be written in parallel: at most
  * the maximum, since each group's JSON is then held in memory until its turn (a few MB at
  * most; larger answers stream group by group as they are made), and at least the minimum,
  * below which waking a helper and the copies cost more than they save (max_by_host, 13 groups
@@ -577,15 +577,9 @@ static int write_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_t 
 #define QEXEC_RENDER_MAX_POINTS (1u << 18)
 #define QEXEC_RENDER_MIN_POINTS (1u << 14)
 
-/* A growing memory buffer as a qjson sink. */
-struct mbuf {
-    char *p;
-    size_t n, cap;
-};
-
-static int mbuf_sink(void *arg, const char *data, size_t len)
+int qexec_mbuf_sink(void *arg, const char *data, size_t len)
 {
-    struct mbuf *m = arg;
+    struct qexec_mbuf *m = arg;
     if (m->n + len > m->cap) {
         /* the first flush is often the whole group (qjson's buffer holds 16 KiB): sized to
          * it, not to a fixed block - thousands of small groups are held until their turn, and
@@ -610,7 +604,7 @@ struct grender {
     struct xser **ser;
     size_t n;
     bool first; /* the answer's first group (no comma before it) */
-    struct mbuf out;
+    struct qexec_mbuf out;
     struct qexec_stats st;
     struct ct_err err;
     int rc;
@@ -619,6 +613,7 @@ struct grender {
 struct rjob {
     const struct qspec *q;
     const struct gann *globals;
+    bool first; /* no group was written before these */
     struct grender *g;
     size_t ng, cap;
     atomic_size_t next;
@@ -640,7 +635,7 @@ static int collect_group_cb(void *arg, struct xsub *xs, struct xser **ser, size_
     g->xs = xs;
     g->ser = ser;
     g->n = n;
-    g->first = r->ng == 0;
+    g->first = r->first && r->ng == 0;
     r->ng++;
     return CT_OK;
 }
@@ -654,7 +649,7 @@ static void render_thread(void *arg)
         if (i >= r->ng)
             break;
         struct grender *g = &r->g[i];
-        struct qjson *jg = qjson_new(mbuf_sink, &g->out, 0);
+        struct qjson *jg = qjson_new(qexec_mbuf_sink, &g->out, 0);
         if (!jg) {
             g->rc = ct_err_set(&g->err, CT_ENOMEM, "out of memory writing a group");
             continue;
@@ -668,29 +663,23 @@ static void render_thread(void *arg)
     }
 }
 
-/* Writes every group of every sub-query to j: in parallel into memory, then in order, when
- * the query may use several threads, has several groups and few enough points; else group by
- * group straight to j. The bytes are the same either way. */
-int qexec_write_groups(const struct qspec *q, const struct qexec_options *o, struct xsub *xs,
-                       struct wctx *w)
+/* Writes every group of sub-query xs to w->j: in parallel into memory, then in order, when
+ * the query may use several threads, the sub-query has several groups and few enough points;
+ * else group by group straight to w->j. The bytes are the same either way. */
+int qexec_write_groups(const struct qexec_options *o, struct xsub *xs, struct wctx *w)
 {
     unsigned nth = qexec_query_threads(o, NULL);
     size_t points = 0;
-    for (size_t i = 0; i < q->nsubs; i++)
-        for (size_t k = 0; k < xs[i].nser; k++)
-            points += xs[i].ser[k]->pts.n;
-    struct rjob r = {.q = w->q, .globals = w->globals};
+    for (size_t k = 0; k < xs->nser; k++)
+        points += xs->ser[k]->pts.n;
+    struct rjob r = {.q = w->q, .globals = w->globals, .first = w->first};
     atomic_init(&r.next, 0);
     int rc = CT_OK;
     if (nth > 1 && points >= QEXEC_RENDER_MIN_POINTS && points <= QEXEC_RENDER_MAX_POINTS)
-        for (size_t i = 0; i < q->nsubs && rc == CT_OK; i++)
-            rc = qexec_for_each_group(&xs[i], collect_group_cb, &r);
-    if (rc != CT_OK || r.ng < 2 || !w->first) { /* group by group */
+        rc = qexec_for_each_group(xs, collect_group_cb, &r);
+    if (rc != CT_OK || r.ng < 2) { /* group by group */
         free(r.g);
-        rc = CT_OK;
-        for (size_t i = 0; i < q->nsubs && rc == CT_OK; i++)
-            rc = qexec_for_each_group(&xs[i], write_group_cb, w);
-        return rc;
+        return qexec_for_each_group(xs, write_group_cb, w);
     }
     struct qpool_job job = {.fn = render_thread, .arg = &r};
     qpool_run(o->pool, &job, (unsigned)(r.ng - 1 < nth - 1 ? r.ng - 1 : nth - 1));
@@ -710,5 +699,3 @@ int qexec_write_groups(const struct qspec *q, const struct qexec_options *o, str
     free(r.g);
     return rc;
 }
-
-/* Runs every sub-query's scans (phase 1). */

@@ -780,6 +780,73 @@ static void test_qexec_salted_and_unsalted_answer_alike(void **state)
     tsdb_fixture_close(fu);
 }
 
+/* A query of several sub-queries answers the same bytes as its sub-queries asked one by one,
+ * their answers joined: each sub-query but the last is written into memory as soon as its scan
+ * is done (its series then freed), the last one straight out, on one thread and on four (the
+ * groups of a mid-size sub-query rendered in parallel), global annotations in every series.
+ * A sub-query that fails after others were written answers its error and nothing else. */
+static void test_qexec_sub_queries_answer_as_their_own_queries_joined(void **state)
+{
+    (void)state;
+    struct tsdb_fixture *f = tsdb_fixture_open(4);
+    if (!f)
+        skip();
+    put_realistic(f->t, 60, 1356998400, 720);
+    cJSON *req = cJSON_Parse("{\"startTime\":1356998420,\"notes\":\"global\"}"), *out = NULL;
+    int status = 0;
+    struct ct_err err = {0};
+    assert_int_equal(qmeta_annotation(f->t, QMETA_POST, req, &out, &status, &err), CT_OK);
+    cJSON_Delete(out);
+    cJSON_Delete(req);
+    static const char *const ms[] = {
+        "m=none:r.bytes{host=s1|s2}",  /* 2 series */
+        "m=sum:r.g2{dc=*}",            /* 4 groups of 43,200 points in all: in parallel */
+        "m=sum:r.ctr{host=s3}{dc=d0}", /* no series: nothing in the answer */
+        "m=max:1m-max:r.ctr{dc=*}",    /* 4 groups downsampled in the scan */
+        "m=sum:r.bytes{dc=*}",         /* the last, straight out: in parallel too */
+    };
+    enum { NM = sizeof(ms) / sizeof(ms[0]) };
+    for (unsigned th = 1; th <= 4; th *= 4) {
+        scan_threads = th;
+        char *joined = calloc(1, 1);
+        size_t jl = 0;
+        for (size_t i = 0; i < NM; i++) {
+            const char *p[] = {"start=1356998400", "end=1357005600", "global_annotations", ms[i],
+                               NULL};
+            char *a = run_query(f, p, false);
+            size_t al = strlen(a);
+            assert_true(al >= 2 && a[0] == '[' && a[al - 1] == ']');
+            if (al > 2) {
+                joined = realloc(joined, jl + al);
+                if (jl)
+                    joined[jl++] = ',';
+                memcpy(joined + jl, a + 1, al - 2);
+                jl += al - 2;
+                joined[jl] = 0;
+            }
+            free(a);
+        }
+        const char *p[NM + 4] = {"start=1356998400", "end=1357005600", "global_annotations"};
+        for (size_t i = 0; i < NM; i++)
+            p[3 + i] = ms[i];
+        char *all = run_query(f, p, false);
+        assert_true(strlen(all) == jl + 2 && all[0] == '[' && all[jl + 1] == ']');
+        assert_true(strncmp(all + 1, joined, jl) == 0);
+        assert_non_null(strstr(all, "\"notes\":\"global\""));
+        free(all);
+        free(joined);
+        /* the third sub-query fails after two were written into memory: its error alone
+         * (run_query's fixture checks that nothing was written) */
+        const char *pe[] = {"start=1356998400", "end=1357005600", ms[0], ms[1],
+                            "m=sum:r.ctr{host=zz}", ms[3], NULL};
+        char *e = run_query(f, pe, false);
+        assert_string_equal(e, "400 No such name for 'tagv': 'zz'");
+        free(e);
+    }
+    scan_threads = 0;
+    tsdb_fixture_close(f);
+}
+
 /* tsd.query.timeout: a query still scanning when its time is up ends with 408 and OpenTSDB's
  * kind of message, before any output; without a timeout (or with a generous one) the same
  * query answers. 40,000 rows (200 series over 200 hours) take far longer than 1 ms to read. */
@@ -1261,6 +1328,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qexec_delete_removes_the_rows_read, setup, teardown),
         cmocka_unit_test(test_qexec_salted_and_unsalted_answer_alike),
+        cmocka_unit_test(test_qexec_sub_queries_answer_as_their_own_queries_joined),
         cmocka_unit_test_setup_teardown(test_qexec_many_series_each_keep_their_points, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_qexec_time_slices_keep_points_in_order, setup,
