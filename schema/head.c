@@ -58,6 +58,7 @@ struct head_chunk {
     uint32_t n;
     /* encoder state: the last point */
     uint8_t last_kind;
+    uint8_t tail; /* buf[nbits / 8] when nbits % 8 != 0: its used bits first, zeros after */
     uint8_t win_lead, win_len; /* XOR window; win_len 0 = none yet */
     int64_t last_ts, last_delta;
     uint64_t last_i, last_f;
@@ -112,6 +113,9 @@ struct head {
 /* Writes the low `bits` bits of v (1..64) at the chunk's end, up to 56 bits per step: the
  * partly used last byte and the new bits are assembled in one 64-bit word and its first bytes
  * stored (only the bytes the bits reach, so nothing past the point's reserved room is written).
+ * The partly used byte comes from c->tail, not from the buffer: with many series each append
+ * goes to another chunk, whose buffer is rarely in cache, and a load from it stalls the writer
+ * (a quarter of the writer's time at 10,000 series) where a store does not.
  * REQUIRES: room (invariant 4). */
 static void head_put_bits(struct head_chunk *c, uint64_t v, unsigned bits)
 {
@@ -120,11 +124,12 @@ static void head_put_bits(struct head_chunk *c, uint64_t v, unsigned bits)
         size_t byte = (size_t)(c->nbits >> 3);
         unsigned used = (unsigned)(c->nbits & 7);
         uint64_t part = (v >> (bits - take)) & ((1ULL << take) - 1);
-        uint64_t w = used ? (uint64_t)(c->buf[byte] >> (8 - used)) << (64 - used) : 0;
+        uint64_t w = (uint64_t)(used ? c->tail : 0) << 56;
         w |= part << (64 - used - take);
         uint8_t be[8];
         coding_put_be64(be, w);
         memcpy(c->buf + byte, be, (used + take + 7) / 8);
+        c->tail = be[(used + take) >> 3]; /* the new partly used byte (any when none) */
         c->nbits += take;
         bits -= take;
     }
@@ -815,6 +820,35 @@ int head_append(struct head *h, const uint8_t *tsuid, size_t tlen, const struct 
     return rc;
 }
 
+/* Loads ahead, for the batch's points i + 2 .. i + HEAD_PREFETCH by their refs, what appending
+ * them reads: each series' slot, then its record, then its newest chunk's last bytes. With many
+ * series each point's series is elsewhere in memory and the three loads depend on each other:
+ * started a few points early they overlap with the appends in between instead of stalling each
+ * one in turn. Only hints: a stale ref or a chunk other than the newest costs nothing but the
+ * load. Always inlined: GCC drops calls of a function that only prefetches (it finds it
+ * without effect). REQUIRES: mu held. */
+#define HEAD_PREFETCH 8
+static inline __attribute__((always_inline)) void
+head_prefetch(const struct head *h, const struct head_ref *refs, size_t i, size_t end)
+{
+    if (i + HEAD_PREFETCH < end && refs[i + HEAD_PREFETCH].gen == h->gen &&
+        refs[i + HEAD_PREFETCH].slot < h->nslots)
+        __builtin_prefetch(&h->slots[refs[i + HEAD_PREFETCH].slot]);
+    if (i + HEAD_PREFETCH / 2 < end) {
+        const struct head_series *s = head_ref_series(h, refs[i + HEAD_PREFETCH / 2]);
+        for (size_t off = 0; s && off < sizeof(*s); off += 64)
+            __builtin_prefetch((const char *)s + off);
+    }
+    if (i + 2 < end) {
+        const struct head_series *s = head_ref_series(h, refs[i + 2]);
+        if (s && s->nchunks) {
+            const struct head_chunk *c = &s->chunks[s->nchunks - 1];
+            if (c->buf)
+                __builtin_prefetch(c->buf + (c->nbits >> 3), 1);
+        }
+    }
+}
+
 int head_append_batch(struct head *h, const struct head_point *pts, size_t n, struct head_ref *refs,
                       enum head_result *res, size_t *ndone, struct ct_err *err)
 {
@@ -830,6 +864,8 @@ int head_append_batch(struct head *h, const struct head_point *pts, size_t n, st
         struct head_ref hint = {0, 0};
         pthread_mutex_lock(&h->mu);
         for (; i < end; i++) {
+            if (refs)
+                head_prefetch(h, refs, i, end);
             rc = head_append_locked(h, pts[i].tsuid, pts[i].tlen, &pts[i].p, &hint,
                                     refs ? &refs[i] : NULL, &res[i], err);
             if (rc != CT_OK)
