@@ -1056,6 +1056,10 @@ int http_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err)
     t->http_conns = c;
     bufferevent_setcb(c->bev, http_conn_read_cb, http_conn_write_cb, http_conn_event_cb, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0, t->http_read_high);
+    /* read up to 64 KiB per readiness (libevent's default is 16 KiB): a 500-point /api/put
+     * body (~75 KB) then takes two reads, not five */
+    if (bufferevent_set_max_single_read(c->bev, TSD_HTTP_SINGLE_READ) != 0)
+        tlog_warn("cannot raise the read size for %s; keeping libevent's default", peer);
     bufferevent_setwatermark(c->bev, EV_WRITE, HTTP_WRITE_LOW, 0);
     /* read: tsd.core.socket.timeout (idle); write: tsd.http.response.write_timeout, a client
      * that takes no byte of its pending answers for that long is closed (invariant 7) */

@@ -29,7 +29,7 @@ struct conf;
 
 /* Per-connection buffers. Telnet: input stops being read past READ_HIGH (libevent reads at
  * most SINGLE_READ more at a time), replies stop the reading past OUT_HIGH unsent. HTTP: input
- * past READ_HIGH, no new request past OUT_HIGH unsent, plus the request body being read and its
+ * past READ_HIGH (read SINGLE_READ at a time), no new request past OUT_HIGH unsent, plus the request body being read and its
  * contiguous (or decompressed) copy: twice the largest body. Under a memory limit HTTP uses the
  * _LIMITED caps (a body moves out of the input as it arrives, so a smaller read watermark only
  * means more, smaller reads; unsent answers past 1 MiB stop the next pipelined request). */
@@ -37,6 +37,7 @@ struct conf;
 #define TSD_TELNET_SINGLE_READ     (64u << 10)
 #define TSD_TELNET_OUT_HIGH        (1u << 20)
 #define TSD_HTTP_READ_HIGH         (1u << 20)
+#define TSD_HTTP_SINGLE_READ       (64u << 10)
 #define TSD_HTTP_OUT_HIGH          (4u << 20)
 #define TSD_HTTP_READ_HIGH_LIMITED (256u << 10)
 #define TSD_HTTP_OUT_HIGH_LIMITED  (1u << 20)
