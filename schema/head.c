@@ -820,14 +820,15 @@ int head_append(struct head *h, const uint8_t *tsuid, size_t tlen, const struct 
     return rc;
 }
 
-/* Loads ahead, for the batch's points i + 2 .. i + HEAD_PREFETCH by their refs, what appending
- * them reads: each series' slot, then its record, then its newest chunk's last bytes. With many
+/* Loads ahead, for the batch's points i + HEAD_PREFETCH / 4 .. i + HEAD_PREFETCH by their refs,
+ * what appending them reads: each series' slot (16 points ahead), then its record (8), then its
+ * newest chunk's last bytes (4; 2 left more of the writer's samples on the chunk's stores). With many
  * series each point's series is elsewhere in memory and the three loads depend on each other:
  * started a few points early they overlap with the appends in between instead of stalling each
  * one in turn. Only hints: a stale ref or a chunk other than the newest costs nothing but the
  * load. Always inlined: GCC drops calls of a function that only prefetches (it finds it
  * without effect). REQUIRES: mu held. */
-#define HEAD_PREFETCH 8
+#define HEAD_PREFETCH 16
 static inline __attribute__((always_inline)) void
 head_prefetch(const struct head *h, const struct head_ref *refs, size_t i, size_t end)
 {
@@ -839,8 +840,8 @@ head_prefetch(const struct head *h, const struct head_ref *refs, size_t i, size_
         for (size_t off = 0; s && off < sizeof(*s); off += 64)
             __builtin_prefetch((const char *)s + off);
     }
-    if (i + 2 < end) {
-        const struct head_series *s = head_ref_series(h, refs[i + 2]);
+    if (i + HEAD_PREFETCH / 4 < end) {
+        const struct head_series *s = head_ref_series(h, refs[i + HEAD_PREFETCH / 4]);
         if (s && s->nchunks) {
             const struct head_chunk *c = &s->chunks[s->nchunks - 1];
             if (c->buf)
