@@ -822,10 +822,10 @@ int head_append(struct head *h, const uint8_t *tsuid, size_t tlen, const struct 
 
 /* Loads ahead, for the batch's points i + HEAD_PREFETCH / 4 .. i + HEAD_PREFETCH by their refs,
  * what appending them reads: each series' slot (16 points ahead), then its record (8), then its
- * newest chunk's last bytes (4; 2 left more of the writer's samples on the chunk's stores). With many
- * series each point's series is elsewhere in memory and the three loads depend on each other:
- * started a few points early they overlap with the appends in between instead of stalling each
- * one in turn. Only hints: a stale ref or a chunk other than the newest costs nothing but the
+ * newest chunk's last bytes (4; at 2 more of the writer's samples sat on the chunk's stores).
+ * With many series each point's series is elsewhere in memory and the three loads depend on
+ * each other: started a few points early they overlap with the appends in between instead of
+ * stalling each one in turn. Only hints: a stale ref or a chunk other than the newest costs nothing but the
  * load. Always inlined: GCC drops calls of a function that only prefetches (it finds it
  * without effect). REQUIRES: mu held. */
 #define HEAD_PREFETCH 16
