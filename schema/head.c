@@ -825,9 +825,9 @@ int head_append(struct head *h, const uint8_t *tsuid, size_t tlen, const struct 
  * newest chunk's last bytes (4; at 2 more of the writer's samples sat on the chunk's stores).
  * With many series each point's series is elsewhere in memory and the three loads depend on
  * each other: started a few points early they overlap with the appends in between instead of
- * stalling each one in turn. Only hints: a stale ref or a chunk other than the newest costs nothing but the
- * load. Always inlined: GCC drops calls of a function that only prefetches (it finds it
- * without effect). REQUIRES: mu held. */
+ * stalling each one in turn. Only hints: a stale ref or a chunk other than the newest costs
+ * nothing but the load. Always inlined: GCC drops calls of a function that only prefetches (it
+ * finds it without effect). REQUIRES: mu held. */
 #define HEAD_PREFETCH 16
 static inline __attribute__((always_inline)) void
 head_prefetch(const struct head *h, const struct head_ref *refs, size_t i, size_t end)

@@ -209,14 +209,16 @@ static const struct store_entry *store_slot_entry(const struct store_cache *c, u
 /* Starts loading the slot of hash h (for a lookup a few points later). Both prefetch helpers are
  * always inlined: GCC drops calls of a function that only prefetches (it finds it without
  * effect). */
-static inline __attribute__((always_inline)) void store_cache_prefetch_slot(const struct store_cache *c, uint64_t h)
+static inline __attribute__((always_inline)) void
+store_cache_prefetch_slot(const struct store_cache *c, uint64_t h)
 {
     if (c->slots)
         __builtin_prefetch(&c->slots[h & (c->nslots - 1)]);
 }
 
 /* Starts loading the entry the slot of h names, if its tag matches. */
-static inline __attribute__((always_inline)) void store_cache_prefetch_entry(const struct store_cache *c, uint64_t h)
+static inline __attribute__((always_inline)) void
+store_cache_prefetch_entry(const struct store_cache *c, uint64_t h)
 {
     if (!c->slots)
         return;
