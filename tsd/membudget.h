@@ -30,9 +30,10 @@ struct conf;
 /* Per-connection buffers. Telnet: input stops being read past READ_HIGH (libevent reads at
  * most SINGLE_READ more at a time), replies stop the reading past OUT_HIGH unsent. HTTP: input
  * past READ_HIGH (read SINGLE_READ at a time), no new request past OUT_HIGH unsent, plus the
- * request body being read and its contiguous (or decompressed) copy: twice the largest body. Under a memory limit HTTP uses the
- * _LIMITED caps (a body moves out of the input as it arrives, so a smaller read watermark only
- * means more, smaller reads; unsent answers past 1 MiB stop the next pipelined request). */
+ * request body being read and its contiguous (or decompressed) copy: twice the largest body.
+ * Under a memory limit HTTP uses the _LIMITED caps (a body moves out of the input as it
+ * arrives, so a smaller read watermark only means more, smaller reads; unsent answers past 1 MiB
+ * stop the next pipelined request). */
 #define TSD_TELNET_READ_HIGH       (256u << 10)
 #define TSD_TELNET_SINGLE_READ     (64u << 10)
 #define TSD_TELNET_OUT_HIGH        (1u << 20)
