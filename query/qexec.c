@@ -840,10 +840,16 @@ static void xsub_done(struct xsub *xs)
     xs->sub = sub;
 }
 
+/* Bytes of finished sub-queries' answers held in memory (qexec_run) before later sub-queries
+ * keep their series instead, unless qexec_options.held_max_bytes says otherwise. */
+#define QEXEC_HELD_MAX_BYTES (8u << 20)
+
 /* The answer: the sub-queries run one after the other, and each one's groups, but the last
  * one's, are written at once into memory (held) and its series freed, so the answer holds one
  * sub-query's series at a time, not every one's (invariant (1): nothing reaches j before the
- * last scan is done). The last sub-query's groups go straight to j after the held bytes. */
+ * last scan is done). The last sub-query's groups go straight to j after the held bytes. Past
+ * held_max_bytes held (large raw answers, whose JSON takes more than their points), the
+ * sub-queries after keep their series until the end, as the last one does. */
 int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options *o, struct qjson *j,
               enum qexec_status *status, struct qexec_stats *stats, struct ct_err *err)
 {
@@ -874,10 +880,18 @@ int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options 
             rc = ct_err_set(err, CT_ELIMIT, "a bounded query run stopped: its time is up");
         }
     }
+    size_t held_max = o->held_max_bytes ? o->held_max_bytes : QEXEC_HELD_MAX_BYTES;
+    size_t kept = q->nsubs ? q->nsubs - 1 : 0; /* the first sub-query not held */
     for (size_t i = 0; i < q->nsubs && rc == CT_OK; i++) {
         rc = run_one(t, q, i, o, xs, status, st, deadline, err);
         if (rc != CT_OK || i + 1 == q->nsubs)
             break;
+        if (kept < i)
+            continue; /* holding stopped: its series stay until the end */
+        if (held.n >= held_max) {
+            kept = i;
+            continue;
+        }
         if (!jh && !(jh = qjson_new(qexec_mbuf_sink, &held, 0)))
             rc = ct_err_set(err, CT_ENOMEM, "out of memory running a query");
         w.j = jh;
@@ -895,8 +909,8 @@ int qexec_run(struct tsdb *t, const struct qspec *q, const struct qexec_options 
         qjson_raw(j, "[", 1);
         if (held.n)
             qjson_raw(j, held.p, held.n);
-        if (q->nsubs)
-            rc = qexec_write_groups(o, &xs[q->nsubs - 1], &w);
+        for (size_t i = kept; i < q->nsubs && rc == CT_OK; i++)
+            rc = qexec_write_groups(o, &xs[i], &w);
         if (rc == CT_OK && q->show_summary)
             write_summary(j, q, xs, clock_mono_ns() - t0, w.first);
         qjson_raw(j, "]", 1);

@@ -67,6 +67,9 @@ struct qexec_options {
     bool general_only;       /* tests: run every query through the general path (no fast path); the
                           answers must be byte-identical either way */
     const struct qexec_bound *bound; /* a bounded run (above); NULL = unbounded */
+    size_t held_max_bytes; /* finished sub-queries' answers held in memory until the last scan
+                              is done, at most (0: 8 MiB); past it later sub-queries keep their
+                              series until the end (qexec_run) */
 
     /* tsd.query.skip_unresolved_tagvs: a literal tag value with no UID is left out of its filter
      * (a filter left with none matches nothing) instead of failing the query with a 400 */
