@@ -1355,11 +1355,14 @@ int headlog_append_ids(struct headlog *l, const struct head_point *pts, const ui
         }
         ids[i] = slots[s] - 1;
     }
-    /* the points grouped by series (stable: a series' points keep their order), and room */
-    uint32_t *cnt = calloc((size_t)nseries + 1, sizeof(*cnt)), *order = malloc(n * sizeof(*order));
+    /* the points grouped by series (stable: a series' points keep their order; with one point a
+     * series, local ids are point indexes: no grouping), and room */
+    bool one = n == nseries;
+    uint32_t *cnt = one ? NULL : calloc((size_t)nseries + 1, sizeof(*cnt));
+    uint32_t *order = one ? NULL : malloc(n * sizeof(*order));
     uint32_t *dids = malloc((nseries ? nseries : 1) * sizeof(*dids));
     size_t cap = headlog_bound(pts, n, first, nseries), tsuid_bytes = 0;
-    if (!cnt || !order || !dids || !(buf = malloc(cap))) {
+    if ((!one && (!cnt || !order)) || !dids || !(buf = malloc(cap))) {
         free(cnt);
         free(order);
         free(dids);
@@ -1367,11 +1370,11 @@ int headlog_append_ids(struct headlog *l, const struct head_point *pts, const ui
         goto out;
     }
     const uint32_t *lid = given ? given : ids;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; !one && i < n; i++)
         cnt[lid[i] + 1]++;
-    for (uint32_t s = 0; s < nseries; s++)
+    for (uint32_t s = 0; !one && s < nseries; s++)
         cnt[s + 1] += cnt[s]; /* cnt[s]: where series s's points begin in order */
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; !one && i < n; i++)
         order[cnt[lid[i]]++] = (uint32_t)i; /* after this, cnt[s] is where series s + 1's begin */
     for (uint32_t s = 0; s < nseries; s++)
         tsuid_bytes += pts[first[s]].tlen;
@@ -1399,7 +1402,7 @@ int headlog_append_ids(struct headlog *l, const struct head_point *pts, const ui
         if (rc != CT_OK)
             d->start_seq = 0;
     }
-    int64_t base = pts[order[0]].p.ts_ms; /* new entries' state starts at this time */
+    int64_t base = pts[one ? 0 : order[0]].p.ts_ms; /* new entries' state starts at this time */
     uint8_t *p = buf;
     *p++ = HEADLOG_VERSION;
     p += coding_put_varint64(p, seq - d->start_seq);
@@ -1439,11 +1442,12 @@ int headlog_append_ids(struct headlog *l, const struct head_point *pts, const ui
     if (rc == CT_OK) {
         struct headlog_bw w = {.p = p};
         size_t i = 0;
-        for (uint32_t s = 0; s < nseries; s++) {
+        for (uint32_t s = 0; one && s < nseries; s++) /* series s's point is point s */
+            headlog_put_point3(&w, &pts[s].p, &d->ss[dids[s]]);
+        for (uint32_t s = 0; !one && s < nseries; s++) {
             size_t e = cnt[s]; /* series s's points are order[i..e) */
             struct headlog_sstate *st = &d->ss[dids[s]];
-            if (n != nseries) /* else every series has one point */
-                headlog_put_count(&w, (uint32_t)(e - i));
+            headlog_put_count(&w, (uint32_t)(e - i));
             for (; i < e; i++)
                 headlog_put_point3(&w, &pts[order[i]].p, st);
         }
