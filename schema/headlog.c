@@ -503,6 +503,24 @@ static inline void headlog_put_xor(struct headlog_bw *w, uint64_t x)
     headlog_bw_put_wide(w, x >> trail, len);
 }
 
+/* Whether v widens back from a float (OpenTSDB's FLOAT rule, dpcodec_point_real), without
+ * converting an out-of-range double. */
+static bool headlog_float_exact(double v)
+{
+    if (v != v)
+        return false;
+    if (v < -FLT_MAX || v > FLT_MAX)
+        return v == 1.0 / 0.0 || v == -1.0 / 0.0;
+    return (double)(float)v == v;
+}
+
+/* What a kind's previous value means: kinds of one domain (an int; a decimal of one k, float or
+ * double, s or ms; a double's bits) code a value as a delta from the previous one. */
+static inline unsigned headlog_kind_domain(unsigned kind)
+{
+    return (kind & 3) == DPCODEC_INT ? 0x100u : kind & 0xf8u;
+}
+
 /* Point q of the series whose state is st (HEADLOG_POINT3_BITS at most). */
 #define HEADLOG_POINT3_BITS (1 + 4 + 64 + 1 + HEADLOG_K_BITS + 13 + 64)
 static void headlog_put_point3(struct headlog_bw *w, const struct dpcodec_point *q,
@@ -513,15 +531,19 @@ static void headlog_put_point3(struct headlog_bw *w, const struct dpcodec_point 
     uint64_t dod = coding_zigzag((int64_t)((uint64_t)dt - (uint64_t)st->dt_ms));
     st->ts_ms = q->ts_ms;
     st->dt_ms = dt;
-    unsigned kind = (unsigned)q->type | ms << 2;
+    unsigned type = (unsigned)q->type;
+    if (type != DPCODEC_INT &&
+        (type == DPCODEC_FLOAT) == headlog_float_exact(q->f)) /* the type its value implies */
+        type = HEADLOG_K_REAL;
+    unsigned kind = type | ms << 2;
     uint64_t v;
     int64_t m;
     unsigned k;
     if (q->type == DPCODEC_INT) {
         v = (uint64_t)q->i;
-    } else if ((st->kind & ~(unsigned)HEADLOG_K_DEC_MASK) == kind &&
+    } else if ((st->kind & 3) != DPCODEC_INT && !(st->kind & HEADLOG_K_BITS_MODE) &&
                headlog_decimal_at(q->f, st->kind >> HEADLOG_K_DEC_SHIFT, &m)) {
-        kind = st->kind; /* the series' exponent still holds it */
+        kind |= st->kind & HEADLOG_K_DEC_MASK; /* the series' exponent still holds it */
         v = (uint64_t)m;
     } else if (headlog_decimal(q->f, &m, &k)) {
         kind |= k << HEADLOG_K_DEC_SHIFT;
@@ -552,7 +574,8 @@ static void headlog_put_point3(struct headlog_bw *w, const struct dpcodec_point 
         headlog_bw_put(w, 0, 1);
     } else {
         headlog_bw_put(w, 1 | kind << 1, 1 + HEADLOG_K_BITS);
-        prev = 0; /* a new kind: the value whole */
+        if (headlog_kind_domain(kind) != headlog_kind_domain(st->kind))
+            prev = 0; /* another domain: the value whole */
         st->kind = (uint8_t)kind;
     }
     st->v = v;
@@ -637,12 +660,13 @@ static bool headlog_get_point3(struct headlog_br *r, struct headlog_sstate *st,
         if (!headlog_br_get(r, HEADLOG_K_BITS, &kind))
             return false;
         unsigned type = kind & 3, k = (unsigned)kind >> HEADLOG_K_DEC_SHIFT;
-        if (type > DPCODEC_DOUBLE || (type == DPCODEC_INT && (kind & ~7u)) || k > HEADLOG_DEC_MAX ||
+        if ((type == DPCODEC_INT && (kind & ~7u)) || k > HEADLOG_DEC_MAX ||
             ((kind & HEADLOG_K_BITS_MODE) && k)) {
             *why = "bad point kind";
             return false;
         }
-        prev = 0;
+        if (headlog_kind_domain((unsigned)kind) != headlog_kind_domain(st->kind))
+            prev = 0;
     }
     if (kind & HEADLOG_K_BITS_MODE) {
         if (!headlog_get_xor(r, prev, &x, why))
@@ -684,6 +708,8 @@ static bool headlog_point3_done(struct headlog_sstate *st, uint64_t dt, uint64_t
         }
         pt->f = (double)m / headlog_pow10[kind >> HEADLOG_K_DEC_SHIFT];
     }
+    if ((kind & 3) == HEADLOG_K_REAL)
+        pt->type = headlog_float_exact(pt->f) ? DPCODEC_FLOAT : DPCODEC_DOUBLE;
     st->ts_ms = (int64_t)t;
     st->dt_ms = (int64_t)dt;
     st->v = x;

@@ -33,18 +33,21 @@
  *                      delta of width w: w bits of zz(value - st.v); (XOR) an xor value
  *                  1 - coded in full: the time's delta of delta zz(ts - st.ts - st.dt) as 0
  *                      (0), 10 + 7 bits, 110 + 14 bits, 1110 + 24 bits or 1111 + 64 bits; then 0
- *                      (kind st.kind) or 1 + HEADLOG_K_BITS of a new kind (then the previous
- *                      value counts as 0); then the value: (XOR) an xor value; else 0 + w bits
+ *                      (kind st.kind) or 1 + HEADLOG_K_BITS of a new kind; then the value: (XOR) an xor value; else 0 + w bits
  *                      of zz(value - previous), or 1 + 6 bits of a new width w (63: 64) + w bits
  *                  an xor value: 0 (st.v again) or 1 + 6 bits of leading zeros l + 6 bits of
  *                      n - 1 + the n significant bits of (bits XOR st.v) (l + n <= 64)
- *                kind: type (bits 0-1: 0 int, 1 float, 2 double), ms (bit 2), XOR (bit 3: the
- *                double's bits), k (bits 4-7, <= HEADLOG_DEC_MAX): a float or double not XOR is
- *                the decimal m / 10^k, exactly, bit for bit, |m| < 2^53; an int has bits 3-7 0.
+ *                kind: type (bits 0-1: 0 int, 1 float, 2 double, 3 float or double as the
+ *                value implies: float when it widens back from a float, ±inf included, NaN
+ *                not), ms (bit 2), XOR (bit 3: the double's bits), k (bits 4-7, <=
+ *                HEADLOG_DEC_MAX): a real not XOR is the decimal m / 10^k, exactly, bit for bit,
+ *                |m| < 2^53; an int has bits 3-7 0. A new kind of another domain (int; a decimal
+ *                of one k, whatever its type and ms; XOR) counts the previous value as 0.
  *                A point updates st (ts, dt, v, kind, and w when a width was written). The
- *                writer keeps a series' k while its values fit it (so 23.7 after 23.71 is
- *                2370 at k 2), a width while a delta needs at most it and at least
- *                it - HEADLOG_W_SLACK bits, and writes a double as XOR when no k <= 9 holds it.
+ *                writer uses type 3 whenever it holds, keeps a series' k while its values fit
+ *                it (so 23.7 after 23.71 is 2370 at k 2), a width while a delta needs at most it
+ *                and at least it - HEADLOG_W_SLACK bits, and writes a double as XOR when no
+ *                k <= 9 holds it.
  *   The state is the dictionary's: a record's points decode only after every earlier record
  *   of its dictionary, released ones included (replay decodes their points, without putting
  *   them in the head).
@@ -113,6 +116,7 @@
 #define HEADLOG_DEC_MAX         9           /* greatest decimal exponent */
 #define HEADLOG_K_BITS          8           /* a version 3 point kind's bits */
 #define HEADLOG_K_BITS_MODE     8           /* kind: a real as its bits (XOR), not a decimal */
+#define HEADLOG_K_REAL          3           /* kind's type: float or double, as the value implies */
 #define HEADLOG_K_DEC_SHIFT     4           /* kind: the decimal exponent k's first bit */
 #define HEADLOG_K_DEC_MASK      0xf0
 #define HEADLOG_W_SLACK         6           /* widest waste of a value delta's kept width */

@@ -1370,13 +1370,21 @@ static void test_headlog_failed_append_ends_the_dictionary(void **state)
 
 /* Point i of series 0 (every value kind and edge in turn: integer limits, decimals whose exponent
  * goes up and back, -0, NaN with payload, infinities, a subnormal, float-exact, doubles), series
- * 1 (a counter with a reset) and series 2 (%.2f text); ms flags and irregular steps. */
+ * 1 (a counter with a reset) and series 2 (%.2f text, now and then a float-exact value as a FLOAT
+ * and one given as a DOUBLE); ms flags and irregular steps. */
 static struct dpcodec_point state_point(uint32_t s, int i, int64_t t)
 {
     bool ms = i % 4 == 0;
     if (s == 1)
         return dpcodec_point_int(t, ms,
                                  i == 30 ? -5 : 1000000000000LL + i * 15000000LL + (i * 7919) % 5000000);
+    if (s == 2 && i % 7 == 5)
+        return dpcodec_point_real(t, ms, 40.25); /* float-exact: FLOAT */
+    if (s == 2 && i % 7 == 6) { /* float-exact but given as a DOUBLE: the type is kept */
+        struct dpcodec_point p = dpcodec_point_real(t, ms, 40.5);
+        p.type = DPCODEC_DOUBLE;
+        return p;
+    }
     if (s == 2) {
         char txt[32];
         snprintf(txt, sizeof(txt), i % 10 == 9 ? "%.3f" : "%.2f", 40.0 + (double)((i * 37) % 2000) / 100);
