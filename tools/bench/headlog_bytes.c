@@ -3,9 +3,9 @@
  *
  *   headlog_bytes DIR              a census of the log in DIR (a copy of <data>/head): records,
  *                                  points, and the payload's bytes by part (record headers, the
- *                                  series tables by code kind, point headers, series ids, values
- *                                  by kind), per point; version 2 records are broken down field by
- *                                  field, other versions count as whole payloads
+ *                                  series tables by code kind; version 2: point headers, series
+ *                                  ids, values by kind; version 3: the bit stream's parts, in
+ *                                  bits / 8), per point; other versions count as whole payloads
  *   headlog_bytes --recode DIR OUT appends the points of every batch record of DIR again, record
  *                                  by record in the same order and with the same series ids,
  *                                  to a new log in OUT with this build's encoder (headlog_append_
@@ -45,13 +45,25 @@ enum {
     HB_VFLOAT,
     HB_VDOUBLE,
     HB_OTHER, /* other versions and delete records, whole */
+    /* version 3, in bits (printed / 8) */
+    HB3_COUNT,  /* point counts of series */
+    HB3_FLAG,   /* every point's first bit */
+    HB3_DOD,    /* coded points: the time's delta of delta */
+    HB3_KIND,   /* coded points: same kind (1 bit) or a new one (9) */
+    HB3_WIDTH,  /* coded points: width flag and new widths */
+    HB3_VINT,   /* value bits */
+    HB3_VDEC,
+    HB3_VXOR,
+    HB3_PAD,    /* the last byte's unused bits */
     HB_N
 };
 static const char *const hb_names[HB_N] = {
     "record header", "table: nseries",      "table: new entry codes", "table: new TSUIDs",
     "table: id deltas", "table: run codes", "point headers",          "point series ids",
     "values: int",   "values: decimal",     "values: float",          "values: double",
-    "other records (whole)"};
+    "other records (whole)", "v3: series counts", "v3: point flags",  "v3: time dod (coded)",
+    "v3: kind (coded)", "v3: widths (coded)",    "v3: values int",    "v3: values decimal",
+    "v3: values xor",   "v3: pad bits"};
 
 struct hb {
     uint64_t bytes[HB_N], count[HB_N];
@@ -61,6 +73,13 @@ struct hb {
     uint8_t (*tsuid)[256];
     uint8_t *tlen;
     size_t n, cap;
+    struct hb_st {
+        int64_t ts, dt;
+        uint64_t v;
+        uint8_t w, kind;
+    } *st;
+    size_t nst, stcap;
+    uint64_t coded, kind_changes, width_changes;
     struct headlog *out;
     uint64_t recoded;
     int bad;
@@ -235,6 +254,182 @@ static int hb_v2(struct hb *h, uint64_t seq, const uint8_t *p0, const uint8_t *e
     return rc;
 }
 
+/* A version 3 bit reader (headlog_format.h), counting what it reads. */
+struct hb_br {
+    const uint8_t *p, *end;
+    uint64_t acc;
+    unsigned nb;
+    int bad;
+};
+
+static uint64_t hb_get(struct hb_br *r, unsigned len)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < len; i++) {
+        if (!r->nb) {
+            if (r->p == r->end) {
+                r->bad = 1;
+                return 0;
+            }
+            r->acc = *r->p++;
+            r->nb = 8;
+        }
+        v |= (r->acc & 1) << i;
+        r->acc >>= 1;
+        r->nb--;
+    }
+    return v;
+}
+
+static int hb_v3(struct hb *h, uint64_t seq, const uint8_t *p0, const uint8_t *end)
+{
+    const uint8_t *p = p0 + 1;
+    uint64_t back, npoints, base, nseries;
+    size_t k;
+    if (!(k = hb_varint(p, end, &back)))
+        return hb_fail(h, seq, "back");
+    p += k;
+    if (!(k = hb_varint(p, end, &npoints)))
+        return hb_fail(h, seq, "npoints");
+    p += k;
+    if (!(k = hb_varint(p, end, &base)))
+        return hb_fail(h, seq, "base");
+    p += k;
+    h->bytes[HB_HDR] += (uint64_t)(p - p0);
+    h->count[HB_HDR]++;
+    if (back == 0) {
+        h->dicts++;
+        h->nst = 0;
+    }
+    if (!(k = hb_varint(p, end, &nseries)))
+        return hb_fail(h, seq, "nseries");
+    p += k;
+    h->bytes[HB_TNSERIES] += k;
+    uint32_t *ids = malloc((nseries ? nseries : 1) * sizeof(*ids));
+    if (!ids)
+        return CT_ENOMEM;
+    int64_t prev = -1;
+    for (uint64_t s = 0; s < nseries;) {
+        uint64_t code;
+        if (!(k = hb_varint(p, end, &code))) {
+            free(ids);
+            return hb_fail(h, seq, "table");
+        }
+        p += k;
+        if ((code & 3) == 2) {
+            uint64_t nrun = (code >> 2) + 2;
+            h->bytes[HB_TRUN] += k;
+            h->count[HB_TRUN]++;
+            h->run_entries += nrun;
+            for (uint64_t j = 0; j < nrun && s < nseries; j++)
+                ids[s++] = (uint32_t)++prev;
+            continue;
+        }
+        if (code & 1) {
+            h->bytes[HB_TNEW] += k + 1;
+            h->count[HB_TNEW]++;
+            h->bytes[HB_TNEWTSUID] += p[0];
+            if (h->nst == h->stcap) {
+                size_t nc = h->stcap ? 2 * h->stcap : 4096;
+                void *ns = realloc(h->st, nc * sizeof(*h->st));
+                if (!ns) {
+                    free(ids);
+                    return CT_ENOMEM;
+                }
+                h->st = ns;
+                h->stcap = nc;
+            }
+            h->st[h->nst] = (struct hb_st){.ts = (int64_t)base};
+            prev = (int64_t)h->nst++;
+            p += 1 + p[0];
+        } else {
+            h->bytes[HB_TDELTA] += k;
+            h->count[HB_TDELTA]++;
+            prev = prev + 1 + coding_unzigzag(code >> 2);
+        }
+        if (prev < 0 || (size_t)prev >= h->nst) {
+            free(ids);
+            return hb_fail(h, seq, "undefined series id");
+        }
+        ids[s++] = (uint32_t)prev;
+    }
+    h->table_entries += nseries;
+    struct hb_br r = {.p = p, .end = end};
+    static const unsigned dod_bits[5] = {0, 7, 14, 24, 64};
+    for (uint64_t s = 0; s < nseries && !r.bad; s++) {
+        uint64_t cnt = 1;
+        if (npoints != nseries) {
+            unsigned z = 0;
+            while (!r.bad && !hb_get(&r, 1))
+                z++;
+            cnt = (1ULL << z) | hb_get(&r, z);
+            h->bytes[HB3_COUNT] += 2 * z + 1;
+        }
+        struct hb_st *st = &h->st[ids[s]];
+        for (uint64_t j = 0; j < cnt && !r.bad; j++) {
+            uint64_t x, zz, prevv = st->v, kind = st->kind, dt = (uint64_t)st->dt;
+            bool coded = hb_get(&r, 1);
+            h->bytes[HB3_FLAG]++;
+            unsigned vk = (kind & 3) == 0 ? HB3_VINT : (kind & 8) ? HB3_VXOR : HB3_VDEC;
+            if (coded) {
+                h->coded++;
+                unsigned ones = 0;
+                while (ones < 4 && hb_get(&r, 1))
+                    ones++;
+                zz = hb_get(&r, dod_bits[ones]);
+                h->bytes[HB3_DOD] += ones + (ones < 4) + dod_bits[ones];
+                dt += (uint64_t)coding_unzigzag(zz);
+                h->bytes[HB3_KIND]++;
+                if (hb_get(&r, 1)) {
+                    kind = hb_get(&r, 8);
+                    h->bytes[HB3_KIND] += 8;
+                    h->kind_changes++;
+                    prevv = 0;
+                }
+                vk = (kind & 3) == 0 ? HB3_VINT : (kind & 8) ? HB3_VXOR : HB3_VDEC;
+            }
+            if (kind & 8) {
+                uint64_t v = 0;
+                unsigned bits = 1;
+                if (hb_get(&r, 1)) {
+                    uint64_t lead = hb_get(&r, 12), len = (lead >> 6) + 1;
+                    lead &= 63;
+                    v = hb_get(&r, (unsigned)len) << (64 - lead - len);
+                    bits += 12 + (unsigned)len;
+                }
+                h->bytes[vk] += bits;
+                x = prevv ^ v;
+            } else {
+                unsigned wd = st->w;
+                if (coded) {
+                    h->bytes[HB3_WIDTH]++;
+                    if (hb_get(&r, 1)) {
+                        uint64_t c = hb_get(&r, 6);
+                        wd = c == 63 ? 64 : (unsigned)c;
+                        h->bytes[HB3_WIDTH] += 6;
+                        h->width_changes++;
+                    }
+                }
+                zz = hb_get(&r, wd);
+                h->bytes[vk] += wd;
+                x = prevv + (uint64_t)coding_unzigzag(zz);
+                st->w = (uint8_t)wd;
+            }
+            h->count[vk]++;
+            st->ts += (int64_t)dt;
+            st->dt = (int64_t)dt;
+            st->v = x;
+            st->kind = (uint8_t)kind;
+        }
+    }
+    free(ids);
+    if (r.bad)
+        return hb_fail(h, seq, "truncated points");
+    h->bytes[HB3_PAD] += r.nb;
+    h->points += npoints;
+    return CT_OK;
+}
+
 static int hb_record(void *arg, uint64_t seq, const uint8_t *p, size_t len, struct ct_err *err)
 {
     struct hb *h = arg;
@@ -244,6 +439,10 @@ static int hb_record(void *arg, uint64_t seq, const uint8_t *p, size_t len, stru
     if (len >= 1 && p[0] == 2) {
         h->batch_records++;
         return hb_v2(h, seq, p, p + len, err);
+    }
+    if (len >= 1 && p[0] == 3 && !h->out) {
+        h->batch_records++;
+        return hb_v3(h, seq, p, p + len);
     }
     h->bytes[HB_OTHER] += len;
     h->count[HB_OTHER]++;
@@ -381,20 +580,27 @@ int main(int argc, char **argv)
         return h.bad;
     }
     double np = (double)(h.points ? h.points : 1);
-    printf("%s: %" PRIu64 " records (%" PRIu64 " batch records of version 2, %" PRIu64
+    printf("%s: %" PRIu64 " records (%" PRIu64 " batch records of version 2 or 3, %" PRIu64
            " dictionaries), %" PRIu64 " points, %.1f points and %.1f table entries a record\n",
            dir, h.records, h.batch_records, h.dicts, h.points, np / (double)(h.batch_records ? h.batch_records : 1),
            (double)h.table_entries / (double)(h.batch_records ? h.batch_records : 1));
     printf("payload %" PRIu64 " bytes = %.3f B/pt; framed (+16 B a record) %.3f B/pt\n", h.payload,
            (double)h.payload / np, (double)h.framed / np);
     printf("%-24s %14s %12s %8s %10s\n", "part", "bytes", "count", "B/pt", "B/count");
-    for (int i = 0; i < HB_N; i++)
-        printf("%-24s %14" PRIu64 " %12" PRIu64 " %8.3f %10.2f\n", hb_names[i], h.bytes[i],
-               h.count[i], (double)h.bytes[i] / np,
-               h.count[i] ? (double)h.bytes[i] / (double)h.count[i] : 0.0);
+    for (int i = 0; i < HB_N; i++) {
+        double b = i >= HB3_COUNT ? (double)h.bytes[i] / 8 : (double)h.bytes[i]; /* bits */
+        if (h.bytes[i] || h.count[i])
+            printf("%-24s %14.0f %12" PRIu64 " %8.3f %10.2f\n", hb_names[i], b, h.count[i],
+                   b / np, h.count[i] ? b / (double)h.count[i] : 0.0);
+    }
+    if (h.coded)
+        printf("version 3: %" PRIu64 " points coded in full (%.1f%%), %" PRIu64
+               " kind changes, %" PRIu64 " width changes\n",
+               h.coded, 100.0 * (double)h.coded / np, h.kind_changes, h.width_changes);
     printf("table entries %" PRIu64 ": in runs %" PRIu64 ", by delta %" PRIu64 ", new %" PRIu64
            "; point headers of 1/2/3+ bytes: %" PRIu64 "/%" PRIu64 "/%" PRIu64 "\n",
            h.table_entries, h.run_entries, h.count[HB_TDELTA], h.count[HB_TNEW],
            h.hdr_bytes_hist[1], h.hdr_bytes_hist[2], h.hdr_bytes_hist[3]);
+    free(h.st);
     return h.bad;
 }
