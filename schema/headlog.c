@@ -15,8 +15,8 @@
  * version 3 dictionary's per-series state (the previous point's time, step, value, kind and
  * delta width of each id) is changed by the writer only under order_mu, record by record in
  * sequence order, as replay changes it decoding every record of the dictionary from its start
- * (released ones too); it ends with its dictionary, so a record that failed or was torn is never
- * a point another record is coded against.
+ * (released ones too); it ends with its dictionary, so no record is ever coded against the
+ * points of a record that failed or was torn.
  * Locking: order_mu, then mu; each guards the fields marked so; the engine log is thread-safe on
  * its own. */
 #include <errno.h>
