@@ -55,9 +55,9 @@ struct headlog_sstate {
 
 /* A series dictionary (headlog_format.h): TSUID <-> id from the record that started it on. */
 struct headlog_dict {
-    uint64_t start_seq;   /* the record that started it; 0: none (the next append starts one) */
-    unsigned version;     /* of the record that started it (replay: versions never mix) */
-    uint32_t n;           /* entries: ids 0..n-1 */
+    uint64_t start_seq; /* the record that started it; 0: none (the next append starts one) */
+    unsigned version;   /* of the record that started it (replay: versions never mix) */
+    uint32_t n;         /* entries: ids 0..n-1 */
     struct headlog_sstate *ss; /* per id (version 3) */
     uint32_t *slots;      /* id + 1 by hash (open addressing, 0 empty); NULL when not indexed */
     size_t nslots;        /* a power of two, more than twice n */
@@ -693,9 +693,8 @@ static bool headlog_get_point3(struct headlog_br *r, struct headlog_sstate *st,
 static bool headlog_point3_done(struct headlog_sstate *st, uint64_t dt, uint64_t t, uint64_t kind,
                                 uint64_t x, struct dpcodec_point *pt, const char **why)
 {
-    *pt = (struct dpcodec_point){.ts_ms = (int64_t)t,
-                                 .type = (enum dpcodec_type)(kind & 3),
-                                 .ms = (kind & 4) != 0};
+    *pt = (struct dpcodec_point){
+        .ts_ms = (int64_t)t, .type = (enum dpcodec_type)(kind & 3), .ms = (kind & 4) != 0};
     if ((kind & 3) == DPCODEC_INT) {
         pt->i = (int64_t)x;
     } else if (kind & HEADLOG_K_BITS_MODE) {
@@ -1236,9 +1235,8 @@ static int headlog_replay_v3(struct headlog_replay_ctx *c, uint64_t seq, const u
                 rc = headlog_bad(err, seq, why);
                 goto out;
             }
-            if (!released &&
-                (rc = headlog_replay_point(c, seq, d->arena + d->off[id], d->tlen[id], &pt,
-                                           err)) != CT_OK)
+            if (!released && (rc = headlog_replay_point(c, seq, d->arena + d->off[id], d->tlen[id],
+                                                        &pt, err)) != CT_OK)
                 goto out;
         }
     }
@@ -1322,7 +1320,6 @@ int headlog_append(struct headlog *l, const struct head_point *pts, size_t n, en
 {
     return headlog_append_ids(l, pts, NULL, n, sync, err);
 }
-
 
 int headlog_append_ids(struct headlog *l, const struct head_point *pts, const uint32_t *given,
                        size_t n, enum wal_sync sync, struct ct_err *err)

@@ -112,12 +112,12 @@
 #define HEADLOG_VERSION         3
 #define HEADLOG_VERSION_2       2
 #define HEADLOG_VERSION_1       1
-#define HEADLOG_DELETE          0x44        /* 'D': a delete record (first byte) */
-#define HEADLOG_DEC_MAX         9           /* greatest decimal exponent */
-#define HEADLOG_K_BITS          8           /* a version 3 point kind's bits */
-#define HEADLOG_K_BITS_MODE     8           /* kind: a real as its bits (XOR), not a decimal */
-#define HEADLOG_K_REAL          3           /* kind's type: float or double, as the value implies */
-#define HEADLOG_K_DEC_SHIFT     4           /* kind: the decimal exponent k's first bit */
+#define HEADLOG_DELETE          0x44 /* 'D': a delete record (first byte) */
+#define HEADLOG_DEC_MAX         9    /* greatest decimal exponent */
+#define HEADLOG_K_BITS          8    /* a version 3 point kind's bits */
+#define HEADLOG_K_BITS_MODE     8    /* kind: a real as its bits (XOR), not a decimal */
+#define HEADLOG_K_REAL          3    /* kind's type: float or double, as the value implies */
+#define HEADLOG_K_DEC_SHIFT     4    /* kind: the decimal exponent k's first bit */
 #define HEADLOG_K_DEC_MASK      0xf0
 #define HEADLOG_W_SLACK         6           /* widest waste of a value delta's kept width */
 #define HEADLOG_MAX_TS_MS       (1LL << 53) /* points after this time are refused (CT_EINVAL) */

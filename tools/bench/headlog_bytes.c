@@ -46,24 +46,24 @@ enum {
     HB_VDOUBLE,
     HB_OTHER, /* other versions and delete records, whole */
     /* version 3, in bits (printed / 8) */
-    HB3_COUNT,  /* point counts of series */
-    HB3_FLAG,   /* every point's first bit */
-    HB3_DOD,    /* coded points: the time's delta of delta */
-    HB3_KIND,   /* coded points: same kind (1 bit) or a new one (9) */
-    HB3_WIDTH,  /* coded points: width flag and new widths */
-    HB3_VINT,   /* value bits */
+    HB3_COUNT, /* point counts of series */
+    HB3_FLAG,  /* every point's first bit */
+    HB3_DOD,   /* coded points: the time's delta of delta */
+    HB3_KIND,  /* coded points: same kind (1 bit) or a new one (9) */
+    HB3_WIDTH, /* coded points: width flag and new widths */
+    HB3_VINT,  /* value bits */
     HB3_VDEC,
     HB3_VXOR,
-    HB3_PAD,    /* the last byte's unused bits */
+    HB3_PAD, /* the last byte's unused bits */
     HB_N
 };
 static const char *const hb_names[HB_N] = {
-    "record header", "table: nseries",      "table: new entry codes", "table: new TSUIDs",
-    "table: id deltas", "table: run codes", "point headers",          "point series ids",
-    "values: int",   "values: decimal",     "values: float",          "values: double",
-    "other records (whole)", "v3: series counts", "v3: point flags",  "v3: time dod (coded)",
-    "v3: kind (coded)", "v3: widths (coded)",    "v3: values int",    "v3: values decimal",
-    "v3: values xor",   "v3: pad bits"};
+    "record header",         "table: nseries",     "table: new entry codes", "table: new TSUIDs",
+    "table: id deltas",      "table: run codes",   "point headers",          "point series ids",
+    "values: int",           "values: decimal",    "values: float",          "values: double",
+    "other records (whole)", "v3: series counts",  "v3: point flags",        "v3: time dod (coded)",
+    "v3: kind (coded)",      "v3: widths (coded)", "v3: values int",         "v3: values decimal",
+    "v3: values xor",        "v3: pad bits"};
 
 struct hb {
     uint64_t bytes[HB_N], count[HB_N];
@@ -77,7 +77,7 @@ struct hb {
         int64_t ts, dt;
         uint64_t v;
         uint8_t w, kind;
-    } *st;
+    } * st;
     size_t nst, stcap;
     uint64_t coded, kind_changes, width_changes;
     struct headlog *out;
@@ -544,10 +544,12 @@ int main(int argc, char **argv)
         head_free(hd);
         return 0;
     }
-    const char *dir = argc == 2 ? argv[1] : argc == 4 && !strcmp(argv[1], "--recode") ? argv[2]
-                                                                                      : NULL;
+    const char *dir = argc == 2                                   ? argv[1]
+                      : argc == 4 && !strcmp(argv[1], "--recode") ? argv[2]
+                                                                  : NULL;
     if (!dir) {
-        fprintf(stderr, "usage: headlog_bytes DIR | --recode DIR OUT | --replay DIR | --compare A B\n");
+        fprintf(stderr,
+                "usage: headlog_bytes DIR | --recode DIR OUT | --replay DIR | --compare A B\n");
         return 2;
     }
     struct hb h = {0};
@@ -563,7 +565,8 @@ int main(int argc, char **argv)
     }
     struct wal *w = NULL;
     struct wal_options o = {.segment_bytes = HEADLOG_SEGMENT_BYTES};
-    if (wal_open_read_only(dir, &o, &w, &err) != CT_OK || wal_replay(w, hb_record, &h, &err) != CT_OK) {
+    if (wal_open_read_only(dir, &o, &w, &err) != CT_OK ||
+        wal_replay(w, hb_record, &h, &err) != CT_OK) {
         fprintf(stderr, "headlog_bytes: %s\n", err.msg);
         return 1;
     }
@@ -575,14 +578,16 @@ int main(int argc, char **argv)
         head_free(empty);
         printf("recoded %" PRIu64 " records, %" PRIu64 " points: %" PRIu64
                " payload bytes, %.3f B/pt (framed +16 B a record: %.3f)\n",
-               st.records, st.points, st.bytes, (double)st.bytes / (double)(st.points ? st.points : 1),
+               st.records, st.points, st.bytes,
+               (double)st.bytes / (double)(st.points ? st.points : 1),
                (double)(st.bytes + 16 * st.records) / (double)(st.points ? st.points : 1));
         return h.bad;
     }
     double np = (double)(h.points ? h.points : 1);
     printf("%s: %" PRIu64 " records (%" PRIu64 " batch records of version 2 or 3, %" PRIu64
            " dictionaries), %" PRIu64 " points, %.1f points and %.1f table entries a record\n",
-           dir, h.records, h.batch_records, h.dicts, h.points, np / (double)(h.batch_records ? h.batch_records : 1),
+           dir, h.records, h.batch_records, h.dicts, h.points,
+           np / (double)(h.batch_records ? h.batch_records : 1),
            (double)h.table_entries / (double)(h.batch_records ? h.batch_records : 1));
     printf("payload %" PRIu64 " bytes = %.3f B/pt; framed (+16 B a record) %.3f B/pt\n", h.payload,
            (double)h.payload / np, (double)h.framed / np);
@@ -590,8 +595,8 @@ int main(int argc, char **argv)
     for (int i = 0; i < HB_N; i++) {
         double b = i >= HB3_COUNT ? (double)h.bytes[i] / 8 : (double)h.bytes[i]; /* bits */
         if (h.bytes[i] || h.count[i])
-            printf("%-24s %14.0f %12" PRIu64 " %8.3f %10.2f\n", hb_names[i], b, h.count[i],
-                   b / np, h.count[i] ? b / (double)h.count[i] : 0.0);
+            printf("%-24s %14.0f %12" PRIu64 " %8.3f %10.2f\n", hb_names[i], b, h.count[i], b / np,
+                   h.count[i] ? b / (double)h.count[i] : 0.0);
     }
     if (h.coded)
         printf("version 3: %" PRIu64 " points coded in full (%.1f%%), %" PRIu64

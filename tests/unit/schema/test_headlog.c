@@ -146,8 +146,8 @@ static void fill(struct headlog *l, struct head *h)
     append_points(l, h, b, nb);
 }
 
-static int sink_ok(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
-                   bool replayed, const struct dpcodec_point *pts, size_t n, struct ct_err *err)
+static int sink_ok(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s, bool replayed,
+                   const struct dpcodec_point *pts, size_t n, struct ct_err *err)
 {
     (void)replayed;
     (void)tsuid, (void)tlen, (void)base_s, (void)pts, (void)err;
@@ -867,10 +867,10 @@ static void test_headlog_value_encodings_are_exact(void **state)
         assert_int_equal(headlog_replay(l, h, refused_fn, &r, NULL, &err), CT_OK);
         struct head_point q[100];
         for (int i = 0; i < 100; i++)
-            q[i] = (struct head_point){T1, sizeof(T1),
-                                       dpcodec_point_real(BASE_MS + i * 1000, false,
-                                                          pass ? 1.0 / 3.0 * (i + 1) * 1.01
-                                                               : 50.0 + i / 100.0)};
+            q[i] = (struct head_point){
+                T1, sizeof(T1),
+                dpcodec_point_real(BASE_MS + i * 1000, false,
+                                   pass ? 1.0 / 3.0 * (i + 1) * 1.01 : 50.0 + i / 100.0)};
         append_points(l, h, q, 100);
         struct headlog_stats st;
         headlog_get_stats(l, &st);
@@ -1376,8 +1376,8 @@ static struct dpcodec_point state_point(uint32_t s, int i, int64_t t)
 {
     bool ms = i % 4 == 0;
     if (s == 1)
-        return dpcodec_point_int(t, ms,
-                                 i == 30 ? -5 : 1000000000000LL + i * 15000000LL + (i * 7919) % 5000000);
+        return dpcodec_point_int(
+            t, ms, i == 30 ? -5 : 1000000000000LL + i * 15000000LL + (i * 7919) % 5000000);
     if (s == 2 && i % 7 == 5)
         return dpcodec_point_real(t, ms, 40.25); /* float-exact: FLOAT */
     if (s == 2 && i % 7 == 6) { /* float-exact but given as a DOUBLE: the type is kept */
@@ -1387,7 +1387,8 @@ static struct dpcodec_point state_point(uint32_t s, int i, int64_t t)
     }
     if (s == 2) {
         char txt[32];
-        snprintf(txt, sizeof(txt), i % 10 == 9 ? "%.3f" : "%.2f", 40.0 + (double)((i * 37) % 2000) / 100);
+        snprintf(txt, sizeof(txt), i % 10 == 9 ? "%.3f" : "%.2f",
+                 40.0 + (double)((i * 37) % 2000) / 100);
         return dpcodec_point_real(t, ms, strtod(txt, NULL));
     }
     uint64_t nan_bits = 0x7ff8000000000123ull;
@@ -1590,12 +1591,12 @@ static void test_headlog_version_3_bytes(void **state)
     append_points(l, h, pts, 2);
     headlog_close(l);
     uint8_t want[64], *p = want, got[256] = {0};
-    *p++ = 3; /* version */
-    *p++ = 0; /* back: a new dictionary */
-    *p++ = 2; /* npoints */
+    *p++ = 3;                                       /* version */
+    *p++ = 0;                                       /* back: a new dictionary */
+    *p++ = 2;                                       /* npoints */
     p += coding_put_varint64(p, (uint64_t)BASE_MS); /* base time */
-    *p++ = 1;                                        /* nseries */
-    *p++ = 1;                                        /* a new entry */
+    *p++ = 1;                                       /* nseries */
+    *p++ = 1;                                       /* a new entry */
     *p++ = sizeof(T1);
     memcpy(p, T1, sizeof(T1));
     p += sizeof(T1);
