@@ -137,7 +137,6 @@ static int hb_v2(struct hb *h, uint64_t seq, const uint8_t *p0, const uint8_t *e
     }
     const uint8_t *pts = p, *pend = p + plen;
     p = pend;
-    const uint8_t *t0 = p;
     if (!(k = hb_varint(p, end, &nseries)))
         return hb_fail(h, seq, "nseries");
     p += k;
@@ -180,7 +179,6 @@ static int hb_v2(struct hb *h, uint64_t seq, const uint8_t *p0, const uint8_t *e
         ids[s++] = (uint32_t)prev;
     }
     h->table_entries += nseries;
-    (void)t0;
     /* the points */
     struct head_point *hp = h->out ? malloc((npoints ? npoints : 1) * sizeof(*hp)) : NULL;
     uint32_t *lid = h->out ? malloc((npoints ? npoints : 1) * sizeof(*lid)) : NULL;
@@ -581,6 +579,8 @@ int main(int argc, char **argv)
                st.records, st.points, st.bytes,
                (double)st.bytes / (double)(st.points ? st.points : 1),
                (double)(st.bytes + 16 * st.records) / (double)(st.points ? st.points : 1));
+        free(h.tsuid);
+        free(h.tlen);
         return h.bad;
     }
     double np = (double)(h.points ? h.points : 1);
@@ -607,5 +607,7 @@ int main(int argc, char **argv)
            h.table_entries, h.run_entries, h.count[HB_TDELTA], h.count[HB_TNEW],
            h.hdr_bytes_hist[1], h.hdr_bytes_hist[2], h.hdr_bytes_hist[3]);
     free(h.st);
+    free(h.tsuid);
+    free(h.tlen);
     return h.bad;
 }
