@@ -11,7 +11,12 @@
  * order and a record follows every record of its dictionary before it; an append that fails
  * ends the dictionary (its new entries may not be in the log); (5) a release deletes only
  * segments whose records all precede the start of the dictionary of the oldest unreleased record
- * (starts[]), so replay finds every unreleased record's dictionary (headlog_format.h).
+ * (starts[]), so replay finds every unreleased record's dictionary (headlog_format.h); (6) a
+ * version 3 dictionary's per-series state (the previous point's time, step, value, kind and
+ * delta width of each id) is changed by the writer only under order_mu, record by record in
+ * sequence order, as replay changes it decoding every record of the dictionary from its start
+ * (released ones too); it ends with its dictionary, so no record is ever coded against the
+ * points of a record that failed or was torn.
  * Locking: order_mu, then mu; each guards the fields marked so; the engine log is thread-safe on
  * its own. */
 #include <errno.h>
@@ -39,10 +44,21 @@ struct headlog_hour {
     uint64_t first_seq;
 };
 
+/* A series' state in a version 3 dictionary (headlog_format.h): what its next point is coded
+ * against. */
+struct headlog_sstate {
+    int64_t ts_ms, dt_ms; /* its previous point's time, and that time minus the one before */
+    uint64_t v;           /* its previous value: an int, a decimal's m, or a double's bits */
+    uint8_t w;            /* the bit width of its value deltas (0..62, 64) */
+    uint8_t kind;         /* its previous point's kind (HEADLOG_K_*) */
+};
+
 /* A series dictionary (headlog_format.h): TSUID <-> id from the record that started it on. */
 struct headlog_dict {
-    uint64_t start_seq;   /* the record that started it; 0: none (the next append starts one) */
-    uint32_t n;           /* entries: ids 0..n-1 */
+    uint64_t start_seq; /* the record that started it; 0: none (the next append starts one) */
+    unsigned version;   /* of the record that started it (replay: versions never mix) */
+    uint32_t n;         /* entries: ids 0..n-1 */
+    struct headlog_sstate *ss; /* per id (version 3) */
     uint32_t *slots;      /* id + 1 by hash (open addressing, 0 empty); NULL when not indexed */
     size_t nslots;        /* a power of two, more than twice n */
     uint32_t *hash, *off; /* per id: its TSUID's hash and offset in arena */
@@ -170,6 +186,7 @@ static int headlog_mark_write(const char *dir, uint64_t seq, struct ct_err *err)
 static void headlog_dict_free(struct headlog_dict *d)
 {
     free(d->slots);
+    free(d->ss);
     free(d->hash);
     free(d->off);
     free(d->tlen);
@@ -209,12 +226,17 @@ static uint32_t headlog_dict_find(const struct headlog_dict *d, const uint8_t *t
     }
 }
 
-/* Adds TSUID t (not in d) as the next id (*id); indexed for headlog_dict_find() when index. */
+/* Adds TSUID t (not in d) as the next id (*id), its state starting at time ts_ms; indexed for
+ * headlog_dict_find() when index. */
 static int headlog_dict_add(struct headlog_dict *d, const uint8_t *t, size_t tl, uint32_t hv,
-                            bool index, uint32_t *id, struct ct_err *err)
+                            int64_t ts_ms, bool index, uint32_t *id, struct ct_err *err)
 {
     if (d->n == d->idcap) {
         size_t nc = d->idcap ? d->idcap * 2 : 1024;
+        struct headlog_sstate *nss = realloc(d->ss, nc * sizeof(*nss));
+        if (!nss)
+            return ct_err_set(err, CT_ENOMEM, "cannot grow the head log's series dictionary");
+        d->ss = nss;
         uint32_t *nh = realloc(d->hash, nc * sizeof(*nh));
         if (nh)
             d->hash = nh;
@@ -253,6 +275,7 @@ static int headlog_dict_add(struct headlog_dict *d, const uint8_t *t, size_t tl,
         d->nslots = ns;
     }
     uint32_t i = d->n++;
+    d->ss[i] = (struct headlog_sstate){.ts_ms = ts_ms};
     d->hash[i] = hv;
     d->off[i] = (uint32_t)d->alen;
     d->tlen[i] = (uint8_t)tl;
@@ -312,58 +335,385 @@ static bool headlog_decimal(double v, int64_t *m, unsigned *k)
     return false;
 }
 
-/* Point q of local series id, after the point (*prev_id, *prev_ts), at p (room
- * HEADLOG_POINT_MAX); returns the end. */
-#define HEADLOG_POINT_MAX (3 * CODING_VARINT64_MAX)
-static uint8_t *headlog_put_point(uint8_t *p, const struct dpcodec_point *q, uint32_t id,
-                                  int64_t *prev_id, int64_t *prev_ts)
+/* Whether v == m / 10^k exactly (bit for bit) at this k, |m| < 2^53. */
+static bool headlog_decimal_at(double v, unsigned k, int64_t *m)
 {
-    bool ms = q->ms || q->ts_ms % 1000 != 0;
-    bool next = (int64_t)id == *prev_id + 1;
-    uint64_t hdr = coding_zigzag(q->ts_ms - *prev_ts) << 6 | (next ? 1u : 0u) << 5 |
-                   (uint64_t)q->type << 1 | (ms ? 1 : 0);
-    uint64_t idc = coding_zigzag((int64_t)id - (*prev_id + 1));
-    *prev_id = id;
-    *prev_ts = q->ts_ms;
+    double x = v * headlog_pow10[k];
+    if (!(x > -9007199254740991.0 && x < 9007199254740991.0))
+        return false;
+    int64_t r = (int64_t)(x < 0 ? x - 0.5 : x + 0.5);
+    double back = (double)r / headlog_pow10[k];
+    if (memcmp(&back, &v, 8) != 0)
+        return false;
+    *m = r;
+    return true;
+}
+
+/* ---- version 3 points: a bit stream (headlog_format.h) -------------------------------------- */
+
+/* Bits are written least significant first into bytes in order. The writer stores 8 bytes at
+ * p each time (the buffer has room past the record for it) and moves p past the whole ones. */
+struct headlog_bw {
+    uint8_t *p;
+    uint64_t acc; /* nb pending bits (< 8 between calls), the byte at p holds them too */
+    unsigned nb;
+};
+
+/* Writes the low len bits of v (len <= 56; v < 2^len). */
+static inline void headlog_bw_put(struct headlog_bw *w, uint64_t v, unsigned len)
+{
+    w->acc |= v << w->nb;
+    w->nb += len;
+    coding_put_le64(w->p, w->acc);
+    w->p += w->nb >> 3;
+    w->acc >>= w->nb & ~7u;
+    w->nb &= 7;
+}
+
+/* Writes the low len bits of v (len <= 64). */
+static inline void headlog_bw_put_wide(struct headlog_bw *w, uint64_t v, unsigned len)
+{
+    if (len > 32) {
+        headlog_bw_put(w, v & 0xffffffffu, 32);
+        v >>= 32;
+        len -= 32;
+    }
+    headlog_bw_put(w, v, len);
+}
+
+static uint8_t *headlog_bw_end(struct headlog_bw *w)
+{
+    if (w->nb)
+        *w->p++ = (uint8_t)w->acc; /* the last byte's high bits are 0 */
+    return w->p;
+}
+
+/* The reader loads 8 bytes at a time while 8 remain (acc then also holds bits of bytes not yet
+ * counted, in their places: loading them again ORs the same bits), else byte by byte. */
+struct headlog_br {
+    const uint8_t *p, *end; /* the bytes not yet counted in nb */
+    uint64_t acc;           /* nb bits read and not used, lowest first */
+    unsigned nb;
+};
+
+/* Reads len bits (len <= 56) into *v; false past the end. */
+static inline bool headlog_br_get(struct headlog_br *r, unsigned len, uint64_t *v)
+{
+    if (r->nb < len && r->end - r->p >= 8) {
+        r->acc |= coding_get_le64(r->p) << r->nb;
+        r->p += (63 - r->nb) >> 3;
+        r->nb |= 56;
+    }
+    while (r->nb < len) {
+        if (r->p == r->end)
+            return false;
+        r->acc |= (uint64_t)*r->p++ << r->nb;
+        r->nb += 8;
+    }
+    *v = len ? r->acc & (~0ULL >> (64 - len)) : 0;
+    r->acc = len < 64 ? r->acc >> len : 0;
+    r->nb -= len;
+    return true;
+}
+
+static inline bool headlog_br_get_wide(struct headlog_br *r, unsigned len, uint64_t *v)
+{
+    uint64_t lo = 0, hi;
+    if (len > 32) {
+        if (!headlog_br_get(r, 32, &lo) || !headlog_br_get(r, len - 32, &hi))
+            return false;
+        *v = lo | hi << 32;
+        return true;
+    }
+    return headlog_br_get(r, len, v);
+}
+
+/* Counts 0 bits before a 1 bit (at most max); false past the end or beyond max. */
+static inline bool headlog_br_zeros(struct headlog_br *r, unsigned max, unsigned *n)
+{
+    uint64_t b;
+    for (unsigned z = 0; z <= max; z++) {
+        if (!headlog_br_get(r, 1, &b))
+            return false;
+        if (b) {
+            *n = z;
+            return true;
+        }
+    }
+    return false;
+}
+
+static inline unsigned headlog_bits(uint64_t v)
+{
+    return v ? 64u - (unsigned)__builtin_clzll(v) : 0u;
+}
+
+/* A count c >= 1: Exp-Golomb of c - 1 (c's bits after its top one, b - 1 zeros first). */
+static inline void headlog_put_count(struct headlog_bw *w, uint32_t c)
+{
+    unsigned b = headlog_bits(c);
+    headlog_bw_put(w, 1ULL << (b - 1), b);
+    headlog_bw_put(w, c & ((1ULL << (b - 1)) - 1), b - 1);
+}
+
+/* The time's delta of delta (zig-zag zz) by its size class. */
+static inline void headlog_put_dod(struct headlog_bw *w, uint64_t zz)
+{
+    if (zz == 0)
+        headlog_bw_put(w, 0, 1); /* 0 */
+    else if (zz < 1u << 7)
+        headlog_bw_put(w, 1 | zz << 2, 9); /* 10 + 7 bits */
+    else if (zz < 1u << 14)
+        headlog_bw_put(w, 3 | zz << 3, 17); /* 110 + 14 bits */
+    else if (zz < 1u << 24)
+        headlog_bw_put(w, 7 | zz << 4, 28); /* 1110 + 24 bits */
+    else {
+        headlog_bw_put(w, 15, 4); /* 1111 + 64 bits */
+        headlog_bw_put_wide(w, zz, 64);
+    }
+}
+
+/* A value delta's zig-zag zz in the series' width *wp: 0 + *wp bits while it fits and wastes
+ * fewer bits than a new width would cost, else 1 + the new width (6 bits, 63 for 64) + bits. */
+static inline void headlog_put_delta(struct headlog_bw *w, uint64_t zz, uint8_t *wp)
+{
+    unsigned nb = headlog_bits(zz), cur = *wp;
+    if (nb <= cur && cur - nb <= HEADLOG_W_SLACK) {
+        headlog_bw_put(w, 0, 1);
+        headlog_bw_put_wide(w, zz, cur);
+        return;
+    }
+    unsigned nw = nb <= 62 ? nb : 64;
+    headlog_bw_put(w, 1 | (uint64_t)(nw == 64 ? 63 : nw) << 1, 7);
+    headlog_bw_put_wide(w, zz, nw);
+    *wp = (uint8_t)nw;
+}
+
+/* A double's bits x XOR the previous value's: 0 when equal, else 1 + leading zeros (6 bits) +
+ * significant bits - 1 (6 bits) + the significant bits. */
+static inline void headlog_put_xor(struct headlog_bw *w, uint64_t x)
+{
+    if (x == 0) {
+        headlog_bw_put(w, 0, 1);
+        return;
+    }
+    unsigned lead = (unsigned)__builtin_clzll(x), trail = (unsigned)__builtin_ctzll(x);
+    unsigned len = 64 - lead - trail;
+    headlog_bw_put(w, 1 | lead << 1 | (uint64_t)(len - 1) << 7, 13);
+    headlog_bw_put_wide(w, x >> trail, len);
+}
+
+/* Whether v widens back from a float (OpenTSDB's FLOAT rule, dpcodec_point_real), without
+ * converting an out-of-range double. */
+static bool headlog_float_exact(double v)
+{
+    if (v != v)
+        return false;
+    if (v < -FLT_MAX || v > FLT_MAX)
+        return v == 1.0 / 0.0 || v == -1.0 / 0.0;
+    return (double)(float)v == v;
+}
+
+/* What a kind's previous value means: kinds of one domain (an int; a decimal of one k, float or
+ * double, s or ms; a double's bits) code a value as a delta from the previous one. */
+static inline unsigned headlog_kind_domain(unsigned kind)
+{
+    return (kind & 3) == DPCODEC_INT ? 0x100u : kind & 0xf8u;
+}
+
+/* Point q of the series whose state is st (HEADLOG_POINT3_BITS at most). */
+#define HEADLOG_POINT3_BITS (1 + 4 + 64 + 1 + HEADLOG_K_BITS + 13 + 64)
+static void headlog_put_point3(struct headlog_bw *w, const struct dpcodec_point *q,
+                               struct headlog_sstate *st)
+{
+    unsigned ms = q->ms || q->ts_ms % 1000 != 0;
+    int64_t dt = (int64_t)((uint64_t)q->ts_ms - (uint64_t)st->ts_ms);
+    uint64_t dod = coding_zigzag((int64_t)((uint64_t)dt - (uint64_t)st->dt_ms));
+    st->ts_ms = q->ts_ms;
+    st->dt_ms = dt;
+    unsigned type = (unsigned)q->type;
+    if (type != DPCODEC_INT &&
+        (type == DPCODEC_FLOAT) == headlog_float_exact(q->f)) /* the type its value implies */
+        type = HEADLOG_K_REAL;
+    unsigned kind = type | ms << 2;
+    uint64_t v;
     int64_t m;
     unsigned k;
-    uint64_t vb, val;
-    unsigned vmode = 0; /* 0: an integer's varint; 1: 4 bytes; 2: varint; 3: 8 bytes */
     if (q->type == DPCODEC_INT) {
-        val = coding_zigzag(q->i);
+        v = (uint64_t)q->i;
+    } else if ((st->kind & 3) != DPCODEC_INT && !(st->kind & HEADLOG_K_BITS_MODE) &&
+               headlog_decimal_at(q->f, st->kind >> HEADLOG_K_DEC_SHIFT, &m)) {
+        kind |= st->kind & HEADLOG_K_DEC_MASK; /* the series' exponent still holds it */
+        v = (uint64_t)m;
+    } else if (headlog_decimal(q->f, &m, &k)) {
+        kind |= k << HEADLOG_K_DEC_SHIFT;
+        v = (uint64_t)m;
     } else {
-        memcpy(&vb, &q->f, 8);
-        vmode = 3;
-        val = vb;
-        if (headlog_decimal(q->f, &m, &k)) {
-            vmode = 2;
-            val = coding_zigzag(m) << 4 | k;
-        } else if (q->f >= -FLT_MAX && q->f <= FLT_MAX) {
-            float f = (float)q->f;
-            double back = f;
-            uint64_t bb;
-            memcpy(&bb, &back, 8);
-            if (bb == vb) {
-                uint32_t fb;
-                memcpy(&fb, &f, 4);
-                vmode = 1;
-                val = fb;
-            }
+        kind |= HEADLOG_K_BITS_MODE;
+        memcpy(&v, &q->f, 8);
+    }
+    uint64_t prev = st->v;
+    if (dod == 0 && kind == st->kind) {
+        st->v = v;
+        if (kind & HEADLOG_K_BITS_MODE) { /* 0: the same step and kind */
+            headlog_bw_put(w, 0, 1);
+            headlog_put_xor(w, v ^ prev);
+            return;
         }
-        hdr |= (uint64_t)(vmode == 3 ? 0 : vmode) << 3; /* 8 bytes: a float's vmode 0 */
+        uint64_t zz = coding_zigzag((int64_t)(v - prev));
+        unsigned nb = headlog_bits(zz), cur = st->w;
+        if (nb <= cur && cur - nb <= HEADLOG_W_SLACK) { /* 0: ... and the delta's width too */
+            headlog_bw_put(w, 0, 1);
+            headlog_bw_put_wide(w, zz, cur);
+            return;
+        }
     }
-    p += coding_put_varint64(p, hdr);
-    if (!next)
-        p += coding_put_varint64(p, idc);
-    if (vmode == 1) {
-        coding_put_le32(p, (uint32_t)val);
-        return p + 4;
+    headlog_bw_put(w, 1, 1); /* 1: the time, the kind and the value, each coded */
+    headlog_put_dod(w, dod);
+    if (kind == st->kind) {
+        headlog_bw_put(w, 0, 1);
+    } else {
+        headlog_bw_put(w, 1 | kind << 1, 1 + HEADLOG_K_BITS);
+        if (headlog_kind_domain(kind) != headlog_kind_domain(st->kind))
+            prev = 0; /* another domain: the value whole */
+        st->kind = (uint8_t)kind;
     }
-    if (vmode == 3) {
-        coding_put_le64(p, val);
-        return p + 8;
+    st->v = v;
+    if (kind & HEADLOG_K_BITS_MODE)
+        headlog_put_xor(w, v ^ prev);
+    else
+        headlog_put_delta(w, coding_zigzag((int64_t)(v - prev)), &st->w);
+}
+
+/* A headlog_put_xor() value after prev into *x. */
+static bool headlog_get_xor(struct headlog_br *r, uint64_t prev, uint64_t *x, const char **why)
+{
+    uint64_t b, lead, len, v = 0;
+    if (!headlog_br_get(r, 1, &b))
+        return false;
+    if (b) {
+        if (!headlog_br_get(r, 12, &lead))
+            return false;
+        len = (lead >> 6) + 1;
+        lead &= 63;
+        if (lead + len > 64) {
+            *why = "bad value";
+            return false;
+        }
+        if (!headlog_br_get_wide(r, (unsigned)len, &v))
+            return false;
+        v <<= 64 - lead - len;
     }
-    return p + coding_put_varint64(p, val);
+    *x = prev ^ v;
+    return true;
+}
+
+static bool headlog_point3_done(struct headlog_sstate *st, uint64_t dt, uint64_t t, uint64_t kind,
+                                uint64_t x, struct dpcodec_point *pt, const char **why);
+
+/* The next point of the series whose state is st into *pt; false (the reason in *why) for a
+ * stream that ends early or holds what no writer writes. */
+static bool headlog_get_point3(struct headlog_br *r, struct headlog_sstate *st,
+                               struct dpcodec_point *pt, const char **why)
+{
+    static const unsigned dod_bits[5] = {0, 7, 14, 24, 64};
+    uint64_t b, zz = 0, kind = st->kind, x;
+    unsigned ones = 0;
+    *why = "truncated points";
+    if (!headlog_br_get(r, 1, &b))
+        return false;
+    if (!b) { /* the same step and kind, and a delta of the kept width */
+        uint64_t t = (uint64_t)st->ts_ms + (uint64_t)st->dt_ms;
+        if (t > (uint64_t)HEADLOG_MAX_TS_MS) {
+            *why = "bad timestamp";
+            return false;
+        }
+        if (kind & HEADLOG_K_BITS_MODE) {
+            if (!headlog_get_xor(r, st->v, &x, why))
+                return false;
+        } else {
+            if (!headlog_br_get_wide(r, st->w, &zz))
+                return false;
+            x = st->v + (uint64_t)coding_unzigzag(zz);
+        }
+        return headlog_point3_done(st, (uint64_t)st->dt_ms, t, kind, x, pt, why);
+    }
+    while (ones < 4) {
+        if (!headlog_br_get(r, 1, &b))
+            return false;
+        if (!b)
+            break;
+        ones++;
+    }
+    if (ones && !headlog_br_get_wide(r, dod_bits[ones], &zz))
+        return false;
+    uint64_t dt = (uint64_t)st->dt_ms + (uint64_t)coding_unzigzag(zz);
+    uint64_t t = (uint64_t)st->ts_ms + dt;
+    if (t > (uint64_t)HEADLOG_MAX_TS_MS) {
+        *why = "bad timestamp";
+        return false;
+    }
+    if (!headlog_br_get(r, 1, &b))
+        return false;
+    uint64_t prev = st->v;
+    if (b) {
+        if (!headlog_br_get(r, HEADLOG_K_BITS, &kind))
+            return false;
+        unsigned type = kind & 3, k = (unsigned)kind >> HEADLOG_K_DEC_SHIFT;
+        if ((type == DPCODEC_INT && (kind & ~7u)) || k > HEADLOG_DEC_MAX ||
+            ((kind & HEADLOG_K_BITS_MODE) && k)) {
+            *why = "bad point kind";
+            return false;
+        }
+        if (headlog_kind_domain((unsigned)kind) != headlog_kind_domain(st->kind))
+            prev = 0;
+    }
+    if (kind & HEADLOG_K_BITS_MODE) {
+        if (!headlog_get_xor(r, prev, &x, why))
+            return false;
+    } else {
+        unsigned wd = st->w;
+        if (!headlog_br_get(r, 1, &b))
+            return false;
+        if (b) {
+            uint64_t c;
+            if (!headlog_br_get(r, 6, &c))
+                return false;
+            wd = c == 63 ? 64 : (unsigned)c;
+            st->w = (uint8_t)wd;
+        }
+        if (!headlog_br_get_wide(r, wd, &zz))
+            return false;
+        x = prev + (uint64_t)coding_unzigzag(zz);
+    }
+    return headlog_point3_done(st, dt, t, kind, x, pt, why);
+}
+
+/* What headlog_get_point3() read: the point (time t, kind, value x) into *pt and st. */
+static bool headlog_point3_done(struct headlog_sstate *st, uint64_t dt, uint64_t t, uint64_t kind,
+                                uint64_t x, struct dpcodec_point *pt, const char **why)
+{
+    *pt = (struct dpcodec_point){
+        .ts_ms = (int64_t)t, .type = (enum dpcodec_type)(kind & 3), .ms = (kind & 4) != 0};
+    if ((kind & 3) == DPCODEC_INT) {
+        pt->i = (int64_t)x;
+    } else if (kind & HEADLOG_K_BITS_MODE) {
+        memcpy(&pt->f, &x, 8);
+    } else {
+        int64_t m = (int64_t)x;
+        if (m <= -(1LL << 53) || m >= 1LL << 53) {
+            *why = "bad decimal value";
+            return false;
+        }
+        pt->f = (double)m / headlog_pow10[kind >> HEADLOG_K_DEC_SHIFT];
+    }
+    if ((kind & 3) == HEADLOG_K_REAL)
+        pt->type = headlog_float_exact(pt->f) ? DPCODEC_FLOAT : DPCODEC_DOUBLE;
+    st->ts_ms = (int64_t)t;
+    st->dt_ms = (int64_t)dt;
+    st->v = x;
+    st->kind = (uint8_t)kind;
+    return true;
 }
 
 /* ---- open / close ------------------------------------------------------------------------ */
@@ -696,11 +1046,12 @@ static int headlog_replay_v2(struct headlog_replay_ctx *c, uint64_t seq, const u
     uint64_t start = seq - back;
     if (back == 0) {
         headlog_dict_reset(d, seq);
+        d->version = HEADLOG_VERSION_2;
         int rc = headlog_push_start(l, seq, err);
         if (rc != CT_OK)
             return rc;
-    } else if (d->start_seq != start) {
-        if (start < c->first_seq && (released || !l->mark_found))
+    } else if (d->start_seq != start || d->version != HEADLOG_VERSION_2) {
+        if (d->start_seq != start && start < c->first_seq && (released || !l->mark_found))
             return CT_OK; /* its dictionary began in a released segment, deleted since */
         char why[96];
         snprintf(why, sizeof(why), "its series dictionary (record %" PRIu64 ") is not in the log",
@@ -738,7 +1089,7 @@ static int headlog_replay_v2(struct headlog_replay_ctx *c, uint64_t seq, const u
                 goto out;
             }
             uint32_t nid;
-            if ((rc = headlog_dict_add(d, p + 1, p[0], 0, false, &nid, err)) != CT_OK)
+            if ((rc = headlog_dict_add(d, p + 1, p[0], 0, 0, false, &nid, err)) != CT_OK)
                 goto out;
             id = nid;
             p += 1 + p[0];
@@ -779,6 +1130,125 @@ out:
     return rc;
 }
 
+/* A version 3 batch's body [p, end) (after the version byte). A released record still feeds the
+ * dictionary: its table and its points' state. */
+static int headlog_replay_v3(struct headlog_replay_ctx *c, uint64_t seq, const uint8_t *p,
+                             const uint8_t *end, struct ct_err *err)
+{
+    struct headlog *l = c->l;
+    struct headlog_dict *d = &c->dict;
+    uint64_t back, npoints, base, nseries;
+    size_t k;
+    if (!(k = coding_get_varint64(p, end, &back)) || back >= seq)
+        return headlog_bad(err, seq, "bad dictionary reference");
+    p += k;
+    if (!(k = coding_get_varint64(p, end, &npoints)) || npoints > 8 * (size_t)(end - p))
+        return headlog_bad(err, seq, "bad point count");
+    p += k;
+    if (!(k = coding_get_varint64(p, end, &base)) || base > (uint64_t)HEADLOG_MAX_TS_MS)
+        return headlog_bad(err, seq, "bad base time");
+    p += k;
+    if (!(k = coding_get_varint64(p, end, &nseries)) || nseries > npoints)
+        return headlog_bad(err, seq, "bad series count");
+    p += k;
+    bool released = seq <= l->released_seq;
+    uint64_t start = seq - back;
+    if (back == 0) {
+        headlog_dict_reset(d, seq);
+        d->version = HEADLOG_VERSION;
+        int rc = headlog_push_start(l, seq, err);
+        if (rc != CT_OK)
+            return rc;
+    } else if (d->start_seq != start || d->version != HEADLOG_VERSION) {
+        if (d->start_seq != start && start < c->first_seq && (released || !l->mark_found))
+            return CT_OK; /* its dictionary began in a released segment, deleted since */
+        char why[96];
+        snprintf(why, sizeof(why), "its series dictionary (record %" PRIu64 ") is not in the log",
+                 start);
+        return headlog_bad(err, seq, why);
+    }
+    uint32_t *ids = malloc((nseries ? nseries : 1) * sizeof(*ids));
+    if (!ids)
+        return ct_err_set(err, CT_ENOMEM, "cannot replay head log record %" PRIu64, seq);
+    int rc = CT_OK;
+    int64_t prev = -1;
+    for (uint64_t s = 0; s < nseries;) {
+        uint64_t code, id;
+        if (!(k = coding_get_varint64(p, end, &code))) {
+            rc = headlog_bad(err, seq, "truncated series table");
+            goto out;
+        }
+        p += k;
+        if ((code & 3) == 2) { /* a run: (code >> 2) + 2 entries, each the one before + 1 */
+            uint64_t nrun = (code >> 2) + 2;
+            if (nrun > nseries - s || (uint64_t)(prev + 1) + nrun > d->n) {
+                rc = headlog_bad(err, seq, "undefined series id");
+                goto out;
+            }
+            for (uint64_t j = 0; j < nrun; j++)
+                ids[s++] = (uint32_t)++prev;
+            continue;
+        }
+        if (code & 1) {
+            if (code != 1 || p >= end || p[0] == 0 || (size_t)(end - p) < 1u + p[0]) {
+                rc = headlog_bad(err, seq, "truncated series");
+                goto out;
+            }
+            uint32_t nid;
+            if ((rc = headlog_dict_add(d, p + 1, p[0], 0, (int64_t)base, false, &nid, err)) !=
+                CT_OK)
+                goto out;
+            id = nid;
+            p += 1 + p[0];
+        } else {
+            id = (uint64_t)(prev + 1) + (uint64_t)coding_unzigzag(code >> 2);
+            if (id >= d->n) {
+                rc = headlog_bad(err, seq, "undefined series id");
+                goto out;
+            }
+        }
+        ids[s++] = (uint32_t)id;
+        prev = (int64_t)id;
+    }
+    /* the points, series by series in table order */
+    struct headlog_br r = {.p = p, .end = end};
+    uint64_t left = npoints;
+    const char *why = "truncated points";
+    for (uint64_t s = 0; s < nseries; s++) {
+        unsigned z = 0;
+        uint64_t lo = 0, cnt;
+        if (npoints != nseries && (!headlog_br_zeros(&r, 31, &z) || !headlog_br_get(&r, z, &lo))) {
+            rc = headlog_bad(err, seq, "bad point count of a series");
+            goto out;
+        }
+        cnt = (1ULL << z) | lo;
+        if (cnt > left) {
+            rc = headlog_bad(err, seq, "more points than the record holds");
+            goto out;
+        }
+        left -= cnt;
+        uint32_t id = ids[s];
+        struct headlog_sstate *st = &d->ss[id];
+        for (uint64_t j = 0; j < cnt; j++) {
+            struct dpcodec_point pt;
+            if (!headlog_get_point3(&r, st, &pt, &why)) {
+                rc = headlog_bad(err, seq, why);
+                goto out;
+            }
+            if (!released && (rc = headlog_replay_point(c, seq, d->arena + d->off[id], d->tlen[id],
+                                                        &pt, err)) != CT_OK)
+                goto out;
+        }
+    }
+    if (left != 0)
+        rc = headlog_bad(err, seq, "fewer points than the record holds");
+    else if (r.p != r.end || r.nb >= 8 || r.acc != 0)
+        rc = headlog_bad(err, seq, "bytes after the last point");
+out:
+    free(ids);
+    return rc;
+}
+
 static int headlog_replay_record(void *arg, uint64_t seq, const uint8_t *p, size_t len,
                                  struct ct_err *err)
 {
@@ -790,6 +1260,8 @@ static int headlog_replay_record(void *arg, uint64_t seq, const uint8_t *p, size
         l->next_seq = seq + 1;
     const uint8_t *end = p + len;
     if (len >= 1 && p[0] == HEADLOG_VERSION)
+        return headlog_replay_v3(c, seq, p + 1, end, err);
+    if (len >= 1 && p[0] == HEADLOG_VERSION_2)
         return headlog_replay_v2(c, seq, p + 1, end, err);
     if (seq <= l->released_seq)
         return CT_OK; /* its points are in the store */
@@ -800,7 +1272,7 @@ static int headlog_replay_record(void *arg, uint64_t seq, const uint8_t *p, size
     return len < 1 ? headlog_bad(err, seq, "empty")
                    : ct_err_set(err, CT_ECORRUPT,
                                 "head log record %" PRIu64
-                                ": unsupported version %u (this build reads %d and %d)",
+                                ": unsupported version %u (this build reads %d to %d)",
                                 seq, p[0], HEADLOG_VERSION_1, HEADLOG_VERSION);
 }
 
@@ -831,13 +1303,15 @@ static int headlog_wal_put(struct headlog *l, uint64_t seq, const uint8_t *buf, 
 static int headlog_wal_done(struct headlog *l, int rc, bool had, enum wal_sync sync,
                             struct ct_err *err);
 
+#define HEADLOG_HDR_MAX (1 + 4 * CODING_VARINT64_MAX)
+
 /* Room for the record of pts (local series first[0..nseries)). */
 static size_t headlog_bound(const struct head_point *pts, size_t n, const uint32_t *first,
                             size_t nseries)
 {
-    size_t b = 1 + 3 * CODING_VARINT64_MAX + n * HEADLOG_POINT_MAX + CODING_VARINT64_MAX;
+    size_t b = HEADLOG_HDR_MAX + n * ((HEADLOG_POINT3_BITS + 7) / 8) + 16;
     for (size_t s = 0; s < nseries; s++)
-        b += CODING_VARINT64_MAX + 1 + pts[first[s]].tlen;
+        b += CODING_VARINT64_MAX + 1 + pts[first[s]].tlen + 9; /* + its point count */
     return b;
 }
 
@@ -846,8 +1320,6 @@ int headlog_append(struct headlog *l, const struct head_point *pts, size_t n, en
 {
     return headlog_append_ids(l, pts, NULL, n, sync, err);
 }
-
-#define HEADLOG_HDR_MAX (1 + 3 * CODING_VARINT64_MAX)
 
 int headlog_append_ids(struct headlog *l, const struct head_point *pts, const uint32_t *given,
                        size_t n, enum wal_sync sync, struct ct_err *err)
@@ -906,21 +1378,32 @@ int headlog_append_ids(struct headlog *l, const struct head_point *pts, const ui
         }
         ids[i] = slots[s] - 1;
     }
-    /* the points section (no dictionary needed) after room for the header */
+    /* the points grouped by series (stable: a series' points keep their order; with one point a
+     * series, local ids are point indexes: no grouping), and room */
+    bool one = n == nseries;
+    uint32_t *cnt = one ? NULL : calloc((size_t)nseries + 1, sizeof(*cnt));
+    uint32_t *order = one ? NULL : malloc(n * sizeof(*order));
+    uint32_t *dids = malloc((nseries ? nseries : 1) * sizeof(*dids));
     size_t cap = headlog_bound(pts, n, first, nseries), tsuid_bytes = 0;
-    if (!(buf = malloc(cap))) {
+    if ((!one && (!cnt || !order)) || !dids || !(buf = malloc(cap))) {
+        free(cnt);
+        free(order);
+        free(dids);
         rc = ct_err_set(err, CT_ENOMEM, "cannot encode a head log record of %zu points", n);
         goto out;
     }
-    uint8_t *p = buf + HEADLOG_HDR_MAX;
-    int64_t prev_id = -1, prev_ts = 0;
-    for (size_t i = 0; i < n; i++)
-        p = headlog_put_point(p, &pts[i].p, given ? given[i] : ids[i], &prev_id, &prev_ts);
-    size_t plen = (size_t)(p - (buf + HEADLOG_HDR_MAX));
+    const uint32_t *lid = given ? given : ids;
+    for (size_t i = 0; !one && i < n; i++)
+        cnt[lid[i] + 1]++;
+    for (uint32_t s = 0; !one && s < nseries; s++)
+        cnt[s + 1] += cnt[s]; /* cnt[s]: where series s's points begin in order */
+    for (size_t i = 0; !one && i < n; i++)
+        order[cnt[lid[i]]++] = (uint32_t)i; /* after this, cnt[s] is where series s + 1's begin */
     for (uint32_t s = 0; s < nseries; s++)
         tsuid_bytes += pts[first[s]].tlen;
 
-    /* the series table and the hand-off to the engine log, in sequence order */
+    /* the header, the series table and the points against the dictionary's state, and the
+     * hand-off to the engine log, in sequence order */
     pthread_mutex_lock(&l->order_mu);
     bool new_hour = false;
     pthread_mutex_lock(&l->mu);
@@ -942,15 +1425,22 @@ int headlog_append_ids(struct headlog *l, const struct head_point *pts, const ui
         if (rc != CT_OK)
             d->start_seq = 0;
     }
+    int64_t base = pts[one ? 0 : order[0]].p.ts_ms; /* new entries' state starts at this time */
+    uint8_t *p = buf;
+    *p++ = HEADLOG_VERSION;
+    p += coding_put_varint64(p, seq - d->start_seq);
+    p += coding_put_varint64(p, n);
+    p += coding_put_varint64(p, (uint64_t)base);
+    p += coding_put_varint64(p, nseries);
     int64_t prev = -1;
     uint64_t run = 0; /* entries prev - run + 1 .. prev not written yet: each the one before + 1 */
-    p += coding_put_varint64(p, nseries);
     for (uint32_t s = 0; s <= nseries && rc == CT_OK; s++) {
         const struct head_point *o = s < nseries ? &pts[first[s]] : NULL;
         uint32_t id = o ? headlog_dict_find(d, o->tsuid, o->tlen, hs[s]) : UINT32_MAX;
         if (o && id != UINT32_MAX && (int64_t)id == prev + 1) {
             run++;
             prev = id;
+            dids[s] = id;
             continue;
         }
         if (run == 1)
@@ -962,27 +1452,38 @@ int headlog_append_ids(struct headlog *l, const struct head_point *pts, const ui
             break;
         if (id != UINT32_MAX) {
             p += coding_put_varint64(p, coding_zigzag((int64_t)id - (prev + 1)) << 2);
-        } else if ((rc = headlog_dict_add(d, o->tsuid, o->tlen, hs[s], true, &id, err)) == CT_OK) {
+        } else if ((rc = headlog_dict_add(d, o->tsuid, o->tlen, hs[s], base, true, &id, err)) ==
+                   CT_OK) {
             *p++ = 1;
             *p++ = (uint8_t)o->tlen;
             memcpy(p, o->tsuid, o->tlen);
             p += o->tlen;
         }
         prev = id;
+        dids[s] = id;
     }
+    if (rc == CT_OK) {
+        struct headlog_bw w = {.p = p};
+        size_t i = 0;
+        for (uint32_t s = 0; one && s < nseries; s++) /* series s's point is point s */
+            headlog_put_point3(&w, &pts[s].p, &d->ss[dids[s]]);
+        for (uint32_t s = 0; !one && s < nseries; s++) {
+            size_t e = cnt[s]; /* series s's points are order[i..e) */
+            struct headlog_sstate *st = &d->ss[dids[s]];
+            headlog_put_count(&w, (uint32_t)(e - i));
+            for (; i < e; i++)
+                headlog_put_point3(&w, &pts[order[i]].p, st);
+        }
+        p = headlog_bw_end(&w);
+    }
+    free(cnt);
+    free(order);
+    free(dids);
     bool had = false, put = rc == CT_OK;
     size_t len = 0;
     if (rc == CT_OK) {
-        uint8_t hdr[HEADLOG_HDR_MAX], *h = hdr;
-        *h++ = HEADLOG_VERSION;
-        h += coding_put_varint64(h, seq - d->start_seq);
-        h += coding_put_varint64(h, n);
-        h += coding_put_varint64(h, plen);
-        size_t hl = (size_t)(h - hdr);
-        uint8_t *payload = buf + HEADLOG_HDR_MAX - hl;
-        memcpy(payload, hdr, hl);
-        len = (size_t)(p - payload);
-        rc = headlog_wal_put(l, seq, payload, len, sync, &had, err);
+        len = (size_t)(p - buf);
+        rc = headlog_wal_put(l, seq, buf, len, sync, &had, err);
     }
     if (rc != CT_OK)
         d->start_seq = 0; /* what it defined may not be in the log: the next record starts anew */

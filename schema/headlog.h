@@ -29,12 +29,14 @@
  * caller, not part of the state, and the next release writes the mark again.
  *
  * Records name their series through a series dictionary shared by consecutive records
- * (headlog_format.h): a series' TSUID is written once per dictionary, and release never deletes
- * a dictionary an unreleased record uses.
+ * (headlog_format.h): a series' TSUID is written once per dictionary, each point is coded against
+ * the series' previous point in the dictionary, and release never deletes a dictionary an
+ * unreleased record uses.
  *
- * Threading: every function is thread-safe. Appends encode their points concurrently, then take
- * turns (one lock) to name their series against the dictionary and copy the record into the
- * engine log; FSYNC appends then share one fdatasync. */
+ * Threading: every function is thread-safe. Appends find their series and group their points by
+ * series concurrently, then take turns (one lock) to name their series against the dictionary,
+ * code each point against its series' previous point (the dictionary's state) and copy the record
+ * into the engine log; FSYNC appends then share one fdatasync. */
 #ifndef CT_SCHEMA_HEADLOG_H
 #define CT_SCHEMA_HEADLOG_H
 

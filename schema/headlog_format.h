@@ -3,11 +3,59 @@
  * wal_format.h); this is what one record carries: one packed batch of points, or a delete.
  * Varints are LEB128 (storage/coding.h); zz() is zig-zag.
  *
- * Batch record, version 2 (HEADLOG_VERSION, written):
+ * Batch record, version 3 (HEADLOG_VERSION, written):
  *   offset size  field
  *   0      1     HEADLOG_VERSION
  *   1      var   back: this record's sequence number minus that of the record that started its
  *                series dictionary (0: this record starts a new, empty dictionary)
+ *          var   npoints
+ *          var   base: a time in ms (the writer's: its first point's), where the state of the
+ *                series this record adds to the dictionary starts
+ *          var   nseries (<= npoints)
+ *                the series table, local ids 0..nseries-1 in order, by codes (the previous
+ *                entry's dictionary id starts at -1):
+ *                  var code: odd (only 1) - a new dictionary entry, followed by 1 byte tlen
+ *                      (1..255) and the TSUID; it takes the dictionary's next id, its state
+ *                      {ts base, dt 0, v 0, w 0, kind 0};
+ *                  code & 3 == 0 - zz(id - (previous entry's id + 1)) << 2: one entry defined by
+ *                      this or an earlier record of the dictionary;
+ *                  code & 3 == 2 - (r - 2) << 2: r >= 2 entries, the previous entry's id + 1,
+ *                      + 2, ... + r (a writer sending its series in one order makes long runs)
+ *          rest  the points: a bit stream, each field's bits least significant first, packed
+ *                from the low bit of each byte; series by series in table order, a series'
+ *                points in the order they were given; the last byte's unused high bits are 0
+ *                and the payload ends there. Per series: its point count c (unless npoints ==
+ *                nseries: then 1) as b - 1 0-bits, a 1-bit, then c's b - 1 low bits (b = bits of
+ *                c); then per point, against the series' state in the dictionary (st: the
+ *                previous point's ts, dt = its ts minus the one before, its value v (an int, a
+ *                decimal's m or a double's bits), the width w of value deltas, its kind):
+ *                  0 - the same step (ts = st.ts + st.dt) and kind as st, and (kind not XOR) a
+ *                      delta of width w: w bits of zz(value - st.v); (XOR) an xor value
+ *                  1 - coded in full: the time's delta of delta zz(ts - st.ts - st.dt) as 0
+ *                      (0), 10 + 7 bits, 110 + 14 bits, 1110 + 24 bits or 1111 + 64 bits; then 0
+ *                      (kind st.kind) or 1 + HEADLOG_K_BITS of a new kind; then the value: (XOR) an xor value; else 0 + w bits
+ *                      of zz(value - previous), or 1 + 6 bits of a new width w (63: 64) + w bits
+ *                  an xor value: 0 (st.v again) or 1 + 6 bits of leading zeros l + 6 bits of
+ *                      n - 1 + the n significant bits of (bits XOR st.v) (l + n <= 64)
+ *                kind: type (bits 0-1: 0 int, 1 float, 2 double, 3 float or double as the
+ *                value implies: float when it widens back from a float, ±inf included, NaN
+ *                not), ms (bit 2), XOR (bit 3: the double's bits), k (bits 4-7, <=
+ *                HEADLOG_DEC_MAX): a real not XOR is the decimal m / 10^k, exactly, bit for bit,
+ *                |m| < 2^53; an int has bits 3-7 0. A new kind of another domain (int; a decimal
+ *                of one k, whatever its type and ms; XOR) counts the previous value as 0.
+ *                A point updates st (ts, dt, v, kind, and w when a width was written). The
+ *                writer uses type 3 whenever it holds, keeps a series' k while its values fit
+ *                it (so 23.7 after 23.71 is 2370 at k 2), a width while a delta needs at most it
+ *                and at least it - HEADLOG_W_SLACK bits, and writes a double as XOR when no
+ *                k <= 9 holds it.
+ *   The state is the dictionary's: a record's points decode only after every earlier record
+ *   of its dictionary, released ones included (replay decodes their points, without putting
+ *   them in the head).
+ *
+ * Batch record, version 2 (HEADLOG_VERSION_2, read only: logs written before version 3):
+ *   offset size  field
+ *   0      1     HEADLOG_VERSION_2
+ *   1      var   back (as version 3)
  *          var   npoints
  *          var   plen: bytes of the points section
  *          plen  points section, npoints times:
@@ -21,15 +69,9 @@
  *                      1 - 4 bytes, an IEEE float (little-endian) that widens to the double;
  *                      2 - var zz(m) << 4 | k: the double m / 10^k (k <= HEADLOG_DEC_MAX,
  *                          |m| < 2^53), exactly, bit for bit; vmode 3 is corrupt
- *          var   nseries: the record's series table, local ids 0..nseries-1 in order, by
- *                codes (the previous entry's dictionary id starts at -1):
- *                  var code: odd (only 1) - a new dictionary entry, followed by 1 byte tlen
- *                      (1..255) and the TSUID; it takes the dictionary's next id;
- *                  code & 3 == 0 - zz(id - (previous entry's id + 1)) << 2: one entry defined by
- *                      this or an earlier record of the dictionary;
- *                  code & 3 == 2 - (r - 2) << 2: r >= 2 entries, the previous entry's id + 1,
- *                      + 2, ... + r (a writer sending its series in one order makes long runs)
- *   the payload ends exactly after the table (anything after is corruption).
+ *          var   nseries, then the series table (as version 3, without state)
+ *   the payload ends exactly after the table (anything after is corruption). A dictionary's
+ *   records are all of one version (a version 3 record naming a version 2 dictionary is corrupt).
  *
  * Series dictionaries: the writer keeps one dictionary (TSUID -> id) from the record that starts
  * it to the next such record; records of one dictionary are consecutive in sequence order and
@@ -39,8 +81,10 @@
  * release of the whole log, and when the dictionary reaches HEADLOG_DICT_MAX_SERIES entries or
  * HEADLOG_DICT_MAX_BYTES of TSUIDs. Release deletes only segments whose records all precede the
  * start of the dictionary of the oldest unreleased record, so an unreleased record's dictionary
- * is always in the log; replay reads released records' tables (not their points) to rebuild it.
- * A released record whose dictionary's start was deleted is skipped.
+ * is always in the log; replay reads released records' tables (and, version 3, their points:
+ * the series' state) to rebuild it. A released record whose dictionary's start was deleted is
+ * skipped. A series' state goes with its dictionary: a failed append, a torn tail and a restart
+ * end it with the dictionary, so no record is ever coded against a point that is not in the log.
  *
  * Batch record, version 1 (read only: logs written before version 2):
  *   0      1     1
@@ -65,10 +109,17 @@
 #ifndef CT_SCHEMA_HEADLOG_FORMAT_H
 #define CT_SCHEMA_HEADLOG_FORMAT_H
 
-#define HEADLOG_VERSION         2
+#define HEADLOG_VERSION         3
+#define HEADLOG_VERSION_2       2
 #define HEADLOG_VERSION_1       1
-#define HEADLOG_DELETE          0x44        /* 'D': a delete record (first byte) */
-#define HEADLOG_DEC_MAX         9           /* greatest decimal exponent of vmode 2 */
+#define HEADLOG_DELETE          0x44 /* 'D': a delete record (first byte) */
+#define HEADLOG_DEC_MAX         9    /* greatest decimal exponent */
+#define HEADLOG_K_BITS          8    /* a version 3 point kind's bits */
+#define HEADLOG_K_BITS_MODE     8    /* kind: a real as its bits (XOR), not a decimal */
+#define HEADLOG_K_REAL          3    /* kind's type: float or double, as the value implies */
+#define HEADLOG_K_DEC_SHIFT     4    /* kind: the decimal exponent k's first bit */
+#define HEADLOG_K_DEC_MASK      0xf0
+#define HEADLOG_W_SLACK         6           /* widest waste of a value delta's kept width */
 #define HEADLOG_MAX_TS_MS       (1LL << 53) /* points after this time are refused (CT_EINVAL) */
 #define HEADLOG_DICT_MAX_SERIES (1u << 22)
 #define HEADLOG_DICT_MAX_BYTES  (256u << 20)

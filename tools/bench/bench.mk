@@ -34,3 +34,12 @@ EXTRA_BENCH += $(SCAN_MICRO)
 $(SCAN_MICRO): tools/bench/scan_micro.c $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)
+
+# Where a head log's bytes go, and its encoder / replay on a real record stream
+# (tools/bench/headlog_bytes.c); not run by `make bench`.
+HEADLOG_BYTES := $(BUILD)/tools/bench/headlog_bytes
+EXTRA_BENCH += $(HEADLOG_BYTES)
+
+$(HEADLOG_BYTES): tools/bench/headlog_bytes.c $(BUILD)/libctsdb.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)
