@@ -723,7 +723,10 @@ def main():
         if stamp and (stamp["start"] != s or stamp["points"] != npts):
             sys.exit("query_bench: %s/stamp.json is inconsistent with its size" %
                      args.reuse_data)
-        data_dir = args.keep_data or os.path.abspath(args.reuse_data) or work
+        # (os.path.abspath("") is the current directory: only a given --reuse-data is made
+        # absolute, else a run without either option would load into the stores of the last)
+        data_dir = args.keep_data or (os.path.abspath(args.reuse_data) if args.reuse_data
+                                      else work)
         loader = None if stamp else build_tsd_load(work)
         # ---- start both servers --------------------------------------------------------
         log = open(os.path.join(work, "tsd.log"), "w+")
