@@ -1022,6 +1022,77 @@ static int headlog_get_point(const uint8_t **pp, const uint8_t *end, uint64_t ns
     return CT_OK;
 }
 
+/* A record's dictionary reference (back, headlog_format.h): 0 starts a new dictionary of
+ * `version` at seq; else the record names the dictionary c holds, of the same version, or is
+ * corrupt, unless that dictionary began in a released segment deleted since: *skip, the record
+ * is passed over. */
+static int headlog_dict_ref(struct headlog_replay_ctx *c, uint64_t seq, uint64_t back,
+                            unsigned version, bool released, bool *skip, struct ct_err *err)
+{
+    struct headlog *l = c->l;
+    struct headlog_dict *d = &c->dict;
+    uint64_t start = seq - back;
+    if (back == 0) {
+        headlog_dict_reset(d, seq);
+        d->version = version;
+        return headlog_push_start(l, seq, err);
+    }
+    if (d->start_seq == start && d->version == version)
+        return CT_OK;
+    if (d->start_seq != start && start < c->first_seq && (released || !l->mark_found)) {
+        *skip = true;
+        return CT_OK;
+    }
+    char why[96];
+    snprintf(why, sizeof(why), "its series dictionary (record %" PRIu64 ") is not in the log",
+             start);
+    return headlog_bad(err, seq, why);
+}
+
+/* Reads a record's series table (the codes of headlog_format.h, the same in versions 2 and 3)
+ * at *p: nseries dictionary ids into ids, adding the new entries to d (their state, version 3,
+ * starting at base_ms); *p is left after the table. */
+static int headlog_read_table(struct headlog_dict *d, const uint8_t **pp, const uint8_t *end,
+                              uint64_t nseries, int64_t base_ms, uint32_t *ids, uint64_t seq,
+                              struct ct_err *err)
+{
+    const uint8_t *p = *pp;
+    size_t k;
+    int64_t prev = -1;
+    for (uint64_t s = 0; s < nseries;) {
+        uint64_t code, id;
+        if (!(k = coding_get_varint64(p, end, &code)))
+            return headlog_bad(err, seq, "truncated series table");
+        p += k;
+        if ((code & 3) == 2) { /* a run: (code >> 2) + 2 entries, each the one before + 1 */
+            uint64_t nrun = (code >> 2) + 2;
+            if (nrun > nseries - s || (uint64_t)(prev + 1) + nrun > d->n)
+                return headlog_bad(err, seq, "undefined series id");
+            for (uint64_t j = 0; j < nrun; j++)
+                ids[s++] = (uint32_t)++prev;
+            continue;
+        }
+        if (code & 1) {
+            if (code != 1 || p >= end || p[0] == 0 || (size_t)(end - p) < 1u + p[0])
+                return headlog_bad(err, seq, "truncated series");
+            uint32_t nid;
+            int rc = headlog_dict_add(d, p + 1, p[0], 0, base_ms, false, &nid, err);
+            if (rc != CT_OK)
+                return rc;
+            id = nid;
+            p += 1 + p[0];
+        } else {
+            id = (uint64_t)(prev + 1) + (uint64_t)coding_unzigzag(code >> 2);
+            if (id >= d->n)
+                return headlog_bad(err, seq, "undefined series id");
+        }
+        ids[s++] = (uint32_t)id;
+        prev = (int64_t)id;
+    }
+    *pp = p;
+    return CT_OK;
+}
+
 /* A version 2 batch's body [p, end) (after the version byte); a released record's series table
  * still feeds the dictionary. */
 static int headlog_replay_v2(struct headlog_replay_ctx *c, uint64_t seq, const uint8_t *p,
@@ -1042,67 +1113,19 @@ static int headlog_replay_v2(struct headlog_replay_ctx *c, uint64_t seq, const u
     p += k;
     const uint8_t *pts = p, *pend = p + plen;
     p = pend;
-    bool released = seq <= l->released_seq;
-    uint64_t start = seq - back;
-    if (back == 0) {
-        headlog_dict_reset(d, seq);
-        d->version = HEADLOG_VERSION_2;
-        int rc = headlog_push_start(l, seq, err);
-        if (rc != CT_OK)
-            return rc;
-    } else if (d->start_seq != start || d->version != HEADLOG_VERSION_2) {
-        if (d->start_seq != start && start < c->first_seq && (released || !l->mark_found))
-            return CT_OK; /* its dictionary began in a released segment, deleted since */
-        char why[96];
-        snprintf(why, sizeof(why), "its series dictionary (record %" PRIu64 ") is not in the log",
-                 start);
-        return headlog_bad(err, seq, why);
-    }
+    bool released = seq <= l->released_seq, skip = false;
+    int drc = headlog_dict_ref(c, seq, back, HEADLOG_VERSION_2, released, &skip, err);
+    if (drc != CT_OK || skip)
+        return drc;
     if (!(k = coding_get_varint64(p, end, &nseries)) || nseries > npoints)
         return headlog_bad(err, seq, "bad series count");
     p += k;
     uint32_t *ids = malloc((nseries ? nseries : 1) * sizeof(*ids));
     if (!ids)
         return ct_err_set(err, CT_ENOMEM, "cannot replay head log record %" PRIu64, seq);
-    int rc = CT_OK;
-    int64_t prev = -1;
-    for (uint64_t s = 0; s < nseries;) {
-        uint64_t code, id;
-        if (!(k = coding_get_varint64(p, end, &code))) {
-            rc = headlog_bad(err, seq, "truncated series table");
-            goto out;
-        }
-        p += k;
-        if ((code & 3) == 2) { /* a run: (code >> 2) + 2 entries, each the one before + 1 */
-            uint64_t nrun = (code >> 2) + 2;
-            if (nrun > nseries - s || (uint64_t)(prev + 1) + nrun > d->n) {
-                rc = headlog_bad(err, seq, "undefined series id");
-                goto out;
-            }
-            for (uint64_t j = 0; j < nrun; j++)
-                ids[s++] = (uint32_t)++prev;
-            continue;
-        }
-        if (code & 1) {
-            if (code != 1 || p >= end || p[0] == 0 || (size_t)(end - p) < 1u + p[0]) {
-                rc = headlog_bad(err, seq, "truncated series");
-                goto out;
-            }
-            uint32_t nid;
-            if ((rc = headlog_dict_add(d, p + 1, p[0], 0, 0, false, &nid, err)) != CT_OK)
-                goto out;
-            id = nid;
-            p += 1 + p[0];
-        } else {
-            id = (uint64_t)(prev + 1) + (uint64_t)coding_unzigzag(code >> 2);
-            if (id >= d->n) {
-                rc = headlog_bad(err, seq, "undefined series id");
-                goto out;
-            }
-        }
-        ids[s++] = (uint32_t)id;
-        prev = (int64_t)id;
-    }
+    int rc = headlog_read_table(d, &p, end, nseries, 0, ids, seq, err);
+    if (rc != CT_OK)
+        goto out;
     if (p != end) {
         rc = headlog_bad(err, seq, "bytes after the series table");
         goto out;
@@ -1151,65 +1174,16 @@ static int headlog_replay_v3(struct headlog_replay_ctx *c, uint64_t seq, const u
     if (!(k = coding_get_varint64(p, end, &nseries)) || nseries > npoints)
         return headlog_bad(err, seq, "bad series count");
     p += k;
-    bool released = seq <= l->released_seq;
-    uint64_t start = seq - back;
-    if (back == 0) {
-        headlog_dict_reset(d, seq);
-        d->version = HEADLOG_VERSION;
-        int rc = headlog_push_start(l, seq, err);
-        if (rc != CT_OK)
-            return rc;
-    } else if (d->start_seq != start || d->version != HEADLOG_VERSION) {
-        if (d->start_seq != start && start < c->first_seq && (released || !l->mark_found))
-            return CT_OK; /* its dictionary began in a released segment, deleted since */
-        char why[96];
-        snprintf(why, sizeof(why), "its series dictionary (record %" PRIu64 ") is not in the log",
-                 start);
-        return headlog_bad(err, seq, why);
-    }
+    bool released = seq <= l->released_seq, skip = false;
+    int drc = headlog_dict_ref(c, seq, back, HEADLOG_VERSION, released, &skip, err);
+    if (drc != CT_OK || skip)
+        return drc;
     uint32_t *ids = malloc((nseries ? nseries : 1) * sizeof(*ids));
     if (!ids)
         return ct_err_set(err, CT_ENOMEM, "cannot replay head log record %" PRIu64, seq);
-    int rc = CT_OK;
-    int64_t prev = -1;
-    for (uint64_t s = 0; s < nseries;) {
-        uint64_t code, id;
-        if (!(k = coding_get_varint64(p, end, &code))) {
-            rc = headlog_bad(err, seq, "truncated series table");
-            goto out;
-        }
-        p += k;
-        if ((code & 3) == 2) { /* a run: (code >> 2) + 2 entries, each the one before + 1 */
-            uint64_t nrun = (code >> 2) + 2;
-            if (nrun > nseries - s || (uint64_t)(prev + 1) + nrun > d->n) {
-                rc = headlog_bad(err, seq, "undefined series id");
-                goto out;
-            }
-            for (uint64_t j = 0; j < nrun; j++)
-                ids[s++] = (uint32_t)++prev;
-            continue;
-        }
-        if (code & 1) {
-            if (code != 1 || p >= end || p[0] == 0 || (size_t)(end - p) < 1u + p[0]) {
-                rc = headlog_bad(err, seq, "truncated series");
-                goto out;
-            }
-            uint32_t nid;
-            if ((rc = headlog_dict_add(d, p + 1, p[0], 0, (int64_t)base, false, &nid, err)) !=
-                CT_OK)
-                goto out;
-            id = nid;
-            p += 1 + p[0];
-        } else {
-            id = (uint64_t)(prev + 1) + (uint64_t)coding_unzigzag(code >> 2);
-            if (id >= d->n) {
-                rc = headlog_bad(err, seq, "undefined series id");
-                goto out;
-            }
-        }
-        ids[s++] = (uint32_t)id;
-        prev = (int64_t)id;
-    }
+    int rc = headlog_read_table(d, &p, end, nseries, (int64_t)base, ids, seq, err);
+    if (rc != CT_OK)
+        goto out;
     /* the points, series by series in table order */
     struct headlog_br r = {.p = p, .end = end};
     uint64_t left = npoints;
