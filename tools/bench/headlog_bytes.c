@@ -114,6 +114,65 @@ static size_t hb_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
     return coding_get_varint64(p, end, v);
 }
 
+/* A record's series table at *pp (the same codes in versions 2 and 3), its bytes counted by
+ * kind: nseries dictionary ids into ids. A new entry is added as a TSUID (version 2, whose
+ * TSUIDs --recode needs) or as a series state starting at base (version 3). */
+static int hb_table(struct hb *h, uint64_t seq, const uint8_t **pp, const uint8_t *end,
+                    uint64_t nseries, bool v3, int64_t base, uint32_t *ids)
+{
+    const uint8_t *p = *pp;
+    size_t k;
+    int64_t prev = -1;
+    for (uint64_t s = 0; s < nseries;) {
+        uint64_t code;
+        if (!(k = hb_varint(p, end, &code)))
+            return hb_fail(h, seq, "table");
+        p += k;
+        if ((code & 3) == 2) {
+            uint64_t nrun = (code >> 2) + 2;
+            h->bytes[HB_TRUN] += k;
+            h->count[HB_TRUN]++;
+            h->run_entries += nrun;
+            for (uint64_t j = 0; j < nrun && s < nseries; j++)
+                ids[s++] = (uint32_t)++prev;
+            continue;
+        }
+        if (code & 1) {
+            if (p >= end || (size_t)(end - p) < 1u + p[0])
+                return hb_fail(h, seq, "truncated series");
+            h->bytes[HB_TNEW] += k + 1;
+            h->count[HB_TNEW]++;
+            h->bytes[HB_TNEWTSUID] += p[0];
+            if (!v3) {
+                if (hb_dict_add(h, p + 1, p[0]) != CT_OK)
+                    return CT_ENOMEM;
+                prev = (int64_t)h->n - 1;
+            } else {
+                if (h->nst == h->stcap) {
+                    size_t nc = h->stcap ? 2 * h->stcap : 4096;
+                    void *ns = realloc(h->st, nc * sizeof(*h->st));
+                    if (!ns)
+                        return CT_ENOMEM;
+                    h->st = ns;
+                    h->stcap = nc;
+                }
+                h->st[h->nst] = (struct hb_st){.ts = base};
+                prev = (int64_t)h->nst++;
+            }
+            p += 1 + p[0];
+        } else {
+            h->bytes[HB_TDELTA] += k;
+            h->count[HB_TDELTA]++;
+            prev = prev + 1 + coding_unzigzag(code >> 2);
+        }
+        if (prev < 0 || (size_t)prev >= (v3 ? h->nst : h->n))
+            return hb_fail(h, seq, "undefined series id");
+        ids[s++] = (uint32_t)prev;
+    }
+    *pp = p;
+    return CT_OK;
+}
+
 static int hb_v2(struct hb *h, uint64_t seq, const uint8_t *p0, const uint8_t *end,
                  struct ct_err *err)
 {
@@ -144,39 +203,10 @@ static int hb_v2(struct hb *h, uint64_t seq, const uint8_t *p0, const uint8_t *e
     uint32_t *ids = malloc((nseries ? nseries : 1) * sizeof(*ids));
     if (!ids)
         return CT_ENOMEM;
-    int64_t prev = -1;
-    for (uint64_t s = 0; s < nseries;) {
-        uint64_t code;
-        if (!(k = hb_varint(p, end, &code))) {
-            free(ids);
-            return hb_fail(h, seq, "table");
-        }
-        p += k;
-        if ((code & 3) == 2) {
-            uint64_t nrun = (code >> 2) + 2;
-            h->bytes[HB_TRUN] += k;
-            h->count[HB_TRUN]++;
-            h->run_entries += nrun;
-            for (uint64_t j = 0; j < nrun && s < nseries; j++)
-                ids[s++] = (uint32_t)++prev;
-            continue;
-        }
-        if (code & 1) {
-            h->bytes[HB_TNEW] += k + 1;
-            h->count[HB_TNEW]++;
-            h->bytes[HB_TNEWTSUID] += p[0];
-            if (hb_dict_add(h, p + 1, p[0]) != CT_OK) {
-                free(ids);
-                return CT_ENOMEM;
-            }
-            prev = (int64_t)h->n - 1;
-            p += 1 + p[0];
-        } else {
-            h->bytes[HB_TDELTA] += k;
-            h->count[HB_TDELTA]++;
-            prev = prev + 1 + coding_unzigzag(code >> 2);
-        }
-        ids[s++] = (uint32_t)prev;
+    int rc = hb_table(h, seq, &p, end, nseries, false, 0, ids);
+    if (rc != CT_OK) {
+        free(ids);
+        return rc;
     }
     h->table_entries += nseries;
     /* the points */
@@ -242,7 +272,6 @@ static int hb_v2(struct hb *h, uint64_t seq, const uint8_t *p0, const uint8_t *e
     }
     h->points += npoints;
     free(ids);
-    int rc = CT_OK;
     if (h->out) {
         rc = headlog_append_ids(h->out, hp, lid, npoints, WAL_SYNC_ASYNC, err);
         h->recoded += npoints;
@@ -306,50 +335,10 @@ static int hb_v3(struct hb *h, uint64_t seq, const uint8_t *p0, const uint8_t *e
     uint32_t *ids = malloc((nseries ? nseries : 1) * sizeof(*ids));
     if (!ids)
         return CT_ENOMEM;
-    int64_t prev = -1;
-    for (uint64_t s = 0; s < nseries;) {
-        uint64_t code;
-        if (!(k = hb_varint(p, end, &code))) {
-            free(ids);
-            return hb_fail(h, seq, "table");
-        }
-        p += k;
-        if ((code & 3) == 2) {
-            uint64_t nrun = (code >> 2) + 2;
-            h->bytes[HB_TRUN] += k;
-            h->count[HB_TRUN]++;
-            h->run_entries += nrun;
-            for (uint64_t j = 0; j < nrun && s < nseries; j++)
-                ids[s++] = (uint32_t)++prev;
-            continue;
-        }
-        if (code & 1) {
-            h->bytes[HB_TNEW] += k + 1;
-            h->count[HB_TNEW]++;
-            h->bytes[HB_TNEWTSUID] += p[0];
-            if (h->nst == h->stcap) {
-                size_t nc = h->stcap ? 2 * h->stcap : 4096;
-                void *ns = realloc(h->st, nc * sizeof(*h->st));
-                if (!ns) {
-                    free(ids);
-                    return CT_ENOMEM;
-                }
-                h->st = ns;
-                h->stcap = nc;
-            }
-            h->st[h->nst] = (struct hb_st){.ts = (int64_t)base};
-            prev = (int64_t)h->nst++;
-            p += 1 + p[0];
-        } else {
-            h->bytes[HB_TDELTA] += k;
-            h->count[HB_TDELTA]++;
-            prev = prev + 1 + coding_unzigzag(code >> 2);
-        }
-        if (prev < 0 || (size_t)prev >= h->nst) {
-            free(ids);
-            return hb_fail(h, seq, "undefined series id");
-        }
-        ids[s++] = (uint32_t)prev;
+    int rc = hb_table(h, seq, &p, end, nseries, true, (int64_t)base, ids);
+    if (rc != CT_OK) {
+        free(ids);
+        return rc;
     }
     h->table_entries += nseries;
     struct hb_br r = {.p = p, .end = end};
