@@ -312,29 +312,6 @@ static int headlog_push_start(struct headlog *l, uint64_t seq, struct ct_err *er
 static const double headlog_pow10[HEADLOG_DEC_MAX + 1] = {1e0, 1e1, 1e2, 1e3, 1e4,
                                                           1e5, 1e6, 1e7, 1e8, 1e9};
 
-/* Whether v == m / 10^k exactly (bit for bit) for some k <= HEADLOG_DEC_MAX, |m| < 2^53: the
- * smallest such k. False for NaN, infinities and -0 (their bits never come back). */
-static bool headlog_decimal(double v, int64_t *m, unsigned *k)
-{
-    uint64_t vb;
-    memcpy(&vb, &v, 8);
-    for (unsigned e = 0; e <= HEADLOG_DEC_MAX; e++) {
-        double x = v * headlog_pow10[e];
-        if (!(x > -9007199254740991.0 && x < 9007199254740991.0))
-            return false;
-        int64_t r = (int64_t)(x < 0 ? x - 0.5 : x + 0.5);
-        double back = (double)r / headlog_pow10[e];
-        uint64_t bb;
-        memcpy(&bb, &back, 8);
-        if (bb == vb) {
-            *m = r;
-            *k = e;
-            return true;
-        }
-    }
-    return false;
-}
-
 /* Whether v == m / 10^k exactly (bit for bit) at this k, |m| < 2^53. */
 static bool headlog_decimal_at(double v, unsigned k, int64_t *m)
 {
@@ -347,6 +324,18 @@ static bool headlog_decimal_at(double v, unsigned k, int64_t *m)
         return false;
     *m = r;
     return true;
+}
+
+/* Whether v == m / 10^k exactly (bit for bit) for some k <= HEADLOG_DEC_MAX, |m| < 2^53: the
+ * smallest such k. False for NaN, infinities and -0 (their bits never come back). */
+static bool headlog_decimal(double v, int64_t *m, unsigned *k)
+{
+    for (unsigned e = 0; e <= HEADLOG_DEC_MAX; e++)
+        if (headlog_decimal_at(v, e, m)) {
+            *k = e;
+            return true;
+        }
+    return false;
 }
 
 /* ---- version 3 points: a bit stream (headlog_format.h) -------------------------------------- */
