@@ -65,14 +65,37 @@ static const char *const hb_names[HB_N] = {
     "v3: kind (coded)",      "v3: widths (coded)", "v3: values int",         "v3: values decimal",
     "v3: values xor",        "v3: pad bits"};
 
+/* TSUIDs in order (each up to 255 bytes). */
+struct hb_series {
+    uint8_t (*t)[256];
+    uint8_t *tl;
+    size_t n, cap;
+};
+
+/* Appends a TSUID to s (a head_each_series callback too). */
+static int hb_collect(void *arg, const uint8_t *tsuid, size_t tlen)
+{
+    struct hb_series *s = arg;
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? 2 * s->cap : 4096;
+        void *a = realloc(s->t, nc * 256), *b = a ? realloc(s->tl, nc) : NULL;
+        if (a)
+            s->t = a;
+        if (!b)
+            return CT_ENOMEM;
+        s->tl = b;
+        s->cap = nc;
+    }
+    memcpy(s->t[s->n], tsuid, tlen);
+    s->tl[s->n++] = (uint8_t)tlen;
+    return CT_OK;
+}
+
 struct hb {
     uint64_t bytes[HB_N], count[HB_N];
     uint64_t records, batch_records, dicts, points, payload, framed, table_entries, run_entries;
     uint64_t hdr_bytes_hist[4];
-    /* dictionary (TSUIDs by id) for --recode */
-    uint8_t (*tsuid)[256];
-    uint8_t *tlen;
-    size_t n, cap;
+    struct hb_series dict; /* the version 2 dictionary (TSUIDs by id) for --recode */
     struct hb_st {
         int64_t ts, dt;
         uint64_t v;
@@ -90,23 +113,6 @@ static int hb_fail(struct hb *h, uint64_t seq, const char *why)
     fprintf(stderr, "headlog_bytes: record %" PRIu64 ": %s\n", seq, why);
     h->bad = 1;
     return CT_ECORRUPT;
-}
-
-static int hb_dict_add(struct hb *h, const uint8_t *t, size_t tl)
-{
-    if (h->n == h->cap) {
-        size_t nc = h->cap ? 2 * h->cap : 4096;
-        void *a = realloc(h->tsuid, nc * 256), *b = a ? realloc(h->tlen, nc) : NULL;
-        if (a)
-            h->tsuid = a;
-        if (!b)
-            return CT_ENOMEM;
-        h->tlen = b;
-        h->cap = nc;
-    }
-    memcpy(h->tsuid[h->n], t, tl);
-    h->tlen[h->n++] = (uint8_t)tl;
-    return CT_OK;
 }
 
 static size_t hb_varint(const uint8_t *p, const uint8_t *end, uint64_t *v)
@@ -144,9 +150,9 @@ static int hb_table(struct hb *h, uint64_t seq, const uint8_t **pp, const uint8_
             h->count[HB_TNEW]++;
             h->bytes[HB_TNEWTSUID] += p[0];
             if (!v3) {
-                if (hb_dict_add(h, p + 1, p[0]) != CT_OK)
+                if (hb_collect(&h->dict, p + 1, p[0]) != CT_OK)
                     return CT_ENOMEM;
-                prev = (int64_t)h->n - 1;
+                prev = (int64_t)h->dict.n - 1;
             } else {
                 if (h->nst == h->stcap) {
                     size_t nc = h->stcap ? 2 * h->stcap : 4096;
@@ -165,7 +171,7 @@ static int hb_table(struct hb *h, uint64_t seq, const uint8_t **pp, const uint8_
             h->count[HB_TDELTA]++;
             prev = prev + 1 + coding_unzigzag(code >> 2);
         }
-        if (prev < 0 || (size_t)prev >= (v3 ? h->nst : h->n))
+        if (prev < 0 || (size_t)prev >= (v3 ? h->nst : h->dict.n))
             return hb_fail(h, seq, "undefined series id");
         ids[s++] = (uint32_t)prev;
     }
@@ -192,7 +198,7 @@ static int hb_v2(struct hb *h, uint64_t seq, const uint8_t *p0, const uint8_t *e
     h->count[HB_HDR]++;
     if (back == 0) {
         h->dicts++;
-        h->n = 0;
+        h->dict.n = 0;
     }
     const uint8_t *pts = p, *pend = p + plen;
     p = pend;
@@ -266,7 +272,7 @@ static int hb_v2(struct hb *h, uint64_t seq, const uint8_t *p0, const uint8_t *e
         h->count[kind]++;
         if (hp) {
             uint32_t id = ids[prev_id];
-            hp[i] = (struct head_point){.tsuid = h->tsuid[id], .tlen = h->tlen[id], .p = pt};
+            hp[i] = (struct head_point){.tsuid = h->dict.t[id], .tlen = h->dict.tl[id], .p = pt};
             lid[i] = (uint32_t)prev_id;
         }
     }
@@ -438,30 +444,6 @@ static int hb_record(void *arg, uint64_t seq, const uint8_t *p, size_t len, stru
     return CT_OK;
 }
 
-struct hb_series {
-    uint8_t (*t)[256];
-    uint8_t *tl;
-    size_t n, cap;
-};
-
-static int hb_collect(void *arg, const uint8_t *tsuid, size_t tlen)
-{
-    struct hb_series *s = arg;
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? 2 * s->cap : 4096;
-        void *a = realloc(s->t, nc * 256), *b = a ? realloc(s->tl, nc) : NULL;
-        if (a)
-            s->t = a;
-        if (!b)
-            return CT_ENOMEM;
-        s->tl = b;
-        s->cap = nc;
-    }
-    memcpy(s->t[s->n], tsuid, tlen);
-    s->tl[s->n++] = (uint8_t)tlen;
-    return CT_OK;
-}
-
 static int hb_compare(const char *a, const char *b)
 {
     struct ct_err err = {0};
@@ -568,8 +550,8 @@ int main(int argc, char **argv)
                st.records, st.points, st.bytes,
                (double)st.bytes / (double)(st.points ? st.points : 1),
                (double)(st.bytes + 16 * st.records) / (double)(st.points ? st.points : 1));
-        free(h.tsuid);
-        free(h.tlen);
+        free(h.dict.t);
+        free(h.dict.tl);
         return h.bad;
     }
     double np = (double)(h.points ? h.points : 1);
@@ -596,7 +578,7 @@ int main(int argc, char **argv)
            h.table_entries, h.run_entries, h.count[HB_TDELTA], h.count[HB_TNEW],
            h.hdr_bytes_hist[1], h.hdr_bytes_hist[2], h.hdr_bytes_hist[3]);
     free(h.st);
-    free(h.tsuid);
-    free(h.tlen);
+    free(h.dict.t);
+    free(h.dict.tl);
     return h.bad;
 }
