@@ -35,6 +35,7 @@
 #include <assert.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,12 +47,15 @@
 #define HEAD_TS_BITS        22
 #define HEAD_POINT_MAX_BITS 128 /* kind 4 + time 28 + value 78, rounded up */
 #define HEAD_CHUNK_MIN      32  /* bytes of a new chunk's buffer */
+/* Chunks one sealed pass step hands to its sink between two holds of the lock. */
+#define HEAD_PASS_CHUNKS 256
 
 struct head_chunk {
     int64_t base_s;
     int64_t touched_ms; /* the head's clock (head_set_clock_ms) at the last append */
     bool backfill;      /* opened for an hour already closed (base_s < closed_before_s) */
     bool replayed;      /* took a point during a replay of the head log (head_set_replay) */
+    bool sealed;        /* being handed off without the lock (struct head_seal) */
     uint8_t *buf;
     size_t cap; /* bytes of buf */
     uint64_t nbits;
@@ -72,6 +76,7 @@ struct head_series {
     int64_t done_s;
     uint8_t tlen;
     uint8_t nchunks;
+    bool queued; /* in h->moved (never freed while it is) */
     struct head_chunk chunks[HEAD_MAX_HOURS];
     uint8_t tsuid[]; /* tlen bytes */
 };
@@ -106,6 +111,29 @@ struct head {
     uint32_t gen;
     head_delete_log_fn delete_log; /* head_set_delete_log (NULL: none) */
     void *delete_log_arg;
+    /* sealed passes (head_close_hours_idle, head_handoff_moved), one at a time under pass_mu:
+     * seals and pdec (its decode buffer, pdec_cap points; its bytes counted under mu) belong to
+     * the pass; nsealed chunks are sealed; seal_cv is broadcast whenever a pass step ends */
+    pthread_mutex_t pass_mu;
+    pthread_cond_t seal_cv;
+    size_t nsealed;
+    struct head_seal *seals; /* HEAD_PASS_CHUNKS of them */
+    struct dpcodec_point *pdec;
+    size_t pdec_cap;
+    /* backfill series whose oldest chunk is ready to go in the background (head_moved_ready),
+     * nmoved of moved_cap; moved_pub mirrors nmoved for head_moved_pending() */
+    struct head_series **moved;
+    size_t nmoved, moved_cap;
+    _Atomic size_t moved_pub;
+};
+
+/* A chunk a pass hands to its sink without the head's lock: it stays in its series, readable
+ * (head_copy, head_last) and counted, but takes no point, rewrite, deletion or other hand-off
+ * until the pass drops it (handed off) or unseals it (the sink failed); an append or deletion
+ * that needs it waits on seal_cv. */
+struct head_seal {
+    struct head_series *s; /* not freed while it holds a chunk */
+    struct head_chunk c;   /* a copy: buf stays valid, as nothing grows or frees a sealed chunk */
 };
 
 /* ---- bits ------------------------------------------------------------------------------------ */
@@ -437,7 +465,7 @@ static struct head_series **head_find_slot(struct head *h, const uint8_t *tsuid,
 }
 
 /* Rebuilds the table at nslots (a power of two > 2 * live series), freeing the series without
- * chunks. On allocation failure the table is left as it was. */
+ * chunks (but those queued in h->moved). On allocation failure the table is left as it was. */
 static int head_rehash(struct head *h, size_t nslots, struct ct_err *err)
 {
     struct head_series **ns = calloc(nslots, sizeof(*ns));
@@ -452,7 +480,7 @@ static int head_rehash(struct head *h, size_t nslots, struct ct_err *err)
         struct head_series *s = h->slots[i];
         if (!s)
             continue;
-        if (s->nchunks == 0) {
+        if (s->nchunks == 0 && !s->queued) {
             h->bytes -= head_series_size(s->tlen);
             free(s);
             continue;
@@ -548,11 +576,29 @@ int head_new(struct head **out, struct ct_err *err)
     struct head *h = calloc(1, sizeof(*h));
     if (!h)
         return ct_err_set(err, CT_ENOMEM, "cannot allocate the ingest head");
+    if (!(h->seals = calloc(HEAD_PASS_CHUNKS, sizeof(*h->seals)))) {
+        free(h);
+        return ct_err_set(err, CT_ENOMEM, "cannot allocate the ingest head");
+    }
     if (pthread_mutex_init(&h->mu, NULL) != 0) {
+        free(h->seals);
         free(h);
         return ct_err_set(err, CT_ENOMEM, "cannot initialise the ingest head's mutex");
     }
-    h->bytes = sizeof(*h);
+    if (pthread_mutex_init(&h->pass_mu, NULL) != 0) {
+        pthread_mutex_destroy(&h->mu);
+        free(h->seals);
+        free(h);
+        return ct_err_set(err, CT_ENOMEM, "cannot initialise the ingest head's mutex");
+    }
+    if (pthread_cond_init(&h->seal_cv, NULL) != 0) {
+        pthread_mutex_destroy(&h->pass_mu);
+        pthread_mutex_destroy(&h->mu);
+        free(h->seals);
+        free(h);
+        return ct_err_set(err, CT_ENOMEM, "cannot initialise the ingest head's condition");
+    }
+    h->bytes = sizeof(*h) + HEAD_PASS_CHUNKS * sizeof(*h->seals);
     h->closed_before_s = INT64_MIN;
     h->newest_s = INT64_MIN / 2;
     h->oldest_lb_s = INT64_MAX / 2;
@@ -577,6 +623,11 @@ void head_free(struct head *h)
     free(h->slots);
     free(h->keys);
     free(h->dec);
+    free(h->pdec);
+    free(h->moved);
+    free(h->seals);
+    pthread_cond_destroy(&h->seal_cv);
+    pthread_mutex_destroy(&h->pass_mu);
     pthread_mutex_destroy(&h->mu);
     free(h);
 }
@@ -671,8 +722,20 @@ static int head_chunk_rewrite(struct head *h, struct head_chunk *c, const struct
     return CT_OK;
 }
 
-/* Hands chunk k of s to fn (decoded into h->dec) and, once fn returned CT_OK, drops it and
- * raises the series' done_s past its hour. On failure the chunk stays. REQUIRES: mu held. */
+/* Drops chunk k of s, handed off: raises the series' done_s past its hour. REQUIRES: mu held. */
+static void head_drop_chunk(struct head *h, struct head_series *s, unsigned k)
+{
+    struct head_chunk *c = &s->chunks[k];
+    if (c->base_s + 3600 > s->done_s)
+        s->done_s = c->base_s + 3600;
+    head_chunk_release(h, c);
+    s->nchunks--;
+    memmove(&s->chunks[k], &s->chunks[k + 1], (s->nchunks - k) * sizeof(s->chunks[0]));
+    memset(&s->chunks[s->nchunks], 0, sizeof(s->chunks[0]));
+}
+
+/* Hands chunk k of s to fn (decoded into h->dec) and, once fn returned CT_OK, drops it. On
+ * failure the chunk stays. REQUIRES: mu held, chunk k not sealed. */
 static int head_handoff_chunk(struct head *h, struct head_series *s, unsigned k, head_hour_fn fn,
                               void *arg, struct ct_err *err)
 {
@@ -683,13 +746,141 @@ static int head_handoff_chunk(struct head *h, struct head_series *s, unsigned k,
     rc = fn(arg, s->tsuid, s->tlen, c->base_s, c->replayed, h->dec, c->n, err);
     if (rc != CT_OK)
         return rc;
-    if (c->base_s + 3600 > s->done_s)
-        s->done_s = c->base_s + 3600;
-    head_chunk_release(h, c);
-    s->nchunks--;
-    memmove(&s->chunks[k], &s->chunks[k + 1], (s->nchunks - k) * sizeof(s->chunks[0]));
-    memset(&s->chunks[s->nchunks], 0, sizeof(s->chunks[0]));
+    head_drop_chunk(h, s, k);
     return CT_OK;
+}
+
+/* ---- sealed passes ----------------------------------------------------------------------------
+ * A pass hands chunks off in steps: under the lock it seals up to HEAD_PASS_CHUNKS of them
+ * (head_seal), then decodes and gives them to the sink without the lock (head_seal_store), so
+ * appends and reads go on meanwhile, then drops them under the lock (head_seal_finish). The
+ * sink's write reaches the store before the chunk leaves the head, as in a locked hand-off. */
+
+/* REQUIRES: mu held, chunk k of s not sealed. */
+static void head_seal(struct head *h, struct head_series *s, unsigned k, struct head_seal *out)
+{
+    s->chunks[k].sealed = true;
+    out->s = s;
+    out->c = s->chunks[k];
+    h->nsealed++;
+}
+
+/* Decodes each of seals[0..n) into h->pdec and gives it to fn, stopping at the first refusal
+ * (*rc, err). Returns how many fn took. REQUIRES: pass_mu held, mu not held. */
+static size_t head_seal_store(struct head *h, const struct head_seal *seals, size_t n,
+                              head_hour_fn fn, void *arg, int *rc, struct ct_err *err)
+{
+    *rc = CT_OK;
+    for (size_t i = 0; i < n; i++) {
+        const struct head_chunk *c = &seals[i].c;
+        if (c->n > h->pdec_cap) {
+            size_t nc = h->pdec_cap ? h->pdec_cap : 512;
+            while (nc < c->n)
+                nc *= 2;
+            struct dpcodec_point *nd = realloc(h->pdec, nc * sizeof(*nd));
+            if (!nd) {
+                *rc = ct_err_set(err, CT_ENOMEM, "cannot decode a head hour of %u points", c->n);
+                return i;
+            }
+            pthread_mutex_lock(&h->mu);
+            h->bytes += (nc - h->pdec_cap) * sizeof(*nd);
+            pthread_mutex_unlock(&h->mu);
+            h->pdec = nd;
+            h->pdec_cap = nc;
+        }
+        struct head_decoder d;
+        size_t np = 0;
+        head_decoder_init(&d, c);
+        while (head_decoder_next(&d, &h->pdec[np]))
+            np++;
+        assert(np == c->n);
+        const struct head_series *s = seals[i].s; /* its TSUID never changes */
+        *rc = fn(arg, s->tsuid, s->tlen, c->base_s, c->replayed, h->pdec, np, err);
+        if (*rc != CT_OK)
+            return i;
+    }
+    return n;
+}
+
+/* Drops the chunks of seals[0..ok) (handed off) and unseals those of seals[ok..n) (kept), then
+ * wakes whoever waits for a sealed chunk. REQUIRES: mu held. */
+static void head_seal_finish(struct head *h, const struct head_seal *seals, size_t n, size_t ok)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct head_series *s = seals[i].s;
+        unsigned k = 0;
+        while (k < s->nchunks && !(s->chunks[k].sealed && s->chunks[k].base_s == seals[i].c.base_s))
+            k++;
+        assert(k < s->nchunks);
+        if (i < ok)
+            head_drop_chunk(h, s, k);
+        else
+            s->chunks[k].sealed = false;
+    }
+    h->nsealed -= n;
+    pthread_cond_broadcast(&h->seal_cv);
+}
+
+/* Whether s has a chunk of [from_s, to_s) being handed off. REQUIRES: mu held. */
+static bool head_sealed_in(const struct head_series *s, int64_t from_s, int64_t to_s)
+{
+    for (unsigned k = 0; s && k < s->nchunks; k++)
+        if (s->chunks[k].sealed && s->chunks[k].base_s >= from_s && s->chunks[k].base_s < to_s)
+            return true;
+    return false;
+}
+
+/* A backfill series whose oldest chunk may go in the background (head_handoff_moved): it holds
+ * HEAD_MOVED_AT chunks or more and the oldest is of a closed hour, so the series has moved on
+ * to a newer hour and would need room for the next. REQUIRES: mu held. */
+#define HEAD_MOVED_AT (HEAD_MAX_HOURS - 1)
+static bool head_moved_ready(const struct head *h, const struct head_series *s)
+{
+    return s->nchunks >= HEAD_MOVED_AT && !s->chunks[0].sealed &&
+           s->chunks[0].base_s < h->closed_before_s;
+}
+
+/* Queues s for head_handoff_moved if it is ready and not queued; a failed allocation only
+ * leaves it to the room function. REQUIRES: mu held. */
+static void head_moved_check(struct head *h, struct head_series *s)
+{
+    if (s->queued || !h->backfill || !h->bf_room || !head_moved_ready(h, s))
+        return;
+    if (h->nmoved == h->moved_cap) {
+        size_t nc = h->moved_cap ? h->moved_cap * 2 : 256;
+        struct head_series **nm = realloc(h->moved, nc * sizeof(*nm));
+        if (!nm)
+            return;
+        h->bytes += (nc - h->moved_cap) * sizeof(*nm);
+        h->moved = nm;
+        h->moved_cap = nc;
+    }
+    h->moved[h->nmoved++] = s;
+    s->queued = true;
+    atomic_store_explicit(&h->moved_pub, h->nmoved, memory_order_relaxed);
+}
+
+/* Drops from h->moved the series no longer ready (handed off by another pass since), and the
+ * queue itself once empty, so that a head no pass drains returns to its empty size.
+ * REQUIRES: mu held, no moved pass running. */
+static void head_moved_prune(struct head *h)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < h->nmoved; i++) {
+        struct head_series *s = h->moved[i];
+        if (head_moved_ready(h, s))
+            h->moved[w++] = s;
+        else
+            s->queued = false;
+    }
+    h->nmoved = w;
+    atomic_store_explicit(&h->moved_pub, w, memory_order_relaxed);
+    if (w == 0 && h->moved) {
+        h->bytes -= h->moved_cap * sizeof(*h->moved);
+        free(h->moved);
+        h->moved = NULL;
+        h->moved_cap = 0;
+    }
 }
 
 /* Offers a checked point (head_check_point). The series is found without a hash lookup when
@@ -705,6 +896,7 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
 {
     struct dpcodec_point p = *pin;
     p.ms = p.ms || p.ts_ms % 1000 != 0; /* as dpcodec_encode() stores it */
+again:;
     int64_t base_s = head_floor_hour_s(p.ts_ms);
     bool closed = base_s < h->closed_before_s;
     if (closed && !h->backfill) {
@@ -731,6 +923,10 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
             k++;
     if (s && k < s->nchunks && s->chunks[k].base_s == base_s) {
         struct head_chunk *c = &s->chunks[k];
+        if (c->sealed) { /* being handed off: then its hour is late for this series */
+            pthread_cond_wait(&h->seal_cv, &h->mu);
+            goto again;
+        }
         if (p.ts_ms <= c->last_ts) {
             bool found = false;
             int rc = head_chunk_rewrite(h, c, &p, &found, err);
@@ -760,6 +956,10 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
         return CT_OK;
     }
     if (s && s->nchunks >= HEAD_MAX_HOURS) {
+        if (s->chunks[0].sealed) { /* going already: wait for the room it leaves */
+            pthread_cond_wait(&h->seal_cv, &h->mu);
+            goto again;
+        }
         /* room: the oldest chunk goes to the store if its hour is closed and older than this */
         if (!h->bf_room || s->chunks[0].base_s >= h->closed_before_s ||
             s->chunks[0].base_s > base_s) {
@@ -800,6 +1000,7 @@ static int head_append_locked(struct head *h, const uint8_t *tsuid, size_t tlen,
         h->oldest_lb_s = base_s;
     h->nchunks++;
     h->npoints++;
+    head_moved_check(h, s);
 #ifdef CT_DEBUG
     assert(head_series_check(h, s));
 #endif
@@ -1040,40 +1241,66 @@ int head_close_hours_idle(struct head *h, int64_t before_s, int64_t idle_before_
 {
     int rc = CT_OK;
     size_t handed = 0;
+    pthread_mutex_lock(&h->pass_mu);
     pthread_mutex_lock(&h->mu);
-    int64_t oldest = INT64_MAX / 2;
-    for (size_t i = 0; i < h->nslots; i++) {
-        struct head_series *s = h->slots[i];
-        unsigned k = 0;
-        while (s && k < s->nchunks) {
-            struct head_chunk *c = &s->chunks[k];
-            if (rc == CT_OK && c->base_s < before_s &&
-                (!c->backfill || c->touched_ms < idle_before_ms)) {
-                rc = head_handoff_chunk(h, s, k, fn, arg, err);
-                if (rc == CT_OK) {
-                    handed++;
-                    continue; /* chunk k is the next one now */
-                }
-            }
-            if (c->base_s < oldest)
-                oldest = c->base_s;
-            k++;
+    /* steps of up to HEAD_PASS_CHUNKS chunks, the walk going on from slot i; it ends when one
+     * hold of the lock walked every slot from the first without finding a chunk to go (chunks
+     * opened in slots already walked while the lock was free are found that way) */
+    size_t i = 0;
+    uint32_t gen = h->gen;
+    for (;;) {
+        if (h->gen != gen) { /* the table was rebuilt: walk it again */
+            gen = h->gen;
+            i = 0;
         }
+        size_t from = i, n = 0;
+        for (; i < h->nslots && n + HEAD_MAX_HOURS <= HEAD_PASS_CHUNKS; i++) {
+            struct head_series *s = h->slots[i];
+            for (unsigned k = 0; s && k < s->nchunks; k++) {
+                const struct head_chunk *c = &s->chunks[k];
+                if (!c->sealed && c->base_s < before_s &&
+                    (!c->backfill || c->touched_ms < idle_before_ms))
+                    head_seal(h, s, k, &h->seals[n++]);
+            }
+        }
+        if (n == 0) {
+            if (from == 0)
+                break;
+            i = 0;
+            continue;
+        }
+        pthread_mutex_unlock(&h->mu);
+        size_t ok = head_seal_store(h, h->seals, n, fn, arg, &rc, err);
+        pthread_mutex_lock(&h->mu);
+        head_seal_finish(h, h->seals, n, ok);
+        handed += ok;
+        if (rc != CT_OK)
+            break;
+    }
+    int64_t oldest = INT64_MAX / 2;
+    for (size_t j = 0; j < h->nslots; j++) {
+        const struct head_series *s = h->slots[j];
+        if (s && s->nchunks && s->chunks[0].base_s < oldest)
+            oldest = s->chunks[0].base_s;
     }
     h->oldest_lb_s = oldest;
-    /* the decode buffer is kept between room hand-offs (appends), not past a pass */
-    h->bytes -= h->dec_cap * sizeof(*h->dec);
+    /* the decode buffers are kept between room hand-offs (appends) and steps, not past a pass */
+    h->bytes -= h->dec_cap * sizeof(*h->dec) + h->pdec_cap * sizeof(*h->pdec);
     free(h->dec);
     h->dec = NULL;
     h->dec_cap = 0;
+    free(h->pdec);
+    h->pdec = NULL;
+    h->pdec_cap = 0;
     if (rc == CT_OK && before_s > h->closed_before_s)
         h->closed_before_s = before_s;
+    head_moved_prune(h);
     /* drop the series left empty; keep the table if that cannot be allocated (they are reused) */
     if (h->nslots) {
         struct ct_err e2 = {0};
         size_t live = 0;
-        for (size_t i = 0; i < h->nslots; i++)
-            if (h->slots[i] && h->slots[i]->nchunks)
+        for (size_t j = 0; j < h->nslots; j++)
+            if (h->slots[j] && (h->slots[j]->nchunks || h->slots[j]->queued))
                 live++;
         size_t ns = 64;
         while (ns < live * 4)
@@ -1083,9 +1310,48 @@ int head_close_hours_idle(struct head *h, int64_t before_s, int64_t idle_before_
         }
     }
     pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->pass_mu);
     if (nhours)
         *nhours = handed;
     return rc;
+}
+
+int head_handoff_moved(struct head *h, head_hour_fn fn, void *arg, size_t *nhours,
+                       struct ct_err *err)
+{
+    int rc = CT_OK;
+    size_t handed = 0;
+    pthread_mutex_lock(&h->pass_mu);
+    pthread_mutex_lock(&h->mu);
+    while (rc == CT_OK && h->nmoved) {
+        size_t n = 0;
+        while (h->nmoved && n < HEAD_PASS_CHUNKS) {
+            struct head_series *s = h->moved[--h->nmoved];
+            s->queued = false;
+            if (head_moved_ready(h, s))
+                head_seal(h, s, 0, &h->seals[n++]);
+        }
+        atomic_store_explicit(&h->moved_pub, h->nmoved, memory_order_relaxed);
+        if (n == 0)
+            continue;
+        pthread_mutex_unlock(&h->mu);
+        size_t ok = head_seal_store(h, h->seals, n, fn, arg, &rc, err);
+        pthread_mutex_lock(&h->mu);
+        head_seal_finish(h, h->seals, n, ok);
+        handed += ok;
+        for (size_t i = 0; i < ok; i++) /* a series more than one hour behind goes on */
+            head_moved_check(h, h->seals[i].s);
+    }
+    pthread_mutex_unlock(&h->mu);
+    pthread_mutex_unlock(&h->pass_mu);
+    if (nhours)
+        *nhours = handed;
+    return rc;
+}
+
+bool head_moved_pending(struct head *h)
+{
+    return atomic_load_explicit(&h->moved_pub, memory_order_relaxed) != 0;
 }
 
 int head_close_hours(struct head *h, int64_t before_s, head_hour_fn fn, void *arg, size_t *nhours,
@@ -1157,6 +1423,10 @@ int head_delete_hours(struct head *h, const uint8_t *tsuid, size_t tlen, int64_t
     }
     pthread_mutex_lock(&h->mu);
     struct head_series *s = head_series_find(h, tsuid, tlen);
+    while (head_sealed_in(s, from_s, to_s)) { /* a chunk being handed off: let it reach the store */
+        pthread_cond_wait(&h->seal_cv, &h->mu);
+        s = head_series_find(h, tsuid, tlen);
+    }
     size_t dropped = 0;
     unsigned w = 0;
     for (unsigned k = 0; s && k < s->nchunks; k++) {

@@ -19,8 +19,10 @@
  *
  * Memory: head_bytes() is the exact sum of the sizes the head has allocated and not freed
  * (series records, TSUIDs, chunk buffers, the hash table), for a memory bound to count.
- * Threading: every function takes the head's own mutex; the callback of head_close_hours() runs
- * with it held and must not call back into the head. */
+ * Threading: every function takes the head's own mutex. The hour callbacks must not call back
+ * into the head: the room function runs with the lock held, inside an append; the callbacks of
+ * head_close_hours() and head_handoff_moved() run without it (the chunk handed stays readable
+ * and takes nothing until dropped), one such pass at a time. */
 #ifndef CT_SCHEMA_HEAD_H
 #define CT_SCHEMA_HEAD_H
 
@@ -178,8 +180,9 @@ CT_MUST_CHECK int head_delete_hours(struct head *h, const uint8_t *tsuid, size_t
                                     int64_t from_s, int64_t to_s, size_t *nchunks,
                                     struct ct_err *err);
 
-/* Hands off every chunk whose base hour is < before_s (a multiple of 3600): calls fn for each,
- * drops it once fn returned CT_OK, and raises the closed mark to before_s (points of those hours
+/* Hands off every chunk whose base hour is < before_s (a multiple of 3600): calls fn for each
+ * (without the head's lock, in steps of a few hundred chunks: appends and reads go on, and see
+ * a chunk until its hour is in the store), drops it once fn returned CT_OK, and raises the closed mark to before_s (points of those hours
  * are HEAD_LATE from then on, unless backfill is on). Series left without chunks are freed. On
  * failure the mark is not raised and chunks not yet handed off stay. *nhours (NULL allowed)
  * counts the chunks handed. */
@@ -192,6 +195,18 @@ CT_MUST_CHECK int head_close_hours(struct head *h, int64_t before_s, head_hour_f
 CT_MUST_CHECK int head_close_hours_idle(struct head *h, int64_t before_s, int64_t idle_before_ms,
                                         head_hour_fn fn, void *arg, size_t *nhours,
                                         struct ct_err *err);
+/* Hands off, in steps that leave the head's lock free while fn runs (appends and reads go on;
+ * one needing a chunk being handed off waits for it), the oldest chunk of each backfill series
+ * that moved on: a series that opened a chunk while holding HEAD_MAX_HOURS - 1 or more, the
+ * oldest of a closed hour, is queued by the append (only with backfill on and a room function
+ * set), so a backfill in time order keeps about two hours a series and rarely needs room
+ * inside an append. A series still ready after its hand-off is handed off again. fn as for
+ * head_close_hours (its failure stops the pass, keeps the chunk and is returned); *nhours (NULL
+ * allowed) counts the chunks handed. One pass at a time with head_close_hours_idle. */
+CT_MUST_CHECK int head_handoff_moved(struct head *h, head_hour_fn fn, void *arg, size_t *nhours,
+                                     struct ct_err *err);
+/* Whether series are queued for head_handoff_moved (one relaxed atomic load: no lock). */
+bool head_moved_pending(struct head *h);
 /* Turns backfill on or off (default off). With it on, a point of an hour < the closed mark is
  * taken (a new backfill chunk, or its series' chunk of that hour) unless the series handed that
  * hour off in this run (a series forgets that once it holds no chunk), or it would open a chunk

@@ -168,6 +168,9 @@ struct tsdstore {
     pthread_t ticker;
     bool ticker_started;
     bool tick_stop;
+    bool tick_kick;            /* a write asked for a check now (store_ticker_kick) */
+    _Atomic bool kick_pending; /* tick_kick is set or about to be: writes skip the lock */
+    bool moved_off;            /* tests only (CTSDB_HEAD_MOVED=0): no background hand-off */
     pthread_mutex_t tick_mu;
     pthread_cond_t tick_cv;
     int64_t grace_s;
@@ -408,7 +411,9 @@ static int store_head_refused(void *arg, const uint8_t *tsuid, size_t tlen,
 
 /* Tests only: CTSDB_HEAD_CRASH=<point> kills the process (SIGKILL) at that step of a hand-off:
  * handoff_before_store (no cell written yet), handoff_mid_store (after the first series-hour's
- * cell), handoff_before_release (every cell written, the log not yet released). */
+ * cell), handoff_before_release (every cell written, the log not yet released); room_* and
+ * moved_* the same steps of room and background backfill hand-offs (store_room_hour,
+ * store_handoff_moved). */
 static void store_head_crash_point(const char *point)
 {
     const char *cp = getenv("CTSDB_HEAD_CRASH");
@@ -424,7 +429,8 @@ struct store_handoff_ctx {
     size_t cap;
     size_t rows, points;
     size_t merged; /* of rows: replayed hours merged with their stored row */
-    bool room; /* the room hand-offs' context (st->room_x): its own crash points */
+    /* the kill points (store_head_crash_point) before its first cell and after it */
+    const char *crash_first, *crash_mid;
 };
 
 /* One closed series-hour -> one cell of the configured format, written before the head drops
@@ -450,9 +456,9 @@ static int store_handoff_hour(void *arg, const uint8_t *tsuid, size_t tlen, int6
         x->cap = need;
     }
     if (x->rows == 0)
-        store_head_crash_point(x->room ? "room_before_store" : "handoff_before_store");
+        store_head_crash_point(x->crash_first);
     else if (x->rows == 1)
-        store_head_crash_point(x->room ? "room_mid_store" : "handoff_mid_store");
+        store_head_crash_point(x->crash_mid);
     uint8_t *row = x->buf;
     size_t rl = rowkey_encode(l, tsuid, tlen, base_s, row);
     uint8_t *q = row + rl, *v = q + (4 * n > DPCODEC_CQ_LEN ? 4 * n : DPCODEC_CQ_LEN);
@@ -543,7 +549,8 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, bool al
     int64_t idle_before = all_closed || pressure || now_s == INT64_MAX ? INT64_MAX
                           : st->backfill                              ? mono_ms - st->bf_idle_ms
                                                                       : INT64_MAX;
-    struct store_handoff_ctx x = {.st = st};
+    struct store_handoff_ctx x = {
+        .st = st, .crash_first = "handoff_before_store", .crash_mid = "handoff_mid_store"};
     size_t nh = 0;
     int rc = head_close_hours_idle(st->head, before, idle_before, store_handoff_hour, &x, &nh, err);
     uint64_t room = atomic_exchange(&st->room_unreleased, 0);
@@ -570,22 +577,53 @@ static int store_handoff(struct tsdstore *st, int64_t now_s, bool force, bool al
     return rc;
 }
 
-/* The hand-off ticker: a write checks for closed hours (at most once a second), but the last
- * points before the writes stop (a backfill, a quiet hour) would stay in the head and its log
- * until the next write; this checks once a second whatever the writes do. */
+/* Backfill chunks whose series moved on to a newer hour (head_handoff_moved), handed off here
+ * on the ticker while the writers go on appending: the writer's room hand-off is then only the
+ * fallback of a ticker that fell behind. Their log records go at the next release. */
+static void store_handoff_moved(struct tsdstore *st)
+{
+    if (st->moved_off || !head_moved_pending(st->head))
+        return;
+    pthread_mutex_lock(&st->handoff_mu);
+    struct store_handoff_ctx x = {
+        .st = st, .crash_first = "moved_before_store", .crash_mid = "moved_mid_store"};
+    size_t nh = 0;
+    struct ct_err e = {0};
+    int rc = head_handoff_moved(st->head, store_handoff_hour, &x, &nh, &e);
+    if (nh)
+        atomic_fetch_add(&st->room_unreleased, nh);
+    pthread_mutex_unlock(&st->handoff_mu);
+    free(x.buf);
+    if (rc != CT_OK) {
+        static struct tlog_limit moved_lines = TLOG_LIMIT_INIT(10000);
+        tlog_limited(&moved_lines, (int64_t)(clock_mono_ns() / 1000000), TLOG_ERROR,
+                     "head: background hand-off of a backfilled hour failed (kept in the head): "
+                     "%s", e.msg);
+    }
+}
+
+/* The hand-off ticker: checks for closed hours once a second whatever the writes do (the last
+ * points before the writes stop, a backfill, a quiet hour, would otherwise stay in the head and
+ * its log), and at once when a write asks (store_ticker_kick): the hand-offs run here, beside
+ * the writers, not on them. */
 static void *store_ticker_main(void *arg)
 {
     pthread_setname_np(pthread_self(), "ct-ticker");
     struct tsdstore *st = arg;
     pthread_mutex_lock(&st->tick_mu);
     while (!st->tick_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_sec += 1;
-        pthread_cond_timedwait(&st->tick_cv, &st->tick_mu, &ts);
+        if (!st->tick_kick) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&st->tick_cv, &st->tick_mu, &ts);
+        }
         if (st->tick_stop)
             break;
+        st->tick_kick = false;
+        atomic_store(&st->kick_pending, false);
         pthread_mutex_unlock(&st->tick_mu);
+        store_handoff_moved(st);
         struct ct_err e = {0};
         if (store_handoff(st, clock_now_ms() / 1000, false, false, &e) != CT_OK) {
             /* logged there; the hours stay in the head and are tried again */
@@ -594,6 +632,21 @@ static void *store_ticker_main(void *arg)
     }
     pthread_mutex_unlock(&st->tick_mu);
     return NULL;
+}
+
+/* After a write: wakes the ticker when the head has backfill chunks ready to go or the second's
+ * check of closed hours is due (one atomic load otherwise). */
+static void store_ticker_kick(struct tsdstore *st)
+{
+    int64_t mono_s = (int64_t)(clock_mono_ns() / 1000000000u);
+    if (!head_moved_pending(st->head) && mono_s <= atomic_load(&st->handoff_checked_s))
+        return;
+    if (atomic_exchange(&st->kick_pending, true))
+        return;
+    pthread_mutex_lock(&st->tick_mu);
+    st->tick_kick = true;
+    pthread_cond_signal(&st->tick_cv);
+    pthread_mutex_unlock(&st->tick_mu);
 }
 
 static int store_ticker_start(struct tsdstore *st, struct ct_err *err)
@@ -668,7 +721,8 @@ static int store_head_open(struct tsdstore *st, const char *dir, bool drain, str
          * refused point costing a row read (store_head_refused) */
         if (!(st->room_x = calloc(1, sizeof(*st->room_x))))
             return ct_err_set(err, CT_ENOMEM, "out of memory opening the ingest head");
-        *st->room_x = (struct store_handoff_ctx){.st = st, .room = true};
+        *st->room_x = (struct store_handoff_ctx){
+            .st = st, .crash_first = "room_before_store", .crash_mid = "room_mid_store"};
         head_set_closed_before(st->head,
                                rowkey_base_hour_s(clock_now_ms() / 1000 - 3600 - st->grace_s) +
                                    3600);
@@ -806,6 +860,8 @@ int tsdstore_open(const struct conf *c, enum tsdstore_mode mode, struct tsdstore
     st->mem_limit = (uint64_t)conf_get_int(c, "tsd.core.memory_limit_bytes");
     st->head_bound = (uint64_t)conf_get_int(c, "tsd.storage.head.max_bytes");
     st->bf_idle_ms = conf_get_int(c, "tsd.storage.head.backfill_idle_ms");
+    const char *mv = getenv("CTSDB_HEAD_MOVED"); /* tests only: the room hand-off alone */
+    st->moved_off = mv && !strcmp(mv, "0");
     st->backfill = st->bf_idle_ms > 0;
     if (store_parse_durability(conf_get_str(c, "tsd.storage.wal.durability"), &st->durability))
         st->durability = WC_DURABILITY_SYNC_WAL;
@@ -1443,12 +1499,8 @@ static int store_write_group(struct tsdstore *st, struct ingest_batch *const *b,
     if (rc != CT_OK) /* the cache's index hours were moved on for points not written */
         store_cache_clear(&w->cache);
     store_writer_give(st, w);
-    if (rc == CT_OK && st->head) {
-        struct ct_err e2 = {0};
-        if (store_handoff(st, clock_now_ms() / 1000, false, false, &e2) != CT_OK) {
-            /* logged there; the hours stay in the head and are tried again */
-        }
-    }
+    if (rc == CT_OK && st->head && st->ticker_started)
+        store_ticker_kick(st);
     if (k.unknown)
         tstats_add(TSTATS_UNKNOWN_METRICS, k.unknown);
     if (k.refused)

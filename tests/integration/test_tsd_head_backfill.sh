@@ -2,19 +2,20 @@
 # test_tsd_head_backfill.sh - a backfill (points of hours closed long ago, in time order, every
 # series per timestamp) through the daemon with the ingest head's backfill on
 # (tsd.storage.head.backfill_idle_ms): the head takes the points, a series' oldest hour goes to
-# the store as one cell when it needs room for a fourth, the rest when idle; every acknowledged
-# point is readable at once and the answers equal a head-off TSD's for the same writes (telnet
-# and HTTP); a kill -9 at each step of the room hand-off and of the start-up hand-off loses no
-# acknowledged point; after the idle hand-off every point is in an hour cell (no single cell)
-# and the head log holds no segment.
+# the store as one cell in the background once the series moved on to a newer hour (or, with
+# that off, when it needs room for a fourth, inside the append), the rest when idle; every
+# acknowledged point is readable at once, while hours are being handed off too, and the answers
+# equal a head-off TSD's for the same writes (telnet and HTTP); a kill -9 at each step of the
+# background, room and start-up hand-offs loses no acknowledged point; after the idle hand-off
+# every point is in an hour cell (no single cell) and the head log holds no segment.
 source "$(dirname "$0")/lib.sh"
 
 H=1356998400                      # 2013-01-01T00:00:00Z, the first hour written
 NOW_MS=$(((H + 10 * 86400) * 1000)) # every hour of the stream closed long ago
 work=$(it_tmpdir)
 
-# the stream: 4 series x 5 hours, one point a minute, every series per timestamp; hours 0-2 by
-# telnet (stream.telnet: 720 points), hours 3-4 by HTTP (stream.json: 8 requests of 60 points)
+# the stream: 4 series x 5 hours, one point a minute, every series per timestamp; hour 0 by
+# telnet (stream.telnet: 240 points), hours 1-4 by HTTP (stream.json: 16 requests of 60 points)
 python3 - "$H" "$work" <<'EOF'
 import json, sys
 H, work = int(sys.argv[1]), sys.argv[2]
@@ -23,7 +24,7 @@ for m in range(5 * 60):
     t = H + m * 60
     for s, host in enumerate("abcd"):
         v = m * 7 + s if s % 2 == 0 else m * 0.25 + s
-        if m < 180:
+        if m < 60:
             tel.append("put bf.m %d %s host=%s" % (t, v, host))
         else:
             js.append({"metric": "bf.m", "timestamp": t, "value": v, "tags": {"host": host}})
@@ -94,7 +95,7 @@ EOF
 
 # the reference: the same writes with the head off
 CTSDB_NOW_MS=$NOW_MS tsd_start --tsd.storage.head.enable=false
-check_eq "reference: telnet synced, 8 HTTP requests acknowledged" "net.o 8" "$(send_all "$TSD_PORT")"
+check_eq "reference: telnet synced, 16 HTTP requests acknowledged" "net.o 16" "$(send_all "$TSD_PORT")"
 want_all=$(queries_all "$TSD_PORT")
 check_eq "reference: 1200 points" 1200 "$(npoints "$(head -1 <<<"$want_all")")"
 check_eq "every reference answer has series" 0 "$(grep -c '^\[\]$\|error' <<<"$want_all")"
@@ -102,17 +103,37 @@ want_last=$(last_all "$TSD_PORT")
 tsd_stop
 unset TSD_DATA
 
-# backfill on, idle far away: room hand-offs only while the stream runs
+# backfill on, idle far away, the background hand-off off (CTSDB_HEAD_MOVED=0, tests only):
+# room hand-offs inside the appends only, while the stream runs
 BF=(--tsd.storage.head.enable=true --tsd.storage.head.backfill_idle_ms=600000)
+CTSDB_NOW_MS=$NOW_MS CTSDB_HEAD_MOVED=0 tsd_start "${BF[@]}"
+check_eq "room: telnet synced, 16 HTTP requests acknowledged" "net.o 16" "$(send_all "$TSD_PORT")"
+check_eq "room: the answers of a head-off TSD" "$want_all" "$(queries_all "$TSD_PORT")"
+check_eq "room: no point went as a single cell" 0 \
+  "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=point")"
+check_eq "room: hours 0 and 1 of the 4 series went for room: 8 hour cells" 8 \
+  "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")"
+check_eq "room: the head holds hours 2-4 of the 4 series" 12 "$(tsd_stat "$TSD_PORT" "tsd.head.chunks")"
+tsd_stop
+unset TSD_DATA
+
+# the background hand-off on (the default): each series' older hour goes once it moved on
 CTSDB_NOW_MS=$NOW_MS tsd_start "${BF[@]}"
 data=$TSD_DATA
-check_eq "backfill: telnet synced, 8 HTTP requests acknowledged" "net.o 8" "$(send_all "$TSD_PORT")"
+check_eq "backfill: telnet synced, 16 HTTP requests acknowledged" "net.o 16" "$(send_all "$TSD_PORT")"
 check_eq "backfill read at once: the answers of a head-off TSD" "$want_all" "$(queries_all "$TSD_PORT")"
 check_eq "backfill read at once: the last points of a head-off TSD" "$want_last" "$(last_all "$TSD_PORT")"
 check_eq "no point went as a single cell" 0 "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=point")"
-check_eq "hours 0 and 1 of the 4 series went for room: 8 hour cells" 8 \
-  "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")"
-check_eq "the head holds hours 2-4 of the 4 series" 12 "$(tsd_stat "$TSD_PORT" "tsd.head.chunks")"
+cells=""
+for _ in $(seq 1 100); do
+  cells=$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")
+  [ "$cells" = 16 ] && break
+  sleep 0.1
+done
+check_eq "hours 0-3 of the 4 series went in the background: 16 hour cells" 16 "$cells"
+check_eq "the head holds hour 4 of the 4 series" 4 "$(tsd_stat "$TSD_PORT" "tsd.head.chunks")"
+check_eq "after the background hand-off: the answers of a head-off TSD" "$want_all" \
+  "$(queries_all "$TSD_PORT")"
 kill -KILL "$TSD_PID"
 wait "$TSD_PID" 2>/dev/null
 
@@ -138,12 +159,17 @@ check_eq "the replayed hours are in the store: the head holds nothing" 0 \
 tsd_stop
 unset TSD_DATA
 
-# kill -9 at each step of a room hand-off, mid-stream: every acknowledged point survives, and
-# the stream sent again from the first unacknowledged request answers as the reference
-for point in room_before_store room_mid_store handoff_before_release; do
+# kill -9 at each step of a background and of a room hand-off (the background one off, :0),
+# mid-stream: every acknowledged point survives, and the stream sent again from the first
+# unacknowledged request answers as the reference
+for spec in moved_before_store:1 moved_mid_store:1 room_before_store:0 room_mid_store:0 \
+  handoff_before_release:1; do
+  point=${spec%%:*}
   d=$(it_tmpdir)/data
-  TSD_DATA=$d CTSDB_NOW_MS=$NOW_MS CTSDB_HEAD_CRASH=$point tsd_start "${BF[@]}"
-  # the telnet part (hours 0-2) needs no room; the HTTP part opens hour 3: the first room hand-off
+  TSD_DATA=$d CTSDB_NOW_MS=$NOW_MS CTSDB_HEAD_MOVED=${spec##*:} CTSDB_HEAD_CRASH=$point \
+    tsd_start "${BF[@]}"
+  # the telnet part (hour 0) hands nothing off; the HTTP part opens hour 1 (the first background
+  # hand-off) and hour 3 (the first room hand-off)
   tsd_talk "$TSD_PORT" <"$work/stream.telnet" >/dev/null
   acked=$(send_http "$TSD_PORT")
   for _ in $(seq 1 100); do kill -0 "$TSD_PID" 2>/dev/null || break; sleep 0.1; done
@@ -167,7 +193,7 @@ done
 # a short idle time: everything goes as hour cells, and the whole head log is released
 CTSDB_NOW_MS=$NOW_MS tsd_start --tsd.storage.head.enable=true --tsd.storage.head.backfill_idle_ms=1000
 data=$TSD_DATA
-check_eq "idle run: telnet synced, 8 HTTP requests acknowledged" "net.o 8" "$(send_all "$TSD_PORT")"
+check_eq "idle run: telnet synced, 16 HTTP requests acknowledged" "net.o 16" "$(send_all "$TSD_PORT")"
 chunks=""
 for _ in $(seq 1 300); do
   chunks=$(tsd_stat "$TSD_PORT" "tsd.head.chunks")

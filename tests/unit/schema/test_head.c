@@ -9,8 +9,10 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "schema/dpcodec.h"
 #include "schema/head.h"
@@ -767,6 +769,207 @@ static void test_head_backfill_live_close_and_failed_room(void **state)
 
 /* Under its backfill share the head opens no new backfill chunk (late), but the chunks it holds
  * keep growing and open hours are taken as ever. */
+/* The background hand-off (head_handoff_moved): a backfill in time order, drained after each
+ * hour, hands off each series' previous hour (oldest first, the hour's points exactly) and never
+ * needs room inside an append; each series keeps its newest hour; a handed-off hour is late; a
+ * failing sink keeps the chunk, which takes points again; the head returns to its empty size. */
+static void test_head_moved_hands_off_older_hours(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    size_t b0 = head_bytes(h);
+    head_set_closed_before(h, CLOSED);
+    struct sink room = {.fail_after = -1}, mv = {.fail_after = -1};
+    head_set_backfill(h, true, 0, sink_fn, &room);
+    size_t ns, nc, nh;
+    uint64_t np;
+    for (int hr = 0; hr < 5; hr++) {
+        for (int m = 0; m < 60; m++) {
+            int64_t ts = BASE_MS + (hr * 60 + m) * 60000LL;
+            put(h, T1, sizeof(T1), dpcodec_point_int(ts, false, m), HEAD_TAKEN);
+            put(h, T2, sizeof(T2), dpcodec_point_real(ts, false, m * 0.5), HEAD_TAKEN);
+        }
+        assert_int_equal(head_moved_pending(h), hr > 0);
+        assert_int_equal(head_handoff_moved(h, sink_fn, &mv, &nh, &err), CT_OK);
+        assert_int_equal(nh, hr > 0 ? 2 : 0);
+        assert_false(head_moved_pending(h));
+        head_counts(h, &ns, &nc, &np);
+        assert_int_equal(nc, 2);
+        assert_int_equal(np, 2 * 60);
+        assert_int_equal(head_oldest_hour_s(h), BASE + hr * 3600);
+    }
+    assert_int_equal(room.calls, 0);
+    assert_int_equal(mv.calls, 8);
+    assert_int_equal(mv.points, 8 * 60);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(mv.bases[i], BASE + (i / 2) * 3600);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 3 * 3600000 + 1000, false, 7), HEAD_LATE);
+    /* T1 opens hour 5 and is ready again; a failing sink keeps its hour 4 */
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 5 * 3600000, false, 1), HEAD_TAKEN);
+    assert_true(head_moved_pending(h));
+    struct sink bad = {.fail_after = 0};
+    assert_int_equal(head_handoff_moved(h, sink_fn, &bad, &nh, &err), CT_EIO);
+    assert_int_equal(nh, 0);
+    put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + 5 * 3600000 - 1000, false, 2), HEAD_TAKEN);
+    struct dpcodec_point *out = NULL;
+    size_t cap = 0, n = 0;
+    assert_int_equal(read_points(h, T1, sizeof(T1), 0, INT64_MAX, &out, &cap, &n, &err), CT_OK);
+    assert_int_equal(n, 62);
+    assert_int_equal(out[60].i, 2);
+    free(out);
+    struct sink all = {.fail_after = -1};
+    assert_int_equal(head_close_hours_idle(h, CLOSED, INT64_MAX, sink_fn, &all, &nh, &err), CT_OK);
+    assert_int_equal(nh, 3);
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(ns + nc + np, 0);
+    assert_true(head_bytes(h) >= b0 &&
+                head_bytes(h) <= b0 + 64 * (sizeof(void *) + sizeof(uint64_t)));
+    head_free(h);
+}
+
+/* A chunk being handed off without the lock: readable, appends of other series go on, and an
+ * append to its hour waits until the hour is in the store, then is late. */
+struct seal_probe {
+    struct head *h;
+    int calls;
+    pthread_t th;
+    _Atomic int appended;
+    enum head_result res;
+};
+
+static void *seal_probe_append(void *arg)
+{
+    struct seal_probe *p = arg;
+    struct ct_err err = {0};
+    struct dpcodec_point pt = dpcodec_point_int(BASE_MS + 59 * 60000 + 30000, false, 5);
+    assert_int_equal(head_append(p->h, T1, sizeof(T1), &pt, &p->res, &err), CT_OK);
+    atomic_store(&p->appended, 1);
+    return NULL;
+}
+
+static int seal_probe_fn(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
+                         bool replayed, const struct dpcodec_point *pts, size_t n,
+                         struct ct_err *err)
+{
+    (void)replayed;
+    (void)pts;
+    struct seal_probe *p = arg;
+    assert_int_equal(p->calls++, 0);
+    assert_memory_equal(tsuid, T1, tlen);
+    assert_int_equal(base_s, BASE);
+    assert_int_equal(n, 60);
+    struct dpcodec_point *out = NULL;
+    size_t cap = 0, got = 0;
+    assert_int_equal(read_points(p->h, T1, sizeof(T1), BASE_MS, BASE_MS + 3599999, &out, &cap,
+                                 &got, err),
+                     CT_OK);
+    assert_int_equal(got, 60);
+    free(out);
+    put(p->h, T2, sizeof(T2), dpcodec_point_int(BASE_MS, false, 1), HEAD_TAKEN);
+    assert_int_equal(pthread_create(&p->th, NULL, seal_probe_append, p), 0);
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(atomic_load(&p->appended), 0); /* waits for the hand-off */
+    return CT_OK;
+}
+
+static void test_head_sealed_chunk_is_read_and_waited_for(void **state)
+{
+    (void)state;
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    head_set_closed_before(h, CLOSED);
+    struct sink room = {.fail_after = -1};
+    head_set_backfill(h, true, 0, sink_fn, &room);
+    for (int m = 0; m < 120; m++)
+        put(h, T1, sizeof(T1), dpcodec_point_int(BASE_MS + m * 60000LL, false, m), HEAD_TAKEN);
+    struct seal_probe p = {.h = h};
+    size_t nh = 0;
+    assert_int_equal(head_handoff_moved(h, seal_probe_fn, &p, &nh, &err), CT_OK);
+    assert_int_equal(nh, 1);
+    pthread_join(p.th, NULL);
+    assert_int_equal(atomic_load(&p.appended), 1);
+    assert_int_equal(p.res, HEAD_LATE);
+    assert_int_equal(room.calls, 0);
+    head_free(h);
+}
+
+/* head_close_hours_idle in steps over more series than one step takes, while its sink opens
+ * chunks of the closing hour for new series (the table grows and is rebuilt meanwhile): every
+ * chunk of the hour goes, those opened during the pass included, and the head ends empty. */
+struct step_probe {
+    struct head *h;
+    size_t calls, points, added;
+};
+
+static void step_tsuid(uint8_t t[9], unsigned x)
+{
+    uint8_t b[9] = {0, 0, 1, 0, 0, 1, (uint8_t)(x >> 16), (uint8_t)(x >> 8), (uint8_t)x};
+    memcpy(t, b, 9);
+}
+
+static int step_probe_fn(void *arg, const uint8_t *tsuid, size_t tlen, int64_t base_s,
+                         bool replayed, const struct dpcodec_point *pts, size_t n,
+                         struct ct_err *err)
+{
+    (void)tsuid;
+    (void)tlen;
+    (void)replayed;
+    (void)pts;
+    (void)err;
+    struct step_probe *p = arg;
+    assert_int_equal(base_s, BASE);
+    p->calls++;
+    p->points += n;
+    if (p->added < 60) {
+        uint8_t t[9];
+        step_tsuid(t, 100000 + (unsigned)p->added++);
+        put(p->h, t, sizeof(t), dpcodec_point_int(BASE_MS + 1000, false, 1), HEAD_TAKEN);
+    }
+    return CT_OK;
+}
+
+static void close_in_steps(unsigned nseries)
+{
+    struct head *h = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(head_new(&h, &err), CT_OK);
+    size_t b0 = head_bytes(h);
+    for (unsigned x = 0; x < nseries; x++) {
+        uint8_t t[9];
+        step_tsuid(t, x);
+        for (int m = 0; m < 3; m++)
+            put(h, t, sizeof(t), dpcodec_point_int(BASE_MS + m * 60000LL, false, m), HEAD_TAKEN);
+    }
+    struct step_probe p = {.h = h};
+    size_t nh = 0;
+    assert_int_equal(head_close_hours(h, BASE + 3600, step_probe_fn, &p, &nh, &err), CT_OK);
+    assert_int_equal(p.added, 60);
+    assert_int_equal(nh, nseries + 60);
+    assert_int_equal(p.calls, nseries + 60);
+    assert_int_equal(p.points, 3 * nseries + 60);
+    size_t ns, nc;
+    uint64_t np;
+    head_counts(h, &ns, &nc, &np);
+    assert_int_equal(ns + nc + np, 0);
+    assert_int_equal(head_closed_before_s(h), BASE + 3600);
+    assert_true(head_bytes(h) >= b0 &&
+                head_bytes(h) <= b0 + 64 * (sizeof(void *) + sizeof(uint64_t)));
+    head_free(h);
+}
+
+/* 600 series: the table keeps its slots (new series land before and after the walk); 1000:
+ * the 25th new series rebuilds the table in the middle of the pass */
+static void test_head_close_in_steps_takes_chunks_opened_meanwhile(void **state)
+{
+    (void)state;
+    close_in_steps(600);
+    close_in_steps(1000);
+}
+
 static void test_head_backfill_share(void **state)
 {
     (void)state;
@@ -1093,6 +1296,9 @@ int main(void)
         cmocka_unit_test(test_head_backfill_takes_closed_hours),
         cmocka_unit_test(test_head_backfill_live_close_and_failed_room),
         cmocka_unit_test(test_head_backfill_share),
+        cmocka_unit_test(test_head_moved_hands_off_older_hours),
+        cmocka_unit_test(test_head_sealed_chunk_is_read_and_waited_for),
+        cmocka_unit_test(test_head_close_in_steps_takes_chunks_opened_meanwhile),
         cmocka_unit_test(test_head_marks_replayed_chunks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
