@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# test_tsd_head_replay.sh - the ingest head's backfill across a kill -9: an hour handed off for
-# room (one hour cell), then more points of that hour (a late point, a rewrite), kill -9 while
+# test_tsd_head_replay.sh - the ingest head's backfill across a kill -9: hours handed off in the
+# background as their series moved on (hour cells), then more points of the first (a late point,
+# a rewrite), kill -9 while
 # the head log still holds the hour's records, restart: the replay rebuilds the hour from those
 # records and its hand-off merges it with the stored row, so every acknowledged point reads back
 # once with its latest value and `ctsdb fsck` finds no duplicate timestamp. Also: a rewrite of a
@@ -14,8 +15,9 @@ BF=(--tsd.storage.head.enable=true --tsd.storage.head.backfill_idle_ms=600000)
 work=$(it_tmpdir)
 
 # series b holds hour 0 (so the head log keeps every record from hour 0's first on); series a
-# fills hours 0-2, opens hour 3 (its hour 0 goes for room: one hour cell), then gets a late point
-# of hour 0 (a single cell: its series handed the hour off) and a rewrite of one of hour 0's
+# fills hours 0-2 and opens hour 3 (its hours 0-2 go in the background as it moves on: three hour
+# cells), then gets a late point of hour 0 (a single cell: its series handed the hour off) and a
+# rewrite of one of hour 0's
 python3 - "$H" "$work" <<'EOF'
 import sys
 H, work = int(sys.argv[1]), sys.argv[2]
@@ -25,7 +27,7 @@ for hour in range(3):
         t = H + hour * 3600 + k * 60
         lines.append("put rp.m %d %d host=a" % (t, hour * 100 + k))
 lines.append("put rp.m %d 300 host=a" % (H + 3 * 3600))
-lines.append("version")  # a sync point: the room hand-off is done before the rest
+lines.append("version")  # a sync point (the hand-offs are waited for after it)
 open(work + "/part1.telnet", "w").write("\n".join(lines) + "\n")
 lines = ["put rp.m %d 42 host=a" % (H + 30 * 60),   # late: after the hand-off of hour 0
          "put rp.m %d 77 host=a" % (H + 5 * 60),    # a rewrite of a point of the handed-off hour
@@ -51,12 +53,17 @@ check_eq "reference: 33 points, one a timestamp" 33 "$(echo "$want" | tr ' ' '\n
 tsd_stop
 unset TSD_DATA
 
-# backfill: hour 0 of a goes for room, then the late point and the rewrite, kill -9
+# backfill: hours 0-2 of a go in the background, then the late point and the rewrite, kill -9
 CTSDB_NOW_MS=$NOW_MS tsd_start "${BF[@]}"
 data=$TSD_DATA
 check_contains "part 1 synced" "$(tsd_talk <"$work/part1.telnet")" "net.opentsdb"
-check_eq "a's hour 0 went for room: one hour cell" 1 \
-  "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")"
+cells=""
+for _ in $(seq 1 100); do
+  cells=$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")
+  [ "$cells" = 3 ] && break
+  sleep 0.1
+done
+check_eq "a's hours 0-2 went in the background: three hour cells" 3 "$cells"
 check_contains "part 2 synced" "$(tsd_talk <"$work/part2.telnet")" "net.opentsdb"
 check_eq "the late point and the rewrite of the handed-off hour went as single cells" 2 \
   "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=point")"
@@ -120,12 +127,12 @@ unset TSD_DATA
 CTSDB_NOW_MS=$NOW_MS tsd_start "${BF[@]}"
 data=$TSD_DATA
 tsd_talk <"$work/part1.telnet" >/dev/null
-printf 'put rp.m %d 255 host=a\nput rp.m %d 56 host=b\nversion\n' $((H + 2 * 3600 + 60)) "$H" |
+printf 'put rp.m %d 255 host=a\nput rp.m %d 56 host=b\nversion\n' $((H + 3 * 3600)) "$H" |
   tsd_talk >/dev/null
 check_eq "rewrites of held points: no single cell" 0 \
   "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=point")"
 held=$(answer "$TSD_PORT")
-check_contains "the rewrite of a held point is read (a)" "$held" "$((H + 2 * 3600 + 60))=255"
+check_contains "the rewrite of a held point is read (a)" "$held" "$((H + 3 * 3600))=255"
 check_contains "the rewrite of a held point is read (b)" "$held" "b $H=56"
 tsd_stop
 TSD_DATA=$data CTSDB_NOW_MS=$NOW_MS tsd_start --tsd.storage.head.enable=false
@@ -134,7 +141,7 @@ tsd_stop
 unset TSD_DATA
 CTSDB_NOW_MS=$NOW_MS tsd_start --tsd.storage.head.enable=false
 tsd_talk <"$work/part1.telnet" >/dev/null
-printf 'put rp.m %d 255 host=a\nput rp.m %d 56 host=b\nversion\n' $((H + 2 * 3600 + 60)) "$H" |
+printf 'put rp.m %d 255 host=a\nput rp.m %d 56 host=b\nversion\n' $((H + 3 * 3600)) "$H" |
   tsd_talk >/dev/null
 check_eq "the same writes with the head off: the same answer" "$held" "$(answer "$TSD_PORT")"
 tsd_stop
