@@ -47,6 +47,8 @@
 #define HEAD_TS_BITS        22
 #define HEAD_POINT_MAX_BITS 128 /* kind 4 + time 28 + value 78, rounded up */
 #define HEAD_CHUNK_MIN      32  /* bytes of a new chunk's buffer */
+/* Most bytes a new chunk starts with (from its series' last hour: head_series.next_cap). */
+#define HEAD_NEXT_CAP_MAX 65536
 /* Chunks one sealed pass step hands to its sink between two holds of the lock. */
 #define HEAD_PASS_CHUNKS 256
 
@@ -76,7 +78,8 @@ struct head_series {
     int64_t done_s;
     uint8_t tlen;
     uint8_t nchunks;
-    bool queued; /* in h->moved (never freed while it is) */
+    bool queued;       /* in h->moved (never freed while it is) */
+    uint32_t next_cap; /* the buffer size its last handed-off chunk reached (0: none) */
     struct head_chunk chunks[HEAD_MAX_HOURS];
     uint8_t tsuid[]; /* tlen bytes */
 };
@@ -285,7 +288,8 @@ static uint8_t head_kind(const struct dpcodec_point *p)
 }
 
 /* Makes room for one more point (invariant 4). */
-static int head_chunk_reserve(struct head *h, struct head_chunk *c, struct ct_err *err)
+static int head_chunk_reserve(struct head *h, struct head_chunk *c, size_t hint,
+                              struct ct_err *err)
 {
     if (c->cap * 8 - c->nbits >= HEAD_POINT_MAX_BITS)
         return CT_OK;
@@ -296,6 +300,8 @@ static int head_chunk_reserve(struct head *h, struct head_chunk *c, struct ct_er
     do
         ncap = (ncap + ncap / 2 + 15) & ~(size_t)15;
     while (ncap * 8 - c->nbits < HEAD_POINT_MAX_BITS);
+    if (ncap < hint) /* a new chunk at its series' last hour's size: no growth steps */
+        ncap = hint;
     uint8_t *nb = realloc(c->buf, ncap);
     if (!nb)
         return ct_err_set(err, CT_ENOMEM, "cannot grow a head chunk to %zu bytes", ncap);
@@ -707,7 +713,7 @@ static int head_chunk_rewrite(struct head *h, struct head_chunk *c, const struct
     h->dec[at] = *p;
     struct head_chunk nc = {.base_s = c->base_s, .backfill = c->backfill, .replayed = c->replayed};
     for (uint32_t i = 0; i < c->n; i++) {
-        if ((rc = head_chunk_reserve(h, &nc, err)) != CT_OK) {
+        if ((rc = head_chunk_reserve(h, &nc, 0, err)) != CT_OK) {
             free(nc.buf);
             h->bytes -= nc.cap;
             return rc;
@@ -728,6 +734,7 @@ static void head_drop_chunk(struct head *h, struct head_series *s, unsigned k)
     struct head_chunk *c = &s->chunks[k];
     if (c->base_s + 3600 > s->done_s)
         s->done_s = c->base_s + 3600;
+    s->next_cap = c->cap < HEAD_NEXT_CAP_MAX ? (uint32_t)c->cap : HEAD_NEXT_CAP_MAX;
     head_chunk_release(h, c);
     s->nchunks--;
     memmove(&s->chunks[k], &s->chunks[k + 1], (s->nchunks - k) * sizeof(s->chunks[0]));
@@ -939,7 +946,7 @@ again:;
             *res = found ? HEAD_TAKEN : HEAD_OUT_OF_ORDER;
             return CT_OK;
         }
-        int rc = head_chunk_reserve(h, c, err);
+        int rc = head_chunk_reserve(h, c, 0, err);
         if (rc != CT_OK)
             return rc;
         head_chunk_append(c, &p);
@@ -975,7 +982,7 @@ again:;
     }
     struct head_chunk nc = {
         .base_s = base_s, .touched_ms = h->now_ms, .backfill = closed, .replayed = h->replay};
-    int rc = head_chunk_reserve(h, &nc, err);
+    int rc = head_chunk_reserve(h, &nc, s ? s->next_cap : 0, err);
     if (rc != CT_OK)
         return rc;
     if (!s) {
