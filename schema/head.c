@@ -828,6 +828,19 @@ static void head_seal_finish(struct head *h, const struct head_seal *seals, size
     pthread_cond_broadcast(&h->seal_cv);
 }
 
+/* One step of a pass: h->seals[0..n) (sealed) stored without the lock, then dropped or
+ * unsealed under it. Returns how many the sink took (*rc, err: its refusal). REQUIRES: pass_mu
+ * and mu held (mu is released meanwhile). */
+static size_t head_seal_step(struct head *h, size_t n, head_hour_fn fn, void *arg, int *rc,
+                             struct ct_err *err)
+{
+    pthread_mutex_unlock(&h->mu);
+    size_t ok = head_seal_store(h, h->seals, n, fn, arg, rc, err);
+    pthread_mutex_lock(&h->mu);
+    head_seal_finish(h, h->seals, n, ok);
+    return ok;
+}
+
 /* Whether s has a chunk of [from_s, to_s) being handed off. REQUIRES: mu held. */
 static bool head_sealed_in(const struct head_series *s, int64_t from_s, int64_t to_s)
 {
@@ -1276,11 +1289,7 @@ int head_close_hours_idle(struct head *h, int64_t before_s, int64_t idle_before_
             i = 0;
             continue;
         }
-        pthread_mutex_unlock(&h->mu);
-        size_t ok = head_seal_store(h, h->seals, n, fn, arg, &rc, err);
-        pthread_mutex_lock(&h->mu);
-        head_seal_finish(h, h->seals, n, ok);
-        handed += ok;
+        handed += head_seal_step(h, n, fn, arg, &rc, err);
         if (rc != CT_OK)
             break;
     }
@@ -1341,10 +1350,7 @@ int head_handoff_moved(struct head *h, head_hour_fn fn, void *arg, size_t *nhour
         atomic_store_explicit(&h->moved_pub, h->nmoved, memory_order_relaxed);
         if (n == 0)
             continue;
-        pthread_mutex_unlock(&h->mu);
-        size_t ok = head_seal_store(h, h->seals, n, fn, arg, &rc, err);
-        pthread_mutex_lock(&h->mu);
-        head_seal_finish(h, h->seals, n, ok);
+        size_t ok = head_seal_step(h, n, fn, arg, &rc, err);
         handed += ok;
         for (size_t i = 0; i < ok; i++) /* a series more than one hour behind goes on */
             head_moved_check(h, h->seals[i].s);

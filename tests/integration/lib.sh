@@ -122,6 +122,18 @@ for s in json.load(sys.stdin):
         print(s["value"]); break' "$2"
 }
 
+# tsd_stat_wait PORT NAME WANT: tsd_stat until it prints WANT, polled every 0.1 s for at most
+# 10 s (work the TSD finishes on its own threads); prints the last value read.
+tsd_stat_wait() {
+  local v=""
+  for _ in $(seq 1 100); do
+    v=$(tsd_stat "$1" "$2")
+    [ "$v" = "$3" ] && break
+    sleep 0.1
+  done
+  echo "$v"
+}
+
 # tsd_stop: SIGTERM, wait up to 20 s, then SIGKILL; returns the daemon's exit status.
 tsd_stop() {
   local pid=$TSD_PID

@@ -124,13 +124,8 @@ check_eq "backfill: telnet synced, 16 HTTP requests acknowledged" "net.o 16" "$(
 check_eq "backfill read at once: the answers of a head-off TSD" "$want_all" "$(queries_all "$TSD_PORT")"
 check_eq "backfill read at once: the last points of a head-off TSD" "$want_last" "$(last_all "$TSD_PORT")"
 check_eq "no point went as a single cell" 0 "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=point")"
-cells=""
-for _ in $(seq 1 100); do
-  cells=$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")
-  [ "$cells" = 16 ] && break
-  sleep 0.1
-done
-check_eq "hours 0-3 of the 4 series went in the background: 16 hour cells" 16 "$cells"
+check_eq "hours 0-3 of the 4 series went in the background: 16 hour cells" 16 \
+  "$(tsd_stat_wait "$TSD_PORT" "tsd.storage.data.cells type=hour" 16)"
 check_eq "the head holds hour 4 of the 4 series" 4 "$(tsd_stat "$TSD_PORT" "tsd.head.chunks")"
 check_eq "after the background hand-off: the answers of a head-off TSD" "$want_all" \
   "$(queries_all "$TSD_PORT")"

@@ -57,13 +57,8 @@ unset TSD_DATA
 CTSDB_NOW_MS=$NOW_MS tsd_start "${BF[@]}"
 data=$TSD_DATA
 check_contains "part 1 synced" "$(tsd_talk <"$work/part1.telnet")" "net.opentsdb"
-cells=""
-for _ in $(seq 1 100); do
-  cells=$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")
-  [ "$cells" = 3 ] && break
-  sleep 0.1
-done
-check_eq "a's hours 0-2 went in the background: three hour cells" 3 "$cells"
+check_eq "a's hours 0-2 went in the background: three hour cells" 3 \
+  "$(tsd_stat_wait "$TSD_PORT" "tsd.storage.data.cells type=hour" 3)"
 check_contains "part 2 synced" "$(tsd_talk <"$work/part2.telnet")" "net.opentsdb"
 check_eq "the late point and the rewrite of the handed-off hour went as single cells" 2 \
   "$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=point")"
