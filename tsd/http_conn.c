@@ -1116,16 +1116,15 @@ static bool http_conn_unpark(struct http_conn *c)
     return open;
 }
 
-static void http_work_trampoline(void *arg)
+/* Set by http_req_suspend on the worker running a request's work: the trampoline then leaves
+ * the request alone once the work returns (it may be gone already: http_req_resume). */
+static _Thread_local bool http_work_suspended;
+
+/* The end of deferred work (on its worker, or the thread resuming a suspended request): a whole
+ * reply (or a streamed one still held) goes out from here, then the request is parked or the
+ * loop told (invariant 5). */
+static void http_work_complete(struct http_req *r)
 {
-    struct http_req *r = arg;
-    r->on_worker = true;
-    /* one deadline bounds the request's backend calls together (a remote backend's) */
-    int64_t req_ms = tsdstore_request_ms(r->conn->tsd->tstore);
-    uint64_t prev_deadline = req_ms ? wc_request_deadline_begin(req_ms) : wc_request_deadline();
-    r->work(r, r->work_arg);
-    wc_request_deadline_set(prev_deadline);
-    /* A whole reply (or a streamed one still held) goes out from here. */
     if (r->replied && (!r->streaming || r->stream_held)) {
         struct http_conn *c = r->conn;
         if (r->streaming && !r->stream_ended)
@@ -1142,6 +1141,34 @@ static void http_work_trampoline(void *arg)
     if (r->sent && !r->send_failed && r->keep_alive && http_conn_park(r))
         return;
     tsd_post_done(r->conn->tsd, r);
+}
+
+static void http_work_trampoline(void *arg)
+{
+    struct http_req *r = arg;
+    r->on_worker = true;
+    /* one deadline bounds the request's backend calls together (a remote backend's) */
+    int64_t req_ms = tsdstore_request_ms(r->conn->tsd->tstore);
+    uint64_t prev_deadline = req_ms ? wc_request_deadline_begin(req_ms) : wc_request_deadline();
+    http_work_suspended = false;
+    r->work(r, r->work_arg);
+    wc_request_deadline_set(prev_deadline);
+    if (http_work_suspended) { /* r is http_req_resume's (maybe finished and freed already) */
+        http_work_suspended = false;
+        return;
+    }
+    http_work_complete(r);
+}
+
+void http_req_suspend(struct http_req *r)
+{
+    (void)r;
+    http_work_suspended = true;
+}
+
+void http_req_resume(struct http_req *r)
+{
+    http_work_complete(r);
 }
 
 static int http_req_defer_on(struct workpool *pool, struct http_req *r, http_work_fn work,
