@@ -1125,10 +1125,16 @@ static _Thread_local bool http_work_suspended;
  * loop told (invariant 5). */
 static void http_work_complete(struct http_req *r)
 {
-    if (r->replied && (!r->streaming || r->stream_held)) {
-        struct http_conn *c = r->conn;
-        if (r->streaming && !r->stream_ended)
-            http_stream_end(r);
+    struct http_conn *c = r->conn;
+    bool whole = r->replied && (!r->streaming || r->stream_held);
+    if (whole && r->streaming && !r->stream_ended)
+        http_stream_end(r);
+    /* The write and the parking under one hold of the bufferevent's (recursive) lock: else the
+     * client, woken by the reply, may send its next request and the loop read it in between,
+     * and the parking fails for the input waiting (seen on 63% of remote writes answered from
+     * the ingest writer: a loop wake-up each) */
+    bufferevent_lock(c->bev);
+    if (whole) {
         pthread_mutex_lock(&c->mu);
         bool gone = c->gone;
         pthread_mutex_unlock(&c->mu);
@@ -1138,9 +1144,10 @@ static void http_work_complete(struct http_req *r)
             r->sent = true;
         }
     }
-    if (r->sent && !r->send_failed && r->keep_alive && http_conn_park(r))
-        return;
-    tsd_post_done(r->conn->tsd, r);
+    bool parked = r->sent && !r->send_failed && r->keep_alive && http_conn_park(r);
+    bufferevent_unlock(c->bev);
+    if (!parked)
+        tsd_post_done(c->tsd, r);
 }
 
 static void http_work_trampoline(void *arg)
