@@ -9,7 +9,8 @@
  *   - reply now: http_reply_json / _cjson / _error / _status / _raw, or
  *     http_stream_begin ... http_stream_end;
  *   - call http_req_defer(): the work function runs on a worker thread and replies there
- *     (same functions); the server finishes the request when it returns.
+ *     (same functions); the server finishes the request when it returns, or, if the work
+ *     suspended it (http_req_suspend), when another thread replies and calls http_req_resume.
  * A handler that returns without replying or deferring gets a 500 "handler did not reply".
  * The request, its strings and its body are valid until the reply is complete (the handler or
  * work function returned and the reply was handed to the connection); never keep pointers

@@ -13,13 +13,16 @@
  * gets 413 and the connection is closed, since the rest of its stream cannot be framed; (3) the
  * connection is freed only when refs drops to 0: the loop holds 1 while it is open, a worker 1
  * while it runs the request's deferred work; (4) while more than http_out_high bytes of answers
- * are unsent, no further request is read (the write callback resumes); (5) a worker that wrote
- * a whole reply finishes its request without waking the loop when the loop is sure to come back
- * to the connection anyway: it keeps reading (EV_READ enabled, keep-alive) and nothing is
+ * are unsent, no further request is read (the write callback resumes); (5) the thread that
+ * completes deferred work (its worker, or for a suspended request the thread that resumes it:
+ * http_req_suspend) and wrote a whole reply finishes the request without waking the loop when
+ * the loop is sure to come back to the connection anyway: it keeps reading (EV_READ enabled, keep-alive) and nothing is
  * waiting in its input, so the next request, the client's close or a timeout brings a callback,
  * and every callback (and shutdown) first finishes the parked request (http_conn_unpark). The
  * check and the parking happen under the bufferevent's lock, under which libevent also fills
- * the input, so input that arrives after the check brings its read callback after the parking;
+ * the input, so input that arrives after the check brings its read callback after the parking
+ * (the reply is written under the same hold of that lock, so the client's next request cannot be
+ * read between the write and the check);
  * (6) a request's latency (tstats.h) is counted once, from http_conn_dispatch (head and body
  * framed, before decoding) to its whole answer handed to the bufferevent or socket: in
  * http_reply_write (loop or worker), or at the end of a streamed answer (http_stream_end).
@@ -1075,8 +1078,9 @@ int http_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err)
 
 /* ---- deferred work --------------------------------------------------------------------------- */
 
-/* Worker, after writing r's whole reply: parks r on its connection (invariant 5) and returns
- * true, or returns false when the loop must be woken (tsd_post_done). */
+/* Worker (or the thread resuming r), after writing r's whole reply, holding the bufferevent's
+ * lock: parks r on its connection (invariant 5) and returns true, or returns false when the
+ * loop must be woken (tsd_post_done). */
 static bool http_conn_park(struct http_req *r)
 {
     struct http_conn *c = r->conn;
