@@ -16,8 +16,13 @@
  * TSD cannot take the request. The errors others give on these
  * routes (auth's 401/403, the router's 405, the HTTP layer's 413) take the same shape in
  * http_reply_error (tsd/http.c).
- * Invariants: (1) job->refs = 1 for the worker + 1 per submitted batch not yet done; the last
- * one frees the job; (2) the body is parsed in a private copy (the parser unescapes in place).
+ * The worker does not wait for its batches: it suspends the request (http_req_suspend) before the
+ * first is submitted, and the last reference of the job answers it (http_req_resume): the writer
+ * thread in the done callback of the last batch, or the worker when none was still being written.
+ * Invariants: (1) job->refs = 1 for the worker until it has submitted every batch + 1 per
+ * submitted batch not yet done; the last one answers the request and frees the job; (2) the body
+ * is parsed in a private copy (the parser unescapes in place); (3) after http_req_suspend the
+ * worker does not touch the request.
  * Locking: job->mu guards counts, the first error and refs. */
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -40,26 +45,61 @@
 
 struct api_influx_job {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     int refs;
     size_t dropped;    /* points the store or the checks refused */
     char *first;       /* the first refusal's reason, whole (NULL: none or out of memory) */
     bool store_failed; /* a store error (500, or 503: see unavailable), not a refusal */
     bool store_other;  /* a store error other than an unavailable backend (CT_EUNAVAIL) */
     struct ingest *ingest;
+    /* set by the worker before it drops its reference: the request (suspended) and the lines
+     * that did not parse */
+    struct http_req *r;
+    size_t bad_lines;
+    char *parse_err; /* InfluxDB's parse error text (NULL: out of memory) */
 };
 
+static void api_influx_reply(struct http_req *r, int status, const char *error);
+
+/* Answers the request of a job whose every point is written or failed (refs 0), on the thread
+ * that dropped the last reference (the writer after the last batch, or the worker), and sends
+ * the reply (http_req_resume). */
+static void api_influx_job_reply(struct api_influx_job *job)
+{
+    struct http_req *r = job->r;
+    const char *first = job->first ? job->first : "";
+    char *m = NULL;
+    if (job->bad_lines > 0) {
+        api_influx_reply(r, 400, job->parse_err ? job->parse_err : "unable to parse");
+    } else if (job->store_failed) {
+        /* 503 when every store failure was a backend that did not answer: the body may be
+         * sent again as it is (as /api/put answers, tsd/api_put.c) */
+        if (asprintf(&m, "write failed: %s", first) < 0)
+            m = NULL;
+        api_influx_reply(r, job->store_other ? 500 : 503, m ? m : "write failed");
+    } else if (job->dropped > 0) {
+        if (asprintf(&m, "partial write: %s dropped=%zu", first, job->dropped) < 0)
+            m = NULL;
+        api_influx_reply(r, 400, m ? m : "partial write");
+    } else {
+        api_influx_reply(r, 204, NULL);
+    }
+    free(m);
+    http_req_resume(r);
+}
+
+/* Drops a reference (invariant 1); the last one answers the request and frees the job. */
 static void api_influx_job_unref(struct api_influx_job *job)
 {
     pthread_mutex_lock(&job->mu);
     bool last = --job->refs == 0;
-    pthread_cond_broadcast(&job->cv);
     pthread_mutex_unlock(&job->mu);
     if (!last)
         return;
+    /* every other reference was dropped under mu: what they wrote is visible here */
+    api_influx_job_reply(job);
     pthread_mutex_destroy(&job->mu);
-    pthread_cond_destroy(&job->cv);
     free(job->first);
+    free(job->parse_err);
     free(job);
 }
 
@@ -251,9 +291,9 @@ static void api_influx_write_work(struct http_req *r, void *arg)
         return;
     }
     pthread_mutex_init(&job->mu, NULL);
-    pthread_cond_init(&job->cv, NULL);
     job->refs = 1;
     job->ingest = t->ingest;
+    job->r = r;
     x->t = t;
     x->job = job;
     x->prec = prec;
@@ -267,6 +307,9 @@ static void api_influx_write_work(struct http_req *r, void *arg)
     }
     memcpy(copy, body, len);
     copy[len] = '\0';
+    /* from here the last reference answers (invariant 1): the writer's done callback for the
+     * last batch, or this worker when it drops the last reference itself */
+    http_req_suspend(r);
     for (size_t i = 0; i < len;) {
         const char *nl = memchr(body + i, '\n', len - i);
         size_t e = nl ? (size_t)(nl - body) : len;
@@ -283,32 +326,12 @@ static void api_influx_write_work(struct http_req *r, void *arg)
     }
     api_influx_submit(t, job, &x->batch);
     pthread_mutex_lock(&job->mu);
-    while (job->refs > 1)
-        pthread_cond_wait(&job->cv, &job->mu);
-    size_t dropped = job->dropped;
-    bool store_failed = job->store_failed, store_other = job->store_other;
-    const char *first = job->first ? job->first : "";
-    pthread_mutex_unlock(&job->mu); /* the workers are done (refs 1): first stays put */
-    char *m = NULL;
-    if (x->bad_lines > 0) {
-        api_influx_reply(r, 400, x->parse_err);
-    } else if (store_failed) {
-        /* 503 when every store failure was a backend that did not answer: the body may be
-         * sent again as it is (as /api/put answers, tsd/api_put.c) */
-        if (asprintf(&m, "write failed: %s", first) < 0)
-            m = NULL;
-        api_influx_reply(r, store_other ? 500 : 503, m ? m : "write failed");
-    } else if (dropped > 0) {
-        if (asprintf(&m, "partial write: %s dropped=%zu", first, dropped) < 0)
-            m = NULL;
-        api_influx_reply(r, 400, m ? m : "partial write");
-    } else {
-        api_influx_reply(r, 204, NULL);
-    }
-    free(m);
-    api_influx_job_unref(job);
+    job->bad_lines = x->bad_lines;
+    job->parse_err = x->bad_lines > 0 ? strdup(x->parse_err) : NULL;
+    pthread_mutex_unlock(&job->mu);
     free(x);
-    free(copy);
+    free(copy); /* the points were copied into the batches */
+    api_influx_job_unref(job); /* r is the last reference's from here: not touched again */
 }
 
 void api_influx_write_handle(struct http_req *r)

@@ -13,11 +13,19 @@
  * which overwrites them with the same values.
  * A cached series' samples enter the batches by the ingest key and hash the cache keeps
  * (ingest_batch_add_key). Each write takes a scratch (decode buffer, arena, name buffers) from
- * t->prom_scratch and gives it back, reset, before waiting for its batches.
+ * t->prom_scratch and gives it back, reset, once its batches are submitted. The worker does not
+ * wait for its batches: it suspends the request (http_req_suspend) before submitting the first,
+ * and whoever drops the job's last reference - the writer thread in the done callback of the
+ * last batch written, or the worker itself when every batch was already written - builds the
+ * reply and sends it (http_req_resume): the answer leaves from the writer thread without a
+ * wake-up of the worker in between.
  * Invariants: (1) a body that does not decode writes nothing: every label of every series not
- * in the cache is decoded in a first pass, before the first sample is written; (2) job->refs = 1 for the worker +
- * 1 per submitted batch not yet done; the last one frees the job; (3) nothing of a scratch is
- * used after prom_scratch_give (the batches hold copies of the points).
+ * in the cache is decoded in a first pass, before the first sample is written; (2) job->refs = 1
+ * for the worker until it has submitted every batch + 1 per submitted batch not yet done; the
+ * last one answers the request and frees the job, so the reply goes out only once every batch
+ * is written; (3) nothing of a scratch is used after prom_scratch_give (the batches hold copies
+ * of the points); (4) after http_req_suspend the worker does not touch the request: only the
+ * last reference does.
  *
  * Read runs on a worker too: each query of the ReadRequest becomes an /api/query sub-query with
  * the "none" aggregator (every series on its own, raw points) run by qexec_run_points (the query
@@ -140,24 +148,62 @@ static void prom_scratch_give(struct prom_scratch_pool *pool, struct prom_scratc
 
 struct prom_job {
     pthread_mutex_t mu;
-    pthread_cond_t cv;
     int refs;
     size_t written, illegal, unknown_metric, store_error;
     size_t unavailable; /* of store_error: the backend did not answer (CT_EUNAVAIL) */
     char *first_err;    /* the first per-sample failure, whole, for the reply (NULL: none) */
     struct ingest *ingest;
+    /* set by the worker before it drops its reference: the request (suspended) and what the
+     * worker counted itself */
+    struct http_req *r;
+    int status; /* 500: a series could not be mapped for want of memory */
+    size_t samples, rejected, skipped_nan;
 };
 
+/* Builds the reply of a job whose every sample is written or failed (refs 0) and sends it
+ * (http_req_resume), on the thread that dropped the last reference: the writer after the last
+ * batch, or the worker when no batch was still being written. */
+static void prom_job_reply(struct prom_job *job)
+{
+    struct http_req *r = job->r;
+    size_t written = job->written, unknown = job->unknown_metric, stored = job->store_error,
+           illegal = job->illegal, unavailable = job->unavailable, samples = job->samples,
+           rejected = job->rejected, skipped_nan = job->skipped_nan;
+    const char *first = job->first_err ? job->first_err : "";
+    char *reply = NULL;
+    if (job->status == 500 || stored > 0) {
+        /* 503 when every sample not written failed because the backend did not answer (the
+         * request may be sent again as it is), 500 for other store failures: both retried by
+         * Prometheus */
+        int code = job->status != 500 && unavailable == stored ? 503 : 500;
+        if (asprintf(&reply, "%zu of %zu samples not written (retry): %s",
+                     samples - written - rejected - illegal - unknown - skipped_nan, samples,
+                     first) < 0)
+            reply = NULL;
+        prom_reply_text(r, code, reply ? reply : "samples not written (retry)");
+    } else if (rejected + illegal + unknown > 0) {
+        if (asprintf(&reply, "%zu of %zu samples rejected, %zu written: %s",
+                     rejected + illegal + unknown, samples, written, first) < 0)
+            reply = NULL;
+        prom_reply_text(r, 400, reply ? reply : "samples rejected");
+    } else {
+        http_reply_status(r, 204);
+    }
+    free(reply);
+    http_req_resume(r);
+}
+
+/* Drops a reference (invariant 2); the last one answers the request and frees the job. */
 static void prom_job_unref(struct prom_job *job)
 {
     pthread_mutex_lock(&job->mu);
     bool last = --job->refs == 0;
-    pthread_cond_broadcast(&job->cv);
     pthread_mutex_unlock(&job->mu);
     if (!last)
         return;
+    /* every other reference was dropped under mu: what they wrote is visible here */
+    prom_job_reply(job);
     pthread_mutex_destroy(&job->mu);
-    pthread_cond_destroy(&job->cv);
     free(job->first_err);
     free(job);
 }
@@ -383,9 +429,12 @@ static void prom_write_work(struct http_req *r, void *arg)
         return;
     }
     pthread_mutex_init(&job->mu, NULL);
-    pthread_cond_init(&job->cv, NULL);
     job->refs = 1;
     job->ingest = t->ingest;
+    job->r = r;
+    /* from here the last reference answers (invariant 2): the writer's done callback for the
+     * last batch, or this worker when it drops the last reference itself */
+    http_req_suspend(r);
     struct prom_write w = {.t = t, .job = job};
     const struct prom_map map = {t->rules.special_chars, dkey, dval};
     size_t rejected = 0, skipped_nan = 0, samples = 0;
@@ -457,36 +506,13 @@ static void prom_write_work(struct http_req *r, void *arg)
     prom_submit(&w);
     prom_scratch_give(t->prom_scratch, sc); /* p and the names were copied into the batches */
     tstats_add(TSTATS_INVALID_VALUES, skipped_nan);
-
     pthread_mutex_lock(&job->mu);
-    while (job->refs > 1)
-        pthread_cond_wait(&job->cv, &job->mu);
-    size_t written = job->written, unknown = job->unknown_metric, stored = job->store_error,
-           illegal = job->illegal, unavailable = job->unavailable;
-    const char *first = job->first_err ? job->first_err : "";
-    pthread_mutex_unlock(&job->mu); /* the workers are done (refs 1): first stays put */
-
-    char *reply = NULL;
-    if (status == 500 || stored > 0) {
-        /* 503 when every sample not written failed because the backend did not answer (the
-         * request may be sent again as it is), 500 for other store failures: both retried by
-         * Prometheus */
-        int code = status != 500 && unavailable == stored ? 503 : 500;
-        if (asprintf(&reply, "%zu of %zu samples not written (retry): %s",
-                     samples - written - rejected - illegal - unknown - skipped_nan, samples,
-                     first) < 0)
-            reply = NULL;
-        prom_reply_text(r, code, reply ? reply : "samples not written (retry)");
-    } else if (rejected + illegal + unknown > 0) {
-        if (asprintf(&reply, "%zu of %zu samples rejected, %zu written: %s",
-                     rejected + illegal + unknown, samples, written, first) < 0)
-            reply = NULL;
-        prom_reply_text(r, 400, reply ? reply : "samples rejected");
-    } else {
-        http_reply_status(r, 204);
-    }
-    free(reply);
-    prom_job_unref(job);
+    job->status = status;
+    job->samples = samples;
+    job->rejected = rejected;
+    job->skipped_nan = skipped_nan;
+    pthread_mutex_unlock(&job->mu);
+    prom_job_unref(job); /* r is the last reference's from here: not touched again */
 }
 
 int api_prom_open(struct tsd *t, struct ct_err *err)

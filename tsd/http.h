@@ -9,14 +9,16 @@
  *   - reply now: http_reply_json / _cjson / _error / _status / _raw, or
  *     http_stream_begin ... http_stream_end;
  *   - call http_req_defer(): the work function runs on a worker thread and replies there
- *     (same functions); the server finishes the request when it returns.
+ *     (same functions); the server finishes the request when it returns, or, if the work
+ *     suspended it (http_req_suspend), when another thread replies and calls http_req_resume.
  * A handler that returns without replying or deferring gets a 500 "handler did not reply".
  * The request, its strings and its body are valid until the reply is complete (the handler or
  * work function returned and the reply was handed to the connection); never keep pointers
  * after that.
  *
  * Reply functions may be called from the loop thread (inside the handler) or from the worker
- * thread running the deferred work of that request, never from anywhere else. Whole replies
+ * thread running the deferred work of that request, or for a suspended request
+ * (http_req_suspend) from the thread that resumes it, never from anywhere else. Whole replies
  * (json, error, status, raw) are buffered and sent after the handler/work returns. Streamed
  * replies go to the socket as they are written; a worker's http_stream_write() does not wait for
  * a slow client while the TSD's answer pool (tsd.http.query.answer_buffer_bytes) has room, waits
@@ -143,6 +145,16 @@ CT_MUST_CHECK int http_req_defer_ingest(struct http_req *r, http_work_fn work, v
                                         struct ct_err *err);
 CT_MUST_CHECK int http_req_defer(struct http_req *r, http_work_fn work, void *arg,
                                  struct ct_err *err);
+/* Called by deferred work on its worker: the work returns without a reply, and the request is
+ * answered later by whichever thread holds it then (e.g. the ingest writer that wrote its last
+ * points, in its done callback): that thread sets the reply (the reply functions above, whole
+ * replies only) and calls http_req_resume(r), which sends it and completes the request as the
+ * worker would have: no wake-up of a waiting worker on the answer's path. Between the two, r
+ * belongs to the code that suspended it, which hands it on with a happens-before (a mutex);
+ * exactly one http_req_resume follows, possibly on the worker itself before the work returns.
+ * After it, r is gone. */
+void http_req_suspend(struct http_req *r);
+void http_req_resume(struct http_req *r);
 
 /* The reason phrase for a status ("Not Found"). */
 const char *http_status_text(int status);

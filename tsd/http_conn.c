@@ -13,13 +13,16 @@
  * gets 413 and the connection is closed, since the rest of its stream cannot be framed; (3) the
  * connection is freed only when refs drops to 0: the loop holds 1 while it is open, a worker 1
  * while it runs the request's deferred work; (4) while more than http_out_high bytes of answers
- * are unsent, no further request is read (the write callback resumes); (5) a worker that wrote
- * a whole reply finishes its request without waking the loop when the loop is sure to come back
- * to the connection anyway: it keeps reading (EV_READ enabled, keep-alive) and nothing is
+ * are unsent, no further request is read (the write callback resumes); (5) the thread that
+ * completes deferred work (its worker, or for a suspended request the thread that resumes it:
+ * http_req_suspend) and wrote a whole reply finishes the request without waking the loop when
+ * the loop is sure to come back to the connection anyway: it keeps reading (EV_READ enabled, keep-alive) and nothing is
  * waiting in its input, so the next request, the client's close or a timeout brings a callback,
  * and every callback (and shutdown) first finishes the parked request (http_conn_unpark). The
  * check and the parking happen under the bufferevent's lock, under which libevent also fills
- * the input, so input that arrives after the check brings its read callback after the parking;
+ * the input, so input that arrives after the check brings its read callback after the parking
+ * (the reply is written under the same hold of that lock, so the client's next request cannot be
+ * read between the write and the check);
  * (6) a request's latency (tstats.h) is counted once, from http_conn_dispatch (head and body
  * framed, before decoding) to its whole answer handed to the bufferevent or socket: in
  * http_reply_write (loop or worker), or at the end of a streamed answer (http_stream_end).
@@ -1075,8 +1078,9 @@ int http_conn_start(struct tsd *t, int fd, const char *peer, struct ct_err *err)
 
 /* ---- deferred work --------------------------------------------------------------------------- */
 
-/* Worker, after writing r's whole reply: parks r on its connection (invariant 5) and returns
- * true, or returns false when the loop must be woken (tsd_post_done). */
+/* Worker (or the thread resuming r), after writing r's whole reply, holding the bufferevent's
+ * lock: parks r on its connection (invariant 5) and returns true, or returns false when the
+ * loop must be woken (tsd_post_done). */
 static bool http_conn_park(struct http_req *r)
 {
     struct http_conn *c = r->conn;
@@ -1116,20 +1120,25 @@ static bool http_conn_unpark(struct http_conn *c)
     return open;
 }
 
-static void http_work_trampoline(void *arg)
+/* Set by http_req_suspend on the worker running a request's work: the trampoline then leaves
+ * the request alone once the work returns (it may be gone already: http_req_resume). */
+static _Thread_local bool http_work_suspended;
+
+/* The end of deferred work (on its worker, or the thread resuming a suspended request): a whole
+ * reply (or a streamed one still held) goes out from here, then the request is parked or the
+ * loop told (invariant 5). */
+static void http_work_complete(struct http_req *r)
 {
-    struct http_req *r = arg;
-    r->on_worker = true;
-    /* one deadline bounds the request's backend calls together (a remote backend's) */
-    int64_t req_ms = tsdstore_request_ms(r->conn->tsd->tstore);
-    uint64_t prev_deadline = req_ms ? wc_request_deadline_begin(req_ms) : wc_request_deadline();
-    r->work(r, r->work_arg);
-    wc_request_deadline_set(prev_deadline);
-    /* A whole reply (or a streamed one still held) goes out from here. */
-    if (r->replied && (!r->streaming || r->stream_held)) {
-        struct http_conn *c = r->conn;
-        if (r->streaming && !r->stream_ended)
-            http_stream_end(r);
+    struct http_conn *c = r->conn;
+    bool whole = r->replied && (!r->streaming || r->stream_held);
+    if (whole && r->streaming && !r->stream_ended)
+        http_stream_end(r);
+    /* The write and the parking under one hold of the bufferevent's (recursive) lock: else the
+     * client, woken by the reply, may send its next request and the loop read it in between,
+     * and the parking fails for the input waiting (seen on 63% of remote writes answered from
+     * the ingest writer: a loop wake-up each) */
+    bufferevent_lock(c->bev);
+    if (whole) {
         pthread_mutex_lock(&c->mu);
         bool gone = c->gone;
         pthread_mutex_unlock(&c->mu);
@@ -1139,9 +1148,38 @@ static void http_work_trampoline(void *arg)
             r->sent = true;
         }
     }
-    if (r->sent && !r->send_failed && r->keep_alive && http_conn_park(r))
+    bool parked = r->sent && !r->send_failed && r->keep_alive && http_conn_park(r);
+    bufferevent_unlock(c->bev);
+    if (!parked)
+        tsd_post_done(c->tsd, r);
+}
+
+static void http_work_trampoline(void *arg)
+{
+    struct http_req *r = arg;
+    r->on_worker = true;
+    /* one deadline bounds the request's backend calls together (a remote backend's) */
+    int64_t req_ms = tsdstore_request_ms(r->conn->tsd->tstore);
+    uint64_t prev_deadline = req_ms ? wc_request_deadline_begin(req_ms) : wc_request_deadline();
+    http_work_suspended = false;
+    r->work(r, r->work_arg);
+    wc_request_deadline_set(prev_deadline);
+    if (http_work_suspended) { /* r is http_req_resume's (maybe finished and freed already) */
+        http_work_suspended = false;
         return;
-    tsd_post_done(r->conn->tsd, r);
+    }
+    http_work_complete(r);
+}
+
+void http_req_suspend(struct http_req *r)
+{
+    (void)r;
+    http_work_suspended = true;
+}
+
+void http_req_resume(struct http_req *r)
+{
+    http_work_complete(r);
 }
 
 static int http_req_defer_on(struct workpool *pool, struct http_req *r, http_work_fn work,

@@ -368,7 +368,10 @@ struct prom_sc_slot {
     uint64_t off1;
 };
 struct prom_series_cache {
-    pthread_mutex_t mu;
+    /* read-held for lookups (the workers' 500 or so a request do not wait for each other),
+     * write-held for inserts; writers preferred, so that a stream of lookups cannot keep a new
+     * series out */
+    pthread_rwlock_t mu;
     uint64_t seed;
     size_t nslots, count; /* [mu] count */
     struct prom_sc_slot *slots; /* [mu] */
@@ -407,7 +410,11 @@ struct prom_series_cache *prom_series_cache_new(size_t max_bytes)
         c->seed = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ULL ^ (uint64_t)ts.tv_sec ^
                   (uint64_t)(uintptr_t)c;
     }
-    pthread_mutex_init(&c->mu, NULL);
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&c->mu, &ra);
+    pthread_rwlockattr_destroy(&ra);
     return c;
 }
 
@@ -415,7 +422,7 @@ void prom_series_cache_free(struct prom_series_cache *c)
 {
     if (!c)
         return;
-    pthread_mutex_destroy(&c->mu);
+    pthread_rwlock_destroy(&c->mu);
     free(c->slots);
     free(c->area);
     free(c);
@@ -468,7 +475,7 @@ const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, 
                                   uint64_t hash, struct prom_arena *a)
 {
     char *blk = NULL;
-    pthread_mutex_lock(&c->mu);
+    pthread_rwlock_rdlock(&c->mu);
     const char *e = prom_sc_find(c, key, key_len, hash);
     if (e) {
         uint16_t nl;
@@ -481,7 +488,7 @@ const char *prom_series_cache_get(struct prom_series_cache *c, const char *key, 
             memcpy(blk + 12, e + PROM_SC_HEAD + key_len, nl);
         }
     }
-    pthread_mutex_unlock(&c->mu);
+    pthread_rwlock_unlock(&c->mu);
     return blk;
 }
 
@@ -525,9 +532,9 @@ void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t 
     size_t need = (PROM_SC_HEAD + key_len + nl + 7) & ~(size_t)7;
     if (nl > UINT16_MAX || key_len > UINT32_MAX || need > c->area_cap / 4)
         return; /* too large to be worth keeping */
-    pthread_mutex_lock(&c->mu);
+    pthread_rwlock_wrlock(&c->mu);
     if (prom_sc_find(c, key, key_len, hash)) {
-        pthread_mutex_unlock(&c->mu);
+        pthread_rwlock_unlock(&c->mu);
         return;
     }
     if (c->used + need > c->area_cap || (c->count + 1) * 2 > c->nslots) {
@@ -559,14 +566,14 @@ void prom_series_cache_put(struct prom_series_cache *c, const char *key, size_t 
     c->slots[i] = (struct prom_sc_slot){hash, c->used + 1};
     c->used += need;
     c->count++;
-    pthread_mutex_unlock(&c->mu);
+    pthread_rwlock_unlock(&c->mu);
 }
 
 size_t prom_series_cache_count(struct prom_series_cache *c)
 {
-    pthread_mutex_lock(&c->mu);
+    pthread_rwlock_rdlock(&c->mu);
     size_t n = c->count;
-    pthread_mutex_unlock(&c->mu);
+    pthread_rwlock_unlock(&c->mu);
     return n;
 }
 

@@ -91,7 +91,8 @@ int prom_map_series(const struct prom_map *m, const Prometheus__TimeSeries *ts, 
  * fixed for the daemon's life (tsd.core.tag.allow_specialchars, tsd.prometheus.default_tag, put's
  * rules), so an entry never goes stale. Bounded: at most max_bytes of entries and table; when an
  * entry does not fit, every entry is dropped (the next requests fill it again). Thread-safe (one
- * mutex, held for a lookup or an insert, never across calls). Keys are hashed with a random
+ * reader-writer lock, read-held for a lookup and write-held for an insert, never across calls;
+ * writers preferred). Keys are hashed with a random
  * seed per cache (clients choose them). */
 struct prom_series_cache;
 /* Returns a new cache of at most max_bytes (at least 64 KiB), freed with

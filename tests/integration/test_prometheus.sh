@@ -28,7 +28,8 @@ dir=$(it_tmpdir)
 # python3 has neither module). read PORT START_MS END_MS T:NAME:VALUE... prints each returned
 # series as one line (name=value, tab-separated, sorted by name, then n=<samples>), the lines
 # sorted, or "HTTP <code> <body>";
-# write PORT TS_MS VALUE NAME=VALUE... sends one sample and prints the HTTP status.
+# write PORT TS_MS VALUE NAME=VALUE... sends one sample and prints the HTTP status;
+# burst PORT NAME N S TS_MS [reject] sends N requests on one keep-alive connection (below).
 cat >"$dir/promrw.py" <<'PY'
 import json, sys, urllib.request, urllib.error, struct
 
@@ -181,6 +182,28 @@ elif sys.argv[1] == "hostile":
                       + field(2, 2, field(2, 0, b"\xff" * 11)))
     code, rb = post(port, "/api/v1/write", body)
     print(("%d %s" % (code, rb.decode("utf-8", "replace"))).strip())
+elif sys.argv[1] == "burst":
+    # N requests of S samples (one series each, metric NAME, label i) on one keep-alive
+    # connection, each sent once the previous one's reply was read; with "reject" each request
+    # also carries a sample dated 1970 (refused before the batches). Prints each reply as
+    # "<status> <body>", one a line.
+    import http.client
+    port, name, n, s, ts = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6])
+    reject = len(sys.argv) > 7 and sys.argv[7] == "reject"
+    hc = http.client.HTTPConnection("127.0.0.1", int(port), timeout=60)
+    for k in range(n):
+        body = b"".join(field(1, 2, field(1, 2, label("__name__", name)) + field(1, 2, label("i", str(i)))
+                                  + field(2, 2, field(1, 1, struct.pack("<d", float(k)))
+                                          + field(2, 0, varint(ts + k))))
+                        for i in range(s))
+        if reject:
+            body += field(1, 2, field(1, 2, label("__name__", name))
+                          + field(2, 2, field(1, 1, struct.pack("<d", 1.0)) + field(2, 0, varint(1000))))
+        hc.request("POST", "/api/v1/write", snappy_literal(body),
+                   {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf"})
+        rs = hc.getresponse()
+        print(("%d %s" % (rs.status, rs.read().decode("utf-8", "replace"))).strip())
+    hc.close()
 else:
     port, ts, value = sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     series = b"".join(field(1, 2, label(*kv.split("=", 1))) for kv in sys.argv[5:])
@@ -449,6 +472,23 @@ now_h=$(( $(date +%s) * 1000 ))
 wr=$(promrw write "$TSD_PORT" "$now_h" 42.5 __name__=ctsdb_it_after_hostile a=b)
 check_eq "the next write on the reused buffers is 204" "204" "$wr"
 check_contains "and its sample reads back" "$(ctsdb_points ctsdb_it_after_hostile)" "42.5"
+
+# the reply is sent by whichever thread finishes a request's last batch (the ingest writer, or
+# the worker): on one keep-alive connection, 40 requests of 600 samples in a row are each 204 and
+# every sample reads back; requests of 5,000 samples (two ingest batches of at most 4,096) with
+# one refused sample each are answered only once both batches are written, counting all of them
+now_b=$(( $(date +%s) * 1000 - 60000 ))
+bu=$(promrw burst "$TSD_PORT" ctsdb_it_burst 40 600 "$now_b")
+check_eq "40 keep-alive remote writes in a row are each 204" "40" "$(grep -c '^204$' <<<"$bu")"
+bn=$(curl -s "http://127.0.0.1:$TSD_PORT/api/query?start=1h-ago&m=sum:0all-count:ctsdb_it_burst" |
+  python3 -c 'import json,sys; print(int(sum(sum(r["dps"].values()) for r in json.load(sys.stdin))))')
+check_eq "and all 24,000 samples read back" "24000" "$bn"
+br=$(promrw burst "$TSD_PORT" ctsdb_it_burst2 3 5000 "$now_b" reject)
+check_eq "requests over two batches with a refused sample are each 400 with both batches counted" \
+  "3" "$(grep -c '^400 1 of 5001 samples rejected, 5000 written: ' <<<"$br")"
+bn=$(curl -s "http://127.0.0.1:$TSD_PORT/api/query?start=1h-ago&m=sum:0all-count:ctsdb_it_burst2" |
+  python3 -c 'import json,sys; print(int(sum(sum(r["dps"].values()) for r in json.load(sys.stdin))))')
+check_eq "and their 15,000 written samples read back" "15000" "$bn"
 
 kill -TERM "$bpid"
 for _ in $(seq 1 100); do kill -0 "$bpid" 2>/dev/null || break; sleep 0.1; done

@@ -125,4 +125,13 @@ tsd_start --tsd.mode=ro # on the last TSD's data (a read-only TSD needs tables)
 U="http://127.0.0.1:$TSD_PORT"
 check_contains "read-only TSD refuses /write" "$(w 'db=x&precision=s' 'a,h=b v=1 1700000000')" "403 "
 tsd_stop
+# the answer waits for every batch of the request (the writer's outcomes, here a new metric
+# refused by the writer with auto_create_metrics off): 5,000 points are two ingest batches
+tsd_start --tsd.core.auto_create_metrics=false
+U="http://127.0.0.1:$TSD_PORT"
+python3 -c 'print("\n".join("newm,host=h%d v=1 1700000000" % i for i in range(5000)))' >"$T/big"
+code=$(curl -s -o "$T/b" -w '%{http_code}' -XPOST "$U/write?db=x&precision=s" --data-binary @"$T/big")
+check_eq "5,000 points of an unknown metric: partial write counting both batches" \
+  '400 {"error":"partial write: Unknown metric dropped=5000"}' "$code $(cat "$T/b")"
+tsd_stop
 it_done

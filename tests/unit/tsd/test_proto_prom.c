@@ -3,6 +3,7 @@
  * refusals, value classes (stale marker), snappy framing (bad and oversized bodies), protobuf
  * decoding of good and bad WriteRequests, matchers, and the ReadResponse builder round trip. */
 #include <math.h>
+#include <pthread.h>
 #include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -523,6 +524,84 @@ static void test_prom_series_cache(void **state)
     prom_series_cache_free(NULL);
 }
 
+/* Threads sharing one small cache (it is emptied again and again): lookups run together under
+ * the read lock, inserts alone; a hit always returns the names and aux value put for its key. */
+struct sc_thread {
+    struct prom_series_cache *c;
+    int id;
+    int hits, bad;
+};
+
+static void *sc_thread_main(void *arg)
+{
+    struct sc_thread *x = arg;
+    struct prom_arena arena;
+    prom_arena_init(&arena);
+    for (int it = 0; it < 20000; it++) {
+        /* mostly 200 hot keys (they fit), one op in five a cold one (the cache fills up) */
+        int i = it % 5 == 4 ? 200 + (x->id * 7919 + it * 31) % 1300 : (x->id * 13 + it * 7) % 200;
+        char key[32], metric[32];
+        int kn = snprintf(key, sizeof(key), "series-%d", i);
+        int mn = snprintf(metric, sizeof(metric), "m%d", i);
+        ProtobufCBinaryData one = {(size_t)kn, (uint8_t *)key};
+        size_t l;
+        uint64_t h;
+        const char *k = prom_series_key(x->c, &one, 1, &arena, &l, &h);
+        if (!k) {
+            x->bad++;
+            break;
+        }
+        const char *names = prom_series_cache_get(x->c, k, l, h, &arena);
+        if (names) {
+            struct put_point q;
+            memset(&q, 0, sizeof(q));
+            prom_series_names_load(names, &q);
+            const char *ik;
+            size_t ikl;
+            x->hits++;
+            if (q.metric.len != (size_t)mn || memcmp(q.metric.p, metric, (size_t)mn) ||
+                q.ntags != 1 || q.tagv[0].len != (size_t)kn ||
+                memcmp(q.tagv[0].p, key, (size_t)kn) ||
+                prom_series_names_key(names, &ik, &ikl) != (uint64_t)i)
+                x->bad++;
+        } else {
+            struct put_point p;
+            memset(&p, 0, sizeof(p));
+            p.metric = (struct put_str){metric, (size_t)mn};
+            p.ntags = 1;
+            p.tagk[0] = (struct put_str){"k", 1};
+            p.tagv[0] = (struct put_str){key, (size_t)kn};
+            prom_series_cache_put(x->c, k, l, h, &p, (uint64_t)i);
+        }
+        if (it % 64 == 63)
+            prom_arena_reset(&arena);
+    }
+    prom_arena_clear(&arena);
+    return NULL;
+}
+
+static void test_prom_series_cache_threads(void **state)
+{
+    (void)state;
+    struct prom_series_cache *c = prom_series_cache_new(64 << 10);
+    assert_non_null(c);
+    struct sc_thread x[4];
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        x[i] = (struct sc_thread){.c = c, .id = i};
+        assert_int_equal(pthread_create(&th[i], NULL, sc_thread_main, &x[i]), 0);
+    }
+    int hits = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(x[i].bad, 0);
+        hits += x[i].hits;
+    }
+    assert_true(hits > 1000); /* lookups did find entries (and ran while others inserted) */
+    assert_true(prom_series_cache_count(c) < 1500); /* the 1,500 keys never fitted at once */
+    prom_series_cache_free(c);
+}
+
 static void test_prom_matchers(void **state)
 {
     (void)state;
@@ -637,6 +716,7 @@ int main(void)
         cmocka_unit_test(test_prom_scratch_reuse),
         cmocka_unit_test(test_prom_write_lazy_view),
         cmocka_unit_test(test_prom_series_cache),
+        cmocka_unit_test(test_prom_series_cache_threads),
         cmocka_unit_test(test_prom_matchers),
         cmocka_unit_test(test_prom_read_response_roundtrip),
     };
