@@ -256,6 +256,17 @@ static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
     return 0;
 }
 
+/* Reads the body x->body[0..len) into x's batches and submits them: 0 and *npoints, or -1 with
+ * msg for a malformed body (nothing of it submitted). scratch and jp as jsonput_parse takes
+ * them. */
+static int api_put_body(struct api_put_ctx *x, size_t len, char *scratch,
+                        struct jsonput_point *jp, size_t *npoints, char *msg, size_t msg_size)
+{
+    int rc = jsonput_parse(x->body, len, scratch, jp, api_put_point, x, npoints, msg, msg_size);
+    api_put_submit(x);
+    return rc;
+}
+
 static int api_put_err_cmp(const void *a, const void *b)
 {
     const struct api_put_err *x = a, *y = b;
@@ -306,8 +317,7 @@ static void api_put_work(struct http_req *r, void *arg)
     }
     size_t npoints = 0;
     char msg[256];
-    int rc = jsonput_parse(body, len, scratch, jp, api_put_point, x, &npoints, msg, sizeof(msg));
-    api_put_submit(x);
+    int rc = api_put_body(x, len, scratch, jp, &npoints, msg, sizeof(msg));
     if (rc < 0) {
         http_reply_error(r, 400, "Unable to parse the given JSON", msg);
         goto out;
