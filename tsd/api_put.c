@@ -4,10 +4,15 @@
  * object). A failure answers 400, or 503 (http_status_of) when every failed point failed because
  * the storage backend did not answer (CT_EUNAVAIL): then the request may be sent again as is.
  *
- * Runs on a worker (http_req_defer): the body is read with jsonput (no allocation per point),
- * points go into ingest batches (waiting for a free batch is the backpressure), and the worker
- * waits for the batches' completion, at most sync_timeout ms when given.
- * Invariants: (1) a body with a JSON syntax error writes nothing (jsonput checks syntax first);
+ * Runs on a worker (http_req_defer): the body is read with jsonput in one pass (syntax checked
+ * while the points are read, no allocation per point), points go into ingest batches (waiting
+ * for a free batch is the backpressure), and the worker waits for the batches' completion, at
+ * most sync_timeout ms when given.
+ * Invariants: (1) a body with a JSON syntax error writes nothing and counts nothing in the
+ * TSD's stats: batches are submitted once the whole body is read, and a batch that fills up
+ * before that is submitted only after jsonput_check passed on the whole body (bodies of more
+ * than a batch: the syntax is then read twice); the per-point stats are added once the body
+ * is known well-formed;
  * (2) job->refs = 1 for the worker + 1 per submitted batch not yet done; the last one frees the
  * job, so a worker that timed out may reply and leave while writes are still running.
  * Locking: job->mu guards counts, errors and refs. */
@@ -53,6 +58,11 @@ struct api_put_ctx {
     size_t (*src)[2]; /* per point (offset, length) in the body, with details */
     size_t nsrc, capsrc;
     const char *body;
+    size_t len;
+    bool checked;      /* jsonput_check passed on the whole body */
+    bool malformed;    /* it failed: msg says why */
+    char msg[256];     /* jsonput_check's message */
+    size_t invalid_values, illegal_arguments; /* stats, added once the body is read */
     struct put_point point;
 };
 
@@ -227,12 +237,12 @@ static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
     char msg[CT_ERR_MSG_MAX]; /* a whole error text */
     enum put_status st = put_check_point(p, jp->value, &x->t->rules, msg, sizeof(msg));
     if (st == PUT_ENUMBER) {
-        tstats_add(TSTATS_INVALID_VALUES, 1);
+        x->invalid_values++;
         api_put_reject(x, index, "Unable to parse value to a number");
         return 0;
     }
     if (st != PUT_OK) {
-        tstats_add(TSTATS_ILLEGAL_ARGUMENTS, 1);
+        x->illegal_arguments++;
         const char *m = msg;
         if (!strncmp(m, "illegal argument: ", 18))
             m += 18;
@@ -250,6 +260,14 @@ static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
             return 0;
         if (ingest_batch_count(x->batch) == 0)
             break;
+        /* a full batch before the end of the body: only a well-formed body writes anything */
+        if (!x->checked) {
+            if (jsonput_check(x->body, x->len, x->msg, sizeof(x->msg)) != 0) {
+                x->malformed = true;
+                return 1; /* stops the walk */
+            }
+            x->checked = true;
+        }
         api_put_submit(x);
     }
     api_put_reject(x, index, "Datapoint too large");
@@ -257,14 +275,31 @@ static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
 }
 
 /* Reads the body x->body[0..len) into x's batches and submits them: 0 and *npoints, or -1 with
- * msg for a malformed body (nothing of it submitted). scratch and jp as jsonput_parse takes
- * them. */
+ * msg for a malformed body (nothing of it submitted, nothing counted). scratch and jp as
+ * jsonput_read takes them. */
 static int api_put_body(struct api_put_ctx *x, size_t len, char *scratch,
                         struct jsonput_point *jp, size_t *npoints, char *msg, size_t msg_size)
 {
-    int rc = jsonput_parse(x->body, len, scratch, jp, api_put_point, x, npoints, msg, msg_size);
+    x->len = len;
+    int rc = jsonput_read(x->body, len, scratch, jp, api_put_point, x, npoints, msg, msg_size);
+    if (rc != 0 && x->malformed) {
+        snprintf(msg, msg_size, "%s", x->msg);
+        rc = -1;
+    }
+    if (rc != 0) {
+        /* the points read before the error stay unwritten (none was submitted: x->checked is
+         * false, or the walk could not have failed) */
+        if (x->batch)
+            ingest_batch_release(x->t->ingest, x->batch);
+        x->batch = NULL;
+        return rc;
+    }
     api_put_submit(x);
-    return rc;
+    if (x->invalid_values)
+        tstats_add(TSTATS_INVALID_VALUES, x->invalid_values);
+    if (x->illegal_arguments)
+        tstats_add(TSTATS_ILLEGAL_ARGUMENTS, x->illegal_arguments);
+    return 0;
 }
 
 static int api_put_err_cmp(const void *a, const void *b)

@@ -1,9 +1,11 @@
 /* jsonput.c - the /api/put body reader (see jsonput.h).
- * Invariants: (1) no allocation (but in jsonput_syntax_full, for tests): spans point into the
- * body or the scratch buffer; (2) the scratch
+ * Invariants: (1) no allocation: spans point into the body or the scratch buffer (a check
+ * without one, j.scratch NULL, unescapes nothing); (2) the scratch
  * write position only grows within one point and is reset per point, and unescaping never
  * lengthens a string, so len + 1 bytes of scratch always suffice; (3) nesting deeper than
- * JSONPUT_MAX_DEPTH is a syntax error (bounded recursion). */
+ * JSONPUT_MAX_DEPTH is a syntax error (bounded recursion); (4) one grammar, two walkers: the
+ * point reader (jp_point, jsonput_read) takes the same decisions as jp_value, so a malformed
+ * body gets the same first error at the same offset from either. */
 #include "tsd/jsonput.h"
 
 #include <stdint.h>
@@ -88,24 +90,34 @@ static inline const char *jp_plain_end(const char *q, const char *end)
 }
 
 /* The rest of jp_string from q, the first stop byte of the string starting at start: escapes
- * unescaped into scratch, a control character or the end of the body refused. Out of line, so
- * that the plain strings' path (nearly all) does not pay for its registers. */
+ * unescaped into scratch (only checked when j->scratch is NULL), a control character or the end
+ * of the body refused. Out of line, so that the plain strings' path (nearly all) does not pay
+ * for its registers. */
 static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put_str *out,
                                                         const char *start, const char *q)
 {
-    char *w = j->scratch + j->sp, *w0 = w;
-    memcpy(w, start, (size_t)(q - start));
-    w += q - start;
+    char *w0 = j->scratch ? j->scratch + j->sp : NULL;
+    size_t n = 0; /* bytes of the unescaped string */
+#define JP_PUT(c)                                                                                  \
+    do {                                                                                           \
+        if (w0)                                                                                    \
+            w0[n] = (char)(c);                                                                     \
+        n++;                                                                                       \
+    } while (0)
+    if (w0)
+        memcpy(w0, start, (size_t)(q - start));
+    n = (size_t)(q - start);
     j->p = q;
     while (j->p < j->end) {
         unsigned char c = (unsigned char)*j->p;
         if (c == '"') {
             j->p++;
             if (out) {
-                out->p = w0;
-                out->len = (size_t)(w - w0);
+                out->p = w0 ? w0 : start;
+                out->len = w0 ? n : (size_t)(j->p - 1 - start);
             }
-            j->sp += (size_t)(w - w0);
+            if (w0)
+                j->sp += n;
             return true;
         }
         if (c < 0x20) {
@@ -113,7 +125,7 @@ static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put
             return false;
         }
         if (c != '\\') {
-            *w++ = (char)c;
+            JP_PUT(c);
             j->p++;
             continue;
         }
@@ -125,28 +137,28 @@ static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put
         j->p += 2;
         switch (e) {
         case '"':
-            *w++ = '"';
+            JP_PUT('"');
             break;
         case '\\':
-            *w++ = '\\';
+            JP_PUT('\\');
             break;
         case '/':
-            *w++ = '/';
+            JP_PUT('/');
             break;
         case 'b':
-            *w++ = '\b';
+            JP_PUT('\b');
             break;
         case 'f':
-            *w++ = '\f';
+            JP_PUT('\f');
             break;
         case 'n':
-            *w++ = '\n';
+            JP_PUT('\n');
             break;
         case 'r':
-            *w++ = '\r';
+            JP_PUT('\r');
             break;
         case 't':
-            *w++ = '\t';
+            JP_PUT('\t');
             break;
         case 'u': {
             if (j->end - j->p < 4 || jp_hex4(j->p) < 0) {
@@ -169,19 +181,19 @@ static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put
             }
             /* UTF-8 of cp is never longer than its escape (6 or 12 bytes) */
             if (cp < 0x80) {
-                *w++ = (char)cp;
+                JP_PUT(cp);
             } else if (cp < 0x800) {
-                *w++ = (char)(0xC0 | (cp >> 6));
-                *w++ = (char)(0x80 | (cp & 0x3F));
+                JP_PUT(0xC0 | (cp >> 6));
+                JP_PUT(0x80 | (cp & 0x3F));
             } else if (cp < 0x10000) {
-                *w++ = (char)(0xE0 | (cp >> 12));
-                *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-                *w++ = (char)(0x80 | (cp & 0x3F));
+                JP_PUT(0xE0 | (cp >> 12));
+                JP_PUT(0x80 | ((cp >> 6) & 0x3F));
+                JP_PUT(0x80 | (cp & 0x3F));
             } else {
-                *w++ = (char)(0xF0 | (cp >> 18));
-                *w++ = (char)(0x80 | ((cp >> 12) & 0x3F));
-                *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-                *w++ = (char)(0x80 | (cp & 0x3F));
+                JP_PUT(0xF0 | (cp >> 18));
+                JP_PUT(0x80 | ((cp >> 12) & 0x3F));
+                JP_PUT(0x80 | ((cp >> 6) & 0x3F));
+                JP_PUT(0x80 | (cp & 0x3F));
             }
             break;
         }
@@ -190,6 +202,7 @@ static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put
             return false;
         }
     }
+#undef JP_PUT
     jp_fail(j, "unterminated string");
     return false;
 }
@@ -357,8 +370,90 @@ static inline bool jp_field_value(struct jp *j, int depth, struct put_str *text,
     return jp_value(j, depth, text, kind);
 }
 
-/* Reads one datapoint object (syntax already checked) into *pt. */
-static bool jp_point(struct jp *j, struct jsonput_point *pt)
+/* Expects c at j->p (after whitespace), else fails with what. */
+static inline bool jp_expect(struct jp *j, char c, const char *what)
+{
+    if (j->p < j->end && *j->p == c) {
+        j->p++;
+        return true;
+    }
+    jp_fail(j, what);
+    return false;
+}
+
+/* A field name at j->p (after whitespace) and its ':' with the whitespace around it, as
+ * jp_value() reads an object's member, the same errors at the same offsets. */
+static inline bool jp_member_name(struct jp *j, struct put_str *name)
+{
+    if (j->p >= j->end || *j->p != '"') {
+        jp_fail(j, "expected a field name");
+        return false;
+    }
+    if (!jp_string(j, name))
+        return false;
+    jp_ws(j);
+    return jp_expect(j, ':', "expected ':'");
+}
+
+/* After an object's member: ',' (true, *more) or '}' (true, !*more), whitespace first. */
+static inline bool jp_member_end(struct jp *j, bool *more)
+{
+    jp_ws(j);
+    if (j->p < j->end && *j->p == ',') {
+        j->p++;
+        *more = true;
+        return true;
+    }
+    *more = false;
+    return jp_expect(j, '}', "expected ',' or '}'");
+}
+
+/* Reads a "tags" object at j->p ('{') at nesting depth into *pt, checking it as jp_value(depth)
+ * would. */
+static bool jp_tags(struct jp *j, struct jsonput_point *pt, int depth)
+{
+    pt->tags_present = true;
+    j->p++;
+    jp_ws(j);
+    if (j->p < j->end && *j->p == '}') {
+        j->p++;
+        return true;
+    }
+    for (bool more = true; more;) {
+        jp_ws(j);
+        struct put_str tk, tv = {NULL, 0};
+        char vk;
+        if (!jp_member_name(j, &tk) || !jp_field_value(j, depth + 1, &tv, &vk))
+            return false;
+        if (vk == 'o' || vk == 'a' || (vk == 'l' && tv.len == 4 && !memcmp(tv.p, "null", 4)))
+            tv.p = NULL, tv.len = 0;
+        bool dup = false;
+        for (size_t i = 0; i < pt->ntags; i++) {
+            if (pt->tagk[i].len == tk.len && !memcmp(pt->tagk[i].p, tk.p, tk.len)) {
+                pt->tagv[i] = tv; /* a JSON map keeps the last value */
+                dup = true;
+                break;
+            }
+        }
+        if (!dup) {
+            if (pt->ntags < PUT_MAX_TAGS) {
+                pt->tagk[pt->ntags] = tk;
+                pt->tagv[pt->ntags] = tv;
+                pt->ntags++;
+            } else {
+                pt->too_many_tags = true;
+            }
+        }
+        if (!jp_member_end(j, &more))
+            return false;
+    }
+    return true;
+}
+
+/* Reads one array element or top-level value at j->p (after whitespace, not at the end) at
+ * nesting depth into *pt: a datapoint object, or any other value (pt->not_object), checking its
+ * syntax as jp_value(depth) would, with the same errors at the same offsets. */
+static bool jp_point(struct jp *j, struct jsonput_point *pt, int depth)
 {
     memset(pt, 0, offsetof(struct jsonput_point, tagk)); /* not the large tag arrays */
     pt->ntags = 0;
@@ -366,79 +461,32 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt)
     pt->src = NULL;
     pt->src_len = 0;
     j->sp = 0;
-    jp_ws(j);
     const char *b = j->p;
     if (*j->p != '{') {
         pt->not_object = true;
-        bool ok = jp_value(j, 1, NULL, NULL);
+        bool ok = jp_value(j, depth, NULL, NULL);
         pt->src = b;
         pt->src_len = (size_t)(j->p - b);
         return ok;
     }
     j->p++;
     jp_ws(j);
-    if (*j->p == '}') {
+    if (j->p < j->end && *j->p == '}') {
         j->p++;
     } else {
-        for (;;) {
+        for (bool more = true; more;) {
             jp_ws(j);
-            struct put_str key;
-            if (!jp_string(j, &key))
+            struct put_str key; /* kept: a later unescape does not overwrite it */
+            if (!jp_member_name(j, &key))
                 return false;
-            /* keep the key: a later unescape must not overwrite it */
             jp_ws(j);
-            j->p++; /* ':' */
-            jp_ws(j);
-            char kind;
-            struct put_str text = {NULL, 0};
-            if (jp_key_is(&key, "tags") && *j->p == '{') {
-                pt->tags_present = true;
-                j->p++;
-                jp_ws(j);
-                if (*j->p == '}') {
-                    j->p++;
-                } else {
-                    for (;;) {
-                        jp_ws(j);
-                        struct put_str tk, tv = {NULL, 0};
-                        if (!jp_string(j, &tk))
-                            return false;
-                        jp_ws(j);
-                        j->p++; /* ':' */
-                        char vk;
-                        if (!jp_field_value(j, 2, &tv, &vk))
-                            return false;
-                        if (vk == 'o' || vk == 'a' ||
-                            (vk == 'l' && tv.len == 4 && !memcmp(tv.p, "null", 4)))
-                            tv.p = NULL, tv.len = 0;
-                        bool dup = false;
-                        for (size_t i = 0; i < pt->ntags; i++) {
-                            if (pt->tagk[i].len == tk.len && !memcmp(pt->tagk[i].p, tk.p, tk.len)) {
-                                pt->tagv[i] = tv; /* a JSON map keeps the last value */
-                                dup = true;
-                                break;
-                            }
-                        }
-                        if (!dup) {
-                            if (pt->ntags < PUT_MAX_TAGS) {
-                                pt->tagk[pt->ntags] = tk;
-                                pt->tagv[pt->ntags] = tv;
-                                pt->ntags++;
-                            } else {
-                                pt->too_many_tags = true;
-                            }
-                        }
-                        jp_ws(j);
-                        if (*j->p == ',') {
-                            j->p++;
-                            continue;
-                        }
-                        j->p++; /* '}' */
-                        break;
-                    }
-                }
+            if (j->p < j->end && *j->p == '{' && jp_key_is(&key, "tags")) {
+                if (!jp_tags(j, pt, depth + 1))
+                    return false;
             } else {
-                if (!jp_field_value(j, 1, &text, &kind))
+                char kind;
+                struct put_str text = {NULL, 0};
+                if (!jp_field_value(j, depth + 1, &text, &kind))
                     return false;
                 bool null = kind == 'l' && text.len == 4 && !memcmp(text.p, "null", 4);
                 if (jp_key_is(&key, "metric")) {
@@ -454,13 +502,8 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt)
                         pt->value = text;
                 }
             }
-            jp_ws(j);
-            if (*j->p == ',') {
-                j->p++;
-                continue;
-            }
-            j->p++; /* '}' */
-            break;
+            if (!jp_member_end(j, &more))
+                return false;
         }
     }
     pt->src = b;
@@ -602,22 +645,16 @@ key:
 bool jsonput_syntax_full(const char *body, size_t len)
 {
     char msg[8];
-    char *scratch = malloc(len + 1); /* strings are unescaped into it */
-    if (!scratch)
-        return false;
-    struct jp j = {body, body + len, body, scratch, 0, msg, sizeof msg, false};
+    struct jp j = {body, body + len, body, NULL, 0, msg, sizeof msg, false};
     bool ok = jp_value(&j, 0, NULL, NULL);
     jp_ws(&j);
-    free(scratch);
     return ok && j.p == j.end;
 }
 
-int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_point *point,
-                  jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size)
+int jsonput_check(const char *body, size_t len, char *msg, size_t msg_size)
 {
-    struct jp j = {body, body + len, body, scratch, 0, msg, msg_size, false};
-    /* pass 1: syntax (the quick check first; the full one decides and words any error) */
-    j.p = body;
+    /* the quick check first; the full one decides and words any error */
+    struct jp j = {body, body + len, body, NULL, 0, msg, msg_size, false};
     jp_ws(&j);
     char kind = j.p >= j.end ? 'l' : *j.p == '{' ? 'o' : *j.p == '[' ? 'a' : 'l';
     j.p = body;
@@ -634,12 +671,25 @@ int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_po
         snprintf(msg, msg_size, "expected a datapoint object or an array of them");
         return -1;
     }
-    /* pass 2: points */
-    j.p = body;
-    size_t n = 0;
+    return 0;
+}
+
+/* The one pass (jsonput_read): jp_value(0)'s walk of a top-level object or array, each point
+ * read by jp_point and handed to fn as soon as it is read; then the trailing whitespace. */
+int jsonput_read(const char *body, size_t len, char *scratch, struct jsonput_point *point,
+                 jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size)
+{
+    struct jp j = {body, body + len, body, scratch, 0, msg, msg_size, false};
     jp_ws(&j);
-    if (kind == 'o') {
-        if (!jp_point(&j, point))
+    if (j.p >= j.end || (*j.p != '{' && *j.p != '[')) {
+        /* a malformed body, or a valid one of the wrong kind: jsonput_check words either */
+        if (jsonput_check(body, len, msg, msg_size) == 0)
+            snprintf(msg, msg_size, "expected a datapoint object or an array of them");
+        return -1;
+    }
+    size_t n = 0;
+    if (*j.p == '{') {
+        if (!jp_point(&j, point, 0))
             return -1;
         int rc = fn(arg, n++, point);
         if (rc != 0)
@@ -647,22 +697,44 @@ int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_po
     } else {
         j.p++; /* '[' */
         jp_ws(&j);
-        if (*j.p != ']') {
+        if (j.p < j.end && *j.p == ']') {
+            j.p++;
+        } else {
             for (;;) {
-                if (!jp_point(&j, point))
+                jp_ws(&j);
+                if (j.p >= j.end) {
+                    jp_fail(&j, "unexpected end of input");
+                    return -1;
+                }
+                if (!jp_point(&j, point, 1))
                     return -1;
                 int rc = fn(arg, n++, point);
                 if (rc != 0)
                     return rc;
                 jp_ws(&j);
-                if (*j.p == ',') {
+                if (j.p < j.end && *j.p == ',') {
                     j.p++;
                     continue;
                 }
+                if (!jp_expect(&j, ']', "expected ',' or ']'"))
+                    return -1;
                 break;
             }
         }
     }
+    jp_ws(&j);
+    if (j.p != j.end) {
+        jp_fail(&j, "trailing characters after the JSON value");
+        return -1;
+    }
     *npoints = n;
     return 0;
+}
+
+int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_point *point,
+                  jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size)
+{
+    if (jsonput_check(body, len, msg, msg_size) != 0)
+        return -1;
+    return jsonput_read(body, len, scratch, point, fn, arg, npoints, msg, msg_size);
 }
