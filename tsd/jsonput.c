@@ -208,7 +208,7 @@ static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put
 }
 
 /* Reads a string at j->p ('"'); out (may be NULL) gets its unescaped bytes. */
-static bool jp_string(struct jp *j, struct put_str *out)
+static inline __attribute__((always_inline)) bool jp_string(struct jp *j, struct put_str *out)
 {
     j->p++; /* opening quote */
     const char *start = j->p;
@@ -224,45 +224,50 @@ static bool jp_string(struct jp *j, struct put_str *out)
     return jp_string_escaped(j, out, start, q);
 }
 
-static bool jp_number(struct jp *j, struct put_str *out)
+/* Whether p..end starts with a JSON number (RFC 8259); *out: its end. */
+static bool jp_number_end(const char *p, const char *end, const char **out)
 {
-    const char *b = j->p, *p = j->p;
-    if (p < j->end && *p == '-')
+    if (p < end && *p == '-')
         p++;
-    if (p >= j->end || *p < '0' || *p > '9') {
-        jp_fail(j, "bad number");
+    if (p >= end || *p < '0' || *p > '9')
         return false;
-    }
     if (*p == '0')
         p++;
     else
-        while (p < j->end && *p >= '0' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9')
             p++;
-    if (p < j->end && *p == '.') {
+    if (p < end && *p == '.') {
         p++;
-        if (p >= j->end || *p < '0' || *p > '9') {
-            jp_fail(j, "bad number");
+        if (p >= end || *p < '0' || *p > '9')
             return false;
-        }
-        while (p < j->end && *p >= '0' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9')
             p++;
     }
-    if (p < j->end && (*p == 'e' || *p == 'E')) {
+    if (p < end && (*p == 'e' || *p == 'E')) {
         p++;
-        if (p < j->end && (*p == '+' || *p == '-'))
+        if (p < end && (*p == '+' || *p == '-'))
             p++;
-        if (p >= j->end || *p < '0' || *p > '9') {
-            jp_fail(j, "bad number");
+        if (p >= end || *p < '0' || *p > '9')
             return false;
-        }
-        while (p < j->end && *p >= '0' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9')
             p++;
+    }
+    *out = p;
+    return true;
+}
+
+static bool jp_number(struct jp *j, struct put_str *out)
+{
+    const char *e;
+    if (!jp_number_end(j->p, j->end, &e)) {
+        jp_fail(j, "bad number");
+        return false;
     }
     if (out) {
-        out->p = b;
-        out->len = (size_t)(p - b);
+        out->p = j->p;
+        out->len = (size_t)(e - j->p);
     }
-    j->p = p;
+    j->p = e;
     return true;
 }
 
@@ -450,6 +455,86 @@ static bool jp_tags(struct jp *j, struct jsonput_point *pt, int depth)
     return true;
 }
 
+/* Whether p..end starts with the bytes of the literal lit; *p past them if so. */
+#define JP_LIT(p, end, lit)                                                                        \
+    ((end) - (p) >= (ptrdiff_t)sizeof(lit) - 1 && !memcmp((p), (lit), sizeof(lit) - 1)           \
+         ? ((p) += sizeof(lit) - 1, true)                                                          \
+         : false)
+
+/* The plain string (no escape, no control character) whose text starts at p, after its opening
+ * quote: *s its text, p past its closing quote; NULL if it is not plain or does not end. */
+static inline const char *jp_plain_string(const char *p, const char *end, struct put_str *s)
+{
+    const char *q = jp_plain_end(p, end);
+    if (q >= end || *q != '"')
+        return NULL;
+    s->p = p;
+    s->len = (size_t)(q - p);
+    return q + 1;
+}
+
+static bool jp_fast = true; /* jsonput_set_fast_path */
+
+void jsonput_set_fast_path(bool on)
+{
+    jp_fast = on;
+}
+
+/* The shape nearly every client sends, {"metric":"m","timestamp":N,"value":N,"tags":{"k":"v",
+ * ...}} with plain strings and no whitespace, read by matching its bytes: true with *pt filled
+ * (it was reset) and j->p past the object; false, j->p unchanged, where the body leaves the shape
+ * (then jp_point reads the point from its start). What it accepts is valid JSON that jp_point's
+ * general path reads into the same fields. */
+static bool jp_point_fast(struct jp *j, struct jsonput_point *pt)
+{
+    const char *p = j->p, *end = j->end;
+    if (!JP_LIT(p, end, "{\"metric\":\"") || !(p = jp_plain_string(p, end, &pt->metric)) ||
+        !JP_LIT(p, end, ",\"timestamp\":"))
+        return false;
+    const char *q;
+    if (!jp_number_end(p, end, &q))
+        return false;
+    pt->timestamp.p = p;
+    pt->timestamp.len = (size_t)(q - p);
+    p = q;
+    if (!JP_LIT(p, end, ",\"value\":") || !jp_number_end(p, end, &q))
+        return false;
+    pt->value.p = p;
+    pt->value.len = (size_t)(q - p);
+    p = q;
+    if (!JP_LIT(p, end, ",\"tags\":{\""))
+        return false;
+    pt->tags_present = true;
+    for (;;) {
+        struct put_str tk, tv;
+        if (!(p = jp_plain_string(p, end, &tk)) || !JP_LIT(p, end, ":\"") ||
+            !(p = jp_plain_string(p, end, &tv)))
+            return false;
+        bool dup = false;
+        for (size_t i = 0; i < pt->ntags; i++) {
+            if (pt->tagk[i].len == tk.len && !memcmp(pt->tagk[i].p, tk.p, tk.len)) {
+                pt->tagv[i] = tv; /* a JSON map keeps the last value */
+                dup = true;
+                break;
+            }
+        }
+        if (!dup) {
+            if (pt->ntags == PUT_MAX_TAGS)
+                return false; /* too many: the general path says so */
+            pt->tagk[pt->ntags] = tk;
+            pt->tagv[pt->ntags] = tv;
+            pt->ntags++;
+        }
+        if (JP_LIT(p, end, ",\""))
+            continue;
+        if (!JP_LIT(p, end, "}}"))
+            return false;
+        break;
+    }
+    j->p = p;
+    return true;
+}
+
 /* Reads one array element or top-level value at j->p (after whitespace, not at the end) at
  * nesting depth into *pt: a datapoint object, or any other value (pt->not_object), checking its
  * syntax as jp_value(depth) would, with the same errors at the same offsets. */
@@ -462,6 +547,14 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt, int depth)
     pt->src_len = 0;
     j->sp = 0;
     const char *b = j->p;
+    if (jp_fast && jp_point_fast(j, pt)) {
+        pt->src = b;
+        pt->src_len = (size_t)(j->p - b);
+        return true;
+    }
+    /* the general path, from a reset point */
+    memset(pt, 0, offsetof(struct jsonput_point, tagk));
+    pt->ntags = 0;
     if (*j->p != '{') {
         pt->not_object = true;
         bool ok = jp_value(j, depth, NULL, NULL);
@@ -512,38 +605,6 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt, int depth)
 }
 
 #define JP_QUICK_DEPTH 32
-
-/* Whether p..end starts with a JSON number as jp_number() reads it; *out: its end. */
-static bool jp_quick_number(const char *p, const char *end, const char **out)
-{
-    if (p < end && *p == '-')
-        p++;
-    if (p >= end || *p < '0' || *p > '9')
-        return false;
-    if (*p == '0')
-        p++;
-    else
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    if (p < end && *p == '.') {
-        p++;
-        if (p >= end || *p < '0' || *p > '9')
-            return false;
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (p < end && (*p == '+' || *p == '-'))
-            p++;
-        if (p >= end || *p < '0' || *p > '9')
-            return false;
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    }
-    *out = p;
-    return true;
-}
 
 /* A plain string at p ('"'): no escape, no control character; *out: past its closing quote. */
 static bool jp_quick_string(const char *p, const char *end, const char **out)
@@ -607,7 +668,7 @@ value:
         p += 4;
         break;
     default:
-        if (!jp_quick_number(p, end, &p))
+        if (!jp_number_end(p, end, &p))
             return false;
         break;
     }

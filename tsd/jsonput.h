@@ -62,4 +62,8 @@ int jsonput_check(const char *body, size_t len, char *msg, size_t msg_size);
 bool jsonput_syntax_quick(const char *body, size_t len);
 bool jsonput_syntax_full(const char *body, size_t len);
 
+/* For tests: off, the readers read every point the general way, without the fast path for the
+ * common shape of a point (they must read the same). On by default; not thread-safe. */
+void jsonput_set_fast_path(bool on);
+
 #endif

@@ -386,6 +386,22 @@ static void fz_point(char *b, size_t *n, unsigned *r)
         "\"n\":null",           "\"o\":{\"a\":1}", "\"arr\":[]",         "\"e\":\"\"",
         "\"\xc3\xa9\":\"\\ud83d\\ude00\""};
     static const char *const ws[] = {"", "", "", " ", "\n\t", "\r "};
+    static const char *const vals[] = {"42",  "-7",     "0.25",  "1e3",   "\"12\"", "null",
+                                       "01", "1.",     "-",     "\"a\\n\"", "[1]",   "true"};
+    static const char *const tv[] = {"host_12", "dc_0", "a\\\"b", "", "\\u00e9", "svc_2"};
+    if (fz_next(r) % 2 == 0) {
+        /* the common shape (jsonput's fast path), now and then with a value it does not take */
+        *n += (size_t)sprintf(b + *n, "{\"metric\":\"%s\",\"timestamp\":%s,\"value\":%s,\"tags\":{",
+                              fz_next(r) % 8 ? "sys.cpu.user" : "a\\tb",
+                              fz_next(r) % 4 ? "1356998400" : vals[fz_next(r) % 12],
+                              fz_next(r) % 3 ? "42.5" : vals[fz_next(r) % 12]);
+        unsigned t = fz_next(r) % 7;
+        for (unsigned k = 0; k < t; k++)
+            *n += (size_t)sprintf(b + *n, "%s\"k%u\":\"%s\"", k ? "," : "", fz_next(r) % 5,
+                                  tv[fz_next(r) % 6]);
+        *n += (size_t)sprintf(b + *n, "}}");
+        return;
+    }
     if (fz_next(r) % 10 == 0) {
         fz_value(b, n, r, 6); /* any value as an element */
         return;
@@ -410,10 +426,12 @@ static void fz_point(char *b, size_t *n, unsigned *r)
     *n += (size_t)sprintf(b + *n, "%s}", ws[fz_next(r) % 6]);
 }
 
-/* jsonput_read (one pass) against jsonput_parse (check, then read): random bodies of points and
- * of any values, and the same bodies with bytes deleted, inserted or replaced by JSON-significant
- * ones, give the same result, the same message (offset included) for a malformed body, and the
- * same points for a well-formed one; jsonput_check agrees with jsonput_parse on every body. */
+/* jsonput_read (one pass) against jsonput_parse (check, then read), and against itself without
+ * the fast path for the common shape of a point: random bodies of points (half of them in that
+ * shape) and of any values, and the same bodies with bytes deleted, inserted or replaced by
+ * JSON-significant ones, give the same result, the same message (offset included) for a
+ * malformed body, and the same points for a well-formed one; jsonput_check agrees with
+ * jsonput_parse on every body. */
 static void test_jsonput_one_pass_reads_and_words_errors_as_two_passes(void **state)
 {
     (void)state;
@@ -422,7 +440,7 @@ static void test_jsonput_one_pass_reads_and_words_errors_as_two_passes(void **st
     char b[8192];
     char *scratch = malloc(sizeof b + 1);
     struct jsonput_point *pt = malloc(sizeof(*pt));
-    struct record x1 = {0}, x2 = {0};
+    struct record x1 = {0}, x2 = {0}, x3 = {0};
     size_t good = 0, bad = 0, points = 0;
     for (int iter = 0; iter < 20000; iter++) {
         size_t n = 0;
@@ -456,6 +474,18 @@ static void test_jsonput_one_pass_reads_and_words_errors_as_two_passes(void **st
                 (r1 != 0 && strcmp(m1, m3) != 0))
                 fail_msg("body [%.*s]: parse %d [%s], read %d [%s], check %d [%s]", (int)n, b, r1,
                          m1, r2, m2, r3, m3);
+            /* the same read without the fast path for the common shape */
+            char m4[256] = "";
+            size_t n4 = 99;
+            x3.len = 0;
+            x3.body = b;
+            jsonput_set_fast_path(false);
+            int r4 = jsonput_read(b, n, scratch, pt, on_record, &x3, &n4, m4, sizeof m4);
+            jsonput_set_fast_path(true);
+            if (r4 != r2 || strcmp(m4, m2) != 0 || x3.len != x2.len ||
+                memcmp(x3.buf, x2.buf, x2.len) != 0)
+                fail_msg("body [%.*s]: fast path %d [%s]:\n%.*s---\ngeneral %d [%s]:\n%.*s",
+                         (int)n, b, r2, m2, (int)x2.len, x2.buf, r4, m4, (int)x3.len, x3.buf);
             if (r1 == 0) {
                 good++;
                 points += n1;
@@ -490,6 +520,7 @@ static void test_jsonput_one_pass_reads_and_words_errors_as_two_passes(void **st
     assert_true(good > 5000 && bad > 5000 && points > 10000); /* both kinds, many points */
     free(x1.buf);
     free(x2.buf);
+    free(x3.buf);
     free(scratch);
     free(pt);
 }
