@@ -170,10 +170,11 @@ static bool api_put_timestamp(const struct jsonput_point *jp, int64_t *ts)
     }
     char msg[128];
     const struct put_str *s = &jp->timestamp;
+    /* a text put_parse_long takes has no '.', 'e' or 'E': try it first */
+    if (put_parse_long(s->p, s->len, ts, msg, sizeof(msg)))
+        return true;
     bool frac = memchr(s->p, '.', s->len) || memchr(s->p, 'e', s->len) || memchr(s->p, 'E', s->len);
-    if (!frac)
-        return put_parse_long(s->p, s->len, ts, msg, sizeof(msg));
-    if (jp->timestamp_is_string)
+    if (!frac || jp->timestamp_is_string)
         return false;
     char tmp[64];
     if (s->len >= sizeof(tmp))

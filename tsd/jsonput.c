@@ -413,6 +413,13 @@ static inline bool jp_member_end(struct jp *j, bool *more)
     return jp_expect(j, '}', "expected ',' or '}'");
 }
 
+/* Whether a and b hold the same bytes (the first byte tells most tag keys apart without a
+ * call). */
+static inline bool jp_same(const struct put_str *a, const struct put_str *b)
+{
+    return a->len == b->len && (a->len == 0 || (a->p[0] == b->p[0] && !memcmp(a->p, b->p, a->len)));
+}
+
 /* Reads a "tags" object at j->p ('{') at nesting depth into *pt, checking it as jp_value(depth)
  * would. */
 static bool jp_tags(struct jp *j, struct jsonput_point *pt, int depth)
@@ -434,7 +441,7 @@ static bool jp_tags(struct jp *j, struct jsonput_point *pt, int depth)
             tv.p = NULL, tv.len = 0;
         bool dup = false;
         for (size_t i = 0; i < pt->ntags; i++) {
-            if (pt->tagk[i].len == tk.len && !memcmp(pt->tagk[i].p, tk.p, tk.len)) {
+            if (jp_same(&pt->tagk[i], &tk)) {
                 pt->tagv[i] = tv; /* a JSON map keeps the last value */
                 dup = true;
                 break;
@@ -512,7 +519,7 @@ static bool jp_point_fast(struct jp *j, struct jsonput_point *pt)
             return false;
         bool dup = false;
         for (size_t i = 0; i < pt->ntags; i++) {
-            if (pt->tagk[i].len == tk.len && !memcmp(pt->tagk[i].p, tk.p, tk.len)) {
+            if (jp_same(&pt->tagk[i], &tk)) {
                 pt->tagv[i] = tv; /* a JSON map keeps the last value */
                 dup = true;
                 break;
