@@ -71,18 +71,19 @@ static void put_body(const char *body, struct outcome *o)
     ingest_free(t.ingest);
 }
 
-/* n points, every bad_every-th (1-based, 0: none) with an unparseable value, then tail. */
+/* "[", n points, every bad_every-th (1-based, 0: none) with an unparseable value, then tail. */
 static char *body_of(int n, int bad_every, const char *tail)
 {
     size_t cap = (size_t)n * 160 + strlen(tail) + 8;
     char *b = malloc(cap);
     assert_non_null(b);
-    size_t w = 0;
+    size_t w = 1;
+    b[0] = '[';
     for (int i = 0; i < n; i++)
         w += (size_t)snprintf(b + w, cap - w,
                               "%s{\"metric\":\"sys.cpu.user\",\"timestamp\":%d,\"value\":%s,"
                               "\"tags\":{\"host\":\"host_%d\",\"dc\":\"dc_0\"}}",
-                              i ? "," : "[", 1356998400 + i,
+                              i ? "," : "", 1356998400 + i,
                               bad_every && (i + 1) % bad_every == 0 ? "\"x\"" : "42.5", i % 7);
     snprintf(b + w, cap - w, "%s", tail);
     return b;
@@ -131,8 +132,6 @@ static void test_api_put_malformed_bodies_write_nothing_wherever_the_error_is(vo
     for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++) {
         for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
             char *b = body_of(counts[c], 2, tails[t]);
-            if (counts[c] == 0)
-                b[0] = '['; /* "[" then the tail */
             char want[256] = "";
             {
                 size_t n = strlen(b), np = 0;
