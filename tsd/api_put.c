@@ -63,6 +63,9 @@ struct api_put_ctx {
     bool malformed;    /* it failed: msg says why */
     char msg[256];     /* jsonput_check's message */
     size_t invalid_values, illegal_arguments; /* stats, added once the body is read */
+    /* whether the previous point's tag names and values were all put_str_plain (tags_known:
+     * found for it; reused for a point whose tags repeat them, jsonput_point.tags_repeat) */
+    bool tags_known, tags_plain;
     struct put_point point;
 };
 
@@ -191,6 +194,8 @@ static bool api_put_timestamp(const struct jsonput_point *jp, int64_t *ts)
 static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
 {
     struct api_put_ctx *x = arg;
+    bool tags_known = x->tags_known; /* of the previous point */
+    x->tags_known = false;
     if (x->details) {
         if (x->nsrc == x->capsrc) {
             size_t nc = x->capsrc ? x->capsrc * 2 : 64;
@@ -235,8 +240,20 @@ static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
         p->tagk[i] = jp->tagk[i];
         p->tagv[i] = jp->tagv[i].p ? jp->tagv[i] : (struct put_str){"", 0};
     }
+    /* the names' characters: the tags' found once for a run of points with the same tags */
+    bool tags_plain = true;
+    if (jp->tags_repeat && tags_known) {
+        tags_plain = x->tags_plain;
+    } else {
+        for (size_t i = 0; tags_plain && i < p->ntags; i++)
+            tags_plain = put_str_plain(p->tagk[i]) && put_str_plain(p->tagv[i]);
+    }
+    x->tags_known = true;
+    x->tags_plain = tags_plain;
     char msg[CT_ERR_MSG_MAX]; /* a whole error text */
-    enum put_status st = put_check_point(p, jp->value, &x->t->rules, msg, sizeof(msg));
+    enum put_status st = put_check_point_names(p, jp->value, &x->t->rules,
+                                               tags_plain && put_str_plain(p->metric), msg,
+                                               sizeof(msg));
     if (st == PUT_ENUMBER) {
         x->invalid_values++;
         api_put_reject(x, index, "Unable to parse value to a number");

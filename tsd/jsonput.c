@@ -15,6 +15,9 @@
 
 #define JSONPUT_MAX_DEPTH 64
 
+/* Most tags jp_point_fast keeps of a point for the next one with the same tags text. */
+#define JP_TAGS_KEPT 16
+
 struct jp {
     const char *s, *end, *p;
     char *scratch;
@@ -22,6 +25,11 @@ struct jp {
     char *msg;
     size_t msg_size;
     bool failed;
+    /* jp_point_fast's tags of the previous point: their text (after `"tags":{"`, through the
+     * closing "}}") and spans; tags_text NULL when the previous point was not read by it */
+    const char *tags_text;
+    size_t tags_len, tags_n;
+    struct put_str tagk[JP_TAGS_KEPT], tagv[JP_TAGS_KEPT];
 };
 
 static void jp_fail(struct jp *j, const char *what)
@@ -512,6 +520,17 @@ static bool jp_point_fast(struct jp *j, struct jsonput_point *pt)
     if (!JP_LIT(p, end, ",\"tags\":{\""))
         return false;
     pt->tags_present = true;
+    const char *tags = p;
+    if (j->tags_text && (size_t)(end - p) >= j->tags_len && !memcmp(p, j->tags_text, j->tags_len)) {
+        /* the same bytes as the previous point's tags: the same tags (read as the loop below
+         * read them then) */
+        memcpy(pt->tagk, j->tagk, j->tags_n * sizeof(pt->tagk[0]));
+        memcpy(pt->tagv, j->tagv, j->tags_n * sizeof(pt->tagv[0]));
+        pt->ntags = j->tags_n;
+        pt->tags_repeat = true;
+        j->p = p + j->tags_len;
+        return true;
+    }
     for (;;) {
         struct put_str tk, tv;
         if (!(p = jp_plain_string(p, end, &tk)) || !JP_LIT(p, end, ":\"") ||
@@ -539,6 +558,14 @@ static bool jp_point_fast(struct jp *j, struct jsonput_point *pt)
         break;
     }
     j->p = p;
+    j->tags_text = NULL;
+    if (pt->ntags <= JP_TAGS_KEPT) {
+        j->tags_text = tags;
+        j->tags_len = (size_t)(p - tags);
+        j->tags_n = pt->ntags;
+        memcpy(j->tagk, pt->tagk, pt->ntags * sizeof(pt->tagk[0]));
+        memcpy(j->tagv, pt->tagv, pt->ntags * sizeof(pt->tagv[0]));
+    }
     return true;
 }
 
@@ -562,6 +589,7 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt, int depth)
     /* the general path, from a reset point */
     memset(pt, 0, offsetof(struct jsonput_point, tagk));
     pt->ntags = 0;
+    j->tags_text = NULL; /* the next point's tags are read whole */
     if (*j->p != '{') {
         pt->not_object = true;
         bool ok = jp_value(j, depth, NULL, NULL);
@@ -713,7 +741,7 @@ key:
 bool jsonput_syntax_full(const char *body, size_t len)
 {
     char msg[8];
-    struct jp j = {body, body + len, body, NULL, 0, msg, sizeof msg, false};
+    struct jp j = {.s = body, .end = body + len, .p = body, .msg = msg, .msg_size = sizeof msg};
     bool ok = jp_value(&j, 0, NULL, NULL);
     jp_ws(&j);
     return ok && j.p == j.end;
@@ -722,7 +750,7 @@ bool jsonput_syntax_full(const char *body, size_t len)
 int jsonput_check(const char *body, size_t len, char *msg, size_t msg_size)
 {
     /* the quick check first; the full one decides and words any error */
-    struct jp j = {body, body + len, body, NULL, 0, msg, msg_size, false};
+    struct jp j = {.s = body, .end = body + len, .p = body, .msg = msg, .msg_size = msg_size};
     jp_ws(&j);
     char kind = j.p >= j.end ? 'l' : *j.p == '{' ? 'o' : *j.p == '[' ? 'a' : 'l';
     j.p = body;
@@ -747,7 +775,8 @@ int jsonput_check(const char *body, size_t len, char *msg, size_t msg_size)
 int jsonput_read(const char *body, size_t len, char *scratch, struct jsonput_point *point,
                  jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size)
 {
-    struct jp j = {body, body + len, body, scratch, 0, msg, msg_size, false};
+    struct jp j = {
+        .s = body, .end = body + len, .p = body, .scratch = scratch, .msg = msg, .msg_size = msg_size};
     jp_ws(&j);
     if (j.p >= j.end || (*j.p != '{' && *j.p != '[')) {
         /* a malformed body, or a valid one of the wrong kind: jsonput_check words either */

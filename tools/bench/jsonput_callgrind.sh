@@ -12,7 +12,7 @@ cd "$(dirname "$0")/../.."
 points=${1:-500}
 rounds=${2:-40}
 MICRO=${MICRO:-build/release/tools/bench/jsonput_micro}
-FUNCS=${FUNCS:-bench_body.constprop.0 jsonput_read jp_point jp_string api_put_point jsonput_syntax_quick put_check_point put_names_plain ingest_batch_add}
+FUNCS=${FUNCS:-bench_body.constprop.0 jsonput_read jp_point api_put_point put_check_point_names ingest_batch_add}
 [ -x "$MICRO" ] || { echo "$0: $MICRO is not built (make bench)" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-jpcg.XXXXXX")
 trap 'if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$work"/cg.out* "$KEEP"/; fi; rm -rf "$work"' EXIT

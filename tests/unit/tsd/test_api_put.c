@@ -1,7 +1,8 @@
 /* test_api_put.c - /api/put's body step (tsd/api_put.c, api_put_body) on a real ingest pipeline
  * with small batches: a well-formed body writes every accepted point; a malformed one writes
  * nothing and counts nothing, wherever its error is (within the first batch, or after several
- * batches' worth of points), and answers jsonput_parse's message. This file includes api_put.c
+ * batches' worth of points), and answers jsonput_parse's message; repeated tags are checked as
+ * any. This file includes api_put.c
  * (its functions are static) with a TSD reduced to the rules and the pipeline. */
 #include "tsd/api_put.c"
 
@@ -27,6 +28,7 @@ struct outcome {
     int rc;
     size_t npoints, success, failed;
     char msg[256];
+    char errors[2048]; /* "index:message\n" per failed point, by index */
 };
 
 /* One body through api_put_body as api_put_work runs it, batches of 4 points; waits for the
@@ -61,6 +63,12 @@ static void put_body(const char *body, struct outcome *o)
         pthread_cond_wait(&job->cv, &job->mu);
     o->success = job->success;
     o->failed = job->failed;
+    if (job->nerrs > 1)
+        qsort(job->errs, job->nerrs, sizeof(job->errs[0]), api_put_err_cmp);
+    size_t w = 0;
+    for (size_t i = 0; i < job->nerrs && w < sizeof(o->errors); i++)
+        w += (size_t)snprintf(o->errors + w, sizeof(o->errors) - w, "%zu:%s\n", job->errs[i].index,
+                              job->errs[i].msg);
     pthread_mutex_unlock(&job->mu);
     assert_int_equal(ingest_in_use(t.ingest), 0); /* every batch back in the pool */
     api_put_job_unref(job);
@@ -159,11 +167,41 @@ static void test_api_put_malformed_bodies_write_nothing_wherever_the_error_is(vo
     }
 }
 
+/* The tags' characters are found once for a run of points with the same tags: never taken from
+ * a point whose checks stopped before the names (an empty metric) for the next point with its
+ * tags, nor from other tags. */
+static void test_api_put_repeated_tags_are_checked_like_any(void **state)
+{
+    (void)state;
+#define P(m, tags) "{\"metric\":\"" m "\",\"timestamp\":1356998400,\"value\":1,\"tags\":{" tags "}}"
+#define GOOD "\"host\":\"a\",\"dc\":\"b\""
+#define BAD "\"host\":\"a!\",\"dc\":\"b\""
+    const char *body = "[" P("m", GOOD) "," P("", BAD) "," P("m", BAD) "," P("m", BAD) ","
+                       P("m!", GOOD) "," P("m", GOOD) "," P("m", BAD) "]";
+#undef P
+#undef GOOD
+#undef BAD
+    struct outcome o;
+    put_body(body, &o);
+    assert_int_equal(o.rc, 0);
+    assert_int_equal(o.npoints, 7);
+    assert_int_equal(o.success, 2);
+    assert_int_equal(o.failed, 5);
+    assert_string_equal(
+        o.errors,
+        "1:Metric name was empty\n"
+        "2:Invalid tag value with key [host] (\"a!\"): illegal character: !\n"
+        "3:Invalid tag value with key [host] (\"a!\"): illegal character: !\n"
+        "4:Invalid metric name (\"m!\"): illegal character: !\n"
+        "6:Invalid tag value with key [host] (\"a!\"): illegal character: !\n");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_api_put_well_formed_bodies_write_every_good_point),
         cmocka_unit_test(test_api_put_malformed_bodies_write_nothing_wherever_the_error_is),
+        cmocka_unit_test(test_api_put_repeated_tags_are_checked_like_any),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

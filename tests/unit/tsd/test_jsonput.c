@@ -327,11 +327,14 @@ static void test_jsonput_quick_syntax_check_implies_the_full_one(void **state)
     assert_true(jsonput_syntax_quick(pretty, strlen(pretty)));
 }
 
-/* Every field of each point a reader reports, as text, one line a point. */
+/* Every field of each point a reader reports, as text, one line a point; the tags of the
+ * previous point, to check tags_repeat. */
 struct record {
     char *buf;
     size_t len, cap;
     const char *body;
+    char prev_tags[4096];
+    size_t repeats;
 };
 
 static void rec_str(struct record *x, const char *name, struct put_str s)
@@ -362,10 +365,20 @@ static int on_record(void *arg, size_t index, struct jsonput_point *p)
     rec_str(x, "m", p->metric);
     rec_str(x, "t", p->timestamp);
     rec_str(x, "v", p->value);
+    size_t tags_at = x->len;
     for (size_t i = 0; i < p->ntags; i++) {
         rec_str(x, "k", p->tagk[i]);
         rec_str(x, "=", p->tagv[i]);
     }
+    /* tags_repeat: the same tags as the previous point */
+    size_t tl = x->len - tags_at < sizeof x->prev_tags - 1 ? x->len - tags_at : 0;
+    if (p->tags_repeat) {
+        x->repeats++;
+        assert_int_equal(strlen(x->prev_tags), tl);
+        assert_memory_equal(x->prev_tags, x->buf + tags_at, tl);
+    }
+    memcpy(x->prev_tags, x->buf + tags_at, tl);
+    x->prev_tags[tl] = '\0';
     rec_str(x, "\n", (struct put_str){"", 0});
     return 0;
 }
@@ -395,11 +408,20 @@ static void fz_point(char *b, size_t *n, unsigned *r)
                               fz_next(r) % 8 ? "sys.cpu.user" : "a\\tb",
                               fz_next(r) % 4 ? "1356998400" : vals[fz_next(r) % 12],
                               fz_next(r) % 3 ? "42.5" : vals[fz_next(r) % 12]);
+        /* half the time the previous such point's tags again */
+        static char last[512];
+        if (fz_next(r) % 2 == 0 && last[0]) {
+            *n += (size_t)sprintf(b + *n, "%s", last);
+            return;
+        }
+        size_t t0 = *n;
         unsigned t = fz_next(r) % 7;
         for (unsigned k = 0; k < t; k++)
             *n += (size_t)sprintf(b + *n, "%s\"k%u\":\"%s\"", k ? "," : "", fz_next(r) % 5,
                                   tv[fz_next(r) % 6]);
         *n += (size_t)sprintf(b + *n, "}}");
+        memcpy(last, b + t0, *n - t0);
+        last[*n - t0] = '\0';
         return;
     }
     if (fz_next(r) % 10 == 0) {
@@ -466,6 +488,7 @@ static void test_jsonput_one_pass_reads_and_words_errors_as_two_passes(void **st
             char m1[256] = "", m2[256] = "", m3[256] = "";
             size_t n1 = 99, n2 = 99;
             x1.len = x2.len = 0;
+            x1.prev_tags[0] = x2.prev_tags[0] = '\0';
             x1.body = x2.body = b;
             int r1 = jsonput_parse(b, n, scratch, pt, on_record, &x1, &n1, m1, sizeof m1);
             int r2 = jsonput_read(b, n, scratch, pt, on_record, &x2, &n2, m2, sizeof m2);
@@ -518,6 +541,7 @@ static void test_jsonput_one_pass_reads_and_words_errors_as_two_passes(void **st
         }
     }
     assert_true(good > 5000 && bad > 5000 && points > 10000); /* both kinds, many points */
+    assert_true(x2.repeats > 100);                            /* and repeated tags */
     free(x1.buf);
     free(x2.buf);
     free(x3.buf);
@@ -590,6 +614,47 @@ static void test_jsonput_one_pass_error_messages(void **state)
     free(pt);
 }
 
+static int on_repeat(void *arg, size_t index, struct jsonput_point *p)
+{
+    char *flags = arg;
+    flags[index] = p->tags_repeat ? '1' : '0';
+    if (p->tags_repeat) {
+        /* the spans hold the tags the text says */
+        assert_int_equal(p->ntags, 2);
+        assert_memory_equal(p->tagk[0].p, "host", 4);
+        assert_memory_equal(p->tagv[1].p, "dc_0", 4);
+    }
+    return 0;
+}
+
+/* A point whose tags text is the previous point's is reported as a repeat, with its tags; a
+ * point read by the general path (a string value), other tags, or the start of the previous
+ * text only is not, nor the point after a general one. */
+static void test_jsonput_repeated_tags_are_reported(void **state)
+{
+    (void)state;
+#define P(v, tags) "{\"metric\":\"m\",\"timestamp\":1356998400,\"value\":" v ",\"tags\":{" tags "}}"
+#define A "\"host\":\"web01\",\"dc\":\"dc_0\""
+    const char *body = "[" P("1", A) "," P("2", A) "," P("\"3\"", A) "," P("4", A) "," P("5", A) ","
+                       P("6", "\"host\":\"web02\",\"dc\":\"dc_0\"") "," P("7", "\"host\":\"web02\",\"dc\":\"dc_0\"")
+                       ", " P("8", "\"host\":\"web02\"") "," P("9", "\"host\":\"web02\",\"dc\":\"dc_0\"")
+                       "]";
+#undef A
+#undef P
+    char flags[16] = "", msg[256];
+    size_t n = strlen(body), np = 0;
+    char *scratch = malloc(n + 1);
+    struct jsonput_point *pt = malloc(sizeof(*pt));
+    assert_int_equal(jsonput_read(body, n, scratch, pt, on_repeat, flags, &np, msg, sizeof msg), 0);
+    assert_int_equal(np, 9);
+    /* 3: a string value (general path); 4: after a general point; 6: other tags; 7: a repeat
+     * of 6 (whitespace between points does not matter); 8: the first tag of the previous
+     * text only; 9: after a different point */
+    assert_string_equal(flags, "010010100");
+    free(scratch);
+    free(pt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -602,6 +667,7 @@ int main(void)
         cmocka_unit_test(test_jsonput_quick_syntax_check_implies_the_full_one),
         cmocka_unit_test(test_jsonput_one_pass_reads_and_words_errors_as_two_passes),
         cmocka_unit_test(test_jsonput_one_pass_error_messages),
+        cmocka_unit_test(test_jsonput_repeated_tags_are_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
