@@ -7,9 +7,10 @@
  * parse + callback instructions without HTTP, the write-ahead log or the store
  * (tools/bench/jsonput_callgrind.sh).
  *
- * Usage: jsonput_micro [--points N] [--rounds R] [--hosts H] [--conns C] [--malformed]
+ * Usage: jsonput_micro [--points N] [--rounds R] [--hosts H] [--conns C] [--malformed] [--spaces]
  *   (defaults 500 200 100 4: 500-point bodies, connection 0 of 4 over 2,000 series);
- *   --malformed breaks the last point of each body: nothing may be written.
+ *   --malformed breaks the last point of each body: nothing may be written; --spaces writes
+ *   the bodies as Python's json.dumps does (", " and ": ").
  * Prints points, points written and points failed; exits 1 if they are not as expected.
  * Never linked into bin/ctsdb. */
 #include "tsd/api_put.c"
@@ -61,7 +62,7 @@ static void value_of(int h, int m, int k, char *out, size_t n)
 
 /* Body r: points s = c0, c0 + C, ... of connection 0 over H x 20 series, interval by interval. */
 static size_t make_body(char *buf, size_t cap, int points, int hosts, int conns, long *pos,
-                        bool malformed)
+                        bool malformed, bool spaces)
 {
     size_t n = 0;
     long nseries = (long)hosts * 20;
@@ -70,12 +71,21 @@ static size_t make_body(char *buf, size_t cap, int points, int hosts, int conns,
         int h = (int)(s / 20), m = (int)(s % 20);
         char val[64];
         value_of(h, m, (int)k, val, sizeof(val));
-        n += (size_t)snprintf(buf + n, cap - n,
-                              "%s{\"metric\":\"sys.%s\",\"timestamp\":%lld,\"value\":%s,"
-                              "\"tags\":{\"host\":\"host_%d\",\"dc\":\"dc_%d\",\"rack\":"
-                              "\"rack_%d\",\"service\":\"svc_%d\",\"os\":\"os_%d\"}}",
-                              i == 0 ? "[" : ",", metric_names[m], 1356998400LL + k * 10, val, h,
-                              h % 3, h % 40, h % 10, h % 2);
+        if (spaces) /* Python's json.dumps: ", " and ": " */
+            n += (size_t)snprintf(
+                buf + n, cap - n,
+                "%s{\"metric\": \"sys.%s\", \"timestamp\": %lld, \"value\": %s, "
+                "\"tags\": {\"host\": \"host_%d\", \"dc\": \"dc_%d\", \"rack\": "
+                "\"rack_%d\", \"service\": \"svc_%d\", \"os\": \"os_%d\"}}",
+                i == 0 ? "[" : ", ", metric_names[m], 1356998400LL + k * 10, val, h, h % 3, h % 40,
+                h % 10, h % 2);
+        else
+            n += (size_t)snprintf(buf + n, cap - n,
+                                  "%s{\"metric\":\"sys.%s\",\"timestamp\":%lld,\"value\":%s,"
+                                  "\"tags\":{\"host\":\"host_%d\",\"dc\":\"dc_%d\",\"rack\":"
+                                  "\"rack_%d\",\"service\":\"svc_%d\",\"os\":\"os_%d\"}}",
+                                  i == 0 ? "[" : ",", metric_names[m], 1356998400LL + k * 10, val,
+                                  h, h % 3, h % 40, h % 10, h % 2);
         *pos += conns;
     }
     if (malformed && n > 2)
@@ -95,7 +105,7 @@ static __attribute__((noinline)) int bench_body(struct api_put_ctx *x, size_t le
 int main(int argc, char **argv)
 {
     int points = 500, rounds = 200, hosts = 100, conns = 4;
-    bool malformed = false;
+    bool malformed = false, spaces = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--points") && i + 1 < argc)
             points = atoi(argv[++i]);
@@ -107,9 +117,11 @@ int main(int argc, char **argv)
             conns = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--malformed"))
             malformed = true;
+        else if (!strcmp(argv[i], "--spaces"))
+            spaces = true;
         else {
             fprintf(stderr, "usage: jsonput_micro [--points N] [--rounds R] [--hosts H] "
-                            "[--conns C] [--malformed]\n");
+                            "[--conns C] [--malformed] [--spaces]\n");
             return 2;
         }
     }
@@ -132,7 +144,7 @@ int main(int argc, char **argv)
     long pos = 0;
     size_t total = 0, written = 0, failed = 0, rejected = 0;
     for (int r = 0; r < rounds; r++) {
-        size_t len = make_body(body, cap, points, hosts, conns, &pos, malformed);
+        size_t len = make_body(body, cap, points, hosts, conns, &pos, malformed, spaces);
         struct api_put_ctx *x = calloc(1, sizeof(*x));
         struct api_put_job *job = calloc(1, sizeof(*job));
         if (!x || !job)
