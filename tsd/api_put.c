@@ -59,9 +59,9 @@ struct api_put_ctx {
     size_t nsrc, capsrc;
     const char *body;
     size_t len;
-    bool checked;      /* jsonput_check passed on the whole body */
-    bool malformed;    /* it failed: msg says why */
-    char msg[256];     /* jsonput_check's message */
+    bool checked;                             /* jsonput_check passed on the whole body */
+    bool malformed;                           /* it failed: msg says why */
+    char msg[256];                            /* jsonput_check's message */
     size_t invalid_values, illegal_arguments; /* stats, added once the body is read */
     /* whether the previous point's tag names and values were all put_str_plain (tags_known:
      * found for it; reused for a point whose tags repeat them, jsonput_point.tags_repeat) */
@@ -251,9 +251,8 @@ static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
     x->tags_known = true;
     x->tags_plain = tags_plain;
     char msg[CT_ERR_MSG_MAX]; /* a whole error text */
-    enum put_status st = put_check_point_names(p, jp->value, &x->t->rules,
-                                               tags_plain && put_str_plain(p->metric), msg,
-                                               sizeof(msg));
+    enum put_status st = put_check_point_names(
+        p, jp->value, &x->t->rules, tags_plain && put_str_plain(p->metric), msg, sizeof(msg));
     if (st == PUT_ENUMBER) {
         x->invalid_values++;
         api_put_reject(x, index, "Unable to parse value to a number");
@@ -295,8 +294,8 @@ static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
 /* Reads the body x->body[0..len) into x's batches and submits them: 0 and *npoints, or -1 with
  * msg for a malformed body (nothing of it submitted, nothing counted). scratch and jp as
  * jsonput_read takes them. */
-static int api_put_body(struct api_put_ctx *x, size_t len, char *scratch,
-                        struct jsonput_point *jp, size_t *npoints, char *msg, size_t msg_size)
+static int api_put_body(struct api_put_ctx *x, size_t len, char *scratch, struct jsonput_point *jp,
+                        size_t *npoints, char *msg, size_t msg_size)
 {
     x->len = len;
     int rc = jsonput_read(x->body, len, scratch, jp, api_put_point, x, npoints, msg, msg_size);

@@ -472,7 +472,7 @@ static bool jp_tags(struct jp *j, struct jsonput_point *pt, int depth)
 
 /* Whether p..end starts with the bytes of the literal lit; *p past them if so. */
 #define JP_LIT(p, end, lit)                                                                        \
-    ((end) - (p) >= (ptrdiff_t)sizeof(lit) - 1 && !memcmp((p), (lit), sizeof(lit) - 1)           \
+    ((end) - (p) >= (ptrdiff_t)sizeof(lit) - 1 && !memcmp((p), (lit), sizeof(lit) - 1)             \
          ? ((p) += sizeof(lit) - 1, true)                                                          \
          : false)
 
@@ -775,8 +775,12 @@ int jsonput_check(const char *body, size_t len, char *msg, size_t msg_size)
 int jsonput_read(const char *body, size_t len, char *scratch, struct jsonput_point *point,
                  jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size)
 {
-    struct jp j = {
-        .s = body, .end = body + len, .p = body, .scratch = scratch, .msg = msg, .msg_size = msg_size};
+    struct jp j = {.s = body,
+                   .end = body + len,
+                   .p = body,
+                   .scratch = scratch,
+                   .msg = msg,
+                   .msg_size = msg_size};
     jp_ws(&j);
     if (j.p >= j.end || (*j.p != '{' && *j.p != '[')) {
         /* a malformed body, or a valid one of the wrong kind: jsonput_check words either */

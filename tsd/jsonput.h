@@ -22,7 +22,7 @@ struct jsonput_point {
     bool timestamp_is_string;
     struct put_str value; /* text of the number or string; p NULL if absent or null */
     bool tags_present;
-    bool not_object; /* the array element is not an object */
+    bool not_object;  /* the array element is not an object */
     bool tags_repeat; /* the tags are the previous point's (the same text): a caller may reuse
                          what it found of them; false does not say they differ */
     size_t ntags;

@@ -57,7 +57,8 @@ static void value_of(int h, int m, int k, char *out, size_t n)
     else if (m == 12 || m == 13 || m >= 17)
         snprintf(out, n, "%llu", (unsigned long long)(noise % 500));
     else
-        snprintf(out, n, "%.2f", 50.0 + 30.0 * sin((double)k / 360.0) + (double)(noise % 2000) / 100.0);
+        snprintf(out, n, "%.2f",
+                 50.0 + 30.0 * sin((double)k / 360.0) + (double)(noise % 2000) / 100.0);
 }
 
 /* Body r: points s = c0, c0 + C, ... of connection 0 over H x 20 series, interval by interval. */
@@ -72,13 +73,12 @@ static size_t make_body(char *buf, size_t cap, int points, int hosts, int conns,
         char val[64];
         value_of(h, m, (int)k, val, sizeof(val));
         if (spaces) /* Python's json.dumps: ", " and ": " */
-            n += (size_t)snprintf(
-                buf + n, cap - n,
-                "%s{\"metric\": \"sys.%s\", \"timestamp\": %lld, \"value\": %s, "
-                "\"tags\": {\"host\": \"host_%d\", \"dc\": \"dc_%d\", \"rack\": "
-                "\"rack_%d\", \"service\": \"svc_%d\", \"os\": \"os_%d\"}}",
-                i == 0 ? "[" : ", ", metric_names[m], 1356998400LL + k * 10, val, h, h % 3, h % 40,
-                h % 10, h % 2);
+            n += (size_t)snprintf(buf + n, cap - n,
+                                  "%s{\"metric\": \"sys.%s\", \"timestamp\": %lld, \"value\": %s, "
+                                  "\"tags\": {\"host\": \"host_%d\", \"dc\": \"dc_%d\", \"rack\": "
+                                  "\"rack_%d\", \"service\": \"svc_%d\", \"os\": \"os_%d\"}}",
+                                  i == 0 ? "[" : ", ", metric_names[m], 1356998400LL + k * 10, val,
+                                  h, h % 3, h % 40, h % 10, h % 2);
         else
             n += (size_t)snprintf(buf + n, cap - n,
                                   "%s{\"metric\":\"sys.%s\",\"timestamp\":%lld,\"value\":%s,"

@@ -174,10 +174,15 @@ static void test_api_put_repeated_tags_are_checked_like_any(void **state)
 {
     (void)state;
 #define P(m, tags) "{\"metric\":\"" m "\",\"timestamp\":1356998400,\"value\":1,\"tags\":{" tags "}}"
-#define GOOD "\"host\":\"a\",\"dc\":\"b\""
-#define BAD "\"host\":\"a!\",\"dc\":\"b\""
-    const char *body = "[" P("m", GOOD) "," P("", BAD) "," P("m", BAD) "," P("m", BAD) ","
-                       P("m!", GOOD) "," P("m", GOOD) "," P("m", BAD) "]";
+#define GOOD       "\"host\":\"a\",\"dc\":\"b\""
+#define BAD        "\"host\":\"a!\",\"dc\":\"b\""
+    const char *body = "[" P("m", GOOD) "," /* 0: written */
+        P("", BAD) ","                      /* 1: stops before the names */
+        P("m", BAD) ","                     /* 2: its tags repeat 1's */
+        P("m", BAD) ","                     /* 3: and 2's */
+        P("m!", GOOD) ","                   /* 4: a bad metric, good tags */
+        P("m", GOOD) ","                    /* 5: written */
+        P("m", BAD) "]";                    /* 6: other tags than 5's */
 #undef P
 #undef GOOD
 #undef BAD
@@ -187,13 +192,12 @@ static void test_api_put_repeated_tags_are_checked_like_any(void **state)
     assert_int_equal(o.npoints, 7);
     assert_int_equal(o.success, 2);
     assert_int_equal(o.failed, 5);
-    assert_string_equal(
-        o.errors,
-        "1:Metric name was empty\n"
-        "2:Invalid tag value with key [host] (\"a!\"): illegal character: !\n"
-        "3:Invalid tag value with key [host] (\"a!\"): illegal character: !\n"
-        "4:Invalid metric name (\"m!\"): illegal character: !\n"
-        "6:Invalid tag value with key [host] (\"a!\"): illegal character: !\n");
+    assert_string_equal(o.errors,
+                        "1:Metric name was empty\n"
+                        "2:Invalid tag value with key [host] (\"a!\"): illegal character: !\n"
+                        "3:Invalid tag value with key [host] (\"a!\"): illegal character: !\n"
+                        "4:Invalid metric name (\"m!\"): illegal character: !\n"
+                        "6:Invalid tag value with key [host] (\"a!\"): illegal character: !\n");
 }
 
 int main(void)

@@ -387,20 +387,30 @@ static int on_record(void *arg, size_t index, struct jsonput_point *p)
  * unknown, tags with escapes, nulls, repeats and nested values, random whitespace. */
 static void fz_point(char *b, size_t *n, unsigned *r)
 {
-    static const char *const fields[] = {
-        "\"metric\":\"sys.cpu.user\"", "\"metric\":\"a\\u00e9\\n\"", "\"metric\":null",
-        "\"metric\":42",               "\"timestamp\":1356998400",   "\"timestamp\":\"1356998400\"",
-        "\"timestamp\":1.5e9",         "\"value\":42.5",             "\"value\":\"7\"",
-        "\"value\":null",              "\"value\":[1]",              "\"value\":-0.25E-3",
-        "\"extra\":{\"x\":[1,{\"y\":null}]}", "\"tags\":[]",         "\"tags\":null",
-        "\"ta\\u0067s\":{\"k\":\"v\"}", "\"value\":true"};
+    static const char *const fields[] = {"\"metric\":\"sys.cpu.user\"",
+                                         "\"metric\":\"a\\u00e9\\n\"",
+                                         "\"metric\":null",
+                                         "\"metric\":42",
+                                         "\"timestamp\":1356998400",
+                                         "\"timestamp\":\"1356998400\"",
+                                         "\"timestamp\":1.5e9",
+                                         "\"value\":42.5",
+                                         "\"value\":\"7\"",
+                                         "\"value\":null",
+                                         "\"value\":[1]",
+                                         "\"value\":-0.25E-3",
+                                         "\"extra\":{\"x\":[1,{\"y\":null}]}",
+                                         "\"tags\":[]",
+                                         "\"tags\":null",
+                                         "\"ta\\u0067s\":{\"k\":\"v\"}",
+                                         "\"value\":true"};
     static const char *const tags[] = {
-        "\"host\":\"host_12\"", "\"dc\":\"dc_0\"", "\"k\\\"\":\"v\\\\\"", "\"host\":\"web02\"",
-        "\"n\":null",           "\"o\":{\"a\":1}", "\"arr\":[]",         "\"e\":\"\"",
-        "\"\xc3\xa9\":\"\\ud83d\\ude00\""};
+        "\"host\":\"host_12\"", "\"dc\":\"dc_0\"", "\"k\\\"\":\"v\\\\\"",
+        "\"host\":\"web02\"",   "\"n\":null",      "\"o\":{\"a\":1}",
+        "\"arr\":[]",           "\"e\":\"\"",      "\"\xc3\xa9\":\"\\ud83d\\ude00\""};
     static const char *const ws[] = {"", "", "", " ", "\n\t", "\r "};
-    static const char *const vals[] = {"42",  "-7",     "0.25",  "1e3",   "\"12\"", "null",
-                                       "01", "1.",     "-",     "\"a\\n\"", "[1]",   "true"};
+    static const char *const vals[] = {"42", "-7", "0.25", "1e3",      "\"12\"", "null",
+                                       "01", "1.", "-",    "\"a\\n\"", "[1]",    "true"};
     static const char *const tv[] = {"host_12", "dc_0", "a\\\"b", "", "\\u00e9", "svc_2"};
     if (fz_next(r) % 2 == 0) {
         /* the common shape (jsonput's fast path), now and then with a value it does not take */
@@ -507,15 +517,15 @@ static void test_jsonput_one_pass_reads_and_words_errors_as_two_passes(void **st
             jsonput_set_fast_path(true);
             if (r4 != r2 || strcmp(m4, m2) != 0 || x3.len != x2.len ||
                 memcmp(x3.buf, x2.buf, x2.len) != 0)
-                fail_msg("body [%.*s]: fast path %d [%s]:\n%.*s---\ngeneral %d [%s]:\n%.*s",
-                         (int)n, b, r2, m2, (int)x2.len, x2.buf, r4, m4, (int)x3.len, x3.buf);
+                fail_msg("body [%.*s]: fast path %d [%s]:\n%.*s---\ngeneral %d [%s]:\n%.*s", (int)n,
+                         b, r2, m2, (int)x2.len, x2.buf, r4, m4, (int)x3.len, x3.buf);
             if (r1 == 0) {
                 good++;
                 points += n1;
                 assert_int_equal(n1, n2);
                 if (x1.len != x2.len || memcmp(x1.buf, x2.buf, x1.len) != 0)
-                    fail_msg("body [%.*s]: points differ:\n%.*s---\n%.*s", (int)n, b,
-                             (int)x1.len, x1.buf, (int)x2.len, x2.buf);
+                    fail_msg("body [%.*s]: points differ:\n%.*s---\n%.*s", (int)n, b, (int)x1.len,
+                             x1.buf, (int)x2.len, x2.buf);
             } else {
                 bad++;
                 assert_int_equal(x1.len, 0); /* the two passes report nothing */
@@ -588,7 +598,8 @@ static void test_jsonput_one_pass_error_messages(void **state)
         struct record x = {0};
         x.body = body;
         assert_int_equal(jsonput_read(body, n, scratch, pt, on_record, &x, &np, m1, sizeof m1), -1);
-        assert_int_equal(jsonput_parse(body, n, scratch, pt, on_record, &x, &np, m2, sizeof m2), -1);
+        assert_int_equal(jsonput_parse(body, n, scratch, pt, on_record, &x, &np, m2, sizeof m2),
+                         -1);
         assert_int_equal(jsonput_check(body, n, m3, sizeof m3), -1);
         if (strcmp(m1, cases[i][1]) || strcmp(m2, cases[i][1]) || strcmp(m3, cases[i][1]))
             fail_msg("body [%s]: read [%s] parse [%s] check [%s], want [%s]", body, m1, m2, m3,
@@ -604,7 +615,8 @@ static void test_jsonput_one_pass_error_messages(void **state)
     char m1[256], m2[256];
     struct record x = {0};
     x.body = deep;
-    assert_int_equal(jsonput_read(deep, strlen(deep), scratch, pt, on_record, &x, &np, m1, 256), -1);
+    assert_int_equal(jsonput_read(deep, strlen(deep), scratch, pt, on_record, &x, &np, m1, 256),
+                     -1);
     assert_int_equal(jsonput_check(deep, strlen(deep), m2, 256), -1);
     assert_string_equal(m1, m2);
     assert_non_null(strstr(m1, "nesting too deep"));
@@ -634,11 +646,18 @@ static void test_jsonput_repeated_tags_are_reported(void **state)
 {
     (void)state;
 #define P(v, tags) "{\"metric\":\"m\",\"timestamp\":1356998400,\"value\":" v ",\"tags\":{" tags "}}"
-#define A "\"host\":\"web01\",\"dc\":\"dc_0\""
-    const char *body = "[" P("1", A) "," P("2", A) "," P("\"3\"", A) "," P("4", A) "," P("5", A) ","
-                       P("6", "\"host\":\"web02\",\"dc\":\"dc_0\"") "," P("7", "\"host\":\"web02\",\"dc\":\"dc_0\"")
-                       ", " P("8", "\"host\":\"web02\"") "," P("9", "\"host\":\"web02\",\"dc\":\"dc_0\"")
-                       "]";
+#define A          "\"host\":\"web01\",\"dc\":\"dc_0\""
+#define B          "\"host\":\"web02\",\"dc\":\"dc_0\""
+    const char *body = "[" P("1", A) "," /* 0 */
+        P("2", A) ","                    /* 1: a repeat */
+        P("\"3\"", A) ","                /* 2: general */
+        P("4", A) ","                    /* 3 */
+        P("5", A) ","                    /* 4: a repeat */
+        P("6", B) ","                    /* 5 */
+        P("7", B) ", "                   /* 6: a repeat */
+        P("8", "\"host\":\"web02\"") "," /* 7 */
+        P("9", B) "]";                   /* 8 */
+#undef B
 #undef A
 #undef P
     char flags[16] = "", msg[256];
@@ -647,9 +666,9 @@ static void test_jsonput_repeated_tags_are_reported(void **state)
     struct jsonput_point *pt = malloc(sizeof(*pt));
     assert_int_equal(jsonput_read(body, n, scratch, pt, on_repeat, flags, &np, msg, sizeof msg), 0);
     assert_int_equal(np, 9);
-    /* 3: a string value (general path); 4: after a general point; 6: other tags; 7: a repeat
-     * of 6 (whitespace between points does not matter); 8: the first tag of the previous
-     * text only; 9: after a different point */
+    /* 2: a string value (general path); 3: after a general point; 5: other tags; 6: a repeat
+     * of 5 (whitespace between points does not matter); 7: the first tag of the previous
+     * text only; 8: after a different point */
     assert_string_equal(flags, "010010100");
     free(scratch);
     free(pt);

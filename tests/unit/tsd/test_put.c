@@ -421,9 +421,9 @@ static void test_put_check_point_names_equals_put_check_point(void **state)
     }
     const struct put_rules rules = {8, "!"};
     static const char *const names[][3] = {
-        {"m", "a", "b"},   {"m!", "a", "b"}, {"m", "a@", "b"},        {"m", "a", "b#"},
-        {"m", "", "b"},    {"", "a", "b"},   {"caf\xc3\xa9", "a", "b"}, {"m", "a", "b c"},
-        {"m", "a", ""},
+        {"m", "a", "b"},           {"m!", "a", "b"},  {"m", "a@", "b"},
+        {"m", "a", "b#"},          {"m", "", "b"},    {"", "a", "b"},
+        {"caf\xc3\xa9", "a", "b"}, {"m", "a", "b c"}, {"m", "a", ""},
     };
     for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
         static struct put_point a, b;
@@ -434,9 +434,11 @@ static void test_put_check_point_names_equals_put_check_point(void **state)
         a.tagv[0] = (struct put_str){names[n][2], strlen(names[n][2])};
         a.ts_ms = 1356998400;
         b = a;
-        bool plain = put_str_plain(a.metric) && put_str_plain(a.tagk[0]) && put_str_plain(a.tagv[0]);
+        bool plain =
+            put_str_plain(a.metric) && put_str_plain(a.tagk[0]) && put_str_plain(a.tagv[0]);
         char m1[1024] = "", m2[1024] = "";
-        enum put_status s1 = put_check_point(&a, (struct put_str){"1.5", 3}, &rules, m1, sizeof(m1));
+        enum put_status s1 =
+            put_check_point(&a, (struct put_str){"1.5", 3}, &rules, m1, sizeof(m1));
         enum put_status s2 =
             put_check_point_names(&b, (struct put_str){"1.5", 3}, &rules, plain, m2, sizeof(m2));
         assert_int_equal(s1, s2);
