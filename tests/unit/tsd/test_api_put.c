@@ -123,6 +123,21 @@ static void test_api_put_well_formed_bodies_write_every_good_point(void **state)
     put_body("{\"metric\":\"m\",\"timestamp\":1356998400,\"value\":1,\"tags\":{\"a\":\"b\"}}", &o);
     assert_int_equal(o.rc, 0);
     assert_int_equal(o.success, 1);
+    /* escapes (the quick check gives up: the full one passes the body before the first batch
+     * is submitted) and whitespace (the general reader) */
+    char b[4096];
+    size_t w = 0;
+    for (int i = 0; i < 10; i++)
+        w += (size_t)snprintf(b + w, sizeof(b) - w,
+                              "%s{ \"metric\" : \"sys.cpu\\u002euser\", \"timestamp\": %d, "
+                              "\"value\": 1, \"tags\": {\"host\": \"web\\u0030\"}}",
+                              i ? ", " : "[", 1356998400 + i);
+    snprintf(b + w, sizeof(b) - w, "]");
+    size_t before = atomic_load(&written);
+    put_body(b, &o);
+    assert_int_equal(o.rc, 0);
+    assert_int_equal(o.success, 10);
+    assert_int_equal(atomic_load(&written) - before, 10);
 }
 
 /* Malformed after 0, 3 (inside the first batch) and 4, 9, 17 points (after one or more batches
