@@ -495,16 +495,23 @@ void jsonput_set_fast_path(bool on)
     jp_fast = on;
 }
 
+/* JP_LIT of the compact literal a, or of b (the same with json.dumps' ", " and ": ") if spaced. */
+#define JP_LIT2(p, end, spaced, a, b) ((spaced) ? JP_LIT(p, end, b) : JP_LIT(p, end, a))
+
 /* The shape nearly every client sends, {"metric":"m","timestamp":N,"value":N,"tags":{"k":"v",
- * ...}} with plain strings and no whitespace, read by matching its bytes: true with *pt filled
- * (it was reset) and j->p past the object; false, j->p unchanged, where the body leaves the shape
- * (then jp_point reads the point from its start). What it accepts is valid JSON that jp_point's
- * general path reads into the same fields. */
-static bool jp_point_fast(struct jp *j, struct jsonput_point *pt)
+ * ...}} with plain strings, without whitespace or (spaced) with Python's json.dumps separators
+ * (", " and ": ", nothing else), read by matching its bytes: true with *pt filled (it was
+ * reset) and j->p past the object; false, j->p unchanged, where the body leaves the shape (then
+ * jp_point reads the point from its start). What it accepts is valid JSON that jp_point's
+ * general path reads into the same fields. spaced is a constant where it is called: one copy
+ * of the code per shape. */
+static inline __attribute__((always_inline)) bool
+jp_point_shape(struct jp *j, struct jsonput_point *pt, bool spaced)
 {
     const char *p = j->p, *end = j->end;
-    if (!JP_LIT(p, end, "{\"metric\":\"") || !(p = jp_plain_string(p, end, &pt->metric)) ||
-        !JP_LIT(p, end, ",\"timestamp\":"))
+    if (!JP_LIT2(p, end, spaced, "{\"metric\":\"", "{\"metric\": \"") ||
+        !(p = jp_plain_string(p, end, &pt->metric)) ||
+        !JP_LIT2(p, end, spaced, ",\"timestamp\":", ", \"timestamp\": "))
         return false;
     const char *q;
     if (!jp_number_end(p, end, &q))
@@ -512,12 +519,12 @@ static bool jp_point_fast(struct jp *j, struct jsonput_point *pt)
     pt->timestamp.p = p;
     pt->timestamp.len = (size_t)(q - p);
     p = q;
-    if (!JP_LIT(p, end, ",\"value\":") || !jp_number_end(p, end, &q))
+    if (!JP_LIT2(p, end, spaced, ",\"value\":", ", \"value\": ") || !jp_number_end(p, end, &q))
         return false;
     pt->value.p = p;
     pt->value.len = (size_t)(q - p);
     p = q;
-    if (!JP_LIT(p, end, ",\"tags\":{\""))
+    if (!JP_LIT2(p, end, spaced, ",\"tags\":{\"", ", \"tags\": {\""))
         return false;
     pt->tags_present = true;
     const char *tags = p;
@@ -533,7 +540,7 @@ static bool jp_point_fast(struct jp *j, struct jsonput_point *pt)
     }
     for (;;) {
         struct put_str tk, tv;
-        if (!(p = jp_plain_string(p, end, &tk)) || !JP_LIT(p, end, ":\"") ||
+        if (!(p = jp_plain_string(p, end, &tk)) || !JP_LIT2(p, end, spaced, ":\"", ": \"") ||
             !(p = jp_plain_string(p, end, &tv)))
             return false;
         bool dup = false;
@@ -551,7 +558,7 @@ static bool jp_point_fast(struct jp *j, struct jsonput_point *pt)
             pt->tagv[pt->ntags] = tv;
             pt->ntags++;
         }
-        if (JP_LIT(p, end, ",\""))
+        if (JP_LIT2(p, end, spaced, ",\"", ", \""))
             continue;
         if (!JP_LIT(p, end, "}}"))
             return false;
@@ -567,6 +574,17 @@ static bool jp_point_fast(struct jp *j, struct jsonput_point *pt)
         memcpy(j->tagv, pt->tagv, pt->ntags * sizeof(pt->tagv[0]));
     }
     return true;
+}
+
+/* jp_point_shape without whitespace, then with json.dumps' separators. */
+static bool jp_point_fast(struct jp *j, struct jsonput_point *pt)
+{
+    if (jp_point_shape(j, pt, false))
+        return true;
+    /* the compact shape may have failed anywhere: start again from a reset point */
+    memset(pt, 0, offsetof(struct jsonput_point, tagk));
+    pt->ntags = 0;
+    return jp_point_shape(j, pt, true);
 }
 
 /* Reads one array element or top-level value at j->p (after whitespace, not at the end) at

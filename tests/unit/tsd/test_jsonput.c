@@ -413,12 +413,16 @@ static void fz_point(char *b, size_t *n, unsigned *r)
                                        "01", "1.", "-",    "\"a\\n\"", "[1]",    "true"};
     static const char *const tv[] = {"host_12", "dc_0", "a\\\"b", "", "\\u00e9", "svc_2"};
     if (fz_next(r) % 2 == 0) {
-        /* the common shape (jsonput's fast path), now and then with a value it does not take */
-        *n += (size_t)sprintf(b + *n, "{\"metric\":\"%s\",\"timestamp\":%s,\"value\":%s,\"tags\":{",
-                              fz_next(r) % 8 ? "sys.cpu.user" : "a\\tb",
-                              fz_next(r) % 4 ? "1356998400" : vals[fz_next(r) % 12],
-                              fz_next(r) % 3 ? "42.5" : vals[fz_next(r) % 12]);
-        /* half the time the previous such point's tags again */
+        /* the common shape (jsonput's fast path), compact or with json.dumps' separators (", "
+         * and ": "), now and then with a value it does not take */
+        bool sp = fz_next(r) % 3 == 0;
+        const char *c = sp ? ", " : ",", *col = sp ? ": " : ":";
+        *n += (size_t)sprintf(b + *n,
+                              "{\"metric\"%s\"%s\"%s\"timestamp\"%s%s%s\"value\"%s%s%s\"tags\"%s{",
+                              col, fz_next(r) % 8 ? "sys.cpu.user" : "a\\tb", c, col,
+                              fz_next(r) % 4 ? "1356998400" : vals[fz_next(r) % 12], c, col,
+                              fz_next(r) % 3 ? "42.5" : vals[fz_next(r) % 12], c, col);
+        /* half the time the previous such point's tags again (in either shape) */
         static char last[512];
         if (fz_next(r) % 2 == 0 && last[0]) {
             *n += (size_t)sprintf(b + *n, "%s", last);
@@ -427,7 +431,7 @@ static void fz_point(char *b, size_t *n, unsigned *r)
         size_t t0 = *n;
         unsigned t = fz_next(r) % 7;
         for (unsigned k = 0; k < t; k++)
-            *n += (size_t)sprintf(b + *n, "%s\"k%u\":\"%s\"", k ? "," : "", fz_next(r) % 5,
+            *n += (size_t)sprintf(b + *n, "%s\"k%u\"%s\"%s\"", k ? c : "", fz_next(r) % 5, col,
                                   tv[fz_next(r) % 6]);
         *n += (size_t)sprintf(b + *n, "}}");
         memcpy(last, b + t0, *n - t0);
