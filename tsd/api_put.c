@@ -4,10 +4,15 @@
  * object). A failure answers 400, or 503 (http_status_of) when every failed point failed because
  * the storage backend did not answer (CT_EUNAVAIL): then the request may be sent again as is.
  *
- * Runs on a worker (http_req_defer): the body is read with jsonput (no allocation per point),
- * points go into ingest batches (waiting for a free batch is the backpressure), and the worker
- * waits for the batches' completion, at most sync_timeout ms when given.
- * Invariants: (1) a body with a JSON syntax error writes nothing (jsonput checks syntax first);
+ * Runs on a worker (http_req_defer): the body is read with jsonput in one pass (syntax checked
+ * while the points are read, no allocation per point), points go into ingest batches (waiting
+ * for a free batch is the backpressure), and the worker waits for the batches' completion, at
+ * most sync_timeout ms when given.
+ * Invariants: (1) a body with a JSON syntax error writes nothing and counts nothing in the
+ * TSD's stats: batches are submitted once the whole body is read, and a batch that fills up
+ * before that is submitted only after jsonput_check passed on the whole body (bodies of more
+ * than a batch: the syntax is then read twice); the per-point stats are added once the body
+ * is known well-formed;
  * (2) job->refs = 1 for the worker + 1 per submitted batch not yet done; the last one frees the
  * job, so a worker that timed out may reply and leave while writes are still running.
  * Locking: job->mu guards counts, errors and refs. */
@@ -53,6 +58,14 @@ struct api_put_ctx {
     size_t (*src)[2]; /* per point (offset, length) in the body, with details */
     size_t nsrc, capsrc;
     const char *body;
+    size_t len;
+    bool checked;                             /* jsonput_check passed on the whole body */
+    bool malformed;                           /* it failed: msg says why */
+    char msg[256];                            /* jsonput_check's message */
+    size_t invalid_values, illegal_arguments; /* stats, added once the body is read */
+    /* whether the previous point's tag names and values were all put_str_plain (tags_known:
+     * found for it; reused for a point whose tags repeat them, jsonput_point.tags_repeat) */
+    bool tags_known, tags_plain;
     struct put_point point;
 };
 
@@ -160,10 +173,11 @@ static bool api_put_timestamp(const struct jsonput_point *jp, int64_t *ts)
     }
     char msg[128];
     const struct put_str *s = &jp->timestamp;
+    /* a text put_parse_long takes has no '.', 'e' or 'E': try it first */
+    if (put_parse_long(s->p, s->len, ts, msg, sizeof(msg)))
+        return true;
     bool frac = memchr(s->p, '.', s->len) || memchr(s->p, 'e', s->len) || memchr(s->p, 'E', s->len);
-    if (!frac)
-        return put_parse_long(s->p, s->len, ts, msg, sizeof(msg));
-    if (jp->timestamp_is_string)
+    if (!frac || jp->timestamp_is_string)
         return false;
     char tmp[64];
     if (s->len >= sizeof(tmp))
@@ -180,6 +194,8 @@ static bool api_put_timestamp(const struct jsonput_point *jp, int64_t *ts)
 static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
 {
     struct api_put_ctx *x = arg;
+    bool tags_known = x->tags_known; /* of the previous point */
+    x->tags_known = false;
     if (x->details) {
         if (x->nsrc == x->capsrc) {
             size_t nc = x->capsrc ? x->capsrc * 2 : 64;
@@ -224,15 +240,26 @@ static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
         p->tagk[i] = jp->tagk[i];
         p->tagv[i] = jp->tagv[i].p ? jp->tagv[i] : (struct put_str){"", 0};
     }
+    /* the names' characters: the tags' found once for a run of points with the same tags */
+    bool tags_plain = true;
+    if (jp->tags_repeat && tags_known) {
+        tags_plain = x->tags_plain;
+    } else {
+        for (size_t i = 0; tags_plain && i < p->ntags; i++)
+            tags_plain = put_str_plain(p->tagk[i]) && put_str_plain(p->tagv[i]);
+    }
+    x->tags_known = true;
+    x->tags_plain = tags_plain;
     char msg[CT_ERR_MSG_MAX]; /* a whole error text */
-    enum put_status st = put_check_point(p, jp->value, &x->t->rules, msg, sizeof(msg));
+    enum put_status st = put_check_point_names(
+        p, jp->value, &x->t->rules, tags_plain && put_str_plain(p->metric), msg, sizeof(msg));
     if (st == PUT_ENUMBER) {
-        tstats_add(TSTATS_INVALID_VALUES, 1);
+        x->invalid_values++;
         api_put_reject(x, index, "Unable to parse value to a number");
         return 0;
     }
     if (st != PUT_OK) {
-        tstats_add(TSTATS_ILLEGAL_ARGUMENTS, 1);
+        x->illegal_arguments++;
         const char *m = msg;
         if (!strncmp(m, "illegal argument: ", 18))
             m += 18;
@@ -250,9 +277,45 @@ static int api_put_point(void *arg, size_t index, struct jsonput_point *jp)
             return 0;
         if (ingest_batch_count(x->batch) == 0)
             break;
+        /* a full batch before the end of the body: only a well-formed body writes anything */
+        if (!x->checked) {
+            if (jsonput_check(x->body, x->len, x->msg, sizeof(x->msg)) != 0) {
+                x->malformed = true;
+                return 1; /* stops the walk */
+            }
+            x->checked = true;
+        }
         api_put_submit(x);
     }
     api_put_reject(x, index, "Datapoint too large");
+    return 0;
+}
+
+/* Reads the body x->body[0..len) into x's batches and submits them: 0 and *npoints, or -1 with
+ * msg for a malformed body (nothing of it submitted, nothing counted). scratch and jp as
+ * jsonput_read takes them. */
+static int api_put_body(struct api_put_ctx *x, size_t len, char *scratch, struct jsonput_point *jp,
+                        size_t *npoints, char *msg, size_t msg_size)
+{
+    x->len = len;
+    int rc = jsonput_read(x->body, len, scratch, jp, api_put_point, x, npoints, msg, msg_size);
+    if (rc != 0 && x->malformed) {
+        snprintf(msg, msg_size, "%s", x->msg);
+        rc = -1;
+    }
+    if (rc != 0) {
+        /* the points read before the error stay unwritten (none was submitted: x->checked is
+         * false, or the walk could not have failed) */
+        if (x->batch)
+            ingest_batch_release(x->t->ingest, x->batch);
+        x->batch = NULL;
+        return rc;
+    }
+    api_put_submit(x);
+    if (x->invalid_values)
+        tstats_add(TSTATS_INVALID_VALUES, x->invalid_values);
+    if (x->illegal_arguments)
+        tstats_add(TSTATS_ILLEGAL_ARGUMENTS, x->illegal_arguments);
     return 0;
 }
 
@@ -306,8 +369,7 @@ static void api_put_work(struct http_req *r, void *arg)
     }
     size_t npoints = 0;
     char msg[256];
-    int rc = jsonput_parse(body, len, scratch, jp, api_put_point, x, &npoints, msg, sizeof(msg));
-    api_put_submit(x);
+    int rc = api_put_body(x, len, scratch, jp, &npoints, msg, sizeof(msg));
     if (rc < 0) {
         http_reply_error(r, 400, "Unable to parse the given JSON", msg);
         goto out;

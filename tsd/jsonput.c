@@ -1,9 +1,11 @@
 /* jsonput.c - the /api/put body reader (see jsonput.h).
- * Invariants: (1) no allocation (but in jsonput_syntax_full, for tests): spans point into the
- * body or the scratch buffer; (2) the scratch
+ * Invariants: (1) no allocation: spans point into the body or the scratch buffer (a check
+ * without one, j.scratch NULL, unescapes nothing); (2) the scratch
  * write position only grows within one point and is reset per point, and unescaping never
  * lengthens a string, so len + 1 bytes of scratch always suffice; (3) nesting deeper than
- * JSONPUT_MAX_DEPTH is a syntax error (bounded recursion). */
+ * JSONPUT_MAX_DEPTH is a syntax error (bounded recursion); (4) one grammar, two walkers: the
+ * point reader (jp_point, jsonput_read) takes the same decisions as jp_value, so a malformed
+ * body gets the same first error at the same offset from either. */
 #include "tsd/jsonput.h"
 
 #include <stdint.h>
@@ -13,6 +15,9 @@
 
 #define JSONPUT_MAX_DEPTH 64
 
+/* Most tags jp_point_fast keeps of a point for the next one with the same tags text. */
+#define JP_TAGS_KEPT 16
+
 struct jp {
     const char *s, *end, *p;
     char *scratch;
@@ -20,6 +25,11 @@ struct jp {
     char *msg;
     size_t msg_size;
     bool failed;
+    /* jp_point_fast's tags of the previous point: their text (after `"tags":{"`, through the
+     * closing "}}") and spans; tags_text NULL when the previous point was not read by it */
+    const char *tags_text;
+    size_t tags_len, tags_n;
+    struct put_str tagk[JP_TAGS_KEPT], tagv[JP_TAGS_KEPT];
 };
 
 static void jp_fail(struct jp *j, const char *what)
@@ -88,24 +98,34 @@ static inline const char *jp_plain_end(const char *q, const char *end)
 }
 
 /* The rest of jp_string from q, the first stop byte of the string starting at start: escapes
- * unescaped into scratch, a control character or the end of the body refused. Out of line, so
- * that the plain strings' path (nearly all) does not pay for its registers. */
+ * unescaped into scratch (only checked when j->scratch is NULL), a control character or the end
+ * of the body refused. Out of line, so that the plain strings' path (nearly all) does not pay
+ * for its registers. */
 static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put_str *out,
                                                         const char *start, const char *q)
 {
-    char *w = j->scratch + j->sp, *w0 = w;
-    memcpy(w, start, (size_t)(q - start));
-    w += q - start;
+    char *w0 = j->scratch ? j->scratch + j->sp : NULL;
+    size_t n = 0; /* bytes of the unescaped string */
+#define JP_PUT(c)                                                                                  \
+    do {                                                                                           \
+        if (w0)                                                                                    \
+            w0[n] = (char)(c);                                                                     \
+        n++;                                                                                       \
+    } while (0)
+    if (w0)
+        memcpy(w0, start, (size_t)(q - start));
+    n = (size_t)(q - start);
     j->p = q;
     while (j->p < j->end) {
         unsigned char c = (unsigned char)*j->p;
         if (c == '"') {
             j->p++;
             if (out) {
-                out->p = w0;
-                out->len = (size_t)(w - w0);
+                out->p = w0 ? w0 : start;
+                out->len = w0 ? n : (size_t)(j->p - 1 - start);
             }
-            j->sp += (size_t)(w - w0);
+            if (w0)
+                j->sp += n;
             return true;
         }
         if (c < 0x20) {
@@ -113,7 +133,7 @@ static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put
             return false;
         }
         if (c != '\\') {
-            *w++ = (char)c;
+            JP_PUT(c);
             j->p++;
             continue;
         }
@@ -125,28 +145,28 @@ static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put
         j->p += 2;
         switch (e) {
         case '"':
-            *w++ = '"';
+            JP_PUT('"');
             break;
         case '\\':
-            *w++ = '\\';
+            JP_PUT('\\');
             break;
         case '/':
-            *w++ = '/';
+            JP_PUT('/');
             break;
         case 'b':
-            *w++ = '\b';
+            JP_PUT('\b');
             break;
         case 'f':
-            *w++ = '\f';
+            JP_PUT('\f');
             break;
         case 'n':
-            *w++ = '\n';
+            JP_PUT('\n');
             break;
         case 'r':
-            *w++ = '\r';
+            JP_PUT('\r');
             break;
         case 't':
-            *w++ = '\t';
+            JP_PUT('\t');
             break;
         case 'u': {
             if (j->end - j->p < 4 || jp_hex4(j->p) < 0) {
@@ -169,19 +189,19 @@ static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put
             }
             /* UTF-8 of cp is never longer than its escape (6 or 12 bytes) */
             if (cp < 0x80) {
-                *w++ = (char)cp;
+                JP_PUT(cp);
             } else if (cp < 0x800) {
-                *w++ = (char)(0xC0 | (cp >> 6));
-                *w++ = (char)(0x80 | (cp & 0x3F));
+                JP_PUT(0xC0 | (cp >> 6));
+                JP_PUT(0x80 | (cp & 0x3F));
             } else if (cp < 0x10000) {
-                *w++ = (char)(0xE0 | (cp >> 12));
-                *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-                *w++ = (char)(0x80 | (cp & 0x3F));
+                JP_PUT(0xE0 | (cp >> 12));
+                JP_PUT(0x80 | ((cp >> 6) & 0x3F));
+                JP_PUT(0x80 | (cp & 0x3F));
             } else {
-                *w++ = (char)(0xF0 | (cp >> 18));
-                *w++ = (char)(0x80 | ((cp >> 12) & 0x3F));
-                *w++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-                *w++ = (char)(0x80 | (cp & 0x3F));
+                JP_PUT(0xF0 | (cp >> 18));
+                JP_PUT(0x80 | ((cp >> 12) & 0x3F));
+                JP_PUT(0x80 | ((cp >> 6) & 0x3F));
+                JP_PUT(0x80 | (cp & 0x3F));
             }
             break;
         }
@@ -190,12 +210,13 @@ static __attribute__((noinline)) bool jp_string_escaped(struct jp *j, struct put
             return false;
         }
     }
+#undef JP_PUT
     jp_fail(j, "unterminated string");
     return false;
 }
 
 /* Reads a string at j->p ('"'); out (may be NULL) gets its unescaped bytes. */
-static bool jp_string(struct jp *j, struct put_str *out)
+static inline __attribute__((always_inline)) bool jp_string(struct jp *j, struct put_str *out)
 {
     j->p++; /* opening quote */
     const char *start = j->p;
@@ -211,45 +232,50 @@ static bool jp_string(struct jp *j, struct put_str *out)
     return jp_string_escaped(j, out, start, q);
 }
 
-static bool jp_number(struct jp *j, struct put_str *out)
+/* Whether p..end starts with a JSON number (RFC 8259); *out: its end. */
+static bool jp_number_end(const char *p, const char *end, const char **out)
 {
-    const char *b = j->p, *p = j->p;
-    if (p < j->end && *p == '-')
+    if (p < end && *p == '-')
         p++;
-    if (p >= j->end || *p < '0' || *p > '9') {
-        jp_fail(j, "bad number");
+    if (p >= end || *p < '0' || *p > '9')
         return false;
-    }
     if (*p == '0')
         p++;
     else
-        while (p < j->end && *p >= '0' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9')
             p++;
-    if (p < j->end && *p == '.') {
+    if (p < end && *p == '.') {
         p++;
-        if (p >= j->end || *p < '0' || *p > '9') {
-            jp_fail(j, "bad number");
+        if (p >= end || *p < '0' || *p > '9')
             return false;
-        }
-        while (p < j->end && *p >= '0' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9')
             p++;
     }
-    if (p < j->end && (*p == 'e' || *p == 'E')) {
+    if (p < end && (*p == 'e' || *p == 'E')) {
         p++;
-        if (p < j->end && (*p == '+' || *p == '-'))
+        if (p < end && (*p == '+' || *p == '-'))
             p++;
-        if (p >= j->end || *p < '0' || *p > '9') {
-            jp_fail(j, "bad number");
+        if (p >= end || *p < '0' || *p > '9')
             return false;
-        }
-        while (p < j->end && *p >= '0' && *p <= '9')
+        while (p < end && *p >= '0' && *p <= '9')
             p++;
+    }
+    *out = p;
+    return true;
+}
+
+static bool jp_number(struct jp *j, struct put_str *out)
+{
+    const char *e;
+    if (!jp_number_end(j->p, j->end, &e)) {
+        jp_fail(j, "bad number");
+        return false;
     }
     if (out) {
-        out->p = b;
-        out->len = (size_t)(p - b);
+        out->p = j->p;
+        out->len = (size_t)(e - j->p);
     }
-    j->p = p;
+    j->p = e;
     return true;
 }
 
@@ -357,8 +383,214 @@ static inline bool jp_field_value(struct jp *j, int depth, struct put_str *text,
     return jp_value(j, depth, text, kind);
 }
 
-/* Reads one datapoint object (syntax already checked) into *pt. */
-static bool jp_point(struct jp *j, struct jsonput_point *pt)
+/* Expects c at j->p (after whitespace), else fails with what. */
+static inline bool jp_expect(struct jp *j, char c, const char *what)
+{
+    if (j->p < j->end && *j->p == c) {
+        j->p++;
+        return true;
+    }
+    jp_fail(j, what);
+    return false;
+}
+
+/* A field name at j->p (after whitespace) and its ':' with the whitespace around it, as
+ * jp_value() reads an object's member, the same errors at the same offsets. */
+static inline bool jp_member_name(struct jp *j, struct put_str *name)
+{
+    if (j->p >= j->end || *j->p != '"') {
+        jp_fail(j, "expected a field name");
+        return false;
+    }
+    if (!jp_string(j, name))
+        return false;
+    jp_ws(j);
+    return jp_expect(j, ':', "expected ':'");
+}
+
+/* After an object's member: ',' (true, *more) or '}' (true, !*more), whitespace first. */
+static inline bool jp_member_end(struct jp *j, bool *more)
+{
+    jp_ws(j);
+    if (j->p < j->end && *j->p == ',') {
+        j->p++;
+        *more = true;
+        return true;
+    }
+    *more = false;
+    return jp_expect(j, '}', "expected ',' or '}'");
+}
+
+/* Whether a and b hold the same bytes (the first byte tells most tag keys apart without a
+ * call). */
+static inline bool jp_same(const struct put_str *a, const struct put_str *b)
+{
+    return a->len == b->len && (a->len == 0 || (a->p[0] == b->p[0] && !memcmp(a->p, b->p, a->len)));
+}
+
+/* Reads a "tags" object at j->p ('{') at nesting depth into *pt, checking it as jp_value(depth)
+ * would. */
+static bool jp_tags(struct jp *j, struct jsonput_point *pt, int depth)
+{
+    pt->tags_present = true;
+    j->p++;
+    jp_ws(j);
+    if (j->p < j->end && *j->p == '}') {
+        j->p++;
+        return true;
+    }
+    for (bool more = true; more;) {
+        jp_ws(j);
+        struct put_str tk, tv = {NULL, 0};
+        char vk;
+        if (!jp_member_name(j, &tk) || !jp_field_value(j, depth + 1, &tv, &vk))
+            return false;
+        if (vk == 'o' || vk == 'a' || (vk == 'l' && tv.len == 4 && !memcmp(tv.p, "null", 4)))
+            tv.p = NULL, tv.len = 0;
+        bool dup = false;
+        for (size_t i = 0; i < pt->ntags; i++) {
+            if (jp_same(&pt->tagk[i], &tk)) {
+                pt->tagv[i] = tv; /* a JSON map keeps the last value */
+                dup = true;
+                break;
+            }
+        }
+        if (!dup) {
+            if (pt->ntags < PUT_MAX_TAGS) {
+                pt->tagk[pt->ntags] = tk;
+                pt->tagv[pt->ntags] = tv;
+                pt->ntags++;
+            } else {
+                pt->too_many_tags = true;
+            }
+        }
+        if (!jp_member_end(j, &more))
+            return false;
+    }
+    return true;
+}
+
+/* Whether p..end starts with the bytes of the literal lit; *p past them if so. */
+#define JP_LIT(p, end, lit)                                                                        \
+    ((end) - (p) >= (ptrdiff_t)sizeof(lit) - 1 && !memcmp((p), (lit), sizeof(lit) - 1)             \
+         ? ((p) += sizeof(lit) - 1, true)                                                          \
+         : false)
+
+/* The plain string (no escape, no control character) whose text starts at p, after its opening
+ * quote: *s its text, p past its closing quote; NULL if it is not plain or does not end. */
+static inline const char *jp_plain_string(const char *p, const char *end, struct put_str *s)
+{
+    const char *q = jp_plain_end(p, end);
+    if (q >= end || *q != '"')
+        return NULL;
+    s->p = p;
+    s->len = (size_t)(q - p);
+    return q + 1;
+}
+
+static bool jp_fast = true; /* jsonput_set_fast_path */
+
+void jsonput_set_fast_path(bool on)
+{
+    jp_fast = on;
+}
+
+/* JP_LIT of the compact literal a, or of b (the same with json.dumps' ", " and ": ") if spaced. */
+#define JP_LIT2(p, end, spaced, a, b) ((spaced) ? JP_LIT(p, end, b) : JP_LIT(p, end, a))
+
+/* The shape nearly every client sends, {"metric":"m","timestamp":N,"value":N,"tags":{"k":"v",
+ * ...}} with plain strings, without whitespace or (spaced) with Python's json.dumps separators
+ * (", " and ": ", nothing else), read by matching its bytes: true with *pt filled (it was
+ * reset) and j->p past the object; false, j->p unchanged, where the body leaves the shape (then
+ * jp_point reads the point from its start). What it accepts is valid JSON that jp_point's
+ * general path reads into the same fields. spaced is a constant where it is called: one copy
+ * of the code per shape. */
+static inline __attribute__((always_inline)) bool
+jp_point_shape(struct jp *j, struct jsonput_point *pt, bool spaced)
+{
+    const char *p = j->p, *end = j->end;
+    if (!JP_LIT2(p, end, spaced, "{\"metric\":\"", "{\"metric\": \"") ||
+        !(p = jp_plain_string(p, end, &pt->metric)) ||
+        !JP_LIT2(p, end, spaced, ",\"timestamp\":", ", \"timestamp\": "))
+        return false;
+    const char *q;
+    if (!jp_number_end(p, end, &q))
+        return false;
+    pt->timestamp.p = p;
+    pt->timestamp.len = (size_t)(q - p);
+    p = q;
+    if (!JP_LIT2(p, end, spaced, ",\"value\":", ", \"value\": ") || !jp_number_end(p, end, &q))
+        return false;
+    pt->value.p = p;
+    pt->value.len = (size_t)(q - p);
+    p = q;
+    if (!JP_LIT2(p, end, spaced, ",\"tags\":{\"", ", \"tags\": {\""))
+        return false;
+    pt->tags_present = true;
+    const char *tags = p;
+    if (j->tags_text && (size_t)(end - p) >= j->tags_len && !memcmp(p, j->tags_text, j->tags_len)) {
+        /* the same bytes as the previous point's tags: the same tags (read as the loop below
+         * read them then) */
+        memcpy(pt->tagk, j->tagk, j->tags_n * sizeof(pt->tagk[0]));
+        memcpy(pt->tagv, j->tagv, j->tags_n * sizeof(pt->tagv[0]));
+        pt->ntags = j->tags_n;
+        pt->tags_repeat = true;
+        j->p = p + j->tags_len;
+        return true;
+    }
+    for (;;) {
+        struct put_str tk, tv;
+        if (!(p = jp_plain_string(p, end, &tk)) || !JP_LIT2(p, end, spaced, ":\"", ": \"") ||
+            !(p = jp_plain_string(p, end, &tv)))
+            return false;
+        bool dup = false;
+        for (size_t i = 0; i < pt->ntags; i++) {
+            if (jp_same(&pt->tagk[i], &tk)) {
+                pt->tagv[i] = tv; /* a JSON map keeps the last value */
+                dup = true;
+                break;
+            }
+        }
+        if (!dup) {
+            if (pt->ntags == PUT_MAX_TAGS)
+                return false; /* too many: the general path says so */
+            pt->tagk[pt->ntags] = tk;
+            pt->tagv[pt->ntags] = tv;
+            pt->ntags++;
+        }
+        if (JP_LIT2(p, end, spaced, ",\"", ", \""))
+            continue;
+        if (!JP_LIT(p, end, "}}"))
+            return false;
+        break;
+    }
+    j->p = p;
+    j->tags_text = NULL;
+    if (pt->ntags <= JP_TAGS_KEPT) {
+        j->tags_text = tags;
+        j->tags_len = (size_t)(p - tags);
+        j->tags_n = pt->ntags;
+        memcpy(j->tagk, pt->tagk, pt->ntags * sizeof(pt->tagk[0]));
+        memcpy(j->tagv, pt->tagv, pt->ntags * sizeof(pt->tagv[0]));
+    }
+    return true;
+}
+
+/* jp_point_shape without whitespace, then with json.dumps' separators. */
+static bool jp_point_fast(struct jp *j, struct jsonput_point *pt)
+{
+    if (jp_point_shape(j, pt, false))
+        return true;
+    /* the compact shape may have failed anywhere: start again from a reset point */
+    memset(pt, 0, offsetof(struct jsonput_point, tagk));
+    pt->ntags = 0;
+    return jp_point_shape(j, pt, true);
+}
+
+/* Reads one array element or top-level value at j->p (after whitespace, not at the end) at
+ * nesting depth into *pt: a datapoint object, or any other value (pt->not_object), checking its
+ * syntax as jp_value(depth) would, with the same errors at the same offsets. */
+static bool jp_point(struct jp *j, struct jsonput_point *pt, int depth)
 {
     memset(pt, 0, offsetof(struct jsonput_point, tagk)); /* not the large tag arrays */
     pt->ntags = 0;
@@ -366,79 +598,41 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt)
     pt->src = NULL;
     pt->src_len = 0;
     j->sp = 0;
-    jp_ws(j);
     const char *b = j->p;
+    if (jp_fast && jp_point_fast(j, pt)) {
+        pt->src = b;
+        pt->src_len = (size_t)(j->p - b);
+        return true;
+    }
+    /* the general path, from a reset point */
+    memset(pt, 0, offsetof(struct jsonput_point, tagk));
+    pt->ntags = 0;
+    j->tags_text = NULL; /* the next point's tags are read whole */
     if (*j->p != '{') {
         pt->not_object = true;
-        bool ok = jp_value(j, 1, NULL, NULL);
+        bool ok = jp_value(j, depth, NULL, NULL);
         pt->src = b;
         pt->src_len = (size_t)(j->p - b);
         return ok;
     }
     j->p++;
     jp_ws(j);
-    if (*j->p == '}') {
+    if (j->p < j->end && *j->p == '}') {
         j->p++;
     } else {
-        for (;;) {
+        for (bool more = true; more;) {
             jp_ws(j);
-            struct put_str key;
-            if (!jp_string(j, &key))
+            struct put_str key; /* kept: a later unescape does not overwrite it */
+            if (!jp_member_name(j, &key))
                 return false;
-            /* keep the key: a later unescape must not overwrite it */
             jp_ws(j);
-            j->p++; /* ':' */
-            jp_ws(j);
-            char kind;
-            struct put_str text = {NULL, 0};
-            if (jp_key_is(&key, "tags") && *j->p == '{') {
-                pt->tags_present = true;
-                j->p++;
-                jp_ws(j);
-                if (*j->p == '}') {
-                    j->p++;
-                } else {
-                    for (;;) {
-                        jp_ws(j);
-                        struct put_str tk, tv = {NULL, 0};
-                        if (!jp_string(j, &tk))
-                            return false;
-                        jp_ws(j);
-                        j->p++; /* ':' */
-                        char vk;
-                        if (!jp_field_value(j, 2, &tv, &vk))
-                            return false;
-                        if (vk == 'o' || vk == 'a' ||
-                            (vk == 'l' && tv.len == 4 && !memcmp(tv.p, "null", 4)))
-                            tv.p = NULL, tv.len = 0;
-                        bool dup = false;
-                        for (size_t i = 0; i < pt->ntags; i++) {
-                            if (pt->tagk[i].len == tk.len && !memcmp(pt->tagk[i].p, tk.p, tk.len)) {
-                                pt->tagv[i] = tv; /* a JSON map keeps the last value */
-                                dup = true;
-                                break;
-                            }
-                        }
-                        if (!dup) {
-                            if (pt->ntags < PUT_MAX_TAGS) {
-                                pt->tagk[pt->ntags] = tk;
-                                pt->tagv[pt->ntags] = tv;
-                                pt->ntags++;
-                            } else {
-                                pt->too_many_tags = true;
-                            }
-                        }
-                        jp_ws(j);
-                        if (*j->p == ',') {
-                            j->p++;
-                            continue;
-                        }
-                        j->p++; /* '}' */
-                        break;
-                    }
-                }
+            if (j->p < j->end && *j->p == '{' && jp_key_is(&key, "tags")) {
+                if (!jp_tags(j, pt, depth + 1))
+                    return false;
             } else {
-                if (!jp_field_value(j, 1, &text, &kind))
+                char kind;
+                struct put_str text = {NULL, 0};
+                if (!jp_field_value(j, depth + 1, &text, &kind))
                     return false;
                 bool null = kind == 'l' && text.len == 4 && !memcmp(text.p, "null", 4);
                 if (jp_key_is(&key, "metric")) {
@@ -454,13 +648,8 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt)
                         pt->value = text;
                 }
             }
-            jp_ws(j);
-            if (*j->p == ',') {
-                j->p++;
-                continue;
-            }
-            j->p++; /* '}' */
-            break;
+            if (!jp_member_end(j, &more))
+                return false;
         }
     }
     pt->src = b;
@@ -469,38 +658,6 @@ static bool jp_point(struct jp *j, struct jsonput_point *pt)
 }
 
 #define JP_QUICK_DEPTH 32
-
-/* Whether p..end starts with a JSON number as jp_number() reads it; *out: its end. */
-static bool jp_quick_number(const char *p, const char *end, const char **out)
-{
-    if (p < end && *p == '-')
-        p++;
-    if (p >= end || *p < '0' || *p > '9')
-        return false;
-    if (*p == '0')
-        p++;
-    else
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    if (p < end && *p == '.') {
-        p++;
-        if (p >= end || *p < '0' || *p > '9')
-            return false;
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    }
-    if (p < end && (*p == 'e' || *p == 'E')) {
-        p++;
-        if (p < end && (*p == '+' || *p == '-'))
-            p++;
-        if (p >= end || *p < '0' || *p > '9')
-            return false;
-        while (p < end && *p >= '0' && *p <= '9')
-            p++;
-    }
-    *out = p;
-    return true;
-}
 
 /* A plain string at p ('"'): no escape, no control character; *out: past its closing quote. */
 static bool jp_quick_string(const char *p, const char *end, const char **out)
@@ -564,7 +721,7 @@ value:
         p += 4;
         break;
     default:
-        if (!jp_quick_number(p, end, &p))
+        if (!jp_number_end(p, end, &p))
             return false;
         break;
     }
@@ -602,22 +759,16 @@ key:
 bool jsonput_syntax_full(const char *body, size_t len)
 {
     char msg[8];
-    char *scratch = malloc(len + 1); /* strings are unescaped into it */
-    if (!scratch)
-        return false;
-    struct jp j = {body, body + len, body, scratch, 0, msg, sizeof msg, false};
+    struct jp j = {.s = body, .end = body + len, .p = body, .msg = msg, .msg_size = sizeof msg};
     bool ok = jp_value(&j, 0, NULL, NULL);
     jp_ws(&j);
-    free(scratch);
     return ok && j.p == j.end;
 }
 
-int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_point *point,
-                  jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size)
+int jsonput_check(const char *body, size_t len, char *msg, size_t msg_size)
 {
-    struct jp j = {body, body + len, body, scratch, 0, msg, msg_size, false};
-    /* pass 1: syntax (the quick check first; the full one decides and words any error) */
-    j.p = body;
+    /* the quick check first; the full one decides and words any error */
+    struct jp j = {.s = body, .end = body + len, .p = body, .msg = msg, .msg_size = msg_size};
     jp_ws(&j);
     char kind = j.p >= j.end ? 'l' : *j.p == '{' ? 'o' : *j.p == '[' ? 'a' : 'l';
     j.p = body;
@@ -634,12 +785,30 @@ int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_po
         snprintf(msg, msg_size, "expected a datapoint object or an array of them");
         return -1;
     }
-    /* pass 2: points */
-    j.p = body;
-    size_t n = 0;
+    return 0;
+}
+
+/* The one pass (jsonput_read): jp_value(0)'s walk of a top-level object or array, each point
+ * read by jp_point and handed to fn as soon as it is read; then the trailing whitespace. */
+int jsonput_read(const char *body, size_t len, char *scratch, struct jsonput_point *point,
+                 jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size)
+{
+    struct jp j = {.s = body,
+                   .end = body + len,
+                   .p = body,
+                   .scratch = scratch,
+                   .msg = msg,
+                   .msg_size = msg_size};
     jp_ws(&j);
-    if (kind == 'o') {
-        if (!jp_point(&j, point))
+    if (j.p >= j.end || (*j.p != '{' && *j.p != '[')) {
+        /* a malformed body, or a valid one of the wrong kind: jsonput_check words either */
+        if (jsonput_check(body, len, msg, msg_size) == 0)
+            snprintf(msg, msg_size, "expected a datapoint object or an array of them");
+        return -1;
+    }
+    size_t n = 0;
+    if (*j.p == '{') {
+        if (!jp_point(&j, point, 0))
             return -1;
         int rc = fn(arg, n++, point);
         if (rc != 0)
@@ -647,22 +816,44 @@ int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_po
     } else {
         j.p++; /* '[' */
         jp_ws(&j);
-        if (*j.p != ']') {
+        if (j.p < j.end && *j.p == ']') {
+            j.p++;
+        } else {
             for (;;) {
-                if (!jp_point(&j, point))
+                jp_ws(&j);
+                if (j.p >= j.end) {
+                    jp_fail(&j, "unexpected end of input");
+                    return -1;
+                }
+                if (!jp_point(&j, point, 1))
                     return -1;
                 int rc = fn(arg, n++, point);
                 if (rc != 0)
                     return rc;
                 jp_ws(&j);
-                if (*j.p == ',') {
+                if (j.p < j.end && *j.p == ',') {
                     j.p++;
                     continue;
                 }
+                if (!jp_expect(&j, ']', "expected ',' or ']'"))
+                    return -1;
                 break;
             }
         }
     }
+    jp_ws(&j);
+    if (j.p != j.end) {
+        jp_fail(&j, "trailing characters after the JSON value");
+        return -1;
+    }
     *npoints = n;
     return 0;
+}
+
+int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_point *point,
+                  jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size)
+{
+    if (jsonput_check(body, len, msg, msg_size) != 0)
+        return -1;
+    return jsonput_read(body, len, scratch, point, fn, arg, npoints, msg, msg_size);
 }

@@ -22,7 +22,9 @@ struct jsonput_point {
     bool timestamp_is_string;
     struct put_str value; /* text of the number or string; p NULL if absent or null */
     bool tags_present;
-    bool not_object; /* the array element is not an object */
+    bool not_object;  /* the array element is not an object */
+    bool tags_repeat; /* the tags are the previous point's (the same text): a caller may reuse
+                         what it found of them; false does not say they differ */
     size_t ntags;
     struct put_str tagk[PUT_MAX_TAGS];
     struct put_str tagv[PUT_MAX_TAGS];
@@ -34,19 +36,36 @@ struct jsonput_point {
 /* Called per datapoint in body order, index from 0; non-zero stops the walk. */
 typedef int (*jsonput_fn)(void *arg, size_t index, struct jsonput_point *p);
 
-/* Checks the whole body's syntax first (nothing is reported for a malformed body), then calls fn
- * per point with *point (the caller's storage, reused for every point). scratch must hold
- * len + 1 bytes. Returns 0 and *npoints on success; -1 with msg
- * for malformed JSON or a top level that is neither an object nor an array; the value fn
- * returned if it stopped the walk. */
+/* Checks the whole body's syntax first (jsonput_check: nothing is reported for a malformed body),
+ * then calls fn per point with *point (the caller's storage, reused for every point). scratch
+ * must hold len + 1 bytes. Returns 0 and *npoints on success; -1 with msg for malformed JSON or a
+ * top level that is neither an object nor an array; the value fn returned if it stopped the
+ * walk. */
 int jsonput_parse(const char *body, size_t len, char *scratch, struct jsonput_point *point,
                   jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size);
 
-/* The two syntax checks jsonput_parse() runs, exposed for tests: the quick one accepts a subset
+/* jsonput_parse in one pass: the syntax is checked while the points are read, and fn gets each
+ * point as soon as it is read, so fn may see points of a body that turns out malformed (the
+ * result is then -1 with the message jsonput_parse gives, once fn has seen the points before
+ * the error). Otherwise the same calls, results and messages as jsonput_parse. A caller that
+ * must act on a point for good before the walk ends (hand it to a writer) runs jsonput_check
+ * first. */
+int jsonput_read(const char *body, size_t len, char *scratch, struct jsonput_point *point,
+                 jsonput_fn fn, void *arg, size_t *npoints, char *msg, size_t msg_size);
+
+/* jsonput_parse's check alone, without scratch or callback: 0, or -1 with the message
+ * jsonput_parse gives for the body. */
+int jsonput_check(const char *body, size_t len, char *msg, size_t msg_size);
+
+/* The two syntax checks jsonput_check() runs, exposed for tests: the quick one accepts a subset
  * of JSON (no escapes or control characters in strings, nesting below 32) and returns true only
  * for a body the full one accepts; false means "not known", and the full check decides (and
  * words the error). */
 bool jsonput_syntax_quick(const char *body, size_t len);
 bool jsonput_syntax_full(const char *body, size_t len);
+
+/* For tests: off, the readers read every point the general way, without the fast path for the
+ * common shape of a point (they must read the same). On by default; not thread-safe. */
+void jsonput_set_fast_path(bool on);
 
 #endif

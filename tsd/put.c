@@ -493,18 +493,20 @@ static enum put_status put_check(struct put_point *p, struct put_str value,
     return PUT_OK;
 }
 
+bool put_str_plain(struct put_str s)
+{
+    for (size_t i = 0; i < s.len; i++)
+        if (!put_name_char((unsigned char)s.p[i]))
+            return false;
+    return true;
+}
+
 /* True if the metric and every tag name and value use only the characters every name may use. */
 static bool put_names_plain(const struct put_point *p)
 {
-    bool plain = p->ntags <= PUT_MAX_TAGS;
-    for (size_t i = 0; plain && i < p->metric.len; i++)
-        plain = put_name_char((unsigned char)p->metric.p[i]);
-    for (size_t t = 0; plain && t < p->ntags; t++) {
-        for (size_t i = 0; plain && i < p->tagk[t].len; i++)
-            plain = put_name_char((unsigned char)p->tagk[t].p[i]);
-        for (size_t i = 0; plain && i < p->tagv[t].len; i++)
-            plain = put_name_char((unsigned char)p->tagv[t].p[i]);
-    }
+    bool plain = p->ntags <= PUT_MAX_TAGS && put_str_plain(p->metric);
+    for (size_t t = 0; plain && t < p->ntags; t++)
+        plain = put_str_plain(p->tagk[t]) && put_str_plain(p->tagv[t]);
     return plain;
 }
 
@@ -515,6 +517,13 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
      * parser finds this while splitting; a JSON body's names are checked here, one table
      * lookup per byte) */
     return put_check(p, value, rules, put_names_plain(p), msg, msg_size);
+}
+
+enum put_status put_check_point_names(struct put_point *p, struct put_str value,
+                                      const struct put_rules *rules, bool names_plain, char *msg,
+                                      size_t msg_size)
+{
+    return put_check(p, value, rules, names_plain, msg, msg_size);
 }
 
 void put_check_names(const struct put_point *p, const struct put_rules *rules,

@@ -82,6 +82,17 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
 enum put_status put_check_point(struct put_point *p, struct put_str value,
                                 const struct put_rules *rules, char *msg, size_t msg_size);
 
+/* True if every byte of s is one that every metric and tag name may use (ASCII letters, digits,
+ * '-', '_', '.', '/'): such a name passes the name rules whatever the special characters. */
+bool put_str_plain(struct put_str s);
+
+/* put_check_point for a caller that knows the names: names_plain is put_str_plain of the
+ * metric and of every tag name and value, all true (the name rules need not run), else false.
+ * The same checks, order and messages. */
+enum put_status put_check_point_names(struct put_point *p, struct put_str value,
+                                      const struct put_rules *rules, bool names_plain, char *msg,
+                                      size_t msg_size);
+
 /* The series part of the checks (tag count, then metric and tag names), run once for points
  * that share metric and tags: status and, on failure, the message put_check_point would give
  * for it (without the "put: " prefix). */

@@ -43,3 +43,12 @@ EXTRA_BENCH += $(HEADLOG_BYTES)
 $(HEADLOG_BYTES): tools/bench/headlog_bytes.c $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)
+
+# The /api/put body path in-process (tools/bench/jsonput_micro.c, run under callgrind by
+# tools/bench/jsonput_callgrind.sh); not run by `make bench`.
+JSONPUT_MICRO := $(BUILD)/tools/bench/jsonput_micro
+EXTRA_BENCH += $(JSONPUT_MICRO)
+
+$(JSONPUT_MICRO): tools/bench/jsonput_micro.c tsd/api_put.c $(BUILD)/libctsdb.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)

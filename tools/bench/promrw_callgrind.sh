@@ -2,18 +2,20 @@
 # promrw_callgrind.sh - instructions per point of the TSD's ingest paths, deterministic enough to
 # compare two builds on a shared machine (callgrind counts instructions, not time): runs
 # `ctsdb tsd` under valgrind --tool=callgrind, sends it one remote-write load (promrw_bench) or
-# one telnet load (tsd_load --ack), stops it with SIGTERM (callgrind dumps at exit) and prints
+# one telnet load (tsd_load --ack) or one /api/put load (tsd_load --mode http, 500-point
+# bodies), stops it with SIGTERM (callgrind dumps at exit) and prints
 # the TSD's instructions per point in total and inclusive in the functions named in FUNCS.
 # The counts include the TSD's start and stop (the same for both builds; subtract a run with
 # --intervals 0 to remove them) and the background flushes that ran before the stop.
 #
-# Usage: tools/bench/promrw_callgrind.sh prom|telnet [HOSTS [INTERVALS]]   (defaults 100 10:
+# Usage: tools/bench/promrw_callgrind.sh prom|telnet|http [HOSTS [INTERVALS]]   (defaults 100 10:
 # 100 x 20 metrics x 10 intervals = 20,000 points, 4 connections, 500-sample requests)
 # Timestamps: the remote-write load is live data by default (the current hour, up to the
 # second the load starts, 10 s apart or closer early in the hour: the TSD's ingest head takes
-# it, as it takes Prometheus' traffic); BACKFILL=1 (and the telnet load always) sends
+# it, as it takes Prometheus' traffic); BACKFILL=1 (and the telnet and http loads always) sends
 # yesterday's hours instead (closed: one stored cell per point).
-# Environment: CTSDB (bin/ctsdb), BENCH (build/release/tools/bench/promrw_bench), KEEP=dir keeps
+# Environment: CTSDB (bin/ctsdb), PORT (the TSD's port, default any free one), BENCH
+# (build/release/tools/bench/promrw_bench), KEEP=dir keeps
 # the callgrind output there, TSD_ARGS (extra tsd options), FUNCS
 # (function names), BACKFILL.
 set -euo pipefail
@@ -23,7 +25,7 @@ hosts=${2:-100}
 intervals=${3:-10}
 CTSDB=${CTSDB:-bin/ctsdb}
 BENCH=${BENCH:-build/release/tools/bench/promrw_bench}
-FUNCS=${FUNCS:-workpool_main ingest_writer_main prom_write_work prometheus__write_request__unpack prometheus__write_request_lazy__unpack prom_series_cache_get prom_decode_labels prom_map_series put_check_typed ingest_batch_add telnet_process put_parse_line tsdstore_write tsdb_batch_write head_append_batch headlog_append wc_mutate_batch memstore_add wal_append_batch malloc free}
+FUNCS=${FUNCS:-workpool_main ingest_writer_main prom_write_work prometheus__write_request__unpack prometheus__write_request_lazy__unpack prom_series_cache_get prom_decode_labels prom_map_series put_check_typed ingest_batch_add telnet_process put_parse_line api_put_work jsonput_read jsonput_parse jsonput_syntax_quick api_put_point put_check_point tsdstore_write tsdb_batch_write head_append_batch headlog_append wc_mutate_batch memstore_add wal_append_batch malloc free}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-rwcg.XXXXXX")
 tpid=
 cleanup() {
@@ -32,10 +34,10 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-[ -x "$BENCH" ] || { echo "$0: $BENCH is not built" >&2; exit 2; }
+[ "$mode" != prom ] || [ -x "$BENCH" ] || { echo "$0: $BENCH is not built" >&2; exit 2; }
 cc -O2 -pthread -o "$work/tsd_load" tools/bench/tsd_load.c -lm
 valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" \
-  "$CTSDB" tsd --bind 127.0.0.1 --port 0 --data "$work/db" ${TSD_ARGS:-} 2>"$work/tsd.log" &
+  "$CTSDB" tsd --bind 127.0.0.1 --port "${PORT:-0}" --data "$work/db" ${TSD_ARGS:-} 2>"$work/tsd.log" &
 tpid=$!
 port=
 for _ in $(seq 1 600); do
@@ -55,6 +57,8 @@ if [ "$mode" = prom ] && [ "${BACKFILL:-0}" != 1 ]; then
     --start-ms $(( (now - 1) * 1000 - intervals * step )) --step-ms "$step")
 elif [ "$mode" = prom ]; then
   out=$("$BENCH" --port "$port" --hosts "$hosts" --intervals "$intervals" --start "$start")
+elif [ "$mode" = http ]; then
+  out=$("$work/tsd_load" --port "$port" --mode http --batch 500 --hosts "$hosts" --intervals "$intervals" --start "$start")
 else
   out=$("$work/tsd_load" --port "$port" --ack --hosts "$hosts" --intervals "$intervals" --start "$start")
 fi

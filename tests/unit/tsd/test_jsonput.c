@@ -1,5 +1,6 @@
 /* test_jsonput.c - the /api/put body reader (tsd/jsonput.h): objects and arrays, number text
- * kept as sent, escapes, skipped fields, and malformed bodies reported before any point. */
+ * kept as sent, escapes, skipped fields, malformed bodies reported before any point by
+ * jsonput_parse, and the one pass (jsonput_read) giving the same points and the same errors. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,6 +327,357 @@ static void test_jsonput_quick_syntax_check_implies_the_full_one(void **state)
     assert_true(jsonput_syntax_quick(pretty, strlen(pretty)));
 }
 
+/* Every field of each point a reader reports, as text, one line a point; the tags of the
+ * previous point, to check tags_repeat. */
+struct record {
+    char *buf;
+    size_t len, cap;
+    const char *body;
+    char prev_tags[4096];
+    size_t repeats;
+};
+
+static void rec_str(struct record *x, const char *name, struct put_str s)
+{
+    if (x->len + s.len + 64 > x->cap) {
+        x->cap = (x->len + s.len + 64) * 2;
+        x->buf = realloc(x->buf, x->cap);
+        assert_non_null(x->buf);
+    }
+    x->len += (size_t)sprintf(x->buf + x->len, " %s", name);
+    if (!s.p) {
+        x->len += (size_t)sprintf(x->buf + x->len, "=<null>");
+        return;
+    }
+    x->len += (size_t)sprintf(x->buf + x->len, "[%zu]=", s.len);
+    memcpy(x->buf + x->len, s.p, s.len);
+    x->len += s.len;
+}
+
+static int on_record(void *arg, size_t index, struct jsonput_point *p)
+{
+    struct record *x = arg;
+    char head[128];
+    snprintf(head, sizeof head, "#%zu%s%s%s%s src=%zu+%zu", index, p->not_object ? " !obj" : "",
+             p->tags_present ? " tags" : "", p->too_many_tags ? " toomany" : "",
+             p->timestamp_is_string ? " tss" : "", (size_t)(p->src - x->body), p->src_len);
+    rec_str(x, head, (struct put_str){"", 0});
+    rec_str(x, "m", p->metric);
+    rec_str(x, "t", p->timestamp);
+    rec_str(x, "v", p->value);
+    size_t tags_at = x->len;
+    for (size_t i = 0; i < p->ntags; i++) {
+        rec_str(x, "k", p->tagk[i]);
+        rec_str(x, "=", p->tagv[i]);
+    }
+    /* tags_repeat: the same tags as the previous point */
+    size_t tl = x->len - tags_at < sizeof x->prev_tags - 1 ? x->len - tags_at : 0;
+    if (p->tags_repeat) {
+        x->repeats++;
+        assert_int_equal(strlen(x->prev_tags), tl);
+        assert_memory_equal(x->prev_tags, x->buf + tags_at, tl);
+    }
+    memcpy(x->prev_tags, x->buf + tags_at, tl);
+    x->prev_tags[tl] = '\0';
+    rec_str(x, "\n", (struct put_str){"", 0});
+    return 0;
+}
+
+/* Appends a datapoint-like value to b at *n: the fields in a random order, some missing, some
+ * unknown, tags with escapes, nulls, repeats and nested values, random whitespace. */
+static void fz_point(char *b, size_t *n, unsigned *r)
+{
+    static const char *const fields[] = {"\"metric\":\"sys.cpu.user\"",
+                                         "\"metric\":\"a\\u00e9\\n\"",
+                                         "\"metric\":null",
+                                         "\"metric\":42",
+                                         "\"timestamp\":1356998400",
+                                         "\"timestamp\":\"1356998400\"",
+                                         "\"timestamp\":1.5e9",
+                                         "\"value\":42.5",
+                                         "\"value\":\"7\"",
+                                         "\"value\":null",
+                                         "\"value\":[1]",
+                                         "\"value\":-0.25E-3",
+                                         "\"extra\":{\"x\":[1,{\"y\":null}]}",
+                                         "\"tags\":[]",
+                                         "\"tags\":null",
+                                         "\"ta\\u0067s\":{\"k\":\"v\"}",
+                                         "\"value\":true"};
+    static const char *const tags[] = {
+        "\"host\":\"host_12\"", "\"dc\":\"dc_0\"", "\"k\\\"\":\"v\\\\\"",
+        "\"host\":\"web02\"",   "\"n\":null",      "\"o\":{\"a\":1}",
+        "\"arr\":[]",           "\"e\":\"\"",      "\"\xc3\xa9\":\"\\ud83d\\ude00\""};
+    static const char *const ws[] = {"", "", "", " ", "\n\t", "\r "};
+    static const char *const vals[] = {"42", "-7", "0.25", "1e3",      "\"12\"", "null",
+                                       "01", "1.", "-",    "\"a\\n\"", "[1]",    "true"};
+    static const char *const tv[] = {"host_12", "dc_0", "a\\\"b", "", "\\u00e9", "svc_2"};
+    if (fz_next(r) % 2 == 0) {
+        /* the common shape (jsonput's fast path), compact or with json.dumps' separators (", "
+         * and ": "), now and then with a value it does not take */
+        bool sp = fz_next(r) % 3 == 0;
+        const char *c = sp ? ", " : ",", *col = sp ? ": " : ":";
+        *n += (size_t)sprintf(b + *n,
+                              "{\"metric\"%s\"%s\"%s\"timestamp\"%s%s%s\"value\"%s%s%s\"tags\"%s{",
+                              col, fz_next(r) % 8 ? "sys.cpu.user" : "a\\tb", c, col,
+                              fz_next(r) % 4 ? "1356998400" : vals[fz_next(r) % 12], c, col,
+                              fz_next(r) % 3 ? "42.5" : vals[fz_next(r) % 12], c, col);
+        /* half the time the previous such point's tags again (in either shape) */
+        static char last[512];
+        if (fz_next(r) % 2 == 0 && last[0]) {
+            *n += (size_t)sprintf(b + *n, "%s", last);
+            return;
+        }
+        size_t t0 = *n;
+        unsigned t = fz_next(r) % 7;
+        for (unsigned k = 0; k < t; k++)
+            *n += (size_t)sprintf(b + *n, "%s\"k%u\"%s\"%s\"", k ? c : "", fz_next(r) % 5, col,
+                                  tv[fz_next(r) % 6]);
+        *n += (size_t)sprintf(b + *n, "}}");
+        memcpy(last, b + t0, *n - t0);
+        last[*n - t0] = '\0';
+        return;
+    }
+    if (fz_next(r) % 10 == 0) {
+        fz_value(b, n, r, 6); /* any value as an element */
+        return;
+    }
+    *n += (size_t)sprintf(b + *n, "{%s", ws[fz_next(r) % 6]);
+    unsigned m = fz_next(r) % 6;
+    for (unsigned i = 0; i < m; i++) {
+        if (i)
+            *n += (size_t)sprintf(b + *n, "%s,%s", ws[fz_next(r) % 6], ws[fz_next(r) % 6]);
+        if (fz_next(r) % 3 == 0) {
+            *n += (size_t)sprintf(b + *n, "\"tags\"%s:%s{", ws[fz_next(r) % 6], ws[fz_next(r) % 6]);
+            unsigned t = fz_next(r) % 5;
+            for (unsigned k = 0; k < t; k++)
+                *n += (size_t)sprintf(b + *n, "%s%s%s", k ? "," : "", ws[fz_next(r) % 6],
+                                      tags[fz_next(r) % (sizeof tags / sizeof tags[0])]);
+            b[(*n)++] = '}';
+        } else {
+            *n += (size_t)sprintf(b + *n, "%s",
+                                  fields[fz_next(r) % (sizeof fields / sizeof fields[0])]);
+        }
+    }
+    *n += (size_t)sprintf(b + *n, "%s}", ws[fz_next(r) % 6]);
+}
+
+/* jsonput_read (one pass) against jsonput_parse (check, then read), and against itself without
+ * the fast path for the common shape of a point: random bodies of points (half of them in that
+ * shape) and of any values, and the same bodies with bytes deleted, inserted or replaced by
+ * JSON-significant ones, give the same result, the same message (offset included) for a
+ * malformed body, and the same points for a well-formed one; jsonput_check agrees with
+ * jsonput_parse on every body. */
+static void test_jsonput_one_pass_reads_and_words_errors_as_two_passes(void **state)
+{
+    (void)state;
+    static const char sig[] = "{}[]:,\"\\ \t\n-+.eE0123456789tfnulrsa\x01\x7f\xc3";
+    unsigned r = 777;
+    char b[8192];
+    char *scratch = malloc(sizeof b + 1);
+    struct jsonput_point *pt = malloc(sizeof(*pt));
+    struct record x1 = {0}, x2 = {0}, x3 = {0};
+    size_t good = 0, bad = 0, points = 0;
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t n = 0;
+        if (fz_next(&r) % 8 == 0)
+            b[n++] = ' ';
+        if (fz_next(&r) % 16 == 0) {
+            fz_value(b, &n, &r, 0);
+        } else if (fz_next(&r) % 4 == 0) {
+            fz_point(b, &n, &r);
+        } else {
+            b[n++] = '[';
+            unsigned np = fz_next(&r) % 5;
+            for (unsigned i = 0; i < np && n < 4000; i++) {
+                if (i)
+                    b[n++] = ',';
+                fz_point(b, &n, &r);
+            }
+            b[n++] = ']';
+        }
+        if (fz_next(&r) % 8 == 0)
+            b[n++] = '\n';
+        for (int mut = 0; mut < 3; mut++) {
+            char m1[256] = "", m2[256] = "", m3[256] = "";
+            size_t n1 = 99, n2 = 99;
+            x1.len = x2.len = 0;
+            x1.prev_tags[0] = x2.prev_tags[0] = '\0';
+            x1.body = x2.body = b;
+            int r1 = jsonput_parse(b, n, scratch, pt, on_record, &x1, &n1, m1, sizeof m1);
+            int r2 = jsonput_read(b, n, scratch, pt, on_record, &x2, &n2, m2, sizeof m2);
+            int r3 = jsonput_check(b, n, m3, sizeof m3);
+            if (r1 != r2 || strcmp(m1, m2) != 0 || (r1 == 0 && r3 != 0) ||
+                (r1 != 0 && strcmp(m1, m3) != 0))
+                fail_msg("body [%.*s]: parse %d [%s], read %d [%s], check %d [%s]", (int)n, b, r1,
+                         m1, r2, m2, r3, m3);
+            /* the same read without the fast path for the common shape */
+            char m4[256] = "";
+            size_t n4 = 99;
+            x3.len = 0;
+            x3.body = b;
+            jsonput_set_fast_path(false);
+            int r4 = jsonput_read(b, n, scratch, pt, on_record, &x3, &n4, m4, sizeof m4);
+            jsonput_set_fast_path(true);
+            if (r4 != r2 || strcmp(m4, m2) != 0 || x3.len != x2.len ||
+                memcmp(x3.buf, x2.buf, x2.len) != 0)
+                fail_msg("body [%.*s]: fast path %d [%s]:\n%.*s---\ngeneral %d [%s]:\n%.*s", (int)n,
+                         b, r2, m2, (int)x2.len, x2.buf, r4, m4, (int)x3.len, x3.buf);
+            if (r1 == 0) {
+                good++;
+                points += n1;
+                assert_int_equal(n1, n2);
+                if (x1.len != x2.len || memcmp(x1.buf, x2.buf, x1.len) != 0)
+                    fail_msg("body [%.*s]: points differ:\n%.*s---\n%.*s", (int)n, b, (int)x1.len,
+                             x1.buf, (int)x2.len, x2.buf);
+            } else {
+                bad++;
+                assert_int_equal(x1.len, 0); /* the two passes report nothing */
+                assert_true(strlen(m2) > 0);
+            }
+            if (n == 0)
+                break;
+            size_t at = fz_next(&r) % n;
+            switch (fz_next(&r) % 3) {
+            case 0: /* delete */
+                memmove(b + at, b + at + 1, n - at - 1);
+                n--;
+                break;
+            case 1: /* insert */
+                memmove(b + at + 1, b + at, n - at);
+                b[at] = sig[fz_next(&r) % (sizeof sig - 1)];
+                n++;
+                break;
+            default: /* replace */
+                b[at] = sig[fz_next(&r) % (sizeof sig - 1)];
+                break;
+            }
+        }
+    }
+    assert_true(good > 5000 && bad > 5000 && points > 10000); /* both kinds, many points */
+    assert_true(x2.repeats > 100);                            /* and repeated tags */
+    free(x1.buf);
+    free(x2.buf);
+    free(x3.buf);
+    free(scratch);
+    free(pt);
+}
+
+/* The errors as the two passes have always worded them (message and offset), from the one pass
+ * too: the first error of the body, wherever the points before it are. */
+static void test_jsonput_one_pass_error_messages(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"{", "expected a field name at offset 1"},
+        {"[{\"metric\":\"a\"},", "unexpected end of input at offset 16"},
+        {"[{\"metric\":\"a\"}] x", "trailing characters after the JSON value at offset 17"},
+        {"{\"metric\":01}", "expected ',' or '}' at offset 11"},
+        {"{\"metric\":\"a\\q\"}", "bad escape in string at offset 14"},
+        {"{\"metric\":tru}", "unexpected character at offset 10"},
+        {"42", "expected a datapoint object or an array of them"},
+        {"\"text\"", "expected a datapoint object or an array of them"},
+        {"", "unexpected end of input at offset 0"},
+        {"  x", "unexpected character at offset 2"},
+        {"[{\"metric\":\"a\",\"value\":1.}]", "bad number at offset 23"},
+        {"[{\"metric\":\"a\"} {\"metric\":\"b\"}]", "expected ',' or ']' at offset 16"},
+        {"[{\"metric\":\"a\",}]", "expected a field name at offset 15"},
+        {"[{\"metric\" \"a\"}]", "expected ':' at offset 11"},
+        {"[{\"tags\":{\"a\":\"b\",}}]", "expected a field name at offset 18"},
+        {"[{\"tags\":{\"a\" 1}}]", "expected ':' at offset 14"},
+        {"[{\"tags\":{\"a\":1 \"b\":2}}]", "expected ',' or '}' at offset 16"},
+        {"[{\"tags\":{\"a\":\"\x01\"}}]", "control character in string at offset 15"},
+        {"[{\"tags\":{\"a\":\"\\ud800x\"}}]", "bad surrogate pair at offset 21"},
+        {"[{\"tags\":{\"a\":\"\\u12g4\"}}]", "bad \\u escape at offset 17"},
+        {"[{\"m\":\"abc", "unterminated string at offset 10"},
+        {"[1,{\"metric\":\"a\"},[}]", "unexpected character at offset 19"},
+        {"{\"metric\":\"a\"}}", "trailing characters after the JSON value at offset 14"},
+    };
+    char *scratch = malloc(64);
+    struct jsonput_point *pt = malloc(sizeof(*pt));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *body = cases[i][0];
+        size_t n = strlen(body), np = 0;
+        char m1[256] = "", m2[256] = "", m3[256] = "";
+        struct record x = {0};
+        x.body = body;
+        assert_int_equal(jsonput_read(body, n, scratch, pt, on_record, &x, &np, m1, sizeof m1), -1);
+        assert_int_equal(jsonput_parse(body, n, scratch, pt, on_record, &x, &np, m2, sizeof m2),
+                         -1);
+        assert_int_equal(jsonput_check(body, n, m3, sizeof m3), -1);
+        if (strcmp(m1, cases[i][1]) || strcmp(m2, cases[i][1]) || strcmp(m3, cases[i][1]))
+            fail_msg("body [%s]: read [%s] parse [%s] check [%s], want [%s]", body, m1, m2, m3,
+                     cases[i][1]);
+        free(x.buf);
+    }
+    /* nesting deeper than the limit, inside a point after a good one */
+    char deep[512];
+    int n = sprintf(deep, "[{\"metric\":\"a\"},{\"x\":");
+    memset(deep + n, '[', 100);
+    deep[n + 100] = '\0';
+    size_t np = 0;
+    char m1[256], m2[256];
+    struct record x = {0};
+    x.body = deep;
+    assert_int_equal(jsonput_read(deep, strlen(deep), scratch, pt, on_record, &x, &np, m1, 256),
+                     -1);
+    assert_int_equal(jsonput_check(deep, strlen(deep), m2, 256), -1);
+    assert_string_equal(m1, m2);
+    assert_non_null(strstr(m1, "nesting too deep"));
+    assert_non_null(strstr(x.buf, "#0 ")); /* the one pass saw the first point */
+    free(x.buf);
+    free(scratch);
+    free(pt);
+}
+
+static int on_repeat(void *arg, size_t index, struct jsonput_point *p)
+{
+    char *flags = arg;
+    flags[index] = p->tags_repeat ? '1' : '0';
+    if (p->tags_repeat) {
+        /* the spans hold the tags the text says */
+        assert_int_equal(p->ntags, 2);
+        assert_memory_equal(p->tagk[0].p, "host", 4);
+        assert_memory_equal(p->tagv[1].p, "dc_0", 4);
+    }
+    return 0;
+}
+
+/* A point whose tags text is the previous point's is reported as a repeat, with its tags; a
+ * point read by the general path (a string value), other tags, or the start of the previous
+ * text only is not, nor the point after a general one. */
+static void test_jsonput_repeated_tags_are_reported(void **state)
+{
+    (void)state;
+#define P(v, tags) "{\"metric\":\"m\",\"timestamp\":1356998400,\"value\":" v ",\"tags\":{" tags "}}"
+#define A          "\"host\":\"web01\",\"dc\":\"dc_0\""
+#define B          "\"host\":\"web02\",\"dc\":\"dc_0\""
+    const char *body = "[" P("1", A) "," /* 0 */
+        P("2", A) ","                    /* 1: a repeat */
+        P("\"3\"", A) ","                /* 2: general */
+        P("4", A) ","                    /* 3 */
+        P("5", A) ","                    /* 4: a repeat */
+        P("6", B) ","                    /* 5 */
+        P("7", B) ", "                   /* 6: a repeat */
+        P("8", "\"host\":\"web02\"") "," /* 7 */
+        P("9", B) "]";                   /* 8 */
+#undef B
+#undef A
+#undef P
+    char flags[16] = "", msg[256];
+    size_t n = strlen(body), np = 0;
+    char *scratch = malloc(n + 1);
+    struct jsonput_point *pt = malloc(sizeof(*pt));
+    assert_int_equal(jsonput_read(body, n, scratch, pt, on_repeat, flags, &np, msg, sizeof msg), 0);
+    assert_int_equal(np, 9);
+    /* 2: a string value (general path); 3: after a general point; 5: other tags; 6: a repeat
+     * of 5 (whitespace between points does not matter); 7: the first tag of the previous
+     * text only; 8: after a different point */
+    assert_string_equal(flags, "010010100");
+    free(scratch);
+    free(pt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +688,9 @@ int main(void)
         cmocka_unit_test(test_jsonput_resets_every_field_between_points),
         cmocka_unit_test(test_jsonput_string_scan_finds_every_stop_byte_at_every_position),
         cmocka_unit_test(test_jsonput_quick_syntax_check_implies_the_full_one),
+        cmocka_unit_test(test_jsonput_one_pass_reads_and_words_errors_as_two_passes),
+        cmocka_unit_test(test_jsonput_one_pass_error_messages),
+        cmocka_unit_test(test_jsonput_repeated_tags_are_reported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -403,6 +403,50 @@ static void test_put_check_typed_equals_the_text_path(void **state)
         m, "illegal argument: value is NaN or Infinite: Infinity for metric=m timestamp=1700000000");
 }
 
+/* put_str_plain says which names the rules need not walk, and put_check_point_names with that
+ * answer gives put_check_point's status and message, for plain and other names alike. */
+static void test_put_check_point_names_equals_put_check_point(void **state)
+{
+    (void)state;
+    assert_true(put_str_plain((struct put_str){"sys.cpu-user_1/a", 16}));
+    assert_true(put_str_plain((struct put_str){"", 0}));
+    static const char *const notplain[] = {"a b", "a!", "caf\xc3\xa9", "a=b", "\x01", "a:b", "~"};
+    for (size_t i = 0; i < sizeof(notplain) / sizeof(notplain[0]); i++)
+        assert_false(put_str_plain((struct put_str){notplain[i], strlen(notplain[i])}));
+    for (int c = 0; c < 256; c++) {
+        char b = (char)c;
+        bool want = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.' || c == '/';
+        assert_int_equal(put_str_plain((struct put_str){&b, 1}), want);
+    }
+    const struct put_rules rules = {8, "!"};
+    static const char *const names[][3] = {
+        {"m", "a", "b"},           {"m!", "a", "b"},  {"m", "a@", "b"},
+        {"m", "a", "b#"},          {"m", "", "b"},    {"", "a", "b"},
+        {"caf\xc3\xa9", "a", "b"}, {"m", "a", "b c"}, {"m", "a", ""},
+    };
+    for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+        static struct put_point a, b;
+        memset(&a, 0, sizeof(a));
+        a.metric = (struct put_str){names[n][0], strlen(names[n][0])};
+        a.ntags = 1;
+        a.tagk[0] = (struct put_str){names[n][1], strlen(names[n][1])};
+        a.tagv[0] = (struct put_str){names[n][2], strlen(names[n][2])};
+        a.ts_ms = 1356998400;
+        b = a;
+        bool plain =
+            put_str_plain(a.metric) && put_str_plain(a.tagk[0]) && put_str_plain(a.tagv[0]);
+        char m1[1024] = "", m2[1024] = "";
+        enum put_status s1 =
+            put_check_point(&a, (struct put_str){"1.5", 3}, &rules, m1, sizeof(m1));
+        enum put_status s2 =
+            put_check_point_names(&b, (struct put_str){"1.5", 3}, &rules, plain, m2, sizeof(m2));
+        assert_int_equal(s1, s2);
+        assert_string_equal(m1, m2);
+        assert_int_equal(a.ts_ms, b.ts_ms);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -424,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_put_parse_long_edges),
         cmocka_unit_test(test_put_decimal_values_equal_strtod_bit_for_bit),
         cmocka_unit_test(test_put_check_typed_equals_the_text_path),
+        cmocka_unit_test(test_put_check_point_names_equals_put_check_point),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
