@@ -48,8 +48,6 @@ bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
     /* a fill policy fills what the rollup tables lack (a bucket of NaN only has no rollup) */
     if (ds->fill != QAGG_FILL_NONE && !raw_only)
         return false;
-    if (raw_only && ds->interval_ms == HOUR_MS && !head)
-        return false; /* raw rows only: the scan's own downsampling does whole hours */
     *iv = ds->interval_ms % DAY_MS == 0 ? ROLLUP_1D : ROLLUP_1H;
     return true;
 }
@@ -92,6 +90,7 @@ struct rser {
     struct xann *anns; /* annotations of the raw rows read (moved to the xser) */
     size_t nanns;
     bool seen; /* a raw row or head point of it was read (span: the series is answered) */
+    struct rser *after; /* the series of the row read after its last row (row_series) */
 };
 
 struct rctx {
@@ -112,6 +111,7 @@ struct rctx {
     bool need[ROLLUP_NAGG];
     struct rsrc src;          /* the source being scanned */
     struct dpcodec_cols cols; /* raw rows' points, reused row to row */
+    struct rser *last;        /* the series of the last row (row_series), NULL before one */
 };
 
 static uint64_t rser_hash_of(void *arg, size_t i)
@@ -363,15 +363,37 @@ static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t 
     return rc;
 }
 
+/* True when row key `key` names series s (its TSUID compared in place). */
+static bool row_is(const struct rowkey_layout *l, const struct rser *s, const uint8_t *key,
+                   size_t kl)
+{
+    size_t mw = l->metric_width, head = l->salt_width + mw + ROWKEY_TIMESTAMP_BYTES;
+    return kl >= head && kl - head + mw == s->tsuid_len &&
+           !memcmp(s->tsuid, key + l->salt_width, mw) &&
+           !memcmp(s->tsuid + mw, key + head, kl - head);
+}
+
+/* The series of a row. Rows come by hour, each hour's series in key order, and every hour
+ * repeats the order of the one before: the series that followed the previous row's series last
+ * time (rser.after) is tried first, compared in place, before a lookup by TSUID (rser_get). */
 static struct rser *row_series(struct rctx *c, const struct wc_row *row, struct ct_err *err)
 {
-    uint8_t tsuid[ROWKEY_MAX_TSUID];
-    size_t tl = rowkey_tsuid_of(c->x->l, row->key.data, row->key.len, tsuid, sizeof(tsuid));
-    if (!tl) {
-        ct_err_set(err, CT_ECORRUPT, "short row key");
-        return NULL;
+    const struct rowkey_layout *l = c->x->l;
+    struct rser *s = c->last ? c->last->after : NULL;
+    if (!s || !row_is(l, s, row->key.data, row->key.len)) {
+        uint8_t tsuid[ROWKEY_MAX_TSUID];
+        size_t tl = rowkey_tsuid_of(l, row->key.data, row->key.len, tsuid, sizeof(tsuid));
+        if (!tl) {
+            ct_err_set(err, CT_ECORRUPT, "short row key");
+            return NULL;
+        }
+        if (!(s = rser_get(c, tsuid, tl, err)))
+            return NULL;
     }
-    return rser_get(c, tsuid, tl, err);
+    if (c->last)
+        c->last->after = s;
+    c->last = s;
+    return s;
 }
 
 /* One rollup of a row: the newest cell written for an (aggregator, interval) of the row. */
@@ -560,6 +582,37 @@ static int fold_head(struct rctx *c, unsigned b, struct ct_err *err)
     return CT_OK;
 }
 
+/* sum + v[0] + v[1] + ... + v[n-1], added one by one in that order (the same bits as the plain
+ * loop), four a step: fewer loop tests on the folds' hottest line. */
+static double sum_in_order(double sum, const double *v, size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        sum += v[j];
+        sum += v[j + 1];
+        sum += v[j + 2];
+        sum += v[j + 3];
+    }
+    for (; j < n; j++)
+        sum += v[j];
+    return sum;
+}
+
+/* sum_in_order() of integers, each converted to a double before its addition. */
+static double sum_in_order_ints(double sum, const int64_t *v, size_t n)
+{
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        sum += (double)v[j];
+        sum += (double)v[j + 1];
+        sum += (double)v[j + 2];
+        sum += (double)v[j + 3];
+    }
+    for (; j < n; j++)
+        sum += (double)v[j];
+    return sum;
+}
+
 /* The points [i, e) of a raw row (k) folded into bucket a, one by one in time order (so sums
  * are added in the order the general path adds them: the same bits), only the aggregates
  * needed. */
@@ -575,8 +628,7 @@ static void fold_range(const struct rctx *c, struct racc *a, const struct dpcode
     if (k->kinds == DPCODEC_COLS_INTS) { /* integers: never NaN */
         const int64_t *v = (const int64_t *)(const void *)k->val;
         if (need_sum)
-            for (size_t j = i; j < e; j++)
-                sum += (double)v[j];
+            sum = sum_in_order_ints(sum, v + i, e - i);
         if (need_min || need_max) {
             int64_t lo = v[i], hi = v[i];
             for (size_t j = i + 1; j < e; j++) {
@@ -593,8 +645,7 @@ static void fold_range(const struct rctx *c, struct racc *a, const struct dpcode
         const double *dv = (const double *)(const void *)k->val;
         int64_t nn = 0;
         if (k->no_nan) /* no NaN to skip (a row of decimals) */
-            for (size_t j = i; j < e; j++)
-                sum += dv[j];
+            sum = sum_in_order(sum, dv + i, e - i);
         for (size_t j = k->no_nan ? e : i; j < e; j++) {
             double v = dv[j];
             if (isnan(v)) {

@@ -4,9 +4,9 @@
  * default) and from raw rows (ROLLUP_RAW) are the same JSON, byte for byte; the rollup answer
  * really comes from the rollup tables (a value changed in the 1h table changes it, while the raw
  * answer stays); functions rollups cannot serve (dev, p95) give the raw answer. Without rollup
- * tables, intervals of several hours (2h, 1d, 2d: qrollup's raw-only source) give the general
- * path's answer byte for byte, for integers, doubles with NaN (an hour of NaN only) and an
- * annotation. */
+ * tables, whole-hour intervals (1h, 2h, 6h, 1d, 2d: qrollup's raw-only source) give the general
+ * path's answer byte for byte, for integers, doubles with NaN (an hour of NaN only), a series
+ * missing hours (its rows' series order changing hour to hour) and an annotation. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,11 +233,11 @@ static void test_qrollup_raw_only_equals_general(void **state)
     cJSON_Delete(out);
     cJSON_Delete(req);
     const char *fns[] = {"sum", "count", "min", "max", "avg"};
-    const char *ivs[] = {"2h", "6h", "1d", "2d"};
+    const char *ivs[] = {"1h", "2h", "6h", "1d", "2d"};
     const char *ms[] = {"m", "f"};
     for (size_t mi = 0; mi < 2; mi++)
         for (size_t fi = 0; fi < 5; fi++)
-            for (size_t ii = 0; ii < 4; ii++)
+            for (size_t ii = 0; ii < 5; ii++)
                 for (int gb = 0; gb < 2; gb++) {
                     snprintf(body, sizeof(body),
                              "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"%s\","
