@@ -257,6 +257,25 @@ static void test_qrollup_raw_only_equals_general(void **state)
                     free(ref);
                     free(fast);
                 }
+    /* fill policies (the raw-only source's buckets through the fill), over hours "m" has none
+     * of (host c's gaps) and past the data's end */
+    const char *fills[] = {"1h-avg-zero", "1h-sum-nan", "1h-count-null", "2h-max-zero",
+                           "1d-min-nan"};
+    for (size_t i = 0; i < sizeof(fills) / sizeof(fills[0]); i++)
+        for (int gb = 0; gb < 2; gb++) {
+            snprintf(body, sizeof(body),
+                     "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"m\","
+                     "\"aggregator\":\"sum\",\"downsample\":\"%s\"%s}]}",
+                     (long long)DAY0 + 3600, (long long)DAY0 + 4 * 86400, fills[i],
+                     gb ? ",\"tags\":{\"host\":\"*\"}" : "");
+            char *ref = run_o(s, body, false, true);
+            char *fast = run_o(s, body, false, false);
+            assert_true(strlen(ref) > 20);
+            if (strcmp(ref, fast))
+                fail_msg("%s\ngeneral %s\nraw-only %s", body, ref, fast);
+            free(ref);
+            free(fast);
+        }
 }
 
 static void test_qrollup_usage_parse(void **state)
