@@ -112,7 +112,12 @@ struct rctx {
     struct rsrc src;          /* the source being scanned */
     struct dpcodec_cols cols; /* raw rows' points, reused row to row */
     struct rser *last;        /* the series of the last row (row_series), NULL before one */
+    /* rows and raw points read and not yet added to x->rows and x->dps (count_flush): one
+     * shared addition per RCTX_DPS_BATCH points, not one per row (the other scan threads add
+     * to the same cache line) */
+    uint64_t rows, dps;
 };
+#define RCTX_DPS_BATCH 8192
 
 static uint64_t rser_hash_of(void *arg, size_t i)
 {
@@ -136,6 +141,32 @@ static bool head_eq(void *arg, size_t i, const void *key, size_t len)
 {
     const struct xscan *x = arg;
     return x->head_tl[i] == len && !memcmp(x->head_ts[i], key, len);
+}
+
+/* Adds c's pending counts to the query's (x->rows, x->dps) and checks the limits on the total,
+ * as the point-by-point checks did (the total only grows, so an exceeded limit is found
+ * whenever it is checked): span buckets' datapoint limit on raw points (whole-hour buckets
+ * count series x buckets instead, rser_get), the byte limit (over_bytes). */
+static bool over_bytes(const struct rctx *c, uint64_t total, struct ct_err *err);
+static int count_flush(struct rctx *c, struct ct_err *err)
+{
+    struct xscan *x = c->x;
+    if (c->rows)
+        atomic_fetch_add(&x->rows, c->rows);
+    uint64_t n = c->dps;
+    c->rows = c->dps = 0;
+    if (!n)
+        return CT_OK;
+    uint64_t total = atomic_fetch_add(&x->dps, n) + n;
+    if (c->span && x->max_dps && total > x->max_dps) /* the scan's limit (raw points) */
+        return ct_err_set(err, CT_ELIMIT,
+                          "Sorry, you have attempted to fetch more than our limit of %llu "
+                          "data points. Please try filtering using more tags or decrease "
+                          "your time range.",
+                          (unsigned long long)x->max_dps);
+    if (over_bytes(c, total, err))
+        return err->code;
+    return CT_OK;
 }
 
 static struct rser *rser_get(struct rctx *c, const uint8_t *tsuid, size_t len, struct ct_err *err)
@@ -337,8 +368,14 @@ static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t 
             free(ranges); /* an error, or no range in this bucket: nothing to read */
             return rc;
         }
-        so.row_filter = rf_filter;
-        so.row_filter_arg = x;
+        /* a filter with no tag clause checks what the key range and the shape test below
+         * already do: not run per row */
+        if (!x->rf_no_tags) {
+            so.row_filter = rf_filter;
+            so.row_filter_arg = x;
+        }
+        size_t head = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
+        size_t pair = l->tagk_width + l->tagv_width;
         struct wc_scanner *sc = NULL;
         if ((rc = wc_scanner_open(tab, &so, &sc, err)) != CT_OK) {
             free(ranges);
@@ -348,16 +385,20 @@ static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t 
         atomic_fetch_add(&x->key_ranges, so.nranges ? so.nranges : 1);
         struct wc_row row;
         while ((rc = wc_scanner_next(sc, &row, err)) == CT_OK) {
-            struct rowkey_parts p;
-            if ((rc = rowkey_decode(l, row.key.data, row.key.len, &p, err)) != CT_OK)
-                break;
-            atomic_fetch_add(&x->rows, 1);
-            if ((rc = fn(c, &row, p.base_s, err)) != CT_OK)
+            /* rowkey_filter_match's shape test: a key that does not fit the layout is skipped */
+            size_t kl = row.key.len;
+            if (kl < head || (kl - head) % pair != 0)
+                continue;
+            c->rows++;
+            int64_t base = coding_get_be32(row.key.data + l->salt_width + l->metric_width);
+            if ((rc = fn(c, &row, base, err)) != CT_OK)
                 break;
         }
         if (rc == CT_NOTFOUND)
             rc = CT_OK;
         wc_scanner_close(sc);
+        if (rc == CT_OK)
+            rc = count_flush(c, err);
     }
     free(ranges);
     return rc;
@@ -717,19 +758,16 @@ static int raw_row(struct rctx *c, const struct wc_row *row, int64_t base, struc
     }
     if (!n)
         return CT_OK;
-    uint64_t total = atomic_fetch_add(&c->x->dps, n) + n;
-    if (c->span && c->x->max_dps && total > c->x->max_dps) /* the scan's limit (raw points) */
-        return ct_err_set(err, CT_ELIMIT,
-                          "Sorry, you have attempted to fetch more than our limit of %llu "
-                          "data points. Please try filtering using more tags or decrease "
-                          "your time range.",
-                          (unsigned long long)c->x->max_dps);
-    if (over_bytes(c, total, err))
-        return err->code;
+    c->dps += n;
     if (s->head >= 0 && base >= s->head_from_s) { /* merged with the head's points later */
-        atomic_fetch_sub(&c->x->dps, n);          /* pend_row counts them */
+        /* the limits checked with its points counted, then pend_row counts them */
+        if ((rc = count_flush(c, err)) != CT_OK)
+            return rc;
+        atomic_fetch_sub(&c->x->dps, n);
         return pend_row(c, s, err);
     }
+    if (c->dps >= RCTX_DPS_BATCH && (rc = count_flush(c, err)) != CT_OK)
+        return rc;
     struct dpcodec_cols *k = &c->cols;
     if (!c->span) {
         struct racc *a = acc_at(c, s, (base - c->lo_s) / c->iv_s, err);

@@ -200,6 +200,24 @@ static void test_qstream_limit(void **state)
         assert_int_equal(st, QEXEC_TOO_LARGE);
         assert_non_null(strstr(err.msg, "limit of 5000 data points"));
     }
+    /* the streamed path counts its points in batches: the limit still holds to the point (the
+     * raw points read: a limit one below fails, one at them passes) */
+    struct qexec_stats st;
+    free(run(f, body, false, &st));
+    assert_true(st.raw_dps > 10000);
+    for (uint64_t lim = st.raw_dps - 1; lim <= st.raw_dps; lim++) {
+        struct qspec *q = NULL;
+        struct ct_err err = {0};
+        assert_int_equal(qspec_parse_json(body, strlen(body), NOW, &q, &err), CT_OK);
+        struct qexec_options o;
+        qexec_options_init(&o);
+        o.max_datapoints = lim;
+        enum qexec_status status;
+        char *json = NULL;
+        int rc = tsdb_fixture_run(f->t, q, &o, &json, &status, &err);
+        assert_int_equal(rc, lim < st.raw_dps ? CT_ELIMIT : CT_OK);
+        free(json);
+    }
 }
 
 /* What the series hold after the scan: for 0all one point per series, for 7m one per series and
