@@ -696,6 +696,21 @@ static void fold_range(const struct rctx *c, struct racc *a, const struct dpcode
             sum += v;
         }
         cnt = (int64_t)(e - i) - nn; /* min and max are not read: left as they were */
+    } else if (k->kinds == DPCODEC_COLS_REALS && k->no_nan) {
+        /* doubles, none NaN, min or max needed: the loop below without its tests; a strict
+         * comparison keeps the first of equal values (+0 before -0) in the row, and the row's
+         * against the bucket's, as point by point */
+        const double *dv = (const double *)(const void *)k->val;
+        if (need_sum)
+            sum = sum_in_order(sum, dv + i, e - i);
+        double lo = dv[i], hi = dv[i];
+        for (size_t j = i + 1; j < e; j++) {
+            lo = dv[j] < lo ? dv[j] : lo;
+            hi = dv[j] > hi ? dv[j] : hi;
+        }
+        mn = first_min || lo < mn ? lo : mn;
+        mx = first_max || hi > mx ? hi : mx;
+        cnt = (int64_t)(e - i);
     } else {
         for (size_t j = i; j < e; j++) {
             double v = k->kinds == DPCODEC_COLS_REALS ? ((const double *)(const void *)k->val)[j]
