@@ -12,8 +12,9 @@
  * iterator over a compressed cell one scratch buffer, the columnar reader its reused columns.
  * Reading is sized for speed: bits come in 64-bit windows (two narrow bit-packed entries per
  * load; Rice entries decoded from a window held in a register, so that an entry's position
- * waits for a clz and a shift, not a load; entries of a Rice parameter of 8 or more, a few to a
- * window, each from its own 8-byte load, without a window's setup), radix blocks are split with few hardware divisions
+ * waits for a clz and a shift, not a load: even with two or three long entries to a window,
+ * reading each entry from its own load instead has fewer instructions but more time, each
+ * entry's position then waiting for a load), radix blocks are split with few hardware divisions
  * (small radixes' digits as bytes from tables, made values eight at a time, with AVX2 when the
  * CPU has it: dpcodec_rexpand), decimals divided four at a time (AVX2: dpcodec_decimals, the
  * same bits as one by one), regular timestamps in closed form; a small per-thread memo of radix
@@ -1194,27 +1195,6 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
             const uint64_t umn = (uint64_t)mn, rk1 = (uint64_t)rk + 1, rsh = 63 - (uint64_t)rk;
             int64_t *o = res + done;
             uint64_t j = 0;
-            if (rk >= 8 && nbytes >= 8) {
-                /* long codes (a window would hold a few): each entry read from its own 8-byte
-                 * load (at least 57 bits after the entry's first bit), while the load stays
-                 * inside the stream and the entry fits in it; the window loop below reads the
-                 * rest. No per-window setup for two or three entries. */
-                uint64_t pos = 0, last = nbytes - 8;
-                for (; j < cnt; j++) {
-                    uint64_t byte = pos >> 3;
-                    if (byte > last)
-                        break;
-                    uint64_t y = ~(coding_get_be64(p + byte) << (pos & 7));
-                    uint64_t ones = (uint64_t)__builtin_clzll(y | 1);
-                    uint64_t len = ones + rk1;
-                    if (len > 57)
-                        break;
-                    uint64_t low = ~(y << ones) >> rsh; /* as in the window loop below */
-                    o[j] = (int64_t)(umn + (uint64_t)coding_unzigzag(ones << rk | low));
-                    pos += len;
-                }
-                r.pos = (size_t)pos;
-            }
             while (j < cnt) {
                 /* a window of the next bits in a register (a whole 8-byte load inside the
                  * stream, zeros past its end: avail counts the valid bits, at most 63 so that

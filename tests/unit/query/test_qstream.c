@@ -393,8 +393,9 @@ static void test_qstream_regular_rows(void **state)
  * some hours (those rows are not decimal cells: the tested loops), one with partial hours (its
  * first and last points inside hours), late single points on merged hours; intervals the scan
  * downsamples (1m, 5m) and the raw source folds (1h, 2h, 1d, 0all, 7m: sums, minima and maxima
- * of decimal rows without NaN tests), every single-pass function, fill policies, group by host or not, bounds off the hour, and a counter rate with a
- * counterMax (the walk's drops read as wraps). */
+ * of decimal rows without NaN tests), every single-pass function, fill policies, group by
+ * host or not, bounds off the hour, and a counter rate with a counterMax (the walk's drops read
+ * as wraps). */
 static void test_qstream_decimal_rows(void **state)
 {
     (void)state;

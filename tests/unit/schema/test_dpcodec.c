@@ -1646,10 +1646,8 @@ static size_t int_cell_head(uint8_t *v, unsigned order, size_t n)
 
 /* One cell per (Rice parameter 0..63, entry count, order 0 or 1, shape): a single Rice block
  * after the heads, at the very end of the cell. The reader decodes entries from a 64-bit window
- * in a register (at most 63 valid bits, fewer at the stream's end), with a parameter of 8 or more
- * each entry from its own 8-byte load (57 valid bits at least) while the load lies inside the
- * stream, and takes an entry longer than a window, or cut by the end, through the checked bit
- * reader: the shapes are short codes,
+ * in a register (at most 63 valid bits, fewer at the stream's end) and takes an entry longer than
+ * a window, or cut by the end, through the checked bit reader: the shapes are short codes,
  * unary parts of 56..70 ones (longer than any window), codes of 62..64 bits (about a window),
  * zeros, and codes of up to 40 ones; every parameter with the counts 1..4, 13k and 128, and
  * every count at parameters 0, 7, 14 ... Checked against sums made here; the cell cut by its
