@@ -246,6 +246,7 @@ static int plan_sub(struct tsdb *t, const struct qspec_sub *sub, bool skip_unres
         if ((rc = rowkey_filter_add(rf, xs->gb_tagk[g], NULL, 0, false, err)) != CT_OK)
             return rc;
     qsort(xs->gb_tagk, xs->ngb, sizeof(uint64_t), cmp_u64);
+    x->rf_no_tags = sub->nfilters == 0 && xs->ngb == 0; /* every filter added a clause */
     return CT_OK;
 }
 

@@ -170,6 +170,8 @@ struct xscan {
     uint64_t metric;
     int64_t win_start_s, win_end_s;
     struct rowkey_filter *rf;
+    /* rf has no tag clause: it only checks the metric and the key's shape (false: unknown) */
+    bool rf_no_tags;
     /* the leading tags rf pins (rowkey_filter_lead): values of tagk uids 1 .. nlead */
     size_t nlead;
     const uint64_t *lead_vals[ROWKEY_MAX_TAGS];

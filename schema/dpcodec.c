@@ -12,7 +12,9 @@
  * iterator over a compressed cell one scratch buffer, the columnar reader its reused columns.
  * Reading is sized for speed: bits come in 64-bit windows (two narrow bit-packed entries per
  * load; Rice entries decoded from a window held in a register, so that an entry's position
- * waits for a clz and a shift, not a load), radix blocks are split with few hardware divisions
+ * waits for a clz and a shift, not a load: even with two or three long entries to a window,
+ * reading each entry from its own load instead has fewer instructions but more time, each
+ * entry's position then waiting for a load), radix blocks are split with few hardware divisions
  * (small radixes' digits as bytes from tables, made values eight at a time, with AVX2 when the
  * CPU has it: dpcodec_rexpand), decimals divided four at a time (AVX2: dpcodec_decimals, the
  * same bits as one by one), regular timestamps in closed form; a small per-thread memo of radix
@@ -1190,7 +1192,7 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
         if (w == DPCODEC_RICE_BLOCK) {
             struct dpcodec_bitr r = {p, (size_t)(end - p) * 8, 0};
             size_t nbytes = (size_t)(end - p);
-            const uint64_t umn = (uint64_t)mn;
+            const uint64_t umn = (uint64_t)mn, rk1 = (uint64_t)rk + 1, rsh = 63 - (uint64_t)rk;
             int64_t *o = res + done;
             uint64_t j = 0;
             while (j < cnt) {
@@ -1205,22 +1207,25 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
                  * (the zeros shifted in below read as ones of the window, past avail) */
                 uint64_t y = ~(dpcodec_be64_at(p, nbytes, byte) << sh);
                 size_t left = r.nbits - r.pos;
-                unsigned avail = left < 63 - sh ? (unsigned)left : 63 - sh;
+                uint64_t avail = left < 63 - sh ? left : 63 - sh, av = avail;
                 uint64_t j0 = j;
+                /* 64-bit counts throughout (no widening in the loop); the position is advanced
+                 * once, by the bits the window gave */
                 for (; j < cnt; j++) {
                     /* | 1: y == 0 (63 or 64 ones) counts 63, too long for any window */
-                    unsigned ones = (unsigned)__builtin_clzll(y | 1);
-                    unsigned len = ones + 1 + rk;
-                    if (len > avail)
+                    uint64_t ones = (uint64_t)__builtin_clzll(y | 1);
+                    uint64_t len = ones + rk1;
+                    if (len > av)
                         break;
-                    /* the rk bits after the zero; >> 1 >> (63 - rk) is >> (64 - rk), and 0
-                     * for rk 0 */
-                    uint64_t low = ((~y << (ones + 1)) >> 1) >> (63 - rk);
-                    o[j] = (int64_t)(umn + (uint64_t)coding_unzigzag((uint64_t)ones << rk | low));
+                    /* y << ones has the code's zero (a one in y) on top and the rk low bits,
+                     * inverted, after it: inverted back and shifted down, the top bit leaves
+                     * 0 and the rk bits (0 for rk 0) */
+                    uint64_t low = ~(y << ones) >> rsh;
+                    o[j] = (int64_t)(umn + (uint64_t)coding_unzigzag(ones << rk | low));
                     y <<= len;
-                    avail -= len;
-                    r.pos += len;
+                    av -= len;
                 }
+                r.pos += (size_t)(avail - av);
                 if (j > j0 || j == cnt)
                     continue;
                 /* an entry longer than a window (or cut by the stream's end): checked */

@@ -4,9 +4,9 @@
  * default) and from raw rows (ROLLUP_RAW) are the same JSON, byte for byte; the rollup answer
  * really comes from the rollup tables (a value changed in the 1h table changes it, while the raw
  * answer stays); functions rollups cannot serve (dev, p95) give the raw answer. Without rollup
- * tables, intervals of several hours (2h, 1d, 2d: qrollup's raw-only source) give the general
- * path's answer byte for byte, for integers, doubles with NaN (an hour of NaN only) and an
- * annotation. */
+ * tables, whole-hour intervals (1h, 2h, 6h, 1d, 2d: qrollup's raw-only source) give the general
+ * path's answer byte for byte, for integers, doubles with NaN (an hour of NaN only), a series
+ * missing hours (its rows' series order changing hour to hour) and an annotation. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,7 +78,9 @@ static int teardown(void **state)
     return 0;
 }
 
-static char *run_o(struct st *s, const char *body, bool with_rollups, bool general_only)
+/* index_ranges: qexec_options.index_ranges, or (UINT64_MAX) the default */
+static char *run_oi(struct st *s, const char *body, bool with_rollups, bool general_only,
+                    uint64_t index_ranges)
 {
     struct qspec *q = NULL;
     struct ct_err err = {0};
@@ -88,11 +90,18 @@ static char *run_o(struct st *s, const char *body, bool with_rollups, bool gener
     qexec_options_init(&o);
     o.rollup = with_rollups ? s->r : NULL;
     o.general_only = general_only;
+    if (index_ranges != UINT64_MAX)
+        o.index_ranges = index_ranges;
     enum qexec_status st;
     char *json = NULL;
     if (tsdb_fixture_run(s->f->t, q, &o, &json, &st, &err) != CT_OK)
         fail_msg("run %s: %s", body, err.msg);
     return json;
+}
+
+static char *run_o(struct st *s, const char *body, bool with_rollups, bool general_only)
+{
+    return run_oi(s, body, with_rollups, general_only, UINT64_MAX);
 }
 
 static char *run(struct st *s, const char *body, bool with_rollups)
@@ -233,11 +242,11 @@ static void test_qrollup_raw_only_equals_general(void **state)
     cJSON_Delete(out);
     cJSON_Delete(req);
     const char *fns[] = {"sum", "count", "min", "max", "avg"};
-    const char *ivs[] = {"2h", "6h", "1d", "2d"};
+    const char *ivs[] = {"1h", "2h", "6h", "1d", "2d"};
     const char *ms[] = {"m", "f"};
     for (size_t mi = 0; mi < 2; mi++)
         for (size_t fi = 0; fi < 5; fi++)
-            for (size_t ii = 0; ii < 4; ii++)
+            for (size_t ii = 0; ii < 5; ii++)
                 for (int gb = 0; gb < 2; gb++) {
                     snprintf(body, sizeof(body),
                              "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"%s\","
@@ -257,6 +266,56 @@ static void test_qrollup_raw_only_equals_general(void **state)
                     free(ref);
                     free(fast);
                 }
+    /* fill policies (the raw-only source's buckets through the fill), over hours "m" has none
+     * of (host c's gaps) and past the data's end */
+    const char *fills[] = {"1h-avg-zero", "1h-sum-nan", "1h-count-null", "2h-max-zero",
+                           "1d-min-nan"};
+    for (size_t i = 0; i < sizeof(fills) / sizeof(fills[0]); i++)
+        for (int gb = 0; gb < 2; gb++) {
+            snprintf(body, sizeof(body),
+                     "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"m\","
+                     "\"aggregator\":\"sum\",\"downsample\":\"%s\"%s}]}",
+                     (long long)DAY0 + 3600, (long long)DAY0 + 4 * 86400, fills[i],
+                     gb ? ",\"tags\":{\"host\":\"*\"}" : "");
+            char *ref = run_o(s, body, false, true);
+            char *fast = run_o(s, body, false, false);
+            assert_true(strlen(ref) > 20);
+            if (strcmp(ref, fast))
+                fail_msg("%s\ngeneral %s\nraw-only %s", body, ref, fast);
+            free(ref);
+            free(fast);
+        }
+    /* a tag filter the scan applies row by row (no tag index, not a leading tag): only the
+     * filtered series are folded */
+    const char *filt[] = {"\"dc\":\"y\"", "\"dc\":\"x\"", "\"host\":\"c\""};
+    char *all = NULL;
+    for (size_t i = 0; i <= sizeof(filt) / sizeof(filt[0]); i++) {
+        snprintf(body, sizeof(body),
+                 "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"m\","
+                 "\"aggregator\":\"sum\",\"downsample\":\"1h-sum\",\"tags\":{%s}}]}",
+                 (long long)DAY0, (long long)DAY0 + 86400,
+                 i < sizeof(filt) / sizeof(filt[0]) ? filt[i] : "");
+        char *ref = run_oi(s, body, false, true, 0);
+        char *fast = run_oi(s, body, false, false, 0);
+        if (strcmp(ref, fast))
+            fail_msg("%s\ngeneral %s\nraw-only %s", body, ref, fast);
+        if (i == sizeof(filt) / sizeof(filt[0])) /* no filter: every series */
+            all = fast;
+        else
+            free(fast);
+        free(ref);
+    }
+    for (size_t i = 0; i < sizeof(filt) / sizeof(filt[0]); i++) { /* the filters mattered */
+        snprintf(body, sizeof(body),
+                 "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"m\","
+                 "\"aggregator\":\"sum\",\"downsample\":\"1h-sum\",\"tags\":{%s}}]}",
+                 (long long)DAY0, (long long)DAY0 + 86400, filt[i]);
+        char *fast = run_oi(s, body, false, false, 0);
+        if (!strcmp(strstr(fast, "\"dps\""), strstr(all, "\"dps\"")))
+            fail_msg("filter %s: the unfiltered answer %s", filt[i], fast);
+        free(fast);
+    }
+    free(all);
 }
 
 static void test_qrollup_usage_parse(void **state)

@@ -200,6 +200,24 @@ static void test_qstream_limit(void **state)
         assert_int_equal(st, QEXEC_TOO_LARGE);
         assert_non_null(strstr(err.msg, "limit of 5000 data points"));
     }
+    /* the streamed path counts its points in batches: the limit still holds to the point (the
+     * raw points read: a limit one below fails, one at them passes) */
+    struct qexec_stats st;
+    free(run(f, body, false, &st));
+    assert_true(st.raw_dps > 10000);
+    for (uint64_t lim = st.raw_dps - 1; lim <= st.raw_dps; lim++) {
+        struct qspec *q = NULL;
+        struct ct_err err = {0};
+        assert_int_equal(qspec_parse_json(body, strlen(body), NOW, &q, &err), CT_OK);
+        struct qexec_options o;
+        qexec_options_init(&o);
+        o.max_datapoints = lim;
+        enum qexec_status status;
+        char *json = NULL;
+        int rc = tsdb_fixture_run(f->t, q, &o, &json, &status, &err);
+        assert_int_equal(rc, lim < st.raw_dps ? CT_ELIMIT : CT_OK);
+        free(json);
+    }
 }
 
 /* What the series hold after the scan: for 0all one point per series, for 7m one per series and
@@ -374,9 +392,10 @@ static void test_qstream_regular_rows(void **state)
  * byte: random walks at 60 s and 10 s whose sums are not float-exact, a series with a NaN in
  * some hours (those rows are not decimal cells: the tested loops), one with partial hours (its
  * first and last points inside hours), late single points on merged hours; intervals the scan
- * downsamples (1m, 5m, 1h) and the raw source folds (2h, 1d, 0all, 7m), every single-pass
- * function, fill policies, group by host or not, bounds off the hour, and a counter rate with a
- * counterMax (the walk's drops read as wraps). */
+ * downsamples (1m, 5m) and the raw source folds (1h, 2h, 1d, 0all, 7m: sums, minima and maxima
+ * of decimal rows without NaN tests), every single-pass function, fill policies, group by
+ * host or not, bounds off the hour, and a counter rate with a counterMax (the walk's drops read
+ * as wraps). */
 static void test_qstream_decimal_rows(void **state)
 {
     (void)state;
