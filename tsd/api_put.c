@@ -5,16 +5,23 @@
  * the storage backend did not answer (CT_EUNAVAIL): then the request may be sent again as is.
  *
  * Runs on a worker (http_req_defer): the body is read with jsonput in one pass (syntax checked
- * while the points are read, no allocation per point), points go into ingest batches (waiting
- * for a free batch is the backpressure), and the worker waits for the batches' completion, at
- * most sync_timeout ms when given.
+ * while the points are read, no allocation per point) and points go into ingest batches
+ * (waiting for a free batch is the backpressure). Without sync_timeout the worker does not wait
+ * for the batches: it suspends the request (http_req_suspend) and drops its reference, and
+ * whoever drops the last one (the writer, in the done callback of the last batch; the worker if
+ * they were all written already) builds the answer and sends it (http_req_resume), so the
+ * answer leaves from the writer without waking the worker. With sync_timeout the worker waits
+ * for the batches' completion, at most that many ms.
  * Invariants: (1) a body with a JSON syntax error writes nothing and counts nothing in the
  * TSD's stats: batches are submitted once the whole body is read, and a batch that fills up
  * before that is submitted only after jsonput_check passed on the whole body (bodies of more
  * than a batch: the syntax is then read twice); the per-point stats are added once the body
  * is known well-formed;
  * (2) job->refs = 1 for the worker + 1 per submitted batch not yet done; the last one frees the
- * job, so a worker that timed out may reply and leave while writes are still running.
+ * job (answering a suspended request first), so a worker that timed out may reply and leave
+ * while writes are still running; (3) once the worker suspended the request and dropped its
+ * reference it touches neither again: the request, and the body the answer's details echo, are
+ * the last reference's.
  * Locking: job->mu guards counts, errors and refs. */
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -47,6 +54,13 @@ struct api_put_job {
     struct api_put_err *errs;
     size_t nerrs, caperrs;
     struct ingest *ingest;
+    /* set by the worker before it drops its reference on a suspended request: the request and
+     * what its answer needs (the details' source spans, owned by the job from then on) */
+    struct http_req *suspended;
+    bool details, summary;
+    const char *body;
+    size_t (*src)[2];
+    size_t nsrc;
 };
 
 struct api_put_ctx {
@@ -69,6 +83,8 @@ struct api_put_ctx {
     struct put_point point;
 };
 
+static void api_put_answer(struct api_put_job *job, struct http_req *r, bool with_timeouts);
+
 static void api_put_job_unref(struct api_put_job *job)
 {
     pthread_mutex_lock(&job->mu);
@@ -77,10 +93,17 @@ static void api_put_job_unref(struct api_put_job *job)
     pthread_mutex_unlock(&job->mu);
     if (!last)
         return;
+    if (job->suspended) { /* every point is written or failed: the answer, from this thread */
+        pthread_mutex_lock(&job->mu);
+        api_put_answer(job, job->suspended, false);
+        pthread_mutex_unlock(&job->mu);
+        http_req_resume(job->suspended);
+    }
     for (size_t i = 0; i < job->nerrs; i++)
         free(job->errs[i].msg);
     free(job->errs);
     free(job->unavail_msg);
+    free(job->src);
     pthread_mutex_destroy(&job->mu);
     pthread_cond_destroy(&job->cv);
     free(job);
@@ -325,6 +348,62 @@ static int api_put_err_cmp(const void *a, const void *b)
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
+/* Sets r's answer from the job's outcome: 204, or the summary / details object, or the error
+ * OpenTSDB gives; with_timeouts (a sync_timeout was given) counts the points not done yet as
+ * timed out and the summary shows them. REQUIRES: job->mu held. */
+static void api_put_answer(struct api_put_job *job, struct http_req *r, bool with_timeouts)
+{
+    size_t success = job->success, failed = job->failed;
+    size_t timeouts = job->submitted_ok - job->done_points;
+    /* 503 when every failure is the backend's unavailability (docs/bigtable.md, "Faults"):
+     * nothing the client sent was wrong, and sending the same body again is safe (every point
+     * carries its timestamp); 400 when any point failed for another reason (details say which) */
+    bool unavailable = failed > 0 && job->unavail == failed && timeouts == 0;
+    int fail_status = unavailable ? http_status_of(CT_EUNAVAIL, 400) : 400;
+    if (job->nerrs > 1)
+        qsort(job->errs, job->nerrs, sizeof(job->errs[0]), api_put_err_cmp);
+    if (job->summary || job->details) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON *errors = job->details ? cJSON_CreateArray() : NULL;
+        for (size_t i = 0; errors && i < job->nerrs; i++) {
+            cJSON *e = cJSON_CreateObject();
+            size_t idx = job->errs[i].index;
+            cJSON *dp = NULL;
+            if (idx < job->nsrc)
+                dp = cJSON_ParseWithLength(job->body + job->src[idx][0], job->src[idx][1]);
+            if (!dp)
+                dp = cJSON_CreateObject();
+            cJSON_AddItemToObject(e, "datapoint", dp);
+            cJSON_AddStringToObject(e, "error", job->errs[i].msg);
+            cJSON_AddItemToArray(errors, e);
+        }
+        if (errors)
+            cJSON_AddItemToObject(o, "errors", errors);
+        cJSON_AddNumberToObject(o, "failed", (double)failed);
+        cJSON_AddNumberToObject(o, "success", (double)success);
+        if (with_timeouts)
+            cJSON_AddNumberToObject(o, "timeouts", (double)timeouts);
+        http_reply_cjson(r, failed == 0 && timeouts == 0 ? 200 : fail_status, o);
+    } else if (timeouts > 0) {
+        char m[256];
+        snprintf(m, sizeof(m),
+                 "The put call has timedout with %zu successful writes, %zu failed writes and "
+                 "%zu timed out writes.",
+                 success, failed, timeouts);
+        http_reply_error(r, 400, m, NULL);
+    } else if (unavailable) {
+        http_reply_error(r, fail_status,
+                         "One or more data points were not written: the storage backend is "
+                         "unavailable; retry the request later",
+                         job->unavail_msg);
+    } else if (failed > 0) {
+        http_reply_error(r, 400, "One or more data points had errors",
+                         "Please see the TSD logs or append \"details\" to the put request");
+    } else {
+        http_reply_status(r, 204);
+    }
+}
+
 static void api_put_work(struct http_req *r, void *arg)
 {
     (void)arg;
@@ -378,7 +457,18 @@ static void api_put_work(struct http_req *r, void *arg)
         http_reply_error(r, 400, "No datapoints found in content", NULL);
         goto out;
     }
-    /* wait until every submitted point is in the log (or sync_timeout) */
+    job->details = x->details;
+    job->summary = summary;
+    job->body = body;
+    job->src = x->src; /* the job's from here */
+    job->nsrc = x->nsrc;
+    x->src = NULL;
+    if (sync_timeout == 0) { /* answered by the last reference (invariant 3) */
+        job->suspended = r;
+        http_req_suspend(r);
+        goto out;
+    }
+    /* wait until every submitted point is in the log or sync_timeout passed */
     struct timespec deadline;
     clock_gettime(CLOCK_REALTIME, &deadline);
     deadline.tv_sec += (time_t)(sync_timeout / 1000);
@@ -388,69 +478,11 @@ static void api_put_work(struct http_req *r, void *arg)
         deadline.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&job->mu);
-    while (job->refs > 1) {
-        if (sync_timeout > 0) {
-            if (pthread_cond_timedwait(&job->cv, &job->mu, &deadline) != 0)
-                break;
-        } else {
-            pthread_cond_wait(&job->cv, &job->mu);
-        }
-    }
-    size_t success = job->success, failed = job->failed;
-    size_t timeouts = job->submitted_ok - job->done_points;
-    /* 503 when every failure is the backend's unavailability (docs/bigtable.md, "Faults"):
-     * nothing the client sent was wrong, and sending the same body again is safe (every point
-     * carries its timestamp); 400 when any point failed for another reason (details say which) */
-    bool unavailable = failed > 0 && job->unavail == failed && timeouts == 0;
-    int fail_status = unavailable ? http_status_of(CT_EUNAVAIL, 400) : 400;
-    if (job->nerrs > 1)
-        qsort(job->errs, job->nerrs, sizeof(job->errs[0]), api_put_err_cmp);
-    cJSON *errors = NULL;
-    if (x->details) {
-        errors = cJSON_CreateArray();
-        for (size_t i = 0; errors && i < job->nerrs; i++) {
-            cJSON *e = cJSON_CreateObject();
-            size_t idx = job->errs[i].index;
-            cJSON *dp = NULL;
-            if (idx < x->nsrc)
-                dp = cJSON_ParseWithLength(body + x->src[idx][0], x->src[idx][1]);
-            if (!dp)
-                dp = cJSON_CreateObject();
-            cJSON_AddItemToObject(e, "datapoint", dp);
-            cJSON_AddStringToObject(e, "error", job->errs[i].msg);
-            cJSON_AddItemToArray(errors, e);
-        }
-    }
+    while (job->refs > 1)
+        if (pthread_cond_timedwait(&job->cv, &job->mu, &deadline) != 0)
+            break;
+    api_put_answer(job, r, true);
     pthread_mutex_unlock(&job->mu);
-    if (summary || x->details) {
-        cJSON *o = cJSON_CreateObject();
-        if (errors)
-            cJSON_AddItemToObject(o, "errors", errors);
-        cJSON_AddNumberToObject(o, "failed", (double)failed);
-        cJSON_AddNumberToObject(o, "success", (double)success);
-        if (sync_timeout > 0)
-            cJSON_AddNumberToObject(o, "timeouts", (double)timeouts);
-        http_reply_cjson(r, failed == 0 && timeouts == 0 ? 200 : fail_status, o);
-    } else if (timeouts > 0) {
-        char m[256];
-        snprintf(m, sizeof(m),
-                 "The put call has timedout with %zu successful writes, %zu failed writes and "
-                 "%zu timed out writes.",
-                 success, failed, timeouts);
-        http_reply_error(r, 400, m, NULL);
-    } else if (unavailable) {
-        pthread_mutex_lock(&job->mu);
-        http_reply_error(r, fail_status,
-                         "One or more data points were not written: the storage backend is "
-                         "unavailable; retry the request later",
-                         job->unavail_msg);
-        pthread_mutex_unlock(&job->mu);
-    } else if (failed > 0) {
-        http_reply_error(r, 400, "One or more data points had errors",
-                         "Please see the TSD logs or append \"details\" to the put request");
-    } else {
-        http_reply_status(r, 204);
-    }
 out:
     api_put_job_unref(job);
     free(x->src);

@@ -54,6 +54,36 @@ check_eq "empty array" '400 {"error":{"code":400,"message":"No datapoints found 
 check_contains "unparseable JSON" "$(req POST /api/put -d '{"metric":')" '400 {"error":{"code":400,"message":"Unable to parse the given JSON"'
 check_eq "sync_timeout adds timeouts to the summary" '200 {"failed":0,"success":1,"timeouts":0}' \
   "$(req POST '/api/put?summary&sync&sync_timeout=30000' -d "$pt")"
+# bodies of two ingest batches (4096 points each): answered once both are written (the answer
+# leaves from the writer), with both batches' points counted, also beside a point refused while
+# the body is read; keep-alive puts in a row, each answered before the next is sent
+python3 -c '
+import json
+pts = [{"metric": "http.big", "timestamp": 1356998400 + i, "value": i, "tags": {"host": "a"}}
+       for i in range(6000)]
+json.dump(pts, open("'"$tmp"'/big.json", "w"))
+pts[5000]["value"] = "x"
+json.dump(pts, open("'"$tmp"'/bigbad.json", "w"))'
+check_eq "a two-batch body: every point counted" '200 {"failed":0,"success":6000}' \
+  "$(req POST '/api/put?summary' --data-binary @"$tmp/big.json")"
+check_contains "a two-batch body with a bad point in its second batch: both counted" \
+  "$(req POST '/api/put?details' --data-binary @"$tmp/bigbad.json")" '"failed":1,"success":5999'
+check_eq "keep-alive: 30 puts in a row on one connection, each 204" "204 x30" "$(python3 - "$TSD_PORT" <<'PY'
+import http.client, json, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+codes = set()
+for i in range(30):
+    body = json.dumps([{"metric": "http.ka", "timestamp": 1356998400 + i * 10 + k, "value": k,
+                        "tags": {"host": "a"}} for k in range(10)])
+    c.request("POST", "/api/put", body)
+    r = c.getresponse()
+    r.read()
+    codes.add(r.status)
+print(" ".join("%d x30" % s for s in sorted(codes)))
+PY
+)"
+check_eq "keep-alive: the 300 points read back" 300 "$(curl -s "http://127.0.0.1:$TSD_PORT/api/query?start=1356998400&end=1356998800&m=sum:0all-count:http.ka" |
+  python3 -c 'import json, sys; print(int(sum(json.load(sys.stdin)[0]["dps"].values())))')"
 
 printf '%s' '{"metric":"http.gz","timestamp":1356998400,"value":3,"tags":{"host":"a"}}' | gzip -c >"$tmp/pt.gz"
 check_eq "gzip request body" "204 " "$(req POST /api/put --data-binary @"$tmp/pt.gz" -H 'Content-Encoding: gzip')"
