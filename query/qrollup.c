@@ -48,6 +48,11 @@ bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
     /* a fill policy fills what the rollup tables lack (a bucket of NaN only has no rollup) */
     if (ds->fill != QAGG_FILL_NONE && !raw_only)
         return false;
+    /* raw rows only, 1h, with a tag filter: the scan's own downsampling (it reads its rows in
+     * parallel; the fold here took 1.20 against 0.95 ms for 1h-max by host of one dc over
+     * 200 series x 30 days, and is faster only when every series is read) */
+    if (raw_only && ds->interval_ms == HOUR_MS && !head && sub->nfilters > 0)
+        return false;
     *iv = ds->interval_ms % DAY_MS == 0 ? ROLLUP_1D : ROLLUP_1H;
     return true;
 }
