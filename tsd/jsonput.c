@@ -428,6 +428,24 @@ static inline bool jp_same(const struct put_str *a, const struct put_str *b)
     return a->len == b->len && (a->len == 0 || (a->p[0] == b->p[0] && !memcmp(a->p, b->p, a->len)));
 }
 
+/* Adds tag tk=tv to pt, or sets the value of a key it holds (a JSON map keeps the last value);
+ * false when it is a new key and pt holds PUT_MAX_TAGS already (nothing added). */
+static bool jp_tag_add(struct jsonput_point *pt, struct put_str tk, struct put_str tv)
+{
+    for (size_t i = 0; i < pt->ntags; i++) {
+        if (jp_same(&pt->tagk[i], &tk)) {
+            pt->tagv[i] = tv;
+            return true;
+        }
+    }
+    if (pt->ntags == PUT_MAX_TAGS)
+        return false;
+    pt->tagk[pt->ntags] = tk;
+    pt->tagv[pt->ntags] = tv;
+    pt->ntags++;
+    return true;
+}
+
 /* Reads a "tags" object at j->p ('{') at nesting depth into *pt, checking it as jp_value(depth)
  * would. */
 static bool jp_tags(struct jp *j, struct jsonput_point *pt, int depth)
@@ -447,23 +465,8 @@ static bool jp_tags(struct jp *j, struct jsonput_point *pt, int depth)
             return false;
         if (vk == 'o' || vk == 'a' || (vk == 'l' && tv.len == 4 && !memcmp(tv.p, "null", 4)))
             tv.p = NULL, tv.len = 0;
-        bool dup = false;
-        for (size_t i = 0; i < pt->ntags; i++) {
-            if (jp_same(&pt->tagk[i], &tk)) {
-                pt->tagv[i] = tv; /* a JSON map keeps the last value */
-                dup = true;
-                break;
-            }
-        }
-        if (!dup) {
-            if (pt->ntags < PUT_MAX_TAGS) {
-                pt->tagk[pt->ntags] = tk;
-                pt->tagv[pt->ntags] = tv;
-                pt->ntags++;
-            } else {
-                pt->too_many_tags = true;
-            }
-        }
+        if (!jp_tag_add(pt, tk, tv))
+            pt->too_many_tags = true;
         if (!jp_member_end(j, &more))
             return false;
     }
@@ -543,21 +546,8 @@ jp_point_shape(struct jp *j, struct jsonput_point *pt, bool spaced)
         if (!(p = jp_plain_string(p, end, &tk)) || !JP_LIT2(p, end, spaced, ":\"", ": \"") ||
             !(p = jp_plain_string(p, end, &tv)))
             return false;
-        bool dup = false;
-        for (size_t i = 0; i < pt->ntags; i++) {
-            if (jp_same(&pt->tagk[i], &tk)) {
-                pt->tagv[i] = tv; /* a JSON map keeps the last value */
-                dup = true;
-                break;
-            }
-        }
-        if (!dup) {
-            if (pt->ntags == PUT_MAX_TAGS)
-                return false; /* too many: the general path says so */
-            pt->tagk[pt->ntags] = tk;
-            pt->tagv[pt->ntags] = tv;
-            pt->ntags++;
-        }
+        if (!jp_tag_add(pt, tk, tv))
+            return false; /* too many: the general path says so */
         if (JP_LIT2(p, end, spaced, ",\"", ", \""))
             continue;
         if (!JP_LIT(p, end, "}}"))
