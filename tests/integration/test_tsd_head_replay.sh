@@ -96,10 +96,13 @@ print("\n".join("put rp.i %d %d host=a" % (H + k * 60, k) for k in range(10)))
 print("put rp.i %d 1 host=b\nversion" % H)
 EOF2
 cells=""
-for k in $(seq 1 100); do # b's hour 0 touched (well within 3 s) until a's hour 0 went idle
+# (at least 200 x 0.05 s: the hand-off thread's check, once a second, sees a's hour idle 3 s
+# after its last point however fast the puts go)
+for k in $(seq 1 200); do # b's hour 0 touched (well within 3 s) until a's hour 0 went idle
   printf 'put rp.i %d %d host=b\nversion\n' $((H + k)) "$k" | tsd_talk >/dev/null
   cells=$(tsd_stat "$TSD_PORT" "tsd.storage.data.cells type=hour")
   [ "$cells" != 0 ] && break
+  sleep 0.05
 done
 check_eq "a's hour 0 went idle (one hour cell) while b's stays" 1 "$cells"
 printf 'put rp.i %d 42 host=a\nput rp.i %d 99 host=a\nput rp.i %d 61 host=b\nversion\n' \
