@@ -1,6 +1,8 @@
 /* fuzz_jsonput.c - libFuzzer target for the /api/put body reader (tsd/jsonput.c): any bytes are
  * either rejected with a message or walked point by point with every span inside the body or
- * the scratch buffer; then each point goes through the shared point checks (tsd/put.c). */
+ * the scratch buffer; then each point goes through the shared point checks (tsd/put.c). The
+ * one-pass reader /api/put uses (jsonput_read, with its fast path) must answer as the
+ * check-then-read pair (jsonput_parse): the same result, point count and message. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +47,12 @@ static int fuzz_point(void *arg, size_t index, struct jsonput_point *p)
     return 0;
 }
 
+static int fuzz_count(void *arg, size_t index, struct jsonput_point *p)
+{
+    (void)arg, (void)index, (void)p;
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *body = malloc(size ? size : 1);
@@ -54,9 +62,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(body, data, size);
     static struct jsonput_point point;
     struct fuzz_ctx c = {body, scratch, size};
-    size_t n = 0;
-    char msg[256];
-    (void)jsonput_parse(body, size, scratch, &point, fuzz_point, &c, &n, msg, sizeof(msg));
+    size_t n = 0, n2 = 0;
+    char msg[256] = "", msg2[256] = "";
+    int rc = jsonput_read(body, size, scratch, &point, fuzz_point, &c, &n, msg, sizeof(msg));
+    int rc2 = jsonput_parse(body, size, scratch, &point, fuzz_count, NULL, &n2, msg2, sizeof(msg2));
+    if (rc != rc2 || (rc == 0 && n != n2) || (rc < 0 && strcmp(msg, msg2) != 0))
+        abort();
     free(body);
     free(scratch);
     return 0;
