@@ -404,6 +404,20 @@ static void api_put_answer(struct api_put_job *job, struct http_req *r, bool wit
     }
 }
 
+/* A zeroed ctx x and job for reading body into t's ingest pipeline: the job holds the
+ * worker's reference. */
+static void api_put_start(struct api_put_ctx *x, struct api_put_job *job, struct tsd *t,
+                          const char *body)
+{
+    pthread_mutex_init(&job->mu, NULL);
+    pthread_cond_init(&job->cv, NULL);
+    job->refs = 1;
+    job->ingest = t->ingest;
+    x->t = t;
+    x->job = job;
+    x->body = body;
+}
+
 static void api_put_work(struct http_req *r, void *arg)
 {
     (void)arg;
@@ -427,14 +441,8 @@ static void api_put_work(struct http_req *r, void *arg)
         http_reply_error(r, 500, "out of memory", NULL);
         return;
     }
-    pthread_mutex_init(&job->mu, NULL);
-    pthread_cond_init(&job->cv, NULL);
-    job->refs = 1;
-    job->ingest = t->ingest;
+    api_put_start(x, job, t, body);
     x->r = r;
-    x->t = t;
-    x->job = job;
-    x->body = body;
     x->details = http_req_flag(r, "details");
     bool summary = http_req_flag(r, "summary");
     int64_t sync_timeout = 0;

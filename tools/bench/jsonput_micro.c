@@ -149,13 +149,7 @@ int main(int argc, char **argv)
         struct api_put_job *job = calloc(1, sizeof(*job));
         if (!x || !job)
             return 2;
-        pthread_mutex_init(&job->mu, NULL);
-        pthread_cond_init(&job->cv, NULL);
-        job->refs = 1;
-        job->ingest = t.ingest;
-        x->t = &t;
-        x->job = job;
-        x->body = body;
+        api_put_start(x, job, &t, body);
         size_t np = 0;
         char msg[256];
         int rc = bench_body(x, len, scratch, jp, &np, msg, sizeof(msg));

@@ -49,13 +49,7 @@ static void put_body(const char *body, struct outcome *o)
     struct api_put_ctx *x = calloc(1, sizeof(*x));
     struct api_put_job *job = calloc(1, sizeof(*job));
     assert_true(scratch && jp && x && job);
-    pthread_mutex_init(&job->mu, NULL);
-    pthread_cond_init(&job->cv, NULL);
-    job->refs = 1;
-    job->ingest = t.ingest;
-    x->t = &t;
-    x->job = job;
-    x->body = body;
+    api_put_start(x, job, &t, body);
     memset(o, 0, sizeof(*o));
     o->rc = api_put_body(x, len, scratch, jp, &o->npoints, o->msg, sizeof(o->msg));
     pthread_mutex_lock(&job->mu);
