@@ -329,29 +329,6 @@ static bool prom_point_hash(struct ingest *g, const struct put_point *p, char **
     return true;
 }
 
-/* Decodes the Label messages of a series of the lazy view into *out (in the arena): 0, 400 when
- * one does not decode, 500 when out of memory. */
-static int prom_decode_labels(struct prom_arena *a, const Prometheus__TimeSeriesLazy *ts,
-                              Prometheus__TimeSeries **out)
-{
-    Prometheus__TimeSeries *d = prom_arena_get(a, sizeof(*d));
-    Prometheus__Label **labels =
-        prom_arena_get(a, (ts->n_labels ? ts->n_labels : 1) * sizeof(*labels));
-    if (!d || !labels)
-        return 500;
-    prometheus__time_series__init(d);
-    for (size_t i = 0; i < ts->n_labels; i++) {
-        labels[i] =
-            prometheus__label__unpack(&a->alloc, ts->labels[i].len, ts->labels[i].data);
-        if (!labels[i])
-            return 400;
-    }
-    d->n_labels = ts->n_labels;
-    d->labels = labels;
-    *out = d;
-    return 0;
-}
-
 static void prom_write_work(struct http_req *r, void *arg)
 {
     (void)arg;
@@ -376,48 +353,34 @@ static void prom_write_work(struct http_req *r, void *arg)
     }
     struct prom_arena *arena = &sc->arena;
     /* the arena and the body's buffer are this request's until prom_scratch_give: what the
-     * unpack allocates (also of a body that fails to decode) goes with the arena's reset */
-    Prometheus__WriteRequestLazy *wr =
-        prometheus__write_request_lazy__unpack(&arena->alloc, raw_len, (const uint8_t *)sc->raw);
+     * decode allocates (also of a body that fails to decode) goes with the arena's reset */
+    struct prom_series_in *series = NULL;
+    size_t nts = 0;
+    int decode = prom_write_decode(arena, (const uint8_t *)sc->raw, raw_len, &series, &nts);
     struct put_point *p = &sc->p;
     struct put_names pnames;
     struct prom_job *job = calloc(1, sizeof(*job));
     struct prom_series_cache *cache = t->prom_cache;
-    /* per series: its key (with the cache) and its decoded labels (NULL: found in the cache) */
-    size_t nts = wr ? wr->n_timeseries : 0;
-    const char **keys = wr ? prom_arena_get(arena, (nts ? nts : 1) * sizeof(*keys)) : NULL;
-    size_t *key_lens = wr ? prom_arena_get(arena, (nts ? nts : 1) * sizeof(*key_lens)) : NULL;
-    uint64_t *hashes = wr ? prom_arena_get(arena, (nts ? nts : 1) * sizeof(*hashes)) : NULL;
-    Prometheus__TimeSeries **decoded =
-        wr ? prom_arena_get(arena, (nts ? nts : 1) * sizeof(*decoded)) : NULL;
+    /* per series: its decoded labels (NULL: found in the cache) */
+    Prometheus__TimeSeries **decoded = prom_arena_get(arena, (nts ? nts : 1) * sizeof(*decoded));
     /* per series found in the cache: its names, copied into the arena (else NULL) */
-    const char **cached = wr ? prom_arena_get(arena, (nts ? nts : 1) * sizeof(*cached)) : NULL;
-    if (!job || (wr && (!keys || !key_lens || !hashes || !decoded || !cached))) {
-        free(job);
-        prom_scratch_give(t->prom_scratch, sc);
-        prom_reply_text(r, 500, "out of memory");
-        return;
-    }
+    const char **cached = prom_arena_get(arena, (nts ? nts : 1) * sizeof(*cached));
+    uint64_t *hashes = prom_arena_get(arena, (nts ? nts : 1) * sizeof(*hashes));
+    if (!job || !decoded || !cached || !hashes)
+        decode = 500;
     /* first pass, before anything is written: every label of a series not in the cache must
      * decode, else the body is refused whole (invariant 1) */
-    int decode = wr ? 0 : 400;
     for (size_t s = 0; s < nts && decode == 0; s++) {
-        const Prometheus__TimeSeriesLazy *ts = wr->timeseries[s];
-        keys[s] = NULL;
         decoded[s] = NULL;
         cached[s] = NULL;
         if (cache) {
-            keys[s] = prom_series_key(cache, ts->labels, ts->n_labels, arena, &key_lens[s],
-                                      &hashes[s]);
-            if (!keys[s]) {
-                decode = 500;
-                break;
-            }
-            cached[s] = prom_series_cache_get(cache, keys[s], key_lens[s], hashes[s], arena);
+            hashes[s] = prom_series_cache_hash(cache, series[s].key, series[s].key_len);
+            cached[s] = prom_series_cache_get(cache, series[s].key, series[s].key_len,
+                                              hashes[s], arena);
             if (cached[s])
                 continue;
         }
-        decode = prom_decode_labels(arena, ts, &decoded[s]);
+        decode = prom_series_labels(arena, &series[s], &decoded[s]);
     }
     if (decode != 0) {
         free(job);
@@ -440,7 +403,7 @@ static void prom_write_work(struct http_req *r, void *arg)
     size_t rejected = 0, skipped_nan = 0, samples = 0;
     int status = 0;
     for (size_t s = 0; s < nts && status != 500; s++) {
-        const Prometheus__TimeSeriesLazy *ts = wr->timeseries[s];
+        const struct prom_series_in *ts = &series[s];
         samples += ts->n_samples;
         int st = 0;
         const char *ikey = NULL; /* a cached series' ingest key, its length and hash */
@@ -458,7 +421,7 @@ static void prom_write_work(struct http_req *r, void *arg)
                 uint64_t h;
                 if (pnames.status == PUT_OK && cache &&
                     prom_point_hash(t->ingest, p, &sc->kbuf, &sc->kcap, &h))
-                    prom_series_cache_put(cache, keys[s], key_lens[s], hashes[s], p, h);
+                    prom_series_cache_put(cache, ts->key, ts->key_len, hashes[s], p, h);
             }
         }
         if (st != 0) {
@@ -471,7 +434,7 @@ static void prom_write_work(struct http_req *r, void *arg)
             continue;
         }
         for (size_t i = 0; i < ts->n_samples; i++) {
-            const Prometheus__Sample *sm = ts->samples[i];
+            const struct prom_sample_in *sm = &ts->samples[i];
             enum prom_value_class vc = prom_value_class(sm->value);
             if (vc != PROM_VALUE_OK) {
                 skipped_nan++; /* stale markers, NaN, +-Inf: not stored (docs) */

@@ -355,6 +355,238 @@ int prom_map_series(const struct prom_map *m, const Prometheus__TimeSeries *ts, 
     return 0;
 }
 
+/* ---- decoding a write request ----------------------------------------------------------- */
+
+/* The tags of the fields the usual shape has (field number << 3 | wire type). */
+#define PROM_TAG_SERIES 0x0a    /* WriteRequest.timeseries = 1, length-delimited */
+#define PROM_TAG_LABELS 0x0a    /* TimeSeries.labels = 1, length-delimited */
+#define PROM_TAG_SAMPLES 0x12   /* TimeSeries.samples = 2, length-delimited */
+#define PROM_TAG_VALUE 0x09     /* Sample.value = 1, 64-bit */
+#define PROM_TAG_TIMESTAMP 0x10 /* Sample.timestamp = 2, varint */
+
+/* Bytes of key (wire form) for these labels; 1 when there are none. */
+static size_t prom_key_size(const ProtobufCBinaryData *labels, size_t n_labels)
+{
+    uint8_t tmp[CODING_VARINT64_MAX];
+    size_t need = 0;
+    for (size_t i = 0; i < n_labels; i++)
+        need += 1 + coding_put_varint64(tmp, labels[i].len) + labels[i].len;
+    return need ? need : 1;
+}
+
+/* Writes the key of these labels (prom_key_size bytes) at w. */
+static void prom_key_write(uint8_t *w, const ProtobufCBinaryData *labels, size_t n_labels)
+{
+    if (n_labels == 0)
+        *w = 0; /* a series without labels: one byte, never the wire form of a label */
+    for (size_t i = 0; i < n_labels; i++) {
+        *w++ = PROM_TAG_LABELS;
+        w += coding_put_varint64(w, labels[i].len);
+        if (labels[i].len) /* (protobuf-c leaves an empty one's data NULL) */
+            memcpy(w, labels[i].data, labels[i].len);
+        w += labels[i].len;
+    }
+}
+
+/* Reads a length prefix at *p as protobuf-c reads one (a varint of at most 5 bytes) and checks
+ * that so many bytes follow before end; false otherwise. */
+static inline bool prom_len(const uint8_t **p, const uint8_t *end, size_t *len)
+{
+    const uint8_t *q = *p;
+    uint64_t v;
+    size_t n = 1;
+    if (q < end && *q < 0x80) /* one byte: the usual case */
+        v = *q;
+    else if ((n = coding_get_varint64(q, end, &v)) == 0 || n > 5)
+        return false;
+    if (v > (uint64_t)(end - q) - n)
+        return false;
+    *p = q + n;
+    *len = (size_t)v;
+    return true;
+}
+
+/* One Sample's bytes [p, end) in the usual shape: the value (if not 0) then the timestamp (if not
+ * 0), each at most once. False for anything else. */
+static bool prom_scan_sample(const uint8_t *p, const uint8_t *end, struct prom_sample_in *out)
+{
+    uint64_t bits = 0, ts = 0;
+    if (p < end && *p == PROM_TAG_VALUE) {
+        if (end - p < 9)
+            return false;
+        bits = coding_get_le64(p + 1);
+        p += 9;
+    }
+    if (p < end && *p == PROM_TAG_TIMESTAMP) {
+        size_t n = coding_get_varint64(p + 1, end, &ts);
+        if (n == 0)
+            return false;
+        p += 1 + n;
+    }
+    memcpy(&out->value, &bits, sizeof(out->value));
+    out->timestamp = (int64_t)ts;
+    return p == end;
+}
+
+/* One TimeSeries' bytes [p, end) in the usual shape: every label, then every sample. False for
+ * anything else, and when out of memory (the caller then unpacks with protobuf-c). */
+static bool prom_scan_series(struct prom_arena *a, const uint8_t *p, const uint8_t *end,
+                             struct prom_series_in *out)
+{
+    const uint8_t *k = p;
+    size_t len = 0, nl = 0, ns = 0;
+    while (p < end && *p == PROM_TAG_LABELS) {
+        p++;
+        if (!prom_len(&p, end, &len))
+            return false;
+        p += len;
+        nl++;
+    }
+    out->key = nl ? (const char *)k : "";
+    out->key_len = nl ? (size_t)(p - k) : 1;
+    out->n_labels = nl;
+    const uint8_t *s0 = p;
+    while (p < end) {
+        if (*p++ != PROM_TAG_SAMPLES || !prom_len(&p, end, &len))
+            return false;
+        p += len;
+        ns++;
+    }
+    struct prom_sample_in *sm = prom_arena_alloc(a, (ns ? ns : 1) * sizeof(*sm));
+    if (!sm)
+        return false;
+    p = s0;
+    for (size_t i = 0; i < ns; i++) {
+        p++;
+        prom_len(&p, end, &len); /* checked above */
+        if (!prom_scan_sample(p, p + len, &sm[i]))
+            return false;
+        p += len;
+    }
+    out->samples = sm;
+    out->n_samples = ns;
+    return true;
+}
+
+/* The whole body in the usual shape; false for anything else or when out of memory. */
+static bool prom_scan_write(struct prom_arena *a, const uint8_t *buf, size_t len,
+                            struct prom_series_in **series, size_t *n)
+{
+    const uint8_t *p = buf, *end = buf + len;
+    size_t nts = 0, l = 0;
+    while (p < end) {
+        if (*p++ != PROM_TAG_SERIES || !prom_len(&p, end, &l))
+            return false;
+        p += l;
+        nts++;
+    }
+    struct prom_series_in *s = prom_arena_alloc(a, (nts ? nts : 1) * sizeof(*s));
+    if (!s)
+        return false;
+    p = buf;
+    for (size_t i = 0; i < nts; i++) {
+        p++;
+        prom_len(&p, end, &l); /* checked above */
+        if (!prom_scan_series(a, p, p + l, &s[i]))
+            return false;
+        p += l;
+    }
+    *series = s;
+    *n = nts;
+    return true;
+}
+
+int prom_write_unpack(struct prom_arena *a, const uint8_t *buf, size_t len,
+                             struct prom_series_in **series, size_t *n)
+{
+    Prometheus__WriteRequestLazy *wr = prometheus__write_request_lazy__unpack(&a->alloc, len, buf);
+    if (!wr)
+        return 400; /* (or out of memory: protobuf-c does not tell) */
+    size_t nts = wr->n_timeseries;
+    struct prom_series_in *s = prom_arena_alloc(a, (nts ? nts : 1) * sizeof(*s));
+    if (!s)
+        return 500;
+    for (size_t i = 0; i < nts; i++) {
+        const Prometheus__TimeSeriesLazy *ts = wr->timeseries[i];
+        size_t kl = prom_key_size(ts->labels, ts->n_labels);
+        uint8_t *key = prom_arena_alloc(a, kl);
+        struct prom_sample_in *sm =
+            prom_arena_alloc(a, (ts->n_samples ? ts->n_samples : 1) * sizeof(*sm));
+        if (!key || !sm)
+            return 500;
+        prom_key_write(key, ts->labels, ts->n_labels);
+        for (size_t j = 0; j < ts->n_samples; j++) {
+            sm[j].value = ts->samples[j]->value;
+            sm[j].timestamp = ts->samples[j]->timestamp;
+        }
+        s[i] = (struct prom_series_in){(const char *)key, kl, ts->n_labels, sm, ts->n_samples};
+    }
+    *series = s;
+    *n = nts;
+    return 0;
+}
+
+int prom_write_decode(struct prom_arena *a, const uint8_t *buf, size_t len,
+                      struct prom_series_in **series, size_t *n)
+{
+    if (prom_scan_write(a, buf, len, series, n))
+        return 0;
+    return prom_write_unpack(a, buf, len, series, n);
+}
+
+/* The next label of a key at *p (< end): its bytes in *l. */
+static void prom_key_next(const uint8_t **p, const uint8_t *end, ProtobufCBinaryData *l)
+{
+    size_t len = 0;
+    (*p)++; /* PROM_TAG_LABELS */
+    prom_len(p, end, &len); /* a key holds whole labels */
+    l->data = (uint8_t *)*p;
+    l->len = len;
+    *p += len;
+}
+
+bool prom_series_in_equal(const struct prom_series_in *x, const struct prom_series_in *y)
+{
+    if (x->n_labels != y->n_labels || x->n_samples != y->n_samples)
+        return false;
+    const uint8_t *px = (const uint8_t *)x->key, *ex = px + x->key_len;
+    const uint8_t *py = (const uint8_t *)y->key, *ey = py + y->key_len;
+    for (size_t i = 0; i < x->n_labels; i++) {
+        ProtobufCBinaryData lx, ly;
+        prom_key_next(&px, ex, &lx);
+        prom_key_next(&py, ey, &ly);
+        if (lx.len != ly.len || (lx.len && memcmp(lx.data, ly.data, lx.len)))
+            return false;
+    }
+    for (size_t i = 0; i < x->n_samples; i++)
+        if (memcmp(&x->samples[i].value, &y->samples[i].value, sizeof(double)) ||
+            x->samples[i].timestamp != y->samples[i].timestamp)
+            return false;
+    return true;
+}
+
+int prom_series_labels(struct prom_arena *a, const struct prom_series_in *s,
+                       Prometheus__TimeSeries **out)
+{
+    Prometheus__TimeSeries *d = prom_arena_alloc(a, sizeof(*d));
+    Prometheus__Label **labels =
+        prom_arena_alloc(a, (s->n_labels ? s->n_labels : 1) * sizeof(*labels));
+    if (!d || !labels)
+        return 500;
+    prometheus__time_series__init(d);
+    const uint8_t *p = (const uint8_t *)s->key, *end = p + s->key_len;
+    for (size_t i = 0; i < s->n_labels; i++) {
+        ProtobufCBinaryData l;
+        prom_key_next(&p, end, &l);
+        if (!(labels[i] = prometheus__label__unpack(&a->alloc, l.len, l.data)))
+            return 400;
+    }
+    d->n_labels = s->n_labels;
+    d->labels = labels;
+    *out = d;
+    return 0;
+}
+
 /* ---- series cache ----------------------------------------------------------------------- */
 
 /* Entries are appended to one byte area: u32 key length, u16 name count (1 + 2 x ntags),
@@ -428,29 +660,22 @@ void prom_series_cache_free(struct prom_series_cache *c)
     free(c);
 }
 
+uint64_t prom_series_cache_hash(const struct prom_series_cache *c, const char *key, size_t len)
+{
+    return hash_bytes(key, len, c->seed);
+}
+
 const char *prom_series_key(const struct prom_series_cache *c, const ProtobufCBinaryData *labels,
                             size_t n_labels, struct prom_arena *a, size_t *len, uint64_t *hash)
 {
-    size_t need = 0;
-    for (size_t i = 0; i < n_labels; i++)
-        need += 4 + labels[i].len;
-    if (need == 0)
-        need = 1; /* a series without labels: one byte, never a valid key of labels */
-    char *key = prom_arena_alloc(a, need);
+    size_t need = prom_key_size(labels, n_labels);
+    uint8_t *key = prom_arena_alloc(a, need);
     if (!key)
         return NULL;
-    char *w = key;
-    if (n_labels == 0)
-        *w = 0;
-    for (size_t i = 0; i < n_labels; i++) {
-        uint32_t l = (uint32_t)labels[i].len;
-        memcpy(w, &l, 4);
-        coding_copy_short(w + 4, labels[i].data, labels[i].len); /* ~10-30 bytes: no call */
-        w += 4 + labels[i].len;
-    }
+    prom_key_write(key, labels, n_labels);
     *len = need;
-    *hash = hash_bytes(key, need, c->seed);
-    return key;
+    *hash = prom_series_cache_hash(c, (const char *)key, need);
+    return (const char *)key;
 }
 
 /* REQUIRES: c->mu held. The entry of key, or NULL. */

@@ -84,8 +84,45 @@ bool prom_snappy_encode(const void *in, size_t len, char **out, size_t *out_len)
 int prom_map_series(const struct prom_map *m, const Prometheus__TimeSeries *ts, char **buf,
                     size_t *cap, struct put_point *p, char *msg, size_t msg_size);
 
-/* The series cache of the write path: the encoded Label messages of a series (its key: each
- * label's bytes after a 4-byte length, in the order sent) -> the names prom_map_series made of
+/* A WriteRequest as the write path reads it: per series, its labels still encoded, as one key,
+ * and its samples. */
+struct prom_sample_in {
+    double value;
+    int64_t timestamp; /* ms */
+};
+struct prom_series_in {
+    /* The series cache's key: its labels in wire form (each one the byte 0x0a, its length as a
+     * varint, then its encoded Label message), in the order sent; the single byte 0 when the
+     * series has none. */
+    const char *key;
+    size_t key_len;
+    size_t n_labels;
+    const struct prom_sample_in *samples;
+    size_t n_samples;
+};
+/* Decodes a WriteRequest (buf, len bytes) into *series (*n of them). A body of the usual shape
+ * (only WriteRequest.timeseries; in each series its labels first, then its samples; each sample
+ * its value then its timestamp, as Prometheus and the Go/Python libraries write them) is read in
+ * place: the keys point into buf. Any other body goes through protobuf-c's unpack of
+ * WriteRequestLazy, with the same result for every body both read. Everything else is in arena
+ * a (valid until its reset, and while buf is). Labels are not decoded here (prom_series_labels).
+ * Returns 0, 400 (not a WriteRequest protobuf-c reads) or 500 (out of memory). */
+int prom_write_decode(struct prom_arena *a, const uint8_t *buf, size_t len,
+                      struct prom_series_in **series, size_t *n);
+/* As prom_write_decode, every body through protobuf-c (its general path; the tests and the fuzz
+ * target compare the two). Keys made here hold canonical varint lengths. */
+int prom_write_unpack(struct prom_arena *a, const uint8_t *buf, size_t len,
+                      struct prom_series_in **series, size_t *n);
+/* Whether x and y hold the same labels (bytes) and samples (bits), whatever their keys' length
+ * varints. */
+bool prom_series_in_equal(const struct prom_series_in *x, const struct prom_series_in *y);
+/* Decodes the labels of s (its key) into a TimeSeries of Label messages, in arena a (no
+ * samples). Returns 0, 400 (a label that is not a Label message) or 500 (out of memory). */
+int prom_series_labels(struct prom_arena *a, const struct prom_series_in *s,
+                       Prometheus__TimeSeries **out);
+
+/* The series cache of the write path: the encoded Label messages of a series (its key: struct
+ * prom_series_in's) -> the names prom_map_series made of
  * them, for series whose mapping and name checks (put_check_names) passed. A hit skips decoding
  * the labels, mapping and checking them; the mapping depends only on the key and on settings
  * fixed for the daemon's life (tsd.core.tag.allow_specialchars, tsd.prometheus.default_tag, put's
@@ -99,8 +136,11 @@ struct prom_series_cache;
  * prom_series_cache_free(), or NULL when out of memory. */
 struct prom_series_cache *prom_series_cache_new(size_t max_bytes);
 void prom_series_cache_free(struct prom_series_cache *c); /* accepts NULL */
-/* The key of a series with these labels, in a new block of arena a (valid until
- * prom_arena_clear), its length in *len and its hash in *hash; NULL when out of memory. */
+/* The hash of a key in this cache (its random seed). */
+uint64_t prom_series_cache_hash(const struct prom_series_cache *c, const char *key, size_t len);
+/* The key of a series with these labels (each an encoded Label; struct prom_series_in's form),
+ * in a new block of arena a (valid until prom_arena_clear), its length in *len and its hash in
+ * *hash; NULL when out of memory. */
 const char *prom_series_key(const struct prom_series_cache *c, const ProtobufCBinaryData *labels,
                             size_t n_labels, struct prom_arena *a, size_t *len, uint64_t *hash);
 /* Looks key up; on a hit copies its names into a new block of arena a (valid until

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/coding.h"
 #include "tests/lib/ctest.h"
 #include "tsd/proto_prom.h"
 
@@ -424,6 +425,181 @@ static void test_prom_write_lazy_view(void **state)
     free(body);
 }
 
+/* Protobuf wire bytes built by hand, to make shapes protobuf-c's packer does not. */
+struct wire {
+    uint8_t b[1024];
+    size_t n;
+};
+
+static void w_byte(struct wire *w, uint8_t c)
+{
+    w->b[w->n++] = c;
+}
+
+static void w_varint(struct wire *w, uint64_t v)
+{
+    w->n += coding_put_varint64(w->b + w->n, v);
+}
+
+/* A length-delimited field: tag, length, bytes; long_len writes the length as a 2-byte varint
+ * even when one byte would do (legal, not canonical). */
+static void w_field(struct wire *w, uint8_t tag, const void *p, size_t n, bool long_len)
+{
+    w_byte(w, tag);
+    if (long_len && n < 128) {
+        w_byte(w, (uint8_t)(n | 0x80));
+        w_byte(w, 0);
+    } else {
+        w_varint(w, n);
+    }
+    memcpy(w->b + w->n, p, n);
+    w->n += n;
+}
+
+static void w_label(struct wire *w, const char *k, const char *v, bool long_len)
+{
+    struct wire l = {.n = 0};
+    w_field(&l, 0x0a, k, strlen(k), false);
+    w_field(&l, 0x12, v, strlen(v), false);
+    w_field(w, 0x0a, l.b, l.n, long_len);
+}
+
+/* A Sample: value then timestamp (or the other way round), each left out when 0. */
+static void w_sample(struct wire *w, double v, int64_t ts, bool ts_first)
+{
+    struct wire s = {.n = 0};
+    uint8_t le[8];
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    coding_put_le64(le, bits);
+    for (int i = 0; i < 2; i++) {
+        if ((i == 0) != ts_first && bits) {
+            w_byte(&s, 0x09);
+            memcpy(s.b + s.n, le, 8);
+            s.n += 8;
+        } else if ((i == 0) == ts_first && ts) {
+            w_byte(&s, 0x10);
+            w_varint(&s, (uint64_t)ts);
+        }
+    }
+    w_field(w, 0x12, s.b, s.n, false);
+}
+
+/* Decodes body both ways; returns whether the direct scan read it in place (its keys point into
+ * the body), after checking both give the same status and, when 0, the same series. */
+static bool decode_both(const struct wire *body, int want_status, size_t want_series)
+{
+    struct prom_arena a1, a2;
+    prom_arena_init(&a1);
+    prom_arena_init(&a2);
+    struct prom_series_in *s1 = NULL, *s2 = NULL;
+    size_t n1 = 0, n2 = 0;
+    int st1 = prom_write_decode(&a1, body->b, body->n, &s1, &n1);
+    int st2 = prom_write_unpack(&a2, body->b, body->n, &s2, &n2);
+    assert_int_equal(st1, want_status);
+    assert_int_equal(st2, want_status);
+    bool in_place = false;
+    if (st1 == 0) {
+        assert_int_equal(n1, want_series);
+        assert_int_equal(n2, want_series);
+        for (size_t i = 0; i < n1; i++) {
+            assert_true(prom_series_in_equal(&s1[i], &s2[i]));
+            const uint8_t *k = (const uint8_t *)s1[i].key;
+            if (s1[i].n_labels && k >= body->b && k < body->b + body->n)
+                in_place = true;
+        }
+    }
+    prom_arena_clear(&a1);
+    prom_arena_clear(&a2);
+    return in_place;
+}
+
+/* prom_write_decode reads the usual shape in place and every other body through protobuf-c,
+ * with the same series either way; bodies protobuf-c refuses are refused. */
+static void test_prom_write_scan_equals_unpack(void **state)
+{
+    (void)state;
+    /* the usual shape: 3 series of 3 labels and 1-2 samples; a negative timestamp (10 bytes) */
+    struct wire body = {.n = 0};
+    for (int i = 0; i < 3; i++) {
+        struct wire ts = {.n = 0};
+        char host[16];
+        snprintf(host, sizeof(host), "web%02d", i);
+        w_label(&ts, "__name__", "cpu_user", false);
+        w_label(&ts, "host", host, false);
+        w_label(&ts, "dc", "lhr", false);
+        w_sample(&ts, 1.25 * i, 1700000000000 + i, false);
+        if (i == 2)
+            w_sample(&ts, -3.5, -5, false);
+        w_field(&body, 0x0a, ts.b, ts.n, false);
+    }
+    assert_true(decode_both(&body, 0, 3));
+    struct prom_arena a;
+    prom_arena_init(&a);
+    struct prom_series_in *s;
+    size_t n;
+    assert_int_equal(prom_write_decode(&a, body.b, body.n, &s, &n), 0);
+    assert_int_equal(s[2].n_samples, 2);
+    assert_true(s[2].samples[1].value == -3.5);
+    assert_int_equal(s[2].samples[1].timestamp, -5);
+    assert_int_equal(s[1].n_labels, 3);
+    Prometheus__TimeSeries *dec;
+    assert_int_equal(prom_series_labels(&a, &s[1], &dec), 0);
+    assert_string_equal(dec->labels[1]->name, "host");
+    assert_string_equal(dec->labels[1]->value, "web01");
+    prom_arena_clear(&a);
+
+    /* in place too: a value and a timestamp of 0 (left out), no label, non-canonical lengths */
+    struct wire z = {.n = 0}, zs = {.n = 0};
+    w_label(&zs, "__name__", "up", true);
+    w_sample(&zs, 0.0, 0, false);
+    w_field(&z, 0x0a, zs.b, zs.n, true);
+    struct wire nol = {.n = 0};
+    w_sample(&nol, 2.0, 1700000000000, false);
+    w_field(&z, 0x0a, nol.b, nol.n, false);
+    assert_true(decode_both(&z, 0, 2));
+
+    /* other shapes, through protobuf-c, same series: the timestamp before the value; a label
+     * after a sample; an unknown field (an exemplar, 3); a field of the request but series */
+    struct wire o1 = {.n = 0}, t1 = {.n = 0};
+    w_label(&t1, "__name__", "m", false);
+    w_sample(&t1, 7.0, 1700000000001, true);
+    w_field(&o1, 0x0a, t1.b, t1.n, false);
+    assert_false(decode_both(&o1, 0, 1));
+    struct wire o2 = {.n = 0}, t2 = {.n = 0};
+    w_label(&t2, "__name__", "m", false);
+    w_sample(&t2, 7.0, 1700000000001, false);
+    w_label(&t2, "host", "a", false);
+    w_field(&o2, 0x0a, t2.b, t2.n, false);
+    assert_false(decode_both(&o2, 0, 1));
+    struct wire o3 = {.n = 0}, t3 = {.n = 0};
+    w_label(&t3, "__name__", "m", false);
+    w_sample(&t3, 7.0, 1700000000001, false);
+    w_field(&t3, 0x1a, "\x0a\x00", 2, false);
+    w_field(&o3, 0x0a, t3.b, t3.n, false);
+    assert_false(decode_both(&o3, 0, 1));
+    struct wire o4 = o1;
+    w_field(&o4, 0x1a, "x", 1, false); /* WriteRequest.metadata = 3 */
+    assert_false(decode_both(&o4, 0, 1));
+
+    /* refused both ways: cut short; a length past the end; the value with another wire type */
+    struct wire bad = body;
+    bad.n -= 3;
+    decode_both(&bad, 400, 0);
+    struct wire b2 = {.n = 0};
+    w_byte(&b2, 0x0a);
+    w_byte(&b2, 0x7f);
+    decode_both(&b2, 400, 0);
+    struct wire b3 = {.n = 0}, t4 = {.n = 0};
+    w_label(&t4, "__name__", "m", false);
+    w_field(&t4, 0x12, "\x08\x01", 2, false); /* Sample.value as a varint */
+    w_field(&b3, 0x0a, t4.b, t4.n, false);
+    decode_both(&b3, 400, 0);
+    /* empty: no series */
+    struct wire e = {.n = 0};
+    decode_both(&e, 0, 0);
+}
+
 /* The series cache: a hit gives back the names stored under the same key bytes, a different
  * key (one byte changed, or labels split differently) misses, and filling it past its bound
  * drops everything and keeps working. */
@@ -715,6 +891,7 @@ int main(void)
         cmocka_unit_test(test_prom_write_decode),
         cmocka_unit_test(test_prom_scratch_reuse),
         cmocka_unit_test(test_prom_write_lazy_view),
+        cmocka_unit_test(test_prom_write_scan_equals_unpack),
         cmocka_unit_test(test_prom_series_cache),
         cmocka_unit_test(test_prom_series_cache_threads),
         cmocka_unit_test(test_prom_matchers),
