@@ -406,6 +406,32 @@ static inline bool prom_len(const uint8_t **p, const uint8_t *end, size_t *len)
     return true;
 }
 
+/* Counts the length-delimited fields of tag `tag` that [p, end) consists of; false when any
+ * byte is not part of one. */
+static bool prom_count_fields(const uint8_t *p, const uint8_t *end, uint8_t tag, size_t *count)
+{
+    size_t n = 0, len = 0;
+    while (p < end) {
+        if (*p++ != tag || !prom_len(&p, end, &len))
+            return false;
+        p += len;
+        n++;
+    }
+    *count = n;
+    return true;
+}
+
+/* The bytes of the length-delimited field at *p (already checked: by prom_count_fields, or a
+ * key's label), *len of them; *p moves past it. */
+static const uint8_t *prom_field(const uint8_t **p, const uint8_t *end, size_t *len)
+{
+    (*p)++; /* its tag */
+    prom_len(p, end, len);
+    const uint8_t *f = *p;
+    *p += *len;
+    return f;
+}
+
 /* One Sample's bytes [p, end) in the usual shape: the value (if not 0) then the timestamp (if not
  * 0), each at most once. False for anything else. */
 static bool prom_scan_sample(const uint8_t *p, const uint8_t *end, struct prom_sample_in *out)
@@ -445,23 +471,15 @@ static bool prom_scan_series(struct prom_arena *a, const uint8_t *p, const uint8
     out->key = nl ? (const char *)k : "";
     out->key_len = nl ? (size_t)(p - k) : 1;
     out->n_labels = nl;
-    const uint8_t *s0 = p;
-    while (p < end) {
-        if (*p++ != PROM_TAG_SAMPLES || !prom_len(&p, end, &len))
-            return false;
-        p += len;
-        ns++;
-    }
+    if (!prom_count_fields(p, end, PROM_TAG_SAMPLES, &ns))
+        return false;
     struct prom_sample_in *sm = prom_arena_alloc(a, (ns ? ns : 1) * sizeof(*sm));
     if (!sm)
         return false;
-    p = s0;
     for (size_t i = 0; i < ns; i++) {
-        p++;
-        prom_len(&p, end, &len); /* checked above */
-        if (!prom_scan_sample(p, p + len, &sm[i]))
+        const uint8_t *f = prom_field(&p, end, &len);
+        if (!prom_scan_sample(f, f + len, &sm[i]))
             return false;
-        p += len;
     }
     out->samples = sm;
     out->n_samples = ns;
@@ -474,22 +492,15 @@ static bool prom_scan_write(struct prom_arena *a, const uint8_t *buf, size_t len
 {
     const uint8_t *p = buf, *end = buf + len;
     size_t nts = 0, l = 0;
-    while (p < end) {
-        if (*p++ != PROM_TAG_SERIES || !prom_len(&p, end, &l))
-            return false;
-        p += l;
-        nts++;
-    }
+    if (!prom_count_fields(p, end, PROM_TAG_SERIES, &nts))
+        return false;
     struct prom_series_in *s = prom_arena_alloc(a, (nts ? nts : 1) * sizeof(*s));
     if (!s)
         return false;
-    p = buf;
     for (size_t i = 0; i < nts; i++) {
-        p++;
-        prom_len(&p, end, &l); /* checked above */
-        if (!prom_scan_series(a, p, p + l, &s[i]))
+        const uint8_t *f = prom_field(&p, end, &l);
+        if (!prom_scan_series(a, f, f + l, &s[i]))
             return false;
-        p += l;
     }
     *series = s;
     *n = nts;
@@ -534,17 +545,6 @@ int prom_write_decode(struct prom_arena *a, const uint8_t *buf, size_t len,
     return prom_write_unpack(a, buf, len, series, n);
 }
 
-/* The next label of a key at *p (< end): its bytes in *l. */
-static void prom_key_next(const uint8_t **p, const uint8_t *end, ProtobufCBinaryData *l)
-{
-    size_t len = 0;
-    (*p)++; /* PROM_TAG_LABELS */
-    prom_len(p, end, &len); /* a key holds whole labels */
-    l->data = (uint8_t *)*p;
-    l->len = len;
-    *p += len;
-}
-
 bool prom_series_in_equal(const struct prom_series_in *x, const struct prom_series_in *y)
 {
     if (x->n_labels != y->n_labels || x->n_samples != y->n_samples)
@@ -552,10 +552,9 @@ bool prom_series_in_equal(const struct prom_series_in *x, const struct prom_seri
     const uint8_t *px = (const uint8_t *)x->key, *ex = px + x->key_len;
     const uint8_t *py = (const uint8_t *)y->key, *ey = py + y->key_len;
     for (size_t i = 0; i < x->n_labels; i++) {
-        ProtobufCBinaryData lx, ly;
-        prom_key_next(&px, ex, &lx);
-        prom_key_next(&py, ey, &ly);
-        if (lx.len != ly.len || (lx.len && memcmp(lx.data, ly.data, lx.len)))
+        size_t lx = 0, ly = 0;
+        const uint8_t *fx = prom_field(&px, ex, &lx), *fy = prom_field(&py, ey, &ly);
+        if (lx != ly || (lx && memcmp(fx, fy, lx)))
             return false;
     }
     for (size_t i = 0; i < x->n_samples; i++)
@@ -576,9 +575,9 @@ int prom_series_labels(struct prom_arena *a, const struct prom_series_in *s,
     prometheus__time_series__init(d);
     const uint8_t *p = (const uint8_t *)s->key, *end = p + s->key_len;
     for (size_t i = 0; i < s->n_labels; i++) {
-        ProtobufCBinaryData l;
-        prom_key_next(&p, end, &l);
-        if (!(labels[i] = prometheus__label__unpack(&a->alloc, l.len, l.data)))
+        size_t len = 0;
+        const uint8_t *f = prom_field(&p, end, &len); /* a key holds whole labels */
+        if (!(labels[i] = prometheus__label__unpack(&a->alloc, len, f)))
             return 400;
     }
     d->n_labels = s->n_labels;
