@@ -74,6 +74,44 @@ enum put_status {
 enum put_status put_parse_line(const char *line, size_t len, const struct put_rules *rules,
                                struct put_point *out, char *msg, size_t msg_size);
 
+/* The tags text of the last line put_parse_line_memo split without error, kept for the next
+ * lines of the same stream (a telnet connection: a collector sends one host's metrics together,
+ * with the same tags text): the text, its split (each tag's offsets: tag i's key is
+ * text[k, k + klen), its value the vlen bytes after the '=' that follows), whether every byte
+ * of its tag names and values is a put_str_plain one, and the tags' part of the series key
+ * (put_point_key_write's bytes after the metric's NUL). A text longer than PUT_MEMO_TEXT bytes or
+ * with more than PUT_MEMO_TAGS tags (after repeats are dropped) is not kept, nor one the split
+ * refuses (its error is found again for each line). Caller's storage, held by value (about
+ * 620 bytes); zero-initialised it holds nothing. The split is a function of the text alone, so
+ * a line whose tags text is the memo's byte for byte gets exactly the fresh split; the checks
+ * after it (value, timestamp, tag count against the rules, names) run for every line. */
+#define PUT_MEMO_TEXT 256
+#define PUT_MEMO_TAGS 16
+struct put_memo {
+    uint16_t text_len; /* 0: holds nothing */
+    uint16_t key_len;
+    uint16_t ntags;
+    bool plain;
+    bool last; /* the last put_parse_line_memo on it returned PUT_OK with these tags */
+    struct {
+        uint16_t k, klen, vlen;
+    } tag[PUT_MEMO_TAGS];
+    char text[PUT_MEMO_TEXT];
+    char key[PUT_MEMO_TEXT + 1]; /* "k\0v\0" per tag: at most the text's length + 1 */
+};
+
+/* put_parse_line with a memo (NULL: none): a line whose tags text is memo's takes its split from
+ * memo (tag strings still point into the line); another whose split succeeds and fits replaces
+ * memo's content. The same results, points and messages as put_parse_line. Sets memo->last. */
+enum put_status put_parse_line_memo(const char *line, size_t len, const struct put_rules *rules,
+                                    struct put_memo *memo, struct put_point *out, char *msg,
+                                    size_t msg_size);
+
+/* For p just returned PUT_OK by put_parse_line_memo on m with m->last set: writes p's series key,
+ * the bytes put_point_key_write writes, at w (room for p->metric.len + 1 + m->key_len bytes)
+ * from the metric and m's key part; returns its length (put_point_key_len(p)). */
+size_t put_memo_key_write(const struct put_memo *m, const struct put_point *p, char *w);
+
 /* The checks after parsing, shared by every input path, in OpenTSDB's order: value typing
  * (value text -> integer / float / double, NaN and infinity refused), timestamp range, tag
  * count, then metric/tag character rules. `value` is the value's text. On failure writes the
