@@ -575,12 +575,37 @@ static enum put_status put_check(struct put_point *p, struct put_str value,
     return PUT_OK;
 }
 
+/* The high bit of each byte of x (8 bytes of a name) that is not a put_name_char, the others 0:
+ * the same set as put_tag_class' PUT_TC_PLAIN (test_put checks every byte value in every
+ * position), tested on 8 bytes at once. For a byte b below 0x80, b + (0x80 - lo) has its high
+ * bit set iff b >= lo, and b + (0x7F - hi) iff b > hi (no sum carries into the next byte); the
+ * plain bytes are '-' .. '9' (0x2D-0x39: "-./" and the digits), '_', and the letters, which
+ * b | 0x20 maps to 'a' .. 'z' (and nothing else does). */
+static inline uint64_t put_plain8_bad(uint64_t x)
+{
+    const uint64_t one = 0x0101010101010101ULL, high = one * 0x80;
+#define PUT_IN_RANGE(v, lo, hi) (((v) + one * (0x80 - (lo))) & ~((v) + one * (0x7F - (hi))))
+    uint64_t y = x & ~high;
+    uint64_t in = PUT_IN_RANGE(y, 0x2D, 0x39) | PUT_IN_RANGE(y, 0x5F, 0x5F) |
+                  PUT_IN_RANGE(y | one * 0x20, 0x61, 0x7A);
+#undef PUT_IN_RANGE
+    return (~in | x) & high;
+}
+
 bool put_str_plain(struct put_str s)
 {
-    for (size_t i = 0; i < s.len; i++)
-        if (!put_name_char((unsigned char)s.p[i]))
-            return false;
-    return true;
+    const uint8_t *u = (const uint8_t *)s.p;
+    if (s.len < 8) {
+        for (size_t i = 0; i < s.len; i++)
+            if (!put_name_char(u[i]))
+                return false;
+        return true;
+    }
+    /* 8 bytes at a time; the last 8 (overlapping the previous word) end it */
+    uint64_t bad = 0;
+    for (size_t i = 0; i + 8 < s.len; i += 8)
+        bad |= put_plain8_bad(coding_get_le64(u + i));
+    return (bad | put_plain8_bad(coding_get_le64(u + s.len - 8))) == 0;
 }
 
 /* True if the metric and every tag name and value use only the characters every name may use. */
@@ -737,6 +762,48 @@ static char *put_tags_key_write(char *w, const struct put_point *p)
     return w;
 }
 
+/* The timestamp token's value (dots removed, then the strict long parse; digits alone have no
+ * dot), or false with the NumberFormatException message in num. */
+static bool put_parse_ts(struct put_str t, int64_t *ts, char *num, size_t num_size)
+{
+    if (put_long_fast(t.p, t.len, ts))
+        return true;
+    if (!memchr(t.p, '.', t.len))
+        return put_parse_long(t.p, t.len, ts, num, num_size);
+    char tmp[64];
+    size_t n = 0;
+    for (size_t i = 0; i < t.len; i++) {
+        if (t.p[i] == '.')
+            continue;
+        if (n == sizeof(tmp)) {
+            put_msg(num, num_size, "Value too long: %.*s", (int)t.len, t.p);
+            return false;
+        }
+        tmp[n++] = t.p[i];
+    }
+    return put_parse_long(tmp, n, ts, num, num_size);
+}
+
+/* Whether the timestamp text t is the one m keeps: texts of 8 to 16 bytes are kept as their
+ * first and last 8 bytes (which cover every byte), compared in two loads. */
+static inline bool put_memo_ts_same(const struct put_memo *m, struct put_str t)
+{
+    return t.len == m->ts_len && t.len >= 8 &&
+           coding_get_le64((const uint8_t *)t.p) == m->ts_head &&
+           coding_get_le64((const uint8_t *)t.p + t.len - 8) == m->ts_tail;
+}
+
+/* Keeps the timestamp text t, parsed to ts, in m when it has 8 to 16 bytes. */
+static void put_memo_ts_keep(struct put_memo *m, struct put_str t, int64_t ts)
+{
+    if (t.len < 8 || t.len > 16)
+        return;
+    m->ts_len = (uint8_t)t.len;
+    m->ts_head = coding_get_le64((const uint8_t *)t.p);
+    m->ts_tail = coding_get_le64((const uint8_t *)t.p + t.len - 8);
+    m->ts = ts;
+}
+
 /* Keeps the split of the tags text [text, text + len) (out's tags, plain: put_split_tags'
  * result) in m when it fits; false (m unchanged) when it does not. */
 static bool put_memo_keep(struct put_memo *m, const char *text, size_t len,
@@ -799,30 +866,16 @@ enum put_status put_parse_line_memo(const char *line, size_t len, const struct p
         put_msg(msg, msg_size, "put: illegal argument: empty metric name");
         return PUT_EARG;
     }
-    /* Timestamp: dots removed, then the strict long parse (digits alone have no dot). */
+    /* Timestamp: the memo's when its text is the memo's, else parsed (and kept). */
     int64_t ts;
-    bool ok = put_long_fast(tok[2].p, tok[2].len, &ts);
-    if (!ok && memchr(tok[2].p, '.', tok[2].len)) {
-        char tmp[64];
-        size_t n = 0;
-        bool toolong = false;
-        for (size_t i = 0; i < tok[2].len; i++) {
-            if (tok[2].p[i] == '.')
-                continue;
-            if (n == sizeof(tmp)) {
-                toolong = true;
-                break;
-            }
-            tmp[n++] = tok[2].p[i];
-        }
-        if (toolong) {
-            put_msg(num, sizeof(num), "Value too long: %.*s", (int)tok[2].len, tok[2].p);
-            ok = false;
-        } else {
-            ok = put_parse_long(tmp, n, &ts, num, sizeof(num));
-        }
-    } else if (!ok) {
-        ok = put_parse_long(tok[2].p, tok[2].len, &ts, num, sizeof(num));
+    bool ok;
+    if (memo && put_memo_ts_same(memo, tok[2])) {
+        ts = memo->ts;
+        ok = true;
+    } else {
+        ok = put_parse_ts(tok[2], &ts, num, sizeof(num));
+        if (ok && memo)
+            put_memo_ts_keep(memo, tok[2], ts);
     }
     if (!ok) {
         put_msg(msg, msg_size, "put: invalid value: %s", num);
@@ -836,9 +889,7 @@ enum put_status put_parse_line_memo(const char *line, size_t len, const struct p
         put_msg(msg, msg_size, "put: illegal argument: empty value");
         return PUT_EARG;
     }
-    bool plain = true;
-    for (size_t i = 0; i < tok[1].len; i++)
-        plain &= put_name_char((unsigned char)tok[1].p[i]);
+    bool plain = put_str_plain(tok[1]);
     size_t tl = (size_t)(end - rest);
     if (memo && tl == memo->text_len && tl > 0 && !memcmp(rest, memo->text, tl)) {
         out->ntags = memo->ntags;
