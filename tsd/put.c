@@ -431,8 +431,8 @@ enum put_names_known {
 };
 
 static enum put_status put_check_names_walk(const struct put_point *p,
-                                            const struct put_rules *rules, int max_tags,
-                                            char *msg, size_t msg_size);
+                                            const struct put_rules *rules, int max_tags, char *msg,
+                                            size_t msg_size);
 
 /* Tag count and names (checkMetricAndTags): the usual outcome here, the rest (every error, and
  * names the rules must walk) in put_check_names_walk. */
@@ -460,8 +460,9 @@ static inline enum put_status put_check_names_of(const struct put_point *p,
 /* The tag count's errors, then the name rules on every name in OpenTSDB's order (out of line:
  * its frame holds a list of every name). */
 static __attribute__((noinline)) enum put_status put_check_names_walk(const struct put_point *p,
-                                            const struct put_rules *rules, int max_tags,
-                                            char *msg, size_t msg_size)
+                                                                      const struct put_rules *rules,
+                                                                      int max_tags, char *msg,
+                                                                      size_t msg_size)
 {
     if (p->ntags == 0 || p->ntags > (size_t)max_tags) {
         size_t n = 0;
@@ -623,8 +624,8 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
     /* names made only of the characters every name may use need no rule walk (the telnet
      * parser finds this while splitting; a JSON body's names are checked here, one table
      * lookup per byte) */
-    return put_check(p, value, rules, put_names_plain(p) ? PUT_NAMES_PLAIN : PUT_NAMES_UNKNOWN,
-                     msg, msg_size);
+    return put_check(p, value, rules, put_names_plain(p) ? PUT_NAMES_PLAIN : PUT_NAMES_UNKNOWN, msg,
+                     msg_size);
 }
 
 enum put_status put_check_point_names(struct put_point *p, struct put_str value,
@@ -668,9 +669,9 @@ enum put_status put_check_typed(struct put_point *p, struct put_value v,
  * error. Sets out's tags and *plain (every byte of the names and values a put_name_char); on
  * an error writes the reply ("put: illegal argument: ...") into msg. A function of the text
  * alone (and of rules only for the error past PUT_MAX_TAGS), which put_memo relies on. */
-static enum put_status put_split_tags(const char *p, const char *end,
-                                      const struct put_rules *rules, struct put_point *out,
-                                      bool *plain_out, char *msg, size_t msg_size)
+static enum put_status put_split_tags(const char *p, const char *end, const struct put_rules *rules,
+                                      struct put_point *out, bool *plain_out, char *msg,
+                                      size_t msg_size)
 {
     out->ntags = 0;
     bool plain = true;
@@ -837,7 +838,7 @@ enum put_status put_parse_line_memo(const char *line, size_t len, const struct p
     struct put_str tok[4];
     size_t ntok = 0;
     const char *p = line, *end = line + len;
-    const char *rest = NULL; /* start of token 4 */
+    const char *rest = NULL;                   /* start of token 4 */
     if (len > 4 && !memcmp(line, "put ", 4)) { /* the usual first token, without a search */
         tok[ntok++] = (struct put_str){line, 3};
         p = line + 4;
@@ -911,8 +912,8 @@ enum put_status put_parse_line_memo(const char *line, size_t len, const struct p
     out->ts_ms = ts;
     char m2[1024];
     /* the split's names are never empty (nor is the metric, checked above) */
-    enum put_status st = put_check(out, tok[3], rules, plain ? PUT_NAMES_VALID : PUT_NAMES_UNKNOWN,
-                                   m2, sizeof(m2));
+    enum put_status st =
+        put_check(out, tok[3], rules, plain ? PUT_NAMES_VALID : PUT_NAMES_UNKNOWN, m2, sizeof(m2));
     if (st != PUT_OK) {
         put_msg(msg, msg_size, "put: %s", m2);
         return st;

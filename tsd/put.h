@@ -96,7 +96,7 @@ struct put_memo {
     int64_t ts;                /* its value */
     uint8_t ts_len;            /* its length; 0: none kept */
     bool plain;
-    bool last; /* the last put_parse_line_memo on it returned PUT_OK with these tags */
+    bool last;         /* the last put_parse_line_memo on it returned PUT_OK with these tags */
     uint16_t text_len; /* the tags text's length; 0: none kept */
     uint16_t key_len;
     uint16_t ntags;

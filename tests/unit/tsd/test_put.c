@@ -489,8 +489,7 @@ static void test_put_str_plain_every_byte_in_every_position(void **state)
                 memset(s, 'q', sizeof(s));
                 s[at] = (char)c;
                 bool want = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
-                            c == '/';
+                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '/';
                 if (put_str_plain((struct put_str){s, len}) != want)
                     fail_msg("len %zu: byte 0x%02x at %zu", len, c, at);
             }
@@ -556,19 +555,20 @@ static void test_put_memo_reuses_the_same_tags_text_only(void **state)
     assert_int_equal(memo.ntags, 2);
     assert_true(memo.plain);
     /* a host's next metrics: the same tags text */
-    assert_int_equal(memo_parse(&memo, &rules8, "put sys.mem.used 1356998400 4556547126 host=web01 dc=eu"), PUT_OK);
+    assert_int_equal(
+        memo_parse(&memo, &rules8, "put sys.mem.used 1356998400 4556547126 host=web01 dc=eu"),
+        PUT_OK);
     assert_true(memo.last);
     assert_int_equal(memo_parse(&memo, &rules8, "put sys.load 1356998410 0.5 host=web01 dc=eu\r"),
                      PUT_OK);
     /* changed by one byte, longer, shorter, reordered: split afresh (and kept) */
     static const char *const other[] = {
-        "put m 1356998400 1 host=web01 dc=eU", "put m 1356998400 1 host=web01 dc=eu ",
-        "put m 1356998400 1 host=web01 dc=e",  "put m 1356998400 1 dc=eu host=web01",
+        "put m 1356998400 1 host=web01 dc=eU",  "put m 1356998400 1 host=web01 dc=eu ",
+        "put m 1356998400 1 host=web01 dc=e",   "put m 1356998400 1 dc=eu host=web01",
         "put m 1356998400 1 host=web01  dc=eu", "put m 1356998400 1 host=web01 dc=eu dc=eu",
     };
     for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
-        assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=web01 dc=eu"),
-                         PUT_OK);
+        assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=web01 dc=eu"), PUT_OK);
         assert_int_equal(memo_parse(&memo, &rules8, other[i]), PUT_OK);
         assert_true(memo.last);
         assert_int_equal(memo.text_len, strlen(other[i] + 19));
@@ -608,7 +608,7 @@ static void test_put_memo_invalid_tags_repeated(void **state)
     memset(&memo, 0, sizeof(memo));
     assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=a"), PUT_OK);
     static const char *const bad_split[] = {
-        "put m 1356998400 1 host", "put m 1356998400 1 host=a=b", "put m 1356998400 1 =a",
+        "put m 1356998400 1 host",  "put m 1356998400 1 host=a=b",      "put m 1356998400 1 =a",
         "put m 1356998400 1 host=", "put m 1356998400 1 host=a host=b",
     };
     for (size_t i = 0; i < sizeof(bad_split) / sizeof(bad_split[0]); i++) {
@@ -624,8 +624,7 @@ static void test_put_memo_invalid_tags_repeated(void **state)
         assert_string_equal(msg, "put: illegal argument: Invalid tag name with value [a] "
                                  "(\"h@st\"): illegal character: @");
         assert_int_equal(memo_parse(&memo, &special, "put m 1356998400 1 h@st=a"), PUT_OK);
-        assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=caf\xc3\xa9"),
-                         PUT_OK);
+        assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=caf\xc3\xa9"), PUT_OK);
         assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=caf\xe2\x82\xac"),
                          PUT_EARG);
     }
