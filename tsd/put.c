@@ -4,7 +4,9 @@
  * in the order of PutDataPointRpc.importDataPoint -> TSDB.addPoint -> checkTimestampAndTags ->
  * IncomingDataPoints.checkMetricAndTags, so the first error reported is OpenTSDB's first error;
  * (3) error texts are OpenTSDB's exception messages behind the "put: illegal argument: " /
- * "put: invalid value: " prefixes of the telnet reply.
+ * "put: invalid value: " prefixes of the telnet reply; (4) a put_memo keeps only what is a
+ * function of its text alone (a timestamp's value, a tags text's split) and never a text the
+ * parser refused, so a line parsed with it gets what a fresh parse gives.
  *
  * Character.isLetter for non-ASCII names is approximated by put_letter(): any well-formed UTF-8
  * code point outside the common punctuation, symbol, mark and control ranges (documented in
@@ -622,8 +624,8 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
                                 const struct put_rules *rules, char *msg, size_t msg_size)
 {
     /* names made only of the characters every name may use need no rule walk (the telnet
-     * parser finds this while splitting; a JSON body's names are checked here, one table
-     * lookup per byte) */
+     * parser finds this while splitting; a JSON body's names are checked here, by
+     * put_str_plain) */
     return put_check(p, value, rules, put_names_plain(p) ? PUT_NAMES_PLAIN : PUT_NAMES_UNKNOWN, msg,
                      msg_size);
 }
