@@ -4,7 +4,9 @@
  * in the order of PutDataPointRpc.importDataPoint -> TSDB.addPoint -> checkTimestampAndTags ->
  * IncomingDataPoints.checkMetricAndTags, so the first error reported is OpenTSDB's first error;
  * (3) error texts are OpenTSDB's exception messages behind the "put: illegal argument: " /
- * "put: invalid value: " prefixes of the telnet reply.
+ * "put: invalid value: " prefixes of the telnet reply; (4) a put_memo keeps only what is a
+ * function of its text alone (a timestamp's value, a tags text's split) and never a text the
+ * parser refused, so a line parsed with it gets what a fresh parse gives.
  *
  * Character.isLetter for non-ASCII names is approximated by put_letter(): any well-formed UTF-8
  * code point outside the common punctuation, symbol, mark and control ranges (documented in
@@ -34,8 +36,63 @@ static void put_msg(char *msg, size_t size, const char *fmt, ...)
         msg[0] = '\0';
 }
 
+/* The value of 8 ASCII digits, x's bytes (the first digit, the most significant, in the lowest
+ * byte), in *out, or false if one of them is not a digit: a check of all eight bytes at once,
+ * then three multiply-add steps that combine neighbouring digits, pairs, then quadruples. Each
+ * lane stays within its width: 9 * 10 + 9, 99 * 100 + 99 and 9999 * 10000 + 9999. */
+static inline bool put_digits8(uint64_t x, uint64_t *out)
+{
+    /* every byte 0x30..0x39: its high nibble is 3, and adding 6 leaves it 3 (no carry crosses
+     * a byte that passes the first test) */
+    if (((x & 0xF0F0F0F0F0F0F0F0ULL) |
+         (((x + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) != 0x3333333333333333ULL)
+        return false;
+    x -= 0x3030303030303030ULL;
+    x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFULL;
+    x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFULL;
+    x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFULL;
+    *out = x;
+    return true;
+}
+
+/* The usual shape of a timestamp or integer value: an optional sign and 1..16 decimal digits
+ * (below 2^63: no overflow), nothing else; false for anything else, which the general parser
+ * (put_parse_long) takes. The same value as put_parse_long where this succeeds. */
+static inline bool put_long_fast(const char *s, size_t n, int64_t *out)
+{
+    size_t i = n > 1 && (s[0] == '-' || s[0] == '+');
+    size_t nd = n - i;
+    uint64_t v = 0;
+    if (nd >= 8 && nd <= 16) {
+        /* the last 8 digits, then the r before them: the 8 bytes from the first digit keep
+         * those r, moved to the top, behind 8 - r '0's */
+        uint64_t lo, x = coding_get_le64((const uint8_t *)s + i);
+        size_t r = nd - 8;
+        if (!put_digits8(coding_get_le64((const uint8_t *)s + n - 8), &lo))
+            return false;
+        if (r > 0 && r < 8)
+            x = x << (8 * (8 - r)) | 0x3030303030303030ULL >> (8 * r);
+        if (r > 0 && !put_digits8(x, &v))
+            return false;
+        v = v * 100000000 + lo;
+    } else if (nd >= 1 && nd < 8) {
+        for (; i < n; i++) {
+            unsigned d = (unsigned)(unsigned char)s[i] - '0';
+            if (d > 9)
+                return false;
+            v = v * 10 + d;
+        }
+    } else {
+        return false;
+    }
+    *out = s[0] == '-' ? -(int64_t)v : (int64_t)v;
+    return true;
+}
+
 bool put_parse_long(const char *s, size_t n, int64_t *out, char *msg, size_t msg_size)
 {
+    if (put_long_fast(s, n, out))
+        return true;
     if (n == 0) {
         put_msg(msg, msg_size, "Empty string");
         return false;
@@ -366,13 +423,49 @@ static enum put_status put_check_ts(const struct put_point *p, int64_t ts, char 
     return PUT_EARG;
 }
 
-/* Tag count and names (checkMetricAndTags); names_plain: the caller has seen that every byte of
- * the metric and of every tag name and value is a put_name_char, so the name rules need not run
- * again. */
-static enum put_status put_check_names_of(const struct put_point *p, const struct put_rules *rules,
-                                          bool names_plain, char *msg, size_t msg_size)
+/* What a caller knows of a point's names before the name rules run: nothing; that every byte
+ * of the metric and of every tag name and value is a put_name_char (some may be empty); or
+ * that, and none is empty (the telnet split's names: the rules would pass them all). */
+enum put_names_known {
+    PUT_NAMES_UNKNOWN = 0,
+    PUT_NAMES_PLAIN = 1,
+    PUT_NAMES_VALID = 2,
+};
+
+static enum put_status put_check_names_walk(const struct put_point *p,
+                                            const struct put_rules *rules, int max_tags, char *msg,
+                                            size_t msg_size);
+
+/* Tag count and names (checkMetricAndTags): the usual outcome here, the rest (every error, and
+ * names the rules must walk) in put_check_names_walk. */
+static inline enum put_status put_check_names_of(const struct put_point *p,
+                                                 const struct put_rules *rules,
+                                                 enum put_names_known known, char *msg,
+                                                 size_t msg_size)
 {
     int max_tags = rules->max_tags > 0 ? rules->max_tags : 8;
+    if (p->ntags == 0 || p->ntags > (size_t)max_tags)
+        return put_check_names_walk(p, rules, max_tags, msg, msg_size);
+    if (known == PUT_NAMES_VALID)
+        return PUT_OK;
+    if (known == PUT_NAMES_PLAIN && p->metric.len > 0) {
+        size_t i = 0;
+        while (i < p->ntags && p->tagk[i].len > 0 && p->tagv[i].len > 0)
+            i++;
+        if (i == p->ntags)
+            return PUT_OK;
+        /* an empty name: its message comes from the walk */
+    }
+    return put_check_names_walk(p, rules, max_tags, msg, msg_size);
+}
+
+/* The tag count's errors, then the name rules on every name in OpenTSDB's order (out of line:
+ * its frame holds a list of every name). */
+static __attribute__((noinline)) enum put_status put_check_names_walk(const struct put_point *p,
+                                                                      const struct put_rules *rules,
+                                                                      int max_tags, char *msg,
+                                                                      size_t msg_size)
+{
     if (p->ntags == 0 || p->ntags > (size_t)max_tags) {
         size_t n = 0;
         int w;
@@ -393,15 +486,6 @@ static enum put_status put_check_names_of(const struct put_point *p, const struc
         }
         return PUT_EARG;
     }
-    if (names_plain) {
-        for (size_t i = 0; i < p->ntags; i++)
-            if (p->tagk[i].len == 0 || p->tagv[i].len == 0)
-                goto names; /* an empty name: its message comes from the full check */
-        if (p->metric.len == 0)
-            goto names;
-        return PUT_OK;
-    }
-names:;
     const char *sc = rules->special_chars;
     size_t bad;
     struct {
@@ -453,24 +537,25 @@ static void put_set_ts(struct put_point *p, int64_t ts)
     p->ts_ms = p->ms ? ts : ts * 1000;
 }
 
-/* put_check_point with names_plain as put_check_names_of takes it. */
+/* put_check_point with what the caller knows of the names. */
 static enum put_status put_check(struct put_point *p, struct put_str value,
-                                 const struct put_rules *rules, bool names_plain, char *msg,
-                                 size_t msg_size)
+                                 const struct put_rules *rules, enum put_names_known known,
+                                 char *msg, size_t msg_size)
 {
     char num[256];
-    /* Value typing (Tags.looksLikeInteger / fitsInFloat). */
-    bool integer = true;
-    for (size_t i = 0; i < value.len; i++) {
+    int64_t ts = p->ts_ms; /* as given: seconds or ms; converted below */
+    /* Value typing (Tags.looksLikeInteger / fitsInFloat). The usual integer, digits alone,
+     * has no '.', 'e' or 'E': parsed at once. */
+    bool integer = true, parsed = put_long_fast(value.p, value.len, &p->value.i);
+    for (size_t i = 0; !parsed && i < value.len; i++) {
         char c = value.p[i];
         if (c == '.' || c == 'e' || c == 'E') {
             integer = false;
             break;
         }
     }
-    int64_t ts = p->ts_ms; /* as given: seconds or ms; converted below */
     if (integer) {
-        if (!put_parse_long(value.p, value.len, &p->value.i, num, sizeof(num))) {
+        if (!parsed && !put_parse_long(value.p, value.len, &p->value.i, num, sizeof(num))) {
             put_msg(msg, msg_size, "invalid value: %s", num);
             return PUT_ENUMBER;
         }
@@ -487,18 +572,43 @@ static enum put_status put_check(struct put_point *p, struct put_str value,
             return PUT_EARG;
     }
     if (put_check_ts(p, ts, msg, msg_size) != PUT_OK ||
-        put_check_names_of(p, rules, names_plain, msg, msg_size) != PUT_OK)
+        put_check_names_of(p, rules, known, msg, msg_size) != PUT_OK)
         return PUT_EARG;
     put_set_ts(p, ts);
     return PUT_OK;
 }
 
+/* The high bit of each byte of x (8 bytes of a name) that is not a put_name_char, the others 0:
+ * the same set as put_tag_class' PUT_TC_PLAIN (test_put checks every byte value in every
+ * position), tested on 8 bytes at once. For a byte b below 0x80, b + (0x80 - lo) has its high
+ * bit set iff b >= lo, and b + (0x7F - hi) iff b > hi (no sum carries into the next byte); the
+ * plain bytes are '-' .. '9' (0x2D-0x39: "-./" and the digits), '_', and the letters, which
+ * b | 0x20 maps to 'a' .. 'z' (and nothing else does). */
+static inline uint64_t put_plain8_bad(uint64_t x)
+{
+    const uint64_t one = 0x0101010101010101ULL, high = one * 0x80;
+#define PUT_IN_RANGE(v, lo, hi) (((v) + one * (0x80 - (lo))) & ~((v) + one * (0x7F - (hi))))
+    uint64_t y = x & ~high;
+    uint64_t in = PUT_IN_RANGE(y, 0x2D, 0x39) | PUT_IN_RANGE(y, 0x5F, 0x5F) |
+                  PUT_IN_RANGE(y | one * 0x20, 0x61, 0x7A);
+#undef PUT_IN_RANGE
+    return (~in | x) & high;
+}
+
 bool put_str_plain(struct put_str s)
 {
-    for (size_t i = 0; i < s.len; i++)
-        if (!put_name_char((unsigned char)s.p[i]))
-            return false;
-    return true;
+    const uint8_t *u = (const uint8_t *)s.p;
+    if (s.len < 8) {
+        for (size_t i = 0; i < s.len; i++)
+            if (!put_name_char(u[i]))
+                return false;
+        return true;
+    }
+    /* 8 bytes at a time; the last 8 (overlapping the previous word) end it */
+    uint64_t bad = 0;
+    for (size_t i = 0; i + 8 < s.len; i += 8)
+        bad |= put_plain8_bad(coding_get_le64(u + i));
+    return (bad | put_plain8_bad(coding_get_le64(u + s.len - 8))) == 0;
 }
 
 /* True if the metric and every tag name and value use only the characters every name may use. */
@@ -514,23 +624,27 @@ enum put_status put_check_point(struct put_point *p, struct put_str value,
                                 const struct put_rules *rules, char *msg, size_t msg_size)
 {
     /* names made only of the characters every name may use need no rule walk (the telnet
-     * parser finds this while splitting; a JSON body's names are checked here, one table
-     * lookup per byte) */
-    return put_check(p, value, rules, put_names_plain(p), msg, msg_size);
+     * parser finds this while splitting; a JSON body's names are checked here, by
+     * put_str_plain) */
+    return put_check(p, value, rules, put_names_plain(p) ? PUT_NAMES_PLAIN : PUT_NAMES_UNKNOWN, msg,
+                     msg_size);
 }
 
 enum put_status put_check_point_names(struct put_point *p, struct put_str value,
                                       const struct put_rules *rules, bool names_plain, char *msg,
                                       size_t msg_size)
 {
-    return put_check(p, value, rules, names_plain, msg, msg_size);
+    return put_check(p, value, rules, names_plain ? PUT_NAMES_PLAIN : PUT_NAMES_UNKNOWN, msg,
+                     msg_size);
 }
 
 void put_check_names(const struct put_point *p, const struct put_rules *rules,
                      struct put_names *out)
 {
     out->msg[0] = '\0';
-    out->status = put_check_names_of(p, rules, put_names_plain(p), out->msg, sizeof(out->msg));
+    out->status =
+        put_check_names_of(p, rules, put_names_plain(p) ? PUT_NAMES_PLAIN : PUT_NAMES_UNKNOWN,
+                           out->msg, sizeof(out->msg));
 }
 
 enum put_status put_check_typed(struct put_point *p, struct put_value v,
@@ -552,85 +666,18 @@ enum put_status put_check_typed(struct put_point *p, struct put_value v,
     return PUT_OK;
 }
 
-enum put_status put_parse_line(const char *line, size_t len, const struct put_rules *rules,
-                               struct put_point *out, char *msg, size_t msg_size)
+/* The tags (Tags.parse) of the text [p, end): each non-empty space-separated token must split on
+ * '=' into exactly two non-empty parts; an identical repeat is ignored, a conflicting one is an
+ * error. Sets out's tags and *plain (every byte of the names and values a put_name_char); on
+ * an error writes the reply ("put: illegal argument: ...") into msg. A function of the text
+ * alone (and of rules only for the error past PUT_MAX_TAGS), which put_memo relies on. */
+static enum put_status put_split_tags(const char *p, const char *end, const struct put_rules *rules,
+                                      struct put_point *out, bool *plain_out, char *msg,
+                                      size_t msg_size)
 {
-    char num[256];
-    if (len > 0 && line[len - 1] == '\r')
-        len--;
-    /* Split on every single space (Tags.splitString): runs of spaces give empty tokens. */
-    struct put_str tok[4];
-    size_t ntok = 0;
-    const char *p = line, *end = line + len;
-    const char *rest = NULL; /* start of token 4 */
-    while (ntok < 4) {
-        const char *sp = memchr(p, ' ', (size_t)(end - p));
-        const char *te = sp ? sp : end;
-        tok[ntok].p = p;
-        tok[ntok].len = (size_t)(te - p);
-        ntok++;
-        if (!sp)
-            break;
-        p = sp + 1;
-        if (ntok == 4)
-            rest = p;
-    }
-    /* With a fifth token (rest) there are enough arguments: the count only matters without. */
-    size_t total = rest ? 5 : ntok;
-    if (total < 5) {
-        put_msg(msg, msg_size,
-                "put: illegal argument: not enough arguments (need least 4, got %zu)", total - 1);
-        return PUT_EARG;
-    }
-    out->metric = tok[1];
-    if (tok[1].len == 0) {
-        put_msg(msg, msg_size, "put: illegal argument: empty metric name");
-        return PUT_EARG;
-    }
-    /* Timestamp: dots removed, then the strict long parse. */
-    int64_t ts;
-    bool ok;
-    if (memchr(tok[2].p, '.', tok[2].len)) {
-        char tmp[64];
-        size_t n = 0;
-        bool toolong = false;
-        for (size_t i = 0; i < tok[2].len; i++) {
-            if (tok[2].p[i] == '.')
-                continue;
-            if (n == sizeof(tmp)) {
-                toolong = true;
-                break;
-            }
-            tmp[n++] = tok[2].p[i];
-        }
-        if (toolong) {
-            put_msg(num, sizeof(num), "Value too long: %.*s", (int)tok[2].len, tok[2].p);
-            ok = false;
-        } else {
-            ok = put_parse_long(tmp, n, &ts, num, sizeof(num));
-        }
-    } else {
-        ok = put_parse_long(tok[2].p, tok[2].len, &ts, num, sizeof(num));
-    }
-    if (!ok) {
-        put_msg(msg, msg_size, "put: invalid value: %s", num);
-        return PUT_ENUMBER;
-    }
-    if (ts <= 0) {
-        put_msg(msg, msg_size, "put: illegal argument: invalid timestamp: %lld", (long long)ts);
-        return PUT_EARG;
-    }
-    if (tok[3].len == 0) {
-        put_msg(msg, msg_size, "put: illegal argument: empty value");
-        return PUT_EARG;
-    }
-    /* Tags (Tags.parse): each non-empty token must split on '=' into exactly two non-empty
-     * parts; an identical repeat is ignored, a conflicting one is an error. */
     out->ntags = 0;
     bool plain = true;
-    for (size_t i = 0; i < tok[1].len; i++)
-        plain &= put_name_char((unsigned char)tok[1].p[i]);
-    for (p = rest; p && p <= end;) {
+    for (;;) {
         /* one pass over the token: its end, its first '=', whether there is another, and
          * whether every other byte is a plain name character */
         const char *te = p, *eq = NULL;
@@ -692,12 +739,196 @@ enum put_status put_parse_line(const char *line, size_t len, const struct put_ru
             break;
         p = sp + 1;
     }
+    *plain_out = plain;
+    return PUT_OK;
+}
+
+/* The series key (put.h, put_point_key_write): the metric and its NUL ... */
+static char *put_metric_key_write(char *w, struct put_str metric)
+{
+    coding_copy_short(w, metric.p, metric.len);
+    w[metric.len] = '\0';
+    return w + metric.len + 1;
+}
+
+/* ... then each tag key and value of p, each followed by a NUL; returns the end. */
+static char *put_tags_key_write(char *w, const struct put_point *p)
+{
+    for (size_t i = 0; i < p->ntags; i++) {
+        coding_copy_short(w, p->tagk[i].p, p->tagk[i].len);
+        w[p->tagk[i].len] = '\0';
+        w += p->tagk[i].len + 1;
+        coding_copy_short(w, p->tagv[i].p, p->tagv[i].len);
+        w[p->tagv[i].len] = '\0';
+        w += p->tagv[i].len + 1;
+    }
+    return w;
+}
+
+/* The timestamp token's value (dots removed, then the strict long parse; digits alone have no
+ * dot), or false with the NumberFormatException message in num. */
+static bool put_parse_ts(struct put_str t, int64_t *ts, char *num, size_t num_size)
+{
+    if (put_long_fast(t.p, t.len, ts))
+        return true;
+    if (!memchr(t.p, '.', t.len))
+        return put_parse_long(t.p, t.len, ts, num, num_size);
+    char tmp[64];
+    size_t n = 0;
+    for (size_t i = 0; i < t.len; i++) {
+        if (t.p[i] == '.')
+            continue;
+        if (n == sizeof(tmp)) {
+            put_msg(num, num_size, "Value too long: %.*s", (int)t.len, t.p);
+            return false;
+        }
+        tmp[n++] = t.p[i];
+    }
+    return put_parse_long(tmp, n, ts, num, num_size);
+}
+
+/* Whether the timestamp text t is the one m keeps: texts of 8 to 16 bytes are kept as their
+ * first and last 8 bytes (which cover every byte), compared in two loads. */
+static inline bool put_memo_ts_same(const struct put_memo *m, struct put_str t)
+{
+    return t.len == m->ts_len && t.len >= 8 &&
+           coding_get_le64((const uint8_t *)t.p) == m->ts_head &&
+           coding_get_le64((const uint8_t *)t.p + t.len - 8) == m->ts_tail;
+}
+
+/* Keeps the timestamp text t, parsed to ts, in m when it has 8 to 16 bytes. */
+static void put_memo_ts_keep(struct put_memo *m, struct put_str t, int64_t ts)
+{
+    if (t.len < 8 || t.len > 16)
+        return;
+    m->ts_len = (uint8_t)t.len;
+    m->ts_head = coding_get_le64((const uint8_t *)t.p);
+    m->ts_tail = coding_get_le64((const uint8_t *)t.p + t.len - 8);
+    m->ts = ts;
+}
+
+/* Keeps the split of the tags text [text, text + len) (out's tags, plain: put_split_tags'
+ * result) in m when it fits; false (m unchanged) when it does not. */
+static bool put_memo_keep(struct put_memo *m, const char *text, size_t len,
+                          const struct put_point *out, bool plain)
+{
+    if (len > PUT_MEMO_TEXT || out->ntags > PUT_MEMO_TAGS)
+        return false;
+    memcpy(m->text, text, len);
+    m->text_len = (uint16_t)len;
+    m->ntags = (uint16_t)out->ntags;
+    m->plain = plain;
+    for (size_t i = 0; i < out->ntags; i++) {
+        m->tag[i].k = (uint16_t)(out->tagk[i].p - text);
+        m->tag[i].klen = (uint16_t)out->tagk[i].len;
+        m->tag[i].vlen = (uint16_t)out->tagv[i].len;
+    }
+    m->key_len = (uint16_t)(put_tags_key_write(m->key, out) - m->key);
+    return true;
+}
+
+enum put_status put_parse_line_memo(const char *line, size_t len, const struct put_rules *rules,
+                                    struct put_memo *memo, struct put_point *out, char *msg,
+                                    size_t msg_size)
+{
+    char num[256];
+    if (memo)
+        memo->last = false;
+    if (len > 0 && line[len - 1] == '\r')
+        len--;
+    /* Split on every single space (Tags.splitString): runs of spaces give empty tokens. */
+    struct put_str tok[4];
+    size_t ntok = 0;
+    const char *p = line, *end = line + len;
+    const char *rest = NULL;                   /* start of token 4 */
+    if (len > 4 && !memcmp(line, "put ", 4)) { /* the usual first token, without a search */
+        tok[ntok++] = (struct put_str){line, 3};
+        p = line + 4;
+    }
+    while (ntok < 4) {
+        const char *sp = memchr(p, ' ', (size_t)(end - p));
+        const char *te = sp ? sp : end;
+        tok[ntok].p = p;
+        tok[ntok].len = (size_t)(te - p);
+        ntok++;
+        if (!sp)
+            break;
+        p = sp + 1;
+        if (ntok == 4)
+            rest = p;
+    }
+    /* With a fifth token (rest) there are enough arguments: the count only matters without. */
+    size_t total = rest ? 5 : ntok;
+    if (total < 5) {
+        put_msg(msg, msg_size,
+                "put: illegal argument: not enough arguments (need least 4, got %zu)", total - 1);
+        return PUT_EARG;
+    }
+    out->metric = tok[1];
+    if (tok[1].len == 0) {
+        put_msg(msg, msg_size, "put: illegal argument: empty metric name");
+        return PUT_EARG;
+    }
+    /* Timestamp: the memo's when its text is the memo's, else parsed (and kept). */
+    int64_t ts;
+    bool ok;
+    if (memo && put_memo_ts_same(memo, tok[2])) {
+        ts = memo->ts;
+        ok = true;
+    } else {
+        ok = put_parse_ts(tok[2], &ts, num, sizeof(num));
+        if (ok && memo)
+            put_memo_ts_keep(memo, tok[2], ts);
+    }
+    if (!ok) {
+        put_msg(msg, msg_size, "put: invalid value: %s", num);
+        return PUT_ENUMBER;
+    }
+    if (ts <= 0) {
+        put_msg(msg, msg_size, "put: illegal argument: invalid timestamp: %lld", (long long)ts);
+        return PUT_EARG;
+    }
+    if (tok[3].len == 0) {
+        put_msg(msg, msg_size, "put: illegal argument: empty value");
+        return PUT_EARG;
+    }
+    bool plain = put_str_plain(tok[1]);
+    size_t tl = (size_t)(end - rest);
+    if (memo && tl == memo->text_len && tl > 0 && !memcmp(rest, memo->text, tl)) {
+        out->ntags = memo->ntags;
+        for (size_t i = 0; i < memo->ntags; i++) {
+            const char *k = rest + memo->tag[i].k;
+            out->tagk[i] = (struct put_str){k, memo->tag[i].klen};
+            out->tagv[i] = (struct put_str){k + memo->tag[i].klen + 1, memo->tag[i].vlen};
+        }
+        plain &= memo->plain;
+    } else {
+        bool tags_plain;
+        enum put_status st = put_split_tags(rest, end, rules, out, &tags_plain, msg, msg_size);
+        if (st != PUT_OK)
+            return st;
+        plain &= tags_plain;
+        if (memo && !put_memo_keep(memo, rest, tl, out, tags_plain))
+            memo = NULL; /* not kept: memo->last stays false */
+    }
     out->ts_ms = ts;
     char m2[1024];
-    enum put_status st = put_check(out, tok[3], rules, plain, m2, sizeof(m2));
-    if (st != PUT_OK)
+    /* the split's names are never empty (nor is the metric, checked above) */
+    enum put_status st =
+        put_check(out, tok[3], rules, plain ? PUT_NAMES_VALID : PUT_NAMES_UNKNOWN, m2, sizeof(m2));
+    if (st != PUT_OK) {
         put_msg(msg, msg_size, "put: %s", m2);
-    return st;
+        return st;
+    }
+    if (memo)
+        memo->last = true;
+    return PUT_OK;
+}
+
+enum put_status put_parse_line(const char *line, size_t len, const struct put_rules *rules,
+                               struct put_point *out, char *msg, size_t msg_size)
+{
+    return put_parse_line_memo(line, len, rules, NULL, out, msg, msg_size);
 }
 
 size_t put_point_key_len(const struct put_point *p)
@@ -710,16 +941,12 @@ size_t put_point_key_len(const struct put_point *p)
 
 char *put_point_key_write(char *w, const struct put_point *p)
 {
-    coding_copy_short(w, p->metric.p, p->metric.len);
-    w[p->metric.len] = '\0';
-    w += p->metric.len + 1;
-    for (size_t i = 0; i < p->ntags; i++) {
-        coding_copy_short(w, p->tagk[i].p, p->tagk[i].len);
-        w[p->tagk[i].len] = '\0';
-        w += p->tagk[i].len + 1;
-        coding_copy_short(w, p->tagv[i].p, p->tagv[i].len);
-        w[p->tagv[i].len] = '\0';
-        w += p->tagv[i].len + 1;
-    }
-    return w;
+    return put_tags_key_write(put_metric_key_write(w, p->metric), p);
+}
+
+size_t put_memo_key_write(const struct put_memo *m, const struct put_point *p, char *w)
+{
+    char *e = put_metric_key_write(w, p->metric);
+    memcpy(e, m->key, m->key_len);
+    return (size_t)(e - w) + m->key_len;
 }

@@ -74,6 +74,51 @@ enum put_status {
 enum put_status put_parse_line(const char *line, size_t len, const struct put_rules *rules,
                                struct put_point *out, char *msg, size_t msg_size);
 
+/* What put_parse_line_memo keeps of the last lines of one stream of put lines (a telnet
+ * connection), for the next ones: collectors send a host's metrics together, with the same tags
+ * text and often the same timestamp.
+ * - The timestamp text last parsed without error, when it has 8 to 16 bytes (as its first and
+ *   last 8 bytes, which cover it), and its value.
+ * - The tags text last split without error: the text, its split (tag i's key is
+ *   text[k, k + klen), its value the vlen bytes after the '=' that follows), whether every byte
+ *   of its tag names and values is a put_str_plain one, and the tags' part of the series key
+ *   (put_point_key_write's bytes after the metric's NUL). A text longer than PUT_MEMO_TEXT bytes
+ *   or with more than PUT_MEMO_TAGS tags (after repeats are dropped) is not kept.
+ * A text the parser refuses is never kept (its error is found again for each line). Both are
+ * functions of their text alone, so a token that is the memo's byte for byte gets exactly what a
+ * fresh parse gives; every check after them (timestamp > 0, value, timestamp range, tag count
+ * against the rules, names) runs for every line. Caller's storage, held by value (about 650
+ * bytes); zero-initialised it holds nothing. */
+#define PUT_MEMO_TEXT 256
+#define PUT_MEMO_TAGS 16
+struct put_memo {
+    uint64_t ts_head, ts_tail; /* the timestamp text's first and last 8 bytes */
+    int64_t ts;                /* its value */
+    uint8_t ts_len;            /* its length; 0: none kept */
+    bool plain;
+    bool last;         /* the last put_parse_line_memo on it returned PUT_OK with these tags */
+    uint16_t text_len; /* the tags text's length; 0: none kept */
+    uint16_t key_len;
+    uint16_t ntags;
+    struct {
+        uint16_t k, klen, vlen;
+    } tag[PUT_MEMO_TAGS];
+    char text[PUT_MEMO_TEXT];
+    char key[PUT_MEMO_TEXT + 1]; /* "k\0v\0" per tag: at most the text's length + 1 */
+};
+
+/* put_parse_line with a memo (NULL: none): a line whose tags text is memo's takes its split from
+ * memo (tag strings still point into the line); another whose split succeeds and fits replaces
+ * memo's content. The same results, points and messages as put_parse_line. Sets memo->last. */
+enum put_status put_parse_line_memo(const char *line, size_t len, const struct put_rules *rules,
+                                    struct put_memo *memo, struct put_point *out, char *msg,
+                                    size_t msg_size);
+
+/* For p just returned PUT_OK by put_parse_line_memo on m with m->last set: writes p's series key,
+ * the bytes put_point_key_write writes, at w (room for p->metric.len + 1 + m->key_len bytes)
+ * from the metric and m's key part; returns its length (put_point_key_len(p)). */
+size_t put_memo_key_write(const struct put_memo *m, const struct put_point *p, char *w);
+
 /* The checks after parsing, shared by every input path, in OpenTSDB's order: value typing
  * (value text -> integer / float / double, NaN and infinity refused), timestamp range, tag
  * count, then metric/tag character rules. `value` is the value's text. On failure writes the

@@ -23,6 +23,11 @@
  * that straddles chunks is copied into the fixed per-daemon line buffer.
  * (6) Output is bounded: while more than TSD_TELNET_OUT_HIGH bytes of replies are unsent, the
  * connection is not read (its input stays in the kernel); the write callback resumes it.
+ * (7) Each connection keeps the tags text of its latest put lines, split (tsd/put.h, struct
+ * put_memo: a fixed ~620 bytes in the connection): a line with the same tags text byte for
+ * byte is split from it, and its series key is built from the memo's key part (one copy, not
+ * one per name). The answers are those of a fresh parse: only the split, a function of the
+ * text, is reused; every check runs for every line.
  * All of this runs on the event-loop thread. */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -89,6 +94,7 @@ struct telnet_conn {
     char peer[64];
     struct auth_session auth; /* tsd/auth.h: `auth <token>` state */
     bool graphite_only;       /* accepted on tsd.graphite.port: every line is Graphite */
+    struct put_memo memo;     /* the tags text of its last put lines and their split (7) */
 };
 
 static void telnet_process(struct telnet_conn *c);
@@ -763,12 +769,23 @@ static enum telnet_action telnet_side_line(struct telnet_conn *c, const char *li
     return TA_NEXT;
 }
 
+/* Adds p to b: with its series key key[0..klen) and that key's hash when klen > 0, else the
+ * batch builds both. */
+static bool telnet_batch_add(struct telnet_conn *c, struct ingest_batch *b,
+                             const struct put_point *p, const char *key, size_t klen,
+                             uint64_t khash)
+{
+    if (klen)
+        return ingest_batch_add_key(b, p, key, klen, khash, c->id);
+    return ingest_batch_add(b, p, c->id);
+}
+
 static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, size_t len)
 {
     struct tsd *t = c->tsd;
     if (len > 0 && line[len - 1] == '\r')
         len--;
-    const char *sp = memchr(line, ' ', len);
+    const char *sp = len > 4 && !memcmp(line, "put ", 4) ? line + 3 : memchr(line, ' ', len);
     size_t cl = sp ? (size_t)(sp - line) : len;
     bool is_put = cl == 3 && !memcmp(line, "put", 3);
     bool graphite = !is_put && telnet_graphite_line(t, line, cl, len);
@@ -806,7 +823,8 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
             return TA_NEXT;
         }
         enum put_status st =
-            graphite ? PUT_OK : put_parse_line(line, len, &t->rules, p, msg, sizeof(msg));
+            graphite ? PUT_OK
+                     : put_parse_line_memo(line, len, &t->rules, &c->memo, p, msg, sizeof(msg));
         if (st != PUT_OK) {
             if (!telnet_may_reply(c))
                 return TA_PAUSE;
@@ -829,7 +847,15 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
             tstats_add(TSTATS_BACKPRESSURE, 1);
             return TA_PAUSE;
         }
-        if (!ingest_batch_add(b, p, c->id)) {
+        /* a put whose tags came from the memo: its series key from the memo's key part (7) */
+        char key[TELNET_MAX_LINE + PUT_MEMO_TEXT + 2];
+        size_t klen = 0;
+        uint64_t khash = 0;
+        if (!graphite && c->memo.last && p->metric.len + 1 + c->memo.key_len <= sizeof(key)) {
+            klen = put_memo_key_write(&c->memo, p, key);
+            khash = ingest_key_hash(t->ingest, key, klen);
+        }
+        if (!telnet_batch_add(c, b, p, key, klen, khash)) {
             telnet_submit_conn(c);
             b = telnet_current(c);
             if (!b) {
@@ -837,7 +863,7 @@ static enum telnet_action telnet_line(struct telnet_conn *c, const char *line, s
                 tstats_add(TSTATS_BACKPRESSURE, 1);
                 return TA_PAUSE;
             }
-            if (!ingest_batch_add(b, p, c->id)) {
+            if (!telnet_batch_add(c, b, p, key, klen, khash)) {
                 if (graphite)
                     return telnet_graphite_reject(c, line, len, "datapoint too large");
                 if (!telnet_may_reply(c))

@@ -59,6 +59,46 @@ out=$(printf 'put m 1 1 a=%s a=%s\n' "$v1" "$v2" | tsd_talk)
 check_eq "a long error line arrives whole" \
   "put: illegal argument: duplicate tag: a=$v2, tags={a=$v1}" "$out"
 
+# a connection keeps the last tags text and timestamp it parsed (docs/tsd.md, "Telnet"): the
+# same text again answers as a fresh parse, a refused one is refused each time, one byte changed
+# is another series
+out=$(cat <<'LINES' | tsd_talk
+put memo.a 1356998400 1 host=m1 dc=eu
+put memo.b 1356998400 2 host=m1 dc=eu
+put memo.a 1356998400 3 host=m1 dc=ev
+put memo.b 1356998400 4 host=m1 dc=ev
+put memo.a 1356998402 5 host=m1  dc=eu
+put memo.a 1356998400 6 h@st=m1 dc=eu
+put memo.a 1356998400 6 h@st=m1 dc=eu
+put memo.a 1356998400 7 host=m1=x
+put memo.a 1356998400 7 host=m1=x
+put memo.a 1356998403 8 host=m1 dc=eu dc=eu
+put memo.b 1356998400 9 host=m1 dc=eu host=m2
+put memo.b 1356998400 9 host=m1 dc=eu host=m2
+put memo.a 1356998400x 10 host=m1 dc=eu
+put memo.a 1356998400x 10 host=m1 dc=eu
+put memo.a 1356998404 11 host=m1 dc=eu
+status
+LINES
+)
+check_eq "repeated tags and timestamps answer as fresh parses" 'put: illegal argument: Invalid tag name with value [m1] ("h@st"): illegal character: @
+put: illegal argument: Invalid tag name with value [m1] ("h@st"): illegal character: @
+put: illegal argument: invalid tag: host=m1=x
+put: illegal argument: invalid tag: host=m1=x
+put: illegal argument: duplicate tag: host=m2, tags={host=m1, dc=eu}
+put: illegal argument: duplicate tag: host=m2, tags={host=m1, dc=eu}
+put: invalid value: Invalid character '"'x'"' in 1356998400x
+put: invalid value: Invalid character '"'x'"' in 1356998400x
+ok' "$out"
+memo_q() {
+  curl -sg "http://127.0.0.1:$TSD_PORT/api/query?start=1356998000&end=1356999000&m=sum:$1" |
+    python3 -c 'import json, sys; print(" ".join("%s:%s" % (k, v) for r in json.load(sys.stdin) for k, v in sorted(r["dps"].items())))'
+}
+check_eq "memo.a{dc=eu}: the same series whatever the spaces and repeats" "1356998400:1 1356998402:5 1356998403:8 1356998404:11" "$(memo_q 'memo.a{host=m1,dc=eu}')"
+check_eq "memo.a{dc=ev}: one byte changed is its own series" "1356998400:3" "$(memo_q 'memo.a{host=m1,dc=ev}')"
+check_eq "memo.b{dc=eu}" "1356998400:2" "$(memo_q 'memo.b{host=m1,dc=eu}')"
+check_eq "memo.b{dc=ev}" "1356998400:4" "$(memo_q 'memo.b{host=m1,dc=ev}')"
+
 out=$(printf 'help\n' | tsd_talk)
 check_eq "help lists the commands" "available commands: diediedie dropcaches exit help histogram put rollup stats status version " "$out"
 out=$(printf 'dropcaches\n' | tsd_talk)
@@ -121,7 +161,7 @@ check_contains "metric sys.cpu.user has a UID" "$uids" "sys.cpu.user column=id:m
 check_contains "metric sys.split.line has a UID" "$uids" "sys.split.line column=id:metrics"
 check_contains "collectd metric has a UID" "$uids" "collectd.load column=id:metrics"
 rows=$("$CTSDB" shell --data "$TSD_DATA" -e "count 'tsdb'" 2>&1)
-check_contains "data rows were written (one per series and hour)" "$rows" "4 row(s)"
+check_contains "data rows were written (one per series and hour; 4 of them memo.*)" "$rows" "8 row(s)"
 
 # OpenTSDB's setting: unknown metrics refused (the answer comes from the store, before version)
 TSD_DATA=

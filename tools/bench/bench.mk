@@ -52,3 +52,12 @@ EXTRA_BENCH += $(JSONPUT_MICRO)
 $(JSONPUT_MICRO): tools/bench/jsonput_micro.c tsd/api_put.c $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)
+
+# The telnet put path's parse and batch step in-process (tools/bench/telnet_micro.c, run under
+# callgrind by tools/bench/telnet_callgrind.sh); not run by `make bench`.
+TELNET_MICRO := $(BUILD)/tools/bench/telnet_micro
+EXTRA_BENCH += $(TELNET_MICRO)
+
+$(TELNET_MICRO): tools/bench/telnet_micro.c $(BUILD)/libctsdb.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)

@@ -25,7 +25,7 @@ hosts=${2:-100}
 intervals=${3:-10}
 CTSDB=${CTSDB:-bin/ctsdb}
 BENCH=${BENCH:-build/release/tools/bench/promrw_bench}
-FUNCS=${FUNCS:-workpool_main ingest_writer_main prom_write_work prometheus__write_request__unpack prometheus__write_request_lazy__unpack prom_series_cache_get prom_decode_labels prom_map_series put_check_typed ingest_batch_add telnet_process put_parse_line api_put_work jsonput_read jsonput_parse jsonput_syntax_quick api_put_point put_check_point tsdstore_write tsdb_batch_write head_append_batch headlog_append wc_mutate_batch memstore_add wal_append_batch malloc free}
+FUNCS=${FUNCS:-workpool_main ingest_writer_main prom_write_work prometheus__write_request__unpack prometheus__write_request_lazy__unpack prom_series_cache_get prom_decode_labels prom_map_series put_check_typed ingest_batch_add telnet_process put_parse_line put_parse_line_memo api_put_work jsonput_read jsonput_parse jsonput_syntax_quick api_put_point put_check_point tsdstore_write tsdb_batch_write head_append_batch headlog_append wc_mutate_batch memstore_add wal_append_batch malloc free}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ctsdb-rwcg.XXXXXX")
 tpid=
 cleanup() {

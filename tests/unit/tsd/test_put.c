@@ -447,6 +447,249 @@ static void test_put_check_point_names_equals_put_check_point(void **state)
     }
 }
 
+/* Every byte value that is not a digit, at every position of every length up to 19 digits, makes
+ * the number invalid (the 8-digit groups are checked in one step; '/' and ':' border the digits,
+ * bytes from 0x80 have the high bit set), and digits alone parse as strtoll does. */
+static void test_put_parse_long_refuses_every_other_byte_anywhere(void **state)
+{
+    (void)state;
+    int64_t v;
+    char num[32];
+    for (int len = 1; len <= 19; len++) {
+        for (int i = 0; i < len; i++)
+            num[i] = (char)('1' + (i * 5 + len) % 9);
+        num[len] = '\0';
+        assert_true(put_parse_long(num, (size_t)len, &v, msg, sizeof(msg)));
+        assert_true(v == strtoll(num, NULL, 10));
+        for (int at = 0; at < len; at++) {
+            for (int c = 0; c < 256; c++) {
+                if (c >= '0' && c <= '9')
+                    continue;
+                if (at == 0 && (c == '+' || c == '-') && len > 1)
+                    continue; /* a sign */
+                char bad[32];
+                memcpy(bad, num, (size_t)len);
+                bad[at] = (char)c;
+                if (put_parse_long(bad, (size_t)len, &v, msg, sizeof(msg)))
+                    fail_msg("len %d: byte 0x%02x at %d accepted", len, c, at);
+            }
+        }
+    }
+}
+
+/* put_str_plain (8 bytes at a time from 8 bytes on) says what put_name_char says of each byte,
+ * for every byte value at every position of names up to 24 bytes. */
+static void test_put_str_plain_every_byte_in_every_position(void **state)
+{
+    (void)state;
+    char s[24];
+    for (size_t len = 1; len <= sizeof(s); len++) {
+        for (size_t at = 0; at < len; at++) {
+            for (int c = 0; c < 256; c++) {
+                memset(s, 'q', sizeof(s));
+                s[at] = (char)c;
+                bool want = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == '/';
+                if (put_str_plain((struct put_str){s, len}) != want)
+                    fail_msg("len %zu: byte 0x%02x at %zu", len, c, at);
+            }
+        }
+    }
+}
+
+/* Parses line through memo and without one: the same status, message and point, the tags still
+ * pointing into the line, and, when the memo's tags were used, the series key
+ * put_point_key_write writes. Returns the status. */
+static enum put_status memo_parse(struct put_memo *memo, const struct put_rules *r,
+                                  const char *line)
+{
+    static struct put_point fresh;
+    static char fmsg[1024];
+    size_t len = strlen(line);
+    msg[0] = fmsg[0] = '\0';
+    enum put_status want = put_parse_line(line, len, r, &fresh, fmsg, sizeof(fmsg));
+    enum put_status got = put_parse_line_memo(line, len, r, memo, &pt, msg, sizeof(msg));
+    if (got != want || strcmp(msg, fmsg) != 0)
+        fail_msg("line [%s]: memo %d [%s], fresh %d [%s]", line, got, msg, want, fmsg);
+    assert_int_equal(memo->last, got == PUT_OK && memo->last);
+    if (got != PUT_OK) {
+        assert_false(memo->last);
+        return got;
+    }
+    assert_true(pt.metric.len == fresh.metric.len &&
+                !memcmp(pt.metric.p, fresh.metric.p, pt.metric.len));
+    assert_true(pt.ts_ms == fresh.ts_ms);
+    assert_int_equal(pt.ms, fresh.ms);
+    assert_int_equal(pt.value.kind, fresh.value.kind);
+    if (pt.value.kind == PUT_INT)
+        assert_true(pt.value.i == fresh.value.i);
+    else
+        assert_memory_equal(&pt.value.d, &fresh.value.d, sizeof(double));
+    assert_int_equal(pt.ntags, fresh.ntags);
+    for (size_t i = 0; i < pt.ntags; i++) {
+        assert_true(pt.tagk[i].p == fresh.tagk[i].p && pt.tagk[i].len == fresh.tagk[i].len);
+        assert_true(pt.tagv[i].p == fresh.tagv[i].p && pt.tagv[i].len == fresh.tagv[i].len);
+    }
+    if (memo->last) {
+        char k1[2048], k2[2048];
+        size_t n = put_memo_key_write(memo, &pt, k1);
+        assert_int_equal(n, put_point_key_len(&pt));
+        assert_true(put_point_key_write(k2, &pt) == k2 + n);
+        assert_memory_equal(k1, k2, n);
+    }
+    return got;
+}
+
+/* A line whose tags text is the memo's takes the memo's split (shown by a split planted in the
+ * memo), one byte more or less does not, and every line answers as a fresh parse does. */
+static void test_put_memo_reuses_the_same_tags_text_only(void **state)
+{
+    (void)state;
+    static struct put_memo memo;
+    memset(&memo, 0, sizeof(memo));
+    assert_int_equal(memo_parse(&memo, &rules8, "put sys.cpu.user 1356998400 42 host=web01 dc=eu"),
+                     PUT_OK);
+    assert_true(memo.last);
+    assert_int_equal(memo.text_len, 16);
+    assert_memory_equal(memo.text, "host=web01 dc=eu", 16);
+    assert_int_equal(memo.ntags, 2);
+    assert_true(memo.plain);
+    /* a host's next metrics: the same tags text */
+    assert_int_equal(
+        memo_parse(&memo, &rules8, "put sys.mem.used 1356998400 4556547126 host=web01 dc=eu"),
+        PUT_OK);
+    assert_true(memo.last);
+    assert_int_equal(memo_parse(&memo, &rules8, "put sys.load 1356998410 0.5 host=web01 dc=eu\r"),
+                     PUT_OK);
+    /* changed by one byte, longer, shorter, reordered: split afresh (and kept) */
+    static const char *const other[] = {
+        "put m 1356998400 1 host=web01 dc=eU",  "put m 1356998400 1 host=web01 dc=eu ",
+        "put m 1356998400 1 host=web01 dc=e",   "put m 1356998400 1 dc=eu host=web01",
+        "put m 1356998400 1 host=web01  dc=eu", "put m 1356998400 1 host=web01 dc=eu dc=eu",
+    };
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+        assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=web01 dc=eu"), PUT_OK);
+        assert_int_equal(memo_parse(&memo, &rules8, other[i]), PUT_OK);
+        assert_true(memo.last);
+        assert_int_equal(memo.text_len, strlen(other[i] + 19));
+        assert_memory_equal(memo.text, other[i] + 19, memo.text_len);
+    }
+    /* the split planted: taken for the same text only (mutation check of the reuse) */
+    assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=web01 dc=eu"), PUT_OK);
+    memo.ntags = 1;
+    assert_int_equal(put_parse_line_memo("put n 1356998400 2 host=web01 dc=eu", 35, &rules8, &memo,
+                                         &pt, msg, sizeof(msg)),
+                     PUT_OK);
+    assert_int_equal(pt.ntags, 1);
+    assert_int_equal(put_parse_line_memo("put n 1356998400 2 host=web01 dc=ev", 35, &rules8, &memo,
+                                         &pt, msg, sizeof(msg)),
+                     PUT_OK);
+    assert_int_equal(pt.ntags, 2);
+    /* the timestamp likewise: a planted value for the same text only */
+    memo.ts = 7;
+    assert_int_equal(put_parse_line_memo("put n 1356998400 2 host=web01 dc=ev", 35, &rules8, &memo,
+                                         &pt, msg, sizeof(msg)),
+                     PUT_OK);
+    assert_true(pt.ts_ms == 7000);
+    assert_int_equal(put_parse_line_memo("put n 1356998401 2 host=web01 dc=ev", 35, &rules8, &memo,
+                                         &pt, msg, sizeof(msg)),
+                     PUT_OK);
+    assert_true(pt.ts_ms == 1356998401000LL);
+}
+
+/* Tags the split refuses are never kept: the same error for every repeat, and the memo keeps
+ * the last good split. Tags the split takes but the name rules refuse are kept (the split is
+ * good) and refused on every line by the checks, as a fresh parse refuses them; errors before
+ * and after the tags leave the memo's tags unused for that line. */
+static void test_put_memo_invalid_tags_repeated(void **state)
+{
+    (void)state;
+    static struct put_memo memo;
+    memset(&memo, 0, sizeof(memo));
+    assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=a"), PUT_OK);
+    static const char *const bad_split[] = {
+        "put m 1356998400 1 host",  "put m 1356998400 1 host=a=b",      "put m 1356998400 1 =a",
+        "put m 1356998400 1 host=", "put m 1356998400 1 host=a host=b",
+    };
+    for (size_t i = 0; i < sizeof(bad_split) / sizeof(bad_split[0]); i++) {
+        for (int rep = 0; rep < 3; rep++)
+            assert_int_equal(memo_parse(&memo, &rules8, bad_split[i]), PUT_EARG);
+        assert_int_equal(memo.text_len, 6); /* still "host=a" */
+        assert_memory_equal(memo.text, "host=a", 6);
+    }
+    /* names the rules refuse (and accept under allow_specialchars) */
+    const struct put_rules special = {8, "@"};
+    for (int rep = 0; rep < 3; rep++) {
+        assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 h@st=a"), PUT_EARG);
+        assert_string_equal(msg, "put: illegal argument: Invalid tag name with value [a] "
+                                 "(\"h@st\"): illegal character: @");
+        assert_int_equal(memo_parse(&memo, &special, "put m 1356998400 1 h@st=a"), PUT_OK);
+        assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=caf\xc3\xa9"), PUT_OK);
+        assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=caf\xe2\x82\xac"),
+                         PUT_EARG);
+    }
+    /* errors around a repeated good tags text */
+    assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=a"), PUT_OK);
+    assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400x 1 host=a"), PUT_ENUMBER);
+    assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1x host=a"), PUT_ENUMBER);
+    assert_int_equal(memo_parse(&memo, &rules8, "put m!x 1356998400 1 host=a"), PUT_EARG);
+    assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 NaN host=a"), PUT_ENUMBER);
+    assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1e999 host=a"), PUT_EARG);
+    assert_int_equal(memo_parse(&memo, &rules8, "put m 99999999999999 1 host=a"), PUT_EARG);
+    assert_int_equal(memo_parse(&memo, &rules8, "put m -1356998400 1 host=a"), PUT_EARG);
+    const struct put_rules one = {1, ""};
+    assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400 1 host=a dc=b"), PUT_OK);
+    assert_int_equal(memo_parse(&memo, &one, "put m 1356998400 1 host=a dc=b"), PUT_EARG);
+    assert_non_null(strstr(msg, "Too many tags: 2 maximum allowed: 1"));
+    /* timestamps the parser refuses are not kept either */
+    for (int rep = 0; rep < 2; rep++) {
+        assert_int_equal(memo_parse(&memo, &rules8, "put m 13569984x0 1 host=a"), PUT_ENUMBER);
+        assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400.5.1 1 host=a"), PUT_OK);
+        assert_int_equal(memo_parse(&memo, &rules8, "put m 1234567 1 host=a"), PUT_OK);
+        assert_int_equal(memo_parse(&memo, &rules8, "put m 1356998400123 1 host=a"), PUT_OK);
+    }
+}
+
+/* Tags texts longer than the memo holds, or with more tags, are split afresh every time (and
+ * never replace what it holds); one just within both limits is kept. */
+static void test_put_memo_tags_longer_than_it_holds(void **state)
+{
+    (void)state;
+    static struct put_memo memo;
+    memset(&memo, 0, sizeof(memo));
+    const struct put_rules r64 = {64, ""};
+    char line[1100], tags[1024];
+    /* PUT_MEMO_TEXT bytes exactly, then one more */
+    for (size_t extra = 0; extra < 2; extra++) {
+        size_t n = PUT_MEMO_TEXT + extra;
+        memset(tags, 'v', n);
+        memcpy(tags, "k=", 2);
+        tags[n] = '\0';
+        snprintf(line, sizeof(line), "put m 1356998400 1 %s", tags);
+        assert_int_equal(memo_parse(&memo, &r64, "put m 1356998400 1 a=b"), PUT_OK);
+        for (int rep = 0; rep < 3; rep++) {
+            assert_int_equal(memo_parse(&memo, &r64, line), PUT_OK);
+            assert_int_equal(memo.last, extra == 0);
+            assert_int_equal(memo.text_len, extra == 0 ? PUT_MEMO_TEXT : 3);
+        }
+    }
+    /* PUT_MEMO_TAGS tags, then one more */
+    for (size_t extra = 0; extra < 2; extra++) {
+        size_t n = 0;
+        for (size_t i = 0; i < PUT_MEMO_TAGS + extra; i++)
+            n += (size_t)snprintf(tags + n, sizeof(tags) - n, "%st%zu=%zu", i ? " " : "", i, i);
+        snprintf(line, sizeof(line), "put m 1356998400 1 %s", tags);
+        assert_int_equal(memo_parse(&memo, &r64, "put m 1356998400 1 a=b"), PUT_OK);
+        for (int rep = 0; rep < 3; rep++) {
+            assert_int_equal(memo_parse(&memo, &r64, line), PUT_OK);
+            assert_int_equal(memo.last, extra == 0);
+            assert_int_equal(pt.ntags, PUT_MEMO_TAGS + extra);
+        }
+        /* and under the default limit of 8 tags: the count error, memo or not */
+        assert_int_equal(memo_parse(&memo, &rules8, line), PUT_EARG);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +712,11 @@ int main(void)
         cmocka_unit_test(test_put_decimal_values_equal_strtod_bit_for_bit),
         cmocka_unit_test(test_put_check_typed_equals_the_text_path),
         cmocka_unit_test(test_put_check_point_names_equals_put_check_point),
+        cmocka_unit_test(test_put_parse_long_refuses_every_other_byte_anywhere),
+        cmocka_unit_test(test_put_str_plain_every_byte_in_every_position),
+        cmocka_unit_test(test_put_memo_reuses_the_same_tags_text_only),
+        cmocka_unit_test(test_put_memo_invalid_tags_repeated),
+        cmocka_unit_test(test_put_memo_tags_longer_than_it_holds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
