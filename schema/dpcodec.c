@@ -1606,7 +1606,12 @@ DPCODEC_HOT static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_
                   p[1] < 0x80;
     for (size_t i = 0; reg_ts && i < zb; i++)
         reg_ts = p[2 + i] == 0;
-    if (reg_ts) {
+    if (h->version >= DPCODEC_CVERSION_PATCHED && (cflags & DPCODEC_CF_REGULAR)) {
+        /* version 2: the heads alone, o_i = h0 + i h1 (no residual blocks) */
+        if (n < 2 || dpcodec_svarint(&p, end, &prog.h0) || dpcodec_svarint(&p, end, &prog.h1))
+            return dpcodec_cerr(ql, vl, err, "timestamp stream truncated");
+        prog.is = true;
+    } else if (reg_ts) {
         prog.is = true;
         prog.h0 = coding_unzigzag(p[0]);
         prog.h1 = coding_unzigzag(p[1]);

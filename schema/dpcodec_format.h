@@ -14,16 +14,18 @@
  * 14695981039346656037, prime 1099511628211) over the little-endian bytes of every point's
  * timestamp in ms, written big-endian (11 bytes in all); value:
  *   off size  field
- *   0   1     version: 1, or 2 when an integer stream holds a patched block (0x83, below; a
- *             version-1 cell never does, so builds that read only version 1 refuse a cell they
- *             cannot read by its version); readers reject others
+ *   0   1     version: 1, or 2 when an integer stream holds a patched block (0x83, below) or
+ *             flags bit7 is set (a version-1 cell has neither, so builds that read only
+ *             version 1 refuse a cell they cannot read by its version); readers reject others
  *   1   1     venc: bits 0-1 = order k of the integer streams (0 values, 1 deltas, 2 deltas of
  *             deltas), bits 2-7 = value kind (0 INT, 1 DECIMAL, 2 XOR, 3 RAW, 4 BITS)
  *   2   1     flags: bit0 timestamps stored in seconds (else ms); bit1 payload is raw-deflated;
  *             bit2 per-point descriptor bytes present; bit3 every point has an ms qualifier;
  *             bits4-5 the uniform type (0 int, 1 float, 2 double) when bit2 and bit6 are clear;
  *             bit6 real points typed by OpenTSDB's rule (float iff (float)v == v, else double;
- *             no descriptors; DECIMAL values then decode as doubles)
+ *             no descriptors; DECIMAL values then decode as doubles); bit7 (version 2 only;
+ *             ignored in version 1) the timestamps are evenly spaced, o_i = o_0 + i * (o_1 -
+ *             o_0), and their stream is its two heads alone (n >= 2), without residual blocks
  *   3   var   n: number of points (varint, 1 ..= 3600000)
  *   .   var   raw payload length (varint), only if bit1
  *   .   ...   payload (raw, or a raw DEFLATE stream of it), to the end of the value
@@ -87,6 +89,7 @@ enum dpcodec_vkind {
 #define DPCODEC_CF_ALL_MS      0x08
 #define DPCODEC_CF_TYPE_SHIFT  4
 #define DPCODEC_CF_RULE_TYPES  0x40
+#define DPCODEC_CF_REGULAR     0x80 /* version 2: the timestamp stream is its two heads alone */
 
 #define DPCODEC_MAX_EXP10 15
 

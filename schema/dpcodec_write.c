@@ -673,6 +673,7 @@ struct dpcodec_plan {
     size_t n;
     int64_t base_ms;
     bool uniform, seconds;
+    bool regular; /* evenly spaced timestamps, n >= 3: their stream is the two heads alone */
     unsigned kind, order, e10;
     const int64_t *xs; /* values (INT, DECIMAL) */
     int64_t *res, *ts; /* scratch, n entries each */
@@ -696,7 +697,12 @@ static size_t dpcodec_payload(const struct dpcodec_plan *pl, bool varint_blocks,
     int64_t unit = pl->seconds ? 1000 : 1;
     for (size_t i = 0; i < n; i++)
         pl->ts[i] = (pts[i].ts_ms - pl->base_ms) / unit;
-    o += dpcodec_stream_write(pl->ts, n, 2, pl->res, varint_blocks, raw + o, patched);
+    if (pl->regular) { /* DPCODEC_CF_REGULAR */
+        o += coding_put_varint64(raw + o, coding_zigzag(pl->ts[0]));
+        o += coding_put_varint64(raw + o, coding_zigzag(pl->ts[1] - pl->ts[0]));
+    } else {
+        o += dpcodec_stream_write(pl->ts, n, 2, pl->res, varint_blocks, raw + o, patched);
+    }
     switch (pl->kind) {
     case DPCODEC_VK_INT:
     case DPCODEC_VK_DECIMAL:
@@ -1069,7 +1075,14 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
         if (pts[0].ms)
             flags |= DPCODEC_CF_ALL_MS;
     }
-    struct dpcodec_plan plan = {pts, n, base_ms, uniform, seconds, kind, order, e10, xs, res, ts};
+    /* evenly spaced timestamps (as most hours are): a version-2 cell keeps their first two */
+    bool regular = n >= 3;
+    for (size_t i = 2; regular && i < n; i++)
+        regular = pts[i].ts_ms - pts[i - 1].ts_ms == pts[1].ts_ms - pts[0].ts_ms;
+    if (regular)
+        flags |= DPCODEC_CF_REGULAR;
+    struct dpcodec_plan plan = {pts,  n,     base_ms, uniform, seconds, regular,
+                                kind, order, e10,     xs,      res,     ts};
     /* two payloads: bit-packed blocks (smallest raw) and varint blocks (often smallest once
      * deflated); each raw or deflated; the smallest of the four wins */
     bool patched, patched_b;
@@ -1094,7 +1107,7 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
         patched = patched_b;
     }
     size_t h = 0;
-    v[h++] = patched ? DPCODEC_CVERSION_PATCHED : DPCODEC_CVERSION;
+    v[h++] = patched || regular ? DPCODEC_CVERSION_PATCHED : DPCODEC_CVERSION;
     v[h++] = DPCODEC_VENC(kind, order);
     size_t flags_at = h++;
     h += coding_put_varint64(v + h, n);

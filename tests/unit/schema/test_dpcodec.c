@@ -1074,12 +1074,12 @@ static const size_t gold_sizes[] = {1, 2, 3, 5, 33, 127, 128, 129, 130, 256, 300
 /* FNV-1a 64 over every compressed value and qualifier the encoder writes for the rows above,
  * and their total length: captured from the encoder before it was optimised, so any change of
  * a single output byte (format or encoder choice) fails here. */
-/* recaptured twice: radix blocks only where cheap to read (428,456 bytes); then patched blocks,
- * written where smaller (those cells are version 2): 426,971 bytes, 1,485 (0.35%) fewer (these
- * rows have few outliers or noisy trends; on tsd_load's model the cells are 4.6% smaller,
- * docs/schema.md) */
-#define GOLD_HASH  0xdf661651c2bfc0e5ULL
-#define GOLD_BYTES 426971
+/* recaptured twice: radix blocks only where cheap to read (428,456 bytes); then version 2,
+ * patched blocks written where smaller and evenly spaced timestamps as their two heads alone:
+ * 425,428 bytes, 3,028 (0.71%) fewer (patched blocks 1,485 of them: these rows have few
+ * outliers or noisy trends; on tsd_load's model the cells are 5.4% smaller, docs/schema.md) */
+#define GOLD_HASH  0x98f5df8f6dace95aULL
+#define GOLD_BYTES 425428
 
 static uint64_t gold_fnv(uint64_t h, const uint8_t *p, size_t n)
 {
@@ -1897,8 +1897,8 @@ static void test_patched_blocks_match_the_reference(void **state)
  * by up to 1e9 every 30 points, noise of 2^20: its differences are 21-bit but for the steps)
  * and a noisy trend (a line plus uniform noise of 2000 values: the values less the line fit 11
  * bits, their differences need 12) round trip and come out smaller than any other block kind
- * makes them (before patched blocks: 1190 and 546 bytes); a regular counter keeps its zero
- * blocks. */
+ * makes them (before version 2: 1190 and 546 bytes); evenly spaced timestamps are two heads
+ * (flags bit7), and a cell with neither is version 1, which version-1 readers read. */
 static void test_encoder_writes_patched_blocks_where_smaller(void **state)
 {
     (void)state;
@@ -1932,8 +1932,41 @@ static void test_encoder_writes_patched_blocks_where_smaller(void **state)
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, 1000000 + i * 37);
     assert_int_equal(dpcodec_compressed_encode(BASE, p, N, v, &vl, &err), CT_OK);
-    assert_true(vl < 40);
-    assert_int_equal(v[0], DPCODEC_CVERSION); /* no patched block: the cell every build reads */
+    assert_true(vl < 20); /* header, two timestamp heads, two value heads, two zero blocks */
+    assert_int_equal(v[0], DPCODEC_CVERSION_PATCHED);
+    assert_true(v[2] & DPCODEC_CF_REGULAR);
+    {
+        /* every cut of it is refused */
+        struct dpcodec_point out[N];
+        uint8_t cq[DPCODEC_CQ_LEN];
+        dpcodec_compressed_qualifier(p, N, cq);
+        for (size_t cut = 0; cut < vl; cut++) {
+            struct wc_cell cell = cell_of(cq, sizeof(cq), v, cut, 1);
+            size_t got = 0;
+            assert_int_equal(dpcodec_row_decode(BASE, &cell, 1, out, N, &got, NULL, &err),
+                             CT_ECORRUPT);
+        }
+    }
+    /* uneven timestamps, a small walk: no patched block, version 1; flags bit7 means nothing
+     * there (the same points with it set) */
+    for (int i = 0; i < 40; i++)
+        p[i] = dpcodec_point_int(BASE_MS + i * 10000LL + (i % 3) * 1000, false, 5 + i % 4);
+    assert_int_equal(roundtrip_compressed(p, 40, NULL), DPCODEC_VK_INT);
+    assert_int_equal(dpcodec_compressed_encode(BASE, p, 40, v, &vl, &err), CT_OK);
+    assert_int_equal(v[0], DPCODEC_CVERSION);
+    assert_false(v[2] & DPCODEC_CF_REGULAR);
+    v[2] |= DPCODEC_CF_REGULAR;
+    struct dpcodec_point out[40];
+    uint8_t cq[DPCODEC_CQ_LEN];
+    dpcodec_compressed_qualifier(p, 40, cq);
+    struct wc_cell cell = cell_of(cq, sizeof(cq), v, vl, 1);
+    size_t got = 0;
+    assert_int_equal(dpcodec_row_decode(BASE, &cell, 1, out, 40, &got, NULL, &err), CT_OK);
+    assert_int_equal(got, 40);
+    for (int i = 0; i < 40; i++) {
+        assert_true(out[i].ts_ms == p[i].ts_ms);
+        assert_true(out[i].i == p[i].i);
+    }
 }
 
 /* Decimal cells (values m / 10^e of DOUBLE and FLOAT points) with mantissas on both sides of
