@@ -1929,6 +1929,21 @@ static void test_encoder_writes_patched_blocks_where_smaller(void **state)
     assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_INT);
     print_message("noisy trend: %zu bytes for %d points\n", bytes, N);
     assert_true(bytes < 546); /* 540 */
+    /* 4-bit values with outliers just past the width (16..31: an exception's high part is 1)
+     * and far past it, both signs: the exceptions must be exactly the entries outside */
+    for (int i = 0; i < N; i++) {
+        int64_t x = (int64_t)(radix_rand(&seed) % 16);
+        if (i % 37 == 5)
+            x = 16 + (int64_t)(radix_rand(&seed) % 16);
+        if (i % 53 == 9)
+            x = i % 2 ? -1 - (int64_t)(radix_rand(&seed) % 100) : 1000000 + i;
+        p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, x);
+    }
+    assert_int_equal(roundtrip_compressed(p, N, &bytes), DPCODEC_VK_INT);
+    print_message("4-bit values with outliers: %zu bytes for %d points\n", bytes, N);
+    /* 4 bits, 17 exceptions of 2 to 4 bytes, block headers: 266 bytes (307 before version 2;
+     * 6 bits a point would be 270; 21 bits without exceptions) */
+    assert_true(bytes * 8 < (size_t)N * 6);
     for (int i = 0; i < N; i++)
         p[i] = dpcodec_point_int(BASE_MS + i * 10000LL, false, 1000000 + i * 37);
     assert_int_equal(dpcodec_compressed_encode(BASE, p, N, v, &vl, &err), CT_OK);
