@@ -1239,7 +1239,7 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
                 int64_t high;
                 if (at[e] >= cnt || (e && at[e] <= at[e - 1]) || dpcodec_svarint(&p, end, &high))
                     return -1;
-                if (rk == 64 ? high != 0 : 0)
+                if (rk == 64 && high != 0)
                     return -1; /* a 64-bit width leaves nothing above it */
                 if (rk < 64)
                     res[done + at[e]] =
@@ -1487,7 +1487,7 @@ static int dpcodec_cerr(size_t qlen, size_t vlen, struct ct_err *err, const char
 
 /* A compressed cell's header. */
 struct dpcodec_chdr {
-    unsigned version; /* 1, or 2: integer streams may hold patched blocks */
+    unsigned version; /* 1, or 2: patched blocks and flag bit7 (DPCODEC_CF_REGULAR) allowed */
     unsigned order, kind;
     uint8_t cflags;
     uint64_t n, raw;        /* points; raw payload bytes when deflated (else 0) */
