@@ -9,10 +9,11 @@
  * what a TSD parses), parsed as the TSD parses it (an integer, or strtod for "%.2f" text: the
  * same double, typed by OpenTSDB's rule). Each series' hour (360 points) is one cell.
  *
- * Usage: hour_bytes [--hosts H] [--hours N] [--decode R] [--check FILE]
+ * Usage: hour_bytes [--hosts H] [--hours N] [--decode R] [--class C] [--check FILE]
  *   prints one line per class: series, points, value bytes, bytes/point, entropy bytes/point;
  *   then the total, and the cell overhead (11-byte qualifier) separately. --decode R decodes
  *   every cell R times with dpcodec_row_decode_cols() (the query path) after encoding.
+ *   --class C (0..4, the order of the table) keeps the series of that class alone.
  * Build: `make bench` builds it (tools/bench/bench.mk) as build/release/tools/bench/hour_bytes.
  * Instructions per point: valgrind --tool=callgrind --toggle-collect=dpcodec_compressed_encode
  *   (or =dpcodec_row_decode_cols) hour_bytes --hosts 10 --hours 4 --decode 1; divide the
@@ -162,7 +163,7 @@ static int hb_check(const char *path)
 
 int main(int argc, char **argv)
 {
-    int hosts = 100, hours = 24, decode = 0;
+    int hosts = 100, hours = 24, decode = 0, only = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--hosts") && i + 1 < argc)
             hosts = atoi(argv[++i]);
@@ -170,11 +171,13 @@ int main(int argc, char **argv)
             hours = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--decode") && i + 1 < argc)
             decode = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--class") && i + 1 < argc)
+            only = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--check") && i + 1 < argc)
             return hb_check(argv[++i]);
         else {
             fprintf(stderr, "usage: hour_bytes [--hosts H] [--hours N] [--decode R] "
-                            "[--check TSD_LOAD_PRINT_FILE]\n");
+                            "[--class C] [--check TSD_LOAD_PRINT_FILE]\n");
             return 2;
         }
     }
@@ -189,10 +192,14 @@ int main(int argc, char **argv)
     struct dpcodec_point pts[HB_PER_H];
     uint64_t bytes[HB_NCLASS] = {0}, points[HB_NCLASS] = {0}, series[HB_NCLASS] = {0};
     struct ct_err err = {0};
-    size_t c = 0;
+    size_t c = 0, nenc = 0;
     for (int h = 0; h < hosts; h++) {
         for (int m = 0; m < HB_METRICS; m++) {
             enum hb_class cl = hb_class_of(m);
+            if (only >= 0 && (int)cl != only) {
+                c += (size_t)hours;
+                continue;
+            }
             series[cl]++;
             for (int hr = 0; hr < hours; hr++, c++) {
                 int64_t base_s = HB_START + hr * 3600LL;
@@ -209,10 +216,11 @@ int main(int argc, char **argv)
                 }
                 bytes[cl] += vlen[c];
                 points[cl] += HB_PER_H;
+                nenc++;
             }
         }
     }
-    uint64_t tb = 0, tp = 0;
+    uint64_t tb = 0, tp = 0, ts = 0;
     double tent = 0;
     printf("%-34s %7s %10s %11s %8s %8s\n", "class", "series", "points", "value B", "B/point",
            "entropy");
@@ -223,12 +231,13 @@ int main(int argc, char **argv)
                (unsigned long long)bytes[cl], points[cl] ? (double)bytes[cl] / points[cl] : 0, ent);
         tb += bytes[cl];
         tp += points[cl];
+        ts += series[cl];
         tent += ent * points[cl];
     }
-    printf("%-34s %7d %10llu %11llu %8.4f %8.4f\n", "all (cell values)", hosts * HB_METRICS,
+    printf("%-34s %7llu %10llu %11llu %8.4f %8.4f\n", "all (cell values)", (unsigned long long)ts,
            (unsigned long long)tp, (unsigned long long)tb, (double)tb / tp, tent / tp);
     printf("%-34s %7s %10s %11zu %8.4f\n", "+ qualifiers (11 B a cell)", "", "",
-           ncells * DPCODEC_CQ_LEN, (double)(tb + ncells * DPCODEC_CQ_LEN) / tp);
+           nenc * DPCODEC_CQ_LEN, (double)(tb + nenc * DPCODEC_CQ_LEN) / tp);
     if (decode > 0) {
         struct dpcodec_cols cols;
         dpcodec_cols_init(&cols);
@@ -241,6 +250,8 @@ int main(int argc, char **argv)
             for (int h = 0; h < hosts; h++)
                 for (int m = 0; m < HB_METRICS; m++)
                     for (int hr = 0; hr < hours; hr++, c++) {
+                        if (only >= 0 && (int)hb_class_of(m) != only)
+                            continue;
                         struct wc_cell cell = {0};
                         cell.qualifier = wc_bytes_of(q, sizeof(q));
                         cell.value = wc_bytes_of(vals + c * cap, vlen[c]);
