@@ -18,10 +18,12 @@
  * (small radixes' digits as bytes from tables, made values eight at a time, with AVX2 when the
  * CPU has it: dpcodec_rexpand), decimals divided four at a time (AVX2: dpcodec_decimals, the
  * same bits as one by one), regular timestamps in closed form; a small per-thread memo of radix
- * bit lengths is kept between calls. Encoding is sized for speed without changing a byte of what
- * it writes: every search (order, value kind, block kind, Rice parameter, deflate) keeps the
- * choices of the plain exhaustive search, with exact shortcuts (convexity, closed forms, lower
- * bounds that rule a candidate out); test_dpcodec pins the output bytes. */
+ * bit lengths is kept between calls; patched blocks are unpacked as bit-packed ones, then their
+ * few exceptions added. Encoding is sized for speed without changing a byte of what it writes:
+ * every search (order, value kind, block kind, Rice parameter, deflate) keeps the choices of the
+ * plain exhaustive search, with exact shortcuts (convexity, closed forms, lower bounds that rule
+ * a candidate out), except a patched block's parameters, chosen by a cheap estimate and written
+ * only when exactly smaller; test_dpcodec pins the output bytes. */
 #include "schema/dpcodec.h"
 
 #include <math.h>
@@ -1069,6 +1071,34 @@ struct dpcodec_prog {
     int64_t h0, h1;
 };
 
+/* A patched block's packed entries (dpcodec_format.h): out[j] = mn + slope * j + the j-th w-bit
+ * field of p (64-bit wrap-around). The cnt * w bits lie within avail bytes; 8-byte loads are
+ * taken while they stay inside avail (as in the bit-packed reader), the rest bit by bit. */
+static void dpcodec_unpack_line(const uint8_t *p, size_t avail, unsigned w, uint64_t cnt,
+                                int64_t mn, int64_t slope, int64_t *out)
+{
+    uint64_t j = 0, pos = 0, t = (uint64_t)mn;
+    const uint64_t sl = (uint64_t)slope;
+    if (w == 0) {
+        for (; j < cnt; j++, t += sl)
+            out[j] = (int64_t)t;
+        return;
+    }
+    if (w <= 57 && avail >= 8) {
+        uint64_t fast = (uint64_t)((avail - 8) * 8 + 7) / w + 1;
+        if (fast > cnt)
+            fast = cnt;
+        const unsigned down = 64 - w;
+        for (; j < fast; j++, pos += w, t += sl)
+            out[j] = (int64_t)(t + ((coding_get_be64(p + (pos >> 3)) << (pos & 7)) >> down));
+    }
+    struct dpcodec_bitr r = {p, avail * 8, (size_t)pos};
+    for (; j < cnt; j++, t += sl) {
+        out[j] = (int64_t)(t + dpcodec_bitr_peek(&r, w));
+        r.pos += w;
+    }
+}
+
 /* With run: the cnt entries of x become their running sum continuing *acc (64-bit wrap-around),
  * four per step (the loop's own overhead was as large as the additions). */
 static inline void dpcodec_run_sum(int64_t *x, uint64_t cnt, bool run, uint64_t *acc)
@@ -1090,7 +1120,8 @@ static inline void dpcodec_run_sum(int64_t *x, uint64_t cnt, bool run, uint64_t 
 /* Reads an integer stream of order k with n entries into xs. With prog non-NULL, a stream
  * whose residuals are all 0 is reported there instead and xs is not written. */
 DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_t *end, unsigned k,
-                                                uint64_t n, int64_t *xs, struct dpcodec_prog *prog)
+                                                uint64_t n, int64_t *xs, struct dpcodec_prog *prog,
+                                                bool patched_ok)
 {
     const uint8_t *p = *pp;
     uint64_t heads = k < n ? k : n;
@@ -1114,13 +1145,14 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
         unsigned w = *p++;
         int64_t mn;
         unsigned rk = 0;
-        if (w == DPCODEC_RICE_BLOCK) {
-            if (p == end || *p > 63)
+        if (w == DPCODEC_RICE_BLOCK || w == DPCODEC_PATCHED_BLOCK) {
+            /* the Rice parameter (0..63), or the patched block's width (0..64) */
+            if (p == end || *p > (w == DPCODEC_RICE_BLOCK ? 63 : 64))
                 return -1;
             rk = *p++;
         }
         if ((w > 64 && w != DPCODEC_VARINT_BLOCK && w != DPCODEC_RICE_BLOCK &&
-             w != DPCODEC_RADIX_BLOCK) ||
+             w != DPCODEC_RADIX_BLOCK && (w != DPCODEC_PATCHED_BLOCK || !patched_ok)) ||
             dpcodec_svarint(&p, end, &mn))
             return -1;
         uint64_t cnt = m - done < DPCODEC_BLOCK ? m - done : DPCODEC_BLOCK;
@@ -1187,6 +1219,34 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
             }
             if (nb && dpcodec_rblocks_read(blk, nb, run ? &acc : NULL))
                 return -1;
+            continue;
+        }
+        if (w == DPCODEC_PATCHED_BLOCK) {
+            int64_t slope;
+            if (dpcodec_svarint(&p, end, &slope) || p == end)
+                return -1;
+            uint64_t ne = *p++;
+            size_t bytes = (size_t)((cnt * rk + 7) / 8);
+            if (ne > cnt || (size_t)(end - p) < bytes)
+                return -1;
+            dpcodec_unpack_line(p, (size_t)(end - p), rk, cnt, mn, slope, res + done);
+            p += bytes;
+            if ((uint64_t)(end - p) < ne)
+                return -1;
+            const uint8_t *at = p;
+            p += ne;
+            for (uint64_t e = 0; e < ne; e++) {
+                int64_t high;
+                if (at[e] >= cnt || (e && at[e] <= at[e - 1]) || dpcodec_svarint(&p, end, &high))
+                    return -1;
+                if (rk == 64 && high != 0)
+                    return -1; /* a 64-bit width leaves nothing above it */
+                if (rk < 64)
+                    res[done + at[e]] =
+                        (int64_t)((uint64_t)res[done + at[e]] + ((uint64_t)high << rk));
+            }
+            dpcodec_run_sum(res + done, cnt, run, &acc);
+            done += cnt;
             continue;
         }
         if (w == DPCODEC_RICE_BLOCK) {
@@ -1379,9 +1439,9 @@ DPCODEC_HOT static int dpcodec_stream_read_prog(const uint8_t **pp, const uint8_
 }
 
 static int dpcodec_stream_read(const uint8_t **pp, const uint8_t *end, unsigned k, uint64_t n,
-                               int64_t *xs)
+                               int64_t *xs, bool patched_ok)
 {
-    return dpcodec_stream_read_prog(pp, end, k, n, xs, NULL);
+    return dpcodec_stream_read_prog(pp, end, k, n, xs, NULL, patched_ok);
 }
 
 static int dpcodec_xor_read(const uint8_t *p, const uint8_t *end, uint64_t n, uint64_t *out)
@@ -1427,6 +1487,7 @@ static int dpcodec_cerr(size_t qlen, size_t vlen, struct ct_err *err, const char
 
 /* A compressed cell's header. */
 struct dpcodec_chdr {
+    unsigned version; /* 1, or 2: patched blocks and flag bit7 (DPCODEC_CF_REGULAR) allowed */
     unsigned order, kind;
     uint8_t cflags;
     uint64_t n, raw;        /* points; raw payload bytes when deflated (else 0) */
@@ -1442,10 +1503,11 @@ static int dpcodec_chead(const uint8_t *v, size_t vlen, size_t qlen, struct dpco
     h->vlen = vlen;
     if (end - p < 4)
         return dpcodec_cerr(qlen, vlen, err, "compressed cell shorter than its header");
-    if (p[0] != DPCODEC_CVERSION)
+    if (p[0] < DPCODEC_CVERSION || p[0] > DPCODEC_CVERSION_PATCHED)
         return ct_err_set(err, CT_ECORRUPT,
-                          "unsupported compressed cell version %u (this build reads %d)", p[0],
-                          DPCODEC_CVERSION);
+                          "unsupported compressed cell version %u (this build reads %d..%d)", p[0],
+                          DPCODEC_CVERSION, DPCODEC_CVERSION_PATCHED);
+    h->version = p[0];
     h->order = p[1] & 3;
     h->kind = p[1] >> 2;
     h->cflags = p[2];
@@ -1517,7 +1579,7 @@ DPCODEC_HOT static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_
         /* an order-0 integer stream, decoded into the value array then narrowed to bytes
          * (cval is filled later) */
         int64_t *tmp = (int64_t *)cval;
-        if (dpcodec_stream_read(&p, end, 0, n, tmp))
+        if (dpcodec_stream_read(&p, end, 0, n, tmp, h->version >= DPCODEC_CVERSION_PATCHED))
             return dpcodec_cerr(ql, vl, err, "descriptors truncated");
         for (uint64_t i = 0; i < n; i++) {
             if (tmp[i] < 0 || tmp[i] > 7 || (tmp[i] & 3) > DPCODEC_DOUBLE)
@@ -1544,12 +1606,18 @@ DPCODEC_HOT static int dpcodec_cbody(const struct dpcodec_chdr *h, int64_t base_
                   p[1] < 0x80;
     for (size_t i = 0; reg_ts && i < zb; i++)
         reg_ts = p[2 + i] == 0;
-    if (reg_ts) {
+    if (h->version >= DPCODEC_CVERSION_PATCHED && (cflags & DPCODEC_CF_REGULAR)) {
+        /* version 2: the heads alone, o_i = h0 + i h1 (no residual blocks) */
+        if (n < 2 || dpcodec_svarint(&p, end, &prog.h0) || dpcodec_svarint(&p, end, &prog.h1))
+            return dpcodec_cerr(ql, vl, err, "timestamp stream truncated");
+        prog.is = true;
+    } else if (reg_ts) {
         prog.is = true;
         prog.h0 = coding_unzigzag(p[0]);
         prog.h1 = coding_unzigzag(p[1]);
         p += 2 + zb;
-    } else if (dpcodec_stream_read_prog(&p, end, 2, n, cts, &prog)) {
+    } else if (dpcodec_stream_read_prog(&p, end, 2, n, cts, &prog,
+                                        h->version >= DPCODEC_CVERSION_PATCHED)) {
         return dpcodec_cerr(ql, vl, err, "timestamp stream truncated");
     }
     int64_t unit = (cflags & DPCODEC_CF_SECONDS) ? 1000 : 1, limit = DPCODEC_HOUR_MS / unit;
@@ -1598,7 +1666,7 @@ values:;
     case DPCODEC_VK_INT:
     case DPCODEC_VK_DECIMAL:
     case DPCODEC_VK_BITS:
-        if (dpcodec_stream_read(&p, end, h->order, n, iv))
+        if (dpcodec_stream_read(&p, end, h->order, n, iv, h->version >= DPCODEC_CVERSION_PATCHED))
             return dpcodec_cerr(ql, vl, err, "value stream truncated");
         break;
     case DPCODEC_VK_XOR:

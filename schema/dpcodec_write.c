@@ -7,7 +7,9 @@
  * reproduces every value bit for bit (so it is lossless by construction); (2) every search
  * (order, value kind, block kind, Rice parameter, deflate) keeps the choices of the plain
  * exhaustive search, with exact shortcuts (convexity, closed forms, lower bounds that rule a
- * candidate out); test_dpcodec pins the output bytes. Allocation: the compressed encoder keeps
+ * candidate out), except a patched block's parameters (line, width), which come from an
+ * estimate; a block is written patched only when its exact size is smaller than every other
+ * kind's; test_dpcodec pins the output bytes. Allocation: the compressed encoder keeps
  * per-thread state (a deflate stream and a scratch buffer, see dpcodec_enc).
  * Layouts: schema/dpcodec_format.h. */
 #include "schema/dpcodec.h"
@@ -166,10 +168,11 @@ static void dpcodec_block_range(const int64_t *r, size_t cnt, int64_t *mn, unsig
 /* How one block of residuals is written: bit-packed from its minimum, or Rice-coded around its
  * median (residuals of smooth series are bell-shaped: Rice codes beat a fixed width there). */
 struct dpcodec_block {
-    bool rice, radix;
-    int64_t base;     /* minimum (packed, radix) or median (Rice) */
-    unsigned width;   /* bits per value (packed) or Rice parameter k */
+    bool rice, radix, patched;
+    int64_t base;     /* minimum (packed, radix, patched) or median (Rice) */
+    unsigned width;   /* bits per value (packed, patched) or Rice parameter k */
     uint64_t radix_r; /* radix blocks: range + 1 */
+    int64_t slope;    /* patched blocks: the line subtracted (entry j less slope * j) */
     size_t bytes;     /* encoded size including the header */
 };
 
@@ -229,13 +232,145 @@ static bool dpcodec_radix_cheap(uint64_t r, size_t bits)
     return (bits + 63) / 64 <= 2 * m;
 }
 
-static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_block *b)
+/* Patched blocks (dpcodec_format.h): entry j is d_j = r_j - slope * j (64-bit wrap-around); the
+ * d_j in [base, base + 2^w) are bit-packed as d_j - base, the others ("exceptions") keep the low
+ * w bits there and list their position and the rest, (d_j - base) >> w, apart. A series whose
+ * residuals are narrow but for a few jumps (a byte gauge whose level steps every 30 points)
+ * is then packed at the narrow width, not at the jumps'; with a slope, a noisy trend (a counter,
+ * a slow wave) is packed at its noise's width. */
+
+/* Whether d - base lies outside [0, 2^w): an exception. */
+static inline bool dpcodec_patch_out(int64_t d, int64_t base, unsigned w)
+{
+    return w < 64 && ((uint64_t)d - (uint64_t)base) >> w != 0;
+}
+
+/* The exception's high part, (d - base) >> w as a signed number (w < 64). */
+static inline int64_t dpcodec_patch_high(int64_t d, int64_t base, unsigned w)
+{
+    int64_t x = dpcodec_sub(d, base);
+    return x < 0 ? ~(int64_t)(~(uint64_t)x >> w) : (int64_t)((uint64_t)x >> w);
+}
+
+/* Bytes of the patched block of d[0..cnt) (already less the slope) at (base, w). */
+static size_t dpcodec_patch_bytes(const int64_t *d, size_t cnt, int64_t base, unsigned w,
+                                  int64_t slope)
+{
+    size_t bytes = 2 + dpcodec_varint_len(coding_zigzag(base)) +
+                   dpcodec_varint_len(coding_zigzag(slope)) + 1 + (cnt * w + 7) / 8;
+    for (size_t j = 0; j < cnt; j++)
+        if (dpcodec_patch_out(d[j], base, w))
+            bytes += 1 + dpcodec_varint_len(coding_zigzag(dpcodec_patch_high(d[j], base, w)));
+    return bytes;
+}
+
+/* The cheapest patched block of d[0..cnt) (r less slope * j) around its median med, u[j] =
+ * zigzag(d[j] - med): the entries whose u has at most B bits lie within 2^(B-1) of the median,
+ * a range of fewer than 2^B values; B is chosen on a per-bit-length histogram (the exceptions'
+ * high parts estimated from their bit lengths), then the block at that B is costed exactly.
+ * Replaces *b when smaller. */
+static void dpcodec_patch_try(const int64_t *d, const uint64_t *u, size_t cnt, int64_t med,
+                              int64_t slope, struct dpcodec_block *b)
+{
+    unsigned hist[65] = {0}, lmax = 0;
+    for (size_t j = 0; j < cnt; j++) {
+        unsigned l = u[j] ? 64u - (unsigned)__builtin_clzll(u[j]) : 0;
+        hist[l]++;
+        lmax = l > lmax ? l : lmax;
+    }
+    size_t fixed =
+        3 + dpcodec_varint_len(coding_zigzag(med)) + dpcodec_varint_len(coding_zigzag(slope)) + 1;
+    /* bits(B) ~ cnt B + per exception (bit length l > B) a position byte and a high part of
+     * about l - B + 1 bits at 8 bits a 7-bit varint group: from the exceptions' count E and
+     * bit-length sum S above B, both running sums (x7 to stay in integers) */
+    int64_t e = (int64_t)cnt, sl = 0;
+    for (unsigned l = 0; l <= lmax; l++)
+        sl += (int64_t)l * hist[l];
+    int64_t best7 = INT64_MAX;
+    unsigned best_b = 0;
+    for (unsigned bb = 0; bb <= lmax && bb < 64; bb++) {
+        e -= hist[bb];
+        sl -= (int64_t)bb * hist[bb];
+        if (e == (int64_t)cnt)
+            continue; /* no entry would be packed */
+        int64_t c7 = 7 * (int64_t)cnt * bb + 56 * e + 8 * (sl - ((int64_t)bb - 1) * e);
+        if (c7 < best7) {
+            best7 = c7;
+            best_b = bb;
+        }
+    }
+    size_t best_bits = best7 == INT64_MAX ? SIZE_MAX : (size_t)(best7 / 7);
+    if (best_bits == SIZE_MAX || fixed + best_bits / 8 >= b->bytes)
+        return; /* every entry is an exception, or no B can win */
+    /* the inliers' offsets from med - 2^(B-1), in [0, 2^B): their least and greatest */
+    uint64_t half = best_b ? 1ull << (best_b - 1) : 0, lo = UINT64_MAX, hi = 0;
+    for (size_t j = 0; j < cnt; j++) {
+        if (u[j] >> best_b)
+            continue;
+        uint64_t o = (uint64_t)d[j] - (uint64_t)med + half;
+        lo = o < lo ? o : lo;
+        hi = o > hi ? o : hi;
+    }
+    int64_t base = (int64_t)((uint64_t)med - half + lo);
+    unsigned w = hi > lo ? 64u - (unsigned)__builtin_clzll(hi - lo) : 0;
+    size_t bytes = dpcodec_patch_bytes(d, cnt, base, w, slope);
+    if (bytes < b->bytes) {
+        b->rice = b->radix = false;
+        b->patched = true;
+        b->base = base;
+        b->width = w;
+        b->slope = slope;
+        b->bytes = bytes;
+    }
+}
+
+/* The least-squares slope of r[0..cnt) against j, rounded (0 when it is not a usable int64). */
+static int64_t dpcodec_ls_slope(const int64_t *r, size_t cnt)
+{
+    if (cnt < 3)
+        return 0;
+    double jm = (double)(cnt - 1) / 2, sxy = 0, sxx = 0, r0 = (double)r[0];
+    for (size_t j = 0; j < cnt; j++) {
+        double dj = (double)j - jm;
+        sxy += dj * ((double)r[j] - r0);
+        sxx += dj * dj;
+    }
+    double s = sxy / sxx;
+    if (!(fabs(s) < 4e18))
+        return 0;
+    return llround(s);
+}
+
+/* The patched candidates of r[0..cnt): no slope (u: zigzag(r - med) already), and with trend
+ * (a stream of order 0: values, not differences) the least-squares line. */
+static void dpcodec_patch_choose(const int64_t *r, const uint64_t *u, size_t cnt, int64_t med,
+                                 bool trend, struct dpcodec_block *b)
+{
+    dpcodec_patch_try(r, u, cnt, med, 0, b);
+    if (!trend)
+        return;
+    int64_t slope = dpcodec_ls_slope(r, cnt);
+    if (slope == 0)
+        return;
+    int64_t d[DPCODEC_BLOCK], tmp[DPCODEC_BLOCK];
+    uint64_t du[DPCODEC_BLOCK];
+    for (size_t j = 0; j < cnt; j++)
+        d[j] = tmp[j] = (int64_t)((uint64_t)r[j] - (uint64_t)slope * j);
+    int64_t dmed = dpcodec_select(tmp, cnt, cnt / 2);
+    for (size_t j = 0; j < cnt; j++)
+        du[j] = coding_zigzag(dpcodec_sub(d[j], dmed));
+    dpcodec_patch_try(d, du, cnt, dmed, slope, b);
+}
+
+static void dpcodec_block_choose(const int64_t *r, size_t cnt, bool trend, struct dpcodec_block *b)
 {
     int64_t mn;
     unsigned w;
     dpcodec_block_range(r, cnt, &mn, &w);
     b->rice = false;
     b->radix = false;
+    b->patched = false;
+    b->slope = 0;
     b->base = mn;
     b->width = w;
     b->bytes = 1 + dpcodec_varint_len(coding_zigzag(mn)) + (cnt * w + 7) / 8;
@@ -257,8 +392,8 @@ static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_bl
             b->bytes = bytes;
         }
     }
-    if (w < 4)
-        return; /* nothing to gain on narrow blocks */
+    if (w == 0)
+        return;
     int64_t sorted[DPCODEC_BLOCK];
     memcpy(sorted, r, cnt * sizeof(*r));
     int64_t med = dpcodec_select(sorted, cnt, cnt / 2);
@@ -274,6 +409,10 @@ static void dpcodec_block_choose(const int64_t *r, size_t cnt, struct dpcodec_bl
         if (u[j] > umax)
             umax = u[j];
         usum += u[j] >> 8; /* a guess only: no overflow for any u */
+    }
+    if (w < 4) { /* Rice: nothing to gain on narrow blocks; a patched block: a lone step */
+        dpcodec_patch_choose(r, u, cnt, med, trend, b);
+        return;
     }
     unsigned kmin = 0;
     while ((umax >> kmin) > (1u << 20))
@@ -314,6 +453,7 @@ found:;
         b->width = k;
         b->bytes = bytes;
     }
+    dpcodec_patch_choose(r, u, cnt, med, trend, b);
 }
 
 /* Bytes of the integer stream of order k over x (res: scratch of n entries). */
@@ -327,14 +467,14 @@ static size_t dpcodec_stream_cost(const int64_t *x, size_t n, unsigned k, int64_
     for (size_t done = 0; done < n - h; done += DPCODEC_BLOCK) {
         size_t cnt = n - h - done < DPCODEC_BLOCK ? n - h - done : DPCODEC_BLOCK;
         struct dpcodec_block b;
-        dpcodec_block_choose(res + done, cnt, &b);
+        dpcodec_block_choose(res + done, cnt, k == 0, &b);
         c += b.bytes;
     }
     return c;
 }
 
 static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64_t *res,
-                                   bool varint_blocks, uint8_t *p)
+                                   bool varint_blocks, uint8_t *p, bool *patched)
 {
     int64_t heads[2] = {0, 0};
     size_t h = dpcodec_residuals(x, n, k, heads, res);
@@ -356,7 +496,7 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
             continue;
         }
         struct dpcodec_block b;
-        dpcodec_block_choose(res + done, cnt, &b);
+        dpcodec_block_choose(res + done, cnt, k == 0, &b);
         if (b.radix) {
             p[o++] = DPCODEC_RADIX_BLOCK;
             o += coding_put_varint64(p + o, coding_zigzag(b.base));
@@ -370,6 +510,35 @@ static size_t dpcodec_stream_write(const int64_t *x, size_t n, unsigned k, int64
             for (size_t i = 0; i < bytes; i++)
                 p[o + bytes - 1 - i] = i / 8 < big.n ? (uint8_t)(big.l[i / 8] >> (8 * (i % 8))) : 0;
             o += bytes;
+            continue;
+        }
+        if (b.patched) {
+            const int64_t *r = res + done;
+            int64_t d[DPCODEC_BLOCK];
+            for (size_t j = 0; j < cnt; j++)
+                d[j] = (int64_t)((uint64_t)r[j] - (uint64_t)b.slope * j);
+            *patched = true;
+            p[o++] = DPCODEC_PATCHED_BLOCK;
+            p[o++] = (uint8_t)b.width;
+            o += coding_put_varint64(p + o, coding_zigzag(b.base));
+            o += coding_put_varint64(p + o, coding_zigzag(b.slope));
+            size_t at_e = o++, e = 0;
+            struct dpcodec_bitw bw = {p + o, 0};
+            uint64_t mask = b.width < 64 ? (1ull << b.width) - 1 : UINT64_MAX;
+            if (b.width)
+                for (size_t j = 0; j < cnt; j++)
+                    dpcodec_bitw_put(&bw, ((uint64_t)d[j] - (uint64_t)b.base) & mask, b.width);
+            o += (bw.bits + 7) / 8;
+            for (size_t j = 0; j < cnt; j++)
+                if (dpcodec_patch_out(d[j], b.base, b.width)) {
+                    p[o++] = (uint8_t)j;
+                    e++;
+                }
+            for (size_t j = 0; j < cnt; j++)
+                if (dpcodec_patch_out(d[j], b.base, b.width))
+                    o += coding_put_varint64(
+                        p + o, coding_zigzag(dpcodec_patch_high(d[j], b.base, b.width)));
+            p[at_e] = (uint8_t)e;
             continue;
         }
         if (b.rice) {
@@ -504,32 +673,41 @@ struct dpcodec_plan {
     size_t n;
     int64_t base_ms;
     bool uniform, seconds;
+    bool regular; /* evenly spaced timestamps, n >= 3: their stream is the two heads alone */
     unsigned kind, order, e10;
     const int64_t *xs; /* values (INT, DECIMAL) */
     int64_t *res, *ts; /* scratch, n entries each */
 };
 
-/* Writes the payload of dpcodec_format.h into raw; returns its length. */
-static size_t dpcodec_payload(const struct dpcodec_plan *pl, bool varint_blocks, uint8_t *raw)
+/* Writes the payload of dpcodec_format.h into raw; returns its length; *patched tells whether
+ * a patched block was written (then the cell is version DPCODEC_CVERSION_PATCHED). */
+static size_t dpcodec_payload(const struct dpcodec_plan *pl, bool varint_blocks, uint8_t *raw,
+                              bool *patched)
 {
+    *patched = false;
     const struct dpcodec_point *pts = pl->pts;
     size_t n = pl->n, o = 0;
     if (!pl->uniform) {
         for (size_t i = 0; i < n; i++)
             xs_desc(pl->res, i, pts);
-        o += dpcodec_stream_write(pl->res, n, 0, pl->ts, varint_blocks, raw + o);
+        o += dpcodec_stream_write(pl->res, n, 0, pl->ts, varint_blocks, raw + o, patched);
     }
     if (pl->kind == DPCODEC_VK_DECIMAL)
         raw[o++] = (uint8_t)pl->e10;
     int64_t unit = pl->seconds ? 1000 : 1;
     for (size_t i = 0; i < n; i++)
         pl->ts[i] = (pts[i].ts_ms - pl->base_ms) / unit;
-    o += dpcodec_stream_write(pl->ts, n, 2, pl->res, varint_blocks, raw + o);
+    if (pl->regular) { /* DPCODEC_CF_REGULAR */
+        o += coding_put_varint64(raw + o, coding_zigzag(pl->ts[0]));
+        o += coding_put_varint64(raw + o, coding_zigzag(pl->ts[1] - pl->ts[0]));
+    } else {
+        o += dpcodec_stream_write(pl->ts, n, 2, pl->res, varint_blocks, raw + o, patched);
+    }
     switch (pl->kind) {
     case DPCODEC_VK_INT:
     case DPCODEC_VK_DECIMAL:
     case DPCODEC_VK_BITS:
-        o += dpcodec_stream_write(pl->xs, n, pl->order, pl->res, varint_blocks, raw + o);
+        o += dpcodec_stream_write(pl->xs, n, pl->order, pl->res, varint_blocks, raw + o, patched);
         break;
     case DPCODEC_VK_XOR:
         o += dpcodec_xor_write(pts, n, raw + o);
@@ -897,10 +1075,18 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
         if (pts[0].ms)
             flags |= DPCODEC_CF_ALL_MS;
     }
-    struct dpcodec_plan plan = {pts, n, base_ms, uniform, seconds, kind, order, e10, xs, res, ts};
+    /* evenly spaced timestamps (as most hours are): a version-2 cell keeps their first two */
+    bool regular = n >= 3;
+    for (size_t i = 2; regular && i < n; i++)
+        regular = pts[i].ts_ms - pts[i - 1].ts_ms == pts[1].ts_ms - pts[0].ts_ms;
+    if (regular)
+        flags |= DPCODEC_CF_REGULAR;
+    struct dpcodec_plan plan = {pts,  n,     base_ms, uniform, seconds, regular,
+                                kind, order, e10,     xs,      res,     ts};
     /* two payloads: bit-packed blocks (smallest raw) and varint blocks (often smallest once
      * deflated); each raw or deflated; the smallest of the four wins */
-    size_t o = dpcodec_payload(&plan, false, raw);
+    bool patched, patched_b;
+    size_t o = dpcodec_payload(&plan, false, raw, &patched);
     size_t zlen = 0, best = o;
     const uint8_t *payload = raw;
     bool deflated = false;
@@ -910,7 +1096,7 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
         payload = z1;
         deflated = true;
     }
-    size_t ob = dpcodec_payload(&plan, true, rawb);
+    size_t ob = dpcodec_payload(&plan, true, rawb, &patched_b);
     size_t zb = dpcodec_deflate_below(enc, rawb, ob, z2, zcap, best);
     if (zb && zb + dpcodec_varint_len(ob) < best) {
         best = zb + dpcodec_varint_len(ob);
@@ -918,9 +1104,10 @@ int dpcodec_compressed_encode(int64_t base_s, const struct dpcodec_point *pts, s
         deflated = true;
         zlen = zb;
         o = ob;
+        patched = patched_b;
     }
     size_t h = 0;
-    v[h++] = DPCODEC_CVERSION;
+    v[h++] = patched || regular ? DPCODEC_CVERSION_PATCHED : DPCODEC_CVERSION;
     v[h++] = DPCODEC_VENC(kind, order);
     size_t flags_at = h++;
     h += coding_put_varint64(v + h, n);

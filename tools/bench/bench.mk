@@ -61,3 +61,12 @@ EXTRA_BENCH += $(TELNET_MICRO)
 $(TELNET_MICRO): tools/bench/telnet_micro.c $(BUILD)/libctsdb.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)
+
+# Where the bytes of compressed hour cells go on tsd_load's value model, per metric class, and
+# the cost of encoding and decoding them (tools/bench/hour_bytes.c); not run by `make bench`.
+HOUR_BYTES := $(BUILD)/tools/bench/hour_bytes
+EXTRA_BENCH += $(HOUR_BYTES)
+
+$(HOUR_BYTES): tools/bench/hour_bytes.c $(BUILD)/libctsdb.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libctsdb.a $(LDFLAGS) $(LDLIBS)
