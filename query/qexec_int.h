@@ -220,6 +220,44 @@ struct xscan {
     atomic_uint_fast64_t key_ranges; /* the row ranges they read (1 for a start/stop scan) */
 };
 
+/* One scan's memo of a row filter's decisions by series (qexec_rf_memo_init, then
+ * qexec_rf_memo_filter as the scan's wc_row_filter_fn with the memo as its argument), for a
+ * filter that decides on the key's metric and tags alone, not its salt or hour
+ * (rowkey_filter_match, the series lists): it decides the same for every hour of a series, so
+ * each series is judged once and its later rows cost a hash and a compare (a filtered scan
+ * meets a series once an hour: 720 times over 30 days). Two ways of QEXEC_RF_MEMO_SETS sets (a
+ * series' set from a hash of its tag bytes, the older way replaced): a scan meeting many more
+ * series an hour than that would miss on almost every row, so after its first
+ * QEXEC_RF_MEMO_TRIAL rows a memo that answered fewer than half of them stops looking (every
+ * row then goes to the filter, as without a memo). Invariant: a way holds the metric and tag
+ * bytes of a key the filter judged and that decision; keys longer than QEXEC_RF_MEMO_KEY bytes
+ * of metric and tags are judged every time. On the scan's stack (about 17 KB): one thread, no
+ * lock. */
+#define QEXEC_RF_MEMO_SETS  128
+#define QEXEC_RF_MEMO_KEY   64
+#define QEXEC_RF_MEMO_TRIAL 512
+struct qexec_rf_memo {
+    wc_row_filter_fn fn;
+    void *arg;
+    size_t mstart, mlen;   /* the metric's bytes in a key */
+    size_t tstart;         /* where the tag pairs start */
+    uint32_t looked, hits; /* counted over the trial */
+    bool off;              /* the trial failed: every row goes to fn */
+    struct {
+        uint8_t older; /* the way to replace next */
+        struct {
+            uint8_t len; /* metric + tag bytes held; 0 = empty */
+            uint8_t decision;
+            uint8_t key[QEXEC_RF_MEMO_KEY];
+        } way[2];
+    } set[QEXEC_RF_MEMO_SETS];
+};
+void qexec_rf_memo_init(struct qexec_rf_memo *m, const struct rowkey_layout *l, wc_row_filter_fn fn,
+                        void *arg);
+enum wc_row_decision qexec_rf_memo_filter(void *arg, const uint8_t *row, size_t len);
+/* The set a key of at least the tag pairs' offset would be held in (tests). */
+size_t qexec_rf_memo_set_of(const struct qexec_rf_memo *m, const uint8_t *row, size_t len);
+
 typedef int (*qexec_group_fn)(void *arg, struct xsub *xs, struct xser **ser, size_t n);
 
 void qexec_xset_clear(struct xset *x);
@@ -263,8 +301,8 @@ void qexec_float_text(float f, char *out, size_t cap);
  * global annotations (globals, may be NULL); each written as ",\"key\":...". */
 /* A series' opening: {"metric":..,"tags":{..},"aggregateTags":[..] (the caller goes on with
  * the extras and "dps"). */
-void qexec_write_series_names(struct qjson *j, const char *metric, const char **tk,
-                              const char **tv, size_t ntk, const char **ag, size_t nag);
+void qexec_write_series_names(struct qjson *j, const char *metric, const char **tk, const char **tv,
+                              size_t ntk, const char **ag, size_t nag);
 int qexec_write_series_extras(struct qjson *j, const struct qspec *q, const struct qspec_sub *sub,
                               struct xser **ser, size_t n, const struct gann *globals,
                               struct ct_err *err);

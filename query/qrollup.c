@@ -387,9 +387,11 @@ static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t 
         }
         /* a filter with no tag clause checks what the key range and the shape test below
          * already do: not run per row */
+        struct qexec_rf_memo memo;
         if (!x->rf_no_tags) {
-            so.row_filter = rf_filter;
-            so.row_filter_arg = x;
+            qexec_rf_memo_init(&memo, l, rf_filter, x);
+            so.row_filter = qexec_rf_memo_filter;
+            so.row_filter_arg = &memo;
         }
         size_t head = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
         size_t pair = l->tagk_width + l->tagv_width;
