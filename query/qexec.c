@@ -555,6 +555,10 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     if ((int64_t)x.nslices > hours)
         x.nslices = (unsigned)hours;
     x.slice_hours = (hours + x.nslices - 1) / x.nslices;
+    enum rollup_iv riv;
+    bool rolled = false, roll = !x.histo && qrollup_eligible(q, sub, o, x.nhead > 0, &riv);
+    if (roll) /* the raw source's own slices (whole downsample buckets) */
+        x.nslices = qrollup_slices(&x, sub, o, nth);
     unsigned nwork = x.nbuckets * x.nslices;
     x.max_dps = max_dps;
     x.max_bytes = max_bytes;
@@ -588,10 +592,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         nth = nwork;
     if (st && nth > st->scan_threads)
         st->scan_threads = nth;
-    enum rollup_iv riv;
-    bool rolled = false;
-    if (!x.histo &&
-        qrollup_eligible(q, sub, o, x.nhead > 0, &riv)) { /* rollup tables (head points folded) */
+    if (roll) { /* rollup tables (head points folded) */
         xs->ds_done = rolled = true;
         if ((rc = qrollup_scan(&x, sub, &w, o->rollup, riv, o->pool, nth, err)) != CT_OK) {
             map_uid_err(rc, status);

@@ -1046,6 +1046,17 @@ void qexec_scan_thread(void *arg)
  * appended. src keeps no series. */
 int qexec_xset_merge(struct xset *dst, struct xset *src, struct ct_err *err)
 {
+    /* series appended without being indexed (qrollup's emit_series(): a piece's set is only
+     * listed) are indexed first, so that an older slice's part of a series finds it */
+    for (size_t i = dst->ht.n; i < dst->n && src->n; i++) {
+        const struct xser *s = dst->ser[i];
+        size_t h = 0;
+        if (hashset_reserve(&dst->ht, 256, xset_hash_of, dst, err) != CT_OK)
+            return err->code;
+        if (hashset_find(&dst->ht, hash_bytes(s->tsuid, s->tsuid_len, 0), xset_eq, dst, s->tsuid,
+                         s->tsuid_len, &h) < 0)
+            hashset_insert_at(&dst->ht, h, i);
+    }
     if (src->nslabs) { /* the slabs go with the points cut from them; none is cut any more */
         struct qagg_point **ns = realloc(dst->slabs, (dst->nslabs + src->nslabs) * sizeof(*ns));
         if (!ns)
