@@ -468,6 +468,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         max_dps = 0;
     struct xscan x;
     memset(&x, 0, sizeof(x));
+    x.bucket_mask = UINT64_MAX;
     struct rowkey_filter *rf = NULL;
     int rc = plan_sub(t, sub, o->skip_unresolved_tagvs, xs, &rf, &x, status, err);
     if (rc != CT_OK)
@@ -520,6 +521,13 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
             rc = CT_OK;
         else
             goto out;
+        /* too many key ranges for the index's series: the metric's key range is walked, but
+         * only in the salt buckets where they live */
+        if (!x.exact && (rc = qindex_buckets(t, rf, xs->metric, &x.bucket_mask, err)) != CT_OK) {
+            if (rc != CT_NOTFOUND)
+                goto out;
+            rc = CT_OK;
+        }
     }
     x.histo = qspec_sub_is_histogram(sub);
     if (o->bound && (rc = bound_check_plan(q, sub, o, &x, status, err)) != CT_OK)

@@ -180,6 +180,9 @@ struct xscan {
     size_t *tsuid_lens;
     size_t ntsuids;
     bool exact; /* tsuids came from the tag index (query/qindex.h): scan exactly their rows */
+    /* bit b: salt bucket b may hold a series the filter accepts (qindex_buckets; every bit
+     * when the index cannot say): the scans skip the other buckets */
+    uint64_t bucket_mask;
     unsigned nbuckets;
     unsigned nslices; /* time slices per bucket, newest first (parallelism without salt) */
     int64_t slice_hours;
@@ -309,6 +312,11 @@ int qexec_write_series_extras(struct qjson *j, const struct qspec *q, const stru
 /* With show_stats, a series' ",\"stats\":{\"emittedDPs\":N,\"queryIndex\":I}" after its dps. */
 void qexec_write_series_stats(struct qjson *j, const struct qspec *q, const struct qspec_sub *sub,
                               uint64_t emitted);
+/* Whether salt bucket b may hold a series of the sub-query (xscan.bucket_mask). */
+static inline bool qexec_bucket_wanted(const struct xscan *x, unsigned b)
+{
+    return b >= 64 || (x->bucket_mask >> b & 1);
+}
 void qexec_scan_thread(void *arg);
 /* Picks the head's series of the scan (x->head set, x->rf / x->tsuids planned, window set): the
  * metric's series the row filter accepts that hold points in the window's hours. */

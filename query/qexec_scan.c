@@ -1035,7 +1035,9 @@ void qexec_scan_thread(void *arg)
         int64_t bottom = top - (x->slice_hours - 1) * ROWKEY_HOUR_S;
         if (bottom < x->win_start_s)
             bottom = x->win_start_s;
-        x->rcs[w] = top < bottom ? CT_OK : scan_bucket(x, b, bottom, top, &x->sets[w], &x->errs[w]);
+        x->rcs[w] = top < bottom || !qexec_bucket_wanted(x, b)
+                        ? CT_OK
+                        : scan_bucket(x, b, bottom, top, &x->sets[w], &x->errs[w]);
         if (x->rcs[w] != CT_OK)
             atomic_store(&x->stop, 1);
     }

@@ -1009,6 +1009,8 @@ static void rplan_thread(void *arg)
         unsigned b = i / p->nslices, slice = i % p->nslices;
         /* the bucket's first set (the one run_sub keeps), or its slice's */
         unsigned w = b * x->nslices + slice;
+        if (!qexec_bucket_wanted(x, b) && !x->nhead) /* no series of the filter lives there */
+            continue;
         x->rcs[w] = run_bucket(p, b, slice, &x->sets[w], &x->errs[w]);
         if (x->rcs[w] != CT_OK)
             atomic_store(&x->stop, 1);
