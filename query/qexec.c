@@ -3,7 +3,9 @@
  *   1. resolve the metric and every filter's tag key (and literal values) to UIDs; an unknown
  *      name is a 400 before anything is read;
  *   2. build a rowkey_filter (literal values, required and forbidden keys) that the store applies
- *      to each row key before materialising the row (wc_scan_options.row_filter);
+ *      to each row key before materialising the row (wc_scan_options.row_filter; each scan
+ *      keeps a memo of its decisions by series, qexec_rf_memo); the tag index may pick the
+ *      series (exact key ranges) or the salt buckets they live in (query/qindex.h);
  *   3. one reversed scan per salt bucket over the hour rows of the scan window (TsdbQuery's
  *      getScanStartTimeSeconds / getScanEndTimeSeconds), buckets spread over threads; with
  *      fewer than four buckets per thread each bucket's hours are cut into time slices

@@ -6,8 +6,10 @@
  * has an including clause with listed values (literal_or, exact tags), and (3) the series it
  * yields, times the hours of the window, are at most max_ranges key ranges; the clause read is
  * the one with the fewest values. Otherwise the sub-query scans the metric's key range (or its
- * leading-tag ranges) as before. The series found are still checked by the row filter on every
- * row read, so an index entry of a deleted or expired series costs a few seeks, never an answer.
+ * leading-tag ranges) as before, in the salt buckets the index's series live in only
+ * (qindex_buckets). The series found are still checked by the row filter on every row read, so
+ * an index entry of a deleted or expired series costs a few seeks (or a bucket's walk), never
+ * an answer.
  * Threading: qindex_select on the query's thread; qindex_ranges from any scan thread. */
 #ifndef CT_QINDEX_H
 #define CT_QINDEX_H
