@@ -1009,7 +1009,9 @@ static void rplan_thread(void *arg)
         unsigned b = i / p->nslices, slice = i % p->nslices;
         /* the bucket's first set (the one run_sub keeps), or its slice's */
         unsigned w = b * x->nslices + slice;
-        if (!qexec_bucket_wanted(x, b) && !x->nhead) /* no series of the filter lives there */
+        /* raw rows only: no series of the filter has a row there (rollup tables may hold
+         * series the index does not list: /api/rollup writes them) */
+        if (p->cut2 == p->lo && !x->nhead && !qexec_bucket_wanted(x, b))
             continue;
         x->rcs[w] = run_bucket(p, b, slice, &x->sets[w], &x->errs[w]);
         if (x->rcs[w] != CT_OK)
