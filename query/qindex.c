@@ -178,8 +178,8 @@ static int bucket_one(void *arg, const uint8_t *ts, size_t tl)
     return p->mask == p->all; /* every bucket marked: no need to read on */
 }
 
-int qindex_buckets(struct tsdb *t, const struct rowkey_filter *rf, uint64_t metric,
-                   uint64_t *mask, struct ct_err *err)
+int qindex_buckets(struct tsdb *t, const struct rowkey_filter *rf, uint64_t metric, uint64_t *mask,
+                   struct ct_err *err)
 {
     const struct rowkey_layout *l = tsdb_layout(t);
     if (!l->salt_width || l->salt_buckets > 64)

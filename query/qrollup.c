@@ -925,8 +925,8 @@ struct rplan {
     bool span;
     bool need[ROLLUP_NAGG];
     struct hashset hix; /* the head's series */
-    unsigned nslices; /* x->nslices: > 1 only for raw rows only, whole-hour buckets, no head */
-    int64_t slice_s;  /* a slice's seconds (whole buckets), newest slice first from hi */
+    unsigned nslices;   /* x->nslices: > 1 only for raw rows only, whole-hour buckets, no head */
+    int64_t slice_s;    /* a slice's seconds (whole buckets), newest slice first from hi */
     atomic_uint next;
     struct qpool_job job;
 };

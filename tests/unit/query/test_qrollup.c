@@ -253,12 +253,13 @@ static void test_qrollup_series_only_in_the_tables(void **state)
         free(no_index);
     }
     /* raw rows only, one host over 3 days: the same with the buckets from the index */
+    const char *hosts[3] = {"a", "b", "c"};
     for (int h = 0; h < 3; h++) {
         char body[512];
         snprintf(body, sizeof(body),
                  "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"m\",\"aggregator\":"
                  "\"sum\",\"downsample\":\"2h-max\",\"tags\":{\"host\":\"%s\"}}]}",
-                 (long long)DAY0, (long long)DAY0 + 3 * 86400 - 1, h == 0 ? "a" : h == 1 ? "b" : "c");
+                 (long long)DAY0, (long long)DAY0 + 3 * 86400 - 1, hosts[h]);
         char *one_range = run_oi(s, body, false, false, 1);
         char *no_index = run_oi(s, body, false, false, 0);
         assert_string_equal(one_range, no_index);
