@@ -74,10 +74,9 @@ unsigned qrollup_slices(const struct xscan *x, const struct qspec_sub *sub,
 {
     const struct qagg_ds *ds = &sub->ds;
     bool raw_only = !o->rollup || sub->rollup_usage == QSPEC_ROLLUP_RAW;
-    if (nth <= 1 || !raw_only || x->nhead || ds->all || ds->interval_ms <= 0 ||
-        ds->interval_ms % HOUR_MS)
+    int64_t iv_s = ds->interval_ms / 1000; /* whole hours (tested next) */
+    if (nth <= 1 || !raw_only || x->nhead || ds->all || iv_s < 3600 || ds->interval_ms % HOUR_MS)
         return 1;
-    int64_t iv_s = ds->interval_ms / 1000;
     /* the window's whole buckets, as qrollup_scan() takes them */
     int64_t lo = x->win_start_s + (iv_s - x->win_start_s % iv_s) % iv_s;
     int64_t hi = x->win_end_s - x->win_end_s % iv_s;
