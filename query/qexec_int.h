@@ -22,6 +22,10 @@
 #include "storage/hash.h"
 #include "storage/wc.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* Where finished group points go: JSON or a callback. */
 struct xout {
     const struct qspec *q;
@@ -312,6 +316,65 @@ int qexec_write_series_extras(struct qjson *j, const struct qspec *q, const stru
 /* With show_stats, a series' ",\"stats\":{\"emittedDPs\":N,\"queryIndex\":I}" after its dps. */
 void qexec_write_series_stats(struct qjson *j, const struct qspec *q, const struct qspec_sub *sub,
                               uint64_t emitted);
+/* The largest (qexec_max_no_nan) or smallest (qexec_min_no_nan) of v[0..n), n >= 1, none NaN,
+ * with the bits of the strict-comparison loop (`r = v[j] > r ? v[j] : r` from r = v[0]): two
+ * lanes of maxpd / minpd, then that loop whenever the result is zero (+0 and -0 compare equal,
+ * and the loop keeps the first one met; other equal doubles have equal bits). A bucket's 60
+ * points take about 15 instructions instead of 60 for the loop. */
+static inline double qexec_max_no_nan(const double *v, size_t n)
+{
+    size_t j = 1;
+    double r = v[0];
+#if defined(__SSE2__)
+    if (n >= 8) {
+        __m128d a = _mm_loadu_pd(v), b = _mm_loadu_pd(v + 2);
+        for (j = 4; j + 4 <= n; j += 4) {
+            a = _mm_max_pd(a, _mm_loadu_pd(v + j));
+            b = _mm_max_pd(b, _mm_loadu_pd(v + j + 2));
+        }
+        double t[2];
+        _mm_storeu_pd(t, _mm_max_pd(a, b));
+        r = t[0] > t[1] ? t[0] : t[1];
+        for (; j < n; j++)
+            r = v[j] > r ? v[j] : r;
+        if (r != 0)
+            return r;
+        j = 1;
+        r = v[0];
+    }
+#endif
+    for (; j < n; j++)
+        r = v[j] > r ? v[j] : r;
+    return r;
+}
+
+static inline double qexec_min_no_nan(const double *v, size_t n)
+{
+    size_t j = 1;
+    double r = v[0];
+#if defined(__SSE2__)
+    if (n >= 8) {
+        __m128d a = _mm_loadu_pd(v), b = _mm_loadu_pd(v + 2);
+        for (j = 4; j + 4 <= n; j += 4) {
+            a = _mm_min_pd(a, _mm_loadu_pd(v + j));
+            b = _mm_min_pd(b, _mm_loadu_pd(v + j + 2));
+        }
+        double t[2];
+        _mm_storeu_pd(t, _mm_min_pd(a, b));
+        r = t[0] < t[1] ? t[0] : t[1];
+        for (; j < n; j++)
+            r = v[j] < r ? v[j] : r;
+        if (r != 0)
+            return r;
+        j = 1;
+        r = v[0];
+    }
+#endif
+    for (; j < n; j++)
+        r = v[j] < r ? v[j] : r;
+    return r;
+}
+
 /* Whether salt bucket b may hold a series of the sub-query (xscan.bucket_mask). */
 static inline bool qexec_bucket_wanted(const struct xscan *x, unsigned b)
 {

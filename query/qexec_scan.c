@@ -445,15 +445,9 @@ static double bucket_reals(enum qagg_stream kind, const double *v, size_t n, boo
                 r += v[j];
             return kind == QAGG_STREAM_AVG ? r / (double)n : r;
         case QAGG_STREAM_MIN:
-            r = v[0];
-            for (size_t j = 1; j < n; j++)
-                r = v[j] < r ? v[j] : r;
-            return r;
+            return qexec_min_no_nan(v, n);
         case QAGG_STREAM_MAX:
-            r = v[0];
-            for (size_t j = 1; j < n; j++)
-                r = v[j] > r ? v[j] : r;
-            return r;
+            return qexec_max_no_nan(v, n);
         default: /* count */
             return (double)n;
         }

@@ -746,11 +746,8 @@ static void fold_range(const struct rctx *c, struct racc *a, const struct dpcode
         const double *dv = (const double *)(const void *)k->val;
         if (need_sum)
             sum = sum_in_order(sum, dv + i, e - i);
-        double lo = dv[i], hi = dv[i];
-        for (size_t j = i + 1; j < e; j++) {
-            lo = dv[j] < lo ? dv[j] : lo;
-            hi = dv[j] > hi ? dv[j] : hi;
-        }
+        double lo = need_min ? qexec_min_no_nan(dv + i, e - i) : dv[i];
+        double hi = need_max ? qexec_max_no_nan(dv + i, e - i) : dv[i];
         mn = first_min || lo < mn ? lo : mn;
         mx = first_max || hi > mx ? hi : mx;
         cnt = (int64_t)(e - i);

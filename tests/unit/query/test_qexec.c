@@ -1436,11 +1436,47 @@ static void test_qexec_rf_memo_decides_as_its_filter(void **state)
     assert_true(calls > total - QEXEC_RF_MEMO_TRIAL);
 }
 
+/* qexec_max_no_nan / qexec_min_no_nan give the bits of the strict-comparison loop (the first
+ * of equal values kept): random values of every length 1..70, some only zeros of both signs,
+ * some with a repeated extreme. */
+static void test_qexec_min_max_no_nan_as_the_loop(void **state)
+{
+    (void)state;
+    srand(5);
+    double v[70];
+    size_t zeros_max = 0;
+    for (int round = 0; round < 4000; round++) {
+        size_t n = 1 + (size_t)rand() % 70;
+        int kind = rand() % 4;
+        for (size_t i = 0; i < n; i++) {
+            if (kind == 0) /* zeros of both signs, and negatives: the max is a zero */
+                v[i] = rand() % 3 == 0 ? -1.0 * (rand() % 5 + 1) : rand() % 2 ? 0.0 : -0.0;
+            else if (kind == 1) /* zeros and positives: the min is a zero */
+                v[i] = rand() % 3 == 0 ? 1.0 * (rand() % 5 + 1) : rand() % 2 ? 0.0 : -0.0;
+            else
+                v[i] = (double)(rand() % 2001 - 1000) / (kind == 2 ? 100.0 : 7.0);
+        }
+        double hi = v[0], lo = v[0];
+        for (size_t j = 1; j < n; j++) {
+            hi = v[j] > hi ? v[j] : hi;
+            lo = v[j] < lo ? v[j] : lo;
+        }
+        double gh = qexec_max_no_nan(v, n), gl = qexec_min_no_nan(v, n);
+        if (memcmp(&gh, &hi, sizeof(double)) || memcmp(&gl, &lo, sizeof(double)))
+            fail_msg("round %d n %zu: max %g/%g min %g/%g (signbits %d %d %d %d)", round, n, gh, hi,
+                     gl, lo, signbit(gh) != 0, signbit(hi) != 0, signbit(gl) != 0,
+                     signbit(lo) != 0);
+        zeros_max += kind == 0 && hi == 0 && n >= 8;
+    }
+    assert_true(zeros_max > 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qexec_lead_tags_caps),
         cmocka_unit_test(test_qexec_rf_memo_decides_as_its_filter),
+        cmocka_unit_test(test_qexec_min_max_no_nan_as_the_loop),
         cmocka_unit_test_setup_teardown(test_qexec_answers_match_opentsdb, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_annotations_and_tsuids_in_results, setup,
                                         teardown),
