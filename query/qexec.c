@@ -3,7 +3,9 @@
  *   1. resolve the metric and every filter's tag key (and literal values) to UIDs; an unknown
  *      name is a 400 before anything is read;
  *   2. build a rowkey_filter (literal values, required and forbidden keys) that the store applies
- *      to each row key before materialising the row (wc_scan_options.row_filter);
+ *      to each row key before materialising the row (wc_scan_options.row_filter; each scan
+ *      keeps a memo of its decisions by series, qexec_rf_memo); the tag index may pick the
+ *      series (exact key ranges) or the salt buckets they live in (query/qindex.h);
  *   3. one reversed scan per salt bucket over the hour rows of the scan window (TsdbQuery's
  *      getScanStartTimeSeconds / getScanEndTimeSeconds), buckets spread over threads; with
  *      fewer than four buckets per thread each bucket's hours are cut into time slices
@@ -468,6 +470,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         max_dps = 0;
     struct xscan x;
     memset(&x, 0, sizeof(x));
+    x.bucket_mask = UINT64_MAX;
     struct rowkey_filter *rf = NULL;
     int rc = plan_sub(t, sub, o->skip_unresolved_tagvs, xs, &rf, &x, status, err);
     if (rc != CT_OK)
@@ -520,6 +523,13 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
             rc = CT_OK;
         else
             goto out;
+        /* too many key ranges for the index's series: the metric's key range is walked, but
+         * only in the salt buckets where they live */
+        if (!x.exact && (rc = qindex_buckets(t, rf, xs->metric, &x.bucket_mask, err)) != CT_OK) {
+            if (rc != CT_NOTFOUND)
+                goto out;
+            rc = CT_OK;
+        }
     }
     x.histo = qspec_sub_is_histogram(sub);
     if (o->bound && (rc = bound_check_plan(q, sub, o, &x, status, err)) != CT_OK)
@@ -555,6 +565,10 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
     if ((int64_t)x.nslices > hours)
         x.nslices = (unsigned)hours;
     x.slice_hours = (hours + x.nslices - 1) / x.nslices;
+    enum rollup_iv riv;
+    bool rolled = false, roll = !x.histo && qrollup_eligible(q, sub, o, x.nhead > 0, &riv);
+    if (roll) /* the raw source's own slices (whole downsample buckets) */
+        x.nslices = qrollup_slices(&x, sub, o, nth);
     unsigned nwork = x.nbuckets * x.nslices;
     x.max_dps = max_dps;
     x.max_bytes = max_bytes;
@@ -588,10 +602,7 @@ static int run_sub(struct tsdb *t, const struct qspec *q, const struct qspec_sub
         nth = nwork;
     if (st && nth > st->scan_threads)
         st->scan_threads = nth;
-    enum rollup_iv riv;
-    bool rolled = false;
-    if (!x.histo &&
-        qrollup_eligible(q, sub, o, x.nhead > 0, &riv)) { /* rollup tables (head points folded) */
+    if (roll) { /* rollup tables (head points folded) */
         xs->ds_done = rolled = true;
         if ((rc = qrollup_scan(&x, sub, &w, o->rollup, riv, o->pool, nth, err)) != CT_OK) {
             map_uid_err(rc, status);

@@ -22,6 +22,10 @@
 #include "storage/hash.h"
 #include "storage/wc.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* Where finished group points go: JSON or a callback. */
 struct xout {
     const struct qspec *q;
@@ -180,6 +184,9 @@ struct xscan {
     size_t *tsuid_lens;
     size_t ntsuids;
     bool exact; /* tsuids came from the tag index (query/qindex.h): scan exactly their rows */
+    /* bit b: salt bucket b may hold a series the filter accepts (qindex_buckets; every bit
+     * when the index cannot say): the scans skip the other buckets */
+    uint64_t bucket_mask;
     unsigned nbuckets;
     unsigned nslices; /* time slices per bucket, newest first (parallelism without salt) */
     int64_t slice_hours;
@@ -219,6 +226,44 @@ struct xscan {
     atomic_uint_fast64_t scanners;   /* opened: one per piece of work (bucket, time slice) */
     atomic_uint_fast64_t key_ranges; /* the row ranges they read (1 for a start/stop scan) */
 };
+
+/* One scan's memo of a row filter's decisions by series (qexec_rf_memo_init, then
+ * qexec_rf_memo_filter as the scan's wc_row_filter_fn with the memo as its argument), for a
+ * filter that decides on the key's metric and tags alone, not its salt or hour
+ * (rowkey_filter_match, the series lists): it decides the same for every hour of a series, so
+ * each series is judged once and its later rows cost a hash and a compare (a filtered scan
+ * meets a series once an hour: 720 times over 30 days). Two ways of QEXEC_RF_MEMO_SETS sets (a
+ * series' set from a hash of its tag bytes, the older way replaced): a scan meeting many more
+ * series an hour than that would miss on almost every row, so after its first
+ * QEXEC_RF_MEMO_TRIAL rows a memo that answered fewer than half of them stops looking (every
+ * row then goes to the filter, as without a memo). Invariant: a way holds the metric and tag
+ * bytes of a key the filter judged and that decision; keys longer than QEXEC_RF_MEMO_KEY bytes
+ * of metric and tags are judged every time. On the scan's stack (about 17 KB): one thread, no
+ * lock. */
+#define QEXEC_RF_MEMO_SETS  128
+#define QEXEC_RF_MEMO_KEY   64
+#define QEXEC_RF_MEMO_TRIAL 512
+struct qexec_rf_memo {
+    wc_row_filter_fn fn;
+    void *arg;
+    size_t mstart, mlen;   /* the metric's bytes in a key */
+    size_t tstart;         /* where the tag pairs start */
+    uint32_t looked, hits; /* counted over the trial */
+    bool off;              /* the trial failed: every row goes to fn */
+    struct {
+        uint8_t older; /* the way to replace next */
+        struct {
+            uint8_t len; /* metric + tag bytes held; 0 = empty */
+            uint8_t decision;
+            uint8_t key[QEXEC_RF_MEMO_KEY];
+        } way[2];
+    } set[QEXEC_RF_MEMO_SETS];
+};
+void qexec_rf_memo_init(struct qexec_rf_memo *m, const struct rowkey_layout *l, wc_row_filter_fn fn,
+                        void *arg);
+enum wc_row_decision qexec_rf_memo_filter(void *arg, const uint8_t *row, size_t len);
+/* The set a key of at least the tag pairs' offset would be held in (tests). */
+size_t qexec_rf_memo_set_of(const struct qexec_rf_memo *m, const uint8_t *row, size_t len);
 
 typedef int (*qexec_group_fn)(void *arg, struct xsub *xs, struct xser **ser, size_t n);
 
@@ -263,14 +308,78 @@ void qexec_float_text(float f, char *out, size_t cap);
  * global annotations (globals, may be NULL); each written as ",\"key\":...". */
 /* A series' opening: {"metric":..,"tags":{..},"aggregateTags":[..] (the caller goes on with
  * the extras and "dps"). */
-void qexec_write_series_names(struct qjson *j, const char *metric, const char **tk,
-                              const char **tv, size_t ntk, const char **ag, size_t nag);
+void qexec_write_series_names(struct qjson *j, const char *metric, const char **tk, const char **tv,
+                              size_t ntk, const char **ag, size_t nag);
 int qexec_write_series_extras(struct qjson *j, const struct qspec *q, const struct qspec_sub *sub,
                               struct xser **ser, size_t n, const struct gann *globals,
                               struct ct_err *err);
 /* With show_stats, a series' ",\"stats\":{\"emittedDPs\":N,\"queryIndex\":I}" after its dps. */
 void qexec_write_series_stats(struct qjson *j, const struct qspec *q, const struct qspec_sub *sub,
                               uint64_t emitted);
+/* The largest (qexec_max_no_nan) or smallest (qexec_min_no_nan) of v[0..n), n >= 1, none NaN,
+ * with the bits of the strict-comparison loop (`r = v[j] > r ? v[j] : r` from r = v[0]): two
+ * lanes of maxpd / minpd, then that loop whenever the result is zero (+0 and -0 compare equal,
+ * and the loop keeps the first one met; other equal doubles have equal bits). A bucket's 60
+ * points take about 15 instructions instead of 60 for the loop. */
+static inline double qexec_max_no_nan(const double *v, size_t n)
+{
+    size_t j = 1;
+    double r = v[0];
+#if defined(__SSE2__)
+    if (n >= 8) {
+        __m128d a = _mm_loadu_pd(v), b = _mm_loadu_pd(v + 2);
+        for (j = 4; j + 4 <= n; j += 4) {
+            a = _mm_max_pd(a, _mm_loadu_pd(v + j));
+            b = _mm_max_pd(b, _mm_loadu_pd(v + j + 2));
+        }
+        double t[2];
+        _mm_storeu_pd(t, _mm_max_pd(a, b));
+        r = t[0] > t[1] ? t[0] : t[1];
+        for (; j < n; j++)
+            r = v[j] > r ? v[j] : r;
+        if (r != 0)
+            return r;
+        j = 1;
+        r = v[0];
+    }
+#endif
+    for (; j < n; j++)
+        r = v[j] > r ? v[j] : r;
+    return r;
+}
+
+static inline double qexec_min_no_nan(const double *v, size_t n)
+{
+    size_t j = 1;
+    double r = v[0];
+#if defined(__SSE2__)
+    if (n >= 8) {
+        __m128d a = _mm_loadu_pd(v), b = _mm_loadu_pd(v + 2);
+        for (j = 4; j + 4 <= n; j += 4) {
+            a = _mm_min_pd(a, _mm_loadu_pd(v + j));
+            b = _mm_min_pd(b, _mm_loadu_pd(v + j + 2));
+        }
+        double t[2];
+        _mm_storeu_pd(t, _mm_min_pd(a, b));
+        r = t[0] < t[1] ? t[0] : t[1];
+        for (; j < n; j++)
+            r = v[j] < r ? v[j] : r;
+        if (r != 0)
+            return r;
+        j = 1;
+        r = v[0];
+    }
+#endif
+    for (; j < n; j++)
+        r = v[j] < r ? v[j] : r;
+    return r;
+}
+
+/* Whether salt bucket b may hold a series of the sub-query (xscan.bucket_mask). */
+static inline bool qexec_bucket_wanted(const struct xscan *x, unsigned b)
+{
+    return b >= 64 || (x->bucket_mask >> b & 1);
+}
 void qexec_scan_thread(void *arg);
 /* Picks the head's series of the scan (x->head set, x->rf / x->tsuids planned, window set): the
  * metric's series the row filter accepts that hold points in the window's hours. */

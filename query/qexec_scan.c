@@ -324,6 +324,94 @@ static enum wc_row_decision xscan_row_filter(void *arg, const uint8_t *row, size
     return WC_ROW_INCLUDE;
 }
 
+void qexec_rf_memo_init(struct qexec_rf_memo *m, const struct rowkey_layout *l, wc_row_filter_fn fn,
+                        void *arg)
+{
+    m->fn = fn;
+    m->arg = arg;
+    m->mstart = l->salt_width;
+    m->mlen = l->metric_width;
+    m->tstart = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
+    m->looked = m->hits = 0;
+    m->off = false;
+    for (size_t i = 0; i < QEXEC_RF_MEMO_SETS; i++) {
+        m->set[i].older = 0;
+        m->set[i].way[0].len = m->set[i].way[1].len = 0;
+    }
+}
+
+static inline uint64_t memo_load(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+/* Whether the n bytes at a and b are equal (inline: the keys are a few tens of bytes). */
+static inline bool memo_eq(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    if (n < 8) {
+        for (size_t i = 0; i < n; i++)
+            if (a[i] != b[i])
+                return false;
+        return true;
+    }
+    uint64_t d = 0;
+    for (size_t i = 0; i + 8 < n; i += 8)
+        d |= memo_load(a + i) ^ memo_load(b + i);
+    return (d | (memo_load(a + n - 8) ^ memo_load(b + n - 8))) == 0; /* the last 8 overlap */
+}
+
+size_t qexec_rf_memo_set_of(const struct qexec_rf_memo *m, const uint8_t *row, size_t len)
+{
+    const uint8_t *tags = row + m->tstart;
+    size_t tl = len - m->tstart;
+    /* a multiplicative hash of the tag bytes, 8 at a time (the last 8 overlapping the word
+     * before when the length is not a multiple of 8) */
+    uint64_t h = tl;
+    if (tl >= 8) {
+        for (size_t i = 0; i + 8 < tl; i += 8)
+            h = (h ^ memo_load(tags + i)) * 0x9E3779B97F4A7C15ull;
+        h ^= memo_load(tags + tl - 8);
+    } else {
+        for (size_t i = 0; i < tl; i++)
+            h = h << 8 | tags[i];
+    }
+    h *= 0xD6E8FEB86659FD93ull;
+    return (size_t)(h >> 57) % QEXEC_RF_MEMO_SETS;
+}
+
+enum wc_row_decision qexec_rf_memo_filter(void *arg, const uint8_t *row, size_t len)
+{
+    struct qexec_rf_memo *m = arg;
+    if (m->off || len < m->tstart || len - m->tstart + m->mlen > QEXEC_RF_MEMO_KEY)
+        return m->fn(m->arg, row, len);
+    if (m->looked < QEXEC_RF_MEMO_TRIAL && ++m->looked == QEXEC_RF_MEMO_TRIAL &&
+        m->hits < QEXEC_RF_MEMO_TRIAL / 2)
+        m->off = true; /* too many series for the ways: judged row by row from now */
+    const uint8_t *tags = row + m->tstart;
+    size_t tl = len - m->tstart, kl = m->mlen + tl;
+    size_t at = qexec_rf_memo_set_of(m, row, len);
+    const uint8_t *metric = row + m->mstart;
+    for (unsigned w = 0; w < 2; w++) {
+        const uint8_t *k = m->set[at].way[w].key;
+        if (m->set[at].way[w].len == kl && memo_eq(k + m->mlen, tags, tl) &&
+            memo_eq(k, metric, m->mlen)) {
+            m->hits += m->looked < QEXEC_RF_MEMO_TRIAL;
+            return (enum wc_row_decision)m->set[at].way[w].decision;
+        }
+    }
+    enum wc_row_decision d = m->fn(m->arg, row, len);
+    unsigned w = m->set[at].older;
+    m->set[at].older = (uint8_t)(w ^ 1);
+    uint8_t *k = m->set[at].way[w].key;
+    memcpy(k, metric, m->mlen);
+    memcpy(k + m->mlen, tags, tl);
+    m->set[at].way[w].len = (uint8_t)kl;
+    m->set[at].way[w].decision = (uint8_t)d;
+    return d;
+}
+
 static int add_hist(struct xser *s, int64_t ts_ms, const uint8_t *v, size_t len)
 {
     struct xhist *nh = realloc(s->hists, (s->nhists + 1) * sizeof(*nh));
@@ -357,15 +445,9 @@ static double bucket_reals(enum qagg_stream kind, const double *v, size_t n, boo
                 r += v[j];
             return kind == QAGG_STREAM_AVG ? r / (double)n : r;
         case QAGG_STREAM_MIN:
-            r = v[0];
-            for (size_t j = 1; j < n; j++)
-                r = v[j] < r ? v[j] : r;
-            return r;
+            return qexec_min_no_nan(v, n);
         case QAGG_STREAM_MAX:
-            r = v[0];
-            for (size_t j = 1; j < n; j++)
-                r = v[j] > r ? v[j] : r;
-            return r;
+            return qexec_max_no_nan(v, n);
         default: /* count */
             return (double)n;
         }
@@ -737,8 +819,10 @@ static int scan_range(struct xscan *x, struct wc_scan_options *so_rows, int64_t 
     so.reversed = true;
     so.columns = &col;
     so.ncolumns = 1;
-    so.row_filter = xscan_row_filter;
-    so.row_filter_arg = x;
+    struct qexec_rf_memo memo;
+    qexec_rf_memo_init(&memo, l, xscan_row_filter, x);
+    so.row_filter = qexec_rf_memo_filter;
+    so.row_filter_arg = &memo;
     struct wc_scanner *sc = NULL;
     int rc = wc_scanner_open(tsdb_data_table(x->t), &so, &sc, err);
     if (rc != CT_OK)
@@ -945,7 +1029,9 @@ void qexec_scan_thread(void *arg)
         int64_t bottom = top - (x->slice_hours - 1) * ROWKEY_HOUR_S;
         if (bottom < x->win_start_s)
             bottom = x->win_start_s;
-        x->rcs[w] = top < bottom ? CT_OK : scan_bucket(x, b, bottom, top, &x->sets[w], &x->errs[w]);
+        x->rcs[w] = top < bottom || !qexec_bucket_wanted(x, b)
+                        ? CT_OK
+                        : scan_bucket(x, b, bottom, top, &x->sets[w], &x->errs[w]);
         if (x->rcs[w] != CT_OK)
             atomic_store(&x->stop, 1);
     }
@@ -956,6 +1042,17 @@ void qexec_scan_thread(void *arg)
  * appended. src keeps no series. */
 int qexec_xset_merge(struct xset *dst, struct xset *src, struct ct_err *err)
 {
+    /* series appended without being indexed (qrollup's emit_series(): a piece's set is only
+     * listed) are indexed first, so that an older slice's part of a series finds it */
+    for (size_t i = dst->ht.n; i < dst->n && src->n; i++) {
+        const struct xser *s = dst->ser[i];
+        size_t h = 0;
+        if (hashset_reserve(&dst->ht, 256, xset_hash_of, dst, err) != CT_OK)
+            return err->code;
+        if (hashset_find(&dst->ht, hash_bytes(s->tsuid, s->tsuid_len, 0), xset_eq, dst, s->tsuid,
+                         s->tsuid_len, &h) < 0)
+            hashset_insert_at(&dst->ht, h, i);
+    }
     if (src->nslabs) { /* the slabs go with the points cut from them; none is cut any more */
         struct qagg_point **ns = realloc(dst->slabs, (dst->nslabs + src->nslabs) * sizeof(*ns));
         if (!ns)
@@ -1151,7 +1248,7 @@ static int series_merge_head(const struct xscan *x, size_t hi, struct xser *s, s
     struct dpcodec_point hp;
     qexec_head_iter(x, hi, &it);
     bool more = head_iter_next(&it, &hp); /* hp: the head's next point */
-    while (k-- > 0) { /* the oldest slice first */
+    while (k-- > 0) {                     /* the oldest slice first */
         const struct xser *e = parts[k];
         for (size_t i = 0; i < e->pts.n; i++) {
             const struct qagg_point *sp = &e->pts.p[i];

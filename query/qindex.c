@@ -158,6 +158,58 @@ int qindex_select(struct tsdb *t, const struct rowkey_filter *rf, uint64_t metri
     return CT_OK;
 }
 
+struct bpick {
+    const struct rowkey_layout *l;
+    const struct rowkey_filter *rf;
+    uint64_t mask, all;
+};
+
+static int bucket_one(void *arg, const uint8_t *ts, size_t tl)
+{
+    struct bpick *p = arg;
+    uint8_t key[ROWKEY_MAX_BYTES];
+    if (tl > ROWKEY_MAX_TSUID)
+        return 0;
+    size_t kl = rowkey_encode(p->l, ts, tl, 0, key);
+    if (!rowkey_filter_match(p->rf, key, kl))
+        return 0;
+    uint32_t b = rowkey_salt_bucket(p->l, ts, tl);
+    p->mask |= b < p->l->salt_buckets ? 1ull << b : p->all;
+    return p->mask == p->all; /* every bucket marked: no need to read on */
+}
+
+int qindex_buckets(struct tsdb *t, const struct rowkey_filter *rf, uint64_t metric, uint64_t *mask,
+                   struct ct_err *err)
+{
+    const struct rowkey_layout *l = tsdb_layout(t);
+    if (!l->salt_width || l->salt_buckets > 64)
+        return CT_NOTFOUND;
+    uint64_t tagk = 0, best_k = 0;
+    const uint64_t *vals = NULL, *best_v = NULL;
+    size_t nv = 0, best_n = 0;
+    for (size_t i = 0; rowkey_filter_pinned(rf, i, &tagk, &vals, &nv); i++)
+        if (!best_v || nv < best_n) {
+            best_k = tagk;
+            best_v = vals;
+            best_n = nv;
+        }
+    if (!best_v || best_n > QINDEX_BUCKET_VALUES)
+        return CT_NOTFOUND;
+    bool complete = false;
+    int rc = tagidx_complete(t, &complete, err);
+    if (rc != CT_OK)
+        return rc;
+    if (!complete)
+        return CT_NOTFOUND;
+    struct bpick p = {l, rf, 0, l->salt_buckets == 64 ? UINT64_MAX : (1ull << l->salt_buckets) - 1};
+    for (size_t i = 0; i < best_n && rc == CT_OK && p.mask != p.all; i++)
+        rc = tagidx_read(t, metric, best_k, best_v[i], bucket_one, &p, err);
+    if (rc != CT_OK)
+        return rc;
+    *mask = p.mask;
+    return CT_OK;
+}
+
 int qindex_ranges(const struct rowkey_layout *l, uint32_t bucket, int64_t first_hour_s,
                   int64_t last_hour_s, uint8_t *const *tsuids, const size_t *lens, size_t n,
                   struct wc_row_range **out, size_t *nr, struct ct_err *err)

@@ -69,6 +69,30 @@ bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
     return true;
 }
 
+unsigned qrollup_slices(const struct xscan *x, const struct qspec_sub *sub,
+                        const struct qexec_options *o, unsigned nth)
+{
+    const struct qagg_ds *ds = &sub->ds;
+    bool raw_only = !o->rollup || sub->rollup_usage == QSPEC_ROLLUP_RAW;
+    int64_t iv_s = ds->interval_ms / 1000; /* whole hours (tested next) */
+    if (nth <= 1 || !raw_only || x->nhead || ds->all || iv_s < 3600 || ds->interval_ms % HOUR_MS)
+        return 1;
+    /* the window's whole buckets, as qrollup_scan() takes them */
+    int64_t lo = x->win_start_s + (iv_s - x->win_start_s % iv_s) % iv_s;
+    int64_t hi = x->win_end_s - x->win_end_s % iv_s;
+    if (hi <= lo)
+        return 1;
+    uint64_t nbk = (uint64_t)((hi - lo) / iv_s);
+    unsigned want = QROLLUP_PIECES * nth, nb = x->nbuckets ? x->nbuckets : 1;
+    uint64_t n = (want + nb - 1) / nb;
+    if (n > nbk)
+        n = nbk;
+    /* slices of ceil(nbk / n) buckets: as many as that makes (none empty) */
+    uint64_t per = (nbk + n - 1) / n;
+    n = (nbk + per - 1) / per;
+    return n ? (unsigned)n : 1;
+}
+
 /* A source's interval and the part of the window it serves. */
 struct rsrc {
     enum rollup_iv iv;
@@ -387,9 +411,11 @@ static int scan_table(struct rctx *c, unsigned b, struct wc_table *tab, int64_t 
         }
         /* a filter with no tag clause checks what the key range and the shape test below
          * already do: not run per row */
+        struct qexec_rf_memo memo;
         if (!x->rf_no_tags) {
-            so.row_filter = rf_filter;
-            so.row_filter_arg = x;
+            qexec_rf_memo_init(&memo, l, rf_filter, x);
+            so.row_filter = qexec_rf_memo_filter;
+            so.row_filter_arg = &memo;
         }
         size_t head = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
         size_t pair = l->tagk_width + l->tagv_width;
@@ -720,11 +746,8 @@ static void fold_range(const struct rctx *c, struct racc *a, const struct dpcode
         const double *dv = (const double *)(const void *)k->val;
         if (need_sum)
             sum = sum_in_order(sum, dv + i, e - i);
-        double lo = dv[i], hi = dv[i];
-        for (size_t j = i + 1; j < e; j++) {
-            lo = dv[j] < lo ? dv[j] : lo;
-            hi = dv[j] > hi ? dv[j] : hi;
-        }
+        double lo = need_min ? qexec_min_no_nan(dv + i, e - i) : dv[i];
+        double hi = need_max ? qexec_max_no_nan(dv + i, e - i) : dv[i];
         mn = first_min || lo < mn ? lo : mn;
         mx = first_max || hi > mx ? hi : mx;
         cnt = (int64_t)(e - i);
@@ -898,11 +921,14 @@ struct rplan {
     bool span;
     bool need[ROLLUP_NAGG];
     struct hashset hix; /* the head's series */
+    unsigned nslices;   /* x->nslices: > 1 only for raw rows only, whole-hour buckets, no head */
+    int64_t slice_s;    /* a slice's seconds (whole buckets), newest slice first from hi */
     atomic_uint next;
     struct qpool_job job;
 };
 
-static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_err *err)
+static int run_bucket(struct rplan *p, unsigned b, unsigned slice, struct xset *set,
+                      struct ct_err *err)
 {
     struct rctx c;
     memset(&c, 0, sizeof(c));
@@ -937,9 +963,18 @@ static int run_bucket(struct rplan *p, unsigned b, struct xset *set, struct ct_e
         rc = scan_table(&c, b, rollup_table(p->r, ROLLUP_1H), rollup_row_base(ROLLUP_1H, p->cut1),
                         rollup_row_base(ROLLUP_1H, p->cut2 - 1), false, rollup_row, err);
     }
-    if (rc == CT_OK && p->hi > p->cut2) {
-        c.src = (struct rsrc){ROLLUP_1H, p->cut2, p->hi};
-        rc = scan_table(&c, b, tsdb_data_table(p->x->t), p->cut2, p->hi - 3600, true, raw_row, err);
+    int64_t raw_lo = p->cut2, raw_hi = p->hi;
+    if (p->nslices > 1) { /* raw rows only: this slice's whole buckets (slice 0 the newest) */
+        raw_hi = p->hi - (int64_t)slice * p->slice_s;
+        raw_lo = raw_hi - p->slice_s;
+        if (raw_lo < p->cut2)
+            raw_lo = p->cut2;
+        c.raw_from_s = raw_lo;
+        c.raw_to_s = raw_hi;
+    }
+    if (rc == CT_OK && raw_hi > raw_lo) {
+        c.src = (struct rsrc){ROLLUP_1H, raw_lo, raw_hi};
+        rc = scan_table(&c, b, tsdb_data_table(p->x->t), raw_lo, raw_hi - 3600, true, raw_row, err);
     }
     if (rc == CT_OK && c.hix)
         rc = fold_head(&c, b, err);
@@ -964,11 +999,17 @@ static void rplan_thread(void *arg)
     struct rplan *p = arg;
     struct xscan *x = p->x;
     for (;;) {
-        unsigned b = atomic_fetch_add(&p->next, 1);
-        if (b >= x->nbuckets || atomic_load(&x->stop))
+        unsigned i = atomic_fetch_add(&p->next, 1);
+        if (i >= x->nbuckets * p->nslices || atomic_load(&x->stop))
             break;
-        unsigned w = b * x->nslices; /* the bucket's first set (the one run_sub keeps) */
-        x->rcs[w] = run_bucket(p, b, &x->sets[w], &x->errs[w]);
+        unsigned b = i / p->nslices, slice = i % p->nslices;
+        /* the bucket's first set (the one run_sub keeps), or its slice's */
+        unsigned w = b * x->nslices + slice;
+        /* raw rows only: no series of the filter has a row there (rollup tables may hold
+         * series the index does not list: /api/rollup writes them) */
+        if (p->cut2 == p->lo && !x->nhead && !qexec_bucket_wanted(x, b))
+            continue;
+        x->rcs[w] = run_bucket(p, b, slice, &x->sets[w], &x->errs[w]);
         if (x->rcs[w] != CT_OK)
             atomic_store(&x->stop, 1);
     }
@@ -1049,8 +1090,15 @@ int qrollup_scan(struct xscan *x, const struct qspec_sub *sub, const struct qagg
         if (hashset_find(&p.hix, h, head_eq, x, x->head_ts[i], x->head_tl[i], &slot) < 0)
             hashset_insert_at(&p.hix, slot, i);
     }
-    if (threads > x->nbuckets)
-        threads = x->nbuckets;
+    p.nslices = 1;
+    if (x->nslices > 1 && !p.span && p.cut2 == p.lo && x->nhead == 0) {
+        /* raw rows only (qrollup_slices): slices of whole buckets, newest first from hi */
+        int64_t nbk = (p.hi - p.lo) / p.iv_s, per = (nbk + x->nslices - 1) / x->nslices;
+        p.slice_s = per * p.iv_s;
+        p.nslices = x->nslices;
+    }
+    if (threads > x->nbuckets * p.nslices)
+        threads = x->nbuckets * p.nslices;
     p.job.fn = rplan_thread;
     p.job.arg = &p;
     qpool_run(pool, &p.job, threads ? threads - 1 : 0);

@@ -55,10 +55,23 @@
  * hour (1m, 1h ...) are folded here too (span buckets) instead of keeping every point. */
 bool qrollup_eligible(const struct qspec *q, const struct qspec_sub *sub,
                       const struct qexec_options *o, bool head, enum rollup_iv *iv);
+/* The time slices each salt bucket's raw rows are cut into for qrollup_scan() on nth threads
+ * (x->nslices): 1 unless the sub-query reads raw rows only (no rollup table), in buckets of
+ * whole hours (not span buckets), with no head points, on several threads; then enough slices
+ * for at least QROLLUP_PIECES pieces of work a thread, at most one a bucket of the downsample
+ * interval, so that a thread that starts late, or a salt bucket holding more series than
+ * another, leaves the rest of the work to the other threads (10 series in 8 salt buckets sit
+ * in 5 of them, 1 to 3 each: whole buckets on 2 threads took 6/5 of the even share). A slice
+ * is whole downsample buckets, so each bucket is folded by one piece, in time order. */
+#define QROLLUP_PIECES 8
+unsigned qrollup_slices(const struct xscan *x, const struct qspec_sub *sub,
+                        const struct qexec_options *o, unsigned nth);
 /* Reads the series of x (metric, row filter, window x->win_start_s .. x->win_end_s; w the
  * sub-query's window, whose query bounds a 0all bucket takes) from the
  * rollup tables and raw rows, one downsampled point per bucket, each salt bucket b into
- * x->sets[b * x->nslices] with its outcome in x->rcs / x->errs there (as the raw scan), on up to
+ * x->sets[b * x->nslices] with its outcome in x->rcs / x->errs there (as the raw scan), and with
+ * x->nslices > 1 (qrollup_slices) the time slice s of bucket b, newest first, into
+ * x->sets[b * x->nslices + s] (run_sub chains them as the raw scan's slices), on up to
  * `threads` threads of pool. Returns an error only if the job's progress cannot be read. */
 CT_MUST_CHECK int qrollup_scan(struct xscan *x, const struct qspec_sub *sub,
                                const struct qagg_window *w, struct rollup *r, enum rollup_iv iv,

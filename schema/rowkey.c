@@ -490,6 +490,42 @@ int rowkey_lead_ranges(const struct rowkey_layout *l, uint32_t bucket, uint64_t 
     return CT_OK;
 }
 
+/* A uid of width bytes; the usual width (3) without the byte loop. */
+static inline uint64_t rowkey_uid_at(const uint8_t *p, unsigned width)
+{
+    if (width == 3)
+        return (uint64_t)p[0] << 16 | (uint64_t)p[1] << 8 | p[2];
+    return rowkey_get_uid(p, width);
+}
+
+/* Whether v is among a clause's n >= 1 sorted values: a few compared in turn, more by binary
+ * search (no callback: this runs once per row a query reads). */
+static inline bool rowkey_clause_has(const struct rowkey_clause *cl, uint64_t v)
+{
+    const uint64_t *a = cl->tagvs;
+    size_t n = cl->n;
+    if (n <= 8) {
+        for (size_t i = 0; i < n; i++)
+            if (a[i] == v)
+                return true;
+        return false;
+    }
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] == v)
+            return true;
+        if (a[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return false;
+}
+
+/* Runs once per row a filtered scan meets, so the key's tag keys are decoded once into a local
+ * array (each clause then compares integers; the pairs are sorted by tagk, invariant 1, so a
+ * clause stops at the first larger key), values only when a clause needs them. */
 bool rowkey_filter_match(const struct rowkey_filter *f, const uint8_t *row, size_t len)
 {
     const struct rowkey_layout *l = &f->l;
@@ -497,24 +533,27 @@ bool rowkey_filter_match(const struct rowkey_filter *f, const uint8_t *row, size
     size_t pair = l->tagk_width + l->tagv_width;
     if (len < head || (len - head) % pair != 0)
         return false;
-    if (f->has_metric && rowkey_get_uid(row + l->salt_width, l->metric_width) != f->metric)
+    if (f->has_metric && rowkey_uid_at(row + l->salt_width, l->metric_width) != f->metric)
         return false;
     size_t ntags = (len - head) / pair;
+    const uint8_t *tags = row + head;
+    uint64_t ks[ROWKEY_MAX_TAGS];
+    size_t nk = ntags < ROWKEY_MAX_TAGS ? ntags : ROWKEY_MAX_TAGS;
+    if (f->nclauses)
+        for (size_t i = 0; i < nk; i++)
+            ks[i] = rowkey_uid_at(tags + i * pair, l->tagk_width);
     for (size_t c = 0; c < f->nclauses; c++) {
         const struct rowkey_clause *cl = &f->clauses[c];
-        bool found = false;
-        uint64_t v = 0;
+        size_t at = ntags; /* the pair holding cl->tagk, ntags if none */
         for (size_t i = 0; i < ntags; i++) {
-            const uint8_t *t = row + head + i * pair;
-            uint64_t k = rowkey_get_uid(t, l->tagk_width);
-            if (k == cl->tagk) {
-                found = true;
-                v = rowkey_get_uid(t + l->tagk_width, l->tagv_width);
-                break;
-            }
-            if (k > cl->tagk)
+            uint64_t k = i < nk ? ks[i] : rowkey_uid_at(tags + i * pair, l->tagk_width);
+            if (k >= cl->tagk) {
+                if (k == cl->tagk)
+                    at = i;
                 break; /* pairs are sorted by tagk (invariant 1) */
+            }
         }
+        bool found = at < ntags;
         if (cl->n == 0) {
             if (found == cl->exclude)
                 return false;
@@ -522,8 +561,8 @@ bool rowkey_filter_match(const struct rowkey_filter *f, const uint8_t *row, size
         }
         if (!found)
             return false;
-        bool in = bsearch(&v, cl->tagvs, cl->n, sizeof(uint64_t), rowkey_u64_cmp) != NULL;
-        if (in == cl->exclude)
+        uint64_t v = rowkey_uid_at(tags + at * pair + l->tagk_width, l->tagv_width);
+        if (rowkey_clause_has(cl, v) == cl->exclude)
             return false;
     }
     return true;

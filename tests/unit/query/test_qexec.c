@@ -13,12 +13,14 @@
 #include <cjson/cJSON.h>
 
 #include "query/qexec.h"
+#include "query/qexec_int.h"
 #include "query/qlast.h"
 #include "query/qmeta.h"
 #include "query/qspec.h"
 #include "schema/meta.h"
 #include "schema/rowkey.h"
 #include "schema/tsdb.h"
+#include "storage/coding.h"
 #include "storage/wc.h"
 #include "tests/lib/ctest.h"
 #include "tests/lib/tsdb_fixture.h"
@@ -1316,10 +1318,165 @@ static void test_qexec_lead_tags_caps(void **state)
     rowkey_filter_free(f);
 }
 
+/* The row-filter memo (qexec_rf_memo_filter) answers every key as its filter does (a filter of
+ * the key's metric and tags): series judged once then remembered; keys of one set that differ
+ * only in their tags, only in their metric, or in length (one series' tags a prefix of
+ * another's); more series than ways (the memo gives up); keys too long to hold. */
+struct memo_ref {
+    size_t calls;
+    size_t mstart, mlen, tstart;
+};
+
+static enum wc_row_decision memo_ref_decide(void *arg, const uint8_t *row, size_t len)
+{
+    struct memo_ref *r = arg;
+    r->calls++;
+    /* a decision of the metric and tag bytes only (FNV-1a), as the scan filters decide */
+    uint64_t h = 1469598103934665603ull ^ len;
+    for (size_t i = 0; i < r->mlen; i++)
+        h = (h ^ row[r->mstart + i]) * 1099511628211ull;
+    for (size_t i = r->tstart; i < len; i++)
+        h = (h ^ row[i]) * 1099511628211ull;
+    return (h >> 17) & 1 ? WC_ROW_INCLUDE : WC_ROW_SKIP;
+}
+
+static enum wc_row_decision memo_want(struct memo_ref *ref, const uint8_t *row, size_t len)
+{
+    size_t before = ref->calls;
+    enum wc_row_decision d = memo_ref_decide(ref, row, len);
+    ref->calls = before;
+    return d;
+}
+
+/* Runs nser >= 16 series through a fresh memo for 30 hours; returns the filter's calls, *total
+ * the rows. Series 0 and 1: the same set, metric and length, other tags and decisions; series
+ * 2: the tags of series 0 under another metric, another decision (the same set: the set is of
+ * the tags); series 4: the tags of series 3 and one pair more, the same set, another decision
+ * (series 3 a prefix of series 4); the others 1..12 random tags of 6 bytes (11 and 12 tags: 69
+ * and 75 bytes of metric and tags, past the memo's 64: judged every time), two metrics. */
+static size_t memo_run(const struct rowkey_layout *l, size_t nser, size_t *total)
+{
+    size_t head = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
+    struct memo_ref ref = {0, l->salt_width, l->metric_width, head};
+    struct qexec_rf_memo memo;
+    qexec_rf_memo_init(&memo, l, memo_ref_decide, &ref);
+    uint8_t(*key)[ROWKEY_MAX_BYTES] = calloc(nser, ROWKEY_MAX_BYTES);
+    size_t *klen = calloc(nser, sizeof(size_t));
+    assert_non_null(key);
+    assert_non_null(klen);
+    srand(7);
+    for (size_t s = 0; s < nser; s++) {
+        size_t nt = s <= 3 ? 5 : s == 4 ? 6 : 1 + (size_t)rand() % 12;
+        klen[s] = head + nt * 6;
+        for (size_t i = 0; i < klen[s]; i++)
+            key[s][i] = (uint8_t)rand();
+        key[s][l->salt_width] = key[s][l->salt_width + 1] = 0;
+        key[s][l->salt_width + 2] = (uint8_t)(s % 2); /* metric 0 or 1 */
+    }
+    size_t set0 = qexec_rf_memo_set_of(&memo, key[0], klen[0]);
+    key[1][l->salt_width + 2] = key[0][l->salt_width + 2];
+    for (int tries = 0; qexec_rf_memo_set_of(&memo, key[1], klen[1]) != set0 ||
+                        memo_want(&ref, key[1], klen[1]) == memo_want(&ref, key[0], klen[0]);
+         tries++) {
+        assert_true(tries < 100000);
+        for (size_t i = head + 6; i < klen[1]; i++)
+            key[1][i] = (uint8_t)rand();
+    }
+    memcpy(key[2], key[0], klen[0]);
+    for (int mv = 2; memo_want(&ref, key[2], klen[2]) == memo_want(&ref, key[0], klen[0]); mv++) {
+        assert_true(mv < 256);
+        key[2][l->salt_width + 2] = (uint8_t)mv;
+    }
+    memcpy(key[4], key[3], klen[3]);
+    size_t set3 = qexec_rf_memo_set_of(&memo, key[3], klen[3]);
+    for (int tries = 0; qexec_rf_memo_set_of(&memo, key[4], klen[4]) != set3 ||
+                        memo_want(&ref, key[4], klen[4]) == memo_want(&ref, key[3], klen[3]);
+         tries++) {
+        assert_true(tries < 100000);
+        for (size_t i = klen[3]; i < klen[4]; i++)
+            key[4][i] = (uint8_t)rand();
+    }
+    *total = 0;
+    for (int hour = 0; hour < 30; hour++) {
+        for (size_t j = 0; j < nser; j++) {
+            /* series 0, 1, 2, 4, 3 first (each met after the one it could be taken for), the
+             * others in another order every hour */
+            size_t s = j == 3   ? 4
+                       : j == 4 ? 3
+                       : j < 5  ? j
+                                : 5 + ((j - 5) * 37 + (size_t)hour * 11) % (nser - 5);
+            uint8_t row[ROWKEY_MAX_BYTES];
+            memcpy(row, key[s], klen[s]);
+            row[0] = (uint8_t)(hour % 8); /* any salt, any hour */
+            coding_put_be32(row + l->salt_width + l->metric_width, (uint32_t)(3600 * hour));
+            enum wc_row_decision want = memo_want(&ref, row, klen[s]);
+            assert_int_equal(qexec_rf_memo_filter(&memo, row, klen[s]), want);
+            (*total)++;
+        }
+    }
+    free(key);
+    free(klen);
+    return ref.calls;
+}
+
+static void test_qexec_rf_memo_decides_as_its_filter(void **state)
+{
+    (void)state;
+    struct rowkey_layout l;
+    rowkey_layout_init(&l);
+    l.salt_width = 1;
+    l.salt_buckets = 8;
+    size_t total = 0;
+    /* 40 series, 2 x 128 ways: most judged once (a hit costs no call) */
+    size_t calls = memo_run(&l, 40, &total);
+    assert_true(calls < total / 3);
+    assert_true(calls >= 40);
+    /* 500 series: the memo misses, gives up after its trial, still answers as the filter */
+    calls = memo_run(&l, 500, &total);
+    assert_true(calls > total - QEXEC_RF_MEMO_TRIAL);
+}
+
+/* qexec_max_no_nan / qexec_min_no_nan give the bits of the strict-comparison loop (the first
+ * of equal values kept): random values of every length 1..70, some only zeros of both signs,
+ * some with a repeated extreme. */
+static void test_qexec_min_max_no_nan_as_the_loop(void **state)
+{
+    (void)state;
+    srand(5);
+    double v[70];
+    size_t zeros_max = 0;
+    for (int round = 0; round < 4000; round++) {
+        size_t n = 1 + (size_t)rand() % 70;
+        int kind = rand() % 4;
+        for (size_t i = 0; i < n; i++) {
+            if (kind == 0) /* zeros of both signs, and negatives: the max is a zero */
+                v[i] = rand() % 3 == 0 ? -1.0 * (rand() % 5 + 1) : rand() % 2 ? 0.0 : -0.0;
+            else if (kind == 1) /* zeros and positives: the min is a zero */
+                v[i] = rand() % 3 == 0 ? 1.0 * (rand() % 5 + 1) : rand() % 2 ? 0.0 : -0.0;
+            else
+                v[i] = (double)(rand() % 2001 - 1000) / (kind == 2 ? 100.0 : 7.0);
+        }
+        double hi = v[0], lo = v[0];
+        for (size_t j = 1; j < n; j++) {
+            hi = v[j] > hi ? v[j] : hi;
+            lo = v[j] < lo ? v[j] : lo;
+        }
+        double gh = qexec_max_no_nan(v, n), gl = qexec_min_no_nan(v, n);
+        if (memcmp(&gh, &hi, sizeof(double)) || memcmp(&gl, &lo, sizeof(double)))
+            fail_msg("round %d n %zu: max %g/%g min %g/%g (signbits %d %d %d %d)", round, n, gh, hi,
+                     gl, lo, signbit(gh) != 0, signbit(hi) != 0, signbit(gl) != 0,
+                     signbit(lo) != 0);
+        zeros_max += kind == 0 && hi == 0 && n >= 8;
+    }
+    assert_true(zeros_max > 100);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_qexec_lead_tags_caps),
+        cmocka_unit_test(test_qexec_rf_memo_decides_as_its_filter),
+        cmocka_unit_test(test_qexec_min_max_no_nan_as_the_loop),
         cmocka_unit_test_setup_teardown(test_qexec_answers_match_opentsdb, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qexec_annotations_and_tsuids_in_results, setup,
                                         teardown),

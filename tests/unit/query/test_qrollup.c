@@ -19,6 +19,7 @@
 #include "query/qmeta.h"
 #include "query/qspec.h"
 #include "schema/rollup.h"
+#include "schema/tagidx.h"
 #include "storage/clock.h"
 #include "tests/lib/ctest.h"
 #include "tests/lib/tsdb_fixture.h"
@@ -213,6 +214,61 @@ static void test_qrollup_reads_the_rollup_table(void **state)
     free(raw);
 }
 
+/* A series only the rollup tables hold (written through /api/rollup, never as raw rows, so the
+ * tag index does not list it): a filter picking it still reads it from the tables when the
+ * index declines the ranges and names the salt buckets of its series instead (qindex_buckets
+ * holds for raw rows only), and raw-only reads of the other series skip the buckets they do not
+ * live in with the same answer. */
+static void test_qrollup_series_only_in_the_tables(void **state)
+{
+    struct st *s = *state;
+    TSDB_FIXTURE_SKIP_IF_NONE(&s->f);
+    struct ct_err err = {0};
+    uint64_t n = 0;
+    assert_int_equal(tagidx_rebuild(s->f->t, &n, &err), CT_OK); /* complete: m's and f's series */
+    /* the uids of host zz (a point of another metric), then a 1h rollup of m{host=zz,dc=x} */
+    const char *k[2] = {"host", "dc"}, *v[2] = {"zz", "x"};
+    tsdb_fixture_put(s->f->t, "other", k, v, 2, dpcodec_point_int(DAY0 * 1000, false, 1));
+    uint8_t tsuid[ROWKEY_MAX_TSUID];
+    size_t tl;
+    assert_int_equal(tsdb_series_resolve(s->f->t, "m", k, v, 2, tsuid, sizeof(tsuid), &tl, &err),
+                     CT_OK);
+    struct rollup_put p[2] = {
+        {tsuid, tl, ROLLUP_1H, ROLLUP_SUM, DAY0 + 3600, dpcodec_point_int(0, false, 4242)},
+        {tsuid, tl, ROLLUP_1H, ROLLUP_COUNT, DAY0 + 3600, dpcodec_point_int(0, false, 2)}};
+    assert_int_equal(rollup_write(s->r, p, 2, &err), CT_OK);
+    const char *usages[] = {"ROLLUP_NOFALLBACK", "ROLLUP_FALLBACK"};
+    for (int u = 0; u < 2; u++) {
+        char body[512];
+        snprintf(body, sizeof(body),
+                 "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"m\",\"aggregator\":"
+                 "\"sum\",\"downsample\":\"1h-avg\",\"rollupUsage\":\"%s\",\"tags\":{\"host\":"
+                 "\"zz\"}}]}",
+                 (long long)DAY0, (long long)DAY0 + 3 * 86400 - 1, usages[u]);
+        char *one_range = run_oi(s, body, true, false, 1); /* the index names buckets only */
+        char *no_index = run_oi(s, body, true, false, 0);
+        assert_non_null(strstr(no_index, "\"1357002000\":2121.0"));
+        assert_string_equal(one_range, no_index);
+        free(one_range);
+        free(no_index);
+    }
+    /* raw rows only, one host over 3 days: the same with the buckets from the index */
+    const char *hosts[3] = {"a", "b", "c"};
+    for (int h = 0; h < 3; h++) {
+        char body[512];
+        snprintf(body, sizeof(body),
+                 "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"m\",\"aggregator\":"
+                 "\"sum\",\"downsample\":\"2h-max\",\"tags\":{\"host\":\"%s\"}}]}",
+                 (long long)DAY0, (long long)DAY0 + 3 * 86400 - 1, hosts[h]);
+        char *one_range = run_oi(s, body, false, false, 1);
+        char *no_index = run_oi(s, body, false, false, 0);
+        assert_string_equal(one_range, no_index);
+        assert_true(strlen(no_index) > 100);
+        free(one_range);
+        free(no_index);
+    }
+}
+
 /* No rollup tables: whole-hour intervals above 1h are read from raw rows by qrollup's raw
  * source; the answer is the general path's (qexec_options.general_only), byte for byte. */
 static void test_qrollup_raw_only_equals_general(void **state)
@@ -339,6 +395,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_qrollup_equals_raw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qrollup_reads_the_rollup_table, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qrollup_series_only_in_the_tables, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qrollup_raw_only_equals_general, setup, teardown),
         cmocka_unit_test(test_qrollup_usage_parse),
     };

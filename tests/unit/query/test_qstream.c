@@ -15,6 +15,7 @@
 
 #include "query/qexec.h"
 #include "query/qjson.h"
+#include "query/qpool.h"
 #include "query/qspec.h"
 #include "schema/tagidx.h"
 #include "tests/lib/ctest.h"
@@ -154,6 +155,91 @@ static void test_qstream_equals_general(void **state)
                     }
     assert_true(checked > 300);
     assert_true(with_nan > 0); /* the NaN buckets and fills were exercised */
+}
+
+/* A run on `threads` scan threads of pool (NULL: every piece on the calling thread). */
+static char *run_threads(struct tsdb_fixture *f, const char *body, unsigned threads,
+                         struct qpool *pool, struct qexec_stats *st)
+{
+    struct qspec *q = NULL;
+    struct ct_err err = {0};
+    if (qspec_parse_json(body, strlen(body), NOW, &q, &err) != CT_OK)
+        fail_msg("parse %s: %s", body, err.msg);
+    struct qexec_options o;
+    qexec_options_init(&o);
+    o.scan_threads = threads;
+    o.pool = pool;
+    struct tsdb_fixture_buf b = {0};
+    struct qjson *j = qjson_new(tsdb_fixture_sink, &b, 64);
+    assert_non_null(j);
+    memset(st, 0, sizeof(*st));
+    enum qexec_status status;
+    if (qexec_run(f->t, q, &o, j, &status, st, &err) != CT_OK)
+        fail_msg("run %s: %s", body, err.msg);
+    assert_int_equal(qjson_flush(j), CT_OK);
+    qjson_free(j);
+    qspec_free(q);
+    return b.data ? b.data : strdup("");
+}
+
+/* Raw rows folded into whole-hour buckets on several threads are cut into time slices of whole
+ * buckets (qrollup_slices), read as separate pieces and chained back: the answer is the one
+ * thread's (whole salt buckets) and the general path's, byte for byte, for every function,
+ * interval (1h, 2h, 5h, 6h, 1d), fill, grouping, rate and bounds that cut buckets, on 2, 3 and 4
+ * threads with the pieces run on the calling thread and on a pool's helpers. */
+static void test_qstream_slices_equal_whole_buckets(void **state)
+{
+    struct tsdb_fixture *f = *state;
+    TSDB_FIXTURE_SKIP_IF_NONE(&f);
+    struct qpool_options po;
+    qpool_options_init(&po);
+    po.helpers = 3;
+    po.threads = 4;
+    struct qpool *pool = NULL;
+    struct ct_err err = {0};
+    assert_int_equal(qpool_new(&po, &pool, &err), CT_OK);
+    const char *fns[] = {"sum", "avg", "min", "max", "count"};
+    const char *ivs[] = {"1h", "2h", "5h", "6h", "1d"};
+    const char *fills[] = {"", "-zero", "-nan"};
+    const char *ms[] = {"g", "d", "c"};
+    const long long starts[] = {DAY0 * 1000, (DAY0 + 5 * 3600 + 17) * 1000};
+    const long long ends[] = {(DAY0 + 2 * 86400 + 5 * 3600) * 1000, (DAY0 + 86400 + 7777) * 1000};
+    size_t checked = 0, sliced = 0;
+    for (size_t mi = 0; mi < 3; mi++)
+        for (size_t fi = 0; fi < 5; fi++)
+            for (size_t ii = 0; ii < 5; ii++)
+                for (int var = 0; var < 4; var++) {
+                    char body[1024];
+                    const char *agg = var == 1 ? "none" : var == 2 ? "max" : "sum";
+                    const char *rate = mi == 2 && var == 3 ? ",\"rate\":true" : "";
+                    snprintf(body, sizeof(body),
+                             "{\"start\":%lld,\"end\":%lld,\"queries\":[{\"metric\":\"%s\","
+                             "\"aggregator\":\"%s\",\"downsample\":\"%s-%s%s\"%s%s}]}",
+                             starts[var % 2], ends[(var / 2) % 2], ms[mi], agg, ivs[ii], fns[fi],
+                             fills[(fi + ii + mi) % 3], rate,
+                             var == 2 ? ",\"tags\":{\"dc\":\"*\"}" : "");
+                    struct qexec_stats st1, st;
+                    char *ref = run(f, body, true, NULL);
+                    char *one = run_threads(f, body, 1, NULL, &st1);
+                    if (strcmp(ref, one))
+                        fail_msg("%s\ngeneral    %s\none thread %s", body, ref, one);
+                    for (unsigned th = 2; th <= 4; th++) {
+                        for (int use_pool = 0; use_pool < 2; use_pool++) {
+                            char *a = run_threads(f, body, th, use_pool ? pool : NULL, &st);
+                            if (strcmp(ref, a))
+                                fail_msg("%s on %u threads%s\ngeneral %s\nsliced  %s", body, th,
+                                         use_pool ? " (pool)" : "", ref, a);
+                            sliced += st.scanners > st1.scanners;
+                            free(a);
+                        }
+                    }
+                    free(ref);
+                    free(one);
+                    checked++;
+                }
+    assert_int_equal(checked, 300);
+    assert_true(sliced > 600); /* most runs on several threads read time slices */
+    qpool_free(pool);
 }
 
 /* Series read whose points all lie outside the 0all range are answered with no point, as the
@@ -469,6 +555,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_qstream_equals_general, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qstream_edges, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_qstream_slices_equal_whole_buckets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qstream_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qstream_memory_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_qstream_key_ranges, setup, teardown),

@@ -281,6 +281,92 @@ static void test_row_filter_with_many_clauses(void **state)
     rowkey_filter_free(f);
 }
 
+/* rowkey_filter_match against the clauses read plainly (each clause: the key's pair of its tag
+ * key, then the value among its list), over random layouts (uid widths 1..4 and 8, salted or
+ * not), random clauses (exists, absent, 1 value, a few, more than 8: the binary search, negated
+ * lists, two clauses on one key) and random keys (the listed values or others, missing tags,
+ * another metric, a length that does not fit). */
+struct ref_clause {
+    uint64_t tagk;
+    uint64_t v[20];
+    size_t n;
+    bool exclude;
+};
+
+static bool ref_match(const struct rowkey_layout *l, uint64_t metric, const struct ref_clause *c,
+                      size_t nc, const uint8_t *row, size_t len)
+{
+    size_t head = l->salt_width + l->metric_width + ROWKEY_TIMESTAMP_BYTES;
+    size_t pair = l->tagk_width + l->tagv_width;
+    if (len < head || (len - head) % pair)
+        return false;
+    if (rowkey_get_uid(row + l->salt_width, l->metric_width) != metric)
+        return false;
+    for (size_t i = 0; i < nc; i++) {
+        bool found = false, in = false;
+        for (size_t t = head; t < len; t += pair)
+            if (rowkey_get_uid(row + t, l->tagk_width) == c[i].tagk) {
+                found = true;
+                uint64_t v = rowkey_get_uid(row + t + l->tagk_width, l->tagv_width);
+                for (size_t j = 0; j < c[i].n; j++)
+                    in |= c[i].v[j] == v;
+            }
+        if (c[i].n == 0 ? found == c[i].exclude : !found || in == c[i].exclude)
+            return false;
+    }
+    return true;
+}
+
+static void test_row_filter_matches_the_plain_reading(void **state)
+{
+    (void)state;
+    srand(11);
+    const unsigned widths[] = {1, 2, 3, 4, 8};
+    size_t matched = 0, tried = 0;
+    for (int round = 0; round < 300; round++) {
+        struct rowkey_layout l = salted(round % 2, 20);
+        l.metric_width = widths[rand() % 5];
+        l.tagk_width = widths[rand() % 5];
+        l.tagv_width = widths[rand() % 5];
+        struct rowkey_filter *f;
+        struct ct_err err = {0};
+        assert_int_equal(rowkey_filter_new(&l, &f, &err), CT_OK);
+        rowkey_filter_set_metric(f, 5);
+        struct ref_clause c[4];
+        size_t nc = (size_t)rand() % 5;
+        for (size_t i = 0; i < nc; i++) {
+            c[i].tagk = 1 + (uint64_t)(rand() % 6);
+            size_t kind = (size_t)rand() % 4;
+            c[i].n = kind == 0 ? 0 : kind == 1 ? 1 : kind == 2 ? 2 + rand() % 6 : 9 + rand() % 11;
+            for (size_t j = 0; j < c[i].n; j++)
+                c[i].v[j] = 1 + (uint64_t)(rand() % 30);
+            c[i].exclude = rand() % 3 == 0;
+            assert_int_equal(rowkey_filter_add(f, c[i].tagk, c[i].v, c[i].n, c[i].exclude, &err),
+                             CT_OK);
+        }
+        for (int k = 0; k < 200; k++) {
+            struct rowkey_tag t[8];
+            size_t nt = 0;
+            for (uint64_t tk = 1; tk <= 7; tk++) /* sorted tag keys, some missing */
+                if (rand() % 4)
+                    t[nt++] = (struct rowkey_tag){tk, 1 + (uint64_t)(rand() % 30)};
+            if (nt == 0)
+                t[nt++] = (struct rowkey_tag){2, 7};
+            uint8_t row[ROWKEY_MAX_BYTES];
+            uint64_t metric = rand() % 8 ? 5 : 6;
+            size_t n = make_row(&l, metric, t, nt, row);
+            if (rand() % 16 == 0)
+                n--; /* a length that does not fit */
+            bool want = ref_match(&l, 5, c, nc, row, n);
+            assert_int_equal(rowkey_filter_match(f, row, n), want);
+            matched += want;
+            tried++;
+        }
+        rowkey_filter_free(f);
+    }
+    assert_true(matched > tried / 10 && matched < tried * 9 / 10); /* both answers common */
+}
+
 /* A key lies in [start, stop) (stop_len 0: no upper bound). */
 static bool key_in(const uint8_t *k, size_t kl, const uint8_t *a, size_t al, const uint8_t *b,
                    size_t bl)
@@ -404,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_base_hour_and_scan_bounds),
         cmocka_unit_test(test_row_filter_clauses),
         cmocka_unit_test(test_row_filter_with_many_clauses),
+        cmocka_unit_test(test_row_filter_matches_the_plain_reading),
         cmocka_unit_test(test_lead_ranges_hold_every_row_the_filter_accepts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
