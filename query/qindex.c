@@ -24,15 +24,22 @@ struct pick {
     bool oom;
 };
 
+/* Whether the series ts[0..tl) passes the whole filter rf: judged on its key of any hour (the
+ * hour plays no part in it). */
+static bool series_passes(const struct rowkey_layout *l, const struct rowkey_filter *rf,
+                          const uint8_t *ts, size_t tl)
+{
+    uint8_t key[ROWKEY_MAX_BYTES];
+    if (tl > ROWKEY_MAX_TSUID)
+        return false;
+    size_t kl = rowkey_encode(l, ts, tl, 0, key);
+    return rowkey_filter_match(rf, key, kl);
+}
+
 static int pick_one(void *arg, const uint8_t *ts, size_t tl)
 {
     struct pick *p = arg;
-    /* the whole filter, on the series' key of any hour (the hour plays no part in it) */
-    uint8_t key[ROWKEY_MAX_BYTES];
-    if (tl > ROWKEY_MAX_TSUID)
-        return 0;
-    size_t kl = rowkey_encode(p->l, ts, tl, 0, key);
-    if (!rowkey_filter_match(p->rf, key, kl))
+    if (!series_passes(p->l, p->rf, ts, tl))
         return 0;
     if (p->n >= p->max) {
         p->over = true;
@@ -167,11 +174,7 @@ struct bpick {
 static int bucket_one(void *arg, const uint8_t *ts, size_t tl)
 {
     struct bpick *p = arg;
-    uint8_t key[ROWKEY_MAX_BYTES];
-    if (tl > ROWKEY_MAX_TSUID)
-        return 0;
-    size_t kl = rowkey_encode(p->l, ts, tl, 0, key);
-    if (!rowkey_filter_match(p->rf, key, kl))
+    if (!series_passes(p->l, p->rf, ts, tl))
         return 0;
     uint32_t b = rowkey_salt_bucket(p->l, ts, tl);
     p->mask |= b < p->l->salt_buckets ? 1ull << b : p->all;
