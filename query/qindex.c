@@ -36,6 +36,31 @@ static bool series_passes(const struct rowkey_layout *l, const struct rowkey_fil
     return rowkey_filter_match(rf, key, kl);
 }
 
+/* The pinned clause of rf with the fewest values (its tag key and values), when it has at most
+ * max of them and the tag index is complete: CT_OK; CT_NOTFOUND when the index cannot be used. */
+static int best_clause(struct tsdb *t, const struct rowkey_filter *rf, size_t max, uint64_t *k,
+                       const uint64_t **v, size_t *n, struct ct_err *err)
+{
+    uint64_t tagk = 0;
+    const uint64_t *vals = NULL;
+    size_t nv = 0;
+    *v = NULL;
+    *n = 0;
+    for (size_t i = 0; rowkey_filter_pinned(rf, i, &tagk, &vals, &nv); i++)
+        if (!*v || nv < *n) {
+            *k = tagk;
+            *v = vals;
+            *n = nv;
+        }
+    if (!*v || *n > max)
+        return CT_NOTFOUND;
+    bool complete = false;
+    int rc = tagidx_complete(t, &complete, err);
+    if (rc != CT_OK)
+        return rc;
+    return complete ? CT_OK : CT_NOTFOUND;
+}
+
 static int pick_one(void *arg, const uint8_t *ts, size_t tl)
 {
     struct pick *p = arg;
@@ -126,23 +151,12 @@ int qindex_select(struct tsdb *t, const struct rowkey_filter *rf, uint64_t metri
     if (!max_ranges || !hours)
         return CT_NOTFOUND;
     /* the clause with the fewest values */
-    uint64_t tagk = 0, best_k = 0;
-    const uint64_t *vals = NULL, *best_v = NULL;
-    size_t nv = 0, best_n = 0;
-    for (size_t i = 0; rowkey_filter_pinned(rf, i, &tagk, &vals, &nv); i++)
-        if (!best_v || nv < best_n) {
-            best_k = tagk;
-            best_v = vals;
-            best_n = nv;
-        }
-    if (!best_v || best_n > max_ranges / hours)
-        return CT_NOTFOUND;
-    bool complete = false;
-    int rc = tagidx_complete(t, &complete, err);
+    uint64_t best_k = 0;
+    const uint64_t *best_v;
+    size_t best_n;
+    int rc = best_clause(t, rf, max_ranges / hours, &best_k, &best_v, &best_n, err);
     if (rc != CT_OK)
         return rc;
-    if (!complete)
-        return CT_NOTFOUND;
     struct pick p;
     memset(&p, 0, sizeof(p));
     p.l = tsdb_layout(t);
@@ -187,23 +201,12 @@ int qindex_buckets(struct tsdb *t, const struct rowkey_filter *rf, uint64_t metr
     const struct rowkey_layout *l = tsdb_layout(t);
     if (!l->salt_width || l->salt_buckets > 64)
         return CT_NOTFOUND;
-    uint64_t tagk = 0, best_k = 0;
-    const uint64_t *vals = NULL, *best_v = NULL;
-    size_t nv = 0, best_n = 0;
-    for (size_t i = 0; rowkey_filter_pinned(rf, i, &tagk, &vals, &nv); i++)
-        if (!best_v || nv < best_n) {
-            best_k = tagk;
-            best_v = vals;
-            best_n = nv;
-        }
-    if (!best_v || best_n > QINDEX_BUCKET_VALUES)
-        return CT_NOTFOUND;
-    bool complete = false;
-    int rc = tagidx_complete(t, &complete, err);
+    uint64_t best_k = 0;
+    const uint64_t *best_v;
+    size_t best_n;
+    int rc = best_clause(t, rf, QINDEX_BUCKET_VALUES, &best_k, &best_v, &best_n, err);
     if (rc != CT_OK)
         return rc;
-    if (!complete)
-        return CT_NOTFOUND;
     struct bpick p = {l, rf, 0, l->salt_buckets == 64 ? UINT64_MAX : (1ull << l->salt_buckets) - 1};
     for (size_t i = 0; i < best_n && rc == CT_OK && p.mask != p.all; i++)
         rc = tagidx_read(t, metric, best_k, best_v[i], bucket_one, &p, err);
