@@ -321,7 +321,7 @@ void qexec_write_series_stats(struct qjson *j, const struct qspec *q, const stru
  * lanes of maxpd / minpd, then that loop whenever the result is zero (+0 and -0 compare equal,
  * and the loop keeps the first one met; other equal doubles have equal bits). A bucket's 60
  * points take about 15 instructions instead of 60 for the loop. */
-static inline double qexec_max_no_nan(const double *v, size_t n)
+static inline double qexec_extreme_no_nan(const double *v, size_t n, bool max)
 {
     size_t j = 1;
     double r = v[0];
@@ -329,14 +329,15 @@ static inline double qexec_max_no_nan(const double *v, size_t n)
     if (n >= 8) {
         __m128d a = _mm_loadu_pd(v), b = _mm_loadu_pd(v + 2);
         for (j = 4; j + 4 <= n; j += 4) {
-            a = _mm_max_pd(a, _mm_loadu_pd(v + j));
-            b = _mm_max_pd(b, _mm_loadu_pd(v + j + 2));
+            __m128d x = _mm_loadu_pd(v + j), y = _mm_loadu_pd(v + j + 2);
+            a = max ? _mm_max_pd(a, x) : _mm_min_pd(a, x);
+            b = max ? _mm_max_pd(b, y) : _mm_min_pd(b, y);
         }
         double t[2];
-        _mm_storeu_pd(t, _mm_max_pd(a, b));
-        r = t[0] > t[1] ? t[0] : t[1];
+        _mm_storeu_pd(t, max ? _mm_max_pd(a, b) : _mm_min_pd(a, b));
+        r = (max ? t[0] > t[1] : t[0] < t[1]) ? t[0] : t[1];
         for (; j < n; j++)
-            r = v[j] > r ? v[j] : r;
+            r = (max ? v[j] > r : v[j] < r) ? v[j] : r;
         if (r != 0)
             return r;
         j = 1;
@@ -344,35 +345,18 @@ static inline double qexec_max_no_nan(const double *v, size_t n)
     }
 #endif
     for (; j < n; j++)
-        r = v[j] > r ? v[j] : r;
+        r = (max ? v[j] > r : v[j] < r) ? v[j] : r;
     return r;
+}
+
+static inline double qexec_max_no_nan(const double *v, size_t n)
+{
+    return qexec_extreme_no_nan(v, n, true);
 }
 
 static inline double qexec_min_no_nan(const double *v, size_t n)
 {
-    size_t j = 1;
-    double r = v[0];
-#if defined(__SSE2__)
-    if (n >= 8) {
-        __m128d a = _mm_loadu_pd(v), b = _mm_loadu_pd(v + 2);
-        for (j = 4; j + 4 <= n; j += 4) {
-            a = _mm_min_pd(a, _mm_loadu_pd(v + j));
-            b = _mm_min_pd(b, _mm_loadu_pd(v + j + 2));
-        }
-        double t[2];
-        _mm_storeu_pd(t, _mm_min_pd(a, b));
-        r = t[0] < t[1] ? t[0] : t[1];
-        for (; j < n; j++)
-            r = v[j] < r ? v[j] : r;
-        if (r != 0)
-            return r;
-        j = 1;
-        r = v[0];
-    }
-#endif
-    for (; j < n; j++)
-        r = v[j] < r ? v[j] : r;
-    return r;
+    return qexec_extreme_no_nan(v, n, false);
 }
 
 /* Whether salt bucket b may hold a series of the sub-query (xscan.bucket_mask). */
