@@ -664,19 +664,6 @@ uint64_t prom_series_cache_hash(const struct prom_series_cache *c, const char *k
     return hash_bytes(key, len, c->seed);
 }
 
-const char *prom_series_key(const struct prom_series_cache *c, const ProtobufCBinaryData *labels,
-                            size_t n_labels, struct prom_arena *a, size_t *len, uint64_t *hash)
-{
-    size_t need = prom_key_size(labels, n_labels);
-    uint8_t *key = prom_arena_alloc(a, need);
-    if (!key)
-        return NULL;
-    prom_key_write(key, labels, n_labels);
-    *len = need;
-    *hash = prom_series_cache_hash(c, (const char *)key, need);
-    return (const char *)key;
-}
-
 /* REQUIRES: c->mu held. The entry of key, or NULL. */
 static const char *prom_sc_find(const struct prom_series_cache *c, const char *key,
                                 size_t key_len, uint64_t hash)

@@ -138,11 +138,6 @@ struct prom_series_cache *prom_series_cache_new(size_t max_bytes);
 void prom_series_cache_free(struct prom_series_cache *c); /* accepts NULL */
 /* The hash of a key in this cache (its random seed). */
 uint64_t prom_series_cache_hash(const struct prom_series_cache *c, const char *key, size_t len);
-/* The key of a series with these labels (each an encoded Label; struct prom_series_in's form),
- * in a new block of arena a (valid until prom_arena_clear), its length in *len and its hash in
- * *hash; NULL when out of memory. */
-const char *prom_series_key(const struct prom_series_cache *c, const ProtobufCBinaryData *labels,
-                            size_t n_labels, struct prom_arena *a, size_t *len, uint64_t *hash);
 /* Looks key up; on a hit copies its names into a new block of arena a (valid until
  * prom_arena_clear) and returns it, for prom_series_names_load. NULL on a miss (or when out of
  * memory). */

@@ -610,20 +610,15 @@ static void test_prom_series_cache(void **state)
     assert_non_null(c);
     struct prom_arena arena;
     prom_arena_init(&arena);
-    ProtobufCBinaryData lb[3] = {{5, (uint8_t *)"\x0a\x01" "a\x12\x00"},
-                                  {4, (uint8_t *)"abcd"},
-                                  {2, (uint8_t *)"ef"}};
-    size_t kl, kl2, kl3;
-    uint64_t h, h2, h3;
-    const char *k = prom_series_key(c, lb, 3, &arena, &kl, &h);
-    assert_non_null(k);
-    /* the same bytes split as "abc" + "def": another key (lengths are part of it) */
-    ProtobufCBinaryData lab2[3] = {lb[0], {3, (uint8_t *)"abc"}, {3, (uint8_t *)"def"}};
-    const char *k2 = prom_series_key(c, lab2, 3, &arena, &kl2, &h2);
-    ProtobufCBinaryData lab3[3] = {lb[0], lb[1], {2, (uint8_t *)"eg"}};
-    const char *k3 = prom_series_key(c, lab3, 3, &arena, &kl3, &h3);
-    assert_int_equal(kl, kl2);
-    assert_memory_not_equal(k, k2, kl);
+    /* keys in struct prom_series_in's form: each label's tag byte, length and bytes; the same
+     * label bytes split as "abc" + "def" are another key (the lengths are part of it), and one
+     * byte changed is another */
+    static const char k[] = "\x0a\x05\x0a\x01" "a\x12\x00" "\x0a\x04" "abcd" "\x0a\x02" "ef";
+    static const char k2[] = "\x0a\x05\x0a\x01" "a\x12\x00" "\x0a\x03" "abc" "\x0a\x03" "def";
+    static const char k3[] = "\x0a\x05\x0a\x01" "a\x12\x00" "\x0a\x04" "abcd" "\x0a\x02" "eg";
+    size_t kl = sizeof(k) - 1, kl2 = sizeof(k2) - 1, kl3 = sizeof(k3) - 1;
+    uint64_t h = prom_series_cache_hash(c, k, kl), h2 = prom_series_cache_hash(c, k2, kl2),
+             h3 = prom_series_cache_hash(c, k3, kl3);
 
     struct put_point p, q;
     memset(&p, 0, sizeof(p));
@@ -675,11 +670,9 @@ static void test_prom_series_cache(void **state)
     for (int i = 0; i < 5000; i++) {
         char buf[32];
         int n = snprintf(buf, sizeof(buf), "series-%d", i);
-        ProtobufCBinaryData one = {(size_t)n, (uint8_t *)buf};
-        size_t l;
-        uint64_t hh;
-        const char *kk = prom_series_key(c, &one, 1, &arena, &l, &hh);
-        assert_non_null(kk);
+        const char *kk = buf;
+        size_t l = (size_t)n;
+        uint64_t hh = prom_series_cache_hash(c, kk, l);
         p.metric = (struct put_str){buf, (size_t)n};
         prom_series_cache_put(c, kk, l, hh, &p, (uint64_t)i);
         names = prom_series_cache_get(c, kk, l, hh, &arena);
@@ -719,14 +712,9 @@ static void *sc_thread_main(void *arg)
         char key[32], metric[32];
         int kn = snprintf(key, sizeof(key), "series-%d", i);
         int mn = snprintf(metric, sizeof(metric), "m%d", i);
-        ProtobufCBinaryData one = {(size_t)kn, (uint8_t *)key};
-        size_t l;
-        uint64_t h;
-        const char *k = prom_series_key(x->c, &one, 1, &arena, &l, &h);
-        if (!k) {
-            x->bad++;
-            break;
-        }
+        const char *k = key;
+        size_t l = (size_t)kn;
+        uint64_t h = prom_series_cache_hash(x->c, k, l);
         const char *names = prom_series_cache_get(x->c, k, l, h, &arena);
         if (names) {
             struct put_point q;
